@@ -1,0 +1,86 @@
+# joseki — build, test, benchmark, sanitize, fuzz.
+#
+# Sources are discovered: every module folder's *.c goes into build/libjoseki.a,
+# tools/*.c into the ./joseki binary, every tests/<module>/test_*.c becomes one
+# cmocka binary under build/tests/, every tests/fuzz/fuzz_*.c a libFuzzer target.
+
+CC       ?= cc
+OPT      ?= -O2 -g
+ARCH     ?= -march=native
+CFLAGS   ?= $(OPT)
+JCFLAGS   = -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. $(ARCH) -pthread
+LIBS      = -llmdb -lcurl -ljansson -lmicrohttpd -larchive -lpthread -lm
+TESTLIBS  = -lcmocka
+
+BUILD    ?= build
+MODULES   = shogi bookdb ingest search bookgen minimax server
+LIB_SRC   = $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
+TOOL_SRC  = $(wildcard tools/*.c)
+TEST_SRC  = $(wildcard tests/*/test_*.c)
+TSUP_SRC  = $(wildcard tests/support/*.c)
+FUZZ_SRC  = $(wildcard tests/fuzz/fuzz_*.c)
+
+LIB_OBJ   = $(LIB_SRC:%.c=$(BUILD)/%.o)
+TOOL_OBJ  = $(TOOL_SRC:%.c=$(BUILD)/%.o)
+TSUP_OBJ  = $(TSUP_SRC:%.c=$(BUILD)/%.o)
+TEST_BIN  = $(TEST_SRC:%.c=$(BUILD)/%)
+LIB       = $(BUILD)/libjoseki.a
+DEPS_OK   = $(BUILD)/.deps-ok
+
+.PHONY: all test check-unit bench asan fuzz demo clean format deps
+
+all: joseki
+
+# Missing Debian packages are installed before anything is compiled.
+$(DEPS_OK): tools/install-deps.sh
+	@tools/install-deps.sh
+	@mkdir -p $(BUILD) && touch $@
+
+deps: $(DEPS_OK)
+
+$(BUILD)/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(JCFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+joseki: $(TOOL_OBJ) $(LIB)
+	$(CC) $(JCFLAGS) $(CFLAGS) -o $@ $(TOOL_OBJ) $(LIB) $(LIBS)
+
+$(BUILD)/tests/%: tests/%.c $(TSUP_OBJ) $(LIB) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(JCFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TSUP_OBJ) $(LIB) $(LIBS) $(TESTLIBS)
+
+# The tests run the real ./joseki binary (and helper programs) as child processes.
+test: joseki $(TEST_BIN)
+	@JOSEKI=$(CURDIR)/joseki BUILD=$(BUILD) tests/run.sh $(TEST_BIN)
+
+bench: joseki
+	@tools/bench.sh
+
+# Address + undefined-behaviour sanitizers, with clang, in a separate tree.
+asan:
+	$(MAKE) BUILD=build-asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" test
+
+# libFuzzer targets; each runs FUZZ_SECONDS (default 60) seconds.
+FUZZ_SECONDS ?= 60
+FUZZ_BIN = $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+build-fuzz/%: tests/fuzz/%.c | $(DEPS_OK)
+	@mkdir -p build-fuzz
+	clang -std=c11 -D_GNU_SOURCE -I. $(ARCH) -pthread -O1 -g -fsanitize=fuzzer,address,undefined \
+	    -o $@ $< $(LIB_SRC) $(LIBS)
+fuzz: $(FUZZ_BIN)
+	@tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
+
+demo: joseki
+	@tools/demo.sh
+
+format:
+	clang-format -i $(LIB_SRC) $(TOOL_SRC) $(TEST_SRC) $(TSUP_SRC) $(FUZZ_SRC) $(wildcard */*.h tests/*/*.h)
+
+clean:
+	rm -rf build build-asan build-fuzz joseki
+
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TSUP_OBJ:.o=.d) $(TEST_BIN:=.d)

@@ -1,0 +1,232 @@
+/* shogi/movegen.c — fully legal move generation and perft. */
+#include "shogi/movegen.h"
+
+typedef struct {
+	const Position *pos;
+	Color us, them;
+	Square ksq;           /* our king, SQ_NONE if none */
+	Bitboard pinned;      /* our pieces pinned to our king */
+	Bitboard occ;
+	Move *out;
+	int n;
+} Gen;
+
+/* Our pieces that stand alone between an enemy slider and our king. */
+static Bitboard pinned_pieces(const Position *pos, Color us, Square ksq, Bitboard occ)
+{
+	Bitboard pinned = bb_make(0, 0);
+	if (ksq == SQ_NONE) return pinned;
+	Color them = color_flip(us);
+	Bitboard theirs = pos->by_color[them];
+	Bitboard snipers = bb_or(
+		bb_and(bb_or(pos->by_type[ROOK], pos->by_type[DRAGON]), ROOK_PSEUDO[ksq]),
+		bb_and(bb_or(pos->by_type[BISHOP], pos->by_type[HORSE]), BISHOP_PSEUDO[ksq]));
+	snipers = bb_or(snipers, bb_and(pos->by_type[LANCE], LANCE_STEP_RAY[us][ksq]));
+	snipers = bb_and(snipers, theirs);
+	Square s;
+	BB_FOREACH(s, snipers)
+	{
+		Bitboard b = bb_and(BETWEEN_BB[ksq][s], occ);
+		if (bb_any(b) && !bb_more_than_one(b) && bb_any(bb_and(b, pos->by_color[us])))
+			pinned = bb_or(pinned, b);
+	}
+	return pinned;
+}
+
+static inline void add(Gen *g, Move m)
+{
+	g->out[g->n++] = m;
+}
+
+/* Adds the board moves of the piece on from to each target, with the promotion
+ * choices the rules give. */
+static void add_piece_moves(Gen *g, Square from, PieceType pt, Bitboard targets)
+{
+	Color us = g->us;
+	if (bb_test(g->pinned, from)) targets = bb_and(targets, LINE_BB[g->ksq][from]);
+	Square to;
+	if (!pt_can_promote(pt)) {
+		BB_FOREACH(to, targets) add(g, move_make(from, to, false));
+		return;
+	}
+	bool from_zone = sq_in_zone(us, from);
+	BB_FOREACH(to, targets)
+	{
+		if (from_zone || sq_in_zone(us, to)) {
+			add(g, move_make(from, to, true));
+			int rr = rank_rel(us, sq_rank(to));
+			if (((pt == PAWN || pt == LANCE) && rr == 0) || (pt == KNIGHT && rr < 2))
+				continue; /* could never move again: promotion is forced */
+		}
+		add(g, move_make(from, to, false));
+	}
+}
+
+static void gen_board_moves(Gen *g, Bitboard targets)
+{
+	const Position *pos = g->pos;
+	Bitboard pieces = bb_andnot(pos->by_color[g->us], pos->by_type[KING]);
+	Square from;
+	BB_FOREACH(from, pieces)
+	{
+		Piece p = pos->board[from];
+		Bitboard atk = bb_and(bb_piece_attacks(p, from, g->occ), targets);
+		if (bb_any(atk)) add_piece_moves(g, from, piece_type(p), atk);
+	}
+}
+
+static void gen_king_moves(Gen *g, Bitboard targets)
+{
+	if (g->ksq == SQ_NONE) return;
+	const Position *pos = g->pos;
+	Bitboard occ = g->occ;
+	bb_clear(&occ, g->ksq); /* the king does not shield squares behind it */
+	Square to;
+	BB_FOREACH(to, bb_and(KING_ATK[g->ksq], targets))
+	{
+		if (!bb_any(pos_attackers_to(pos, g->them, to, occ))) add(g, move_make(g->ksq, to, false));
+	}
+}
+
+/* True when dropping our pawn on to (in front of their king) mates: uchifuzume. */
+static bool pawn_drop_mates(const Gen *g, Square to)
+{
+	const Position *pos = g->pos;
+	Color us = g->us, them = g->them;
+	Square tk = pos->king_sq[them];
+	Bitboard occ = g->occ;
+	bb_set(&occ, to);
+	/* A defender other than the king may take the pawn, unless pinned. */
+	Bitboard defenders = bb_andnot(pos_attackers_to(pos, them, to, occ), pos->by_type[KING]);
+	if (bb_any(defenders)) {
+		Bitboard their_pinned = pinned_pieces(pos, them, tk, occ);
+		if (bb_any(bb_andnot(defenders, their_pinned))) return false;
+	}
+	/* The king escapes to any square we do not attack (the pawn included). */
+	Bitboard kocc = occ;
+	bb_clear(&kocc, tk);
+	Square s;
+	BB_FOREACH(s, bb_andnot(KING_ATK[tk], pos->by_color[them]))
+	{
+		if (s == to) {
+			if (!bb_any(pos_attackers_to(pos, us, to, kocc))) return false;
+			continue;
+		}
+		if (!bb_any(pos_attackers_to(pos, us, s, kocc))) return false;
+	}
+	return true;
+}
+
+static void gen_drops(Gen *g, Bitboard targets)
+{
+	const Position *pos = g->pos;
+	Color us = g->us;
+	Hand h = pos->hand[us];
+	if (!h) return;
+	/* Ranks where a dropped piece could never move: rank_rel 0, and 1 for knights. */
+	Bitboard far1 = RANK_BB[us == BLACK ? 0 : 8];
+	Bitboard far2 = bb_or(far1, RANK_BB[us == BLACK ? 1 : 7]);
+	Square to;
+	if (hand_has(h, PAWN)) {
+		Bitboard t = bb_andnot(targets, far1);
+		Bitboard pawns = pos_pieces(pos, us, PAWN);
+		for (int f = 0; f < FILE_NB; f++)
+			if (bb_any(bb_and(pawns, FILE_BB[f]))) t = bb_andnot(t, FILE_BB[f]);
+		Square tk = pos->king_sq[g->them];
+		Square front = SQ_NONE;
+		if (tk != SQ_NONE) {
+			Bitboard fr = PAWN_ATK[g->them][tk];
+			if (bb_any(fr)) front = bb_lsb(fr);
+		}
+		BB_FOREACH(to, t)
+		{
+			if (to == front && pawn_drop_mates(g, to)) continue;
+			add(g, move_make_drop(PAWN, to));
+		}
+	}
+	PieceType others[6];
+	int no = 0;
+	if (hand_has(h, SILVER)) others[no++] = SILVER;
+	if (hand_has(h, GOLD)) others[no++] = GOLD;
+	if (hand_has(h, BISHOP)) others[no++] = BISHOP;
+	if (hand_has(h, ROOK)) others[no++] = ROOK;
+	bool lance = hand_has(h, LANCE), knight = hand_has(h, KNIGHT);
+	if (lance || knight) {
+		BB_FOREACH(to, bb_andnot(targets, far1))
+		{
+			if (lance) add(g, move_make_drop(LANCE, to));
+			if (knight && !bb_test(far2, to)) add(g, move_make_drop(KNIGHT, to));
+		}
+	}
+	if (no) {
+		BB_FOREACH(to, targets)
+		{
+			for (int i = 0; i < no; i++) add(g, move_make_drop(others[i], to));
+		}
+	}
+}
+
+int movegen(const Position *pos, GenType type, Move *out)
+{
+	Gen g;
+	g.pos = pos;
+	g.us = pos->side;
+	g.them = color_flip(g.us);
+	g.ksq = pos->king_sq[g.us];
+	g.occ = pos->occupied;
+	g.out = out;
+	g.n = 0;
+	g.pinned = pinned_pieces(pos, g.us, g.ksq, pos->occupied);
+	Bitboard empty = bb_not(pos->occupied);
+	Bitboard enemy = pos->by_color[g.them];
+	Bitboard board_targets = type == GEN_CAPTURES ? enemy
+				 : type == GEN_QUIETS ? empty
+							: bb_or(empty, enemy);
+	Bitboard drop_targets = type == GEN_CAPTURES ? bb_make(0, 0) : empty;
+	Bitboard checkers = pos_st(pos)->checkers;
+	if (bb_any(checkers)) {
+		gen_king_moves(&g, board_targets);
+		if (bb_more_than_one(checkers)) return g.n;
+		Square c = bb_lsb(checkers);
+		Bitboard between = BETWEEN_BB[g.ksq][c];
+		Bitboard block = bb_or(between, checkers);
+		/* Pinned pieces can never resolve a check. */
+		Bitboard pinned = g.pinned;
+		g.pinned = bb_make(0, 0);
+		Bitboard pieces = bb_andnot(bb_andnot(pos->by_color[g.us], pos->by_type[KING]), pinned);
+		Bitboard t = bb_and(board_targets, block);
+		Square from;
+		BB_FOREACH(from, pieces)
+		{
+			Piece p = pos->board[from];
+			Bitboard atk = bb_and(bb_piece_attacks(p, from, g.occ), t);
+			if (bb_any(atk)) add_piece_moves(&g, from, piece_type(p), atk);
+		}
+		gen_drops(&g, bb_and(drop_targets, between));
+		return g.n;
+	}
+	gen_board_moves(&g, board_targets);
+	gen_king_moves(&g, board_targets);
+	gen_drops(&g, drop_targets);
+	return g.n;
+}
+
+int movegen_count(const Position *pos)
+{
+	Move buf[MOVEGEN_MAX];
+	return movegen(pos, GEN_ALL, buf);
+}
+
+uint64_t perft(Position *pos, int depth)
+{
+	Move buf[MOVEGEN_MAX];
+	int n = movegen(pos, GEN_ALL, buf);
+	if (depth <= 1) return depth == 1 ? (uint64_t)n : 1;
+	uint64_t total = 0;
+	for (int i = 0; i < n; i++) {
+		pos_do_move(pos, buf[i]);
+		total += perft(pos, depth - 1);
+		pos_undo_move(pos);
+	}
+	return total;
+}

@@ -1,0 +1,34 @@
+/*
+ * shogi/movegen.h — fully legal move generation.
+ *
+ * Generators fill a caller's buffer (at least MOVEGEN_MAX entries) and return
+ * the count. Every move returned is legal: king safety, pins, nifu,
+ * uchifuzume (pawn-drop mate), pieces that could never move again, and the
+ * promotion zone are all respected; optional non-promotions are included
+ * (pawn, bishop and rook non-promotions too). No allocation.
+ */
+#ifndef SHOGI_MOVEGEN_H
+#define SHOGI_MOVEGEN_H
+
+#include "shogi/position.h"
+
+#define MOVEGEN_MAX 600
+
+typedef enum {
+	GEN_ALL = 0,
+	GEN_CAPTURES, /* captures, and promotions of pawns (quiescence moves) */
+	GEN_QUIETS,   /* everything GEN_CAPTURES leaves out */
+} GenType;
+
+int movegen(const Position *pos, GenType type, Move *out);
+static inline int movegen_legal(const Position *pos, Move *out)
+{
+	return movegen(pos, GEN_ALL, out);
+}
+/* Number of legal moves (0: the side to move is mated or stalemated). */
+int movegen_count(const Position *pos);
+
+/* Leaf count of the legal-move tree to depth (bulk counting at the last ply). */
+uint64_t perft(Position *pos, int depth);
+
+#endif

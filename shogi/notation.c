@@ -1,0 +1,418 @@
+/* shogi/notation.c — SFEN, USI and CSA notation, and USI position specs. */
+#include "shogi/notation.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "shogi/movegen.h"
+
+const char *const CSA_PIECE_NAMES[PT_NB] = {NULL, "FU", "KY", "KE", "GI", "KA", "HI", "KI",
+					    "OU", "TO", "NY", "NK", "NG", "UM", "RY"};
+/* SFEN letters by piece type (Black's; White's are lower case). */
+static const char SFEN_LETTERS[PT_NB] = {0, 'P', 'L', 'N', 'S', 'B', 'R', 'G', 'K',
+					 'P', 'L', 'N', 'S', 'B', 'R'};
+/* Canonical hand order: R B G S N L P. */
+static const PieceType HAND_ORDER[7] = {ROOK, BISHOP, GOLD, SILVER, KNIGHT, LANCE, PAWN};
+
+static void errf(char *err, const char *fmt, const char *tok, size_t toklen)
+{
+	if (!err) return;
+	char t[48];
+	size_t n = toklen < sizeof t - 1 ? toklen : sizeof t - 1;
+	for (size_t i = 0; i < n; i++) t[i] = isprint((unsigned char)tok[i]) ? tok[i] : '?';
+	t[n] = 0;
+	if (toklen > n && n > 3) memcpy(t + n - 3, "...", 3);
+	snprintf(err, SHOGI_ERRLEN, fmt, t);
+}
+
+static PieceType letter_type(char ch)
+{
+	switch (toupper((unsigned char)ch)) {
+	case 'P': return PAWN;
+	case 'L': return LANCE;
+	case 'N': return KNIGHT;
+	case 'S': return SILVER;
+	case 'B': return BISHOP;
+	case 'R': return ROOK;
+	case 'G': return GOLD;
+	case 'K': return KING;
+	default: return PT_NONE;
+	}
+}
+
+static const char *skip_ws(const char *s)
+{
+	while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
+	return s;
+}
+
+static size_t tok_len(const char *s)
+{
+	size_t n = 0;
+	while (s[n] && s[n] != ' ' && s[n] != '\t' && s[n] != '\r' && s[n] != '\n') n++;
+	return n;
+}
+
+int sfen_parse(Position *out, const char *sfen, const char **rest, char *err)
+{
+	const char *s = skip_ws(sfen);
+	if (!strncmp(s, "sfen ", 5)) s = skip_ws(s + 5);
+	size_t bl = tok_len(s);
+	if (bl == 0) {
+		errf(err, "empty SFEN%s", "", 0);
+		return SHOGI_EPARSE;
+	}
+	Piece board[SQ_NB] = {0};
+	int rank = 0, file = 8; /* SFEN goes rank a..i, file 9..1 */
+	bool promoted = false;
+	for (size_t i = 0; i < bl; i++) {
+		char ch = s[i];
+		if (ch == '/') {
+			if (file != -1 || promoted || rank >= 8) {
+				errf(err, "bad SFEN board '%s': a rank does not have 9 squares", s, bl);
+				return SHOGI_EPARSE;
+			}
+			rank++;
+			file = 8;
+		} else if (ch >= '1' && ch <= '9') {
+			if (promoted || file - (ch - '0') < -1) {
+				errf(err, "bad SFEN board '%s': a rank has more than 9 squares", s, bl);
+				return SHOGI_EPARSE;
+			}
+			file -= ch - '0';
+		} else if (ch == '+') {
+			if (promoted) {
+				errf(err, "bad SFEN board '%s': '++'", s, bl);
+				return SHOGI_EPARSE;
+			}
+			promoted = true;
+		} else {
+			PieceType pt = letter_type(ch);
+			if (pt == PT_NONE) {
+				char t[2] = {ch, 0};
+				errf(err, "bad SFEN board: unknown piece letter '%s'", t, 1);
+				return SHOGI_EPARSE;
+			}
+			if (file < 0) {
+				errf(err, "bad SFEN board '%s': a rank has more than 9 squares", s, bl);
+				return SHOGI_EPARSE;
+			}
+			if (promoted) {
+				if (!pt_can_promote(pt)) {
+					char t[3] = {'+', ch, 0};
+					errf(err, "bad SFEN board: '%s' cannot be promoted", t, 2);
+					return SHOGI_EPARSE;
+				}
+				pt = (PieceType)(pt + PROMOTE);
+				promoted = false;
+			}
+			Color c = isupper((unsigned char)ch) ? BLACK : WHITE;
+			board[sq_make(file, rank)] = piece_make(c, pt);
+			file--;
+		}
+	}
+	if (rank != 8 || file != -1 || promoted) {
+		errf(err, "bad SFEN board '%s': expected 9 ranks of 9 squares", s, bl);
+		return SHOGI_EPARSE;
+	}
+	s = skip_ws(s + bl);
+	size_t sl = tok_len(s);
+	Color side;
+	if (sl == 1 && (s[0] == 'b' || s[0] == 'w')) {
+		side = s[0] == 'b' ? BLACK : WHITE;
+	} else {
+		errf(err, "bad SFEN side to move '%s' (expected b or w)", s, sl);
+		return SHOGI_EPARSE;
+	}
+	s = skip_ws(s + sl);
+	size_t hl = tok_len(s);
+	Hand hand[2] = {0, 0};
+	if (hl == 0) {
+		errf(err, "SFEN has no hand field%s", "", 0);
+		return SHOGI_EPARSE;
+	}
+	if (!(hl == 1 && s[0] == '-')) {
+		int count = 0;
+		bool have_count = false;
+		for (size_t i = 0; i < hl; i++) {
+			char ch = s[i];
+			if (ch >= '0' && ch <= '9') {
+				count = count * 10 + (ch - '0');
+				have_count = true;
+				if (count > 18) {
+					errf(err, "bad SFEN hand '%s': count too large", s, hl);
+					return SHOGI_EPARSE;
+				}
+				continue;
+			}
+			PieceType pt = letter_type(ch);
+			if (pt == PT_NONE || pt == KING || (have_count && count == 0)) {
+				errf(err, "bad SFEN hand '%s'", s, hl);
+				return SHOGI_EPARSE;
+			}
+			int n = have_count ? count : 1;
+			Color c = isupper((unsigned char)ch) ? BLACK : WHITE;
+			int maxn = (int)(HAND_MASK[pt] >> HAND_SHIFT[pt]);
+			if (hand_count(hand[c], pt) + n > maxn) {
+				errf(err, "bad SFEN hand '%s': too many pieces", s, hl);
+				return SHOGI_EPARSE;
+			}
+			for (int k = 0; k < n; k++) hand[c] = hand_add(hand[c], pt);
+			count = 0;
+			have_count = false;
+		}
+		if (have_count) {
+			errf(err, "bad SFEN hand '%s': count without a piece", s, hl);
+			return SHOGI_EPARSE;
+		}
+	}
+	s = skip_ws(s + hl);
+	int ply = 1;
+	size_t pl = tok_len(s);
+	if (pl > 0 && isdigit((unsigned char)s[0])) {
+		long v = 0;
+		for (size_t i = 0; i < pl; i++) {
+			if (!isdigit((unsigned char)s[i]) || v > 100000000) {
+				errf(err, "bad SFEN move number '%s'", s, pl);
+				return SHOGI_EPARSE;
+			}
+			v = v * 10 + (s[i] - '0');
+		}
+		ply = v > 0 ? (int)v : 1;
+		s = skip_ws(s + pl);
+	}
+	if (rest) {
+		*rest = s;
+	} else if (*s) {
+		errf(err, "unexpected text after SFEN: '%s'", s, tok_len(s));
+		return SHOGI_EPARSE;
+	}
+	char why[SHOGI_ERRLEN];
+	int rc = pos_set(out, board, hand, side, ply, why);
+	if (rc < 0) {
+		if (err) snprintf(err, SHOGI_ERRLEN, "impossible SFEN position: %.120s", why);
+		return rc;
+	}
+	return SHOGI_OK;
+}
+
+size_t sfen_write_ply(const Position *pos, int ply, char *out, size_t len)
+{
+	char buf[SFEN_MAX];
+	size_t n = 0;
+	for (int rank = 0; rank < 9; rank++) {
+		int empty = 0;
+		for (int file = 8; file >= 0; file--) {
+			Piece p = pos->board[sq_make(file, rank)];
+			if (!p) {
+				empty++;
+				continue;
+			}
+			if (empty) buf[n++] = (char)('0' + empty);
+			empty = 0;
+			PieceType pt = piece_type(p);
+			if (pt > KING) buf[n++] = '+';
+			char ch = SFEN_LETTERS[pt];
+			buf[n++] = piece_color(p) == BLACK ? ch : (char)tolower(ch);
+		}
+		if (empty) buf[n++] = (char)('0' + empty);
+		if (rank < 8) buf[n++] = '/';
+	}
+	buf[n++] = ' ';
+	buf[n++] = pos->side == BLACK ? 'b' : 'w';
+	buf[n++] = ' ';
+	size_t hstart = n;
+	for (int c = 0; c < 2; c++)
+		for (int i = 0; i < 7; i++) {
+			PieceType pt = HAND_ORDER[i];
+			int k = hand_count(pos->hand[c], pt);
+			if (!k) continue;
+			if (k > 1) n += (size_t)snprintf(buf + n, sizeof buf - n, "%d", k);
+			buf[n++] = c == BLACK ? SFEN_LETTERS[pt] : (char)tolower(SFEN_LETTERS[pt]);
+		}
+	if (n == hstart) buf[n++] = '-';
+	n += (size_t)snprintf(buf + n, sizeof buf - n, " %d", ply);
+	buf[n] = 0;
+	if (len) snprintf(out, len, "%s", buf);
+	return n;
+}
+
+size_t sfen_write(const Position *pos, char *out, size_t len)
+{
+	return sfen_write_ply(pos, pos->game_ply, out, len);
+}
+
+static int parse_square(const char *s, Square *sq)
+{
+	if (s[0] < '1' || s[0] > '9' || s[1] < 'a' || s[1] > 'i') return -1;
+	*sq = sq_make(s[0] - '1', s[1] - 'a');
+	return 0;
+}
+
+int usi_move_parse(Move *out, const char *s, size_t len, char *err)
+{
+	Square from, to;
+	if (len == 4 && s[1] == '*') {
+		PieceType pt = isupper((unsigned char)s[0]) ? letter_type(s[0]) : PT_NONE;
+		if (pt == PT_NONE || pt == KING || parse_square(s + 2, &to) < 0) goto bad;
+		*out = move_make_drop(pt, to);
+		return SHOGI_OK;
+	}
+	if (len == 4 || (len == 5 && s[4] == '+')) {
+		if (parse_square(s, &from) < 0 || parse_square(s + 2, &to) < 0 || from == to) goto bad;
+		*out = move_make(from, to, len == 5);
+		return SHOGI_OK;
+	}
+bad:
+	errf(err, "malformed USI move '%s'", s, len);
+	return SHOGI_EPARSE;
+}
+
+size_t usi_move_write(Move m, char out[USI_MOVE_MAX])
+{
+	Square to = move_to(m);
+	if (m == MOVE_NONE || to >= SQ_NB) return (size_t)snprintf(out, USI_MOVE_MAX, "none");
+	if (move_is_drop(m)) {
+		PieceType pt = move_drop_type(m);
+		return (size_t)snprintf(out, USI_MOVE_MAX, "%c*%d%c",
+					pt < PT_NB && SFEN_LETTERS[pt] ? SFEN_LETTERS[pt] : '?',
+					sq_file(to) + 1, 'a' + sq_rank(to));
+	}
+	Square from = move_from(m);
+	if (from >= SQ_NB) return (size_t)snprintf(out, USI_MOVE_MAX, "none");
+	return (size_t)snprintf(out, USI_MOVE_MAX, "%d%c%d%c%s", sq_file(from) + 1,
+				'a' + sq_rank(from), sq_file(to) + 1, 'a' + sq_rank(to),
+				move_is_promote(m) ? "+" : "");
+}
+
+int usi_move_parse_legal(Move *out, const Position *pos, const char *s, size_t len, char *err)
+{
+	Move m;
+	int rc = usi_move_parse(&m, s, len, err);
+	if (rc < 0) return rc;
+	if (!pos_is_legal(pos, m)) {
+		errf(err, "illegal move '%s'", s, len);
+		return SHOGI_EILLEGAL;
+	}
+	*out = m;
+	return SHOGI_OK;
+}
+
+PieceType csa_piece_parse(const char *s)
+{
+	for (int pt = PAWN; pt < PT_NB; pt++)
+		if (s[0] == CSA_PIECE_NAMES[pt][0] && s[1] == CSA_PIECE_NAMES[pt][1])
+			return (PieceType)pt;
+	return PT_NONE;
+}
+
+int csa_move_parse(Move *out, const Position *pos, const char *s, size_t len, char *err)
+{
+	const char *t = s;
+	size_t n = len;
+	if (n == 7) {
+		if ((t[0] == '+' && pos->side != BLACK) || (t[0] == '-' && pos->side != WHITE)) {
+			if (t[0] == '+' || t[0] == '-') {
+				errf(err, "CSA move '%s' is for the side not to move", s, len);
+				return SHOGI_EILLEGAL;
+			}
+			goto bad;
+		}
+		t++;
+		n--;
+	}
+	if (n != 6) goto bad;
+	for (int i = 0; i < 4; i++)
+		if (t[i] < '0' || t[i] > '9') goto bad;
+	PieceType pt = csa_piece_parse(t + 4);
+	if (pt == PT_NONE) goto bad;
+	int tf = t[2] - '0', tr = t[3] - '0';
+	if (tf < 1 || tr < 1) goto bad;
+	Square to = sq_make(tf - 1, tr - 1);
+	Move m;
+	if (t[0] == '0' && t[1] == '0') {
+		if (pt > GOLD) goto illegal;
+		m = move_make_drop(pt, to);
+	} else {
+		int ff = t[0] - '0', fr = t[1] - '0';
+		if (ff < 1 || fr < 1) goto bad;
+		Square from = sq_make(ff - 1, fr - 1);
+		Piece p = pos->board[from];
+		if (!p || piece_color(p) != pos->side) goto illegal;
+		PieceType cur = piece_type(p);
+		if (cur == pt) m = move_make(from, to, false);
+		else if (pt_can_promote(cur) && pt == cur + PROMOTE) m = move_make(from, to, true);
+		else goto illegal;
+	}
+	if (!pos_is_legal(pos, m)) goto illegal;
+	*out = m;
+	return SHOGI_OK;
+illegal:
+	errf(err, "illegal move '%s'", s, len);
+	return SHOGI_EILLEGAL;
+bad:
+	errf(err, "malformed CSA move '%s'", s, len);
+	return SHOGI_EPARSE;
+}
+
+size_t csa_move_write(const Position *pos, Move m, char out[CSA_MOVE_MAX])
+{
+	char sign = pos->side == BLACK ? '+' : '-';
+	Square to = move_to(m);
+	if (move_is_drop(m))
+		return (size_t)snprintf(out, CSA_MOVE_MAX, "%c00%d%d%s", sign, sq_file(to) + 1,
+					sq_rank(to) + 1, CSA_PIECE_NAMES[move_drop_type(m)]);
+	Square from = move_from(m);
+	PieceType pt = piece_type(pos->board[from]);
+	if (move_is_promote(m)) pt = (PieceType)(pt + PROMOTE);
+	if (pt == PT_NONE || pt >= PT_NB) return (size_t)snprintf(out, CSA_MOVE_MAX, "?");
+	return (size_t)snprintf(out, CSA_MOVE_MAX, "%c%d%d%d%d%s", sign, sq_file(from) + 1,
+				sq_rank(from) + 1, sq_file(to) + 1, sq_rank(to) + 1,
+				CSA_PIECE_NAMES[pt]);
+}
+
+int position_parse(Position *out, const char *spec, char *err)
+{
+	const char *s = skip_ws(spec);
+	if (!strncmp(s, "position ", 9)) s = skip_ws(s + 9);
+	const char *rest;
+	if (!strncmp(s, "startpos", 8) && (s[8] == 0 || isspace((unsigned char)s[8]))) {
+		pos_set_startpos(out);
+		rest = skip_ws(s + 8);
+	} else {
+		int rc = sfen_parse(out, s, &rest, err);
+		if (rc < 0) return rc;
+	}
+	if (!*rest) return SHOGI_OK;
+	if (strncmp(rest, "moves", 5) || (rest[5] && !isspace((unsigned char)rest[5]))) {
+		errf(err, "unexpected '%s' after the position (expected 'moves')", rest,
+		     tok_len(rest));
+		return SHOGI_EPARSE;
+	}
+	s = skip_ws(rest + 5);
+	int index = 0;
+	while (*s) {
+		size_t l = tok_len(s);
+		index++;
+		Move m;
+		char why[SHOGI_ERRLEN];
+		int rc = usi_move_parse(&m, s, l, why);
+		if (rc == 0 && !pos_is_legal(out, m)) rc = SHOGI_EILLEGAL;
+		if (rc < 0) {
+			char tok[16];
+			snprintf(tok, sizeof tok, "%.*s", (int)(l < 15 ? l : 15), s);
+			if (err)
+				snprintf(err, SHOGI_ERRLEN, "%s move %d '%s' in position spec",
+					 rc == SHOGI_EPARSE ? "malformed" : "illegal", index, tok);
+			return rc;
+		}
+		if (pos_history_len(out) >= POS_MAX_STATES - 1) {
+			if (err) snprintf(err, SHOGI_ERRLEN, "too many moves (at most %d)", POS_MAX_STATES - 1);
+			return SHOGI_ETOOLONG;
+		}
+		pos_do_move(out, m);
+		s = skip_ws(s + l);
+	}
+	return SHOGI_OK;
+}

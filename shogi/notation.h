@@ -1,0 +1,60 @@
+/*
+ * shogi/notation.h — SFEN, USI moves, CSA moves, and USI position specs.
+ *
+ * Parsers never crash on any input; on failure they return a negative
+ * SHOGI_E* code and write a message naming the offending token into err
+ * (SHOGI_ERRLEN bytes; may be NULL).
+ */
+#ifndef SHOGI_NOTATION_H
+#define SHOGI_NOTATION_H
+
+#include <stddef.h>
+
+#include "shogi/position.h"
+
+/*
+ * Parses an SFEN "board side hand [ply]" leniently: any hand order, repeated
+ * letters ("SPbslpppp"), a missing move number, a leading "sfen ". Trailing
+ * text after the move number is an error unless *rest is non-NULL, which
+ * then receives the unparsed remainder.
+ */
+int sfen_parse(Position *out, const char *sfen, const char **rest, char *err);
+/* Writes the canonical SFEN (hand R B G S N L P, Black first, counts > 1,
+ * "-" for empty) with the position's move number. Returns the length.
+ * SFEN_MAX bytes are always enough. */
+#define SFEN_MAX 160
+size_t sfen_write(const Position *pos, char *out, size_t len);
+/* As sfen_write but with the given move number. */
+size_t sfen_write_ply(const Position *pos, int ply, char *out, size_t len);
+
+/* USI moves: "7g7f", "8h2b+", "P*5e". Syntax only; see pos_is_legal. */
+int usi_move_parse(Move *out, const char *s, size_t len, char *err);
+/* Writes the USI form (at most 5 chars + NUL); returns the length. */
+#define USI_MOVE_MAX 8
+size_t usi_move_write(Move m, char out[USI_MOVE_MAX]);
+/* Parses a USI move and checks it is legal in pos. */
+int usi_move_parse_legal(Move *out, const Position *pos, const char *s, size_t len, char *err);
+
+/*
+ * CSA moves: "+7776FU" (sign optional when the side is known), the piece
+ * named after the move, "00" as origin for a drop. Checks legality in pos.
+ */
+int csa_move_parse(Move *out, const Position *pos, const char *s, size_t len, char *err);
+/* Writes "+7776FU" for the legal move m in pos; returns the length. */
+#define CSA_MOVE_MAX 8
+size_t csa_move_write(const Position *pos, Move m, char out[CSA_MOVE_MAX]);
+
+/* CSA two-letter piece names, indexed by PieceType ("FU".."RY"); NULL for none. */
+extern const char *const CSA_PIECE_NAMES[PT_NB];
+/* Parses a CSA piece name; returns PT_NONE if unknown. */
+PieceType csa_piece_parse(const char *s);
+
+/*
+ * Parses a position spec as CONTRACT.md gives it: an SFEN, "startpos", or either
+ * followed by "moves m1 m2 ...", with an optional leading "position " and/or
+ * "sfen ". Each move is checked for legality and made; on an illegal move the
+ * error names it and its index.
+ */
+int position_parse(Position *out, const char *spec, char *err);
+
+#endif

@@ -1,0 +1,82 @@
+/* shogi/zobrist.c — the fixed key tables (part of the on-disk format). */
+#include "shogi/zobrist.h"
+
+#include <stdio.h>
+
+Key ZOB_PSQ[PIECE_NB][SQ_NB];
+Key ZOB_HAND[COLOR_NB][HAND_PT_NB];
+Key ZOB_SIDE;
+
+/* splitmix64: a fixed, portable stream. Changing the seed or the fill order
+ * changes every key in every book. */
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void zobrist_init(void)
+{
+	static bool done;
+	if (done) return;
+	uint64_t s = 0x4a4f53454b490001ULL; /* "JOSEKI", version 1 */
+	ZOB_SIDE.lo = splitmix64(&s);
+	ZOB_SIDE.hi = splitmix64(&s);
+	for (int c = 0; c < COLOR_NB; c++)
+		for (int pt = PAWN; pt < PT_NB; pt++)
+			for (int sq = 0; sq < SQ_NB; sq++) {
+				Key *k = &ZOB_PSQ[piece_make((Color)c, (PieceType)pt)][sq];
+				k->lo = splitmix64(&s);
+				k->hi = splitmix64(&s);
+			}
+	for (int c = 0; c < COLOR_NB; c++)
+		for (int pt = PAWN; pt <= GOLD; pt++) {
+			ZOB_HAND[c][pt].lo = splitmix64(&s);
+			ZOB_HAND[c][pt].hi = splitmix64(&s);
+		}
+	done = true;
+}
+
+void key_to_hex(Key k, char out[KEY_HEX_LEN])
+{
+	snprintf(out, KEY_HEX_LEN, "%016llx%016llx", (unsigned long long)k.hi,
+		 (unsigned long long)k.lo);
+}
+
+int key_from_hex(Key *out, const char *hex)
+{
+	uint64_t v[2] = {0, 0};
+	for (int i = 0; i < 32; i++) {
+		char ch = hex[i];
+		int d;
+		if (ch >= '0' && ch <= '9') d = ch - '0';
+		else if (ch >= 'a' && ch <= 'f') d = ch - 'a' + 10;
+		else if (ch >= 'A' && ch <= 'F') d = ch - 'A' + 10;
+		else return -1;
+		v[i / 16] = (v[i / 16] << 4) | (uint64_t)d;
+	}
+	if (hex[32] != 0) return -1;
+	out->hi = v[0];
+	out->lo = v[1];
+	return 0;
+}
+
+void key_to_bytes(Key k, uint8_t out[16])
+{
+	for (int i = 0; i < 8; i++) {
+		out[i] = (uint8_t)(k.hi >> (56 - 8 * i));
+		out[8 + i] = (uint8_t)(k.lo >> (56 - 8 * i));
+	}
+}
+
+Key key_from_bytes(const uint8_t in[16])
+{
+	Key k = {0, 0};
+	for (int i = 0; i < 8; i++) {
+		k.hi = (k.hi << 8) | in[i];
+		k.lo = (k.lo << 8) | in[8 + i];
+	}
+	return k;
+}

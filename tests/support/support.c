@@ -1,0 +1,126 @@
+#include "tests/support/support.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+char *ts_mkdtemp(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	char buf[4096];
+	snprintf(buf, sizeof buf, "%s/joseki-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(buf)) return NULL;
+	return strdup(buf);
+}
+
+void ts_rmtree(const char *path)
+{
+	if (!path || !*path) return;
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+	if (system(cmd) != 0) fprintf(stderr, "ts_rmtree: could not remove %s\n", path);
+}
+
+const char *ts_joseki(void)
+{
+	const char *j = getenv("JOSEKI");
+	return j && *j ? j : "./joseki";
+}
+
+static char *slurp_fd(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	if (!buf) return NULL;
+	for (;;) {
+		if (len + 1 >= cap) {
+			cap *= 2;
+			char *n = realloc(buf, cap);
+			if (!n) {
+				free(buf);
+				return NULL;
+			}
+			buf = n;
+		}
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR) continue;
+		if (r <= 0) break;
+		len += (size_t)r;
+	}
+	buf[len] = 0;
+	return buf;
+}
+
+int ts_run(const char *cmd, char **out, char **err)
+{
+	char opath[] = "/tmp/joseki-ts-outXXXXXX", epath[] = "/tmp/joseki-ts-errXXXXXX";
+	int ofd = mkstemp(opath), efd = mkstemp(epath);
+	if (ofd < 0 || efd < 0) return -1;
+	unlink(opath);
+	unlink(epath);
+	pid_t pid = fork();
+	if (pid < 0) return -1;
+	if (pid == 0) {
+		int in = open("/dev/null", O_RDONLY);
+		dup2(in, 0);
+		dup2(ofd, 1);
+		dup2(efd, 2);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+	}
+	lseek(ofd, 0, SEEK_SET);
+	lseek(efd, 0, SEEK_SET);
+	if (out) *out = slurp_fd(ofd);
+	if (err) *err = slurp_fd(efd);
+	close(ofd);
+	close(efd);
+	if (WIFEXITED(status)) return WEXITSTATUS(status);
+	if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+	return -1;
+}
+
+int ts_runf(char **out, char **err, const char *fmt, ...)
+{
+	char cmd[16384];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	return ts_run(cmd, out, err);
+}
+
+char *ts_read_file(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) return NULL;
+	char *buf = slurp_fd(fd);
+	close(fd);
+	if (buf && len) *len = strlen(buf);
+	return buf;
+}
+
+int ts_write_file(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f) return -1;
+	size_t w = fwrite(data, 1, len, f);
+	return fclose(f) == 0 && w == len ? 0 : -1;
+}
+
+unsigned long long ts_seed(const char *test_name)
+{
+	const char *s = getenv("TEST_SEED");
+	unsigned long long seed = s && *s ? strtoull(s, NULL, 0) : (unsigned long long)time(NULL);
+	fprintf(stderr, "%s: seed %llu (set TEST_SEED to repeat)\n", test_name, seed);
+	return seed;
+}

@@ -1,0 +1,32 @@
+/*
+ * tests/support/support.h — shared helpers for the cmocka tests: sandboxes,
+ * running the real ./joseki and other programs, reading files and fixtures.
+ * Tests run from the repository root (tests/run.sh does that).
+ */
+#ifndef TESTS_SUPPORT_H
+#define TESTS_SUPPORT_H
+
+#include <stddef.h>
+
+/* Creates a fresh directory under $TMPDIR (or /tmp); the caller frees the path. */
+char *ts_mkdtemp(void);
+/* Removes a directory tree (rm -rf); accepts NULL. */
+void ts_rmtree(const char *path);
+/* Path of the joseki binary under test: $JOSEKI, else "./joseki". */
+const char *ts_joseki(void);
+/*
+ * Runs cmd with /bin/sh -c, stdin from /dev/null; captures stdout and stderr
+ * into malloc'd NUL-terminated strings (each out-param may be NULL to discard).
+ * Returns the exit status (128+signal if killed), or -1 if it could not run.
+ */
+int ts_run(const char *cmd, char **out, char **err);
+/* printf-style: builds the command line, then ts_run. */
+int ts_runf(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Reads a whole file into a malloc'd NUL-terminated buffer; NULL on error. */
+char *ts_read_file(const char *path, size_t *len);
+/* Writes a whole file; returns 0 or -1. */
+int ts_write_file(const char *path, const char *data, size_t len);
+/* Seed for randomised tests: $TEST_SEED if set, else time-based; printed. */
+unsigned long long ts_seed(const char *test_name);
+
+#endif

@@ -1,0 +1,17 @@
+/*
+ * tools/commands.h — the joseki subcommands. Each lives in tools/cmd_<name>.c
+ * and is a thin front end over the modules: parse arguments, call the library,
+ * print. A command returns the process exit status: 0 success, 1 failure
+ * (message on stderr starting "joseki: "), 2 bad usage.
+ */
+#ifndef TOOLS_COMMANDS_H
+#define TOOLS_COMMANDS_H
+
+typedef int (*joseki_cmd_fn)(int argc, char **argv); /* argv[0] is the subcommand */
+
+int cmd_perft(int argc, char **argv);
+
+/* Prints "joseki: <message>\n" on stderr (printf-style). */
+void joseki_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

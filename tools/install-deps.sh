@@ -1,0 +1,31 @@
+#!/bin/sh
+# Installs the Debian packages joseki needs to build and test, skipping what is
+# present. Uses sudo when not root. `--check` only reports (exit 1 if missing).
+set -eu
+
+PKGS="build-essential clang libclang-rt-14-dev liblmdb-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libarchive-dev python3 p7zip-full zip xz-utils"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	exit 0
+fi
+if [ "${1:-}" = "--check" ]; then
+	echo "missing packages:$missing" >&2
+	exit 1
+fi
+
+echo "tools/install-deps.sh: installing:$missing" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing

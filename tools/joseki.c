@@ -1,0 +1,49 @@
+/* joseki — shogi opening-book builder and server: the command dispatcher. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "shogi/position.h"
+#include "tools/commands.h"
+
+static const struct {
+	const char *name;
+	joseki_cmd_fn fn;
+	const char *summary;
+} COMMANDS[] = {
+	{"perft", cmd_perft, "DEPTH [--sfen POS] [--divide]   count leaves of the legal-move tree"},
+};
+
+void joseki_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("joseki: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: joseki COMMAND [ARGS...]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+		fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	shogi_init();
+	for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+		if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].fn(argc - 1, argv + 1);
+	joseki_error("unknown command '%s' (try 'joseki help')", argv[1]);
+	return 2;
+}
