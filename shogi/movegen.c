@@ -33,9 +33,19 @@ static Bitboard pinned_pieces(const Position *pos, Color us, Square ksq, Bitboar
 	return pinned;
 }
 
+/* With out == NULL the generator only counts (perft's bulk counting). */
 static inline void add(Gen *g, Move m)
 {
-	g->out[g->n++] = m;
+	if (g->out) g->out[g->n] = m;
+	g->n++;
+}
+
+/* Squares where a piece of type pt of colour c could never move again. */
+static inline Bitboard dead_squares(Color c, PieceType pt)
+{
+	if (pt == PAWN || pt == LANCE) return RANK_BB[c == BLACK ? 0 : 8];
+	if (pt == KNIGHT) return bb_or(RANK_BB[c == BLACK ? 0 : 8], RANK_BB[c == BLACK ? 1 : 7]);
+	return bb_make(0, 0);
 }
 
 /* Adds the board moves of the piece on from to each target, with the promotion
@@ -45,11 +55,20 @@ static void add_piece_moves(Gen *g, Square from, PieceType pt, Bitboard targets)
 	Color us = g->us;
 	if (bb_test(g->pinned, from)) targets = bb_and(targets, LINE_BB[g->ksq][from]);
 	Square to;
+	bool from_zone = pt_can_promote(pt) && sq_in_zone(us, from);
+	if (!g->out) {
+		if (!pt_can_promote(pt)) {
+			g->n += bb_count(targets);
+			return;
+		}
+		Bitboard promo = from_zone ? targets : bb_and(targets, ZONE_BB[us]);
+		g->n += bb_count(promo) + bb_count(bb_andnot(targets, dead_squares(us, pt)));
+		return;
+	}
 	if (!pt_can_promote(pt)) {
 		BB_FOREACH(to, targets) add(g, move_make(from, to, false));
 		return;
 	}
-	bool from_zone = sq_in_zone(us, from);
 	BB_FOREACH(to, targets)
 	{
 		if (from_zone || sq_in_zone(us, to)) {
@@ -138,10 +157,15 @@ static void gen_drops(Gen *g, Bitboard targets)
 			Bitboard fr = PAWN_ATK[g->them][tk];
 			if (bb_any(fr)) front = bb_lsb(fr);
 		}
-		BB_FOREACH(to, t)
-		{
-			if (to == front && pawn_drop_mates(g, to)) continue;
-			add(g, move_make_drop(PAWN, to));
+		if (!g->out) {
+			g->n += bb_count(t);
+			if (front != SQ_NONE && bb_test(t, front) && pawn_drop_mates(g, front)) g->n--;
+		} else {
+			BB_FOREACH(to, t)
+			{
+				if (to == front && pawn_drop_mates(g, to)) continue;
+				add(g, move_make_drop(PAWN, to));
+			}
 		}
 	}
 	PieceType others[6];
@@ -151,6 +175,12 @@ static void gen_drops(Gen *g, Bitboard targets)
 	if (hand_has(h, BISHOP)) others[no++] = BISHOP;
 	if (hand_has(h, ROOK)) others[no++] = ROOK;
 	bool lance = hand_has(h, LANCE), knight = hand_has(h, KNIGHT);
+	if (!g->out) {
+		if (lance) g->n += bb_count(bb_andnot(targets, far1));
+		if (knight) g->n += bb_count(bb_andnot(targets, far2));
+		g->n += no * bb_count(targets);
+		return;
+	}
 	if (lance || knight) {
 		BB_FOREACH(to, bb_andnot(targets, far1))
 		{
@@ -213,15 +243,14 @@ int movegen(const Position *pos, GenType type, Move *out)
 
 int movegen_count(const Position *pos)
 {
-	Move buf[MOVEGEN_MAX];
-	return movegen(pos, GEN_ALL, buf);
+	return movegen(pos, GEN_ALL, NULL);
 }
 
 uint64_t perft(Position *pos, int depth)
 {
+	if (depth <= 1) return depth == 1 ? (uint64_t)movegen_count(pos) : 1;
 	Move buf[MOVEGEN_MAX];
 	int n = movegen(pos, GEN_ALL, buf);
-	if (depth <= 1) return depth == 1 ? (uint64_t)n : 1;
 	uint64_t total = 0;
 	for (int i = 0; i < n; i++) {
 		pos_do_move(pos, buf[i]);

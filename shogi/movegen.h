@@ -20,6 +20,7 @@ typedef enum {
 	GEN_QUIETS,   /* everything GEN_CAPTURES leaves out */
 } GenType;
 
+/* out may be NULL: the moves are then only counted. */
 int movegen(const Position *pos, GenType type, Move *out);
 static inline int movegen_legal(const Position *pos, Move *out)
 {
