@@ -12,6 +12,7 @@ static const struct {
 	const char *summary;
 } COMMANDS[] = {
 	{"perft", cmd_perft, "DEPTH [--sfen POS] [--divide]   count leaves of the legal-move tree"},
+	{"replay", cmd_replay, "INPUT... [--json]   replay game records under the rules"},
 };
 
 void joseki_error(const char *fmt, ...)
