@@ -11,6 +11,10 @@ typedef int (*joseki_cmd_fn)(int argc, char **argv); /* argv[0] is the subcomman
 
 int cmd_perft(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_query(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 /* Prints "joseki: <message>\n" on stderr (printf-style). */
 void joseki_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -13,6 +13,10 @@ static const struct {
 } COMMANDS[] = {
 	{"perft", cmd_perft, "DEPTH [--sfen POS] [--divide]   count leaves of the legal-move tree"},
 	{"replay", cmd_replay, "INPUT... [--json]   replay game records under the rules"},
+	{"synth", cmd_synth, "BOOK --positions N [--seed S]   build a synthetic analysed book"},
+	{"query", cmd_query, "BOOK POS [--json]   the book's answer for one position"},
+	{"stats", cmd_stats, "BOOK [--json]   sizes and counts"},
+	{"check", cmd_check, "BOOK   verify the store's invariants"},
 };
 
 void joseki_error(const char *fmt, ...)

@@ -1,0 +1,585 @@
+/* bookdb/bookdb.c — the LMDB environment, transactions with automatic map growth,
+ * iteration and the batched writer. See bookdb.h for the rules. */
+#include "bookdb/bookdb.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define DEFAULT_MAP_SIZE ((size_t)256 << 20)
+
+static const char *const DB_NAMES[BOOKDB_NDBS] = {"meta", "pos", "games", "work"};
+
+struct BookDB {
+	MDB_env *env;
+	MDB_dbi dbi[BOOKDB_NDBS];
+	bool read_only;
+	char *dir;
+};
+
+/*
+ * A write transaction keeps a log of its writes so that, when LMDB reports the
+ * map full, it can abort, grow the map and replay them in a fresh transaction.
+ * Entry: u8 db, u8 op (1 put, 2 del), u32 klen, u32 vlen, key, value.
+ */
+struct BookTxn {
+	BookDB *db;
+	MDB_txn *txn;
+	bool write;
+	uint8_t *log;
+	size_t log_len, log_cap;
+};
+
+struct BookIter {
+	MDB_cursor *cur;
+	bool started;
+};
+
+struct BookWriter {
+	BookDB *db;
+	BookTxn *txn;
+	size_t batch, pending;
+	uint64_t commits;
+};
+
+const char *bookdb_strerror(int code)
+{
+	switch (code) {
+	case BOOKDB_OK: return "success";
+	case BOOKDB_ENOTFOUND: return "not found";
+	case BOOKDB_ECORRUPT: return "corrupt record or database";
+	case BOOKDB_EVERSION: return "book has another schema version";
+	case BOOKDB_ENOBOOK: return "no book there";
+	case BOOKDB_EREADONLY: return "book opened read-only";
+	case BOOKDB_EBUSY: return "book busy (too many readers or locked)";
+	case BOOKDB_EIO: return "I/O or permission error";
+	case BOOKDB_ENOMEM: return "out of memory";
+	case BOOKDB_ELMDB: return "LMDB error";
+	case BOOKDB_EINVAL: return "invalid argument";
+	case BOOKDB_ENOSPC: return "disk full";
+	default: return "unknown bookdb error";
+	}
+}
+
+/* LMDB and errno codes to ours: the only place they are interpreted. */
+static int xlate(int rc)
+{
+	switch (rc) {
+	case MDB_SUCCESS: return 0;
+	case MDB_NOTFOUND: return BOOKDB_ENOTFOUND;
+	case MDB_CORRUPTED:
+	case MDB_PAGE_NOTFOUND:
+	case MDB_INVALID: return BOOKDB_ECORRUPT;
+	case MDB_READERS_FULL:
+	case EAGAIN:
+	case EBUSY: return BOOKDB_EBUSY;
+	case ENOENT: return BOOKDB_ENOBOOK;
+	case EACCES:
+	case EPERM:
+	case EROFS:
+	case EIO: return BOOKDB_EIO;
+	case ENOSPC: return BOOKDB_ENOSPC;
+	case ENOMEM: return BOOKDB_ENOMEM;
+	case EINVAL: return BOOKDB_EINVAL;
+	default: return BOOKDB_ELMDB;
+	}
+}
+
+size_t bookdb_map_size(BookDB *db)
+{
+	MDB_envinfo info;
+	mdb_env_info(db->env, &info);
+	return info.me_mapsize;
+}
+
+uint64_t bookdb_file_size(BookDB *db)
+{
+	char path[4200];
+	struct stat st;
+	snprintf(path, sizeof path, "%s/data.mdb", db->dir);
+	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Doubles the map. No transaction of this process may be open. */
+static int grow_map(BookDB *db)
+{
+	size_t cur = bookdb_map_size(db);
+	int rc = mdb_env_set_mapsize(db->env, cur * 2);
+	return rc ? xlate(rc) : 0;
+}
+
+static int begin_raw(MDB_txn **out, BookDB *db, bool write)
+{
+	for (int tries = 0;; tries++) {
+		int rc = mdb_txn_begin(db->env, NULL, write ? 0 : MDB_RDONLY, out);
+		/* Another process grew the map: adopt its size and retry. */
+		if (rc == MDB_MAP_RESIZED && tries < 3) {
+			if ((rc = mdb_env_set_mapsize(db->env, 0))) return xlate(rc);
+			continue;
+		}
+		return xlate(rc);
+	}
+}
+
+/* Writes the schema and creation settings into a fresh book's meta. */
+static int init_meta(BookDB *db, MDB_txn *txn, const BookDBOptions *opt)
+{
+	uint8_t ver[4] = {BOOKDB_SCHEMA_VERSION & 0xff, (BOOKDB_SCHEMA_VERSION >> 8) & 0xff, 0, 0};
+	MDB_val k = {6, "schema"}, v = {4, ver};
+	int rc = mdb_put(txn, db->dbi[BOOKDB_META], &k, &v, 0);
+	if (rc) return rc;
+	char settings[1024];
+	snprintf(settings, sizeof settings, "{\"schema\": %d, \"created\": %lld, \"settings\": \"%s\"}",
+		 BOOKDB_SCHEMA_VERSION, (long long)time(NULL),
+		 opt && opt->settings ? opt->settings : "");
+	MDB_val k2 = {7, "created"}, v2 = {strlen(settings), settings};
+	return mdb_put(txn, db->dbi[BOOKDB_META], &k2, &v2, 0);
+}
+
+/* Opens the named databases and checks (or, writable, creates) the schema. */
+static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
+{
+	for (;;) {
+		MDB_txn *txn;
+		int rc = mdb_txn_begin(db->env, NULL, db->read_only ? MDB_RDONLY : 0, &txn);
+		if (rc) {
+			if (err) snprintf(err, BOOKDB_ERRLEN, "%s: %s", db->dir, mdb_strerror(rc));
+			return xlate(rc);
+		}
+		for (int i = 0; i < BOOKDB_NDBS && !rc; i++)
+			rc = mdb_dbi_open(txn, DB_NAMES[i], db->read_only ? 0 : MDB_CREATE, &db->dbi[i]);
+		if (rc == MDB_NOTFOUND) {
+			mdb_txn_abort(txn);
+			if (err) snprintf(err, BOOKDB_ERRLEN, "%s: not a joseki book", db->dir);
+			return BOOKDB_ENOBOOK;
+		}
+		MDB_val k = {6, "schema"}, v;
+		if (!rc) {
+			rc = mdb_get(txn, db->dbi[BOOKDB_META], &k, &v);
+			if (rc == MDB_NOTFOUND && !db->read_only) {
+				rc = init_meta(db, txn, opt);
+			} else if (rc == MDB_NOTFOUND) {
+				mdb_txn_abort(txn);
+				if (err) snprintf(err, BOOKDB_ERRLEN, "%s: not a joseki book (no schema)", db->dir);
+				return BOOKDB_ENOBOOK;
+			} else if (!rc) {
+				const uint8_t *p = v.mv_data;
+				unsigned ver = v.mv_size == 4 ? (unsigned)(p[0] | p[1] << 8 | p[2] << 16 |
+									   (unsigned)p[3] << 24)
+							      : 0;
+				if (ver != BOOKDB_SCHEMA_VERSION) {
+					mdb_txn_abort(txn);
+					if (err)
+						snprintf(err, BOOKDB_ERRLEN,
+							 "%s: book has schema version %u, this joseki reads "
+							 "version %d (rebuild or convert the book)",
+							 db->dir, ver, BOOKDB_SCHEMA_VERSION);
+					return BOOKDB_EVERSION;
+				}
+			}
+		}
+		if (!rc) rc = mdb_txn_commit(txn);
+		else mdb_txn_abort(txn);
+		if (rc == MDB_MAP_FULL) {
+			if ((rc = grow_map(db))) return rc;
+			continue;
+		}
+		if (rc && err) snprintf(err, BOOKDB_ERRLEN, "%s: %s", db->dir, mdb_strerror(rc));
+		return xlate(rc);
+	}
+}
+
+int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *err)
+{
+	BookDBOptions defaults = {0};
+	if (!opt) opt = &defaults;
+	*out = NULL;
+	if (err) err[0] = 0;
+	BookDB *db = calloc(1, sizeof *db);
+	int rc = BOOKDB_ENOMEM;
+	if (!db || !(db->dir = strdup(dir))) goto fail_msg;
+	db->read_only = opt->read_only;
+	struct stat st;
+	char path[4200];
+	snprintf(path, sizeof path, "%s/data.mdb", dir);
+	bool exists = stat(path, &st) == 0;
+	if (!exists && opt->read_only) {
+		rc = BOOKDB_ENOBOOK;
+		if (err) snprintf(err, BOOKDB_ERRLEN, "%s: no book there", dir);
+		goto fail;
+	}
+	if (!opt->read_only && mkdir(dir, 0777) < 0 && errno != EEXIST) {
+		rc = xlate(errno);
+		if (err) snprintf(err, BOOKDB_ERRLEN, "%s: cannot create: %s", dir, strerror(errno));
+		goto fail;
+	}
+	if ((rc = mdb_env_create(&db->env)) || (rc = mdb_env_set_maxdbs(db->env, 8)) ||
+	    (rc = mdb_env_set_maxreaders(db->env, 256)) ||
+	    (rc = mdb_env_set_mapsize(db->env, opt->map_size ? opt->map_size : DEFAULT_MAP_SIZE)))
+		goto fail_lmdb;
+	unsigned flags = MDB_NOTLS | (opt->read_only ? MDB_RDONLY : 0) | (opt->no_sync ? MDB_NOSYNC : 0);
+	if ((rc = mdb_env_open(db->env, dir, flags, 0664))) goto fail_lmdb;
+	if (exists) {
+		/* Adopt the size the last writer left, then honour a larger request. */
+		size_t want = opt->map_size ? opt->map_size : DEFAULT_MAP_SIZE;
+		if ((rc = mdb_env_set_mapsize(db->env, 0))) goto fail_lmdb;
+		if (!opt->read_only && bookdb_map_size(db) < want &&
+		    (rc = mdb_env_set_mapsize(db->env, want)))
+			goto fail_lmdb;
+	}
+	if ((rc = open_dbs(db, opt, err))) goto fail;
+	*out = db;
+	return 0;
+fail_lmdb:
+	if (err) snprintf(err, BOOKDB_ERRLEN, "%s: %s", dir, mdb_strerror(rc));
+	rc = xlate(rc);
+	goto fail;
+fail_msg:
+	if (err) snprintf(err, BOOKDB_ERRLEN, "%s: %s", dir, bookdb_strerror(rc));
+fail:
+	bookdb_free(db);
+	return rc;
+}
+
+void bookdb_free(BookDB *db)
+{
+	if (!db) return;
+	if (db->env) mdb_env_close(db->env);
+	free(db->dir);
+	free(db);
+}
+
+int bookdb_txn_begin(BookTxn **out, BookDB *db, bool write)
+{
+	*out = NULL;
+	if (write && db->read_only) return BOOKDB_EREADONLY;
+	BookTxn *t = calloc(1, sizeof *t);
+	if (!t) return BOOKDB_ENOMEM;
+	t->db = db;
+	t->write = write;
+	int rc = begin_raw(&t->txn, db, write);
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+static void txn_free(BookTxn *t)
+{
+	free(t->log);
+	free(t);
+}
+
+void bookdb_txn_abort(BookTxn *t)
+{
+	if (!t) return;
+	if (t->txn) mdb_txn_abort(t->txn);
+	txn_free(t);
+}
+
+static int log_append(BookTxn *t, BookDbName db, int op, const void *k, size_t kl, const void *v,
+		      size_t vl)
+{
+	size_t need = 10 + kl + vl;
+	if (t->log_len + need > t->log_cap) {
+		size_t cap = t->log_cap ? t->log_cap : 1 << 16;
+		while (cap < t->log_len + need) cap *= 2;
+		uint8_t *n = realloc(t->log, cap);
+		if (!n) return BOOKDB_ENOMEM;
+		t->log = n;
+		t->log_cap = cap;
+	}
+	uint8_t *p = t->log + t->log_len;
+	uint32_t k32 = (uint32_t)kl, v32 = (uint32_t)vl;
+	p[0] = (uint8_t)db;
+	p[1] = (uint8_t)op;
+	memcpy(p + 2, &k32, 4);
+	memcpy(p + 6, &v32, 4);
+	memcpy(p + 10, k, kl);
+	if (vl) memcpy(p + 10 + kl, v, vl);
+	t->log_len += need;
+	return 0;
+}
+
+/* Applies one logged operation to the LMDB transaction. */
+static int apply(BookTxn *t, const uint8_t *p)
+{
+	uint32_t kl, vl;
+	memcpy(&kl, p + 2, 4);
+	memcpy(&vl, p + 6, 4);
+	MDB_val k = {kl, (void *)(p + 10)}, v = {vl, (void *)(p + 10 + kl)};
+	int rc;
+	if (p[1] == 1) rc = mdb_put(t->txn, t->db->dbi[p[0]], &k, &v, 0);
+	else rc = mdb_del(t->txn, t->db->dbi[p[0]], &k, NULL);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* The map is full: abort, grow, begin again and replay the whole log. On failure
+ * the transaction is left without an LMDB transaction (every call then fails). */
+static int grow_and_replay(BookTxn *t)
+{
+	for (;;) {
+		mdb_txn_abort(t->txn);
+		t->txn = NULL;
+		int rc = grow_map(t->db);
+		if (rc) return rc;
+		if ((rc = begin_raw(&t->txn, t->db, true))) return rc;
+		size_t off = 0;
+		rc = 0;
+		while (off < t->log_len && !rc) {
+			uint32_t kl, vl;
+			memcpy(&kl, t->log + off + 2, 4);
+			memcpy(&vl, t->log + off + 6, 4);
+			rc = apply(t, t->log + off);
+			off += 10 + kl + vl;
+		}
+		if (rc == MDB_MAP_FULL) continue;
+		return xlate(rc);
+	}
+}
+
+static int txn_write(BookTxn *t, BookDbName db, int op, const void *k, size_t kl, const void *v,
+		     size_t vl)
+{
+	if (!t->write) return BOOKDB_EREADONLY;
+	if (!t->txn) return BOOKDB_ELMDB;
+	if ((unsigned)db >= BOOKDB_NDBS || kl == 0 || kl > 511) return BOOKDB_EINVAL;
+	int rc = log_append(t, db, op, k, kl, v, vl);
+	if (rc) return rc;
+	rc = apply(t, t->log + t->log_len - (10 + kl + vl));
+	if (rc == MDB_MAP_FULL) return grow_and_replay(t);
+	return xlate(rc);
+}
+
+int bookdb_txn_commit(BookTxn *t)
+{
+	int rc = 0;
+	if (!t->txn) {
+		txn_free(t);
+		return BOOKDB_ELMDB;
+	}
+	for (;;) {
+		rc = mdb_txn_commit(t->txn);
+		t->txn = NULL;
+		if (rc != MDB_MAP_FULL || !t->write) break;
+		/* The commit itself needed pages (free list): grow and redo. */
+		if ((rc = grow_map(t->db)) || (rc = begin_raw(&t->txn, t->db, true))) {
+			if (t->txn) mdb_txn_abort(t->txn);
+			t->txn = NULL;
+			txn_free(t);
+			return rc;
+		}
+		size_t off = 0;
+		while (off < t->log_len && !rc) {
+			uint32_t kl, vl;
+			memcpy(&kl, t->log + off + 2, 4);
+			memcpy(&vl, t->log + off + 6, 4);
+			rc = apply(t, t->log + off);
+			off += 10 + kl + vl;
+		}
+		if (rc == MDB_MAP_FULL) {
+			rc = grow_and_replay(t);
+			if (rc) break;
+		} else if (rc) {
+			mdb_txn_abort(t->txn);
+			t->txn = NULL;
+			break;
+		}
+	}
+	txn_free(t);
+	return xlate(rc);
+}
+
+int bookdb_kv_get(const void **val, size_t *vlen, BookTxn *t, BookDbName db, const void *key,
+		  size_t klen)
+{
+	if (!t->txn) return BOOKDB_ELMDB;
+	if ((unsigned)db >= BOOKDB_NDBS) return BOOKDB_EINVAL;
+	MDB_val k = {klen, (void *)key}, v;
+	int rc = mdb_get(t->txn, t->db->dbi[db], &k, &v);
+	if (rc) return xlate(rc);
+	*val = v.mv_data;
+	*vlen = v.mv_size;
+	return 0;
+}
+
+int bookdb_kv_put(BookTxn *t, BookDbName db, const void *key, size_t klen, const void *val,
+		  size_t vlen)
+{
+	return txn_write(t, db, 1, key, klen, val, vlen);
+}
+
+int bookdb_kv_del(BookTxn *t, BookDbName db, const void *key, size_t klen)
+{
+	return txn_write(t, db, 2, key, klen, NULL, 0);
+}
+
+int bookdb_count(uint64_t *out, BookTxn *t, BookDbName db)
+{
+	MDB_stat st;
+	if (!t->txn) return BOOKDB_ELMDB;
+	int rc = mdb_stat(t->txn, t->db->dbi[db], &st);
+	if (rc) return xlate(rc);
+	*out = st.ms_entries;
+	return 0;
+}
+
+int bookdb_pages(uint64_t *pages, unsigned *page_size, BookTxn *t, BookDbName db)
+{
+	MDB_stat st;
+	if (!t->txn) return BOOKDB_ELMDB;
+	int rc = mdb_stat(t->txn, t->db->dbi[db], &st);
+	if (rc) return xlate(rc);
+	*pages = st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages;
+	*page_size = st.ms_psize;
+	return 0;
+}
+
+int bookdb_get_raw(const uint8_t **val, size_t *len, BookTxn *t, Key key)
+{
+	uint8_t kb[16];
+	key_to_bytes(key, kb);
+	const void *v = NULL;
+	int rc = bookdb_kv_get(&v, len, t, BOOKDB_POS, kb, 16);
+	if (!rc) *val = v;
+	return rc;
+}
+
+int bookdb_get(BookRecord *out, BookTxn *t, Key key)
+{
+	const uint8_t *v = NULL;
+	size_t len = 0;
+	int rc = bookdb_get_raw(&v, &len, t, key);
+	if (rc) return rc;
+	return bookdb_record_decode(out, v, len);
+}
+
+int bookdb_put_raw(BookTxn *t, Key key, const uint8_t *val, size_t len)
+{
+	uint8_t kb[16];
+	key_to_bytes(key, kb);
+	return txn_write(t, BOOKDB_POS, 1, kb, 16, val, len);
+}
+
+int bookdb_put(BookTxn *t, Key key, const BookRecord *rec)
+{
+	uint8_t buf[BOOKDB_RECORD_MAX];
+	int n = bookdb_record_encode(buf, sizeof buf, rec);
+	if (n < 0) return n;
+	return bookdb_put_raw(t, key, buf, (size_t)n);
+}
+
+int bookdb_iter_open(BookIter **out, BookTxn *t)
+{
+	*out = NULL;
+	if (!t->txn) return BOOKDB_ELMDB;
+	BookIter *it = calloc(1, sizeof *it);
+	if (!it) return BOOKDB_ENOMEM;
+	int rc = mdb_cursor_open(t->txn, t->db->dbi[BOOKDB_POS], &it->cur);
+	if (rc) {
+		free(it);
+		return xlate(rc);
+	}
+	*out = it;
+	return 0;
+}
+
+int bookdb_iter_next(BookIter *it, Key *key, const uint8_t **val, size_t *len)
+{
+	MDB_val k, v;
+	int rc = mdb_cursor_get(it->cur, &k, &v, it->started ? MDB_NEXT : MDB_FIRST);
+	it->started = true;
+	if (rc == MDB_NOTFOUND) return 0;
+	if (rc) return xlate(rc);
+	if (k.mv_size != 16) return BOOKDB_ECORRUPT;
+	*key = key_from_bytes(k.mv_data);
+	*val = v.mv_data;
+	*len = v.mv_size;
+	return 1;
+}
+
+void bookdb_iter_free(BookIter *it)
+{
+	if (!it) return;
+	mdb_cursor_close(it->cur);
+	free(it);
+}
+
+/* ---- batched writer ---- */
+
+int bookdb_writer_new(BookWriter **out, BookDB *db, size_t batch)
+{
+	*out = NULL;
+	if (db->read_only) return BOOKDB_EREADONLY;
+	BookWriter *w = calloc(1, sizeof *w);
+	if (!w) return BOOKDB_ENOMEM;
+	w->db = db;
+	w->batch = batch ? batch : 1;
+	*out = w;
+	return 0;
+}
+
+int bookdb_writer_txn(BookTxn **out, BookWriter *w)
+{
+	if (!w->txn) {
+		int rc = bookdb_txn_begin(&w->txn, w->db, true);
+		if (rc) return rc;
+	}
+	*out = w->txn;
+	return 0;
+}
+
+int bookdb_writer_flush(BookWriter *w)
+{
+	if (!w->txn) return 0;
+	BookTxn *t = w->txn;
+	w->txn = NULL;
+	w->pending = 0;
+	int rc = bookdb_txn_commit(t);
+	if (!rc) w->commits++;
+	return rc;
+}
+
+int bookdb_writer_put_raw(BookWriter *w, Key key, const uint8_t *val, size_t len)
+{
+	BookTxn *t;
+	int rc = bookdb_writer_txn(&t, w);
+	if (rc) return rc;
+	if ((rc = bookdb_put_raw(t, key, val, len))) return rc;
+	if (++w->pending >= w->batch) return bookdb_writer_flush(w);
+	return 0;
+}
+
+int bookdb_writer_put(BookWriter *w, Key key, const BookRecord *rec)
+{
+	uint8_t buf[BOOKDB_RECORD_MAX];
+	int n = bookdb_record_encode(buf, sizeof buf, rec);
+	if (n < 0) return n;
+	return bookdb_writer_put_raw(w, key, buf, (size_t)n);
+}
+
+int bookdb_writer_get(BookRecord *out, BookWriter *w, Key key)
+{
+	BookTxn *t;
+	int rc = bookdb_writer_txn(&t, w);
+	if (rc) return rc;
+	return bookdb_get(out, t, key);
+}
+
+uint64_t bookdb_writer_commits(const BookWriter *w)
+{
+	return w->commits;
+}
+
+void bookdb_writer_free(BookWriter *w)
+{
+	if (!w) return;
+	bookdb_txn_abort(w->txn);
+	free(w);
+}

@@ -1,0 +1,382 @@
+/* bookdb/record.c — position packing and the record codec (layout: docs/bookdb.md). */
+#include "bookdb/record.h"
+
+#include <string.h>
+
+#include "bookdb/bookdb.h"
+
+/* ---- bit stream (bits are written from the most significant bit of each byte) ---- */
+
+typedef struct {
+	uint8_t *buf;
+	size_t nbits;
+} BitWriter;
+
+typedef struct {
+	const uint8_t *buf;
+	size_t nbits; /* bits available */
+	size_t pos;
+	int bad; /* set when a read ran past the end */
+} BitReader;
+
+static void bw_put(BitWriter *w, unsigned value, int n)
+{
+	for (int i = n - 1; i >= 0; i--) {
+		size_t byte = w->nbits >> 3;
+		if ((w->nbits & 7) == 0) w->buf[byte] = 0;
+		if ((value >> i) & 1) w->buf[byte] |= (uint8_t)(0x80 >> (w->nbits & 7));
+		w->nbits++;
+	}
+}
+
+static unsigned br_get(BitReader *r, int n)
+{
+	unsigned v = 0;
+	for (int i = 0; i < n; i++) {
+		if (r->pos >= r->nbits) {
+			r->bad = 1;
+			return 0;
+		}
+		v = (v << 1) | ((r->buf[r->pos >> 3] >> (7 - (r->pos & 7))) & 1);
+		r->pos++;
+	}
+	return v;
+}
+
+/*
+ * Huffman-style codes. On the board (after a leading 1 that says "not empty";
+ * an empty square is a single 0):
+ *   pawn 0 P C | lance 100 P C | knight 101 P C | silver 110 P C
+ *   gold 1110 C | bishop 11110 P C | rook 11111 P C
+ * (P = promoted, C = colour, 1 for White). In hand the same type prefixes are
+ * used without P: a piece moved from the board to a hand never costs more bits
+ * than it saved on the board, so a full set always fits 262 bits (33 bytes).
+ */
+static const struct {
+	uint8_t code, len;
+} TYPE_CODE[HAND_PT_NB] = {
+	{0, 0}, {0x0, 1} /* pawn */, {0x4, 3} /* lance */, {0x5, 3} /* knight */,
+	{0x6, 3} /* silver */, {0x1e, 5} /* bishop */, {0x1f, 5} /* rook */, {0xe, 4} /* gold */,
+};
+
+/* Pieces of each unpromoted type in a set (index PAWN..KING). */
+static const uint8_t SET_COUNT[KING + 1] = {0, 18, 4, 4, 4, 2, 2, 4, 1};
+
+static PieceType read_type(BitReader *r)
+{
+	if (br_get(r, 1) == 0) return PAWN;
+	unsigned b = br_get(r, 2);
+	if (b == 0) return LANCE;
+	if (b == 1) return KNIGHT;
+	if (b == 2) return SILVER;
+	if (br_get(r, 1) == 0) return GOLD;
+	return br_get(r, 1) ? ROOK : BISHOP;
+}
+
+int bookdb_pack_position(uint8_t *out, const Piece board[SQ_NB], const Hand hand[COLOR_NB],
+			 Color side)
+{
+	int used[KING + 1] = {0};
+	Square king[COLOR_NB] = {SQ_NONE, SQ_NONE};
+	for (Square sq = 0; sq < SQ_NB; sq++) {
+		Piece p = board[sq];
+		if (p == PIECE_NONE) continue;
+		PieceType pt = piece_type(p);
+		if (pt == PT_NONE || pt >= PT_NB || (p & ~0x1f) || pt_unpromote(pt) > KING ||
+		    (pt == KING && king[piece_color(p)] != SQ_NONE))
+			return BOOKDB_ECORRUPT;
+		if (pt == KING) {
+			king[piece_color(p)] = sq;
+			continue;
+		}
+		if (++used[pt_unpromote(pt)] > SET_COUNT[pt_unpromote(pt)]) return BOOKDB_ECORRUPT;
+	}
+	int inhand = 0;
+	for (int c = 0; c < COLOR_NB; c++)
+		for (int pt = PAWN; pt <= GOLD; pt++) {
+			int n = hand_count(hand[c], (PieceType)pt);
+			used[pt] += n;
+			inhand += n;
+			if (used[pt] > SET_COUNT[pt]) return BOOKDB_ECORRUPT;
+		}
+	BitWriter w = {out, 0};
+	bw_put(&w, side == WHITE, 1);
+	bw_put(&w, (unsigned)king[BLACK], 7);
+	bw_put(&w, (unsigned)king[WHITE], 7);
+	for (Square sq = 0; sq < SQ_NB; sq++) {
+		Piece p = board[sq];
+		if (sq == king[BLACK] || sq == king[WHITE]) continue;
+		if (p == PIECE_NONE) {
+			bw_put(&w, 0, 1);
+			continue;
+		}
+		PieceType pt = piece_type(p), base = pt_unpromote(pt);
+		bw_put(&w, 1, 1);
+		bw_put(&w, TYPE_CODE[base].code, TYPE_CODE[base].len);
+		if (base != GOLD) bw_put(&w, pt != base, 1);
+		bw_put(&w, piece_color(p), 1);
+	}
+	bw_put(&w, (unsigned)inhand, 6);
+	for (int c = 0; c < COLOR_NB; c++)
+		for (int pt = PAWN; pt <= GOLD; pt++)
+			for (int n = hand_count(hand[c], (PieceType)pt); n > 0; n--) {
+				bw_put(&w, TYPE_CODE[pt].code, TYPE_CODE[pt].len);
+				bw_put(&w, (unsigned)c, 1);
+			}
+	return (int)((w.nbits + 7) / 8);
+}
+
+int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side,
+			   const uint8_t *in, size_t len)
+{
+	if (len > BOOKDB_PACKED_MAX) len = BOOKDB_PACKED_MAX;
+	BitReader r = {in, len * 8, 0, 0};
+	int used[KING + 1] = {0};
+	*side = br_get(&r, 1) ? WHITE : BLACK;
+	Square king[COLOR_NB];
+	king[BLACK] = (Square)br_get(&r, 7);
+	king[WHITE] = (Square)br_get(&r, 7);
+	if (r.bad || king[BLACK] > SQ_NONE || king[WHITE] > SQ_NONE ||
+	    (king[BLACK] == king[WHITE] && king[BLACK] != SQ_NONE))
+		return BOOKDB_ECORRUPT;
+	memset(board, 0, SQ_NB * sizeof board[0]);
+	hand[BLACK] = hand[WHITE] = 0;
+	for (int c = 0; c < COLOR_NB; c++)
+		if (king[c] != SQ_NONE) board[king[c]] = piece_make((Color)c, KING);
+	for (Square sq = 0; sq < SQ_NB; sq++) {
+		if (sq == king[BLACK] || sq == king[WHITE]) continue;
+		if (br_get(&r, 1) == 0) continue;
+		PieceType base = read_type(&r);
+		int promoted = base != GOLD ? (int)br_get(&r, 1) : 0;
+		Color c = br_get(&r, 1) ? WHITE : BLACK;
+		if (r.bad || ++used[base] > SET_COUNT[base]) return BOOKDB_ECORRUPT;
+		board[sq] = piece_make(c, (PieceType)(promoted ? base + PROMOTE : base));
+	}
+	int inhand = (int)br_get(&r, 6);
+	for (int i = 0; i < inhand && !r.bad; i++) {
+		PieceType pt = read_type(&r);
+		Color c = br_get(&r, 1) ? WHITE : BLACK;
+		if (r.bad || ++used[pt] > SET_COUNT[pt]) return BOOKDB_ECORRUPT;
+		hand[c] = hand_add(hand[c], pt);
+	}
+	if (r.bad) return BOOKDB_ECORRUPT;
+	/* Padding bits must be zero so that one position has exactly one packing. */
+	while (r.pos & 7)
+		if (br_get(&r, 1)) return BOOKDB_ECORRUPT;
+	return (int)(r.pos / 8);
+}
+
+/* ---- varints ---- */
+
+static int put_varint(uint8_t *out, size_t cap, size_t *pos, uint64_t v)
+{
+	do {
+		if (*pos >= cap) return BOOKDB_EINVAL;
+		uint8_t b = v & 0x7f;
+		v >>= 7;
+		out[(*pos)++] = (uint8_t)(b | (v ? 0x80 : 0));
+	} while (v);
+	return 0;
+}
+
+static int get_varint(uint64_t *v, const uint8_t *in, size_t len, size_t *pos, uint64_t max)
+{
+	uint64_t r = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (*pos >= len) return BOOKDB_ECORRUPT;
+		uint8_t b = in[(*pos)++];
+		r |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			/* Reject over-long forms (a trailing zero group) and out-of-range values. */
+			if (shift && b == 0) return BOOKDB_ECORRUPT;
+			if (r > max) return BOOKDB_ECORRUPT;
+			*v = r;
+			return 0;
+		}
+	}
+	return BOOKDB_ECORRUPT;
+}
+
+static uint64_t zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+static int64_t unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static int get_delta16(int16_t *out, int prev, const uint8_t *in, size_t len, size_t *pos)
+{
+	uint64_t z;
+	int rc = get_varint(&z, in, len, pos, 0x3ffff);
+	if (rc) return rc;
+	int64_t v = prev + unzigzag(z);
+	if (v < INT16_MIN || v > INT16_MAX) return BOOKDB_ECORRUPT;
+	*out = (int16_t)v;
+	return 0;
+}
+
+/* ---- nodes: 0, or 1 + 8 * e + m meaning (8 + m) * 2^e / 8, e <= 30 ---- */
+
+uint8_t bookdb_nodes_code(uint64_t nodes)
+{
+	if (nodes == 0) return 0;
+	int e = 63 - __builtin_clzll(nodes);
+	if (e > 30) return 1 + 30 * 8 + 7;
+	unsigned m = (unsigned)(((nodes << 3) >> e) & 7);
+	return (uint8_t)(1 + e * 8 + m);
+}
+
+uint64_t bookdb_nodes_decode(uint8_t code)
+{
+	if (code == 0) return 0;
+	unsigned e = (code - 1u) / 8, m = (code - 1u) % 8;
+	return ((uint64_t)(8 + m) << e) >> 3;
+}
+
+/*
+ * Record encoding (value of the `pos` database; docs/bookdb.md):
+ *
+ *   byte 0         record flags: bit 0 THOUGHT, bit 1 MINIMAX, others 0
+ *   varint         min_ply (1..65535)
+ *   [1 byte]       think_depth, only when THOUGHT
+ *   33 bytes       packed position (bookdb_pack_position; fewer without a full set)
+ *   varint         nmoves (0..BOOKDB_MAX_MOVES)
+ *   per move:
+ *     2 bytes      move, little-endian (shogi/types.h Move)
+ *     1 byte       bit 0 EVAL, bit 1 STATS, bits 2-7 source id (0 unless EVAL)
+ *     if EVAL:     zigzag varint (eval - previous eval in this record, starting at 0),
+ *                  1 byte depth, 1 byte nodes code (bookdb_nodes_code)
+ *     if STATS:    varints count, wins, draws, losses
+ *     if MINIMAX:  zigzag varint (value - previous value, starting at 0), varint dist
+ *
+ * Varints are LEB128 (7 bits a byte, low group first), minimal length. Evals are
+ * delta-coded because moves are usually stored best first, so deltas are small.
+ * The decoder rejects unknown flag bits, over-long varints, out-of-range fields
+ * and trailing bytes, so a record has one encoding and a misread is impossible.
+ */
+int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec)
+{
+	size_t pos = 0;
+	int rc;
+	if (rec->nmoves > BOOKDB_MAX_MOVES || rec->min_ply == 0 ||
+	    (rec->flags & ~BOOKDB_REC_FLAGS_KNOWN) || cap < 2 + BOOKDB_PACKED_MAX + 4)
+		return BOOKDB_EINVAL;
+	out[pos++] = rec->flags;
+	if ((rc = put_varint(out, cap, &pos, rec->min_ply))) return rc;
+	if (rec->flags & BOOKDB_REC_THOUGHT) out[pos++] = rec->think_depth;
+	int n = bookdb_pack_position(out + pos, rec->board, rec->hand, rec->side);
+	if (n < 0) return n;
+	pos += (size_t)n;
+	if ((rc = put_varint(out, cap, &pos, rec->nmoves))) return rc;
+	int prev_eval = 0, prev_value = 0;
+	for (int i = 0; i < rec->nmoves; i++) {
+		const BookMove *m = &rec->moves[i];
+		uint8_t mf = m->flags & (BOOKDB_MOVE_EVAL | BOOKDB_MOVE_STATS);
+		if (m->source > BOOKDB_SOURCE_MAX) return BOOKDB_EINVAL;
+		if (cap - pos < 3) return BOOKDB_EINVAL;
+		out[pos++] = (uint8_t)(m->move & 0xff);
+		out[pos++] = (uint8_t)(m->move >> 8);
+		out[pos++] = (uint8_t)(mf | ((mf & BOOKDB_MOVE_EVAL) ? m->source << 2 : 0));
+		if (mf & BOOKDB_MOVE_EVAL) {
+			if ((rc = put_varint(out, cap, &pos, zigzag(m->eval - prev_eval)))) return rc;
+			prev_eval = m->eval;
+			if (cap - pos < 2) return BOOKDB_EINVAL;
+			out[pos++] = m->depth;
+			out[pos++] = bookdb_nodes_code(m->nodes);
+		}
+		if (mf & BOOKDB_MOVE_STATS) {
+			if ((rc = put_varint(out, cap, &pos, m->count)) ||
+			    (rc = put_varint(out, cap, &pos, m->wins)) ||
+			    (rc = put_varint(out, cap, &pos, m->draws)) ||
+			    (rc = put_varint(out, cap, &pos, m->losses)))
+				return rc;
+		}
+		if (rec->flags & BOOKDB_REC_MINIMAX) {
+			if ((rc = put_varint(out, cap, &pos, zigzag(m->value - prev_value))) ||
+			    (rc = put_varint(out, cap, &pos, m->dist)))
+				return rc;
+			prev_value = m->value;
+		}
+	}
+	return (int)pos;
+}
+
+int bookdb_record_decode(BookRecord *rec, const uint8_t *in, size_t len)
+{
+	size_t pos = 0;
+	uint64_t v;
+	int rc;
+	if (len < 1) return BOOKDB_ECORRUPT;
+	rec->flags = in[pos++];
+	if (rec->flags & ~BOOKDB_REC_FLAGS_KNOWN) return BOOKDB_ECORRUPT;
+	if ((rc = get_varint(&v, in, len, &pos, UINT16_MAX))) return rc;
+	if (v == 0) return BOOKDB_ECORRUPT;
+	rec->min_ply = (uint16_t)v;
+	rec->think_depth = 0;
+	if (rec->flags & BOOKDB_REC_THOUGHT) {
+		if (pos >= len) return BOOKDB_ECORRUPT;
+		rec->think_depth = in[pos++];
+	}
+	int n = bookdb_unpack_position(rec->board, rec->hand, &rec->side, in + pos, len - pos);
+	if (n < 0) return n;
+	pos += (size_t)n;
+	if ((rc = get_varint(&v, in, len, &pos, BOOKDB_MAX_MOVES))) return rc;
+	rec->nmoves = (uint16_t)v;
+	int prev_eval = 0, prev_value = 0;
+	for (int i = 0; i < rec->nmoves; i++) {
+		BookMove *m = &rec->moves[i];
+		memset(m, 0, sizeof *m);
+		if (len - pos < 3) return BOOKDB_ECORRUPT;
+		m->move = (Move)(in[pos] | in[pos + 1] << 8);
+		uint8_t mf = in[pos + 2];
+		pos += 3;
+		m->flags = mf & (BOOKDB_MOVE_EVAL | BOOKDB_MOVE_STATS);
+		m->source = mf >> 2;
+		if (!(mf & BOOKDB_MOVE_EVAL) && m->source) return BOOKDB_ECORRUPT;
+		if (mf & BOOKDB_MOVE_EVAL) {
+			if ((rc = get_delta16(&m->eval, prev_eval, in, len, &pos))) return rc;
+			prev_eval = m->eval;
+			if (len - pos < 2) return BOOKDB_ECORRUPT;
+			m->depth = in[pos++];
+			uint8_t code = in[pos++];
+			if (code > 1 + 30 * 8 + 7) return BOOKDB_ECORRUPT;
+			m->nodes = bookdb_nodes_decode(code);
+		}
+		if (mf & BOOKDB_MOVE_STATS) {
+			uint64_t s[4];
+			for (int k = 0; k < 4; k++)
+				if ((rc = get_varint(&s[k], in, len, &pos, UINT32_MAX))) return rc;
+			m->count = (uint32_t)s[0];
+			m->wins = (uint32_t)s[1];
+			m->draws = (uint32_t)s[2];
+			m->losses = (uint32_t)s[3];
+		}
+		if (rec->flags & BOOKDB_REC_MINIMAX) {
+			if ((rc = get_delta16(&m->value, prev_value, in, len, &pos))) return rc;
+			prev_value = m->value;
+			if ((rc = get_varint(&v, in, len, &pos, UINT16_MAX))) return rc;
+			m->dist = (uint16_t)v;
+		}
+	}
+	if (pos != len) return BOOKDB_ECORRUPT;
+	return 0;
+}
+
+void bookdb_record_init(BookRecord *rec, const Position *pos)
+{
+	memcpy(rec->board, pos->board, sizeof rec->board);
+	rec->hand[BLACK] = pos->hand[BLACK];
+	rec->hand[WHITE] = pos->hand[WHITE];
+	rec->side = pos->side;
+	rec->min_ply = (uint16_t)(pos->game_ply < 1 ? 1 : pos->game_ply > 65535 ? 65535 : pos->game_ply);
+	rec->flags = 0;
+	rec->think_depth = 0;
+	rec->nmoves = 0;
+}
+
+int bookdb_record_position(Position *pos, const BookRecord *rec, char *err)
+{
+	return pos_set(pos, rec->board, rec->hand, rec->side, rec->min_ply, err);
+}

@@ -1,0 +1,105 @@
+/*
+ * bookdb/record.h — the position record of the book and its byte encoding.
+ *
+ * A record is everything the book knows about one position: the position itself
+ * (packed, so an SFEN can be rebuilt from the record alone), the smallest ply it
+ * was seen at, flags, and per stored move the engine evaluation, the game
+ * statistics and, once minimax has run, the backed-up value and distance to the
+ * leaf. The layout is documented byte by byte above bookdb_record_encode() and in
+ * docs/bookdb.md. Encoding and decoding are pure functions: no allocation, no I/O.
+ */
+#ifndef BOOKDB_RECORD_H
+#define BOOKDB_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shogi/position.h"
+#include "shogi/types.h"
+
+/* Most moves a record can hold (every legal move of any position fits). */
+#define BOOKDB_MAX_MOVES 600
+
+/* Record flags (byte 0 of the encoding). */
+#define BOOKDB_REC_THOUGHT 0x01 /* an engine analysed the position (think_depth valid) */
+#define BOOKDB_REC_MINIMAX 0x02 /* every move carries value and dist */
+#define BOOKDB_REC_FLAGS_KNOWN 0x03
+
+/* Per-move flags. */
+#define BOOKDB_MOVE_EVAL 0x01  /* eval, depth, nodes and source are valid */
+#define BOOKDB_MOVE_STATS 0x02 /* count, wins, draws, losses are valid */
+
+/* Source ids (engine that produced an evaluation); 0..63 fit the encoding. */
+#define BOOKDB_SOURCE_MAX 63
+
+typedef struct {
+	Move move;
+	uint8_t flags;  /* BOOKDB_MOVE_* */
+	uint8_t source; /* which engine/source produced eval (0..BOOKDB_SOURCE_MAX) */
+	int16_t eval;   /* engine value of the move, centipawns for the mover */
+	uint8_t depth;  /* search depth of eval */
+	uint64_t nodes; /* nodes searched; stored approximately (3-bit mantissa) */
+	uint32_t count, wins, draws, losses; /* game statistics, mover's view */
+	int16_t value;  /* minimax value (record flag BOOKDB_REC_MINIMAX) */
+	uint16_t dist;  /* plies from this move to the leaf the value comes from */
+} BookMove;
+
+typedef struct {
+	Piece board[SQ_NB];
+	Hand hand[COLOR_NB];
+	Color side;
+	uint16_t min_ply;    /* smallest move number the position was seen at (>= 1) */
+	uint8_t flags;       /* BOOKDB_REC_* */
+	uint8_t think_depth; /* depth of the engine analysis (BOOKDB_REC_THOUGHT) */
+	uint16_t nmoves;
+	BookMove moves[BOOKDB_MAX_MOVES];
+} BookRecord;
+
+/* Most bytes an encoded record can take. */
+#define BOOKDB_PACKED_MAX 34
+#define BOOKDB_RECORD_MAX (8 + BOOKDB_PACKED_MAX + 3 + BOOKDB_MAX_MOVES * 40)
+
+/* Clears rec and copies the position (board, hands, side, game_ply as min_ply). */
+void bookdb_record_init(BookRecord *rec, const Position *pos);
+
+/*
+ * Sets pos to the record's position with move number min_ply (validated by
+ * pos_set). Returns 0 or SHOGI_EILLEGAL with a message in err (may be NULL).
+ */
+int bookdb_record_position(Position *pos, const BookRecord *rec, char *err);
+
+/*
+ * Packs a board, hands and side into out (at least BOOKDB_PACKED_MAX bytes).
+ * Returns the length (33 for a full piece set), or BOOKDB_ECORRUPT (see bookdb.h)
+ * for a board that cannot be packed (more than one king per side, or more pieces
+ * of a kind than the set has).
+ */
+int bookdb_pack_position(uint8_t *out, const Piece board[SQ_NB], const Hand hand[COLOR_NB],
+			 Color side);
+/*
+ * Unpacks what bookdb_pack_position wrote. Never reads past in[len]. Returns the
+ * number of bytes used, or BOOKDB_ECORRUPT for bytes that are not a packing of a
+ * board with at most the pieces of one set.
+ */
+int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side,
+			   const uint8_t *in, size_t len);
+
+/*
+ * Encodes rec into out (cap bytes; BOOKDB_RECORD_MAX is always enough).
+ * Returns the length, or BOOKDB_EINVAL (bad field: nmoves, source, min_ply) or
+ * BOOKDB_ECORRUPT (board cannot be packed). Leaves rec untouched.
+ */
+int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec);
+
+/*
+ * Decodes len bytes into rec. Any byte string may be passed: the result is 0, or
+ * BOOKDB_ECORRUPT (truncated, trailing bytes, unknown flags, out-of-range field).
+ * Does not check that the position or the moves are legal (bookdb check does).
+ */
+int bookdb_record_decode(BookRecord *rec, const uint8_t *in, size_t len);
+
+/* Nodes as stored: the 8-bit code and its decoded value (rounded down). */
+uint8_t bookdb_nodes_code(uint64_t nodes);
+uint64_t bookdb_nodes_decode(uint8_t code);
+
+#endif

@@ -1,0 +1,243 @@
+/*
+ * joseki stats BOOK [--json] [--bench-lookups N]
+ *
+ * Sizes and counts (CONTRACT.md): positions, thought, moves, games, leaves
+ * (positions none of whose stored moves leads to a position in the book),
+ * cyclic and root_value (null until minimax has run), bytes (data file size),
+ * plus bytes_used (pages in use) and bytes_per_position.
+ *
+ * --bench-lookups N (for tools/bench_bookdb.sh): instead, samples N keys of the
+ * book, then times N random point lookups (get + decode) in one read
+ * transaction on the warm book and prints
+ * "lookups N time_ms T lookups_per_s R".
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bookdb/bookdb.h"
+#include "shogi/position.h"
+#include "tools/commands.h"
+
+typedef struct {
+	uint64_t positions, thought, moves, games, leaves, corrupt, bytes, bytes_used;
+	int minimax_seen, root_known;
+	int root_value;
+} BookStats;
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* True when some stored move of rec leads to a position in the book. */
+static int has_child(BookTxn *txn, const BookRecord *rec, Position *pos)
+{
+	if (bookdb_record_position(pos, rec, NULL) < 0) return 0;
+	for (int i = 0; i < rec->nmoves; i++) {
+		const uint8_t *v;
+		size_t len;
+		if (!pos_is_legal(pos, rec->moves[i].move)) continue;
+		if (bookdb_get_raw(&v, &len, txn, pos_key_after(pos, rec->moves[i].move)) == 0) return 1;
+	}
+	return 0;
+}
+
+static int collect(BookStats *st, BookDB *db, BookTxn *txn, BookRecord *rec, Position *pos)
+{
+	BookIter *it = NULL;
+	int rc = bookdb_iter_open(&it, txn);
+	if (rc) return rc;
+	Key key;
+	const uint8_t *val;
+	size_t len;
+	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
+		st->positions++;
+		if (bookdb_record_decode(rec, val, len)) {
+			st->corrupt++;
+			continue;
+		}
+		st->thought += (rec->flags & BOOKDB_REC_THOUGHT) != 0;
+		st->minimax_seen |= (rec->flags & BOOKDB_REC_MINIMAX) != 0;
+		st->moves += rec->nmoves;
+		if (!has_child(txn, rec, pos)) st->leaves++;
+	}
+	bookdb_iter_free(it);
+	if (rc < 0) return rc;
+	if ((rc = bookdb_count(&st->games, txn, BOOKDB_GAMES))) return rc;
+	for (int d = 0; d < BOOKDB_NDBS; d++) {
+		uint64_t pages;
+		unsigned psize;
+		if ((rc = bookdb_pages(&pages, &psize, txn, (BookDbName)d))) return rc;
+		st->bytes_used += pages * psize;
+	}
+	st->bytes = bookdb_file_size(db);
+	pos_set_startpos(pos);
+	if (bookdb_get(rec, txn, pos_key(pos)) == 0 && (rec->flags & BOOKDB_REC_MINIMAX) &&
+	    rec->nmoves > 0) {
+		st->root_known = 1;
+		st->root_value = rec->moves[0].value;
+		for (int i = 1; i < rec->nmoves; i++)
+			if (rec->moves[i].value > st->root_value) st->root_value = rec->moves[i].value;
+	}
+	return 0;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static int bench_lookups(BookTxn *txn, BookRecord *rec, uint64_t n)
+{
+	uint64_t total = 0, seen = 0, rng = 12345;
+	int rc = bookdb_count(&total, txn, BOOKDB_POS);
+	if (rc) return rc;
+	if (total == 0) {
+		joseki_error("stats: the book is empty, nothing to look up");
+		return BOOKDB_EINVAL;
+	}
+	uint64_t want = n < total ? n : total;
+	Key *keys = malloc(want * sizeof *keys);
+	BookIter *it = NULL;
+	if (!keys) return BOOKDB_ENOMEM;
+	if ((rc = bookdb_iter_open(&it, txn))) goto out;
+	Key key;
+	const uint8_t *val;
+	size_t len;
+	/* Reservoir sample, which also warms the book's pages. */
+	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
+		if (seen < want) keys[seen] = key;
+		else {
+			uint64_t j = rng_next(&rng) % (seen + 1);
+			if (j < want) keys[j] = key;
+		}
+		seen++;
+	}
+	if (rc < 0) goto out;
+	for (uint64_t i = want; i > 1; i--) {
+		uint64_t j = rng_next(&rng) % i;
+		Key t = keys[i - 1];
+		keys[i - 1] = keys[j];
+		keys[j] = t;
+	}
+	double t0 = now_ms();
+	uint64_t found = 0, done = 0;
+	while (done < n) {
+		for (uint64_t i = 0; i < want && done < n; i++, done++)
+			found += bookdb_get(rec, txn, keys[i]) == 0 && rec->nmoves < BOOKDB_MAX_MOVES;
+	}
+	double ms = now_ms() - t0;
+	if (found != n) {
+		joseki_error("stats: %llu of %llu lookups failed", (unsigned long long)(n - found),
+			     (unsigned long long)n);
+		rc = BOOKDB_ECORRUPT;
+		goto out;
+	}
+	printf("lookups %llu time_ms %.0f lookups_per_s %.0f\n", (unsigned long long)n, ms,
+	       ms > 0 ? n / (ms / 1e3) : 0.0);
+	rc = 0;
+out:
+	bookdb_iter_free(it);
+	free(keys);
+	return rc;
+}
+
+int cmd_stats(int argc, char **argv)
+{
+	const char *book = NULL;
+	int json = 0;
+	long long bench = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) json = 1;
+		else if (!strcmp(argv[i], "--bench-lookups") && i + 1 < argc) bench = atoll(argv[++i]);
+		else if (argv[i][0] != '-' && !book) book = argv[i];
+		else {
+			joseki_error("stats: unexpected argument '%s'", argv[i]);
+			return 2;
+		}
+	}
+	if (!book || bench < 0) {
+		joseki_error("usage: joseki stats BOOK [--json] [--bench-lookups N]");
+		return 2;
+	}
+	char err[BOOKDB_ERRLEN];
+	BookDB *db = NULL;
+	BookTxn *txn = NULL;
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	int ret = 1, rc;
+	BookStats st = {0};
+	BookDBOptions opt = {.read_only = true};
+	if ((rc = bookdb_open(&db, book, &opt, err))) {
+		joseki_error("%s", err);
+		goto done;
+	}
+	if (!rec || !pos || (rc = bookdb_txn_begin(&txn, db, false))) {
+		joseki_error("%s: %s", book, rc ? bookdb_strerror(rc) : "out of memory");
+		goto done;
+	}
+	if (bench) {
+		if ((rc = bench_lookups(txn, rec, (uint64_t)bench))) {
+			if (rc != BOOKDB_EINVAL && rc != BOOKDB_ECORRUPT)
+				joseki_error("%s: %s", book, bookdb_strerror(rc));
+			goto done;
+		}
+		ret = 0;
+		goto done;
+	}
+	if ((rc = collect(&st, db, txn, rec, pos))) {
+		joseki_error("%s: %s", book, bookdb_strerror(rc));
+		goto done;
+	}
+	double bpp = st.positions ? (double)st.bytes_used / st.positions : 0;
+	if (json) {
+		json_t *o = json_object();
+		json_object_set_new(o, "positions", json_integer((json_int_t)st.positions));
+		json_object_set_new(o, "thought", json_integer((json_int_t)st.thought));
+		json_object_set_new(o, "moves", json_integer((json_int_t)st.moves));
+		json_object_set_new(o, "games", json_integer((json_int_t)st.games));
+		json_object_set_new(o, "leaves", json_integer((json_int_t)st.leaves));
+		json_object_set_new(o, "cyclic", json_null()); /* minimax fills it in later */
+		json_object_set_new(o, "root_value",
+				    st.root_known ? json_integer(st.root_value) : json_null());
+		json_object_set_new(o, "bytes", json_integer((json_int_t)st.bytes));
+		json_object_set_new(o, "bytes_used", json_integer((json_int_t)st.bytes_used));
+		json_object_set_new(o, "bytes_per_position", json_real(bpp));
+		json_object_set_new(o, "corrupt", json_integer((json_int_t)st.corrupt));
+		char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
+		json_decref(o);
+		if (!s) {
+			joseki_error("out of memory");
+			goto done;
+		}
+		puts(s);
+		free(s);
+	} else {
+		printf("positions          %llu\n", (unsigned long long)st.positions);
+		printf("thought            %llu\n", (unsigned long long)st.thought);
+		printf("moves              %llu\n", (unsigned long long)st.moves);
+		printf("games              %llu\n", (unsigned long long)st.games);
+		printf("leaves             %llu\n", (unsigned long long)st.leaves);
+		if (st.root_known) printf("root_value         %d\n", st.root_value);
+		else printf("root_value         - (minimax not run)\n");
+		printf("bytes              %llu\n", (unsigned long long)st.bytes);
+		printf("bytes_used         %llu\n", (unsigned long long)st.bytes_used);
+		printf("bytes_per_position %.1f\n", bpp);
+		if (st.corrupt) printf("corrupt            %llu (run joseki check)\n", (unsigned long long)st.corrupt);
+	}
+	ret = 0;
+done:
+	bookdb_txn_abort(txn);
+	bookdb_free(db);
+	free(rec);
+	free(pos);
+	return ret;
+}
