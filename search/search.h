@@ -1,0 +1,185 @@
+/*
+ * search/search.h — the one interface every search core implements: "analyse
+ * this position with this budget and MultiPV K; give me, per move, its value
+ * (centipawns or mate), depth, seldepth, nodes and principal variation".
+ *
+ * Two cores sit behind it: the external USI engine driver (search/usi_engine.h)
+ * and the built-in alpha-beta engine. A core is a SearchEngine: a small vtable
+ * (analyse, new_game, free, name, last_error) that an implementation embeds as
+ * the first member of its own opaque struct. Callers only ever hold a
+ * SearchEngine * and call the search_*() wrappers below.
+ *
+ * Values are from the side to move, in centipawns; a mate in n plies is
+ * ±(VALUE_MATE − n) (shogi/types.h), negative when the side to move is mated.
+ * Centipawn scores are clamped into ±(VALUE_MATE_IN_MAX − 1) so they are never
+ * mistaken for mates.
+ *
+ * Threads: one SearchEngine is used by one thread at a time; distinct engines
+ * may be used from distinct threads at once.
+ */
+#ifndef SEARCH_SEARCH_H
+#define SEARCH_SEARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shogi/notation.h"
+#include "shogi/position.h"
+#include "shogi/types.h"
+
+/* Error codes of the search module (all negative). */
+enum {
+	SEARCH_OK = 0,
+	SEARCH_EINVAL = -1,     /* bad argument: budget, MultiPV, position spec */
+	SEARCH_ENOMEM = -2,     /* out of memory */
+	SEARCH_ESPAWN = -3,     /* the engine program could not be started */
+	SEARCH_EHANDSHAKE = -4, /* no usiok/readyok within the handshake timeout */
+	SEARCH_ETIMEOUT = -5,   /* no bestmove within the hard limit plus the stop grace */
+	SEARCH_ECRASH = -6,     /* the engine exited or closed its pipes */
+	SEARCH_EPROTOCOL = -7,  /* unreadable bestmove, or only malformed output */
+	SEARCH_EILLEGAL = -8,   /* the engine's best move is illegal in the position */
+	SEARCH_EIO = -9,        /* a system call failed (pipe, poll, write) */
+};
+
+/* Largest MultiPV a core accepts, and longest PV kept per line. */
+#define SEARCH_MULTIPV_MAX 32
+#define SEARCH_PV_MAX 64
+/* Length of error-message buffers (NUL included). */
+#define SEARCH_ERRLEN 256
+
+typedef enum {
+	SEARCH_BUDGET_NODES = 1,    /* amount = nodes */
+	SEARCH_BUDGET_MOVETIME = 2, /* amount = milliseconds */
+	SEARCH_BUDGET_DEPTH = 3,    /* amount = plies */
+} SearchBudgetKind;
+
+typedef struct {
+	SearchBudgetKind kind;
+	uint64_t amount; /* at least 1 */
+} SearchBudget;
+
+/* One analysed move (one MultiPV line). */
+typedef struct {
+	Move move;                 /* first move of the PV, legal in the position */
+	char usi[USI_MOVE_MAX];    /* the same move in USI notation */
+	int multipv;               /* 1-based rank the engine gave the line */
+	int value;                 /* cp, or ±(VALUE_MATE − plies) */
+	bool mate;                 /* value is a mate score */
+	int mate_plies;            /* plies to mate when mate (negative: mated) */
+	int depth;                 /* 0 when the engine did not say */
+	int seldepth;              /* 0 when the engine did not say */
+	uint64_t nodes;            /* nodes the engine reported with this line */
+	int pv_len;                /* moves in pv (at least 1) */
+	Move pv[SEARCH_PV_MAX];    /* legal sequence from the position */
+} SearchLine;
+
+/*
+ * The answer for one position. lines[] are sorted by multipv rank, best
+ * first, one per distinct first move; nlines may be less than the MultiPV
+ * asked for (fewer legal moves, or an engine that said less) and may be 0 for
+ * an engine that answered a bare bestmove, or for resign/win.
+ */
+typedef struct {
+	int nlines;
+	SearchLine lines[SEARCH_MULTIPV_MAX];
+	Move bestmove;                  /* MOVE_NONE for resign/win */
+	char bestmove_usi[USI_MOVE_MAX];
+	bool resign;                    /* the engine answered "bestmove resign" */
+	bool win;                       /* the engine answered "bestmove win" (declaration) */
+	uint64_t nodes;                 /* largest node count reported */
+	int time_ms;                    /* wall time of the successful attempt */
+	int malformed;                  /* output lines that were skipped as malformed */
+	int attempts;                   /* 1, or 2 when the position was retried */
+} SearchResult;
+
+typedef struct SearchEngine SearchEngine;
+
+typedef struct {
+	/* See search_analyse. */
+	int (*analyse)(SearchEngine *e, SearchResult *out, const Position *pos,
+		       const SearchBudget *budget, int multipv);
+	/* See search_new_game. */
+	int (*new_game)(SearchEngine *e);
+	/* Releases everything; e is not NULL. */
+	void (*free)(SearchEngine *e);
+	/* Display name ("YaneuraOu 8.00", "joseki builtin"). */
+	const char *(*name)(const SearchEngine *e);
+	/* Message of the last failure ("" if none). */
+	const char *(*last_error)(const SearchEngine *e);
+} SearchEngineOps;
+
+/* Embedded as the first member of each implementation's struct. */
+struct SearchEngine {
+	const SearchEngineOps *ops;
+};
+
+/*
+ * Analyses pos (whose move history, if any, is passed on so the engine can
+ * see repetitions) with the given budget and MultiPV 1..SEARCH_MULTIPV_MAX.
+ * Returns 0 with *out filled, or a negative SEARCH_E* code with *out left
+ * undefined and a message in search_last_error(). A failed call leaves the
+ * engine usable for the next position.
+ */
+static inline int search_analyse(SearchEngine *e, SearchResult *out, const Position *pos,
+				 const SearchBudget *budget, int multipv)
+{
+	return e->ops->analyse(e, out, pos, budget, multipv);
+}
+
+/* Tells the engine that the next position starts a new game (clears its hash). */
+static inline int search_new_game(SearchEngine *e)
+{
+	return e->ops->new_game(e);
+}
+
+static inline const char *search_name(const SearchEngine *e)
+{
+	return e->ops->name(e);
+}
+
+static inline const char *search_last_error(const SearchEngine *e)
+{
+	return e->ops->last_error(e);
+}
+
+/* Frees the engine; accepts NULL. */
+static inline void search_free(SearchEngine *e)
+{
+	if (e)
+		e->ops->free(e);
+}
+
+/*
+ * Mate score of a mate in |plies| plies; plies < 0 (or negative zero, passed
+ * as mated = true) means the side to move is mated. Distances beyond 999 are
+ * clamped so the value stays above VALUE_MATE_IN_MAX.
+ */
+static inline int search_mate_value(int plies, bool mated)
+{
+	if (plies < 0) {
+		plies = -plies;
+		mated = true;
+	}
+	if (plies > 999)
+		plies = 999;
+	return mated ? -(VALUE_MATE - plies) : VALUE_MATE - plies;
+}
+
+static inline const char *search_strerror(int code)
+{
+	switch (code) {
+	case SEARCH_OK: return "success";
+	case SEARCH_EINVAL: return "invalid argument";
+	case SEARCH_ENOMEM: return "out of memory";
+	case SEARCH_ESPAWN: return "engine could not be started";
+	case SEARCH_EHANDSHAKE: return "engine handshake timed out";
+	case SEARCH_ETIMEOUT: return "engine did not answer within the hard limit";
+	case SEARCH_ECRASH: return "engine exited unexpectedly";
+	case SEARCH_EPROTOCOL: return "engine output unreadable";
+	case SEARCH_EILLEGAL: return "engine answered an illegal move";
+	case SEARCH_EIO: return "engine I/O error";
+	default: return "unknown search error";
+	}
+}
+
+#endif
