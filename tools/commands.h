@@ -10,6 +10,7 @@
 typedef int (*joseki_cmd_fn)(int argc, char **argv); /* argv[0] is the subcommand */
 
 int cmd_perft(int argc, char **argv);
+int cmd_ingest(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_query(int argc, char **argv);

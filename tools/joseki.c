@@ -12,6 +12,7 @@ static const struct {
 	const char *summary;
 } COMMANDS[] = {
 	{"perft", cmd_perft, "DEPTH [--sfen POS] [--divide]   count leaves of the legal-move tree"},
+	{"ingest", cmd_ingest, "BOOK INPUT... [filters] [--json]   add game records to the book"},
 	{"replay", cmd_replay, "INPUT... [--json]   replay game records under the rules"},
 	{"synth", cmd_synth, "BOOK --positions N [--seed S]   build a synthetic analysed book"},
 	{"query", cmd_query, "BOOK POS [--json]   the book's answer for one position"},

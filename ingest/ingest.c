@@ -1,0 +1,865 @@
+/* ingest/ingest.c — the ingest pipeline: feeder, parser threads, one writer. */
+#include "ingest/ingest.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ingest/csa.h"
+#include "ingest/replay.h"
+#include "shogi/notation.h"
+
+const char *ingest_strerror(int code)
+{
+	switch (code) {
+	case INGEST_OK: return "success";
+	case INGEST_EIO: return "input could not be read";
+	case INGEST_ENOMEM: return "out of memory";
+	case INGEST_EBOOK: return "the book could not be written";
+	case INGEST_EINVAL: return "invalid option";
+	default: return "unknown error";
+	}
+}
+
+void ingest_options_init(IngestOptions *opt)
+{
+	memset(opt, 0, sizeof *opt);
+	opt->max_ply = 128;
+}
+
+void ingest_stats_free(IngestStats *st)
+{
+	if (!st) return;
+	for (size_t i = 0; i < st->nerrors; i++) {
+		free(st->errors[i].input);
+		free(st->errors[i].message);
+	}
+	st->nerrors = 0;
+}
+
+/* ---- pipeline data ---------------------------------------------------- */
+
+/* One input file's bytes (a file, an archive entry, or stdin). */
+typedef struct {
+	char *name;
+	char *buf;
+	size_t len;
+	char *error; /* the input could not be read: reported, nothing parsed */
+} Unit;
+
+/* One move played, as the writer needs it. */
+typedef struct {
+	Key key;        /* the position before the move */
+	Move move;
+	uint16_t ply;   /* move number of that position */
+	int16_t eval;   /* mover's view */
+	bool has_eval;
+	uint8_t mover;  /* Color of the side making the move */
+	uint8_t packed_len;
+	uint8_t packed[BOOKDB_PACKED_MAX];
+} Ply;
+
+enum { GAME_INGEST, GAME_SKIP, GAME_REJECT };
+
+typedef struct {
+	char *id; /* dedupe id ("id:<floodgate id>" or "h:<hash>") */
+	int status;
+	ReplayWinner winner;
+	Ply *plies;
+	size_t nplies;
+} Game;
+
+typedef struct {
+	char *input;
+	int line;
+	char *message;
+} PendingError;
+
+typedef struct {
+	Game *games;
+	size_t ngames, cap;
+	PendingError *errors;
+	size_t nerrors, ecap;
+	bool done;
+} Result;
+
+typedef struct {
+	const IngestOptions *opt;
+	const char *const *inputs;
+	size_t ninputs;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	/* Units and their results by sequence number; a ring of WINDOW slots. */
+	Unit *units;
+	Result *results;
+	size_t window;
+	size_t produced;  /* units made by the feeder */
+	size_t taken;     /* units taken by parsers */
+	size_t consumed;  /* results the writer has applied */
+	bool feed_done;
+	bool abort;
+} Pipe;
+
+#define WINDOW 256
+
+static char *xstrdup(const char *s)
+{
+	char *r = strdup(s ? s : "");
+	if (!r) abort();
+	return r;
+}
+
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0) abort();
+	va_end(ap);
+	return s;
+}
+
+/* ---- feeder ------------------------------------------------------------ */
+
+static void feed_unit(Pipe *p, char *name, char *buf, size_t len, char *error)
+{
+	pthread_mutex_lock(&p->mu);
+	while (!p->abort && p->produced - p->consumed >= p->window) pthread_cond_wait(&p->cv, &p->mu);
+	if (p->abort) {
+		pthread_mutex_unlock(&p->mu);
+		free(name);
+		free(buf);
+		free(error);
+		return;
+	}
+	Unit *u = &p->units[p->produced % p->window];
+	u->name = name;
+	u->buf = buf;
+	u->len = len;
+	u->error = error;
+	Result *r = &p->results[p->produced % p->window];
+	memset(r, 0, sizeof *r);
+	p->produced++;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+static bool has_suffix(const char *s, const char *suf)
+{
+	size_t a = strlen(s), b = strlen(suf);
+	return a >= b && !strcasecmp(s + a - b, suf);
+}
+
+static bool is_archive_name(const char *s)
+{
+	static const char *const EXT[] = {".7z",     ".zip",     ".tar",  ".tar.gz", ".tgz",
+					  ".tar.xz", ".txz",     ".tar.bz2", ".tbz2"};
+	for (size_t i = 0; i < sizeof EXT / sizeof EXT[0]; i++)
+		if (has_suffix(s, EXT[i])) return true;
+	return false;
+}
+
+static int read_all_fd(int fd, char **out, size_t *len)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	if (!buf) return -1;
+	for (;;) {
+		if (n == cap) {
+			cap *= 2;
+			char *nb = realloc(buf, cap);
+			if (!nb) {
+				free(buf);
+				return -1;
+			}
+			buf = nb;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR) continue;
+		if (r < 0) {
+			free(buf);
+			return -1;
+		}
+		if (r == 0) break;
+		n += (size_t)r;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+static void feed_archive(Pipe *p, const char *path, int fd)
+{
+	struct archive *a = archive_read_new();
+	archive_read_support_filter_all(a);
+	archive_read_support_format_all(a);
+	int rc = fd >= 0 ? archive_read_open_fd(a, fd, 1 << 16)
+			 : archive_read_open_filename(a, path, 1 << 16);
+	if (rc != ARCHIVE_OK) {
+		feed_unit(p, xstrdup(path), NULL, 0,
+			  xprintf("cannot open archive: %s", archive_error_string(a)));
+		archive_read_free(a);
+		return;
+	}
+	struct archive_entry *e;
+	for (;;) {
+		rc = archive_read_next_header(a, &e);
+		if (rc == ARCHIVE_EOF) break;
+		if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
+			feed_unit(p, xstrdup(path), NULL, 0,
+				  xprintf("archive damaged or truncated: %s (rest skipped)",
+					  archive_error_string(a)));
+			break;
+		}
+		const char *ename = archive_entry_pathname(e);
+		if (archive_entry_filetype(e) != AE_IFREG || !ename || !has_suffix(ename, ".csa")) {
+			archive_read_data_skip(a);
+			continue;
+		}
+		size_t cap = archive_entry_size_is_set(e) && archive_entry_size(e) > 0
+				     ? (size_t)archive_entry_size(e) + 1
+				     : 1 << 14;
+		char *buf = malloc(cap);
+		size_t n = 0;
+		bool bad = false;
+		for (;;) {
+			if (n + 1 >= cap) {
+				cap *= 2;
+				char *nb = realloc(buf, cap);
+				if (!nb) abort();
+				buf = nb;
+			}
+			la_ssize_t r = archive_read_data(a, buf + n, cap - n - 1);
+			if (r < 0) {
+				bad = true;
+				break;
+			}
+			if (r == 0) break;
+			n += (size_t)r;
+		}
+		char *name = xprintf("%s:%s", path, ename);
+		if (bad) {
+			free(buf);
+			feed_unit(p, name, NULL, 0,
+				  xprintf("archive entry unreadable: %s (rest skipped)",
+					  archive_error_string(a)));
+			break;
+		}
+		feed_unit(p, name, buf, n, NULL);
+	}
+	archive_read_free(a);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void feed_path(Pipe *p, const char *path, bool explicit_arg);
+
+static void feed_dir(Pipe *p, const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d) {
+		feed_unit(p, xstrdup(path), NULL, 0, xprintf("cannot open directory: %s", strerror(errno)));
+		return;
+	}
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.') continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			names = realloc(names, cap * sizeof *names);
+			if (!names) abort();
+		}
+		names[n++] = xprintf("%s/%s", path, de->d_name);
+	}
+	closedir(d);
+	qsort(names, n, sizeof *names, cmp_str); /* input order is part of the result */
+	for (size_t i = 0; i < n; i++) {
+		feed_path(p, names[i], false);
+		free(names[i]);
+	}
+	free(names);
+}
+
+static void feed_path(Pipe *p, const char *path, bool explicit_arg)
+{
+	if (!strcmp(path, "-")) {
+		char *buf;
+		size_t len;
+		if (read_all_fd(0, &buf, &len) < 0)
+			feed_unit(p, xstrdup("-"), NULL, 0, xprintf("cannot read standard input: %s", strerror(errno)));
+		else
+			feed_unit(p, xstrdup("-"), buf, len, NULL);
+		return;
+	}
+	struct stat sb;
+	if (stat(path, &sb) < 0) {
+		feed_unit(p, xstrdup(path), NULL, 0, xprintf("cannot read: %s", strerror(errno)));
+		return;
+	}
+	if (S_ISDIR(sb.st_mode)) {
+		feed_dir(p, path);
+		return;
+	}
+	if (is_archive_name(path)) {
+		feed_archive(p, path, -1);
+		return;
+	}
+	if (!explicit_arg && !has_suffix(path, ".csa")) return;
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	size_t len;
+	if (!f || read_all_fd(fileno(f), &buf, &len) < 0) {
+		feed_unit(p, xstrdup(path), NULL, 0, xprintf("cannot read: %s", strerror(errno)));
+		if (f) fclose(f);
+		return;
+	}
+	fclose(f);
+	feed_unit(p, xstrdup(path), buf, len, NULL);
+}
+
+static void *feeder_main(void *arg)
+{
+	Pipe *p = arg;
+	for (size_t i = 0; i < p->ninputs && !p->abort; i++) feed_path(p, p->inputs[i], true);
+	pthread_mutex_lock(&p->mu);
+	p->feed_done = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* ---- parsers ----------------------------------------------------------- */
+
+static void result_error(Result *r, const char *input, int line, char *message)
+{
+	if (r->nerrors == r->ecap) {
+		r->ecap = r->ecap ? r->ecap * 2 : 8;
+		r->errors = realloc(r->errors, r->ecap * sizeof *r->errors);
+		if (!r->errors) abort();
+	}
+	r->errors[r->nerrors].input = xstrdup(input);
+	r->errors[r->nerrors].line = line;
+	r->errors[r->nerrors].message = message;
+	r->nerrors++;
+}
+
+static Game *result_game(Result *r)
+{
+	if (r->ngames == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 8;
+		r->games = realloc(r->games, r->cap * sizeof *r->games);
+		if (!r->games) abort();
+	}
+	Game *g = &r->games[r->ngames++];
+	memset(g, 0, sizeof *g);
+	return g;
+}
+
+/* "2026/06/01 13:00:01" (or a floodgate id's trailing timestamp) → "20260601". */
+static bool game_date(const CsaRecord *rec, char out[9])
+{
+	const char *s = rec->start_time;
+	if (s && strlen(s) >= 10 && s[4] == '/' && s[7] == '/') {
+		memcpy(out, s, 4);
+		memcpy(out + 4, s + 5, 2);
+		memcpy(out + 6, s + 8, 2);
+		out[8] = 0;
+		return true;
+	}
+	const char *e = rec->event;
+	if (e) {
+		const char *plus = strrchr(e, '+');
+		if (plus && strlen(plus + 1) >= 8) {
+			for (int i = 1; i <= 8; i++)
+				if (plus[i] < '0' || plus[i] > '9') return false;
+			memcpy(out, plus + 1, 8);
+			out[8] = 0;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The floodgate game name: the second '+' field of the id ("floodgate-300-10F"). */
+static bool game_tc(const CsaRecord *rec, char *out, size_t len)
+{
+	const char *e = rec->event;
+	if (!e) return false;
+	const char *a = strchr(e, '+');
+	if (!a) return false;
+	const char *b = strchr(a + 1, '+');
+	size_t n = b ? (size_t)(b - a - 1) : strlen(a + 1);
+	if (n >= len) n = len - 1;
+	memcpy(out, a + 1, n);
+	out[n] = 0;
+	return true;
+}
+
+static bool keep_game(const CsaRecord *rec, const IngestOptions *opt)
+{
+	if (opt->has_min_rating)
+		for (int c = 0; c < COLOR_NB; c++)
+			if (!rec->has_rate[c] || rec->rate[c] < opt->min_rating) return false;
+	if (opt->since[0] || opt->until[0]) {
+		char d[9];
+		if (!game_date(rec, d)) return false;
+		if (opt->since[0] && strcmp(d, opt->since) < 0) return false;
+		if (opt->until[0] && strcmp(d, opt->until) > 0) return false;
+	}
+	if (opt->event_glob && (!rec->event || fnmatch(opt->event_glob, rec->event, 0) != 0))
+		return false;
+	if (opt->tc_glob) {
+		char tc[128];
+		if (!game_tc(rec, tc, sizeof tc) || fnmatch(opt->tc_glob, tc, 0) != 0) return false;
+	}
+	return true;
+}
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static char *game_id(const CsaRecord *rec, const Position *start)
+{
+	if (rec->event && !strncmp(rec->event, "wdoor+", 6)) return xprintf("id:%s", rec->event);
+	/* No server id: the start position and the moves identify the game. */
+	Key k = pos_key(start);
+	uint64_t h1 = fnv1a(0xcbf29ce484222325ULL ^ k.lo, &k.hi, sizeof k.hi);
+	uint64_t h2 = fnv1a(0x84222325cbf29ce4ULL ^ k.hi, &k.lo, sizeof k.lo);
+	for (size_t i = 0; i < rec->nmoves; i++) {
+		h1 = fnv1a(h1, rec->moves[i].token, 7);
+		h2 = fnv1a(h2 ^ i, rec->moves[i].token, 7);
+	}
+	return xprintf("h:%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
+}
+
+/*
+ * The mover's evaluation from a Black-relative score. |score| >= 30000, or
+ * exactly 9999 when the game has no ordinary score at or beyond 9999, is a
+ * mate at an unknown distance: ±VALUE_MATE_IN_MAX.
+ */
+static int16_t mover_eval(int32_t score, Color mover, bool cap9999_is_mate)
+{
+	int32_t a = score < 0 ? -score : score;
+	int32_t v;
+	if (a >= 30000 || (cap9999_is_mate && a == 9999))
+		v = score < 0 ? -VALUE_MATE_IN_MAX : VALUE_MATE_IN_MAX;
+	else if (a >= VALUE_MATE_IN_MAX)
+		v = score < 0 ? -(VALUE_MATE_IN_MAX - 1) : VALUE_MATE_IN_MAX - 1;
+	else
+		v = score;
+	return (int16_t)(mover == BLACK ? v : -v);
+}
+
+typedef struct {
+	Game *game;
+	const CsaRecord *rec;
+	int max_ply;
+	bool cap9999_is_mate;
+	size_t cap;
+} PlyCollect;
+
+static int collect_ply(void *ctx, const Position *before, Move m, size_t index)
+{
+	PlyCollect *c = ctx;
+	if (before->game_ply > c->max_ply) return 0;
+	Game *g = c->game;
+	if (g->nplies == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 64;
+		g->plies = realloc(g->plies, c->cap * sizeof *g->plies);
+		if (!g->plies) abort();
+	}
+	Ply *p = &g->plies[g->nplies++];
+	memset(p, 0, sizeof *p);
+	p->key = pos_key(before);
+	p->move = m;
+	p->ply = (uint16_t)(before->game_ply > 65535 ? 65535 : before->game_ply);
+	p->mover = (uint8_t)before->side;
+	if (c->rec && index < c->rec->nmoves) {
+		const CsaMove *cm = &c->rec->moves[index];
+		if (cm->has_eval && !cm->book) {
+			p->has_eval = true;
+			p->eval = mover_eval(cm->eval, before->side, c->cap9999_is_mate);
+		}
+	}
+	int n = bookdb_pack_position(p->packed, before->board, before->hand, before->side);
+	p->packed_len = n > 0 ? (uint8_t)n : 0;
+	return 0;
+}
+
+static void parse_record(Result *r, const char *input, CsaRecord *rec, const IngestOptions *opt,
+			 Position *pos)
+{
+	Game *g = result_game(r);
+	char err[SHOGI_ERRLEN];
+	if (csa_record_position(pos, rec, err) < 0) {
+		g->status = GAME_REJECT;
+		result_error(r, input, rec->first_line, xprintf("impossible start position: %s", err));
+		return;
+	}
+	g->id = game_id(rec, pos);
+	if (!keep_game(rec, opt)) {
+		g->status = GAME_SKIP;
+		return;
+	}
+	bool cap9999 = true;
+	for (size_t i = 0; i < rec->nmoves; i++) {
+		int32_t e = rec->moves[i].eval, a = e < 0 ? -e : e;
+		if (rec->moves[i].has_eval && a > 9999 && a < 30000) cap9999 = false;
+	}
+	PlyCollect c = {g, rec, opt->max_ply, cap9999, 0};
+	ReplayResult res;
+	int rc = replay_csa(&res, pos, rec, collect_ply, &c);
+	if (rc != 0) {
+		g->status = GAME_REJECT;
+		result_error(r, input, res.error_line ? res.error_line : rec->first_line,
+			     xprintf("%s", res.error[0] ? res.error : "cannot replay the game"));
+		return;
+	}
+	g->winner = res.winner;
+	if (res.end == REPLAY_END_ILLEGAL_MOVE && res.error[0]) {
+		result_error(r, input, res.error_line, xprintf("%s", res.error));
+		if (res.plies == 0) {
+			g->status = GAME_REJECT;
+			return;
+		}
+	}
+	g->status = GAME_INGEST;
+}
+
+static void parse_unit(Result *r, const Unit *u, const IngestOptions *opt, Position *pos)
+{
+	if (u->error) {
+		result_error(r, u->name, 0, xstrdup(u->error));
+		return;
+	}
+	CsaReader *rd;
+	if (csa_reader_open_mem(&rd, u->buf, u->len, u->name) < 0) {
+		result_error(r, u->name, 0, xstrdup("out of memory"));
+		return;
+	}
+	for (;;) {
+		CsaRecord *rec = NULL;
+		int rc = csa_reader_next(rd, &rec);
+		if (rc == CSA_EOF) break;
+		if (rc == CSA_EPARSE) {
+			Game *g = result_game(r);
+			g->status = GAME_REJECT;
+			result_error(r, u->name, csa_reader_error_line(rd),
+				     xprintf("%s (record skipped)", csa_reader_error(rd)));
+			continue;
+		}
+		if (rc < 0) {
+			result_error(r, u->name, 0, xprintf("%s", csa_strerror(rc)));
+			break;
+		}
+		parse_record(r, u->name, rec, opt, pos);
+		csa_record_free(rec);
+	}
+	csa_reader_free(rd);
+}
+
+static void *parser_main(void *arg)
+{
+	Pipe *p = arg;
+	Position *pos = malloc(sizeof *pos);
+	if (!pos) abort();
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		while (!p->abort && p->taken == p->produced && !p->feed_done)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (p->abort || (p->taken == p->produced && p->feed_done)) {
+			pthread_mutex_unlock(&p->mu);
+			break;
+		}
+		size_t seq = p->taken++;
+		pthread_mutex_unlock(&p->mu);
+		Unit *u = &p->units[seq % p->window];
+		Result *r = &p->results[seq % p->window];
+		parse_unit(r, u, p->opt, pos);
+		free(u->buf);
+		u->buf = NULL;
+		pthread_mutex_lock(&p->mu);
+		r->done = true;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+	}
+	free(pos);
+	return NULL;
+}
+
+/* ---- writer ------------------------------------------------------------ */
+
+static void stats_error(IngestStats *st, const char *input, int line, const char *msg)
+{
+	st->errors_total++;
+	if (st->nerrors >= INGEST_MAX_ERRORS) return;
+	st->errors[st->nerrors].input = xstrdup(input);
+	st->errors[st->nerrors].line = line;
+	st->errors[st->nerrors].message = xstrdup(msg);
+	st->nerrors++;
+}
+
+typedef struct {
+	BookWriter *w;
+	BookRecord *rec;
+	IngestStats *st;
+	/* ids of games applied in the uncommitted batch (the games db sees them too,
+	 * through the writer's transaction) */
+} Writer;
+
+static int apply_ply(Writer *wr, const Ply *p, ReplayWinner winner, Color mover)
+{
+	BookRecord *rec = wr->rec;
+	int rc = bookdb_writer_get(rec, wr->w, p->key);
+	if (rc == BOOKDB_ENOTFOUND) {
+		memset(rec, 0, offsetof(BookRecord, moves));
+		rc = bookdb_unpack_position(rec->board, rec->hand, &rec->side, p->packed, p->packed_len);
+		if (rc < 0) return rc;
+		rec->min_ply = p->ply;
+		wr->st->positions_added++;
+	} else if (rc < 0) {
+		return rc;
+	} else if (p->ply < rec->min_ply) {
+		rec->min_ply = p->ply;
+	}
+	BookMove *bm = NULL;
+	for (int i = 0; i < rec->nmoves; i++)
+		if (rec->moves[i].move == p->move) {
+			bm = &rec->moves[i];
+			break;
+		}
+	if (!bm) {
+		if (rec->nmoves >= BOOKDB_MAX_MOVES) return 0;
+		bm = &rec->moves[rec->nmoves++];
+		memset(bm, 0, sizeof *bm);
+		bm->move = p->move;
+		wr->st->moves_added++;
+	}
+	bm->flags |= BOOKDB_MOVE_STATS;
+	bm->count++;
+	if (winner == REPLAY_WINNER_DRAW) bm->draws++;
+	else if ((winner == REPLAY_WINNER_BLACK && mover == BLACK) ||
+		 (winner == REPLAY_WINNER_WHITE && mover == WHITE))
+		bm->wins++;
+	else if (winner == REPLAY_WINNER_BLACK || winner == REPLAY_WINNER_WHITE)
+		bm->losses++;
+	/* A game comment never replaces an evaluation from a search or an import. */
+	if (p->has_eval && !(bm->flags & BOOKDB_MOVE_EVAL)) {
+		bm->flags |= BOOKDB_MOVE_EVAL;
+		bm->eval = p->eval;
+		bm->depth = 0;
+		bm->nodes = 0;
+		bm->source = INGEST_SOURCE_CSA;
+		wr->st->evals_added++;
+	}
+	return bookdb_writer_put(wr->w, p->key, rec);
+}
+
+static int apply_game(Writer *wr, const Game *g)
+{
+	BookTxn *txn;
+	int rc = bookdb_writer_txn(&txn, wr->w);
+	if (rc < 0) return rc;
+	const void *v;
+	size_t vl;
+	rc = bookdb_kv_get(&v, &vl, txn, BOOKDB_GAMES, g->id, strlen(g->id));
+	if (rc == 0) {
+		wr->st->duplicates++;
+		return 0;
+	}
+	if (rc != BOOKDB_ENOTFOUND) return rc;
+	for (size_t i = 0; i < g->nplies; i++) {
+		rc = apply_ply(wr, &g->plies[i], g->winner, (Color)g->plies[i].mover);
+		if (rc < 0) return rc;
+	}
+	uint8_t val[8] = {0};
+	uint32_t n = (uint32_t)g->nplies;
+	val[0] = (uint8_t)g->winner;
+	memcpy(val + 4, &n, 4);
+	rc = bookdb_writer_txn(&txn, wr->w);
+	if (rc < 0) return rc;
+	rc = bookdb_kv_put(txn, BOOKDB_GAMES, g->id, strlen(g->id), val, sizeof val);
+	if (rc < 0) return rc;
+	wr->st->games_ingested++;
+	wr->st->plies_stored += g->nplies;
+	return 0;
+}
+
+static void free_result(Result *r)
+{
+	for (size_t i = 0; i < r->ngames; i++) {
+		free(r->games[i].id);
+		free(r->games[i].plies);
+	}
+	free(r->games);
+	for (size_t i = 0; i < r->nerrors; i++) {
+		free(r->errors[i].input);
+		free(r->errors[i].message);
+	}
+	free(r->errors);
+	memset(r, 0, sizeof *r);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ninputs,
+	       const IngestOptions *opt_in)
+{
+	memset(st, 0, sizeof *st);
+	IngestOptions opt = *opt_in;
+	if (opt.max_ply <= 0) opt.max_ply = 128;
+	if (opt.jobs <= 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		opt.jobs = n > 0 ? (int)n : 1;
+	}
+	if (opt.jobs > 64) opt.jobs = 64;
+	if (!opt.batch_games) opt.batch_games = 2000;
+	double t0 = now_s();
+
+	Pipe p;
+	memset(&p, 0, sizeof p);
+	p.opt = &opt;
+	p.inputs = inputs;
+	p.ninputs = ninputs;
+	p.window = WINDOW;
+	p.units = calloc(p.window, sizeof *p.units);
+	p.results = calloc(p.window, sizeof *p.results);
+	Writer wr = {NULL, malloc(sizeof(BookRecord)), st};
+	if (!p.units || !p.results || !wr.rec) {
+		free(p.units);
+		free(p.results);
+		free(wr.rec);
+		return INGEST_ENOMEM;
+	}
+	int rc = bookdb_writer_new(&wr.w, db, 1u << 30); /* committed per batch of games below */
+	if (rc < 0) {
+		free(p.units);
+		free(p.results);
+		free(wr.rec);
+		stats_error(st, "book", 0, bookdb_strerror(rc));
+		return INGEST_EBOOK;
+	}
+	pthread_mutex_init(&p.mu, NULL);
+	pthread_cond_init(&p.cv, NULL);
+	pthread_t feeder, parsers[64];
+	pthread_create(&feeder, NULL, feeder_main, &p);
+	for (int i = 0; i < opt.jobs; i++) pthread_create(&parsers[i], NULL, parser_main, &p);
+
+	size_t since_commit = 0;
+	double last_progress = 0;
+	int result = INGEST_OK;
+	for (;;) {
+		pthread_mutex_lock(&p.mu);
+		size_t seq = p.consumed;
+		while (!(seq < p.produced && p.results[seq % p.window].done) &&
+		       !(p.feed_done && seq == p.produced))
+			pthread_cond_wait(&p.cv, &p.mu);
+		bool end = p.feed_done && seq == p.produced;
+		pthread_mutex_unlock(&p.mu);
+		if (end) break;
+		Result *r = &p.results[seq % p.window];
+		for (size_t i = 0; i < r->nerrors; i++)
+			stats_error(st, r->errors[i].input, r->errors[i].line, r->errors[i].message);
+		for (size_t i = 0; i < r->ngames && result == INGEST_OK; i++) {
+			const Game *g = &r->games[i];
+			st->games_read++;
+			if (g->status == GAME_SKIP) {
+				st->games_skipped++;
+				continue;
+			}
+			if (g->status == GAME_REJECT) {
+				st->games_rejected++;
+				continue;
+			}
+			rc = apply_game(&wr, g);
+			if (rc < 0) {
+				stats_error(st, "book", 0, bookdb_strerror(rc));
+				result = INGEST_EBOOK;
+				break;
+			}
+			if (++since_commit >= opt.batch_games) {
+				rc = bookdb_writer_flush(wr.w);
+				if (rc < 0) {
+					stats_error(st, "book", 0, bookdb_strerror(rc));
+					result = INGEST_EBOOK;
+				}
+				since_commit = 0;
+			}
+		}
+		free_result(r);
+		Unit *u = &p.units[seq % p.window];
+		free(u->name);
+		free(u->error);
+		u->name = u->error = NULL;
+		pthread_mutex_lock(&p.mu);
+		p.consumed++;
+		if (result != INGEST_OK) p.abort = true;
+		pthread_cond_broadcast(&p.cv);
+		pthread_mutex_unlock(&p.mu);
+		if (result != INGEST_OK) break;
+		if (opt.progress) {
+			double t = now_s();
+			if (t - last_progress > 0.25) {
+				last_progress = t;
+				fprintf(stderr, "\r  ingest: %llu games read, %llu ingested, %.0f games/s ",
+					(unsigned long long)st->games_read,
+					(unsigned long long)st->games_ingested,
+					st->games_read / (t - t0 > 1e-9 ? t - t0 : 1e-9));
+			}
+		}
+	}
+	if (result == INGEST_OK) {
+		rc = bookdb_writer_flush(wr.w);
+		if (rc < 0) {
+			stats_error(st, "book", 0, bookdb_strerror(rc));
+			result = INGEST_EBOOK;
+		}
+	}
+	pthread_mutex_lock(&p.mu);
+	p.abort = p.abort || result != INGEST_OK;
+	pthread_cond_broadcast(&p.cv);
+	pthread_mutex_unlock(&p.mu);
+	pthread_join(feeder, NULL);
+	for (int i = 0; i < opt.jobs; i++) pthread_join(parsers[i], NULL);
+	/* After an abort, results and units still in the window are freed here. */
+	for (size_t s = p.consumed; s < p.produced; s++) {
+		free_result(&p.results[s % p.window]);
+		free(p.units[s % p.window].buf);
+		free(p.units[s % p.window].name);
+		free(p.units[s % p.window].error);
+	}
+	if (opt.progress) fprintf(stderr, "\r%*s\r", 70, "");
+	bookdb_writer_free(wr.w);
+	pthread_mutex_destroy(&p.mu);
+	pthread_cond_destroy(&p.cv);
+	free(p.units);
+	free(p.results);
+	free(wr.rec);
+	st->seconds = now_s() - t0;
+	return result;
+}

@@ -1,0 +1,87 @@
+/*
+ * ingest/ingest.h — game records into the book.
+ *
+ * Inputs are files, directories (recursively: *.csa and archives), archives
+ * read as streams through libarchive (.7z .zip .tar .tar.gz .tgz .tar.xz
+ * .tar.bz2; entries named *.csa), and "-" for standard input. A feeder thread
+ * reads the inputs in order, `jobs` threads parse and replay the games, and
+ * the calling thread is the one writer: it applies the games to the book in
+ * input order (so the result does not depend on the thread count), batching
+ * many games per LMDB transaction. A game and its "seen" mark are committed
+ * in the same transaction, so a crash never leaves a game half-ingested and a
+ * rerun skips exactly what was committed.
+ *
+ * Per move played (up to max_ply) the position before it gets: the move, one
+ * more count, and a win, draw or loss for the mover by the result the rules
+ * decide (ingest/replay.h). A floodgate "'** <score>" comment becomes the
+ * engine evaluation of the move it follows (Black-relative score turned to the
+ * mover's view; mates mapped to ±VALUE_MATE_IN_MAX; "'** 0" alone is a book
+ * move, not an evaluation).
+ */
+#ifndef INGEST_INGEST_H
+#define INGEST_INGEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bookdb/bookdb.h"
+
+/* Error codes (negative). */
+enum {
+	INGEST_OK = 0,
+	INGEST_EIO = -40,    /* an input could not be read at all */
+	INGEST_ENOMEM = -41,
+	INGEST_EBOOK = -42,  /* the book refused a write (message in the stats errors) */
+	INGEST_EINVAL = -43, /* bad option */
+};
+const char *ingest_strerror(int code);
+
+/* Evaluation sources stored with the book's moves (BookMove.source). */
+#define INGEST_SOURCE_CSA 1    /* a "'**" comment in a game record */
+#define INGEST_SOURCE_IMPORT 2 /* an imported YaneuraOu book */
+
+typedef struct {
+	bool has_min_rating;
+	double min_rating;      /* both players' floodgate ratings at least this */
+	int max_ply;            /* store moves played at move numbers <= max_ply (default 128) */
+	char since[9], until[9]; /* "YYYYMMDD" bounds on the game date, inclusive ("" = none) */
+	const char *event_glob; /* fnmatch pattern on $EVENT (NULL = any) */
+	const char *tc_glob;    /* fnmatch pattern on the floodgate game name, e.g. "floodgate-300-10F" */
+	int jobs;               /* parser threads (0: the number of cores) */
+	size_t batch_games;     /* games per transaction (0: 2000) */
+	bool progress;          /* progress line on stderr */
+} IngestOptions;
+
+void ingest_options_init(IngestOptions *opt);
+
+#define INGEST_MAX_ERRORS 100
+typedef struct {
+	char *input;   /* input name ("dir/x.csa", "a.7z:2026/x.csa", "-") */
+	int line;      /* 0 when there is no line */
+	char *message;
+} IngestError;
+
+typedef struct {
+	uint64_t games_read, games_ingested, games_skipped, games_rejected, duplicates;
+	uint64_t positions_added, moves_added, evals_added;
+	uint64_t plies_stored;
+	uint64_t errors_total;         /* all errors, also those beyond the list's cap */
+	size_t nerrors;
+	IngestError errors[INGEST_MAX_ERRORS];
+	double seconds;
+} IngestStats;
+
+/* Frees the error strings (not the struct). Accepts NULL. */
+void ingest_stats_free(IngestStats *st);
+
+/*
+ * Ingests inputs into db (opened read-write). Problems with single records or
+ * inputs are not failures: they are counted and listed in stats->errors and
+ * the run goes on. Returns 0, or a negative code when the book could not be
+ * written (the last committed batch stays; nothing half-written).
+ */
+int ingest_run(IngestStats *stats, BookDB *db, const char *const *inputs, size_t ninputs,
+	       const IngestOptions *opt);
+
+#endif
