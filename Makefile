@@ -27,7 +27,9 @@ TEST_BIN  = $(TEST_SRC:%.c=$(BUILD)/%)
 LIB       = $(BUILD)/libjoseki.a
 DEPS_OK   = $(BUILD)/.deps-ok
 
-.PHONY: all test check-unit bench asan fuzz demo clean format deps
+.PHONY: all test bench asan fuzz demo clean format deps
+# Keep object files make would otherwise treat as intermediate and delete.
+.SECONDARY:
 
 all: joseki
 
