@@ -391,28 +391,37 @@ static int on_comment(Builder *b, const unsigned char *s, size_t n)
 	return 0;
 }
 
-static int take_from_box(Builder *b, PieceType pt, const unsigned char *tok)
+/*
+ * Takes a piece out of the box. Extra board pieces are tolerated (problem
+ * positions and rules tests use them; pos_set judges what can occur), but a
+ * hand never holds more of a kind than the full set: the packed Hand could
+ * not represent it.
+ */
+static int take_from_box(Builder *b, PieceType pt, bool to_hand, const unsigned char *tok, size_t toklen)
 {
 	PieceType base = pt_unpromote(pt);
-	if (b->box[base] <= 0) {
-		char q[40];
-		quote(q, sizeof q, tok, 4);
-		return fail(b->r, b->line, "too many %s pieces at '%s'", PIECE_NAMES[base], q);
+	if (b->box[base] > 0) {
+		b->box[base]--;
+		return 0;
 	}
-	b->box[base]--;
+	if (to_hand && hand_count(b->rec->hand[0], base) + hand_count(b->rec->hand[1], base) >= FULL_SET[base]) {
+		char q[40];
+		quote(q, sizeof q, tok, toklen);
+		return fail(b->r, b->line, "too many %s pieces in hand at '%s'", PIECE_NAMES[base], q);
+	}
 	return 0;
 }
 
-static int place(Builder *b, Color c, Square sq, PieceType pt, const unsigned char *tok)
+static int place(Builder *b, Color c, Square sq, PieceType pt, const unsigned char *tok, size_t toklen)
 {
 	CsaRecord *rec = b->rec;
 	char q[40];
 	if (b->al_done) return fail(b->r, b->line, "piece placed after 00AL");
 	if (rec->board[sq] != PIECE_NONE) {
-		quote(q, sizeof q, tok, 4);
+		quote(q, sizeof q, tok, toklen);
 		return fail(b->r, b->line, "square of '%s' is already occupied", q);
 	}
-	int rc = take_from_box(b, pt, tok);
+	int rc = take_from_box(b, pt, false, tok, toklen);
 	if (rc) return rc;
 	rec->board[sq] = piece_make(c, pt);
 	return 0;
@@ -435,7 +444,7 @@ static int on_pi(Builder *b, const unsigned char *s, size_t n)
 			const unsigned char *cell = row + 3 * i;
 			if (cell[0] != '+' && cell[0] != '-') continue;
 			int rc = place(b, cell[0] == '+' ? BLACK : WHITE, sq_make(8 - i, rank), piece_parse2(cell + 1),
-				       cell);
+				       cell, 3);
 			if (rc) return rc;
 		}
 	}
@@ -478,7 +487,7 @@ static int on_row(Builder *b, const unsigned char *s, size_t n)
 			quote(q, sizeof q, s + o, 3);
 			return fail(b->r, b->line, "unknown piece '%s' on board line P%c", q, s[1]);
 		}
-		int rc = place(b, s[o] == '+' ? BLACK : WHITE, sq_make(8 - i, rank), pt, s + o);
+		int rc = place(b, s[o] == '+' ? BLACK : WHITE, sq_make(8 - i, rank), pt, s + o, 3);
 		if (rc) return rc;
 	}
 	if (n > 2 + 27) {
@@ -518,13 +527,13 @@ static int on_pieces(Builder *b, const unsigned char *s, size_t n)
 		if (hand) {
 			if (pt > GOLD) return fail(b->r, b->line, "'%s' cannot be in hand", q);
 			if (b->al_done) return fail(b->r, b->line, "piece placed after 00AL");
-			int rc = take_from_box(b, pt, t);
+			int rc = take_from_box(b, pt, true, t, 4);
 			if (rc) return rc;
 			rec->hand[c] = hand_add(rec->hand[c], pt);
 			continue;
 		}
 		if (t[0] == '0' || t[1] == '0') return fail(b->r, b->line, "malformed square in '%s'", q);
-		int rc = place(b, c, sq_make(t[0] - '1', t[1] - '1'), pt, t);
+		int rc = place(b, c, sq_make(t[0] - '1', t[1] - '1'), pt, t, 4);
 		if (rc) return rc;
 	}
 	return 0;

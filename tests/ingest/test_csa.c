@@ -422,7 +422,7 @@ static void test_csa__malformed_records_name_input_and_line(void **state)
 	expect_error("P1-KY-KE-GI-KI-OU-KI-GI-KE-K", "mem.csa:1: truncated square");
 	expect_error("P1-XX\n", "unknown piece '-XX'");
 	expect_error("P+00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU\n+\n",
-		     "too many FU pieces");
+		     "mem.csa:1: too many FU pieces in hand at '00FU'");
 	expect_error("P+55OU\nP-55OU\n", "already occupied");
 	expect_error("P-00AL\nP+59OU\n", "after 00AL");
 	expect_error("P+00OU\n", "cannot be in hand");
