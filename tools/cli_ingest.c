@@ -114,6 +114,13 @@ void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 	if (st->errors_total > st->nerrors)
 		fprintf(stderr, "(%llu more errors not shown)\n",
 			(unsigned long long)(st->errors_total - st->nerrors));
+	if (!strcmp(cmd, "import")) {
+		printf("import: %llu positions, %llu moves, %llu evaluations added; %llu errors; %.1f s\n",
+		       (unsigned long long)st->positions_added, (unsigned long long)st->moves_added,
+		       (unsigned long long)st->evals_added, (unsigned long long)st->errors_total,
+		       st->seconds);
+		return;
+	}
 	double gps = st->seconds > 0 ? st->games_read / st->seconds : 0;
 	printf("%s: %llu games read, %llu ingested, %llu skipped, %llu rejected, %llu duplicates; "
 	       "%llu positions, %llu moves, %llu evaluations added; %llu errors; %.1f s (%.0f games/s)\n",
