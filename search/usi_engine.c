@@ -1,0 +1,1021 @@
+/*
+ * search/usi_engine.c — the external USI engine driver (see usi_engine.h).
+ *
+ * One UsiEngine owns at most one engine process at a time. Every wait is a
+ * poll() against a monotonic deadline, so no engine behaviour can block the
+ * caller for longer than the configured limits. Failures inside one attempt
+ * are reported upwards as SEARCH_E* codes; analyse() is the only place that
+ * decides to kill, restart and retry.
+ */
+#include "search/usi_engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "search/usi_info.h"
+#include "shogi/notation.h"
+
+/* Longest engine output line kept; longer lines are skipped as garbage. */
+#define USI_RBUF 65536
+/* Position command: "position sfen <SFEN> moves" + up to POS_MAX_STATES moves. */
+#define USI_CMD_MAX (64 + SFEN_MAX + POS_MAX_STATES * 6 + 128)
+/* Malformed lines quoted in the log per search (the rest are only counted). */
+#define USI_LOG_MALFORMED 3
+
+struct UsiEngine {
+	SearchEngine base; /* first: a SearchEngine * is a UsiEngine * */
+	UsiEngineConfig cfg;
+	char *path;
+	char **argv; /* argv[0] = path, NULL-terminated */
+	UsiOption *options;
+	char *log_path;
+
+	int log_fd;    /* driver messages; -1 when not logging */
+	int stderr_fd; /* what the engine's stderr goes to */
+	pid_t pid;     /* -1 when no process */
+	int to_fd;     /* engine stdin */
+	int from_fd;   /* engine stdout */
+	int cur_multipv;
+	bool new_game_pending;
+
+	char name[128];
+	char err[SEARCH_ERRLEN];
+	UsiEngineStats stats;
+
+	char rbuf[USI_RBUF];
+	size_t rstart, rend;
+	bool discarding; /* inside an overlong line */
+
+	char cmd[USI_CMD_MAX];
+	Position scratch;
+	UsiInfo info;
+	UsiInfo slots[SEARCH_MULTIPV_MAX];
+	bool have[SEARCH_MULTIPV_MAX];
+};
+
+enum { LINE_TIMEOUT = 0, LINE_OK = 1, LINE_OVERLONG = 2 };
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- logging and errors ---- */
+
+static void log_vmsg(UsiEngine *e, const char *fmt, va_list ap)
+{
+	char msg[1024], stamp[32];
+	struct timespec ts;
+	struct tm tm;
+	int n;
+
+	if (e->log_fd < 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+	n = snprintf(msg, sizeof msg, "%s.%03ldZ joseki usi-driver [%s pid %d]: ", stamp,
+		     ts.tv_nsec / 1000000, e->path, (int)e->pid);
+	if (n < 0 || (size_t)n >= sizeof msg)
+		return;
+	vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+	n = (int)strlen(msg);
+	if ((size_t)n < sizeof msg - 1)
+		msg[n++] = '\n';
+	else
+		msg[sizeof msg - 2] = '\n', n = (int)sizeof msg - 1;
+	/* One write per message keeps lines whole in a log shared with stderr. */
+	if (write(e->log_fd, msg, (size_t)n) < 0) {
+		/* nothing sensible to do: the log is best effort */
+	}
+}
+
+static void log_msg(UsiEngine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_msg(UsiEngine *e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_vmsg(e, fmt, ap);
+	va_end(ap);
+}
+
+/* Records the failure message (and logs it); returns rc. */
+static int fail(UsiEngine *e, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(UsiEngine *e, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->err, sizeof e->err, fmt, ap);
+	va_end(ap);
+	log_msg(e, "%s", e->err);
+	return rc;
+}
+
+/* ---- process management ---- */
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void describe_status(int status, char *out, size_t len)
+{
+	if (WIFEXITED(status))
+		snprintf(out, len, "exit status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(out, len, "killed by signal %d (%s)", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)));
+	else
+		snprintf(out, len, "status %d", status);
+}
+
+/* Waits up to ms for the process to exit; true with *status when it did. */
+static bool reap_within(pid_t pid, int ms, int *status)
+{
+	int64_t deadline = now_ms() + ms;
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+		if (r == pid)
+			return true;
+		if (r < 0 && errno != EINTR)
+			return true; /* not our child any more (SIGCHLD ignored): nothing to reap */
+		if (now_ms() >= deadline)
+			return false;
+		struct timespec ts = {0, 2 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/*
+ * Ends the engine process and its process group. With polite, the engine
+ * gets "quit" and stop_grace_ms first. Always leaves no process and no fds.
+ */
+static int write_all(UsiEngine *e, const char *buf, size_t len);
+
+static void kill_engine(UsiEngine *e, bool polite)
+{
+	int status = 0;
+	char how[96];
+	bool reaped = false;
+
+	if (e->pid <= 0)
+		goto out;
+	if (polite && e->to_fd >= 0 && write_all(e, "quit\n", 5) == 0)
+		reaped = reap_within(e->pid, e->cfg.stop_grace_ms, &status);
+	else
+		reaped = reap_within(e->pid, 0, &status);
+	/* The group too: a script engine's children must not outlive it. */
+	kill(-e->pid, SIGKILL);
+	if (!reaped) {
+		kill(e->pid, SIGKILL);
+		e->stats.kills++;
+		while (waitpid(e->pid, &status, 0) < 0 && errno == EINTR) {
+		}
+		describe_status(status, how, sizeof how);
+		log_msg(e, "engine killed (%s)", how);
+	} else if (!polite) {
+		describe_status(status, how, sizeof how);
+		log_msg(e, "engine had ended (%s)", how);
+	}
+	e->pid = -1;
+out:
+	close_fd(&e->to_fd);
+	close_fd(&e->from_fd);
+	e->rstart = e->rend = 0;
+	e->discarding = false;
+	e->cur_multipv = 0;
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -1;
+	return 0;
+}
+
+static int spawn(UsiEngine *e)
+{
+	int in[2] = {-1, -1}, outp[2] = {-1, -1}, st[2] = {-1, -1};
+	int errnum = 0, rc = SEARCH_EIO;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0) {
+		rc = fail(e, SEARCH_EIO, "%s: pipe: %s", e->path, strerror(errno));
+		goto err;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = fail(e, SEARCH_ESPAWN, "%s: fork: %s", e->path, strerror(errno));
+		goto err;
+	}
+	if (pid == 0) {
+		/* Child: only async-signal-safe calls until exec. */
+		sigset_t none;
+		setpgid(0, 0);
+		if (dup2(in[0], 0) < 0 || dup2(outp[1], 1) < 0 || dup2(e->stderr_fd, 2) < 0)
+			_exit(127);
+		signal(SIGPIPE, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execvp(e->path, e->argv);
+		errnum = errno;
+		if (write(st[1], &errnum, sizeof errnum) < 0) {
+			/* the parent then sees EOF and an exit status of 127 */
+		}
+		_exit(127);
+	}
+	setpgid(pid, pid); /* also in the parent, so kill(-pid) works at once */
+	close_fd(&in[0]);
+	close_fd(&outp[1]);
+	close_fd(&st[1]);
+	do
+		n = read(st[0], &errnum, sizeof errnum);
+	while (n < 0 && errno == EINTR);
+	close_fd(&st[0]);
+	e->pid = pid;
+	e->to_fd = in[1];
+	e->from_fd = outp[0];
+	e->rstart = e->rend = 0;
+	e->discarding = false;
+	e->cur_multipv = 0;
+	if (n == (ssize_t)sizeof errnum) {
+		kill_engine(e, false);
+		return fail(e, SEARCH_ESPAWN, "%s: cannot execute: %s", e->path, strerror(errnum));
+	}
+	if (set_nonblock(e->to_fd) < 0 || set_nonblock(e->from_fd) < 0) {
+		kill_engine(e, false);
+		return fail(e, SEARCH_EIO, "%s: fcntl: %s", e->path, strerror(errno));
+	}
+	e->stats.starts++;
+	log_msg(e, "engine started");
+	return 0;
+err:
+	close_fd(&in[0]);
+	close_fd(&in[1]);
+	close_fd(&outp[0]);
+	close_fd(&outp[1]);
+	close_fd(&st[0]);
+	close_fd(&st[1]);
+	return rc;
+}
+
+/* ---- line I/O ---- */
+
+/*
+ * Writes buf to the engine. SIGPIPE is blocked in this thread for the
+ * duration, and one raised by our write is consumed, so a dead engine is an
+ * error code, never a dead joseki.
+ */
+static int write_all(UsiEngine *e, const char *buf, size_t len)
+{
+	sigset_t pipe_set, old, pending;
+	bool was_pending, broken = false;
+	int rc = 0;
+	int64_t deadline = now_ms() + (e->cfg.stop_grace_ms > 1000 ? e->cfg.stop_grace_ms : 1000);
+
+	if (e->to_fd < 0)
+		return SEARCH_ECRASH;
+	if (e->cfg.log_io)
+		log_msg(e, "> %.*s", (int)(len && buf[len - 1] == '\n' ? len - 1 : len), buf);
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE);
+	while (len > 0) {
+		ssize_t n = write(e->to_fd, buf, len);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd p = {.fd = e->to_fd, .events = POLLOUT};
+			int64_t left = deadline - now_ms();
+			if (left <= 0) {
+				rc = fail(e, SEARCH_ETIMEOUT, "%s: engine does not read its input",
+					  e->path);
+				break;
+			}
+			if (poll(&p, 1, (int)left) < 0 && errno != EINTR) {
+				rc = fail(e, SEARCH_EIO, "%s: poll: %s", e->path, strerror(errno));
+				break;
+			}
+			continue;
+		}
+		if (n < 0 && errno == EPIPE) {
+			broken = true;
+			rc = fail(e, SEARCH_ECRASH, "%s: engine closed its input (exited?)", e->path);
+		} else {
+			rc = fail(e, SEARCH_EIO, "%s: write: %s", e->path, strerror(errno));
+		}
+		break;
+	}
+	if (broken && !was_pending) {
+		struct timespec zero = {0, 0};
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/*
+ * Reads one line (without its line break) before deadline. Returns LINE_OK
+ * with *line and *len pointing into the read buffer (valid until the next call),
+ * LINE_OVERLONG for a line that did not fit (skipped), LINE_TIMEOUT, or
+ * SEARCH_ECRASH on end of file / SEARCH_EIO.
+ */
+static int read_line(UsiEngine *e, int64_t deadline, const char **line, size_t *len)
+{
+	for (;;) {
+		char *start = e->rbuf + e->rstart;
+		char *nl = memchr(start, '\n', e->rend - e->rstart);
+		if (nl) {
+			size_t n = (size_t)(nl - start);
+			e->rstart += n + 1;
+			if (e->discarding) {
+				e->discarding = false;
+				return LINE_OVERLONG;
+			}
+			if (n > 0 && start[n - 1] == '\r')
+				n--;
+			*line = start;
+			*len = n;
+			if (e->cfg.log_io)
+				log_msg(e, "< %.*s", (int)(n > 900 ? 900 : n), start);
+			return LINE_OK;
+		}
+		if (e->rstart > 0) {
+			memmove(e->rbuf, start, e->rend - e->rstart);
+			e->rend -= e->rstart;
+			e->rstart = 0;
+		}
+		if (e->rend == sizeof e->rbuf) {
+			e->discarding = true;
+			e->rend = 0;
+		}
+		int64_t left = deadline - now_ms();
+		if (left <= 0)
+			return LINE_TIMEOUT;
+		struct pollfd p = {.fd = e->from_fd, .events = POLLIN};
+		int pr = poll(&p, 1, left > 1000000 ? 1000000 : (int)left);
+		if (pr < 0) {
+			if (errno == EINTR)
+				continue;
+			return fail(e, SEARCH_EIO, "%s: poll: %s", e->path, strerror(errno));
+		}
+		if (pr == 0)
+			continue; /* the deadline check above decides */
+		ssize_t n = read(e->from_fd, e->rbuf + e->rend, sizeof e->rbuf - e->rend);
+		if (n > 0) {
+			e->rend += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return SEARCH_ECRASH;
+		if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+			continue;
+		return fail(e, SEARCH_EIO, "%s: read: %s", e->path, strerror(errno));
+	}
+}
+
+/* True when line starts with the word w followed by a space or its end. */
+static bool starts_word(const char *line, size_t len, const char *w, const char **rest)
+{
+	size_t n = strlen(w), i;
+	for (i = 0; i < len && (line[i] == ' ' || line[i] == '\t'); i++) {
+	}
+	if (len - i < n || memcmp(line + i, w, n) != 0)
+		return false;
+	if (len - i > n && line[i + n] != ' ' && line[i + n] != '\t')
+		return false;
+	if (rest)
+		*rest = line + i + n;
+	return true;
+}
+
+/* Describes how the engine ended after EOF, for the message. */
+static int crashed(UsiEngine *e, const char *when)
+{
+	int status;
+	char how[96] = "still running, output closed";
+	if (e->pid > 0 && reap_within(e->pid, 50, &status)) {
+		describe_status(status, how, sizeof how);
+		kill(-e->pid, SIGKILL);
+		e->pid = -1;
+	}
+	e->stats.crashes++;
+	return fail(e, SEARCH_ECRASH, "%s: engine ended %s (%s)", e->path, when, how);
+}
+
+/* Reads lines until one starting with word; others are ignored. */
+static int wait_for(UsiEngine *e, const char *word, int64_t deadline, const char *when)
+{
+	const char *line, *rest;
+	size_t len;
+	for (;;) {
+		int r = read_line(e, deadline, &line, &len);
+		if (r == SEARCH_ECRASH)
+			return crashed(e, when);
+		if (r < 0)
+			return r;
+		if (r == LINE_TIMEOUT)
+			return fail(e, SEARCH_EHANDSHAKE, "%s: no \"%s\" within %d ms %s", e->path,
+				    word, e->cfg.handshake_timeout_ms, when);
+		if (r != LINE_OK)
+			continue;
+		if (starts_word(line, len, word, NULL))
+			return 0;
+		if (starts_word(line, len, "id", &rest)) {
+			size_t n = (size_t)(line + len - rest);
+			while (n > 0 && *rest == ' ')
+				rest++, n--;
+			if (n > 5 && memcmp(rest, "name ", 5) == 0) {
+				n -= 5;
+				if (n >= sizeof e->name)
+					n = sizeof e->name - 1;
+				memcpy(e->name, rest + 5, n);
+				e->name[n] = '\0';
+			}
+		}
+	}
+}
+
+static int ready_and_new_game(UsiEngine *e)
+{
+	int rc;
+	if ((rc = write_all(e, "isready\n", 8)) < 0)
+		return rc;
+	if ((rc = wait_for(e, "readyok", now_ms() + e->cfg.handshake_timeout_ms,
+			   "after isready")) < 0)
+		return rc;
+	if ((rc = write_all(e, "usinewgame\n", 11)) < 0)
+		return rc;
+	e->new_game_pending = false;
+	return 0;
+}
+
+/* Spawns and handshakes; on failure no process is left. */
+static int start(UsiEngine *e)
+{
+	int rc;
+	char line[600];
+
+	if ((rc = spawn(e)) < 0)
+		return rc;
+	if ((rc = write_all(e, "usi\n", 4)) < 0)
+		goto err;
+	if ((rc = wait_for(e, "usiok", now_ms() + e->cfg.handshake_timeout_ms, "after usi")) < 0)
+		goto err;
+	for (int i = 0; i < e->cfg.noptions; i++) {
+		int n = snprintf(line, sizeof line, "setoption name %s value %s\n",
+				 e->options[i].name, e->options[i].value);
+		if (n < 0 || (size_t)n >= sizeof line) {
+			rc = fail(e, SEARCH_EINVAL, "%s: option %s too long", e->path,
+				  e->options[i].name);
+			goto err;
+		}
+		if ((rc = write_all(e, line, (size_t)n)) < 0)
+			goto err;
+	}
+	if ((rc = ready_and_new_game(e)) < 0)
+		goto err;
+	log_msg(e, "engine ready: %s", e->name);
+	return 0;
+err:
+	kill_engine(e, false);
+	return rc;
+}
+
+/* ---- one search ---- */
+
+int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget *budget)
+{
+	double ms;
+	switch (budget->kind) {
+	case SEARCH_BUDGET_MOVETIME:
+		ms = (double)budget->amount;
+		break;
+	case SEARCH_BUDGET_NODES:
+		ms = (double)budget->amount * 1000.0 /
+		     (double)(cfg->nps_floor ? cfg->nps_floor : 1);
+		break;
+	default:
+		return cfg->depth_limit_ms;
+	}
+	ms = ms * cfg->time_factor + cfg->slack_ms;
+	if (ms > 1e12)
+		ms = 1e12;
+	return (int64_t)ms;
+}
+
+/*
+ * Writes into e->cmd the setoption (when MultiPV changes), position and go
+ * commands for one search. The position goes as its root plus the moves
+ * that led to it, so the engine sees the game's repetitions.
+ */
+static int build_commands(UsiEngine *e, size_t *len, const Position *pos,
+			  const SearchBudget *budget, int multipv)
+{
+	char *p = e->cmd, *end = e->cmd + sizeof e->cmd;
+	char sfen[SFEN_MAX];
+	int nmoves = pos->nstates - 1;
+	const char *kind;
+
+	if (multipv != e->cur_multipv)
+		p += snprintf(p, (size_t)(end - p), "setoption name MultiPV value %d\n", multipv);
+	memcpy(&e->scratch, pos, sizeof *pos);
+	for (int i = 0; i < nmoves; i++)
+		pos_undo_move(&e->scratch);
+	sfen_write(&e->scratch, sfen, sizeof sfen);
+	if (strcmp(sfen, SFEN_STARTPOS) == 0)
+		p += snprintf(p, (size_t)(end - p), "position startpos");
+	else
+		p += snprintf(p, (size_t)(end - p), "position sfen %s", sfen);
+	if (nmoves > 0)
+		p += snprintf(p, (size_t)(end - p), " moves");
+	for (int i = 1; i <= nmoves; i++) {
+		char mv[USI_MOVE_MAX];
+		Move m = pos->states[i].move;
+		if (m == MOVE_NONE || m == MOVE_NULL)
+			return fail(e, SEARCH_EINVAL, "position history holds a null move at ply %d",
+				    i);
+		usi_move_write(m, mv);
+		p += snprintf(p, (size_t)(end - p), " %s", mv);
+	}
+	switch (budget->kind) {
+	case SEARCH_BUDGET_NODES: kind = "nodes"; break;
+	case SEARCH_BUDGET_MOVETIME: kind = "movetime"; break;
+	default: kind = "depth"; break;
+	}
+	p += snprintf(p, (size_t)(end - p), "\ngo %s %llu\n", kind,
+		      (unsigned long long)budget->amount);
+	if (p >= end)
+		return fail(e, SEARCH_EINVAL, "position command too long");
+	*len = (size_t)(p - e->cmd);
+	return 0;
+}
+
+/* Turns the kept info lines into result lines: legal PVs, distinct moves. */
+static void collect_lines(UsiEngine *e, SearchResult *out, const Position *pos, int multipv)
+{
+	for (int k = 0; k < multipv; k++) {
+		const UsiInfo *in = &e->slots[k];
+		SearchLine *l = &out->lines[out->nlines];
+		bool dup = false;
+
+		if (!e->have[k])
+			continue;
+		if (!pos_is_legal(pos, in->pv[0])) {
+			char mv[USI_MOVE_MAX];
+			usi_move_write(in->pv[0], mv);
+			log_msg(e, "multipv %d starts with the illegal move %s; line dropped", k + 1,
+				mv);
+			out->malformed++;
+			continue;
+		}
+		for (int j = 0; j < out->nlines; j++)
+			dup |= out->lines[j].move == in->pv[0];
+		if (dup)
+			continue;
+		memset(l, 0, sizeof *l);
+		l->move = in->pv[0];
+		usi_move_write(l->move, l->usi);
+		l->multipv = k + 1;
+		l->value = in->value;
+		l->mate = in->mate;
+		if (in->mate)
+			l->mate_plies = in->mated ? -(VALUE_MATE - (-in->value))
+						  : VALUE_MATE - in->value;
+		l->depth = in->depth;
+		l->seldepth = in->seldepth;
+		l->nodes = in->nodes;
+		/* Keep the PV as far as it stays legal. */
+		int n = 0;
+		while (n < in->pv_len && n < SEARCH_PV_MAX &&
+		       e->scratch.nstates < POS_MAX_STATES - 1 && pos_is_legal(&e->scratch, in->pv[n])) {
+			pos_do_move(&e->scratch, in->pv[n]);
+			l->pv[n] = in->pv[n];
+			n++;
+		}
+		for (int i = 0; i < n; i++)
+			pos_undo_move(&e->scratch);
+		l->pv_len = n;
+		out->nlines++;
+	}
+}
+
+static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int multipv,
+		       size_t cmd_len, int64_t limit_ms)
+{
+	int64_t t0 = now_ms(), deadline = t0 + limit_ms, stop_deadline = 0;
+	bool stopped = false;
+	int garbage = 0, malformed = 0, rc;
+	const char *line, *rest;
+	size_t len;
+	char ierr[USI_INFO_ERRLEN];
+
+	if (e->pid <= 0 && (rc = start(e)) < 0)
+		return rc;
+	if (e->new_game_pending && (rc = ready_and_new_game(e)) < 0)
+		return rc;
+	if ((rc = write_all(e, e->cmd, cmd_len)) < 0)
+		return rc == SEARCH_ECRASH ? crashed(e, "before the search") : rc;
+	e->cur_multipv = multipv;
+	memset(e->have, 0, sizeof e->have);
+	memset(out, 0, offsetof(SearchResult, lines));
+	memset(&out->bestmove, 0, sizeof *out - offsetof(SearchResult, bestmove));
+	/* e->scratch holds the root after build_commands; PVs are walked from pos. */
+	memcpy(&e->scratch, pos, sizeof *pos);
+
+	for (;;) {
+		int r = read_line(e, stopped ? stop_deadline : deadline, &line, &len);
+		if (r == SEARCH_ECRASH)
+			return crashed(e, "during the search");
+		if (r < 0)
+			return r;
+		if (r == LINE_TIMEOUT) {
+			if (stopped)
+				return fail(e, SEARCH_ETIMEOUT,
+					    "%s: no bestmove within %lld ms plus %d ms after stop",
+					    e->path, (long long)limit_ms, e->cfg.stop_grace_ms);
+			e->stats.timeouts++;
+			log_msg(e, "hard limit of %lld ms passed; sending stop", (long long)limit_ms);
+			if ((rc = write_all(e, "stop\n", 5)) < 0)
+				return rc == SEARCH_ECRASH ? crashed(e, "at stop") : rc;
+			stopped = true;
+			stop_deadline = now_ms() + e->cfg.stop_grace_ms;
+			continue;
+		}
+		if (r == LINE_OVERLONG) {
+			garbage++;
+		} else if (starts_word(line, len, "info", NULL)) {
+			if (usi_info_parse(&e->info, line, len, ierr) < 0) {
+				if (malformed++ < USI_LOG_MALFORMED)
+					log_msg(e, "malformed output skipped: %s", ierr);
+			} else {
+				if (e->info.nodes > out->nodes)
+					out->nodes = e->info.nodes;
+				if (usi_info_is_final(&e->info) && e->info.multipv <= multipv) {
+					int k = e->info.multipv - 1;
+					memcpy(&e->slots[k], &e->info, sizeof e->info);
+					e->have[k] = true;
+				}
+			}
+		} else if (starts_word(line, len, "bestmove", &rest)) {
+			break;
+		} else {
+			garbage++;
+		}
+		if (garbage + malformed > e->cfg.max_garbage) {
+			e->stats.protocol++;
+			return fail(e, SEARCH_EPROTOCOL, "%s: more than %d unreadable lines", e->path,
+				    e->cfg.max_garbage);
+		}
+	}
+	out->malformed = malformed;
+	e->stats.malformed += (uint64_t)malformed;
+
+	/* bestmove <move|resign|win> [ponder <move>] */
+	size_t rlen = (size_t)(line + len - rest), i = 0, n;
+	while (i < rlen && (rest[i] == ' ' || rest[i] == '\t'))
+		i++;
+	for (n = 0; i + n < rlen && rest[i + n] != ' ' && rest[i + n] != '\t'; n++) {
+	}
+	const char *tok = rest + i;
+	if (n == 6 && memcmp(tok, "resign", 6) == 0) {
+		out->resign = true;
+	} else if (n == 3 && memcmp(tok, "win", 3) == 0) {
+		out->win = true;
+	} else {
+		char serr[SHOGI_ERRLEN];
+		rc = usi_move_parse_legal(&out->bestmove, pos, tok, n, serr);
+		if (rc == SHOGI_EILLEGAL) {
+			e->stats.illegal++;
+			return fail(e, SEARCH_EILLEGAL, "%s: illegal bestmove \"%.*s\": %s", e->path,
+				    (int)(n > 16 ? 16 : n), tok, serr);
+		}
+		if (rc < 0) {
+			e->stats.protocol++;
+			return fail(e, SEARCH_EPROTOCOL, "%s: unreadable bestmove \"%.*s\"", e->path,
+				    (int)(n > 16 ? 16 : n), tok);
+		}
+		usi_move_write(out->bestmove, out->bestmove_usi);
+	}
+	collect_lines(e, out, pos, multipv);
+	if (out->nlines == 0 && out->malformed > 0 && !out->resign && !out->win) {
+		e->stats.protocol++;
+		return fail(e, SEARCH_EPROTOCOL, "%s: bestmove after only malformed info lines",
+			    e->path);
+	}
+	out->time_ms = (int)(now_ms() - t0);
+	return 0;
+}
+
+int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
+		       const SearchBudget *budget, int multipv)
+{
+	size_t cmd_len = 0;
+	int64_t limit_ms;
+	int rc = 0;
+
+	e->err[0] = '\0';
+	if (!out || !pos || !budget || budget->amount < 1 || budget->kind < SEARCH_BUDGET_NODES ||
+	    budget->kind > SEARCH_BUDGET_DEPTH)
+		return fail(e, SEARCH_EINVAL, "analyse: bad budget");
+	if (multipv < 1 || multipv > SEARCH_MULTIPV_MAX)
+		return fail(e, SEARCH_EINVAL, "analyse: MultiPV %d not in 1..%d", multipv,
+			    SEARCH_MULTIPV_MAX);
+	if (pos->nstates < 1 || pos->nstates > POS_MAX_STATES)
+		return fail(e, SEARCH_EINVAL, "analyse: position has no state");
+	if ((rc = build_commands(e, &cmd_len, pos, budget, multipv)) < 0)
+		return rc;
+	limit_ms = usi_engine_hard_limit_ms(&e->cfg, budget);
+
+	for (int attempt = 1; attempt <= 2; attempt++) {
+		rc = search_once(e, out, pos, multipv, cmd_len, limit_ms);
+		if (rc == 0) {
+			out->attempts = attempt;
+			e->stats.positions++;
+			return 0;
+		}
+		if (rc == SEARCH_EINVAL || rc == SEARCH_ENOMEM)
+			break;
+		log_msg(e, "attempt %d failed (%s); engine %s", attempt, search_strerror(rc),
+			attempt == 1 ? "restarted, position retried" : "restarted, position failed");
+		kill_engine(e, false);
+		if (attempt == 1)
+			e->stats.retries++;
+	}
+	e->stats.failures++;
+	return rc;
+}
+
+int usi_engine_analyse_spec(UsiEngine *e, SearchResult *out, const char *spec,
+			    const SearchBudget *budget, int multipv)
+{
+	char serr[SHOGI_ERRLEN];
+	int rc;
+
+	if (!spec || position_parse(&e->scratch, spec, serr) < 0)
+		return fail(e, SEARCH_EINVAL, "position \"%.60s\": %s", spec ? spec : "(null)",
+			    spec ? serr : "missing");
+	/* analyse overwrites scratch: hand it a copy on the heap (a Position is big). */
+	Position *pos = malloc(sizeof *pos);
+	if (!pos)
+		return fail(e, SEARCH_ENOMEM, "out of memory");
+	memcpy(pos, &e->scratch, sizeof *pos);
+	rc = usi_engine_analyse(e, out, pos, budget, multipv);
+	free(pos);
+	return rc;
+}
+
+int usi_engine_new_game(UsiEngine *e)
+{
+	e->new_game_pending = true;
+	return 0;
+}
+
+const char *usi_engine_name(const UsiEngine *e)
+{
+	return e->name[0] ? e->name : e->path;
+}
+
+const char *usi_engine_last_error(const UsiEngine *e)
+{
+	return e->err;
+}
+
+int usi_engine_pid(const UsiEngine *e)
+{
+	return e->pid > 0 ? (int)e->pid : -1;
+}
+
+void usi_engine_stats(UsiEngineStats *out, const UsiEngine *e)
+{
+	*out = e->stats;
+}
+
+int usi_engine_bench_overhead(double *us_per_position, UsiEngine *e, const Position *pos,
+			      const SearchBudget *budget, int multipv, int count)
+{
+	SearchResult *res = malloc(sizeof *res);
+	int64_t t0;
+	int rc = 0;
+
+	if (!res)
+		return SEARCH_ENOMEM;
+	if (count < 1)
+		count = 1;
+	t0 = now_us();
+	for (int i = 0; i < count && rc == 0; i++)
+		rc = usi_engine_analyse(e, res, pos, budget, multipv);
+	if (rc == 0)
+		*us_per_position = (double)(now_us() - t0) / count;
+	free(res);
+	return rc;
+}
+
+/* ---- SearchEngine vtable ---- */
+
+static int ops_analyse(SearchEngine *se, SearchResult *out, const Position *pos,
+		       const SearchBudget *budget, int multipv)
+{
+	return usi_engine_analyse((UsiEngine *)se, out, pos, budget, multipv);
+}
+static int ops_new_game(SearchEngine *se)
+{
+	return usi_engine_new_game((UsiEngine *)se);
+}
+static void ops_free(SearchEngine *se)
+{
+	usi_engine_free((UsiEngine *)se);
+}
+static const char *ops_name(const SearchEngine *se)
+{
+	return usi_engine_name((const UsiEngine *)se);
+}
+static const char *ops_last_error(const SearchEngine *se)
+{
+	return usi_engine_last_error((const UsiEngine *)se);
+}
+
+static const SearchEngineOps usi_engine_ops = {
+	.analyse = ops_analyse,
+	.new_game = ops_new_game,
+	.free = ops_free,
+	.name = ops_name,
+	.last_error = ops_last_error,
+};
+
+SearchEngine *usi_engine_search(UsiEngine *e)
+{
+	return &e->base;
+}
+
+/* ---- construction ---- */
+
+void usi_engine_config_init(UsiEngineConfig *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->handshake_timeout_ms = 30000;
+	cfg->time_factor = 3.0;
+	cfg->slack_ms = 2000;
+	cfg->nps_floor = 100000;
+	cfg->depth_limit_ms = 600000;
+	cfg->stop_grace_ms = 1000;
+	cfg->max_garbage = 10000;
+}
+
+static bool one_line(const char *s)
+{
+	return s && !strpbrk(s, "\r\n");
+}
+
+void usi_engine_free(UsiEngine *e)
+{
+	if (!e)
+		return;
+	kill_engine(e, true);
+	if (e->log_fd >= 0)
+		close(e->log_fd);
+	if (e->stderr_fd >= 0 && e->stderr_fd != e->log_fd)
+		close(e->stderr_fd);
+	if (e->argv)
+		for (char **a = e->argv; *a; a++)
+			free(*a);
+	free(e->argv);
+	for (int i = 0; e->options && i < e->cfg.noptions; i++) {
+		free((char *)e->options[i].name);
+		free((char *)e->options[i].value);
+	}
+	free(e->options);
+	free(e->path);
+	free(e->log_path);
+	free(e);
+}
+
+int usi_engine_open(UsiEngine **out, const UsiEngineConfig *cfg, char *err)
+{
+	UsiEngine *e;
+	int rc = SEARCH_ENOMEM, nargs = 0;
+
+	*out = NULL;
+	if (err)
+		err[0] = '\0';
+	if (!cfg || !cfg->path || !cfg->path[0]) {
+		if (err)
+			snprintf(err, SEARCH_ERRLEN, "usi engine: no program path given");
+		return SEARCH_EINVAL;
+	}
+	e = calloc(1, sizeof *e);
+	if (!e)
+		goto nomem;
+	e->base.ops = &usi_engine_ops;
+	e->cfg = *cfg;
+	e->pid = -1;
+	e->to_fd = e->from_fd = e->log_fd = e->stderr_fd = -1;
+	if (e->cfg.stop_grace_ms < 0)
+		e->cfg.stop_grace_ms = 0;
+	if (e->cfg.time_factor < 1.0)
+		e->cfg.time_factor = 1.0;
+	if (e->cfg.max_garbage < 0)
+		e->cfg.max_garbage = 0;
+	if (!(e->path = strdup(cfg->path)))
+		goto nomem;
+	while (cfg->argv && cfg->argv[nargs])
+		nargs++;
+	if (!(e->argv = calloc((size_t)nargs + 2, sizeof *e->argv)))
+		goto nomem;
+	if (!(e->argv[0] = strdup(cfg->path)))
+		goto nomem;
+	for (int i = 0; i < nargs; i++)
+		if (!(e->argv[i + 1] = strdup(cfg->argv[i])))
+			goto nomem;
+	e->cfg.argv = NULL;
+	if (cfg->noptions > 0) {
+		if (!(e->options = calloc((size_t)cfg->noptions, sizeof *e->options)))
+			goto nomem;
+		for (int i = 0; i < cfg->noptions; i++) {
+			if (!one_line(cfg->options[i].name) || !one_line(cfg->options[i].value) ||
+			    !cfg->options[i].name[0]) {
+				snprintf(e->err, sizeof e->err,
+					 "usi engine %s: option %d has an empty name or a line break",
+					 cfg->path, i + 1);
+				e->cfg.noptions = i;
+				rc = SEARCH_EINVAL;
+				goto fail;
+			}
+			e->options[i].name = strdup(cfg->options[i].name);
+			e->options[i].value = strdup(cfg->options[i].value);
+			if (!e->options[i].name || !e->options[i].value) {
+				e->cfg.noptions = i + 1;
+				goto nomem;
+			}
+		}
+	} else {
+		e->cfg.noptions = 0;
+	}
+	e->cfg.options = NULL;
+	if (cfg->log_path) {
+		if (!(e->log_path = strdup(cfg->log_path)))
+			goto nomem;
+		e->log_fd = open(cfg->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (e->log_fd < 0) {
+			snprintf(e->err, sizeof e->err, "usi engine log %s: %s", cfg->log_path,
+				 strerror(errno));
+			rc = SEARCH_EIO;
+			goto fail;
+		}
+		e->stderr_fd = e->log_fd;
+	} else {
+		e->stderr_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (e->stderr_fd < 0) {
+			snprintf(e->err, sizeof e->err, "/dev/null: %s", strerror(errno));
+			rc = SEARCH_EIO;
+			goto fail;
+		}
+	}
+	e->cfg.log_path = NULL;
+	e->cfg.path = NULL;
+	if ((rc = start(e)) < 0)
+		goto fail;
+	*out = e;
+	return 0;
+nomem:
+	rc = SEARCH_ENOMEM;
+	if (e)
+		snprintf(e->err, sizeof e->err, "usi engine: out of memory");
+fail:
+	if (err)
+		snprintf(err, SEARCH_ERRLEN, "%s", e ? e->err : "usi engine: out of memory");
+	usi_engine_free(e);
+	return rc;
+}

@@ -1,0 +1,138 @@
+/*
+ * search/usi_engine.h — the external USI engine driver: one engine process
+ * behind the SearchEngine interface (search/search.h).
+ *
+ * The engine is started by path and arguments with its stdin/stdout on pipes
+ * and its stderr appended to a log file, in a process group of its own (so a
+ * script engine's children die with it). The driver speaks USI:
+ *
+ *   usi → id name … / usiok        (handshake timeout)
+ *   setoption name N value V       (each configured option, in order)
+ *   isready → readyok              (handshake timeout)
+ *   usinewgame
+ *   setoption name MultiPV value K (whenever K changes)
+ *   position startpos|sfen … [moves …]
+ *   go nodes N | go movetime MS | go depth D
+ *   info … / bestmove M [ponder P]
+ *
+ * and keeps, per multipv index, the last final info line (exact score and a
+ * PV) seen before bestmove; lowerbound/upperbound lines are ignored.
+ *
+ * Robustness. Each position has a hard limit: movetime × time_factor +
+ * slack_ms; for nodes, nodes / nps_floor seconds × time_factor + slack_ms; for
+ * depth, depth_limit_ms. When it passes, the engine is told `stop` and given
+ * stop_grace_ms to answer (an answer then is accepted); otherwise it is killed.
+ * An engine that exits (EOF on its stdout), hangs, answers a malformed or
+ * illegal bestmove, or prints more than max_garbage unreadable lines is logged
+ * and killed, a new one is started, and the position is tried once more.
+ * If the second attempt fails too, analyse returns that attempt's error code
+ * (SEARCH_ETIMEOUT, SEARCH_ECRASH, SEARCH_EILLEGAL, SEARCH_EPROTOCOL,
+ * SEARCH_EHANDSHAKE, SEARCH_ESPAWN) and the next call starts a fresh engine,
+ * so no position is silently lost and the driver stays usable.
+ *
+ * Malformed info lines are skipped (counted in SearchResult.malformed and the
+ * first few logged); an answer whose only info lines were malformed counts as
+ * SEARCH_EPROTOCOL. Writes to a dead engine never raise SIGPIPE: the signal is
+ * blocked in the writing thread and a pending one is consumed.
+ */
+#ifndef SEARCH_USI_ENGINE_H
+#define SEARCH_USI_ENGINE_H
+
+#include <stdint.h>
+
+#include "search/search.h"
+
+typedef struct UsiEngine UsiEngine;
+
+typedef struct {
+	const char *name;  /* option name, e.g. "USI_Hash" */
+	const char *value; /* option value, e.g. "256" */
+} UsiOption;
+
+typedef struct {
+	const char *path;          /* program to run (searched in PATH if it has no '/') */
+	const char *const *argv;   /* extra arguments, NULL-terminated; may be NULL */
+	const UsiOption *options;  /* sent with setoption after usiok */
+	int noptions;
+	const char *log_path;      /* engine stderr and driver messages; NULL: discarded */
+	bool log_io;               /* also log every line sent and received */
+	int handshake_timeout_ms;  /* usi→usiok and isready→readyok; default 10000 */
+	double time_factor;        /* hard limit multiplier; default 3.0 */
+	int slack_ms;              /* hard limit addition; default 2000 */
+	uint64_t nps_floor;        /* nodes budgets: assumed slowest speed; default 100000 */
+	int depth_limit_ms;        /* depth budgets: hard limit; default 600000 */
+	int stop_grace_ms;         /* after stop, before kill; default 1000 */
+	int max_garbage;           /* unreadable lines per search before giving up; default 10000 */
+} UsiEngineConfig;
+
+/* Fills *cfg with the defaults above and no path. */
+void usi_engine_config_init(UsiEngineConfig *cfg);
+
+/*
+ * Starts the engine and completes the handshake. The config's strings are
+ * copied. Returns 0 with *out set, or SEARCH_EINVAL (no path, bad option
+ * text), SEARCH_ESPAWN, SEARCH_EHANDSHAKE, SEARCH_ECRASH, SEARCH_EIO or
+ * SEARCH_ENOMEM with a message in err (SEARCH_ERRLEN bytes, may be NULL);
+ * *out is NULL then and no process is left behind.
+ */
+int usi_engine_open(UsiEngine **out, const UsiEngineConfig *cfg, char *err);
+
+/* Sends quit, waits stop_grace_ms, kills what is left. Accepts NULL. */
+void usi_engine_free(UsiEngine *e);
+
+/* The engine as a SearchEngine; search_free() on it is usi_engine_free(). */
+SearchEngine *usi_engine_search(UsiEngine *e);
+
+/* See search_analyse(). */
+int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
+		       const SearchBudget *budget, int multipv);
+
+/*
+ * Parses a position spec (CONTRACT.md: SFEN, startpos, "... moves ...") and
+ * analyses it. SEARCH_EINVAL with a message naming the spec when it does not
+ * parse.
+ */
+int usi_engine_analyse_spec(UsiEngine *e, SearchResult *out, const char *spec,
+			    const SearchBudget *budget, int multipv);
+
+/* usinewgame before the next position (after isready/readyok). */
+int usi_engine_new_game(UsiEngine *e);
+
+/* "id name" of the running engine, or the path if it gave none. */
+const char *usi_engine_name(const UsiEngine *e);
+/* Message of the last failure, "" if none. */
+const char *usi_engine_last_error(const UsiEngine *e);
+/* pid of the current engine process, or -1 when none is running. */
+int usi_engine_pid(const UsiEngine *e);
+
+typedef struct {
+	uint64_t positions;  /* analyse calls that succeeded */
+	uint64_t failures;   /* analyse calls that failed after the retry */
+	uint64_t retries;    /* positions tried a second time */
+	uint64_t starts;     /* engine processes started (the first included) */
+	uint64_t crashes;    /* EOF or exit while working */
+	uint64_t timeouts;   /* hard limit passed (stopped or killed) */
+	uint64_t kills;      /* processes killed with SIGKILL */
+	uint64_t illegal;    /* illegal best moves */
+	uint64_t protocol;   /* unreadable answers */
+	uint64_t malformed;  /* malformed lines skipped */
+} UsiEngineStats;
+
+void usi_engine_stats(UsiEngineStats *out, const UsiEngine *e);
+
+/*
+ * The hard limit in milliseconds the driver allows for one search with this
+ * budget under cfg (exposed for tests and for `think` to print).
+ */
+int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget *budget);
+
+/*
+ * Driver overhead figure: analyses pos count times with budget and returns
+ * the mean wall time per position in microseconds in *us_per_position.
+ * With an engine that answers instantly this is the driver's own cost per
+ * analysed position (pipes, parsing, legality checks). See docs/search.md.
+ */
+int usi_engine_bench_overhead(double *us_per_position, UsiEngine *e, const Position *pos,
+			      const SearchBudget *budget, int multipv, int count);
+
+#endif

@@ -1,0 +1,605 @@
+/*
+ * tests/search/test_usi_engine.c — the USI engine driver against fake engines
+ * (tests/search/fakes/fake_engine.py, and this binary itself run with
+ * --instant-fake) that behave, crash, hang, stall in the handshake, print
+ * malformed info or answer illegal moves. Every case checks the documented
+ * outcome: the position is retried once, then reported failed with a clear
+ * code, and the driver analyses the next position normally.
+ *
+ * When JOSEKI_TEST_ENGINE names a real engine binary, the normal-behaviour
+ * case also runs against it; otherwise that case is skipped with a message.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "search/search.h"
+#include "search/usi_engine.h"
+#include "shogi/notation.h"
+#include "tests/support/support.h"
+
+#define FAKE "tests/search/fakes/fake_engine.py"
+#define MATE_SFEN "4k4/9/4G4/9/9/9/9/9/4K4 b G 1"
+
+static char self_path[4096];
+
+typedef struct {
+	char *dir;
+	char state[4200];
+	char transcript[4200];
+	char log[4200];
+	const char *argv[8];
+	UsiEngineConfig cfg;
+	UsiEngine *e;
+	SearchResult res;
+} Fixture;
+
+static int setup(void **state)
+{
+	Fixture *f = calloc(1, sizeof *f);
+	if (!f || !(f->dir = ts_mkdtemp()))
+		return -1;
+	snprintf(f->state, sizeof f->state, "%s/state", f->dir);
+	snprintf(f->transcript, sizeof f->transcript, "%s/transcript", f->dir);
+	snprintf(f->log, sizeof f->log, "%s/engine.log", f->dir);
+	usi_engine_config_init(&f->cfg);
+	f->cfg.path = FAKE;
+	f->cfg.log_path = f->log;
+	/* Short limits so the failure cases take hundreds of ms, not seconds. */
+	f->cfg.handshake_timeout_ms = 3000; /* python start-up under a loaded make -j */
+	f->cfg.time_factor = 1.0;
+	f->cfg.slack_ms = 300;
+	f->cfg.stop_grace_ms = 200;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	Fixture *f = *state;
+	usi_engine_free(f->e);
+	ts_rmtree(f->dir);
+	free(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Runs the fake with the given per-start script of modes. */
+static int open_fake(Fixture *f, const char *script)
+{
+	char err[SEARCH_ERRLEN];
+	f->argv[0] = "--script";
+	f->argv[1] = script;
+	f->argv[2] = "--state";
+	f->argv[3] = f->state;
+	f->argv[4] = "--transcript";
+	f->argv[5] = f->transcript;
+	f->argv[6] = NULL;
+	f->cfg.argv = f->argv;
+	int rc = usi_engine_open(&f->e, &f->cfg, err);
+	if (rc < 0)
+		print_message("open: %s\n", err);
+	return rc;
+}
+
+static const SearchBudget movetime50 = {SEARCH_BUDGET_MOVETIME, 50};
+
+/* Analyses spec with a 50 ms budget into f->res. */
+static int analyse(Fixture *f, const char *spec, int multipv)
+{
+	return usi_engine_analyse_spec(f->e, &f->res, spec, &movetime50, multipv);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The fake's normal answer for the start position with MultiPV 3. */
+static void assert_startpos_answer(const SearchResult *r)
+{
+	assert_string_equal(r->bestmove_usi, "7g7f");
+	assert_int_equal(r->nlines, 3);
+	assert_string_equal(r->lines[0].usi, "7g7f");
+	assert_string_equal(r->lines[1].usi, "2g2f");
+	assert_string_equal(r->lines[2].usi, "6g6f");
+	/* the depth-3 lines are the last complete ones: bound lines are ignored */
+	assert_int_equal(r->lines[0].value, 50);
+	assert_int_equal(r->lines[1].value, 40);
+	assert_int_equal(r->lines[2].value, 10);
+	assert_int_equal(r->lines[0].depth, 3);
+	assert_int_equal(r->lines[0].seldepth, 5);
+	assert_int_equal(r->lines[0].nodes, 3000);
+	assert_int_equal(r->lines[0].multipv, 1);
+	assert_int_equal(r->lines[2].multipv, 3);
+	assert_int_equal(r->lines[0].pv_len, 3);
+	assert_int_equal(r->lines[1].pv_len, 2);
+	assert_false(r->lines[0].mate);
+	assert_int_equal(r->nodes, 9999); /* largest count seen, bound line included */
+}
+
+static void test_search__usi_normal_engine_answers(void **state)
+{
+	Fixture *f = *state;
+	char *tr;
+
+	assert_int_equal(open_fake(f, "ok"), 0);
+	assert_string_equal(usi_engine_name(f->e), "FakeEngine ok");
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_startpos_answer(&f->res);
+	assert_int_equal(f->res.attempts, 1);
+	assert_int_equal(f->res.malformed, 0);
+
+	/* second position, side to move White, through the moves form */
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos moves 7g7f",
+						 &movetime50, 2),
+			 0);
+	assert_string_equal(f->res.bestmove_usi, "3c3d");
+	assert_int_equal(f->res.nlines, 2);
+	assert_int_equal(f->res.lines[0].value, -40);
+	assert_string_equal(f->res.lines[1].usi, "8c8d");
+
+	UsiEngineStats st;
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.positions, 2);
+	assert_int_equal(st.starts, 1);
+	assert_int_equal(st.failures, 0);
+
+	tr = ts_read_file(f->transcript, NULL);
+	assert_non_null(tr);
+	assert_non_null(strstr(tr, "usi\nisready\nusinewgame\n"));
+	assert_non_null(strstr(tr, "setoption name MultiPV value 3\nposition startpos\n"
+				   "go movetime 50\n"));
+	assert_non_null(strstr(tr, "setoption name MultiPV value 2\n"
+				   "position startpos moves 7g7f\ngo movetime 50\n"));
+	free(tr);
+}
+
+static void test_search__usi_mate_scores_count_plies(void **state)
+{
+	Fixture *f = *state;
+	SearchBudget depth = {SEARCH_BUDGET_DEPTH, 3};
+	assert_int_equal(open_fake(f, "ok"), 0);
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, MATE_SFEN, &depth, 2), 0);
+	assert_string_equal(f->res.bestmove_usi, "G*5b");
+	assert_int_equal(f->res.nlines, 2);
+	assert_true(f->res.lines[0].mate);
+	assert_int_equal(f->res.lines[0].mate_plies, 1);
+	assert_int_equal(f->res.lines[0].value, VALUE_MATE - 1);
+	assert_false(f->res.lines[1].mate);
+	assert_int_equal(f->res.lines[1].value, 800);
+	char *tr = ts_read_file(f->transcript, NULL);
+	assert_non_null(strstr(tr, "position sfen " MATE_SFEN "\ngo depth 3\n"));
+	free(tr);
+}
+
+static void test_search__usi_options_and_new_game_are_sent(void **state)
+{
+	Fixture *f = *state;
+	UsiOption opts[] = {{"USI_Hash", "16"}, {"Threads", "1"}};
+	f->cfg.options = opts;
+	f->cfg.noptions = 2;
+	assert_int_equal(open_fake(f, "ok"), 0);
+	assert_int_equal(usi_engine_new_game(f->e), 0);
+	assert_int_equal(analyse(f, "startpos", 1), 0);
+	assert_int_equal(f->res.nlines, 1);
+	/* MultiPV unchanged: not sent again */
+	assert_int_equal(analyse(f, "startpos", 1), 0);
+	char *tr = ts_read_file(f->transcript, NULL);
+	assert_non_null(strstr(tr, "usi\nsetoption name USI_Hash value 16\n"
+				   "setoption name Threads value 1\nisready\nusinewgame\n"));
+	assert_non_null(strstr(tr, "usinewgame\nisready\nusinewgame\n"
+				   "setoption name MultiPV value 1\nposition startpos\n"
+				   "go movetime 50\nposition startpos\ngo movetime 50\n"));
+	free(tr);
+}
+
+static void test_search__usi_bad_input_does_not_touch_the_engine(void **state)
+{
+	Fixture *f = *state;
+	assert_int_equal(open_fake(f, "ok"), 0);
+	int pid = usi_engine_pid(f->e);
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos moves 7g7g", &movetime50,
+						 1),
+			 SEARCH_EINVAL);
+	assert_non_null(strstr(usi_engine_last_error(f->e), "7g7g"));
+	SearchBudget zero = {SEARCH_BUDGET_NODES, 0};
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &zero, 1),
+			 SEARCH_EINVAL);
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &movetime50, 0),
+			 SEARCH_EINVAL);
+	assert_int_equal(usi_engine_pid(f->e), pid);
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_startpos_answer(&f->res);
+}
+
+static void test_search__usi_crash_is_retried_once(void **state)
+{
+	Fixture *f = *state;
+	UsiEngineStats st;
+	assert_int_equal(open_fake(f, "crash_go,ok"), 0);
+	int pid = usi_engine_pid(f->e);
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_startpos_answer(&f->res);
+	assert_int_equal(f->res.attempts, 2);
+	assert_int_not_equal(usi_engine_pid(f->e), pid);
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.crashes, 1);
+	assert_int_equal(st.retries, 1);
+	assert_int_equal(st.starts, 2);
+	assert_int_equal(st.positions, 1);
+	/* the engine's stderr and the driver's report both reach the log */
+	char *log = ts_read_file(f->log, NULL);
+	assert_non_null(log);
+	assert_non_null(strstr(log, "fake: crashing on purpose"));
+	assert_non_null(strstr(log, "engine ended during the search (exit status 3)"));
+	assert_non_null(strstr(log, "attempt 1 failed"));
+	free(log);
+}
+
+static void test_search__usi_crash_twice_fails_then_recovers(void **state)
+{
+	Fixture *f = *state;
+	UsiEngineStats st;
+	assert_int_equal(open_fake(f, "crash_go,crash_go,ok"), 0);
+	assert_int_equal(analyse(f, "startpos", 3),
+			 SEARCH_ECRASH);
+	assert_non_null(strstr(usi_engine_last_error(f->e), "exit status 3"));
+	/* the next position gets a fresh engine */
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_startpos_answer(&f->res);
+	assert_int_equal(f->res.attempts, 1);
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.failures, 1);
+	assert_int_equal(st.positions, 1);
+	assert_int_equal(st.crashes, 2);
+	assert_int_equal(st.starts, 3);
+}
+
+static void test_search__usi_hang_is_stopped_killed_and_reported(void **state)
+{
+	Fixture *f = *state;
+	UsiEngineStats st;
+	assert_int_equal(open_fake(f, "hang_go,hang_go,ok"), 0);
+	int64_t t0 = mono_ms();
+	assert_int_equal(analyse(f, "startpos", 3),
+			 SEARCH_ETIMEOUT);
+	int64_t took = mono_ms() - t0;
+	/* two attempts of (50 + 300 ms limit + 200 ms grace) and a restart */
+	assert_true(took >= 2 * 550);
+	assert_true(took < 2 * 550 + 3000);
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.timeouts, 2);
+	assert_int_equal(st.kills, 2);
+	char *tr = ts_read_file(f->transcript, NULL);
+	assert_non_null(strstr(tr, "go movetime 50\nstop\n"));
+	free(tr);
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_startpos_answer(&f->res);
+}
+
+static void test_search__usi_answer_after_stop_is_accepted(void **state)
+{
+	Fixture *f = *state;
+	UsiEngineStats st;
+	assert_int_equal(open_fake(f, "hang_stop"), 0);
+	int pid = usi_engine_pid(f->e);
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_startpos_answer(&f->res);
+	assert_int_equal(f->res.attempts, 1);
+	assert_int_equal(usi_engine_pid(f->e), pid);
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.timeouts, 1);
+	assert_int_equal(st.kills, 0);
+}
+
+static void test_search__usi_handshake_stall_times_out(void **state)
+{
+	Fixture *f = *state;
+	f->cfg.handshake_timeout_ms = 500;
+	int64_t t0 = mono_ms();
+	assert_int_equal(open_fake(f, "stall_usi"), SEARCH_EHANDSHAKE);
+	assert_null(f->e);
+	assert_true(mono_ms() - t0 < 2000);
+	assert_int_equal(open_fake(f, "stall_ready"), SEARCH_EHANDSHAKE);
+	assert_null(f->e);
+	char *log = ts_read_file(f->log, NULL);
+	assert_non_null(strstr(log, "no \"usiok\" within 500 ms"));
+	assert_non_null(strstr(log, "no \"readyok\" within 500 ms"));
+	free(log);
+}
+
+static void test_search__usi_handshake_stall_on_restart_fails_the_position(void **state)
+{
+	Fixture *f = *state;
+	f->cfg.handshake_timeout_ms = 500;
+	/* open: ok handshake but crashes on go; restart stalls; then healthy */
+	assert_int_equal(open_fake(f, "crash_go,stall_ready,ok"), 0);
+	assert_int_equal(analyse(f, "startpos", 3),
+			 SEARCH_EHANDSHAKE);
+	assert_int_equal(usi_engine_pid(f->e), -1);
+	f->cfg.handshake_timeout_ms = 3000;
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_startpos_answer(&f->res);
+}
+
+static void test_search__usi_crash_in_handshake(void **state)
+{
+	Fixture *f = *state;
+	char err[SEARCH_ERRLEN];
+	f->argv[0] = "--script";
+	f->argv[1] = "crash_usi";
+	f->argv[2] = NULL;
+	f->cfg.argv = f->argv;
+	assert_int_equal(usi_engine_open(&f->e, &f->cfg, err), SEARCH_ECRASH);
+	assert_non_null(strstr(err, "after usi"));
+	assert_null(f->e);
+}
+
+static void test_search__usi_missing_program_is_a_spawn_error(void **state)
+{
+	Fixture *f = *state;
+	char err[SEARCH_ERRLEN];
+	f->cfg.path = "tests/search/fakes/no-such-engine";
+	assert_int_equal(usi_engine_open(&f->e, &f->cfg, err), SEARCH_ESPAWN);
+	assert_non_null(strstr(err, "no-such-engine"));
+	assert_null(f->e);
+	f->cfg.path = NULL;
+	assert_int_equal(usi_engine_open(&f->e, &f->cfg, err), SEARCH_EINVAL);
+	UsiOption bad = {"USI_Hash", "16\nquit"};
+	f->cfg.path = FAKE;
+	f->cfg.options = &bad;
+	f->cfg.noptions = 1;
+	assert_int_equal(usi_engine_open(&f->e, &f->cfg, err), SEARCH_EINVAL);
+}
+
+static void test_search__usi_malformed_info_is_skipped(void **state)
+{
+	Fixture *f = *state;
+	assert_int_equal(open_fake(f, "malformed"), 0);
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_startpos_answer(&f->res);
+	assert_int_equal(f->res.malformed, 6);
+	assert_int_equal(f->res.attempts, 1);
+	char *log = ts_read_file(f->log, NULL);
+	assert_non_null(strstr(log, "malformed output skipped: info line, byte"));
+	free(log);
+}
+
+static void test_search__usi_only_garbage_is_a_protocol_error(void **state)
+{
+	Fixture *f = *state;
+	UsiEngineStats st;
+	assert_int_equal(open_fake(f, "garbage,ok"), 0);
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_startpos_answer(&f->res);
+	assert_int_equal(f->res.attempts, 2);
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.protocol, 1);
+
+	/* too many unreadable lines give up early, even before bestmove */
+	usi_engine_free(f->e);
+	f->e = NULL;
+	f->cfg.max_garbage = 2;
+	unlink(f->state);
+	assert_int_equal(open_fake(f, "garbage"), 0);
+	assert_int_equal(analyse(f, "startpos", 3),
+			 SEARCH_EPROTOCOL);
+	assert_non_null(strstr(usi_engine_last_error(f->e), "more than 2 unreadable lines"));
+}
+
+static void test_search__usi_illegal_bestmove_is_detected(void **state)
+{
+	Fixture *f = *state;
+	UsiEngineStats st;
+	assert_int_equal(open_fake(f, "illegal,illegal,ok"), 0);
+	assert_int_equal(analyse(f, "startpos", 3),
+			 SEARCH_EILLEGAL);
+	assert_non_null(strstr(usi_engine_last_error(f->e), "5e5d"));
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.illegal, 2);
+	assert_int_equal(st.failures, 1);
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_startpos_answer(&f->res);
+}
+
+static void test_search__usi_unreadable_bestmove_is_retried(void **state)
+{
+	Fixture *f = *state;
+	assert_int_equal(open_fake(f, "badmove,ok"), 0);
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_int_equal(f->res.attempts, 2);
+	assert_startpos_answer(&f->res);
+}
+
+static void test_search__usi_engine_that_quits_does_not_kill_us(void **state)
+{
+	Fixture *f = *state;
+	/* The engine exits while idle: writing the position meets a closed pipe
+	 * (SIGPIPE must not end this process) or reading meets EOF. */
+	assert_int_equal(open_fake(f, "quit_idle,ok"), 0);
+	usleep(300 * 1000);
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_startpos_answer(&f->res);
+	assert_int_equal(f->res.attempts, 2);
+}
+
+static void test_search__usi_unknown_position_resigns(void **state)
+{
+	Fixture *f = *state;
+	assert_int_equal(open_fake(f, "ok"), 0);
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos moves 2g2f", &movetime50,
+						 1),
+			 0);
+	assert_true(f->res.resign);
+	assert_int_equal(f->res.bestmove, MOVE_NONE);
+	assert_int_equal(f->res.nlines, 0);
+}
+
+static void test_search__usi_through_the_search_interface(void **state)
+{
+	Fixture *f = *state;
+	Position *pos = malloc(sizeof *pos);
+	assert_int_equal(open_fake(f, "ok"), 0);
+	SearchEngine *se = usi_engine_search(f->e);
+	assert_string_equal(search_name(se), "FakeEngine ok");
+	assert_int_equal(search_new_game(se), 0);
+	pos_set_startpos(pos);
+	assert_int_equal(search_analyse(se, &f->res, pos, &movetime50, 3), 0);
+	assert_startpos_answer(&f->res);
+	assert_string_equal(search_last_error(se), "");
+	search_free(se);
+	f->e = NULL;
+	free(pos);
+}
+
+static void test_search__usi_hard_limit_follows_the_budget(void **state)
+{
+	(void)state;
+	UsiEngineConfig cfg;
+	usi_engine_config_init(&cfg);
+	SearchBudget b = {SEARCH_BUDGET_MOVETIME, 1000};
+	assert_int_equal(usi_engine_hard_limit_ms(&cfg, &b), 3 * 1000 + 2000);
+	b.kind = SEARCH_BUDGET_NODES;
+	b.amount = 1000000; /* 10 s at the 100k nps floor */
+	assert_int_equal(usi_engine_hard_limit_ms(&cfg, &b), 3 * 10000 + 2000);
+	b.kind = SEARCH_BUDGET_DEPTH;
+	b.amount = 20;
+	assert_int_equal(usi_engine_hard_limit_ms(&cfg, &b), cfg.depth_limit_ms);
+}
+
+/* A C engine that answers at once, for the overhead figure. */
+static int instant_fake(void)
+{
+	char line[8192];
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	while (fgets(line, sizeof line, stdin)) {
+		if (strcmp(line, "usi\n") == 0)
+			fputs("id name instant\nusiok\n", stdout);
+		else if (strcmp(line, "isready\n") == 0)
+			fputs("readyok\n", stdout);
+		else if (strncmp(line, "go", 2) == 0)
+			fputs("info depth 1 seldepth 1 multipv 1 score cp 0 nodes 1 nps 1 time 0 pv "
+			      "7g7f 3c3d\nbestmove 7g7f\n",
+			      stdout);
+		else if (strcmp(line, "quit\n") == 0)
+			break;
+		else
+			continue;
+		fflush(stdout);
+	}
+	return 0;
+}
+
+static void test_search__usi_driver_overhead_is_small(void **state)
+{
+	Fixture *f = *state;
+	char err[SEARCH_ERRLEN];
+	const char *args[] = {"--instant-fake", NULL};
+	Position *pos = malloc(sizeof *pos);
+	SearchBudget nodes = {SEARCH_BUDGET_NODES, 1};
+	double us = 0;
+
+	f->cfg.path = self_path;
+	f->cfg.argv = args;
+	assert_int_equal(usi_engine_open(&f->e, &f->cfg, err), 0);
+	pos_set_startpos(pos);
+	assert_int_equal(usi_engine_bench_overhead(&us, f->e, pos, &nodes, 1, 2000), 0);
+	print_message("usi driver overhead: %.1f us per position (instant fake engine)\n", us);
+	assert_true(us > 0);
+	assert_true(us < 5000); /* the target is < 1000; generous for loaded CI machines */
+	UsiEngineStats st;
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.positions, 2000);
+	assert_int_equal(st.starts, 1);
+	free(pos);
+}
+
+static void test_search__usi_real_engine_if_given(void **state)
+{
+	Fixture *f = *state;
+	const char *path = getenv("JOSEKI_TEST_ENGINE");
+	char err[SEARCH_ERRLEN];
+	Position *pos;
+	if (!path || !*path) {
+		print_message("JOSEKI_TEST_ENGINE not set: real-engine driver test skipped\n");
+		skip();
+	}
+	f->cfg.path = path;
+	f->cfg.handshake_timeout_ms = 60000;
+	f->cfg.time_factor = 3.0;
+	f->cfg.slack_ms = 5000;
+	assert_int_equal(usi_engine_open(&f->e, &f->cfg, err), 0);
+	print_message("real engine: %s\n", usi_engine_name(f->e));
+	static const char *const specs[] = {"startpos", "startpos moves 7g7f", MATE_SFEN,
+					    "startpos moves 7g7f 3c3d 8h2b+"};
+	pos = malloc(sizeof *pos);
+	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+		SearchBudget b = {SEARCH_BUDGET_NODES, 20000};
+		assert_int_equal(position_parse(pos, specs[i], NULL), 0);
+		int rc = usi_engine_analyse(f->e, &f->res, pos, &b, 3);
+		if (rc < 0)
+			fail_msg("%s: %s", specs[i], usi_engine_last_error(f->e));
+		assert_true(pos_is_legal(pos, f->res.bestmove));
+		assert_true(f->res.nlines >= 1);
+		for (int k = 0; k < f->res.nlines; k++) {
+			assert_true(pos_is_legal(pos, f->res.lines[k].move));
+			assert_true(f->res.lines[k].pv_len >= 1);
+			for (int j = 0; j < k; j++)
+				assert_int_not_equal(f->res.lines[j].move, f->res.lines[k].move);
+		}
+		if (i == 2) {
+			assert_true(f->res.lines[0].mate);
+			assert_int_equal(f->res.lines[0].value, VALUE_MATE - 1);
+		}
+	}
+	free(pos);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "--instant-fake") == 0)
+		return instant_fake();
+	shogi_init();
+	ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+	if (n > 0)
+		self_path[n] = '\0';
+	const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+		T(test_search__usi_normal_engine_answers),
+		T(test_search__usi_mate_scores_count_plies),
+		T(test_search__usi_options_and_new_game_are_sent),
+		T(test_search__usi_bad_input_does_not_touch_the_engine),
+		T(test_search__usi_crash_is_retried_once),
+		T(test_search__usi_crash_twice_fails_then_recovers),
+		T(test_search__usi_hang_is_stopped_killed_and_reported),
+		T(test_search__usi_answer_after_stop_is_accepted),
+		T(test_search__usi_handshake_stall_times_out),
+		T(test_search__usi_handshake_stall_on_restart_fails_the_position),
+		T(test_search__usi_crash_in_handshake),
+		T(test_search__usi_missing_program_is_a_spawn_error),
+		T(test_search__usi_malformed_info_is_skipped),
+		T(test_search__usi_only_garbage_is_a_protocol_error),
+		T(test_search__usi_illegal_bestmove_is_detected),
+		T(test_search__usi_unreadable_bestmove_is_retried),
+		T(test_search__usi_engine_that_quits_does_not_kill_us),
+		T(test_search__usi_unknown_position_resigns),
+		T(test_search__usi_through_the_search_interface),
+		T(test_search__usi_hard_limit_follows_the_budget),
+		T(test_search__usi_driver_overhead_is_small),
+		T(test_search__usi_real_engine_if_given),
+#undef T
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
