@@ -128,6 +128,11 @@ void engine_clear_stop(Engine *e)
 	atomic_store(&e->stop, false);
 }
 
+void engine_set_pondering(Engine *e)
+{
+	atomic_store(&e->pondering, true);
+}
+
 void engine_ponderhit(Engine *e)
 {
 	atomic_store(&e->start_ns, now_ns());
@@ -478,9 +483,8 @@ int engine_search(Engine *e, EngineResult *out, const Position *pos, const Engin
 	if (max_depth >= ENGINE_MAX_PLY || multipv > ENGINE_MULTIPV_MAX) return ENGINE_EINVAL;
 
 	atomic_store(&e->start_ns, now_ns());
-	atomic_store(&e->pondering, lim->ponder);
-	/* engine_stop() before the search starts is honoured, not lost: the flag is
-	 * reset only by the search that consumed it. */
+	/* engine_stop() and engine_ponderhit() before the search starts are
+	 * honoured, not lost: the flags are reset only when a search ends. */
 	memset(out, 0, sizeof *out);
 	if (lim->clear_hash) engine_clear(e);
 	tt_new_search(&e->tt);
@@ -499,6 +503,7 @@ int engine_search(Engine *e, EngineResult *out, const Position *pos, const Engin
 		out->mated = true;
 		out->time_ms = elapsed_ms(e);
 		atomic_store(&e->stop, false);
+		atomic_store(&e->pondering, false);
 		return ENGINE_OK;
 	}
 	/* Initial root order: captures first by MVV-LVA, then the generator's. */
@@ -546,12 +551,13 @@ int engine_search(Engine *e, EngineResult *out, const Position *pos, const Engin
 		if (!pondering && lim->soft_ms && elapsed_ms(e) >= lim->soft_ms) break;
 		/* A forced mate found within this depth will not change. */
 		int bv = lines[0].value;
-		if (multipv == 1 && !lim->ponder && (bv >= VALUE_MATE_IN_MAX || bv <= -VALUE_MATE_IN_MAX) &&
+		if (multipv == 1 && !atomic_load(&e->pondering) && (bv >= VALUE_MATE_IN_MAX || bv <= -VALUE_MATE_IN_MAX) &&
 		    VALUE_MATE - abs(bv) + 2 <= depth)
 			break;
 	}
 	out->nodes = e->nodes;
 	out->time_ms = elapsed_ms(e);
 	atomic_store(&e->stop, false);
+	atomic_store(&e->pondering, false);
 	return ENGINE_OK;
 }

@@ -42,7 +42,6 @@ typedef struct {
 	int64_t hard_ms;      /* abort the search at this elapsed time */
 	int64_t soft_ms;      /* do not start a new iteration after this time */
 	int multipv;          /* 1..ENGINE_MULTIPV_MAX (0 = 1) */
-	bool ponder;          /* time limits apply only after engine_ponderhit() */
 	bool clear_hash;      /* clear the transposition table first (reproducible) */
 } EngineLimits;
 
@@ -94,7 +93,13 @@ int engine_search(Engine *e, EngineResult *out, const Position *pos, const Engin
 void engine_stop(Engine *e);
 /* Forgets a stop request that arrived after a search had already ended. */
 void engine_clear_stop(Engine *e);
-/* Ends pondering: the time limits now count from this moment (thread-safe). */
+/*
+ * Pondering: between engine_set_pondering(e) (called before engine_search
+ * starts) and engine_ponderhit() the time limits do not apply; at the
+ * ponderhit they start counting from that moment. Every search ends the
+ * pondering state. Both are thread-safe.
+ */
+void engine_set_pondering(Engine *e);
 void engine_ponderhit(Engine *e);
 
 /* The built-in bench: position specs, NULL-terminated (from bench-v1.sfen). */

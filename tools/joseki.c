@@ -12,6 +12,8 @@ static const struct {
 	const char *summary;
 } COMMANDS[] = {
 	{"perft", cmd_perft, "DEPTH [--sfen POS] [--divide]   count leaves of the legal-move tree"},
+	{"usi", cmd_usi, "   the built-in engine as a USI engine on stdin/stdout"},
+	{"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},
 	{"ingest", cmd_ingest, "BOOK INPUT... [filters] [--json]   add game records to the book"},
 	{"replay", cmd_replay, "INPUT... [--json]   replay game records under the rules"},
 	{"synth", cmd_synth, "BOOK --positions N [--seed S]   build a synthetic analysed book"},

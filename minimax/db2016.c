@@ -1,0 +1,361 @@
+/* minimax/db2016.c — streaming reader and line formatters for YaneuraOu DB2016 books. */
+#include "minimax/db2016.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shogi/notation.h"
+
+struct Db2016Reader {
+	FILE *f;
+	bool own_file;
+	char *name;
+	unsigned flags;
+	Db2016WarnFn warn;
+	void *warn_ctx;
+
+	char *line; /* getline buffer */
+	size_t line_cap;
+	long lineno;
+
+	/* A "sfen" line read while finishing the previous record. */
+	char *pending;
+	size_t pending_cap;
+	long pending_line;
+	bool have_pending;
+
+	char *sfen; /* the current record's SFEN text */
+	size_t sfen_cap;
+	Position *pos;
+	Db2016Move *moves;
+	size_t nmoves, moves_cap;
+
+	size_t records, warnings;
+	bool eof;
+};
+
+const char *db2016_strerror(int code)
+{
+	switch (code) {
+	case DB2016_OK: return "success";
+	case DB2016_EIO: return "I/O error";
+	case DB2016_ENOMEM: return "out of memory";
+	default: return "unknown error";
+	}
+}
+
+static void warnf(Db2016Reader *r, long line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void warnf(Db2016Reader *r, long line, const char *fmt, ...)
+{
+	r->warnings++;
+	if (!r->warn) return;
+	char msg[512];
+	int n = snprintf(msg, sizeof msg, "%s:%ld: ", r->name, line);
+	if (n < 0 || (size_t)n >= sizeof msg) n = 0;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+	va_end(ap);
+	r->warn(r->warn_ctx, msg);
+}
+
+int db2016_open_file(Db2016Reader **out, FILE *f, const char *name, unsigned flags,
+		     Db2016WarnFn warn, void *warn_ctx)
+{
+	*out = NULL;
+	Db2016Reader *r = calloc(1, sizeof *r);
+	if (!r) return DB2016_ENOMEM;
+	r->f = f;
+	r->flags = flags;
+	r->warn = warn;
+	r->warn_ctx = warn_ctx;
+	r->name = strdup(name ? name : "(stream)");
+	r->pos = malloc(sizeof *r->pos);
+	if (!r->name || !r->pos) goto err;
+	*out = r;
+	return 0;
+err:
+	db2016_close(r);
+	return DB2016_ENOMEM;
+}
+
+int db2016_open(Db2016Reader **out, const char *path, unsigned flags, Db2016WarnFn warn,
+		void *warn_ctx)
+{
+	*out = NULL;
+	FILE *f = fopen(path, "rb");
+	if (!f) return DB2016_EIO;
+	int rc = db2016_open_file(out, f, path, flags, warn, warn_ctx);
+	if (rc < 0) {
+		fclose(f);
+		return rc;
+	}
+	(*out)->own_file = true;
+	return 0;
+}
+
+void db2016_close(Db2016Reader *r)
+{
+	if (!r) return;
+	if (r->own_file && r->f) fclose(r->f);
+	free(r->name);
+	free(r->line);
+	free(r->pending);
+	free(r->sfen);
+	free(r->pos);
+	free(r->moves);
+	free(r);
+}
+
+size_t db2016_records(const Db2016Reader *r)
+{
+	return r->records;
+}
+size_t db2016_warnings(const Db2016Reader *r)
+{
+	return r->warnings;
+}
+long db2016_lines(const Db2016Reader *r)
+{
+	return r->lineno;
+}
+
+/* Reads the next line, trimmed of CR/LF and trailing blanks. 1, 0 at EOF, or EIO. */
+static int read_line(Db2016Reader *r, size_t *len)
+{
+	errno = 0;
+	ssize_t n = getline(&r->line, &r->line_cap, r->f);
+	if (n < 0) {
+		if (ferror(r->f)) return DB2016_EIO;
+		return 0;
+	}
+	r->lineno++;
+	size_t l = (size_t)n;
+	while (l > 0 && (r->line[l - 1] == '\n' || r->line[l - 1] == '\r' || r->line[l - 1] == ' ' ||
+			 r->line[l - 1] == '\t'))
+		l--;
+	r->line[l] = '\0';
+	/* An embedded NUL ends the line as far as the parser is concerned. */
+	*len = strlen(r->line);
+	if (r->lineno == 1 && strcmp(r->line, DB2016_HEADER) != 0)
+		warnf(r, 1, "missing '%s' header, reading on", DB2016_HEADER);
+	return 1;
+}
+
+static bool is_comment(const char *s)
+{
+	return s[0] == '#' || (s[0] == '/' && s[1] == '/');
+}
+
+static bool is_sfen_line(const char *s)
+{
+	return strncmp(s, "sfen ", 5) == 0;
+}
+
+static int copy_str(char **buf, size_t *cap, const char *s, size_t len)
+{
+	if (len + 1 > *cap) {
+		size_t nc = (len + 1) * 2;
+		char *nb = realloc(*buf, nc);
+		if (!nb) return DB2016_ENOMEM;
+		*buf = nb;
+		*cap = nc;
+	}
+	memcpy(*buf, s, len);
+	(*buf)[len] = '\0';
+	return 0;
+}
+
+/* Splits s in place into at most max blank-separated tokens. */
+static int tokenize(char *s, char **tok, int max)
+{
+	int n = 0;
+	while (*s) {
+		while (*s == ' ' || *s == '\t') s++;
+		if (!*s) break;
+		if (n == max) break;
+		tok[n++] = s;
+		while (*s && *s != ' ' && *s != '\t') s++;
+		if (*s) *s++ = '\0';
+	}
+	return n;
+}
+
+static bool parse_i64(const char *s, long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (end == s || *end || errno == ERANGE) return false;
+	*out = v;
+	return true;
+}
+
+static bool is_no_move(const char *s)
+{
+	return !strcmp(s, "none") || !strcmp(s, "None") || !strcmp(s, "resign");
+}
+
+/* Parses a move line of the current record; skips it (with a warning) if bad. */
+static int parse_move_line(Db2016Reader *r, char *s)
+{
+	char *tok[5];
+	int n = tokenize(s, tok, 5);
+	if (n == 0) return 0;
+	Db2016Move m = {MOVE_NONE, MOVE_NONE, 0, 0, 1, r->lineno};
+	char err[SHOGI_ERRLEN];
+	if (!is_no_move(tok[0]) &&
+	    usi_move_parse_legal(&m.move, r->pos, tok[0], strlen(tok[0]), err) < 0) {
+		warnf(r, r->lineno, "illegal book move '%s' (%s), move skipped", tok[0], err);
+		return 0;
+	}
+	if (n > 1 && !is_no_move(tok[1]) &&
+	    usi_move_parse(&m.ponder, tok[1], strlen(tok[1]), NULL) < 0)
+		m.ponder = MOVE_NONE;
+	long long v;
+	if (n > 2) {
+		if (!parse_i64(tok[2], &v)) {
+			warnf(r, r->lineno, "bad value '%s', move skipped", tok[2]);
+			return 0;
+		}
+		m.value = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+	}
+	if (n > 3) {
+		if (!parse_i64(tok[3], &v)) {
+			warnf(r, r->lineno, "bad depth '%s', move skipped", tok[3]);
+			return 0;
+		}
+		m.depth = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+	}
+	if (n > 4) {
+		if (!parse_i64(tok[4], &v) || v < 0) {
+			warnf(r, r->lineno, "bad count '%s', move skipped", tok[4]);
+			return 0;
+		}
+		m.count = (uint64_t)v;
+	}
+	if (r->nmoves == r->moves_cap) {
+		size_t nc = r->moves_cap ? r->moves_cap * 2 : 16;
+		Db2016Move *nm = realloc(r->moves, nc * sizeof *nm);
+		if (!nm) return DB2016_ENOMEM;
+		r->moves = nm;
+		r->moves_cap = nc;
+	}
+	r->moves[r->nmoves++] = m;
+	return 0;
+}
+
+int db2016_next(Db2016Reader *r, Db2016Record *rec)
+{
+	size_t len;
+	int rc;
+	for (;;) {
+		/* Find the next "sfen" line: the pending one, or the next in the file. */
+		if (!r->have_pending) {
+			if (r->eof) return 0;
+			rc = read_line(r, &len);
+			if (rc < 0) return rc;
+			if (rc == 0) {
+				r->eof = true;
+				return 0;
+			}
+			if (len == 0 || is_comment(r->line)) continue;
+			if (!is_sfen_line(r->line)) {
+				warnf(r, r->lineno, "move line outside any 'sfen' record, skipped");
+				continue;
+			}
+			if ((rc = copy_str(&r->pending, &r->pending_cap, r->line, len)) < 0) return rc;
+			r->pending_line = r->lineno;
+		}
+		r->have_pending = false;
+		long rec_line = r->pending_line;
+		const char *text = r->pending + 5;
+		char err[SHOGI_ERRLEN];
+		bool ok = sfen_parse(r->pos, text, NULL, err) == 0;
+		if (!ok) warnf(r, rec_line, "bad SFEN (%s), record skipped", err);
+		else if ((rc = copy_str(&r->sfen, &r->sfen_cap, text, strlen(text))) < 0)
+			return rc;
+		r->nmoves = 0;
+		/* The record's move lines run up to the next "sfen" line or EOF. */
+		for (;;) {
+			rc = read_line(r, &len);
+			if (rc < 0) return rc;
+			if (rc == 0) {
+				r->eof = true;
+				break;
+			}
+			if (len == 0 || is_comment(r->line)) continue;
+			if (is_sfen_line(r->line)) {
+				if ((rc = copy_str(&r->pending, &r->pending_cap, r->line, len)) < 0)
+					return rc;
+				r->pending_line = r->lineno;
+				r->have_pending = true;
+				break;
+			}
+			if (!ok || (r->flags & DB2016_SKIP_MOVES)) continue;
+			if ((rc = parse_move_line(r, r->line)) < 0) return rc;
+		}
+		if (!ok) continue;
+		rec->sfen = r->sfen;
+		rec->sfen_len = strlen(r->sfen);
+		rec->line = rec_line;
+		rec->pos = r->pos;
+		rec->moves = r->moves;
+		rec->nmoves = r->nmoves;
+		r->records++;
+		return 1;
+	}
+}
+
+static char *put_int(char *p, long long v)
+{
+	char tmp[24];
+	int n = 0;
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0) *p++ = '-';
+	while (n) *p++ = tmp[--n];
+	return p;
+}
+
+static char *put_move(char *p, Move m)
+{
+	if (m == MOVE_NONE) {
+		memcpy(p, "none", 4);
+		return p + 4;
+	}
+	char us[USI_MOVE_MAX];
+	size_t n = usi_move_write(m, us);
+	memcpy(p, us, n);
+	return p + n;
+}
+
+size_t db2016_format_move(char *buf, Move move, Move ponder, int value, int depth)
+{
+	char *p = put_move(buf, move);
+	*p++ = ' ';
+	p = put_move(p, ponder);
+	*p++ = ' ';
+	p = put_int(p, value);
+	*p++ = ' ';
+	p = put_int(p, depth);
+	*p++ = '\n';
+	return (size_t)(p - buf);
+}
+
+size_t db2016_format_move_count(char *buf, Move move, Move ponder, int value, int depth,
+				uint64_t count)
+{
+	size_t n = db2016_format_move(buf, move, ponder, value, depth);
+	char *p = buf + n - 1;
+	*p++ = ' ';
+	p = put_int(p, (long long)(count > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : count));
+	*p++ = '\n';
+	return (size_t)(p - buf);
+}

@@ -1,0 +1,110 @@
+/*
+ * minimax/db2016.h — reading and writing YaneuraOu's text book format
+ * ("#YANEURAOU-DB2016 1.00", FORMATS.md "YaneuraOu book").
+ *
+ * The reader streams a file record by record, so a book of millions of
+ * positions never has to be held as text. What it accepts:
+ *   - line 1 should be the header; a missing header is reported, not fatal;
+ *   - lines starting "#" or "//" are comments; blank lines are ignored
+ *     (YaneuraOu's makebook reader ignores them too), CRLF is accepted and
+ *     trailing spaces and tabs are trimmed;
+ *   - "sfen <board> <side> <hand> [<ply>]" starts a record;
+ *   - every other line is a move of the current record:
+ *     "<move> [<ponder|none> [value [depth [count]]]]", missing fields giving
+ *     ponder none, value 0, depth 0, count 1. "none", "None" and "resign" as
+ *     the move mean "no move" (returned as MOVE_NONE).
+ * Bad input never stops the reader: a malformed SFEN skips that record (and
+ * its move lines), an unparseable or illegal move line is skipped, a move
+ * line before any record is skipped; each is reported through the warning
+ * callback as "<file>:<line>: <what>, <what was done>". Only I/O and memory
+ * failures are errors.
+ *
+ * A reader is not thread-safe; give each thread its own.
+ */
+#ifndef MINIMAX_DB2016_H
+#define MINIMAX_DB2016_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "shogi/position.h"
+
+#define DB2016_HEADER "#YANEURAOU-DB2016 1.00"
+
+/* Error codes (all negative). */
+enum {
+	DB2016_OK = 0,
+	DB2016_EIO = -1,    /* the file could not be opened, read or written */
+	DB2016_ENOMEM = -2, /* out of memory */
+};
+const char *db2016_strerror(int code);
+
+/* Reader flags. */
+enum {
+	/* Skip move lines without parsing them (records then have no moves).
+	 * For a second pass that only needs the positions and SFEN lines. */
+	DB2016_SKIP_MOVES = 1u << 0,
+};
+
+/* Receives one warning, already formatted as "<file>:<line>: <message>". */
+typedef void (*Db2016WarnFn)(void *ctx, const char *msg);
+
+typedef struct {
+	Move move;      /* legal in the record's position; MOVE_NONE for none/resign */
+	Move ponder;    /* syntax-checked only; MOVE_NONE for none or anything unreadable */
+	int32_t value;  /* as written (mover's point of view), not clamped */
+	int32_t depth;  /* as written */
+	uint64_t count; /* as written; 1 when absent */
+	long line;      /* line number in the file (1-based) */
+} Db2016Move;
+
+typedef struct {
+	const char *sfen;        /* the text after "sfen ", trimmed, NUL-terminated */
+	size_t sfen_len;
+	long line;               /* line number of the "sfen" line */
+	const Position *pos;     /* the parsed position (side to move as written) */
+	const Db2016Move *moves; /* the record's moves, in file order */
+	size_t nmoves;
+} Db2016Record;
+
+typedef struct Db2016Reader Db2016Reader;
+
+/*
+ * Opens path for reading. name is used in messages (NULL: path). warn may be
+ * NULL (warnings are then dropped). Returns 0 or DB2016_EIO/DB2016_ENOMEM;
+ * *out is the caller's to free with db2016_close().
+ */
+int db2016_open(Db2016Reader **out, const char *path, unsigned flags, Db2016WarnFn warn,
+		void *warn_ctx);
+/* As db2016_open over an open stream (not closed by db2016_close). */
+int db2016_open_file(Db2016Reader **out, FILE *f, const char *name, unsigned flags,
+		     Db2016WarnFn warn, void *warn_ctx);
+
+/*
+ * Reads the next record into *rec; its pointers stay valid until the next
+ * call or db2016_close(). Returns 1 (a record), 0 (end of file) or a
+ * negative DB2016_E* code.
+ */
+int db2016_next(Db2016Reader *r, Db2016Record *rec);
+
+/* Counters since open: records returned, warnings issued, lines read. */
+size_t db2016_records(const Db2016Reader *r);
+size_t db2016_warnings(const Db2016Reader *r);
+long db2016_lines(const Db2016Reader *r);
+
+/* Closes the reader (and its file if db2016_open opened it). Accepts NULL. */
+void db2016_close(Db2016Reader *r);
+
+/*
+ * Writer helpers: each appends one line, '\n'-terminated, to buf (which must
+ * have room for DB2016_LINE_MAX bytes) and returns the number of bytes
+ * written. The value is from the mover's side.
+ */
+#define DB2016_LINE_MAX 256
+size_t db2016_format_move(char *buf, Move move, Move ponder, int value, int depth);
+size_t db2016_format_move_count(char *buf, Move move, Move ponder, int value, int depth,
+				uint64_t count);
+
+#endif

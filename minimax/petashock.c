@@ -1,0 +1,754 @@
+/*
+ * minimax/petashock.c — YaneuraOu's "makebook peta_shock" over a compact graph.
+ *
+ * Every step reproduces the observable behaviour of the reference command
+ * (YaneuraOu 9.80, docs/peta-shock.md), because its output is what users
+ * compare against byte for byte:
+ *   1. read: one node per record, stored as if Black were to move (a White
+ *      record is colour-flipped, its moves too); the key map holds the
+ *      White-to-move form of each record, later records overriding earlier
+ *      ones with the same key; values clamped to ±32000, depths dropped;
+ *   2. edges: every legal move whose child key is in the map, in (an
+ *      approximation of) YaneuraOu's generation order, then the listed moves
+ *      that are not edges, as leaves, in file order;
+ *   3. peel: up to 256 in-place sweeps settle nodes whose moves are all leaves
+ *      or settled nodes ("const" nodes);
+ *   4. check loops: in-check nodes with no in-check node two plies ahead are
+ *      discarded until none is (up to 256 sweeps); the survivors and the nodes
+ *      between two of them are the check-loop nodes;
+ *   5. start values: other unsettled nodes (0, 9999); check-loop nodes
+ *      (∓32000, 9999) as seen by their parent;
+ *   6. relax: up to 356 in-place sweeps over the unsettled non-loop nodes,
+ *      each followed by a path-aware depth-first walk from every loop node,
+ *      stopping after the first sweep that changes nothing;
+ *   7. write in input order, moves sorted best first.
+ * A node's vd is always the value and depth *as seen by its parent*.
+ */
+#include "minimax/petashock.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shogi/movegen.h"
+#include "shogi/notation.h"
+
+#define PS_VALUE_INF 32767 /* beyond any clamped value */
+#define PS_VALUE_MAX 32000
+#define PS_DEPTH_MAX 9999           /* "repeats forever" */
+#define PS_DEPTH_PCHECKED 9998      /* perpetual check, seen from the checked side */
+#define PS_DEPTH_PCHECK 9997        /* perpetual check, seen from the checking side */
+#define PS_MAX_PLY 256              /* peel and loop-extraction sweeps; relax depth cap */
+#define PS_RELAX_SWEEPS (PS_MAX_PLY + 100)
+#define PS_NONE UINT32_MAX
+
+enum { F_WHITE = 1, F_CHECKED = 2, F_LOOP = 4, F_CONST = 8, F_PATH = 16, F_SURVIVOR = 32 };
+
+typedef struct {
+	int16_t value;
+	uint16_t depth;
+} Vd;
+
+/* One move of a node: an edge (next is a node) or a leaf (value, depth 0). */
+typedef struct {
+	uint16_t move; /* in the node's Black-to-move form */
+	int16_t value; /* leaf value (unused for edges) */
+	uint32_t next; /* child node, or PS_NONE for a leaf */
+} PsMove;
+
+typedef struct {
+	uint16_t move;
+	int16_t value;
+} PsLeaf;
+
+typedef struct {
+	Key *keys;
+	uint32_t *idx; /* PS_NONE: empty slot */
+	size_t cap;    /* power of two */
+	size_t n;
+} KeyMap;
+
+typedef struct {
+	size_t n, cap;
+	uint8_t *flags;
+	Vd *vd;
+	uint32_t *lstart; /* phase 1: leaves of node i are leaves[lstart[i]..lstart[i+1]) */
+	PsLeaf *leaves;
+	size_t nleaves, leaves_cap;
+	uint32_t *mstart; /* moves of node i are moves[mstart[i]..mstart[i+1]) */
+	PsMove *moves;
+	size_t nmoves, moves_cap;
+	KeyMap map;
+} Graph;
+
+const char *petashock_strerror(int code)
+{
+	switch (code) {
+	case PETASHOCK_OK: return "success";
+	case PETASHOCK_EIO: return "I/O error";
+	case PETASHOCK_ENOMEM: return "out of memory";
+	case PETASHOCK_ECHANGED: return "input changed while reading";
+	default: return "unknown error";
+	}
+}
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+/* ---- colour flip ---------------------------------------------------------- */
+
+/* The position rotated 180°, colours, hands and side to move swapped. */
+static int flip_position(Position *out, const Position *in)
+{
+	Piece board[SQ_NB];
+	for (Square sq = 0; sq < SQ_NB; sq++) {
+		Piece p = in->board[sq];
+		board[SQ_NB - 1 - sq] =
+			p == PIECE_NONE ? PIECE_NONE
+					: piece_make(color_flip(piece_color(p)), piece_type(p));
+	}
+	Hand hand[COLOR_NB] = {in->hand[WHITE], in->hand[BLACK]};
+	return pos_set(out, board, hand, color_flip(in->side), in->game_ply, NULL);
+}
+
+static Move flip_move(Move m)
+{
+	if (m == MOVE_NONE) return m;
+	if (move_is_drop(m)) return move_make_drop(move_drop_type(m), SQ_NB - 1 - move_to(m));
+	return move_make(SQ_NB - 1 - move_from(m), SQ_NB - 1 - move_to(m), move_is_promote(m));
+}
+
+/* ---- key map ---------------------------------------------------------------- */
+
+static inline size_t key_slot(Key k, size_t mask)
+{
+	uint64_t h = k.lo ^ (k.hi * 0x9e3779b97f4a7c15ULL);
+	h ^= h >> 29;
+	return (size_t)h & mask;
+}
+
+static int map_grow(KeyMap *m)
+{
+	size_t nc = m->cap ? m->cap * 2 : 1024;
+	Key *nk = malloc(nc * sizeof *nk);
+	uint32_t *ni = malloc(nc * sizeof *ni);
+	if (!nk || !ni) {
+		free(nk);
+		free(ni);
+		return PETASHOCK_ENOMEM;
+	}
+	memset(ni, 0xff, nc * sizeof *ni);
+	for (size_t i = 0; i < m->cap; i++) {
+		if (m->idx[i] == PS_NONE) continue;
+		size_t s = key_slot(m->keys[i], nc - 1);
+		while (ni[s] != PS_NONE) s = (s + 1) & (nc - 1);
+		nk[s] = m->keys[i];
+		ni[s] = m->idx[i];
+	}
+	free(m->keys);
+	free(m->idx);
+	m->keys = nk;
+	m->idx = ni;
+	m->cap = nc;
+	return 0;
+}
+
+/* Maps k to idx; an existing entry is overwritten (the later record wins). */
+static int map_put(KeyMap *m, Key k, uint32_t idx)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		int rc = map_grow(m);
+		if (rc < 0) return rc;
+	}
+	size_t mask = m->cap - 1, s = key_slot(k, mask);
+	while (m->idx[s] != PS_NONE) {
+		if (key_equal(m->keys[s], k)) {
+			m->idx[s] = idx;
+			return 0;
+		}
+		s = (s + 1) & mask;
+	}
+	m->keys[s] = k;
+	m->idx[s] = idx;
+	m->n++;
+	return 0;
+}
+
+static inline uint32_t map_get(const KeyMap *m, Key k)
+{
+	size_t mask = m->cap - 1, s = key_slot(k, mask);
+	while (m->idx[s] != PS_NONE) {
+		if (key_equal(m->keys[s], k)) return m->idx[s];
+		s = (s + 1) & mask;
+	}
+	return PS_NONE;
+}
+
+static void map_free(KeyMap *m)
+{
+	free(m->keys);
+	free(m->idx);
+	memset(m, 0, sizeof *m);
+}
+
+/* ---- growable arrays --------------------------------------------------------- */
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap) return 0;
+	size_t nc = *cap ? *cap : 1024;
+	while (nc < need) nc *= 2;
+	void *np = realloc(*p, nc * elem);
+	if (!np) return PETASHOCK_ENOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+static void graph_free(Graph *g)
+{
+	free(g->flags);
+	free(g->vd);
+	free(g->lstart);
+	free(g->leaves);
+	free(g->mstart);
+	free(g->moves);
+	map_free(&g->map);
+}
+
+/* ---- pass 1: records, keys, listed moves ----------------------------------- */
+
+static int add_node(Graph *g, const Db2016Record *rec, Position *tmp)
+{
+	if (g->n + 2 > g->cap) {
+		size_t nc = g->cap ? g->cap * 2 : 1024;
+		uint8_t *f = realloc(g->flags, nc);
+		if (!f) return PETASHOCK_ENOMEM;
+		g->flags = f;
+		uint32_t *ls = realloc(g->lstart, (nc + 1) * sizeof *ls);
+		if (!ls) return PETASHOCK_ENOMEM;
+		g->lstart = ls;
+		g->cap = nc;
+	}
+	const Position *pos = rec->pos;
+	bool white = pos->side == WHITE;
+	Key key;
+	if (white) {
+		key = pos_key(pos);
+	} else {
+		/* The map is keyed by the White-to-move form, which is what a move
+		 * from a (Black-to-move) node leads to. */
+		if (flip_position(tmp, pos) < 0) return PETASHOCK_EIO;
+		key = pos_key(tmp);
+	}
+	uint32_t i = (uint32_t)g->n++;
+	int rc = map_put(&g->map, key, i);
+	if (rc < 0) return rc;
+	g->flags[i] = (uint8_t)((white ? F_WHITE : 0) | (pos_in_check(pos) ? F_CHECKED : 0));
+	g->lstart[i] = (uint32_t)g->nleaves;
+	rc = grow((void **)&g->leaves, &g->leaves_cap, g->nleaves + rec->nmoves, sizeof *g->leaves);
+	if (rc < 0) return rc;
+	for (size_t k = 0; k < rec->nmoves; k++) {
+		const Db2016Move *m = &rec->moves[k];
+		if (m->move == MOVE_NONE) continue;
+		int32_t v = m->value;
+		if (v > PS_VALUE_MAX) v = PS_VALUE_MAX;
+		if (v < -PS_VALUE_MAX) v = -PS_VALUE_MAX;
+		PsLeaf l = {white ? flip_move(m->move) : m->move, (int16_t)v};
+		g->leaves[g->nleaves++] = l;
+	}
+	g->lstart[i + 1] = (uint32_t)g->nleaves;
+	return 0;
+}
+
+/* ---- pass 2: transposition edges ------------------------------------------------ */
+
+/*
+ * Rank of a move in YaneuraOu's generation order, which decides the order of
+ * moves tying on (value, depth) in the output: evasions start with king moves;
+ * then pawns, lances, knights, silvers, gold-like pieces, horse/dragon/king,
+ * bishops, rooks, each by origin then destination square, promotion first;
+ * drops last (pawn drops first).
+ */
+static uint32_t gen_rank(const Position *pos, Move m, bool in_check)
+{
+	static const uint8_t GROUP[PT_NB] = {
+		[PAWN] = 1,	  [LANCE] = 2,	    [KNIGHT] = 3,     [SILVER] = 4,
+		[GOLD] = 5,	  [PRO_PAWN] = 5,   [PRO_LANCE] = 5,  [PRO_KNIGHT] = 5,
+		[PRO_SILVER] = 5, [HORSE] = 6,	    [DRAGON] = 6,     [KING] = 6,
+		[BISHOP] = 7,	  [ROOK] = 8,
+	};
+	if (move_is_drop(m)) {
+		uint32_t group = move_drop_type(m) == PAWN ? 9 : 10;
+		return group << 24 | (uint32_t)move_to(m) << 16 | (uint32_t)move_drop_type(m) << 8;
+	}
+	PieceType pt = piece_type(pos->board[move_from(m)]);
+	uint32_t group = (in_check && pt == KING) ? 0 : GROUP[pt];
+	return group << 24 | (uint32_t)move_from(m) << 16 | (uint32_t)move_to(m) << 8 |
+	       (move_is_promote(m) ? 0u : 1u);
+}
+
+typedef struct {
+	uint32_t rank;
+	Move move;
+	uint32_t next;
+} EdgeCand;
+
+static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converged)
+{
+	Move legal[MOVEGEN_MAX];
+	EdgeCand cand[MOVEGEN_MAX];
+	int n = movegen_legal(bpos, legal), ne = 0;
+	bool in_check = pos_in_check(bpos);
+	for (int k = 0; k < n; k++) {
+		uint32_t j = map_get(&g->map, pos_key_after(bpos, legal[k]));
+		if (j == PS_NONE) continue;
+		EdgeCand c = {gen_rank(bpos, legal[k], in_check), legal[k], j};
+		int p = ne++;
+		while (p > 0 && cand[p - 1].rank > c.rank) {
+			cand[p] = cand[p - 1];
+			p--;
+		}
+		cand[p] = c;
+	}
+	const PsLeaf *lv = g->leaves + g->lstart[i];
+	size_t nl = g->lstart[i + 1] - g->lstart[i];
+	int rc = grow((void **)&g->moves, &g->moves_cap, g->nmoves + (size_t)ne + nl, sizeof *g->moves);
+	if (rc < 0) return rc;
+	PsMove *base = g->moves + g->nmoves;
+	size_t cnt = 0;
+	for (int k = 0; k < ne; k++) {
+		bool listed = false;
+		for (size_t l = 0; l < nl; l++)
+			if (lv[l].move == cand[k].move) listed = true;
+		if (!listed) (*converged)++;
+		PsMove pm = {cand[k].move, 0, cand[k].next};
+		base[cnt++] = pm;
+	}
+	/* Listed moves that are not edges stay leaves; a move listed twice keeps
+	 * its first line. */
+	for (size_t l = 0; l < nl; l++) {
+		bool dup = false;
+		for (size_t k = 0; k < cnt && !dup; k++)
+			if (base[k].move == lv[l].move) dup = true;
+		if (dup) continue;
+		PsMove pm = {lv[l].move, lv[l].value, PS_NONE};
+		base[cnt++] = pm;
+	}
+	g->nmoves += cnt;
+	g->mstart[i + 1] = (uint32_t)g->nmoves;
+	return 0;
+}
+
+/* ---- the backward analysis ---------------------------------------------------------- */
+
+/* "a is better than b" for the side choosing between two moves (§7.7). */
+static inline bool vd_better(Vd a, Vd b)
+{
+	if (a.value != b.value) return a.value > b.value;
+	if (a.depth == PS_DEPTH_PCHECK) return false;
+	if (b.depth == PS_DEPTH_PCHECK) return true;
+	if (a.value >= 0) return a.depth < b.depth;
+	return a.depth > b.depth;
+}
+
+static inline bool vd_equal(Vd a, Vd b)
+{
+	return a.value == b.value && a.depth == b.depth;
+}
+
+static inline Vd vd_for_parent(Vd best)
+{
+	Vd r = {(int16_t)-best.value,
+		(uint16_t)(best.depth + 1 > PS_DEPTH_MAX ? PS_DEPTH_MAX : best.depth + 1)};
+	return r;
+}
+
+static inline Vd move_vd(const Graph *g, const PsMove *m)
+{
+	if (m->next == PS_NONE) {
+		Vd v = {m->value, 0};
+		return v;
+	}
+	return g->vd[m->next];
+}
+
+static Vd best_for_parent(const Graph *g, uint32_t i)
+{
+	Vd best = {-PS_VALUE_INF, PS_DEPTH_MAX};
+	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
+		Vd v = move_vd(g, &g->moves[k]);
+		if (vd_better(v, best)) best = v;
+	}
+	return vd_for_parent(best);
+}
+
+static int peel(Graph *g)
+{
+	int sweeps = 0;
+	for (int s = 0; s < PS_MAX_PLY; s++) {
+		size_t settled = 0;
+		sweeps++;
+		for (uint32_t i = 0; i < g->n; i++) {
+			if (g->flags[i] & F_CONST) continue;
+			bool ready = true;
+			for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1] && ready; k++) {
+				uint32_t j = g->moves[k].next;
+				if (j != PS_NONE && !(g->flags[j] & F_CONST)) ready = false;
+			}
+			if (!ready) continue;
+			g->vd[i] = best_for_parent(g, i);
+			g->flags[i] |= F_CONST;
+			settled++;
+		}
+		if (settled == 0) break;
+	}
+	return sweeps;
+}
+
+/* True when some node two plies ahead of i carries the given flag. */
+static bool two_ahead(const Graph *g, uint32_t i, uint8_t flag)
+{
+	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
+		uint32_t j = g->moves[k].next;
+		if (j == PS_NONE) continue;
+		for (uint32_t k2 = g->mstart[j]; k2 < g->mstart[j + 1]; k2++) {
+			uint32_t j2 = g->moves[k2].next;
+			if (j2 != PS_NONE && (g->flags[j2] & flag)) return true;
+		}
+	}
+	return false;
+}
+
+static void extract_check_loops(Graph *g, PetashockStats *st)
+{
+	for (uint32_t i = 0; i < g->n; i++)
+		if (g->flags[i] & F_CHECKED) g->flags[i] |= F_LOOP;
+	for (int s = 0; s < PS_MAX_PLY; s++) {
+		size_t dropped = 0;
+		for (uint32_t i = 0; i < g->n; i++) {
+			if (!(g->flags[i] & F_LOOP)) continue;
+			if (two_ahead(g, i, F_LOOP)) continue;
+			g->flags[i] &= (uint8_t)~F_LOOP;
+			dropped++;
+		}
+		if (dropped == 0) break;
+	}
+	for (uint32_t i = 0; i < g->n; i++)
+		if (g->flags[i] & F_LOOP) {
+			g->flags[i] |= F_SURVIVOR;
+			st->check_loop1++;
+		}
+	/* The node between two survivors is on the loop too. Only survivors are
+	 * tested two plies ahead, so the result does not depend on visiting order. */
+	for (uint32_t i = 0; i < g->n; i++) {
+		if (!(g->flags[i] & F_SURVIVOR)) continue;
+		for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
+			uint32_t j = g->moves[k].next;
+			if (j == PS_NONE) continue;
+			for (uint32_t k2 = g->mstart[j]; k2 < g->mstart[j + 1]; k2++) {
+				uint32_t j2 = g->moves[k2].next;
+				if (j2 != PS_NONE && (g->flags[j2] & F_SURVIVOR)) {
+					g->flags[j] |= F_LOOP;
+					break;
+				}
+			}
+		}
+	}
+	for (uint32_t i = 0; i < g->n; i++)
+		if (g->flags[i] & F_LOOP) st->check_loop2++;
+}
+
+static void init_cycle_nodes(Graph *g)
+{
+	for (uint32_t i = 0; i < g->n; i++) {
+		if (g->flags[i] & F_CONST) continue;
+		Vd v = {0, PS_DEPTH_MAX};
+		/* As seen by the parent: the side in check on a loop wins it. */
+		if (g->flags[i] & F_LOOP)
+			v.value = (int16_t)((g->flags[i] & F_CHECKED) ? -PS_VALUE_MAX : PS_VALUE_MAX);
+		g->vd[i] = v;
+	}
+}
+
+static size_t relax_once(Graph *g)
+{
+	size_t changed = 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		if (g->flags[i] & (F_CONST | F_LOOP)) continue;
+		Vd best = best_for_parent(g, i);
+		/* A line this long only ends in a leaf because it went round a cycle. */
+		if (best.depth > PS_MAX_PLY) best.depth = PS_DEPTH_MAX;
+		if (!vd_equal(best, g->vd[i])) changed++;
+		g->vd[i] = best;
+	}
+	return changed;
+}
+
+/* Path-aware value of a check-loop node: re-entering the path is perpetual check. */
+static Vd dfs_loop(Graph *g, uint32_t i)
+{
+	if (!(g->flags[i] & F_LOOP)) return g->vd[i];
+	if (g->flags[i] & F_PATH) {
+		Vd v = (g->flags[i] & F_CHECKED) ? (Vd){-PS_VALUE_MAX, PS_DEPTH_PCHECK}
+						 : (Vd){PS_VALUE_MAX, PS_DEPTH_PCHECKED};
+		return v;
+	}
+	g->flags[i] |= F_PATH;
+	Vd best = {-PS_VALUE_INF, 0};
+	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
+		const PsMove *m = &g->moves[k];
+		Vd v;
+		if (m->next == PS_NONE) {
+			v.value = m->value;
+			v.depth = 0;
+		} else {
+			v = dfs_loop(g, m->next);
+		}
+		if (vd_better(v, best)) best = v;
+	}
+	g->flags[i] &= (uint8_t)~F_PATH;
+	return vd_for_parent(best);
+}
+
+static int relax(Graph *g)
+{
+	int sweeps = 0;
+	for (int s = 0; s < PS_RELAX_SWEEPS; s++) {
+		sweeps++;
+		size_t changed = relax_once(g);
+		for (uint32_t i = 0; i < g->n; i++)
+			if (g->flags[i] & F_LOOP) g->vd[i] = dfs_loop(g, i);
+		if (changed == 0) break;
+	}
+	return sweeps;
+}
+
+/* ---- pass 3: output ----------------------------------------------------------------- */
+
+typedef struct {
+	Move move;
+	Vd vd;
+} OutMove;
+
+static int write_node(FILE *f, const Graph *g, uint32_t i, const char *sfen, size_t sfen_len,
+		      bool shrink, OutMove *buf)
+{
+	if (fwrite("sfen ", 1, 5, f) != 5 || fwrite(sfen, 1, sfen_len, f) != sfen_len ||
+	    fputc('\n', f) == EOF)
+		return PETASHOCK_EIO;
+	size_t n = 0;
+	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
+		const PsMove *m = &g->moves[k];
+		OutMove o = {m->move, move_vd(g, m)};
+		/* A move into a perpetual-check loop where the opponent is in check
+		 * must not win a tie against an equal exit. */
+		if (m->next != PS_NONE && (g->flags[m->next] & F_LOOP) &&
+		    (g->flags[m->next] & F_CHECKED))
+			o.vd.depth = PS_DEPTH_PCHECK;
+		/* Insertion sort: stable, like the reference's sort on short lists. */
+		size_t p = n++;
+		while (p > 0 && vd_better(o.vd, buf[p - 1].vd)) {
+			buf[p] = buf[p - 1];
+			p--;
+		}
+		buf[p] = o;
+	}
+	bool white = g->flags[i] & F_WHITE;
+	char line[DB2016_LINE_MAX];
+	for (size_t k = 0; k < n; k++) {
+		Vd v = buf[k].vd;
+		if (shrink && v.value != buf[0].vd.value) continue;
+		/* Same value as the best by another route: shown one lower so that
+		 * an engine reading the book prefers the best line. */
+		int value = v.value;
+		if (k > 0 && v.value == buf[0].vd.value && v.depth != buf[0].vd.depth) value--;
+		Move m = white ? flip_move(buf[k].move) : buf[k].move;
+		size_t len = db2016_format_move(line, m, MOVE_NONE, value, v.depth);
+		if (fwrite(line, 1, len, f) != len) return PETASHOCK_EIO;
+	}
+	return 0;
+}
+
+/* ---- driver ------------------------------------------------------------------------- */
+
+int petashock_run(PetashockStats *stats, const char *in_path, const char *out_path,
+		  const PetashockOptions *opt, char *err, size_t errlen)
+{
+	PetashockStats st;
+	memset(&st, 0, sizeof st);
+	Graph g;
+	memset(&g, 0, sizeof g);
+	Db2016Reader *r = NULL;
+	Position *tmp = malloc(sizeof *tmp);
+	OutMove *obuf = NULL;
+	FILE *out = NULL;
+	char *tmp_path = NULL;
+	int rc = 0;
+	Db2016Record rec;
+	if (!tmp) {
+		rc = fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
+		goto done;
+	}
+
+	/* Pass 1. */
+	rc = db2016_open(&r, in_path, 0, opt ? opt->warn : NULL, opt ? opt->warn_ctx : NULL);
+	if (rc < 0) {
+		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot open: %s", in_path,
+			  rc == DB2016_EIO ? "I/O error" : db2016_strerror(rc));
+		goto done;
+	}
+	while ((rc = db2016_next(r, &rec)) == 1) {
+		if (g.n >= PS_NONE - 1) {
+			rc = fail(err, errlen, PETASHOCK_ENOMEM, "%s: too many positions", in_path);
+			goto done;
+		}
+		if ((rc = add_node(&g, &rec, tmp)) < 0) {
+			rc = fail(err, errlen, rc, "%s:%ld: %s", in_path, rec.line,
+				  rc == PETASHOCK_EIO ? "cannot flip the position"
+						      : petashock_strerror(rc));
+			goto done;
+		}
+	}
+	if (rc < 0) {
+		rc = fail(err, errlen, PETASHOCK_EIO, "%s: read error after line %ld", in_path,
+			  db2016_lines(r));
+		goto done;
+	}
+	st.warnings = db2016_warnings(r);
+	db2016_close(r);
+	r = NULL;
+	st.nodes = g.n;
+	st.in_check = 0;
+	for (size_t i = 0; i < g.n; i++)
+		if (g.flags[i] & F_CHECKED) st.in_check++;
+
+	/* Pass 2. */
+	g.vd = malloc((g.n + 1) * sizeof *g.vd);
+	g.mstart = malloc((g.n + 1) * sizeof *g.mstart);
+	if (!g.vd || !g.mstart) {
+		rc = fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
+		goto done;
+	}
+	g.mstart[0] = 0;
+	rc = db2016_open(&r, in_path, DB2016_SKIP_MOVES, NULL, NULL);
+	if (rc < 0) {
+		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot reopen", in_path);
+		goto done;
+	}
+	uint32_t i = 0;
+	while ((rc = db2016_next(r, &rec)) == 1) {
+		if (i >= g.n) break;
+		const Position *bpos = rec.pos;
+		if (rec.pos->side == WHITE) {
+			if (flip_position(tmp, rec.pos) < 0) {
+				rc = fail(err, errlen, PETASHOCK_EIO, "%s:%ld: cannot flip the position",
+					  in_path, rec.line);
+				goto done;
+			}
+			bpos = tmp;
+		}
+		if ((rc = add_edges(&g, i, bpos, &st.converged_moves)) < 0) {
+			rc = fail(err, errlen, rc, "out of memory");
+			goto done;
+		}
+		i++;
+	}
+	if (rc < 0 || i != g.n || rc == 1) {
+		rc = fail(err, errlen, PETASHOCK_ECHANGED, "%s: input changed between passes", in_path);
+		goto done;
+	}
+	db2016_close(r);
+	r = NULL;
+	free(g.leaves);
+	g.leaves = NULL;
+	free(g.lstart);
+	g.lstart = NULL;
+	map_free(&g.map);
+	st.moves = g.nmoves;
+	for (size_t k = 0; k < g.nmoves; k++)
+		if (g.moves[k].next != PS_NONE) st.edges++;
+
+	/* The analysis. */
+	st.peel_sweeps = peel(&g);
+	for (size_t k = 0; k < g.n; k++)
+		if (g.flags[k] & F_CONST) st.const_nodes++;
+	extract_check_loops(&g, &st);
+	init_cycle_nodes(&g);
+	st.relax_sweeps = relax(&g);
+
+	/* Pass 3. */
+	size_t maxm = 1;
+	for (size_t k = 0; k < g.n; k++)
+		if (g.mstart[k + 1] - g.mstart[k] > maxm) maxm = g.mstart[k + 1] - g.mstart[k];
+	obuf = malloc(maxm * sizeof *obuf);
+	size_t plen = strlen(out_path) + 32;
+	tmp_path = malloc(plen);
+	if (!obuf || !tmp_path) {
+		rc = fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
+		goto done;
+	}
+	snprintf(tmp_path, plen, "%s.tmp%ld", out_path, (long)getpid());
+	out = fopen(tmp_path, "wb");
+	if (!out) {
+		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot create", tmp_path);
+		goto done;
+	}
+	setvbuf(out, NULL, _IOFBF, 1 << 20);
+	if (fprintf(out, "%s\n# NOE:%zu\n", DB2016_HEADER, g.n) < 0) {
+		rc = fail(err, errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
+		goto done;
+	}
+	rc = db2016_open(&r, in_path, DB2016_SKIP_MOVES, NULL, NULL);
+	if (rc < 0) {
+		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot reopen", in_path);
+		goto done;
+	}
+	i = 0;
+	while ((rc = db2016_next(r, &rec)) == 1 && i < g.n) {
+		if (write_node(out, &g, i, rec.sfen, rec.sfen_len, opt && opt->shrink, obuf) < 0) {
+			rc = fail(err, errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
+			goto done;
+		}
+		i++;
+	}
+	if (rc < 0 || i != g.n) {
+		rc = fail(err, errlen, PETASHOCK_ECHANGED, "%s: input changed between passes", in_path);
+		goto done;
+	}
+	FILE *o = out;
+	out = NULL;
+	if (fclose(o) != 0) {
+		rc = fail(err, errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
+		goto done;
+	}
+	if (rename(tmp_path, out_path) != 0) {
+		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot rename to %s", tmp_path, out_path);
+		goto done;
+	}
+	free(tmp_path);
+	tmp_path = NULL;
+	rc = 0;
+done:
+	if (out) fclose(out);
+	if (tmp_path) remove(tmp_path);
+	free(tmp_path);
+	free(obuf);
+	db2016_close(r);
+	graph_free(&g);
+	free(tmp);
+	if (stats) *stats = st;
+	return rc;
+}

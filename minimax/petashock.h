@@ -1,0 +1,59 @@
+/*
+ * minimax/petashock.h — a drop-in for YaneuraOu's "makebook peta_shock": reads
+ * a DB2016 book, backs the values up over the book graph (transpositions,
+ * repetition cycles and perpetual-check loops handled as YaneuraOu does, see
+ * ALGORITHMS.md §7 and docs/peta-shock.md), and writes the minimaxed book.
+ *
+ * The graph is held compactly: nodes and moves in flat arrays, a hash table
+ * from 128-bit key to node index; the input is streamed (read three times:
+ * records and moves, transposition edges, SFEN lines for the output), never
+ * held as text.
+ */
+#ifndef MINIMAX_PETASHOCK_H
+#define MINIMAX_PETASHOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "minimax/db2016.h"
+
+/* Error codes (all negative); the message buffer says which file and why. */
+enum {
+	PETASHOCK_OK = 0,
+	PETASHOCK_EIO = -1,     /* input unreadable or output unwritable */
+	PETASHOCK_ENOMEM = -2,  /* out of memory */
+	PETASHOCK_ECHANGED = -3 /* the input changed between passes */
+};
+const char *petashock_strerror(int code);
+
+typedef struct {
+	bool shrink;       /* write only the moves with the best value */
+	Db2016WarnFn warn; /* bad input lines are reported here (may be NULL) */
+	void *warn_ctx;
+} PetashockOptions;
+
+typedef struct {
+	size_t nodes;           /* records read (= records written) */
+	size_t moves;           /* moves of the graph (edges and leaves) */
+	size_t edges;           /* moves leading to a book node */
+	size_t converged_moves; /* edges not listed in the input (transpositions) */
+	size_t const_nodes;     /* settled by the acyclic peel */
+	size_t in_check;        /* nodes whose side to move is in check */
+	size_t check_loop1;     /* in-check nodes on perpetual-check loops */
+	size_t check_loop2;     /* all nodes on perpetual-check loops */
+	int peel_sweeps;        /* sweeps of the acyclic peel */
+	int relax_sweeps;       /* sweeps of the relaxation */
+	size_t warnings;        /* input lines reported and skipped */
+} PetashockStats;
+
+/*
+ * Reads in_path, writes out_path (through a temporary file renamed at the
+ * end, so a failed run leaves no partial output). stats may be NULL. On
+ * failure returns a negative PETASHOCK_E* code with a message naming the file
+ * in err (errlen bytes).
+ */
+int petashock_run(PetashockStats *stats, const char *in_path, const char *out_path,
+		  const PetashockOptions *opt, char *err, size_t errlen);
+
+#endif
