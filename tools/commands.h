@@ -17,6 +17,7 @@ int cmd_replay(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_peta_shock(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 
 /* Prints "joseki: <message>\n" on stderr (printf-style). */

@@ -19,6 +19,7 @@ static const struct {
 	{"synth", cmd_synth, "BOOK --positions N [--seed S]   build a synthetic analysed book"},
 	{"query", cmd_query, "BOOK POS [--json]   the book's answer for one position"},
 	{"stats", cmd_stats, "BOOK [--json]   sizes and counts"},
+	{"peta-shock", cmd_peta_shock, "IN.db OUT.db [--shrink]   YaneuraOu makebook peta_shock"},
 	{"check", cmd_check, "BOOK   verify the store's invariants"},
 };
 
