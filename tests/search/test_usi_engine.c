@@ -6,8 +6,9 @@
  * outcome: the position is retried once, then reported failed with a clear
  * code, and the driver analyses the next position normally.
  *
- * When JOSEKI_TEST_ENGINE names a real engine binary, the normal-behaviour
- * case also runs against it; otherwise that case is skipped with a message.
+ * When JOSEKI_TEST_ENGINE names a real engine binary (optionally followed by
+ * arguments: "./joseki usi"), the normal-behaviour case also runs against it;
+ * otherwise that case is skipped with a message.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -536,7 +537,14 @@ static void test_search__usi_real_engine_if_given(void **state)
 		print_message("JOSEKI_TEST_ENGINE not set: real-engine driver test skipped\n");
 		skip();
 	}
-	f->cfg.path = path;
+	/* "PATH [ARG...]", split at spaces, so "./joseki usi" works too. */
+	char *words = strdup(path), *save = NULL;
+	const char *args[16] = {NULL};
+	int nargs = 0;
+	f->cfg.path = strtok_r(words, " ", &save);
+	for (char *w; nargs < 15 && (w = strtok_r(NULL, " ", &save));)
+		args[nargs++] = w;
+	f->cfg.argv = args;
 	f->cfg.handshake_timeout_ms = 60000;
 	f->cfg.time_factor = 3.0;
 	f->cfg.slack_ms = 5000;
@@ -565,6 +573,9 @@ static void test_search__usi_real_engine_if_given(void **state)
 		}
 	}
 	free(pos);
+	usi_engine_free(f->e);
+	f->e = NULL;
+	free(words);
 }
 
 int main(int argc, char **argv)
