@@ -153,7 +153,7 @@ int sfen_parse(Position *out, const char *sfen, const char **rest, char *err)
 			}
 			int n = have_count ? count : 1;
 			Color c = isupper((unsigned char)ch) ? BLACK : WHITE;
-			int maxn = (int)(HAND_MASK[pt] >> HAND_SHIFT[pt]);
+			int maxn = HAND_MAX[pt];
 			if (hand_count(hand[c], pt) + n > maxn) {
 				errf(err, "bad SFEN hand '%s': too many pieces", s, hl);
 				return SHOGI_EPARSE;
@@ -312,12 +312,10 @@ int csa_move_parse(Move *out, const Position *pos, const char *s, size_t len, ch
 	const char *t = s;
 	size_t n = len;
 	if (n == 7) {
-		if ((t[0] == '+' && pos->side != BLACK) || (t[0] == '-' && pos->side != WHITE)) {
-			if (t[0] == '+' || t[0] == '-') {
-				errf(err, "CSA move '%s' is for the side not to move", s, len);
-				return SHOGI_EILLEGAL;
-			}
-			goto bad;
+		if (t[0] != '+' && t[0] != '-') goto bad;
+		if ((t[0] == '+') != (pos->side == BLACK)) {
+			errf(err, "CSA move '%s' is for the side not to move", s, len);
+			return SHOGI_EILLEGAL;
 		}
 		t++;
 		n--;

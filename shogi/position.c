@@ -14,6 +14,7 @@ const uint8_t HAND_SHIFT[HAND_PT_NB] = {0,
 					HAND_SHIFT_BISHOP,
 					HAND_SHIFT_ROOK,
 					HAND_SHIFT_GOLD};
+const uint8_t HAND_MAX[HAND_PT_NB] = {0, 18, 4, 4, 4, 2, 2, 4};
 const uint32_t HAND_MASK[HAND_PT_NB] = {0,
 					0x1fu << HAND_SHIFT_PAWN,
 					0x7u << HAND_SHIFT_LANCE,
@@ -147,6 +148,14 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 			set_err(err, "invalid hand");
 			return SHOGI_EILLEGAL;
 		}
+		for (int pt = PAWN; pt <= GOLD; pt++)
+			if (hand_count(hand[c], (PieceType)pt) > HAND_MAX[pt]) {
+				static const char L[] = " PLNSBRG";
+				snprintf(msg, sizeof msg, "%d%c in hand: at most %d", hand_count(hand[c], (PieceType)pt),
+					 c == BLACK ? L[pt] : L[pt] + 32, HAND_MAX[pt]);
+				set_err(err, msg);
+				return SHOGI_EILLEGAL;
+			}
 	}
 	for (int c = 0; c < COLOR_NB; c++)
 		for (int f = 0; f < FILE_NB; f++)
@@ -162,11 +171,6 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 	memset(st, 0, sizeof *st);
 	st->board_key = bk;
 	st->hand_key = hk;
-	Square ok = pos->king_sq[color_flip(side)];
-	if (ok != SQ_NONE && pos_attacked(pos, side, ok)) {
-		set_err(err, "the side not to move is in check");
-		return SHOGI_EILLEGAL;
-	}
 	st->checkers = compute_checkers(pos);
 	return SHOGI_OK;
 }

@@ -91,11 +91,14 @@ void pos_set_startpos(Position *pos);
 
 /*
  * Sets a position from a board, hands and side to move. Checks it can occur:
- * at most one king per side, no pawn, lance or knight that could never move, no two unpromoted pawns of a side on a file,
- * the side not to move not in check. Returns 0 or SHOGI_EILLEGAL with a
- * message in err (SHOGI_ERRLEN bytes, may be NULL); pos is left undefined then.
- * Positions without kings (tsume-style, one king) are accepted, and so are
- * material counts beyond one set (problem and perft positions use them).
+ * at most one king per side, no pawn, lance or knight that could never move,
+ * no two unpromoted pawns of a side on a file, no hand holding more of a type
+ * than a full set has (18 pawns, 2 rooks or bishops, 4 of the others).
+ * Returns 0 or SHOGI_EILLEGAL with a message in err (SHOGI_ERRLEN bytes, may
+ * be NULL); pos is left undefined then. Accepted on purpose, because problem
+ * and perft positions use them (perft.tsv, rules.tsv): no kings or one king,
+ * more material on the board than one set, and the side not to move standing
+ * in check.
  */
 int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], Color side,
 	    int game_ply, char *err);

@@ -118,6 +118,8 @@ typedef uint32_t Hand;
 #define HAND_SHIFT_GOLD 24
 extern const uint8_t HAND_SHIFT[HAND_PT_NB];
 extern const uint32_t HAND_MASK[HAND_PT_NB];
+/* Most pieces of a type one hand can hold: a full set's count (P 18, B/R 2, others 4). */
+extern const uint8_t HAND_MAX[HAND_PT_NB];
 
 static inline int hand_count(Hand h, PieceType pt)
 {
