@@ -27,8 +27,9 @@ typedef struct {
 	bool json;
 	json_t *games;
 	Position *pos;
-	int ngames;
-	int nerrors;
+	int ngames;      /* games replayed */
+	int nerrors;     /* records that could not be read or replayed */
+	int nunreadable; /* of those, the ones the reader rejected */
 } Ctx;
 
 /* JSON strings must be UTF-8; records are bytes. Keep printable ASCII only. */
@@ -90,7 +91,7 @@ static void report(Ctx *c, const char *input, const char *id, const ReplayResult
 			json_object_set_new(g, "error", json_null());
 		json_array_append_new(c->games, g);
 	} else {
-		printf("%s%s%s: %d plies, %s, winner %s", input, id ? " " : "", id ? id : "", res->plies,
+		printf("%s%s%s: %d plies, %s, winner %s", input, id ? ": " : "", id ? id : "", res->plies,
 		       replay_end_name(res->end), replay_winner_name(res->winner));
 		if (recorded) printf(", recorded %s", recorded);
 		printf("\n");
@@ -110,10 +111,11 @@ static void report_unreadable(Ctx *c, const char *input, int line, const char *m
 	res.error_line = line;
 	snprintf(res.error, sizeof res.error, "%s", msg);
 	c->nerrors++;
-	if (c->json)
+	c->nunreadable++;
+	if (c->json) {
 		report(c, input, NULL, &res, false, NULL, false);
-	else
-		c->ngames++;
+		c->ngames--; /* listed, but not a replayed game */
+	}
 	joseki_error("%s:%d: %s (record skipped)", input, line, msg);
 }
 
@@ -266,7 +268,7 @@ int cmd_replay(int argc, char **argv)
 		fputc('\n', stdout);
 		json_decref(root);
 	} else {
-		printf("replayed %d games, %d unreadable\n", c.ngames, c.nerrors);
+		printf("replayed %d games, %d unreadable records\n", c.ngames, c.nunreadable);
 		json_decref(c.games);
 	}
 	free(c.pos);
