@@ -1019,3 +1019,187 @@ fail:
 	usi_engine_free(e);
 	return rc;
 }
+
+/* ---- pool ---- */
+
+struct UsiPool {
+	int n;
+	UsiEngine **engines;
+	bool *busy;
+	pthread_mutex_t lock;
+	pthread_cond_t freed;
+};
+
+typedef struct {
+	const UsiEngineConfig *cfg;
+	UsiEngine *e;
+	int rc;
+	char err[SEARCH_ERRLEN];
+} PoolStart;
+
+static void *pool_start_thread(void *arg)
+{
+	PoolStart *ps = arg;
+	ps->rc = usi_engine_open(&ps->e, ps->cfg, ps->err);
+	return NULL;
+}
+
+int usi_pool_open(UsiPool **out, const UsiEngineConfig *cfg, int n, char *err)
+{
+	UsiPool *p = NULL;
+	PoolStart *ps = NULL;
+	pthread_t *th = NULL;
+	int rc = SEARCH_ENOMEM, started = 0;
+
+	*out = NULL;
+	if (n < 1 || n > 256) {
+		if (err)
+			snprintf(err, SEARCH_ERRLEN, "usi pool: %d engines is not in 1..256", n);
+		return SEARCH_EINVAL;
+	}
+	p = calloc(1, sizeof *p);
+	ps = calloc((size_t)n, sizeof *ps);
+	th = calloc((size_t)n, sizeof *th);
+	if (!p || !ps || !th || !(p->engines = calloc((size_t)n, sizeof *p->engines)) ||
+	    !(p->busy = calloc((size_t)n, sizeof *p->busy))) {
+		if (err)
+			snprintf(err, SEARCH_ERRLEN, "usi pool: out of memory");
+		goto fail;
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->freed, NULL);
+	p->n = n;
+	for (int i = 0; i < n; i++) {
+		ps[i].cfg = cfg;
+		ps[i].rc = SEARCH_EIO;
+		snprintf(ps[i].err, sizeof ps[i].err, "could not start a thread");
+	}
+	/* Handshakes can take seconds (evaluation files): do them side by side. */
+	for (; started < n; started++)
+		if (pthread_create(&th[started], NULL, pool_start_thread, &ps[started]) != 0)
+			break;
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	rc = 0;
+	for (int i = 0; i < n; i++) {
+		p->engines[i] = ps[i].e;
+		if (ps[i].rc < 0 && rc == 0) {
+			rc = ps[i].rc;
+			if (err)
+				snprintf(err, SEARCH_ERRLEN, "engine %d of %d: %s", i + 1, n, ps[i].err);
+		}
+	}
+	if (rc < 0)
+		goto fail;
+	free(ps);
+	free(th);
+	*out = p;
+	return 0;
+fail:
+	free(ps);
+	free(th);
+	usi_pool_free(p);
+	return rc;
+}
+
+void usi_pool_free(UsiPool *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; p->engines && i < p->n; i++)
+		usi_engine_free(p->engines[i]);
+	if (p->n > 0) {
+		pthread_mutex_destroy(&p->lock);
+		pthread_cond_destroy(&p->freed);
+	}
+	free(p->engines);
+	free(p->busy);
+	free(p);
+}
+
+int usi_pool_size(const UsiPool *p)
+{
+	return p->n;
+}
+
+UsiEngine *usi_pool_engine(UsiPool *p, int i)
+{
+	return i >= 0 && i < p->n ? p->engines[i] : NULL;
+}
+
+UsiEngine *usi_pool_acquire(UsiPool *p)
+{
+	UsiEngine *e = NULL;
+	pthread_mutex_lock(&p->lock);
+	while (!e) {
+		for (int i = 0; i < p->n && !e; i++)
+			if (!p->busy[i]) {
+				p->busy[i] = true;
+				e = p->engines[i];
+			}
+		if (!e)
+			pthread_cond_wait(&p->freed, &p->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return e;
+}
+
+void usi_pool_release(UsiPool *p, UsiEngine *e)
+{
+	pthread_mutex_lock(&p->lock);
+	for (int i = 0; i < p->n; i++)
+		if (p->engines[i] == e)
+			p->busy[i] = false;
+	pthread_cond_signal(&p->freed);
+	pthread_mutex_unlock(&p->lock);
+}
+
+typedef struct {
+	UsiPool *pool;
+	SearchResult *results;
+	int *rcs;
+	const char *const *specs;
+	int n;
+	int next; /* next position to hand out, under pool->lock */
+	const SearchBudget *budget;
+	int multipv;
+} PoolBatch;
+
+static void *pool_batch_thread(void *arg)
+{
+	PoolBatch *b = arg;
+	UsiEngine *e = usi_pool_acquire(b->pool);
+	for (;;) {
+		pthread_mutex_lock(&b->pool->lock);
+		int i = b->next < b->n ? b->next++ : -1;
+		pthread_mutex_unlock(&b->pool->lock);
+		if (i < 0)
+			break;
+		b->rcs[i] = usi_engine_analyse_spec(e, &b->results[i], b->specs[i], b->budget,
+						    b->multipv);
+	}
+	usi_pool_release(b->pool, e);
+	return NULL;
+}
+
+int usi_pool_analyse(UsiPool *p, SearchResult *results, int *rcs, const char *const *specs,
+		     int n, const SearchBudget *budget, int multipv)
+{
+	PoolBatch b = {p, results, rcs, specs, n, 0, budget, multipv};
+	pthread_t *th = calloc((size_t)p->n, sizeof *th);
+	int started = 0, rc = 0;
+
+	for (int i = 0; i < n; i++)
+		rcs[i] = SEARCH_EIO;
+	if (!th)
+		return SEARCH_EIO;
+	for (; started < p->n && started < n; started++)
+		if (pthread_create(&th[started], NULL, pool_batch_thread, &b) != 0)
+			break;
+	if (started == 0 && n > 0)
+		rc = SEARCH_EIO;
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+	return rc;
+}

@@ -56,7 +56,7 @@ typedef struct {
 	int noptions;
 	const char *log_path;      /* engine stderr and driver messages; NULL: discarded */
 	bool log_io;               /* also log every line sent and received */
-	int handshake_timeout_ms;  /* usi→usiok and isready→readyok; default 10000 */
+	int handshake_timeout_ms;  /* usi→usiok and isready→readyok; default 30000 */
 	double time_factor;        /* hard limit multiplier; default 3.0 */
 	int slack_ms;              /* hard limit addition; default 2000 */
 	uint64_t nps_floor;        /* nodes budgets: assumed slowest speed; default 100000 */
@@ -134,5 +134,39 @@ int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget 
  */
 int usi_engine_bench_overhead(double *us_per_position, UsiEngine *e, const Position *pos,
 			      const SearchBudget *budget, int multipv, int count);
+
+/*
+ * A pool of engines started from one config, for `think --engines N`. Each
+ * engine is used by one thread at a time: either lend them out with
+ * acquire/release from the caller's own threads, or let usi_pool_analyse run
+ * a batch of positions over all of them at once.
+ */
+typedef struct UsiPool UsiPool;
+
+/*
+ * Starts n (1..256) engines with cfg, their handshakes in parallel. Returns 0
+ * with *out set, or the first engine's error (message in err, naming which
+ * engine); then *out is NULL and no process is left.
+ */
+int usi_pool_open(UsiPool **out, const UsiEngineConfig *cfg, int n, char *err);
+/* Frees every engine (quit, then kill); accepts NULL. No engine may be lent out. */
+void usi_pool_free(UsiPool *p);
+int usi_pool_size(const UsiPool *p);
+/* The i-th engine (0-based), for stats and names. */
+UsiEngine *usi_pool_engine(UsiPool *p, int i);
+/* Blocks until an engine is free and lends it to the calling thread. */
+UsiEngine *usi_pool_acquire(UsiPool *p);
+/* Gives back an engine from usi_pool_acquire. */
+void usi_pool_release(UsiPool *p, UsiEngine *e);
+
+/*
+ * Analyses specs[0..n) using every engine of the pool at once (one thread per
+ * engine), writing results[i] and rcs[i] (0 or that position's SEARCH_E*
+ * code, as usi_engine_analyse_spec). Positions are taken in order by
+ * whichever engine is free. Returns 0, or SEARCH_EIO if threads could not be
+ * started (rcs[] then holds SEARCH_EIO for positions not analysed).
+ */
+int usi_pool_analyse(UsiPool *p, SearchResult *results, int *rcs, const char *const *specs,
+		     int n, const SearchBudget *budget, int multipv);
 
 #endif

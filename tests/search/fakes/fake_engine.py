@@ -24,6 +24,7 @@ can say "crash on the first engine, behave on the second". Modes:
 Known positions (anything else gets "bestmove resign"): the start position,
 the start position after 7g7f, and a mate-in-1 position.
 """
+import fcntl
 import sys
 
 MATE_SFEN = "4k4/9/4G4/9/9/9/9/9/4K4 b G 1"
@@ -65,13 +66,15 @@ def pick_mode(a):
     modes = a["script"].split(",")
     n = 0
     if a["state"]:
-        try:
-            with open(a["state"]) as f:
-                n = int(f.read().strip() or "0")
-        except OSError:
-            n = 0
-        with open(a["state"], "w") as f:
+        # Several engines of a pool start at once: count under a lock.
+        with open(a["state"], "a+") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            f.seek(0)
+            n = int(f.read().strip() or "0")
+            f.seek(0)
+            f.truncate()
             f.write(str(n + 1))
+            f.flush()
     return modes[min(n, len(modes) - 1)]
 
 
