@@ -1,0 +1,129 @@
+/*
+ * bookgen/selector.h — the ranged alpha-beta selector (ALGORITHMS.md §3).
+ *
+ * The selector holds the book graph in memory (a hash from position key to node
+ * index; per thought node its moves as (move, child node, eval) built on first
+ * visit from the record bytes copied at load) and runs a negamax with PVS over
+ * it from one or more roots. A move whose child is a thought position is
+ * searched through; any other move with an engine evaluation is a leaf. The
+ * leaf to think about next is the child of the PV's last move.
+ *
+ * Leased children (being thought about) count as absent; a move back into the
+ * current path scores the draw value (0), and when the PV ends in such a move
+ * the (node, move) pair is banned and the search repeated. Bounds (exact, lower,
+ * upper) are kept per node and cleared for every ancestor of a node that
+ * changes (lease, release, result, ban), so the next selection re-searches
+ * little more than the PV. Repeated selections never touch LMDB.
+ *
+ * A Selector is not thread-safe: one thread selects, leases and adds results.
+ */
+#ifndef BOOKGEN_SELECTOR_H
+#define BOOKGEN_SELECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bookdb/bookdb.h"
+#include "bookdb/record.h"
+#include "shogi/types.h"
+#include "shogi/zobrist.h"
+
+/* Error codes (negative). */
+enum {
+	SEL_OK = 0,
+	SEL_ENOMEM = -60,
+	SEL_EINVAL = -61,  /* bad argument */
+	SEL_ECORRUPT = -62, /* a record that does not decode */
+	SEL_EBOOK = -63,   /* the book could not be read (bookdb error) */
+	SEL_EFULL = -64,   /* more than 2^31 nodes */
+};
+const char *sel_strerror(int code);
+
+/* Longest line (plies from a root) the selector follows. */
+#define SEL_MAX_PLY 500
+/* Default bonus for a leaf move played in ingested games. */
+#define SEL_KIF_BONUS_DEFAULT 100
+
+typedef struct {
+	int kif_bonus; /* added to a leaf move's value when it has game statistics */
+	int draw_value; /* value of a move back into the current path (0) */
+} SelOptions;
+
+/* Batch modes (sel_select_batch). */
+typedef enum {
+	/* Every side: the moves within window of the root value (from that side). */
+	SEL_BATCH_WINDOW = 0,
+	/* The book side only its best moves; the other side the moves within window
+	 * of the root value (the sqrt(N) variant). */
+	SEL_BATCH_SQRT,
+} SelBatchMode;
+
+/* One selected leaf. */
+typedef struct {
+	int root;        /* index of the root (order of sel_add_root) */
+	Key key;         /* the leaf position's key */
+	int value;       /* the leaf move's value (bonus included), root side's view */
+	int nmoves;      /* moves from the root to the leaf */
+	Move moves[SEL_MAX_PLY];
+} SelLeaf;
+
+typedef struct {
+	uint64_t visits;       /* nodes searched (move loops run) */
+	uint64_t tt_hits;      /* NonPV nodes answered by a stored bound */
+	uint64_t expansions;   /* nodes whose moves were built */
+	uint64_t bans;         /* (node, move) pairs banned for repetition */
+	uint64_t invalidated;  /* bounds cleared by changes */
+	uint64_t nodes;        /* nodes in memory (thought, unthought, placeholders) */
+	uint64_t thought;      /* thought nodes */
+	uint64_t edges;        /* edges built */
+} SelStats;
+
+typedef struct Selector Selector;
+
+/* An empty selector (opt may be NULL: defaults). */
+int sel_new(Selector **out, const SelOptions *opt);
+/* Loads every position of the book (one read transaction). */
+int sel_load(Selector *s, BookDB *db);
+void sel_free(Selector *s);
+
+/* Adds a root position (key and side to move). Returns its index or an error. */
+int sel_add_root(Selector *s, Key key, Color side);
+
+/*
+ * Records a newly thought position (rec with BOOKDB_REC_THOUGHT, its position
+ * and evaluated moves) or a new version of one; releases its lease and clears
+ * the bounds of its ancestors.
+ */
+int sel_add_result(Selector *s, Key key, const BookRecord *rec);
+
+/* Marks key as being thought about (absent for selection) / no longer. */
+int sel_lease(Selector *s, Key key);
+int sel_release(Selector *s, Key key);
+bool sel_is_leased(const Selector *s, Key key);
+/* True when key is a thought position of the graph. */
+bool sel_is_thought(const Selector *s, Key key);
+
+/*
+ * Selects the next leaf: returns 1 and fills out, or 0 when no root has a
+ * selectable leaf (everything thought, leased or banned). Roots are taken in
+ * turn. Does not lease the leaf (the caller does, when it sends it).
+ */
+int sel_select(SelLeaf *out, Selector *s);
+
+/*
+ * Every selectable leaf within window centipawns (see SelBatchMode) of the
+ * best line of each root, closest to the root value first, distinct, none
+ * thought or leased; at most max. book_side: the side restricted to its best
+ * moves in SEL_BATCH_SQRT (-1: each root's side to move). Returns the count.
+ */
+int sel_select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatchMode mode,
+		     int book_side);
+
+/* Value of root r from its side to move (full search); *has_leaf false when
+ * nothing is selectable below it. */
+int sel_root_value(int *value, bool *has_leaf, Selector *s, int r);
+
+void sel_get_stats(SelStats *out, const Selector *s);
+
+#endif
