@@ -320,6 +320,21 @@ static int apply(BookTxn *t, const uint8_t *p)
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+/* Applies the whole log to the (fresh) LMDB transaction; returns an LMDB code. */
+static int replay_log(BookTxn *t)
+{
+	size_t off = 0;
+	int rc = 0;
+	while (off < t->log_len && !rc) {
+		uint32_t kl, vl;
+		memcpy(&kl, t->log + off + 2, 4);
+		memcpy(&vl, t->log + off + 6, 4);
+		rc = apply(t, t->log + off);
+		off += 10 + kl + vl;
+	}
+	return rc;
+}
+
 /* The map is full: abort, grow, begin again and replay the whole log. On failure
  * the transaction is left without an LMDB transaction (every call then fails). */
 static int grow_and_replay(BookTxn *t)
@@ -330,15 +345,7 @@ static int grow_and_replay(BookTxn *t)
 		int rc = grow_map(t->db);
 		if (rc) return rc;
 		if ((rc = begin_raw(&t->txn, t->db, true))) return rc;
-		size_t off = 0;
-		rc = 0;
-		while (off < t->log_len && !rc) {
-			uint32_t kl, vl;
-			memcpy(&kl, t->log + off + 2, 4);
-			memcpy(&vl, t->log + off + 6, 4);
-			rc = apply(t, t->log + off);
-			off += 10 + kl + vl;
-		}
+		rc = replay_log(t);
 		if (rc == MDB_MAP_FULL) continue;
 		return xlate(rc);
 	}
@@ -375,14 +382,7 @@ int bookdb_txn_commit(BookTxn *t)
 			txn_free(t);
 			return rc;
 		}
-		size_t off = 0;
-		while (off < t->log_len && !rc) {
-			uint32_t kl, vl;
-			memcpy(&kl, t->log + off + 2, 4);
-			memcpy(&vl, t->log + off + 6, 4);
-			rc = apply(t, t->log + off);
-			off += 10 + kl + vl;
-		}
+		rc = replay_log(t);
 		if (rc == MDB_MAP_FULL) {
 			rc = grow_and_replay(t);
 			if (rc) break;
@@ -458,6 +458,15 @@ int bookdb_get(BookRecord *out, BookTxn *t, Key key)
 	int rc = bookdb_get_raw(&v, &len, t, key);
 	if (rc) return rc;
 	return bookdb_record_decode(out, v, len);
+}
+
+int bookdb_get_moves(BookRecord *out, BookTxn *t, Key key)
+{
+	const uint8_t *v = NULL;
+	size_t len = 0;
+	int rc = bookdb_get_raw(&v, &len, t, key);
+	if (rc) return rc;
+	return bookdb_record_decode_moves(out, v, len);
 }
 
 int bookdb_put_raw(BookTxn *t, Key key, const uint8_t *val, size_t len)

@@ -92,6 +92,8 @@ void bookdb_txn_abort(BookTxn *txn);
 
 /* Decodes the record of key. BOOKDB_ENOTFOUND if absent, BOOKDB_ECORRUPT. */
 int bookdb_get(BookRecord *out, BookTxn *txn, Key key);
+/* As bookdb_get without the position fields (bookdb_record_decode_moves). */
+int bookdb_get_moves(BookRecord *out, BookTxn *txn, Key key);
 /* The raw bytes of key's record (valid until the transaction ends or writes). */
 int bookdb_get_raw(const uint8_t **val, size_t *len, BookTxn *txn, Key key);
 /* Encodes and stores rec under key (replacing). */

@@ -15,8 +15,11 @@ typedef struct {
 typedef struct {
 	const uint8_t *buf;
 	size_t nbits; /* bits available */
-	size_t pos;
-	int bad; /* set when a read ran past the end */
+	size_t pos;   /* bits consumed */
+	size_t next;  /* next byte to load into acc */
+	uint64_t acc; /* loaded, unconsumed bits, most significant first */
+	int have;     /* number of bits in acc */
+	int bad;      /* set when a read ran past the end */
 } BitReader;
 
 static void bw_put(BitWriter *w, unsigned value, int n)
@@ -29,17 +32,36 @@ static void bw_put(BitWriter *w, unsigned value, int n)
 	}
 }
 
-static unsigned br_get(BitReader *r, int n)
+static inline void br_refill(BitReader *r)
 {
-	unsigned v = 0;
-	for (int i = 0; i < n; i++) {
-		if (r->pos >= r->nbits) {
-			r->bad = 1;
-			return 0;
-		}
-		v = (v << 1) | ((r->buf[r->pos >> 3] >> (7 - (r->pos & 7))) & 1);
-		r->pos++;
+	while (r->have <= 56) {
+		uint64_t b = r->next < r->nbits / 8 ? r->buf[r->next] : 0;
+		r->next++;
+		r->acc |= b << (56 - r->have);
+		r->have += 8;
 	}
+}
+
+/* The next n (1..8) bits without consuming them; zeros past the end. */
+static inline unsigned br_peek(BitReader *r, int n)
+{
+	if (r->have < n) br_refill(r);
+	return (unsigned)(r->acc >> (64 - n));
+}
+
+/* Consumes n bits; consuming past the end sets bad. */
+static inline void br_skip(BitReader *r, int n)
+{
+	r->acc <<= n;
+	r->have -= n;
+	r->pos += (size_t)n;
+	if (r->pos > r->nbits) r->bad = 1;
+}
+
+static inline unsigned br_get(BitReader *r, int n)
+{
+	unsigned v = br_peek(r, n);
+	br_skip(r, n);
 	return v;
 }
 
@@ -62,16 +84,60 @@ static const struct {
 /* Pieces of each unpromoted type in a set (index PAWN..KING). */
 static const uint8_t SET_COUNT[KING + 1] = {0, 18, 4, 4, 4, 2, 2, 4, 1};
 
-static PieceType read_type(BitReader *r)
-{
-	if (br_get(r, 1) == 0) return PAWN;
-	unsigned b = br_get(r, 2);
-	if (b == 0) return LANCE;
-	if (b == 1) return KNIGHT;
-	if (b == 2) return SILVER;
-	if (br_get(r, 1) == 0) return GOLD;
-	return br_get(r, 1) ? ROOK : BISHOP;
-}
+/*
+ * Decoding tables, generated from the codes above (index: the next 8 bits for
+ * the board, the next 7 bits for a hand piece; entry: piece | code length << 8).
+ */
+static const uint16_t BOARD_DECODE[256] = {
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100,
+	0x0401, 0x0401, 0x0401, 0x0401, 0x0401, 0x0401, 0x0401, 0x0401,
+	0x0401, 0x0401, 0x0401, 0x0401, 0x0401, 0x0401, 0x0401, 0x0401,
+	0x0411, 0x0411, 0x0411, 0x0411, 0x0411, 0x0411, 0x0411, 0x0411,
+	0x0411, 0x0411, 0x0411, 0x0411, 0x0411, 0x0411, 0x0411, 0x0411,
+	0x0409, 0x0409, 0x0409, 0x0409, 0x0409, 0x0409, 0x0409, 0x0409,
+	0x0409, 0x0409, 0x0409, 0x0409, 0x0409, 0x0409, 0x0409, 0x0409,
+	0x0419, 0x0419, 0x0419, 0x0419, 0x0419, 0x0419, 0x0419, 0x0419,
+	0x0419, 0x0419, 0x0419, 0x0419, 0x0419, 0x0419, 0x0419, 0x0419,
+	0x0602, 0x0602, 0x0602, 0x0602, 0x0612, 0x0612, 0x0612, 0x0612,
+	0x060a, 0x060a, 0x060a, 0x060a, 0x061a, 0x061a, 0x061a, 0x061a,
+	0x0603, 0x0603, 0x0603, 0x0603, 0x0613, 0x0613, 0x0613, 0x0613,
+	0x060b, 0x060b, 0x060b, 0x060b, 0x061b, 0x061b, 0x061b, 0x061b,
+	0x0604, 0x0604, 0x0604, 0x0604, 0x0614, 0x0614, 0x0614, 0x0614,
+	0x060c, 0x060c, 0x060c, 0x060c, 0x061c, 0x061c, 0x061c, 0x061c,
+	0x0607, 0x0607, 0x0607, 0x0607, 0x0617, 0x0617, 0x0617, 0x0617,
+	0x0805, 0x0815, 0x080d, 0x081d, 0x0806, 0x0816, 0x080e, 0x081e};
+static const uint16_t HAND_DECODE[128] = {
+	0x0201, 0x0201, 0x0201, 0x0201, 0x0201, 0x0201, 0x0201, 0x0201,
+	0x0201, 0x0201, 0x0201, 0x0201, 0x0201, 0x0201, 0x0201, 0x0201,
+	0x0201, 0x0201, 0x0201, 0x0201, 0x0201, 0x0201, 0x0201, 0x0201,
+	0x0201, 0x0201, 0x0201, 0x0201, 0x0201, 0x0201, 0x0201, 0x0201,
+	0x0211, 0x0211, 0x0211, 0x0211, 0x0211, 0x0211, 0x0211, 0x0211,
+	0x0211, 0x0211, 0x0211, 0x0211, 0x0211, 0x0211, 0x0211, 0x0211,
+	0x0211, 0x0211, 0x0211, 0x0211, 0x0211, 0x0211, 0x0211, 0x0211,
+	0x0211, 0x0211, 0x0211, 0x0211, 0x0211, 0x0211, 0x0211, 0x0211,
+	0x0402, 0x0402, 0x0402, 0x0402, 0x0402, 0x0402, 0x0402, 0x0402,
+	0x0412, 0x0412, 0x0412, 0x0412, 0x0412, 0x0412, 0x0412, 0x0412,
+	0x0403, 0x0403, 0x0403, 0x0403, 0x0403, 0x0403, 0x0403, 0x0403,
+	0x0413, 0x0413, 0x0413, 0x0413, 0x0413, 0x0413, 0x0413, 0x0413,
+	0x0404, 0x0404, 0x0404, 0x0404, 0x0404, 0x0404, 0x0404, 0x0404,
+	0x0414, 0x0414, 0x0414, 0x0414, 0x0414, 0x0414, 0x0414, 0x0414,
+	0x0507, 0x0507, 0x0507, 0x0507, 0x0517, 0x0517, 0x0517, 0x0517,
+	0x0605, 0x0605, 0x0615, 0x0615, 0x0606, 0x0606, 0x0616, 0x0616};
 
 int bookdb_pack_position(uint8_t *out, const Piece board[SQ_NB], const Hand hand[COLOR_NB],
 			 Color side)
@@ -130,7 +196,7 @@ int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side,
 			   const uint8_t *in, size_t len)
 {
 	if (len > BOOKDB_PACKED_MAX) len = BOOKDB_PACKED_MAX;
-	BitReader r = {in, len * 8, 0, 0};
+	BitReader r = {in, len * 8, 0, 0, 0, 0, 0};
 	int used[KING + 1] = {0};
 	*side = br_get(&r, 1) ? WHITE : BLACK;
 	Square king[COLOR_NB];
@@ -145,17 +211,21 @@ int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side,
 		if (king[c] != SQ_NONE) board[king[c]] = piece_make((Color)c, KING);
 	for (Square sq = 0; sq < SQ_NB; sq++) {
 		if (sq == king[BLACK] || sq == king[WHITE]) continue;
-		if (br_get(&r, 1) == 0) continue;
-		PieceType base = read_type(&r);
-		int promoted = base != GOLD ? (int)br_get(&r, 1) : 0;
-		Color c = br_get(&r, 1) ? WHITE : BLACK;
-		if (r.bad || ++used[base] > SET_COUNT[base]) return BOOKDB_ECORRUPT;
-		board[sq] = piece_make(c, (PieceType)(promoted ? base + PROMOTE : base));
+		unsigned e = BOARD_DECODE[br_peek(&r, 8)];
+		br_skip(&r, (int)(e >> 8));
+		Piece p = (Piece)(e & 0xff);
+		if (p == PIECE_NONE) continue;
+		PieceType base = pt_unpromote(piece_type(p));
+		if (++used[base] > SET_COUNT[base]) return BOOKDB_ECORRUPT;
+		board[sq] = p;
 	}
+	if (r.bad) return BOOKDB_ECORRUPT;
 	int inhand = (int)br_get(&r, 6);
 	for (int i = 0; i < inhand && !r.bad; i++) {
-		PieceType pt = read_type(&r);
-		Color c = br_get(&r, 1) ? WHITE : BLACK;
+		unsigned e = HAND_DECODE[br_peek(&r, 7)];
+		br_skip(&r, (int)(e >> 8));
+		PieceType pt = piece_type((Piece)e);
+		Color c = piece_color((Piece)e);
 		if (r.bad || ++used[pt] > SET_COUNT[pt]) return BOOKDB_ECORRUPT;
 		hand[c] = hand_add(hand[c], pt);
 	}
@@ -235,26 +305,37 @@ uint64_t bookdb_nodes_decode(uint8_t code)
 	return ((uint64_t)(8 + m) << e) >> 3;
 }
 
+/* Per-move flag byte bits beyond BOOKDB_MOVE_EVAL/STATS (encoding only). */
+#define MF_DEPTH 0x04 /* a depth byte follows (else depth = think_depth) */
+#define MF_NODES 0x08 /* a nodes byte follows (else the previous move's nodes code) */
+
 /*
  * Record encoding (value of the `pos` database; docs/bookdb.md):
  *
  *   byte 0         record flags: bit 0 THOUGHT, bit 1 MINIMAX, others 0
  *   varint         min_ply (1..65535)
  *   [1 byte]       think_depth, only when THOUGHT
- *   33 bytes       packed position (bookdb_pack_position; fewer without a full set)
  *   varint         nmoves (0..BOOKDB_MAX_MOVES)
  *   per move:
  *     2 bytes      move, little-endian (shogi/types.h Move)
- *     1 byte       bit 0 EVAL, bit 1 STATS, bits 2-7 source id (0 unless EVAL)
- *     if EVAL:     zigzag varint (eval - previous eval in this record, starting at 0),
- *                  1 byte depth, 1 byte nodes code (bookdb_nodes_code)
+ *     1 byte       bit 0 EVAL, bit 1 STATS, bit 2 DEPTH, bit 3 NODES,
+ *                  bits 4-7 source id (0 unless EVAL; DEPTH/NODES only with EVAL)
+ *     if EVAL:     zigzag varint (eval - previous eval in this record, starting at 0)
+ *       if DEPTH:  1 byte depth; without DEPTH the depth is think_depth
+ *       if NODES:  1 byte nodes code (bookdb_nodes_code); without NODES the code of
+ *                  the previous move with EVAL (0 for the first)
  *     if STATS:    varints count, wins, draws, losses
  *     if MINIMAX:  zigzag varint (value - previous value, starting at 0), varint dist
+ *   33 bytes       packed position (bookdb_pack_position; fewer without a full set),
+ *                  up to the end of the value
  *
- * Varints are LEB128 (7 bits a byte, low group first), minimal length. Evals are
- * delta-coded because moves are usually stored best first, so deltas are small.
- * The decoder rejects unknown flag bits, over-long varints, out-of-range fields
- * and trailing bytes, so a record has one encoding and a misread is impossible.
+ * The position comes last so that a lookup that already knows the position
+ * (query, selection) can stop before it: bookdb_record_decode_moves. Varints are LEB128 (7 bits a byte, low group first), minimal length. Evals are
+ * delta-coded and depth/nodes omitted when repeated because a multi-PV search
+ * stores its moves best first with one depth and one node count: 4 bytes a move.
+ * The decoder rejects unknown flag bits, over-long varints, out-of-range fields,
+ * redundant depth/nodes bytes and trailing bytes, so a record has exactly one
+ * encoding and a misread is impossible.
  */
 int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec)
 {
@@ -263,28 +344,34 @@ int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec)
 	if (rec->nmoves > BOOKDB_MAX_MOVES || rec->min_ply == 0 ||
 	    (rec->flags & ~BOOKDB_REC_FLAGS_KNOWN) || cap < 2 + BOOKDB_PACKED_MAX + 4)
 		return BOOKDB_EINVAL;
+	uint8_t think = (rec->flags & BOOKDB_REC_THOUGHT) ? rec->think_depth : 0;
 	out[pos++] = rec->flags;
 	if ((rc = put_varint(out, cap, &pos, rec->min_ply))) return rc;
-	if (rec->flags & BOOKDB_REC_THOUGHT) out[pos++] = rec->think_depth;
-	int n = bookdb_pack_position(out + pos, rec->board, rec->hand, rec->side);
-	if (n < 0) return n;
-	pos += (size_t)n;
+	if (rec->flags & BOOKDB_REC_THOUGHT) out[pos++] = think;
 	if ((rc = put_varint(out, cap, &pos, rec->nmoves))) return rc;
 	int prev_eval = 0, prev_value = 0;
+	uint8_t prev_nodes = 0;
 	for (int i = 0; i < rec->nmoves; i++) {
 		const BookMove *m = &rec->moves[i];
 		uint8_t mf = m->flags & (BOOKDB_MOVE_EVAL | BOOKDB_MOVE_STATS);
-		if (m->source > BOOKDB_SOURCE_MAX) return BOOKDB_EINVAL;
-		if (cap - pos < 3) return BOOKDB_EINVAL;
+		uint8_t ncode = bookdb_nodes_code(m->nodes);
+		if (mf & BOOKDB_MOVE_EVAL) {
+			if (m->source > BOOKDB_SOURCE_MAX) return BOOKDB_EINVAL;
+			mf |= (uint8_t)(m->source << 4);
+			if (m->depth != think) mf |= MF_DEPTH;
+			if (ncode != prev_nodes) mf |= MF_NODES;
+		}
+		if (cap - pos < 6) return BOOKDB_EINVAL;
 		out[pos++] = (uint8_t)(m->move & 0xff);
 		out[pos++] = (uint8_t)(m->move >> 8);
-		out[pos++] = (uint8_t)(mf | ((mf & BOOKDB_MOVE_EVAL) ? m->source << 2 : 0));
+		out[pos++] = mf;
 		if (mf & BOOKDB_MOVE_EVAL) {
 			if ((rc = put_varint(out, cap, &pos, zigzag(m->eval - prev_eval)))) return rc;
 			prev_eval = m->eval;
 			if (cap - pos < 2) return BOOKDB_EINVAL;
-			out[pos++] = m->depth;
-			out[pos++] = bookdb_nodes_code(m->nodes);
+			if (mf & MF_DEPTH) out[pos++] = m->depth;
+			if (mf & MF_NODES) out[pos++] = ncode;
+			prev_nodes = ncode;
 		}
 		if (mf & BOOKDB_MOVE_STATS) {
 			if ((rc = put_varint(out, cap, &pos, m->count)) ||
@@ -300,10 +387,14 @@ int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec)
 			prev_value = m->value;
 		}
 	}
-	return (int)pos;
+	if (cap - pos < BOOKDB_PACKED_MAX) return BOOKDB_EINVAL;
+	int n = bookdb_pack_position(out + pos, rec->board, rec->hand, rec->side);
+	if (n < 0) return n;
+	return (int)(pos + (size_t)n);
 }
 
-int bookdb_record_decode(BookRecord *rec, const uint8_t *in, size_t len)
+/* Decodes everything but the position; *end receives where the packing starts. */
+static int decode_moves(BookRecord *rec, const uint8_t *in, size_t len, size_t *end)
 {
 	size_t pos = 0;
 	uint64_t v;
@@ -319,12 +410,10 @@ int bookdb_record_decode(BookRecord *rec, const uint8_t *in, size_t len)
 		if (pos >= len) return BOOKDB_ECORRUPT;
 		rec->think_depth = in[pos++];
 	}
-	int n = bookdb_unpack_position(rec->board, rec->hand, &rec->side, in + pos, len - pos);
-	if (n < 0) return n;
-	pos += (size_t)n;
 	if ((rc = get_varint(&v, in, len, &pos, BOOKDB_MAX_MOVES))) return rc;
 	rec->nmoves = (uint16_t)v;
 	int prev_eval = 0, prev_value = 0;
+	uint8_t prev_nodes = 0;
 	for (int i = 0; i < rec->nmoves; i++) {
 		BookMove *m = &rec->moves[i];
 		memset(m, 0, sizeof *m);
@@ -333,16 +422,22 @@ int bookdb_record_decode(BookRecord *rec, const uint8_t *in, size_t len)
 		uint8_t mf = in[pos + 2];
 		pos += 3;
 		m->flags = mf & (BOOKDB_MOVE_EVAL | BOOKDB_MOVE_STATS);
-		m->source = mf >> 2;
-		if (!(mf & BOOKDB_MOVE_EVAL) && m->source) return BOOKDB_ECORRUPT;
+		if (!(mf & BOOKDB_MOVE_EVAL) && (mf & 0xfc)) return BOOKDB_ECORRUPT;
 		if (mf & BOOKDB_MOVE_EVAL) {
+			m->source = mf >> 4;
 			if ((rc = get_delta16(&m->eval, prev_eval, in, len, &pos))) return rc;
 			prev_eval = m->eval;
-			if (len - pos < 2) return BOOKDB_ECORRUPT;
-			m->depth = in[pos++];
-			uint8_t code = in[pos++];
-			if (code > 1 + 30 * 8 + 7) return BOOKDB_ECORRUPT;
-			m->nodes = bookdb_nodes_decode(code);
+			m->depth = rec->think_depth;
+			if (mf & MF_DEPTH) {
+				if (pos >= len || in[pos] == rec->think_depth) return BOOKDB_ECORRUPT;
+				m->depth = in[pos++];
+			}
+			if (mf & MF_NODES) {
+				if (pos >= len || in[pos] == prev_nodes || in[pos] > 1 + 30 * 8 + 7)
+					return BOOKDB_ECORRUPT;
+				prev_nodes = in[pos++];
+			}
+			m->nodes = bookdb_nodes_decode(prev_nodes);
 		}
 		if (mf & BOOKDB_MOVE_STATS) {
 			uint64_t s[4];
@@ -360,7 +455,25 @@ int bookdb_record_decode(BookRecord *rec, const uint8_t *in, size_t len)
 			m->dist = (uint16_t)v;
 		}
 	}
-	if (pos != len) return BOOKDB_ECORRUPT;
+	*end = pos;
+	return 0;
+}
+
+int bookdb_record_decode_moves(BookRecord *rec, const uint8_t *in, size_t len)
+{
+	size_t end;
+	return decode_moves(rec, in, len, &end);
+}
+
+int bookdb_record_decode(BookRecord *rec, const uint8_t *in, size_t len)
+{
+	size_t pos;
+	int rc = decode_moves(rec, in, len, &pos);
+	if (rc) return rc;
+	int n = bookdb_unpack_position(rec->board, rec->hand, &rec->side, in + pos, len - pos);
+	if (n < 0) return n;
+	/* The packing runs to the end of the value: trailing bytes are corruption. */
+	if (pos + (size_t)n != len) return BOOKDB_ECORRUPT;
 	return 0;
 }
 

@@ -29,8 +29,8 @@
 #define BOOKDB_MOVE_EVAL 0x01  /* eval, depth, nodes and source are valid */
 #define BOOKDB_MOVE_STATS 0x02 /* count, wins, draws, losses are valid */
 
-/* Source ids (engine that produced an evaluation); 0..63 fit the encoding. */
-#define BOOKDB_SOURCE_MAX 63
+/* Source ids (engine that produced an evaluation); 0..15 fit the encoding. */
+#define BOOKDB_SOURCE_MAX 15
 
 typedef struct {
 	Move move;
@@ -70,7 +70,7 @@ int bookdb_record_position(Position *pos, const BookRecord *rec, char *err);
 
 /*
  * Packs a board, hands and side into out (at least BOOKDB_PACKED_MAX bytes).
- * Returns the length (33 for a full piece set), or BOOKDB_ECORRUPT (see bookdb.h)
+ * Returns the length (at most 33 for a full piece set), or BOOKDB_ECORRUPT (see bookdb.h)
  * for a board that cannot be packed (more than one king per side, or more pieces
  * of a kind than the set has).
  */
@@ -97,6 +97,13 @@ int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec);
  * Does not check that the position or the moves are legal (bookdb check does).
  */
 int bookdb_record_decode(BookRecord *rec, const uint8_t *in, size_t len);
+
+/*
+ * As bookdb_record_decode but leaves the position fields (board, hand, side)
+ * untouched and does not check the packing: for lookups by a caller that
+ * already has the position. Still safe on any bytes.
+ */
+int bookdb_record_decode_moves(BookRecord *rec, const uint8_t *in, size_t len);
 
 /* Nodes as stored: the 8-bit code and its decoded value (rounded down). */
 uint8_t bookdb_nodes_code(uint64_t nodes);

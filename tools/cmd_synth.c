@@ -81,6 +81,7 @@ static void fill_record(BookRecord *rec, const Position *pos, const Move *moves,
 	rec->flags = BOOKDB_REC_THOUGHT;
 	rec->think_depth = (uint8_t)(10 + h % 20);
 	int value = (int)((h >> 8) % 601) - 300;
+	uint64_t nodes = 100000 + (h >> 20) % 5000000; /* one multi-PV search per position */
 	rec->nmoves = (uint16_t)k;
 	for (int i = 0; i < k; i++) {
 		BookMove *m = &rec->moves[i];
@@ -91,7 +92,7 @@ static void fill_record(BookRecord *rec, const Position *pos, const Move *moves,
 		m->source = 1;
 		m->eval = (int16_t)value;
 		m->depth = rec->think_depth;
-		m->nodes = 100000 + r % 5000000;
+		m->nodes = nodes;
 		value -= 5 + (int)(r >> 40) % 60;
 	}
 }
