@@ -648,6 +648,12 @@ static int on_statement(Builder *b, const unsigned char *s, size_t n)
 		if (starts(s, n, "$START_TIME:")) return set_str(&rec->start_time, s + 12, n - 12);
 		if (starts(s, n, "$TIME_LIMIT:")) return set_str(&rec->time_limit, s + 12, n - 12);
 		if (starts(s, n, "$TIME:")) return set_str(&rec->time_limit, s + 6, n - 6);
+		if (starts(s, n, "$MAX_MOVES:")) { /* V3.0 */
+			int32_t v;
+			size_t used;
+			if (parse_int(s + 11, n - 11, &v, &used) && v > 0) rec->max_moves = v;
+			return 0;
+		}
 		for (size_t i = 1; i < n; i++)
 			if (s[i] == ':') return 0; /* other game information is not needed */
 		break;

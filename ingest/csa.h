@@ -88,7 +88,7 @@ typedef struct {
 	char *summary;           /* floodgate's "'summary:..." without the "'summary:" */
 	bool has_rate[COLOR_NB]; /* 'black_rate: / 'white_rate: present */
 	double rate[COLOR_NB];   /* the number after the line's last ':' */
-	int max_moves;           /* "'Max_Moves:N"; 0 when absent */
+	int max_moves;           /* "'Max_Moves:N" or V3.0's "$MAX_MOVES:N"; 0 when absent */
 
 	/* Start position: a board, hands and the side to move. */
 	Piece board[SQ_NB];

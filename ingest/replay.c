@@ -50,7 +50,20 @@ static void set_end(ReplayResult *res, ReplayEnd end, ReplayWinner w)
 	res->winner = w;
 }
 
-/* What the rules say after a move; true when the game is over. */
+/* True (and the result set) when the side to move has no legal move. */
+static bool judge_mate(ReplayResult *res, const Position *pos)
+{
+	if (movegen_count(pos) != 0) return false;
+	set_end(res, REPLAY_END_MATE, winner_of(color_flip(pos->side)));
+	return true;
+}
+
+/*
+ * What the rules say after a move; true when the game is over. Mate is not
+ * looked for here: a legal next move proves there is none, so callers ask
+ * judge_mate() only after the last move or before an illegal one, which
+ * saves a move generation per ply.
+ */
 static bool judge_after_move(ReplayResult *res, const Position *pos, int max_moves)
 {
 	switch (pos_repetition(pos)) {
@@ -59,12 +72,8 @@ static bool judge_after_move(ReplayResult *res, const Position *pos, int max_mov
 	case REP_WHITE_LOSES: set_end(res, REPLAY_END_PERPETUAL_CHECK, REPLAY_WINNER_BLACK); return true;
 	default: break;
 	}
-	if (movegen_count(pos) == 0) {
-		set_end(res, REPLAY_END_MATE, winner_of(color_flip(pos->side)));
-		return true;
-	}
 	if (max_moves > 0 && res->plies >= max_moves) {
-		set_end(res, REPLAY_END_MAX_MOVES, REPLAY_WINNER_DRAW);
+		if (!judge_mate(res, pos)) set_end(res, REPLAY_END_MAX_MOVES, REPLAY_WINNER_DRAW);
 		return true;
 	}
 	return false;
@@ -148,16 +157,12 @@ int replay_csa(ReplayResult *res, Position *pos, const CsaRecord *rec, replay_mo
 		return CSA_EILLEGAL;
 	}
 	int max_moves = csa_record_max_moves(rec);
-	/* A start position without a legal move is already decided. */
-	if (movegen_count(pos) == 0) {
-		set_end(res, REPLAY_END_MATE, winner_of(color_flip(pos->side)));
-		return 0;
-	}
 	for (size_t i = 0; i < rec->nmoves; i++) {
 		const CsaMove *cm = &rec->moves[i];
 		Move m;
 		Color mover = cm->token[0] == '+' ? BLACK : WHITE;
 		if (mover != pos->side) {
+			if (judge_mate(res, pos)) return 0;
 			res->error_line = cm->line;
 			snprintf(res->error, sizeof res->error, "illegal move %s (it is %s's turn)", cm->token,
 				 pos->side == BLACK ? "Black" : "White");
@@ -165,6 +170,7 @@ int replay_csa(ReplayResult *res, Position *pos, const CsaRecord *rec, replay_mo
 			return 0;
 		}
 		if (csa_move_parse(&m, pos, cm->token, 7, err) != 0) {
+			if (judge_mate(res, pos)) return 0;
 			res->error_line = cm->line;
 			snprintf(res->error, sizeof res->error, "illegal move %s (%s)", cm->token, err);
 			set_end(res, REPLAY_END_ILLEGAL_MOVE, winner_of(color_flip(pos->side)));
@@ -183,7 +189,7 @@ int replay_csa(ReplayResult *res, Position *pos, const CsaRecord *rec, replay_mo
 		res->plies++;
 		if (judge_after_move(res, pos, max_moves)) return 0;
 	}
-	judge_end(res, pos, rec);
+	if (!judge_mate(res, pos)) judge_end(res, pos, rec);
 	return 0;
 }
 
@@ -239,10 +245,6 @@ int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, i
 		pos_set_startpos(pos);
 		moves_at = i;
 	}
-	if (movegen_count(pos) == 0) {
-		set_end(res, REPLAY_END_MATE, winner_of(color_flip(pos->side)));
-		return 0;
-	}
 	size_t k = moves_at, index = 0;
 	for (;;) {
 		while (k < len && is_space(text[k])) k++;
@@ -251,6 +253,7 @@ int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, i
 		while (e < len && !is_space(text[e])) e++;
 		Move m;
 		if (usi_move_parse_legal(&m, pos, text + k, e - k, err) != 0) {
+			if (judge_mate(res, pos)) return 0;
 			res->error_line = line;
 			snprintf(res->error, sizeof res->error, "illegal move %.*s (%s)", (int)(e - k < 16 ? e - k : 16),
 				 text + k, err);
@@ -272,5 +275,6 @@ int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, i
 		k = e;
 		if (judge_after_move(res, pos, 0)) return 0;
 	}
+	judge_mate(res, pos);
 	return 0;
 }

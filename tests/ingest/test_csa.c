@@ -383,6 +383,14 @@ static void test_csa__special_endings(void **state)
 		if (ENDS[i].end != CSA_END_OTHER) assert_string_equal(csa_end_name(ENDS[i].end), ENDS[i].word + 1);
 		csa_record_free(rec);
 	}
+	/* V3.0 game information */
+	CsaRecord *v3 = read_one_text("'CSA encoding=UTF-8\nV3.0\nN+a\nN-b\n$TIME:300+0+10\n$MAX_MOVES:320\n"
+				      "$JISHOGI:27\nPI\n+\n+7776FU\nT1.25\n%TORYO\n");
+	assert_string_equal(v3->version, "V3.0");
+	assert_string_equal(v3->time_limit, "300+0+10");
+	assert_int_equal(csa_record_max_moves(v3), 320);
+	assert_int_equal(v3->moves[0].time_ms, 1250);
+	csa_record_free(v3);
 	/* A repeated ending (aobazero's "%KACHI,'* ..." then "%KACHI"): the first counts. */
 	CsaRecord *rec = read_one_text("PI\n+\n+7776FU\n%KACHI,'* -5000 win, really\nT10\n%TORYO\n");
 	assert_int_equal(rec->end, CSA_END_KACHI);

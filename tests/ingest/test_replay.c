@@ -365,6 +365,18 @@ static void test_replay__other_endings(void **state)
 	assert_int_equal(res.end, REPLAY_END_MATE);
 	assert_int_equal(res.winner, REPLAY_WINNER_BLACK);
 	assert_int_equal(res.plies, 1);
+	/* a move recorded after the mate is not played: the game was over */
+	res = replay_text("P-11OU\nP+13KI00KI\n+\n+0012KI\n-1121OU\n");
+	assert_int_equal(res.end, REPLAY_END_MATE);
+	assert_int_equal(res.plies, 1);
+	assert_string_equal(res.error, "");
+	/* the same with USI moves; and mate at the move limit is still mate */
+	const char *usi = "sfen 8k/9/8G/9/9/9/9/9/9 b G 1 moves G*1b";
+	assert_int_equal(replay_usi(&res, &g_pos, usi, strlen(usi), 1, NULL, NULL), 0);
+	assert_int_equal(res.end, REPLAY_END_MATE);
+	assert_int_equal(res.winner, REPLAY_WINNER_BLACK);
+	res = replay_text("'Max_Moves:1\nP-11OU\nP+13KI00KI\n+\n+0012KI\n");
+	assert_int_equal(res.end, REPLAY_END_MATE);
 }
 
 static void test_replay__illegal_moves_stop_with_line_and_reason(void **state)
