@@ -1,0 +1,336 @@
+/*
+ * tests/shogi/test_movegen.c — legal move generation against reference perft
+ * counts (tests/data/perft.tsv), divide sums, and the agreement between
+ * movegen, pos_is_legal, pos_gives_check and the capture/quiet split.
+ *
+ * Rows with more than PERFT_TEST_MAX_NODES leaves belong to `make bench`; they
+ * are counted and reported, never run here, so `make test` stays fast.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "shogi/movegen.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+#include "tests/support/support.h"
+
+#define PERFT_PATH "tests/data/perft.tsv"
+/* Above this many leaves a row is a benchmark, not a unit test. */
+#define PERFT_TEST_MAX_NODES 100000000ULL
+/* Divide checks re-run perft once per root move; keep them to small trees. */
+#define DIVIDE_MAX_NODES 5000000ULL
+
+typedef struct {
+	char name[64];
+	char sfen[SFEN_MAX];
+	int depth;
+	uint64_t nodes;
+} PerftRow;
+
+#define MAX_ROWS 64
+
+/* Reads perft.tsv ("name<TAB>sfen<TAB>depth<TAB>nodes", '#' comments). */
+static int load_perft(PerftRow *rows, int max)
+{
+	char *buf = ts_read_file(PERFT_PATH, NULL);
+	assert_non_null(buf);
+	int n = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#' || line[0] == '\0') continue;
+		char *f[4];
+		int nf = 0;
+		char *p = line;
+		while (nf < 4) {
+			f[nf++] = p;
+			char *tab = strchr(p, '\t');
+			if (!tab) break;
+			*tab = '\0';
+			p = tab + 1;
+		}
+		if (nf != 4) fail_msg("%s: malformed row: %s", PERFT_PATH, line);
+		assert_true(n < max);
+		snprintf(rows[n].name, sizeof rows[n].name, "%s", f[0]);
+		snprintf(rows[n].sfen, sizeof rows[n].sfen, "%s", f[1]);
+		rows[n].depth = atoi(f[2]);
+		rows[n].nodes = strtoull(f[3], NULL, 10);
+		n++;
+	}
+	free(buf);
+	assert_true(n > 0);
+	return n;
+}
+
+static void parse_sfen_or_die(Position *pos, const char *sfen)
+{
+	char err[SHOGI_ERRLEN] = "";
+	int rc = sfen_parse(pos, sfen, NULL, err);
+	if (rc != 0) fail_msg("sfen_parse(%s) = %d: %s", sfen, rc, err);
+	assert_true(pos_is_ok(pos));
+}
+
+static double now_sec(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void test_movegen__perft_matches_fixture(void **state)
+{
+	(void)state;
+	static PerftRow rows[MAX_ROWS];
+	int n = load_perft(rows, MAX_ROWS);
+	int run = 0, skipped = 0;
+	static Position pos;
+	for (int i = 0; i < n; i++) {
+		if (rows[i].nodes > PERFT_TEST_MAX_NODES) {
+			skipped++;
+			continue;
+		}
+		parse_sfen_or_die(&pos, rows[i].sfen);
+		double t0 = now_sec();
+		uint64_t got = perft(&pos, rows[i].depth);
+		double dt = now_sec() - t0;
+		printf("perft %-20s depth %d nodes %llu (%.2fs)\n", rows[i].name, rows[i].depth,
+		       (unsigned long long)got, dt);
+		if (got != rows[i].nodes)
+			fail_msg("perft %s depth %d: got %llu, expected %llu", rows[i].name,
+			         rows[i].depth, (unsigned long long)got,
+			         (unsigned long long)rows[i].nodes);
+		/* perft must leave the position as it found it */
+		assert_int_equal(pos_history_len(&pos), 0);
+		assert_true(pos_is_ok(&pos));
+		run++;
+	}
+	printf("perft: %d rows run, %d rows over %llu nodes left to make bench\n", run, skipped,
+	       (unsigned long long)PERFT_TEST_MAX_NODES);
+	assert_true(run > 0);
+}
+
+/* The sum of per-move perft(depth-1) equals perft(depth): what --divide prints. */
+static void test_movegen__divide_sums_to_perft(void **state)
+{
+	(void)state;
+	static PerftRow rows[MAX_ROWS];
+	int n = load_perft(rows, MAX_ROWS);
+	static Position pos;
+	int checked = 0;
+	for (int i = 0; i < n; i++) {
+		if (rows[i].nodes > DIVIDE_MAX_NODES) continue;
+		parse_sfen_or_die(&pos, rows[i].sfen);
+		Move moves[MOVEGEN_MAX];
+		int nm = movegen_legal(&pos, moves);
+		assert_int_equal(nm, movegen_count(&pos));
+		if (rows[i].depth == 1) {
+			assert_int_equal((uint64_t)nm, rows[i].nodes);
+			assert_int_equal(perft(&pos, 1), rows[i].nodes);
+			checked++;
+			continue;
+		}
+		uint64_t sum = 0;
+		for (int k = 0; k < nm; k++) {
+			pos_do_move(&pos, moves[k]);
+			sum += perft(&pos, rows[i].depth - 1);
+			pos_undo_move(&pos);
+		}
+		if (sum != rows[i].nodes)
+			fail_msg("divide %s depth %d: sum %llu, expected %llu", rows[i].name,
+			         rows[i].depth, (unsigned long long)sum,
+			         (unsigned long long)rows[i].nodes);
+		checked++;
+	}
+	assert_true(checked >= 10);
+}
+
+/*
+ * For one position: the generated moves are distinct and pos_is_legal accepts
+ * exactly them among all 65536 16-bit values (legal_checks 2), or among the
+ * generated moves, their promotion-flag twins and `extra` (legal_checks 1;
+ * pos_is_legal may cost a generation, so deep nodes skip it); GEN_CAPTURES
+ * and GEN_QUIETS partition GEN_ALL; pos_gives_check agrees with the checkers
+ * after the move; pos_moved_piece is the mover's piece.
+ */
+static void check_generation(Position *pos, int legal_checks, const Move *extra, int nextra)
+{
+	Move all[MOVEGEN_MAX], caps[MOVEGEN_MAX], quiets[MOVEGEN_MAX];
+	int n = movegen(pos, GEN_ALL, all);
+	int nc = movegen(pos, GEN_CAPTURES, caps);
+	int nq = movegen(pos, GEN_QUIETS, quiets);
+	char sfen[SFEN_MAX];
+	sfen_write(pos, sfen, sizeof sfen);
+	assert_true(n >= 0 && n <= MOVEGEN_MAX);
+	if (nc + nq != n) fail_msg("%s: captures %d + quiets %d != all %d", sfen, nc, nq, n);
+	/* membership by table, so that the 65536-value sweep stays linear:
+	 * bit 0 = in GEN_ALL, bit 1 = in GEN_CAPTURES or GEN_QUIETS */
+	static uint8_t member[65536];
+	for (int i = 0; i < n; i++) {
+		if (member[all[i]] & 1) fail_msg("%s: move %04x generated twice", sfen, all[i]);
+		member[all[i]] |= 1;
+	}
+	for (int i = 0; i < nc + nq; i++) {
+		Move m = i < nc ? caps[i] : quiets[i - nc];
+		if (!(member[m] & 1))
+			fail_msg("%s: %04x from GEN_CAPTURES/QUIETS not in GEN_ALL", sfen, m);
+		if (member[m] & 2) fail_msg("%s: %04x twice in captures + quiets", sfen, m);
+		member[m] |= 2;
+		if (i < nc) {
+			/* a capture-list move captures, or is a pawn promotion */
+			bool capture = !move_is_drop(m) && pos_piece(pos, move_to(m)) != PIECE_NONE;
+			bool pawn_promo = !move_is_drop(m) && move_is_promote(m) &&
+			                  piece_type(pos_piece(pos, move_from(m))) == PAWN;
+			if (!capture && !pawn_promo)
+				fail_msg("%s: %04x in GEN_CAPTURES is neither", sfen, m);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		Move m = all[i];
+		if (legal_checks >= 1) {
+			if (!pos_is_legal(pos, m))
+				fail_msg("%s: generated move %04x not pos_is_legal", sfen, m);
+			Move twin = (Move)(m ^ MOVE_PROMOTE);
+			if (pos_is_legal(pos, twin) != (bool)(member[twin] & 1))
+				fail_msg("%s: pos_is_legal(%04x) disagrees with movegen", sfen,
+				         twin);
+		}
+		Piece pc = pos_moved_piece(pos, m);
+		assert_int_equal(piece_color(pc), pos->side);
+		if (move_is_drop(m)) {
+			assert_int_equal(piece_type(pc), move_drop_type(m));
+			assert_int_equal(pos_piece(pos, move_to(m)), PIECE_NONE);
+		} else {
+			assert_int_equal(pc, pos_piece(pos, move_from(m)));
+		}
+		bool gives = pos_gives_check(pos, m);
+		pos_do_move(pos, m);
+		bool in_check = pos_in_check(pos);
+		/* the mover's own king is never left attacked */
+		Color us = color_flip(pos->side);
+		if (pos->king_sq[us] != SQ_NONE && pos_attacked(pos, pos->side, pos->king_sq[us]))
+			fail_msg("%s: move %04x leaves the king attacked", sfen, m);
+		pos_undo_move(pos);
+		if (gives != in_check)
+			fail_msg("%s: move %04x gives_check %d but checkers after %d", sfen, m,
+			         gives, in_check);
+	}
+	for (int i = 0; legal_checks >= 1 && i < nextra; i++)
+		if (pos_is_legal(pos, extra[i]) != (bool)(member[extra[i]] & 1))
+			fail_msg("%s: pos_is_legal(%04x) disagrees with movegen", sfen, extra[i]);
+	if (legal_checks >= 2) {
+		for (uint32_t v = 0; v < 65536; v++) {
+			Move m = (Move)v;
+			bool legal = pos_is_legal(pos, m);
+			if (legal != (bool)(member[m] & 1))
+				fail_msg("%s: pos_is_legal(%04x) = %d disagrees with movegen", sfen,
+				         m, legal);
+		}
+	}
+	for (int i = 0; i < n; i++) member[all[i]] = 0;
+}
+
+/* Checks generation at every node to `depth`; pos_is_legal gets a full sweep
+ * at the root and the parent's moves as extra candidates one level down. */
+static void walk_tree(Position *pos, int depth, int level, const Move *parent, int nparent,
+                      int *visited)
+{
+	check_generation(pos, level == 0 ? 2 : level == 1 ? 1 : 0, parent, nparent);
+	(*visited)++;
+	if (depth == 0) return;
+	Move moves[MOVEGEN_MAX];
+	int n = movegen_legal(pos, moves);
+	for (int i = 0; i < n; i++) {
+		pos_do_move(pos, moves[i]);
+		walk_tree(pos, depth - 1, level + 1, moves, n, visited);
+		pos_undo_move(pos);
+	}
+}
+
+static void test_movegen__generated_moves_agree_with_is_legal(void **state)
+{
+	(void)state;
+	static PerftRow rows[MAX_ROWS];
+	int n = load_perft(rows, MAX_ROWS);
+	static Position pos;
+	const char *prev = "";
+	int visited = 0;
+	for (int i = 0; i < n; i++) {
+		if (strcmp(prev, rows[i].sfen) == 0) continue; /* one walk per position */
+		prev = rows[i].sfen;
+		parse_sfen_or_die(&pos, rows[i].sfen);
+		walk_tree(&pos, 2, 0, NULL, 0, &visited);
+	}
+	printf("checked generation in %d positions\n", visited);
+	assert_true(visited > 1000);
+}
+
+static void test_movegen__sampled_positions_agree_with_is_legal(void **state)
+{
+	(void)state;
+	char *buf = ts_read_file("tests/data/positions/sampled-v1.sfen", NULL);
+	assert_non_null(buf);
+	static Position pos;
+	int count = 0, in_check = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#' || line[0] == '\0') continue;
+		char *tab = strchr(line, '\t');
+		if (tab) *tab = '\0';
+		parse_sfen_or_die(&pos, line);
+		in_check += pos_in_check(&pos);
+		int visited = 0;
+		walk_tree(&pos, 1, 0, NULL, 0, &visited);
+		count++;
+	}
+	free(buf);
+	printf("checked %d sampled positions (%d in check)\n", count, in_check);
+	assert_true(count >= 40);
+	assert_true(in_check >= 8); /* the fixture promises at least 8 in check */
+}
+
+static void test_movegen__no_legal_moves_is_zero(void **state)
+{
+	(void)state;
+	static Position pos;
+	/* pyshogi_no_moves: Black has nothing legal (pawns in hand only nifu/dead squares) */
+	parse_sfen_or_die(
+	    &pos, "+R+N+SGKG+S+N+R/+B+N+SG+LG+S+N+B/P+LPP+LPP+LP/1P2P2P1/9/9/9/9/4k4 b 9P 200");
+	Move moves[MOVEGEN_MAX];
+	assert_int_equal(movegen_legal(&pos, moves), 0);
+	assert_int_equal(movegen_count(&pos), 0);
+	assert_int_equal(perft(&pos, 1), 0);
+	assert_int_equal(perft(&pos, 3), 0);
+
+	/* a plain mate: gold on 5b protected by the pawn on 5c, White king on 5a */
+	parse_sfen_or_die(&pos, "4k4/4G4/4P4/9/9/9/9/9/4K4 w - 1");
+	assert_true(pos_in_check(&pos));
+	assert_int_equal(movegen_count(&pos), 0);
+
+	/* the same without the protecting pawn: the king takes the gold */
+	parse_sfen_or_die(&pos, "4k4/4G4/9/9/9/9/9/9/4K4 w - 1");
+	assert_true(pos_in_check(&pos));
+	/* 4a 6a 4b 6b are all covered by the gold: only 5a5b remains */
+	Move moves1[MOVEGEN_MAX];
+	assert_int_equal(movegen_legal(&pos, moves1), 1);
+	assert_int_equal(moves1[0], move_make(sq_make(4, 0), sq_make(4, 1), false));
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_movegen__perft_matches_fixture),
+	    cmocka_unit_test(test_movegen__divide_sums_to_perft),
+	    cmocka_unit_test(test_movegen__generated_moves_agree_with_is_legal),
+	    cmocka_unit_test(test_movegen__sampled_positions_agree_with_is_legal),
+	    cmocka_unit_test(test_movegen__no_legal_moves_is_zero),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
