@@ -1,0 +1,524 @@
+/*
+ * tests/minimax/test_petashock.c — joseki peta-shock against YaneuraOu's
+ * makebook peta_shock: the two reference fixtures byte for byte (modulo line
+ * endings), shrink, and hand-derived cases: chains, unlisted transpositions,
+ * colour-flipped transpositions, repetition cycles with and without an exit,
+ * pure perpetual check; then a randomised tree whose values must be the
+ * plain negamax of its leaves, and the command's errors.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "minimax/petashock.h"
+#include "shogi/movegen.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+#include "tests/support/support.h"
+
+#define FIX "tests/data/yaneuraou-db/rshogi_book_backprop_"
+#define HDR "#YANEURAOU-DB2016 1.00\n"
+#define START "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL"
+
+static char *strip_cr(char *s)
+{
+	char *w = s;
+	for (char *p = s; *p; p++)
+		if (*p != '\r') *w++ = *p;
+	*w = '\0';
+	return s;
+}
+
+/* Runs the library on `input` and returns the written book (caller frees). */
+static char *run_text(const char *input, bool shrink, PetashockStats *st)
+{
+	char *dir = ts_mkdtemp();
+	char in[512], out[512], err[256] = "";
+	snprintf(in, sizeof in, "%s/in.db", dir);
+	snprintf(out, sizeof out, "%s/out.db", dir);
+	assert_int_equal(ts_write_file(in, input, strlen(input)), 0);
+	PetashockOptions opt = {shrink, NULL, NULL};
+	int rc = petashock_run(st, in, out, &opt, err, sizeof err);
+	if (rc != 0) fail_msg("petashock_run: %d %s", rc, err);
+	char *text = ts_read_file(out, NULL);
+	assert_non_null(text);
+	ts_rmtree(dir);
+	free(dir);
+	return text;
+}
+
+static void check_fixture(const char *name, const char *flag)
+{
+	char *dir = ts_mkdtemp();
+	char *err = NULL, *out = NULL;
+	int rc = ts_runf(&out, &err, "%s peta-shock %s%s_in.db %s/out.db %s", ts_joseki(), FIX, name,
+			 dir, flag);
+	if (rc != 0) fail_msg("exit %d: %s", rc, err);
+	char path[512];
+	snprintf(path, sizeof path, "%s%s_expected.db", FIX, name);
+	char *expected = strip_cr(ts_read_file(path, NULL));
+	snprintf(path, sizeof path, "%s/out.db", dir);
+	char *got = ts_read_file(path, NULL);
+	assert_non_null(got);
+	assert_string_equal(got, expected);
+	assert_non_null(strstr(out, "peta-shock positions "));
+	free(expected);
+	free(got);
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_petashock__matches_yaneuraou_on_the_transposition_fixture(void **state)
+{
+	(void)state;
+	check_fixture("yo", "");
+}
+
+static void test_petashock__matches_yaneuraou_on_the_perpetual_check_fixture(void **state)
+{
+	(void)state;
+	check_fixture("check", "");
+}
+
+static void test_petashock__shrink_keeps_only_moves_with_the_best_value(void **state)
+{
+	(void)state;
+	char *in = strip_cr(ts_read_file(FIX "check_in.db", NULL));
+	char *got = run_text(in, true, NULL);
+	/* 4c5c ties the best value (-80) and is kept, shown one lower. */
+	assert_string_equal(got, HDR "# NOE:4\n"
+				     "sfen 4k4/9/4R4/9/9/9/9/9/K8 w - 1\n5a4a none 80 3\n"
+				     "sfen 5k3/9/4R4/9/9/9/9/9/K8 b - 2\n5c4c none -80 9997\n"
+				     "sfen 5k3/9/5R3/9/9/9/9/9/K8 w - 3\n4a5a none 80 1\n"
+				     "sfen 4k4/9/5R3/9/9/9/9/9/K8 b - 4\n4c4d none -80 0\n"
+				     "4c5c none -81 9997\n");
+	free(got);
+	free(in);
+}
+
+static void test_petashock__values_back_up_a_chain_with_depths(void **state)
+{
+	(void)state;
+	PetashockStats st;
+	char *got = run_text(HDR "sfen " START " b - 1\n7g7f none 10 20 5\n"
+				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+				 "3c3d none -20 18\n"
+				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+				 "2g2f none 30 16\n6g6f none 40 16\n9g9f none 99999 3\n",
+			     false, &st);
+	/* 9g9f is clamped to 32000 and wins; the leaf depths of the input are dropped. */
+	assert_string_equal(got, HDR "# NOE:3\n"
+				     "sfen " START " b - 1\n7g7f none 32000 2\n"
+				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+				     "3c3d none -32000 1\n"
+				     "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+				     "9g9f none 32000 0\n6g6f none 40 0\n2g2f none 30 0\n");
+	assert_int_equal(st.nodes, 3);
+	assert_int_equal(st.const_nodes, 3);
+	assert_int_equal(st.edges, 2);
+	free(got);
+}
+
+static void test_petashock__unlisted_transpositions_become_edges(void **state)
+{
+	(void)state;
+	PetashockStats st;
+	/* 7g7f 3c3d 2g2f and 2g2f 3c3d 7g7f meet; the root lists only 7g7f. */
+	char *got = run_text(HDR "sfen " START " b - 1\n7g7f none 0 0\n"
+				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+				 "3c3d none 0 0\n"
+				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL w - 2\n"
+				 "3c3d none 0 0\n"
+				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+				 "2g2f none 0 0\n"
+				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL b - 3\n"
+				 "7g7f none 0 0\n"
+				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P4P1/PP1PPPP1P/1B5R1/LNSGKGSNL w - 4\n"
+				 "8c8d none -100 0\n",
+			     false, &st);
+	assert_string_equal(got, HDR "# NOE:6\n"
+				     "sfen " START " b - 1\n2g2f none 100 3\n7g7f none 100 3\n"
+				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+				     "3c3d none -100 2\n"
+				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL w - 2\n"
+				     "3c3d none -100 2\n"
+				     "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+				     "2g2f none 100 1\n"
+				     "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL b - 3\n"
+				     "7g7f none 100 1\n"
+				     "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P4P1/PP1PPPP1P/1B5R1/LNSGKGSNL w - 4\n"
+				     "8c8d none -100 0\n");
+	assert_int_equal(st.converged_moves, 1);
+	assert_int_equal(st.edges, 6);
+	free(got);
+}
+
+static void test_petashock__a_position_and_its_colour_flip_are_one_node(void **state)
+{
+	(void)state;
+	/* After 5h5i White is to move in the start position, which is the start
+	 * position with Black to move seen from the other side: the record of the
+	 * start position answers for it. */
+	char *got = run_text(HDR "sfen " START " b - 1\n7g7f none 50 0\n"
+				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B2K2R1/LNSG1GSNL b - 1\n"
+				 "5h5i none 0 0\n5h4h none -10 0\n",
+			     false, NULL);
+	assert_string_equal(got, HDR "# NOE:2\n"
+				     "sfen " START " b - 1\n7g7f none 50 0\n"
+				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B2K2R1/LNSG1GSNL b - 1\n"
+				     "5h4h none -10 0\n5h5i none -50 1\n");
+	free(got);
+}
+
+/* Four king shuffles back to the first position; each position has one exit. */
+static char *cycle_book(int e1, int e2, int e3, int e4)
+{
+	static char buf[1024];
+	snprintf(buf, sizeof buf,
+		 HDR "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1\n5i4i none 0 0\n5i6i none %d 0\n"
+		     "sfen 4k4/9/9/9/9/9/9/9/5K3 w - 2\n5a4a none 0 0\n5a6a none %d 0\n"
+		     "sfen 5k3/9/9/9/9/9/9/9/5K3 b - 3\n4i5i none 0 0\n4i3i none %d 0\n"
+		     "sfen 5k3/9/9/9/9/9/9/9/4K4 w - 4\n4a5a none 0 0\n4a3a none %d 0\n",
+		 e1, e2, e3, e4);
+	return buf;
+}
+
+static void test_petashock__a_cycle_both_sides_prefer_stays_a_draw(void **state)
+{
+	(void)state;
+	PetashockStats st;
+	char *got = run_text(cycle_book(-100, -100, -100, -100), false, &st);
+	assert_string_equal(got, HDR "# NOE:4\n"
+				     "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1\n5i4i none 0 9999\n5i6i none -100 0\n"
+				     "sfen 4k4/9/9/9/9/9/9/9/5K3 w - 2\n5a4a none 0 9999\n5a6a none -100 0\n"
+				     "sfen 5k3/9/9/9/9/9/9/9/5K3 b - 3\n4i5i none 0 9999\n4i3i none -100 0\n"
+				     "sfen 5k3/9/9/9/9/9/9/9/4K4 w - 4\n4a5a none 0 9999\n4a3a none -100 0\n");
+	assert_int_equal(st.const_nodes, 0);
+	assert_int_equal(st.check_loop2, 0);
+	free(got);
+}
+
+static void test_petashock__the_side_with_a_good_exit_leaves_the_cycle(void **state)
+{
+	(void)state;
+	/* White's exits are worth +50 to White, Black's -100 to Black: White
+	 * leaves at once; Black enters the cycle (-50) rather than exit (-100).
+	 * White's cycle move ties the exit's value by a longer route: shown 49. */
+	char *got = run_text(cycle_book(-100, 50, -100, 50), false, NULL);
+	assert_string_equal(got, HDR "# NOE:4\n"
+				     "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1\n5i4i none -50 1\n5i6i none -100 0\n"
+				     "sfen 4k4/9/9/9/9/9/9/9/5K3 w - 2\n5a6a none 50 0\n5a4a none 49 2\n"
+				     "sfen 5k3/9/9/9/9/9/9/9/5K3 b - 3\n4i5i none -50 1\n4i3i none -100 0\n"
+				     "sfen 5k3/9/9/9/9/9/9/9/4K4 w - 4\n4a3a none 50 0\n4a5a none 49 2\n");
+	free(got);
+}
+
+static void test_petashock__perpetual_check_without_an_exit_loses_for_the_checker(void **state)
+{
+	(void)state;
+	PetashockStats st;
+	char *got = run_text(HDR "sfen 4k4/9/4R4/9/9/9/9/9/K8 w - 1\n5a4a none 0 17 3\n5a6a none -200 11 1\n"
+				 "sfen 5k3/9/4R4/9/9/9/9/9/K8 b - 2\n5c4c none 0 19 3\n"
+				 "sfen 5k3/9/5R3/9/9/9/9/9/K8 w - 3\n4a5a none 0 21 3\n4a3a none -200 15 1\n"
+				 "sfen 4k4/9/5R3/9/9/9/9/9/K8 b - 4\n4c5c none 0 23 3\n",
+			     false, &st);
+	assert_string_equal(got, HDR "# NOE:4\n"
+				     "sfen 4k4/9/4R4/9/9/9/9/9/K8 w - 1\n5a4a none 32000 9999\n5a6a none -200 0\n"
+				     "sfen 5k3/9/4R4/9/9/9/9/9/K8 b - 2\n5c4c none -32000 9997\n"
+				     "sfen 5k3/9/5R3/9/9/9/9/9/K8 w - 3\n4a5a none 32000 9999\n4a3a none -200 0\n"
+				     "sfen 4k4/9/5R3/9/9/9/9/9/K8 b - 4\n4c5c none -32000 9997\n");
+	assert_int_equal(st.in_check, 2);
+	assert_int_equal(st.check_loop1, 2);
+	assert_int_equal(st.check_loop2, 4);
+	free(got);
+}
+
+/*
+ * Random books of legal lines from the start position, every record listing
+ * one to three moves with random values. The oracle below is plain negamax
+ * over the book graph, written from the rules alone: a node is a position up
+ * to colour flip, every legal move reaching a book node is an edge, other
+ * listed moves are leaves; ties by depth (shorter when winning, longer when
+ * losing). Books where the oracle would meet a cycle are regenerated.
+ */
+enum { RT_N = 60 };
+typedef struct {
+	char sfen[SFEN_MAX];
+	Position bpos; /* Black to move (flipped when the record is White's) */
+	Key wkey;      /* key of the White-to-move form */
+	int nmoves;
+	Move moves[3]; /* as written (for the record's side to move) */
+	int values[3];
+	int parent;
+	Move via;
+	int state; /* oracle: 0 new, 1 on path, 2 done */
+	int value, depth;
+} RtNode;
+
+static RtNode rt[RT_N];
+
+static void flip_pos(Position *out, const Position *in)
+{
+	Piece board[SQ_NB];
+	for (Square sq = 0; sq < SQ_NB; sq++) {
+		Piece p = in->board[sq];
+		board[80 - sq] = p ? piece_make(color_flip(piece_color(p)), piece_type(p)) : 0;
+	}
+	Hand hand[COLOR_NB] = {in->hand[WHITE], in->hand[BLACK]};
+	assert_int_equal(pos_set(out, board, hand, color_flip(in->side), in->game_ply, NULL), 0);
+}
+
+static Move flip_mv(Move m)
+{
+	if (move_is_drop(m)) return move_make_drop(move_drop_type(m), 80 - move_to(m));
+	return move_make(80 - move_from(m), 80 - move_to(m), move_is_promote(m));
+}
+
+static int rt_find(int n, Key wkey)
+{
+	for (int i = 0; i < n; i++)
+		if (key_equal(rt[i].wkey, wkey)) return i;
+	return -1;
+}
+
+static void rt_set_node(int i, const Position *pos)
+{
+	static Position tmp;
+	sfen_write(pos, rt[i].sfen, SFEN_MAX);
+	flip_pos(&tmp, pos);
+	if (pos->side == WHITE) {
+		rt[i].wkey = pos_key(pos);
+		rt[i].bpos = tmp;
+	} else {
+		rt[i].wkey = pos_key(&tmp);
+		rt[i].bpos = *pos;
+	}
+}
+
+/* Negamax of node i as (value for its side to move, depth); false on a cycle. */
+static bool rt_negamax(int n, int i)
+{
+	if (rt[i].state == 2) return true;
+	if (rt[i].state == 1) return false;
+	rt[i].state = 1;
+	const Position *bp = &rt[i].bpos;
+	int bv = -100000, bd = 0;
+	Move legal[MOVEGEN_MAX], edges[MOVEGEN_MAX];
+	int nl = movegen_legal(bp, legal), ne = 0;
+	for (int k = 0; k < nl; k++) {
+		int j = rt_find(n, pos_key_after(bp, legal[k]));
+		if (j < 0) continue;
+		if (!rt_negamax(n, j)) return false;
+		edges[ne++] = legal[k];
+		int v = -rt[j].value, d = rt[j].depth;
+		if (v > bv || (v == bv && (v >= 0 ? d < bd : d > bd))) {
+			bv = v;
+			bd = d;
+		}
+	}
+	bool rec_white = strstr(rt[i].sfen, " w ") != NULL;
+	for (int k = 0; k < rt[i].nmoves; k++) {
+		Move m = rec_white ? flip_mv(rt[i].moves[k]) : rt[i].moves[k];
+		bool is_edge = false;
+		for (int e = 0; e < ne; e++)
+			if (edges[e] == m) is_edge = true;
+		if (is_edge) continue;
+		int v = rt[i].values[k], d = 0;
+		if (v > bv || (v == bv && (v >= 0 ? d < bd : d > bd))) {
+			bv = v;
+			bd = d;
+		}
+	}
+	rt[i].value = bv;
+	rt[i].depth = bd + 1;
+	rt[i].state = 2;
+	return true;
+}
+
+static void rt_position(int i, Position *out)
+{
+	Move path[RT_N];
+	int len = 0;
+	for (int q = i; rt[q].parent >= 0; q = rt[q].parent) path[len++] = rt[q].via;
+	pos_set_startpos(out);
+	for (int k = len - 1; k >= 0; k--) pos_do_move(out, path[k]);
+}
+
+/* Builds a random book of about RT_N nodes; returns the node count. */
+static int rt_build(void)
+{
+	static Position walk, child;
+	pos_set_startpos(&walk);
+	memset(rt, 0, sizeof rt);
+	rt_set_node(0, &walk);
+	rt[0].parent = -1;
+	int n = 1;
+	for (int tries = 0; n < RT_N && tries < 10000; tries++) {
+		int p = rand() % n;
+		if (rt[p].nmoves == 3) continue;
+		rt_position(p, &walk);
+		Move legal[MOVEGEN_MAX];
+		int nl = movegen_legal(&walk, legal);
+		if (nl == 0) continue;
+		Move m = legal[rand() % nl];
+		bool dup = false;
+		for (int k = 0; k < rt[p].nmoves; k++)
+			if (rt[p].moves[k] == m) dup = true;
+		if (dup) continue;
+		child = walk;
+		pos_do_move(&child, m);
+		int slot = rt[p].nmoves;
+		rt[p].moves[slot] = m;
+		rt[p].values[slot] = (rand() % 7 - 3) * 50; /* few values: many ties */
+		if (rand() % 4 == 0) { /* a leaf move, unless it reaches a book node */
+			rt_set_node(n, &child);
+			if (rt_find(n, rt[n].wkey) >= 0) continue;
+			rt[p].nmoves++;
+			continue;
+		}
+		rt_set_node(n, &child);
+		if (rt_find(n, rt[n].wkey) >= 0) continue; /* one record per node */
+		rt[p].nmoves++;
+		rt[n].parent = p;
+		rt[n].via = m;
+		n++;
+	}
+	/* Every node lists at least one move, so it has a value of its own. */
+	for (int i = 0; i < n; i++) {
+		if (rt[i].nmoves) continue;
+		rt_position(i, &walk);
+		Move legal[MOVEGEN_MAX];
+		int nl = movegen_legal(&walk, legal);
+		assert_true(nl > 0);
+		rt[i].moves[0] = legal[rand() % nl];
+		rt[i].values[0] = (rand() % 7 - 3) * 50; /* few values: many ties */
+		rt[i].nmoves = 1;
+	}
+	return n;
+}
+
+static void test_petashock__random_books_get_plain_negamax_values(void **state)
+{
+	(void)state;
+	unsigned long long seed = ts_seed("petashock_random_books");
+	srand((unsigned)seed);
+	for (int round = 0; round < 5; round++) {
+		int n;
+		bool acyclic;
+		do {
+			n = rt_build();
+			acyclic = true;
+			for (int i = 0; i < n && acyclic; i++) acyclic = rt_negamax(n, i);
+		} while (!acyclic);
+		size_t cap = 64 * 1024, used = 0;
+		char *text = malloc(cap);
+		used += (size_t)snprintf(text + used, cap - used, HDR);
+		for (int i = 0; i < n; i++) {
+			used += (size_t)snprintf(text + used, cap - used, "sfen %s\n", rt[i].sfen);
+			for (int k = 0; k < rt[i].nmoves; k++) {
+				char us[USI_MOVE_MAX];
+				usi_move_write(rt[i].moves[k], us);
+				used += (size_t)snprintf(text + used, cap - used, "%s none %d 0\n", us,
+							 rt[i].values[k]);
+			}
+		}
+		PetashockStats st;
+		char *got = run_text(text, true, &st);
+		assert_int_equal(st.nodes, (size_t)n);
+		assert_int_equal(st.const_nodes, (size_t)n);
+		assert_true(st.edges >= (size_t)n - 1);
+		/* With shrink, a record's first move line is its best move. */
+		char *line = got;
+		for (int i = 0; i < n; i++) {
+			char want[SFEN_MAX + 8] = "sfen ";
+			size_t sl = strnlen(rt[i].sfen, SFEN_MAX - 1);
+			memcpy(want + 5, rt[i].sfen, sl);
+			memcpy(want + 5 + sl, "\n", 2);
+			line = strstr(line, want);
+			assert_non_null(line);
+			line = strchr(line, '\n') + 1;
+			char mv[16];
+			int gv, gd;
+			assert_int_equal(sscanf(line, "%15s none %d %d", mv, &gv, &gd), 3);
+			if (gv != rt[i].value || gd != rt[i].depth - 1)
+				fail_msg("seed %llu round %d node %d (%s): got %d %d, negamax %d %d", seed,
+					 round, i, rt[i].sfen, gv, gd, rt[i].value, rt[i].depth - 1);
+		}
+		free(got);
+		free(text);
+	}
+}
+
+static void test_petashock__bad_input_lines_are_reported_and_skipped(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char in[512];
+	snprintf(in, sizeof in, "%s/in.db", dir);
+	const char *book = HDR "sfen " START " b - 1\n7g7e none 5 0\n7g7f none 5 0\n";
+	assert_int_equal(ts_write_file(in, book, strlen(book)), 0);
+	char *err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s peta-shock %s %s/out.db", ts_joseki(), in, dir), 0);
+	assert_non_null(strstr(err, "in.db:3: illegal book move '7g7e'"));
+	char path[512];
+	snprintf(path, sizeof path, "%s/out.db", dir);
+	char *got = ts_read_file(path, NULL);
+	assert_string_equal(got, HDR "# NOE:1\nsfen " START " b - 1\n7g7f none 5 0\n");
+	free(got);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_petashock__command_errors_write_nothing(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char *err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s peta-shock %s/missing.db %s/out.db", ts_joseki(),
+				 dir, dir),
+			 1);
+	assert_non_null(strstr(err, "joseki: peta-shock:"));
+	assert_non_null(strstr(err, "missing.db"));
+	char path[512];
+	snprintf(path, sizeof path, "%s/out.db", dir);
+	assert_null(ts_read_file(path, NULL));
+	free(err);
+	err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s peta-shock %s/only-one.db", ts_joseki(), dir), 2);
+	assert_non_null(strstr(err, "usage: joseki peta-shock"));
+	free(err);
+	err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s peta-shock a.db b.db --bogus", ts_joseki()), 2);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_petashock__matches_yaneuraou_on_the_transposition_fixture),
+		cmocka_unit_test(test_petashock__matches_yaneuraou_on_the_perpetual_check_fixture),
+		cmocka_unit_test(test_petashock__shrink_keeps_only_moves_with_the_best_value),
+		cmocka_unit_test(test_petashock__values_back_up_a_chain_with_depths),
+		cmocka_unit_test(test_petashock__unlisted_transpositions_become_edges),
+		cmocka_unit_test(test_petashock__a_position_and_its_colour_flip_are_one_node),
+		cmocka_unit_test(test_petashock__a_cycle_both_sides_prefer_stays_a_draw),
+		cmocka_unit_test(test_petashock__the_side_with_a_good_exit_leaves_the_cycle),
+		cmocka_unit_test(test_petashock__perpetual_check_without_an_exit_loses_for_the_checker),
+		cmocka_unit_test(test_petashock__random_books_get_plain_negamax_values),
+		cmocka_unit_test(test_petashock__bad_input_lines_are_reported_and_skipped),
+		cmocka_unit_test(test_petashock__command_errors_write_nothing),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
