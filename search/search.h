@@ -39,6 +39,7 @@ enum {
 	SEARCH_EPROTOCOL = -7,  /* unreadable bestmove, or only malformed output */
 	SEARCH_EILLEGAL = -8,   /* the engine's best move is illegal in the position */
 	SEARCH_EIO = -9,        /* a system call failed (pipe, poll, write) */
+	SEARCH_ECANCELED = -10, /* the caller's cancel flag was raised (Ctrl-C) */
 };
 
 /* Largest MultiPV a core accepts, and longest PV kept per line. */
@@ -178,6 +179,7 @@ static inline const char *search_strerror(int code)
 	case SEARCH_EPROTOCOL: return "engine output unreadable";
 	case SEARCH_EILLEGAL: return "engine answered an illegal move";
 	case SEARCH_EIO: return "engine I/O error";
+	case SEARCH_ECANCELED: return "search cancelled";
 	default: return "unknown search error";
 	}
 }

@@ -56,6 +56,7 @@ struct UsiEngine {
 	char rbuf[USI_RBUF];
 	size_t rstart, rend;
 	bool discarding; /* inside an overlong line */
+	bool draining;   /* reading the answer to a cancel's stop: ignore the flag */
 
 	char cmd[USI_CMD_MAX];
 	Position scratch;
@@ -64,7 +65,7 @@ struct UsiEngine {
 	bool have[SEARCH_MULTIPV_MAX];
 };
 
-enum { LINE_TIMEOUT = 0, LINE_OK = 1, LINE_OVERLONG = 2 };
+enum { LINE_TIMEOUT = 0, LINE_OK = 1, LINE_OVERLONG = 2, LINE_CANCEL = 3 };
 
 static int64_t now_ms(void)
 {
@@ -349,7 +350,8 @@ static int write_all(UsiEngine *e, const char *buf, size_t len)
 /*
  * Reads one line (without its line break) before deadline. Returns LINE_OK
  * with *line and *len pointing into the read buffer (valid until the next call),
- * LINE_OVERLONG for a line that did not fit (skipped), LINE_TIMEOUT, or
+ * LINE_OVERLONG for a line that did not fit (skipped), LINE_TIMEOUT,
+ * LINE_CANCEL when the caller's cancel flag is up (unless draining), or
  * SEARCH_ECRASH on end of file / SEARCH_EIO.
  */
 static int read_line(UsiEngine *e, int64_t deadline, const char **line, size_t *len)
@@ -384,8 +386,12 @@ static int read_line(UsiEngine *e, int64_t deadline, const char **line, size_t *
 		int64_t left = deadline - now_ms();
 		if (left <= 0)
 			return LINE_TIMEOUT;
+		if (e->cfg.cancel && *e->cfg.cancel && !e->draining)
+			return LINE_CANCEL;
+		/* With a cancel flag, wake up often enough to notice it. */
+		int64_t slice = e->cfg.cancel ? 50 : 1000000;
 		struct pollfd p = {.fd = e->from_fd, .events = POLLIN};
-		int pr = poll(&p, 1, left > 1000000 ? 1000000 : (int)left);
+		int pr = poll(&p, 1, (int)(left < slice ? left : slice));
 		if (pr < 0) {
 			if (errno == EINTR)
 				continue;
@@ -446,6 +452,9 @@ static int wait_for(UsiEngine *e, const char *word, int64_t deadline, const char
 			return crashed(e, when);
 		if (r < 0)
 			return r;
+		if (r == LINE_CANCEL)
+			return fail(e, SEARCH_ECANCELED, "%s: cancelled while waiting for \"%s\"",
+				    e->path, word);
 		if (r == LINE_TIMEOUT)
 			return fail(e, SEARCH_EHANDSHAKE, "%s: no \"%s\" within %d ms %s", e->path,
 				    word, e->cfg.handshake_timeout_ms, when);
@@ -632,6 +641,36 @@ static void collect_lines(UsiEngine *e, SearchResult *out, const Position *pos, 
 	}
 }
 
+/*
+ * The caller gave up on this search: stop it and wait for the bestmove that
+ * ends it, so the engine stays in step and can be kept; kill it otherwise.
+ */
+static int cancel_search(UsiEngine *e)
+{
+	const char *line;
+	size_t len;
+	int64_t deadline = now_ms() + e->cfg.stop_grace_ms;
+	bool answered = false;
+
+	log_msg(e, "search cancelled; sending stop");
+	if (write_all(e, "stop\n", 5) == 0) {
+		e->draining = true;
+		for (;;) {
+			int r = read_line(e, deadline, &line, &len);
+			if (r < 0 || r == LINE_TIMEOUT)
+				break;
+			if (r == LINE_OK && starts_word(line, len, "bestmove", NULL)) {
+				answered = true;
+				break;
+			}
+		}
+		e->draining = false;
+	}
+	if (!answered)
+		kill_engine(e, false);
+	return fail(e, SEARCH_ECANCELED, "%s: search cancelled", e->path);
+}
+
 static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int multipv,
 		       size_t cmd_len, int64_t limit_ms)
 {
@@ -644,8 +683,11 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 
 	if (e->pid <= 0 && (rc = start(e)) < 0)
 		return rc;
-	if (e->new_game_pending && (rc = ready_and_new_game(e)) < 0)
+	if (e->new_game_pending && (rc = ready_and_new_game(e)) < 0) {
+		if (rc == SEARCH_ECANCELED)
+			kill_engine(e, false); /* a readyok may still come: out of step */
 		return rc;
+	}
 	if ((rc = write_all(e, e->cmd, cmd_len)) < 0)
 		return rc == SEARCH_ECRASH ? crashed(e, "before the search") : rc;
 	e->cur_multipv = multipv;
@@ -661,6 +703,8 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 			return crashed(e, "during the search");
 		if (r < 0)
 			return r;
+		if (r == LINE_CANCEL)
+			return cancel_search(e);
 		if (r == LINE_TIMEOUT) {
 			if (stopped)
 				return fail(e, SEARCH_ETIMEOUT,
@@ -755,6 +799,8 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
 			    SEARCH_MULTIPV_MAX);
 	if (pos->nstates < 1 || pos->nstates > POS_MAX_STATES)
 		return fail(e, SEARCH_EINVAL, "analyse: position has no state");
+	if (e->cfg.cancel && *e->cfg.cancel)
+		return fail(e, SEARCH_ECANCELED, "%s: search cancelled", e->path);
 	if ((rc = build_commands(e, &cmd_len, pos, budget, multipv)) < 0)
 		return rc;
 	limit_ms = usi_engine_hard_limit_ms(&e->cfg, budget);
@@ -766,6 +812,8 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
 			e->stats.positions++;
 			return 0;
 		}
+		if (rc == SEARCH_ECANCELED)
+			return rc; /* not the engine's fault: no retry, not a failure */
 		if (rc == SEARCH_EINVAL || rc == SEARCH_ENOMEM)
 			break;
 		log_msg(e, "attempt %d failed (%s); engine %s", attempt, search_strerror(rc),

@@ -38,6 +38,7 @@
 #ifndef SEARCH_USI_ENGINE_H
 #define SEARCH_USI_ENGINE_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "search/search.h"
@@ -63,6 +64,13 @@ typedef struct {
 	int depth_limit_ms;        /* depth budgets: hard limit; default 600000 */
 	int stop_grace_ms;         /* after stop, before kill; default 1000 */
 	int max_garbage;           /* unreadable lines per search before giving up; default 10000 */
+	/*
+	 * Optional cancel flag (e.g. set by a SIGINT handler), polled every 50 ms.
+	 * When it becomes non-zero, the engine is told stop, given stop_grace_ms
+	 * to answer (and kept if it does, killed otherwise) and the call returns
+	 * SEARCH_ECANCELED without retrying. Must outlive the engine.
+	 */
+	const volatile sig_atomic_t *cancel;
 } UsiEngineConfig;
 
 /* Fills *cfg with the defaults above and no path. */

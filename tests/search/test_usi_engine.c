@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -527,6 +529,63 @@ static void test_search__usi_driver_overhead_is_small(void **state)
 	free(pos);
 }
 
+static volatile sig_atomic_t cancel_flag;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	cancel_flag = 1;
+}
+
+/* Raises cancel_flag from a signal handler after ms, as a Ctrl-C would. */
+static void cancel_after(int ms)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, NULL);
+	struct itimerval it = {{0, 0}, {0, ms * 1000}};
+	cancel_flag = 0;
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void test_search__usi_cancel_stops_and_keeps_an_answering_engine(void **state)
+{
+	Fixture *f = *state;
+	UsiEngineStats st;
+	f->cfg.cancel = &cancel_flag;
+	assert_int_equal(open_fake(f, "hang_stop"), 0);
+	int pid = usi_engine_pid(f->e);
+	SearchBudget long_think = {SEARCH_BUDGET_MOVETIME, 60000};
+	cancel_after(100);
+	int64_t t0 = mono_ms();
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &long_think, 3),
+			 SEARCH_ECANCELED);
+	assert_true(mono_ms() - t0 < 1000);
+	/* it answered stop: same process, still in step */
+	assert_int_equal(usi_engine_pid(f->e), pid);
+	assert_int_equal(analyse(f, "startpos", 3), SEARCH_ECANCELED); /* flag still up */
+	cancel_flag = 0;
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.failures, 0);
+	assert_int_equal(st.retries, 0);
+	usi_engine_free(f->e);
+	f->e = NULL;
+
+	/* an engine that ignores stop is killed; the next position gets a new one */
+	unlink(f->state);
+	assert_int_equal(open_fake(f, "hang_go,ok"), 0);
+	pid = usi_engine_pid(f->e);
+	cancel_after(100);
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &long_think, 3),
+			 SEARCH_ECANCELED);
+	assert_int_equal(usi_engine_pid(f->e), -1);
+	cancel_flag = 0;
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_startpos_answer(&f->res);
+	assert_int_not_equal(usi_engine_pid(f->e), pid);
+}
+
 static void test_search__usi_pool_spreads_positions_and_survives_a_crash(void **state)
 {
 	Fixture *f = *state;
@@ -672,6 +731,7 @@ int main(int argc, char **argv)
 		T(test_search__usi_through_the_search_interface),
 		T(test_search__usi_hard_limit_follows_the_budget),
 		T(test_search__usi_driver_overhead_is_small),
+		T(test_search__usi_cancel_stops_and_keeps_an_answering_engine),
 		T(test_search__usi_pool_spreads_positions_and_survives_a_crash),
 		T(test_search__usi_pool_open_failure_leaves_nothing),
 		T(test_search__usi_real_engine_if_given),
