@@ -303,13 +303,16 @@ static int qsearch(Engine *e, int alpha, int beta, int ply)
 static int search(Engine *e, int depth, int alpha, int beta, int ply, bool pv_node)
 {
 	Position *pos = &e->pos;
+	if (is_repetition(pos)) {
+		e->pv_len[ply] = ply;
+		return 0;
+	}
 	if (depth <= 0) return qsearch(e, alpha, beta, ply);
 	e->nodes++;
 	e->pv_len[ply] = ply;
 	if (ply > e->seldepth) e->seldepth = ply;
 	if (check_abort(e)) return 0;
 	if (ply >= ENGINE_MAX_PLY - 1) return clamp_eval(eval_position(pos));
-	if (is_repetition(pos)) return 0;
 
 	/* Mate distance pruning: no line here can beat a mate already found nearer. */
 	if (alpha < -(VALUE_MATE - ply)) alpha = -(VALUE_MATE - ply);
