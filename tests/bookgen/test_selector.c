@@ -1,0 +1,467 @@
+/*
+ * tests/bookgen/test_selector.c — the selector on small hand-built books with
+ * known values: the expected leaf, successive leaves under leases, a PV ending
+ * in a repetition banned, bounds reused and invalidated by new results (the
+ * incremental answer equals a fresh selector's), the kif bonus, window and
+ * sqrt batches, and `joseki select --json`.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "bookdb/bookdb.h"
+#include "bookgen/selector.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+#include "tests/support/support.h"
+
+/* A book position: the line reaching it and its stored moves. */
+typedef struct {
+	const char *mv;
+	int eval;
+	int count; /* games played (kif statistics) */
+} TMove;
+
+typedef struct {
+	const char *line; /* "startpos" or "startpos moves ..." */
+	bool thought;
+	TMove moves[8];
+} TPos;
+
+static Key line_key(const char *line)
+{
+	Position *pos = malloc(sizeof *pos);
+	char err[SHOGI_ERRLEN];
+	assert_non_null(pos);
+	assert_int_equal(position_parse(pos, line, err), 0);
+	Key k = pos_key(pos);
+	free(pos);
+	return k;
+}
+
+static void fill_record(BookRecord *rec, const TPos *tp)
+{
+	Position *pos = malloc(sizeof *pos);
+	char err[SHOGI_ERRLEN];
+	assert_non_null(pos);
+	assert_int_equal(position_parse(pos, tp->line, err), 0);
+	bookdb_record_init(rec, pos);
+	if (tp->thought) {
+		rec->flags |= BOOKDB_REC_THOUGHT;
+		rec->think_depth = 10;
+	}
+	for (int j = 0; j < 8 && tp->moves[j].mv; j++) {
+		BookMove *m = &rec->moves[rec->nmoves++];
+		assert_int_equal(usi_move_parse_legal(&m->move, pos, tp->moves[j].mv,
+						      strlen(tp->moves[j].mv), err),
+				 0);
+		m->flags = BOOKDB_MOVE_EVAL;
+		m->eval = (int16_t)tp->moves[j].eval;
+		m->depth = 10;
+		if (tp->moves[j].count) {
+			m->flags |= BOOKDB_MOVE_STATS;
+			m->count = (uint32_t)tp->moves[j].count;
+		}
+	}
+	free(pos);
+}
+
+/* Writes the positions into a fresh book under dir. */
+static void write_book(const char *dir, const TPos *tps, size_t n)
+{
+	BookDB *db = NULL;
+	BookTxn *txn = NULL;
+	BookRecord *rec = malloc(sizeof *rec);
+	char err[BOOKDB_ERRLEN];
+	assert_non_null(rec);
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	for (size_t i = 0; i < n; i++) {
+		fill_record(rec, &tps[i]);
+		assert_int_equal(bookdb_put(txn, line_key(tps[i].line), rec), 0);
+	}
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+	free(rec);
+}
+
+/* A selector over the book with the start position as root. */
+static Selector *open_selector(const char *dir, int kif_bonus)
+{
+	BookDB *db = NULL;
+	Selector *s = NULL;
+	char err[BOOKDB_ERRLEN];
+	BookDBOptions bo = {.read_only = true};
+	SelOptions opt = {.kif_bonus = kif_bonus, .draw_value = 0};
+	assert_int_equal(bookdb_open(&db, dir, &bo, err), 0);
+	assert_int_equal(sel_new(&s, &opt), 0);
+	assert_int_equal(sel_load(s, db), 0);
+	bookdb_free(db);
+	assert_int_equal(sel_add_root(s, line_key("startpos"), BLACK), 0);
+	return s;
+}
+
+/* The USI line "startpos moves ..." of a leaf. */
+static void leaf_line(char *out, size_t cap, const SelLeaf *l)
+{
+	size_t n = (size_t)snprintf(out, cap, "startpos");
+	if (l->nmoves) n += (size_t)snprintf(out + n, cap - n, " moves");
+	for (int j = 0; j < l->nmoves; j++) {
+		char mv[USI_MOVE_MAX];
+		usi_move_write(l->moves[j], mv);
+		n += (size_t)snprintf(out + n, cap - n, " %s", mv);
+	}
+}
+
+static void assert_leaf(const SelLeaf *l, const char *line, int value)
+{
+	char got[4096];
+	leaf_line(got, sizeof got, l);
+	assert_string_equal(got, line);
+	assert_int_equal(l->value, value);
+	assert_true(key_equal(l->key, line_key(line)));
+}
+
+/*
+ * Root value 40 along 7g7f 8c8d. Values from Black's view:
+ *   7g7f 8c8d 40, 7g7f 3c3d 50, 2g2f 3c3d 25, 2g2f 8c8d 30, 5g5f -20.
+ */
+static const TPos SMALL[] = {
+	{"startpos", true, {{"7g7f", 50, 0}, {"2g2f", 30, 0}, {"5g5f", -20, 0}}},
+	{"startpos moves 7g7f", true, {{"3c3d", -50, 0}, {"8c8d", -40, 0}}},
+	{"startpos moves 2g2f", true, {{"8c8d", -30, 0}, {"3c3d", -25, 0}}},
+};
+
+static void test_bookgen__selector_returns_the_pv_leaf_then_the_next_best(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	write_book(dir, SMALL, sizeof SMALL / sizeof SMALL[0]);
+	Selector *s = open_selector(dir, 100);
+	SelLeaf *l = malloc(sizeof *l);
+	assert_non_null(l);
+	static const struct {
+		const char *line;
+		int value;
+	} want[] = {
+		{"startpos moves 7g7f 8c8d", 40}, {"startpos moves 7g7f 3c3d", 50},
+		{"startpos moves 2g2f 3c3d", 25}, {"startpos moves 2g2f 8c8d", 30},
+		{"startpos moves 5g5f", -20},
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		assert_int_equal(sel_select(l, s), 1);
+		assert_leaf(l, want[i].line, want[i].value);
+		assert_false(sel_is_thought(s, l->key));
+		assert_false(sel_is_leased(s, l->key));
+		assert_int_equal(sel_lease(s, l->key), 0);
+		assert_true(sel_is_leased(s, l->key));
+	}
+	assert_int_equal(sel_select(l, s), 0);
+	/* A released leaf is selectable again. */
+	assert_int_equal(sel_release(s, line_key("startpos moves 5g5f")), 0);
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 5g5f", -20);
+	free(l);
+	sel_free(s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
+ * A cycle: 2h3h 8b7b 3h2h 7b8b comes back to the start position. Every way out
+ * of it is bad for the side that leaves, so the first PV ends in the
+ * repetition (value 0); that move is banned and the next leaf is 2h3h 3c3d.
+ */
+static const TPos CYCLE[] = {
+	{"startpos", true, {{"2h3h", 0, 0}, {"7g7f", -100, 0}}},
+	{"startpos moves 2h3h", true, {{"8b7b", 0, 0}, {"3c3d", -200, 0}}},
+	{"startpos moves 2h3h 8b7b", true, {{"3h2h", 0, 0}, {"7g7f", -200, 0}}},
+	{"startpos moves 2h3h 8b7b 3h2h", true, {{"7b8b", 0, 0}, {"3c3d", -300, 0}}},
+};
+
+static void test_bookgen__selector_bans_a_pv_ending_in_a_cycle(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	write_book(dir, CYCLE, sizeof CYCLE / sizeof CYCLE[0]);
+	Selector *s = open_selector(dir, 100);
+	SelLeaf *l = malloc(sizeof *l);
+	SelStats st;
+	assert_non_null(l);
+	int v;
+	bool has;
+	assert_int_equal(sel_root_value(&v, &has, s, 0), 0);
+	assert_true(has);
+	assert_int_equal(v, 0); /* the repetition is the best line */
+	assert_int_equal(sel_select(l, s), 1);
+	sel_get_stats(&st, s);
+	assert_int_equal(st.bans, 1);
+	/* Banned 7b8b: White at the end of the cycle must play 3c3d (-300), so
+	 * Black goes round, White leaves at once: 2h3h 3c3d, 200 for Black. */
+	assert_leaf(l, "startpos moves 2h3h 3c3d", 200);
+	assert_int_equal(sel_lease(s, l->key), 0);
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 2h3h 8b7b 3h2h 3c3d", 300);
+	/* Selections go on without stalling until every leaf is leased. */
+	int n = 1;
+	while (sel_select(l, s) == 1) {
+		assert_int_equal(sel_lease(s, l->key), 0);
+		assert_true(++n < 10);
+	}
+	assert_int_equal(n, 4); /* 3c3d x2 (distinct plies), 7g7f x2 */
+	free(l);
+	sel_free(s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* Five thought replies to the start position, each with two leaf answers. */
+static const TPos WIDE[] = {
+	{"startpos", true, {{"7g7f", 0, 0}, {"2g2f", 0, 0}, {"5g5f", 0, 0}, {"6g6f", 0, 0},
+			    {"1g1f", 0, 0}}},
+	{"startpos moves 7g7f", true, {{"3c3d", -50, 0}, {"8c8d", -40, 0}}},
+	{"startpos moves 2g2f", true, {{"8c8d", -30, 0}, {"3c3d", -25, 0}}},
+	{"startpos moves 5g5f", true, {{"8c8d", -10, 0}, {"3c3d", 5, 0}}},
+	{"startpos moves 6g6f", true, {{"8c8d", -20, 0}, {"3c3d", -15, 0}}},
+	{"startpos moves 1g1f", true, {{"8c8d", 20, 0}, {"3c3d", 30, 0}}},
+};
+
+static void test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	write_book(dir, WIDE, sizeof WIDE / sizeof WIDE[0]);
+	Selector *s = open_selector(dir, 100);
+	SelLeaf *l = malloc(sizeof *l);
+	SelStats a, b;
+	assert_non_null(l);
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 7g7f 8c8d", 40);
+	sel_get_stats(&a, s);
+	assert_int_equal(a.visits, 6); /* root and the five replies */
+	/* Nothing changed: only the PV nodes are searched again, the rest of the
+	 * root's moves are answered by stored bounds. */
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 7g7f 8c8d", 40);
+	sel_get_stats(&b, s);
+	assert_int_equal(b.visits - a.visits, 2);
+	assert_true(b.tt_hits - a.tt_hits >= 4);
+	/* A lease below 7g7f clears the root and 7g7f only. */
+	assert_int_equal(sel_lease(s, l->key), 0);
+	a = b;
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 7g7f 3c3d", 50);
+	sel_get_stats(&b, s);
+	assert_true(b.visits - a.visits < 6);
+
+	/* A result: 7g7f 3c3d is thought, and its best answer is bad for White
+	 * (2g2f from Black: 100), so 7g7f 3c3d now scores -100 for White: Black's
+	 * value through 7g7f is 100, the new leaf is below it. */
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_non_null(rec);
+	TPos res = {"startpos moves 7g7f 3c3d", true, {{"2g2f", 100, 0}, {"6g6f", 90, 0}}};
+	fill_record(rec, &res);
+	assert_int_equal(sel_is_leased(s, line_key(res.line)), false);
+	assert_int_equal(sel_lease(s, line_key(res.line)), 0);
+	assert_int_equal(sel_add_result(s, line_key(res.line), rec), 0);
+	assert_false(sel_is_leased(s, line_key(res.line)));
+	assert_true(sel_is_thought(s, line_key(res.line)));
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 7g7f 3c3d 2g2f", 100);
+
+	/* The incremental answer equals a fresh selector's on the same book. */
+	BookDB *db = NULL;
+	BookTxn *txn = NULL;
+	char err[BOOKDB_ERRLEN];
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_put(txn, line_key(res.line), rec), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+	Selector *fresh = open_selector(dir, 100);
+	assert_int_equal(sel_lease(fresh, line_key("startpos moves 7g7f 8c8d")), 0);
+	SelLeaf *l2 = malloc(sizeof *l2);
+	assert_non_null(l2);
+	for (int i = 0; i < 8; i++) {
+		int r1 = sel_select(l, s), r2 = sel_select(l2, fresh);
+		assert_int_equal(r1, r2);
+		if (!r1) break;
+		assert_true(key_equal(l->key, l2->key));
+		assert_int_equal(l->value, l2->value);
+		assert_int_equal(sel_lease(s, l->key), 0);
+		assert_int_equal(sel_lease(fresh, l2->key), 0);
+	}
+	free(l2);
+	sel_free(fresh);
+	free(rec);
+	free(l);
+	sel_free(s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static const TPos KIF[] = {
+	{"startpos", true, {{"7g7f", 30, 0}, {"2g2f", 0, 5}}},
+};
+
+static void test_bookgen__kif_bonus_changes_the_choice(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	write_book(dir, KIF, 1);
+	SelLeaf *l = malloc(sizeof *l);
+	assert_non_null(l);
+	Selector *s = open_selector(dir, 100);
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 2g2f", 100);
+	sel_free(s);
+	s = open_selector(dir, 0);
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 7g7f", 30);
+	sel_free(s);
+	free(l);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void assert_batch(SelLeaf *out, int n, const char *const *want, int nwant)
+{
+	assert_int_equal(n, nwant);
+	for (int i = 0; i < n; i++) {
+		char got[4096];
+		leaf_line(got, sizeof got, &out[i]);
+		assert_string_equal(got, want[i]);
+	}
+}
+
+static void test_bookgen__window_batch_returns_every_leaf_within_the_window(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	write_book(dir, SMALL, sizeof SMALL / sizeof SMALL[0]);
+	Selector *s = open_selector(dir, 100);
+	SelLeaf *out = malloc(16 * sizeof *out);
+	assert_non_null(out);
+	static const char *const w0[] = {"startpos moves 7g7f 8c8d"};
+	assert_batch(out, sel_select_batch(out, 16, s, 0, SEL_BATCH_WINDOW, -1), w0, 1);
+	static const char *const w10[] = {"startpos moves 7g7f 8c8d", "startpos moves 7g7f 3c3d"};
+	assert_batch(out, sel_select_batch(out, 16, s, 10, SEL_BATCH_WINDOW, -1), w10, 2);
+	static const char *const w15[] = {"startpos moves 7g7f 8c8d", "startpos moves 7g7f 3c3d",
+					  "startpos moves 2g2f 8c8d", "startpos moves 2g2f 3c3d"};
+	int n = sel_select_batch(out, 16, s, 15, SEL_BATCH_WINDOW, -1);
+	assert_batch(out, n, w15, 4);
+	assert_int_equal(out[0].value, 40);
+	assert_int_equal(out[3].value, 25);
+	static const char *const w60[] = {"startpos moves 7g7f 8c8d", "startpos moves 7g7f 3c3d",
+					  "startpos moves 2g2f 8c8d", "startpos moves 2g2f 3c3d",
+					  "startpos moves 5g5f"};
+	assert_batch(out, sel_select_batch(out, 16, s, 60, SEL_BATCH_WINDOW, -1), w60, 5);
+	/* max caps the batch. */
+	assert_int_equal(sel_select_batch(out, 2, s, 60, SEL_BATCH_WINDOW, -1), 2);
+	/* sqrt: Black (book side) only its best move, White every reply in the window. */
+	static const char *const sb[] = {"startpos moves 7g7f 8c8d", "startpos moves 7g7f 3c3d"};
+	assert_batch(out, sel_select_batch(out, 16, s, 15, SEL_BATCH_SQRT, BLACK), sb, 2);
+	static const char *const sw[] = {"startpos moves 7g7f 8c8d", "startpos moves 2g2f 3c3d"};
+	assert_batch(out, sel_select_batch(out, 16, s, 15, SEL_BATCH_SQRT, WHITE), sw, 2);
+	/* Leased leaves are left out. */
+	assert_int_equal(sel_lease(s, line_key("startpos moves 7g7f 8c8d")), 0);
+	static const char *const wl[] = {"startpos moves 7g7f 3c3d"};
+	assert_batch(out, sel_select_batch(out, 16, s, 0, SEL_BATCH_WINDOW, -1), wl, 1);
+	free(out);
+	sel_free(s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_bookgen__unthought_root_is_the_first_leaf(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	static const TPos none[] = {{"startpos moves 7g7f", false, {{"3c3d", 0, 3}}}};
+	write_book(dir, none, 1);
+	Selector *s = open_selector(dir, 100);
+	SelLeaf *l = malloc(sizeof *l);
+	assert_non_null(l);
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos", 0);
+	assert_int_equal(sel_lease(s, l->key), 0);
+	assert_int_equal(sel_select(l, s), 0);
+	free(l);
+	sel_free(s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_bookgen__select_command_prints_json_leaves(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	write_book(dir, SMALL, sizeof SMALL / sizeof SMALL[0]);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, "%s select %s --count 3 --json", ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	json_error_t je;
+	json_t *o = json_loads(out, 0, &je);
+	assert_non_null(o);
+	json_t *leaves = json_object_get(o, "leaves");
+	assert_int_equal(json_array_size(leaves), 3);
+	static const char *const lines[] = {"startpos moves 7g7f 8c8d", "startpos moves 7g7f 3c3d",
+					    "startpos moves 2g2f 3c3d"};
+	static const int values[] = {40, 50, 25};
+	for (size_t i = 0; i < 3; i++) {
+		json_t *l = json_array_get(leaves, i);
+		assert_string_equal(json_string_value(json_object_get(l, "line")), lines[i]);
+		assert_int_equal(json_integer_value(json_object_get(l, "value")), values[i]);
+		char hex[KEY_HEX_LEN];
+		key_to_hex(line_key(lines[i]), hex);
+		assert_string_equal(json_string_value(json_object_get(l, "key")), hex);
+		Position *pos = malloc(sizeof *pos);
+		assert_non_null(pos);
+		assert_int_equal(sfen_parse(pos, json_string_value(json_object_get(l, "sfen")), NULL,
+					    NULL),
+				 0);
+		assert_true(key_equal(pos_key(pos), line_key(lines[i])));
+		free(pos);
+	}
+	json_decref(o);
+	free(out);
+	free(err);
+	/* Window mode, and errors name the input. */
+	rc = ts_runf(&out, &err, "%s select %s --window 15 --json", ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	o = json_loads(out, 0, &je);
+	assert_non_null(o);
+	assert_int_equal(json_array_size(json_object_get(o, "leaves")), 4);
+	json_decref(o);
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s select %s --roots %s/nonexistent", ts_joseki(), dir, dir);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "nonexistent"));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bookgen__selector_returns_the_pv_leaf_then_the_next_best),
+		cmocka_unit_test(test_bookgen__selector_bans_a_pv_ending_in_a_cycle),
+		cmocka_unit_test(test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results),
+		cmocka_unit_test(test_bookgen__kif_bonus_changes_the_choice),
+		cmocka_unit_test(test_bookgen__window_batch_returns_every_leaf_within_the_window),
+		cmocka_unit_test(test_bookgen__unthought_root_is_the_first_leaf),
+		cmocka_unit_test(test_bookgen__select_command_prints_json_leaves),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
