@@ -1,0 +1,116 @@
+/*
+ * ingest/fetch.h — floodgate's daily archives, downloaded into a local cache.
+ *
+ * A date range becomes one request per day for <base>/daily/wdoorYYYYMMDD.7z,
+ * made one after another over a single libcurl handle (one connection, kept
+ * alive: floodgate is a volunteer-run server). The cache directory holds
+ *
+ *   daily/wdoorYYYYMMDD.7z         a complete archive (only ever renamed into place)
+ *   daily/wdoorYYYYMMDD.7z.meta    its validators: "url", "etag", "last-modified" lines
+ *   daily/wdoorYYYYMMDD.7z.part    an interrupted download
+ *   daily/wdoorYYYYMMDD.7z.part.meta  the validators of the response being downloaded
+ *   .lock                          flock()ed for the whole run
+ *
+ * A cached archive is revalidated with If-None-Match / If-Modified-Since (a 304
+ * keeps it); a leftover .part is continued with a Range request guarded by
+ * If-Range (a 200 instead of a 206 restarts it). A 404 means floodgate has no
+ * archive for that day. 5xx, 408, 429 and connection errors are retried with
+ * exponential back-off. Every archive, downloaded or cached, is read through
+ * libarchive to the end before it is handed to the ingest pipeline; one that
+ * cannot be read is deleted from the cache (a rerun downloads it again), so a
+ * truncated archive never gets half-ingested.
+ */
+#ifndef INGEST_FETCH_H
+#define INGEST_FETCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef JOSEKI_VERSION
+#define JOSEKI_VERSION "0.1"
+#endif
+
+#define FETCH_DEFAULT_BASE_URL "http://wdoor.c.u-tokyo.ac.jp/shogi/x/"
+#define FETCH_USER_AGENT "joseki/" JOSEKI_VERSION " (+opening-book builder)"
+/* A range longer than this is refused (a typo in a year, not a real request). */
+#define FETCH_MAX_DAYS 20000
+
+/* Error codes (negative). */
+enum {
+	FETCH_OK = 0,
+	FETCH_EINVAL = -60, /* bad option or date */
+	FETCH_ENOMEM = -61,
+	FETCH_ECACHE = -62, /* the cache directory cannot be created, locked or written */
+	FETCH_ECURL = -63,  /* libcurl could not be set up */
+	FETCH_EBUSY = -64,  /* another fetch holds the cache's lock */
+};
+const char *fetch_strerror(int code);
+
+typedef struct {
+	const char *base_url;   /* NULL: FETCH_DEFAULT_BASE_URL; a missing trailing '/' is added */
+	const char *cache_dir;  /* required; created when missing */
+	int max_attempts;       /* per day, the first one included (0: 5) */
+	long backoff_ms;        /* wait before the first retry, doubled each time (0: 1000; < 0: none) */
+	long connect_timeout_s; /* 0: 30 */
+	long low_speed_limit;   /* bytes/s below which ... (0: 512) */
+	long low_speed_time_s;  /* ... for this long a transfer is abandoned (0: 60) */
+	bool progress;          /* per-day progress line on stderr */
+} FetchOptions;
+
+void fetch_options_init(FetchOptions *opt);
+
+typedef enum {
+	FETCH_DAY_DOWNLOADED, /* fetched (whole or resumed) in this run */
+	FETCH_DAY_CACHED,     /* the cached copy is current (304) */
+	FETCH_DAY_MISSING,    /* 404: no games that day */
+	FETCH_DAY_FAILED,     /* see message; nothing from that day is ingested */
+} FetchDayStatus;
+
+typedef struct {
+	char date[9];          /* "YYYYMMDD" */
+	FetchDayStatus status;
+	char *path;            /* verified archive in the cache (DOWNLOADED, CACHED), else NULL */
+	char *url;
+	char *message;         /* FAILED: what went wrong and what was done about it */
+	uint64_t entries;      /* .csa entries in the archive */
+} FetchDay;
+
+typedef struct {
+	FetchDay *days;
+	size_t ndays;
+	size_t downloaded, cached, missing, failed;
+	uint64_t bytes;        /* body bytes received in this run */
+	uint64_t requests;     /* HTTP requests made */
+} FetchResult;
+
+/* Frees the days (not the struct). Accepts NULL. */
+void fetch_result_free(FetchResult *res);
+
+/*
+ * "2026-06-01", "2026/06/01" or "20260601" → "20260601". Returns FETCH_EINVAL
+ * unless it is a real calendar date (years 1900-9999).
+ */
+int fetch_date_parse(char out[9], const char *s);
+
+/* Today's date (UTC) as "YYYYMMDD". */
+void fetch_date_today(char out[9]);
+
+/*
+ * Brings the archives of every day from..to (inclusive, "YYYYMMDD") into the
+ * cache. Problems with single days are not failures: they are counted and
+ * described in res->days. Returns 0, or a negative code when nothing could be
+ * tried at all (bad range, cache unusable, libcurl unusable); res is then
+ * still valid to free. Not thread-safe with respect to curl_global_init: call
+ * it from a program's main thread (or after curl_global_init).
+ */
+int fetch_days(FetchResult *res, const char *from, const char *to, const FetchOptions *opt);
+
+/*
+ * Reads an archive to its end through libarchive (every entry's data, so
+ * truncation and CRC errors surface). Returns the number of .csa entries
+ * (>= 0), or -1 with a message in err.
+ */
+long fetch_verify_archive(const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,242 @@
+/*
+ * joseki fetch BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR]
+ *              [filters] [--jobs N] [--json] [--quiet]
+ *
+ * Floodgate's daily archives for a date range into the cache (ingest/fetch.h),
+ * then every archive that was read through cleanly into the book
+ * (ingest/ingest.h). Exit 0 when every day was fetched or is known to have no
+ * archive (404); 1 when a day failed (the others are still ingested) or the
+ * book could not be written; 2 on bad usage.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bookdb/bookdb.h"
+#include "ingest/fetch.h"
+#include "ingest/ingest.h"
+#include "tools/cli_ingest.h"
+#include "tools/commands.h"
+
+#define USAGE                                                                                      \
+	"usage: joseki fetch BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR]\n"        \
+	"       [--min-rating R] [--max-ply N] [--since DATE] [--until DATE] [--event GLOB]\n"     \
+	"       [--time-control GLOB] [--jobs N] [--json] [--quiet]\n"                             \
+	"       DATE: YYYY-MM-DD (--to defaults to today, UTC); the cache defaults to\n"           \
+	"       $XDG_CACHE_HOME/joseki/floodgate or ~/.cache/joseki/floodgate"
+
+static const char *day_status_name(FetchDayStatus s)
+{
+	switch (s) {
+	case FETCH_DAY_DOWNLOADED: return "downloaded";
+	case FETCH_DAY_CACHED: return "cached";
+	case FETCH_DAY_MISSING: return "missing";
+	case FETCH_DAY_FAILED: return "failed";
+	}
+	return "?";
+}
+
+/* The ingest fields of CONTRACT.md plus the per-range counts; fetch errors
+ * (one per failed day, input = its URL) come first in "errors". */
+static void report_json(const FetchResult *fr, const IngestStats *st)
+{
+	json_t *o = json_object();
+	const struct {
+		const char *k;
+		uint64_t v;
+	} F[] = {
+		{"days", fr->ndays},
+		{"downloaded", fr->downloaded},
+		{"cached", fr->cached},
+		{"missing", fr->missing},
+		{"failed", fr->failed},
+		{"bytes_downloaded", fr->bytes},
+		{"requests", fr->requests},
+		{"games_read", st->games_read},
+		{"games_ingested", st->games_ingested},
+		{"games_skipped", st->games_skipped},
+		{"games_rejected", st->games_rejected},
+		{"duplicates", st->duplicates},
+		{"positions_added", st->positions_added},
+		{"moves_added", st->moves_added},
+		{"evals_added", st->evals_added},
+		{"errors_total", st->errors_total + fr->failed},
+		{"time_ms", (uint64_t)(st->seconds * 1000)},
+	};
+	for (size_t i = 0; i < sizeof F / sizeof F[0]; i++)
+		json_object_set_new(o, F[i].k, json_integer((json_int_t)F[i].v));
+	json_t *days = json_array(), *errs = json_array();
+	for (size_t i = 0; i < fr->ndays; i++) {
+		const FetchDay *d = &fr->days[i];
+		json_t *jd = json_pack("{s:s, s:s, s:I}", "date", d->date, "status",
+				       day_status_name(d->status), "games", (json_int_t)d->entries);
+		if (d->message) json_object_set_new(jd, "message", json_string(d->message));
+		json_array_append_new(days, jd);
+		if (d->status == FETCH_DAY_FAILED)
+			json_array_append_new(errs, json_pack("{s:s, s:i, s:s}", "input", d->url, "line",
+							      0, "message",
+							      d->message ? d->message : "failed"));
+	}
+	for (size_t i = 0; i < st->nerrors; i++) {
+		/* messages may quote record bytes that are not UTF-8 */
+		json_t *m = json_string(st->errors[i].message);
+		if (!m) m = json_string("(message not valid UTF-8)");
+		json_array_append_new(errs, json_pack("{s:s, s:i, s:o}", "input", st->errors[i].input,
+						      "line", st->errors[i].line, "message", m));
+	}
+	json_object_set_new(o, "day_list", days);
+	json_object_set_new(o, "errors", errs);
+	char *s = json_dumps(o, JSON_COMPACT);
+	if (s) puts(s);
+	free(s);
+	json_decref(o);
+}
+
+static char *default_cache(void)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char *p = NULL;
+	if (x && x[0] == '/') {
+		if (asprintf(&p, "%s/joseki/floodgate", x) < 0) p = NULL;
+	} else if (home && home[0]) {
+		if (asprintf(&p, "%s/.cache/joseki/floodgate", home) < 0) p = NULL;
+	}
+	return p;
+}
+
+int cmd_fetch(int argc, char **argv)
+{
+	IngestOptions opt;
+	ingest_options_init(&opt);
+	FetchOptions fo;
+	fetch_options_init(&fo);
+	bool json = false, quiet = false;
+	const char *book = NULL, *from_s = NULL, *to_s = NULL, *cache = NULL;
+	for (int i = 1; i < argc; i++) {
+		int r = cli_ingest_option(&opt, argc, argv, &i, "fetch");
+		if (r == 2) return 2;
+		if (r == 1) continue;
+		const char *a = argv[i];
+		if (!strcmp(a, "--json")) json = true;
+		else if (!strcmp(a, "--quiet")) quiet = true;
+		else if (!strcmp(a, "--from") || !strcmp(a, "--to") || !strcmp(a, "--base-url") ||
+			 !strcmp(a, "--cache")) {
+			if (i + 1 >= argc) {
+				joseki_error("fetch: %s needs a value\n" USAGE, a);
+				return 2;
+			}
+			const char *v = argv[++i];
+			if (!strcmp(a, "--from")) from_s = v;
+			else if (!strcmp(a, "--to")) to_s = v;
+			else if (!strcmp(a, "--base-url")) fo.base_url = v;
+			else cache = v;
+		} else if (a[0] == '-' && a[1]) {
+			joseki_error("fetch: unknown option '%s'\n" USAGE, a);
+			return 2;
+		} else if (!book) {
+			book = a;
+		} else {
+			joseki_error("fetch: unexpected argument '%s'\n" USAGE, a);
+			return 2;
+		}
+	}
+	if (!book || !from_s) {
+		joseki_error("fetch: %s\n" USAGE, book ? "--from DATE is required" : "no BOOK given");
+		return 2;
+	}
+	char from[9], to[9];
+	if (fetch_date_parse(from, from_s) < 0) {
+		joseki_error("fetch: bad date '%s' for --from (want YYYY-MM-DD)", from_s);
+		return 2;
+	}
+	if (to_s) {
+		if (fetch_date_parse(to, to_s) < 0) {
+			joseki_error("fetch: bad date '%s' for --to (want YYYY-MM-DD)", to_s);
+			return 2;
+		}
+	} else {
+		fetch_date_today(to);
+	}
+	if (strcmp(to, from) < 0) {
+		joseki_error("fetch: --to %s is before --from %s", to, from);
+		return 2;
+	}
+	if (fo.base_url && strncmp(fo.base_url, "http://", 7) && strncmp(fo.base_url, "https://", 8)) {
+		joseki_error("fetch: --base-url '%s' is not an http:// or https:// URL", fo.base_url);
+		return 2;
+	}
+	const char *env = getenv("JOSEKI_FETCH_BACKOFF_MS");
+	if (env && *env) {
+		char *end;
+		long ms = strtol(env, &end, 10);
+		fo.backoff_ms = *end || ms < 0 ? 1000 : ms == 0 ? -1 : ms;
+	}
+	char *cache_owned = cache ? NULL : default_cache();
+	if (!cache) cache = cache_owned;
+	if (!cache) {
+		joseki_error("fetch: no cache directory (neither $XDG_CACHE_HOME nor $HOME is set): "
+			     "give --cache DIR");
+		return 2;
+	}
+	opt.progress = fo.progress = cli_progress_wanted(quiet);
+	fo.cache_dir = cache;
+
+	/* the book first: no point downloading into a book that cannot be opened */
+	BookDB *db;
+	char err[BOOKDB_ERRLEN];
+	int rc = bookdb_open(&db, book, NULL, err);
+	if (rc < 0) {
+		joseki_error("fetch: %s", err);
+		free(cache_owned);
+		return 1;
+	}
+	FetchResult fr;
+	rc = fetch_days(&fr, from, to, &fo);
+	if (rc < 0) {
+		joseki_error("fetch: %s: %s", rc == FETCH_EINVAL ? "range" : cache, fetch_strerror(rc));
+		fetch_result_free(&fr);
+		bookdb_free(db);
+		free(cache_owned);
+		return rc == FETCH_EINVAL ? 2 : 1;
+	}
+	const char **inputs = calloc(fr.ndays + 1, sizeof *inputs);
+	size_t ninputs = 0;
+	for (size_t i = 0; i < fr.ndays; i++) {
+		const FetchDay *d = &fr.days[i];
+		if (d->status == FETCH_DAY_FAILED)
+			joseki_error("fetch: %s: %s", d->url, d->message ? d->message : "failed");
+		else if (d->message)
+			fprintf(stderr, "fetch: %s: %s\n", d->url, d->message);
+		else if (d->status == FETCH_DAY_MISSING && !json)
+			fprintf(stderr, "fetch: %s: not on the server (404): no games that day\n",
+				d->url);
+		if (d->path && inputs) inputs[ninputs++] = d->path;
+	}
+	IngestStats st;
+	memset(&st, 0, sizeof st);
+	int irc = 0;
+	if (!inputs) irc = INGEST_ENOMEM;
+	else if (ninputs) irc = ingest_run(&st, db, inputs, ninputs, &opt);
+	if (json) {
+		report_json(&fr, &st);
+	} else {
+		char head[200];
+		snprintf(head, sizeof head,
+			 "fetch: %zu days (%zu downloaded, %zu cached, %zu missing, %zu failed)",
+			 fr.ndays, fr.downloaded, fr.cached, fr.missing, fr.failed);
+		cli_ingest_report(&st, false, head);
+	}
+	int status = fr.failed ? 1 : 0;
+	if (irc < 0) {
+		joseki_error("fetch: %s (batches committed before the failure are kept)",
+			     ingest_strerror(irc));
+		status = 1;
+	}
+	ingest_stats_free(&st);
+	free(inputs);
+	fetch_result_free(&fr);
+	bookdb_free(db);
+	free(cache_owned);
+	return status;
+}
