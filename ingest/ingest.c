@@ -623,25 +623,30 @@ typedef struct {
 	BookWriter *w;
 	BookRecord *rec;
 	IngestStats *st;
-	/* ids of games applied in the uncommitted batch (the games db sees them too,
-	 * through the writer's transaction) */
+	/* The games of the uncommitted batch, owned here until applied. */
+	Game *games;
+	size_t ngames, cap;
 } Writer;
 
-static int apply_ply(Writer *wr, const Ply *p, ReplayWinner winner, Color mover)
+/* One stored ply of the batch: sorted by key so that the book is updated in
+ * key order, one read and one write per position per batch. */
+typedef struct {
+	Key key;
+	uint32_t game, ply;
+} Entry;
+
+static int cmp_entry(const void *pa, const void *pb)
 {
-	BookRecord *rec = wr->rec;
-	int rc = bookdb_writer_get(rec, wr->w, p->key);
-	if (rc == BOOKDB_ENOTFOUND) {
-		memset(rec, 0, offsetof(BookRecord, moves));
-		rc = bookdb_unpack_position(rec->board, rec->hand, &rec->side, p->packed, p->packed_len);
-		if (rc < 0) return rc;
-		rec->min_ply = p->ply;
-		wr->st->positions_added++;
-	} else if (rc < 0) {
-		return rc;
-	} else if (p->ply < rec->min_ply) {
-		rec->min_ply = p->ply;
-	}
+	const Entry *a = pa, *b = pb;
+	int c = key_cmp(a->key, b->key);
+	if (c) return c;
+	if (a->game != b->game) return a->game < b->game ? -1 : 1; /* input order decides ties */
+	return a->ply < b->ply ? -1 : a->ply > b->ply;
+}
+
+static void add_ply(Writer *wr, BookRecord *rec, const Ply *p, ReplayWinner winner)
+{
+	if (p->ply < rec->min_ply) rec->min_ply = p->ply;
 	BookMove *bm = NULL;
 	for (int i = 0; i < rec->nmoves; i++)
 		if (rec->moves[i].move == p->move) {
@@ -649,12 +654,13 @@ static int apply_ply(Writer *wr, const Ply *p, ReplayWinner winner, Color mover)
 			break;
 		}
 	if (!bm) {
-		if (rec->nmoves >= BOOKDB_MAX_MOVES) return 0;
+		if (rec->nmoves >= BOOKDB_MAX_MOVES) return;
 		bm = &rec->moves[rec->nmoves++];
 		memset(bm, 0, sizeof *bm);
 		bm->move = p->move;
 		wr->st->moves_added++;
 	}
+	Color mover = (Color)p->mover;
 	bm->flags |= BOOKDB_MOVE_STATS;
 	bm->count++;
 	if (winner == REPLAY_WINNER_DRAW) bm->draws++;
@@ -663,7 +669,8 @@ static int apply_ply(Writer *wr, const Ply *p, ReplayWinner winner, Color mover)
 		bm->wins++;
 	else if (winner == REPLAY_WINNER_BLACK || winner == REPLAY_WINNER_WHITE)
 		bm->losses++;
-	/* A game comment never replaces an evaluation from a search or an import. */
+	/* A game comment never replaces an evaluation already stored (from a
+	 * search, an import, or an earlier game). */
 	if (p->has_eval && !(bm->flags & BOOKDB_MOVE_EVAL)) {
 		bm->flags |= BOOKDB_MOVE_EVAL;
 		bm->eval = p->eval;
@@ -672,37 +679,106 @@ static int apply_ply(Writer *wr, const Ply *p, ReplayWinner winner, Color mover)
 		bm->source = INGEST_SOURCE_CSA;
 		wr->st->evals_added++;
 	}
-	return bookdb_writer_put(wr->w, p->key, rec);
 }
 
-static int apply_game(Writer *wr, const Game *g)
+/*
+ * Applies the batch: first the "seen" marks (a game already in the book, or
+ * earlier in this batch, is a duplicate), then every stored ply in key order.
+ * Everything lands in the writer's one transaction; the caller commits.
+ */
+static int apply_batch(Writer *wr)
 {
 	BookTxn *txn;
 	int rc = bookdb_writer_txn(&txn, wr->w);
 	if (rc < 0) return rc;
-	const void *v;
-	size_t vl;
-	rc = bookdb_kv_get(&v, &vl, txn, BOOKDB_GAMES, g->id, strlen(g->id));
-	if (rc == 0) {
-		wr->st->duplicates++;
-		return 0;
-	}
-	if (rc != BOOKDB_ENOTFOUND) return rc;
-	for (size_t i = 0; i < g->nplies; i++) {
-		rc = apply_ply(wr, &g->plies[i], g->winner, (Color)g->plies[i].mover);
+	size_t nentries = 0;
+	for (size_t i = 0; i < wr->ngames; i++) {
+		Game *g = &wr->games[i];
+		const void *v;
+		size_t vl;
+		rc = bookdb_kv_get(&v, &vl, txn, BOOKDB_GAMES, g->id, strlen(g->id));
+		if (rc == 0) {
+			wr->st->duplicates++;
+			g->status = GAME_SKIP;
+			continue;
+		}
+		if (rc != BOOKDB_ENOTFOUND) return rc;
+		uint8_t val[8] = {0};
+		uint32_t n = (uint32_t)g->nplies;
+		val[0] = (uint8_t)g->winner;
+		memcpy(val + 4, &n, 4);
+		rc = bookdb_kv_put(txn, BOOKDB_GAMES, g->id, strlen(g->id), val, sizeof val);
 		if (rc < 0) return rc;
+		wr->st->games_ingested++;
+		wr->st->plies_stored += g->nplies;
+		nentries += g->nplies;
 	}
-	uint8_t val[8] = {0};
-	uint32_t n = (uint32_t)g->nplies;
-	val[0] = (uint8_t)g->winner;
-	memcpy(val + 4, &n, 4);
-	rc = bookdb_writer_txn(&txn, wr->w);
+	Entry *e = malloc((nentries ? nentries : 1) * sizeof *e);
+	if (!e) return BOOKDB_ENOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < wr->ngames; i++) {
+		const Game *g = &wr->games[i];
+		if (g->status != GAME_INGEST) continue;
+		for (size_t j = 0; j < g->nplies; j++)
+			e[k++] = (Entry){g->plies[j].key, (uint32_t)i, (uint32_t)j};
+	}
+	qsort(e, nentries, sizeof *e, cmp_entry);
+	BookRecord *rec = wr->rec;
+	rc = 0;
+	for (size_t i = 0; i < nentries && rc >= 0;) {
+		const Ply *first = &wr->games[e[i].game].plies[e[i].ply];
+		rc = bookdb_writer_get(rec, wr->w, e[i].key);
+		if (rc == BOOKDB_ENOTFOUND) {
+			memset(rec, 0, offsetof(BookRecord, moves));
+			rc = bookdb_unpack_position(rec->board, rec->hand, &rec->side, first->packed,
+						    first->packed_len);
+			if (rc < 0) break;
+			rec->min_ply = first->ply;
+			wr->st->positions_added++;
+		} else if (rc < 0) {
+			break;
+		}
+		size_t j = i;
+		for (; j < nentries && key_equal(e[j].key, e[i].key); j++) {
+			const Game *g = &wr->games[e[j].game];
+			add_ply(wr, rec, &g->plies[e[j].ply], g->winner);
+		}
+		rc = bookdb_writer_put(wr->w, e[i].key, rec);
+		i = j;
+	}
+	free(e);
+	return rc < 0 ? rc : 0;
+}
+
+static void writer_clear(Writer *wr)
+{
+	for (size_t i = 0; i < wr->ngames; i++) {
+		free(wr->games[i].id);
+		free(wr->games[i].plies);
+	}
+	wr->ngames = 0;
+}
+
+/* Takes the game (its id and plies) into the batch. */
+static void writer_take(Writer *wr, Game *g)
+{
+	if (wr->ngames == wr->cap) {
+		wr->cap = wr->cap ? wr->cap * 2 : 256;
+		wr->games = realloc(wr->games, wr->cap * sizeof *wr->games);
+		if (!wr->games) abort();
+	}
+	wr->games[wr->ngames++] = *g;
+	g->id = NULL;
+	g->plies = NULL;
+}
+
+/* Applies and commits the batch. */
+static int writer_commit(Writer *wr)
+{
+	int rc = apply_batch(wr);
+	writer_clear(wr);
 	if (rc < 0) return rc;
-	rc = bookdb_kv_put(txn, BOOKDB_GAMES, g->id, strlen(g->id), val, sizeof val);
-	if (rc < 0) return rc;
-	wr->st->games_ingested++;
-	wr->st->plies_stored += g->nplies;
-	return 0;
+	return bookdb_writer_flush(wr->w);
 }
 
 static void free_result(Result *r)
@@ -749,7 +825,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	p.window = WINDOW;
 	p.units = calloc(p.window, sizeof *p.units);
 	p.results = calloc(p.window, sizeof *p.results);
-	Writer wr = {NULL, malloc(sizeof(BookRecord)), st};
+	Writer wr = {NULL, malloc(sizeof(BookRecord)), st, NULL, 0, 0};
 	if (!p.units || !p.results || !wr.rec) {
 		free(p.units);
 		free(p.results);
@@ -770,7 +846,6 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	pthread_create(&feeder, NULL, feeder_main, &p);
 	for (int i = 0; i < opt.jobs; i++) pthread_create(&parsers[i], NULL, parser_main, &p);
 
-	size_t since_commit = 0;
 	double last_progress = 0;
 	int result = INGEST_OK;
 	for (;;) {
@@ -786,7 +861,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		for (size_t i = 0; i < r->nerrors; i++)
 			stats_error(st, r->errors[i].input, r->errors[i].line, r->errors[i].message);
 		for (size_t i = 0; i < r->ngames && result == INGEST_OK; i++) {
-			const Game *g = &r->games[i];
+			Game *g = &r->games[i];
 			st->games_read++;
 			if (g->status == GAME_SKIP) {
 				st->games_skipped++;
@@ -796,19 +871,13 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 				st->games_rejected++;
 				continue;
 			}
-			rc = apply_game(&wr, g);
-			if (rc < 0) {
-				stats_error(st, "book", 0, bookdb_strerror(rc));
-				result = INGEST_EBOOK;
-				break;
-			}
-			if (++since_commit >= opt.batch_games) {
-				rc = bookdb_writer_flush(wr.w);
+			writer_take(&wr, g);
+			if (wr.ngames >= opt.batch_games) {
+				rc = writer_commit(&wr);
 				if (rc < 0) {
 					stats_error(st, "book", 0, bookdb_strerror(rc));
 					result = INGEST_EBOOK;
 				}
-				since_commit = 0;
 			}
 		}
 		free_result(r);
@@ -834,7 +903,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		}
 	}
 	if (result == INGEST_OK) {
-		rc = bookdb_writer_flush(wr.w);
+		rc = writer_commit(&wr);
 		if (rc < 0) {
 			stats_error(st, "book", 0, bookdb_strerror(rc));
 			result = INGEST_EBOOK;
@@ -854,6 +923,8 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		free(p.units[s % p.window].error);
 	}
 	if (opt.progress) fprintf(stderr, "\r%*s\r", 70, "");
+	writer_clear(&wr);
+	free(wr.games);
 	bookdb_writer_free(wr.w);
 	pthread_mutex_destroy(&p.mu);
 	pthread_cond_destroy(&p.cv);
