@@ -300,8 +300,11 @@ static int write_all(UsiEngine *e, const char *buf, size_t len)
 
 	if (e->to_fd < 0)
 		return SEARCH_ECRASH;
-	if (e->cfg.log_io)
-		log_msg(e, "> %.*s", (int)(len && buf[len - 1] == '\n' ? len - 1 : len), buf);
+	for (size_t i = 0, j; e->cfg.log_io && i < len; i = j + 1) {
+		for (j = i; j < len && buf[j] != '\n'; j++) {
+		}
+		log_msg(e, "> %.*s", (int)(j - i), buf + i);
+	}
 	sigemptyset(&pipe_set);
 	sigaddset(&pipe_set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);

@@ -586,6 +586,78 @@ static void test_search__usi_cancel_stops_and_keeps_an_answering_engine(void **s
 	assert_int_not_equal(usi_engine_pid(f->e), pid);
 }
 
+static void test_search__usi_overlong_lines_and_chatter_are_skipped(void **state)
+{
+	Fixture *f = *state;
+	f->cfg.log_io = true;
+	assert_int_equal(open_fake(f, "overlong"), 0);
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_startpos_answer(&f->res);
+	assert_int_equal(f->res.attempts, 1);
+	/* log_io: both directions are in the log */
+	char *log = ts_read_file(f->log, NULL);
+	assert_non_null(strstr(log, "> go movetime 50"));
+	assert_non_null(strstr(log, "< bestmove 7g7f ponder 3c3d"));
+	free(log);
+}
+
+static void test_search__usi_illegal_pv_moves_are_cut(void **state)
+{
+	Fixture *f = *state;
+	assert_int_equal(open_fake(f, "badpv"), 0);
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_string_equal(f->res.bestmove_usi, "7g7f");
+	/* MultiPV 2 began with an illegal move: dropped, the others keep their rank */
+	assert_int_equal(f->res.nlines, 2);
+	assert_string_equal(f->res.lines[0].usi, "7g7f");
+	assert_string_equal(f->res.lines[1].usi, "6g6f");
+	assert_int_equal(f->res.lines[1].multipv, 3);
+	assert_int_equal(f->res.malformed, 1);
+	/* 7g7f 3c3d 3c3d ...: the PV stops before the impossible third move */
+	assert_int_equal(f->res.lines[0].pv_len, 2);
+	char mv[USI_MOVE_MAX];
+	usi_move_write(f->res.lines[0].pv[1], mv);
+	assert_string_equal(mv, "3c3d");
+}
+
+static bool process_gone(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *fp = fopen(path, "r");
+	if (!fp)
+		return true;
+	size_t n = fread(buf, 1, sizeof buf - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	const char *rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'); /* zombie: dead */
+}
+
+static void test_search__usi_script_engine_children_die_with_it(void **state)
+{
+	Fixture *f = *state;
+	char err[SEARCH_ERRLEN];
+	const char *args[] = {f->state, NULL};
+	f->cfg.path = "tests/search/fakes/hang_child.sh";
+	f->cfg.argv = args;
+	assert_int_equal(usi_engine_open(&f->e, &f->cfg, err), 0);
+	assert_int_equal(analyse(f, "startpos", 1), SEARCH_ETIMEOUT);
+	/* the shell's sleep child wrote its pid; it must be gone with the group */
+	char *pidtxt = ts_read_file(f->state, NULL);
+	assert_non_null(pidtxt);
+	pid_t child = (pid_t)atoi(pidtxt);
+	free(pidtxt);
+	assert_true(child > 1);
+	bool gone = false;
+	for (int i = 0; i < 50 && !gone; i++) {
+		gone = process_gone(child);
+		if (!gone)
+			usleep(10 * 1000);
+	}
+	assert_true(gone);
+}
+
 static void test_search__usi_pool_spreads_positions_and_survives_a_crash(void **state)
 {
 	Fixture *f = *state;
@@ -732,6 +804,9 @@ int main(int argc, char **argv)
 		T(test_search__usi_hard_limit_follows_the_budget),
 		T(test_search__usi_driver_overhead_is_small),
 		T(test_search__usi_cancel_stops_and_keeps_an_answering_engine),
+		T(test_search__usi_overlong_lines_and_chatter_are_skipped),
+		T(test_search__usi_illegal_pv_moves_are_cut),
+		T(test_search__usi_script_engine_children_die_with_it),
 		T(test_search__usi_pool_spreads_positions_and_survives_a_crash),
 		T(test_search__usi_pool_open_failure_leaves_nothing),
 		T(test_search__usi_real_engine_if_given),

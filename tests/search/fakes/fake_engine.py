@@ -20,6 +20,9 @@ can say "crash on the first engine, behave on the second". Modes:
   illegal      an illegal (well-formed) bestmove
   badmove      an unreadable bestmove
   quit_idle    exits right after the handshake (before any position)
+  overlong     a 100 kB line and chatter that is not USI, then the ok answer
+  badpv        the ok answer, except that MultiPV 2 starts with an illegal move
+               and the PV of MultiPV 1 turns illegal after two moves
 
 Known positions (anything else gets "bestmove resign"): the start position,
 the start position after 7g7f, and a mate-in-1 position.
@@ -92,6 +95,10 @@ def answer(mode, key, multipv):
         out("bestmove " + lines[0][0])
         return
     out("info string thinking about " + key + " pv 1a1b")
+    if mode == "overlong":
+        out("info string " + "x" * 100000)
+        out("hello from the engine")
+        out("")
     for depth in (1, 2, 3):
         for i in range(k):
             mv, score, pv = lines[i]
@@ -102,6 +109,10 @@ def answer(mode, key, multipv):
                 out("info depth 2 multipv %d score mate pv %s" % (i + 1, mv))
                 out("info depth two multipv %d score cp 5 pv %s" % (i + 1, mv))
             s = score if depth == 3 else "cp %d" % (depth * 100 + i)
+            if mode == "badpv" and depth == 3 and i == 0:
+                pv = mv + " 3c3d 3c3d 2g2f"
+            if mode == "badpv" and depth == 3 and i == 1:
+                pv = "5e5d " + pv
             out("info depth %d seldepth %d multipv %d score %s nodes %d nps 1000 time 1 "
                 "hashfull 1 pv %s" % (depth, depth + 2, i + 1, s, depth * 1000 + i, pv))
     # after the last complete line: an upperbound line that must be ignored
