@@ -1,0 +1,246 @@
+/*
+ * tests/search/test_usi_cmd.c — `joseki usi` driven as a child process with a
+ * scripted session on its stdin, and `joseki bench`.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "search/engine.h"
+#include "shogi/movegen.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+#include "tests/support/support.h"
+
+#define BENCH_PATH "tests/data/positions/bench-v1.sfen"
+
+/* Runs `joseki usi` with the shell snippet script feeding its stdin. */
+static int run_usi(const char *script, char **out)
+{
+	return ts_runf(out, NULL, "{ %s; } | %s usi", script, ts_joseki());
+}
+
+static int count_lines_starting(const char *out, const char *prefix)
+{
+	int n = 0;
+	size_t len = strlen(prefix);
+	for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, prefix, len)) n++;
+	return n;
+}
+
+/* The move of the (single) bestmove line, checked legal in spec. */
+static void assert_bestmove_legal(const char *out, const char *spec)
+{
+	assert_int_equal(count_lines_starting(out, "bestmove "), 1);
+	const char *b = strstr(out, "bestmove ");
+	assert_non_null(b);
+	b += strlen("bestmove ");
+	size_t len = strcspn(b, " \n");
+	static Position pos;
+	char err[SHOGI_ERRLEN];
+	assert_int_equal(position_parse(&pos, spec, err), 0);
+	Move m;
+	if (usi_move_parse_legal(&m, &pos, b, len, err) < 0) fail_msg("bestmove %.*s: %s", (int)len, b, err);
+}
+
+static void test_usi_cmd__session_handshake_search_and_legal_bestmove(void **state)
+{
+	(void)state;
+	char *out;
+	/* End of input lets the bounded search finish before the engine exits. */
+	int rc = run_usi("printf 'usi\\nisready\\nusinewgame\\nposition startpos moves 7g7f\\ngo depth 4\\n'", &out);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "id name joseki\n"));
+	assert_non_null(strstr(out, "option name MultiPV type spin"));
+	assert_non_null(strstr(out, "option name USI_Hash type spin"));
+	assert_non_null(strstr(out, "\nusiok\n"));
+	assert_non_null(strstr(out, "\nreadyok\n"));
+	assert_true(strstr(out, "usiok") < strstr(out, "readyok"));
+	for (int d = 1; d <= 4; d++) {
+		char want[64];
+		snprintf(want, sizeof want, "info depth %d seldepth ", d);
+		assert_non_null(strstr(out, want));
+	}
+	const char *info = strstr(out, "info depth 4 ");
+	assert_non_null(strstr(info, " multipv 1 score cp "));
+	assert_non_null(strstr(info, " nps "));
+	assert_non_null(strstr(info, " pv "));
+	assert_bestmove_legal(out, "startpos moves 7g7f");
+	free(out);
+}
+
+static void test_usi_cmd__go_infinite_holds_bestmove_until_stop(void **state)
+{
+	(void)state;
+	char *out;
+	/* Mate in 1 is found at once, but an infinite search must not answer
+	 * until told to stop: readyok has to come first. */
+	int rc = run_usi("printf 'position sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1\\ngo infinite\\n'; sleep 0.4; "
+			 "printf 'isready\\n'; sleep 0.2; printf 'stop\\n'; sleep 0.1; printf 'quit\\n'",
+			 &out);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "readyok"));
+	assert_non_null(strstr(out, "score mate 1 "));
+	assert_true(strstr(out, "readyok") < strstr(out, "bestmove"));
+	assert_bestmove_legal(out, "sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1");
+	assert_non_null(strstr(out, "bestmove G*5b"));
+	free(out);
+
+	rc = run_usi("printf 'position startpos\\ngo infinite\\n'; sleep 0.3; printf 'stop\\n'; sleep 0.1; printf 'quit\\n'",
+		     &out);
+	assert_int_equal(rc, 0);
+	assert_bestmove_legal(out, "startpos");
+	free(out);
+}
+
+static void test_usi_cmd__quit_during_a_search_exits_0(void **state)
+{
+	(void)state;
+	char *out;
+	int rc = run_usi("printf 'usi\\nposition startpos\\ngo infinite\\n'; sleep 0.2; printf 'quit\\n'; sleep 0.5", &out);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "usiok"));
+	free(out);
+}
+
+static void test_usi_cmd__time_controls_end_the_search(void **state)
+{
+	(void)state;
+	char *out;
+	int rc = run_usi("printf 'position startpos moves 2g2f\\ngo btime 2000 wtime 2000 byoyomi 300\\n'", &out);
+	assert_int_equal(rc, 0);
+	assert_bestmove_legal(out, "startpos moves 2g2f");
+	free(out);
+	rc = run_usi("printf 'position startpos\\ngo movetime 200\\n'", &out);
+	assert_int_equal(rc, 0);
+	assert_bestmove_legal(out, "startpos");
+	free(out);
+	rc = run_usi("printf 'position startpos\\ngo ponder btime 1000 wtime 1000 byoyomi 100\\n'; sleep 0.3; "
+		     "printf 'ponderhit\\n'; sleep 1; printf 'quit\\n'",
+		     &out);
+	assert_int_equal(rc, 0);
+	assert_bestmove_legal(out, "startpos");
+	free(out);
+}
+
+static void test_usi_cmd__multipv_option_gives_k_lines(void **state)
+{
+	(void)state;
+	char *out;
+	int rc = run_usi("printf 'setoption name MultiPV value 3\\nposition startpos\\ngo depth 3\\n'", &out);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "info depth 3 seldepth"));
+	const char *d3 = strstr(out, "info depth 3 ");
+	assert_non_null(strstr(d3, " multipv 1 "));
+	assert_non_null(strstr(d3, " multipv 2 "));
+	assert_non_null(strstr(d3, " multipv 3 "));
+	assert_null(strstr(out, " multipv 4 "));
+	assert_bestmove_legal(out, "startpos");
+	free(out);
+}
+
+static void test_usi_cmd__mated_resigns_and_declaration_wins(void **state)
+{
+	(void)state;
+	char *out;
+	int rc = run_usi("printf 'position sfen 4k4/4G4/4G4/9/9/9/9/9/4K4 w - 1\\ngo depth 3\\n'", &out);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "bestmove resign\n"));
+	free(out);
+
+	const char *decl = "sfen RBGGGGSS1/SS2K4/9/9/9/9/9/9/4k4 b 10P 1";
+	static Position pos;
+	char err[SHOGI_ERRLEN];
+	assert_int_equal(position_parse(&pos, decl, err), 0);
+	assert_true(pos_declaration_ok(&pos));
+	rc = ts_runf(&out, NULL, "printf 'position %s\\ngo depth 3\\n' | %s usi", decl, ts_joseki());
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "bestmove win\n"));
+	free(out);
+}
+
+static void test_usi_cmd__bad_position_is_reported_and_the_old_one_kept(void **state)
+{
+	(void)state;
+	char *out;
+	int rc = run_usi("printf 'position startpos moves 7g7f\\nposition startpos moves 7g7f 7g7f\\ngo depth 2\\n'", &out);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "info string bad position"));
+	assert_bestmove_legal(out, "startpos moves 7g7f");
+	free(out);
+}
+
+/* The compiled-in bench list is the fixture file, line for line. */
+static void test_usi_cmd__bench_list_matches_the_fixture(void **state)
+{
+	(void)state;
+	char *out;
+	assert_int_equal(ts_runf(&out, NULL, "%s bench --list", ts_joseki()), 0);
+	char *file = ts_read_file(BENCH_PATH, NULL);
+	assert_non_null(file);
+	char want[8192] = "";
+	for (char *save, *l = strtok_r(file, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (l[0] == '#' || l[strspn(l, " \t")] == '\0') continue;
+		strncat(want, l, sizeof want - strlen(want) - 2);
+		strcat(want, "\n");
+	}
+	assert_string_equal(out, want);
+	free(file);
+	free(out);
+}
+
+static uint64_t bench_nodes(const char *out)
+{
+	const char *b = strstr(out, "bench nodes ");
+	assert_non_null(b);
+	unsigned long long nodes, ms, nps;
+	assert_int_equal(sscanf(b, "bench nodes %llu time_ms %llu nps %llu", &nodes, &ms, &nps), 3);
+	assert_true(nodes > 0);
+	return nodes;
+}
+
+static void test_usi_cmd__bench_node_count_is_deterministic(void **state)
+{
+	(void)state;
+	char *a, *b, *c, *err;
+	assert_int_equal(ts_runf(&a, &err, "%s bench --depth 3", ts_joseki()), 0);
+	/* One progress line per position on stderr. */
+	assert_int_equal(count_lines_starting(err, "bench "), 7);
+	free(err);
+	assert_int_equal(ts_runf(&b, NULL, "%s bench --depth 3", ts_joseki()), 0);
+	/* The same through the USI command. */
+	assert_int_equal(run_usi("printf 'bench 3\\nquit\\n'", &c), 0);
+	assert_int_equal(bench_nodes(a), bench_nodes(b));
+	assert_int_equal(bench_nodes(a), bench_nodes(c));
+	/* The last stdout line is the figure. */
+	assert_int_equal(count_lines_starting(a, "bench nodes "), 1);
+	assert_int_equal(a[strlen(a) - 1], '\n');
+	free(a);
+	free(b);
+	free(c);
+	assert_int_equal(ts_runf(NULL, NULL, "%s bench --depth 0", ts_joseki()), 2);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_usi_cmd__session_handshake_search_and_legal_bestmove),
+		cmocka_unit_test(test_usi_cmd__go_infinite_holds_bestmove_until_stop),
+		cmocka_unit_test(test_usi_cmd__quit_during_a_search_exits_0),
+		cmocka_unit_test(test_usi_cmd__time_controls_end_the_search),
+		cmocka_unit_test(test_usi_cmd__multipv_option_gives_k_lines),
+		cmocka_unit_test(test_usi_cmd__mated_resigns_and_declaration_wins),
+		cmocka_unit_test(test_usi_cmd__bad_position_is_reported_and_the_old_one_kept),
+		cmocka_unit_test(test_usi_cmd__bench_list_matches_the_fixture),
+		cmocka_unit_test(test_usi_cmd__bench_node_count_is_deterministic),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
