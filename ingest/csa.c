@@ -17,9 +17,9 @@
 struct CsaReader {
 	const unsigned char *buf;
 	size_t len;
-	size_t off;   /* start of the next line */
-	int line;     /* number of the line last returned */
-	void *owned;  /* the file's bytes when opened with csa_reader_open_file */
+	size_t off;  /* start of the next line */
+	int line;    /* number of the line last returned */
+	void *owned; /* the file's bytes when opened with csa_reader_open_file */
 	char *name;
 	char err[CSA_ERRLEN];
 	int err_line;
@@ -28,33 +28,40 @@ struct CsaReader {
 const char *csa_strerror(int code)
 {
 	switch (code) {
-	case CSA_OK: return "success";
-	case CSA_EOF: return "end of input";
-	case CSA_EPARSE: return "malformed CSA record";
-	case CSA_ENOMEM: return "out of memory";
-	case CSA_EIO: return "cannot read input";
-	case CSA_EILLEGAL: return "impossible start position";
-	default: return "unknown error";
+	case CSA_OK:
+		return "success";
+	case CSA_EOF:
+		return "end of input";
+	case CSA_EPARSE:
+		return "malformed CSA record";
+	case CSA_ENOMEM:
+		return "out of memory";
+	case CSA_EIO:
+		return "cannot read input";
+	case CSA_EILLEGAL:
+		return "impossible start position";
+	default:
+		return "unknown error";
 	}
 }
 
 static const char *const END_NAMES[] = {
-	[CSA_END_NONE] = "",
-	[CSA_END_TORYO] = "TORYO",
-	[CSA_END_CHUDAN] = "CHUDAN",
-	[CSA_END_SENNICHITE] = "SENNICHITE",
-	[CSA_END_TIME_UP] = "TIME_UP",
-	[CSA_END_ILLEGAL_MOVE] = "ILLEGAL_MOVE",
-	[CSA_END_BLACK_ILLEGAL_ACTION] = "+ILLEGAL_ACTION",
-	[CSA_END_WHITE_ILLEGAL_ACTION] = "-ILLEGAL_ACTION",
-	[CSA_END_JISHOGI] = "JISHOGI",
-	[CSA_END_KACHI] = "KACHI",
-	[CSA_END_HIKIWAKE] = "HIKIWAKE",
-	[CSA_END_MATTA] = "MATTA",
-	[CSA_END_TSUMI] = "TSUMI",
-	[CSA_END_FUZUMI] = "FUZUMI",
-	[CSA_END_ERROR] = "ERROR",
-	[CSA_END_OTHER] = "",
+    [CSA_END_NONE] = "",
+    [CSA_END_TORYO] = "TORYO",
+    [CSA_END_CHUDAN] = "CHUDAN",
+    [CSA_END_SENNICHITE] = "SENNICHITE",
+    [CSA_END_TIME_UP] = "TIME_UP",
+    [CSA_END_ILLEGAL_MOVE] = "ILLEGAL_MOVE",
+    [CSA_END_BLACK_ILLEGAL_ACTION] = "+ILLEGAL_ACTION",
+    [CSA_END_WHITE_ILLEGAL_ACTION] = "-ILLEGAL_ACTION",
+    [CSA_END_JISHOGI] = "JISHOGI",
+    [CSA_END_KACHI] = "KACHI",
+    [CSA_END_HIKIWAKE] = "HIKIWAKE",
+    [CSA_END_MATTA] = "MATTA",
+    [CSA_END_TSUMI] = "TSUMI",
+    [CSA_END_FUZUMI] = "FUZUMI",
+    [CSA_END_ERROR] = "ERROR",
+    [CSA_END_OTHER] = "",
 };
 
 const char *csa_end_name(CsaEnd end)
@@ -64,13 +71,14 @@ const char *csa_end_name(CsaEnd end)
 }
 
 /* CSA piece names by PieceType; kept here so the reader needs no position code. */
-static const char PIECE_NAMES[PT_NB][3] = {"", "FU", "KY", "KE", "GI", "KA", "HI", "KI",
-					   "OU", "TO", "NY", "NK", "NG", "UM", "RY"};
+static const char PIECE_NAMES[PT_NB][3] = {"",   "FU", "KY", "KE", "GI", "KA", "HI", "KI",
+                                           "OU", "TO", "NY", "NK", "NG", "UM", "RY"};
 
 static PieceType piece_parse2(const unsigned char *s)
 {
 	for (int pt = PAWN; pt < PT_NB; pt++)
-		if (s[0] == (unsigned char)PIECE_NAMES[pt][0] && s[1] == (unsigned char)PIECE_NAMES[pt][1])
+		if (s[0] == (unsigned char)PIECE_NAMES[pt][0] &&
+		    s[1] == (unsigned char)PIECE_NAMES[pt][1])
 			return (PieceType)pt;
 	return PT_NONE;
 }
@@ -258,11 +266,11 @@ typedef struct {
 	CsaReader *r;
 	CsaRecord *rec;
 	int line;
-	bool any;        /* a statement (not a comment) was seen */
-	bool has_side;   /* the side-to-move line was seen */
-	bool pi;         /* PI was used */
-	bool board_rows; /* P1..P9 were used */
-	bool al_done;    /* 00AL was used: nothing may be placed after it */
+	bool any;                /* a statement (not a comment) was seen */
+	bool has_side;           /* the side-to-move line was seen */
+	bool pi;                 /* PI was used */
+	bool board_rows;         /* P1..P9 were used */
+	bool al_done;            /* 00AL was used: nothing may be placed after it */
 	int box[HAND_PT_NB + 1]; /* pieces still in the box, by unpromoted type */
 	size_t cap_moves;
 	size_t cap_text;
@@ -397,22 +405,26 @@ static int on_comment(Builder *b, const unsigned char *s, size_t n)
  * hand never holds more of a kind than the full set: the packed Hand could
  * not represent it.
  */
-static int take_from_box(Builder *b, PieceType pt, bool to_hand, const unsigned char *tok, size_t toklen)
+static int take_from_box(Builder *b, PieceType pt, bool to_hand, const unsigned char *tok,
+                         size_t toklen)
 {
 	PieceType base = pt_unpromote(pt);
 	if (b->box[base] > 0) {
 		b->box[base]--;
 		return 0;
 	}
-	if (to_hand && hand_count(b->rec->hand[0], base) + hand_count(b->rec->hand[1], base) >= FULL_SET[base]) {
+	if (to_hand && hand_count(b->rec->hand[0], base) + hand_count(b->rec->hand[1], base) >=
+	                   FULL_SET[base]) {
 		char q[40];
 		quote(q, sizeof q, tok, toklen);
-		return fail(b->r, b->line, "too many %s pieces in hand at '%s'", PIECE_NAMES[base], q);
+		return fail(b->r, b->line, "too many %s pieces in hand at '%s'", PIECE_NAMES[base],
+		            q);
 	}
 	return 0;
 }
 
-static int place(Builder *b, Color c, Square sq, PieceType pt, const unsigned char *tok, size_t toklen)
+static int place(Builder *b, Color c, Square sq, PieceType pt, const unsigned char *tok,
+                 size_t toklen)
 {
 	CsaRecord *rec = b->rec;
 	char q[40];
@@ -430,10 +442,15 @@ static int place(Builder *b, Color c, Square sq, PieceType pt, const unsigned ch
 /* "PI[<sq><piece>]*": the even-game position, minus the handicap pieces. */
 static int on_pi(Builder *b, const unsigned char *s, size_t n)
 {
-	static const char *const START[9] = {"-KY-KE-GI-KI-OU-KI-GI-KE-KY", " * -HI *  *  *  *  * -KA * ",
-					     "-FU-FU-FU-FU-FU-FU-FU-FU-FU", "", "", "",
-					     "+FU+FU+FU+FU+FU+FU+FU+FU+FU", " * +KA *  *  *  *  * +HI * ",
-					     "+KY+KE+GI+KI+OU+KI+GI+KE+KY"};
+	static const char *const START[9] = {"-KY-KE-GI-KI-OU-KI-GI-KE-KY",
+	                                     " * -HI *  *  *  *  * -KA * ",
+	                                     "-FU-FU-FU-FU-FU-FU-FU-FU-FU",
+	                                     "",
+	                                     "",
+	                                     "",
+	                                     "+FU+FU+FU+FU+FU+FU+FU+FU+FU",
+	                                     " * +KA *  *  *  *  * +HI * ",
+	                                     "+KY+KE+GI+KI+OU+KI+GI+KE+KY"};
 	CsaRecord *rec = b->rec;
 	if (b->pi || b->board_rows) return fail(b->r, b->line, "PI after another start position");
 	b->pi = true;
@@ -443,8 +460,8 @@ static int on_pi(Builder *b, const unsigned char *s, size_t n)
 		for (int i = 0; i < 9 && row[0]; i++) {
 			const unsigned char *cell = row + 3 * i;
 			if (cell[0] != '+' && cell[0] != '-') continue;
-			int rc = place(b, cell[0] == '+' ? BLACK : WHITE, sq_make(8 - i, rank), piece_parse2(cell + 1),
-				       cell, 3);
+			int rc = place(b, cell[0] == '+' ? BLACK : WHITE, sq_make(8 - i, rank),
+			               piece_parse2(cell + 1), cell, 3);
 			if (rc) return rc;
 		}
 	}
@@ -458,11 +475,13 @@ static int on_pi(Builder *b, const unsigned char *s, size_t n)
 		PieceType pt = piece_parse2(t + 2);
 		char q[40];
 		quote(q, sizeof q, t, 4);
-		if (!is_digit(t[0]) || !is_digit(t[1]) || t[0] == '0' || t[1] == '0' || pt == PT_NONE)
+		if (!is_digit(t[0]) || !is_digit(t[1]) || t[0] == '0' || t[1] == '0' ||
+		    pt == PT_NONE)
 			return fail(b->r, b->line, "malformed handicap '%s'", q);
 		Square sq = sq_make(t[0] - '1', t[1] - '1');
 		if (rec->board[sq] == PIECE_NONE || piece_type(rec->board[sq]) != pt)
-			return fail(b->r, b->line, "handicap '%s' names no piece of the start position", q);
+			return fail(b->r, b->line,
+			            "handicap '%s' names no piece of the start position", q);
 		rec->board[sq] = PIECE_NONE;
 		b->box[pt_unpromote(pt)]++;
 	}
@@ -480,7 +499,8 @@ static int on_row(Builder *b, const unsigned char *s, size_t n)
 	for (int i = 0; i < 9; i++) {
 		size_t o = 2 + 3 * (size_t)i;
 		if (o >= n || (s[o] != '+' && s[o] != '-')) continue;
-		if (o + 3 > n) return fail(b->r, b->line, "truncated square on board line P%c", s[1]);
+		if (o + 3 > n)
+			return fail(b->r, b->line, "truncated square on board line P%c", s[1]);
 		PieceType pt = piece_parse2(s + o + 1);
 		if (pt == PT_NONE) {
 			char q[40];
@@ -493,7 +513,8 @@ static int on_row(Builder *b, const unsigned char *s, size_t n)
 	if (n > 2 + 27) {
 		for (size_t o = 29; o < n; o++)
 			if (s[o] != ' ' && s[o] != '\t')
-				return fail(b->r, b->line, "board line P%c is longer than nine squares", s[1]);
+				return fail(b->r, b->line,
+				            "board line P%c is longer than nine squares", s[1]);
 	}
 	return 0;
 }
@@ -513,12 +534,14 @@ static int on_pieces(Builder *b, const unsigned char *s, size_t n)
 		const unsigned char *t = s + i;
 		char q[40];
 		quote(q, sizeof q, t, 4);
-		if (!is_digit(t[0]) || !is_digit(t[1])) return fail(b->r, b->line, "malformed square in '%s'", q);
+		if (!is_digit(t[0]) || !is_digit(t[1]))
+			return fail(b->r, b->line, "malformed square in '%s'", q);
 		bool hand = t[0] == '0' && t[1] == '0';
 		if (hand && t[2] == 'A' && t[3] == 'L') {
 			if (b->al_done) return fail(b->r, b->line, "00AL given twice");
 			for (int pt = PAWN; pt <= GOLD; pt++)
-				for (; b->box[pt] > 0; b->box[pt]--) rec->hand[c] = hand_add(rec->hand[c], (PieceType)pt);
+				for (; b->box[pt] > 0; b->box[pt]--)
+					rec->hand[c] = hand_add(rec->hand[c], (PieceType)pt);
 			b->al_done = true;
 			continue;
 		}
@@ -532,7 +555,8 @@ static int on_pieces(Builder *b, const unsigned char *s, size_t n)
 			rec->hand[c] = hand_add(rec->hand[c], pt);
 			continue;
 		}
-		if (t[0] == '0' || t[1] == '0') return fail(b->r, b->line, "malformed square in '%s'", q);
+		if (t[0] == '0' || t[1] == '0')
+			return fail(b->r, b->line, "malformed square in '%s'", q);
 		int rc = place(b, c, sq_make(t[0] - '1', t[1] - '1'), pt, t, 4);
 		if (rc) return rc;
 	}
@@ -544,9 +568,12 @@ static int on_move(Builder *b, const unsigned char *s, size_t n)
 	CsaRecord *rec = b->rec;
 	char q[40];
 	quote(q, sizeof q, s, n);
-	if (rec->end) return fail(b->r, b->line, "move '%s' after the end of the game (%%%s)", q, rec->special);
+	if (rec->end)
+		return fail(b->r, b->line, "move '%s' after the end of the game (%%%s)", q,
+		            rec->special);
 	bool ok = n == 7 && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3]) && is_digit(s[4]) &&
-		  s[3] != '0' && s[4] != '0' && ((s[1] == '0') == (s[2] == '0')) && piece_parse2(s + 5) != PT_NONE;
+	          s[3] != '0' && s[4] != '0' && ((s[1] == '0') == (s[2] == '0')) &&
+	          piece_parse2(s + 5) != PT_NONE;
 	if (!ok) return fail(b->r, b->line, "malformed move '%s'", q);
 	if (!b->has_side) {
 		/* No side-to-move line: the first move tells. */
@@ -589,7 +616,7 @@ static int on_time(Builder *b, const unsigned char *s, size_t n)
 	else if (rec->nmoves && !rec->end)
 		rec->moves[rec->nmoves - 1].time_ms = (int)ms;
 	return 0;
-bad: {
+bad : {
 	char q[40];
 	quote(q, sizeof q, s, n);
 	return fail(b->r, b->line, "malformed time '%s'", q);
@@ -603,7 +630,8 @@ static int on_special(Builder *b, const unsigned char *s, size_t n)
 	size_t k = n - 1 < sizeof rec->special - 1 ? n - 1 : sizeof rec->special - 1;
 	CsaEnd e = CSA_END_OTHER;
 	for (int i = CSA_END_TORYO; i < CSA_END_OTHER; i++)
-		if (strlen(END_NAMES[i]) == n - 1 && !memcmp(END_NAMES[i], s + 1, n - 1)) e = (CsaEnd)i;
+		if (strlen(END_NAMES[i]) == n - 1 && !memcmp(END_NAMES[i], s + 1, n - 1))
+			e = (CsaEnd)i;
 	if (e == CSA_END_OTHER) {
 		for (size_t i = 1; i < n; i++)
 			if (s[i] <= 0x20 || s[i] >= 0x7f) {
@@ -635,7 +663,8 @@ static int on_statement(Builder *b, const unsigned char *s, size_t n)
 	switch (s[0]) {
 	case 'V':
 		if (rec->has_position || rec->nmoves)
-			return fail(b->r, b->line, "version line '%s' inside a record (missing '/')", q);
+			return fail(b->r, b->line,
+			            "version line '%s' inside a record (missing '/')", q);
 		return set_str(&rec->version, s, n);
 	case 'N':
 		if (n < 2 || (s[1] != '+' && s[1] != '-')) break;

@@ -63,14 +63,14 @@ const char *csa_end_name(CsaEnd end);
 
 /* One move of a record. */
 typedef struct {
-	char token[8];      /* "+7776FU": always 7 characters and a NUL */
-	int line;           /* 1-based line of the input it was read from */
-	int time_ms;        /* from the T statement that follows it; -1 if none */
-	bool has_eval;      /* a "'** <score> ..." comment follows the move */
-	bool book;          /* "'** 0" with no PV: a book move, not an evaluation */
-	int32_t eval;       /* raw score, from Black's point of view (clamped to int32) */
-	uint32_t pv_off;    /* the PV text after the score: CsaRecord.text + pv_off */
-	uint32_t pv_len;    /* its length (0 when there is none) */
+	char token[8];   /* "+7776FU": always 7 characters and a NUL */
+	int line;        /* 1-based line of the input it was read from */
+	int time_ms;     /* from the T statement that follows it; -1 if none */
+	bool has_eval;   /* a "'** <score> ..." comment follows the move */
+	bool book;       /* "'** 0" with no PV: a book move, not an evaluation */
+	int32_t eval;    /* raw score, from Black's point of view (clamped to int32) */
+	uint32_t pv_off; /* the PV text after the score: CsaRecord.text + pv_off */
+	uint32_t pv_len; /* its length (0 when there is none) */
 } CsaMove;
 
 /*
@@ -99,10 +99,10 @@ typedef struct {
 	CsaMove *moves;
 	size_t nmoves;
 
-	CsaEnd end;        /* the first % statement; CSA_END_NONE if none */
-	char special[24];  /* that statement's word, e.g. "TORYO" ("" if none) */
-	int end_line;      /* its line (0 if none) */
-	int end_time_ms;   /* the T that follows it; -1 if none */
+	CsaEnd end;       /* the first % statement; CSA_END_NONE if none */
+	char special[24]; /* that statement's word, e.g. "TORYO" ("" if none) */
+	int end_line;     /* its line (0 if none) */
+	int end_time_ms;  /* the T that follows it; -1 if none */
 
 	char *text; /* storage for the PVs (see CsaMove.pv_off) */
 	size_t text_len;

@@ -11,16 +11,16 @@
 #include "shogi/notation.h"
 
 static const char *const END_NAMES[] = {
-	[REPLAY_END_NONE] = "none",
-	[REPLAY_END_RESIGN] = "resign",
-	[REPLAY_END_REPETITION] = "repetition",
-	[REPLAY_END_PERPETUAL_CHECK] = "perpetual_check",
-	[REPLAY_END_DECLARATION] = "declaration",
-	[REPLAY_END_MATE] = "mate",
-	[REPLAY_END_ILLEGAL_MOVE] = "illegal_move",
-	[REPLAY_END_TIME_UP] = "time_up",
-	[REPLAY_END_MAX_MOVES] = "max_moves",
-	[REPLAY_END_INTERRUPTED] = "interrupted",
+    [REPLAY_END_NONE] = "none",
+    [REPLAY_END_RESIGN] = "resign",
+    [REPLAY_END_REPETITION] = "repetition",
+    [REPLAY_END_PERPETUAL_CHECK] = "perpetual_check",
+    [REPLAY_END_DECLARATION] = "declaration",
+    [REPLAY_END_MATE] = "mate",
+    [REPLAY_END_ILLEGAL_MOVE] = "illegal_move",
+    [REPLAY_END_TIME_UP] = "time_up",
+    [REPLAY_END_MAX_MOVES] = "max_moves",
+    [REPLAY_END_INTERRUPTED] = "interrupted",
 };
 
 const char *replay_end_name(ReplayEnd end)
@@ -32,10 +32,14 @@ const char *replay_end_name(ReplayEnd end)
 const char *replay_winner_name(ReplayWinner w)
 {
 	switch (w) {
-	case REPLAY_WINNER_BLACK: return "black";
-	case REPLAY_WINNER_WHITE: return "white";
-	case REPLAY_WINNER_DRAW: return "draw";
-	default: return "none";
+	case REPLAY_WINNER_BLACK:
+		return "black";
+	case REPLAY_WINNER_WHITE:
+		return "white";
+	case REPLAY_WINNER_DRAW:
+		return "draw";
+	default:
+		return "none";
 	}
 }
 
@@ -67,10 +71,17 @@ static bool judge_mate(ReplayResult *res, const Position *pos)
 static bool judge_after_move(ReplayResult *res, const Position *pos, int max_moves)
 {
 	switch (pos_repetition(pos)) {
-	case REP_DRAW: set_end(res, REPLAY_END_REPETITION, REPLAY_WINNER_DRAW); return true;
-	case REP_BLACK_LOSES: set_end(res, REPLAY_END_PERPETUAL_CHECK, REPLAY_WINNER_WHITE); return true;
-	case REP_WHITE_LOSES: set_end(res, REPLAY_END_PERPETUAL_CHECK, REPLAY_WINNER_BLACK); return true;
-	default: break;
+	case REP_DRAW:
+		set_end(res, REPLAY_END_REPETITION, REPLAY_WINNER_DRAW);
+		return true;
+	case REP_BLACK_LOSES:
+		set_end(res, REPLAY_END_PERPETUAL_CHECK, REPLAY_WINNER_WHITE);
+		return true;
+	case REP_WHITE_LOSES:
+		set_end(res, REPLAY_END_PERPETUAL_CHECK, REPLAY_WINNER_BLACK);
+		return true;
+	default:
+		break;
 	}
 	if (max_moves > 0 && res->plies >= max_moves) {
 		if (!judge_mate(res, pos)) set_end(res, REPLAY_END_MAX_MOVES, REPLAY_WINNER_DRAW);
@@ -113,7 +124,7 @@ static void judge_summary(ReplayResult *res, const Position *pos, const char *su
 	else if (IS("max_moves"))
 		set_end(res, REPLAY_END_MAX_MOVES, REPLAY_WINNER_DRAW);
 	else if (IS("illegal move") || IS("uchifuzume") || IS("oute_kaihimore") || IS("outori") ||
-		 IS("illegal kachi"))
+	         IS("illegal kachi"))
 		set_end(res, REPLAY_END_ILLEGAL_MOVE, winner);
 #undef IS
 }
@@ -126,8 +137,12 @@ static void judge_end(ReplayResult *res, const Position *pos, const CsaRecord *r
 	case CSA_END_TSUMI: /* the mated side says so; with legal moves left it is a resignation */
 		set_end(res, REPLAY_END_RESIGN, winner_of(color_flip(stm)));
 		break;
-	case CSA_END_TIME_UP: set_end(res, REPLAY_END_TIME_UP, winner_of(color_flip(stm))); break;
-	case CSA_END_KACHI: judge_declaration(res, pos); break;
+	case CSA_END_TIME_UP:
+		set_end(res, REPLAY_END_TIME_UP, winner_of(color_flip(stm)));
+		break;
+	case CSA_END_KACHI:
+		judge_declaration(res, pos);
+		break;
 	case CSA_END_JISHOGI:
 	case CSA_END_HIKIWAKE:
 		/* An impasse: a win for the side to move if its declaration is valid. */
@@ -136,14 +151,23 @@ static void judge_end(ReplayResult *res, const Position *pos, const CsaRecord *r
 		else
 			set_end(res, REPLAY_END_NONE, REPLAY_WINNER_DRAW);
 		break;
-	case CSA_END_CHUDAN: set_end(res, REPLAY_END_INTERRUPTED, REPLAY_WINNER_NONE); break;
-	case CSA_END_ILLEGAL_MOVE: set_end(res, REPLAY_END_ILLEGAL_MOVE, winner_of(color_flip(stm))); break;
-	case CSA_END_BLACK_ILLEGAL_ACTION: set_end(res, REPLAY_END_ILLEGAL_MOVE, REPLAY_WINNER_WHITE); break;
-	case CSA_END_WHITE_ILLEGAL_ACTION: set_end(res, REPLAY_END_ILLEGAL_MOVE, REPLAY_WINNER_BLACK); break;
+	case CSA_END_CHUDAN:
+		set_end(res, REPLAY_END_INTERRUPTED, REPLAY_WINNER_NONE);
+		break;
+	case CSA_END_ILLEGAL_MOVE:
+		set_end(res, REPLAY_END_ILLEGAL_MOVE, winner_of(color_flip(stm)));
+		break;
+	case CSA_END_BLACK_ILLEGAL_ACTION:
+		set_end(res, REPLAY_END_ILLEGAL_MOVE, REPLAY_WINNER_WHITE);
+		break;
+	case CSA_END_WHITE_ILLEGAL_ACTION:
+		set_end(res, REPLAY_END_ILLEGAL_MOVE, REPLAY_WINNER_BLACK);
+		break;
 	case CSA_END_NONE:
 		if (rec->summary) judge_summary(res, pos, rec->summary);
 		break;
-	default: break; /* %SENNICHITE not confirmed by the moves, %MATTA, %ERROR, ...: none */
+	default:
+		break; /* %SENNICHITE not confirmed by the moves, %MATTA, %ERROR, ...: none */
 	}
 }
 
@@ -164,21 +188,23 @@ int replay_csa(ReplayResult *res, Position *pos, const CsaRecord *rec, replay_mo
 		if (mover != pos->side) {
 			if (judge_mate(res, pos)) return 0;
 			res->error_line = cm->line;
-			snprintf(res->error, sizeof res->error, "illegal move %s (it is %s's turn)", cm->token,
-				 pos->side == BLACK ? "Black" : "White");
+			snprintf(res->error, sizeof res->error, "illegal move %s (it is %s's turn)",
+			         cm->token, pos->side == BLACK ? "Black" : "White");
 			set_end(res, REPLAY_END_ILLEGAL_MOVE, winner_of(color_flip(pos->side)));
 			return 0;
 		}
 		if (csa_move_parse(&m, pos, cm->token, 7, err) != 0) {
 			if (judge_mate(res, pos)) return 0;
 			res->error_line = cm->line;
-			snprintf(res->error, sizeof res->error, "illegal move %s (%s)", cm->token, err);
+			snprintf(res->error, sizeof res->error, "illegal move %s (%s)", cm->token,
+			         err);
 			set_end(res, REPLAY_END_ILLEGAL_MOVE, winner_of(color_flip(pos->side)));
 			return 0;
 		}
 		if (pos_history_len(pos) >= POS_MAX_STATES - 1) {
 			res->error_line = cm->line;
-			snprintf(res->error, sizeof res->error, "game longer than %d plies", POS_MAX_STATES - 1);
+			snprintf(res->error, sizeof res->error, "game longer than %d plies",
+			         POS_MAX_STATES - 1);
 			return CSA_EILLEGAL;
 		}
 		if (fn) {
@@ -203,8 +229,8 @@ static bool word_is(const char *s, size_t n, const char *w)
 	return n == strlen(w) && !memcmp(s, w, n);
 }
 
-int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, int line, replay_move_fn fn,
-	       void *ctx)
+int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, int line,
+               replay_move_fn fn, void *ctx)
 {
 	memset(res, 0, sizeof *res);
 	char err[SHOGI_ERRLEN];
@@ -215,7 +241,8 @@ int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, i
 	const char *first = text + i;
 	size_t flen = j - i;
 	size_t moves_at; /* offset of the first move */
-	if (word_is(first, flen, "startpos") || word_is(first, flen, "sfen") || word_is(first, flen, "position")) {
+	if (word_is(first, flen, "startpos") || word_is(first, flen, "sfen") ||
+	    word_is(first, flen, "position")) {
 		/* The position part runs up to the word "moves". */
 		size_t k = i, mstart = len, mend = len;
 		while (k < len) {
@@ -255,14 +282,15 @@ int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, i
 		if (usi_move_parse_legal(&m, pos, text + k, e - k, err) != 0) {
 			if (judge_mate(res, pos)) return 0;
 			res->error_line = line;
-			snprintf(res->error, sizeof res->error, "illegal move %.*s (%s)", (int)(e - k < 16 ? e - k : 16),
-				 text + k, err);
+			snprintf(res->error, sizeof res->error, "illegal move %.*s (%s)",
+			         (int)(e - k < 16 ? e - k : 16), text + k, err);
 			set_end(res, REPLAY_END_ILLEGAL_MOVE, winner_of(color_flip(pos->side)));
 			return 0;
 		}
 		if (pos_history_len(pos) >= POS_MAX_STATES - 1) {
 			res->error_line = line;
-			snprintf(res->error, sizeof res->error, "game longer than %d plies", POS_MAX_STATES - 1);
+			snprintf(res->error, sizeof res->error, "game longer than %d plies",
+			         POS_MAX_STATES - 1);
 			return SHOGI_ETOOLONG;
 		}
 		if (fn) {

@@ -20,7 +20,7 @@
 #include "shogi/position.h"
 
 typedef enum {
-	REPLAY_END_NONE = 0,        /* the record just stops */
+	REPLAY_END_NONE = 0, /* the record just stops */
 	REPLAY_END_RESIGN,
 	REPLAY_END_REPETITION,      /* fourth occurrence: a draw */
 	REPLAY_END_PERPETUAL_CHECK, /* the checking side loses */
@@ -28,8 +28,8 @@ typedef enum {
 	REPLAY_END_MATE,            /* the side to move has no legal move */
 	REPLAY_END_ILLEGAL_MOVE,    /* an illegal move in the record (or recorded as such) */
 	REPLAY_END_TIME_UP,
-	REPLAY_END_MAX_MOVES,       /* the move limit was reached without a result */
-	REPLAY_END_INTERRUPTED,     /* %CHUDAN */
+	REPLAY_END_MAX_MOVES,   /* the move limit was reached without a result */
+	REPLAY_END_INTERRUPTED, /* %CHUDAN */
 } ReplayEnd;
 
 typedef enum {
@@ -45,10 +45,10 @@ const char *replay_end_name(ReplayEnd end);
 const char *replay_winner_name(ReplayWinner w);
 
 typedef struct {
-	int plies;           /* legal moves made */
+	int plies; /* legal moves made */
 	ReplayEnd end;
 	ReplayWinner winner;
-	int error_line;      /* line of the offending move or statement; 0 if no error */
+	int error_line;         /* line of the offending move or statement; 0 if no error */
 	char error[CSA_ERRLEN]; /* "illegal move -3334FU (reason)"; "" if none */
 } ReplayResult;
 
@@ -67,7 +67,8 @@ typedef int (*replay_move_fn)(void *ctx, const Position *before, Move m, size_t 
  * than a Position can hold (res->error says which), or the callback's value.
  * fn may be NULL.
  */
-int replay_csa(ReplayResult *res, Position *pos, const CsaRecord *rec, replay_move_fn fn, void *ctx);
+int replay_csa(ReplayResult *res, Position *pos, const CsaRecord *rec, replay_move_fn fn,
+               void *ctx);
 
 /*
  * Replays a USI game given as text (not NUL-terminated, len bytes):
@@ -77,7 +78,7 @@ int replay_csa(ReplayResult *res, Position *pos, const CsaRecord *rec, replay_mo
  * when the position part is malformed (res->error says why), or the
  * callback's value.
  */
-int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, int line, replay_move_fn fn,
-	       void *ctx);
+int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, int line,
+               replay_move_fn fn, void *ctx);
 
 #endif

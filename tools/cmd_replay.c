@@ -49,7 +49,8 @@ static json_t *jstr(const char *s)
 static void lower_copy(char *out, size_t cap, const char *s, size_t n)
 {
 	size_t i = 0;
-	for (; i < n && i + 1 < cap; i++) out[i] = (s[i] >= 'A' && s[i] <= 'Z') ? (char)(s[i] + 32) : s[i];
+	for (; i < n && i + 1 < cap; i++)
+		out[i] = (s[i] >= 'A' && s[i] <= 'Z') ? (char)(s[i] + 32) : s[i];
 	out[i] = 0;
 }
 
@@ -69,8 +70,8 @@ static const char *recorded_of(const CsaRecord *rec, char *buf, size_t cap)
 	return NULL;
 }
 
-static void report(Ctx *c, const char *input, const char *id, const ReplayResult *res, bool have_pos,
-		   const char *recorded, bool warn)
+static void report(Ctx *c, const char *input, const char *id, const ReplayResult *res,
+                   bool have_pos, const char *recorded, bool warn)
 {
 	char sfen[SFEN_MAX] = "";
 	if (have_pos) sfen_write(c->pos, sfen, sizeof sfen);
@@ -86,21 +87,22 @@ static void report(Ctx *c, const char *input, const char *id, const ReplayResult
 		json_object_set_new(g, "recorded", jstr(recorded));
 		if (res->error[0])
 			json_object_set_new(g, "error",
-					    json_pack("{s:i, s:o}", "line", res->error_line, "message", jstr(res->error)));
+			                    json_pack("{s:i, s:o}", "line", res->error_line,
+			                              "message", jstr(res->error)));
 		else
 			json_object_set_new(g, "error", json_null());
 		json_array_append_new(c->games, g);
 	} else {
-		printf("%s%s%s: %d plies, %s, winner %s", input, id ? ": " : "", id ? id : "", res->plies,
-		       replay_end_name(res->end), replay_winner_name(res->winner));
+		printf("%s%s%s: %d plies, %s, winner %s", input, id ? ": " : "", id ? id : "",
+		       res->plies, replay_end_name(res->end), replay_winner_name(res->winner));
 		if (recorded) printf(", recorded %s", recorded);
 		printf("\n");
 		if (res->error[0]) printf("  error: line %d: %s\n", res->error_line, res->error);
 		if (have_pos) printf("  final: %s\n", sfen);
 	}
 	if (warn && res->error[0])
-		joseki_error("%s:%d: %s (game stopped after %d plies)", input, res->error_line, res->error,
-			     res->plies);
+		joseki_error("%s:%d: %s (game stopped after %d plies)", input, res->error_line,
+		             res->error, res->plies);
 }
 
 /* A record that could not be read: reported as a game with an error. */
@@ -149,7 +151,8 @@ static int run_csa(Ctx *c, const char *input, const void *buf, size_t len)
 		char recbuf[32];
 		int prc = replay_csa(&res, c->pos, rec, NULL, NULL);
 		if (prc != 0) c->nerrors++;
-		report(c, input, rec->event, &res, prc == 0, recorded_of(rec, recbuf, sizeof recbuf), true);
+		report(c, input, rec->event, &res, prc == 0,
+		       recorded_of(rec, recbuf, sizeof recbuf), true);
 		csa_record_free(rec);
 	}
 	csa_reader_free(r);
@@ -176,7 +179,8 @@ static int run_usi(Ctx *c, const char *input, const char *buf, size_t len)
 		size_t glen = n;
 		if (tab) {
 			size_t k = (size_t)(tab - s);
-			snprintf(id, sizeof id, "%.*s", (int)(k < sizeof id - 1 ? k : sizeof id - 1), s);
+			snprintf(id, sizeof id, "%.*s",
+			         (int)(k < sizeof id - 1 ? k : sizeof id - 1), s);
 			game = tab + 1;
 			glen = n - k - 1;
 		}
@@ -200,8 +204,8 @@ static bool looks_usi(const char *buf, size_t len)
 		while (n && (*s == ' ' || *s == '\r')) s++, n--;
 		if (!n || *s == '#') continue;
 		if (memchr(s, '\t', n)) return true;
-		return (n >= 8 && !memcmp(s, "startpos", 8)) || (n >= 5 && !memcmp(s, "sfen ", 5)) ||
-		       (n >= 9 && !memcmp(s, "position ", 9));
+		return (n >= 8 && !memcmp(s, "startpos", 8)) ||
+		       (n >= 5 && !memcmp(s, "sfen ", 5)) || (n >= 9 && !memcmp(s, "position ", 9));
 	}
 	return false;
 }
@@ -251,14 +255,15 @@ int cmd_replay(int argc, char **argv)
 		char *buf = data;
 		if (rrc) {
 			joseki_error("%s: cannot read: %s (input skipped)", input,
-				     rrc == CSA_EIO ? strerror(saved) : csa_strerror(rrc));
+			             rrc == CSA_EIO ? strerror(saved) : csa_strerror(rrc));
 			status = 1;
 			continue;
 		}
 		size_t nl = strlen(input);
 		bool csa = nl >= 4 && !strcmp(input + nl - 4, ".csa");
 		int before = c.nerrors;
-		int rc = (!csa && looks_usi(buf, len)) ? run_usi(&c, input, buf, len) : run_csa(&c, input, buf, len);
+		int rc = (!csa && looks_usi(buf, len)) ? run_usi(&c, input, buf, len)
+		                                       : run_csa(&c, input, buf, len);
 		free(buf);
 		if (rc != 0 || c.nerrors != before) status = 1;
 	}

@@ -31,36 +31,45 @@ typedef struct {
 } Fixture;
 
 static const Fixture FIXTURES[] = {
-	{"floodgate/wdoor+floodgate-300-10F+10b_n003_1060+40b_n007_1050Ti+20210405160009.csa", 125, CSA_END_TORYO},
-	{"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Allihn_Condenser+20260601130001.csa", 100,
-	 CSA_END_TORYO},
-	{"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Allihn_Condenser+20260602050002.csa", 82,
-	 CSA_END_TORYO},
-	{"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Pyfamate_v2_peta1115+20260601133002.csa", 105,
-	 CSA_END_TORYO},
-	{"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+YukiSHogiEngineV7.7+20260601090001.csa", 102,
-	 CSA_END_TORYO},
-	{"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+ZARD+20260602160006.csa", 81, CSA_END_TORYO},
-	{"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+clomeprop+20260601143005.csa", 114, CSA_END_TORYO},
-	{"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+jhbr2+20260601113000.csa", 71, CSA_END_TORYO},
-	{"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+kahm768+20260601080001.csa", 169, CSA_END_TORYO},
-	{"floodgate/wdoor+floodgate-300-10F+910+Gokaku-v2.3-b12c512-v500+20260601070006.csa", 86, CSA_END_TORYO},
-	{"floodgate/wdoor+floodgate-300-10F+Allihn_Condenser+62KIN_Suisho11_4c+20260601050005.csa", 106,
-	 CSA_END_SENNICHITE},
-	{"floodgate/wdoor+floodgate-300-10F+C2AC562E-YO-NNUE-NOBOOK-20260510+jhbr2+20260601023003.csa", 29,
-	 CSA_END_TORYO},
-	{"floodgate/wdoor+floodgate-300-10F+Titanda_L+SILENT_MAJORITY_sf170225_6950XEE+20170302210003.csa", 256,
-	 CSA_END_NONE},
-	{"floodgate/wdoor+floodgate-300-10F+test768_16_64_N150+clomeprop+20260605230006.csa", 129, CSA_END_TORYO},
-	{"floodgate/wdoor+floodgate-600-10+01WishBlue_07+Apery_i5-4670+20150415003002.csa", 134, CSA_END_TORYO},
-	{"csa-dialects/WCSC32_F7_NBS_DLS.csa", 176, CSA_END_TORYO},
-	{"csa-dialects/dr1test1test0+tu-1_aobazero_viper-300-5F+aobazero+viper+20200719201040.csa", 400,
-	 CSA_END_KACHI},
-	{"csa-dialects/v2.csa", 196, CSA_END_TORYO},
-	{"csa-dialects/v2_2.csa", 2, CSA_END_CHUDAN},
-	{"csa-dialects/wcsc25_Himawari_TeamGPS.csa", 110, CSA_END_TORYO},
-	{"csa-dialects/x1_20111121-02-45-38-2934-gps-Bonanza_ACG13.csa", 150, CSA_END_TORYO},
-	{"csa-dialects/yaneuraou_selfplay_jishogi.csa", 258, CSA_END_JISHOGI},
+    {"floodgate/wdoor+floodgate-300-10F+10b_n003_1060+40b_n007_1050Ti+20210405160009.csa", 125,
+     CSA_END_TORYO},
+    {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Allihn_Condenser+20260601130001.csa", 100,
+     CSA_END_TORYO},
+    {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Allihn_Condenser+20260602050002.csa", 82,
+     CSA_END_TORYO},
+    {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Pyfamate_v2_peta1115+20260601133002.csa",
+     105, CSA_END_TORYO},
+    {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+YukiSHogiEngineV7.7+20260601090001.csa",
+     102, CSA_END_TORYO},
+    {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+ZARD+20260602160006.csa", 81,
+     CSA_END_TORYO},
+    {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+clomeprop+20260601143005.csa", 114,
+     CSA_END_TORYO},
+    {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+jhbr2+20260601113000.csa", 71,
+     CSA_END_TORYO},
+    {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+kahm768+20260601080001.csa", 169,
+     CSA_END_TORYO},
+    {"floodgate/wdoor+floodgate-300-10F+910+Gokaku-v2.3-b12c512-v500+20260601070006.csa", 86,
+     CSA_END_TORYO},
+    {"floodgate/wdoor+floodgate-300-10F+Allihn_Condenser+62KIN_Suisho11_4c+20260601050005.csa", 106,
+     CSA_END_SENNICHITE},
+    {"floodgate/wdoor+floodgate-300-10F+C2AC562E-YO-NNUE-NOBOOK-20260510+jhbr2+20260601023003.csa",
+     29, CSA_END_TORYO},
+    {"floodgate/"
+     "wdoor+floodgate-300-10F+Titanda_L+SILENT_MAJORITY_sf170225_6950XEE+20170302210003.csa",
+     256, CSA_END_NONE},
+    {"floodgate/wdoor+floodgate-300-10F+test768_16_64_N150+clomeprop+20260605230006.csa", 129,
+     CSA_END_TORYO},
+    {"floodgate/wdoor+floodgate-600-10+01WishBlue_07+Apery_i5-4670+20150415003002.csa", 134,
+     CSA_END_TORYO},
+    {"csa-dialects/WCSC32_F7_NBS_DLS.csa", 176, CSA_END_TORYO},
+    {"csa-dialects/dr1test1test0+tu-1_aobazero_viper-300-5F+aobazero+viper+20200719201040.csa", 400,
+     CSA_END_KACHI},
+    {"csa-dialects/v2.csa", 196, CSA_END_TORYO},
+    {"csa-dialects/v2_2.csa", 2, CSA_END_CHUDAN},
+    {"csa-dialects/wcsc25_Himawari_TeamGPS.csa", 110, CSA_END_TORYO},
+    {"csa-dialects/x1_20111121-02-45-38-2934-gps-Bonanza_ACG13.csa", 150, CSA_END_TORYO},
+    {"csa-dialects/yaneuraou_selfplay_jishogi.csa", 258, CSA_END_JISHOGI},
 };
 #define NFIXTURES (sizeof FIXTURES / sizeof FIXTURES[0])
 
@@ -124,7 +133,8 @@ static void expect_error(const char *text, const char *needle)
 	char err[CSA_ERRLEN] = "";
 	int n = read_all_text(text, recs, 4, &nerr, err);
 	for (int i = 0; i < n && i < 4; i++) csa_record_free(recs[i]);
-	if (nerr != 1 || !strstr(err, needle)) fail_msg("expected one error with '%s', got %d: '%s'", needle, nerr, err);
+	if (nerr != 1 || !strstr(err, needle))
+		fail_msg("expected one error with '%s', got %d: '%s'", needle, nerr, err);
 	assert_true(!strncmp(err, "mem.csa:", 8));
 }
 
@@ -137,7 +147,8 @@ static void test_csa__every_fixture_reads_with_its_move_count(void **state)
 		snprintf(path, sizeof path, "tests/data/%s", FIXTURES[i].path);
 		CsaRecord *rec = read_one_file(path);
 		if (rec->nmoves != FIXTURES[i].moves)
-			fail_msg("%s: %zu moves, expected %zu", path, rec->nmoves, FIXTURES[i].moves);
+			fail_msg("%s: %zu moves, expected %zu", path, rec->nmoves,
+			         FIXTURES[i].moves);
 		assert_int_equal(rec->end, FIXTURES[i].end);
 		assert_true(rec->has_position);
 		char err[SHOGI_ERRLEN];
@@ -162,7 +173,8 @@ static void test_csa__floodgate_header_comments_and_evals(void **state)
 	assert_string_equal(rec->version, "V2");
 	assert_string_equal(rec->name[BLACK], "Titanda_L");
 	assert_string_equal(rec->name[WHITE], "HarrySan");
-	assert_string_equal(rec->event, "wdoor+floodgate-600-10F+Titanda_L+HarrySan+20160614033003");
+	assert_string_equal(rec->event,
+	                    "wdoor+floodgate-600-10F+Titanda_L+HarrySan+20160614033003");
 	assert_string_equal(rec->start_time, "2016/06/14 03:30:03");
 	assert_true(rec->has_rate[BLACK] && rec->has_rate[WHITE]);
 	assert_true(rec->rate[BLACK] == 3345.0);
@@ -189,7 +201,8 @@ static void test_csa__floodgate_header_comments_and_evals(void **state)
 
 	/* A newer floodgate record: integer rates, a 512-ply limit, PVs. */
 	rec = read_one_file(
-		"tests/data/floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Allihn_Condenser+20260601130001.csa");
+	    "tests/data/floodgate/"
+	    "wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Allihn_Condenser+20260601130001.csa");
 	assert_true(rec->has_rate[BLACK] && rec->has_rate[WHITE]);
 	assert_true(rec->rate[BLACK] == 3789.0);
 	assert_true(rec->rate[WHITE] == 4168.0);
@@ -205,8 +218,9 @@ static void test_csa__floodgate_header_comments_and_evals(void **state)
 		const char *pv = csa_move_pv(rec, i, &len);
 		if (len) {
 			with_pv++;
-			assert_true(pv[0] == '+' || pv[0] == '-' || (pv[0] >= '0' && pv[0] <= '9') ||
-				    (pv[0] >= 'A' && pv[0] <= 'Z'));
+			assert_true(pv[0] == '+' || pv[0] == '-' ||
+			            (pv[0] >= '0' && pv[0] <= '9') ||
+			            (pv[0] >= 'A' && pv[0] <= 'Z'));
 			assert_int_not_equal(pv[len - 1], ' ');
 		}
 	}
@@ -247,32 +261,32 @@ static void test_csa__shift_jis_crlf_and_several_records(void **state)
 	/* Shift_JIS names and comments (0x82 0xA0 ...), an invalid UTF-8 byte 0xFF,
 	 * CR LF line ends, two records separated by "/". */
 	const char *text = "V2.2\r\n"
-			   "N+\x8a\xf6\x96\xd8\r\n"
-			   "N-\xff\xfe\r\n"
-			   "'\x82\xa0\x82\xa2,\x82\xa4\r\n"
-			   "$EVENT:\x8f\xab\x8a\xfb\r\n"
-			   "PI\r\n"
-			   "+\r\n"
-			   "+7776FU,T12\r\n"
-			   "'** 30 -3334FU\r\n"
-			   "-3334FU,T3.5\r\n"
-			   "%TORYO,T1\r\n"
-			   "/\r\n"
-			   "\r\n"
-			   "V2\r\n"
-			   "P1-KY-KE-GI-KI-OU-KI-GI-KE-KY\r\n"
-			   "P2 * -HI *  *  *  *  * -KA * \r\n"
-			   "P3-FU-FU-FU-FU-FU-FU-FU-FU-FU\r\n"
-			   "P4 *  *  *  *  *  *  *  *  * \r\n"
-			   "P5 *  *  *  *  *  *  *  *  * \r\n"
-			   "P6 *  *  *  *  *  *  *  *  * \r\n"
-			   "P7+FU+FU+FU+FU+FU+FU+FU+FU+FU\r\n"
-			   "P8 * +KA *  *  *  *  * +HI * \r\n"
-			   "P9+KY+KE+GI+KI+OU+KI+GI+KE+KY\r\n"
-			   "+\r\n"
-			   "+2726FU\r\n"
-			   "T5\r\n"
-			   "%CHUDAN\r\n";
+	                   "N+\x8a\xf6\x96\xd8\r\n"
+	                   "N-\xff\xfe\r\n"
+	                   "'\x82\xa0\x82\xa2,\x82\xa4\r\n"
+	                   "$EVENT:\x8f\xab\x8a\xfb\r\n"
+	                   "PI\r\n"
+	                   "+\r\n"
+	                   "+7776FU,T12\r\n"
+	                   "'** 30 -3334FU\r\n"
+	                   "-3334FU,T3.5\r\n"
+	                   "%TORYO,T1\r\n"
+	                   "/\r\n"
+	                   "\r\n"
+	                   "V2\r\n"
+	                   "P1-KY-KE-GI-KI-OU-KI-GI-KE-KY\r\n"
+	                   "P2 * -HI *  *  *  *  * -KA * \r\n"
+	                   "P3-FU-FU-FU-FU-FU-FU-FU-FU-FU\r\n"
+	                   "P4 *  *  *  *  *  *  *  *  * \r\n"
+	                   "P5 *  *  *  *  *  *  *  *  * \r\n"
+	                   "P6 *  *  *  *  *  *  *  *  * \r\n"
+	                   "P7+FU+FU+FU+FU+FU+FU+FU+FU+FU\r\n"
+	                   "P8 * +KA *  *  *  *  * +HI * \r\n"
+	                   "P9+KY+KE+GI+KI+OU+KI+GI+KE+KY\r\n"
+	                   "+\r\n"
+	                   "+2726FU\r\n"
+	                   "T5\r\n"
+	                   "%CHUDAN\r\n";
 	CsaRecord *recs[4];
 	int nerr;
 	char err[CSA_ERRLEN] = "";
@@ -354,25 +368,26 @@ static void test_csa__special_endings(void **state)
 		const char *word;
 		CsaEnd end;
 	} ENDS[] = {
-		{"%TORYO", CSA_END_TORYO},
-		{"%CHUDAN", CSA_END_CHUDAN},
-		{"%SENNICHITE", CSA_END_SENNICHITE},
-		{"%TIME_UP", CSA_END_TIME_UP},
-		{"%ILLEGAL_MOVE", CSA_END_ILLEGAL_MOVE},
-		{"%+ILLEGAL_ACTION", CSA_END_BLACK_ILLEGAL_ACTION},
-		{"%-ILLEGAL_ACTION", CSA_END_WHITE_ILLEGAL_ACTION},
-		{"%JISHOGI", CSA_END_JISHOGI},
-		{"%KACHI", CSA_END_KACHI},
-		{"%HIKIWAKE", CSA_END_HIKIWAKE},
-		{"%MATTA", CSA_END_MATTA},
-		{"%TSUMI", CSA_END_TSUMI},
-		{"%FUZUMI", CSA_END_FUZUMI},
-		{"%ERROR", CSA_END_ERROR},
-		{"%PASS", CSA_END_OTHER},
+	    {"%TORYO", CSA_END_TORYO},
+	    {"%CHUDAN", CSA_END_CHUDAN},
+	    {"%SENNICHITE", CSA_END_SENNICHITE},
+	    {"%TIME_UP", CSA_END_TIME_UP},
+	    {"%ILLEGAL_MOVE", CSA_END_ILLEGAL_MOVE},
+	    {"%+ILLEGAL_ACTION", CSA_END_BLACK_ILLEGAL_ACTION},
+	    {"%-ILLEGAL_ACTION", CSA_END_WHITE_ILLEGAL_ACTION},
+	    {"%JISHOGI", CSA_END_JISHOGI},
+	    {"%KACHI", CSA_END_KACHI},
+	    {"%HIKIWAKE", CSA_END_HIKIWAKE},
+	    {"%MATTA", CSA_END_MATTA},
+	    {"%TSUMI", CSA_END_TSUMI},
+	    {"%FUZUMI", CSA_END_FUZUMI},
+	    {"%ERROR", CSA_END_ERROR},
+	    {"%PASS", CSA_END_OTHER},
 	};
 	for (size_t i = 0; i < sizeof ENDS / sizeof ENDS[0]; i++) {
 		char text[128];
-		snprintf(text, sizeof text, "V3.0\nPI\n+\n+7776FU\n%s\nT7\n'summary:x\n", ENDS[i].word);
+		snprintf(text, sizeof text, "V3.0\nPI\n+\n+7776FU\n%s\nT7\n'summary:x\n",
+		         ENDS[i].word);
 		CsaRecord *rec = read_one_text(text);
 		assert_int_equal(rec->end, ENDS[i].end);
 		assert_string_equal(rec->special, ENDS[i].word + 1);
@@ -380,19 +395,22 @@ static void test_csa__special_endings(void **state)
 		assert_int_equal(rec->end_time_ms, 7000);
 		assert_int_equal(rec->moves[0].time_ms, -1);
 		assert_string_equal(rec->summary, "x");
-		if (ENDS[i].end != CSA_END_OTHER) assert_string_equal(csa_end_name(ENDS[i].end), ENDS[i].word + 1);
+		if (ENDS[i].end != CSA_END_OTHER)
+			assert_string_equal(csa_end_name(ENDS[i].end), ENDS[i].word + 1);
 		csa_record_free(rec);
 	}
 	/* V3.0 game information */
-	CsaRecord *v3 = read_one_text("'CSA encoding=UTF-8\nV3.0\nN+a\nN-b\n$TIME:300+0+10\n$MAX_MOVES:320\n"
-				      "$JISHOGI:27\nPI\n+\n+7776FU\nT1.25\n%TORYO\n");
+	CsaRecord *v3 =
+	    read_one_text("'CSA encoding=UTF-8\nV3.0\nN+a\nN-b\n$TIME:300+0+10\n$MAX_MOVES:320\n"
+	                  "$JISHOGI:27\nPI\n+\n+7776FU\nT1.25\n%TORYO\n");
 	assert_string_equal(v3->version, "V3.0");
 	assert_string_equal(v3->time_limit, "300+0+10");
 	assert_int_equal(csa_record_max_moves(v3), 320);
 	assert_int_equal(v3->moves[0].time_ms, 1250);
 	csa_record_free(v3);
 	/* A repeated ending (aobazero's "%KACHI,'* ..." then "%KACHI"): the first counts. */
-	CsaRecord *rec = read_one_text("PI\n+\n+7776FU\n%KACHI,'* -5000 win, really\nT10\n%TORYO\n");
+	CsaRecord *rec =
+	    read_one_text("PI\n+\n+7776FU\n%KACHI,'* -5000 win, really\nT10\n%TORYO\n");
 	assert_int_equal(rec->end, CSA_END_KACHI);
 	assert_int_equal(rec->end_time_ms, 10000);
 	csa_record_free(rec);
@@ -401,9 +419,10 @@ static void test_csa__special_endings(void **state)
 static void test_csa__eval_comments_attach_to_the_move_they_follow(void **state)
 {
 	(void)state;
-	CsaRecord *rec = read_one_text("PI\n+\n'** 99 before any move\n+7776FU\nT1\n'** -45 -3334FU +2726FU \n"
-				       "'** 77 second comment ignored\n-3334FU\n'** 0\n+2726FU\n'** joseki\n"
-				       "-8384FU\n'** 100000 #1\n");
+	CsaRecord *rec =
+	    read_one_text("PI\n+\n'** 99 before any move\n+7776FU\nT1\n'** -45 -3334FU +2726FU \n"
+	                  "'** 77 second comment ignored\n-3334FU\n'** 0\n+2726FU\n'** joseki\n"
+	                  "-8384FU\n'** 100000 #1\n");
 	assert_int_equal(rec->nmoves, 4);
 	assert_true(rec->moves[0].has_eval);
 	assert_int_equal(rec->moves[0].eval, -45);
@@ -429,8 +448,9 @@ static void test_csa__malformed_records_name_input_and_line(void **state)
 	expect_error("PI\n+\n\x01\x02\xff\n", "mem.csa:3: unknown statement '\\x01\\x02\\xFF'");
 	expect_error("P1-KY-KE-GI-KI-OU-KI-GI-KE-K", "mem.csa:1: truncated square");
 	expect_error("P1-XX\n", "unknown piece '-XX'");
-	expect_error("P+00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU\n+\n",
-		     "mem.csa:1: too many FU pieces in hand at '00FU'");
+	expect_error(
+	    "P+00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU00FU\n+\n",
+	    "mem.csa:1: too many FU pieces in hand at '00FU'");
 	expect_error("P+55OU\nP-55OU\n", "already occupied");
 	expect_error("P-00AL\nP+59OU\n", "after 00AL");
 	expect_error("P+00OU\n", "cannot be in hand");
@@ -449,7 +469,8 @@ static void test_csa__a_bad_record_is_skipped_and_the_next_read(void **state)
 	CsaRecord *recs[4];
 	int nerr;
 	char err[CSA_ERRLEN] = "";
-	int n = read_all_text("PI\n+\n+7776FU\n/\nPI\n+\n+77!!FU\n+2726FU\n/\nPI\n-\n-3334FU\n", recs, 4, &nerr, err);
+	int n = read_all_text("PI\n+\n+7776FU\n/\nPI\n+\n+77!!FU\n+2726FU\n/\nPI\n-\n-3334FU\n",
+	                      recs, 4, &nerr, err);
 	assert_int_equal(n, 2);
 	assert_int_equal(nerr, 1);
 	assert_non_null(strstr(err, "mem.csa:7:"));
@@ -509,7 +530,8 @@ static void test_csa__truncations_and_random_bytes_never_crash(void **state)
 	free(data);
 
 	unsigned long long seed = ts_seed("test_csa__truncations_and_random_bytes_never_crash");
-	static const char ALPHABET[] = "PI+-0123456789FUKYKEGIKIKAHIOUTONYNKNGUMRY%T,'/\n\r $N:AL*V\x82\xff";
+	static const char ALPHABET[] =
+	    "PI+-0123456789FUKYKEGIKIKAHIOUTONYNKNGUMRY%T,'/\n\r $N:AL*V\x82\xff";
 	char buf[256];
 	for (int iter = 0; iter < 3000; iter++) {
 		size_t n = (size_t)(seed >> 33) % sizeof buf;
@@ -539,17 +561,17 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_csa__every_fixture_reads_with_its_move_count),
-		cmocka_unit_test(test_csa__floodgate_header_comments_and_evals),
-		cmocka_unit_test(test_csa__wcsc_dialect_names_and_comma_joined_times),
-		cmocka_unit_test(test_csa__shift_jis_crlf_and_several_records),
-		cmocka_unit_test(test_csa__handicap_pieces_and_all_remaining),
-		cmocka_unit_test(test_csa__special_endings),
-		cmocka_unit_test(test_csa__eval_comments_attach_to_the_move_they_follow),
-		cmocka_unit_test(test_csa__malformed_records_name_input_and_line),
-		cmocka_unit_test(test_csa__a_bad_record_is_skipped_and_the_next_read),
-		cmocka_unit_test(test_csa__impossible_start_position_is_refused_by_position),
-		cmocka_unit_test(test_csa__truncations_and_random_bytes_never_crash),
+	    cmocka_unit_test(test_csa__every_fixture_reads_with_its_move_count),
+	    cmocka_unit_test(test_csa__floodgate_header_comments_and_evals),
+	    cmocka_unit_test(test_csa__wcsc_dialect_names_and_comma_joined_times),
+	    cmocka_unit_test(test_csa__shift_jis_crlf_and_several_records),
+	    cmocka_unit_test(test_csa__handicap_pieces_and_all_remaining),
+	    cmocka_unit_test(test_csa__special_endings),
+	    cmocka_unit_test(test_csa__eval_comments_attach_to_the_move_they_follow),
+	    cmocka_unit_test(test_csa__malformed_records_name_input_and_line),
+	    cmocka_unit_test(test_csa__a_bad_record_is_skipped_and_the_next_read),
+	    cmocka_unit_test(test_csa__impossible_start_position_is_refused_by_position),
+	    cmocka_unit_test(test_csa__truncations_and_random_bytes_never_crash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

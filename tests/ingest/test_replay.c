@@ -23,9 +23,11 @@
 #include "tests/support/support.h"
 
 #define RULES_PATH "tests/data/rules.tsv"
-#define ALLIHN "tests/data/floodgate/wdoor+floodgate-300-10F+Allihn_Condenser+62KIN_Suisho11_4c+20260601050005.csa"
-#define TITANDA                                                                                                \
-	"tests/data/floodgate/"                                                                                \
+#define ALLIHN                                                                                     \
+	"tests/data/floodgate/"                                                                    \
+	"wdoor+floodgate-300-10F+Allihn_Condenser+62KIN_Suisho11_4c+20260601050005.csa"
+#define TITANDA                                                                                    \
+	"tests/data/floodgate/"                                                                    \
 	"wdoor+floodgate-300-10F+Titanda_L+SILENT_MAJORITY_sf170225_6950XEE+20170302210003.csa"
 
 static Position g_pos;
@@ -100,8 +102,9 @@ static char *csa_from_sfen(const char *sfen, const char *tail)
 			if (p == PIECE_NONE)
 				n += (size_t)snprintf(out + n, cap - n, " * ");
 			else
-				n += (size_t)snprintf(out + n, cap - n, "%c%s", piece_color(p) == BLACK ? '+' : '-',
-						      CSA_PIECE_NAMES[piece_type(p)]);
+				n += (size_t)snprintf(out + n, cap - n, "%c%s",
+				                      piece_color(p) == BLACK ? '+' : '-',
+				                      CSA_PIECE_NAMES[piece_type(p)]);
 		}
 		n += (size_t)snprintf(out + n, cap - n, "\n");
 	}
@@ -109,7 +112,8 @@ static char *csa_from_sfen(const char *sfen, const char *tail)
 		n += (size_t)snprintf(out + n, cap - n, "P%c", c == BLACK ? '+' : '-');
 		for (int pt = PAWN; pt <= GOLD; pt++)
 			for (int k = 0; k < hand_count(pos.hand[c], (PieceType)pt); k++)
-				n += (size_t)snprintf(out + n, cap - n, "00%s", CSA_PIECE_NAMES[pt]);
+				n +=
+				    (size_t)snprintf(out + n, cap - n, "00%s", CSA_PIECE_NAMES[pt]);
 		n += (size_t)snprintf(out + n, cap - n, "\n");
 	}
 	n += (size_t)snprintf(out + n, cap - n, "%c\n%s", pos.side == BLACK ? '+' : '-', tail);
@@ -157,30 +161,37 @@ static void test_replay__rules_tsv_game_endings(void **state)
 		ReplayResult res;
 		char spec[4096];
 		if (!strcmp(r->kind, "perpetual_check")) {
-			assert_int_equal(replay_usi(&res, &g_pos, r->spec, strlen(r->spec), 1, NULL, NULL), 0);
-			if (res.end != REPLAY_END_PERPETUAL_CHECK) fail_msg("%s: %s", r->id, replay_end_name(res.end));
+			assert_int_equal(
+			    replay_usi(&res, &g_pos, r->spec, strlen(r->spec), 1, NULL, NULL), 0);
+			if (res.end != REPLAY_END_PERPETUAL_CHECK)
+				fail_msg("%s: %s", r->id, replay_end_name(res.end));
 			/* "black (checker) loses by perpetual check" */
-			assert_true(!strncmp(r->expected, "black", 5) && strstr(r->expected, "loses"));
+			assert_true(!strncmp(r->expected, "black", 5) &&
+			            strstr(r->expected, "loses"));
 			assert_int_equal(res.winner, REPLAY_WINNER_WHITE);
 			assert_true(res.plies <= count_moves(r->spec));
 			done[0]++;
 		} else if (!strcmp(r->kind, "sennichite")) {
-			assert_int_equal(replay_usi(&res, &g_pos, r->spec, strlen(r->spec), 1, NULL, NULL), 0);
-			if (res.end != REPLAY_END_REPETITION) fail_msg("%s: %s", r->id, replay_end_name(res.end));
+			assert_int_equal(
+			    replay_usi(&res, &g_pos, r->spec, strlen(r->spec), 1, NULL, NULL), 0);
+			if (res.end != REPLAY_END_REPETITION)
+				fail_msg("%s: %s", r->id, replay_end_name(res.end));
 			assert_int_equal(res.winner, REPLAY_WINNER_DRAW);
 			assert_non_null(strstr(r->expected, "on the last move"));
 			assert_int_equal(res.plies, count_moves(r->spec));
 			done[1]++;
 		} else if (!strcmp(r->kind, "uchifuzume")) {
 			snprintf(spec, sizeof spec, "%s %s", r->spec, r->move);
-			assert_int_equal(replay_usi(&res, &g_pos, spec, strlen(spec), 7, NULL, NULL), 0);
+			assert_int_equal(
+			    replay_usi(&res, &g_pos, spec, strlen(spec), 7, NULL, NULL), 0);
 			int before = count_moves(r->spec);
 			if (strstr(r->expected, "NOT mate")) {
 				assert_int_equal(res.end, REPLAY_END_NONE);
 				assert_int_equal(res.plies, before + 1);
 				assert_string_equal(res.error, "");
 			} else {
-				if (res.end != REPLAY_END_ILLEGAL_MOVE) fail_msg("%s: %s", r->id, replay_end_name(res.end));
+				if (res.end != REPLAY_END_ILLEGAL_MOVE)
+					fail_msg("%s: %s", r->id, replay_end_name(res.end));
 				assert_int_equal(res.plies, before);
 				assert_int_equal(res.error_line, 7);
 				char want[64];
@@ -202,12 +213,14 @@ static void test_replay__rules_tsv_game_endings(void **state)
 		} else if (!strcmp(r->kind, "repetition") || !strcmp(r->kind, "realgame")) {
 			int ply = atoi(r->move + 4); /* "ply 49" */
 			assert_true(ply > 0);
-			assert_int_equal(replay_usi(&res, &g_pos, r->spec, strlen(r->spec), 1, NULL, NULL), 0);
+			assert_int_equal(
+			    replay_usi(&res, &g_pos, r->spec, strlen(r->spec), 1, NULL, NULL), 0);
 			assert_int_equal(res.end, REPLAY_END_REPETITION);
 			assert_int_equal(res.winner, REPLAY_WINNER_DRAW);
 			assert_int_equal(res.plies, ply);
 			if (!strcmp(r->kind, "realgame")) {
-				/* The same game from its CSA record gives the same verdict and position. */
+				/* The same game from its CSA record gives the same verdict and
+				 * position. */
 				char usi_sfen[SFEN_MAX], csa_sfen[SFEN_MAX], path[512];
 				sfen_write(&g_pos, usi_sfen, sizeof usi_sfen);
 				snprintf(path, sizeof path, "tests/data/%s", r->id);
@@ -259,7 +272,8 @@ static void test_replay__move_limit_of_256_plies(void **state)
 	csa_record_free(rec);
 
 	/* The limit comes from the record: a 4-ply limit stops a longer game. */
-	res = replay_text("'Max_Moves:4\nPI\n+\n+7776FU\n-3334FU\n+2726FU\n-8384FU\n+2625FU\n%TORYO\n");
+	res = replay_text(
+	    "'Max_Moves:4\nPI\n+\n+7776FU\n-3334FU\n+2726FU\n-8384FU\n+2625FU\n%TORYO\n");
 	assert_int_equal(res.end, REPLAY_END_MAX_MOVES);
 	assert_int_equal(res.plies, 4);
 	/* Without a limit (not floodgate, no comment) the same game is a resignation. */
@@ -274,21 +288,21 @@ static void test_replay__floodgate_results_agree_with_summaries(void **state)
 {
 	(void)state;
 	static const char *const FILES[] = {
-		"wdoor+floodgate-300-10F+10b_n003_1060+40b_n007_1050Ti+20210405160009.csa",
-		"wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Allihn_Condenser+20260601130001.csa",
-		"wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Allihn_Condenser+20260602050002.csa",
-		"wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Pyfamate_v2_peta1115+20260601133002.csa",
-		"wdoor+floodgate-300-10F+62KIN_Suisho11_4c+YukiSHogiEngineV7.7+20260601090001.csa",
-		"wdoor+floodgate-300-10F+62KIN_Suisho11_4c+ZARD+20260602160006.csa",
-		"wdoor+floodgate-300-10F+62KIN_Suisho11_4c+clomeprop+20260601143005.csa",
-		"wdoor+floodgate-300-10F+62KIN_Suisho11_4c+jhbr2+20260601113000.csa",
-		"wdoor+floodgate-300-10F+62KIN_Suisho11_4c+kahm768+20260601080001.csa",
-		"wdoor+floodgate-300-10F+910+Gokaku-v2.3-b12c512-v500+20260601070006.csa",
-		"wdoor+floodgate-300-10F+Allihn_Condenser+62KIN_Suisho11_4c+20260601050005.csa",
-		"wdoor+floodgate-300-10F+C2AC562E-YO-NNUE-NOBOOK-20260510+jhbr2+20260601023003.csa",
-		"wdoor+floodgate-300-10F+Titanda_L+SILENT_MAJORITY_sf170225_6950XEE+20170302210003.csa",
-		"wdoor+floodgate-300-10F+test768_16_64_N150+clomeprop+20260605230006.csa",
-		"wdoor+floodgate-600-10+01WishBlue_07+Apery_i5-4670+20150415003002.csa",
+	    "wdoor+floodgate-300-10F+10b_n003_1060+40b_n007_1050Ti+20210405160009.csa",
+	    "wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Allihn_Condenser+20260601130001.csa",
+	    "wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Allihn_Condenser+20260602050002.csa",
+	    "wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Pyfamate_v2_peta1115+20260601133002.csa",
+	    "wdoor+floodgate-300-10F+62KIN_Suisho11_4c+YukiSHogiEngineV7.7+20260601090001.csa",
+	    "wdoor+floodgate-300-10F+62KIN_Suisho11_4c+ZARD+20260602160006.csa",
+	    "wdoor+floodgate-300-10F+62KIN_Suisho11_4c+clomeprop+20260601143005.csa",
+	    "wdoor+floodgate-300-10F+62KIN_Suisho11_4c+jhbr2+20260601113000.csa",
+	    "wdoor+floodgate-300-10F+62KIN_Suisho11_4c+kahm768+20260601080001.csa",
+	    "wdoor+floodgate-300-10F+910+Gokaku-v2.3-b12c512-v500+20260601070006.csa",
+	    "wdoor+floodgate-300-10F+Allihn_Condenser+62KIN_Suisho11_4c+20260601050005.csa",
+	    "wdoor+floodgate-300-10F+C2AC562E-YO-NNUE-NOBOOK-20260510+jhbr2+20260601023003.csa",
+	    "wdoor+floodgate-300-10F+Titanda_L+SILENT_MAJORITY_sf170225_6950XEE+20170302210003.csa",
+	    "wdoor+floodgate-300-10F+test768_16_64_N150+clomeprop+20260605230006.csa",
+	    "wdoor+floodgate-600-10+01WishBlue_07+Apery_i5-4670+20150415003002.csa",
 	};
 	for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++) {
 		char path[512];
@@ -303,11 +317,14 @@ static void test_replay__floodgate_results_agree_with_summaries(void **state)
 		assert_non_null(c);
 		const char *sp = strchr(c + 1 + strlen(rec->name[BLACK]), ' ');
 		ReplayWinner want = REPLAY_WINNER_DRAW;
-		if (!strncmp(c + 1 + strlen(rec->name[BLACK]), " win", 4)) want = REPLAY_WINNER_BLACK;
-		if (!strncmp(c + 1 + strlen(rec->name[BLACK]), " lose", 5)) want = REPLAY_WINNER_WHITE;
+		if (!strncmp(c + 1 + strlen(rec->name[BLACK]), " win", 4))
+			want = REPLAY_WINNER_BLACK;
+		if (!strncmp(c + 1 + strlen(rec->name[BLACK]), " lose", 5))
+			want = REPLAY_WINNER_WHITE;
 		(void)sp;
 		if (res.winner != want)
-			fail_msg("%s: winner %s, summary %s", FILES[i], replay_winner_name(res.winner), rec->summary);
+			fail_msg("%s: winner %s, summary %s", FILES[i],
+			         replay_winner_name(res.winner), rec->summary);
 		csa_record_free(rec);
 	}
 }
@@ -317,9 +334,10 @@ static void test_replay__declarations_in_dialect_files(void **state)
 	(void)state;
 	/* aobazero declares with %KACHI (summary "kachi:aobazero win"). */
 	CsaRecord *rec;
-	ReplayResult res = replay_file("tests/data/csa-dialects/"
-				       "dr1test1test0+tu-1_aobazero_viper-300-5F+aobazero+viper+20200719201040.csa",
-				       &rec);
+	ReplayResult res = replay_file(
+	    "tests/data/csa-dialects/"
+	    "dr1test1test0+tu-1_aobazero_viper-300-5F+aobazero+viper+20200719201040.csa",
+	    &rec);
 	assert_int_equal(res.end, REPLAY_END_DECLARATION);
 	assert_int_equal(res.winner, REPLAY_WINNER_BLACK);
 	assert_int_equal(res.plies, 400);
@@ -468,8 +486,9 @@ static void test_replay__command_json_for_fixture_games(void **state)
 	assert_int_equal(json_array_size(games), 2);
 	json_t *g = json_array_get(games, 0);
 	assert_string_equal(json_string_value(json_object_get(g, "input")), ALLIHN);
-	assert_string_equal(json_string_value(json_object_get(g, "id")),
-			    "wdoor+floodgate-300-10F+Allihn_Condenser+62KIN_Suisho11_4c+20260601050005");
+	assert_string_equal(
+	    json_string_value(json_object_get(g, "id")),
+	    "wdoor+floodgate-300-10F+Allihn_Condenser+62KIN_Suisho11_4c+20260601050005");
 	assert_int_equal(json_integer_value(json_object_get(g, "plies")), 106);
 	assert_string_equal(json_string_value(json_object_get(g, "end")), "repetition");
 	assert_string_equal(json_string_value(json_object_get(g, "winner")), "draw");
@@ -477,7 +496,8 @@ static void test_replay__command_json_for_fixture_games(void **state)
 	assert_true(json_is_null(json_object_get(g, "error")));
 	/* the final SFEN is a position that parses back */
 	static Position pos;
-	assert_int_equal(sfen_parse(&pos, json_string_value(json_object_get(g, "final_sfen")), NULL, NULL), 0);
+	assert_int_equal(
+	    sfen_parse(&pos, json_string_value(json_object_get(g, "final_sfen")), NULL, NULL), 0);
 	g = json_array_get(games, 1);
 	assert_int_equal(json_integer_value(json_object_get(g, "plies")), 256);
 	assert_string_equal(json_string_value(json_object_get(g, "end")), "max_moves");
@@ -548,9 +568,11 @@ static void test_replay__command_bad_input(void **state)
 	json_t *g = json_array_get(json_object_get(root, "games"), 0);
 	assert_string_equal(json_string_value(json_object_get(g, "end")), "illegal_move");
 	assert_int_equal(json_integer_value(json_object_get(g, "plies")), 1);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(g, "error"), "line")), 6);
-	assert_non_null(strstr(json_string_value(json_object_get(json_object_get(g, "error"), "message")),
-			       "illegal move -3335FU"));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(g, "error"), "line")),
+	                 6);
+	assert_non_null(
+	    strstr(json_string_value(json_object_get(json_object_get(g, "error"), "message")),
+	           "illegal move -3335FU"));
 	json_decref(root);
 
 	/* truncated and garbage records: reported with input:line, the good one still replayed */
@@ -567,8 +589,9 @@ static void test_replay__command_bad_input(void **state)
 	assert_non_null(root);
 	json_t *games = json_object_get(root, "games");
 	assert_int_equal(json_array_size(games), 3);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(games, 0), "error"), "line")),
-			 4);
+	assert_int_equal(json_integer_value(json_object_get(
+	                     json_object_get(json_array_get(games, 0), "error"), "line")),
+	                 4);
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(games, 2), "plies")), 1);
 	assert_true(json_is_null(json_object_get(json_array_get(games, 2), "error")));
 	json_decref(root);
@@ -600,17 +623,17 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_replay__rules_tsv_game_endings),
-		cmocka_unit_test(test_replay__fourfold_repetition_at_ply_106),
-		cmocka_unit_test(test_replay__move_limit_of_256_plies),
-		cmocka_unit_test(test_replay__floodgate_results_agree_with_summaries),
-		cmocka_unit_test(test_replay__declarations_in_dialect_files),
-		cmocka_unit_test(test_replay__other_endings),
-		cmocka_unit_test(test_replay__illegal_moves_stop_with_line_and_reason),
-		cmocka_unit_test(test_replay__callback_sees_each_legal_move),
-		cmocka_unit_test(test_replay__command_json_for_fixture_games),
-		cmocka_unit_test(test_replay__command_usi_game_list),
-		cmocka_unit_test(test_replay__command_bad_input),
+	    cmocka_unit_test(test_replay__rules_tsv_game_endings),
+	    cmocka_unit_test(test_replay__fourfold_repetition_at_ply_106),
+	    cmocka_unit_test(test_replay__move_limit_of_256_plies),
+	    cmocka_unit_test(test_replay__floodgate_results_agree_with_summaries),
+	    cmocka_unit_test(test_replay__declarations_in_dialect_files),
+	    cmocka_unit_test(test_replay__other_endings),
+	    cmocka_unit_test(test_replay__illegal_moves_stop_with_line_and_reason),
+	    cmocka_unit_test(test_replay__callback_sees_each_legal_move),
+	    cmocka_unit_test(test_replay__command_json_for_fixture_games),
+	    cmocka_unit_test(test_replay__command_usi_game_list),
+	    cmocka_unit_test(test_replay__command_bad_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
