@@ -800,3 +800,8 @@ void sel_get_stats(SelStats *out, const Selector *s)
 {
 	*out = s->st;
 }
+
+void sel_clear_bounds(Selector *s)
+{
+	for (size_t i = 0; i < s->nnodes; i++) s->nodes[i].bound = B_NONE;
+}

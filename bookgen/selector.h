@@ -126,4 +126,9 @@ int sel_root_value(int *value, bool *has_leaf, Selector *s, int r);
 
 void sel_get_stats(SelStats *out, const Selector *s);
 
+/* Forgets every stored bound (the next selection searches from scratch): for
+ * checking the incremental bounds against a full search, and after changes
+ * made behind the selector's back. */
+void sel_clear_bounds(Selector *s);
+
 #endif

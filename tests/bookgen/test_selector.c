@@ -18,6 +18,7 @@
 
 #include "bookdb/bookdb.h"
 #include "bookgen/selector.h"
+#include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 #include "tests/support/support.h"
@@ -451,6 +452,83 @@ static void test_bookgen__select_command_prints_json_leaves(void **state)
 	free(dir);
 }
 
+/*
+ * On a synthetic book (transpositions and repetition cycles included), a
+ * selector that keeps its bounds across leases and results finds the same
+ * root value at every step as one that searches from scratch each time.
+ */
+static void test_bookgen__incremental_bounds_agree_with_full_searches(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	unsigned long long seed = ts_seed("incremental_bounds");
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, "%s synth %s/b --positions 3000 --seed %llu --quiet",
+			 ts_joseki(), dir, seed % 1000000);
+	assert_int_equal(rc, 0);
+	free(out);
+	free(err);
+	char book[4096];
+	snprintf(book, sizeof book, "%s/b", dir);
+	Selector *s = open_selector(book, 100), *r = open_selector(book, 100);
+	SelLeaf *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+	assert_non_null(a);
+	assert_non_null(b);
+	SelStats st;
+	uint64_t full_visits = 0;
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_non_null(pos);
+	assert_non_null(rec);
+	for (int step = 0; step < 200; step++) {
+		sel_clear_bounds(r);
+		SelStats r0, r1;
+		sel_get_stats(&r0, r);
+		int g1 = sel_select(a, s), g2 = sel_select(b, r);
+		sel_get_stats(&r1, r);
+		full_visits += r1.visits - r0.visits;
+		assert_int_equal(g1, g2);
+		if (!g1) break;
+		assert_int_equal(a->value, b->value);
+		assert_false(sel_is_thought(s, a->key));
+		assert_false(sel_is_leased(s, a->key));
+		assert_int_equal(sel_lease(s, a->key), 0);
+		assert_int_equal(sel_lease(r, a->key), 0);
+		if (step % 3 == 0) {
+			/* Think the leaf: up to four legal moves with pseudo-random evals. */
+			pos_set_startpos(pos);
+			for (int j = 0; j < a->nmoves; j++) pos_do_move(pos, a->moves[j]);
+			assert_true(key_equal(pos_key(pos), a->key));
+			Move legal[MOVEGEN_MAX];
+			int n = movegen_legal(pos, legal);
+			bookdb_record_init(rec, pos);
+			rec->flags = BOOKDB_REC_THOUGHT;
+			rec->think_depth = 5;
+			for (int j = 0; j < n && j < 4; j++) {
+				BookMove *m = &rec->moves[rec->nmoves++];
+				m->move = legal[j];
+				m->flags = BOOKDB_MOVE_EVAL;
+				m->eval = (int16_t)((int)((seed + (unsigned)(step * 31 + j * 17)) % 400) - 200);
+				m->depth = 5;
+			}
+			assert_int_equal(sel_add_result(s, a->key, rec), 0);
+			assert_int_equal(sel_add_result(r, a->key, rec), 0);
+			assert_true(sel_is_thought(s, a->key));
+		}
+	}
+	sel_get_stats(&st, s);
+	/* The point of the bounds: far fewer nodes than full searches. */
+	assert_true(st.visits < full_visits / 2);
+	free(pos);
+	free(rec);
+	free(a);
+	free(b);
+	sel_free(s);
+	sel_free(r);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -460,6 +538,7 @@ int main(void)
 		cmocka_unit_test(test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results),
 		cmocka_unit_test(test_bookgen__kif_bonus_changes_the_choice),
 		cmocka_unit_test(test_bookgen__window_batch_returns_every_leaf_within_the_window),
+		cmocka_unit_test(test_bookgen__incremental_bounds_agree_with_full_searches),
 		cmocka_unit_test(test_bookgen__unthought_root_is_the_first_leaf),
 		cmocka_unit_test(test_bookgen__select_command_prints_json_leaves),
 	};
