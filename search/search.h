@@ -61,17 +61,17 @@ typedef struct {
 
 /* One analysed move (one MultiPV line). */
 typedef struct {
-	Move move;                 /* first move of the PV, legal in the position */
-	char usi[USI_MOVE_MAX];    /* the same move in USI notation */
-	int multipv;               /* 1-based rank the engine gave the line */
-	int value;                 /* cp, or ±(VALUE_MATE − plies) */
-	bool mate;                 /* value is a mate score */
-	int mate_plies;            /* plies to mate when mate (negative: mated) */
-	int depth;                 /* 0 when the engine did not say */
-	int seldepth;              /* 0 when the engine did not say */
-	uint64_t nodes;            /* nodes the engine reported with this line */
-	int pv_len;                /* moves in pv (at least 1) */
-	Move pv[SEARCH_PV_MAX];    /* legal sequence from the position */
+	Move move;              /* first move of the PV, legal in the position */
+	char usi[USI_MOVE_MAX]; /* the same move in USI notation */
+	int multipv;            /* 1-based rank the engine gave the line */
+	int value;              /* cp, or ±(VALUE_MATE − plies) */
+	bool mate;              /* value is a mate score */
+	int mate_plies;         /* plies to mate when mate (negative: mated) */
+	int depth;              /* 0 when the engine did not say */
+	int seldepth;           /* 0 when the engine did not say */
+	uint64_t nodes;         /* nodes the engine reported with this line */
+	int pv_len;             /* moves in pv (at least 1) */
+	Move pv[SEARCH_PV_MAX]; /* legal sequence from the position */
 } SearchLine;
 
 /*
@@ -83,14 +83,14 @@ typedef struct {
 typedef struct {
 	int nlines;
 	SearchLine lines[SEARCH_MULTIPV_MAX];
-	Move bestmove;                  /* MOVE_NONE for resign/win */
+	Move bestmove; /* MOVE_NONE for resign/win */
 	char bestmove_usi[USI_MOVE_MAX];
-	bool resign;                    /* the engine answered "bestmove resign" */
-	bool win;                       /* the engine answered "bestmove win" (declaration) */
-	uint64_t nodes;                 /* largest node count reported */
-	int time_ms;                    /* wall time of the successful attempt */
-	int malformed;                  /* output lines that were skipped as malformed */
-	int attempts;                   /* 1, or 2 when the position was retried */
+	bool resign;    /* the engine answered "bestmove resign" */
+	bool win;       /* the engine answered "bestmove win" (declaration) */
+	uint64_t nodes; /* largest node count reported */
+	int time_ms;    /* wall time of the successful attempt */
+	int malformed;  /* output lines that were skipped as malformed */
+	int attempts;   /* 1, or 2 when the position was retried */
 } SearchResult;
 
 typedef struct SearchEngine SearchEngine;
@@ -98,7 +98,7 @@ typedef struct SearchEngine SearchEngine;
 typedef struct {
 	/* See search_analyse. */
 	int (*analyse)(SearchEngine *e, SearchResult *out, const Position *pos,
-		       const SearchBudget *budget, int multipv);
+	               const SearchBudget *budget, int multipv);
 	/* See search_new_game. */
 	int (*new_game)(SearchEngine *e);
 	/* Releases everything; e is not NULL. */
@@ -122,7 +122,7 @@ struct SearchEngine {
  * engine usable for the next position.
  */
 static inline int search_analyse(SearchEngine *e, SearchResult *out, const Position *pos,
-				 const SearchBudget *budget, int multipv)
+                                 const SearchBudget *budget, int multipv)
 {
 	return e->ops->analyse(e, out, pos, budget, multipv);
 }
@@ -146,8 +146,7 @@ static inline const char *search_last_error(const SearchEngine *e)
 /* Frees the engine; accepts NULL. */
 static inline void search_free(SearchEngine *e)
 {
-	if (e)
-		e->ops->free(e);
+	if (e) e->ops->free(e);
 }
 
 /*
@@ -161,26 +160,37 @@ static inline int search_mate_value(int plies, bool mated)
 		plies = -plies;
 		mated = true;
 	}
-	if (plies > 999)
-		plies = 999;
+	if (plies > 999) plies = 999;
 	return mated ? -(VALUE_MATE - plies) : VALUE_MATE - plies;
 }
 
 static inline const char *search_strerror(int code)
 {
 	switch (code) {
-	case SEARCH_OK: return "success";
-	case SEARCH_EINVAL: return "invalid argument";
-	case SEARCH_ENOMEM: return "out of memory";
-	case SEARCH_ESPAWN: return "engine could not be started";
-	case SEARCH_EHANDSHAKE: return "engine handshake timed out";
-	case SEARCH_ETIMEOUT: return "engine did not answer within the hard limit";
-	case SEARCH_ECRASH: return "engine exited unexpectedly";
-	case SEARCH_EPROTOCOL: return "engine output unreadable";
-	case SEARCH_EILLEGAL: return "engine answered an illegal move";
-	case SEARCH_EIO: return "engine I/O error";
-	case SEARCH_ECANCELED: return "search cancelled";
-	default: return "unknown search error";
+	case SEARCH_OK:
+		return "success";
+	case SEARCH_EINVAL:
+		return "invalid argument";
+	case SEARCH_ENOMEM:
+		return "out of memory";
+	case SEARCH_ESPAWN:
+		return "engine could not be started";
+	case SEARCH_EHANDSHAKE:
+		return "engine handshake timed out";
+	case SEARCH_ETIMEOUT:
+		return "engine did not answer within the hard limit";
+	case SEARCH_ECRASH:
+		return "engine exited unexpectedly";
+	case SEARCH_EPROTOCOL:
+		return "engine output unreadable";
+	case SEARCH_EILLEGAL:
+		return "engine answered an illegal move";
+	case SEARCH_EIO:
+		return "engine I/O error";
+	case SEARCH_ECANCELED:
+		return "search cancelled";
+	default:
+		return "unknown search error";
 	}
 }
 

@@ -90,15 +90,13 @@ static void log_vmsg(UsiEngine *e, const char *fmt, va_list ap)
 	struct tm tm;
 	int n;
 
-	if (e->log_fd < 0)
-		return;
+	if (e->log_fd < 0) return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
 	n = snprintf(msg, sizeof msg, "%s.%03ldZ joseki usi-driver [%s pid %d]: ", stamp,
-		     ts.tv_nsec / 1000000, e->path, (int)e->pid);
-	if (n < 0 || (size_t)n >= sizeof msg)
-		return;
+	             ts.tv_nsec / 1000000, e->path, (int)e->pid);
+	if (n < 0 || (size_t)n >= sizeof msg) return;
 	vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
 	n = (int)strlen(msg);
 	if ((size_t)n < sizeof msg - 1)
@@ -136,8 +134,7 @@ static int fail(UsiEngine *e, int rc, const char *fmt, ...)
 
 static void close_fd(int *fd)
 {
-	if (*fd >= 0)
-		close(*fd);
+	if (*fd >= 0) close(*fd);
 	*fd = -1;
 }
 
@@ -147,7 +144,7 @@ static void describe_status(int status, char *out, size_t len)
 		snprintf(out, len, "exit status %d", WEXITSTATUS(status));
 	else if (WIFSIGNALED(status))
 		snprintf(out, len, "killed by signal %d (%s)", WTERMSIG(status),
-			 strsignal(WTERMSIG(status)));
+		         strsignal(WTERMSIG(status)));
 	else
 		snprintf(out, len, "status %d", status);
 }
@@ -158,12 +155,10 @@ static bool reap_within(pid_t pid, int ms, int *status)
 	int64_t deadline = now_ms() + ms;
 	for (;;) {
 		pid_t r = waitpid(pid, status, WNOHANG);
-		if (r == pid)
-			return true;
+		if (r == pid) return true;
 		if (r < 0 && errno != EINTR)
 			return true; /* not our child any more (SIGCHLD ignored): nothing to reap */
-		if (now_ms() >= deadline)
-			return false;
+		if (now_ms() >= deadline) return false;
 		struct timespec ts = {0, 2 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
@@ -181,8 +176,7 @@ static void kill_engine(UsiEngine *e, bool polite)
 	char how[96];
 	bool reaped = false;
 
-	if (e->pid <= 0)
-		goto out;
+	if (e->pid <= 0) goto out;
 	if (polite && e->to_fd >= 0 && write_all(e, "quit\n", 5) == 0)
 		reaped = reap_within(e->pid, e->cfg.stop_grace_ms, &status);
 	else
@@ -212,8 +206,7 @@ out:
 static int set_nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return -1;
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;
 	return 0;
 }
 
@@ -253,8 +246,7 @@ static int spawn(UsiEngine *e)
 	close_fd(&in[0]);
 	close_fd(&outp[1]);
 	close_fd(&st[1]);
-	do
-		n = read(st[0], &errnum, sizeof errnum);
+	do n = read(st[0], &errnum, sizeof errnum);
 	while (n < 0 && errno == EINTR);
 	close_fd(&st[0]);
 	e->pid = pid;
@@ -298,8 +290,7 @@ static int write_all(UsiEngine *e, const char *buf, size_t len)
 	int rc = 0;
 	int64_t deadline = now_ms() + (e->cfg.stop_grace_ms > 1000 ? e->cfg.stop_grace_ms : 1000);
 
-	if (e->to_fd < 0)
-		return SEARCH_ECRASH;
+	if (e->to_fd < 0) return SEARCH_ECRASH;
 	for (size_t i = 0, j; e->cfg.log_io && i < len; i = j + 1) {
 		for (j = i; j < len && buf[j] != '\n'; j++) {
 		}
@@ -317,14 +308,13 @@ static int write_all(UsiEngine *e, const char *buf, size_t len)
 			len -= (size_t)n;
 			continue;
 		}
-		if (n < 0 && errno == EINTR)
-			continue;
+		if (n < 0 && errno == EINTR) continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			struct pollfd p = {.fd = e->to_fd, .events = POLLOUT};
 			int64_t left = deadline - now_ms();
 			if (left <= 0) {
 				rc = fail(e, SEARCH_ETIMEOUT, "%s: engine does not read its input",
-					  e->path);
+				          e->path);
 				break;
 			}
 			if (poll(&p, 1, (int)left) < 0 && errno != EINTR) {
@@ -335,7 +325,8 @@ static int write_all(UsiEngine *e, const char *buf, size_t len)
 		}
 		if (n < 0 && errno == EPIPE) {
 			broken = true;
-			rc = fail(e, SEARCH_ECRASH, "%s: engine closed its input (exited?)", e->path);
+			rc = fail(e, SEARCH_ECRASH, "%s: engine closed its input (exited?)",
+			          e->path);
 		} else {
 			rc = fail(e, SEARCH_EIO, "%s: write: %s", e->path, strerror(errno));
 		}
@@ -369,12 +360,10 @@ static int read_line(UsiEngine *e, int64_t deadline, const char **line, size_t *
 				e->discarding = false;
 				return LINE_OVERLONG;
 			}
-			if (n > 0 && start[n - 1] == '\r')
-				n--;
+			if (n > 0 && start[n - 1] == '\r') n--;
 			*line = start;
 			*len = n;
-			if (e->cfg.log_io)
-				log_msg(e, "< %.*s", (int)(n > 900 ? 900 : n), start);
+			if (e->cfg.log_io) log_msg(e, "< %.*s", (int)(n > 900 ? 900 : n), start);
 			return LINE_OK;
 		}
 		if (e->rstart > 0) {
@@ -387,30 +376,24 @@ static int read_line(UsiEngine *e, int64_t deadline, const char **line, size_t *
 			e->rend = 0;
 		}
 		int64_t left = deadline - now_ms();
-		if (left <= 0)
-			return LINE_TIMEOUT;
-		if (e->cfg.cancel && *e->cfg.cancel && !e->draining)
-			return LINE_CANCEL;
+		if (left <= 0) return LINE_TIMEOUT;
+		if (e->cfg.cancel && *e->cfg.cancel && !e->draining) return LINE_CANCEL;
 		/* With a cancel flag, wake up often enough to notice it. */
 		int64_t slice = e->cfg.cancel ? 50 : 1000000;
 		struct pollfd p = {.fd = e->from_fd, .events = POLLIN};
 		int pr = poll(&p, 1, (int)(left < slice ? left : slice));
 		if (pr < 0) {
-			if (errno == EINTR)
-				continue;
+			if (errno == EINTR) continue;
 			return fail(e, SEARCH_EIO, "%s: poll: %s", e->path, strerror(errno));
 		}
-		if (pr == 0)
-			continue; /* the deadline check above decides */
+		if (pr == 0) continue; /* the deadline check above decides */
 		ssize_t n = read(e->from_fd, e->rbuf + e->rend, sizeof e->rbuf - e->rend);
 		if (n > 0) {
 			e->rend += (size_t)n;
 			continue;
 		}
-		if (n == 0)
-			return SEARCH_ECRASH;
-		if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
-			continue;
+		if (n == 0) return SEARCH_ECRASH;
+		if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
 		return fail(e, SEARCH_EIO, "%s: read: %s", e->path, strerror(errno));
 	}
 }
@@ -421,12 +404,9 @@ static bool starts_word(const char *line, size_t len, const char *w, const char 
 	size_t n = strlen(w), i;
 	for (i = 0; i < len && (line[i] == ' ' || line[i] == '\t'); i++) {
 	}
-	if (len - i < n || memcmp(line + i, w, n) != 0)
-		return false;
-	if (len - i > n && line[i + n] != ' ' && line[i + n] != '\t')
-		return false;
-	if (rest)
-		*rest = line + i + n;
+	if (len - i < n || memcmp(line + i, w, n) != 0) return false;
+	if (len - i > n && line[i + n] != ' ' && line[i + n] != '\t') return false;
+	if (rest) *rest = line + i + n;
 	return true;
 }
 
@@ -451,28 +431,22 @@ static int wait_for(UsiEngine *e, const char *word, int64_t deadline, const char
 	size_t len;
 	for (;;) {
 		int r = read_line(e, deadline, &line, &len);
-		if (r == SEARCH_ECRASH)
-			return crashed(e, when);
-		if (r < 0)
-			return r;
+		if (r == SEARCH_ECRASH) return crashed(e, when);
+		if (r < 0) return r;
 		if (r == LINE_CANCEL)
 			return fail(e, SEARCH_ECANCELED, "%s: cancelled while waiting for \"%s\"",
-				    e->path, word);
+			            e->path, word);
 		if (r == LINE_TIMEOUT)
 			return fail(e, SEARCH_EHANDSHAKE, "%s: no \"%s\" within %d ms %s", e->path,
-				    word, e->cfg.handshake_timeout_ms, when);
-		if (r != LINE_OK)
-			continue;
-		if (starts_word(line, len, word, NULL))
-			return 0;
+			            word, e->cfg.handshake_timeout_ms, when);
+		if (r != LINE_OK) continue;
+		if (starts_word(line, len, word, NULL)) return 0;
 		if (starts_word(line, len, "id", &rest)) {
 			size_t n = (size_t)(line + len - rest);
-			while (n > 0 && *rest == ' ')
-				rest++, n--;
+			while (n > 0 && *rest == ' ') rest++, n--;
 			if (n > 5 && memcmp(rest, "name ", 5) == 0) {
 				n -= 5;
-				if (n >= sizeof e->name)
-					n = sizeof e->name - 1;
+				if (n >= sizeof e->name) n = sizeof e->name - 1;
 				memcpy(e->name, rest + 5, n);
 				e->name[n] = '\0';
 			}
@@ -483,13 +457,11 @@ static int wait_for(UsiEngine *e, const char *word, int64_t deadline, const char
 static int ready_and_new_game(UsiEngine *e)
 {
 	int rc;
-	if ((rc = write_all(e, "isready\n", 8)) < 0)
+	if ((rc = write_all(e, "isready\n", 8)) < 0) return rc;
+	if ((rc = wait_for(e, "readyok", now_ms() + e->cfg.handshake_timeout_ms, "after isready")) <
+	    0)
 		return rc;
-	if ((rc = wait_for(e, "readyok", now_ms() + e->cfg.handshake_timeout_ms,
-			   "after isready")) < 0)
-		return rc;
-	if ((rc = write_all(e, "usinewgame\n", 11)) < 0)
-		return rc;
+	if ((rc = write_all(e, "usinewgame\n", 11)) < 0) return rc;
 	e->new_game_pending = false;
 	return 0;
 }
@@ -500,25 +472,21 @@ static int start(UsiEngine *e)
 	int rc;
 	char line[600];
 
-	if ((rc = spawn(e)) < 0)
-		return rc;
-	if ((rc = write_all(e, "usi\n", 4)) < 0)
-		goto err;
+	if ((rc = spawn(e)) < 0) return rc;
+	if ((rc = write_all(e, "usi\n", 4)) < 0) goto err;
 	if ((rc = wait_for(e, "usiok", now_ms() + e->cfg.handshake_timeout_ms, "after usi")) < 0)
 		goto err;
 	for (int i = 0; i < e->cfg.noptions; i++) {
 		int n = snprintf(line, sizeof line, "setoption name %s value %s\n",
-				 e->options[i].name, e->options[i].value);
+		                 e->options[i].name, e->options[i].value);
 		if (n < 0 || (size_t)n >= sizeof line) {
 			rc = fail(e, SEARCH_EINVAL, "%s: option %s too long", e->path,
-				  e->options[i].name);
+			          e->options[i].name);
 			goto err;
 		}
-		if ((rc = write_all(e, line, (size_t)n)) < 0)
-			goto err;
+		if ((rc = write_all(e, line, (size_t)n)) < 0) goto err;
 	}
-	if ((rc = ready_and_new_game(e)) < 0)
-		goto err;
+	if ((rc = ready_and_new_game(e)) < 0) goto err;
 	log_msg(e, "engine ready: %s", e->name);
 	return 0;
 err:
@@ -536,15 +504,14 @@ int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget 
 		ms = (double)budget->amount;
 		break;
 	case SEARCH_BUDGET_NODES:
-		ms = (double)budget->amount * 1000.0 /
-		     (double)(cfg->nps_floor ? cfg->nps_floor : 1);
+		ms =
+		    (double)budget->amount * 1000.0 / (double)(cfg->nps_floor ? cfg->nps_floor : 1);
 		break;
 	default:
 		return cfg->depth_limit_ms;
 	}
 	ms = ms * cfg->time_factor + cfg->slack_ms;
-	if (ms > 1e12)
-		ms = 1e12;
+	if (ms > 1e12) ms = 1e12;
 	return (int64_t)ms;
 }
 
@@ -554,7 +521,7 @@ int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget 
  * that led to it, so the engine sees the game's repetitions.
  */
 static int build_commands(UsiEngine *e, size_t *len, const Position *pos,
-			  const SearchBudget *budget, int multipv)
+                          const SearchBudget *budget, int multipv)
 {
 	char *p = e->cmd, *end = e->cmd + sizeof e->cmd;
 	char sfen[SFEN_MAX];
@@ -564,33 +531,36 @@ static int build_commands(UsiEngine *e, size_t *len, const Position *pos,
 	if (multipv != e->cur_multipv)
 		p += snprintf(p, (size_t)(end - p), "setoption name MultiPV value %d\n", multipv);
 	memcpy(&e->scratch, pos, sizeof *pos);
-	for (int i = 0; i < nmoves; i++)
-		pos_undo_move(&e->scratch);
+	for (int i = 0; i < nmoves; i++) pos_undo_move(&e->scratch);
 	sfen_write(&e->scratch, sfen, sizeof sfen);
 	if (strcmp(sfen, SFEN_STARTPOS) == 0)
 		p += snprintf(p, (size_t)(end - p), "position startpos");
 	else
 		p += snprintf(p, (size_t)(end - p), "position sfen %s", sfen);
-	if (nmoves > 0)
-		p += snprintf(p, (size_t)(end - p), " moves");
+	if (nmoves > 0) p += snprintf(p, (size_t)(end - p), " moves");
 	for (int i = 1; i <= nmoves; i++) {
 		char mv[USI_MOVE_MAX];
 		Move m = pos->states[i].move;
 		if (m == MOVE_NONE || m == MOVE_NULL)
-			return fail(e, SEARCH_EINVAL, "position history holds a null move at ply %d",
-				    i);
+			return fail(e, SEARCH_EINVAL,
+			            "position history holds a null move at ply %d", i);
 		usi_move_write(m, mv);
 		p += snprintf(p, (size_t)(end - p), " %s", mv);
 	}
 	switch (budget->kind) {
-	case SEARCH_BUDGET_NODES: kind = "nodes"; break;
-	case SEARCH_BUDGET_MOVETIME: kind = "movetime"; break;
-	default: kind = "depth"; break;
+	case SEARCH_BUDGET_NODES:
+		kind = "nodes";
+		break;
+	case SEARCH_BUDGET_MOVETIME:
+		kind = "movetime";
+		break;
+	default:
+		kind = "depth";
+		break;
 	}
 	p += snprintf(p, (size_t)(end - p), "\ngo %s %llu\n", kind,
-		      (unsigned long long)budget->amount);
-	if (p >= end)
-		return fail(e, SEARCH_EINVAL, "position command too long");
+	              (unsigned long long)budget->amount);
+	if (p >= end) return fail(e, SEARCH_EINVAL, "position command too long");
 	*len = (size_t)(p - e->cmd);
 	return 0;
 }
@@ -603,20 +573,17 @@ static void collect_lines(UsiEngine *e, SearchResult *out, const Position *pos, 
 		SearchLine *l = &out->lines[out->nlines];
 		bool dup = false;
 
-		if (!e->have[k])
-			continue;
+		if (!e->have[k]) continue;
 		if (!pos_is_legal(pos, in->pv[0])) {
 			char mv[USI_MOVE_MAX];
 			usi_move_write(in->pv[0], mv);
-			log_msg(e, "multipv %d starts with the illegal move %s; line dropped", k + 1,
-				mv);
+			log_msg(e, "multipv %d starts with the illegal move %s; line dropped",
+			        k + 1, mv);
 			out->malformed++;
 			continue;
 		}
-		for (int j = 0; j < out->nlines; j++)
-			dup |= out->lines[j].move == in->pv[0];
-		if (dup)
-			continue;
+		for (int j = 0; j < out->nlines; j++) dup |= out->lines[j].move == in->pv[0];
+		if (dup) continue;
 		memset(l, 0, sizeof *l);
 		l->move = in->pv[0];
 		usi_move_write(l->move, l->usi);
@@ -624,21 +591,21 @@ static void collect_lines(UsiEngine *e, SearchResult *out, const Position *pos, 
 		l->value = in->value;
 		l->mate = in->mate;
 		if (in->mate)
-			l->mate_plies = in->mated ? -(VALUE_MATE - (-in->value))
-						  : VALUE_MATE - in->value;
+			l->mate_plies =
+			    in->mated ? -(VALUE_MATE - (-in->value)) : VALUE_MATE - in->value;
 		l->depth = in->depth;
 		l->seldepth = in->seldepth;
 		l->nodes = in->nodes;
 		/* Keep the PV as far as it stays legal. */
 		int n = 0;
 		while (n < in->pv_len && n < SEARCH_PV_MAX &&
-		       e->scratch.nstates < POS_MAX_STATES - 1 && pos_is_legal(&e->scratch, in->pv[n])) {
+		       e->scratch.nstates < POS_MAX_STATES - 1 &&
+		       pos_is_legal(&e->scratch, in->pv[n])) {
 			pos_do_move(&e->scratch, in->pv[n]);
 			l->pv[n] = in->pv[n];
 			n++;
 		}
-		for (int i = 0; i < n; i++)
-			pos_undo_move(&e->scratch);
+		for (int i = 0; i < n; i++) pos_undo_move(&e->scratch);
 		l->pv_len = n;
 		out->nlines++;
 	}
@@ -660,8 +627,7 @@ static int cancel_search(UsiEngine *e)
 		e->draining = true;
 		for (;;) {
 			int r = read_line(e, deadline, &line, &len);
-			if (r < 0 || r == LINE_TIMEOUT)
-				break;
+			if (r < 0 || r == LINE_TIMEOUT) break;
 			if (r == LINE_OK && starts_word(line, len, "bestmove", NULL)) {
 				answered = true;
 				break;
@@ -669,13 +635,12 @@ static int cancel_search(UsiEngine *e)
 		}
 		e->draining = false;
 	}
-	if (!answered)
-		kill_engine(e, false);
+	if (!answered) kill_engine(e, false);
 	return fail(e, SEARCH_ECANCELED, "%s: search cancelled", e->path);
 }
 
 static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int multipv,
-		       size_t cmd_len, int64_t limit_ms)
+                       size_t cmd_len, int64_t limit_ms)
 {
 	int64_t t0 = now_ms(), deadline = t0 + limit_ms, stop_deadline = 0;
 	bool stopped = false;
@@ -684,8 +649,7 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 	size_t len;
 	char ierr[USI_INFO_ERRLEN];
 
-	if (e->pid <= 0 && (rc = start(e)) < 0)
-		return rc;
+	if (e->pid <= 0 && (rc = start(e)) < 0) return rc;
 	if (e->new_game_pending && (rc = ready_and_new_game(e)) < 0) {
 		if (rc == SEARCH_ECANCELED)
 			kill_engine(e, false); /* a readyok may still come: out of step */
@@ -702,19 +666,17 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 
 	for (;;) {
 		int r = read_line(e, stopped ? stop_deadline : deadline, &line, &len);
-		if (r == SEARCH_ECRASH)
-			return crashed(e, "during the search");
-		if (r < 0)
-			return r;
-		if (r == LINE_CANCEL)
-			return cancel_search(e);
+		if (r == SEARCH_ECRASH) return crashed(e, "during the search");
+		if (r < 0) return r;
+		if (r == LINE_CANCEL) return cancel_search(e);
 		if (r == LINE_TIMEOUT) {
 			if (stopped)
 				return fail(e, SEARCH_ETIMEOUT,
-					    "%s: no bestmove within %lld ms plus %d ms after stop",
-					    e->path, (long long)limit_ms, e->cfg.stop_grace_ms);
+				            "%s: no bestmove within %lld ms plus %d ms after stop",
+				            e->path, (long long)limit_ms, e->cfg.stop_grace_ms);
 			e->stats.timeouts++;
-			log_msg(e, "hard limit of %lld ms passed; sending stop", (long long)limit_ms);
+			log_msg(e, "hard limit of %lld ms passed; sending stop",
+			        (long long)limit_ms);
 			if ((rc = write_all(e, "stop\n", 5)) < 0)
 				return rc == SEARCH_ECRASH ? crashed(e, "at stop") : rc;
 			stopped = true;
@@ -728,8 +690,7 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 				if (malformed++ < USI_LOG_MALFORMED)
 					log_msg(e, "malformed output skipped: %s", ierr);
 			} else {
-				if (e->info.nodes > out->nodes)
-					out->nodes = e->info.nodes;
+				if (e->info.nodes > out->nodes) out->nodes = e->info.nodes;
 				if (usi_info_is_final(&e->info) && e->info.multipv <= multipv) {
 					int k = e->info.multipv - 1;
 					memcpy(&e->slots[k], &e->info, sizeof e->info);
@@ -743,8 +704,8 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 		}
 		if (garbage + malformed > e->cfg.max_garbage) {
 			e->stats.protocol++;
-			return fail(e, SEARCH_EPROTOCOL, "%s: more than %d unreadable lines", e->path,
-				    e->cfg.max_garbage);
+			return fail(e, SEARCH_EPROTOCOL, "%s: more than %d unreadable lines",
+			            e->path, e->cfg.max_garbage);
 		}
 	}
 	out->malformed = malformed;
@@ -752,8 +713,7 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 
 	/* bestmove <move|resign|win> [ponder <move>] */
 	size_t rlen = (size_t)(line + len - rest), i = 0, n;
-	while (i < rlen && (rest[i] == ' ' || rest[i] == '\t'))
-		i++;
+	while (i < rlen && (rest[i] == ' ' || rest[i] == '\t')) i++;
 	for (n = 0; i + n < rlen && rest[i + n] != ' ' && rest[i + n] != '\t'; n++) {
 	}
 	const char *tok = rest + i;
@@ -766,13 +726,13 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 		rc = usi_move_parse_legal(&out->bestmove, pos, tok, n, serr);
 		if (rc == SHOGI_EILLEGAL) {
 			e->stats.illegal++;
-			return fail(e, SEARCH_EILLEGAL, "%s: illegal bestmove \"%.*s\": %s", e->path,
-				    (int)(n > 16 ? 16 : n), tok, serr);
+			return fail(e, SEARCH_EILLEGAL, "%s: illegal bestmove \"%.*s\": %s",
+			            e->path, (int)(n > 16 ? 16 : n), tok, serr);
 		}
 		if (rc < 0) {
 			e->stats.protocol++;
-			return fail(e, SEARCH_EPROTOCOL, "%s: unreadable bestmove \"%.*s\"", e->path,
-				    (int)(n > 16 ? 16 : n), tok);
+			return fail(e, SEARCH_EPROTOCOL, "%s: unreadable bestmove \"%.*s\"",
+			            e->path, (int)(n > 16 ? 16 : n), tok);
 		}
 		usi_move_write(out->bestmove, out->bestmove_usi);
 	}
@@ -780,14 +740,14 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 	if (out->nlines == 0 && out->malformed > 0 && !out->resign && !out->win) {
 		e->stats.protocol++;
 		return fail(e, SEARCH_EPROTOCOL, "%s: bestmove after only malformed info lines",
-			    e->path);
+		            e->path);
 	}
 	out->time_ms = (int)(now_ms() - t0);
 	return 0;
 }
 
 int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
-		       const SearchBudget *budget, int multipv)
+                       const SearchBudget *budget, int multipv)
 {
 	size_t cmd_len = 0;
 	int64_t limit_ms;
@@ -799,13 +759,12 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
 		return fail(e, SEARCH_EINVAL, "analyse: bad budget");
 	if (multipv < 1 || multipv > SEARCH_MULTIPV_MAX)
 		return fail(e, SEARCH_EINVAL, "analyse: MultiPV %d not in 1..%d", multipv,
-			    SEARCH_MULTIPV_MAX);
+		            SEARCH_MULTIPV_MAX);
 	if (pos->nstates < 1 || pos->nstates > POS_MAX_STATES)
 		return fail(e, SEARCH_EINVAL, "analyse: position has no state");
 	if (e->cfg.cancel && *e->cfg.cancel)
 		return fail(e, SEARCH_ECANCELED, "%s: search cancelled", e->path);
-	if ((rc = build_commands(e, &cmd_len, pos, budget, multipv)) < 0)
-		return rc;
+	if ((rc = build_commands(e, &cmd_len, pos, budget, multipv)) < 0) return rc;
 	limit_ms = usi_engine_hard_limit_ms(&e->cfg, budget);
 
 	for (int attempt = 1; attempt <= 2; attempt++) {
@@ -817,31 +776,29 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
 		}
 		if (rc == SEARCH_ECANCELED)
 			return rc; /* not the engine's fault: no retry, not a failure */
-		if (rc == SEARCH_EINVAL || rc == SEARCH_ENOMEM)
-			break;
+		if (rc == SEARCH_EINVAL || rc == SEARCH_ENOMEM) break;
 		log_msg(e, "attempt %d failed (%s); engine %s", attempt, search_strerror(rc),
-			attempt == 1 ? "restarted, position retried" : "restarted, position failed");
+		        attempt == 1 ? "restarted, position retried"
+		                     : "restarted, position failed");
 		kill_engine(e, false);
-		if (attempt == 1)
-			e->stats.retries++;
+		if (attempt == 1) e->stats.retries++;
 	}
 	e->stats.failures++;
 	return rc;
 }
 
 int usi_engine_analyse_spec(UsiEngine *e, SearchResult *out, const char *spec,
-			    const SearchBudget *budget, int multipv)
+                            const SearchBudget *budget, int multipv)
 {
 	char serr[SHOGI_ERRLEN];
 	int rc;
 
 	if (!spec || position_parse(&e->scratch, spec, serr) < 0)
 		return fail(e, SEARCH_EINVAL, "position \"%.60s\": %s", spec ? spec : "(null)",
-			    spec ? serr : "missing");
+		            spec ? serr : "missing");
 	/* analyse overwrites scratch: hand it a copy on the heap (a Position is big). */
 	Position *pos = malloc(sizeof *pos);
-	if (!pos)
-		return fail(e, SEARCH_ENOMEM, "out of memory");
+	if (!pos) return fail(e, SEARCH_ENOMEM, "out of memory");
 	memcpy(pos, &e->scratch, sizeof *pos);
 	rc = usi_engine_analyse(e, out, pos, budget, multipv);
 	free(pos);
@@ -875,21 +832,18 @@ void usi_engine_stats(UsiEngineStats *out, const UsiEngine *e)
 }
 
 int usi_engine_bench_overhead(double *us_per_position, UsiEngine *e, const Position *pos,
-			      const SearchBudget *budget, int multipv, int count)
+                              const SearchBudget *budget, int multipv, int count)
 {
 	SearchResult *res = malloc(sizeof *res);
 	int64_t t0;
 	int rc = 0;
 
-	if (!res)
-		return SEARCH_ENOMEM;
-	if (count < 1)
-		count = 1;
+	if (!res) return SEARCH_ENOMEM;
+	if (count < 1) count = 1;
 	t0 = now_us();
 	for (int i = 0; i < count && rc == 0; i++)
 		rc = usi_engine_analyse(e, res, pos, budget, multipv);
-	if (rc == 0)
-		*us_per_position = (double)(now_us() - t0) / count;
+	if (rc == 0) *us_per_position = (double)(now_us() - t0) / count;
 	free(res);
 	return rc;
 }
@@ -897,7 +851,7 @@ int usi_engine_bench_overhead(double *us_per_position, UsiEngine *e, const Posit
 /* ---- SearchEngine vtable ---- */
 
 static int ops_analyse(SearchEngine *se, SearchResult *out, const Position *pos,
-		       const SearchBudget *budget, int multipv)
+                       const SearchBudget *budget, int multipv)
 {
 	return usi_engine_analyse((UsiEngine *)se, out, pos, budget, multipv);
 }
@@ -919,11 +873,11 @@ static const char *ops_last_error(const SearchEngine *se)
 }
 
 static const SearchEngineOps usi_engine_ops = {
-	.analyse = ops_analyse,
-	.new_game = ops_new_game,
-	.free = ops_free,
-	.name = ops_name,
-	.last_error = ops_last_error,
+    .analyse = ops_analyse,
+    .new_game = ops_new_game,
+    .free = ops_free,
+    .name = ops_name,
+    .last_error = ops_last_error,
 };
 
 SearchEngine *usi_engine_search(UsiEngine *e)
@@ -952,16 +906,12 @@ static bool one_line(const char *s)
 
 void usi_engine_free(UsiEngine *e)
 {
-	if (!e)
-		return;
+	if (!e) return;
 	kill_engine(e, true);
-	if (e->log_fd >= 0)
-		close(e->log_fd);
-	if (e->stderr_fd >= 0 && e->stderr_fd != e->log_fd)
-		close(e->stderr_fd);
+	if (e->log_fd >= 0) close(e->log_fd);
+	if (e->stderr_fd >= 0 && e->stderr_fd != e->log_fd) close(e->stderr_fd);
 	if (e->argv)
-		for (char **a = e->argv; *a; a++)
-			free(*a);
+		for (char **a = e->argv; *a; a++) free(*a);
 	free(e->argv);
 	for (int i = 0; e->options && i < e->cfg.noptions; i++) {
 		free((char *)e->options[i].name);
@@ -979,47 +929,36 @@ int usi_engine_open(UsiEngine **out, const UsiEngineConfig *cfg, char *err)
 	int rc = SEARCH_ENOMEM, nargs = 0;
 
 	*out = NULL;
-	if (err)
-		err[0] = '\0';
+	if (err) err[0] = '\0';
 	if (!cfg || !cfg->path || !cfg->path[0]) {
-		if (err)
-			snprintf(err, SEARCH_ERRLEN, "usi engine: no program path given");
+		if (err) snprintf(err, SEARCH_ERRLEN, "usi engine: no program path given");
 		return SEARCH_EINVAL;
 	}
 	e = calloc(1, sizeof *e);
-	if (!e)
-		goto nomem;
+	if (!e) goto nomem;
 	e->base.ops = &usi_engine_ops;
 	e->cfg = *cfg;
 	e->pid = -1;
 	e->to_fd = e->from_fd = e->log_fd = e->stderr_fd = -1;
-	if (e->cfg.stop_grace_ms < 0)
-		e->cfg.stop_grace_ms = 0;
-	if (e->cfg.time_factor < 1.0)
-		e->cfg.time_factor = 1.0;
-	if (e->cfg.max_garbage < 0)
-		e->cfg.max_garbage = 0;
-	if (!(e->path = strdup(cfg->path)))
-		goto nomem;
-	while (cfg->argv && cfg->argv[nargs])
-		nargs++;
-	if (!(e->argv = calloc((size_t)nargs + 2, sizeof *e->argv)))
-		goto nomem;
-	if (!(e->argv[0] = strdup(cfg->path)))
-		goto nomem;
+	if (e->cfg.stop_grace_ms < 0) e->cfg.stop_grace_ms = 0;
+	if (e->cfg.time_factor < 1.0) e->cfg.time_factor = 1.0;
+	if (e->cfg.max_garbage < 0) e->cfg.max_garbage = 0;
+	if (!(e->path = strdup(cfg->path))) goto nomem;
+	while (cfg->argv && cfg->argv[nargs]) nargs++;
+	if (!(e->argv = calloc((size_t)nargs + 2, sizeof *e->argv))) goto nomem;
+	if (!(e->argv[0] = strdup(cfg->path))) goto nomem;
 	for (int i = 0; i < nargs; i++)
-		if (!(e->argv[i + 1] = strdup(cfg->argv[i])))
-			goto nomem;
+		if (!(e->argv[i + 1] = strdup(cfg->argv[i]))) goto nomem;
 	e->cfg.argv = NULL;
 	if (cfg->noptions > 0) {
-		if (!(e->options = calloc((size_t)cfg->noptions, sizeof *e->options)))
-			goto nomem;
+		if (!(e->options = calloc((size_t)cfg->noptions, sizeof *e->options))) goto nomem;
 		for (int i = 0; i < cfg->noptions; i++) {
 			if (!one_line(cfg->options[i].name) || !one_line(cfg->options[i].value) ||
 			    !cfg->options[i].name[0]) {
-				snprintf(e->err, sizeof e->err,
-					 "usi engine %s: option %d has an empty name or a line break",
-					 cfg->path, i + 1);
+				snprintf(
+				    e->err, sizeof e->err,
+				    "usi engine %s: option %d has an empty name or a line break",
+				    cfg->path, i + 1);
 				e->cfg.noptions = i;
 				rc = SEARCH_EINVAL;
 				goto fail;
@@ -1036,12 +975,11 @@ int usi_engine_open(UsiEngine **out, const UsiEngineConfig *cfg, char *err)
 	}
 	e->cfg.options = NULL;
 	if (cfg->log_path) {
-		if (!(e->log_path = strdup(cfg->log_path)))
-			goto nomem;
+		if (!(e->log_path = strdup(cfg->log_path))) goto nomem;
 		e->log_fd = open(cfg->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 		if (e->log_fd < 0) {
 			snprintf(e->err, sizeof e->err, "usi engine log %s: %s", cfg->log_path,
-				 strerror(errno));
+			         strerror(errno));
 			rc = SEARCH_EIO;
 			goto fail;
 		}
@@ -1056,17 +994,14 @@ int usi_engine_open(UsiEngine **out, const UsiEngineConfig *cfg, char *err)
 	}
 	e->cfg.log_path = NULL;
 	e->cfg.path = NULL;
-	if ((rc = start(e)) < 0)
-		goto fail;
+	if ((rc = start(e)) < 0) goto fail;
 	*out = e;
 	return 0;
 nomem:
 	rc = SEARCH_ENOMEM;
-	if (e)
-		snprintf(e->err, sizeof e->err, "usi engine: out of memory");
+	if (e) snprintf(e->err, sizeof e->err, "usi engine: out of memory");
 fail:
-	if (err)
-		snprintf(err, SEARCH_ERRLEN, "%s", e ? e->err : "usi engine: out of memory");
+	if (err) snprintf(err, SEARCH_ERRLEN, "%s", e ? e->err : "usi engine: out of memory");
 	usi_engine_free(e);
 	return rc;
 }
@@ -1104,8 +1039,7 @@ int usi_pool_open(UsiPool **out, const UsiEngineConfig *cfg, int n, char *err)
 
 	*out = NULL;
 	if (n < 1 || n > 256) {
-		if (err)
-			snprintf(err, SEARCH_ERRLEN, "usi pool: %d engines is not in 1..256", n);
+		if (err) snprintf(err, SEARCH_ERRLEN, "usi pool: %d engines is not in 1..256", n);
 		return SEARCH_EINVAL;
 	}
 	p = calloc(1, sizeof *p);
@@ -1113,8 +1047,7 @@ int usi_pool_open(UsiPool **out, const UsiEngineConfig *cfg, int n, char *err)
 	th = calloc((size_t)n, sizeof *th);
 	if (!p || !ps || !th || !(p->engines = calloc((size_t)n, sizeof *p->engines)) ||
 	    !(p->busy = calloc((size_t)n, sizeof *p->busy))) {
-		if (err)
-			snprintf(err, SEARCH_ERRLEN, "usi pool: out of memory");
+		if (err) snprintf(err, SEARCH_ERRLEN, "usi pool: out of memory");
 		goto fail;
 	}
 	pthread_mutex_init(&p->lock, NULL);
@@ -1127,21 +1060,19 @@ int usi_pool_open(UsiPool **out, const UsiEngineConfig *cfg, int n, char *err)
 	}
 	/* Handshakes can take seconds (evaluation files): do them side by side. */
 	for (; started < n; started++)
-		if (pthread_create(&th[started], NULL, pool_start_thread, &ps[started]) != 0)
-			break;
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+		if (pthread_create(&th[started], NULL, pool_start_thread, &ps[started]) != 0) break;
+	for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
 	rc = 0;
 	for (int i = 0; i < n; i++) {
 		p->engines[i] = ps[i].e;
 		if (ps[i].rc < 0 && rc == 0) {
 			rc = ps[i].rc;
 			if (err)
-				snprintf(err, SEARCH_ERRLEN, "engine %d of %d: %s", i + 1, n, ps[i].err);
+				snprintf(err, SEARCH_ERRLEN, "engine %d of %d: %s", i + 1, n,
+				         ps[i].err);
 		}
 	}
-	if (rc < 0)
-		goto fail;
+	if (rc < 0) goto fail;
 	free(ps);
 	free(th);
 	*out = p;
@@ -1155,10 +1086,8 @@ fail:
 
 void usi_pool_free(UsiPool *p)
 {
-	if (!p)
-		return;
-	for (int i = 0; p->engines && i < p->n; i++)
-		usi_engine_free(p->engines[i]);
+	if (!p) return;
+	for (int i = 0; p->engines && i < p->n; i++) usi_engine_free(p->engines[i]);
 	if (p->n > 0) {
 		pthread_mutex_destroy(&p->lock);
 		pthread_cond_destroy(&p->freed);
@@ -1188,8 +1117,7 @@ UsiEngine *usi_pool_acquire(UsiPool *p)
 				p->busy[i] = true;
 				e = p->engines[i];
 			}
-		if (!e)
-			pthread_cond_wait(&p->freed, &p->lock);
+		if (!e) pthread_cond_wait(&p->freed, &p->lock);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return e;
@@ -1199,8 +1127,7 @@ void usi_pool_release(UsiPool *p, UsiEngine *e)
 {
 	pthread_mutex_lock(&p->lock);
 	for (int i = 0; i < p->n; i++)
-		if (p->engines[i] == e)
-			p->busy[i] = false;
+		if (p->engines[i] == e) p->busy[i] = false;
 	pthread_cond_signal(&p->freed);
 	pthread_mutex_unlock(&p->lock);
 }
@@ -1224,33 +1151,27 @@ static void *pool_batch_thread(void *arg)
 		pthread_mutex_lock(&b->pool->lock);
 		int i = b->next < b->n ? b->next++ : -1;
 		pthread_mutex_unlock(&b->pool->lock);
-		if (i < 0)
-			break;
-		b->rcs[i] = usi_engine_analyse_spec(e, &b->results[i], b->specs[i], b->budget,
-						    b->multipv);
+		if (i < 0) break;
+		b->rcs[i] =
+		    usi_engine_analyse_spec(e, &b->results[i], b->specs[i], b->budget, b->multipv);
 	}
 	usi_pool_release(b->pool, e);
 	return NULL;
 }
 
-int usi_pool_analyse(UsiPool *p, SearchResult *results, int *rcs, const char *const *specs,
-		     int n, const SearchBudget *budget, int multipv)
+int usi_pool_analyse(UsiPool *p, SearchResult *results, int *rcs, const char *const *specs, int n,
+                     const SearchBudget *budget, int multipv)
 {
 	PoolBatch b = {p, results, rcs, specs, n, 0, budget, multipv};
 	pthread_t *th = calloc((size_t)p->n, sizeof *th);
 	int started = 0, rc = 0;
 
-	for (int i = 0; i < n; i++)
-		rcs[i] = SEARCH_EIO;
-	if (!th)
-		return SEARCH_EIO;
+	for (int i = 0; i < n; i++) rcs[i] = SEARCH_EIO;
+	if (!th) return SEARCH_EIO;
 	for (; started < p->n && started < n; started++)
-		if (pthread_create(&th[started], NULL, pool_batch_thread, &b) != 0)
-			break;
-	if (started == 0 && n > 0)
-		rc = SEARCH_EIO;
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+		if (pthread_create(&th[started], NULL, pool_batch_thread, &b) != 0) break;
+	if (started == 0 && n > 0) rc = SEARCH_EIO;
+	for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
 	free(th);
 	return rc;
 }

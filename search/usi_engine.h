@@ -51,19 +51,19 @@ typedef struct {
 } UsiOption;
 
 typedef struct {
-	const char *path;          /* program to run (searched in PATH if it has no '/') */
-	const char *const *argv;   /* extra arguments, NULL-terminated; may be NULL */
-	const UsiOption *options;  /* sent with setoption after usiok */
+	const char *path;         /* program to run (searched in PATH if it has no '/') */
+	const char *const *argv;  /* extra arguments, NULL-terminated; may be NULL */
+	const UsiOption *options; /* sent with setoption after usiok */
 	int noptions;
-	const char *log_path;      /* engine stderr and driver messages; NULL: discarded */
-	bool log_io;               /* also log every line sent and received */
-	int handshake_timeout_ms;  /* usi→usiok and isready→readyok; default 30000 */
-	double time_factor;        /* hard limit multiplier; default 3.0 */
-	int slack_ms;              /* hard limit addition; default 2000 */
-	uint64_t nps_floor;        /* nodes budgets: assumed slowest speed; default 100000 */
-	int depth_limit_ms;        /* depth budgets: hard limit; default 600000 */
-	int stop_grace_ms;         /* after stop, before kill; default 1000 */
-	int max_garbage;           /* unreadable lines per search before giving up; default 10000 */
+	const char *log_path;     /* engine stderr and driver messages; NULL: discarded */
+	bool log_io;              /* also log every line sent and received */
+	int handshake_timeout_ms; /* usi→usiok and isready→readyok; default 30000 */
+	double time_factor;       /* hard limit multiplier; default 3.0 */
+	int slack_ms;             /* hard limit addition; default 2000 */
+	uint64_t nps_floor;       /* nodes budgets: assumed slowest speed; default 100000 */
+	int depth_limit_ms;       /* depth budgets: hard limit; default 600000 */
+	int stop_grace_ms;        /* after stop, before kill; default 1000 */
+	int max_garbage;          /* unreadable lines per search before giving up; default 10000 */
 	/*
 	 * Optional cancel flag (e.g. set by a SIGINT handler), polled every 50 ms.
 	 * When it becomes non-zero, the engine is told stop, given stop_grace_ms
@@ -93,7 +93,7 @@ SearchEngine *usi_engine_search(UsiEngine *e);
 
 /* See search_analyse(). */
 int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
-		       const SearchBudget *budget, int multipv);
+                       const SearchBudget *budget, int multipv);
 
 /*
  * Parses a position spec (CONTRACT.md: SFEN, startpos, "... moves ...") and
@@ -101,7 +101,7 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
  * parse.
  */
 int usi_engine_analyse_spec(UsiEngine *e, SearchResult *out, const char *spec,
-			    const SearchBudget *budget, int multipv);
+                            const SearchBudget *budget, int multipv);
 
 /* usinewgame before the next position (after isready/readyok). */
 int usi_engine_new_game(UsiEngine *e);
@@ -114,16 +114,16 @@ const char *usi_engine_last_error(const UsiEngine *e);
 int usi_engine_pid(const UsiEngine *e);
 
 typedef struct {
-	uint64_t positions;  /* analyse calls that succeeded */
-	uint64_t failures;   /* analyse calls that failed after the retry */
-	uint64_t retries;    /* positions tried a second time */
-	uint64_t starts;     /* engine processes started (the first included) */
-	uint64_t crashes;    /* EOF or exit while working */
-	uint64_t timeouts;   /* hard limit passed (stopped or killed) */
-	uint64_t kills;      /* processes killed with SIGKILL */
-	uint64_t illegal;    /* illegal best moves */
-	uint64_t protocol;   /* unreadable answers */
-	uint64_t malformed;  /* malformed lines skipped */
+	uint64_t positions; /* analyse calls that succeeded */
+	uint64_t failures;  /* analyse calls that failed after the retry */
+	uint64_t retries;   /* positions tried a second time */
+	uint64_t starts;    /* engine processes started (the first included) */
+	uint64_t crashes;   /* EOF or exit while working */
+	uint64_t timeouts;  /* hard limit passed (stopped or killed) */
+	uint64_t kills;     /* processes killed with SIGKILL */
+	uint64_t illegal;   /* illegal best moves */
+	uint64_t protocol;  /* unreadable answers */
+	uint64_t malformed; /* malformed lines skipped */
 } UsiEngineStats;
 
 void usi_engine_stats(UsiEngineStats *out, const UsiEngine *e);
@@ -141,7 +141,7 @@ int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget 
  * analysed position (pipes, parsing, legality checks). See docs/search.md.
  */
 int usi_engine_bench_overhead(double *us_per_position, UsiEngine *e, const Position *pos,
-			      const SearchBudget *budget, int multipv, int count);
+                              const SearchBudget *budget, int multipv, int count);
 
 /*
  * A pool of engines started from one config, for `think --engines N`. Each
@@ -174,7 +174,7 @@ void usi_pool_release(UsiPool *p, UsiEngine *e);
  * whichever engine is free. Returns 0, or SEARCH_EIO if threads could not be
  * started (rcs[] then holds SEARCH_EIO for positions not analysed).
  */
-int usi_pool_analyse(UsiPool *p, SearchResult *results, int *rcs, const char *const *specs,
-		     int n, const SearchBudget *budget, int multipv);
+int usi_pool_analyse(UsiPool *p, SearchResult *results, int *rcs, const char *const *specs, int n,
+                     const SearchBudget *budget, int multipv);
 
 #endif

@@ -51,21 +51,21 @@ typedef enum {
 } UsiBound;
 
 typedef struct {
-	unsigned fields;  /* USI_INFO_* bits */
+	unsigned fields; /* USI_INFO_* bits */
 	int depth;
 	int seldepth;
-	int multipv;      /* 1 when absent */
+	int multipv; /* 1 when absent */
 	int hashfull;
 	uint64_t time_ms;
 	uint64_t nodes;
 	uint64_t nps;
 	/* Score, when fields has USI_INFO_SCORE. */
 	bool mate;
-	bool mate_unknown;  /* "mate +" / "mate -": distance not given */
-	int mate_plies;     /* as printed; sign in mated for "-0" */
-	bool mated;         /* the side to move is mated */
-	int cp;             /* centipawns as printed, clamped to int */
-	int value;          /* cp clamped, or search_mate_value() of the mate */
+	bool mate_unknown; /* "mate +" / "mate -": distance not given */
+	int mate_plies;    /* as printed; sign in mated for "-0" */
+	bool mated;        /* the side to move is mated */
+	int cp;            /* centipawns as printed, clamped to int */
+	int value;         /* cp clamped, or search_mate_value() of the mate */
 	UsiBound bound;
 	Move currmove;
 	/* Principal variation (syntax checked only; legality is the caller's). */

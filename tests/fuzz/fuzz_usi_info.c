@@ -26,15 +26,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* An exact-size heap copy: the byte after the input is out of bounds. */
 	copy = malloc(size ? size : 1);
-	if (!copy)
-		return 0;
+	if (!copy) return 0;
 	memcpy(copy, data, size);
 	if (usi_info_parse(&info, copy, size, err) == 0) {
-		if (info.pv_len < 0 || info.pv_len > USI_INFO_PV_MAX || info.multipv < 1)
+		if (info.pv_len < 0 || info.pv_len > USI_INFO_PV_MAX || info.multipv < 1) abort();
+		if (info.string &&
+		    (info.string < copy || info.string + info.string_len > copy + size))
 			abort();
-		if (info.string && (info.string < copy || info.string + info.string_len > copy + size))
-			abort();
-		if ((info.fields & USI_INFO_SCORE) && (info.value > VALUE_MATE || info.value < -VALUE_MATE))
+		if ((info.fields & USI_INFO_SCORE) &&
+		    (info.value > VALUE_MATE || info.value < -VALUE_MATE))
 			abort();
 		if ((info.fields & USI_INFO_SCORE) && !info.mate &&
 		    (info.value >= VALUE_MATE_IN_MAX || info.value <= -VALUE_MATE_IN_MAX))

@@ -49,8 +49,7 @@ typedef struct {
 static int setup(void **state)
 {
 	Fixture *f = calloc(1, sizeof *f);
-	if (!f || !(f->dir = ts_mkdtemp()))
-		return -1;
+	if (!f || !(f->dir = ts_mkdtemp())) return -1;
 	snprintf(f->state, sizeof f->state, "%s/state", f->dir);
 	snprintf(f->transcript, sizeof f->transcript, "%s/transcript", f->dir);
 	snprintf(f->log, sizeof f->log, "%s/engine.log", f->dir);
@@ -89,8 +88,7 @@ static int open_fake(Fixture *f, const char *script)
 	f->argv[6] = NULL;
 	f->cfg.argv = f->argv;
 	int rc = usi_engine_open(&f->e, &f->cfg, err);
-	if (rc < 0)
-		print_message("open: %s\n", err);
+	if (rc < 0) print_message("open: %s\n", err);
 	return rc;
 }
 
@@ -145,9 +143,8 @@ static void test_search__usi_normal_engine_answers(void **state)
 	assert_int_equal(f->res.malformed, 0);
 
 	/* second position, side to move White, through the moves form */
-	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos moves 7g7f",
-						 &movetime50, 2),
-			 0);
+	assert_int_equal(
+	    usi_engine_analyse_spec(f->e, &f->res, "startpos moves 7g7f", &movetime50, 2), 0);
 	assert_string_equal(f->res.bestmove_usi, "3c3d");
 	assert_int_equal(f->res.nlines, 2);
 	assert_int_equal(f->res.lines[0].value, -40);
@@ -163,9 +160,9 @@ static void test_search__usi_normal_engine_answers(void **state)
 	assert_non_null(tr);
 	assert_non_null(strstr(tr, "usi\nisready\nusinewgame\n"));
 	assert_non_null(strstr(tr, "setoption name MultiPV value 3\nposition startpos\n"
-				   "go movetime 50\n"));
+	                           "go movetime 50\n"));
 	assert_non_null(strstr(tr, "setoption name MultiPV value 2\n"
-				   "position startpos moves 7g7f\ngo movetime 50\n"));
+	                           "position startpos moves 7g7f\ngo movetime 50\n"));
 	free(tr);
 }
 
@@ -201,10 +198,10 @@ static void test_search__usi_options_and_new_game_are_sent(void **state)
 	assert_int_equal(analyse(f, "startpos", 1), 0);
 	char *tr = ts_read_file(f->transcript, NULL);
 	assert_non_null(strstr(tr, "usi\nsetoption name USI_Hash value 16\n"
-				   "setoption name Threads value 1\nisready\nusinewgame\n"));
+	                           "setoption name Threads value 1\nisready\nusinewgame\n"));
 	assert_non_null(strstr(tr, "usinewgame\nisready\nusinewgame\n"
-				   "setoption name MultiPV value 1\nposition startpos\n"
-				   "go movetime 50\nposition startpos\ngo movetime 50\n"));
+	                           "setoption name MultiPV value 1\nposition startpos\n"
+	                           "go movetime 50\nposition startpos\ngo movetime 50\n"));
 	free(tr);
 }
 
@@ -213,15 +210,15 @@ static void test_search__usi_bad_input_does_not_touch_the_engine(void **state)
 	Fixture *f = *state;
 	assert_int_equal(open_fake(f, "ok"), 0);
 	int pid = usi_engine_pid(f->e);
-	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos moves 7g7g", &movetime50,
-						 1),
-			 SEARCH_EINVAL);
+	assert_int_equal(
+	    usi_engine_analyse_spec(f->e, &f->res, "startpos moves 7g7g", &movetime50, 1),
+	    SEARCH_EINVAL);
 	assert_non_null(strstr(usi_engine_last_error(f->e), "7g7g"));
 	SearchBudget zero = {SEARCH_BUDGET_NODES, 0};
 	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &zero, 1),
-			 SEARCH_EINVAL);
+	                 SEARCH_EINVAL);
 	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &movetime50, 0),
-			 SEARCH_EINVAL);
+	                 SEARCH_EINVAL);
 	assert_int_equal(usi_engine_pid(f->e), pid);
 	assert_int_equal(analyse(f, "startpos", 3), 0);
 	assert_startpos_answer(&f->res);
@@ -256,8 +253,7 @@ static void test_search__usi_crash_twice_fails_then_recovers(void **state)
 	Fixture *f = *state;
 	UsiEngineStats st;
 	assert_int_equal(open_fake(f, "crash_go,crash_go,ok"), 0);
-	assert_int_equal(analyse(f, "startpos", 3),
-			 SEARCH_ECRASH);
+	assert_int_equal(analyse(f, "startpos", 3), SEARCH_ECRASH);
 	assert_non_null(strstr(usi_engine_last_error(f->e), "exit status 3"));
 	/* the next position gets a fresh engine */
 	assert_int_equal(analyse(f, "startpos", 3), 0);
@@ -276,8 +272,7 @@ static void test_search__usi_hang_is_stopped_killed_and_reported(void **state)
 	UsiEngineStats st;
 	assert_int_equal(open_fake(f, "hang_go,hang_go,ok"), 0);
 	int64_t t0 = mono_ms();
-	assert_int_equal(analyse(f, "startpos", 3),
-			 SEARCH_ETIMEOUT);
+	assert_int_equal(analyse(f, "startpos", 3), SEARCH_ETIMEOUT);
 	int64_t took = mono_ms() - t0;
 	/* two attempts of (50 + 200 ms limit + 200 ms grace) and a restart */
 	assert_true(took >= 2 * 450);
@@ -329,8 +324,7 @@ static void test_search__usi_handshake_stall_on_restart_fails_the_position(void 
 	f->cfg.handshake_timeout_ms = 700;
 	/* open: ok handshake but crashes on go; restart stalls; then healthy */
 	assert_int_equal(open_fake(f, "crash_go,stall_ready,ok"), 0);
-	assert_int_equal(analyse(f, "startpos", 3),
-			 SEARCH_EHANDSHAKE);
+	assert_int_equal(analyse(f, "startpos", 3), SEARCH_EHANDSHAKE);
 	assert_int_equal(usi_engine_pid(f->e), -1);
 	f->cfg.handshake_timeout_ms = 3000;
 	assert_int_equal(analyse(f, "startpos", 3), 0);
@@ -397,8 +391,7 @@ static void test_search__usi_only_garbage_is_a_protocol_error(void **state)
 	f->cfg.max_garbage = 2;
 	unlink(f->state);
 	assert_int_equal(open_fake(f, "garbage"), 0);
-	assert_int_equal(analyse(f, "startpos", 3),
-			 SEARCH_EPROTOCOL);
+	assert_int_equal(analyse(f, "startpos", 3), SEARCH_EPROTOCOL);
 	assert_non_null(strstr(usi_engine_last_error(f->e), "more than 2 unreadable lines"));
 }
 
@@ -407,8 +400,7 @@ static void test_search__usi_illegal_bestmove_is_detected(void **state)
 	Fixture *f = *state;
 	UsiEngineStats st;
 	assert_int_equal(open_fake(f, "illegal,illegal,ok"), 0);
-	assert_int_equal(analyse(f, "startpos", 3),
-			 SEARCH_EILLEGAL);
+	assert_int_equal(analyse(f, "startpos", 3), SEARCH_EILLEGAL);
 	assert_non_null(strstr(usi_engine_last_error(f->e), "5e5d"));
 	usi_engine_stats(&st, f->e);
 	assert_int_equal(st.illegal, 2);
@@ -442,9 +434,8 @@ static void test_search__usi_unknown_position_resigns(void **state)
 {
 	Fixture *f = *state;
 	assert_int_equal(open_fake(f, "ok"), 0);
-	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos moves 2g2f", &movetime50,
-						 1),
-			 0);
+	assert_int_equal(
+	    usi_engine_analyse_spec(f->e, &f->res, "startpos moves 2g2f", &movetime50, 1), 0);
 	assert_true(f->res.resign);
 	assert_int_equal(f->res.bestmove, MOVE_NONE);
 	assert_int_equal(f->res.nlines, 0);
@@ -493,9 +484,10 @@ static int instant_fake(void)
 		else if (strcmp(line, "isready\n") == 0)
 			fputs("readyok\n", stdout);
 		else if (strncmp(line, "go", 2) == 0)
-			fputs("info depth 1 seldepth 1 multipv 1 score cp 0 nodes 1 nps 1 time 0 pv "
-			      "7g7f 3c3d\nbestmove 7g7f\n",
-			      stdout);
+			fputs(
+			    "info depth 1 seldepth 1 multipv 1 score cp 0 nodes 1 nps 1 time 0 pv "
+			    "7g7f 3c3d\nbestmove 7g7f\n",
+			    stdout);
 		else if (strcmp(line, "quit\n") == 0)
 			break;
 		else
@@ -560,7 +552,7 @@ static void test_search__usi_cancel_stops_and_keeps_an_answering_engine(void **s
 	cancel_after(100);
 	int64_t t0 = mono_ms();
 	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &long_think, 3),
-			 SEARCH_ECANCELED);
+	                 SEARCH_ECANCELED);
 	assert_true(mono_ms() - t0 < 1000);
 	/* it answered stop: same process, still in step */
 	assert_int_equal(usi_engine_pid(f->e), pid);
@@ -578,7 +570,7 @@ static void test_search__usi_cancel_stops_and_keeps_an_answering_engine(void **s
 	pid = usi_engine_pid(f->e);
 	cancel_after(100);
 	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &long_think, 3),
-			 SEARCH_ECANCELED);
+	                 SEARCH_ECANCELED);
 	assert_int_equal(usi_engine_pid(f->e), -1);
 	cancel_flag = 0;
 	assert_int_equal(analyse(f, "startpos", 3), 0);
@@ -625,8 +617,7 @@ static bool process_gone(pid_t pid)
 	char path[64], buf[512];
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
 	FILE *fp = fopen(path, "r");
-	if (!fp)
-		return true;
+	if (!fp) return true;
 	size_t n = fread(buf, 1, sizeof buf - 1, fp);
 	fclose(fp);
 	buf[n] = '\0';
@@ -652,8 +643,7 @@ static void test_search__usi_script_engine_children_die_with_it(void **state)
 	bool gone = false;
 	for (int i = 0; i < 50 && !gone; i++) {
 		gone = process_gone(child);
-		if (!gone)
-			usleep(10 * 1000);
+		if (!gone) usleep(10 * 1000);
 	}
 	assert_true(gone);
 }
@@ -677,8 +667,7 @@ static void test_search__usi_pool_spreads_positions_and_survives_a_crash(void **
 	f->cfg.argv = f->argv;
 	assert_int_equal(usi_pool_open(&pool, &f->cfg, 3, err), 0);
 	assert_int_equal(usi_pool_size(pool), 3);
-	for (int i = 0; i < N; i++)
-		specs[i] = i % 3 == 1 ? "startpos moves 7g7f" : "startpos";
+	for (int i = 0; i < N; i++) specs[i] = i % 3 == 1 ? "startpos moves 7g7f" : "startpos";
 	assert_int_equal(usi_pool_analyse(pool, res, rcs, specs, N, &movetime50, 3), 0);
 	uint64_t positions = 0, retries = 0, crashes = 0;
 	for (int i = 0; i < 3; i++) {
@@ -691,8 +680,7 @@ static void test_search__usi_pool_spreads_positions_and_survives_a_crash(void **
 	for (int i = 0; i < N; i++) {
 		assert_int_equal(rcs[i], 0);
 		assert_string_equal(res[i].bestmove_usi, i % 3 == 1 ? "3c3d" : "7g7f");
-		if (i % 3 != 1)
-			assert_startpos_answer(&res[i]);
+		if (i % 3 != 1) assert_startpos_answer(&res[i]);
 	}
 	assert_int_equal(positions, N);
 	assert_int_equal(retries, 1);
@@ -736,8 +724,7 @@ static void test_search__usi_real_engine_if_given(void **state)
 	const char *args[16] = {NULL};
 	int nargs = 0;
 	f->cfg.path = strtok_r(words, " ", &save);
-	for (char *w; nargs < 15 && (w = strtok_r(NULL, " ", &save));)
-		args[nargs++] = w;
+	for (char *w; nargs < 15 && (w = strtok_r(NULL, " ", &save));) args[nargs++] = w;
 	f->cfg.argv = args;
 	f->cfg.handshake_timeout_ms = 60000;
 	f->cfg.time_factor = 3.0;
@@ -745,14 +732,13 @@ static void test_search__usi_real_engine_if_given(void **state)
 	assert_int_equal(usi_engine_open(&f->e, &f->cfg, err), 0);
 	print_message("real engine: %s\n", usi_engine_name(f->e));
 	static const char *const specs[] = {"startpos", "startpos moves 7g7f", MATE_SFEN,
-					    "startpos moves 7g7f 3c3d 8h2b+"};
+	                                    "startpos moves 7g7f 3c3d 8h2b+"};
 	pos = malloc(sizeof *pos);
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
 		SearchBudget b = {SEARCH_BUDGET_NODES, 20000};
 		assert_int_equal(position_parse(pos, specs[i], NULL), 0);
 		int rc = usi_engine_analyse(f->e, &f->res, pos, &b, 3);
-		if (rc < 0)
-			fail_msg("%s: %s", specs[i], usi_engine_last_error(f->e));
+		if (rc < 0) fail_msg("%s: %s", specs[i], usi_engine_last_error(f->e));
 		assert_true(pos_is_legal(pos, f->res.bestmove));
 		assert_true(f->res.nlines >= 1);
 		for (int k = 0; k < f->res.nlines; k++) {
@@ -774,42 +760,40 @@ static void test_search__usi_real_engine_if_given(void **state)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "--instant-fake") == 0)
-		return instant_fake();
+	if (argc > 1 && strcmp(argv[1], "--instant-fake") == 0) return instant_fake();
 	shogi_init();
 	ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
-	if (n > 0)
-		self_path[n] = '\0';
+	if (n > 0) self_path[n] = '\0';
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
-		T(test_search__usi_normal_engine_answers),
-		T(test_search__usi_mate_scores_count_plies),
-		T(test_search__usi_options_and_new_game_are_sent),
-		T(test_search__usi_bad_input_does_not_touch_the_engine),
-		T(test_search__usi_crash_is_retried_once),
-		T(test_search__usi_crash_twice_fails_then_recovers),
-		T(test_search__usi_hang_is_stopped_killed_and_reported),
-		T(test_search__usi_answer_after_stop_is_accepted),
-		T(test_search__usi_handshake_stall_times_out),
-		T(test_search__usi_handshake_stall_on_restart_fails_the_position),
-		T(test_search__usi_crash_in_handshake),
-		T(test_search__usi_missing_program_is_a_spawn_error),
-		T(test_search__usi_malformed_info_is_skipped),
-		T(test_search__usi_only_garbage_is_a_protocol_error),
-		T(test_search__usi_illegal_bestmove_is_detected),
-		T(test_search__usi_unreadable_bestmove_is_retried),
-		T(test_search__usi_engine_that_quits_does_not_kill_us),
-		T(test_search__usi_unknown_position_resigns),
-		T(test_search__usi_through_the_search_interface),
-		T(test_search__usi_hard_limit_follows_the_budget),
-		T(test_search__usi_driver_overhead_is_small),
-		T(test_search__usi_cancel_stops_and_keeps_an_answering_engine),
-		T(test_search__usi_overlong_lines_and_chatter_are_skipped),
-		T(test_search__usi_illegal_pv_moves_are_cut),
-		T(test_search__usi_script_engine_children_die_with_it),
-		T(test_search__usi_pool_spreads_positions_and_survives_a_crash),
-		T(test_search__usi_pool_open_failure_leaves_nothing),
-		T(test_search__usi_real_engine_if_given),
+	    T(test_search__usi_normal_engine_answers),
+	    T(test_search__usi_mate_scores_count_plies),
+	    T(test_search__usi_options_and_new_game_are_sent),
+	    T(test_search__usi_bad_input_does_not_touch_the_engine),
+	    T(test_search__usi_crash_is_retried_once),
+	    T(test_search__usi_crash_twice_fails_then_recovers),
+	    T(test_search__usi_hang_is_stopped_killed_and_reported),
+	    T(test_search__usi_answer_after_stop_is_accepted),
+	    T(test_search__usi_handshake_stall_times_out),
+	    T(test_search__usi_handshake_stall_on_restart_fails_the_position),
+	    T(test_search__usi_crash_in_handshake),
+	    T(test_search__usi_missing_program_is_a_spawn_error),
+	    T(test_search__usi_malformed_info_is_skipped),
+	    T(test_search__usi_only_garbage_is_a_protocol_error),
+	    T(test_search__usi_illegal_bestmove_is_detected),
+	    T(test_search__usi_unreadable_bestmove_is_retried),
+	    T(test_search__usi_engine_that_quits_does_not_kill_us),
+	    T(test_search__usi_unknown_position_resigns),
+	    T(test_search__usi_through_the_search_interface),
+	    T(test_search__usi_hard_limit_follows_the_budget),
+	    T(test_search__usi_driver_overhead_is_small),
+	    T(test_search__usi_cancel_stops_and_keeps_an_answering_engine),
+	    T(test_search__usi_overlong_lines_and_chatter_are_skipped),
+	    T(test_search__usi_illegal_pv_moves_are_cut),
+	    T(test_search__usi_script_engine_children_die_with_it),
+	    T(test_search__usi_pool_spreads_positions_and_survives_a_crash),
+	    T(test_search__usi_pool_open_failure_leaves_nothing),
+	    T(test_search__usi_real_engine_if_given),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,8 +33,8 @@ static void test_search__info_parses_the_formats_example(void **state)
 	(void)state;
 	UsiInfo in;
 	assert_int_equal(parse(&in, "info depth 11 seldepth 13 multipv 1 score cp 2 nodes 100135 "
-				    "nps 1472573 hashfull 12 time 68 pv 1g1f 8c8d 8g8f"),
-			 0);
+	                            "nps 1472573 hashfull 12 time 68 pv 1g1f 8c8d 8g8f"),
+	                 0);
 	assert_int_equal(in.depth, 11);
 	assert_int_equal(in.seldepth, 13);
 	assert_int_equal(in.multipv, 1);
@@ -112,8 +112,8 @@ static void test_search__info_bound_lines_are_not_final(void **state)
 {
 	(void)state;
 	UsiInfo in;
-	assert_int_equal(parse(&in, "info depth 3 multipv 2 score cp 30 lowerbound nodes 4 pv 2g2f"),
-			 0);
+	assert_int_equal(
+	    parse(&in, "info depth 3 multipv 2 score cp 30 lowerbound nodes 4 pv 2g2f"), 0);
 	assert_int_equal(in.bound, USI_BOUND_LOWER);
 	assert_int_equal(in.multipv, 2);
 	assert_int_equal(in.nodes, 4);
@@ -164,8 +164,7 @@ static void test_search__info_long_pv_is_truncated(void **state)
 	(void)state;
 	UsiInfo in;
 	char line[2048] = "info score cp 0 pv";
-	for (int i = 0; i < USI_INFO_PV_MAX + 10; i++)
-		strcat(line, i % 2 ? " 3c3d" : " 7g7f");
+	for (int i = 0; i < USI_INFO_PV_MAX + 10; i++) strcat(line, i % 2 ? " 3c3d" : " 7g7f");
 	assert_int_equal(parse(&in, line), 0);
 	assert_int_equal(in.pv_len, USI_INFO_PV_MAX);
 	assert_true(in.pv_truncated);
@@ -176,8 +175,8 @@ static void test_search__info_unknown_keywords_are_skipped(void **state)
 	(void)state;
 	UsiInfo in;
 	assert_int_equal(parse(&in, "info depth 4 currmove 7g7f currmovenumber 3 cpuload 500 "
-				    "frobnicate score cp 7 pv 7g7f"),
-			 0);
+	                            "frobnicate score cp 7 pv 7g7f"),
+	                 0);
 	assert_int_equal(in.depth, 4);
 	assert_true(in.fields & USI_INFO_CURRMOVE);
 	assert_move(in.currmove, "7g7f");
@@ -204,35 +203,34 @@ static void test_search__info_malformed_lines_are_rejected(void **state)
 {
 	(void)state;
 	static const char *const bad[] = {
-		"",
-		"bestmove 7g7f",
-		"infodepth 3",
-		"info depth",
-		"info depth x score cp 1 pv 7g7f",
-		"info depth -1",
-		"info depth 3x",
-		"info seldepth 99999999999999999999999",
-		"info multipv 0 score cp 1 pv 7g7f",
-		"info score",
-		"info score cp",
-		"info score cp pv 7g7f",
-		"info score cp 1x pv 7g7f",
-		"info score mate pv 7g7f",
-		"info score mate ++3 pv 7g7f",
-		"info score foo 3 pv 7g7f",
-		"info lowerbound score cp 3",
-		"info score cp 1 pv",
-		"info score cp 1 pv hello",
-		"info nodes -5",
-		"info time 1.5",
-		"info currmove zz",
+	    "",
+	    "bestmove 7g7f",
+	    "infodepth 3",
+	    "info depth",
+	    "info depth x score cp 1 pv 7g7f",
+	    "info depth -1",
+	    "info depth 3x",
+	    "info seldepth 99999999999999999999999",
+	    "info multipv 0 score cp 1 pv 7g7f",
+	    "info score",
+	    "info score cp",
+	    "info score cp pv 7g7f",
+	    "info score cp 1x pv 7g7f",
+	    "info score mate pv 7g7f",
+	    "info score mate ++3 pv 7g7f",
+	    "info score foo 3 pv 7g7f",
+	    "info lowerbound score cp 3",
+	    "info score cp 1 pv",
+	    "info score cp 1 pv hello",
+	    "info nodes -5",
+	    "info time 1.5",
+	    "info currmove zz",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		UsiInfo in;
 		char err[USI_INFO_ERRLEN];
 		int rc = usi_info_parse(&in, bad[i], strlen(bad[i]), err);
-		if (rc != SEARCH_EPROTOCOL)
-			fail_msg("accepted malformed line \"%s\"", bad[i]);
+		if (rc != SEARCH_EPROTOCOL) fail_msg("accepted malformed line \"%s\"", bad[i]);
 		assert_true(strstr(err, "info line, byte") != NULL);
 	}
 }
@@ -265,19 +263,19 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_search__info_parses_the_formats_example),
-		cmocka_unit_test(test_search__info_mate_counts_plies),
-		cmocka_unit_test(test_search__info_mate_without_distance),
-		cmocka_unit_test(test_search__info_cp_is_clamped_below_mate_range),
-		cmocka_unit_test(test_search__info_bound_lines_are_not_final),
-		cmocka_unit_test(test_search__info_string_swallows_the_rest),
-		cmocka_unit_test(test_search__info_pv_is_last_and_stops_at_non_moves),
-		cmocka_unit_test(test_search__info_long_pv_is_truncated),
-		cmocka_unit_test(test_search__info_unknown_keywords_are_skipped),
-		cmocka_unit_test(test_search__info_multipv_defaults_to_one),
-		cmocka_unit_test(test_search__info_malformed_lines_are_rejected),
-		cmocka_unit_test(test_search__info_error_names_token_and_offset),
-		cmocka_unit_test(test_search__info_reads_only_len_bytes),
+	    cmocka_unit_test(test_search__info_parses_the_formats_example),
+	    cmocka_unit_test(test_search__info_mate_counts_plies),
+	    cmocka_unit_test(test_search__info_mate_without_distance),
+	    cmocka_unit_test(test_search__info_cp_is_clamped_below_mate_range),
+	    cmocka_unit_test(test_search__info_bound_lines_are_not_final),
+	    cmocka_unit_test(test_search__info_string_swallows_the_rest),
+	    cmocka_unit_test(test_search__info_pv_is_last_and_stops_at_non_moves),
+	    cmocka_unit_test(test_search__info_long_pv_is_truncated),
+	    cmocka_unit_test(test_search__info_unknown_keywords_are_skipped),
+	    cmocka_unit_test(test_search__info_multipv_defaults_to_one),
+	    cmocka_unit_test(test_search__info_malformed_lines_are_rejected),
+	    cmocka_unit_test(test_search__info_error_names_token_and_offset),
+	    cmocka_unit_test(test_search__info_reads_only_len_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
