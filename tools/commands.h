@@ -15,6 +15,7 @@ int cmd_select(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_usi(int argc, char **argv);
 int cmd_ingest(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 int cmd_gen_games(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_synth(int argc, char **argv);

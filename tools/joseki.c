@@ -17,6 +17,7 @@ static const struct {
 	{"usi", cmd_usi, "   the built-in engine as a USI engine on stdin/stdout"},
 	{"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},
 	{"ingest", cmd_ingest, "BOOK INPUT... [filters] [--json]   add game records to the book"},
+	{"import", cmd_import, "BOOK FILE.db [--json]   merge a YaneuraOu DB2016 book"},
 	{"gen-games", cmd_gen_games, "DIR --games N [--seed S]   write random floodgate-style games (bench corpus)"},
 	{"replay", cmd_replay, "INPUT... [--json]   replay game records under the rules"},
 	{"synth", cmd_synth, "BOOK --positions N [--seed S]   build a synthetic analysed book"},
