@@ -32,7 +32,7 @@ struct Db2016Reader {
 	Db2016Move *moves;
 	size_t nmoves, moves_cap;
 
-	size_t records, warnings;
+	size_t records, warnings, sfen_lines;
 	bool eof;
 };
 
@@ -272,9 +272,11 @@ int db2016_next(Db2016Reader *r, Db2016Record *rec)
 		}
 		r->have_pending = false;
 		long rec_line = r->pending_line;
+		size_t ordinal = r->sfen_lines++;
 		const char *text = r->pending + 5;
 		char err[SHOGI_ERRLEN];
-		bool ok = sfen_parse(r->pos, text, NULL, err) == 0;
+		bool parse = !(r->flags & DB2016_NO_POSITION);
+		bool ok = !parse || sfen_parse(r->pos, text, NULL, err) == 0;
 		if (!ok) warnf(r, rec_line, "bad SFEN (%s), record skipped", err);
 		else if ((rc = copy_str(&r->sfen, &r->sfen_cap, text, strlen(text))) < 0)
 			return rc;
@@ -295,14 +297,15 @@ int db2016_next(Db2016Reader *r, Db2016Record *rec)
 				r->have_pending = true;
 				break;
 			}
-			if (!ok || (r->flags & DB2016_SKIP_MOVES)) continue;
+			if (!ok || (r->flags & (DB2016_SKIP_MOVES | DB2016_NO_POSITION))) continue;
 			if ((rc = parse_move_line(r, r->line)) < 0) return rc;
 		}
 		if (!ok) continue;
 		rec->sfen = r->sfen;
 		rec->sfen_len = strlen(r->sfen);
 		rec->line = rec_line;
-		rec->pos = r->pos;
+		rec->ordinal = ordinal;
+		rec->pos = parse ? r->pos : NULL;
 		rec->moves = r->moves;
 		rec->nmoves = r->nmoves;
 		r->records++;

@@ -46,6 +46,10 @@ enum {
 	/* Skip move lines without parsing them (records then have no moves).
 	 * For a second pass that only needs the positions and SFEN lines. */
 	DB2016_SKIP_MOVES = 1u << 0,
+	/* Do not parse the SFEN either: every "sfen" line is returned as a record
+	 * (pos is NULL, no moves), bad ones included; ordinal tells them apart.
+	 * For passes that only copy SFEN lines or parse them their own way. */
+	DB2016_NO_POSITION = 1u << 1,
 };
 
 /* Receives one warning, already formatted as "<file>:<line>: <message>". */
@@ -64,7 +68,9 @@ typedef struct {
 	const char *sfen;        /* the text after "sfen ", trimmed, NUL-terminated */
 	size_t sfen_len;
 	long line;               /* line number of the "sfen" line */
-	const Position *pos;     /* the parsed position (side to move as written) */
+	size_t ordinal;          /* 0-based index among all "sfen" lines, bad ones included */
+	const Position *pos;     /* the parsed position (side to move as written);
+				    NULL with DB2016_NO_POSITION */
 	const Db2016Move *moves; /* the record's moves, in file order */
 	size_t nmoves;
 } Db2016Record;

@@ -63,11 +63,24 @@ typedef struct {
 	int16_t value;
 } PsLeaf;
 
+/* A probe slot: the node index and 32 more key bits, so that a miss rarely
+ * touches the node's full key. */
 typedef struct {
-	Key *keys;
-	uint32_t *idx; /* PS_NONE: empty slot */
-	size_t cap;    /* power of two */
+	uint32_t idx; /* PS_NONE: empty */
+	uint32_t fp;
+} Slot;
+
+/*
+ * Key → node index, open addressing at load ≤ 1/2 over the nodes' own keys,
+ * with a one-bit-per-key filter in front: most legal moves lead outside the
+ * book, and the filter answers those from cache.
+ */
+typedef struct {
+	Slot *slots;
+	size_t cap; /* power of two */
 	size_t n;
+	uint64_t *bloom;
+	size_t bloom_mask; /* bits - 1 */
 } KeyMap;
 
 typedef struct {
@@ -80,6 +93,7 @@ typedef struct {
 	uint32_t *mstart; /* moves of node i are moves[mstart[i]..mstart[i+1]) */
 	PsMove *moves;
 	size_t nmoves, moves_cap;
+	Key *keys; /* White-to-move key of each node (while the map lives) */
 	KeyMap map;
 } Graph;
 
@@ -139,58 +153,78 @@ static inline size_t key_slot(Key k, size_t mask)
 	return (size_t)h & mask;
 }
 
-static int map_grow(KeyMap *m)
+static inline uint32_t key_fp(Key k)
+{
+	return (uint32_t)(k.hi >> 32);
+}
+
+/* Rebuilds the table at twice the size from the nodes' keys. */
+static int map_rehash(KeyMap *m, const Key *keys)
 {
 	size_t nc = m->cap ? m->cap * 2 : 1024;
-	Key *nk = malloc(nc * sizeof *nk);
-	uint32_t *ni = malloc(nc * sizeof *ni);
-	if (!nk || !ni) {
-		free(nk);
-		free(ni);
-		return PETASHOCK_ENOMEM;
-	}
-	memset(ni, 0xff, nc * sizeof *ni);
+	Slot *ns = malloc(nc * sizeof *ns);
+	if (!ns) return PETASHOCK_ENOMEM;
+	memset(ns, 0xff, nc * sizeof *ns);
 	for (size_t i = 0; i < m->cap; i++) {
-		if (m->idx[i] == PS_NONE) continue;
-		size_t s = key_slot(m->keys[i], nc - 1);
-		while (ni[s] != PS_NONE) s = (s + 1) & (nc - 1);
-		nk[s] = m->keys[i];
-		ni[s] = m->idx[i];
+		Slot sl = m->slots[i];
+		if (sl.idx == PS_NONE) continue;
+		size_t s = key_slot(keys[sl.idx], nc - 1);
+		while (ns[s].idx != PS_NONE) s = (s + 1) & (nc - 1);
+		ns[s] = sl;
 	}
-	free(m->keys);
-	free(m->idx);
-	m->keys = nk;
-	m->idx = ni;
+	free(m->slots);
+	m->slots = ns;
 	m->cap = nc;
 	return 0;
 }
 
-/* Maps k to idx; an existing entry is overwritten (the later record wins). */
-static int map_put(KeyMap *m, Key k, uint32_t idx)
+/* Maps keys[idx] to idx; an existing entry is overwritten (the later record wins). */
+static int map_put(KeyMap *m, const Key *keys, uint32_t idx)
 {
 	if ((m->n + 1) * 2 > m->cap) {
-		int rc = map_grow(m);
+		int rc = map_rehash(m, keys);
 		if (rc < 0) return rc;
 	}
+	Key k = keys[idx];
+	uint32_t fp = key_fp(k);
 	size_t mask = m->cap - 1, s = key_slot(k, mask);
-	while (m->idx[s] != PS_NONE) {
-		if (key_equal(m->keys[s], k)) {
-			m->idx[s] = idx;
+	while (m->slots[s].idx != PS_NONE) {
+		if (m->slots[s].fp == fp && key_equal(keys[m->slots[s].idx], k)) {
+			m->slots[s].idx = idx;
 			return 0;
 		}
 		s = (s + 1) & mask;
 	}
-	m->keys[s] = k;
-	m->idx[s] = idx;
+	m->slots[s].idx = idx;
+	m->slots[s].fp = fp;
 	m->n++;
 	return 0;
 }
 
-static inline uint32_t map_get(const KeyMap *m, Key k)
+/* Builds the filter once every key is in (about 8 bits per key). */
+static int map_build_filter(KeyMap *m, const Key *keys, size_t n)
 {
+	size_t bits = 1024;
+	while (bits < n * 8) bits *= 2;
+	m->bloom = calloc(bits / 64, sizeof *m->bloom);
+	if (!m->bloom) return PETASHOCK_ENOMEM;
+	m->bloom_mask = bits - 1;
+	for (size_t i = 0; i < n; i++) {
+		size_t b = (size_t)keys[i].hi & m->bloom_mask;
+		m->bloom[b >> 6] |= 1ULL << (b & 63);
+	}
+	return 0;
+}
+
+static inline uint32_t map_get(const KeyMap *m, const Key *keys, Key k)
+{
+	size_t b = (size_t)k.hi & m->bloom_mask;
+	if (!(m->bloom[b >> 6] & (1ULL << (b & 63)))) return PS_NONE;
+	uint32_t fp = key_fp(k);
 	size_t mask = m->cap - 1, s = key_slot(k, mask);
-	while (m->idx[s] != PS_NONE) {
-		if (key_equal(m->keys[s], k)) return m->idx[s];
+	while (m->slots[s].idx != PS_NONE) {
+		if (m->slots[s].fp == fp && key_equal(keys[m->slots[s].idx], k))
+			return m->slots[s].idx;
 		s = (s + 1) & mask;
 	}
 	return PS_NONE;
@@ -198,8 +232,8 @@ static inline uint32_t map_get(const KeyMap *m, Key k)
 
 static void map_free(KeyMap *m)
 {
-	free(m->keys);
-	free(m->idx);
+	free(m->slots);
+	free(m->bloom);
 	memset(m, 0, sizeof *m);
 }
 
@@ -225,12 +259,37 @@ static void graph_free(Graph *g)
 	free(g->leaves);
 	free(g->mstart);
 	free(g->moves);
+	free(g->keys);
 	map_free(&g->map);
 }
 
 /* ---- pass 1: records, keys, listed moves ----------------------------------- */
 
-static int add_node(Graph *g, const Db2016Record *rec, Position *tmp)
+/*
+ * The key of the position colour-flipped (zobrist.h's definition applied to
+ * the flipped board, hands and side), without building the flipped position.
+ */
+static Key flipped_key(const Position *pos)
+{
+	Key board = {0, 0}, hand = {0, 0};
+	for (Square sq = 0; sq < SQ_NB; sq++) {
+		Piece p = pos->board[sq];
+		if (p == PIECE_NONE) continue;
+		Piece f = piece_make(color_flip(piece_color(p)), piece_type(p));
+		board = key_xor(board, ZOB_PSQ[f][SQ_NB - 1 - sq]);
+	}
+	if (color_flip(pos->side) == WHITE) board = key_xor(board, ZOB_SIDE);
+	for (int c = 0; c < COLOR_NB; c++)
+		for (int pt = PAWN; pt <= GOLD; pt++) {
+			uint64_t n = (uint64_t)hand_count(pos->hand[c], (PieceType)pt);
+			Key z = ZOB_HAND[c ^ 1][pt];
+			hand.lo += n * z.lo;
+			hand.hi += n * z.hi;
+		}
+	return key_combine(board, hand);
+}
+
+static int add_node(Graph *g, const Db2016Record *rec)
 {
 	if (g->n + 2 > g->cap) {
 		size_t nc = g->cap ? g->cap * 2 : 1024;
@@ -240,21 +299,18 @@ static int add_node(Graph *g, const Db2016Record *rec, Position *tmp)
 		uint32_t *ls = realloc(g->lstart, (nc + 1) * sizeof *ls);
 		if (!ls) return PETASHOCK_ENOMEM;
 		g->lstart = ls;
+		Key *k = realloc(g->keys, nc * sizeof *k);
+		if (!k) return PETASHOCK_ENOMEM;
+		g->keys = k;
 		g->cap = nc;
 	}
 	const Position *pos = rec->pos;
 	bool white = pos->side == WHITE;
-	Key key;
-	if (white) {
-		key = pos_key(pos);
-	} else {
-		/* The map is keyed by the White-to-move form, which is what a move
-		 * from a (Black-to-move) node leads to. */
-		if (flip_position(tmp, pos) < 0) return PETASHOCK_EIO;
-		key = pos_key(tmp);
-	}
 	uint32_t i = (uint32_t)g->n++;
-	int rc = map_put(&g->map, key, i);
+	/* The map is keyed by the White-to-move form, which is what a move from
+	 * a (Black-to-move) node leads to. */
+	g->keys[i] = white ? pos_key(pos) : flipped_key(pos);
+	int rc = map_put(&g->map, g->keys, i);
 	if (rc < 0) return rc;
 	g->flags[i] = (uint8_t)((white ? F_WHITE : 0) | (pos_in_check(pos) ? F_CHECKED : 0));
 	g->lstart[i] = (uint32_t)g->nleaves;
@@ -313,7 +369,7 @@ static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converg
 	int n = movegen_legal(bpos, legal), ne = 0;
 	bool in_check = pos_in_check(bpos);
 	for (int k = 0; k < n; k++) {
-		uint32_t j = map_get(&g->map, pos_key_after(bpos, legal[k]));
+		uint32_t j = map_get(&g->map, g->keys, pos_key_after(bpos, legal[k]));
 		if (j == PS_NONE) continue;
 		EdgeCand c = {gen_rank(bpos, legal[k], in_check), legal[k], j};
 		int p = ne++;
@@ -592,13 +648,14 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 	Graph g;
 	memset(&g, 0, sizeof g);
 	Db2016Reader *r = NULL;
-	Position *tmp = malloc(sizeof *tmp);
+	Position *tmp = malloc(sizeof *tmp), *tmp2 = malloc(sizeof *tmp2);
 	OutMove *obuf = NULL;
+	size_t *skip = NULL, nskip = 0, skip_cap = 0, sp = 0;
 	FILE *out = NULL;
 	char *tmp_path = NULL;
 	int rc = 0;
 	Db2016Record rec;
-	if (!tmp) {
+	if (!tmp || !tmp2) {
 		rc = fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -615,10 +672,18 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 			rc = fail(err, errlen, PETASHOCK_ENOMEM, "%s: too many positions", in_path);
 			goto done;
 		}
-		if ((rc = add_node(&g, &rec, tmp)) < 0) {
+		/* Records the reader skipped (bad SFEN) are skipped again by
+		 * ordinal in the passes that do not parse. */
+		for (size_t o = g.n + nskip; o < rec.ordinal; o++) {
+			if ((rc = grow((void **)&skip, &skip_cap, nskip + 1, sizeof *skip)) < 0) {
+				rc = fail(err, errlen, rc, "out of memory");
+				goto done;
+			}
+			skip[nskip++] = o;
+		}
+		if ((rc = add_node(&g, &rec)) < 0) {
 			rc = fail(err, errlen, rc, "%s:%ld: %s", in_path, rec.line,
-				  rc == PETASHOCK_EIO ? "cannot flip the position"
-						      : petashock_strerror(rc));
+				  petashock_strerror(rc));
 			goto done;
 		}
 	}
@@ -634,6 +699,10 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 	st.in_check = 0;
 	for (size_t i = 0; i < g.n; i++)
 		if (g.flags[i] & F_CHECKED) st.in_check++;
+	if (map_build_filter(&g.map, g.keys, g.n) < 0) {
+		rc = fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
+		goto done;
+	}
 
 	/* Pass 2. */
 	g.vd = malloc((g.n + 1) * sizeof *g.vd);
@@ -643,30 +712,33 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		goto done;
 	}
 	g.mstart[0] = 0;
-	rc = db2016_open(&r, in_path, DB2016_SKIP_MOVES, NULL, NULL);
+	rc = db2016_open(&r, in_path, DB2016_NO_POSITION, NULL, NULL);
 	if (rc < 0) {
 		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot reopen", in_path);
 		goto done;
 	}
 	uint32_t i = 0;
-	while ((rc = db2016_next(r, &rec)) == 1) {
-		if (i >= g.n) break;
-		const Position *bpos = rec.pos;
-		if (rec.pos->side == WHITE) {
-			if (flip_position(tmp, rec.pos) < 0) {
-				rc = fail(err, errlen, PETASHOCK_EIO, "%s:%ld: cannot flip the position",
-					  in_path, rec.line);
-				goto done;
-			}
-			bpos = tmp;
+	sp = 0;
+	while (i < g.n && (rc = db2016_next(r, &rec)) == 1) {
+		if (sp < nskip && skip[sp] == rec.ordinal) {
+			sp++;
+			continue;
 		}
+		const Position *bpos = tmp;
+		if (sfen_parse(tmp, rec.sfen, NULL, NULL) < 0 ||
+		    (tmp->side == WHITE && flip_position(tmp2, tmp) < 0)) {
+			rc = fail(err, errlen, PETASHOCK_ECHANGED, "%s:%ld: input changed between passes",
+				  in_path, rec.line);
+			goto done;
+		}
+		if (tmp->side == WHITE) bpos = tmp2;
 		if ((rc = add_edges(&g, i, bpos, &st.converged_moves)) < 0) {
 			rc = fail(err, errlen, rc, "out of memory");
 			goto done;
 		}
 		i++;
 	}
-	if (rc < 0 || i != g.n || rc == 1) {
+	if (rc < 0 || i != g.n) {
 		rc = fail(err, errlen, PETASHOCK_ECHANGED, "%s: input changed between passes", in_path);
 		goto done;
 	}
@@ -676,6 +748,8 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 	g.leaves = NULL;
 	free(g.lstart);
 	g.lstart = NULL;
+	free(g.keys);
+	g.keys = NULL;
 	map_free(&g.map);
 	st.moves = g.nmoves;
 	for (size_t k = 0; k < g.nmoves; k++)
@@ -711,13 +785,18 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		rc = fail(err, errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
 		goto done;
 	}
-	rc = db2016_open(&r, in_path, DB2016_SKIP_MOVES, NULL, NULL);
+	rc = db2016_open(&r, in_path, DB2016_NO_POSITION, NULL, NULL);
 	if (rc < 0) {
 		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot reopen", in_path);
 		goto done;
 	}
 	i = 0;
-	while ((rc = db2016_next(r, &rec)) == 1 && i < g.n) {
+	sp = 0;
+	while (i < g.n && (rc = db2016_next(r, &rec)) == 1) {
+		if (sp < nskip && skip[sp] == rec.ordinal) {
+			sp++;
+			continue;
+		}
 		if (write_node(out, &g, i, rec.sfen, rec.sfen_len, opt && opt->shrink, obuf) < 0) {
 			rc = fail(err, errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
 			goto done;
@@ -748,7 +827,9 @@ done:
 	free(obuf);
 	db2016_close(r);
 	graph_free(&g);
+	free(skip);
 	free(tmp);
+	free(tmp2);
 	if (stats) *stats = st;
 	return rc;
 }

@@ -5,13 +5,22 @@
  * DB2016 book and writes the minimaxed book (docs/peta-shock.md). Bad input
  * lines are reported on stderr ("joseki: IN:LINE: ...") and skipped. The last
  * stdout line is "peta-shock positions N time_ms T peak_rss_kb R".
+ *
+ * joseki peta-shock --gen-bench N OUT.db [--seed S]   (for tools/bench_petashock.sh)
+ * writes a synthetic DB2016 book of N positions: random legal lines from the
+ * start position where every position offers three candidate moves chosen by
+ * its key (so move orders meet again: transpositions, and the odd repetition),
+ * each listed with a pseudo-random value.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
 #include "minimax/petashock.h"
+#include "shogi/movegen.h"
+#include "shogi/notation.h"
 #include "tools/commands.h"
 
 #define USAGE "usage: joseki peta-shock IN.db OUT.db [--shrink] [--quiet]"
@@ -37,8 +46,104 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* The three candidate moves of a position (fewer if it has fewer legal moves). */
+static int candidates(const Position *pos, uint64_t seed, Move out[3])
+{
+	Move legal[MOVEGEN_MAX];
+	int n = movegen_legal(pos, legal), k = 0;
+	uint64_t h = mix64(pos_key(pos).lo ^ seed);
+	for (int t = 0; t < 8 && k < 3 && k < n; t++, h = mix64(h)) {
+		Move m = legal[h % (uint64_t)n];
+		bool dup = false;
+		for (int j = 0; j < k; j++)
+			if (out[j] == m) dup = true;
+		if (!dup) out[k++] = m;
+	}
+	return k;
+}
+
+static int gen_bench(size_t target, const char *path, uint64_t seed)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f) {
+		joseki_error("peta-shock: %s: cannot create", path);
+		return 1;
+	}
+	size_t cap = 1024;
+	while (cap < target * 2) cap *= 2;
+	uint64_t *seen = calloc(cap, sizeof *seen); /* key.lo | 1; 0 = empty */
+	Position *pos = malloc(sizeof *pos);
+	if (!seen || !pos) {
+		joseki_error("peta-shock: out of memory");
+		fclose(f);
+		free(seen);
+		free(pos);
+		return 1;
+	}
+	fprintf(f, "#YANEURAOU-DB2016 1.00\n# NOE:%zu\n", target);
+	size_t written = 0;
+	uint64_t rng = seed;
+	for (uint64_t game = 0; written < target && game < target * 50; game++) {
+		pos_set_startpos(pos);
+		int plies = 8 + (int)((rng = mix64(rng)) % 40);
+		for (int ply = 0; ply < plies && written < target; ply++) {
+			Move cand[3];
+			int nc = candidates(pos, seed, cand);
+			if (nc == 0) break;
+			uint64_t key = pos_key(pos).lo | 1;
+			size_t s = (size_t)(key & (cap - 1));
+			while (seen[s] && seen[s] != key) s = (s + 1) & (cap - 1);
+			if (!seen[s]) {
+				seen[s] = key;
+				char sfen[SFEN_MAX];
+				sfen_write(pos, sfen, sizeof sfen);
+				fprintf(f, "sfen %s\n", sfen);
+				for (int k = 0; k < nc; k++) {
+					char us[USI_MOVE_MAX];
+					usi_move_write(cand[k], us);
+					int value = (int)(mix64(key ^ (uint64_t)k) % 801) - 400;
+					fprintf(f, "%s none %d %d 1\n", us, value, 16 + k);
+				}
+				written++;
+			}
+			pos_do_move(pos, cand[(rng = mix64(rng)) % (uint64_t)nc]);
+		}
+	}
+	free(seen);
+	free(pos);
+	if (fclose(f) != 0) {
+		joseki_error("peta-shock: %s: write error", path);
+		return 1;
+	}
+	printf("peta-shock gen-bench positions %zu file %s\n", written, path);
+	return 0;
+}
+
 int cmd_peta_shock(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "--gen-bench")) {
+		if (argc != 4 && !(argc == 6 && !strcmp(argv[4], "--seed"))) {
+			joseki_error("usage: joseki peta-shock --gen-bench N OUT.db [--seed S]");
+			return 2;
+		}
+		char *end;
+		unsigned long long n = strtoull(argv[2], &end, 10);
+		if (*end || n == 0 || n > 100000000ULL) {
+			joseki_error("peta-shock: bad position count '%s'", argv[2]);
+			return 2;
+		}
+		uint64_t seed = argc == 6 ? strtoull(argv[5], NULL, 10) : 1;
+		return gen_bench((size_t)n, argv[3], seed);
+	}
+
 	const char *in = NULL, *out = NULL;
 	PetashockOptions opt = {0};
 	WarnState ws = {0, false};
