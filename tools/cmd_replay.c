@@ -5,16 +5,18 @@
  * ended by the rules, the winner, the final SFEN and what the record claimed.
  * An INPUT is a CSA file (several records separated by "/" allowed), a file
  * of USI games, one per line ("startpos moves ...", "sfen ... moves ...",
- * or "<id>\t<moves from the start position>"; '#' lines are comments), or
- * "-" for standard input. Writes nothing. Exit 1 when an input cannot be
- * read or a record cannot be parsed (the others are still reported); an
+ * or "<id>\t<moves from the start position>"; '#' lines are comments),
+ * "-" for standard input, or a directory (its *.csa files, recursively). Writes nothing. Exit 1
+ * when an input cannot be read or a record cannot be parsed (the others are still reported); an
  * illegal move is a result, reported with its line, not a failure.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ingest/csa.h"
 #include "ingest/replay.h"
@@ -210,6 +212,62 @@ static bool looks_usi(const char *buf, size_t len)
 	return false;
 }
 
+/* Reads and replays one input: a file, "-", or a directory (its *.csa files,
+ * recursively, in name order). Returns 0, or 1 when something could not be
+ * read or parsed. */
+static int run_input(Ctx *c, const char *input)
+{
+	bool is_stdin = !strcmp(input, "-");
+	struct stat st;
+	if (!is_stdin && stat(input, &st) == 0 && S_ISDIR(st.st_mode)) {
+		struct dirent **names;
+		int n = scandir(input, &names, NULL, alphasort);
+		if (n < 0) {
+			joseki_error("%s: %s (input skipped)", input, strerror(errno));
+			return 1;
+		}
+		int status = 0;
+		for (int i = 0; i < n; i++) {
+			const char *nm = names[i]->d_name;
+			size_t nl = strlen(nm);
+			char *path = NULL;
+			if (nm[0] != '.' && asprintf(&path, "%s/%s", input, nm) >= 0) {
+				struct stat sub;
+				bool dir = stat(path, &sub) == 0 && S_ISDIR(sub.st_mode);
+				if (dir || (nl > 4 && !strcmp(nm + nl - 4, ".csa")))
+					status |= run_input(c, path);
+			}
+			free(path);
+			free(names[i]);
+		}
+		free(names);
+		return status;
+	}
+	FILE *f = is_stdin ? stdin : fopen(input, "rb");
+	if (!f) {
+		joseki_error("%s: %s (input skipped)", input, strerror(errno));
+		return 1;
+	}
+	size_t len = 0;
+	void *data;
+	int rrc = csa_read_all(&data, &len, f);
+	int saved = errno;
+	if (!is_stdin) fclose(f);
+	char *buf = data;
+	if (rrc) {
+		joseki_error("%s: cannot read: %s (input skipped)", input,
+		             rrc == CSA_EIO ? strerror(saved) : csa_strerror(rrc));
+		return 1;
+	}
+	size_t nl = strlen(input);
+	bool csa = nl >= 4 && !strcmp(input + nl - 4, ".csa");
+	int before = c->nerrors;
+	int rc = (!csa && looks_usi(buf, len)) ? run_usi(c, input, buf, len)
+	                                       : run_csa(c, input, buf, len);
+	free(buf);
+	return (rc != 0 || c->nerrors != before) ? 1 : 0;
+}
+
 int cmd_replay(int argc, char **argv)
 {
 	Ctx c = {0};
@@ -239,33 +297,7 @@ int cmd_replay(int argc, char **argv)
 	int status = 0;
 	for (int i = 1; i < argc; i++) {
 		if (argv[i][0] == '-' && argv[i][1]) continue;
-		const char *input = argv[i];
-		bool is_stdin = !strcmp(input, "-");
-		FILE *f = is_stdin ? stdin : fopen(input, "rb");
-		if (!f) {
-			joseki_error("%s: %s (input skipped)", input, strerror(errno));
-			status = 1;
-			continue;
-		}
-		size_t len = 0;
-		void *data;
-		int rrc = csa_read_all(&data, &len, f);
-		int saved = errno;
-		if (!is_stdin) fclose(f);
-		char *buf = data;
-		if (rrc) {
-			joseki_error("%s: cannot read: %s (input skipped)", input,
-			             rrc == CSA_EIO ? strerror(saved) : csa_strerror(rrc));
-			status = 1;
-			continue;
-		}
-		size_t nl = strlen(input);
-		bool csa = nl >= 4 && !strcmp(input + nl - 4, ".csa");
-		int before = c.nerrors;
-		int rc = (!csa && looks_usi(buf, len)) ? run_usi(&c, input, buf, len)
-		                                       : run_csa(&c, input, buf, len);
-		free(buf);
-		if (rc != 0 || c.nerrors != before) status = 1;
+		if (run_input(&c, argv[i]) != 0) status = 1;
 	}
 	if (c.json) {
 		json_t *root = json_pack("{s:o}", "games", c.games);

@@ -538,6 +538,24 @@ static void test_replay__command_usi_game_list(void **state)
 	json_decref(root);
 }
 
+static void test_replay__command_reads_directories_recursively(void **state)
+{
+	(void)state;
+	json_t *root = run_json("tests/data/csa-dialects tests/data/floodgate", 0);
+	json_t *games = json_object_get(root, "games");
+	assert_int_equal(json_array_size(games), 7 + 15);
+	/* in name order, each game replayed without error */
+	const char *prev = "";
+	for (size_t i = 0; i < json_array_size(games); i++) {
+		json_t *g = json_array_get(games, i);
+		const char *in = json_string_value(json_object_get(g, "input"));
+		if (i != 7) assert_true(strcmp(prev, in) < 0);
+		prev = in;
+		assert_true(json_is_null(json_object_get(g, "error")));
+	}
+	json_decref(root);
+}
+
 static void test_replay__command_bad_input(void **state)
 {
 	(void)state;
@@ -633,6 +651,7 @@ int main(void)
 	    cmocka_unit_test(test_replay__callback_sees_each_legal_move),
 	    cmocka_unit_test(test_replay__command_json_for_fixture_games),
 	    cmocka_unit_test(test_replay__command_usi_game_list),
+	    cmocka_unit_test(test_replay__command_reads_directories_recursively),
 	    cmocka_unit_test(test_replay__command_bad_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
