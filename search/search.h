@@ -22,6 +22,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -125,6 +127,33 @@ static inline int search_analyse(SearchEngine *e, SearchResult *out, const Posit
                                  const SearchBudget *budget, int multipv)
 {
 	return e->ops->analyse(e, out, pos, budget, multipv);
+}
+
+/*
+ * As search_analyse, for a position spec (CONTRACT.md: an SFEN, "startpos",
+ * either followed by "moves ..."). A spec that does not parse is
+ * SEARCH_EINVAL with the rules core's message in err (SEARCH_ERRLEN bytes,
+ * may be NULL); other failures leave err empty (see search_last_error).
+ */
+static inline int search_analyse_spec(SearchEngine *e, SearchResult *out, const char *spec,
+                                      const SearchBudget *budget, int multipv, char *err)
+{
+	char perr[SHOGI_ERRLEN];
+	Position *pos = (Position *)malloc(sizeof *pos); /* too big for a worker's stack */
+	int rc;
+
+	if (err) err[0] = '\0';
+	if (!pos) return SEARCH_ENOMEM;
+	if (!spec || position_parse(pos, spec, perr) < 0) {
+		if (err)
+			snprintf(err, SEARCH_ERRLEN, "position \"%.60s\": %s", spec ? spec : "",
+			         spec ? perr : "missing");
+		rc = SEARCH_EINVAL;
+	} else {
+		rc = search_analyse(e, out, pos, budget, multipv);
+	}
+	free(pos);
+	return rc;
 }
 
 /* Tells the engine that the next position starts a new game (clears its hash). */

@@ -453,6 +453,15 @@ static void test_search__usi_through_the_search_interface(void **state)
 	assert_int_equal(search_analyse(se, &f->res, pos, &movetime50, 3), 0);
 	assert_startpos_answer(&f->res);
 	assert_string_equal(search_last_error(se), "");
+	char err[SEARCH_ERRLEN];
+	assert_int_equal(
+	    search_analyse_spec(se, &f->res, "startpos moves 7g7f", &movetime50, 1, err), 0);
+	assert_string_equal(f->res.bestmove_usi, "3c3d");
+	assert_string_equal(err, "");
+	assert_int_equal(
+	    search_analyse_spec(se, &f->res, "startpos moves 9a9b", &movetime50, 1, err),
+	    SEARCH_EINVAL);
+	assert_non_null(strstr(err, "9a9b"));
 	search_free(se);
 	f->e = NULL;
 	free(pos);
