@@ -439,6 +439,12 @@ static void test_search__usi_unknown_position_resigns(void **state)
 	assert_true(f->res.resign);
 	assert_int_equal(f->res.bestmove, MOVE_NONE);
 	assert_int_equal(f->res.nlines, 0);
+	/* a non-start root goes out as sfen plus the moves, so repetitions stay visible */
+	assert_int_equal(analyse(f, MATE_SFEN " moves G*5b", 1), 0);
+	assert_true(f->res.resign);
+	char *tr = ts_read_file(f->transcript, NULL);
+	assert_non_null(strstr(tr, "\nposition sfen " MATE_SFEN " moves G*5b\n"));
+	free(tr);
 }
 
 static void test_search__usi_through_the_search_interface(void **state)
