@@ -120,6 +120,11 @@ static void date_format(char out[9], time_t t)
 	snprintf(out, 9, "%04u%02u%02u", y, m, d);
 }
 
+long fetch_date_span(const char from[9], const char to[9])
+{
+	return (long)((date_time(to) - date_time(from)) / 86400) + 1;
+}
+
 void fetch_date_today(char out[9])
 {
 	date_format(out, time(NULL));
@@ -403,16 +408,26 @@ static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptio
 		uint64_t psize = 0, fsize;
 		Validators v;
 		bool resuming = file_size(part, &psize) && psize > 0;
+		if (resuming) {
+			meta_read(&v, pmeta);
+			if (strcmp(v.url, day->url)) {
+				/* begun from another URL (--base-url changed): not ours to continue */
+				unlink(part);
+				unlink(pmeta);
+				resuming = false;
+			}
+		}
 		curl_easy_setopt(h, CURLOPT_RANGE, NULL);
 		if (resuming) {
 			/* If-Range: should the archive have changed since, the server
 			 * sends it whole (200) and the .part is restarted */
-			meta_read(&v, pmeta);
 			x.offset = psize;
 			snprintf(range, sizeof range, "%llu-", (unsigned long long)psize);
 			curl_easy_setopt(h, CURLOPT_RANGE, range);
-			if (!strcmp(v.url, day->url) && (v.etag[0] || v.last_modified[0])) {
-				snprintf(hb, sizeof hb, "If-Range: %s", v.etag[0] ? v.etag : v.last_modified);
+			if (v.last_modified[0] || (v.etag[0] && strncmp(v.etag, "W/", 2))) {
+				/* If-Range takes a strong validator only */
+				bool strong = v.etag[0] && strncmp(v.etag, "W/", 2);
+				snprintf(hb, sizeof hb, "If-Range: %s", strong ? v.etag : v.last_modified);
 				hdrs = curl_slist_append(hdrs, hb);
 			}
 		} else if (file_size(final, &fsize)) {

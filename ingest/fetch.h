@@ -93,6 +93,9 @@ void fetch_result_free(FetchResult *res);
  */
 int fetch_date_parse(char out[9], const char *s);
 
+/* Days from..to inclusive (both valid "YYYYMMDD"); <= 0 when to is before from. */
+long fetch_date_span(const char from[9], const char to[9]);
+
 /* Today's date (UTC) as "YYYYMMDD". */
 void fetch_date_today(char out[9]);
 

@@ -159,7 +159,12 @@ int cmd_fetch(int argc, char **argv)
 		fetch_date_today(to);
 	}
 	if (strcmp(to, from) < 0) {
-		joseki_error("fetch: --to %s is before --from %s", to, from);
+		joseki_error("fetch: --to %s is before --from %s", to_s ? to_s : "(today)", from_s);
+		return 2;
+	}
+	if (fetch_date_span(from, to) > FETCH_MAX_DAYS) {
+		joseki_error("fetch: the range %s..%s is longer than %d days", from, to,
+			     FETCH_MAX_DAYS);
 		return 2;
 	}
 	if (fo.base_url && strncmp(fo.base_url, "http://", 7) && strncmp(fo.base_url, "https://", 8)) {
@@ -194,7 +199,7 @@ int cmd_fetch(int argc, char **argv)
 	FetchResult fr;
 	rc = fetch_days(&fr, from, to, &fo);
 	if (rc < 0) {
-		joseki_error("fetch: %s: %s", rc == FETCH_EINVAL ? "range" : cache, fetch_strerror(rc));
+		joseki_error("fetch: %s: %s", cache, fetch_strerror(rc));
 		fetch_result_free(&fr);
 		bookdb_free(db);
 		free(cache_owned);

@@ -18,7 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ingest/fetch.h"
 #include "tests/support/support.h"
@@ -211,24 +214,52 @@ static int count_fixtures(const char *day)
 	return n;
 }
 
+/* Made once for the group: daily/wdoorYYYYMMDD.7z holding YYYYMMDD/<id>.csa,
+ * as floodgate lays it out; each test serves its own copy. */
+typedef struct {
+	char *dir;
+	int games[3];
+} Archives;
+
+static int group_setup(void **state)
+{
+	Archives *g = calloc(1, sizeof *g);
+	g->dir = ts_mkdtemp();
+	for (int i = 0; i < 3; i++) {
+		g->games[i] = count_fixtures(DAYS[i]);
+		assert_true(g->games[i] > 0);
+		int rc = ts_runf(NULL, NULL,
+				 "mkdir -p %s/stage/%s %s/srv/daily && cp "
+				 "tests/data/floodgate/*+%s[0-9][0-9][0-9][0-9][0-9][0-9].csa %s/stage/%s/ "
+				 "&& cd %s/stage && 7z a -t7z -bd %s/srv/daily/wdoor%s.7z %s",
+				 g->dir, DAYS[i], g->dir, DAYS[i], g->dir, DAYS[i], g->dir, g->dir,
+				 DAYS[i], DAYS[i]);
+		assert_int_equal(rc, 0);
+	}
+	*state = g;
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	Archives *g = *state;
+	ts_rmtree(g->dir);
+	free(g->dir);
+	free(g);
+	return 0;
+}
+
 static int setup(void **state)
 {
+	const Archives *g = *state; /* the group's state */
+	assert_non_null(g);
 	Fx *f = calloc(1, sizeof *f);
 	f->dir = ts_mkdtemp();
 	snprintf(f->book, sizeof f->book, "%s/book", f->dir);
 	snprintf(f->cache, sizeof f->cache, "%s/cache", f->dir);
 	snprintf(f->srv.root, sizeof f->srv.root, "%s/srv", f->dir);
-	/* daily/wdoorYYYYMMDD.7z holding YYYYMMDD/<id>.csa, as floodgate lays it out */
-	for (int i = 0; i < 3; i++) {
-		f->games[i] = count_fixtures(DAYS[i]);
-		assert_true(f->games[i] > 0);
-		int rc = ts_runf(NULL, NULL,
-				 "mkdir -p %s/stage/%s %s/daily && cp tests/data/floodgate/*+%s[0-9][0-9][0-9][0-9][0-9][0-9].csa "
-				 "%s/stage/%s/ && cd %s/stage && 7z a -t7z -bd %s/daily/wdoor%s.7z %s",
-				 f->dir, DAYS[i], f->srv.root, DAYS[i], f->dir, DAYS[i], f->dir,
-				 f->srv.root, DAYS[i], DAYS[i]);
-		assert_int_equal(rc, 0);
-	}
+	memcpy(f->games, g->games, sizeof f->games);
+	assert_int_equal(ts_runf(NULL, NULL, "cp -r %s/srv %s/", g->dir, f->dir), 0);
 	pthread_mutex_init(&f->srv.mu, NULL);
 	f->srv.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle, &f->srv,
 				    MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
@@ -339,6 +370,11 @@ static void test_fetch__dates_are_parsed_and_checked(void **state)
 	assert_int_equal(fetch_date_parse(d, "2026-6-1"), FETCH_EINVAL);
 	assert_int_equal(fetch_date_parse(d, "yesterday"), FETCH_EINVAL);
 	assert_int_equal(fetch_date_parse(d, "202606011"), FETCH_EINVAL);
+	assert_int_equal(fetch_date_span("20260601", "20260601"), 1);
+	assert_int_equal(fetch_date_span("20240228", "20240301"), 3); /* leap day */
+	assert_int_equal(fetch_date_span("20251231", "20260101"), 2);
+	assert_int_equal(fetch_date_span("20260101", "20261231"), 365);
+	assert_true(fetch_date_span("20260602", "20260601") <= 0);
 }
 
 static void test_fetch__fresh_fetch_downloads_and_ingests(void **state)
@@ -491,25 +527,64 @@ static void test_fetch__dropped_connection_resumes(void **state)
 	free(s);
 }
 
-/* A server that ignores Range sends the whole file again: the .part restarts. */
-static void test_fetch__resume_restarts_when_range_is_ignored(void **state)
+/*
+ * Interrupts a download, then lets the rerun meet a server that ignores Range
+ * or an archive that changed meanwhile (If-Range no longer matches): either
+ * way a 200 comes back and the .part must restart, not be appended to.
+ */
+static void check_resume_restarts(Fx *f, bool ignore_range, bool change_archive)
 {
-	Fx *f = *state;
 	f->srv.drop = true;
 	json_decref(fetch(f, 1, "2026-06-01", "2026-06-01", NULL));
+	char a[1024], b[1024];
+	snprintf(a, sizeof a, "%s/daily/wdoor%s.7z", f->srv.root, DAYS[0]);
+	snprintf(b, sizeof b, "%s/daily/wdoor%s.7z", f->srv.root, DAYS[1]);
 	pthread_mutex_lock(&f->srv.mu);
 	f->srv.drop = false;
-	f->srv.ignore_range = true;
+	f->srv.ignore_range = ignore_range;
+	if (change_archive) assert_int_equal(rename(b, a), 0); /* now the other day's games */
 	int partial_before = f->srv.partial, full_before = f->srv.full;
 	pthread_mutex_unlock(&f->srv.mu);
 	json_t *j = fetch(f, 0, "2026-06-01", "2026-06-01", NULL);
 	assert_int_equal(jint(j, "downloaded"), 1);
-	assert_int_equal(jint(j, "games_ingested"), f->games[0]);
+	assert_int_equal(jint(j, "games_ingested"), f->games[change_archive ? 1 : 0]);
 	json_decref(j);
 	assert_non_null(strstr(f->srv.last_range, "bytes="));
 	assert_int_equal(srv_get(f, &f->srv.partial), partial_before);
 	assert_int_equal(srv_get(f, &f->srv.full), full_before + 1);
 	assert_cached_as_served(f, DAYS[0]);
+}
+
+static void test_fetch__resume_restarts_when_range_is_ignored(void **state)
+{
+	check_resume_restarts(*state, true, false);
+}
+
+static void test_fetch__resume_of_a_changed_archive_restarts(void **state)
+{
+	check_resume_restarts(*state, false, true);
+}
+
+/* Two fetches never share a cache: the second one stops before any request. */
+static void test_fetch__a_busy_cache_is_refused(void **state)
+{
+	Fx *f = *state;
+	char lock[1024];
+	snprintf(lock, sizeof lock, "%s/.lock", f->cache);
+	assert_int_equal(ts_runf(NULL, NULL, "mkdir -p %s", f->cache), 0);
+	int fd = open(lock, O_RDWR | O_CREAT, 0666);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, "%s fetch %s --from 2026-06-01 --to 2026-06-01 --base-url "
+			 "http://127.0.0.1:%u/ --cache %s --quiet",
+			 ts_joseki(), f->book, f->srv.port, f->cache);
+	close(fd);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "in use by another joseki fetch"));
+	assert_int_equal(srv_get(f, &f->srv.requests), 0);
+	free(out);
+	free(err);
 }
 
 /* Cut in half but served as if whole: caught before ingesting, dropped from the cache. */
@@ -579,6 +654,7 @@ static void test_fetch__bad_arguments_exit_2(void **state)
 		{"--to 2026-06-01", "--from DATE is required"},
 		{"--from 2026-06-01 --to 2026-06-01 --base-url ftp://x/", "not an http"},
 		{"--from 2026-06-01 --bogus", "unknown option '--bogus'"},
+		{"--from 1900-01-01 --to 2026-06-01", "longer than 20000 days"},
 		{"--from 2026-06-01 --max-ply x", "bad value 'x' for --max-ply"},
 	};
 	for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
@@ -593,6 +669,7 @@ static void test_fetch__bad_arguments_exit_2(void **state)
 		free(err);
 	}
 	assert_int_equal(srv_get(f, &f->srv.requests), 0);
+	assert_false(exists(f->book)); /* refused before the book was opened */
 }
 
 int main(void)
@@ -606,9 +683,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fetch__persistent_server_errors_fail_the_day_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__dropped_connection_resumes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__resume_restarts_when_range_is_ignored, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fetch__resume_of_a_changed_archive_restarts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fetch__a_busy_cache_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__truncated_archive_is_not_ingested, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__corrupt_cached_copy_is_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__bad_arguments_exit_2, setup, teardown),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
