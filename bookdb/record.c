@@ -220,12 +220,17 @@ int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side,
 		board[sq] = p;
 	}
 	if (r.bad) return BOOKDB_ECORRUPT;
-	int inhand = (int)br_get(&r, 6);
+	int inhand = (int)br_get(&r, 6), last = 0;
 	for (int i = 0; i < inhand && !r.bad; i++) {
 		unsigned e = HAND_DECODE[br_peek(&r, 7)];
 		br_skip(&r, (int)(e >> 8));
 		PieceType pt = piece_type((Piece)e);
 		Color c = piece_color((Piece)e);
+		/* Hand pieces come in the encoder's order (Black first, PAWN..GOLD):
+		 * any other order would be a second packing of the same position. */
+		int order = c * 8 + pt;
+		if (order < last) return BOOKDB_ECORRUPT;
+		last = order;
 		if (r.bad || ++used[pt] > SET_COUNT[pt]) return BOOKDB_ECORRUPT;
 		hand[c] = hand_add(hand[c], pt);
 	}
@@ -433,7 +438,9 @@ static int decode_moves(BookRecord *rec, const uint8_t *in, size_t len, size_t *
 				m->depth = in[pos++];
 			}
 			if (mf & MF_NODES) {
-				if (pos >= len || in[pos] == prev_nodes || in[pos] > 1 + 30 * 8 + 7)
+				/* Small counts have several codes; only the canonical one is valid. */
+				if (pos >= len || in[pos] == prev_nodes || in[pos] > 1 + 30 * 8 + 7 ||
+				    bookdb_nodes_code(bookdb_nodes_decode(in[pos])) != in[pos])
 					return BOOKDB_ECORRUPT;
 				prev_nodes = in[pos++];
 			}
