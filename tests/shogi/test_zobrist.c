@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "ingest/csa.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -215,6 +216,49 @@ static void test_zobrist__incremental_key_equals_scratch_along_floodgate_games(v
 	assert_int_equal(files, 15);
 }
 
+/*
+ * The CSA records of other producers (tests/data/csa-dialects), read with the
+ * project's CSA reader: other start positions, V2.2/V3.0 syntax. Every move
+ * is checked as in the floodgate games.
+ */
+static void test_zobrist__incremental_key_equals_scratch_along_csa_dialects(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	assert_int_equal(ts_run("ls tests/data/csa-dialects/*.csa", &out, NULL), 0);
+	int records = 0, plies = 0;
+	static Position pos;
+	char *save = NULL;
+	for (char *path = strtok_r(out, "\n", &save); path; path = strtok_r(NULL, "\n", &save)) {
+		CsaReader *r = NULL;
+		assert_int_equal(csa_reader_open_file(&r, path), 0);
+		for (;;) {
+			CsaRecord *rec = NULL;
+			int rc = csa_reader_next(r, &rec);
+			if (rc == CSA_EOF) break;
+			if (rc != 0) fail_msg("%s: %s", path, csa_reader_error(r));
+			char err[SHOGI_ERRLEN] = "";
+			if (csa_record_position(&pos, rec, err) != 0) fail_msg("%s: %s", path, err);
+			check_key_from_scratch(&pos, path, 0);
+			for (size_t i = 0; i < rec->nmoves; i++) {
+				Move m = MOVE_NONE;
+				const char *tok = rec->moves[i].token;
+				if (csa_move_parse(&m, &pos, tok, strlen(tok), err) != 0)
+					fail_msg("%s:%d: %s: %s", path, rec->moves[i].line, tok,
+					         err);
+				play_checked(&pos, m, path, (int)i + 1);
+				plies++;
+			}
+			records++;
+			csa_record_free(rec);
+		}
+		csa_reader_free(r);
+	}
+	free(out);
+	printf("csa-dialects: %d records, %d plies\n", records, plies);
+	assert_true(records >= 7);
+}
+
 /* key_after(m) == key after do_move(m) for every move of every inner node. */
 static void key_after_tree(Position *pos, int depth, long *checked)
 {
@@ -374,6 +418,7 @@ int main(void)
 	    cmocka_unit_test(test_zobrist__incremental_key_equals_scratch_along_games),
 	    cmocka_unit_test(test_zobrist__incremental_key_equals_scratch_along_openings),
 	    cmocka_unit_test(test_zobrist__incremental_key_equals_scratch_along_floodgate_games),
+	    cmocka_unit_test(test_zobrist__incremental_key_equals_scratch_along_csa_dialects),
 	    cmocka_unit_test(test_zobrist__key_after_equals_do_move_in_perft3_trees),
 	    cmocka_unit_test(test_zobrist__hex_and_bytes_round_trip),
 	    cmocka_unit_test(test_zobrist__hand_and_side_are_in_the_key),
