@@ -13,6 +13,7 @@
  */
 #include "search/engine.h"
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ struct Engine {
 	atomic_bool stop;
 	atomic_bool pondering;
 	atomic_llong start_ns;
+	const volatile sig_atomic_t *cancel; /* the caller's flag, or NULL */
 
 	/* Per search. */
 	Position pos;
@@ -57,10 +59,14 @@ struct Engine {
 const char *engine_strerror(int code)
 {
 	switch (code) {
-	case ENGINE_OK: return "success";
-	case ENGINE_ENOMEM: return "out of memory";
-	case ENGINE_EINVAL: return "invalid search limits";
-	default: return "unknown engine error";
+	case ENGINE_OK:
+		return "success";
+	case ENGINE_ENOMEM:
+		return "out of memory";
+	case ENGINE_EINVAL:
+		return "invalid search limits";
+	default:
+		return "unknown engine error";
 	}
 }
 
@@ -128,6 +134,11 @@ void engine_clear_stop(Engine *e)
 	atomic_store(&e->stop, false);
 }
 
+void engine_set_cancel(Engine *e, const volatile sig_atomic_t *flag)
+{
+	e->cancel = flag;
+}
+
 void engine_set_pondering(Engine *e)
 {
 	atomic_store(&e->pondering, true);
@@ -172,10 +183,11 @@ static inline bool check_abort(Engine *e)
 	if (e->node_limit && e->nodes >= e->node_limit) {
 		e->aborted = true;
 	} else if ((e->nodes & POLL_MASK) == 0) {
-		if (atomic_load_explicit(&e->stop, memory_order_relaxed))
+		if (atomic_load_explicit(&e->stop, memory_order_relaxed) ||
+		    (e->cancel && *e->cancel))
 			e->aborted = true;
 		else if (e->hard_ms && !atomic_load_explicit(&e->pondering, memory_order_relaxed) &&
-			 elapsed_ms(e) >= e->hard_ms)
+		         elapsed_ms(e) >= e->hard_ms)
 			e->aborted = true;
 	}
 	return e->aborted;
@@ -212,8 +224,8 @@ static int capture_score(const Position *pos, Move m)
 	return v * 64 - attacker;
 }
 
-static void score_moves(const Engine *e, const Position *pos, const Move *moves, int *scores,
-			int n, Move tt_move, int ply)
+static void score_moves(const Engine *e, const Position *pos, const Move *moves, int *scores, int n,
+                        Move tt_move, int ply)
 {
 	for (int i = 0; i < n; i++) {
 		Move m = moves[i];
@@ -412,7 +424,7 @@ static int search(Engine *e, int depth, int alpha, int beta, int ply, bool pv_no
 	}
 	int bound = best >= beta ? TT_LOWER : alpha > old_alpha ? TT_EXACT : TT_UPPER;
 	tt_store(&e->tt, key, best_move, tt_value_to(best, ply),
-		 static_eval == -INF ? 0 : static_eval, depth, bound);
+	         static_eval == -INF ? 0 : static_eval, depth, bound);
 	return best;
 }
 
@@ -479,7 +491,7 @@ static void load_position(Engine *e, const Position *pos)
 }
 
 int engine_search(Engine *e, EngineResult *out, const Position *pos, const EngineLimits *lim,
-		  engine_info_fn info, void *ctx)
+                  engine_info_fn info, void *ctx)
 {
 	int max_depth = lim->depth > 0 ? lim->depth : ENGINE_MAX_PLY - 1;
 	int multipv = lim->multipv > 0 ? lim->multipv : 1;
@@ -548,13 +560,14 @@ int engine_search(Engine *e, EngineResult *out, const Position *pos, const Engin
 		if (info) info(ctx, out);
 		e->can_abort = true;
 
-		if (atomic_load(&e->stop)) break;
+		if (atomic_load(&e->stop) || (e->cancel && *e->cancel)) break;
 		if (e->node_limit && e->nodes >= e->node_limit) break;
 		bool pondering = atomic_load(&e->pondering);
 		if (!pondering && lim->soft_ms && elapsed_ms(e) >= lim->soft_ms) break;
 		/* A forced mate found within this depth will not change. */
 		int bv = lines[0].value;
-		if (multipv == 1 && !atomic_load(&e->pondering) && (bv >= VALUE_MATE_IN_MAX || bv <= -VALUE_MATE_IN_MAX) &&
+		if (multipv == 1 && !atomic_load(&e->pondering) &&
+		    (bv >= VALUE_MATE_IN_MAX || bv <= -VALUE_MATE_IN_MAX) &&
 		    VALUE_MATE - abs(bv) + 2 <= depth)
 			break;
 	}

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -37,12 +38,12 @@ const char *engine_strerror(int code);
 /* What bounds a search. Zero fields are "no limit"; at least depth 1 is always
  * completed (so a legal move is returned whenever one exists). */
 typedef struct {
-	int depth;            /* max iteration depth, 1..ENGINE_MAX_PLY-1 (0 = max) */
-	uint64_t nodes;       /* stop after about this many nodes */
-	int64_t hard_ms;      /* abort the search at this elapsed time */
-	int64_t soft_ms;      /* do not start a new iteration after this time */
-	int multipv;          /* 1..ENGINE_MULTIPV_MAX (0 = 1) */
-	bool clear_hash;      /* clear the transposition table first (reproducible) */
+	int depth;       /* max iteration depth, 1..ENGINE_MAX_PLY-1 (0 = max) */
+	uint64_t nodes;  /* stop after about this many nodes */
+	int64_t hard_ms; /* abort the search at this elapsed time */
+	int64_t soft_ms; /* do not start a new iteration after this time */
+	int multipv;     /* 1..ENGINE_MULTIPV_MAX (0 = 1) */
+	bool clear_hash; /* clear the transposition table first (reproducible) */
 } EngineLimits;
 
 /* One MultiPV line. */
@@ -57,13 +58,13 @@ typedef struct {
 } EngineLine;
 
 typedef struct {
-	int nlines;     /* 0 only when the side to move has no legal move */
+	int nlines; /* 0 only when the side to move has no legal move */
 	EngineLine lines[ENGINE_MULTIPV_MAX];
 	Move bestmove;  /* lines[0].move, or MOVE_NONE when mated */
 	int depth;      /* last completed iteration */
 	uint64_t nodes; /* all nodes searched */
 	int64_t time_ms;
-	bool mated;     /* no legal move at the root */
+	bool mated; /* no legal move at the root */
 } EngineResult;
 
 /* Called after each completed iteration with the lines so far (in order). */
@@ -87,10 +88,13 @@ void engine_free(Engine *e);
  * for bad limits.
  */
 int engine_search(Engine *e, EngineResult *out, const Position *pos, const EngineLimits *lim,
-		  engine_info_fn info, void *ctx);
+                  engine_info_fn info, void *ctx);
 
 /* Asks a running search to finish as soon as possible (thread-safe). */
 void engine_stop(Engine *e);
+/* A flag (e.g. set by a SIGINT handler) that acts as engine_stop() while it is
+ * non-zero; polled with the clock. NULL removes it. */
+void engine_set_cancel(Engine *e, const volatile sig_atomic_t *flag);
 /* Forgets a stop request that arrived after a search had already ended. */
 void engine_clear_stop(Engine *e);
 /*

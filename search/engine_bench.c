@@ -14,14 +14,14 @@
 #include "shogi/notation.h"
 
 const char *const ENGINE_BENCH_POSITIONS[] = {
-	"startpos",
-	"startpos moves 7g7f 3c3d",
-	"startpos moves 2g2f 8c8d 2f2e 8d8e",
-	"startpos moves 7g7f 3c3d 2g2f 4c4d 2f2e 2b3c",
-	"sfen l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w RGgsn5p 1",
-	"sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1",
-	"sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1",
-	NULL,
+    "startpos",
+    "startpos moves 7g7f 3c3d",
+    "startpos moves 2g2f 8c8d 2f2e 8d8e",
+    "startpos moves 7g7f 3c3d 2g2f 4c4d 2f2e 2b3c",
+    "sfen l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w RGgsn5p 1",
+    "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1",
+    "sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1",
+    NULL,
 };
 
 static int64_t mono_ms(void)
@@ -56,9 +56,12 @@ int engine_bench(FILE *out, FILE *log, int depth)
 		engine_search(e, &r, pos, &lim, NULL, NULL);
 		char mv[USI_MOVE_MAX] = "none";
 		if (r.nlines) usi_move_write(r.bestmove, mv);
-		fprintf(log, "bench %d/%d: %s nodes %" PRIu64 " best %s value %d time_ms %" PRId64 "\n",
-			i + 1, (int)(sizeof(ENGINE_BENCH_POSITIONS) / sizeof(ENGINE_BENCH_POSITIONS[0])) - 1,
-			ENGINE_BENCH_POSITIONS[i], r.nodes, mv, r.nlines ? r.lines[0].value : 0, r.time_ms);
+		fprintf(
+		    log, "bench %d/%d: %s nodes %" PRIu64 " best %s value %d time_ms %" PRId64 "\n",
+		    i + 1,
+		    (int)(sizeof(ENGINE_BENCH_POSITIONS) / sizeof(ENGINE_BENCH_POSITIONS[0])) - 1,
+		    ENGINE_BENCH_POSITIONS[i], r.nodes, mv, r.nlines ? r.lines[0].value : 0,
+		    r.time_ms);
 		total += r.nodes;
 	}
 	int64_t ms = mono_ms() - t0;
@@ -66,8 +69,7 @@ int engine_bench(FILE *out, FILE *log, int depth)
 	free(pos);
 	if (status) return status;
 	fprintf(out, "bench nodes %" PRIu64 " time_ms %" PRId64 " nps %" PRIu64 "\n", total, ms,
-		ms > 0 ? total * 1000 / (uint64_t)ms : total * 1000);
+	        ms > 0 ? total * 1000 / (uint64_t)ms : total * 1000);
 	fflush(out);
 	return 0;
 }
-

@@ -8,15 +8,14 @@
 #include "search/eval.h"
 
 const int EVAL_PIECE_VALUE[PT_NB] = {
-	[PAWN] = 90,        [LANCE] = 315,      [KNIGHT] = 405,     [SILVER] = 495,
-	[BISHOP] = 855,     [ROOK] = 990,       [GOLD] = 540,       [KING] = 0,
-	[PRO_PAWN] = 540,   [PRO_LANCE] = 540,  [PRO_KNIGHT] = 540, [PRO_SILVER] = 540,
-	[HORSE] = 945,      [DRAGON] = 1395,
+    [PAWN] = 90,        [LANCE] = 315,      [KNIGHT] = 405, [SILVER] = 495,   [BISHOP] = 855,
+    [ROOK] = 990,       [GOLD] = 540,       [KING] = 0,     [PRO_PAWN] = 540, [PRO_LANCE] = 540,
+    [PRO_KNIGHT] = 540, [PRO_SILVER] = 540, [HORSE] = 945,  [DRAGON] = 1395,
 };
 
 const int EVAL_HAND_VALUE[HAND_PT_NB] = {
-	[PAWN] = 100, [LANCE] = 340, [KNIGHT] = 430, [SILVER] = 540,
-	[BISHOP] = 920, [ROOK] = 1060, [GOLD] = 590,
+    [PAWN] = 100,   [LANCE] = 340, [KNIGHT] = 430, [SILVER] = 540,
+    [BISHOP] = 920, [ROOK] = 1060, [GOLD] = 590,
 };
 
 /*
@@ -45,7 +44,7 @@ int eval_material(const Position *pos)
 	for (int pt = PAWN; pt < PT_NB; pt++) {
 		if (pt == KING) continue;
 		int n = bb_count(pos_pieces(pos, BLACK, (PieceType)pt)) -
-			bb_count(pos_pieces(pos, WHITE, (PieceType)pt));
+		        bb_count(pos_pieces(pos, WHITE, (PieceType)pt));
 		v += n * EVAL_PIECE_VALUE[pt];
 	}
 	for (int pt = PAWN; pt <= GOLD; pt++)

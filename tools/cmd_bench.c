@@ -16,16 +16,19 @@ int cmd_bench(int argc, char **argv)
 			char *end;
 			long d = strtol(argv[++i], &end, 10);
 			if (*end || d < 1 || d >= ENGINE_MAX_PLY) {
-				joseki_error("bench: bad depth '%s' (1..%d)", argv[i], ENGINE_MAX_PLY - 1);
+				joseki_error("bench: bad depth '%s' (1..%d)", argv[i],
+				             ENGINE_MAX_PLY - 1);
 				return 2;
 			}
 			depth = (int)d;
 		} else if (!strcmp(argv[i], "--list")) {
-			for (int j = 0; ENGINE_BENCH_POSITIONS[j]; j++) puts(ENGINE_BENCH_POSITIONS[j]);
+			for (int j = 0; ENGINE_BENCH_POSITIONS[j]; j++)
+				puts(ENGINE_BENCH_POSITIONS[j]);
 			return 0;
 		} else {
-			joseki_error("bench: unexpected argument '%s'\nusage: joseki bench [--depth D] [--list]",
-				     argv[i]);
+			joseki_error("bench: unexpected argument '%s'\nusage: joseki bench "
+			             "[--depth D] [--list]",
+			             argv[i]);
 			return 2;
 		}
 	}

@@ -155,7 +155,7 @@ static void go(Usi *u, char *args)
 {
 	stop_search(u);
 	int64_t t[COLOR_NB] = {0, 0}, inc[COLOR_NB] = {0, 0}, byo = 0, movetime = 0, nodes = 0,
-		depth = 0;
+	        depth = 0;
 	bool infinite = false, ponder = false, timed = false;
 	char *save, *tok = strtok_r(args, " \t", &save);
 	for (; tok; tok = strtok_r(NULL, " \t", &save)) {
@@ -195,7 +195,8 @@ static void go(Usi *u, char *args)
 	if (depth > 0) lim.depth = depth >= ENGINE_MAX_PLY ? ENGINE_MAX_PLY - 1 : (int)depth;
 	if (nodes > 0) lim.nodes = (uint64_t)nodes;
 	if (movetime > 0) {
-		lim.hard_ms = lim.soft_ms = movetime - USI_TIME_MARGIN_MS > 10 ? movetime - USI_TIME_MARGIN_MS : 10;
+		lim.hard_ms = lim.soft_ms =
+		    movetime - USI_TIME_MARGIN_MS > 10 ? movetime - USI_TIME_MARGIN_MS : 10;
 	} else if (timed && !infinite) {
 		Color us = u->pos.side;
 		int64_t left = t[us], extra = inc[us] + byo;
@@ -203,7 +204,8 @@ static void go(Usi *u, char *args)
 		 * never more than a fifth of the clock at once, nor what is left. */
 		int64_t target = left / 30 + extra;
 		int64_t most = left / 5 + extra;
-		if (most > left + extra - USI_TIME_MARGIN_MS) most = left + extra - USI_TIME_MARGIN_MS;
+		if (most > left + extra - USI_TIME_MARGIN_MS)
+			most = left + extra - USI_TIME_MARGIN_MS;
 		if (most < 10) most = 10;
 		if (target > most) target = most;
 		lim.hard_ms = most;
@@ -241,7 +243,8 @@ static void setoption(Usi *u, char *args)
 		if (v < 1 || v > USI_HASH_MAX_MB) {
 			say(u, "info string USI_Hash must be 1..%d", USI_HASH_MAX_MB);
 		} else if (engine_set_hash(u->engine, (size_t)v) < 0) {
-			say(u, "info string cannot allocate %ld MB of hash; keeping %zu", v, u->hash_mb);
+			say(u, "info string cannot allocate %ld MB of hash; keeping %zu", v,
+			    u->hash_mb);
 		} else {
 			u->hash_mb = (size_t)v;
 		}
@@ -271,7 +274,8 @@ static int usi_loop(Usi *u)
 			say(u, "id author the joseki authors");
 			say(u, "option name USI_Hash type spin default %d min 1 max %d",
 			    ENGINE_HASH_DEFAULT_MB, USI_HASH_MAX_MB);
-			say(u, "option name MultiPV type spin default 1 min 1 max %d", ENGINE_MULTIPV_MAX);
+			say(u, "option name MultiPV type spin default 1 min 1 max %d",
+			    ENGINE_MULTIPV_MAX);
 			say(u, "option name Threads type spin default 1 min 1 max 1");
 			say(u, "usiok");
 		} else if (!strcmp(cmd, "isready")) {

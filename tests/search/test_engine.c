@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "search/builtin.h"
 #include "search/engine.h"
 #include "search/eval.h"
 #include "shogi/movegen.h"
@@ -78,7 +79,8 @@ static void test_engine__moves_and_pvs_are_legal_along_fixture_games(void **stat
 	char *buf = ts_read_file(GAMES_PATH, NULL);
 	assert_non_null(buf);
 	int searched = 0;
-	for (char *save, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	for (char *save, *line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
 		if (line[0] == '#' || !strchr(line, '\t')) continue;
 		pos_set_startpos(pos);
 		char *s2, *tok = strtok_r(strchr(line, '\t') + 1, " ", &s2);
@@ -96,7 +98,8 @@ static void test_engine__moves_and_pvs_are_legal_along_fixture_games(void **stat
 	/* The openings: every position along each line, mostly at depth 1. */
 	buf = ts_read_file(OPENINGS_PATH, NULL);
 	assert_non_null(buf);
-	for (char *save, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	for (char *save, *line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
 		if (line[0] == '#' || line[0] == '\0') continue;
 		char err[SHOGI_ERRLEN];
 		assert_int_equal(position_parse(pos, line, err), 0);
@@ -182,7 +185,8 @@ static Square random_near(uint64_t *s, Square c, int r)
 /* A sparse position around a White king near its edge, Black to move. */
 static bool random_attack_position(Position *pos, uint64_t *s)
 {
-	static const PieceType ATT[] = {GOLD, SILVER, KNIGHT, LANCE, ROOK, BISHOP, DRAGON, HORSE, PRO_PAWN};
+	static const PieceType ATT[] = {GOLD,   SILVER, KNIGHT, LANCE,   ROOK,
+	                                BISHOP, DRAGON, HORSE,  PRO_PAWN};
 	static const PieceType DEF[] = {GOLD, SILVER, PAWN, LANCE, KNIGHT, BISHOP};
 	static const PieceType HANDP[] = {PAWN, LANCE, KNIGHT, SILVER, GOLD, BISHOP, ROOK};
 	Piece board[SQ_NB] = {0};
@@ -206,7 +210,8 @@ static bool random_attack_position(Position *pos, uint64_t *s)
 		Square sq = random_near(s, wk, 3);
 		PieceType pt = ATT[rng(s) % 9];
 		if (sq == SQ_NONE || board[sq]) continue;
-		if ((pt == LANCE && sq_rank(sq) == 0) || (pt == KNIGHT && sq_rank(sq) <= 1)) continue;
+		if ((pt == LANCE && sq_rank(sq) == 0) || (pt == KNIGHT && sq_rank(sq) <= 1))
+			continue;
 		board[sq] = piece_make(BLACK, pt);
 	}
 	for (int i = 0; i < nhand; i++) hand[BLACK] = hand_add(hand[BLACK], HANDP[rng(s) % 7]);
@@ -251,14 +256,15 @@ static void test_engine__finds_every_mate_in_1_and_3_of_a_generated_set(void **s
 		sfen_write(pos, sfen, sizeof sfen);
 		if (r.nlines == 0 || r.lines[0].value != VALUE_MATE - (m1 ? 1 : 3))
 			fail_msg("%s: expected mate in %d, got value %d", sfen, m1 ? 1 : 3,
-				 r.nlines ? r.lines[0].value : 0);
+			         r.nlines ? r.lines[0].value : 0);
 		assert_result_legal(pos, &r);
 		pos_do_move(pos, r.bestmove);
 		if (m1) {
 			assert_int_equal(movegen_count(pos), 0);
 			mate1++;
 		} else {
-			if (!every_reply_mated_in_1(pos)) fail_msg("%s: first move does not force mate", sfen);
+			if (!every_reply_mated_in_1(pos))
+				fail_msg("%s: first move does not force mate", sfen);
 			mate3++;
 		}
 		pos_undo_move(pos);
@@ -294,10 +300,10 @@ static void test_engine__multipv_gives_k_distinct_legal_moves_best_first(void **
 {
 	(void)state;
 	static const char *const SPECS[] = {
-		"startpos",
-		"startpos moves 7g7f 3c3d 8h2b+",
-		"sfen l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w RGgsn5p 1",
-		"sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1",
+	    "startpos",
+	    "startpos moves 7g7f 3c3d 8h2b+",
+	    "sfen l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w RGgsn5p 1",
+	    "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1",
 	};
 	Engine *e;
 	assert_int_equal(engine_new(&e, 4), 0);
@@ -315,7 +321,8 @@ static void test_engine__multipv_gives_k_distinct_legal_moves_best_first(void **
 			for (int a = 0; a < r.nlines; a++) {
 				assert_int_equal(r.lines[a].depth, 4);
 				if (a) assert_true(r.lines[a].value <= r.lines[a - 1].value);
-				for (int b = 0; b < a; b++) assert_int_not_equal(r.lines[a].move, r.lines[b].move);
+				for (int b = 0; b < a; b++)
+					assert_int_not_equal(r.lines[a].move, r.lines[b].move);
 			}
 		}
 	}
@@ -438,7 +445,8 @@ static void test_engine__repetition_is_scored_as_a_draw(void **state)
 	assert_int_equal(engine_new(&e, 1), 0);
 	Position *pos = pos_new();
 	char err[SHOGI_ERRLEN];
-	assert_int_equal(position_parse(pos, "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1 moves 5i4i 5a4a 4i5i", err), 0);
+	assert_int_equal(
+	    position_parse(pos, "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1 moves 5i4i 5a4a 4i5i", err), 0);
 	Move m;
 	assert_int_equal(usi_move_parse_legal(&m, pos, "4a5a", 4, err), 0);
 	EngineLimits lim = {.depth = 1, .multipv = ENGINE_MULTIPV_MAX, .clear_hash = true};
@@ -465,7 +473,10 @@ static void test_engine__evaluation_counts_hand_pieces(void **state)
 	/* Black took the bishop for nothing and holds it. */
 	assert_int_equal(position_parse(pos, "startpos moves 7g7f 3c3d 8h2b+ 3a2b", err), 0);
 	assert_int_equal(eval_material(pos), 0);
-	assert_int_equal(position_parse(pos, "sfen lnsgkgsnl/1r7/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b B 1", err), 0);
+	assert_int_equal(
+	    position_parse(
+	        pos, "sfen lnsgkgsnl/1r7/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b B 1", err),
+	    0);
 	assert_int_equal(eval_material(pos), EVAL_PIECE_VALUE[BISHOP] + EVAL_HAND_VALUE[BISHOP]);
 	assert_true(eval_position(pos) > 500);
 	pos->side = WHITE; /* the same from White's side: the sign flips */
@@ -473,20 +484,123 @@ static void test_engine__evaluation_counts_hand_pieces(void **state)
 	free(pos);
 }
 
+/* ---- the SearchEngine adapter ---------------------------------------------- */
+
+static void test_engine__builtin_answers_through_the_search_interface(void **state)
+{
+	(void)state;
+	SearchEngine *se;
+	assert_int_equal(builtin_engine_new(&se, 4, NULL), 0);
+	assert_string_equal(search_name(se), "joseki builtin");
+	assert_int_equal(search_new_game(se), 0);
+	Position *pos = pos_new();
+	static Position tmp;
+	char err[SHOGI_ERRLEN];
+	assert_int_equal(position_parse(pos, "startpos moves 7g7f 3c3d", err), 0);
+	const SearchBudget budgets[] = {
+	    {SEARCH_BUDGET_DEPTH, 3}, {SEARCH_BUDGET_NODES, 5000}, {SEARCH_BUDGET_MOVETIME, 50}};
+	for (size_t i = 0; i < 3; i++) {
+		SearchResult r;
+		assert_int_equal(search_analyse(se, &r, pos, &budgets[i], 3), 0);
+		assert_int_equal(r.nlines, 3);
+		assert_int_equal(r.bestmove, r.lines[0].move);
+		char usi[USI_MOVE_MAX];
+		usi_move_write(r.bestmove, usi);
+		assert_string_equal(r.bestmove_usi, usi);
+		for (int k = 0; k < 3; k++) {
+			const SearchLine *l = &r.lines[k];
+			assert_int_equal(l->multipv, k + 1);
+			assert_false(l->mate);
+			assert_true(l->depth >= 1);
+			if (k) assert_true(l->value <= r.lines[k - 1].value);
+			memcpy(&tmp, pos, sizeof tmp);
+			for (int j = 0; j < l->pv_len; j++) {
+				assert_true(pos_is_legal(&tmp, l->pv[j]));
+				pos_do_move(&tmp, l->pv[j]);
+			}
+		}
+		if (budgets[i].kind == SEARCH_BUDGET_DEPTH) assert_int_equal(r.lines[0].depth, 3);
+		if (budgets[i].kind == SEARCH_BUDGET_NODES) assert_true(r.nodes <= 5000);
+	}
+	/* Mate in 1: a mate score with its distance. */
+	SearchResult r;
+	const SearchBudget d3 = {SEARCH_BUDGET_DEPTH, 3};
+	assert_int_equal(position_parse(pos, "sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1", err), 0);
+	assert_int_equal(search_analyse(se, &r, pos, &d3, 1), 0);
+	assert_true(r.lines[0].mate);
+	assert_int_equal(r.lines[0].mate_plies, 1);
+	assert_int_equal(r.lines[0].value, search_mate_value(1, false));
+	/* Mated: resign, no lines. */
+	assert_int_equal(position_parse(pos, "sfen 4k4/4G4/4G4/9/9/9/9/9/4K4 w - 1", err), 0);
+	assert_int_equal(search_analyse(se, &r, pos, &d3, 1), 0);
+	assert_true(r.resign);
+	assert_int_equal(r.nlines, 0);
+	assert_int_equal(r.bestmove, MOVE_NONE);
+	/* Bad arguments. */
+	const SearchBudget zero = {SEARCH_BUDGET_NODES, 0};
+	assert_int_equal(search_analyse(se, &r, pos, &zero, 1), SEARCH_EINVAL);
+	assert_int_equal(search_analyse(se, &r, pos, &d3, 0), SEARCH_EINVAL);
+	assert_int_equal(search_analyse(se, &r, pos, &d3, SEARCH_MULTIPV_MAX + 1), SEARCH_EINVAL);
+	assert_true(strlen(search_last_error(se)) > 0);
+	free(pos);
+	search_free(se);
+	search_free(NULL);
+}
+
+static volatile sig_atomic_t cancel_flag;
+
+static void *raise_cancel(void *arg)
+{
+	(void)arg;
+	struct timespec ts = {0, 150 * 1000000};
+	nanosleep(&ts, NULL);
+	cancel_flag = 1;
+	return NULL;
+}
+
+static void test_engine__builtin_cancel_flag_ends_the_analysis(void **state)
+{
+	(void)state;
+	SearchEngine *se;
+	assert_int_equal(builtin_engine_new(&se, 1, &cancel_flag), 0);
+	Position *pos = pos_new();
+	pos_set_startpos(pos);
+	/* Raised during a search that would otherwise run for minutes. */
+	cancel_flag = 0;
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, raise_cancel, NULL), 0);
+	const SearchBudget budget = {SEARCH_BUDGET_DEPTH, 60};
+	SearchResult r;
+	int64_t t0 = mono_ms();
+	assert_int_equal(search_analyse(se, &r, pos, &budget, 1), SEARCH_ECANCELED);
+	assert_true(mono_ms() - t0 < 3000);
+	pthread_join(t, NULL);
+	/* Still raised: the next call ends at once; lowered: it works again. */
+	assert_int_equal(search_analyse(se, &r, pos, &budget, 1), SEARCH_ECANCELED);
+	cancel_flag = 0;
+	const SearchBudget d2 = {SEARCH_BUDGET_DEPTH, 2};
+	assert_int_equal(search_analyse(se, &r, pos, &d2, 1), 0);
+	assert_true(pos_is_legal(pos, r.bestmove));
+	free(pos);
+	search_free(se);
+}
+
 int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_engine__moves_and_pvs_are_legal_along_fixture_games),
-		cmocka_unit_test(test_engine__finds_every_mate_in_1_and_3_of_a_generated_set),
-		cmocka_unit_test(test_engine__mated_root_has_no_lines),
-		cmocka_unit_test(test_engine__multipv_gives_k_distinct_legal_moves_best_first),
-		cmocka_unit_test(test_engine__fixed_depth_node_count_is_reproducible),
-		cmocka_unit_test(test_engine__node_limit_ends_the_search),
-		cmocka_unit_test(test_engine__movetime_ends_the_search),
-		cmocka_unit_test(test_engine__stop_from_another_thread_ends_an_unbounded_search),
-		cmocka_unit_test(test_engine__repetition_is_scored_as_a_draw),
-		cmocka_unit_test(test_engine__evaluation_counts_hand_pieces),
+	    cmocka_unit_test(test_engine__moves_and_pvs_are_legal_along_fixture_games),
+	    cmocka_unit_test(test_engine__finds_every_mate_in_1_and_3_of_a_generated_set),
+	    cmocka_unit_test(test_engine__mated_root_has_no_lines),
+	    cmocka_unit_test(test_engine__multipv_gives_k_distinct_legal_moves_best_first),
+	    cmocka_unit_test(test_engine__fixed_depth_node_count_is_reproducible),
+	    cmocka_unit_test(test_engine__node_limit_ends_the_search),
+	    cmocka_unit_test(test_engine__movetime_ends_the_search),
+	    cmocka_unit_test(test_engine__stop_from_another_thread_ends_an_unbounded_search),
+	    cmocka_unit_test(test_engine__repetition_is_scored_as_a_draw),
+	    cmocka_unit_test(test_engine__evaluation_counts_hand_pieces),
+	    cmocka_unit_test(test_engine__builtin_answers_through_the_search_interface),
+	    cmocka_unit_test(test_engine__builtin_cancel_flag_ends_the_analysis),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

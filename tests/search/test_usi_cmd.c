@@ -47,7 +47,8 @@ static void assert_bestmove_legal(const char *out, const char *spec)
 	char err[SHOGI_ERRLEN];
 	assert_int_equal(position_parse(&pos, spec, err), 0);
 	Move m;
-	if (usi_move_parse_legal(&m, &pos, b, len, err) < 0) fail_msg("bestmove %.*s: %s", (int)len, b, err);
+	if (usi_move_parse_legal(&m, &pos, b, len, err) < 0)
+		fail_msg("bestmove %.*s: %s", (int)len, b, err);
 }
 
 static void test_usi_cmd__session_handshake_search_and_legal_bestmove(void **state)
@@ -55,7 +56,9 @@ static void test_usi_cmd__session_handshake_search_and_legal_bestmove(void **sta
 	(void)state;
 	char *out;
 	/* End of input lets the bounded search finish before the engine exits. */
-	int rc = run_usi("printf 'usi\\nisready\\nusinewgame\\nposition startpos moves 7g7f\\ngo depth 4\\n'", &out);
+	int rc = run_usi(
+	    "printf 'usi\\nisready\\nusinewgame\\nposition startpos moves 7g7f\\ngo depth 4\\n'",
+	    &out);
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "id name joseki\n"));
 	assert_non_null(strstr(out, "option name MultiPV type spin"));
@@ -82,9 +85,10 @@ static void test_usi_cmd__go_infinite_holds_bestmove_until_stop(void **state)
 	char *out;
 	/* Mate in 1 is found at once, but an infinite search must not answer
 	 * until told to stop: readyok has to come first. */
-	int rc = run_usi("printf 'position sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1\\ngo infinite\\n'; sleep 0.4; "
-			 "printf 'isready\\n'; sleep 0.2; printf 'stop\\n'; sleep 0.1; printf 'quit\\n'",
-			 &out);
+	int rc = run_usi(
+	    "printf 'position sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1\\ngo infinite\\n'; sleep 0.4; "
+	    "printf 'isready\\n'; sleep 0.2; printf 'stop\\n'; sleep 0.1; printf 'quit\\n'",
+	    &out);
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "readyok"));
 	assert_non_null(strstr(out, "score mate 1 "));
@@ -93,8 +97,9 @@ static void test_usi_cmd__go_infinite_holds_bestmove_until_stop(void **state)
 	assert_non_null(strstr(out, "bestmove G*5b"));
 	free(out);
 
-	rc = run_usi("printf 'position startpos\\ngo infinite\\n'; sleep 0.3; printf 'stop\\n'; sleep 0.1; printf 'quit\\n'",
-		     &out);
+	rc = run_usi("printf 'position startpos\\ngo infinite\\n'; sleep 0.3; printf 'stop\\n'; "
+	             "sleep 0.1; printf 'quit\\n'",
+	             &out);
 	assert_int_equal(rc, 0);
 	assert_bestmove_legal(out, "startpos");
 	free(out);
@@ -104,7 +109,9 @@ static void test_usi_cmd__quit_during_a_search_exits_0(void **state)
 {
 	(void)state;
 	char *out;
-	int rc = run_usi("printf 'usi\\nposition startpos\\ngo infinite\\n'; sleep 0.2; printf 'quit\\n'; sleep 0.5", &out);
+	int rc = run_usi("printf 'usi\\nposition startpos\\ngo infinite\\n'; sleep 0.2; printf "
+	                 "'quit\\n'; sleep 0.5",
+	                 &out);
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "usiok"));
 	free(out);
@@ -114,7 +121,9 @@ static void test_usi_cmd__time_controls_end_the_search(void **state)
 {
 	(void)state;
 	char *out;
-	int rc = run_usi("printf 'position startpos moves 2g2f\\ngo btime 2000 wtime 2000 byoyomi 300\\n'", &out);
+	int rc = run_usi(
+	    "printf 'position startpos moves 2g2f\\ngo btime 2000 wtime 2000 byoyomi 300\\n'",
+	    &out);
 	assert_int_equal(rc, 0);
 	assert_bestmove_legal(out, "startpos moves 2g2f");
 	free(out);
@@ -122,9 +131,10 @@ static void test_usi_cmd__time_controls_end_the_search(void **state)
 	assert_int_equal(rc, 0);
 	assert_bestmove_legal(out, "startpos");
 	free(out);
-	rc = run_usi("printf 'position startpos\\ngo ponder btime 1000 wtime 1000 byoyomi 100\\n'; sleep 0.3; "
-		     "printf 'ponderhit\\n'; sleep 1; printf 'quit\\n'",
-		     &out);
+	rc = run_usi("printf 'position startpos\\ngo ponder btime 1000 wtime 1000 byoyomi 100\\n'; "
+	             "sleep 0.3; "
+	             "printf 'ponderhit\\n'; sleep 1; printf 'quit\\n'",
+	             &out);
 	assert_int_equal(rc, 0);
 	assert_bestmove_legal(out, "startpos");
 	free(out);
@@ -134,7 +144,8 @@ static void test_usi_cmd__multipv_option_gives_k_lines(void **state)
 {
 	(void)state;
 	char *out;
-	int rc = run_usi("printf 'setoption name MultiPV value 3\\nposition startpos\\ngo depth 3\\n'", &out);
+	int rc = run_usi(
+	    "printf 'setoption name MultiPV value 3\\nposition startpos\\ngo depth 3\\n'", &out);
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "info depth 3 seldepth"));
 	const char *d3 = strstr(out, "info depth 3 ");
@@ -150,7 +161,8 @@ static void test_usi_cmd__mated_resigns_and_declaration_wins(void **state)
 {
 	(void)state;
 	char *out;
-	int rc = run_usi("printf 'position sfen 4k4/4G4/4G4/9/9/9/9/9/4K4 w - 1\\ngo depth 3\\n'", &out);
+	int rc =
+	    run_usi("printf 'position sfen 4k4/4G4/4G4/9/9/9/9/9/4K4 w - 1\\ngo depth 3\\n'", &out);
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "bestmove resign\n"));
 	free(out);
@@ -160,7 +172,8 @@ static void test_usi_cmd__mated_resigns_and_declaration_wins(void **state)
 	char err[SHOGI_ERRLEN];
 	assert_int_equal(position_parse(&pos, decl, err), 0);
 	assert_true(pos_declaration_ok(&pos));
-	rc = ts_runf(&out, NULL, "printf 'position %s\\ngo depth 3\\n' | %s usi", decl, ts_joseki());
+	rc =
+	    ts_runf(&out, NULL, "printf 'position %s\\ngo depth 3\\n' | %s usi", decl, ts_joseki());
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "bestmove win\n"));
 	free(out);
@@ -170,7 +183,9 @@ static void test_usi_cmd__bad_position_is_reported_and_the_old_one_kept(void **s
 {
 	(void)state;
 	char *out;
-	int rc = run_usi("printf 'position startpos moves 7g7f\\nposition startpos moves 7g7f 7g7f\\ngo depth 2\\n'", &out);
+	int rc = run_usi("printf 'position startpos moves 7g7f\\nposition startpos moves 7g7f "
+	                 "7g7f\\ngo depth 2\\n'",
+	                 &out);
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "info string bad position"));
 	assert_bestmove_legal(out, "startpos moves 7g7f");
@@ -232,15 +247,15 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_usi_cmd__session_handshake_search_and_legal_bestmove),
-		cmocka_unit_test(test_usi_cmd__go_infinite_holds_bestmove_until_stop),
-		cmocka_unit_test(test_usi_cmd__quit_during_a_search_exits_0),
-		cmocka_unit_test(test_usi_cmd__time_controls_end_the_search),
-		cmocka_unit_test(test_usi_cmd__multipv_option_gives_k_lines),
-		cmocka_unit_test(test_usi_cmd__mated_resigns_and_declaration_wins),
-		cmocka_unit_test(test_usi_cmd__bad_position_is_reported_and_the_old_one_kept),
-		cmocka_unit_test(test_usi_cmd__bench_list_matches_the_fixture),
-		cmocka_unit_test(test_usi_cmd__bench_node_count_is_deterministic),
+	    cmocka_unit_test(test_usi_cmd__session_handshake_search_and_legal_bestmove),
+	    cmocka_unit_test(test_usi_cmd__go_infinite_holds_bestmove_until_stop),
+	    cmocka_unit_test(test_usi_cmd__quit_during_a_search_exits_0),
+	    cmocka_unit_test(test_usi_cmd__time_controls_end_the_search),
+	    cmocka_unit_test(test_usi_cmd__multipv_option_gives_k_lines),
+	    cmocka_unit_test(test_usi_cmd__mated_resigns_and_declaration_wins),
+	    cmocka_unit_test(test_usi_cmd__bad_position_is_reported_and_the_old_one_kept),
+	    cmocka_unit_test(test_usi_cmd__bench_list_matches_the_fixture),
+	    cmocka_unit_test(test_usi_cmd__bench_node_count_is_deterministic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

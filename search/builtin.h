@@ -1,0 +1,27 @@
+/*
+ * search/builtin.h — the built-in engine (search/engine.h) behind the common
+ * SearchEngine interface (search/search.h), for in-process analysis.
+ *
+ * Each analyse call clears the hash first, so with a depth or node budget the
+ * answer (and node count) for a position is reproducible. MultiPV lines come
+ * best first with distinct first moves; PVs are legal sequences. A mated
+ * position answers resign (no lines); a position where the side to move may
+ * declare (entering king) answers win.
+ */
+#ifndef SEARCH_BUILTIN_H
+#define SEARCH_BUILTIN_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "search/search.h"
+
+/*
+ * Creates a built-in engine with hash_mb megabytes of hash (0: the engine's
+ * default). cancel, if not NULL, is a flag polled during the search: when it
+ * becomes non-zero the current analyse call ends with SEARCH_ECANCELED.
+ * Returns 0 or SEARCH_ENOMEM; free with search_free().
+ */
+int builtin_engine_new(SearchEngine **out, size_t hash_mb, const volatile sig_atomic_t *cancel);
+
+#endif
