@@ -334,20 +334,22 @@ static int add_node(Graph *g, const Db2016Record *rec)
 /*
  * Rank of a move in YaneuraOu's generation order, which decides the order of
  * moves tying on (value, depth) in the output: evasions start with king moves;
- * then pawns, lances, knights, silvers, gold-like pieces, horse/dragon/king,
- * bishops, rooks, each by origin then destination square, promotion first;
- * drops last (pawn drops first).
+ * then pawns, lances, knights, silvers, bishops and rooks together, then
+ * gold-like pieces, horses, dragons and the king together, each group by
+ * origin then destination square, promotion first; drops last (pawn drops
+ * first). (YaneuraOu then removes illegal moves by swapping in the last one,
+ * which this does not imitate.)
  */
 static uint32_t gen_rank(const Position *pos, Move m, bool in_check)
 {
 	static const uint8_t GROUP[PT_NB] = {
 		[PAWN] = 1,	  [LANCE] = 2,	    [KNIGHT] = 3,     [SILVER] = 4,
-		[GOLD] = 5,	  [PRO_PAWN] = 5,   [PRO_LANCE] = 5,  [PRO_KNIGHT] = 5,
-		[PRO_SILVER] = 5, [HORSE] = 6,	    [DRAGON] = 6,     [KING] = 6,
-		[BISHOP] = 7,	  [ROOK] = 8,
+		[BISHOP] = 5,	  [ROOK] = 5,	    [GOLD] = 6,	      [PRO_PAWN] = 6,
+		[PRO_LANCE] = 6,  [PRO_KNIGHT] = 6, [PRO_SILVER] = 6, [HORSE] = 6,
+		[DRAGON] = 6,	  [KING] = 6,
 	};
 	if (move_is_drop(m)) {
-		uint32_t group = move_drop_type(m) == PAWN ? 9 : 10;
+		uint32_t group = move_drop_type(m) == PAWN ? 7 : 8;
 		return group << 24 | (uint32_t)move_to(m) << 16 | (uint32_t)move_drop_type(m) << 8;
 	}
 	PieceType pt = piece_type(pos->board[move_from(m)]);
