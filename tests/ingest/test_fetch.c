@@ -484,6 +484,23 @@ static void test_fetch__persistent_server_errors_fail_the_day_only(void **state)
 	free(err);
 }
 
+/* The server down on a rerun: the cached copy still serves, with a note. */
+static void test_fetch__cached_copy_is_used_when_the_server_fails(void **state)
+{
+	Fx *f = *state;
+	json_decref(fetch(f, 0, "2026-06-01", "2026-06-01", NULL));
+	f->srv.fail_500 = 5;
+	char *err = NULL;
+	json_t *j = fetch(f, 0, "2026-06-01", "2026-06-01", &err);
+	assert_int_equal(jint(j, "cached"), 1);
+	assert_int_equal(jint(j, "failed"), 0);
+	assert_int_equal(jint(j, "duplicates"), f->games[0]);
+	json_decref(j);
+	assert_non_null(strstr(err, "not revalidated (HTTP 500 (after 5 attempts)); using the cached copy"));
+	free(err);
+	assert_int_equal(srv_get(f, &f->srv.errors500), 5);
+}
+
 /* A connection broken mid-body keeps the .part; the rerun continues it with Range. */
 static void test_fetch__dropped_connection_resumes(void **state)
 {
@@ -681,6 +698,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fetch__missing_day_is_reported_and_others_go_in, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__server_errors_are_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__persistent_server_errors_fail_the_day_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fetch__cached_copy_is_used_when_the_server_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__dropped_connection_resumes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__resume_restarts_when_range_is_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__resume_of_a_changed_archive_restarts, setup, teardown),
