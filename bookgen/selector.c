@@ -86,6 +86,8 @@ struct Selector {
 	size_t capstack;
 	uint32_t stamp;
 	int err; /* first error met during a search (corrupt record) */
+	BookDB *db;   /* lazy mode (sel_attach): positions read on first use */
+	BookTxn *txn; /* lazy mode: the read transaction of the running call */
 	SelStats st;
 	/* scratch */
 	BookRecord *rec;
@@ -180,11 +182,56 @@ static int reserve_nodes(Selector *s, size_t n)
 	return r;
 }
 
+static int add_raw(Selector *s, uint32_t i, const uint8_t *val, size_t len);
+static int64_t create_node(Selector *s, Key k);
+
+/*
+ * Lazy mode: reads k's record and makes it a node. -1 when the book does not
+ * hold k (nothing is created: the caller decides), another negative value on
+ * an error.
+ */
+static int64_t fetch(Selector *s, Key k)
+{
+	BookTxn *txn = s->txn, *own = NULL;
+	const uint8_t *val;
+	size_t len;
+	if (!txn) {
+		if (bookdb_txn_begin(&own, s->db, false) < 0) return SEL_EBOOK;
+		txn = own;
+	}
+	int rc = bookdb_get_raw(&val, &len, txn, k);
+	int64_t i = -1;
+	if (rc == 0) {
+		i = len ? create_node(s, k) : SEL_ECORRUPT;
+		if (i >= 0 && (val[0] & BOOKDB_REC_THOUGHT)) {
+			int r = add_raw(s, (uint32_t)i, val, len);
+			if (r) i = r;
+		}
+	} else if (rc != BOOKDB_ENOTFOUND) {
+		i = SEL_EBOOK;
+	}
+	bookdb_txn_abort(own);
+	return i;
+}
+
+/* k's node if the graph (or, lazily, the book) has it; -1 if not. */
+static int64_t lookup(Selector *s, Key k)
+{
+	int64_t i = find_node(s, k);
+	if (i >= 0 || !s->db) return i;
+	return fetch(s, k);
+}
+
 /* Index of k's node, created (unthought, no record) if absent. */
 static int64_t find_or_create(Selector *s, Key k)
 {
-	int64_t i = find_node(s, k);
-	if (i >= 0) return i;
+	int64_t i = lookup(s, k);
+	if (i != -1) return i;
+	return create_node(s, k);
+}
+
+static int64_t create_node(Selector *s, Key k)
+{
 	int r = reserve_nodes(s, s->nnodes + 1);
 	if (r) return r;
 	SelNode *n = &s->nodes[s->nnodes];
@@ -305,6 +352,25 @@ done:
 	return r;
 }
 
+int sel_attach(Selector *s, BookDB *db)
+{
+	s->db = db;
+	return 0;
+}
+
+/* Lazy mode: one read transaction for the whole of a public call. */
+static int call_begin(Selector *s)
+{
+	if (!s->db || s->txn) return 0;
+	return bookdb_txn_begin(&s->txn, s->db, false) < 0 ? SEL_EBOOK : 0;
+}
+
+static void call_end(Selector *s)
+{
+	bookdb_txn_abort(s->txn);
+	s->txn = NULL;
+}
+
 int sel_add_root(Selector *s, Key key, Color side)
 {
 	int64_t i = find_or_create(s, key);
@@ -382,8 +448,9 @@ static int expand(Selector *s, uint32_t i)
 		for (k = 0; k < rec->nmoves; k++)
 			if (rec->moves[k].move == m) break;
 		if (k < rec->nmoves) continue;
-		int64_t c = find_node(s, pos_key_after(pos, m));
-		if (c < 0) continue;
+		int64_t c = lookup(s, pos_key_after(pos, m));
+		if (c == -1) continue;
+		if (c < 0) return (int)c;
 		r = add_edge(s, i, (uint32_t)c, m, 0, 0);
 		if (r) return r;
 		s->nodes[i].nedges++;
@@ -578,7 +645,7 @@ bool sel_is_thought(const Selector *s, Key key)
 	return i >= 0 && (s->nodes[i].flags & NF_THOUGHT);
 }
 
-int sel_root_value(int *value, bool *has_leaf, Selector *s, int r)
+static int root_value(int *value, bool *has_leaf, Selector *s, int r)
 {
 	if (r < 0 || (size_t)r >= s->nroots) return SEL_EINVAL;
 	uint32_t root = s->roots[r].node;
@@ -642,7 +709,7 @@ static int select_root(SelLeaf *out, Selector *s, int r)
 	}
 }
 
-int sel_select(SelLeaf *out, Selector *s)
+static int select_any(SelLeaf *out, Selector *s)
 {
 	for (size_t t = 0; t < s->nroots; t++) {
 		size_t r = (s->next_root + t) % s->nroots;
@@ -769,8 +836,8 @@ static int sort_leaves(SelLeaf *out, size_t n, int value)
 	return 0;
 }
 
-int sel_select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatchMode mode,
-		     int book_side)
+static int select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatchMode mode,
+			int book_side)
 {
 	Batch *b = calloc(1, sizeof *b);
 	if (!b) return SEL_ENOMEM;
@@ -823,4 +890,29 @@ void sel_get_stats(SelStats *out, const Selector *s)
 void sel_clear_bounds(Selector *s)
 {
 	for (size_t i = 0; i < s->nnodes; i++) s->nodes[i].bound = B_NONE;
+}
+
+int sel_select(SelLeaf *out, Selector *s)
+{
+	int r = call_begin(s);
+	if (!r) r = select_any(out, s);
+	call_end(s);
+	return r;
+}
+
+int sel_root_value(int *value, bool *has_leaf, Selector *s, int root)
+{
+	int r = call_begin(s);
+	if (!r) r = root_value(value, has_leaf, s, root);
+	call_end(s);
+	return r;
+}
+
+int sel_select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatchMode mode,
+		     int book_side)
+{
+	int r = call_begin(s);
+	if (!r) r = select_batch(out, max, s, window, mode, book_side);
+	call_end(s);
+	return r;
 }

@@ -85,6 +85,14 @@ typedef struct Selector Selector;
 int sel_new(Selector **out, const SelOptions *opt);
 /* Loads every position of the book (one read transaction). */
 int sel_load(Selector *s, BookDB *db);
+/*
+ * Lazy mode instead of sel_load: a position is read from db the first time
+ * the selector meets its key (then kept), so the first selection costs only
+ * the nodes it visits. Selections, batches and root values then hold a read
+ * transaction while they run; db must outlive the selector. Key queries
+ * (sel_is_thought, sel_is_leased) answer for the positions met so far.
+ */
+int sel_attach(Selector *s, BookDB *db);
 void sel_free(Selector *s);
 
 /* Adds a root position (key and side to move). Returns its index or an error. */

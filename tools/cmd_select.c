@@ -1,11 +1,14 @@
 /*
  * joseki select BOOK [--count N] [--json] [--roots FILE] [--window CP]
- *                    [--kif-bonus CP] [--sqrt] [--book-side black|white] [--bench]
+ *                    [--kif-bonus CP] [--sqrt] [--book-side black|white] [--preload]
+ *                    [--bench]
  *
  * Shows the leaves the selector would send next, without thinking: one
  * selection after another, each leaf leased (in memory only) before the next,
  * or with --window one ranged search per root giving every leaf within the
- * window (--sqrt: the book side only its best moves). --bench prints one line
+ * window (--sqrt: the book side only its best moves). Positions are read from
+ * the book as the selector meets them, or all at start with --preload.
+ * --bench prints one line
  * "select positions N load_ms L first_ms F leaves_per_s X rss_kb R" instead.
  */
 #include <jansson.h>
@@ -132,7 +135,7 @@ int cmd_select(int argc, char **argv)
 {
 	const char *book = NULL, *roots_file = NULL;
 	long count = -1, window = -1;
-	int json = 0, sqrt_mode = 0, bench = 0, book_side = -1;
+	int json = 0, sqrt_mode = 0, bench = 0, book_side = -1, preload = 0;
 	SelOptions opt = {.kif_bonus = SEL_KIF_BONUS_DEFAULT, .draw_value = 0};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -141,6 +144,7 @@ int cmd_select(int argc, char **argv)
 		if (!strcmp(a, "--json")) json = 1;
 		else if (!strcmp(a, "--sqrt")) sqrt_mode = 1;
 		else if (!strcmp(a, "--bench")) bench = 1;
+		else if (!strcmp(a, "--preload")) preload = 1;
 		else if (!strcmp(a, "--count") && has) {
 			count = strtol(argv[++i], &end, 10);
 			if (*end || count < 1) {
@@ -213,7 +217,7 @@ int cmd_select(int argc, char **argv)
 		goto done;
 	}
 	double t0 = now_ms();
-	if ((rc = sel_load(s, db)) < 0) {
+	if ((rc = preload ? sel_load(s, db) : sel_attach(s, db)) < 0) {
 		joseki_error("select: loading '%s': %s", book, sel_strerror(rc));
 		goto done;
 	}
@@ -245,10 +249,12 @@ int cmd_select(int argc, char **argv)
 			joseki_error("select: %s", sel_strerror(rc));
 			goto done;
 		}
-		SelStats st;
-		sel_get_stats(&st, s);
+		BookTxn *txn = NULL;
+		uint64_t npos = 0;
+		if (bookdb_txn_begin(&txn, db, false) == 0) bookdb_count(&npos, txn, BOOKDB_POS);
+		bookdb_txn_abort(txn);
 		printf("select positions %llu load_ms %.0f first_ms %.0f leaves_per_s %.0f rss_kb %ld\n",
-		       (unsigned long long)st.thought, t_load, t_first,
+		       (unsigned long long)npos, t_load, t_first,
 		       dt > 0 ? got * 1000.0 / dt : 0.0, peak_rss_kb());
 		ret = 0;
 		goto done;

@@ -455,7 +455,8 @@ static void test_bookgen__select_command_prints_json_leaves(void **state)
 /*
  * On a synthetic book (transpositions and repetition cycles included), a
  * selector that keeps its bounds across leases and results finds the same
- * root value at every step as one that searches from scratch each time.
+ * value at every step as one that searches from scratch each time, and as
+ * one that reads the book lazily.
  */
 static void test_bookgen__incremental_bounds_agree_with_full_searches(void **state)
 {
@@ -470,8 +471,17 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 	free(err);
 	char book[4096];
 	snprintf(book, sizeof book, "%s/b", dir);
-	Selector *s = open_selector(book, 100), *r = open_selector(book, 100);
-	SelLeaf *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+	Selector *s = open_selector(book, 100), *r = open_selector(book, 100), *z = NULL;
+	SelLeaf *a = malloc(sizeof *a), *b = malloc(sizeof *b), *c = malloc(sizeof *c);
+	/* z reads positions lazily, as it meets them. */
+	BookDB *zdb = NULL;
+	char zerr[BOOKDB_ERRLEN];
+	BookDBOptions zo = {.read_only = true};
+	assert_non_null(c);
+	assert_int_equal(bookdb_open(&zdb, book, &zo, zerr), 0);
+	assert_int_equal(sel_new(&z, NULL), 0);
+	assert_int_equal(sel_attach(z, zdb), 0);
+	assert_int_equal(sel_add_root(z, line_key("startpos"), BLACK), 0);
 	assert_non_null(a);
 	assert_non_null(b);
 	SelStats st;
@@ -484,16 +494,19 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 		sel_clear_bounds(r);
 		SelStats r0, r1;
 		sel_get_stats(&r0, r);
-		int g1 = sel_select(a, s), g2 = sel_select(b, r);
+		int g1 = sel_select(a, s), g2 = sel_select(b, r), g3 = sel_select(c, z);
 		sel_get_stats(&r1, r);
 		full_visits += r1.visits - r0.visits;
 		assert_int_equal(g1, g2);
+		assert_int_equal(g1, g3);
 		if (!g1) break;
 		assert_int_equal(a->value, b->value);
+		assert_int_equal(a->value, c->value);
 		assert_false(sel_is_thought(s, a->key));
 		assert_false(sel_is_leased(s, a->key));
 		assert_int_equal(sel_lease(s, a->key), 0);
 		assert_int_equal(sel_lease(r, a->key), 0);
+		assert_int_equal(sel_lease(z, a->key), 0);
 		if (step % 3 == 0) {
 			/* Think the leaf: up to four legal moves with pseudo-random evals. */
 			pos_set_startpos(pos);
@@ -513,6 +526,7 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 			}
 			assert_int_equal(sel_add_result(s, a->key, rec), 0);
 			assert_int_equal(sel_add_result(r, a->key, rec), 0);
+			assert_int_equal(sel_add_result(z, a->key, rec), 0);
 			assert_true(sel_is_thought(s, a->key));
 		}
 	}
@@ -521,6 +535,9 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 	assert_true(st.visits < full_visits / 2);
 	free(pos);
 	free(rec);
+	free(c);
+	sel_free(z);
+	bookdb_free(zdb);
 	free(a);
 	free(b);
 	sel_free(s);
