@@ -714,6 +714,12 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		goto done;
 	}
 	g.mstart[0] = 0;
+	/* Most moves are the listed leaves plus about one edge per node: reserve
+	 * that much at once rather than doubling through it. */
+	if ((rc = grow((void **)&g.moves, &g.moves_cap, g.nleaves + g.n + 1, sizeof *g.moves)) < 0) {
+		rc = fail(err, errlen, rc, "out of memory");
+		goto done;
+	}
 	rc = db2016_open(&r, in_path, DB2016_NO_POSITION, NULL, NULL);
 	if (rc < 0) {
 		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot reopen", in_path);

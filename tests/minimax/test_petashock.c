@@ -178,6 +178,24 @@ static void test_petashock__a_position_and_its_colour_flip_are_one_node(void **s
 	free(got);
 }
 
+static void test_petashock__a_repeated_record_is_written_twice_and_the_later_one_counts(void **state)
+{
+	(void)state;
+	char *got = run_text(HDR "sfen " START " b - 1\n7g7f none 10 0\n"
+				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+				 "3c3d none -20 0\n"
+				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 8\n"
+				 "8c8d none -30 0\n",
+			     false, NULL);
+	assert_string_equal(got, HDR "# NOE:3\n"
+				     "sfen " START " b - 1\n7g7f none 30 1\n"
+				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+				     "3c3d none -20 0\n"
+				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 8\n"
+				     "8c8d none -30 0\n");
+	free(got);
+}
+
 /* Four king shuffles back to the first position; each position has one exit. */
 static char *cycle_book(int e1, int e2, int e3, int e4)
 {
@@ -513,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_petashock__values_back_up_a_chain_with_depths),
 		cmocka_unit_test(test_petashock__unlisted_transpositions_become_edges),
 		cmocka_unit_test(test_petashock__a_position_and_its_colour_flip_are_one_node),
+		cmocka_unit_test(test_petashock__a_repeated_record_is_written_twice_and_the_later_one_counts),
 		cmocka_unit_test(test_petashock__a_cycle_both_sides_prefer_stays_a_draw),
 		cmocka_unit_test(test_petashock__the_side_with_a_good_exit_leaves_the_cycle),
 		cmocka_unit_test(test_petashock__perpetual_check_without_an_exit_loses_for_the_checker),
