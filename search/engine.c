@@ -24,7 +24,10 @@
 #include "shogi/movegen.h"
 
 #define INF VALUE_INFINITE
-#define POLL_MASK 1023 /* clock and stop flag are read every 1024 nodes */
+#define POLL_MASK 1023
+#define EVAL_NONE                                                                                  \
+	INT16_MIN /* "not computed", also in TT entries */ /* clock and stop flag are read every   \
+	                                                      1024 nodes */
 
 typedef struct {
 	Move move;
@@ -200,6 +203,12 @@ static inline int clamp_eval(int v)
 	return v;
 }
 
+static inline Piece moved_piece(const Position *pos, Move m)
+{
+	return move_is_drop(m) ? piece_make(pos->side, move_drop_type(m))
+	                       : pos->board[move_from(m)];
+}
+
 /* Orders moves by the scores computed alongside: picks the best remaining. */
 static inline Move pick(Move *moves, int *scores, int n, int i)
 {
@@ -240,7 +249,58 @@ static void score_moves(const Engine *e, const Position *pos, const Move *moves,
 		} else if (m == e->killers[ply][1]) {
 			scores[i] = 1 << 24;
 		} else {
-			scores[i] = e->history[pos_moved_piece(pos, m)][move_to(m)];
+			scores[i] = e->history[moved_piece(pos, m)][move_to(m)];
+		}
+	}
+}
+
+/*
+ * Staged move picking for the main search: the hash move before anything is
+ * generated, then captures (and pawn promotions) by MVV-LVA, then the quiet
+ * moves by killer and history. A cut by the hash move or a capture saves the
+ * generation of the quiet moves, drops included.
+ */
+typedef struct {
+	Move moves[MOVEGEN_MAX];
+	int scores[MOVEGEN_MAX];
+	int n, i, stage;
+	Move tt_move;
+} Picker;
+
+static void picker_init(Picker *p, Move tt_move)
+{
+	p->n = p->i = p->stage = 0;
+	p->tt_move = tt_move;
+}
+
+static Move picker_next(const Engine *e, const Position *pos, Picker *p, int ply)
+{
+	for (;;) {
+		switch (p->stage) {
+		case 0:
+			p->stage = 1;
+			if (p->tt_move != MOVE_NONE && pos_is_legal(pos, p->tt_move))
+				return p->tt_move;
+			p->tt_move = MOVE_NONE;
+			break;
+		case 1:
+		case 3:
+			p->n = movegen(pos, p->stage == 1 ? GEN_CAPTURES : GEN_QUIETS, p->moves);
+			score_moves(e, pos, p->moves, p->scores, p->n, MOVE_NONE, ply);
+			p->i = 0;
+			p->stage++;
+			break;
+		case 2:
+		case 4:
+			while (p->i < p->n) {
+				Move m = pick(p->moves, p->scores, p->n, p->i++);
+				if (m != p->tt_move) return m;
+			}
+			if (p->stage == 4) return MOVE_NONE;
+			p->stage = 3;
+			break;
+		default:
+			return MOVE_NONE;
 		}
 	}
 }
@@ -346,13 +406,16 @@ static int search(Engine *e, int depth, int alpha, int beta, int ply, bool pv_no
 			return tv;
 		static_eval = te->eval;
 	} else {
-		static_eval = in_check ? -INF : clamp_eval(eval_position(pos));
+		static_eval = EVAL_NONE;
 	}
+	/* The static value only serves the null-move test: computed when that
+	 * test can apply, which most nodes (near the leaves) never reach. */
+	bool null_ok = !pv_node && !in_check && depth >= 3;
+	if (null_ok && static_eval == EVAL_NONE) static_eval = clamp_eval(eval_position(pos));
 
 	/* Null move: if passing still fails high, a real move will too. */
-	if (!pv_node && !in_check && depth >= 3 && static_eval >= beta &&
-	    beta < VALUE_MATE_IN_MAX && beta > -VALUE_MATE_IN_MAX &&
-	    pos_st(pos)->move != MOVE_NULL) {
+	if (null_ok && static_eval >= beta && beta < VALUE_MATE_IN_MAX &&
+	    beta > -VALUE_MATE_IN_MAX && pos_st(pos)->move != MOVE_NULL) {
 		int r = 2 + depth / 4;
 		pos_do_null_move(pos);
 		int v = -search(e, depth - 1 - r, -beta, -beta + 1, ply + 1, false);
@@ -361,22 +424,18 @@ static int search(Engine *e, int depth, int alpha, int beta, int ply, bool pv_no
 		if (v >= beta) return v >= VALUE_MATE_IN_MAX ? beta : v;
 	}
 
-	Move moves[MOVEGEN_MAX];
-	int scores[MOVEGEN_MAX];
-	int n = movegen(pos, GEN_ALL, moves);
-	if (n == 0) return -(VALUE_MATE - ply); /* mated (no stalemate in shogi) */
-	score_moves(e, pos, moves, scores, n, tt_move, ply);
-
+	Picker pk;
+	picker_init(&pk, tt_move);
 	int best = -INF, old_alpha = alpha;
 	Move best_move = MOVE_NONE;
-	for (int i = 0; i < n; i++) {
-		Move m = pick(moves, scores, n, i);
+	Move m;
+	for (int i = 0; (m = picker_next(e, pos, &pk, ply)) != MOVE_NONE; i++) {
 		bool capture = is_capture(pos, m);
 		bool quiet = !capture && !move_is_promote(m);
 		bool check = pos_gives_check(pos, m);
 		int ext = check && ply < 2 * e->root_depth ? 1 : 0;
 		int nd = depth - 1 + ext;
-		Piece moved = pos_moved_piece(pos, m);
+		Piece moved = moved_piece(pos, m);
 		pos_do_move(pos, m);
 		int v;
 		if (i == 0) {
@@ -384,7 +443,7 @@ static int search(Engine *e, int depth, int alpha, int beta, int ply, bool pv_no
 		} else {
 			int r = 0;
 			if (depth >= 3 && quiet && !in_check && !check && i >= (pv_node ? 5 : 3) &&
-			    scores[i] < (1 << 24)) {
+			    m != e->killers[ply][0] && m != e->killers[ply][1]) {
 				r = 1 + (i >= 10) + (depth >= 7);
 				if (r > nd - 1) r = nd - 1;
 				if (r < 0) r = 0;
@@ -422,9 +481,9 @@ static int search(Engine *e, int depth, int alpha, int beta, int ply, bool pv_no
 			}
 		}
 	}
+	if (best == -INF) return -(VALUE_MATE - ply); /* no move: mated (no stalemate in shogi) */
 	int bound = best >= beta ? TT_LOWER : alpha > old_alpha ? TT_EXACT : TT_UPPER;
-	tt_store(&e->tt, key, best_move, tt_value_to(best, ply),
-	         static_eval == -INF ? 0 : static_eval, depth, bound);
+	tt_store(&e->tt, key, best_move, tt_value_to(best, ply), static_eval, depth, bound);
 	return best;
 }
 
