@@ -253,6 +253,7 @@ typedef struct {
 	uint64_t offset;    /* bytes already in .part (the Range start), 0 for none */
 	long status;        /* of the response being received */
 	long long cr_start; /* Content-Range start, -1 when absent */
+	long retry_after;   /* Retry-After in seconds, -1 when absent */
 	bool body_started, saving, bad_range;
 	int write_errno;
 	uint64_t received;
@@ -281,6 +282,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *u)
 		const char *sp = strchr(line, ' ');
 		x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
 		x->cr_start = -1;
+		x->retry_after = -1;
 		x->body_started = false;
 		memset(x->got.etag, 0, sizeof x->got.etag);
 		memset(x->got.last_modified, 0, sizeof x->got.last_modified);
@@ -294,7 +296,11 @@ static size_t on_header(char *p, size_t sz, size_t n, void *u)
 	if (!strcasecmp(line, "ETag")) copy_str(x->got.etag, sizeof x->got.etag, v);
 	else if (!strcasecmp(line, "Last-Modified"))
 		copy_str(x->got.last_modified, sizeof x->got.last_modified, v);
-	else if (!strcasecmp(line, "Content-Range")) {
+	else if (!strcasecmp(line, "Retry-After")) {
+		char *end;
+		long secs = strtol(v, &end, 10); /* the HTTP-date form is left to the back-off */
+		if (end != v && !*end && secs >= 0) x->retry_after = secs;
+	} else if (!strcasecmp(line, "Content-Range")) {
 		long long a;
 		if (sscanf(v, "bytes %lld-", &a) == 1) x->cr_start = a;
 	}
@@ -402,6 +408,7 @@ static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptio
 	char *last_error = NULL;
 	for (int attempt = 1; attempt <= attempts; attempt++) {
 		Xfer x = {.part_path = part, .pmeta_path = pmeta, .url = day->url, .cr_start = -1,
+			  .retry_after = -1,
 			  .progress = opt->progress, .label = label};
 		struct curl_slist *hdrs = NULL;
 		char hb[700], range[32];
@@ -519,9 +526,12 @@ static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptio
 			last_error = xprintf("HTTP %ld", x.status);
 			break;
 		}
-		if (attempt < attempts && !retry_now && backoff > 0) {
-			long ms = backoff;
+		/* a server's Retry-After wins over a shorter back-off of ours */
+		if (attempt < attempts && !retry_now && (backoff > 0 || x.retry_after > 0)) {
+			long ms = backoff > 0 ? backoff : 0;
 			for (int k = 1; k < attempt && ms < BACKOFF_CAP_MS; k++) ms *= 2;
+			if (x.retry_after > 0 && x.retry_after * 1000 > ms)
+				ms = x.retry_after < BACKOFF_CAP_MS / 1000 ? x.retry_after * 1000 : BACKOFF_CAP_MS;
 			sleep_ms(ms < BACKOFF_CAP_MS ? ms : BACKOFF_CAP_MS);
 		}
 		if (attempt == attempts) {

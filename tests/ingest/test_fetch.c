@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ingest/fetch.h"
@@ -35,6 +36,7 @@ typedef struct {
 	pthread_mutex_t mu;
 	/* misbehaviour, set by the tests */
 	int fail_500;          /* answer 500 to this many next requests */
+	int retry_after;       /* with this Retry-After (seconds; 0: none) */
 	bool drop;             /* send half the body, then break the connection */
 	bool ignore_range;     /* answer Range requests with the whole file (200) */
 	char truncate[128];    /* this path is served cut in half, with a matching length */
@@ -117,8 +119,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (s->fail_500 > 0) {
 		s->fail_500--;
 		s->errors500++;
+		int ra = s->retry_after;
 		pthread_mutex_unlock(&s->mu);
-		return queue(c, 500, "try again later\n");
+		struct MHD_Response *r = MHD_create_response_from_buffer(
+			16, "try again later\n", MHD_RESPMEM_PERSISTENT);
+		char secs[16];
+		snprintf(secs, sizeof secs, "%d", ra);
+		if (ra > 0) MHD_add_response_header(r, "Retry-After", secs);
+		enum MHD_Result rc = MHD_queue_response(c, 500, r);
+		MHD_destroy_response(r);
+		return rc;
 	}
 	bool drop = s->drop, ignore_range = s->ignore_range, cut = !strcmp(url, s->truncate);
 	pthread_mutex_unlock(&s->mu);
@@ -484,6 +494,23 @@ static void test_fetch__persistent_server_errors_fail_the_day_only(void **state)
 	free(err);
 }
 
+/* Retry-After is honoured even when our own back-off is shorter. */
+static void test_fetch__retry_after_is_honoured(void **state)
+{
+	Fx *f = *state;
+	f->srv.fail_500 = 1;
+	f->srv.retry_after = 1;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	json_t *j = fetch(f, 0, "2026-06-01", "2026-06-01", NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal(jint(j, "downloaded"), 1);
+	json_decref(j);
+	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	assert_true(secs >= 1.0);
+	assert_int_equal(srv_get(f, &f->srv.requests), 2);
+}
+
 /* The server down on a rerun: the cached copy still serves, with a note. */
 static void test_fetch__cached_copy_is_used_when_the_server_fails(void **state)
 {
@@ -698,6 +725,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fetch__missing_day_is_reported_and_others_go_in, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__server_errors_are_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__persistent_server_errors_fail_the_day_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fetch__retry_after_is_honoured, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__cached_copy_is_used_when_the_server_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__dropped_connection_resumes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__resume_restarts_when_range_is_ignored, setup, teardown),
