@@ -349,8 +349,17 @@ static uint32_t gen_rank(const Position *pos, Move m, bool in_check)
 		[DRAGON] = 6,	  [KING] = 6,
 	};
 	if (move_is_drop(m)) {
-		uint32_t group = move_drop_type(m) == PAWN ? 7 : 8;
-		return group << 24 | (uint32_t)move_to(m) << 16 | (uint32_t)move_drop_type(m) << 8;
+		/* Pawn drops by square; then the other drops to the far rank, to the
+		 * next rank, then to the rest, each by square, knight, lance, silver,
+		 * gold, bishop, rook at a square. */
+		static const uint8_t DROP_ORDER[HAND_PT_NB] = {
+			[KNIGHT] = 0, [LANCE] = 1, [SILVER] = 2, [GOLD] = 3, [BISHOP] = 4, [ROOK] = 5,
+		};
+		PieceType pt = move_drop_type(m);
+		Square to = move_to(m);
+		if (pt == PAWN) return 7u << 24 | (uint32_t)to << 8;
+		uint32_t band = sq_rank(to) < 2 ? (uint32_t)sq_rank(to) : 2;
+		return (8u + band) << 24 | (uint32_t)to << 8 | DROP_ORDER[pt];
 	}
 	PieceType pt = piece_type(pos->board[move_from(m)]);
 	uint32_t group = (in_check && pt == KING) ? 0 : GROUP[pt];

@@ -196,6 +196,22 @@ static void test_petashock__a_repeated_record_is_written_twice_and_the_later_one
 	free(got);
 }
 
+static void test_petashock__exact_ties_follow_yaneuraou_generation_groups(void **state)
+{
+	(void)state;
+	/* 8h7g and 4i4h tie exactly; YaneuraOu generates bishop and rook moves
+	 * before gold moves, whatever the squares. */
+	char *got = run_text(HDR "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+				 "1g1f none -500 0\n"
+				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PPBPPPPPP/7R1/LNSGKGSNL w - 4\n"
+				 "8c8d none -10 0\n"
+				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B3G1R1/LNSGK1SNL w - 4\n"
+				 "8c8d none -10 0\n",
+			     false, NULL);
+	assert_non_null(strstr(got, "b - 3\n8h7g none 10 1\n4i4h none 10 1\n1g1f none -500 0\n"));
+	free(got);
+}
+
 /* Four king shuffles back to the first position; each position has one exit. */
 static char *cycle_book(int e1, int e2, int e3, int e4)
 {
@@ -532,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_petashock__unlisted_transpositions_become_edges),
 		cmocka_unit_test(test_petashock__a_position_and_its_colour_flip_are_one_node),
 		cmocka_unit_test(test_petashock__a_repeated_record_is_written_twice_and_the_later_one_counts),
+		cmocka_unit_test(test_petashock__exact_ties_follow_yaneuraou_generation_groups),
 		cmocka_unit_test(test_petashock__a_cycle_both_sides_prefer_stays_a_draw),
 		cmocka_unit_test(test_petashock__the_side_with_a_good_exit_leaves_the_cycle),
 		cmocka_unit_test(test_petashock__perpetual_check_without_an_exit_loses_for_the_checker),
