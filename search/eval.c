@@ -30,9 +30,10 @@ static const int PAWN_RANK[9] = {0, 0, 0, 12, 8, 4, 0, 0, 0};
 /* King bonus by relative rank: a king that wanders up the board is exposed. */
 static const int KING_RANK[9] = {-60, -60, -50, -40, -30, -20, -5, 8, 10};
 
-static inline int dist(Square a, Square b)
+/* Chebyshev distance from sq to the square at (file, rank). */
+static inline int dist_fr(Square sq, int file, int rank)
 {
-	int df = sq_file(a) - sq_file(b), dr = sq_rank(a) - sq_rank(b);
+	int df = sq_file(sq) - file, dr = sq_rank(sq) - rank;
 	if (df < 0) df = -df;
 	if (dr < 0) dr = -dr;
 	return df > dr ? df : dr;
@@ -54,24 +55,29 @@ int eval_material(const Position *pos)
 	return v;
 }
 
-/* Placement of colour c's pieces, from c's point of view. */
+/* Placement of colour c's pieces, from c's point of view. Pieces are taken
+ * by group from the bitboards so the loop bodies need no piece-type tests. */
 static int eval_placement(const Position *pos, Color c)
 {
 	Square own_k = pos->king_sq[c], opp_k = pos->king_sq[color_flip(c)];
+	Bitboard own = pos->by_color[c];
 	int v = 0;
 	Square sq;
-	BB_FOREACH(sq, pos->by_color[c])
-	{
-		PieceType pt = piece_type(pos->board[sq]);
-		if (pt == KING) {
-			v += KING_RANK[rank_rel(c, sq_rank(sq))];
-			continue;
-		}
-		if (pt == PAWN) v += PAWN_RANK[rank_rel(c, sq_rank(sq))];
-		if (opp_k != SQ_NONE && pt != PAWN && pt != LANCE)
-			v += ATTACK_NEAR[dist(sq, opp_k)];
-		if (own_k != SQ_NONE && (pt == GOLD || pt == SILVER || pt >= PRO_PAWN))
-			v += DEFEND_NEAR[dist(sq, own_k)];
+	if (own_k != SQ_NONE) v += KING_RANK[rank_rel(c, sq_rank(own_k))];
+	BB_FOREACH(sq, bb_and(own, pos->by_type[PAWN])) v += PAWN_RANK[rank_rel(c, sq_rank(sq))];
+	if (opp_k != SQ_NONE) {
+		int kf = sq_file(opp_k), kr = sq_rank(opp_k);
+		Bitboard att = bb_andnot(
+		    own, bb_or(pos->by_type[PAWN], bb_or(pos->by_type[LANCE], pos->by_type[KING])));
+		BB_FOREACH(sq, att) v += ATTACK_NEAR[dist_fr(sq, kf, kr)];
+	}
+	if (own_k != SQ_NONE) {
+		int kf = sq_file(own_k), kr = sq_rank(own_k);
+		Bitboard minor =
+		    bb_or(bb_or(pos->by_type[GOLD], pos->by_type[SILVER]),
+		          bb_or(bb_or(pos->by_type[PRO_PAWN], pos->by_type[PRO_LANCE]),
+		                bb_or(pos->by_type[PRO_KNIGHT], pos->by_type[PRO_SILVER])));
+		BB_FOREACH(sq, bb_and(own, minor)) v += DEFEND_NEAR[dist_fr(sq, kf, kr)];
 	}
 	return v;
 }
