@@ -24,7 +24,7 @@ struct BookDB {
 /*
  * A write transaction keeps a log of its writes so that, when LMDB reports the
  * map full, it can abort, grow the map and replay them in a fresh transaction.
- * Entry: u8 db, u8 op (1 put, 2 del), u32 klen, u32 vlen, key, value.
+ * Entry: u8 db, u8 op (1 put, 2 del, 3 append), u32 klen, u32 vlen, key, value.
  */
 struct BookTxn {
 	BookDB *db;
@@ -316,6 +316,7 @@ static int apply(BookTxn *t, const uint8_t *p)
 	MDB_val k = {kl, (void *)(p + 10)}, v = {vl, (void *)(p + 10 + kl)};
 	int rc;
 	if (p[1] == 1) rc = mdb_put(t->txn, t->db->dbi[p[0]], &k, &v, 0);
+	else if (p[1] == 3) rc = mdb_put(t->txn, t->db->dbi[p[0]], &k, &v, MDB_APPEND);
 	else rc = mdb_del(t->txn, t->db->dbi[p[0]], &k, NULL);
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
@@ -361,6 +362,10 @@ static int txn_write(BookTxn *t, BookDbName db, int op, const void *k, size_t kl
 	if (rc) return rc;
 	rc = apply(t, t->log + t->log_len - (10 + kl + vl));
 	if (rc == MDB_MAP_FULL) return grow_and_replay(t);
+	if (rc == MDB_KEYEXIST) { /* an append out of order; LMDB left the txn usable */
+		t->log_len -= 10 + kl + vl;
+		return BOOKDB_EINVAL;
+	}
 	return xlate(rc);
 }
 
@@ -561,6 +566,18 @@ int bookdb_writer_put_raw(BookWriter *w, Key key, const uint8_t *val, size_t len
 	int rc = bookdb_writer_txn(&t, w);
 	if (rc) return rc;
 	if ((rc = bookdb_put_raw(t, key, val, len))) return rc;
+	if (++w->pending >= w->batch) return bookdb_writer_flush(w);
+	return 0;
+}
+
+int bookdb_writer_append(BookWriter *w, Key key, const uint8_t *val, size_t len)
+{
+	BookTxn *t;
+	uint8_t kb[16];
+	int rc = bookdb_writer_txn(&t, w);
+	if (rc) return rc;
+	key_to_bytes(key, kb);
+	if ((rc = txn_write(t, BOOKDB_POS, 3, kb, 16, val, len))) return rc;
 	if (++w->pending >= w->batch) return bookdb_writer_flush(w);
 	return 0;
 }

@@ -128,6 +128,12 @@ void bookdb_iter_free(BookIter *it);
 int bookdb_writer_new(BookWriter **out, BookDB *db, size_t batch);
 int bookdb_writer_put(BookWriter *w, Key key, const BookRecord *rec);
 int bookdb_writer_put_raw(BookWriter *w, Key key, const uint8_t *val, size_t len);
+/*
+ * Bulk loading: stores raw bytes under a key greater than every key in the
+ * book (LMDB's append mode: pages are filled completely, no search). Returns
+ * BOOKDB_EINVAL, storing nothing, when the key is not greater.
+ */
+int bookdb_writer_append(BookWriter *w, Key key, const uint8_t *val, size_t len);
 int bookdb_writer_get(BookRecord *out, BookWriter *w, Key key);
 /* The writer's open write transaction (begun if none), for other databases. */
 int bookdb_writer_txn(BookTxn **out, BookWriter *w);

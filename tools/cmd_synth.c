@@ -7,8 +7,17 @@
  * that reach it by different orders transpose; now and then both sides undo
  * their last moves, which puts repetition cycles into the book graph. Values
  * are plausible (best first, a few dozen centipawns apart, depth 10-29).
- * Ends with one stdout line: "synth positions N time_ms T positions_per_s R".
+ *
+ * The positions are generated in memory (deduplicated by key, and against the
+ * book when it is not empty), then sorted by key and written in large batches;
+ * into an empty book they are appended (LMDB append mode: full pages). Ends
+ * with one stdout line:
+ *   synth positions N time_ms T positions_per_s R insert_ms I inserts_per_s W
+ *   insert_cpu_ms C inserts_per_cpu_s WC
+ * (T and R for the whole run, I and W for the writing alone, C and WC the same
+ * in CPU time of this process, which a busy machine does not distort).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +31,7 @@
 
 #define SYNTH_MOVES 8       /* analysed moves stored per position */
 #define SYNTH_MAX_LINE 200  /* plies per random line at most */
-#define SYNTH_BATCH 100000  /* puts per committed transaction */
+#define SYNTH_BATCH 1000000 /* puts per committed transaction */
 
 static uint64_t mix64(uint64_t z)
 {
@@ -35,6 +44,13 @@ static uint64_t rng_next(uint64_t *s)
 {
 	*s += 0x9e3779b97f4a7c15ULL;
 	return mix64(*s);
+}
+
+static double cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static double now_ms(void)
@@ -97,6 +113,91 @@ static void fill_record(BookRecord *rec, const Position *pos, const Move *moves,
 	}
 }
 
+/* The generated positions: encoded records in one arena, indexed by a hash set. */
+typedef struct {
+	Key key;
+	uint64_t off;
+	uint32_t len;
+} SynthEntry;
+
+typedef struct {
+	SynthEntry *ents;
+	size_t n, cap;
+	uint8_t *arena;
+	size_t used, acap;
+	uint32_t *slots; /* open addressing; 0 empty, else entry index + 1 */
+	size_t nslots;
+} SynthSet;
+
+static int set_init(SynthSet *s, size_t expect)
+{
+	memset(s, 0, sizeof *s);
+	s->nslots = 1024;
+	while (s->nslots < expect * 2) s->nslots *= 2;
+	s->slots = calloc(s->nslots, sizeof *s->slots);
+	return s->slots ? 0 : -1;
+}
+
+static void set_free(SynthSet *s)
+{
+	free(s->ents);
+	free(s->arena);
+	free(s->slots);
+}
+
+/* The slot of key: where it is, or the empty slot where it would go. */
+static size_t set_slot(const SynthSet *s, Key key)
+{
+	size_t i = (size_t)(key.lo ^ (key.hi >> 7)) & (s->nslots - 1);
+	while (s->slots[i] && !key_equal(s->ents[s->slots[i] - 1].key, key))
+		i = (i + 1) & (s->nslots - 1);
+	return i;
+}
+
+static int set_grow(SynthSet *s)
+{
+	size_t n = s->nslots * 2;
+	uint32_t *slots = calloc(n, sizeof *slots);
+	if (!slots) return -1;
+	free(s->slots);
+	s->slots = slots;
+	s->nslots = n;
+	for (size_t e = 0; e < s->n; e++) s->slots[set_slot(s, s->ents[e].key)] = (uint32_t)(e + 1);
+	return 0;
+}
+
+static int set_add(SynthSet *s, Key key, const uint8_t *val, size_t len)
+{
+	if (s->n + 1 >= UINT32_MAX) return -1;
+	if ((s->n + 1) * 2 > s->nslots && set_grow(s)) return -1;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 1 << 16;
+		SynthEntry *e = realloc(s->ents, cap * sizeof *e);
+		if (!e) return -1;
+		s->ents = e;
+		s->cap = cap;
+	}
+	if (s->used + len > s->acap) {
+		size_t cap = s->acap ? s->acap * 2 : 1 << 22;
+		while (cap < s->used + len) cap *= 2;
+		uint8_t *a = realloc(s->arena, cap);
+		if (!a) return -1;
+		s->arena = a;
+		s->acap = cap;
+	}
+	memcpy(s->arena + s->used, val, len);
+	s->ents[s->n] = (SynthEntry){key, s->used, (uint32_t)len};
+	s->used += len;
+	s->slots[set_slot(s, key)] = (uint32_t)(s->n + 1);
+	s->n++;
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	return key_cmp(((const SynthEntry *)a)->key, ((const SynthEntry *)b)->key);
+}
+
 int cmd_synth(int argc, char **argv)
 {
 	const char *book = NULL;
@@ -115,7 +216,7 @@ int cmd_synth(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!book || npos < 0 || batch <= 0) {
+	if (!book || npos < 0 || npos >= UINT32_MAX || batch <= 0) {
 		joseki_error("usage: joseki synth BOOK --positions N [--seed S] [--batch B] [--quiet]");
 		return 2;
 	}
@@ -128,21 +229,30 @@ int cmd_synth(int argc, char **argv)
 		return 1;
 	}
 	BookWriter *w = NULL;
+	BookTxn *rtxn = NULL;
 	BookRecord *rec = malloc(sizeof *rec);
 	Position *pos = malloc(sizeof *pos);
-	if (!rec || !pos || (rc = bookdb_writer_new(&w, db, (size_t)batch))) {
-		joseki_error("%s: %s", book, rc ? bookdb_strerror(rc) : "out of memory");
+	SynthSet set;
+	uint8_t buf[BOOKDB_RECORD_MAX];
+	uint64_t existing = 0;
+	if (set_init(&set, (size_t)npos) || !rec || !pos) {
+		joseki_error("%s: out of memory for %lld positions", book, npos);
 		rc = 1;
 		goto out;
 	}
-	uint64_t rng = seed, added = 0;
+	if ((rc = bookdb_txn_begin(&rtxn, db, false)) || (rc = bookdb_count(&existing, rtxn, BOOKDB_POS))) {
+		joseki_error("%s: %s", book, bookdb_strerror(rc));
+		rc = 1;
+		goto out;
+	}
+	uint64_t rng = seed;
 	int progress = !quiet && isatty(2);
 	double t0 = now_ms();
-	while ((long long)added < npos) {
+	while ((long long)set.n < npos) {
 		pos_set_startpos(pos);
 		int len = 20 + (int)(rng_next(&rng) % (SYNTH_MAX_LINE - 20));
 		int undoing = 0; /* the other side undid its move: undo ours to close the cycle */
-		for (int ply = 0; ply < len && (long long)added < npos; ply++) {
+		for (int ply = 0; ply < len && (long long)set.n < npos; ply++) {
 			Key key = pos_key(pos);
 			Move moves[SYNTH_MOVES + 1];
 			uint64_t hash[SYNTH_MOVES + 1];
@@ -158,12 +268,11 @@ int cmd_synth(int argc, char **argv)
 				rev = reverse_move(pos->states[pos->nstates - 2].move);
 				if (rev != MOVE_NONE && !pos_is_legal(pos, rev)) rev = MOVE_NONE;
 			}
-			BookTxn *txn;
 			const uint8_t *val;
 			size_t vlen;
-			if ((rc = bookdb_writer_txn(&txn, w))) break;
-			rc = bookdb_get_raw(&val, &vlen, txn, key);
-			if (rc == BOOKDB_ENOTFOUND) {
+			int known = set.slots[set_slot(&set, key)] != 0 ||
+				    (existing && bookdb_get_raw(&val, &vlen, rtxn, key) == 0);
+			if (!known) {
 				/* New position: store the reversal as the 8th move if used, so the
 				 * cycle is an edge of the book graph. */
 				if (rev != MOVE_NONE) {
@@ -176,39 +285,55 @@ int cmd_synth(int argc, char **argv)
 					next = rev;
 				}
 				fill_record(rec, pos, moves, k, mix64(key.lo ^ seed));
-				if ((rc = bookdb_writer_put(w, key, rec))) break;
-				added++;
-				if (progress && added % 1000000 == 0) {
-					double el = (now_ms() - t0) / 1e3;
-					fprintf(stderr, "\rsynth: %llu positions, %.0f/s, ETA %.0f s   ",
-						(unsigned long long)added, added / el,
-						(npos - (double)added) / (added / el));
+				int n = bookdb_record_encode(buf, sizeof buf, rec);
+				if (n < 0 || set_add(&set, key, buf, (size_t)n)) {
+					joseki_error("%s: %s", book, n < 0 ? bookdb_strerror(n) : "out of memory");
+					rc = 1;
+					goto out;
 				}
-			} else if (rc) {
-				break;
+				if (progress && set.n % 1000000 == 0) {
+					double el = (now_ms() - t0) / 1e3;
+					fprintf(stderr, "\rsynth: %zu positions generated, %.0f/s   ", set.n,
+						set.n / el);
+				}
 			}
-			rc = 0;
 			undoing = next == rev && !undoing;
 			if (pos_history_len(pos) >= POS_MAX_STATES - 2) break;
 			pos_do_move(pos, next);
 		}
-		if (rc) break;
 	}
-	if (!rc) rc = bookdb_writer_flush(w);
+	bookdb_txn_abort(rtxn);
+	rtxn = NULL;
+	qsort(set.ents, set.n, sizeof set.ents[0], cmp_entry);
+	double t1 = now_ms(), c1 = cpu_ms();
+	if ((rc = bookdb_writer_new(&w, db, (size_t)batch))) goto fail;
+	for (size_t i = 0; i < set.n; i++) {
+		const SynthEntry *e = &set.ents[i];
+		rc = existing ? bookdb_writer_put_raw(w, e->key, set.arena + e->off, e->len)
+			      : bookdb_writer_append(w, e->key, set.arena + e->off, e->len);
+		if (rc) goto fail;
+		if (progress && (i + 1) % 1000000 == 0)
+			fprintf(stderr, "\rsynth: %zu of %zu positions written   ", i + 1, set.n);
+	}
+	if ((rc = bookdb_writer_flush(w))) goto fail;
 	if (progress) fputc('\n', stderr);
-	if (rc) {
-		joseki_error("%s: synth failed after %llu positions: %s", book,
-			     (unsigned long long)added, bookdb_strerror(rc));
-		rc = 1;
-		goto out;
-	}
-	double ms = now_ms() - t0;
-	printf("synth positions %llu time_ms %.0f positions_per_s %.0f\n", (unsigned long long)added,
-	       ms, ms > 0 ? added / (ms / 1e3) : 0.0);
+	double t2 = now_ms(), c2 = cpu_ms();
+	printf("synth positions %zu time_ms %.0f positions_per_s %.0f insert_ms %.0f inserts_per_s %.0f "
+	       "insert_cpu_ms %.0f inserts_per_cpu_s %.0f\n",
+	       set.n, t2 - t0, t2 > t0 ? set.n / ((t2 - t0) / 1e3) : 0.0, t2 - t1,
+	       t2 > t1 ? set.n / ((t2 - t1) / 1e3) : 0.0, c2 - c1,
+	       c2 > c1 ? set.n / ((c2 - c1) / 1e3) : 0.0);
 	rc = 0;
+	goto out;
+fail:
+	if (progress) fputc('\n', stderr);
+	joseki_error("%s: synth failed writing %zu positions: %s", book, set.n, bookdb_strerror(rc));
+	rc = 1;
 out:
+	bookdb_txn_abort(rtxn);
 	bookdb_writer_free(w);
 	bookdb_free(db);
+	set_free(&set);
 	free(rec);
 	free(pos);
 	return rc;

@@ -363,6 +363,40 @@ static void test_bookdb__map_grows_by_itself(void **state)
 	free(dir);
 }
 
+static void test_bookdb__append_refuses_keys_out_of_order(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[4200], err[BOOKDB_ERRLEN];
+	snprintf(path, sizeof path, "%s/book", dir);
+	BookDB *db;
+	BookWriter *w;
+	BookTxn *txn;
+	const uint8_t v[3] = {1, 2, 3};
+	Key k1 = {5, 1}, k2 = {9, 1}, k0 = {7, 0};
+	assert_int_equal(bookdb_open(&db, path, NULL, err), 0);
+	assert_int_equal(bookdb_writer_new(&w, db, 2), 0);
+	assert_int_equal(bookdb_writer_append(w, k1, v, 3), 0);
+	assert_int_equal(bookdb_writer_append(w, k0, v, 3), BOOKDB_EINVAL); /* k0 < k1 */
+	assert_int_equal(bookdb_writer_append(w, k2, v, 2), 0);             /* commits: batch 2 */
+	assert_int_equal(bookdb_writer_commits(w), 1);
+	assert_int_equal(bookdb_writer_append(w, k1, v, 3), BOOKDB_EINVAL); /* not past the end */
+	assert_int_equal(bookdb_writer_flush(w), 0);
+	bookdb_writer_free(w);
+	uint64_t n;
+	const uint8_t *val;
+	size_t len;
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookdb_count(&n, txn, BOOKDB_POS), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(bookdb_get_raw(&val, &len, txn, k2), 0);
+	assert_int_equal(len, 2);
+	assert_int_equal(bookdb_get_raw(&val, &len, txn, k0), BOOKDB_ENOTFOUND);
+	bookdb_txn_abort(txn);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* ---- crash test ---- */
 
 #define CRASH_BATCH 300
@@ -672,6 +706,7 @@ int main(void)
 		cmocka_unit_test(test_bookdb__put_get_iterate),
 		cmocka_unit_test(test_bookdb__other_schema_version_is_refused),
 		cmocka_unit_test(test_bookdb__map_grows_by_itself),
+		cmocka_unit_test(test_bookdb__append_refuses_keys_out_of_order),
 		cmocka_unit_test(test_bookdb__killed_writer_loses_at_most_its_open_batch),
 		cmocka_unit_test(test_bookdb__commands_report_a_synth_book),
 		cmocka_unit_test(test_bookdb__check_names_bad_records),
