@@ -294,13 +294,14 @@ static int teardown(void **state)
 }
 
 /* Runs joseki fetch --json against the fixture's server; returns the JSON. */
-static json_t *fetch(Fx *f, int expect_rc, const char *from, const char *to, char **err_out)
+static json_t *fetch_with(Fx *f, int expect_rc, const char *from, const char *to,
+			  const char *extra, char **err_out)
 {
 	char *out = NULL, *err = NULL;
 	int rc = ts_runf(&out, &err,
 			 "JOSEKI_FETCH_BACKOFF_MS=5 %s fetch %s --from %s --to %s --base-url "
-			 "http://127.0.0.1:%u/ --cache %s --jobs 2 --json --quiet",
-			 ts_joseki(), f->book, from, to, f->srv.port, f->cache);
+			 "http://127.0.0.1:%u/ --cache %s --jobs 2 --json --quiet %s",
+			 ts_joseki(), f->book, from, to, f->srv.port, f->cache, extra);
 	if (rc != expect_rc) fprintf(stderr, "stdout: %s\nstderr: %s\n", out, err);
 	assert_int_equal(rc, expect_rc);
 	json_error_t je;
@@ -311,6 +312,11 @@ static json_t *fetch(Fx *f, int expect_rc, const char *from, const char *to, cha
 	if (err_out) *err_out = err;
 	else free(err);
 	return j;
+}
+
+static json_t *fetch(Fx *f, int expect_rc, const char *from, const char *to, char **err_out)
+{
+	return fetch_with(f, expect_rc, from, to, "", err_out);
 }
 
 static long long jint(json_t *o, const char *k)
@@ -492,6 +498,24 @@ static void test_fetch__persistent_server_errors_fail_the_day_only(void **state)
 	json_decref(j);
 	assert_non_null(strstr(err, "HTTP 500 (after 5 attempts)"));
 	free(err);
+}
+
+/* The ingest filters apply to fetched games as to ingested ones. */
+static void test_fetch__filters_apply(void **state)
+{
+	Fx *f = *state;
+	int n = f->games[0] + f->games[1];
+	json_t *j = fetch_with(f, 0, "2026-06-01", "2026-06-02", "--time-control 'nothing-*'", NULL);
+	assert_int_equal(jint(j, "downloaded"), 2);
+	assert_int_equal(jint(j, "games_read"), n);
+	assert_int_equal(jint(j, "games_skipped"), n);
+	assert_int_equal(jint(j, "games_ingested"), 0);
+	json_decref(j);
+	j = fetch_with(f, 0, "2026-06-01", "2026-06-02", "--since 2026-06-02", NULL);
+	assert_int_equal(jint(j, "cached"), 2);
+	assert_int_equal(jint(j, "games_ingested"), f->games[1]);
+	assert_int_equal(jint(j, "games_skipped"), f->games[0]);
+	json_decref(j);
 }
 
 /* Retry-After is honoured even when our own back-off is shorter. */
@@ -725,6 +749,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fetch__missing_day_is_reported_and_others_go_in, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__server_errors_are_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__persistent_server_errors_fail_the_day_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fetch__filters_apply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__retry_after_is_honoured, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__cached_copy_is_used_when_the_server_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fetch__dropped_connection_resumes, setup, teardown),
