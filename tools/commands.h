@@ -12,6 +12,7 @@ typedef int (*joseki_cmd_fn)(int argc, char **argv); /* argv[0] is the subcomman
 int cmd_perft(int argc, char **argv);
 int cmd_fetch(int argc, char **argv);
 int cmd_select(int argc, char **argv);
+int cmd_think(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_usi(int argc, char **argv);
 int cmd_ingest(int argc, char **argv);

@@ -1,0 +1,359 @@
+/*
+ * bookgen/think.c — the think loop (bookgen/think.h).
+ *
+ * One worker thread per engine; the calling thread owns the selector and the
+ * book writer. A worker slot goes IDLE -> BUSY (position handed over) -> DONE
+ * (answer ready) -> IDLE (answer stored). The selector is loaded whole
+ * (sel_load) before the writer starts, because the writer keeps a write
+ * transaction open between commits and LMDB allows one transaction per thread.
+ */
+#include "bookgen/think.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bookgen/selector.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+
+enum { SLOT_IDLE = 0, SLOT_BUSY, SLOT_DONE, SLOT_QUIT };
+
+typedef struct Think Think;
+
+typedef struct {
+	Think *t;
+	SearchEngine *engine;
+	pthread_t thread;
+	bool started;
+	int state;
+	Position *pos;
+	Key key;
+	SearchResult res;
+	int rc;
+	char errmsg[SEARCH_ERRLEN];
+	double busy_ms;
+} Slot;
+
+struct Think {
+	const ThinkOptions *opt;
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv, done_cv;
+	Slot *slots;
+};
+
+const char *think_strerror(int code)
+{
+	switch (code) {
+	case THINK_OK: return "success";
+	case THINK_EINVAL: return "invalid argument";
+	case THINK_ENOMEM: return "out of memory";
+	case THINK_EBOOK: return "book error";
+	case THINK_EENGINE: return "engine failure";
+	}
+	return "unknown think error";
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void *worker(void *arg)
+{
+	Slot *s = arg;
+	Think *t = s->t;
+	pthread_mutex_lock(&t->mu);
+	for (;;) {
+		while (s->state != SLOT_BUSY && s->state != SLOT_QUIT) pthread_cond_wait(&t->work_cv, &t->mu);
+		if (s->state == SLOT_QUIT) break;
+		pthread_mutex_unlock(&t->mu);
+		double t0 = now_ms();
+		int rc = search_analyse(s->engine, &s->res, s->pos, &t->opt->budget, t->opt->multipv);
+		if (rc < 0) snprintf(s->errmsg, sizeof s->errmsg, "%s", search_last_error(s->engine));
+		double dt = now_ms() - t0;
+		pthread_mutex_lock(&t->mu);
+		s->rc = rc;
+		s->busy_ms += dt;
+		s->state = SLOT_DONE;
+		pthread_cond_signal(&t->done_cv);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
+}
+
+/* The record to store for an answer: the old record (game statistics, other
+ * evaluations) with the engine's value of every returned move. */
+static void fill_record(BookRecord *rec, bool found, const Position *pos, const SearchResult *res,
+			const SearchBudget *budget)
+{
+	if (!found) bookdb_record_init(rec, pos);
+	int depth = 0;
+	for (int i = 0; i < res->nlines; i++) {
+		const SearchLine *l = &res->lines[i];
+		BookMove *m = NULL;
+		for (int k = 0; k < rec->nmoves; k++)
+			if (rec->moves[k].move == l->move) m = &rec->moves[k];
+		if (!m) {
+			if (rec->nmoves >= BOOKDB_MAX_MOVES) continue;
+			m = &rec->moves[rec->nmoves++];
+			memset(m, 0, sizeof *m);
+			m->move = l->move;
+		}
+		int v = l->value;
+		if (v > VALUE_MATE) v = VALUE_MATE;
+		if (v < -VALUE_MATE) v = -VALUE_MATE;
+		int d = l->depth > 255 ? 255 : l->depth < 0 ? 0 : l->depth;
+		m->flags |= BOOKDB_MOVE_EVAL;
+		m->eval = (int16_t)v;
+		m->depth = (uint8_t)d;
+		m->nodes = l->nodes;
+		m->source = 0;
+		if (d > depth) depth = d;
+	}
+	if (!depth && budget->kind == SEARCH_BUDGET_DEPTH)
+		depth = budget->amount > 255 ? 255 : (int)budget->amount;
+	rec->flags |= BOOKDB_REC_THOUGHT;
+	rec->think_depth = (uint8_t)depth;
+}
+
+typedef struct {
+	char sfen[SFEN_MAX];
+} RootSfen;
+
+static void set_err(char *err, const char *fmt, const char *a, const char *b)
+{
+	if (err) snprintf(err, THINK_ERRLEN, fmt, a, b);
+}
+
+int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
+{
+	memset(out, 0, sizeof *out);
+	if (err) err[0] = 0;
+	if (!opt->engines || opt->nengines < 1 || opt->multipv < 1 ||
+	    opt->multipv > SEARCH_MULTIPV_MAX) {
+		set_err(err, "think: %s%s", "need at least one engine and MultiPV 1..32", "");
+		return THINK_EINVAL;
+	}
+	int n = opt->nengines, nroots = opt->roots && opt->nroots > 0 ? opt->nroots : 1;
+	int ret = 0;
+	Think t = {.opt = opt};
+	Selector *sel = NULL;
+	BookWriter *w = NULL;
+	BookRecord *rec = malloc(sizeof *rec);
+	RootSfen *roots = calloc((size_t)nroots, sizeof *roots);
+	SelLeaf *leaf = malloc(sizeof *leaf);
+	t.slots = calloc((size_t)n, sizeof *t.slots);
+	pthread_mutex_init(&t.mu, NULL);
+	pthread_cond_init(&t.work_cv, NULL);
+	pthread_cond_init(&t.done_cv, NULL);
+	if (!rec || !roots || !leaf || !t.slots) {
+		ret = THINK_ENOMEM;
+		goto done;
+	}
+	for (int i = 0; i < n; i++) {
+		t.slots[i].pos = malloc(sizeof(Position));
+		if (!t.slots[i].pos) {
+			ret = THINK_ENOMEM;
+			goto done;
+		}
+	}
+	SelOptions so = {.kif_bonus = opt->kif_bonus, .draw_value = 0};
+	if (sel_new(&sel, &so) < 0) {
+		ret = THINK_ENOMEM;
+		goto done;
+	}
+	int rc = sel_load(sel, db);
+	if (rc < 0) {
+		set_err(err, "think: loading the book: %s%s", sel_strerror(rc), "");
+		ret = THINK_EBOOK;
+		goto done;
+	}
+	for (int r = 0; r < nroots; r++) {
+		const char *spec = opt->roots && opt->nroots > 0 ? opt->roots[r] : "startpos";
+		char perr[SHOGI_ERRLEN];
+		Position *p = t.slots[0].pos;
+		if (position_parse(p, spec, perr) < 0) {
+			set_err(err, "think: bad root '%.200s': %.200s", spec, perr);
+			ret = THINK_EINVAL;
+			goto done;
+		}
+		sfen_write(p, roots[r].sfen, sizeof roots[r].sfen);
+		if ((rc = sel_add_root(sel, pos_key(p), p->side)) < 0) {
+			ret = THINK_ENOMEM;
+			goto done;
+		}
+	}
+	if (bookdb_writer_new(&w, db, opt->commit_every ? opt->commit_every : 64) < 0) {
+		set_err(err, "think: %s%s", "cannot start the book writer", "");
+		ret = THINK_EBOOK;
+		goto done;
+	}
+	for (int i = 0; i < n; i++) {
+		t.slots[i].t = &t;
+		t.slots[i].engine = opt->engines[i];
+		if (pthread_create(&t.slots[i].thread, NULL, worker, &t.slots[i]) != 0) {
+			ret = THINK_ENOMEM;
+			goto done;
+		}
+		t.slots[i].started = true;
+	}
+
+	double start = now_ms(), last_commit = start, last_progress = start;
+	int inflight = 0, consecutive_failures = 0;
+	bool exhausted = false;
+	for (;;) {
+		double now = now_ms();
+		bool stopping = (opt->stop && *opt->stop) ||
+				(opt->max_seconds > 0 && now - start >= opt->max_seconds * 1e3);
+		/* Hand out work to every idle core. */
+		pthread_mutex_lock(&t.mu);
+		for (int i = 0; i < n && !stopping && !exhausted; i++) {
+			Slot *s = &t.slots[i];
+			if (s->state != SLOT_IDLE) continue;
+			if (opt->max_positions && out->thought + (uint64_t)inflight >= opt->max_positions)
+				break;
+			pthread_mutex_unlock(&t.mu);
+			rc = sel_select(leaf, sel);
+			pthread_mutex_lock(&t.mu);
+			if (rc < 0) {
+				set_err(err, "think: selection: %s%s", sel_strerror(rc), "");
+				ret = THINK_EBOOK;
+				stopping = true;
+				break;
+			}
+			if (rc == 0) {
+				exhausted = inflight == 0;
+				break;
+			}
+			sel_lease(sel, leaf->key);
+			sfen_parse(s->pos, roots[leaf->root].sfen, NULL, NULL);
+			for (int j = 0; j < leaf->nmoves; j++) pos_do_move(s->pos, leaf->moves[j]);
+			s->key = leaf->key;
+			s->state = SLOT_BUSY;
+			inflight++;
+			pthread_cond_broadcast(&t.work_cv);
+		}
+		if (inflight == 0 && (stopping || exhausted ||
+				      (opt->max_positions && out->thought >= opt->max_positions))) {
+			pthread_mutex_unlock(&t.mu);
+			break;
+		}
+		/* Wait for an answer (or a tick to look at the stop flag and clock). */
+		bool any_done = false;
+		for (int i = 0; i < n; i++) any_done |= t.slots[i].state == SLOT_DONE;
+		if (!any_done) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&t.done_cv, &t.mu, &ts);
+		}
+		for (int i = 0; i < n; i++) {
+			Slot *s = &t.slots[i];
+			if (s->state != SLOT_DONE) continue;
+			inflight--;
+			if (s->rc < 0) {
+				if (s->rc == SEARCH_ECANCELED) {
+					sel_release(sel, s->key);
+				} else {
+					/* Left leased: not sent again in this run. */
+					out->failed++;
+					if (++consecutive_failures >= 3 * n) {
+						set_err(err, "think: engines keep failing: %.200s%s", s->errmsg,
+							"");
+						ret = THINK_EENGINE;
+					}
+				}
+				s->state = SLOT_IDLE;
+				continue;
+			}
+			consecutive_failures = 0;
+			BookRecord *r2 = rec;
+			int g = bookdb_writer_get(r2, w, s->key);
+			if (g < 0 && g != BOOKDB_ENOTFOUND) {
+				set_err(err, "think: reading the book: %s%s", bookdb_strerror(g), "");
+				ret = THINK_EBOOK;
+				s->state = SLOT_IDLE;
+				continue;
+			}
+			fill_record(r2, g == 0, s->pos, &s->res, &opt->budget);
+			if ((g = bookdb_writer_put(w, s->key, r2)) < 0 ||
+			    (rc = sel_add_result(sel, s->key, r2)) < 0) {
+				set_err(err, "think: storing a result: %s%s",
+					g < 0 ? bookdb_strerror(g) : sel_strerror(rc), "");
+				ret = THINK_EBOOK;
+			} else {
+				out->thought++;
+			}
+			s->state = SLOT_IDLE;
+		}
+		pthread_mutex_unlock(&t.mu);
+		if (ret < 0) exhausted = true; /* hand out nothing more; collect, leave */
+		now = now_ms();
+		if (now - last_commit >= 1000) {
+			if (bookdb_writer_flush(w) < 0 && !ret) {
+				set_err(err, "think: %s%s", "commit failed", "");
+				ret = THINK_EBOOK;
+				exhausted = true;
+			}
+			last_commit = now;
+		}
+		if (opt->progress && now - last_progress >= 1000) {
+			double busy = 0;
+			pthread_mutex_lock(&t.mu);
+			for (int i = 0; i < n; i++) busy += t.slots[i].busy_ms;
+			pthread_mutex_unlock(&t.mu);
+			double el = (now - start) / 1e3;
+			fprintf(opt->progress,
+				"think: %llu thought, %.1f/s, engines busy %.0f%%, elapsed %.0fs",
+				(unsigned long long)out->thought, out->thought / (el > 0 ? el : 1),
+				100.0 * busy / (n * (now - start)), el);
+			if (opt->max_seconds > 0)
+				fprintf(opt->progress, ", eta %.0fs", opt->max_seconds - el);
+			else if (opt->max_positions && out->thought)
+				fprintf(opt->progress, ", eta %.0fs",
+					el * (double)(opt->max_positions - out->thought) / (double)out->thought);
+			fputc('\n', opt->progress);
+			last_progress = now;
+		}
+	}
+	out->exhausted = exhausted && ret == 0;
+	if (bookdb_writer_flush(w) < 0 && !ret) {
+		set_err(err, "think: %s%s", "final commit failed", "");
+		ret = THINK_EBOOK;
+	}
+	out->commits = bookdb_writer_commits(w);
+	double el = now_ms() - start, busy = 0;
+	for (int i = 0; i < n; i++) busy += t.slots[i].busy_ms;
+	out->seconds = el / 1e3;
+	out->busy_pct = el > 0 ? 100.0 * busy / (n * el) : 0;
+	bool has;
+	if (sel_root_value(&out->root_value, &has, sel, 0) == 0) out->root_known = has;
+done:
+	if (t.slots) {
+		pthread_mutex_lock(&t.mu);
+		for (int i = 0; i < n; i++) t.slots[i].state = SLOT_QUIT;
+		pthread_cond_broadcast(&t.work_cv);
+		pthread_mutex_unlock(&t.mu);
+		for (int i = 0; i < n; i++)
+			if (t.slots[i].started) pthread_join(t.slots[i].thread, NULL);
+		for (int i = 0; i < n; i++) free(t.slots[i].pos);
+	}
+	bookdb_writer_free(w);
+	sel_free(sel);
+	pthread_mutex_destroy(&t.mu);
+	pthread_cond_destroy(&t.work_cv);
+	pthread_cond_destroy(&t.done_cv);
+	free(t.slots);
+	free(leaf);
+	free(roots);
+	free(rec);
+	return ret;
+}

@@ -1,0 +1,65 @@
+/*
+ * bookgen/think.h — the think loop (issue 6): the selector picks leaves, N
+ * search cores analyse them in parallel (one thread each), every answer is
+ * stored with the engine's evaluation of every returned move, committed in
+ * batches. Selection runs on the calling thread while the cores think.
+ *
+ * Positions already thought are never sent again (the selector only returns
+ * unthought positions), so a restart resumes where the last committed batch
+ * ended. The loop stops on a position count, a time limit, when nothing is
+ * left to select, or when the stop flag is raised (signal handler): in-flight
+ * answers are then collected (a core that honours the same flag returns at
+ * once and its position is simply not stored), the last batch is committed.
+ */
+#ifndef BOOKGEN_THINK_H
+#define BOOKGEN_THINK_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bookdb/bookdb.h"
+#include "search/search.h"
+
+enum {
+	THINK_OK = 0,
+	THINK_EINVAL = -70,  /* bad option or root */
+	THINK_ENOMEM = -71,
+	THINK_EBOOK = -72,   /* book read/write error (message in err) */
+	THINK_EENGINE = -73, /* engines kept failing (message in err) */
+};
+const char *think_strerror(int code);
+
+#define THINK_ERRLEN 512
+
+typedef struct {
+	SearchEngine **engines; /* one thread each */
+	int nengines;
+	SearchBudget budget;
+	int multipv;
+	uint64_t max_positions;  /* 0: no limit */
+	double max_seconds;      /* 0: no limit */
+	const volatile sig_atomic_t *stop; /* may be NULL */
+	size_t commit_every;     /* results per committed batch; 0: 64 */
+	int kif_bonus;           /* selector's bonus for moves played in games */
+	const char *const *roots; /* position specs; NULL/0: the start position */
+	int nroots;
+	FILE *progress;          /* a status line about once a second; NULL: none */
+} ThinkOptions;
+
+typedef struct {
+	uint64_t thought;    /* positions analysed and stored by this run */
+	uint64_t failed;     /* analyses that failed (not stored) */
+	uint64_t commits;    /* batches committed */
+	double seconds;      /* wall time */
+	double busy_pct;     /* share of the cores' time spent analysing */
+	bool exhausted;      /* stopped because nothing was left to select */
+	int root_value;      /* value of the first root at the end (its side's view) */
+	bool root_known;
+} ThinkStats;
+
+/* Runs the loop on db (opened read-write). err: THINK_ERRLEN bytes, may be NULL. */
+int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err);
+
+#endif

@@ -1,0 +1,197 @@
+/*
+ * joseki think BOOK [--engine builtin|PATH] [--usi-option N=V]... [--engines N]
+ *                   [--nodes N|--movetime MS|--depth D] [--multipv K]
+ *                   [--positions N] [--time S] [--kif-bonus CP] [--quiet]
+ *
+ * The generation loop (bookgen/think.h). Ctrl-C / SIGTERM stop cleanly: the
+ * engines are told to stop, finished answers are committed, exit 0. Ends with
+ * one stdout line: "think thought N failed F time_s T per_s R busy_pct B
+ * root_value V commits C exhausted 0|1".
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bookdb/bookdb.h"
+#include "bookgen/selector.h"
+#include "bookgen/think.h"
+#include "search/builtin.h"
+#include "search/usi_engine.h"
+#include "tools/commands.h"
+
+#define THINK_MAX_ENGINES 1024
+#define THINK_MAX_OPTIONS 64
+
+/* Set by the signal handler: the only way a handler can talk to the loop. */
+static volatile sig_atomic_t think_stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	think_stop_flag = 1;
+}
+
+static int parse_u64(uint64_t *out, const char *s, const char *opt)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (!*s || *end || *s == '-' || v == 0) {
+		joseki_error("think: %s wants a positive number, not '%s'", opt, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int cmd_think(int argc, char **argv)
+{
+	const char *book = NULL, *engine = "builtin";
+	UsiOption uopts[THINK_MAX_OPTIONS];
+	int nuopts = 0, quiet = 0;
+	uint64_t nengines = 1, multipv = 8, positions = 0, seconds = 0, amount = 0;
+	long kif_bonus = SEL_KIF_BONUS_DEFAULT;
+	SearchBudgetKind kind = SEARCH_BUDGET_NODES;
+	int nbudgets = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		bool has = i + 1 < argc;
+		if (!strcmp(a, "--quiet")) quiet = 1;
+		else if (!strcmp(a, "--engine") && has) engine = argv[++i];
+		else if (!strcmp(a, "--usi-option") && has) {
+			char *eq = strchr(argv[++i], '=');
+			if (!eq || eq == argv[i] || nuopts >= THINK_MAX_OPTIONS) {
+				joseki_error("think: --usi-option wants NAME=VALUE, not '%s'", argv[i]);
+				return 2;
+			}
+			*eq = 0;
+			uopts[nuopts].name = argv[i];
+			uopts[nuopts++].value = eq + 1;
+		} else if (!strcmp(a, "--engines") && has) {
+			if (parse_u64(&nengines, argv[++i], a) < 0) return 2;
+			if (nengines > THINK_MAX_ENGINES) {
+				joseki_error("think: --engines at most %d", THINK_MAX_ENGINES);
+				return 2;
+			}
+		} else if ((!strcmp(a, "--nodes") || !strcmp(a, "--movetime") || !strcmp(a, "--depth")) &&
+			   has) {
+			if (parse_u64(&amount, argv[++i], a) < 0) return 2;
+			kind = a[2] == 'n' ? SEARCH_BUDGET_NODES
+			       : a[2] == 'm' ? SEARCH_BUDGET_MOVETIME
+					     : SEARCH_BUDGET_DEPTH;
+			nbudgets++;
+		} else if (!strcmp(a, "--multipv") && has) {
+			if (parse_u64(&multipv, argv[++i], a) < 0) return 2;
+			if (multipv > SEARCH_MULTIPV_MAX) {
+				joseki_error("think: --multipv at most %d", SEARCH_MULTIPV_MAX);
+				return 2;
+			}
+		} else if (!strcmp(a, "--positions") && has) {
+			if (parse_u64(&positions, argv[++i], a) < 0) return 2;
+		} else if (!strcmp(a, "--time") && has) {
+			if (parse_u64(&seconds, argv[++i], a) < 0) return 2;
+		} else if (!strcmp(a, "--kif-bonus") && has) {
+			char *end;
+			kif_bonus = strtol(argv[++i], &end, 10);
+			if (*end || kif_bonus < -32000 || kif_bonus > 32000) {
+				joseki_error("think: --kif-bonus wants centipawns, not '%s'", argv[i]);
+				return 2;
+			}
+		} else if (a[0] == '-' && a[1]) {
+			joseki_error("think: unknown or incomplete option '%s'", a);
+			return 2;
+		} else if (!book) {
+			book = a;
+		} else {
+			joseki_error("think: unexpected argument '%s'", a);
+			return 2;
+		}
+	}
+	if (!book) {
+		joseki_error("usage: joseki think BOOK [--engine builtin|PATH] [--usi-option N=V]... "
+			     "[--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] "
+			     "[--positions N] [--time S]");
+		return 2;
+	}
+	if (nbudgets > 1) {
+		joseki_error("think: give one of --nodes, --movetime, --depth");
+		return 2;
+	}
+	if (!nbudgets) amount = 100000;
+
+	int ret = 1;
+	BookDB *db = NULL;
+	SearchEngine **engines = calloc(nengines, sizeof *engines);
+	char err[THINK_ERRLEN > BOOKDB_ERRLEN ? THINK_ERRLEN : BOOKDB_ERRLEN];
+	if (!engines) {
+		joseki_error("out of memory");
+		return 1;
+	}
+	think_stop_flag = 0;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	if (bookdb_open(&db, book, NULL, err) < 0) {
+		joseki_error("think: %s", err);
+		goto done;
+	}
+	for (uint64_t i = 0; i < nengines; i++) {
+		int rc;
+		if (!strcmp(engine, "builtin")) {
+			rc = builtin_engine_new(&engines[i], 16, &think_stop_flag);
+			if (rc < 0) {
+				joseki_error("think: built-in engine: %s", search_strerror(rc));
+				goto done;
+			}
+		} else {
+			UsiEngineConfig cfg;
+			UsiEngine *ue = NULL;
+			char uerr[SEARCH_ERRLEN];
+			usi_engine_config_init(&cfg);
+			cfg.path = engine;
+			cfg.options = uopts;
+			cfg.noptions = nuopts;
+			cfg.cancel = &think_stop_flag;
+			rc = usi_engine_open(&ue, &cfg, uerr);
+			if (rc < 0) {
+				joseki_error("think: engine '%s': %s", engine, uerr);
+				goto done;
+			}
+			engines[i] = usi_engine_search(ue);
+		}
+	}
+	ThinkOptions opt = {
+		.engines = engines,
+		.nengines = (int)nengines,
+		.budget = {.kind = kind, .amount = amount},
+		.multipv = (int)multipv,
+		.max_positions = positions,
+		.max_seconds = (double)seconds,
+		.stop = &think_stop_flag,
+		.kif_bonus = (int)kif_bonus,
+		.progress = quiet ? NULL : stderr,
+	};
+	ThinkStats st;
+	int rc = think_run(&st, db, &opt, err);
+	printf("think thought %llu failed %llu time_s %.1f per_s %.2f busy_pct %.0f root_value %d "
+	       "commits %llu exhausted %d\n",
+	       (unsigned long long)st.thought, (unsigned long long)st.failed, st.seconds,
+	       st.seconds > 0 ? st.thought / st.seconds : 0.0, st.busy_pct,
+	       st.root_known ? st.root_value : 0, (unsigned long long)st.commits, st.exhausted);
+	if (rc < 0) {
+		joseki_error("%s", err[0] ? err : think_strerror(rc));
+		goto done;
+	}
+	ret = 0;
+done:
+	for (uint64_t i = 0; i < nengines; i++) search_free(engines[i]);
+	free(engines);
+	bookdb_free(db);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	return ret;
+}
