@@ -121,6 +121,13 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 	return code;
 }
 
+#define PS_PROGRESS_EVERY 65536
+
+static void report(const PetashockOptions *opt, const char *phase, size_t done)
+{
+	if (opt && opt->progress) opt->progress(opt->progress_ctx, phase, done);
+}
+
 /* ---- colour flip ---------------------------------------------------------- */
 
 /* The position rotated 180°, colours, hands and side to move swapped. */
@@ -692,6 +699,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 			}
 			skip[nskip++] = o;
 		}
+		if (g.n % PS_PROGRESS_EVERY == 0) report(opt, "reading", g.n);
 		if ((rc = add_node(&g, &rec)) < 0) {
 			rc = fail(err, errlen, rc, "%s:%ld: %s", in_path, rec.line,
 				  petashock_strerror(rc));
@@ -741,6 +749,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 			sp++;
 			continue;
 		}
+		if (i % PS_PROGRESS_EVERY == 0) report(opt, "edges", i);
 		const Position *bpos = tmp;
 		if (sfen_parse(tmp, rec.sfen, NULL, NULL) < 0 ||
 		    (tmp->side == WHITE && flip_position(tmp2, tmp) < 0)) {
@@ -773,11 +782,13 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		if (g.moves[k].next != PS_NONE) st.edges++;
 
 	/* The analysis. */
+	report(opt, "peel", 0);
 	st.peel_sweeps = peel(&g);
 	for (size_t k = 0; k < g.n; k++)
 		if (g.flags[k] & F_CONST) st.const_nodes++;
 	extract_check_loops(&g, &st);
 	init_cycle_nodes(&g);
+	report(opt, "relax", 0);
 	st.relax_sweeps = relax(&g);
 
 	/* Pass 3. */
@@ -814,6 +825,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 			sp++;
 			continue;
 		}
+		if (i % PS_PROGRESS_EVERY == 0) report(opt, "writing", i);
 		if (write_node(out, &g, i, rec.sfen, rec.sfen_len, opt && opt->shrink, obuf) < 0) {
 			rc = fail(err, errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
 			goto done;

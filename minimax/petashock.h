@@ -27,10 +27,16 @@ enum {
 };
 const char *petashock_strerror(int code);
 
+/* Progress: phase is "reading", "edges", "peel", "relax" or "writing"; done
+ * counts records (or sweeps for peel and relax). Called every so often. */
+typedef void (*PetashockProgressFn)(void *ctx, const char *phase, size_t done);
+
 typedef struct {
 	bool shrink;       /* write only the moves with the best value */
 	Db2016WarnFn warn; /* bad input lines are reported here (may be NULL) */
 	void *warn_ctx;
+	PetashockProgressFn progress; /* may be NULL */
+	void *progress_ctx;
 } PetashockOptions;
 
 typedef struct {

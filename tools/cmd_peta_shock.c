@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "minimax/petashock.h"
 #include "shogi/movegen.h"
@@ -37,6 +38,17 @@ static void on_warn(void *ctx, const char *msg)
 	w->seen++;
 	if (w->quiet || w->seen > MAX_REPORTED) return;
 	joseki_error("%s", msg);
+}
+
+/* One overwritten stderr line per phase step, only on a terminal. */
+static void on_progress(void *ctx, const char *phase, size_t done)
+{
+	(void)ctx;
+	if (done)
+		fprintf(stderr, "\rpeta-shock: %-8s %zu positions ", phase, done);
+	else
+		fprintf(stderr, "\rpeta-shock: %-8s                    ", phase);
+	fflush(stderr);
 }
 
 static double now_ms(void)
@@ -173,10 +185,13 @@ int cmd_peta_shock(int argc, char **argv)
 	}
 	opt.warn = on_warn;
 	opt.warn_ctx = &ws;
+	bool progress = !ws.quiet && isatty(2);
+	if (progress) opt.progress = on_progress;
 	double t0 = now_ms();
 	PetashockStats st;
 	char err[512];
 	int rc = petashock_run(&st, in, out, &opt, err, sizeof err);
+	if (progress) fputc('\n', stderr);
 	if (rc < 0) {
 		joseki_error("peta-shock: %s (nothing written)", err);
 		return 1;
