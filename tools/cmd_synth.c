@@ -10,7 +10,9 @@
  *
  * The positions are generated in memory (deduplicated by key, and against the
  * book when it is not empty), then sorted by key and written in large batches;
- * into an empty book they are appended (LMDB append mode: full pages). Ends
+ * into an empty book they are appended (LMDB append mode: full pages).
+ * --unsorted writes them in generation order through ordinary puts instead,
+ * as ingestion does (for the benchmark of random inserts). Ends
  * with one stdout line:
  *   synth positions N time_ms T positions_per_s R insert_ms I inserts_per_s W
  *   insert_cpu_ms C inserts_per_cpu_s WC
@@ -204,12 +206,13 @@ int cmd_synth(int argc, char **argv)
 	long long npos = -1;
 	unsigned long long seed = 1;
 	long long batch = SYNTH_BATCH;
-	int quiet = 0;
+	int quiet = 0, unsorted = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--positions") && i + 1 < argc) npos = atoll(argv[++i]);
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoll(argv[++i]);
 		else if (!strcmp(argv[i], "--quiet")) quiet = 1;
+		else if (!strcmp(argv[i], "--unsorted")) unsorted = 1;
 		else if (argv[i][0] != '-' && !book) book = argv[i];
 		else {
 			joseki_error("synth: unexpected argument '%s'", argv[i]);
@@ -217,7 +220,7 @@ int cmd_synth(int argc, char **argv)
 		}
 	}
 	if (!book || npos < 0 || npos >= UINT32_MAX || batch <= 0) {
-		joseki_error("usage: joseki synth BOOK --positions N [--seed S] [--batch B] [--quiet]");
+		joseki_error("usage: joseki synth BOOK --positions N [--seed S] [--batch B] [--unsorted] [--quiet]");
 		return 2;
 	}
 	char err[BOOKDB_ERRLEN];
@@ -304,12 +307,12 @@ int cmd_synth(int argc, char **argv)
 	}
 	bookdb_txn_abort(rtxn);
 	rtxn = NULL;
-	qsort(set.ents, set.n, sizeof set.ents[0], cmp_entry);
+	if (!unsorted) qsort(set.ents, set.n, sizeof set.ents[0], cmp_entry);
 	double t1 = now_ms(), c1 = cpu_ms();
 	if ((rc = bookdb_writer_new(&w, db, (size_t)batch))) goto fail;
 	for (size_t i = 0; i < set.n; i++) {
 		const SynthEntry *e = &set.ents[i];
-		rc = existing ? bookdb_writer_put_raw(w, e->key, set.arena + e->off, e->len)
+		rc = existing || unsorted ? bookdb_writer_put_raw(w, e->key, set.arena + e->off, e->len)
 			      : bookdb_writer_append(w, e->key, set.arena + e->off, e->len);
 		if (rc) goto fail;
 		if (progress && (i + 1) % 1000000 == 0)

@@ -1,0 +1,43 @@
+#!/bin/sh
+# tools/bench_bookdb.sh — the book store's figures (issue 3), run by `make bench`.
+#
+# Builds a synthetic book (8 analysed moves a position) of BOOKDB_BENCH_POSITIONS
+# positions (default 1000000; set 10000000 for the issue's 10-million figures)
+# twice: bulk-loaded (sorted, LMDB append mode: what `synth` and a rebuild do)
+# and by random-order puts through the batched writer (what ingestion does).
+# Prints bytes per position on disk, inserts per second, and point lookups per
+# second on the warm bulk-loaded book (moves-only lookups, as query and the
+# selector do, and full-record lookups). Rates are wall clock and, in brackets,
+# per CPU second of the process (a busy machine distorts the first).
+set -eu
+J=${JOSEKI:-./joseki}
+N=${BOOKDB_BENCH_POSITIONS:-1000000}
+LOOKUPS=${BOOKDB_BENCH_LOOKUPS:-2000000}
+dir=$(mktemp -d "${TMPDIR:-/tmp}/joseki-bench-bookdb-XXXXXX")
+trap 'rm -rf "$dir"' EXIT INT TERM
+
+field() { # field NAME LINE: the value after NAME in a "name value ..." line
+	echo "$2" | awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) {print $(i + 1); exit}}'
+}
+jfield() { # jfield NAME JSON: a number field of a flat JSON object
+	echo "$2" | sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"
+}
+
+for mode in sorted unsorted; do
+	book="$dir/$mode"
+	flag=""
+	[ "$mode" = unsorted ] && flag="--unsorted"
+	line=$($J synth "$book" --positions "$N" --seed 1 --quiet $flag)
+	stats=$($J stats "$book" --json)
+	bytes=$(jfield bytes "$stats")
+	pos=$(jfield positions "$stats")
+	bpp=$(awk -v b="$bytes" -v p="$pos" 'BEGIN {printf "%.1f", b / p}')
+	echo "bookdb $mode insert: positions $pos inserts_per_s $(field inserts_per_s "$line") ($(field inserts_per_cpu_s "$line")/cpu-s) bytes $bytes bytes_per_position $bpp (synth total $(field time_ms "$line") ms)"
+	if [ "$mode" = sorted ]; then
+		out=$($J stats "$book" --bench-lookups "$LOOKUPS")
+		l1=$(echo "$out" | grep '^lookups ')
+		l2=$(echo "$out" | grep '^lookups_full ')
+		echo "bookdb lookups: positions $pos lookups $LOOKUPS lookups_per_s $(field lookups_per_s "$l1") ($(field lookups_per_cpu_s "$l1")/cpu-s) full_record_lookups_per_s $(field lookups_per_s "$l2") ($(field lookups_per_cpu_s "$l2")/cpu-s)"
+	fi
+	rm -rf "$book"
+done
