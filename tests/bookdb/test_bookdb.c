@@ -597,6 +597,82 @@ static void test_bookdb__commands_report_a_synth_book(void **state)
 	free(dir);
 }
 
+/* Keys of the in-book children of key (at most 8 in a synth book). */
+static int book_children(BookTxn *txn, Key key, Key *out)
+{
+	static BookRecord rec;
+	static Position pos;
+	int n = 0;
+	if (bookdb_get(&rec, txn, key) || bookdb_record_position(&pos, &rec, NULL)) return 0;
+	for (int i = 0; i < rec.nmoves && n < 16; i++) {
+		const uint8_t *v;
+		size_t len;
+		Key c = pos_key_after(&pos, rec.moves[i].move);
+		if (bookdb_get_raw(&v, &len, txn, c) == 0) out[n++] = c;
+	}
+	return n;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	return key_cmp(*(const Key *)a, *(const Key *)b);
+}
+
+static void test_bookdb__synth_book_has_transpositions_and_cycles(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[4200], err[BOOKDB_ERRLEN];
+	snprintf(path, sizeof path, "%s/book", dir);
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 5000 --seed 7 --quiet", ts_joseki(), path), 0);
+	BookDB *db;
+	BookTxn *txn;
+	BookIter *it;
+	BookDBOptions ro = {.read_only = true};
+	assert_int_equal(bookdb_open(&db, path, &ro, err), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookdb_iter_open(&it, txn), 0);
+	Key key, *parents = calloc(5000, sizeof *parents), *edges = calloc(5000 * 16, sizeof *edges);
+	const uint8_t *val;
+	size_t len;
+	int np = 0, ne = 0;
+	while (bookdb_iter_next(it, &key, &val, &len) == 1) parents[np++] = key;
+	bookdb_iter_free(it);
+	assert_int_equal(np, 5000);
+	int cycles = 0;
+	for (int p = 0; p < np; p++) {
+		Key a[16], b[16], c[16], d[16];
+		int na = book_children(txn, parents[p], a), found = 0;
+		for (int i = 0; i < na; i++) edges[ne++] = a[i];
+		/* A repetition cycle: back to the position within four plies. */
+		for (int i = 0; i < na && !found; i++) {
+			int nb = book_children(txn, a[i], b);
+			for (int j = 0; j < nb && !found; j++) {
+				int nc = book_children(txn, b[j], c);
+				for (int x = 0; x < nc && !found; x++) {
+					int nd = book_children(txn, c[x], d);
+					for (int y = 0; y < nd; y++) found |= key_equal(d[y], parents[p]);
+				}
+			}
+		}
+		cycles += found;
+	}
+	/* A transposition: a position that is the child of two different parents. */
+	qsort(edges, (size_t)ne, sizeof *edges, cmp_key);
+	int transpositions = 0;
+	for (int i = 1; i < ne; i++) transpositions += key_equal(edges[i], edges[i - 1]);
+	fprintf(stderr, "synth book: %d edges, %d transposition edges, %d positions on cycles\n", ne,
+		transpositions, cycles);
+	assert_true(ne > np / 2);
+	assert_true(transpositions >= 10);
+	assert_true(cycles >= 10);
+	free(parents);
+	free(edges);
+	bookdb_txn_abort(txn);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_bookdb__check_names_bad_records(void **state)
 {
 	(void)state;
@@ -709,6 +785,7 @@ int main(void)
 		cmocka_unit_test(test_bookdb__append_refuses_keys_out_of_order),
 		cmocka_unit_test(test_bookdb__killed_writer_loses_at_most_its_open_batch),
 		cmocka_unit_test(test_bookdb__commands_report_a_synth_book),
+		cmocka_unit_test(test_bookdb__synth_book_has_transpositions_and_cycles),
 		cmocka_unit_test(test_bookdb__check_names_bad_records),
 		cmocka_unit_test(test_bookdb__readers_work_while_a_writer_holds_a_batch),
 	};
