@@ -204,6 +204,7 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 
 	double start = now_ms(), last_commit = start, last_progress = start;
 	int inflight = 0, consecutive_failures = 0;
+	char last_error[SEARCH_ERRLEN] = "";
 	bool exhausted = false;
 	for (;;) {
 		double now = now_ms();
@@ -265,6 +266,7 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 				} else {
 					/* Left leased: not sent again in this run. */
 					out->failed++;
+					snprintf(last_error, sizeof last_error, "%s", s->errmsg);
 					if (++consecutive_failures >= 3 * n) {
 						set_err(err, "think: engines keep failing: %.200s%s", s->errmsg,
 							"");
@@ -323,6 +325,11 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 			fputc('\n', opt->progress);
 			last_progress = now;
 		}
+	}
+	if (!ret && out->failed && !out->thought) {
+		/* Nothing but failures: an engine that cannot work is an error. */
+		set_err(err, "think: every analysis failed: %.200s%s", last_error, "");
+		ret = THINK_EENGINE;
 	}
 	out->exhausted = exhausted && ret == 0;
 	if (bookdb_writer_flush(w) < 0 && !ret) {

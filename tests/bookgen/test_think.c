@@ -1,0 +1,316 @@
+/*
+ * tests/bookgen/test_think.c — the think loop with fake search cores (every
+ * analysed position logged): the book grows from the start position, nothing
+ * is sent twice within a run or across a restart, every answer's moves are
+ * stored with their evaluations, the loop stops on the flag, on exhaustion and
+ * on failing engines; then `joseki think` with the built-in engine, a restart,
+ * and a SIGTERM in the middle followed by `joseki check`.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <pthread.h>
+
+#include "bookdb/bookdb.h"
+#include "bookgen/think.h"
+#include "shogi/movegen.h"
+#include "shogi/position.h"
+#include "tests/support/support.h"
+
+#define LOG_MAX 4096
+
+/* What every fake engine saw, shared between the worker threads. */
+typedef struct {
+	pthread_mutex_t mu;
+	Key keys[LOG_MAX];
+	int n;
+} FakeLog;
+
+typedef enum { FAKE_NORMAL, FAKE_RESIGN, FAKE_CRASH } FakeMode;
+
+typedef struct {
+	SearchEngine base;
+	FakeLog *log;
+	FakeMode mode;
+} FakeEngine;
+
+static int fake_analyse(SearchEngine *e, SearchResult *out, const Position *pos,
+			const SearchBudget *budget, int multipv)
+{
+	FakeEngine *f = (FakeEngine *)e;
+	(void)budget;
+	pthread_mutex_lock(&f->log->mu);
+	if (f->log->n < LOG_MAX) f->log->keys[f->log->n++] = pos_key(pos);
+	pthread_mutex_unlock(&f->log->mu);
+	if (f->mode == FAKE_CRASH) return SEARCH_ECRASH;
+	memset(out, 0, sizeof *out);
+	if (f->mode == FAKE_RESIGN) {
+		out->resign = true;
+		return 0;
+	}
+	Move moves[MOVEGEN_MAX];
+	int n = movegen_legal(pos, moves);
+	Key k = pos_key(pos);
+	for (int i = 0; i < n && i < multipv; i++) {
+		SearchLine *l = &out->lines[out->nlines++];
+		l->move = moves[i];
+		l->multipv = i + 1;
+		l->value = (int)((k.lo >> (i * 5)) % 200) - 100; /* deterministic, varied */
+		l->depth = 7;
+		l->nodes = 1000;
+		l->pv_len = 1;
+		l->pv[0] = moves[i];
+	}
+	if (out->nlines) out->bestmove = out->lines[0].move;
+	return 0;
+}
+
+static int fake_new_game(SearchEngine *e)
+{
+	(void)e;
+	return 0;
+}
+static void fake_free(SearchEngine *e)
+{
+	free(e);
+}
+static const char *fake_name(const SearchEngine *e)
+{
+	(void)e;
+	return "fake";
+}
+static const char *fake_error(const SearchEngine *e)
+{
+	(void)e;
+	return "fake crash";
+}
+static const SearchEngineOps FAKE_OPS = {fake_analyse, fake_new_game, fake_free, fake_name,
+					 fake_error};
+
+static SearchEngine *fake_new(FakeLog *log, FakeMode mode)
+{
+	FakeEngine *f = calloc(1, sizeof *f);
+	assert_non_null(f);
+	f->base.ops = &FAKE_OPS;
+	f->log = log;
+	f->mode = mode;
+	return &f->base;
+}
+
+/* Runs the loop with n fake engines. */
+static int run(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeMode mode,
+	       uint64_t positions, const volatile sig_atomic_t *stop)
+{
+	BookDB *db = NULL;
+	char err[THINK_ERRLEN];
+	SearchEngine *engines[8];
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	for (int i = 0; i < n; i++) engines[i] = fake_new(log, mode);
+	ThinkOptions opt = {.engines = engines,
+			    .nengines = n,
+			    .budget = {SEARCH_BUDGET_DEPTH, 7},
+			    .multipv = 3,
+			    .max_positions = positions,
+			    .stop = stop,
+			    .commit_every = 4,
+			    .kif_bonus = 100};
+	int rc = think_run(st, db, &opt, err);
+	for (int i = 0; i < n; i++) search_free(engines[i]);
+	bookdb_free(db);
+	return rc;
+}
+
+static uint64_t count_thought(const char *dir)
+{
+	BookDB *db = NULL;
+	BookTxn *txn = NULL;
+	BookIter *it = NULL;
+	char err[BOOKDB_ERRLEN];
+	BookDBOptions bo = {.read_only = true};
+	BookRecord *rec = malloc(sizeof *rec);
+	uint64_t n = 0;
+	assert_non_null(rec);
+	assert_int_equal(bookdb_open(&db, dir, &bo, err), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookdb_iter_open(&it, txn), 0);
+	Key k;
+	const uint8_t *val;
+	size_t len;
+	while (bookdb_iter_next(it, &k, &val, &len) == 1) {
+		assert_int_equal(bookdb_record_decode(rec, val, len), 0);
+		if (!(rec->flags & BOOKDB_REC_THOUGHT)) continue;
+		n++;
+		assert_int_equal(rec->think_depth, 7);
+		/* Every analysed move is stored with its evaluation. */
+		int evals = 0;
+		for (int i = 0; i < rec->nmoves; i++)
+			if (rec->moves[i].flags & BOOKDB_MOVE_EVAL) evals++;
+		assert_true(evals >= 1 && evals <= 3);
+	}
+	bookdb_iter_free(it);
+	bookdb_txn_abort(txn);
+	bookdb_free(db);
+	free(rec);
+	return n;
+}
+
+static void assert_distinct(const FakeLog *log)
+{
+	for (int i = 0; i < log->n; i++)
+		for (int j = i + 1; j < log->n; j++) assert_false(key_equal(log->keys[i], log->keys[j]));
+}
+
+static void test_bookgen__think_grows_the_book_and_resumes_without_repeats(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	FakeLog *log = calloc(1, sizeof *log);
+	assert_non_null(log);
+	pthread_mutex_init(&log->mu, NULL);
+	ThinkStats st;
+	assert_int_equal(run(&st, dir, log, 3, FAKE_NORMAL, 25, NULL), 0);
+	assert_int_equal(st.thought, 25);
+	assert_int_equal(st.failed, 0);
+	assert_true(st.commits >= 1);
+	assert_true(st.root_known);
+	assert_int_equal(log->n, 25);
+	assert_distinct(log);
+	/* The start position was the first thing thought. */
+	Position *pos = malloc(sizeof *pos);
+	assert_non_null(pos);
+	pos_set_startpos(pos);
+	assert_true(key_equal(log->keys[0], pos_key(pos)));
+	free(pos);
+	assert_int_equal(count_thought(dir), 25);
+	/* A restart goes on where the book ends: nothing analysed twice. */
+	assert_int_equal(run(&st, dir, log, 2, FAKE_NORMAL, 10, NULL), 0);
+	assert_int_equal(st.thought, 10);
+	assert_int_equal(log->n, 35);
+	assert_distinct(log);
+	assert_int_equal(count_thought(dir), 35);
+	pthread_mutex_destroy(&log->mu);
+	free(log);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_bookgen__think_stops_on_flag_exhaustion_and_failing_engines(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	FakeLog *log = calloc(1, sizeof *log);
+	assert_non_null(log);
+	pthread_mutex_init(&log->mu, NULL);
+	ThinkStats st;
+	volatile sig_atomic_t stop = 1;
+	assert_int_equal(run(&st, dir, log, 2, FAKE_NORMAL, 0, &stop), 0);
+	assert_int_equal(st.thought, 0);
+	assert_int_equal(log->n, 0);
+	/* A resigning engine: the root is thought with no move, nothing is left. */
+	assert_int_equal(run(&st, dir, log, 2, FAKE_RESIGN, 0, NULL), 0);
+	assert_int_equal(st.thought, 1);
+	assert_true(st.exhausted);
+	assert_int_equal(log->n, 1);
+	ts_rmtree(dir);
+	free(dir);
+	/* Engines that always fail: an error after a few attempts, no hang. */
+	dir = ts_mkdtemp();
+	log->n = 0;
+	assert_int_equal(run(&st, dir, log, 2, FAKE_CRASH, 0, NULL), THINK_EENGINE);
+	assert_int_equal(st.thought, 0);
+	assert_true(st.failed >= 1);
+	pthread_mutex_destroy(&log->mu);
+	free(log);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static unsigned long long field(const char *out, const char *name)
+{
+	const char *p = strstr(out, name);
+	assert_non_null(p);
+	return strtoull(p + strlen(name), NULL, 10);
+}
+
+/* "thought" of `joseki stats --json`. */
+static unsigned long long thought_in(const char *dir)
+{
+	char *out = NULL, *err = NULL;
+	assert_int_equal(ts_runf(&out, &err, "%s stats %s/b --json", ts_joseki(), dir), 0);
+	unsigned long long n = field(out, "\"thought\":");
+	free(out);
+	free(err);
+	return n;
+}
+
+static void test_bookgen__think_command_with_the_builtin_engine(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, "%s think %s/b --engines 2 --depth 1 --multipv 3 --positions 6 --quiet",
+			 ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	assert_int_equal(field(out, "think thought "), 6);
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s think %s/b --depth 1 --multipv 3 --positions 4 --quiet", ts_joseki(),
+		     dir);
+	assert_int_equal(rc, 0);
+	assert_int_equal(field(out, "think thought "), 4);
+	free(out);
+	free(err);
+	assert_int_equal(thought_in(dir), 10);
+	/* SIGTERM in the middle of a long run: clean exit (0); kill -9: at most
+	 * the open batch is lost. Either way the book stays consistent, the
+	 * count of thought positions only grows, and a restart goes on. */
+	unsigned long long before = 10;
+	static const struct {
+		const char *sig, *status;
+	} kills[] = {{"TERM", "rc=0"}, {"KILL", "rc=137"}};
+	for (size_t k = 0; k < 2; k++) {
+		rc = ts_runf(&out, &err,
+			     "%s think %s/b --engines 2 --depth 3 --time 60 --quiet & p=$!; sleep 1; "
+			     "kill -%s $p; wait $p; echo rc=$?",
+			     ts_joseki(), dir, kills[k].sig);
+		assert_int_equal(rc, 0);
+		assert_non_null(strstr(out, kills[k].status));
+		free(out);
+		free(err);
+		rc = ts_runf(&out, &err, "%s check %s/b", ts_joseki(), dir);
+		assert_int_equal(rc, 0);
+		free(out);
+		free(err);
+		unsigned long long now = thought_in(dir);
+		assert_true(now >= before);
+		before = now;
+	}
+	rc = ts_runf(&out, &err, "%s think %s/b --depth 1 --positions 3 --quiet", ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	free(out);
+	free(err);
+	assert_int_equal(thought_in(dir), before + 3);
+	rc = ts_runf(&out, &err, "%s think %s/b --depth 0", ts_joseki(), dir);
+	assert_int_equal(rc, 2);
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bookgen__think_grows_the_book_and_resumes_without_repeats),
+		cmocka_unit_test(test_bookgen__think_stops_on_flag_exhaustion_and_failing_engines),
+		cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
