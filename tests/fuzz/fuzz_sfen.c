@@ -69,6 +69,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int n = movegen_legal(&pos, moves);
 	if (n < 0 || n > MOVEGEN_MAX || n != movegen_count(&pos)) abort();
 	Key k0 = pos_key(&pos);
+	/* SFENs where the side not to move is already in check are accepted (rules
+	 * fixtures use them); there "gives check" and "in check after" differ. */
+	Color them = color_flip(pos.side);
+	bool them_in_check =
+	    pos.king_sq[them] != SQ_NONE && pos_attacked(&pos, pos.side, pos.king_sq[them]);
 	for (int i = 0; i < n; i++) {
 		Move m = moves[i];
 		if (!pos_is_legal(&pos, m)) abort();
@@ -82,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bool check = pos_gives_check(&pos, m);
 		pos_do_move(&pos, m);
 		if (!key_equal(after, pos_key(&pos))) abort();
-		if (check != pos_in_check(&pos)) abort();
+		if (!them_in_check && check != pos_in_check(&pos)) abort();
 		pos_undo_move(&pos);
 		if (!key_equal(k0, pos_key(&pos))) abort();
 	}
