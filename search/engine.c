@@ -573,6 +573,11 @@ int engine_search(Engine *e, EngineResult *out, const Position *pos, const Engin
 
 	Move moves[MOVEGEN_MAX];
 	int n = movegen(&e->pos, GEN_ALL, moves);
+	/* The rules core accepts a set-up position with the side not to move in
+	 * check; capturing that king is not a shogi move, so it is not searched. */
+	for (int i = 0; i < n; i++)
+		if (!move_is_drop(moves[i]) && piece_type(e->pos.board[move_to(moves[i])]) == KING)
+			moves[i--] = moves[--n];
 	if (n == 0) {
 		out->mated = true;
 		out->time_ms = elapsed_ms(e);

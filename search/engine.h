@@ -58,7 +58,8 @@ typedef struct {
 } EngineLine;
 
 typedef struct {
-	int nlines; /* 0 only when the side to move has no legal move */
+	int nlines; /* 0 only when the side to move has no legal move (king captures,
+	               possible in a bad set-up, are not moves) */
 	EngineLine lines[ENGINE_MULTIPV_MAX];
 	Move bestmove;  /* lines[0].move, or MOVE_NONE when mated */
 	int depth;      /* last completed iteration */

@@ -215,7 +215,8 @@ static bool random_attack_position(Position *pos, uint64_t *s)
 		board[sq] = piece_make(BLACK, pt);
 	}
 	for (int i = 0; i < nhand; i++) hand[BLACK] = hand_add(hand[BLACK], HANDP[rng(s) % 7]);
-	return pos_set(pos, board, hand, BLACK, 1, NULL) == 0;
+	/* pos_set accepts White in check here; that is no mate problem. */
+	return pos_set(pos, board, hand, BLACK, 1, NULL) == 0 && !pos_attacked(pos, BLACK, wk);
 }
 
 static void test_engine__finds_every_mate_in_1_and_3_of_a_generated_set(void **state)
@@ -272,6 +273,26 @@ static void test_engine__finds_every_mate_in_1_and_3_of_a_generated_set(void **s
 	print_message("mate in 1: %d positions, mate in 3: %d positions\n", mate1, mate3);
 	assert_true(mate1 >= 60);
 	assert_true(mate3 >= 25);
+	free(pos);
+	engine_free(e);
+}
+
+static void test_engine__never_captures_the_king_of_a_bad_setup(void **state)
+{
+	(void)state;
+	Engine *e;
+	assert_int_equal(engine_new(&e, 1), 0);
+	Position *pos = pos_new();
+	char err[SHOGI_ERRLEN];
+	/* White's king stands in check from the gold with Black to move. */
+	assert_int_equal(position_parse(pos, "sfen 9/3kG4/3s5/9/9/9/9/9/1K7 b LP 1", err), 0);
+	EngineLimits lim = {.depth = 3, .multipv = 4};
+	EngineResult r;
+	assert_int_equal(engine_search(e, &r, pos, &lim, NULL, NULL), 0);
+	assert_int_equal(r.nlines, 4);
+	assert_result_legal(pos, &r);
+	for (int k = 0; k < r.nlines; k++)
+		assert_int_not_equal(move_to(r.lines[k].move), pos->king_sq[WHITE]);
 	free(pos);
 	engine_free(e);
 }
@@ -591,6 +612,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_engine__moves_and_pvs_are_legal_along_fixture_games),
 	    cmocka_unit_test(test_engine__finds_every_mate_in_1_and_3_of_a_generated_set),
+	    cmocka_unit_test(test_engine__never_captures_the_king_of_a_bad_setup),
 	    cmocka_unit_test(test_engine__mated_root_has_no_lines),
 	    cmocka_unit_test(test_engine__multipv_gives_k_distinct_legal_moves_best_first),
 	    cmocka_unit_test(test_engine__fixed_depth_node_count_is_reproducible),
