@@ -43,6 +43,7 @@
 #define PS_MAX_PLY 256              /* peel and loop-extraction sweeps; relax depth cap */
 #define PS_RELAX_SWEEPS (PS_MAX_PLY + 100)
 #define PS_NONE UINT32_MAX
+#define YO_LIST_MAX 1024 /* pseudo-legal moves of a position, with room to spare */
 
 enum { F_WHITE = 1, F_CHECKED = 2, F_LOOP = 4, F_CONST = 8, F_PATH = 16, F_SURVIVOR = 32 };
 
@@ -94,6 +95,7 @@ typedef struct {
 	PsMove *moves;
 	size_t nmoves, moves_cap;
 	Key *keys; /* White-to-move key of each node (while the map lives) */
+	uint64_t seen[1024]; /* scratch bitmap over 16-bit moves, kept all zero */
 	KeyMap map;
 } Graph;
 
@@ -380,6 +382,102 @@ typedef struct {
 	uint32_t next;
 } EdgeCand;
 
+/* Pseudo-legal moves of one piece as YaneuraOu generates them: targets by
+ * square, the promotion before the non-promotion. Black to move. */
+static int yo_piece_moves(Move *out, int n, PieceType pt, Square from, Bitboard targets)
+{
+	while (bb_any(targets) && n < YO_LIST_MAX - 2) {
+		Square to = bb_pop(&targets);
+		if (pt_can_promote(pt) && (sq_in_zone(BLACK, from) || sq_in_zone(BLACK, to)))
+			out[n++] = move_make(from, to, true);
+		int r = sq_rank(to);
+		bool plain = (pt == PAWN || pt == LANCE) ? r != 0 : pt == KNIGHT ? r >= 2 : true;
+		if (plain) out[n++] = move_make(from, to, false);
+	}
+	return n;
+}
+
+/*
+ * The order of YaneuraOu's MoveList<LEGAL_ALL> for a Black-to-move position:
+ * its pseudo-legal list (evasions: king moves avoiding the checkers' attacks,
+ * then captures and interpositions; otherwise every piece), each illegal move
+ * replaced by the list's last move, as its generator does. Drops are taken as
+ * always legal and in gen_rank's order. Legal moves the emulation misses are
+ * appended. seen is a 65536-bit scratch bitmap, all zero on entry and exit.
+ */
+static int yo_legal_order(Move *out, const Position *pos, const Move *legal, int nl, uint64_t *seen)
+{
+	static const PieceType GROUPS[6][8] = {
+		{PAWN}, {LANCE}, {KNIGHT}, {SILVER}, {BISHOP, ROOK},
+		{GOLD, PRO_PAWN, PRO_LANCE, PRO_KNIGHT, PRO_SILVER, HORSE, DRAGON, KING},
+	};
+	Move ps[YO_LIST_MAX];
+	int n = 0;
+	Bitboard own = pos->by_color[BLACK];
+	Bitboard target = bb_not(own);
+	Square ksq = pos->king_sq[BLACK];
+	bool check = pos_in_check(pos), moves_too = true;
+	if (check && ksq != SQ_NONE) {
+		Bitboard checkers = pos_st(pos)->checkers, slider = bb_make(0, 0);
+		Bitboard occ = bb_andnot(pos->occupied, SQ_BB[ksq]);
+		int cnt = 0;
+		Square csq = SQ_NONE;
+		while (bb_any(checkers)) {
+			csq = bb_pop(&checkers);
+			cnt++;
+			slider = bb_or(slider, bb_piece_attacks(pos->board[csq], csq, occ));
+		}
+		n = yo_piece_moves(ps, n, KING, ksq, bb_andnot(KING_ATK[ksq], bb_or(own, slider)));
+		moves_too = cnt == 1;
+		if (moves_too) target = bb_or(BETWEEN_BB[csq][ksq], SQ_BB[csq]);
+	}
+	for (int gi = 0; gi < 6 && moves_too; gi++) {
+		Bitboard from_bb = bb_make(0, 0);
+		for (int k = 0; k < 8 && GROUPS[gi][k]; k++) {
+			if (check && GROUPS[gi][k] == KING) continue;
+			from_bb = bb_or(from_bb, pos_pieces(pos, BLACK, GROUPS[gi][k]));
+		}
+		while (bb_any(from_bb)) {
+			Square from = bb_pop(&from_bb);
+			Piece p = pos->board[from];
+			Bitboard t = bb_and(bb_piece_attacks(p, from, pos->occupied), target);
+			n = yo_piece_moves(ps, n, piece_type(p), from, t);
+		}
+	}
+	/* Drops, in gen_rank order (insertion into the tail). */
+	int d0 = n;
+	for (int k = 0; k < nl && n < YO_LIST_MAX; k++) {
+		if (!move_is_drop(legal[k])) continue;
+		uint32_t r = gen_rank(pos, legal[k], check);
+		int q = n++;
+		while (q > d0 && gen_rank(pos, ps[q - 1], check) > r) {
+			ps[q] = ps[q - 1];
+			q--;
+		}
+		ps[q] = legal[k];
+	}
+	for (int k = 0; k < nl; k++) seen[legal[k] >> 6] |= 1ULL << (legal[k] & 63);
+	int i = 0, last = n;
+	while (i < last) {
+		if (!(seen[ps[i] >> 6] & (1ULL << (ps[i] & 63)))) ps[i] = ps[--last];
+		else i++;
+	}
+	int m = 0;
+	for (int k = 0; k < last; k++) {
+		uint64_t bit = 1ULL << (ps[k] & 63);
+		if (!(seen[ps[k] >> 6] & bit)) continue; /* listed twice: keep the first */
+		seen[ps[k] >> 6] &= ~bit;
+		out[m++] = ps[k];
+	}
+	for (int k = 0; k < nl; k++) {
+		uint64_t bit = 1ULL << (legal[k] & 63);
+		if (!(seen[legal[k] >> 6] & bit)) continue;
+		seen[legal[k] >> 6] &= ~bit;
+		out[m++] = legal[k];
+	}
+	return m;
+}
+
 static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converged)
 {
 	Move legal[MOVEGEN_MAX];
@@ -396,6 +494,25 @@ static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converg
 			p--;
 		}
 		cand[p] = c;
+	}
+	if (ne >= 2) {
+		/* Exact ties keep this order in the output: use YaneuraOu's. */
+		Move order[YO_LIST_MAX];
+		int no = yo_legal_order(order, bpos, legal, n, g->seen);
+		for (int k = 0; k < ne; k++) {
+			int at = 0;
+			while (at < no && order[at] != cand[k].move) at++;
+			cand[k].rank = (uint32_t)at;
+		}
+		for (int k = 1; k < ne; k++) {
+			EdgeCand c = cand[k];
+			int p = k;
+			while (p > 0 && cand[p - 1].rank > c.rank) {
+				cand[p] = cand[p - 1];
+				p--;
+			}
+			cand[p] = c;
+		}
 	}
 	const PsLeaf *lv = g->leaves + g->lstart[i];
 	size_t nl = g->lstart[i + 1] - g->lstart[i];

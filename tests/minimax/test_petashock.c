@@ -43,7 +43,7 @@ static char *run_text(const char *input, bool shrink, PetashockStats *st)
 	snprintf(in, sizeof in, "%s/in.db", dir);
 	snprintf(out, sizeof out, "%s/out.db", dir);
 	assert_int_equal(ts_write_file(in, input, strlen(input)), 0);
-	PetashockOptions opt = {shrink, NULL, NULL};
+	PetashockOptions opt = {shrink, NULL, NULL, NULL, NULL};
 	int rc = petashock_run(st, in, out, &opt, err, sizeof err);
 	if (rc != 0) fail_msg("petashock_run: %d %s", rc, err);
 	char *text = ts_read_file(out, NULL);
@@ -209,6 +209,20 @@ static void test_petashock__exact_ties_follow_yaneuraou_generation_groups(void *
 				 "8c8d none -10 0\n",
 			     false, NULL);
 	assert_non_null(strstr(got, "b - 3\n8h7g none 10 1\n4i4h none 10 1\n1g1f none -500 0\n"));
+	free(got);
+}
+
+static void test_petashock__exact_ties_follow_yaneuraou_illegal_move_removal(void **state)
+{
+	(void)state;
+	/* YaneuraOu generates K5i-4h and K5i-4i (attacked by the rook) before the
+	 * gold's moves, then replaces each illegal move by the list's last one:
+	 * 9i9h ends up first, ahead of 5i5h. */
+	char *got = run_text(HDR "sfen 8k/9/5r3/9/9/9/9/9/G3K4 b - 1\n9i8i none -500 0\n"
+				 "sfen 8k/9/5r3/9/9/9/9/G8/4K4 w - 2\n1a1b none -10 0\n"
+				 "sfen 8k/9/5r3/9/9/9/9/4K4/G8 w - 2\n1a1b none -10 0\n",
+			     false, NULL);
+	assert_non_null(strstr(got, "b - 1\n9i9h none 10 1\n5i5h none 10 1\n9i8i none -500 0\n"));
 	free(got);
 }
 
@@ -549,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_petashock__a_position_and_its_colour_flip_are_one_node),
 		cmocka_unit_test(test_petashock__a_repeated_record_is_written_twice_and_the_later_one_counts),
 		cmocka_unit_test(test_petashock__exact_ties_follow_yaneuraou_generation_groups),
+		cmocka_unit_test(test_petashock__exact_ties_follow_yaneuraou_illegal_move_removal),
 		cmocka_unit_test(test_petashock__a_cycle_both_sides_prefer_stays_a_draw),
 		cmocka_unit_test(test_petashock__the_side_with_a_good_exit_leaves_the_cycle),
 		cmocka_unit_test(test_petashock__perpetual_check_without_an_exit_loses_for_the_checker),
