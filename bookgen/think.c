@@ -313,10 +313,26 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 			for (int i = 0; i < n; i++) busy += t.slots[i].busy_ms;
 			pthread_mutex_unlock(&t.mu);
 			double el = (now - start) / 1e3;
+			SelStats ss;
+			sel_get_stats(&ss, sel);
 			fprintf(opt->progress,
-				"think: %llu thought, %.1f/s, engines busy %.0f%%, elapsed %.0fs",
+				"think: %llu thought, %.1f/s, book %llu thought, engines busy %.0f%%, "
+				"elapsed %.0fs",
 				(unsigned long long)out->thought, out->thought / (el > 0 ? el : 1),
-				100.0 * busy / (n * (now - start)), el);
+				(unsigned long long)ss.thought, 100.0 * busy / (n * (now - start)), el);
+			/* The root's value and PV (the line to the next leaf; cheap: the
+			 * bounds make it a re-search of the PV). */
+			int rv;
+			bool has;
+			if (sel_root_value(&rv, &has, sel, 0) == 0 && has && sel_select(leaf, sel) == 1 &&
+			    leaf->root == 0) {
+				fprintf(opt->progress, ", root %+d pv", rv);
+				for (int j = 0; j < leaf->nmoves && j < 8; j++) {
+					char mv[USI_MOVE_MAX];
+					usi_move_write(leaf->moves[j], mv);
+					fprintf(opt->progress, " %s", mv);
+				}
+			}
 			if (opt->max_seconds > 0)
 				fprintf(opt->progress, ", eta %.0fs", opt->max_seconds - el);
 			else if (opt->max_positions && out->thought)
