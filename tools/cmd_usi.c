@@ -34,6 +34,7 @@ typedef struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool hold;           /* infinite/ponder: keep the bestmove until released */
+	bool infinite;       /* go infinite: only stop releases it */
 	bool released;       /* stop or ponderhit arrived */
 	pthread_mutex_t out; /* serialises stdout */
 } Usi;
@@ -135,7 +136,7 @@ static void ponderhit(Usi *u)
 	engine_ponderhit(u->engine);
 	pthread_mutex_lock(&u->lock);
 	/* A pondering search becomes a normal one: its bestmove may go out. */
-	if (u->hold && u->lim.hard_ms) u->released = true;
+	if (u->hold && !u->infinite) u->released = true;
 	pthread_cond_signal(&u->cond);
 	pthread_mutex_unlock(&u->lock);
 }
@@ -214,6 +215,7 @@ static void go(Usi *u, char *args)
 	u->lim = lim;
 	memcpy(&u->search_pos, &u->pos, sizeof u->pos);
 	u->hold = infinite || ponder;
+	u->infinite = infinite;
 	u->released = false;
 	if (ponder) engine_set_pondering(u->engine);
 	if (pthread_create(&u->thread, NULL, search_main, u) != 0) {

@@ -140,6 +140,26 @@ static void test_usi_cmd__time_controls_end_the_search(void **state)
 	free(out);
 }
 
+static void test_usi_cmd__ponder_answers_only_after_ponderhit(void **state)
+{
+	(void)state;
+	char *out;
+	/* The depth-3 search ends at once, but a pondering engine waits. */
+	int rc = run_usi("printf 'position startpos\\ngo ponder depth 3\\n'; sleep 0.3; "
+	                 "printf 'isready\\n'; sleep 0.1; printf 'ponderhit\\n'; sleep 0.3; "
+	                 "printf 'isready\\n'; sleep 0.1; printf 'quit\\n'",
+	                 &out);
+	assert_int_equal(rc, 0);
+	const char *first = strstr(out, "readyok");
+	assert_non_null(first);
+	const char *best = strstr(out, "bestmove");
+	assert_non_null(best);
+	assert_true(first < best);
+	assert_non_null(strstr(best, "readyok"));
+	assert_bestmove_legal(out, "startpos");
+	free(out);
+}
+
 static void test_usi_cmd__multipv_option_gives_k_lines(void **state)
 {
 	(void)state;
@@ -251,6 +271,7 @@ int main(void)
 	    cmocka_unit_test(test_usi_cmd__go_infinite_holds_bestmove_until_stop),
 	    cmocka_unit_test(test_usi_cmd__quit_during_a_search_exits_0),
 	    cmocka_unit_test(test_usi_cmd__time_controls_end_the_search),
+	    cmocka_unit_test(test_usi_cmd__ponder_answers_only_after_ponderhit),
 	    cmocka_unit_test(test_usi_cmd__multipv_option_gives_k_lines),
 	    cmocka_unit_test(test_usi_cmd__mated_resigns_and_declaration_wins),
 	    cmocka_unit_test(test_usi_cmd__bad_position_is_reported_and_the_old_one_kept),
