@@ -13,19 +13,21 @@
 #include "shogi/position.h"
 #include "tools/commands.h"
 
-/* Sort key of a move: rank by value, else eval, else count; unknown last. */
-static long long move_rank(const BookRecord *rec, const BookMove *m)
+/* Best first: by minimax value when minimax has run, else moves with an eval
+ * by eval, then games played; ties by move number for a stable order. */
+static int cmp_moves(const void *pa, const void *pb, void *ctx)
 {
-	if (rec->flags & BOOKDB_REC_MINIMAX) return (long long)m->value << 32;
-	if (m->flags & BOOKDB_MOVE_EVAL) return ((long long)m->eval << 32) + m->count;
-	return (long long)INT16_MIN * 2 * (1LL << 32) + m->count;
-}
-
-static int cmp_moves(const void *a, const void *b, void *ctx)
-{
-	long long ra = move_rank(ctx, a), rb = move_rank(ctx, b);
-	if (ra != rb) return ra > rb ? -1 : 1;
-	return (int)((const BookMove *)a)->move - (int)((const BookMove *)b)->move;
+	const BookRecord *rec = ctx;
+	const BookMove *a = pa, *b = pb;
+	if (rec->flags & BOOKDB_REC_MINIMAX) {
+		if (a->value != b->value) return a->value > b->value ? -1 : 1;
+	} else {
+		int ea = (a->flags & BOOKDB_MOVE_EVAL) != 0, eb = (b->flags & BOOKDB_MOVE_EVAL) != 0;
+		if (ea != eb) return ea ? -1 : 1;
+		if (ea && a->eval != b->eval) return a->eval > b->eval ? -1 : 1;
+	}
+	if (a->count != b->count) return a->count > b->count ? -1 : 1;
+	return (int)a->move - (int)b->move;
 }
 
 int cmd_query(int argc, char **argv)

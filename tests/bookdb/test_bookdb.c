@@ -673,6 +673,52 @@ static void test_bookdb__synth_book_has_transpositions_and_cycles(void **state)
 	free(dir);
 }
 
+static void test_bookdb__query_and_stats_show_minimax_values_once_stored(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[4200], err[BOOKDB_ERRLEN];
+	snprintf(path, sizeof path, "%s/book", dir);
+	BookDB *db;
+	BookTxn *txn;
+	static Position pos;
+	static BookRecord rec;
+	uint64_t rng = 17;
+	pos_set_startpos(&pos);
+	random_record(&rec, &pos, &rng, 5, 0);
+	rec.flags |= BOOKDB_REC_MINIMAX;
+	const int values[5] = {10, 55, -30, 55, 0}; /* moves 1 and 3 tie: move number decides */
+	for (int i = 0; i < 5; i++) {
+		rec.moves[i].value = (int16_t)values[i];
+		rec.moves[i].dist = (uint16_t)(i + 1);
+		rec.moves[i].eval = (int16_t)(100 - values[i]); /* eval order is the reverse */
+	}
+	assert_int_equal(bookdb_open(&db, path, NULL, err), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_put(txn, pos_key(&pos), &rec), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+
+	json_t *q = run_json("%s query %s '%s' --json", path, "startpos");
+	assert_int_equal(json_integer_value(json_object_get(q, "value")), 55);
+	json_t *mv = json_object_get(q, "moves");
+	assert_int_equal(json_array_size(mv), 5);
+	Move best = rec.moves[1].move < rec.moves[3].move ? rec.moves[1].move : rec.moves[3].move;
+	char usi[USI_MOVE_MAX];
+	usi_move_write(best, usi);
+	assert_string_equal(json_string_value(json_object_get(q, "bestmove")), usi);
+	const int sorted[5] = {55, 55, 10, 0, -30};
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(json_integer_value(json_object_get(json_array_get(mv, (size_t)i), "value")),
+				 sorted[i]);
+	json_decref(q);
+	json_t *st = run_json("%s stats %s --json%s", path, "");
+	assert_int_equal(json_integer_value(json_object_get(st, "root_value")), 55);
+	assert_int_equal(json_integer_value(json_object_get(st, "leaves")), 1);
+	json_decref(st);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_bookdb__check_names_bad_records(void **state)
 {
 	(void)state;
@@ -786,6 +832,7 @@ int main(void)
 		cmocka_unit_test(test_bookdb__killed_writer_loses_at_most_its_open_batch),
 		cmocka_unit_test(test_bookdb__commands_report_a_synth_book),
 		cmocka_unit_test(test_bookdb__synth_book_has_transpositions_and_cycles),
+		cmocka_unit_test(test_bookdb__query_and_stats_show_minimax_values_once_stored),
 		cmocka_unit_test(test_bookdb__check_names_bad_records),
 		cmocka_unit_test(test_bookdb__readers_work_while_a_writer_holds_a_batch),
 	};
