@@ -204,6 +204,7 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 
 	double start = now_ms(), last_commit = start, last_progress = start;
 	int inflight = 0, consecutive_failures = 0;
+	size_t next_first = 0;
 	char last_error[SEARCH_ERRLEN] = "";
 	bool exhausted = false;
 	for (;;) {
@@ -218,6 +219,23 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 			if (opt->max_positions && out->thought + (uint64_t)inflight >= opt->max_positions)
 				break;
 			pthread_mutex_unlock(&t.mu);
+			bool forced = false;
+			while (next_first < opt->nfirst && !forced) {
+				const char *spec = opt->first[next_first++];
+				if (position_parse(s->pos, spec, NULL) < 0) continue; /* checked by caller */
+				Key k = pos_key(s->pos);
+				if (sel_is_thought(sel, k) || sel_is_leased(sel, k)) continue;
+				s->key = k;
+				forced = true;
+			}
+			if (forced) {
+				pthread_mutex_lock(&t.mu);
+				sel_lease(sel, s->key);
+				s->state = SLOT_BUSY;
+				inflight++;
+				pthread_cond_broadcast(&t.work_cv);
+				continue;
+			}
 			rc = sel_select(leaf, sel);
 			pthread_mutex_lock(&t.mu);
 			if (rc < 0) {

@@ -46,6 +46,11 @@ typedef struct {
 	const char *const *roots; /* position specs; NULL/0: the start position */
 	int nroots;
 	FILE *progress;          /* a status line about once a second; NULL: none */
+	/* Position specs to think first, in order (--from-kifu: the positions
+	 * along game records), each skipped when already thought or in flight;
+	 * then the selector takes over. */
+	const char *const *first;
+	size_t nfirst;
 } ThinkOptions;
 
 typedef struct {

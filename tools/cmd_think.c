@@ -2,8 +2,11 @@
  * joseki think BOOK [--engine builtin|PATH] [--usi-option N=V]... [--engines N]
  *                   [--nodes N|--movetime MS|--depth D] [--multipv K]
  *                   [--positions N] [--time S] [--kif-bonus CP] [--quiet]
+ *                   [--from-kifu FILE [--max-ply N]]
  *
- * The generation loop (bookgen/think.h). Ctrl-C / SIGTERM stop cleanly: the
+ * The generation loop (bookgen/think.h). --from-kifu thinks the positions
+ * along the games of FILE first (CSA if it ends in .csa, else USI lines), up
+ * to --max-ply (128) moves into each game. Ctrl-C / SIGTERM stop cleanly: the
  * engines are told to stop, finished answers are committed, exit 0. Ends with
  * one stdout line: "think thought N failed F time_s T per_s R busy_pct B
  * root_value V commits C exhausted 0|1".
@@ -16,6 +19,9 @@
 #include "bookdb/bookdb.h"
 #include "bookgen/selector.h"
 #include "bookgen/think.h"
+#include "ingest/csa.h"
+#include "ingest/replay.h"
+#include "shogi/notation.h"
 #include "search/builtin.h"
 #include "search/usi_engine.h"
 #include "tools/commands.h"
@@ -32,6 +38,110 @@ static void on_signal(int sig)
 	think_stop_flag = 1;
 }
 
+/* Positions along game records, as SFENs (--from-kifu). */
+typedef struct {
+	char **specs;
+	size_t n, cap;
+	int max_ply;
+} KifuList;
+
+static int kifu_add(KifuList *k, const Position *pos)
+{
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 256;
+		char **p = realloc(k->specs, cap * sizeof *p);
+		if (!p) return -1;
+		k->specs = p;
+		k->cap = cap;
+	}
+	char sfen[SFEN_MAX];
+	sfen_write(pos, sfen, sizeof sfen);
+	if (!(k->specs[k->n] = strdup(sfen))) return -1;
+	k->n++;
+	return 0;
+}
+
+static int kifu_move(void *ctx, const Position *before, Move m, size_t index)
+{
+	KifuList *k = ctx;
+	(void)m;
+	if ((int)index >= k->max_ply) return 1; /* far enough: stop this game */
+	return kifu_add(k, before) < 0 ? -1 : 0;
+}
+
+/* Each position of the games in path (CSA records if the name ends in .csa,
+ * else one USI game per line: "startpos moves ...", "sfen ... moves ..."), up
+ * to max_ply moves into each game, the position after the last move too. */
+static int kifu_read(KifuList *k, const char *path)
+{
+	Position *pos = malloc(sizeof *pos);
+	ReplayResult res;
+	int ret = -1;
+	size_t len = strlen(path);
+	if (!pos) return -1;
+	if (len > 4 && !strcmp(path + len - 4, ".csa")) {
+		CsaReader *r = NULL;
+		CsaRecord *rec = NULL;
+		if (csa_reader_open_file(&r, path) < 0) {
+			joseki_error("think: cannot read kifu '%s'", path);
+			goto out;
+		}
+		int rc;
+		while ((rc = csa_reader_next(r, &rec)) != CSA_EOF) {
+			if (rc < 0) {
+				joseki_error("think: kifu %s", csa_reader_error(r));
+				csa_reader_free(r);
+				goto out;
+			}
+			rc = replay_csa(&res, pos, rec, kifu_move, k);
+			csa_record_free(rec);
+			if (rc < 0) {
+				joseki_error("think: kifu '%s': %s", path, res.error);
+				csa_reader_free(r);
+				goto out;
+			}
+			if (rc == 0 && res.plies < k->max_ply && kifu_add(k, pos) < 0) {
+				csa_reader_free(r);
+				goto out;
+			}
+		}
+		csa_reader_free(r);
+		ret = 0;
+		goto out;
+	}
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		joseki_error("think: cannot open kifu '%s'", path);
+		goto out;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int lineno = 0;
+	ret = 0;
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ')) n--;
+		if (!n || line[0] == '#') continue;
+		int rc = replay_usi(&res, pos, line, (size_t)n, lineno, kifu_move, k);
+		if (rc < 0 || res.error[0]) {
+			joseki_error("think: kifu %s line %d: %s", path, lineno,
+				     res.error[0] ? res.error : "unreadable");
+			ret = -1;
+			break;
+		}
+		if (rc == 0 && res.plies < k->max_ply && kifu_add(k, pos) < 0) {
+			ret = -1;
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+out:
+	free(pos);
+	return ret;
+}
+
 static int parse_u64(uint64_t *out, const char *s, const char *opt)
 {
 	char *end;
@@ -46,7 +156,8 @@ static int parse_u64(uint64_t *out, const char *s, const char *opt)
 
 int cmd_think(int argc, char **argv)
 {
-	const char *book = NULL, *engine = "builtin";
+	const char *book = NULL, *engine = "builtin", *kifu = NULL;
+	uint64_t max_ply = 128;
 	UsiOption uopts[THINK_MAX_OPTIONS];
 	int nuopts = 0, quiet = 0;
 	uint64_t nengines = 1, multipv = 8, positions = 0, seconds = 0, amount = 0;
@@ -58,6 +169,10 @@ int cmd_think(int argc, char **argv)
 		bool has = i + 1 < argc;
 		if (!strcmp(a, "--quiet")) quiet = 1;
 		else if (!strcmp(a, "--engine") && has) engine = argv[++i];
+		else if (!strcmp(a, "--from-kifu") && has) kifu = argv[++i];
+		else if (!strcmp(a, "--max-ply") && has) {
+			if (parse_u64(&max_ply, argv[++i], a) < 0) return 2;
+		}
 		else if (!strcmp(a, "--usi-option") && has) {
 			char *eq = strchr(argv[++i], '=');
 			if (!eq || eq == argv[i] || nuopts >= THINK_MAX_OPTIONS) {
@@ -121,6 +236,7 @@ int cmd_think(int argc, char **argv)
 
 	int ret = 1;
 	BookDB *db = NULL;
+	KifuList kl = {.max_ply = max_ply > 100000 ? 100000 : (int)max_ply};
 	SearchEngine **engines = calloc(nengines, sizeof *engines);
 	char err[THINK_ERRLEN > BOOKDB_ERRLEN ? THINK_ERRLEN : BOOKDB_ERRLEN];
 	if (!engines) {
@@ -135,6 +251,7 @@ int cmd_think(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
+	if (kifu && kifu_read(&kl, kifu) < 0) goto done;
 	if (bookdb_open(&db, book, NULL, err) < 0) {
 		joseki_error("think: %s", err);
 		goto done;
@@ -174,6 +291,8 @@ int cmd_think(int argc, char **argv)
 		.stop = &think_stop_flag,
 		.kif_bonus = (int)kif_bonus,
 		.progress = quiet ? NULL : stderr,
+		.first = (const char *const *)kl.specs,
+		.nfirst = kl.n,
 	};
 	ThinkStats st;
 	int rc = think_run(&st, db, &opt, err);
@@ -190,6 +309,8 @@ int cmd_think(int argc, char **argv)
 done:
 	for (uint64_t i = 0; i < nengines; i++) search_free(engines[i]);
 	free(engines);
+	for (size_t i = 0; i < kl.n; i++) free(kl.specs[i]);
+	free(kl.specs);
 	bookdb_free(db);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);

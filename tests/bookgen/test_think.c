@@ -104,8 +104,9 @@ static SearchEngine *fake_new(FakeLog *log, FakeMode mode)
 }
 
 /* Runs the loop with n fake engines. */
-static int run(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeMode mode,
-	       uint64_t positions, const volatile sig_atomic_t *stop)
+static int run_first(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeMode mode,
+		     uint64_t positions, const volatile sig_atomic_t *stop,
+		     const char *const *first, size_t nfirst)
 {
 	BookDB *db = NULL;
 	char err[THINK_ERRLEN];
@@ -119,11 +120,19 @@ static int run(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeMode mo
 			    .max_positions = positions,
 			    .stop = stop,
 			    .commit_every = 4,
-			    .kif_bonus = 100};
+			    .kif_bonus = 100,
+			    .first = first,
+			    .nfirst = nfirst};
 	int rc = think_run(st, db, &opt, err);
 	for (int i = 0; i < n; i++) search_free(engines[i]);
 	bookdb_free(db);
 	return rc;
+}
+
+static int run(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeMode mode,
+	       uint64_t positions, const volatile sig_atomic_t *stop)
+{
+	return run_first(st, dir, log, n, mode, positions, stop, NULL, 0);
 }
 
 static uint64_t count_thought(const char *dir)
@@ -231,6 +240,44 @@ static void test_bookgen__think_stops_on_flag_exhaustion_and_failing_engines(voi
 	free(dir);
 }
 
+static Key spec_key(const char *spec)
+{
+	Position *pos = malloc(sizeof *pos);
+	assert_non_null(pos);
+	assert_int_equal(position_parse(pos, spec, NULL), 0);
+	Key k = pos_key(pos);
+	free(pos);
+	return k;
+}
+
+static void test_bookgen__think_takes_the_given_positions_first(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	FakeLog *log = calloc(1, sizeof *log);
+	assert_non_null(log);
+	pthread_mutex_init(&log->mu, NULL);
+	static const char *const first[] = {"startpos moves 7g7f 3c3d", "startpos moves 2g2f",
+					    "startpos moves 7g7f 3c3d", "startpos moves 2g2f"};
+	ThinkStats st;
+	/* One engine, so the order of the log is the order of sending. */
+	assert_int_equal(run_first(&st, dir, log, 1, FAKE_NORMAL, 5, NULL, first, 4), 0);
+	assert_int_equal(st.thought, 5);
+	assert_int_equal(log->n, 5);
+	assert_distinct(log);
+	assert_true(key_equal(log->keys[0], spec_key(first[0])));
+	assert_true(key_equal(log->keys[1], spec_key(first[1])));
+	assert_true(key_equal(log->keys[2], spec_key("startpos"))); /* then the selector */
+	/* Already thought: skipped on the next run. */
+	assert_int_equal(run_first(&st, dir, log, 1, FAKE_NORMAL, 1, NULL, first, 4), 0);
+	assert_int_equal(log->n, 6);
+	assert_distinct(log);
+	pthread_mutex_destroy(&log->mu);
+	free(log);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static unsigned long long field(const char *out, const char *name)
 {
 	const char *p = strstr(out, name);
@@ -304,13 +351,72 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	free(dir);
 }
 
+static void test_bookgen__think_command_from_kifu(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char *out = NULL, *err = NULL, path[4096];
+	snprintf(path, sizeof path, "%s/games.usi", dir);
+	static const char games[] = "# two games\nstartpos moves 7g7f 3c3d 2g2f\n"
+				    "startpos moves 7g7f 8c8d\n";
+	assert_int_equal(ts_write_file(path, games, sizeof games - 1), 0);
+	/* Positions along the games: start, 7g7f, 7g7f 3c3d, ... 2g2f, 7g7f 8c8d:
+	 * five distinct, all thought before anything else. */
+	int rc = ts_runf(&out, &err, "%s think %s/b --from-kifu %s --depth 1 --multipv 2 --positions 5 --quiet",
+			 ts_joseki(), dir, path);
+	assert_int_equal(rc, 0);
+	assert_int_equal(field(out, "think thought "), 5);
+	free(out);
+	free(err);
+	static const char *const along[] = {"startpos", "startpos moves 7g7f",
+					    "startpos moves 7g7f 3c3d",
+					    "startpos moves 7g7f 3c3d 2g2f",
+					    "startpos moves 7g7f 8c8d"};
+	for (size_t i = 0; i < 5; i++) {
+		rc = ts_runf(&out, &err, "%s query %s/b '%s' --json", ts_joseki(), dir, along[i]);
+		assert_int_equal(rc, 0);
+		assert_non_null(strstr(out, "\"in_book\":true"));
+		assert_null(strstr(out, "\"bestmove\":null"));
+		free(out);
+		free(err);
+	}
+	/* CSA records: the first three positions of a floodgate game. */
+	rc = ts_runf(&out, &err,
+		     "%s think %s/c --from-kifu 'tests/data/floodgate/"
+		     "wdoor+floodgate-300-10F+10b_n003_1060+40b_n007_1050Ti+20210405160009.csa' "
+		     "--max-ply 3 --depth 1 --positions 3 --quiet",
+		     ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	assert_int_equal(field(out, "think thought "), 3);
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s query %s/c startpos --json", ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "\"in_book\":true"));
+	free(out);
+	free(err);
+	/* A bad game names the file and line. */
+	static const char bad[] = "startpos moves 7g7f 7g7f\n";
+	assert_int_equal(ts_write_file(path, bad, sizeof bad - 1), 0);
+	rc = ts_runf(&out, &err, "%s think %s/b --from-kifu %s --depth 1 --quiet", ts_joseki(), dir,
+		     path);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "line 1"));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bookgen__think_grows_the_book_and_resumes_without_repeats),
 		cmocka_unit_test(test_bookgen__think_stops_on_flag_exhaustion_and_failing_engines),
+		cmocka_unit_test(test_bookgen__think_takes_the_given_positions_first),
 		cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
+		cmocka_unit_test(test_bookgen__think_command_from_kifu),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
