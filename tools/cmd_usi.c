@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bookdb/bookdb.h"
+#include "bookdb/record.h"
 #include "search/engine.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -37,6 +39,8 @@ typedef struct {
 	bool infinite;       /* go infinite: only stop releases it */
 	bool released;       /* stop or ponderhit arrived */
 	pthread_mutex_t out; /* serialises stdout */
+	BookDB *book;        /* --book: answer from the book when it knows the position */
+	BookRecord *rec;
 } Usi;
 
 static void say(Usi *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -152,6 +156,39 @@ static bool next_num(char **save, int64_t *out)
 	return true;
 }
 
+/* Orders book moves as `joseki query` does: minimax value, else engine eval
+ * (evaluated moves first), then games played. True if a > b. */
+static bool book_better(const BookRecord *rec, const BookMove *a, const BookMove *b)
+{
+	if (rec->flags & BOOKDB_REC_MINIMAX) {
+		if (a->value != b->value) return a->value > b->value;
+	} else {
+		bool ea = a->flags & BOOKDB_MOVE_EVAL, eb = b->flags & BOOKDB_MOVE_EVAL;
+		if (ea != eb) return ea;
+		if (ea && a->eval != b->eval) return a->eval > b->eval;
+	}
+	if (a->count != b->count) return a->count > b->count;
+	return a->move < b->move;
+}
+
+/* The book's best legal move for the current position, or MOVE_NONE. */
+static Move book_move(Usi *u)
+{
+	if (!u->book) return MOVE_NONE;
+	BookTxn *txn;
+	if (bookdb_txn_begin(&txn, u->book, false) < 0) return MOVE_NONE;
+	int rc = bookdb_get(u->rec, txn, pos_key(&u->pos));
+	bookdb_txn_abort(txn);
+	if (rc < 0) return MOVE_NONE;
+	const BookMove *best = NULL;
+	for (int i = 0; i < u->rec->nmoves; i++) {
+		const BookMove *m = &u->rec->moves[i];
+		if (!pos_is_legal(&u->pos, m->move)) continue;
+		if (!best || book_better(u->rec, m, best)) best = m;
+	}
+	return best ? best->move : MOVE_NONE;
+}
+
 static void go(Usi *u, char *args)
 {
 	stop_search(u);
@@ -190,6 +227,14 @@ static void go(Usi *u, char *args)
 	}
 	if (pos_declaration_ok(&u->pos)) {
 		say(u, "bestmove win");
+		return;
+	}
+	Move bm = infinite || ponder ? MOVE_NONE : book_move(u);
+	if (bm != MOVE_NONE) {
+		char mv[USI_MOVE_MAX];
+		usi_move_write(bm, mv);
+		say(u, "info string book move %s", mv);
+		say(u, "bestmove %s", mv);
 		return;
 	}
 	EngineLimits lim = {.multipv = u->multipv};
@@ -328,31 +373,53 @@ static int usi_loop(Usi *u)
 
 int cmd_usi(int argc, char **argv)
 {
-	if (argc > 1) {
-		joseki_error("usi: unexpected argument '%s'\nusage: joseki usi", argv[1]);
-		return 2;
+	const char *book = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--book") && i + 1 < argc && !book) {
+			book = argv[++i];
+		} else {
+			joseki_error(
+			    "usi: unexpected argument '%s'\nusage: joseki usi [--book BOOK]",
+			    argv[i]);
+			return 2;
+		}
 	}
 	Usi *u = calloc(1, sizeof *u);
 	if (!u) {
 		joseki_error("usi: out of memory");
 		return 1;
 	}
+	int rc = 1;
 	u->hash_mb = ENGINE_HASH_DEFAULT_MB;
 	u->multipv = 1;
+	if (book) {
+		char err[BOOKDB_ERRLEN];
+		BookDBOptions opt = {.read_only = true};
+		if (bookdb_open(&u->book, book, &opt, err) < 0) {
+			joseki_error("usi: %s", err);
+			goto done;
+		}
+		if (!(u->rec = malloc(sizeof *u->rec))) {
+			joseki_error("usi: out of memory");
+			goto done;
+		}
+	}
 	if (engine_new(&u->engine, u->hash_mb) < 0) {
 		joseki_error("usi: out of memory");
-		free(u);
-		return 1;
+		goto done;
 	}
 	pos_set_startpos(&u->pos);
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_mutex_init(&u->out, NULL);
 	pthread_cond_init(&u->cond, NULL);
-	int rc = usi_loop(u);
+	rc = usi_loop(u);
 	pthread_cond_destroy(&u->cond);
 	pthread_mutex_destroy(&u->out);
 	pthread_mutex_destroy(&u->lock);
+done:
 	engine_free(u->engine);
+	free(u->rec);
+	bookdb_free(u->book);
 	free(u);
 	return rc;
 }

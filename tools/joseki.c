@@ -15,7 +15,7 @@ static const struct {
 	{"fetch", cmd_fetch, "BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR] [filters] [--json]   download floodgate days and ingest them"},
 	{"select", cmd_select, "BOOK [--count N] [--json] [--roots FILE] [--window CP] [--kif-bonus CP]   leaves the selector would send next"},
 	{"think", cmd_think, "BOOK [--engine builtin|PATH] [--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] [--positions N] [--time S]   grow the book"},
-	{"usi", cmd_usi, "   the built-in engine as a USI engine on stdin/stdout"},
+	{"usi", cmd_usi, "[--book BOOK]   the built-in engine as a USI engine on stdin/stdout"},
 	{"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},
 	{"ingest", cmd_ingest, "BOOK INPUT... [filters] [--json]   add game records to the book"},
 	{"import", cmd_import, "BOOK FILE.db [--json]   merge a YaneuraOu DB2016 book"},

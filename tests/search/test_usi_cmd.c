@@ -212,6 +212,49 @@ static void test_usi_cmd__bad_position_is_reported_and_the_old_one_kept(void **s
 	free(out);
 }
 
+static void test_usi_cmd__book_answers_known_positions_and_searches_the_rest(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	assert_non_null(dir);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s synth %s/book --positions 200 --quiet", ts_joseki(), dir), 0);
+	char *out;
+	/* The start position is in every synthetic book; the lone kings are not. */
+	int rc =
+	    ts_runf(&out, NULL,
+	            "printf 'position startpos\\ngo depth 3\\nposition sfen 4k4/9/9/9/9/9/9/9/4K4 "
+	            "b - 1\\ngo depth 2\\n' | %s usi --book %s/book",
+	            ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	const char *book = strstr(out, "info string book move ");
+	assert_non_null(book);
+	char mv[USI_MOVE_MAX + 1] = "";
+	assert_int_equal(sscanf(book, "info string book move %6s", mv), 1);
+	char want[32];
+	snprintf(want, sizeof want, "\nbestmove %s\n", mv);
+	const char *first = strstr(out, want);
+	assert_non_null(first);
+	/* No search before the book answer; a search for the second position. */
+	assert_null(strstr(out, "info depth 3 "));
+	assert_non_null(strstr(first, "info depth 2 "));
+	assert_int_equal(count_lines_starting(out, "bestmove "), 2);
+	static Position pos;
+	char err[SHOGI_ERRLEN];
+	Move m;
+	assert_int_equal(position_parse(&pos, "startpos", err), 0);
+	assert_int_equal(usi_move_parse_legal(&m, &pos, mv, strlen(mv), err), 0);
+	free(out);
+	/* A book that does not exist is an error. */
+	char *errs;
+	assert_int_equal(
+	    ts_runf(NULL, &errs, "printf 'quit\\n' | %s usi --book %s/none", ts_joseki(), dir), 1);
+	assert_non_null(strstr(errs, "joseki: usi: "));
+	free(errs);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* The compiled-in bench list is the fixture file, line for line. */
 static void test_usi_cmd__bench_list_matches_the_fixture(void **state)
 {
@@ -275,6 +318,7 @@ int main(void)
 	    cmocka_unit_test(test_usi_cmd__multipv_option_gives_k_lines),
 	    cmocka_unit_test(test_usi_cmd__mated_resigns_and_declaration_wins),
 	    cmocka_unit_test(test_usi_cmd__bad_position_is_reported_and_the_old_one_kept),
+	    cmocka_unit_test(test_usi_cmd__book_answers_known_positions_and_searches_the_rest),
 	    cmocka_unit_test(test_usi_cmd__bench_list_matches_the_fixture),
 	    cmocka_unit_test(test_usi_cmd__bench_node_count_is_deterministic),
 	};
