@@ -2,11 +2,12 @@
  * joseki think BOOK [--engine builtin|PATH] [--usi-option N=V]... [--engines N]
  *                   [--nodes N|--movetime MS|--depth D] [--multipv K]
  *                   [--positions N] [--time S] [--kif-bonus CP] [--quiet]
- *                   [--from-kifu FILE [--max-ply N]]
+ *                   [--from-kifu FILE [--max-ply N]] [--extend]
  *
  * The generation loop (bookgen/think.h). --from-kifu thinks the positions
  * along the games of FILE first (CSA if it ends in .csa, else USI lines), up
- * to --max-ply (128) moves into each game. Ctrl-C / SIGTERM stop cleanly: the
+ * to --max-ply (128) moves into each game; --extend then the positions just
+ * past the end of the book in ingested games. Ctrl-C / SIGTERM stop cleanly: the
  * engines are told to stop, finished answers are committed, exit 0. Ends with
  * one stdout line: "think thought N failed F time_s T per_s R busy_pct B
  * root_value V commits C exhausted 0|1".
@@ -142,6 +143,90 @@ out:
 	return ret;
 }
 
+typedef struct {
+	char *spec;
+	uint32_t count;
+} ExtPos;
+
+static int cmp_ext(const void *a, const void *b)
+{
+	const ExtPos *x = a, *y = b;
+	return x->count != y->count ? (x->count > y->count ? -1 : 1) : strcmp(x->spec, y->spec);
+}
+
+/*
+ * --extend (Shiba's extension): the positions just past the end of the book
+ * in ingested games: children, by a move played in games, of thought positions
+ * that are not thought themselves; most played first.
+ */
+static int extend_read(KifuList *k, BookDB *db)
+{
+	BookTxn *txn = NULL;
+	BookIter *it = NULL;
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	ExtPos *ext = NULL;
+	size_t next = 0, cap = 0;
+	int ret = -1;
+	if (!rec || !pos || bookdb_txn_begin(&txn, db, false) < 0 || bookdb_iter_open(&it, txn) < 0)
+		goto out;
+	Key key;
+	const uint8_t *val;
+	size_t len;
+	int rc;
+	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
+		if (!len || !(val[0] & BOOKDB_REC_THOUGHT)) continue;
+		if (bookdb_record_decode(rec, val, len) < 0 || bookdb_record_position(pos, rec, NULL) < 0)
+			continue; /* joseki check reports such records */
+		for (int i = 0; i < rec->nmoves; i++) {
+			const BookMove *m = &rec->moves[i];
+			if (!(m->flags & BOOKDB_MOVE_STATS) || !m->count || !pos_is_legal(pos, m->move))
+				continue;
+			const uint8_t *cv;
+			size_t cl;
+			if (bookdb_get_raw(&cv, &cl, txn, pos_key_after(pos, m->move)) == 0 && cl &&
+			    (cv[0] & BOOKDB_REC_THOUGHT))
+				continue;
+			if (next == cap) {
+				size_t nc = cap ? cap * 2 : 256;
+				ExtPos *p = realloc(ext, nc * sizeof *p);
+				if (!p) goto out;
+				ext = p;
+				cap = nc;
+			}
+			char sfen[SFEN_MAX];
+			pos_do_move(pos, m->move);
+			sfen_write(pos, sfen, sizeof sfen);
+			pos_undo_move(pos);
+			if (!(ext[next].spec = strdup(sfen))) goto out;
+			ext[next++].count = m->count;
+		}
+	}
+	if (rc < 0) goto out;
+	qsort(ext, next, sizeof *ext, cmp_ext);
+	for (size_t i = 0; i < next; i++) {
+		if (k->n == k->cap) {
+			size_t nc = k->cap ? k->cap * 2 : 256;
+			char **p = realloc(k->specs, nc * sizeof *p);
+			if (!p) goto out;
+			k->specs = p;
+			k->cap = nc;
+		}
+		k->specs[k->n++] = ext[i].spec; /* ownership moves to the list */
+		ext[i].spec = NULL;
+	}
+	ret = 0;
+out:
+	for (size_t i = 0; i < next; i++) free(ext[i].spec);
+	free(ext);
+	bookdb_iter_free(it);
+	bookdb_txn_abort(txn);
+	free(rec);
+	free(pos);
+	if (ret < 0) joseki_error("think: --extend: cannot read the book");
+	return ret;
+}
+
 static int parse_u64(uint64_t *out, const char *s, const char *opt)
 {
 	char *end;
@@ -159,7 +244,7 @@ int cmd_think(int argc, char **argv)
 	const char *book = NULL, *engine = "builtin", *kifu = NULL;
 	uint64_t max_ply = 128;
 	UsiOption uopts[THINK_MAX_OPTIONS];
-	int nuopts = 0, quiet = 0;
+	int nuopts = 0, quiet = 0, extend = 0;
 	uint64_t nengines = 1, multipv = 8, positions = 0, seconds = 0, amount = 0;
 	long kif_bonus = SEL_KIF_BONUS_DEFAULT;
 	SearchBudgetKind kind = SEARCH_BUDGET_NODES;
@@ -168,6 +253,7 @@ int cmd_think(int argc, char **argv)
 		const char *a = argv[i];
 		bool has = i + 1 < argc;
 		if (!strcmp(a, "--quiet")) quiet = 1;
+		else if (!strcmp(a, "--extend")) extend = 1;
 		else if (!strcmp(a, "--engine") && has) engine = argv[++i];
 		else if (!strcmp(a, "--from-kifu") && has) kifu = argv[++i];
 		else if (!strcmp(a, "--max-ply") && has) {
@@ -256,6 +342,7 @@ int cmd_think(int argc, char **argv)
 		joseki_error("think: %s", err);
 		goto done;
 	}
+	if (extend && extend_read(&kl, db) < 0) goto done;
 	for (uint64_t i = 0; i < nengines; i++) {
 		int rc;
 		if (!strcmp(engine, "builtin")) {

@@ -60,6 +60,7 @@ static void fill_record(BookRecord *rec, const TPos *tp)
 	}
 	for (int j = 0; j < 8 && tp->moves[j].mv; j++) {
 		BookMove *m = &rec->moves[rec->nmoves++];
+		memset(m, 0, sizeof *m);
 		assert_int_equal(usi_move_parse_legal(&m->move, pos, tp->moves[j].mv,
 						      strlen(tp->moves[j].mv), err),
 				 0);
@@ -519,6 +520,7 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 			rec->think_depth = 5;
 			for (int j = 0; j < n && j < 4; j++) {
 				BookMove *m = &rec->moves[rec->nmoves++];
+				memset(m, 0, sizeof *m);
 				m->move = legal[j];
 				m->flags = BOOKDB_MOVE_EVAL;
 				m->eval = (int16_t)((int)((seed + (unsigned)(step * 31 + j * 17)) % 400) - 200);

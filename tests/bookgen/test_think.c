@@ -20,6 +20,7 @@
 #include "bookdb/bookdb.h"
 #include "bookgen/think.h"
 #include "shogi/movegen.h"
+#include "shogi/notation.h"
 #include "shogi/position.h"
 #include "tests/support/support.h"
 
@@ -408,6 +409,92 @@ static void test_bookgen__think_command_from_kifu(void **state)
 	free(dir);
 }
 
+/* Puts the record of spec: thought when evals is set; moves given as USI with
+ * an eval (or none: INT_MIN) and a game count. */
+static void put_record(BookDB *db, const char *spec, bool thought, const char *const *moves,
+		       const int *evals, const int *counts, int n)
+{
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	BookTxn *txn = NULL;
+	assert_non_null(pos);
+	assert_non_null(rec);
+	assert_int_equal(position_parse(pos, spec, NULL), 0);
+	bookdb_record_init(rec, pos);
+	if (thought) {
+		rec->flags = BOOKDB_REC_THOUGHT;
+		rec->think_depth = 5;
+	}
+	for (int i = 0; i < n; i++) {
+		BookMove *m = &rec->moves[rec->nmoves++];
+		memset(m, 0, sizeof *m);
+		assert_int_equal(usi_move_parse_legal(&m->move, pos, moves[i], strlen(moves[i]), NULL), 0);
+		if (evals[i] != INT32_MIN) {
+			m->flags |= BOOKDB_MOVE_EVAL;
+			m->eval = (int16_t)evals[i];
+			m->depth = 5;
+		}
+		if (counts[i]) {
+			m->flags |= BOOKDB_MOVE_STATS;
+			m->count = (uint32_t)counts[i];
+		}
+	}
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_put(txn, pos_key(pos), rec), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	free(rec);
+	free(pos);
+}
+
+static void test_bookgen__think_command_extends_along_ingested_games(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[4096], *out = NULL, *err = NULL;
+	snprintf(book, sizeof book, "%s/b", dir);
+	BookDB *db = NULL;
+	char berr[BOOKDB_ERRLEN];
+	assert_int_equal(bookdb_open(&db, book, NULL, berr), 0);
+	/* The start position is thought: 2g2f has an engine value (the selector's
+	 * choice), 7g7f and 5g5f were played in games but only 5g5f's child is
+	 * thought: the book ends at 7g7f. */
+	static const char *const mv[] = {"2g2f", "7g7f", "5g5f"};
+	static const int ev[] = {50, INT32_MIN, INT32_MIN}, ct[] = {0, 3, 1};
+	put_record(db, "startpos", true, mv, ev, ct, 3);
+	static const char *const mv2[] = {"8c8d"};
+	static const int ev2[] = {-10}, ct2[] = {0};
+	put_record(db, "startpos moves 5g5f", true, mv2, ev2, ct2, 1);
+	bookdb_free(db);
+	int rc = ts_runf(&out, &err, "%s think %s --extend --depth 1 --multipv 2 --positions 1 --quiet",
+			 ts_joseki(), book);
+	assert_int_equal(rc, 0);
+	assert_int_equal(field(out, "think thought "), 1);
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s query %s 'startpos moves 7g7f' --json", ts_joseki(), book);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "\"in_book\":true"));
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s query %s 'startpos moves 2g2f' --json", ts_joseki(), book);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "\"in_book\":false"));
+	free(out);
+	free(err);
+	/* Without --extend the selector's leaf comes next. */
+	rc = ts_runf(&out, &err, "%s think %s --depth 1 --multipv 2 --positions 1 --quiet", ts_joseki(),
+		     book);
+	assert_int_equal(rc, 0);
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s query %s 'startpos moves 2g2f' --json", ts_joseki(), book);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "\"in_book\":true"));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -417,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_bookgen__think_takes_the_given_positions_first),
 		cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
 		cmocka_unit_test(test_bookgen__think_command_from_kifu),
+		cmocka_unit_test(test_bookgen__think_command_extends_along_ingested_games),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
