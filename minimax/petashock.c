@@ -32,72 +32,51 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "minimax/graph.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 
-#define PS_VALUE_INF 32767 /* beyond any clamped value */
-#define PS_VALUE_MAX 32000
-#define PS_DEPTH_MAX 9999           /* "repeats forever" */
-#define PS_DEPTH_PCHECKED 9998      /* perpetual check, seen from the checked side */
-#define PS_DEPTH_PCHECK 9997        /* perpetual check, seen from the checking side */
-#define PS_MAX_PLY 256              /* peel and loop-extraction sweeps; relax depth cap */
-#define PS_RELAX_SWEEPS (PS_MAX_PLY + 100)
-#define PS_NONE UINT32_MAX
+#define PS_VALUE_MAX MM_VALUE_MAX
+#define PS_DEPTH_PCHECK MM_DEPTH_PCHECK
+#define PS_NONE MM_NONE
 #define YO_LIST_MAX 1024 /* pseudo-legal moves of a position, with room to spare */
 
-enum { F_WHITE = 1, F_CHECKED = 2, F_LOOP = 4, F_CONST = 8, F_PATH = 16, F_SURVIVOR = 32 };
+/* F_WHITE: the record was White to move (the node is its Black-to-move
+ * form, so the core's MM_F_WHITE is never set and both draw values are 0). */
+enum { F_WHITE = 0x01, F_CHECKED = MM_F_CHECKED, F_LOOP = MM_F_LOOP };
 
-typedef struct {
-	int16_t value;
-	uint16_t depth;
-} Vd;
-
-/* One move of a node: an edge (next is a node) or a leaf (value, depth 0). */
-typedef struct {
-	uint16_t move; /* in the node's Black-to-move form */
-	int16_t value; /* leaf value (unused for edges) */
-	uint32_t next; /* child node, or PS_NONE for a leaf */
-} PsMove;
+typedef MmVd Vd;
+typedef MmMove PsMove; /* move in the node's Black-to-move form */
 
 typedef struct {
 	uint16_t move;
 	int16_t value;
 } PsLeaf;
 
-/* A probe slot: the node index and 32 more key bits, so that a miss rarely
- * touches the node's full key. */
 typedef struct {
-	uint32_t idx; /* PS_NONE: empty */
-	uint32_t fp;
-} Slot;
-
-/*
- * Key → node index, open addressing at load ≤ 1/2 over the nodes' own keys,
- * with a one-bit-per-key filter in front: most legal moves lead outside the
- * book, and the filter answers those from cache.
- */
-typedef struct {
-	Slot *slots;
-	size_t cap; /* power of two */
-	size_t n;
-	uint64_t *bloom;
-	size_t bloom_mask; /* bits - 1 */
-} KeyMap;
-
-typedef struct {
-	size_t n, cap;
-	uint8_t *flags;
-	Vd *vd;
+	MmGraph m; /* nodes and moves: the shared core (minimax/graph.h) */
+	size_t cap;
 	uint32_t *lstart; /* phase 1: leaves of node i are leaves[lstart[i]..lstart[i+1]) */
 	PsLeaf *leaves;
 	size_t nleaves, leaves_cap;
-	uint32_t *mstart; /* moves of node i are moves[mstart[i]..mstart[i+1]) */
-	PsMove *moves;
-	size_t nmoves, moves_cap;
 	Key *keys; /* White-to-move key of each node (while the map lives) */
 	uint64_t seen[1024]; /* scratch bitmap over 16-bit moves, kept all zero */
-	KeyMap map;
+	MmKeyMap map;
 } Graph;
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	return mm_grow(p, cap, need, elem) < 0 ? PETASHOCK_ENOMEM : 0;
+}
+
+static void graph_free(Graph *g)
+{
+	mm_graph_free(&g->m);
+	free(g->lstart);
+	free(g->leaves);
+	free(g->keys);
+	mm_map_free(&g->map);
+}
 
 const char *petashock_strerror(int code)
 {
@@ -153,125 +132,6 @@ static Move flip_move(Move m)
 	return move_make(SQ_NB - 1 - move_from(m), SQ_NB - 1 - move_to(m), move_is_promote(m));
 }
 
-/* ---- key map ---------------------------------------------------------------- */
-
-static inline size_t key_slot(Key k, size_t mask)
-{
-	uint64_t h = k.lo ^ (k.hi * 0x9e3779b97f4a7c15ULL);
-	h ^= h >> 29;
-	return (size_t)h & mask;
-}
-
-static inline uint32_t key_fp(Key k)
-{
-	return (uint32_t)(k.hi >> 32);
-}
-
-/* Rebuilds the table at twice the size from the nodes' keys. */
-static int map_rehash(KeyMap *m, const Key *keys)
-{
-	size_t nc = m->cap ? m->cap * 2 : 1024;
-	Slot *ns = malloc(nc * sizeof *ns);
-	if (!ns) return PETASHOCK_ENOMEM;
-	memset(ns, 0xff, nc * sizeof *ns);
-	for (size_t i = 0; i < m->cap; i++) {
-		Slot sl = m->slots[i];
-		if (sl.idx == PS_NONE) continue;
-		size_t s = key_slot(keys[sl.idx], nc - 1);
-		while (ns[s].idx != PS_NONE) s = (s + 1) & (nc - 1);
-		ns[s] = sl;
-	}
-	free(m->slots);
-	m->slots = ns;
-	m->cap = nc;
-	return 0;
-}
-
-/* Maps keys[idx] to idx; an existing entry is overwritten (the later record wins). */
-static int map_put(KeyMap *m, const Key *keys, uint32_t idx)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		int rc = map_rehash(m, keys);
-		if (rc < 0) return rc;
-	}
-	Key k = keys[idx];
-	uint32_t fp = key_fp(k);
-	size_t mask = m->cap - 1, s = key_slot(k, mask);
-	while (m->slots[s].idx != PS_NONE) {
-		if (m->slots[s].fp == fp && key_equal(keys[m->slots[s].idx], k)) {
-			m->slots[s].idx = idx;
-			return 0;
-		}
-		s = (s + 1) & mask;
-	}
-	m->slots[s].idx = idx;
-	m->slots[s].fp = fp;
-	m->n++;
-	return 0;
-}
-
-/* Builds the filter once every key is in (about 8 bits per key). */
-static int map_build_filter(KeyMap *m, const Key *keys, size_t n)
-{
-	size_t bits = 1024;
-	while (bits < n * 8) bits *= 2;
-	m->bloom = calloc(bits / 64, sizeof *m->bloom);
-	if (!m->bloom) return PETASHOCK_ENOMEM;
-	m->bloom_mask = bits - 1;
-	for (size_t i = 0; i < n; i++) {
-		size_t b = (size_t)keys[i].hi & m->bloom_mask;
-		m->bloom[b >> 6] |= 1ULL << (b & 63);
-	}
-	return 0;
-}
-
-static inline uint32_t map_get(const KeyMap *m, const Key *keys, Key k)
-{
-	size_t b = (size_t)k.hi & m->bloom_mask;
-	if (!(m->bloom[b >> 6] & (1ULL << (b & 63)))) return PS_NONE;
-	uint32_t fp = key_fp(k);
-	size_t mask = m->cap - 1, s = key_slot(k, mask);
-	while (m->slots[s].idx != PS_NONE) {
-		if (m->slots[s].fp == fp && key_equal(keys[m->slots[s].idx], k))
-			return m->slots[s].idx;
-		s = (s + 1) & mask;
-	}
-	return PS_NONE;
-}
-
-static void map_free(KeyMap *m)
-{
-	free(m->slots);
-	free(m->bloom);
-	memset(m, 0, sizeof *m);
-}
-
-/* ---- growable arrays --------------------------------------------------------- */
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap) return 0;
-	size_t nc = *cap ? *cap : 1024;
-	while (nc < need) nc *= 2;
-	void *np = realloc(*p, nc * elem);
-	if (!np) return PETASHOCK_ENOMEM;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
-
-static void graph_free(Graph *g)
-{
-	free(g->flags);
-	free(g->vd);
-	free(g->lstart);
-	free(g->leaves);
-	free(g->mstart);
-	free(g->moves);
-	free(g->keys);
-	map_free(&g->map);
-}
-
 /* ---- pass 1: records, keys, listed moves ----------------------------------- */
 
 /*
@@ -300,11 +160,11 @@ static Key flipped_key(const Position *pos)
 
 static int add_node(Graph *g, const Db2016Record *rec)
 {
-	if (g->n + 2 > g->cap) {
+	if (g->m.n + 2 > g->cap) {
 		size_t nc = g->cap ? g->cap * 2 : 1024;
-		uint8_t *f = realloc(g->flags, nc);
+		uint8_t *f = realloc(g->m.flags, nc);
 		if (!f) return PETASHOCK_ENOMEM;
-		g->flags = f;
+		g->m.flags = f;
 		uint32_t *ls = realloc(g->lstart, (nc + 1) * sizeof *ls);
 		if (!ls) return PETASHOCK_ENOMEM;
 		g->lstart = ls;
@@ -315,13 +175,13 @@ static int add_node(Graph *g, const Db2016Record *rec)
 	}
 	const Position *pos = rec->pos;
 	bool white = pos->side == WHITE;
-	uint32_t i = (uint32_t)g->n++;
+	uint32_t i = (uint32_t)g->m.n++;
 	/* The map is keyed by the White-to-move form, which is what a move from
 	 * a (Black-to-move) node leads to. */
 	g->keys[i] = white ? pos_key(pos) : flipped_key(pos);
-	int rc = map_put(&g->map, g->keys, i);
+	int rc = mm_map_put(&g->map, g->keys, i);
 	if (rc < 0) return rc;
-	g->flags[i] = (uint8_t)((white ? F_WHITE : 0) | (pos_in_check(pos) ? F_CHECKED : 0));
+	g->m.flags[i] = (uint8_t)((white ? F_WHITE : 0) | (pos_in_check(pos) ? F_CHECKED : 0));
 	g->lstart[i] = (uint32_t)g->nleaves;
 	rc = grow((void **)&g->leaves, &g->leaves_cap, g->nleaves + rec->nmoves, sizeof *g->leaves);
 	if (rc < 0) return rc;
@@ -485,7 +345,7 @@ static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converg
 	int n = movegen_legal(bpos, legal), ne = 0;
 	bool in_check = pos_in_check(bpos);
 	for (int k = 0; k < n; k++) {
-		uint32_t j = map_get(&g->map, g->keys, pos_key_after(bpos, legal[k]));
+		uint32_t j = mm_map_get(&g->map, g->keys, pos_key_after(bpos, legal[k]));
 		if (j == PS_NONE) continue;
 		EdgeCand c = {gen_rank(bpos, legal[k], in_check), legal[k], j};
 		int p = ne++;
@@ -516,9 +376,9 @@ static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converg
 	}
 	const PsLeaf *lv = g->leaves + g->lstart[i];
 	size_t nl = g->lstart[i + 1] - g->lstart[i];
-	int rc = grow((void **)&g->moves, &g->moves_cap, g->nmoves + (size_t)ne + nl, sizeof *g->moves);
+	int rc = grow((void **)&g->m.moves, &g->m.moves_cap, g->m.nmoves + (size_t)ne + nl, sizeof *g->m.moves);
 	if (rc < 0) return rc;
-	PsMove *base = g->moves + g->nmoves;
+	PsMove *base = g->m.moves + g->m.nmoves;
 	size_t cnt = 0;
 	for (int k = 0; k < ne; k++) {
 		bool listed = false;
@@ -538,193 +398,9 @@ static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converg
 		PsMove pm = {lv[l].move, lv[l].value, PS_NONE};
 		base[cnt++] = pm;
 	}
-	g->nmoves += cnt;
-	g->mstart[i + 1] = (uint32_t)g->nmoves;
+	g->m.nmoves += cnt;
+	g->m.mstart[i + 1] = (uint32_t)g->m.nmoves;
 	return 0;
-}
-
-/* ---- the backward analysis ---------------------------------------------------------- */
-
-/* "a is better than b" for the side choosing between two moves (§7.7). */
-static inline bool vd_better(Vd a, Vd b)
-{
-	if (a.value != b.value) return a.value > b.value;
-	if (a.depth == PS_DEPTH_PCHECK) return false;
-	if (b.depth == PS_DEPTH_PCHECK) return true;
-	if (a.value >= 0) return a.depth < b.depth;
-	return a.depth > b.depth;
-}
-
-static inline bool vd_equal(Vd a, Vd b)
-{
-	return a.value == b.value && a.depth == b.depth;
-}
-
-static inline Vd vd_for_parent(Vd best)
-{
-	Vd r = {(int16_t)-best.value,
-		(uint16_t)(best.depth + 1 > PS_DEPTH_MAX ? PS_DEPTH_MAX : best.depth + 1)};
-	return r;
-}
-
-static inline Vd move_vd(const Graph *g, const PsMove *m)
-{
-	if (m->next == PS_NONE) {
-		Vd v = {m->value, 0};
-		return v;
-	}
-	return g->vd[m->next];
-}
-
-static Vd best_for_parent(const Graph *g, uint32_t i)
-{
-	Vd best = {-PS_VALUE_INF, PS_DEPTH_MAX};
-	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
-		Vd v = move_vd(g, &g->moves[k]);
-		if (vd_better(v, best)) best = v;
-	}
-	return vd_for_parent(best);
-}
-
-static int peel(Graph *g)
-{
-	int sweeps = 0;
-	for (int s = 0; s < PS_MAX_PLY; s++) {
-		size_t settled = 0;
-		sweeps++;
-		for (uint32_t i = 0; i < g->n; i++) {
-			if (g->flags[i] & F_CONST) continue;
-			bool ready = true;
-			for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1] && ready; k++) {
-				uint32_t j = g->moves[k].next;
-				if (j != PS_NONE && !(g->flags[j] & F_CONST)) ready = false;
-			}
-			if (!ready) continue;
-			g->vd[i] = best_for_parent(g, i);
-			g->flags[i] |= F_CONST;
-			settled++;
-		}
-		if (settled == 0) break;
-	}
-	return sweeps;
-}
-
-/* True when some node two plies ahead of i carries the given flag. */
-static bool two_ahead(const Graph *g, uint32_t i, uint8_t flag)
-{
-	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
-		uint32_t j = g->moves[k].next;
-		if (j == PS_NONE) continue;
-		for (uint32_t k2 = g->mstart[j]; k2 < g->mstart[j + 1]; k2++) {
-			uint32_t j2 = g->moves[k2].next;
-			if (j2 != PS_NONE && (g->flags[j2] & flag)) return true;
-		}
-	}
-	return false;
-}
-
-static void extract_check_loops(Graph *g, PetashockStats *st)
-{
-	for (uint32_t i = 0; i < g->n; i++)
-		if (g->flags[i] & F_CHECKED) g->flags[i] |= F_LOOP;
-	for (int s = 0; s < PS_MAX_PLY; s++) {
-		size_t dropped = 0;
-		for (uint32_t i = 0; i < g->n; i++) {
-			if (!(g->flags[i] & F_LOOP)) continue;
-			if (two_ahead(g, i, F_LOOP)) continue;
-			g->flags[i] &= (uint8_t)~F_LOOP;
-			dropped++;
-		}
-		if (dropped == 0) break;
-	}
-	for (uint32_t i = 0; i < g->n; i++)
-		if (g->flags[i] & F_LOOP) {
-			g->flags[i] |= F_SURVIVOR;
-			st->check_loop1++;
-		}
-	/* The node between two survivors is on the loop too. Only survivors are
-	 * tested two plies ahead, so the result does not depend on visiting order. */
-	for (uint32_t i = 0; i < g->n; i++) {
-		if (!(g->flags[i] & F_SURVIVOR)) continue;
-		for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
-			uint32_t j = g->moves[k].next;
-			if (j == PS_NONE) continue;
-			for (uint32_t k2 = g->mstart[j]; k2 < g->mstart[j + 1]; k2++) {
-				uint32_t j2 = g->moves[k2].next;
-				if (j2 != PS_NONE && (g->flags[j2] & F_SURVIVOR)) {
-					g->flags[j] |= F_LOOP;
-					break;
-				}
-			}
-		}
-	}
-	for (uint32_t i = 0; i < g->n; i++)
-		if (g->flags[i] & F_LOOP) st->check_loop2++;
-}
-
-static void init_cycle_nodes(Graph *g)
-{
-	for (uint32_t i = 0; i < g->n; i++) {
-		if (g->flags[i] & F_CONST) continue;
-		Vd v = {0, PS_DEPTH_MAX};
-		/* As seen by the parent: the side in check on a loop wins it. */
-		if (g->flags[i] & F_LOOP)
-			v.value = (int16_t)((g->flags[i] & F_CHECKED) ? -PS_VALUE_MAX : PS_VALUE_MAX);
-		g->vd[i] = v;
-	}
-}
-
-static size_t relax_once(Graph *g)
-{
-	size_t changed = 0;
-	for (uint32_t i = 0; i < g->n; i++) {
-		if (g->flags[i] & (F_CONST | F_LOOP)) continue;
-		Vd best = best_for_parent(g, i);
-		/* A line this long only ends in a leaf because it went round a cycle. */
-		if (best.depth > PS_MAX_PLY) best.depth = PS_DEPTH_MAX;
-		if (!vd_equal(best, g->vd[i])) changed++;
-		g->vd[i] = best;
-	}
-	return changed;
-}
-
-/* Path-aware value of a check-loop node: re-entering the path is perpetual check. */
-static Vd dfs_loop(Graph *g, uint32_t i)
-{
-	if (!(g->flags[i] & F_LOOP)) return g->vd[i];
-	if (g->flags[i] & F_PATH) {
-		Vd v = (g->flags[i] & F_CHECKED) ? (Vd){-PS_VALUE_MAX, PS_DEPTH_PCHECK}
-						 : (Vd){PS_VALUE_MAX, PS_DEPTH_PCHECKED};
-		return v;
-	}
-	g->flags[i] |= F_PATH;
-	Vd best = {-PS_VALUE_INF, 0};
-	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
-		const PsMove *m = &g->moves[k];
-		Vd v;
-		if (m->next == PS_NONE) {
-			v.value = m->value;
-			v.depth = 0;
-		} else {
-			v = dfs_loop(g, m->next);
-		}
-		if (vd_better(v, best)) best = v;
-	}
-	g->flags[i] &= (uint8_t)~F_PATH;
-	return vd_for_parent(best);
-}
-
-static int relax(Graph *g)
-{
-	int sweeps = 0;
-	for (int s = 0; s < PS_RELAX_SWEEPS; s++) {
-		sweeps++;
-		size_t changed = relax_once(g);
-		for (uint32_t i = 0; i < g->n; i++)
-			if (g->flags[i] & F_LOOP) g->vd[i] = dfs_loop(g, i);
-		if (changed == 0) break;
-	}
-	return sweeps;
 }
 
 /* ---- pass 3: output ----------------------------------------------------------------- */
@@ -741,23 +417,23 @@ static int write_node(FILE *f, const Graph *g, uint32_t i, const char *sfen, siz
 	    fputc('\n', f) == EOF)
 		return PETASHOCK_EIO;
 	size_t n = 0;
-	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
-		const PsMove *m = &g->moves[k];
-		OutMove o = {m->move, move_vd(g, m)};
+	for (uint32_t k = g->m.mstart[i]; k < g->m.mstart[i + 1]; k++) {
+		const PsMove *m = &g->m.moves[k];
+		OutMove o = {m->move, mm_move_vd(&g->m, m)};
 		/* A move into a perpetual-check loop where the opponent is in check
 		 * must not win a tie against an equal exit. */
-		if (m->next != PS_NONE && (g->flags[m->next] & F_LOOP) &&
-		    (g->flags[m->next] & F_CHECKED))
+		if (m->next != PS_NONE && (g->m.flags[m->next] & F_LOOP) &&
+		    (g->m.flags[m->next] & F_CHECKED))
 			o.vd.depth = PS_DEPTH_PCHECK;
 		/* Insertion sort: stable, like the reference's sort on short lists. */
 		size_t p = n++;
-		while (p > 0 && vd_better(o.vd, buf[p - 1].vd)) {
+		while (p > 0 && mm_vd_better(o.vd, buf[p - 1].vd)) {
 			buf[p] = buf[p - 1];
 			p--;
 		}
 		buf[p] = o;
 	}
-	bool white = g->flags[i] & F_WHITE;
+	bool white = g->m.flags[i] & F_WHITE;
 	char line[DB2016_LINE_MAX];
 	for (size_t k = 0; k < n; k++) {
 		Vd v = buf[k].vd;
@@ -803,20 +479,20 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		goto done;
 	}
 	while ((rc = db2016_next(r, &rec)) == 1) {
-		if (g.n >= PS_NONE - 1) {
+		if (g.m.n >= PS_NONE - 1) {
 			rc = fail(err, errlen, PETASHOCK_ENOMEM, "%s: too many positions", in_path);
 			goto done;
 		}
 		/* Records the reader skipped (bad SFEN) are skipped again by
 		 * ordinal in the passes that do not parse. */
-		for (size_t o = g.n + nskip; o < rec.ordinal; o++) {
+		for (size_t o = g.m.n + nskip; o < rec.ordinal; o++) {
 			if ((rc = grow((void **)&skip, &skip_cap, nskip + 1, sizeof *skip)) < 0) {
 				rc = fail(err, errlen, rc, "out of memory");
 				goto done;
 			}
 			skip[nskip++] = o;
 		}
-		if (g.n % PS_PROGRESS_EVERY == 0) report(opt, "reading", g.n);
+		if (g.m.n % PS_PROGRESS_EVERY == 0) report(opt, "reading", g.m.n);
 		if ((rc = add_node(&g, &rec)) < 0) {
 			rc = fail(err, errlen, rc, "%s:%ld: %s", in_path, rec.line,
 				  petashock_strerror(rc));
@@ -831,26 +507,26 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 	st.warnings = db2016_warnings(r);
 	db2016_close(r);
 	r = NULL;
-	st.nodes = g.n;
+	st.nodes = g.m.n;
 	st.in_check = 0;
-	for (size_t i = 0; i < g.n; i++)
-		if (g.flags[i] & F_CHECKED) st.in_check++;
-	if (map_build_filter(&g.map, g.keys, g.n) < 0) {
+	for (size_t i = 0; i < g.m.n; i++)
+		if (g.m.flags[i] & F_CHECKED) st.in_check++;
+	if (mm_map_build_filter(&g.map, g.keys, g.m.n) < 0) {
 		rc = fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
 		goto done;
 	}
 
 	/* Pass 2. */
-	g.vd = malloc((g.n + 1) * sizeof *g.vd);
-	g.mstart = malloc((g.n + 1) * sizeof *g.mstart);
-	if (!g.vd || !g.mstart) {
+	g.m.vd = malloc((g.m.n + 1) * sizeof *g.m.vd);
+	g.m.mstart = malloc((g.m.n + 1) * sizeof *g.m.mstart);
+	if (!g.m.vd || !g.m.mstart) {
 		rc = fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
 		goto done;
 	}
-	g.mstart[0] = 0;
+	g.m.mstart[0] = 0;
 	/* Most moves are the listed leaves plus about one edge per node: reserve
 	 * that much at once rather than doubling through it. */
-	if ((rc = grow((void **)&g.moves, &g.moves_cap, g.nleaves + g.n + 1, sizeof *g.moves)) < 0) {
+	if ((rc = grow((void **)&g.m.moves, &g.m.moves_cap, g.nleaves + g.m.n + 1, sizeof *g.m.moves)) < 0) {
 		rc = fail(err, errlen, rc, "out of memory");
 		goto done;
 	}
@@ -861,7 +537,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 	}
 	uint32_t i = 0;
 	sp = 0;
-	while (i < g.n && (rc = db2016_next(r, &rec)) == 1) {
+	while (i < g.m.n && (rc = db2016_next(r, &rec)) == 1) {
 		if (sp < nskip && skip[sp] == rec.ordinal) {
 			sp++;
 			continue;
@@ -881,7 +557,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		}
 		i++;
 	}
-	if (rc < 0 || i != g.n) {
+	if (rc < 0 || i != g.m.n) {
 		rc = fail(err, errlen, PETASHOCK_ECHANGED, "%s: input changed between passes", in_path);
 		goto done;
 	}
@@ -893,25 +569,28 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 	g.lstart = NULL;
 	free(g.keys);
 	g.keys = NULL;
-	map_free(&g.map);
-	st.moves = g.nmoves;
-	for (size_t k = 0; k < g.nmoves; k++)
-		if (g.moves[k].next != PS_NONE) st.edges++;
+	mm_map_free(&g.map);
+	st.moves = g.m.nmoves;
+	for (size_t k = 0; k < g.m.nmoves; k++)
+		if (g.m.moves[k].next != PS_NONE) st.edges++;
 
 	/* The analysis. */
 	report(opt, "peel", 0);
-	st.peel_sweeps = peel(&g);
-	for (size_t k = 0; k < g.n; k++)
-		if (g.flags[k] & F_CONST) st.const_nodes++;
-	extract_check_loops(&g, &st);
-	init_cycle_nodes(&g);
-	report(opt, "relax", 0);
-	st.relax_sweeps = relax(&g);
+	MmStats ms;
+	if (mm_backup(&g.m, &ms) < 0) {
+		rc = fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
+		goto done;
+	}
+	st.peel_sweeps = ms.peel_sweeps;
+	st.relax_sweeps = ms.relax_sweeps;
+	st.const_nodes = ms.const_nodes;
+	st.check_loop1 = ms.check_loop1;
+	st.check_loop2 = ms.check_loop2;
 
 	/* Pass 3. */
 	size_t maxm = 1;
-	for (size_t k = 0; k < g.n; k++)
-		if (g.mstart[k + 1] - g.mstart[k] > maxm) maxm = g.mstart[k + 1] - g.mstart[k];
+	for (size_t k = 0; k < g.m.n; k++)
+		if (g.m.mstart[k + 1] - g.m.mstart[k] > maxm) maxm = g.m.mstart[k + 1] - g.m.mstart[k];
 	obuf = malloc(maxm * sizeof *obuf);
 	size_t plen = strlen(out_path) + 32;
 	tmp_path = malloc(plen);
@@ -926,7 +605,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		goto done;
 	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
-	if (fprintf(out, "%s\n# NOE:%zu\n", DB2016_HEADER, g.n) < 0) {
+	if (fprintf(out, "%s\n# NOE:%zu\n", DB2016_HEADER, g.m.n) < 0) {
 		rc = fail(err, errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
 		goto done;
 	}
@@ -937,7 +616,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 	}
 	i = 0;
 	sp = 0;
-	while (i < g.n && (rc = db2016_next(r, &rec)) == 1) {
+	while (i < g.m.n && (rc = db2016_next(r, &rec)) == 1) {
 		if (sp < nskip && skip[sp] == rec.ordinal) {
 			sp++;
 			continue;
@@ -949,7 +628,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		}
 		i++;
 	}
-	if (rc < 0 || i != g.n) {
+	if (rc < 0 || i != g.m.n) {
 		rc = fail(err, errlen, PETASHOCK_ECHANGED, "%s: input changed between passes", in_path);
 		goto done;
 	}

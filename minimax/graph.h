@@ -1,0 +1,131 @@
+/*
+ * minimax/graph.h — the back-up core shared by peta-shock (DB2016 files) and
+ * book minimax (joseki minimax): a graph of nodes and moves in flat arrays, a
+ * key → node hash, and the backward analysis of ALGORITHMS.md §4/§7 (acyclic
+ * peel, perpetual-check loop extraction, in-place relaxation from the draw
+ * value, the (value, depth) comparison with the 9997/9998/9999 depths).
+ *
+ * A node's vd is always its value and depth *as seen by its parent* (the side
+ * that moved into it). Callers fill n, flags (MM_F_CHECKED, MM_F_WHITE), mstart
+ * and moves, then call mm_backup.
+ */
+#ifndef MINIMAX_GRAPH_H
+#define MINIMAX_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shogi/zobrist.h"
+
+#define MM_VALUE_INF 32767 /* beyond any clamped value */
+#define MM_VALUE_MAX 32000
+#define MM_DEPTH_MAX 9999      /* "repeats forever" */
+#define MM_DEPTH_PCHECKED 9998 /* perpetual check, seen from the checked side */
+#define MM_DEPTH_PCHECK 9997   /* perpetual check, seen from the checking side */
+#define MM_MAX_PLY 256         /* peel and loop-extraction sweeps; relax depth cap */
+#define MM_RELAX_SWEEPS (MM_MAX_PLY + 100)
+#define MM_NONE UINT32_MAX
+
+/* Node flags owned by the core; bits 0x01 and 0x80 are left to callers. */
+enum {
+	MM_F_CHECKED = 0x02,  /* side to move is in check */
+	MM_F_LOOP = 0x04,     /* on a perpetual-check loop */
+	MM_F_CONST = 0x08,    /* settled by the acyclic peel */
+	MM_F_PATH = 0x10,     /* on the current depth-first path */
+	MM_F_SURVIVOR = 0x20, /* in-check node surviving loop extraction */
+	MM_F_WHITE = 0x40,    /* White to move in the node (for the draw values) */
+};
+
+typedef struct {
+	int16_t value;
+	uint16_t depth;
+} MmVd;
+
+/* One move of a node: an edge (next is a node) or a leaf (value, depth 0). */
+typedef struct {
+	uint16_t move;
+	int16_t value; /* leaf value (unused for edges) */
+	uint32_t next; /* child node, or MM_NONE for a leaf */
+} MmMove;
+
+typedef struct {
+	size_t n;
+	uint8_t *flags;
+	MmVd *vd;
+	uint32_t *mstart; /* moves of node i are moves[mstart[i]..mstart[i+1]) */
+	MmMove *moves;
+	size_t nmoves, moves_cap;
+	/* Value of a repetition for the side to move, Black and White (0 for
+	 * peta-shock; with 0/0 the analysis is exactly YaneuraOu's). */
+	int16_t draw[2];
+} MmGraph;
+
+typedef struct {
+	size_t const_nodes; /* settled by the acyclic peel */
+	size_t check_loop1; /* in-check nodes on perpetual-check loops */
+	size_t check_loop2; /* all nodes on perpetual-check loops */
+	int peel_sweeps;
+	int relax_sweeps;
+} MmStats;
+
+/* "a is better than b" for the side choosing between two moves (§7.7). */
+static inline bool mm_vd_better(MmVd a, MmVd b)
+{
+	if (a.value != b.value) return a.value > b.value;
+	if (a.depth == MM_DEPTH_PCHECK) return false;
+	if (b.depth == MM_DEPTH_PCHECK) return true;
+	if (a.value >= 0) return a.depth < b.depth;
+	return a.depth > b.depth;
+}
+
+static inline MmVd mm_move_vd(const MmGraph *g, const MmMove *m)
+{
+	if (m->next == MM_NONE) {
+		MmVd v = {m->value, 0};
+		return v;
+	}
+	return g->vd[m->next];
+}
+
+/* Grows an array of elem-byte items to hold need (doubling); 0 or -1. */
+int mm_grow(void **p, size_t *cap, size_t need, size_t elem);
+
+/* Appends a move to g->moves; 0 or -1 (out of memory). */
+int mm_push_move(MmGraph *g, MmMove m);
+
+/* Runs the analysis (peel, check loops, start values, relax); allocates
+ * g->vd if NULL. Returns 0 or -1 (out of memory). */
+int mm_backup(MmGraph *g, MmStats *st);
+
+/* Frees the arrays (not g itself). */
+void mm_graph_free(MmGraph *g);
+
+/* ---- key → node index -------------------------------------------------------- */
+
+typedef struct {
+	uint32_t idx; /* MM_NONE: empty */
+	uint32_t fp;
+} MmSlot;
+
+/*
+ * Open addressing at load ≤ 1/2 over keys held by the caller (keys[idx]), with
+ * a one-bit-per-key filter in front (built by mm_map_build_filter once every
+ * key is in): most legal moves lead outside the book.
+ */
+typedef struct {
+	MmSlot *slots;
+	size_t cap; /* power of two */
+	size_t n;
+	uint64_t *bloom;
+	size_t bloom_mask; /* bits - 1 */
+} MmKeyMap;
+
+/* Maps keys[idx] to idx; an existing entry is overwritten. 0 or -1. */
+int mm_map_put(MmKeyMap *m, const Key *keys, uint32_t idx);
+int mm_map_build_filter(MmKeyMap *m, const Key *keys, size_t n);
+/* Node of k, or MM_NONE (only after mm_map_build_filter). */
+uint32_t mm_map_get(const MmKeyMap *m, const Key *keys, Key k);
+void mm_map_free(MmKeyMap *m);
+
+#endif
