@@ -22,19 +22,22 @@ typedef struct {
 	int16_t eval;
 	int8_t depth;
 	uint8_t bound_gen; /* bound in bits 0-1, generation in bits 2-7 */
-	uint32_t pad;
+	uint32_t epoch;    /* tt_clear() count when stored: other epochs are empty */
 } TTEntry;
 
 typedef struct {
 	TTEntry *entries;
 	size_t mask; /* bucket count - 1 */
 	uint8_t gen;
+	uint32_t epoch; /* entries of another epoch do not exist (O(1) clearing) */
 } TT;
 
 /* Allocates about mb megabytes (at least one bucket). Returns 0 or -1 (ENOMEM);
  * on failure tt is left empty but usable by tt_free. */
 int tt_init(TT *tt, size_t mb);
 void tt_free(TT *tt);
+/* Empties the table in O(1) (a new epoch); the table then behaves exactly as
+ * a freshly allocated one, so searches after a clear are reproducible. */
 void tt_clear(TT *tt);
 /* Starts a new search: entries of older searches are replaced first. */
 static inline void tt_new_search(TT *tt)
