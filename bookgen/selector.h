@@ -90,7 +90,9 @@ int sel_load(Selector *s, BookDB *db);
  * the selector meets its key (then kept), so the first selection costs only
  * the nodes it visits. Selections, batches and root values then hold a read
  * transaction while they run; db must outlive the selector. Key queries
- * (sel_is_thought, sel_is_leased) answer for the positions met so far.
+ * (sel_is_thought, sel_is_leased) answer for the positions met so far. A
+ * background thread (its own read transaction) builds a filter of the book's
+ * keys meanwhile; once ready, keys it rules out skip the LMDB lookup.
  */
 int sel_attach(Selector *s, BookDB *db);
 void sel_free(Selector *s);
