@@ -212,6 +212,9 @@ int movegen(const Position *pos, GenType type, Move *out)
 	Bitboard board_targets = type == GEN_CAPTURES ? enemy
 				 : type == GEN_QUIETS ? empty
 							: bb_or(empty, enemy);
+	/* A king is never captured: in a set-up position where the side not to
+	 * move stands in check, taking it is not offered. */
+	board_targets = bb_andnot(board_targets, pos_pieces(pos, g.them, KING));
 	Bitboard drop_targets = type == GEN_CAPTURES ? bb_make(0, 0) : empty;
 	Bitboard checkers = pos_st(pos)->checkers;
 	if (bb_any(checkers)) {

@@ -5,7 +5,8 @@
  * the count. Every move returned is legal: king safety, pins, nifu,
  * uchifuzume (pawn-drop mate), pieces that could never move again, and the
  * promotion zone are all respected; optional non-promotions are included
- * (pawn, bishop and rook non-promotions too). No allocation.
+ * (pawn, bishop and rook non-promotions too). A king is never captured, even
+ * in a set-up position whose side not to move stands in check. No allocation.
  */
 #ifndef SHOGI_MOVEGEN_H
 #define SHOGI_MOVEGEN_H
