@@ -10,6 +10,8 @@
 typedef int (*joseki_cmd_fn)(int argc, char **argv); /* argv[0] is the subcommand */
 
 int cmd_perft(int argc, char **argv);
+int cmd_minimax(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_fetch(int argc, char **argv);
 int cmd_select(int argc, char **argv);
 int cmd_think(int argc, char **argv);

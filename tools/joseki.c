@@ -12,6 +12,8 @@ static const struct {
 	const char *summary;
 } COMMANDS[] = {
 	{"perft", cmd_perft, "DEPTH [--sfen POS] [--divide]   count leaves of the legal-move tree"},
+	{"minimax", cmd_minimax, "BOOK [--full] [--draw-black CP] [--draw-white CP] [--json]   back values up over the book"},
+	{"export", cmd_export, "BOOK OUT [--format yaneuraou] [--moves best|window|all] [--window CP] [--min-depth D] [--max-ply N] [--json]   write a YaneuraOu book"},
 	{"fetch", cmd_fetch, "BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR] [filters] [--json]   download floodgate days and ingest them"},
 	{"select", cmd_select, "BOOK [--count N] [--json] [--roots FILE] [--window CP] [--kif-bonus CP]   leaves the selector would send next"},
 	{"think", cmd_think, "BOOK [--engine builtin|PATH] [--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] [--positions N] [--time S]   grow the book"},

@@ -1,0 +1,385 @@
+/*
+ * minimax/bookmm.c — joseki minimax: the book graph, the shared back-up core,
+ * and the write-back (docs/minimax.md).
+ *
+ * Three passes over the pos database, each in its own transaction: keys (the
+ * key → node map), moves (edges and leaves; needs the map), write-back (needs
+ * every value). Nodes are numbered in key order, which is also the order of
+ * the write-back, so the writes walk the B-tree sequentially.
+ */
+#include "minimax/bookmm.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "minimax/graph.h"
+#include "shogi/movegen.h"
+
+#define F_VALUED 0x01 /* caller bit of the core's flags: the node has a value */
+#define BOOKMM_BATCH 10000
+
+const char *bookmm_strerror(int code)
+{
+	switch (code) {
+	case BOOKMM_OK: return "success";
+	case BOOKMM_ENOMEM: return "out of memory";
+	case BOOKMM_EBOOK: return "book error";
+	default: return "unknown error";
+	}
+}
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+static int16_t clamp_value(int v)
+{
+	if (v > MM_VALUE_MAX) return MM_VALUE_MAX;
+	if (v < -MM_VALUE_MAX) return -MM_VALUE_MAX;
+	return (int16_t)v;
+}
+
+typedef struct {
+	MmGraph g;
+	Key *keys;
+	size_t cap;
+	MmKeyMap map;
+} BookGraph;
+
+static void bg_free(BookGraph *b)
+{
+	mm_graph_free(&b->g);
+	free(b->keys);
+	mm_map_free(&b->map);
+}
+
+/* Pass 1: every key, in key order. */
+static int load_keys(BookGraph *b, BookDB *db, char *err, size_t errlen)
+{
+	BookTxn *txn = NULL;
+	BookIter *it = NULL;
+	int rc = bookdb_txn_begin(&txn, db, false);
+	if (rc < 0) return fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
+	if ((rc = bookdb_iter_open(&it, txn)) < 0) {
+		bookdb_txn_abort(txn);
+		return fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
+	}
+	Key k;
+	const uint8_t *val;
+	size_t len;
+	while ((rc = bookdb_iter_next(it, &k, &val, &len)) == 1) {
+		if (b->g.n >= MM_NONE - 1) {
+			rc = fail(err, errlen, BOOKMM_ENOMEM, "too many positions");
+			goto done;
+		}
+		if (mm_grow((void **)&b->keys, &b->cap, b->g.n + 1, sizeof *b->keys) < 0) {
+			rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+			goto done;
+		}
+		b->keys[b->g.n] = k;
+		if (mm_map_put(&b->map, b->keys, (uint32_t)b->g.n) < 0) {
+			rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+			goto done;
+		}
+		b->g.n++;
+	}
+	if (rc < 0) {
+		rc = fail(err, errlen, BOOKMM_EBOOK, "reading the book: %s", bookdb_strerror(rc));
+		goto done;
+	}
+	rc = mm_map_build_filter(&b->map, b->keys, b->g.n) < 0
+		     ? fail(err, errlen, BOOKMM_ENOMEM, "out of memory")
+		     : 0;
+done:
+	bookdb_iter_free(it);
+	bookdb_txn_abort(txn);
+	return rc;
+}
+
+/* Pass 2: the moves of every node. */
+static int load_moves(BookGraph *b, BookDB *db, char *err, size_t errlen)
+{
+	MmGraph *g = &b->g;
+	g->flags = calloc(g->n + 1, 1);
+	g->mstart = malloc((g->n + 1) * sizeof *g->mstart);
+	g->vd = malloc((g->n + 1) * sizeof *g->vd);
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	if (!g->flags || !g->mstart || !g->vd || !rec || !pos) {
+		free(rec);
+		free(pos);
+		return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+	}
+	g->mstart[0] = 0;
+	BookTxn *txn = NULL;
+	BookIter *it = NULL;
+	int rc = bookdb_txn_begin(&txn, db, false);
+	if (rc == 0) rc = bookdb_iter_open(&it, txn);
+	if (rc < 0) {
+		rc = fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
+		goto done;
+	}
+	Key k;
+	const uint8_t *val;
+	size_t len;
+	uint32_t i = 0;
+	while (i < g->n && (rc = bookdb_iter_next(it, &k, &val, &len)) == 1) {
+		if (!key_equal(k, b->keys[i])) {
+			rc = fail(err, errlen, BOOKMM_EBOOK, "the book changed while reading");
+			goto done;
+		}
+		/* A record that does not decode or is not a legal position stays a
+		 * node without moves (no value); joseki check reports it. */
+		if (bookdb_record_decode(rec, val, len) == 0 && bookdb_record_position(pos, rec, NULL) == 0) {
+			if (pos->side == WHITE) g->flags[i] |= MM_F_WHITE;
+			if (pos_in_check(pos)) g->flags[i] |= MM_F_CHECKED;
+			Move legal[MOVEGEN_MAX];
+			int nl = movegen_legal(pos, legal);
+			size_t first = g->nmoves;
+			for (int m = 0; m < nl; m++) {
+				uint32_t j = mm_map_get(&b->map, b->keys, pos_key_after(pos, legal[m]));
+				if (j == MM_NONE) continue;
+				MmMove mv = {legal[m], 0, j};
+				if (mm_push_move(g, mv) < 0) goto nomem;
+			}
+			for (int m = 0; m < rec->nmoves; m++) {
+				const BookMove *bm = &rec->moves[m];
+				if (!(bm->flags & BOOKDB_MOVE_EVAL) || bm->move == MOVE_NONE) continue;
+				bool dup = false;
+				for (size_t q = first; q < g->nmoves && !dup; q++)
+					if (g->moves[q].move == bm->move) dup = true;
+				if (dup) continue;
+				MmMove mv = {bm->move, clamp_value(bm->eval), MM_NONE};
+				if (mm_push_move(g, mv) < 0) goto nomem;
+				g->flags[i] |= F_VALUED;
+			}
+			if (nl == 0) {
+				/* No legal move: mated (a drop-pawn mate, a stalemate alike). */
+				MmMove mv = {MOVE_NONE, -MM_VALUE_MAX, MM_NONE};
+				if (mm_push_move(g, mv) < 0) goto nomem;
+				g->flags[i] |= F_VALUED;
+			}
+		}
+		g->mstart[++i] = (uint32_t)g->nmoves;
+	}
+	if (rc < 0) {
+		rc = fail(err, errlen, BOOKMM_EBOOK, "reading the book: %s", bookdb_strerror(rc));
+		goto done;
+	}
+	if (i != g->n) {
+		rc = fail(err, errlen, BOOKMM_EBOOK, "the book changed while reading");
+		goto done;
+	}
+	rc = 0;
+	goto done;
+nomem:
+	rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+done:
+	bookdb_iter_free(it);
+	bookdb_txn_abort(txn);
+	free(rec);
+	free(pos);
+	return rc;
+}
+
+/*
+ * A node has a value when it has a leaf or an edge to a node with a value.
+ * Edges to nodes without one are dropped (a position nobody evaluated says
+ * nothing), and those nodes are left out of the analysis.
+ */
+static void prune_unvalued(MmGraph *g)
+{
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (uint32_t i = 0; i < g->n; i++) {
+			if (g->flags[i] & F_VALUED) continue;
+			for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
+				uint32_t j = g->moves[k].next;
+				if (j != MM_NONE && (g->flags[j] & F_VALUED)) {
+					g->flags[i] |= F_VALUED;
+					changed = true;
+					break;
+				}
+			}
+		}
+	}
+	size_t w = 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		uint32_t from = g->mstart[i], to = g->mstart[i + 1];
+		g->mstart[i] = (uint32_t)w;
+		if (!(g->flags[i] & F_VALUED)) {
+			/* Settled out of the way: nothing leads here. */
+			g->flags[i] |= MM_F_CONST;
+			g->flags[i] &= (uint8_t)~MM_F_CHECKED;
+			g->vd[i] = (MmVd){0, 0};
+			continue;
+		}
+		for (uint32_t k = from; k < to; k++) {
+			uint32_t j = g->moves[k].next;
+			if (j != MM_NONE && !(g->flags[j] & F_VALUED)) continue;
+			g->moves[w++] = g->moves[k];
+		}
+	}
+	g->mstart[g->n] = (uint32_t)w;
+	g->nmoves = w;
+}
+
+/* The value and dist a graph move gets in the record (as peta-shock writes it). */
+static MmVd stored_vd(const MmGraph *g, const MmMove *m)
+{
+	MmVd v = mm_move_vd(g, m);
+	/* A move into a perpetual-check loop where the opponent is in check
+	 * must not win a tie against an equal exit. */
+	if (m->next != MM_NONE && (g->flags[m->next] & MM_F_LOOP) &&
+	    (g->flags[m->next] & MM_F_CHECKED))
+		v.depth = MM_DEPTH_PCHECK;
+	return v;
+}
+
+/* Sets rec's minimax fields from node i; returns true when anything changed. */
+static bool apply_node(BookRecord *rec, const MmGraph *g, uint32_t i)
+{
+	bool changed = false;
+	bool valued = g->flags[i] & F_VALUED;
+	uint8_t flags = valued ? (uint8_t)(rec->flags | BOOKDB_REC_MINIMAX)
+			       : (uint8_t)(rec->flags & ~BOOKDB_REC_MINIMAX);
+	if (flags != rec->flags) changed = true;
+	rec->flags = flags;
+	uint16_t n0 = rec->nmoves;
+	for (uint16_t m = 0; m < n0; m++) {
+		int16_t v = valued ? BOOKMM_NOVALUE : 0;
+		uint16_t d = 0;
+		for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++)
+			if (g->moves[k].move == rec->moves[m].move) {
+				MmVd x = stored_vd(g, &g->moves[k]);
+				v = x.value;
+				d = x.depth;
+				break;
+			}
+		if (rec->moves[m].value != v || rec->moves[m].dist != d) changed = true;
+		rec->moves[m].value = v;
+		rec->moves[m].dist = d;
+	}
+	/* Transposition edges the record does not list yet become moves of it. */
+	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
+		const MmMove *gm = &g->moves[k];
+		if (gm->next == MM_NONE || rec->nmoves >= BOOKDB_MAX_MOVES) continue;
+		bool listed = false;
+		for (uint16_t m = 0; m < n0 && !listed; m++)
+			if (rec->moves[m].move == gm->move) listed = true;
+		if (listed) continue;
+		BookMove *bm = &rec->moves[rec->nmoves++];
+		memset(bm, 0, sizeof *bm);
+		bm->move = gm->move;
+		MmVd x = stored_vd(g, gm);
+		bm->value = x.value;
+		bm->dist = x.depth;
+		changed = true;
+	}
+	return changed;
+}
+
+static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOptions *opt,
+		      char *err, size_t errlen)
+{
+	const MmGraph *g = &b->g;
+	BookWriter *w = NULL;
+	BookRecord *rec = malloc(sizeof *rec);
+	if (!rec) return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+	int rc = bookdb_writer_new(&w, db, opt && opt->batch ? opt->batch : BOOKMM_BATCH);
+	if (rc < 0) {
+		free(rec);
+		return fail(err, errlen, BOOKMM_EBOOK, "cannot write the book: %s", bookdb_strerror(rc));
+	}
+	for (uint32_t i = 0; i < g->n; i++) {
+		rc = bookdb_writer_get(rec, w, b->keys[i]);
+		if (rc == BOOKDB_ENOTFOUND) continue; /* deleted since: nothing to store */
+		if (rc == BOOKDB_ECORRUPT) continue;
+		if (rc < 0) goto bad;
+		bool changed = apply_node(rec, g, i);
+		if (!changed && !(opt && opt->full)) continue;
+		if ((rc = bookdb_writer_put(w, b->keys[i], rec)) < 0) goto bad;
+		st->rewritten++;
+	}
+	/* What the last run was, for whoever looks (joseki stats, a later run). */
+	char meta[160];
+	int ml = snprintf(meta, sizeof meta,
+			  "{\"positions\":%zu,\"valued\":%zu,\"draw_black\":%d,\"draw_white\":%d}",
+			  st->positions, st->valued, opt ? opt->draw_black : 0,
+			  opt ? opt->draw_white : 0);
+	BookTxn *txn;
+	if ((rc = bookdb_writer_txn(&txn, w)) < 0) goto bad;
+	if ((rc = bookdb_kv_put(txn, BOOKDB_META, "minimax", 7, meta, (size_t)ml)) < 0) goto bad;
+	if ((rc = bookdb_writer_flush(w)) < 0) goto bad;
+	bookdb_writer_free(w);
+	free(rec);
+	return 0;
+bad:
+	bookdb_writer_free(w);
+	free(rec);
+	return fail(err, errlen, BOOKMM_EBOOK, "writing the book: %s", bookdb_strerror(rc));
+}
+
+int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err, size_t errlen)
+{
+	BookmmStats st;
+	memset(&st, 0, sizeof st);
+	BookGraph b;
+	memset(&b, 0, sizeof b);
+	int rc = load_keys(&b, db, err, errlen);
+	if (rc == 0) rc = load_moves(&b, db, err, errlen);
+	if (rc < 0) goto done;
+	MmGraph *g = &b.g;
+	g->draw[BLACK] = clamp_value(opt ? opt->draw_black : 0);
+	g->draw[WHITE] = clamp_value(opt ? opt->draw_white : 0);
+	prune_unvalued(g);
+	MmStats ms;
+	if (mm_backup(g, &ms) < 0) {
+		rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+		goto done;
+	}
+	st.positions = g->n;
+	st.moves = g->nmoves;
+	for (size_t k = 0; k < g->nmoves; k++)
+		if (g->moves[k].next != MM_NONE) st.edges++;
+	for (uint32_t i = 0; i < g->n; i++) {
+		if (!(g->flags[i] & F_VALUED)) continue;
+		st.valued++;
+		if (g->flags[i] & MM_F_CONST) st.settled++;
+	}
+	st.cyclic = st.valued - st.settled;
+	st.sweeps = ms.peel_sweeps + ms.relax_sweeps;
+	Position *start = malloc(sizeof *start);
+	if (!start) {
+		rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+		goto done;
+	}
+	pos_set_startpos(start);
+	uint32_t r = mm_map_get(&b.map, b.keys, pos_key(start));
+	free(start);
+	if (r != MM_NONE && (g->flags[r] & F_VALUED)) {
+		MmVd best = {-MM_VALUE_INF, MM_DEPTH_MAX};
+		for (uint32_t k = g->mstart[r]; k < g->mstart[r + 1]; k++) {
+			MmVd v = stored_vd(g, &g->moves[k]);
+			if (mm_vd_better(v, best)) best = v;
+		}
+		st.has_root = true;
+		st.root_value = best.value;
+	}
+	rc = write_back(&st, &b, db, opt, err, errlen);
+done:
+	bg_free(&b);
+	if (stats) *stats = st;
+	return rc;
+}

@@ -1,0 +1,52 @@
+/*
+ * minimax/bookmm.h — minimax over a whole book (joseki minimax, docs/minimax.md).
+ *
+ * Loads the book graph (every record is a node; every legal move reaching a
+ * book position is an edge; other moves with an engine evaluation are leaves
+ * valued by it; moves with neither are ignored), backs the values up with the
+ * shared core (minimax/graph.h: acyclic peel, perpetual-check loops, in-place
+ * relaxation from the draw value) and stores each move's value and dist in the
+ * records (flag BOOKDB_REC_MINIMAX), in batched write transactions.
+ */
+#ifndef MINIMAX_BOOKMM_H
+#define MINIMAX_BOOKMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bookdb/bookdb.h"
+
+/* Value stored for a move minimax could not value (no eval, no book child). */
+#define BOOKMM_NOVALUE INT16_MIN
+
+enum {
+	BOOKMM_OK = 0,
+	BOOKMM_ENOMEM = -1,
+	BOOKMM_EBOOK = -2, /* the book store failed (message says how) */
+};
+const char *bookmm_strerror(int code);
+
+typedef struct {
+	int draw_black, draw_white; /* value of a repetition for the side to move */
+	bool full;                  /* rewrite every record, changed or not */
+	size_t batch;               /* records per write transaction (0: 10000) */
+} BookmmOptions;
+
+typedef struct {
+	size_t positions; /* records in the book */
+	size_t valued;    /* records that got a value */
+	size_t moves, edges;
+	size_t settled; /* valued records settled by the acyclic peel */
+	size_t cyclic;  /* valued records settled by relaxation (on or above cycles) */
+	int sweeps;     /* peel sweeps + relax sweeps */
+	size_t rewritten; /* records written back */
+	bool has_root;    /* the start position is a valued record */
+	int root_value;   /* its value for the side to move */
+} BookmmStats;
+
+/* Runs minimax over db (opened read-write). stats may be NULL. */
+int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err,
+	       size_t errlen);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * minimax/export.h — writes a book as a YaneuraOu DB2016 book sorted for
+ * BookOnTheFly (joseki export, docs/minimax.md, FORMATS.md).
+ */
+#ifndef MINIMAX_EXPORT_H
+#define MINIMAX_EXPORT_H
+
+#include <stddef.h>
+
+#include "bookdb/bookdb.h"
+
+enum {
+	EXPORT_OK = 0,
+	EXPORT_EIO = -1,
+	EXPORT_ENOMEM = -2,
+	EXPORT_EBOOK = -3,
+};
+
+typedef enum { EXPORT_MOVES_BEST, EXPORT_MOVES_WINDOW, EXPORT_MOVES_ALL } ExportMoves;
+
+typedef struct {
+	ExportMoves moves; /* which moves of a position are written */
+	int window;        /* EXPORT_MOVES_WINDOW: at most this far below the best */
+	int min_depth;     /* engine evaluations shallower than this are left out */
+	int max_ply;       /* positions first seen after this ply are left out (0: all) */
+} ExportOptions;
+
+typedef struct {
+	size_t records;   /* records in the book */
+	size_t positions; /* positions written */
+	size_t moves;     /* move lines written */
+	size_t minimaxed; /* positions written with minimax values */
+} ExportStats;
+
+/*
+ * Writes db as a YaneuraOu book to out_path (through out_path.tmp, renamed at
+ * the end). Records are sorted by the bytes of their "sfen ..." line.
+ */
+int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
+		     const ExportOptions *opt, char *err, size_t errlen);
+
+#endif
