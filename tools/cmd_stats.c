@@ -36,15 +36,39 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/*
+ * The book's keys in memory for the leaf count: a lookup per stored move in
+ * LMDB would be a random page access each (minutes on a large book). Slots hold
+ * key.hi (0 stands for empty, so hi 0 is stored as 1) at a position derived
+ * from key.lo: a false "in book" needs a child and a book position with equal
+ * 64-bit hi halves, about 2^-64 per pair. 8 bytes a position.
+ */
+typedef struct {
+	uint64_t *slot;
+	size_t mask;
+} KeySet;
+
+static size_t keyset_pos(const KeySet *ks, Key k, uint64_t *tag)
+{
+	*tag = k.hi ? k.hi : 1;
+	size_t i = (size_t)(k.lo * 0x9e3779b97f4a7c15ULL >> 20) & ks->mask;
+	while (ks->slot[i] && ks->slot[i] != *tag) i = (i + 1) & ks->mask;
+	return i;
+}
+
+static int keyset_has(const KeySet *ks, Key k)
+{
+	uint64_t tag;
+	return ks->slot[keyset_pos(ks, k, &tag)] != 0;
+}
+
 /* True when some stored move of rec leads to a position in the book. */
-static int has_child(BookTxn *txn, const BookRecord *rec, Position *pos)
+static int has_child(const KeySet *ks, const BookRecord *rec, Position *pos)
 {
 	if (bookdb_record_position(pos, rec, NULL) < 0) return 0;
 	for (int i = 0; i < rec->nmoves; i++) {
-		const uint8_t *v;
-		size_t len;
 		if (!pos_is_legal(pos, rec->moves[i].move)) continue;
-		if (bookdb_get_raw(&v, &len, txn, pos_key_after(pos, rec->moves[i].move)) == 0) return 1;
+		if (keyset_has(ks, pos_key_after(pos, rec->moves[i].move))) return 1;
 	}
 	return 0;
 }
@@ -52,11 +76,25 @@ static int has_child(BookTxn *txn, const BookRecord *rec, Position *pos)
 static int collect(BookStats *st, BookDB *db, BookTxn *txn, BookRecord *rec, Position *pos)
 {
 	BookIter *it = NULL;
-	int rc = bookdb_iter_open(&it, txn);
-	if (rc) return rc;
+	uint64_t n = 0;
+	KeySet ks = {0};
 	Key key;
 	const uint8_t *val;
 	size_t len;
+	int rc = bookdb_count(&n, txn, BOOKDB_POS);
+	if (rc) return rc;
+	size_t nslots = 1024;
+	while (nslots < n * 2) nslots *= 2;
+	if (!(ks.slot = calloc(nslots, sizeof *ks.slot))) return BOOKDB_ENOMEM;
+	ks.mask = nslots - 1;
+	if ((rc = bookdb_iter_open(&it, txn))) goto out;
+	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
+		uint64_t tag;
+		ks.slot[keyset_pos(&ks, key, &tag)] = tag;
+	}
+	bookdb_iter_free(it);
+	it = NULL;
+	if (rc < 0 || (rc = bookdb_iter_open(&it, txn))) goto out;
 	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
 		st->positions++;
 		if (bookdb_record_decode(rec, val, len)) {
@@ -66,9 +104,11 @@ static int collect(BookStats *st, BookDB *db, BookTxn *txn, BookRecord *rec, Pos
 		st->thought += (rec->flags & BOOKDB_REC_THOUGHT) != 0;
 		st->minimax_seen |= (rec->flags & BOOKDB_REC_MINIMAX) != 0;
 		st->moves += rec->nmoves;
-		if (!has_child(txn, rec, pos)) st->leaves++;
+		if (!has_child(&ks, rec, pos)) st->leaves++;
 	}
+out:
 	bookdb_iter_free(it);
+	free(ks.slot);
 	if (rc < 0) return rc;
 	if ((rc = bookdb_count(&st->games, txn, BOOKDB_GAMES))) return rc;
 	for (int d = 0; d < BOOKDB_NDBS; d++) {
