@@ -444,6 +444,28 @@ static void test_bookgen__select_command_prints_json_leaves(void **state)
 	json_decref(o);
 	free(out);
 	free(err);
+	/* Two roots, taken in turn; a root that is not the start position is
+	 * written as an SFEN line. */
+	char roots[4096];
+	snprintf(roots, sizeof roots, "%s/roots.txt", dir);
+	static const char rtext[] = "# roots\nstartpos\n\nstartpos moves 2g2f\n";
+	assert_int_equal(ts_write_file(roots, rtext, sizeof rtext - 1), 0);
+	rc = ts_runf(&out, &err, "%s select %s --roots %s --count 2 --json", ts_joseki(), dir, roots);
+	assert_int_equal(rc, 0);
+	o = json_loads(out, 0, &je);
+	assert_non_null(o);
+	leaves = json_object_get(o, "leaves");
+	assert_int_equal(json_array_size(leaves), 2);
+	json_t *l0 = json_array_get(leaves, 0), *l1 = json_array_get(leaves, 1);
+	assert_string_equal(json_string_value(json_object_get(l0, "line")), "startpos moves 7g7f 8c8d");
+	assert_int_equal(json_integer_value(json_object_get(l1, "value")), -25); /* White's view */
+	const char *line1 = json_string_value(json_object_get(l1, "line"));
+	assert_true(!strncmp(line1, "sfen ", 5));
+	assert_non_null(strstr(line1, " moves 3c3d"));
+	assert_true(key_equal(line_key(line1), line_key("startpos moves 2g2f 3c3d")));
+	json_decref(o);
+	free(out);
+	free(err);
 	rc = ts_runf(&out, &err, "%s select %s --roots %s/nonexistent", ts_joseki(), dir, dir);
 	assert_int_equal(rc, 1);
 	assert_non_null(strstr(err, "nonexistent"));
