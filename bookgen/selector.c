@@ -244,8 +244,11 @@ static int64_t lookup(Selector *s, Key k)
 	int64_t i = find_node(s, k);
 	if (i >= 0 || !s->db) return i;
 	/* Most keys asked about (children of legal moves) are not in the book. */
-	if (atomic_load_explicit(&s->bloom_ready, memory_order_acquire) && !bloom_maybe(s, k))
+	if (atomic_load_explicit(&s->bloom_ready, memory_order_acquire) && !bloom_maybe(s, k)) {
+		s->st.filtered++;
 		return -1;
+	}
+	s->st.fetches++;
 	return fetch(s, k);
 }
 
@@ -956,6 +959,7 @@ static int select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBa
 void sel_get_stats(SelStats *out, const Selector *s)
 {
 	*out = s->st;
+	out->filter_ready = atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
 }
 
 void sel_clear_bounds(Selector *s)

@@ -77,6 +77,9 @@ typedef struct {
 	uint64_t nodes;        /* nodes in memory (thought, unthought, placeholders) */
 	uint64_t thought;      /* thought nodes */
 	uint64_t edges;        /* edges built */
+	uint64_t fetches;      /* lazy mode: LMDB lookups */
+	uint64_t filtered;     /* lazy mode: lookups the key filter spared */
+	bool filter_ready;     /* lazy mode: the key filter is built */
 } SelStats;
 
 typedef struct Selector Selector;
