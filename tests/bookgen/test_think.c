@@ -344,6 +344,27 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	free(out);
 	free(err);
 	assert_int_equal(thought_in(dir), before + 3);
+	/* An external USI engine (the search module's fake, which knows the start
+	 * position and resigns elsewhere): its MultiPV values are stored. */
+	rc = ts_runf(&out, &err,
+		     "%s think %s/u --engine tests/search/fakes/fake_engine.py --engines 2 "
+		     "--nodes 1000 --multipv 3 --positions 3 --quiet",
+		     ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	assert_int_equal(field(out, "think thought "), 3);
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s query %s/u startpos --json", ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "{\"move\":\"7g7f\",\"eval\":50,\"depth\":3"));
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s think %s/u --engine %s/no-such-engine --positions 1 --quiet",
+		     ts_joseki(), dir, dir);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "no-such-engine"));
+	free(out);
+	free(err);
 	rc = ts_runf(&out, &err, "%s think %s/b --depth 0", ts_joseki(), dir);
 	assert_int_equal(rc, 2);
 	free(out);
