@@ -462,7 +462,7 @@ static void test_bookdb__killed_writer_loses_at_most_its_open_batch(void **state
 		}
 		close(fds[1]);
 		/* Kill at a random moment: before, during or between commits. */
-		struct timespec ts = {0, (long)(rng_next(&rng) % 120) * 1000000L};
+		struct timespec ts = {0, (long)(rng_next(&rng) % 60) * 1000000L};
 		nanosleep(&ts, NULL);
 		kill(pid, SIGKILL);
 		int status;
