@@ -1,0 +1,547 @@
+/*
+ * tests/minimax/test_minimax.c — joseki minimax: agreement with peta-shock on
+ * the YaneuraOu fixtures and constructed DB2016 inputs (import, minimax,
+ * export --moves all, compared move by move with joseki peta-shock); hand-built
+ * books with known values (a chain, transpositions not listed in any record,
+ * a repetition cycle under per-side draw values); incremental runs equal to
+ * --full after random batches of new results; the command's errors.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bookdb/bookdb.h"
+#include "minimax/bookmm.h"
+#include "shogi/movegen.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+#include "tests/support/support.h"
+
+#define FIX "tests/data/yaneuraou-db/rshogi_book_backprop_"
+#define HDR "#YANEURAOU-DB2016 1.00\n"
+#define STARTPOS "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1"
+
+/* ---- DB2016 text → sorted "board side hand move value depth" lines ---------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every move line of a book as "<sfen without ply> <move> <value> <depth>", sorted. */
+static char **book_lines(const char *text, size_t *n_out)
+{
+	size_t cap = 64, n = 0;
+	char **v = malloc(cap * sizeof *v);
+	char cur[256] = "";
+	char *copy = strdup(text);
+	for (char *save = NULL, *line = strtok_r(copy, "\r\n", &save); line;
+	     line = strtok_r(NULL, "\r\n", &save)) {
+		if (line[0] == '#') continue;
+		if (!strncmp(line, "sfen ", 5)) {
+			snprintf(cur, sizeof cur, "%s", line + 5);
+			char *sp = strrchr(cur, ' ');
+			assert_non_null(sp);
+			*sp = '\0';
+			continue;
+		}
+		char mv[16], ponder[16];
+		int value, depth;
+		assert_true(sscanf(line, "%15s %15s %d %d", mv, ponder, &value, &depth) == 4);
+		if (n == cap) v = realloc(v, (cap *= 2) * sizeof *v);
+		char buf[512];
+		snprintf(buf, sizeof buf, "%s %s %d %d", cur, mv, value, depth);
+		v[n++] = strdup(buf);
+	}
+	free(copy);
+	qsort(v, n, sizeof *v, cmp_str);
+	*n_out = n;
+	return v;
+}
+
+static void free_lines(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) free(v[i]);
+	free(v);
+}
+
+/* import → minimax → export --moves all must give peta-shock's values and depths. */
+static void check_agreement(const char *in_path)
+{
+	char *dir = ts_mkdtemp();
+	char *err = NULL;
+	int rc = ts_runf(NULL, &err, "%s import %s/book %s --quiet", ts_joseki(), dir, in_path);
+	if (rc != 0) fail_msg("import: %s", err);
+	free(err);
+	rc = ts_runf(NULL, &err, "%s minimax %s/book", ts_joseki(), dir);
+	if (rc != 0) fail_msg("minimax: %s", err);
+	free(err);
+	rc = ts_runf(NULL, &err, "%s export %s/book %s/exp.db --moves all", ts_joseki(), dir, dir);
+	if (rc != 0) fail_msg("export: %s", err);
+	free(err);
+	rc = ts_runf(NULL, &err, "%s peta-shock %s %s/ps.db --quiet", ts_joseki(), in_path, dir);
+	if (rc != 0) fail_msg("peta-shock: %s", err);
+	free(err);
+	char path[512];
+	snprintf(path, sizeof path, "%s/exp.db", dir);
+	char *exp = ts_read_file(path, NULL);
+	snprintf(path, sizeof path, "%s/ps.db", dir);
+	char *ps = ts_read_file(path, NULL);
+	assert_non_null(exp);
+	assert_non_null(ps);
+	size_t ne, np;
+	char **le = book_lines(exp, &ne), **lp = book_lines(ps, &np);
+	assert_true(np > 0);
+	for (size_t i = 0; i < ne && i < np; i++)
+		if (strcmp(le[i], lp[i])) fail_msg("export has '%s', peta-shock '%s'", le[i], lp[i]);
+	assert_int_equal(ne, np);
+	free_lines(le, ne);
+	free_lines(lp, np);
+	free(exp);
+	free(ps);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void check_agreement_text(const char *text)
+{
+	char *dir = ts_mkdtemp();
+	char path[512];
+	snprintf(path, sizeof path, "%s/in.db", dir);
+	assert_int_equal(ts_write_file(path, text, strlen(text)), 0);
+	check_agreement(path);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_minimax__agrees_with_peta_shock_on_the_transposition_fixture(void **state)
+{
+	(void)state;
+	check_agreement(FIX "yo_in.db");
+}
+
+static void test_minimax__agrees_with_peta_shock_on_the_perpetual_check_fixture(void **state)
+{
+	(void)state;
+	check_agreement(FIX "check_in.db");
+}
+
+static const char *cycle_book(int e1, int e2, int e3, int e4)
+{
+	static char buf[1024];
+	snprintf(buf, sizeof buf,
+		 HDR "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1\n5i4i none 0 0\n5i6i none %d 0\n"
+		     "sfen 4k4/9/9/9/9/9/9/9/5K3 w - 2\n5a4a none 0 0\n5a6a none %d 0\n"
+		     "sfen 5k3/9/9/9/9/9/9/9/5K3 b - 3\n4i5i none 0 0\n4i3i none %d 0\n"
+		     "sfen 5k3/9/9/9/9/9/9/9/4K4 w - 4\n4a5a none 0 0\n4a3a none %d 0\n",
+		 e1, e2, e3, e4);
+	return buf;
+}
+
+static void test_minimax__agrees_with_peta_shock_on_cycles_and_perpetual_check(void **state)
+{
+	(void)state;
+	check_agreement_text(cycle_book(-100, -100, -100, -100));
+	check_agreement_text(cycle_book(-100, 50, -100, 50));
+	check_agreement_text(cycle_book(30, -100, -20, 70));
+	check_agreement_text(HDR "sfen 4k4/9/4R4/9/9/9/9/9/K8 w - 1\n5a4a none 0 17 3\n5a6a none -200 11 1\n"
+				 "sfen 5k3/9/4R4/9/9/9/9/9/K8 b - 2\n5c4c none 0 19 3\n"
+				 "sfen 5k3/9/5R3/9/9/9/9/9/K8 w - 3\n4a5a none 0 21 3\n4a3a none -200 15 1\n"
+				 "sfen 4k4/9/5R3/9/9/9/9/9/K8 b - 4\n4c5c none 0 23 3\n");
+	/* A chain and an unlisted transposition from the start position. */
+	check_agreement_text(HDR STARTPOS "\n7g7f none 0 0\n"
+				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+				 "3c3d none 0 0\n"
+				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+				 "2g2f none 0 0\n"
+				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P4P1/PP1PPPP1P/1B5R1/LNSGKGSNL w - 4\n"
+				 "8c8d none 40 0\n4a3b none -30 0\n"
+				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL b - 3\n"
+				 "6i7h none -70 0\n");
+}
+
+/* ---- hand-built books through the library -------------------------------------- */
+
+typedef struct {
+	const char *usi;
+	int eval;
+} EvalMove;
+
+static void put_record(BookDB *db, const char *sfen, const EvalMove *moves, int n)
+{
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_int_equal(sfen_parse(pos, sfen, NULL, NULL), 0);
+	bookdb_record_init(rec, pos);
+	for (int k = 0; k < n; k++) {
+		Move m;
+		assert_int_equal(usi_move_parse_legal(&m, pos, moves[k].usi, strlen(moves[k].usi), NULL), 0);
+		BookMove *bm = &rec->moves[rec->nmoves++];
+		memset(bm, 0, sizeof *bm);
+		bm->move = m;
+		bm->flags = BOOKDB_MOVE_EVAL;
+		bm->eval = (int16_t)moves[k].eval;
+		bm->depth = 12;
+	}
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_put(txn, pos_key(pos), rec), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	free(pos);
+	free(rec);
+}
+
+/* The stored value and dist of one move of a position (fails if absent). */
+static void stored(BookDB *db, const char *sfen, const char *usi, int *value, int *dist)
+{
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_int_equal(sfen_parse(pos, sfen, NULL, NULL), 0);
+	Move m;
+	assert_int_equal(usi_move_parse_legal(&m, pos, usi, strlen(usi), NULL), 0);
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookdb_get(rec, txn, pos_key(pos)), 0);
+	bookdb_txn_abort(txn);
+	assert_true(rec->flags & BOOKDB_REC_MINIMAX);
+	int k = 0;
+	while (k < rec->nmoves && rec->moves[k].move != m) k++;
+	if (k == rec->nmoves) fail_msg("%s: move %s not stored", sfen, usi);
+	*value = rec->moves[k].value;
+	*dist = rec->moves[k].dist;
+	free(pos);
+	free(rec);
+}
+
+static void expect(BookDB *db, const char *sfen, const char *usi, int value, int dist)
+{
+	int v, d;
+	stored(db, sfen, usi, &v, &d);
+	if (v != value || d != dist)
+		fail_msg("%s %s: value %d dist %d, expected %d %d", sfen, usi, v, d, value, dist);
+}
+
+static BookDB *new_book(char **dir)
+{
+	*dir = ts_mkdtemp();
+	char path[512];
+	snprintf(path, sizeof path, "%s/book", *dir);
+	BookDB *db;
+	BookDBOptions o = {.no_sync = true};
+	assert_int_equal(bookdb_open(&db, path, &o, NULL), 0);
+	return db;
+}
+
+#define S0 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1"
+#define SA "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2"
+#define SB "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3"
+#define SX "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P4P1/PP1PPPP1P/1B5R1/LNSGKGSNL w - 4"
+#define SC "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL w - 2"
+#define SD "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL b - 3"
+
+static void test_minimax__chains_and_unlisted_transpositions_get_their_values(void **state)
+{
+	(void)state;
+	char *dir;
+	BookDB *db = new_book(&dir);
+	/* S0 -7g7f- A -3c3d- B -2g2f- X (leaf 8c8d +40 for White); C = S0+2g2f and
+	 * D = C+3c3d list nothing that reaches the book: S0→C, C→D, D→X are
+	 * transpositions. D also has a poor leaf of its own. */
+	put_record(db, S0, (EvalMove[]){{"7g7f", 10}}, 1);
+	put_record(db, SA, (EvalMove[]){{"3c3d", 5}}, 1);
+	put_record(db, SB, (EvalMove[]){{"2g2f", 0}}, 1);
+	put_record(db, SX, (EvalMove[]){{"8c8d", 40}, {"4a3b", -30}}, 2);
+	put_record(db, SC, NULL, 0);
+	put_record(db, SD, (EvalMove[]){{"6i7h", -70}}, 1);
+	BookmmOptions opt = {0};
+	BookmmStats st;
+	char err[256] = "";
+	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	assert_int_equal(st.positions, 6);
+	assert_int_equal(st.valued, 6);
+	assert_int_equal(st.settled, 6);
+	assert_int_equal(st.cyclic, 0);
+	assert_true(st.has_root);
+	assert_int_equal(st.root_value, -40);
+	expect(db, SX, "8c8d", 40, 0);
+	expect(db, SX, "4a3b", -30, 0);
+	expect(db, SB, "2g2f", -40, 1);
+	expect(db, SD, "7g7f", -40, 1);
+	expect(db, SD, "6i7h", -70, 0);
+	expect(db, SA, "3c3d", 40, 2);
+	expect(db, SC, "3c3d", 40, 2);
+	expect(db, S0, "7g7f", -40, 3);
+	expect(db, S0, "2g2f", -40, 3); /* added to the record as a transposition */
+	/* Nothing changed: a second run rewrites nothing; --full rewrites all. */
+	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	assert_int_equal(st.rewritten, 0);
+	opt.full = true;
+	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	assert_int_equal(st.rewritten, 6);
+	/* A new, better leaf for Black deep down changes the values above it. */
+	put_record(db, SX, (EvalMove[]){{"8c8d", -20}, {"4a3b", -30}}, 2);
+	opt.full = false;
+	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	assert_int_equal(st.root_value, 20);
+	expect(db, S0, "7g7f", 20, 3);
+	expect(db, SD, "7g7f", 20, 1);
+	assert_true(st.rewritten >= 5);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+#define P0 "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1"
+#define P1 "sfen 4k4/9/9/9/9/9/9/9/5K3 w - 2"
+#define P2 "sfen 5k3/9/9/9/9/9/9/9/5K3 b - 3"
+#define P3 "sfen 5k3/9/9/9/9/9/9/9/4K4 w - 4"
+
+static BookDB *cycle_db(char **dir)
+{
+	BookDB *db = new_book(dir);
+	/* Every exit costs its side 100; the cycle moves have no eval. */
+	put_record(db, P0, (EvalMove[]){{"5i6i", -100}}, 1);
+	put_record(db, P1, (EvalMove[]){{"5a6a", -100}}, 1);
+	put_record(db, P2, (EvalMove[]){{"4i3i", -100}}, 1);
+	put_record(db, P3, (EvalMove[]){{"4a3a", -100}}, 1);
+	return db;
+}
+
+static void test_minimax__per_side_draw_values_decide_who_repeats(void **state)
+{
+	(void)state;
+	char *dir;
+	BookDB *db = cycle_db(&dir);
+	BookmmOptions opt = {0};
+	BookmmStats st;
+	char err[256] = "";
+	/* Both sides prefer a draw (0) to an exit (-100): repetition forever. */
+	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	assert_int_equal(st.cyclic, 4);
+	assert_false(st.has_root);
+	expect(db, P0, "5i4i", 0, 9999);
+	expect(db, P0, "5i6i", -100, 0);
+	expect(db, P1, "5a4a", 0, 9999);
+	/* Black values a draw at -150: Black would rather exit (-100), so White,
+	 * who still likes the draw, gets +100 by steering into Black's exits. */
+	opt.draw_black = -150;
+	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	expect(db, P0, "5i6i", -100, 0);
+	expect(db, P1, "5a6a", -100, 0);
+	/* The losing side prefers the longer of equal lines (§7.7), so Black
+	 * delays its exit round the cycle for ever: the values are exact, the
+	 * distances "repeats forever". */
+	expect(db, P0, "5i4i", -100, 9999);
+	expect(db, P1, "5a4a", 100, 9999);
+	expect(db, P2, "4i5i", -100, 9999);
+	expect(db, P3, "4a5a", 100, 9999);
+	/* White values a draw at +30 and Black at -30 (White is the stronger
+	 * side): both still repeat, each seeing its own draw value. */
+	opt.draw_black = -30;
+	opt.draw_white = 30;
+	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	expect(db, P0, "5i4i", -30, 9999);
+	expect(db, P1, "5a4a", 30, 9999);
+	expect(db, P2, "4i5i", -30, 9999);
+	expect(db, P3, "4a5a", 30, 9999);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* ---- incremental equals --full ------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s += 0x9e3779b97f4a7c15ULL;
+	uint64_t x = *s;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* A move for random walks: mostly king and gold shuffles, so lines meet
+ * again (transpositions) and come back (repetition cycles). */
+static Move pick_move(const Position *pos, uint64_t *rng)
+{
+	Move legal[MOVEGEN_MAX], quiet[MOVEGEN_MAX];
+	int n = movegen_legal(pos, legal), nq = 0;
+	if (n == 0) return MOVE_NONE;
+	for (int k = 0; k < n; k++) {
+		Move m = legal[k];
+		if (move_is_drop(m)) continue;
+		PieceType pt = piece_type(pos->board[move_from(m)]);
+		if (pt == KING || pt == GOLD || pt == ROOK) quiet[nq++] = m;
+	}
+	if (nq && rng_next(rng) % 4 != 0) return quiet[rng_next(rng) % (uint64_t)nq];
+	return legal[rng_next(rng) % (uint64_t)n];
+}
+
+/* Stores an eval of move m at pos in both books (merged into the record). */
+static void add_result(BookDB *a, BookDB *b, const Position *pos, Move m, int eval)
+{
+	BookRecord *rec = malloc(sizeof *rec);
+	BookDB *dbs[2] = {a, b};
+	for (int d = 0; d < 2; d++) {
+		BookTxn *txn;
+		assert_int_equal(bookdb_txn_begin(&txn, dbs[d], true), 0);
+		if (bookdb_get(rec, txn, pos_key(pos)) != 0) bookdb_record_init(rec, pos);
+		int k = 0;
+		while (k < rec->nmoves && rec->moves[k].move != m) k++;
+		if (k == rec->nmoves) {
+			memset(&rec->moves[k], 0, sizeof rec->moves[k]);
+			rec->moves[k].move = m;
+			rec->nmoves++;
+		}
+		rec->moves[k].flags |= BOOKDB_MOVE_EVAL;
+		rec->moves[k].eval = (int16_t)eval;
+		rec->moves[k].depth = 10;
+		assert_int_equal(bookdb_put(txn, pos_key(pos), rec), 0);
+		assert_int_equal(bookdb_txn_commit(txn), 0);
+	}
+	free(rec);
+}
+
+/* An eval of a random move at the end of a random walk, in both books. */
+static void random_result(BookDB *a, BookDB *b, uint64_t *rng)
+{
+	Position *pos = malloc(sizeof *pos);
+	pos_set_startpos(pos);
+	int len = (int)(rng_next(rng) % 8);
+	for (int k = 0; k < len; k++) {
+		Move m = pick_move(pos, rng);
+		if (m == MOVE_NONE) break;
+		pos_do_move(pos, m);
+	}
+	Move m = pick_move(pos, rng);
+	if (m != MOVE_NONE) add_result(a, b, pos, m, (int)(rng_next(rng) % 9) * 40 - 160);
+	free(pos);
+}
+
+/* The king shuffle 5i4h 5a4b 4h5i 4b5a from the start position: a cycle. */
+static void king_cycle(BookDB *a, BookDB *b, uint64_t *rng)
+{
+	static const char *line[] = {"5i4h", "5a4b", "4h5i", "4b5a"};
+	Position *pos = malloc(sizeof *pos);
+	pos_set_startpos(pos);
+	for (int k = 0; k < 4; k++) {
+		Move m;
+		assert_int_equal(usi_move_parse_legal(&m, pos, line[k], 4, NULL), 0);
+		add_result(a, b, pos, m, (int)(rng_next(rng) % 9) * 40 - 160);
+		pos_do_move(pos, m);
+	}
+	free(pos);
+}
+
+/* Both books hold the same bytes for every position. */
+static void same_books(BookDB *a, BookDB *b)
+{
+	BookTxn *ta, *tb;
+	BookIter *ia, *ib;
+	assert_int_equal(bookdb_txn_begin(&ta, a, false), 0);
+	assert_int_equal(bookdb_txn_begin(&tb, b, false), 0);
+	assert_int_equal(bookdb_iter_open(&ia, ta), 0);
+	assert_int_equal(bookdb_iter_open(&ib, tb), 0);
+	for (;;) {
+		Key ka, kb;
+		const uint8_t *va, *vb;
+		size_t la, lb;
+		int ra = bookdb_iter_next(ia, &ka, &va, &la), rb = bookdb_iter_next(ib, &kb, &vb, &lb);
+		assert_int_equal(ra, rb);
+		if (ra == 0) break;
+		assert_true(key_equal(ka, kb));
+		assert_int_equal(la, lb);
+		assert_memory_equal(va, vb, la);
+	}
+	bookdb_iter_free(ia);
+	bookdb_iter_free(ib);
+	bookdb_txn_abort(ta);
+	bookdb_txn_abort(tb);
+}
+
+static void test_minimax__incremental_equals_full_after_random_batches(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_minimax__incremental_equals_full_after_random_batches");
+	char *da, *dbdir;
+	BookDB *a = new_book(&da), *b = new_book(&dbdir);
+	BookmmOptions inc = {.draw_black = -(int)(rng % 50)}, full = inc;
+	full.full = true;
+	BookmmStats sa, sb;
+	char err[256] = "";
+	size_t cyclic = 0;
+	for (int batch = 0; batch < 8; batch++) {
+		int n = batch == 0 ? 150 : 1 + (int)(rng_next(&rng) % 30);
+		if (batch == 0) king_cycle(a, b, &rng);
+		for (int k = 0; k < n; k++) random_result(a, b, &rng);
+		if (bookmm_run(&sa, a, &inc, err, sizeof err) != 0) fail_msg("incremental: %s", err);
+		if (bookmm_run(&sb, b, &full, err, sizeof err) != 0) fail_msg("full: %s", err);
+		assert_int_equal(sb.rewritten, sb.positions);
+		assert_true(sa.rewritten <= sb.rewritten);
+		assert_int_equal(sa.valued, sb.valued);
+		assert_int_equal(sa.root_value, sb.root_value);
+		same_books(a, b);
+		cyclic += sa.cyclic;
+	}
+	/* The walks must have exercised the cyclic part. */
+	assert_true(cyclic > 0);
+	if (bookmm_run(&sa, a, &inc, err, sizeof err) != 0) fail_msg("incremental: %s", err);
+	assert_int_equal(sa.rewritten, 0);
+	bookdb_free(a);
+	bookdb_free(b);
+	ts_rmtree(da);
+	ts_rmtree(dbdir);
+	free(da);
+	free(dbdir);
+}
+
+/* ---- the command ---------------------------------------------------------------- */
+
+static void test_minimax__command_prints_json_and_rejects_bad_arguments(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char *out = NULL, *err = NULL;
+	assert_int_equal(ts_runf(NULL, NULL, "%s import %s/book %syo_in.db --quiet", ts_joseki(), dir, FIX), 0);
+	assert_int_equal(ts_runf(&out, &err, "%s minimax %s/book --json", ts_joseki(), dir), 0);
+	const char *keys[] = {"\"positions\":3", "\"settled\":", "\"cyclic\":", "\"sweeps\":",
+			      "\"root_value\":50", "\"time_ms\":", "\"peak_rss_bytes\":"};
+	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+		if (!strstr(out, keys[k])) fail_msg("no %s in %s", keys[k], out);
+	free(out);
+	free(err);
+	/* joseki query shows the backed-up value. */
+	assert_int_equal(ts_runf(&out, NULL, "%s query %s/book startpos --json", ts_joseki(), dir), 0);
+	assert_non_null(strstr(out, "\"value\": 50") ? out : strstr(out, "\"value\":50"));
+	free(out);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax", ts_joseki()), 2);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --bogus", ts_joseki(), dir), 2);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --draw-black", ts_joseki(), dir), 2);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --draw-white x", ts_joseki(), dir), 2);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book %s/other", ts_joseki(), dir, dir), 2);
+	assert_int_equal(ts_runf(NULL, &err, "%s minimax %s/missing", ts_joseki(), dir), 1);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_minimax__agrees_with_peta_shock_on_the_transposition_fixture),
+		cmocka_unit_test(test_minimax__agrees_with_peta_shock_on_the_perpetual_check_fixture),
+		cmocka_unit_test(test_minimax__agrees_with_peta_shock_on_cycles_and_perpetual_check),
+		cmocka_unit_test(test_minimax__chains_and_unlisted_transpositions_get_their_values),
+		cmocka_unit_test(test_minimax__per_side_draw_values_decide_who_repeats),
+		cmocka_unit_test(test_minimax__incremental_equals_full_after_random_batches),
+		cmocka_unit_test(test_minimax__command_prints_json_and_rejects_bad_arguments),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
