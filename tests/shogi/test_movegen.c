@@ -336,6 +336,43 @@ static void test_movegen__no_legal_moves_is_zero(void **state)
 	assert_int_equal(moves1[0], move_make(sq_make(4, 0), sq_make(4, 1), false));
 }
 
+/*
+ * Positions where the side not to move is in check are accepted (rules.tsv
+ * has one); the king that could be taken must still never be taken: no
+ * generated move and no pos_is_legal move lands on a king.
+ */
+static void test_movegen__never_captures_a_king(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *sfen, *capture;
+	} cases[] = {
+	    {"8k/6G2/9/9/8L/9/9/9/9 b P 1", "1e1a"},
+	    {"+R4sgnl/1+BK4k1/SG11+PLsp1/8p/P1+r+b1p1P1/1g3P2P/6P2/5+p3/L7L w GS3P3n5p 200",
+	     "7e7b"},
+	    {"n+Rs4lg/1+BK4k1/S1G1+PLsp1/8p/P1+r+b1p1P1/1g3P2P/6P2/5+p3/L7L w GS3P3n5p 200",
+	     "7a7b"},
+	};
+	static Position pos;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		parse_sfen_or_die(&pos, cases[i].sfen);
+		Move moves[MOVEGEN_MAX];
+		int n = movegen_legal(&pos, moves);
+		for (int k = 0; k < n; k++) {
+			Piece target = move_is_drop(moves[k]) ? PIECE_NONE
+			                                      : pos_piece(&pos, move_to(moves[k]));
+			if (target != PIECE_NONE && piece_type(target) == KING)
+				fail_msg("%s: generated move %04x captures the king", cases[i].sfen,
+				         moves[k]);
+		}
+		Move m = MOVE_NONE;
+		assert_int_equal(
+		    usi_move_parse(&m, cases[i].capture, strlen(cases[i].capture), NULL), 0);
+		if (pos_is_legal(&pos, m))
+			fail_msg("%s: pos_is_legal(%s) is true", cases[i].sfen, cases[i].capture);
+	}
+}
+
 int main(void)
 {
 	shogi_init();
@@ -345,6 +382,7 @@ int main(void)
 	    cmocka_unit_test(test_movegen__generated_moves_agree_with_is_legal),
 	    cmocka_unit_test(test_movegen__sampled_positions_agree_with_is_legal),
 	    cmocka_unit_test(test_movegen__no_legal_moves_is_zero),
+	    cmocka_unit_test(test_movegen__never_captures_a_king),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
