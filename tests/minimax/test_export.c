@@ -1,0 +1,342 @@
+/*
+ * tests/minimax/test_export.c — joseki export --format yaneuraou: engine
+ * evaluations exported as they are before minimax, minimax values with depth
+ * and ponder after it, the move filters, and on random books: the file is
+ * sorted by the bytes of its sfen lines, canonical (smallest ply), and an
+ * engine-style bisection over byte offsets finds every position.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bookdb/bookdb.h"
+#include "minimax/bookmm.h"
+#include "shogi/movegen.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+#include "tests/support/support.h"
+
+#define HDR "#YANEURAOU-DB2016 1.00\n"
+#define S0 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1"
+#define SA "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2"
+
+typedef struct {
+	const char *usi;
+	int eval, depth;
+	bool stats_only;
+} Mv;
+
+static void put(BookDB *db, const char *sfen, int min_ply, const Mv *moves, int n)
+{
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_int_equal(sfen_parse(pos, sfen, NULL, NULL), 0);
+	bookdb_record_init(rec, pos);
+	if (min_ply) rec->min_ply = (uint16_t)min_ply;
+	for (int k = 0; k < n; k++) {
+		Move m;
+		assert_int_equal(usi_move_parse_legal(&m, pos, moves[k].usi, strlen(moves[k].usi), NULL), 0);
+		BookMove *bm = &rec->moves[rec->nmoves++];
+		memset(bm, 0, sizeof *bm);
+		bm->move = m;
+		if (moves[k].stats_only) {
+			bm->flags = BOOKDB_MOVE_STATS;
+			bm->count = 5;
+		} else {
+			bm->flags = BOOKDB_MOVE_EVAL;
+			bm->eval = (int16_t)moves[k].eval;
+			bm->depth = (uint8_t)moves[k].depth;
+		}
+	}
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_put(txn, pos_key(pos), rec), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	free(pos);
+	free(rec);
+}
+
+static BookDB *new_book(char **dir)
+{
+	*dir = ts_mkdtemp();
+	char path[512];
+	snprintf(path, sizeof path, "%s/book", *dir);
+	BookDB *db;
+	BookDBOptions o = {.no_sync = true};
+	assert_int_equal(bookdb_open(&db, path, &o, NULL), 0);
+	return db;
+}
+
+/* Runs joseki export with args and returns the written file (caller frees). */
+static char *export(const char *dir, const char *args)
+{
+	char *err = NULL;
+	int rc = ts_runf(NULL, &err, "%s export %s/book %s/out.db %s", ts_joseki(), dir, dir, args);
+	if (rc != 0) fail_msg("export %s: %d %s", args, rc, err);
+	free(err);
+	char path[512];
+	snprintf(path, sizeof path, "%s/out.db", dir);
+	char *text = ts_read_file(path, NULL);
+	assert_non_null(text);
+	return text;
+}
+
+static void run_minimax(BookDB *db)
+{
+	BookmmOptions opt = {0};
+	char err[256] = "";
+	if (bookmm_run(NULL, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+}
+
+static void test_export__engine_evaluations_before_minimax(void **state)
+{
+	(void)state;
+	char *dir;
+	BookDB *db = new_book(&dir);
+	/* Seen at ply 1; a move with game statistics only is not an evaluation. */
+	put(db, S0, 0, (Mv[]){{"7g7f", 30, 12, false}, {"2g2f", 50, 14, false}, {"5i5h", 0, 0, true}}, 3);
+	/* A White position first seen at ply 6 (reached by another order). */
+	put(db, SA, 6, (Mv[]){{"3c3d", -20, 9, false}, {"8c8d", -90, 9, false}}, 2);
+	bookdb_free(db);
+	char *got = export(dir, "--moves all");
+	assert_string_equal(got, HDR "# NOE:2\n"
+				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 6\n"
+				     "3c3d none -20 9 1\n8c8d none -90 9 1\n"
+				     S0 "\n2g2f none 50 14 1\n7g7f none 30 12 1\n");
+	free(got);
+	/* The default is the moves within 30 of the best (sorted: "2P6" < "9/P"). */
+	got = export(dir, "");
+	assert_string_equal(got, HDR "# NOE:2\n"
+				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 6\n"
+				     "3c3d none -20 9 1\n"
+				     S0 "\n2g2f none 50 14 1\n7g7f none 30 12 1\n");
+	free(got);
+	got = export(dir, "--moves window --window 10");
+	assert_string_equal(got, HDR "# NOE:2\n" "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 6\n"
+				     "3c3d none -20 9 1\n" S0 "\n2g2f none 50 14 1\n");
+	free(got);
+	/* Evaluations shallower than 13, or positions after ply 5, are left out. */
+	got = export(dir, "--moves all --min-depth 13");
+	assert_string_equal(got, HDR "# NOE:1\n" S0 "\n2g2f none 50 14 1\n");
+	free(got);
+	got = export(dir, "--moves all --max-ply 5");
+	assert_string_equal(got, HDR "# NOE:1\n" S0 "\n2g2f none 50 14 1\n7g7f none 30 12 1\n");
+	free(got);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_export__minimax_values_with_depth_and_ponder(void **state)
+{
+	(void)state;
+	char *dir;
+	BookDB *db = new_book(&dir);
+	put(db, S0, 0, (Mv[]){{"7g7f", 30, 12, false}, {"2g2f", 10, 14, false}}, 2);
+	put(db, SA, 0, (Mv[]){{"3c3d", -20, 9, false}, {"8c8d", -90, 9, false}}, 2);
+	run_minimax(db);
+	bookdb_free(db);
+	/* 7g7f is worth 20 through White's best reply 3c3d (one ply to the leaf). */
+	char *got = export(dir, "--moves all");
+	assert_string_equal(got, HDR "# NOE:2\n"
+				     SA "\n3c3d none -20 0 1\n8c8d none -90 0 1\n"
+				     S0 "\n7g7f 3c3d 20 1 1\n2g2f none 10 0 1\n");
+	free(got);
+	got = export(dir, "--moves best");
+	assert_string_equal(got, HDR "# NOE:2\n" SA "\n3c3d none -20 0 1\n" S0 "\n7g7f 3c3d 20 1 1\n");
+	free(got);
+	/* --min-depth drops shallow engine leaves but keeps backed-up values. */
+	got = export(dir, "--moves all --min-depth 10");
+	assert_string_equal(got, HDR "# NOE:1\n" S0 "\n7g7f 3c3d 20 1 1\n2g2f none 10 0 1\n");
+	free(got);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* ---- sorted, canonical, and found by bisection -------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s += 0x9e3779b97f4a7c15ULL;
+	uint64_t x = *s;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* A book of random lines from the start position, an eval on every step. */
+static void random_book(BookDB *db, uint64_t *rng, int lines)
+{
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	for (int l = 0; l < lines; l++) {
+		pos_set_startpos(pos);
+		int len = 1 + (int)(rng_next(rng) % 10);
+		for (int k = 0; k < len; k++) {
+			Move legal[MOVEGEN_MAX];
+			int n = movegen_legal(pos, legal);
+			if (n == 0) break;
+			Move m = legal[rng_next(rng) % (uint64_t)(n < 6 ? n : 6)];
+			BookTxn *txn;
+			assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+			if (bookdb_get(rec, txn, pos_key(pos)) != 0) bookdb_record_init(rec, pos);
+			int q = 0;
+			while (q < rec->nmoves && rec->moves[q].move != m) q++;
+			if (q == rec->nmoves) {
+				memset(&rec->moves[q], 0, sizeof rec->moves[q]);
+				rec->moves[q].move = m;
+				rec->nmoves++;
+			}
+			rec->moves[q].flags = BOOKDB_MOVE_EVAL;
+			rec->moves[q].eval = (int16_t)((int)(rng_next(rng) % 400) - 200);
+			rec->moves[q].depth = 10;
+			assert_int_equal(bookdb_put(txn, pos_key(pos), rec), 0);
+			assert_int_equal(bookdb_txn_commit(txn), 0);
+			pos_do_move(pos, m);
+		}
+	}
+	free(pos);
+	free(rec);
+}
+
+/* The line starting at p (without its newline) compared with target, strcmp-style. */
+static int cmp_line(const char *p, const char *target)
+{
+	size_t n = strcspn(p, "\n"), t = strlen(target);
+	int c = memcmp(p, target, n < t ? n : t);
+	if (c) return c;
+	return (n > t) - (n < t);
+}
+
+/*
+ * What BookOnTheFly does: bisect byte offsets; at an offset, discard the
+ * (partial) line there, skip to the next "sfen " line and compare it. When
+ * the range is small, scan it line by line.
+ */
+static bool bisect(const char *buf, size_t size, const char *target)
+{
+	size_t lo = 0, hi = size; /* lo: a line start; the target starts in [lo, hi) */
+	while (hi - lo > 256) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *nl = memchr(buf + mid, '\n', size - mid);
+		if (!nl) {
+			hi = mid;
+			continue;
+		}
+		size_t q = (size_t)(nl - buf) + 1;
+		while (q < hi && strncmp(buf + q, "sfen ", 5)) {
+			nl = memchr(buf + q, '\n', size - q);
+			q = nl ? (size_t)(nl - buf) + 1 : size;
+		}
+		if (q >= hi) {
+			hi = mid + 1;
+			continue;
+		}
+		int c = cmp_line(buf + q, target);
+		if (c == 0) return true;
+		if (c < 0) {
+			nl = memchr(buf + q, '\n', size - q);
+			lo = nl ? (size_t)(nl - buf) + 1 : size;
+		} else {
+			hi = q;
+		}
+	}
+	for (size_t p = lo; p < hi && p < size;) {
+		if (!strncmp(buf + p, "sfen ", 5) && cmp_line(buf + p, target) == 0) return true;
+		const char *nl = memchr(buf + p, '\n', size - p);
+		p = nl ? (size_t)(nl - buf) + 1 : size;
+	}
+	return false;
+}
+
+static void check_sorted_and_found(const char *dir, BookDB *db)
+{
+	char *text = export(dir, "--moves all");
+	size_t size = strlen(text);
+	assert_true(strncmp(text, HDR "# NOE:", strlen(HDR) + 6) == 0);
+	size_t noe = strtoul(text + strlen(HDR) + 6, NULL, 10);
+	char *copy = strdup(text);
+	size_t count = 0;
+	char *prev = NULL;
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	for (char *save = NULL, *line = strtok_r(copy, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "sfen ", 5)) continue;
+		count++;
+		if (prev && strcmp(prev, line) >= 0) fail_msg("not sorted: '%s' before '%s'", prev, line);
+		prev = line;
+		/* Canonical: written as the rules module writes it, with the
+		 * record's smallest ply. */
+		assert_int_equal(sfen_parse(pos, line + 5, NULL, NULL), 0);
+		assert_int_equal(bookdb_get(rec, txn, pos_key(pos)), 0);
+		char again[SFEN_MAX];
+		sfen_write_ply(pos, rec->min_ply, again, sizeof again);
+		assert_string_equal(line + 5, again);
+		if (!bisect(text, size, line)) fail_msg("bisection misses '%s'", line);
+	}
+	bookdb_txn_abort(txn);
+	assert_int_equal(count, noe);
+	assert_true(count > 20);
+	/* A position that is not in the book is not found. */
+	assert_false(bisect(text, size, "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1"));
+	free(pos);
+	free(rec);
+	free(copy);
+	free(text);
+}
+
+static void test_export__random_books_are_sorted_canonical_and_bisectable(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_export__random_books_are_sorted_canonical_and_bisectable");
+	char *dir;
+	BookDB *db = new_book(&dir);
+	random_book(db, &rng, 60);
+	check_sorted_and_found(dir, db); /* engine evaluations */
+	run_minimax(db);
+	check_sorted_and_found(dir, db); /* minimax values */
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_export__bad_arguments_exit_2_and_failures_write_nothing(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char *err = NULL;
+	const char *bad[] = {"", "BOOK", "BOOK OUT --format apery", "BOOK OUT --moves some",
+			     "BOOK OUT --window", "BOOK OUT --window -5", "BOOK OUT --min-depth x",
+			     "BOOK OUT --max-ply 0", "BOOK OUT --bogus", "BOOK OUT THIRD"};
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		int rc = ts_runf(NULL, NULL, "%s export %s", ts_joseki(), bad[k]);
+		if (rc != 2) fail_msg("'export %s' exited %d, not 2", bad[k], rc);
+	}
+	assert_int_equal(ts_runf(NULL, &err, "%s export %s/missing %s/out.db", ts_joseki(), dir, dir), 1);
+	free(err);
+	char path[512];
+	snprintf(path, sizeof path, "%s/out.db", dir);
+	assert_null(ts_read_file(path, NULL));
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_export__engine_evaluations_before_minimax),
+		cmocka_unit_test(test_export__minimax_values_with_depth_and_ponder),
+		cmocka_unit_test(test_export__random_books_are_sorted_canonical_and_bisectable),
+		cmocka_unit_test(test_export__bad_arguments_exit_2_and_failures_write_nothing),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
