@@ -153,15 +153,27 @@ static int load_moves(BookGraph *b, BookDB *db, char *err, size_t errlen)
 				MmMove mv = {legal[m], 0, j};
 				if (mm_push_move(g, mv) < 0) goto nomem;
 			}
+			/* Of the leaves only the best one matters to the analysis
+			 * (equal leaves are the same (value, 0) pair): keeping one
+			 * makes the relaxation sweeps walk edges, not leaves. The
+			 * write-back values the other leaves from their evals. */
+			size_t nedges = g->nmoves;
+			MmMove best = {MOVE_NONE, 0, MM_NONE};
 			for (int m = 0; m < rec->nmoves; m++) {
 				const BookMove *bm = &rec->moves[m];
 				if (!(bm->flags & BOOKDB_MOVE_EVAL) || bm->move == MOVE_NONE) continue;
 				bool dup = false;
-				for (size_t q = first; q < g->nmoves && !dup; q++)
+				for (size_t q = first; q < nedges && !dup; q++)
 					if (g->moves[q].move == bm->move) dup = true;
 				if (dup) continue;
-				MmMove mv = {bm->move, clamp_value(bm->eval), MM_NONE};
-				if (mm_push_move(g, mv) < 0) goto nomem;
+				int16_t v = clamp_value(bm->eval);
+				if (best.move == MOVE_NONE || v > best.value) {
+					best.move = bm->move;
+					best.value = v;
+				}
+			}
+			if (best.move != MOVE_NONE) {
+				if (mm_push_move(g, best) < 0) goto nomem;
 				g->flags[i] |= F_VALUED;
 			}
 			if (nl == 0) {
@@ -260,13 +272,18 @@ static bool apply_node(BookRecord *rec, const MmGraph *g, uint32_t i)
 	for (uint16_t m = 0; m < n0; m++) {
 		int16_t v = valued ? BOOKMM_NOVALUE : 0;
 		uint16_t d = 0;
+		bool edge = false;
 		for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++)
-			if (g->moves[k].move == rec->moves[m].move) {
+			if (g->moves[k].move == rec->moves[m].move && g->moves[k].next != MM_NONE) {
 				MmVd x = stored_vd(g, &g->moves[k]);
 				v = x.value;
 				d = x.depth;
+				edge = true;
 				break;
 			}
+		/* Not an edge: a leaf valued by its evaluation. */
+		if (valued && !edge && (rec->moves[m].flags & BOOKDB_MOVE_EVAL))
+			v = clamp_value(rec->moves[m].eval);
 		if (rec->moves[m].value != v || rec->moves[m].dist != d) changed = true;
 		rec->moves[m].value = v;
 		rec->moves[m].dist = d;
@@ -302,13 +319,23 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 		free(rec);
 		return fail(err, errlen, BOOKMM_EBOOK, "cannot write the book: %s", bookdb_strerror(rc));
 	}
+	bool full = opt && opt->full;
 	for (uint32_t i = 0; i < g->n; i++) {
-		rc = bookdb_writer_get(rec, w, b->keys[i]);
+		/* Most records of a second run are unchanged: compare on the
+		 * moves alone and unpack the position only to rewrite. */
+		BookTxn *rt;
+		const uint8_t *raw;
+		size_t len;
+		if ((rc = bookdb_writer_txn(&rt, w)) < 0) goto bad;
+		rc = bookdb_get_raw(&raw, &len, rt, b->keys[i]);
 		if (rc == BOOKDB_ENOTFOUND) continue; /* deleted since: nothing to store */
-		if (rc == BOOKDB_ECORRUPT) continue;
 		if (rc < 0) goto bad;
-		bool changed = apply_node(rec, g, i);
-		if (!changed && !(opt && opt->full)) continue;
+		if (!full) {
+			if (bookdb_record_decode_moves(rec, raw, len) < 0) continue;
+			if (!apply_node(rec, g, i)) continue;
+		}
+		if (bookdb_record_decode(rec, raw, len) < 0) continue; /* joseki check reports it */
+		apply_node(rec, g, i);
 		if ((rc = bookdb_writer_put(w, b->keys[i], rec)) < 0) goto bad;
 		st->rewritten++;
 	}
