@@ -65,16 +65,11 @@ static void bg_free(BookGraph *b)
 }
 
 /* Pass 1: every key, in key order. */
-static int load_keys(BookGraph *b, BookDB *db, char *err, size_t errlen)
+static int load_keys(BookGraph *b, BookTxn *txn, char *err, size_t errlen)
 {
-	BookTxn *txn = NULL;
 	BookIter *it = NULL;
-	int rc = bookdb_txn_begin(&txn, db, false);
+	int rc = bookdb_iter_open(&it, txn);
 	if (rc < 0) return fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
-	if ((rc = bookdb_iter_open(&it, txn)) < 0) {
-		bookdb_txn_abort(txn);
-		return fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
-	}
 	Key k;
 	const uint8_t *val;
 	size_t len;
@@ -103,12 +98,11 @@ static int load_keys(BookGraph *b, BookDB *db, char *err, size_t errlen)
 		     : 0;
 done:
 	bookdb_iter_free(it);
-	bookdb_txn_abort(txn);
 	return rc;
 }
 
 /* Pass 2: the moves of every node. */
-static int load_moves(BookGraph *b, BookDB *db, char *err, size_t errlen)
+static int load_moves(BookGraph *b, BookTxn *txn, char *err, size_t errlen)
 {
 	MmGraph *g = &b->g;
 	g->flags = calloc(g->n + 1, 1);
@@ -122,10 +116,8 @@ static int load_moves(BookGraph *b, BookDB *db, char *err, size_t errlen)
 		return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
 	}
 	g->mstart[0] = 0;
-	BookTxn *txn = NULL;
 	BookIter *it = NULL;
-	int rc = bookdb_txn_begin(&txn, db, false);
-	if (rc == 0) rc = bookdb_iter_open(&it, txn);
+	int rc = bookdb_iter_open(&it, txn);
 	if (rc < 0) {
 		rc = fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
 		goto done;
@@ -199,7 +191,6 @@ nomem:
 	rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
 done:
 	bookdb_iter_free(it);
-	bookdb_txn_abort(txn);
 	free(rec);
 	free(pos);
 	return rc;
@@ -364,8 +355,17 @@ int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *e
 	memset(&st, 0, sizeof st);
 	BookGraph b;
 	memset(&b, 0, sizeof b);
-	int rc = load_keys(&b, db, err, errlen);
-	if (rc == 0) rc = load_moves(&b, db, err, errlen);
+	/* Passes 1 and 2 read one snapshot, so that a writer adding positions
+	 * meanwhile (joseki think) changes nothing under them. */
+	BookTxn *txn = NULL;
+	int rc = bookdb_txn_begin(&txn, db, false);
+	if (rc < 0) {
+		rc = fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
+		goto done;
+	}
+	rc = load_keys(&b, txn, err, errlen);
+	if (rc == 0) rc = load_moves(&b, txn, err, errlen);
+	bookdb_txn_abort(txn);
 	if (rc < 0) goto done;
 	MmGraph *g = &b.g;
 	g->draw[BLACK] = clamp_value(opt ? opt->draw_black : 0);
