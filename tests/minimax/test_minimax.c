@@ -3,7 +3,7 @@
  * the YaneuraOu fixtures and constructed DB2016 inputs (import, minimax,
  * export --moves all, compared move by move with joseki peta-shock); hand-built
  * books with known values (a chain, transpositions not listed in any record,
- * a repetition cycle under per-side draw values); incremental runs equal to
+ * a repetition cycle under per-side draw values, perpetual check); incremental runs equal to
  * --full after random batches of new results; the command's errors.
  */
 #include <setjmp.h>
@@ -355,6 +355,37 @@ static void test_minimax__per_side_draw_values_decide_who_repeats(void **state)
 	free(dir);
 }
 
+#define Q1 "sfen 4k4/9/4R4/9/9/9/9/9/K8 w - 1"
+#define Q2 "sfen 5k3/9/4R4/9/9/9/9/9/K8 b - 2"
+#define Q3 "sfen 5k3/9/5R3/9/9/9/9/9/K8 w - 3"
+#define Q4 "sfen 4k4/9/5R3/9/9/9/9/9/K8 b - 4"
+
+static void test_minimax__perpetual_check_loses_for_the_checker(void **state)
+{
+	(void)state;
+	char *dir;
+	BookDB *db = new_book(&dir);
+	/* Black's rook checks for ever (Q2, Q4 have no other move in the book);
+	 * White's only exits lose 200. */
+	put_record(db, Q1, (EvalMove[]){{"5a4a", 0}, {"5a6a", -200}}, 2);
+	put_record(db, Q2, (EvalMove[]){{"5c4c", 0}}, 1);
+	put_record(db, Q3, (EvalMove[]){{"4a5a", 0}, {"4a3a", -200}}, 2);
+	put_record(db, Q4, (EvalMove[]){{"4c5c", 0}}, 1);
+	BookmmOptions opt = {0};
+	BookmmStats st;
+	char err[256] = "";
+	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	assert_int_equal(st.cyclic, 4);
+	expect(db, Q1, "5a4a", 32000, 9999);
+	expect(db, Q1, "5a6a", -200, 0);
+	expect(db, Q2, "5c4c", -32000, 9997);
+	expect(db, Q3, "4a5a", 32000, 9999);
+	expect(db, Q4, "4c5c", -32000, 9997);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* ---- incremental equals --full ------------------------------------------------- */
 
 static uint64_t rng_next(uint64_t *s)
@@ -540,6 +571,7 @@ int main(void)
 		cmocka_unit_test(test_minimax__agrees_with_peta_shock_on_cycles_and_perpetual_check),
 		cmocka_unit_test(test_minimax__chains_and_unlisted_transpositions_get_their_values),
 		cmocka_unit_test(test_minimax__per_side_draw_values_decide_who_repeats),
+		cmocka_unit_test(test_minimax__perpetual_check_loses_for_the_checker),
 		cmocka_unit_test(test_minimax__incremental_equals_full_after_random_batches),
 		cmocka_unit_test(test_minimax__command_prints_json_and_rejects_bad_arguments),
 	};
