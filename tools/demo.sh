@@ -24,8 +24,22 @@ $J ingest "$OUT/book" tests/data/floodgate tests/data/csa-dialects --quiet
 step "5. What the book knows about the start position (mover's wins/draws/losses, floodgate evals)"
 $J query "$OUT/book" startpos
 
-step "6. Book statistics and an integrity check"
+THINK=${DEMO_THINK_SECONDS:-60}
+step "6. Thinking for ${THINK} s with the built-in engine (2 engines): the selector picks the leaves most worth analysing"
+$J think "$OUT/book" --engine builtin --engines 2 --time "$THINK" --quiet
+
+step "7. Minimax: backing the values up over the whole book graph (transpositions and repetitions handled)"
+$J minimax "$OUT/book"
+
+step "8. Exporting a YaneuraOu book (sorted for BookOnTheFly) to $OUT/book.db"
+$J export "$OUT/book" "$OUT/book.db" --format yaneuraou
+head -n 4 "$OUT/book.db"
+
+step "9. The book's answer for the start position"
+$J query "$OUT/book" startpos
+
+step "10. Book statistics and an integrity check"
 $J stats "$OUT/book"
 $J check "$OUT/book"
 
-printf '\nDone. Files are in %s/ (the book is %s/book; try ./joseki query %s/book "startpos moves 2g2f").\n' "$OUT" "$OUT" "$OUT"
+printf '\nDone. The book is %s/book (LMDB), the YaneuraOu book %s/book.db.\nTry: ./joseki query %s/book "startpos moves 2g2f"\n' "$OUT" "$OUT" "$OUT"
