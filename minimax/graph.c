@@ -163,11 +163,12 @@ static void init_cycle_nodes(MmGraph *g)
 	}
 }
 
-static size_t relax_once(MmGraph *g)
+/* One in-place sweep over the relaxed nodes (listed in index order). */
+static size_t relax_once(MmGraph *g, const uint32_t *list, size_t nl)
 {
 	size_t changed = 0;
-	for (uint32_t i = 0; i < g->n; i++) {
-		if (g->flags[i] & (MM_F_CONST | MM_F_LOOP)) continue;
+	for (size_t q = 0; q < nl; q++) {
+		uint32_t i = list[q];
 		MmVd v = for_parent(g, i, best_move(g, i), true);
 		if (v.value != g->vd[i].value || v.depth != g->vd[i].depth) changed++;
 		g->vd[i] = v;
@@ -203,14 +204,29 @@ static MmVd dfs_loop(MmGraph *g, uint32_t i)
 
 static int relax(MmGraph *g)
 {
+	/* The sweeps touch only unsettled nodes: list them (and the loop
+	 * nodes) once rather than test every node's flags every sweep. */
+	size_t nr = 0, nloop = 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		if (g->flags[i] & MM_F_LOOP) nloop++;
+		else if (!(g->flags[i] & MM_F_CONST)) nr++;
+	}
+	uint32_t *list = malloc((nr + nloop + 1) * sizeof *list);
+	if (!list) return -1;
+	uint32_t *loops = list + nr;
+	size_t a = 0, b = 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		if (g->flags[i] & MM_F_LOOP) loops[b++] = i;
+		else if (!(g->flags[i] & MM_F_CONST)) list[a++] = i;
+	}
 	int sweeps = 0;
 	for (int s = 0; s < MM_RELAX_SWEEPS; s++) {
 		sweeps++;
-		size_t changed = relax_once(g);
-		for (uint32_t i = 0; i < g->n; i++)
-			if (g->flags[i] & MM_F_LOOP) g->vd[i] = dfs_loop(g, i);
+		size_t changed = relax_once(g, list, nr);
+		for (size_t q = 0; q < nloop; q++) g->vd[loops[q]] = dfs_loop(g, loops[q]);
 		if (changed == 0) break;
 	}
+	free(list);
 	return sweeps;
 }
 
@@ -227,7 +243,7 @@ int mm_backup(MmGraph *g, MmStats *st)
 	extract_check_loops(g, st);
 	init_cycle_nodes(g);
 	st->relax_sweeps = relax(g);
-	return 0;
+	return st->relax_sweeps < 0 ? -1 : 0;
 }
 
 /* ---- key map ------------------------------------------------------------------ */
