@@ -10,22 +10,22 @@
 typedef int (*joseki_cmd_fn)(int argc, char **argv); /* argv[0] is the subcommand */
 
 int cmd_perft(int argc, char **argv);
-int cmd_minimax(int argc, char **argv);
-int cmd_export(int argc, char **argv);
-int cmd_fetch(int argc, char **argv);
-int cmd_select(int argc, char **argv);
-int cmd_think(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
-int cmd_usi(int argc, char **argv);
-int cmd_ingest(int argc, char **argv);
-int cmd_import(int argc, char **argv);
-int cmd_gen_games(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
-int cmd_synth(int argc, char **argv);
+int cmd_ingest(int argc, char **argv);
+int cmd_fetch(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
-int cmd_peta_shock(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_select(int argc, char **argv);
+int cmd_think(int argc, char **argv);
+int cmd_minimax(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_peta_shock(int argc, char **argv);
+int cmd_usi(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_gen_games(int argc, char **argv);
 
 /* Prints "joseki: <message>\n" on stderr (printf-style). */
 void joseki_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
