@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "minimax/db2016.h"
+#include "shogi/db2016.h"
 
 typedef struct {
 	IngestStats *st;

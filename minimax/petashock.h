@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "minimax/db2016.h"
+#include "shogi/db2016.h"
 
 /* Error codes (all negative); the message buffer says which file and why. */
 enum {

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "minimax/db2016.h"
+#include "shogi/db2016.h"
 #include "minimax/petashock.h"
 #include "shogi/position.h"
 

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "minimax/db2016.h"
+#include "shogi/db2016.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 #include "tests/support/support.h"

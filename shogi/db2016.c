@@ -1,5 +1,5 @@
-/* minimax/db2016.c — streaming reader and line formatters for YaneuraOu DB2016 books. */
-#include "minimax/db2016.h"
+/* shogi/db2016.c — streaming reader and line formatters for YaneuraOu DB2016 books. */
+#include "shogi/db2016.h"
 
 #include <errno.h>
 #include <stdarg.h>

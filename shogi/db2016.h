@@ -1,5 +1,5 @@
 /*
- * minimax/db2016.h — reading and writing YaneuraOu's text book format
+ * shogi/db2016.h — reading and writing YaneuraOu's text book format
  * ("#YANEURAOU-DB2016 1.00", FORMATS.md "YaneuraOu book").
  *
  * The reader streams a file record by record, so a book of millions of
@@ -21,8 +21,8 @@
  *
  * A reader is not thread-safe; give each thread its own.
  */
-#ifndef MINIMAX_DB2016_H
-#define MINIMAX_DB2016_H
+#ifndef SHOGI_DB2016_H
+#define SHOGI_DB2016_H
 
 #include <stdbool.h>
 #include <stddef.h>
