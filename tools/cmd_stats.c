@@ -90,7 +90,8 @@ static int collect(BookStats *st, BookDB *db, BookTxn *txn, BookRecord *rec, Pos
 	if ((rc = bookdb_iter_open(&it, txn))) goto out;
 	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
 		uint64_t tag;
-		ks.slot[keyset_pos(&ks, key, &tag)] = tag;
+		size_t at = keyset_pos(&ks, key, &tag); /* sets tag: call before reading it */
+		ks.slot[at] = tag;
 	}
 	bookdb_iter_free(it);
 	it = NULL;
