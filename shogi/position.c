@@ -14,7 +14,7 @@ const uint8_t HAND_SHIFT[HAND_PT_NB] = {0,
 					HAND_SHIFT_BISHOP,
 					HAND_SHIFT_ROOK,
 					HAND_SHIFT_GOLD};
-const uint8_t HAND_MAX[HAND_PT_NB] = {0, 18, 4, 4, 4, 2, 2, 4};
+const uint8_t HAND_MAX[HAND_PT_NB] = {0, 31, 7, 7, 7, 3, 3, 7};
 const uint32_t HAND_MASK[HAND_PT_NB] = {0,
 					0x1fu << HAND_SHIFT_PAWN,
 					0x7u << HAND_SHIFT_LANCE,
@@ -148,14 +148,22 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 			set_err(err, "invalid hand");
 			return SHOGI_EILLEGAL;
 		}
-		for (int pt = PAWN; pt <= GOLD; pt++)
-			if (hand_count(hand[c], (PieceType)pt) > HAND_MAX[pt]) {
-				static const char L[] = " PLNSBRG";
-				snprintf(msg, sizeof msg, "%d%c in hand: at most %d", hand_count(hand[c], (PieceType)pt),
-					 c == BLACK ? L[pt] : L[pt] + 32, HAND_MAX[pt]);
-				set_err(err, msg);
-				return SHOGI_EILLEGAL;
-			}
+	}
+	int total[HAND_PT_NB] = {0};
+	for (Square sq = 0; sq < SQ_NB; sq++) {
+		PieceType pt = pt_unpromote(piece_type(board[sq]));
+		if (board[sq] && pt != KING) total[pt]++;
+	}
+	for (int pt = PAWN; pt <= GOLD; pt++) {
+		total[pt] += hand_count(hand[BLACK], (PieceType)pt) + hand_count(hand[WHITE], (PieceType)pt);
+		if (total[pt] > HAND_MAX[pt]) {
+			static const char *const NAMES[] = {"", "pawns", "lances", "knights", "silvers",
+							    "bishops", "rooks", "golds"};
+			snprintf(msg, sizeof msg, "too many %s (%d, at most %d)", NAMES[pt], total[pt],
+				 HAND_MAX[pt]);
+			set_err(err, msg);
+			return SHOGI_EILLEGAL;
+		}
 	}
 	for (int c = 0; c < COLOR_NB; c++)
 		for (int f = 0; f < FILE_NB; f++)

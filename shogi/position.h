@@ -92,13 +92,13 @@ void pos_set_startpos(Position *pos);
 /*
  * Sets a position from a board, hands and side to move. Checks it can occur:
  * at most one king per side, no pawn, lance or knight that could never move,
- * no two unpromoted pawns of a side on a file, no hand holding more of a type
- * than a full set has (18 pawns, 2 rooks or bishops, 4 of the others).
+ * no two unpromoted pawns of a side on a file, no more pieces of a type in all
+ * (board and hands) than HAND_MAX (what a hand can count).
  * Returns 0 or SHOGI_EILLEGAL with a message in err (SHOGI_ERRLEN bytes, may
  * be NULL); pos is left undefined then. Accepted on purpose, because problem
  * and perft positions use them (perft.tsv, rules.tsv): no kings or one king,
- * more material on the board than one set, and the side not to move standing
- * in check.
+ * more material than one set (up to HAND_MAX), and the side not to move
+ * standing in check.
  */
 int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], Color side,
 	    int game_ply, char *err);

@@ -118,7 +118,13 @@ typedef uint32_t Hand;
 #define HAND_SHIFT_GOLD 24
 extern const uint8_t HAND_SHIFT[HAND_PT_NB];
 extern const uint32_t HAND_MASK[HAND_PT_NB];
-/* Most pieces of a type one hand can hold: a full set's count (P 18, B/R 2, others 4). */
+/*
+ * Most pieces of a type a position may hold in all (board, promoted or not,
+ * plus both hands): what a hand field can count (P 31, B/R 3, others 7). More
+ * than a real set is accepted on purpose (perft.tsv has three rooks), but no
+ * capture can then ever overflow a hand, and every position written as SFEN
+ * parses again.
+ */
 extern const uint8_t HAND_MAX[HAND_PT_NB];
 
 static inline int hand_count(Hand h, PieceType pt)

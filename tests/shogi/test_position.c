@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <string.h>
+
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 
@@ -38,13 +40,17 @@ static void test_position__king_in_check_of_the_side_not_to_move_is_never_captur
 	}
 }
 
-static void test_position__hand_beyond_a_full_set_is_refused_with_a_message(void **state)
+static void test_position__material_beyond_what_a_hand_can_count_is_refused(void **state)
 {
 	(void)state;
 	static Position pos;
 	char err[SHOGI_ERRLEN];
-	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/9/9/9/9/4K4 b 19P 1", NULL, err), SHOGI_EPARSE);
-	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/9/9/9/9/4K4 b 3R 1", NULL, err), SHOGI_EPARSE);
+	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/9/9/9/9/4K4 b 32P 1", NULL, err), SHOGI_EPARSE);
+	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/9/9/9/9/4K4 b 4R 1", NULL, err), SHOGI_EPARSE);
+	/* board plus both hands count together */
+	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/4R4/9/9/9/4K4 b Rr 1", NULL, err), 0);
+	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/4R4/9/9/9/4K4 b 2Rr 1", NULL, err), SHOGI_EILLEGAL);
+	assert_non_null(strstr(err, "rooks"));
 	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/9/9/9/9/4K4 b 2R2B4G4S4N4L18P 1", NULL, err), 0);
 	/* more material on the board than one set: accepted (perft.tsv uses it) */
 	assert_int_equal(sfen_parse(&pos, "k+n7/sg7/9/9/9/9/+r5K1g/7L1/2LN1R1+Bb b RBGSNLP 1", NULL, err), 0);
@@ -55,7 +61,7 @@ int main(void)
 	shogi_init();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_position__king_in_check_of_the_side_not_to_move_is_never_captured),
-		cmocka_unit_test(test_position__hand_beyond_a_full_set_is_refused_with_a_message),
+		cmocka_unit_test(test_position__material_beyond_what_a_hand_can_count_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
