@@ -9,8 +9,29 @@
 
 typedef struct {
 	uint8_t *buf;
-	size_t nbits;
+	size_t nbits; /* bits written (flushed and pending) */
+	uint64_t acc; /* pending bits, the last written least significant */
+	int have;     /* number of pending bits (< 8 between calls) */
 } BitWriter;
+
+/* Appends the n (0..24) low bits of value, most significant first. */
+static inline void bw_put(BitWriter *w, unsigned value, int n)
+{
+	w->acc = (w->acc << n) | (value & ((1u << n) - 1));
+	w->have += n;
+	w->nbits += (size_t)n;
+	while (w->have >= 8) {
+		w->have -= 8;
+		w->buf[(w->nbits - (size_t)w->have) / 8 - 1] = (uint8_t)(w->acc >> w->have);
+	}
+}
+
+/* Writes the last partial byte, zero-padded. */
+static inline void bw_flush(BitWriter *w)
+{
+	if (w->have) w->buf[w->nbits / 8] = (uint8_t)(w->acc << (8 - w->have));
+	w->have = 0;
+}
 
 typedef struct {
 	const uint8_t *buf;
@@ -21,16 +42,6 @@ typedef struct {
 	int have;     /* number of bits in acc */
 	int bad;      /* set when a read ran past the end */
 } BitReader;
-
-static void bw_put(BitWriter *w, unsigned value, int n)
-{
-	for (int i = n - 1; i >= 0; i--) {
-		size_t byte = w->nbits >> 3;
-		if ((w->nbits & 7) == 0) w->buf[byte] = 0;
-		if ((value >> i) & 1) w->buf[byte] |= (uint8_t)(0x80 >> (w->nbits & 7));
-		w->nbits++;
-	}
-}
 
 static inline void br_refill(BitReader *r)
 {
@@ -165,7 +176,7 @@ int bookdb_pack_position(uint8_t *out, const Piece board[SQ_NB], const Hand hand
 			inhand += n;
 			if (used[pt] > SET_COUNT[pt]) return BOOKDB_ECORRUPT;
 		}
-	BitWriter w = {out, 0};
+	BitWriter w = {out, 0, 0, 0};
 	bw_put(&w, side == WHITE, 1);
 	bw_put(&w, (unsigned)king[BLACK], 7);
 	bw_put(&w, (unsigned)king[WHITE], 7);
@@ -177,10 +188,14 @@ int bookdb_pack_position(uint8_t *out, const Piece board[SQ_NB], const Hand hand
 			continue;
 		}
 		PieceType pt = piece_type(p), base = pt_unpromote(pt);
-		bw_put(&w, 1, 1);
-		bw_put(&w, TYPE_CODE[base].code, TYPE_CODE[base].len);
-		if (base != GOLD) bw_put(&w, pt != base, 1);
-		bw_put(&w, piece_color(p), 1);
+		/* "1", the type code, the promoted bit (not for gold), the colour: one put */
+		unsigned code = 1u << TYPE_CODE[base].len | TYPE_CODE[base].code;
+		int len = 1 + TYPE_CODE[base].len;
+		if (base != GOLD) {
+			code = code << 1 | (pt != base);
+			len++;
+		}
+		bw_put(&w, code << 1 | piece_color(p), len + 1);
 	}
 	bw_put(&w, (unsigned)inhand, 6);
 	for (int c = 0; c < COLOR_NB; c++)
@@ -189,6 +204,7 @@ int bookdb_pack_position(uint8_t *out, const Piece board[SQ_NB], const Hand hand
 				bw_put(&w, TYPE_CODE[pt].code, TYPE_CODE[pt].len);
 				bw_put(&w, (unsigned)c, 1);
 			}
+	bw_flush(&w);
 	return (int)((w.nbits + 7) / 8);
 }
 
