@@ -140,7 +140,7 @@ int sfen_parse(Position *out, const char *sfen, const char **rest, char *err)
 			if (ch >= '0' && ch <= '9') {
 				count = count * 10 + (ch - '0');
 				have_count = true;
-				if (count > 18) {
+				if (count > HAND_MAX[PAWN]) { /* no type can have more */
 					errf(err, "bad SFEN hand '%s': count too large", s, hl);
 					return SHOGI_EPARSE;
 				}
