@@ -13,33 +13,6 @@
 #include "shogi/position.h"
 #include "tests/support/support.h"
 
-static json_t *run_json(int expect_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static json_t *run_json(int expect_rc, const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	char *out = NULL, *err = NULL;
-	int rc = ts_run(cmd, &out, &err);
-	if (rc != expect_rc) fprintf(stderr, "command: %s\nstdout: %s\nstderr: %s\n", cmd, out, err);
-	assert_int_equal(rc, expect_rc);
-	json_t *j = json_loads(out, 0, NULL);
-	if (!j) fprintf(stderr, "not JSON: %s\n", out);
-	assert_non_null(j);
-	free(out);
-	free(err);
-	return j;
-}
-
-static long long jint(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	assert_non_null(v);
-	return json_integer_value(v);
-}
-
 /* Every variant FORMATS.md lists: comments (# and //), missing fields,
  * none/resign, no ply, CRLF, blank lines, an illegal move (line 12). */
 static const char *BOOK = "#YANEURAOU-DB2016 1.00\r\n"
@@ -64,41 +37,41 @@ static void test_import__every_variant_of_the_format(void **state)
 	char path[4200];
 	snprintf(path, sizeof path, "%s/b.db", dir);
 	assert_int_equal(ts_write_file(path, BOOK, strlen(BOOK)), 0);
-	json_t *j = run_json(0, "%s import %s/book %s --json --quiet", ts_joseki(), dir, path);
-	assert_int_equal(jint(j, "positions_added"), 3);
-	assert_int_equal(jint(j, "moves_added"), 4); /* 7g7f 2g2f 3c3d 8h2b+ */
-	assert_int_equal(jint(j, "evals_added"), 4);
+	json_t *j = ts_run_json(0, "%s import %s/book %s --json --quiet", ts_joseki(), dir, path);
+	assert_int_equal(ts_jint(j, "positions_added"), 3);
+	assert_int_equal(ts_jint(j, "moves_added"), 4); /* 7g7f 2g2f 3c3d 8h2b+ */
+	assert_int_equal(ts_jint(j, "evals_added"), 4);
 	json_t *errs = json_object_get(j, "errors");
 	assert_int_equal(json_array_size(errs), 1);
-	assert_int_equal(jint(json_array_get(errs, 0), "line"), 12);
+	assert_int_equal(ts_jint(json_array_get(errs, 0), "line"), 12);
 	json_decref(j);
 
-	json_t *q = run_json(0, "%s query %s/book startpos --json", ts_joseki(), dir);
+	json_t *q = ts_run_json(0, "%s query %s/book startpos --json", ts_joseki(), dir);
 	json_t *m0 = json_array_get(json_object_get(q, "moves"), 0);
 	assert_string_equal(json_string_value(json_object_get(m0, "move")), "7g7f");
-	assert_int_equal(jint(m0, "eval"), 50);
-	assert_int_equal(jint(m0, "depth"), 20);
+	assert_int_equal(ts_jint(m0, "eval"), 50);
+	assert_int_equal(ts_jint(m0, "depth"), 20);
 	json_t *m1 = json_array_get(json_object_get(q, "moves"), 1);
 	assert_string_equal(json_string_value(json_object_get(m1, "move")), "2g2f");
-	assert_int_equal(jint(m1, "eval"), 45);
-	assert_int_equal(jint(m1, "depth"), 0);
+	assert_int_equal(ts_jint(m1, "eval"), 45);
+	assert_int_equal(ts_jint(m1, "depth"), 0);
 	json_decref(q);
-	q = run_json(0, "%s query %s/book 'startpos moves 7g7f' --json", ts_joseki(), dir);
+	q = ts_run_json(0, "%s query %s/book 'startpos moves 7g7f' --json", ts_joseki(), dir);
 	m0 = json_array_get(json_object_get(q, "moves"), 0);
 	assert_string_equal(json_string_value(json_object_get(m0, "move")), "3c3d");
-	assert_int_equal(jint(m0, "eval"), 0); /* missing value is 0 */
+	assert_int_equal(ts_jint(m0, "eval"), 0); /* missing value is 0 */
 	json_decref(q);
-	q = run_json(0, "%s query %s/book 'startpos moves 7g7f 3c3d' --json", ts_joseki(), dir);
+	q = ts_run_json(0, "%s query %s/book 'startpos moves 7g7f 3c3d' --json", ts_joseki(), dir);
 	m0 = json_array_get(json_object_get(q, "moves"), 0);
 	assert_string_equal(json_string_value(json_object_get(m0, "move")), "8h2b+");
-	assert_int_equal(jint(m0, "eval"), 32000); /* clamped */
+	assert_int_equal(ts_jint(m0, "eval"), 32000); /* clamped */
 	json_decref(q);
 
 	/* a second import changes nothing */
-	j = run_json(0, "%s import %s/book %s --json --quiet", ts_joseki(), dir, path);
-	assert_int_equal(jint(j, "positions_added"), 0);
-	assert_int_equal(jint(j, "moves_added"), 0);
-	assert_int_equal(jint(j, "evals_added"), 0);
+	j = ts_run_json(0, "%s import %s/book %s --json --quiet", ts_joseki(), dir, path);
+	assert_int_equal(ts_jint(j, "positions_added"), 0);
+	assert_int_equal(ts_jint(j, "moves_added"), 0);
+	assert_int_equal(ts_jint(j, "evals_added"), 0);
 	json_decref(j);
 	assert_int_equal(ts_runf(NULL, NULL, "%s check %s/book", ts_joseki(), dir), 0);
 	ts_rmtree(dir);
@@ -117,14 +90,14 @@ static void test_import__fixture_books_import_cleanly(void **state)
 		assert_int_equal(ts_run(cmd, &out, NULL), 0);
 		long records = strtol(out, NULL, 10);
 		free(out);
-		json_t *j = run_json(0, "%s import %s/book tests/data/yaneuraou-db/%s --json --quiet",
+		json_t *j = ts_run_json(0, "%s import %s/book tests/data/yaneuraou-db/%s --json --quiet",
 				     ts_joseki(), dir, files[i]);
 		assert_int_equal(json_array_size(json_object_get(j, "errors")), 0);
-		assert_int_equal(jint(j, "positions_added"), records);
+		assert_int_equal(ts_jint(j, "positions_added"), records);
 		json_decref(j);
-		json_t *s = run_json(0, "%s stats %s/book --json", ts_joseki(), dir);
-		assert_int_equal(jint(s, "positions"), records);
-		assert_int_equal(jint(s, "thought"), records);
+		json_t *s = ts_run_json(0, "%s stats %s/book --json", ts_joseki(), dir);
+		assert_int_equal(ts_jint(s, "positions"), records);
+		assert_int_equal(ts_jint(s, "thought"), records);
 		json_decref(s);
 		ts_rmtree(dir);
 		free(dir);

@@ -18,34 +18,6 @@
 #define FIXTURES "tests/data/floodgate tests/data/csa-dialects"
 #define NGAMES 22
 
-static json_t *run_json(int expect_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static json_t *run_json(int expect_rc, const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	char *out = NULL, *err = NULL;
-	int rc = ts_run(cmd, &out, &err);
-	if (rc != expect_rc) fprintf(stderr, "command: %s\nstdout: %s\nstderr: %s\n", cmd, out, err);
-	assert_int_equal(rc, expect_rc);
-	json_error_t je;
-	json_t *j = json_loads(out, 0, &je);
-	if (!j) fprintf(stderr, "not JSON: %s\n", out);
-	assert_non_null(j);
-	free(out);
-	free(err);
-	return j;
-}
-
-static long long jint(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	assert_non_null(v);
-	return json_integer_value(v);
-}
-
 /* Sums over the whole book: (positions, moves, sum of counts, games with stats ok). */
 static void book_totals(const char *dir, uint64_t *positions, uint64_t *count_sum, bool *stats_ok)
 {
@@ -79,7 +51,7 @@ static void book_totals(const char *dir, uint64_t *positions, uint64_t *count_su
 /* Independent count: plies of each game by `joseki replay`, capped at max_ply. */
 static uint64_t replayed_plies(int max_ply)
 {
-	json_t *j = run_json(0, "%s replay --json tests/data/floodgate/*.csa tests/data/csa-dialects/*.csa",
+	json_t *j = ts_run_json(0, "%s replay --json tests/data/floodgate/*.csa tests/data/csa-dialects/*.csa",
 			     ts_joseki());
 	json_t *games = json_object_get(j, "games");
 	assert_int_equal(json_array_size(games), NGAMES);
@@ -88,7 +60,7 @@ static uint64_t replayed_plies(int max_ply)
 	json_t *g;
 	json_array_foreach(games, i, g)
 	{
-		long long p = jint(g, "plies");
+		long long p = ts_jint(g, "plies");
 		total += (uint64_t)(p < max_ply ? p : max_ply);
 	}
 	json_decref(j);
@@ -99,14 +71,14 @@ static void test_ingest__fixture_games_ingest_without_errors_and_counts_add_up(v
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	json_t *j = run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet", ts_joseki(), dir);
-	assert_int_equal(jint(j, "games_read"), NGAMES);
-	assert_int_equal(jint(j, "games_ingested"), NGAMES);
-	assert_int_equal(jint(j, "games_rejected"), 0);
-	assert_int_equal(jint(j, "duplicates"), 0);
+	json_t *j = ts_run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet", ts_joseki(), dir);
+	assert_int_equal(ts_jint(j, "games_read"), NGAMES);
+	assert_int_equal(ts_jint(j, "games_ingested"), NGAMES);
+	assert_int_equal(ts_jint(j, "games_rejected"), 0);
+	assert_int_equal(ts_jint(j, "duplicates"), 0);
 	assert_int_equal(json_array_size(json_object_get(j, "errors")), 0);
-	long long positions = jint(j, "positions_added");
-	assert_true(jint(j, "evals_added") > 1000);
+	long long positions = ts_jint(j, "positions_added");
+	assert_true(ts_jint(j, "evals_added") > 1000);
 	json_decref(j);
 
 	char path[4200];
@@ -129,19 +101,19 @@ static void test_ingest__second_run_adds_nothing(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	json_t *j = run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet", ts_joseki(), dir);
+	json_t *j = ts_run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet", ts_joseki(), dir);
 	json_decref(j);
-	json_t *s1 = run_json(0, "%s stats %s/book --json", ts_joseki(), dir);
-	j = run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet --jobs 1", ts_joseki(), dir);
-	assert_int_equal(jint(j, "games_ingested"), 0);
-	assert_int_equal(jint(j, "duplicates"), NGAMES);
-	assert_int_equal(jint(j, "positions_added"), 0);
-	assert_int_equal(jint(j, "moves_added"), 0);
-	assert_int_equal(jint(j, "evals_added"), 0);
+	json_t *s1 = ts_run_json(0, "%s stats %s/book --json", ts_joseki(), dir);
+	j = ts_run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet --jobs 1", ts_joseki(), dir);
+	assert_int_equal(ts_jint(j, "games_ingested"), 0);
+	assert_int_equal(ts_jint(j, "duplicates"), NGAMES);
+	assert_int_equal(ts_jint(j, "positions_added"), 0);
+	assert_int_equal(ts_jint(j, "moves_added"), 0);
+	assert_int_equal(ts_jint(j, "evals_added"), 0);
 	json_decref(j);
-	json_t *s2 = run_json(0, "%s stats %s/book --json", ts_joseki(), dir);
-	assert_int_equal(jint(s1, "positions"), jint(s2, "positions"));
-	assert_int_equal(jint(s1, "moves"), jint(s2, "moves"));
+	json_t *s2 = ts_run_json(0, "%s stats %s/book --json", ts_joseki(), dir);
+	assert_int_equal(ts_jint(s1, "positions"), ts_jint(s2, "positions"));
+	assert_int_equal(ts_jint(s1, "moves"), ts_jint(s2, "moves"));
 	json_decref(s1);
 	json_decref(s2);
 	ts_rmtree(dir);
@@ -154,7 +126,7 @@ static void test_ingest__query_startpos_shows_first_moves_with_counts(void **sta
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	json_decref(run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet", ts_joseki(), dir));
+	json_decref(ts_run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet", ts_joseki(), dir));
 
 	Position start, pos;
 	pos_set_startpos(&start);
@@ -186,7 +158,7 @@ static void test_ingest__query_startpos_shows_first_moves_with_counts(void **sta
 	free(list);
 	assert_true(games >= 15);
 
-	json_t *q = run_json(0, "%s query %s/book startpos --json", ts_joseki(), dir);
+	json_t *q = ts_run_json(0, "%s query %s/book startpos --json", ts_joseki(), dir);
 	assert_true(json_is_true(json_object_get(q, "in_book")));
 	json_t *moves = json_object_get(q, "moves");
 	assert_int_equal((int)json_array_size(moves), nnames);
@@ -198,8 +170,8 @@ static void test_ingest__query_startpos_shows_first_moves_with_counts(void **sta
 		int k = 0;
 		while (k < nnames && strcmp(names[k], u)) k++;
 		assert_true(k < nnames);
-		assert_int_equal(jint(m, "count"), counts[k]);
-		assert_true(jint(m, "wins") + jint(m, "draws") + jint(m, "losses") <= counts[k]);
+		assert_int_equal(ts_jint(m, "count"), counts[k]);
+		assert_true(ts_jint(m, "wins") + ts_jint(m, "draws") + ts_jint(m, "losses") <= counts[k]);
 	}
 	json_decref(q);
 	ts_rmtree(dir);
@@ -225,10 +197,10 @@ static void test_ingest__evaluations_become_the_movers_view(void **state)
 	char path[4200];
 	snprintf(path, sizeof path, "%s/g.csa", dir);
 	assert_int_equal(ts_write_file(path, GAME_TEXT, strlen(GAME_TEXT)), 0);
-	json_t *j = run_json(0, "%s ingest %s/book %s --json --quiet", ts_joseki(), dir, path);
-	assert_int_equal(jint(j, "games_ingested"), 1);
-	assert_int_equal(jint(j, "positions_added"), 4);
-	assert_int_equal(jint(j, "evals_added"), 3); /* "'** 0" alone is a book move */
+	json_t *j = ts_run_json(0, "%s ingest %s/book %s --json --quiet", ts_joseki(), dir, path);
+	assert_int_equal(ts_jint(j, "games_ingested"), 1);
+	assert_int_equal(ts_jint(j, "positions_added"), 4);
+	assert_int_equal(ts_jint(j, "evals_added"), 3); /* "'** 0" alone is a book move */
 	json_decref(j);
 	struct {
 		const char *pos, *move;
@@ -241,7 +213,7 @@ static void test_ingest__evaluations_become_the_movers_view(void **state)
 		{"startpos moves 7g7f 3c3d 2g2f", "8c8d", 31000, 1, 0}, /* mate, White's view */
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		json_t *q = run_json(0, "%s query %s/book '%s' --json", ts_joseki(), dir, cases[i].pos);
+		json_t *q = ts_run_json(0, "%s query %s/book '%s' --json", ts_joseki(), dir, cases[i].pos);
 		json_t *m = json_array_get(json_object_get(q, "moves"), 0);
 		assert_non_null(m);
 		assert_string_equal(json_string_value(json_object_get(m, "move")), cases[i].move);
@@ -249,8 +221,8 @@ static void test_ingest__evaluations_become_the_movers_view(void **state)
 		if (cases[i].eval == 99999) assert_true(!e || json_is_null(e));
 		else assert_int_equal(json_integer_value(e), cases[i].eval);
 		/* %TORYO by Black after White's 8c8d: White won */
-		assert_int_equal(jint(m, "wins"), cases[i].wins);
-		assert_int_equal(jint(m, "losses"), cases[i].losses);
+		assert_int_equal(ts_jint(m, "wins"), cases[i].wins);
+		assert_int_equal(ts_jint(m, "losses"), cases[i].losses);
 		json_decref(q);
 	}
 	ts_rmtree(dir);
@@ -264,24 +236,24 @@ static void test_ingest__filters_skip_games(void **state)
 	char path[4200];
 	snprintf(path, sizeof path, "%s/g.csa", dir);
 	assert_int_equal(ts_write_file(path, GAME_TEXT, strlen(GAME_TEXT)), 0);
-	json_t *j = run_json(0, "%s ingest %s/b1 %s --min-rating 2600 --json --quiet", ts_joseki(), dir, path);
-	assert_int_equal(jint(j, "games_skipped"), 1);
-	assert_int_equal(jint(j, "games_ingested"), 0);
+	json_t *j = ts_run_json(0, "%s ingest %s/b1 %s --min-rating 2600 --json --quiet", ts_joseki(), dir, path);
+	assert_int_equal(ts_jint(j, "games_skipped"), 1);
+	assert_int_equal(ts_jint(j, "games_ingested"), 0);
 	json_decref(j);
-	j = run_json(0, "%s ingest %s/b2 %s --min-rating 2500 --since 2026-01-01 --until 2026/01/01 "
+	j = ts_run_json(0, "%s ingest %s/b2 %s --min-rating 2500 --since 2026-01-01 --until 2026/01/01 "
 			"--time-control 'floodgate-300-*' --event 'wdoor+*' --json --quiet",
 		     ts_joseki(), dir, path);
-	assert_int_equal(jint(j, "games_ingested"), 1);
+	assert_int_equal(ts_jint(j, "games_ingested"), 1);
 	json_decref(j);
-	j = run_json(0, "%s ingest %s/b3 %s --since 20260102 --json --quiet", ts_joseki(), dir, path);
-	assert_int_equal(jint(j, "games_skipped"), 1);
+	j = ts_run_json(0, "%s ingest %s/b3 %s --since 20260102 --json --quiet", ts_joseki(), dir, path);
+	assert_int_equal(ts_jint(j, "games_skipped"), 1);
 	json_decref(j);
-	j = run_json(0, "%s ingest %s/b4 " FIXTURES " --time-control floodgate-600-10 --json --quiet",
+	j = ts_run_json(0, "%s ingest %s/b4 " FIXTURES " --time-control floodgate-600-10 --json --quiet",
 		     ts_joseki(), dir);
-	assert_int_equal(jint(j, "games_ingested"), 1); /* the 2015 game */
+	assert_int_equal(ts_jint(j, "games_ingested"), 1); /* the 2015 game */
 	json_decref(j);
-	j = run_json(0, "%s ingest %s/b5 %s --max-ply 2 --json --quiet", ts_joseki(), dir, path);
-	assert_int_equal(jint(j, "positions_added"), 2);
+	j = ts_run_json(0, "%s ingest %s/b5 %s --max-ply 2 --json --quiet", ts_joseki(), dir, path);
+	assert_int_equal(ts_jint(j, "positions_added"), 2);
 	json_decref(j);
 	char *err = NULL;
 	assert_int_equal(ts_runf(NULL, &err, "%s ingest %s/b6 %s --since yesterday", ts_joseki(), dir, path), 2);
@@ -299,20 +271,20 @@ static void test_ingest__illegal_move_keeps_moves_before_it_and_names_the_line(v
 	char path[4200];
 	snprintf(path, sizeof path, "%s/bad.csa", dir);
 	assert_int_equal(ts_write_file(path, bad, strlen(bad)), 0);
-	json_t *j = run_json(0, "%s ingest %s/book %s --json --quiet", ts_joseki(), dir, path);
-	assert_int_equal(jint(j, "games_ingested"), 1);
-	assert_int_equal(jint(j, "positions_added"), 2);
+	json_t *j = ts_run_json(0, "%s ingest %s/book %s --json --quiet", ts_joseki(), dir, path);
+	assert_int_equal(ts_jint(j, "games_ingested"), 1);
+	assert_int_equal(ts_jint(j, "positions_added"), 2);
 	json_t *e = json_array_get(json_object_get(j, "errors"), 0);
 	assert_non_null(e);
-	assert_int_equal(jint(e, "line"), 6);
+	assert_int_equal(ts_jint(e, "line"), 6);
 	assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "+7775FU"));
 	json_decref(j);
 	/* garbage is rejected, and the good games beside it still go in */
 	snprintf(path, sizeof path, "%s/garbage.csa", dir);
 	assert_int_equal(ts_write_file(path, "\x01\x02PX\n+99\n%%%\n", 12), 0);
-	j = run_json(0, "%s ingest %s/book2 %s tests/data/floodgate --json --quiet", ts_joseki(), dir, path);
-	assert_int_equal(jint(j, "games_ingested"), 15);
-	assert_true(jint(j, "games_rejected") >= 1);
+	j = ts_run_json(0, "%s ingest %s/book2 %s tests/data/floodgate --json --quiet", ts_joseki(), dir, path);
+	assert_int_equal(ts_jint(j, "games_ingested"), 15);
+	assert_true(ts_jint(j, "games_rejected") >= 1);
 	assert_true(json_array_size(json_object_get(j, "errors")) >= 1);
 	json_decref(j);
 	ts_rmtree(dir);
@@ -328,30 +300,30 @@ static void test_ingest__archives_and_stdin_give_the_same_book(void **state)
 				 "tar cJf %s/g.tar.xz floodgate && 7z a -bd -y %s/g.7z floodgate >/dev/null",
 				 dir, dir, dir, dir),
 			 0);
-	json_t *ref = run_json(0, "%s ingest %s/ref tests/data/floodgate --json --quiet", ts_joseki(), dir);
+	json_t *ref = ts_run_json(0, "%s ingest %s/ref tests/data/floodgate --json --quiet", ts_joseki(), dir);
 	const char *arch[] = {"g.tar.gz", "g.zip", "g.tar.xz", "g.7z"};
 	for (size_t i = 0; i < 4; i++) {
-		json_t *j = run_json(0, "%s ingest %s/b%zu %s/%s --json --quiet", ts_joseki(), dir, i,
+		json_t *j = ts_run_json(0, "%s ingest %s/b%zu %s/%s --json --quiet", ts_joseki(), dir, i,
 				     dir, arch[i]);
-		assert_int_equal(jint(j, "games_ingested"), 15);
-		assert_int_equal(jint(j, "positions_added"), jint(ref, "positions_added"));
-		assert_int_equal(jint(j, "evals_added"), jint(ref, "evals_added"));
+		assert_int_equal(ts_jint(j, "games_ingested"), 15);
+		assert_int_equal(ts_jint(j, "positions_added"), ts_jint(ref, "positions_added"));
+		assert_int_equal(ts_jint(j, "evals_added"), ts_jint(ref, "evals_added"));
 		json_decref(j);
 	}
-	json_t *j = run_json(0, "cat tests/data/floodgate/*.csa | %s ingest %s/stdin - --json --quiet",
+	json_t *j = ts_run_json(0, "cat tests/data/floodgate/*.csa | %s ingest %s/stdin - --json --quiet",
 			     ts_joseki(), dir);
 	/* concatenated files are one input without '/' separators: the first record reads
 	 * to the end, so only require that nothing crashes and something was read */
-	assert_true(jint(j, "games_read") >= 1);
+	assert_true(ts_jint(j, "games_read") >= 1);
 	json_decref(j);
-	j = run_json(0, "%s ingest %s/stdin2 - --json --quiet < tests/data/floodgate/"
+	j = ts_run_json(0, "%s ingest %s/stdin2 - --json --quiet < tests/data/floodgate/"
 			"wdoor+floodgate-300-10F+62KIN_Suisho11_4c+jhbr2+20260601113000.csa",
 		     ts_joseki(), dir);
-	assert_int_equal(jint(j, "games_ingested"), 1);
+	assert_int_equal(ts_jint(j, "games_ingested"), 1);
 	json_decref(j);
 	/* a truncated archive: an error naming it, the entries before the damage kept */
 	assert_int_equal(ts_runf(NULL, NULL, "head -c 20000 %s/g.tar.gz > %s/cut.tar.gz", dir, dir), 0);
-	j = run_json(0, "%s ingest %s/cut %s/cut.tar.gz --json --quiet", ts_joseki(), dir, dir);
+	j = ts_run_json(0, "%s ingest %s/cut %s/cut.tar.gz --json --quiet", ts_joseki(), dir, dir);
 	assert_true(json_array_size(json_object_get(j, "errors")) >= 1);
 	json_decref(j);
 	json_decref(ref);

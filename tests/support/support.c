@@ -1,5 +1,13 @@
 #include "tests/support/support.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -123,4 +131,30 @@ unsigned long long ts_seed(const char *test_name)
 	unsigned long long seed = s && *s ? strtoull(s, NULL, 0) : (unsigned long long)time(NULL);
 	fprintf(stderr, "%s: seed %llu (set TEST_SEED to repeat)\n", test_name, seed);
 	return seed;
+}
+
+json_t *ts_run_json(int expect_rc, const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	char *out = NULL, *err = NULL;
+	int rc = ts_run(cmd, &out, &err);
+	if (rc != expect_rc) fprintf(stderr, "command: %s\nstdout: %s\nstderr: %s\n", cmd, out, err);
+	assert_int_equal(rc, expect_rc);
+	json_t *j = json_loads(out ? out : "", 0, NULL);
+	if (!j) fprintf(stderr, "not JSON: %s\n", out);
+	assert_non_null(j);
+	free(out);
+	free(err);
+	return j;
+}
+
+long long ts_jint(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	assert_non_null(v);
+	return json_integer_value(v);
 }

@@ -26,6 +26,16 @@ int ts_runf(char **out, char **err, const char *fmt, ...) __attribute__((format(
 char *ts_read_file(const char *path, size_t *len);
 /* Writes a whole file; returns 0 or -1. */
 int ts_write_file(const char *path, const char *data, size_t len);
+/*
+ * Runs a printf-built command (as ts_run), asserts (cmocka) that it exits with
+ * expect_rc and prints one JSON object, and returns it (json_decref it).
+ * The command and its output are printed when the exit status differs.
+ */
+struct json_t;
+struct json_t *ts_run_json(int expect_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The integer member k of o; asserts that it is there. */
+long long ts_jint(struct json_t *o, const char *k);
+
 /* Seed for randomised tests: $TEST_SEED if set, else time-based; printed. */
 unsigned long long ts_seed(const char *test_name);
 
