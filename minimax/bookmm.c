@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include "minimax/graph.h"
 #include "shogi/movegen.h"
@@ -50,10 +52,17 @@ static int16_t clamp_value(int v)
 	return (int16_t)v;
 }
 
+/* A record's bytes in the read snapshot (valid while its transaction is open). */
+typedef struct {
+	const uint8_t *val;
+	size_t len;
+} RawRec;
+
 typedef struct {
 	MmGraph g;
 	Key *keys;
-	size_t cap;
+	RawRec *raw;
+	size_t cap, raw_cap;
 	MmKeyMap map;
 } BookGraph;
 
@@ -61,10 +70,11 @@ static void bg_free(BookGraph *b)
 {
 	mm_graph_free(&b->g);
 	free(b->keys);
+	free(b->raw);
 	mm_map_free(&b->map);
 }
 
-/* Pass 1: every key, in key order. */
+/* Pass 1: every key, in key order, and where its record lies in the snapshot. */
 static int load_keys(BookGraph *b, BookTxn *txn, char *err, size_t errlen)
 {
 	BookIter *it = NULL;
@@ -82,7 +92,12 @@ static int load_keys(BookGraph *b, BookTxn *txn, char *err, size_t errlen)
 			rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
 			goto done;
 		}
+		if (mm_grow((void **)&b->raw, &b->raw_cap, b->g.n + 1, sizeof *b->raw) < 0) {
+			rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+			goto done;
+		}
 		b->keys[b->g.n] = k;
+		b->raw[b->g.n] = (RawRec){val, len};
 		if (mm_map_put(&b->map, b->keys, (uint32_t)b->g.n) < 0) {
 			rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
 			goto done;
@@ -101,62 +116,60 @@ done:
 	return rc;
 }
 
-/* Pass 2: the moves of every node. */
-static int load_moves(BookGraph *b, BookTxn *txn, char *err, size_t errlen)
+/* Pass 2 of one range of nodes, in a thread of its own: the moves (into its own
+ * array) and the flags of nodes lo..hi-1, from the snapshot's bytes. */
+typedef struct {
+	const BookGraph *b;
+	uint8_t *flags;
+	uint32_t *count; /* moves of node i: count[i - lo] */
+	uint32_t lo, hi;
+	MmMove *moves;
+	size_t nmoves, cap;
+	int rc;
+} LoadPart;
+
+static int part_push(LoadPart *p, MmMove m)
 {
-	MmGraph *g = &b->g;
-	g->flags = calloc(g->n + 1, 1);
-	g->mstart = malloc((g->n + 1) * sizeof *g->mstart);
-	g->vd = malloc((g->n + 1) * sizeof *g->vd);
+	if (mm_grow((void **)&p->moves, &p->cap, p->nmoves + 1, sizeof *p->moves) < 0) return -1;
+	p->moves[p->nmoves++] = m;
+	return 0;
+}
+
+static void *load_part(void *arg)
+{
+	LoadPart *p = arg;
+	const BookGraph *b = p->b;
 	BookRecord *rec = malloc(sizeof *rec);
 	Position *pos = malloc(sizeof *pos);
-	if (!g->flags || !g->mstart || !g->vd || !rec || !pos) {
-		free(rec);
-		free(pos);
-		return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
-	}
-	g->mstart[0] = 0;
-	BookIter *it = NULL;
-	int rc = bookdb_iter_open(&it, txn);
-	if (rc < 0) {
-		rc = fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
-		goto done;
-	}
-	Key k;
-	const uint8_t *val;
-	size_t len;
-	uint32_t i = 0;
-	while (i < g->n && (rc = bookdb_iter_next(it, &k, &val, &len)) == 1) {
-		if (!key_equal(k, b->keys[i])) {
-			rc = fail(err, errlen, BOOKMM_EBOOK, "the book changed while reading");
-			goto done;
-		}
+	p->rc = -1;
+	if (!rec || !pos) goto out;
+	for (uint32_t i = p->lo; i < p->hi; i++) {
+		size_t first = p->nmoves;
 		/* A record that does not decode or is not a legal position stays a
 		 * node without moves (no value); joseki check reports it. */
-		if (bookdb_record_decode(rec, val, len) == 0 && bookdb_record_position(pos, rec, NULL) == 0) {
-			if (pos->side == WHITE) g->flags[i] |= MM_F_WHITE;
-			if (pos_in_check(pos)) g->flags[i] |= MM_F_CHECKED;
+		if (bookdb_record_decode(rec, b->raw[i].val, b->raw[i].len) == 0 &&
+		    bookdb_record_position(pos, rec, NULL) == 0) {
+			if (pos->side == WHITE) p->flags[i] |= MM_F_WHITE;
+			if (pos_in_check(pos)) p->flags[i] |= MM_F_CHECKED;
 			Move legal[MOVEGEN_MAX];
 			int nl = movegen_legal(pos, legal);
-			size_t first = g->nmoves;
 			for (int m = 0; m < nl; m++) {
 				uint32_t j = mm_map_get(&b->map, b->keys, pos_key_after(pos, legal[m]));
 				if (j == MM_NONE) continue;
-				MmMove mv = {legal[m], 0, j};
-				if (mm_push_move(g, mv) < 0) goto nomem;
+				if (part_push(p, (MmMove){legal[m], 0, j}) < 0) goto out;
 			}
 			/* Of the leaves only the best one matters to the analysis
 			 * (equal leaves are the same (value, 0) pair): keeping one
 			 * makes the relaxation sweeps walk edges, not leaves. The
 			 * write-back values the other leaves from their evals. */
-			size_t nedges = g->nmoves;
+			size_t nedges = p->nmoves;
 			MmMove best = {MOVE_NONE, 0, MM_NONE};
 			for (int m = 0; m < rec->nmoves; m++) {
 				const BookMove *bm = &rec->moves[m];
 				if (!(bm->flags & BOOKDB_MOVE_EVAL) || bm->move == MOVE_NONE) continue;
 				bool dup = false;
 				for (size_t q = first; q < nedges && !dup; q++)
-					if (g->moves[q].move == bm->move) dup = true;
+					if (p->moves[q].move == bm->move) dup = true;
 				if (dup) continue;
 				int16_t v = clamp_value(bm->eval);
 				if (best.move == MOVE_NONE || v > best.value) {
@@ -165,35 +178,77 @@ static int load_moves(BookGraph *b, BookTxn *txn, char *err, size_t errlen)
 				}
 			}
 			if (best.move != MOVE_NONE) {
-				if (mm_push_move(g, best) < 0) goto nomem;
-				g->flags[i] |= F_VALUED;
+				if (part_push(p, best) < 0) goto out;
+				p->flags[i] |= F_VALUED;
 			}
 			if (nl == 0) {
 				/* No legal move: mated (a drop-pawn mate, a stalemate alike). */
-				MmMove mv = {MOVE_NONE, -MM_VALUE_MAX, MM_NONE};
-				if (mm_push_move(g, mv) < 0) goto nomem;
-				g->flags[i] |= F_VALUED;
+				if (part_push(p, (MmMove){MOVE_NONE, -MM_VALUE_MAX, MM_NONE}) < 0) goto out;
+				p->flags[i] |= F_VALUED;
 			}
 		}
-		g->mstart[++i] = (uint32_t)g->nmoves;
+		p->count[i - p->lo] = (uint32_t)(p->nmoves - first);
 	}
-	if (rc < 0) {
-		rc = fail(err, errlen, BOOKMM_EBOOK, "reading the book: %s", bookdb_strerror(rc));
-		goto done;
-	}
-	if (i != g->n) {
-		rc = fail(err, errlen, BOOKMM_EBOOK, "the book changed while reading");
-		goto done;
-	}
-	rc = 0;
-	goto done;
-nomem:
-	rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
-done:
-	bookdb_iter_free(it);
+	p->rc = 0;
+out:
 	free(rec);
 	free(pos);
-	return rc;
+	return NULL;
+}
+
+#define BOOKMM_MAX_THREADS 16
+
+/* Pass 2: the moves of every node, the ranges in parallel (one per core). */
+static int load_moves(BookGraph *b, char *err, size_t errlen)
+{
+	MmGraph *g = &b->g;
+	g->flags = calloc(g->n + 1, 1);
+	g->mstart = malloc((g->n + 1) * sizeof *g->mstart);
+	g->vd = malloc((g->n + 1) * sizeof *g->vd);
+	if (!g->flags || !g->mstart || !g->vd) return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int nt = ncpu < 1 ? 1 : ncpu > BOOKMM_MAX_THREADS ? BOOKMM_MAX_THREADS : (int)ncpu;
+	if (g->n < 10000) nt = 1;
+	LoadPart parts[BOOKMM_MAX_THREADS];
+	pthread_t tid[BOOKMM_MAX_THREADS];
+	bool started[BOOKMM_MAX_THREADS] = {false};
+	memset(parts, 0, sizeof parts);
+	int rc = 0;
+	for (int t = 0; t < nt; t++) {
+		LoadPart *p = &parts[t];
+		p->b = b;
+		p->flags = g->flags;
+		p->lo = (uint32_t)(g->n * (size_t)t / (size_t)nt);
+		p->hi = (uint32_t)(g->n * (size_t)(t + 1) / (size_t)nt);
+		/* Each part's counts go straight into mstart, shifted by one. */
+		p->count = g->mstart + 1 + p->lo;
+		p->rc = -1;
+		if (t > 0 && pthread_create(&tid[t], NULL, load_part, p) == 0) started[t] = true;
+	}
+	load_part(&parts[0]);
+	for (int t = 1; t < nt; t++) {
+		if (started[t]) pthread_join(tid[t], NULL);
+		else load_part(&parts[t]);
+	}
+	size_t total = 0;
+	for (int t = 0; t < nt; t++) {
+		if (parts[t].rc < 0) rc = -1;
+		total += parts[t].nmoves;
+	}
+	if (rc == 0 && total >= MM_NONE) rc = -1;
+	if (rc == 0 && mm_grow((void **)&g->moves, &g->moves_cap, total + 1, sizeof *g->moves) < 0)
+		rc = -1;
+	if (rc == 0) {
+		g->nmoves = 0;
+		for (int t = 0; t < nt; t++) {
+			memcpy(g->moves + g->nmoves, parts[t].moves, parts[t].nmoves * sizeof *g->moves);
+			g->nmoves += parts[t].nmoves;
+		}
+		g->mstart[0] = 0;
+		for (size_t i = 0; i < g->n; i++) g->mstart[i + 1] += g->mstart[i];
+	}
+	for (int t = 0; t < nt; t++) free(parts[t].moves);
+	return rc < 0 ? fail(err, errlen, BOOKMM_ENOMEM, "out of memory") : 0;
 }
 
 /*
@@ -223,7 +278,7 @@ static void prune_unvalued(MmGraph *g)
 		g->mstart[i] = (uint32_t)w;
 		if (!(g->flags[i] & F_VALUED)) {
 			/* Settled out of the way: nothing leads here. */
-			g->flags[i] |= MM_F_CONST;
+			g->flags[i] |= MM_F_CONST | MM_F_FROZEN;
 			g->flags[i] &= (uint8_t)~MM_F_CHECKED;
 			g->vd[i] = (MmVd){0, 0};
 			continue;
@@ -364,7 +419,7 @@ int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *e
 		goto done;
 	}
 	rc = load_keys(&b, txn, err, errlen);
-	if (rc == 0) rc = load_moves(&b, txn, err, errlen);
+	if (rc == 0) rc = load_moves(&b, err, errlen);
 	bookdb_txn_abort(txn);
 	if (rc < 0) goto done;
 	MmGraph *g = &b.g;

@@ -74,29 +74,6 @@ static inline MmVd for_parent(const MmGraph *g, uint32_t i, MmVd best, bool cap_
 	return r;
 }
 
-static int peel(MmGraph *g)
-{
-	int sweeps = 0;
-	for (int s = 0; s < MM_MAX_PLY; s++) {
-		size_t settled = 0;
-		sweeps++;
-		for (uint32_t i = 0; i < g->n; i++) {
-			if (g->flags[i] & MM_F_CONST) continue;
-			bool ready = true;
-			for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1] && ready; k++) {
-				uint32_t j = g->moves[k].next;
-				if (j != MM_NONE && !(g->flags[j] & MM_F_CONST)) ready = false;
-			}
-			if (!ready) continue;
-			g->vd[i] = for_parent(g, i, best_move(g, i), false);
-			g->flags[i] |= MM_F_CONST;
-			settled++;
-		}
-		if (settled == 0) break;
-	}
-	return sweeps;
-}
-
 /* True when some node two plies ahead of i carries the given flag. */
 static bool two_ahead(const MmGraph *g, uint32_t i, uint8_t flag)
 {
@@ -150,32 +127,6 @@ static void extract_check_loops(MmGraph *g, MmStats *st)
 		if (g->flags[i] & MM_F_LOOP) st->check_loop2++;
 }
 
-static void init_cycle_nodes(MmGraph *g)
-{
-	for (uint32_t i = 0; i < g->n; i++) {
-		if (g->flags[i] & MM_F_CONST) continue;
-		/* Start at the parent's draw value ("repeats forever"). */
-		MmVd v = {g->draw[side_of(g, i) ^ 1], MM_DEPTH_MAX};
-		/* As seen by the parent: the side in check on a loop wins it. */
-		if (g->flags[i] & MM_F_LOOP)
-			v.value = (int16_t)((g->flags[i] & MM_F_CHECKED) ? -MM_VALUE_MAX : MM_VALUE_MAX);
-		g->vd[i] = v;
-	}
-}
-
-/* One in-place sweep over the relaxed nodes (listed in index order). */
-static size_t relax_once(MmGraph *g, const uint32_t *list, size_t nl)
-{
-	size_t changed = 0;
-	for (size_t q = 0; q < nl; q++) {
-		uint32_t i = list[q];
-		MmVd v = for_parent(g, i, best_move(g, i), true);
-		if (v.value != g->vd[i].value || v.depth != g->vd[i].depth) changed++;
-		g->vd[i] = v;
-	}
-	return changed;
-}
-
 /* Path-aware value of a check-loop node: re-entering the path is perpetual check. */
 static MmVd dfs_loop(MmGraph *g, uint32_t i)
 {
@@ -202,48 +153,107 @@ static MmVd dfs_loop(MmGraph *g, uint32_t i)
 	return for_parent(g, i, best, false);
 }
 
-static int relax(MmGraph *g)
+/* Starting values of a cycle's nodes, as seen by their parents. */
+static void init_cycle_node(MmGraph *g, uint32_t i)
 {
-	/* The sweeps touch only unsettled nodes: list them (and the loop
-	 * nodes) once rather than test every node's flags every sweep. */
-	size_t nr = 0, nloop = 0;
-	for (uint32_t i = 0; i < g->n; i++) {
-		if (g->flags[i] & MM_F_LOOP) nloop++;
-		else if (!(g->flags[i] & MM_F_CONST)) nr++;
-	}
-	uint32_t *list = malloc((nr + nloop + 1) * sizeof *list);
-	if (!list) return -1;
-	uint32_t *loops = list + nr;
-	size_t a = 0, b = 0;
-	for (uint32_t i = 0; i < g->n; i++) {
-		if (g->flags[i] & MM_F_LOOP) loops[b++] = i;
-		else if (!(g->flags[i] & MM_F_CONST)) list[a++] = i;
-	}
+	/* The parent's draw value: "repeats forever". */
+	MmVd v = {g->draw[side_of(g, i) ^ 1], MM_DEPTH_MAX};
+	/* On a perpetual-check loop the side in check wins it. */
+	if (g->flags[i] & MM_F_LOOP)
+		v.value = (int16_t)((g->flags[i] & MM_F_CHECKED) ? -MM_VALUE_MAX : MM_VALUE_MAX);
+	g->vd[i] = v;
+}
+
+/*
+ * Relaxes one component (members in index order): in-place sweeps over its
+ * non-loop nodes, each followed by a path-aware walk from every loop node,
+ * until a sweep changes nothing or the cap. Returns the sweeps.
+ */
+static int relax_component(MmGraph *g, const uint32_t *mem, size_t nm)
+{
+	for (size_t q = 0; q < nm; q++) init_cycle_node(g, mem[q]);
 	int sweeps = 0;
 	for (int s = 0; s < MM_RELAX_SWEEPS; s++) {
 		sweeps++;
-		size_t changed = relax_once(g, list, nr);
-		for (size_t q = 0; q < nloop; q++) g->vd[loops[q]] = dfs_loop(g, loops[q]);
+		size_t changed = 0;
+		for (size_t q = 0; q < nm; q++) {
+			uint32_t i = mem[q];
+			if (g->flags[i] & MM_F_LOOP) continue;
+			MmVd v = for_parent(g, i, best_move(g, i), true);
+			if (v.value != g->vd[i].value || v.depth != g->vd[i].depth) changed++;
+			g->vd[i] = v;
+		}
+		for (size_t q = 0; q < nm; q++)
+			if (g->flags[mem[q]] & MM_F_LOOP) g->vd[mem[q]] = dfs_loop(g, mem[q]);
 		if (changed == 0) break;
 	}
-	free(list);
 	return sweeps;
 }
 
+/*
+ * The analysis, one strongly connected component at a time, children first
+ * (docs/minimax.md): a node on no cycle is settled from its moves in one
+ * step — "const" (exact, no ply cap) when everything below it is const, else
+ * with the ply cap of a line that went round a cycle; a cycle is relaxed on
+ * its own from its starting values, its exits already final. YaneuraOu's
+ * sweeps over the whole book reach the same values; with yo_peel, a node that
+ * its 256 in-place peel sweeps (in index order) would not reach is not const.
+ */
 int mm_backup(MmGraph *g, MmStats *st)
 {
 	memset(st, 0, sizeof *st);
+	size_t n = g->n;
 	if (!g->vd) {
-		g->vd = malloc((g->n + 1) * sizeof *g->vd);
+		g->vd = malloc((n + 1) * sizeof *g->vd);
 		if (!g->vd) return -1;
 	}
-	st->peel_sweeps = peel(g);
-	for (size_t k = 0; k < g->n; k++)
-		if (g->flags[k] & MM_F_CONST) st->const_nodes++;
+	uint32_t *comp = malloc((n + 1) * sizeof *comp);
+	if (!comp) return -1;
+	long nc = mm_scc(g, comp);
+	uint32_t *cstart = nc >= 0 ? calloc((size_t)nc + 2, sizeof *cstart) : NULL;
+	uint32_t *mem = malloc((n + 1) * sizeof *mem);
+	uint16_t *sweep = g->yo_peel ? malloc((n + 1) * sizeof *sweep) : NULL;
+	if (nc < 0 || !cstart || !mem || (g->yo_peel && !sweep)) {
+		free(comp), free(cstart), free(mem), free(sweep);
+		return -1;
+	}
+	/* Members of each component, in index order (a counting sort). */
+	for (size_t i = 0; i < n; i++) cstart[comp[i] + 2]++;
+	for (long c = 0; c < nc; c++) cstart[c + 2] += cstart[c + 1];
+	for (uint32_t i = 0; i < n; i++) mem[cstart[comp[i] + 1]++] = i;
 	extract_check_loops(g, st);
-	init_cycle_nodes(g);
-	st->relax_sweeps = relax(g);
-	return st->relax_sweeps < 0 ? -1 : 0;
+	st->peel_sweeps = 1;
+	for (long c = 0; c < nc; c++) {
+		const uint32_t *m = mem + cstart[c];
+		size_t nm = cstart[c + 1] - cstart[c];
+		uint32_t i = m[0];
+		if (g->flags[i] & MM_F_FROZEN) continue;
+		if (nm == 1 && !(g->flags[i] & MM_F_LOOP)) {
+			bool exact = true;
+			unsigned sw = 1;
+			for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1] && exact; k++) {
+				uint32_t j = g->moves[k].next;
+				if (j == MM_NONE) continue;
+				if (!(g->flags[j] & MM_F_CONST)) exact = false;
+				else if (sweep && (unsigned)(sweep[j] + (j > i)) > sw) sw = (unsigned)(sweep[j] + (j > i));
+			}
+			if (exact && sweep) {
+				if (sw > MM_MAX_PLY) exact = false;
+				sweep[i] = (uint16_t)sw;
+			}
+			g->vd[i] = for_parent(g, i, best_move(g, i), !exact);
+			if (exact) {
+				g->flags[i] |= MM_F_CONST;
+				st->const_nodes++;
+				if (sw > (unsigned)st->peel_sweeps) st->peel_sweeps = (int)sw;
+			}
+			continue;
+		}
+		int sw = relax_component(g, m, nm);
+		if (sw > st->relax_sweeps) st->relax_sweeps = sw;
+	}
+	free(comp), free(cstart), free(mem), free(sweep);
+	return 0;
 }
 
 /* ---- key map ------------------------------------------------------------------ */
@@ -334,4 +344,66 @@ void mm_map_free(MmKeyMap *m)
 	free(m->slots);
 	free(m->bloom);
 	memset(m, 0, sizeof *m);
+}
+
+/* ---- strongly connected components ------------------------------------------- */
+
+/*
+ * Tarjan's algorithm without recursion. comp[i] gets node i's component;
+ * components are numbered children first (a component's edges lead only to
+ * components with smaller numbers or to itself). Returns the count, or -1.
+ */
+long mm_scc(const MmGraph *g, uint32_t *comp)
+{
+	size_t n = g->n;
+	uint32_t *index = malloc(n * sizeof *index), *low = malloc(n * sizeof *low);
+	uint32_t *stack = malloc(n * sizeof *stack), *cs = malloc(n * sizeof *cs);
+	uint32_t *ck = malloc(n * sizeof *ck);
+	if (!index || !low || !stack || !cs || !ck) {
+		free(index), free(low), free(stack), free(cs), free(ck);
+		return -1;
+	}
+	memset(index, 0xff, n * sizeof *index);
+	uint32_t next = 0, ncomp = 0;
+	size_t sp = 0, csp = 0;
+	for (uint32_t r = 0; r < n; r++) {
+		if (index[r] != MM_NONE) continue;
+		cs[csp] = r;
+		ck[csp++] = g->mstart[r];
+		index[r] = low[r] = next++;
+		stack[sp++] = r;
+		comp[r] = MM_NONE;
+		while (csp) {
+			uint32_t v = cs[csp - 1];
+			if (ck[csp - 1] < g->mstart[v + 1]) {
+				uint32_t w = g->moves[ck[csp - 1]++].next;
+				if (w == MM_NONE) continue;
+				if (index[w] == MM_NONE) {
+					index[w] = low[w] = next++;
+					stack[sp++] = w;
+					comp[w] = MM_NONE;
+					cs[csp] = w;
+					ck[csp++] = g->mstart[w];
+				} else if (comp[w] == MM_NONE && index[w] < low[v]) {
+					low[v] = index[w];
+				}
+				continue;
+			}
+			csp--;
+			if (low[v] == index[v]) {
+				uint32_t w;
+				do {
+					w = stack[--sp];
+					comp[w] = ncomp;
+				} while (w != v);
+				ncomp++;
+			}
+			if (csp) {
+				uint32_t u = cs[csp - 1];
+				if (low[v] < low[u]) low[u] = low[v];
+			}
+		}
+	}
+	free(index), free(low), free(stack), free(cs), free(ck);
+	return ncomp;
 }

@@ -27,7 +27,7 @@
 #define MM_RELAX_SWEEPS (MM_MAX_PLY + 100)
 #define MM_NONE UINT32_MAX
 
-/* Node flags owned by the core; bits 0x01 and 0x80 are left to callers. */
+/* Node flags owned by the core; bit 0x01 is left to callers. */
 enum {
 	MM_F_CHECKED = 0x02,  /* side to move is in check */
 	MM_F_LOOP = 0x04,     /* on a perpetual-check loop */
@@ -35,6 +35,7 @@ enum {
 	MM_F_PATH = 0x10,     /* on the current depth-first path */
 	MM_F_SURVIVOR = 0x20, /* in-check node surviving loop extraction */
 	MM_F_WHITE = 0x40,    /* White to move in the node (for the draw values) */
+	MM_F_FROZEN = 0x80,   /* vd and flags given (a boundary node): not analysed */
 };
 
 typedef struct {
@@ -59,6 +60,9 @@ typedef struct {
 	/* Value of a repetition for the side to move, Black and White (0 for
 	 * peta-shock; with 0/0 the analysis is exactly YaneuraOu's). */
 	int16_t draw[2];
+	/* Emulate the reference's peel exactly: only what 256 in-place sweeps
+	 * in index order settle counts as const (peta-shock). */
+	bool yo_peel;
 } MmGraph;
 
 typedef struct {
@@ -100,6 +104,9 @@ int mm_backup(MmGraph *g, MmStats *st);
 
 /* Frees the arrays (not g itself). */
 void mm_graph_free(MmGraph *g);
+
+/* Strongly connected components, children first; count or -1. */
+long mm_scc(const MmGraph *g, uint32_t *comp);
 
 /* ---- key → node index -------------------------------------------------------- */
 

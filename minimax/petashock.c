@@ -575,6 +575,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		if (g.m.moves[k].next != PS_NONE) st.edges++;
 
 	/* The analysis. */
+	g.m.yo_peel = true;
 	report(opt, "peel", 0);
 	MmStats ms;
 	if (mm_backup(&g.m, &ms) < 0) {
