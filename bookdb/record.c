@@ -358,7 +358,8 @@ uint64_t bookdb_nodes_decode(uint8_t code)
  * redundant depth/nodes bytes and trailing bytes, so a record has exactly one
  * encoding and a misread is impossible.
  */
-int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec)
+/* Everything before the packed position; the length, or an error. */
+static int encode_head(uint8_t *out, size_t cap, const BookRecord *rec)
 {
 	size_t pos = 0;
 	int rc;
@@ -409,9 +410,16 @@ int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec)
 		}
 	}
 	if (cap - pos < BOOKDB_PACKED_MAX) return BOOKDB_EINVAL;
+	return (int)pos;
+}
+
+int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec)
+{
+	int pos = encode_head(out, cap, rec);
+	if (pos < 0) return pos;
 	int n = bookdb_pack_position(out + pos, rec->board, rec->hand, rec->side);
 	if (n < 0) return n;
-	return (int)(pos + (size_t)n);
+	return pos + n;
 }
 
 /* Decodes everything but the position; *end receives where the packing starts. */
@@ -515,4 +523,21 @@ void bookdb_record_init(BookRecord *rec, const Position *pos)
 int bookdb_record_position(Position *pos, const BookRecord *rec, char *err)
 {
 	return pos_set(pos, rec->board, rec->hand, rec->side, rec->min_ply, err);
+}
+
+int bookdb_record_decode_head(BookRecord *rec, const uint8_t *in, size_t len)
+{
+	size_t end;
+	int rc = decode_moves(rec, in, len, &end);
+	return rc ? rc : (int)end;
+}
+
+int bookdb_record_encode_packed(uint8_t *out, size_t cap, const BookRecord *rec,
+				const uint8_t *packed, size_t packed_len)
+{
+	if (packed_len > BOOKDB_PACKED_MAX) return BOOKDB_EINVAL;
+	int pos = encode_head(out, cap, rec);
+	if (pos < 0) return pos;
+	memcpy(out + pos, packed, packed_len);
+	return pos + (int)packed_len;
 }

@@ -92,6 +92,17 @@ int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side,
 int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec);
 
 /*
+ * For rewriting a record's moves without unpacking and repacking its position:
+ * bookdb_record_decode_head decodes as bookdb_record_decode_moves and returns
+ * where the packed position starts (in[ret..len) are its bytes) or an error;
+ * bookdb_record_encode_packed encodes rec as bookdb_record_encode but copies
+ * those bytes instead of packing rec's position fields (which it does not read).
+ */
+int bookdb_record_decode_head(BookRecord *rec, const uint8_t *in, size_t len);
+int bookdb_record_encode_packed(uint8_t *out, size_t cap, const BookRecord *rec,
+				const uint8_t *packed, size_t packed_len);
+
+/*
  * Decodes len bytes into rec. Any byte string may be passed: the result is 0, or
  * BOOKDB_ECORRUPT (truncated, trailing bytes, unknown flags, out-of-range field).
  * Does not check that the position or the moves are legal (bookdb check does).

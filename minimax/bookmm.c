@@ -359,16 +359,22 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 	const MmGraph *g = &b->g;
 	BookWriter *w = NULL;
 	BookRecord *rec = malloc(sizeof *rec);
-	if (!rec) return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+	uint8_t *buf = malloc(BOOKDB_RECORD_MAX);
+	if (!rec || !buf) {
+		free(rec);
+		free(buf);
+		return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+	}
 	int rc = bookdb_writer_new(&w, db, opt && opt->batch ? opt->batch : BOOKMM_BATCH);
 	if (rc < 0) {
 		free(rec);
+		free(buf);
 		return fail(err, errlen, BOOKMM_EBOOK, "cannot write the book: %s", bookdb_strerror(rc));
 	}
 	bool full = opt && opt->full;
 	for (uint32_t i = 0; i < g->n; i++) {
 		/* Most records of a second run are unchanged: compare on the
-		 * moves alone and unpack the position only to rewrite. */
+		 * moves alone. */
 		BookTxn *rt;
 		const uint8_t *raw;
 		size_t len;
@@ -376,13 +382,13 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 		rc = bookdb_get_raw(&raw, &len, rt, b->keys[i]);
 		if (rc == BOOKDB_ENOTFOUND) continue; /* deleted since: nothing to store */
 		if (rc < 0) goto bad;
-		if (!full) {
-			if (bookdb_record_decode_moves(rec, raw, len) < 0) continue;
-			if (!apply_node(rec, g, i)) continue;
-		}
-		if (bookdb_record_decode(rec, raw, len) < 0) continue; /* joseki check reports it */
-		apply_node(rec, g, i);
-		if ((rc = bookdb_writer_put(w, b->keys[i], rec)) < 0) goto bad;
+		/* Only the moves change: the packed position is copied as it is. */
+		int head = bookdb_record_decode_head(rec, raw, len);
+		if (head < 0) continue; /* joseki check reports it */
+		if (!apply_node(rec, g, i) && !full) continue;
+		int n = bookdb_record_encode_packed(buf, BOOKDB_RECORD_MAX, rec, raw + head, len - (size_t)head);
+		if (n < 0) continue; /* a packing too long: not a record (joseki check) */
+		if ((rc = bookdb_writer_put_raw(w, b->keys[i], buf, (size_t)n)) < 0) goto bad;
 		st->rewritten++;
 	}
 	/* What the last run was, for whoever looks (joseki stats, a later run). */
@@ -397,10 +403,12 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 	if ((rc = bookdb_writer_flush(w)) < 0) goto bad;
 	bookdb_writer_free(w);
 	free(rec);
+	free(buf);
 	return 0;
 bad:
 	bookdb_writer_free(w);
 	free(rec);
+	free(buf);
 	return fail(err, errlen, BOOKMM_EBOOK, "writing the book: %s", bookdb_strerror(rc));
 }
 
