@@ -120,7 +120,7 @@ done:
  * array) and the flags of nodes lo..hi-1, from the snapshot's bytes. */
 typedef struct {
 	const BookGraph *b;
-	uint8_t *flags;
+	MmFlags *flags;
 	uint32_t *count; /* moves of node i: count[i - lo] */
 	uint32_t lo, hi;
 	MmMove *moves;
@@ -202,7 +202,7 @@ out:
 static int load_moves(BookGraph *b, char *err, size_t errlen)
 {
 	MmGraph *g = &b->g;
-	g->flags = calloc(g->n + 1, 1);
+	g->flags = calloc(g->n + 1, sizeof *g->flags);
 	g->mstart = malloc((g->n + 1) * sizeof *g->mstart);
 	g->vd = malloc((g->n + 1) * sizeof *g->vd);
 	if (!g->flags || !g->mstart || !g->vd) return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
@@ -279,7 +279,7 @@ static void prune_unvalued(MmGraph *g)
 		if (!(g->flags[i] & F_VALUED)) {
 			/* Settled out of the way: nothing leads here. */
 			g->flags[i] |= MM_F_CONST | MM_F_FROZEN;
-			g->flags[i] &= (uint8_t)~MM_F_CHECKED;
+			g->flags[i] &= (MmFlags)~MM_F_CHECKED;
 			g->vd[i] = (MmVd){0, 0};
 			continue;
 		}

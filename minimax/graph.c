@@ -75,7 +75,7 @@ static inline MmVd for_parent(const MmGraph *g, uint32_t i, MmVd best, bool cap_
 }
 
 /* True when some node two plies ahead of i carries the given flag. */
-static bool two_ahead(const MmGraph *g, uint32_t i, uint8_t flag)
+static bool two_ahead(const MmGraph *g, uint32_t i, MmFlags flag)
 {
 	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
 		uint32_t j = g->moves[k].next;
@@ -88,36 +88,47 @@ static bool two_ahead(const MmGraph *g, uint32_t i, uint8_t flag)
 	return false;
 }
 
+/*
+ * A frozen node keeps the LOOP and SURVIVOR flags it was given: a boundary node
+ * of an incremental run carries what the whole-book analysis found for it
+ * (those flags depend only on the nodes below it, which did not change).
+ */
 static void extract_check_loops(MmGraph *g, MmStats *st)
 {
 	for (uint32_t i = 0; i < g->n; i++)
-		if (g->flags[i] & MM_F_CHECKED) g->flags[i] |= MM_F_LOOP;
+		if ((g->flags[i] & (MM_F_CHECKED | MM_F_FROZEN)) == MM_F_CHECKED) g->flags[i] |= MM_F_LOOP;
 	for (int s = 0; s < MM_MAX_PLY; s++) {
 		size_t dropped = 0;
 		for (uint32_t i = 0; i < g->n; i++) {
-			if (!(g->flags[i] & MM_F_LOOP)) continue;
+			if ((g->flags[i] & (MM_F_LOOP | MM_F_FROZEN)) != MM_F_LOOP) continue;
 			if (two_ahead(g, i, MM_F_LOOP)) continue;
-			g->flags[i] &= (uint8_t)~MM_F_LOOP;
+			g->flags[i] &= (MmFlags)~MM_F_LOOP;
 			dropped++;
 		}
 		if (dropped == 0) break;
 	}
 	for (uint32_t i = 0; i < g->n; i++)
-		if (g->flags[i] & MM_F_LOOP) {
+		if ((g->flags[i] & (MM_F_LOOP | MM_F_FROZEN)) == MM_F_LOOP) {
 			g->flags[i] |= MM_F_SURVIVOR;
 			st->check_loop1++;
 		}
 	/* The node between two survivors is on the loop too. Only survivors are
-	 * tested two plies ahead, so the result does not depend on visiting order. */
+	 * tested two plies ahead, so the result does not depend on visiting order.
+	 * A frozen node's children already carry what its survivorship gave them. */
 	for (uint32_t i = 0; i < g->n; i++) {
-		if (!(g->flags[i] & MM_F_SURVIVOR)) continue;
+		if ((g->flags[i] & (MM_F_SURVIVOR | MM_F_FROZEN)) != MM_F_SURVIVOR) continue;
 		for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
 			uint32_t j = g->moves[k].next;
 			if (j == MM_NONE) continue;
 			for (uint32_t k2 = g->mstart[j]; k2 < g->mstart[j + 1]; k2++) {
 				uint32_t j2 = g->moves[k2].next;
 				if (j2 != MM_NONE && (g->flags[j2] & MM_F_SURVIVOR)) {
-					g->flags[j] |= MM_F_LOOP;
+					/* A frozen child that is not on a loop yet would
+					 * become one: its caller must analyse it too. */
+					if ((g->flags[j] & (MM_F_FROZEN | MM_F_LOOP)) == MM_F_FROZEN)
+						g->flags[j] |= MM_F_STALE;
+					else
+						g->flags[j] |= MM_F_LOOP;
 					break;
 				}
 			}
@@ -127,10 +138,11 @@ static void extract_check_loops(MmGraph *g, MmStats *st)
 		if (g->flags[i] & MM_F_LOOP) st->check_loop2++;
 }
 
-/* Path-aware value of a check-loop node: re-entering the path is perpetual check. */
+/* Path-aware value of a check-loop node: re-entering the path is perpetual check.
+ * A frozen node's value is final (no path from it leads back to the others). */
 static MmVd dfs_loop(MmGraph *g, uint32_t i)
 {
-	if (!(g->flags[i] & MM_F_LOOP)) return g->vd[i];
+	if ((g->flags[i] & (MM_F_LOOP | MM_F_FROZEN)) != MM_F_LOOP) return g->vd[i];
 	if (g->flags[i] & MM_F_PATH) {
 		MmVd v = (g->flags[i] & MM_F_CHECKED) ? (MmVd){-MM_VALUE_MAX, MM_DEPTH_PCHECK}
 						    : (MmVd){MM_VALUE_MAX, MM_DEPTH_PCHECKED};
@@ -149,7 +161,7 @@ static MmVd dfs_loop(MmGraph *g, uint32_t i)
 		}
 		if (mm_vd_better(v, best)) best = v;
 	}
-	g->flags[i] &= (uint8_t)~MM_F_PATH;
+	g->flags[i] &= (MmFlags)~MM_F_PATH;
 	return for_parent(g, i, best, false);
 }
 

@@ -28,6 +28,7 @@
 #define MM_NONE UINT32_MAX
 
 /* Node flags owned by the core; bit 0x01 is left to callers. */
+typedef uint16_t MmFlags;
 enum {
 	MM_F_CHECKED = 0x02,  /* side to move is in check */
 	MM_F_LOOP = 0x04,     /* on a perpetual-check loop */
@@ -36,6 +37,10 @@ enum {
 	MM_F_SURVIVOR = 0x20, /* in-check node surviving loop extraction */
 	MM_F_WHITE = 0x40,    /* White to move in the node (for the draw values) */
 	MM_F_FROZEN = 0x80,   /* vd and flags given (a boundary node): not analysed */
+	/* Set by mm_backup on a frozen node that the analysis would have put on a
+	 * perpetual-check loop (a survivor above it, one below): its given flags
+	 * are out of date, so the caller must analyse it as well. */
+	MM_F_STALE = 0x100,
 };
 
 typedef struct {
@@ -52,7 +57,7 @@ typedef struct {
 
 typedef struct {
 	size_t n;
-	uint8_t *flags;
+	MmFlags *flags;
 	MmVd *vd;
 	uint32_t *mstart; /* moves of node i are moves[mstart[i]..mstart[i+1]) */
 	MmMove *moves;

@@ -162,7 +162,7 @@ static int add_node(Graph *g, const Db2016Record *rec)
 {
 	if (g->m.n + 2 > g->cap) {
 		size_t nc = g->cap ? g->cap * 2 : 1024;
-		uint8_t *f = realloc(g->m.flags, nc);
+		MmFlags *f = realloc(g->m.flags, nc * sizeof *f);
 		if (!f) return PETASHOCK_ENOMEM;
 		g->m.flags = f;
 		uint32_t *ls = realloc(g->lstart, (nc + 1) * sizeof *ls);
@@ -181,7 +181,7 @@ static int add_node(Graph *g, const Db2016Record *rec)
 	g->keys[i] = white ? pos_key(pos) : flipped_key(pos);
 	int rc = mm_map_put(&g->map, g->keys, i);
 	if (rc < 0) return rc;
-	g->m.flags[i] = (uint8_t)((white ? F_WHITE : 0) | (pos_in_check(pos) ? F_CHECKED : 0));
+	g->m.flags[i] = (MmFlags)((white ? F_WHITE : 0) | (pos_in_check(pos) ? F_CHECKED : 0));
 	g->lstart[i] = (uint32_t)g->nleaves;
 	rc = grow((void **)&g->leaves, &g->leaves_cap, g->nleaves + rec->nmoves, sizeof *g->leaves);
 	if (rc < 0) return rc;
