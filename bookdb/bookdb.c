@@ -12,24 +12,47 @@
 
 #define DEFAULT_MAP_SIZE ((size_t)256 << 20)
 
-static const char *const DB_NAMES[BOOKDB_NDBS] = {"meta", "pos", "games", "work"};
+static const char *const DB_NAMES[BOOKDB_NDBS] = {"meta", "pos", "games", "work", "changes"};
+
+/* Meta keys of the change log (docs/bookdb.md): the state, one byte; the last
+ * sequence number given out, 8 bytes little-endian. */
+#define META_CHANGES "changes"
+#define META_CHANGES_SEQ "changes_seq"
 
 struct BookDB {
 	MDB_env *env;
 	MDB_dbi dbi[BOOKDB_NDBS];
 	bool read_only;
+	bool has_changes; /* false only for a version-1 book opened read-only */
+	uint64_t changes_max;
 	char *dir;
 };
+
+/* Operations of the replay log. OP_DEL_UPTO deletes the changes entries whose
+ * 8-byte key is <= the logged key (bookdb_changes_consume). */
+enum { OP_PUT = 1, OP_DEL = 2, OP_APPEND = 3, OP_DEL_UPTO = 4 };
 
 /*
  * A write transaction keeps a log of its writes so that, when LMDB reports the
  * map full, it can abort, grow the map and replay them in a fresh transaction.
- * Entry: u8 db, u8 op (1 put, 2 del, 3 append), u32 klen, u32 vlen, key, value.
+ * Entry: u8 db, u8 op, u32 klen, u32 vlen, key, value. Change-log entries go
+ * through it like any write, so a replay reproduces them exactly once.
+ *
+ * chg_* cache the change log's state, read at the first pos write (or
+ * change-log call), and, unless it is off, its counters; both are kept current
+ * by this transaction's own writes. A replay rebuilds the same LMDB state, so
+ * the cache stays valid across it.
  */
 struct BookTxn {
 	BookDB *db;
 	MDB_txn *txn;
 	bool write;
+	bool track;       /* pos writes follow the book's state (bookdb_txn_set_tracking) */
+	bool chg_loaded;  /* chg_state holds the book's state as of this transaction */
+	bool chg_counted; /* chg_seq and chg_entries do too */
+	bool chg_dirty;   /* chg_seq advanced: written to meta at commit */
+	uint8_t chg_state;
+	uint64_t chg_seq, chg_entries;
 	uint8_t *log;
 	size_t log_len, log_cap;
 };
@@ -39,12 +62,43 @@ struct BookIter {
 	bool started;
 };
 
+struct BookChangesIter {
+	MDB_cursor *cur; /* NULL: the book has no changes database (nothing to read) */
+	bool started;
+	uint8_t from[8];
+};
+
 struct BookWriter {
 	BookDB *db;
 	BookTxn *txn;
 	size_t batch, pending;
 	uint64_t commits;
+	bool no_track; /* bookdb_writer_set_tracking(w, false) */
 };
+
+static void be64_put(uint8_t out[8], uint64_t x)
+{
+	for (int i = 7; i >= 0; i--, x >>= 8) out[i] = (uint8_t)x;
+}
+
+static uint64_t be64_get(const uint8_t *p)
+{
+	uint64_t x = 0;
+	for (int i = 0; i < 8; i++) x = x << 8 | p[i];
+	return x;
+}
+
+static void le64_put(uint8_t out[8], uint64_t x)
+{
+	for (int i = 0; i < 8; i++, x >>= 8) out[i] = (uint8_t)x;
+}
+
+static uint64_t le64_get(const uint8_t *p)
+{
+	uint64_t x = 0;
+	for (int i = 7; i >= 0; i--) x = x << 8 | p[i];
+	return x;
+}
 
 const char *bookdb_strerror(int code)
 {
@@ -125,12 +179,17 @@ static int begin_raw(MDB_txn **out, BookDB *db, bool write)
 	}
 }
 
-/* Writes the schema and creation settings into a fresh book's meta. */
-static int init_meta(BookDB *db, MDB_txn *txn, const BookDBOptions *opt)
+static int put_schema(BookDB *db, MDB_txn *txn)
 {
 	uint8_t ver[4] = {BOOKDB_SCHEMA_VERSION & 0xff, (BOOKDB_SCHEMA_VERSION >> 8) & 0xff, 0, 0};
 	MDB_val k = {6, "schema"}, v = {4, ver};
-	int rc = mdb_put(txn, db->dbi[BOOKDB_META], &k, &v, 0);
+	return mdb_put(txn, db->dbi[BOOKDB_META], &k, &v, 0);
+}
+
+/* Writes the schema and creation settings into a fresh book's meta. */
+static int init_meta(BookDB *db, MDB_txn *txn, const BookDBOptions *opt)
+{
+	int rc = put_schema(db, txn);
 	if (rc) return rc;
 	char settings[1024];
 	snprintf(settings, sizeof settings, "{\"schema\": %d, \"created\": %lld, \"settings\": \"%s\"}",
@@ -140,7 +199,12 @@ static int init_meta(BookDB *db, MDB_txn *txn, const BookDBOptions *opt)
 	return mdb_put(txn, db->dbi[BOOKDB_META], &k2, &v2, 0);
 }
 
-/* Opens the named databases and checks (or, writable, creates) the schema. */
+/*
+ * Opens the named databases and checks (or, writable, creates) the schema.
+ * Version 1 differs from 2 only by the missing changes database: read-write,
+ * it is created and the schema rewritten (the records are the same bytes);
+ * read-only, the book is read without it (the change log reads as off).
+ */
 static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 {
 	for (;;) {
@@ -150,7 +214,8 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 			if (err) snprintf(err, BOOKDB_ERRLEN, "%s: %s", db->dir, mdb_strerror(rc));
 			return xlate(rc);
 		}
-		for (int i = 0; i < BOOKDB_NDBS && !rc; i++)
+		/* The databases of version 1 first; changes once the version is known. */
+		for (int i = 0; i < BOOKDB_CHANGES && !rc; i++)
 			rc = mdb_dbi_open(txn, DB_NAMES[i], db->read_only ? 0 : MDB_CREATE, &db->dbi[i]);
 		if (rc == MDB_NOTFOUND) {
 			mdb_txn_abort(txn);
@@ -158,6 +223,7 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 			return BOOKDB_ENOBOOK;
 		}
 		MDB_val k = {6, "schema"}, v;
+		unsigned ver = BOOKDB_SCHEMA_VERSION;
 		if (!rc) {
 			rc = mdb_get(txn, db->dbi[BOOKDB_META], &k, &v);
 			if (rc == MDB_NOTFOUND && !db->read_only) {
@@ -168,20 +234,34 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 				return BOOKDB_ENOBOOK;
 			} else if (!rc) {
 				const uint8_t *p = v.mv_data;
-				unsigned ver = v.mv_size == 4 ? (unsigned)(p[0] | p[1] << 8 | p[2] << 16 |
-									   (unsigned)p[3] << 24)
-							      : 0;
-				if (ver != BOOKDB_SCHEMA_VERSION) {
+				ver = v.mv_size == 4 ? (unsigned)(p[0] | p[1] << 8 | p[2] << 16 |
+								  (unsigned)p[3] << 24)
+						     : 0;
+				if (ver != 1 && ver != BOOKDB_SCHEMA_VERSION) {
 					mdb_txn_abort(txn);
 					if (err)
 						snprintf(err, BOOKDB_ERRLEN,
 							 "%s: book has schema version %u, this joseki reads "
-							 "version %d (rebuild or convert the book)",
+							 "versions 1 and %d (rebuild or convert the book)",
 							 db->dir, ver, BOOKDB_SCHEMA_VERSION);
 					return BOOKDB_EVERSION;
 				}
 			}
 		}
+		db->has_changes = !db->read_only || ver != 1;
+		if (!rc && db->has_changes) {
+			rc = mdb_dbi_open(txn, DB_NAMES[BOOKDB_CHANGES], db->read_only ? 0 : MDB_CREATE,
+					  &db->dbi[BOOKDB_CHANGES]);
+			if (rc == MDB_NOTFOUND) {
+				mdb_txn_abort(txn);
+				if (err)
+					snprintf(err, BOOKDB_ERRLEN,
+						 "%s: schema version %u book without its changes database",
+						 db->dir, ver);
+				return BOOKDB_ECORRUPT;
+			}
+		}
+		if (!rc && ver != BOOKDB_SCHEMA_VERSION && !db->read_only) rc = put_schema(db, txn);
 		if (!rc) rc = mdb_txn_commit(txn);
 		else mdb_txn_abort(txn);
 		if (rc == MDB_MAP_FULL) {
@@ -203,6 +283,7 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	int rc = BOOKDB_ENOMEM;
 	if (!db || !(db->dir = strdup(dir))) goto fail_msg;
 	db->read_only = opt->read_only;
+	db->changes_max = opt->changes_max ? opt->changes_max : BOOKDB_CHANGES_MAX;
 	struct stat st;
 	char path[4200];
 	snprintf(path, sizeof path, "%s/data.mdb", dir);
@@ -261,6 +342,7 @@ int bookdb_txn_begin(BookTxn **out, BookDB *db, bool write)
 	if (!t) return BOOKDB_ENOMEM;
 	t->db = db;
 	t->write = write;
+	t->track = true;
 	int rc = begin_raw(&t->txn, db, write);
 	if (rc) {
 		free(t);
@@ -307,6 +389,28 @@ static int log_append(BookTxn *t, BookDbName db, int op, const void *k, size_t k
 	return 0;
 }
 
+/* Deletes the entries of dbi whose 8-byte keys are <= ub: when that is all of
+ * them, by emptying the database (pages freed without reading the leaves),
+ * else by one cursor walk from the first. Returns an LMDB code. */
+static int del_upto(MDB_txn *txn, MDB_dbi dbi, const uint8_t *ub)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(txn, dbi, &c);
+	if (rc) return rc;
+	rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+	if (!rc && k.mv_size == 8 && memcmp(k.mv_data, ub, 8) <= 0) {
+		mdb_cursor_close(c);
+		return mdb_drop(txn, dbi, 0);
+	}
+	if (!rc) rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	/* After mdb_cursor_del the cursor is on the next entry, which MDB_NEXT returns. */
+	while (!rc && k.mv_size == 8 && memcmp(k.mv_data, ub, 8) <= 0)
+		if (!(rc = mdb_cursor_del(c, 0))) rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	mdb_cursor_close(c);
+	return rc;
+}
+
 /* Applies one logged operation to the LMDB transaction. */
 static int apply(BookTxn *t, const uint8_t *p)
 {
@@ -314,10 +418,14 @@ static int apply(BookTxn *t, const uint8_t *p)
 	memcpy(&kl, p + 2, 4);
 	memcpy(&vl, p + 6, 4);
 	MDB_val k = {kl, (void *)(p + 10)}, v = {vl, (void *)(p + 10 + kl)};
+	MDB_dbi dbi = t->db->dbi[p[0]];
 	int rc;
-	if (p[1] == 1) rc = mdb_put(t->txn, t->db->dbi[p[0]], &k, &v, 0);
-	else if (p[1] == 3) rc = mdb_put(t->txn, t->db->dbi[p[0]], &k, &v, MDB_APPEND);
-	else rc = mdb_del(t->txn, t->db->dbi[p[0]], &k, NULL);
+	switch (p[1]) {
+	case OP_PUT: rc = mdb_put(t->txn, dbi, &k, &v, 0); break;
+	case OP_APPEND: rc = mdb_put(t->txn, dbi, &k, &v, MDB_APPEND); break;
+	case OP_DEL_UPTO: rc = del_upto(t->txn, dbi, p + 10); break;
+	default: rc = mdb_del(t->txn, dbi, &k, NULL); break;
+	}
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
@@ -369,12 +477,110 @@ static int txn_write(BookTxn *t, BookDbName db, int op, const void *k, size_t kl
 	return xlate(rc);
 }
 
+/* ---- change log: the writing side ---- */
+
+/*
+ * Reads the change log's state into the cache, once per transaction, and,
+ * when it is not off or counts says so, the last sequence number given out
+ * (the larger of meta's and the last entry's, so a missing meta value cannot
+ * reuse one) and the number of entries. An untracked book costs one lookup.
+ */
+static int changes_load(BookTxn *t, bool counts)
+{
+	BookDB *db = t->db;
+	MDB_val k = {strlen(META_CHANGES), META_CHANGES}, v;
+	int rc;
+	if (!t->chg_loaded) {
+		t->chg_state = BOOKDB_CHANGES_OFF;
+		rc = db->has_changes ? mdb_get(t->txn, db->dbi[BOOKDB_META], &k, &v) : MDB_NOTFOUND;
+		if (!rc) {
+			uint8_t b = v.mv_size == 1 ? *(const uint8_t *)v.mv_data : 0xff;
+			if (b > BOOKDB_CHANGES_OVERFLOW) return BOOKDB_ECORRUPT;
+			t->chg_state = b;
+		} else if (rc != MDB_NOTFOUND) {
+			return xlate(rc);
+		}
+		t->chg_loaded = true;
+	}
+	if (t->chg_counted || (!counts && t->chg_state == BOOKDB_CHANGES_OFF)) return 0;
+	t->chg_seq = t->chg_entries = 0;
+	if (db->has_changes) {
+		MDB_val ks = {strlen(META_CHANGES_SEQ), META_CHANGES_SEQ};
+		rc = mdb_get(t->txn, db->dbi[BOOKDB_META], &ks, &v);
+		if (!rc) {
+			if (v.mv_size != 8) return BOOKDB_ECORRUPT;
+			t->chg_seq = le64_get(v.mv_data);
+		} else if (rc != MDB_NOTFOUND) {
+			return xlate(rc);
+		}
+		MDB_stat st;
+		MDB_cursor *c;
+		if ((rc = mdb_stat(t->txn, db->dbi[BOOKDB_CHANGES], &st))) return xlate(rc);
+		t->chg_entries = st.ms_entries;
+		if ((rc = mdb_cursor_open(t->txn, db->dbi[BOOKDB_CHANGES], &c))) return xlate(rc);
+		rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+		if (!rc && k.mv_size == 8 && be64_get(k.mv_data) > t->chg_seq)
+			t->chg_seq = be64_get(k.mv_data);
+		mdb_cursor_close(c);
+		if (rc && rc != MDB_NOTFOUND) return xlate(rc);
+	}
+	t->chg_counted = true;
+	return 0;
+}
+
+static int changes_set_state(BookTxn *t, uint8_t state)
+{
+	int rc = txn_write(t, BOOKDB_META, OP_PUT, META_CHANGES, strlen(META_CHANGES), &state, 1);
+	if (!rc) t->chg_state = state;
+	return rc;
+}
+
+/* Numbers and, while ON, logs a write of the pos record kb. */
+static int changes_note(BookTxn *t, const uint8_t kb[16])
+{
+	int rc = changes_load(t, false);
+	if (rc || t->chg_state == BOOKDB_CHANGES_OFF) return rc;
+	t->chg_seq++;
+	t->chg_dirty = true;
+	if (t->chg_state == BOOKDB_CHANGES_ON && t->chg_entries >= t->db->changes_max &&
+	    (rc = changes_set_state(t, BOOKDB_CHANGES_OVERFLOW)))
+		return rc;
+	if (t->chg_state != BOOKDB_CHANGES_ON) return 0;
+	uint8_t sk[8];
+	be64_put(sk, t->chg_seq);
+	/* The largest key so far: appended, no search. */
+	if ((rc = txn_write(t, BOOKDB_CHANGES, OP_APPEND, sk, 8, kb, 16))) return rc;
+	t->chg_entries++;
+	return 0;
+}
+
+/* Every write to pos goes through here: the write, then its change-log entry. */
+static int pos_write(BookTxn *t, int op, const uint8_t kb[16], const void *val, size_t len)
+{
+	int rc = txn_write(t, BOOKDB_POS, op, kb, 16, val, len);
+	if (rc || !t->track) return rc;
+	return changes_note(t, kb);
+}
+
 int bookdb_txn_commit(BookTxn *t)
 {
 	int rc = 0;
 	if (!t->txn) {
 		txn_free(t);
 		return BOOKDB_ELMDB;
+	}
+	/* The last sequence number given out survives consumed entries and overflow
+	 * in meta; written once per transaction, and logged for a replay. */
+	if (t->chg_dirty) {
+		uint8_t seq[8];
+		le64_put(seq, t->chg_seq);
+		t->chg_dirty = false;
+		rc = txn_write(t, BOOKDB_META, OP_PUT, META_CHANGES_SEQ, strlen(META_CHANGES_SEQ),
+			       seq, 8);
+		if (rc) {
+			bookdb_txn_abort(t);
+			return rc;
+		}
 	}
 	for (;;) {
 		rc = mdb_txn_commit(t->txn);
@@ -406,6 +612,7 @@ int bookdb_kv_get(const void **val, size_t *vlen, BookTxn *t, BookDbName db, con
 {
 	if (!t->txn) return BOOKDB_ELMDB;
 	if ((unsigned)db >= BOOKDB_NDBS) return BOOKDB_EINVAL;
+	if (db == BOOKDB_CHANGES && !t->db->has_changes) return BOOKDB_ENOTFOUND;
 	MDB_val k = {klen, (void *)key}, v;
 	int rc = mdb_get(t->txn, t->db->dbi[db], &k, &v);
 	if (rc) return xlate(rc);
@@ -417,18 +624,27 @@ int bookdb_kv_get(const void **val, size_t *vlen, BookTxn *t, BookDbName db, con
 int bookdb_kv_put(BookTxn *t, BookDbName db, const void *key, size_t klen, const void *val,
 		  size_t vlen)
 {
-	return txn_write(t, db, 1, key, klen, val, vlen);
+	if (db == BOOKDB_CHANGES || (db == BOOKDB_POS && klen != 16)) return BOOKDB_EINVAL;
+	if (db == BOOKDB_POS) return pos_write(t, OP_PUT, key, val, vlen);
+	return txn_write(t, db, OP_PUT, key, klen, val, vlen);
 }
 
 int bookdb_kv_del(BookTxn *t, BookDbName db, const void *key, size_t klen)
 {
-	return txn_write(t, db, 2, key, klen, NULL, 0);
+	if (db == BOOKDB_CHANGES || (db == BOOKDB_POS && klen != 16)) return BOOKDB_EINVAL;
+	if (db == BOOKDB_POS) return pos_write(t, OP_DEL, key, NULL, 0);
+	return txn_write(t, db, OP_DEL, key, klen, NULL, 0);
 }
 
 int bookdb_count(uint64_t *out, BookTxn *t, BookDbName db)
 {
 	MDB_stat st;
 	if (!t->txn) return BOOKDB_ELMDB;
+	if ((unsigned)db >= BOOKDB_NDBS) return BOOKDB_EINVAL;
+	if (db == BOOKDB_CHANGES && !t->db->has_changes) {
+		*out = 0;
+		return 0;
+	}
 	int rc = mdb_stat(t->txn, t->db->dbi[db], &st);
 	if (rc) return xlate(rc);
 	*out = st.ms_entries;
@@ -439,8 +655,11 @@ int bookdb_pages(uint64_t *pages, unsigned *page_size, BookTxn *t, BookDbName db
 {
 	MDB_stat st;
 	if (!t->txn) return BOOKDB_ELMDB;
-	int rc = mdb_stat(t->txn, t->db->dbi[db], &st);
+	if ((unsigned)db >= BOOKDB_NDBS) return BOOKDB_EINVAL;
+	bool absent = db == BOOKDB_CHANGES && !t->db->has_changes;
+	int rc = mdb_stat(t->txn, t->db->dbi[absent ? BOOKDB_META : db], &st);
 	if (rc) return xlate(rc);
+	if (absent) st.ms_branch_pages = st.ms_leaf_pages = st.ms_overflow_pages = 0;
 	*pages = st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages;
 	*page_size = st.ms_psize;
 	return 0;
@@ -478,7 +697,7 @@ int bookdb_put_raw(BookTxn *t, Key key, const uint8_t *val, size_t len)
 {
 	uint8_t kb[16];
 	key_to_bytes(key, kb);
-	return txn_write(t, BOOKDB_POS, 1, kb, 16, val, len);
+	return pos_write(t, OP_PUT, kb, val, len);
 }
 
 int bookdb_put(BookTxn *t, Key key, const BookRecord *rec)
@@ -544,6 +763,7 @@ int bookdb_writer_txn(BookTxn **out, BookWriter *w)
 	if (!w->txn) {
 		int rc = bookdb_txn_begin(&w->txn, w->db, true);
 		if (rc) return rc;
+		w->txn->track = !w->no_track;
 	}
 	*out = w->txn;
 	return 0;
@@ -577,7 +797,7 @@ int bookdb_writer_append(BookWriter *w, Key key, const uint8_t *val, size_t len)
 	int rc = bookdb_writer_txn(&t, w);
 	if (rc) return rc;
 	key_to_bytes(key, kb);
-	if ((rc = txn_write(t, BOOKDB_POS, 3, kb, 16, val, len))) return rc;
+	if ((rc = pos_write(t, OP_APPEND, kb, val, len))) return rc;
 	if (++w->pending >= w->batch) return bookdb_writer_flush(w);
 	return 0;
 }
@@ -603,9 +823,114 @@ uint64_t bookdb_writer_commits(const BookWriter *w)
 	return w->commits;
 }
 
+void bookdb_writer_set_tracking(BookWriter *w, bool on)
+{
+	w->no_track = !on;
+	if (w->txn) w->txn->track = on;
+}
+
 void bookdb_writer_free(BookWriter *w)
 {
 	if (!w) return;
 	bookdb_txn_abort(w->txn);
 	free(w);
+}
+
+/* ---- change log: state and consumers ---- */
+
+void bookdb_txn_set_tracking(BookTxn *t, bool on)
+{
+	t->track = on;
+}
+
+int bookdb_changes_enable(BookTxn *t)
+{
+	if (!t->write) return BOOKDB_EREADONLY;
+	if (!t->txn) return BOOKDB_ELMDB;
+	int rc = changes_load(t, true);
+	return rc ? rc : changes_set_state(t, BOOKDB_CHANGES_ON);
+}
+
+int bookdb_changes_info(BookChangesInfo *out, BookTxn *t)
+{
+	memset(out, 0, sizeof *out);
+	if (!t->txn) return BOOKDB_ELMDB;
+	/* The cache is what the transaction sees, its own numbering included. */
+	int rc = changes_load(t, true);
+	if (rc) return rc;
+	out->state = (BookChangesState)t->chg_state;
+	out->entries = t->chg_entries;
+	out->seq = t->chg_seq;
+	if (!t->db->has_changes || !t->chg_entries) return 0;
+	MDB_cursor *c;
+	MDB_val k, v;
+	if ((rc = mdb_cursor_open(t->txn, t->db->dbi[BOOKDB_CHANGES], &c))) return xlate(rc);
+	if (!(rc = mdb_cursor_get(c, &k, &v, MDB_FIRST)) && k.mv_size == 8) {
+		out->first = be64_get(k.mv_data);
+		if (!(rc = mdb_cursor_get(c, &k, &v, MDB_LAST)) && k.mv_size == 8)
+			out->last = be64_get(k.mv_data);
+	}
+	mdb_cursor_close(c);
+	if (rc) return xlate(rc);
+	return k.mv_size == 8 ? 0 : BOOKDB_ECORRUPT;
+}
+
+int bookdb_changes_iter_open(BookChangesIter **out, BookTxn *t, uint64_t from)
+{
+	*out = NULL;
+	if (!t->txn) return BOOKDB_ELMDB;
+	BookChangesIter *it = calloc(1, sizeof *it);
+	if (!it) return BOOKDB_ENOMEM;
+	be64_put(it->from, from);
+	if (t->db->has_changes) {
+		int rc = mdb_cursor_open(t->txn, t->db->dbi[BOOKDB_CHANGES], &it->cur);
+		if (rc) {
+			free(it);
+			return xlate(rc);
+		}
+	}
+	*out = it;
+	return 0;
+}
+
+int bookdb_changes_iter_next(BookChangesIter *it, uint64_t *seq, Key *key)
+{
+	if (!it->cur) return 0;
+	MDB_val k = {8, it->from}, v;
+	int rc = mdb_cursor_get(it->cur, &k, &v, it->started ? MDB_NEXT : MDB_SET_RANGE);
+	it->started = true;
+	if (rc == MDB_NOTFOUND) return 0;
+	if (rc) return xlate(rc);
+	if (k.mv_size != 8 || v.mv_size != 16) return BOOKDB_ECORRUPT;
+	*seq = be64_get(k.mv_data);
+	*key = key_from_bytes(v.mv_data);
+	return 1;
+}
+
+void bookdb_changes_iter_free(BookChangesIter *it)
+{
+	if (!it) return;
+	if (it->cur) mdb_cursor_close(it->cur);
+	free(it);
+}
+
+int bookdb_changes_consume(BookTxn *t, uint64_t upto)
+{
+	if (!t->write) return BOOKDB_EREADONLY;
+	if (!t->txn) return BOOKDB_ELMDB;
+	int rc = changes_load(t, true);
+	if (rc) return rc;
+	if (upto && t->chg_entries) {
+		uint8_t ub[8];
+		MDB_stat st;
+		be64_put(ub, upto);
+		/* One log entry, replayed as one walk, however many entries go. */
+		if ((rc = txn_write(t, BOOKDB_CHANGES, OP_DEL_UPTO, ub, 8, NULL, 0))) return rc;
+		if ((rc = mdb_stat(t->txn, t->db->dbi[BOOKDB_CHANGES], &st))) return xlate(rc);
+		t->chg_entries = st.ms_entries;
+	}
+	/* Writes numbered after upto were not seen by the consumer: keep the overflow. */
+	if (t->chg_state == BOOKDB_CHANGES_OVERFLOW && upto >= t->chg_seq)
+		return changes_set_state(t, BOOKDB_CHANGES_ON);
+	return 0;
 }

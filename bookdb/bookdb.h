@@ -1,12 +1,14 @@
 /*
  * bookdb/bookdb.h — the book store: one LMDB environment per BOOK directory.
  *
- * A book holds four named databases:
- *   meta   schema version and creation settings (small key/value pairs)
- *   pos    16-byte big-endian Zobrist key (key_to_bytes) -> position record
- *          (bookdb/record.h)
- *   games  ids of ingested games -> caller-defined bytes (re-ingesting is a no-op)
- *   work   work state (leases) for the cluster; free-form key/value
+ * A book holds five named databases:
+ *   meta     schema version, creation settings, change-log state (small pairs)
+ *   pos      16-byte big-endian Zobrist key (key_to_bytes) -> position record
+ *            (bookdb/record.h)
+ *   games    ids of ingested games -> caller-defined bytes (re-ingesting is a no-op)
+ *   work     work state (leases) for the cluster; free-form key/value
+ *   changes  the change log of pos: 8-byte big-endian sequence number -> the
+ *            16-byte key of the pos record written (see "Change log" below)
  * Byte layouts: docs/bookdb.md.
  *
  * Concurrency rule: ONE writer process at a time, any number of reader processes
@@ -30,8 +32,14 @@
 #include "bookdb/record.h"
 #include "shogi/zobrist.h"
 
-/* Version of the on-disk layout; a book of another version is refused. */
-#define BOOKDB_SCHEMA_VERSION 1
+/* Version of the on-disk layout. A book of version 1 (no changes database) is
+ * upgraded in place when opened read-write and read as it is when opened
+ * read-only; a book of any other version is refused. */
+#define BOOKDB_SCHEMA_VERSION 2
+
+/* Entries the change log holds at most (BookDBOptions.changes_max overrides it):
+ * a write that would log one more sets the log's state to overflow instead. */
+#define BOOKDB_CHANGES_MAX 1000000
 
 /* Error codes (negative). */
 enum {
@@ -53,14 +61,25 @@ const char *bookdb_strerror(int code);
 /* Length of the message buffer bookdb_open fills (NUL included). */
 #define BOOKDB_ERRLEN 256
 
-/* The named databases. */
-typedef enum { BOOKDB_META = 0, BOOKDB_POS, BOOKDB_GAMES, BOOKDB_WORK, BOOKDB_NDBS } BookDbName;
+/* The named databases. BOOKDB_CHANGES is written only by the store itself:
+ * bookdb_kv_put and bookdb_kv_del refuse it (BOOKDB_EINVAL); it can be read,
+ * counted and measured like the others (empty in a version-1 book opened
+ * read-only). */
+typedef enum {
+	BOOKDB_META = 0,
+	BOOKDB_POS,
+	BOOKDB_GAMES,
+	BOOKDB_WORK,
+	BOOKDB_CHANGES,
+	BOOKDB_NDBS
+} BookDbName;
 
 typedef struct {
 	bool read_only;  /* open read-only (the book must exist) */
 	size_t map_size; /* initial map size in bytes for a new or small book; 0: 256 MiB */
 	bool no_sync;    /* do not fsync on commit (safe against process crashes, not OS ones) */
 	const char *settings; /* creation settings stored in meta "settings" (new books) */
+	uint64_t changes_max; /* entries the change log may hold; 0: BOOKDB_CHANGES_MAX */
 } BookDBOptions;
 
 typedef struct BookDB BookDB;
@@ -96,12 +115,18 @@ int bookdb_get(BookRecord *out, BookTxn *txn, Key key);
 int bookdb_get_moves(BookRecord *out, BookTxn *txn, Key key);
 /* The raw bytes of key's record (valid until the transaction ends or writes). */
 int bookdb_get_raw(const uint8_t **val, size_t *len, BookTxn *txn, Key key);
-/* Encodes and stores rec under key (replacing). */
+/*
+ * Encodes and stores rec under key (replacing); logs the key when the book
+ * tracks changes (see "Change log"). On an error other than BOOKDB_EINVAL the
+ * transaction must be aborted: the record may be stored without its entry.
+ */
 int bookdb_put(BookTxn *txn, Key key, const BookRecord *rec);
-/* Stores raw bytes under key in the pos database (no check). */
+/* Stores raw bytes under key in the pos database (no check); as bookdb_put. */
 int bookdb_put_raw(BookTxn *txn, Key key, const uint8_t *val, size_t len);
 
-/* Generic access to any named database (meta, games, work; pos too). */
+/* Generic access to any named database (meta, games, work; pos too, with
+ * 16-byte keys only (else BOOKDB_EINVAL), logged as bookdb_put; changes is
+ * read-only here). */
 int bookdb_kv_get(const void **val, size_t *vlen, BookTxn *txn, BookDbName db, const void *key,
 		  size_t klen);
 int bookdb_kv_put(BookTxn *txn, BookDbName db, const void *key, size_t klen, const void *val,
@@ -143,6 +168,105 @@ int bookdb_writer_flush(BookWriter *w);
 uint64_t bookdb_writer_commits(const BookWriter *w);
 /* Discards the uncommitted batch and frees the writer. Accepts NULL. */
 void bookdb_writer_free(BookWriter *w);
+
+/*
+ * ---- Change log ----
+ *
+ * The store records which pos records were written, for consumers that redo
+ * work only for those (joseki minimax), as a feed with no knowledge of them.
+ * While the book's tracking state is BOOKDB_CHANGES_ON, every write to pos —
+ * bookdb_put, bookdb_put_raw, bookdb_writer_put, bookdb_writer_put_raw,
+ * bookdb_writer_append, and bookdb_kv_put / bookdb_kv_del on BOOKDB_POS (a
+ * delete is logged even when the key was absent) — appends one entry (the
+ * next sequence number -> the record's key) to the changes database in the
+ * same write transaction: the entry is committed, or lost, with the write, and
+ * a transaction replayed after map growth logs each write once. A write
+ * transaction reads the state once, at its first pos write.
+ *
+ * Sequence numbers start at 1 and increase over the book's life; consumed
+ * entries and writes during overflow use numbers up too, none is reused.
+ *
+ *   OFF       nothing is logged or numbered (every new book; costs one meta
+ *             lookup per write transaction)
+ *   ON        every pos write is logged
+ *   OVERFLOW  the log reached BookDBOptions.changes_max entries: writes are
+ *             numbered but no longer logged, so the consumer must look at the
+ *             whole book. Consuming everything, or enabling, ends it.
+ *
+ * A transaction or writer with tracking switched off (bookdb_txn_set_tracking,
+ * bookdb_writer_set_tracking) logs nothing whatever the state: the consumer's
+ * own write-back is not a change it needs to see again.
+ *
+ * Consumer protocol (one writer process at a time, as for every writer):
+ *   1. OFF: bookdb_changes_enable in a write transaction, commit; then go on
+ *      as for OVERFLOW (the snapshot of step 2 already reads ON, but what was
+ *      written before enabling is in no log).
+ *   2. Begin a read transaction (the snapshot); bookdb_changes_info. ON: the
+ *      keys to look at are those of bookdb_changes_iter_* (a key may come
+ *      more than once, and may since have been deleted). OVERFLOW: look at all.
+ *   3. Write results with tracking off and, in the last write transaction,
+ *      bookdb_changes_consume(txn, info.seq) of that snapshot. Writes made by
+ *      others after the snapshot keep their entries (or, if numbered during
+ *      an overflow, keep the overflow) for the next run.
+ */
+typedef enum {
+	BOOKDB_CHANGES_OFF = 0,
+	BOOKDB_CHANGES_ON = 1,
+	BOOKDB_CHANGES_OVERFLOW = 2,
+} BookChangesState;
+
+typedef struct {
+	BookChangesState state;
+	uint64_t entries; /* entries in the log */
+	uint64_t first;   /* sequence number of the first entry; 0 when empty */
+	uint64_t last;    /* sequence number of the last entry; 0 when empty */
+	uint64_t seq;     /* the last sequence number given out (>= last); 0 if none yet */
+} BookChangesInfo;
+
+typedef struct BookChangesIter BookChangesIter;
+
+/*
+ * on = true (the default for every transaction): pos writes are logged as the
+ * book's state says; false: this transaction's later pos writes are neither
+ * logged nor numbered. May be switched at any time; applies to later writes.
+ */
+void bookdb_txn_set_tracking(BookTxn *txn, bool on);
+/* As bookdb_txn_set_tracking for the writer's open transaction and every
+ * transaction it begins afterwards. */
+void bookdb_writer_set_tracking(BookWriter *w, bool on);
+
+/*
+ * Sets the state to ON (from OFF or OVERFLOW) in the write transaction txn;
+ * later pos writes of txn are logged. Entries already in the log stay: if it
+ * still holds changes_max of them, the next write overflows again.
+ * BOOKDB_EREADONLY on a read transaction.
+ */
+int bookdb_changes_enable(BookTxn *txn);
+/*
+ * Fills *out with the log as txn sees it (its own writes included). Works on a
+ * read or write transaction; a version-1 book opened read-only reads as OFF
+ * and empty. BOOKDB_ECORRUPT if the stored state does not decode.
+ */
+int bookdb_changes_info(BookChangesInfo *out, BookTxn *txn);
+/*
+ * Iterates over the log entries with sequence number >= from, in sequence
+ * order, as txn sees them. bookdb_changes_iter_next returns 1 and fills *seq
+ * and *key, 0 at the end, or a negative code (BOOKDB_ECORRUPT: an entry of
+ * the wrong size). The iterator must be freed before txn ends, and, on a write
+ * transaction, is invalidated by bookdb_changes_consume. Free accepts NULL.
+ */
+int bookdb_changes_iter_open(BookChangesIter **out, BookTxn *txn, uint64_t from);
+int bookdb_changes_iter_next(BookChangesIter *it, uint64_t *seq, Key *key);
+void bookdb_changes_iter_free(BookChangesIter *it);
+/*
+ * Deletes every entry with sequence number <= upto in the write transaction
+ * txn (all of them at once when upto >= the last one). If the state is
+ * OVERFLOW and upto >= the last sequence number given out (nothing was written
+ * after the consumer's snapshot), sets it back to ON. Later sequence numbers
+ * still continue from the last one given out. BOOKDB_EREADONLY on a read
+ * transaction; on another error the transaction must be aborted.
+ */
+int bookdb_changes_consume(BookTxn *txn, uint64_t upto);
 
 /* Puts the 16-byte big-endian key form (key_to_bytes) into out. */
 static inline void bookdb_key_bytes(Key k, uint8_t out[16])
