@@ -4,7 +4,8 @@
  * Sizes and counts (CONTRACT.md): positions, thought, moves, games, leaves
  * (positions none of whose stored moves leads to a position in the book),
  * cyclic and root_value (null until minimax has run), bytes (data file size),
- * plus bytes_used (pages in use) and bytes_per_position.
+ * plus bytes_used (pages in use), bytes_per_position and changes (entries in
+ * the change log, docs/bookdb.md).
  *
  * --bench-lookups N (for tools/bench_bookdb.sh): instead, samples N keys of the
  * book, then times N random point lookups in one read transaction on the warm
@@ -25,6 +26,7 @@
 
 typedef struct {
 	uint64_t positions, thought, moves, games, leaves, corrupt, bytes, bytes_used;
+	BookChangesInfo changes;
 	int minimax_seen, root_known;
 	int root_value;
 } BookStats;
@@ -112,6 +114,7 @@ out:
 	free(ks.slot);
 	if (rc < 0) return rc;
 	if ((rc = bookdb_count(&st->games, txn, BOOKDB_GAMES))) return rc;
+	if ((rc = bookdb_changes_info(&st->changes, txn))) return rc;
 	for (int d = 0; d < BOOKDB_NDBS; d++) {
 		uint64_t pages;
 		unsigned psize;
@@ -270,6 +273,7 @@ int cmd_stats(int argc, char **argv)
 		json_object_set_new(o, "bytes_used", json_integer((json_int_t)st.bytes_used));
 		json_object_set_new(o, "bytes_per_position", json_real(bpp));
 		json_object_set_new(o, "corrupt", json_integer((json_int_t)st.corrupt));
+		json_object_set_new(o, "changes", json_integer((json_int_t)st.changes.entries));
 		char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
 		json_decref(o);
 		if (!s) {
@@ -289,6 +293,9 @@ int cmd_stats(int argc, char **argv)
 		printf("bytes              %llu\n", (unsigned long long)st.bytes);
 		printf("bytes_used         %llu\n", (unsigned long long)st.bytes_used);
 		printf("bytes_per_position %.1f\n", bpp);
+		static const char *const tracking[] = {"tracking off", "tracking on", "overflowed"};
+		printf("changes            %llu (%s)\n", (unsigned long long)st.changes.entries,
+		       tracking[st.changes.state]);
 		if (st.corrupt) printf("corrupt            %llu (run joseki check)\n", (unsigned long long)st.corrupt);
 	}
 	ret = 0;

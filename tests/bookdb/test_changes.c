@@ -525,6 +525,7 @@ static void test_changes__a_version_1_book_is_upgraded_read_write_and_read_read_
 	/* The commands that only read open it too. */
 	json_t *st = ts_run_json(0, "%s stats %s --json", ts_joseki(), path);
 	assert_int_equal(ts_jint(st, "positions"), 101);
+	assert_int_equal(ts_jint(st, "changes"), 0);
 	json_decref(st);
 
 	/* Read-write: upgraded in place, the records untouched, tracking works. */
@@ -545,6 +546,9 @@ static void test_changes__a_version_1_book_is_upgraded_read_write_and_read_read_
 	assert_int_equal(schema_of(db), BOOKDB_SCHEMA_VERSION);
 	assert_int_equal(info_of(db).entries, 3);
 	bookdb_free(db);
+	st = ts_run_json(0, "%s stats %s --json", ts_joseki(), path);
+	assert_int_equal(ts_jint(st, "changes"), 3);
+	json_decref(st);
 	ts_rmtree(dir);
 	free(dir);
 }
