@@ -3,9 +3,10 @@
  *
  * For a position P, retro_parents() lists candidate parents Q, each as the key Q
  * would have and the move m that takes Q to P, without building Q. The list is a
- * superset: some candidates are not real positions (an unreachable capture, an
- * uchifuzume drop, a parent whose side to move was pinned...), so a caller looks
- * each key up (the book) and then verifies m forward on the real Q with movegen.
+ * superset: a candidate may be a set-up no game reaches (a capture leaving a
+ * hand no game could have produced), or a pawn drop that mates, which is not
+ * tested; so a caller looks each key up (the book) and then verifies m forward
+ * on the real Q with movegen.
  * It is complete: every pair (Q, m) with m legal in Q and Q after m == P is
  * listed, for every Q in which the side not to move is not in check (every
  * position of legal play; set-up positions where it is are not parents).
