@@ -1,0 +1,754 @@
+/*
+ * minimax/mmfile.c — the graph file and its journal (mmfile.h; byte layouts in
+ * docs/minimax.md, "The graph file").
+ *
+ * The graph file is little-endian and 8-byte aligned section by section, so
+ * that it can be used in place once mapped: a header of MMFILE_HEADER bytes,
+ * then keys, key directory, filter, flags, (value, depth), move starts, moves,
+ * parent starts, parents. Per-node ranges are checked as they are read, so a
+ * damaged file makes a run fall back to the whole book, never misread.
+ */
+#include "minimax/mmfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define GRAPH_MAGIC "JOSEKIMG"
+#define JOURNAL_MAGIC "JOSEKIMJ"
+#define MMFILE_VERSION 1
+#define MMFILE_HEADER 256
+#define JOURNAL_HEADER MMFILE_JOURNAL_EMPTY
+
+enum { SEC_KEYS, SEC_DIR, SEC_BLOOM, SEC_FLAGS, SEC_VD, SEC_MSTART, SEC_MOVES, SEC_PSTART,
+       SEC_PARENTS, SEC_END, SEC_NB };
+
+/* Journal entry tags. */
+enum { J_NODE = 1, J_MOVES = 2, J_STATE = 3 };
+
+/* The header as stored (offsets in bytes from the start of the file). */
+typedef struct {
+	char magic[8];
+	uint32_t version, header_size;
+	uint64_t stamp;
+	uint64_t n, nmoves, nparents;
+	uint32_t dir_bits, bloom_log2;
+	int32_t draw[2];
+	uint64_t off[SEC_NB];
+} GraphHeader;
+
+_Static_assert(sizeof(GraphHeader) <= MMFILE_HEADER, "graph header too large");
+_Static_assert(sizeof(MmVd) == 4 && sizeof(MmMove) == 8 && sizeof(Key) == 16,
+	       "graph file layout");
+
+#define fail mm_fail
+
+/* CRC-32C (Castagnoli). The table is made per call: one call per journal
+ * batch, and no mutable state is shared between threads. */
+static uint32_t crc32c(const uint8_t *p, size_t n)
+{
+	uint32_t table[256];
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+		table[i] = c;
+	}
+	uint32_t c = 0xffffffffu;
+	while (n--) c = table[(c ^ *p++) & 0xff] ^ (c >> 8);
+	return ~c;
+}
+
+static size_t align8(size_t x)
+{
+	return (x + 7) & ~(size_t)7;
+}
+
+static unsigned dir_bits_for(size_t n)
+{
+	unsigned b = 4;
+	while (b < 30 && ((size_t)1 << b) < n / 2) b++;
+	return b;
+}
+
+static unsigned bloom_log2_for(size_t n)
+{
+	unsigned b = 10;
+	while (b < 40 && ((size_t)1 << b) < n * 8) b++;
+	return b;
+}
+
+static inline uint64_t bloom_bit(Key k, uint64_t mask)
+{
+	return (k.hi ^ (k.lo >> 7)) & mask;
+}
+
+/* ---- writing ------------------------------------------------------------------ */
+
+static int write_all(int fd, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	while (len) {
+		ssize_t w = write(fd, b, len > ((size_t)1 << 30) ? (size_t)1 << 30 : len);
+		if (w < 0 && errno == EINTR) continue;
+		if (w <= 0) return -1;
+		b += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int write_section(int fd, uint64_t *pos, const void *p, size_t len)
+{
+	static const uint8_t zero[8];
+	if (len && write_all(fd, p, len) < 0) return -1;
+	size_t pad = align8(*pos + len) - (*pos + len);
+	if (pad && write_all(fd, zero, pad) < 0) return -1;
+	*pos += len + pad;
+	return 0;
+}
+
+static int write_journal_header(const char *path, uint64_t stamp)
+{
+	uint8_t h[JOURNAL_HEADER] = {0};
+	memcpy(h, JOURNAL_MAGIC, 8);
+	uint32_t ver = MMFILE_VERSION;
+	memcpy(h + 8, &ver, 4);
+	memcpy(h + 16, &stamp, 8);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0664);
+	if (fd < 0) return -1;
+	int rc = write_all(fd, h, sizeof h) < 0 || fsync(fd) < 0 ? -1 : 0;
+	if (close(fd) < 0) rc = -1;
+	return rc;
+}
+
+int mmfile_parents(uint32_t **pstart_out, uint32_t **parents_out, size_t n, const uint32_t *mstart,
+		   const MmMove *moves)
+{
+	size_t nmoves = mstart[n];
+	uint32_t *pstart = calloc(n + 2, sizeof *pstart);
+	if (!pstart) return MMFILE_ENOMEM;
+	for (size_t k = 0; k < nmoves; k++)
+		if (moves[k].next != MM_NONE) pstart[moves[k].next + 2]++;
+	for (size_t i = 0; i < n; i++) pstart[i + 2] += pstart[i + 1];
+	uint32_t *parents = malloc((pstart[n + 1] + 1) * sizeof *parents);
+	if (!parents) {
+		free(pstart);
+		return MMFILE_ENOMEM;
+	}
+	for (uint32_t p = 0; p < n; p++)
+		for (uint32_t k = mstart[p]; k < mstart[p + 1]; k++)
+			if (moves[k].next != MM_NONE) parents[pstart[moves[k].next + 1]++] = p;
+	*pstart_out = pstart;
+	*parents_out = parents;
+	return 0;
+}
+
+int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, const Key *keys,
+		 const uint8_t *flags, const MmVd *vd, const uint32_t *mstart, const MmMove *moves,
+		 const uint32_t *pstart, const uint32_t *parents, char *err, size_t errlen)
+{
+	char path[4200], tmp[4300];
+	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	size_t nmoves = mstart[n], npar = pstart[n];
+	unsigned dbits = dir_bits_for(n), blog = bloom_log2_for(n);
+	size_t ndir = ((size_t)1 << dbits) + 1, nbloom = ((size_t)1 << blog) / 64;
+	uint32_t *dirv = malloc(ndir * sizeof *dirv);
+	uint64_t *bloom = calloc(nbloom, sizeof *bloom);
+	int rc = MMFILE_ENOMEM, fd = -1;
+	if (!dirv || !bloom) goto out;
+	/* Directory: the first node of every bucket of the key's top bits. */
+	size_t i = 0;
+	for (size_t b = 0; b < ndir; b++) {
+		while (i < n && (keys[i].hi >> (64 - dbits)) < b) i++;
+		dirv[b] = (uint32_t)i;
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t bit = bloom_bit(keys[i], ((uint64_t)1 << blog) - 1);
+		bloom[bit >> 6] |= 1ULL << (bit & 63);
+	}
+	GraphHeader h;
+	memset(&h, 0, sizeof h);
+	memcpy(h.magic, GRAPH_MAGIC, 8);
+	h.version = MMFILE_VERSION;
+	h.header_size = MMFILE_HEADER;
+	h.stamp = stamp;
+	h.n = n;
+	h.nmoves = nmoves;
+	h.nparents = npar;
+	h.dir_bits = dbits;
+	h.bloom_log2 = blog;
+	h.draw[0] = draw[0];
+	h.draw[1] = draw[1];
+	size_t sizes[SEC_END] = {n * sizeof *keys, ndir * 4, nbloom * 8, n, n * sizeof *vd,
+				 (n + 1) * 4, nmoves * sizeof *moves, (n + 1) * 4, npar * 4};
+	uint64_t off = MMFILE_HEADER;
+	for (int s = 0; s < SEC_END; s++) {
+		h.off[s] = off;
+		off += align8(sizes[s]);
+	}
+	h.off[SEC_END] = off;
+	uint8_t hb[MMFILE_HEADER] = {0};
+	memcpy(hb, &h, sizeof h);
+	rc = MMFILE_EIO;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0664);
+	if (fd < 0) goto out;
+	uint64_t pos = 0;
+	const void *data[SEC_END] = {keys, dirv, bloom, flags, vd, mstart, moves, pstart, parents};
+	if (write_section(fd, &pos, hb, sizeof hb) < 0) goto out;
+	for (int s = 0; s < SEC_END; s++)
+		if (write_section(fd, &pos, data[s], sizes[s]) < 0) goto out;
+	if (fsync(fd) < 0) goto out;
+	if (close(fd) < 0) {
+		fd = -1;
+		goto out;
+	}
+	fd = -1;
+	char jpath[4200];
+	snprintf(jpath, sizeof jpath, "%s/%s", dir, MMFILE_JOURNAL);
+	if (rename(tmp, path) < 0 || write_journal_header(jpath, stamp) < 0) goto out;
+	rc = 0;
+out:
+	if (rc == MMFILE_EIO) fail(err, errlen, rc, "%s: %s", path, strerror(errno));
+	else if (rc) fail(err, errlen, rc, "out of memory");
+	if (fd >= 0) close(fd);
+	if (rc) unlink(tmp);
+	free(dirv);
+	free(bloom);
+	return rc;
+}
+
+/* ---- small hash tables of the overlay ---------------------------------------- */
+
+static inline size_t mix32(uint32_t x, size_t mask)
+{
+	return (size_t)(((uint64_t)x * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+}
+
+static inline size_t key_hash(Key k, size_t mask)
+{
+	return (size_t)(k.lo ^ (k.hi >> 17)) & mask;
+}
+
+static int ensure(void **p, size_t *cap, size_t need, size_t elem)
+{
+	return mm_grow(p, cap, need, elem);
+}
+
+/* A zeroed table twice the size (*new_cap slots of width words), for a caller
+ * that found no room for one more entry at load <= 1/2 and re-inserts its
+ * entries; NULL when out of memory. */
+static uint32_t *table_for_one_more(size_t cap, size_t width, size_t *new_cap)
+{
+	*new_cap = cap ? cap * 2 : 64;
+	return calloc(*new_cap * width, sizeof(uint32_t));
+}
+
+/* New nodes: slot = j + 1. */
+static uint32_t new_find(const MmView *v, Key k)
+{
+	if (!v->new_slots_cap) return MM_NONE;
+	size_t mask = v->new_slots_cap - 1;
+	for (size_t s = key_hash(k, mask);; s = (s + 1) & mask) {
+		uint32_t e = v->new_slots[s];
+		if (!e) return MM_NONE;
+		if (key_equal(v->new_keys[e - 1], k)) return (uint32_t)(v->n + e - 1);
+	}
+}
+
+static void new_insert(MmView *v, uint32_t j)
+{
+	size_t mask = v->new_slots_cap - 1;
+	size_t s = key_hash(v->new_keys[j], mask);
+	while (v->new_slots[s]) s = (s + 1) & mask;
+	v->new_slots[s] = j + 1;
+}
+
+static int new_reserve(MmView *v)
+{
+	size_t nc;
+	if ((v->nnew + 1) * 2 <= v->new_slots_cap) return 0;
+	uint32_t *nt = table_for_one_more(v->new_slots_cap, 1, &nc);
+	if (!nt) return -1;
+	free(v->new_slots);
+	v->new_slots = nt;
+	v->new_slots_cap = nc;
+	for (size_t j = 0; j < v->nnew; j++) new_insert(v, (uint32_t)j);
+	return 0;
+}
+
+/* Replaced lists: slot = list index + 1. */
+static MmOvList *list_find(const MmView *v, uint32_t node)
+{
+	if (!v->list_slots_cap) return NULL;
+	size_t mask = v->list_slots_cap - 1;
+	for (size_t s = mix32(node, mask);; s = (s + 1) & mask) {
+		uint32_t e = v->list_slots[s];
+		if (!e) return NULL;
+		if (v->lists[e - 1].node == node) return &v->lists[e - 1];
+	}
+}
+
+static void list_insert(MmView *v, uint32_t li)
+{
+	size_t mask = v->list_slots_cap - 1;
+	size_t s = mix32(v->lists[li].node, mask);
+	while (v->list_slots[s]) s = (s + 1) & mask;
+	v->list_slots[s] = li + 1;
+}
+
+/* Parent heads: pairs (child + 1, first link index). */
+static uint32_t *par_head(const MmView *v, uint32_t child)
+{
+	if (!v->par_slots_cap) return NULL;
+	size_t mask = v->par_slots_cap - 1;
+	for (size_t s = mix32(child, mask);; s = (s + 1) & mask) {
+		uint32_t *e = &v->par_head_slots[2 * s];
+		if (!e[0]) return NULL;
+		if (e[0] == child + 1) return e;
+	}
+}
+
+static uint32_t *par_head_insert(MmView *v, uint32_t child)
+{
+	size_t mask = v->par_slots_cap - 1;
+	size_t s = mix32(child, mask);
+	while (v->par_head_slots[2 * s]) s = (s + 1) & mask;
+	uint32_t *e = &v->par_head_slots[2 * s];
+	e[0] = child + 1;
+	e[1] = MM_NONE;
+	return e;
+}
+
+static int par_reserve(MmView *v)
+{
+	size_t nc, oc = v->par_slots_cap;
+	if ((v->par_used + 1) * 2 <= oc) return 0;
+	uint32_t *old = v->par_head_slots, *nt = table_for_one_more(oc, 2, &nc);
+	if (!nt) return -1;
+	v->par_head_slots = nt;
+	v->par_slots_cap = nc;
+	for (size_t s = 0; s < oc; s++)
+		if (old[2 * s]) {
+			uint32_t *e = par_head_insert(v, old[2 * s] - 1);
+			e[1] = old[2 * s + 1];
+		}
+	free(old);
+	return 0;
+}
+
+/* Links parent -> child in the overlay unless it is there already. */
+static int add_parent_link(MmView *v, uint32_t child, uint32_t parent)
+{
+	uint32_t *h = par_head(v, child);
+	for (uint32_t l = h ? h[1] : MM_NONE; l != MM_NONE; l = v->ov_par[l].next)
+		if (v->ov_par[l].parent == parent) return 0;
+	if (!h) {
+		if (par_reserve(v) < 0) return -1;
+		h = par_head_insert(v, child);
+		v->par_used++;
+	}
+	if (ensure((void **)&v->ov_par, &v->ov_par_cap, v->ov_npar + 1, sizeof *v->ov_par) < 0)
+		return -1;
+	v->ov_par[v->ov_npar] = (MmOvParent){parent, h[1]};
+	h[1] = (uint32_t)v->ov_npar++;
+	return 0;
+}
+
+static int pend(MmView *v, const void *p, size_t len)
+{
+	if (ensure((void **)&v->pending, &v->pending_cap, v->pending_len + len, 1) < 0) return -1;
+	memcpy(v->pending + v->pending_len, p, len);
+	v->pending_len += len;
+	return 0;
+}
+
+/* ---- changes (live and replayed) ------------------------------------------------ */
+
+static int do_add_node(MmView *v, Key k, uint32_t *idx)
+{
+	size_t j = v->nnew;
+	if (v->n + j + 1 >= MM_NONE) return MMFILE_ENOMEM;
+	if (j + 1 > v->new_cap) {
+		size_t nc = v->new_cap ? v->new_cap * 2 : 64;
+		Key *nk = realloc(v->new_keys, nc * sizeof *nk);
+		if (!nk) return MMFILE_ENOMEM;
+		v->new_keys = nk;
+		uint8_t *nf = realloc(v->new_flags, nc * sizeof *nf);
+		if (!nf) return MMFILE_ENOMEM;
+		v->new_flags = nf;
+		MmVd *nv = realloc(v->new_vd, nc * sizeof *nv);
+		if (!nv) return MMFILE_ENOMEM;
+		v->new_vd = nv;
+		v->new_cap = nc;
+	}
+	if (new_reserve(v) < 0) return MMFILE_ENOMEM;
+	v->new_keys[j] = k;
+	v->new_flags[j] = 0;
+	v->new_vd[j] = (MmVd){0, 0};
+	v->nnew++;
+	new_insert(v, (uint32_t)j);
+	*idx = (uint32_t)(v->n + j);
+	return 0;
+}
+
+static int do_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len)
+{
+	size_t count = mmfile_count(v);
+	for (uint32_t k = 0; k < len; k++)
+		if (moves[k].next != MM_NONE && moves[k].next >= count) return MMFILE_ESTALE;
+	if (ensure((void **)&v->ov_moves, &v->ov_moves_cap, v->ov_nmoves + len + 1, sizeof *v->ov_moves) < 0)
+		return MMFILE_ENOMEM;
+	memcpy(v->ov_moves + v->ov_nmoves, moves, len * sizeof *moves);
+	MmOvList *l = list_find(v, i);
+	if (!l) {
+		if (ensure((void **)&v->lists, &v->lists_cap, v->nlists + 1, sizeof *v->lists) < 0)
+			return MMFILE_ENOMEM;
+		size_t nc;
+		if ((v->nlists + 1) * 2 > v->list_slots_cap) {
+			uint32_t *nt = table_for_one_more(v->list_slots_cap, 1, &nc);
+			if (!nt) return MMFILE_ENOMEM;
+			free(v->list_slots);
+			v->list_slots = nt;
+			v->list_slots_cap = nc;
+			for (size_t q = 0; q < v->nlists; q++) list_insert(v, (uint32_t)q);
+		}
+		l = &v->lists[v->nlists];
+		l->node = i;
+		list_insert(v, (uint32_t)v->nlists++);
+	}
+	l->off = (uint32_t)v->ov_nmoves;
+	l->len = len;
+	v->ov_nmoves += len;
+	/* Edges between graph-file nodes are in its reverse edges already. */
+	for (uint32_t k = 0; k < len; k++) {
+		uint32_t c = moves[k].next;
+		if (c != MM_NONE && (c >= v->n || i >= v->n) && add_parent_link(v, c, i) < 0)
+			return MMFILE_ENOMEM;
+	}
+	return 0;
+}
+
+static int do_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd)
+{
+	if (i >= mmfile_count(v)) return MMFILE_ESTALE;
+	if (i < v->n) {
+		v->flags[i] = flags;
+		v->vd[i] = vd;
+	} else {
+		v->new_flags[i - v->n] = flags;
+		v->new_vd[i - v->n] = vd;
+	}
+	return 0;
+}
+
+int mmfile_add_node(MmView *v, Key k, uint8_t flags, uint32_t *idx)
+{
+	uint8_t e[17];
+	e[0] = J_NODE;
+	memcpy(e + 1, &k, 16);
+	int rc = do_add_node(v, k, idx);
+	if (rc == 0) v->new_flags[*idx - v->n] = flags;
+	if (rc == 0 && pend(v, e, sizeof e) < 0) rc = MMFILE_ENOMEM;
+	if (rc == 0 && flags) rc = mmfile_set_state(v, *idx, flags, (MmVd){0, 0});
+	return rc;
+}
+
+int mmfile_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len)
+{
+	int rc = do_set_moves(v, i, moves, len);
+	if (rc) return rc;
+	uint8_t e[9];
+	e[0] = J_MOVES;
+	memcpy(e + 1, &i, 4);
+	memcpy(e + 5, &len, 4);
+	if (pend(v, e, sizeof e) < 0 || pend(v, moves, len * sizeof *moves) < 0) return MMFILE_ENOMEM;
+	return 0;
+}
+
+int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd)
+{
+	int rc = do_set_state(v, i, flags, vd);
+	if (rc) return rc;
+	uint8_t e[10];
+	e[0] = J_STATE;
+	memcpy(e + 1, &i, 4);
+	e[5] = flags;
+	memcpy(e + 6, &vd, 4);
+	return pend(v, e, sizeof e) < 0 ? MMFILE_ENOMEM : 0;
+}
+
+/* ---- reading -------------------------------------------------------------------- */
+
+uint32_t mmfile_find(const MmView *v, Key k)
+{
+	if (v->n && (v->bloom[bloom_bit(k, v->bloom_mask) >> 6] >> (bloom_bit(k, v->bloom_mask) & 63) & 1)) {
+		size_t b = (size_t)(k.hi >> (64 - v->dir_bits));
+		size_t lo = v->dir[b], hi = v->dir[b + 1];
+		if (hi > v->n) hi = v->n;
+		for (size_t i = lo; i < hi; i++)
+			if (key_equal(v->keys[i], k)) return (uint32_t)i;
+	}
+	return new_find(v, k);
+}
+
+const MmMove *mmfile_moves(const MmView *v, uint32_t i, uint32_t *len)
+{
+	*len = 0;
+	const MmOvList *l = list_find(v, i);
+	if (l) {
+		*len = l->len;
+		return v->ov_moves + l->off;
+	}
+	static const MmMove none[1];
+	if (i >= v->n) return none; /* a new node without moves yet */
+	uint32_t a = v->mstart[i], b = v->mstart[i + 1];
+	if (a > b || b > v->nmoves) return NULL;
+	size_t count = mmfile_count(v);
+	for (uint32_t k = a; k < b; k++)
+		if (v->moves[k].next != MM_NONE && v->moves[k].next >= count) return NULL;
+	*len = b - a;
+	return v->moves + a;
+}
+
+int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, void *ctx), void *ctx)
+{
+	if (i < v->n) {
+		uint32_t a = v->pstart[i], b = v->pstart[i + 1];
+		if (a > b || b > v->nparents) return MMFILE_ESTALE;
+		for (uint32_t k = a; k < b; k++) {
+			if (v->parents[k] >= v->n) return MMFILE_ESTALE;
+			int r = fn(v->parents[k], ctx);
+			if (r) return r;
+		}
+	}
+	const uint32_t *h = par_head(v, i);
+	for (uint32_t l = h ? h[1] : MM_NONE; l != MM_NONE; l = v->ov_par[l].next) {
+		int r = fn(v->ov_par[l].parent, ctx);
+		if (r) return r;
+	}
+	return 0;
+}
+
+/* Replays one batch's entries; MMFILE_ESTALE on anything malformed. */
+static int replay(MmView *v, const uint8_t *p, size_t len)
+{
+	size_t o = 0;
+	while (o < len) {
+		uint8_t tag = p[o++];
+		uint32_t i, n;
+		int rc;
+		switch (tag) {
+		case J_NODE: {
+			Key k;
+			if (len - o < 16) return MMFILE_ESTALE;
+			memcpy(&k, p + o, 16);
+			o += 16;
+			if (mmfile_find(v, k) != MM_NONE) return MMFILE_ESTALE;
+			if ((rc = do_add_node(v, k, &i))) return rc;
+			break;
+		}
+		case J_MOVES: {
+			if (len - o < 8) return MMFILE_ESTALE;
+			memcpy(&i, p + o, 4);
+			memcpy(&n, p + o + 4, 4);
+			o += 8;
+			if (i >= mmfile_count(v) || n > (len - o) / sizeof(MmMove)) return MMFILE_ESTALE;
+			MmMove *m = malloc((n + 1) * sizeof *m);
+			if (!m) return MMFILE_ENOMEM;
+			memcpy(m, p + o, n * sizeof *m);
+			o += n * sizeof *m;
+			rc = do_set_moves(v, i, m, n);
+			free(m);
+			if (rc) return rc;
+			break;
+		}
+		case J_STATE: {
+			MmVd vd;
+			if (len - o < 9) return MMFILE_ESTALE;
+			memcpy(&i, p + o, 4);
+			memcpy(&vd, p + o + 5, 4);
+			if ((rc = do_set_state(v, i, p[o + 4], vd))) return rc;
+			o += 9;
+			break;
+		}
+		default: return MMFILE_ESTALE;
+		}
+	}
+	return 0;
+}
+
+static int read_journal(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err,
+			size_t errlen)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_JOURNAL);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) return fail(err, errlen, MMFILE_ESTALE, "%s: %s", path, strerror(errno));
+	struct stat st;
+	uint8_t *buf = NULL;
+	int rc = MMFILE_ESTALE;
+	if (fstat(fd, &st) < 0 || journal_len < JOURNAL_HEADER || (uint64_t)st.st_size < journal_len) {
+		fail(err, errlen, rc, "%s: shorter than the book says", path);
+		goto out;
+	}
+	buf = malloc(journal_len);
+	if (!buf) {
+		rc = fail(err, errlen, MMFILE_ENOMEM, "out of memory");
+		goto out;
+	}
+	size_t got = 0;
+	while (got < journal_len) {
+		ssize_t r = pread(fd, buf + got, journal_len - got, (off_t)got);
+		if (r < 0 && errno == EINTR) continue;
+		if (r <= 0) {
+			fail(err, errlen, rc, "%s: cannot read", path);
+			goto out;
+		}
+		got += (size_t)r;
+	}
+	uint64_t s;
+	memcpy(&s, buf + 16, 8);
+	if (memcmp(buf, JOURNAL_MAGIC, 8) || s != stamp) {
+		fail(err, errlen, rc, "%s: belongs to another graph", path);
+		goto out;
+	}
+	size_t o = JOURNAL_HEADER;
+	while (o < journal_len) {
+		uint32_t len, crc;
+		if (journal_len - o < 8) break;
+		memcpy(&len, buf + o, 4);
+		memcpy(&crc, buf + o + 4, 4);
+		if (len > journal_len - o - 8 || crc32c(buf + o + 8, len) != crc) break;
+		int r = replay(v, buf + o + 8, len);
+		if (r) {
+			rc = r;
+			break;
+		}
+		o += 8 + len;
+	}
+	if (o != journal_len) {
+		if (rc != MMFILE_ENOMEM) fail(err, errlen, rc, "%s: damaged at byte %zu", path, o);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err,
+		size_t errlen)
+{
+	memset(v, 0, sizeof *v);
+	char path[4200];
+	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) return fail(err, errlen, MMFILE_ESTALE, "%s: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < MMFILE_HEADER) {
+		close(fd);
+		return fail(err, errlen, MMFILE_ESTALE, "%s: too short", path);
+	}
+	v->map_len = (size_t)st.st_size;
+	v->map = mmap(NULL, v->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (v->map == MAP_FAILED) {
+		v->map = NULL;
+		return fail(err, errlen, MMFILE_ESTALE, "%s: cannot map: %s", path, strerror(errno));
+	}
+	GraphHeader h;
+	memcpy(&h, v->map, sizeof h);
+	int rc = MMFILE_ESTALE;
+	if (memcmp(h.magic, GRAPH_MAGIC, 8) || h.version != MMFILE_VERSION ||
+	    h.header_size != MMFILE_HEADER) {
+		fail(err, errlen, rc, "%s: not a graph file of this version", path);
+		goto bad;
+	}
+	if (h.stamp != stamp) {
+		fail(err, errlen, rc, "%s: written by another minimax run than the book's last", path);
+		goto bad;
+	}
+	size_t n = h.n;
+	size_t sizes[SEC_END] = {n * 16, (((size_t)1 << (h.dir_bits & 31)) + 1) * 4,
+				 (((size_t)1 << (h.bloom_log2 & 63)) / 64) * 8, n, n * 4, (n + 1) * 4,
+				 h.nmoves * 8, (n + 1) * 4, h.nparents * 4};
+	bool ok = n < MM_NONE && h.nmoves < MM_NONE && h.nparents < MM_NONE && h.dir_bits >= 1 &&
+		  h.dir_bits <= 30 && h.bloom_log2 >= 6 && h.bloom_log2 <= 40 &&
+		  h.off[SEC_END] == v->map_len;
+	for (int s = 0; ok && s < SEC_END; s++)
+		ok = h.off[s] % 8 == 0 && h.off[s] >= MMFILE_HEADER && h.off[s] + sizes[s] <= h.off[s + 1];
+	if (!ok) {
+		fail(err, errlen, rc, "%s: damaged header", path);
+		goto bad;
+	}
+	uint8_t *base = v->map;
+	v->stamp = stamp;
+	v->draw[0] = h.draw[0];
+	v->draw[1] = h.draw[1];
+	v->n = n;
+	v->keys = (const Key *)(base + h.off[SEC_KEYS]);
+	v->dir = (const uint32_t *)(base + h.off[SEC_DIR]);
+	v->dir_bits = h.dir_bits;
+	v->bloom = (const uint64_t *)(base + h.off[SEC_BLOOM]);
+	v->bloom_mask = ((uint64_t)1 << h.bloom_log2) - 1;
+	v->flags = base + h.off[SEC_FLAGS];
+	v->vd = (MmVd *)(base + h.off[SEC_VD]);
+	v->mstart = (const uint32_t *)(base + h.off[SEC_MSTART]);
+	v->moves = (const MmMove *)(base + h.off[SEC_MOVES]);
+	v->nmoves = h.nmoves;
+	v->pstart = (const uint32_t *)(base + h.off[SEC_PSTART]);
+	v->parents = (const uint32_t *)(base + h.off[SEC_PARENTS]);
+	v->nparents = h.nparents;
+	if ((rc = read_journal(v, dir, stamp, journal_len, err, errlen))) goto bad;
+	return 0;
+bad:
+	mmfile_close(v);
+	return rc;
+}
+
+void mmfile_close(MmView *v)
+{
+	if (v->map) munmap(v->map, v->map_len);
+	free(v->new_keys);
+	free(v->new_flags);
+	free(v->new_vd);
+	free(v->new_slots);
+	free(v->ov_moves);
+	free(v->lists);
+	free(v->list_slots);
+	free(v->ov_par);
+	free(v->par_head_slots);
+	free(v->pending);
+	memset(v, 0, sizeof *v);
+}
+
+int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len, uint64_t *new_len,
+			  char *err, size_t errlen)
+{
+	*new_len = journal_len;
+	if (!v->pending_len) return 0;
+	char path[4200];
+	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_JOURNAL);
+	int fd = open(path, O_WRONLY);
+	if (fd < 0) return fail(err, errlen, MMFILE_EIO, "%s: %s", path, strerror(errno));
+	uint32_t hdr[2] = {(uint32_t)v->pending_len, crc32c(v->pending, v->pending_len)};
+	int rc = 0;
+	if (v->pending_len > UINT32_MAX ||
+	    pwrite(fd, hdr, sizeof hdr, (off_t)journal_len) != (ssize_t)sizeof hdr ||
+	    pwrite(fd, v->pending, v->pending_len, (off_t)(journal_len + 8)) != (ssize_t)v->pending_len ||
+	    ftruncate(fd, (off_t)(journal_len + 8 + v->pending_len)) < 0 || fsync(fd) < 0)
+		rc = fail(err, errlen, MMFILE_EIO, "%s: %s", path, strerror(errno));
+	if (close(fd) < 0 && !rc) rc = fail(err, errlen, MMFILE_EIO, "%s: %s", path, strerror(errno));
+	if (!rc) {
+		*new_len = journal_len + 8 + v->pending_len;
+		v->pending_len = 0;
+	}
+	return rc;
+}

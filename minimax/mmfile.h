@@ -1,0 +1,189 @@
+/*
+ * minimax/mmfile.h — the book graph kept between minimax runs, so that a run
+ * after a few thousand new results analyses only what they changed
+ * (docs/minimax.md, "Incremental runs" and "The graph file").
+ *
+ * Two files in the BOOK directory, both derived data (deleting them only
+ * makes the next run a whole-book one):
+ *   minimax.graph    written once by a whole-book run: every node's key (in
+ *                    key order), its flags and (value, depth) after the
+ *                    analysis, its moves (edges to book nodes, valued or not,
+ *                    and its leaves), the reverse edges, a key directory and a
+ *                    one-bit-per-key filter. Mapped privately: an incremental
+ *                    run changes its own copy of the pages it touches.
+ *   minimax.journal  appended by every incremental run: nodes added since,
+ *                    replaced move lists, new node states, as checksummed
+ *                    batches. Only the length recorded in the book's meta
+ *                    counts, so a run killed before its LMDB commit leaves a
+ *                    tail that the next run ignores and overwrites.
+ * Both carry the stamp of the whole-book run that wrote the graph; the book's
+ * meta names the stamp and journal length that belong to its records.
+ *
+ * Node indices: 0..n-1 are the graph file's nodes (key order), n.. the nodes
+ * added by journal entries and by mmfile_add_node, in order of addition.
+ */
+#ifndef MINIMAX_MMFILE_H
+#define MINIMAX_MMFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "minimax/graph.h"
+#include "shogi/zobrist.h"
+
+#define MMFILE_GRAPH "minimax.graph"
+#define MMFILE_JOURNAL "minimax.journal"
+
+/* Node flags as stored (a byte; independent of the core's bit numbers). */
+enum {
+	MMF_VALUED = 0x01,   /* the node has a value (a leaf below it) */
+	MMF_CHECKED = 0x02,  /* in check and valued: the core's MM_F_CHECKED */
+	MMF_LOOP = 0x04,     /* on a perpetual-check loop */
+	MMF_CONST = 0x08,    /* settled exactly (on no cycle, nothing cyclic below) */
+	MMF_INCHECK = 0x10,  /* the side to move is in check (from the position) */
+	MMF_SURVIVOR = 0x20, /* in-check node surviving the loop extraction */
+	MMF_WHITE = 0x40,    /* White to move */
+};
+
+/* Errors (negative). */
+enum {
+	MMFILE_OK = 0,
+	MMFILE_ENOMEM = -1,
+	MMFILE_EIO = -2,      /* cannot read or write (errno in the message) */
+	MMFILE_ESTALE = -3,   /* missing, of another run, or damaged: do a whole-book run */
+};
+
+/* One replaced move list of the overlay. */
+typedef struct {
+	uint32_t node;
+	uint32_t off, len; /* in MmView.ov_moves */
+} MmOvList;
+
+/* A parent link added since the graph file (child <- parent), chained per child. */
+typedef struct {
+	uint32_t parent;
+	uint32_t next; /* next link of the same child, or MM_NONE */
+} MmOvParent;
+
+typedef struct {
+	/* The graph file, mapped privately (flags and vd are writable copies). */
+	void *map;
+	size_t map_len;
+	uint64_t stamp;
+	int draw[2];
+	size_t n;
+	const Key *keys;
+	const uint32_t *dir;
+	unsigned dir_bits;
+	const uint64_t *bloom;
+	uint64_t bloom_mask;
+	uint8_t *flags;
+	MmVd *vd;
+	const uint32_t *mstart;
+	const MmMove *moves;
+	size_t nmoves;
+	const uint32_t *pstart;
+	const uint32_t *parents;
+	size_t nparents;
+	/* Nodes added since: index n + j. */
+	size_t nnew, new_cap;
+	Key *new_keys;
+	uint8_t *new_flags;
+	MmVd *new_vd;
+	uint32_t *new_slots; /* open addressing over new_keys: j + 1, 0 = empty */
+	size_t new_slots_cap;
+	/* Replaced move lists (any node), looked up through list_slots. */
+	MmMove *ov_moves;
+	size_t ov_nmoves, ov_moves_cap;
+	MmOvList *lists;
+	size_t nlists, lists_cap;
+	uint32_t *list_slots; /* list index + 1, 0 = empty */
+	size_t list_slots_cap;
+	/* Parent links added since (the graph file's reverse edges do not have them). */
+	MmOvParent *ov_par;
+	size_t ov_npar, ov_par_cap;
+	uint32_t *par_head_slots; /* pairs (child + 1, first link), 0 = empty */
+	size_t par_slots_cap, par_used;
+	/* What this run changed, for mmfile_journal_append. */
+	uint8_t *pending;
+	size_t pending_len, pending_cap;
+} MmView;
+
+/*
+ * The reverse edges of n nodes' moves (next = child node or MM_NONE for a
+ * leaf): the parents of node c are (*parents)[(*pstart)[c] .. (*pstart)[c+1]),
+ * in increasing order. The caller frees both. 0 or MMFILE_ENOMEM.
+ */
+int mmfile_parents(uint32_t **pstart, uint32_t **parents, size_t n, const uint32_t *mstart,
+		   const MmMove *moves);
+
+/*
+ * Writes dir/minimax.graph (through a temporary file, fsync'ed, renamed) and an
+ * empty dir/minimax.journal with the given stamp. keys are in key order; flags
+ * are MMF_* bytes; mstart/moves are every node's moves, pstart/parents their
+ * reverse edges (mmfile_parents). Returns 0, MMFILE_ENOMEM or MMFILE_EIO
+ * (message in err).
+ */
+int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, const Key *keys,
+		 const uint8_t *flags, const MmVd *vd, const uint32_t *mstart, const MmMove *moves,
+		 const uint32_t *pstart, const uint32_t *parents, char *err, size_t errlen);
+
+/* Bytes of an empty journal (its header): the journal length after mmfile_write. */
+#define MMFILE_JOURNAL_EMPTY 32
+
+/*
+ * Maps dir/minimax.graph and replays dir/minimax.journal up to journal_len
+ * bytes. MMFILE_ESTALE (with the reason in err) when a file is missing, has
+ * another stamp, or does not check out; v is then empty (mmfile_close is still
+ * safe). The view must be closed with mmfile_close.
+ */
+int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err,
+		size_t errlen);
+void mmfile_close(MmView *v);
+
+static inline size_t mmfile_count(const MmView *v)
+{
+	return v->n + v->nnew;
+}
+static inline Key mmfile_key(const MmView *v, uint32_t i)
+{
+	return i < v->n ? v->keys[i] : v->new_keys[i - v->n];
+}
+static inline uint8_t mmfile_flags(const MmView *v, uint32_t i)
+{
+	return i < v->n ? v->flags[i] : v->new_flags[i - v->n];
+}
+static inline MmVd mmfile_vd(const MmView *v, uint32_t i)
+{
+	return i < v->n ? v->vd[i] : v->new_vd[i - v->n];
+}
+
+/* The node of key k, or MM_NONE. */
+uint32_t mmfile_find(const MmView *v, Key k);
+/* Node i's moves (*len of them); a pointer into the view, valid until it changes. */
+const MmMove *mmfile_moves(const MmView *v, uint32_t i, uint32_t *len);
+
+/*
+ * Calls fn(parent, ctx) for every node with an edge to i (graph file and
+ * overlay); stops early and returns fn's value when it is non-zero.
+ */
+int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, void *ctx),
+		       void *ctx);
+
+/* Changes, recorded for the journal. Each returns 0 or MMFILE_ENOMEM. */
+int mmfile_add_node(MmView *v, Key k, uint8_t flags, uint32_t *idx);
+int mmfile_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len);
+int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd);
+
+/*
+ * Appends the changes made since mmfile_open as one checksummed batch at
+ * offset journal_len of dir/minimax.journal and fsyncs it; *new_len gets the
+ * journal's new length (the caller records it in the book in the same
+ * transaction as the records it belongs to). Nothing pending: *new_len =
+ * journal_len and the file is untouched.
+ */
+int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len, uint64_t *new_len,
+			  char *err, size_t errlen);
+
+#endif
