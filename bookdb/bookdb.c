@@ -150,6 +150,11 @@ size_t bookdb_map_size(BookDB *db)
 	return info.me_mapsize;
 }
 
+const char *bookdb_dir(const BookDB *db)
+{
+	return db->dir;
+}
+
 uint64_t bookdb_file_size(BookDB *db)
 {
 	char path[4200];

@@ -100,6 +100,9 @@ void bookdb_free(BookDB *db);
 size_t bookdb_map_size(BookDB *db);
 /* Bytes of the data file on disk. */
 uint64_t bookdb_file_size(BookDB *db);
+/* The BOOK directory the book was opened from (owned by db). Derived data
+ * kept beside the store (minimax's graph) lives there too. */
+const char *bookdb_dir(const BookDB *db);
 
 /* Begins a transaction (write: only one at a time, blocks while another process
  * writes). The caller ends it with bookdb_txn_commit or bookdb_txn_abort. */
