@@ -1,26 +1,32 @@
 /*
- * minimax/bookmm.c — joseki minimax: the book graph, the shared back-up core,
- * and the write-back (docs/minimax.md).
+ * minimax/bookmm.c — joseki minimax: what both kinds of run share, and the
+ * whole-book run (docs/minimax.md). The incremental run is bookinc.c.
  *
- * Three passes over the pos database, each in its own transaction: keys (the
- * key → node map), moves (edges and leaves; needs the map), write-back (needs
- * every value). Nodes are numbered in key order, which is also the order of
- * the write-back, so the writes walk the B-tree sequentially.
+ * The whole-book run reads one snapshot in two passes (keys: the key -> node
+ * map; moves: edges and leaves, on every core), backs the values up with the
+ * shared core, writes back the records whose values changed, then keeps the
+ * graph for later runs (minimax/mmfile.h) and records in the book which graph
+ * that is and how far the change log has been consumed. Nodes are numbered in
+ * key order, which is also the order of the write-back, so the writes walk the
+ * B-tree sequentially.
  */
 #include "minimax/bookmm.h"
 
-#include <stdarg.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "minimax/bookmm_priv.h"
 #include "minimax/graph.h"
+#include "minimax/mmfile.h"
 #include "shogi/movegen.h"
 
 #define F_VALUED 0x01 /* caller bit of the core's flags: the node has a value */
-#define BOOKMM_BATCH 10000
+#define BOOKMM_MAX_THREADS 16
 
 const char *bookmm_strerror(int code)
 {
@@ -32,25 +38,180 @@ const char *bookmm_strerror(int code)
 	}
 }
 
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
+#define fail mm_fail
 
-static int16_t clamp_value(int v)
+int16_t bookmm_clamp(int v)
 {
 	if (v > MM_VALUE_MAX) return MM_VALUE_MAX;
 	if (v < -MM_VALUE_MAX) return -MM_VALUE_MAX;
 	return (int16_t)v;
 }
+
+/* ---- what both runs share ----------------------------------------------------- */
+
+int bookmm_record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
+			BookRecord *rec, Position *pos, BookmmFind find, const void *ctx)
+{
+	*flags = 0;
+	if (bookdb_record_decode(rec, raw, len) < 0 || bookdb_record_position(pos, rec, NULL) < 0)
+		return 0;
+	if (pos->side == WHITE) *flags |= MMF_WHITE;
+	if (pos_in_check(pos)) *flags |= MMF_INCHECK;
+	Move legal[MOVEGEN_MAX];
+	int nl = movegen_legal(pos, legal), n = 0;
+	for (int m = 0; m < nl; m++) {
+		uint32_t j = find(ctx, pos_key_after(pos, legal[m]));
+		if (j != MM_NONE) out[n++] = (MmMove){legal[m], 0, j};
+	}
+	/* Of the leaves only the best one matters to the analysis (equal leaves
+	 * are the same (value, 0) pair): keeping one makes the relaxation sweeps
+	 * walk edges, not leaves. The write-back values the others by their evals. */
+	int nedges = n;
+	MmMove best = {MOVE_NONE, 0, MM_NONE};
+	for (int m = 0; m < rec->nmoves; m++) {
+		const BookMove *bm = &rec->moves[m];
+		if (!(bm->flags & BOOKDB_MOVE_EVAL) || bm->move == MOVE_NONE) continue;
+		bool edge = false;
+		for (int q = 0; q < nedges && !edge; q++) edge = out[q].move == bm->move;
+		if (edge) continue;
+		int16_t v = bookmm_clamp(bm->eval);
+		if (best.move == MOVE_NONE || v > best.value) best = (MmMove){bm->move, v, MM_NONE};
+	}
+	if (best.move != MOVE_NONE) out[n++] = best;
+	/* No legal move: mated (a drop-pawn mate, a stalemate alike). */
+	if (nl == 0) out[n++] = (MmMove){MOVE_NONE, -MM_VALUE_MAX, MM_NONE};
+	return n;
+}
+
+/* Sets rec's minimax fields; returns true when anything changed. */
+static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int nedges)
+{
+	bool changed = false;
+	uint8_t flags = valued ? (uint8_t)(rec->flags | BOOKDB_REC_MINIMAX)
+			       : (uint8_t)(rec->flags & ~BOOKDB_REC_MINIMAX);
+	if (flags != rec->flags) changed = true;
+	rec->flags = flags;
+	uint16_t n0 = rec->nmoves;
+	for (uint16_t m = 0; m < n0; m++) {
+		int16_t v = valued ? BOOKMM_NOVALUE : 0;
+		uint16_t d = 0;
+		bool edge = false;
+		for (int k = 0; k < nedges && !edge; k++)
+			if (edges[k].move == rec->moves[m].move) {
+				v = edges[k].vd.value;
+				d = edges[k].vd.depth;
+				edge = true;
+			}
+		/* Not an edge: a leaf valued by its evaluation. */
+		if (valued && !edge && (rec->moves[m].flags & BOOKDB_MOVE_EVAL))
+			v = bookmm_clamp(rec->moves[m].eval);
+		if (rec->moves[m].value != v || rec->moves[m].dist != d) changed = true;
+		rec->moves[m].value = v;
+		rec->moves[m].dist = d;
+	}
+	/* Transposition edges the record does not list yet become moves of it. */
+	for (int k = 0; k < nedges; k++) {
+		if (rec->nmoves >= BOOKDB_MAX_MOVES) break;
+		bool listed = false;
+		for (uint16_t m = 0; m < n0 && !listed; m++) listed = rec->moves[m].move == edges[k].move;
+		if (listed) continue;
+		BookMove *bm = &rec->moves[rec->nmoves++];
+		memset(bm, 0, sizeof *bm);
+		bm->move = edges[k].move;
+		bm->value = edges[k].vd.value;
+		bm->dist = edges[k].vd.depth;
+		changed = true;
+	}
+	return changed;
+}
+
+int bookmm_rewrite(uint8_t *out, const uint8_t *raw, size_t len, BookRecord *rec, bool valued,
+		   const BookmmEdge *edges, int nedges, bool force)
+{
+	/* Only the moves change: the packed position is copied as it is. */
+	int head = bookdb_record_decode_head(rec, raw, len);
+	if (head < 0) return head;
+	if (!apply(rec, valued, edges, nedges) && !force) return 0;
+	return bookdb_record_encode_packed(out, BOOKDB_RECORD_MAX, rec, raw + head,
+					   len - (size_t)head);
+}
+
+uint8_t bookmm_file_flags(MmFlags core, uint8_t structure)
+{
+	uint8_t f = structure & (MMF_INCHECK | MMF_WHITE);
+	if (core & F_VALUED) f |= MMF_VALUED;
+	if (core & MM_F_CHECKED) f |= MMF_CHECKED;
+	if (core & MM_F_LOOP) f |= MMF_LOOP;
+	if (core & MM_F_CONST) f |= MMF_CONST;
+	if (core & MM_F_SURVIVOR) f |= MMF_SURVIVOR;
+	return f;
+}
+
+/* meta "mmstate": u32 version (1), u32 0, then u64 stamp, journal_len, seq,
+ * i32 draw_black, draw_white, u64 positions, valued, settled, moves, edges;
+ * all little-endian. */
+#define STATE_VERSION 1
+#define STATE_LEN 80
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+int bookmm_state_get(BookmmState *out, BookTxn *txn)
+{
+	const void *v;
+	size_t len;
+	int rc = bookdb_kv_get(&v, &len, txn, BOOKDB_META, "mmstate", 7);
+	if (rc) return rc;
+	const uint8_t *p = v;
+	if (len != STATE_LEN || (uint32_t)get64(p) != STATE_VERSION) return BOOKDB_ENOTFOUND;
+	out->stamp = get64(p + 8);
+	out->journal_len = get64(p + 16);
+	out->seq = get64(p + 24);
+	uint64_t d = get64(p + 32);
+	out->draw[0] = (int32_t)(uint32_t)d;
+	out->draw[1] = (int32_t)(uint32_t)(d >> 32);
+	out->positions = get64(p + 40);
+	out->valued = get64(p + 48);
+	out->settled = get64(p + 56);
+	out->moves = get64(p + 64);
+	out->edges = get64(p + 72);
+	return 0;
+}
+
+int bookmm_state_put(BookTxn *txn, const BookmmState *st)
+{
+	uint8_t p[STATE_LEN];
+	put64(p, STATE_VERSION);
+	put64(p + 8, st->stamp);
+	put64(p + 16, st->journal_len);
+	put64(p + 24, st->seq);
+	put64(p + 32, (uint64_t)(uint32_t)st->draw[0] | (uint64_t)(uint32_t)st->draw[1] << 32);
+	put64(p + 40, st->positions);
+	put64(p + 48, st->valued);
+	put64(p + 56, st->settled);
+	put64(p + 64, st->moves);
+	put64(p + 72, st->edges);
+	return bookdb_kv_put(txn, BOOKDB_META, "mmstate", 7, p, sizeof p);
+}
+
+int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions *opt)
+{
+	char meta[160];
+	int ml = snprintf(meta, sizeof meta,
+			  "{\"positions\":%zu,\"valued\":%zu,\"draw_black\":%d,\"draw_white\":%d}",
+			  st->positions, st->valued, opt->draw_black, opt->draw_white);
+	return bookdb_kv_put(txn, BOOKDB_META, "minimax", 7, meta, (size_t)ml);
+}
+
+/* ---- the whole-book run: loading ----------------------------------------------- */
 
 /* A record's bytes in the read snapshot (valid while its transaction is open). */
 typedef struct {
@@ -59,11 +220,17 @@ typedef struct {
 } RawRec;
 
 typedef struct {
-	MmGraph g;
+	size_t n;
 	Key *keys;
 	RawRec *raw;
 	size_t cap, raw_cap;
 	MmKeyMap map;
+	uint8_t *structure; /* MMF_WHITE / MMF_INCHECK */
+	uint32_t *mstart;   /* every move: edges to any book node, leaves */
+	MmMove *moves;
+	size_t nmoves;
+	uint32_t *pstart, *parents;
+	MmGraph g; /* the analysis: valued nodes, edges to valued nodes */
 } BookGraph;
 
 static void bg_free(BookGraph *b)
@@ -72,6 +239,17 @@ static void bg_free(BookGraph *b)
 	free(b->keys);
 	free(b->raw);
 	mm_map_free(&b->map);
+	free(b->structure);
+	free(b->mstart);
+	free(b->moves);
+	free(b->pstart);
+	free(b->parents);
+}
+
+static uint32_t map_find(const void *ctx, Key k)
+{
+	const BookGraph *b = ctx;
+	return mm_map_get(&b->map, b->keys, k);
 }
 
 /* Pass 1: every key, in key order, and where its record lies in the snapshot. */
@@ -84,56 +262,45 @@ static int load_keys(BookGraph *b, BookTxn *txn, char *err, size_t errlen)
 	const uint8_t *val;
 	size_t len;
 	while ((rc = bookdb_iter_next(it, &k, &val, &len)) == 1) {
-		if (b->g.n >= MM_NONE - 1) {
+		if (b->n >= MM_NONE - 1) {
 			rc = fail(err, errlen, BOOKMM_ENOMEM, "too many positions");
 			goto done;
 		}
-		if (mm_grow((void **)&b->keys, &b->cap, b->g.n + 1, sizeof *b->keys) < 0) {
+		if (mm_grow((void **)&b->keys, &b->cap, b->n + 1, sizeof *b->keys) < 0 ||
+		    mm_grow((void **)&b->raw, &b->raw_cap, b->n + 1, sizeof *b->raw) < 0) {
 			rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
 			goto done;
 		}
-		if (mm_grow((void **)&b->raw, &b->raw_cap, b->g.n + 1, sizeof *b->raw) < 0) {
+		b->keys[b->n] = k;
+		b->raw[b->n] = (RawRec){val, len};
+		if (mm_map_put(&b->map, b->keys, (uint32_t)b->n) < 0) {
 			rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
 			goto done;
 		}
-		b->keys[b->g.n] = k;
-		b->raw[b->g.n] = (RawRec){val, len};
-		if (mm_map_put(&b->map, b->keys, (uint32_t)b->g.n) < 0) {
-			rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
-			goto done;
-		}
-		b->g.n++;
+		b->n++;
 	}
 	if (rc < 0) {
 		rc = fail(err, errlen, BOOKMM_EBOOK, "reading the book: %s", bookdb_strerror(rc));
 		goto done;
 	}
-	rc = mm_map_build_filter(&b->map, b->keys, b->g.n) < 0
-		     ? fail(err, errlen, BOOKMM_ENOMEM, "out of memory")
-		     : 0;
+	rc = mm_map_build_filter(&b->map, b->keys, b->n) < 0 ? fail(err, errlen, BOOKMM_ENOMEM, "out of memory")
+							      : 0;
 done:
 	bookdb_iter_free(it);
 	return rc;
 }
 
-/* Pass 2 of one range of nodes, in a thread of its own: the moves (into its own
- * array) and the flags of nodes lo..hi-1, from the snapshot's bytes. */
+/* Pass 2 of one range of nodes, in a thread of its own: their moves (into its
+ * own array) and structure bits, from the snapshot's bytes. */
 typedef struct {
 	const BookGraph *b;
-	MmFlags *flags;
+	uint8_t *structure;
 	uint32_t *count; /* moves of node i: count[i - lo] */
 	uint32_t lo, hi;
 	MmMove *moves;
 	size_t nmoves, cap;
 	int rc;
 } LoadPart;
-
-static int part_push(LoadPart *p, MmMove m)
-{
-	if (mm_grow((void **)&p->moves, &p->cap, p->nmoves + 1, sizeof *p->moves) < 0) return -1;
-	p->moves[p->nmoves++] = m;
-	return 0;
-}
 
 static void *load_part(void *arg)
 {
@@ -144,50 +311,12 @@ static void *load_part(void *arg)
 	p->rc = -1;
 	if (!rec || !pos) goto out;
 	for (uint32_t i = p->lo; i < p->hi; i++) {
-		size_t first = p->nmoves;
-		/* A record that does not decode or is not a legal position stays a
-		 * node without moves (no value); joseki check reports it. */
-		if (bookdb_record_decode(rec, b->raw[i].val, b->raw[i].len) == 0 &&
-		    bookdb_record_position(pos, rec, NULL) == 0) {
-			if (pos->side == WHITE) p->flags[i] |= MM_F_WHITE;
-			if (pos_in_check(pos)) p->flags[i] |= MM_F_CHECKED;
-			Move legal[MOVEGEN_MAX];
-			int nl = movegen_legal(pos, legal);
-			for (int m = 0; m < nl; m++) {
-				uint32_t j = mm_map_get(&b->map, b->keys, pos_key_after(pos, legal[m]));
-				if (j == MM_NONE) continue;
-				if (part_push(p, (MmMove){legal[m], 0, j}) < 0) goto out;
-			}
-			/* Of the leaves only the best one matters to the analysis
-			 * (equal leaves are the same (value, 0) pair): keeping one
-			 * makes the relaxation sweeps walk edges, not leaves. The
-			 * write-back values the other leaves from their evals. */
-			size_t nedges = p->nmoves;
-			MmMove best = {MOVE_NONE, 0, MM_NONE};
-			for (int m = 0; m < rec->nmoves; m++) {
-				const BookMove *bm = &rec->moves[m];
-				if (!(bm->flags & BOOKDB_MOVE_EVAL) || bm->move == MOVE_NONE) continue;
-				bool dup = false;
-				for (size_t q = first; q < nedges && !dup; q++)
-					if (p->moves[q].move == bm->move) dup = true;
-				if (dup) continue;
-				int16_t v = clamp_value(bm->eval);
-				if (best.move == MOVE_NONE || v > best.value) {
-					best.move = bm->move;
-					best.value = v;
-				}
-			}
-			if (best.move != MOVE_NONE) {
-				if (part_push(p, best) < 0) goto out;
-				p->flags[i] |= F_VALUED;
-			}
-			if (nl == 0) {
-				/* No legal move: mated (a drop-pawn mate, a stalemate alike). */
-				if (part_push(p, (MmMove){MOVE_NONE, -MM_VALUE_MAX, MM_NONE}) < 0) goto out;
-				p->flags[i] |= F_VALUED;
-			}
-		}
-		p->count[i - p->lo] = (uint32_t)(p->nmoves - first);
+		if (mm_grow((void **)&p->moves, &p->cap, p->nmoves + BOOKMM_NODE_MOVES, sizeof *p->moves) < 0)
+			goto out;
+		int n = bookmm_record_moves(p->moves + p->nmoves, &p->structure[i], b->raw[i].val,
+					    b->raw[i].len, rec, pos, map_find, b);
+		p->nmoves += (size_t)n;
+		p->count[i - p->lo] = (uint32_t)n;
 	}
 	p->rc = 0;
 out:
@@ -196,19 +325,16 @@ out:
 	return NULL;
 }
 
-#define BOOKMM_MAX_THREADS 16
-
 /* Pass 2: the moves of every node, the ranges in parallel (one per core). */
 static int load_moves(BookGraph *b, char *err, size_t errlen)
 {
-	MmGraph *g = &b->g;
-	g->flags = calloc(g->n + 1, sizeof *g->flags);
-	g->mstart = malloc((g->n + 1) * sizeof *g->mstart);
-	g->vd = malloc((g->n + 1) * sizeof *g->vd);
-	if (!g->flags || !g->mstart || !g->vd) return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+	size_t n = b->n;
+	b->structure = calloc(n + 1, 1);
+	b->mstart = calloc(n + 2, sizeof *b->mstart);
+	if (!b->structure || !b->mstart) return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int nt = ncpu < 1 ? 1 : ncpu > BOOKMM_MAX_THREADS ? BOOKMM_MAX_THREADS : (int)ncpu;
-	if (g->n < 10000) nt = 1;
+	if (n < 10000) nt = 1;
 	LoadPart parts[BOOKMM_MAX_THREADS];
 	pthread_t tid[BOOKMM_MAX_THREADS];
 	bool started[BOOKMM_MAX_THREADS] = {false};
@@ -217,11 +343,11 @@ static int load_moves(BookGraph *b, char *err, size_t errlen)
 	for (int t = 0; t < nt; t++) {
 		LoadPart *p = &parts[t];
 		p->b = b;
-		p->flags = g->flags;
-		p->lo = (uint32_t)(g->n * (size_t)t / (size_t)nt);
-		p->hi = (uint32_t)(g->n * (size_t)(t + 1) / (size_t)nt);
+		p->structure = b->structure;
+		p->lo = (uint32_t)(n * (size_t)t / (size_t)nt);
+		p->hi = (uint32_t)(n * (size_t)(t + 1) / (size_t)nt);
 		/* Each part's counts go straight into mstart, shifted by one. */
-		p->count = g->mstart + 1 + p->lo;
+		p->count = b->mstart + 1 + p->lo;
 		p->rc = -1;
 		if (t > 0 && pthread_create(&tid[t], NULL, load_part, p) == 0) started[t] = true;
 	}
@@ -236,122 +362,80 @@ static int load_moves(BookGraph *b, char *err, size_t errlen)
 		total += parts[t].nmoves;
 	}
 	if (rc == 0 && total >= MM_NONE) rc = -1;
-	if (rc == 0 && mm_grow((void **)&g->moves, &g->moves_cap, total + 1, sizeof *g->moves) < 0)
-		rc = -1;
+	if (rc == 0 && !(b->moves = malloc((total + 1) * sizeof *b->moves))) rc = -1;
 	if (rc == 0) {
-		g->nmoves = 0;
+		b->nmoves = 0;
 		for (int t = 0; t < nt; t++) {
-			memcpy(g->moves + g->nmoves, parts[t].moves, parts[t].nmoves * sizeof *g->moves);
-			g->nmoves += parts[t].nmoves;
+			memcpy(b->moves + b->nmoves, parts[t].moves, parts[t].nmoves * sizeof *b->moves);
+			b->nmoves += parts[t].nmoves;
 		}
-		g->mstart[0] = 0;
-		for (size_t i = 0; i < g->n; i++) g->mstart[i + 1] += g->mstart[i];
+		b->mstart[0] = 0;
+		for (size_t i = 0; i < n; i++) b->mstart[i + 1] += b->mstart[i];
 	}
 	for (int t = 0; t < nt; t++) free(parts[t].moves);
 	return rc < 0 ? fail(err, errlen, BOOKMM_ENOMEM, "out of memory") : 0;
 }
 
 /*
- * A node has a value when it has a leaf or an edge to a node with a value.
- * Edges to nodes without one are dropped (a position nobody evaluated says
- * nothing), and those nodes are left out of the analysis.
+ * The analysis graph. A node has a value when it has a leaf or an edge to a
+ * node with a value (found from the leaves up, through the reverse edges).
+ * Edges to nodes without one are left out (a position nobody evaluated says
+ * nothing), and those nodes are frozen out of the analysis.
  */
-static void prune_unvalued(MmGraph *g)
+static int build_analysis(BookGraph *b)
 {
-	for (bool changed = true; changed;) {
-		changed = false;
-		for (uint32_t i = 0; i < g->n; i++) {
-			if (g->flags[i] & F_VALUED) continue;
-			for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
-				uint32_t j = g->moves[k].next;
-				if (j != MM_NONE && (g->flags[j] & F_VALUED)) {
-					g->flags[i] |= F_VALUED;
-					changed = true;
-					break;
-				}
+	size_t n = b->n;
+	MmGraph *g = &b->g;
+	g->n = n;
+	g->flags = calloc(n + 1, sizeof *g->flags);
+	g->vd = calloc(n + 1, sizeof *g->vd);
+	g->mstart = malloc((n + 1) * sizeof *g->mstart);
+	g->moves = malloc((b->nmoves + 1) * sizeof *g->moves);
+	uint32_t *queue = malloc((n + 1) * sizeof *queue);
+	if (!g->flags || !g->vd || !g->mstart || !g->moves || !queue) {
+		free(queue);
+		return -1;
+	}
+	size_t qn = 0;
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++)
+			if (b->moves[k].next == MM_NONE) {
+				g->flags[i] |= F_VALUED;
+				queue[qn++] = i;
+				break;
 			}
+	for (size_t h = 0; h < qn; h++) {
+		uint32_t c = queue[h];
+		for (uint32_t k = b->pstart[c]; k < b->pstart[c + 1]; k++) {
+			uint32_t p = b->parents[k];
+			if (g->flags[p] & F_VALUED) continue;
+			g->flags[p] |= F_VALUED;
+			queue[qn++] = p;
 		}
 	}
+	free(queue);
 	size_t w = 0;
-	for (uint32_t i = 0; i < g->n; i++) {
-		uint32_t from = g->mstart[i], to = g->mstart[i + 1];
+	for (uint32_t i = 0; i < n; i++) {
 		g->mstart[i] = (uint32_t)w;
+		if (b->structure[i] & MMF_WHITE) g->flags[i] |= MM_F_WHITE;
 		if (!(g->flags[i] & F_VALUED)) {
 			/* Settled out of the way: nothing leads here. */
 			g->flags[i] |= MM_F_CONST | MM_F_FROZEN;
-			g->flags[i] &= (MmFlags)~MM_F_CHECKED;
-			g->vd[i] = (MmVd){0, 0};
 			continue;
 		}
-		for (uint32_t k = from; k < to; k++) {
-			uint32_t j = g->moves[k].next;
+		if (b->structure[i] & MMF_INCHECK) g->flags[i] |= MM_F_CHECKED;
+		for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++) {
+			uint32_t j = b->moves[k].next;
 			if (j != MM_NONE && !(g->flags[j] & F_VALUED)) continue;
-			g->moves[w++] = g->moves[k];
+			g->moves[w++] = b->moves[k];
 		}
 	}
-	g->mstart[g->n] = (uint32_t)w;
+	g->mstart[n] = (uint32_t)w;
 	g->nmoves = w;
+	return 0;
 }
 
-/* The value and dist a graph move gets in the record (as peta-shock writes it). */
-static MmVd stored_vd(const MmGraph *g, const MmMove *m)
-{
-	MmVd v = mm_move_vd(g, m);
-	/* A move into a perpetual-check loop where the opponent is in check
-	 * must not win a tie against an equal exit. */
-	if (m->next != MM_NONE && (g->flags[m->next] & MM_F_LOOP) &&
-	    (g->flags[m->next] & MM_F_CHECKED))
-		v.depth = MM_DEPTH_PCHECK;
-	return v;
-}
-
-/* Sets rec's minimax fields from node i; returns true when anything changed. */
-static bool apply_node(BookRecord *rec, const MmGraph *g, uint32_t i)
-{
-	bool changed = false;
-	bool valued = g->flags[i] & F_VALUED;
-	uint8_t flags = valued ? (uint8_t)(rec->flags | BOOKDB_REC_MINIMAX)
-			       : (uint8_t)(rec->flags & ~BOOKDB_REC_MINIMAX);
-	if (flags != rec->flags) changed = true;
-	rec->flags = flags;
-	uint16_t n0 = rec->nmoves;
-	for (uint16_t m = 0; m < n0; m++) {
-		int16_t v = valued ? BOOKMM_NOVALUE : 0;
-		uint16_t d = 0;
-		bool edge = false;
-		for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++)
-			if (g->moves[k].move == rec->moves[m].move && g->moves[k].next != MM_NONE) {
-				MmVd x = stored_vd(g, &g->moves[k]);
-				v = x.value;
-				d = x.depth;
-				edge = true;
-				break;
-			}
-		/* Not an edge: a leaf valued by its evaluation. */
-		if (valued && !edge && (rec->moves[m].flags & BOOKDB_MOVE_EVAL))
-			v = clamp_value(rec->moves[m].eval);
-		if (rec->moves[m].value != v || rec->moves[m].dist != d) changed = true;
-		rec->moves[m].value = v;
-		rec->moves[m].dist = d;
-	}
-	/* Transposition edges the record does not list yet become moves of it. */
-	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
-		const MmMove *gm = &g->moves[k];
-		if (gm->next == MM_NONE || rec->nmoves >= BOOKDB_MAX_MOVES) continue;
-		bool listed = false;
-		for (uint16_t m = 0; m < n0 && !listed; m++)
-			if (rec->moves[m].move == gm->move) listed = true;
-		if (listed) continue;
-		BookMove *bm = &rec->moves[rec->nmoves++];
-		memset(bm, 0, sizeof *bm);
-		bm->move = gm->move;
-		MmVd x = stored_vd(g, gm);
-		bm->value = x.value;
-		bm->dist = x.depth;
-		changed = true;
-	}
-	return changed;
-}
+/* ---- the whole-book run: write-back and the kept graph -------------------------- */
 
 static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOptions *opt,
 		      char *err, size_t errlen)
@@ -360,21 +444,13 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 	BookWriter *w = NULL;
 	BookRecord *rec = malloc(sizeof *rec);
 	uint8_t *buf = malloc(BOOKDB_RECORD_MAX);
-	if (!rec || !buf) {
-		free(rec);
-		free(buf);
-		return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
-	}
-	int rc = bookdb_writer_new(&w, db, opt && opt->batch ? opt->batch : BOOKMM_BATCH);
-	if (rc < 0) {
-		free(rec);
-		free(buf);
-		return fail(err, errlen, BOOKMM_EBOOK, "cannot write the book: %s", bookdb_strerror(rc));
-	}
-	bool full = opt && opt->full;
+	BookmmEdge *edges = malloc(BOOKMM_NODE_MOVES * sizeof *edges);
+	int rc = BOOKDB_ENOMEM;
+	if (!rec || !buf || !edges || (rc = bookdb_writer_new(&w, db, opt->batch ? opt->batch : BOOKMM_BATCH)) < 0)
+		goto bad;
+	/* Values are not input: the change log must not see them. */
+	bookdb_writer_set_tracking(w, false);
 	for (uint32_t i = 0; i < g->n; i++) {
-		/* Most records of a second run are unchanged: compare on the
-		 * moves alone. */
 		BookTxn *rt;
 		const uint8_t *raw;
 		size_t len;
@@ -382,47 +458,136 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 		rc = bookdb_get_raw(&raw, &len, rt, b->keys[i]);
 		if (rc == BOOKDB_ENOTFOUND) continue; /* deleted since: nothing to store */
 		if (rc < 0) goto bad;
-		/* Only the moves change: the packed position is copied as it is. */
-		int head = bookdb_record_decode_head(rec, raw, len);
-		if (head < 0) continue; /* joseki check reports it */
-		if (!apply_node(rec, g, i) && !full) continue;
-		int n = bookdb_record_encode_packed(buf, BOOKDB_RECORD_MAX, rec, raw + head, len - (size_t)head);
-		if (n < 0) continue; /* a packing too long: not a record (joseki check) */
+		int ne = 0;
+		for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
+			const MmMove *m = &g->moves[k];
+			if (m->next == MM_NONE) continue;
+			MmFlags cf = g->flags[m->next];
+			edges[ne++] = (BookmmEdge){m->move, bookmm_stored_vd(g->vd[m->next], cf & MM_F_LOOP,
+									      cf & MM_F_CHECKED)};
+		}
+		int n = bookmm_rewrite(buf, raw, len, rec, g->flags[i] & F_VALUED, edges, ne, opt->full);
+		if (n <= 0) continue; /* unchanged, or not a record (joseki check reports it) */
 		if ((rc = bookdb_writer_put_raw(w, b->keys[i], buf, (size_t)n)) < 0) goto bad;
 		st->rewritten++;
 	}
-	/* What the last run was, for whoever looks (joseki stats, a later run). */
-	char meta[160];
-	int ml = snprintf(meta, sizeof meta,
-			  "{\"positions\":%zu,\"valued\":%zu,\"draw_black\":%d,\"draw_white\":%d}",
-			  st->positions, st->valued, opt ? opt->draw_black : 0,
-			  opt ? opt->draw_white : 0);
-	BookTxn *txn;
-	if ((rc = bookdb_writer_txn(&txn, w)) < 0) goto bad;
-	if ((rc = bookdb_kv_put(txn, BOOKDB_META, "minimax", 7, meta, (size_t)ml)) < 0) goto bad;
 	if ((rc = bookdb_writer_flush(w)) < 0) goto bad;
 	bookdb_writer_free(w);
 	free(rec);
 	free(buf);
+	free(edges);
 	return 0;
 bad:
 	bookdb_writer_free(w);
 	free(rec);
 	free(buf);
+	free(edges);
+	return fail(err, errlen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+		    "writing the book: %s", bookdb_strerror(rc));
+}
+
+/* A stamp no earlier graph file of this book carries. */
+static uint64_t new_stamp(void)
+{
+	uint64_t s = 0;
+	int fd = open("/dev/urandom", O_RDONLY);
+	if (fd >= 0) {
+		if (read(fd, &s, sizeof s) != (ssize_t)sizeof s) s = 0;
+		close(fd);
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s ^= (uint64_t)ts.tv_sec * 1000000007ULL ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 40);
+	return s ? s : 1;
+}
+
+/* Keeps the graph for later runs and records it, the consumed change log and
+ * the summary in the book, in one transaction. */
+static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const char *dir,
+		      const BookmmOptions *opt, uint64_t seq, char *err, size_t errlen)
+{
+	const MmGraph *g = &b->g;
+	uint8_t *ff = malloc(b->n + 1);
+	if (!ff) return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+	for (size_t i = 0; i < b->n; i++) ff[i] = bookmm_file_flags(g->flags[i], b->structure[i]);
+	BookmmState s = {.stamp = new_stamp(),
+			 .journal_len = MMFILE_JOURNAL_EMPTY,
+			 .seq = seq,
+			 .draw = {g->draw[BLACK], g->draw[WHITE]},
+			 .positions = st->positions,
+			 .valued = st->valued,
+			 .settled = st->settled,
+			 .moves = st->moves,
+			 .edges = st->edges};
+	int draw[2] = {g->draw[BLACK], g->draw[WHITE]};
+	char msg[256];
+	int rc = mmfile_write(dir, s.stamp, draw, b->n, b->keys, ff, g->vd, b->mstart, b->moves, b->pstart,
+			      b->parents, msg, sizeof msg);
+	free(ff);
+	if (rc < 0)
+		return fail(err, errlen, rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+			    "keeping the graph: %s", msg);
+	BookTxn *txn;
+	if ((rc = bookdb_txn_begin(&txn, db, true)) < 0) goto bad;
+	bookdb_txn_set_tracking(txn, false);
+	if ((rc = bookdb_changes_consume(txn, seq)) < 0 || (rc = bookmm_state_put(txn, &s)) < 0 ||
+	    (rc = bookmm_summary_put(txn, st, opt)) < 0) {
+		bookdb_txn_abort(txn);
+		goto bad;
+	}
+	if ((rc = bookdb_txn_commit(txn)) < 0) goto bad;
+	return 0;
+bad:
 	return fail(err, errlen, BOOKMM_EBOOK, "writing the book: %s", bookdb_strerror(rc));
 }
 
-int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err, size_t errlen)
+/* The start position's best value for Black, if it is a valued node. */
+static void root_value(BookmmStats *st, const BookGraph *b)
 {
-	BookmmStats st;
-	memset(&st, 0, sizeof st);
+	const MmGraph *g = &b->g;
+	Position *start = malloc(sizeof *start);
+	if (!start) return;
+	pos_set_startpos(start);
+	uint32_t r = mm_map_get(&b->map, b->keys, pos_key(start));
+	free(start);
+	if (r == MM_NONE || !(g->flags[r] & F_VALUED)) return;
+	MmVd best = {-MM_VALUE_INF, MM_DEPTH_MAX};
+	for (uint32_t k = g->mstart[r]; k < g->mstart[r + 1]; k++) {
+		const MmMove *m = &g->moves[k];
+		MmVd v = m->next == MM_NONE ? (MmVd){m->value, 0}
+					    : bookmm_stored_vd(g->vd[m->next], g->flags[m->next] & MM_F_LOOP,
+							       g->flags[m->next] & MM_F_CHECKED);
+		if (mm_vd_better(v, best)) best = v;
+	}
+	st->has_root = true;
+	st->root_value = best.value;
+}
+
+int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOptions *opt,
+		char *err, size_t errlen)
+{
+	BookmmStats st = *stats;
 	BookGraph b;
 	memset(&b, 0, sizeof b);
-	/* Passes 1 and 2 read one snapshot, so that a writer adding positions
-	 * meanwhile (joseki think) changes nothing under them. */
+	/* The change log is on before the snapshot is taken, so that whatever
+	 * is written after it is logged for the next run. */
 	BookTxn *txn = NULL;
-	int rc = bookdb_txn_begin(&txn, db, false);
+	BookChangesInfo ci;
+	int rc = bookdb_txn_begin(&txn, db, true);
+	if (rc == 0) rc = bookdb_changes_info(&ci, txn);
+	if (rc == 0 && ci.state == BOOKDB_CHANGES_OFF && (rc = bookdb_changes_enable(txn)) == 0) {
+		rc = bookdb_txn_commit(txn);
+		txn = NULL;
+	}
+	bookdb_txn_abort(txn);
+	txn = NULL;
+	/* Both passes read one snapshot, so that a writer adding positions
+	 * meanwhile (joseki think) changes nothing under them; its changes stay
+	 * in the change log for the next run. */
+	if (rc == 0) rc = bookdb_txn_begin(&txn, db, false);
+	if (rc == 0) rc = bookdb_changes_info(&ci, txn);
 	if (rc < 0) {
+		bookdb_txn_abort(txn);
 		rc = fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
 		goto done;
 	}
@@ -430,10 +595,13 @@ int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *e
 	if (rc == 0) rc = load_moves(&b, err, errlen);
 	bookdb_txn_abort(txn);
 	if (rc < 0) goto done;
+	if (mmfile_parents(&b.pstart, &b.parents, b.n, b.mstart, b.moves) < 0 || build_analysis(&b) < 0) {
+		rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+		goto done;
+	}
 	MmGraph *g = &b.g;
-	g->draw[BLACK] = clamp_value(opt ? opt->draw_black : 0);
-	g->draw[WHITE] = clamp_value(opt ? opt->draw_white : 0);
-	prune_unvalued(g);
+	g->draw[BLACK] = bookmm_clamp(opt->draw_black);
+	g->draw[WHITE] = bookmm_clamp(opt->draw_white);
 	MmStats ms;
 	if (mm_backup(g, &ms) < 0) {
 		rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
@@ -450,26 +618,34 @@ int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *e
 	}
 	st.cyclic = st.valued - st.settled;
 	st.sweeps = ms.peel_sweeps + ms.relax_sweeps;
-	Position *start = malloc(sizeof *start);
-	if (!start) {
-		rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
-		goto done;
-	}
-	pos_set_startpos(start);
-	uint32_t r = mm_map_get(&b.map, b.keys, pos_key(start));
-	free(start);
-	if (r != MM_NONE && (g->flags[r] & F_VALUED)) {
-		MmVd best = {-MM_VALUE_INF, MM_DEPTH_MAX};
-		for (uint32_t k = g->mstart[r]; k < g->mstart[r + 1]; k++) {
-			MmVd v = stored_vd(g, &g->moves[k]);
-			if (mm_vd_better(v, best)) best = v;
-		}
-		st.has_root = true;
-		st.root_value = best.value;
-	}
+	st.changed = st.affected = st.positions;
+	root_value(&st, &b);
 	rc = write_back(&st, &b, db, opt, err, errlen);
+	if (rc == 0) rc = keep_graph(&st, &b, db, dir, opt, ci.seq, err, errlen);
 done:
 	bg_free(&b);
+	*stats = st;
+	return rc;
+}
+
+int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err, size_t errlen)
+{
+	BookmmOptions defaults;
+	memset(&defaults, 0, sizeof defaults);
+	if (!opt) opt = &defaults;
+	BookmmStats st;
+	memset(&st, 0, sizeof st);
+	const char *dir = bookdb_dir(db);
+	char why[sizeof st.full_reason] = "--full";
+	int rc = BOOKMM_EFULL;
+	if (!opt->full) rc = bookmm_incremental(&st, db, dir, opt, why, sizeof why);
+	if (rc == BOOKMM_EFULL) {
+		memset(&st, 0, sizeof st);
+		snprintf(st.full_reason, sizeof st.full_reason, "%s", why);
+		rc = bookmm_full(&st, db, dir, opt, err, errlen);
+	} else if (rc < 0) {
+		snprintf(err, errlen, "%s", why);
+	}
 	if (stats) *stats = st;
 	return rc;
 }

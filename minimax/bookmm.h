@@ -43,9 +43,20 @@ typedef struct {
 	size_t rewritten; /* records written back */
 	bool has_root;    /* the start position is a valued record */
 	int root_value;   /* its value for the side to move */
+	bool incremental; /* only what changed since the last run was analysed */
+	size_t changed;   /* records changed since the last run (all, for a whole-book run) */
+	size_t affected;  /* nodes analysed again: the changed ones and everything above them */
+	char full_reason[160]; /* why the whole book was analysed ("" when incremental) */
 } BookmmStats;
 
-/* Runs minimax over db (opened read-write). stats may be NULL. */
+/*
+ * Runs minimax over db (opened read-write). stats may be NULL. Unless
+ * opt->full, only what changed since the last run (the book's change log) is
+ * analysed again, with the graph the last run kept (minimax/mmfile.h); when
+ * that cannot answer (no earlier run, other draw values, the log overflowed,
+ * the kept graph is missing or damaged) the whole book is, and
+ * stats->full_reason says why.
+ */
 int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err,
 	       size_t errlen);
 

@@ -12,7 +12,6 @@
 #include "minimax/export.h"
 
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,18 +34,7 @@ typedef struct {
 	int value, depth;
 } OutMove;
 
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
+#define fail mm_fail
 
 /* strcmp order of two lines that contain no NUL (a prefix sorts first). */
 static int cmp_entries(const void *a, const void *b, void *ctx)

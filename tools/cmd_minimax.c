@@ -1,9 +1,10 @@
 /*
- * joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP] [--json]
+ * joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP] [--json] [--quiet]
  *
- * Backs the values up over the whole book and stores them in the records
- * (docs/minimax.md). Without --full only records whose values changed are
- * rewritten.
+ * Backs the values up over the book graph and stores them in the records
+ * (docs/minimax.md). Without --full, only what changed since the last run is
+ * analysed again (and only records whose values changed are rewritten);
+ * --full analyses the whole book and rewrites every record.
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,7 +18,7 @@
 #include "shogi/position.h"
 #include "tools/commands.h"
 
-#define USAGE "usage: joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP] [--json]"
+#define USAGE "usage: joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP] [--json] [--quiet]"
 
 static double now_ms(void)
 {
@@ -46,6 +47,7 @@ int cmd_minimax(int argc, char **argv)
 		const char *a = argv[i];
 		if (!strcmp(a, "--full")) opt.full = true;
 		else if (!strcmp(a, "--json")) json = true;
+		else if (!strcmp(a, "--quiet")) continue; /* nothing is shown while it runs */
 		else if (!strcmp(a, "--draw-black") || !strcmp(a, "--draw-white")) {
 			int *dst = a[7] == 'b' ? &opt.draw_black : &opt.draw_white;
 			if (i + 1 >= argc || parse_cp(dst, argv[i + 1]) < 0) {
@@ -94,17 +96,34 @@ int cmd_minimax(int argc, char **argv)
 	getrusage(RUSAGE_SELF, &ru);
 	char root[16] = "null";
 	if (st.has_root) snprintf(root, sizeof root, "%d", st.root_value);
-	if (json)
+	if (json) {
+		/* full_reason is free text: escape what JSON needs escaped. */
+		char why[2 * sizeof st.full_reason];
+		size_t w = 0;
+		for (const char *p = st.full_reason; *p && w + 2 < sizeof why; p++) {
+			if (*p == '"' || *p == '\\') why[w++] = '\\';
+			why[w++] = (unsigned char)*p < 0x20 ? ' ' : *p;
+		}
+		why[w] = 0;
 		printf("{\"positions\":%zu,\"valued\":%zu,\"moves\":%zu,\"edges\":%zu,"
 		       "\"settled\":%zu,\"cyclic\":%zu,\"sweeps\":%d,\"rewritten\":%zu,"
+		       "\"incremental\":%s,\"changed\":%zu,\"affected\":%zu,\"full_reason\":\"%s\","
 		       "\"root_value\":%s,\"time_ms\":%.0f,\"peak_rss_bytes\":%lld}\n",
 		       st.positions, st.valued, st.moves, st.edges, st.settled, st.cyclic, st.sweeps,
-		       st.rewritten, root, ms, (long long)ru.ru_maxrss * 1024);
-	else
+		       st.rewritten, st.incremental ? "true" : "false", st.changed, st.affected, why, root,
+		       ms, (long long)ru.ru_maxrss * 1024);
+	} else if (st.incremental) {
+		printf("minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles); "
+		       "incremental: %zu changed, %zu analysed again, %zu records rewritten, "
+		       "root value %s, %.0f ms\n",
+		       st.positions, st.valued, st.settled, st.cyclic, st.changed, st.affected,
+		       st.rewritten, root, ms);
+	} else {
 		printf("minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles), "
 		       "%zu moves (%zu edges), %d sweeps, %zu records rewritten, root value %s, "
-		       "%.0f ms\n",
+		       "%.0f ms (whole book: %s)\n",
 		       st.positions, st.valued, st.settled, st.cyclic, st.moves, st.edges, st.sweeps,
-		       st.rewritten, root, ms);
+		       st.rewritten, root, ms, st.full_reason);
+	}
 	return 0;
 }

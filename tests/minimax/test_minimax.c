@@ -4,7 +4,9 @@
  * export --moves all, compared move by move with joseki peta-shock); hand-built
  * books with known values (a chain, transpositions not listed in any record,
  * a repetition cycle under per-side draw values, perpetual check); incremental runs equal to
- * --full after random batches of new results; the command's errors.
+ * --full after random batches of new results (walks from the start position, from a rook
+ * checking a lone king, from bare kings), after `joseki think`, after killed runs; when an
+ * incremental run must do the whole book; the command's errors.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,11 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "bookdb/bookdb.h"
 #include "minimax/bookmm.h"
@@ -399,11 +406,16 @@ static uint64_t rng_next(uint64_t *s)
 
 /* A move for random walks: mostly king and gold shuffles, so lines meet
  * again (transpositions) and come back (repetition cycles). */
-static Move pick_move(const Position *pos, uint64_t *rng)
+static Move pick_move(const Position *pos, uint64_t *rng, bool checks)
 {
 	Move legal[MOVEGEN_MAX], quiet[MOVEGEN_MAX];
 	int n = movegen_legal(pos, legal), nq = 0;
 	if (n == 0) return MOVE_NONE;
+	if (checks && rng_next(rng) % 4 != 0) {
+		for (int k = 0; k < n; k++)
+			if (pos_gives_check(pos, legal[k])) quiet[nq++] = legal[k];
+		if (nq) return quiet[rng_next(rng) % (uint64_t)nq];
+	}
 	for (int k = 0; k < n; k++) {
 		Move m = legal[k];
 		if (move_is_drop(m)) continue;
@@ -439,19 +451,46 @@ static void add_result(BookDB *a, BookDB *b, const Position *pos, Move m, int ev
 	free(rec);
 }
 
-/* An eval of a random move at the end of a random walk, in both books. */
+/* Where the random walks start: the start position, a rook checking a lone
+ * king (perpetual-check loops), kings alone (repetition cycles). */
+static const char *const ROOTS[] = {NULL, "4k4/9/4R4/9/9/9/9/9/K8 w - 1", "4k4/9/9/9/9/9/9/9/4K4 b - 1"};
+
+/* An eval of a random move at the end of a random walk from a random root, in
+ * both books. */
 static void random_result(BookDB *a, BookDB *b, uint64_t *rng)
 {
 	Position *pos = malloc(sizeof *pos);
-	pos_set_startpos(pos);
-	int len = (int)(rng_next(rng) % 8);
+	const char *root = ROOTS[rng_next(rng) % (sizeof ROOTS / sizeof *ROOTS)];
+	if (root) assert_int_equal(sfen_parse(pos, root, NULL, NULL), 0);
+	else pos_set_startpos(pos);
+	int len = (int)(rng_next(rng) % (root ? 12 : 8));
+	/* From the rook's root, checks are preferred: in-check positions that
+	 * meet again make perpetual-check loops. */
+	bool checks = root == ROOTS[1];
 	for (int k = 0; k < len; k++) {
-		Move m = pick_move(pos, rng);
+		Move m = pick_move(pos, rng, checks);
 		if (m == MOVE_NONE) break;
 		pos_do_move(pos, m);
 	}
-	Move m = pick_move(pos, rng);
+	Move m = pick_move(pos, rng, checks);
 	if (m != MOVE_NONE) add_result(a, b, pos, m, (int)(rng_next(rng) % 9) * 40 - 160);
+	free(pos);
+}
+
+/* A walk of checks and evasions from the rook's root with a result at every
+ * position it passes: the lone king's few squares make it meet itself, so the
+ * book gets perpetual-check loops, grown a little with every batch. */
+static void check_walk(BookDB *a, BookDB *b, uint64_t *rng)
+{
+	Position *pos = malloc(sizeof *pos);
+	assert_int_equal(sfen_parse(pos, ROOTS[1], NULL, NULL), 0);
+	int len = 2 + (int)(rng_next(rng) % 14);
+	for (int k = 0; k < len; k++) {
+		Move m = pick_move(pos, rng, true);
+		if (m == MOVE_NONE) break;
+		if (rng_next(rng) % 3 == 0) add_result(a, b, pos, m, (int)(rng_next(rng) % 9) * 40 - 160);
+		pos_do_move(pos, m);
+	}
 	free(pos);
 }
 
@@ -470,11 +509,32 @@ static void king_cycle(BookDB *a, BookDB *b, uint64_t *rng)
 	free(pos);
 }
 
-/* Both books hold the same bytes for every position. */
-static void same_books(BookDB *a, BookDB *b)
+static int cmp_move(const void *x, const void *y)
+{
+	const BookMove *a = x, *b = y;
+	return (a->move > b->move) - (a->move < b->move);
+}
+
+/* The bytes of a record with its moves in move order (order is history: a
+ * move appended by one run and one appended by a result can come either way). */
+static size_t canonical(uint8_t *out, const uint8_t *v, size_t len)
+{
+	BookRecord *r = malloc(sizeof *r);
+	assert_int_equal(bookdb_record_decode(r, v, len), 0);
+	qsort(r->moves, r->nmoves, sizeof *r->moves, cmp_move);
+	int n = bookdb_record_encode(out, BOOKDB_RECORD_MAX, r);
+	assert_true(n > 0);
+	free(r);
+	return (size_t)n;
+}
+
+/* Both books hold the same bytes for every position (exact), or the same
+ * record up to the order of its moves. */
+static void same_books_as(BookDB *a, BookDB *b, bool exact)
 {
 	BookTxn *ta, *tb;
 	BookIter *ia, *ib;
+	uint8_t *ca = malloc(BOOKDB_RECORD_MAX), *cb = malloc(BOOKDB_RECORD_MAX);
 	assert_int_equal(bookdb_txn_begin(&ta, a, false), 0);
 	assert_int_equal(bookdb_txn_begin(&tb, b, false), 0);
 	assert_int_equal(bookdb_iter_open(&ia, ta), 0);
@@ -487,49 +547,272 @@ static void same_books(BookDB *a, BookDB *b)
 		assert_int_equal(ra, rb);
 		if (ra == 0) break;
 		assert_true(key_equal(ka, kb));
-		assert_int_equal(la, lb);
-		assert_memory_equal(va, vb, la);
+		if (!exact) {
+			la = canonical(ca, va, la);
+			lb = canonical(cb, vb, lb);
+			va = ca;
+			vb = cb;
+		}
+		if (la != lb || memcmp(va, vb, la)) {
+			char hex[KEY_HEX_LEN];
+			key_to_hex(ka, hex);
+			BookRecord *x = malloc(sizeof *x), *y = malloc(sizeof *y);
+			int dx = bookdb_record_decode(x, va, la), dy = bookdb_record_decode(y, vb, lb);
+			for (int k = 0; dx == 0 && dy == 0 && k < x->nmoves && k < y->nmoves; k++)
+				print_message("  move %d: %04x/%04x value %d/%d dist %d/%d\n", k, x->moves[k].move,
+					      y->moves[k].move, x->moves[k].value, y->moves[k].value, x->moves[k].dist,
+					      y->moves[k].dist);
+			fail_msg("record %s differs: %zu bytes, %zu expected", hex, la, lb);
+		}
 	}
 	bookdb_iter_free(ia);
 	bookdb_iter_free(ib);
 	bookdb_txn_abort(ta);
 	bookdb_txn_abort(tb);
+	free(ca);
+	free(cb);
+}
+
+static void same_books(BookDB *a, BookDB *b)
+{
+	same_books_as(a, b, true);
+}
+
+/* Two books in their own test directories (dir/book), fed the same results:
+ * one gets incremental runs, the other whole-book runs. */
+typedef struct {
+	char *da, *db;
+	BookDB *a, *b;
+} Twins;
+
+static void twins_open(Twins *t, uint64_t changes_max)
+{
+	if (!t->da) t->da = ts_mkdtemp();
+	if (!t->db) t->db = ts_mkdtemp();
+	char pa[600], pb[600];
+	snprintf(pa, sizeof pa, "%s/book", t->da);
+	snprintf(pb, sizeof pb, "%s/book", t->db);
+	BookDBOptions o = {.no_sync = true, .changes_max = changes_max};
+	assert_int_equal(bookdb_open(&t->a, pa, &o, NULL), 0);
+	o.changes_max = 0;
+	assert_int_equal(bookdb_open(&t->b, pb, &o, NULL), 0);
+}
+
+static void twins_close(Twins *t)
+{
+	bookdb_free(t->a);
+	bookdb_free(t->b);
+	t->a = t->b = NULL;
+}
+
+static void twins_free(Twins *t)
+{
+	twins_close(t);
+	ts_rmtree(t->da);
+	ts_rmtree(t->db);
+	free(t->da);
+	free(t->db);
+}
+
+static void run_ok(BookmmStats *st, BookDB *db, const BookmmOptions *opt)
+{
+	char err[256] = "";
+	if (bookmm_run(st, db, opt, err, sizeof err) != 0) fail_msg("minimax: %s", err);
 }
 
 static void test_minimax__incremental_equals_full_after_random_batches(void **state)
 {
 	(void)state;
 	uint64_t rng = ts_seed("test_minimax__incremental_equals_full_after_random_batches");
-	char *da, *dbdir;
-	BookDB *a = new_book(&da), *b = new_book(&dbdir);
+	Twins t = {0};
+	twins_open(&t, 0);
+	BookDB *a = t.a, *b = t.b;
 	BookmmOptions inc = {.draw_black = -(int)(rng % 50)}, full = inc;
 	full.full = true;
 	BookmmStats sa, sb;
-	char err[256] = "";
-	size_t cyclic = 0;
-	for (int batch = 0; batch < 8; batch++) {
+	size_t cyclic = 0, partial = 0;
+	for (int batch = 0; batch < 14; batch++) {
 		int n = batch == 0 ? 150 : 1 + (int)(rng_next(&rng) % 30);
 		if (batch == 0) king_cycle(a, b, &rng);
 		for (int k = 0; k < n; k++) random_result(a, b, &rng);
-		if (bookmm_run(&sa, a, &inc, err, sizeof err) != 0) fail_msg("incremental: %s", err);
-		if (bookmm_run(&sb, b, &full, err, sizeof err) != 0) fail_msg("full: %s", err);
+		for (int k = 0; k < n / 4 + 1; k++) check_walk(a, b, &rng);
+		run_ok(&sa, a, &inc);
+		run_ok(&sb, b, &full);
+		/* The first run has no earlier one to start from. */
+		assert_int_equal(sa.incremental, batch > 0);
+		if (sa.incremental && sa.affected < sa.positions) partial++;
 		assert_int_equal(sb.rewritten, sb.positions);
 		assert_true(sa.rewritten <= sb.rewritten);
+		assert_int_equal(sa.positions, sb.positions);
 		assert_int_equal(sa.valued, sb.valued);
+		assert_int_equal(sa.settled, sb.settled);
+		assert_int_equal(sa.moves, sb.moves);
+		assert_int_equal(sa.edges, sb.edges);
+		assert_int_equal(sa.has_root, sb.has_root);
 		assert_int_equal(sa.root_value, sb.root_value);
 		same_books(a, b);
 		cyclic += sa.cyclic;
 	}
-	/* The walks must have exercised the cyclic part. */
+	/* The walks must have exercised the cyclic part, and the incremental
+	 * runs must have left most of the book alone. */
 	assert_true(cyclic > 0);
-	if (bookmm_run(&sa, a, &inc, err, sizeof err) != 0) fail_msg("incremental: %s", err);
+	assert_true(partial > 0);
+	run_ok(&sa, a, &inc);
+	assert_true(sa.incremental);
+	assert_int_equal(sa.changed, 0);
 	assert_int_equal(sa.rewritten, 0);
-	bookdb_free(a);
-	bookdb_free(b);
-	ts_rmtree(da);
-	ts_rmtree(dbdir);
-	free(da);
-	free(dbdir);
+	twins_free(&t);
+}
+
+static void append_file(const char *path, const char *bytes, size_t n)
+{
+	FILE *f = fopen(path, "ab");
+	assert_non_null(f);
+	assert_int_equal(fwrite(bytes, 1, n, f), n);
+	fclose(f);
+}
+
+static void test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must");
+	char path[600];
+	Twins t = {0};
+	twins_open(&t, 0);
+	BookDB *a = t.a, *b = t.b;
+	const char *da = t.da;
+	BookmmOptions inc = {0}, full = {.full = true};
+	BookmmStats sa, sb;
+	for (int k = 0; k < 60; k++) random_result(a, b, &rng);
+	run_ok(&sa, a, &inc);
+	assert_false(sa.incremental);
+	assert_non_null(strstr(sa.full_reason, "no earlier"));
+	/* A tail past what the book recorded (a run killed before its commit)
+	 * is ignored and overwritten. */
+	snprintf(path, sizeof path, "%s/book/minimax.journal", da);
+	append_file(path, "garbage", 7);
+	/* Steps: incremental, incremental (the journal grows), journal cut
+	 * short, graph file gone, other draw values, incremental again. */
+	const char *why[] = {NULL, NULL, "minimax.journal", "minimax.graph", "draw values", NULL};
+	for (int step = 0; step < 6; step++) {
+		for (int k = 0; k < 10; k++) random_result(a, b, &rng);
+		if (step == 2) {
+			snprintf(path, sizeof path, "%s/book/minimax.journal", da);
+			assert_int_equal(truncate(path, 40), 0);
+		} else if (step == 3) {
+			snprintf(path, sizeof path, "%s/book/minimax.graph", da);
+			assert_int_equal(unlink(path), 0);
+		} else if (step == 4) {
+			inc.draw_white = 25;
+			full.draw_white = 25;
+		}
+		run_ok(&sa, a, &inc);
+		run_ok(&sb, b, &full);
+		if (!why[step] && !sa.incremental) fail_msg("step %d: whole book: %s", step, sa.full_reason);
+		if (why[step] && (sa.incremental || !strstr(sa.full_reason, why[step])))
+			fail_msg("step %d: incremental %d, reason '%s'", step, sa.incremental, sa.full_reason);
+		same_books_as(a, b, false);
+	}
+	twins_free(&t);
+}
+
+static void test_minimax__an_overflowed_change_log_means_the_whole_book(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_minimax__an_overflowed_change_log_means_the_whole_book");
+	Twins t = {0};
+	twins_open(&t, 5);
+	BookDB *a = t.a, *b = t.b;
+	BookmmOptions inc = {0}, full = {.full = true};
+	BookmmStats sa, sb;
+	for (int k = 0; k < 30; k++) random_result(a, b, &rng);
+	run_ok(&sa, a, &inc);
+	for (int k = 0; k < 3; k++) random_result(a, b, &rng);
+	run_ok(&sa, a, &inc);
+	assert_true(sa.incremental);
+	for (int k = 0; k < 20; k++) random_result(a, b, &rng);
+	run_ok(&sa, a, &inc);
+	run_ok(&sb, b, &full);
+	assert_false(sa.incremental);
+	assert_non_null(strstr(sa.full_reason, "overflow"));
+	same_books_as(a, b, false);
+	/* The whole-book run starts the log afresh. */
+	for (int k = 0; k < 3; k++) random_result(a, b, &rng);
+	run_ok(&sa, a, &inc);
+	run_ok(&sb, b, &full);
+	assert_true(sa.incremental);
+	same_books_as(a, b, false);
+	twins_free(&t);
+}
+
+/* Copies BOOK's data.mdb from one test directory to another (the book closed). */
+static void copy_book(const char *from, const char *to)
+{
+	assert_int_equal(ts_runf(NULL, NULL, "mkdir -p %s/book && cp %s/book/data.mdb %s/book/data.mdb", to, from, to), 0);
+}
+
+static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_minimax__killed_runs_leave_a_book_the_next_run_gets_right");
+	Twins t = {.da = ts_mkdtemp(), .db = ts_mkdtemp()};
+	char book[600];
+	snprintf(book, sizeof book, "%s/book", t.da);
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 20000 --seed %llu --quiet", ts_joseki(), book,
+				 (unsigned long long)(rng % 1000)),
+			 0);
+	copy_book(t.da, t.db);
+	for (int round = 0; round < 10; round++) {
+		twins_open(&t, 0);
+		for (int k = 0; k < 25; k++) random_result(t.a, t.b, &rng);
+		twins_close(&t);
+		/* A run killed at a random moment (or not at all). */
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			if (!freopen("/dev/null", "w", stdout)) _exit(126);
+			execl(ts_joseki(), ts_joseki(), "minimax", book, "--quiet", (char *)NULL);
+			_exit(127);
+		}
+		struct timespec d = {0, (long)(rng_next(&rng) % 400) * 1000000L};
+		nanosleep(&d, NULL);
+		kill(pid, SIGKILL);
+		int status;
+		waitpid(pid, &status, 0);
+	}
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s --quiet", ts_joseki(), book), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --full --quiet", ts_joseki(), t.db), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), book), 0);
+	twins_open(&t, 0);
+	same_books_as(t.a, t.b, false);
+	twins_free(&t);
+}
+
+static void test_minimax__incremental_after_think_equals_full(void **state)
+{
+	(void)state;
+	char *da = ts_mkdtemp(), *dbdir = ts_mkdtemp();
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s/book --positions 5000 --seed 3 --quiet", ts_joseki(), da), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --quiet", ts_joseki(), da), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s think %s/book --engine builtin --depth 1 --multipv 4 --positions 40 --quiet",
+				 ts_joseki(), da),
+			 0);
+	copy_book(da, dbdir);
+	json_t *ja = ts_run_json(0, "%s minimax %s/book --json", ts_joseki(), da);
+	json_t *jb = ts_run_json(0, "%s minimax %s/book --full --json", ts_joseki(), dbdir);
+	assert_true(json_is_true(json_object_get(ja, "incremental")));
+	assert_true(ts_jint(ja, "changed") >= 40);
+	assert_true(ts_jint(ja, "affected") < ts_jint(ja, "positions"));
+	const char *same[] = {"positions", "valued", "settled", "cyclic", "moves", "edges", "root_value"};
+	for (size_t k = 0; k < sizeof same / sizeof *same; k++)
+		if (ts_jint(ja, same[k]) != ts_jint(jb, same[k]))
+			fail_msg("%s: incremental %lld, full %lld", same[k], ts_jint(ja, same[k]), ts_jint(jb, same[k]));
+	json_decref(ja);
+	json_decref(jb);
+	Twins t = {.da = da, .db = dbdir};
+	twins_open(&t, 0);
+	same_books(t.a, t.b);
+	twins_free(&t);
 }
 
 /* ---- the command ---------------------------------------------------------------- */
@@ -573,6 +856,10 @@ int main(void)
 		cmocka_unit_test(test_minimax__per_side_draw_values_decide_who_repeats),
 		cmocka_unit_test(test_minimax__perpetual_check_loses_for_the_checker),
 		cmocka_unit_test(test_minimax__incremental_equals_full_after_random_batches),
+		cmocka_unit_test(test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must),
+		cmocka_unit_test(test_minimax__an_overflowed_change_log_means_the_whole_book),
+		cmocka_unit_test(test_minimax__killed_runs_leave_a_book_the_next_run_gets_right),
+		cmocka_unit_test(test_minimax__incremental_after_think_equals_full),
 		cmocka_unit_test(test_minimax__command_prints_json_and_rejects_bad_arguments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,715 @@
+/*
+ * minimax/bookinc.c — the incremental run of joseki minimax (docs/minimax.md,
+ * "Incremental runs").
+ *
+ * A node's value depends only on the nodes below it. So after some records
+ * changed (the book's change log), only the changed nodes and their ancestors
+ * can change: this run takes the graph the last run kept (minimax/mmfile.h),
+ * brings the changed nodes' moves up to date (new positions get their edges
+ * both ways: forward by move generation, backward by retrograde generation),
+ * and analyses with the shared core the subgraph of
+ *   A   the changed nodes and all their ancestors (every parent of a node in A
+ *       is in A),
+ *   B   the children of A outside it, frozen with the flags and values the
+ *       book kept (their moves are given too: the perpetual-check extraction
+ *       looks two plies ahead),
+ *   B2  the children of B outside A and B, frozen, no moves,
+ * with its nodes in key order, as the whole-book run numbers them. Components
+ * of A are then relaxed from the same start values in the same order with the
+ * same exits, so every value is the one a whole-book run gives. One thing a
+ * node outside A can owe to a node in A is its place between two survivors of
+ * a perpetual-check loop; when that changes, the node joins A and the subgraph
+ * is built again.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "minimax/bookmm_priv.h"
+#include "minimax/mmfile.h"
+#include "shogi/movegen.h"
+#include "shogi/retro.h"
+
+#define F_VALUED 0x01 /* as in bookmm.c: the core's caller bit */
+
+/* Per global node, in Inc.mark. */
+enum {
+	R_A = 1, /* analysed */
+	R_B = 2, /* frozen, with moves */
+	R_B2 = 3, /* frozen, no moves */
+	R_ROLE = 3,
+	M_SEED = 0x04,    /* changed graph input, or joined A (a loop place changed) */
+	M_RECORD = 0x08,  /* its record changed (rewrite it) */
+	M_REWRITE = 0x10, /* rewrite its record */
+	M_REPARENT = 0x20, /* looked at as a parent of a new position */
+	M_NEW = 0x40,     /* added by this run */
+	M_LISTED = 0x80,  /* its moves were replaced (its old part of the totals is off) */
+};
+
+typedef struct {
+	int64_t valued, settled, moves, edges;
+} Totals;
+
+typedef struct {
+	uint32_t *v;
+	size_t n, cap;
+} U32s;
+
+typedef struct {
+	BookDB *db;
+	const BookmmOptions *opt;
+	MmView v;
+	BookmmState s;
+	uint8_t *mark; /* per global node */
+	size_t mark_cap;
+	uint32_t *local; /* global -> local node of the subgraph */
+	size_t local_cap;
+	U32s changed;  /* nodes of changed records */
+	U32s seeds;    /* nodes whose graph input changed, then those that joined A */
+	U32s a, b, b2; /* the subgraph's parts, globals */
+	U32s sub;      /* all of it, in key order */
+	U32s queue;
+	Totals tot;
+	MmGraph g;
+	uint8_t *nval; /* per local node of A: valued */
+	BookRecord *rec;
+	Position *pos;
+	MmMove *moves;
+	uint64_t snap_seq; /* the last change-log number the snapshot saw */
+	size_t added;
+	int sweeps;
+} Inc;
+
+static int push(U32s *l, uint32_t x)
+{
+	if (mm_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v) < 0) return -1;
+	l->v[l->n++] = x;
+	return 0;
+}
+
+static uint32_t view_find(const void *ctx, Key k)
+{
+	return mmfile_find(ctx, k);
+}
+
+/* Makes mark and local cover every node of the view. */
+static int cover(Inc *c)
+{
+	size_t n = mmfile_count(&c->v);
+	if (n <= c->mark_cap) return 0;
+	size_t nc = n + n / 4 + 64;
+	uint8_t *m = realloc(c->mark, nc);
+	uint32_t *l = realloc(c->local, nc * sizeof *l);
+	if (m) c->mark = m;
+	if (l) c->local = l;
+	if (!m || !l) return -1;
+	memset(c->mark + c->mark_cap, 0, nc - c->mark_cap);
+	c->mark_cap = c->local_cap = nc;
+	return 0;
+}
+
+static bool valued_now(const Inc *c, uint32_t x)
+{
+	if ((c->mark[x] & R_ROLE) == R_A) return c->nval[c->local[x]];
+	return mmfile_flags(&c->v, x) & MMF_VALUED;
+}
+
+/* Adds node x's part of the totals (its value, its moves), times sign. */
+static void contrib(Inc *c, uint32_t x, int sign)
+{
+	uint8_t f = mmfile_flags(&c->v, x);
+	if (!(f & MMF_VALUED)) return;
+	c->tot.valued += sign;
+	if (f & MMF_CONST) c->tot.settled += sign;
+	uint32_t len;
+	const MmMove *m = mmfile_moves(&c->v, x, &len);
+	for (uint32_t k = 0; m && k < len; k++) {
+		if (m[k].next == MM_NONE) {
+			c->tot.moves += sign;
+		} else if (mmfile_flags(&c->v, m[k].next) & MMF_VALUED) {
+			c->tot.moves += sign;
+			c->tot.edges += sign;
+		}
+	}
+}
+
+/* Node x's moves from its record (raw bytes of the snapshot); replaces the
+ * kept ones when they differ and marks x as a seed. */
+static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len)
+{
+	uint8_t structure;
+	int n = bookmm_record_moves(c->moves, &structure, raw, len, c->rec, c->pos, view_find, &c->v);
+	uint32_t old;
+	const MmMove *om = mmfile_moves(&c->v, x, &old);
+	if (!om) return MMFILE_ESTALE;
+	bool added = c->mark[x] & M_NEW;
+	if (!added && old == (uint32_t)n && !memcmp(om, c->moves, (size_t)n * sizeof *om)) return 0;
+	if (!added) contrib(c, x, -1);
+	int rc = mmfile_set_moves(&c->v, x, c->moves, (uint32_t)n);
+	/* A new node learns what its position is here (in check, side to move). */
+	if (rc == 0 && added) rc = mmfile_set_state(&c->v, x, structure, (MmVd){0, 0});
+	if (rc) return rc;
+	c->mark[x] |= M_SEED | M_REWRITE | M_LISTED;
+	return push(&c->seeds, x) < 0 ? MMFILE_ENOMEM : 0;
+}
+
+/* ---- bringing the kept graph up to date ----------------------------------------- */
+
+/* The changed records of the log (from seq s.seq + 1), their nodes (new
+ * positions are added), then their moves, then the moves of the positions
+ * that now lead to a new one. */
+static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
+{
+	BookChangesIter *it = NULL;
+	int rc = bookdb_changes_iter_open(&it, snap, c->s.seq + 1);
+	if (rc < 0) return mm_fail(why, whylen, BOOKMM_EBOOK, "reading the change log: %s", bookdb_strerror(rc));
+	uint64_t seq;
+	Key k;
+	size_t limit = c->v.n / 8 > 10000 ? c->v.n / 8 : 10000;
+	while ((rc = bookdb_changes_iter_next(it, &seq, &k)) == 1) {
+		uint32_t x = mmfile_find(&c->v, k);
+		if (x == MM_NONE) {
+			const uint8_t *raw;
+			size_t len;
+			rc = bookdb_get_raw(&raw, &len, snap, k);
+			if (rc == BOOKDB_ENOTFOUND) {
+				bookdb_changes_iter_free(it);
+				return mm_fail(why, whylen, BOOKMM_EFULL, "a position was deleted");
+			}
+			if (rc < 0) break;
+			if ((rc = mmfile_add_node(&c->v, k, 0, &x)) < 0 || cover(c) < 0) {
+				rc = BOOKDB_ENOMEM;
+				break;
+			}
+			c->mark[x] |= M_NEW;
+			c->added++;
+		}
+		if (c->mark[x] & M_RECORD) continue;
+		c->mark[x] |= M_RECORD | M_REWRITE;
+		if (push(&c->changed, x) < 0) {
+			rc = BOOKDB_ENOMEM;
+			break;
+		}
+		if (c->changed.n > limit) {
+			bookdb_changes_iter_free(it);
+			return mm_fail(why, whylen, BOOKMM_EFULL,
+					   "more than %zu positions changed: the whole book is quicker", limit);
+		}
+	}
+	bookdb_changes_iter_free(it);
+	if (rc < 0)
+		return mm_fail(why, whylen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+				   "reading the changes: %s", bookdb_strerror(rc));
+	/* Every new node is in the view now, so each changed record's moves
+	 * reach all of them. */
+	for (size_t q = 0; q < c->changed.n; q++) {
+		uint32_t x = c->changed.v[q];
+		const uint8_t *raw;
+		size_t len;
+		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, x))) < 0 ||
+		    (rc = refresh_moves(c, x, raw, len)) != 0)
+			goto bad;
+	}
+	/* A new position may be a transposition: any book position with a legal
+	 * move to it gets that edge (its moves are generated again, so its leaf
+	 * moves too when the move was one). */
+	RetroMove *cand = malloc(RETRO_MAX * sizeof *cand);
+	if (!cand) return mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
+	for (size_t q = 0; q < c->changed.n; q++) {
+		uint32_t x = c->changed.v[q];
+		if (!(c->mark[x] & M_NEW)) continue;
+		const uint8_t *raw;
+		size_t len;
+		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, x))) < 0) break;
+		if (bookdb_record_decode(c->rec, raw, len) < 0 || bookdb_record_position(c->pos, c->rec, NULL) < 0)
+			continue;
+		int nc = retro_parents(c->pos, cand);
+		for (int r = 0; r < nc; r++) {
+			uint32_t p = mmfile_find(&c->v, cand[r].key);
+			if (p == MM_NONE || (c->mark[p] & (M_RECORD | M_REPARENT))) continue;
+			c->mark[p] |= M_REPARENT;
+			if ((rc = bookdb_get_raw(&raw, &len, snap, cand[r].key)) < 0 ||
+			    (rc = refresh_moves(c, p, raw, len)) != 0)
+				break;
+		}
+		if (rc) break;
+	}
+	free(cand);
+	if (rc == 0) return 0;
+bad:
+	if (rc == MMFILE_ESTALE) return mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph is damaged");
+	return mm_fail(why, whylen, rc == MMFILE_ENOMEM || rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+			   "reading the book: %s", rc < -10 ? bookdb_strerror(rc) : "out of memory");
+}
+
+/* ---- the subgraph ------------------------------------------------------------------ */
+
+/* What a walk over parents (mmfile_each_parent) carries. */
+typedef struct {
+	Inc *c;
+	int rc;
+	bool found;
+} ParentWalk;
+
+static int add_to_a(uint32_t p, void *ctx)
+{
+	ParentWalk *w = ctx;
+	Inc *c = w->c;
+	if ((c->mark[p] & R_ROLE) == R_A) return 0;
+	c->mark[p] = (uint8_t)((c->mark[p] & ~R_ROLE) | R_A);
+	if (push(&c->a, p) < 0 || push(&c->queue, p) < 0) return w->rc = -1;
+	return 0;
+}
+
+static int cmp_key(const void *x, const void *y, void *ctx)
+{
+	const MmView *v = ctx;
+	return key_cmp(mmfile_key(v, *(const uint32_t *)x), mmfile_key(v, *(const uint32_t *)y));
+}
+
+static void clear_roles(Inc *c)
+{
+	for (size_t q = 0; q < c->sub.n; q++) c->mark[c->sub.v[q]] &= (uint8_t)~R_ROLE;
+	c->a.n = c->b.n = c->b2.n = c->sub.n = c->queue.n = 0;
+	mm_graph_free(&c->g);
+	free(c->nval);
+	c->nval = NULL;
+}
+
+/* Puts the children of the nodes of `from` that have no role yet into `to`. */
+static int children_into(Inc *c, const U32s *from, U32s *to, int role)
+{
+	for (size_t q = 0; q < from->n; q++) {
+		uint32_t len;
+		const MmMove *m = mmfile_moves(&c->v, from->v[q], &len);
+		if (!m) return MMFILE_ESTALE;
+		for (uint32_t k = 0; k < len; k++) {
+			uint32_t ch = m[k].next;
+			if (ch == MM_NONE || (c->mark[ch] & R_ROLE)) continue;
+			c->mark[ch] |= (uint8_t)role;
+			if (push(to, ch) < 0) return MMFILE_ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* A (the seeds and their ancestors), B, B2 and the root; local numbers in key order. */
+static int collect(Inc *c, uint32_t root)
+{
+	ParentWalk w = {c, 0, false};
+	for (size_t q = 0; q < c->seeds.n; q++) add_to_a(c->seeds.v[q], &w);
+	for (size_t h = 0; h < c->queue.n && !w.rc; h++) {
+		int r = mmfile_each_parent(&c->v, c->queue.v[h], add_to_a, &w);
+		if (r == MMFILE_ESTALE) return r;
+	}
+	if (w.rc) return MMFILE_ENOMEM;
+	int rc = children_into(c, &c->a, &c->b, R_B);
+	if (rc == 0 && root != MM_NONE && !(c->mark[root] & R_ROLE)) {
+		c->mark[root] |= R_B;
+		if (push(&c->b, root) < 0) rc = MMFILE_ENOMEM;
+	}
+	if (rc == 0) rc = children_into(c, &c->b, &c->b2, R_B2);
+	if (rc) return rc;
+	const U32s *parts[3] = {&c->a, &c->b, &c->b2};
+	for (int p = 0; p < 3; p++)
+		for (size_t q = 0; q < parts[p]->n; q++)
+			if (push(&c->sub, parts[p]->v[q]) < 0) return MMFILE_ENOMEM;
+	qsort_r(c->sub.v, c->sub.n, sizeof *c->sub.v, cmp_key, &c->v);
+	for (size_t q = 0; q < c->sub.n; q++) c->local[c->sub.v[q]] = (uint32_t)q;
+	return 0;
+}
+
+static int mark_valued(uint32_t p, void *ctx)
+{
+	ParentWalk *w = ctx;
+	Inc *c = w->c;
+	if ((c->mark[p] & R_ROLE) != R_A || c->nval[c->local[p]]) return 0;
+	c->nval[c->local[p]] = 1;
+	if (push(&c->queue, p) < 0) return w->rc = -1;
+	return 0;
+}
+
+/* Which nodes of A have a value: a leaf, or an edge to a valued node. */
+static int value_a(Inc *c)
+{
+	c->nval = calloc(c->sub.n + 1, 1);
+	if (!c->nval) return MMFILE_ENOMEM;
+	c->queue.n = 0;
+	for (size_t q = 0; q < c->a.n; q++) {
+		uint32_t x = c->a.v[q], len;
+		const MmMove *m = mmfile_moves(&c->v, x, &len);
+		if (!m) return MMFILE_ESTALE;
+		for (uint32_t k = 0; k < len; k++) {
+			uint32_t ch = m[k].next;
+			if (ch == MM_NONE || ((c->mark[ch] & R_ROLE) != R_A && (mmfile_flags(&c->v, ch) & MMF_VALUED))) {
+				c->nval[c->local[x]] = 1;
+				if (push(&c->queue, x) < 0) return MMFILE_ENOMEM;
+				break;
+			}
+		}
+	}
+	ParentWalk w = {c, 0, false};
+	for (size_t h = 0; h < c->queue.n && !w.rc; h++)
+		if (mmfile_each_parent(&c->v, c->queue.v[h], mark_valued, &w) == MMFILE_ESTALE) return MMFILE_ESTALE;
+	return w.rc ? MMFILE_ENOMEM : 0;
+}
+
+static MmFlags core_flags(uint8_t f)
+{
+	MmFlags r = 0;
+	if (f & MMF_VALUED) r |= F_VALUED;
+	if (f & MMF_CHECKED) r |= MM_F_CHECKED;
+	if (f & MMF_LOOP) r |= MM_F_LOOP;
+	if (f & MMF_CONST) r |= MM_F_CONST;
+	if (f & MMF_SURVIVOR) r |= MM_F_SURVIVOR;
+	if (f & MMF_WHITE) r |= MM_F_WHITE;
+	return r;
+}
+
+/* The subgraph as the core takes it. */
+static int build_sub(Inc *c)
+{
+	MmGraph *g = &c->g;
+	size_t n = c->sub.n;
+	memset(g, 0, sizeof *g);
+	g->n = n;
+	g->draw[BLACK] = bookmm_clamp(c->opt->draw_black);
+	g->draw[WHITE] = bookmm_clamp(c->opt->draw_white);
+	g->flags = calloc(n + 1, sizeof *g->flags);
+	g->vd = calloc(n + 1, sizeof *g->vd);
+	g->mstart = calloc(n + 1, sizeof *g->mstart);
+	if (!g->flags || !g->vd || !g->mstart) return MMFILE_ENOMEM;
+	for (size_t l = 0; l < n; l++) {
+		uint32_t x = c->sub.v[l], len;
+		int role = c->mark[x] & R_ROLE;
+		uint8_t f = mmfile_flags(&c->v, x);
+		g->mstart[l] = (uint32_t)g->nmoves;
+		bool valued = role == R_A ? c->nval[l] : (f & MMF_VALUED);
+		if (role == R_A && valued) {
+			g->flags[l] = F_VALUED;
+			if (f & MMF_WHITE) g->flags[l] |= MM_F_WHITE;
+			if (f & MMF_INCHECK) g->flags[l] |= MM_F_CHECKED;
+		} else if (role == R_A) {
+			g->flags[l] = MM_F_CONST | MM_F_FROZEN | ((f & MMF_WHITE) ? MM_F_WHITE : 0);
+		} else {
+			g->flags[l] = core_flags(f) | MM_F_FROZEN;
+			g->vd[l] = mmfile_vd(&c->v, x);
+		}
+		if (!valued || role == R_B2) continue;
+		const MmMove *m = mmfile_moves(&c->v, x, &len);
+		if (!m) return MMFILE_ESTALE;
+		for (uint32_t k = 0; k < len; k++) {
+			MmMove mv = m[k];
+			if (mv.next != MM_NONE) {
+				if (!(c->mark[mv.next] & R_ROLE) || !valued_now(c, mv.next)) continue;
+				mv.next = c->local[mv.next];
+			}
+			if (mm_push_move(g, mv) < 0) return MMFILE_ENOMEM;
+		}
+	}
+	g->mstart[n] = (uint32_t)g->nmoves;
+	return 0;
+}
+
+/* Is frozen node x (on a loop, not a survivor) still between two survivors? */
+static int survivor_parent(uint32_t p, void *ctx)
+{
+	ParentWalk *b = ctx;
+	Inc *c = b->c;
+	bool surv = (c->mark[p] & R_ROLE) == R_A ? (c->g.flags[c->local[p]] & MM_F_SURVIVOR)
+						   : (mmfile_flags(&c->v, p) & MMF_SURVIVOR);
+	if (surv) b->found = true;
+	return b->found;
+}
+
+/* Frozen nodes whose place on a perpetual-check loop the new A changed. */
+static int stale_nodes(Inc *c, size_t *nstale)
+{
+	*nstale = 0;
+	for (size_t l = 0; l < c->sub.n; l++) {
+		uint32_t x = c->sub.v[l];
+		bool stale = c->g.flags[l] & MM_F_STALE;
+		uint8_t f = mmfile_flags(&c->v, x);
+		if (!stale && (c->mark[x] & R_ROLE) == R_B && (f & MMF_VALUED) && (f & MMF_LOOP) &&
+		    !(f & MMF_SURVIVOR)) {
+			ParentWalk b = {c, 0, false};
+			if (mmfile_each_parent(&c->v, x, survivor_parent, &b) == MMFILE_ESTALE) return MMFILE_ESTALE;
+			stale = !b.found;
+		}
+		if (!stale) continue;
+		c->mark[x] |= M_SEED;
+		if (push(&c->seeds, x) < 0) return MMFILE_ENOMEM;
+		(*nstale)++;
+	}
+	return 0;
+}
+
+/* ---- results ------------------------------------------------------------------------ */
+
+static int mark_rewrite(uint32_t p, void *ctx)
+{
+	ParentWalk *w = ctx;
+	w->c->mark[p] |= M_REWRITE;
+	return 0;
+}
+
+/* Stores A's new flags and values in the view (journalled) and the totals. */
+static int store_states(Inc *c)
+{
+	/* Nodes whose moves were replaced had their old part taken off then. */
+	for (size_t q = 0; q < c->a.n; q++)
+		if (!(c->mark[c->a.v[q]] & (M_LISTED | M_NEW))) contrib(c, c->a.v[q], -1);
+	ParentWalk w = {c, 0, false};
+	for (size_t q = 0; q < c->a.n; q++) {
+		uint32_t x = c->a.v[q], l = c->local[x];
+		uint8_t old = mmfile_flags(&c->v, x);
+		uint8_t nf = bookmm_file_flags(c->g.flags[l], old);
+		MmVd ov = mmfile_vd(&c->v, x), nv = c->g.vd[l];
+		if (nf == old && ov.value == nv.value && ov.depth == nv.depth) continue;
+		if ((nf ^ old) & MMF_VALUED) c->mark[x] |= M_REWRITE;
+		int rc = mmfile_set_state(&c->v, x, nf, nv);
+		if (rc) return rc;
+		/* The parents show this node's value in their records. */
+		if (mmfile_each_parent(&c->v, x, mark_rewrite, &w) == MMFILE_ESTALE) return MMFILE_ESTALE;
+	}
+	for (size_t q = 0; q < c->a.n; q++) contrib(c, c->a.v[q], +1);
+	return 0;
+}
+
+/* The (value, dist) of node x's edges to valued nodes, as its record shows them. */
+static int node_edges(const Inc *c, uint32_t x, BookmmEdge *out)
+{
+	uint32_t len;
+	const MmMove *m = mmfile_moves(&c->v, x, &len);
+	int n = 0;
+	for (uint32_t k = 0; m && k < len; k++) {
+		uint32_t ch = m[k].next;
+		if (ch == MM_NONE) continue;
+		uint8_t f = mmfile_flags(&c->v, ch);
+		if (!(f & MMF_VALUED)) continue;
+		out[n++] = (BookmmEdge){m[k].move, bookmm_stored_vd(mmfile_vd(&c->v, ch), f & MMF_LOOP,
+								       f & MMF_CHECKED)};
+	}
+	return n;
+}
+
+static void root_value(BookmmStats *st, const Inc *c, uint32_t r)
+{
+	if (r == MM_NONE || !(mmfile_flags(&c->v, r) & MMF_VALUED)) return;
+	BookmmEdge e[BOOKMM_NODE_MOVES];
+	int ne = node_edges(c, r, e);
+	MmVd best = {-MM_VALUE_INF, MM_DEPTH_MAX};
+	for (int k = 0; k < ne; k++)
+		if (mm_vd_better(e[k].vd, best)) best = e[k].vd;
+	uint32_t len;
+	const MmMove *m = mmfile_moves(&c->v, r, &len);
+	for (uint32_t k = 0; m && k < len; k++)
+		if (m[k].next == MM_NONE && mm_vd_better((MmVd){m[k].value, 0}, best)) best = (MmVd){m[k].value, 0};
+	st->has_root = true;
+	st->root_value = best.value;
+}
+
+/* Rewrites the records, consumes the log, journals the graph's changes and
+ * records the new state: one write transaction. */
+static int commit(Inc *c, BookmmStats *st, const char *dir, char *why, size_t whylen)
+{
+	U32s rw = {0};
+	for (size_t q = 0; q < c->sub.n; q++)
+		if (c->mark[c->sub.v[q]] & M_REWRITE && push(&rw, c->sub.v[q]) < 0) goto nomem;
+	for (size_t q = 0; q < c->changed.n; q++) {
+		uint32_t x = c->changed.v[q];
+		if (!(c->mark[x] & R_ROLE) && push(&rw, x) < 0) goto nomem;
+	}
+	qsort_r(rw.v, rw.n, sizeof *rw.v, cmp_key, &c->v);
+	uint8_t *buf = malloc(BOOKDB_RECORD_MAX);
+	BookmmEdge *edges = malloc(BOOKMM_NODE_MOVES * sizeof *edges);
+	BookTxn *txn = NULL;
+	int rc = buf && edges ? bookdb_txn_begin(&txn, c->db, true) : BOOKDB_ENOMEM;
+	if (rc < 0) goto done;
+	bookdb_txn_set_tracking(txn, false);
+	for (size_t q = 0; q < rw.n; q++) {
+		uint32_t x = rw.v[q];
+		const uint8_t *raw;
+		size_t len;
+		rc = bookdb_get_raw(&raw, &len, txn, mmfile_key(&c->v, x));
+		if (rc == BOOKDB_ENOTFOUND) continue;
+		if (rc < 0) goto done;
+		int ne = node_edges(c, x, edges);
+		int n = bookmm_rewrite(buf, raw, len, c->rec, mmfile_flags(&c->v, x) & MMF_VALUED, edges, ne, false);
+		if (n <= 0) continue;
+		if ((rc = bookdb_put_raw(txn, mmfile_key(&c->v, x), buf, (size_t)n)) < 0) goto done;
+		st->rewritten++;
+	}
+	char msg[256];
+	uint64_t jlen;
+	if ((rc = bookdb_changes_consume(txn, c->snap_seq)) < 0) goto done;
+	if (mmfile_journal_append(&c->v, dir, c->s.journal_len, &jlen, msg, sizeof msg) < 0) {
+		bookdb_txn_abort(txn);
+		txn = NULL;
+		rc = mm_fail(why, whylen, BOOKMM_EBOOK, "keeping the graph: %s", msg);
+		goto out;
+	}
+	c->s.journal_len = jlen;
+	c->s.seq = c->snap_seq;
+	c->s.positions = st->positions;
+	c->s.valued = st->valued;
+	c->s.settled = st->settled;
+	c->s.moves = st->moves;
+	c->s.edges = st->edges;
+	if ((rc = bookmm_state_put(txn, &c->s)) < 0 || (rc = bookmm_summary_put(txn, st, c->opt)) < 0) goto done;
+	rc = bookdb_txn_commit(txn);
+	txn = NULL;
+done:
+	bookdb_txn_abort(txn);
+	if (rc < 0) rc = mm_fail(why, whylen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+				     "writing the book: %s", bookdb_strerror(rc));
+out:
+	free(buf);
+	free(edges);
+	free(rw.v);
+	return rc;
+nomem:
+	free(rw.v);
+	return mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
+}
+
+static void inc_free(Inc *c)
+{
+	mmfile_close(&c->v);
+	mm_graph_free(&c->g);
+	free(c->nval);
+	free(c->mark);
+	free(c->local);
+	free(c->changed.v);
+	free(c->seeds.v);
+	free(c->a.v);
+	free(c->b.v);
+	free(c->b2.v);
+	free(c->sub.v);
+	free(c->queue.v);
+	free(c->rec);
+	free(c->pos);
+	free(c->moves);
+}
+
+/* The start position's node, or MM_NONE. */
+static uint32_t root_node(Inc *c)
+{
+	pos_set_startpos(c->pos);
+	return mmfile_find(&c->v, pos_key(c->pos));
+}
+
+int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,
+		       char *why, size_t whylen)
+{
+	Inc c;
+	memset(&c, 0, sizeof c);
+	c.db = db;
+	c.opt = opt;
+	BookTxn *snap = NULL;
+	BookChangesInfo ci;
+	int rc = bookdb_txn_begin(&snap, db, false);
+	if (rc == 0) rc = bookdb_changes_info(&ci, snap);
+	if (rc < 0) {
+		rc = mm_fail(why, whylen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
+		goto out;
+	}
+	rc = bookmm_state_get(&c.s, snap);
+	if (rc == BOOKDB_ENOTFOUND) {
+		rc = mm_fail(why, whylen, BOOKMM_EFULL, "no earlier minimax run");
+		goto out;
+	}
+	if (rc < 0) {
+		rc = mm_fail(why, whylen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
+		goto out;
+	}
+	if (c.s.draw[BLACK] != bookmm_clamp(opt->draw_black) || c.s.draw[WHITE] != bookmm_clamp(opt->draw_white)) {
+		rc = mm_fail(why, whylen, BOOKMM_EFULL, "other draw values than the last run's");
+		goto out;
+	}
+	if (ci.state != BOOKDB_CHANGES_ON) {
+		rc = mm_fail(why, whylen, BOOKMM_EFULL, "%s",
+				 ci.state == BOOKDB_CHANGES_OVERFLOW ? "the change log overflowed"
+								     : "the book does not log its changes");
+		goto out;
+	}
+	char msg[200];
+	rc = mmfile_open(&c.v, dir, c.s.stamp, c.s.journal_len, msg, sizeof msg);
+	if (rc < 0) {
+		rc = mm_fail(why, whylen, rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EFULL, "%s", msg);
+		goto out;
+	}
+	/* A long journal costs every run its replay: start afresh now and then. */
+	if (c.s.journal_len > (uint64_t)c.v.map_len / 4 + ((uint64_t)1 << 20)) {
+		rc = mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph's journal has grown large");
+		goto out;
+	}
+	c.rec = malloc(sizeof *c.rec);
+	c.pos = malloc(sizeof *c.pos);
+	c.moves = malloc(BOOKMM_NODE_MOVES * sizeof *c.moves);
+	if (!c.rec || !c.pos || !c.moves || cover(&c) < 0) {
+		rc = mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
+		goto out;
+	}
+	c.snap_seq = ci.seq;
+	c.tot = (Totals){(int64_t)c.s.valued, (int64_t)c.s.settled, (int64_t)c.s.moves, (int64_t)c.s.edges};
+	if ((rc = absorb_changes(&c, snap, why, whylen)) < 0) goto out;
+	bookdb_txn_abort(snap);
+	snap = NULL;
+	uint32_t root = root_node(&c);
+	if (c.changed.n == 0) {
+		/* Nothing changed: the book is as the last run left it. */
+		st->incremental = true;
+		st->positions = mmfile_count(&c.v);
+		st->valued = c.s.valued;
+		st->settled = c.s.settled;
+		st->cyclic = st->valued - st->settled;
+		st->moves = c.s.moves;
+		st->edges = c.s.edges;
+		root_value(st, &c, root);
+		rc = 0;
+		goto out;
+	}
+	for (int round = 0;; round++) {
+		MmStats ms;
+		size_t nstale = 0;
+		rc = collect(&c, root);
+		if (rc == 0) rc = value_a(&c);
+		if (rc == 0) rc = build_sub(&c);
+		if (rc == 0 && mm_backup(&c.g, &ms) < 0) rc = MMFILE_ENOMEM;
+		if (rc == 0) rc = stale_nodes(&c, &nstale);
+		if (rc) {
+			rc = rc == MMFILE_ESTALE ? mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph is damaged")
+						 : mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
+			goto out;
+		}
+		c.sweeps = ms.peel_sweeps + ms.relax_sweeps;
+		if (nstale == 0) break;
+		if (round >= 16) {
+			rc = mm_fail(why, whylen, BOOKMM_EFULL, "perpetual-check loops kept growing");
+			goto out;
+		}
+		clear_roles(&c);
+	}
+	if ((rc = store_states(&c)) != 0) {
+		rc = rc == MMFILE_ESTALE ? mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph is damaged")
+					 : mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
+		goto out;
+	}
+	st->incremental = true;
+	st->positions = mmfile_count(&c.v);
+	st->valued = (size_t)c.tot.valued;
+	st->settled = (size_t)c.tot.settled;
+	st->cyclic = st->valued - st->settled;
+	st->moves = (size_t)c.tot.moves;
+	st->edges = (size_t)c.tot.edges;
+	st->sweeps = c.sweeps;
+	st->changed = c.changed.n;
+	st->affected = c.a.n;
+	root_value(st, &c, root);
+	rc = commit(&c, st, dir, why, whylen);
+out:
+	bookdb_txn_abort(snap);
+	inc_free(&c);
+	return rc;
+}

@@ -1,0 +1,92 @@
+/*
+ * minimax/bookmm_priv.h — what the whole-book run (bookmm.c) and the
+ * incremental run (bookinc.c) of joseki minimax share. Not a public header.
+ */
+#ifndef MINIMAX_BOOKMM_PRIV_H
+#define MINIMAX_BOOKMM_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bookdb/bookdb.h"
+#include "minimax/bookmm.h"
+#include "minimax/graph.h"
+#include "shogi/position.h"
+
+#define BOOKMM_BATCH 10000
+/* Room for one record's graph moves: its edges, its best leaf, a mated leaf. */
+#define BOOKMM_NODE_MOVES (MOVEGEN_MAX + 2)
+
+int16_t bookmm_clamp(int v);
+
+/* Looks a key up among the book's nodes: its node, or MM_NONE. */
+typedef uint32_t (*BookmmFind)(const void *ctx, Key k);
+
+/*
+ * A record's moves in the graph: every legal move whose child is a book node
+ * (an edge, listed in the record or not), then the best engine evaluation among
+ * the record's other moves (a leaf), then, when there is no legal move, a
+ * mated leaf (MOVE_NONE, -32000). out holds BOOKMM_NODE_MOVES. *flags gets
+ * MMF_WHITE / MMF_INCHECK. A record that does not decode or is not a legal
+ * position has no moves (returns 0, flags 0): joseki check reports it.
+ * pos and rec are scratch space.
+ */
+int bookmm_record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
+			BookRecord *rec, Position *pos, BookmmFind find, const void *ctx);
+
+/* The (value, dist) an edge gets in its record (as peta-shock writes it). */
+static inline MmVd bookmm_stored_vd(MmVd child, bool child_loop, bool child_checked)
+{
+	/* A move into a perpetual-check loop where the opponent is in check
+	 * must not win a tie against an equal exit. */
+	if (child_loop && child_checked) child.depth = MM_DEPTH_PCHECK;
+	return child;
+}
+
+/* One edge to a valued child, with the (value, dist) it gets in the record. */
+typedef struct {
+	Move move;
+	MmVd vd;
+} BookmmEdge;
+
+/*
+ * Rewrites the record at raw (its moves' values and dists, transposition edges
+ * it does not list appended, the MINIMAX flag) into out when that changes it
+ * or when force; returns the new length, 0 when nothing changed, or a negative
+ * code for a record that does not decode (left as it is).
+ */
+int bookmm_rewrite(uint8_t *out, const uint8_t *raw, size_t len, BookRecord *rec, bool valued,
+		   const BookmmEdge *edges, int nedges, bool force);
+
+/*
+ * The state the book keeps about its last minimax run (meta key "mmstate"):
+ * which graph file and how much of its journal belong to the records, how far
+ * the change log has been consumed, the draw values, and totals to report.
+ */
+typedef struct {
+	uint64_t stamp;
+	uint64_t journal_len;
+	uint64_t seq; /* change-log entries up to this one are reflected */
+	int32_t draw[2];
+	uint64_t positions, valued, settled, moves, edges;
+} BookmmState;
+
+/* 0, BOOKDB_ENOTFOUND (no state or another layout), or a bookdb error. */
+int bookmm_state_get(BookmmState *out, BookTxn *txn);
+int bookmm_state_put(BookTxn *txn, const BookmmState *st);
+/* The human-readable summary under meta key "minimax". */
+int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions *opt);
+
+/* File flags (MMF_*) of a node from the core's flags and its structure bits. */
+uint8_t bookmm_file_flags(MmFlags core, uint8_t structure);
+
+/* The whole-book and incremental runs. bookmm_incremental returns
+ * BOOKMM_EFULL (reason in err) when only a whole-book run can answer. */
+#define BOOKMM_EFULL (-100)
+int bookmm_full(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt, char *err,
+		size_t errlen);
+int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,
+		       char *err, size_t errlen);
+
+#endif
