@@ -31,6 +31,11 @@ $J think "$OUT/book" --engine builtin --engines 2 --time "$THINK" --quiet
 step "7. Minimax: backing the values up over the whole book graph (transpositions and repetitions handled)"
 $J minimax "$OUT/book"
 
+THINK2=${DEMO_THINK_MORE_SECONDS:-10}
+step "7b. Thinking ${THINK2} s more, then minimax again: incremental, only the new results and what lies above them"
+$J think "$OUT/book" --engine builtin --engines 2 --time "$THINK2" --quiet
+$J minimax "$OUT/book"
+
 step "8. Exporting a YaneuraOu book (sorted for BookOnTheFly) to $OUT/book.db"
 $J export "$OUT/book" "$OUT/book.db" --format yaneuraou
 head -n 4 "$OUT/book.db"
