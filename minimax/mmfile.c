@@ -68,25 +68,6 @@ static size_t align8(size_t x)
 	return (x + 7) & ~(size_t)7;
 }
 
-static unsigned dir_bits_for(size_t n)
-{
-	unsigned b = 4;
-	while (b < 30 && ((size_t)1 << b) < n / 2) b++;
-	return b;
-}
-
-static unsigned bloom_log2_for(size_t n)
-{
-	unsigned b = 10;
-	while (b < 40 && ((size_t)1 << b) < n * 8) b++;
-	return b;
-}
-
-static inline uint64_t bloom_bit(Key k, uint64_t mask)
-{
-	return (k.hi ^ (k.lo >> 7)) & mask;
-}
-
 /* ---- writing ------------------------------------------------------------------ */
 
 static int write_all(int fd, const void *p, size_t len)
@@ -156,22 +137,14 @@ int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, c
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	size_t nmoves = mstart[n], npar = pstart[n];
-	unsigned dbits = dir_bits_for(n), blog = bloom_log2_for(n);
-	size_t ndir = ((size_t)1 << dbits) + 1, nbloom = ((size_t)1 << blog) / 64;
+	unsigned dbits = bookdb_keydir_dir_bits(n), blog = bookdb_keydir_filter_log2(n);
+	size_t ndir = bookdb_keydir_dir_len(dbits), nbloom = bookdb_keydir_filter_words(blog);
 	uint32_t *dirv = malloc(ndir * sizeof *dirv);
 	uint64_t *bloom = calloc(nbloom, sizeof *bloom);
 	int rc = MMFILE_ENOMEM, fd = -1;
 	if (!dirv || !bloom) goto out;
-	/* Directory: the first node of every bucket of the key's top bits. */
-	size_t i = 0;
-	for (size_t b = 0; b < ndir; b++) {
-		while (i < n && (keys[i].hi >> (64 - dbits)) < b) i++;
-		dirv[b] = (uint32_t)i;
-	}
-	for (i = 0; i < n; i++) {
-		uint64_t bit = bloom_bit(keys[i], ((uint64_t)1 << blog) - 1);
-		bloom[bit >> 6] |= 1ULL << (bit & 63);
-	}
+	BookKeyDir kd;
+	bookdb_keydir_fill(&kd, keys, n, dirv, dbits, bloom, blog);
 	GraphHeader h;
 	memset(&h, 0, sizeof h);
 	memcpy(h.magic, GRAPH_MAGIC, 8);
@@ -487,14 +460,8 @@ int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd)
 
 uint32_t mmfile_find(const MmView *v, Key k)
 {
-	if (v->n && (v->bloom[bloom_bit(k, v->bloom_mask) >> 6] >> (bloom_bit(k, v->bloom_mask) & 63) & 1)) {
-		size_t b = (size_t)(k.hi >> (64 - v->dir_bits));
-		size_t lo = v->dir[b], hi = v->dir[b + 1];
-		if (hi > v->n) hi = v->n;
-		for (size_t i = lo; i < hi; i++)
-			if (key_equal(v->keys[i], k)) return (uint32_t)i;
-	}
-	return new_find(v, k);
+	size_t i = v->n ? bookdb_keydir_find(&v->kd, k) : BOOKDB_KEYDIR_NONE;
+	return i != BOOKDB_KEYDIR_NONE ? (uint32_t)i : new_find(v, k);
 }
 
 const MmMove *mmfile_moves(const MmView *v, uint32_t i, uint32_t *len)
@@ -676,8 +643,8 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 		goto bad;
 	}
 	size_t n = h.n;
-	size_t sizes[SEC_END] = {n * 16, (((size_t)1 << (h.dir_bits & 31)) + 1) * 4,
-				 (((size_t)1 << (h.bloom_log2 & 63)) / 64) * 8, n, n * 4, (n + 1) * 4,
+	size_t sizes[SEC_END] = {n * 16, bookdb_keydir_dir_len(h.dir_bits & 31) * 4,
+				 bookdb_keydir_filter_words(h.bloom_log2 & 63) * 8, n, n * 4, (n + 1) * 4,
 				 h.nmoves * 8, (n + 1) * 4, h.nparents * 4};
 	bool ok = n < MM_NONE && h.nmoves < MM_NONE && h.nparents < MM_NONE && h.dir_bits >= 1 &&
 		  h.dir_bits <= 30 && h.bloom_log2 >= 6 && h.bloom_log2 <= 40 &&
@@ -694,10 +661,9 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 	v->draw[1] = h.draw[1];
 	v->n = n;
 	v->keys = (const Key *)(base + h.off[SEC_KEYS]);
-	v->dir = (const uint32_t *)(base + h.off[SEC_DIR]);
-	v->dir_bits = h.dir_bits;
-	v->bloom = (const uint64_t *)(base + h.off[SEC_BLOOM]);
-	v->bloom_mask = ((uint64_t)1 << h.bloom_log2) - 1;
+	v->kd = (BookKeyDir){v->keys, n, (const uint32_t *)(base + h.off[SEC_DIR]), h.dir_bits,
+			     (const uint64_t *)(base + h.off[SEC_BLOOM]),
+			     ((uint64_t)1 << h.bloom_log2) - 1};
 	v->flags = base + h.off[SEC_FLAGS];
 	v->vd = (MmVd *)(base + h.off[SEC_VD]);
 	v->mstart = (const uint32_t *)(base + h.off[SEC_MSTART]);

@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bookdb/keydir.h"
 #include "minimax/graph.h"
 #include "shogi/zobrist.h"
 
@@ -74,10 +75,7 @@ typedef struct {
 	int draw[2];
 	size_t n;
 	const Key *keys;
-	const uint32_t *dir;
-	unsigned dir_bits;
-	const uint64_t *bloom;
-	uint64_t bloom_mask;
+	BookKeyDir kd; /* the file's key directory and filter over keys */
 	uint8_t *flags;
 	MmVd *vd;
 	const uint32_t *mstart;

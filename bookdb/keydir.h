@@ -1,0 +1,91 @@
+/*
+ * bookdb/keydir.h — finding a 128-bit key among n keys held in key order
+ * (key_cmp), in two or three memory accesses instead of a binary search's
+ * twenty-odd: a directory of the top d bits of key.hi, and in front of it a
+ * filter that turns most absent keys away with one access.
+ *
+ *   directory  2^d + 1 u32: dir[b] is the first index whose key's top d bits
+ *              of hi are >= b, so bucket b is keys[dir[b] .. dir[b+1]) and
+ *              dir[2^d] = n. d is the smallest of 4..30 with 2^d >= n / 2, so
+ *              a bucket holds about two keys (Zobrist keys are uniform).
+ *   filter     2^f bits, f the smallest of 10..40 with 2^f >= 8n (8 to 16 bits
+ *              a key, about one byte): bit (hi ^ (lo >> 7)) mod 2^f is set for
+ *              every key. One bit a key, so an absent key passes with
+ *              probability 1 - e^(-n / 2^f): at most 12 %, 7 % at 10 M keys.
+ *
+ * Both are part of the minimax graph file's layout (docs/minimax.md, "The
+ * graph file"): the sizes and the filter bit must never change. The book's
+ * snapshot index (bookdb/index.h) and the graph file (minimax/mmfile.h) both
+ * find keys through this code.
+ *
+ * A BookKeyDir only points at memory owned by someone else (an index's
+ * arrays, a mapped file); it is read-only, so any number of threads may use
+ * one at once.
+ */
+#ifndef BOOKDB_KEYDIR_H
+#define BOOKDB_KEYDIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shogi/zobrist.h"
+
+/* bookdb_keydir_find's "not there". */
+#define BOOKDB_KEYDIR_NONE SIZE_MAX
+
+typedef struct {
+	const Key *keys;        /* n keys, ascending, no two equal */
+	size_t n;
+	const uint32_t *dir;    /* bookdb_keydir_dir_len(dir_bits) entries */
+	unsigned dir_bits;      /* d: 1..30 */
+	const uint64_t *filter; /* bookdb_keydir_filter_words(filter_log2) words */
+	uint64_t filter_mask;   /* 2^f - 1 */
+} BookKeyDir;
+
+/* The directory bits d and filter bits log2 f for n keys (see above). */
+unsigned bookdb_keydir_dir_bits(size_t n);
+unsigned bookdb_keydir_filter_log2(size_t n);
+
+/* Entries of the directory (u32) and words of the filter (u64). */
+static inline size_t bookdb_keydir_dir_len(unsigned dir_bits)
+{
+	return ((size_t)1 << dir_bits) + 1;
+}
+static inline size_t bookdb_keydir_filter_words(unsigned filter_log2)
+{
+	return ((size_t)1 << filter_log2) / 64;
+}
+
+/* The filter bit of k (mask = 2^f - 1). Part of the graph file's format. */
+static inline uint64_t bookdb_keydir_filter_bit(Key k, uint64_t mask)
+{
+	return (k.hi ^ (k.lo >> 7)) & mask;
+}
+
+/*
+ * Fills dir (bookdb_keydir_dir_len(dir_bits) entries) and filter
+ * (bookdb_keydir_filter_words(filter_log2) words, zeroed by the caller) for
+ * keys[0..n), which must be ascending; fills *out to find them through those
+ * arrays (they, and keys, must then outlive it). No allocation.
+ */
+void bookdb_keydir_fill(BookKeyDir *out, const Key *keys, size_t n, uint32_t *dir,
+			unsigned dir_bits, uint64_t *filter, unsigned filter_log2);
+
+/*
+ * The index of k in d->keys, or BOOKDB_KEYDIR_NONE. Reads one filter word,
+ * and for keys that pass it two directory entries and the bucket's keys. A
+ * directory entry beyond n (a damaged file) is read as n: never out of range.
+ */
+static inline size_t bookdb_keydir_find(const BookKeyDir *d, Key k)
+{
+	uint64_t bit = bookdb_keydir_filter_bit(k, d->filter_mask);
+	if (!(d->filter[bit >> 6] >> (bit & 63) & 1)) return BOOKDB_KEYDIR_NONE;
+	size_t b = (size_t)(k.hi >> (64 - d->dir_bits));
+	size_t i = d->dir[b], end = d->dir[b + 1];
+	end = end < d->n ? end : d->n;
+	for (; i < end; i++)
+		if (key_equal(d->keys[i], k)) return i;
+	return BOOKDB_KEYDIR_NONE;
+}
+
+#endif
