@@ -1,7 +1,9 @@
 /* shogi/zobrist.c — the fixed key tables (part of the on-disk format). */
 #include "shogi/zobrist.h"
 
+#include <endian.h>
 #include <stdio.h>
+#include <string.h>
 
 Key ZOB_PSQ[PIECE_NB][SQ_NB];
 Key ZOB_HAND[COLOR_NB][HAND_PT_NB];
@@ -63,20 +65,20 @@ int key_from_hex(Key *out, const char *hex)
 	return 0;
 }
 
+/* Two byte-swapped words, not a byte loop: every cursor step over the book
+ * converts one key. */
 void key_to_bytes(Key k, uint8_t out[16])
 {
-	for (int i = 0; i < 8; i++) {
-		out[i] = (uint8_t)(k.hi >> (56 - 8 * i));
-		out[8 + i] = (uint8_t)(k.lo >> (56 - 8 * i));
-	}
+	uint64_t hi = htobe64(k.hi), lo = htobe64(k.lo);
+	memcpy(out, &hi, 8);
+	memcpy(out + 8, &lo, 8);
 }
 
 Key key_from_bytes(const uint8_t in[16])
 {
-	Key k = {0, 0};
-	for (int i = 0; i < 8; i++) {
-		k.hi = (k.hi << 8) | in[i];
-		k.lo = (k.lo << 8) | in[8 + i];
-	}
+	uint64_t hi, lo;
+	memcpy(&hi, in, 8);
+	memcpy(&lo, in + 8, 8);
+	Key k = {be64toh(lo), be64toh(hi)};
 	return k;
 }
