@@ -72,6 +72,16 @@ void bookdb_keydir_fill(BookKeyDir *out, const Key *keys, size_t n, uint32_t *di
 			unsigned dir_bits, uint64_t *filter, unsigned filter_log2);
 
 /*
+ * Starts fetching k's filter word, for a caller about to look up many keys:
+ * asked for together, their memory latencies overlap. Changes nothing.
+ */
+static inline void bookdb_keydir_prefetch(const BookKeyDir *d, Key k)
+{
+	uint64_t bit = bookdb_keydir_filter_bit(k, d->filter_mask);
+	__builtin_prefetch(&d->filter[bit >> 6]);
+}
+
+/*
  * The index of k in d->keys, or BOOKDB_KEYDIR_NONE. Reads one filter word,
  * and for keys that pass it two directory entries and the bucket's keys. A
  * directory entry beyond n (a damaged file) is read as n: never out of range.
