@@ -7,8 +7,10 @@
 # and by random-order puts through the batched writer (what ingestion does).
 # Prints bytes per position on disk, inserts per second, and point lookups per
 # second on the warm bulk-loaded book (moves-only lookups, as query and the
-# selector do, and full-record lookups). Rates are wall clock and, in brackets,
-# per CPU second of the process (a busy machine distorts the first).
+# selector do, and full-record lookups), through LMDB and through a snapshot
+# index (bookdb/index.h: its build time and size, then the same lookups).
+# Rates are wall clock and, in brackets, per CPU second of the process (a busy
+# machine distorts the first).
 set -eu
 J=${JOSEKI:-./joseki}
 N=${BOOKDB_BENCH_POSITIONS:-1000000}
@@ -38,6 +40,10 @@ for mode in sorted unsorted; do
 		l1=$(echo "$out" | grep '^lookups ')
 		l2=$(echo "$out" | grep '^lookups_full ')
 		echo "bookdb lookups: positions $pos lookups $LOOKUPS lookups_per_s $(field lookups_per_s "$l1") ($(field lookups_per_cpu_s "$l1")/cpu-s) full_record_lookups_per_s $(field lookups_per_s "$l2") ($(field lookups_per_cpu_s "$l2")/cpu-s)"
+		b=$(echo "$out" | grep '^index_build ')
+		i1=$(echo "$out" | grep '^index_lookups ')
+		i2=$(echo "$out" | grep '^index_lookups_full ')
+		echo "bookdb index: positions $pos build_ms $(field time_ms "$b") (cpu $(field cpu_ms "$b") ms) bytes $(field bytes "$b") lookups_per_s $(field lookups_per_s "$i1") ($(field lookups_per_cpu_s "$i1")/cpu-s) full_record_lookups_per_s $(field lookups_per_s "$i2") ($(field lookups_per_cpu_s "$i2")/cpu-s)"
 	fi
 	rm -rf "$book"
 done

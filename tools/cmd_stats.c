@@ -12,7 +12,10 @@
  * book, and prints "lookups N time_ms T lookups_per_s R cpu_ms C
  * lookups_per_cpu_s RC" (get + decode of the
  * moves, what query and selection do) and "lookups_full ..." (get + decode of
- * the whole record, position unpacked too).
+ * the whole record, position unpacked too); then builds a snapshot index
+ * (bookdb/index.h), prints "index_build COUNT time_ms T cpu_ms C bytes B", and
+ * times the same lookups through it: "index_lookups ...", "index_lookups_full
+ * ...", fields as above.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 #include <time.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/index.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
 
@@ -149,6 +153,42 @@ static uint64_t rng_next(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/* What one timed run of lookups reads through. */
+typedef enum { VIA_LMDB, VIA_LMDB_FULL, VIA_INDEX, VIA_INDEX_FULL } Via;
+
+static const char *const VIA_NAME[] = {"lookups", "lookups_full", "index_lookups",
+				       "index_lookups_full"};
+
+/* Times n lookups of keys[0..want) over and over and prints one line. */
+static int time_lookups(Via via, BookTxn *txn, const BookIndex *ix, BookRecord *rec,
+			const Key *keys, uint64_t want, uint64_t n)
+{
+	double t0 = now_ms(), c0 = cpu_ms();
+	uint64_t found = 0, done = 0;
+	while (done < n) {
+		for (uint64_t i = 0; i < want && done < n; i++, done++) {
+			int rc;
+			switch (via) {
+			case VIA_LMDB: rc = bookdb_get_moves(rec, txn, keys[i]); break;
+			case VIA_LMDB_FULL: rc = bookdb_get(rec, txn, keys[i]); break;
+			case VIA_INDEX: rc = bookdb_index_get_moves(rec, ix, keys[i]); break;
+			default: rc = bookdb_index_get(rec, ix, keys[i]); break;
+			}
+			found += rc == 0 && rec->nmoves < BOOKDB_MAX_MOVES;
+		}
+	}
+	double ms = now_ms() - t0, cms = cpu_ms() - c0;
+	if (found != n) {
+		joseki_error("stats: %llu of %llu lookups failed", (unsigned long long)(n - found),
+			     (unsigned long long)n);
+		return BOOKDB_ECORRUPT;
+	}
+	printf("%s %llu time_ms %.0f lookups_per_s %.0f cpu_ms %.0f lookups_per_cpu_s %.0f\n",
+	       VIA_NAME[via], (unsigned long long)n, ms, ms > 0 ? n / (ms / 1e3) : 0.0, cms,
+	       cms > 0 ? n / (cms / 1e3) : 0.0);
+	return 0;
+}
+
 static int bench_lookups(BookTxn *txn, BookRecord *rec, uint64_t n)
 {
 	uint64_t total = 0, seen = 0, rng = 12345;
@@ -161,6 +201,7 @@ static int bench_lookups(BookTxn *txn, BookRecord *rec, uint64_t n)
 	uint64_t want = n < total ? n : total;
 	Key *keys = malloc(want * sizeof *keys);
 	BookIter *it = NULL;
+	BookIndex *ix = NULL;
 	if (!keys) return BOOKDB_ENOMEM;
 	if ((rc = bookdb_iter_open(&it, txn))) goto out;
 	Key key;
@@ -182,30 +223,21 @@ static int bench_lookups(BookTxn *txn, BookRecord *rec, uint64_t n)
 		keys[i - 1] = keys[j];
 		keys[j] = t;
 	}
-	/* Twice: moves only (what query and selection need: they know the
-	 * position), then the whole record with the position unpacked. */
-	for (int full = 0; full < 2; full++) {
-		double t0 = now_ms(), c0 = cpu_ms();
-		uint64_t found = 0, done = 0;
-		while (done < n) {
-			for (uint64_t i = 0; i < want && done < n; i++, done++)
-				found += (full ? bookdb_get(rec, txn, keys[i])
-					       : bookdb_get_moves(rec, txn, keys[i])) == 0 &&
-					 rec->nmoves < BOOKDB_MAX_MOVES;
-		}
-		double ms = now_ms() - t0, cms = cpu_ms() - c0;
-		if (found != n) {
-			joseki_error("stats: %llu of %llu lookups failed",
-				     (unsigned long long)(n - found), (unsigned long long)n);
-			rc = BOOKDB_ECORRUPT;
-			goto out;
-		}
-		printf("lookups%s %llu time_ms %.0f lookups_per_s %.0f cpu_ms %.0f lookups_per_cpu_s %.0f\n",
-		       full ? "_full" : "", (unsigned long long)n, ms, ms > 0 ? n / (ms / 1e3) : 0.0, cms,
-		       cms > 0 ? n / (cms / 1e3) : 0.0);
-	}
+	/* Moves only (what query and selection need: they know the position),
+	 * then the whole record with the position unpacked; through LMDB, then
+	 * through a snapshot index, whose build is part of its price. */
+	for (Via via = VIA_LMDB; via <= VIA_LMDB_FULL; via++)
+		if ((rc = time_lookups(via, txn, NULL, rec, keys, want, n))) goto out;
+	double t0 = now_ms(), c0 = cpu_ms();
+	if ((rc = bookdb_index_build(&ix, txn))) goto out;
+	double ms = now_ms() - t0, cms = cpu_ms() - c0;
+	printf("index_build %llu time_ms %.0f cpu_ms %.0f bytes %zu\n",
+	       (unsigned long long)bookdb_index_count(ix), ms, cms, bookdb_index_bytes(ix));
+	for (Via via = VIA_INDEX; via <= VIA_INDEX_FULL; via++)
+		if ((rc = time_lookups(via, txn, ix, rec, keys, want, n))) goto out;
 	rc = 0;
 out:
+	bookdb_index_free(ix);
 	bookdb_iter_free(it);
 	free(keys);
 	return rc;
