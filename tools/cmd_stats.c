@@ -25,6 +25,7 @@
 
 #include "bookdb/bookdb.h"
 #include "bookdb/index.h"
+#include "shogi/movegen.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
 
@@ -48,16 +49,28 @@ static double now_ms(void)
  * key.hi (0 stands for empty, so hi 0 is stored as 1) at a position derived
  * from key.lo: a false "in book" needs a child and a book position with equal
  * 64-bit hi halves, about 2^-64 per pair. 8 bytes a position.
+ *
+ * Not the snapshot index (bookdb/index.h): nearly every record has a child in
+ * the book, and the index finds a present key through a filter word, a
+ * directory entry and the key, two or three dependent memory accesses, where
+ * this set needs one; on a 10 M synth book the count took 25.5 s through the
+ * index, 23.6 s here (medians of 3).
  */
 typedef struct {
 	uint64_t *slot;
 	size_t mask;
 } KeySet;
 
+/* The slot where the search for k starts. */
+static size_t keyset_home(const KeySet *ks, Key k)
+{
+	return (size_t)(k.lo * 0x9e3779b97f4a7c15ULL >> 20) & ks->mask;
+}
+
 static size_t keyset_pos(const KeySet *ks, Key k, uint64_t *tag)
 {
 	*tag = k.hi ? k.hi : 1;
-	size_t i = (size_t)(k.lo * 0x9e3779b97f4a7c15ULL >> 20) & ks->mask;
+	size_t i = keyset_home(ks, k);
 	while (ks->slot[i] && ks->slot[i] != *tag) i = (i + 1) & ks->mask;
 	return i;
 }
@@ -68,14 +81,28 @@ static int keyset_has(const KeySet *ks, Key k)
 	return ks->slot[keyset_pos(ks, k, &tag)] != 0;
 }
 
-/* True when some stored move of rec leads to a position in the book. */
+/*
+ * True when some stored move of rec leads to a position in the book. The legal
+ * moves are generated once (pos_is_legal would generate them per stored move),
+ * and the children's slots are asked for together, so that their memory
+ * latencies overlap: joseki stats on a 10 M synth book, 33.0 s -> 23.6 s.
+ */
 static int has_child(const KeySet *ks, const BookRecord *rec, Position *pos)
 {
+	Move legal[MOVEGEN_MAX];
+	Key child[BOOKDB_MAX_MOVES];
+	int n = 0;
 	if (bookdb_record_position(pos, rec, NULL) < 0) return 0;
-	for (int i = 0; i < rec->nmoves; i++) {
-		if (!pos_is_legal(pos, rec->moves[i].move)) continue;
-		if (keyset_has(ks, pos_key_after(pos, rec->moves[i].move))) return 1;
-	}
+	int nl = movegen_legal(pos, legal);
+	for (int i = 0; i < rec->nmoves; i++)
+		for (int j = 0; j < nl; j++)
+			if (legal[j] == rec->moves[i].move) {
+				child[n++] = pos_key_after(pos, legal[j]);
+				break;
+			}
+	for (int i = 0; i < n; i++) __builtin_prefetch(&ks->slot[keyset_home(ks, child[i])]);
+	for (int i = 0; i < n; i++)
+		if (keyset_has(ks, child[i])) return 1;
 	return 0;
 }
 
