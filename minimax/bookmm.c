@@ -2,8 +2,9 @@
  * minimax/bookmm.c — joseki minimax: what both kinds of run share, and the
  * whole-book run (docs/minimax.md). The incremental run is bookinc.c.
  *
- * The whole-book run reads one snapshot in two passes (keys: the key -> node
- * map; moves: edges and leaves, on every core), backs the values up with the
+ * The whole-book run reads one snapshot in two passes (keys: the snapshot
+ * index, bookdb/index.h, which is also the key -> node map; moves: edges and
+ * leaves, on every core), backs the values up with the
  * shared core, writes back the records whose values changed, then keeps the
  * graph for later runs (minimax/mmfile.h) and records in the book which graph
  * that is and how far the change log has been consumed. Nodes are numbered in
@@ -20,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bookdb/index.h"
 #include "minimax/bookmm_priv.h"
 #include "minimax/graph.h"
 #include "minimax/mmfile.h"
@@ -213,18 +215,13 @@ int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions 
 
 /* ---- the whole-book run: loading ----------------------------------------------- */
 
-/* A record's bytes in the read snapshot (valid while its transaction is open). */
-typedef struct {
-	const uint8_t *val;
-	size_t len;
-} RawRec;
-
 typedef struct {
 	size_t n;
-	Key *keys;
-	RawRec *raw;
-	size_t cap, raw_cap;
-	MmKeyMap map;
+	/* Node i is the index's record i; its keys outlive the snapshot, the
+	 * record bytes do not (only pass 2 reads them). */
+	BookIndex *ix;
+	const Key *keys;
+	const BookKeyDir *kd;
 	uint8_t *structure; /* MMF_WHITE / MMF_INCHECK */
 	uint32_t *mstart;   /* every move: edges to any book node, leaves */
 	MmMove *moves;
@@ -236,9 +233,7 @@ typedef struct {
 static void bg_free(BookGraph *b)
 {
 	mm_graph_free(&b->g);
-	free(b->keys);
-	free(b->raw);
-	mm_map_free(&b->map);
+	bookdb_index_free(b->ix);
 	free(b->structure);
 	free(b->mstart);
 	free(b->moves);
@@ -246,48 +241,26 @@ static void bg_free(BookGraph *b)
 	free(b->parents);
 }
 
+/* Nearly every legal move leads outside the book: the filter turns those
+ * away with one memory access. */
 static uint32_t map_find(const void *ctx, Key k)
 {
 	const BookGraph *b = ctx;
-	return mm_map_get(&b->map, b->keys, k);
+	size_t i = bookdb_keydir_find(b->kd, k);
+	return i == BOOKDB_KEYDIR_NONE ? MM_NONE : (uint32_t)i;
 }
 
 /* Pass 1: every key, in key order, and where its record lies in the snapshot. */
 static int load_keys(BookGraph *b, BookTxn *txn, char *err, size_t errlen)
 {
-	BookIter *it = NULL;
-	int rc = bookdb_iter_open(&it, txn);
-	if (rc < 0) return fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
-	Key k;
-	const uint8_t *val;
-	size_t len;
-	while ((rc = bookdb_iter_next(it, &k, &val, &len)) == 1) {
-		if (b->n >= MM_NONE - 1) {
-			rc = fail(err, errlen, BOOKMM_ENOMEM, "too many positions");
-			goto done;
-		}
-		if (mm_grow((void **)&b->keys, &b->cap, b->n + 1, sizeof *b->keys) < 0 ||
-		    mm_grow((void **)&b->raw, &b->raw_cap, b->n + 1, sizeof *b->raw) < 0) {
-			rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
-			goto done;
-		}
-		b->keys[b->n] = k;
-		b->raw[b->n] = (RawRec){val, len};
-		if (mm_map_put(&b->map, b->keys, (uint32_t)b->n) < 0) {
-			rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
-			goto done;
-		}
-		b->n++;
-	}
-	if (rc < 0) {
-		rc = fail(err, errlen, BOOKMM_EBOOK, "reading the book: %s", bookdb_strerror(rc));
-		goto done;
-	}
-	rc = mm_map_build_filter(&b->map, b->keys, b->n) < 0 ? fail(err, errlen, BOOKMM_ENOMEM, "out of memory")
-							      : 0;
-done:
-	bookdb_iter_free(it);
-	return rc;
+	int rc = bookdb_index_build(&b->ix, txn);
+	if (rc == BOOKDB_ENOMEM) return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+	if (rc < 0) return fail(err, errlen, BOOKMM_EBOOK, "reading the book: %s", bookdb_strerror(rc));
+	b->n = bookdb_index_count(b->ix);
+	if (b->n >= MM_NONE - 1) return fail(err, errlen, BOOKMM_ENOMEM, "too many positions");
+	b->keys = bookdb_index_keys(b->ix);
+	b->kd = bookdb_index_dir(b->ix);
+	return 0;
 }
 
 /* Pass 2 of one range of nodes, in a thread of its own: their moves (into its
@@ -313,8 +286,11 @@ static void *load_part(void *arg)
 	for (uint32_t i = p->lo; i < p->hi; i++) {
 		if (mm_grow((void **)&p->moves, &p->cap, p->nmoves + BOOKMM_NODE_MOVES, sizeof *p->moves) < 0)
 			goto out;
-		int n = bookmm_record_moves(p->moves + p->nmoves, &p->structure[i], b->raw[i].val,
-					    b->raw[i].len, rec, pos, map_find, b);
+		const uint8_t *val;
+		size_t len;
+		bookdb_index_raw(&val, &len, b->ix, i);
+		int n = bookmm_record_moves(p->moves + p->nmoves, &p->structure[i], val, len, rec, pos,
+					    map_find, b);
 		p->nmoves += (size_t)n;
 		p->count[i - p->lo] = (uint32_t)n;
 	}
@@ -548,7 +524,7 @@ static void root_value(BookmmStats *st, const BookGraph *b)
 	Position *start = malloc(sizeof *start);
 	if (!start) return;
 	pos_set_startpos(start);
-	uint32_t r = mm_map_get(&b->map, b->keys, pos_key(start));
+	uint32_t r = map_find(b, pos_key(start));
 	free(start);
 	if (r == MM_NONE || !(g->flags[r] & F_VALUED)) return;
 	MmVd best = {-MM_VALUE_INF, MM_DEPTH_MAX};
