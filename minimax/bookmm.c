@@ -51,8 +51,18 @@ int16_t bookmm_clamp(int v)
 
 /* ---- what both runs share ----------------------------------------------------- */
 
-int bookmm_record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
-			BookRecord *rec, Position *pos, BookmmFind find, const void *ctx)
+/*
+ * bookmm_record_moves, and when kd is the key directory find searches, its
+ * filter words are fetched for every child before the first is looked up.
+ * Nearly every child is outside the book and is turned away by its filter
+ * word alone, so the record's cost is those words' memory latency: asked for
+ * together, they arrive together (whole-book run on a 10 M synth book: 36.9 s
+ * looking the children up one by one, 33.0 s so). The children's keys come
+ * first in any case, so that the lookups do not wait on move arithmetic.
+ */
+static int record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
+			BookRecord *rec, Position *pos, BookmmFind find, const void *ctx,
+			const BookKeyDir *kd)
 {
 	*flags = 0;
 	if (bookdb_record_decode(rec, raw, len) < 0 || bookdb_record_position(pos, rec, NULL) < 0)
@@ -60,9 +70,13 @@ int bookmm_record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t 
 	if (pos->side == WHITE) *flags |= MMF_WHITE;
 	if (pos_in_check(pos)) *flags |= MMF_INCHECK;
 	Move legal[MOVEGEN_MAX];
+	Key child[MOVEGEN_MAX];
 	int nl = movegen_legal(pos, legal), n = 0;
+	for (int m = 0; m < nl; m++) child[m] = pos_key_after(pos, legal[m]);
+	if (kd)
+		for (int m = 0; m < nl; m++) bookdb_keydir_prefetch(kd, child[m]);
 	for (int m = 0; m < nl; m++) {
-		uint32_t j = find(ctx, pos_key_after(pos, legal[m]));
+		uint32_t j = find(ctx, child[m]);
 		if (j != MM_NONE) out[n++] = (MmMove){legal[m], 0, j};
 	}
 	/* Of the leaves only the best one matters to the analysis (equal leaves
@@ -83,6 +97,12 @@ int bookmm_record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t 
 	/* No legal move: mated (a drop-pawn mate, a stalemate alike). */
 	if (nl == 0) out[n++] = (MmMove){MOVE_NONE, -MM_VALUE_MAX, MM_NONE};
 	return n;
+}
+
+int bookmm_record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
+			BookRecord *rec, Position *pos, BookmmFind find, const void *ctx)
+{
+	return record_moves(out, flags, raw, len, rec, pos, find, ctx, NULL);
 }
 
 /* Sets rec's minimax fields; returns true when anything changed. */
@@ -289,8 +309,8 @@ static void *load_part(void *arg)
 		const uint8_t *val;
 		size_t len;
 		bookdb_index_raw(&val, &len, b->ix, i);
-		int n = bookmm_record_moves(p->moves + p->nmoves, &p->structure[i], val, len, rec, pos,
-					    map_find, b);
+		int n = record_moves(p->moves + p->nmoves, &p->structure[i], val, len, rec, pos, map_find,
+				     b, b->kd);
 		p->nmoves += (size_t)n;
 		p->count[i - p->lo] = (uint32_t)n;
 	}
