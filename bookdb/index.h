@@ -47,7 +47,8 @@ typedef struct BookIndex BookIndex;
 /*
  * Builds the index of every pos record txn sees (read or write transaction),
  * in one cursor pass; the memory is sized up front from bookdb_count. Returns
- * 0, BOOKDB_ENOMEM, BOOKDB_ECORRUPT (a key that is not 16 bytes, or keys out of
+ * 0, BOOKDB_ENOMEM (also for 2^32 - 1 records or more: the directory holds
+ * 32-bit positions), BOOKDB_ECORRUPT (a key that is not 16 bytes, or keys out of
  * order) or another error of the cursor; *out is then NULL and txn unchanged.
  * The caller frees the index with bookdb_index_free (see the lifetime above).
  */
