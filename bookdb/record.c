@@ -33,47 +33,14 @@ static inline void bw_flush(BitWriter *w)
 	w->have = 0;
 }
 
-typedef struct {
-	const uint8_t *buf;
-	size_t nbits; /* bits available */
-	size_t pos;   /* bits consumed */
-	size_t next;  /* next byte to load into acc */
-	uint64_t acc; /* loaded, unconsumed bits, most significant first */
-	int have;     /* number of bits in acc */
-	int bad;      /* set when a read ran past the end */
-} BitReader;
-
-static inline void br_refill(BitReader *r)
+/* The n (1..8) bits at bit offset pos of b, most significant first. b must
+ * hold 8 readable bytes from pos / 8 on (callers pad a copy with zeros). */
+static inline unsigned bits_at(const uint8_t *b, size_t pos, int n)
 {
-	while (r->have <= 56) {
-		uint64_t b = r->next < r->nbits / 8 ? r->buf[r->next] : 0;
-		r->next++;
-		r->acc |= b << (56 - r->have);
-		r->have += 8;
-	}
-}
-
-/* The next n (1..8) bits without consuming them; zeros past the end. */
-static inline unsigned br_peek(BitReader *r, int n)
-{
-	if (r->have < n) br_refill(r);
-	return (unsigned)(r->acc >> (64 - n));
-}
-
-/* Consumes n bits; consuming past the end sets bad. */
-static inline void br_skip(BitReader *r, int n)
-{
-	r->acc <<= n;
-	r->have -= n;
-	r->pos += (size_t)n;
-	if (r->pos > r->nbits) r->bad = 1;
-}
-
-static inline unsigned br_get(BitReader *r, int n)
-{
-	unsigned v = br_peek(r, n);
-	br_skip(r, n);
-	return v;
+	uint64_t w;
+	memcpy(&w, b + (pos >> 3), 8);
+	w = __builtin_bswap64(w);
+	return (unsigned)((w << (pos & 7)) >> (64 - n));
 }
 
 /*
@@ -212,34 +179,61 @@ int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side,
 			   const uint8_t *in, size_t len)
 {
 	if (len > BOOKDB_PACKED_MAX) len = BOOKDB_PACKED_MAX;
-	BitReader r = {in, len * 8, 0, 0, 0, 0, 0};
-	int used[KING + 1] = {0};
-	*side = br_get(&r, 1) ? WHITE : BLACK;
-	Square king[COLOR_NB];
-	king[BLACK] = (Square)br_get(&r, 7);
-	king[WHITE] = (Square)br_get(&r, 7);
-	if (r.bad || king[BLACK] > SQ_NONE || king[WHITE] > SQ_NONE ||
+	/* A zero-padded copy: every read is one unaligned load, none branches on
+	 * the end; reading past the packing shows as pos > nbits. */
+	uint8_t b[BOOKDB_PACKED_MAX + 8] = {0};
+	memcpy(b, in, len);
+	size_t pos = 15, nbits = len * 8;
+	*side = bits_at(b, 0, 1) ? WHITE : BLACK;
+	Square king[COLOR_NB] = {(Square)bits_at(b, 1, 7), (Square)bits_at(b, 8, 7)};
+	if (pos > nbits || king[BLACK] > SQ_NONE || king[WHITE] > SQ_NONE ||
 	    (king[BLACK] == king[WHITE] && king[BLACK] != SQ_NONE))
 		return BOOKDB_ECORRUPT;
-	memset(board, 0, SQ_NB * sizeof board[0]);
 	hand[BLACK] = hand[WHITE] = 0;
+	/* The codes are read one after the other (each one's length says where
+	 * the next starts), so the chain of reads is the cost. Each step takes a
+	 * run of empty squares (one 0 bit each: the window's leading zeros) and
+	 * the piece after it, and nothing branches on what a square holds. Step
+	 * i counts the squares that are not a king's; sq skips the kings'. */
+	memset(board, 0, SQ_NB * sizeof board[0]);
+	Square k1 = king[BLACK] < king[WHITE] ? king[BLACK] : king[WHITE];
+	Square k2 = king[BLACK] < king[WHITE] ? king[WHITE] : king[BLACK];
+	int nsq = SQ_NB - (king[BLACK] != SQ_NONE) - (king[WHITE] != SQ_NONE);
+	uint64_t counts = 0;
+	for (int i = 0; i < nsq;) {
+		if (pos > nbits) return BOOKDB_ECORRUPT;
+		uint64_t w;
+		memcpy(&w, b + (pos >> 3), 8);
+		w = __builtin_bswap64(w) << (pos & 7); /* at least 57 bits of the packing */
+		int z = w ? __builtin_clzll(w) : 64;
+		if (z >= nsq - i) { /* empty to the last square */
+			pos += (size_t)(nsq - i);
+			break;
+		}
+		if (z > 49) { /* a long run: the code after it is beyond the window */
+			pos += 49; /* (only the window's first 57 bits are the packing's) */
+			i += 49;
+			continue;
+		}
+		i += z;
+		unsigned e = BOARD_DECODE[(w << z) >> 56];
+		pos += (size_t)z + (e >> 8);
+		Square sq = (Square)(i + (i >= k1));
+		sq = (Square)(sq + (sq >= k2));
+		Piece p = (Piece)(e & 0xff);
+		board[sq] = p;
+		/* One byte a base type (PAWN..GOLD), off the chain of reads. */
+		counts += 1ULL << (8 * pt_unpromote(piece_type(p)));
+		i++;
+	}
+	if (pos > nbits) return BOOKDB_ECORRUPT;
 	for (int c = 0; c < COLOR_NB; c++)
 		if (king[c] != SQ_NONE) board[king[c]] = piece_make((Color)c, KING);
-	for (Square sq = 0; sq < SQ_NB; sq++) {
-		if (sq == king[BLACK] || sq == king[WHITE]) continue;
-		unsigned e = BOARD_DECODE[br_peek(&r, 8)];
-		br_skip(&r, (int)(e >> 8));
-		Piece p = (Piece)(e & 0xff);
-		if (p == PIECE_NONE) continue;
-		PieceType base = pt_unpromote(piece_type(p));
-		if (++used[base] > SET_COUNT[base]) return BOOKDB_ECORRUPT;
-		board[sq] = p;
-	}
-	if (r.bad) return BOOKDB_ECORRUPT;
-	int inhand = (int)br_get(&r, 6), last = 0;
-	for (int i = 0; i < inhand && !r.bad; i++) {
-		unsigned e = HAND_DECODE[br_peek(&r, 7)];
-		br_skip(&r, (int)(e >> 8));
+	int inhand = (int)bits_at(b, pos, 6), last = 0;
+	pos += 6;
+	for (int i = 0; i < inhand && pos <= nbits; i++) {
+		unsigned e = HAND_DECODE[bits_at(b, pos, 7)];
+		pos += e >> 8;
 		PieceType pt = piece_type((Piece)e);
 		Color c = piece_color((Piece)e);
 		/* Hand pieces come in the encoder's order (Black first, PAWN..GOLD):
@@ -247,14 +241,17 @@ int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side,
 		int order = c * 8 + pt;
 		if (order < last) return BOOKDB_ECORRUPT;
 		last = order;
-		if (r.bad || ++used[pt] > SET_COUNT[pt]) return BOOKDB_ECORRUPT;
+		counts += 1ULL << (8 * pt);
 		hand[c] = hand_add(hand[c], pt);
 	}
-	if (r.bad) return BOOKDB_ECORRUPT;
+	if (pos > nbits) return BOOKDB_ECORRUPT;
+	/* No more of a kind than a set has (a byte cannot overflow: at most 79
+	 * squares and 63 hand pieces are read). */
+	for (PieceType pt = PAWN; pt < KING; pt++)
+		if (((counts >> (8 * pt)) & 0xff) > SET_COUNT[pt]) return BOOKDB_ECORRUPT;
 	/* Padding bits must be zero so that one position has exactly one packing. */
-	while (r.pos & 7)
-		if (br_get(&r, 1)) return BOOKDB_ECORRUPT;
-	return (int)(r.pos / 8);
+	if ((pos & 7) && bits_at(b, pos, 8 - (int)(pos & 7))) return BOOKDB_ECORRUPT;
+	return (int)((pos + 7) / 8);
 }
 
 /* ---- varints ---- */
