@@ -110,6 +110,7 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 	pos->game_ply = game_ply > 0 ? game_ply : 1;
 	pos->king_sq[BLACK] = pos->king_sq[WHITE] = SQ_NONE;
 	Key bk = {0, 0}, hk = {0, 0};
+	int total[PT_NB] = {0};
 	for (Square sq = 0; sq < SQ_NB; sq++) {
 		Piece p = board[sq];
 		if (p == PIECE_NONE) continue;
@@ -136,23 +137,21 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 		}
 		put_piece(pos, p, sq);
 		bk = key_xor(bk, ZOB_PSQ[p][sq]);
+		total[pt_unpromote(pt)]++; /* kings too, in their own slot */
 	}
 	for (int c = 0; c < COLOR_NB; c++) {
 		pos->hand[c] = hand[c];
 		for (int pt = PAWN; pt <= GOLD; pt++) {
-			int n = hand_count(hand[c], (PieceType)pt);
-			for (int i = 0; i < n; i++) hk = key_add(hk, ZOB_HAND[c][pt]);
+			/* n additions of the same value, mod 2^64 lane by lane. */
+			uint64_t n = (uint64_t)hand_count(hand[c], (PieceType)pt);
+			hk.lo += n * ZOB_HAND[c][pt].lo;
+			hk.hi += n * ZOB_HAND[c][pt].hi;
 		}
 		if (hand[c] & ~(HAND_MASK[1] | HAND_MASK[2] | HAND_MASK[3] | HAND_MASK[4] |
 				HAND_MASK[5] | HAND_MASK[6] | HAND_MASK[7])) {
 			set_err(err, "invalid hand");
 			return SHOGI_EILLEGAL;
 		}
-	}
-	int total[HAND_PT_NB] = {0};
-	for (Square sq = 0; sq < SQ_NB; sq++) {
-		PieceType pt = pt_unpromote(piece_type(board[sq]));
-		if (board[sq] && pt != KING) total[pt]++;
 	}
 	for (int pt = PAWN; pt <= GOLD; pt++) {
 		total[pt] += hand_count(hand[BLACK], (PieceType)pt) + hand_count(hand[WHITE], (PieceType)pt);
