@@ -4,14 +4,21 @@
  * Sorting 10 million records by their SFEN line must not hold the text in
  * memory: each record's text block ("sfen ..." line and move lines) is
  * appended to a spill file, and only a 16-byte index entry per record (offset,
- * SFEN line length, block length) is kept. The index is sorted comparing the
+ * SFEN line length, block length) is kept. The entries are sorted comparing the
  * SFEN lines in the memory-mapped spill file (the page cache holds the text,
  * not the heap), then the blocks are copied in order to OUT.tmp, which is
  * renamed to OUT.
+ *
+ * The book is read through a snapshot index (bookdb/index.h): one pass of
+ * keys, then every record and every ponder lookup (the child's best move)
+ * from memory. The records are split in key ranges, one thread a core; each
+ * part writes and sorts its own spill file, and the parts are merged while
+ * OUT is written.
  */
 #include "minimax/export.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bookdb/index.h"
 #include "minimax/bookmm.h"
 #include "minimax/graph.h"
 #include "shogi/notation.h"
@@ -75,8 +83,8 @@ static bool out_better(const OutMove *a, const OutMove *b, bool minimax)
 }
 
 /* The moves of rec to write, best first; returns how many. */
-static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *pos, BookTxn *txn,
-			 BookRecord *child, const ExportOptions *opt)
+static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *pos,
+			 const BookIndex *ix, BookRecord *child, const ExportOptions *opt)
 {
 	bool minimax = rec->flags & BOOKDB_REC_MINIMAX;
 	size_t n = 0;
@@ -113,7 +121,7 @@ static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *po
 	if (minimax)
 		for (size_t k = 0; k < keep; k++) {
 			if (out[k].depth == 0) continue;
-			if (bookdb_get_moves(child, txn, pos_key_after(pos, out[k].move)) == 0 &&
+			if (bookdb_index_get_moves(child, ix, pos_key_after(pos, out[k].move)) == 0 &&
 			    (child->flags & BOOKDB_REC_MINIMAX))
 				out[k].ponder = best_of(child);
 		}
@@ -148,95 +156,166 @@ static int spill_record(FILE *f, Entry *e, uint64_t off, const BookRecord *rec,
 	return 0;
 }
 
+#define EXPORT_MAX_THREADS 16
+
+/* One key range of the records: its own spill file, entries and counts. */
+typedef struct {
+	const BookIndex *ix;
+	const ExportOptions *opt;
+	size_t lo, hi;
+	char *spill_path;
+	FILE *spill;
+	char *map;
+	size_t map_len;
+	Entry *idx;
+	size_t cap;
+	ExportStats st; /* records, positions (= entries), moves, minimaxed */
+	int rc;         /* 0, EXPORT_ENOMEM or EXPORT_EIO */
+} Part;
+
+/* Writes a part's blocks to its spill file, then maps it and sorts its entries. */
+static void *run_part(void *arg)
+{
+	Part *p = arg;
+	BookRecord *rec = malloc(sizeof *rec), *child = malloc(sizeof *child);
+	Position *pos = malloc(sizeof *pos);
+	OutMove *mv = malloc(BOOKDB_MAX_MOVES * sizeof *mv);
+	uint64_t off = 0;
+	p->rc = EXPORT_ENOMEM;
+	if (!rec || !child || !pos || !mv) goto out;
+	p->rc = EXPORT_EIO;
+	if (!(p->spill = fopen(p->spill_path, "w+b"))) goto out;
+	setvbuf(p->spill, NULL, _IOFBF, 1 << 20);
+	for (size_t i = p->lo; i < p->hi; i++) {
+		const uint8_t *val;
+		size_t len;
+		bookdb_index_raw(&val, &len, p->ix, i);
+		p->st.records++;
+		if (bookdb_record_decode(rec, val, len) < 0) continue; /* joseki check reports it */
+		if (p->opt->max_ply > 0 && rec->min_ply > p->opt->max_ply) continue;
+		if (bookdb_record_position(pos, rec, NULL) < 0) continue;
+		size_t n = pick_moves(mv, rec, pos, p->ix, child, p->opt);
+		if (n == 0) continue;
+		if (mm_grow((void **)&p->idx, &p->cap, p->st.positions + 1, sizeof *p->idx) < 0) {
+			p->rc = EXPORT_ENOMEM;
+			goto out;
+		}
+		if (spill_record(p->spill, &p->idx[p->st.positions], off, rec, pos, mv, n) < 0) goto out;
+		off += p->idx[p->st.positions].len;
+		p->st.positions++;
+		p->st.moves += n;
+		if (rec->flags & BOOKDB_REC_MINIMAX) p->st.minimaxed++;
+	}
+	if (fflush(p->spill) != 0) goto out;
+	p->map_len = off;
+	if (off) {
+		p->map = mmap(NULL, off, PROT_READ, MAP_PRIVATE, fileno(p->spill), 0);
+		if (p->map == MAP_FAILED) {
+			p->map = NULL;
+			p->rc = EXPORT_ENOMEM;
+			goto out;
+		}
+		qsort_r(p->idx, p->st.positions, sizeof *p->idx, cmp_entries, p->map);
+	}
+	p->rc = 0;
+out:
+	free(rec);
+	free(child);
+	free(pos);
+	free(mv);
+	return NULL;
+}
+
+/* The parts' sorted entries merged into OUT (a linear scan of the heads: few parts). */
+static bool write_merged(FILE *out, Part *parts, int np)
+{
+	size_t at[EXPORT_MAX_THREADS] = {0};
+	for (;;) {
+		int best = -1;
+		for (int t = 0; t < np; t++) {
+			if (at[t] >= parts[t].st.positions) continue;
+			if (best < 0) {
+				best = t;
+				continue;
+			}
+			const Entry *x = &parts[t].idx[at[t]], *y = &parts[best].idx[at[best]];
+			uint32_t n = x->sfen_len < y->sfen_len ? x->sfen_len : y->sfen_len;
+			int c = memcmp(parts[t].map + x->off, parts[best].map + y->off, n);
+			if (c < 0 || (c == 0 && x->sfen_len < y->sfen_len)) best = t;
+		}
+		if (best < 0) return true;
+		const Entry *e = &parts[best].idx[at[best]++];
+		if (fwrite(parts[best].map + e->off, 1, e->len, out) != e->len) return false;
+	}
+}
+
 int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
 		     const ExportOptions *opt, char *err, size_t errlen)
 {
 	ExportStats st;
 	memset(&st, 0, sizeof st);
-	size_t plen = strlen(out_path) + 16;
-	char *tmp_path = malloc(plen), *spill_path = malloc(plen);
-	BookRecord *rec = malloc(sizeof *rec), *child = malloc(sizeof *child);
-	Position *pos = malloc(sizeof *pos);
-	OutMove *mv = malloc(BOOKDB_MAX_MOVES * sizeof *mv);
-	Entry *idx = NULL;
-	size_t idx_cap = 0;
-	FILE *spill = NULL, *out = NULL;
+	Part parts[EXPORT_MAX_THREADS];
+	memset(parts, 0, sizeof parts);
+	size_t plen = strlen(out_path) + 32;
+	char *tmp_path = malloc(plen);
+	FILE *out = NULL;
 	BookTxn *txn = NULL;
-	BookIter *it = NULL;
-	char *map = MAP_FAILED;
-	size_t map_len = 0;
-	int rc = 0;
-	if (!tmp_path || !spill_path || !rec || !child || !pos || !mv) {
+	BookIndex *ix = NULL;
+	int rc = 0, np = 0;
+	if (!tmp_path) {
 		rc = fail(err, errlen, EXPORT_ENOMEM, "out of memory");
 		goto done;
 	}
 	snprintf(tmp_path, plen, "%s.tmp", out_path);
-	snprintf(spill_path, plen, "%s.spill", out_path);
-	spill = fopen(spill_path, "w+b");
-	if (!spill) {
-		rc = fail(err, errlen, EXPORT_EIO, "%s: cannot create", spill_path);
-		goto done;
-	}
-	setvbuf(spill, NULL, _IOFBF, 1 << 20);
-	if ((rc = bookdb_txn_begin(&txn, db, false)) == 0) rc = bookdb_iter_open(&it, txn);
+	if ((rc = bookdb_txn_begin(&txn, db, false)) == 0) rc = bookdb_index_build(&ix, txn);
 	if (rc < 0) {
-		rc = fail(err, errlen, EXPORT_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
+		rc = fail(err, errlen, rc == BOOKDB_ENOMEM ? EXPORT_ENOMEM : EXPORT_EBOOK, "cannot read the book: %s",
+			  bookdb_strerror(rc));
 		goto done;
 	}
-	Key key;
-	const uint8_t *val;
-	size_t len;
-	uint64_t off = 0;
-	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
-		st.records++;
-		if (bookdb_record_decode(rec, val, len) < 0) continue; /* joseki check reports it */
-		if (opt->max_ply > 0 && rec->min_ply > opt->max_ply) continue;
-		if (bookdb_record_position(pos, rec, NULL) < 0) continue;
-		size_t n = pick_moves(mv, rec, pos, txn, child, opt);
-		if (n == 0) continue;
-		if (mm_grow((void **)&idx, &idx_cap, st.positions + 1, sizeof *idx) < 0) {
-			rc = fail(err, errlen, EXPORT_ENOMEM, "out of memory");
-			goto done;
-		}
-		if (spill_record(spill, &idx[st.positions], off, rec, pos, mv, n) < 0) {
-			rc = fail(err, errlen, EXPORT_EIO, "%s: write error", spill_path);
-			goto done;
-		}
-		off += idx[st.positions].len;
-		st.positions++;
-		st.moves += n;
-		if (rec->flags & BOOKDB_REC_MINIMAX) st.minimaxed++;
+	size_t n = bookdb_index_count(ix);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	np = ncpu < 1 ? 1 : (int)ncpu;
+	if (n < 20000) np = 1;
+	if (opt->threads > 0) np = opt->threads;
+	if (np > EXPORT_MAX_THREADS) np = EXPORT_MAX_THREADS;
+	pthread_t tid[EXPORT_MAX_THREADS];
+	bool started[EXPORT_MAX_THREADS] = {false};
+	for (int t = 0; t < np; t++) {
+		Part *p = &parts[t];
+		p->ix = ix;
+		p->opt = opt;
+		p->lo = n * (size_t)t / (size_t)np;
+		p->hi = n * (size_t)(t + 1) / (size_t)np;
+		p->rc = EXPORT_ENOMEM;
+		if (!(p->spill_path = malloc(plen))) continue;
+		snprintf(p->spill_path, plen, "%s.spill%d", out_path, t);
+		if (t > 0 && pthread_create(&tid[t], NULL, run_part, p) == 0) started[t] = true;
 	}
-	if (rc < 0) {
-		rc = fail(err, errlen, EXPORT_EBOOK, "reading the book: %s", bookdb_strerror(rc));
-		goto done;
+	if (parts[0].spill_path) run_part(&parts[0]);
+	for (int t = 1; t < np; t++) {
+		if (started[t]) pthread_join(tid[t], NULL);
+		else if (parts[t].spill_path) run_part(&parts[t]);
 	}
-	bookdb_iter_free(it);
-	it = NULL;
-	bookdb_txn_abort(txn);
-	txn = NULL;
-	if (fflush(spill) != 0) {
-		rc = fail(err, errlen, EXPORT_EIO, "%s: write error", spill_path);
-		goto done;
+	for (int t = 0; t < np; t++) {
+		if (parts[t].rc < 0 && rc == 0)
+			rc = parts[t].rc == EXPORT_EIO
+				     ? fail(err, errlen, EXPORT_EIO, "%s: write error", parts[t].spill_path)
+				     : fail(err, errlen, EXPORT_ENOMEM, "out of memory");
+		st.records += parts[t].st.records;
+		st.positions += parts[t].st.positions;
+		st.moves += parts[t].st.moves;
+		st.minimaxed += parts[t].st.minimaxed;
 	}
-	map_len = off;
-	if (map_len) {
-		map = mmap(NULL, map_len, PROT_READ, MAP_PRIVATE, fileno(spill), 0);
-		if (map == MAP_FAILED) {
-			rc = fail(err, errlen, EXPORT_ENOMEM, "%s: cannot map", spill_path);
-			goto done;
-		}
-		qsort_r(idx, st.positions, sizeof *idx, cmp_entries, map);
-	}
+	if (rc < 0) goto done;
 	out = fopen(tmp_path, "wb");
 	if (!out) {
 		rc = fail(err, errlen, EXPORT_EIO, "%s: cannot create", tmp_path);
 		goto done;
 	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
-	bool bad = fprintf(out, "#YANEURAOU-DB2016 1.00\n# NOE:%zu\n", st.positions) < 0;
-	for (size_t k = 0; k < st.positions && !bad; k++)
-		bad = fwrite(map + idx[k].off, 1, idx[k].len, out) != idx[k].len;
+	bool bad = fprintf(out, "#YANEURAOU-DB2016 1.00\n# NOE:%zu\n", st.positions) < 0 ||
+		   !write_merged(out, parts, np);
 	FILE *o = out;
 	out = NULL;
 	if (fclose(o) != 0 || bad) {
@@ -249,20 +328,19 @@ int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
 	}
 	rc = 0;
 done:
-	if (map != MAP_FAILED) munmap(map, map_len);
-	if (spill) fclose(spill);
-	if (spill_path) unlink(spill_path);
+	for (int t = 0; t < np; t++) {
+		Part *p = &parts[t];
+		if (p->map) munmap(p->map, p->map_len);
+		if (p->spill) fclose(p->spill);
+		if (p->spill_path) unlink(p->spill_path);
+		free(p->spill_path);
+		free(p->idx);
+	}
 	if (out) fclose(out);
 	if (rc < 0 && tmp_path) unlink(tmp_path);
-	bookdb_iter_free(it);
+	bookdb_index_free(ix);
 	bookdb_txn_abort(txn);
 	free(tmp_path);
-	free(spill_path);
-	free(rec);
-	free(child);
-	free(pos);
-	free(mv);
-	free(idx);
 	if (stats) *stats = st;
 	return rc;
 }

@@ -23,6 +23,8 @@ typedef struct {
 	int window;        /* EXPORT_MOVES_WINDOW: at most this far below the best */
 	int min_depth;     /* engine evaluations shallower than this are left out */
 	int max_ply;       /* positions first seen after this ply are left out (0: all) */
+	int threads;       /* parts written at once (0: one a core; books under 20,000
+			      records: one); the output is the same for any number */
 } ExportOptions;
 
 typedef struct {

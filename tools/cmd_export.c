@@ -33,7 +33,7 @@ int cmd_export(int argc, char **argv)
 {
 	const char *book = NULL, *out = NULL;
 	bool json = false;
-	ExportOptions opt = {EXPORT_MOVES_WINDOW, 30, 0, 0};
+	ExportOptions opt = {EXPORT_MOVES_WINDOW, 30, 0, 0, 0};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -17,6 +17,7 @@
 
 #include "bookdb/bookdb.h"
 #include "minimax/bookmm.h"
+#include "minimax/export.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -308,6 +309,49 @@ static void test_export__random_books_are_sorted_canonical_and_bisectable(void *
 	free(dir);
 }
 
+static void test_export__parts_written_at_once_merge_to_the_same_book(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], one[600], many[600];
+	snprintf(book, sizeof book, "%s/book", dir);
+	snprintf(one, sizeof one, "%s/one.db", dir);
+	snprintf(many, sizeof many, "%s/many.db", dir);
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 30000 --seed 5 --quiet", ts_joseki(), book), 0);
+	BookDB *db;
+	assert_int_equal(bookdb_open(&db, book, NULL, NULL), 0);
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1) run_minimax(db);
+		ExportOptions o = {.moves = EXPORT_MOVES_ALL, .threads = 1};
+		ExportStats s1, s3;
+		char err[256] = "";
+		if (export_yaneuraou(&s1, db, one, &o, err, sizeof err)) fail_msg("one part: %s", err);
+		o.threads = 3;
+		if (export_yaneuraou(&s3, db, many, &o, err, sizeof err)) fail_msg("three parts: %s", err);
+		assert_int_equal(s1.positions, s3.positions);
+		assert_int_equal(s1.moves, s3.moves);
+		assert_true(s1.positions > 20000);
+		size_t l1, l3;
+		char *a = ts_read_file(one, &l1), *b = ts_read_file(many, &l3);
+		assert_int_equal(l1, l3);
+		assert_memory_equal(a, b, l1);
+		/* And that one order is the sorted one (lines compared as strcmp would). */
+		const char *prev = NULL;
+		for (const char *p = strstr(b, "\nsfen "); p; p = strstr(p + 1, "\nsfen ")) {
+			if (prev) {
+				size_t x = strcspn(prev + 1, "\n"), y = strcspn(p + 1, "\n");
+				int c = memcmp(prev + 1, p + 1, x < y ? x : y);
+				if (c > 0 || (c == 0 && x >= y)) fail_msg("not sorted at byte %zu", (size_t)(p - b));
+			}
+			prev = p;
+		}
+		free(a);
+		free(b);
+	}
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_export__bad_arguments_exit_2_and_failures_write_nothing(void **state)
 {
 	(void)state;
@@ -336,6 +380,7 @@ int main(void)
 		cmocka_unit_test(test_export__engine_evaluations_before_minimax),
 		cmocka_unit_test(test_export__minimax_values_with_depth_and_ponder),
 		cmocka_unit_test(test_export__random_books_are_sorted_canonical_and_bisectable),
+		cmocka_unit_test(test_export__parts_written_at_once_merge_to_the_same_book),
 		cmocka_unit_test(test_export__bad_arguments_exit_2_and_failures_write_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
