@@ -226,10 +226,12 @@ int bookmm_state_put(BookTxn *txn, const BookmmState *st)
 
 int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions *opt)
 {
-	char meta[160];
+	char meta[256];
 	int ml = snprintf(meta, sizeof meta,
-			  "{\"positions\":%zu,\"valued\":%zu,\"draw_black\":%d,\"draw_white\":%d}",
-			  st->positions, st->valued, opt->draw_black, opt->draw_white);
+			  "{\"positions\":%zu,\"valued\":%zu,\"settled\":%zu,\"cyclic\":%zu,"
+			  "\"draw_black\":%d,\"draw_white\":%d,\"time\":%lld}",
+			  st->positions, st->valued, st->settled, st->cyclic, opt->draw_black,
+			  opt->draw_white, (long long)time(NULL));
 	return bookdb_kv_put(txn, BOOKDB_META, "minimax", 7, meta, (size_t)ml);
 }
 

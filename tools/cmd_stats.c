@@ -3,7 +3,7 @@
  *
  * Sizes and counts (CONTRACT.md): positions, thought, moves, games, leaves
  * (positions none of whose stored moves leads to a position in the book),
- * cyclic and root_value (null until minimax has run), bytes (data file size),
+ * cyclic (as of the last minimax run) and root_value (null until minimax has run), bytes (data file size),
  * plus bytes_used (pages in use), bytes_per_position and changes (entries in
  * the change log, docs/bookdb.md).
  *
@@ -34,6 +34,8 @@ typedef struct {
 	BookChangesInfo changes;
 	int minimax_seen, root_known;
 	int root_value;
+	int cyclic_known;   /* meta "minimax" (the last run's summary) says how many */
+	long long cyclic;
 } BookStats;
 
 static double now_ms(void)
@@ -146,6 +148,18 @@ out:
 	if (rc < 0) return rc;
 	if ((rc = bookdb_count(&st->games, txn, BOOKDB_GAMES))) return rc;
 	if ((rc = bookdb_changes_info(&st->changes, txn))) return rc;
+	/* How many valued positions the last minimax run found on or above cycles. */
+	const void *mv;
+	size_t ml;
+	if (bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "minimax", 7) == 0) {
+		json_t *j = json_loadb(mv, ml, 0, NULL);
+		json_t *c = j ? json_object_get(j, "cyclic") : NULL;
+		if (json_is_integer(c)) {
+			st->cyclic = (long long)json_integer_value(c);
+			st->cyclic_known = 1;
+		}
+		json_decref(j);
+	}
 	for (int d = 0; d < BOOKDB_NDBS; d++) {
 		uint64_t pages;
 		unsigned psize;
@@ -325,7 +339,7 @@ int cmd_stats(int argc, char **argv)
 		json_object_set_new(o, "moves", json_integer((json_int_t)st.moves));
 		json_object_set_new(o, "games", json_integer((json_int_t)st.games));
 		json_object_set_new(o, "leaves", json_integer((json_int_t)st.leaves));
-		json_object_set_new(o, "cyclic", json_null()); /* minimax fills it in later */
+		json_object_set_new(o, "cyclic", st.cyclic_known ? json_integer(st.cyclic) : json_null());
 		json_object_set_new(o, "root_value",
 				    st.root_known ? json_integer(st.root_value) : json_null());
 		json_object_set_new(o, "bytes", json_integer((json_int_t)st.bytes));
@@ -347,6 +361,7 @@ int cmd_stats(int argc, char **argv)
 		printf("moves              %llu\n", (unsigned long long)st.moves);
 		printf("games              %llu\n", (unsigned long long)st.games);
 		printf("leaves             %llu\n", (unsigned long long)st.leaves);
+		if (st.cyclic_known) printf("cyclic             %lld (as of the last minimax run)\n", st.cyclic);
 		if (st.root_known) printf("root_value         %d\n", st.root_value);
 		else printf("root_value         - (minimax not run)\n");
 		printf("bytes              %llu\n", (unsigned long long)st.bytes);

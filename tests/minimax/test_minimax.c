@@ -358,6 +358,10 @@ static void test_minimax__per_side_draw_values_decide_who_repeats(void **state)
 	expect(db, P2, "4i5i", -30, 9999);
 	expect(db, P3, "4a5a", 30, 9999);
 	bookdb_free(db);
+	/* joseki stats shows what the last run found on cycles. */
+	json_t *js = ts_run_json(0, "%s stats %s/book --json", ts_joseki(), dir);
+	assert_int_equal(ts_jint(js, "cyclic"), 4);
+	json_decref(js);
 	ts_rmtree(dir);
 	free(dir);
 }
