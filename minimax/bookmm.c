@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -235,6 +236,13 @@ int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions 
 	return bookdb_kv_put(txn, BOOKDB_META, "minimax", 7, meta, (size_t)ml);
 }
 
+static void report(const BookmmOptions *opt, const char *phase, size_t done, size_t total)
+{
+	if (opt->progress) opt->progress(opt->progress_ctx, phase, done, total);
+}
+
+#define PROGRESS_EVERY 65536
+
 /* ---- the whole-book run: loading ----------------------------------------------- */
 
 typedef struct {
@@ -295,6 +303,9 @@ typedef struct {
 	MmMove *moves;
 	size_t nmoves, cap;
 	int rc;
+	atomic_size_t *done; /* records done by all parts */
+	const BookmmOptions *opt; /* progress: reported by the part on the calling thread */
+	bool reporter;
 } LoadPart;
 
 static void *load_part(void *arg)
@@ -315,6 +326,10 @@ static void *load_part(void *arg)
 				     b, b->kd);
 		p->nmoves += (size_t)n;
 		p->count[i - p->lo] = (uint32_t)n;
+		if ((i - p->lo + 1) % PROGRESS_EVERY == 0) {
+			size_t d = atomic_fetch_add(p->done, PROGRESS_EVERY) + PROGRESS_EVERY;
+			if (p->reporter) report(p->opt, "moves", d, b->n);
+		}
 	}
 	p->rc = 0;
 out:
@@ -324,7 +339,7 @@ out:
 }
 
 /* Pass 2: the moves of every node, the ranges in parallel (one per core). */
-static int load_moves(BookGraph *b, char *err, size_t errlen)
+static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err, size_t errlen)
 {
 	size_t n = b->n;
 	b->structure = calloc(n + 1, 1);
@@ -337,10 +352,15 @@ static int load_moves(BookGraph *b, char *err, size_t errlen)
 	pthread_t tid[BOOKMM_MAX_THREADS];
 	bool started[BOOKMM_MAX_THREADS] = {false};
 	memset(parts, 0, sizeof parts);
+	atomic_size_t done;
+	atomic_init(&done, 0);
 	int rc = 0;
 	for (int t = 0; t < nt; t++) {
 		LoadPart *p = &parts[t];
 		p->b = b;
+		p->done = &done;
+		p->opt = opt;
+		p->reporter = t == 0;
 		p->structure = b->structure;
 		p->lo = (uint32_t)(n * (size_t)t / (size_t)nt);
 		p->hi = (uint32_t)(n * (size_t)(t + 1) / (size_t)nt);
@@ -449,6 +469,7 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 	/* Values are not input: the change log must not see them. */
 	bookdb_writer_set_tracking(w, false);
 	for (uint32_t i = 0; i < g->n; i++) {
+		if (i % PROGRESS_EVERY == 0) report(opt, "writing", i, g->n);
 		BookTxn *rt;
 		const uint8_t *raw;
 		size_t len;
@@ -519,6 +540,7 @@ static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const cha
 			 .edges = st->edges};
 	int draw[2] = {g->draw[BLACK], g->draw[WHITE]};
 	char msg[256];
+	report(opt, "graph", 0, 0);
 	int rc = mmfile_write(dir, s.stamp, draw, b->n, b->keys, ff, g->vd, b->mstart, b->moves, b->pstart,
 			      b->parents, msg, sizeof msg);
 	free(ff);
@@ -589,8 +611,9 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 		rc = fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
 		goto done;
 	}
+	report(opt, "index", 0, 0);
 	rc = load_keys(&b, txn, err, errlen);
-	if (rc == 0) rc = load_moves(&b, err, errlen);
+	if (rc == 0) rc = load_moves(&b, opt, err, errlen);
 	bookdb_txn_abort(txn);
 	if (rc < 0) goto done;
 	if (mmfile_parents(&b.pstart, &b.parents, b.n, b.mstart, b.moves) < 0 || build_analysis(&b) < 0) {
@@ -601,6 +624,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	g->draw[BLACK] = bookmm_clamp(opt->draw_black);
 	g->draw[WHITE] = bookmm_clamp(opt->draw_white);
 	MmStats ms;
+	report(opt, "analysis", 0, 0);
 	if (mm_backup(g, &ms) < 0) {
 		rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
 		goto done;

@@ -27,10 +27,17 @@ enum {
 };
 const char *bookmm_strerror(int code);
 
+/* Progress of a whole-book run: phase "index", "moves", "analysis", "writing" or
+ * "graph"; done of total records (0 of 0 for a phase without a count). Called
+ * every so often from the calling thread. */
+typedef void (*BookmmProgressFn)(void *ctx, const char *phase, size_t done, size_t total);
+
 typedef struct {
 	int draw_black, draw_white; /* value of a repetition for the side to move */
 	bool full;                  /* rewrite every record, changed or not */
 	size_t batch;               /* records per write transaction (0: 10000) */
+	BookmmProgressFn progress;  /* may be NULL */
+	void *progress_ctx;
 } BookmmOptions;
 
 typedef struct {

@@ -19,6 +19,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,7 +172,12 @@ typedef struct {
 	size_t cap;
 	ExportStats st; /* records, positions (= entries), moves, minimaxed */
 	int rc;         /* 0, EXPORT_ENOMEM or EXPORT_EIO */
+	atomic_size_t *done; /* records read by all parts */
+	size_t total;
+	bool reporter; /* the part on the calling thread reports progress */
 } Part;
+
+#define PROGRESS_EVERY 65536
 
 /* Writes a part's blocks to its spill file, then maps it and sorts its entries. */
 static void *run_part(void *arg)
@@ -191,6 +197,11 @@ static void *run_part(void *arg)
 		size_t len;
 		bookdb_index_raw(&val, &len, p->ix, i);
 		p->st.records++;
+		if (p->st.records % PROGRESS_EVERY == 0) {
+			size_t d = atomic_fetch_add(p->done, PROGRESS_EVERY) + PROGRESS_EVERY;
+			if (p->reporter && p->opt->progress)
+				p->opt->progress(p->opt->progress_ctx, "reading", d, p->total);
+		}
 		if (bookdb_record_decode(rec, val, len) < 0) continue; /* joseki check reports it */
 		if (p->opt->max_ply > 0 && rec->min_ply > p->opt->max_ply) continue;
 		if (bookdb_record_position(pos, rec, NULL) < 0) continue;
@@ -227,10 +238,11 @@ out:
 }
 
 /* The parts' sorted entries merged into OUT (a linear scan of the heads: few parts). */
-static bool write_merged(FILE *out, Part *parts, int np)
+static bool write_merged(FILE *out, Part *parts, int np, const ExportOptions *opt, size_t total)
 {
 	size_t at[EXPORT_MAX_THREADS] = {0};
-	for (;;) {
+	for (size_t k = 0;; k++) {
+		if (opt->progress && k % PROGRESS_EVERY == 0) opt->progress(opt->progress_ctx, "writing", k, total);
 		int best = -1;
 		for (int t = 0; t < np; t++) {
 			if (at[t] >= parts[t].st.positions) continue;
@@ -281,10 +293,15 @@ int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
 	if (np > EXPORT_MAX_THREADS) np = EXPORT_MAX_THREADS;
 	pthread_t tid[EXPORT_MAX_THREADS];
 	bool started[EXPORT_MAX_THREADS] = {false};
+	atomic_size_t done;
+	atomic_init(&done, 0);
 	for (int t = 0; t < np; t++) {
 		Part *p = &parts[t];
 		p->ix = ix;
 		p->opt = opt;
+		p->done = &done;
+		p->total = n;
+		p->reporter = t == 0;
 		p->lo = n * (size_t)t / (size_t)np;
 		p->hi = n * (size_t)(t + 1) / (size_t)np;
 		p->rc = EXPORT_ENOMEM;
@@ -315,7 +332,7 @@ int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
 	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
 	bool bad = fprintf(out, "#YANEURAOU-DB2016 1.00\n# NOE:%zu\n", st.positions) < 0 ||
-		   !write_merged(out, parts, np);
+		   !write_merged(out, parts, np, opt, st.positions);
 	FILE *o = out;
 	out = NULL;
 	if (fclose(o) != 0 || bad) {

@@ -18,6 +18,10 @@ enum {
 
 typedef enum { EXPORT_MOVES_BEST, EXPORT_MOVES_WINDOW, EXPORT_MOVES_ALL } ExportMoves;
 
+/* Progress: phase "reading" (records done of total) or "writing" (positions
+ * written of total); called every so often from the calling thread. */
+typedef void (*ExportProgressFn)(void *ctx, const char *phase, size_t done, size_t total);
+
 typedef struct {
 	ExportMoves moves; /* which moves of a position are written */
 	int window;        /* EXPORT_MOVES_WINDOW: at most this far below the best */
@@ -25,6 +29,8 @@ typedef struct {
 	int max_ply;       /* positions first seen after this ply are left out (0: all) */
 	int threads;       /* parts written at once (0: one a core; books under 20,000
 			      records: one); the output is the same for any number */
+	ExportProgressFn progress; /* may be NULL */
+	void *progress_ctx;
 } ExportOptions;
 
 typedef struct {

@@ -1,6 +1,6 @@
 /*
  * joseki export BOOK OUT [--format yaneuraou] [--moves best|window|all]
- *              [--window CP] [--min-depth D] [--max-ply N] [--json]
+ *              [--window CP] [--min-depth D] [--max-ply N] [--json] [--quiet]
  *
  * Writes the book as a YaneuraOu DB2016 book sorted for BookOnTheFly
  * (docs/minimax.md). Defaults: --moves window --window 30.
@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "minimax/export.h"
 #include "shogi/position.h"
@@ -17,7 +20,7 @@
 
 #define USAGE                                                                             \
 	"usage: joseki export BOOK OUT [--format yaneuraou] [--moves best|window|all] "  \
-	"[--window CP] [--min-depth D] [--max-ply N] [--json]"
+	"[--window CP] [--min-depth D] [--max-ply N] [--json] [--quiet]"
 
 static int parse_int(int *out, const char *s, long lo, long hi)
 {
@@ -29,16 +32,25 @@ static int parse_int(int *out, const char *s, long lo, long hi)
 	return 0;
 }
 
+/* One overwritten stderr line, only on a terminal. */
+static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
+{
+	(void)ctx;
+	fprintf(stderr, "\rexport: %-8s %zu of %zu (%zu%%)   ", phase, done, total, total ? done * 100 / total : 0);
+	fflush(stderr);
+}
+
 int cmd_export(int argc, char **argv)
 {
 	const char *book = NULL, *out = NULL;
-	bool json = false;
-	ExportOptions opt = {EXPORT_MOVES_WINDOW, 30, 0, 0, 0};
+	bool json = false, quiet = false;
+	ExportOptions opt = {.moves = EXPORT_MOVES_WINDOW, .window = 30};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--json")) {
-			json = true;
+		if (!strcmp(a, "--json") || !strcmp(a, "--quiet")) {
+			if (a[2] == 'j') json = true;
+			else quiet = true;
 			continue;
 		}
 		if (!strcmp(a, "--format") || !strcmp(a, "--moves") || !strcmp(a, "--window") ||
@@ -85,7 +97,10 @@ int cmd_export(int argc, char **argv)
 	}
 	ExportStats st;
 	char msg[512];
+	bool progress = !quiet && isatty(2);
+	if (progress) opt.progress = on_progress;
 	int rc = export_yaneuraou(&st, db, out, &opt, msg, sizeof msg);
+	if (progress) fputs("\r\033[K", stderr);
 	bookdb_free(db);
 	if (rc < 0) {
 		joseki_error("export: %s (nothing written)", msg);
@@ -93,12 +108,21 @@ int cmd_export(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
-	if (json)
-		printf("{\"records\":%zu,\"positions\":%zu,\"moves\":%zu,\"minimaxed\":%zu,"
-		       "\"out\":\"%s\",\"time_ms\":%.0f}\n",
-		       st.records, st.positions, st.moves, st.minimaxed, out, ms);
-	else
-		printf("export: %zu of %zu positions (%zu with minimax values), %zu moves, wrote %s\n",
-		       st.positions, st.records, st.minimaxed, st.moves, out);
+	if (json) {
+		json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:s,s:I}", "records", (json_int_t)st.records, "positions",
+				      (json_int_t)st.positions, "moves", (json_int_t)st.moves, "minimaxed",
+				      (json_int_t)st.minimaxed, "out", out, "time_ms", (json_int_t)(ms + 0.5));
+		char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		json_decref(o);
+		if (!text) {
+			joseki_error("export: out of memory");
+			return 1;
+		}
+		puts(text);
+		free(text);
+	} else {
+		printf("export: %zu of %zu positions (%zu with minimax values), %zu moves, wrote %s, %.0f ms\n",
+		       st.positions, st.records, st.minimaxed, st.moves, out, ms);
+	}
 	return 0;
 }

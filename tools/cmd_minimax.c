@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "minimax/bookmm.h"
 #include "shogi/position.h"
@@ -25,6 +26,18 @@ static double now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* One overwritten stderr line, only on a terminal. */
+static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
+{
+	(void)ctx;
+	if (total)
+		fprintf(stderr, "\rminimax: %-8s %zu of %zu positions (%zu%%)   ", phase, done, total,
+			done * 100 / total);
+	else
+		fprintf(stderr, "\rminimax: %-8s                                        ", phase);
+	fflush(stderr);
 }
 
 static int parse_cp(int *out, const char *s)
@@ -40,14 +53,14 @@ static int parse_cp(int *out, const char *s)
 int cmd_minimax(int argc, char **argv)
 {
 	const char *book = NULL;
-	bool json = false;
+	bool json = false, quiet = false;
 	BookmmOptions opt;
 	memset(&opt, 0, sizeof opt);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--full")) opt.full = true;
 		else if (!strcmp(a, "--json")) json = true;
-		else if (!strcmp(a, "--quiet")) continue; /* nothing is shown while it runs */
+		else if (!strcmp(a, "--quiet")) quiet = true;
 		else if (!strcmp(a, "--draw-black") || !strcmp(a, "--draw-white")) {
 			int *dst = a[7] == 'b' ? &opt.draw_black : &opt.draw_white;
 			if (i + 1 >= argc || parse_cp(dst, argv[i + 1]) < 0) {
@@ -85,7 +98,11 @@ int cmd_minimax(int argc, char **argv)
 	}
 	BookmmStats st;
 	char msg[256];
+	/* Progress on a terminal: only a whole-book run takes long enough to show. */
+	bool progress = !quiet && isatty(2);
+	if (progress) opt.progress = on_progress;
 	int rc = bookmm_run(&st, db, &opt, msg, sizeof msg);
+	if (progress && !st.incremental) fputs("\r\033[K", stderr);
 	bookdb_free(db);
 	if (rc < 0) {
 		joseki_error("minimax: %s: %s", book, msg);
