@@ -28,14 +28,6 @@
 #include "shogi/position.h"
 #include "tests/support/support.h"
 
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* Plays up to plies random legal moves from the start position. */
 static void random_position(Position *pos, uint64_t *rng, int plies)
 {
@@ -44,7 +36,7 @@ static void random_position(Position *pos, uint64_t *rng, int plies)
 	for (int i = 0; i < plies; i++) {
 		int n = movegen_legal(pos, moves);
 		if (n == 0) break;
-		pos_do_move(pos, moves[rng_next(rng) % (uint64_t)n]);
+		pos_do_move(pos, moves[ts_rand(rng) % (uint64_t)n]);
 	}
 }
 
@@ -54,7 +46,7 @@ static void random_record(BookRecord *rec, const Position *pos, uint64_t *rng, i
 	Move moves[MOVEGEN_MAX];
 	int n = movegen_legal(pos, moves);
 	bookdb_record_init(rec, pos);
-	uint64_t r = rng_next(rng);
+	uint64_t r = ts_rand(rng);
 	if (full) rec->flags = (uint8_t)(r & BOOKDB_REC_FLAGS_KNOWN);
 	else rec->flags = BOOKDB_REC_THOUGHT;
 	rec->think_depth = (rec->flags & BOOKDB_REC_THOUGHT) ? (uint8_t)(r >> 8) : 0;
@@ -62,7 +54,7 @@ static void random_record(BookRecord *rec, const Position *pos, uint64_t *rng, i
 	for (int i = 0; i < rec->nmoves; i++) {
 		BookMove *m = &rec->moves[i];
 		memset(m, 0, sizeof *m);
-		uint64_t a = rng_next(rng), b = rng_next(rng);
+		uint64_t a = ts_rand(rng), b = ts_rand(rng);
 		m->move = moves[i];
 		m->flags = full ? (uint8_t)(a & 3) : BOOKDB_MOVE_EVAL;
 		if (m->flags & BOOKDB_MOVE_EVAL) {
@@ -125,8 +117,8 @@ static void test_bookdb__records_round_trip(void **state)
 	static BookRecord rec, back, moves_only;
 	static uint8_t buf[BOOKDB_RECORD_MAX], buf2[BOOKDB_RECORD_MAX];
 	for (int i = 0; i < 3000; i++) {
-		random_position(&pos, &rng, (int)(rng_next(&rng) % 160));
-		random_record(&rec, &pos, &rng, i % 50 == 0 ? BOOKDB_MAX_MOVES : (int)(rng_next(&rng) % 12), 1);
+		random_position(&pos, &rng, (int)(ts_rand(&rng) % 160));
+		random_record(&rec, &pos, &rng, i % 50 == 0 ? BOOKDB_MAX_MOVES : (int)(ts_rand(&rng) % 12), 1);
 		int n = bookdb_record_encode(buf, sizeof buf, &rec);
 		assert_true(n > 0);
 		assert_int_equal(bookdb_record_decode(&back, buf, (size_t)n), 0);
@@ -149,7 +141,7 @@ static void test_bookdb__records_round_trip(void **state)
 				 n);
 		assert_memory_equal(buf, buf2, (size_t)n);
 		/* Every strict prefix is refused, never misread. */
-		assert_int_equal(bookdb_record_decode(&back, buf, (size_t)(rng_next(&rng) % (uint64_t)n)),
+		assert_int_equal(bookdb_record_decode(&back, buf, (size_t)(ts_rand(&rng) % (uint64_t)n)),
 				 BOOKDB_ECORRUPT);
 	}
 }
@@ -191,7 +183,7 @@ static void test_bookdb__packing_rebuilds_random_positions(void **state)
 			pos_set_startpos(&pos);
 			continue;
 		}
-		pos_do_move(&pos, moves[rng_next(&rng) % (uint64_t)n]);
+		pos_do_move(&pos, moves[ts_rand(&rng) % (uint64_t)n]);
 		int len = bookdb_pack_position(buf, pos.board, pos.hand, pos.side);
 		assert_true(len >= 30 && len <= 33); /* a full set packs to at most 33 bytes */
 		assert_int_equal(bookdb_unpack_position(board, hand, &side, buf, (size_t)len), len);
@@ -217,7 +209,7 @@ static void test_bookdb__nodes_keep_three_significant_bits(void **state)
 	for (uint64_t n = 1; n < 16; n++) assert_int_equal(bookdb_nodes_decode(bookdb_nodes_code(n)), n);
 	uint64_t rng = 3;
 	for (int i = 0; i < 10000; i++) {
-		uint64_t n = rng_next(&rng) >> (rng_next(&rng) % 64);
+		uint64_t n = ts_rand(&rng) >> (ts_rand(&rng) % 64);
 		if (n > (1ULL << 31)) continue;
 		uint64_t d = bookdb_nodes_decode(bookdb_nodes_code(n));
 		assert_true(d <= n && d * 9 / 8 + 1 >= n);
@@ -418,12 +410,12 @@ static void crash_batch(Key *keys, BookRecord *recs, uint64_t b)
 	int i = 0;
 	while (i < CRASH_BATCH) {
 		pos_set_startpos(&pos);
-		int len = 5 + (int)(rng_next(&rng) % 60);
+		int len = 5 + (int)(ts_rand(&rng) % 60);
 		Move moves[MOVEGEN_MAX];
 		for (int p = 0; p < len && i < CRASH_BATCH; p++) {
 			int n = movegen_legal(&pos, moves);
 			if (n == 0) break;
-			pos_do_move(&pos, moves[rng_next(&rng) % (uint64_t)n]);
+			pos_do_move(&pos, moves[ts_rand(&rng) % (uint64_t)n]);
 			keys[i] = pos_key(&pos);
 			random_record(&recs[i], &pos, &rng, 8, 1);
 			i++;
@@ -524,7 +516,7 @@ static void test_bookdb__killed_writer_loses_at_most_its_open_batch(void **state
 		}
 		close(fds[1]);
 		/* Kill at a random moment: before, during or between commits. */
-		struct timespec ts = {0, (long)(rng_next(&rng) % 60) * 1000000L};
+		struct timespec ts = {0, (long)(ts_rand(&rng) % 60) * 1000000L};
 		nanosleep(&ts, NULL);
 		kill(pid, SIGKILL);
 		int status;

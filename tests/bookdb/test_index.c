@@ -23,17 +23,9 @@
 #include "bookdb/index.h"
 #include "tests/support/support.h"
 
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 static Key random_key(uint64_t *rng)
 {
-	Key k = {rng_next(rng), rng_next(rng)};
+	Key k = {ts_rand(rng), ts_rand(rng)};
 	return k;
 }
 
@@ -170,7 +162,7 @@ static void test_index__finds_every_key_of_a_random_book_and_no_other(void **sta
 	/* One bit away from a book key: the same bucket or the same filter bit
 	 * for many of them. */
 	for (int i = 0; i < 300; i++) {
-		Key k = keys[rng_next(&rng) % N];
+		Key k = keys[ts_rand(&rng) % N];
 		for (int bit = 0; bit < 128; bit++) {
 			Key x = k;
 			if (bit < 64) x.lo ^= 1ULL << bit;
@@ -184,7 +176,7 @@ static void test_index__finds_every_key_of_a_random_book_and_no_other(void **sta
 	/* In a book key's directory bucket: its top bits, the rest random. */
 	unsigned d = kd->dir_bits;
 	for (int i = 0; i < N; i++) {
-		Key k = keys[rng_next(&rng) % N], x = random_key(&rng);
+		Key k = keys[ts_rand(&rng) % N], x = random_key(&rng);
 		uint64_t top = ~0ULL << (64 - d);
 		x.hi = (k.hi & top) | (x.hi & ~top);
 		check_absent(ix, txn, x);

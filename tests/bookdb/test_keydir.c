@@ -20,14 +20,6 @@
 #include "bookdb/keydir.h"
 #include "tests/support/support.h"
 
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 static int cmp_key(const void *a, const void *b)
 {
 	return key_cmp(*(const Key *)a, *(const Key *)b);
@@ -38,9 +30,9 @@ static Key *sorted_keys(size_t n, uint64_t *rng, int clustered)
 {
 	Key *k = malloc((n + 1) * sizeof *k);
 	for (size_t i = 0; i < n; i++) {
-		k[i].lo = rng_next(rng);
-		k[i].hi = rng_next(rng);
-		if (clustered) k[i].hi = (k[i].hi & 0x00ffffffffffffffULL) | (rng_next(rng) % 3) << 56;
+		k[i].lo = ts_rand(rng);
+		k[i].hi = ts_rand(rng);
+		if (clustered) k[i].hi = (k[i].hi & 0x00ffffffffffffffULL) | (ts_rand(rng) % 3) << 56;
 	}
 	qsort(k, n, sizeof *k, cmp_key);
 	size_t m = 0; /* drop the (unlikely) duplicates */
@@ -143,12 +135,12 @@ static void test_keydir__find_agrees_with_a_binary_search(void **state)
 		dir_build(&d, keys, n);
 		for (size_t i = 0; i < n; i++) assert_int_equal(bookdb_keydir_find(&d.kd, keys[i]), i);
 		for (int t = 0; t < 100000; t++) {
-			Key k = keys[rng_next(&rng) % n];
+			Key k = keys[ts_rand(&rng) % n];
 			switch (t % 4) {
-			case 0: k.lo = rng_next(&rng); break;
-			case 1: k.hi ^= 1ULL << (rng_next(&rng) % 64); break;
-			case 2: k.lo ^= 1ULL << (rng_next(&rng) % 64); break;
-			default: k.hi = rng_next(&rng); break;
+			case 0: k.lo = ts_rand(&rng); break;
+			case 1: k.hi ^= 1ULL << (ts_rand(&rng) % 64); break;
+			case 2: k.lo ^= 1ULL << (ts_rand(&rng) % 64); break;
+			default: k.hi = ts_rand(&rng); break;
 			}
 			assert_int_equal(bookdb_keydir_find(&d.kd, k), bsearch_index(keys, n, k));
 		}
@@ -169,12 +161,12 @@ static void test_keydir__damaged_directory_stays_within_the_keys(void **state)
 	/* Entries past n, decreasing, anything: a find may miss, but what it
 	 * returns is a key's own index, and it reads only keys[0..n) (ASan). */
 	for (size_t b = 0; b < len; b++) {
-		uint64_t r = rng_next(&rng);
+		uint64_t r = ts_rand(&rng);
 		if (r % 3 == 0) d.dir[b] = (uint32_t)(r >> 32);
 		else if (r % 3 == 1) d.dir[b] = (uint32_t)(n + (r >> 40));
 	}
 	for (int t = 0; t < 20000; t++) {
-		Key k = t % 2 ? keys[rng_next(&rng) % n] : (Key){rng_next(&rng), rng_next(&rng)};
+		Key k = t % 2 ? keys[ts_rand(&rng) % n] : (Key){ts_rand(&rng), ts_rand(&rng)};
 		size_t i = bookdb_keydir_find(&d.kd, k);
 		assert_true(i == BOOKDB_KEYDIR_NONE || (i < n && key_equal(keys[i], k)));
 	}

@@ -161,15 +161,6 @@ static void test_export__minimax_values_with_depth_and_ponder(void **state)
 
 /* ---- sorted, canonical, and found by bisection -------------------------------------- */
 
-static uint64_t rng_next(uint64_t *s)
-{
-	*s += 0x9e3779b97f4a7c15ULL;
-	uint64_t x = *s;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
 /* A book of random lines from the start position, an eval on every step. */
 static void random_book(BookDB *db, uint64_t *rng, int lines)
 {
@@ -177,12 +168,12 @@ static void random_book(BookDB *db, uint64_t *rng, int lines)
 	BookRecord *rec = malloc(sizeof *rec);
 	for (int l = 0; l < lines; l++) {
 		pos_set_startpos(pos);
-		int len = 1 + (int)(rng_next(rng) % 10);
+		int len = 1 + (int)(ts_rand(rng) % 10);
 		for (int k = 0; k < len; k++) {
 			Move legal[MOVEGEN_MAX];
 			int n = movegen_legal(pos, legal);
 			if (n == 0) break;
-			Move m = legal[rng_next(rng) % (uint64_t)(n < 6 ? n : 6)];
+			Move m = legal[ts_rand(rng) % (uint64_t)(n < 6 ? n : 6)];
 			BookTxn *txn;
 			assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
 			if (bookdb_get(rec, txn, pos_key(pos)) != 0) bookdb_record_init(rec, pos);
@@ -194,7 +185,7 @@ static void random_book(BookDB *db, uint64_t *rng, int lines)
 				rec->nmoves++;
 			}
 			rec->moves[q].flags = BOOKDB_MOVE_EVAL;
-			rec->moves[q].eval = (int16_t)((int)(rng_next(rng) % 400) - 200);
+			rec->moves[q].eval = (int16_t)((int)(ts_rand(rng) % 400) - 200);
 			rec->moves[q].depth = 10;
 			assert_int_equal(bookdb_put(txn, pos_key(pos), rec), 0);
 			assert_int_equal(bookdb_txn_commit(txn), 0);

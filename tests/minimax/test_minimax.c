@@ -399,15 +399,6 @@ static void test_minimax__perpetual_check_loses_for_the_checker(void **state)
 
 /* ---- incremental equals --full ------------------------------------------------- */
 
-static uint64_t rng_next(uint64_t *s)
-{
-	*s += 0x9e3779b97f4a7c15ULL;
-	uint64_t x = *s;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
 /* A move for random walks: mostly king and gold shuffles, so lines meet
  * again (transpositions) and come back (repetition cycles). */
 static Move pick_move(const Position *pos, uint64_t *rng, bool checks)
@@ -415,10 +406,10 @@ static Move pick_move(const Position *pos, uint64_t *rng, bool checks)
 	Move legal[MOVEGEN_MAX], quiet[MOVEGEN_MAX];
 	int n = movegen_legal(pos, legal), nq = 0;
 	if (n == 0) return MOVE_NONE;
-	if (checks && rng_next(rng) % 4 != 0) {
+	if (checks && ts_rand(rng) % 4 != 0) {
 		for (int k = 0; k < n; k++)
 			if (pos_gives_check(pos, legal[k])) quiet[nq++] = legal[k];
-		if (nq) return quiet[rng_next(rng) % (uint64_t)nq];
+		if (nq) return quiet[ts_rand(rng) % (uint64_t)nq];
 	}
 	for (int k = 0; k < n; k++) {
 		Move m = legal[k];
@@ -426,8 +417,8 @@ static Move pick_move(const Position *pos, uint64_t *rng, bool checks)
 		PieceType pt = piece_type(pos->board[move_from(m)]);
 		if (pt == KING || pt == GOLD || pt == ROOK) quiet[nq++] = m;
 	}
-	if (nq && rng_next(rng) % 4 != 0) return quiet[rng_next(rng) % (uint64_t)nq];
-	return legal[rng_next(rng) % (uint64_t)n];
+	if (nq && ts_rand(rng) % 4 != 0) return quiet[ts_rand(rng) % (uint64_t)nq];
+	return legal[ts_rand(rng) % (uint64_t)n];
 }
 
 /* Stores an eval of move m at pos in both books (merged into the record). */
@@ -464,10 +455,10 @@ static const char *const ROOTS[] = {NULL, "4k4/9/4R4/9/9/9/9/9/K8 w - 1", "4k4/9
 static void random_result(BookDB *a, BookDB *b, uint64_t *rng)
 {
 	Position *pos = malloc(sizeof *pos);
-	const char *root = ROOTS[rng_next(rng) % (sizeof ROOTS / sizeof *ROOTS)];
+	const char *root = ROOTS[ts_rand(rng) % (sizeof ROOTS / sizeof *ROOTS)];
 	if (root) assert_int_equal(sfen_parse(pos, root, NULL, NULL), 0);
 	else pos_set_startpos(pos);
-	int len = (int)(rng_next(rng) % (root ? 12 : 8));
+	int len = (int)(ts_rand(rng) % (root ? 12 : 8));
 	/* From the rook's root, checks are preferred: in-check positions that
 	 * meet again make perpetual-check loops. */
 	bool checks = root == ROOTS[1];
@@ -477,7 +468,7 @@ static void random_result(BookDB *a, BookDB *b, uint64_t *rng)
 		pos_do_move(pos, m);
 	}
 	Move m = pick_move(pos, rng, checks);
-	if (m != MOVE_NONE) add_result(a, b, pos, m, (int)(rng_next(rng) % 9) * 40 - 160);
+	if (m != MOVE_NONE) add_result(a, b, pos, m, (int)(ts_rand(rng) % 9) * 40 - 160);
 	free(pos);
 }
 
@@ -488,11 +479,11 @@ static void check_walk(BookDB *a, BookDB *b, uint64_t *rng)
 {
 	Position *pos = malloc(sizeof *pos);
 	assert_int_equal(sfen_parse(pos, ROOTS[1], NULL, NULL), 0);
-	int len = 2 + (int)(rng_next(rng) % 14);
+	int len = 2 + (int)(ts_rand(rng) % 14);
 	for (int k = 0; k < len; k++) {
 		Move m = pick_move(pos, rng, true);
 		if (m == MOVE_NONE) break;
-		if (rng_next(rng) % 3 == 0) add_result(a, b, pos, m, (int)(rng_next(rng) % 9) * 40 - 160);
+		if (ts_rand(rng) % 3 == 0) add_result(a, b, pos, m, (int)(ts_rand(rng) % 9) * 40 - 160);
 		pos_do_move(pos, m);
 	}
 	free(pos);
@@ -507,7 +498,7 @@ static void king_cycle(BookDB *a, BookDB *b, uint64_t *rng)
 	for (int k = 0; k < 4; k++) {
 		Move m;
 		assert_int_equal(usi_move_parse_legal(&m, pos, line[k], 4, NULL), 0);
-		add_result(a, b, pos, m, (int)(rng_next(rng) % 9) * 40 - 160);
+		add_result(a, b, pos, m, (int)(ts_rand(rng) % 9) * 40 - 160);
 		pos_do_move(pos, m);
 	}
 	free(pos);
@@ -636,7 +627,7 @@ static void test_minimax__incremental_equals_full_after_random_batches(void **st
 	BookmmStats sa, sb;
 	size_t cyclic = 0, partial = 0;
 	for (int batch = 0; batch < 14; batch++) {
-		int n = batch == 0 ? 150 : 1 + (int)(rng_next(&rng) % 30);
+		int n = batch == 0 ? 150 : 1 + (int)(ts_rand(&rng) % 30);
 		if (batch == 0) king_cycle(a, b, &rng);
 		for (int k = 0; k < n; k++) random_result(a, b, &rng);
 		for (int k = 0; k < n / 4 + 1; k++) check_walk(a, b, &rng);
@@ -778,7 +769,7 @@ static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void 
 			execl(ts_joseki(), ts_joseki(), "minimax", book, "--quiet", (char *)NULL);
 			_exit(127);
 		}
-		struct timespec d = {0, (long)(rng_next(&rng) % 400) * 1000000L};
+		struct timespec d = {0, (long)(ts_rand(&rng) % 400) * 1000000L};
 		nanosleep(&d, NULL);
 		kill(pid, SIGKILL);
 		int status;

@@ -158,3 +158,11 @@ long long ts_jint(json_t *o, const char *k)
 	assert_non_null(v);
 	return json_integer_value(v);
 }
+
+uint64_t ts_rand(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}

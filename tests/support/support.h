@@ -7,6 +7,7 @@
 #define TESTS_SUPPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Creates a fresh directory under $TMPDIR (or /tmp); the caller frees the path. */
 char *ts_mkdtemp(void);
@@ -38,5 +39,7 @@ long long ts_jint(struct json_t *o, const char *k);
 
 /* Seed for randomised tests: $TEST_SEED if set, else time-based; printed. */
 unsigned long long ts_seed(const char *test_name);
+/* The next number of a splitmix64 stream (state: any 64-bit value, e.g. a seed). */
+uint64_t ts_rand(uint64_t *state);
 
 #endif
