@@ -69,7 +69,7 @@ asan:
 # libFuzzer targets; each runs FUZZ_SECONDS (default 60) seconds.
 FUZZ_SECONDS ?= 60
 FUZZ_BIN = $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
-build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard */*.h) | $(DEPS_OK)
+build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard */*.h tests/fuzz/*.h) | $(DEPS_OK)
 	@mkdir -p build-fuzz
 	clang -std=c11 -D_GNU_SOURCE -I. $(ARCH) -pthread -O1 -g -fsanitize=fuzzer,address,undefined \
 	    -o $@ $< $(LIB_SRC) $(LIBS)

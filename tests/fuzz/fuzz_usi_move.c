@@ -14,27 +14,16 @@
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
+#include "tests/fuzz/move_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MIDDLEGAME "l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w RGgsn5p 1"
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static int ready;
-	static Position start, middle;
-	if (!ready) {
-		shogi_init();
-		pos_set_startpos(&start);
-		if (sfen_parse(&middle, MIDDLEGAME, NULL, NULL) != 0) abort();
-		ready = 1;
-	}
-	if (size < 1) return 0;
-	Position *pos = (data[0] & 1) ? &middle : &start;
-	size_t len = size - 1;
-	char *s = malloc(len ? len : 1);
+	Position *pos;
+	size_t len;
+	char *s = move_input(data, size, &pos, &len);
 	if (!s) return 0;
-	memcpy(s, data + 1, len);
 
 	char err[SHOGI_ERRLEN];
 	memset(err, 'x', sizeof err);
