@@ -36,14 +36,19 @@ for mode in sorted unsorted; do
 	bpp=$(awk -v b="$bytes" -v p="$pos" 'BEGIN {printf "%.1f", b / p}')
 	echo "bookdb $mode insert: positions $pos inserts_per_s $(field inserts_per_s "$line") ($(field inserts_per_cpu_s "$line")/cpu-s) bytes $bytes bytes_per_position $bpp (synth total $(field time_ms "$line") ms)"
 	if [ "$mode" = sorted ]; then
-		out=$($J stats "$book" --bench-lookups "$LOOKUPS")
-		l1=$(echo "$out" | grep '^lookups ')
-		l2=$(echo "$out" | grep '^lookups_full ')
-		echo "bookdb lookups: positions $pos lookups $LOOKUPS lookups_per_s $(field lookups_per_s "$l1") ($(field lookups_per_cpu_s "$l1")/cpu-s) full_record_lookups_per_s $(field lookups_per_s "$l2") ($(field lookups_per_cpu_s "$l2")/cpu-s)"
-		b=$(echo "$out" | grep '^index_build ')
-		i1=$(echo "$out" | grep '^index_lookups ')
-		i2=$(echo "$out" | grep '^index_lookups_full ')
-		echo "bookdb index: positions $pos build_ms $(field time_ms "$b") (cpu $(field cpu_ms "$b") ms) bytes $(field bytes "$b") lookups_per_s $(field lookups_per_s "$i1") ($(field lookups_per_cpu_s "$i1")/cpu-s) full_record_lookups_per_s $(field lookups_per_s "$i2") ($(field lookups_per_cpu_s "$i2")/cpu-s)"
+		# BENCH_RUNS (default 3) runs; each figure is the median of its runs.
+		all=""
+		for _ in $(seq "${BENCH_RUNS:-3}"); do
+			all="$all
+$($J stats "$book" --bench-lookups "$LOOKUPS")"
+		done
+		med() { # med LINE-PREFIX FIELD: the median of FIELD over the runs' lines
+			echo "$all" | grep "^$1 " | while read -r line; do field "$2" "$line"; done |
+				sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+		}
+		echo "bookdb lookups: positions $pos lookups $LOOKUPS lookups_per_s $(med lookups lookups_per_s) ($(med lookups lookups_per_cpu_s)/cpu-s) full_record_lookups_per_s $(med lookups_full lookups_per_s) ($(med lookups_full lookups_per_cpu_s)/cpu-s)  (median of ${BENCH_RUNS:-3})"
+		b=$(echo "$all" | grep '^index_build ' | tail -n 1)
+		echo "bookdb index: positions $pos build_ms $(med index_build time_ms) (cpu $(med index_build cpu_ms) ms) bytes $(field bytes "$b") lookups_per_s $(med index_lookups lookups_per_s) ($(med index_lookups lookups_per_cpu_s)/cpu-s) full_record_lookups_per_s $(med index_lookups_full lookups_per_s) ($(med index_lookups_full lookups_per_cpu_s)/cpu-s)  (median of ${BENCH_RUNS:-3})"
 	fi
 	rm -rf "$book"
 done
