@@ -62,8 +62,7 @@ typedef struct {
 	BookmmState s;
 	uint8_t *mark; /* per global node */
 	size_t mark_cap;
-	uint32_t *local; /* global -> local node of the subgraph */
-	size_t local_cap;
+	uint32_t *local; /* global -> local node of the subgraph (as long as mark) */
 	U32s changed;  /* nodes of changed records */
 	U32s seeds;    /* nodes whose graph input changed, then those that joined A */
 	U32s a, b, b2; /* the subgraph's parts, globals */
@@ -76,7 +75,6 @@ typedef struct {
 	Position *pos;
 	MmMove *moves;
 	uint64_t snap_seq; /* the last change-log number the snapshot saw */
-	size_t added;
 	int sweeps;
 } Inc;
 
@@ -104,7 +102,7 @@ static int cover(Inc *c)
 	if (l) c->local = l;
 	if (!m || !l) return -1;
 	memset(c->mark + c->mark_cap, 0, nc - c->mark_cap);
-	c->mark_cap = c->local_cap = nc;
+	c->mark_cap = nc;
 	return 0;
 }
 
@@ -134,11 +132,14 @@ static void contrib(Inc *c, uint32_t x, int sign)
 }
 
 /* Node x's moves from its record (raw bytes of the snapshot); replaces the
- * kept ones when they differ and marks x as a seed. */
-static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len)
+ * kept ones when they differ and marks x as a seed. Afterwards c->pos holds
+ * x's position when the record has one (a position has at least one graph
+ * move: an edge, a leaf or the mated leaf), which *has_pos says. */
+static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len, bool *has_pos)
 {
 	uint8_t structure;
 	int n = bookmm_record_moves(c->moves, &structure, raw, len, c->rec, c->pos, view_find, &c->v);
+	*has_pos = n > 0;
 	uint32_t old;
 	const MmMove *om = mmfile_moves(&c->v, x, &old);
 	if (!om) return MMFILE_ESTALE;
@@ -182,7 +183,6 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 				break;
 			}
 			c->mark[x] |= M_NEW;
-			c->added++;
 		}
 		if (c->mark[x] & M_RECORD) continue;
 		c->mark[x] |= M_RECORD | M_REWRITE;
@@ -201,42 +201,31 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 		return mm_fail(why, whylen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 				   "reading the changes: %s", bookdb_strerror(rc));
 	/* Every new node is in the view now, so each changed record's moves
-	 * reach all of them. */
-	for (size_t q = 0; q < c->changed.n; q++) {
-		uint32_t x = c->changed.v[q];
-		const uint8_t *raw;
-		size_t len;
-		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, x))) < 0 ||
-		    (rc = refresh_moves(c, x, raw, len)) != 0)
-			goto bad;
-	}
-	/* A new position may be a transposition: any book position with a legal
-	 * move to it gets that edge (its moves are generated again, so its leaf
-	 * moves too when the move was one). */
+	 * reach all of them. A new position may also be a transposition: any
+	 * book position with a legal move to it gets that edge (its moves are
+	 * generated again, so its leaf moves too when the move was one). */
 	RetroMove *cand = malloc(RETRO_MAX * sizeof *cand);
 	if (!cand) return mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
-	for (size_t q = 0; q < c->changed.n; q++) {
+	for (size_t q = 0; q < c->changed.n && rc == 0; q++) {
 		uint32_t x = c->changed.v[q];
-		if (!(c->mark[x] & M_NEW)) continue;
 		const uint8_t *raw;
 		size_t len;
-		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, x))) < 0) break;
-		if (bookdb_record_decode(c->rec, raw, len) < 0 || bookdb_record_position(c->pos, c->rec, NULL) < 0)
-			continue;
+		bool has_pos;
+		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, x))) < 0 ||
+		    (rc = refresh_moves(c, x, raw, len, &has_pos)) != 0)
+			break;
+		if (!(c->mark[x] & M_NEW) || !has_pos) continue;
 		int nc = retro_parents(c->pos, cand);
-		for (int r = 0; r < nc; r++) {
+		for (int r = 0; r < nc && rc == 0; r++) {
 			uint32_t p = mmfile_find(&c->v, cand[r].key);
 			if (p == MM_NONE || (c->mark[p] & (M_RECORD | M_REPARENT))) continue;
 			c->mark[p] |= M_REPARENT;
-			if ((rc = bookdb_get_raw(&raw, &len, snap, cand[r].key)) < 0 ||
-			    (rc = refresh_moves(c, p, raw, len)) != 0)
-				break;
+			if ((rc = bookdb_get_raw(&raw, &len, snap, cand[r].key)) == 0)
+				rc = refresh_moves(c, p, raw, len, &has_pos);
 		}
-		if (rc) break;
 	}
 	free(cand);
 	if (rc == 0) return 0;
-bad:
 	if (rc == MMFILE_ESTALE) return mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph is damaged");
 	return mm_fail(why, whylen, rc == MMFILE_ENOMEM || rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 			   "reading the book: %s", rc < -10 ? bookdb_strerror(rc) : "out of memory");
@@ -354,18 +343,6 @@ static int value_a(Inc *c)
 	return w.rc ? MMFILE_ENOMEM : 0;
 }
 
-static MmFlags core_flags(uint8_t f)
-{
-	MmFlags r = 0;
-	if (f & MMF_VALUED) r |= F_VALUED;
-	if (f & MMF_CHECKED) r |= MM_F_CHECKED;
-	if (f & MMF_LOOP) r |= MM_F_LOOP;
-	if (f & MMF_CONST) r |= MM_F_CONST;
-	if (f & MMF_SURVIVOR) r |= MM_F_SURVIVOR;
-	if (f & MMF_WHITE) r |= MM_F_WHITE;
-	return r;
-}
-
 /* The subgraph as the core takes it. */
 static int build_sub(Inc *c)
 {
@@ -392,7 +369,7 @@ static int build_sub(Inc *c)
 		} else if (role == R_A) {
 			g->flags[l] = MM_F_CONST | MM_F_FROZEN | ((f & MMF_WHITE) ? MM_F_WHITE : 0);
 		} else {
-			g->flags[l] = core_flags(f) | MM_F_FROZEN;
+			g->flags[l] = bookmm_core_flags(f) | MM_F_FROZEN;
 			g->vd[l] = mmfile_vd(&c->v, x);
 		}
 		if (!valued || role == R_B2) continue;
@@ -657,20 +634,8 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 	bookdb_txn_abort(snap);
 	snap = NULL;
 	uint32_t root = root_node(&c);
-	if (c.changed.n == 0) {
-		/* Nothing changed: the book is as the last run left it. */
-		st->incremental = true;
-		st->positions = mmfile_count(&c.v);
-		st->valued = c.s.valued;
-		st->settled = c.s.settled;
-		st->cyclic = st->valued - st->settled;
-		st->moves = c.s.moves;
-		st->edges = c.s.edges;
-		root_value(st, &c, root);
-		rc = 0;
-		goto out;
-	}
-	for (int round = 0;; round++) {
+	/* Nothing changed: the book is as the last run left it (nothing to write). */
+	for (int round = 0; c.changed.n; round++) {
 		MmStats ms;
 		size_t nstale = 0;
 		rc = collect(&c, root);
@@ -678,6 +643,7 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 		if (rc == 0) rc = build_sub(&c);
 		if (rc == 0 && mm_backup(&c.g, &ms) < 0) rc = MMFILE_ENOMEM;
 		if (rc == 0) rc = stale_nodes(&c, &nstale);
+		if (rc == 0 && nstale == 0) rc = store_states(&c);
 		if (rc) {
 			rc = rc == MMFILE_ESTALE ? mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph is damaged")
 						 : mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
@@ -691,11 +657,6 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 		}
 		clear_roles(&c);
 	}
-	if ((rc = store_states(&c)) != 0) {
-		rc = rc == MMFILE_ESTALE ? mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph is damaged")
-					 : mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
-		goto out;
-	}
 	st->incremental = true;
 	st->positions = mmfile_count(&c.v);
 	st->valued = (size_t)c.tot.valued;
@@ -707,6 +668,7 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 	st->changed = c.changed.n;
 	st->affected = c.a.n;
 	root_value(st, &c, root);
+	if (c.changed.n) rc = commit(&c, st, dir, why, whylen);
 	rc = commit(&c, st, dir, why, whylen);
 out:
 	bookdb_txn_abort(snap);

@@ -159,15 +159,27 @@ int bookmm_rewrite(uint8_t *out, const uint8_t *raw, size_t len, BookRecord *rec
 					   len - (size_t)head);
 }
 
+/* The node flags the core and the graph file share, bit for bit. */
+static const struct {
+	MmFlags core;
+	uint8_t file;
+} SHARED_FLAGS[] = {{F_VALUED, MMF_VALUED}, {MM_F_CHECKED, MMF_CHECKED}, {MM_F_LOOP, MMF_LOOP},
+		    {MM_F_CONST, MMF_CONST}, {MM_F_SURVIVOR, MMF_SURVIVOR}};
+
 uint8_t bookmm_file_flags(MmFlags core, uint8_t structure)
 {
 	uint8_t f = structure & (MMF_INCHECK | MMF_WHITE);
-	if (core & F_VALUED) f |= MMF_VALUED;
-	if (core & MM_F_CHECKED) f |= MMF_CHECKED;
-	if (core & MM_F_LOOP) f |= MMF_LOOP;
-	if (core & MM_F_CONST) f |= MMF_CONST;
-	if (core & MM_F_SURVIVOR) f |= MMF_SURVIVOR;
+	for (size_t i = 0; i < sizeof SHARED_FLAGS / sizeof *SHARED_FLAGS; i++)
+		if (core & SHARED_FLAGS[i].core) f |= SHARED_FLAGS[i].file;
 	return f;
+}
+
+MmFlags bookmm_core_flags(uint8_t file)
+{
+	MmFlags r = (file & MMF_WHITE) ? MM_F_WHITE : 0;
+	for (size_t i = 0; i < sizeof SHARED_FLAGS / sizeof *SHARED_FLAGS; i++)
+		if (file & SHARED_FLAGS[i].file) r |= SHARED_FLAGS[i].core;
+	return r;
 }
 
 /* meta "mmstate": u32 version (1), u32 0, then u64 stamp, journal_len, seq,

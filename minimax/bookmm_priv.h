@@ -78,8 +78,11 @@ int bookmm_state_put(BookTxn *txn, const BookmmState *st);
 /* The human-readable summary under meta key "minimax". */
 int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions *opt);
 
-/* File flags (MMF_*) of a node from the core's flags and its structure bits. */
+/* File flags (MMF_*) of a node from the core's flags and its structure bits
+ * (MMF_INCHECK, MMF_WHITE), and the core's flags of a node given as file
+ * flags (its side to move included). */
 uint8_t bookmm_file_flags(MmFlags core, uint8_t structure);
+MmFlags bookmm_core_flags(uint8_t file);
 
 /* The whole-book and incremental runs. bookmm_incremental returns
  * BOOKMM_EFULL (reason in err) when only a whole-book run can answer. */
