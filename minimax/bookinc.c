@@ -669,7 +669,6 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 	st->affected = c.a.n;
 	root_value(st, &c, root);
 	if (c.changed.n) rc = commit(&c, st, dir, why, whylen);
-	rc = commit(&c, st, dir, why, whylen);
 out:
 	bookdb_txn_abort(snap);
 	inc_free(&c);
