@@ -208,18 +208,49 @@ static inline size_t key_hash(Key k, size_t mask)
 	return (size_t)(k.lo ^ (k.hi >> 17)) & mask;
 }
 
-static int ensure(void **p, size_t *cap, size_t need, size_t elem)
+/* The value slot of node in m, or NULL. */
+static uint32_t *nodemap_get(const MmNodeMap *m, uint32_t node)
 {
-	return mm_grow(p, cap, need, elem);
+	if (!m->cap) return NULL;
+	size_t mask = m->cap - 1;
+	for (size_t s = mix32(node, mask);; s = (s + 1) & mask) {
+		uint32_t *e = &m->slots[2 * s];
+		if (!e[0]) return NULL;
+		if (e[0] == node + 1) return &e[1];
+	}
 }
 
-/* A zeroed table twice the size (*new_cap slots of width words), for a caller
- * that found no room for one more entry at load <= 1/2 and re-inserts its
- * entries; NULL when out of memory. */
-static uint32_t *table_for_one_more(size_t cap, size_t width, size_t *new_cap)
+/* Inserts node (not in m; table with room) and returns its value slot. */
+static uint32_t *nodemap_insert(MmNodeMap *m, uint32_t node, uint32_t value)
 {
-	*new_cap = cap ? cap * 2 : 64;
-	return calloc(*new_cap * width, sizeof(uint32_t));
+	size_t mask = m->cap - 1;
+	size_t s = mix32(node, mask);
+	while (m->slots[2 * s]) s = (s + 1) & mask;
+	uint32_t *e = &m->slots[2 * s];
+	e[0] = node + 1;
+	e[1] = value;
+	m->used++;
+	return &e[1];
+}
+
+/* The value slot of node, inserted (with value MM_NONE) if absent; NULL when
+ * out of memory. */
+static uint32_t *nodemap_put(MmNodeMap *m, uint32_t node)
+{
+	uint32_t *v = nodemap_get(m, node);
+	if (v) return v;
+	if ((m->used + 1) * 2 > m->cap) {
+		size_t oc = m->cap, nc = oc ? oc * 2 : 64;
+		uint32_t *old = m->slots, *nt = calloc(nc * 2, sizeof *nt);
+		if (!nt) return NULL;
+		m->slots = nt;
+		m->cap = nc;
+		m->used = 0;
+		for (size_t s = 0; s < oc; s++)
+			if (old[2 * s]) nodemap_insert(m, old[2 * s] - 1, old[2 * s + 1]);
+		free(old);
+	}
+	return nodemap_insert(m, node, MM_NONE);
 }
 
 /* New nodes: slot = j + 1. */
@@ -246,7 +277,8 @@ static int new_reserve(MmView *v)
 {
 	size_t nc;
 	if ((v->nnew + 1) * 2 <= v->new_slots_cap) return 0;
-	uint32_t *nt = table_for_one_more(v->new_slots_cap, 1, &nc);
+	nc = v->new_slots_cap ? v->new_slots_cap * 2 : 64;
+	uint32_t *nt = calloc(nc, sizeof *nt);
 	if (!nt) return -1;
 	free(v->new_slots);
 	v->new_slots = nt;
@@ -255,87 +287,31 @@ static int new_reserve(MmView *v)
 	return 0;
 }
 
-/* Replaced lists: slot = list index + 1. */
+/* Node's replaced move list, or NULL. */
 static MmOvList *list_find(const MmView *v, uint32_t node)
 {
-	if (!v->list_slots_cap) return NULL;
-	size_t mask = v->list_slots_cap - 1;
-	for (size_t s = mix32(node, mask);; s = (s + 1) & mask) {
-		uint32_t e = v->list_slots[s];
-		if (!e) return NULL;
-		if (v->lists[e - 1].node == node) return &v->lists[e - 1];
-	}
-}
-
-static void list_insert(MmView *v, uint32_t li)
-{
-	size_t mask = v->list_slots_cap - 1;
-	size_t s = mix32(v->lists[li].node, mask);
-	while (v->list_slots[s]) s = (s + 1) & mask;
-	v->list_slots[s] = li + 1;
-}
-
-/* Parent heads: pairs (child + 1, first link index). */
-static uint32_t *par_head(const MmView *v, uint32_t child)
-{
-	if (!v->par_slots_cap) return NULL;
-	size_t mask = v->par_slots_cap - 1;
-	for (size_t s = mix32(child, mask);; s = (s + 1) & mask) {
-		uint32_t *e = &v->par_head_slots[2 * s];
-		if (!e[0]) return NULL;
-		if (e[0] == child + 1) return e;
-	}
-}
-
-static uint32_t *par_head_insert(MmView *v, uint32_t child)
-{
-	size_t mask = v->par_slots_cap - 1;
-	size_t s = mix32(child, mask);
-	while (v->par_head_slots[2 * s]) s = (s + 1) & mask;
-	uint32_t *e = &v->par_head_slots[2 * s];
-	e[0] = child + 1;
-	e[1] = MM_NONE;
-	return e;
-}
-
-static int par_reserve(MmView *v)
-{
-	size_t nc, oc = v->par_slots_cap;
-	if ((v->par_used + 1) * 2 <= oc) return 0;
-	uint32_t *old = v->par_head_slots, *nt = table_for_one_more(oc, 2, &nc);
-	if (!nt) return -1;
-	v->par_head_slots = nt;
-	v->par_slots_cap = nc;
-	for (size_t s = 0; s < oc; s++)
-		if (old[2 * s]) {
-			uint32_t *e = par_head_insert(v, old[2 * s] - 1);
-			e[1] = old[2 * s + 1];
-		}
-	free(old);
-	return 0;
+	const uint32_t *li = nodemap_get(&v->list_of, node);
+	return li ? &v->lists[*li] : NULL;
 }
 
 /* Links parent -> child in the overlay unless it is there already. */
 static int add_parent_link(MmView *v, uint32_t child, uint32_t parent)
 {
-	uint32_t *h = par_head(v, child);
-	for (uint32_t l = h ? h[1] : MM_NONE; l != MM_NONE; l = v->ov_par[l].next)
+	const uint32_t *h = nodemap_get(&v->first_parent, child);
+	for (uint32_t l = h ? *h : MM_NONE; l != MM_NONE; l = v->ov_par[l].next)
 		if (v->ov_par[l].parent == parent) return 0;
-	if (!h) {
-		if (par_reserve(v) < 0) return -1;
-		h = par_head_insert(v, child);
-		v->par_used++;
-	}
-	if (ensure((void **)&v->ov_par, &v->ov_par_cap, v->ov_npar + 1, sizeof *v->ov_par) < 0)
+	if (mm_grow((void **)&v->ov_par, &v->ov_par_cap, v->ov_npar + 1, sizeof *v->ov_par) < 0)
 		return -1;
-	v->ov_par[v->ov_npar] = (MmOvParent){parent, h[1]};
-	h[1] = (uint32_t)v->ov_npar++;
+	uint32_t *head = nodemap_put(&v->first_parent, child);
+	if (!head) return -1;
+	v->ov_par[v->ov_npar] = (MmOvParent){parent, *head};
+	*head = (uint32_t)v->ov_npar++;
 	return 0;
 }
 
 static int pend(MmView *v, const void *p, size_t len)
 {
-	if (ensure((void **)&v->pending, &v->pending_cap, v->pending_len + len, 1) < 0) return -1;
+	if (mm_grow((void **)&v->pending, &v->pending_cap, v->pending_len + len, 1) < 0) return -1;
 	memcpy(v->pending + v->pending_len, p, len);
 	v->pending_len += len;
 	return 0;
@@ -375,26 +351,14 @@ static int do_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len
 	size_t count = mmfile_count(v);
 	for (uint32_t k = 0; k < len; k++)
 		if (moves[k].next != MM_NONE && moves[k].next >= count) return MMFILE_ESTALE;
-	if (ensure((void **)&v->ov_moves, &v->ov_moves_cap, v->ov_nmoves + len + 1, sizeof *v->ov_moves) < 0)
+	if (mm_grow((void **)&v->ov_moves, &v->ov_moves_cap, v->ov_nmoves + len + 1, sizeof *v->ov_moves) < 0 ||
+	    mm_grow((void **)&v->lists, &v->lists_cap, v->nlists + 1, sizeof *v->lists) < 0)
 		return MMFILE_ENOMEM;
 	memcpy(v->ov_moves + v->ov_nmoves, moves, len * sizeof *moves);
-	MmOvList *l = list_find(v, i);
-	if (!l) {
-		if (ensure((void **)&v->lists, &v->lists_cap, v->nlists + 1, sizeof *v->lists) < 0)
-			return MMFILE_ENOMEM;
-		size_t nc;
-		if ((v->nlists + 1) * 2 > v->list_slots_cap) {
-			uint32_t *nt = table_for_one_more(v->list_slots_cap, 1, &nc);
-			if (!nt) return MMFILE_ENOMEM;
-			free(v->list_slots);
-			v->list_slots = nt;
-			v->list_slots_cap = nc;
-			for (size_t q = 0; q < v->nlists; q++) list_insert(v, (uint32_t)q);
-		}
-		l = &v->lists[v->nlists];
-		l->node = i;
-		list_insert(v, (uint32_t)v->nlists++);
-	}
+	uint32_t *li = nodemap_put(&v->list_of, i);
+	if (!li) return MMFILE_ENOMEM;
+	if (*li == MM_NONE) *li = (uint32_t)v->nlists++;
+	MmOvList *l = &v->lists[*li];
 	l->off = (uint32_t)v->ov_nmoves;
 	l->len = len;
 	v->ov_nmoves += len;
@@ -494,8 +458,8 @@ int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, v
 			if (r) return r;
 		}
 	}
-	const uint32_t *h = par_head(v, i);
-	for (uint32_t l = h ? h[1] : MM_NONE; l != MM_NONE; l = v->ov_par[l].next) {
+	const uint32_t *h = nodemap_get(&v->first_parent, i);
+	for (uint32_t l = h ? *h : MM_NONE; l != MM_NONE; l = v->ov_par[l].next) {
 		int r = fn(v->ov_par[l].parent, ctx);
 		if (r) return r;
 	}
@@ -688,9 +652,9 @@ void mmfile_close(MmView *v)
 	free(v->new_slots);
 	free(v->ov_moves);
 	free(v->lists);
-	free(v->list_slots);
+	free(v->list_of.slots);
 	free(v->ov_par);
-	free(v->par_head_slots);
+	free(v->first_parent.slots);
 	free(v->pending);
 	memset(v, 0, sizeof *v);
 }

@@ -57,9 +57,15 @@ enum {
 
 /* One replaced move list of the overlay. */
 typedef struct {
-	uint32_t node;
 	uint32_t off, len; /* in MmView.ov_moves */
 } MmOvList;
+
+/* A small map from node to a u32 (open addressing at load <= 1/2; slots are
+ * pairs (node + 1, value), 0 = empty). */
+typedef struct {
+	uint32_t *slots;
+	size_t cap, used;
+} MmNodeMap;
 
 /* A parent link added since the graph file (child <- parent), chained per child. */
 typedef struct {
@@ -91,18 +97,17 @@ typedef struct {
 	MmVd *new_vd;
 	uint32_t *new_slots; /* open addressing over new_keys: j + 1, 0 = empty */
 	size_t new_slots_cap;
-	/* Replaced move lists (any node), looked up through list_slots. */
+	/* Replaced move lists (any node): node -> index in lists. */
 	MmMove *ov_moves;
 	size_t ov_nmoves, ov_moves_cap;
 	MmOvList *lists;
 	size_t nlists, lists_cap;
-	uint32_t *list_slots; /* list index + 1, 0 = empty */
-	size_t list_slots_cap;
-	/* Parent links added since (the graph file's reverse edges do not have them). */
+	MmNodeMap list_of;
+	/* Parent links added since (the graph file's reverse edges do not have
+	 * them): child -> its first link in ov_par. */
 	MmOvParent *ov_par;
 	size_t ov_npar, ov_par_cap;
-	uint32_t *par_head_slots; /* pairs (child + 1, first link), 0 = empty */
-	size_t par_slots_cap, par_used;
+	MmNodeMap first_parent;
 	/* What this run changed, for mmfile_journal_append. */
 	uint8_t *pending;
 	size_t pending_len, pending_cap;
