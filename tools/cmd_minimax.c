@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "minimax/bookmm.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
@@ -114,21 +116,24 @@ int cmd_minimax(int argc, char **argv)
 	char root[16] = "null";
 	if (st.has_root) snprintf(root, sizeof root, "%d", st.root_value);
 	if (json) {
-		/* full_reason is free text: escape what JSON needs escaped. */
-		char why[2 * sizeof st.full_reason];
-		size_t w = 0;
-		for (const char *p = st.full_reason; *p && w + 2 < sizeof why; p++) {
-			if (*p == '"' || *p == '\\') why[w++] = '\\';
-			why[w++] = (unsigned char)*p < 0x20 ? ' ' : *p;
+		json_t *reason = json_string(st.full_reason); /* NULL if not UTF-8 (a path) */
+		json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:I,s:b,s:I,s:I,s:o,s:o,s:I,s:I}",
+				      "positions", (json_int_t)st.positions, "valued", (json_int_t)st.valued,
+				      "moves", (json_int_t)st.moves, "edges", (json_int_t)st.edges, "settled",
+				      (json_int_t)st.settled, "cyclic", (json_int_t)st.cyclic, "sweeps", st.sweeps,
+				      "rewritten", (json_int_t)st.rewritten, "incremental", st.incremental,
+				      "changed", (json_int_t)st.changed, "affected", (json_int_t)st.affected,
+				      "full_reason", reason ? reason : json_string("(not UTF-8)"), "root_value",
+				      st.has_root ? json_integer(st.root_value) : json_null(), "time_ms",
+				      (json_int_t)(ms + 0.5), "peak_rss_bytes", (json_int_t)ru.ru_maxrss * 1024);
+		char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		json_decref(o);
+		if (!text) {
+			joseki_error("minimax: out of memory");
+			return 1;
 		}
-		why[w] = 0;
-		printf("{\"positions\":%zu,\"valued\":%zu,\"moves\":%zu,\"edges\":%zu,"
-		       "\"settled\":%zu,\"cyclic\":%zu,\"sweeps\":%d,\"rewritten\":%zu,"
-		       "\"incremental\":%s,\"changed\":%zu,\"affected\":%zu,\"full_reason\":\"%s\","
-		       "\"root_value\":%s,\"time_ms\":%.0f,\"peak_rss_bytes\":%lld}\n",
-		       st.positions, st.valued, st.moves, st.edges, st.settled, st.cyclic, st.sweeps,
-		       st.rewritten, st.incremental ? "true" : "false", st.changed, st.affected, why, root,
-		       ms, (long long)ru.ru_maxrss * 1024);
+		puts(text);
+		free(text);
 	} else if (st.incremental) {
 		printf("minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles); "
 		       "incremental: %zu changed, %zu analysed again, %zu records rewritten, "
