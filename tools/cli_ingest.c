@@ -98,10 +98,7 @@ void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 			json_array_append_new(errs, e);
 		}
 		json_object_set_new(o, "errors", errs);
-		char *s = json_dumps(o, JSON_COMPACT);
-		if (s) puts(s);
-		free(s);
-		json_decref(o);
+		joseki_print_json(o, 0);
 		return;
 	}
 	for (size_t i = 0; i < st->nerrors; i++) {

@@ -112,14 +112,7 @@ int cmd_export(int argc, char **argv)
 		json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:s,s:I}", "records", (json_int_t)st.records, "positions",
 				      (json_int_t)st.positions, "moves", (json_int_t)st.moves, "minimaxed",
 				      (json_int_t)st.minimaxed, "out", out, "time_ms", (json_int_t)(ms + 0.5));
-		char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-		json_decref(o);
-		if (!text) {
-			joseki_error("export: out of memory");
-			return 1;
-		}
-		puts(text);
-		free(text);
+		if (joseki_print_json(o, 0) < 0) return 1;
 	} else {
 		printf("export: %zu of %zu positions (%zu with minimax values), %zu moves, wrote %s, %.0f ms\n",
 		       st.positions, st.records, st.minimaxed, st.moves, out, ms);

@@ -87,10 +87,7 @@ static void report_json(const FetchResult *fr, const IngestStats *st)
 	}
 	json_object_set_new(o, "day_list", days);
 	json_object_set_new(o, "errors", errs);
-	char *s = json_dumps(o, JSON_COMPACT);
-	if (s) puts(s);
-	free(s);
-	json_decref(o);
+	joseki_print_json(o, 0);
 }
 
 static char *default_cache(void)

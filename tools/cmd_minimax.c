@@ -126,14 +126,7 @@ int cmd_minimax(int argc, char **argv)
 				      "full_reason", reason ? reason : json_string("(not UTF-8)"), "root_value",
 				      st.has_root ? json_integer(st.root_value) : json_null(), "time_ms",
 				      (json_int_t)(ms + 0.5), "peak_rss_bytes", (json_int_t)ru.ru_maxrss * 1024);
-		char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-		json_decref(o);
-		if (!text) {
-			joseki_error("minimax: out of memory");
-			return 1;
-		}
-		puts(text);
-		free(text);
+		if (joseki_print_json(o, 0) < 0) return 1;
 	} else if (st.incremental) {
 		printf("minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles); "
 		       "incremental: %zu changed, %zu analysed again, %zu records rewritten, "

@@ -306,15 +306,7 @@ int cmd_select(int argc, char **argv)
 			printf("%+6d  %s\n", leaves[i].value, line);
 	}
 	if (json) {
-		json_t *o = json_pack("{s:O}", "leaves", arr);
-		char *text = json_dumps(o, JSON_COMPACT);
-		json_decref(o);
-		if (!text) {
-			joseki_error("out of memory");
-			goto done;
-		}
-		puts(text);
-		free(text);
+		if (joseki_print_json(json_pack("{s:O}", "leaves", arr), 0) < 0) goto done;
 	}
 	ret = 0;
 done:

@@ -347,14 +347,7 @@ int cmd_stats(int argc, char **argv)
 		json_object_set_new(o, "bytes_per_position", json_real(bpp));
 		json_object_set_new(o, "corrupt", json_integer((json_int_t)st.corrupt));
 		json_object_set_new(o, "changes", json_integer((json_int_t)st.changes.entries));
-		char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
-		json_decref(o);
-		if (!s) {
-			joseki_error("out of memory");
-			goto done;
-		}
-		puts(s);
-		free(s);
+		if (joseki_print_json(o, JSON_REAL_PRECISION(6)) < 0) goto done;
 	} else {
 		printf("positions          %llu\n", (unsigned long long)st.positions);
 		printf("thought            %llu\n", (unsigned long long)st.thought);

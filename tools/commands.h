@@ -30,4 +30,10 @@ int cmd_gen_games(int argc, char **argv);
 /* Prints "joseki: <message>\n" on stderr (printf-style). */
 void joseki_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Prints o as one line of compact JSON on stdout (dump flags added to
+ * JSON_COMPACT) and releases it; o may be NULL (a failed json_pack). Returns
+ * 0, or -1 after "joseki: out of memory" on stderr. */
+struct json_t;
+int joseki_print_json(struct json_t *o, size_t flags);
+
 #endif

@@ -1,7 +1,10 @@
 /* joseki — shogi opening-book builder and server: the command dispatcher. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "shogi/position.h"
 #include "tools/commands.h"
@@ -22,8 +25,8 @@ static const struct {
 	{"synth", cmd_synth, "BOOK --positions N [--seed S]   build a synthetic analysed book"},
 	{"select", cmd_select, "BOOK [--count N] [--json] [--roots FILE] [--window CP] [--kif-bonus CP]   leaves the selector would send next"},
 	{"think", cmd_think, "BOOK [--engine builtin|PATH] [--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] [--positions N] [--time S]   grow the book"},
-	{"minimax", cmd_minimax, "BOOK [--full] [--draw-black CP] [--draw-white CP] [--json]   back values up over the book"},
-	{"export", cmd_export, "BOOK OUT [--format yaneuraou] [--moves best|window|all] [--window CP] [--min-depth D] [--max-ply N] [--json]   write a YaneuraOu book"},
+	{"minimax", cmd_minimax, "BOOK [--full] [--draw-black CP] [--draw-white CP] [--json] [--quiet]   back values up over the book (incremental unless --full)"},
+	{"export", cmd_export, "BOOK OUT [--format yaneuraou] [--moves best|window|all] [--window CP] [--min-depth D] [--max-ply N] [--json] [--quiet]   write a YaneuraOu book"},
 	{"peta-shock", cmd_peta_shock, "IN.db OUT.db [--shrink]   YaneuraOu makebook peta_shock"},
 	{"usi", cmd_usi, "[--book BOOK]   the built-in engine as a USI engine on stdin/stdout"},
 	{"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},
@@ -38,6 +41,19 @@ void joseki_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+int joseki_print_json(json_t *o, size_t flags)
+{
+	char *text = o ? json_dumps(o, JSON_COMPACT | flags) : NULL;
+	json_decref(o);
+	if (!text) {
+		joseki_error("out of memory");
+		return -1;
+	}
+	puts(text);
+	free(text);
+	return 0;
 }
 
 static void usage(FILE *f)
