@@ -9,26 +9,10 @@
 #include <string.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/query.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
-
-/* Best first: by minimax value when minimax has run, else moves with an eval
- * by eval, then games played; ties by move number for a stable order. */
-static int cmp_moves(const void *pa, const void *pb, void *ctx)
-{
-	const BookRecord *rec = ctx;
-	const BookMove *a = pa, *b = pb;
-	if (rec->flags & BOOKDB_REC_MINIMAX) {
-		if (a->value != b->value) return a->value > b->value ? -1 : 1;
-	} else {
-		int ea = (a->flags & BOOKDB_MOVE_EVAL) != 0, eb = (b->flags & BOOKDB_MOVE_EVAL) != 0;
-		if (ea != eb) return ea ? -1 : 1;
-		if (ea && a->eval != b->eval) return a->eval > b->eval ? -1 : 1;
-	}
-	if (a->count != b->count) return a->count > b->count ? -1 : 1;
-	return (int)a->move - (int)b->move;
-}
 
 int cmd_query(int argc, char **argv)
 {
@@ -73,66 +57,26 @@ int cmd_query(int argc, char **argv)
 		joseki_error("%s: %s", book, bookdb_strerror(rc));
 		goto done;
 	}
-	Key key = pos_key(pos);
-	char hex[KEY_HEX_LEN], sfen[SFEN_MAX];
-	key_to_hex(key, hex);
-	sfen_write(pos, sfen, sizeof sfen);
-	rc = bookdb_get(rec, txn, key);
-	if (rc && rc != BOOKDB_ENOTFOUND) {
+	rc = bookdb_query(rec, txn, pos);
+	if (rc < 0) {
+		char hex[KEY_HEX_LEN];
+		key_to_hex(pos_key(pos), hex);
 		joseki_error("%s: record %s: %s", book, hex, bookdb_strerror(rc));
 		goto done;
 	}
-	int in_book = rc == 0;
-	if (!in_book) rec->nmoves = 0, rec->flags = 0;
-	qsort_r(rec->moves, rec->nmoves, sizeof rec->moves[0], cmp_moves, rec);
-	int minimax = (rec->flags & BOOKDB_REC_MINIMAX) != 0;
-	out = json_object();
-	json_t *moves = json_array();
-	json_object_set_new(out, "sfen", json_string(sfen));
-	json_object_set_new(out, "key", json_string(hex));
-	json_object_set_new(out, "in_book", json_boolean(in_book));
-	if (rec->nmoves > 0) {
-		char usi[USI_MOVE_MAX];
-		usi_move_write(rec->moves[0].move, usi);
-		json_object_set_new(out, "bestmove", json_string(usi));
-		if (minimax) json_object_set_new(out, "value", json_integer(rec->moves[0].value));
+	int in_book = rc == 1, minimax = (rec->flags & BOOKDB_REC_MINIMAX) != 0;
+	out = bookdb_query_json(rec, in_book, pos);
+	if (!out) {
+		joseki_error("out of memory");
+		goto done;
 	}
-	if (in_book && (rec->flags & BOOKDB_REC_THOUGHT))
-		json_object_set_new(out, "thought_depth", json_integer(rec->think_depth));
-	if (in_book) json_object_set_new(out, "ply", json_integer(rec->min_ply));
-	for (int i = 0; i < rec->nmoves; i++) {
-		const BookMove *m = &rec->moves[i];
-		char usi[USI_MOVE_MAX];
-		usi_move_write(m->move, usi);
-		json_t *jm = json_object();
-		json_object_set_new(jm, "move", json_string(usi));
-		if (minimax) {
-			json_object_set_new(jm, "value", json_integer(m->value));
-			json_object_set_new(jm, "dist", json_integer(m->dist));
-		}
-		if (m->flags & BOOKDB_MOVE_EVAL) {
-			json_object_set_new(jm, "eval", json_integer(m->eval));
-			json_object_set_new(jm, "depth", json_integer(m->depth));
-			json_object_set_new(jm, "nodes", json_integer((json_int_t)m->nodes));
-			json_object_set_new(jm, "source", json_integer(m->source));
-		}
-		json_object_set_new(jm, "count", json_integer(m->count));
-		json_object_set_new(jm, "wins", json_integer(m->wins));
-		json_object_set_new(jm, "draws", json_integer(m->draws));
-		json_object_set_new(jm, "losses", json_integer(m->losses));
-		json_array_append_new(moves, jm);
-	}
-	json_object_set_new(out, "moves", moves);
 	if (json) {
-		char *s = json_dumps(out, JSON_COMPACT);
-		if (!s) {
-			joseki_error("out of memory");
-			goto done;
-		}
-		puts(s);
-		free(s);
+		int prc = joseki_print_json(out, 0);
+		out = NULL;
+		if (prc < 0) goto done;
 	} else {
-		printf("sfen %s\nkey %s\n", sfen, hex);
+		printf("sfen %s\nkey %s\n", json_string_value(json_object_get(out, "sfen")),
+		       json_string_value(json_object_get(out, "key")));
 		if (!in_book) {
 			printf("not in book\n");
 		} else {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/query.h"
 #include "bookdb/record.h"
 #include "search/engine.h"
 #include "shogi/movegen.h"
@@ -156,21 +157,6 @@ static bool next_num(char **save, int64_t *out)
 	return true;
 }
 
-/* Orders book moves as `joseki query` does: minimax value, else engine eval
- * (evaluated moves first), then games played. True if a > b. */
-static bool book_better(const BookRecord *rec, const BookMove *a, const BookMove *b)
-{
-	if (rec->flags & BOOKDB_REC_MINIMAX) {
-		if (a->value != b->value) return a->value > b->value;
-	} else {
-		bool ea = a->flags & BOOKDB_MOVE_EVAL, eb = b->flags & BOOKDB_MOVE_EVAL;
-		if (ea != eb) return ea;
-		if (ea && a->eval != b->eval) return a->eval > b->eval;
-	}
-	if (a->count != b->count) return a->count > b->count;
-	return a->move < b->move;
-}
-
 /* The book's best legal move for the current position, or MOVE_NONE. */
 static Move book_move(Usi *u)
 {
@@ -184,7 +170,7 @@ static Move book_move(Usi *u)
 	for (int i = 0; i < u->rec->nmoves; i++) {
 		const BookMove *m = &u->rec->moves[i];
 		if (!pos_is_legal(&u->pos, m->move)) continue;
-		if (!best || book_better(u->rec, m, best)) best = m;
+		if (!best || bookdb_move_better(u->rec, m, best)) best = m;
 	}
 	return best ? best->move : MOVE_NONE;
 }

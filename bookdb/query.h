@@ -1,0 +1,41 @@
+/*
+ * bookdb/query.h — the book's answer for one position, as every front end shows
+ * it: `joseki query` (text and --json), `joseki usi --book` and the HTTP server
+ * all order moves and build the JSON object here, so they cannot disagree.
+ *
+ * Order, best first: by minimax value when minimax has run on the record, else
+ * moves with an engine evaluation first, by eval; then by games played; ties by
+ * move number so the order is stable.
+ */
+#ifndef BOOKDB_QUERY_H
+#define BOOKDB_QUERY_H
+
+#include <stdbool.h>
+
+#include "bookdb/bookdb.h"
+#include "shogi/position.h"
+
+struct json_t;
+
+/* True if move a ranks before move b in rec's order. */
+bool bookdb_move_better(const BookRecord *rec, const BookMove *a, const BookMove *b);
+
+/* Sorts rec's moves best first. */
+void bookdb_moves_sort(BookRecord *rec);
+
+/*
+ * Reads pos's record from txn into rec with its moves sorted best first.
+ * Returns 1 when the position is in the book, 0 when it is not (rec then holds
+ * no moves and no flags), or a negative BOOKDB_* error (ECORRUPT ...).
+ */
+int bookdb_query(BookRecord *rec, BookTxn *txn, const Position *pos);
+
+/*
+ * The `query --json` object for pos and its record as bookdb_query left it
+ * (in_book its result): sfen, key, in_book, bestmove/value when there are moves,
+ * thought_depth, ply, moves [...]; layout in docs/bookdb.md ("query"). Returns a
+ * new reference, or NULL when out of memory.
+ */
+struct json_t *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos);
+
+#endif

@@ -1,0 +1,164 @@
+/*
+ * tests/bookdb/test_query.c — the shared book answer: moves ordered by minimax
+ * value once minimax ran, else evaluated moves first by eval, then by games; the
+ * JSON object's fields; a position not in the book; a stored record read back
+ * through a real LMDB book in that order.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "bookdb/bookdb.h"
+#include "bookdb/query.h"
+#include "shogi/notation.h"
+#include "tests/support/support.h"
+
+static Position *startpos(void)
+{
+	Position *pos = malloc(sizeof *pos);
+	char err[SHOGI_ERRLEN];
+	assert_non_null(pos);
+	if (position_parse(pos, "startpos", err) < 0) fail_msg("%s", err);
+	return pos;
+}
+
+static Move usi(const Position *pos, const char *s)
+{
+	Move m;
+	char err[SHOGI_ERRLEN];
+	if (usi_move_parse_legal(&m, pos, s, strlen(s), err) < 0) fail_msg("%s: %s", s, err);
+	return m;
+}
+
+/* A start-position record: 7g7f (eval 30, 5 games), 2g2f (eval 50, 1 game),
+ * 5g5f (no eval, 9 games), 1g1f (no eval, 9 games). */
+static BookRecord *record(const Position *pos)
+{
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_non_null(rec);
+	bookdb_record_init(rec, pos);
+	const char *mv[] = {"7g7f", "2g2f", "5g5f", "1g1f"};
+	int eval[] = {30, 50, 0, 0}, count[] = {5, 1, 9, 9};
+	for (int i = 0; i < 4; i++) {
+		BookMove *m = &rec->moves[rec->nmoves++];
+		m->move = usi(pos, mv[i]);
+		m->flags = BOOKDB_MOVE_STATS | (i < 2 ? BOOKDB_MOVE_EVAL : 0);
+		m->eval = (int16_t)eval[i];
+		m->depth = 10;
+		m->count = m->wins = (uint32_t)count[i];
+	}
+	return rec;
+}
+
+static void expect_order(const BookRecord *rec, const char *const want[4])
+{
+	for (int i = 0; i < 4; i++) {
+		char s[USI_MOVE_MAX];
+		usi_move_write(rec->moves[i].move, s);
+		assert_string_equal(s, want[i]);
+	}
+}
+
+static void test_bookdb__moves_sort_by_eval_then_games_before_minimax(void **state)
+{
+	(void)state;
+	Position *pos = startpos();
+	BookRecord *rec = record(pos);
+	bookdb_moves_sort(rec);
+	/* 5g5f and 1g1f have the same games: the smaller move number first. */
+	const char *order[4] = {"2g2f", "7g7f", NULL, NULL};
+	Move a = usi(pos, "5g5f"), b = usi(pos, "1g1f");
+	order[2] = a < b ? "5g5f" : "1g1f";
+	order[3] = a < b ? "1g1f" : "5g5f";
+	expect_order(rec, order);
+	free(rec);
+	free(pos);
+}
+
+static void test_bookdb__moves_sort_by_minimax_value_once_minimax_ran(void **state)
+{
+	(void)state;
+	Position *pos = startpos();
+	BookRecord *rec = record(pos);
+	rec->flags |= BOOKDB_REC_MINIMAX;
+	int value[] = {-5, 20, 40, -100}; /* 7g7f 2g2f 5g5f 1g1f */
+	for (int i = 0; i < 4; i++) rec->moves[i].value = (int16_t)value[i];
+	bookdb_moves_sort(rec);
+	const char *order[4] = {"5g5f", "2g2f", "7g7f", "1g1f"};
+	expect_order(rec, order);
+	assert_true(bookdb_move_better(rec, &rec->moves[0], &rec->moves[3]));
+	assert_false(bookdb_move_better(rec, &rec->moves[3], &rec->moves[0]));
+	free(rec);
+	free(pos);
+}
+
+static void test_bookdb__query_reads_the_record_sorted_and_builds_its_json(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[4200], err[BOOKDB_ERRLEN];
+	snprintf(path, sizeof path, "%s/book", dir);
+	BookDB *db;
+	BookDBOptions opt = {.no_sync = true};
+	if (bookdb_open(&db, path, &opt, err)) fail_msg("%s", err);
+	Position *pos = startpos();
+	BookRecord *rec = record(pos);
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_put(txn, pos_key(pos), rec), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookdb_query(rec, txn, pos), 1);
+	json_t *o = bookdb_query_json(rec, true, pos);
+	assert_non_null(o);
+	assert_true(json_is_true(json_object_get(o, "in_book")));
+	assert_string_equal(json_string_value(json_object_get(o, "bestmove")), "2g2f");
+	assert_null(json_object_get(o, "value")); /* no minimax yet */
+	json_t *moves = json_object_get(o, "moves");
+	assert_int_equal(json_array_size(moves), 4);
+	json_t *m0 = json_array_get(moves, 0);
+	assert_int_equal(json_integer_value(json_object_get(m0, "eval")), 50);
+	assert_int_equal(json_integer_value(json_object_get(m0, "count")), 1);
+	assert_null(json_object_get(json_array_get(moves, 2), "eval"));
+	char sfen[SFEN_MAX];
+	sfen_write(pos, sfen, sizeof sfen);
+	assert_string_equal(json_string_value(json_object_get(o, "sfen")), sfen);
+	json_decref(o);
+
+	/* After one move the position is not in the book. */
+	Move m = usi(pos, "7g7f");
+	pos_do_move(pos, m);
+	assert_int_equal(bookdb_query(rec, txn, pos), 0);
+	assert_int_equal(rec->nmoves, 0);
+	o = bookdb_query_json(rec, false, pos);
+	assert_non_null(o);
+	assert_true(json_is_false(json_object_get(o, "in_book")));
+	assert_int_equal(json_array_size(json_object_get(o, "moves")), 0);
+	assert_null(json_object_get(o, "bestmove"));
+	assert_null(json_object_get(o, "ply"));
+	json_decref(o);
+	bookdb_txn_abort(txn);
+	bookdb_free(db);
+	free(rec);
+	free(pos);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bookdb__moves_sort_by_eval_then_games_before_minimax),
+		cmocka_unit_test(test_bookdb__moves_sort_by_minimax_value_once_minimax_ran),
+		cmocka_unit_test(test_bookdb__query_reads_the_record_sorted_and_builds_its_json),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
