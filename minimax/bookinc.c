@@ -90,6 +90,11 @@ static uint32_t view_find(const void *ctx, Key k)
 	return mmfile_find(ctx, k);
 }
 
+static bool view_inner(const void *ctx, uint32_t node)
+{
+	return mmfile_flags(ctx, node) & MMF_INNER;
+}
+
 /* Makes mark and local cover every node of the view. */
 static int cover(Inc *c)
 {
@@ -138,7 +143,8 @@ static void contrib(Inc *c, uint32_t x, int sign)
 static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len, bool *has_pos)
 {
 	uint8_t structure;
-	int n = bookmm_record_moves(c->moves, &structure, raw, len, c->rec, c->pos, view_find, &c->v);
+	BookmmLookup lk = {view_find, view_inner, &c->v, &c->opt->policy};
+	int n = bookmm_record_moves(c->moves, &structure, raw, len, c->rec, c->pos, &lk);
 	*has_pos = n > 0;
 	uint32_t old;
 	const MmMove *om = mmfile_moves(&c->v, x, &old);
@@ -200,12 +206,29 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 	if (rc < 0)
 		return mm_fail(why, whylen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 				   "reading the changes: %s", bookdb_strerror(rc));
+	/* Whether each changed record is an inner node of the leaf policy is
+	 * settled before any moves are generated: a parent's moves into it
+	 * depend on it. A node whose mark changed has its parents' moves
+	 * generated again, as a new one has. */
+	bool *reinner = calloc(c->changed.n + 1, sizeof *reinner);
+	if (!reinner) return mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
+	for (size_t q = 0; q < c->changed.n && rc == 0; q++) {
+		uint32_t x = c->changed.v[q];
+		const uint8_t *raw;
+		size_t len;
+		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, x))) < 0) break;
+		uint8_t f = mmfile_flags(&c->v, x);
+		bool in = bookmm_raw_inner(raw, len, &c->opt->policy, c->rec);
+		if (in == ((f & MMF_INNER) != 0)) continue;
+		reinner[q] = true;
+		rc = mmfile_set_state(&c->v, x, (uint8_t)(f ^ MMF_INNER), mmfile_vd(&c->v, x));
+	}
 	/* Every new node is in the view now, so each changed record's moves
 	 * reach all of them. A new position may also be a transposition: any
 	 * book position with a legal move to it gets that edge (its moves are
 	 * generated again, so its leaf moves too when the move was one). */
-	RetroMove *cand = malloc(RETRO_MAX * sizeof *cand);
-	if (!cand) return mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
+	RetroMove *cand = rc == 0 ? malloc(RETRO_MAX * sizeof *cand) : NULL;
+	if (rc == 0 && !cand) rc = BOOKDB_ENOMEM;
 	for (size_t q = 0; q < c->changed.n && rc == 0; q++) {
 		uint32_t x = c->changed.v[q];
 		const uint8_t *raw;
@@ -214,7 +237,7 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, x))) < 0 ||
 		    (rc = refresh_moves(c, x, raw, len, &has_pos)) != 0)
 			break;
-		if (!(c->mark[x] & M_NEW) || !has_pos) continue;
+		if (!((c->mark[x] & M_NEW) || reinner[q]) || !has_pos) continue;
 		int nc = retro_parents(c->pos, cand);
 		for (int r = 0; r < nc && rc == 0; r++) {
 			uint32_t p = mmfile_find(&c->v, cand[r].key);
@@ -225,6 +248,7 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 		}
 	}
 	free(cand);
+	free(reinner);
 	if (rc == 0) return 0;
 	if (rc == MMFILE_ESTALE) return mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph is damaged");
 	return mm_fail(why, whylen, rc == MMFILE_ENOMEM || rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
@@ -512,7 +536,8 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why, size_t wh
 		if (rc == BOOKDB_ENOTFOUND) continue;
 		if (rc < 0) goto done;
 		int ne = node_edges(c, x, edges);
-		int n = bookmm_rewrite(buf, raw, len, c->rec, mmfile_flags(&c->v, x) & MMF_VALUED, edges, ne, false);
+		int n = bookmm_rewrite(buf, raw, len, c->rec, mmfile_flags(&c->v, x) & MMF_VALUED, edges, ne, false,
+				       &c->opt->policy);
 		if (n <= 0) continue;
 		if ((rc = bookdb_put_raw(txn, mmfile_key(&c->v, x), buf, (size_t)n)) < 0) goto done;
 		st->rewritten++;
@@ -602,6 +627,10 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 	}
 	if (c.s.draw[BLACK] != bookmm_clamp(opt->draw_black) || c.s.draw[WHITE] != bookmm_clamp(opt->draw_white)) {
 		rc = mm_fail(why, whylen, BOOKMM_EFULL, "other draw values than the last run's");
+		goto out;
+	}
+	if (!bookmm_policy_equal(&c.s.policy, &opt->policy)) {
+		rc = mm_fail(why, whylen, BOOKMM_EFULL, "another leaf policy than the last run's");
 		goto out;
 	}
 	if (ci.state != BOOKDB_CHANGES_ON) {

@@ -14,6 +14,7 @@
 #include "minimax/bookmm.h"
 
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,78 @@ int16_t bookmm_clamp(int v)
 
 /* ---- what both runs share ----------------------------------------------------- */
 
+static int policy_min_depth(const BookmmPolicy *p)
+{
+	return p->min_depth > 0 ? p->min_depth : p->min_depth < 0 ? 0 : 1;
+}
+
+static uint32_t policy_blend_games(const BookmmPolicy *p)
+{
+	return p->blend_games ? p->blend_games : 10;
+}
+
+BookmmPolicy bookmm_policy_norm(const BookmmPolicy *p)
+{
+	BookmmPolicy n = *p;
+	n.min_depth = policy_min_depth(p) ? policy_min_depth(p) : BOOKMM_ANY_DEPTH;
+	n.blend_games = policy_blend_games(p);
+	if (n.blend < 0) n.blend = 0;
+	if (n.blend > 1) n.blend = 1;
+	/* As the state keeps it: millionths. */
+	n.blend = (double)llround(n.blend * 1e6) / 1e6;
+	if (n.leaves == BOOKMM_LEAVES_GAMES) {
+		n.min_depth = 1;
+		n.min_games = 0;
+	}
+	return n;
+}
+
+bool bookmm_policy_equal(const BookmmPolicy *a, const BookmmPolicy *b)
+{
+	BookmmPolicy x = bookmm_policy_norm(a), y = bookmm_policy_norm(b);
+	return x.leaves == y.leaves && x.min_depth == y.min_depth && x.min_games == y.min_games &&
+	       x.blend_games == y.blend_games && x.blend == y.blend;
+}
+
+bool bookmm_record_inner(const BookRecord *rec, const BookmmPolicy *p)
+{
+	if (p->leaves == BOOKMM_LEAVES_GAMES) return true;
+	if ((rec->flags & BOOKDB_REC_THOUGHT) && rec->think_depth >= policy_min_depth(p)) return true;
+	if (!p->min_games) return false;
+	uint64_t games = 0;
+	for (int m = 0; m < rec->nmoves; m++)
+		if (rec->moves[m].flags & BOOKDB_MOVE_STATS) games += rec->moves[m].count;
+	return games >= p->min_games;
+}
+
+bool bookmm_raw_inner(const uint8_t *raw, size_t len, const BookmmPolicy *p, BookRecord *rec)
+{
+	if (p->leaves == BOOKMM_LEAVES_GAMES) return true;
+	/* Flags, then min_ply (a varint), then think_depth when THOUGHT. */
+	if (len >= 2 && (raw[0] & BOOKDB_REC_THOUGHT)) {
+		size_t i = 1;
+		while (i < len && (raw[i] & 0x80)) i++;
+		if (i + 1 < len && raw[i + 1] >= policy_min_depth(p)) return true;
+	}
+	if (!p->min_games) return false;
+	return bookdb_record_decode_moves(rec, raw, len) == 0 && bookmm_record_inner(rec, p);
+}
+
+int16_t bookmm_leaf_value(const BookMove *bm, const BookmmPolicy *p)
+{
+	int v = bm->eval;
+	/* A mate score is a proof (or a clamped game claim, docs/ingest.md): no blend. */
+	if (p->blend > 0 && (bm->flags & BOOKDB_MOVE_STATS) && bm->count >= policy_blend_games(p) &&
+	    v > -VALUE_MATE_IN_MAX && v < VALUE_MATE_IN_MAX) {
+		double rate = (bm->wins + 0.5 * bm->draws) / bm->count;
+		if (rate < 0.01) rate = 0.01;
+		if (rate > 0.99) rate = 0.99;
+		double w = p->blend > 1 ? 1 : p->blend;
+		v = (int)lround((1 - w) * v + w * 600.0 * log(rate / (1 - rate)));
+	}
+	return bookmm_clamp(v);
+}
+
 /*
  * bookmm_record_moves, and when kd is the key directory find searches, its
  * filter words are fetched for every child before the first is looked up.
@@ -62,23 +135,37 @@ int16_t bookmm_clamp(int v)
  * first in any case, so that the lookups do not wait on move arithmetic.
  */
 static int record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
-			BookRecord *rec, Position *pos, BookmmFind find, const void *ctx,
-			const BookKeyDir *kd)
+			BookRecord *rec, Position *pos, const BookmmLookup *lk, const BookKeyDir *kd)
 {
 	*flags = 0;
 	if (bookdb_record_decode(rec, raw, len) < 0 || bookdb_record_position(pos, rec, NULL) < 0)
 		return 0;
 	if (pos->side == WHITE) *flags |= MMF_WHITE;
 	if (pos_in_check(pos)) *flags |= MMF_INCHECK;
+	bool inner = bookmm_record_inner(rec, lk->policy);
+	if (inner) *flags |= MMF_INNER;
 	Move legal[MOVEGEN_MAX];
 	Key child[MOVEGEN_MAX];
 	int nl = movegen_legal(pos, legal), n = 0;
-	for (int m = 0; m < nl; m++) child[m] = pos_key_after(pos, legal[m]);
-	if (kd)
-		for (int m = 0; m < nl; m++) bookdb_keydir_prefetch(kd, child[m]);
-	for (int m = 0; m < nl; m++) {
-		uint32_t j = find(ctx, child[m]);
-		if (j != MM_NONE) out[n++] = (MmMove){legal[m], 0, j};
+	if (inner) {
+		for (int m = 0; m < nl; m++) child[m] = pos_key_after(pos, legal[m]);
+		if (kd)
+			for (int m = 0; m < nl; m++) bookdb_keydir_prefetch(kd, child[m]);
+		for (int m = 0; m < nl; m++) {
+			uint32_t j = lk->find(lk->ctx, child[m]);
+			if (j == MM_NONE) continue;
+			/* Into a position only games passed through: the move's own
+			 * evaluation (this position's analysis, or the game's comment)
+			 * values it, not whatever that position's line ends in. */
+			if (lk->policy->leaves != BOOKMM_LEAVES_GAMES && !lk->inner(lk->ctx, j)) {
+				bool evald = false;
+				for (int q = 0; q < rec->nmoves && !evald; q++)
+					evald = rec->moves[q].move == legal[m] &&
+						(rec->moves[q].flags & BOOKDB_MOVE_EVAL);
+				if (evald) continue;
+			}
+			out[n++] = (MmMove){legal[m], 0, j};
+		}
 	}
 	/* Of the leaves only the best one matters to the analysis (equal leaves
 	 * are the same (value, 0) pair): keeping one makes the relaxation sweeps
@@ -91,7 +178,7 @@ static int record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t 
 		bool edge = false;
 		for (int q = 0; q < nedges && !edge; q++) edge = out[q].move == bm->move;
 		if (edge) continue;
-		int16_t v = bookmm_clamp(bm->eval);
+		int16_t v = bookmm_leaf_value(bm, lk->policy);
 		if (best.move == MOVE_NONE || v > best.value) best = (MmMove){bm->move, v, MM_NONE};
 	}
 	if (best.move != MOVE_NONE) out[n++] = best;
@@ -101,13 +188,14 @@ static int record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t 
 }
 
 int bookmm_record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
-			BookRecord *rec, Position *pos, BookmmFind find, const void *ctx)
+			BookRecord *rec, Position *pos, const BookmmLookup *lk)
 {
-	return record_moves(out, flags, raw, len, rec, pos, find, ctx, NULL);
+	return record_moves(out, flags, raw, len, rec, pos, lk, NULL);
 }
 
 /* Sets rec's minimax fields; returns true when anything changed. */
-static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int nedges)
+static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int nedges,
+		  const BookmmPolicy *p)
 {
 	bool changed = false;
 	uint8_t flags = valued ? (uint8_t)(rec->flags | BOOKDB_REC_MINIMAX)
@@ -127,7 +215,7 @@ static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int ned
 			}
 		/* Not an edge: a leaf valued by its evaluation. */
 		if (valued && !edge && (rec->moves[m].flags & BOOKDB_MOVE_EVAL))
-			v = bookmm_clamp(rec->moves[m].eval);
+			v = bookmm_leaf_value(&rec->moves[m], p);
 		if (rec->moves[m].value != v || rec->moves[m].dist != d) changed = true;
 		rec->moves[m].value = v;
 		rec->moves[m].dist = d;
@@ -149,12 +237,12 @@ static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int ned
 }
 
 int bookmm_rewrite(uint8_t *out, const uint8_t *raw, size_t len, BookRecord *rec, bool valued,
-		   const BookmmEdge *edges, int nedges, bool force)
+		   const BookmmEdge *edges, int nedges, bool force, const BookmmPolicy *p)
 {
 	/* Only the moves change: the packed position is copied as it is. */
 	int head = bookdb_record_decode_head(rec, raw, len);
 	if (head < 0) return head;
-	if (!apply(rec, valued, edges, nedges) && !force) return 0;
+	if (!apply(rec, valued, edges, nedges, p) && !force) return 0;
 	return bookdb_record_encode_packed(out, BOOKDB_RECORD_MAX, rec, raw + head,
 					   len - (size_t)head);
 }
@@ -168,7 +256,7 @@ static const struct {
 
 uint8_t bookmm_file_flags(MmFlags core, uint8_t structure)
 {
-	uint8_t f = structure & (MMF_INCHECK | MMF_WHITE);
+	uint8_t f = structure & (MMF_INCHECK | MMF_WHITE | MMF_INNER);
 	for (size_t i = 0; i < sizeof SHARED_FLAGS / sizeof *SHARED_FLAGS; i++)
 		if (core & SHARED_FLAGS[i].core) f |= SHARED_FLAGS[i].file;
 	return f;
@@ -182,11 +270,12 @@ MmFlags bookmm_core_flags(uint8_t file)
 	return r;
 }
 
-/* meta "mmstate": u32 version (1), u32 0, then u64 stamp, journal_len, seq,
- * i32 draw_black, draw_white, u64 positions, valued, settled, moves, edges;
- * all little-endian. */
-#define STATE_VERSION 1
-#define STATE_LEN 80
+/* meta "mmstate": u32 version (2), u32 0, then u64 stamp, journal_len, seq,
+ * i32 draw_black, draw_white, u64 positions, valued, settled, moves, edges,
+ * then the leaf policy: u32 leaves, u32 min_depth, u32 min_games, u32
+ * blend_games, i64 blend × 10^6; all little-endian. */
+#define STATE_VERSION 2
+#define STATE_LEN 104
 
 static void put64(uint8_t *p, uint64_t v)
 {
@@ -218,6 +307,12 @@ int bookmm_state_get(BookmmState *out, BookTxn *txn)
 	out->settled = get64(p + 56);
 	out->moves = get64(p + 64);
 	out->edges = get64(p + 72);
+	uint64_t a = get64(p + 80), b = get64(p + 88);
+	out->policy.leaves = (BookmmLeaves)(uint32_t)a;
+	out->policy.min_depth = (int)(uint32_t)(a >> 32);
+	out->policy.min_games = (uint32_t)b;
+	out->policy.blend_games = (uint32_t)(b >> 32);
+	out->policy.blend = (double)(int64_t)get64(p + 96) / 1e6;
 	return 0;
 }
 
@@ -234,6 +329,10 @@ int bookmm_state_put(BookTxn *txn, const BookmmState *st)
 	put64(p + 56, st->settled);
 	put64(p + 64, st->moves);
 	put64(p + 72, st->edges);
+	const BookmmPolicy *q = &st->policy;
+	put64(p + 80, (uint64_t)q->leaves | (uint64_t)(uint32_t)q->min_depth << 32);
+	put64(p + 88, (uint64_t)q->min_games | (uint64_t)q->blend_games << 32);
+	put64(p + 96, (uint64_t)(int64_t)llround(q->blend * 1e6));
 	return bookdb_kv_put(txn, BOOKDB_META, "mmstate", 7, p, sizeof p);
 }
 
@@ -264,7 +363,9 @@ typedef struct {
 	BookIndex *ix;
 	const Key *keys;
 	const BookKeyDir *kd;
-	uint8_t *structure; /* MMF_WHITE / MMF_INCHECK */
+	uint8_t *structure; /* MMF_WHITE / MMF_INCHECK / MMF_INNER */
+	uint8_t *inner;     /* per node: an inner node of the leaf policy (pass 2 only) */
+	const BookmmPolicy *policy;
 	uint32_t *mstart;   /* every move: edges to any book node, leaves */
 	MmMove *moves;
 	size_t nmoves;
@@ -277,6 +378,7 @@ static void bg_free(BookGraph *b)
 	mm_graph_free(&b->g);
 	bookdb_index_free(b->ix);
 	free(b->structure);
+	free(b->inner);
 	free(b->mstart);
 	free(b->moves);
 	free(b->pstart);
@@ -290,6 +392,12 @@ static uint32_t map_find(const void *ctx, Key k)
 	const BookGraph *b = ctx;
 	size_t i = bookdb_keydir_find(b->kd, k);
 	return i == BOOKDB_KEYDIR_NONE ? MM_NONE : (uint32_t)i;
+}
+
+static bool map_inner(const void *ctx, uint32_t node)
+{
+	const BookGraph *b = ctx;
+	return b->inner[node];
 }
 
 /* Pass 1: every key, in key order, and where its record lies in the snapshot. */
@@ -318,6 +426,7 @@ typedef struct {
 	atomic_size_t *done; /* records done by all parts */
 	const BookmmOptions *opt; /* progress: reported by the part on the calling thread */
 	bool reporter;
+	bool inner_pass; /* only mark which nodes are inner (before the moves) */
 } LoadPart;
 
 static void *load_part(void *arg)
@@ -328,14 +437,25 @@ static void *load_part(void *arg)
 	Position *pos = malloc(sizeof *pos);
 	p->rc = -1;
 	if (!rec || !pos) goto out;
+	if (p->inner_pass) {
+		for (uint32_t i = p->lo; i < p->hi; i++) {
+			const uint8_t *val;
+			size_t len;
+			bookdb_index_raw(&val, &len, b->ix, i);
+			b->inner[i] = bookmm_raw_inner(val, len, b->policy, rec);
+		}
+		p->rc = 0;
+		goto out;
+	}
+	BookmmLookup lk = {map_find, map_inner, b, b->policy};
 	for (uint32_t i = p->lo; i < p->hi; i++) {
 		if (mm_grow((void **)&p->moves, &p->cap, p->nmoves + BOOKMM_NODE_MOVES, sizeof *p->moves) < 0)
 			goto out;
 		const uint8_t *val;
 		size_t len;
 		bookdb_index_raw(&val, &len, b->ix, i);
-		int n = record_moves(p->moves + p->nmoves, &p->structure[i], val, len, rec, pos, map_find,
-				     b, b->kd);
+		int n = record_moves(p->moves + p->nmoves, &p->structure[i], val, len, rec, pos, &lk,
+				     b->kd);
 		p->nmoves += (size_t)n;
 		p->count[i - p->lo] = (uint32_t)n;
 		if ((i - p->lo + 1) % PROGRESS_EVERY == 0) {
@@ -350,19 +470,36 @@ out:
 	return NULL;
 }
 
+/* Runs load_part over the parts, the first on the calling thread. */
+static void run_parts(LoadPart *parts, int nt, bool inner_pass)
+{
+	pthread_t tid[BOOKMM_MAX_THREADS];
+	bool started[BOOKMM_MAX_THREADS] = {false};
+	for (int t = 0; t < nt; t++) {
+		parts[t].inner_pass = inner_pass;
+		parts[t].rc = -1;
+		if (t > 0 && pthread_create(&tid[t], NULL, load_part, &parts[t]) == 0) started[t] = true;
+	}
+	load_part(&parts[0]);
+	for (int t = 1; t < nt; t++) {
+		if (started[t]) pthread_join(tid[t], NULL);
+		else load_part(&parts[t]);
+	}
+}
+
 /* Pass 2: the moves of every node, the ranges in parallel (one per core). */
 static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err, size_t errlen)
 {
 	size_t n = b->n;
 	b->structure = calloc(n + 1, 1);
+	b->inner = calloc(n + 1, 1);
 	b->mstart = calloc(n + 2, sizeof *b->mstart);
-	if (!b->structure || !b->mstart) return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+	if (!b->structure || !b->inner || !b->mstart)
+		return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int nt = ncpu < 1 ? 1 : ncpu > BOOKMM_MAX_THREADS ? BOOKMM_MAX_THREADS : (int)ncpu;
 	if (n < 10000) nt = 1;
 	LoadPart parts[BOOKMM_MAX_THREADS];
-	pthread_t tid[BOOKMM_MAX_THREADS];
-	bool started[BOOKMM_MAX_THREADS] = {false};
 	memset(parts, 0, sizeof parts);
 	atomic_size_t done;
 	atomic_init(&done, 0);
@@ -378,14 +515,14 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err, size_t 
 		p->hi = (uint32_t)(n * (size_t)(t + 1) / (size_t)nt);
 		/* Each part's counts go straight into mstart, shifted by one. */
 		p->count = b->mstart + 1 + p->lo;
-		p->rc = -1;
-		if (t > 0 && pthread_create(&tid[t], NULL, load_part, p) == 0) started[t] = true;
 	}
-	load_part(&parts[0]);
-	for (int t = 1; t < nt; t++) {
-		if (started[t]) pthread_join(tid[t], NULL);
-		else load_part(&parts[t]);
+	/* The policy's inner marks first (every part's moves read the others'). */
+	if (b->policy->leaves != BOOKMM_LEAVES_GAMES) {
+		run_parts(parts, nt, true);
+		for (int t = 0; t < nt; t++)
+			if (parts[t].rc < 0) rc = -1;
 	}
+	if (rc == 0) run_parts(parts, nt, false);
 	size_t total = 0;
 	for (int t = 0; t < nt; t++) {
 		if (parts[t].rc < 0) rc = -1;
@@ -497,7 +634,7 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 			edges[ne++] = (BookmmEdge){m->move, bookmm_stored_vd(g->vd[m->next], cf & MM_F_LOOP,
 									      cf & MM_F_CHECKED)};
 		}
-		int n = bookmm_rewrite(buf, raw, len, rec, g->flags[i] & F_VALUED, edges, ne, opt->full);
+		int n = bookmm_rewrite(buf, raw, len, rec, g->flags[i] & F_VALUED, edges, ne, opt->full, &opt->policy);
 		if (n <= 0) continue; /* unchanged, or not a record (joseki check reports it) */
 		if ((rc = bookdb_writer_put_raw(w, b->keys[i], buf, (size_t)n)) < 0) goto bad;
 		st->rewritten++;
@@ -545,6 +682,7 @@ static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const cha
 			 .journal_len = MMFILE_JOURNAL_EMPTY,
 			 .seq = seq,
 			 .draw = {g->draw[BLACK], g->draw[WHITE]},
+			 .policy = bookmm_policy_norm(&opt->policy),
 			 .positions = st->positions,
 			 .valued = st->valued,
 			 .settled = st->settled,
@@ -601,6 +739,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	BookmmStats st = *stats;
 	BookGraph b;
 	memset(&b, 0, sizeof b);
+	b.policy = &opt->policy;
 	/* The change log is on before the snapshot is taken, so that whatever
 	 * is written after it is logged for the next run. */
 	BookTxn *txn = NULL;

@@ -32,8 +32,31 @@ const char *bookmm_strerror(int code);
  * every so often from the calling thread. */
 typedef void (*BookmmProgressFn)(void *ctx, const char *phase, size_t done, size_t total);
 
+/*
+ * Which positions count as inner nodes of the minimax (docs/minimax.md, "Leaf
+ * policy"). THOUGHT (the default): a position an engine analysed at depth >=
+ * min_depth, or whose games number at least min_games (when min_games > 0);
+ * every other record is a leaf, valued by its own moves' evaluations only, and
+ * a move of an inner node into such a position is a leaf valued by the move's
+ * own evaluation when it has one. GAMES: every record is an inner node (a
+ * value may be backed up along a lone game line; the behaviour before the
+ * policy existed).
+ */
+typedef enum { BOOKMM_LEAVES_THOUGHT = 0, BOOKMM_LEAVES_GAMES = 1 } BookmmLeaves;
+#define BOOKMM_ANY_DEPTH (-1)
+
+typedef struct {
+	BookmmLeaves leaves;
+	int min_depth;         /* THOUGHT: least think depth of an inner node (0: 1;
+				  BOOKMM_ANY_DEPTH: any thought position) */
+	uint32_t min_games;    /* THOUGHT: games through a position that make it inner (0: off) */
+	double blend;          /* weight 0..1 of the win rate in a leaf's value (0: off) */
+	uint32_t blend_games;  /* least games of a move for the blend (0: 10) */
+} BookmmPolicy;
+
 typedef struct {
 	int draw_black, draw_white; /* value of a repetition for the side to move */
+	BookmmPolicy policy;
 	bool full;                  /* rewrite every record, changed or not */
 	size_t batch;               /* records per write transaction (0: 10000) */
 	BookmmProgressFn progress;  /* may be NULL */

@@ -22,18 +22,47 @@ int16_t bookmm_clamp(int v);
 
 /* Looks a key up among the book's nodes: its node, or MM_NONE. */
 typedef uint32_t (*BookmmFind)(const void *ctx, Key k);
+/* Whether a node is an inner node of the leaf policy (MMF_INNER). */
+typedef bool (*BookmmInner)(const void *ctx, uint32_t node);
+
+/* How a record's moves see the rest of the book. */
+typedef struct {
+	BookmmFind find;
+	BookmmInner inner;
+	const void *ctx;
+	const BookmmPolicy *policy;
+} BookmmLookup;
+
+/* The policy with its defaults filled in (as the book's state keeps it), and
+ * whether two policies give the same values. */
+BookmmPolicy bookmm_policy_norm(const BookmmPolicy *p);
+bool bookmm_policy_equal(const BookmmPolicy *a, const BookmmPolicy *b);
+
+/* Whether the decoded record rec is an inner node under policy p. */
+bool bookmm_record_inner(const BookRecord *rec, const BookmmPolicy *p);
+/* The same from the record's bytes (rec is scratch space, used only when
+ * p->min_games asks for the game counts); false for a record that does not
+ * decode. */
+bool bookmm_raw_inner(const uint8_t *raw, size_t len, const BookmmPolicy *p, BookRecord *rec);
+/* The value of move bm as a leaf: its evaluation (clamped to the mate bound),
+ * blended with its games' win rate when p->blend asks for it. bm must have
+ * BOOKDB_MOVE_EVAL. */
+int16_t bookmm_leaf_value(const BookMove *bm, const BookmmPolicy *p);
 
 /*
- * A record's moves in the graph: every legal move whose child is a book node
- * (an edge, listed in the record or not), then the best engine evaluation among
- * the record's other moves (a leaf), then, when there is no legal move, a
- * mated leaf (MOVE_NONE, -32000). out holds BOOKMM_NODE_MOVES. *flags gets
- * MMF_WHITE / MMF_INCHECK. A record that does not decode or is not a legal
- * position has no moves (returns 0, flags 0): joseki check reports it.
+ * A record's moves in the graph. For an inner node (the leaf policy): every
+ * legal move whose child is a book node is an edge (listed in the record or
+ * not), except a move into a position that is not inner when the record has
+ * an evaluation of the move (that evaluation is then the move's leaf value);
+ * a node that is not inner has no edges. Then the best leaf among the record's
+ * other moves with an evaluation, then, when there is no legal move, a mated
+ * leaf (MOVE_NONE, -32000). out holds BOOKMM_NODE_MOVES. *flags gets
+ * MMF_WHITE / MMF_INCHECK / MMF_INNER. A record that does not decode or is not
+ * a legal position has no moves (returns 0, flags 0): joseki check reports it.
  * pos and rec are scratch space.
  */
 int bookmm_record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
-			BookRecord *rec, Position *pos, BookmmFind find, const void *ctx);
+			BookRecord *rec, Position *pos, const BookmmLookup *lk);
 
 /* The (value, dist) an edge gets in its record (as peta-shock writes it). */
 static inline MmVd bookmm_stored_vd(MmVd child, bool child_loop, bool child_checked)
@@ -57,7 +86,7 @@ typedef struct {
  * code for a record that does not decode (left as it is).
  */
 int bookmm_rewrite(uint8_t *out, const uint8_t *raw, size_t len, BookRecord *rec, bool valued,
-		   const BookmmEdge *edges, int nedges, bool force);
+		   const BookmmEdge *edges, int nedges, bool force, const BookmmPolicy *p);
 
 /*
  * The state the book keeps about its last minimax run (meta key "mmstate"):
@@ -69,6 +98,7 @@ typedef struct {
 	uint64_t journal_len;
 	uint64_t seq; /* change-log entries up to this one are reflected */
 	int32_t draw[2];
+	BookmmPolicy policy; /* the leaf policy the values were computed with */
 	uint64_t positions, valued, settled, moves, edges;
 } BookmmState;
 

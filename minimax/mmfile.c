@@ -295,6 +295,20 @@ static MmOvList *list_find(const MmView *v, uint32_t node)
 }
 
 /* Links parent -> child in the overlay unless it is there already. */
+/* Whether the graph file lists parent among child's parents (ascending). */
+static bool file_parent(const MmView *v, uint32_t child, uint32_t parent)
+{
+	uint32_t lo = v->pstart[child], hi = v->pstart[child + 1];
+	if (lo > hi || hi > v->nparents) return false;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (v->parents[mid] == parent) return true;
+		if (v->parents[mid] < parent) lo = mid + 1;
+		else hi = mid;
+	}
+	return false;
+}
+
 static int add_parent_link(MmView *v, uint32_t child, uint32_t parent)
 {
 	const uint32_t *h = nodemap_get(&v->first_parent, child);
@@ -362,11 +376,13 @@ static int do_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len
 	l->off = (uint32_t)v->ov_nmoves;
 	l->len = len;
 	v->ov_nmoves += len;
-	/* Edges between graph-file nodes are in its reverse edges already. */
+	/* An edge between graph-file nodes is usually in its reverse edges
+	 * already; not when the leaf policy made a leaf of it then (the child
+	 * was no inner node) and an edge now. */
 	for (uint32_t k = 0; k < len; k++) {
 		uint32_t c = moves[k].next;
-		if (c != MM_NONE && (c >= v->n || i >= v->n) && add_parent_link(v, c, i) < 0)
-			return MMFILE_ENOMEM;
+		if (c == MM_NONE || (c < v->n && i < v->n && file_parent(v, c, i))) continue;
+		if (add_parent_link(v, c, i) < 0) return MMFILE_ENOMEM;
 	}
 	return 0;
 }

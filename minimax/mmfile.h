@@ -45,6 +45,7 @@ enum {
 	MMF_INCHECK = 0x10,  /* the side to move is in check (from the position) */
 	MMF_SURVIVOR = 0x20, /* in-check node surviving the loop extraction */
 	MMF_WHITE = 0x40,    /* White to move */
+	MMF_INNER = 0x80,    /* an inner node of the leaf policy (from the record) */
 };
 
 /* Errors (negative). */

@@ -1,5 +1,6 @@
 /*
- * joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP] [--json] [--quiet]
+ * joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP] [--leaves thought|games]
+ *                [--min-depth D] [--min-games N] [--blend W] [--blend-games N] [--json] [--quiet]
  *
  * Backs the values up over the book graph and stores them in the records
  * (docs/minimax.md). Without --full, only what changed since the last run is
@@ -21,7 +22,10 @@
 #include "shogi/position.h"
 #include "tools/commands.h"
 
-#define USAGE "usage: joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP] [--json] [--quiet]"
+#define USAGE                                                                                  \
+	"usage: joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP]\n"              \
+	"                      [--leaves thought|games] [--min-depth D] [--min-games N]\n"       \
+	"                      [--blend W] [--blend-games N] [--json] [--quiet]"
 
 static double now_ms(void)
 {
@@ -69,6 +73,34 @@ int cmd_minimax(int argc, char **argv)
 				joseki_error("minimax: %s needs a value in centipawns (-32000..32000)\n" USAGE, a);
 				return 2;
 			}
+			i++;
+		} else if (!strcmp(a, "--leaves") && i + 1 < argc &&
+			   (!strcmp(argv[i + 1], "thought") || !strcmp(argv[i + 1], "games"))) {
+			opt.policy.leaves = argv[++i][0] == 'g' ? BOOKMM_LEAVES_GAMES : BOOKMM_LEAVES_THOUGHT;
+		} else if (!strcmp(a, "--min-depth") || !strcmp(a, "--min-games") || !strcmp(a, "--blend-games")) {
+			char *end;
+			errno = 0;
+			bool depth = !strcmp(a, "--min-depth");
+			long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
+			if (i + 1 >= argc || errno || end == argv[i + 1] || *end || v < 0 ||
+			    v > (depth ? 255 : 1000000000)) {
+				joseki_error("minimax: %s needs a whole number (%s)\n" USAGE, a,
+					     depth ? "0..255" : "0..1000000000");
+				return 2;
+			}
+			i++;
+			if (depth) opt.policy.min_depth = v ? (int)v : BOOKMM_ANY_DEPTH;
+			else if (!strcmp(a, "--min-games")) opt.policy.min_games = (uint32_t)v;
+			else opt.policy.blend_games = (uint32_t)v;
+		} else if (!strcmp(a, "--blend")) {
+			char *end;
+			errno = 0;
+			double w = i + 1 < argc ? strtod(argv[i + 1], &end) : -1;
+			if (i + 1 >= argc || errno || end == argv[i + 1] || *end || !(w >= 0 && w <= 1)) {
+				joseki_error("minimax: --blend needs a weight from 0 to 1\n" USAGE);
+				return 2;
+			}
+			opt.policy.blend = w;
 			i++;
 		} else if (a[0] == '-' && a[1]) {
 			joseki_error("minimax: unknown option '%s'\n" USAGE, a);

@@ -86,7 +86,8 @@ static void check_agreement(const char *in_path)
 	int rc = ts_runf(NULL, &err, "%s import %s/book %s --quiet", ts_joseki(), dir, in_path);
 	if (rc != 0) fail_msg("import: %s", err);
 	free(err);
-	rc = ts_runf(NULL, &err, "%s minimax %s/book", ts_joseki(), dir);
+	/* The graph's arithmetic against peta-shock's: every position an inner node. */
+	rc = ts_runf(NULL, &err, "%s minimax %s/book --leaves games", ts_joseki(), dir);
 	if (rc != 0) fail_msg("minimax: %s", err);
 	free(err);
 	rc = ts_runf(NULL, &err, "%s export %s/book %s/exp.db --moves all", ts_joseki(), dir, dir);
@@ -266,7 +267,7 @@ static void test_minimax__chains_and_unlisted_transpositions_get_their_values(vo
 	put_record(db, SX, (EvalMove[]){{"8c8d", 40}, {"4a3b", -30}}, 2);
 	put_record(db, SC, NULL, 0);
 	put_record(db, SD, (EvalMove[]){{"6i7h", -70}}, 1);
-	BookmmOptions opt = {0};
+	BookmmOptions opt = {.policy.leaves = BOOKMM_LEAVES_GAMES};
 	BookmmStats st;
 	char err[256] = "";
 	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
@@ -325,7 +326,7 @@ static void test_minimax__per_side_draw_values_decide_who_repeats(void **state)
 	(void)state;
 	char *dir;
 	BookDB *db = cycle_db(&dir);
-	BookmmOptions opt = {0};
+	BookmmOptions opt = {.policy.leaves = BOOKMM_LEAVES_GAMES};
 	BookmmStats st;
 	char err[256] = "";
 	/* Both sides prefer a draw (0) to an exit (-100): repetition forever. */
@@ -382,7 +383,7 @@ static void test_minimax__perpetual_check_loses_for_the_checker(void **state)
 	put_record(db, Q2, (EvalMove[]){{"5c4c", 0}}, 1);
 	put_record(db, Q3, (EvalMove[]){{"4a5a", 0}, {"4a3a", -200}}, 2);
 	put_record(db, Q4, (EvalMove[]){{"4c5c", 0}}, 1);
-	BookmmOptions opt = {0};
+	BookmmOptions opt = {.policy.leaves = BOOKMM_LEAVES_GAMES};
 	BookmmStats st;
 	char err[256] = "";
 	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
@@ -421,9 +422,16 @@ static Move pick_move(const Position *pos, uint64_t *rng, bool checks)
 	return legal[ts_rand(rng) % (uint64_t)n];
 }
 
+/* Under the thought leaf policy, add_result marks the record thought at a
+ * random depth 0..2 (0 and 1 below and at the default --min-depth), so that
+ * positions become inner nodes, or stay leaves, batch by batch. */
+static bool g_mark_thought;
+
 /* Stores an eval of move m at pos in both books (merged into the record). */
 static void add_result(BookDB *a, BookDB *b, const Position *pos, Move m, int eval)
 {
+	static uint64_t depth_rng = 12345;
+	uint8_t depth = (uint8_t)(ts_rand(&depth_rng) % 3);
 	BookRecord *rec = malloc(sizeof *rec);
 	BookDB *dbs[2] = {a, b};
 	for (int d = 0; d < 2; d++) {
@@ -440,6 +448,10 @@ static void add_result(BookDB *a, BookDB *b, const Position *pos, Move m, int ev
 		rec->moves[k].flags |= BOOKDB_MOVE_EVAL;
 		rec->moves[k].eval = (int16_t)eval;
 		rec->moves[k].depth = 10;
+		if (g_mark_thought && (!(rec->flags & BOOKDB_REC_THOUGHT) || rec->think_depth < depth)) {
+			rec->flags |= BOOKDB_REC_THOUGHT;
+			rec->think_depth = depth;
+		}
 		assert_int_equal(bookdb_put(txn, pos_key(pos), rec), 0);
 		assert_int_equal(bookdb_txn_commit(txn), 0);
 	}
@@ -557,6 +569,36 @@ static void same_books_as(BookDB *a, BookDB *b, bool exact)
 				print_message("  move %d: %04x/%04x value %d/%d dist %d/%d\n", k, x->moves[k].move,
 					      y->moves[k].move, x->moves[k].value, y->moves[k].value, x->moves[k].dist,
 					      y->moves[k].dist);
+			if (getenv("MM_DEBUG") && dx == 0) {
+				Position *pp = malloc(sizeof *pp);
+				bookdb_record_position(pp, x, NULL);
+				char sf[200];
+				sfen_write(pp, sf, sizeof sf);
+				print_message("  P flags %d depth %d sfen %s\n", x->flags, x->think_depth, sf);
+				for (int k = 0; k < x->nmoves; k++) {
+					Key ck = pos_key_after(pp, x->moves[k].move);
+					BookRecord *ca2 = malloc(sizeof *ca2), *cb2 = malloc(sizeof *cb2);
+					BookTxn *t1, *t2;
+					bookdb_txn_begin(&t1, a, false);
+					bookdb_txn_begin(&t2, b, false);
+					int g1 = bookdb_get(ca2, t1, ck), g2 = bookdb_get(cb2, t2, ck);
+					print_message("  move %d %04x eval %d flags %d: child %d/%d", k, x->moves[k].move, x->moves[k].eval,
+						      x->moves[k].flags, g1, g2);
+					if (!g1 && !g2) {
+						print_message(" cflags %d/%d depth %d/%d:", ca2->flags, cb2->flags,
+							      ca2->think_depth, cb2->think_depth);
+						for (int q = 0; q < ca2->nmoves; q++)
+							print_message(" [%04x e%d f%d v%d/%d d%d]", ca2->moves[q].move, ca2->moves[q].eval,
+								      ca2->moves[q].flags, ca2->moves[q].value, cb2->moves[q].value,
+								      ca2->moves[q].dist);
+					}
+					print_message("\n");
+					bookdb_txn_abort(t1);
+					bookdb_txn_abort(t2);
+					free(ca2);
+					free(cb2);
+				}
+			}
 			fail_msg("record %s differs: %zu bytes, %zu expected", hex, la, lb);
 		}
 	}
@@ -615,14 +657,14 @@ static void run_ok(BookmmStats *st, BookDB *db, const BookmmOptions *opt)
 	if (bookmm_run(st, db, opt, err, sizeof err) != 0) fail_msg("minimax: %s", err);
 }
 
-static void test_minimax__incremental_equals_full_after_random_batches(void **state)
+static void random_batches(const char *name, BookmmLeaves leaves)
 {
-	(void)state;
-	uint64_t rng = ts_seed("test_minimax__incremental_equals_full_after_random_batches");
+	uint64_t rng = ts_seed(name);
+	g_mark_thought = leaves == BOOKMM_LEAVES_THOUGHT;
 	Twins t = {0};
 	twins_open(&t, 0);
 	BookDB *a = t.a, *b = t.b;
-	BookmmOptions inc = {.draw_black = -(int)(rng % 50)}, full = inc;
+	BookmmOptions inc = {.draw_black = -(int)(rng % 50), .policy.leaves = leaves}, full = inc;
 	full.full = true;
 	BookmmStats sa, sb;
 	size_t cyclic = 0, partial = 0;
@@ -657,6 +699,22 @@ static void test_minimax__incremental_equals_full_after_random_batches(void **st
 	assert_int_equal(sa.changed, 0);
 	assert_int_equal(sa.rewritten, 0);
 	twins_free(&t);
+	g_mark_thought = false;
+}
+
+static void test_minimax__incremental_equals_full_after_random_batches(void **state)
+{
+	(void)state;
+	random_batches("test_minimax__incremental_equals_full_after_random_batches", BOOKMM_LEAVES_GAMES);
+}
+
+/* The same under the thought leaf policy, with positions turning from leaves
+ * into inner nodes between runs (their parents' moves into them change). */
+static void test_minimax__incremental_equals_full_under_the_thought_policy(void **state)
+{
+	(void)state;
+	random_batches("test_minimax__incremental_equals_full_under_the_thought_policy",
+		       BOOKMM_LEAVES_THOUGHT);
 }
 
 static void append_file(const char *path, const char *bytes, size_t n)
@@ -851,6 +909,7 @@ int main(void)
 		cmocka_unit_test(test_minimax__per_side_draw_values_decide_who_repeats),
 		cmocka_unit_test(test_minimax__perpetual_check_loses_for_the_checker),
 		cmocka_unit_test(test_minimax__incremental_equals_full_after_random_batches),
+		cmocka_unit_test(test_minimax__incremental_equals_full_under_the_thought_policy),
 		cmocka_unit_test(test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must),
 		cmocka_unit_test(test_minimax__an_overflowed_change_log_means_the_whole_book),
 		cmocka_unit_test(test_minimax__killed_runs_leave_a_book_the_next_run_gets_right),
