@@ -6,6 +6,18 @@
 
 #include "shogi/notation.h"
 
+/* Minimax's value of a move without a value (minimax/bookmm.h BOOKMM_NOVALUE). */
+#define NOVALUE INT16_MIN
+
+const char *bookdb_value_source(const BookRecord *rec, const BookMove *m)
+{
+	if (!(rec->flags & BOOKDB_REC_MINIMAX) || m->value == NOVALUE) return NULL;
+	if (m->dist > 0 || !(m->flags & BOOKDB_MOVE_EVAL)) return "minimax";
+	int e = m->eval > VALUE_MATE ? VALUE_MATE : m->eval < -VALUE_MATE ? -VALUE_MATE : m->eval;
+	if (m->value != e) return "blend";
+	return m->source == BOOKDB_SOURCE_GAME ? "game" : "thought";
+}
+
 bool bookdb_move_better(const BookRecord *rec, const BookMove *a, const BookMove *b)
 {
 	if (rec->flags & BOOKDB_REC_MINIMAX) {
@@ -87,6 +99,8 @@ json_t *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *p
 		if (minimax) {
 			put(jm, "value", json_integer(m->value), &ok);
 			put(jm, "dist", json_integer(m->dist), &ok);
+			const char *src = bookdb_value_source(rec, m);
+			if (src) put(jm, "value_source", json_string(src), &ok);
 		}
 		if (m->flags & BOOKDB_MOVE_EVAL) {
 			put(jm, "eval", json_integer(m->eval), &ok);

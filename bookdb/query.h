@@ -20,6 +20,16 @@ struct json_t;
 /* True if move a ranks before move b in rec's order. */
 bool bookdb_move_better(const BookRecord *rec, const BookMove *a, const BookMove *b);
 
+/*
+ * Where the minimax value of move m of rec (a record with BOOKDB_REC_MINIMAX)
+ * comes from: "thought" (the move's own engine evaluation: an analysis of this
+ * position or an imported book), "game" (a game record's evaluation of the
+ * move), "blend" (an evaluation blended with the move's win rate), "minimax"
+ * (backed up from the position the move leads to; m->dist plies to the leaf),
+ * or NULL when the move has no value.
+ */
+const char *bookdb_value_source(const BookRecord *rec, const BookMove *m);
+
 /* Sorts rec's moves best first. */
 void bookdb_moves_sort(BookRecord *rec);
 
@@ -33,7 +43,7 @@ int bookdb_query(BookRecord *rec, BookTxn *txn, const Position *pos);
 /*
  * The `query --json` object for pos and its record as bookdb_query left it
  * (in_book its result): sfen, key, in_book, bestmove/value when there are moves,
- * thought_depth, ply, moves [...]; layout in docs/bookdb.md ("query"). Returns a
+ * thought_depth, ply, moves [...] (with value_source once minimax ran); layout in docs/bookdb.md ("query"). Returns a
  * new reference, or NULL when out of memory.
  */
 struct json_t *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos);

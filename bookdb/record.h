@@ -30,6 +30,9 @@
 #define BOOKDB_MOVE_STATS 0x02 /* count, wins, draws, losses are valid */
 
 /* Source ids (engine that produced an evaluation); 0..15 fit the encoding. */
+#define BOOKDB_SOURCE_ENGINE 0 /* an engine's analysis of the position (think) */
+#define BOOKDB_SOURCE_GAME 1   /* a game record's comment ("'**" in CSA) */
+#define BOOKDB_SOURCE_IMPORT 2 /* an imported book (YaneuraOu DB2016) */
 #define BOOKDB_SOURCE_MAX 15
 
 typedef struct {

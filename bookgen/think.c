@@ -111,7 +111,7 @@ static void fill_record(BookRecord *rec, bool found, const Position *pos, const 
 		m->eval = (int16_t)v;
 		m->depth = (uint8_t)d;
 		m->nodes = l->nodes;
-		m->source = 0;
+		m->source = BOOKDB_SOURCE_ENGINE;
 		if (d > depth) depth = d;
 	}
 	if (!depth && budget->kind == SEARCH_BUDGET_DEPTH)

@@ -35,6 +35,8 @@ void ingest_options_init(IngestOptions *opt)
 {
 	memset(opt, 0, sizeof *opt);
 	opt->max_ply = 128;
+	opt->mate_clamp = 2000;
+	opt->mate_plies = 16;
 }
 
 void ingest_stats_free(IngestStats *st)
@@ -506,6 +508,25 @@ static int collect_ply(void *ctx, const Position *before, Move m, size_t index)
 	return 0;
 }
 
+/*
+ * A comment's mate score is one engine's claim at one moment. It stands only
+ * where the replay shows the game ended in mate on the board, within
+ * opt->mate_plies plies of the comment, won by the side the score favours;
+ * any other becomes ±opt->mate_clamp (docs/ingest.md).
+ */
+static void clamp_mates(Game *g, const ReplayResult *res, const IngestOptions *opt)
+{
+	for (size_t k = 0; k < g->nplies; k++) {
+		Ply *p = &g->plies[k];
+		if (!p->has_eval || (p->eval < VALUE_MATE_IN_MAX && p->eval > -VALUE_MATE_IN_MAX)) continue;
+		Color winner = p->eval > 0 ? (Color)p->mover : (Color)!p->mover;
+		bool mated = res->end == REPLAY_END_MATE &&
+			     res->winner == (winner == BLACK ? REPLAY_WINNER_BLACK : REPLAY_WINNER_WHITE) &&
+			     (long)res->plies - (long)(k + 1) <= opt->mate_plies;
+		if (!mated) p->eval = (int16_t)(p->eval > 0 ? opt->mate_clamp : -opt->mate_clamp);
+	}
+}
+
 static void parse_record(Result *r, const char *input, CsaRecord *rec, const IngestOptions *opt,
 			 Position *pos)
 {
@@ -536,6 +557,7 @@ static void parse_record(Result *r, const char *input, CsaRecord *rec, const Ing
 		return;
 	}
 	g->winner = res.winner;
+	clamp_mates(g, &res, opt);
 	if (res.end == REPLAY_END_ILLEGAL_MOVE && res.error[0]) {
 		result_error(r, input, res.error_line, xprintf("%s", res.error));
 		if (res.plies == 0) {

@@ -38,13 +38,16 @@ enum {
 const char *ingest_strerror(int code);
 
 /* Evaluation sources stored with the book's moves (BookMove.source). */
-#define INGEST_SOURCE_CSA 1    /* a "'**" comment in a game record */
-#define INGEST_SOURCE_IMPORT 2 /* an imported YaneuraOu book */
+#define INGEST_SOURCE_CSA BOOKDB_SOURCE_GAME      /* a "'**" comment in a game record */
+#define INGEST_SOURCE_IMPORT BOOKDB_SOURCE_IMPORT /* an imported YaneuraOu book */
 
 typedef struct {
 	bool has_min_rating;
 	double min_rating;      /* both players' floodgate ratings at least this */
 	int max_ply;            /* store moves played at move numbers <= max_ply (default 128) */
+	int mate_clamp;         /* a comment's mate score becomes ±mate_clamp (default 2000)... */
+	int mate_plies;         /* ...unless the game ended in mate on the board within this many
+				   plies, won by the side the score favours (default 16) */
 	char since[9], until[9]; /* "YYYYMMDD" bounds on the game date, inclusive ("" = none) */
 	const char *event_glob; /* fnmatch pattern on $EVENT (NULL = any) */
 	const char *tc_glob;    /* fnmatch pattern on the floodgate game name, e.g. "floodgate-300-10F" */

@@ -29,7 +29,8 @@ int cli_ingest_option(IngestOptions *opt, int argc, char **argv, int *i, const c
 {
 	const char *a = argv[*i];
 	static const char *const WITH_VALUE[] = {"--min-rating", "--max-ply", "--since", "--until",
-						 "--event", "--time-control", "--jobs"};
+						 "--event", "--time-control", "--jobs", "--mate-clamp",
+						 "--mate-plies"};
 	bool known = false;
 	for (size_t k = 0; k < sizeof WITH_VALUE / sizeof WITH_VALUE[0]; k++)
 		if (!strcmp(a, WITH_VALUE[k])) known = true;
@@ -48,6 +49,11 @@ int cli_ingest_option(IngestOptions *opt, int argc, char **argv, int *i, const c
 		long n = strtol(v, &end, 10);
 		if (*end || n <= 0 || n > 10000) goto bad;
 		opt->max_ply = (int)n;
+	} else if (!strcmp(a, "--mate-clamp") || !strcmp(a, "--mate-plies")) {
+		long n = strtol(v, &end, 10);
+		if (*end || end == v || n < 0 || n > (a[7] == 'c' ? 32000 : 10000)) goto bad;
+		if (a[7] == 'c') opt->mate_clamp = (int)n;
+		else opt->mate_plies = (int)n;
 	} else if (!strcmp(a, "--jobs")) {
 		long n = strtol(v, &end, 10);
 		if (*end || n <= 0 || n > 64) goto bad;

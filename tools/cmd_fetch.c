@@ -22,7 +22,8 @@
 #define USAGE                                                                                      \
 	"usage: joseki fetch BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR]\n"        \
 	"       [--min-rating R] [--max-ply N] [--since DATE] [--until DATE] [--event GLOB]\n"     \
-	"       [--time-control GLOB] [--jobs N] [--json] [--quiet]\n"                             \
+	"       [--time-control GLOB] [--mate-clamp CP] [--mate-plies N] [--jobs N] [--json]\n"     \
+	"       [--quiet]\n"                                                                       \
 	"       DATE: YYYY-MM-DD (--to defaults to today, UTC); the cache defaults to\n"           \
 	"       $XDG_CACHE_HOME/joseki/floodgate or ~/.cache/joseki/floodgate"
 

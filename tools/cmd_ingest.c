@@ -10,7 +10,8 @@
 
 #define USAGE                                                                                      \
 	"usage: joseki ingest BOOK INPUT... [--min-rating R] [--max-ply N] [--since DATE]\n"       \
-	"       [--until DATE] [--event GLOB] [--time-control GLOB] [--jobs N] [--json] [--quiet]"
+	"       [--until DATE] [--event GLOB] [--time-control GLOB] [--mate-clamp CP]\n"           \
+	"       [--mate-plies N] [--jobs N] [--json] [--quiet]"
 
 int cmd_ingest(int argc, char **argv)
 {

@@ -107,7 +107,7 @@ static void fill_record(BookRecord *rec, const Position *pos, const Move *moves,
 		uint64_t r = mix64(h + (uint64_t)i);
 		m->move = moves[i];
 		m->flags = BOOKDB_MOVE_EVAL;
-		m->source = 1;
+		m->source = BOOKDB_SOURCE_ENGINE;
 		m->eval = (int16_t)value;
 		m->depth = rec->think_depth;
 		m->nodes = nodes;

@@ -25,7 +25,7 @@ static const struct {
 	{"synth", cmd_synth, "BOOK --positions N [--seed S]   build a synthetic analysed book"},
 	{"select", cmd_select, "BOOK [--count N] [--json] [--roots FILE] [--window CP] [--kif-bonus CP]   leaves the selector would send next"},
 	{"think", cmd_think, "BOOK [--engine builtin|PATH] [--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] [--positions N] [--time S]   grow the book"},
-	{"minimax", cmd_minimax, "BOOK [--full] [--draw-black CP] [--draw-white CP] [--json] [--quiet]   back values up over the book (incremental unless --full)"},
+	{"minimax", cmd_minimax, "BOOK [--full] [--draw-black CP] [--draw-white CP] [--leaves thought|games] [--min-depth D] [--min-games N] [--blend W] [--blend-games N] [--json] [--quiet]   back values up over the book (incremental unless --full)"},
 	{"export", cmd_export, "BOOK OUT [--format yaneuraou] [--moves best|window|all] [--window CP] [--min-depth D] [--max-ply N] [--json] [--quiet]   write a YaneuraOu book"},
 	{"peta-shock", cmd_peta_shock, "IN.db OUT.db [--shrink]   YaneuraOu makebook peta_shock"},
 	{"usi", cmd_usi, "[--book BOOK]   the built-in engine as a USI engine on stdin/stdout"},
