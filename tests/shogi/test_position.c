@@ -20,6 +20,9 @@ static void test_position__king_in_check_of_the_side_not_to_move_is_never_captur
 		"4k4/9/9/9/4R4/9/9/9/4K4 b G 1", /* and by a rook, Black to move */
 		"4k4/4G4/9/9/9/9/9/9/4K4 b - 1", /* by an adjacent gold */
 	};
+	/* The capture each attacker would make: its piece is there, the king is
+	 * its target, and still the move is not legal. */
+	static const char *CAPTURES[] = {"1e1a", "5e5a", "5b5a"};
 	static Position pos;
 	Move moves[MOVEGEN_MAX];
 	for (size_t i = 0; i < sizeof SFENS / sizeof SFENS[0]; i++) {
@@ -35,7 +38,12 @@ static void test_position__king_in_check_of_the_side_not_to_move_is_never_captur
 			assert_true(pos_is_ok(&pos));
 			pos_undo_move(&pos);
 		}
-		assert_false(pos_is_legal(&pos, move_make(sq_make(4, 1), wk, false)));
+		Move cap;
+		assert_int_equal(usi_move_parse(&cap, CAPTURES[i], 4, NULL), 0);
+		assert_int_equal(move_to(cap), wk);
+		Piece attacker = pos.board[move_from(cap)];
+		assert_true(attacker != PIECE_NONE && piece_color(attacker) == BLACK);
+		assert_false(pos_is_legal(&pos, cap));
 		assert_true(perft(&pos, 3) > 0); /* walks on without tripping */
 	}
 }
