@@ -24,10 +24,25 @@
 #include "shogi/movegen.h"
 
 #define INF VALUE_INFINITE
-#define POLL_MASK 1023
-#define EVAL_NONE                                                                                  \
-	INT16_MIN /* "not computed", also in TT entries */ /* clock and stop flag are read every   \
-	                                                      1024 nodes */
+#define POLL_MASK 1023       /* clock and stop flag are read every 1024 nodes */
+#define EVAL_NONE INT16_MIN /* "not computed", also in TT entries */
+
+/* The search's tunables (the fixed-depth benchmark's node count pins them). */
+#define REPETITION_WINDOW 32   /* plies looked back for a repetition */
+#define PROMOTION_GAIN 300     /* what a promotion adds to a move's material gain */
+#define MVV_SCALE 64           /* victim value × this − attacker value orders captures */
+#define ORDER_TT (1 << 30)     /* move ordering bands: the TT move first, */
+#define ORDER_CAPTURE (1 << 26) /* then captures, */
+#define ORDER_PROMOTE (1 << 25) /* promotions, */
+#define ORDER_KILLER (1 << 24)  /* the two killers, then quiet moves by history */
+#define HISTORY_MAX (1 << 20)   /* history scores are halved beyond this */
+#define DELTA_MARGIN 200        /* quiescence: a capture this far below alpha is skipped */
+#define NULL_MIN_DEPTH 3        /* null move from this depth, reduced by */
+#define NULL_R(depth) (2 + (depth) / 4)
+#define LMR_MIN_DEPTH 3         /* late-move reductions: from this depth, */
+#define LMR_FIRST_PV 5          /* after this many moves at a PV node, */
+#define LMR_FIRST 3             /* after this many elsewhere; */
+#define LMR_R(i, depth) (1 + ((i) >= 10) + ((depth) >= 7)) /* by so many plies */
 
 typedef struct {
 	Move move;
@@ -167,7 +182,7 @@ static inline bool is_capture(const Position *pos, Move m)
 static bool is_repetition(const Position *pos)
 {
 	int end = pos->nstates - 1;
-	int lim = end - 32 < 0 ? 0 : end - 32;
+	int lim = end - REPETITION_WINDOW < 0 ? 0 : end - REPETITION_WINDOW;
 	const PosState *cur = &pos->states[end];
 	for (int i = end - 1; i >= lim; i--) {
 		if (pos->states[i + 1].move == MOVE_NULL) break;
@@ -229,8 +244,8 @@ static int capture_score(const Position *pos, Move m)
 	Piece victim = pos->board[move_to(m)];
 	int attacker = EVAL_PIECE_VALUE[piece_type(pos->board[move_from(m)])];
 	int v = victim ? EVAL_PIECE_VALUE[piece_type(victim)] : 0;
-	if (move_is_promote(m)) v += 300;
-	return v * 64 - attacker;
+	if (move_is_promote(m)) v += PROMOTION_GAIN;
+	return v * MVV_SCALE - attacker;
 }
 
 static void score_moves(const Engine *e, const Position *pos, const Move *moves, int *scores, int n,
@@ -239,15 +254,15 @@ static void score_moves(const Engine *e, const Position *pos, const Move *moves,
 	for (int i = 0; i < n; i++) {
 		Move m = moves[i];
 		if (m == tt_move) {
-			scores[i] = 1 << 30;
+			scores[i] = ORDER_TT;
 		} else if (is_capture(pos, m)) {
-			scores[i] = (1 << 26) + capture_score(pos, m);
+			scores[i] = ORDER_CAPTURE + capture_score(pos, m);
 		} else if (move_is_promote(m)) {
-			scores[i] = (1 << 25) + capture_score(pos, m);
+			scores[i] = ORDER_PROMOTE + capture_score(pos, m);
 		} else if (m == e->killers[ply][0]) {
-			scores[i] = (1 << 24) + 1;
+			scores[i] = ORDER_KILLER + 1;
 		} else if (m == e->killers[ply][1]) {
-			scores[i] = 1 << 24;
+			scores[i] = ORDER_KILLER;
 		} else {
 			scores[i] = e->history[moved_piece(pos, m)][move_to(m)];
 		}
@@ -347,9 +362,9 @@ static int qsearch(Engine *e, int alpha, int beta, int ply)
 		if (!in_check) {
 			Piece victim = pos->board[move_to(m)];
 			int gain = victim ? EVAL_PIECE_VALUE[piece_type(victim)] : 0;
-			if (move_is_promote(m)) gain += 300;
+			if (move_is_promote(m)) gain += PROMOTION_GAIN;
 			/* Delta pruning: even winning the piece cannot reach alpha. */
-			if (stand + gain + 200 <= alpha) continue;
+			if (stand + gain + DELTA_MARGIN <= alpha) continue;
 			/* A defended piece taken by a more valuable one: likely a loss. */
 			int attacker = EVAL_PIECE_VALUE[piece_type(pos->board[move_from(m)])];
 			if (attacker > gain && pos_attacked(pos, them, move_to(m))) continue;
@@ -410,13 +425,13 @@ static int search(Engine *e, int depth, int alpha, int beta, int ply, bool pv_no
 	}
 	/* The static value only serves the null-move test: computed when that
 	 * test can apply, which most nodes (near the leaves) never reach. */
-	bool null_ok = !pv_node && !in_check && depth >= 3;
+	bool null_ok = !pv_node && !in_check && depth >= NULL_MIN_DEPTH;
 	if (null_ok && static_eval == EVAL_NONE) static_eval = clamp_eval(eval_position(pos));
 
 	/* Null move: if passing still fails high, a real move will too. */
 	if (null_ok && static_eval >= beta && beta < VALUE_MATE_IN_MAX &&
 	    beta > -VALUE_MATE_IN_MAX && pos_st(pos)->move != MOVE_NULL) {
-		int r = 2 + depth / 4;
+		int r = NULL_R(depth);
 		pos_do_null_move(pos);
 		int v = -search(e, depth - 1 - r, -beta, -beta + 1, ply + 1, false);
 		pos_undo_move(pos);
@@ -442,9 +457,10 @@ static int search(Engine *e, int depth, int alpha, int beta, int ply, bool pv_no
 			v = -search(e, nd, -beta, -alpha, ply + 1, pv_node);
 		} else {
 			int r = 0;
-			if (depth >= 3 && quiet && !in_check && !check && i >= (pv_node ? 5 : 3) &&
+			if (depth >= LMR_MIN_DEPTH && quiet && !in_check && !check &&
+			    i >= (pv_node ? LMR_FIRST_PV : LMR_FIRST) &&
 			    m != e->killers[ply][0] && m != e->killers[ply][1]) {
-				r = 1 + (i >= 10) + (depth >= 7);
+				r = LMR_R(i, depth);
 				if (r > nd - 1) r = nd - 1;
 				if (r < 0) r = 0;
 			}
@@ -470,7 +486,7 @@ static int search(Engine *e, int depth, int alpha, int beta, int ply, bool pv_no
 						}
 						int *h = &e->history[moved][move_to(m)];
 						*h += depth * depth;
-						if (*h > (1 << 20)) {
+						if (*h > HISTORY_MAX) {
 							for (int p = 0; p < PIECE_NB; p++)
 								for (int s = 0; s < SQ_NB; s++)
 									e->history[p][s] /= 2;

@@ -51,7 +51,7 @@ int cli_ingest_option(IngestOptions *opt, int argc, char **argv, int *i, const c
 		opt->max_ply = (int)n;
 	} else if (!strcmp(a, "--mate-clamp") || !strcmp(a, "--mate-plies")) {
 		long n = strtol(v, &end, 10);
-		if (*end || end == v || n < 0 || n > (a[7] == 'c' ? 32000 : 10000)) goto bad;
+		if (*end || end == v || n < 0 || n > (a[7] == 'c' ? VALUE_MATE : 10000)) goto bad;
 		if (a[7] == 'c') opt->mate_clamp = (int)n;
 		else opt->mate_plies = (int)n;
 	} else if (!strcmp(a, "--jobs")) {

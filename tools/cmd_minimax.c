@@ -51,7 +51,7 @@ static int parse_cp(int *out, const char *s)
 	char *end;
 	errno = 0;
 	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < -32000 || v > 32000) return -1;
+	if (errno || end == s || *end || v < -VALUE_MATE || v > VALUE_MATE) return -1;
 	*out = (int)v;
 	return 0;
 }

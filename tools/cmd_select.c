@@ -159,7 +159,7 @@ int cmd_select(int argc, char **argv)
 			}
 		} else if (!strcmp(a, "--kif-bonus") && has) {
 			long b = strtol(argv[++i], &end, 10);
-			if (*end || b < -32000 || b > 32000) {
+			if (*end || b < -VALUE_MATE || b > VALUE_MATE) {
 				joseki_error("select: --kif-bonus wants centipawns, not '%s'", argv[i]);
 				return 2;
 			}

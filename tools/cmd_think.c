@@ -294,7 +294,7 @@ int cmd_think(int argc, char **argv)
 		} else if (!strcmp(a, "--kif-bonus") && has) {
 			char *end;
 			kif_bonus = strtol(argv[++i], &end, 10);
-			if (*end || kif_bonus < -32000 || kif_bonus > 32000) {
+			if (*end || kif_bonus < -VALUE_MATE || kif_bonus > VALUE_MATE) {
 				joseki_error("think: --kif-bonus wants centipawns, not '%s'", argv[i]);
 				return 2;
 			}
