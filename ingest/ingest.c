@@ -512,7 +512,7 @@ static int collect_ply(void *ctx, const Position *before, Move m, size_t index)
  * A comment's mate score is one engine's claim at one moment. It stands only
  * where the replay shows the game ended in mate on the board, within
  * opt->mate_plies plies of the comment, won by the side the score favours;
- * any other becomes ±opt->mate_clamp (docs/ingest.md).
+ * any other is bounded by ±opt->mate_clamp (docs/ingest.md).
  */
 static void clamp_mates(Game *g, const ReplayResult *res, const IngestOptions *opt)
 {
@@ -523,7 +523,8 @@ static void clamp_mates(Game *g, const ReplayResult *res, const IngestOptions *o
 		bool mated = res->end == REPLAY_END_MATE &&
 			     res->winner == (winner == BLACK ? REPLAY_WINNER_BLACK : REPLAY_WINNER_WHITE) &&
 			     (long)res->plies - (long)(k + 1) <= opt->mate_plies;
-		if (!mated) p->eval = (int16_t)(p->eval > 0 ? opt->mate_clamp : -opt->mate_clamp);
+		if (!mated && p->eval > opt->mate_clamp) p->eval = (int16_t)opt->mate_clamp;
+		if (!mated && p->eval < -opt->mate_clamp) p->eval = (int16_t)-opt->mate_clamp;
 	}
 }
 
