@@ -206,7 +206,11 @@ int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side,
 		memcpy(&w, b + (pos >> 3), 8);
 		w = __builtin_bswap64(w) << (pos & 7); /* at least 57 bits of the packing */
 		int z = w ? __builtin_clzll(w) : 64;
-		if (z >= nsq - i) { /* empty to the last square */
+		/* Only the window's first 64 - (pos & 7) bits are the packing's
+		 * (at least 57): the zeros shifted in below them say nothing. A
+		 * run that reaches past them is not known to end the board (a
+		 * piece 60 squares on was taken for empty squares: issue 16). */
+		if (z >= nsq - i && nsq - i <= 64 - (int)(pos & 7)) { /* empty to the last square */
 			pos += (size_t)(nsq - i);
 			break;
 		}

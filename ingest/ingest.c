@@ -478,6 +478,7 @@ typedef struct {
 	int max_ply;
 	bool cap9999_is_mate;
 	size_t cap;
+	int unstorable; /* 1-based index of the first move whose position cannot be packed */
 } PlyCollect;
 
 static int collect_ply(void *ctx, const Position *before, Move m, size_t index)
@@ -505,6 +506,13 @@ static int collect_ply(void *ctx, const Position *before, Move m, size_t index)
 	}
 	int n = bookdb_pack_position(p->packed, before->board, before->hand, before->side);
 	p->packed_len = n > 0 ? (uint8_t)n : 0;
+	/* The writer unpacks it again: a packing that does not read back (as a
+	 * real position once did not, issue 16) rejects this game alone. */
+	Piece board[SQ_NB];
+	Hand hand[COLOR_NB];
+	Color side;
+	if (n > 0 && bookdb_unpack_position(board, hand, &side, p->packed, (size_t)n) != n) n = -1;
+	if (n <= 0 && !c->unstorable) c->unstorable = (int)index + 1;
 	return 0;
 }
 
@@ -548,13 +556,24 @@ static void parse_record(Result *r, const char *input, CsaRecord *rec, const Ing
 		int32_t e = rec->moves[i].eval, a = e < 0 ? -e : e;
 		if (rec->moves[i].has_eval && a > 9999 && a < 30000) cap9999 = false;
 	}
-	PlyCollect c = {g, rec, opt->max_ply, cap9999, 0};
+	PlyCollect c = {g, rec, opt->max_ply, cap9999, 0, 0};
 	ReplayResult res;
 	int rc = replay_csa(&res, pos, rec, collect_ply, &c);
 	if (rc != 0) {
 		g->status = GAME_REJECT;
 		result_error(r, input, res.error_line ? res.error_line : rec->first_line,
 			     xprintf("%s", res.error[0] ? res.error : "cannot replay the game"));
+		return;
+	}
+	/* Checked here, before any of it reaches the book: a game the store
+	 * cannot hold is rejected alone, and the rest of the input goes on. */
+	if (c.unstorable) {
+		g->status = GAME_REJECT;
+		size_t mi = (size_t)c.unstorable - 1;
+		int line = mi < rec->nmoves ? rec->moves[mi].line : rec->first_line;
+		result_error(r, input, line,
+			     xprintf("the position before move %d cannot be stored in the book; game skipped",
+				     c.unstorable));
 		return;
 	}
 	g->winner = res.winner;
@@ -795,13 +814,25 @@ static void writer_take(Writer *wr, Game *g)
 	g->plies = NULL;
 }
 
-/* Applies and commits the batch. */
+/* Applies and commits the batch. When that fails, nothing of the batch is in
+ * the book, and the counters say so (they are put back as they were). */
 static int writer_commit(Writer *wr)
 {
+	IngestStats *st = wr->st;
+	uint64_t keep[] = {st->games_ingested, st->duplicates, st->positions_added, st->moves_added,
+			   st->evals_added, st->plies_stored};
 	int rc = apply_batch(wr);
 	writer_clear(wr);
-	if (rc < 0) return rc;
-	return bookdb_writer_flush(wr->w);
+	if (rc >= 0) rc = bookdb_writer_flush(wr->w);
+	if (rc < 0) {
+		st->games_ingested = keep[0];
+		st->duplicates = keep[1];
+		st->positions_added = keep[2];
+		st->moves_added = keep[3];
+		st->evals_added = keep[4];
+		st->plies_stored = keep[5];
+	}
+	return rc;
 }
 
 static void free_result(Result *r)

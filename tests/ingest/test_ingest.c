@@ -97,6 +97,44 @@ static void test_ingest__fixture_games_ingest_without_errors_and_counts_add_up(v
 	free(dir);
 }
 
+/* The position of a real 301-ply entering-king game (issue 16) that the
+ * store could not hold (its packing did not read back): ingested with games
+ * before and after it in one batch, with --max-ply 1000, everything is
+ * stored and the counters are exactly what the book holds. */
+static void test_ingest__an_extreme_position_among_ordinary_games(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	json_t *j = ts_run_json(0,
+				"%s ingest %s/book tests/data/floodgate/*2026060113*.csa "
+				"tests/data/planted/entering-king-ply-290.csa tests/data/floodgate/*2026060114*.csa "
+				"--max-ply 1000 --json --quiet",
+				ts_joseki(), dir);
+	long long games = ts_jint(j, "games_read");
+	assert_true(games >= 3);
+	assert_int_equal(ts_jint(j, "games_ingested"), games);
+	assert_int_equal(ts_jint(j, "errors_total"), 0);
+	long long positions = ts_jint(j, "positions_added");
+	json_decref(j);
+	char path[4200];
+	snprintf(path, sizeof path, "%s/book", dir);
+	uint64_t npos, counts;
+	bool ok;
+	book_totals(path, &npos, &counts, &ok);
+	assert_true(ok);
+	assert_int_equal(npos, (uint64_t)positions);
+	json_t *q = ts_run_json(0, "%s query %s/book 'sfen 8+r/9/9/9/4K4/k8/+n6B1/+l8/9 w BG2S18Pr3g2s3n3l 290' --json",
+				ts_joseki(), dir);
+	assert_true(json_is_true(json_object_get(q, "in_book")));
+	assert_string_equal(json_string_value(json_object_get(q, "bestmove")), "1a1b");
+	json_decref(q);
+	char *out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s check %s/book", ts_joseki(), dir), 0);
+	free(out);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_ingest__second_run_adds_nothing(void **state)
 {
 	(void)state;
@@ -338,6 +376,7 @@ int main(void)
 	shogi_init();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ingest__fixture_games_ingest_without_errors_and_counts_add_up),
+		cmocka_unit_test(test_ingest__an_extreme_position_among_ordinary_games),
 		cmocka_unit_test(test_ingest__second_run_adds_nothing),
 		cmocka_unit_test(test_ingest__query_startpos_shows_first_moves_with_counts),
 		cmocka_unit_test(test_ingest__evaluations_become_the_movers_view),

@@ -1,0 +1,219 @@
+/*
+ * tests/bookdb/test_record.c — the position record's encoding (bookdb/record.c)
+ * over the extremes of legal play: long empty runs in every place, every piece
+ * in hand, bare kings, every piece promoted, move numbers past one byte and past
+ * 16 bits, a full move list.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bookdb/bookdb.h"
+#include "bookdb/record.h"
+#include "shogi/movegen.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+
+/* Packs and unpacks board/hand/side; the result must be the same. */
+static void round_trip(const Piece board[SQ_NB], const Hand hand[COLOR_NB], Color side)
+{
+	uint8_t buf[BOOKDB_PACKED_MAX + 8];
+	int n = bookdb_pack_position(buf, board, hand, side);
+	assert_true(n > 0 && n <= BOOKDB_PACKED_MAX);
+	Piece b2[SQ_NB];
+	Hand h2[COLOR_NB];
+	Color s2;
+	int m = bookdb_unpack_position(b2, h2, &s2, buf, (size_t)n);
+	if (m != n) {
+		char hex[3 * BOOKDB_PACKED_MAX + 1] = "";
+		for (int i = 0; i < n; i++) sprintf(hex + 3 * i, "%02x ", buf[i]);
+		fail_msg("unpack gave %d for a %d-byte packing: %s", m, n, hex);
+	}
+	assert_memory_equal(board, b2, SQ_NB * sizeof board[0]);
+	assert_int_equal(hand[BLACK], h2[BLACK]);
+	assert_int_equal(hand[WHITE], h2[WHITE]);
+	assert_int_equal(side, s2);
+}
+
+/* The position of the issue: ply 290 of a 301-ply entering-king game, all 18
+ * pawns in one hand, a bishop then 60 empty squares (the kings' between
+ * them) before the next piece. It did not decode: the run was read past the
+ * bits the decoder's window holds. Now a record of it round-trips. */
+static void test_record__the_entering_king_position_of_a_real_301_ply_game(void **state)
+{
+	(void)state;
+	static Position pos, back;
+	static BookRecord rec, dec;
+	char err[SHOGI_ERRLEN];
+	assert_int_equal(sfen_parse(&pos, "8+r/9/9/9/4K4/k8/+n6B1/+l8/9 w BG2S18Pr3g2s3n3l 290", NULL, err), 0);
+	round_trip(pos.board, pos.hand, pos.side);
+	bookdb_record_init(&rec, &pos);
+	Move legal[MOVEGEN_MAX];
+	int n = movegen_legal(&pos, legal);
+	assert_true(n > 0);
+	for (int i = 0; i < n; i++) {
+		rec.moves[i].move = legal[i];
+		rec.moves[i].flags = BOOKDB_MOVE_STATS;
+		rec.moves[i].count = 1;
+	}
+	rec.nmoves = (uint16_t)n;
+	uint8_t buf[BOOKDB_RECORD_MAX];
+	int len = bookdb_record_encode(buf, sizeof buf, &rec);
+	assert_true(len > 0);
+	assert_int_equal(bookdb_record_decode(&dec, buf, (size_t)len), 0);
+	assert_int_equal(bookdb_record_position(&back, &dec, err), 0);
+	assert_true(key_equal(pos_key(&pos), pos_key(&back)));
+	assert_int_equal(dec.min_ply, 290);
+	assert_int_equal(dec.nmoves, n);
+}
+
+/*
+ * Two pieces with every possible run of empty squares before, between and
+ * after them, each kind of piece first (so the runs start at every bit
+ * alignment), with no kings, kings at the ends, and kings inside the runs.
+ */
+static void test_record__empty_runs_of_every_length_at_every_place(void **state)
+{
+	(void)state;
+	static const Square KINGS[][2] = {{SQ_NONE, SQ_NONE}, {0, 80}, {40, 77}, {80, 0}, {3, 4}};
+	static const PieceType FIRST[] = {PAWN, GOLD, BISHOP, DRAGON, PRO_KNIGHT, LANCE};
+	Hand hand[COLOR_NB] = {0, 0};
+	size_t done = 0;
+	for (size_t k = 0; k < sizeof KINGS / sizeof KINGS[0]; k++)
+		for (size_t f = 0; f < sizeof FIRST / sizeof FIRST[0]; f++)
+			for (Square a = 0; a < SQ_NB; a++)
+				for (Square b = a + 1; b < SQ_NB; b++) {
+					if (a == KINGS[k][0] || a == KINGS[k][1] || b == KINGS[k][0] || b == KINGS[k][1])
+						continue;
+					Piece board[SQ_NB] = {0};
+					if (KINGS[k][0] != SQ_NONE) board[KINGS[k][0]] = piece_make(BLACK, KING);
+					if (KINGS[k][1] != SQ_NONE) board[KINGS[k][1]] = piece_make(WHITE, KING);
+					board[a] = piece_make((Color)(b & 1), FIRST[f]);
+					board[b] = piece_make((Color)(a & 1), PRO_KNIGHT);
+					round_trip(board, hand, (Color)((a + b) & 1));
+					done++;
+				}
+	assert_true(done > 90000);
+}
+
+/* Every non-king piece in hand (both ways of splitting it), bare kings, no
+ * kings at all, and every piece on the board promoted. */
+static void test_record__full_hands_bare_kings_and_everything_promoted(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *sfen;
+	} CASES[] = {
+		{"4k4/9/9/9/9/9/9/9/4K4 b 2R2B4G4S4N4L18P 1"},
+		{"4k4/9/9/9/9/9/9/9/4K4 w 2r2b4g4s4n4l18p 1"},
+		{"4k4/9/9/9/9/9/9/9/4K4 b RB2G2S2N2L9Prb2g2s2n2l9p 1"},
+		{"k8/9/9/9/9/9/9/9/8K b - 1"},
+		{"8k/9/9/9/9/9/9/9/K8 w - 1"},
+		{"4k4/9/9/9/9/9/9/9/4K4 b - 1"},
+		/* Every piece promoted (golds cannot be): 38 pieces and the kings. */
+		{"+p+p+p+p+p+p+p+p+p/+p+p+p+p+p+p+p+p+p/+l+l+l+l+n+n+n+n1/+s+s+s+s+b+b+r+r1/"
+		 "gggg5/9/9/9/K7k b - 1"},
+		{"+P+P+P+P+P+P+P+P+P/+p+p+p+p+p+p+p+p+p/+L+l+L+l+N+n+N+n1/+S+s+S+s+B+b+R+r1/"
+		 "GgGg5/9/9/9/K7k w - 1"},
+	};
+	static Position pos;
+	for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+		char err[SHOGI_ERRLEN];
+		if (sfen_parse(&pos, CASES[i].sfen, NULL, err) != 0) fail_msg("%s: %s", CASES[i].sfen, err);
+		round_trip(pos.board, pos.hand, pos.side);
+		uint8_t buf[BOOKDB_PACKED_MAX + 8];
+		assert_true(bookdb_pack_position(buf, pos.board, pos.hand, pos.side) <= BOOKDB_PACKED_MAX);
+	}
+	/* One piece more than a set has is refused, on the board or in hand. */
+	Piece board[SQ_NB] = {0};
+	Hand hand[COLOR_NB] = {0, 0};
+	board[0] = piece_make(BLACK, PAWN);
+	for (int n = 0; n < 18; n++) hand[WHITE] = hand_add(hand[WHITE], PAWN);
+	uint8_t buf[BOOKDB_PACKED_MAX + 8];
+	assert_int_equal(bookdb_pack_position(buf, board, hand, BLACK), BOOKDB_ECORRUPT);
+}
+
+/* min_ply is a varint of 1..65535: one byte to 127, two past it, three past
+ * 16383; a position seen at a move number beyond 65535 is kept at 65535
+ * (clamped, not widened: no legal game under a move limit gets near). */
+static void test_record__move_numbers_past_one_byte_and_past_16_bits(void **state)
+{
+	(void)state;
+	static Position pos;
+	static BookRecord rec, dec;
+	static const int PLIES[] = {1, 127, 128, 255, 256, 300, 16383, 16384, 65535, 65536, 70000, 1000000};
+	for (size_t i = 0; i < sizeof PLIES / sizeof PLIES[0]; i++) {
+		char sfen[128];
+		snprintf(sfen, sizeof sfen, "4k4/9/9/9/9/9/9/9/4K4 b - %d", PLIES[i]);
+		assert_int_equal(sfen_parse(&pos, sfen, NULL, NULL), 0);
+		bookdb_record_init(&rec, &pos);
+		int want = PLIES[i] > 65535 ? 65535 : PLIES[i];
+		assert_int_equal(rec.min_ply, want);
+		uint8_t buf[BOOKDB_RECORD_MAX];
+		int len = bookdb_record_encode(buf, sizeof buf, &rec);
+		assert_true(len > 0);
+		assert_int_equal(bookdb_record_decode(&dec, buf, (size_t)len), 0);
+		assert_int_equal(dec.min_ply, want);
+	}
+}
+
+/* A record holds 600 moves (more than any position's 593 legal ones) with
+ * every field at its widest; 601 is refused, not truncated. */
+static void test_record__six_hundred_moves_with_every_field(void **state)
+{
+	(void)state;
+	static Position pos;
+	static BookRecord rec, dec;
+	/* The position with 593 legal moves (tests/data/perft.tsv). */
+	assert_int_equal(sfen_parse(&pos, "R8/2K1S1SSk/4B4/9/9/9/9/9/1L1L1L3 b RBGSNLP3g3n17p 1", NULL, NULL), 0);
+	Move legal[MOVEGEN_MAX];
+	int n = movegen_legal(&pos, legal);
+	assert_int_equal(n, 593);
+	bookdb_record_init(&rec, &pos);
+	rec.flags = BOOKDB_REC_THOUGHT | BOOKDB_REC_MINIMAX;
+	rec.think_depth = 255;
+	for (int i = 0; i < BOOKDB_MAX_MOVES; i++) {
+		BookMove *m = &rec.moves[i];
+		m->move = i < n ? legal[i] : (Move)(0x1000 + i);
+		m->flags = BOOKDB_MOVE_EVAL | BOOKDB_MOVE_STATS;
+		m->source = BOOKDB_SOURCE_MAX;
+		m->eval = (int16_t)(i & 1 ? INT16_MAX : INT16_MIN);
+		m->depth = (uint8_t)(i % 256);
+		m->nodes = bookdb_nodes_decode(bookdb_nodes_code((uint64_t)1 << (i % 60)));
+		m->count = UINT32_MAX;
+		m->wins = UINT32_MAX - 1;
+		m->draws = UINT32_MAX - 2;
+		m->losses = UINT32_MAX - 3;
+		m->value = (int16_t)(i & 1 ? INT16_MIN : INT16_MAX);
+		m->dist = UINT16_MAX;
+	}
+	rec.nmoves = BOOKDB_MAX_MOVES;
+	uint8_t *buf = malloc(BOOKDB_RECORD_MAX);
+	int len = bookdb_record_encode(buf, BOOKDB_RECORD_MAX, &rec);
+	assert_true(len > 0 && len <= BOOKDB_RECORD_MAX);
+	assert_int_equal(bookdb_record_decode(&dec, buf, (size_t)len), 0);
+	assert_int_equal(dec.nmoves, BOOKDB_MAX_MOVES);
+	assert_memory_equal(dec.moves, rec.moves, sizeof rec.moves);
+	rec.nmoves = BOOKDB_MAX_MOVES + 1;
+	assert_int_equal(bookdb_record_encode(buf, BOOKDB_RECORD_MAX, &rec), BOOKDB_EINVAL);
+	free(buf);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_record__the_entering_king_position_of_a_real_301_ply_game),
+		cmocka_unit_test(test_record__empty_runs_of_every_length_at_every_place),
+		cmocka_unit_test(test_record__full_hands_bare_kings_and_everything_promoted),
+		cmocka_unit_test(test_record__move_numbers_past_one_byte_and_past_16_bits),
+		cmocka_unit_test(test_record__six_hundred_moves_with_every_field),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
