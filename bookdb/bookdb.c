@@ -7,8 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define DEFAULT_MAP_SIZE ((size_t)256 << 20)
 
@@ -26,6 +29,7 @@ struct BookDB {
 	bool has_changes; /* false only for a version-1 book opened read-only */
 	uint64_t changes_max;
 	char *dir;
+	int writers_fd; /* BOOK/writers.lock, held shared by a read-write open (-1: none) */
 };
 
 /* Operations of the replay log. OP_DEL_UPTO deletes the changes entries whose
@@ -278,6 +282,51 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 	}
 }
 
+/* Takes BOOK/writers.lock (LOCK_SH for a writer, LOCK_EX for compact)
+ * without waiting. */
+static int writers_lock(BookDB *db, int how, char *err)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/writers.lock", db->dir);
+	db->writers_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0664);
+	if (db->writers_fd < 0) {
+		int e = errno;
+		if (err) snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", path, strerror(e));
+		return xlate(e);
+	}
+	if (flock(db->writers_fd, how | LOCK_NB) == 0) return 0;
+	int e = errno;
+	if (err)
+		snprintf(err, BOOKDB_ERRLEN, "%.100s: %s", db->dir,
+			 e != EWOULDBLOCK ? strerror(e)
+			 : how == LOCK_EX ? "a writer has the book open (think, ingest, minimax ...): try again when it is done"
+					  : "the book is being compacted: try again when joseki compact is done");
+	return e == EWOULDBLOCK ? BOOKDB_EBUSY : xlate(e);
+}
+
+/*
+ * LMDB maps the file and trusts it: a page past the end of a file cut short
+ * (a copy that stopped early) is a SIGBUS at the first touch. So before any
+ * page is read, the file must reach the last page the newest meta page
+ * records.
+ */
+static int check_file_size(BookDB *db, const char *path, char *err)
+{
+	MDB_envinfo info;
+	MDB_stat ms;
+	struct stat st;
+	if (mdb_env_info(db->env, &info) || mdb_env_stat(db->env, &ms) || stat(path, &st) < 0)
+		return 0; /* nothing to compare: the operations below report it */
+	uint64_t need = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
+	if ((uint64_t)st.st_size >= need) return 0;
+	if (err)
+		snprintf(err, BOOKDB_ERRLEN,
+			 "%.80s/data.mdb: the file is shorter than the book it holds (%llu bytes, "
+			 "%llu needed): a truncated copy? nothing was read",
+			 db->dir, (unsigned long long)st.st_size, (unsigned long long)need);
+	return BOOKDB_ECORRUPT;
+}
+
 int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *err)
 {
 	BookDBOptions defaults = {0};
@@ -286,6 +335,7 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	if (err) err[0] = 0;
 	BookDB *db = calloc(1, sizeof *db);
 	int rc = BOOKDB_ENOMEM;
+	if (db) db->writers_fd = -1;
 	if (!db || !(db->dir = strdup(dir))) goto fail_msg;
 	db->read_only = opt->read_only;
 	db->changes_max = opt->changes_max ? opt->changes_max : BOOKDB_CHANGES_MAX;
@@ -298,17 +348,30 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 		if (err) snprintf(err, BOOKDB_ERRLEN, "%s: no book there", dir);
 		goto fail;
 	}
+	/* LMDB makes an empty file a new book for a writer; a reader gets no
+	 * book from it (its own message would be "Bad file descriptor"). */
+	if (exists && opt->read_only && st.st_size < 2 * 4096) {
+		rc = BOOKDB_ECORRUPT;
+		if (err)
+			snprintf(err, BOOKDB_ERRLEN, "%.80s/data.mdb: %lld bytes, too short to be a book", dir,
+				 (long long)st.st_size);
+		goto fail;
+	}
 	if (!opt->read_only && mkdir(dir, 0777) < 0 && errno != EEXIST) {
 		rc = xlate(errno);
 		if (err) snprintf(err, BOOKDB_ERRLEN, "%s: cannot create: %s", dir, strerror(errno));
 		goto fail;
 	}
+	/* Writers share this lock; joseki compact takes it alone (it replaces
+	 * the data file, which a writer must not have open). */
+	if (!opt->read_only && (rc = writers_lock(db, LOCK_SH, err))) goto fail;
 	if ((rc = mdb_env_create(&db->env)) || (rc = mdb_env_set_maxdbs(db->env, 8)) ||
 	    (rc = mdb_env_set_maxreaders(db->env, 256)) ||
 	    (rc = mdb_env_set_mapsize(db->env, opt->map_size ? opt->map_size : DEFAULT_MAP_SIZE)))
 		goto fail_lmdb;
 	unsigned flags = MDB_NOTLS | (opt->read_only ? MDB_RDONLY : 0) | (opt->no_sync ? MDB_NOSYNC : 0);
 	if ((rc = mdb_env_open(db->env, dir, flags, 0664))) goto fail_lmdb;
+	if (exists && (rc = check_file_size(db, path, err))) goto fail;
 	if (exists) {
 		/* Adopt the size the last writer left, then honour a larger request. */
 		size_t want = opt->map_size ? opt->map_size : DEFAULT_MAP_SIZE;
@@ -335,6 +398,7 @@ void bookdb_free(BookDB *db)
 {
 	if (!db) return;
 	if (db->env) mdb_env_close(db->env);
+	if (db->writers_fd >= 0) close(db->writers_fd);
 	free(db->dir);
 	free(db);
 }
@@ -713,13 +777,13 @@ int bookdb_put(BookTxn *t, Key key, const BookRecord *rec)
 	return bookdb_put_raw(t, key, buf, (size_t)n);
 }
 
-int bookdb_iter_open(BookIter **out, BookTxn *t)
+int bookdb_kv_iter_open(BookIter **out, BookTxn *t, BookDbName db)
 {
 	*out = NULL;
-	if (!t->txn) return BOOKDB_ELMDB;
+	if (!t->txn || db < 0 || db >= BOOKDB_NDBS) return BOOKDB_EINVAL;
 	BookIter *it = calloc(1, sizeof *it);
 	if (!it) return BOOKDB_ENOMEM;
-	int rc = mdb_cursor_open(t->txn, t->db->dbi[BOOKDB_POS], &it->cur);
+	int rc = mdb_cursor_open(t->txn, t->db->dbi[db], &it->cur);
 	if (rc) {
 		free(it);
 		return xlate(rc);
@@ -728,17 +792,34 @@ int bookdb_iter_open(BookIter **out, BookTxn *t)
 	return 0;
 }
 
-int bookdb_iter_next(BookIter *it, Key *key, const uint8_t **val, size_t *len)
+int bookdb_iter_open(BookIter **out, BookTxn *t)
+{
+	return bookdb_kv_iter_open(out, t, BOOKDB_POS);
+}
+
+int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void **val, size_t *vlen)
 {
 	MDB_val k, v;
 	int rc = mdb_cursor_get(it->cur, &k, &v, it->started ? MDB_NEXT : MDB_FIRST);
 	it->started = true;
 	if (rc == MDB_NOTFOUND) return 0;
 	if (rc) return xlate(rc);
-	if (k.mv_size != 16) return BOOKDB_ECORRUPT;
-	*key = key_from_bytes(k.mv_data);
+	*key = k.mv_data;
+	*klen = k.mv_size;
 	*val = v.mv_data;
-	*len = v.mv_size;
+	*vlen = v.mv_size;
+	return 1;
+}
+
+int bookdb_iter_next(BookIter *it, Key *key, const uint8_t **val, size_t *len)
+{
+	const void *kp = NULL, *vp = NULL;
+	size_t kl = 0;
+	int rc = bookdb_kv_iter_next(it, &kp, &kl, &vp, len);
+	if (rc <= 0) return rc;
+	if (kl != 16) return BOOKDB_ECORRUPT;
+	*key = key_from_bytes(kp);
+	*val = vp;
 	return 1;
 }
 
@@ -938,4 +1019,83 @@ int bookdb_changes_consume(BookTxn *t, uint64_t upto)
 	if (t->chg_state == BOOKDB_CHANGES_OVERFLOW && upto >= t->chg_seq)
 		return changes_set_state(t, BOOKDB_CHANGES_ON);
 	return 0;
+}
+
+/* ---- space and compaction ---- */
+
+int bookdb_space(BookSpace *out, BookTxn *t)
+{
+	memset(out, 0, sizeof *out);
+	if (!t->txn) return BOOKDB_ELMDB;
+	MDB_envinfo info;
+	MDB_stat ms;
+	int rc = mdb_env_info(t->db->env, &info);
+	if (!rc) rc = mdb_env_stat(t->db->env, &ms); /* the main database: the named ones' roots */
+	if (rc) return xlate(rc);
+	out->page_size = ms.ms_psize;
+	out->pages = (uint64_t)info.me_last_pgno + 1;
+	out->pages_used = 2 + ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages;
+	for (int d = 0; d < BOOKDB_NDBS; d++) {
+		uint64_t p;
+		unsigned ps;
+		if ((rc = bookdb_pages(&p, &ps, t, (BookDbName)d))) return rc;
+		out->pages_used += p;
+	}
+	/* The rest: free pages, and those a newer commit than t's snapshot took. */
+	out->pages_free = out->pages > out->pages_used ? out->pages - out->pages_used : 0;
+	return 0;
+}
+
+int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err)
+{
+	*before = *after = 0;
+	if (err) err[0] = 0;
+	char path[4200], tmp[4200];
+	snprintf(path, sizeof path, "%s/data.mdb", dir);
+	snprintf(tmp, sizeof tmp, "%s/data.mdb.compact", dir);
+	BookDB *db = NULL;
+	BookDBOptions ro = {.read_only = true};
+	int rc = bookdb_open(&db, dir, &ro, err);
+	if (rc) return rc;
+	int fd = -1;
+	/* No writer may have the data file open while it is replaced. */
+	if ((rc = writers_lock(db, LOCK_EX, err))) goto done;
+	*before = bookdb_file_size(db);
+	/* A copy left by a compaction killed before its rename is not the book. */
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0664);
+	if (fd < 0) {
+		rc = xlate(errno);
+		if (err) snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", tmp, strerror(errno));
+		goto done;
+	}
+	if ((rc = mdb_env_copyfd2(db->env, fd, MDB_CP_COMPACT)) || fsync(fd) < 0) {
+		int e = rc ? rc : errno;
+		if (err) snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", tmp, rc ? mdb_strerror(rc) : strerror(e));
+		rc = xlate(e);
+		goto done;
+	}
+	close(fd);
+	fd = -1;
+	/* The copy is whole and on disk: the rename is the one step that
+	 * switches the book, and either name is a complete book. */
+	if (rename(tmp, path) < 0) {
+		rc = xlate(errno);
+		if (err) snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", path, strerror(errno));
+		goto done;
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	*after = bookdb_file_size(db);
+	rc = 0;
+done:
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp);
+	}
+	bookdb_free(db);
+	return rc;
 }

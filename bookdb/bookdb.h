@@ -100,6 +100,23 @@ void bookdb_free(BookDB *db);
 size_t bookdb_map_size(BookDB *db);
 /* Bytes of the data file on disk. */
 uint64_t bookdb_file_size(BookDB *db);
+/* Pages of the data file as t sees them: page_size bytes each; pages up to
+ * the last one in use, pages_used by the databases (and the two meta pages),
+ * pages_free the rest (free, or taken by commits newer than t). */
+typedef struct {
+	unsigned page_size;
+	uint64_t pages, pages_used, pages_free;
+} BookSpace;
+int bookdb_space(BookSpace *out, BookTxn *t);
+/*
+ * Rewrites the book in dir without its free pages (LMDB's compacting copy to
+ * dir/data.mdb.compact, fsync, rename over data.mdb, fsync of dir): either the
+ * old file or the whole new one is the book at any moment, so a kill -9 loses
+ * nothing. Refused (BOOKDB_EBUSY) while a writer has the book open; while it
+ * runs, writers are refused and readers go on. before and after get the file's
+ * size. Returns 0 or a negative BOOKDB_ code with a message in err.
+ */
+int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err);
 /* The BOOK directory the book was opened from (owned by db). Derived data
  * kept beside the store (minimax's graph) lives there too. */
 const char *bookdb_dir(const BookDB *db);
@@ -149,6 +166,12 @@ int bookdb_pages(uint64_t *pages, unsigned *page_size, BookTxn *txn, BookDbName 
 int bookdb_iter_open(BookIter **out, BookTxn *txn);
 int bookdb_iter_next(BookIter *it, Key *key, const uint8_t **val, size_t *len);
 void bookdb_iter_free(BookIter *it);
+/* The same over any named database (BOOKDB_EINVAL for another value);
+ * bookdb_kv_iter_next returns 1 with the raw key and value (valid until the
+ * transaction ends), 0 at the end, or a negative BOOKDB_* code. Freed with
+ * bookdb_iter_free. */
+int bookdb_kv_iter_open(BookIter **out, BookTxn *txn, BookDbName db);
+int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void **val, size_t *vlen);
 
 /*
  * Batched writer: puts go into one write transaction that is committed every

@@ -31,6 +31,7 @@
 
 typedef struct {
 	uint64_t positions, thought, moves, games, leaves, corrupt, bytes, bytes_used;
+	BookSpace space;
 	BookChangesInfo changes;
 	int minimax_seen, root_known;
 	int root_value;
@@ -167,6 +168,7 @@ out:
 		st->bytes_used += pages * psize;
 	}
 	st->bytes = bookdb_file_size(db);
+	if ((rc = bookdb_space(&st->space, txn))) return rc;
 	pos_set_startpos(pos);
 	if (bookdb_get(rec, txn, pos_key(pos)) == 0 && (rec->flags & BOOKDB_REC_MINIMAX) &&
 	    rec->nmoves > 0) {
@@ -345,6 +347,9 @@ int cmd_stats(int argc, char **argv)
 		json_object_set_new(o, "bytes", json_integer((json_int_t)st.bytes));
 		json_object_set_new(o, "bytes_used", json_integer((json_int_t)st.bytes_used));
 		json_object_set_new(o, "bytes_per_position", json_real(bpp));
+		json_object_set_new(o, "page_size", json_integer(st.space.page_size));
+		json_object_set_new(o, "pages_used", json_integer((json_int_t)st.space.pages_used));
+		json_object_set_new(o, "pages_free", json_integer((json_int_t)st.space.pages_free));
 		json_object_set_new(o, "corrupt", json_integer((json_int_t)st.corrupt));
 		json_object_set_new(o, "changes", json_integer((json_int_t)st.changes.entries));
 		if (joseki_print_json(o, JSON_REAL_PRECISION(6)) < 0) goto done;
@@ -360,6 +365,10 @@ int cmd_stats(int argc, char **argv)
 		printf("bytes              %llu\n", (unsigned long long)st.bytes);
 		printf("bytes_used         %llu\n", (unsigned long long)st.bytes_used);
 		printf("bytes_per_position %.1f\n", bpp);
+		printf("pages              %llu used, %llu free (%u bytes each; joseki compact returns "
+		       "the free ones)\n",
+		       (unsigned long long)st.space.pages_used, (unsigned long long)st.space.pages_free,
+		       st.space.page_size);
 		static const char *const tracking[] = {"tracking off", "tracking on", "overflowed"};
 		printf("changes            %llu (%s)\n", (unsigned long long)st.changes.entries,
 		       tracking[st.changes.state]);

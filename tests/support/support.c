@@ -42,7 +42,7 @@ const char *ts_joseki(void)
 	return j && *j ? j : "./joseki";
 }
 
-static char *slurp_fd(int fd)
+static char *slurp_fd_len(int fd, size_t *out_len)
 {
 	size_t cap = 4096, len = 0;
 	char *buf = malloc(cap);
@@ -63,7 +63,13 @@ static char *slurp_fd(int fd)
 		len += (size_t)r;
 	}
 	buf[len] = 0;
+	if (out_len) *out_len = len;
 	return buf;
+}
+
+static char *slurp_fd(int fd)
+{
+	return slurp_fd_len(fd, NULL);
 }
 
 int ts_run(const char *cmd, char **out, char **err)
@@ -111,9 +117,8 @@ char *ts_read_file(const char *path, size_t *len)
 {
 	int fd = open(path, O_RDONLY);
 	if (fd < 0) return NULL;
-	char *buf = slurp_fd(fd);
+	char *buf = slurp_fd_len(fd, len);
 	close(fd);
-	if (buf && len) *len = strlen(buf);
 	return buf;
 }
 

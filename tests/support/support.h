@@ -23,7 +23,8 @@ const char *ts_joseki(void);
 int ts_run(const char *cmd, char **out, char **err);
 /* printf-style: builds the command line, then ts_run. */
 int ts_runf(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Reads a whole file into a malloc'd NUL-terminated buffer; NULL on error. */
+/* Reads a whole file into a malloc'd NUL-terminated buffer; NULL on error.
+ * *len (may be NULL) gets its length in bytes (binary files too). */
 char *ts_read_file(const char *path, size_t *len);
 /* Writes a whole file; returns 0 or -1. */
 int ts_write_file(const char *path, const char *data, size_t len);

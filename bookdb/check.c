@@ -1,0 +1,149 @@
+/* bookdb/check.c — the store's invariants and the repair (see check.h). */
+#include "bookdb/check.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "shogi/notation.h"
+
+static void report(BookCheckFn fn, void *ctx, Key key, int *n, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void report(BookCheckFn fn, void *ctx, Key key, int *n, const char *fmt, ...)
+{
+	(*n)++;
+	if (!fn) return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	fn(ctx, key, msg);
+}
+
+int bookdb_check_record(Key key, const uint8_t *val, size_t len, BookRecord *rec, Position *pos,
+			bool *moves_only, BookCheckFn fn, void *ctx)
+{
+	char err[SHOGI_ERRLEN];
+	int n = 0;
+	*moves_only = false;
+	int rc = bookdb_record_decode(rec, val, len);
+	if (rc) {
+		report(fn, ctx, key, &n, "does not decode (%zu bytes): %s", len, bookdb_strerror(rc));
+		return n;
+	}
+	if (bookdb_record_position(pos, rec, err) < 0) {
+		report(fn, ctx, key, &n, "impossible position: %s", err);
+		return n;
+	}
+	Key pk = pos_key(pos);
+	if (!key_equal(pk, key)) {
+		char phex[KEY_HEX_LEN];
+		key_to_hex(pk, phex);
+		report(fn, ctx, key, &n, "key differs from its position's key %s", phex);
+		return n;
+	}
+	*moves_only = true;
+	int kept = 0;
+	for (int i = 0; i < rec->nmoves; i++) {
+		const BookMove *m = &rec->moves[i];
+		char usi[USI_MOVE_MAX];
+		usi_move_write(m->move, usi);
+		int before = n;
+		if (!pos_is_legal(pos, m->move))
+			report(fn, ctx, key, &n, "move %d (%s, 0x%04x) is illegal", i, usi, m->move);
+		for (int j = 0; j < kept && n == before; j++)
+			if (rec->moves[j].move == m->move) report(fn, ctx, key, &n, "move %s stored twice", usi);
+		if ((uint64_t)m->wins + m->draws + m->losses > m->count)
+			report(fn, ctx, key, &n, "move %s: wins %u + draws %u + losses %u > count %u", usi,
+			       m->wins, m->draws, m->losses, m->count);
+		if (n == before) rec->moves[kept++] = *m;
+	}
+	rec->nmoves = (uint16_t)kept;
+	return n;
+}
+
+/* Copies the ids of the ingested games (the games database) into w's book. */
+static int copy_games(BookCheckStats *st, BookTxn *txn, BookWriter *w)
+{
+	BookIter *it;
+	int rc = bookdb_kv_iter_open(&it, txn, BOOKDB_GAMES);
+	if (rc < 0) return rc;
+	const void *k, *v;
+	size_t kl, vl;
+	while ((rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+		BookTxn *wt;
+		if ((rc = bookdb_writer_txn(&wt, w)) < 0 || (rc = bookdb_kv_put(wt, BOOKDB_GAMES, k, kl, v, vl)) < 0)
+			break;
+		st->games++;
+	}
+	bookdb_iter_free(it);
+	return rc < 0 ? rc : 0;
+}
+
+int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookCheckFn fn, void *ctx,
+		 char *err)
+{
+	memset(st, 0, sizeof *st);
+	err[0] = 0;
+	BookTxn *txn = NULL;
+	BookIter *it = NULL;
+	BookDB *out = NULL;
+	BookWriter *w = NULL;
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	int rc = BOOKDB_ENOMEM;
+	if (!rec || !pos) goto done;
+	if (repair_dir) {
+		struct stat sb;
+		if (stat(repair_dir, &sb) == 0) {
+			snprintf(err, BOOKDB_ERRLEN, "%.200s: exists already (the repair writes a new book)",
+				 repair_dir);
+			rc = BOOKDB_EINVAL;
+			goto done;
+		}
+		if ((rc = bookdb_open(&out, repair_dir, NULL, err)) < 0) goto done;
+		if ((rc = bookdb_writer_new(&w, out, 10000)) < 0) goto done;
+	}
+	if ((rc = bookdb_txn_begin(&txn, db, false)) < 0 || (rc = bookdb_iter_open(&it, txn)) < 0) goto done;
+	Key key;
+	const uint8_t *val;
+	size_t len;
+	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
+		st->records++;
+		bool moves_only;
+		int p = bookdb_check_record(key, val, len, rec, pos, &moves_only, fn, ctx);
+		st->problems += (uint64_t)p;
+		st->bad += p > 0;
+		if (!w) continue;
+		if (p > 0 && !moves_only) {
+			st->dropped++;
+			continue;
+		}
+		if (p == 0) rc = bookdb_writer_put_raw(w, key, val, len);
+		else rc = bookdb_writer_put(w, key, rec);
+		if (rc < 0) goto done;
+		if (p == 0) st->copied++;
+		else st->repaired++;
+	}
+	if (rc < 0) {
+		/* A damaged tree: what was read so far is all that can be. */
+		st->stopped = true;
+		st->stop_code = rc;
+		rc = 0;
+	}
+	if (w && (rc = copy_games(st, txn, w)) < 0) goto done;
+	if (w) rc = bookdb_writer_flush(w);
+done:
+	if (rc < 0 && !err[0]) snprintf(err, BOOKDB_ERRLEN, "%s", bookdb_strerror(rc));
+	bookdb_iter_free(it);
+	bookdb_txn_abort(txn);
+	bookdb_writer_free(w);
+	bookdb_free(out);
+	free(rec);
+	free(pos);
+	return rc < 0 ? rc : 0;
+}

@@ -1,0 +1,54 @@
+/*
+ * bookdb/check.h — the store's invariants, record by record, and the repair
+ * that copies what is sound of a damaged book into a new one (joseki check).
+ *
+ * A record is sound when it decodes, holds a legal position whose key is its
+ * key, and every stored move is legal there, stored once, with game
+ * statistics that add up (wins + draws + losses <= count).
+ */
+#ifndef BOOKDB_CHECK_H
+#define BOOKDB_CHECK_H
+
+#include <stdint.h>
+
+#include "bookdb/bookdb.h"
+#include "shogi/position.h"
+
+/* Called once per problem found: the record's key and what is wrong. */
+typedef void (*BookCheckFn)(void *ctx, Key key, const char *problem);
+
+/*
+ * The problems of one record (key, raw value val of len bytes): reports each
+ * through fn (may be NULL) and returns how many. When the record decodes to a
+ * legal position with the right key, *moves_only is set (only moves are at
+ * fault: a repair keeps the record without them) and rec holds it with the
+ * faulty moves removed. rec and pos are scratch space.
+ */
+int bookdb_check_record(Key key, const uint8_t *val, size_t len, BookRecord *rec, Position *pos,
+			bool *moves_only, BookCheckFn fn, void *ctx);
+
+typedef struct {
+	uint64_t records;   /* records read */
+	uint64_t bad;       /* records with problems */
+	uint64_t problems;  /* problems found */
+	bool stopped;       /* reading stopped early (the database is damaged past a record) */
+	int stop_code;      /* the BOOKDB_* code it stopped with */
+	/* With a repair: */
+	uint64_t copied;    /* sound records copied as they are */
+	uint64_t repaired;  /* records copied without their faulty moves */
+	uint64_t dropped;   /* records not copied */
+	uint64_t games;     /* game ids copied */
+} BookCheckStats;
+
+/*
+ * Checks every record of db. With repair_dir, also writes every sound record
+ * (and every record whose faults are in its moves only, without those moves)
+ * and the ids of the ingested games into a new book there (which must not
+ * exist yet: BOOKDB_EINVAL with a message). Returns 0 when the check ran
+ * (st says what it found), or a negative BOOKDB_* code with a message in err
+ * (BOOKDB_ERRLEN bytes).
+ */
+int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookCheckFn fn, void *ctx,
+		 char *err);
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * tests/bookdb/test_compact.c — joseki compact: the book without its free
+ * pages, the same records, refused while a writer has the book open, and safe
+ * against kill -9 at any moment; stats shows the pages.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "tests/support/support.h"
+
+/* The YaneuraOu export of book dir/b (every move), as one string. */
+static char *export_all(const char *dir)
+{
+	char *err = NULL;
+	if (ts_runf(NULL, &err, "%s export %s/b %s/all.db --moves all --quiet", ts_joseki(), dir, dir) != 0)
+		fail_msg("export: %s", err);
+	free(err);
+	char path[512];
+	snprintf(path, sizeof path, "%s/all.db", dir);
+	char *text = ts_read_file(path, NULL);
+	assert_non_null(text);
+	return text;
+}
+
+static void test_compact__frees_the_pages_and_keeps_every_record(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char *err = NULL;
+	/* Two whole-book minimax runs rewrite every record twice: free pages. */
+	int rc = ts_runf(NULL, &err,
+			 "%s synth %s/b --positions 20000 --seed 3 --quiet && %s minimax %s/b --full --quiet && "
+			 "%s minimax %s/b --full --quiet",
+			 ts_joseki(), dir, ts_joseki(), dir, ts_joseki(), dir);
+	if (rc != 0) fail_msg("setup: %s", err);
+	free(err);
+	json_t *s0 = ts_run_json(0, "%s stats %s/b --json", ts_joseki(), dir);
+	assert_true(ts_jint(s0, "pages_free") > 0);
+	char *before = export_all(dir);
+	json_t *c = ts_run_json(0, "%s compact %s/b --json", ts_joseki(), dir);
+	assert_true(ts_jint(c, "bytes_after") < ts_jint(c, "bytes_before"));
+	assert_int_equal(ts_jint(c, "bytes_before"), ts_jint(s0, "bytes"));
+	json_t *s1 = ts_run_json(0, "%s stats %s/b --json", ts_joseki(), dir);
+	assert_int_equal(ts_jint(s1, "pages_free"), 0);
+	assert_int_equal(ts_jint(s1, "pages_used"), ts_jint(s0, "pages_used"));
+	assert_int_equal(ts_jint(s1, "positions"), ts_jint(s0, "positions"));
+	assert_int_equal(ts_jint(s1, "bytes"), ts_jint(c, "bytes_after"));
+	char *after = export_all(dir);
+	assert_string_equal(before, after);
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s/b", ts_joseki(), dir), 0);
+	/* Minimax goes on incrementally from its kept state. */
+	json_t *m = ts_run_json(0, "%s minimax %s/b --json", ts_joseki(), dir);
+	assert_true(json_is_true(json_object_get(m, "incremental")));
+	json_decref(m);
+	json_decref(s0);
+	json_decref(s1);
+	json_decref(c);
+	free(before);
+	free(after);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* A writer (think) has the book open: compact refuses and says why; the
+ * think goes on undisturbed. A missing book is an error too. */
+static void test_compact__refused_while_a_writer_has_the_book(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s/b tests/data/floodgate --quiet", ts_joseki(), dir), 0);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err,
+			 "%s think %s/b --depth 2 --time 3 --quiet >/dev/null & p=$!; sleep 1; "
+			 "%s compact %s/b; echo compact=$?; wait $p; echo think=$?",
+			 ts_joseki(), dir, ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "compact=1"));
+	assert_non_null(strstr(out, "think=0"));
+	assert_non_null(strstr(err, "a writer has the book open"));
+	free(out);
+	free(err);
+	err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s compact %s/none", ts_joseki(), dir), 1);
+	assert_non_null(strstr(err, "no book"));
+	free(err);
+	assert_int_equal(ts_runf(NULL, NULL, "%s compact %s/b", ts_joseki(), dir), 0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* kill -9 at random moments of a compaction: every time the book opens,
+ * passes check and holds the same records; a later compact completes. */
+static void test_compact__survives_kill_9_at_any_moment(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_compact__survives_kill_9_at_any_moment");
+	char *dir = ts_mkdtemp();
+	char *err = NULL;
+	int rc = ts_runf(NULL, &err,
+			 "%s synth %s/b --positions 80000 --seed 5 --quiet && %s minimax %s/b --full --quiet && "
+			 "%s minimax %s/b --full --quiet",
+			 ts_joseki(), dir, ts_joseki(), dir, ts_joseki(), dir);
+	if (rc != 0) fail_msg("setup: %s", err);
+	free(err);
+	char *want = export_all(dir);
+	int killed = 0;
+	for (int round = 0; round < 10; round++) {
+		unsigned us = (unsigned)(ts_rand(&rng) % 40000);
+		char *out = NULL;
+		rc = ts_runf(&out, NULL,
+			     "%s compact %s/b >/dev/null 2>&1 & p=$!; sleep 0.%06u; kill -9 $p 2>/dev/null; "
+			     "wait $p; echo rc=$?",
+			     ts_joseki(), dir, us);
+		assert_int_equal(rc, 0);
+		if (strstr(out, "rc=137")) killed++;
+		free(out);
+		err = NULL;
+		rc = ts_runf(NULL, &err, "%s check %s/b", ts_joseki(), dir);
+		if (rc != 0) fail_msg("round %d (killed after %u us): check: %s", round, us, err);
+		free(err);
+		char *got = export_all(dir);
+		if (strcmp(got, want)) fail_msg("round %d: the records changed", round);
+		free(got);
+	}
+	print_message("%d of 10 compactions killed mid-way\n", killed);
+	assert_true(killed > 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s compact %s/b", ts_joseki(), dir), 0);
+	char path[512];
+	snprintf(path, sizeof path, "%s/b/data.mdb.compact", dir);
+	assert_null(ts_read_file(path, NULL));
+	free(want);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_compact__frees_the_pages_and_keeps_every_record),
+		cmocka_unit_test(test_compact__refused_while_a_writer_has_the_book),
+		cmocka_unit_test(test_compact__survives_kill_9_at_any_moment),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
