@@ -1,9 +1,10 @@
 #!/bin/sh
 # tools/fuzz.sh SECONDS BIN... — runs each libFuzzer binary for SECONDS seconds.
 #
-# Each target keeps a corpus under build-fuzz/corpus/<name> (seeded on first
-# use from tests/data where a seed makes sense) and writes crash artifacts to
-# build-fuzz/artifacts/<name>/. Ends with one line
+# Each target starts from the corpus kept in the repository,
+# tests/fuzz/corpus/<name>/ (real inputs: read, never written), and keeps what it
+# finds under build-fuzz/corpus/<name> (seeded on first use from tests/data where
+# a seed makes sense); crash artifacts go to build-fuzz/artifacts/<name>/. Ends with one line
 # "fuzz: N targets, N clean, N with findings" and exits non-zero if any target
 # found something (or could not run).
 set -u
@@ -72,8 +73,11 @@ for bin in "$@"; do
 		found=$((found + 1))
 		continue
 	fi
+	kept="tests/fuzz/corpus/$name"
+	[ -d "$kept" ] || kept=""
+	# shellcheck disable=SC2086
 	"$bin" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$artifacts/" \
-		"$corpus" >"$log" 2>&1
+		"$corpus" $kept >"$log" 2>&1
 	rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
 	if [ "$rc" -eq 0 ]; then
