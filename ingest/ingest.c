@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -110,6 +111,10 @@ typedef struct {
 	size_t consumed;  /* results the writer has applied */
 	bool feed_done;
 	bool abort;
+	/* Progress on a terminal (opt->progress): both the feeder walking the
+	 * inputs and the writer print, at most four lines a second between them. */
+	double t0, last_progress;
+	uint64_t files_seen;
 } Pipe;
 
 #define WINDOW 256
@@ -269,9 +274,57 @@ static int cmp_str(const void *a, const void *b)
 }
 
 static void feed_path(Pipe *p, const char *path, bool explicit_arg);
+static double now_s(void);
+
+/* True when it is time for another progress line (and takes the turn). */
+static bool progress_due(Pipe *p)
+{
+	if (!p->opt->progress) return false;
+	double t = now_s();
+	pthread_mutex_lock(&p->mu);
+	bool due = t - p->last_progress > 0.25;
+	if (due) p->last_progress = t;
+	pthread_mutex_unlock(&p->mu);
+	return due;
+}
+
+/* Kernel file systems that hold no game records, only endless or special
+ * files: a walk of / skips them. (/dev is tmpfs, like /tmp: walked, and its
+ * devices skipped as every special file is.) */
+static bool pseudo_fs(const char *path)
+{
+	struct statfs fs;
+	if (statfs(path, &fs) < 0) return false;
+	switch ((unsigned long)fs.f_type) {
+	case 0x9fa0:     /* proc */
+	case 0x62656572: /* sysfs */
+	case 0x1cd1:     /* devpts */
+	case 0x27e0eb:   /* cgroup */
+	case 0x63677270: /* cgroup2 */
+	case 0x64626720: /* debugfs */
+	case 0x73636673: /* securityfs */
+	case 0x74726163: /* tracefs */
+	case 0x6165676c: /* pstore */
+	case 0xcafe4a11: /* bpf */
+	case 0x62656570: /* configfs */
+	case 0x19800202: /* mqueue */
+	case 0x958458f6: /* hugetlbfs */
+	case 0x65735546: /* fusectl */
+	case 0x6e736673: /* nsfs */
+		return true;
+	default:
+		return false;
+	}
+}
 
 static void feed_dir(Pipe *p, const char *path)
 {
+	if (pseudo_fs(path)) return;
+	if (progress_due(p)) {
+		double el = now_s() - p->t0;
+		fprintf(stderr, "\r  ingest: %llu files looked at (%.0f/s), in %.60s\033[K",
+			(unsigned long long)p->files_seen, p->files_seen / (el > 1e-9 ? el : 1e-9), path);
+	}
 	DIR *d = opendir(path);
 	if (!d) {
 		feed_unit(p, xstrdup(path), NULL, 0, xprintf("cannot open directory: %s", strerror(errno)));
@@ -291,10 +344,19 @@ static void feed_dir(Pipe *p, const char *path)
 	}
 	closedir(d);
 	qsort(names, n, sizeof *names, cmp_str); /* input order is part of the result */
-	for (size_t i = 0; i < n; i++) {
-		feed_path(p, names[i], false);
+	size_t i = 0;
+	for (; i < n && !p->abort; i++) {
+		/* Inside a directory only directories and regular files are read:
+		 * no symbolic links (a link to a parent would walk forever), no
+		 * devices, sockets or FIFOs (a read could block forever). */
+		struct stat sb;
+		if (lstat(names[i], &sb) == 0 && (S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode))) {
+			if (S_ISREG(sb.st_mode)) p->files_seen++;
+			feed_path(p, names[i], false);
+		}
 		free(names[i]);
 	}
+	for (; i < n; i++) free(names[i]);
 	free(names);
 }
 
@@ -322,6 +384,7 @@ static void feed_path(Pipe *p, const char *path, bool explicit_arg)
 		feed_archive(p, path, -1);
 		return;
 	}
+	if (explicit_arg) p->files_seen++;
 	if (!explicit_arg && !has_suffix(path, ".csa")) return;
 	FILE *f = fopen(path, "rb");
 	char *buf;
@@ -877,6 +940,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	p.inputs = inputs;
 	p.ninputs = ninputs;
 	p.window = WINDOW;
+	p.t0 = t0;
 	p.units = calloc(p.window, sizeof *p.units);
 	p.results = calloc(p.window, sizeof *p.results);
 	Writer wr = {NULL, malloc(sizeof(BookRecord)), st, NULL, 0, 0};
@@ -900,7 +964,6 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	pthread_create(&feeder, NULL, feeder_main, &p);
 	for (int i = 0; i < opt.jobs; i++) pthread_create(&parsers[i], NULL, parser_main, &p);
 
-	double last_progress = 0;
 	int result = INGEST_OK;
 	for (;;) {
 		pthread_mutex_lock(&p.mu);
@@ -945,15 +1008,11 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		pthread_cond_broadcast(&p.cv);
 		pthread_mutex_unlock(&p.mu);
 		if (result != INGEST_OK) break;
-		if (opt.progress) {
+		if (progress_due(&p)) {
 			double t = now_s();
-			if (t - last_progress > 0.25) {
-				last_progress = t;
-				fprintf(stderr, "\r  ingest: %llu games read, %llu ingested, %.0f games/s ",
-					(unsigned long long)st->games_read,
-					(unsigned long long)st->games_ingested,
-					st->games_read / (t - t0 > 1e-9 ? t - t0 : 1e-9));
-			}
+			fprintf(stderr, "\r  ingest: %llu games read, %llu ingested, %.0f games/s\033[K",
+				(unsigned long long)st->games_read, (unsigned long long)st->games_ingested,
+				st->games_read / (t - t0 > 1e-9 ? t - t0 : 1e-9));
 		}
 	}
 	if (result == INGEST_OK) {
@@ -986,5 +1045,6 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	free(p.results);
 	free(wr.rec);
 	st->seconds = now_s() - t0;
+	st->files = p.files_seen;
 	return result;
 }

@@ -66,6 +66,7 @@ typedef struct {
 } IngestError;
 
 typedef struct {
+	uint64_t files; /* files looked at: regular files in the directories walked, and those named */
 	uint64_t games_read, games_ingested, games_skipped, games_rejected, duplicates;
 	uint64_t positions_added, moves_added, evals_added;
 	uint64_t plies_stored;

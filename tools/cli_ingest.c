@@ -82,6 +82,7 @@ void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 {
 	if (json) {
 		json_t *o = json_object();
+		json_object_set_new(o, "files", json_integer((json_int_t)st->files));
 		json_object_set_new(o, "games_read", json_integer((json_int_t)st->games_read));
 		json_object_set_new(o, "games_ingested", json_integer((json_int_t)st->games_ingested));
 		json_object_set_new(o, "games_skipped", json_integer((json_int_t)st->games_skipped));
@@ -125,9 +126,9 @@ void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 		return;
 	}
 	double gps = st->seconds > 0 ? st->games_read / st->seconds : 0;
-	printf("%s: %llu games read, %llu ingested, %llu skipped, %llu rejected, %llu duplicates; "
+	printf("%s: %llu files, %llu games read, %llu ingested, %llu skipped, %llu rejected, %llu duplicates; "
 	       "%llu positions, %llu moves, %llu evaluations added; %llu errors; %.1f s (%.0f games/s)\n",
-	       cmd, (unsigned long long)st->games_read, (unsigned long long)st->games_ingested,
+	       cmd, (unsigned long long)st->files, (unsigned long long)st->games_read, (unsigned long long)st->games_ingested,
 	       (unsigned long long)st->games_skipped, (unsigned long long)st->games_rejected,
 	       (unsigned long long)st->duplicates, (unsigned long long)st->positions_added,
 	       (unsigned long long)st->moves_added, (unsigned long long)st->evals_added,

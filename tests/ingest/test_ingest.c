@@ -4,6 +4,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <stdio.h>
@@ -131,6 +135,41 @@ static void test_ingest__an_extreme_position_among_ordinary_games(void **state)
 	char *out = NULL;
 	assert_int_equal(ts_runf(&out, NULL, "%s check %s/book", ts_joseki(), dir), 0);
 	free(out);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* Walking a tree (as `joseki ingest BOOK /` does): special files (a FIFO, a
+ * socket, both named .csa), symbolic links (one looping to a parent, one to
+ * the tree itself) and kernel file systems (/proc) are skipped, the run ends,
+ * and the regular files are counted and read. */
+static void test_ingest__a_walk_skips_special_files_links_and_proc(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char p[4200];
+	snprintf(p, sizeof p, "%s/t/sub", dir);
+	assert_int_equal(ts_runf(NULL, NULL, "mkdir -p %s && cp tests/data/csa-dialects/v2.csa %s/ && "
+				 "echo hello > %s/notes.txt && ln -s .. %s/loop && ln -s %s/t %s/t/self",
+				 p, p, p, p, dir, dir),
+			 0);
+	snprintf(p, sizeof p, "%s/t/fifo.csa", dir);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	int sock = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(sock >= 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s/t/sock.csa", dir);
+	assert_int_equal(bind(sock, (struct sockaddr *)&sa, sizeof sa), 0);
+	json_t *j = ts_run_json(0, "timeout 60 %s ingest %s/book %s/t --json --quiet", ts_joseki(), dir, dir);
+	assert_int_equal(ts_jint(j, "files"), 2); /* v2.csa and notes.txt */
+	assert_int_equal(ts_jint(j, "games_ingested"), 1);
+	assert_int_equal(ts_jint(j, "errors_total"), 0);
+	json_decref(j);
+	close(sock);
+	j = ts_run_json(0, "timeout 60 %s ingest %s/proc-book /proc --json --quiet", ts_joseki(), dir);
+	assert_int_equal(ts_jint(j, "files"), 0);
+	assert_int_equal(ts_jint(j, "games_read"), 0);
+	json_decref(j);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -377,6 +416,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ingest__fixture_games_ingest_without_errors_and_counts_add_up),
 		cmocka_unit_test(test_ingest__an_extreme_position_among_ordinary_games),
+		cmocka_unit_test(test_ingest__a_walk_skips_special_files_links_and_proc),
 		cmocka_unit_test(test_ingest__second_run_adds_nothing),
 		cmocka_unit_test(test_ingest__query_startpos_shows_first_moves_with_counts),
 		cmocka_unit_test(test_ingest__evaluations_become_the_movers_view),
