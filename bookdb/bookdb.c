@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -118,12 +119,28 @@ const char *bookdb_strerror(int code)
 	case BOOKDB_ENOMEM: return "out of memory";
 	case BOOKDB_ELMDB: return "LMDB error";
 	case BOOKDB_EINVAL: return "invalid argument";
-	case BOOKDB_ENOSPC: return "disk full";
+	case BOOKDB_ENOSPC: return "no space left on device (disk full)";
 	default: return "unknown bookdb error";
 	}
 }
 
 /* LMDB and errno codes to ours: the only place they are interpreted. */
+static int xlate(int rc);
+
+/*
+ * A failed commit: LMDB reports a short write — what a full file system gives
+ * — as EIO. Told apart by the space left where the book is (under 16 MiB: the
+ * disk is full, which the user can fix; else an I/O error).
+ */
+static int commit_err(const char *dir, int rc)
+{
+	int r = xlate(rc);
+	if (r != BOOKDB_EIO) return r;
+	struct statvfs vs;
+	if (statvfs(dir, &vs) == 0 && (uint64_t)vs.f_bavail * vs.f_frsize < (16u << 20)) return BOOKDB_ENOSPC;
+	return r;
+}
+
 static int xlate(int rc)
 {
 	switch (rc) {
@@ -672,8 +689,9 @@ int bookdb_txn_commit(BookTxn *t)
 			break;
 		}
 	}
+	const char *dir = t->db->dir;
 	txn_free(t);
-	return xlate(rc);
+	return commit_err(dir, rc);
 }
 
 int bookdb_kv_get(const void **val, size_t *vlen, BookTxn *t, BookDbName db, const void *key,

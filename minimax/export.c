@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,7 @@ typedef struct {
 	size_t cap;
 	ExportStats st; /* records, positions (= entries), moves, minimaxed */
 	int rc;         /* 0, EXPORT_ENOMEM or EXPORT_EIO */
+	int err_no;     /* errno of the failed write (EXPORT_EIO) */
 	atomic_size_t *done; /* records read by all parts */
 	size_t total;
 	bool reporter; /* the part on the calling thread reports progress */
@@ -230,6 +232,7 @@ static void *run_part(void *arg)
 	}
 	p->rc = 0;
 out:
+	if (p->rc == EXPORT_EIO) p->err_no = errno;
 	free(rec);
 	free(child);
 	free(pos);
@@ -317,7 +320,8 @@ int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
 	for (int t = 0; t < np; t++) {
 		if (parts[t].rc < 0 && rc == 0)
 			rc = parts[t].rc == EXPORT_EIO
-				     ? fail(err, errlen, EXPORT_EIO, "%s: write error", parts[t].spill_path)
+				     ? fail(err, errlen, EXPORT_EIO, "%s: write error: %s", parts[t].spill_path,
+					    strerror(parts[t].err_no))
 				     : fail(err, errlen, EXPORT_ENOMEM, "out of memory");
 		st.records += parts[t].st.records;
 		st.positions += parts[t].st.positions;
@@ -335,8 +339,9 @@ int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
 		   !write_merged(out, parts, np, opt, st.positions);
 	FILE *o = out;
 	out = NULL;
+	int werr = bad ? errno : 0;
 	if (fclose(o) != 0 || bad) {
-		rc = fail(err, errlen, EXPORT_EIO, "%s: write error", tmp_path);
+		rc = fail(err, errlen, EXPORT_EIO, "%s: write error: %s", tmp_path, strerror(werr ? werr : errno));
 		goto done;
 	}
 	if (rename(tmp_path, out_path) != 0) {

@@ -55,13 +55,15 @@ int cmd_ingest(int argc, char **argv)
 	IngestStats st;
 	rc = ingest_run(&st, db, inputs, ninputs, &opt);
 	cli_ingest_report(&st, json, "ingest");
+	/* The store's own words when the book refused a write ("no space left ..."). */
+	const char *why = ingest_strerror(rc);
+	for (size_t i = 0; i < st.nerrors; i++)
+		if (!strcmp(st.errors[i].input, "book")) why = st.errors[i].message;
+	if (rc < 0)
+		joseki_error("ingest: %s: %s (batches committed before the failure are kept)", book, why);
 	ingest_stats_free(&st);
 	bookdb_free(db);
 	free(inputs);
-	if (rc < 0) {
-		joseki_error("ingest: %s (batches committed before the failure are kept)",
-			     ingest_strerror(rc));
-		return 1;
-	}
+	if (rc < 0) return 1;
 	return 0;
 }

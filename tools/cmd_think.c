@@ -389,7 +389,7 @@ int cmd_think(int argc, char **argv)
 	       st.seconds > 0 ? st.thought / st.seconds : 0.0, st.busy_pct,
 	       st.root_known ? st.root_value : 0, (unsigned long long)st.commits, st.exhausted);
 	if (rc < 0) {
-		joseki_error("%s", err[0] ? err : think_strerror(rc));
+		joseki_error("%s: %s", book, err[0] ? err : think_strerror(rc));
 		goto done;
 	}
 	ret = 0;
