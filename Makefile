@@ -20,7 +20,9 @@ TEST_SRC  = $(wildcard tests/*/test_*.c)
 TSUP_SRC  = $(wildcard tests/support/*.c)
 FUZZ_SRC  = $(wildcard tests/fuzz/fuzz_*.c)
 
-LIB_OBJ   = $(LIB_SRC:%.c=$(BUILD)/%.o)
+WWW_SRC   = $(sort $(wildcard server/www/*))
+# The explorer's files, embedded: a C file generated from server/www/.
+LIB_OBJ   = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/server/assets_data.o
 TOOL_OBJ  = $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TSUP_OBJ  = $(TSUP_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  = $(TEST_SRC:%.c=$(BUILD)/%)
@@ -43,6 +45,13 @@ deps: $(DEPS_OK)
 $(BUILD)/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(JCFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/server/assets_data.c: $(WWW_SRC) tools/embed.sh | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	tools/embed.sh $@ $(WWW_SRC)
+
+$(BUILD)/server/assets_data.o: $(BUILD)/server/assets_data.c
+	$(CC) $(JCFLAGS) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -73,10 +82,10 @@ asan:
 # libFuzzer targets; each runs FUZZ_SECONDS (default 60) seconds.
 FUZZ_SECONDS ?= 60
 FUZZ_BIN = $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
-build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard */*.h tests/fuzz/*.h) | $(DEPS_OK)
+build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(BUILD)/server/assets_data.c $(wildcard */*.h tests/fuzz/*.h) | $(DEPS_OK)
 	@mkdir -p build-fuzz
 	clang -std=c11 -D_GNU_SOURCE -I. $(ARCH) -pthread -O1 -g -fsanitize=fuzzer,address,undefined \
-	    -o $@ $< $(LIB_SRC) $(LIBS)
+	    -o $@ $< $(LIB_SRC) $(BUILD)/server/assets_data.c $(LIBS)
 fuzz: $(FUZZ_BIN)
 	@tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
 

@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 
+#include "shogi/movegen.h"
 #include "shogi/notation.h"
 
 /* Minimax's value of a move without a value (minimax/bookmm.h BOOKMM_NOVALUE). */
@@ -87,6 +88,9 @@ json_t *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *p
 	if (in_book && (rec->flags & BOOKDB_REC_THOUGHT))
 		put(out, "thought_depth", json_integer(rec->think_depth), &ok);
 	if (in_book) put(out, "ply", json_integer(rec->min_ply), &ok);
+	/* So that a client tells "not in book" from "no moves at all". */
+	Move legal[MOVEGEN_MAX];
+	put(out, "legal_moves", json_integer(movegen_legal(pos, legal)), &ok);
 	for (int i = 0; i < nmoves; i++) {
 		const BookMove *m = &rec->moves[i];
 		json_t *jm = json_object();

@@ -43,7 +43,8 @@ int bookdb_query(BookRecord *rec, BookTxn *txn, const Position *pos);
 /*
  * The `query --json` object for pos and its record as bookdb_query left it
  * (in_book its result): sfen, key, in_book, bestmove/value when there are moves,
- * thought_depth, ply, moves [...] (with value_source once minimax ran); layout in docs/bookdb.md ("query"). Returns a
+ * thought_depth, ply, legal_moves (how many legal moves the position has), moves [...]
+ * (with value_source once minimax ran); layout in docs/bookdb.md ("query"). Returns a
  * new reference, or NULL when out of memory.
  */
 struct json_t *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos);

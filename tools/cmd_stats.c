@@ -25,159 +25,18 @@
 
 #include "bookdb/bookdb.h"
 #include "bookdb/index.h"
+#include "bookdb/stats.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
 
-typedef struct {
-	uint64_t positions, thought, moves, games, leaves, corrupt, bytes, bytes_used;
-	BookSpace space;
-	BookChangesInfo changes;
-	int minimax_seen, root_known;
-	int root_value;
-	int cyclic_known;   /* meta "minimax" (the last run's summary) says how many */
-	long long cyclic;
-} BookStats;
+
 
 static double now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/*
- * The book's keys in memory for the leaf count: a lookup per stored move in
- * LMDB would be a random page access each (minutes on a large book). Slots hold
- * key.hi (0 stands for empty, so hi 0 is stored as 1) at a position derived
- * from key.lo: a false "in book" needs a child and a book position with equal
- * 64-bit hi halves, about 2^-64 per pair. 8 bytes a position.
- *
- * Not the snapshot index (bookdb/index.h): nearly every record has a child in
- * the book, and the index finds a present key through a filter word, a
- * directory entry and the key, two or three dependent memory accesses, where
- * this set needs one; on a 10 M synth book the count took 25.5 s through the
- * index, 23.6 s here (medians of 3).
- */
-typedef struct {
-	uint64_t *slot;
-	size_t mask;
-} KeySet;
-
-/* The slot where the search for k starts. */
-static size_t keyset_home(const KeySet *ks, Key k)
-{
-	return (size_t)(k.lo * 0x9e3779b97f4a7c15ULL >> 20) & ks->mask;
-}
-
-static size_t keyset_pos(const KeySet *ks, Key k, uint64_t *tag)
-{
-	*tag = k.hi ? k.hi : 1;
-	size_t i = keyset_home(ks, k);
-	while (ks->slot[i] && ks->slot[i] != *tag) i = (i + 1) & ks->mask;
-	return i;
-}
-
-static int keyset_has(const KeySet *ks, Key k)
-{
-	uint64_t tag;
-	return ks->slot[keyset_pos(ks, k, &tag)] != 0;
-}
-
-/*
- * True when some stored move of rec leads to a position in the book. The legal
- * moves are generated once (pos_is_legal would generate them per stored move),
- * and the children's slots are asked for together, so that their memory
- * latencies overlap: joseki stats on a 10 M synth book, 33.0 s -> 23.6 s.
- */
-static int has_child(const KeySet *ks, const BookRecord *rec, Position *pos)
-{
-	Move legal[MOVEGEN_MAX];
-	Key child[BOOKDB_MAX_MOVES];
-	int n = 0;
-	if (bookdb_record_position(pos, rec, NULL) < 0) return 0;
-	int nl = movegen_legal(pos, legal);
-	for (int i = 0; i < rec->nmoves; i++)
-		for (int j = 0; j < nl; j++)
-			if (legal[j] == rec->moves[i].move) {
-				child[n++] = pos_key_after(pos, legal[j]);
-				break;
-			}
-	for (int i = 0; i < n; i++) __builtin_prefetch(&ks->slot[keyset_home(ks, child[i])]);
-	for (int i = 0; i < n; i++)
-		if (keyset_has(ks, child[i])) return 1;
-	return 0;
-}
-
-static int collect(BookStats *st, BookDB *db, BookTxn *txn, BookRecord *rec, Position *pos)
-{
-	BookIter *it = NULL;
-	uint64_t n = 0;
-	KeySet ks = {0};
-	Key key;
-	const uint8_t *val;
-	size_t len;
-	int rc = bookdb_count(&n, txn, BOOKDB_POS);
-	if (rc) return rc;
-	size_t nslots = 1024;
-	while (nslots < n * 2) nslots *= 2;
-	if (!(ks.slot = calloc(nslots, sizeof *ks.slot))) return BOOKDB_ENOMEM;
-	ks.mask = nslots - 1;
-	if ((rc = bookdb_iter_open(&it, txn))) goto out;
-	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
-		uint64_t tag;
-		size_t at = keyset_pos(&ks, key, &tag); /* sets tag: call before reading it */
-		ks.slot[at] = tag;
-	}
-	bookdb_iter_free(it);
-	it = NULL;
-	if (rc < 0 || (rc = bookdb_iter_open(&it, txn))) goto out;
-	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
-		st->positions++;
-		if (bookdb_record_decode(rec, val, len)) {
-			st->corrupt++;
-			continue;
-		}
-		st->thought += (rec->flags & BOOKDB_REC_THOUGHT) != 0;
-		st->minimax_seen |= (rec->flags & BOOKDB_REC_MINIMAX) != 0;
-		st->moves += rec->nmoves;
-		if (!has_child(&ks, rec, pos)) st->leaves++;
-	}
-out:
-	bookdb_iter_free(it);
-	free(ks.slot);
-	if (rc < 0) return rc;
-	if ((rc = bookdb_count(&st->games, txn, BOOKDB_GAMES))) return rc;
-	if ((rc = bookdb_changes_info(&st->changes, txn))) return rc;
-	/* How many valued positions the last minimax run found on or above cycles. */
-	const void *mv;
-	size_t ml;
-	if (bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "minimax", 7) == 0) {
-		json_t *j = json_loadb(mv, ml, 0, NULL);
-		json_t *c = j ? json_object_get(j, "cyclic") : NULL;
-		if (json_is_integer(c)) {
-			st->cyclic = (long long)json_integer_value(c);
-			st->cyclic_known = 1;
-		}
-		json_decref(j);
-	}
-	for (int d = 0; d < BOOKDB_NDBS; d++) {
-		uint64_t pages;
-		unsigned psize;
-		if ((rc = bookdb_pages(&pages, &psize, txn, (BookDbName)d))) return rc;
-		st->bytes_used += pages * psize;
-	}
-	st->bytes = bookdb_file_size(db);
-	if ((rc = bookdb_space(&st->space, txn))) return rc;
-	pos_set_startpos(pos);
-	if (bookdb_get(rec, txn, pos_key(pos)) == 0 && (rec->flags & BOOKDB_REC_MINIMAX) &&
-	    rec->nmoves > 0) {
-		st->root_known = 1;
-		st->root_value = rec->moves[0].value;
-		for (int i = 1; i < rec->nmoves; i++)
-			if (rec->moves[i].value > st->root_value) st->root_value = rec->moves[i].value;
-	}
-	return 0;
 }
 
 /* CPU time of this process: on a shared machine the fair "one core" figure. */
@@ -329,30 +188,13 @@ int cmd_stats(int argc, char **argv)
 		ret = 0;
 		goto done;
 	}
-	if ((rc = collect(&st, db, txn, rec, pos))) {
+	if ((rc = bookdb_stats(&st, db, txn, true))) {
 		joseki_error("%s: %s", book, bookdb_strerror(rc));
 		goto done;
 	}
 	double bpp = st.positions ? (double)st.bytes_used / st.positions : 0;
 	if (json) {
-		json_t *o = json_object();
-		json_object_set_new(o, "positions", json_integer((json_int_t)st.positions));
-		json_object_set_new(o, "thought", json_integer((json_int_t)st.thought));
-		json_object_set_new(o, "moves", json_integer((json_int_t)st.moves));
-		json_object_set_new(o, "games", json_integer((json_int_t)st.games));
-		json_object_set_new(o, "leaves", json_integer((json_int_t)st.leaves));
-		json_object_set_new(o, "cyclic", st.cyclic_known ? json_integer(st.cyclic) : json_null());
-		json_object_set_new(o, "root_value",
-				    st.root_known ? json_integer(st.root_value) : json_null());
-		json_object_set_new(o, "bytes", json_integer((json_int_t)st.bytes));
-		json_object_set_new(o, "bytes_used", json_integer((json_int_t)st.bytes_used));
-		json_object_set_new(o, "bytes_per_position", json_real(bpp));
-		json_object_set_new(o, "page_size", json_integer(st.space.page_size));
-		json_object_set_new(o, "pages_used", json_integer((json_int_t)st.space.pages_used));
-		json_object_set_new(o, "pages_free", json_integer((json_int_t)st.space.pages_free));
-		json_object_set_new(o, "corrupt", json_integer((json_int_t)st.corrupt));
-		json_object_set_new(o, "changes", json_integer((json_int_t)st.changes.entries));
-		if (joseki_print_json(o, JSON_REAL_PRECISION(6)) < 0) goto done;
+		if (joseki_print_json(bookdb_stats_json(&st), JSON_REAL_PRECISION(6)) < 0) goto done;
 	} else {
 		printf("positions          %llu\n", (unsigned long long)st.positions);
 		printf("thought            %llu\n", (unsigned long long)st.thought);

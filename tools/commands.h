@@ -18,6 +18,7 @@ int cmd_query(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_compact(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_select(int argc, char **argv);
 int cmd_think(int argc, char **argv);

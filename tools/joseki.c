@@ -23,6 +23,7 @@ static const struct {
 	{"stats", cmd_stats, "BOOK [--json]   sizes and counts"},
 	{"check", cmd_check, "BOOK [--repair NEWBOOK]   verify the store's invariants (and copy what is sound into a new book)"},
 	{"compact", cmd_compact, "BOOK [--json]   rewrite the book without its free pages"},
+	{"serve", cmd_serve, "BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N] [--no-cors] [--quiet]   the book over HTTP/JSON, and its explorer at /"},
 	{"synth", cmd_synth, "BOOK --positions N [--seed S]   build a synthetic analysed book"},
 	{"select", cmd_select, "BOOK [--count N] [--json] [--roots FILE] [--window CP] [--kif-bonus CP]   leaves the selector would send next"},
 	{"think", cmd_think, "BOOK [--engine builtin|PATH] [--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] [--positions N] [--time S]   grow the book"},

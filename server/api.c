@@ -1,0 +1,268 @@
+/* server/api.c — the read-only endpoints' answers (see api.h). */
+#include "server/api.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bookdb/query.h"
+#include "shogi/movegen.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+
+/* Large (a record holds 600 moves, a position its history): one per thread. */
+static _Thread_local BookRecord t_rec;
+static _Thread_local Position t_pos;
+
+/* The compact JSON text of o and a newline (o released); NULL when out of memory. */
+static char *dump(json_t *o)
+{
+	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+	json_decref(o);
+	if (!text) return NULL;
+	size_t n = strlen(text);
+	char *body = realloc(text, n + 2);
+	if (!body) {
+		free(text);
+		return NULL;
+	}
+	body[n] = '\n';
+	body[n + 1] = 0;
+	return body;
+}
+
+char *api_error_body(const char *msg)
+{
+	return dump(json_pack("{s:s}", "error", msg));
+}
+
+/* Sets pos from the request's sfen= or position=; 0, or -1 with *body. */
+static int parse(Position *pos, const char *sfen, const char *position, int *status, char **body)
+{
+	char err[SHOGI_ERRLEN], msg[SHOGI_ERRLEN + 64];
+	const char *spec = position ? position : sfen;
+	if (!spec || !*spec) {
+		*status = 400;
+		*body = api_error_body("give the position: sfen=<SFEN> or position=startpos moves ...");
+		return -1;
+	}
+	/* A bare SFEN (what sfen= holds) gets its keyword. */
+	char *buf = NULL;
+	if (!position && strncmp(spec, "sfen ", 5) && strncmp(spec, "startpos", 8)) {
+		size_t n = strlen(spec);
+		if (!(buf = malloc(n + 6))) {
+			*status = 500;
+			*body = NULL;
+			return -1;
+		}
+		memcpy(buf, "sfen ", 5);
+		memcpy(buf + 5, spec, n + 1);
+		spec = buf;
+	}
+	int rc = position_parse(pos, spec, err);
+	free(buf);
+	if (rc < 0) {
+		snprintf(msg, sizeof msg, "bad position: %s", err);
+		*status = 400;
+		*body = api_error_body(msg);
+		return -1;
+	}
+	return 0;
+}
+
+static char *book_error(int rc, int *status)
+{
+	char msg[128];
+	snprintf(msg, sizeof msg, "the book cannot be read: %s", bookdb_strerror(rc));
+	*status = 500;
+	return api_error_body(msg);
+}
+
+char *api_query(BookDB *db, const char *sfen, const char *position, int *status)
+{
+	char *body;
+	if (parse(&t_pos, sfen, position, status, &body) < 0) return body;
+	BookTxn *txn;
+	int rc = bookdb_txn_begin(&txn, db, false);
+	if (rc < 0) return book_error(rc, status);
+	rc = bookdb_query(&t_rec, txn, &t_pos);
+	bookdb_txn_abort(txn);
+	if (rc < 0) return book_error(rc, status);
+	*status = 200;
+	return dump(bookdb_query_json(&t_rec, rc == 1, &t_pos));
+}
+
+char *api_line(BookDB *db, const char *sfen, const char *position, const char *plies, int *status)
+{
+	char *body;
+	if (parse(&t_pos, sfen, position, status, &body) < 0) return body;
+	long max = 20;
+	if (plies) {
+		char *end;
+		max = strtol(plies, &end, 10);
+		if (!*plies || *end || max < 1 || max > 512) {
+			*status = 400;
+			return api_error_body("plies must be a whole number from 1 to 512");
+		}
+	}
+	char sfen_text[SFEN_MAX], usi[USI_MOVE_MAX];
+	sfen_write(&t_pos, sfen_text, sizeof sfen_text);
+	json_t *o = json_object(), *line = json_array();
+	if (!o || !line) {
+		json_decref(o);
+		json_decref(line);
+		return NULL;
+	}
+	json_object_set_new(o, "sfen", json_string(sfen_text));
+	BookTxn *txn;
+	int rc = bookdb_txn_begin(&txn, db, false);
+	if (rc < 0) {
+		json_decref(o);
+		json_decref(line);
+		return book_error(rc, status);
+	}
+	/* One snapshot for the whole line: a writer's batch is in all of it or none. */
+	Key seen[513];
+	int n = 0;
+	const char *end = "plies";
+	for (; n < max; n++) {
+		seen[n] = pos_key(&t_pos);
+		rc = bookdb_query(&t_rec, txn, &t_pos);
+		if (rc < 0) break;
+		if (rc == 0) {
+			end = "not_in_book";
+			break;
+		}
+		if (t_rec.nmoves == 0) {
+			end = "no_book_move";
+			break;
+		}
+		const BookMove *m = &t_rec.moves[0];
+		usi_move_write(m->move, usi);
+		json_t *step = json_object();
+		json_object_set_new(step, "ply", json_integer(t_pos.game_ply));
+		json_object_set_new(step, "move", json_string(usi));
+		if (t_rec.flags & BOOKDB_REC_MINIMAX) {
+			json_object_set_new(step, "value", json_integer(m->value));
+			json_object_set_new(step, "dist", json_integer(m->dist));
+			const char *src = bookdb_value_source(&t_rec, m);
+			if (src) json_object_set_new(step, "value_source", json_string(src));
+		}
+		if (m->flags & BOOKDB_MOVE_EVAL) {
+			json_object_set_new(step, "eval", json_integer(m->eval));
+			json_object_set_new(step, "depth", json_integer(m->depth));
+		}
+		json_object_set_new(step, "count", json_integer(m->count));
+		json_array_append_new(line, step);
+		pos_do_move(&t_pos, m->move);
+		bool again = false;
+		for (int k = 0; k <= n && !again; k++) again = key_equal(seen[k], pos_key(&t_pos));
+		if (again) {
+			n++;
+			end = "repetition";
+			break;
+		}
+	}
+	bookdb_txn_abort(txn);
+	if (rc < 0) {
+		json_decref(o);
+		json_decref(line);
+		return book_error(rc, status);
+	}
+	json_object_set_new(o, "line", line);
+	json_object_set_new(o, "end", json_string(end));
+	*status = 200;
+	return dump(o);
+}
+
+void api_stats_cache_init(ApiStatsCache *c)
+{
+	memset(c, 0, sizeof *c);
+	pthread_mutex_init(&c->mu, NULL);
+}
+
+void api_stats_cache_free(ApiStatsCache *c)
+{
+	pthread_mutex_lock(&c->mu);
+	bool running = c->running;
+	pthread_mutex_unlock(&c->mu);
+	if (running) pthread_join(c->thread, NULL);
+	pthread_mutex_destroy(&c->mu);
+}
+
+static void *scan_main(void *arg)
+{
+	ApiStatsCache *c = arg;
+	BookStats st;
+	BookTxn *txn;
+	int rc = bookdb_txn_begin(&txn, c->db, false);
+	if (rc == 0) {
+		rc = bookdb_stats(&st, c->db, txn, true);
+		bookdb_txn_abort(txn);
+	}
+	pthread_mutex_lock(&c->mu);
+	if (rc == 0) {
+		c->scan = st;
+		c->have = true;
+	}
+	c->computed_at = time(NULL);
+	c->done = true;
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+char *api_stats(BookDB *db, ApiStatsCache *c, int *status)
+{
+	BookStats st;
+	BookTxn *txn;
+	int rc = bookdb_txn_begin(&txn, db, false);
+	if (rc == 0) {
+		rc = bookdb_stats(&st, db, txn, false);
+		bookdb_txn_abort(txn);
+	}
+	if (rc < 0) return book_error(rc, status);
+	pthread_mutex_lock(&c->mu);
+	time_t now = time(NULL);
+	bool stale = !c->computed_at || now - c->computed_at >= API_STATS_SCAN_SECONDS;
+	if (c->running && c->done) {
+		/* The last scan has ended: collect its thread. */
+		pthread_join(c->thread, NULL);
+		c->running = false;
+	}
+	if (stale && !c->running) {
+		c->db = db;
+		c->done = false;
+		c->running = pthread_create(&c->thread, NULL, scan_main, c) == 0;
+	}
+	time_t at = c->have ? c->computed_at : 0;
+	if (c->have) {
+		st.scanned = true;
+		st.thought = c->scan.thought;
+		st.moves = c->scan.moves;
+		st.leaves = c->scan.leaves;
+		st.corrupt = c->scan.corrupt;
+	}
+	pthread_mutex_unlock(&c->mu);
+	json_t *o = bookdb_stats_json(&st);
+	if (o) json_object_set_new(o, "scan_computed_at", at ? json_integer((json_int_t)at) : json_null());
+	*status = 200;
+	return dump(o);
+}
+
+char *api_health(BookDB *db, int *status)
+{
+	uint64_t n = 0;
+	BookTxn *txn;
+	int rc = bookdb_txn_begin(&txn, db, false);
+	if (rc == 0) {
+		rc = bookdb_count(&n, txn, BOOKDB_POS);
+		bookdb_txn_abort(txn);
+	}
+	if (rc < 0) {
+		*status = 503;
+		return api_error_body(bookdb_strerror(rc));
+	}
+	*status = 200;
+	return dump(json_pack("{s:s,s:I}", "status", "ok", "positions", (json_int_t)n));
+}

@@ -1,0 +1,340 @@
+/* server/server.c — the HTTP daemon: routing, limits, errors, metrics (see server.h). */
+#include "server/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/api.h"
+#include "server/assets.h"
+
+#define URL_MAX 8192          /* longer: 414 */
+#define HEADERS_MAX 16384     /* more header bytes: 431 */
+#define BODY_MAX 16384        /* a larger body: 413 (the read-only API takes none) */
+#define CONN_MEMORY (64 * 1024) /* per connection, above the limits checked here */
+
+/* Latency histogram bounds, seconds (Prometheus "le"). */
+static const double BUCKETS[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 1};
+#define NBUCKETS (sizeof BUCKETS / sizeof BUCKETS[0])
+/* Statuses counted on their own; others under "other". */
+static const int STATUSES[] = {200, 204, 400, 404, 405, 413, 414, 431, 500, 503};
+#define NSTATUS (sizeof STATUSES / sizeof STATUSES[0])
+
+struct Server {
+	struct MHD_Daemon *d;
+	BookDB *db;
+	ServerOptions opt;
+	int fd;
+	uint16_t port;
+	atomic_bool stopping;
+	time_t started;
+	atomic_ullong requests[NSTATUS + 1];
+	atomic_ullong buckets[NBUCKETS + 1];
+	atomic_ullong latency_us;
+	ApiStatsCache cache;
+};
+
+const char *server_strerror(int code)
+{
+	switch (code) {
+	case SERVER_OK: return "ok";
+	case SERVER_EINVAL: return "bad listen address";
+	case SERVER_ELISTEN: return "cannot listen";
+	case SERVER_ENOMEM: return "out of memory";
+	case SERVER_EMHD: return "the HTTP daemon did not start";
+	default: return "unknown error";
+	}
+}
+
+uint16_t server_port(const Server *s)
+{
+	return s->port;
+}
+
+typedef struct {
+	struct timespec t0;
+	size_t body;
+	int status;
+} Req;
+
+static double since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Queues body (taken: freed by libmicrohttpd) with status and type. */
+static enum MHD_Result reply(Server *s, struct MHD_Connection *c, Req *r, int status, const char *type,
+			     char *body, size_t len, bool api)
+{
+	r->status = status;
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", type);
+	if (api && !s->opt.no_cors) MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+	if (status == 405) MHD_add_response_header(resp, "Allow", "GET, HEAD, OPTIONS");
+	if (api) MHD_add_response_header(resp, "Cache-Control", "no-store");
+	enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
+static enum MHD_Result reply_json(Server *s, struct MHD_Connection *c, Req *r, int status, char *body)
+{
+	if (!body) return reply(s, c, r, 500, "application/json", strdup("{\"error\":\"out of memory\"}\n"), 26, true);
+	return reply(s, c, r, status, "application/json", body, strlen(body), true);
+}
+
+static enum MHD_Result reply_error(Server *s, struct MHD_Connection *c, Req *r, int status, const char *msg)
+{
+	return reply_json(s, c, r, status, api_error_body(msg));
+}
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	size_t *n = cls;
+	*n += strlen(key) + (value ? strlen(value) : 0) + 4;
+	return MHD_YES;
+}
+
+static const ServerAsset *asset(const char *url)
+{
+	for (const ServerAsset *a = SERVER_ASSETS; a->path; a++)
+		if (!strcmp(a->path, url)) return a;
+	return NULL;
+}
+
+static bool is_route(const char *url)
+{
+	static const char *const ROUTES[] = {"/v1/query", "/v1/stats", "/v1/line", "/healthz", "/metrics"};
+	for (size_t i = 0; i < sizeof ROUTES / sizeof *ROUTES; i++)
+		if (!strcmp(url, ROUTES[i])) return true;
+	return asset(url) != NULL;
+}
+
+static const char *arg(struct MHD_Connection *c, const char *name)
+{
+	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static char *metrics_text(Server *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) return NULL;
+	fprintf(f, "# HELP joseki_requests_total HTTP requests answered, by status.\n"
+		   "# TYPE joseki_requests_total counter\n");
+	for (size_t i = 0; i < NSTATUS; i++)
+		fprintf(f, "joseki_requests_total{status=\"%d\"} %llu\n", STATUSES[i],
+			(unsigned long long)atomic_load(&s->requests[i]));
+	fprintf(f, "joseki_requests_total{status=\"other\"} %llu\n",
+		(unsigned long long)atomic_load(&s->requests[NSTATUS]));
+	fprintf(f, "# HELP joseki_request_duration_seconds Time from a request's arrival to its answer.\n"
+		   "# TYPE joseki_request_duration_seconds histogram\n");
+	unsigned long long cum = 0;
+	for (size_t i = 0; i < NBUCKETS; i++) {
+		cum += atomic_load(&s->buckets[i]);
+		fprintf(f, "joseki_request_duration_seconds_bucket{le=\"%g\"} %llu\n", BUCKETS[i], cum);
+	}
+	cum += atomic_load(&s->buckets[NBUCKETS]);
+	fprintf(f, "joseki_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
+	fprintf(f, "joseki_request_duration_seconds_sum %.6f\n", (double)atomic_load(&s->latency_us) / 1e6);
+	fprintf(f, "joseki_request_duration_seconds_count %llu\n", cum);
+	uint64_t positions = 0;
+	BookTxn *t;
+	if (bookdb_txn_begin(&t, s->db, false) == 0) {
+		bookdb_count(&positions, t, BOOKDB_POS);
+		bookdb_txn_abort(t);
+	}
+	fprintf(f, "# HELP joseki_book_positions Positions in the book.\n# TYPE joseki_book_positions gauge\n"
+		   "joseki_book_positions %llu\n",
+		(unsigned long long)positions);
+	fprintf(f, "# HELP joseki_uptime_seconds Seconds since the server started.\n"
+		   "# TYPE joseki_uptime_seconds gauge\njoseki_uptime_seconds %lld\n",
+		(long long)(time(NULL) - s->started));
+	fclose(f);
+	return buf;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			      const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	(void)version;
+	(void)upload;
+	Server *s = cls;
+	Req *r = *con_cls;
+	if (!r) {
+		if (!(r = calloc(1, sizeof *r))) return MHD_NO;
+		clock_gettime(CLOCK_MONOTONIC, &r->t0);
+		*con_cls = r;
+		return MHD_YES;
+	}
+	/* A body is read to its end (counted, not kept) before the answer. */
+	if (*upload_size) {
+		r->body += *upload_size;
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (atomic_load(&s->stopping)) return reply_error(s, c, r, 503, "shutting down");
+	if (r->body > BODY_MAX) return reply_error(s, c, r, 413, "request body too large");
+	if (strlen(url) > URL_MAX) return reply_error(s, c, r, 414, "request URL too long");
+	size_t hbytes = 0;
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &hbytes);
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_header, &hbytes);
+	if (hbytes > HEADERS_MAX + URL_MAX) return reply_error(s, c, r, 431, "request headers too large");
+	bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+	if (!strcmp(method, MHD_HTTP_METHOD_OPTIONS) && is_route(url)) {
+		/* CORS preflight. */
+		struct MHD_Response *resp = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+		if (!resp) return MHD_NO;
+		if (!s->opt.no_cors) {
+			MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+			MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, HEAD, OPTIONS");
+		}
+		MHD_add_response_header(resp, "Allow", "GET, HEAD, OPTIONS");
+		r->status = 204;
+		enum MHD_Result rc = MHD_queue_response(c, 204, resp);
+		MHD_destroy_response(resp);
+		return rc;
+	}
+	if (!is_route(url)) return reply_error(s, c, r, 404, "no such path (see /, /v1/query, /v1/stats, /v1/line, /healthz, /metrics)");
+	if (!get) return reply_error(s, c, r, 405, "method not allowed: the API is read-only (GET)");
+
+	const ServerAsset *a = asset(url);
+	if (a) return reply(s, c, r, 200, a->content_type, memcpy(malloc(a->len + 1), a->data, a->len), a->len, false);
+	int status = 200;
+	char *body = NULL;
+	if (!strcmp(url, "/v1/query")) {
+		body = api_query(s->db, arg(c, "sfen"), arg(c, "position"), &status);
+	} else if (!strcmp(url, "/v1/line")) {
+		body = api_line(s->db, arg(c, "sfen"), arg(c, "position"), arg(c, "plies"), &status);
+	} else if (!strcmp(url, "/v1/stats")) {
+		body = api_stats(s->db, &s->cache, &status);
+	} else if (!strcmp(url, "/healthz")) {
+		body = api_health(s->db, &status);
+	} else if (!strcmp(url, "/metrics")) {
+		char *m = metrics_text(s);
+		if (!m) return reply_error(s, c, r, 500, "out of memory");
+		return reply(s, c, r, 200, "text/plain; version=0.0.4; charset=utf-8", m, strlen(m), false);
+	}
+	return reply_json(s, c, r, status, body);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	(void)c;
+	(void)toe;
+	Server *s = cls;
+	Req *r = *con_cls;
+	if (!r) return;
+	*con_cls = NULL;
+	double t = since(&r->t0);
+	if (r->status) {
+		size_t i = 0;
+		while (i < NSTATUS && STATUSES[i] != r->status) i++;
+		atomic_fetch_add(&s->requests[i], 1);
+		size_t b = 0;
+		while (b < NBUCKETS && t > BUCKETS[b]) b++;
+		atomic_fetch_add(&s->buckets[b], 1);
+		atomic_fetch_add(&s->latency_us, (unsigned long long)(t * 1e6));
+	}
+	free(r);
+}
+
+/* The one log line of a request: method, path, status, microseconds. */
+static enum MHD_Result log_handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	Server *s = cls;
+	enum MHD_Result rc = handle(cls, c, url, method, version, upload, upload_size, con_cls);
+	Req *r = *con_cls;
+	if (s->opt.log && r && r->status && !*upload_size) {
+		char line[256];
+		int n = snprintf(line, sizeof line, "%s %.120s %d %.0fus\n", method, url, r->status,
+				 since(&r->t0) * 1e6);
+		if (n > 0) (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+	}
+	return rc;
+}
+
+int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err, size_t errlen)
+{
+	*out = NULL;
+	Server *s = calloc(1, sizeof *s);
+	if (!s) return SERVER_ENOMEM;
+	s->db = db;
+	s->opt = *opt;
+	s->fd = -1;
+	s->started = time(NULL);
+	api_stats_cache_init(&s->cache);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(opt->port)};
+	const char *addr = opt->addr ? opt->addr : "127.0.0.1";
+	int rc = SERVER_EINVAL;
+	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
+		snprintf(err, errlen, "'%s' is not an IPv4 address", addr);
+		goto fail;
+	}
+	rc = SERVER_ELISTEN;
+	s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (s->fd < 0 || setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+	    bind(s->fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s->fd, 1024) < 0) {
+		snprintf(err, errlen, "%s:%u: %s", addr, opt->port, strerror(errno));
+		goto fail;
+	}
+	socklen_t sl = sizeof sa;
+	getsockname(s->fd, (struct sockaddr *)&sa, &sl);
+	s->port = ntohs(sa.sin_port);
+	unsigned threads = opt->threads;
+	if (!threads) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = n > 0 ? (unsigned)n : 1;
+	}
+	s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC, 0, NULL, NULL,
+				log_handle, s, MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_THREAD_POOL_SIZE,
+				threads, MHD_OPTION_CONNECTION_LIMIT,
+				opt->max_connections ? opt->max_connections : 1024u,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+				MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+				MHD_OPTION_END);
+	if (!s->d) {
+		rc = SERVER_EMHD;
+		snprintf(err, errlen, "%s:%u: libmicrohttpd did not start", addr, s->port);
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	if (s->fd >= 0) close(s->fd);
+	api_stats_cache_free(&s->cache);
+	free(s);
+	return rc;
+}
+
+void server_stop(Server *s)
+{
+	if (!s) return;
+	atomic_store(&s->stopping, true);
+	/* No new connections; those open get 503; then the requests in flight end. */
+	MHD_socket fd = MHD_quiesce_daemon(s->d);
+	if (fd != MHD_INVALID_SOCKET) close(fd);
+	MHD_stop_daemon(s->d);
+	api_stats_cache_free(&s->cache);
+	free(s);
+}

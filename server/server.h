@@ -1,0 +1,51 @@
+/*
+ * server/server.h — the book over HTTP/JSON (joseki serve, docs/server.md).
+ *
+ * A libmicrohttpd daemon (its own thread pool, epoll) answers read-only
+ * requests: /v1/query (the `joseki query --json` object, built by the same
+ * bookdb/query.h code), /v1/stats, /v1/line, /healthz, /metrics, and the book
+ * explorer (server/www, embedded at build time) at /. Every request reads in
+ * its own LMDB read transaction, so writers (think, ingest, minimax) go on while
+ * it serves and no answer sees half a batch. Errors are JSON {"error": "..."}.
+ */
+#ifndef SERVER_SERVER_H
+#define SERVER_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bookdb/bookdb.h"
+
+enum {
+	SERVER_OK = 0,
+	SERVER_EINVAL = -120, /* bad option (the address) */
+	SERVER_ELISTEN = -121, /* the address cannot be listened on */
+	SERVER_ENOMEM = -122,
+	SERVER_EMHD = -123,    /* libmicrohttpd refused to start */
+};
+const char *server_strerror(int code);
+
+typedef struct {
+	const char *addr;         /* IPv4 address to listen on ("127.0.0.1" when NULL) */
+	uint16_t port;            /* 0: any free port (server_port says which) */
+	unsigned threads;         /* worker threads (0: the number of cores) */
+	unsigned max_connections; /* 0: 1024 */
+	bool no_cors;             /* no Access-Control-Allow-Origin: * on the API */
+	bool log;                 /* one line a request on stderr */
+} ServerOptions;
+
+typedef struct Server Server;
+
+/* Starts serving db (opened read-only or read-write; not closed by the server).
+ * Returns 0 or a negative SERVER_* code with a message in err (errlen bytes). */
+int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err, size_t errlen);
+
+/* The port it listens on. */
+uint16_t server_port(const Server *s);
+
+/* Stops accepting, answers 503 to requests that arrive meanwhile on open
+ * connections, waits for the requests in flight, frees s. Accepts NULL. */
+void server_stop(Server *s);
+
+#endif
