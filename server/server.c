@@ -193,11 +193,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	}
 	if (atomic_load(&s->stopping)) return reply_error(s, c, r, 503, "shutting down");
 	if (r->body > BODY_MAX) return reply_error(s, c, r, 413, "request body too large");
-	if (strlen(url) > URL_MAX) return reply_error(s, c, r, 414, "request URL too long");
-	size_t hbytes = 0;
+	size_t ubytes = strlen(url), hbytes = 0;
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_header, &ubytes);
+	if (ubytes > URL_MAX) return reply_error(s, c, r, 414, "request URL too long");
 	MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &hbytes);
-	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_header, &hbytes);
-	if (hbytes > HEADERS_MAX + URL_MAX) return reply_error(s, c, r, 431, "request headers too large");
+	if (hbytes > HEADERS_MAX) return reply_error(s, c, r, 431, "request headers too large");
 	bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
 	if (!strcmp(method, MHD_HTTP_METHOD_OPTIONS) && is_route(url)) {
 		/* CORS preflight. */
@@ -334,6 +334,13 @@ void server_stop(Server *s)
 	/* No new connections; those open get 503; then the requests in flight end. */
 	MHD_socket fd = MHD_quiesce_daemon(s->d);
 	if (fd != MHD_INVALID_SOCKET) close(fd);
+	/* Up to 2 s for the open connections to finish (keep-alive ones meanwhile
+	 * get 503 to any new request), then the daemon stops. */
+	for (int i = 0; i < 200; i++) {
+		const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (!di || di->num_connections == 0) break;
+		usleep(10000);
+	}
 	MHD_stop_daemon(s->d);
 	api_stats_cache_free(&s->cache);
 	free(s);

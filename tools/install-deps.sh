@@ -3,7 +3,7 @@
 # present. Uses sudo when not root. `--check` only reports (exit 1 if missing).
 set -eu
 
-PKGS="build-essential clang libclang-rt-14-dev liblmdb-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libarchive-dev python3 p7zip-full zip xz-utils"
+PKGS="build-essential clang libclang-rt-14-dev liblmdb-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libarchive-dev python3 p7zip-full zip xz-utils chromium fonts-ipafont-gothic wrk nginx-light clang-format"
 
 missing=""
 for p in $PKGS; do
@@ -12,8 +12,24 @@ for p in $PKGS; do
 	fi
 done
 
+# The explorer's browser test drives Debian's chromium with playwright-core
+# (npm, pinned in tests/server/package-lock.json).
+npm_deps() {
+	if [ ! -d tests/server/node_modules/playwright-core ]; then
+		if [ "${1:-}" = "--check" ]; then
+			echo "missing: tests/server/node_modules (npm ci in tests/server)" >&2
+			return 1
+		fi
+		(cd tests/server && npm ci --no-audit --no-fund --silent) || {
+			echo "tools/install-deps.sh: npm ci in tests/server failed" >&2
+			return 1
+		}
+	fi
+}
+
 if [ -z "$missing" ]; then
-	exit 0
+	npm_deps "${1:-}"
+	exit $?
 fi
 if [ "${1:-}" = "--check" ]; then
 	echo "missing packages:$missing" >&2
@@ -29,3 +45,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing
+npm_deps

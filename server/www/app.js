@@ -143,6 +143,11 @@ function drawBoard() {
       g.appendChild(el('text', { x: 0, y: 10, 'text-anchor': 'middle', 'font-size': 26, 'font-weight': 600, fill: red ? '#c0201c' : '#111' }, KANJI[p.type]));
       svg.appendChild(g);
     }
+  // The last move's squares again, over the pieces, lightly.
+  for (const m of mark) {
+    const s = screen(m.rank, m.col);
+    svg.appendChild(el('rect', { x: B0 + s.c * C + 1, y: T0 + s.r * C + 1, width: C - 2, height: C - 2, fill: 'none', stroke: '#e0a800', 'stroke-width': 3 }));
+  }
   // A transparent grid on top takes the clicks.
   for (let r = 0; r < 9; r++)
     for (let c = 0; c < 9; c++) {

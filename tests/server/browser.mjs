@@ -1,0 +1,68 @@
+// tests/server/browser.mjs URL SHOT_DIR — the explorer in a real browser
+// (Debian's chromium, driven by playwright-core): the start position on the
+// board, a click on the book's best move, the board and the table change, back,
+// an SFEN pasted, and screenshots. Prints "ok ..." lines; exits non-zero with
+// the reason on the first failure. Run by tests/server/test_server.c.
+import { chromium } from 'playwright-core';
+
+const [url, shots] = process.argv.slice(2);
+const fail = msg => { console.error('FAIL ' + msg); process.exit(1); };
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu'],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1180, height: 760 } });
+  const errors = [];
+  page.on('pageerror', e => errors.push(String(e)));
+  page.on('requestfailed', r => { if (!r.url().startsWith(url)) errors.push('fetched outside: ' + r.url()); });
+  await page.goto(url + '/');
+  await page.waitForSelector('#moves tbody tr');
+
+  // The start position: 40 pieces, Black's king (玉) on 5i, Black to move.
+  const pieces = await page.$$eval('#board g.piece', g => g.length);
+  if (pieces !== 40) fail(`start position shows ${pieces} pieces`);
+  const turn = await page.textContent('#turn');
+  if (!turn.includes('Black')) fail('turn: ' + turn);
+  console.log('ok start position: 40 pieces, ' + turn.trim());
+
+  // The best move (first row, starred) is followed by a click on its row.
+  const best = await page.getAttribute('#moves tbody tr.best', 'data-move');
+  const before = await page.textContent('#moves tbody');
+  await page.screenshot({ path: shots + '/explorer-start.png' });
+  await page.click('#moves tbody tr.best');
+  await page.waitForFunction(b => location.hash.includes(encodeURIComponent(b)), best);
+  await page.waitForFunction(t => document.querySelector('#turn').textContent.includes('White'), null);
+  const after = await page.textContent('#moves tbody');
+  if (after === before) fail('the move table did not change after ' + best);
+  const marked = await page.$$eval('#board rect.last', r => r.length);
+  if (marked !== 2) fail(`the last move should mark 2 squares, marks ${marked}`);
+  console.log('ok followed the best move ' + best + '; table changed; last move marked');
+  await page.screenshot({ path: shots + '/explorer.png' });
+
+  // The browser's back button returns to the start position.
+  await page.goBack();
+  await page.waitForFunction(() => document.querySelector('#turn').textContent.includes('Black'));
+  if ((await page.textContent('#moves tbody')) !== before) fail('back did not restore the table');
+  console.log('ok back to the start position');
+
+  // An SFEN pasted into the box: a position with a promoted piece (red).
+  await page.fill('#spec', 'lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/LNSGKGSNL w B 4');
+  await page.click('#goto button');
+  await page.waitForFunction(() => document.querySelector('#turn').textContent.includes('White'));
+  const red = await page.$$eval('#board g.piece text', t => t.filter(x => x.getAttribute('fill') === '#c0201c').length);
+  if (red !== 1) fail(`one promoted (red) piece expected, ${red} shown`);
+  const status = await page.textContent('#status');
+  console.log('ok pasted SFEN shown (' + status.trim() + ')');
+  await page.screenshot({ path: shots + '/explorer-sfen.png' });
+
+  // Clicking piece then square plays a move (7c7d for White).
+  await page.click('#board rect[data-sq="7c"]');
+  await page.click('#board rect[data-sq="7d"]');
+  await page.waitForFunction(() => location.hash.includes('7c7d'));
+  console.log('ok a move made by clicking piece and square');
+  if (errors.length) fail('page errors: ' + errors.join('; '));
+} finally {
+  await browser.close();
+}

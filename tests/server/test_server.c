@@ -1,0 +1,621 @@
+/*
+ * tests/server/test_server.c — joseki serve, the real binary on a free
+ * loopback port over a real book: every endpoint and error status, /v1/query
+ * byte for byte equal to `joseki query --json` on 200 positions, answers while
+ * a writer commits, 1,000 malformed requests, SIGTERM, and the explorer in a
+ * real browser (headless Chromium driven by playwright-core).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/support/support.h"
+
+typedef struct {
+	char *dir;
+	pid_t pid;
+	int port;
+	FILE *log; /* the server's stderr */
+} Srv;
+
+/* Servers started and not yet stopped: killed at exit, so that a failed
+ * test leaves none behind. */
+static pid_t g_live[8];
+
+static void kill_live(void)
+{
+	for (int i = 0; i < 8; i++)
+		if (g_live[i] > 0) kill(g_live[i], SIGKILL);
+}
+
+static void live(pid_t pid, bool on)
+{
+	for (int i = 0; i < 8; i++)
+		if (on ? g_live[i] == 0 : g_live[i] == pid) {
+			g_live[i] = on ? pid : 0;
+			return;
+		}
+}
+
+/* A book from the fixtures, thought about a little, with minimax values. */
+static char *make_book(void)
+{
+	char *dir = ts_mkdtemp();
+	char *err = NULL;
+	int rc = ts_runf(NULL, &err,
+			 "%s ingest %s/b tests/data/floodgate --quiet && %s think %s/b --depth 2 --multipv 4 "
+			 "--positions 300 --quiet >/dev/null && %s minimax %s/b --quiet >/dev/null",
+			 ts_joseki(), dir, ts_joseki(), dir, ts_joseki(), dir);
+	if (rc != 0) fail_msg("book: %s", err);
+	free(err);
+	return dir;
+}
+
+/* Starts `joseki serve dir/b --listen 127.0.0.1:0 extra`; reads the port from
+ * its start line. */
+static void start(Srv *s, const char *dir, const char *extra)
+{
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	s->pid = fork();
+	assert_true(s->pid >= 0);
+	if (s->pid == 0) {
+		dup2(fds[1], 2);
+		close(fds[0]);
+		char book[600];
+		snprintf(book, sizeof book, "%s/b", dir);
+		char cmd[1200];
+		snprintf(cmd, sizeof cmd, "exec %s serve %s --listen 127.0.0.1:0 %s", ts_joseki(), book, extra);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	live(s->pid, true);
+	s->log = fdopen(fds[0], "r");
+	char line[1024];
+	s->port = 0;
+	while (fgets(line, sizeof line, s->log)) {
+		const char *p = strstr(line, "http://127.0.0.1:");
+		if (p) {
+			s->port = atoi(p + 17);
+			assert_non_null(strstr(line, "positions"));
+			break;
+		}
+	}
+	if (!s->port) fail_msg("serve did not say where it listens");
+}
+
+/* SIGTERM; the server must exit 0 on its own. */
+static void stop(Srv *s)
+{
+	kill(s->pid, SIGTERM);
+	int st = 0;
+	for (int i = 0; i < 500; i++) {
+		if (waitpid(s->pid, &st, WNOHANG) == s->pid) break;
+		usleep(10000);
+		if (i == 499) {
+			kill(s->pid, SIGKILL);
+			waitpid(s->pid, &st, 0);
+			fail_msg("serve did not stop within 5 s of SIGTERM");
+		}
+	}
+	live(s->pid, false);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	fclose(s->log);
+}
+
+typedef struct {
+	char *data;
+	size_t len;
+} Buf;
+
+static size_t collect(char *p, size_t size, size_t n, void *ctx)
+{
+	Buf *b = ctx;
+	b->data = realloc(b->data, b->len + size * n + 1);
+	memcpy(b->data + b->len, p, size * n);
+	b->len += size * n;
+	b->data[b->len] = 0;
+	return size * n;
+}
+
+/* One request; returns the status, *body the answer (free it). */
+static long http(CURL *c, int port, const char *method, const char *path, const char *body, char **out,
+		 char **headers)
+{
+	char url[20000];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+	Buf b = {NULL, 0}, h = {NULL, 0};
+	curl_easy_reset(c);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &h);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+	CURLcode rc = curl_easy_perform(c);
+	if (rc != CURLE_OK) fail_msg("%s %s: %s", method, path, curl_easy_strerror(rc));
+	long status = 0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	if (out) *out = b.data ? b.data : strdup("");
+	else free(b.data);
+	if (headers) *headers = h.data ? h.data : strdup("");
+	else free(h.data);
+	return status;
+}
+
+/* status and a JSON error body naming what is wrong. */
+static void expect_error(CURL *c, int port, const char *method, const char *path, const char *body,
+			 long want, const char *says)
+{
+	char *out;
+	long st = http(c, port, method, path, body, &out, NULL);
+	if (st != want) fail_msg("%s %.80s: status %ld, %ld expected (%s)", method, path, st, want, out);
+	json_t *j = json_loads(out, 0, NULL);
+	if (!j || !json_is_string(json_object_get(j, "error"))) fail_msg("%s %.80s: not a JSON error: %s", method, path, out);
+	if (says && !strstr(json_string_value(json_object_get(j, "error")), says))
+		fail_msg("%s %.80s: '%s' does not say '%s'", method, path, out, says);
+	json_decref(j);
+	free(out);
+}
+
+static void test_server__every_endpoint_and_every_error(void **state)
+{
+	(void)state;
+	char *dir = make_book();
+	Srv s;
+	start(&s, dir, "--quiet");
+	CURL *c = curl_easy_init();
+	char *out, *hdr;
+	/* The query, with CORS, and legal_moves. */
+	assert_int_equal(http(c, s.port, "GET", "/v1/query?position=startpos", NULL, &out, &hdr), 200);
+	assert_non_null(strstr(hdr, "Access-Control-Allow-Origin: *"));
+	assert_non_null(strstr(hdr, "application/json"));
+	json_t *j = json_loads(out, 0, NULL);
+	assert_true(json_is_true(json_object_get(j, "in_book")));
+	assert_int_equal(json_integer_value(json_object_get(j, "legal_moves")), 30);
+	json_decref(j);
+	free(out);
+	free(hdr);
+	/* sfen= with a bare SFEN; a position not in the book. */
+	assert_int_equal(http(c, s.port, "GET", "/v1/query?sfen=4k4/9/9/9/9/9/9/9/4K4%20b%20-%201", NULL, &out, NULL), 200);
+	assert_non_null(strstr(out, "\"in_book\":false"));
+	assert_non_null(strstr(out, "\"legal_moves\":5"));
+	free(out);
+	/* The line: best moves from the start position, each with its value. */
+	assert_int_equal(http(c, s.port, "GET", "/v1/line?position=startpos&plies=6", NULL, &out, NULL), 200);
+	j = json_loads(out, 0, NULL);
+	json_t *line = json_object_get(j, "line");
+	assert_true(json_array_size(line) >= 1 && json_array_size(line) <= 6);
+	assert_non_null(json_object_get(json_array_get(line, 0), "value"));
+	json_decref(j);
+	free(out);
+	/* Stats: the cheap fields at once, the scan's after it ran. */
+	assert_int_equal(http(c, s.port, "GET", "/v1/stats", NULL, &out, NULL), 200);
+	assert_non_null(strstr(out, "\"positions\":"));
+	assert_non_null(strstr(out, "\"scan_computed_at\":"));
+	free(out);
+	for (int i = 0; i < 100; i++) {
+		http(c, s.port, "GET", "/v1/stats", NULL, &out, NULL);
+		bool done = !strstr(out, "\"scan_computed_at\":null");
+		if (done) {
+			assert_null(strstr(out, "\"thought\":null"));
+			free(out);
+			break;
+		}
+		free(out);
+		usleep(50000);
+		if (i == 99) fail_msg("the stats scan never finished");
+	}
+	assert_int_equal(http(c, s.port, "GET", "/healthz", NULL, &out, NULL), 200);
+	assert_non_null(strstr(out, "\"status\":\"ok\""));
+	free(out);
+	assert_int_equal(http(c, s.port, "GET", "/metrics", NULL, &out, NULL), 200);
+	assert_non_null(strstr(out, "joseki_requests_total{status=\"200\"}"));
+	assert_non_null(strstr(out, "joseki_request_duration_seconds_bucket{le=\"+Inf\"}"));
+	assert_non_null(strstr(out, "joseki_book_positions "));
+	assert_non_null(strstr(out, "joseki_uptime_seconds "));
+	free(out);
+	/* The explorer's files. */
+	assert_int_equal(http(c, s.port, "GET", "/", NULL, &out, &hdr), 200);
+	assert_non_null(strstr(out, "<svg id=\"board\""));
+	assert_non_null(strstr(hdr, "text/html"));
+	free(out);
+	free(hdr);
+	assert_int_equal(http(c, s.port, "GET", "/app.js", NULL, &out, NULL), 200);
+	assert_non_null(strstr(out, "/v1/query"));
+	free(out);
+	/* Errors. */
+	expect_error(c, s.port, "GET", "/v1/query", NULL, 400, "give the position");
+	expect_error(c, s.port, "GET", "/v1/query?sfen=xyz", NULL, 400, "bad position");
+	expect_error(c, s.port, "GET", "/v1/query?position=startpos%20moves%207g7f%207g7f", NULL, 400, "7g7f");
+	expect_error(c, s.port, "GET", "/v1/line?position=startpos&plies=0", NULL, 400, "plies");
+	expect_error(c, s.port, "GET", "/nothing-here", NULL, 404, "no such path");
+	expect_error(c, s.port, "POST", "/v1/query", "x=1", 405, "read-only");
+	expect_error(c, s.port, "DELETE", "/v1/stats", NULL, 405, NULL);
+	char *big = malloc(20001);
+	memset(big, 'x', 20000);
+	big[20000] = 0;
+	expect_error(c, s.port, "POST", "/v1/query", big, 413, "too large");
+	char *path = malloc(12000);
+	snprintf(path, 12000, "/v1/query?position=startpos&pad=%.*s", 9000, big);
+	expect_error(c, s.port, "GET", path, NULL, 414, "too long");
+	free(path);
+	/* Headers beyond the limit: 431. */
+	{
+		char url[100];
+		snprintf(url, sizeof url, "http://127.0.0.1:%d/healthz", s.port);
+		curl_easy_reset(c);
+		struct curl_slist *h = NULL;
+		char *hv = malloc(9100);
+		for (int k = 0; k < 3; k++) {
+			snprintf(hv, 9100, "X-Pad-%d: %.*s", k, 9000, big);
+			h = curl_slist_append(h, hv);
+		}
+		free(hv);
+		Buf b = {NULL, 0};
+		curl_easy_setopt(c, CURLOPT_URL, url);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+		assert_int_equal(curl_easy_perform(c), CURLE_OK);
+		long st;
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+		assert_int_equal(st, 431);
+		assert_non_null(strstr(b.data, "\"error\""));
+		free(b.data);
+		curl_slist_free_all(h);
+	}
+	free(big);
+	/* OPTIONS: the CORS preflight. */
+	assert_int_equal(http(c, s.port, "OPTIONS", "/v1/query", NULL, NULL, &hdr), 204);
+	assert_non_null(strstr(hdr, "Access-Control-Allow-Methods"));
+	free(hdr);
+	curl_easy_cleanup(c);
+	/* The log: one line a request is off with --quiet; on without it. */
+	stop(&s);
+	start(&s, dir, "");
+	c = curl_easy_init();
+	assert_int_equal(http(c, s.port, "GET", "/healthz", NULL, NULL, NULL), 200);
+	curl_easy_cleanup(c);
+	char logline[512];
+	assert_non_null(fgets(logline, sizeof logline, s.log));
+	assert_non_null(strstr(logline, "GET /healthz 200 "));
+	assert_non_null(strstr(logline, "us"));
+	/* --no-cors. */
+	stop(&s);
+	start(&s, dir, "--quiet --no-cors");
+	c = curl_easy_init();
+	assert_int_equal(http(c, s.port, "GET", "/healthz", NULL, NULL, &hdr), 200);
+	assert_null(strstr(hdr, "Access-Control-Allow-Origin"));
+	free(hdr);
+	curl_easy_cleanup(c);
+	stop(&s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* /v1/query and `joseki query --json` give the same bytes on 200 positions:
+ * the first plies of the fixture games, as USI move lists. */
+static void test_server__query_equals_the_command_byte_for_byte(void **state)
+{
+	(void)state;
+	char *dir = make_book();
+	Srv s;
+	start(&s, dir, "--quiet");
+	CURL *c = curl_easy_init();
+	char *games = ts_read_file("tests/data/positions/games-v1.usi", NULL);
+	assert_non_null(games);
+	int n = 0;
+	for (char *l = strtok(games, "\n"); l && n < 200; l = strtok(NULL, "\n")) {
+		if (l[0] == '#') continue;
+		char *moves = strchr(l, '\t');
+		if (!moves) continue;
+		moves++;
+		/* Prefixes of 0, 1, 2 ... moves. */
+		char spec[8192] = "startpos moves";
+		char *m = moves;
+		for (int k = 0; k < 50 && n < 200; k++) {
+			char *esc = curl_easy_escape(c, spec, 0);
+			char path[10000];
+			snprintf(path, sizeof path, "/v1/query?position=%s", esc);
+			curl_free(esc);
+			char *got, *want = NULL;
+			assert_int_equal(http(c, s.port, "GET", path, NULL, &got, NULL), 200);
+			assert_int_equal(ts_runf(&want, NULL, "%s query %s/b '%s' --json", ts_joseki(), dir, spec), 0);
+			if (strcmp(got, want)) fail_msg("%s:\nserver  %s\ncommand %s", spec, got, want);
+			free(got);
+			free(want);
+			n++;
+			char *sp = strchr(m, ' ');
+			size_t len = sp ? (size_t)(sp - m) : strlen(m);
+			if (!len) break;
+			size_t at = strlen(spec);
+			snprintf(spec + at, sizeof spec - at, " %.*s", (int)len, m);
+			if (!sp) break;
+			m = sp + 1;
+		}
+	}
+	assert_int_equal(n, 200);
+	free(games);
+	curl_easy_cleanup(c);
+	stop(&s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+typedef struct {
+	int port;
+	volatile int *stop;
+	long requests, bad;
+	char first_bad[512];
+} Client;
+
+static void *client_main(void *arg)
+{
+	Client *k = arg;
+	CURL *c = curl_easy_init();
+	static const char *const PATHS[] = {"/v1/query?position=startpos", "/v1/query?position=startpos%20moves%207g7f",
+					    "/v1/query?position=startpos%20moves%202g2f%208c8d", "/v1/stats",
+					    "/v1/line?position=startpos"};
+	for (int i = 0; !*k->stop; i++) {
+		char *out;
+		const char *p = PATHS[i % 5];
+		char url[200];
+		snprintf(url, sizeof url, "http://127.0.0.1:%d%s", k->port, p);
+		Buf b = {NULL, 0};
+		curl_easy_reset(c);
+		curl_easy_setopt(c, CURLOPT_URL, url);
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+		long st = 0;
+		bool ok = curl_easy_perform(c) == CURLE_OK;
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+		out = b.data;
+		json_t *j = out ? json_loads(out, 0, NULL) : NULL;
+		/* Every answer whole: 200 and JSON; a query's moves in the book's
+		 * order, its counts never negative. */
+		bool good = ok && st == 200 && j;
+		if (good && strstr(p, "query")) good = json_is_array(json_object_get(j, "moves"));
+		if (!good) {
+			if (!k->bad) snprintf(k->first_bad, sizeof k->first_bad, "%s: %ld %.300s", p, st, out ? out : "");
+			k->bad++;
+		}
+		k->requests++;
+		json_decref(j);
+		free(out);
+	}
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+/* 4 clients query for 10 s while `joseki ingest` and `joseki think` write the
+ * same book: no error, every answer whole. */
+static void test_server__answers_while_a_writer_commits(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s/b tests/data/floodgate/*2026060113*.csa --quiet", ts_joseki(), dir), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s gen-games %s/g --games 3000 --seed 7 >/dev/null", ts_joseki(), dir), 0);
+	Srv s;
+	start(&s, dir, "--quiet");
+	volatile int stop_flag = 0;
+	Client cl[4];
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++) {
+		cl[i] = (Client){s.port, &stop_flag, 0, 0, ""};
+		pthread_create(&th[i], NULL, client_main, &cl[i]);
+	}
+	time_t t0 = time(NULL);
+	char *err = NULL;
+	int rc = ts_runf(NULL, &err,
+			 "%s ingest %s/b tests/data/floodgate %s/g --quiet && "
+			 "%s think %s/b --depth 1 --positions 2000 --quiet >/dev/null",
+			 ts_joseki(), dir, dir, ts_joseki(), dir);
+	if (rc != 0) fail_msg("writer: %s", err);
+	free(err);
+	while (time(NULL) - t0 < 10) usleep(100000);
+	stop_flag = 1;
+	long total = 0;
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		total += cl[i].requests;
+		if (cl[i].bad) fail_msg("client %d: %ld bad answers, first: %s", i, cl[i].bad, cl[i].first_bad);
+	}
+	print_message("%ld answers while the book was written\n", total);
+	assert_true(total > 100);
+	stop(&s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* Sends raw bytes on a fresh connection; returns what came back (NUL-terminated). */
+static char *raw(int port, const char *req, size_t len)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) fail_msg("connect: the server is gone");
+	struct timeval tv = {2, 0};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	(void)!write(fd, req, len);
+	shutdown(fd, SHUT_WR);
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	for (;;) {
+		if (n + 1024 > cap) buf = realloc(buf, cap *= 2);
+		ssize_t r = read(fd, buf + n, cap - n - 1);
+		if (r <= 0) break;
+		n += (size_t)r;
+	}
+	buf[n] = 0;
+	close(fd);
+	return buf;
+}
+
+/* 1,000 malformed requests: bad percent-encoding, huge query strings, NUL
+ * bytes, bad UTF-8, wrong methods, odd paths. Every answer with a status line
+ * is a JSON error (or the page or a 200 where the input was acceptable after
+ * all); the server survives them all. */
+static void test_server__a_thousand_malformed_requests(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_server__a_thousand_malformed_requests");
+	char *dir = make_book();
+	Srv s;
+	start(&s, dir, "--quiet");
+	static const char *const METHODS[] = {"GET", "POST", "PUT", "DELETE", "PATCH", "BREW", "get", "OPTIONS", "HEAD"};
+	static const char *const PATHS[] = {"/v1/query?sfen=%", "/v1/query?sfen=%zz%g", "/v1/query?position=%ff%fe%fd",
+					    "/v1/query?position=startpos%00moves", "/v1/line?plies=%2", "/v1/query?sfen=",
+					    "/v1/query?position=startpos moves 9a9a", "/v1/../etc/passwd", "//v1//query",
+					    "/v1/query?sfen=lnsgkgsnl/9/9/9/9/9/9/9/9%20b%20-%201", "/v1/stats?x=%c3%28",
+					    "/v1/line?position=sfen%204k4/9/9/9/9/9/9/9/4K4%20b%20-%201&plies=999999999999"};
+	int answered = 0;
+	for (int i = 0; i < 1000; i++) {
+		char req[40000];
+		const char *m = METHODS[ts_rand(&rng) % 9];
+		const char *p = PATHS[ts_rand(&rng) % 12];
+		size_t len;
+		int kind = (int)(ts_rand(&rng) % 4);
+		if (kind == 0) {
+			len = (size_t)snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", m, p);
+		} else if (kind == 1) { /* a huge query string */
+			size_t pad = 1000 + ts_rand(&rng) % 20000;
+			len = (size_t)snprintf(req, sizeof req, "GET /v1/query?position=startpos&p=");
+			for (size_t k = 0; k < pad; k++) req[len++] = "%a-Z09"[ts_rand(&rng) % 6];
+			len += (size_t)snprintf(req + len, sizeof req - len, " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+		} else if (kind == 2) { /* random bytes in the path, NULs included */
+			len = (size_t)snprintf(req, sizeof req, "GET /v1/query?sfen=");
+			for (int k = 0; k < 40; k++) {
+				char ch = (char)(ts_rand(&rng) & 0xff);
+				req[len++] = ch == '\r' || ch == '\n' || ch == ' ' ? 'x' : ch;
+			}
+			len += (size_t)snprintf(req + len, sizeof req - len, " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+		} else { /* a body with a wrong length, or a garbage request line */
+			if (ts_rand(&rng) & 1)
+				len = (size_t)snprintf(req, sizeof req, "POST /v1/query HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 5\r\n\r\nabcdefghij");
+			else
+				len = (size_t)snprintf(req, sizeof req, "%c%c%c %s\r\n\r\n", (char)(ts_rand(&rng) % 256),
+						       (char)(ts_rand(&rng) % 256), 'X', p);
+		}
+		char *ans = raw(s.port, req, len);
+		if (!strncmp(ans, "HTTP/1.1 ", 9)) {
+			answered++;
+			int st = atoi(ans + 9);
+			char *body = strstr(ans, "\r\n\r\n");
+			bool page = body && (strstr(body, "<!doctype html>") || strstr(body, "# HELP"));
+			bool head = !strcmp(m, "HEAD") && kind == 0;
+			if (st >= 400 && st < 500 && body && !head && !page && !strstr(body, "\"error\"") &&
+			    strstr(ans, "application/json"))
+				fail_msg("request %d: an error without a JSON body: %.300s", i, ans);
+			if (st >= 500 && st != 503) fail_msg("request %d: %.300s", i, ans);
+		}
+		free(ans);
+	}
+	print_message("%d of 1000 answered with a status line\n", answered);
+	assert_true(answered > 500);
+	/* Still serving. */
+	CURL *c = curl_easy_init();
+	assert_int_equal(http(c, s.port, "GET", "/healthz", NULL, NULL, NULL), 200);
+	curl_easy_cleanup(c);
+	stop(&s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* A keep-alive connection open when SIGTERM comes gets 503 for its next
+ * request; the server then exits 0. */
+static void test_server__sigterm_answers_503_then_exits_0(void **state)
+{
+	(void)state;
+	char *dir = make_book();
+	Srv s;
+	start(&s, dir, "--quiet");
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s.port)};
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	const char *req = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	char buf[4096];
+	ssize_t r = read(fd, buf, sizeof buf - 1);
+	assert_true(r > 0);
+	buf[r] = 0;
+	assert_non_null(strstr(buf, "200 OK"));
+	kill(s.pid, SIGTERM);
+	usleep(300000);
+	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	r = read(fd, buf, sizeof buf - 1);
+	assert_true(r > 0);
+	buf[r] = 0;
+	assert_non_null(strstr(buf, " 503 "));
+	assert_non_null(strstr(buf, "shutting down"));
+	close(fd);
+	stop(&s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* The explorer in headless Chromium (tests/server/browser.mjs); screenshots in
+ * build/test-logs/. Needs Debian's chromium and playwright-core (installed by
+ * tools/install-deps.sh); JOSEKI_NO_BROWSER=1 skips it, saying so. */
+static void test_server__the_explorer_in_a_real_browser(void **state)
+{
+	(void)state;
+	if (getenv("JOSEKI_NO_BROWSER")) {
+		print_message("skipped: JOSEKI_NO_BROWSER is set\n");
+		skip();
+	}
+	char *dir = make_book();
+	Srv s;
+	start(&s, dir, "--quiet");
+	char *out = NULL, *err = NULL;
+	const char *logs = getenv("BUILD") ? getenv("BUILD") : "build";
+	int rc = ts_runf(&out, &err, "mkdir -p %s/test-logs && timeout 120 node tests/server/browser.mjs http://127.0.0.1:%d %s/test-logs",
+			 logs, s.port, logs);
+	if (rc != 0) fail_msg("browser test (status %d):\n%s%s", rc, out, err);
+	print_message("%s", out);
+	assert_non_null(strstr(out, "ok followed the best move"));
+	free(out);
+	free(err);
+	stop(&s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	signal(SIGPIPE, SIG_IGN);
+	atexit(kill_live);
+	if (getenv("TEST_FILTER")) cmocka_set_test_filter(getenv("TEST_FILTER"));
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_server__every_endpoint_and_every_error),
+		cmocka_unit_test(test_server__query_equals_the_command_byte_for_byte),
+		cmocka_unit_test(test_server__answers_while_a_writer_commits),
+		cmocka_unit_test(test_server__a_thousand_malformed_requests),
+		cmocka_unit_test(test_server__sigterm_answers_503_then_exits_0),
+		cmocka_unit_test(test_server__the_explorer_in_a_real_browser),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
