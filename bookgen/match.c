@@ -84,7 +84,7 @@ void match_elo(int w, int d, int l, double *elo, double *low, double *high)
 		else if (p[i] >= 1)
 			*out[i] = INFINITY;
 		else
-			*out[i] = -400.0 * log10(1.0 / p[i] - 1.0);
+			*out[i] = -400.0 * log10(1.0 / p[i] - 1.0) + 0.0; /* no "-0" */
 	}
 }
 
@@ -176,6 +176,7 @@ typedef struct {
 	CsaMoveInfo *info;        /* per ply of the record */
 	Move (*pv)[MATCH_PV_MAX]; /* per ply: the PV the info points at */
 	pthread_t thread;
+	char err[MATCH_ERRLEN]; /* why play_game failed */
 } Worker;
 
 struct Match {
@@ -336,8 +337,10 @@ static int write_record(Worker *w, int index, const MatchGame *g)
 	snprintf(event, sizeof event, "joseki-match+%llu+game-%04d",
 	         (unsigned long long)opt->seed, index + 1);
 	const char *winner = g->winner == BLACK ? "black" : g->winner == WHITE ? "white" : "draw";
-	snprintf(about, sizeof about, "joseki match: game %d of %d, opening %d, %s, winner %s",
-	         index + 1, opt->games, g->opening + 1, match_end_name(g->end), winner);
+	char from[32] = "the start position";
+	if (g->opening >= 0) snprintf(from, sizeof from, "opening %d", g->opening + 1);
+	snprintf(about, sizeof about, "joseki match: game %d of %d from %s, %s, winner %s",
+	         index + 1, opt->games, from, match_end_name(g->end), winner);
 	const char *comments[2] = {about, g->detail};
 	char stamp[32] = "";
 	if (opt->budget.kind == SEARCH_BUDGET_MOVETIME) {
@@ -358,21 +361,50 @@ static int write_record(Worker *w, int index, const MatchGame *g)
 	};
 	FILE *f = fopen(path, "w");
 	if (!f) {
-		snprintf(w->m->err, MATCH_ERRLEN, "%.400s: %s", path, strerror(errno));
+		snprintf(w->err, MATCH_ERRLEN, "%.400s: %s", path, strerror(errno));
 		return MATCH_EIO;
 	}
 	int rc = csa_game_write(f, w->pos, &cg, err);
 	bool bad = ferror(f);
 	if (fclose(f) != 0) bad = true;
 	if (rc < 0) {
-		snprintf(w->m->err, MATCH_ERRLEN, "%.300s: %s", path, err);
+		snprintf(w->err, MATCH_ERRLEN, "%.300s: %s", path, err);
 		return MATCH_EIO;
 	}
 	if (bad) {
-		snprintf(w->m->err, MATCH_ERRLEN, "%.400s: %s", path, strerror(errno));
+		snprintf(w->err, MATCH_ERRLEN, "%.400s: %s", path, strerror(errno));
 		return MATCH_EIO;
 	}
 	return 0;
+}
+
+/*
+ * The game held by pos as a position spec: its set-up position ("startpos"
+ * or "sfen ...") and "moves ..."; malloc'd, NULL when out of memory. pos is
+ * unwound and played forward again.
+ */
+static char *game_spec(Position *pos)
+{
+	int n = pos_history_len(pos);
+	Move moves[POS_MAX_STATES];
+	for (int i = 1; i <= n; i++) moves[i - 1] = pos->states[i].move;
+	for (int i = 0; i < n; i++) pos_undo_move(pos);
+	char sfen[SFEN_MAX];
+	sfen_write(pos, sfen, sizeof sfen);
+	size_t cap = SFEN_MAX + 16 + (size_t)n * USI_MOVE_MAX, len = 0;
+	char *s = malloc(cap);
+	if (s)
+		len = (size_t)snprintf(s, cap, "%s%s%s",
+		                       strcmp(sfen, SFEN_STARTPOS) ? "sfen " : "startpos",
+		                       strcmp(sfen, SFEN_STARTPOS) ? sfen : "", n ? " moves" : "");
+	for (int i = 0; i < n; i++) {
+		if (s) {
+			s[len++] = ' ';
+			len += usi_move_write(moves[i], s + len);
+		}
+		pos_do_move(pos, moves[i]);
+	}
+	return s;
 }
 
 /* Plays game index into g. Returns 0, 1 when cancelled, or MATCH_EIO. */
@@ -386,7 +418,7 @@ static int play_game(Worker *w, int index, MatchGame *g)
 	g->winner = -1;
 	if (opt->nopenings > 0) {
 		g->opening = m->order[(index / 2) % opt->nopenings];
-		if (position_parse(pos, opt->openings[g->opening], NULL) < 0) return MATCH_EIO;
+		if (position_parse(pos, opt->openings[g->opening], w->err) < 0) return MATCH_EINVAL;
 	} else {
 		g->opening = -1;
 		pos_set_startpos(pos);
@@ -433,6 +465,10 @@ static int play_game(Worker *w, int index, MatchGame *g)
 	g->winner = winner;
 	g->result = winner < 0 ? 0 : winner == (int)g->a_color ? 1 : -1;
 	g->plies = pos_history_len(pos);
+	if (!(g->usi = game_spec(pos))) {
+		snprintf(w->err, MATCH_ERRLEN, "out of memory");
+		return MATCH_ENOMEM;
+	}
 	if (opt->out_dir) return write_record(w, index, g);
 	return 0;
 }
@@ -479,7 +515,10 @@ static void *worker_main(void *arg)
 		int rc = play_game(w, i, g);
 		if (rc == 1) g->played = false;
 		pthread_mutex_lock(&m->lock);
-		if (rc < 0 && m->rc == 0) m->rc = rc;
+		if (rc < 0 && m->rc == 0) {
+			m->rc = rc;
+			memcpy(m->err, w->err, sizeof m->err);
+		}
 		if (rc == 0) {
 			tally(m, g);
 			progress(m);
@@ -674,6 +713,7 @@ static int *shuffled(int n, uint64_t seed)
 void match_result_free(MatchResult *r)
 {
 	if (!r) return;
+	for (int i = 0; i < r->ngames && r->games; i++) free(r->games[i].usi);
 	free(r->games);
 	memset(r, 0, sizeof *r);
 }

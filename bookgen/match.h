@@ -117,6 +117,7 @@ typedef struct {
 	int book_plies[2];  /* book moves played by A and by B */
 	int engine_moves;   /* moves the engines were asked for */
 	char detail[160];   /* what went wrong (crash, timeout, illegal move), else "" */
+	char *usi;          /* the game as a position spec ("startpos moves ..."); malloc'd */
 } MatchGame;
 
 typedef struct {

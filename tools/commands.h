@@ -26,6 +26,7 @@ int cmd_peta_shock(int argc, char **argv);
 int cmd_usi(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_gen_games(int argc, char **argv);
+int cmd_match(int argc, char **argv);
 
 /* Prints "joseki: <message>\n" on stderr (printf-style). */
 void joseki_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -31,6 +31,7 @@ static const struct {
 	{"usi", cmd_usi, "[--book BOOK]   the built-in engine as a USI engine on stdin/stdout"},
 	{"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},
 	{"gen-games", cmd_gen_games, "DIR --games N [--seed S]   write random floodgate-style games (bench corpus)"},
+	{"match", cmd_match, "--engine-a builtin|PATH --engine-b builtin|PATH [--book-a BOOK|none] [--book-b BOOK|none] [--games N] [--nodes N|--movetime MS] [--openings FILE] [--concurrency N] [--max-moves N] [--seed S] [--out DIR] [--json]   play games between two set-ups"},
 };
 
 void joseki_error(const char *fmt, ...)
