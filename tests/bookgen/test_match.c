@@ -258,6 +258,21 @@ static void test_match__crash_and_illegal_move_lose_and_the_match_goes_on(void *
 	assert_true(atoi(n) >= 2);
 	free(n), free(starts);
 
+	/* A crash on the driver's retry too: the same. */
+	char *args2, *crasher2;
+	assert_true(asprintf(&args2, "--moves '" GAME20 "' --crash-at 3 --crash-starts 2 --state %s/starts2", dir) > 0);
+	crasher2 = write_engine(dir, "crasher2.sh", args2);
+	m = ts_run_json(0, "%s match --engine-a %s --engine-b %s --games 2 --out %s/crash2 --json",
+	                ts_joseki(), plain, crasher2, dir);
+	assert_game(m, 0, "crash", "black", "win", 3);
+	assert_non_null(strstr(jstr(game_of(m, 0), "error"), "B: "));
+	assert_game(m, 1, "resign", "white", "win", 20);
+	assert_true(asprintf(&out, "%s/crash2", dir) > 0);
+	assert_replays(m, out);
+	free(out);
+	json_decref(m);
+	free(args2), free(crasher2);
+
 	/* An illegal move (5e5d: no piece there) loses too. */
 	char *illegal = write_engine(dir, "illegal.sh", "--moves '7g7f 5e5d'");
 	m = ts_run_json(0, "%s match --engine-a %s --engine-b %s --games 2 --out %s/illegal --json",
