@@ -215,12 +215,7 @@ int cmd_match(int argc, char **argv)
 	if (!quiet && isatty(STDERR_FILENO)) opt.progress = stderr;
 	match_stop_flag = 0;
 	opt.cancel = &match_stop_flag;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	joseki_catch_stop(on_signal);
 
 	MatchResult r;
 	int rc = match_run(&r, &opt, err);

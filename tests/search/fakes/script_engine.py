@@ -15,13 +15,9 @@ whole game and both sides play their half of it.
 status 3, on the first K starts of the program (--crash-starts, default 1;
 the starts are counted in the --state file; without it every start crashes).
 """
-import fcntl
 import sys
 
-
-def out(s):
-    sys.stdout.write(s + "\n")
-    sys.stdout.flush()
+from fake_engine import count_start, out
 
 
 def args():
@@ -34,25 +30,11 @@ def args():
     return a
 
 
-def start_number(path):
-    if not path:
-        return 0
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        f.seek(0)
-        n = int(f.read().strip() or "0")
-        f.seek(0)
-        f.truncate()
-        f.write(str(n + 1))
-        f.flush()
-    return n
-
-
 def main():
     a = args()
     script = a["moves"].split()
     crash_at = int(a["crash-at"]) if a["crash-at"] is not None else None
-    crashing = start_number(a["state"]) < int(a["crash-starts"]) if a["state"] else True
+    crashing = count_start(a["state"]) < int(a["crash-starts"]) if a["state"] else True
     nmoves = 0
     while True:
         raw = sys.stdin.readline()
