@@ -3,7 +3,7 @@
  * engine against itself is deterministic for a seed with fixed nodes (same
  * records, whatever the concurrency); games that end by the move limit, by
  * perpetual check, by a declaration (valid or not), by an illegal move and
- * by an engine crash are scored by the rules, and the match goes on after a
+ * by an engine crash or timeout are scored by the rules, and the match goes on after a
  * crash; a side with a book plays the book's moves; every CSA record written
  * replays (`joseki replay --json`) to the result the match reported.
  * Scripted engines: tests/search/fakes/script_engine.py behind a wrapper.
@@ -283,7 +283,24 @@ static void test_match__crash_and_illegal_move_lose_and_the_match_goes_on(void *
 	assert_replays(m, out);
 	free(out);
 	json_decref(m);
-	free(args), free(crasher), free(plain), free(illegal);
+	/* No answer within the driver's hard limit (movetime 10 ms: 2.03 s, twice). */
+	char *hang = write_engine(dir, "hang.sh", "--moves '7g7f hang'");
+	m = ts_run_json(0, "%s match --engine-a %s --engine-b %s --games 1 --movetime 10 --out %s/hang --json",
+	                ts_joseki(), hang, hang, dir);
+	assert_game(m, 0, "timeout", "black", "win", 1);
+	assert_true(asprintf(&out, "%s/hang", dir) > 0);
+	assert_replays(m, out);
+	/* With a time budget the record has T lines and a start time. */
+	char *rec;
+	assert_true(asprintf(&rec, "%s/game-0001.csa", out) > 0);
+	char *text = ts_read_file(rec, NULL);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\n+7776FU\nT0\n"));
+	assert_non_null(strstr(text, "\n$START_TIME:"));
+	assert_non_null(strstr(text, "\n%TIME_UP\n"));
+	free(text), free(rec), free(out);
+	json_decref(m);
+	free(args), free(crasher), free(plain), free(illegal), free(hang);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -332,6 +349,14 @@ static void test_match__bad_input_is_reported(void **state)
 	rc = ts_runf(&out, &err, "%s match --engine-a builtin --engine-b %s/missing --games 1", ts_joseki(), dir);
 	assert_int_equal(rc, 1);
 	assert_non_null(strstr(err, "engine B"));
+	free(out), free(err);
+	rc = ts_runf(&out, &err, "%s match --engine-a builtin --engine-b builtin --option-b Foo=1", ts_joseki());
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "option Foo=1 not taken"));
+	free(out), free(err);
+	rc = ts_runf(&out, &err, "%s match --engine-a builtin --engine-b builtin --option-b USI_Hash=8 --games 1 --nodes 100 --max-moves 4", ts_joseki());
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "1 games, A +0 =1 -0"));
 	free(out), free(err);
 	rc = ts_runf(&out, &err, "%s match --engine-a builtin", ts_joseki());
 	assert_int_equal(rc, 2);

@@ -7,8 +7,9 @@ overhead bench (tools/bench_match.sh).
 
 It answers `go` at once. For a position with N moves after its set-up
 position ("position startpos|sfen ... moves m1 ... mN") it plays the script's
-word N+1: a USI move (sent as it is, legal or not), "win" (a declaration) or
-"resign"; past the end of the script it resigns. So one script can hold a
+word N+1: a USI move (sent as it is, legal or not), "win" (a declaration),
+"resign", or "hang" (no answer, stop ignored); past the end of the script it
+resigns. So one script can hold a
 whole game and both sides play their half of it.
 
 --crash-at N: instead of answering the position with N moves, exit with
@@ -56,6 +57,8 @@ def main():
             if crash_at is not None and nmoves == crash_at and crashing:
                 sys.exit(3)
             word = script[nmoves] if nmoves < len(script) else "resign"
+            if word == "hang":
+                continue
             if word not in ("win", "resign"):
                 out("info depth 1 seldepth 1 score cp %d nodes 1 pv %s" % (nmoves, word))
             out("bestmove " + word)
