@@ -163,6 +163,12 @@ static void test_match__builtin_is_deterministic_for_a_seed(void **state)
 		free(p0), free(p1), free(t0), free(t1);
 	}
 	assert_int_not_equal(ts_jint(game_of(m[0], 0), "opening"), ts_jint(game_of(m[0], 2), "opening"));
+	/* The records ingest back with their evaluations. */
+	json_t *ing = ts_run_json(0, "%s ingest %s/book %s/run0 --json", ts_joseki(), dir, dir);
+	assert_int_equal(ts_jint(ing, "games_read"), 4);
+	assert_int_equal(ts_jint(ing, "errors_total"), 0);
+	assert_true(ts_jint(ing, "evals_added") > 50);
+	json_decref(ing);
 	json_decref(m[0]);
 	json_decref(m[1]);
 	free(op);
