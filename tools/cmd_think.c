@@ -330,12 +330,7 @@ int cmd_think(int argc, char **argv)
 		return 1;
 	}
 	think_stop_flag = 0;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	joseki_catch_stop(on_signal);
 
 	if (kifu && kifu_read(&kl, kifu) < 0) goto done;
 	if (bookdb_open(&db, book, NULL, err) < 0) {

@@ -28,6 +28,10 @@ int cmd_peta_shock(int argc, char **argv);
 int cmd_usi(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_gen_games(int argc, char **argv);
+int cmd_match(int argc, char **argv);
+
+/* Installs handler for SIGINT and SIGTERM (a command's clean stop on Ctrl-C). */
+void joseki_catch_stop(void (*handler)(int));
 
 /* Prints "joseki: <message>\n" on stderr (printf-style). */
 void joseki_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

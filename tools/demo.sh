@@ -47,4 +47,9 @@ step "10. Book statistics and an integrity check"
 $J stats "$OUT/book"
 $J check "$OUT/book"
 
+step "11. What the book is worth: a short match, the built-in engine with the book (A) against the same engine without it (B), 5 openings x both colours, 20000 nodes a move; records in $OUT/match"
+printf 'startpos\nstartpos moves 7g7f\nstartpos moves 2g2f\nstartpos moves 7g7f 3c3d\nstartpos moves 2g2f 8c8d\n' >"$OUT/openings.txt"
+$J match --engine-a builtin --engine-b builtin --book-a "$OUT/book" --book-b none \
+	--openings "$OUT/openings.txt" --games 10 --nodes 20000 --concurrency 2 --out "$OUT/match"
+
 printf '\nDone. The book is %s/book (LMDB), the YaneuraOu book %s/book.db.\nTry: ./joseki query %s/book "startpos moves 2g2f"\n' "$OUT" "$OUT" "$OUT"

@@ -1,4 +1,5 @@
 /* joseki — shogi opening-book builder and server: the command dispatcher. */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,18 @@ static const struct {
 	{"usi", cmd_usi, "[--book BOOK]   the built-in engine as a USI engine on stdin/stdout"},
 	{"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},
 	{"gen-games", cmd_gen_games, "DIR --games N [--seed S]   write random floodgate-style games (bench corpus)"},
+	{"match", cmd_match, "--engine-a builtin|PATH --engine-b builtin|PATH [--book-a BOOK|none] [--book-b BOOK|none] [--games N] [--nodes N|--movetime MS] [--openings FILE] [--concurrency N] [--max-moves N] [--seed S] [--out DIR] [--json]   play games between two set-ups"},
 };
+
+void joseki_catch_stop(void (*handler)(int))
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
 
 void joseki_error(const char *fmt, ...)
 {

@@ -65,19 +65,23 @@ def args():
     return a
 
 
+def count_start(path):
+    """Starts of the program before this one, counted in the file path
+    (several engines of a pool start at once: counted under a lock)."""
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        n = int(f.read().strip() or "0")
+        f.seek(0)
+        f.truncate()
+        f.write(str(n + 1))
+        f.flush()
+    return n
+
+
 def pick_mode(a):
     modes = a["script"].split(",")
-    n = 0
-    if a["state"]:
-        # Several engines of a pool start at once: count under a lock.
-        with open(a["state"], "a+") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
-            f.seek(0)
-            n = int(f.read().strip() or "0")
-            f.seek(0)
-            f.truncate()
-            f.write(str(n + 1))
-            f.flush()
+    n = count_start(a["state"]) if a["state"] else 0
     return modes[min(n, len(modes) - 1)]
 
 

@@ -1,0 +1,784 @@
+/* bookgen/match.c — games between two engine set-ups (see match.h, docs/match.md). */
+#include "bookgen/match.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "bookdb/bookdb.h"
+#include "bookdb/query.h"
+#include "search/builtin.h"
+#include "shogi/csa_write.h"
+#include "shogi/movegen.h"
+#include "shogi/notation.h"
+
+static const char *const END_NAMES[] = {
+    [MATCH_END_NONE] = "none",
+    [MATCH_END_RESIGN] = "resign",
+    [MATCH_END_MATE] = "mate",
+    [MATCH_END_REPETITION] = "repetition",
+    [MATCH_END_PERPETUAL_CHECK] = "perpetual_check",
+    [MATCH_END_DECLARATION] = "declaration",
+    [MATCH_END_MAX_MOVES] = "max_moves",
+    [MATCH_END_ILLEGAL_MOVE] = "illegal_move",
+    [MATCH_END_TIMEOUT] = "timeout",
+    [MATCH_END_CRASH] = "crash",
+};
+
+const char *match_end_name(MatchEnd end)
+{
+	return end <= MATCH_END_CRASH ? END_NAMES[end] : "none";
+}
+
+const char *match_end_replay_name(MatchEnd end)
+{
+	if (end == MATCH_END_TIMEOUT) return "time_up";
+	if (end == MATCH_END_CRASH) return "resign";
+	return match_end_name(end);
+}
+
+/* The % word the record ends with; replay judges it as match_end_replay_name says. */
+static const char *end_csa_word(MatchEnd end)
+{
+	switch (end) {
+	case MATCH_END_RESIGN:
+	case MATCH_END_CRASH: /* floodgate records a disconnection as a resignation */
+		return "TORYO";
+	case MATCH_END_MATE:
+		return "TSUMI";
+	case MATCH_END_REPETITION:
+	case MATCH_END_PERPETUAL_CHECK:
+		return "SENNICHITE";
+	case MATCH_END_DECLARATION:
+		return "KACHI";
+	case MATCH_END_MAX_MOVES:
+		return "CHUDAN"; /* replay stops at 'Max_Moves before reading it */
+	case MATCH_END_ILLEGAL_MOVE:
+		return "ILLEGAL_MOVE";
+	case MATCH_END_TIMEOUT:
+		return "TIME_UP";
+	default:
+		return NULL;
+	}
+}
+
+void match_elo(int w, int d, int l, double *elo, double *low, double *high)
+{
+	int n = w + d + l;
+	*elo = *low = *high = 0;
+	if (n == 0) return;
+	double s = (w + 0.5 * d) / n;
+	double var = (w * (1 - s) * (1 - s) + d * (0.5 - s) * (0.5 - s) + l * s * s) / n;
+	double margin = 1.96 * sqrt(var / n);
+	double p[3] = {s, s - margin, s + margin};
+	double *out[3] = {elo, low, high};
+	for (int i = 0; i < 3; i++) {
+		if (p[i] <= 0)
+			*out[i] = -INFINITY;
+		else if (p[i] >= 1)
+			*out[i] = INFINITY;
+		else
+			*out[i] = -400.0 * log10(1.0 / p[i] - 1.0) + 0.0; /* no "-0" */
+	}
+}
+
+/* ---- openings ---------------------------------------------------------- */
+
+void match_openings_free(char **openings, int n)
+{
+	if (!openings) return;
+	for (int i = 0; i < n; i++) free(openings[i]);
+	free(openings);
+}
+
+int match_openings_load(char ***out, const char *path, char *err)
+{
+	*out = NULL;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, MATCH_ERRLEN, "%s: %s", path, strerror(errno));
+		return MATCH_EIO;
+	}
+	Position *pos = malloc(sizeof *pos);
+	char **list = NULL, *line = NULL;
+	size_t cap = 0;
+	int n = 0, ncap = 0, lineno = 0, rc = 0;
+	ssize_t len;
+	if (!pos) rc = MATCH_ENOMEM;
+	while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' ||
+		                   line[len - 1] == ' ' || line[len - 1] == '\t'))
+			line[--len] = '\0';
+		char *s = line;
+		while (*s == ' ' || *s == '\t') s++;
+		if (!*s || *s == '#') continue;
+		char perr[SHOGI_ERRLEN];
+		if (position_parse(pos, s, perr) < 0) {
+			snprintf(err, MATCH_ERRLEN, "%s:%d: %s", path, lineno, perr);
+			rc = MATCH_EINVAL;
+			break;
+		}
+		if (n == ncap) {
+			ncap = ncap ? ncap * 2 : 16;
+			char **grown = realloc(list, (size_t)ncap * sizeof *list);
+			if (!grown) {
+				rc = MATCH_ENOMEM;
+				break;
+			}
+			list = grown;
+		}
+		if (!(list[n] = strdup(s))) {
+			rc = MATCH_ENOMEM;
+			break;
+		}
+		n++;
+	}
+	if (rc == 0 && ferror(f)) {
+		snprintf(err, MATCH_ERRLEN, "%s: %s", path, strerror(errno));
+		rc = MATCH_EIO;
+	}
+	if (rc == 0 && n == 0) {
+		snprintf(err, MATCH_ERRLEN, "%s: no position in the file", path);
+		rc = MATCH_EINVAL;
+	}
+	if (rc == MATCH_ENOMEM) snprintf(err, MATCH_ERRLEN, "%s: out of memory", path);
+	fclose(f);
+	free(line);
+	free(pos);
+	if (rc < 0) {
+		match_openings_free(list, n);
+		return rc;
+	}
+	*out = list;
+	return n;
+}
+
+/* ---- the match ----------------------------------------------------------- */
+
+typedef struct Match Match;
+
+/* What one thread plays with: its own engines and buffers. */
+typedef struct {
+	Match *m;
+	int id;
+	SearchEngine *eng[2]; /* A, B */
+	UsiEngine *usi[2];    /* the same engines when they are USI engines, else NULL */
+	Position *pos;
+	SearchResult *res;
+	BookRecord *rec;
+	CsaMoveInfo *info;        /* per ply of the record */
+	Move (*pv)[MATCH_PV_MAX]; /* per ply: the PV the info points at */
+	pthread_t thread;
+	char err[MATCH_ERRLEN]; /* why play_game failed */
+} Worker;
+
+struct Match {
+	const MatchOptions *opt;
+	int max_moves;
+	BookDB *book[2];       /* per side; may be the same handle */
+	int *order;            /* pair -> opening index */
+	atomic_int next;       /* next game to hand out */
+	pthread_mutex_t lock;  /* below */
+	MatchResult *res;
+	int done;
+	double start, last_progress;
+	int rc; /* first worker failure (MATCH_EIO) */
+	char err[MATCH_ERRLEN];
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static bool cancelled(const Match *m)
+{
+	return m->opt->cancel && *m->opt->cancel;
+}
+
+/* The side's book move: the first legal move of bookdb_query's order, or MOVE_NONE. */
+static int book_move(Move *out, Worker *w, BookDB *db)
+{
+	*out = MOVE_NONE;
+	BookTxn *txn;
+	int rc = bookdb_txn_begin(&txn, db, false);
+	if (rc < 0) return rc;
+	rc = bookdb_query(w->rec, txn, w->pos);
+	bookdb_txn_abort(txn);
+	if (rc < 0) return rc;
+	for (int i = 0; rc == 1 && i < w->rec->nmoves; i++) {
+		if (pos_is_legal(w->pos, w->rec->moves[i].move)) {
+			*out = w->rec->moves[i].move;
+			break;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The rules' verdict on the position reached, in replay's order: repetition,
+ * then no legal move, then the move limit. MATCH_END_NONE when play goes on.
+ */
+static MatchEnd judge(const Position *pos, int max_moves, int *winner)
+{
+	switch (pos_repetition(pos)) {
+	case REP_DRAW:
+		*winner = -1;
+		return MATCH_END_REPETITION;
+	case REP_BLACK_LOSES:
+		*winner = WHITE;
+		return MATCH_END_PERPETUAL_CHECK;
+	case REP_WHITE_LOSES:
+		*winner = BLACK;
+		return MATCH_END_PERPETUAL_CHECK;
+	default:
+		break;
+	}
+	if (movegen_count(pos) == 0) {
+		*winner = color_flip(pos->side);
+		return MATCH_END_MATE;
+	}
+	if (pos_history_len(pos) >= max_moves) {
+		*winner = -1;
+		return MATCH_END_MAX_MOVES;
+	}
+	return MATCH_END_NONE;
+}
+
+/* Which failure the driver recovered from, by its counters before and after. */
+static MatchEnd recovered_failure(const UsiEngineStats *a, const UsiEngineStats *b)
+{
+	if (b->timeouts > a->timeouts) return MATCH_END_TIMEOUT;
+	if (b->illegal > a->illegal) return MATCH_END_ILLEGAL_MOVE;
+	return MATCH_END_CRASH;
+}
+
+/*
+ * Asks the engine of the side to move (s: 0 = A, 1 = B) for its move.
+ * Returns MATCH_END_NONE with *move set, or how the game ended; -1 when the
+ * match was cancelled.
+ */
+static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, MatchGame *g,
+                       int *winner)
+{
+	const MatchOptions *opt = w->m->opt;
+	Position *pos = w->pos;
+	Color us = pos->side;
+	UsiEngineStats before = {0}, after = {0};
+	if (w->usi[s]) usi_engine_stats(&before, w->usi[s]);
+	int rc = search_analyse(w->eng[s], w->res, pos, &opt->budget, 1);
+	if (rc == SEARCH_ECANCELED || cancelled(w->m)) return -1;
+	g->engine_moves++;
+	*winner = color_flip(us);
+	if (rc < 0) {
+		snprintf(g->detail, sizeof g->detail, "%s: %s", s ? "B" : "A",
+		         search_last_error(w->eng[s]));
+		if (rc == SEARCH_ETIMEOUT) return MATCH_END_TIMEOUT;
+		if (rc == SEARCH_EILLEGAL) return MATCH_END_ILLEGAL_MOVE;
+		return MATCH_END_CRASH;
+	}
+	const SearchResult *r = w->res;
+	if (r->attempts > 1 && w->usi[s]) {
+		usi_engine_stats(&after, w->usi[s]);
+		MatchEnd e = recovered_failure(&before, &after);
+		snprintf(g->detail, sizeof g->detail, "%s: %s (the driver's retry answered %s)",
+		         s ? "B" : "A", match_end_name(e), r->bestmove_usi);
+		return e;
+	}
+	if (r->resign) return MATCH_END_RESIGN;
+	if (r->win) {
+		if (pos_declaration_ok(pos))
+			*winner = us;
+		else
+			snprintf(g->detail, sizeof g->detail, "%s: declaration not valid", s ? "B" : "A");
+		return MATCH_END_DECLARATION;
+	}
+	if (!pos_is_legal(pos, r->bestmove)) {
+		snprintf(g->detail, sizeof g->detail, "%s: illegal move %s", s ? "B" : "A",
+		         r->bestmove_usi);
+		return MATCH_END_ILLEGAL_MOVE;
+	}
+	*move = r->bestmove;
+	mi->time_ms = opt->budget.kind == SEARCH_BUDGET_MOVETIME ? r->time_ms : -1;
+	if (r->nlines > 0 && r->lines[0].move == r->bestmove) {
+		const SearchLine *l = &r->lines[0];
+		mi->has_eval = true;
+		mi->eval = us == BLACK ? l->value : -l->value;
+		int n = l->pv_len - 1;
+		if (n > MATCH_PV_MAX) n = MATCH_PV_MAX;
+		if (n < 0) n = 0;
+		memcpy(pv, l->pv + 1, (size_t)n * sizeof(Move));
+		mi->pv = pv;
+		mi->pv_len = n;
+	}
+	return MATCH_END_NONE;
+}
+
+static int write_record(Worker *w, int index, const MatchGame *g)
+{
+	const MatchOptions *opt = w->m->opt;
+	MatchResult *res = w->m->res;
+	char path[PATH_MAX], event[96], names[2][96], about[256], err[SHOGI_ERRLEN];
+	snprintf(path, sizeof path, "%s/game-%04d.csa", opt->out_dir, index + 1);
+	for (int c = 0; c < COLOR_NB; c++) {
+		int s = (Color)c == g->a_color ? 0 : 1;
+		snprintf(names[c], sizeof names[c], "%s:%s%s", s ? "B" : "A", res->name[s],
+		         opt->side[s].book ? "+book" : "");
+	}
+	snprintf(event, sizeof event, "joseki-match+%llu+game-%04d",
+	         (unsigned long long)opt->seed, index + 1);
+	const char *winner = g->winner == BLACK ? "black" : g->winner == WHITE ? "white" : "draw";
+	char from[32] = "the start position";
+	if (g->opening >= 0) snprintf(from, sizeof from, "opening %d", g->opening + 1);
+	snprintf(about, sizeof about, "joseki match: game %d of %d from %s, %s, winner %s",
+	         index + 1, opt->games, from, match_end_name(g->end), winner);
+	const char *comments[2] = {about, g->detail};
+	char stamp[32] = "";
+	if (opt->budget.kind == SEARCH_BUDGET_MOVETIME) {
+		time_t t = time(NULL);
+		struct tm tm;
+		localtime_r(&t, &tm);
+		strftime(stamp, sizeof stamp, "%Y/%m/%d %H:%M:%S", &tm);
+	}
+	CsaGame cg = {
+	    .name = {names[BLACK], names[WHITE]},
+	    .event = event,
+	    .start_time = stamp[0] ? stamp : NULL,
+	    .max_moves = w->m->max_moves,
+	    .info = w->info,
+	    .end = end_csa_word(g->end),
+	    .comments = comments,
+	    .ncomments = g->detail[0] ? 2 : 1,
+	};
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		snprintf(w->err, MATCH_ERRLEN, "%.400s: %s", path, strerror(errno));
+		return MATCH_EIO;
+	}
+	int rc = csa_game_write(f, w->pos, &cg, err);
+	bool bad = ferror(f);
+	if (fclose(f) != 0) bad = true;
+	if (rc < 0) {
+		snprintf(w->err, MATCH_ERRLEN, "%.300s: %s", path, err);
+		return MATCH_EIO;
+	}
+	if (bad) {
+		snprintf(w->err, MATCH_ERRLEN, "%.400s: %s", path, strerror(errno));
+		return MATCH_EIO;
+	}
+	return 0;
+}
+
+/*
+ * The game held by pos as a position spec: its set-up position ("startpos"
+ * or "sfen ...") and "moves ..."; malloc'd, NULL when out of memory. pos is
+ * unwound and played forward again.
+ */
+static char *game_spec(Position *pos)
+{
+	int n = pos_history_len(pos);
+	Move moves[POS_MAX_STATES];
+	for (int i = 1; i <= n; i++) moves[i - 1] = pos->states[i].move;
+	for (int i = 0; i < n; i++) pos_undo_move(pos);
+	char sfen[SFEN_MAX];
+	sfen_write(pos, sfen, sizeof sfen);
+	size_t cap = SFEN_MAX + 16 + (size_t)n * USI_MOVE_MAX, len = 0;
+	char *s = malloc(cap);
+	if (s)
+		len = (size_t)snprintf(s, cap, "%s%s%s",
+		                       strcmp(sfen, SFEN_STARTPOS) ? "sfen " : "startpos",
+		                       strcmp(sfen, SFEN_STARTPOS) ? sfen : "", n ? " moves" : "");
+	for (int i = 0; i < n; i++) {
+		if (s) {
+			s[len++] = ' ';
+			len += usi_move_write(moves[i], s + len);
+		}
+		pos_do_move(pos, moves[i]);
+	}
+	return s;
+}
+
+/* Plays game index into g. Returns 0, 1 when cancelled, or MATCH_EIO. */
+static int play_game(Worker *w, int index, MatchGame *g)
+{
+	Match *m = w->m;
+	const MatchOptions *opt = m->opt;
+	Position *pos = w->pos;
+	memset(g, 0, sizeof *g);
+	g->a_color = index % 2 == 0 ? BLACK : WHITE;
+	g->winner = -1;
+	if (opt->nopenings > 0) {
+		g->opening = m->order[(index / 2) % opt->nopenings];
+		if (position_parse(pos, opt->openings[g->opening], w->err) < 0) return MATCH_EINVAL;
+	} else {
+		g->opening = -1;
+		pos_set_startpos(pos);
+	}
+	for (int i = 0; i < pos_history_len(pos); i++)
+		w->info[i] = (CsaMoveInfo){.time_ms = -1};
+	for (int s = 0; s < 2; s++) search_new_game(w->eng[s]);
+	bool in_book[2] = {m->book[0] != NULL, m->book[1] != NULL};
+	MatchEnd end;
+	int winner = -1;
+	while ((end = judge(pos, m->max_moves, &winner)) == MATCH_END_NONE) {
+		if (cancelled(m)) return 1;
+		int s = pos->side == g->a_color ? 0 : 1;
+		int ply = pos_history_len(pos);
+		CsaMoveInfo *mi = &w->info[ply];
+		*mi = (CsaMoveInfo){.time_ms = -1};
+		Move mv = MOVE_NONE;
+		if (in_book[s]) {
+			int rc = book_move(&mv, w, m->book[s]);
+			if (rc < 0) {
+				snprintf(g->detail, sizeof g->detail, "%s: book: %s", s ? "B" : "A",
+				         bookdb_strerror(rc));
+				mv = MOVE_NONE;
+			}
+			if (mv == MOVE_NONE) {
+				in_book[s] = false;
+			} else {
+				mi->book = true;
+				g->book_plies[s]++;
+			}
+		}
+		if (mv == MOVE_NONE) {
+			int e = engine_move(w, s, &mv, mi, w->pv[ply], g, &winner);
+			if (e < 0) return 1;
+			if (e != MATCH_END_NONE) {
+				end = (MatchEnd)e;
+				break;
+			}
+		}
+		pos_do_move(pos, mv);
+	}
+	g->played = true;
+	g->end = end;
+	g->winner = winner;
+	g->result = winner < 0 ? 0 : winner == (int)g->a_color ? 1 : -1;
+	g->plies = pos_history_len(pos);
+	if (!(g->usi = game_spec(pos))) {
+		snprintf(w->err, MATCH_ERRLEN, "out of memory");
+		return MATCH_ENOMEM;
+	}
+	if (opt->out_dir) return write_record(w, index, g);
+	return 0;
+}
+
+static void progress(Match *m)
+{
+	const MatchOptions *opt = m->opt;
+	MatchResult *r = m->res;
+	double now = now_s(), el = now - m->start;
+	if (!opt->progress || (now - m->last_progress < 1.0 && m->done < opt->games)) return;
+	m->last_progress = now;
+	fprintf(opt->progress, "match: %d/%d games, A +%d =%d -%d, score %.3f, %.1f moves/s",
+	        m->done, opt->games, r->wins, r->draws, r->losses,
+	        r->played ? r->score : 0.0,
+	        el > 0 ? (double)(r->engine_moves + r->book_moves) / el : 0.0);
+	if (m->done > 0 && m->done < opt->games)
+		fprintf(opt->progress, ", eta %.0fs", el / m->done * (opt->games - m->done));
+	fputc('\n', opt->progress);
+	fflush(opt->progress);
+}
+
+static void tally(Match *m, const MatchGame *g)
+{
+	MatchResult *r = m->res;
+	m->done++;
+	if (!g->played) return;
+	r->played++;
+	if (g->result > 0) r->wins++;
+	if (g->result == 0) r->draws++;
+	if (g->result < 0) r->losses++;
+	r->score = (r->wins + 0.5 * r->draws) / r->played;
+	r->engine_moves += (uint64_t)g->engine_moves;
+	r->book_moves += (uint64_t)(g->book_plies[0] + g->book_plies[1]);
+}
+
+static void *worker_main(void *arg)
+{
+	Worker *w = arg;
+	Match *m = w->m;
+	for (;;) {
+		int i = atomic_fetch_add(&m->next, 1);
+		if (i >= m->opt->games || cancelled(m)) break;
+		MatchGame *g = &m->res->games[i];
+		int rc = play_game(w, i, g);
+		if (rc == 1) g->played = false;
+		pthread_mutex_lock(&m->lock);
+		if (rc < 0 && m->rc == 0) {
+			m->rc = rc;
+			memcpy(m->err, w->err, sizeof m->err);
+		}
+		if (rc == 0) {
+			tally(m, g);
+			progress(m);
+		}
+		pthread_mutex_unlock(&m->lock);
+		if (rc < 0) {
+			atomic_store(&m->next, m->opt->games); /* stop handing out games */
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int builtin_hash(size_t *mb, const MatchSide *side, char *err)
+{
+	*mb = 0;
+	for (int i = 0; i < side->noptions; i++) {
+		const UsiOption *o = &side->options[i];
+		char *end;
+		long v = strtol(o->value, &end, 10);
+		if ((strcmp(o->name, "USI_Hash") && strcmp(o->name, "Hash")) || *end || v < 1 ||
+		    v > 65536) {
+			snprintf(err, MATCH_ERRLEN,
+			         "builtin engine: option %s=%s not taken (only USI_Hash=1..65536)",
+			         o->name, o->value);
+			return MATCH_EINVAL;
+		}
+		*mb = (size_t)v;
+	}
+	return 0;
+}
+
+static int open_engine(Worker *w, int s, char *err)
+{
+	const MatchOptions *opt = w->m->opt;
+	const MatchSide *side = &opt->side[s];
+	if (!strcmp(side->engine, "builtin")) {
+		size_t mb;
+		int rc = builtin_hash(&mb, side, err);
+		if (rc < 0) return rc;
+		if (builtin_engine_new(&w->eng[s], mb, opt->cancel) < 0) {
+			snprintf(err, MATCH_ERRLEN, "builtin engine: out of memory");
+			return MATCH_ENOMEM;
+		}
+		return 0;
+	}
+	UsiEngineConfig cfg;
+	if (opt->usi)
+		cfg = *opt->usi;
+	else
+		usi_engine_config_init(&cfg);
+	char log[PATH_MAX], serr[SEARCH_ERRLEN];
+	cfg.path = side->engine;
+	cfg.options = side->options;
+	cfg.noptions = side->noptions;
+	cfg.cancel = opt->cancel;
+	if (opt->out_dir) {
+		snprintf(log, sizeof log, "%s/engine-%c-%d.log", opt->out_dir, s ? 'b' : 'a',
+		         w->id + 1);
+		cfg.log_path = log;
+	}
+	int rc = usi_engine_open(&w->usi[s], &cfg, serr);
+	if (rc < 0) {
+		snprintf(err, MATCH_ERRLEN, "engine %c (%s): %s", s ? 'B' : 'A', side->engine, serr);
+		return MATCH_ENGINE;
+	}
+	w->eng[s] = usi_engine_search(w->usi[s]);
+	return 0;
+}
+
+static void worker_free(Worker *w)
+{
+	for (int s = 0; s < 2; s++) search_free(w->eng[s]);
+	free(w->pos);
+	free(w->res);
+	free(w->rec);
+	free(w->info);
+	free(w->pv);
+}
+
+static int worker_init(Worker *w, Match *m, int id, char *err)
+{
+	memset(w, 0, sizeof *w);
+	w->m = m;
+	w->id = id;
+	w->pos = malloc(sizeof *w->pos);
+	w->res = malloc(sizeof *w->res);
+	w->rec = malloc(sizeof *w->rec);
+	w->info = calloc(POS_MAX_STATES, sizeof *w->info);
+	w->pv = calloc(POS_MAX_STATES, sizeof *w->pv);
+	if (!w->pos || !w->res || !w->rec || !w->info || !w->pv) {
+		snprintf(err, MATCH_ERRLEN, "out of memory");
+		return MATCH_ENOMEM;
+	}
+	for (int s = 0; s < 2; s++) {
+		int rc = open_engine(w, s, err);
+		if (rc < 0) return rc;
+	}
+	return 0;
+}
+
+static int check_options(const MatchOptions *opt, int max_moves, char *err)
+{
+	if (opt->games < 1) {
+		snprintf(err, MATCH_ERRLEN, "--games must be at least 1");
+		return MATCH_EINVAL;
+	}
+	if (opt->concurrency < 1 || opt->concurrency > MATCH_CONCURRENCY_MAX) {
+		snprintf(err, MATCH_ERRLEN, "--concurrency must be 1..%d", MATCH_CONCURRENCY_MAX);
+		return MATCH_EINVAL;
+	}
+	if (max_moves < 1 || max_moves > MATCH_MAX_MOVES_MAX) {
+		snprintf(err, MATCH_ERRLEN, "--max-moves must be 1..%d", MATCH_MAX_MOVES_MAX);
+		return MATCH_EINVAL;
+	}
+	if ((opt->budget.kind != SEARCH_BUDGET_NODES && opt->budget.kind != SEARCH_BUDGET_MOVETIME) ||
+	    opt->budget.amount < 1) {
+		snprintf(err, MATCH_ERRLEN, "the budget must be nodes or movetime, at least 1");
+		return MATCH_EINVAL;
+	}
+	for (int s = 0; s < 2; s++) {
+		if (!opt->side[s].engine || !opt->side[s].engine[0]) {
+			snprintf(err, MATCH_ERRLEN, "engine %c: none given", s ? 'B' : 'A');
+			return MATCH_EINVAL;
+		}
+	}
+	Position *pos = malloc(sizeof *pos);
+	if (!pos) {
+		snprintf(err, MATCH_ERRLEN, "out of memory");
+		return MATCH_ENOMEM;
+	}
+	int rc = 0;
+	for (int i = 0; i < opt->nopenings && rc == 0; i++) {
+		char perr[SHOGI_ERRLEN];
+		if (position_parse(pos, opt->openings[i], perr) < 0) {
+			snprintf(err, MATCH_ERRLEN, "opening %d: %s", i + 1, perr);
+			rc = MATCH_EINVAL;
+		} else if (pos_history_len(pos) >= max_moves) {
+			snprintf(err, MATCH_ERRLEN,
+			         "opening %d has %d moves, not fewer than the move limit %d", i + 1,
+			         pos_history_len(pos), max_moves);
+			rc = MATCH_EINVAL;
+		}
+	}
+	free(pos);
+	return rc;
+}
+
+/* Opens the sides' books read-only; a book both sides use is opened once. */
+static int open_books(Match *m, char *err)
+{
+	const MatchOptions *opt = m->opt;
+	char real[2][PATH_MAX];
+	for (int s = 0; s < 2; s++) {
+		const char *dir = opt->side[s].book;
+		if (!dir) continue;
+		if (!realpath(dir, real[s])) snprintf(real[s], sizeof real[s], "%s", dir);
+		if (s == 1 && m->book[0] && !strcmp(real[0], real[1])) {
+			m->book[1] = m->book[0];
+			continue;
+		}
+		char berr[BOOKDB_ERRLEN];
+		BookDBOptions bo = {.read_only = true};
+		if (bookdb_open(&m->book[s], dir, &bo, berr) < 0) {
+			snprintf(err, MATCH_ERRLEN, "book %c: %s", s ? 'B' : 'A', berr);
+			return MATCH_EBOOK;
+		}
+	}
+	return 0;
+}
+
+/* A permutation of 0..n-1 shuffled by the seed (splitmix64, Fisher-Yates). */
+static int *shuffled(int n, uint64_t seed)
+{
+	int *order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+	if (!order) return NULL;
+	for (int i = 0; i < n; i++) order[i] = i;
+	uint64_t x = seed;
+	for (int i = n - 1; i > 0; i--) {
+		uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+		z ^= z >> 31;
+		int j = (int)(z % (uint64_t)(i + 1));
+		int t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	return order;
+}
+
+void match_result_free(MatchResult *r)
+{
+	if (!r) return;
+	for (int i = 0; i < r->ngames && r->games; i++) free(r->games[i].usi);
+	free(r->games);
+	memset(r, 0, sizeof *r);
+}
+
+int match_run(MatchResult *out, const MatchOptions *opt, char *err)
+{
+	memset(out, 0, sizeof *out);
+	err[0] = '\0';
+	shogi_init();
+	int max_moves = opt->max_moves > 0 ? opt->max_moves : MATCH_MAX_MOVES_DEFAULT;
+	int rc = check_options(opt, max_moves, err);
+	if (rc < 0) return rc;
+	if (opt->out_dir && mkdir(opt->out_dir, 0777) < 0 && errno != EEXIST) {
+		snprintf(err, MATCH_ERRLEN, "%s: %s", opt->out_dir, strerror(errno));
+		return MATCH_EIO;
+	}
+	Match m = {.opt = opt, .max_moves = max_moves, .res = out};
+	int nworkers = opt->concurrency < opt->games ? opt->concurrency : opt->games;
+	Worker *workers = calloc((size_t)nworkers, sizeof *workers);
+	out->games = calloc((size_t)opt->games, sizeof *out->games);
+	m.order = shuffled(opt->nopenings, opt->seed);
+	if (!workers || !out->games || !m.order) {
+		snprintf(err, MATCH_ERRLEN, "out of memory");
+		rc = MATCH_ENOMEM;
+		goto done;
+	}
+	out->ngames = opt->games;
+	if ((rc = open_books(&m, err)) < 0) goto done;
+	int started = 0;
+	for (; started < nworkers; started++)
+		if ((rc = worker_init(&workers[started], &m, started, err)) < 0) {
+			started++;
+			goto done_workers;
+		}
+	for (int s = 0; s < 2; s++)
+		snprintf(out->name[s], sizeof out->name[s], "%s", search_name(workers[0].eng[s]));
+	pthread_mutex_init(&m.lock, NULL);
+	m.start = m.last_progress = now_s();
+	int running = 0;
+	for (; running < nworkers; running++)
+		if (pthread_create(&workers[running].thread, NULL, worker_main, &workers[running]))
+			break;
+	if (running == 0) worker_main(&workers[0]); /* no thread at all: play here */
+	for (int i = 0; i < running; i++) pthread_join(workers[i].thread, NULL);
+	pthread_mutex_destroy(&m.lock);
+	out->seconds = now_s() - m.start;
+	if (m.rc < 0) {
+		rc = m.rc;
+		snprintf(err, MATCH_ERRLEN, "%s", m.err);
+	}
+	if (out->played > 0)
+		for (int s = 0; s < 2; s++) {
+			int sum = 0;
+			for (int i = 0; i < out->ngames; i++)
+				if (out->games[i].played) sum += out->games[i].book_plies[s];
+			out->book_plies[s] = (double)sum / out->played;
+		}
+	match_elo(out->wins, out->draws, out->losses, &out->elo, &out->elo_low, &out->elo_high);
+done_workers:
+	for (int i = 0; i < started; i++) worker_free(&workers[i]);
+done:
+	bookdb_free(m.book[0]);
+	if (m.book[1] != m.book[0]) bookdb_free(m.book[1]);
+	free(m.order);
+	free(workers);
+	if (rc < 0) match_result_free(out);
+	return rc;
+}

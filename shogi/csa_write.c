@@ -1,0 +1,123 @@
+/* shogi/csa_write.c — a game as a CSA record. */
+#include "shogi/csa_write.h"
+
+#include <string.h>
+
+#include "shogi/notation.h"
+
+/* Hand pieces in the order CSA records list them: HI KA KI GI KE KY FU. */
+static const PieceType HAND_ORDER[7] = {ROOK, BISHOP, GOLD, SILVER, KNIGHT, LANCE, PAWN};
+
+/* Writes s with line breaks turned into blanks (a header or comment stays one line). */
+static void put_line_text(FILE *f, const char *s)
+{
+	for (; *s; s++) fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
+}
+
+static void put_header(FILE *f, const char *prefix, const char *s)
+{
+	if (!s) return;
+	fputs(prefix, f);
+	put_line_text(f, s);
+	fputc('\n', f);
+}
+
+static void put_position(FILE *f, const Position *pos)
+{
+	for (int rank = 0; rank < RANK_NB; rank++) {
+		fprintf(f, "P%d", rank + 1);
+		for (int file = FILE_NB - 1; file >= 0; file--) {
+			Piece p = pos->board[sq_make(file, rank)];
+			if (p == PIECE_NONE)
+				fputs(" * ", f);
+			else
+				fprintf(f, "%c%s", piece_color(p) == BLACK ? '+' : '-',
+					CSA_PIECE_NAMES[piece_type(p)]);
+		}
+		fputc('\n', f);
+	}
+	for (int c = 0; c < COLOR_NB; c++) {
+		if (pos->hand[c] == 0) continue;
+		fprintf(f, "P%c", c == BLACK ? '+' : '-');
+		for (int i = 0; i < 7; i++)
+			for (int k = hand_count(pos->hand[c], HAND_ORDER[i]); k > 0; k--)
+				fprintf(f, "00%s", CSA_PIECE_NAMES[HAND_ORDER[i]]);
+		fputc('\n', f);
+	}
+	fputs(pos->side == BLACK ? "+\n" : "-\n", f);
+}
+
+/* "'** <eval> <pv>": the PV played on pos (after the move), then unwound. */
+static void put_eval(FILE *f, Position *pos, const CsaMoveInfo *mi)
+{
+	if (mi->book) {
+		fputs("'** 0\n", f);
+		return;
+	}
+	if (!mi->has_eval) return;
+	fprintf(f, "'** %d", mi->eval);
+	int made = 0;
+	for (int i = 0; i < mi->pv_len && mi->pv; i++) {
+		Move m = mi->pv[i];
+		if (pos_history_len(pos) >= POS_MAX_STATES - 1 || !pos_is_legal(pos, m)) break;
+		char tok[CSA_MOVE_MAX];
+		csa_move_write(pos, m, tok);
+		fprintf(f, " %s", tok);
+		pos_do_move(pos, m);
+		made++;
+	}
+	while (made-- > 0) pos_undo_move(pos);
+	fputc('\n', f);
+}
+
+static bool csa_word_ok(const char *w)
+{
+	if (!*w) return false;
+	for (; *w; w++)
+		if (!((*w >= 'A' && *w <= 'Z') || *w == '+' || *w == '-' || *w == '_')) return false;
+	return true;
+}
+
+int csa_game_write(FILE *f, Position *game, const CsaGame *g, char *err)
+{
+	int n = pos_history_len(game);
+	Move moves[POS_MAX_STATES];
+	for (int i = 1; i <= n; i++) {
+		Move m = moves[i - 1] = game->states[i].move;
+		if (m == MOVE_NONE || m == MOVE_NULL) {
+			if (err) snprintf(err, SHOGI_ERRLEN, "CSA record: move %d is a null move", i);
+			return SHOGI_EILLEGAL;
+		}
+	}
+	if (g->end && !csa_word_ok(g->end)) {
+		if (err) snprintf(err, SHOGI_ERRLEN, "CSA record: '%.40s' is not a CSA ending", g->end);
+		return SHOGI_EILLEGAL;
+	}
+	for (int i = 0; i < n; i++) pos_undo_move(game);
+
+	fputs("V2.2\n", f);
+	put_header(f, "N+", g->name[BLACK]);
+	put_header(f, "N-", g->name[WHITE]);
+	put_header(f, "$EVENT:", g->event);
+	put_header(f, "$START_TIME:", g->start_time);
+	if (g->max_moves > 0) fprintf(f, "'Max_Moves:%d\n", g->max_moves);
+	put_position(f, game);
+	for (int i = 1; i <= n; i++) {
+		Move m = moves[i - 1];
+		char tok[CSA_MOVE_MAX];
+		csa_move_write(game, m, tok);
+		fprintf(f, "%s\n", tok);
+		pos_do_move(game, m);
+		if (!g->info) continue;
+		const CsaMoveInfo *mi = &g->info[i - 1];
+		if (mi->time_ms >= 0) fprintf(f, "T%d\n", mi->time_ms / 1000);
+		put_eval(f, game, mi);
+	}
+	if (g->end) fprintf(f, "%%%s\n", g->end);
+	for (int i = 0; i < g->ncomments; i++) {
+		fputc('\'', f);
+		put_line_text(f, g->comments[i]);
+		fputc('\n', f);
+	}
+	return 0;
+}
