@@ -29,7 +29,7 @@ TEST_BIN  = $(TEST_SRC:%.c=$(BUILD)/%)
 LIB       = $(BUILD)/libjoseki.a
 DEPS_OK   = $(BUILD)/.deps-ok
 
-.PHONY: all test bench asan fuzz fuzz-ci demo clean format deps
+.PHONY: all test bench asan fuzz fuzz-ci demo clean format format-check deps
 # Keep object files make would otherwise treat as intermediate and delete.
 .SECONDARY:
 
@@ -67,7 +67,7 @@ $(BUILD)/tests/%: tests/%.c $(TSUP_OBJ) $(LIB) | $(DEPS_OK)
 # The tests run the real joseki binary (and helper programs) as child processes:
 # a copy made for this run, so that relinking ./joseki meanwhile (another make)
 # cannot pull it from under them ("Text file busy", or a half-written binary).
-test: joseki $(TEST_BIN)
+test: format-check joseki $(TEST_BIN)
 	@mkdir -p $(BUILD)/test-bin
 	@cp joseki $(BUILD)/test-bin/joseki.new && mv -f $(BUILD)/test-bin/joseki.new $(BUILD)/test-bin/joseki
 	@JOSEKI=$(CURDIR)/$(BUILD)/test-bin/joseki BUILD=$(BUILD) tests/run.sh $(TEST_BIN)
@@ -96,8 +96,15 @@ fuzz-ci: $(FUZZ_BIN)
 demo: joseki
 	@tools/demo.sh
 
+FORMAT_SRC = $(LIB_SRC) $(TOOL_SRC) $(TEST_SRC) $(TSUP_SRC) $(FUZZ_SRC) $(wildcard */*.h tests/*/*.h)
 format:
-	clang-format -i $(LIB_SRC) $(TOOL_SRC) $(TEST_SRC) $(TSUP_SRC) $(FUZZ_SRC) $(wildcard */*.h tests/*/*.h)
+	clang-format -i $(FORMAT_SRC)
+
+# make test starts here: the tree is as make format leaves it.
+format-check: | $(DEPS_OK)
+	@clang-format --dry-run -Werror $(FORMAT_SRC) 2>&1 | head -n 20; \
+	if ! clang-format --dry-run -Werror $(FORMAT_SRC) >/dev/null 2>&1; then \
+		echo "format-check: the sources differ from clang-format's layout: run make format"; exit 1; fi
 
 clean:
 	rm -rf build build-asan build-fuzz joseki

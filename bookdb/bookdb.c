@@ -108,19 +108,32 @@ static uint64_t le64_get(const uint8_t *p)
 const char *bookdb_strerror(int code)
 {
 	switch (code) {
-	case BOOKDB_OK: return "success";
-	case BOOKDB_ENOTFOUND: return "not found";
-	case BOOKDB_ECORRUPT: return "corrupt record or database";
-	case BOOKDB_EVERSION: return "book has another schema version";
-	case BOOKDB_ENOBOOK: return "no book there";
-	case BOOKDB_EREADONLY: return "book opened read-only";
-	case BOOKDB_EBUSY: return "book busy (too many readers or locked)";
-	case BOOKDB_EIO: return "I/O or permission error";
-	case BOOKDB_ENOMEM: return "out of memory";
-	case BOOKDB_ELMDB: return "LMDB error";
-	case BOOKDB_EINVAL: return "invalid argument";
-	case BOOKDB_ENOSPC: return "no space left on device (disk full)";
-	default: return "unknown bookdb error";
+	case BOOKDB_OK:
+		return "success";
+	case BOOKDB_ENOTFOUND:
+		return "not found";
+	case BOOKDB_ECORRUPT:
+		return "corrupt record or database";
+	case BOOKDB_EVERSION:
+		return "book has another schema version";
+	case BOOKDB_ENOBOOK:
+		return "no book there";
+	case BOOKDB_EREADONLY:
+		return "book opened read-only";
+	case BOOKDB_EBUSY:
+		return "book busy (too many readers or locked)";
+	case BOOKDB_EIO:
+		return "I/O or permission error";
+	case BOOKDB_ENOMEM:
+		return "out of memory";
+	case BOOKDB_ELMDB:
+		return "LMDB error";
+	case BOOKDB_EINVAL:
+		return "invalid argument";
+	case BOOKDB_ENOSPC:
+		return "no space left on device (disk full)";
+	default:
+		return "unknown bookdb error";
 	}
 }
 
@@ -137,30 +150,41 @@ static int commit_err(const char *dir, int rc)
 	int r = xlate(rc);
 	if (r != BOOKDB_EIO) return r;
 	struct statvfs vs;
-	if (statvfs(dir, &vs) == 0 && (uint64_t)vs.f_bavail * vs.f_frsize < (16u << 20)) return BOOKDB_ENOSPC;
+	if (statvfs(dir, &vs) == 0 && (uint64_t)vs.f_bavail * vs.f_frsize < (16u << 20))
+		return BOOKDB_ENOSPC;
 	return r;
 }
 
 static int xlate(int rc)
 {
 	switch (rc) {
-	case MDB_SUCCESS: return 0;
-	case MDB_NOTFOUND: return BOOKDB_ENOTFOUND;
+	case MDB_SUCCESS:
+		return 0;
+	case MDB_NOTFOUND:
+		return BOOKDB_ENOTFOUND;
 	case MDB_CORRUPTED:
 	case MDB_PAGE_NOTFOUND:
-	case MDB_INVALID: return BOOKDB_ECORRUPT;
+	case MDB_INVALID:
+		return BOOKDB_ECORRUPT;
 	case MDB_READERS_FULL:
 	case EAGAIN:
-	case EBUSY: return BOOKDB_EBUSY;
-	case ENOENT: return BOOKDB_ENOBOOK;
+	case EBUSY:
+		return BOOKDB_EBUSY;
+	case ENOENT:
+		return BOOKDB_ENOBOOK;
 	case EACCES:
 	case EPERM:
 	case EROFS:
-	case EIO: return BOOKDB_EIO;
-	case ENOSPC: return BOOKDB_ENOSPC;
-	case ENOMEM: return BOOKDB_ENOMEM;
-	case EINVAL: return BOOKDB_EINVAL;
-	default: return BOOKDB_ELMDB;
+	case EIO:
+		return BOOKDB_EIO;
+	case ENOSPC:
+		return BOOKDB_ENOSPC;
+	case ENOMEM:
+		return BOOKDB_ENOMEM;
+	case EINVAL:
+		return BOOKDB_EINVAL;
+	default:
+		return BOOKDB_ELMDB;
 	}
 }
 
@@ -218,9 +242,9 @@ static int init_meta(BookDB *db, MDB_txn *txn, const BookDBOptions *opt)
 	int rc = put_schema(db, txn);
 	if (rc) return rc;
 	char settings[1024];
-	snprintf(settings, sizeof settings, "{\"schema\": %d, \"created\": %lld, \"settings\": \"%s\"}",
-		 BOOKDB_SCHEMA_VERSION, (long long)time(NULL),
-		 opt && opt->settings ? opt->settings : "");
+	snprintf(settings, sizeof settings,
+	         "{\"schema\": %d, \"created\": %lld, \"settings\": \"%s\"}", BOOKDB_SCHEMA_VERSION,
+	         (long long)time(NULL), opt && opt->settings ? opt->settings : "");
 	MDB_val k2 = {7, "created"}, v2 = {strlen(settings), settings};
 	return mdb_put(txn, db->dbi[BOOKDB_META], &k2, &v2, 0);
 }
@@ -242,7 +266,8 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 		}
 		/* The databases of version 1 first; changes once the version is known. */
 		for (int i = 0; i < BOOKDB_CHANGES && !rc; i++)
-			rc = mdb_dbi_open(txn, DB_NAMES[i], db->read_only ? 0 : MDB_CREATE, &db->dbi[i]);
+			rc = mdb_dbi_open(txn, DB_NAMES[i], db->read_only ? 0 : MDB_CREATE,
+			                  &db->dbi[i]);
 		if (rc == MDB_NOTFOUND) {
 			mdb_txn_abort(txn);
 			if (err) snprintf(err, BOOKDB_ERRLEN, "%s: not a joseki book", db->dir);
@@ -256,40 +281,47 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 				rc = init_meta(db, txn, opt);
 			} else if (rc == MDB_NOTFOUND) {
 				mdb_txn_abort(txn);
-				if (err) snprintf(err, BOOKDB_ERRLEN, "%s: not a joseki book (no schema)", db->dir);
+				if (err)
+					snprintf(err, BOOKDB_ERRLEN,
+					         "%s: not a joseki book (no schema)", db->dir);
 				return BOOKDB_ENOBOOK;
 			} else if (!rc) {
 				const uint8_t *p = v.mv_data;
 				ver = v.mv_size == 4 ? (unsigned)(p[0] | p[1] << 8 | p[2] << 16 |
-								  (unsigned)p[3] << 24)
-						     : 0;
+				                                  (unsigned)p[3] << 24)
+				                     : 0;
 				if (ver != 1 && ver != BOOKDB_SCHEMA_VERSION) {
 					mdb_txn_abort(txn);
 					if (err)
 						snprintf(err, BOOKDB_ERRLEN,
-							 "%s: book has schema version %u, this joseki reads "
-							 "versions 1 and %d (rebuild or convert the book)",
-							 db->dir, ver, BOOKDB_SCHEMA_VERSION);
+						         "%s: book has schema version %u, this "
+						         "joseki reads "
+						         "versions 1 and %d (rebuild or convert "
+						         "the book)",
+						         db->dir, ver, BOOKDB_SCHEMA_VERSION);
 					return BOOKDB_EVERSION;
 				}
 			}
 		}
 		db->has_changes = !db->read_only || ver != 1;
 		if (!rc && db->has_changes) {
-			rc = mdb_dbi_open(txn, DB_NAMES[BOOKDB_CHANGES], db->read_only ? 0 : MDB_CREATE,
-					  &db->dbi[BOOKDB_CHANGES]);
+			rc = mdb_dbi_open(txn, DB_NAMES[BOOKDB_CHANGES],
+			                  db->read_only ? 0 : MDB_CREATE, &db->dbi[BOOKDB_CHANGES]);
 			if (rc == MDB_NOTFOUND) {
 				mdb_txn_abort(txn);
 				if (err)
 					snprintf(err, BOOKDB_ERRLEN,
-						 "%s: schema version %u book without its changes database",
-						 db->dir, ver);
+					         "%s: schema version %u book without its changes "
+					         "database",
+					         db->dir, ver);
 				return BOOKDB_ECORRUPT;
 			}
 		}
 		if (!rc && ver != BOOKDB_SCHEMA_VERSION && !db->read_only) rc = put_schema(db, txn);
-		if (!rc) rc = mdb_txn_commit(txn);
-		else mdb_txn_abort(txn);
+		if (!rc)
+			rc = mdb_txn_commit(txn);
+		else
+			mdb_txn_abort(txn);
 		if (rc == MDB_MAP_FULL) {
 			if ((rc = grow_map(db))) return rc;
 			continue;
@@ -314,10 +346,13 @@ static int writers_lock(BookDB *db, int how, char *err)
 	if (flock(db->writers_fd, how | LOCK_NB) == 0) return 0;
 	int e = errno;
 	if (err)
-		snprintf(err, BOOKDB_ERRLEN, "%.100s: %s", db->dir,
-			 e != EWOULDBLOCK ? strerror(e)
-			 : how == LOCK_EX ? "a writer has the book open (think, ingest, minimax ...): try again when it is done"
-					  : "the book is being compacted: try again when joseki compact is done");
+		snprintf(
+		    err, BOOKDB_ERRLEN, "%.100s: %s", db->dir,
+		    e != EWOULDBLOCK ? strerror(e)
+		    : how == LOCK_EX
+		        ? "a writer has the book open (think, ingest, minimax ...): try again when "
+		          "it is done"
+		        : "the book is being compacted: try again when joseki compact is done");
 	return e == EWOULDBLOCK ? BOOKDB_EBUSY : xlate(e);
 }
 
@@ -338,9 +373,9 @@ static int check_file_size(BookDB *db, const char *path, char *err)
 	if ((uint64_t)st.st_size >= need) return 0;
 	if (err)
 		snprintf(err, BOOKDB_ERRLEN,
-			 "%.80s/data.mdb: the file is shorter than the book it holds (%llu bytes, "
-			 "%llu needed): a truncated copy? nothing was read",
-			 db->dir, (unsigned long long)st.st_size, (unsigned long long)need);
+		         "%.80s/data.mdb: the file is shorter than the book it holds (%llu bytes, "
+		         "%llu needed): a truncated copy? nothing was read",
+		         db->dir, (unsigned long long)st.st_size, (unsigned long long)need);
 	return BOOKDB_ECORRUPT;
 }
 
@@ -370,13 +405,15 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	if (exists && opt->read_only && st.st_size < 2 * 4096) {
 		rc = BOOKDB_ECORRUPT;
 		if (err)
-			snprintf(err, BOOKDB_ERRLEN, "%.80s/data.mdb: %lld bytes, too short to be a book", dir,
-				 (long long)st.st_size);
+			snprintf(err, BOOKDB_ERRLEN,
+			         "%.80s/data.mdb: %lld bytes, too short to be a book", dir,
+			         (long long)st.st_size);
 		goto fail;
 	}
 	if (!opt->read_only && mkdir(dir, 0777) < 0 && errno != EEXIST) {
 		rc = xlate(errno);
-		if (err) snprintf(err, BOOKDB_ERRLEN, "%s: cannot create: %s", dir, strerror(errno));
+		if (err)
+			snprintf(err, BOOKDB_ERRLEN, "%s: cannot create: %s", dir, strerror(errno));
 		goto fail;
 	}
 	/* Writers share this lock; joseki compact takes it alone (it replaces
@@ -386,7 +423,8 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	    (rc = mdb_env_set_maxreaders(db->env, 256)) ||
 	    (rc = mdb_env_set_mapsize(db->env, opt->map_size ? opt->map_size : DEFAULT_MAP_SIZE)))
 		goto fail_lmdb;
-	unsigned flags = MDB_NOTLS | (opt->read_only ? MDB_RDONLY : 0) | (opt->no_sync ? MDB_NOSYNC : 0);
+	unsigned flags =
+	    MDB_NOTLS | (opt->read_only ? MDB_RDONLY : 0) | (opt->no_sync ? MDB_NOSYNC : 0);
 	if ((rc = mdb_env_open(db->env, dir, flags, 0664))) goto fail_lmdb;
 	if (exists && (rc = check_file_size(db, path, err))) goto fail;
 	if (exists) {
@@ -452,7 +490,7 @@ void bookdb_txn_abort(BookTxn *t)
 }
 
 static int log_append(BookTxn *t, BookDbName db, int op, const void *k, size_t kl, const void *v,
-		      size_t vl)
+                      size_t vl)
 {
 	size_t need = 10 + kl + vl;
 	if (t->log_len + need > t->log_cap) {
@@ -507,10 +545,18 @@ static int apply(BookTxn *t, const uint8_t *p)
 	MDB_dbi dbi = t->db->dbi[p[0]];
 	int rc;
 	switch (p[1]) {
-	case OP_PUT: rc = mdb_put(t->txn, dbi, &k, &v, 0); break;
-	case OP_APPEND: rc = mdb_put(t->txn, dbi, &k, &v, MDB_APPEND); break;
-	case OP_DEL_UPTO: rc = del_upto(t->txn, dbi, p + 10); break;
-	default: rc = mdb_del(t->txn, dbi, &k, NULL); break;
+	case OP_PUT:
+		rc = mdb_put(t->txn, dbi, &k, &v, 0);
+		break;
+	case OP_APPEND:
+		rc = mdb_put(t->txn, dbi, &k, &v, MDB_APPEND);
+		break;
+	case OP_DEL_UPTO:
+		rc = del_upto(t->txn, dbi, p + 10);
+		break;
+	default:
+		rc = mdb_del(t->txn, dbi, &k, NULL);
+		break;
 	}
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
@@ -547,7 +593,7 @@ static int grow_and_replay(BookTxn *t)
 }
 
 static int txn_write(BookTxn *t, BookDbName db, int op, const void *k, size_t kl, const void *v,
-		     size_t vl)
+                     size_t vl)
 {
 	if (!t->write) return BOOKDB_EREADONLY;
 	if (!t->txn) return BOOKDB_ELMDB;
@@ -662,7 +708,7 @@ int bookdb_txn_commit(BookTxn *t)
 		le64_put(seq, t->chg_seq);
 		t->chg_dirty = false;
 		rc = txn_write(t, BOOKDB_META, OP_PUT, META_CHANGES_SEQ, strlen(META_CHANGES_SEQ),
-			       seq, 8);
+		               seq, 8);
 		if (rc) {
 			bookdb_txn_abort(t);
 			return rc;
@@ -695,7 +741,7 @@ int bookdb_txn_commit(BookTxn *t)
 }
 
 int bookdb_kv_get(const void **val, size_t *vlen, BookTxn *t, BookDbName db, const void *key,
-		  size_t klen)
+                  size_t klen)
 {
 	if (!t->txn) return BOOKDB_ELMDB;
 	if ((unsigned)db >= BOOKDB_NDBS) return BOOKDB_EINVAL;
@@ -709,7 +755,7 @@ int bookdb_kv_get(const void **val, size_t *vlen, BookTxn *t, BookDbName db, con
 }
 
 int bookdb_kv_put(BookTxn *t, BookDbName db, const void *key, size_t klen, const void *val,
-		  size_t vlen)
+                  size_t vlen)
 {
 	if (db == BOOKDB_CHANGES || (db == BOOKDB_POS && klen != 16)) return BOOKDB_EINVAL;
 	if (db == BOOKDB_POS) return pos_write(t, OP_PUT, key, val, vlen);
@@ -815,7 +861,8 @@ int bookdb_iter_open(BookIter **out, BookTxn *t)
 	return bookdb_kv_iter_open(out, t, BOOKDB_POS);
 }
 
-int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void **val, size_t *vlen)
+int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void **val,
+                        size_t *vlen)
 {
 	MDB_val k, v;
 	int rc = mdb_cursor_get(it->cur, &k, &v, it->started ? MDB_NEXT : MDB_FIRST);
@@ -1089,7 +1136,9 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 	}
 	if ((rc = mdb_env_copyfd2(db->env, fd, MDB_CP_COMPACT)) || fsync(fd) < 0) {
 		int e = rc ? rc : errno;
-		if (err) snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", tmp, rc ? mdb_strerror(rc) : strerror(e));
+		if (err)
+			snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", tmp,
+			         rc ? mdb_strerror(rc) : strerror(e));
 		rc = xlate(e);
 		goto done;
 	}

@@ -52,9 +52,9 @@ enum {
 	BOOKDB_EBUSY = -25,     /* too many readers, or the lock is held */
 	BOOKDB_EIO = -26,       /* I/O or permission error (errno in the message) */
 	BOOKDB_ENOMEM = -27,
-	BOOKDB_ELMDB = -28,     /* other LMDB failure */
-	BOOKDB_EINVAL = -29,    /* bad argument or field value */
-	BOOKDB_ENOSPC = -30,    /* disk full */
+	BOOKDB_ELMDB = -28,  /* other LMDB failure */
+	BOOKDB_EINVAL = -29, /* bad argument or field value */
+	BOOKDB_ENOSPC = -30, /* disk full */
 };
 const char *bookdb_strerror(int code);
 
@@ -150,9 +150,9 @@ int bookdb_put_raw(BookTxn *txn, Key key, const uint8_t *val, size_t len);
  * 16-byte keys only (else BOOKDB_EINVAL), logged as bookdb_put; changes is
  * read-only here). */
 int bookdb_kv_get(const void **val, size_t *vlen, BookTxn *txn, BookDbName db, const void *key,
-		  size_t klen);
+                  size_t klen);
 int bookdb_kv_put(BookTxn *txn, BookDbName db, const void *key, size_t klen, const void *val,
-		  size_t vlen);
+                  size_t vlen);
 int bookdb_kv_del(BookTxn *txn, BookDbName db, const void *key, size_t klen); /* ENOTFOUND ok */
 /* Number of entries in a database, as of this transaction. */
 int bookdb_count(uint64_t *out, BookTxn *txn, BookDbName db);
@@ -171,7 +171,8 @@ void bookdb_iter_free(BookIter *it);
  * transaction ends), 0 at the end, or a negative BOOKDB_* code. Freed with
  * bookdb_iter_free. */
 int bookdb_kv_iter_open(BookIter **out, BookTxn *txn, BookDbName db);
-int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void **val, size_t *vlen);
+int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void **val,
+                        size_t *vlen);
 
 /*
  * Batched writer: puts go into one write transaction that is committed every

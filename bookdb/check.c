@@ -11,7 +11,7 @@
 #include "shogi/notation.h"
 
 static void report(BookCheckFn fn, void *ctx, Key key, int *n, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+    __attribute__((format(printf, 5, 6)));
 static void report(BookCheckFn fn, void *ctx, Key key, int *n, const char *fmt, ...)
 {
 	(*n)++;
@@ -25,14 +25,15 @@ static void report(BookCheckFn fn, void *ctx, Key key, int *n, const char *fmt, 
 }
 
 int bookdb_check_record(Key key, const uint8_t *val, size_t len, BookRecord *rec, Position *pos,
-			bool *moves_only, BookCheckFn fn, void *ctx)
+                        bool *moves_only, BookCheckFn fn, void *ctx)
 {
 	char err[SHOGI_ERRLEN];
 	int n = 0;
 	*moves_only = false;
 	int rc = bookdb_record_decode(rec, val, len);
 	if (rc) {
-		report(fn, ctx, key, &n, "does not decode (%zu bytes): %s", len, bookdb_strerror(rc));
+		report(fn, ctx, key, &n, "does not decode (%zu bytes): %s", len,
+		       bookdb_strerror(rc));
 		return n;
 	}
 	if (bookdb_record_position(pos, rec, err) < 0) {
@@ -54,12 +55,15 @@ int bookdb_check_record(Key key, const uint8_t *val, size_t len, BookRecord *rec
 		usi_move_write(m->move, usi);
 		int before = n;
 		if (!pos_is_legal(pos, m->move))
-			report(fn, ctx, key, &n, "move %d (%s, 0x%04x) is illegal", i, usi, m->move);
+			report(fn, ctx, key, &n, "move %d (%s, 0x%04x) is illegal", i, usi,
+			       m->move);
 		for (int j = 0; j < kept && n == before; j++)
-			if (rec->moves[j].move == m->move) report(fn, ctx, key, &n, "move %s stored twice", usi);
+			if (rec->moves[j].move == m->move)
+				report(fn, ctx, key, &n, "move %s stored twice", usi);
 		if ((uint64_t)m->wins + m->draws + m->losses > m->count)
-			report(fn, ctx, key, &n, "move %s: wins %u + draws %u + losses %u > count %u", usi,
-			       m->wins, m->draws, m->losses, m->count);
+			report(fn, ctx, key, &n,
+			       "move %s: wins %u + draws %u + losses %u > count %u", usi, m->wins,
+			       m->draws, m->losses, m->count);
 		if (n == before) rec->moves[kept++] = *m;
 	}
 	rec->nmoves = (uint16_t)kept;
@@ -76,7 +80,8 @@ static int copy_games(BookCheckStats *st, BookTxn *txn, BookWriter *w)
 	size_t kl, vl;
 	while ((rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
 		BookTxn *wt;
-		if ((rc = bookdb_writer_txn(&wt, w)) < 0 || (rc = bookdb_kv_put(wt, BOOKDB_GAMES, k, kl, v, vl)) < 0)
+		if ((rc = bookdb_writer_txn(&wt, w)) < 0 ||
+		    (rc = bookdb_kv_put(wt, BOOKDB_GAMES, k, kl, v, vl)) < 0)
 			break;
 		st->games++;
 	}
@@ -85,7 +90,7 @@ static int copy_games(BookCheckStats *st, BookTxn *txn, BookWriter *w)
 }
 
 int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookCheckFn fn, void *ctx,
-		 char *err)
+                 char *err)
 {
 	memset(st, 0, sizeof *st);
 	err[0] = 0;
@@ -100,15 +105,17 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 	if (repair_dir) {
 		struct stat sb;
 		if (stat(repair_dir, &sb) == 0) {
-			snprintf(err, BOOKDB_ERRLEN, "%.200s: exists already (the repair writes a new book)",
-				 repair_dir);
+			snprintf(err, BOOKDB_ERRLEN,
+			         "%.200s: exists already (the repair writes a new book)",
+			         repair_dir);
 			rc = BOOKDB_EINVAL;
 			goto done;
 		}
 		if ((rc = bookdb_open(&out, repair_dir, NULL, err)) < 0) goto done;
 		if ((rc = bookdb_writer_new(&w, out, 10000)) < 0) goto done;
 	}
-	if ((rc = bookdb_txn_begin(&txn, db, false)) < 0 || (rc = bookdb_iter_open(&it, txn)) < 0) goto done;
+	if ((rc = bookdb_txn_begin(&txn, db, false)) < 0 || (rc = bookdb_iter_open(&it, txn)) < 0)
+		goto done;
 	Key key;
 	const uint8_t *val;
 	size_t len;
@@ -123,11 +130,15 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 			st->dropped++;
 			continue;
 		}
-		if (p == 0) rc = bookdb_writer_put_raw(w, key, val, len);
-		else rc = bookdb_writer_put(w, key, rec);
+		if (p == 0)
+			rc = bookdb_writer_put_raw(w, key, val, len);
+		else
+			rc = bookdb_writer_put(w, key, rec);
 		if (rc < 0) goto done;
-		if (p == 0) st->copied++;
-		else st->repaired++;
+		if (p == 0)
+			st->copied++;
+		else
+			st->repaired++;
 	}
 	if (rc < 0) {
 		/* A damaged tree: what was read so far is all that can be. */

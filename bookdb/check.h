@@ -25,19 +25,19 @@ typedef void (*BookCheckFn)(void *ctx, Key key, const char *problem);
  * faulty moves removed. rec and pos are scratch space.
  */
 int bookdb_check_record(Key key, const uint8_t *val, size_t len, BookRecord *rec, Position *pos,
-			bool *moves_only, BookCheckFn fn, void *ctx);
+                        bool *moves_only, BookCheckFn fn, void *ctx);
 
 typedef struct {
-	uint64_t records;   /* records read */
-	uint64_t bad;       /* records with problems */
-	uint64_t problems;  /* problems found */
-	bool stopped;       /* reading stopped early (the database is damaged past a record) */
-	int stop_code;      /* the BOOKDB_* code it stopped with */
+	uint64_t records;  /* records read */
+	uint64_t bad;      /* records with problems */
+	uint64_t problems; /* problems found */
+	bool stopped;      /* reading stopped early (the database is damaged past a record) */
+	int stop_code;     /* the BOOKDB_* code it stopped with */
 	/* With a repair: */
-	uint64_t copied;    /* sound records copied as they are */
-	uint64_t repaired;  /* records copied without their faulty moves */
-	uint64_t dropped;   /* records not copied */
-	uint64_t games;     /* game ids copied */
+	uint64_t copied;   /* sound records copied as they are */
+	uint64_t repaired; /* records copied without their faulty moves */
+	uint64_t dropped;  /* records not copied */
+	uint64_t games;    /* game ids copied */
 } BookCheckStats;
 
 /*
@@ -49,6 +49,6 @@ typedef struct {
  * (BOOKDB_ERRLEN bytes).
  */
 int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookCheckFn fn, void *ctx,
-		 char *err);
+                 char *err);
 
 #endif

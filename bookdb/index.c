@@ -42,7 +42,8 @@ int bookdb_index_build(BookIndex **out, BookTxn *txn)
 	unsigned dbits = bookdb_keydir_dir_bits(n), flog = bookdb_keydir_filter_log2(n);
 	size_t off_recs = align_up(n * sizeof(Key), ALIGN);
 	size_t off_dir = off_recs + align_up(n * sizeof(IndexRec), ALIGN);
-	size_t off_filter = off_dir + align_up(bookdb_keydir_dir_len(dbits) * sizeof(uint32_t), ALIGN);
+	size_t off_filter =
+	    off_dir + align_up(bookdb_keydir_dir_len(dbits) * sizeof(uint32_t), ALIGN);
 	size_t len = off_filter + bookdb_keydir_filter_words(flog) * sizeof(uint64_t);
 	BookIndex *ix = calloc(1, sizeof *ix);
 	BookIter *it = NULL;
@@ -74,7 +75,7 @@ int bookdb_index_build(BookIndex **out, BookTxn *txn)
 	if (rc < 0) goto bad;
 	bookdb_iter_free(it);
 	bookdb_keydir_fill(&ix->kd, ix->keys, i, (uint32_t *)(base + off_dir), dbits,
-			   (uint64_t *)(base + off_filter), flog);
+	                   (uint64_t *)(base + off_filter), flog);
 	*out = ix;
 	return 0;
 bad:

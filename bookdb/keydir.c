@@ -22,7 +22,7 @@ unsigned bookdb_keydir_filter_log2(size_t n)
 #define FILTER_AHEAD 16
 
 void bookdb_keydir_fill(BookKeyDir *out, const Key *keys, size_t n, uint32_t *dir,
-			unsigned dir_bits, uint64_t *filter, unsigned filter_log2)
+                        unsigned dir_bits, uint64_t *filter, unsigned filter_log2)
 {
 	uint64_t mask = ((uint64_t)1 << filter_log2) - 1;
 	size_t ndir = bookdb_keydir_dir_len(dir_bits);

@@ -34,7 +34,7 @@
 #define BOOKDB_KEYDIR_NONE SIZE_MAX
 
 typedef struct {
-	const Key *keys;        /* n keys, ascending, no two equal */
+	const Key *keys; /* n keys, ascending, no two equal */
 	size_t n;
 	const uint32_t *dir;    /* bookdb_keydir_dir_len(dir_bits) entries */
 	unsigned dir_bits;      /* d: 1..30 */
@@ -69,7 +69,7 @@ static inline uint64_t bookdb_keydir_filter_bit(Key k, uint64_t mask)
  * arrays (they, and keys, must then outlive it). No allocation.
  */
 void bookdb_keydir_fill(BookKeyDir *out, const Key *keys, size_t n, uint32_t *dir,
-			unsigned dir_bits, uint64_t *filter, unsigned filter_log2);
+                        unsigned dir_bits, uint64_t *filter, unsigned filter_log2);
 
 /*
  * Starts fetching k's filter word, for a caller about to look up many keys:

@@ -43,8 +43,8 @@ typedef struct {
 	uint8_t depth;  /* search depth of eval */
 	uint64_t nodes; /* nodes searched; stored approximately (3-bit mantissa) */
 	uint32_t count, wins, draws, losses; /* game statistics, mover's view */
-	int16_t value;  /* minimax value (record flag BOOKDB_REC_MINIMAX) */
-	uint16_t dist;  /* plies from this move to the leaf the value comes from */
+	int16_t value;                       /* minimax value (record flag BOOKDB_REC_MINIMAX) */
+	uint16_t dist; /* plies from this move to the leaf the value comes from */
 } BookMove;
 
 typedef struct {
@@ -78,14 +78,14 @@ int bookdb_record_position(Position *pos, const BookRecord *rec, char *err);
  * of a kind than the set has).
  */
 int bookdb_pack_position(uint8_t *out, const Piece board[SQ_NB], const Hand hand[COLOR_NB],
-			 Color side);
+                         Color side);
 /*
  * Unpacks what bookdb_pack_position wrote. Never reads past in[len]. Returns the
  * number of bytes used, or BOOKDB_ECORRUPT for bytes that are not a packing of a
  * board with at most the pieces of one set.
  */
-int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side,
-			   const uint8_t *in, size_t len);
+int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side, const uint8_t *in,
+                           size_t len);
 
 /*
  * Encodes rec into out (cap bytes; BOOKDB_RECORD_MAX is always enough).
@@ -103,7 +103,7 @@ int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec);
  */
 int bookdb_record_decode_head(BookRecord *rec, const uint8_t *in, size_t len);
 int bookdb_record_encode_packed(uint8_t *out, size_t cap, const BookRecord *rec,
-				const uint8_t *packed, size_t packed_len);
+                                const uint8_t *packed, size_t packed_len);
 
 /*
  * Decodes len bytes into rec. Any byte string may be passed: the result is 0, or

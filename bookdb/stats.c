@@ -121,8 +121,10 @@ int bookdb_stats(BookStats *st, BookDB *db, BookTxn *txn, bool full)
 	int rc = BOOKDB_ENOMEM;
 	if (!rec || !pos) goto done;
 	st->scanned = full;
-	if (full) rc = scan(st, txn, rec, pos);
-	else rc = bookdb_count(&st->positions, txn, BOOKDB_POS);
+	if (full)
+		rc = scan(st, txn, rec, pos);
+	else
+		rc = bookdb_count(&st->positions, txn, BOOKDB_POS);
 	if (rc < 0) goto done;
 	if ((rc = bookdb_count(&st->games, txn, BOOKDB_GAMES))) goto done;
 	if ((rc = bookdb_changes_info(&st->changes, txn))) goto done;
@@ -152,7 +154,8 @@ int bookdb_stats(BookStats *st, BookDB *db, BookTxn *txn, bool full)
 		st->root_known = 1;
 		st->root_value = rec->moves[0].value;
 		for (int i = 1; i < rec->nmoves; i++)
-			if (rec->moves[i].value > st->root_value) st->root_value = rec->moves[i].value;
+			if (rec->moves[i].value > st->root_value)
+				st->root_value = rec->moves[i].value;
 	}
 	rc = 0;
 done:
@@ -166,7 +169,7 @@ json_t *bookdb_stats_json(const BookStats *st)
 	double bpp = st->positions ? (double)st->bytes_used / st->positions : 0;
 	json_t *o = json_object();
 	if (!o) return NULL;
-	/* The scan's fields are null when it did not run (the server's cheap answer). */
+		/* The scan's fields are null when it did not run (the server's cheap answer). */
 #define SCANNED(v) (st->scanned ? json_integer((json_int_t)(v)) : json_null())
 	json_object_set_new(o, "positions", json_integer((json_int_t)st->positions));
 	json_object_set_new(o, "thought", SCANNED(st->thought));
@@ -174,7 +177,8 @@ json_t *bookdb_stats_json(const BookStats *st)
 	json_object_set_new(o, "games", json_integer((json_int_t)st->games));
 	json_object_set_new(o, "leaves", SCANNED(st->leaves));
 	json_object_set_new(o, "cyclic", st->cyclic_known ? json_integer(st->cyclic) : json_null());
-	json_object_set_new(o, "root_value", st->root_known ? json_integer(st->root_value) : json_null());
+	json_object_set_new(o, "root_value",
+	                    st->root_known ? json_integer(st->root_value) : json_null());
 	json_object_set_new(o, "bytes", json_integer((json_int_t)st->bytes));
 	json_object_set_new(o, "bytes_used", json_integer((json_int_t)st->bytes_used));
 	json_object_set_new(o, "bytes_per_position", json_real(bpp));
@@ -186,4 +190,3 @@ json_t *bookdb_stats_json(const BookStats *st)
 #undef SCANNED
 	return o;
 }
-

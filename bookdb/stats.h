@@ -23,7 +23,7 @@ typedef struct {
 	BookChangesInfo changes;
 	int minimax_seen, root_known;
 	int root_value;
-	int cyclic_known;   /* meta "minimax" (the last run's summary) says how many */
+	int cyclic_known; /* meta "minimax" (the last run's summary) says how many */
 	long long cyclic;
 } BookStats;
 

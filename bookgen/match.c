@@ -182,10 +182,10 @@ typedef struct {
 struct Match {
 	const MatchOptions *opt;
 	int max_moves;
-	BookDB *book[2];       /* per side; may be the same handle */
-	int *order;            /* pair -> opening index */
-	atomic_int next;       /* next game to hand out */
-	pthread_mutex_t lock;  /* below */
+	BookDB *book[2];      /* per side; may be the same handle */
+	int *order;           /* pair -> opening index */
+	atomic_int next;      /* next game to hand out */
+	pthread_mutex_t lock; /* below */
 	MatchResult *res;
 	int done;
 	double start, last_progress;
@@ -299,7 +299,8 @@ static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, 
 		if (pos_declaration_ok(pos))
 			*winner = us;
 		else
-			snprintf(g->detail, sizeof g->detail, "%s: declaration not valid", s ? "B" : "A");
+			snprintf(g->detail, sizeof g->detail, "%s: declaration not valid",
+			         s ? "B" : "A");
 		return MATCH_END_DECLARATION;
 	}
 	if (!pos_is_legal(pos, r->bestmove)) {
@@ -334,8 +335,8 @@ static int write_record(Worker *w, int index, const MatchGame *g)
 		snprintf(names[c], sizeof names[c], "%s:%s%s", s ? "B" : "A", res->name[s],
 		         opt->side[s].book ? "+book" : "");
 	}
-	snprintf(event, sizeof event, "joseki-match+%llu+game-%04d",
-	         (unsigned long long)opt->seed, index + 1);
+	snprintf(event, sizeof event, "joseki-match+%llu+game-%04d", (unsigned long long)opt->seed,
+	         index + 1);
 	const char *winner = g->winner == BLACK ? "black" : g->winner == WHITE ? "white" : "draw";
 	char from[32] = "the start position";
 	if (g->opening >= 0) snprintf(from, sizeof from, "opening %d", g->opening + 1);
@@ -423,8 +424,7 @@ static int play_game(Worker *w, int index, MatchGame *g)
 		g->opening = -1;
 		pos_set_startpos(pos);
 	}
-	for (int i = 0; i < pos_history_len(pos); i++)
-		w->info[i] = (CsaMoveInfo){.time_ms = -1};
+	for (int i = 0; i < pos_history_len(pos); i++) w->info[i] = (CsaMoveInfo){.time_ms = -1};
 	for (int s = 0; s < 2; s++) search_new_game(w->eng[s]);
 	bool in_book[2] = {m->book[0] != NULL, m->book[1] != NULL};
 	MatchEnd end;
@@ -481,8 +481,7 @@ static void progress(Match *m)
 	if (!opt->progress || (now - m->last_progress < 1.0 && m->done < opt->games)) return;
 	m->last_progress = now;
 	fprintf(opt->progress, "match: %d/%d games, A +%d =%d -%d, score %.3f, %.1f moves/s",
-	        m->done, opt->games, r->wins, r->draws, r->losses,
-	        r->played ? r->score : 0.0,
+	        m->done, opt->games, r->wins, r->draws, r->losses, r->played ? r->score : 0.0,
 	        el > 0 ? (double)(r->engine_moves + r->book_moves) / el : 0.0);
 	if (m->done > 0 && m->done < opt->games)
 		fprintf(opt->progress, ", eta %.0fs", el / m->done * (opt->games - m->done));
@@ -582,7 +581,8 @@ static int open_engine(Worker *w, int s, char *err)
 	}
 	int rc = usi_engine_open(&w->usi[s], &cfg, serr);
 	if (rc < 0) {
-		snprintf(err, MATCH_ERRLEN, "engine %c (%s): %s", s ? 'B' : 'A', side->engine, serr);
+		snprintf(err, MATCH_ERRLEN, "engine %c (%s): %s", s ? 'B' : 'A', side->engine,
+		         serr);
 		return MATCH_ENGINE;
 	}
 	w->eng[s] = usi_engine_search(w->usi[s]);
@@ -634,7 +634,8 @@ static int check_options(const MatchOptions *opt, int max_moves, char *err)
 		snprintf(err, MATCH_ERRLEN, "--max-moves must be 1..%d", MATCH_MAX_MOVES_MAX);
 		return MATCH_EINVAL;
 	}
-	if ((opt->budget.kind != SEARCH_BUDGET_NODES && opt->budget.kind != SEARCH_BUDGET_MOVETIME) ||
+	if ((opt->budget.kind != SEARCH_BUDGET_NODES &&
+	     opt->budget.kind != SEARCH_BUDGET_MOVETIME) ||
 	    opt->budget.amount < 1) {
 		snprintf(err, MATCH_ERRLEN, "the budget must be nodes or movetime, at least 1");
 		return MATCH_EINVAL;

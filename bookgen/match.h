@@ -39,10 +39,10 @@
 /* Error codes (negative). */
 enum {
 	MATCH_OK = 0,
-	MATCH_EINVAL = -1,  /* bad option or opening (message says which) */
-	MATCH_ENGINE = -2,  /* an engine could not be started */
-	MATCH_EBOOK = -3,   /* a book could not be opened or read */
-	MATCH_EIO = -4,     /* the output directory or a record could not be written */
+	MATCH_EINVAL = -1, /* bad option or opening (message says which) */
+	MATCH_ENGINE = -2, /* an engine could not be started */
+	MATCH_EBOOK = -3,  /* a book could not be opened or read */
+	MATCH_EIO = -4,    /* the output directory or a record could not be written */
 	MATCH_ENOMEM = -5,
 };
 
@@ -81,23 +81,23 @@ const char *match_end_replay_name(MatchEnd end);
 
 /* One side of the match. */
 typedef struct {
-	const char *engine;        /* "builtin" (in process) or the path of a USI engine */
-	const char *book;          /* a BOOK directory, or NULL for none */
-	const UsiOption *options;  /* setoption for a USI engine; the built-in core takes USI_Hash */
+	const char *engine;       /* "builtin" (in process) or the path of a USI engine */
+	const char *book;         /* a BOOK directory, or NULL for none */
+	const UsiOption *options; /* setoption for a USI engine; the built-in core takes USI_Hash */
 	int noptions;
 } MatchSide;
 
 typedef struct {
-	MatchSide side[2];          /* [0] = A, [1] = B */
-	int games;                  /* games to play (>= 1) */
-	SearchBudget budget;        /* nodes or movetime per move */
+	MatchSide side[2];           /* [0] = A, [1] = B */
+	int games;                   /* games to play (>= 1) */
+	SearchBudget budget;         /* nodes or movetime per move */
 	const char *const *openings; /* position specs; NULL or none: the start position */
 	int nopenings;
-	int concurrency;            /* games played at once, 1..MATCH_CONCURRENCY_MAX */
-	int max_moves;              /* plies of a record, opening included; 0: the default */
-	uint64_t seed;              /* shuffles the openings */
-	const char *out_dir;        /* CSA records game-NNNN.csa and engine logs; NULL: none */
-	FILE *progress;             /* a line per finished game at most every second; NULL: quiet */
+	int concurrency;     /* games played at once, 1..MATCH_CONCURRENCY_MAX */
+	int max_moves;       /* plies of a record, opening included; 0: the default */
+	uint64_t seed;       /* shuffles the openings */
+	const char *out_dir; /* CSA records game-NNNN.csa and engine logs; NULL: none */
+	FILE *progress;      /* a line per finished game at most every second; NULL: quiet */
 	/* Set by the caller (e.g. on SIGINT): no new game starts, running searches
 	 * stop, unfinished games are not counted. Must outlive match_run. */
 	const volatile sig_atomic_t *cancel;
@@ -108,16 +108,16 @@ typedef struct {
 /* One game, from A's point of view. */
 typedef struct {
 	bool played;
-	int opening;        /* index into the openings, -1 for the start position */
-	Color a_color;      /* the colour A played */
+	int opening;   /* index into the openings, -1 for the start position */
+	Color a_color; /* the colour A played */
 	MatchEnd end;
-	int winner;         /* BLACK, WHITE, or -1 for a draw */
-	int result;         /* for A: 1 win, 0 draw, -1 loss */
-	int plies;          /* moves in the record, opening included */
-	int book_plies[2];  /* book moves played by A and by B */
-	int engine_moves;   /* moves the engines were asked for */
-	char detail[160];   /* what went wrong (crash, timeout, illegal move), else "" */
-	char *usi;          /* the game as a position spec ("startpos moves ..."); malloc'd */
+	int winner;        /* BLACK, WHITE, or -1 for a draw */
+	int result;        /* for A: 1 win, 0 draw, -1 loss */
+	int plies;         /* moves in the record, opening included */
+	int book_plies[2]; /* book moves played by A and by B */
+	int engine_moves;  /* moves the engines were asked for */
+	char detail[160];  /* what went wrong (crash, timeout, illegal move), else "" */
+	char *usi;         /* the game as a position spec ("startpos moves ..."); malloc'd */
 } MatchGame;
 
 typedef struct {
@@ -126,8 +126,8 @@ typedef struct {
 	double elo, elo_low, elo_high;   /* Elo difference A − B and its 95% interval */
 	double book_plies[2];            /* average book moves per game of A and of B */
 	uint64_t engine_moves, book_moves;
-	double seconds;                  /* wall time of the match */
-	char name[2][64];                /* the engines' names */
+	double seconds;   /* wall time of the match */
+	char name[2][64]; /* the engines' names */
 	int ngames;
 	MatchGame *games; /* ngames, in game order (game i is games[i]) */
 } MatchResult;

@@ -31,7 +31,7 @@
 
 /* Edge flags. */
 #define EF_EVAL 0x01
-#define EF_KIF 0x02   /* the move was played in ingested games */
+#define EF_KIF 0x02    /* the move was played in ingested games */
 #define EF_BANNED 0x04 /* banned for selection: the PV ended here in a cycle */
 
 /* Stored bounds. */
@@ -49,7 +49,7 @@ typedef struct {
 	uint8_t flags;
 	uint8_t bound;
 	int16_t value;
-	uint16_t ply; /* path ply while NF_ONPATH */
+	uint16_t ply;     /* path ply while NF_ONPATH */
 	uint32_t parents; /* head of the parent link list, index + 1 (0: none) */
 	uint32_t stamp;   /* visit mark of the last invalidation walk or batch */
 } SelNode;
@@ -87,7 +87,7 @@ struct Selector {
 	uint32_t *stack;
 	size_t capstack;
 	uint32_t stamp;
-	int err; /* first error met during a search (corrupt record) */
+	int err;      /* first error met during a search (corrupt record) */
 	BookDB *db;   /* lazy mode (sel_attach): positions read on first use */
 	BookTxn *txn; /* lazy mode: the read transaction of the running call */
 	/* Lazy mode: a Bloom filter of the book's keys, built by a background
@@ -110,12 +110,18 @@ struct Selector {
 const char *sel_strerror(int code)
 {
 	switch (code) {
-	case SEL_OK: return "success";
-	case SEL_ENOMEM: return "out of memory";
-	case SEL_EINVAL: return "invalid argument";
-	case SEL_ECORRUPT: return "corrupt book record";
-	case SEL_EBOOK: return "book read error";
-	case SEL_EFULL: return "selector graph too large";
+	case SEL_OK:
+		return "success";
+	case SEL_ENOMEM:
+		return "out of memory";
+	case SEL_EINVAL:
+		return "invalid argument";
+	case SEL_ECORRUPT:
+		return "corrupt book record";
+	case SEL_EBOOK:
+		return "book read error";
+	case SEL_EFULL:
+		return "selector graph too large";
 	}
 	return "unknown selector error";
 }
@@ -573,7 +579,7 @@ static int leaf_value(const Selector *s, const SelEdge *e)
  * below referred to: a bound that depends on the path above i is not stored.
  */
 static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv, int *rmin,
-		  bool *noleaf)
+                  bool *noleaf)
 {
 	*noleaf = false;
 	*rmin = INT_MAX;
@@ -624,15 +630,16 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 			int cr;
 			bool cnl;
 			if (pv && usable == 0) {
-				v = -search(s, (uint32_t)e.child, -beta, -alpha, ply + 1, true, &cr, &cnl);
+				v = -search(s, (uint32_t)e.child, -beta, -alpha, ply + 1, true, &cr,
+				            &cnl);
 				child_pv = true;
 			} else {
-				v = -search(s, (uint32_t)e.child, -alpha - 1, -alpha, ply + 1, false, &cr,
-					    &cnl);
+				v = -search(s, (uint32_t)e.child, -alpha - 1, -alpha, ply + 1,
+				            false, &cr, &cnl);
 				if (!cnl && pv && v > alpha && v < beta) {
 					int cr2;
-					v = -search(s, (uint32_t)e.child, -beta, -alpha, ply + 1, true, &cr2,
-						    &cnl);
+					v = -search(s, (uint32_t)e.child, -beta, -alpha, ply + 1,
+					            true, &cr2, &cnl);
 					if (cr2 < cr) cr = cr2;
 					child_pv = true;
 				}
@@ -857,8 +864,10 @@ static int collect(Selector *s, Batch *b, uint32_t i, int ply)
 		if (cn->flags & (NF_LEASED | NF_ONPATH)) continue;
 		if (cn->flags & NF_THOUGHT) {
 			if (ply + 1 >= SEL_MAX_PLY) continue;
-			int v = -search(s, (uint32_t)e.child, -bar, -bar + 1, ply + 1, false, &rm, &nl);
-			if (s->err) ret = s->err;
+			int v =
+			    -search(s, (uint32_t)e.child, -bar, -bar + 1, ply + 1, false, &rm, &nl);
+			if (s->err)
+				ret = s->err;
 			else if (!nl && v >= bar) {
 				b->path[ply] = e.move;
 				ret = collect(s, b, (uint32_t)e.child, ply + 1);
@@ -867,7 +876,7 @@ static int collect(Selector *s, Batch *b, uint32_t i, int ply)
 			int v = leaf_value(s, &e);
 			if (v >= bar)
 				add_leaf(s, b, (uint32_t)e.child, ply, e.move,
-					 side == b->root_side ? v : -v);
+				         side == b->root_side ? v : -v);
 		}
 	}
 	s->nodes[i].flags &= (uint8_t)~NF_ONPATH;
@@ -911,7 +920,7 @@ static int sort_leaves(SelLeaf *out, size_t n, int value)
 }
 
 static int select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatchMode mode,
-			int book_side)
+                        int book_side)
 {
 	Batch *b = calloc(1, sizeof *b);
 	if (!b) return SEL_ENOMEM;
@@ -928,7 +937,8 @@ static int select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBa
 		b->book_side = book_side < 0 ? (int)b->root_side : book_side;
 		size_t first = b->count;
 		if (!(s->nodes[root].flags & NF_THOUGHT)) {
-			if (!(s->nodes[root].flags & NF_LEASED) && s->nodes[root].stamp != b->stamp) {
+			if (!(s->nodes[root].flags & NF_LEASED) &&
+			    s->nodes[root].stamp != b->stamp) {
 				s->nodes[root].stamp = b->stamp;
 				SelLeaf *l = &out[b->count++];
 				l->root = (int)r;
@@ -959,7 +969,8 @@ static int select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBa
 void sel_get_stats(SelStats *out, const Selector *s)
 {
 	*out = s->st;
-	out->filter_ready = atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
+	out->filter_ready =
+	    atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
 }
 
 void sel_clear_bounds(Selector *s)
@@ -984,7 +995,7 @@ int sel_root_value(int *value, bool *has_leaf, Selector *s, int root)
 }
 
 int sel_select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatchMode mode,
-		     int book_side)
+                     int book_side)
 {
 	int r = call_begin(s);
 	if (!r) r = select_batch(out, max, s, window, mode, book_side);

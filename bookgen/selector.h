@@ -33,10 +33,10 @@
 enum {
 	SEL_OK = 0,
 	SEL_ENOMEM = -60,
-	SEL_EINVAL = -61,  /* bad argument */
+	SEL_EINVAL = -61,   /* bad argument */
 	SEL_ECORRUPT = -62, /* a record that does not decode */
-	SEL_EBOOK = -63,   /* the book could not be read (bookdb error) */
-	SEL_EFULL = -64,   /* more than 2^31 nodes */
+	SEL_EBOOK = -63,    /* the book could not be read (bookdb error) */
+	SEL_EFULL = -64,    /* more than 2^31 nodes */
 };
 const char *sel_strerror(int code);
 
@@ -46,7 +46,7 @@ const char *sel_strerror(int code);
 #define SEL_KIF_BONUS_DEFAULT 100
 
 typedef struct {
-	int kif_bonus; /* added to a leaf move's value when it has game statistics */
+	int kif_bonus;  /* added to a leaf move's value when it has game statistics */
 	int draw_value; /* value of a move back into the current path (0) */
 } SelOptions;
 
@@ -61,25 +61,25 @@ typedef enum {
 
 /* One selected leaf. */
 typedef struct {
-	int root;        /* index of the root (order of sel_add_root) */
-	Key key;         /* the leaf position's key */
-	int value;       /* the leaf move's value (bonus included), root side's view */
-	int nmoves;      /* moves from the root to the leaf */
+	int root;   /* index of the root (order of sel_add_root) */
+	Key key;    /* the leaf position's key */
+	int value;  /* the leaf move's value (bonus included), root side's view */
+	int nmoves; /* moves from the root to the leaf */
 	Move moves[SEL_MAX_PLY];
 } SelLeaf;
 
 typedef struct {
-	uint64_t visits;       /* nodes searched (move loops run) */
-	uint64_t tt_hits;      /* NonPV nodes answered by a stored bound */
-	uint64_t expansions;   /* nodes whose moves were built */
-	uint64_t bans;         /* (node, move) pairs banned for repetition */
-	uint64_t invalidated;  /* bounds cleared by changes */
-	uint64_t nodes;        /* nodes in memory (thought, unthought, placeholders) */
-	uint64_t thought;      /* thought nodes */
-	uint64_t edges;        /* edges built */
-	uint64_t fetches;      /* lazy mode: LMDB lookups */
-	uint64_t filtered;     /* lazy mode: lookups the key filter spared */
-	bool filter_ready;     /* lazy mode: the key filter is built */
+	uint64_t visits;      /* nodes searched (move loops run) */
+	uint64_t tt_hits;     /* NonPV nodes answered by a stored bound */
+	uint64_t expansions;  /* nodes whose moves were built */
+	uint64_t bans;        /* (node, move) pairs banned for repetition */
+	uint64_t invalidated; /* bounds cleared by changes */
+	uint64_t nodes;       /* nodes in memory (thought, unthought, placeholders) */
+	uint64_t thought;     /* thought nodes */
+	uint64_t edges;       /* edges built */
+	uint64_t fetches;     /* lazy mode: LMDB lookups */
+	uint64_t filtered;    /* lazy mode: lookups the key filter spared */
+	bool filter_ready;    /* lazy mode: the key filter is built */
 } SelStats;
 
 typedef struct Selector Selector;
@@ -131,7 +131,7 @@ int sel_select(SelLeaf *out, Selector *s);
  * moves in SEL_BATCH_SQRT (-1: each root's side to move). Returns the count.
  */
 int sel_select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatchMode mode,
-		     int book_side);
+                     int book_side);
 
 /* Value of root r from its side to move (full search); *has_leaf false when
  * nothing is selectable below it. */

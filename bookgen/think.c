@@ -46,11 +46,16 @@ struct Think {
 const char *think_strerror(int code)
 {
 	switch (code) {
-	case THINK_OK: return "success";
-	case THINK_EINVAL: return "invalid argument";
-	case THINK_ENOMEM: return "out of memory";
-	case THINK_EBOOK: return "book error";
-	case THINK_EENGINE: return "engine failure";
+	case THINK_OK:
+		return "success";
+	case THINK_EINVAL:
+		return "invalid argument";
+	case THINK_ENOMEM:
+		return "out of memory";
+	case THINK_EBOOK:
+		return "book error";
+	case THINK_EENGINE:
+		return "engine failure";
 	}
 	return "unknown think error";
 }
@@ -68,12 +73,15 @@ static void *worker(void *arg)
 	Think *t = s->t;
 	pthread_mutex_lock(&t->mu);
 	for (;;) {
-		while (s->state != SLOT_BUSY && s->state != SLOT_QUIT) pthread_cond_wait(&t->work_cv, &t->mu);
+		while (s->state != SLOT_BUSY && s->state != SLOT_QUIT)
+			pthread_cond_wait(&t->work_cv, &t->mu);
 		if (s->state == SLOT_QUIT) break;
 		pthread_mutex_unlock(&t->mu);
 		double t0 = now_ms();
-		int rc = search_analyse(s->engine, &s->res, s->pos, &t->opt->budget, t->opt->multipv);
-		if (rc < 0) snprintf(s->errmsg, sizeof s->errmsg, "%s", search_last_error(s->engine));
+		int rc =
+		    search_analyse(s->engine, &s->res, s->pos, &t->opt->budget, t->opt->multipv);
+		if (rc < 0)
+			snprintf(s->errmsg, sizeof s->errmsg, "%s", search_last_error(s->engine));
 		double dt = now_ms() - t0;
 		pthread_mutex_lock(&t->mu);
 		s->rc = rc;
@@ -88,7 +96,7 @@ static void *worker(void *arg)
 /* The record to store for an answer: the old record (game statistics, other
  * evaluations) with the engine's value of every returned move. */
 static void fill_record(BookRecord *rec, bool found, const Position *pos, const SearchResult *res,
-			const SearchBudget *budget)
+                        const SearchBudget *budget)
 {
 	if (!found) bookdb_record_init(rec, pos);
 	int depth = 0;
@@ -210,19 +218,21 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 	for (;;) {
 		double now = now_ms();
 		bool stopping = (opt->stop && *opt->stop) ||
-				(opt->max_seconds > 0 && now - start >= opt->max_seconds * 1e3);
+		                (opt->max_seconds > 0 && now - start >= opt->max_seconds * 1e3);
 		/* Hand out work to every idle core. */
 		pthread_mutex_lock(&t.mu);
 		for (int i = 0; i < n && !stopping && !exhausted; i++) {
 			Slot *s = &t.slots[i];
 			if (s->state != SLOT_IDLE) continue;
-			if (opt->max_positions && out->thought + (uint64_t)inflight >= opt->max_positions)
+			if (opt->max_positions &&
+			    out->thought + (uint64_t)inflight >= opt->max_positions)
 				break;
 			pthread_mutex_unlock(&t.mu);
 			bool forced = false;
 			while (next_first < opt->nfirst && !forced) {
 				const char *spec = opt->first[next_first++];
-				if (position_parse(s->pos, spec, NULL) < 0) continue; /* checked by caller */
+				if (position_parse(s->pos, spec, NULL) < 0)
+					continue; /* checked by caller */
 				Key k = pos_key(s->pos);
 				if (sel_is_thought(sel, k) || sel_is_leased(sel, k)) continue;
 				s->key = k;
@@ -257,7 +267,7 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 			pthread_cond_broadcast(&t.work_cv);
 		}
 		if (inflight == 0 && (stopping || exhausted ||
-				      (opt->max_positions && out->thought >= opt->max_positions))) {
+		                      (opt->max_positions && out->thought >= opt->max_positions))) {
 			pthread_mutex_unlock(&t.mu);
 			break;
 		}
@@ -286,8 +296,9 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 					out->failed++;
 					snprintf(last_error, sizeof last_error, "%s", s->errmsg);
 					if (++consecutive_failures >= 3 * n) {
-						set_err(err, "think: engines keep failing: %.200s%s", s->errmsg,
-							"");
+						set_err(err,
+						        "think: engines keep failing: %.200s%s",
+						        s->errmsg, "");
 						ret = THINK_EENGINE;
 					}
 				}
@@ -298,7 +309,8 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 			BookRecord *r2 = rec;
 			int g = bookdb_writer_get(r2, w, s->key);
 			if (g < 0 && g != BOOKDB_ENOTFOUND) {
-				set_err(err, "think: reading the book: %s%s", bookdb_strerror(g), "");
+				set_err(err, "think: reading the book: %s%s", bookdb_strerror(g),
+				        "");
 				ret = THINK_EBOOK;
 				s->state = SLOT_IDLE;
 				continue;
@@ -307,7 +319,7 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 			if ((g = bookdb_writer_put(w, s->key, r2)) < 0 ||
 			    (rc = sel_add_result(sel, s->key, r2)) < 0) {
 				set_err(err, "think: storing a result: %s%s",
-					g < 0 ? bookdb_strerror(g) : sel_strerror(rc), "");
+				        g < 0 ? bookdb_strerror(g) : sel_strerror(rc), "");
 				ret = THINK_EBOOK;
 			} else {
 				out->thought++;
@@ -333,17 +345,18 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 			double el = (now - start) / 1e3;
 			SelStats ss;
 			sel_get_stats(&ss, sel);
-			fprintf(opt->progress,
-				"think: %llu thought, %.1f/s, book %llu thought, engines busy %.0f%%, "
-				"elapsed %.0fs",
-				(unsigned long long)out->thought, out->thought / (el > 0 ? el : 1),
-				(unsigned long long)ss.thought, 100.0 * busy / (n * (now - start)), el);
+			fprintf(
+			    opt->progress,
+			    "think: %llu thought, %.1f/s, book %llu thought, engines busy %.0f%%, "
+			    "elapsed %.0fs",
+			    (unsigned long long)out->thought, out->thought / (el > 0 ? el : 1),
+			    (unsigned long long)ss.thought, 100.0 * busy / (n * (now - start)), el);
 			/* The root's value and PV (the line to the next leaf; cheap: the
 			 * bounds make it a re-search of the PV). */
 			int rv;
 			bool has;
-			if (sel_root_value(&rv, &has, sel, 0) == 0 && has && sel_select(leaf, sel) == 1 &&
-			    leaf->root == 0) {
+			if (sel_root_value(&rv, &has, sel, 0) == 0 && has &&
+			    sel_select(leaf, sel) == 1 && leaf->root == 0) {
 				fprintf(opt->progress, ", root %+d pv", rv);
 				for (int j = 0; j < leaf->nmoves && j < 8; j++) {
 					char mv[USI_MOVE_MAX];
@@ -355,7 +368,8 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 				fprintf(opt->progress, ", eta %.0fs", opt->max_seconds - el);
 			else if (opt->max_positions && out->thought)
 				fprintf(opt->progress, ", eta %.0fs",
-					el * (double)(opt->max_positions - out->thought) / (double)out->thought);
+				        el * (double)(opt->max_positions - out->thought) /
+				            (double)out->thought);
 			fputc('\n', opt->progress);
 			last_progress = now;
 		}

@@ -24,7 +24,7 @@
 
 enum {
 	THINK_OK = 0,
-	THINK_EINVAL = -70,  /* bad option or root */
+	THINK_EINVAL = -70, /* bad option or root */
 	THINK_ENOMEM = -71,
 	THINK_EBOOK = -72,   /* book read/write error (message in err) */
 	THINK_EENGINE = -73, /* engines kept failing (message in err) */
@@ -38,14 +38,14 @@ typedef struct {
 	int nengines;
 	SearchBudget budget;
 	int multipv;
-	uint64_t max_positions;  /* 0: no limit */
-	double max_seconds;      /* 0: no limit */
+	uint64_t max_positions;            /* 0: no limit */
+	double max_seconds;                /* 0: no limit */
 	const volatile sig_atomic_t *stop; /* may be NULL */
-	size_t commit_every;     /* results per committed batch; 0: 64 */
-	int kif_bonus;           /* selector's bonus for moves played in games */
-	const char *const *roots; /* position specs; NULL/0: the start position */
+	size_t commit_every;               /* results per committed batch; 0: 64 */
+	int kif_bonus;                     /* selector's bonus for moves played in games */
+	const char *const *roots;          /* position specs; NULL/0: the start position */
 	int nroots;
-	FILE *progress;          /* a status line about once a second; NULL: none */
+	FILE *progress; /* a status line about once a second; NULL: none */
 	/* Position specs to think first, in order (--from-kifu: the positions
 	 * along game records), each skipped when already thought or in flight;
 	 * then the selector takes over. */
@@ -54,13 +54,13 @@ typedef struct {
 } ThinkOptions;
 
 typedef struct {
-	uint64_t thought;    /* positions analysed and stored by this run */
-	uint64_t failed;     /* analyses that failed (not stored) */
-	uint64_t commits;    /* batches committed */
-	double seconds;      /* wall time */
-	double busy_pct;     /* share of the cores' time spent analysing */
-	bool exhausted;      /* stopped because nothing was left to select */
-	int root_value;      /* value of the first root at the end (its side's view) */
+	uint64_t thought; /* positions analysed and stored by this run */
+	uint64_t failed;  /* analyses that failed (not stored) */
+	uint64_t commits; /* batches committed */
+	double seconds;   /* wall time */
+	double busy_pct;  /* share of the cores' time spent analysing */
+	bool exhausted;   /* stopped because nothing was left to select */
+	int root_value;   /* value of the first root at the end (its side's view) */
 	bool root_known;
 } ThinkStats;
 

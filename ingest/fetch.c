@@ -21,13 +21,20 @@
 const char *fetch_strerror(int code)
 {
 	switch (code) {
-	case FETCH_OK: return "success";
-	case FETCH_EINVAL: return "bad option or date";
-	case FETCH_ENOMEM: return "out of memory";
-	case FETCH_ECACHE: return "the cache directory cannot be created or written";
-	case FETCH_ECURL: return "libcurl could not be set up";
-	case FETCH_EBUSY: return "the cache is in use by another joseki fetch";
-	default: return "unknown fetch error";
+	case FETCH_OK:
+		return "success";
+	case FETCH_EINVAL:
+		return "bad option or date";
+	case FETCH_ENOMEM:
+		return "out of memory";
+	case FETCH_ECACHE:
+		return "the cache directory cannot be created or written";
+	case FETCH_ECURL:
+		return "libcurl could not be set up";
+	case FETCH_EBUSY:
+		return "the cache is in use by another joseki fetch";
+	default:
+		return "unknown fetch error";
 	}
 }
 
@@ -116,7 +123,7 @@ static void date_format(char out[9], time_t t)
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	unsigned y = (unsigned)(tm.tm_year + 1900) % 10000u, m = (unsigned)(tm.tm_mon + 1) % 100u,
-		 d = (unsigned)tm.tm_mday % 100u;
+	         d = (unsigned)tm.tm_mday % 100u;
 	snprintf(out, 9, "%04u%02u%02u", y, m, d);
 }
 
@@ -165,8 +172,10 @@ static void meta_read(Validators *v, const char *path)
 	char line[2600];
 	while (fgets(line, sizeof line, f)) {
 		line[strcspn(line, "\r\n")] = 0;
-		if (!strncmp(line, "url ", 4)) copy_str(v->url, sizeof v->url, line + 4);
-		else if (!strncmp(line, "etag ", 5)) copy_str(v->etag, sizeof v->etag, line + 5);
+		if (!strncmp(line, "url ", 4))
+			copy_str(v->url, sizeof v->url, line + 4);
+		else if (!strncmp(line, "etag ", 5))
+			copy_str(v->etag, sizeof v->etag, line + 5);
 		else if (!strncmp(line, "last-modified ", 14))
 			copy_str(v->last_modified, sizeof v->last_modified, line + 14);
 	}
@@ -220,13 +229,13 @@ long fetch_verify_archive(const char *path, char *err, size_t errlen)
 		if (r == ARCHIVE_EOF) break;
 		if (r < ARCHIVE_WARN) {
 			snprintf(err, errlen, "archive unreadable after %ld entries: %s", count,
-				 archive_error_string(a));
+			         archive_error_string(a));
 			goto out;
 		}
 		const char *name = archive_entry_pathname(e);
 		size_t len = name ? strlen(name) : 0;
 		bool csa = archive_entry_filetype(e) == AE_IFREG && len > 4 &&
-			   !strcmp(name + len - 4, ".csa");
+		           !strcmp(name + len - 4, ".csa");
 		const void *buf;
 		size_t sz;
 		la_int64_t off;
@@ -234,7 +243,7 @@ long fetch_verify_archive(const char *path, char *err, size_t errlen)
 		}
 		if (r != ARCHIVE_EOF) {
 			snprintf(err, errlen, "entry '%s' unreadable: %s", name ? name : "?",
-				 archive_error_string(a));
+			         archive_error_string(a));
 			goto out;
 		}
 		if (csa) count++;
@@ -293,7 +302,8 @@ static size_t on_header(char *p, size_t sz, size_t n, void *u)
 	*colon = 0;
 	const char *v = colon + 1;
 	while (*v == ' ' || *v == '\t') v++;
-	if (!strcasecmp(line, "ETag")) copy_str(x->got.etag, sizeof x->got.etag, v);
+	if (!strcasecmp(line, "ETag"))
+		copy_str(x->got.etag, sizeof x->got.etag, v);
 	else if (!strcasecmp(line, "Last-Modified"))
 		copy_str(x->got.last_modified, sizeof x->got.last_modified, v);
 	else if (!strcasecmp(line, "Retry-After")) {
@@ -341,7 +351,7 @@ static size_t on_body(char *p, size_t sz, size_t n, void *u)
 }
 
 static int on_progress(void *u, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
-		       curl_off_t ulnow)
+                       curl_off_t ulnow)
 {
 	(void)ultotal;
 	(void)ulnow;
@@ -349,15 +359,16 @@ static int on_progress(void *u, curl_off_t dltotal, curl_off_t dlnow, curl_off_t
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	long ms = (now.tv_sec - x->last_shown.tv_sec) * 1000 +
-		  (now.tv_nsec - x->last_shown.tv_nsec) / 1000000;
+	          (now.tv_nsec - x->last_shown.tv_nsec) / 1000000;
 	if (ms < 200) return 0;
 	x->last_shown = now;
 	if (dltotal > 0)
 		fprintf(stderr, "\r\033[Kfetch: %s %lld / %lld KiB", x->label,
-			(long long)(x->offset + dlnow) / 1024, (long long)(x->offset + dltotal) / 1024);
+		        (long long)(x->offset + dlnow) / 1024,
+		        (long long)(x->offset + dltotal) / 1024);
 	else
 		fprintf(stderr, "\r\033[Kfetch: %s %lld KiB", x->label,
-			(long long)(x->offset + dlnow) / 1024);
+		        (long long)(x->offset + dlnow) / 1024);
 	return 0;
 }
 
@@ -374,8 +385,10 @@ static bool curl_transient(CURLcode c)
 	case CURLE_GOT_NOTHING:
 	case CURLE_HTTP2:
 	case CURLE_HTTP2_STREAM:
-	case CURLE_SSL_CONNECT_ERROR: return true;
-	default: return false;
+	case CURLE_SSL_CONNECT_ERROR:
+		return true;
+	default:
+		return false;
 	}
 }
 
@@ -397,7 +410,7 @@ static void set_message(FetchDay *day, char *msg)
  * and, for DOWNLOADED/CACHED, day->path (not yet verified).
  */
 static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptions *opt,
-		     FetchResult *res, const char *label)
+                     FetchResult *res, const char *label)
 {
 	char part[4096], pmeta[4096], meta[4096];
 	snprintf(part, sizeof part, "%s.part", final);
@@ -407,9 +420,13 @@ static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptio
 	long backoff = opt->backoff_ms == 0 ? 1000 : opt->backoff_ms;
 	char *last_error = NULL;
 	for (int attempt = 1; attempt <= attempts; attempt++) {
-		Xfer x = {.part_path = part, .pmeta_path = pmeta, .url = day->url, .cr_start = -1,
-			  .retry_after = -1,
-			  .progress = opt->progress, .label = label};
+		Xfer x = {.part_path = part,
+		          .pmeta_path = pmeta,
+		          .url = day->url,
+		          .cr_start = -1,
+		          .retry_after = -1,
+		          .progress = opt->progress,
+		          .label = label};
 		struct curl_slist *hdrs = NULL;
 		char hb[700], range[32];
 		uint64_t psize = 0, fsize;
@@ -418,7 +435,8 @@ static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptio
 		if (resuming) {
 			meta_read(&v, pmeta);
 			if (strcmp(v.url, day->url)) {
-				/* begun from another URL (--base-url changed): not ours to continue */
+				/* begun from another URL (--base-url changed): not ours to continue
+				 */
 				unlink(part);
 				unlink(pmeta);
 				resuming = false;
@@ -434,7 +452,8 @@ static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptio
 			if (v.last_modified[0] || (v.etag[0] && strncmp(v.etag, "W/", 2))) {
 				/* If-Range takes a strong validator only */
 				bool strong = v.etag[0] && strncmp(v.etag, "W/", 2);
-				snprintf(hb, sizeof hb, "If-Range: %s", strong ? v.etag : v.last_modified);
+				snprintf(hb, sizeof hb, "If-Range: %s",
+				         strong ? v.etag : v.last_modified);
 				hdrs = curl_slist_append(hdrs, hb);
 			}
 		} else if (file_size(final, &fsize)) {
@@ -445,7 +464,8 @@ static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptio
 					hdrs = curl_slist_append(hdrs, hb);
 				}
 				if (v.last_modified[0]) {
-					snprintf(hb, sizeof hb, "If-Modified-Since: %s", v.last_modified);
+					snprintf(hb, sizeof hb, "If-Modified-Since: %s",
+					         v.last_modified);
 					hdrs = curl_slist_append(hdrs, hb);
 				}
 			}
@@ -480,10 +500,12 @@ static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptio
 		if (x.bad_range) {
 			unlink(part);
 			unlink(pmeta);
-			last_error = xprintf("the server answered a Range request with other bytes");
+			last_error =
+			    xprintf("the server answered a Range request with other bytes");
 			retry_now = true;
 		} else if (x.write_errno) {
-			set_message(day, xprintf("cannot write %s: %s", part, strerror(x.write_errno)));
+			set_message(day,
+			            xprintf("cannot write %s: %s", part, strerror(x.write_errno)));
 			day->status = FETCH_DAY_FAILED;
 			return 0;
 		} else if (c != CURLE_OK) {
@@ -499,11 +521,13 @@ static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptio
 				}
 			}
 			if (rename(part, final) < 0) {
-				set_message(day, xprintf("cannot rename %s: %s", part, strerror(errno)));
+				set_message(day,
+				            xprintf("cannot rename %s: %s", part, strerror(errno)));
 				day->status = FETCH_DAY_FAILED;
 				return 0;
 			}
-			if (rename(pmeta, meta) < 0) unlink(meta); /* no validators: no conditional request */
+			if (rename(pmeta, meta) < 0)
+				unlink(meta); /* no validators: no conditional request */
 			day->status = FETCH_DAY_DOWNLOADED;
 			day->path = strdup(final);
 			return day->path ? 0 : FETCH_ENOMEM;
@@ -531,12 +555,13 @@ static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptio
 			long ms = backoff > 0 ? backoff : 0;
 			for (int k = 1; k < attempt && ms < BACKOFF_CAP_MS; k++) ms *= 2;
 			if (x.retry_after > 0 && x.retry_after * 1000 > ms)
-				ms = x.retry_after < BACKOFF_CAP_MS / 1000 ? x.retry_after * 1000 : BACKOFF_CAP_MS;
+				ms = x.retry_after < BACKOFF_CAP_MS / 1000 ? x.retry_after * 1000
+				                                           : BACKOFF_CAP_MS;
 			sleep_ms(ms < BACKOFF_CAP_MS ? ms : BACKOFF_CAP_MS);
 		}
 		if (attempt == attempts) {
-			char *m = xprintf("%s (after %d attempts)", last_error ? last_error : "error",
-					  attempts);
+			char *m = xprintf("%s (after %d attempts)",
+			                  last_error ? last_error : "error", attempts);
 			free(last_error);
 			last_error = m;
 		}
@@ -547,15 +572,15 @@ static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptio
 		day->status = FETCH_DAY_CACHED;
 		day->path = strdup(final);
 		set_message(day, xprintf("not revalidated (%s); using the cached copy",
-					 last_error ? last_error : "error"));
+		                         last_error ? last_error : "error"));
 		free(last_error);
 		return day->path ? 0 : FETCH_ENOMEM;
 	}
 	day->status = FETCH_DAY_FAILED;
 	if (file_size(part, &psize) && psize > 0)
 		set_message(day, xprintf("%s; %llu bytes kept in %s, a rerun continues from there",
-					 last_error ? last_error : "error", (unsigned long long)psize,
-					 part));
+		                         last_error ? last_error : "error",
+		                         (unsigned long long)psize, part));
 	else
 		set_message(day, xprintf("%s", last_error ? last_error : "error"));
 	free(last_error);
@@ -612,9 +637,12 @@ int fetch_days(FetchResult *res, const char *from, const char *to, const FetchOp
 	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, opt->connect_timeout_s > 0 ? opt->connect_timeout_s : 30L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, opt->low_speed_limit > 0 ? opt->low_speed_limit : 512L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, opt->low_speed_time_s > 0 ? opt->low_speed_time_s : 60L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT,
+	                 opt->connect_timeout_s > 0 ? opt->connect_timeout_s : 30L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT,
+	                 opt->low_speed_limit > 0 ? opt->low_speed_limit : 512L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
+	                 opt->low_speed_time_s > 0 ? opt->low_speed_time_s : 60L);
 
 	for (size_t i = 0; i < n; i++) {
 		FetchDay *day = &res->days[i];
@@ -623,7 +651,7 @@ int fetch_days(FetchResult *res, const char *from, const char *to, const FetchOp
 		char *final = xprintf("%s/wdoor%s.7z", daily, day->date);
 		char label[64];
 		snprintf(label, sizeof label, "[%zu/%zu] %.4s-%.2s-%.2s", i + 1, n, day->date,
-			 day->date + 4, day->date + 6);
+		         day->date + 4, day->date + 6);
 		if (!day->url || !final) {
 			free(final);
 			rc = FETCH_ENOMEM;
@@ -645,10 +673,11 @@ int fetch_days(FetchResult *res, const char *from, const char *to, const FetchOp
 				unlink(final);
 				unlink(meta);
 				set_message(day, xprintf("%s (%s); removed from the cache, a rerun "
-							 "downloads it again", err,
-							 day->status == FETCH_DAY_DOWNLOADED
-								 ? "as downloaded"
-								 : "cached copy"));
+				                         "downloads it again",
+				                         err,
+				                         day->status == FETCH_DAY_DOWNLOADED
+				                             ? "as downloaded"
+				                             : "cached copy"));
 				free(day->path);
 				day->path = NULL;
 				day->status = FETCH_DAY_FAILED;
@@ -658,10 +687,18 @@ int fetch_days(FetchResult *res, const char *from, const char *to, const FetchOp
 		}
 		free(final);
 		switch (day->status) {
-		case FETCH_DAY_DOWNLOADED: res->downloaded++; break;
-		case FETCH_DAY_CACHED: res->cached++; break;
-		case FETCH_DAY_MISSING: res->missing++; break;
-		case FETCH_DAY_FAILED: res->failed++; break;
+		case FETCH_DAY_DOWNLOADED:
+			res->downloaded++;
+			break;
+		case FETCH_DAY_CACHED:
+			res->cached++;
+			break;
+		case FETCH_DAY_MISSING:
+			res->missing++;
+			break;
+		case FETCH_DAY_FAILED:
+			res->failed++;
+			break;
 		}
 	}
 	rc = FETCH_OK;

@@ -48,10 +48,10 @@ enum {
 const char *fetch_strerror(int code);
 
 typedef struct {
-	const char *base_url;   /* NULL: FETCH_DEFAULT_BASE_URL; a missing trailing '/' is added */
-	const char *cache_dir;  /* required; created when missing */
-	int max_attempts;       /* per day, the first one included (0: 5) */
-	long backoff_ms;        /* wait before the first retry, doubled each time (0: 1000; < 0: none) */
+	const char *base_url;  /* NULL: FETCH_DEFAULT_BASE_URL; a missing trailing '/' is added */
+	const char *cache_dir; /* required; created when missing */
+	int max_attempts;      /* per day, the first one included (0: 5) */
+	long backoff_ms; /* wait before the first retry, doubled each time (0: 1000; < 0: none) */
 	long connect_timeout_s; /* 0: 30 */
 	long low_speed_limit;   /* bytes/s below which ... (0: 512) */
 	long low_speed_time_s;  /* ... for this long a transfer is abandoned (0: 60) */
@@ -68,20 +68,20 @@ typedef enum {
 } FetchDayStatus;
 
 typedef struct {
-	char date[9];          /* "YYYYMMDD" */
+	char date[9]; /* "YYYYMMDD" */
 	FetchDayStatus status;
-	char *path;            /* verified archive in the cache (DOWNLOADED, CACHED), else NULL */
+	char *path; /* verified archive in the cache (DOWNLOADED, CACHED), else NULL */
 	char *url;
-	char *message;         /* FAILED: what went wrong and what was done about it */
-	uint64_t entries;      /* .csa entries in the archive */
+	char *message;    /* FAILED: what went wrong and what was done about it */
+	uint64_t entries; /* .csa entries in the archive */
 } FetchDay;
 
 typedef struct {
 	FetchDay *days;
 	size_t ndays;
 	size_t downloaded, cached, missing, failed;
-	uint64_t bytes;        /* body bytes received in this run */
-	uint64_t requests;     /* HTTP requests made */
+	uint64_t bytes;    /* body bytes received in this run */
+	uint64_t requests; /* HTTP requests made */
 } FetchResult;
 
 /* Frees the days (not the struct). Accepts NULL. */

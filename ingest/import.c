@@ -118,7 +118,8 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, bool progress)
 				changed = true;
 			}
 		}
-		if (dr.nmoves && (!(rec->flags & BOOKDB_REC_THOUGHT) || rec->think_depth < max_depth)) {
+		if (dr.nmoves &&
+		    (!(rec->flags & BOOKDB_REC_THOUGHT) || rec->think_depth < max_depth)) {
 			rec->flags |= BOOKDB_REC_THOUGHT;
 			rec->think_depth = (uint8_t)max_depth;
 			changed = true;

@@ -23,12 +23,18 @@
 const char *ingest_strerror(int code)
 {
 	switch (code) {
-	case INGEST_OK: return "success";
-	case INGEST_EIO: return "input could not be read";
-	case INGEST_ENOMEM: return "out of memory";
-	case INGEST_EBOOK: return "the book could not be written";
-	case INGEST_EINVAL: return "invalid option";
-	default: return "unknown error";
+	case INGEST_OK:
+		return "success";
+	case INGEST_EIO:
+		return "input could not be read";
+	case INGEST_ENOMEM:
+		return "out of memory";
+	case INGEST_EBOOK:
+		return "the book could not be written";
+	case INGEST_EINVAL:
+		return "invalid option";
+	default:
+		return "unknown error";
 	}
 }
 
@@ -62,12 +68,12 @@ typedef struct {
 
 /* One move played, as the writer needs it. */
 typedef struct {
-	Key key;        /* the position before the move */
+	Key key; /* the position before the move */
 	Move move;
-	uint16_t ply;   /* move number of that position */
-	int16_t eval;   /* mover's view */
+	uint16_t ply; /* move number of that position */
+	int16_t eval; /* mover's view */
 	bool has_eval;
-	uint8_t mover;  /* Color of the side making the move */
+	uint8_t mover; /* Color of the side making the move */
 	uint8_t packed_len;
 	uint8_t packed[BOOKDB_PACKED_MAX];
 } Ply;
@@ -106,9 +112,9 @@ typedef struct {
 	Unit *units;
 	Result *results;
 	size_t window;
-	size_t produced;  /* units made by the feeder */
-	size_t taken;     /* units taken by parsers */
-	size_t consumed;  /* results the writer has applied */
+	size_t produced; /* units made by the feeder */
+	size_t taken;    /* units taken by parsers */
+	size_t consumed; /* results the writer has applied */
 	bool feed_done;
 	bool abort;
 	/* Progress on a terminal (opt->progress): both the feeder walking the
@@ -142,7 +148,8 @@ static char *xprintf(const char *fmt, ...)
 static void feed_unit(Pipe *p, char *name, char *buf, size_t len, char *error)
 {
 	pthread_mutex_lock(&p->mu);
-	while (!p->abort && p->produced - p->consumed >= p->window) pthread_cond_wait(&p->cv, &p->mu);
+	while (!p->abort && p->produced - p->consumed >= p->window)
+		pthread_cond_wait(&p->cv, &p->mu);
 	if (p->abort) {
 		pthread_mutex_unlock(&p->mu);
 		free(name);
@@ -170,8 +177,8 @@ static bool has_suffix(const char *s, const char *suf)
 
 static bool is_archive_name(const char *s)
 {
-	static const char *const EXT[] = {".7z",     ".zip",     ".tar",  ".tar.gz", ".tgz",
-					  ".tar.xz", ".txz",     ".tar.bz2", ".tbz2"};
+	static const char *const EXT[] = {".7z",     ".zip", ".tar",     ".tar.gz", ".tgz",
+	                                  ".tar.xz", ".txz", ".tar.bz2", ".tbz2"};
 	for (size_t i = 0; i < sizeof EXT / sizeof EXT[0]; i++)
 		if (has_suffix(s, EXT[i])) return true;
 	return false;
@@ -212,10 +219,10 @@ static void feed_archive(Pipe *p, const char *path, int fd)
 	archive_read_support_filter_all(a);
 	archive_read_support_format_all(a);
 	int rc = fd >= 0 ? archive_read_open_fd(a, fd, 1 << 16)
-			 : archive_read_open_filename(a, path, 1 << 16);
+	                 : archive_read_open_filename(a, path, 1 << 16);
 	if (rc != ARCHIVE_OK) {
 		feed_unit(p, xstrdup(path), NULL, 0,
-			  xprintf("cannot open archive: %s", archive_error_string(a)));
+		          xprintf("cannot open archive: %s", archive_error_string(a)));
 		archive_read_free(a);
 		return;
 	}
@@ -225,8 +232,8 @@ static void feed_archive(Pipe *p, const char *path, int fd)
 		if (rc == ARCHIVE_EOF) break;
 		if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
 			feed_unit(p, xstrdup(path), NULL, 0,
-				  xprintf("archive damaged or truncated: %s (rest skipped)",
-					  archive_error_string(a)));
+			          xprintf("archive damaged or truncated: %s (rest skipped)",
+			                  archive_error_string(a)));
 			break;
 		}
 		const char *ename = archive_entry_pathname(e);
@@ -235,8 +242,8 @@ static void feed_archive(Pipe *p, const char *path, int fd)
 			continue;
 		}
 		size_t cap = archive_entry_size_is_set(e) && archive_entry_size(e) > 0
-				     ? (size_t)archive_entry_size(e) + 1
-				     : 1 << 14;
+		                 ? (size_t)archive_entry_size(e) + 1
+		                 : 1 << 14;
 		char *buf = malloc(cap);
 		size_t n = 0;
 		bool bad = false;
@@ -259,8 +266,8 @@ static void feed_archive(Pipe *p, const char *path, int fd)
 		if (bad) {
 			free(buf);
 			feed_unit(p, name, NULL, 0,
-				  xprintf("archive entry unreadable: %s (rest skipped)",
-					  archive_error_string(a)));
+			          xprintf("archive entry unreadable: %s (rest skipped)",
+			                  archive_error_string(a)));
 			break;
 		}
 		feed_unit(p, name, buf, n, NULL);
@@ -323,11 +330,13 @@ static void feed_dir(Pipe *p, const char *path)
 	if (progress_due(p)) {
 		double el = now_s() - p->t0;
 		fprintf(stderr, "\r  ingest: %llu files looked at (%.0f/s), in %.60s\033[K",
-			(unsigned long long)p->files_seen, p->files_seen / (el > 1e-9 ? el : 1e-9), path);
+		        (unsigned long long)p->files_seen, p->files_seen / (el > 1e-9 ? el : 1e-9),
+		        path);
 	}
 	DIR *d = opendir(path);
 	if (!d) {
-		feed_unit(p, xstrdup(path), NULL, 0, xprintf("cannot open directory: %s", strerror(errno)));
+		feed_unit(p, xstrdup(path), NULL, 0,
+		          xprintf("cannot open directory: %s", strerror(errno)));
 		return;
 	}
 	char **names = NULL;
@@ -366,7 +375,8 @@ static void feed_path(Pipe *p, const char *path, bool explicit_arg)
 		char *buf;
 		size_t len;
 		if (read_all_fd(0, &buf, &len) < 0)
-			feed_unit(p, xstrdup("-"), NULL, 0, xprintf("cannot read standard input: %s", strerror(errno)));
+			feed_unit(p, xstrdup("-"), NULL, 0,
+			          xprintf("cannot read standard input: %s", strerror(errno)));
 		else
 			feed_unit(p, xstrdup("-"), buf, len, NULL);
 		return;
@@ -589,24 +599,27 @@ static void clamp_mates(Game *g, const ReplayResult *res, const IngestOptions *o
 {
 	for (size_t k = 0; k < g->nplies; k++) {
 		Ply *p = &g->plies[k];
-		if (!p->has_eval || (p->eval < VALUE_MATE_IN_MAX && p->eval > -VALUE_MATE_IN_MAX)) continue;
+		if (!p->has_eval || (p->eval < VALUE_MATE_IN_MAX && p->eval > -VALUE_MATE_IN_MAX))
+			continue;
 		Color winner = p->eval > 0 ? (Color)p->mover : (Color)!p->mover;
-		bool mated = res->end == REPLAY_END_MATE &&
-			     res->winner == (winner == BLACK ? REPLAY_WINNER_BLACK : REPLAY_WINNER_WHITE) &&
-			     (long)res->plies - (long)(k + 1) <= opt->mate_plies;
+		bool mated =
+		    res->end == REPLAY_END_MATE &&
+		    res->winner == (winner == BLACK ? REPLAY_WINNER_BLACK : REPLAY_WINNER_WHITE) &&
+		    (long)res->plies - (long)(k + 1) <= opt->mate_plies;
 		if (!mated && p->eval > opt->mate_clamp) p->eval = (int16_t)opt->mate_clamp;
 		if (!mated && p->eval < -opt->mate_clamp) p->eval = (int16_t)-opt->mate_clamp;
 	}
 }
 
 static void parse_record(Result *r, const char *input, CsaRecord *rec, const IngestOptions *opt,
-			 Position *pos)
+                         Position *pos)
 {
 	Game *g = result_game(r);
 	char err[SHOGI_ERRLEN];
 	if (csa_record_position(pos, rec, err) < 0) {
 		g->status = GAME_REJECT;
-		result_error(r, input, rec->first_line, xprintf("impossible start position: %s", err));
+		result_error(r, input, rec->first_line,
+		             xprintf("impossible start position: %s", err));
 		return;
 	}
 	g->id = game_id(rec, pos);
@@ -625,7 +638,7 @@ static void parse_record(Result *r, const char *input, CsaRecord *rec, const Ing
 	if (rc != 0) {
 		g->status = GAME_REJECT;
 		result_error(r, input, res.error_line ? res.error_line : rec->first_line,
-			     xprintf("%s", res.error[0] ? res.error : "cannot replay the game"));
+		             xprintf("%s", res.error[0] ? res.error : "cannot replay the game"));
 		return;
 	}
 	/* Checked here, before any of it reaches the book: a game the store
@@ -634,9 +647,11 @@ static void parse_record(Result *r, const char *input, CsaRecord *rec, const Ing
 		g->status = GAME_REJECT;
 		size_t mi = (size_t)c.unstorable - 1;
 		int line = mi < rec->nmoves ? rec->moves[mi].line : rec->first_line;
-		result_error(r, input, line,
-			     xprintf("the position before move %d cannot be stored in the book; game skipped",
-				     c.unstorable));
+		result_error(
+		    r, input, line,
+		    xprintf(
+		        "the position before move %d cannot be stored in the book; game skipped",
+		        c.unstorable));
 		return;
 	}
 	g->winner = res.winner;
@@ -670,7 +685,7 @@ static void parse_unit(Result *r, const Unit *u, const IngestOptions *opt, Posit
 			Game *g = result_game(r);
 			g->status = GAME_REJECT;
 			result_error(r, u->name, csa_reader_error_line(rd),
-				     xprintf("%s (record skipped)", csa_reader_error(rd)));
+			             xprintf("%s (record skipped)", csa_reader_error(rd)));
 			continue;
 		}
 		if (rc < 0) {
@@ -768,9 +783,10 @@ static void add_ply(Writer *wr, BookRecord *rec, const Ply *p, ReplayWinner winn
 	Color mover = (Color)p->mover;
 	bm->flags |= BOOKDB_MOVE_STATS;
 	bm->count++;
-	if (winner == REPLAY_WINNER_DRAW) bm->draws++;
+	if (winner == REPLAY_WINNER_DRAW)
+		bm->draws++;
 	else if ((winner == REPLAY_WINNER_BLACK && mover == BLACK) ||
-		 (winner == REPLAY_WINNER_WHITE && mover == WHITE))
+	         (winner == REPLAY_WINNER_WHITE && mover == WHITE))
 		bm->wins++;
 	else if (winner == REPLAY_WINNER_BLACK || winner == REPLAY_WINNER_WHITE)
 		bm->losses++;
@@ -835,8 +851,8 @@ static int apply_batch(Writer *wr)
 		rc = bookdb_writer_get(rec, wr->w, e[i].key);
 		if (rc == BOOKDB_ENOTFOUND) {
 			memset(rec, 0, offsetof(BookRecord, moves));
-			rc = bookdb_unpack_position(rec->board, rec->hand, &rec->side, first->packed,
-						    first->packed_len);
+			rc = bookdb_unpack_position(rec->board, rec->hand, &rec->side,
+			                            first->packed, first->packed_len);
 			if (rc < 0) break;
 			rec->min_ply = first->ply;
 			wr->st->positions_added++;
@@ -882,8 +898,8 @@ static void writer_take(Writer *wr, Game *g)
 static int writer_commit(Writer *wr)
 {
 	IngestStats *st = wr->st;
-	uint64_t keep[] = {st->games_ingested, st->duplicates, st->positions_added, st->moves_added,
-			   st->evals_added, st->plies_stored};
+	uint64_t keep[] = {st->games_ingested, st->duplicates,  st->positions_added,
+	                   st->moves_added,    st->evals_added, st->plies_stored};
 	int rc = apply_batch(wr);
 	writer_clear(wr);
 	if (rc >= 0) rc = bookdb_writer_flush(wr->w);
@@ -921,7 +937,7 @@ static double now_s(void)
 }
 
 int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ninputs,
-	       const IngestOptions *opt_in)
+               const IngestOptions *opt_in)
 {
 	memset(st, 0, sizeof *st);
 	IngestOptions opt = *opt_in;
@@ -976,7 +992,8 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		if (end) break;
 		Result *r = &p.results[seq % p.window];
 		for (size_t i = 0; i < r->nerrors; i++)
-			stats_error(st, r->errors[i].input, r->errors[i].line, r->errors[i].message);
+			stats_error(st, r->errors[i].input, r->errors[i].line,
+			            r->errors[i].message);
 		for (size_t i = 0; i < r->ngames && result == INGEST_OK; i++) {
 			Game *g = &r->games[i];
 			st->games_read++;
@@ -1010,9 +1027,11 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		if (result != INGEST_OK) break;
 		if (progress_due(&p)) {
 			double t = now_s();
-			fprintf(stderr, "\r  ingest: %llu games read, %llu ingested, %.0f games/s\033[K",
-				(unsigned long long)st->games_read, (unsigned long long)st->games_ingested,
-				st->games_read / (t - t0 > 1e-9 ? t - t0 : 1e-9));
+			fprintf(stderr,
+			        "\r  ingest: %llu games read, %llu ingested, %.0f games/s\033[K",
+			        (unsigned long long)st->games_read,
+			        (unsigned long long)st->games_ingested,
+			        st->games_read / (t - t0 > 1e-9 ? t - t0 : 1e-9));
 		}
 	}
 	if (result == INGEST_OK) {

@@ -30,7 +30,7 @@
 /* Error codes (negative). */
 enum {
 	INGEST_OK = 0,
-	INGEST_EIO = -40,    /* an input could not be read at all */
+	INGEST_EIO = -40, /* an input could not be read at all */
 	INGEST_ENOMEM = -41,
 	INGEST_EBOOK = -42,  /* the book refused a write (message in the stats errors) */
 	INGEST_EINVAL = -43, /* bad option */
@@ -43,34 +43,36 @@ const char *ingest_strerror(int code);
 
 typedef struct {
 	bool has_min_rating;
-	double min_rating;      /* both players' floodgate ratings at least this */
-	int max_ply;            /* store moves played at move numbers <= max_ply (default 128) */
-	int mate_clamp;         /* a comment's mate score becomes ±mate_clamp (default 2000)... */
-	int mate_plies;         /* ...unless the game ended in mate on the board within this many
-				   plies, won by the side the score favours (default 16) */
+	double min_rating;       /* both players' floodgate ratings at least this */
+	int max_ply;             /* store moves played at move numbers <= max_ply (default 128) */
+	int mate_clamp;          /* a comment's mate score becomes ±mate_clamp (default 2000)... */
+	int mate_plies;          /* ...unless the game ended in mate on the board within this many
+	                            plies, won by the side the score favours (default 16) */
 	char since[9], until[9]; /* "YYYYMMDD" bounds on the game date, inclusive ("" = none) */
-	const char *event_glob; /* fnmatch pattern on $EVENT (NULL = any) */
-	const char *tc_glob;    /* fnmatch pattern on the floodgate game name, e.g. "floodgate-300-10F" */
-	int jobs;               /* parser threads (0: the number of cores) */
-	size_t batch_games;     /* games per transaction (0: 2000) */
-	bool progress;          /* progress line on stderr */
+	const char *event_glob;  /* fnmatch pattern on $EVENT (NULL = any) */
+	const char
+	    *tc_glob; /* fnmatch pattern on the floodgate game name, e.g. "floodgate-300-10F" */
+	int jobs;     /* parser threads (0: the number of cores) */
+	size_t batch_games; /* games per transaction (0: 2000) */
+	bool progress;      /* progress line on stderr */
 } IngestOptions;
 
 void ingest_options_init(IngestOptions *opt);
 
 #define INGEST_MAX_ERRORS 100
 typedef struct {
-	char *input;   /* input name ("dir/x.csa", "a.7z:2026/x.csa", "-") */
-	int line;      /* 0 when there is no line */
+	char *input; /* input name ("dir/x.csa", "a.7z:2026/x.csa", "-") */
+	int line;    /* 0 when there is no line */
 	char *message;
 } IngestError;
 
 typedef struct {
-	uint64_t files; /* files looked at: regular files in the directories walked, and those named */
+	uint64_t
+	    files; /* files looked at: regular files in the directories walked, and those named */
 	uint64_t games_read, games_ingested, games_skipped, games_rejected, duplicates;
 	uint64_t positions_added, moves_added, evals_added;
 	uint64_t plies_stored;
-	uint64_t errors_total;         /* all errors, also those beyond the list's cap */
+	uint64_t errors_total; /* all errors, also those beyond the list's cap */
 	size_t nerrors;
 	IngestError errors[INGEST_MAX_ERRORS];
 	double seconds;
@@ -86,6 +88,6 @@ void ingest_stats_free(IngestStats *st);
  * written (the last committed batch stays; nothing half-written).
  */
 int ingest_run(IngestStats *stats, BookDB *db, const char *const *inputs, size_t ninputs,
-	       const IngestOptions *opt);
+               const IngestOptions *opt);
 
 #endif

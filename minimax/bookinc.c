@@ -34,16 +34,16 @@
 
 /* Per global node, in Inc.mark. */
 enum {
-	R_A = 1, /* analysed */
-	R_B = 2, /* frozen, with moves */
+	R_A = 1,  /* analysed */
+	R_B = 2,  /* frozen, with moves */
 	R_B2 = 3, /* frozen, no moves */
 	R_ROLE = 3,
-	M_SEED = 0x04,    /* changed graph input, or joined A (a loop place changed) */
-	M_RECORD = 0x08,  /* its record changed (rewrite it) */
-	M_REWRITE = 0x10, /* rewrite its record */
+	M_SEED = 0x04,     /* changed graph input, or joined A (a loop place changed) */
+	M_RECORD = 0x08,   /* its record changed (rewrite it) */
+	M_REWRITE = 0x10,  /* rewrite its record */
 	M_REPARENT = 0x20, /* looked at as a parent of a new position */
-	M_NEW = 0x40,     /* added by this run */
-	M_LISTED = 0x80,  /* its moves were replaced (its old part of the totals is off) */
+	M_NEW = 0x40,      /* added by this run */
+	M_LISTED = 0x80,   /* its moves were replaced (its old part of the totals is off) */
 };
 
 typedef struct {
@@ -63,10 +63,10 @@ typedef struct {
 	uint8_t *mark; /* per global node */
 	size_t mark_cap;
 	uint32_t *local; /* global -> local node of the subgraph (as long as mark) */
-	U32s changed;  /* nodes of changed records */
-	U32s seeds;    /* nodes whose graph input changed, then those that joined A */
-	U32s a, b, b2; /* the subgraph's parts, globals */
-	U32s sub;      /* all of it, in key order */
+	U32s changed;    /* nodes of changed records */
+	U32s seeds;      /* nodes whose graph input changed, then those that joined A */
+	U32s a, b, b2;   /* the subgraph's parts, globals */
+	U32s sub;        /* all of it, in key order */
 	U32s queue;
 	Totals tot;
 	MmGraph g;
@@ -169,7 +169,9 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 {
 	BookChangesIter *it = NULL;
 	int rc = bookdb_changes_iter_open(&it, snap, c->s.seq + 1);
-	if (rc < 0) return mm_fail(why, whylen, BOOKMM_EBOOK, "reading the change log: %s", bookdb_strerror(rc));
+	if (rc < 0)
+		return mm_fail(why, whylen, BOOKMM_EBOOK, "reading the change log: %s",
+		               bookdb_strerror(rc));
 	uint64_t seq;
 	Key k;
 	size_t limit = c->v.n / 8 > 10000 ? c->v.n / 8 : 10000;
@@ -199,13 +201,14 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 		if (c->changed.n > limit) {
 			bookdb_changes_iter_free(it);
 			return mm_fail(why, whylen, BOOKMM_EFULL,
-					   "more than %zu positions changed: the whole book is quicker", limit);
+			               "more than %zu positions changed: the whole book is quicker",
+			               limit);
 		}
 	}
 	bookdb_changes_iter_free(it);
 	if (rc < 0)
 		return mm_fail(why, whylen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
-				   "reading the changes: %s", bookdb_strerror(rc));
+		               "reading the changes: %s", bookdb_strerror(rc));
 	/* Whether each changed record is an inner node of the leaf policy is
 	 * settled before any moves are generated: a parent's moves into it
 	 * depend on it. A node whose mark changed has its parents' moves
@@ -250,9 +253,11 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 	free(cand);
 	free(reinner);
 	if (rc == 0) return 0;
-	if (rc == MMFILE_ESTALE) return mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph is damaged");
-	return mm_fail(why, whylen, rc == MMFILE_ENOMEM || rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
-			   "reading the book: %s", rc < -10 ? bookdb_strerror(rc) : "out of memory");
+	if (rc == MMFILE_ESTALE)
+		return mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph is damaged");
+	return mm_fail(why, whylen,
+	               rc == MMFILE_ENOMEM || rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+	               "reading the book: %s", rc < -10 ? bookdb_strerror(rc) : "out of memory");
 }
 
 /* ---- the subgraph ------------------------------------------------------------------ */
@@ -354,7 +359,8 @@ static int value_a(Inc *c)
 		if (!m) return MMFILE_ESTALE;
 		for (uint32_t k = 0; k < len; k++) {
 			uint32_t ch = m[k].next;
-			if (ch == MM_NONE || ((c->mark[ch] & R_ROLE) != R_A && (mmfile_flags(&c->v, ch) & MMF_VALUED))) {
+			if (ch == MM_NONE || ((c->mark[ch] & R_ROLE) != R_A &&
+			                      (mmfile_flags(&c->v, ch) & MMF_VALUED))) {
 				c->nval[c->local[x]] = 1;
 				if (push(&c->queue, x) < 0) return MMFILE_ENOMEM;
 				break;
@@ -363,7 +369,8 @@ static int value_a(Inc *c)
 	}
 	ParentWalk w = {c, 0, false};
 	for (size_t h = 0; h < c->queue.n && !w.rc; h++)
-		if (mmfile_each_parent(&c->v, c->queue.v[h], mark_valued, &w) == MMFILE_ESTALE) return MMFILE_ESTALE;
+		if (mmfile_each_parent(&c->v, c->queue.v[h], mark_valued, &w) == MMFILE_ESTALE)
+			return MMFILE_ESTALE;
 	return w.rc ? MMFILE_ENOMEM : 0;
 }
 
@@ -402,7 +409,8 @@ static int build_sub(Inc *c)
 		for (uint32_t k = 0; k < len; k++) {
 			MmMove mv = m[k];
 			if (mv.next != MM_NONE) {
-				if (!(c->mark[mv.next] & R_ROLE) || !valued_now(c, mv.next)) continue;
+				if (!(c->mark[mv.next] & R_ROLE) || !valued_now(c, mv.next))
+					continue;
 				mv.next = c->local[mv.next];
 			}
 			if (mm_push_move(g, mv) < 0) return MMFILE_ENOMEM;
@@ -418,7 +426,7 @@ static int survivor_parent(uint32_t p, void *ctx)
 	ParentWalk *b = ctx;
 	Inc *c = b->c;
 	bool surv = (c->mark[p] & R_ROLE) == R_A ? (c->g.flags[c->local[p]] & MM_F_SURVIVOR)
-						   : (mmfile_flags(&c->v, p) & MMF_SURVIVOR);
+	                                         : (mmfile_flags(&c->v, p) & MMF_SURVIVOR);
 	if (surv) b->found = true;
 	return b->found;
 }
@@ -434,7 +442,8 @@ static int stale_nodes(Inc *c, size_t *nstale)
 		if (!stale && (c->mark[x] & R_ROLE) == R_B && (f & MMF_VALUED) && (f & MMF_LOOP) &&
 		    !(f & MMF_SURVIVOR)) {
 			ParentWalk b = {c, 0, false};
-			if (mmfile_each_parent(&c->v, x, survivor_parent, &b) == MMFILE_ESTALE) return MMFILE_ESTALE;
+			if (mmfile_each_parent(&c->v, x, survivor_parent, &b) == MMFILE_ESTALE)
+				return MMFILE_ESTALE;
 			stale = !b.found;
 		}
 		if (!stale) continue;
@@ -471,7 +480,8 @@ static int store_states(Inc *c)
 		int rc = mmfile_set_state(&c->v, x, nf, nv);
 		if (rc) return rc;
 		/* The parents show this node's value in their records. */
-		if (mmfile_each_parent(&c->v, x, mark_rewrite, &w) == MMFILE_ESTALE) return MMFILE_ESTALE;
+		if (mmfile_each_parent(&c->v, x, mark_rewrite, &w) == MMFILE_ESTALE)
+			return MMFILE_ESTALE;
 	}
 	for (size_t q = 0; q < c->a.n; q++) contrib(c, c->a.v[q], +1);
 	return 0;
@@ -488,8 +498,8 @@ static int node_edges(const Inc *c, uint32_t x, BookmmEdge *out)
 		if (ch == MM_NONE) continue;
 		uint8_t f = mmfile_flags(&c->v, ch);
 		if (!(f & MMF_VALUED)) continue;
-		out[n++] = (BookmmEdge){m[k].move, bookmm_stored_vd(mmfile_vd(&c->v, ch), f & MMF_LOOP,
-								       f & MMF_CHECKED)};
+		out[n++] = (BookmmEdge){m[k].move, bookmm_stored_vd(mmfile_vd(&c->v, ch),
+		                                                    f & MMF_LOOP, f & MMF_CHECKED)};
 	}
 	return n;
 }
@@ -505,7 +515,8 @@ static void root_value(BookmmStats *st, const Inc *c, uint32_t r)
 	uint32_t len;
 	const MmMove *m = mmfile_moves(&c->v, r, &len);
 	for (uint32_t k = 0; m && k < len; k++)
-		if (m[k].next == MM_NONE && mm_vd_better((MmVd){m[k].value, 0}, best)) best = (MmVd){m[k].value, 0};
+		if (m[k].next == MM_NONE && mm_vd_better((MmVd){m[k].value, 0}, best))
+			best = (MmVd){m[k].value, 0};
 	st->has_root = true;
 	st->root_value = best.value;
 }
@@ -536,8 +547,8 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why, size_t wh
 		if (rc == BOOKDB_ENOTFOUND) continue;
 		if (rc < 0) goto done;
 		int ne = node_edges(c, x, edges);
-		int n = bookmm_rewrite(buf, raw, len, c->rec, mmfile_flags(&c->v, x) & MMF_VALUED, edges, ne, false,
-				       &c->opt->policy);
+		int n = bookmm_rewrite(buf, raw, len, c->rec, mmfile_flags(&c->v, x) & MMF_VALUED,
+		                       edges, ne, false, &c->opt->policy);
 		if (n <= 0) continue;
 		if ((rc = bookdb_put_raw(txn, mmfile_key(&c->v, x), buf, (size_t)n)) < 0) goto done;
 		st->rewritten++;
@@ -558,13 +569,16 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why, size_t wh
 	c->s.settled = st->settled;
 	c->s.moves = st->moves;
 	c->s.edges = st->edges;
-	if ((rc = bookmm_state_put(txn, &c->s)) < 0 || (rc = bookmm_summary_put(txn, st, c->opt)) < 0) goto done;
+	if ((rc = bookmm_state_put(txn, &c->s)) < 0 ||
+	    (rc = bookmm_summary_put(txn, st, c->opt)) < 0)
+		goto done;
 	rc = bookdb_txn_commit(txn);
 	txn = NULL;
 done:
 	bookdb_txn_abort(txn);
-	if (rc < 0) rc = mm_fail(why, whylen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
-				     "writing the book: %s", bookdb_strerror(rc));
+	if (rc < 0)
+		rc = mm_fail(why, whylen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+		             "writing the book: %s", bookdb_strerror(rc));
 out:
 	free(buf);
 	free(edges);
@@ -602,7 +616,7 @@ static uint32_t root_node(Inc *c)
 }
 
 int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,
-		       char *why, size_t whylen)
+                       char *why, size_t whylen)
 {
 	Inc c;
 	memset(&c, 0, sizeof c);
@@ -613,7 +627,8 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 	int rc = bookdb_txn_begin(&snap, db, false);
 	if (rc == 0) rc = bookdb_changes_info(&ci, snap);
 	if (rc < 0) {
-		rc = mm_fail(why, whylen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
+		rc = mm_fail(why, whylen, BOOKMM_EBOOK, "cannot read the book: %s",
+		             bookdb_strerror(rc));
 		goto out;
 	}
 	rc = bookmm_state_get(&c.s, snap);
@@ -622,10 +637,12 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 		goto out;
 	}
 	if (rc < 0) {
-		rc = mm_fail(why, whylen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
+		rc = mm_fail(why, whylen, BOOKMM_EBOOK, "cannot read the book: %s",
+		             bookdb_strerror(rc));
 		goto out;
 	}
-	if (c.s.draw[BLACK] != bookmm_clamp(opt->draw_black) || c.s.draw[WHITE] != bookmm_clamp(opt->draw_white)) {
+	if (c.s.draw[BLACK] != bookmm_clamp(opt->draw_black) ||
+	    c.s.draw[WHITE] != bookmm_clamp(opt->draw_white)) {
 		rc = mm_fail(why, whylen, BOOKMM_EFULL, "other draw values than the last run's");
 		goto out;
 	}
@@ -635,14 +652,16 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 	}
 	if (ci.state != BOOKDB_CHANGES_ON) {
 		rc = mm_fail(why, whylen, BOOKMM_EFULL, "%s",
-				 ci.state == BOOKDB_CHANGES_OVERFLOW ? "the change log overflowed"
-								     : "the book does not log its changes");
+		             ci.state == BOOKDB_CHANGES_OVERFLOW
+		                 ? "the change log overflowed"
+		                 : "the book does not log its changes");
 		goto out;
 	}
 	char msg[200];
 	rc = mmfile_open(&c.v, dir, c.s.stamp, c.s.journal_len, msg, sizeof msg);
 	if (rc < 0) {
-		rc = mm_fail(why, whylen, rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EFULL, "%s", msg);
+		rc = mm_fail(why, whylen, rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EFULL, "%s",
+		             msg);
 		goto out;
 	}
 	/* A long journal costs every run its replay: start afresh now and then. */
@@ -658,7 +677,8 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 		goto out;
 	}
 	c.snap_seq = ci.seq;
-	c.tot = (Totals){(int64_t)c.s.valued, (int64_t)c.s.settled, (int64_t)c.s.moves, (int64_t)c.s.edges};
+	c.tot = (Totals){(int64_t)c.s.valued, (int64_t)c.s.settled, (int64_t)c.s.moves,
+	                 (int64_t)c.s.edges};
 	if ((rc = absorb_changes(&c, snap, why, whylen)) < 0) goto out;
 	bookdb_txn_abort(snap);
 	snap = NULL;
@@ -674,14 +694,16 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 		if (rc == 0) rc = stale_nodes(&c, &nstale);
 		if (rc == 0 && nstale == 0) rc = store_states(&c);
 		if (rc) {
-			rc = rc == MMFILE_ESTALE ? mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph is damaged")
-						 : mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
+			rc = rc == MMFILE_ESTALE
+			         ? mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph is damaged")
+			         : mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
 			goto out;
 		}
 		c.sweeps = ms.peel_sweeps + ms.relax_sweeps;
 		if (nstale == 0) break;
 		if (round >= 16) {
-			rc = mm_fail(why, whylen, BOOKMM_EFULL, "perpetual-check loops kept growing");
+			rc = mm_fail(why, whylen, BOOKMM_EFULL,
+			             "perpetual-check loops kept growing");
 			goto out;
 		}
 		clear_roles(&c);

@@ -35,10 +35,14 @@
 const char *bookmm_strerror(int code)
 {
 	switch (code) {
-	case BOOKMM_OK: return "success";
-	case BOOKMM_ENOMEM: return "out of memory";
-	case BOOKMM_EBOOK: return "book error";
-	default: return "unknown error";
+	case BOOKMM_OK:
+		return "success";
+	case BOOKMM_ENOMEM:
+		return "out of memory";
+	case BOOKMM_EBOOK:
+		return "book error";
+	default:
+		return "unknown error";
 	}
 }
 
@@ -89,7 +93,8 @@ bool bookmm_policy_equal(const BookmmPolicy *a, const BookmmPolicy *b)
 bool bookmm_record_inner(const BookRecord *rec, const BookmmPolicy *p)
 {
 	if (p->leaves == BOOKMM_LEAVES_GAMES) return true;
-	if ((rec->flags & BOOKDB_REC_THOUGHT) && rec->think_depth >= policy_min_depth(p)) return true;
+	if ((rec->flags & BOOKDB_REC_THOUGHT) && rec->think_depth >= policy_min_depth(p))
+		return true;
 	if (!p->min_games) return false;
 	uint64_t games = 0;
 	for (int m = 0; m < rec->nmoves; m++)
@@ -135,7 +140,8 @@ int16_t bookmm_leaf_value(const BookMove *bm, const BookmmPolicy *p)
  * first in any case, so that the lookups do not wait on move arithmetic.
  */
 static int record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
-			BookRecord *rec, Position *pos, const BookmmLookup *lk, const BookKeyDir *kd)
+                        BookRecord *rec, Position *pos, const BookmmLookup *lk,
+                        const BookKeyDir *kd)
 {
 	*flags = 0;
 	if (bookdb_record_decode(rec, raw, len) < 0 || bookdb_record_position(pos, rec, NULL) < 0)
@@ -161,7 +167,7 @@ static int record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t 
 				bool evald = false;
 				for (int q = 0; q < rec->nmoves && !evald; q++)
 					evald = rec->moves[q].move == legal[m] &&
-						(rec->moves[q].flags & BOOKDB_MOVE_EVAL);
+					        (rec->moves[q].flags & BOOKDB_MOVE_EVAL);
 				if (evald) continue;
 			}
 			out[n++] = (MmMove){legal[m], 0, j};
@@ -188,18 +194,18 @@ static int record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t 
 }
 
 int bookmm_record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
-			BookRecord *rec, Position *pos, const BookmmLookup *lk)
+                        BookRecord *rec, Position *pos, const BookmmLookup *lk)
 {
 	return record_moves(out, flags, raw, len, rec, pos, lk, NULL);
 }
 
 /* Sets rec's minimax fields; returns true when anything changed. */
 static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int nedges,
-		  const BookmmPolicy *p)
+                  const BookmmPolicy *p)
 {
 	bool changed = false;
 	uint8_t flags = valued ? (uint8_t)(rec->flags | BOOKDB_REC_MINIMAX)
-			       : (uint8_t)(rec->flags & ~BOOKDB_REC_MINIMAX);
+	                       : (uint8_t)(rec->flags & ~BOOKDB_REC_MINIMAX);
 	if (flags != rec->flags) changed = true;
 	rec->flags = flags;
 	uint16_t n0 = rec->nmoves;
@@ -224,7 +230,8 @@ static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int ned
 	for (int k = 0; k < nedges; k++) {
 		if (rec->nmoves >= BOOKDB_MAX_MOVES) break;
 		bool listed = false;
-		for (uint16_t m = 0; m < n0 && !listed; m++) listed = rec->moves[m].move == edges[k].move;
+		for (uint16_t m = 0; m < n0 && !listed; m++)
+			listed = rec->moves[m].move == edges[k].move;
 		if (listed) continue;
 		BookMove *bm = &rec->moves[rec->nmoves++];
 		memset(bm, 0, sizeof *bm);
@@ -237,22 +244,25 @@ static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int ned
 }
 
 int bookmm_rewrite(uint8_t *out, const uint8_t *raw, size_t len, BookRecord *rec, bool valued,
-		   const BookmmEdge *edges, int nedges, bool force, const BookmmPolicy *p)
+                   const BookmmEdge *edges, int nedges, bool force, const BookmmPolicy *p)
 {
 	/* Only the moves change: the packed position is copied as it is. */
 	int head = bookdb_record_decode_head(rec, raw, len);
 	if (head < 0) return head;
 	if (!apply(rec, valued, edges, nedges, p) && !force) return 0;
 	return bookdb_record_encode_packed(out, BOOKDB_RECORD_MAX, rec, raw + head,
-					   len - (size_t)head);
+	                                   len - (size_t)head);
 }
 
 /* The node flags the core and the graph file share, bit for bit. */
 static const struct {
 	MmFlags core;
 	uint8_t file;
-} SHARED_FLAGS[] = {{F_VALUED, MMF_VALUED}, {MM_F_CHECKED, MMF_CHECKED}, {MM_F_LOOP, MMF_LOOP},
-		    {MM_F_CONST, MMF_CONST}, {MM_F_SURVIVOR, MMF_SURVIVOR}};
+} SHARED_FLAGS[] = {{F_VALUED, MMF_VALUED},
+                    {MM_F_CHECKED, MMF_CHECKED},
+                    {MM_F_LOOP, MMF_LOOP},
+                    {MM_F_CONST, MMF_CONST},
+                    {MM_F_SURVIVOR, MMF_SURVIVOR}};
 
 uint8_t bookmm_file_flags(MmFlags core, uint8_t structure)
 {
@@ -340,10 +350,10 @@ int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions 
 {
 	char meta[256];
 	int ml = snprintf(meta, sizeof meta,
-			  "{\"positions\":%zu,\"valued\":%zu,\"settled\":%zu,\"cyclic\":%zu,"
-			  "\"draw_black\":%d,\"draw_white\":%d,\"time\":%lld}",
-			  st->positions, st->valued, st->settled, st->cyclic, opt->draw_black,
-			  opt->draw_white, (long long)time(NULL));
+	                  "{\"positions\":%zu,\"valued\":%zu,\"settled\":%zu,\"cyclic\":%zu,"
+	                  "\"draw_black\":%d,\"draw_white\":%d,\"time\":%lld}",
+	                  st->positions, st->valued, st->settled, st->cyclic, opt->draw_black,
+	                  opt->draw_white, (long long)time(NULL));
 	return bookdb_kv_put(txn, BOOKDB_META, "minimax", 7, meta, (size_t)ml);
 }
 
@@ -366,7 +376,7 @@ typedef struct {
 	uint8_t *structure; /* MMF_WHITE / MMF_INCHECK / MMF_INNER */
 	uint8_t *inner;     /* per node: an inner node of the leaf policy (pass 2 only) */
 	const BookmmPolicy *policy;
-	uint32_t *mstart;   /* every move: edges to any book node, leaves */
+	uint32_t *mstart; /* every move: edges to any book node, leaves */
 	MmMove *moves;
 	size_t nmoves;
 	uint32_t *pstart, *parents;
@@ -405,7 +415,8 @@ static int load_keys(BookGraph *b, BookTxn *txn, char *err, size_t errlen)
 {
 	int rc = bookdb_index_build(&b->ix, txn);
 	if (rc == BOOKDB_ENOMEM) return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
-	if (rc < 0) return fail(err, errlen, BOOKMM_EBOOK, "reading the book: %s", bookdb_strerror(rc));
+	if (rc < 0)
+		return fail(err, errlen, BOOKMM_EBOOK, "reading the book: %s", bookdb_strerror(rc));
 	b->n = bookdb_index_count(b->ix);
 	if (b->n >= MM_NONE - 1) return fail(err, errlen, BOOKMM_ENOMEM, "too many positions");
 	b->keys = bookdb_index_keys(b->ix);
@@ -423,7 +434,7 @@ typedef struct {
 	MmMove *moves;
 	size_t nmoves, cap;
 	int rc;
-	atomic_size_t *done; /* records done by all parts */
+	atomic_size_t *done;      /* records done by all parts */
 	const BookmmOptions *opt; /* progress: reported by the part on the calling thread */
 	bool reporter;
 	bool inner_pass; /* only mark which nodes are inner (before the moves) */
@@ -449,13 +460,14 @@ static void *load_part(void *arg)
 	}
 	BookmmLookup lk = {map_find, map_inner, b, b->policy};
 	for (uint32_t i = p->lo; i < p->hi; i++) {
-		if (mm_grow((void **)&p->moves, &p->cap, p->nmoves + BOOKMM_NODE_MOVES, sizeof *p->moves) < 0)
+		if (mm_grow((void **)&p->moves, &p->cap, p->nmoves + BOOKMM_NODE_MOVES,
+		            sizeof *p->moves) < 0)
 			goto out;
 		const uint8_t *val;
 		size_t len;
 		bookdb_index_raw(&val, &len, b->ix, i);
-		int n = record_moves(p->moves + p->nmoves, &p->structure[i], val, len, rec, pos, &lk,
-				     b->kd);
+		int n = record_moves(p->moves + p->nmoves, &p->structure[i], val, len, rec, pos,
+		                     &lk, b->kd);
 		p->nmoves += (size_t)n;
 		p->count[i - p->lo] = (uint32_t)n;
 		if ((i - p->lo + 1) % PROGRESS_EVERY == 0) {
@@ -478,12 +490,15 @@ static void run_parts(LoadPart *parts, int nt, bool inner_pass)
 	for (int t = 0; t < nt; t++) {
 		parts[t].inner_pass = inner_pass;
 		parts[t].rc = -1;
-		if (t > 0 && pthread_create(&tid[t], NULL, load_part, &parts[t]) == 0) started[t] = true;
+		if (t > 0 && pthread_create(&tid[t], NULL, load_part, &parts[t]) == 0)
+			started[t] = true;
 	}
 	load_part(&parts[0]);
 	for (int t = 1; t < nt; t++) {
-		if (started[t]) pthread_join(tid[t], NULL);
-		else load_part(&parts[t]);
+		if (started[t])
+			pthread_join(tid[t], NULL);
+		else
+			load_part(&parts[t]);
 	}
 }
 
@@ -533,7 +548,8 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err, size_t 
 	if (rc == 0) {
 		b->nmoves = 0;
 		for (int t = 0; t < nt; t++) {
-			memcpy(b->moves + b->nmoves, parts[t].moves, parts[t].nmoves * sizeof *b->moves);
+			memcpy(b->moves + b->nmoves, parts[t].moves,
+			       parts[t].nmoves * sizeof *b->moves);
 			b->nmoves += parts[t].nmoves;
 		}
 		b->mstart[0] = 0;
@@ -605,7 +621,7 @@ static int build_analysis(BookGraph *b)
 /* ---- the whole-book run: write-back and the kept graph -------------------------- */
 
 static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOptions *opt,
-		      char *err, size_t errlen)
+                      char *err, size_t errlen)
 {
 	const MmGraph *g = &b->g;
 	BookWriter *w = NULL;
@@ -613,7 +629,8 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 	uint8_t *buf = malloc(BOOKDB_RECORD_MAX);
 	BookmmEdge *edges = malloc(BOOKMM_NODE_MOVES * sizeof *edges);
 	int rc = BOOKDB_ENOMEM;
-	if (!rec || !buf || !edges || (rc = bookdb_writer_new(&w, db, opt->batch ? opt->batch : BOOKMM_BATCH)) < 0)
+	if (!rec || !buf || !edges ||
+	    (rc = bookdb_writer_new(&w, db, opt->batch ? opt->batch : BOOKMM_BATCH)) < 0)
 		goto bad;
 	/* Values are not input: the change log must not see them. */
 	bookdb_writer_set_tracking(w, false);
@@ -631,10 +648,12 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 			const MmMove *m = &g->moves[k];
 			if (m->next == MM_NONE) continue;
 			MmFlags cf = g->flags[m->next];
-			edges[ne++] = (BookmmEdge){m->move, bookmm_stored_vd(g->vd[m->next], cf & MM_F_LOOP,
-									      cf & MM_F_CHECKED)};
+			edges[ne++] =
+			    (BookmmEdge){m->move, bookmm_stored_vd(g->vd[m->next], cf & MM_F_LOOP,
+			                                           cf & MM_F_CHECKED)};
 		}
-		int n = bookmm_rewrite(buf, raw, len, rec, g->flags[i] & F_VALUED, edges, ne, opt->full, &opt->policy);
+		int n = bookmm_rewrite(buf, raw, len, rec, g->flags[i] & F_VALUED, edges, ne,
+		                       opt->full, &opt->policy);
 		if (n <= 0) continue; /* unchanged, or not a record (joseki check reports it) */
 		if ((rc = bookdb_writer_put_raw(w, b->keys[i], buf, (size_t)n)) < 0) goto bad;
 		st->rewritten++;
@@ -651,7 +670,7 @@ bad:
 	free(buf);
 	free(edges);
 	return fail(err, errlen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
-		    "writing the book: %s", bookdb_strerror(rc));
+	            "writing the book: %s", bookdb_strerror(rc));
 }
 
 /* A stamp no earlier graph file of this book carries. */
@@ -665,38 +684,39 @@ static uint64_t new_stamp(void)
 	}
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	s ^= (uint64_t)ts.tv_sec * 1000000007ULL ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 40);
+	s ^=
+	    (uint64_t)ts.tv_sec * 1000000007ULL ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 40);
 	return s ? s : 1;
 }
 
 /* Keeps the graph for later runs and records it, the consumed change log and
  * the summary in the book, in one transaction. */
 static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const char *dir,
-		      const BookmmOptions *opt, uint64_t seq, char *err, size_t errlen)
+                      const BookmmOptions *opt, uint64_t seq, char *err, size_t errlen)
 {
 	const MmGraph *g = &b->g;
 	uint8_t *ff = malloc(b->n + 1);
 	if (!ff) return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
 	for (size_t i = 0; i < b->n; i++) ff[i] = bookmm_file_flags(g->flags[i], b->structure[i]);
 	BookmmState s = {.stamp = new_stamp(),
-			 .journal_len = MMFILE_JOURNAL_EMPTY,
-			 .seq = seq,
-			 .draw = {g->draw[BLACK], g->draw[WHITE]},
-			 .policy = bookmm_policy_norm(&opt->policy),
-			 .positions = st->positions,
-			 .valued = st->valued,
-			 .settled = st->settled,
-			 .moves = st->moves,
-			 .edges = st->edges};
+	                 .journal_len = MMFILE_JOURNAL_EMPTY,
+	                 .seq = seq,
+	                 .draw = {g->draw[BLACK], g->draw[WHITE]},
+	                 .policy = bookmm_policy_norm(&opt->policy),
+	                 .positions = st->positions,
+	                 .valued = st->valued,
+	                 .settled = st->settled,
+	                 .moves = st->moves,
+	                 .edges = st->edges};
 	int draw[2] = {g->draw[BLACK], g->draw[WHITE]};
 	char msg[256];
 	report(opt, "graph", 0, 0);
-	int rc = mmfile_write(dir, s.stamp, draw, b->n, b->keys, ff, g->vd, b->mstart, b->moves, b->pstart,
-			      b->parents, msg, sizeof msg);
+	int rc = mmfile_write(dir, s.stamp, draw, b->n, b->keys, ff, g->vd, b->mstart, b->moves,
+	                      b->pstart, b->parents, msg, sizeof msg);
 	free(ff);
 	if (rc < 0)
 		return fail(err, errlen, rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
-			    "keeping the graph: %s", msg);
+		            "keeping the graph: %s", msg);
 	BookTxn *txn;
 	if ((rc = bookdb_txn_begin(&txn, db, true)) < 0) goto bad;
 	bookdb_txn_set_tracking(txn, false);
@@ -724,9 +744,10 @@ static void root_value(BookmmStats *st, const BookGraph *b)
 	MmVd best = {-MM_VALUE_INF, MM_DEPTH_MAX};
 	for (uint32_t k = g->mstart[r]; k < g->mstart[r + 1]; k++) {
 		const MmMove *m = &g->moves[k];
-		MmVd v = m->next == MM_NONE ? (MmVd){m->value, 0}
-					    : bookmm_stored_vd(g->vd[m->next], g->flags[m->next] & MM_F_LOOP,
-							       g->flags[m->next] & MM_F_CHECKED);
+		MmVd v = m->next == MM_NONE
+		             ? (MmVd){m->value, 0}
+		             : bookmm_stored_vd(g->vd[m->next], g->flags[m->next] & MM_F_LOOP,
+		                                g->flags[m->next] & MM_F_CHECKED);
 		if (mm_vd_better(v, best)) best = v;
 	}
 	st->has_root = true;
@@ -734,7 +755,7 @@ static void root_value(BookmmStats *st, const BookGraph *b)
 }
 
 int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOptions *opt,
-		char *err, size_t errlen)
+                char *err, size_t errlen)
 {
 	BookmmStats st = *stats;
 	BookGraph b;
@@ -759,7 +780,8 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	if (rc == 0) rc = bookdb_changes_info(&ci, txn);
 	if (rc < 0) {
 		bookdb_txn_abort(txn);
-		rc = fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s", bookdb_strerror(rc));
+		rc = fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s",
+		          bookdb_strerror(rc));
 		goto done;
 	}
 	report(opt, "index", 0, 0);
@@ -767,7 +789,8 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	if (rc == 0) rc = load_moves(&b, opt, err, errlen);
 	bookdb_txn_abort(txn);
 	if (rc < 0) goto done;
-	if (mmfile_parents(&b.pstart, &b.parents, b.n, b.mstart, b.moves) < 0 || build_analysis(&b) < 0) {
+	if (mmfile_parents(&b.pstart, &b.parents, b.n, b.mstart, b.moves) < 0 ||
+	    build_analysis(&b) < 0) {
 		rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
 		goto done;
 	}

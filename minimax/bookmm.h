@@ -47,19 +47,19 @@ typedef enum { BOOKMM_LEAVES_THOUGHT = 0, BOOKMM_LEAVES_GAMES = 1 } BookmmLeaves
 
 typedef struct {
 	BookmmLeaves leaves;
-	int min_depth;         /* THOUGHT: least think depth of an inner node (0: 1;
-				  BOOKMM_ANY_DEPTH: any thought position) */
-	uint32_t min_games;    /* THOUGHT: games through a position that make it inner (0: off) */
-	double blend;          /* weight 0..1 of the win rate in a leaf's value (0: off) */
-	uint32_t blend_games;  /* least games of a move for the blend (0: 10) */
+	int min_depth;        /* THOUGHT: least think depth of an inner node (0: 1;
+	                         BOOKMM_ANY_DEPTH: any thought position) */
+	uint32_t min_games;   /* THOUGHT: games through a position that make it inner (0: off) */
+	double blend;         /* weight 0..1 of the win rate in a leaf's value (0: off) */
+	uint32_t blend_games; /* least games of a move for the blend (0: 10) */
 } BookmmPolicy;
 
 typedef struct {
 	int draw_black, draw_white; /* value of a repetition for the side to move */
 	BookmmPolicy policy;
-	bool full;                  /* rewrite every record, changed or not */
-	size_t batch;               /* records per write transaction (0: 10000) */
-	BookmmProgressFn progress;  /* may be NULL */
+	bool full;                 /* rewrite every record, changed or not */
+	size_t batch;              /* records per write transaction (0: 10000) */
+	BookmmProgressFn progress; /* may be NULL */
 	void *progress_ctx;
 } BookmmOptions;
 
@@ -67,9 +67,9 @@ typedef struct {
 	size_t positions; /* records in the book */
 	size_t valued;    /* records that got a value */
 	size_t moves, edges;
-	size_t settled; /* valued records settled by the acyclic peel */
-	size_t cyclic;  /* valued records settled by relaxation (on or above cycles) */
-	int sweeps;     /* peel sweeps + relax sweeps */
+	size_t settled;   /* valued records settled by the acyclic peel */
+	size_t cyclic;    /* valued records settled by relaxation (on or above cycles) */
+	int sweeps;       /* peel sweeps + relax sweeps */
 	size_t rewritten; /* records written back */
 	bool has_root;    /* the start position is a valued record */
 	int root_value;   /* its value for the side to move */
@@ -87,7 +87,6 @@ typedef struct {
  * the kept graph is missing or damaged) the whole book is, and
  * stats->full_reason says why.
  */
-int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err,
-	       size_t errlen);
+int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err, size_t errlen);
 
 #endif

@@ -62,7 +62,7 @@ int16_t bookmm_leaf_value(const BookMove *bm, const BookmmPolicy *p);
  * pos and rec are scratch space.
  */
 int bookmm_record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
-			BookRecord *rec, Position *pos, const BookmmLookup *lk);
+                        BookRecord *rec, Position *pos, const BookmmLookup *lk);
 
 /* The (value, dist) an edge gets in its record (as peta-shock writes it). */
 static inline MmVd bookmm_stored_vd(MmVd child, bool child_loop, bool child_checked)
@@ -86,7 +86,7 @@ typedef struct {
  * code for a record that does not decode (left as it is).
  */
 int bookmm_rewrite(uint8_t *out, const uint8_t *raw, size_t len, BookRecord *rec, bool valued,
-		   const BookmmEdge *edges, int nedges, bool force, const BookmmPolicy *p);
+                   const BookmmEdge *edges, int nedges, bool force, const BookmmPolicy *p);
 
 /*
  * The state the book keeps about its last minimax run (meta key "mmstate"):
@@ -118,8 +118,8 @@ MmFlags bookmm_core_flags(uint8_t file);
  * BOOKMM_EFULL (reason in err) when only a whole-book run can answer. */
 #define BOOKMM_EFULL (-100)
 int bookmm_full(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt, char *err,
-		size_t errlen);
+                size_t errlen);
 int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,
-		       char *err, size_t errlen);
+                       char *err, size_t errlen);
 
 #endif

@@ -77,7 +77,8 @@ static Move best_of(const BookRecord *r)
 static bool out_better(const OutMove *a, const OutMove *b, bool minimax)
 {
 	if (minimax) {
-		MmVd x = {(int16_t)a->value, (uint16_t)a->depth}, y = {(int16_t)b->value, (uint16_t)b->depth};
+		MmVd x = {(int16_t)a->value, (uint16_t)a->depth},
+		     y = {(int16_t)b->value, (uint16_t)b->depth};
 		return mm_vd_better(x, y);
 	}
 	if (a->value != b->value) return a->value > b->value;
@@ -86,7 +87,7 @@ static bool out_better(const OutMove *a, const OutMove *b, bool minimax)
 
 /* The moves of rec to write, best first; returns how many. */
 static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *pos,
-			 const BookIndex *ix, BookRecord *child, const ExportOptions *opt)
+                         const BookIndex *ix, BookRecord *child, const ExportOptions *opt)
 {
 	bool minimax = rec->flags & BOOKDB_REC_MINIMAX;
 	size_t n = 0;
@@ -123,15 +124,16 @@ static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *po
 	if (minimax)
 		for (size_t k = 0; k < keep; k++) {
 			if (out[k].depth == 0) continue;
-			if (bookdb_index_get_moves(child, ix, pos_key_after(pos, out[k].move)) == 0 &&
+			if (bookdb_index_get_moves(child, ix, pos_key_after(pos, out[k].move)) ==
+			        0 &&
 			    (child->flags & BOOKDB_REC_MINIMAX))
 				out[k].ponder = best_of(child);
 		}
 	return keep;
 }
 
-static int spill_record(FILE *f, Entry *e, uint64_t off, const BookRecord *rec,
-			const Position *pos, const OutMove *mv, size_t n)
+static int spill_record(FILE *f, Entry *e, uint64_t off, const BookRecord *rec, const Position *pos,
+                        const OutMove *mv, size_t n)
 {
 	char sfen[SFEN_MAX];
 	size_t sl = sfen_write_ply(pos, rec->min_ply, sfen, sizeof sfen);
@@ -146,8 +148,8 @@ static int spill_record(FILE *f, Entry *e, uint64_t off, const BookRecord *rec,
 		/* As peta-shock writes it: same value as the best by another
 		 * route is shown one lower, so an engine prefers the best line. */
 		if (minimax && k > 0 && value == mv[0].value && mv[k].depth != mv[0].depth) value--;
-		if (fprintf(f, "%.*s %.*s %d %d 1\n", (int)ml, m, pl ? (int)pl : 4,
-			    pl ? p : "none", value, mv[k].depth) < 0)
+		if (fprintf(f, "%.*s %.*s %d %d 1\n", (int)ml, m, pl ? (int)pl : 4, pl ? p : "none",
+		            value, mv[k].depth) < 0)
 			return -1;
 	}
 	long end = ftell(f);
@@ -171,9 +173,9 @@ typedef struct {
 	size_t map_len;
 	Entry *idx;
 	size_t cap;
-	ExportStats st; /* records, positions (= entries), moves, minimaxed */
-	int rc;         /* 0, EXPORT_ENOMEM or EXPORT_EIO */
-	int err_no;     /* errno of the failed write (EXPORT_EIO) */
+	ExportStats st;      /* records, positions (= entries), moves, minimaxed */
+	int rc;              /* 0, EXPORT_ENOMEM or EXPORT_EIO */
+	int err_no;          /* errno of the failed write (EXPORT_EIO) */
 	atomic_size_t *done; /* records read by all parts */
 	size_t total;
 	bool reporter; /* the part on the calling thread reports progress */
@@ -213,7 +215,8 @@ static void *run_part(void *arg)
 			p->rc = EXPORT_ENOMEM;
 			goto out;
 		}
-		if (spill_record(p->spill, &p->idx[p->st.positions], off, rec, pos, mv, n) < 0) goto out;
+		if (spill_record(p->spill, &p->idx[p->st.positions], off, rec, pos, mv, n) < 0)
+			goto out;
 		off += p->idx[p->st.positions].len;
 		p->st.positions++;
 		p->st.moves += n;
@@ -245,7 +248,8 @@ static bool write_merged(FILE *out, Part *parts, int np, const ExportOptions *op
 {
 	size_t at[EXPORT_MAX_THREADS] = {0};
 	for (size_t k = 0;; k++) {
-		if (opt->progress && k % PROGRESS_EVERY == 0) opt->progress(opt->progress_ctx, "writing", k, total);
+		if (opt->progress && k % PROGRESS_EVERY == 0)
+			opt->progress(opt->progress_ctx, "writing", k, total);
 		int best = -1;
 		for (int t = 0; t < np; t++) {
 			if (at[t] >= parts[t].st.positions) continue;
@@ -264,8 +268,8 @@ static bool write_merged(FILE *out, Part *parts, int np, const ExportOptions *op
 	}
 }
 
-int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
-		     const ExportOptions *opt, char *err, size_t errlen)
+int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
+                     char *err, size_t errlen)
 {
 	ExportStats st;
 	memset(&st, 0, sizeof st);
@@ -284,8 +288,8 @@ int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
 	snprintf(tmp_path, plen, "%s.tmp", out_path);
 	if ((rc = bookdb_txn_begin(&txn, db, false)) == 0) rc = bookdb_index_build(&ix, txn);
 	if (rc < 0) {
-		rc = fail(err, errlen, rc == BOOKDB_ENOMEM ? EXPORT_ENOMEM : EXPORT_EBOOK, "cannot read the book: %s",
-			  bookdb_strerror(rc));
+		rc = fail(err, errlen, rc == BOOKDB_ENOMEM ? EXPORT_ENOMEM : EXPORT_EBOOK,
+		          "cannot read the book: %s", bookdb_strerror(rc));
 		goto done;
 	}
 	size_t n = bookdb_index_count(ix);
@@ -314,15 +318,17 @@ int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
 	}
 	if (parts[0].spill_path) run_part(&parts[0]);
 	for (int t = 1; t < np; t++) {
-		if (started[t]) pthread_join(tid[t], NULL);
-		else if (parts[t].spill_path) run_part(&parts[t]);
+		if (started[t])
+			pthread_join(tid[t], NULL);
+		else if (parts[t].spill_path)
+			run_part(&parts[t]);
 	}
 	for (int t = 0; t < np; t++) {
 		if (parts[t].rc < 0 && rc == 0)
 			rc = parts[t].rc == EXPORT_EIO
-				     ? fail(err, errlen, EXPORT_EIO, "%s: write error: %s", parts[t].spill_path,
-					    strerror(parts[t].err_no))
-				     : fail(err, errlen, EXPORT_ENOMEM, "out of memory");
+			         ? fail(err, errlen, EXPORT_EIO, "%s: write error: %s",
+			                parts[t].spill_path, strerror(parts[t].err_no))
+			         : fail(err, errlen, EXPORT_ENOMEM, "out of memory");
 		st.records += parts[t].st.records;
 		st.positions += parts[t].st.positions;
 		st.moves += parts[t].st.moves;
@@ -336,12 +342,13 @@ int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
 	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
 	bool bad = fprintf(out, "#YANEURAOU-DB2016 1.00\n# NOE:%zu\n", st.positions) < 0 ||
-		   !write_merged(out, parts, np, opt, st.positions);
+	           !write_merged(out, parts, np, opt, st.positions);
 	FILE *o = out;
 	out = NULL;
 	int werr = bad ? errno : 0;
 	if (fclose(o) != 0 || bad) {
-		rc = fail(err, errlen, EXPORT_EIO, "%s: write error: %s", tmp_path, strerror(werr ? werr : errno));
+		rc = fail(err, errlen, EXPORT_EIO, "%s: write error: %s", tmp_path,
+		          strerror(werr ? werr : errno));
 		goto done;
 	}
 	if (rename(tmp_path, out_path) != 0) {

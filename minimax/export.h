@@ -23,12 +23,12 @@ typedef enum { EXPORT_MOVES_BEST, EXPORT_MOVES_WINDOW, EXPORT_MOVES_ALL } Export
 typedef void (*ExportProgressFn)(void *ctx, const char *phase, size_t done, size_t total);
 
 typedef struct {
-	ExportMoves moves; /* which moves of a position are written */
-	int window;        /* EXPORT_MOVES_WINDOW: at most this far below the best */
-	int min_depth;     /* engine evaluations shallower than this are left out */
-	int max_ply;       /* positions first seen after this ply are left out (0: all) */
-	int threads;       /* parts written at once (0: one a core; books under 20,000
-			      records: one); the output is the same for any number */
+	ExportMoves moves;         /* which moves of a position are written */
+	int window;                /* EXPORT_MOVES_WINDOW: at most this far below the best */
+	int min_depth;             /* engine evaluations shallower than this are left out */
+	int max_ply;               /* positions first seen after this ply are left out (0: all) */
+	int threads;               /* parts written at once (0: one a core; books under 20,000
+	                              records: one); the output is the same for any number */
 	ExportProgressFn progress; /* may be NULL */
 	void *progress_ctx;
 } ExportOptions;
@@ -44,7 +44,7 @@ typedef struct {
  * Writes db as a YaneuraOu book to out_path (through out_path.tmp, renamed at
  * the end). Records are sorted by the bytes of their "sfen ..." line.
  */
-int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
-		     const ExportOptions *opt, char *err, size_t errlen);
+int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
+                     char *err, size_t errlen);
 
 #endif

@@ -109,7 +109,8 @@ static bool two_ahead(const MmGraph *g, uint32_t i, MmFlags flag)
 static void extract_check_loops(MmGraph *g, MmStats *st)
 {
 	for (uint32_t i = 0; i < g->n; i++)
-		if ((g->flags[i] & (MM_F_CHECKED | MM_F_FROZEN)) == MM_F_CHECKED) g->flags[i] |= MM_F_LOOP;
+		if ((g->flags[i] & (MM_F_CHECKED | MM_F_FROZEN)) == MM_F_CHECKED)
+			g->flags[i] |= MM_F_LOOP;
 	for (int s = 0; s < MM_MAX_PLY; s++) {
 		size_t dropped = 0;
 		for (uint32_t i = 0; i < g->n; i++) {
@@ -138,7 +139,8 @@ static void extract_check_loops(MmGraph *g, MmStats *st)
 				if (j2 != MM_NONE && (g->flags[j2] & MM_F_SURVIVOR)) {
 					/* A frozen child that is not on a loop yet would
 					 * become one: its caller must analyse it too. */
-					if ((g->flags[j] & (MM_F_FROZEN | MM_F_LOOP)) == MM_F_FROZEN)
+					if ((g->flags[j] & (MM_F_FROZEN | MM_F_LOOP)) ==
+					    MM_F_FROZEN)
 						g->flags[j] |= MM_F_STALE;
 					else
 						g->flags[j] |= MM_F_LOOP;
@@ -158,7 +160,7 @@ static MmVd dfs_loop(MmGraph *g, uint32_t i)
 	if ((g->flags[i] & (MM_F_LOOP | MM_F_FROZEN)) != MM_F_LOOP) return g->vd[i];
 	if (g->flags[i] & MM_F_PATH) {
 		MmVd v = (g->flags[i] & MM_F_CHECKED) ? (MmVd){-MM_VALUE_MAX, MM_DEPTH_PCHECK}
-						    : (MmVd){MM_VALUE_MAX, MM_DEPTH_PCHECKED};
+		                                      : (MmVd){MM_VALUE_MAX, MM_DEPTH_PCHECKED};
 		return v;
 	}
 	g->flags[i] |= MM_F_PATH;
@@ -259,8 +261,10 @@ int mm_backup(MmGraph *g, MmStats *st)
 			for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1] && exact; k++) {
 				uint32_t j = g->moves[k].next;
 				if (j == MM_NONE) continue;
-				if (!(g->flags[j] & MM_F_CONST)) exact = false;
-				else if (sweep && (unsigned)(sweep[j] + (j > i)) > sw) sw = (unsigned)(sweep[j] + (j > i));
+				if (!(g->flags[j] & MM_F_CONST))
+					exact = false;
+				else if (sweep && (unsigned)(sweep[j] + (j > i)) > sw)
+					sw = (unsigned)(sweep[j] + (j > i));
 			}
 			if (exact && sweep) {
 				if (sw > MM_MAX_PLY) exact = false;

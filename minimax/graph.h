@@ -100,7 +100,7 @@ static inline MmVd mm_move_vd(const MmGraph *g, const MmMove *m)
 /* Writes the formatted message into err (errlen bytes; err may be NULL) and
  * returns code: the module's one way of failing with a message. */
 int mm_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* Grows an array of elem-byte items to hold need (doubling); 0 or -1. */
 int mm_grow(void **p, size_t *cap, size_t need, size_t elem);

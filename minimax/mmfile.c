@@ -25,8 +25,19 @@
 #define MMFILE_HEADER 256
 #define JOURNAL_HEADER MMFILE_JOURNAL_EMPTY
 
-enum { SEC_KEYS, SEC_DIR, SEC_BLOOM, SEC_FLAGS, SEC_VD, SEC_MSTART, SEC_MOVES, SEC_PSTART,
-       SEC_PARENTS, SEC_END, SEC_NB };
+enum {
+	SEC_KEYS,
+	SEC_DIR,
+	SEC_BLOOM,
+	SEC_FLAGS,
+	SEC_VD,
+	SEC_MSTART,
+	SEC_MOVES,
+	SEC_PSTART,
+	SEC_PARENTS,
+	SEC_END,
+	SEC_NB
+};
 
 /* Journal entry tags. */
 enum { J_NODE = 1, J_MOVES = 2, J_STATE = 3 };
@@ -43,8 +54,7 @@ typedef struct {
 } GraphHeader;
 
 _Static_assert(sizeof(GraphHeader) <= MMFILE_HEADER, "graph header too large");
-_Static_assert(sizeof(MmVd) == 4 && sizeof(MmMove) == 8 && sizeof(Key) == 16,
-	       "graph file layout");
+_Static_assert(sizeof(MmVd) == 4 && sizeof(MmMove) == 8 && sizeof(Key) == 16, "graph file layout");
 
 #define fail mm_fail
 
@@ -108,7 +118,7 @@ static int write_journal_header(const char *path, uint64_t stamp)
 }
 
 int mmfile_parents(uint32_t **pstart_out, uint32_t **parents_out, size_t n, const uint32_t *mstart,
-		   const MmMove *moves)
+                   const MmMove *moves)
 {
 	size_t nmoves = mstart[n];
 	uint32_t *pstart = calloc(n + 2, sizeof *pstart);
@@ -130,8 +140,8 @@ int mmfile_parents(uint32_t **pstart_out, uint32_t **parents_out, size_t n, cons
 }
 
 int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, const Key *keys,
-		 const uint8_t *flags, const MmVd *vd, const uint32_t *mstart, const MmMove *moves,
-		 const uint32_t *pstart, const uint32_t *parents, char *err, size_t errlen)
+                 const uint8_t *flags, const MmVd *vd, const uint32_t *mstart, const MmMove *moves,
+                 const uint32_t *pstart, const uint32_t *parents, char *err, size_t errlen)
 {
 	char path[4200], tmp[4300];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
@@ -158,8 +168,9 @@ int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, c
 	h.bloom_log2 = blog;
 	h.draw[0] = draw[0];
 	h.draw[1] = draw[1];
-	size_t sizes[SEC_END] = {n * sizeof *keys, ndir * 4, nbloom * 8, n, n * sizeof *vd,
-				 (n + 1) * 4, nmoves * sizeof *moves, (n + 1) * 4, npar * 4};
+	size_t sizes[SEC_END] = {
+	    n * sizeof *keys,       ndir * 4,    nbloom * 8, n, n * sizeof *vd, (n + 1) * 4,
+	    nmoves * sizeof *moves, (n + 1) * 4, npar * 4};
 	uint64_t off = MMFILE_HEADER;
 	for (int s = 0; s < SEC_END; s++) {
 		h.off[s] = off;
@@ -187,8 +198,10 @@ int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, c
 	if (rename(tmp, path) < 0 || write_journal_header(jpath, stamp) < 0) goto out;
 	rc = 0;
 out:
-	if (rc == MMFILE_EIO) fail(err, errlen, rc, "%s: %s", path, strerror(errno));
-	else if (rc) fail(err, errlen, rc, "out of memory");
+	if (rc == MMFILE_EIO)
+		fail(err, errlen, rc, "%s: %s", path, strerror(errno));
+	else if (rc)
+		fail(err, errlen, rc, "out of memory");
 	if (fd >= 0) close(fd);
 	if (rc) unlink(tmp);
 	free(dirv);
@@ -303,8 +316,10 @@ static bool file_parent(const MmView *v, uint32_t child, uint32_t parent)
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 		if (v->parents[mid] == parent) return true;
-		if (v->parents[mid] < parent) lo = mid + 1;
-		else hi = mid;
+		if (v->parents[mid] < parent)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
 	return false;
 }
@@ -365,7 +380,8 @@ static int do_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len
 	size_t count = mmfile_count(v);
 	for (uint32_t k = 0; k < len; k++)
 		if (moves[k].next != MM_NONE && moves[k].next >= count) return MMFILE_ESTALE;
-	if (mm_grow((void **)&v->ov_moves, &v->ov_moves_cap, v->ov_nmoves + len + 1, sizeof *v->ov_moves) < 0 ||
+	if (mm_grow((void **)&v->ov_moves, &v->ov_moves_cap, v->ov_nmoves + len + 1,
+	            sizeof *v->ov_moves) < 0 ||
 	    mm_grow((void **)&v->lists, &v->lists_cap, v->nlists + 1, sizeof *v->lists) < 0)
 		return MMFILE_ENOMEM;
 	memcpy(v->ov_moves + v->ov_nmoves, moves, len * sizeof *moves);
@@ -420,7 +436,8 @@ int mmfile_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len)
 	e[0] = J_MOVES;
 	memcpy(e + 1, &i, 4);
 	memcpy(e + 5, &len, 4);
-	if (pend(v, e, sizeof e) < 0 || pend(v, moves, len * sizeof *moves) < 0) return MMFILE_ENOMEM;
+	if (pend(v, e, sizeof e) < 0 || pend(v, moves, len * sizeof *moves) < 0)
+		return MMFILE_ENOMEM;
 	return 0;
 }
 
@@ -463,7 +480,8 @@ const MmMove *mmfile_moves(const MmView *v, uint32_t i, uint32_t *len)
 	return v->moves + a;
 }
 
-int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, void *ctx), void *ctx)
+int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, void *ctx),
+                       void *ctx)
 {
 	if (i < v->n) {
 		uint32_t a = v->pstart[i], b = v->pstart[i + 1];
@@ -505,7 +523,8 @@ static int replay(MmView *v, const uint8_t *p, size_t len)
 			memcpy(&i, p + o, 4);
 			memcpy(&n, p + o + 4, 4);
 			o += 8;
-			if (i >= mmfile_count(v) || n > (len - o) / sizeof(MmMove)) return MMFILE_ESTALE;
+			if (i >= mmfile_count(v) || n > (len - o) / sizeof(MmMove))
+				return MMFILE_ESTALE;
 			MmMove *m = malloc((n + 1) * sizeof *m);
 			if (!m) return MMFILE_ENOMEM;
 			memcpy(m, p + o, n * sizeof *m);
@@ -524,14 +543,15 @@ static int replay(MmView *v, const uint8_t *p, size_t len)
 			o += 9;
 			break;
 		}
-		default: return MMFILE_ESTALE;
+		default:
+			return MMFILE_ESTALE;
 		}
 	}
 	return 0;
 }
 
 static int read_journal(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err,
-			size_t errlen)
+                        size_t errlen)
 {
 	char path[4200];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_JOURNAL);
@@ -540,7 +560,8 @@ static int read_journal(MmView *v, const char *dir, uint64_t stamp, uint64_t jou
 	struct stat st;
 	uint8_t *buf = NULL;
 	int rc = MMFILE_ESTALE;
-	if (fstat(fd, &st) < 0 || journal_len < JOURNAL_HEADER || (uint64_t)st.st_size < journal_len) {
+	if (fstat(fd, &st) < 0 || journal_len < JOURNAL_HEADER ||
+	    (uint64_t)st.st_size < journal_len) {
 		fail(err, errlen, rc, "%s: shorter than the book says", path);
 		goto out;
 	}
@@ -591,7 +612,7 @@ out:
 }
 
 int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err,
-		size_t errlen)
+                size_t errlen)
 {
 	memset(v, 0, sizeof *v);
 	char path[4200];
@@ -608,7 +629,8 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 	close(fd);
 	if (v->map == MAP_FAILED) {
 		v->map = NULL;
-		return fail(err, errlen, MMFILE_ESTALE, "%s: cannot map: %s", path, strerror(errno));
+		return fail(err, errlen, MMFILE_ESTALE, "%s: cannot map: %s", path,
+		            strerror(errno));
 	}
 	GraphHeader h;
 	memcpy(&h, v->map, sizeof h);
@@ -619,18 +641,26 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 		goto bad;
 	}
 	if (h.stamp != stamp) {
-		fail(err, errlen, rc, "%s: written by another minimax run than the book's last", path);
+		fail(err, errlen, rc, "%s: written by another minimax run than the book's last",
+		     path);
 		goto bad;
 	}
 	size_t n = h.n;
-	size_t sizes[SEC_END] = {n * 16, bookdb_keydir_dir_len(h.dir_bits & 31) * 4,
-				 bookdb_keydir_filter_words(h.bloom_log2 & 63) * 8, n, n * 4, (n + 1) * 4,
-				 h.nmoves * 8, (n + 1) * 4, h.nparents * 4};
+	size_t sizes[SEC_END] = {n * 16,
+	                         bookdb_keydir_dir_len(h.dir_bits & 31) * 4,
+	                         bookdb_keydir_filter_words(h.bloom_log2 & 63) * 8,
+	                         n,
+	                         n * 4,
+	                         (n + 1) * 4,
+	                         h.nmoves * 8,
+	                         (n + 1) * 4,
+	                         h.nparents * 4};
 	bool ok = n < MM_NONE && h.nmoves < MM_NONE && h.nparents < MM_NONE && h.dir_bits >= 1 &&
-		  h.dir_bits <= 30 && h.bloom_log2 >= 6 && h.bloom_log2 <= 40 &&
-		  h.off[SEC_END] == v->map_len;
+	          h.dir_bits <= 30 && h.bloom_log2 >= 6 && h.bloom_log2 <= 40 &&
+	          h.off[SEC_END] == v->map_len;
 	for (int s = 0; ok && s < SEC_END; s++)
-		ok = h.off[s] % 8 == 0 && h.off[s] >= MMFILE_HEADER && h.off[s] + sizes[s] <= h.off[s + 1];
+		ok = h.off[s] % 8 == 0 && h.off[s] >= MMFILE_HEADER &&
+		     h.off[s] + sizes[s] <= h.off[s + 1];
 	if (!ok) {
 		fail(err, errlen, rc, "%s: damaged header", path);
 		goto bad;
@@ -641,9 +671,12 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 	v->draw[1] = h.draw[1];
 	v->n = n;
 	v->keys = (const Key *)(base + h.off[SEC_KEYS]);
-	v->kd = (BookKeyDir){v->keys, n, (const uint32_t *)(base + h.off[SEC_DIR]), h.dir_bits,
-			     (const uint64_t *)(base + h.off[SEC_BLOOM]),
-			     ((uint64_t)1 << h.bloom_log2) - 1};
+	v->kd = (BookKeyDir){v->keys,
+	                     n,
+	                     (const uint32_t *)(base + h.off[SEC_DIR]),
+	                     h.dir_bits,
+	                     (const uint64_t *)(base + h.off[SEC_BLOOM]),
+	                     ((uint64_t)1 << h.bloom_log2) - 1};
 	v->flags = base + h.off[SEC_FLAGS];
 	v->vd = (MmVd *)(base + h.off[SEC_VD]);
 	v->mstart = (const uint32_t *)(base + h.off[SEC_MSTART]);
@@ -676,7 +709,7 @@ void mmfile_close(MmView *v)
 }
 
 int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len, uint64_t *new_len,
-			  char *err, size_t errlen)
+                          char *err, size_t errlen)
 {
 	*new_len = journal_len;
 	if (!v->pending_len) return 0;
@@ -688,10 +721,12 @@ int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len, uint
 	int rc = 0;
 	if (v->pending_len > UINT32_MAX ||
 	    pwrite(fd, hdr, sizeof hdr, (off_t)journal_len) != (ssize_t)sizeof hdr ||
-	    pwrite(fd, v->pending, v->pending_len, (off_t)(journal_len + 8)) != (ssize_t)v->pending_len ||
+	    pwrite(fd, v->pending, v->pending_len, (off_t)(journal_len + 8)) !=
+	        (ssize_t)v->pending_len ||
 	    ftruncate(fd, (off_t)(journal_len + 8 + v->pending_len)) < 0 || fsync(fd) < 0)
 		rc = fail(err, errlen, MMFILE_EIO, "%s: %s", path, strerror(errno));
-	if (close(fd) < 0 && !rc) rc = fail(err, errlen, MMFILE_EIO, "%s: %s", path, strerror(errno));
+	if (close(fd) < 0 && !rc)
+		rc = fail(err, errlen, MMFILE_EIO, "%s: %s", path, strerror(errno));
 	if (!rc) {
 		*new_len = journal_len + 8 + v->pending_len;
 		v->pending_len = 0;

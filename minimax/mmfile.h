@@ -52,8 +52,8 @@ enum {
 enum {
 	MMFILE_OK = 0,
 	MMFILE_ENOMEM = -1,
-	MMFILE_EIO = -2,      /* cannot read or write (errno in the message) */
-	MMFILE_ESTALE = -3,   /* missing, of another run, or damaged: do a whole-book run */
+	MMFILE_EIO = -2,    /* cannot read or write (errno in the message) */
+	MMFILE_ESTALE = -3, /* missing, of another run, or damaged: do a whole-book run */
 };
 
 /* One replaced move list of the overlay. */
@@ -120,7 +120,7 @@ typedef struct {
  * in increasing order. The caller frees both. 0 or MMFILE_ENOMEM.
  */
 int mmfile_parents(uint32_t **pstart, uint32_t **parents, size_t n, const uint32_t *mstart,
-		   const MmMove *moves);
+                   const MmMove *moves);
 
 /*
  * Writes dir/minimax.graph (through a temporary file, fsync'ed, renamed) and an
@@ -130,8 +130,8 @@ int mmfile_parents(uint32_t **pstart, uint32_t **parents, size_t n, const uint32
  * (message in err).
  */
 int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, const Key *keys,
-		 const uint8_t *flags, const MmVd *vd, const uint32_t *mstart, const MmMove *moves,
-		 const uint32_t *pstart, const uint32_t *parents, char *err, size_t errlen);
+                 const uint8_t *flags, const MmVd *vd, const uint32_t *mstart, const MmMove *moves,
+                 const uint32_t *pstart, const uint32_t *parents, char *err, size_t errlen);
 
 /* Bytes of an empty journal (its header): the journal length after mmfile_write. */
 #define MMFILE_JOURNAL_EMPTY 32
@@ -143,7 +143,7 @@ int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, c
  * safe). The view must be closed with mmfile_close.
  */
 int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err,
-		size_t errlen);
+                size_t errlen);
 void mmfile_close(MmView *v);
 
 static inline size_t mmfile_count(const MmView *v)
@@ -173,7 +173,7 @@ const MmMove *mmfile_moves(const MmView *v, uint32_t i, uint32_t *len);
  * overlay); stops early and returns fn's value when it is non-zero.
  */
 int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, void *ctx),
-		       void *ctx);
+                       void *ctx);
 
 /* Changes, recorded for the journal. Each returns 0 or MMFILE_ENOMEM. */
 int mmfile_add_node(MmView *v, Key k, uint8_t flags, uint32_t *idx);
@@ -188,6 +188,6 @@ int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd);
  * journal_len and the file is untouched.
  */
 int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len, uint64_t *new_len,
-			  char *err, size_t errlen);
+                          char *err, size_t errlen);
 
 #endif

@@ -58,7 +58,7 @@ typedef struct {
 	uint32_t *lstart; /* phase 1: leaves of node i are leaves[lstart[i]..lstart[i+1]) */
 	PsLeaf *leaves;
 	size_t nleaves, leaves_cap;
-	Key *keys; /* White-to-move key of each node (while the map lives) */
+	Key *keys;           /* White-to-move key of each node (while the map lives) */
 	uint64_t seen[1024]; /* scratch bitmap over 16-bit moves, kept all zero */
 	MmKeyMap map;
 } Graph;
@@ -80,11 +80,16 @@ static void graph_free(Graph *g)
 const char *petashock_strerror(int code)
 {
 	switch (code) {
-	case PETASHOCK_OK: return "success";
-	case PETASHOCK_EIO: return "I/O error";
-	case PETASHOCK_ENOMEM: return "out of memory";
-	case PETASHOCK_ECHANGED: return "input changed while reading";
-	default: return "unknown error";
+	case PETASHOCK_OK:
+		return "success";
+	case PETASHOCK_EIO:
+		return "I/O error";
+	case PETASHOCK_ENOMEM:
+		return "out of memory";
+	case PETASHOCK_ECHANGED:
+		return "input changed while reading";
+	default:
+		return "unknown error";
 	}
 }
 
@@ -105,9 +110,9 @@ static int flip_position(Position *out, const Position *in)
 	Piece board[SQ_NB];
 	for (Square sq = 0; sq < SQ_NB; sq++) {
 		Piece p = in->board[sq];
-		board[SQ_NB - 1 - sq] =
-			p == PIECE_NONE ? PIECE_NONE
-					: piece_make(color_flip(piece_color(p)), piece_type(p));
+		board[SQ_NB - 1 - sq] = p == PIECE_NONE
+		                            ? PIECE_NONE
+		                            : piece_make(color_flip(piece_color(p)), piece_type(p));
 	}
 	Hand hand[COLOR_NB] = {in->hand[WHITE], in->hand[BLACK]};
 	return pos_set(out, board, hand, color_flip(in->side), in->game_ply, NULL);
@@ -200,17 +205,16 @@ static int add_node(Graph *g, const Db2016Record *rec)
 static uint32_t gen_rank(const Position *pos, Move m, bool in_check)
 {
 	static const uint8_t GROUP[PT_NB] = {
-		[PAWN] = 1,	  [LANCE] = 2,	    [KNIGHT] = 3,     [SILVER] = 4,
-		[BISHOP] = 5,	  [ROOK] = 5,	    [GOLD] = 6,	      [PRO_PAWN] = 6,
-		[PRO_LANCE] = 6,  [PRO_KNIGHT] = 6, [PRO_SILVER] = 6, [HORSE] = 6,
-		[DRAGON] = 6,	  [KING] = 6,
+	    [PAWN] = 1,       [LANCE] = 2, [KNIGHT] = 3,   [SILVER] = 4,    [BISHOP] = 5,
+	    [ROOK] = 5,       [GOLD] = 6,  [PRO_PAWN] = 6, [PRO_LANCE] = 6, [PRO_KNIGHT] = 6,
+	    [PRO_SILVER] = 6, [HORSE] = 6, [DRAGON] = 6,   [KING] = 6,
 	};
 	if (move_is_drop(m)) {
 		/* Pawn drops by square; then the other drops to the far rank, to the
 		 * next rank, then to the rest, each by square, knight, lance, silver,
 		 * gold, bishop, rook at a square. */
 		static const uint8_t DROP_ORDER[HAND_PT_NB] = {
-			[KNIGHT] = 0, [LANCE] = 1, [SILVER] = 2, [GOLD] = 3, [BISHOP] = 4, [ROOK] = 5,
+		    [KNIGHT] = 0, [LANCE] = 1, [SILVER] = 2, [GOLD] = 3, [BISHOP] = 4, [ROOK] = 5,
 		};
 		PieceType pt = move_drop_type(m);
 		Square to = move_to(m);
@@ -256,8 +260,12 @@ static int yo_piece_moves(Move *out, int n, PieceType pt, Square from, Bitboard 
 static int yo_legal_order(Move *out, const Position *pos, const Move *legal, int nl, uint64_t *seen)
 {
 	static const PieceType GROUPS[6][8] = {
-		{PAWN}, {LANCE}, {KNIGHT}, {SILVER}, {BISHOP, ROOK},
-		{GOLD, PRO_PAWN, PRO_LANCE, PRO_KNIGHT, PRO_SILVER, HORSE, DRAGON, KING},
+	    {PAWN},
+	    {LANCE},
+	    {KNIGHT},
+	    {SILVER},
+	    {BISHOP, ROOK},
+	    {GOLD, PRO_PAWN, PRO_LANCE, PRO_KNIGHT, PRO_SILVER, HORSE, DRAGON, KING},
 	};
 	Move ps[YO_LIST_MAX];
 	int n = 0;
@@ -307,8 +315,10 @@ static int yo_legal_order(Move *out, const Position *pos, const Move *legal, int
 	for (int k = 0; k < nl; k++) seen[legal[k] >> 6] |= 1ULL << (legal[k] & 63);
 	int i = 0, last = n;
 	while (i < last) {
-		if (!(seen[ps[i] >> 6] & (1ULL << (ps[i] & 63)))) ps[i] = ps[--last];
-		else i++;
+		if (!(seen[ps[i] >> 6] & (1ULL << (ps[i] & 63))))
+			ps[i] = ps[--last];
+		else
+			i++;
 	}
 	int m = 0;
 	for (int k = 0; k < last; k++) {
@@ -364,7 +374,8 @@ static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converg
 	}
 	const PsLeaf *lv = g->leaves + g->lstart[i];
 	size_t nl = g->lstart[i + 1] - g->lstart[i];
-	int rc = grow((void **)&g->m.moves, &g->m.moves_cap, g->m.nmoves + (size_t)ne + nl, sizeof *g->m.moves);
+	int rc = grow((void **)&g->m.moves, &g->m.moves_cap, g->m.nmoves + (size_t)ne + nl,
+	              sizeof *g->m.moves);
 	if (rc < 0) return rc;
 	PsMove *base = g->m.moves + g->m.nmoves;
 	size_t cnt = 0;
@@ -399,7 +410,7 @@ typedef struct {
 } OutMove;
 
 static int write_node(FILE *f, const Graph *g, uint32_t i, const char *sfen, size_t sfen_len,
-		      bool shrink, OutMove *buf)
+                      bool shrink, OutMove *buf)
 {
 	if (fwrite("sfen ", 1, 5, f) != 5 || fwrite(sfen, 1, sfen_len, f) != sfen_len ||
 	    fputc('\n', f) == EOF)
@@ -440,7 +451,7 @@ static int write_node(FILE *f, const Graph *g, uint32_t i, const char *sfen, siz
 /* ---- driver ------------------------------------------------------------------------- */
 
 int petashock_run(PetashockStats *stats, const char *in_path, const char *out_path,
-		  const PetashockOptions *opt, char *err, size_t errlen)
+                  const PetashockOptions *opt, char *err, size_t errlen)
 {
 	PetashockStats st;
 	memset(&st, 0, sizeof st);
@@ -463,7 +474,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 	rc = db2016_open(&r, in_path, 0, opt ? opt->warn : NULL, opt ? opt->warn_ctx : NULL);
 	if (rc < 0) {
 		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot open: %s", in_path,
-			  rc == DB2016_EIO ? "I/O error" : db2016_strerror(rc));
+		          rc == DB2016_EIO ? "I/O error" : db2016_strerror(rc));
 		goto done;
 	}
 	while ((rc = db2016_next(r, &rec)) == 1) {
@@ -483,13 +494,13 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		if (g.m.n % PS_PROGRESS_EVERY == 0) report(opt, "reading", g.m.n);
 		if ((rc = add_node(&g, &rec)) < 0) {
 			rc = fail(err, errlen, rc, "%s:%ld: %s", in_path, rec.line,
-				  petashock_strerror(rc));
+			          petashock_strerror(rc));
 			goto done;
 		}
 	}
 	if (rc < 0) {
 		rc = fail(err, errlen, PETASHOCK_EIO, "%s: read error after line %ld", in_path,
-			  db2016_lines(r));
+		          db2016_lines(r));
 		goto done;
 	}
 	st.warnings = db2016_warnings(r);
@@ -514,7 +525,8 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 	g.m.mstart[0] = 0;
 	/* Most moves are the listed leaves plus about one edge per node: reserve
 	 * that much at once rather than doubling through it. */
-	if ((rc = grow((void **)&g.m.moves, &g.m.moves_cap, g.nleaves + g.m.n + 1, sizeof *g.m.moves)) < 0) {
+	if ((rc = grow((void **)&g.m.moves, &g.m.moves_cap, g.nleaves + g.m.n + 1,
+	               sizeof *g.m.moves)) < 0) {
 		rc = fail(err, errlen, rc, "out of memory");
 		goto done;
 	}
@@ -534,8 +546,8 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		const Position *bpos = tmp;
 		if (sfen_parse(tmp, rec.sfen, NULL, NULL) < 0 ||
 		    (tmp->side == WHITE && flip_position(tmp2, tmp) < 0)) {
-			rc = fail(err, errlen, PETASHOCK_ECHANGED, "%s:%ld: input changed between passes",
-				  in_path, rec.line);
+			rc = fail(err, errlen, PETASHOCK_ECHANGED,
+			          "%s:%ld: input changed between passes", in_path, rec.line);
 			goto done;
 		}
 		if (tmp->side == WHITE) bpos = tmp2;
@@ -546,7 +558,8 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		i++;
 	}
 	if (rc < 0 || i != g.m.n) {
-		rc = fail(err, errlen, PETASHOCK_ECHANGED, "%s: input changed between passes", in_path);
+		rc = fail(err, errlen, PETASHOCK_ECHANGED, "%s: input changed between passes",
+		          in_path);
 		goto done;
 	}
 	db2016_close(r);
@@ -579,7 +592,8 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 	/* Pass 3. */
 	size_t maxm = 1;
 	for (size_t k = 0; k < g.m.n; k++)
-		if (g.m.mstart[k + 1] - g.m.mstart[k] > maxm) maxm = g.m.mstart[k + 1] - g.m.mstart[k];
+		if (g.m.mstart[k + 1] - g.m.mstart[k] > maxm)
+			maxm = g.m.mstart[k + 1] - g.m.mstart[k];
 	obuf = malloc(maxm * sizeof *obuf);
 	size_t plen = strlen(out_path) + 32;
 	tmp_path = malloc(plen);
@@ -618,7 +632,8 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		i++;
 	}
 	if (rc < 0 || i != g.m.n) {
-		rc = fail(err, errlen, PETASHOCK_ECHANGED, "%s: input changed between passes", in_path);
+		rc = fail(err, errlen, PETASHOCK_ECHANGED, "%s: input changed between passes",
+		          in_path);
 		goto done;
 	}
 	FILE *o = out;
@@ -628,7 +643,8 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		goto done;
 	}
 	if (rename(tmp_path, out_path) != 0) {
-		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot rename to %s", tmp_path, out_path);
+		rc =
+		    fail(err, errlen, PETASHOCK_EIO, "%s: cannot rename to %s", tmp_path, out_path);
 		goto done;
 	}
 	free(tmp_path);

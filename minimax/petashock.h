@@ -60,6 +60,6 @@ typedef struct {
  * in err (errlen bytes).
  */
 int petashock_run(PetashockStats *stats, const char *in_path, const char *out_path,
-		  const PetashockOptions *opt, char *err, size_t errlen);
+                  const PetashockOptions *opt, char *err, size_t errlen);
 
 #endif

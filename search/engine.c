@@ -24,14 +24,14 @@
 #include "shogi/movegen.h"
 
 #define INF VALUE_INFINITE
-#define POLL_MASK 1023       /* clock and stop flag are read every 1024 nodes */
+#define POLL_MASK 1023      /* clock and stop flag are read every 1024 nodes */
 #define EVAL_NONE INT16_MIN /* "not computed", also in TT entries */
 
 /* The search's tunables (the fixed-depth benchmark's node count pins them). */
-#define REPETITION_WINDOW 32   /* plies looked back for a repetition */
-#define PROMOTION_GAIN 300     /* what a promotion adds to a move's material gain */
-#define MVV_SCALE 64           /* victim value × this − attacker value orders captures */
-#define ORDER_TT (1 << 30)     /* move ordering bands: the TT move first, */
+#define REPETITION_WINDOW 32    /* plies looked back for a repetition */
+#define PROMOTION_GAIN 300      /* what a promotion adds to a move's material gain */
+#define MVV_SCALE 64            /* victim value × this − attacker value orders captures */
+#define ORDER_TT (1 << 30)      /* move ordering bands: the TT move first, */
 #define ORDER_CAPTURE (1 << 26) /* then captures, */
 #define ORDER_PROMOTE (1 << 25) /* promotions, */
 #define ORDER_KILLER (1 << 24)  /* the two killers, then quiet moves by history */
@@ -39,9 +39,9 @@
 #define DELTA_MARGIN 200        /* quiescence: a capture this far below alpha is skipped */
 #define NULL_MIN_DEPTH 3        /* null move from this depth, reduced by */
 #define NULL_R(depth) (2 + (depth) / 4)
-#define LMR_MIN_DEPTH 3         /* late-move reductions: from this depth, */
-#define LMR_FIRST_PV 5          /* after this many moves at a PV node, */
-#define LMR_FIRST 3             /* after this many elsewhere; */
+#define LMR_MIN_DEPTH 3 /* late-move reductions: from this depth, */
+#define LMR_FIRST_PV 5  /* after this many moves at a PV node, */
+#define LMR_FIRST 3     /* after this many elsewhere; */
 #define LMR_R(i, depth) (1 + ((i) >= 10) + ((depth) >= 7)) /* by so many plies */
 
 typedef struct {
@@ -458,8 +458,8 @@ static int search(Engine *e, int depth, int alpha, int beta, int ply, bool pv_no
 		} else {
 			int r = 0;
 			if (depth >= LMR_MIN_DEPTH && quiet && !in_check && !check &&
-			    i >= (pv_node ? LMR_FIRST_PV : LMR_FIRST) &&
-			    m != e->killers[ply][0] && m != e->killers[ply][1]) {
+			    i >= (pv_node ? LMR_FIRST_PV : LMR_FIRST) && m != e->killers[ply][0] &&
+			    m != e->killers[ply][1]) {
 				r = LMR_R(i, depth);
 				if (r > nd - 1) r = nd - 1;
 				if (r < 0) r = 0;

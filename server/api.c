@@ -44,7 +44,8 @@ static int parse(Position *pos, const char *sfen, const char *position, int *sta
 	const char *spec = position ? position : sfen;
 	if (!spec || !*spec) {
 		*status = 400;
-		*body = api_error_body("give the position: sfen=<SFEN> or position=startpos moves ...");
+		*body =
+		    api_error_body("give the position: sfen=<SFEN> or position=startpos moves ...");
 		return -1;
 	}
 	/* A bare SFEN (what sfen= holds) gets its keyword. */
@@ -245,7 +246,9 @@ char *api_stats(BookDB *db, ApiStatsCache *c, int *status)
 	}
 	pthread_mutex_unlock(&c->mu);
 	json_t *o = bookdb_stats_json(&st);
-	if (o) json_object_set_new(o, "scan_computed_at", at ? json_integer((json_int_t)at) : json_null());
+	if (o)
+		json_object_set_new(o, "scan_computed_at",
+		                    at ? json_integer((json_int_t)at) : json_null());
 	*status = 200;
 	return dump(o);
 }

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 typedef struct {
-	const char *path;         /* "/", "/app.js", ... */
+	const char *path; /* "/", "/app.js", ... */
 	const char *content_type;
 	const unsigned char *data;
 	size_t len;

@@ -18,9 +18,9 @@
 #include "server/api.h"
 #include "server/assets.h"
 
-#define URL_MAX 8192          /* longer: 414 */
-#define HEADERS_MAX 16384     /* more header bytes: 431 */
-#define BODY_MAX 16384        /* a larger body: 413 (the read-only API takes none) */
+#define URL_MAX 8192            /* longer: 414 */
+#define HEADERS_MAX 16384       /* more header bytes: 431 */
+#define BODY_MAX 16384          /* a larger body: 413 (the read-only API takes none) */
 #define CONN_MEMORY (64 * 1024) /* per connection, above the limits checked here */
 
 /* Latency histogram bounds, seconds (Prometheus "le"). */
@@ -47,12 +47,18 @@ struct Server {
 const char *server_strerror(int code)
 {
 	switch (code) {
-	case SERVER_OK: return "ok";
-	case SERVER_EINVAL: return "bad listen address";
-	case SERVER_ELISTEN: return "cannot listen";
-	case SERVER_ENOMEM: return "out of memory";
-	case SERVER_EMHD: return "the HTTP daemon did not start";
-	default: return "unknown error";
+	case SERVER_OK:
+		return "ok";
+	case SERVER_EINVAL:
+		return "bad listen address";
+	case SERVER_ELISTEN:
+		return "cannot listen";
+	case SERVER_ENOMEM:
+		return "out of memory";
+	case SERVER_EMHD:
+		return "the HTTP daemon did not start";
+	default:
+		return "unknown error";
 	}
 }
 
@@ -75,17 +81,19 @@ static double since(const struct timespec *t0)
 }
 
 /* Queues body (taken: freed by libmicrohttpd) with status and type. */
-static enum MHD_Result reply(Server *s, struct MHD_Connection *c, Req *r, int status, const char *type,
-			     char *body, size_t len, bool api)
+static enum MHD_Result reply(Server *s, struct MHD_Connection *c, Req *r, int status,
+                             const char *type, char *body, size_t len, bool api)
 {
 	r->status = status;
-	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *resp =
+	    MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
 		free(body);
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", type);
-	if (api && !s->opt.no_cors) MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+	if (api && !s->opt.no_cors)
+		MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
 	if (status == 405) MHD_add_response_header(resp, "Allow", "GET, HEAD, OPTIONS");
 	if (api) MHD_add_response_header(resp, "Cache-Control", "no-store");
 	enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, resp);
@@ -93,18 +101,23 @@ static enum MHD_Result reply(Server *s, struct MHD_Connection *c, Req *r, int st
 	return rc;
 }
 
-static enum MHD_Result reply_json(Server *s, struct MHD_Connection *c, Req *r, int status, char *body)
+static enum MHD_Result reply_json(Server *s, struct MHD_Connection *c, Req *r, int status,
+                                  char *body)
 {
-	if (!body) return reply(s, c, r, 500, "application/json", strdup("{\"error\":\"out of memory\"}\n"), 26, true);
+	if (!body)
+		return reply(s, c, r, 500, "application/json",
+		             strdup("{\"error\":\"out of memory\"}\n"), 26, true);
 	return reply(s, c, r, status, "application/json", body, strlen(body), true);
 }
 
-static enum MHD_Result reply_error(Server *s, struct MHD_Connection *c, Req *r, int status, const char *msg)
+static enum MHD_Result reply_error(Server *s, struct MHD_Connection *c, Req *r, int status,
+                                   const char *msg)
 {
 	return reply_json(s, c, r, status, api_error_body(msg));
 }
 
-static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
 {
 	(void)kind;
 	size_t *n = cls;
@@ -121,7 +134,8 @@ static const ServerAsset *asset(const char *url)
 
 static bool is_route(const char *url)
 {
-	static const char *const ROUTES[] = {"/v1/query", "/v1/stats", "/v1/line", "/healthz", "/metrics"};
+	static const char *const ROUTES[] = {"/v1/query", "/v1/stats", "/v1/line", "/healthz",
+	                                     "/metrics"};
 	for (size_t i = 0; i < sizeof ROUTES / sizeof *ROUTES; i++)
 		if (!strcmp(url, ROUTES[i])) return true;
 	return asset(url) != NULL;
@@ -139,22 +153,26 @@ static char *metrics_text(Server *s)
 	FILE *f = open_memstream(&buf, &len);
 	if (!f) return NULL;
 	fprintf(f, "# HELP joseki_requests_total HTTP requests answered, by status.\n"
-		   "# TYPE joseki_requests_total counter\n");
+	           "# TYPE joseki_requests_total counter\n");
 	for (size_t i = 0; i < NSTATUS; i++)
 		fprintf(f, "joseki_requests_total{status=\"%d\"} %llu\n", STATUSES[i],
-			(unsigned long long)atomic_load(&s->requests[i]));
+		        (unsigned long long)atomic_load(&s->requests[i]));
 	fprintf(f, "joseki_requests_total{status=\"other\"} %llu\n",
-		(unsigned long long)atomic_load(&s->requests[NSTATUS]));
-	fprintf(f, "# HELP joseki_request_duration_seconds Time from a request's arrival to its answer.\n"
-		   "# TYPE joseki_request_duration_seconds histogram\n");
+	        (unsigned long long)atomic_load(&s->requests[NSTATUS]));
+	fprintf(
+	    f,
+	    "# HELP joseki_request_duration_seconds Time from a request's arrival to its answer.\n"
+	    "# TYPE joseki_request_duration_seconds histogram\n");
 	unsigned long long cum = 0;
 	for (size_t i = 0; i < NBUCKETS; i++) {
 		cum += atomic_load(&s->buckets[i]);
-		fprintf(f, "joseki_request_duration_seconds_bucket{le=\"%g\"} %llu\n", BUCKETS[i], cum);
+		fprintf(f, "joseki_request_duration_seconds_bucket{le=\"%g\"} %llu\n", BUCKETS[i],
+		        cum);
 	}
 	cum += atomic_load(&s->buckets[NBUCKETS]);
 	fprintf(f, "joseki_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
-	fprintf(f, "joseki_request_duration_seconds_sum %.6f\n", (double)atomic_load(&s->latency_us) / 1e6);
+	fprintf(f, "joseki_request_duration_seconds_sum %.6f\n",
+	        (double)atomic_load(&s->latency_us) / 1e6);
 	fprintf(f, "joseki_request_duration_seconds_count %llu\n", cum);
 	uint64_t positions = 0;
 	BookTxn *t;
@@ -162,18 +180,22 @@ static char *metrics_text(Server *s)
 		bookdb_count(&positions, t, BOOKDB_POS);
 		bookdb_txn_abort(t);
 	}
-	fprintf(f, "# HELP joseki_book_positions Positions in the book.\n# TYPE joseki_book_positions gauge\n"
-		   "joseki_book_positions %llu\n",
-		(unsigned long long)positions);
-	fprintf(f, "# HELP joseki_uptime_seconds Seconds since the server started.\n"
-		   "# TYPE joseki_uptime_seconds gauge\njoseki_uptime_seconds %lld\n",
-		(long long)(time(NULL) - s->started));
+	fprintf(f,
+	        "# HELP joseki_book_positions Positions in the book.\n# TYPE joseki_book_positions "
+	        "gauge\n"
+	        "joseki_book_positions %llu\n",
+	        (unsigned long long)positions);
+	fprintf(f,
+	        "# HELP joseki_uptime_seconds Seconds since the server started.\n"
+	        "# TYPE joseki_uptime_seconds gauge\njoseki_uptime_seconds %lld\n",
+	        (long long)(time(NULL) - s->started));
 	fclose(f);
 	return buf;
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-			      const char *version, const char *upload, size_t *upload_size, void **con_cls)
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls)
 {
 	(void)version;
 	(void)upload;
@@ -201,11 +223,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
 	if (!strcmp(method, MHD_HTTP_METHOD_OPTIONS) && is_route(url)) {
 		/* CORS preflight. */
-		struct MHD_Response *resp = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+		struct MHD_Response *resp =
+		    MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
 		if (!resp) return MHD_NO;
 		if (!s->opt.no_cors) {
 			MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
-			MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, HEAD, OPTIONS");
+			MHD_add_response_header(resp, "Access-Control-Allow-Methods",
+			                        "GET, HEAD, OPTIONS");
 		}
 		MHD_add_response_header(resp, "Allow", "GET, HEAD, OPTIONS");
 		r->status = 204;
@@ -213,17 +237,24 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		MHD_destroy_response(resp);
 		return rc;
 	}
-	if (!is_route(url)) return reply_error(s, c, r, 404, "no such path (see /, /v1/query, /v1/stats, /v1/line, /healthz, /metrics)");
-	if (!get) return reply_error(s, c, r, 405, "method not allowed: the API is read-only (GET)");
+	if (!is_route(url))
+		return reply_error(
+		    s, c, r, 404,
+		    "no such path (see /, /v1/query, /v1/stats, /v1/line, /healthz, /metrics)");
+	if (!get)
+		return reply_error(s, c, r, 405, "method not allowed: the API is read-only (GET)");
 
 	const ServerAsset *a = asset(url);
-	if (a) return reply(s, c, r, 200, a->content_type, memcpy(malloc(a->len + 1), a->data, a->len), a->len, false);
+	if (a)
+		return reply(s, c, r, 200, a->content_type,
+		             memcpy(malloc(a->len + 1), a->data, a->len), a->len, false);
 	int status = 200;
 	char *body = NULL;
 	if (!strcmp(url, "/v1/query")) {
 		body = api_query(s->db, arg(c, "sfen"), arg(c, "position"), &status);
 	} else if (!strcmp(url, "/v1/line")) {
-		body = api_line(s->db, arg(c, "sfen"), arg(c, "position"), arg(c, "plies"), &status);
+		body =
+		    api_line(s->db, arg(c, "sfen"), arg(c, "position"), arg(c, "plies"), &status);
 	} else if (!strcmp(url, "/v1/stats")) {
 		body = api_stats(s->db, &s->cache, &status);
 	} else if (!strcmp(url, "/healthz")) {
@@ -231,12 +262,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	} else if (!strcmp(url, "/metrics")) {
 		char *m = metrics_text(s);
 		if (!m) return reply_error(s, c, r, 500, "out of memory");
-		return reply(s, c, r, 200, "text/plain; version=0.0.4; charset=utf-8", m, strlen(m), false);
+		return reply(s, c, r, 200, "text/plain; version=0.0.4; charset=utf-8", m, strlen(m),
+		             false);
 	}
 	return reply_json(s, c, r, status, body);
 }
 
-static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
 {
 	(void)c;
 	(void)toe;
@@ -258,8 +291,9 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 }
 
 /* The one log line of a request: method, path, status, microseconds. */
-static enum MHD_Result log_handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+static enum MHD_Result log_handle(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
 {
 	Server *s = cls;
 	enum MHD_Result rc = handle(cls, c, url, method, version, upload, upload_size, con_cls);
@@ -267,8 +301,10 @@ static enum MHD_Result log_handle(void *cls, struct MHD_Connection *c, const cha
 	if (s->opt.log && r && r->status && !*upload_size) {
 		char line[256];
 		int n = snprintf(line, sizeof line, "%s %.120s %d %.0fus\n", method, url, r->status,
-				 since(&r->t0) * 1e6);
-		if (n > 0) (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+		                 since(&r->t0) * 1e6);
+		if (n > 0)
+			(void)!write(2, line,
+			             (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 	}
 	return rc;
 }
@@ -306,13 +342,12 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err, 
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = n > 0 ? (unsigned)n : 1;
 	}
-	s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC, 0, NULL, NULL,
-				log_handle, s, MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_THREAD_POOL_SIZE,
-				threads, MHD_OPTION_CONNECTION_LIMIT,
-				opt->max_connections ? opt->max_connections : 1024u,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
-				MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-				MHD_OPTION_END);
+	s->d = MHD_start_daemon(
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC, 0, NULL, NULL,
+	    log_handle, s, MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
+	    MHD_OPTION_CONNECTION_LIMIT, opt->max_connections ? opt->max_connections : 1024u,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
+	    30u, MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_END);
 	if (!s->d) {
 		rc = SERVER_EMHD;
 		snprintf(err, errlen, "%s:%u: libmicrohttpd did not start", addr, s->port);
@@ -337,7 +372,8 @@ void server_stop(Server *s)
 	/* Up to 2 s for the open connections to finish (keep-alive ones meanwhile
 	 * get 503 to any new request), then the daemon stops. */
 	for (int i = 0; i < 200; i++) {
-		const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		const union MHD_DaemonInfo *di =
+		    MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
 		if (!di || di->num_connections == 0) break;
 		usleep(10000);
 	}

@@ -19,10 +19,10 @@
 
 enum {
 	SERVER_OK = 0,
-	SERVER_EINVAL = -120, /* bad option (the address) */
+	SERVER_EINVAL = -120,  /* bad option (the address) */
 	SERVER_ELISTEN = -121, /* the address cannot be listened on */
 	SERVER_ENOMEM = -122,
-	SERVER_EMHD = -123,    /* libmicrohttpd refused to start */
+	SERVER_EMHD = -123, /* libmicrohttpd refused to start */
 };
 const char *server_strerror(int code);
 

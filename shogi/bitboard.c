@@ -59,7 +59,7 @@ static inline uint64_t pext64(uint64_t x, uint64_t m)
 static inline uint32_t slider_index(const SliderEntry *e, Bitboard occ)
 {
 	return (uint32_t)(pext64(occ.p[0], e->mask.p[0]) |
-			  (pext64(occ.p[1], e->mask.p[1]) << e->shift0));
+	                  (pext64(occ.p[1], e->mask.p[1]) << e->shift0));
 }
 
 static inline uint64_t up_attacks(Square sq, uint64_t occ_word)
@@ -111,21 +111,32 @@ Bitboard bb_piece_attacks(Piece p, Square sq, Bitboard occ)
 {
 	Color c = piece_color(p);
 	switch (piece_type(p)) {
-	case PAWN: return PAWN_ATK[c][sq];
-	case LANCE: return bb_lance_attacks(c, sq, occ);
-	case KNIGHT: return KNIGHT_ATK[c][sq];
-	case SILVER: return SILVER_ATK[c][sq];
+	case PAWN:
+		return PAWN_ATK[c][sq];
+	case LANCE:
+		return bb_lance_attacks(c, sq, occ);
+	case KNIGHT:
+		return KNIGHT_ATK[c][sq];
+	case SILVER:
+		return SILVER_ATK[c][sq];
 	case GOLD:
 	case PRO_PAWN:
 	case PRO_LANCE:
 	case PRO_KNIGHT:
-	case PRO_SILVER: return GOLD_ATK[c][sq];
-	case BISHOP: return bb_bishop_attacks(sq, occ);
-	case ROOK: return bb_rook_attacks(sq, occ);
-	case KING: return KING_ATK[sq];
-	case HORSE: return bb_horse_attacks(sq, occ);
-	case DRAGON: return bb_dragon_attacks(sq, occ);
-	default: return bb_make(0, 0);
+	case PRO_SILVER:
+		return GOLD_ATK[c][sq];
+	case BISHOP:
+		return bb_bishop_attacks(sq, occ);
+	case ROOK:
+		return bb_rook_attacks(sq, occ);
+	case KING:
+		return KING_ATK[sq];
+	case HORSE:
+		return bb_horse_attacks(sq, occ);
+	case DRAGON:
+		return bb_dragon_attacks(sq, occ);
+	default:
+		return bb_make(0, 0);
 	}
 }
 
@@ -185,7 +196,7 @@ static Bitboard subset(Bitboard mask, uint32_t idx)
 }
 
 static uint32_t fill_slider(SliderEntry *e, Bitboard *table, uint32_t offset, Square sq,
-			    const int (*dirs)[2], int ndirs)
+                            const int (*dirs)[2], int ndirs)
 {
 	e->mask = relevant_mask(sq, dirs, ndirs);
 	e->offset = offset;
@@ -229,7 +240,7 @@ void bb_init(void)
 	static const int SILVER_D[5][2] = {{0, -1}, {1, -1}, {-1, -1}, {1, 1}, {-1, 1}};
 	static const int GOLD_D[6][2] = {{0, -1}, {1, -1}, {-1, -1}, {1, 0}, {-1, 0}, {0, 1}};
 	static const int KING_D[8][2] = {{0, -1}, {1, -1}, {-1, -1}, {1, 0},
-					 {-1, 0}, {0, 1},  {1, 1},   {-1, 1}};
+	                                 {-1, 0}, {0, 1},  {1, 1},   {-1, 1}};
 	for (Square s = 0; s < SQ_NB; s++) {
 		for (int c = 0; c < 2; c++) {
 			PAWN_ATK[c][s] = step_bb(s, PAWN_D, 1, (Color)c);
@@ -257,7 +268,7 @@ void bb_init(void)
 		ROOK_PSEUDO[s] = ray_attacks(s, empty, ORTHO_DIRS, 4);
 	}
 	static const int ALL_DIRS[8][2] = {{1, 0}, {-1, 0}, {0, 1},  {0, -1},
-					   {1, 1}, {1, -1}, {-1, 1}, {-1, -1}};
+	                                   {1, 1}, {1, -1}, {-1, 1}, {-1, -1}};
 	for (Square a = 0; a < SQ_NB; a++) {
 		for (int d = 0; d < 8; d++) {
 			Bitboard between = bb_make(0, 0);

@@ -18,8 +18,8 @@ typedef struct {
 extern Bitboard SQ_BB[SQ_NB];
 extern Bitboard FILE_BB[FILE_NB];
 extern Bitboard RANK_BB[RANK_NB];
-extern Bitboard ZONE_BB[COLOR_NB];   /* the three ranks where c promotes */
-extern Bitboard BB_ALL;              /* all 81 squares */
+extern Bitboard ZONE_BB[COLOR_NB];        /* the three ranks where c promotes */
+extern Bitboard BB_ALL;                   /* all 81 squares */
 extern Bitboard BETWEEN_BB[SQ_NB][SQ_NB]; /* squares strictly between, on a line */
 extern Bitboard LINE_BB[SQ_NB][SQ_NB];    /* the whole line through both, or empty */
 
@@ -113,7 +113,8 @@ static inline void bb_clear(Bitboard *a, Square sq)
 	a->p[1] &= ~SQ_BB[sq].p[1];
 }
 
-#define BB_FOREACH(sq, bb) for (Bitboard bb_it_ = (bb); bb_any(bb_it_) && ((sq) = bb_pop(&bb_it_), 1);)
+#define BB_FOREACH(sq, bb)                                                                         \
+	for (Bitboard bb_it_ = (bb); bb_any(bb_it_) && ((sq) = bb_pop(&bb_it_), 1);)
 
 /* Sliding attacks given the occupancy. */
 Bitboard bb_lance_attacks(Color c, Square sq, Bitboard occ);

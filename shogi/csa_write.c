@@ -32,7 +32,7 @@ static void put_position(FILE *f, const Position *pos)
 				fputs(" * ", f);
 			else
 				fprintf(f, "%c%s", piece_color(p) == BLACK ? '+' : '-',
-					CSA_PIECE_NAMES[piece_type(p)]);
+				        CSA_PIECE_NAMES[piece_type(p)]);
 		}
 		fputc('\n', f);
 	}
@@ -74,7 +74,8 @@ static bool csa_word_ok(const char *w)
 {
 	if (!*w) return false;
 	for (; *w; w++)
-		if (!((*w >= 'A' && *w <= 'Z') || *w == '+' || *w == '-' || *w == '_')) return false;
+		if (!((*w >= 'A' && *w <= 'Z') || *w == '+' || *w == '-' || *w == '_'))
+			return false;
 	return true;
 }
 
@@ -85,12 +86,16 @@ int csa_game_write(FILE *f, Position *game, const CsaGame *g, char *err)
 	for (int i = 1; i <= n; i++) {
 		Move m = moves[i - 1] = game->states[i].move;
 		if (m == MOVE_NONE || m == MOVE_NULL) {
-			if (err) snprintf(err, SHOGI_ERRLEN, "CSA record: move %d is a null move", i);
+			if (err)
+				snprintf(err, SHOGI_ERRLEN, "CSA record: move %d is a null move",
+				         i);
 			return SHOGI_EILLEGAL;
 		}
 	}
 	if (g->end && !csa_word_ok(g->end)) {
-		if (err) snprintf(err, SHOGI_ERRLEN, "CSA record: '%.40s' is not a CSA ending", g->end);
+		if (err)
+			snprintf(err, SHOGI_ERRLEN, "CSA record: '%.40s' is not a CSA ending",
+			         g->end);
 		return SHOGI_EILLEGAL;
 	}
 	for (int i = 0; i < n; i++) pos_undo_move(game);

@@ -19,21 +19,21 @@
 
 /* What is known about one move of the game (all optional). */
 typedef struct {
-	int time_ms;     /* written as "T<seconds>" (rounded down); < 0: no T line */
-	bool book;       /* a book move: "'** 0" alone */
-	bool has_eval;   /* an evaluation: "'** <eval> <pv>" */
-	int eval;        /* centipawns or ±(VALUE_MATE − n), from Black's point of view */
-	int pv_len;      /* moves in pv */
-	const Move *pv;  /* the PV after the move (the opponent's reply first) */
+	int time_ms;    /* written as "T<seconds>" (rounded down); < 0: no T line */
+	bool book;      /* a book move: "'** 0" alone */
+	bool has_eval;  /* an evaluation: "'** <eval> <pv>" */
+	int eval;       /* centipawns or ±(VALUE_MATE − n), from Black's point of view */
+	int pv_len;     /* moves in pv */
+	const Move *pv; /* the PV after the move (the opponent's reply first) */
 } CsaMoveInfo;
 
 typedef struct {
-	const char *name[COLOR_NB]; /* N+ / N- (NULL: no line) */
-	const char *event;          /* $EVENT: (NULL: no line) */
-	const char *start_time;     /* $START_TIME: "YYYY/MM/DD hh:mm:ss" (NULL: no line) */
-	int max_moves;              /* 'Max_Moves:N when > 0 */
-	const CsaMoveInfo *info;    /* one per move of the history, or NULL */
-	const char *end;            /* the % word without '%' ("TORYO", "KACHI"); NULL: none */
+	const char *name[COLOR_NB];  /* N+ / N- (NULL: no line) */
+	const char *event;           /* $EVENT: (NULL: no line) */
+	const char *start_time;      /* $START_TIME: "YYYY/MM/DD hh:mm:ss" (NULL: no line) */
+	int max_moves;               /* 'Max_Moves:N when > 0 */
+	const CsaMoveInfo *info;     /* one per move of the history, or NULL */
+	const char *end;             /* the % word without '%' ("TORYO", "KACHI"); NULL: none */
 	const char *const *comments; /* lines written after the ending, each as "'<text>" */
 	int ncomments;
 } CsaGame;

@@ -39,15 +39,19 @@ struct Db2016Reader {
 const char *db2016_strerror(int code)
 {
 	switch (code) {
-	case DB2016_OK: return "success";
-	case DB2016_EIO: return "I/O error";
-	case DB2016_ENOMEM: return "out of memory";
-	default: return "unknown error";
+	case DB2016_OK:
+		return "success";
+	case DB2016_EIO:
+		return "I/O error";
+	case DB2016_ENOMEM:
+		return "out of memory";
+	default:
+		return "unknown error";
 	}
 }
 
 static void warnf(Db2016Reader *r, long line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void warnf(Db2016Reader *r, long line, const char *fmt, ...)
 {
 	r->warnings++;
@@ -63,7 +67,7 @@ static void warnf(Db2016Reader *r, long line, const char *fmt, ...)
 }
 
 int db2016_open_file(Db2016Reader **out, FILE *f, const char *name, unsigned flags,
-		     Db2016WarnFn warn, void *warn_ctx)
+                     Db2016WarnFn warn, void *warn_ctx)
 {
 	*out = NULL;
 	Db2016Reader *r = calloc(1, sizeof *r);
@@ -83,7 +87,7 @@ err:
 }
 
 int db2016_open(Db2016Reader **out, const char *path, unsigned flags, Db2016WarnFn warn,
-		void *warn_ctx)
+                void *warn_ctx)
 {
 	*out = NULL;
 	FILE *f = fopen(path, "rb");
@@ -134,8 +138,8 @@ static int read_line(Db2016Reader *r, size_t *len)
 	}
 	r->lineno++;
 	size_t l = (size_t)n;
-	while (l > 0 && (r->line[l - 1] == '\n' || r->line[l - 1] == '\r' || r->line[l - 1] == ' ' ||
-			 r->line[l - 1] == '\t'))
+	while (l > 0 && (r->line[l - 1] == '\n' || r->line[l - 1] == '\r' ||
+	                 r->line[l - 1] == ' ' || r->line[l - 1] == '\t'))
 		l--;
 	r->line[l] = '\0';
 	/* An embedded NUL ends the line as far as the parser is concerned. */
@@ -267,7 +271,8 @@ int db2016_next(Db2016Reader *r, Db2016Record *rec)
 				warnf(r, r->lineno, "move line outside any 'sfen' record, skipped");
 				continue;
 			}
-			if ((rc = copy_str(&r->pending, &r->pending_cap, r->line, len)) < 0) return rc;
+			if ((rc = copy_str(&r->pending, &r->pending_cap, r->line, len)) < 0)
+				return rc;
 			r->pending_line = r->lineno;
 		}
 		r->have_pending = false;
@@ -277,7 +282,8 @@ int db2016_next(Db2016Reader *r, Db2016Record *rec)
 		char err[SHOGI_ERRLEN];
 		bool parse = !(r->flags & DB2016_NO_POSITION);
 		bool ok = !parse || sfen_parse(r->pos, text, NULL, err) == 0;
-		if (!ok) warnf(r, rec_line, "bad SFEN (%s), record skipped", err);
+		if (!ok)
+			warnf(r, rec_line, "bad SFEN (%s), record skipped", err);
 		else if ((rc = copy_str(&r->sfen, &r->sfen_cap, text, strlen(text))) < 0)
 			return rc;
 		r->nmoves = 0;
@@ -353,7 +359,7 @@ size_t db2016_format_move(char *buf, Move move, Move ponder, int value, int dept
 }
 
 size_t db2016_format_move_count(char *buf, Move move, Move ponder, int value, int depth,
-				uint64_t count)
+                                uint64_t count)
 {
 	size_t n = db2016_format_move(buf, move, ponder, value, depth);
 	char *p = buf + n - 1;

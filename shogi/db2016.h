@@ -65,12 +65,12 @@ typedef struct {
 } Db2016Move;
 
 typedef struct {
-	const char *sfen;        /* the text after "sfen ", trimmed, NUL-terminated */
+	const char *sfen; /* the text after "sfen ", trimmed, NUL-terminated */
 	size_t sfen_len;
 	long line;               /* line number of the "sfen" line */
 	size_t ordinal;          /* 0-based index among all "sfen" lines, bad ones included */
 	const Position *pos;     /* the parsed position (side to move as written);
-				    NULL with DB2016_NO_POSITION */
+	                            NULL with DB2016_NO_POSITION */
 	const Db2016Move *moves; /* the record's moves, in file order */
 	size_t nmoves;
 } Db2016Record;
@@ -83,10 +83,10 @@ typedef struct Db2016Reader Db2016Reader;
  * *out is the caller's to free with db2016_close().
  */
 int db2016_open(Db2016Reader **out, const char *path, unsigned flags, Db2016WarnFn warn,
-		void *warn_ctx);
+                void *warn_ctx);
 /* As db2016_open over an open stream (not closed by db2016_close). */
 int db2016_open_file(Db2016Reader **out, FILE *f, const char *name, unsigned flags,
-		     Db2016WarnFn warn, void *warn_ctx);
+                     Db2016WarnFn warn, void *warn_ctx);
 
 /*
  * Reads the next record into *rec; its pointers stay valid until the next
@@ -111,6 +111,6 @@ void db2016_close(Db2016Reader *r);
 #define DB2016_LINE_MAX 256
 size_t db2016_format_move(char *buf, Move move, Move ponder, int value, int depth);
 size_t db2016_format_move_count(char *buf, Move move, Move ponder, int value, int depth,
-				uint64_t count);
+                                uint64_t count);
 
 #endif

@@ -4,8 +4,8 @@
 typedef struct {
 	const Position *pos;
 	Color us, them;
-	Square ksq;           /* our king, SQ_NONE if none */
-	Bitboard pinned;      /* our pieces pinned to our king */
+	Square ksq;      /* our king, SQ_NONE if none */
+	Bitboard pinned; /* our pieces pinned to our king */
 	Bitboard occ;
 	Move *out;
 	int n;
@@ -18,9 +18,9 @@ static Bitboard pinned_pieces(const Position *pos, Color us, Square ksq, Bitboar
 	if (ksq == SQ_NONE) return pinned;
 	Color them = color_flip(us);
 	Bitboard theirs = pos->by_color[them];
-	Bitboard snipers = bb_or(
-		bb_and(bb_or(pos->by_type[ROOK], pos->by_type[DRAGON]), ROOK_PSEUDO[ksq]),
-		bb_and(bb_or(pos->by_type[BISHOP], pos->by_type[HORSE]), BISHOP_PSEUDO[ksq]));
+	Bitboard snipers =
+	    bb_or(bb_and(bb_or(pos->by_type[ROOK], pos->by_type[DRAGON]), ROOK_PSEUDO[ksq]),
+	          bb_and(bb_or(pos->by_type[BISHOP], pos->by_type[HORSE]), BISHOP_PSEUDO[ksq]));
 	snipers = bb_or(snipers, bb_and(pos->by_type[LANCE], LANCE_STEP_RAY[us][ksq]));
 	snipers = bb_and(snipers, theirs);
 	Square s;
@@ -103,7 +103,8 @@ static void gen_king_moves(Gen *g, Bitboard targets)
 	Square to;
 	BB_FOREACH(to, bb_and(KING_ATK[g->ksq], targets))
 	{
-		if (!bb_any(pos_attackers_to(pos, g->them, to, occ))) add(g, move_make(g->ksq, to, false));
+		if (!bb_any(pos_attackers_to(pos, g->them, to, occ)))
+			add(g, move_make(g->ksq, to, false));
 	}
 }
 
@@ -159,7 +160,8 @@ static void gen_drops(Gen *g, Bitboard targets)
 		}
 		if (!g->out) {
 			g->n += bb_count(t);
-			if (front != SQ_NONE && bb_test(t, front) && pawn_drop_mates(g, front)) g->n--;
+			if (front != SQ_NONE && bb_test(t, front) && pawn_drop_mates(g, front))
+				g->n--;
 		} else {
 			BB_FOREACH(to, t)
 			{
@@ -210,8 +212,8 @@ int movegen(const Position *pos, GenType type, Move *out)
 	Bitboard empty = bb_not(pos->occupied);
 	Bitboard enemy = pos->by_color[g.them];
 	Bitboard board_targets = type == GEN_CAPTURES ? enemy
-				 : type == GEN_QUIETS ? empty
-							: bb_or(empty, enemy);
+	                         : type == GEN_QUIETS ? empty
+	                                              : bb_or(empty, enemy);
 	/* A king is never captured: in a set-up position where the side not to
 	 * move stands in check, taking it is not offered. */
 	board_targets = bb_andnot(board_targets, pos_pieces(pos, g.them, KING));
@@ -226,7 +228,8 @@ int movegen(const Position *pos, GenType type, Move *out)
 		/* Pinned pieces can never resolve a check. */
 		Bitboard pinned = g.pinned;
 		g.pinned = bb_make(0, 0);
-		Bitboard pieces = bb_andnot(bb_andnot(pos->by_color[g.us], pos->by_type[KING]), pinned);
+		Bitboard pieces =
+		    bb_andnot(bb_andnot(pos->by_color[g.us], pos->by_type[KING]), pinned);
 		Bitboard t = bb_and(board_targets, block);
 		Square from;
 		BB_FOREACH(from, pieces)

@@ -8,10 +8,10 @@
 #include "shogi/movegen.h"
 
 const char *const CSA_PIECE_NAMES[PT_NB] = {NULL, "FU", "KY", "KE", "GI", "KA", "HI", "KI",
-					    "OU", "TO", "NY", "NK", "NG", "UM", "RY"};
+                                            "OU", "TO", "NY", "NK", "NG", "UM", "RY"};
 /* SFEN letters by piece type (Black's; White's are lower case). */
-static const char SFEN_LETTERS[PT_NB] = {0, 'P', 'L', 'N', 'S', 'B', 'R', 'G', 'K',
-					 'P', 'L', 'N', 'S', 'B', 'R'};
+static const char SFEN_LETTERS[PT_NB] = {0,   'P', 'L', 'N', 'S', 'B', 'R', 'G',
+                                         'K', 'P', 'L', 'N', 'S', 'B', 'R'};
 /* Canonical hand order: R B G S N L P. */
 static const PieceType HAND_ORDER[7] = {ROOK, BISHOP, GOLD, SILVER, KNIGHT, LANCE, PAWN};
 
@@ -29,15 +29,24 @@ static void errf(char *err, const char *fmt, const char *tok, size_t toklen)
 static PieceType letter_type(char ch)
 {
 	switch (toupper((unsigned char)ch)) {
-	case 'P': return PAWN;
-	case 'L': return LANCE;
-	case 'N': return KNIGHT;
-	case 'S': return SILVER;
-	case 'B': return BISHOP;
-	case 'R': return ROOK;
-	case 'G': return GOLD;
-	case 'K': return KING;
-	default: return PT_NONE;
+	case 'P':
+		return PAWN;
+	case 'L':
+		return LANCE;
+	case 'N':
+		return KNIGHT;
+	case 'S':
+		return SILVER;
+	case 'B':
+		return BISHOP;
+	case 'R':
+		return ROOK;
+	case 'G':
+		return GOLD;
+	case 'K':
+		return KING;
+	default:
+		return PT_NONE;
 	}
 }
 
@@ -70,14 +79,16 @@ int sfen_parse(Position *out, const char *sfen, const char **rest, char *err)
 		char ch = s[i];
 		if (ch == '/') {
 			if (file != -1 || promoted || rank >= 8) {
-				errf(err, "bad SFEN board '%s': a rank does not have 9 squares", s, bl);
+				errf(err, "bad SFEN board '%s': a rank does not have 9 squares", s,
+				     bl);
 				return SHOGI_EPARSE;
 			}
 			rank++;
 			file = 8;
 		} else if (ch >= '1' && ch <= '9') {
 			if (promoted || file - (ch - '0') < -1) {
-				errf(err, "bad SFEN board '%s': a rank has more than 9 squares", s, bl);
+				errf(err, "bad SFEN board '%s': a rank has more than 9 squares", s,
+				     bl);
 				return SHOGI_EPARSE;
 			}
 			file -= ch - '0';
@@ -95,7 +106,8 @@ int sfen_parse(Position *out, const char *sfen, const char **rest, char *err)
 				return SHOGI_EPARSE;
 			}
 			if (file < 0) {
-				errf(err, "bad SFEN board '%s': a rank has more than 9 squares", s, bl);
+				errf(err, "bad SFEN board '%s': a rank has more than 9 squares", s,
+				     bl);
 				return SHOGI_EPARSE;
 			}
 			if (promoted) {
@@ -260,7 +272,8 @@ int usi_move_parse(Move *out, const char *s, size_t len, char *err)
 		return SHOGI_OK;
 	}
 	if (len == 4 || (len == 5 && s[4] == '+')) {
-		if (parse_square(s, &from) < 0 || parse_square(s + 2, &to) < 0 || from == to) goto bad;
+		if (parse_square(s, &from) < 0 || parse_square(s + 2, &to) < 0 || from == to)
+			goto bad;
 		*out = move_make(from, to, len == 5);
 		return SHOGI_OK;
 	}
@@ -276,14 +289,14 @@ size_t usi_move_write(Move m, char out[USI_MOVE_MAX])
 	if (move_is_drop(m)) {
 		PieceType pt = move_drop_type(m);
 		return (size_t)snprintf(out, USI_MOVE_MAX, "%c*%d%c",
-					pt < PT_NB && SFEN_LETTERS[pt] ? SFEN_LETTERS[pt] : '?',
-					sq_file(to) + 1, 'a' + sq_rank(to));
+		                        pt < PT_NB && SFEN_LETTERS[pt] ? SFEN_LETTERS[pt] : '?',
+		                        sq_file(to) + 1, 'a' + sq_rank(to));
 	}
 	Square from = move_from(m);
 	if (from >= SQ_NB) return (size_t)snprintf(out, USI_MOVE_MAX, "none");
 	return (size_t)snprintf(out, USI_MOVE_MAX, "%d%c%d%c%s", sq_file(from) + 1,
-				'a' + sq_rank(from), sq_file(to) + 1, 'a' + sq_rank(to),
-				move_is_promote(m) ? "+" : "");
+	                        'a' + sq_rank(from), sq_file(to) + 1, 'a' + sq_rank(to),
+	                        move_is_promote(m) ? "+" : "");
 }
 
 int usi_move_parse_legal(Move *out, const Position *pos, const char *s, size_t len, char *err)
@@ -339,9 +352,12 @@ int csa_move_parse(Move *out, const Position *pos, const char *s, size_t len, ch
 		Piece p = pos->board[from];
 		if (!p || piece_color(p) != pos->side) goto illegal;
 		PieceType cur = piece_type(p);
-		if (cur == pt) m = move_make(from, to, false);
-		else if (pt_can_promote(cur) && pt == cur + PROMOTE) m = move_make(from, to, true);
-		else goto illegal;
+		if (cur == pt)
+			m = move_make(from, to, false);
+		else if (pt_can_promote(cur) && pt == cur + PROMOTE)
+			m = move_make(from, to, true);
+		else
+			goto illegal;
 	}
 	if (!pos_is_legal(pos, m)) goto illegal;
 	*out = m;
@@ -360,14 +376,14 @@ size_t csa_move_write(const Position *pos, Move m, char out[CSA_MOVE_MAX])
 	Square to = move_to(m);
 	if (move_is_drop(m))
 		return (size_t)snprintf(out, CSA_MOVE_MAX, "%c00%d%d%s", sign, sq_file(to) + 1,
-					sq_rank(to) + 1, CSA_PIECE_NAMES[move_drop_type(m)]);
+		                        sq_rank(to) + 1, CSA_PIECE_NAMES[move_drop_type(m)]);
 	Square from = move_from(m);
 	PieceType pt = piece_type(pos->board[from]);
 	if (move_is_promote(m)) pt = (PieceType)(pt + PROMOTE);
 	if (pt == PT_NONE || pt >= PT_NB) return (size_t)snprintf(out, CSA_MOVE_MAX, "?");
 	return (size_t)snprintf(out, CSA_MOVE_MAX, "%c%d%d%d%d%s", sign, sq_file(from) + 1,
-				sq_rank(from) + 1, sq_file(to) + 1, sq_rank(to) + 1,
-				CSA_PIECE_NAMES[pt]);
+	                        sq_rank(from) + 1, sq_file(to) + 1, sq_rank(to) + 1,
+	                        CSA_PIECE_NAMES[pt]);
 }
 
 int position_parse(Position *out, const char *spec, char *err)
@@ -402,11 +418,13 @@ int position_parse(Position *out, const char *spec, char *err)
 			snprintf(tok, sizeof tok, "%.*s", (int)(l < 15 ? l : 15), s);
 			if (err)
 				snprintf(err, SHOGI_ERRLEN, "%s move %d '%s' in position spec",
-					 rc == SHOGI_EPARSE ? "malformed" : "illegal", index, tok);
+				         rc == SHOGI_EPARSE ? "malformed" : "illegal", index, tok);
 			return rc;
 		}
 		if (pos_history_len(out) >= POS_MAX_STATES - 1) {
-			if (err) snprintf(err, SHOGI_ERRLEN, "too many moves (at most %d)", POS_MAX_STATES - 1);
+			if (err)
+				snprintf(err, SHOGI_ERRLEN, "too many moves (at most %d)",
+				         POS_MAX_STATES - 1);
 			return SHOGI_ETOOLONG;
 		}
 		pos_do_move(out, m);

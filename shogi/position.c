@@ -7,31 +7,36 @@
 #include "shogi/movegen.h"
 
 const uint8_t HAND_SHIFT[HAND_PT_NB] = {0,
-					HAND_SHIFT_PAWN,
-					HAND_SHIFT_LANCE,
-					HAND_SHIFT_KNIGHT,
-					HAND_SHIFT_SILVER,
-					HAND_SHIFT_BISHOP,
-					HAND_SHIFT_ROOK,
-					HAND_SHIFT_GOLD};
+                                        HAND_SHIFT_PAWN,
+                                        HAND_SHIFT_LANCE,
+                                        HAND_SHIFT_KNIGHT,
+                                        HAND_SHIFT_SILVER,
+                                        HAND_SHIFT_BISHOP,
+                                        HAND_SHIFT_ROOK,
+                                        HAND_SHIFT_GOLD};
 const uint8_t HAND_MAX[HAND_PT_NB] = {0, 31, 7, 7, 7, 3, 3, 7};
 const uint32_t HAND_MASK[HAND_PT_NB] = {0,
-					0x1fu << HAND_SHIFT_PAWN,
-					0x7u << HAND_SHIFT_LANCE,
-					0x7u << HAND_SHIFT_KNIGHT,
-					0x7u << HAND_SHIFT_SILVER,
-					0x3u << HAND_SHIFT_BISHOP,
-					0x3u << HAND_SHIFT_ROOK,
-					0x7u << HAND_SHIFT_GOLD};
+                                        0x1fu << HAND_SHIFT_PAWN,
+                                        0x7u << HAND_SHIFT_LANCE,
+                                        0x7u << HAND_SHIFT_KNIGHT,
+                                        0x7u << HAND_SHIFT_SILVER,
+                                        0x3u << HAND_SHIFT_BISHOP,
+                                        0x3u << HAND_SHIFT_ROOK,
+                                        0x7u << HAND_SHIFT_GOLD};
 
 const char *shogi_strerror(int code)
 {
 	switch (code) {
-	case SHOGI_OK: return "success";
-	case SHOGI_EPARSE: return "malformed input";
-	case SHOGI_EILLEGAL: return "illegal move or position";
-	case SHOGI_ETOOLONG: return "game too long";
-	default: return "unknown error";
+	case SHOGI_OK:
+		return "success";
+	case SHOGI_EPARSE:
+		return "malformed input";
+	case SHOGI_EILLEGAL:
+		return "illegal move or position";
+	case SHOGI_ETOOLONG:
+		return "game too long";
+	default:
+		return "unknown error";
 	}
 }
 
@@ -49,8 +54,8 @@ static void set_err(char *err, const char *msg)
 static inline Bitboard golds_of(const Position *pos, Color c)
 {
 	Bitboard g = bb_or(bb_or(pos->by_type[GOLD], pos->by_type[PRO_PAWN]),
-			   bb_or(bb_or(pos->by_type[PRO_LANCE], pos->by_type[PRO_KNIGHT]),
-				 pos->by_type[PRO_SILVER]));
+	                   bb_or(bb_or(pos->by_type[PRO_LANCE], pos->by_type[PRO_KNIGHT]),
+	                         pos->by_type[PRO_SILVER]));
 	return bb_and(g, pos->by_color[c]);
 }
 
@@ -102,7 +107,7 @@ static Bitboard compute_checkers(const Position *pos)
 }
 
 int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], Color side,
-	    int game_ply, char *err)
+            int game_ply, char *err)
 {
 	char msg[SHOGI_ERRLEN];
 	memset(pos, 0, offsetof(Position, states));
@@ -123,8 +128,10 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 		int rr = rank_rel(c, sq_rank(sq));
 		if (((pt == PAWN || pt == LANCE) && rr == 0) || (pt == KNIGHT && rr < 2)) {
 			snprintf(msg, sizeof msg, "%s on %d%c can never move",
-				 pt == PAWN ? "pawn" : pt == LANCE ? "lance" : "knight",
-				 sq_file(sq) + 1, 'a' + sq_rank(sq));
+			         pt == PAWN    ? "pawn"
+			         : pt == LANCE ? "lance"
+			                       : "knight",
+			         sq_file(sq) + 1, 'a' + sq_rank(sq));
 			set_err(err, msg);
 			return SHOGI_EILLEGAL;
 		}
@@ -148,18 +155,20 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 			hk.hi += n * ZOB_HAND[c][pt].hi;
 		}
 		if (hand[c] & ~(HAND_MASK[1] | HAND_MASK[2] | HAND_MASK[3] | HAND_MASK[4] |
-				HAND_MASK[5] | HAND_MASK[6] | HAND_MASK[7])) {
+		                HAND_MASK[5] | HAND_MASK[6] | HAND_MASK[7])) {
 			set_err(err, "invalid hand");
 			return SHOGI_EILLEGAL;
 		}
 	}
 	for (int pt = PAWN; pt <= GOLD; pt++) {
-		total[pt] += hand_count(hand[BLACK], (PieceType)pt) + hand_count(hand[WHITE], (PieceType)pt);
+		total[pt] +=
+		    hand_count(hand[BLACK], (PieceType)pt) + hand_count(hand[WHITE], (PieceType)pt);
 		if (total[pt] > HAND_MAX[pt]) {
-			static const char *const NAMES[] = {"", "pawns", "lances", "knights", "silvers",
-							    "bishops", "rooks", "golds"};
-			snprintf(msg, sizeof msg, "too many %s (%d, at most %d)", NAMES[pt], total[pt],
-				 HAND_MAX[pt]);
+			static const char *const NAMES[] = {"",        "pawns",   "lances",
+			                                    "knights", "silvers", "bishops",
+			                                    "rooks",   "golds"};
+			snprintf(msg, sizeof msg, "too many %s (%d, at most %d)", NAMES[pt],
+			         total[pt], HAND_MAX[pt]);
 			set_err(err, msg);
 			return SHOGI_EILLEGAL;
 		}
@@ -168,7 +177,7 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 		for (int f = 0; f < FILE_NB; f++)
 			if (bb_count(bb_and(pos_pieces(pos, (Color)c, PAWN), FILE_BB[f])) > 1) {
 				snprintf(msg, sizeof msg, "two %s pawns on file %d (nifu)",
-					 c == BLACK ? "black" : "white", f + 1);
+				         c == BLACK ? "black" : "white", f + 1);
 				set_err(err, msg);
 				return SHOGI_EILLEGAL;
 			}
@@ -186,7 +195,7 @@ void pos_set_startpos(Position *pos)
 {
 	Piece board[SQ_NB] = {0};
 	static const PieceType BACK[9] = {LANCE, KNIGHT, SILVER, GOLD, KING,
-					  GOLD,  SILVER, KNIGHT, LANCE};
+	                                  GOLD,  SILVER, KNIGHT, LANCE};
 	for (int f = 0; f < 9; f++) {
 		board[sq_make(f, 0)] = piece_make(WHITE, BACK[f]);
 		board[sq_make(f, 2)] = piece_make(WHITE, PAWN);
@@ -370,7 +379,8 @@ int pos_repetition_count(const Position *pos, int *first_ply_back)
 	int n = 0;
 	for (int i = pos->nstates - 3; i >= 0; i -= 2) {
 		const PosState *s = &pos->states[i];
-		if (s->move == MOVE_NULL || (i + 1 < pos->nstates && pos->states[i + 1].move == MOVE_NULL))
+		if (s->move == MOVE_NULL ||
+		    (i + 1 < pos->nstates && pos->states[i + 1].move == MOVE_NULL))
 			break;
 		if (key_equal(key_combine(s->board_key, s->hand_key), k)) {
 			n++;
@@ -387,7 +397,8 @@ RepResult pos_repetition(const Position *pos)
 	/* The span holds back moves, back / 2 by each side. */
 	const PosState *st = pos_st(pos);
 	Color last = color_flip(pos->side); /* the side that just moved */
-	if (st->cont_check[last] * 2 >= back) return last == BLACK ? REP_BLACK_LOSES : REP_WHITE_LOSES;
+	if (st->cont_check[last] * 2 >= back)
+		return last == BLACK ? REP_BLACK_LOSES : REP_WHITE_LOSES;
 	Color other = pos->side;
 	if (st->cont_check[other] * 2 >= back)
 		return other == BLACK ? REP_BLACK_LOSES : REP_WHITE_LOSES;
@@ -407,7 +418,8 @@ int pos_declaration_points(const Position *pos, Color c, int *pieces_in_camp)
 		points += (pt == BISHOP || pt == ROOK) ? 5 : 1;
 	}
 	for (int pt = PAWN; pt <= GOLD; pt++)
-		points += hand_count(pos->hand[c], (PieceType)pt) * ((pt == BISHOP || pt == ROOK) ? 5 : 1);
+		points += hand_count(pos->hand[c], (PieceType)pt) *
+		          ((pt == BISHOP || pt == ROOK) ? 5 : 1);
 	if (pieces_in_camp) *pieces_in_camp = pieces;
 	return points;
 }

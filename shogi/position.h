@@ -101,7 +101,7 @@ void pos_set_startpos(Position *pos);
  * standing in check.
  */
 int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], Color side,
-	    int game_ply, char *err);
+            int game_ply, char *err);
 
 /* Makes a legal move (undefined for an illegal one). The caller ensures
  * pos_history_len(pos) < POS_MAX_STATES - 1. */

@@ -44,7 +44,7 @@ void zobrist_init(void)
 void key_to_hex(Key k, char out[KEY_HEX_LEN])
 {
 	snprintf(out, KEY_HEX_LEN, "%016llx%016llx", (unsigned long long)k.hi,
-		 (unsigned long long)k.lo);
+	         (unsigned long long)k.lo);
 }
 
 int key_from_hex(Key *out, const char *hex)
@@ -53,10 +53,14 @@ int key_from_hex(Key *out, const char *hex)
 	for (int i = 0; i < 32; i++) {
 		char ch = hex[i];
 		int d;
-		if (ch >= '0' && ch <= '9') d = ch - '0';
-		else if (ch >= 'a' && ch <= 'f') d = ch - 'a' + 10;
-		else if (ch >= 'A' && ch <= 'F') d = ch - 'A' + 10;
-		else return -1;
+		if (ch >= '0' && ch <= '9')
+			d = ch - '0';
+		else if (ch >= 'a' && ch <= 'f')
+			d = ch - 'a' + 10;
+		else if (ch >= 'A' && ch <= 'F')
+			d = ch - 'A' + 10;
+		else
+			return -1;
 		v[i / 16] = (v[i / 16] << 4) | (uint64_t)d;
 	}
 	if (hex[32] != 0) return -1;

@@ -28,9 +28,9 @@ static int parse_date(char out[9], const char *s)
 int cli_ingest_option(IngestOptions *opt, int argc, char **argv, int *i, const char *cmd)
 {
 	const char *a = argv[*i];
-	static const char *const WITH_VALUE[] = {"--min-rating", "--max-ply", "--since", "--until",
-						 "--event", "--time-control", "--jobs", "--mate-clamp",
-						 "--mate-plies"};
+	static const char *const WITH_VALUE[] = {"--min-rating", "--max-ply",    "--since",
+	                                         "--until",      "--event",      "--time-control",
+	                                         "--jobs",       "--mate-clamp", "--mate-plies"};
 	bool known = false;
 	for (size_t k = 0; k < sizeof WITH_VALUE / sizeof WITH_VALUE[0]; k++)
 		if (!strcmp(a, WITH_VALUE[k])) known = true;
@@ -52,8 +52,10 @@ int cli_ingest_option(IngestOptions *opt, int argc, char **argv, int *i, const c
 	} else if (!strcmp(a, "--mate-clamp") || !strcmp(a, "--mate-plies")) {
 		long n = strtol(v, &end, 10);
 		if (*end || end == v || n < 0 || n > (a[7] == 'c' ? VALUE_MATE : 10000)) goto bad;
-		if (a[7] == 'c') opt->mate_clamp = (int)n;
-		else opt->mate_plies = (int)n;
+		if (a[7] == 'c')
+			opt->mate_clamp = (int)n;
+		else
+			opt->mate_plies = (int)n;
 	} else if (!strcmp(a, "--jobs")) {
 		long n = strtol(v, &end, 10);
 		if (*end || n <= 0 || n > 64) goto bad;
@@ -84,11 +86,15 @@ void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 		json_t *o = json_object();
 		json_object_set_new(o, "files", json_integer((json_int_t)st->files));
 		json_object_set_new(o, "games_read", json_integer((json_int_t)st->games_read));
-		json_object_set_new(o, "games_ingested", json_integer((json_int_t)st->games_ingested));
-		json_object_set_new(o, "games_skipped", json_integer((json_int_t)st->games_skipped));
-		json_object_set_new(o, "games_rejected", json_integer((json_int_t)st->games_rejected));
+		json_object_set_new(o, "games_ingested",
+		                    json_integer((json_int_t)st->games_ingested));
+		json_object_set_new(o, "games_skipped",
+		                    json_integer((json_int_t)st->games_skipped));
+		json_object_set_new(o, "games_rejected",
+		                    json_integer((json_int_t)st->games_rejected));
 		json_object_set_new(o, "duplicates", json_integer((json_int_t)st->duplicates));
-		json_object_set_new(o, "positions_added", json_integer((json_int_t)st->positions_added));
+		json_object_set_new(o, "positions_added",
+		                    json_integer((json_int_t)st->positions_added));
 		json_object_set_new(o, "moves_added", json_integer((json_int_t)st->moves_added));
 		json_object_set_new(o, "evals_added", json_integer((json_int_t)st->evals_added));
 		json_object_set_new(o, "errors_total", json_integer((json_int_t)st->errors_total));
@@ -111,26 +117,30 @@ void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 	for (size_t i = 0; i < st->nerrors; i++) {
 		if (st->errors[i].line > 0)
 			fprintf(stderr, "%s:%d: %s\n", st->errors[i].input, st->errors[i].line,
-				st->errors[i].message);
+			        st->errors[i].message);
 		else
 			fprintf(stderr, "%s: %s\n", st->errors[i].input, st->errors[i].message);
 	}
 	if (st->errors_total > st->nerrors)
 		fprintf(stderr, "(%llu more errors not shown)\n",
-			(unsigned long long)(st->errors_total - st->nerrors));
+		        (unsigned long long)(st->errors_total - st->nerrors));
 	if (!strcmp(cmd, "import")) {
-		printf("import: %llu positions, %llu moves, %llu evaluations added; %llu errors; %.1f s\n",
+		printf("import: %llu positions, %llu moves, %llu evaluations added; %llu errors; "
+		       "%.1f s\n",
 		       (unsigned long long)st->positions_added, (unsigned long long)st->moves_added,
 		       (unsigned long long)st->evals_added, (unsigned long long)st->errors_total,
 		       st->seconds);
 		return;
 	}
 	double gps = st->seconds > 0 ? st->games_read / st->seconds : 0;
-	printf("%s: %llu files, %llu games read, %llu ingested, %llu skipped, %llu rejected, %llu duplicates; "
-	       "%llu positions, %llu moves, %llu evaluations added; %llu errors; %.1f s (%.0f games/s)\n",
-	       cmd, (unsigned long long)st->files, (unsigned long long)st->games_read, (unsigned long long)st->games_ingested,
-	       (unsigned long long)st->games_skipped, (unsigned long long)st->games_rejected,
-	       (unsigned long long)st->duplicates, (unsigned long long)st->positions_added,
-	       (unsigned long long)st->moves_added, (unsigned long long)st->evals_added,
-	       (unsigned long long)st->errors_total, st->seconds, gps);
+	printf("%s: %llu files, %llu games read, %llu ingested, %llu skipped, %llu rejected, %llu "
+	       "duplicates; "
+	       "%llu positions, %llu moves, %llu evaluations added; %llu errors; %.1f s (%.0f "
+	       "games/s)\n",
+	       cmd, (unsigned long long)st->files, (unsigned long long)st->games_read,
+	       (unsigned long long)st->games_ingested, (unsigned long long)st->games_skipped,
+	       (unsigned long long)st->games_rejected, (unsigned long long)st->duplicates,
+	       (unsigned long long)st->positions_added, (unsigned long long)st->moves_added,
+	       (unsigned long long)st->evals_added, (unsigned long long)st->errors_total,
+	       st->seconds, gps);
 }

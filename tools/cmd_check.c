@@ -32,11 +32,14 @@ int cmd_check(int argc, char **argv)
 {
 	const char *book = NULL, *repair = NULL;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--repair") && i + 1 < argc) repair = argv[++i];
-		else if (argv[i][0] != '-' && !book) book = argv[i];
+		if (!strcmp(argv[i], "--repair") && i + 1 < argc)
+			repair = argv[++i];
+		else if (argv[i][0] != '-' && !book)
+			book = argv[i];
 		else {
-			joseki_error("check: unexpected argument '%s'\nusage: joseki check BOOK [--repair NEWBOOK]",
-				     argv[i]);
+			joseki_error("check: unexpected argument '%s'\nusage: joseki check BOOK "
+			             "[--repair NEWBOOK]",
+			             argv[i]);
 			return 2;
 		}
 	}
@@ -56,7 +59,8 @@ int cmd_check(int argc, char **argv)
 	int rc = bookdb_check(&st, db, repair, on_problem, &o, err);
 	bookdb_free(db);
 	if (rc < 0) {
-		joseki_error("check: %s%s%s", repair ? repair : book, err[0] == '/' ? "" : ": ", err);
+		joseki_error("check: %s%s%s", repair ? repair : book, err[0] == '/' ? "" : ": ",
+		             err);
 		return 1;
 	}
 	if (st.stopped) {
@@ -67,15 +71,17 @@ int cmd_check(int argc, char **argv)
 	if (o.shown > CHECK_MAX_REPORTS)
 		printf("%s: ... %llu more problems not shown\n", book,
 		       (unsigned long long)(o.shown - CHECK_MAX_REPORTS));
-	printf("check: %llu records, %llu bad\n", (unsigned long long)st.records, (unsigned long long)st.bad);
+	printf("check: %llu records, %llu bad\n", (unsigned long long)st.records,
+	       (unsigned long long)st.bad);
 	if (repair)
-		printf("repair: %s: %llu records copied, %llu without their faulty moves, %llu dropped, "
+		printf("repair: %s: %llu records copied, %llu without their faulty moves, %llu "
+		       "dropped, "
 		       "%llu game ids\n",
 		       repair, (unsigned long long)st.copied, (unsigned long long)st.repaired,
 		       (unsigned long long)st.dropped, (unsigned long long)st.games);
 	if (st.bad) {
 		joseki_error("%s: %llu bad records%s", book, (unsigned long long)st.bad,
-			     repair ? " (the sound ones are in the repaired book)" : "");
+		             repair ? " (the sound ones are in the repaired book)" : "");
 		return 1;
 	}
 	return 0;

@@ -16,10 +16,14 @@ int cmd_compact(int argc, char **argv)
 	const char *book = NULL;
 	bool json = false;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) json = true;
-		else if (argv[i][0] != '-' && !book) book = argv[i];
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (argv[i][0] != '-' && !book)
+			book = argv[i];
 		else {
-			joseki_error("compact: unexpected argument '%s'\nusage: joseki compact BOOK [--json]", argv[i]);
+			joseki_error("compact: unexpected argument '%s'\nusage: joseki compact "
+			             "BOOK [--json]",
+			             argv[i]);
 			return 2;
 		}
 	}
@@ -39,9 +43,10 @@ int cmd_compact(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	long long ms = (t1.tv_sec - t0.tv_sec) * 1000LL + (t1.tv_nsec - t0.tv_nsec) / 1000000;
 	if (json)
-		return joseki_print_json(json_pack("{s:I,s:I,s:I}", "bytes_before", (json_int_t)before,
-						   "bytes_after", (json_int_t)after, "time_ms", (json_int_t)ms),
-					 0) < 0;
+		return joseki_print_json(json_pack("{s:I,s:I,s:I}", "bytes_before",
+		                                   (json_int_t)before, "bytes_after",
+		                                   (json_int_t)after, "time_ms", (json_int_t)ms),
+		                         0) < 0;
 	printf("compact: %s: %llu bytes before, %llu after (%.0f%%), %lld ms\n", book,
 	       (unsigned long long)before, (unsigned long long)after,
 	       before ? 100.0 * (double)after / (double)before : 100.0, ms);

@@ -18,8 +18,8 @@
 #include "shogi/position.h"
 #include "tools/commands.h"
 
-#define USAGE                                                                             \
-	"usage: joseki export BOOK OUT [--format yaneuraou] [--moves best|window|all] "  \
+#define USAGE                                                                                      \
+	"usage: joseki export BOOK OUT [--format yaneuraou] [--moves best|window|all] "            \
 	"[--window CP] [--min-depth D] [--max-ply N] [--json] [--quiet]"
 
 static int parse_int(int *out, const char *s, long lo, long hi)
@@ -36,7 +36,8 @@ static int parse_int(int *out, const char *s, long lo, long hi)
 static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
 {
 	(void)ctx;
-	fprintf(stderr, "\rexport: %-8s %zu of %zu (%zu%%)   ", phase, done, total, total ? done * 100 / total : 0);
+	fprintf(stderr, "\rexport: %-8s %zu of %zu (%zu%%)   ", phase, done, total,
+	        total ? done * 100 / total : 0);
 	fflush(stderr);
 }
 
@@ -49,33 +50,45 @@ int cmd_export(int argc, char **argv)
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--json") || !strcmp(a, "--quiet")) {
-			if (a[2] == 'j') json = true;
-			else quiet = true;
+			if (a[2] == 'j')
+				json = true;
+			else
+				quiet = true;
 			continue;
 		}
 		if (!strcmp(a, "--format") || !strcmp(a, "--moves") || !strcmp(a, "--window") ||
 		    !strcmp(a, "--min-depth") || !strcmp(a, "--max-ply")) {
 			bool ok = v != NULL;
-			if (ok && !strcmp(a, "--format")) ok = !strcmp(v, "yaneuraou");
+			if (ok && !strcmp(a, "--format"))
+				ok = !strcmp(v, "yaneuraou");
 			else if (ok && !strcmp(a, "--moves")) {
-				if (!strcmp(v, "best")) opt.moves = EXPORT_MOVES_BEST;
-				else if (!strcmp(v, "window")) opt.moves = EXPORT_MOVES_WINDOW;
-				else if (!strcmp(v, "all")) opt.moves = EXPORT_MOVES_ALL;
-				else ok = false;
-			} else if (ok && !strcmp(a, "--window")) ok = parse_int(&opt.window, v, 0, 64000) == 0;
-			else if (ok && !strcmp(a, "--min-depth")) ok = parse_int(&opt.min_depth, v, 0, 255) == 0;
-			else if (ok) ok = parse_int(&opt.max_ply, v, 1, 65535) == 0;
+				if (!strcmp(v, "best"))
+					opt.moves = EXPORT_MOVES_BEST;
+				else if (!strcmp(v, "window"))
+					opt.moves = EXPORT_MOVES_WINDOW;
+				else if (!strcmp(v, "all"))
+					opt.moves = EXPORT_MOVES_ALL;
+				else
+					ok = false;
+			} else if (ok && !strcmp(a, "--window"))
+				ok = parse_int(&opt.window, v, 0, 64000) == 0;
+			else if (ok && !strcmp(a, "--min-depth"))
+				ok = parse_int(&opt.min_depth, v, 0, 255) == 0;
+			else if (ok)
+				ok = parse_int(&opt.max_ply, v, 1, 65535) == 0;
 			if (!ok) {
 				joseki_error("export: bad or missing value for %s%s%s\n" USAGE, a,
-					     v ? ": " : "", v ? v : "");
+				             v ? ": " : "", v ? v : "");
 				return 2;
 			}
 			i++;
 		} else if (a[0] == '-' && a[1]) {
 			joseki_error("export: unknown option '%s'\n" USAGE, a);
 			return 2;
-		} else if (!book) book = a;
-		else if (!out) out = a;
+		} else if (!book)
+			book = a;
+		else if (!out)
+			out = a;
 		else {
 			joseki_error("export: too many arguments\n" USAGE);
 			return 2;
@@ -109,12 +122,14 @@ int cmd_export(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
 	if (json) {
-		json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:s,s:I}", "records", (json_int_t)st.records, "positions",
-				      (json_int_t)st.positions, "moves", (json_int_t)st.moves, "minimaxed",
-				      (json_int_t)st.minimaxed, "out", out, "time_ms", (json_int_t)(ms + 0.5));
+		json_t *o = json_pack(
+		    "{s:I,s:I,s:I,s:I,s:s,s:I}", "records", (json_int_t)st.records, "positions",
+		    (json_int_t)st.positions, "moves", (json_int_t)st.moves, "minimaxed",
+		    (json_int_t)st.minimaxed, "out", out, "time_ms", (json_int_t)(ms + 0.5));
 		if (joseki_print_json(o, 0) < 0) return 1;
 	} else {
-		printf("export: %zu of %zu positions (%zu with minimax values), %zu moves, wrote %s, %.0f ms\n",
+		printf("export: %zu of %zu positions (%zu with minimax values), %zu moves, wrote "
+		       "%s, %.0f ms\n",
 		       st.positions, st.records, st.minimaxed, st.moves, out, ms);
 	}
 	return 0;

@@ -22,7 +22,7 @@
 #define USAGE                                                                                      \
 	"usage: joseki fetch BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR]\n"        \
 	"       [--min-rating R] [--max-ply N] [--since DATE] [--until DATE] [--event GLOB]\n"     \
-	"       [--time-control GLOB] [--mate-clamp CP] [--mate-plies N] [--jobs N] [--json]\n"     \
+	"       [--time-control GLOB] [--mate-clamp CP] [--mate-plies N] [--jobs N] [--json]\n"    \
 	"       [--quiet]\n"                                                                       \
 	"       DATE: YYYY-MM-DD (--to defaults to today, UTC); the cache defaults to\n"           \
 	"       $XDG_CACHE_HOME/joseki/floodgate or ~/.cache/joseki/floodgate"
@@ -30,10 +30,14 @@
 static const char *day_status_name(FetchDayStatus s)
 {
 	switch (s) {
-	case FETCH_DAY_DOWNLOADED: return "downloaded";
-	case FETCH_DAY_CACHED: return "cached";
-	case FETCH_DAY_MISSING: return "missing";
-	case FETCH_DAY_FAILED: return "failed";
+	case FETCH_DAY_DOWNLOADED:
+		return "downloaded";
+	case FETCH_DAY_CACHED:
+		return "cached";
+	case FETCH_DAY_MISSING:
+		return "missing";
+	case FETCH_DAY_FAILED:
+		return "failed";
 	}
 	return "?";
 }
@@ -47,23 +51,23 @@ static void report_json(const FetchResult *fr, const IngestStats *st)
 		const char *k;
 		uint64_t v;
 	} F[] = {
-		{"days", fr->ndays},
-		{"downloaded", fr->downloaded},
-		{"cached", fr->cached},
-		{"missing", fr->missing},
-		{"failed", fr->failed},
-		{"bytes_downloaded", fr->bytes},
-		{"requests", fr->requests},
-		{"games_read", st->games_read},
-		{"games_ingested", st->games_ingested},
-		{"games_skipped", st->games_skipped},
-		{"games_rejected", st->games_rejected},
-		{"duplicates", st->duplicates},
-		{"positions_added", st->positions_added},
-		{"moves_added", st->moves_added},
-		{"evals_added", st->evals_added},
-		{"errors_total", st->errors_total + fr->failed},
-		{"time_ms", (uint64_t)(st->seconds * 1000)},
+	    {"days", fr->ndays},
+	    {"downloaded", fr->downloaded},
+	    {"cached", fr->cached},
+	    {"missing", fr->missing},
+	    {"failed", fr->failed},
+	    {"bytes_downloaded", fr->bytes},
+	    {"requests", fr->requests},
+	    {"games_read", st->games_read},
+	    {"games_ingested", st->games_ingested},
+	    {"games_skipped", st->games_skipped},
+	    {"games_rejected", st->games_rejected},
+	    {"duplicates", st->duplicates},
+	    {"positions_added", st->positions_added},
+	    {"moves_added", st->moves_added},
+	    {"evals_added", st->evals_added},
+	    {"errors_total", st->errors_total + fr->failed},
+	    {"time_ms", (uint64_t)(st->seconds * 1000)},
 	};
 	for (size_t i = 0; i < sizeof F / sizeof F[0]; i++)
 		json_object_set_new(o, F[i].k, json_integer((json_int_t)F[i].v));
@@ -71,20 +75,21 @@ static void report_json(const FetchResult *fr, const IngestStats *st)
 	for (size_t i = 0; i < fr->ndays; i++) {
 		const FetchDay *d = &fr->days[i];
 		json_t *jd = json_pack("{s:s, s:s, s:I}", "date", d->date, "status",
-				       day_status_name(d->status), "games", (json_int_t)d->entries);
+		                       day_status_name(d->status), "games", (json_int_t)d->entries);
 		if (d->message) json_object_set_new(jd, "message", json_string(d->message));
 		json_array_append_new(days, jd);
 		if (d->status == FETCH_DAY_FAILED)
-			json_array_append_new(errs, json_pack("{s:s, s:i, s:s}", "input", d->url, "line",
-							      0, "message",
-							      d->message ? d->message : "failed"));
+			json_array_append_new(errs, json_pack("{s:s, s:i, s:s}", "input", d->url,
+			                                      "line", 0, "message",
+			                                      d->message ? d->message : "failed"));
 	}
 	for (size_t i = 0; i < st->nerrors; i++) {
 		/* messages may quote record bytes that are not UTF-8 */
 		json_t *m = json_string(st->errors[i].message);
 		if (!m) m = json_string("(message not valid UTF-8)");
-		json_array_append_new(errs, json_pack("{s:s, s:i, s:o}", "input", st->errors[i].input,
-						      "line", st->errors[i].line, "message", m));
+		json_array_append_new(errs,
+		                      json_pack("{s:s, s:i, s:o}", "input", st->errors[i].input,
+		                                "line", st->errors[i].line, "message", m));
 	}
 	json_object_set_new(o, "day_list", days);
 	json_object_set_new(o, "errors", errs);
@@ -116,19 +121,25 @@ int cmd_fetch(int argc, char **argv)
 		if (r == 2) return 2;
 		if (r == 1) continue;
 		const char *a = argv[i];
-		if (!strcmp(a, "--json")) json = true;
-		else if (!strcmp(a, "--quiet")) quiet = true;
+		if (!strcmp(a, "--json"))
+			json = true;
+		else if (!strcmp(a, "--quiet"))
+			quiet = true;
 		else if (!strcmp(a, "--from") || !strcmp(a, "--to") || !strcmp(a, "--base-url") ||
-			 !strcmp(a, "--cache")) {
+		         !strcmp(a, "--cache")) {
 			if (i + 1 >= argc) {
 				joseki_error("fetch: %s needs a value\n" USAGE, a);
 				return 2;
 			}
 			const char *v = argv[++i];
-			if (!strcmp(a, "--from")) from_s = v;
-			else if (!strcmp(a, "--to")) to_s = v;
-			else if (!strcmp(a, "--base-url")) fo.base_url = v;
-			else cache = v;
+			if (!strcmp(a, "--from"))
+				from_s = v;
+			else if (!strcmp(a, "--to"))
+				to_s = v;
+			else if (!strcmp(a, "--base-url"))
+				fo.base_url = v;
+			else
+				cache = v;
 		} else if (a[0] == '-' && a[1]) {
 			joseki_error("fetch: unknown option '%s'\n" USAGE, a);
 			return 2;
@@ -140,7 +151,8 @@ int cmd_fetch(int argc, char **argv)
 		}
 	}
 	if (!book || !from_s) {
-		joseki_error("fetch: %s\n" USAGE, book ? "--from DATE is required" : "no BOOK given");
+		joseki_error("fetch: %s\n" USAGE,
+		             book ? "--from DATE is required" : "no BOOK given");
 		return 2;
 	}
 	char from[9], to[9];
@@ -162,11 +174,13 @@ int cmd_fetch(int argc, char **argv)
 	}
 	if (fetch_date_span(from, to) > FETCH_MAX_DAYS) {
 		joseki_error("fetch: the range %s..%s is longer than %d days", from, to,
-			     FETCH_MAX_DAYS);
+		             FETCH_MAX_DAYS);
 		return 2;
 	}
-	if (fo.base_url && strncmp(fo.base_url, "http://", 7) && strncmp(fo.base_url, "https://", 8)) {
-		joseki_error("fetch: --base-url '%s' is not an http:// or https:// URL", fo.base_url);
+	if (fo.base_url && strncmp(fo.base_url, "http://", 7) &&
+	    strncmp(fo.base_url, "https://", 8)) {
+		joseki_error("fetch: --base-url '%s' is not an http:// or https:// URL",
+		             fo.base_url);
 		return 2;
 	}
 	const char *env = getenv("JOSEKI_FETCH_BACKOFF_MS");
@@ -178,8 +192,9 @@ int cmd_fetch(int argc, char **argv)
 	char *cache_owned = cache ? NULL : default_cache();
 	if (!cache) cache = cache_owned;
 	if (!cache) {
-		joseki_error("fetch: no cache directory (neither $XDG_CACHE_HOME nor $HOME is set): "
-			     "give --cache DIR");
+		joseki_error(
+		    "fetch: no cache directory (neither $XDG_CACHE_HOME nor $HOME is set): "
+		    "give --cache DIR");
 		return 2;
 	}
 	opt.progress = fo.progress = cli_progress_wanted(quiet);
@@ -213,27 +228,29 @@ int cmd_fetch(int argc, char **argv)
 			fprintf(stderr, "fetch: %s: %s\n", d->url, d->message);
 		else if (d->status == FETCH_DAY_MISSING && !json)
 			fprintf(stderr, "fetch: %s: not on the server (404): no games that day\n",
-				d->url);
+			        d->url);
 		if (d->path && inputs) inputs[ninputs++] = d->path;
 	}
 	IngestStats st;
 	memset(&st, 0, sizeof st);
 	int irc = 0;
-	if (!inputs) irc = INGEST_ENOMEM;
-	else if (ninputs) irc = ingest_run(&st, db, inputs, ninputs, &opt);
+	if (!inputs)
+		irc = INGEST_ENOMEM;
+	else if (ninputs)
+		irc = ingest_run(&st, db, inputs, ninputs, &opt);
 	if (json) {
 		report_json(&fr, &st);
 	} else {
 		char head[200];
 		snprintf(head, sizeof head,
-			 "fetch: %zu days (%zu downloaded, %zu cached, %zu missing, %zu failed)",
-			 fr.ndays, fr.downloaded, fr.cached, fr.missing, fr.failed);
+		         "fetch: %zu days (%zu downloaded, %zu cached, %zu missing, %zu failed)",
+		         fr.ndays, fr.downloaded, fr.cached, fr.missing, fr.failed);
 		cli_ingest_report(&st, false, head);
 	}
 	int status = fr.failed ? 1 : 0;
 	if (irc < 0) {
 		joseki_error("fetch: %s (batches committed before the failure are kept)",
-			     ingest_strerror(irc));
+		             ingest_strerror(irc));
 		status = 1;
 	}
 	ingest_stats_free(&st);

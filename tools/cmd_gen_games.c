@@ -29,10 +29,10 @@ static void write_game(FILE *f, uint64_t *rng, long id, int max_plies, Position 
 	pos_set_startpos(pos);
 	fprintf(f, "V2\nN+gen_black_%ld\nN-gen_white_%ld\n'Max_Moves:256\n", id % 97, id % 89);
 	fprintf(f, "$EVENT:wdoor+floodgate-300-10F+gen_black+gen_white+2026%02ld%02ld%06ld\n",
-		1 + id % 12, 1 + id % 28, id % 1000000);
+	        1 + id % 12, 1 + id % 28, id % 1000000);
 	fprintf(f, "$START_TIME:2026/%02ld/%02ld 12:00:00\nPI\n+\n", 1 + id % 12, 1 + id % 28);
 	fprintf(f, "'black_rate:gen_black+x:%ld\n'white_rate:gen_white+y:%ld.0\n",
-		2500 + (long)(rng_next(rng) % 1500), 2500 + (long)(rng_next(rng) % 1500));
+	        2500 + (long)(rng_next(rng) % 1500), 2500 + (long)(rng_next(rng) % 1500));
 	/* Opening variety with some shared lines: the first moves come from a
 	 * small choice, later ones from all legal moves. */
 	int plies = 60 + (int)(rng_next(rng) % (unsigned)(max_plies - 59));
@@ -43,7 +43,7 @@ static void write_game(FILE *f, uint64_t *rng, long id, int max_plies, Position 
 		int n = movegen_legal(pos, moves);
 		if (n == 0) break;
 		int k = played < 8 ? (int)(rng_next(rng) % (unsigned)(n < 3 ? n : 3))
-				   : (int)(rng_next(rng) % (unsigned)n);
+		                   : (int)(rng_next(rng) % (unsigned)n);
 		char csa[CSA_MOVE_MAX];
 		csa_move_write(pos, moves[k], csa);
 		pos_do_move(pos, moves[k]);
@@ -61,8 +61,8 @@ static void write_game(FILE *f, uint64_t *rng, long id, int max_plies, Position 
 			break;
 		}
 	}
-	fprintf(f, "%%TORYO\n'summary:toryo:gen_black %s:gen_white %s\n", played % 2 ? "win" : "lose",
-		played % 2 ? "lose" : "win");
+	fprintf(f, "%%TORYO\n'summary:toryo:gen_black %s:gen_white %s\n",
+	        played % 2 ? "win" : "lose", played % 2 ? "lose" : "win");
 }
 
 int cmd_gen_games(int argc, char **argv)
@@ -71,12 +71,18 @@ int cmd_gen_games(int argc, char **argv)
 	long games = -1, plies = 150;
 	uint64_t seed = 1;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--games") && i + 1 < argc) games = strtol(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--plies") && i + 1 < argc) plies = strtol(argv[++i], NULL, 10);
-		else if (!dir && argv[i][0] != '-') dir = argv[i];
+		if (!strcmp(argv[i], "--games") && i + 1 < argc)
+			games = strtol(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+			seed = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--plies") && i + 1 < argc)
+			plies = strtol(argv[++i], NULL, 10);
+		else if (!dir && argv[i][0] != '-')
+			dir = argv[i];
 		else {
-			joseki_error("gen-games: unexpected '%s'\nusage: joseki gen-games DIR --games N [--seed S] [--plies P]", argv[i]);
+			joseki_error("gen-games: unexpected '%s'\nusage: joseki gen-games DIR "
+			             "--games N [--seed S] [--plies P]",
+			             argv[i]);
 			return 2;
 		}
 	}

@@ -11,15 +11,22 @@ int cmd_import(int argc, char **argv)
 	const char *book = NULL, *file = NULL;
 	bool json = false, quiet = false;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) json = true;
-		else if (!strcmp(argv[i], "--quiet")) quiet = true;
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--quiet"))
+			quiet = true;
 		else if (argv[i][0] == '-' && argv[i][1]) {
-			joseki_error("import: unknown option '%s'\nusage: joseki import BOOK FILE.db [--json]", argv[i]);
+			joseki_error("import: unknown option '%s'\nusage: joseki import BOOK "
+			             "FILE.db [--json]",
+			             argv[i]);
 			return 2;
-		} else if (!book) book = argv[i];
-		else if (!file) file = argv[i];
+		} else if (!book)
+			book = argv[i];
+		else if (!file)
+			file = argv[i];
 		else {
-			joseki_error("import: one FILE.db at a time\nusage: joseki import BOOK FILE.db [--json]");
+			joseki_error("import: one FILE.db at a time\nusage: joseki import BOOK "
+			             "FILE.db [--json]");
 			return 2;
 		}
 	}

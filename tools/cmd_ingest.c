@@ -29,14 +29,18 @@ int cmd_ingest(int argc, char **argv)
 			return 2;
 		}
 		if (r == 1) continue;
-		if (!strcmp(argv[i], "--json")) json = true;
-		else if (!strcmp(argv[i], "--quiet")) quiet = true;
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--quiet"))
+			quiet = true;
 		else if (argv[i][0] == '-' && argv[i][1]) {
 			joseki_error("ingest: unknown option '%s'\n" USAGE, argv[i]);
 			free(inputs);
 			return 2;
-		} else if (!book) book = argv[i];
-		else inputs[ninputs++] = argv[i];
+		} else if (!book)
+			book = argv[i];
+		else
+			inputs[ninputs++] = argv[i];
 	}
 	if (!book || !ninputs) {
 		joseki_error("ingest: %s\n" USAGE, book ? "no INPUT given" : "no BOOK given");
@@ -60,7 +64,8 @@ int cmd_ingest(int argc, char **argv)
 	for (size_t i = 0; i < st.nerrors; i++)
 		if (!strcmp(st.errors[i].input, "book")) why = st.errors[i].message;
 	if (rc < 0)
-		joseki_error("ingest: %s: %s (batches committed before the failure are kept)", book, why);
+		joseki_error("ingest: %s: %s (batches committed before the failure are kept)", book,
+		             why);
 	ingest_stats_free(&st);
 	bookdb_free(db);
 	free(inputs);

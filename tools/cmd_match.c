@@ -23,10 +23,10 @@
 #include "tools/commands.h"
 
 #define MATCH_MAX_OPTIONS 64
-#define USAGE                                                                              \
-	"usage: joseki match --engine-a builtin|PATH --engine-b builtin|PATH "             \
-	"[--book-a BOOK|none] [--book-b BOOK|none] [--games N] [--nodes N | --movetime MS] " \
-	"[--openings FILE] [--concurrency N] [--max-moves N] [--seed S] [--out DIR] "     \
+#define USAGE                                                                                      \
+	"usage: joseki match --engine-a builtin|PATH --engine-b builtin|PATH "                     \
+	"[--book-a BOOK|none] [--book-b BOOK|none] [--games N] [--nodes N | --movetime MS] "       \
+	"[--openings FILE] [--concurrency N] [--max-moves N] [--seed S] [--out DIR] "              \
 	"[--option-a NAME=VALUE]... [--option-b NAME=VALUE]... [--json] [--quiet]"
 
 static volatile sig_atomic_t match_stop_flag;
@@ -70,15 +70,21 @@ static int print_json(const MatchOptions *opt, const MatchResult *r)
 		const MatchGame *g = &r->games[i];
 		if (!g->played) continue;
 		char csa[4096];
-		if (opt->out_dir) snprintf(csa, sizeof csa, "%s/game-%04d.csa", opt->out_dir, i + 1);
+		if (opt->out_dir)
+			snprintf(csa, sizeof csa, "%s/game-%04d.csa", opt->out_dir, i + 1);
 		json_array_append_new(
 		    games,
-		    json_pack("{s:i, s:o, s:s, s:s, s:s, s:s, s:i, s:[i,i], s:i, s:o, s:o, s:o}", "game",
-		              i + 1, "opening", g->opening < 0 ? json_null() : json_integer(g->opening + 1),
+		    json_pack("{s:i, s:o, s:s, s:s, s:s, s:s, s:i, s:[i,i], s:i, s:o, s:o, s:o}",
+		              "game", i + 1, "opening",
+		              g->opening < 0 ? json_null() : json_integer(g->opening + 1),
 		              "a_color", g->a_color == BLACK ? "black" : "white", "result",
-		              g->result > 0 ? "win" : g->result < 0 ? "loss" : "draw", "end",
-		              match_end_name(g->end), "winner",
-		              g->winner == BLACK ? "black" : g->winner == WHITE ? "white" : "draw",
+		              g->result > 0   ? "win"
+		              : g->result < 0 ? "loss"
+		                              : "draw",
+		              "end", match_end_name(g->end), "winner",
+		              g->winner == BLACK   ? "black"
+		              : g->winner == WHITE ? "white"
+		                                   : "draw",
 		              "plies", g->plies, "book_plies", g->book_plies[0], g->book_plies[1],
 		              "engine_moves", g->engine_moves, "error",
 		              g->detail[0] ? json_string(g->detail) : json_null(), "moves",
@@ -86,7 +92,8 @@ static int print_json(const MatchOptions *opt, const MatchResult *r)
 		              opt->out_dir ? json_string(csa) : json_null()));
 	}
 	json_t *o = json_pack(
-	    "{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:{s:f, s:f}, s:I, s:I, s:f, s:o, s:o}",
+	    "{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:{s:f, s:f}, s:I, s:I, s:f, "
+	    "s:o, s:o}",
 	    "engine_a", r->name[0], "engine_b", r->name[1], "games", r->ngames, "played", r->played,
 	    "wins", r->wins, "draws", r->draws, "losses", r->losses, "score", r->score, "elo",
 	    elo_json(r->elo), "elo_low", elo_json(r->elo_low), "elo_high", elo_json(r->elo_high),
@@ -131,8 +138,8 @@ static int add_option(UsiOption *opts, int *n, char *arg)
 
 int cmd_match(int argc, char **argv)
 {
-	MatchOptions opt = {.games = 2, .concurrency = 1,
-	                    .budget = {.kind = SEARCH_BUDGET_NODES, .amount = 10000}};
+	MatchOptions opt = {
+	    .games = 2, .concurrency = 1, .budget = {.kind = SEARCH_BUDGET_NODES, .amount = 10000}};
 	UsiOption uo[2][MATCH_MAX_OPTIONS];
 	int nuo[2] = {0, 0}, nbudgets = 0;
 	const char *openings_path = NULL;
@@ -155,7 +162,8 @@ int cmd_match(int argc, char **argv)
 			if (add_option(uo[s], &nuo[s], argv[++i]) < 0) return 2;
 		} else if ((!strcmp(a, "--nodes") || !strcmp(a, "--movetime")) && has) {
 			if (parse_num(&opt.budget.amount, argv[++i], a, false) < 0) return 2;
-			opt.budget.kind = a[2] == 'n' ? SEARCH_BUDGET_NODES : SEARCH_BUDGET_MOVETIME;
+			opt.budget.kind =
+			    a[2] == 'n' ? SEARCH_BUDGET_NODES : SEARCH_BUDGET_MOVETIME;
 			nbudgets++;
 		} else if (!strcmp(a, "--games") && has) {
 			if (parse_num(&v, argv[++i], a, false) < 0) return 2;
@@ -167,7 +175,8 @@ int cmd_match(int argc, char **argv)
 		} else if (!strcmp(a, "--concurrency") && has) {
 			if (parse_num(&v, argv[++i], a, false) < 0) return 2;
 			if (v > MATCH_CONCURRENCY_MAX) {
-				joseki_error("match: --concurrency at most %d", MATCH_CONCURRENCY_MAX);
+				joseki_error("match: --concurrency at most %d",
+				             MATCH_CONCURRENCY_MAX);
 				return 2;
 			}
 			opt.concurrency = (int)v;

@@ -22,9 +22,9 @@
 #include "shogi/position.h"
 #include "tools/commands.h"
 
-#define USAGE                                                                                  \
-	"usage: joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP]\n"              \
-	"                      [--leaves thought|games] [--min-depth D] [--min-games N]\n"       \
+#define USAGE                                                                                      \
+	"usage: joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP]\n"                \
+	"                      [--leaves thought|games] [--min-depth D] [--min-games N]\n"         \
 	"                      [--blend W] [--blend-games N] [--json] [--quiet]"
 
 static double now_ms(void)
@@ -39,8 +39,8 @@ static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
 {
 	(void)ctx;
 	if (total)
-		fprintf(stderr, "\rminimax: %-8s %zu of %zu positions (%zu%%)   ", phase, done, total,
-			done * 100 / total);
+		fprintf(stderr, "\rminimax: %-8s %zu of %zu positions (%zu%%)   ", phase, done,
+		        total, done * 100 / total);
 	else
 		fprintf(stderr, "\rminimax: %-8s                                        ", phase);
 	fflush(stderr);
@@ -64,20 +64,27 @@ int cmd_minimax(int argc, char **argv)
 	memset(&opt, 0, sizeof opt);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (!strcmp(a, "--full")) opt.full = true;
-		else if (!strcmp(a, "--json")) json = true;
-		else if (!strcmp(a, "--quiet")) quiet = true;
+		if (!strcmp(a, "--full"))
+			opt.full = true;
+		else if (!strcmp(a, "--json"))
+			json = true;
+		else if (!strcmp(a, "--quiet"))
+			quiet = true;
 		else if (!strcmp(a, "--draw-black") || !strcmp(a, "--draw-white")) {
 			int *dst = a[7] == 'b' ? &opt.draw_black : &opt.draw_white;
 			if (i + 1 >= argc || parse_cp(dst, argv[i + 1]) < 0) {
-				joseki_error("minimax: %s needs a value in centipawns (-32000..32000)\n" USAGE, a);
+				joseki_error("minimax: %s needs a value in centipawns "
+				             "(-32000..32000)\n" USAGE,
+				             a);
 				return 2;
 			}
 			i++;
 		} else if (!strcmp(a, "--leaves") && i + 1 < argc &&
-			   (!strcmp(argv[i + 1], "thought") || !strcmp(argv[i + 1], "games"))) {
-			opt.policy.leaves = argv[++i][0] == 'g' ? BOOKMM_LEAVES_GAMES : BOOKMM_LEAVES_THOUGHT;
-		} else if (!strcmp(a, "--min-depth") || !strcmp(a, "--min-games") || !strcmp(a, "--blend-games")) {
+		           (!strcmp(argv[i + 1], "thought") || !strcmp(argv[i + 1], "games"))) {
+			opt.policy.leaves =
+			    argv[++i][0] == 'g' ? BOOKMM_LEAVES_GAMES : BOOKMM_LEAVES_THOUGHT;
+		} else if (!strcmp(a, "--min-depth") || !strcmp(a, "--min-games") ||
+		           !strcmp(a, "--blend-games")) {
 			char *end;
 			errno = 0;
 			bool depth = !strcmp(a, "--min-depth");
@@ -85,18 +92,22 @@ int cmd_minimax(int argc, char **argv)
 			if (i + 1 >= argc || errno || end == argv[i + 1] || *end || v < 0 ||
 			    v > (depth ? 255 : 1000000000)) {
 				joseki_error("minimax: %s needs a whole number (%s)\n" USAGE, a,
-					     depth ? "0..255" : "0..1000000000");
+				             depth ? "0..255" : "0..1000000000");
 				return 2;
 			}
 			i++;
-			if (depth) opt.policy.min_depth = v ? (int)v : BOOKMM_ANY_DEPTH;
-			else if (!strcmp(a, "--min-games")) opt.policy.min_games = (uint32_t)v;
-			else opt.policy.blend_games = (uint32_t)v;
+			if (depth)
+				opt.policy.min_depth = v ? (int)v : BOOKMM_ANY_DEPTH;
+			else if (!strcmp(a, "--min-games"))
+				opt.policy.min_games = (uint32_t)v;
+			else
+				opt.policy.blend_games = (uint32_t)v;
 		} else if (!strcmp(a, "--blend")) {
 			char *end;
 			errno = 0;
 			double w = i + 1 < argc ? strtod(argv[i + 1], &end) : -1;
-			if (i + 1 >= argc || errno || end == argv[i + 1] || *end || !(w >= 0 && w <= 1)) {
+			if (i + 1 >= argc || errno || end == argv[i + 1] || *end ||
+			    !(w >= 0 && w <= 1)) {
 				joseki_error("minimax: --blend needs a weight from 0 to 1\n" USAGE);
 				return 2;
 			}
@@ -105,7 +116,8 @@ int cmd_minimax(int argc, char **argv)
 		} else if (a[0] == '-' && a[1]) {
 			joseki_error("minimax: unknown option '%s'\n" USAGE, a);
 			return 2;
-		} else if (!book) book = a;
+		} else if (!book)
+			book = a;
 		else {
 			joseki_error("minimax: one BOOK at a time\n" USAGE);
 			return 2;
@@ -149,15 +161,16 @@ int cmd_minimax(int argc, char **argv)
 	if (st.has_root) snprintf(root, sizeof root, "%d", st.root_value);
 	if (json) {
 		json_t *reason = json_string(st.full_reason); /* NULL if not UTF-8 (a path) */
-		json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:I,s:b,s:I,s:I,s:o,s:o,s:I,s:I}",
-				      "positions", (json_int_t)st.positions, "valued", (json_int_t)st.valued,
-				      "moves", (json_int_t)st.moves, "edges", (json_int_t)st.edges, "settled",
-				      (json_int_t)st.settled, "cyclic", (json_int_t)st.cyclic, "sweeps", st.sweeps,
-				      "rewritten", (json_int_t)st.rewritten, "incremental", st.incremental,
-				      "changed", (json_int_t)st.changed, "affected", (json_int_t)st.affected,
-				      "full_reason", reason ? reason : json_string("(not UTF-8)"), "root_value",
-				      st.has_root ? json_integer(st.root_value) : json_null(), "time_ms",
-				      (json_int_t)(ms + 0.5), "peak_rss_bytes", (json_int_t)ru.ru_maxrss * 1024);
+		json_t *o = json_pack(
+		    "{s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:I,s:b,s:I,s:I,s:o,s:o,s:I,s:I}", "positions",
+		    (json_int_t)st.positions, "valued", (json_int_t)st.valued, "moves",
+		    (json_int_t)st.moves, "edges", (json_int_t)st.edges, "settled",
+		    (json_int_t)st.settled, "cyclic", (json_int_t)st.cyclic, "sweeps", st.sweeps,
+		    "rewritten", (json_int_t)st.rewritten, "incremental", st.incremental, "changed",
+		    (json_int_t)st.changed, "affected", (json_int_t)st.affected, "full_reason",
+		    reason ? reason : json_string("(not UTF-8)"), "root_value",
+		    st.has_root ? json_integer(st.root_value) : json_null(), "time_ms",
+		    (json_int_t)(ms + 0.5), "peak_rss_bytes", (json_int_t)ru.ru_maxrss * 1024);
 		if (joseki_print_json(o, 0) < 0) return 1;
 	} else if (st.incremental) {
 		printf("minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles); "
@@ -169,8 +182,8 @@ int cmd_minimax(int argc, char **argv)
 		printf("minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles), "
 		       "%zu moves (%zu edges), %d sweeps, %zu records rewritten, root value %s, "
 		       "%.0f ms (whole book: %s)\n",
-		       st.positions, st.valued, st.settled, st.cyclic, st.moves, st.edges, st.sweeps,
-		       st.rewritten, root, ms, st.full_reason);
+		       st.positions, st.valued, st.settled, st.cyclic, st.moves, st.edges,
+		       st.sweeps, st.rewritten, root, ms, st.full_reason);
 	}
 	return 0;
 }

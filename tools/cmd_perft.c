@@ -35,13 +35,14 @@ int cmd_perft(int argc, char **argv)
 			depth = (int)d;
 		} else {
 			joseki_error("perft: unexpected argument '%s'\n"
-				     "usage: joseki perft DEPTH [--sfen POS] [--divide]",
-				     argv[i]);
+			             "usage: joseki perft DEPTH [--sfen POS] [--divide]",
+			             argv[i]);
 			return 2;
 		}
 	}
 	if (depth < 0) {
-		joseki_error("perft: missing DEPTH\nusage: joseki perft DEPTH [--sfen POS] [--divide]");
+		joseki_error(
+		    "perft: missing DEPTH\nusage: joseki perft DEPTH [--sfen POS] [--divide]");
 		return 2;
 	}
 	static Position pos;
@@ -67,6 +68,7 @@ int cmd_perft(int argc, char **argv)
 	} else {
 		total = perft(&pos, depth);
 	}
-	printf("perft %d nodes %llu time_ms %.0f\n", depth, (unsigned long long)total, now_ms() - t0);
+	printf("perft %d nodes %llu time_ms %.0f\n", depth, (unsigned long long)total,
+	       now_ms() - t0);
 	return 0;
 }

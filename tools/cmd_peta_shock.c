@@ -198,7 +198,8 @@ int cmd_peta_shock(int argc, char **argv)
 	}
 	double ms = now_ms() - t0;
 	if (ws.seen > MAX_REPORTED && !ws.quiet)
-		joseki_error("peta-shock: %zu more input problems not shown", ws.seen - MAX_REPORTED);
+		joseki_error("peta-shock: %zu more input problems not shown",
+		             ws.seen - MAX_REPORTED);
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	printf("peta-shock: %zu positions, %zu moves (%zu edges, %zu transpositions), "

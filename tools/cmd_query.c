@@ -19,9 +19,12 @@ int cmd_query(int argc, char **argv)
 	const char *book = NULL, *spec = NULL;
 	int json = 0;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) json = 1;
-		else if (!book) book = argv[i];
-		else if (!spec) spec = argv[i];
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!book)
+			book = argv[i];
+		else if (!spec)
+			spec = argv[i];
 		else {
 			joseki_error("query: unexpected argument '%s'", argv[i]);
 			return 2;
@@ -80,23 +83,27 @@ int cmd_query(int argc, char **argv)
 		if (!in_book) {
 			printf("not in book\n");
 		} else {
-			printf("ply %d%s\n", rec->min_ply, (rec->flags & BOOKDB_REC_THOUGHT) ? "" : " (not thought)");
-			printf("%-6s %6s %-12s %6s %5s %8s %8s %6s %8s\n", "move", "value", "from", "eval",
-			       "depth", "count", "wins", "draws", "losses");
+			printf("ply %d%s\n", rec->min_ply,
+			       (rec->flags & BOOKDB_REC_THOUGHT) ? "" : " (not thought)");
+			printf("%-6s %6s %-12s %6s %5s %8s %8s %6s %8s\n", "move", "value", "from",
+			       "eval", "depth", "count", "wins", "draws", "losses");
 			for (int i = 0; i < rec->nmoves; i++) {
 				const BookMove *m = &rec->moves[i];
-				char usi[USI_MOVE_MAX], v[16] = "-", e[16] = "-", d[16] = "-", from[24] = "-";
+				char usi[USI_MOVE_MAX], v[16] = "-", e[16] = "-", d[16] = "-",
+				                        from[24] = "-";
 				usi_move_write(m->move, usi);
 				if (minimax) snprintf(v, sizeof v, "%d", m->value);
 				const char *src = bookdb_value_source(rec, m);
-				if (src && m->dist > 0) snprintf(from, sizeof from, "%s/%u", src, m->dist);
-				else if (src) snprintf(from, sizeof from, "%s", src);
+				if (src && m->dist > 0)
+					snprintf(from, sizeof from, "%s/%u", src, m->dist);
+				else if (src)
+					snprintf(from, sizeof from, "%s", src);
 				if (m->flags & BOOKDB_MOVE_EVAL) {
 					snprintf(e, sizeof e, "%d", m->eval);
 					snprintf(d, sizeof d, "%d", m->depth);
 				}
-				printf("%-6s %6s %-12s %6s %5s %8u %8u %6u %8u\n", usi, v, from, e, d, m->count,
-				       m->wins, m->draws, m->losses);
+				printf("%-6s %6s %-12s %6s %5s %8u %8u %6u %8u\n", usi, v, from, e,
+				       d, m->count, m->wins, m->draws, m->losses);
 			}
 		}
 	}

@@ -51,7 +51,7 @@ static long peak_rss_kb(void)
 }
 
 static int add_root(Selector *s, RootSpec *roots, int *nroots, Position *pos, const char *spec,
-		    const char *where)
+                    const char *where)
 {
 	char err[SHOGI_ERRLEN];
 	if (*nroots >= SELECT_MAX_ROOTS) {
@@ -114,11 +114,11 @@ static int read_roots(Selector *s, RootSpec *roots, int *nroots, Position *pos, 
 
 /* The leaf's SFEN and its line "startpos moves ..." / "sfen ... moves ...". */
 static int describe(char *sfen, char *line, size_t linecap, Position *pos, const RootSpec *root,
-		    const SelLeaf *l)
+                    const SelLeaf *l)
 {
 	if (sfen_parse(pos, root->sfen, NULL, NULL) < 0) return -1;
-	size_t n = (size_t)snprintf(line, linecap, root->startpos ? "startpos" : "sfen %s",
-				    root->sfen);
+	size_t n =
+	    (size_t)snprintf(line, linecap, root->startpos ? "startpos" : "sfen %s", root->sfen);
 	if (l->nmoves > 0 && n < linecap) n += (size_t)snprintf(line + n, linecap - n, " moves");
 	for (int j = 0; j < l->nmoves; j++) {
 		char mv[USI_MOVE_MAX];
@@ -141,26 +141,33 @@ int cmd_select(int argc, char **argv)
 		const char *a = argv[i];
 		bool has = i + 1 < argc;
 		char *end;
-		if (!strcmp(a, "--json")) json = 1;
-		else if (!strcmp(a, "--sqrt")) sqrt_mode = 1;
-		else if (!strcmp(a, "--bench")) bench = 1;
-		else if (!strcmp(a, "--preload")) preload = 1;
+		if (!strcmp(a, "--json"))
+			json = 1;
+		else if (!strcmp(a, "--sqrt"))
+			sqrt_mode = 1;
+		else if (!strcmp(a, "--bench"))
+			bench = 1;
+		else if (!strcmp(a, "--preload"))
+			preload = 1;
 		else if (!strcmp(a, "--count") && has) {
 			count = strtol(argv[++i], &end, 10);
 			if (*end || count < 1) {
-				joseki_error("select: --count wants a positive number, not '%s'", argv[i]);
+				joseki_error("select: --count wants a positive number, not '%s'",
+				             argv[i]);
 				return 2;
 			}
 		} else if (!strcmp(a, "--window") && has) {
 			window = strtol(argv[++i], &end, 10);
 			if (*end || window < 0 || window > 64000) {
-				joseki_error("select: --window wants centipawns >= 0, not '%s'", argv[i]);
+				joseki_error("select: --window wants centipawns >= 0, not '%s'",
+				             argv[i]);
 				return 2;
 			}
 		} else if (!strcmp(a, "--kif-bonus") && has) {
 			long b = strtol(argv[++i], &end, 10);
 			if (*end || b < -VALUE_MATE || b > VALUE_MATE) {
-				joseki_error("select: --kif-bonus wants centipawns, not '%s'", argv[i]);
+				joseki_error("select: --kif-bonus wants centipawns, not '%s'",
+				             argv[i]);
 				return 2;
 			}
 			opt.kif_bonus = (int)b;
@@ -168,10 +175,13 @@ int cmd_select(int argc, char **argv)
 			roots_file = argv[++i];
 		} else if (!strcmp(a, "--book-side") && has) {
 			i++;
-			if (!strcmp(argv[i], "black")) book_side = BLACK;
-			else if (!strcmp(argv[i], "white")) book_side = WHITE;
+			if (!strcmp(argv[i], "black"))
+				book_side = BLACK;
+			else if (!strcmp(argv[i], "white"))
+				book_side = WHITE;
 			else {
-				joseki_error("select: --book-side wants black or white, not '%s'", argv[i]);
+				joseki_error("select: --book-side wants black or white, not '%s'",
+				             argv[i]);
 				return 2;
 			}
 		} else if (a[0] == '-' && a[1]) {
@@ -186,7 +196,7 @@ int cmd_select(int argc, char **argv)
 	}
 	if (!book) {
 		joseki_error("usage: joseki select BOOK [--count N] [--json] [--roots FILE] "
-			     "[--window CP] [--kif-bonus CP] [--sqrt] [--book-side black|white]");
+		             "[--window CP] [--kif-bonus CP] [--sqrt] [--book-side black|white]");
 		return 2;
 	}
 	if (sqrt_mode && window < 0) window = 0;
@@ -253,16 +263,17 @@ int cmd_select(int argc, char **argv)
 		uint64_t npos = 0;
 		if (bookdb_txn_begin(&txn, db, false) == 0) bookdb_count(&npos, txn, BOOKDB_POS);
 		bookdb_txn_abort(txn);
-		printf("select positions %llu load_ms %.0f first_ms %.0f leaves_per_s %.0f rss_kb %ld\n",
-		       (unsigned long long)npos, t_load, t_first,
-		       dt > 0 ? got * 1000.0 / dt : 0.0, peak_rss_kb());
+		printf("select positions %llu load_ms %.0f first_ms %.0f leaves_per_s %.0f rss_kb "
+		       "%ld\n",
+		       (unsigned long long)npos, t_load, t_first, dt > 0 ? got * 1000.0 / dt : 0.0,
+		       peak_rss_kb());
 		ret = 0;
 		goto done;
 	}
 	long n = 0;
 	if (window >= 0) {
 		rc = sel_select_batch(leaves, cap, s, (int)window,
-				      sqrt_mode ? SEL_BATCH_SQRT : SEL_BATCH_WINDOW, book_side);
+		                      sqrt_mode ? SEL_BATCH_SQRT : SEL_BATCH_WINDOW, book_side);
 		if (rc < 0) {
 			joseki_error("select: %s", sel_strerror(rc));
 			goto done;
@@ -299,9 +310,9 @@ int cmd_select(int argc, char **argv)
 		}
 		key_to_hex(leaves[i].key, key);
 		if (json)
-			json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:s}", "sfen", sfen, "key",
-							     key, "value", leaves[i].value, "line",
-							     line));
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:s}", "sfen", sfen,
+			                                     "key", key, "value", leaves[i].value,
+			                                     "line", line));
 		else
 			printf("%+6d  %s\n", leaves[i].value, line);
 	}

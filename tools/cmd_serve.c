@@ -19,7 +19,7 @@
 #include "tools/commands.h"
 
 #define USAGE                                                                                      \
-	"usage: joseki serve BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N]\n"     \
+	"usage: joseki serve BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N]\n"      \
 	"                         [--no-cors] [--quiet]   (default listen 127.0.0.1:8080)"
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -40,25 +40,33 @@ int cmd_serve(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		unsigned long v;
-		if (!strcmp(a, "--no-cors")) opt.no_cors = true;
-		else if (!strcmp(a, "--quiet")) opt.log = false;
+		if (!strcmp(a, "--no-cors"))
+			opt.no_cors = true;
+		else if (!strcmp(a, "--quiet"))
+			opt.log = false;
 		else if (!strcmp(a, "--listen") && i + 1 < argc) {
 			const char *l = argv[++i], *colon = strrchr(l, ':');
 			if (!colon || colon == l || (size_t)(colon - l) >= sizeof addr ||
 			    parse_uint(colon + 1, 65535, &v) < 0) {
-				joseki_error("serve: --listen wants ADDR:PORT, e.g. 127.0.0.1:8080, not '%s'\n" USAGE, l);
+				joseki_error("serve: --listen wants ADDR:PORT, e.g. "
+				             "127.0.0.1:8080, not '%s'\n" USAGE,
+				             l);
 				return 2;
 			}
 			memcpy(addr, l, (size_t)(colon - l));
 			addr[colon - l] = 0;
 			opt.port = (uint16_t)v;
-		} else if ((!strcmp(a, "--threads") || !strcmp(a, "--max-connections")) && i + 1 < argc) {
+		} else if ((!strcmp(a, "--threads") || !strcmp(a, "--max-connections")) &&
+		           i + 1 < argc) {
 			if (parse_uint(argv[i + 1], 100000, &v) < 0 || v == 0) {
-				joseki_error("serve: %s wants a positive number, not '%s'\n" USAGE, a, argv[i + 1]);
+				joseki_error("serve: %s wants a positive number, not '%s'\n" USAGE,
+				             a, argv[i + 1]);
 				return 2;
 			}
-			if (a[2] == 't') opt.threads = (unsigned)v;
-			else opt.max_connections = (unsigned)v;
+			if (a[2] == 't')
+				opt.threads = (unsigned)v;
+			else
+				opt.max_connections = (unsigned)v;
 			i++;
 		} else if (a[0] != '-' && !book) {
 			book = a;
@@ -101,10 +109,11 @@ int cmd_serve(int argc, char **argv)
 		return 1;
 	}
 	fprintf(stderr, "serve: %s: %llu positions; listening on http://%s:%u/\n", book,
-		(unsigned long long)positions, addr, server_port(s));
+	        (unsigned long long)positions, addr, server_port(s));
 	int sig = 0;
 	sigwait(&sigs, &sig);
-	fprintf(stderr, "serve: %s: finishing the requests in flight\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	fprintf(stderr, "serve: %s: finishing the requests in flight\n",
+	        sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	server_stop(s);
 	bookdb_free(db);
 	fprintf(stderr, "serve: stopped\n");

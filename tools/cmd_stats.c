@@ -3,9 +3,9 @@
  *
  * Sizes and counts (CONTRACT.md): positions, thought, moves, games, leaves
  * (positions none of whose stored moves leads to a position in the book),
- * cyclic (as of the last minimax run) and root_value (null until minimax has run), bytes (data file size),
- * plus bytes_used (pages in use), bytes_per_position and changes (entries in
- * the change log, docs/bookdb.md).
+ * cyclic (as of the last minimax run) and root_value (null until minimax has run), bytes (data file
+ * size), plus bytes_used (pages in use), bytes_per_position and changes (entries in the change log,
+ * docs/bookdb.md).
  *
  * --bench-lookups N (for tools/bench_bookdb.sh): instead, samples N keys of the
  * book, then times N random point lookups in one read transaction on the warm
@@ -29,8 +29,6 @@
 #include "shogi/movegen.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
-
-
 
 static double now_ms(void)
 {
@@ -59,11 +57,11 @@ static uint64_t rng_next(uint64_t *s)
 typedef enum { VIA_LMDB, VIA_LMDB_FULL, VIA_INDEX, VIA_INDEX_FULL } Via;
 
 static const char *const VIA_NAME[] = {"lookups", "lookups_full", "index_lookups",
-				       "index_lookups_full"};
+                                       "index_lookups_full"};
 
 /* Times n lookups of keys[0..want) over and over and prints one line. */
 static int time_lookups(Via via, BookTxn *txn, const BookIndex *ix, BookRecord *rec,
-			const Key *keys, uint64_t want, uint64_t n)
+                        const Key *keys, uint64_t want, uint64_t n)
 {
 	double t0 = now_ms(), c0 = cpu_ms();
 	uint64_t found = 0, done = 0;
@@ -71,10 +69,18 @@ static int time_lookups(Via via, BookTxn *txn, const BookIndex *ix, BookRecord *
 		for (uint64_t i = 0; i < want && done < n; i++, done++) {
 			int rc;
 			switch (via) {
-			case VIA_LMDB: rc = bookdb_get_moves(rec, txn, keys[i]); break;
-			case VIA_LMDB_FULL: rc = bookdb_get(rec, txn, keys[i]); break;
-			case VIA_INDEX: rc = bookdb_index_get_moves(rec, ix, keys[i]); break;
-			default: rc = bookdb_index_get(rec, ix, keys[i]); break;
+			case VIA_LMDB:
+				rc = bookdb_get_moves(rec, txn, keys[i]);
+				break;
+			case VIA_LMDB_FULL:
+				rc = bookdb_get(rec, txn, keys[i]);
+				break;
+			case VIA_INDEX:
+				rc = bookdb_index_get_moves(rec, ix, keys[i]);
+				break;
+			default:
+				rc = bookdb_index_get(rec, ix, keys[i]);
+				break;
 			}
 			found += rc == 0 && rec->nmoves < BOOKDB_MAX_MOVES;
 		}
@@ -82,7 +88,7 @@ static int time_lookups(Via via, BookTxn *txn, const BookIndex *ix, BookRecord *
 	double ms = now_ms() - t0, cms = cpu_ms() - c0;
 	if (found != n) {
 		joseki_error("stats: %llu of %llu lookups failed", (unsigned long long)(n - found),
-			     (unsigned long long)n);
+		             (unsigned long long)n);
 		return BOOKDB_ECORRUPT;
 	}
 	printf("%s %llu time_ms %.0f lookups_per_s %.0f cpu_ms %.0f lookups_per_cpu_s %.0f\n",
@@ -111,7 +117,8 @@ static int bench_lookups(BookTxn *txn, BookRecord *rec, uint64_t n)
 	size_t len;
 	/* Reservoir sample, which also warms the book's pages. */
 	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
-		if (seen < want) keys[seen] = key;
+		if (seen < want)
+			keys[seen] = key;
 		else {
 			uint64_t j = rng_next(&rng) % (seen + 1);
 			if (j < want) keys[j] = key;
@@ -151,9 +158,12 @@ int cmd_stats(int argc, char **argv)
 	int json = 0;
 	long long bench = 0;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) json = 1;
-		else if (!strcmp(argv[i], "--bench-lookups") && i + 1 < argc) bench = atoll(argv[++i]);
-		else if (argv[i][0] != '-' && !book) book = argv[i];
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "--bench-lookups") && i + 1 < argc)
+			bench = atoll(argv[++i]);
+		else if (argv[i][0] != '-' && !book)
+			book = argv[i];
 		else {
 			joseki_error("stats: unexpected argument '%s'", argv[i]);
 			return 2;
@@ -194,27 +204,34 @@ int cmd_stats(int argc, char **argv)
 	}
 	double bpp = st.positions ? (double)st.bytes_used / st.positions : 0;
 	if (json) {
-		if (joseki_print_json(bookdb_stats_json(&st), JSON_REAL_PRECISION(6)) < 0) goto done;
+		if (joseki_print_json(bookdb_stats_json(&st), JSON_REAL_PRECISION(6)) < 0)
+			goto done;
 	} else {
 		printf("positions          %llu\n", (unsigned long long)st.positions);
 		printf("thought            %llu\n", (unsigned long long)st.thought);
 		printf("moves              %llu\n", (unsigned long long)st.moves);
 		printf("games              %llu\n", (unsigned long long)st.games);
 		printf("leaves             %llu\n", (unsigned long long)st.leaves);
-		if (st.cyclic_known) printf("cyclic             %lld (as of the last minimax run)\n", st.cyclic);
-		if (st.root_known) printf("root_value         %d\n", st.root_value);
-		else printf("root_value         - (minimax not run)\n");
+		if (st.cyclic_known)
+			printf("cyclic             %lld (as of the last minimax run)\n", st.cyclic);
+		if (st.root_known)
+			printf("root_value         %d\n", st.root_value);
+		else
+			printf("root_value         - (minimax not run)\n");
 		printf("bytes              %llu\n", (unsigned long long)st.bytes);
 		printf("bytes_used         %llu\n", (unsigned long long)st.bytes_used);
 		printf("bytes_per_position %.1f\n", bpp);
-		printf("pages              %llu used, %llu free (%u bytes each; joseki compact returns "
+		printf("pages              %llu used, %llu free (%u bytes each; joseki compact "
+		       "returns "
 		       "the free ones)\n",
-		       (unsigned long long)st.space.pages_used, (unsigned long long)st.space.pages_free,
-		       st.space.page_size);
+		       (unsigned long long)st.space.pages_used,
+		       (unsigned long long)st.space.pages_free, st.space.page_size);
 		static const char *const tracking[] = {"tracking off", "tracking on", "overflowed"};
 		printf("changes            %llu (%s)\n", (unsigned long long)st.changes.entries,
 		       tracking[st.changes.state]);
-		if (st.corrupt) printf("corrupt            %llu (run joseki check)\n", (unsigned long long)st.corrupt);
+		if (st.corrupt)
+			printf("corrupt            %llu (run joseki check)\n",
+			       (unsigned long long)st.corrupt);
 	}
 	ret = 0;
 done:

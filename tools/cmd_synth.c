@@ -70,7 +70,8 @@ static int pick_moves(const Position *pos, Key key, Move *out, uint64_t *hash)
 	int n = movegen_legal(pos, legal);
 	int k = 0;
 	for (int i = 0; i < n; i++) {
-		uint64_t h = mix64(key.lo ^ (key.hi * 31) ^ ((uint64_t)legal[i] * 0x9e3779b97f4a7c15ULL));
+		uint64_t h =
+		    mix64(key.lo ^ (key.hi * 31) ^ ((uint64_t)legal[i] * 0x9e3779b97f4a7c15ULL));
 		int j = k < SYNTH_MOVES ? k++ : SYNTH_MOVES;
 		if (j == SYNTH_MOVES && h >= hash[SYNTH_MOVES - 1]) continue;
 		if (j == SYNTH_MOVES) j = SYNTH_MOVES - 1;
@@ -92,8 +93,7 @@ static Move reverse_move(Move m)
 	return move_make(move_to(m), move_from(m), false);
 }
 
-static void fill_record(BookRecord *rec, const Position *pos, const Move *moves, int k,
-			uint64_t h)
+static void fill_record(BookRecord *rec, const Position *pos, const Move *moves, int k, uint64_t h)
 {
 	bookdb_record_init(rec, pos);
 	rec->flags = BOOKDB_REC_THOUGHT;
@@ -208,19 +208,26 @@ int cmd_synth(int argc, char **argv)
 	long long batch = SYNTH_BATCH;
 	int quiet = 0, unsorted = 0;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--positions") && i + 1 < argc) npos = atoll(argv[++i]);
-		else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoll(argv[++i]);
-		else if (!strcmp(argv[i], "--quiet")) quiet = 1;
-		else if (!strcmp(argv[i], "--unsorted")) unsorted = 1;
-		else if (argv[i][0] != '-' && !book) book = argv[i];
+		if (!strcmp(argv[i], "--positions") && i + 1 < argc)
+			npos = atoll(argv[++i]);
+		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+			seed = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+			batch = atoll(argv[++i]);
+		else if (!strcmp(argv[i], "--quiet"))
+			quiet = 1;
+		else if (!strcmp(argv[i], "--unsorted"))
+			unsorted = 1;
+		else if (argv[i][0] != '-' && !book)
+			book = argv[i];
 		else {
 			joseki_error("synth: unexpected argument '%s'", argv[i]);
 			return 2;
 		}
 	}
 	if (!book || npos < 0 || npos >= UINT32_MAX || batch <= 0) {
-		joseki_error("usage: joseki synth BOOK --positions N [--seed S] [--batch B] [--unsorted] [--quiet]");
+		joseki_error("usage: joseki synth BOOK --positions N [--seed S] [--batch B] "
+		             "[--unsorted] [--quiet]");
 		return 2;
 	}
 	char err[BOOKDB_ERRLEN];
@@ -243,7 +250,8 @@ int cmd_synth(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	if ((rc = bookdb_txn_begin(&rtxn, db, false)) || (rc = bookdb_count(&existing, rtxn, BOOKDB_POS))) {
+	if ((rc = bookdb_txn_begin(&rtxn, db, false)) ||
+	    (rc = bookdb_count(&existing, rtxn, BOOKDB_POS))) {
 		joseki_error("%s: %s", book, bookdb_strerror(rc));
 		rc = 1;
 		goto out;
@@ -274,7 +282,7 @@ int cmd_synth(int argc, char **argv)
 			const uint8_t *val;
 			size_t vlen;
 			int known = set.slots[set_slot(&set, key)] != 0 ||
-				    (existing && bookdb_get_raw(&val, &vlen, rtxn, key) == 0);
+			            (existing && bookdb_get_raw(&val, &vlen, rtxn, key) == 0);
 			if (!known) {
 				/* New position: store the reversal as the 8th move if used, so the
 				 * cycle is an edge of the book graph. */
@@ -290,14 +298,16 @@ int cmd_synth(int argc, char **argv)
 				fill_record(rec, pos, moves, k, mix64(key.lo ^ seed));
 				int n = bookdb_record_encode(buf, sizeof buf, rec);
 				if (n < 0 || set_add(&set, key, buf, (size_t)n)) {
-					joseki_error("%s: %s", book, n < 0 ? bookdb_strerror(n) : "out of memory");
+					joseki_error("%s: %s", book,
+					             n < 0 ? bookdb_strerror(n) : "out of memory");
 					rc = 1;
 					goto out;
 				}
 				if (progress && set.n % 1000000 == 0) {
 					double el = (now_ms() - t0) / 1e3;
-					fprintf(stderr, "\rsynth: %zu positions generated, %.0f/s   ", set.n,
-						set.n / el);
+					fprintf(stderr,
+					        "\rsynth: %zu positions generated, %.0f/s   ",
+					        set.n, set.n / el);
 				}
 			}
 			undoing = next == rev && !undoing;
@@ -312,8 +322,9 @@ int cmd_synth(int argc, char **argv)
 	if ((rc = bookdb_writer_new(&w, db, (size_t)batch))) goto fail;
 	for (size_t i = 0; i < set.n; i++) {
 		const SynthEntry *e = &set.ents[i];
-		rc = existing || unsorted ? bookdb_writer_put_raw(w, e->key, set.arena + e->off, e->len)
-			      : bookdb_writer_append(w, e->key, set.arena + e->off, e->len);
+		rc = existing || unsorted
+		         ? bookdb_writer_put_raw(w, e->key, set.arena + e->off, e->len)
+		         : bookdb_writer_append(w, e->key, set.arena + e->off, e->len);
 		if (rc) goto fail;
 		if (progress && (i + 1) % 1000000 == 0)
 			fprintf(stderr, "\rsynth: %zu of %zu positions written   ", i + 1, set.n);
@@ -321,7 +332,8 @@ int cmd_synth(int argc, char **argv)
 	if ((rc = bookdb_writer_flush(w))) goto fail;
 	if (progress) fputc('\n', stderr);
 	double t2 = now_ms(), c2 = cpu_ms();
-	printf("synth positions %zu time_ms %.0f positions_per_s %.0f insert_ms %.0f inserts_per_s %.0f "
+	printf("synth positions %zu time_ms %.0f positions_per_s %.0f insert_ms %.0f inserts_per_s "
+	       "%.0f "
 	       "insert_cpu_ms %.0f inserts_per_cpu_s %.0f\n",
 	       set.n, t2 - t0, t2 > t0 ? set.n / ((t2 - t0) / 1e3) : 0.0, t2 - t1,
 	       t2 > t1 ? set.n / ((t2 - t1) / 1e3) : 0.0, c2 - c1,
@@ -330,7 +342,8 @@ int cmd_synth(int argc, char **argv)
 	goto out;
 fail:
 	if (progress) fputc('\n', stderr);
-	joseki_error("%s: synth failed writing %zu positions: %s", book, set.n, bookdb_strerror(rc));
+	joseki_error("%s: synth failed writing %zu positions: %s", book, set.n,
+	             bookdb_strerror(rc));
 	rc = 1;
 out:
 	bookdb_txn_abort(rtxn);

@@ -127,7 +127,7 @@ static int kifu_read(KifuList *k, const char *path)
 		int rc = replay_usi(&res, pos, line, (size_t)n, lineno, kifu_move, k);
 		if (rc < 0 || res.error[0]) {
 			joseki_error("think: kifu %s line %d: %s", path, lineno,
-				     res.error[0] ? res.error : "unreadable");
+			             res.error[0] ? res.error : "unreadable");
 			ret = -1;
 			break;
 		}
@@ -176,11 +176,13 @@ static int extend_read(KifuList *k, BookDB *db)
 	int rc;
 	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
 		if (!len || !(val[0] & BOOKDB_REC_THOUGHT)) continue;
-		if (bookdb_record_decode(rec, val, len) < 0 || bookdb_record_position(pos, rec, NULL) < 0)
+		if (bookdb_record_decode(rec, val, len) < 0 ||
+		    bookdb_record_position(pos, rec, NULL) < 0)
 			continue; /* joseki check reports such records */
 		for (int i = 0; i < rec->nmoves; i++) {
 			const BookMove *m = &rec->moves[i];
-			if (!(m->flags & BOOKDB_MOVE_STATS) || !m->count || !pos_is_legal(pos, m->move))
+			if (!(m->flags & BOOKDB_MOVE_STATS) || !m->count ||
+			    !pos_is_legal(pos, m->move))
 				continue;
 			const uint8_t *cv;
 			size_t cl;
@@ -252,17 +254,21 @@ int cmd_think(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool has = i + 1 < argc;
-		if (!strcmp(a, "--quiet")) quiet = 1;
-		else if (!strcmp(a, "--extend")) extend = 1;
-		else if (!strcmp(a, "--engine") && has) engine = argv[++i];
-		else if (!strcmp(a, "--from-kifu") && has) kifu = argv[++i];
+		if (!strcmp(a, "--quiet"))
+			quiet = 1;
+		else if (!strcmp(a, "--extend"))
+			extend = 1;
+		else if (!strcmp(a, "--engine") && has)
+			engine = argv[++i];
+		else if (!strcmp(a, "--from-kifu") && has)
+			kifu = argv[++i];
 		else if (!strcmp(a, "--max-ply") && has) {
 			if (parse_u64(&max_ply, argv[++i], a) < 0) return 2;
-		}
-		else if (!strcmp(a, "--usi-option") && has) {
+		} else if (!strcmp(a, "--usi-option") && has) {
 			char *eq = strchr(argv[++i], '=');
 			if (!eq || eq == argv[i] || nuopts >= THINK_MAX_OPTIONS) {
-				joseki_error("think: --usi-option wants NAME=VALUE, not '%s'", argv[i]);
+				joseki_error("think: --usi-option wants NAME=VALUE, not '%s'",
+				             argv[i]);
 				return 2;
 			}
 			*eq = 0;
@@ -274,12 +280,13 @@ int cmd_think(int argc, char **argv)
 				joseki_error("think: --engines at most %d", THINK_MAX_ENGINES);
 				return 2;
 			}
-		} else if ((!strcmp(a, "--nodes") || !strcmp(a, "--movetime") || !strcmp(a, "--depth")) &&
-			   has) {
+		} else if ((!strcmp(a, "--nodes") || !strcmp(a, "--movetime") ||
+		            !strcmp(a, "--depth")) &&
+		           has) {
 			if (parse_u64(&amount, argv[++i], a) < 0) return 2;
-			kind = a[2] == 'n' ? SEARCH_BUDGET_NODES
+			kind = a[2] == 'n'   ? SEARCH_BUDGET_NODES
 			       : a[2] == 'm' ? SEARCH_BUDGET_MOVETIME
-					     : SEARCH_BUDGET_DEPTH;
+			                     : SEARCH_BUDGET_DEPTH;
 			nbudgets++;
 		} else if (!strcmp(a, "--multipv") && has) {
 			if (parse_u64(&multipv, argv[++i], a) < 0) return 2;
@@ -295,7 +302,8 @@ int cmd_think(int argc, char **argv)
 			char *end;
 			kif_bonus = strtol(argv[++i], &end, 10);
 			if (*end || kif_bonus < -VALUE_MATE || kif_bonus > VALUE_MATE) {
-				joseki_error("think: --kif-bonus wants centipawns, not '%s'", argv[i]);
+				joseki_error("think: --kif-bonus wants centipawns, not '%s'",
+				             argv[i]);
 				return 2;
 			}
 		} else if (a[0] == '-' && a[1]) {
@@ -309,9 +317,10 @@ int cmd_think(int argc, char **argv)
 		}
 	}
 	if (!book) {
-		joseki_error("usage: joseki think BOOK [--engine builtin|PATH] [--usi-option N=V]... "
-			     "[--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] "
-			     "[--positions N] [--time S]");
+		joseki_error(
+		    "usage: joseki think BOOK [--engine builtin|PATH] [--usi-option N=V]... "
+		    "[--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] "
+		    "[--positions N] [--time S]");
 		return 2;
 	}
 	if (nbudgets > 1) {
@@ -364,17 +373,17 @@ int cmd_think(int argc, char **argv)
 		}
 	}
 	ThinkOptions opt = {
-		.engines = engines,
-		.nengines = (int)nengines,
-		.budget = {.kind = kind, .amount = amount},
-		.multipv = (int)multipv,
-		.max_positions = positions,
-		.max_seconds = (double)seconds,
-		.stop = &think_stop_flag,
-		.kif_bonus = (int)kif_bonus,
-		.progress = quiet ? NULL : stderr,
-		.first = (const char *const *)kl.specs,
-		.nfirst = kl.n,
+	    .engines = engines,
+	    .nengines = (int)nengines,
+	    .budget = {.kind = kind, .amount = amount},
+	    .multipv = (int)multipv,
+	    .max_positions = positions,
+	    .max_seconds = (double)seconds,
+	    .stop = &think_stop_flag,
+	    .kif_bonus = (int)kif_bonus,
+	    .progress = quiet ? NULL : stderr,
+	    .first = (const char *const *)kl.specs,
+	    .nfirst = kl.n,
 	};
 	ThinkStats st;
 	int rc = think_run(&st, db, &opt, err);

@@ -15,26 +15,45 @@ static const struct {
 	joseki_cmd_fn fn;
 	const char *summary;
 } COMMANDS[] = {
-	{"perft", cmd_perft, "DEPTH [--sfen POS] [--divide]   count leaves of the legal-move tree"},
-	{"replay", cmd_replay, "INPUT... [--json]   replay game records under the rules"},
-	{"ingest", cmd_ingest, "BOOK INPUT... [filters] [--json]   add game records to the book"},
-	{"fetch", cmd_fetch, "BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR] [filters] [--json]   download floodgate days and ingest them"},
-	{"import", cmd_import, "BOOK FILE.db [--json]   merge a YaneuraOu DB2016 book"},
-	{"query", cmd_query, "BOOK POS [--json]   the book's answer for one position"},
-	{"stats", cmd_stats, "BOOK [--json]   sizes and counts"},
-	{"check", cmd_check, "BOOK [--repair NEWBOOK]   verify the store's invariants (and copy what is sound into a new book)"},
-	{"compact", cmd_compact, "BOOK [--json]   rewrite the book without its free pages"},
-	{"serve", cmd_serve, "BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N] [--no-cors] [--quiet]   the book over HTTP/JSON, and its explorer at /"},
-	{"synth", cmd_synth, "BOOK --positions N [--seed S]   build a synthetic analysed book"},
-	{"select", cmd_select, "BOOK [--count N] [--json] [--roots FILE] [--window CP] [--kif-bonus CP]   leaves the selector would send next"},
-	{"think", cmd_think, "BOOK [--engine builtin|PATH] [--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] [--positions N] [--time S]   grow the book"},
-	{"minimax", cmd_minimax, "BOOK [--full] [--draw-black CP] [--draw-white CP] [--leaves thought|games] [--min-depth D] [--min-games N] [--blend W] [--blend-games N] [--json] [--quiet]   back values up over the book (incremental unless --full)"},
-	{"export", cmd_export, "BOOK OUT [--format yaneuraou] [--moves best|window|all] [--window CP] [--min-depth D] [--max-ply N] [--json] [--quiet]   write a YaneuraOu book"},
-	{"peta-shock", cmd_peta_shock, "IN.db OUT.db [--shrink]   YaneuraOu makebook peta_shock"},
-	{"usi", cmd_usi, "[--book BOOK]   the built-in engine as a USI engine on stdin/stdout"},
-	{"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},
-	{"gen-games", cmd_gen_games, "DIR --games N [--seed S]   write random floodgate-style games (bench corpus)"},
-	{"match", cmd_match, "--engine-a builtin|PATH --engine-b builtin|PATH [--book-a BOOK|none] [--book-b BOOK|none] [--games N] [--nodes N|--movetime MS] [--openings FILE] [--concurrency N] [--max-moves N] [--seed S] [--out DIR] [--json]   play games between two set-ups"},
+    {"perft", cmd_perft, "DEPTH [--sfen POS] [--divide]   count leaves of the legal-move tree"},
+    {"replay", cmd_replay, "INPUT... [--json]   replay game records under the rules"},
+    {"ingest", cmd_ingest, "BOOK INPUT... [filters] [--json]   add game records to the book"},
+    {"fetch", cmd_fetch,
+     "BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR] [filters] [--json]   download "
+     "floodgate days and ingest them"},
+    {"import", cmd_import, "BOOK FILE.db [--json]   merge a YaneuraOu DB2016 book"},
+    {"query", cmd_query, "BOOK POS [--json]   the book's answer for one position"},
+    {"stats", cmd_stats, "BOOK [--json]   sizes and counts"},
+    {"check", cmd_check,
+     "BOOK [--repair NEWBOOK]   verify the store's invariants (and copy what is sound into a new "
+     "book)"},
+    {"compact", cmd_compact, "BOOK [--json]   rewrite the book without its free pages"},
+    {"serve", cmd_serve,
+     "BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N] [--no-cors] [--quiet]   the "
+     "book over HTTP/JSON, and its explorer at /"},
+    {"synth", cmd_synth, "BOOK --positions N [--seed S]   build a synthetic analysed book"},
+    {"select", cmd_select,
+     "BOOK [--count N] [--json] [--roots FILE] [--window CP] [--kif-bonus CP]   leaves the "
+     "selector would send next"},
+    {"think", cmd_think,
+     "BOOK [--engine builtin|PATH] [--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] "
+     "[--positions N] [--time S]   grow the book"},
+    {"minimax", cmd_minimax,
+     "BOOK [--full] [--draw-black CP] [--draw-white CP] [--leaves thought|games] [--min-depth D] "
+     "[--min-games N] [--blend W] [--blend-games N] [--json] [--quiet]   back values up over the "
+     "book (incremental unless --full)"},
+    {"export", cmd_export,
+     "BOOK OUT [--format yaneuraou] [--moves best|window|all] [--window CP] [--min-depth D] "
+     "[--max-ply N] [--json] [--quiet]   write a YaneuraOu book"},
+    {"peta-shock", cmd_peta_shock, "IN.db OUT.db [--shrink]   YaneuraOu makebook peta_shock"},
+    {"usi", cmd_usi, "[--book BOOK]   the built-in engine as a USI engine on stdin/stdout"},
+    {"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},
+    {"gen-games", cmd_gen_games,
+     "DIR --games N [--seed S]   write random floodgate-style games (bench corpus)"},
+    {"match", cmd_match,
+     "--engine-a builtin|PATH --engine-b builtin|PATH [--book-a BOOK|none] [--book-b BOOK|none] "
+     "[--games N] [--nodes N|--movetime MS] [--openings FILE] [--concurrency N] [--max-moves N] "
+     "[--seed S] [--out DIR] [--json]   play games between two set-ups"},
 };
 
 void joseki_catch_stop(void (*handler)(int))

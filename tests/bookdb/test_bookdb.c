@@ -47,8 +47,10 @@ static void random_record(BookRecord *rec, const Position *pos, uint64_t *rng, i
 	int n = movegen_legal(pos, moves);
 	bookdb_record_init(rec, pos);
 	uint64_t r = ts_rand(rng);
-	if (full) rec->flags = (uint8_t)(r & BOOKDB_REC_FLAGS_KNOWN);
-	else rec->flags = BOOKDB_REC_THOUGHT;
+	if (full)
+		rec->flags = (uint8_t)(r & BOOKDB_REC_FLAGS_KNOWN);
+	else
+		rec->flags = BOOKDB_REC_THOUGHT;
 	rec->think_depth = (rec->flags & BOOKDB_REC_THOUGHT) ? (uint8_t)(r >> 8) : 0;
 	rec->nmoves = (uint16_t)(n < nmoves ? n : nmoves);
 	for (int i = 0; i < rec->nmoves; i++) {
@@ -118,7 +120,8 @@ static void test_bookdb__records_round_trip(void **state)
 	static uint8_t buf[BOOKDB_RECORD_MAX], buf2[BOOKDB_RECORD_MAX];
 	for (int i = 0; i < 3000; i++) {
 		random_position(&pos, &rng, (int)(ts_rand(&rng) % 160));
-		random_record(&rec, &pos, &rng, i % 50 == 0 ? BOOKDB_MAX_MOVES : (int)(ts_rand(&rng) % 12), 1);
+		random_record(&rec, &pos, &rng,
+		              i % 50 == 0 ? BOOKDB_MAX_MOVES : (int)(ts_rand(&rng) % 12), 1);
 		int n = bookdb_record_encode(buf, sizeof buf, &rec);
 		assert_true(n > 0);
 		assert_int_equal(bookdb_record_decode(&back, buf, (size_t)n), 0);
@@ -136,13 +139,14 @@ static void test_bookdb__records_round_trip(void **state)
 		 * minimax's write-back does) gives the same bytes again. */
 		int head = bookdb_record_decode_head(&moves_only, buf, (size_t)n);
 		assert_true(head > 0 && head < n);
-		assert_int_equal(bookdb_record_encode_packed(buf2, sizeof buf2, &moves_only, buf + head,
-							     (size_t)(n - head)),
-				 n);
+		assert_int_equal(bookdb_record_encode_packed(buf2, sizeof buf2, &moves_only,
+		                                             buf + head, (size_t)(n - head)),
+		                 n);
 		assert_memory_equal(buf, buf2, (size_t)n);
 		/* Every strict prefix is refused, never misread. */
-		assert_int_equal(bookdb_record_decode(&back, buf, (size_t)(ts_rand(&rng) % (uint64_t)n)),
-				 BOOKDB_ECORRUPT);
+		assert_int_equal(
+		    bookdb_record_decode(&back, buf, (size_t)(ts_rand(&rng) % (uint64_t)n)),
+		    BOOKDB_ECORRUPT);
 	}
 }
 
@@ -194,7 +198,8 @@ static void test_bookdb__packing_rebuilds_random_positions(void **state)
 		assert_string_equal(a, b);
 	}
 	/* A position with pieces missing (tsume-style) packs and unpacks too. */
-	assert_int_equal(sfen_parse(&pos, "4k4/9/4P4/9/9/9/9/9/9 b G2r2b3g4s4n4l17p 1", NULL, err), 0);
+	assert_int_equal(sfen_parse(&pos, "4k4/9/4P4/9/9/9/9/9/9 b G2r2b3g4s4n4l17p 1", NULL, err),
+	                 0);
 	int len = bookdb_pack_position(buf, pos.board, pos.hand, pos.side);
 	assert_true(len > 0 && len <= BOOKDB_PACKED_MAX);
 	assert_int_equal(bookdb_unpack_position(board, hand, &side, buf, (size_t)len), len);
@@ -206,7 +211,8 @@ static void test_bookdb__nodes_keep_three_significant_bits(void **state)
 {
 	(void)state;
 	assert_int_equal(bookdb_nodes_decode(bookdb_nodes_code(0)), 0);
-	for (uint64_t n = 1; n < 16; n++) assert_int_equal(bookdb_nodes_decode(bookdb_nodes_code(n)), n);
+	for (uint64_t n = 1; n < 16; n++)
+		assert_int_equal(bookdb_nodes_decode(bookdb_nodes_code(n)), n);
 	uint64_t rng = 3;
 	for (int i = 0; i < 10000; i++) {
 		uint64_t n = ts_rand(&rng) >> (ts_rand(&rng) % 64);
@@ -456,7 +462,7 @@ static void crash_child(const char *path, uint64_t first, int fd)
  * were committed but not reported (0 or 1).
  */
 static int crash_check_log(const char *path, uint64_t *order, size_t *norder, uint64_t next,
-			    uint64_t nrep)
+                           uint64_t nrep)
 {
 	static Key keys[CRASH_BATCH];
 	static BookRecord recs[CRASH_BATCH];
@@ -468,7 +474,8 @@ static int crash_check_log(const char *path, uint64_t *order, size_t *norder, ui
 	uint64_t seq, e = 0;
 	Key key;
 	int rc = bookdb_open(&db, path, &ro, err);
-	if (rc == BOOKDB_ENOBOOK && *norder == 0 && nrep == 0) return 0; /* killed before creating it */
+	if (rc == BOOKDB_ENOBOOK && *norder == 0 && nrep == 0)
+		return 0; /* killed before creating it */
 	assert_int_equal(rc, 0);
 	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
 	assert_int_equal(bookdb_changes_iter_open(&it, txn, 0), 0);
@@ -478,8 +485,9 @@ static int crash_check_log(const char *path, uint64_t *order, size_t *norder, ui
 		if (e % CRASH_BATCH == 0) crash_batch(keys, recs, id);
 		assert_int_equal(seq, e + 1);
 		if (!key_equal(key, keys[e % CRASH_BATCH]))
-			fail_msg("log entry %llu is not put %llu of batch %llu", (unsigned long long)seq,
-				 (unsigned long long)(e % CRASH_BATCH), (unsigned long long)id);
+			fail_msg("log entry %llu is not put %llu of batch %llu",
+			         (unsigned long long)seq, (unsigned long long)(e % CRASH_BATCH),
+			         (unsigned long long)id);
 		e++;
 	}
 	assert_int_equal(rc, 0);
@@ -557,9 +565,9 @@ static void test_bookdb__killed_writer_loses_at_most_its_open_batch(void **state
 		next += nrep;
 	}
 	fprintf(stderr,
-		"crash test: %llu batches reported over 20 kills, %llu more committed unreported; "
-		"change log exact\n",
-		(unsigned long long)reported_total, (unsigned long long)unreported);
+	        "crash test: %llu batches reported over 20 kills, %llu more committed unreported; "
+	        "change log exact\n",
+	        (unsigned long long)reported_total, (unsigned long long)unreported);
 	assert_true(reported_total > 0);
 	ts_rmtree(dir);
 	free(dir);
@@ -586,7 +594,9 @@ static void test_bookdb__commands_report_a_synth_book(void **state)
 	char *dir = ts_mkdtemp(), path[4200];
 	snprintf(path, sizeof path, "%s/book", dir);
 	char *out = NULL, *err = NULL;
-	assert_int_equal(ts_runf(&out, &err, "%s synth %s --positions 3000 --seed 42 --quiet", ts_joseki(), path), 0);
+	assert_int_equal(ts_runf(&out, &err, "%s synth %s --positions 3000 --seed 42 --quiet",
+	                         ts_joseki(), path),
+	                 0);
 	assert_non_null(strstr(out, "synth positions 3000 "));
 	free(out);
 	free(err);
@@ -616,7 +626,7 @@ static void test_bookdb__commands_report_a_synth_book(void **state)
 	json_t *mv = json_object_get(q, "moves");
 	assert_int_equal(json_array_size(mv), 8);
 	assert_string_equal(json_string_value(json_object_get(q, "bestmove")),
-			    json_string_value(json_object_get(json_array_get(mv, 0), "move")));
+	                    json_string_value(json_object_get(json_array_get(mv, 0), "move")));
 	for (size_t i = 0; i < json_array_size(mv); i++) {
 		json_t *m = json_array_get(mv, i);
 		Move move;
@@ -625,12 +635,14 @@ static void test_bookdb__commands_report_a_synth_book(void **state)
 		assert_true(json_integer_value(json_object_get(m, "depth")) >= 10);
 		assert_non_null(json_object_get(m, "count"));
 		if (i)
-			assert_true(json_integer_value(json_object_get(m, "eval")) <=
-				    json_integer_value(json_object_get(json_array_get(mv, i - 1), "eval")));
+			assert_true(
+			    json_integer_value(json_object_get(m, "eval")) <=
+			    json_integer_value(json_object_get(json_array_get(mv, i - 1), "eval")));
 	}
 	/* Follow the best move: a synth line continues from the root. */
 	char spec[64];
-	snprintf(spec, sizeof spec, "startpos moves %s", json_string_value(json_object_get(q, "bestmove")));
+	snprintf(spec, sizeof spec, "startpos moves %s",
+	         json_string_value(json_object_get(q, "bestmove")));
 	json_decref(q);
 	q = run_json("%s query %s '%s' --json", path, spec);
 	assert_true(json_is_true(json_object_get(q, "in_book")));
@@ -643,7 +655,8 @@ static void test_bookdb__commands_report_a_synth_book(void **state)
 	assert_int_equal(json_array_size(json_object_get(q, "moves")), 0);
 	json_decref(q);
 
-	assert_int_equal(ts_runf(&out, &err, "%s query %s 'startpos moves 7g7g'", ts_joseki(), path), 2);
+	assert_int_equal(
+	    ts_runf(&out, &err, "%s query %s 'startpos moves 7g7g'", ts_joseki(), path), 2);
 	assert_non_null(strstr(err, "7g7g"));
 	free(out);
 	free(err);
@@ -681,7 +694,9 @@ static void test_bookdb__synth_book_has_transpositions_and_cycles(void **state)
 	(void)state;
 	char *dir = ts_mkdtemp(), path[4200], err[BOOKDB_ERRLEN];
 	snprintf(path, sizeof path, "%s/book", dir);
-	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 5000 --seed 7 --quiet", ts_joseki(), path), 0);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s synth %s --positions 5000 --seed 7 --quiet", ts_joseki(), path),
+	    0);
 	BookDB *db;
 	BookTxn *txn;
 	BookIter *it;
@@ -689,7 +704,8 @@ static void test_bookdb__synth_book_has_transpositions_and_cycles(void **state)
 	assert_int_equal(bookdb_open(&db, path, &ro, err), 0);
 	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
 	assert_int_equal(bookdb_iter_open(&it, txn), 0);
-	Key key, *parents = calloc(5000, sizeof *parents), *edges = calloc(5000 * 16, sizeof *edges);
+	Key key, *parents = calloc(5000, sizeof *parents),
+	         *edges = calloc(5000 * 16, sizeof *edges);
 	const uint8_t *val;
 	size_t len;
 	int np = 0, ne = 0;
@@ -708,7 +724,8 @@ static void test_bookdb__synth_book_has_transpositions_and_cycles(void **state)
 				int nc = book_children(txn, b[j], c);
 				for (int x = 0; x < nc && !found; x++) {
 					int nd = book_children(txn, c[x], d);
-					for (int y = 0; y < nd; y++) found |= key_equal(d[y], parents[p]);
+					for (int y = 0; y < nd; y++)
+						found |= key_equal(d[y], parents[p]);
 				}
 			}
 		}
@@ -718,8 +735,8 @@ static void test_bookdb__synth_book_has_transpositions_and_cycles(void **state)
 	qsort(edges, (size_t)ne, sizeof *edges, cmp_key);
 	int transpositions = 0;
 	for (int i = 1; i < ne; i++) transpositions += key_equal(edges[i], edges[i - 1]);
-	fprintf(stderr, "synth book: %d edges, %d transposition edges, %d positions on cycles\n", ne,
-		transpositions, cycles);
+	fprintf(stderr, "synth book: %d edges, %d transposition edges, %d positions on cycles\n",
+	        ne, transpositions, cycles);
 	assert_true(ne > np / 2);
 	assert_true(transpositions >= 10);
 	assert_true(cycles >= 10);
@@ -766,8 +783,9 @@ static void test_bookdb__query_and_stats_show_minimax_values_once_stored(void **
 	assert_string_equal(json_string_value(json_object_get(q, "bestmove")), usi);
 	const int sorted[5] = {55, 55, 10, 0, -30};
 	for (int i = 0; i < 5; i++)
-		assert_int_equal(json_integer_value(json_object_get(json_array_get(mv, (size_t)i), "value")),
-				 sorted[i]);
+		assert_int_equal(
+		    json_integer_value(json_object_get(json_array_get(mv, (size_t)i), "value")),
+		    sorted[i]);
 	json_decref(q);
 	json_t *st = run_json("%s stats %s --json%s", path, "");
 	assert_int_equal(json_integer_value(json_object_get(st, "root_value")), 55);
@@ -879,20 +897,20 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bookdb__records_round_trip),
-		cmocka_unit_test(test_bookdb__eight_analysed_moves_fit_in_80_bytes),
-		cmocka_unit_test(test_bookdb__packing_rebuilds_random_positions),
-		cmocka_unit_test(test_bookdb__nodes_keep_three_significant_bits),
-		cmocka_unit_test(test_bookdb__put_get_iterate),
-		cmocka_unit_test(test_bookdb__other_schema_version_is_refused),
-		cmocka_unit_test(test_bookdb__map_grows_by_itself),
-		cmocka_unit_test(test_bookdb__append_refuses_keys_out_of_order),
-		cmocka_unit_test(test_bookdb__killed_writer_loses_at_most_its_open_batch),
-		cmocka_unit_test(test_bookdb__commands_report_a_synth_book),
-		cmocka_unit_test(test_bookdb__synth_book_has_transpositions_and_cycles),
-		cmocka_unit_test(test_bookdb__query_and_stats_show_minimax_values_once_stored),
-		cmocka_unit_test(test_bookdb__check_names_bad_records),
-		cmocka_unit_test(test_bookdb__readers_work_while_a_writer_holds_a_batch),
+	    cmocka_unit_test(test_bookdb__records_round_trip),
+	    cmocka_unit_test(test_bookdb__eight_analysed_moves_fit_in_80_bytes),
+	    cmocka_unit_test(test_bookdb__packing_rebuilds_random_positions),
+	    cmocka_unit_test(test_bookdb__nodes_keep_three_significant_bits),
+	    cmocka_unit_test(test_bookdb__put_get_iterate),
+	    cmocka_unit_test(test_bookdb__other_schema_version_is_refused),
+	    cmocka_unit_test(test_bookdb__map_grows_by_itself),
+	    cmocka_unit_test(test_bookdb__append_refuses_keys_out_of_order),
+	    cmocka_unit_test(test_bookdb__killed_writer_loses_at_most_its_open_batch),
+	    cmocka_unit_test(test_bookdb__commands_report_a_synth_book),
+	    cmocka_unit_test(test_bookdb__synth_book_has_transpositions_and_cycles),
+	    cmocka_unit_test(test_bookdb__query_and_stats_show_minimax_values_once_stored),
+	    cmocka_unit_test(test_bookdb__check_names_bad_records),
+	    cmocka_unit_test(test_bookdb__readers_work_while_a_writer_holds_a_batch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -102,7 +102,8 @@ static void assert_log(BookDB *db, uint64_t first, const Key *keys, size_t n)
 	assert_int_equal(read_log(db, 0, s, k, n + 1), n);
 	for (size_t i = 0; i < n; i++) {
 		assert_int_equal(s[i], first + i);
-		if (!key_equal(k[i], keys[i])) fail_msg("entry %zu (seq %llu): wrong key", i, (unsigned long long)s[i]);
+		if (!key_equal(k[i], keys[i]))
+			fail_msg("entry %zu (seq %llu): wrong key", i, (unsigned long long)s[i]);
 	}
 	free(s);
 	free(k);
@@ -171,8 +172,9 @@ static void test_changes__nothing_is_logged_while_tracking_is_off(void **state)
 	size_t vlen;
 	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
 	assert_int_equal(bookdb_kv_get(&v, &vlen, txn, BOOKDB_META, "changes_seq", 11),
-			 BOOKDB_ENOTFOUND);
-	assert_int_equal(bookdb_kv_get(&v, &vlen, txn, BOOKDB_META, "changes", 7), BOOKDB_ENOTFOUND);
+	                 BOOKDB_ENOTFOUND);
+	assert_int_equal(bookdb_kv_get(&v, &vlen, txn, BOOKDB_META, "changes", 7),
+	                 BOOKDB_ENOTFOUND);
 	bookdb_txn_abort(txn);
 	/* Enabled in the middle of a transaction: the writes after it are logged. */
 	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
@@ -215,8 +217,9 @@ static void test_changes__every_pos_write_is_logged_once_in_order(void **state)
 	assert_int_equal(in.seq, 16);
 	/* The store alone writes the log. */
 	assert_int_equal(bookdb_kv_put(txn, BOOKDB_CHANGES, "\0\0\0\0\0\0\0\x63", 8, keys, 16),
-			 BOOKDB_EINVAL);
-	assert_int_equal(bookdb_kv_del(txn, BOOKDB_CHANGES, "\0\0\0\0\0\0\0\x01", 8), BOOKDB_EINVAL);
+	                 BOOKDB_EINVAL);
+	assert_int_equal(bookdb_kv_del(txn, BOOKDB_CHANGES, "\0\0\0\0\0\0\0\x01", 8),
+	                 BOOKDB_EINVAL);
 	assert_int_equal(bookdb_txn_commit(txn), 0);
 	uint64_t s[3];
 	Key k[3];
@@ -557,14 +560,15 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_changes__nothing_is_logged_while_tracking_is_off),
-		cmocka_unit_test(test_changes__every_pos_write_is_logged_once_in_order),
-		cmocka_unit_test(test_changes__an_aborted_transaction_logs_nothing),
-		cmocka_unit_test(test_changes__writes_with_tracking_off_are_not_logged),
-		cmocka_unit_test(test_changes__consume_deletes_exactly_up_to_its_bound),
-		cmocka_unit_test(test_changes__the_log_overflows_at_its_limit),
-		cmocka_unit_test(test_changes__a_replay_after_map_growth_logs_each_write_once),
-		cmocka_unit_test(test_changes__a_version_1_book_is_upgraded_read_write_and_read_read_only),
+	    cmocka_unit_test(test_changes__nothing_is_logged_while_tracking_is_off),
+	    cmocka_unit_test(test_changes__every_pos_write_is_logged_once_in_order),
+	    cmocka_unit_test(test_changes__an_aborted_transaction_logs_nothing),
+	    cmocka_unit_test(test_changes__writes_with_tracking_off_are_not_logged),
+	    cmocka_unit_test(test_changes__consume_deletes_exactly_up_to_its_bound),
+	    cmocka_unit_test(test_changes__the_log_overflows_at_its_limit),
+	    cmocka_unit_test(test_changes__a_replay_after_map_growth_logs_each_write_once),
+	    cmocka_unit_test(
+	        test_changes__a_version_1_book_is_upgraded_read_write_and_read_read_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,7 +20,8 @@
 static char *export_all(const char *dir)
 {
 	char *err = NULL;
-	if (ts_runf(NULL, &err, "%s export %s/b %s/all.db --moves all --quiet", ts_joseki(), dir, dir) != 0)
+	if (ts_runf(NULL, &err, "%s export %s/b %s/all.db --moves all --quiet", ts_joseki(), dir,
+	            dir) != 0)
 		fail_msg("export: %s", err);
 	free(err);
 	char path[512];
@@ -36,10 +37,11 @@ static void test_compact__frees_the_pages_and_keeps_every_record(void **state)
 	char *dir = ts_mkdtemp();
 	char *err = NULL;
 	/* Two whole-book minimax runs rewrite every record twice: free pages. */
-	int rc = ts_runf(NULL, &err,
-			 "%s synth %s/b --positions 20000 --seed 3 --quiet && %s minimax %s/b --full --quiet && "
-			 "%s minimax %s/b --full --quiet",
-			 ts_joseki(), dir, ts_joseki(), dir, ts_joseki(), dir);
+	int rc = ts_runf(
+	    NULL, &err,
+	    "%s synth %s/b --positions 20000 --seed 3 --quiet && %s minimax %s/b --full --quiet && "
+	    "%s minimax %s/b --full --quiet",
+	    ts_joseki(), dir, ts_joseki(), dir, ts_joseki(), dir);
 	if (rc != 0) fail_msg("setup: %s", err);
 	free(err);
 	json_t *s0 = ts_run_json(0, "%s stats %s/b --json", ts_joseki(), dir);
@@ -75,12 +77,14 @@ static void test_compact__refused_while_a_writer_has_the_book(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s/b tests/data/floodgate --quiet", ts_joseki(), dir), 0);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s/b tests/data/floodgate --quiet", ts_joseki(), dir),
+	    0);
 	char *out = NULL, *err = NULL;
 	int rc = ts_runf(&out, &err,
-			 "%s think %s/b --depth 2 --time 3 --quiet >/dev/null & p=$!; sleep 1; "
-			 "%s compact %s/b; echo compact=$?; wait $p; echo think=$?",
-			 ts_joseki(), dir, ts_joseki(), dir);
+	                 "%s think %s/b --depth 2 --time 3 --quiet >/dev/null & p=$!; sleep 1; "
+	                 "%s compact %s/b; echo compact=$?; wait $p; echo think=$?",
+	                 ts_joseki(), dir, ts_joseki(), dir);
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "compact=1"));
 	assert_non_null(strstr(out, "think=0"));
@@ -104,10 +108,11 @@ static void test_compact__survives_kill_9_at_any_moment(void **state)
 	uint64_t rng = ts_seed("test_compact__survives_kill_9_at_any_moment");
 	char *dir = ts_mkdtemp();
 	char *err = NULL;
-	int rc = ts_runf(NULL, &err,
-			 "%s synth %s/b --positions 80000 --seed 5 --quiet && %s minimax %s/b --full --quiet && "
-			 "%s minimax %s/b --full --quiet",
-			 ts_joseki(), dir, ts_joseki(), dir, ts_joseki(), dir);
+	int rc = ts_runf(
+	    NULL, &err,
+	    "%s synth %s/b --positions 80000 --seed 5 --quiet && %s minimax %s/b --full --quiet && "
+	    "%s minimax %s/b --full --quiet",
+	    ts_joseki(), dir, ts_joseki(), dir, ts_joseki(), dir);
 	if (rc != 0) fail_msg("setup: %s", err);
 	free(err);
 	char *want = export_all(dir);
@@ -115,10 +120,11 @@ static void test_compact__survives_kill_9_at_any_moment(void **state)
 	for (int round = 0; round < 10; round++) {
 		unsigned us = (unsigned)(ts_rand(&rng) % 40000);
 		char *out = NULL;
-		rc = ts_runf(&out, NULL,
-			     "%s compact %s/b >/dev/null 2>&1 & p=$!; sleep 0.%06u; kill -9 $p 2>/dev/null; "
-			     "wait $p; echo rc=$?",
-			     ts_joseki(), dir, us);
+		rc = ts_runf(
+		    &out, NULL,
+		    "%s compact %s/b >/dev/null 2>&1 & p=$!; sleep 0.%06u; kill -9 $p 2>/dev/null; "
+		    "wait $p; echo rc=$?",
+		    ts_joseki(), dir, us);
 		assert_int_equal(rc, 0);
 		if (strstr(out, "rc=137")) killed++;
 		free(out);
@@ -144,9 +150,9 @@ static void test_compact__survives_kill_9_at_any_moment(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_compact__frees_the_pages_and_keeps_every_record),
-		cmocka_unit_test(test_compact__refused_while_a_writer_has_the_book),
-		cmocka_unit_test(test_compact__survives_kill_9_at_any_moment),
+	    cmocka_unit_test(test_compact__frees_the_pages_and_keeps_every_record),
+	    cmocka_unit_test(test_compact__refused_while_a_writer_has_the_book),
+	    cmocka_unit_test(test_compact__survives_kill_9_at_any_moment),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,10 +25,12 @@ static char *make_book(void)
 {
 	char *dir = ts_mkdtemp();
 	char *err = NULL;
-	if (ts_runf(NULL, &err, "%s ingest %s/b tests/data/floodgate --quiet", ts_joseki(), dir) != 0)
+	if (ts_runf(NULL, &err, "%s ingest %s/b tests/data/floodgate --quiet", ts_joseki(), dir) !=
+	    0)
 		fail_msg("ingest: %s", err);
 	free(err);
-	if (ts_runf(NULL, &err, "%s think %s/b --depth 1 --positions 200 --quiet", ts_joseki(), dir) != 0)
+	if (ts_runf(NULL, &err, "%s think %s/b --depth 1 --positions 200 --quiet", ts_joseki(),
+	            dir) != 0)
 		fail_msg("think: %s", err);
 	free(err);
 	return dir;
@@ -39,14 +41,14 @@ static char *make_book(void)
 static void every_command(const char *dir, bool expect_ok, const char *must_say)
 {
 	static const char *const CMDS[] = {
-		"check %s/b",
-		"stats %s/b",
-		"query %s/b startpos",
-		"minimax %s/b --quiet",
-		"export %s/b %s/out.db --quiet",
-		"ingest %s/b tests/data/floodgate --quiet",
-		"think %s/b --depth 1 --positions 1 --quiet",
-		"select %s/b",
+	    "check %s/b",
+	    "stats %s/b",
+	    "query %s/b startpos",
+	    "minimax %s/b --quiet",
+	    "export %s/b %s/out.db --quiet",
+	    "ingest %s/b tests/data/floodgate --quiet",
+	    "think %s/b --depth 1 --positions 1 --quiet",
+	    "select %s/b",
 	};
 	for (size_t i = 0; i < sizeof CMDS / sizeof CMDS[0]; i++) {
 		char cmd[1024], line[2048];
@@ -54,12 +56,14 @@ static void every_command(const char *dir, bool expect_ok, const char *must_say)
 		snprintf(line, sizeof line, "timeout 60 %s %s", ts_joseki(), cmd);
 		char *out = NULL, *err = NULL;
 		int rc = ts_run(line, &out, &err);
-		if (rc >= 124) fail_msg("%s: ended with status %d (signal or timeout)\n%s", cmd, rc, err);
+		if (rc >= 124)
+			fail_msg("%s: ended with status %d (signal or timeout)\n%s", cmd, rc, err);
 		if (expect_ok && rc != 0) fail_msg("%s: status %d\n%s", cmd, rc, err);
 		if (!expect_ok) {
 			if (rc != 1) fail_msg("%s: status %d, 1 expected\n%s", cmd, rc, err);
 			if (must_say && !strstr(err, must_say))
-				fail_msg("%s: the message does not say '%s':\n%s", cmd, must_say, err);
+				fail_msg("%s: the message does not say '%s':\n%s", cmd, must_say,
+				         err);
 		}
 		free(out);
 		free(err);
@@ -78,7 +82,9 @@ static void test_damaged__a_truncated_data_file_is_refused_by_every_command(void
 	snprintf(copy, sizeof copy, "%s/data.mdb.orig", dir);
 	assert_int_equal(ts_runf(NULL, NULL, "cp %s %s", path, copy), 0);
 	for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++) {
-		assert_int_equal(ts_runf(NULL, NULL, "cp %s %s && truncate -s %ld %s", copy, path, SIZES[i], path), 0);
+		assert_int_equal(ts_runf(NULL, NULL, "cp %s %s && truncate -s %ld %s", copy, path,
+		                         SIZES[i], path),
+		                 0);
 		char *err = NULL;
 		int rc = ts_runf(NULL, &err, "%s check %s/b", ts_joseki(), dir);
 		assert_int_equal(rc, 1);
@@ -130,18 +136,22 @@ static void test_damaged__flipped_bytes_are_found_and_repaired(void **state)
 		assert_int_equal(ts_write_file(path, bad, len), 0);
 		free(bad);
 		/* No signal, no hang, whatever the commands make of it. */
-		static const char *const READERS[] = {"check %s/b", "stats %s/b", "query %s/b startpos",
-						      "export %s/b %s/out.db --quiet"};
+		static const char *const READERS[] = {"check %s/b", "stats %s/b",
+		                                      "query %s/b startpos",
+		                                      "export %s/b %s/out.db --quiet"};
 		for (size_t i = 0; i < sizeof READERS / sizeof READERS[0]; i++) {
 			char cmd[1024], line[2048];
 			snprintf(cmd, sizeof cmd, READERS[i], dir, dir);
 			snprintf(line, sizeof line, "timeout 60 %s %s", ts_joseki(), cmd);
 			int rc = ts_run(line, NULL, NULL);
-			if (rc >= 124) fail_msg("seed %llu: %s ended with %d", (unsigned long long)seed, cmd, rc);
+			if (rc >= 124)
+				fail_msg("seed %llu: %s ended with %d", (unsigned long long)seed,
+				         cmd, rc);
 		}
 		char *out = NULL, *err = NULL;
 		ts_runf(NULL, NULL, "rm -rf %s/rep", dir);
-		int rc = ts_runf(&out, &err, "%s check %s/b --repair %s/rep", ts_joseki(), dir, dir);
+		int rc =
+		    ts_runf(&out, &err, "%s check %s/b --repair %s/rep", ts_joseki(), dir, dir);
 		if (rc == 1 && strstr(out, ": record ")) {
 			found++;
 			/* A line per problem: the record's key (32 hex digits) and why. */
@@ -154,10 +164,13 @@ static void test_damaged__flipped_bytes_are_found_and_repaired(void **state)
 		free(err);
 		out = err = NULL;
 		rc = ts_runf(&out, &err, "%s check %s/rep", ts_joseki(), dir);
-		if (rc != 0) fail_msg("seed %llu: the repaired book fails check:\n%s%s", (unsigned long long)seed, out, err);
+		if (rc != 0)
+			fail_msg("seed %llu: the repaired book fails check:\n%s%s",
+			         (unsigned long long)seed, out, err);
 		free(out);
 		free(err);
-		json_t *j = ts_run_json(0, "%s ingest %s/rep tests/data/floodgate --json --quiet", ts_joseki(), dir);
+		json_t *j = ts_run_json(0, "%s ingest %s/rep tests/data/floodgate --json --quiet",
+		                        ts_joseki(), dir);
 		assert_int_equal(ts_jint(j, "games_ingested"), 0);
 		assert_true(ts_jint(j, "duplicates") > 0);
 		json_decref(j);
@@ -166,7 +179,8 @@ static void test_damaged__flipped_bytes_are_found_and_repaired(void **state)
 	free(data);
 	/* --repair into an existing directory is refused (it writes a new book). */
 	char *err = NULL;
-	assert_int_equal(ts_runf(NULL, &err, "%s check %s/b --repair %s/rep", ts_joseki(), dir, dir), 1);
+	assert_int_equal(
+	    ts_runf(NULL, &err, "%s check %s/b --repair %s/rep", ts_joseki(), dir, dir), 1);
 	assert_non_null(strstr(err, "exists already"));
 	free(err);
 	ts_rmtree(dir);
@@ -202,9 +216,9 @@ static void test_damaged__another_schema_version_and_a_missing_lock_file(void **
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_damaged__a_truncated_data_file_is_refused_by_every_command),
-		cmocka_unit_test(test_damaged__flipped_bytes_are_found_and_repaired),
-		cmocka_unit_test(test_damaged__another_schema_version_and_a_missing_lock_file),
+	    cmocka_unit_test(test_damaged__a_truncated_data_file_is_refused_by_every_command),
+	    cmocka_unit_test(test_damaged__flipped_bytes_are_found_and_repaired),
+	    cmocka_unit_test(test_damaged__another_schema_version_and_a_missing_lock_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,21 +96,23 @@ static void test_diskfull__every_writer_stops_cleanly_and_resumes(void **state)
 	char *err = NULL;
 	assert_int_equal(ts_runf(NULL, NULL, "mkdir -p %s", f->mnt), 0);
 	if (ts_runf(NULL, &err, "mount -t tmpfs -o size=96m tmpfs %s", f->mnt) != 0) {
-		print_message("skipped: cannot mount a tmpfs here (%s): run as root to test a full disk\n",
-			      err && *err ? err : "no permission");
+		print_message(
+		    "skipped: cannot mount a tmpfs here (%s): run as root to test a full disk\n",
+		    err && *err ? err : "no permission");
 		free(err);
 		skip();
 	}
 	free(err);
 	/* The fixtures, then 1,000 generated games; the reference book takes both. */
 	assert_int_equal(ts_runf(NULL, NULL,
-				 "%s gen-games %s/g2 --games 1000 --seed 2 >/dev/null && "
-				 "%s ingest %s/ref tests/data/floodgate %s/g2 --quiet",
-				 ts_joseki(), f->dir, ts_joseki(), f->dir, f->dir),
-			 0);
+	                         "%s gen-games %s/g2 --games 1000 --seed 2 >/dev/null && "
+	                         "%s ingest %s/ref tests/data/floodgate %s/g2 --quiet",
+	                         ts_joseki(), f->dir, ts_joseki(), f->dir, f->dir),
+	                 0);
 	char book[600];
 	snprintf(book, sizeof book, "%s/b", f->mnt);
-	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s tests/data/floodgate --quiet", ts_joseki(), book), 0);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s tests/data/floodgate --quiet", ts_joseki(), book), 0);
 
 	char cmd[1024];
 	snprintf(cmd, sizeof cmd, "ingest %%s %s/g2 --quiet", f->dir);
@@ -119,7 +121,8 @@ static void test_diskfull__every_writer_stops_cleanly_and_resumes(void **state)
 	json_t *a = ts_run_json(0, "%s stats %s --json", ts_joseki(), book);
 	json_t *r = ts_run_json(0, "%s stats %s/ref --json", ts_joseki(), f->dir);
 	static const char *const FIELDS[] = {"positions", "moves", "games"};
-	for (size_t i = 0; i < 3; i++) assert_int_equal(ts_jint(a, FIELDS[i]), ts_jint(r, FIELDS[i]));
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(ts_jint(a, FIELDS[i]), ts_jint(r, FIELDS[i]));
 	json_decref(a);
 	json_decref(r);
 
@@ -134,8 +137,8 @@ static void test_diskfull__every_writer_stops_cleanly_and_resumes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_diskfull__every_writer_stops_cleanly_and_resumes, setup,
-						teardown),
+	    cmocka_unit_test_setup_teardown(test_diskfull__every_writer_stops_cleanly_and_resumes,
+	                                    setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,7 +58,8 @@ static void put_keys(BookTxn *txn, const Key *keys, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		uint8_t val[24];
 		size_t len = 1 + (size_t)(keys[i].lo % sizeof val);
-		for (size_t j = 0; j < len; j++) val[j] = (uint8_t)(keys[i].hi >> (8 * (j % 8))) ^ (uint8_t)j;
+		for (size_t j = 0; j < len; j++)
+			val[j] = (uint8_t)(keys[i].hi >> (8 * (j % 8))) ^ (uint8_t)j;
 		assert_int_equal(bookdb_put_raw(txn, keys[i], val, len), 0);
 	}
 }
@@ -165,8 +166,10 @@ static void test_index__finds_every_key_of_a_random_book_and_no_other(void **sta
 		Key k = keys[ts_rand(&rng) % N];
 		for (int bit = 0; bit < 128; bit++) {
 			Key x = k;
-			if (bit < 64) x.lo ^= 1ULL << bit;
-			else x.hi ^= 1ULL << (bit - 64);
+			if (bit < 64)
+				x.lo ^= 1ULL << bit;
+			else
+				x.hi ^= 1ULL << (bit - 64);
 			check_absent(ix, txn, x);
 		}
 		Key up = {k.lo + 1, k.hi}, down = {k.lo - 1, k.hi};
@@ -193,8 +196,8 @@ static void test_index__agrees_with_get_on_a_synth_book(void **state)
 	b.dir = ts_mkdtemp();
 	snprintf(b.path, sizeof b.path, "%s/book", b.dir);
 	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 3000 --seed %llu --quiet",
-				 ts_joseki(), b.path, seed),
-			 0);
+	                         ts_joseki(), b.path, seed),
+	                 0);
 	char err[BOOKDB_ERRLEN];
 	BookDBOptions opt = {.read_only = true};
 	if (bookdb_open(&b.db, b.path, &opt, err)) fail_msg("%s", err);
@@ -259,8 +262,15 @@ static void test_index__keys_at_the_extremes(void **state)
 	/* The first and last directory buckets, and the keys that sort first
 	 * and last: nothing before dir[0] or after dir[2^d]. */
 	Key keys[] = {
-		{0, 0}, {~0ULL, 0}, {1, 0}, {0, 1}, {~0ULL, ~0ULL}, {0, ~0ULL}, {~0ULL - 1, ~0ULL},
-		{0, 0x8000000000000000ULL}, {0, 0x7fffffffffffffffULL},
+	    {0, 0},
+	    {~0ULL, 0},
+	    {1, 0},
+	    {0, 1},
+	    {~0ULL, ~0ULL},
+	    {0, ~0ULL},
+	    {~0ULL - 1, ~0ULL},
+	    {0, 0x8000000000000000ULL},
+	    {0, 0x7fffffffffffffffULL},
 	};
 	size_t n = sizeof keys / sizeof keys[0];
 	Book b;
@@ -268,8 +278,12 @@ static void test_index__keys_at_the_extremes(void **state)
 	BookIndex *ix = stored_index(&b, &txn, keys, n);
 	assert_int_equal(bookdb_index_find(ix, keys[0]), 0);
 	assert_int_equal(bookdb_index_find(ix, keys[4]), n - 1);
-	Key absent[] = {{2, 0}, {~0ULL - 2, ~0ULL}, {1, ~0ULL}, {0, 0x8000000000000001ULL},
-			{0, 0x7ffffffffffffffeULL}, {0, 2}};
+	Key absent[] = {{2, 0},
+	                {~0ULL - 2, ~0ULL},
+	                {1, ~0ULL},
+	                {0, 0x8000000000000001ULL},
+	                {0, 0x7ffffffffffffffeULL},
+	                {0, 2}};
 	for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
 		assert_true(check_absent(ix, txn, absent[i]));
 	index_done(ix, txn, &b);
@@ -336,13 +350,13 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_index__finds_every_key_of_a_random_book_and_no_other),
-		cmocka_unit_test(test_index__agrees_with_get_on_a_synth_book),
-		cmocka_unit_test(test_index__empty_book),
-		cmocka_unit_test(test_index__one_record),
-		cmocka_unit_test(test_index__keys_at_the_extremes),
-		cmocka_unit_test(test_index__many_keys_in_one_bucket),
-		cmocka_unit_test(test_index__holds_its_transaction_view_and_keys_outlive_it),
+	    cmocka_unit_test(test_index__finds_every_key_of_a_random_book_and_no_other),
+	    cmocka_unit_test(test_index__agrees_with_get_on_a_synth_book),
+	    cmocka_unit_test(test_index__empty_book),
+	    cmocka_unit_test(test_index__one_record),
+	    cmocka_unit_test(test_index__keys_at_the_extremes),
+	    cmocka_unit_test(test_index__many_keys_in_one_bucket),
+	    cmocka_unit_test(test_index__holds_its_transaction_view_and_keys_outlive_it),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,7 +32,8 @@ static Key *sorted_keys(size_t n, uint64_t *rng, int clustered)
 	for (size_t i = 0; i < n; i++) {
 		k[i].lo = ts_rand(rng);
 		k[i].hi = ts_rand(rng);
-		if (clustered) k[i].hi = (k[i].hi & 0x00ffffffffffffffULL) | (ts_rand(rng) % 3) << 56;
+		if (clustered)
+			k[i].hi = (k[i].hi & 0x00ffffffffffffffULL) | (ts_rand(rng) % 3) << 56;
 	}
 	qsort(k, n, sizeof *k, cmp_key);
 	size_t m = 0; /* drop the (unlikely) duplicates */
@@ -114,7 +115,8 @@ static void test_keydir__fill_matches_the_format_definition(void **state)
 			unsigned fl = bookdb_keydir_filter_log2(n);
 			uint64_t *want = calloc(bookdb_keydir_filter_words(fl), sizeof *want);
 			for (i = 0; i < n; i++) {
-				uint64_t bit = bookdb_keydir_filter_bit(keys[i], ((uint64_t)1 << fl) - 1);
+				uint64_t bit =
+				    bookdb_keydir_filter_bit(keys[i], ((uint64_t)1 << fl) - 1);
 				want[bit >> 6] |= 1ULL << (bit & 63);
 			}
 			assert_memory_equal(d.filter, want, bookdb_keydir_filter_words(fl) * 8);
@@ -133,14 +135,23 @@ static void test_keydir__find_agrees_with_a_binary_search(void **state)
 		Key *keys = sorted_keys(n, &rng, clustered);
 		Dir d;
 		dir_build(&d, keys, n);
-		for (size_t i = 0; i < n; i++) assert_int_equal(bookdb_keydir_find(&d.kd, keys[i]), i);
+		for (size_t i = 0; i < n; i++)
+			assert_int_equal(bookdb_keydir_find(&d.kd, keys[i]), i);
 		for (int t = 0; t < 100000; t++) {
 			Key k = keys[ts_rand(&rng) % n];
 			switch (t % 4) {
-			case 0: k.lo = ts_rand(&rng); break;
-			case 1: k.hi ^= 1ULL << (ts_rand(&rng) % 64); break;
-			case 2: k.lo ^= 1ULL << (ts_rand(&rng) % 64); break;
-			default: k.hi = ts_rand(&rng); break;
+			case 0:
+				k.lo = ts_rand(&rng);
+				break;
+			case 1:
+				k.hi ^= 1ULL << (ts_rand(&rng) % 64);
+				break;
+			case 2:
+				k.lo ^= 1ULL << (ts_rand(&rng) % 64);
+				break;
+			default:
+				k.hi = ts_rand(&rng);
+				break;
 			}
 			assert_int_equal(bookdb_keydir_find(&d.kd, k), bsearch_index(keys, n, k));
 		}
@@ -162,8 +173,10 @@ static void test_keydir__damaged_directory_stays_within_the_keys(void **state)
 	 * returns is a key's own index, and it reads only keys[0..n) (ASan). */
 	for (size_t b = 0; b < len; b++) {
 		uint64_t r = ts_rand(&rng);
-		if (r % 3 == 0) d.dir[b] = (uint32_t)(r >> 32);
-		else if (r % 3 == 1) d.dir[b] = (uint32_t)(n + (r >> 40));
+		if (r % 3 == 0)
+			d.dir[b] = (uint32_t)(r >> 32);
+		else if (r % 3 == 1)
+			d.dir[b] = (uint32_t)(n + (r >> 40));
 	}
 	for (int t = 0; t < 20000; t++) {
 		Key k = t % 2 ? keys[ts_rand(&rng) % n] : (Key){ts_rand(&rng), ts_rand(&rng)};
@@ -177,10 +190,10 @@ static void test_keydir__damaged_directory_stays_within_the_keys(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_keydir__sizes_follow_the_graph_file_rules),
-		cmocka_unit_test(test_keydir__fill_matches_the_format_definition),
-		cmocka_unit_test(test_keydir__find_agrees_with_a_binary_search),
-		cmocka_unit_test(test_keydir__damaged_directory_stays_within_the_keys),
+	    cmocka_unit_test(test_keydir__sizes_follow_the_graph_file_rules),
+	    cmocka_unit_test(test_keydir__fill_matches_the_format_definition),
+	    cmocka_unit_test(test_keydir__find_agrees_with_a_binary_search),
+	    cmocka_unit_test(test_keydir__damaged_directory_stays_within_the_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

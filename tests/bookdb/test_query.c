@@ -156,9 +156,9 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bookdb__moves_sort_by_eval_then_games_before_minimax),
-		cmocka_unit_test(test_bookdb__moves_sort_by_minimax_value_once_minimax_ran),
-		cmocka_unit_test(test_bookdb__query_reads_the_record_sorted_and_builds_its_json),
+	    cmocka_unit_test(test_bookdb__moves_sort_by_eval_then_games_before_minimax),
+	    cmocka_unit_test(test_bookdb__moves_sort_by_minimax_value_once_minimax_ran),
+	    cmocka_unit_test(test_bookdb__query_reads_the_record_sorted_and_builds_its_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,7 +51,8 @@ static void test_record__the_entering_king_position_of_a_real_301_ply_game(void 
 	static Position pos, back;
 	static BookRecord rec, dec;
 	char err[SHOGI_ERRLEN];
-	assert_int_equal(sfen_parse(&pos, "8+r/9/9/9/4K4/k8/+n6B1/+l8/9 w BG2S18Pr3g2s3n3l 290", NULL, err), 0);
+	assert_int_equal(
+	    sfen_parse(&pos, "8+r/9/9/9/4K4/k8/+n6B1/+l8/9 w BG2S18Pr3g2s3n3l 290", NULL, err), 0);
 	round_trip(pos.board, pos.hand, pos.side);
 	bookdb_record_init(&rec, &pos);
 	Move legal[MOVEGEN_MAX];
@@ -89,11 +90,14 @@ static void test_record__empty_runs_of_every_length_at_every_place(void **state)
 		for (size_t f = 0; f < sizeof FIRST / sizeof FIRST[0]; f++)
 			for (Square a = 0; a < SQ_NB; a++)
 				for (Square b = a + 1; b < SQ_NB; b++) {
-					if (a == KINGS[k][0] || a == KINGS[k][1] || b == KINGS[k][0] || b == KINGS[k][1])
+					if (a == KINGS[k][0] || a == KINGS[k][1] ||
+					    b == KINGS[k][0] || b == KINGS[k][1])
 						continue;
 					Piece board[SQ_NB] = {0};
-					if (KINGS[k][0] != SQ_NONE) board[KINGS[k][0]] = piece_make(BLACK, KING);
-					if (KINGS[k][1] != SQ_NONE) board[KINGS[k][1]] = piece_make(WHITE, KING);
+					if (KINGS[k][0] != SQ_NONE)
+						board[KINGS[k][0]] = piece_make(BLACK, KING);
+					if (KINGS[k][1] != SQ_NONE)
+						board[KINGS[k][1]] = piece_make(WHITE, KING);
 					board[a] = piece_make((Color)(b & 1), FIRST[f]);
 					board[b] = piece_make((Color)(a & 1), PRO_KNIGHT);
 					round_trip(board, hand, (Color)((a + b) & 1));
@@ -110,25 +114,27 @@ static void test_record__full_hands_bare_kings_and_everything_promoted(void **st
 	static const struct {
 		const char *sfen;
 	} CASES[] = {
-		{"4k4/9/9/9/9/9/9/9/4K4 b 2R2B4G4S4N4L18P 1"},
-		{"4k4/9/9/9/9/9/9/9/4K4 w 2r2b4g4s4n4l18p 1"},
-		{"4k4/9/9/9/9/9/9/9/4K4 b RB2G2S2N2L9Prb2g2s2n2l9p 1"},
-		{"k8/9/9/9/9/9/9/9/8K b - 1"},
-		{"8k/9/9/9/9/9/9/9/K8 w - 1"},
-		{"4k4/9/9/9/9/9/9/9/4K4 b - 1"},
-		/* Every piece promoted (golds cannot be): 38 pieces and the kings. */
-		{"+p+p+p+p+p+p+p+p+p/+p+p+p+p+p+p+p+p+p/+l+l+l+l+n+n+n+n1/+s+s+s+s+b+b+r+r1/"
-		 "gggg5/9/9/9/K7k b - 1"},
-		{"+P+P+P+P+P+P+P+P+P/+p+p+p+p+p+p+p+p+p/+L+l+L+l+N+n+N+n1/+S+s+S+s+B+b+R+r1/"
-		 "GgGg5/9/9/9/K7k w - 1"},
+	    {"4k4/9/9/9/9/9/9/9/4K4 b 2R2B4G4S4N4L18P 1"},
+	    {"4k4/9/9/9/9/9/9/9/4K4 w 2r2b4g4s4n4l18p 1"},
+	    {"4k4/9/9/9/9/9/9/9/4K4 b RB2G2S2N2L9Prb2g2s2n2l9p 1"},
+	    {"k8/9/9/9/9/9/9/9/8K b - 1"},
+	    {"8k/9/9/9/9/9/9/9/K8 w - 1"},
+	    {"4k4/9/9/9/9/9/9/9/4K4 b - 1"},
+	    /* Every piece promoted (golds cannot be): 38 pieces and the kings. */
+	    {"+p+p+p+p+p+p+p+p+p/+p+p+p+p+p+p+p+p+p/+l+l+l+l+n+n+n+n1/+s+s+s+s+b+b+r+r1/"
+	     "gggg5/9/9/9/K7k b - 1"},
+	    {"+P+P+P+P+P+P+P+P+P/+p+p+p+p+p+p+p+p+p/+L+l+L+l+N+n+N+n1/+S+s+S+s+B+b+R+r1/"
+	     "GgGg5/9/9/9/K7k w - 1"},
 	};
 	static Position pos;
 	for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
 		char err[SHOGI_ERRLEN];
-		if (sfen_parse(&pos, CASES[i].sfen, NULL, err) != 0) fail_msg("%s: %s", CASES[i].sfen, err);
+		if (sfen_parse(&pos, CASES[i].sfen, NULL, err) != 0)
+			fail_msg("%s: %s", CASES[i].sfen, err);
 		round_trip(pos.board, pos.hand, pos.side);
 		uint8_t buf[BOOKDB_PACKED_MAX + 8];
-		assert_true(bookdb_pack_position(buf, pos.board, pos.hand, pos.side) <= BOOKDB_PACKED_MAX);
+		assert_true(bookdb_pack_position(buf, pos.board, pos.hand, pos.side) <=
+		            BOOKDB_PACKED_MAX);
 	}
 	/* One piece more than a set has is refused, on the board or in hand. */
 	Piece board[SQ_NB] = {0};
@@ -147,7 +153,8 @@ static void test_record__move_numbers_past_one_byte_and_past_16_bits(void **stat
 	(void)state;
 	static Position pos;
 	static BookRecord rec, dec;
-	static const int PLIES[] = {1, 127, 128, 255, 256, 300, 16383, 16384, 65535, 65536, 70000, 1000000};
+	static const int PLIES[] = {1,     127,   128,   255,   256,   300,
+	                            16383, 16384, 65535, 65536, 70000, 1000000};
 	for (size_t i = 0; i < sizeof PLIES / sizeof PLIES[0]; i++) {
 		char sfen[128];
 		snprintf(sfen, sizeof sfen, "4k4/9/9/9/9/9/9/9/4K4 b - %d", PLIES[i]);
@@ -171,7 +178,9 @@ static void test_record__six_hundred_moves_with_every_field(void **state)
 	static Position pos;
 	static BookRecord rec, dec;
 	/* The position with 593 legal moves (tests/data/perft.tsv). */
-	assert_int_equal(sfen_parse(&pos, "R8/2K1S1SSk/4B4/9/9/9/9/9/1L1L1L3 b RBGSNLP3g3n17p 1", NULL, NULL), 0);
+	assert_int_equal(
+	    sfen_parse(&pos, "R8/2K1S1SSk/4B4/9/9/9/9/9/1L1L1L3 b RBGSNLP3g3n17p 1", NULL, NULL),
+	    0);
 	Move legal[MOVEGEN_MAX];
 	int n = movegen_legal(&pos, legal);
 	assert_int_equal(n, 593);
@@ -209,11 +218,11 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_record__the_entering_king_position_of_a_real_301_ply_game),
-		cmocka_unit_test(test_record__empty_runs_of_every_length_at_every_place),
-		cmocka_unit_test(test_record__full_hands_bare_kings_and_everything_promoted),
-		cmocka_unit_test(test_record__move_numbers_past_one_byte_and_past_16_bits),
-		cmocka_unit_test(test_record__six_hundred_moves_with_every_field),
+	    cmocka_unit_test(test_record__the_entering_king_position_of_a_real_301_ply_game),
+	    cmocka_unit_test(test_record__empty_runs_of_every_length_at_every_place),
+	    cmocka_unit_test(test_record__full_hands_bare_kings_and_everything_promoted),
+	    cmocka_unit_test(test_record__move_numbers_past_one_byte_and_past_16_bits),
+	    cmocka_unit_test(test_record__six_hundred_moves_with_every_field),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

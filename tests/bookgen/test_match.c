@@ -27,13 +27,13 @@
 
 #define SCRIPT_ENGINE "tests/search/fakes/script_engine.py"
 /* A legal 20-ply game from the start position. */
-#define GAME20                                                                       \
-	"7g7f 3c3d 2g2f 8c8d 2f2e 8d8e 6i7h 4a3b 3i3h 7a7b 5i6h 5a4b 1g1f 1c1d 9g9f 9c9d " \
+#define GAME20                                                                                     \
+	"7g7f 3c3d 2g2f 8c8d 2f2e 8d8e 6i7h 4a3b 3i3h 7a7b 5i6h 5a4b 1g1f 1c1d 9g9f 9c9d "         \
 	"4i5h 6a5b 3g3f 7c7d"
 /* Black's rook checks from 3a and 3b while White's king steps 1a-1b: the
  * fourth occurrence comes at ply 13 and Black, checking throughout, loses. */
 #define PERPETUAL_SFEN "sfen 8k/9/6R2/9/9/9/9/9/K8 b - 1"
-#define PERPETUAL_MOVES                                                                \
+#define PERPETUAL_MOVES                                                                            \
 	"3c3a 1a1b 3a3b 1b1a 3b3a 1a1b 3a3b 1b1a 3b3a 1a1b 3a3b 1b1a 3b3a 1a1b 3a3b 1b1a"
 /* Black's king in White's camp with ten pieces and 28 points: Black may declare. */
 #define DECLARE_SFEN "sfen GGGGKSS2/RRBB5/9/9/9/9/9/9/8k b 2P 1"
@@ -44,8 +44,8 @@ static char *write_engine(const char *dir, const char *name, const char *args)
 	char *path, *text, cwd[4096];
 	assert_non_null(getcwd(cwd, sizeof cwd));
 	assert_true(asprintf(&path, "%s/%s", dir, name) > 0);
-	assert_true(asprintf(&text, "#!/bin/sh\nexec python3 -S %s/%s %s\n", cwd, SCRIPT_ENGINE,
-	                     args) > 0);
+	assert_true(
+	    asprintf(&text, "#!/bin/sh\nexec python3 -S %s/%s %s\n", cwd, SCRIPT_ENGINE, args) > 0);
 	assert_int_equal(ts_write_file(path, text, strlen(text)), 0);
 	assert_int_equal(chmod(path, 0755), 0);
 	free(text);
@@ -113,8 +113,8 @@ static void assert_replays(json_t *match, const char *dir)
 		assert_string_equal(jstr(r, "winner"), jstr(m, "winner"));
 		assert_true(json_is_null(json_object_get(r, "error")));
 		/* The moves the match reports replay to the same number of plies. */
-		json_t *u = ts_run_json(0, "echo '%s' | %s replay --json -", jstr(m, "moves"),
-		                        ts_joseki());
+		json_t *u =
+		    ts_run_json(0, "echo '%s' | %s replay --json -", jstr(m, "moves"), ts_joseki());
 		json_t *ug = json_array_get(json_object_get(u, "games"), 0);
 		assert_int_equal(ts_jint(ug, "plies"), ts_jint(m, "plies"));
 		json_decref(u);
@@ -126,13 +126,15 @@ static void test_match__builtin_is_deterministic_for_a_seed(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	char *op = write_openings(dir, "# two openings\nstartpos moves 7g7f\n\nstartpos moves 2g2f 8c8d\n");
+	char *op = write_openings(
+	    dir, "# two openings\nstartpos moves 7g7f\n\nstartpos moves 2g2f 8c8d\n");
 	json_t *m[2];
 	for (int run = 0; run < 2; run++) {
-		m[run] = ts_run_json(0,
-		                     "%s match --engine-a builtin --engine-b builtin --games 4 --nodes 3000 "
-		                     "--max-moves 40 --openings %s --seed 11 --concurrency %d --out %s/run%d --json",
-		                     ts_joseki(), op, run + 1, dir, run);
+		m[run] = ts_run_json(
+		    0,
+		    "%s match --engine-a builtin --engine-b builtin --games 4 --nodes 3000 "
+		    "--max-moves 40 --openings %s --seed 11 --concurrency %d --out %s/run%d --json",
+		    ts_joseki(), op, run + 1, dir, run);
 		assert_int_equal(ts_jint(m[run], "played"), 4);
 		for (int i = 0; i < 4; i++) {
 			/* Forty plies without a result: a draw by the move limit. */
@@ -162,7 +164,8 @@ static void test_match__builtin_is_deterministic_for_a_seed(void **state)
 		assert_non_null(strstr(t0, "\n'** "));
 		free(p0), free(p1), free(t0), free(t1);
 	}
-	assert_int_not_equal(ts_jint(game_of(m[0], 0), "opening"), ts_jint(game_of(m[0], 2), "opening"));
+	assert_int_not_equal(ts_jint(game_of(m[0], 0), "opening"),
+	                     ts_jint(game_of(m[0], 2), "opening"));
 	/* The records ingest back with their evaluations. */
 	json_t *ing = ts_run_json(0, "%s ingest %s/book %s/run0 --json", ts_joseki(), dir, dir);
 	assert_int_equal(ts_jint(ing, "games_read"), 4);
@@ -206,10 +209,11 @@ static void test_match__declarations_are_judged_by_the_rules(void **state)
 	char *dir = ts_mkdtemp();
 	char *op = write_openings(dir, DECLARE_SFEN "\n");
 	/* The built-in engine declares at once where the rule allows it. */
-	json_t *m = ts_run_json(0,
-	                        "%s match --engine-a builtin --engine-b builtin --games 2 --nodes 500 "
-	                        "--openings %s --out %s/valid --json",
-	                        ts_joseki(), op, dir);
+	json_t *m =
+	    ts_run_json(0,
+	                "%s match --engine-a builtin --engine-b builtin --games 2 --nodes 500 "
+	                "--openings %s --out %s/valid --json",
+	                ts_joseki(), op, dir);
 	assert_game(m, 0, "declaration", "black", "win", 0);
 	assert_game(m, 1, "declaration", "black", "loss", 0);
 	char *out;
@@ -239,12 +243,13 @@ static void test_match__crash_and_illegal_move_lose_and_the_match_goes_on(void *
 	char *dir = ts_mkdtemp();
 	char *args;
 	/* A crashes at ply 4 on its first start only (the driver restarts it). */
-	assert_true(asprintf(&args, "--moves '" GAME20 "' --crash-at 4 --state %s/starts", dir) > 0);
+	assert_true(asprintf(&args, "--moves '" GAME20 "' --crash-at 4 --state %s/starts", dir) >
+	            0);
 	char *crasher = write_engine(dir, "crasher.sh", args);
 	char *plain = write_engine(dir, "plain.sh", "--moves '" GAME20 "'");
-	json_t *m = ts_run_json(0,
-	                        "%s match --engine-a %s --engine-b %s --games 3 --out %s/crash --json",
-	                        ts_joseki(), crasher, plain, dir);
+	json_t *m =
+	    ts_run_json(0, "%s match --engine-a %s --engine-b %s --games 3 --out %s/crash --json",
+	                ts_joseki(), crasher, plain, dir);
 	assert_int_equal(ts_jint(m, "played"), 3);
 	/* Game 1: A (Black) crashes before ply 5 and loses. */
 	assert_game(m, 0, "crash", "white", "loss", 4);
@@ -266,7 +271,10 @@ static void test_match__crash_and_illegal_move_lose_and_the_match_goes_on(void *
 
 	/* A crash on the driver's retry too: the same. */
 	char *args2, *crasher2;
-	assert_true(asprintf(&args2, "--moves '" GAME20 "' --crash-at 3 --crash-starts 2 --state %s/starts2", dir) > 0);
+	assert_true(asprintf(&args2,
+	                     "--moves '" GAME20
+	                     "' --crash-at 3 --crash-starts 2 --state %s/starts2",
+	                     dir) > 0);
 	crasher2 = write_engine(dir, "crasher2.sh", args2);
 	m = ts_run_json(0, "%s match --engine-a %s --engine-b %s --games 2 --out %s/crash2 --json",
 	                ts_joseki(), plain, crasher2, dir);
@@ -291,8 +299,9 @@ static void test_match__crash_and_illegal_move_lose_and_the_match_goes_on(void *
 	json_decref(m);
 	/* No answer within the driver's hard limit (movetime 10 ms: 2.03 s, twice). */
 	char *hang = write_engine(dir, "hang.sh", "--moves '7g7f hang'");
-	m = ts_run_json(0, "%s match --engine-a %s --engine-b %s --games 1 --movetime 10 --out %s/hang --json",
-	                ts_joseki(), hang, hang, dir);
+	m = ts_run_json(
+	    0, "%s match --engine-a %s --engine-b %s --games 1 --movetime 10 --out %s/hang --json",
+	    ts_joseki(), hang, hang, dir);
 	assert_game(m, 0, "timeout", "black", "win", 1);
 	assert_true(asprintf(&out, "%s/hang", dir) > 0);
 	assert_replays(m, out);
@@ -316,7 +325,8 @@ static void test_match__a_side_with_a_book_plays_its_moves(void **state)
 	(void)state;
 	char *dir = ts_mkdtemp();
 	char *o = NULL, *e = NULL;
-	int rc = ts_runf(&o, &e, "%s ingest %s/book tests/data/floodgate --quiet", ts_joseki(), dir);
+	int rc =
+	    ts_runf(&o, &e, "%s ingest %s/book tests/data/floodgate --quiet", ts_joseki(), dir);
 	assert_int_equal(rc, 0);
 	free(o), free(e);
 	json_t *q = ts_run_json(0, "%s query %s/book startpos --json", ts_joseki(), dir);
@@ -352,15 +362,20 @@ static void test_match__bad_input_is_reported(void **state)
 	assert_int_equal(rc, 1);
 	assert_non_null(strstr(err, "openings.txt:2:"));
 	free(out), free(err);
-	rc = ts_runf(&out, &err, "%s match --engine-a builtin --engine-b %s/missing --games 1", ts_joseki(), dir);
+	rc = ts_runf(&out, &err, "%s match --engine-a builtin --engine-b %s/missing --games 1",
+	             ts_joseki(), dir);
 	assert_int_equal(rc, 1);
 	assert_non_null(strstr(err, "engine B"));
 	free(out), free(err);
-	rc = ts_runf(&out, &err, "%s match --engine-a builtin --engine-b builtin --option-b Foo=1", ts_joseki());
+	rc = ts_runf(&out, &err, "%s match --engine-a builtin --engine-b builtin --option-b Foo=1",
+	             ts_joseki());
 	assert_int_equal(rc, 1);
 	assert_non_null(strstr(err, "option Foo=1 not taken"));
 	free(out), free(err);
-	rc = ts_runf(&out, &err, "%s match --engine-a builtin --engine-b builtin --option-b USI_Hash=8 --games 1 --nodes 100 --max-moves 4", ts_joseki());
+	rc = ts_runf(&out, &err,
+	             "%s match --engine-a builtin --engine-b builtin --option-b USI_Hash=8 --games "
+	             "1 --nodes 100 --max-moves 4",
+	             ts_joseki());
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "1 games, A +0 =1 -0"));
 	free(out), free(err);

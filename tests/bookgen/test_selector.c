@@ -63,8 +63,8 @@ static void fill_record(BookRecord *rec, const TPos *tp)
 		BookMove *m = &rec->moves[rec->nmoves++];
 		memset(m, 0, sizeof *m);
 		assert_int_equal(usi_move_parse_legal(&m->move, pos, tp->moves[j].mv,
-						      strlen(tp->moves[j].mv), err),
-				 0);
+		                                      strlen(tp->moves[j].mv), err),
+		                 0);
 		m->flags = BOOKDB_MOVE_EVAL;
 		m->eval = (int16_t)tp->moves[j].eval;
 		m->depth = 10;
@@ -137,9 +137,9 @@ static void assert_leaf(const SelLeaf *l, const char *line, int value)
  *   7g7f 8c8d 40, 7g7f 3c3d 50, 2g2f 3c3d 25, 2g2f 8c8d 30, 5g5f -20.
  */
 static const TPos SMALL[] = {
-	{"startpos", true, {{"7g7f", 50, 0}, {"2g2f", 30, 0}, {"5g5f", -20, 0}}},
-	{"startpos moves 7g7f", true, {{"3c3d", -50, 0}, {"8c8d", -40, 0}}},
-	{"startpos moves 2g2f", true, {{"8c8d", -30, 0}, {"3c3d", -25, 0}}},
+    {"startpos", true, {{"7g7f", 50, 0}, {"2g2f", 30, 0}, {"5g5f", -20, 0}}},
+    {"startpos moves 7g7f", true, {{"3c3d", -50, 0}, {"8c8d", -40, 0}}},
+    {"startpos moves 2g2f", true, {{"8c8d", -30, 0}, {"3c3d", -25, 0}}},
 };
 
 static void test_bookgen__selector_returns_the_pv_leaf_then_the_next_best(void **state)
@@ -154,9 +154,9 @@ static void test_bookgen__selector_returns_the_pv_leaf_then_the_next_best(void *
 		const char *line;
 		int value;
 	} want[] = {
-		{"startpos moves 7g7f 8c8d", 40}, {"startpos moves 7g7f 3c3d", 50},
-		{"startpos moves 2g2f 3c3d", 25}, {"startpos moves 2g2f 8c8d", 30},
-		{"startpos moves 5g5f", -20},
+	    {"startpos moves 7g7f 8c8d", 40}, {"startpos moves 7g7f 3c3d", 50},
+	    {"startpos moves 2g2f 3c3d", 25}, {"startpos moves 2g2f 8c8d", 30},
+	    {"startpos moves 5g5f", -20},
 	};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
 		assert_int_equal(sel_select(l, s), 1);
@@ -183,10 +183,10 @@ static void test_bookgen__selector_returns_the_pv_leaf_then_the_next_best(void *
  * repetition (value 0); that move is banned and the next leaf is 2h3h 3c3d.
  */
 static const TPos CYCLE[] = {
-	{"startpos", true, {{"2h3h", 0, 0}, {"7g7f", -100, 0}}},
-	{"startpos moves 2h3h", true, {{"8b7b", 0, 0}, {"3c3d", -200, 0}}},
-	{"startpos moves 2h3h 8b7b", true, {{"3h2h", 0, 0}, {"7g7f", -200, 0}}},
-	{"startpos moves 2h3h 8b7b 3h2h", true, {{"7b8b", 0, 0}, {"3c3d", -300, 0}}},
+    {"startpos", true, {{"2h3h", 0, 0}, {"7g7f", -100, 0}}},
+    {"startpos moves 2h3h", true, {{"8b7b", 0, 0}, {"3c3d", -200, 0}}},
+    {"startpos moves 2h3h 8b7b", true, {{"3h2h", 0, 0}, {"7g7f", -200, 0}}},
+    {"startpos moves 2h3h 8b7b 3h2h", true, {{"7b8b", 0, 0}, {"3c3d", -300, 0}}},
 };
 
 static void test_bookgen__selector_bans_a_pv_ending_in_a_cycle(void **state)
@@ -227,13 +227,14 @@ static void test_bookgen__selector_bans_a_pv_ending_in_a_cycle(void **state)
 
 /* Five thought replies to the start position, each with two leaf answers. */
 static const TPos WIDE[] = {
-	{"startpos", true, {{"7g7f", 0, 0}, {"2g2f", 0, 0}, {"5g5f", 0, 0}, {"6g6f", 0, 0},
-			    {"1g1f", 0, 0}}},
-	{"startpos moves 7g7f", true, {{"3c3d", -50, 0}, {"8c8d", -40, 0}}},
-	{"startpos moves 2g2f", true, {{"8c8d", -30, 0}, {"3c3d", -25, 0}}},
-	{"startpos moves 5g5f", true, {{"8c8d", -10, 0}, {"3c3d", 5, 0}}},
-	{"startpos moves 6g6f", true, {{"8c8d", -20, 0}, {"3c3d", -15, 0}}},
-	{"startpos moves 1g1f", true, {{"8c8d", 20, 0}, {"3c3d", 30, 0}}},
+    {"startpos",
+     true,
+     {{"7g7f", 0, 0}, {"2g2f", 0, 0}, {"5g5f", 0, 0}, {"6g6f", 0, 0}, {"1g1f", 0, 0}}},
+    {"startpos moves 7g7f", true, {{"3c3d", -50, 0}, {"8c8d", -40, 0}}},
+    {"startpos moves 2g2f", true, {{"8c8d", -30, 0}, {"3c3d", -25, 0}}},
+    {"startpos moves 5g5f", true, {{"8c8d", -10, 0}, {"3c3d", 5, 0}}},
+    {"startpos moves 6g6f", true, {{"8c8d", -20, 0}, {"3c3d", -15, 0}}},
+    {"startpos moves 1g1f", true, {{"8c8d", 20, 0}, {"3c3d", 30, 0}}},
 };
 
 static void test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results(void **state)
@@ -311,7 +312,7 @@ static void test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results
 }
 
 static const TPos KIF[] = {
-	{"startpos", true, {{"7g7f", 30, 0}, {"2g2f", 0, 5}}},
+    {"startpos", true, {{"7g7f", 30, 0}, {"2g2f", 0, 5}}},
 };
 
 static void test_bookgen__kif_bonus_changes_the_choice(void **state)
@@ -357,14 +358,14 @@ static void test_bookgen__window_batch_returns_every_leaf_within_the_window(void
 	static const char *const w10[] = {"startpos moves 7g7f 8c8d", "startpos moves 7g7f 3c3d"};
 	assert_batch(out, sel_select_batch(out, 16, s, 10, SEL_BATCH_WINDOW, -1), w10, 2);
 	static const char *const w15[] = {"startpos moves 7g7f 8c8d", "startpos moves 7g7f 3c3d",
-					  "startpos moves 2g2f 8c8d", "startpos moves 2g2f 3c3d"};
+	                                  "startpos moves 2g2f 8c8d", "startpos moves 2g2f 3c3d"};
 	int n = sel_select_batch(out, 16, s, 15, SEL_BATCH_WINDOW, -1);
 	assert_batch(out, n, w15, 4);
 	assert_int_equal(out[0].value, 40);
 	assert_int_equal(out[3].value, 25);
 	static const char *const w60[] = {"startpos moves 7g7f 8c8d", "startpos moves 7g7f 3c3d",
-					  "startpos moves 2g2f 8c8d", "startpos moves 2g2f 3c3d",
-					  "startpos moves 5g5f"};
+	                                  "startpos moves 2g2f 8c8d", "startpos moves 2g2f 3c3d",
+	                                  "startpos moves 5g5f"};
 	assert_batch(out, sel_select_batch(out, 16, s, 60, SEL_BATCH_WINDOW, -1), w60, 5);
 	/* max caps the batch. */
 	assert_int_equal(sel_select_batch(out, 2, s, 60, SEL_BATCH_WINDOW, -1), 2);
@@ -416,7 +417,7 @@ static void test_bookgen__select_command_prints_json_leaves(void **state)
 	json_t *leaves = json_object_get(o, "leaves");
 	assert_int_equal(json_array_size(leaves), 3);
 	static const char *const lines[] = {"startpos moves 7g7f 8c8d", "startpos moves 7g7f 3c3d",
-					    "startpos moves 2g2f 3c3d"};
+	                                    "startpos moves 2g2f 3c3d"};
 	static const int values[] = {40, 50, 25};
 	for (size_t i = 0; i < 3; i++) {
 		json_t *l = json_array_get(leaves, i);
@@ -427,9 +428,8 @@ static void test_bookgen__select_command_prints_json_leaves(void **state)
 		assert_string_equal(json_string_value(json_object_get(l, "key")), hex);
 		Position *pos = malloc(sizeof *pos);
 		assert_non_null(pos);
-		assert_int_equal(sfen_parse(pos, json_string_value(json_object_get(l, "sfen")), NULL,
-					    NULL),
-				 0);
+		assert_int_equal(
+		    sfen_parse(pos, json_string_value(json_object_get(l, "sfen")), NULL, NULL), 0);
 		assert_true(key_equal(pos_key(pos), line_key(lines[i])));
 		free(pos);
 	}
@@ -451,14 +451,16 @@ static void test_bookgen__select_command_prints_json_leaves(void **state)
 	snprintf(roots, sizeof roots, "%s/roots.txt", dir);
 	static const char rtext[] = "# roots\nstartpos\n\nstartpos moves 2g2f\n";
 	assert_int_equal(ts_write_file(roots, rtext, sizeof rtext - 1), 0);
-	rc = ts_runf(&out, &err, "%s select %s --roots %s --count 2 --json", ts_joseki(), dir, roots);
+	rc = ts_runf(&out, &err, "%s select %s --roots %s --count 2 --json", ts_joseki(), dir,
+	             roots);
 	assert_int_equal(rc, 0);
 	o = json_loads(out, 0, &je);
 	assert_non_null(o);
 	leaves = json_object_get(o, "leaves");
 	assert_int_equal(json_array_size(leaves), 2);
 	json_t *l0 = json_array_get(leaves, 0), *l1 = json_array_get(leaves, 1);
-	assert_string_equal(json_string_value(json_object_get(l0, "line")), "startpos moves 7g7f 8c8d");
+	assert_string_equal(json_string_value(json_object_get(l0, "line")),
+	                    "startpos moves 7g7f 8c8d");
 	assert_int_equal(json_integer_value(json_object_get(l1, "value")), -25); /* White's view */
 	const char *line1 = json_string_value(json_object_get(l1, "line"));
 	assert_true(!strncmp(line1, "sfen ", 5));
@@ -489,7 +491,7 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 	unsigned long long seed = ts_seed("incremental_bounds");
 	char *out = NULL, *err = NULL;
 	int rc = ts_runf(&out, &err, "%s synth %s/b --positions 3000 --seed %llu --quiet",
-			 ts_joseki(), dir, seed % 1000000);
+	                 ts_joseki(), dir, seed % 1000000);
 	assert_int_equal(rc, 0);
 	free(out);
 	free(err);
@@ -554,7 +556,9 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 				memset(m, 0, sizeof *m);
 				m->move = legal[j];
 				m->flags = BOOKDB_MOVE_EVAL;
-				m->eval = (int16_t)((int)((seed + (unsigned)(step * 31 + j * 17)) % 400) - 200);
+				m->eval =
+				    (int16_t)((int)((seed + (unsigned)(step * 31 + j * 17)) % 400) -
+				              200);
 				m->depth = 5;
 			}
 			assert_int_equal(sel_add_result(s, a->key, rec), 0);
@@ -586,14 +590,14 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bookgen__selector_returns_the_pv_leaf_then_the_next_best),
-		cmocka_unit_test(test_bookgen__selector_bans_a_pv_ending_in_a_cycle),
-		cmocka_unit_test(test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results),
-		cmocka_unit_test(test_bookgen__kif_bonus_changes_the_choice),
-		cmocka_unit_test(test_bookgen__window_batch_returns_every_leaf_within_the_window),
-		cmocka_unit_test(test_bookgen__incremental_bounds_agree_with_full_searches),
-		cmocka_unit_test(test_bookgen__unthought_root_is_the_first_leaf),
-		cmocka_unit_test(test_bookgen__select_command_prints_json_leaves),
+	    cmocka_unit_test(test_bookgen__selector_returns_the_pv_leaf_then_the_next_best),
+	    cmocka_unit_test(test_bookgen__selector_bans_a_pv_ending_in_a_cycle),
+	    cmocka_unit_test(test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results),
+	    cmocka_unit_test(test_bookgen__kif_bonus_changes_the_choice),
+	    cmocka_unit_test(test_bookgen__window_batch_returns_every_leaf_within_the_window),
+	    cmocka_unit_test(test_bookgen__incremental_bounds_agree_with_full_searches),
+	    cmocka_unit_test(test_bookgen__unthought_root_is_the_first_leaf),
+	    cmocka_unit_test(test_bookgen__select_command_prints_json_leaves),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,7 +42,7 @@ typedef struct {
 } FakeEngine;
 
 static int fake_analyse(SearchEngine *e, SearchResult *out, const Position *pos,
-			const SearchBudget *budget, int multipv)
+                        const SearchBudget *budget, int multipv)
 {
 	FakeEngine *f = (FakeEngine *)e;
 	(void)budget;
@@ -92,7 +92,7 @@ static const char *fake_error(const SearchEngine *e)
 	return "fake crash";
 }
 static const SearchEngineOps FAKE_OPS = {fake_analyse, fake_new_game, fake_free, fake_name,
-					 fake_error};
+                                         fake_error};
 
 static SearchEngine *fake_new(FakeLog *log, FakeMode mode)
 {
@@ -106,8 +106,8 @@ static SearchEngine *fake_new(FakeLog *log, FakeMode mode)
 
 /* Runs the loop with n fake engines. */
 static int run_first(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeMode mode,
-		     uint64_t positions, const volatile sig_atomic_t *stop,
-		     const char *const *first, size_t nfirst)
+                     uint64_t positions, const volatile sig_atomic_t *stop,
+                     const char *const *first, size_t nfirst)
 {
 	BookDB *db = NULL;
 	char err[THINK_ERRLEN];
@@ -115,15 +115,15 @@ static int run_first(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeM
 	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
 	for (int i = 0; i < n; i++) engines[i] = fake_new(log, mode);
 	ThinkOptions opt = {.engines = engines,
-			    .nengines = n,
-			    .budget = {SEARCH_BUDGET_DEPTH, 7},
-			    .multipv = 3,
-			    .max_positions = positions,
-			    .stop = stop,
-			    .commit_every = 4,
-			    .kif_bonus = 100,
-			    .first = first,
-			    .nfirst = nfirst};
+	                    .nengines = n,
+	                    .budget = {SEARCH_BUDGET_DEPTH, 7},
+	                    .multipv = 3,
+	                    .max_positions = positions,
+	                    .stop = stop,
+	                    .commit_every = 4,
+	                    .kif_bonus = 100,
+	                    .first = first,
+	                    .nfirst = nfirst};
 	int rc = think_run(st, db, &opt, err);
 	for (int i = 0; i < n; i++) search_free(engines[i]);
 	bookdb_free(db);
@@ -131,7 +131,7 @@ static int run_first(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeM
 }
 
 static int run(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeMode mode,
-	       uint64_t positions, const volatile sig_atomic_t *stop)
+               uint64_t positions, const volatile sig_atomic_t *stop)
 {
 	return run_first(st, dir, log, n, mode, positions, stop, NULL, 0);
 }
@@ -173,7 +173,8 @@ static uint64_t count_thought(const char *dir)
 static void assert_distinct(const FakeLog *log)
 {
 	for (int i = 0; i < log->n; i++)
-		for (int j = i + 1; j < log->n; j++) assert_false(key_equal(log->keys[i], log->keys[j]));
+		for (int j = i + 1; j < log->n; j++)
+			assert_false(key_equal(log->keys[i], log->keys[j]));
 }
 
 static void test_bookgen__think_grows_the_book_and_resumes_without_repeats(void **state)
@@ -259,7 +260,7 @@ static void test_bookgen__think_takes_the_given_positions_first(void **state)
 	assert_non_null(log);
 	pthread_mutex_init(&log->mu, NULL);
 	static const char *const first[] = {"startpos moves 7g7f 3c3d", "startpos moves 2g2f",
-					    "startpos moves 7g7f 3c3d", "startpos moves 2g2f"};
+	                                    "startpos moves 7g7f 3c3d", "startpos moves 2g2f"};
 	ThinkStats st;
 	/* One engine, so the order of the log is the order of sending. */
 	assert_int_equal(run_first(&st, dir, log, 1, FAKE_NORMAL, 5, NULL, first, 4), 0);
@@ -302,14 +303,15 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	(void)state;
 	char *dir = ts_mkdtemp();
 	char *out = NULL, *err = NULL;
-	int rc = ts_runf(&out, &err, "%s think %s/b --engines 2 --depth 1 --multipv 3 --positions 6 --quiet",
-			 ts_joseki(), dir);
+	int rc = ts_runf(&out, &err,
+	                 "%s think %s/b --engines 2 --depth 1 --multipv 3 --positions 6 --quiet",
+	                 ts_joseki(), dir);
 	assert_int_equal(rc, 0);
 	assert_int_equal(field(out, "think thought "), 6);
 	free(out);
 	free(err);
-	rc = ts_runf(&out, &err, "%s think %s/b --depth 1 --multipv 3 --positions 4 --quiet", ts_joseki(),
-		     dir);
+	rc = ts_runf(&out, &err, "%s think %s/b --depth 1 --multipv 3 --positions 4 --quiet",
+	             ts_joseki(), dir);
 	assert_int_equal(rc, 0);
 	assert_int_equal(field(out, "think thought "), 4);
 	free(out);
@@ -323,15 +325,17 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 		const char *sig, *status;
 	} kills[] = {{"TERM", "rc=0"}, {"KILL", "rc=137"}};
 	for (size_t k = 0; k < 2; k++) {
-		rc = ts_runf(&out, &err,
-			     "%s think %s/b --engines 2 --depth 3 --time 60 --quiet & p=$!; sleep 1; "
-			     "kill -%s $p; wait $p; echo rc=$?",
-			     ts_joseki(), dir, kills[k].sig);
+		rc = ts_runf(
+		    &out, &err,
+		    "%s think %s/b --engines 2 --depth 3 --time 60 --quiet & p=$!; sleep 1; "
+		    "kill -%s $p; wait $p; echo rc=$?",
+		    ts_joseki(), dir, kills[k].sig);
 		assert_int_equal(rc, 0);
 		assert_non_null(strstr(out, kills[k].status));
 		/* After SIGTERM the summary is printed and every answer it counts
 		 * is in the book: the finished ones are committed, not dropped. */
-		unsigned long long reported = kills[k].sig[0] == 'T' ? field(out, "think thought ") : 0;
+		unsigned long long reported =
+		    kills[k].sig[0] == 'T' ? field(out, "think thought ") : 0;
 		free(out);
 		free(err);
 		rc = ts_runf(&out, &err, "%s check %s/b", ts_joseki(), dir);
@@ -355,9 +359,9 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	/* An external USI engine (the search module's fake, which knows the start
 	 * position and resigns elsewhere): its MultiPV values are stored. */
 	rc = ts_runf(&out, &err,
-		     "%s think %s/u --engine tests/search/fakes/fake_engine.py --engines 2 "
-		     "--nodes 1000 --multipv 3 --positions 3 --quiet",
-		     ts_joseki(), dir);
+	             "%s think %s/u --engine tests/search/fakes/fake_engine.py --engines 2 "
+	             "--nodes 1000 --multipv 3 --positions 3 --quiet",
+	             ts_joseki(), dir);
 	assert_int_equal(rc, 0);
 	assert_int_equal(field(out, "think thought "), 3);
 	free(out);
@@ -368,7 +372,7 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	free(out);
 	free(err);
 	rc = ts_runf(&out, &err, "%s think %s/u --engine %s/no-such-engine --positions 1 --quiet",
-		     ts_joseki(), dir, dir);
+	             ts_joseki(), dir, dir);
 	assert_int_equal(rc, 1);
 	assert_non_null(strstr(err, "no-such-engine"));
 	free(out);
@@ -388,20 +392,20 @@ static void test_bookgen__think_command_from_kifu(void **state)
 	char *out = NULL, *err = NULL, path[4096];
 	snprintf(path, sizeof path, "%s/games.usi", dir);
 	static const char games[] = "# two games\nstartpos moves 7g7f 3c3d 2g2f\n"
-				    "startpos moves 7g7f 8c8d\n";
+	                            "startpos moves 7g7f 8c8d\n";
 	assert_int_equal(ts_write_file(path, games, sizeof games - 1), 0);
 	/* Positions along the games: start, 7g7f, 7g7f 3c3d, ... 2g2f, 7g7f 8c8d:
 	 * five distinct, all thought before anything else. */
-	int rc = ts_runf(&out, &err, "%s think %s/b --from-kifu %s --depth 1 --multipv 2 --positions 5 --quiet",
-			 ts_joseki(), dir, path);
+	int rc = ts_runf(&out, &err,
+	                 "%s think %s/b --from-kifu %s --depth 1 --multipv 2 --positions 5 --quiet",
+	                 ts_joseki(), dir, path);
 	assert_int_equal(rc, 0);
 	assert_int_equal(field(out, "think thought "), 5);
 	free(out);
 	free(err);
-	static const char *const along[] = {"startpos", "startpos moves 7g7f",
-					    "startpos moves 7g7f 3c3d",
-					    "startpos moves 7g7f 3c3d 2g2f",
-					    "startpos moves 7g7f 8c8d"};
+	static const char *const along[] = {
+	    "startpos", "startpos moves 7g7f", "startpos moves 7g7f 3c3d",
+	    "startpos moves 7g7f 3c3d 2g2f", "startpos moves 7g7f 8c8d"};
 	for (size_t i = 0; i < 5; i++) {
 		rc = ts_runf(&out, &err, "%s query %s/b '%s' --json", ts_joseki(), dir, along[i]);
 		assert_int_equal(rc, 0);
@@ -415,10 +419,10 @@ static void test_bookgen__think_command_from_kifu(void **state)
 	}
 	/* CSA records: the first three positions of a floodgate game. */
 	rc = ts_runf(&out, &err,
-		     "%s think %s/c --from-kifu 'tests/data/floodgate/"
-		     "wdoor+floodgate-300-10F+10b_n003_1060+40b_n007_1050Ti+20210405160009.csa' "
-		     "--max-ply 3 --depth 1 --positions 3 --quiet",
-		     ts_joseki(), dir);
+	             "%s think %s/c --from-kifu 'tests/data/floodgate/"
+	             "wdoor+floodgate-300-10F+10b_n003_1060+40b_n007_1050Ti+20210405160009.csa' "
+	             "--max-ply 3 --depth 1 --positions 3 --quiet",
+	             ts_joseki(), dir);
 	assert_int_equal(rc, 0);
 	assert_int_equal(field(out, "think thought "), 3);
 	free(out);
@@ -432,7 +436,7 @@ static void test_bookgen__think_command_from_kifu(void **state)
 	static const char bad[] = "startpos moves 7g7f 7g7f\n";
 	assert_int_equal(ts_write_file(path, bad, sizeof bad - 1), 0);
 	rc = ts_runf(&out, &err, "%s think %s/b --from-kifu %s --depth 1 --quiet", ts_joseki(), dir,
-		     path);
+	             path);
 	assert_int_equal(rc, 1);
 	assert_non_null(strstr(err, "line 1"));
 	free(out);
@@ -444,7 +448,7 @@ static void test_bookgen__think_command_from_kifu(void **state)
 /* Puts the record of spec: thought when evals is set; moves given as USI with
  * an eval (or none: INT_MIN) and a game count. */
 static void put_record(BookDB *db, const char *spec, bool thought, const char *const *moves,
-		       const int *evals, const int *counts, int n)
+                       const int *evals, const int *counts, int n)
 {
 	Position *pos = malloc(sizeof *pos);
 	BookRecord *rec = malloc(sizeof *rec);
@@ -460,7 +464,8 @@ static void put_record(BookDB *db, const char *spec, bool thought, const char *c
 	for (int i = 0; i < n; i++) {
 		BookMove *m = &rec->moves[rec->nmoves++];
 		memset(m, 0, sizeof *m);
-		assert_int_equal(usi_move_parse_legal(&m->move, pos, moves[i], strlen(moves[i]), NULL), 0);
+		assert_int_equal(
+		    usi_move_parse_legal(&m->move, pos, moves[i], strlen(moves[i]), NULL), 0);
 		if (evals[i] != INT32_MIN) {
 			m->flags |= BOOKDB_MOVE_EVAL;
 			m->eval = (int16_t)evals[i];
@@ -496,8 +501,9 @@ static void test_bookgen__think_command_extends_along_ingested_games(void **stat
 	static const int ev2[] = {-10}, ct2[] = {0};
 	put_record(db, "startpos moves 5g5f", true, mv2, ev2, ct2, 1);
 	bookdb_free(db);
-	int rc = ts_runf(&out, &err, "%s think %s --extend --depth 1 --multipv 2 --positions 1 --quiet",
-			 ts_joseki(), book);
+	int rc =
+	    ts_runf(&out, &err, "%s think %s --extend --depth 1 --multipv 2 --positions 1 --quiet",
+	            ts_joseki(), book);
 	assert_int_equal(rc, 0);
 	assert_int_equal(field(out, "think thought "), 1);
 	free(out);
@@ -513,8 +519,8 @@ static void test_bookgen__think_command_extends_along_ingested_games(void **stat
 	free(out);
 	free(err);
 	/* Without --extend the selector's leaf comes next. */
-	rc = ts_runf(&out, &err, "%s think %s --depth 1 --multipv 2 --positions 1 --quiet", ts_joseki(),
-		     book);
+	rc = ts_runf(&out, &err, "%s think %s --depth 1 --multipv 2 --positions 1 --quiet",
+	             ts_joseki(), book);
 	assert_int_equal(rc, 0);
 	free(out);
 	free(err);
@@ -531,12 +537,12 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bookgen__think_grows_the_book_and_resumes_without_repeats),
-		cmocka_unit_test(test_bookgen__think_stops_on_flag_exhaustion_and_failing_engines),
-		cmocka_unit_test(test_bookgen__think_takes_the_given_positions_first),
-		cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
-		cmocka_unit_test(test_bookgen__think_command_from_kifu),
-		cmocka_unit_test(test_bookgen__think_command_extends_along_ingested_games),
+	    cmocka_unit_test(test_bookgen__think_grows_the_book_and_resumes_without_repeats),
+	    cmocka_unit_test(test_bookgen__think_stops_on_flag_exhaustion_and_failing_engines),
+	    cmocka_unit_test(test_bookgen__think_takes_the_given_positions_first),
+	    cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
+	    cmocka_unit_test(test_bookgen__think_command_from_kifu),
+	    cmocka_unit_test(test_bookgen__think_command_extends_along_ingested_games),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

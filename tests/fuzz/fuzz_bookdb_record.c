@@ -39,7 +39,8 @@ static void check(const uint8_t *in, size_t size)
 		int n = bookdb_record_encode(buf, sizeof buf, &rec);
 		if (n != (int)size || memcmp(buf, copy, size) != 0) abort();
 		if (bookdb_record_position(&pos, &rec, NULL) == 0)
-			for (int i = 0; i < rec.nmoves; i++) (void)pos_is_legal(&pos, rec.moves[i].move);
+			for (int i = 0; i < rec.nmoves; i++)
+				(void)pos_is_legal(&pos, rec.moves[i].move);
 	}
 	free(copy);
 }

@@ -52,7 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while ((rc = db2016_next(r, &rec)) == 1) {
 		if (!rec.pos || !rec.sfen || strlen(rec.sfen) != rec.sfen_len) abort();
 		for (size_t k = 0; k < rec.nmoves; k++)
-			if (rec.moves[k].move != MOVE_NONE && !pos_is_legal(rec.pos, rec.moves[k].move))
+			if (rec.moves[k].move != MOVE_NONE &&
+			    !pos_is_legal(rec.pos, rec.moves[k].move))
 				abort();
 		records++;
 	}

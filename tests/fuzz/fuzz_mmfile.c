@@ -76,7 +76,8 @@ static void setup(void)
 	uint32_t *pstart, *parents;
 	int draw[2] = {0, 0};
 	if (mmfile_parents(&pstart, &parents, N, mstart, moves) ||
-	    mmfile_write(dir, 42, draw, N, keys, flags, vd, mstart, moves, pstart, parents, NULL, 0))
+	    mmfile_write(dir, 42, draw, N, keys, flags, vd, mstart, moves, pstart, parents, NULL,
+	                 0))
 		abort();
 	free(pstart);
 	free(parents);

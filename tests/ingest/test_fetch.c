@@ -35,11 +35,11 @@ typedef struct {
 	char root[512];
 	pthread_mutex_t mu;
 	/* misbehaviour, set by the tests */
-	int fail_500;          /* answer 500 to this many next requests */
-	int retry_after;       /* with this Retry-After (seconds; 0: none) */
-	bool drop;             /* send half the body, then break the connection */
-	bool ignore_range;     /* answer Range requests with the whole file (200) */
-	char truncate[128];    /* this path is served cut in half, with a matching length */
+	int fail_500;       /* answer 500 to this many next requests */
+	int retry_after;    /* with this Retry-After (seconds; 0: none) */
+	bool drop;          /* send half the body, then break the connection */
+	bool ignore_range;  /* answer Range requests with the whole file (200) */
+	char truncate[128]; /* this path is served cut in half, with a matching length */
 	/* what it saw */
 	int requests, full, partial, not_modified, missing, errors500;
 	char user_agent[256], last_range[64];
@@ -96,15 +96,15 @@ static unsigned long long fnv(const char *p, size_t n)
 static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, const char *body)
 {
 	struct MHD_Response *r =
-		MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+	    MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result rc = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return rc;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
-			      const char *method, const char *version, const char *upload,
-			      size_t *upload_size, void **con_cls)
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls)
 {
 	(void)version;
 	(void)upload;
@@ -121,8 +121,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		s->errors500++;
 		int ra = s->retry_after;
 		pthread_mutex_unlock(&s->mu);
-		struct MHD_Response *r = MHD_create_response_from_buffer(
-			16, "try again later\n", MHD_RESPMEM_PERSISTENT);
+		struct MHD_Response *r = MHD_create_response_from_buffer(16, "try again later\n",
+		                                                         MHD_RESPMEM_PERSISTENT);
 		char secs[16];
 		snprintf(secs, sizeof secs, "%d", ra);
 		if (ra > 0) MHD_add_response_header(r, "Retry-After", secs);
@@ -152,7 +152,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		pthread_mutex_lock(&s->mu);
 		s->not_modified++;
 		pthread_mutex_unlock(&s->mu);
-		struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+		struct MHD_Response *r =
+		    MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
 		MHD_add_response_header(r, "ETag", etag);
 		enum MHD_Result rc = MHD_queue_response(c, 304, r);
 		MHD_destroy_response(r);
@@ -174,8 +175,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		status = 206;
 	}
 	pthread_mutex_lock(&s->mu);
-	if (status == 206) s->partial++;
-	else s->full++;
+	if (status == 206)
+		s->partial++;
+	else
+		s->full++;
 	snprintf(s->last_range, sizeof s->last_range, "%s", range_hdr);
 	pthread_mutex_unlock(&s->mu);
 
@@ -217,7 +220,8 @@ static const char *const DAYS[3] = {"20260601", "20260602", "20260605"};
 static int count_fixtures(const char *day)
 {
 	char pat[256];
-	snprintf(pat, sizeof pat, "tests/data/floodgate/*+%s[0-9][0-9][0-9][0-9][0-9][0-9].csa", day);
+	snprintf(pat, sizeof pat, "tests/data/floodgate/*+%s[0-9][0-9][0-9][0-9][0-9][0-9].csa",
+	         day);
 	glob_t g;
 	int n = glob(pat, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
 	globfree(&g);
@@ -238,12 +242,13 @@ static int group_setup(void **state)
 	for (int i = 0; i < 3; i++) {
 		g->games[i] = count_fixtures(DAYS[i]);
 		assert_true(g->games[i] > 0);
-		int rc = ts_runf(NULL, NULL,
-				 "mkdir -p %s/stage/%s %s/srv/daily && cp "
-				 "tests/data/floodgate/*+%s[0-9][0-9][0-9][0-9][0-9][0-9].csa %s/stage/%s/ "
-				 "&& cd %s/stage && 7z a -t7z -bd %s/srv/daily/wdoor%s.7z %s",
-				 g->dir, DAYS[i], g->dir, DAYS[i], g->dir, DAYS[i], g->dir, g->dir,
-				 DAYS[i], DAYS[i]);
+		int rc = ts_runf(
+		    NULL, NULL,
+		    "mkdir -p %s/stage/%s %s/srv/daily && cp "
+		    "tests/data/floodgate/*+%s[0-9][0-9][0-9][0-9][0-9][0-9].csa %s/stage/%s/ "
+		    "&& cd %s/stage && 7z a -t7z -bd %s/srv/daily/wdoor%s.7z %s",
+		    g->dir, DAYS[i], g->dir, DAYS[i], g->dir, DAYS[i], g->dir, g->dir, DAYS[i],
+		    DAYS[i]);
 		assert_int_equal(rc, 0);
 	}
 	*state = g;
@@ -272,7 +277,7 @@ static int setup(void **state)
 	assert_int_equal(ts_runf(NULL, NULL, "cp -r %s/srv %s/", g->dir, f->dir), 0);
 	pthread_mutex_init(&f->srv.mu, NULL);
 	f->srv.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle, &f->srv,
-				    MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+	                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
 	assert_non_null(f->srv.d);
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(f->srv.d, MHD_DAEMON_INFO_BIND_PORT);
 	assert_non_null(di);
@@ -294,14 +299,14 @@ static int teardown(void **state)
 }
 
 /* Runs joseki fetch --json against the fixture's server; returns the JSON. */
-static json_t *fetch_with(Fx *f, int expect_rc, const char *from, const char *to,
-			  const char *extra, char **err_out)
+static json_t *fetch_with(Fx *f, int expect_rc, const char *from, const char *to, const char *extra,
+                          char **err_out)
 {
 	char *out = NULL, *err = NULL;
 	int rc = ts_runf(&out, &err,
-			 "JOSEKI_FETCH_BACKOFF_MS=5 %s fetch %s --from %s --to %s --base-url "
-			 "http://127.0.0.1:%u/ --cache %s --jobs 2 --json --quiet %s",
-			 ts_joseki(), f->book, from, to, f->srv.port, f->cache, extra);
+	                 "JOSEKI_FETCH_BACKOFF_MS=5 %s fetch %s --from %s --to %s --base-url "
+	                 "http://127.0.0.1:%u/ --cache %s --jobs 2 --json --quiet %s",
+	                 ts_joseki(), f->book, from, to, f->srv.port, f->cache, extra);
 	if (rc != expect_rc) fprintf(stderr, "stdout: %s\nstderr: %s\n", out, err);
 	assert_int_equal(rc, expect_rc);
 	json_error_t je;
@@ -309,8 +314,10 @@ static json_t *fetch_with(Fx *f, int expect_rc, const char *from, const char *to
 	if (!j) fprintf(stderr, "not JSON: %s\n", out);
 	assert_non_null(j);
 	free(out);
-	if (err_out) *err_out = err;
-	else free(err);
+	if (err_out)
+		*err_out = err;
+	else
+		free(err);
 	return j;
 }
 
@@ -458,10 +465,11 @@ static void test_fetch__missing_day_is_reported_and_others_go_in(void **state)
 	free(err);
 	/* and the human summary says so */
 	char *out = NULL;
-	int rc = ts_runf(&out, &err,
-			 "%s fetch %s --from 2026-06-03 --to 2026-06-05 --base-url http://127.0.0.1:%u "
-			 "--cache %s --quiet",
-			 ts_joseki(), f->book, f->srv.port, f->cache);
+	int rc =
+	    ts_runf(&out, &err,
+	            "%s fetch %s --from 2026-06-03 --to 2026-06-05 --base-url http://127.0.0.1:%u "
+	            "--cache %s --quiet",
+	            ts_joseki(), f->book, f->srv.port, f->cache);
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "3 days (1 downloaded, 0 cached, 2 missing, 0 failed)"));
 	assert_non_null(strstr(err, "wdoor20260603.7z: not on the server (404)"));
@@ -505,7 +513,8 @@ static void test_fetch__filters_apply(void **state)
 {
 	Fx *f = *state;
 	int n = f->games[0] + f->games[1];
-	json_t *j = fetch_with(f, 0, "2026-06-01", "2026-06-02", "--time-control 'nothing-*'", NULL);
+	json_t *j =
+	    fetch_with(f, 0, "2026-06-01", "2026-06-02", "--time-control 'nothing-*'", NULL);
 	assert_int_equal(jint(j, "downloaded"), 2);
 	assert_int_equal(jint(j, "games_read"), n);
 	assert_int_equal(jint(j, "games_skipped"), n);
@@ -547,7 +556,8 @@ static void test_fetch__cached_copy_is_used_when_the_server_fails(void **state)
 	assert_int_equal(jint(j, "failed"), 0);
 	assert_int_equal(jint(j, "duplicates"), f->games[0]);
 	json_decref(j);
-	assert_non_null(strstr(err, "not revalidated (HTTP 500 (after 5 attempts)); using the cached copy"));
+	assert_non_null(
+	    strstr(err, "not revalidated (HTTP 500 (after 5 attempts)); using the cached copy"));
 	free(err);
 	assert_int_equal(srv_get(f, &f->srv.errors500), 5);
 }
@@ -644,9 +654,10 @@ static void test_fetch__a_busy_cache_is_refused(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(flock(fd, LOCK_EX), 0);
 	char *out = NULL, *err = NULL;
-	int rc = ts_runf(&out, &err, "%s fetch %s --from 2026-06-01 --to 2026-06-01 --base-url "
-			 "http://127.0.0.1:%u/ --cache %s --quiet",
-			 ts_joseki(), f->book, f->srv.port, f->cache);
+	int rc = ts_runf(&out, &err,
+	                 "%s fetch %s --from 2026-06-01 --to 2026-06-01 --base-url "
+	                 "http://127.0.0.1:%u/ --cache %s --quiet",
+	                 ts_joseki(), f->book, f->srv.port, f->cache);
 	close(fd);
 	assert_int_equal(rc, 1);
 	assert_non_null(strstr(err, "in use by another joseki fetch"));
@@ -716,19 +727,20 @@ static void test_fetch__bad_arguments_exit_2(void **state)
 {
 	Fx *f = *state;
 	static const char *const BAD[][2] = {
-		{"--from 2026-02-30 --to 2026-03-01", "bad date '2026-02-30' for --from"},
-		{"--from 2026-06-01 --to 06/02", "bad date '06/02' for --to"},
-		{"--from 2026-06-02 --to 2026-06-01", "is before --from"},
-		{"--to 2026-06-01", "--from DATE is required"},
-		{"--from 2026-06-01 --to 2026-06-01 --base-url ftp://x/", "not an http"},
-		{"--from 2026-06-01 --bogus", "unknown option '--bogus'"},
-		{"--from 1900-01-01 --to 2026-06-01", "longer than 20000 days"},
-		{"--from 2026-06-01 --max-ply x", "bad value 'x' for --max-ply"},
+	    {"--from 2026-02-30 --to 2026-03-01", "bad date '2026-02-30' for --from"},
+	    {"--from 2026-06-01 --to 06/02", "bad date '06/02' for --to"},
+	    {"--from 2026-06-02 --to 2026-06-01", "is before --from"},
+	    {"--to 2026-06-01", "--from DATE is required"},
+	    {"--from 2026-06-01 --to 2026-06-01 --base-url ftp://x/", "not an http"},
+	    {"--from 2026-06-01 --bogus", "unknown option '--bogus'"},
+	    {"--from 1900-01-01 --to 2026-06-01", "longer than 20000 days"},
+	    {"--from 2026-06-01 --max-ply x", "bad value 'x' for --max-ply"},
 	};
 	for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
 		char *out = NULL, *err = NULL;
-		int rc = ts_runf(&out, &err, "%s fetch %s --cache %s --base-url http://127.0.0.1:%u/ %s",
-				 ts_joseki(), f->book, f->cache, f->srv.port, BAD[i][0]);
+		int rc =
+		    ts_runf(&out, &err, "%s fetch %s --cache %s --base-url http://127.0.0.1:%u/ %s",
+		            ts_joseki(), f->book, f->cache, f->srv.port, BAD[i][0]);
 		if (rc != 2 || !strstr(err, BAD[i][1]))
 			fprintf(stderr, "args: %s\nstderr: %s\n", BAD[i][0], err);
 		assert_int_equal(rc, 2);
@@ -743,22 +755,32 @@ static void test_fetch__bad_arguments_exit_2(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fetch__dates_are_parsed_and_checked),
-		cmocka_unit_test_setup_teardown(test_fetch__fresh_fetch_downloads_and_ingests, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__second_fetch_downloads_and_ingests_nothing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__missing_day_is_reported_and_others_go_in, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__server_errors_are_retried, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__persistent_server_errors_fail_the_day_only, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__filters_apply, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__retry_after_is_honoured, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__cached_copy_is_used_when_the_server_fails, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__dropped_connection_resumes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__resume_restarts_when_range_is_ignored, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__resume_of_a_changed_archive_restarts, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__a_busy_cache_is_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__truncated_archive_is_not_ingested, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__corrupt_cached_copy_is_dropped, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fetch__bad_arguments_exit_2, setup, teardown),
+	    cmocka_unit_test(test_fetch__dates_are_parsed_and_checked),
+	    cmocka_unit_test_setup_teardown(test_fetch__fresh_fetch_downloads_and_ingests, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__second_fetch_downloads_and_ingests_nothing,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__missing_day_is_reported_and_others_go_in,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__server_errors_are_retried, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__persistent_server_errors_fail_the_day_only,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__filters_apply, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__retry_after_is_honoured, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__cached_copy_is_used_when_the_server_fails,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__dropped_connection_resumes, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__resume_restarts_when_range_is_ignored,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__resume_of_a_changed_archive_restarts, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__a_busy_cache_is_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__truncated_archive_is_not_ingested, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__corrupt_cached_copy_is_dropped, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_fetch__bad_arguments_exit_2, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -15,20 +15,21 @@
 
 /* Every variant FORMATS.md lists: comments (# and //), missing fields,
  * none/resign, no ply, CRLF, blank lines, an illegal move (line 12). */
-static const char *BOOK = "#YANEURAOU-DB2016 1.00\r\n"
-			  "# NOE:4\r\n"
-			  "// a comment\n"
-			  "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1\n"
-			  "7g7f 3c3d 50 20 7\n"
-			  "2g2f none 45\n"
-			  "\n"
-			  "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w -\r\n"
-			  "3c3d\r\n"
-			  "resign none -999 5\n"
-			  "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
-			  "5e5d none 10 10\n"
-			  "8h2b+ None 40000 12 1\n"
-			  "\n";
+static const char *BOOK =
+    "#YANEURAOU-DB2016 1.00\r\n"
+    "# NOE:4\r\n"
+    "// a comment\n"
+    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1\n"
+    "7g7f 3c3d 50 20 7\n"
+    "2g2f none 45\n"
+    "\n"
+    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w -\r\n"
+    "3c3d\r\n"
+    "resign none -999 5\n"
+    "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+    "5e5d none 10 10\n"
+    "8h2b+ None 40000 12 1\n"
+    "\n";
 
 static void test_import__every_variant_of_the_format(void **state)
 {
@@ -90,8 +91,9 @@ static void test_import__fixture_books_import_cleanly(void **state)
 		assert_int_equal(ts_run(cmd, &out, NULL), 0);
 		long records = strtol(out, NULL, 10);
 		free(out);
-		json_t *j = ts_run_json(0, "%s import %s/book tests/data/yaneuraou-db/%s --json --quiet",
-				     ts_joseki(), dir, files[i]);
+		json_t *j =
+		    ts_run_json(0, "%s import %s/book tests/data/yaneuraou-db/%s --json --quiet",
+		                ts_joseki(), dir, files[i]);
 		assert_int_equal(json_array_size(json_object_get(j, "errors")), 0);
 		assert_int_equal(ts_jint(j, "positions_added"), records);
 		json_decref(j);
@@ -109,7 +111,8 @@ static void test_import__missing_file_is_a_clear_error(void **state)
 	(void)state;
 	char *dir = ts_mkdtemp();
 	char *err = NULL;
-	assert_int_equal(ts_runf(NULL, &err, "%s import %s/book %s/nope.db", ts_joseki(), dir, dir), 1);
+	assert_int_equal(ts_runf(NULL, &err, "%s import %s/book %s/nope.db", ts_joseki(), dir, dir),
+	                 1);
 	assert_non_null(strstr(err, "nope.db"));
 	free(err);
 	assert_int_equal(ts_runf(NULL, NULL, "%s import %s/book", ts_joseki(), dir), 2);
@@ -121,9 +124,9 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_import__every_variant_of_the_format),
-		cmocka_unit_test(test_import__fixture_books_import_cleanly),
-		cmocka_unit_test(test_import__missing_file_is_a_clear_error),
+	    cmocka_unit_test(test_import__every_variant_of_the_format),
+	    cmocka_unit_test(test_import__fixture_books_import_cleanly),
+	    cmocka_unit_test(test_import__missing_file_is_a_clear_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

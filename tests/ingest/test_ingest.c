@@ -55,8 +55,9 @@ static void book_totals(const char *dir, uint64_t *positions, uint64_t *count_su
 /* Independent count: plies of each game by `joseki replay`, capped at max_ply. */
 static uint64_t replayed_plies(int max_ply)
 {
-	json_t *j = ts_run_json(0, "%s replay --json tests/data/floodgate/*.csa tests/data/csa-dialects/*.csa",
-			     ts_joseki());
+	json_t *j = ts_run_json(
+	    0, "%s replay --json tests/data/floodgate/*.csa tests/data/csa-dialects/*.csa",
+	    ts_joseki());
 	json_t *games = json_object_get(j, "games");
 	assert_int_equal(json_array_size(games), NGAMES);
 	uint64_t total = 0;
@@ -75,7 +76,8 @@ static void test_ingest__fixture_games_ingest_without_errors_and_counts_add_up(v
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	json_t *j = ts_run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet", ts_joseki(), dir);
+	json_t *j =
+	    ts_run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet", ts_joseki(), dir);
 	assert_int_equal(ts_jint(j, "games_read"), NGAMES);
 	assert_int_equal(ts_jint(j, "games_ingested"), NGAMES);
 	assert_int_equal(ts_jint(j, "games_rejected"), 0);
@@ -109,11 +111,12 @@ static void test_ingest__an_extreme_position_among_ordinary_games(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	json_t *j = ts_run_json(0,
-				"%s ingest %s/book tests/data/floodgate/*2026060113*.csa "
-				"tests/data/planted/entering-king-ply-290.csa tests/data/floodgate/*2026060114*.csa "
-				"--max-ply 1000 --json --quiet",
-				ts_joseki(), dir);
+	json_t *j = ts_run_json(
+	    0,
+	    "%s ingest %s/book tests/data/floodgate/*2026060113*.csa "
+	    "tests/data/planted/entering-king-ply-290.csa tests/data/floodgate/*2026060114*.csa "
+	    "--max-ply 1000 --json --quiet",
+	    ts_joseki(), dir);
 	long long games = ts_jint(j, "games_read");
 	assert_true(games >= 3);
 	assert_int_equal(ts_jint(j, "games_ingested"), games);
@@ -127,8 +130,9 @@ static void test_ingest__an_extreme_position_among_ordinary_games(void **state)
 	book_totals(path, &npos, &counts, &ok);
 	assert_true(ok);
 	assert_int_equal(npos, (uint64_t)positions);
-	json_t *q = ts_run_json(0, "%s query %s/book 'sfen 8+r/9/9/9/4K4/k8/+n6B1/+l8/9 w BG2S18Pr3g2s3n3l 290' --json",
-				ts_joseki(), dir);
+	json_t *q = ts_run_json(
+	    0, "%s query %s/book 'sfen 8+r/9/9/9/4K4/k8/+n6B1/+l8/9 w BG2S18Pr3g2s3n3l 290' --json",
+	    ts_joseki(), dir);
 	assert_true(json_is_true(json_object_get(q, "in_book")));
 	assert_string_equal(json_string_value(json_object_get(q, "bestmove")), "1a1b");
 	json_decref(q);
@@ -149,10 +153,12 @@ static void test_ingest__a_walk_skips_special_files_links_and_proc(void **state)
 	char *dir = ts_mkdtemp();
 	char p[4200];
 	snprintf(p, sizeof p, "%s/t/sub", dir);
-	assert_int_equal(ts_runf(NULL, NULL, "mkdir -p %s && cp tests/data/csa-dialects/v2.csa %s/ && "
-				 "echo hello > %s/notes.txt && ln -s .. %s/loop && ln -s %s/t %s/t/self",
-				 p, p, p, p, dir, dir),
-			 0);
+	assert_int_equal(
+	    ts_runf(NULL, NULL,
+	            "mkdir -p %s && cp tests/data/csa-dialects/v2.csa %s/ && "
+	            "echo hello > %s/notes.txt && ln -s .. %s/loop && ln -s %s/t %s/t/self",
+	            p, p, p, p, dir, dir),
+	    0);
 	snprintf(p, sizeof p, "%s/t/fifo.csa", dir);
 	assert_int_equal(mkfifo(p, 0600), 0);
 	int sock = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -160,13 +166,15 @@ static void test_ingest__a_walk_skips_special_files_links_and_proc(void **state)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	snprintf(sa.sun_path, sizeof sa.sun_path, "%s/t/sock.csa", dir);
 	assert_int_equal(bind(sock, (struct sockaddr *)&sa, sizeof sa), 0);
-	json_t *j = ts_run_json(0, "timeout 60 %s ingest %s/book %s/t --json --quiet", ts_joseki(), dir, dir);
+	json_t *j = ts_run_json(0, "timeout 60 %s ingest %s/book %s/t --json --quiet", ts_joseki(),
+	                        dir, dir);
 	assert_int_equal(ts_jint(j, "files"), 2); /* v2.csa and notes.txt */
 	assert_int_equal(ts_jint(j, "games_ingested"), 1);
 	assert_int_equal(ts_jint(j, "errors_total"), 0);
 	json_decref(j);
 	close(sock);
-	j = ts_run_json(0, "timeout 60 %s ingest %s/proc-book /proc --json --quiet", ts_joseki(), dir);
+	j = ts_run_json(0, "timeout 60 %s ingest %s/proc-book /proc --json --quiet", ts_joseki(),
+	                dir);
 	assert_int_equal(ts_jint(j, "files"), 0);
 	assert_int_equal(ts_jint(j, "games_read"), 0);
 	json_decref(j);
@@ -178,10 +186,12 @@ static void test_ingest__second_run_adds_nothing(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	json_t *j = ts_run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet", ts_joseki(), dir);
+	json_t *j =
+	    ts_run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet", ts_joseki(), dir);
 	json_decref(j);
 	json_t *s1 = ts_run_json(0, "%s stats %s/book --json", ts_joseki(), dir);
-	j = ts_run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet --jobs 1", ts_joseki(), dir);
+	j = ts_run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet --jobs 1", ts_joseki(),
+	                dir);
 	assert_int_equal(ts_jint(j, "games_ingested"), 0);
 	assert_int_equal(ts_jint(j, "duplicates"), NGAMES);
 	assert_int_equal(ts_jint(j, "positions_added"), 0);
@@ -203,14 +213,16 @@ static void test_ingest__query_startpos_shows_first_moves_with_counts(void **sta
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	json_decref(ts_run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet", ts_joseki(), dir));
+	json_decref(
+	    ts_run_json(0, "%s ingest %s/book " FIXTURES " --json --quiet", ts_joseki(), dir));
 
 	Position start, pos;
 	pos_set_startpos(&start);
 	char names[64][16];
 	int counts[64] = {0}, nnames = 0, games = 0;
 	char *list = NULL;
-	assert_int_equal(ts_run("ls tests/data/floodgate/*.csa tests/data/csa-dialects/*.csa", &list, NULL), 0);
+	assert_int_equal(
+	    ts_run("ls tests/data/floodgate/*.csa tests/data/csa-dialects/*.csa", &list, NULL), 0);
 	for (char *line = strtok(list, "\n"); line; line = strtok(NULL, "\n")) {
 		CsaReader *r;
 		assert_int_equal(csa_reader_open_file(&r, line), 0);
@@ -219,7 +231,8 @@ static void test_ingest__query_startpos_shows_first_moves_with_counts(void **sta
 			if (csa_record_position(&pos, rec, NULL) == 0 &&
 			    key_equal(pos_key(&pos), pos_key(&start)) && rec->nmoves > 0) {
 				Move m;
-				assert_int_equal(csa_move_parse(&m, &pos, rec->moves[0].token, 7, NULL), 0);
+				assert_int_equal(
+				    csa_move_parse(&m, &pos, rec->moves[0].token, 7, NULL), 0);
 				char u[USI_MOVE_MAX];
 				usi_move_write(m, u);
 				int k = 0;
@@ -248,7 +261,8 @@ static void test_ingest__query_startpos_shows_first_moves_with_counts(void **sta
 		while (k < nnames && strcmp(names[k], u)) k++;
 		assert_true(k < nnames);
 		assert_int_equal(ts_jint(m, "count"), counts[k]);
-		assert_true(ts_jint(m, "wins") + ts_jint(m, "draws") + ts_jint(m, "losses") <= counts[k]);
+		assert_true(ts_jint(m, "wins") + ts_jint(m, "draws") + ts_jint(m, "losses") <=
+		            counts[k]);
 	}
 	json_decref(q);
 	ts_rmtree(dir);
@@ -256,16 +270,16 @@ static void test_ingest__query_startpos_shows_first_moves_with_counts(void **sta
 }
 
 static const char *GAME_TEXT = "V2.2\n"
-			       "N+alice\nN-bob\n"
-			       "$EVENT:wdoor+floodgate-300-10F+alice+bob+20260101120000\n"
-			       "$START_TIME:2026/01/01 12:00:00\n"
-			       "PI\n+\n"
-			       "'black_rate:alice+x:3000\n'white_rate:bob+y:2500.0\n"
-			       "+7776FU\nT1\n'** 45 -3334FU\n"
-			       "-3334FU\nT1\n'** 30 +2726FU\n"
-			       "+2726FU\nT1\n'** 0\n"
-			       "-8384FU\nT1\n'** -100000 +1111FU\n"
-			       "%TORYO\n";
+                               "N+alice\nN-bob\n"
+                               "$EVENT:wdoor+floodgate-300-10F+alice+bob+20260101120000\n"
+                               "$START_TIME:2026/01/01 12:00:00\n"
+                               "PI\n+\n"
+                               "'black_rate:alice+x:3000\n'white_rate:bob+y:2500.0\n"
+                               "+7776FU\nT1\n'** 45 -3334FU\n"
+                               "-3334FU\nT1\n'** 30 +2726FU\n"
+                               "+2726FU\nT1\n'** 0\n"
+                               "-8384FU\nT1\n'** -100000 +1111FU\n"
+                               "%TORYO\n";
 
 static void test_ingest__evaluations_become_the_movers_view(void **state)
 {
@@ -284,21 +298,24 @@ static void test_ingest__evaluations_become_the_movers_view(void **state)
 		int eval; /* 99999: none */
 		int wins, losses;
 	} cases[] = {
-		{"startpos", "7g7f", 45, 0, 1},
-		{"startpos moves 7g7f", "3c3d", -30, 1, 0},
-		{"startpos moves 7g7f 3c3d", "2g2f", 99999, 0, 1},
-		/* A mate for White, in White's view; Black resigned before any mate
-		 * on the board, so the claim is bounded by --mate-clamp (2000). */
-		{"startpos moves 7g7f 3c3d 2g2f", "8c8d", 2000, 1, 0},
+	    {"startpos", "7g7f", 45, 0, 1},
+	    {"startpos moves 7g7f", "3c3d", -30, 1, 0},
+	    {"startpos moves 7g7f 3c3d", "2g2f", 99999, 0, 1},
+	    /* A mate for White, in White's view; Black resigned before any mate
+	     * on the board, so the claim is bounded by --mate-clamp (2000). */
+	    {"startpos moves 7g7f 3c3d 2g2f", "8c8d", 2000, 1, 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		json_t *q = ts_run_json(0, "%s query %s/book '%s' --json", ts_joseki(), dir, cases[i].pos);
+		json_t *q =
+		    ts_run_json(0, "%s query %s/book '%s' --json", ts_joseki(), dir, cases[i].pos);
 		json_t *m = json_array_get(json_object_get(q, "moves"), 0);
 		assert_non_null(m);
 		assert_string_equal(json_string_value(json_object_get(m, "move")), cases[i].move);
 		json_t *e = json_object_get(m, "eval");
-		if (cases[i].eval == 99999) assert_true(!e || json_is_null(e));
-		else assert_int_equal(json_integer_value(e), cases[i].eval);
+		if (cases[i].eval == 99999)
+			assert_true(!e || json_is_null(e));
+		else
+			assert_int_equal(json_integer_value(e), cases[i].eval);
 		/* %TORYO by Black after White's 8c8d: White won */
 		assert_int_equal(ts_jint(m, "wins"), cases[i].wins);
 		assert_int_equal(ts_jint(m, "losses"), cases[i].losses);
@@ -315,27 +332,33 @@ static void test_ingest__filters_skip_games(void **state)
 	char path[4200];
 	snprintf(path, sizeof path, "%s/g.csa", dir);
 	assert_int_equal(ts_write_file(path, GAME_TEXT, strlen(GAME_TEXT)), 0);
-	json_t *j = ts_run_json(0, "%s ingest %s/b1 %s --min-rating 2600 --json --quiet", ts_joseki(), dir, path);
+	json_t *j = ts_run_json(0, "%s ingest %s/b1 %s --min-rating 2600 --json --quiet",
+	                        ts_joseki(), dir, path);
 	assert_int_equal(ts_jint(j, "games_skipped"), 1);
 	assert_int_equal(ts_jint(j, "games_ingested"), 0);
 	json_decref(j);
-	j = ts_run_json(0, "%s ingest %s/b2 %s --min-rating 2500 --since 2026-01-01 --until 2026/01/01 "
-			"--time-control 'floodgate-300-*' --event 'wdoor+*' --json --quiet",
-		     ts_joseki(), dir, path);
+	j = ts_run_json(
+	    0,
+	    "%s ingest %s/b2 %s --min-rating 2500 --since 2026-01-01 --until 2026/01/01 "
+	    "--time-control 'floodgate-300-*' --event 'wdoor+*' --json --quiet",
+	    ts_joseki(), dir, path);
 	assert_int_equal(ts_jint(j, "games_ingested"), 1);
 	json_decref(j);
-	j = ts_run_json(0, "%s ingest %s/b3 %s --since 20260102 --json --quiet", ts_joseki(), dir, path);
+	j = ts_run_json(0, "%s ingest %s/b3 %s --since 20260102 --json --quiet", ts_joseki(), dir,
+	                path);
 	assert_int_equal(ts_jint(j, "games_skipped"), 1);
 	json_decref(j);
-	j = ts_run_json(0, "%s ingest %s/b4 " FIXTURES " --time-control floodgate-600-10 --json --quiet",
-		     ts_joseki(), dir);
+	j = ts_run_json(
+	    0, "%s ingest %s/b4 " FIXTURES " --time-control floodgate-600-10 --json --quiet",
+	    ts_joseki(), dir);
 	assert_int_equal(ts_jint(j, "games_ingested"), 1); /* the 2015 game */
 	json_decref(j);
 	j = ts_run_json(0, "%s ingest %s/b5 %s --max-ply 2 --json --quiet", ts_joseki(), dir, path);
 	assert_int_equal(ts_jint(j, "positions_added"), 2);
 	json_decref(j);
 	char *err = NULL;
-	assert_int_equal(ts_runf(NULL, &err, "%s ingest %s/b6 %s --since yesterday", ts_joseki(), dir, path), 2);
+	assert_int_equal(
+	    ts_runf(NULL, &err, "%s ingest %s/b6 %s --since yesterday", ts_joseki(), dir, path), 2);
 	assert_non_null(strstr(err, "yesterday"));
 	free(err);
 	ts_rmtree(dir);
@@ -361,7 +384,8 @@ static void test_ingest__illegal_move_keeps_moves_before_it_and_names_the_line(v
 	/* garbage is rejected, and the good games beside it still go in */
 	snprintf(path, sizeof path, "%s/garbage.csa", dir);
 	assert_int_equal(ts_write_file(path, "\x01\x02PX\n+99\n%%%\n", 12), 0);
-	j = ts_run_json(0, "%s ingest %s/book2 %s tests/data/floodgate --json --quiet", ts_joseki(), dir, path);
+	j = ts_run_json(0, "%s ingest %s/book2 %s tests/data/floodgate --json --quiet", ts_joseki(),
+	                dir, path);
 	assert_int_equal(ts_jint(j, "games_ingested"), 15);
 	assert_true(ts_jint(j, "games_rejected") >= 1);
 	assert_true(json_array_size(json_object_get(j, "errors")) >= 1);
@@ -374,34 +398,40 @@ static void test_ingest__archives_and_stdin_give_the_same_book(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	assert_int_equal(ts_runf(NULL, NULL,
-				 "cd tests/data && tar czf %s/g.tar.gz floodgate && zip -qr %s/g.zip floodgate && "
-				 "tar cJf %s/g.tar.xz floodgate && 7z a -bd -y %s/g.7z floodgate >/dev/null",
-				 dir, dir, dir, dir),
-			 0);
-	json_t *ref = ts_run_json(0, "%s ingest %s/ref tests/data/floodgate --json --quiet", ts_joseki(), dir);
+	assert_int_equal(
+	    ts_runf(
+	        NULL, NULL,
+	        "cd tests/data && tar czf %s/g.tar.gz floodgate && zip -qr %s/g.zip floodgate && "
+	        "tar cJf %s/g.tar.xz floodgate && 7z a -bd -y %s/g.7z floodgate >/dev/null",
+	        dir, dir, dir, dir),
+	    0);
+	json_t *ref = ts_run_json(0, "%s ingest %s/ref tests/data/floodgate --json --quiet",
+	                          ts_joseki(), dir);
 	const char *arch[] = {"g.tar.gz", "g.zip", "g.tar.xz", "g.7z"};
 	for (size_t i = 0; i < 4; i++) {
-		json_t *j = ts_run_json(0, "%s ingest %s/b%zu %s/%s --json --quiet", ts_joseki(), dir, i,
-				     dir, arch[i]);
+		json_t *j = ts_run_json(0, "%s ingest %s/b%zu %s/%s --json --quiet", ts_joseki(),
+		                        dir, i, dir, arch[i]);
 		assert_int_equal(ts_jint(j, "games_ingested"), 15);
 		assert_int_equal(ts_jint(j, "positions_added"), ts_jint(ref, "positions_added"));
 		assert_int_equal(ts_jint(j, "evals_added"), ts_jint(ref, "evals_added"));
 		json_decref(j);
 	}
-	json_t *j = ts_run_json(0, "cat tests/data/floodgate/*.csa | %s ingest %s/stdin - --json --quiet",
-			     ts_joseki(), dir);
+	json_t *j =
+	    ts_run_json(0, "cat tests/data/floodgate/*.csa | %s ingest %s/stdin - --json --quiet",
+	                ts_joseki(), dir);
 	/* concatenated files are one input without '/' separators: the first record reads
 	 * to the end, so only require that nothing crashes and something was read */
 	assert_true(ts_jint(j, "games_read") >= 1);
 	json_decref(j);
-	j = ts_run_json(0, "%s ingest %s/stdin2 - --json --quiet < tests/data/floodgate/"
-			"wdoor+floodgate-300-10F+62KIN_Suisho11_4c+jhbr2+20260601113000.csa",
-		     ts_joseki(), dir);
+	j = ts_run_json(0,
+	                "%s ingest %s/stdin2 - --json --quiet < tests/data/floodgate/"
+	                "wdoor+floodgate-300-10F+62KIN_Suisho11_4c+jhbr2+20260601113000.csa",
+	                ts_joseki(), dir);
 	assert_int_equal(ts_jint(j, "games_ingested"), 1);
 	json_decref(j);
 	/* a truncated archive: an error naming it, the entries before the damage kept */
-	assert_int_equal(ts_runf(NULL, NULL, "head -c 20000 %s/g.tar.gz > %s/cut.tar.gz", dir, dir), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "head -c 20000 %s/g.tar.gz > %s/cut.tar.gz", dir, dir),
+	                 0);
 	j = ts_run_json(0, "%s ingest %s/cut %s/cut.tar.gz --json --quiet", ts_joseki(), dir, dir);
 	assert_true(json_array_size(json_object_get(j, "errors")) >= 1);
 	json_decref(j);
@@ -414,15 +444,15 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ingest__fixture_games_ingest_without_errors_and_counts_add_up),
-		cmocka_unit_test(test_ingest__an_extreme_position_among_ordinary_games),
-		cmocka_unit_test(test_ingest__a_walk_skips_special_files_links_and_proc),
-		cmocka_unit_test(test_ingest__second_run_adds_nothing),
-		cmocka_unit_test(test_ingest__query_startpos_shows_first_moves_with_counts),
-		cmocka_unit_test(test_ingest__evaluations_become_the_movers_view),
-		cmocka_unit_test(test_ingest__filters_skip_games),
-		cmocka_unit_test(test_ingest__illegal_move_keeps_moves_before_it_and_names_the_line),
-		cmocka_unit_test(test_ingest__archives_and_stdin_give_the_same_book),
+	    cmocka_unit_test(test_ingest__fixture_games_ingest_without_errors_and_counts_add_up),
+	    cmocka_unit_test(test_ingest__an_extreme_position_among_ordinary_games),
+	    cmocka_unit_test(test_ingest__a_walk_skips_special_files_links_and_proc),
+	    cmocka_unit_test(test_ingest__second_run_adds_nothing),
+	    cmocka_unit_test(test_ingest__query_startpos_shows_first_moves_with_counts),
+	    cmocka_unit_test(test_ingest__evaluations_become_the_movers_view),
+	    cmocka_unit_test(test_ingest__filters_skip_games),
+	    cmocka_unit_test(test_ingest__illegal_move_keeps_moves_before_it_and_names_the_line),
+	    cmocka_unit_test(test_ingest__archives_and_stdin_give_the_same_book),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,7 +42,8 @@ static void put(BookDB *db, const char *sfen, int min_ply, const Mv *moves, int 
 	if (min_ply) rec->min_ply = (uint16_t)min_ply;
 	for (int k = 0; k < n; k++) {
 		Move m;
-		assert_int_equal(usi_move_parse_legal(&m, pos, moves[k].usi, strlen(moves[k].usi), NULL), 0);
+		assert_int_equal(
+		    usi_move_parse_legal(&m, pos, moves[k].usi, strlen(moves[k].usi), NULL), 0);
 		BookMove *bm = &rec->moves[rec->nmoves++];
 		memset(bm, 0, sizeof *bm);
 		bm->move = m;
@@ -103,26 +104,30 @@ static void test_export__engine_evaluations_before_minimax(void **state)
 	char *dir;
 	BookDB *db = new_book(&dir);
 	/* Seen at ply 1; a move with game statistics only is not an evaluation. */
-	put(db, S0, 0, (Mv[]){{"7g7f", 30, 12, false}, {"2g2f", 50, 14, false}, {"5i5h", 0, 0, true}}, 3);
+	put(db, S0, 0,
+	    (Mv[]){{"7g7f", 30, 12, false}, {"2g2f", 50, 14, false}, {"5i5h", 0, 0, true}}, 3);
 	/* A White position first seen at ply 6 (reached by another order). */
 	put(db, SA, 6, (Mv[]){{"3c3d", -20, 9, false}, {"8c8d", -90, 9, false}}, 2);
 	bookdb_free(db);
 	char *got = export(dir, "--moves all");
-	assert_string_equal(got, HDR "# NOE:2\n"
-				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 6\n"
-				     "3c3d none -20 9 1\n8c8d none -90 9 1\n"
-				     S0 "\n2g2f none 50 14 1\n7g7f none 30 12 1\n");
+	assert_string_equal(
+	    got, HDR "# NOE:2\n"
+	             "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 6\n"
+	             "3c3d none -20 9 1\n8c8d none -90 9 1\n" S0
+	             "\n2g2f none 50 14 1\n7g7f none 30 12 1\n");
 	free(got);
 	/* The default is the moves within 30 of the best (sorted: "2P6" < "9/P"). */
 	got = export(dir, "");
-	assert_string_equal(got, HDR "# NOE:2\n"
-				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 6\n"
-				     "3c3d none -20 9 1\n"
-				     S0 "\n2g2f none 50 14 1\n7g7f none 30 12 1\n");
+	assert_string_equal(
+	    got, HDR "# NOE:2\n"
+	             "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 6\n"
+	             "3c3d none -20 9 1\n" S0 "\n2g2f none 50 14 1\n7g7f none 30 12 1\n");
 	free(got);
 	got = export(dir, "--moves window --window 10");
-	assert_string_equal(got, HDR "# NOE:2\n" "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 6\n"
-				     "3c3d none -20 9 1\n" S0 "\n2g2f none 50 14 1\n");
+	assert_string_equal(
+	    got, HDR "# NOE:2\n"
+	             "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 6\n"
+	             "3c3d none -20 9 1\n" S0 "\n2g2f none 50 14 1\n");
 	free(got);
 	/* Evaluations shallower than 13, or positions after ply 5, are left out. */
 	got = export(dir, "--moves all --min-depth 13");
@@ -146,12 +151,12 @@ static void test_export__minimax_values_with_depth_and_ponder(void **state)
 	bookdb_free(db);
 	/* 7g7f is worth 20 through White's best reply 3c3d (one ply to the leaf). */
 	char *got = export(dir, "--moves all");
-	assert_string_equal(got, HDR "# NOE:2\n"
-				     SA "\n3c3d none -20 0 1\n8c8d none -90 0 1\n"
-				     S0 "\n7g7f 3c3d 20 1 1\n2g2f none 10 0 1\n");
+	assert_string_equal(got, HDR "# NOE:2\n" SA "\n3c3d none -20 0 1\n8c8d none -90 0 1\n" S0
+	                             "\n7g7f 3c3d 20 1 1\n2g2f none 10 0 1\n");
 	free(got);
 	got = export(dir, "--moves best");
-	assert_string_equal(got, HDR "# NOE:2\n" SA "\n3c3d none -20 0 1\n" S0 "\n7g7f 3c3d 20 1 1\n");
+	assert_string_equal(got,
+	                    HDR "# NOE:2\n" SA "\n3c3d none -20 0 1\n" S0 "\n7g7f 3c3d 20 1 1\n");
 	free(got);
 	/* --min-depth drops shallow engine leaves but keeps backed-up values. */
 	got = export(dir, "--moves all --min-depth 10");
@@ -265,7 +270,8 @@ static void check_sorted_and_found(const char *dir, BookDB *db)
 	     line = strtok_r(NULL, "\n", &save)) {
 		if (strncmp(line, "sfen ", 5)) continue;
 		count++;
-		if (prev && strcmp(prev, line) >= 0) fail_msg("not sorted: '%s' before '%s'", prev, line);
+		if (prev && strcmp(prev, line) >= 0)
+			fail_msg("not sorted: '%s' before '%s'", prev, line);
 		prev = line;
 		/* Canonical: written as the rules module writes it, with the
 		 * record's smallest ply. */
@@ -309,7 +315,9 @@ static void test_export__parts_written_at_once_merge_to_the_same_book(void **sta
 	snprintf(book, sizeof book, "%s/book", dir);
 	snprintf(one, sizeof one, "%s/one.db", dir);
 	snprintf(many, sizeof many, "%s/many.db", dir);
-	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 30000 --seed 5 --quiet", ts_joseki(), book), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 30000 --seed 5 --quiet",
+	                         ts_joseki(), book),
+	                 0);
 	BookDB *db;
 	assert_int_equal(bookdb_open(&db, book, NULL, NULL), 0);
 	for (int pass = 0; pass < 2; pass++) {
@@ -317,9 +325,11 @@ static void test_export__parts_written_at_once_merge_to_the_same_book(void **sta
 		ExportOptions o = {.moves = EXPORT_MOVES_ALL, .threads = 1};
 		ExportStats s1, s3;
 		char err[256] = "";
-		if (export_yaneuraou(&s1, db, one, &o, err, sizeof err)) fail_msg("one part: %s", err);
+		if (export_yaneuraou(&s1, db, one, &o, err, sizeof err))
+			fail_msg("one part: %s", err);
 		o.threads = 3;
-		if (export_yaneuraou(&s3, db, many, &o, err, sizeof err)) fail_msg("three parts: %s", err);
+		if (export_yaneuraou(&s3, db, many, &o, err, sizeof err))
+			fail_msg("three parts: %s", err);
 		assert_int_equal(s1.positions, s3.positions);
 		assert_int_equal(s1.moves, s3.moves);
 		assert_true(s1.positions > 20000);
@@ -333,7 +343,8 @@ static void test_export__parts_written_at_once_merge_to_the_same_book(void **sta
 			if (prev) {
 				size_t x = strcspn(prev + 1, "\n"), y = strcspn(p + 1, "\n");
 				int c = memcmp(prev + 1, p + 1, x < y ? x : y);
-				if (c > 0 || (c == 0 && x >= y)) fail_msg("not sorted at byte %zu", (size_t)(p - b));
+				if (c > 0 || (c == 0 && x >= y))
+					fail_msg("not sorted at byte %zu", (size_t)(p - b));
 			}
 			prev = p;
 		}
@@ -350,14 +361,22 @@ static void test_export__bad_arguments_exit_2_and_failures_write_nothing(void **
 	(void)state;
 	char *dir = ts_mkdtemp();
 	char *err = NULL;
-	const char *bad[] = {"", "BOOK", "BOOK OUT --format apery", "BOOK OUT --moves some",
-			     "BOOK OUT --window", "BOOK OUT --window -5", "BOOK OUT --min-depth x",
-			     "BOOK OUT --max-ply 0", "BOOK OUT --bogus", "BOOK OUT THIRD"};
+	const char *bad[] = {"",
+	                     "BOOK",
+	                     "BOOK OUT --format apery",
+	                     "BOOK OUT --moves some",
+	                     "BOOK OUT --window",
+	                     "BOOK OUT --window -5",
+	                     "BOOK OUT --min-depth x",
+	                     "BOOK OUT --max-ply 0",
+	                     "BOOK OUT --bogus",
+	                     "BOOK OUT THIRD"};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
 		int rc = ts_runf(NULL, NULL, "%s export %s", ts_joseki(), bad[k]);
 		if (rc != 2) fail_msg("'export %s' exited %d, not 2", bad[k], rc);
 	}
-	assert_int_equal(ts_runf(NULL, &err, "%s export %s/missing %s/out.db", ts_joseki(), dir, dir), 1);
+	assert_int_equal(
+	    ts_runf(NULL, &err, "%s export %s/missing %s/out.db", ts_joseki(), dir, dir), 1);
 	free(err);
 	char path[512];
 	snprintf(path, sizeof path, "%s/out.db", dir);
@@ -370,11 +389,11 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_export__engine_evaluations_before_minimax),
-		cmocka_unit_test(test_export__minimax_values_with_depth_and_ponder),
-		cmocka_unit_test(test_export__random_books_are_sorted_canonical_and_bisectable),
-		cmocka_unit_test(test_export__parts_written_at_once_merge_to_the_same_book),
-		cmocka_unit_test(test_export__bad_arguments_exit_2_and_failures_write_nothing),
+	    cmocka_unit_test(test_export__engine_evaluations_before_minimax),
+	    cmocka_unit_test(test_export__minimax_values_with_depth_and_ponder),
+	    cmocka_unit_test(test_export__random_books_are_sorted_canonical_and_bisectable),
+	    cmocka_unit_test(test_export__parts_written_at_once_merge_to_the_same_book),
+	    cmocka_unit_test(test_export__bad_arguments_exit_2_and_failures_write_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -48,12 +48,13 @@ static char *planted_book(void)
 {
 	char *dir = ts_mkdtemp();
 	char *err = NULL;
-	int rc = ts_runf(NULL, &err, "%s ingest %s/b tests/data/floodgate %s --quiet", ts_joseki(), dir,
-			 PLANTED);
+	int rc = ts_runf(NULL, &err, "%s ingest %s/b tests/data/floodgate %s --quiet", ts_joseki(),
+	                 dir, PLANTED);
 	if (rc != 0) fail_msg("ingest: %s", err);
 	free(err);
-	rc = ts_runf(NULL, &err, "%s think %s/b --engines 2 --depth 3 --multipv 12 --positions 300 --quiet",
-		     ts_joseki(), dir);
+	rc = ts_runf(NULL, &err,
+	             "%s think %s/b --engines 2 --depth 3 --multipv 12 --positions 300 --quiet",
+	             ts_joseki(), dir);
 	if (rc != 0) fail_msg("think: %s", err);
 	free(err);
 	return dir;
@@ -94,8 +95,9 @@ static void test_leaves__a_lone_game_line_does_not_decide_the_root(void **state)
 		if (!src) continue;
 		long long mv = ts_jint(m, "value");
 		if (mv <= -30000 || mv >= 30000)
-			fail_msg("root move %s valued %lld (%s)", json_string_value(json_object_get(m, "move")),
-				 mv, json_string_value(src));
+			fail_msg("root move %s valued %lld (%s)",
+			         json_string_value(json_object_get(m, "move")), mv,
+			         json_string_value(src));
 	}
 	json_decref(q);
 	ts_rmtree(dir);
@@ -109,7 +111,7 @@ static void test_leaves__a_lone_game_line_does_not_decide_the_root(void **state)
  * (dist 9997..9999). rec and p are scratch space.
  */
 static bool pv_supported(BookTxn *txn, const Position *pos, Move mv, int value, BookRecord *rec,
-			 Position *p)
+                         Position *p)
 {
 	*p = *pos;
 	for (int ply = 0; ply < 400; ply++) {
@@ -117,15 +119,16 @@ static bool pv_supported(BookTxn *txn, const Position *pos, Move mv, int value, 
 		if (bookdb_get(rec, txn, pos_key(p)) != 0) return false;
 		Move legal[MOVEGEN_MAX];
 		if (movegen_legal(p, legal) == 0) return true;
-		if (!(rec->flags & BOOKDB_REC_THOUGHT) || !(rec->flags & BOOKDB_REC_MINIMAX)) return false;
+		if (!(rec->flags & BOOKDB_REC_THOUGHT) || !(rec->flags & BOOKDB_REC_MINIMAX))
+			return false;
 		const BookMove *best = NULL;
 		for (int c = 0; c < rec->nmoves; c++)
 			if (rec->moves[c].value == -value) best = &rec->moves[c];
 		if (!best) return false;
 		if (best->dist >= 9997) return true;
 		if (best->dist == 0)
-			return (best->flags & BOOKDB_MOVE_EVAL) && best->source != BOOKDB_SOURCE_GAME &&
-			       best->value == best->eval;
+			return (best->flags & BOOKDB_MOVE_EVAL) &&
+			       best->source != BOOKDB_SOURCE_GAME && best->value == best->eval;
 		mv = best->move;
 		value = best->value;
 	}
@@ -156,11 +159,13 @@ static size_t unsupported(const char *path, size_t *checked)
 	*checked = 0;
 	while (bookdb_iter_next(it, &k, &val, &len) == 1) {
 		assert_int_equal(bookdb_record_decode(rec, val, len), 0);
-		if (!(rec->flags & BOOKDB_REC_THOUGHT) || !(rec->flags & BOOKDB_REC_MINIMAX)) continue;
+		if (!(rec->flags & BOOKDB_REC_THOUGHT) || !(rec->flags & BOOKDB_REC_MINIMAX))
+			continue;
 		assert_int_equal(bookdb_record_position(pos, rec, NULL), 0);
 		for (int i = 0; i < rec->nmoves; i++) {
 			const BookMove *m = &rec->moves[i];
-			if (!(m->flags & BOOKDB_MOVE_EVAL) || m->source != BOOKDB_SOURCE_ENGINE) continue;
+			if (!(m->flags & BOOKDB_MOVE_EVAL) || m->source != BOOKDB_SOURCE_ENGINE)
+				continue;
 			if (m->value == INT16_MIN) continue;
 			(*checked)++;
 			int diff = m->value - m->eval;
@@ -169,8 +174,8 @@ static size_t unsupported(const char *path, size_t *checked)
 			if (!ok) {
 				char usi[USI_MOVE_MAX];
 				usi_move_write(m->move, usi);
-				print_message("  %s valued %d (dist %d) against its eval %d\n", usi, m->value, m->dist,
-					      m->eval);
+				print_message("  %s valued %d (dist %d) against its eval %d\n", usi,
+				              m->value, m->dist, m->eval);
 				bad++;
 			}
 		}
@@ -225,9 +230,10 @@ static long long stored_eval(const char *path, const char *position, const char 
 static char *planted_prefix(const char *path, int n)
 {
 	char *head = NULL;
-	int rc = ts_runf(&head, NULL,
-			 "awk '/^[+-][0-9][0-9][0-9][0-9][A-Z][A-Z]/{n++} /^%%/{exit} n<=%d{print}' %s", n,
-			 PLANTED);
+	int rc =
+	    ts_runf(&head, NULL,
+	            "awk '/^[+-][0-9][0-9][0-9][0-9][A-Z][A-Z]/{n++} /^%%/{exit} n<=%d{print}' %s",
+	            n, PLANTED);
 	assert_int_equal(rc, 0);
 	size_t len = strlen(head);
 	head = realloc(head, len + 16);
@@ -262,25 +268,27 @@ static void test_leaves__game_mate_scores_count_only_near_a_real_mate(void **sta
 	free(planted_prefix(path, 85));
 
 	snprintf(book, sizeof book, "%s/mated", dir);
-	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s %s --quiet", ts_joseki(), book, PLANTED), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s %s --quiet", ts_joseki(), book, PLANTED),
+	                 0);
 	long long e = stored_eval(book, position, "5i4h");
 	if (e > -31000) fail_msg("a mate score next to a real mate became %lld", e);
 
 	snprintf(book, sizeof book, "%s/stopped", dir);
-	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s %s --quiet", ts_joseki(), book, path), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s %s --quiet", ts_joseki(), book, path),
+	                 0);
 	assert_int_equal(stored_eval(book, position, "5i4h"), -CLAMP);
 
 	snprintf(book, sizeof book, "%s/stopped1500", dir);
-	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s %s --mate-clamp 1500 --quiet", ts_joseki(),
-				 book, path),
-			 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s %s --mate-clamp 1500 --quiet",
+	                         ts_joseki(), book, path),
+	                 0);
 	assert_int_equal(stored_eval(book, position, "5i4h"), -1500);
 
 	/* --mate-plies 0: even one ply before the mate is too far. */
 	snprintf(book, sizeof book, "%s/strict", dir);
-	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s %s --mate-plies 0 --quiet", ts_joseki(), book,
-				 PLANTED),
-			 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s %s --mate-plies 0 --quiet", ts_joseki(),
+	                         book, PLANTED),
+	                 0);
 	assert_int_equal(stored_eval(book, position, "5i4h"), -CLAMP);
 	free(position);
 	ts_rmtree(dir);
@@ -304,7 +312,8 @@ static void put(BookDB *db, const Position *pos, bool thought, int depth, const 
 	}
 	for (int k = 0; k < n; k++) {
 		BookMove *bm = &rec->moves[rec->nmoves++];
-		assert_int_equal(usi_move_parse_legal(&bm->move, pos, mv[k].usi, strlen(mv[k].usi), NULL), 0);
+		assert_int_equal(
+		    usi_move_parse_legal(&bm->move, pos, mv[k].usi, strlen(mv[k].usi), NULL), 0);
 		if (mv[k].eval != INT16_MIN) {
 			bm->flags |= BOOKDB_MOVE_EVAL;
 			bm->eval = (int16_t)mv[k].eval;
@@ -360,12 +369,14 @@ static void test_leaves__min_depth_min_games_blend_and_value_sources(void **stat
 	json_t *q = ts_run_json(0, "%s query %s startpos --json", ts_joseki(), path);
 	assert_int_equal(move_int(q, "7g7f", "value"), 50);
 	assert_int_equal(move_int(q, "7g7f", "dist"), 0);
-	assert_string_equal(json_string_value(json_object_get(query_move(q, "7g7f"), "value_source")), "thought");
+	assert_string_equal(
+	    json_string_value(json_object_get(query_move(q, "7g7f"), "value_source")), "thought");
 	json_decref(q);
 	/* At the game-only position its own game evaluation is the value. */
 	q = ts_run_json(0, "%s query %s 'startpos moves 7g7f' --json", ts_joseki(), path);
 	assert_int_equal(move_int(q, "3c3d", "value"), -400);
-	assert_string_equal(json_string_value(json_object_get(query_move(q, "3c3d"), "value_source")), "game");
+	assert_string_equal(
+	    json_string_value(json_object_get(query_move(q, "3c3d"), "value_source")), "game");
 	json_decref(q);
 
 	/* --min-games 40: 40 games make it inner; the line is backed up from the
@@ -374,7 +385,8 @@ static void test_leaves__min_depth_min_games_blend_and_value_sources(void **stat
 	q = ts_run_json(0, "%s query %s startpos --json", ts_joseki(), path);
 	assert_int_equal(move_int(q, "7g7f", "value"), 700);
 	assert_int_equal(move_int(q, "7g7f", "dist"), 2);
-	assert_string_equal(json_string_value(json_object_get(query_move(q, "7g7f"), "value_source")), "minimax");
+	assert_string_equal(
+	    json_string_value(json_object_get(query_move(q, "7g7f"), "value_source")), "minimax");
 	json_decref(q);
 	/* 41 games are not there: a leaf again. */
 	json_decref(ts_run_json(0, "%s minimax %s --min-games 41 --json", ts_joseki(), path));
@@ -385,7 +397,8 @@ static void test_leaves__min_depth_min_games_blend_and_value_sources(void **stat
 	/* --min-depth 3: the depth-2 analysis is not enough; with --min-games 40
 	 * the game position is inner, its move into the shallow one a leaf by
 	 * the game's eval: 7g7f = -(-400) = 400, dist 1. */
-	json_decref(ts_run_json(0, "%s minimax %s --min-games 40 --min-depth 3 --json", ts_joseki(), path));
+	json_decref(
+	    ts_run_json(0, "%s minimax %s --min-games 40 --min-depth 3 --json", ts_joseki(), path));
 	q = ts_run_json(0, "%s query %s startpos --json", ts_joseki(), path);
 	assert_int_equal(move_int(q, "7g7f", "value"), 400);
 	assert_int_equal(move_int(q, "7g7f", "dist"), 1);
@@ -393,16 +406,19 @@ static void test_leaves__min_depth_min_games_blend_and_value_sources(void **stat
 
 	/* --blend 0.5 --blend-games 10: 7g7f has 40 games, 10 won: p = 0.25,
 	 * 600·ln(0.25/0.75) = -659.17; (50 - 659.17) / 2 = -304.6 -> -305. */
-	json_decref(ts_run_json(0, "%s minimax %s --blend 0.5 --blend-games 10 --json", ts_joseki(), path));
+	json_decref(
+	    ts_run_json(0, "%s minimax %s --blend 0.5 --blend-games 10 --json", ts_joseki(), path));
 	q = ts_run_json(0, "%s query %s startpos --json", ts_joseki(), path);
 	assert_int_equal(move_int(q, "7g7f", "value"), -305);
-	assert_string_equal(json_string_value(json_object_get(query_move(q, "7g7f"), "value_source")), "blend");
+	assert_string_equal(
+	    json_string_value(json_object_get(query_move(q, "7g7f"), "value_source")), "blend");
 	/* 2g2f has no games: its eval alone. */
 	assert_int_equal(move_int(q, "2g2f", "value"), 30);
 	assert_string_equal(json_string_value(json_object_get(q, "bestmove")), "2g2f");
 	json_decref(q);
 	/* Too few games for the threshold: no blend. */
-	json_decref(ts_run_json(0, "%s minimax %s --blend 0.5 --blend-games 41 --json", ts_joseki(), path));
+	json_decref(
+	    ts_run_json(0, "%s minimax %s --blend 0.5 --blend-games 41 --json", ts_joseki(), path));
 	q = ts_run_json(0, "%s query %s startpos --json", ts_joseki(), path);
 	assert_int_equal(move_int(q, "7g7f", "value"), 50);
 	json_decref(q);
@@ -433,10 +449,11 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_leaves__a_lone_game_line_does_not_decide_the_root),
-		cmocka_unit_test(test_leaves__values_far_from_the_engine_are_supported_by_thought_below),
-		cmocka_unit_test(test_leaves__game_mate_scores_count_only_near_a_real_mate),
-		cmocka_unit_test(test_leaves__min_depth_min_games_blend_and_value_sources),
+	    cmocka_unit_test(test_leaves__a_lone_game_line_does_not_decide_the_root),
+	    cmocka_unit_test(
+	        test_leaves__values_far_from_the_engine_are_supported_by_thought_below),
+	    cmocka_unit_test(test_leaves__game_mate_scores_count_only_near_a_real_mate),
+	    cmocka_unit_test(test_leaves__min_depth_min_games_blend_and_value_sources),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,7 +107,8 @@ static void check_agreement(const char *in_path)
 	char **le = book_lines(exp, &ne), **lp = book_lines(ps, &np);
 	assert_true(np > 0);
 	for (size_t i = 0; i < ne && i < np; i++)
-		if (strcmp(le[i], lp[i])) fail_msg("export has '%s', peta-shock '%s'", le[i], lp[i]);
+		if (strcmp(le[i], lp[i]))
+			fail_msg("export has '%s', peta-shock '%s'", le[i], lp[i]);
 	assert_int_equal(ne, np);
 	free_lines(le, ne);
 	free_lines(lp, np);
@@ -144,11 +145,11 @@ static const char *cycle_book(int e1, int e2, int e3, int e4)
 {
 	static char buf[1024];
 	snprintf(buf, sizeof buf,
-		 HDR "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1\n5i4i none 0 0\n5i6i none %d 0\n"
-		     "sfen 4k4/9/9/9/9/9/9/9/5K3 w - 2\n5a4a none 0 0\n5a6a none %d 0\n"
-		     "sfen 5k3/9/9/9/9/9/9/9/5K3 b - 3\n4i5i none 0 0\n4i3i none %d 0\n"
-		     "sfen 5k3/9/9/9/9/9/9/9/4K4 w - 4\n4a5a none 0 0\n4a3a none %d 0\n",
-		 e1, e2, e3, e4);
+	         HDR "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1\n5i4i none 0 0\n5i6i none %d 0\n"
+	             "sfen 4k4/9/9/9/9/9/9/9/5K3 w - 2\n5a4a none 0 0\n5a6a none %d 0\n"
+	             "sfen 5k3/9/9/9/9/9/9/9/5K3 b - 3\n4i5i none 0 0\n4i3i none %d 0\n"
+	             "sfen 5k3/9/9/9/9/9/9/9/4K4 w - 4\n4a5a none 0 0\n4a3a none %d 0\n",
+	         e1, e2, e3, e4);
 	return buf;
 }
 
@@ -158,20 +159,23 @@ static void test_minimax__agrees_with_peta_shock_on_cycles_and_perpetual_check(v
 	check_agreement_text(cycle_book(-100, -100, -100, -100));
 	check_agreement_text(cycle_book(-100, 50, -100, 50));
 	check_agreement_text(cycle_book(30, -100, -20, 70));
-	check_agreement_text(HDR "sfen 4k4/9/4R4/9/9/9/9/9/K8 w - 1\n5a4a none 0 17 3\n5a6a none -200 11 1\n"
-				 "sfen 5k3/9/4R4/9/9/9/9/9/K8 b - 2\n5c4c none 0 19 3\n"
-				 "sfen 5k3/9/5R3/9/9/9/9/9/K8 w - 3\n4a5a none 0 21 3\n4a3a none -200 15 1\n"
-				 "sfen 4k4/9/5R3/9/9/9/9/9/K8 b - 4\n4c5c none 0 23 3\n");
+	check_agreement_text(
+	    HDR "sfen 4k4/9/4R4/9/9/9/9/9/K8 w - 1\n5a4a none 0 17 3\n5a6a none -200 11 1\n"
+	        "sfen 5k3/9/4R4/9/9/9/9/9/K8 b - 2\n5c4c none 0 19 3\n"
+	        "sfen 5k3/9/5R3/9/9/9/9/9/K8 w - 3\n4a5a none 0 21 3\n4a3a none -200 15 1\n"
+	        "sfen 4k4/9/5R3/9/9/9/9/9/K8 b - 4\n4c5c none 0 23 3\n");
 	/* A chain and an unlisted transposition from the start position. */
-	check_agreement_text(HDR STARTPOS "\n7g7f none 0 0\n"
-				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
-				 "3c3d none 0 0\n"
-				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
-				 "2g2f none 0 0\n"
-				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P4P1/PP1PPPP1P/1B5R1/LNSGKGSNL w - 4\n"
-				 "8c8d none 40 0\n4a3b none -30 0\n"
-				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL b - 3\n"
-				 "6i7h none -70 0\n");
+	check_agreement_text(
+	    HDR STARTPOS
+	    "\n7g7f none 0 0\n"
+	    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	    "3c3d none 0 0\n"
+	    "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+	    "2g2f none 0 0\n"
+	    "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P4P1/PP1PPPP1P/1B5R1/LNSGKGSNL w - 4\n"
+	    "8c8d none 40 0\n4a3b none -30 0\n"
+	    "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL b - 3\n"
+	    "6i7h none -70 0\n");
 }
 
 /* ---- hand-built books through the library -------------------------------------- */
@@ -189,7 +193,8 @@ static void put_record(BookDB *db, const char *sfen, const EvalMove *moves, int 
 	bookdb_record_init(rec, pos);
 	for (int k = 0; k < n; k++) {
 		Move m;
-		assert_int_equal(usi_move_parse_legal(&m, pos, moves[k].usi, strlen(moves[k].usi), NULL), 0);
+		assert_int_equal(
+		    usi_move_parse_legal(&m, pos, moves[k].usi, strlen(moves[k].usi), NULL), 0);
 		BookMove *bm = &rec->moves[rec->nmoves++];
 		memset(bm, 0, sizeof *bm);
 		bm->move = m;
@@ -448,7 +453,8 @@ static void add_result(BookDB *a, BookDB *b, const Position *pos, Move m, int ev
 		rec->moves[k].flags |= BOOKDB_MOVE_EVAL;
 		rec->moves[k].eval = (int16_t)eval;
 		rec->moves[k].depth = 10;
-		if (g_mark_thought && (!(rec->flags & BOOKDB_REC_THOUGHT) || rec->think_depth < depth)) {
+		if (g_mark_thought &&
+		    (!(rec->flags & BOOKDB_REC_THOUGHT) || rec->think_depth < depth)) {
 			rec->flags |= BOOKDB_REC_THOUGHT;
 			rec->think_depth = depth;
 		}
@@ -460,7 +466,8 @@ static void add_result(BookDB *a, BookDB *b, const Position *pos, Move m, int ev
 
 /* Where the random walks start: the start position, a rook checking a lone
  * king (perpetual-check loops), kings alone (repetition cycles). */
-static const char *const ROOTS[] = {NULL, "4k4/9/4R4/9/9/9/9/9/K8 w - 1", "4k4/9/9/9/9/9/9/9/4K4 b - 1"};
+static const char *const ROOTS[] = {NULL, "4k4/9/4R4/9/9/9/9/9/K8 w - 1",
+                                    "4k4/9/9/9/9/9/9/9/4K4 b - 1"};
 
 /* An eval of a random move at the end of a random walk from a random root, in
  * both books. */
@@ -468,8 +475,10 @@ static void random_result(BookDB *a, BookDB *b, uint64_t *rng)
 {
 	Position *pos = malloc(sizeof *pos);
 	const char *root = ROOTS[ts_rand(rng) % (sizeof ROOTS / sizeof *ROOTS)];
-	if (root) assert_int_equal(sfen_parse(pos, root, NULL, NULL), 0);
-	else pos_set_startpos(pos);
+	if (root)
+		assert_int_equal(sfen_parse(pos, root, NULL, NULL), 0);
+	else
+		pos_set_startpos(pos);
 	int len = (int)(ts_rand(rng) % (root ? 12 : 8));
 	/* From the rook's root, checks are preferred: in-check positions that
 	 * meet again make perpetual-check loops. */
@@ -495,7 +504,8 @@ static void check_walk(BookDB *a, BookDB *b, uint64_t *rng)
 	for (int k = 0; k < len; k++) {
 		Move m = pick_move(pos, rng, true);
 		if (m == MOVE_NONE) break;
-		if (ts_rand(rng) % 3 == 0) add_result(a, b, pos, m, (int)(ts_rand(rng) % 9) * 40 - 160);
+		if (ts_rand(rng) % 3 == 0)
+			add_result(a, b, pos, m, (int)(ts_rand(rng) % 9) * 40 - 160);
 		pos_do_move(pos, m);
 	}
 	free(pos);
@@ -550,7 +560,8 @@ static void same_books_as(BookDB *a, BookDB *b, bool exact)
 		Key ka, kb;
 		const uint8_t *va, *vb;
 		size_t la, lb;
-		int ra = bookdb_iter_next(ia, &ka, &va, &la), rb = bookdb_iter_next(ib, &kb, &vb, &lb);
+		int ra = bookdb_iter_next(ia, &ka, &va, &la),
+		    rb = bookdb_iter_next(ib, &kb, &vb, &lb);
 		assert_int_equal(ra, rb);
 		if (ra == 0) break;
 		assert_true(key_equal(ka, kb));
@@ -564,33 +575,45 @@ static void same_books_as(BookDB *a, BookDB *b, bool exact)
 			char hex[KEY_HEX_LEN];
 			key_to_hex(ka, hex);
 			BookRecord *x = malloc(sizeof *x), *y = malloc(sizeof *y);
-			int dx = bookdb_record_decode(x, va, la), dy = bookdb_record_decode(y, vb, lb);
+			int dx = bookdb_record_decode(x, va, la),
+			    dy = bookdb_record_decode(y, vb, lb);
 			for (int k = 0; dx == 0 && dy == 0 && k < x->nmoves && k < y->nmoves; k++)
-				print_message("  move %d: %04x/%04x value %d/%d dist %d/%d\n", k, x->moves[k].move,
-					      y->moves[k].move, x->moves[k].value, y->moves[k].value, x->moves[k].dist,
-					      y->moves[k].dist);
+				print_message("  move %d: %04x/%04x value %d/%d dist %d/%d\n", k,
+				              x->moves[k].move, y->moves[k].move, x->moves[k].value,
+				              y->moves[k].value, x->moves[k].dist,
+				              y->moves[k].dist);
 			if (getenv("MM_DEBUG") && dx == 0) {
 				Position *pp = malloc(sizeof *pp);
 				bookdb_record_position(pp, x, NULL);
 				char sf[200];
 				sfen_write(pp, sf, sizeof sf);
-				print_message("  P flags %d depth %d sfen %s\n", x->flags, x->think_depth, sf);
+				print_message("  P flags %d depth %d sfen %s\n", x->flags,
+				              x->think_depth, sf);
 				for (int k = 0; k < x->nmoves; k++) {
 					Key ck = pos_key_after(pp, x->moves[k].move);
-					BookRecord *ca2 = malloc(sizeof *ca2), *cb2 = malloc(sizeof *cb2);
+					BookRecord *ca2 = malloc(sizeof *ca2),
+					           *cb2 = malloc(sizeof *cb2);
 					BookTxn *t1, *t2;
 					bookdb_txn_begin(&t1, a, false);
 					bookdb_txn_begin(&t2, b, false);
-					int g1 = bookdb_get(ca2, t1, ck), g2 = bookdb_get(cb2, t2, ck);
-					print_message("  move %d %04x eval %d flags %d: child %d/%d", k, x->moves[k].move, x->moves[k].eval,
-						      x->moves[k].flags, g1, g2);
+					int g1 = bookdb_get(ca2, t1, ck),
+					    g2 = bookdb_get(cb2, t2, ck);
+					print_message(
+					    "  move %d %04x eval %d flags %d: child %d/%d", k,
+					    x->moves[k].move, x->moves[k].eval, x->moves[k].flags,
+					    g1, g2);
 					if (!g1 && !g2) {
-						print_message(" cflags %d/%d depth %d/%d:", ca2->flags, cb2->flags,
-							      ca2->think_depth, cb2->think_depth);
+						print_message(
+						    " cflags %d/%d depth %d/%d:", ca2->flags,
+						    cb2->flags, ca2->think_depth, cb2->think_depth);
 						for (int q = 0; q < ca2->nmoves; q++)
-							print_message(" [%04x e%d f%d v%d/%d d%d]", ca2->moves[q].move, ca2->moves[q].eval,
-								      ca2->moves[q].flags, ca2->moves[q].value, cb2->moves[q].value,
-								      ca2->moves[q].dist);
+							print_message(" [%04x e%d f%d v%d/%d d%d]",
+							              ca2->moves[q].move,
+							              ca2->moves[q].eval,
+							              ca2->moves[q].flags,
+							              ca2->moves[q].value,
+							              cb2->moves[q].value,
+							              ca2->moves[q].dist);
 					}
 					print_message("\n");
 					bookdb_txn_abort(t1);
@@ -705,7 +728,8 @@ static void random_batches(const char *name, BookmmLeaves leaves)
 static void test_minimax__incremental_equals_full_after_random_batches(void **state)
 {
 	(void)state;
-	random_batches("test_minimax__incremental_equals_full_after_random_batches", BOOKMM_LEAVES_GAMES);
+	random_batches("test_minimax__incremental_equals_full_after_random_batches",
+	               BOOKMM_LEAVES_GAMES);
 }
 
 /* The same under the thought leaf policy, with positions turning from leaves
@@ -714,7 +738,7 @@ static void test_minimax__incremental_equals_full_under_the_thought_policy(void 
 {
 	(void)state;
 	random_batches("test_minimax__incremental_equals_full_under_the_thought_policy",
-		       BOOKMM_LEAVES_THOUGHT);
+	               BOOKMM_LEAVES_THOUGHT);
 }
 
 static void append_file(const char *path, const char *bytes, size_t n)
@@ -728,7 +752,8 @@ static void append_file(const char *path, const char *bytes, size_t n)
 static void test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must(void **state)
 {
 	(void)state;
-	uint64_t rng = ts_seed("test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must");
+	uint64_t rng =
+	    ts_seed("test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must");
 	char path[600];
 	Twins t = {0};
 	twins_open(&t, 0);
@@ -761,9 +786,11 @@ static void test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they
 		}
 		run_ok(&sa, a, &inc);
 		run_ok(&sb, b, &full);
-		if (!why[step] && !sa.incremental) fail_msg("step %d: whole book: %s", step, sa.full_reason);
+		if (!why[step] && !sa.incremental)
+			fail_msg("step %d: whole book: %s", step, sa.full_reason);
 		if (why[step] && (sa.incremental || !strstr(sa.full_reason, why[step])))
-			fail_msg("step %d: incremental %d, reason '%s'", step, sa.incremental, sa.full_reason);
+			fail_msg("step %d: incremental %d, reason '%s'", step, sa.incremental,
+			         sa.full_reason);
 		same_books_as(a, b, false);
 	}
 	twins_free(&t);
@@ -801,7 +828,10 @@ static void test_minimax__an_overflowed_change_log_means_the_whole_book(void **s
 /* Copies BOOK's data.mdb from one test directory to another (the book closed). */
 static void copy_book(const char *from, const char *to)
 {
-	assert_int_equal(ts_runf(NULL, NULL, "mkdir -p %s/book && cp %s/book/data.mdb %s/book/data.mdb", to, from, to), 0);
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "mkdir -p %s/book && cp %s/book/data.mdb %s/book/data.mdb", to,
+	                         from, to),
+	                 0);
 }
 
 static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void **state)
@@ -811,9 +841,9 @@ static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void 
 	Twins t = {.da = ts_mkdtemp(), .db = ts_mkdtemp()};
 	char book[600];
 	snprintf(book, sizeof book, "%s/book", t.da);
-	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 20000 --seed %llu --quiet", ts_joseki(), book,
-				 (unsigned long long)(rng % 1000)),
-			 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 20000 --seed %llu --quiet",
+	                         ts_joseki(), book, (unsigned long long)(rng % 1000)),
+	                 0);
 	copy_book(t.da, t.db);
 	for (int round = 0; round < 10; round++) {
 		twins_open(&t, 0);
@@ -834,7 +864,8 @@ static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void 
 		waitpid(pid, &status, 0);
 	}
 	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s --quiet", ts_joseki(), book), 0);
-	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --full --quiet", ts_joseki(), t.db), 0);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s minimax %s/book --full --quiet", ts_joseki(), t.db), 0);
 	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), book), 0);
 	twins_open(&t, 0);
 	same_books_as(t.a, t.b, false);
@@ -845,21 +876,28 @@ static void test_minimax__incremental_after_think_equals_full(void **state)
 {
 	(void)state;
 	char *da = ts_mkdtemp(), *dbdir = ts_mkdtemp();
-	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s/book --positions 5000 --seed 3 --quiet", ts_joseki(), da), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s/book --positions 5000 --seed 3 --quiet",
+	                         ts_joseki(), da),
+	                 0);
 	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --quiet", ts_joseki(), da), 0);
-	assert_int_equal(ts_runf(NULL, NULL, "%s think %s/book --engine builtin --depth 1 --multipv 4 --positions 40 --quiet",
-				 ts_joseki(), da),
-			 0);
+	assert_int_equal(
+	    ts_runf(
+	        NULL, NULL,
+	        "%s think %s/book --engine builtin --depth 1 --multipv 4 --positions 40 --quiet",
+	        ts_joseki(), da),
+	    0);
 	copy_book(da, dbdir);
 	json_t *ja = ts_run_json(0, "%s minimax %s/book --json", ts_joseki(), da);
 	json_t *jb = ts_run_json(0, "%s minimax %s/book --full --json", ts_joseki(), dbdir);
 	assert_true(json_is_true(json_object_get(ja, "incremental")));
 	assert_true(ts_jint(ja, "changed") >= 40);
 	assert_true(ts_jint(ja, "affected") < ts_jint(ja, "positions"));
-	const char *same[] = {"positions", "valued", "settled", "cyclic", "moves", "edges", "root_value"};
+	const char *same[] = {"positions", "valued", "settled",   "cyclic",
+	                      "moves",     "edges",  "root_value"};
 	for (size_t k = 0; k < sizeof same / sizeof *same; k++)
 		if (ts_jint(ja, same[k]) != ts_jint(jb, same[k]))
-			fail_msg("%s: incremental %lld, full %lld", same[k], ts_jint(ja, same[k]), ts_jint(jb, same[k]));
+			fail_msg("%s: incremental %lld, full %lld", same[k], ts_jint(ja, same[k]),
+			         ts_jint(jb, same[k]));
 	json_decref(ja);
 	json_decref(jb);
 	Twins t = {.da = da, .db = dbdir};
@@ -875,23 +913,29 @@ static void test_minimax__command_prints_json_and_rejects_bad_arguments(void **s
 	(void)state;
 	char *dir = ts_mkdtemp();
 	char *out = NULL, *err = NULL;
-	assert_int_equal(ts_runf(NULL, NULL, "%s import %s/book %syo_in.db --quiet", ts_joseki(), dir, FIX), 0);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s import %s/book %syo_in.db --quiet", ts_joseki(), dir, FIX), 0);
 	assert_int_equal(ts_runf(&out, &err, "%s minimax %s/book --json", ts_joseki(), dir), 0);
-	const char *keys[] = {"\"positions\":3", "\"settled\":", "\"cyclic\":", "\"sweeps\":",
-			      "\"root_value\":50", "\"time_ms\":", "\"peak_rss_bytes\":"};
+	const char *keys[] = {
+	    "\"positions\":3",   "\"settled\":", "\"cyclic\":",        "\"sweeps\":",
+	    "\"root_value\":50", "\"time_ms\":", "\"peak_rss_bytes\":"};
 	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
 		if (!strstr(out, keys[k])) fail_msg("no %s in %s", keys[k], out);
 	free(out);
 	free(err);
 	/* joseki query shows the backed-up value. */
-	assert_int_equal(ts_runf(&out, NULL, "%s query %s/book startpos --json", ts_joseki(), dir), 0);
+	assert_int_equal(ts_runf(&out, NULL, "%s query %s/book startpos --json", ts_joseki(), dir),
+	                 0);
 	assert_non_null(strstr(out, "\"value\": 50") ? out : strstr(out, "\"value\":50"));
 	free(out);
 	assert_int_equal(ts_runf(NULL, NULL, "%s minimax", ts_joseki()), 2);
 	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --bogus", ts_joseki(), dir), 2);
-	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --draw-black", ts_joseki(), dir), 2);
-	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --draw-white x", ts_joseki(), dir), 2);
-	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book %s/other", ts_joseki(), dir, dir), 2);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --draw-black", ts_joseki(), dir),
+	                 2);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --draw-white x", ts_joseki(), dir),
+	                 2);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book %s/other", ts_joseki(), dir, dir),
+	                 2);
 	assert_int_equal(ts_runf(NULL, &err, "%s minimax %s/missing", ts_joseki(), dir), 1);
 	free(err);
 	ts_rmtree(dir);
@@ -902,19 +946,20 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_minimax__agrees_with_peta_shock_on_the_transposition_fixture),
-		cmocka_unit_test(test_minimax__agrees_with_peta_shock_on_the_perpetual_check_fixture),
-		cmocka_unit_test(test_minimax__agrees_with_peta_shock_on_cycles_and_perpetual_check),
-		cmocka_unit_test(test_minimax__chains_and_unlisted_transpositions_get_their_values),
-		cmocka_unit_test(test_minimax__per_side_draw_values_decide_who_repeats),
-		cmocka_unit_test(test_minimax__perpetual_check_loses_for_the_checker),
-		cmocka_unit_test(test_minimax__incremental_equals_full_after_random_batches),
-		cmocka_unit_test(test_minimax__incremental_equals_full_under_the_thought_policy),
-		cmocka_unit_test(test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must),
-		cmocka_unit_test(test_minimax__an_overflowed_change_log_means_the_whole_book),
-		cmocka_unit_test(test_minimax__killed_runs_leave_a_book_the_next_run_gets_right),
-		cmocka_unit_test(test_minimax__incremental_after_think_equals_full),
-		cmocka_unit_test(test_minimax__command_prints_json_and_rejects_bad_arguments),
+	    cmocka_unit_test(test_minimax__agrees_with_peta_shock_on_the_transposition_fixture),
+	    cmocka_unit_test(test_minimax__agrees_with_peta_shock_on_the_perpetual_check_fixture),
+	    cmocka_unit_test(test_minimax__agrees_with_peta_shock_on_cycles_and_perpetual_check),
+	    cmocka_unit_test(test_minimax__chains_and_unlisted_transpositions_get_their_values),
+	    cmocka_unit_test(test_minimax__per_side_draw_values_decide_who_repeats),
+	    cmocka_unit_test(test_minimax__perpetual_check_loses_for_the_checker),
+	    cmocka_unit_test(test_minimax__incremental_equals_full_after_random_batches),
+	    cmocka_unit_test(test_minimax__incremental_equals_full_under_the_thought_policy),
+	    cmocka_unit_test(
+	        test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must),
+	    cmocka_unit_test(test_minimax__an_overflowed_change_log_means_the_whole_book),
+	    cmocka_unit_test(test_minimax__killed_runs_leave_a_book_the_next_run_gets_right),
+	    cmocka_unit_test(test_minimax__incremental_after_think_equals_full),
+	    cmocka_unit_test(test_minimax__command_prints_json_and_rejects_bad_arguments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,8 +57,8 @@ static void check_fixture(const char *name, const char *flag)
 {
 	char *dir = ts_mkdtemp();
 	char *err = NULL, *out = NULL;
-	int rc = ts_runf(&out, &err, "%s peta-shock %s%s_in.db %s/out.db %s", ts_joseki(), FIX, name,
-			 dir, flag);
+	int rc = ts_runf(&out, &err, "%s peta-shock %s%s_in.db %s/out.db %s", ts_joseki(), FIX,
+	                 name, dir, flag);
 	if (rc != 0) fail_msg("exit %d: %s", rc, err);
 	char path[512];
 	snprintf(path, sizeof path, "%s%s_expected.db", FIX, name);
@@ -95,11 +95,11 @@ static void test_petashock__shrink_keeps_only_moves_with_the_best_value(void **s
 	char *got = run_text(in, true, NULL);
 	/* 4c5c ties the best value (-80) and is kept, shown one lower. */
 	assert_string_equal(got, HDR "# NOE:4\n"
-				     "sfen 4k4/9/4R4/9/9/9/9/9/K8 w - 1\n5a4a none 80 3\n"
-				     "sfen 5k3/9/4R4/9/9/9/9/9/K8 b - 2\n5c4c none -80 9997\n"
-				     "sfen 5k3/9/5R3/9/9/9/9/9/K8 w - 3\n4a5a none 80 1\n"
-				     "sfen 4k4/9/5R3/9/9/9/9/9/K8 b - 4\n4c4d none -80 0\n"
-				     "4c5c none -81 9997\n");
+	                             "sfen 4k4/9/4R4/9/9/9/9/9/K8 w - 1\n5a4a none 80 3\n"
+	                             "sfen 5k3/9/4R4/9/9/9/9/9/K8 b - 2\n5c4c none -80 9997\n"
+	                             "sfen 5k3/9/5R3/9/9/9/9/9/K8 w - 3\n4a5a none 80 1\n"
+	                             "sfen 4k4/9/5R3/9/9/9/9/9/K8 b - 4\n4c4d none -80 0\n"
+	                             "4c5c none -81 9997\n");
 	free(got);
 	free(in);
 }
@@ -108,19 +108,21 @@ static void test_petashock__values_back_up_a_chain_with_depths(void **state)
 {
 	(void)state;
 	PetashockStats st;
-	char *got = run_text(HDR "sfen " START " b - 1\n7g7f none 10 20 5\n"
-				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
-				 "3c3d none -20 18\n"
-				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
-				 "2g2f none 30 16\n6g6f none 40 16\n9g9f none 99999 3\n",
-			     false, &st);
+	char *got = run_text(
+	    HDR "sfen " START " b - 1\n7g7f none 10 20 5\n"
+	        "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	        "3c3d none -20 18\n"
+	        "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+	        "2g2f none 30 16\n6g6f none 40 16\n9g9f none 99999 3\n",
+	    false, &st);
 	/* 9g9f is clamped to 32000 and wins; the leaf depths of the input are dropped. */
-	assert_string_equal(got, HDR "# NOE:3\n"
-				     "sfen " START " b - 1\n7g7f none 32000 2\n"
-				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
-				     "3c3d none -32000 1\n"
-				     "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
-				     "9g9f none 32000 0\n6g6f none 40 0\n2g2f none 30 0\n");
+	assert_string_equal(
+	    got, HDR "# NOE:3\n"
+	             "sfen " START " b - 1\n7g7f none 32000 2\n"
+	             "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	             "3c3d none -32000 1\n"
+	             "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+	             "9g9f none 32000 0\n6g6f none 40 0\n2g2f none 30 0\n");
 	assert_int_equal(st.nodes, 3);
 	assert_int_equal(st.const_nodes, 3);
 	assert_int_equal(st.edges, 2);
@@ -132,30 +134,32 @@ static void test_petashock__unlisted_transpositions_become_edges(void **state)
 	(void)state;
 	PetashockStats st;
 	/* 7g7f 3c3d 2g2f and 2g2f 3c3d 7g7f meet; the root lists only 7g7f. */
-	char *got = run_text(HDR "sfen " START " b - 1\n7g7f none 0 0\n"
-				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
-				 "3c3d none 0 0\n"
-				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL w - 2\n"
-				 "3c3d none 0 0\n"
-				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
-				 "2g2f none 0 0\n"
-				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL b - 3\n"
-				 "7g7f none 0 0\n"
-				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P4P1/PP1PPPP1P/1B5R1/LNSGKGSNL w - 4\n"
-				 "8c8d none -100 0\n",
-			     false, &st);
-	assert_string_equal(got, HDR "# NOE:6\n"
-				     "sfen " START " b - 1\n2g2f none 100 3\n7g7f none 100 3\n"
-				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
-				     "3c3d none -100 2\n"
-				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL w - 2\n"
-				     "3c3d none -100 2\n"
-				     "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
-				     "2g2f none 100 1\n"
-				     "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL b - 3\n"
-				     "7g7f none 100 1\n"
-				     "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P4P1/PP1PPPP1P/1B5R1/LNSGKGSNL w - 4\n"
-				     "8c8d none -100 0\n");
+	char *got = run_text(
+	    HDR "sfen " START " b - 1\n7g7f none 0 0\n"
+	        "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	        "3c3d none 0 0\n"
+	        "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL w - 2\n"
+	        "3c3d none 0 0\n"
+	        "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+	        "2g2f none 0 0\n"
+	        "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL b - 3\n"
+	        "7g7f none 0 0\n"
+	        "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P4P1/PP1PPPP1P/1B5R1/LNSGKGSNL w - 4\n"
+	        "8c8d none -100 0\n",
+	    false, &st);
+	assert_string_equal(
+	    got, HDR "# NOE:6\n"
+	             "sfen " START " b - 1\n2g2f none 100 3\n7g7f none 100 3\n"
+	             "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	             "3c3d none -100 2\n"
+	             "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL w - 2\n"
+	             "3c3d none -100 2\n"
+	             "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+	             "2g2f none 100 1\n"
+	             "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL b - 3\n"
+	             "7g7f none 100 1\n"
+	             "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P4P1/PP1PPPP1P/1B5R1/LNSGKGSNL w - 4\n"
+	             "8c8d none -100 0\n");
 	assert_int_equal(st.converged_moves, 1);
 	assert_int_equal(st.edges, 6);
 	free(got);
@@ -167,32 +171,37 @@ static void test_petashock__a_position_and_its_colour_flip_are_one_node(void **s
 	/* After 5h5i White is to move in the start position, which is the start
 	 * position with Black to move seen from the other side: the record of the
 	 * start position answers for it. */
-	char *got = run_text(HDR "sfen " START " b - 1\n7g7f none 50 0\n"
-				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B2K2R1/LNSG1GSNL b - 1\n"
-				 "5h5i none 0 0\n5h4h none -10 0\n",
-			     false, NULL);
-	assert_string_equal(got, HDR "# NOE:2\n"
-				     "sfen " START " b - 1\n7g7f none 50 0\n"
-				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B2K2R1/LNSG1GSNL b - 1\n"
-				     "5h4h none -10 0\n5h5i none -50 1\n");
+	char *got =
+	    run_text(HDR "sfen " START " b - 1\n7g7f none 50 0\n"
+	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B2K2R1/LNSG1GSNL b - 1\n"
+	                 "5h5i none 0 0\n5h4h none -10 0\n",
+	             false, NULL);
+	assert_string_equal(
+	    got, HDR "# NOE:2\n"
+	             "sfen " START " b - 1\n7g7f none 50 0\n"
+	             "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B2K2R1/LNSG1GSNL b - 1\n"
+	             "5h4h none -10 0\n5h5i none -50 1\n");
 	free(got);
 }
 
-static void test_petashock__a_repeated_record_is_written_twice_and_the_later_one_counts(void **state)
+static void
+test_petashock__a_repeated_record_is_written_twice_and_the_later_one_counts(void **state)
 {
 	(void)state;
-	char *got = run_text(HDR "sfen " START " b - 1\n7g7f none 10 0\n"
-				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
-				 "3c3d none -20 0\n"
-				 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 8\n"
-				 "8c8d none -30 0\n",
-			     false, NULL);
-	assert_string_equal(got, HDR "# NOE:3\n"
-				     "sfen " START " b - 1\n7g7f none 30 1\n"
-				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
-				     "3c3d none -20 0\n"
-				     "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 8\n"
-				     "8c8d none -30 0\n");
+	char *got =
+	    run_text(HDR "sfen " START " b - 1\n7g7f none 10 0\n"
+	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	                 "3c3d none -20 0\n"
+	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 8\n"
+	                 "8c8d none -30 0\n",
+	             false, NULL);
+	assert_string_equal(
+	    got, HDR "# NOE:3\n"
+	             "sfen " START " b - 1\n7g7f none 30 1\n"
+	             "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	             "3c3d none -20 0\n"
+	             "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 8\n"
+	             "8c8d none -30 0\n");
 	free(got);
 }
 
@@ -201,13 +210,14 @@ static void test_petashock__exact_ties_follow_yaneuraou_generation_groups(void *
 	(void)state;
 	/* 8h7g and 4i4h tie exactly; YaneuraOu generates bishop and rook moves
 	 * before gold moves, whatever the squares. */
-	char *got = run_text(HDR "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
-				 "1g1f none -500 0\n"
-				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PPBPPPPPP/7R1/LNSGKGSNL w - 4\n"
-				 "8c8d none -10 0\n"
-				 "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B3G1R1/LNSGK1SNL w - 4\n"
-				 "8c8d none -10 0\n",
-			     false, NULL);
+	char *got = run_text(
+	    HDR "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+	        "1g1f none -500 0\n"
+	        "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PPBPPPPPP/7R1/LNSGKGSNL w - 4\n"
+	        "8c8d none -10 0\n"
+	        "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B3G1R1/LNSGK1SNL w - 4\n"
+	        "8c8d none -10 0\n",
+	    false, NULL);
 	assert_non_null(strstr(got, "b - 3\n8h7g none 10 1\n4i4h none 10 1\n1g1f none -500 0\n"));
 	free(got);
 }
@@ -219,9 +229,9 @@ static void test_petashock__exact_ties_follow_yaneuraou_illegal_move_removal(voi
 	 * gold's moves, then replaces each illegal move by the list's last one:
 	 * 9i9h ends up first, ahead of 5i5h. */
 	char *got = run_text(HDR "sfen 8k/9/5r3/9/9/9/9/9/G3K4 b - 1\n9i8i none -500 0\n"
-				 "sfen 8k/9/5r3/9/9/9/9/G8/4K4 w - 2\n1a1b none -10 0\n"
-				 "sfen 8k/9/5r3/9/9/9/9/4K4/G8 w - 2\n1a1b none -10 0\n",
-			     false, NULL);
+	                         "sfen 8k/9/5r3/9/9/9/9/G8/4K4 w - 2\n1a1b none -10 0\n"
+	                         "sfen 8k/9/5r3/9/9/9/9/4K4/G8 w - 2\n1a1b none -10 0\n",
+	                     false, NULL);
 	assert_non_null(strstr(got, "b - 1\n9i9h none 10 1\n5i5h none 10 1\n9i8i none -500 0\n"));
 	free(got);
 }
@@ -231,11 +241,11 @@ static char *cycle_book(int e1, int e2, int e3, int e4)
 {
 	static char buf[1024];
 	snprintf(buf, sizeof buf,
-		 HDR "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1\n5i4i none 0 0\n5i6i none %d 0\n"
-		     "sfen 4k4/9/9/9/9/9/9/9/5K3 w - 2\n5a4a none 0 0\n5a6a none %d 0\n"
-		     "sfen 5k3/9/9/9/9/9/9/9/5K3 b - 3\n4i5i none 0 0\n4i3i none %d 0\n"
-		     "sfen 5k3/9/9/9/9/9/9/9/4K4 w - 4\n4a5a none 0 0\n4a3a none %d 0\n",
-		 e1, e2, e3, e4);
+	         HDR "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1\n5i4i none 0 0\n5i6i none %d 0\n"
+	             "sfen 4k4/9/9/9/9/9/9/9/5K3 w - 2\n5a4a none 0 0\n5a6a none %d 0\n"
+	             "sfen 5k3/9/9/9/9/9/9/9/5K3 b - 3\n4i5i none 0 0\n4i3i none %d 0\n"
+	             "sfen 5k3/9/9/9/9/9/9/9/4K4 w - 4\n4a5a none 0 0\n4a3a none %d 0\n",
+	         e1, e2, e3, e4);
 	return buf;
 }
 
@@ -244,11 +254,12 @@ static void test_petashock__a_cycle_both_sides_prefer_stays_a_draw(void **state)
 	(void)state;
 	PetashockStats st;
 	char *got = run_text(cycle_book(-100, -100, -100, -100), false, &st);
-	assert_string_equal(got, HDR "# NOE:4\n"
-				     "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1\n5i4i none 0 9999\n5i6i none -100 0\n"
-				     "sfen 4k4/9/9/9/9/9/9/9/5K3 w - 2\n5a4a none 0 9999\n5a6a none -100 0\n"
-				     "sfen 5k3/9/9/9/9/9/9/9/5K3 b - 3\n4i5i none 0 9999\n4i3i none -100 0\n"
-				     "sfen 5k3/9/9/9/9/9/9/9/4K4 w - 4\n4a5a none 0 9999\n4a3a none -100 0\n");
+	assert_string_equal(
+	    got, HDR "# NOE:4\n"
+	             "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1\n5i4i none 0 9999\n5i6i none -100 0\n"
+	             "sfen 4k4/9/9/9/9/9/9/9/5K3 w - 2\n5a4a none 0 9999\n5a6a none -100 0\n"
+	             "sfen 5k3/9/9/9/9/9/9/9/5K3 b - 3\n4i5i none 0 9999\n4i3i none -100 0\n"
+	             "sfen 5k3/9/9/9/9/9/9/9/4K4 w - 4\n4a5a none 0 9999\n4a3a none -100 0\n");
 	assert_int_equal(st.const_nodes, 0);
 	assert_int_equal(st.check_loop2, 0);
 	free(got);
@@ -261,11 +272,12 @@ static void test_petashock__the_side_with_a_good_exit_leaves_the_cycle(void **st
 	 * leaves at once; Black enters the cycle (-50) rather than exit (-100).
 	 * White's cycle move ties the exit's value by a longer route: shown 49. */
 	char *got = run_text(cycle_book(-100, 50, -100, 50), false, NULL);
-	assert_string_equal(got, HDR "# NOE:4\n"
-				     "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1\n5i4i none -50 1\n5i6i none -100 0\n"
-				     "sfen 4k4/9/9/9/9/9/9/9/5K3 w - 2\n5a6a none 50 0\n5a4a none 49 2\n"
-				     "sfen 5k3/9/9/9/9/9/9/9/5K3 b - 3\n4i5i none -50 1\n4i3i none -100 0\n"
-				     "sfen 5k3/9/9/9/9/9/9/9/4K4 w - 4\n4a3a none 50 0\n4a5a none 49 2\n");
+	assert_string_equal(got, HDR
+	                    "# NOE:4\n"
+	                    "sfen 4k4/9/9/9/9/9/9/9/4K4 b - 1\n5i4i none -50 1\n5i6i none -100 0\n"
+	                    "sfen 4k4/9/9/9/9/9/9/9/5K3 w - 2\n5a6a none 50 0\n5a4a none 49 2\n"
+	                    "sfen 5k3/9/9/9/9/9/9/9/5K3 b - 3\n4i5i none -50 1\n4i3i none -100 0\n"
+	                    "sfen 5k3/9/9/9/9/9/9/9/4K4 w - 4\n4a3a none 50 0\n4a5a none 49 2\n");
 	free(got);
 }
 
@@ -273,16 +285,18 @@ static void test_petashock__perpetual_check_without_an_exit_loses_for_the_checke
 {
 	(void)state;
 	PetashockStats st;
-	char *got = run_text(HDR "sfen 4k4/9/4R4/9/9/9/9/9/K8 w - 1\n5a4a none 0 17 3\n5a6a none -200 11 1\n"
-				 "sfen 5k3/9/4R4/9/9/9/9/9/K8 b - 2\n5c4c none 0 19 3\n"
-				 "sfen 5k3/9/5R3/9/9/9/9/9/K8 w - 3\n4a5a none 0 21 3\n4a3a none -200 15 1\n"
-				 "sfen 4k4/9/5R3/9/9/9/9/9/K8 b - 4\n4c5c none 0 23 3\n",
-			     false, &st);
-	assert_string_equal(got, HDR "# NOE:4\n"
-				     "sfen 4k4/9/4R4/9/9/9/9/9/K8 w - 1\n5a4a none 32000 9999\n5a6a none -200 0\n"
-				     "sfen 5k3/9/4R4/9/9/9/9/9/K8 b - 2\n5c4c none -32000 9997\n"
-				     "sfen 5k3/9/5R3/9/9/9/9/9/K8 w - 3\n4a5a none 32000 9999\n4a3a none -200 0\n"
-				     "sfen 4k4/9/5R3/9/9/9/9/9/K8 b - 4\n4c5c none -32000 9997\n");
+	char *got = run_text(
+	    HDR "sfen 4k4/9/4R4/9/9/9/9/9/K8 w - 1\n5a4a none 0 17 3\n5a6a none -200 11 1\n"
+	        "sfen 5k3/9/4R4/9/9/9/9/9/K8 b - 2\n5c4c none 0 19 3\n"
+	        "sfen 5k3/9/5R3/9/9/9/9/9/K8 w - 3\n4a5a none 0 21 3\n4a3a none -200 15 1\n"
+	        "sfen 4k4/9/5R3/9/9/9/9/9/K8 b - 4\n4c5c none 0 23 3\n",
+	    false, &st);
+	assert_string_equal(
+	    got, HDR "# NOE:4\n"
+	             "sfen 4k4/9/4R4/9/9/9/9/9/K8 w - 1\n5a4a none 32000 9999\n5a6a none -200 0\n"
+	             "sfen 5k3/9/4R4/9/9/9/9/9/K8 b - 2\n5c4c none -32000 9997\n"
+	             "sfen 5k3/9/5R3/9/9/9/9/9/K8 w - 3\n4a5a none 32000 9999\n4a3a none -200 0\n"
+	             "sfen 4k4/9/5R3/9/9/9/9/9/K8 b - 4\n4c5c none -32000 9997\n");
 	assert_int_equal(st.in_check, 2);
 	assert_int_equal(st.check_loop1, 2);
 	assert_int_equal(st.check_loop2, 4);
@@ -474,8 +488,8 @@ static void test_petashock__random_books_get_plain_negamax_values(void **state)
 			for (int k = 0; k < rt[i].nmoves; k++) {
 				char us[USI_MOVE_MAX];
 				usi_move_write(rt[i].moves[k], us);
-				used += (size_t)snprintf(text + used, cap - used, "%s none %d 0\n", us,
-							 rt[i].values[k]);
+				used += (size_t)snprintf(text + used, cap - used, "%s none %d 0\n",
+				                         us, rt[i].values[k]);
 			}
 		}
 		PetashockStats st;
@@ -497,8 +511,10 @@ static void test_petashock__random_books_get_plain_negamax_values(void **state)
 			int gv, gd;
 			assert_int_equal(sscanf(line, "%15s none %d %d", mv, &gv, &gd), 3);
 			if (gv != rt[i].value || gd != rt[i].depth - 1)
-				fail_msg("seed %llu round %d node %d (%s): got %d %d, negamax %d %d", seed,
-					 round, i, rt[i].sfen, gv, gd, rt[i].value, rt[i].depth - 1);
+				fail_msg(
+				    "seed %llu round %d node %d (%s): got %d %d, negamax %d %d",
+				    seed, round, i, rt[i].sfen, gv, gd, rt[i].value,
+				    rt[i].depth - 1);
 		}
 		free(got);
 		free(text);
@@ -514,7 +530,8 @@ static void test_petashock__bad_input_lines_are_reported_and_skipped(void **stat
 	const char *book = HDR "sfen " START " b - 1\n7g7e none 5 0\n7g7f none 5 0\n";
 	assert_int_equal(ts_write_file(in, book, strlen(book)), 0);
 	char *err = NULL;
-	assert_int_equal(ts_runf(NULL, &err, "%s peta-shock %s %s/out.db", ts_joseki(), in, dir), 0);
+	assert_int_equal(ts_runf(NULL, &err, "%s peta-shock %s %s/out.db", ts_joseki(), in, dir),
+	                 0);
 	assert_non_null(strstr(err, "in.db:3: illegal book move '7g7e'"));
 	char path[512];
 	snprintf(path, sizeof path, "%s/out.db", dir);
@@ -531,9 +548,8 @@ static void test_petashock__command_errors_write_nothing(void **state)
 	(void)state;
 	char *dir = ts_mkdtemp();
 	char *err = NULL;
-	assert_int_equal(ts_runf(NULL, &err, "%s peta-shock %s/missing.db %s/out.db", ts_joseki(),
-				 dir, dir),
-			 1);
+	assert_int_equal(
+	    ts_runf(NULL, &err, "%s peta-shock %s/missing.db %s/out.db", ts_joseki(), dir, dir), 1);
 	assert_non_null(strstr(err, "joseki: peta-shock:"));
 	assert_non_null(strstr(err, "missing.db"));
 	char path[512];
@@ -555,21 +571,22 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_petashock__matches_yaneuraou_on_the_transposition_fixture),
-		cmocka_unit_test(test_petashock__matches_yaneuraou_on_the_perpetual_check_fixture),
-		cmocka_unit_test(test_petashock__shrink_keeps_only_moves_with_the_best_value),
-		cmocka_unit_test(test_petashock__values_back_up_a_chain_with_depths),
-		cmocka_unit_test(test_petashock__unlisted_transpositions_become_edges),
-		cmocka_unit_test(test_petashock__a_position_and_its_colour_flip_are_one_node),
-		cmocka_unit_test(test_petashock__a_repeated_record_is_written_twice_and_the_later_one_counts),
-		cmocka_unit_test(test_petashock__exact_ties_follow_yaneuraou_generation_groups),
-		cmocka_unit_test(test_petashock__exact_ties_follow_yaneuraou_illegal_move_removal),
-		cmocka_unit_test(test_petashock__a_cycle_both_sides_prefer_stays_a_draw),
-		cmocka_unit_test(test_petashock__the_side_with_a_good_exit_leaves_the_cycle),
-		cmocka_unit_test(test_petashock__perpetual_check_without_an_exit_loses_for_the_checker),
-		cmocka_unit_test(test_petashock__random_books_get_plain_negamax_values),
-		cmocka_unit_test(test_petashock__bad_input_lines_are_reported_and_skipped),
-		cmocka_unit_test(test_petashock__command_errors_write_nothing),
+	    cmocka_unit_test(test_petashock__matches_yaneuraou_on_the_transposition_fixture),
+	    cmocka_unit_test(test_petashock__matches_yaneuraou_on_the_perpetual_check_fixture),
+	    cmocka_unit_test(test_petashock__shrink_keeps_only_moves_with_the_best_value),
+	    cmocka_unit_test(test_petashock__values_back_up_a_chain_with_depths),
+	    cmocka_unit_test(test_petashock__unlisted_transpositions_become_edges),
+	    cmocka_unit_test(test_petashock__a_position_and_its_colour_flip_are_one_node),
+	    cmocka_unit_test(
+	        test_petashock__a_repeated_record_is_written_twice_and_the_later_one_counts),
+	    cmocka_unit_test(test_petashock__exact_ties_follow_yaneuraou_generation_groups),
+	    cmocka_unit_test(test_petashock__exact_ties_follow_yaneuraou_illegal_move_removal),
+	    cmocka_unit_test(test_petashock__a_cycle_both_sides_prefer_stays_a_draw),
+	    cmocka_unit_test(test_petashock__the_side_with_a_good_exit_leaves_the_cycle),
+	    cmocka_unit_test(test_petashock__perpetual_check_without_an_exit_loses_for_the_checker),
+	    cmocka_unit_test(test_petashock__random_books_get_plain_negamax_values),
+	    cmocka_unit_test(test_petashock__bad_input_lines_are_reported_and_skipped),
+	    cmocka_unit_test(test_petashock__command_errors_write_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

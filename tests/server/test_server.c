@@ -59,10 +59,11 @@ static char *make_book(void)
 {
 	char *dir = ts_mkdtemp();
 	char *err = NULL;
-	int rc = ts_runf(NULL, &err,
-			 "%s ingest %s/b tests/data/floodgate --quiet && %s think %s/b --depth 2 --multipv 4 "
-			 "--positions 300 --quiet >/dev/null && %s minimax %s/b --quiet >/dev/null",
-			 ts_joseki(), dir, ts_joseki(), dir, ts_joseki(), dir);
+	int rc = ts_runf(
+	    NULL, &err,
+	    "%s ingest %s/b tests/data/floodgate --quiet && %s think %s/b --depth 2 --multipv 4 "
+	    "--positions 300 --quiet >/dev/null && %s minimax %s/b --quiet >/dev/null",
+	    ts_joseki(), dir, ts_joseki(), dir, ts_joseki(), dir);
 	if (rc != 0) fail_msg("book: %s", err);
 	free(err);
 	return dir;
@@ -82,7 +83,8 @@ static void start(Srv *s, const char *dir, const char *extra)
 		char book[600];
 		snprintf(book, sizeof book, "%s/b", dir);
 		char cmd[1200];
-		snprintf(cmd, sizeof cmd, "exec %s serve %s --listen 127.0.0.1:0 %s", ts_joseki(), book, extra);
+		snprintf(cmd, sizeof cmd, "exec %s serve %s --listen 127.0.0.1:0 %s", ts_joseki(),
+		         book, extra);
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
@@ -138,8 +140,8 @@ static size_t collect(char *p, size_t size, size_t n, void *ctx)
 }
 
 /* One request; returns the status, *body the answer (free it). */
-static long http(CURL *c, int port, const char *method, const char *path, const char *body, char **out,
-		 char **headers)
+static long http(CURL *c, int port, const char *method, const char *path, const char *body,
+                 char **out, char **headers)
 {
 	char url[20000];
 	snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
@@ -157,22 +159,28 @@ static long http(CURL *c, int port, const char *method, const char *path, const 
 	if (rc != CURLE_OK) fail_msg("%s %s: %s", method, path, curl_easy_strerror(rc));
 	long status = 0;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	if (out) *out = b.data ? b.data : strdup("");
-	else free(b.data);
-	if (headers) *headers = h.data ? h.data : strdup("");
-	else free(h.data);
+	if (out)
+		*out = b.data ? b.data : strdup("");
+	else
+		free(b.data);
+	if (headers)
+		*headers = h.data ? h.data : strdup("");
+	else
+		free(h.data);
 	return status;
 }
 
 /* status and a JSON error body naming what is wrong. */
 static void expect_error(CURL *c, int port, const char *method, const char *path, const char *body,
-			 long want, const char *says)
+                         long want, const char *says)
 {
 	char *out;
 	long st = http(c, port, method, path, body, &out, NULL);
-	if (st != want) fail_msg("%s %.80s: status %ld, %ld expected (%s)", method, path, st, want, out);
+	if (st != want)
+		fail_msg("%s %.80s: status %ld, %ld expected (%s)", method, path, st, want, out);
 	json_t *j = json_loads(out, 0, NULL);
-	if (!j || !json_is_string(json_object_get(j, "error"))) fail_msg("%s %.80s: not a JSON error: %s", method, path, out);
+	if (!j || !json_is_string(json_object_get(j, "error")))
+		fail_msg("%s %.80s: not a JSON error: %s", method, path, out);
 	if (says && !strstr(json_string_value(json_object_get(j, "error")), says))
 		fail_msg("%s %.80s: '%s' does not say '%s'", method, path, out, says);
 	json_decref(j);
@@ -188,7 +196,8 @@ static void test_server__every_endpoint_and_every_error(void **state)
 	CURL *c = curl_easy_init();
 	char *out, *hdr;
 	/* The query, with CORS, and legal_moves. */
-	assert_int_equal(http(c, s.port, "GET", "/v1/query?position=startpos", NULL, &out, &hdr), 200);
+	assert_int_equal(http(c, s.port, "GET", "/v1/query?position=startpos", NULL, &out, &hdr),
+	                 200);
 	assert_non_null(strstr(hdr, "Access-Control-Allow-Origin: *"));
 	assert_non_null(strstr(hdr, "application/json"));
 	json_t *j = json_loads(out, 0, NULL);
@@ -198,12 +207,15 @@ static void test_server__every_endpoint_and_every_error(void **state)
 	free(out);
 	free(hdr);
 	/* sfen= with a bare SFEN; a position not in the book. */
-	assert_int_equal(http(c, s.port, "GET", "/v1/query?sfen=4k4/9/9/9/9/9/9/9/4K4%20b%20-%201", NULL, &out, NULL), 200);
+	assert_int_equal(http(c, s.port, "GET", "/v1/query?sfen=4k4/9/9/9/9/9/9/9/4K4%20b%20-%201",
+	                      NULL, &out, NULL),
+	                 200);
 	assert_non_null(strstr(out, "\"in_book\":false"));
 	assert_non_null(strstr(out, "\"legal_moves\":5"));
 	free(out);
 	/* The line: best moves from the start position, each with its value. */
-	assert_int_equal(http(c, s.port, "GET", "/v1/line?position=startpos&plies=6", NULL, &out, NULL), 200);
+	assert_int_equal(
+	    http(c, s.port, "GET", "/v1/line?position=startpos&plies=6", NULL, &out, NULL), 200);
 	j = json_loads(out, 0, NULL);
 	json_t *line = json_object_get(j, "line");
 	assert_true(json_array_size(line) >= 1 && json_array_size(line) <= 6);
@@ -248,7 +260,8 @@ static void test_server__every_endpoint_and_every_error(void **state)
 	/* Errors. */
 	expect_error(c, s.port, "GET", "/v1/query", NULL, 400, "give the position");
 	expect_error(c, s.port, "GET", "/v1/query?sfen=xyz", NULL, 400, "bad position");
-	expect_error(c, s.port, "GET", "/v1/query?position=startpos%20moves%207g7f%207g7f", NULL, 400, "7g7f");
+	expect_error(c, s.port, "GET", "/v1/query?position=startpos%20moves%207g7f%207g7f", NULL,
+	             400, "7g7f");
 	expect_error(c, s.port, "GET", "/v1/line?position=startpos&plies=0", NULL, 400, "plies");
 	expect_error(c, s.port, "GET", "/nothing-here", NULL, 404, "no such path");
 	expect_error(c, s.port, "POST", "/v1/query", "x=1", 405, "read-only");
@@ -342,8 +355,11 @@ static void test_server__query_equals_the_command_byte_for_byte(void **state)
 			curl_free(esc);
 			char *got, *want = NULL;
 			assert_int_equal(http(c, s.port, "GET", path, NULL, &got, NULL), 200);
-			assert_int_equal(ts_runf(&want, NULL, "%s query %s/b '%s' --json", ts_joseki(), dir, spec), 0);
-			if (strcmp(got, want)) fail_msg("%s:\nserver  %s\ncommand %s", spec, got, want);
+			assert_int_equal(ts_runf(&want, NULL, "%s query %s/b '%s' --json",
+			                         ts_joseki(), dir, spec),
+			                 0);
+			if (strcmp(got, want))
+				fail_msg("%s:\nserver  %s\ncommand %s", spec, got, want);
 			free(got);
 			free(want);
 			n++;
@@ -375,9 +391,10 @@ static void *client_main(void *arg)
 {
 	Client *k = arg;
 	CURL *c = curl_easy_init();
-	static const char *const PATHS[] = {"/v1/query?position=startpos", "/v1/query?position=startpos%20moves%207g7f",
-					    "/v1/query?position=startpos%20moves%202g2f%208c8d", "/v1/stats",
-					    "/v1/line?position=startpos"};
+	static const char *const PATHS[] = {"/v1/query?position=startpos",
+	                                    "/v1/query?position=startpos%20moves%207g7f",
+	                                    "/v1/query?position=startpos%20moves%202g2f%208c8d",
+	                                    "/v1/stats", "/v1/line?position=startpos"};
 	for (int i = 0; !*k->stop; i++) {
 		char *out;
 		const char *p = PATHS[i % 5];
@@ -398,7 +415,9 @@ static void *client_main(void *arg)
 		bool good = ok && st == 200 && j;
 		if (good && strstr(p, "query")) good = json_is_array(json_object_get(j, "moves"));
 		if (!good) {
-			if (!k->bad) snprintf(k->first_bad, sizeof k->first_bad, "%s: %ld %.300s", p, st, out ? out : "");
+			if (!k->bad)
+				snprintf(k->first_bad, sizeof k->first_bad, "%s: %ld %.300s", p, st,
+				         out ? out : "");
 			k->bad++;
 		}
 		k->requests++;
@@ -415,8 +434,13 @@ static void test_server__answers_while_a_writer_commits(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s/b tests/data/floodgate/*2026060113*.csa --quiet", ts_joseki(), dir), 0);
-	assert_int_equal(ts_runf(NULL, NULL, "%s gen-games %s/g --games 3000 --seed 7 >/dev/null", ts_joseki(), dir), 0);
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s ingest %s/b tests/data/floodgate/*2026060113*.csa --quiet",
+	                         ts_joseki(), dir),
+	                 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s gen-games %s/g --games 3000 --seed 7 >/dev/null",
+	                         ts_joseki(), dir),
+	                 0);
 	Srv s;
 	start(&s, dir, "--quiet");
 	volatile int stop_flag = 0;
@@ -429,9 +453,9 @@ static void test_server__answers_while_a_writer_commits(void **state)
 	time_t t0 = time(NULL);
 	char *err = NULL;
 	int rc = ts_runf(NULL, &err,
-			 "%s ingest %s/b tests/data/floodgate %s/g --quiet && "
-			 "%s think %s/b --depth 1 --positions 2000 --quiet >/dev/null",
-			 ts_joseki(), dir, dir, ts_joseki(), dir);
+	                 "%s ingest %s/b tests/data/floodgate %s/g --quiet && "
+	                 "%s think %s/b --depth 1 --positions 2000 --quiet >/dev/null",
+	                 ts_joseki(), dir, dir, ts_joseki(), dir);
 	if (rc != 0) fail_msg("writer: %s", err);
 	free(err);
 	while (time(NULL) - t0 < 10) usleep(100000);
@@ -440,7 +464,9 @@ static void test_server__answers_while_a_writer_commits(void **state)
 	for (int i = 0; i < 4; i++) {
 		pthread_join(th[i], NULL);
 		total += cl[i].requests;
-		if (cl[i].bad) fail_msg("client %d: %ld bad answers, first: %s", i, cl[i].bad, cl[i].first_bad);
+		if (cl[i].bad)
+			fail_msg("client %d: %ld bad answers, first: %s", i, cl[i].bad,
+			         cl[i].first_bad);
 	}
 	print_message("%ld answers while the book was written\n", total);
 	assert_true(total > 100);
@@ -455,7 +481,8 @@ static char *raw(int port, const char *req, size_t len)
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) fail_msg("connect: the server is gone");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+		fail_msg("connect: the server is gone");
 	struct timeval tv = {2, 0};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	(void)!write(fd, req, len);
@@ -484,12 +511,21 @@ static void test_server__a_thousand_malformed_requests(void **state)
 	char *dir = make_book();
 	Srv s;
 	start(&s, dir, "--quiet");
-	static const char *const METHODS[] = {"GET", "POST", "PUT", "DELETE", "PATCH", "BREW", "get", "OPTIONS", "HEAD"};
-	static const char *const PATHS[] = {"/v1/query?sfen=%", "/v1/query?sfen=%zz%g", "/v1/query?position=%ff%fe%fd",
-					    "/v1/query?position=startpos%00moves", "/v1/line?plies=%2", "/v1/query?sfen=",
-					    "/v1/query?position=startpos moves 9a9a", "/v1/../etc/passwd", "//v1//query",
-					    "/v1/query?sfen=lnsgkgsnl/9/9/9/9/9/9/9/9%20b%20-%201", "/v1/stats?x=%c3%28",
-					    "/v1/line?position=sfen%204k4/9/9/9/9/9/9/9/4K4%20b%20-%201&plies=999999999999"};
+	static const char *const METHODS[] = {"GET",  "POST", "PUT",     "DELETE", "PATCH",
+	                                      "BREW", "get",  "OPTIONS", "HEAD"};
+	static const char *const PATHS[] = {
+	    "/v1/query?sfen=%",
+	    "/v1/query?sfen=%zz%g",
+	    "/v1/query?position=%ff%fe%fd",
+	    "/v1/query?position=startpos%00moves",
+	    "/v1/line?plies=%2",
+	    "/v1/query?sfen=",
+	    "/v1/query?position=startpos moves 9a9a",
+	    "/v1/../etc/passwd",
+	    "//v1//query",
+	    "/v1/query?sfen=lnsgkgsnl/9/9/9/9/9/9/9/9%20b%20-%201",
+	    "/v1/stats?x=%c3%28",
+	    "/v1/line?position=sfen%204k4/9/9/9/9/9/9/9/4K4%20b%20-%201&plies=999999999999"};
 	int answered = 0;
 	for (int i = 0; i < 1000; i++) {
 		char req[40000];
@@ -498,36 +534,49 @@ static void test_server__a_thousand_malformed_requests(void **state)
 		size_t len;
 		int kind = (int)(ts_rand(&rng) % 4);
 		if (kind == 0) {
-			len = (size_t)snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", m, p);
+			len = (size_t)snprintf(
+			    req, sizeof req,
+			    "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", m, p);
 		} else if (kind == 1) { /* a huge query string */
 			size_t pad = 1000 + ts_rand(&rng) % 20000;
-			len = (size_t)snprintf(req, sizeof req, "GET /v1/query?position=startpos&p=");
+			len =
+			    (size_t)snprintf(req, sizeof req, "GET /v1/query?position=startpos&p=");
 			for (size_t k = 0; k < pad; k++) req[len++] = "%a-Z09"[ts_rand(&rng) % 6];
-			len += (size_t)snprintf(req + len, sizeof req - len, " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+			len +=
+			    (size_t)snprintf(req + len, sizeof req - len,
+			                     " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 		} else if (kind == 2) { /* random bytes in the path, NULs included */
 			len = (size_t)snprintf(req, sizeof req, "GET /v1/query?sfen=");
 			for (int k = 0; k < 40; k++) {
 				char ch = (char)(ts_rand(&rng) & 0xff);
 				req[len++] = ch == '\r' || ch == '\n' || ch == ' ' ? 'x' : ch;
 			}
-			len += (size_t)snprintf(req + len, sizeof req - len, " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+			len +=
+			    (size_t)snprintf(req + len, sizeof req - len,
+			                     " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 		} else { /* a body with a wrong length, or a garbage request line */
 			if (ts_rand(&rng) & 1)
-				len = (size_t)snprintf(req, sizeof req, "POST /v1/query HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 5\r\n\r\nabcdefghij");
+				len = (size_t)snprintf(
+				    req, sizeof req,
+				    "POST /v1/query HTTP/1.1\r\nHost: x\r\nConnection: "
+				    "close\r\nContent-Length: 5\r\n\r\nabcdefghij");
 			else
-				len = (size_t)snprintf(req, sizeof req, "%c%c%c %s\r\n\r\n", (char)(ts_rand(&rng) % 256),
-						       (char)(ts_rand(&rng) % 256), 'X', p);
+				len = (size_t)snprintf(req, sizeof req, "%c%c%c %s\r\n\r\n",
+				                       (char)(ts_rand(&rng) % 256),
+				                       (char)(ts_rand(&rng) % 256), 'X', p);
 		}
 		char *ans = raw(s.port, req, len);
 		if (!strncmp(ans, "HTTP/1.1 ", 9)) {
 			answered++;
 			int st = atoi(ans + 9);
 			char *body = strstr(ans, "\r\n\r\n");
-			bool page = body && (strstr(body, "<!doctype html>") || strstr(body, "# HELP"));
+			bool page =
+			    body && (strstr(body, "<!doctype html>") || strstr(body, "# HELP"));
 			bool head = !strcmp(m, "HEAD") && kind == 0;
-			if (st >= 400 && st < 500 && body && !head && !page && !strstr(body, "\"error\"") &&
-			    strstr(ans, "application/json"))
-				fail_msg("request %d: an error without a JSON body: %.300s", i, ans);
+			if (st >= 400 && st < 500 && body && !head && !page &&
+			    !strstr(body, "\"error\"") && strstr(ans, "application/json"))
+				fail_msg("request %d: an error without a JSON body: %.300s", i,
+				         ans);
 			if (st >= 500 && st != 503) fail_msg("request %d: %.300s", i, ans);
 		}
 		free(ans);
@@ -591,8 +640,10 @@ static void test_server__the_explorer_in_a_real_browser(void **state)
 	start(&s, dir, "--quiet");
 	char *out = NULL, *err = NULL;
 	const char *logs = getenv("BUILD") ? getenv("BUILD") : "build";
-	int rc = ts_runf(&out, &err, "mkdir -p %s/test-logs && timeout 120 node tests/server/browser.mjs http://127.0.0.1:%d %s/test-logs",
-			 logs, s.port, logs);
+	int rc = ts_runf(&out, &err,
+	                 "mkdir -p %s/test-logs && timeout 120 node tests/server/browser.mjs "
+	                 "http://127.0.0.1:%d %s/test-logs",
+	                 logs, s.port, logs);
 	if (rc != 0) fail_msg("browser test (status %d):\n%s%s", rc, out, err);
 	print_message("%s", out);
 	assert_non_null(strstr(out, "ok followed the best move"));
@@ -610,12 +661,12 @@ int main(void)
 	atexit(kill_live);
 	if (getenv("TEST_FILTER")) cmocka_set_test_filter(getenv("TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_server__every_endpoint_and_every_error),
-		cmocka_unit_test(test_server__query_equals_the_command_byte_for_byte),
-		cmocka_unit_test(test_server__answers_while_a_writer_commits),
-		cmocka_unit_test(test_server__a_thousand_malformed_requests),
-		cmocka_unit_test(test_server__sigterm_answers_503_then_exits_0),
-		cmocka_unit_test(test_server__the_explorer_in_a_real_browser),
+	    cmocka_unit_test(test_server__every_endpoint_and_every_error),
+	    cmocka_unit_test(test_server__query_equals_the_command_byte_for_byte),
+	    cmocka_unit_test(test_server__answers_while_a_writer_commits),
+	    cmocka_unit_test(test_server__a_thousand_malformed_requests),
+	    cmocka_unit_test(test_server__sigterm_answers_503_then_exits_0),
+	    cmocka_unit_test(test_server__the_explorer_in_a_real_browser),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

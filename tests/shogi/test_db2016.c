@@ -57,11 +57,12 @@ static void test_db2016__reads_the_reference_fixture(void **state)
 	Db2016Reader *r = NULL;
 	Warns w = {"", 0};
 	assert_int_equal(db2016_open(&r, "tests/data/yaneuraou-db/rshogi_book_backprop_yo_in.db", 0,
-				     collect, &w),
-			 0);
+	                             collect, &w),
+	                 0);
 	Db2016Record rec;
 	assert_int_equal(db2016_next(r, &rec), 1);
-	assert_string_equal(rec.sfen, "lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2");
+	assert_string_equal(rec.sfen,
+	                    "lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2");
 	assert_int_equal(rec.line, 2);
 	assert_int_equal(rec.pos->side, WHITE);
 	assert_int_equal(rec.nmoves, 1);
@@ -90,17 +91,17 @@ static void test_db2016__missing_fields_take_defaults_and_none_means_no_move(voi
 {
 	(void)state;
 	const char *text = "#YANEURAOU-DB2016 1.00\r\n"
-			   "# NOE:1\r\n"
-			   "// a comment\r\n"
-			   "sfen " START "\r\n"
-			   "7g7f\r\n"
-			   "2g2f 8c8d\r\n"
-			   "\r\n"
-			   "5g5f none 12   \r\n"
-			   "6g6f None -7 3\r\n"
-			   "none none 0 0 1\r\n"
-			   "resign\r\n"
-			   "1g1f 3c3d 5 6 42\r\n";
+	                   "# NOE:1\r\n"
+	                   "// a comment\r\n"
+	                   "sfen " START "\r\n"
+	                   "7g7f\r\n"
+	                   "2g2f 8c8d\r\n"
+	                   "\r\n"
+	                   "5g5f none 12   \r\n"
+	                   "6g6f None -7 3\r\n"
+	                   "none none 0 0 1\r\n"
+	                   "resign\r\n"
+	                   "1g1f 3c3d 5 6 42\r\n";
 	FILE *f;
 	Warns w = {"", 0};
 	Db2016Reader *r = open_text(text, &f, 0, &w);
@@ -132,16 +133,16 @@ static void test_db2016__bad_lines_are_reported_with_their_line_and_skipped(void
 {
 	(void)state;
 	const char *text = "#YANEURAOU-DB2016 1.00\n"
-			   "7g7f none 1 1\n"                  /* 2: before any record */
-			   "sfen " START "\n"                 /* 3 */
-			   "7g7e none 1 1\n"                  /* 4: illegal */
-			   "zz none 1 1\n"                    /* 5: unparseable */
-			   "2g2f none abc\n"                  /* 6: bad value */
-			   "7g7f none 10 2\n"                 /* 7: fine */
-			   "sfen lnsgkgsnl/9/junk b - 1\n"    /* 8: bad SFEN */
-			   "7g7f none 1 1\n"                  /* 9: belongs to the bad record */
-			   "sfen " START "\n"                 /* 10 */
-			   "2g2f none 3 4 x\n";               /* 11: bad count */
+	                   "7g7f none 1 1\n"               /* 2: before any record */
+	                   "sfen " START "\n"              /* 3 */
+	                   "7g7e none 1 1\n"               /* 4: illegal */
+	                   "zz none 1 1\n"                 /* 5: unparseable */
+	                   "2g2f none abc\n"               /* 6: bad value */
+	                   "7g7f none 10 2\n"              /* 7: fine */
+	                   "sfen lnsgkgsnl/9/junk b - 1\n" /* 8: bad SFEN */
+	                   "7g7f none 1 1\n"               /* 9: belongs to the bad record */
+	                   "sfen " START "\n"              /* 10 */
+	                   "2g2f none 3 4 x\n";            /* 11: bad count */
 	FILE *f;
 	Warns w = {"", 0};
 	Db2016Reader *r = open_text(text, &f, 0, &w);
@@ -188,9 +189,10 @@ static void test_db2016__missing_header_is_reported_but_read(void **state)
 static void test_db2016__skip_moves_returns_records_only(void **state)
 {
 	(void)state;
-	const char *text = "#YANEURAOU-DB2016 1.00\nsfen " START "\n7g7e none 5 1\n7g7f\n"
-			   "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
-			   "3c3d none -5 1\n";
+	const char *text =
+	    "#YANEURAOU-DB2016 1.00\nsfen " START "\n7g7e none 5 1\n7g7f\n"
+	    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	    "3c3d none -5 1\n";
 	FILE *f;
 	Warns w = {"", 0};
 	Db2016Reader *r = open_text(text, &f, DB2016_SKIP_MOVES, &w);
@@ -235,13 +237,13 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_db2016__reads_the_reference_fixture),
-		cmocka_unit_test(test_db2016__missing_fields_take_defaults_and_none_means_no_move),
-		cmocka_unit_test(test_db2016__bad_lines_are_reported_with_their_line_and_skipped),
-		cmocka_unit_test(test_db2016__missing_header_is_reported_but_read),
-		cmocka_unit_test(test_db2016__skip_moves_returns_records_only),
-		cmocka_unit_test(test_db2016__formats_move_lines),
-		cmocka_unit_test(test_db2016__missing_file_is_an_io_error),
+	    cmocka_unit_test(test_db2016__reads_the_reference_fixture),
+	    cmocka_unit_test(test_db2016__missing_fields_take_defaults_and_none_means_no_move),
+	    cmocka_unit_test(test_db2016__bad_lines_are_reported_with_their_line_and_skipped),
+	    cmocka_unit_test(test_db2016__missing_header_is_reported_but_read),
+	    cmocka_unit_test(test_db2016__skip_moves_returns_records_only),
+	    cmocka_unit_test(test_db2016__formats_move_lines),
+	    cmocka_unit_test(test_db2016__missing_file_is_an_io_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,9 +16,9 @@ static void test_position__king_in_check_of_the_side_not_to_move_is_never_captur
 {
 	(void)state;
 	static const char *SFENS[] = {
-		"8k/6G2/9/9/8L/9/9/9/9 b P 1",  /* White's king attacked by the lance */
-		"4k4/9/9/9/4R4/9/9/9/4K4 b G 1", /* and by a rook, Black to move */
-		"4k4/4G4/9/9/9/9/9/9/4K4 b - 1", /* by an adjacent gold */
+	    "8k/6G2/9/9/8L/9/9/9/9 b P 1",   /* White's king attacked by the lance */
+	    "4k4/9/9/9/4R4/9/9/9/4K4 b G 1", /* and by a rook, Black to move */
+	    "4k4/4G4/9/9/9/9/9/9/4K4 b - 1", /* by an adjacent gold */
 	};
 	/* The capture each attacker would make: its piece is there, the king is
 	 * its target, and still the move is not legal. */
@@ -53,23 +53,28 @@ static void test_position__material_beyond_what_a_hand_can_count_is_refused(void
 	(void)state;
 	static Position pos;
 	char err[SHOGI_ERRLEN];
-	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/9/9/9/9/4K4 b 32P 1", NULL, err), SHOGI_EPARSE);
+	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/9/9/9/9/4K4 b 32P 1", NULL, err),
+	                 SHOGI_EPARSE);
 	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/9/9/9/9/4K4 b 4R 1", NULL, err), SHOGI_EPARSE);
 	/* board plus both hands count together */
 	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/4R4/9/9/9/4K4 b Rr 1", NULL, err), 0);
-	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/4R4/9/9/9/4K4 b 2Rr 1", NULL, err), SHOGI_EILLEGAL);
+	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/4R4/9/9/9/4K4 b 2Rr 1", NULL, err),
+	                 SHOGI_EILLEGAL);
 	assert_non_null(strstr(err, "rooks"));
-	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/9/9/9/9/4K4 b 2R2B4G4S4N4L18P 1", NULL, err), 0);
+	assert_int_equal(sfen_parse(&pos, "4k4/9/9/9/9/9/9/9/4K4 b 2R2B4G4S4N4L18P 1", NULL, err),
+	                 0);
 	/* more material on the board than one set: accepted (perft.tsv uses it) */
-	assert_int_equal(sfen_parse(&pos, "k+n7/sg7/9/9/9/9/+r5K1g/7L1/2LN1R1+Bb b RBGSNLP 1", NULL, err), 0);
+	assert_int_equal(
+	    sfen_parse(&pos, "k+n7/sg7/9/9/9/9/+r5K1g/7L1/2LN1R1+Bb b RBGSNLP 1", NULL, err), 0);
 }
 
 int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_position__king_in_check_of_the_side_not_to_move_is_never_captured),
-		cmocka_unit_test(test_position__material_beyond_what_a_hand_can_count_is_refused),
+	    cmocka_unit_test(
+	        test_position__king_in_check_of_the_side_not_to_move_is_never_captured),
+	    cmocka_unit_test(test_position__material_beyond_what_a_hand_can_count_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

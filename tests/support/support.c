@@ -147,7 +147,8 @@ json_t *ts_run_json(int expect_rc, const char *fmt, ...)
 	va_end(ap);
 	char *out = NULL, *err = NULL;
 	int rc = ts_run(cmd, &out, &err);
-	if (rc != expect_rc) fprintf(stderr, "command: %s\nstdout: %s\nstderr: %s\n", cmd, out, err);
+	if (rc != expect_rc)
+		fprintf(stderr, "command: %s\nstdout: %s\nstderr: %s\n", cmd, out, err);
 	assert_int_equal(rc, expect_rc);
 	json_t *j = json_loads(out ? out : "", 0, NULL);
 	if (!j) fprintf(stderr, "not JSON: %s\n", out);

@@ -34,7 +34,8 @@ int ts_write_file(const char *path, const char *data, size_t len);
  * The command and its output are printed when the exit status differs.
  */
 struct json_t;
-struct json_t *ts_run_json(int expect_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+struct json_t *ts_run_json(int expect_rc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* The integer member k of o; asserts that it is there. */
 long long ts_jint(struct json_t *o, const char *k);
 
