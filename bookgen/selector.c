@@ -1,6 +1,6 @@
 /*
  * bookgen/selector.c — the ranged alpha-beta selector over the in-memory book
- * graph (bookgen/selector.h, ALGORITHMS.md §3).
+ * graph (bookgen/selector.h, docs/bookgen.md).
  *
  * Memory: per node 56 bytes (key, record bytes offset, edge block, bound,
  * flags), per built edge 12 bytes, one parent link (8 bytes) per edge, the

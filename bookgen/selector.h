@@ -1,5 +1,5 @@
 /*
- * bookgen/selector.h — the ranged alpha-beta selector (ALGORITHMS.md §3).
+ * bookgen/selector.h — the ranged alpha-beta selector (docs/bookgen.md).
  *
  * The selector holds the book graph in memory (a hash from position key to node
  * index; per thought node its moves as (move, child node, eval) built on first

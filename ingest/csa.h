@@ -1,6 +1,6 @@
 /*
  * ingest/csa.h — a reader for CSA game records (V1/V2/V2.1/V2.2/V3.0 and the
- * floodgate dialect; see docs/csa.md and FORMATS.md).
+ * floodgate dialect; see docs/csa.md).
  *
  * The reader works on bytes, never on text: names and comments may be
  * Shift_JIS, EUC-JP or UTF-8 and are copied through unchanged; CR LF, LF and

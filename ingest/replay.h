@@ -39,7 +39,7 @@ typedef enum {
 	REPLAY_WINNER_DRAW,
 } ReplayWinner;
 
-/* "none", "resign", "repetition", ... as CONTRACT.md spells them. */
+/* "none", "resign", "repetition", ... as docs/csa.md spells them. */
 const char *replay_end_name(ReplayEnd end);
 /* "none", "black", "white", "draw". */
 const char *replay_winner_name(ReplayWinner w);

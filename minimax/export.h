@@ -1,6 +1,6 @@
 /*
  * minimax/export.h — writes a book as a YaneuraOu DB2016 book sorted for
- * BookOnTheFly (joseki export, docs/minimax.md, FORMATS.md).
+ * BookOnTheFly (joseki export, docs/minimax.md).
  */
 #ifndef MINIMAX_EXPORT_H
 #define MINIMAX_EXPORT_H

@@ -1,6 +1,6 @@
 /*
  * minimax/graph.c — the backward analysis shared by peta-shock and book
- * minimax (see graph.h and ALGORITHMS.md §7 for the steps).
+ * minimax (see graph.h and docs/minimax.md for the steps).
  */
 #include "minimax/graph.h"
 

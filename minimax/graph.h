@@ -1,7 +1,7 @@
 /*
  * minimax/graph.h — the back-up core shared by peta-shock (DB2016 files) and
  * book minimax (joseki minimax): a graph of nodes and moves in flat arrays, a
- * key → node hash, and the backward analysis of ALGORITHMS.md §4/§7 (acyclic
+ * key → node hash, and the backward analysis of docs/minimax.md (acyclic
  * peel, perpetual-check loop extraction, in-place relaxation from the draw
  * value, the (value, depth) comparison with the 9997/9998/9999 depths).
  *

@@ -2,7 +2,7 @@
  * minimax/petashock.h — a drop-in for YaneuraOu's "makebook peta_shock": reads
  * a DB2016 book, backs the values up over the book graph (transpositions,
  * repetition cycles and perpetual-check loops handled as YaneuraOu does, see
- * ALGORITHMS.md §7 and docs/peta-shock.md), and writes the minimaxed book.
+ * docs/minimax.md and docs/peta-shock.md), and writes the minimaxed book.
  *
  * The graph is held compactly: nodes and moves in flat arrays, a hash table
  * from 128-bit key to node index; the input is streamed (read three times:

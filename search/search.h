@@ -130,7 +130,7 @@ static inline int search_analyse(SearchEngine *e, SearchResult *out, const Posit
 }
 
 /*
- * As search_analyse, for a position spec (CONTRACT.md: an SFEN, "startpos",
+ * As search_analyse, for a position spec (docs/shogi.md: an SFEN, "startpos",
  * either followed by "moves ..."). A spec that does not parse is
  * SEARCH_EINVAL with the rules core's message in err (SEARCH_ERRLEN bytes,
  * may be NULL); other failures leave err empty (see search_last_error).

@@ -96,7 +96,7 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
                        const SearchBudget *budget, int multipv);
 
 /*
- * Parses a position spec (CONTRACT.md: SFEN, startpos, "... moves ...") and
+ * Parses a position spec (docs/shogi.md: SFEN, startpos, "... moves ...") and
  * analyses it. SEARCH_EINVAL with a message naming the spec when it does not
  * parse.
  */

@@ -1,5 +1,5 @@
 /*
- * search/usi_info.h — parser for one USI `info` line, as FORMATS.md ("USI
+ * search/usi_info.h — parser for one USI `info` line, as docs/search.md ("USI
  * engine output") describes it:
  *
  *   info depth 11 seldepth 13 multipv 1 score cp 2 nodes 100135 nps 1472573

@@ -1,6 +1,6 @@
 /*
  * shogi/db2016.h — reading and writing YaneuraOu's text book format
- * ("#YANEURAOU-DB2016 1.00", FORMATS.md "YaneuraOu book").
+ * ("#YANEURAOU-DB2016 1.00", docs/minimax.md "joseki export").
  *
  * The reader streams a file record by record, so a book of millions of
  * positions never has to be held as text. What it accepts:

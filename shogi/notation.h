@@ -50,7 +50,7 @@ extern const char *const CSA_PIECE_NAMES[PT_NB];
 PieceType csa_piece_parse(const char *s);
 
 /*
- * Parses a position spec as CONTRACT.md gives it: an SFEN, "startpos", or either
+ * Parses a position spec as docs/shogi.md gives it: an SFEN, "startpos", or either
  * followed by "moves m1 m2 ...", with an optional leading "position " and/or
  * "sfen ". Each move is checked for legality and made; on an illegal move the
  * error names it and its index.

@@ -1,5 +1,5 @@
 /*
- * shogi/zobrist.h — the 128-bit position key (ALGORITHMS.md §1).
+ * shogi/zobrist.h — the 128-bit position key (docs/shogi.md, "The key").
  *
  * key = board_key + hand_key, lane by lane (each 64-bit half added mod 2^64):
  *   board_key = XOR of ZOB_PSQ[piece][sq] over the board, XOR ZOB_SIDE when

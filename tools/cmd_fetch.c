@@ -42,7 +42,7 @@ static const char *day_status_name(FetchDayStatus s)
 	return "?";
 }
 
-/* The ingest fields of CONTRACT.md plus the per-range counts; fetch errors
+/* The ingest fields of docs/ingest.md plus the per-range counts; fetch errors
  * (one per failed day, input = its URL) come first in "errors". */
 static void report_json(const FetchResult *fr, const IngestStats *st)
 {

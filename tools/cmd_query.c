@@ -1,6 +1,6 @@
 /*
  * joseki query BOOK POS [--json] — the book's answer for one position
- * (CONTRACT.md "query --json"): moves sorted best first, by minimax value when
+ * (docs/bookdb.md "query"): moves sorted best first, by minimax value when
  * minimax has run, else by engine evaluation, else by games played.
  */
 #include <jansson.h>

@@ -1,7 +1,7 @@
 /*
  * joseki stats BOOK [--json] [--bench-lookups N]
  *
- * Sizes and counts (CONTRACT.md): positions, thought, moves, games, leaves
+ * Sizes and counts (docs/bookdb.md): positions, thought, moves, games, leaves
  * (positions none of whose stored moves leads to a position in the book),
  * cyclic (as of the last minimax run) and root_value (null until minimax has run), bytes (data file
  * size), plus bytes_used (pages in use), bytes_per_position and changes (entries in the change log,

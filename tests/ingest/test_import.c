@@ -13,7 +13,7 @@
 #include "shogi/position.h"
 #include "tests/support/support.h"
 
-/* Every variant FORMATS.md lists: comments (# and //), missing fields,
+/* Every variant docs/ingest.md lists: comments (# and //), missing fields,
  * none/resign, no ply, CRLF, blank lines, an illegal move (line 12). */
 static const char *BOOK =
     "#YANEURAOU-DB2016 1.00\r\n"

@@ -1,6 +1,6 @@
 /*
  * tests/search/test_usi_info.c — the USI info-line parser over many line
- * shapes: the FORMATS.md example, scores (cp, mate in plies, mate +/-, -0),
+ * shapes: the docs/search.md example, scores (cp, mate in plies, mate +/-, -0),
  * bounds, string, pv last, unknown keywords, malformed lines.
  */
 #include <setjmp.h>
