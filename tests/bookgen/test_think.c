@@ -385,6 +385,45 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	free(dir);
 }
 
+/* Engines that misbehave under load: 8 engines of which the script's starts
+ * crash in the middle of a search, hang (never answer go, ignore stop), mix
+ * unreadable lines into their answers, or flood 5,000 info lines per answer.
+ * `think` restarts what fails, keeps the other engines busy, stores every
+ * answer it counts and finishes the run; a position that fails twice is
+ * reported as failed, never stored half. */
+static void test_bookgen__think_command_with_misbehaving_engines_under_load(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err,
+	                 "JOSEKI_BIN=%s MIXED_STATE=%s/starts "
+	                 "MIXED_SCRIPT=crash,ok,hang,ok,garbage,ok,flood,ok "
+	                 "%s think %s/b --engine tests/search/fakes/mixed_engine.py --engines 8 "
+	                 "--nodes 2000 --multipv 2 --positions 400 --quiet",
+	                 ts_joseki(), dir, ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	assert_int_equal(field(out, "think thought "), 400);
+	assert_true(field(out, " failed ") <= 2);
+	free(out);
+	free(err);
+	char path[512];
+	snprintf(path, sizeof path, "%s/starts", dir);
+	char *starts = ts_read_file(path, NULL);
+	assert_non_null(starts);
+	/* The crashing and the hanging engine were replaced at least once each. */
+	assert_true(atoi(starts) >= 10);
+	free(starts);
+	rc = ts_runf(&out, &err, "%s check %s/b", ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, " 0 bad"));
+	free(out);
+	free(err);
+	assert_int_equal(thought_in(dir), 400);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_bookgen__think_command_from_kifu(void **state)
 {
 	(void)state;
@@ -541,6 +580,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_stops_on_flag_exhaustion_and_failing_engines),
 	    cmocka_unit_test(test_bookgen__think_takes_the_given_positions_first),
 	    cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
+	    cmocka_unit_test(test_bookgen__think_command_with_misbehaving_engines_under_load),
 	    cmocka_unit_test(test_bookgen__think_command_from_kifu),
 	    cmocka_unit_test(test_bookgen__think_command_extends_along_ingested_games),
 	};
