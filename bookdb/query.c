@@ -1,8 +1,9 @@
 /* bookdb/query.c — the book's answer for one position (see query.h). */
 #include "bookdb/query.h"
 
-#include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -58,69 +59,164 @@ int bookdb_query(BookRecord *rec, BookTxn *txn, const Position *pos)
 	return 1;
 }
 
-/* json_object_set_new that remembers a failed allocation in *ok. */
-static void put(json_t *o, const char *k, json_t *v, bool *ok)
+/* A growing text buffer; oom is set (and nothing more written) when an
+ * allocation fails. */
+typedef struct {
+	char *p;
+	size_t n, cap;
+	bool oom;
+} Text;
+
+static bool text_reserve(Text *t, size_t more)
 {
-	if (!v || json_object_set_new(o, k, v) < 0) *ok = false;
+	if (t->oom) return false;
+	if (t->n + more + 1 <= t->cap) return true;
+	size_t cap = t->cap ? t->cap : 1024;
+	while (cap < t->n + more + 1) cap *= 2;
+	char *p = realloc(t->p, cap);
+	if (!p) {
+		t->oom = true;
+		return false;
+	}
+	t->p = p;
+	t->cap = cap;
+	return true;
 }
 
-json_t *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos)
+static void text_raw(Text *t, const char *s, size_t len)
+{
+	if (!text_reserve(t, len)) return;
+	memcpy(t->p + t->n, s, len);
+	t->n += len;
+	t->p[t->n] = 0;
+}
+
+#define TEXT_LIT(t, s) text_raw((t), (s), sizeof(s) - 1)
+
+/* A JSON string, escaped the way jansson's compact dump escapes ASCII. */
+static void text_string(Text *t, const char *s)
+{
+	TEXT_LIT(t, "\"");
+	for (const char *q = s; *q; q++) {
+		unsigned char c = (unsigned char)*q;
+		char esc[8];
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			text_raw(t, esc, 2);
+		} else if (c < 0x20) {
+			snprintf(esc, sizeof esc, "\\u%04X", c);
+			text_raw(t, esc, 6);
+		} else {
+			text_raw(t, (const char *)&c, 1);
+		}
+	}
+	TEXT_LIT(t, "\"");
+}
+
+static void text_int(Text *t, long long v)
+{
+	char buf[24], *e = buf + sizeof buf, *q = e;
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	do *--q = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0) *--q = '-';
+	text_raw(t, q, (size_t)(e - q));
+}
+
+/* ,"key": then the value (the first member of an object passes first). */
+static void text_key(Text *t, const char *key, bool first)
+{
+	if (!first) TEXT_LIT(t, ",");
+	text_string(t, key);
+	TEXT_LIT(t, ":");
+}
+
+char *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos, size_t *len)
 {
 	char hex[KEY_HEX_LEN], sfen[SFEN_MAX], usi[USI_MOVE_MAX];
 	key_to_hex(pos_key(pos), hex);
 	sfen_write(pos, sfen, sizeof sfen);
-	bool ok = true, minimax = in_book && (rec->flags & BOOKDB_REC_MINIMAX);
+	bool minimax = in_book && (rec->flags & BOOKDB_REC_MINIMAX);
 	int nmoves = in_book ? rec->nmoves : 0;
-	json_t *out = json_object(), *moves = json_array();
-	if (!out || !moves) {
-		json_decref(out);
-		json_decref(moves);
-		return NULL;
-	}
-	put(out, "sfen", json_string(sfen), &ok);
-	put(out, "key", json_string(hex), &ok);
-	put(out, "in_book", json_boolean(in_book), &ok);
+	Text t = {0};
+	text_reserve(&t, 512 + (size_t)nmoves * 160);
+	TEXT_LIT(&t, "{");
+	text_key(&t, "sfen", true);
+	text_string(&t, sfen);
+	text_key(&t, "key", false);
+	text_string(&t, hex);
+	text_key(&t, "in_book", false);
+	if (in_book)
+		TEXT_LIT(&t, "true");
+	else
+		TEXT_LIT(&t, "false");
 	if (nmoves > 0) {
 		usi_move_write(rec->moves[0].move, usi);
-		put(out, "bestmove", json_string(usi), &ok);
-		if (minimax) put(out, "value", json_integer(rec->moves[0].value), &ok);
+		text_key(&t, "bestmove", false);
+		text_string(&t, usi);
+		if (minimax) {
+			text_key(&t, "value", false);
+			text_int(&t, rec->moves[0].value);
+		}
 	}
-	if (in_book && (rec->flags & BOOKDB_REC_THOUGHT))
-		put(out, "thought_depth", json_integer(rec->think_depth), &ok);
-	if (in_book) put(out, "ply", json_integer(rec->min_ply), &ok);
+	if (in_book && (rec->flags & BOOKDB_REC_THOUGHT)) {
+		text_key(&t, "thought_depth", false);
+		text_int(&t, rec->think_depth);
+	}
+	if (in_book) {
+		text_key(&t, "ply", false);
+		text_int(&t, rec->min_ply);
+	}
 	/* So that a client tells "not in book" from "no moves at all". */
 	Move legal[MOVEGEN_MAX];
-	put(out, "legal_moves", json_integer(movegen_legal(pos, legal)), &ok);
+	text_key(&t, "legal_moves", false);
+	text_int(&t, movegen_legal(pos, legal));
+	text_key(&t, "moves", false);
+	TEXT_LIT(&t, "[");
 	for (int i = 0; i < nmoves; i++) {
 		const BookMove *m = &rec->moves[i];
-		json_t *jm = json_object();
-		if (!jm || json_array_append_new(moves, jm) < 0) {
-			ok = false;
-			break;
-		}
+		if (i) TEXT_LIT(&t, ",");
 		usi_move_write(m->move, usi);
-		put(jm, "move", json_string(usi), &ok);
+		TEXT_LIT(&t, "{");
+		text_key(&t, "move", true);
+		text_string(&t, usi);
 		if (minimax) {
-			put(jm, "value", json_integer(m->value), &ok);
-			put(jm, "dist", json_integer(m->dist), &ok);
+			text_key(&t, "value", false);
+			text_int(&t, m->value);
+			text_key(&t, "dist", false);
+			text_int(&t, m->dist);
 			const char *src = bookdb_value_source(rec, m);
-			if (src) put(jm, "value_source", json_string(src), &ok);
+			if (src) {
+				text_key(&t, "value_source", false);
+				text_string(&t, src);
+			}
 		}
 		if (m->flags & BOOKDB_MOVE_EVAL) {
-			put(jm, "eval", json_integer(m->eval), &ok);
-			put(jm, "depth", json_integer(m->depth), &ok);
-			put(jm, "nodes", json_integer((json_int_t)m->nodes), &ok);
-			put(jm, "source", json_integer(m->source), &ok);
+			text_key(&t, "eval", false);
+			text_int(&t, m->eval);
+			text_key(&t, "depth", false);
+			text_int(&t, m->depth);
+			text_key(&t, "nodes", false);
+			text_int(&t, (long long)m->nodes);
+			text_key(&t, "source", false);
+			text_int(&t, m->source);
 		}
-		put(jm, "count", json_integer(m->count), &ok);
-		put(jm, "wins", json_integer(m->wins), &ok);
-		put(jm, "draws", json_integer(m->draws), &ok);
-		put(jm, "losses", json_integer(m->losses), &ok);
+		text_key(&t, "count", false);
+		text_int(&t, m->count);
+		text_key(&t, "wins", false);
+		text_int(&t, m->wins);
+		text_key(&t, "draws", false);
+		text_int(&t, m->draws);
+		text_key(&t, "losses", false);
+		text_int(&t, m->losses);
+		TEXT_LIT(&t, "}");
 	}
-	put(out, "moves", moves, &ok);
-	if (!ok) {
-		json_decref(out);
+	TEXT_LIT(&t, "]}\n");
+	if (t.oom) {
+		free(t.p);
 		return NULL;
 	}
-	return out;
+	if (len) *len = t.n;
+	return t.p;
 }

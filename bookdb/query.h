@@ -11,11 +11,10 @@
 #define BOOKDB_QUERY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "bookdb/bookdb.h"
 #include "shogi/position.h"
-
-struct json_t;
 
 /* True if move a ranks before move b in rec's order. */
 bool bookdb_move_better(const BookRecord *rec, const BookMove *a, const BookMove *b);
@@ -41,12 +40,15 @@ void bookdb_moves_sort(BookRecord *rec);
 int bookdb_query(BookRecord *rec, BookTxn *txn, const Position *pos);
 
 /*
- * The `query --json` object for pos and its record as bookdb_query left it
- * (in_book its result): sfen, key, in_book, bestmove/value when there are moves,
- * thought_depth, ply, legal_moves (how many legal moves the position has), moves [...]
- * (with value_source once minimax ran); layout in docs/bookdb.md ("query"). Returns a
- * new reference, or NULL when out of memory.
+ * The `query --json` text for pos and its record as bookdb_query left it
+ * (in_book its result): one compact JSON object and a newline, with sfen, key,
+ * in_book, bestmove/value when there are moves, thought_depth, ply, legal_moves
+ * (how many legal moves the position has), moves [...] (with value_source once
+ * minimax ran); layout in docs/bookdb.md ("query"). Written directly (no JSON
+ * library objects: the HTTP server answers with it at tens of thousands a
+ * second). Returns a malloc'd NUL-terminated string (its length without the NUL
+ * in *len when len is not NULL), or NULL when out of memory.
  */
-struct json_t *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos);
+char *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos, size_t *len);
 
 #endif

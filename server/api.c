@@ -91,7 +91,7 @@ char *api_query(BookDB *db, const char *sfen, const char *position, int *status)
 	bookdb_txn_abort(txn);
 	if (rc < 0) return book_error(rc, status);
 	*status = 200;
-	return dump(bookdb_query_json(&t_rec, rc == 1, &t_pos));
+	return bookdb_query_json(&t_rec, rc == 1, &t_pos, NULL);
 }
 
 char *api_line(BookDB *db, const char *sfen, const char *position, const char *plies, int *status)

@@ -38,7 +38,6 @@ int cmd_query(int argc, char **argv)
 	BookRecord *rec = malloc(sizeof *rec);
 	BookDB *db = NULL;
 	BookTxn *txn = NULL;
-	json_t *out = NULL;
 	int ret = 1;
 	char perr[SHOGI_ERRLEN], err[BOOKDB_ERRLEN];
 	if (!pos || !rec) {
@@ -68,18 +67,20 @@ int cmd_query(int argc, char **argv)
 		goto done;
 	}
 	int in_book = rc == 1, minimax = (rec->flags & BOOKDB_REC_MINIMAX) != 0;
-	out = bookdb_query_json(rec, in_book, pos);
-	if (!out) {
-		joseki_error("out of memory");
-		goto done;
-	}
 	if (json) {
-		int prc = joseki_print_json(out, 0);
-		out = NULL;
-		if (prc < 0) goto done;
+		size_t len;
+		char *text = bookdb_query_json(rec, in_book, pos, &len);
+		if (!text) {
+			joseki_error("out of memory");
+			goto done;
+		}
+		fwrite(text, 1, len, stdout);
+		free(text);
 	} else {
-		printf("sfen %s\nkey %s\n", json_string_value(json_object_get(out, "sfen")),
-		       json_string_value(json_object_get(out, "key")));
+		char hex[KEY_HEX_LEN], sfen[SFEN_MAX];
+		key_to_hex(pos_key(pos), hex);
+		sfen_write(pos, sfen, sizeof sfen);
+		printf("sfen %s\nkey %s\n", sfen, hex);
 		if (!in_book) {
 			printf("not in book\n");
 		} else {
@@ -109,7 +110,6 @@ int cmd_query(int argc, char **argv)
 	}
 	ret = 0;
 done:
-	json_decref(out);
 	bookdb_txn_abort(txn);
 	bookdb_free(db);
 	free(rec);

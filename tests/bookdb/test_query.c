@@ -116,8 +116,20 @@ static void test_bookdb__query_reads_the_record_sorted_and_builds_its_json(void 
 
 	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
 	assert_int_equal(bookdb_query(rec, txn, pos), 1);
-	json_t *o = bookdb_query_json(rec, true, pos);
-	assert_non_null(o);
+	size_t len;
+	char *text = bookdb_query_json(rec, true, pos, &len);
+	assert_non_null(text);
+	assert_int_equal(strlen(text), len);
+	assert_int_equal(text[len - 1], '\n');
+	json_error_t jerr;
+	json_t *o = json_loads(text, 0, &jerr);
+	if (!o) fail_msg("not JSON (%s): %s", jerr.text, text);
+	/* The same bytes as jansson's compact dump of what it read. */
+	char *again = json_dumps(o, JSON_COMPACT);
+	assert_int_equal(strlen(again) + 1, len);
+	assert_memory_equal(again, text, len - 1);
+	free(again);
+	free(text);
 	assert_true(json_is_true(json_object_get(o, "in_book")));
 	assert_string_equal(json_string_value(json_object_get(o, "bestmove")), "2g2f");
 	assert_null(json_object_get(o, "value")); /* no minimax yet */
@@ -137,7 +149,10 @@ static void test_bookdb__query_reads_the_record_sorted_and_builds_its_json(void 
 	pos_do_move(pos, m);
 	assert_int_equal(bookdb_query(rec, txn, pos), 0);
 	assert_int_equal(rec->nmoves, 0);
-	o = bookdb_query_json(rec, false, pos);
+	text = bookdb_query_json(rec, false, pos, NULL);
+	assert_non_null(text);
+	o = json_loads(text, 0, &jerr);
+	free(text);
 	assert_non_null(o);
 	assert_true(json_is_false(json_object_get(o, "in_book")));
 	assert_int_equal(json_array_size(json_object_get(o, "moves")), 0);
