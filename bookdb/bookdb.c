@@ -340,7 +340,13 @@ static int writers_lock(BookDB *db, int how, char *err)
 	db->writers_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0664);
 	if (db->writers_fd < 0) {
 		int e = errno;
-		if (err) snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", path, strerror(e));
+		if (err && (e == EROFS || e == EACCES || e == EPERM))
+			snprintf(err, BOOKDB_ERRLEN,
+			         "%.100s: the book cannot be written (%.40s); reading commands "
+			         "(query, stats, export, check, serve) still work",
+			         db->dir, strerror(e));
+		else if (err)
+			snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", path, strerror(e));
 		return xlate(e);
 	}
 	if (flock(db->writers_fd, how | LOCK_NB) == 0) return 0;

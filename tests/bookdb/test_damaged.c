@@ -1,9 +1,9 @@
 /*
  * tests/bookdb/test_damaged.c — damaged books through the real commands: a
  * data file cut short (as a copy that stopped early), flipped bytes, another
- * schema version, a missing lock file. Every command refuses with a message
- * (no signal, no hang); check names the bad records; check --repair copies the
- * sound ones into a new book that passes check.
+ * schema version, a missing lock file, a read-only file system. Every command refuses with a
+ * message (no signal, no hang); check names the bad records; check --repair copies the sound ones
+ * into a new book that passes check.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -213,12 +214,78 @@ static void test_damaged__another_schema_version_and_a_missing_lock_file(void **
 	free(dir);
 }
 
+/* Runs `joseki` with fmt (two %s: dir) and checks its status; returns its
+ * stderr. */
+static char *run_expecting(const char *fmt, const char *dir, int status)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, fmt, dir, dir);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, "timeout 60 %s %s", ts_joseki(), cmd);
+	if (rc != status) fail_msg("%s: status %d, %d expected\n%s", cmd, rc, status, err);
+	free(out);
+	return err;
+}
+
+/* A book on a read-only file system (a read-only bind mount of the book's
+ * directory): the reading commands work as on any book; every writing
+ * command refuses, naming the book and saying it cannot be written. Needs
+ * mount (root); elsewhere the test says why and is reported as skipped. */
+static void test_damaged__a_read_only_book(void **state)
+{
+	(void)state;
+	char *dir = make_book();
+	char ro[512], *err = NULL;
+	snprintf(ro, sizeof ro, "%s/ro", dir);
+	assert_int_equal(mkdir(ro, 0755), 0);
+	if (ts_runf(NULL, &err, "mount --bind %s/b %s && mount -o remount,ro,bind %s", dir, ro,
+	            ro) != 0) {
+		fprintf(stderr, "skipped: cannot make a read-only bind mount here (%s)\n", err);
+		free(err);
+		ts_runf(NULL, NULL, "umount %s 2>/dev/null", ro);
+		ts_rmtree(dir);
+		free(dir);
+		skip();
+	}
+	free(err);
+	static const char *const READERS[] = {
+	    "check %s/ro",
+	    "stats %s/ro --json",
+	    "query %s/ro startpos --json",
+	    "export %s/ro %s/out.db --quiet",
+	    "select %s/ro",
+	};
+	static const char *const WRITERS[] = {
+	    "ingest %s/ro tests/data/floodgate --quiet",
+	    "think %s/ro --depth 1 --positions 1 --quiet",
+	    "minimax %s/ro --quiet",
+	    "compact %s/ro",
+	    "import %s/ro %s/out.db",
+	};
+	for (size_t i = 0; i < sizeof READERS / sizeof READERS[0]; i++)
+		free(run_expecting(READERS[i], dir, 0));
+	for (size_t i = 0; i < sizeof WRITERS / sizeof WRITERS[0]; i++) {
+		err = run_expecting(WRITERS[i], dir, 1);
+		if (!strstr(err, ro) || !strstr(err, "cannot be written") ||
+		    !strstr(err, "Read-only file system"))
+			fail_msg("%s: the message does not name the book and say why:\n%s",
+			         WRITERS[i], err);
+		free(err);
+	}
+	assert_int_equal(ts_runf(NULL, NULL, "umount %s", ro), 0);
+	/* Nothing was changed: the book still passes check where it is. */
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s/b", ts_joseki(), dir), 0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_damaged__a_truncated_data_file_is_refused_by_every_command),
 	    cmocka_unit_test(test_damaged__flipped_bytes_are_found_and_repaired),
 	    cmocka_unit_test(test_damaged__another_schema_version_and_a_missing_lock_file),
+	    cmocka_unit_test(test_damaged__a_read_only_book),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
