@@ -83,9 +83,9 @@ static bool text_reserve(Text *t, size_t more)
 	return true;
 }
 
-static void text_raw(Text *t, const char *s, size_t len)
+static inline void text_raw(Text *t, const char *s, size_t len)
 {
-	if (!text_reserve(t, len)) return;
+	if (t->n + len + 1 > t->cap && !text_reserve(t, len)) return;
 	memcpy(t->p + t->n, s, len);
 	t->n += len;
 	t->p[t->n] = 0;
@@ -93,23 +93,28 @@ static void text_raw(Text *t, const char *s, size_t len)
 
 #define TEXT_LIT(t, s) text_raw((t), (s), sizeof(s) - 1)
 
-/* A JSON string, escaped the way jansson's compact dump escapes ASCII. */
+/* A JSON string, escaped the way jansson's compact dump escapes ASCII; runs
+ * of characters that need no escape are copied whole. */
 static void text_string(Text *t, const char *s)
 {
 	TEXT_LIT(t, "\"");
-	for (const char *q = s; *q; q++) {
-		unsigned char c = (unsigned char)*q;
+	for (;;) {
+		size_t run = 0;
+		while (s[run] && s[run] != '"' && s[run] != '\\' && (unsigned char)s[run] >= 0x20)
+			run++;
+		text_raw(t, s, run);
+		s += run;
+		if (!*s) break;
 		char esc[8];
-		if (c == '"' || c == '\\') {
+		if (*s == '"' || *s == '\\') {
 			esc[0] = '\\';
-			esc[1] = (char)c;
+			esc[1] = *s;
 			text_raw(t, esc, 2);
-		} else if (c < 0x20) {
-			snprintf(esc, sizeof esc, "\\u%04X", c);
-			text_raw(t, esc, 6);
 		} else {
-			text_raw(t, (const char *)&c, 1);
+			snprintf(esc, sizeof esc, "\\u%04X", (unsigned char)*s);
+			text_raw(t, esc, 6);
 		}
+		s++;
 	}
 	TEXT_LIT(t, "\"");
 }
