@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shogi/grow.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
 
 #define SEL_INF 32767
-#define SEL_VALUE_MAX 32000
 
 /* Node flags. */
 #define NF_THOUGHT 0x01
@@ -126,19 +126,6 @@ const char *sel_strerror(int code)
 	return "unknown selector error";
 }
 
-/* Grows *arr (elem bytes each) to hold need elements. */
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap) return 0;
-	size_t nc = *cap ? *cap : 64;
-	while (nc < need) nc *= 2;
-	void *p = realloc(*arr, nc * elem);
-	if (!p) return SEL_ENOMEM;
-	*arr = p;
-	*cap = nc;
-	return 0;
-}
-
 static inline uint64_t key_hash(Key k)
 {
 	uint64_t z = k.lo ^ (k.hi * 0x9e3779b97f4a7c15ULL);
@@ -187,7 +174,8 @@ static int rehash(Selector *s, size_t cap)
 static int reserve_nodes(Selector *s, size_t n)
 {
 	if (n >= INT32_MAX) return SEL_EFULL;
-	int r = grow((void **)&s->nodes, &s->capnodes, n, sizeof *s->nodes);
+	int r = (array_grow((void **)&s->nodes, &s->capnodes, n, sizeof *s->nodes, 64) ? SEL_ENOMEM
+	                                                                               : 0);
 	if (r) return r;
 	if (n * 2 > s->capslots) {
 		size_t cap = s->capslots ? s->capslots : 1024;
@@ -320,7 +308,7 @@ static int64_t create_node(Selector *s, Key k)
 
 static int add_raw(Selector *s, uint32_t i, const uint8_t *val, size_t len)
 {
-	int r = grow((void **)&s->raw, &s->capraw, s->nraw + len, 1);
+	int r = (array_grow((void **)&s->raw, &s->capraw, s->nraw + len, 1, 64) ? SEL_ENOMEM : 0);
 	if (r) return r;
 	memcpy(s->raw + s->nraw, val, len);
 	s->nodes[i].raw_off = s->nraw;
@@ -388,7 +376,10 @@ int sel_load(Selector *s, BookDB *db)
 	uint64_t pages = 0;
 	unsigned psize = 0;
 	if (bookdb_pages(&pages, &psize, txn, BOOKDB_POS) == 0 && pages) {
-		r = grow((void **)&s->raw, &s->capraw, s->nraw + (size_t)(pages * psize), 1);
+		r = (array_grow((void **)&s->raw, &s->capraw, s->nraw + (size_t)(pages * psize), 1,
+		                64)
+		         ? SEL_ENOMEM
+		         : 0);
 		if (r) goto done;
 	}
 	r = bookdb_iter_open(&it, txn);
@@ -455,7 +446,9 @@ int sel_add_root(Selector *s, Key key, Color side)
 {
 	int64_t i = find_or_create(s, key);
 	if (i < 0) return (int)i;
-	int r = grow((void **)&s->roots, &s->caproots, s->nroots + 1, sizeof *s->roots);
+	int r = (array_grow((void **)&s->roots, &s->caproots, s->nroots + 1, sizeof *s->roots, 64)
+	             ? SEL_ENOMEM
+	             : 0);
 	if (r) return r;
 	s->roots[s->nroots].node = (uint32_t)i;
 	s->roots[s->nroots].side = side;
@@ -464,7 +457,9 @@ int sel_add_root(Selector *s, Key key, Color side)
 
 static int add_link(Selector *s, uint32_t child, uint32_t parent)
 {
-	int r = grow((void **)&s->links, &s->caplinks, s->nlinks + 1, sizeof *s->links);
+	int r = (array_grow((void **)&s->links, &s->caplinks, s->nlinks + 1, sizeof *s->links, 64)
+	             ? SEL_ENOMEM
+	             : 0);
 	if (r) return r;
 	s->links[s->nlinks].node = parent;
 	s->links[s->nlinks].next = s->nodes[child].parents;
@@ -476,7 +471,9 @@ static int add_link(Selector *s, uint32_t child, uint32_t parent)
 static int add_edge(Selector *s, uint32_t parent, uint32_t child, Move m, uint8_t flags, int eval)
 {
 	if (s->nedges >= UINT32_MAX) return SEL_EFULL;
-	int r = grow((void **)&s->edges, &s->capedges, s->nedges + 1, sizeof *s->edges);
+	int r = (array_grow((void **)&s->edges, &s->capedges, s->nedges + 1, sizeof *s->edges, 64)
+	             ? SEL_ENOMEM
+	             : 0);
 	if (r) return r;
 	SelEdge *e = &s->edges[s->nedges++];
 	e->child = (int32_t)child;
@@ -543,7 +540,8 @@ static int invalidate(Selector *s, uint32_t i)
 {
 	uint32_t stamp = ++s->stamp;
 	size_t sp = 0;
-	int r = grow((void **)&s->stack, &s->capstack, 1, sizeof *s->stack);
+	int r = (array_grow((void **)&s->stack, &s->capstack, 1, sizeof *s->stack, 64) ? SEL_ENOMEM
+	                                                                               : 0);
 	if (r) return r;
 	s->stack[sp++] = i;
 	s->nodes[i].stamp = stamp;
@@ -555,7 +553,10 @@ static int invalidate(Selector *s, uint32_t i)
 			uint32_t p = s->links[l - 1].node;
 			if (s->nodes[p].stamp == stamp) continue;
 			s->nodes[p].stamp = stamp;
-			r = grow((void **)&s->stack, &s->capstack, sp + 1, sizeof *s->stack);
+			r = (array_grow((void **)&s->stack, &s->capstack, sp + 1, sizeof *s->stack,
+			                64)
+			         ? SEL_ENOMEM
+			         : 0);
 			if (r) return r;
 			s->stack[sp++] = p;
 		}
@@ -567,9 +568,7 @@ static int leaf_value(const Selector *s, const SelEdge *e)
 {
 	int v = e->eval;
 	if (e->flags & EF_KIF) v += s->opt.kif_bonus;
-	if (v > SEL_VALUE_MAX) v = SEL_VALUE_MAX;
-	if (v < -SEL_VALUE_MAX) v = -SEL_VALUE_MAX;
-	return v;
+	return value_clamp(v);
 }
 
 /*
@@ -814,11 +813,6 @@ typedef struct {
 	Move path[SEL_MAX_PLY];
 } Batch;
 
-static int clamp_value(int v)
-{
-	return v < -SEL_VALUE_MAX ? -SEL_VALUE_MAX : v > SEL_VALUE_MAX ? SEL_VALUE_MAX : v;
-}
-
 static void add_leaf(Selector *s, Batch *b, uint32_t c, int ply, Move m, int value)
 {
 	if (b->count >= b->max || s->nodes[c].stamp == b->stamp) return;
@@ -847,7 +841,7 @@ static int collect(Selector *s, Batch *b, uint32_t i, int ply)
 	} else {
 		bar = side == b->root_side ? b->root_value - b->window : -b->root_value - b->window;
 	}
-	bar = clamp_value(bar);
+	bar = value_clamp(bar);
 	s->nodes[i].stamp = b->stamp;
 	if (!(s->nodes[i].flags & NF_EXPANDED)) {
 		int r = expand(s, i);

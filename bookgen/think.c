@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "shogi/clock.h"
 #include "bookgen/selector.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -60,13 +61,6 @@ const char *think_strerror(int code)
 	return "unknown think error";
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static void *worker(void *arg)
 {
 	Slot *s = arg;
@@ -77,12 +71,12 @@ static void *worker(void *arg)
 			pthread_cond_wait(&t->work_cv, &t->mu);
 		if (s->state == SLOT_QUIT) break;
 		pthread_mutex_unlock(&t->mu);
-		double t0 = now_ms();
+		double t0 = clock_ms_f();
 		int rc =
 		    search_analyse(s->engine, &s->res, s->pos, &t->opt->budget, t->opt->multipv);
 		if (rc < 0)
 			snprintf(s->errmsg, sizeof s->errmsg, "%s", search_last_error(s->engine));
-		double dt = now_ms() - t0;
+		double dt = clock_ms_f() - t0;
 		pthread_mutex_lock(&t->mu);
 		s->rc = rc;
 		s->busy_ms += dt;
@@ -111,9 +105,7 @@ static void fill_record(BookRecord *rec, bool found, const Position *pos, const 
 			memset(m, 0, sizeof *m);
 			m->move = l->move;
 		}
-		int v = l->value;
-		if (v > VALUE_MATE) v = VALUE_MATE;
-		if (v < -VALUE_MATE) v = -VALUE_MATE;
+		int v = value_clamp(l->value);
 		int d = l->depth > 255 ? 255 : l->depth < 0 ? 0 : l->depth;
 		m->flags |= BOOKDB_MOVE_EVAL;
 		m->eval = (int16_t)v;
@@ -210,13 +202,13 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 		t.slots[i].started = true;
 	}
 
-	double start = now_ms(), last_commit = start, last_progress = start;
+	double start = clock_ms_f(), last_commit = start, last_progress = start;
 	int inflight = 0, consecutive_failures = 0;
 	size_t next_first = 0;
 	char last_error[SEARCH_ERRLEN] = "";
 	bool exhausted = false;
 	for (;;) {
-		double now = now_ms();
+		double now = clock_ms_f();
 		bool stopping = (opt->stop && *opt->stop) ||
 		                (opt->max_seconds > 0 && now - start >= opt->max_seconds * 1e3);
 		/* Hand out work to every idle core. */
@@ -328,7 +320,7 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 		}
 		pthread_mutex_unlock(&t.mu);
 		if (ret < 0) exhausted = true; /* hand out nothing more; collect, leave */
-		now = now_ms();
+		now = clock_ms_f();
 		if (now - last_commit >= 1000) {
 			if (bookdb_writer_flush(w) < 0 && !ret) {
 				set_err(err, "think: %s%s", "commit failed", "");
@@ -385,7 +377,7 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 		ret = THINK_EBOOK;
 	}
 	out->commits = bookdb_writer_commits(w);
-	double el = now_ms() - start, busy = 0;
+	double el = clock_ms_f() - start, busy = 0;
 	for (int i = 0; i < n; i++) busy += t.slots[i].busy_ms;
 	out->seconds = el / 1e3;
 	out->busy_pct = el > 0 ? 100.0 * busy / (n * el) : 0;

@@ -1,5 +1,6 @@
 /* ingest/fetch.c — floodgate's daily archives into a local cache (see fetch.h). */
 #include "ingest/fetch.h"
+#include "shogi/clock.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -270,7 +271,7 @@ typedef struct {
 	/* progress */
 	bool progress;
 	const char *label;
-	struct timespec last_shown;
+	int64_t last_shown; /* clock_ms() of the last progress line */
 } Xfer;
 
 static void trim(char *s)
@@ -356,11 +357,8 @@ static int on_progress(void *u, curl_off_t dltotal, curl_off_t dlnow, curl_off_t
 	(void)ultotal;
 	(void)ulnow;
 	Xfer *x = u;
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	long ms = (now.tv_sec - x->last_shown.tv_sec) * 1000 +
-	          (now.tv_nsec - x->last_shown.tv_nsec) / 1000000;
-	if (ms < 200) return 0;
+	int64_t now = clock_ms();
+	if (now - x->last_shown < 200) return 0;
 	x->last_shown = now;
 	if (dltotal > 0)
 		fprintf(stderr, "\r\033[Kfetch: %s %lld / %lld KiB", x->label,

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "shogi/clock.h"
 #include "shogi/db2016.h"
 
 typedef struct {
@@ -39,24 +40,10 @@ static void on_warn(void *ctx, const char *msg)
 	if (!e->input || !e->message) abort();
 }
 
-static int16_t clamp_value(int32_t v)
-{
-	if (v > VALUE_MATE) return VALUE_MATE;
-	if (v < -VALUE_MATE) return -VALUE_MATE;
-	return (int16_t)v;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 int import_db2016(IngestStats *st, BookDB *db, const char *path, bool progress)
 {
 	memset(st, 0, sizeof *st);
-	double t0 = now_s();
+	double t0 = clock_s();
 	WarnCtx wc = {st, path};
 	Db2016Reader *r;
 	int rc = db2016_open(&r, path, 0, on_warn, &wc);
@@ -104,7 +91,7 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, bool progress)
 				bm->move = m->move;
 				st->moves_added++;
 			}
-			int16_t v = clamp_value(m->value);
+			int16_t v = (int16_t)value_clamp(m->value);
 			uint8_t d = (uint8_t)(m->depth < 0 ? 0 : m->depth > 255 ? 255 : m->depth);
 			if (d > max_depth) max_depth = d;
 			if (!(bm->flags & BOOKDB_MOVE_EVAL) || bm->eval != v || bm->depth != d ||
@@ -140,6 +127,6 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, bool progress)
 	bookdb_writer_free(w);
 	db2016_close(r);
 	free(rec);
-	st->seconds = now_s() - t0;
+	st->seconds = clock_s() - t0;
 	return result;
 }

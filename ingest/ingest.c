@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shogi/clock.h"
 #include "ingest/csa.h"
 #include "ingest/replay.h"
 #include "shogi/notation.h"
@@ -281,13 +282,11 @@ static int cmp_str(const void *a, const void *b)
 }
 
 static void feed_path(Pipe *p, const char *path, bool explicit_arg);
-static double now_s(void);
-
 /* True when it is time for another progress line (and takes the turn). */
 static bool progress_due(Pipe *p)
 {
 	if (!p->opt->progress) return false;
-	double t = now_s();
+	double t = clock_s();
 	pthread_mutex_lock(&p->mu);
 	bool due = t - p->last_progress > 0.25;
 	if (due) p->last_progress = t;
@@ -328,7 +327,7 @@ static void feed_dir(Pipe *p, const char *path)
 {
 	if (pseudo_fs(path)) return;
 	if (progress_due(p)) {
-		double el = now_s() - p->t0;
+		double el = clock_s() - p->t0;
 		fprintf(stderr, "\r  ingest: %llu files looked at (%.0f/s), in %.60s\033[K",
 		        (unsigned long long)p->files_seen, p->files_seen / (el > 1e-9 ? el : 1e-9),
 		        path);
@@ -929,13 +928,6 @@ static void free_result(Result *r)
 	memset(r, 0, sizeof *r);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ninputs,
                const IngestOptions *opt_in)
 {
@@ -948,7 +940,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	}
 	if (opt.jobs > 64) opt.jobs = 64;
 	if (!opt.batch_games) opt.batch_games = 2000;
-	double t0 = now_s();
+	double t0 = clock_s();
 
 	Pipe p;
 	memset(&p, 0, sizeof p);
@@ -1026,7 +1018,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		pthread_mutex_unlock(&p.mu);
 		if (result != INGEST_OK) break;
 		if (progress_due(&p)) {
-			double t = now_s();
+			double t = clock_s();
 			fprintf(stderr,
 			        "\r  ingest: %llu games read, %llu ingested, %.0f games/s\033[K",
 			        (unsigned long long)st->games_read,
@@ -1063,7 +1055,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	free(p.units);
 	free(p.results);
 	free(wr.rec);
-	st->seconds = now_s() - t0;
+	st->seconds = clock_s() - t0;
 	st->files = p.files_seen;
 	return result;
 }

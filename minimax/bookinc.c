@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shogi/grow.h"
 #include "minimax/bookmm_priv.h"
 #include "minimax/mmfile.h"
 #include "shogi/movegen.h"
@@ -80,7 +81,7 @@ typedef struct {
 
 static int push(U32s *l, uint32_t x)
 {
-	if (mm_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v) < 0) return -1;
+	if (array_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v, 1024) < 0) return -1;
 	l->v[l->n++] = x;
 	return 0;
 }

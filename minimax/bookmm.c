@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shogi/grow.h"
 #include "bookdb/index.h"
 #include "minimax/bookmm_priv.h"
 #include "minimax/graph.h"
@@ -50,9 +51,7 @@ const char *bookmm_strerror(int code)
 
 int16_t bookmm_clamp(int v)
 {
-	if (v > MM_VALUE_MAX) return MM_VALUE_MAX;
-	if (v < -MM_VALUE_MAX) return -MM_VALUE_MAX;
-	return (int16_t)v;
+	return (int16_t)value_clamp(v);
 }
 
 /* ---- what both runs share ----------------------------------------------------- */
@@ -460,8 +459,8 @@ static void *load_part(void *arg)
 	}
 	BookmmLookup lk = {map_find, map_inner, b, b->policy};
 	for (uint32_t i = p->lo; i < p->hi; i++) {
-		if (mm_grow((void **)&p->moves, &p->cap, p->nmoves + BOOKMM_NODE_MOVES,
-		            sizeof *p->moves) < 0)
+		if (array_grow((void **)&p->moves, &p->cap, p->nmoves + BOOKMM_NODE_MOVES,
+		               sizeof *p->moves, 1024) < 0)
 			goto out;
 		const uint8_t *val;
 		size_t len;

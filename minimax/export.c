@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shogi/grow.h"
 #include "bookdb/index.h"
 #include "minimax/bookmm.h"
 #include "minimax/graph.h"
@@ -211,7 +212,8 @@ static void *run_part(void *arg)
 		if (bookdb_record_position(pos, rec, NULL) < 0) continue;
 		size_t n = pick_moves(mv, rec, pos, p->ix, child, p->opt);
 		if (n == 0) continue;
-		if (mm_grow((void **)&p->idx, &p->cap, p->st.positions + 1, sizeof *p->idx) < 0) {
+		if (array_grow((void **)&p->idx, &p->cap, p->st.positions + 1, sizeof *p->idx,
+		               1024) < 0) {
 			p->rc = EXPORT_ENOMEM;
 			goto out;
 		}

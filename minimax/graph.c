@@ -4,6 +4,8 @@
  */
 #include "minimax/graph.h"
 
+#include "shogi/grow.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,21 +22,10 @@ int mm_fail(char *err, size_t errlen, int code, const char *fmt, ...)
 	return code;
 }
 
-int mm_grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap) return 0;
-	size_t nc = *cap ? *cap : 1024;
-	while (nc < need) nc *= 2;
-	void *np = realloc(*p, nc * elem);
-	if (!np) return -1;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
-
 int mm_push_move(MmGraph *g, MmMove m)
 {
-	if (mm_grow((void **)&g->moves, &g->moves_cap, g->nmoves + 1, sizeof *g->moves) < 0)
+	if (array_grow((void **)&g->moves, &g->moves_cap, g->nmoves + 1, sizeof *g->moves, 1024) <
+	    0)
 		return -1;
 	g->moves[g->nmoves++] = m;
 	return 0;

@@ -102,9 +102,6 @@ static inline MmVd mm_move_vd(const MmGraph *g, const MmMove *m)
 int mm_fail(char *err, size_t errlen, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Grows an array of elem-byte items to hold need (doubling); 0 or -1. */
-int mm_grow(void **p, size_t *cap, size_t need, size_t elem);
-
 /* Appends a move to g->moves; 0 or -1 (out of memory). */
 int mm_push_move(MmGraph *g, MmMove m);
 

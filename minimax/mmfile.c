@@ -10,6 +10,8 @@
  */
 #include "minimax/mmfile.h"
 
+#include "shogi/grow.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -329,7 +331,8 @@ static int add_parent_link(MmView *v, uint32_t child, uint32_t parent)
 	const uint32_t *h = nodemap_get(&v->first_parent, child);
 	for (uint32_t l = h ? *h : MM_NONE; l != MM_NONE; l = v->ov_par[l].next)
 		if (v->ov_par[l].parent == parent) return 0;
-	if (mm_grow((void **)&v->ov_par, &v->ov_par_cap, v->ov_npar + 1, sizeof *v->ov_par) < 0)
+	if (array_grow((void **)&v->ov_par, &v->ov_par_cap, v->ov_npar + 1, sizeof *v->ov_par,
+	               1024) < 0)
 		return -1;
 	uint32_t *head = nodemap_put(&v->first_parent, child);
 	if (!head) return -1;
@@ -340,7 +343,8 @@ static int add_parent_link(MmView *v, uint32_t child, uint32_t parent)
 
 static int pend(MmView *v, const void *p, size_t len)
 {
-	if (mm_grow((void **)&v->pending, &v->pending_cap, v->pending_len + len, 1) < 0) return -1;
+	if (array_grow((void **)&v->pending, &v->pending_cap, v->pending_len + len, 1, 1024) < 0)
+		return -1;
 	memcpy(v->pending + v->pending_len, p, len);
 	v->pending_len += len;
 	return 0;
@@ -380,9 +384,10 @@ static int do_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len
 	size_t count = mmfile_count(v);
 	for (uint32_t k = 0; k < len; k++)
 		if (moves[k].next != MM_NONE && moves[k].next >= count) return MMFILE_ESTALE;
-	if (mm_grow((void **)&v->ov_moves, &v->ov_moves_cap, v->ov_nmoves + len + 1,
-	            sizeof *v->ov_moves) < 0 ||
-	    mm_grow((void **)&v->lists, &v->lists_cap, v->nlists + 1, sizeof *v->lists) < 0)
+	if (array_grow((void **)&v->ov_moves, &v->ov_moves_cap, v->ov_nmoves + len + 1,
+	               sizeof *v->ov_moves, 1024) < 0 ||
+	    array_grow((void **)&v->lists, &v->lists_cap, v->nlists + 1, sizeof *v->lists, 1024) <
+	        0)
 		return MMFILE_ENOMEM;
 	memcpy(v->ov_moves + v->ov_nmoves, moves, len * sizeof *moves);
 	uint32_t *li = nodemap_put(&v->list_of, i);

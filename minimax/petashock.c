@@ -31,11 +31,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "shogi/grow.h"
 #include "minimax/graph.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 
-#define PS_VALUE_MAX MM_VALUE_MAX
 #define PS_DEPTH_PCHECK MM_DEPTH_PCHECK
 #define PS_NONE MM_NONE
 #define YO_LIST_MAX 1024 /* pseudo-legal moves of a position, with room to spare */
@@ -62,11 +62,6 @@ typedef struct {
 	uint64_t seen[1024]; /* scratch bitmap over 16-bit moves, kept all zero */
 	MmKeyMap map;
 } Graph;
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	return mm_grow(p, cap, need, elem) < 0 ? PETASHOCK_ENOMEM : 0;
-}
 
 static void graph_free(Graph *g)
 {
@@ -176,14 +171,15 @@ static int add_node(Graph *g, const Db2016Record *rec)
 	if (rc < 0) return rc;
 	g->m.flags[i] = (MmFlags)((white ? F_WHITE : 0) | (pos_in_check(pos) ? F_CHECKED : 0));
 	g->lstart[i] = (uint32_t)g->nleaves;
-	rc = grow((void **)&g->leaves, &g->leaves_cap, g->nleaves + rec->nmoves, sizeof *g->leaves);
+	rc = (array_grow((void **)&g->leaves, &g->leaves_cap, g->nleaves + rec->nmoves,
+	                 sizeof *g->leaves, 1024)
+	          ? PETASHOCK_ENOMEM
+	          : 0);
 	if (rc < 0) return rc;
 	for (size_t k = 0; k < rec->nmoves; k++) {
 		const Db2016Move *m = &rec->moves[k];
 		if (m->move == MOVE_NONE) continue;
-		int32_t v = m->value;
-		if (v > PS_VALUE_MAX) v = PS_VALUE_MAX;
-		if (v < -PS_VALUE_MAX) v = -PS_VALUE_MAX;
+		int32_t v = value_clamp(m->value);
 		PsLeaf l = {white ? flip_move(m->move) : m->move, (int16_t)v};
 		g->leaves[g->nleaves++] = l;
 	}
@@ -374,8 +370,10 @@ static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converg
 	}
 	const PsLeaf *lv = g->leaves + g->lstart[i];
 	size_t nl = g->lstart[i + 1] - g->lstart[i];
-	int rc = grow((void **)&g->m.moves, &g->m.moves_cap, g->m.nmoves + (size_t)ne + nl,
-	              sizeof *g->m.moves);
+	int rc = (array_grow((void **)&g->m.moves, &g->m.moves_cap, g->m.nmoves + (size_t)ne + nl,
+	                     sizeof *g->m.moves, 1024)
+	              ? PETASHOCK_ENOMEM
+	              : 0);
 	if (rc < 0) return rc;
 	PsMove *base = g->m.moves + g->m.nmoves;
 	size_t cnt = 0;
@@ -485,7 +483,10 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		/* Records the reader skipped (bad SFEN) are skipped again by
 		 * ordinal in the passes that do not parse. */
 		for (size_t o = g.m.n + nskip; o < rec.ordinal; o++) {
-			if ((rc = grow((void **)&skip, &skip_cap, nskip + 1, sizeof *skip)) < 0) {
+			if ((rc = (array_grow((void **)&skip, &skip_cap, nskip + 1, sizeof *skip,
+			                      1024)
+			               ? PETASHOCK_ENOMEM
+			               : 0)) < 0) {
 				rc = fail(err, errlen, rc, "out of memory");
 				goto done;
 			}
@@ -525,8 +526,10 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 	g.m.mstart[0] = 0;
 	/* Most moves are the listed leaves plus about one edge per node: reserve
 	 * that much at once rather than doubling through it. */
-	if ((rc = grow((void **)&g.m.moves, &g.m.moves_cap, g.nleaves + g.m.n + 1,
-	               sizeof *g.m.moves)) < 0) {
+	if ((rc = (array_grow((void **)&g.m.moves, &g.m.moves_cap, g.nleaves + g.m.n + 1,
+	                      sizeof *g.m.moves, 1024)
+	               ? PETASHOCK_ENOMEM
+	               : 0)) < 0) {
 		rc = fail(err, errlen, rc, "out of memory");
 		goto done;
 	}

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "shogi/clock.h"
 #include "search/eval.h"
 #include "search/tt.h"
 #include "shogi/movegen.h"
@@ -88,16 +89,9 @@ const char *engine_strerror(int code)
 	}
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int64_t elapsed_ms(const Engine *e)
 {
-	return (now_ns() - atomic_load_explicit(&e->start_ns, memory_order_relaxed)) / 1000000;
+	return (clock_ns() - atomic_load_explicit(&e->start_ns, memory_order_relaxed)) / 1000000;
 }
 
 int engine_new(Engine **out, size_t hash_mb)
@@ -113,7 +107,7 @@ int engine_new(Engine **out, size_t hash_mb)
 	e->hash_mb = hash_mb;
 	atomic_init(&e->stop, false);
 	atomic_init(&e->pondering, false);
-	atomic_init(&e->start_ns, now_ns());
+	atomic_init(&e->start_ns, clock_ns());
 	*out = e;
 	return ENGINE_OK;
 }
@@ -164,7 +158,7 @@ void engine_set_pondering(Engine *e)
 
 void engine_ponderhit(Engine *e)
 {
-	atomic_store(&e->start_ns, now_ns());
+	atomic_store(&e->start_ns, clock_ns());
 	atomic_store(&e->pondering, false);
 }
 
@@ -572,7 +566,7 @@ int engine_search(Engine *e, EngineResult *out, const Position *pos, const Engin
 	int multipv = lim->multipv > 0 ? lim->multipv : 1;
 	if (max_depth >= ENGINE_MAX_PLY || multipv > ENGINE_MULTIPV_MAX) return ENGINE_EINVAL;
 
-	atomic_store(&e->start_ns, now_ns());
+	atomic_store(&e->start_ns, clock_ns());
 	/* engine_stop() and engine_ponderhit() before the search starts are
 	 * honoured, not lost: the flags are reset only when a search ends. */
 	memset(out, 0, sizeof *out);

@@ -5,6 +5,7 @@
  * bench is quoted when search changes). tests/search/test_usi_cmd.c checks
  * this list still equals the file (`joseki bench --list`).
  */
+#include "shogi/clock.h"
 #include "search/engine.h"
 
 #include <inttypes.h>
@@ -24,13 +25,6 @@ const char *const ENGINE_BENCH_POSITIONS[] = {
     NULL,
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int engine_bench(FILE *out, FILE *log, int depth)
 {
 	Engine *e;
@@ -42,7 +36,7 @@ int engine_bench(FILE *out, FILE *log, int depth)
 		return ENGINE_ENOMEM;
 	}
 	uint64_t total = 0;
-	int64_t t0 = mono_ms();
+	int64_t t0 = clock_ms();
 	int status = 0;
 	for (int i = 0; ENGINE_BENCH_POSITIONS[i]; i++) {
 		char err[SHOGI_ERRLEN];
@@ -64,7 +58,7 @@ int engine_bench(FILE *out, FILE *log, int depth)
 		    r.time_ms);
 		total += r.nodes;
 	}
-	int64_t ms = mono_ms() - t0;
+	int64_t ms = clock_ms() - t0;
 	engine_free(e);
 	free(pos);
 	if (status) return status;

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shogi/clock.h"
 #include "search/usi_info.h"
 #include "shogi/notation.h"
 
@@ -66,20 +67,6 @@ struct UsiEngine {
 };
 
 enum { LINE_TIMEOUT = 0, LINE_OK = 1, LINE_OVERLONG = 2, LINE_CANCEL = 3 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* ---- logging and errors ---- */
 
@@ -152,13 +139,13 @@ static void describe_status(int status, char *out, size_t len)
 /* Waits up to ms for the process to exit; true with *status when it did. */
 static bool reap_within(pid_t pid, int ms, int *status)
 {
-	int64_t deadline = now_ms() + ms;
+	int64_t deadline = clock_ms() + ms;
 	for (;;) {
 		pid_t r = waitpid(pid, status, WNOHANG);
 		if (r == pid) return true;
 		if (r < 0 && errno != EINTR)
 			return true; /* not our child any more (SIGCHLD ignored): nothing to reap */
-		if (now_ms() >= deadline) return false;
+		if (clock_ms() >= deadline) return false;
 		struct timespec ts = {0, 2 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
@@ -288,7 +275,7 @@ static int write_all(UsiEngine *e, const char *buf, size_t len)
 	sigset_t pipe_set, old, pending;
 	bool was_pending, broken = false;
 	int rc = 0;
-	int64_t deadline = now_ms() + (e->cfg.stop_grace_ms > 1000 ? e->cfg.stop_grace_ms : 1000);
+	int64_t deadline = clock_ms() + (e->cfg.stop_grace_ms > 1000 ? e->cfg.stop_grace_ms : 1000);
 
 	if (e->to_fd < 0) return SEARCH_ECRASH;
 	for (size_t i = 0, j; e->cfg.log_io && i < len; i = j + 1) {
@@ -311,7 +298,7 @@ static int write_all(UsiEngine *e, const char *buf, size_t len)
 		if (n < 0 && errno == EINTR) continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			struct pollfd p = {.fd = e->to_fd, .events = POLLOUT};
-			int64_t left = deadline - now_ms();
+			int64_t left = deadline - clock_ms();
 			if (left <= 0) {
 				rc = fail(e, SEARCH_ETIMEOUT, "%s: engine does not read its input",
 				          e->path);
@@ -375,7 +362,7 @@ static int read_line(UsiEngine *e, int64_t deadline, const char **line, size_t *
 			e->discarding = true;
 			e->rend = 0;
 		}
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - clock_ms();
 		if (left <= 0) return LINE_TIMEOUT;
 		if (e->cfg.cancel && *e->cfg.cancel && !e->draining) return LINE_CANCEL;
 		/* With a cancel flag, wake up often enough to notice it. */
@@ -458,8 +445,8 @@ static int ready_and_new_game(UsiEngine *e)
 {
 	int rc;
 	if ((rc = write_all(e, "isready\n", 8)) < 0) return rc;
-	if ((rc = wait_for(e, "readyok", now_ms() + e->cfg.handshake_timeout_ms, "after isready")) <
-	    0)
+	if ((rc = wait_for(e, "readyok", clock_ms() + e->cfg.handshake_timeout_ms,
+	                   "after isready")) < 0)
 		return rc;
 	if ((rc = write_all(e, "usinewgame\n", 11)) < 0) return rc;
 	e->new_game_pending = false;
@@ -474,7 +461,7 @@ static int start(UsiEngine *e)
 
 	if ((rc = spawn(e)) < 0) return rc;
 	if ((rc = write_all(e, "usi\n", 4)) < 0) goto err;
-	if ((rc = wait_for(e, "usiok", now_ms() + e->cfg.handshake_timeout_ms, "after usi")) < 0)
+	if ((rc = wait_for(e, "usiok", clock_ms() + e->cfg.handshake_timeout_ms, "after usi")) < 0)
 		goto err;
 	for (int i = 0; i < e->cfg.noptions; i++) {
 		int n = snprintf(line, sizeof line, "setoption name %s value %s\n",
@@ -619,7 +606,7 @@ static int cancel_search(UsiEngine *e)
 {
 	const char *line;
 	size_t len;
-	int64_t deadline = now_ms() + e->cfg.stop_grace_ms;
+	int64_t deadline = clock_ms() + e->cfg.stop_grace_ms;
 	bool answered = false;
 
 	log_msg(e, "search cancelled; sending stop");
@@ -642,7 +629,7 @@ static int cancel_search(UsiEngine *e)
 static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int multipv,
                        size_t cmd_len, int64_t limit_ms)
 {
-	int64_t t0 = now_ms(), deadline = t0 + limit_ms, stop_deadline = 0;
+	int64_t t0 = clock_ms(), deadline = t0 + limit_ms, stop_deadline = 0;
 	bool stopped = false;
 	int garbage = 0, malformed = 0, rc;
 	const char *line, *rest;
@@ -680,7 +667,7 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 			if ((rc = write_all(e, "stop\n", 5)) < 0)
 				return rc == SEARCH_ECRASH ? crashed(e, "at stop") : rc;
 			stopped = true;
-			stop_deadline = now_ms() + e->cfg.stop_grace_ms;
+			stop_deadline = clock_ms() + e->cfg.stop_grace_ms;
 			continue;
 		}
 		if (r == LINE_OVERLONG) {
@@ -742,7 +729,7 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 		return fail(e, SEARCH_EPROTOCOL, "%s: bestmove after only malformed info lines",
 		            e->path);
 	}
-	out->time_ms = (int)(now_ms() - t0);
+	out->time_ms = (int)(clock_ms() - t0);
 	return 0;
 }
 
@@ -840,10 +827,10 @@ int usi_engine_bench_overhead(double *us_per_position, UsiEngine *e, const Posit
 
 	if (!res) return SEARCH_ENOMEM;
 	if (count < 1) count = 1;
-	t0 = now_us();
+	t0 = (clock_ns() / 1000);
 	for (int i = 0; i < count && rc == 0; i++)
 		rc = usi_engine_analyse(e, res, pos, budget, multipv);
-	if (rc == 0) *us_per_position = (double)(now_us() - t0) / count;
+	if (rc == 0) *us_per_position = (double)((clock_ns() / 1000) - t0) / count;
 	free(res);
 	return rc;
 }

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shogi/clock.h"
 #include "server/api.h"
 #include "server/assets.h"
 
@@ -68,16 +69,14 @@ uint16_t server_port(const Server *s)
 }
 
 typedef struct {
-	struct timespec t0;
+	int64_t t0; /* clock_ns() at arrival */
 	size_t body;
 	int status;
 } Req;
 
-static double since(const struct timespec *t0)
+static double since(int64_t t0)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+	return (double)(clock_ns() - t0) / 1e9;
 }
 
 /* Queues body (taken: freed by libmicrohttpd) with status and type. */
@@ -203,7 +202,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	Req *r = *con_cls;
 	if (!r) {
 		if (!(r = calloc(1, sizeof *r))) return MHD_NO;
-		clock_gettime(CLOCK_MONOTONIC, &r->t0);
+		r->t0 = clock_ns();
 		*con_cls = r;
 		return MHD_YES;
 	}
@@ -277,7 +276,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	Req *r = *con_cls;
 	if (!r) return;
 	*con_cls = NULL;
-	double t = since(&r->t0);
+	double t = since(r->t0);
 	if (r->status) {
 		size_t i = 0;
 		while (i < NSTATUS && STATUSES[i] != r->status) i++;
@@ -301,7 +300,7 @@ static enum MHD_Result log_handle(void *cls, struct MHD_Connection *c, const cha
 	if (s->opt.log && r && r->status && !*upload_size) {
 		char line[256];
 		int n = snprintf(line, sizeof line, "%s %.120s %d %.0fus\n", method, url, r->status,
-		                 since(&r->t0) * 1e6);
+		                 since(r->t0) * 1e6);
 		if (n > 0)
 			(void)!write(2, line,
 			             (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);

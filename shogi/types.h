@@ -192,4 +192,10 @@ static inline PieceType move_drop_type(Move m)
 #define VALUE_INFINITE 32001
 #define VALUE_MATE_IN_MAX (VALUE_MATE - 1000)
 
+/* v bounded to ±VALUE_MATE, the range a book stores. */
+static inline int value_clamp(int v)
+{
+	return v > VALUE_MATE ? VALUE_MATE : v < -VALUE_MATE ? -VALUE_MATE : v;
+}
+
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "shogi/clock.h"
 #include "bookdb/bookdb.h"
 #include "tools/commands.h"
 
@@ -31,8 +32,7 @@ int cmd_compact(int argc, char **argv)
 		joseki_error("usage: joseki compact BOOK [--json]");
 		return 2;
 	}
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int64_t t0 = clock_ms();
 	uint64_t before, after;
 	char err[BOOKDB_ERRLEN];
 	int rc = bookdb_compact(book, &before, &after, err);
@@ -40,8 +40,7 @@ int cmd_compact(int argc, char **argv)
 		joseki_error("compact: %s", err[0] ? err : bookdb_strerror(rc));
 		return 1;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	long long ms = (t1.tv_sec - t0.tv_sec) * 1000LL + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	long long ms = (long long)(clock_ms() - t0);
 	if (json)
 		return joseki_print_json(json_pack("{s:I,s:I,s:I}", "bytes_before",
 		                                   (json_int_t)before, "bytes_after",

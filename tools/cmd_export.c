@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "shogi/clock.h"
 #include "minimax/export.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
@@ -99,8 +100,7 @@ int cmd_export(int argc, char **argv)
 		return 2;
 	}
 	shogi_init();
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	double t0 = clock_ms_f();
 	BookDB *db;
 	char err[BOOKDB_ERRLEN];
 	BookDBOptions ro = {.read_only = true};
@@ -119,8 +119,7 @@ int cmd_export(int argc, char **argv)
 		joseki_error("export: %s (nothing written)", msg);
 		return 1;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+	double ms = clock_ms_f() - t0;
 	if (json) {
 		json_t *o = json_pack(
 		    "{s:I,s:I,s:I,s:I,s:s,s:I}", "records", (json_int_t)st.records, "positions",

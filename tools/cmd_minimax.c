@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "shogi/clock.h"
 #include "minimax/bookmm.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
@@ -26,13 +27,6 @@
 	"usage: joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP]\n"                \
 	"                      [--leaves thought|games] [--min-depth D] [--min-games N]\n"         \
 	"                      [--blend W] [--blend-games N] [--json] [--quiet]"
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* One overwritten stderr line, only on a terminal. */
 static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
@@ -128,7 +122,7 @@ int cmd_minimax(int argc, char **argv)
 		return 2;
 	}
 	shogi_init();
-	double t0 = now_ms();
+	double t0 = clock_ms_f();
 	BookDB *db;
 	char err[BOOKDB_ERRLEN];
 	BookDBOptions ro = {.read_only = true};
@@ -154,7 +148,7 @@ int cmd_minimax(int argc, char **argv)
 		joseki_error("minimax: %s: %s", book, msg);
 		return 1;
 	}
-	double ms = now_ms() - t0;
+	double ms = clock_ms_f() - t0;
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	char root[16] = "null";

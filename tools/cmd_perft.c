@@ -4,16 +4,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "shogi/clock.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "tools/commands.h"
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 int cmd_perft(int argc, char **argv)
 {
@@ -51,7 +45,7 @@ int cmd_perft(int argc, char **argv)
 		joseki_error("perft: bad position: %s", err);
 		return 2;
 	}
-	double t0 = now_ms();
+	double t0 = clock_ms_f();
 	uint64_t total = 0;
 	if (divide && depth > 0) {
 		Move moves[MOVEGEN_MAX];
@@ -69,6 +63,6 @@ int cmd_perft(int argc, char **argv)
 		total = perft(&pos, depth);
 	}
 	printf("perft %d nodes %llu time_ms %.0f\n", depth, (unsigned long long)total,
-	       now_ms() - t0);
+	       clock_ms_f() - t0);
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shogi/clock.h"
 #include "minimax/petashock.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -49,13 +50,6 @@ static void on_progress(void *ctx, const char *phase, size_t done)
 	else
 		fprintf(stderr, "\rpeta-shock: %-8s                    ", phase);
 	fflush(stderr);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static uint64_t mix64(uint64_t x)
@@ -187,7 +181,7 @@ int cmd_peta_shock(int argc, char **argv)
 	opt.warn_ctx = &ws;
 	bool progress = !ws.quiet && isatty(2);
 	if (progress) opt.progress = on_progress;
-	double t0 = now_ms();
+	double t0 = clock_ms_f();
 	PetashockStats st;
 	char err[512];
 	int rc = petashock_run(&st, in, out, &opt, err, sizeof err);
@@ -196,7 +190,7 @@ int cmd_peta_shock(int argc, char **argv)
 		joseki_error("peta-shock: %s (nothing written)", err);
 		return 1;
 	}
-	double ms = now_ms() - t0;
+	double ms = clock_ms_f() - t0;
 	if (ws.seen > MAX_REPORTED && !ws.quiet)
 		joseki_error("peta-shock: %zu more input problems not shown",
 		             ws.seen - MAX_REPORTED);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "shogi/clock.h"
 #include "bookdb/bookdb.h"
 #include "bookgen/selector.h"
 #include "shogi/notation.h"
@@ -30,13 +31,6 @@ typedef struct {
 	char sfen[SFEN_MAX]; /* the root, set up afresh for each leaf (short history) */
 	bool startpos;
 } RootSpec;
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static long peak_rss_kb(void)
 {
@@ -226,12 +220,12 @@ int cmd_select(int argc, char **argv)
 		joseki_error("select: %s", sel_strerror(rc));
 		goto done;
 	}
-	double t0 = now_ms();
+	double t0 = clock_ms_f();
 	if ((rc = preload ? sel_load(s, db) : sel_attach(s, db)) < 0) {
 		joseki_error("select: loading '%s': %s", book, sel_strerror(rc));
 		goto done;
 	}
-	double t_load = now_ms() - t0;
+	double t_load = clock_ms_f() - t0;
 	if (roots_file) {
 		if (read_roots(s, roots, &nroots, pos, roots_file) < 0) goto done;
 	} else if (add_root(s, roots, &nroots, pos, "startpos", "default root") < 0) {
@@ -244,17 +238,17 @@ int cmd_select(int argc, char **argv)
 		goto done;
 	}
 	if (bench) {
-		double t1 = now_ms();
+		double t1 = clock_ms_f();
 		rc = sel_select(&leaves[0], s);
-		double t_first = now_ms() - t1;
+		double t_first = clock_ms_f() - t1;
 		long got = 0;
-		double t2 = now_ms();
+		double t2 = clock_ms_f();
 		while (rc > 0 && got < count) {
 			got++;
 			if ((rc = sel_lease(s, leaves[0].key)) < 0) break;
 			rc = sel_select(&leaves[0], s);
 		}
-		double dt = now_ms() - t2;
+		double dt = clock_ms_f() - t2;
 		if (rc < 0) {
 			joseki_error("select: %s", sel_strerror(rc));
 			goto done;

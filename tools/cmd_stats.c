@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "shogi/clock.h"
 #include "bookdb/bookdb.h"
 #include "bookdb/index.h"
 #include "bookdb/stats.h"
@@ -30,21 +31,7 @@
 #include "shogi/position.h"
 #include "tools/commands.h"
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* CPU time of this process: on a shared machine the fair "one core" figure. */
-static double cpu_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static uint64_t rng_next(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -63,7 +50,7 @@ static const char *const VIA_NAME[] = {"lookups", "lookups_full", "index_lookups
 static int time_lookups(Via via, BookTxn *txn, const BookIndex *ix, BookRecord *rec,
                         const Key *keys, uint64_t want, uint64_t n)
 {
-	double t0 = now_ms(), c0 = cpu_ms();
+	double t0 = clock_ms_f(), c0 = clock_cpu_ms();
 	uint64_t found = 0, done = 0;
 	while (done < n) {
 		for (uint64_t i = 0; i < want && done < n; i++, done++) {
@@ -85,7 +72,7 @@ static int time_lookups(Via via, BookTxn *txn, const BookIndex *ix, BookRecord *
 			found += rc == 0 && rec->nmoves < BOOKDB_MAX_MOVES;
 		}
 	}
-	double ms = now_ms() - t0, cms = cpu_ms() - c0;
+	double ms = clock_ms_f() - t0, cms = clock_cpu_ms() - c0;
 	if (found != n) {
 		joseki_error("stats: %llu of %llu lookups failed", (unsigned long long)(n - found),
 		             (unsigned long long)n);
@@ -137,9 +124,9 @@ static int bench_lookups(BookTxn *txn, BookRecord *rec, uint64_t n)
 	 * through a snapshot index, whose build is part of its price. */
 	for (Via via = VIA_LMDB; via <= VIA_LMDB_FULL; via++)
 		if ((rc = time_lookups(via, txn, NULL, rec, keys, want, n))) goto out;
-	double t0 = now_ms(), c0 = cpu_ms();
+	double t0 = clock_ms_f(), c0 = clock_cpu_ms();
 	if ((rc = bookdb_index_build(&ix, txn))) goto out;
-	double ms = now_ms() - t0, cms = cpu_ms() - c0;
+	double ms = clock_ms_f() - t0, cms = clock_cpu_ms() - c0;
 	printf("index_build %llu time_ms %.0f cpu_ms %.0f bytes %zu\n",
 	       (unsigned long long)bookdb_index_count(ix), ms, cms, bookdb_index_bytes(ix));
 	for (Via via = VIA_INDEX; via <= VIA_INDEX_FULL; via++)

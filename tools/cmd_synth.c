@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shogi/clock.h"
 #include "bookdb/bookdb.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
@@ -46,20 +47,6 @@ static uint64_t rng_next(uint64_t *s)
 {
 	*s += 0x9e3779b97f4a7c15ULL;
 	return mix64(*s);
-}
-
-static double cpu_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* The first up-to-SYNTH_MOVES legal moves in hash order: the position's stored
@@ -258,7 +245,7 @@ int cmd_synth(int argc, char **argv)
 	}
 	uint64_t rng = seed;
 	int progress = !quiet && isatty(2);
-	double t0 = now_ms();
+	double t0 = clock_ms_f();
 	while ((long long)set.n < npos) {
 		pos_set_startpos(pos);
 		int len = 20 + (int)(rng_next(&rng) % (SYNTH_MAX_LINE - 20));
@@ -304,7 +291,7 @@ int cmd_synth(int argc, char **argv)
 					goto out;
 				}
 				if (progress && set.n % 1000000 == 0) {
-					double el = (now_ms() - t0) / 1e3;
+					double el = (clock_ms_f() - t0) / 1e3;
 					fprintf(stderr,
 					        "\rsynth: %zu positions generated, %.0f/s   ",
 					        set.n, set.n / el);
@@ -318,7 +305,7 @@ int cmd_synth(int argc, char **argv)
 	bookdb_txn_abort(rtxn);
 	rtxn = NULL;
 	if (!unsorted) qsort(set.ents, set.n, sizeof set.ents[0], cmp_entry);
-	double t1 = now_ms(), c1 = cpu_ms();
+	double t1 = clock_ms_f(), c1 = clock_cpu_ms();
 	if ((rc = bookdb_writer_new(&w, db, (size_t)batch))) goto fail;
 	for (size_t i = 0; i < set.n; i++) {
 		const SynthEntry *e = &set.ents[i];
@@ -331,7 +318,7 @@ int cmd_synth(int argc, char **argv)
 	}
 	if ((rc = bookdb_writer_flush(w))) goto fail;
 	if (progress) fputc('\n', stderr);
-	double t2 = now_ms(), c2 = cpu_ms();
+	double t2 = clock_ms_f(), c2 = clock_cpu_ms();
 	printf("synth positions %zu time_ms %.0f positions_per_s %.0f insert_ms %.0f inserts_per_s "
 	       "%.0f "
 	       "insert_cpu_ms %.0f inserts_per_cpu_s %.0f\n",

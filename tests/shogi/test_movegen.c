@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "shogi/clock.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -91,13 +92,6 @@ static void parse_sfen_or_die(Position *pos, const char *sfen)
 	assert_true(pos_is_ok(pos));
 }
 
-static double now_sec(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void test_movegen__perft_matches_fixture(void **state)
 {
 	(void)state;
@@ -111,9 +105,9 @@ static void test_movegen__perft_matches_fixture(void **state)
 			continue;
 		}
 		parse_sfen_or_die(&pos, rows[i].sfen);
-		double t0 = now_sec();
+		double t0 = clock_s();
 		uint64_t got = perft(&pos, rows[i].depth);
-		double dt = now_sec() - t0;
+		double dt = clock_s() - t0;
 		printf("perft %-20s depth %d nodes %llu (%.2fs)\n", rows[i].name, rows[i].depth,
 		       (unsigned long long)got, dt);
 		if (got != rows[i].nodes)

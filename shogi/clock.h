@@ -1,0 +1,43 @@
+/*
+ * shogi/clock.h — the one clock of the tree: monotonic wall time (progress
+ * lines, deadlines, benchmarks) and the process's CPU time (benchmarks).
+ */
+#ifndef SHOGI_CLOCK_H
+#define SHOGI_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* Nanoseconds on the monotonic clock (an arbitrary origin). */
+static inline int64_t clock_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Milliseconds on the monotonic clock, whole (deadlines) or exact (timings). */
+static inline int64_t clock_ms(void)
+{
+	return clock_ns() / 1000000;
+}
+
+static inline double clock_ms_f(void)
+{
+	return (double)clock_ns() / 1e6;
+}
+
+static inline double clock_s(void)
+{
+	return (double)clock_ns() / 1e9;
+}
+
+/* Milliseconds of CPU time this process used. */
+static inline double clock_cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+#endif

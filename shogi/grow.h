@@ -1,0 +1,31 @@
+/*
+ * shogi/grow.h — the one growable-array helper of the tree.
+ */
+#ifndef SHOGI_GROW_H
+#define SHOGI_GROW_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+/*
+ * Makes *arr (elem bytes an element, *cap elements now) hold at least need
+ * elements: the capacity doubles from at least min_cap. Returns 0, or -1 when
+ * memory runs out or the size overflows (*arr and *cap are then unchanged).
+ */
+static inline int array_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t min_cap)
+{
+	if (need <= *cap) return 0;
+	size_t nc = *cap ? *cap : (min_cap ? min_cap : 16);
+	while (nc < need) {
+		if (nc > SIZE_MAX / 2) return -1;
+		nc *= 2;
+	}
+	if (elem && nc > SIZE_MAX / elem) return -1;
+	void *p = realloc(*arr, nc * elem);
+	if (!p) return -1;
+	*arr = p;
+	*cap = nc;
+	return 0;
+}
+
+#endif
