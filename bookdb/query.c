@@ -15,7 +15,7 @@ const char *bookdb_value_source(const BookRecord *rec, const BookMove *m)
 {
 	if (!(rec->flags & BOOKDB_REC_MINIMAX) || m->value == NOVALUE) return NULL;
 	if (m->dist > 0 || !(m->flags & BOOKDB_MOVE_EVAL)) return "minimax";
-	int e = m->eval > VALUE_MATE ? VALUE_MATE : m->eval < -VALUE_MATE ? -VALUE_MATE : m->eval;
+	int e = value_clamp(m->eval);
 	if (m->value != e) return "blend";
 	return m->source == BOOKDB_SOURCE_GAME ? "game" : "thought";
 }
@@ -57,6 +57,13 @@ int bookdb_query(BookRecord *rec, BookTxn *txn, const Position *pos)
 	if (rc < 0) return rc;
 	bookdb_moves_sort(rec);
 	return 1;
+}
+
+Move bookdb_best_move(const BookRecord *rec, const Position *pos)
+{
+	for (int i = 0; i < rec->nmoves; i++)
+		if (pos_is_legal(pos, rec->moves[i].move)) return rec->moves[i].move;
+	return MOVE_NONE;
 }
 
 /* A growing text buffer; oom is set (and nothing more written) when an

@@ -39,6 +39,10 @@ void bookdb_moves_sort(BookRecord *rec);
  */
 int bookdb_query(BookRecord *rec, BookTxn *txn, const Position *pos);
 
+/* The first legal move for pos of rec as bookdb_query left it (the book's
+ * best), or MOVE_NONE: what `joseki usi --book` and `match` play. */
+Move bookdb_best_move(const BookRecord *rec, const Position *pos);
+
 /*
  * The `query --json` text for pos and its record as bookdb_query left it
  * (in_book its result): one compact JSON object and a newline, with sfen, key,

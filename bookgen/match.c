@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "shogi/clock.h"
 #include "bookdb/bookdb.h"
 #include "bookdb/query.h"
 #include "search/builtin.h"
@@ -193,13 +194,6 @@ struct Match {
 	char err[MATCH_ERRLEN];
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static bool cancelled(const Match *m)
 {
 	return m->opt->cancel && *m->opt->cancel;
@@ -215,12 +209,7 @@ static int book_move(Move *out, Worker *w, BookDB *db)
 	rc = bookdb_query(w->rec, txn, w->pos);
 	bookdb_txn_abort(txn);
 	if (rc < 0) return rc;
-	for (int i = 0; rc == 1 && i < w->rec->nmoves; i++) {
-		if (pos_is_legal(w->pos, w->rec->moves[i].move)) {
-			*out = w->rec->moves[i].move;
-			break;
-		}
-	}
+	if (rc == 1) *out = bookdb_best_move(w->rec, w->pos);
 	return 0;
 }
 
@@ -477,7 +466,7 @@ static void progress(Match *m)
 {
 	const MatchOptions *opt = m->opt;
 	MatchResult *r = m->res;
-	double now = now_s(), el = now - m->start;
+	double now = clock_s(), el = now - m->start;
 	if (!opt->progress || (now - m->last_progress < 1.0 && m->done < opt->games)) return;
 	m->last_progress = now;
 	fprintf(opt->progress, "match: %d/%d games, A +%d =%d -%d, score %.3f, %.1f moves/s",
@@ -752,7 +741,7 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 	for (int s = 0; s < 2; s++)
 		snprintf(out->name[s], sizeof out->name[s], "%s", search_name(workers[0].eng[s]));
 	pthread_mutex_init(&m.lock, NULL);
-	m.start = m.last_progress = now_s();
+	m.start = m.last_progress = clock_s();
 	int running = 0;
 	for (; running < nworkers; running++)
 		if (pthread_create(&workers[running].thread, NULL, worker_main, &workers[running]))
@@ -760,7 +749,7 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 	if (running == 0) worker_main(&workers[0]); /* no thread at all: play here */
 	for (int i = 0; i < running; i++) pthread_join(workers[i].thread, NULL);
 	pthread_mutex_destroy(&m.lock);
-	out->seconds = now_s() - m.start;
+	out->seconds = clock_s() - m.start;
 	if (m.rc < 0) {
 		rc = m.rc;
 		snprintf(err, MATCH_ERRLEN, "%s", m.err);

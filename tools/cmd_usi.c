@@ -1,360 +1,30 @@
 /*
- * joseki usi: the built-in engine as a USI engine on stdin/stdout.
- *
- * The main thread reads commands; `go` starts one search thread, which prints
- * the info lines and the bestmove. For `go infinite` and `go ponder` the
- * bestmove is held back until `stop` (or `ponderhit`), as the protocol asks,
- * even when the search itself ends sooner. All output goes through one
- * mutex so lines of the two threads never interleave.
+ * joseki usi [--book BOOK]: the built-in engine as a USI engine on stdin and
+ * stdout (search/usi_server.h); with --book it plays the book's best legal
+ * move (bookdb/query.h's order) where the book knows the position.
  */
-#include <inttypes.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bookdb/bookdb.h"
 #include "bookdb/query.h"
-#include "bookdb/record.h"
-#include "search/engine.h"
-#include "shogi/movegen.h"
-#include "shogi/notation.h"
+#include "search/usi_server.h"
 #include "tools/commands.h"
 
-#define USI_HASH_MAX_MB 65536
-#define USI_TIME_MARGIN_MS 60 /* GUI and pipe overhead kept in reserve */
-
 typedef struct {
-	Engine *engine;
-	Position pos;
-	Position search_pos; /* the search thread's copy */
-	size_t hash_mb;
-	int multipv;
-	EngineLimits lim;
-	pthread_t thread;
-	bool running; /* a search thread exists and has not been joined */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool hold;           /* infinite/ponder: keep the bestmove until released */
-	bool infinite;       /* go infinite: only stop releases it */
-	bool released;       /* stop or ponderhit arrived */
-	pthread_mutex_t out; /* serialises stdout */
-	BookDB *book;        /* --book: answer from the book when it knows the position */
+	BookDB *db;
 	BookRecord *rec;
-} Usi;
+} Book;
 
-static void say(Usi *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(Usi *u, const char *fmt, ...)
+static Move book_move(void *ctx, const Position *pos)
 {
-	va_list ap;
-	pthread_mutex_lock(&u->out);
-	va_start(ap, fmt);
-	vfprintf(stdout, fmt, ap);
-	va_end(ap);
-	fputc('\n', stdout);
-	fflush(stdout);
-	pthread_mutex_unlock(&u->out);
-}
-
-static void info_lines(void *ctx, const EngineResult *r)
-{
-	Usi *u = ctx;
-	uint64_t nps = r->time_ms > 0 ? r->nodes * 1000 / (uint64_t)r->time_ms : r->nodes * 1000;
-	for (int k = 0; k < r->nlines; k++) {
-		const EngineLine *l = &r->lines[k];
-		char score[32];
-		if (l->value >= VALUE_MATE_IN_MAX)
-			snprintf(score, sizeof score, "mate %d", VALUE_MATE - l->value);
-		else if (l->value <= -VALUE_MATE_IN_MAX)
-			snprintf(score, sizeof score, "mate -%d", VALUE_MATE + l->value);
-		else
-			snprintf(score, sizeof score, "cp %d", l->value);
-		char pv[ENGINE_PV_MAX * USI_MOVE_MAX + 1];
-		size_t len = 0;
-		for (int i = 0; i < l->pv_len; i++) {
-			if (i) pv[len++] = ' ';
-			len += usi_move_write(l->pv[i], pv + len);
-		}
-		pv[len] = '\0';
-		say(u,
-		    "info depth %d seldepth %d multipv %d score %s nodes %" PRIu64 " nps %" PRIu64
-		    " time %" PRId64 " pv %s",
-		    l->depth, l->seldepth, k + 1, score, r->nodes, nps, r->time_ms, pv);
-	}
-}
-
-static void *search_main(void *arg)
-{
-	Usi *u = arg;
-	EngineResult r;
-	engine_search(u->engine, &r, &u->search_pos, &u->lim, info_lines, u);
-	pthread_mutex_lock(&u->lock);
-	while (u->hold && !u->released) pthread_cond_wait(&u->cond, &u->lock);
-	pthread_mutex_unlock(&u->lock);
-	if (r.nlines == 0) {
-		say(u, "bestmove resign");
-	} else {
-		char mv[USI_MOVE_MAX], ponder[USI_MOVE_MAX];
-		usi_move_write(r.bestmove, mv);
-		if (r.lines[0].pv_len > 1) {
-			usi_move_write(r.lines[0].pv[1], ponder);
-			say(u, "bestmove %s ponder %s", mv, ponder);
-		} else {
-			say(u, "bestmove %s", mv);
-		}
-	}
-	return NULL;
-}
-
-/* Stops a running search (its bestmove is printed) and joins its thread. */
-static void stop_search(Usi *u)
-{
-	if (!u->running) return;
-	pthread_mutex_lock(&u->lock);
-	u->released = true;
-	pthread_cond_signal(&u->cond);
-	pthread_mutex_unlock(&u->lock);
-	engine_stop(u->engine);
-	pthread_join(u->thread, NULL);
-	u->running = false;
-	engine_clear_stop(u->engine);
-}
-
-/* End of input: a bounded search may finish (so `echo ... | joseki usi`
- * works); an infinite or pondering one is stopped. */
-static void finish_search(Usi *u)
-{
-	if (!u->running) return;
-	if (u->hold) {
-		stop_search(u);
-		return;
-	}
-	pthread_join(u->thread, NULL);
-	u->running = false;
-	engine_clear_stop(u->engine);
-}
-
-static void ponderhit(Usi *u)
-{
-	if (!u->running) return;
-	engine_ponderhit(u->engine);
-	pthread_mutex_lock(&u->lock);
-	/* A pondering search becomes a normal one: its bestmove may go out. */
-	if (u->hold && !u->infinite) u->released = true;
-	pthread_cond_signal(&u->cond);
-	pthread_mutex_unlock(&u->lock);
-}
-
-static bool next_num(char **save, int64_t *out)
-{
-	char *t = strtok_r(NULL, " \t", save);
-	if (!t) return false;
-	char *end;
-	long long v = strtoll(t, &end, 10);
-	if (*end) return false;
-	*out = v;
-	return true;
-}
-
-/* The book's best legal move for the current position, or MOVE_NONE. */
-static Move book_move(Usi *u)
-{
-	if (!u->book) return MOVE_NONE;
+	Book *b = ctx;
 	BookTxn *txn;
-	if (bookdb_txn_begin(&txn, u->book, false) < 0) return MOVE_NONE;
-	int rc = bookdb_get(u->rec, txn, pos_key(&u->pos));
+	if (bookdb_txn_begin(&txn, b->db, false) < 0) return MOVE_NONE;
+	int rc = bookdb_query(b->rec, txn, pos);
 	bookdb_txn_abort(txn);
-	if (rc < 0) return MOVE_NONE;
-	const BookMove *best = NULL;
-	for (int i = 0; i < u->rec->nmoves; i++) {
-		const BookMove *m = &u->rec->moves[i];
-		if (!pos_is_legal(&u->pos, m->move)) continue;
-		if (!best || bookdb_move_better(u->rec, m, best)) best = m;
-	}
-	return best ? best->move : MOVE_NONE;
-}
-
-static void go(Usi *u, char *args)
-{
-	stop_search(u);
-	int64_t t[COLOR_NB] = {0, 0}, inc[COLOR_NB] = {0, 0}, byo = 0, movetime = 0, nodes = 0,
-	        depth = 0;
-	bool infinite = false, ponder = false, timed = false;
-	char *save, *tok = strtok_r(args, " \t", &save);
-	for (; tok; tok = strtok_r(NULL, " \t", &save)) {
-		int64_t v = 0;
-		if (!strcmp(tok, "infinite")) {
-			infinite = true;
-		} else if (!strcmp(tok, "ponder")) {
-			ponder = true;
-		} else if (!strcmp(tok, "btime") && next_num(&save, &v)) {
-			t[BLACK] = v, timed = true;
-		} else if (!strcmp(tok, "wtime") && next_num(&save, &v)) {
-			t[WHITE] = v, timed = true;
-		} else if (!strcmp(tok, "binc") && next_num(&save, &v)) {
-			inc[BLACK] = v, timed = true;
-		} else if (!strcmp(tok, "winc") && next_num(&save, &v)) {
-			inc[WHITE] = v, timed = true;
-		} else if (!strcmp(tok, "byoyomi") && next_num(&save, &v)) {
-			byo = v, timed = true;
-		} else if (!strcmp(tok, "movetime") && next_num(&save, &v)) {
-			movetime = v;
-		} else if (!strcmp(tok, "nodes") && next_num(&save, &v)) {
-			nodes = v;
-		} else if (!strcmp(tok, "depth") && next_num(&save, &v)) {
-			depth = v;
-		} else if (!strcmp(tok, "mate")) {
-			infinite = true; /* no mate search: think until stopped */
-			next_num(&save, &v);
-		} else {
-			say(u, "info string ignored go argument '%s'", tok);
-		}
-	}
-	if (pos_declaration_ok(&u->pos)) {
-		say(u, "bestmove win");
-		return;
-	}
-	Move bm = infinite || ponder ? MOVE_NONE : book_move(u);
-	if (bm != MOVE_NONE) {
-		char mv[USI_MOVE_MAX];
-		usi_move_write(bm, mv);
-		say(u, "info string book move %s", mv);
-		say(u, "bestmove %s", mv);
-		return;
-	}
-	EngineLimits lim = {.multipv = u->multipv};
-	if (depth > 0) lim.depth = depth >= ENGINE_MAX_PLY ? ENGINE_MAX_PLY - 1 : (int)depth;
-	if (nodes > 0) lim.nodes = (uint64_t)nodes;
-	if (movetime > 0) {
-		lim.hard_ms = lim.soft_ms =
-		    movetime - USI_TIME_MARGIN_MS > 10 ? movetime - USI_TIME_MARGIN_MS : 10;
-	} else if (timed && !infinite) {
-		Color us = u->pos.side;
-		int64_t left = t[us], extra = inc[us] + byo;
-		/* Spend about a 30th of the clock plus the byoyomi/increment per move;
-		 * never more than a fifth of the clock at once, nor what is left. */
-		int64_t target = left / 30 + extra;
-		int64_t most = left / 5 + extra;
-		if (most > left + extra - USI_TIME_MARGIN_MS)
-			most = left + extra - USI_TIME_MARGIN_MS;
-		if (most < 10) most = 10;
-		if (target > most) target = most;
-		lim.hard_ms = most;
-		lim.soft_ms = target * 6 / 10 > 1 ? target * 6 / 10 : 1;
-	}
-	u->lim = lim;
-	memcpy(&u->search_pos, &u->pos, sizeof u->pos);
-	u->hold = infinite || ponder;
-	u->infinite = infinite;
-	u->released = false;
-	if (ponder) engine_set_pondering(u->engine);
-	if (pthread_create(&u->thread, NULL, search_main, u) != 0) {
-		say(u, "info string cannot start the search thread");
-		say(u, "bestmove resign");
-		return;
-	}
-	u->running = true;
-}
-
-static void setoption(Usi *u, char *args)
-{
-	/* "name N value V": names have no spaces for our options. */
-	char *name = strstr(args, "name ");
-	char *value = strstr(args, " value ");
-	if (!name) return;
-	name += 5;
-	if (value) {
-		*value = '\0';
-		value += 7;
-	}
-	while (*name == ' ') name++;
-	char *end = name + strlen(name);
-	while (end > name && end[-1] == ' ') *--end = '\0';
-	long v = value ? strtol(value, NULL, 10) : 0;
-	if (!strcmp(name, "USI_Hash") || !strcmp(name, "Hash")) {
-		if (v < 1 || v > USI_HASH_MAX_MB) {
-			say(u, "info string USI_Hash must be 1..%d", USI_HASH_MAX_MB);
-		} else if (engine_set_hash(u->engine, (size_t)v) < 0) {
-			say(u, "info string cannot allocate %ld MB of hash; keeping %zu", v,
-			    u->hash_mb);
-		} else {
-			u->hash_mb = (size_t)v;
-		}
-	} else if (!strcmp(name, "MultiPV")) {
-		u->multipv = v < 1 ? 1 : v > ENGINE_MULTIPV_MAX ? ENGINE_MULTIPV_MAX : (int)v;
-	} else if (!strcmp(name, "Threads")) {
-		if (v != 1) say(u, "info string only Threads 1 is supported");
-	} else if (strcmp(name, "USI_Ponder") != 0) {
-		say(u, "info string unknown option '%s'", name);
-	}
-}
-
-static int usi_loop(Usi *u)
-{
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	bool quit = false;
-	while ((n = getline(&line, &cap, stdin)) >= 0) {
-		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
-		char *cmd = line;
-		while (*cmd == ' ' || *cmd == '\t') cmd++;
-		char *args = cmd + strcspn(cmd, " \t");
-		if (*args) *args++ = '\0';
-		if (!strcmp(cmd, "usi")) {
-			say(u, "id name joseki");
-			say(u, "id author the joseki authors");
-			say(u, "option name USI_Hash type spin default %d min 1 max %d",
-			    ENGINE_HASH_DEFAULT_MB, USI_HASH_MAX_MB);
-			say(u, "option name MultiPV type spin default 1 min 1 max %d",
-			    ENGINE_MULTIPV_MAX);
-			say(u, "option name Threads type spin default 1 min 1 max 1");
-			say(u, "usiok");
-		} else if (!strcmp(cmd, "isready")) {
-			say(u, "readyok");
-		} else if (!strcmp(cmd, "setoption")) {
-			stop_search(u);
-			setoption(u, args);
-		} else if (!strcmp(cmd, "usinewgame")) {
-			stop_search(u);
-			engine_clear(u->engine);
-		} else if (!strcmp(cmd, "position")) {
-			stop_search(u);
-			char err[SHOGI_ERRLEN];
-			static Position tmp; /* main thread only */
-			if (position_parse(&tmp, args, err) < 0)
-				say(u, "info string bad position: %s", err);
-			else
-				memcpy(&u->pos, &tmp, sizeof tmp);
-		} else if (!strcmp(cmd, "go")) {
-			go(u, args);
-		} else if (!strcmp(cmd, "stop")) {
-			stop_search(u);
-		} else if (!strcmp(cmd, "ponderhit")) {
-			ponderhit(u);
-		} else if (!strcmp(cmd, "gameover")) {
-			stop_search(u);
-		} else if (!strcmp(cmd, "quit")) {
-			quit = true;
-			break;
-		} else if (!strcmp(cmd, "bench")) {
-			stop_search(u);
-			int depth = *args ? atoi(args) : ENGINE_BENCH_DEPTH;
-			if (depth < 1 || depth >= ENGINE_MAX_PLY) depth = ENGINE_BENCH_DEPTH;
-			pthread_mutex_lock(&u->out);
-			engine_bench(stdout, stderr, depth);
-			pthread_mutex_unlock(&u->out);
-		} else if (*cmd) {
-			say(u, "info string unknown command '%s'", cmd);
-		}
-	}
-	if (quit)
-		stop_search(u);
-	else
-		finish_search(u);
-	free(line);
-	return 0;
+	return rc == 1 ? bookdb_best_move(b->rec, pos) : MOVE_NONE;
 }
 
 int cmd_usi(int argc, char **argv)
@@ -370,42 +40,30 @@ int cmd_usi(int argc, char **argv)
 			return 2;
 		}
 	}
-	Usi *u = calloc(1, sizeof *u);
-	if (!u) {
-		joseki_error("usi: out of memory");
-		return 1;
-	}
-	int rc = 1;
-	u->hash_mb = ENGINE_HASH_DEFAULT_MB;
-	u->multipv = 1;
+	UsiServerConfig cfg = {.in = stdin, .out = stdout, .log = stderr};
+	Book b = {0};
+	int ret = 1;
 	if (book) {
 		char err[BOOKDB_ERRLEN];
 		BookDBOptions opt = {.read_only = true};
-		if (bookdb_open(&u->book, book, &opt, err) < 0) {
+		if (bookdb_open(&b.db, book, &opt, err) < 0) {
 			joseki_error("usi: %s", err);
 			goto done;
 		}
-		if (!(u->rec = malloc(sizeof *u->rec))) {
+		if (!(b.rec = malloc(sizeof *b.rec))) {
 			joseki_error("usi: out of memory");
 			goto done;
 		}
+		cfg.book_move = book_move;
+		cfg.book_ctx = &b;
 	}
-	if (engine_new(&u->engine, u->hash_mb) < 0) {
+	if (usi_server_run(&cfg) < 0) {
 		joseki_error("usi: out of memory");
 		goto done;
 	}
-	pos_set_startpos(&u->pos);
-	pthread_mutex_init(&u->lock, NULL);
-	pthread_mutex_init(&u->out, NULL);
-	pthread_cond_init(&u->cond, NULL);
-	rc = usi_loop(u);
-	pthread_cond_destroy(&u->cond);
-	pthread_mutex_destroy(&u->out);
-	pthread_mutex_destroy(&u->lock);
+	ret = 0;
 done:
-	engine_free(u->engine);
-	free(u->rec);
-	bookdb_free(u->book);
-	free(u);
-	return rc;
+	free(b.rec);
+	bookdb_free(b.db);
+	return ret;
 }
