@@ -19,6 +19,7 @@
 
 #include "shogi/grow.h"
 #include "shogi/movegen.h"
+#include "shogi/notation.h"
 #include "shogi/position.h"
 
 #define SEL_INF 32767
@@ -995,4 +996,14 @@ int sel_select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatch
 	if (!r) r = select_batch(out, max, s, window, mode, book_side);
 	call_end(s);
 	return r;
+}
+
+int sel_leaf_position(Position *pos, const char *root_sfen, const SelLeaf *leaf)
+{
+	if (sfen_parse(pos, root_sfen, NULL, NULL) < 0) return SEL_EINVAL;
+	for (int j = 0; j < leaf->nmoves; j++) {
+		if (!pos_is_legal(pos, leaf->moves[j])) return SEL_EINVAL;
+		pos_do_move(pos, leaf->moves[j]);
+	}
+	return 0;
 }

@@ -125,6 +125,14 @@ bool sel_is_thought(const Selector *s, Key key);
 int sel_select(SelLeaf *out, Selector *s);
 
 /*
+ * Sets pos to the leaf: root_sfen (the SFEN of the leaf's root, as given to
+ * sel_add_root) and the leaf's moves, each checked to be legal. Returns 0, or
+ * SEL_EINVAL when the SFEN does not parse or a move is illegal (a leaf of
+ * another root); pos is then unspecified.
+ */
+int sel_leaf_position(Position *pos, const char *root_sfen, const SelLeaf *leaf);
+
+/*
  * Every selectable leaf within window centipawns (see SelBatchMode) of the
  * best line of each root, closest to the root value first, distinct, none
  * thought or leased; at most max. book_side: the side restricted to its best

@@ -7,8 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shogi/errmsg.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
+
+/* walk_move's "this game is far enough" (not an error; no other code uses it). */
+#define REPLAY_FAR_ENOUGH 0x7ffffff0
 
 static const char *const END_NAMES[] = {
     [REPLAY_END_NONE] = "none",
@@ -305,4 +309,92 @@ int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, i
 	}
 	judge_mate(res, pos);
 	return 0;
+}
+
+typedef struct {
+	replay_pos_fn fn;
+	void *ctx;
+	int max_ply;
+} PosWalk;
+
+static int walk_move(void *ctx, const Position *before, Move m, size_t index)
+{
+	PosWalk *w = ctx;
+	(void)m;
+	if ((int)index >= w->max_ply) return REPLAY_FAR_ENOUGH; /* stop this game */
+	return w->fn(w->ctx, before);
+}
+
+/* After a game: its last position when the game stopped short of max_ply. */
+static int walk_end(PosWalk *w, int rc, const ReplayResult *res, const Position *pos)
+{
+	if (rc == REPLAY_FAR_ENOUGH) return 0;
+	if (rc) return rc;
+	return res->plies < w->max_ply ? w->fn(w->ctx, pos) : 0;
+}
+
+static int walk_csa(const char *path, PosWalk *w, Position *pos, char *err)
+{
+	CsaReader *rd = NULL;
+	CsaRecord *rec = NULL;
+	ReplayResult res;
+	if (csa_reader_open_file(&rd, path) < 0)
+		return errmsg_set(err, REPLAY_ERRLEN, CSA_EIO, "cannot read kifu '%.400s'", path);
+	int rc, ret = 0;
+	while ((rc = csa_reader_next(rd, &rec)) != CSA_EOF) {
+		if (rc < 0) {
+			ret =
+			    errmsg_set(err, REPLAY_ERRLEN, rc, "kifu %.480s", csa_reader_error(rd));
+			break;
+		}
+		rc = replay_csa(&res, pos, rec, walk_move, w);
+		csa_record_free(rec);
+		if (rc == CSA_EILLEGAL) {
+			ret = errmsg_set(err, REPLAY_ERRLEN, CSA_EPARSE, "kifu '%.200s': %.280s",
+			                 path, res.error);
+			break;
+		}
+		if ((ret = walk_end(w, rc, &res, pos))) break;
+	}
+	csa_reader_free(rd);
+	return ret;
+}
+
+static int walk_usi(const char *path, PosWalk *w, Position *pos, char *err)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) return errmsg_set(err, REPLAY_ERRLEN, CSA_EIO, "cannot open kifu '%.400s'", path);
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int lineno = 0, ret = 0;
+	ReplayResult res;
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ')) n--;
+		if (!n || line[0] == '#') continue;
+		int rc = replay_usi(&res, pos, line, (size_t)n, lineno, walk_move, w);
+		if (rc == SHOGI_EPARSE || res.error[0]) {
+			ret = errmsg_set(err, REPLAY_ERRLEN, CSA_EPARSE,
+			                 "kifu %.300s line %d: %.150s", path, lineno,
+			                 res.error[0] ? res.error : "unreadable");
+			break;
+		}
+		if ((ret = walk_end(w, rc, &res, pos))) break;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+int replay_file_positions(const char *path, int max_ply, replay_pos_fn fn, void *ctx, char *err)
+{
+	Position *pos = malloc(sizeof *pos);
+	if (!pos) return errmsg_set(err, REPLAY_ERRLEN, CSA_ENOMEM, "out of memory");
+	PosWalk w = {fn, ctx, max_ply};
+	size_t len = strlen(path);
+	int ret = len > 4 && !strcmp(path + len - 4, ".csa") ? walk_csa(path, &w, pos, err)
+	                                                     : walk_usi(path, &w, pos, err);
+	free(pos);
+	return ret;
 }

@@ -81,4 +81,22 @@ int replay_csa(ReplayResult *res, Position *pos, const CsaRecord *rec, replay_mo
 int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, int line,
                replay_move_fn fn, void *ctx);
 
+/* Called with each position of replay_file_positions; non-zero stops it. */
+typedef int (*replay_pos_fn)(void *ctx, const Position *pos);
+
+#define REPLAY_ERRLEN 512
+
+/*
+ * Each position along the games of path, up to max_ply moves into each game
+ * (the position after the last move too, when the game is shorter), in order:
+ * CSA records if the name ends in .csa (several games a file, separated by
+ * "/"), else one USI game a line ("startpos moves ...", "sfen ... moves ...";
+ * blank lines and # comments skipped). What `think --from-kifu` thinks first.
+ * Returns 0; CSA_EIO when path cannot be read, CSA_EPARSE for a malformed
+ * record or line or an impossible game (err, REPLAY_ERRLEN bytes, names the file
+ * and the line); CSA_ENOMEM; or fn's non-zero value. Positions given to fn
+ * before a failure stay given.
+ */
+int replay_file_positions(const char *path, int max_ply, replay_pos_fn fn, void *ctx, char *err);
+
 #endif

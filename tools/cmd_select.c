@@ -19,6 +19,7 @@
 
 #include "shogi/clock.h"
 #include "bookdb/bookdb.h"
+#include "bookgen/roots.h"
 #include "bookgen/selector.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -74,35 +75,19 @@ static int add_root(Selector *s, RootSpec *roots, int *nroots, Position *pos, co
 
 static int read_roots(Selector *s, RootSpec *roots, int *nroots, Position *pos, const char *path)
 {
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		joseki_error("select: cannot open roots file '%s'", path);
-		return -1;
-	}
-	char *line = NULL;
-	size_t cap = 0;
-	int lineno = 0, ret = 0;
-	while (getline(&line, &cap, f) >= 0) {
-		lineno++;
-		size_t n = strlen(line);
-		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
-			line[--n] = 0;
-		char *p = line;
-		while (*p == ' ' || *p == '\t') p++;
-		if (!*p || *p == '#') continue;
-		char where[300];
-		snprintf(where, sizeof where, "%.250s line %d", path, lineno);
-		if (add_root(s, roots, nroots, pos, p, where) < 0) {
-			ret = -1;
-			break;
-		}
-	}
-	free(line);
-	fclose(f);
-	if (!ret && *nroots == 0) {
+	RootList rl = {0};
+	char err[ROOTS_ERRLEN];
+	int ret = 0;
+	if (roots_from_lines(&rl, path, err) < 0) {
+		joseki_error("select: %s", err);
+		ret = -1;
+	} else if (rl.n == 0) {
 		joseki_error("select: roots file '%s' holds no position", path);
 		ret = -1;
 	}
+	for (size_t i = 0; !ret && i < rl.n; i++)
+		if (add_root(s, roots, nroots, pos, rl.specs[i], path) < 0) ret = -1;
+	roots_free(&rl);
 	return ret;
 }
 
@@ -110,16 +95,14 @@ static int read_roots(Selector *s, RootSpec *roots, int *nroots, Position *pos, 
 static int describe(char *sfen, char *line, size_t linecap, Position *pos, const RootSpec *root,
                     const SelLeaf *l)
 {
-	if (sfen_parse(pos, root->sfen, NULL, NULL) < 0) return -1;
+	if (sel_leaf_position(pos, root->sfen, l) < 0) return -1;
 	size_t n =
 	    (size_t)snprintf(line, linecap, root->startpos ? "startpos" : "sfen %s", root->sfen);
 	if (l->nmoves > 0 && n < linecap) n += (size_t)snprintf(line + n, linecap - n, " moves");
 	for (int j = 0; j < l->nmoves; j++) {
 		char mv[USI_MOVE_MAX];
-		if (!pos_is_legal(pos, l->moves[j])) return -1;
 		usi_move_write(l->moves[j], mv);
 		if (n < linecap) n += (size_t)snprintf(line + n, linecap - n, " %s", mv);
-		pos_do_move(pos, l->moves[j]);
 	}
 	sfen_write(pos, sfen, SFEN_MAX);
 	return 0;

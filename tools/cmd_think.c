@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "bookdb/bookdb.h"
+#include "bookgen/roots.h"
 #include "bookgen/selector.h"
 #include "bookgen/think.h"
-#include "ingest/csa.h"
 #include "ingest/replay.h"
 #include "shogi/notation.h"
 #include "search/builtin.h"
@@ -39,194 +39,9 @@ static void on_signal(int sig)
 	think_stop_flag = 1;
 }
 
-/* Positions along game records, as SFENs (--from-kifu). */
-typedef struct {
-	char **specs;
-	size_t n, cap;
-	int max_ply;
-} KifuList;
-
-static int kifu_add(KifuList *k, const Position *pos)
+static int collect_root(void *ctx, const Position *pos)
 {
-	if (k->n == k->cap) {
-		size_t cap = k->cap ? k->cap * 2 : 256;
-		char **p = realloc(k->specs, cap * sizeof *p);
-		if (!p) return -1;
-		k->specs = p;
-		k->cap = cap;
-	}
-	char sfen[SFEN_MAX];
-	sfen_write(pos, sfen, sizeof sfen);
-	if (!(k->specs[k->n] = strdup(sfen))) return -1;
-	k->n++;
-	return 0;
-}
-
-static int kifu_move(void *ctx, const Position *before, Move m, size_t index)
-{
-	KifuList *k = ctx;
-	(void)m;
-	if ((int)index >= k->max_ply) return 1; /* far enough: stop this game */
-	return kifu_add(k, before) < 0 ? -1 : 0;
-}
-
-/* Each position of the games in path (CSA records if the name ends in .csa,
- * else one USI game per line: "startpos moves ...", "sfen ... moves ..."), up
- * to max_ply moves into each game, the position after the last move too. */
-static int kifu_read(KifuList *k, const char *path)
-{
-	Position *pos = malloc(sizeof *pos);
-	ReplayResult res;
-	int ret = -1;
-	size_t len = strlen(path);
-	if (!pos) return -1;
-	if (len > 4 && !strcmp(path + len - 4, ".csa")) {
-		CsaReader *r = NULL;
-		CsaRecord *rec = NULL;
-		if (csa_reader_open_file(&r, path) < 0) {
-			joseki_error("think: cannot read kifu '%s'", path);
-			goto out;
-		}
-		int rc;
-		while ((rc = csa_reader_next(r, &rec)) != CSA_EOF) {
-			if (rc < 0) {
-				joseki_error("think: kifu %s", csa_reader_error(r));
-				csa_reader_free(r);
-				goto out;
-			}
-			rc = replay_csa(&res, pos, rec, kifu_move, k);
-			csa_record_free(rec);
-			if (rc < 0) {
-				joseki_error("think: kifu '%s': %s", path, res.error);
-				csa_reader_free(r);
-				goto out;
-			}
-			if (rc == 0 && res.plies < k->max_ply && kifu_add(k, pos) < 0) {
-				csa_reader_free(r);
-				goto out;
-			}
-		}
-		csa_reader_free(r);
-		ret = 0;
-		goto out;
-	}
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		joseki_error("think: cannot open kifu '%s'", path);
-		goto out;
-	}
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	int lineno = 0;
-	ret = 0;
-	while ((n = getline(&line, &cap, f)) >= 0) {
-		lineno++;
-		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ')) n--;
-		if (!n || line[0] == '#') continue;
-		int rc = replay_usi(&res, pos, line, (size_t)n, lineno, kifu_move, k);
-		if (rc < 0 || res.error[0]) {
-			joseki_error("think: kifu %s line %d: %s", path, lineno,
-			             res.error[0] ? res.error : "unreadable");
-			ret = -1;
-			break;
-		}
-		if (rc == 0 && res.plies < k->max_ply && kifu_add(k, pos) < 0) {
-			ret = -1;
-			break;
-		}
-	}
-	free(line);
-	fclose(f);
-out:
-	free(pos);
-	return ret;
-}
-
-typedef struct {
-	char *spec;
-	uint32_t count;
-} ExtPos;
-
-static int cmp_ext(const void *a, const void *b)
-{
-	const ExtPos *x = a, *y = b;
-	return x->count != y->count ? (x->count > y->count ? -1 : 1) : strcmp(x->spec, y->spec);
-}
-
-/*
- * --extend (Shiba's extension): the positions just past the end of the book
- * in ingested games: children, by a move played in games, of thought positions
- * that are not thought themselves; most played first.
- */
-static int extend_read(KifuList *k, BookDB *db)
-{
-	BookTxn *txn = NULL;
-	BookIter *it = NULL;
-	BookRecord *rec = malloc(sizeof *rec);
-	Position *pos = malloc(sizeof *pos);
-	ExtPos *ext = NULL;
-	size_t next = 0, cap = 0;
-	int ret = -1;
-	if (!rec || !pos || bookdb_txn_begin(&txn, db, false) < 0 || bookdb_iter_open(&it, txn) < 0)
-		goto out;
-	Key key;
-	const uint8_t *val;
-	size_t len;
-	int rc;
-	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
-		if (!len || !(val[0] & BOOKDB_REC_THOUGHT)) continue;
-		if (bookdb_record_decode(rec, val, len) < 0 ||
-		    bookdb_record_position(pos, rec, NULL) < 0)
-			continue; /* joseki check reports such records */
-		for (int i = 0; i < rec->nmoves; i++) {
-			const BookMove *m = &rec->moves[i];
-			if (!(m->flags & BOOKDB_MOVE_STATS) || !m->count ||
-			    !pos_is_legal(pos, m->move))
-				continue;
-			const uint8_t *cv;
-			size_t cl;
-			if (bookdb_get_raw(&cv, &cl, txn, pos_key_after(pos, m->move)) == 0 && cl &&
-			    (cv[0] & BOOKDB_REC_THOUGHT))
-				continue;
-			if (next == cap) {
-				size_t nc = cap ? cap * 2 : 256;
-				ExtPos *p = realloc(ext, nc * sizeof *p);
-				if (!p) goto out;
-				ext = p;
-				cap = nc;
-			}
-			char sfen[SFEN_MAX];
-			pos_do_move(pos, m->move);
-			sfen_write(pos, sfen, sizeof sfen);
-			pos_undo_move(pos);
-			if (!(ext[next].spec = strdup(sfen))) goto out;
-			ext[next++].count = m->count;
-		}
-	}
-	if (rc < 0) goto out;
-	qsort(ext, next, sizeof *ext, cmp_ext);
-	for (size_t i = 0; i < next; i++) {
-		if (k->n == k->cap) {
-			size_t nc = k->cap ? k->cap * 2 : 256;
-			char **p = realloc(k->specs, nc * sizeof *p);
-			if (!p) goto out;
-			k->specs = p;
-			k->cap = nc;
-		}
-		k->specs[k->n++] = ext[i].spec; /* ownership moves to the list */
-		ext[i].spec = NULL;
-	}
-	ret = 0;
-out:
-	for (size_t i = 0; i < next; i++) free(ext[i].spec);
-	free(ext);
-	bookdb_iter_free(it);
-	bookdb_txn_abort(txn);
-	free(rec);
-	free(pos);
-	if (ret < 0) joseki_error("think: --extend: cannot read the book");
-	return ret;
+	return roots_add_position(ctx, pos);
 }
 
 static int parse_u64(uint64_t *out, const char *s, const char *opt)
@@ -331,7 +146,7 @@ int cmd_think(int argc, char **argv)
 
 	int ret = 1;
 	BookDB *db = NULL;
-	KifuList kl = {.max_ply = max_ply > 100000 ? 100000 : (int)max_ply};
+	RootList kl = {0};
 	SearchEngine **engines = calloc(nengines, sizeof *engines);
 	char err[THINK_ERRLEN > BOOKDB_ERRLEN ? THINK_ERRLEN : BOOKDB_ERRLEN];
 	if (!engines) {
@@ -341,12 +156,26 @@ int cmd_think(int argc, char **argv)
 	think_stop_flag = 0;
 	joseki_catch_stop(on_signal);
 
-	if (kifu && kifu_read(&kl, kifu) < 0) goto done;
+	if (kifu) {
+		char rerr[REPLAY_ERRLEN];
+		int rc = replay_file_positions(kifu, max_ply > 100000 ? 100000 : (int)max_ply,
+		                               collect_root, &kl, rerr);
+		if (rc) {
+			joseki_error("think: %s", rc == ROOTS_ENOMEM ? "out of memory" : rerr);
+			goto done;
+		}
+	}
 	if (bookdb_open(&db, book, NULL, err) < 0) {
 		joseki_error("think: %s", err);
 		goto done;
 	}
-	if (extend && extend_read(&kl, db) < 0) goto done;
+	if (extend) {
+		char rerr[ROOTS_ERRLEN];
+		if (roots_from_extension(&kl, db, rerr) < 0) {
+			joseki_error("think: --extend: %s", rerr);
+			goto done;
+		}
+	}
 	for (uint64_t i = 0; i < nengines; i++) {
 		int rc;
 		if (!strcmp(engine, "builtin")) {
@@ -400,8 +229,7 @@ int cmd_think(int argc, char **argv)
 done:
 	for (uint64_t i = 0; i < nengines; i++) search_free(engines[i]);
 	free(engines);
-	for (size_t i = 0; i < kl.n; i++) free(kl.specs[i]);
-	free(kl.specs);
+	roots_free(&kl);
 	bookdb_free(db);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);

@@ -161,6 +161,20 @@ static void test_bookgen__selector_returns_the_pv_leaf_then_the_next_best(void *
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
 		assert_int_equal(sel_select(l, s), 1);
 		assert_leaf(l, want[i].line, want[i].value);
+		/* The leaf's position from its root's SFEN and its moves. */
+		Position *lp = malloc(sizeof *lp);
+		assert_int_equal(
+		    sel_leaf_position(
+		        lp, "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1", l),
+		    0);
+		assert_true(key_equal(pos_key(lp), l->key));
+		/* From another root the moves are not legal. */
+		assert_int_equal(
+		    sel_leaf_position(
+		        lp, "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1", l),
+		    SEL_EINVAL);
+		assert_int_equal(sel_leaf_position(lp, "not an sfen", l), SEL_EINVAL);
+		free(lp);
 		assert_false(sel_is_thought(s, l->key));
 		assert_false(sel_is_leased(s, l->key));
 		assert_int_equal(sel_lease(s, l->key), 0);

@@ -637,6 +637,70 @@ static void test_replay__command_bad_input(void **state)
 	free(dir);
 }
 
+/* ---- positions along game files (think --from-kifu) ------------------- */
+
+typedef struct {
+	char sfen[64][SFEN_MAX];
+	int n;
+	int stop_at; /* return -7 at this count (0: never) */
+} Walk;
+
+static int walk_pos(void *ctx, const Position *pos)
+{
+	Walk *w = ctx;
+	if (w->stop_at && w->n == w->stop_at) return -7;
+	if (w->n < 64) sfen_write(pos, w->sfen[w->n], SFEN_MAX);
+	w->n++;
+	return 0;
+}
+
+static void test_replay__positions_along_game_files(void **state)
+{
+	(void)state;
+	char err[REPLAY_ERRLEN];
+	Walk *w = calloc(1, sizeof *w);
+	/* A CSA game: the first 10 positions, the start position first. */
+	assert_int_equal(replay_file_positions(ALLIHN, 10, walk_pos, w, err), 0);
+	assert_int_equal(w->n, 10);
+	Position start;
+	pos_set_startpos(&start);
+	char sfen[SFEN_MAX];
+	sfen_write(&start, sfen, sizeof sfen);
+	assert_string_equal(w->sfen[0], sfen);
+
+	/* USI lines: a short game gives each position and the one after its last
+	 * move; comments and blank lines are skipped; a bad line is named. */
+	char *dir = ts_mkdtemp(), path[512];
+	snprintf(path, sizeof path, "%s/games.txt", dir);
+	static const char TEXT[] = "# two games\n\nstartpos moves 7g7f 3c3d\n"
+	                           "position startpos moves 2g2f 8c8d 2f2e 8d8e\n"
+	                           "startpos moves 7g7f 7g7f\n";
+	assert_int_equal(ts_write_file(path, TEXT, sizeof TEXT - 1), 0);
+	memset(w, 0, sizeof *w);
+	assert_int_equal(replay_file_positions(path, 3, walk_pos, w, err), CSA_EPARSE);
+	/* 3 of the first game (after 0, 1, 2 plies), 3 of the second (max_ply),
+	 * and the start of the third, given before its illegal second move. */
+	assert_int_equal(w->n, 3 + 3 + 1);
+	assert_string_equal(w->sfen[0], sfen);
+	Position p;
+	assert_int_equal(position_parse(&p, "startpos moves 7g7f 3c3d", NULL), 0);
+	sfen_write(&p, sfen, sizeof sfen);
+	assert_string_equal(w->sfen[2], sfen);
+	assert_non_null(strstr(err, "line 5"));
+	assert_non_null(strstr(err, path));
+
+	/* The callback's failure stops the walk and is returned. */
+	memset(w, 0, sizeof *w);
+	w->stop_at = 4;
+	assert_int_equal(replay_file_positions(ALLIHN, 100, walk_pos, w, err), -7);
+	assert_int_equal(w->n, 4);
+	assert_int_equal(replay_file_positions("/no/such/kifu.csa", 10, walk_pos, w, err), CSA_EIO);
+	assert_non_null(strstr(err, "/no/such/kifu.csa"));
+	ts_rmtree(dir);
+	free(dir);
+	free(w);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -649,6 +713,7 @@ int main(void)
 	    cmocka_unit_test(test_replay__other_endings),
 	    cmocka_unit_test(test_replay__illegal_moves_stop_with_line_and_reason),
 	    cmocka_unit_test(test_replay__callback_sees_each_legal_move),
+	    cmocka_unit_test(test_replay__positions_along_game_files),
 	    cmocka_unit_test(test_replay__command_json_for_fixture_games),
 	    cmocka_unit_test(test_replay__command_usi_game_list),
 	    cmocka_unit_test(test_replay__command_reads_directories_recursively),

@@ -1,0 +1,194 @@
+/* bookgen/roots.c — positions to think first (see roots.h). */
+#include "bookgen/roots.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shogi/errmsg.h"
+#include "bookdb/record.h"
+#include "shogi/grow.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+
+const char *roots_strerror(int code)
+{
+	switch (code) {
+	case ROOTS_OK:
+		return "success";
+	case ROOTS_ENOMEM:
+		return "out of memory";
+	case ROOTS_EINPUT:
+		return "unreadable positions or games";
+	case ROOTS_EBOOK:
+		return "the book could not be read";
+	}
+	return "unknown roots error";
+}
+
+void roots_free(RootList *r)
+{
+	for (size_t i = 0; i < r->n; i++) free(r->specs[i]);
+	free(r->specs);
+	memset(r, 0, sizeof *r);
+}
+
+/* Appends spec itself (ownership moves to the list). */
+static int take(RootList *r, char *spec)
+{
+	if (!spec || array_grow((void **)&r->specs, &r->cap, r->n + 1, sizeof *r->specs, 256)) {
+		free(spec);
+		return ROOTS_ENOMEM;
+	}
+	r->specs[r->n++] = spec;
+	return 0;
+}
+
+int roots_add(RootList *r, const char *spec)
+{
+	return take(r, strdup(spec));
+}
+
+int roots_add_position(RootList *r, const Position *pos)
+{
+	char sfen[SFEN_MAX];
+	sfen_write(pos, sfen, sizeof sfen);
+	return roots_add(r, sfen);
+}
+
+/* Calls line_fn on each line of path that is not blank or a # comment, with
+ * trailing blanks cut; stops at the first failure. */
+static int each_line(const char *path, const char *what, char *err,
+                     int (*line_fn)(void *ctx, char *line, size_t len, int lineno, char *err),
+                     void *ctx)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return errmsg_set(err, ROOTS_ERRLEN, ROOTS_EINPUT, "cannot open %s '%.400s'", what,
+		                  path);
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int lineno = 0, ret = 0;
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' ||
+		             line[n - 1] == '\t'))
+			line[--n] = 0;
+		char *p = line;
+		while (*p == ' ' || *p == '\t') p++;
+		if (!*p || *p == '#') continue;
+		if ((ret = line_fn(ctx, p, strlen(p), lineno, err)) < 0) break;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+typedef struct {
+	RootList *r;
+	const char *path;
+	Position *pos;
+} LineCtx;
+
+static int spec_line(void *ctx, char *line, size_t len, int lineno, char *err)
+{
+	LineCtx *c = ctx;
+	char perr[SHOGI_ERRLEN];
+	(void)len;
+	if (position_parse(c->pos, line, perr) < 0)
+		return errmsg_set(err, ROOTS_ERRLEN, ROOTS_EINPUT,
+		                  "%.300s line %d: bad position: %.150s", c->path, lineno, perr);
+	return roots_add(c->r, line) < 0
+	           ? errmsg_set(err, ROOTS_ERRLEN, ROOTS_ENOMEM, "out of memory")
+	           : 0;
+}
+
+int roots_from_lines(RootList *r, const char *path, char *err)
+{
+	Position *pos = malloc(sizeof *pos);
+	if (!pos) return errmsg_set(err, ROOTS_ERRLEN, ROOTS_ENOMEM, "out of memory");
+	LineCtx c = {r, path, pos};
+	int ret = each_line(path, "positions file", err, spec_line, &c);
+	free(pos);
+	return ret;
+}
+
+typedef struct {
+	char *spec;
+	uint32_t count;
+} ExtPos;
+
+static int cmp_ext(const void *a, const void *b)
+{
+	const ExtPos *x = a, *y = b;
+	return x->count != y->count ? (x->count > y->count ? -1 : 1) : strcmp(x->spec, y->spec);
+}
+
+int roots_from_extension(RootList *r, BookDB *db, char *err)
+{
+	BookTxn *txn = NULL;
+	BookIter *it = NULL;
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	ExtPos *ext = NULL;
+	size_t next = 0, cap = 0;
+	int ret = ROOTS_ENOMEM, rc;
+	if (!rec || !pos) goto out;
+	if ((rc = bookdb_txn_begin(&txn, db, false)) < 0 || (rc = bookdb_iter_open(&it, txn)) < 0) {
+		ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_EBOOK, "cannot read the book: %s",
+		                 bookdb_strerror(rc));
+		goto out;
+	}
+	Key key;
+	const uint8_t *val;
+	size_t len;
+	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
+		if (!len || !(val[0] & BOOKDB_REC_THOUGHT)) continue;
+		if (bookdb_record_decode(rec, val, len) < 0 ||
+		    bookdb_record_position(pos, rec, NULL) < 0)
+			continue; /* joseki check reports such records */
+		for (int i = 0; i < rec->nmoves; i++) {
+			const BookMove *m = &rec->moves[i];
+			if (!(m->flags & BOOKDB_MOVE_STATS) || !m->count ||
+			    !pos_is_legal(pos, m->move))
+				continue;
+			const uint8_t *cv;
+			size_t cl;
+			if (bookdb_get_raw(&cv, &cl, txn, pos_key_after(pos, m->move)) == 0 && cl &&
+			    (cv[0] & BOOKDB_REC_THOUGHT))
+				continue;
+			if (array_grow((void **)&ext, &cap, next + 1, sizeof *ext, 256)) goto out;
+			char sfen[SFEN_MAX];
+			pos_do_move(pos, m->move);
+			sfen_write(pos, sfen, sizeof sfen);
+			pos_undo_move(pos);
+			if (!(ext[next].spec = strdup(sfen))) goto out;
+			ext[next++].count = m->count;
+		}
+	}
+	if (rc < 0) {
+		ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_EBOOK, "cannot read the book: %s",
+		                 bookdb_strerror(rc));
+		goto out;
+	}
+	qsort(ext, next, sizeof *ext, cmp_ext);
+	for (size_t i = 0; i < next; i++) {
+		if (take(r, ext[i].spec) < 0) {
+			for (size_t j = i + 1; j < next; j++) free(ext[j].spec);
+			next = 0;
+			goto out;
+		}
+		ext[i].spec = NULL; /* the list owns it */
+	}
+	ret = 0;
+out:
+	if (ret == ROOTS_ENOMEM) errmsg_set(err, ROOTS_ERRLEN, ROOTS_ENOMEM, "out of memory");
+	for (size_t i = 0; i < next; i++) free(ext[i].spec);
+	free(ext);
+	bookdb_iter_free(it);
+	bookdb_txn_abort(txn);
+	free(rec);
+	free(pos);
+	return ret;
+}

@@ -1,0 +1,58 @@
+/*
+ * bookgen/roots.h — the positions `think` takes first, before its selector:
+ * positions along game records (--from-kifu: ingest/replay.h walks the games,
+ * roots_add_position collects), the positions just past the end of the book in
+ * ingested games (--extend, Shiba's extension), and position lists (one spec a
+ * line, as `select --roots` reads). Each list is a list of
+ * position specs (SFEN strings, docs/shogi.md), in the order they are to be
+ * thought.
+ */
+#ifndef BOOKGEN_ROOTS_H
+#define BOOKGEN_ROOTS_H
+
+#include <stddef.h>
+
+#include "bookdb/bookdb.h"
+#include "shogi/position.h"
+
+enum {
+	ROOTS_OK = 0,
+	ROOTS_ENOMEM = -70,
+	ROOTS_EINPUT = -71, /* a file that cannot be read, or a bad position in it */
+	ROOTS_EBOOK = -72,  /* the book could not be read */
+};
+const char *roots_strerror(int code);
+
+#define ROOTS_ERRLEN 512
+
+typedef struct {
+	char **specs; /* owned, each malloc'd */
+	size_t n, cap;
+} RootList;
+
+/* Frees the specs and empties the list (which may be reused). */
+void roots_free(RootList *r);
+
+/* Appends a copy of spec. 0 or ROOTS_ENOMEM. */
+int roots_add(RootList *r, const char *spec);
+
+/* Appends pos as an SFEN (e.g. from ingest's replay_file_positions, which
+ * walks game records for --from-kifu). 0 or ROOTS_ENOMEM. */
+int roots_add_position(RootList *r, const Position *pos);
+
+/*
+ * Appends one position spec a line of path (blank lines and # comments
+ * skipped), each checked to parse. Returns 0, or ROOTS_EINPUT with err naming
+ * the file and line, or ROOTS_ENOMEM.
+ */
+int roots_from_lines(RootList *r, const char *path, char *err);
+
+/*
+ * Shiba's extension: appends the children, by a move played in ingested games,
+ * of thought positions that are not thought themselves, most played first (ties
+ * by SFEN, so the order is stable). Returns 0, or ROOTS_EBOOK (err says why) or
+ * ROOTS_ENOMEM; a record that does not decode is skipped (check reports it).
+ */
+int roots_from_extension(RootList *r, BookDB *db, char *err);
+
+#endif
