@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "shogi/errmsg.h"
 #include "shogi/clock.h"
 #include "bookgen/selector.h"
 #include "shogi/notation.h"
@@ -124,18 +125,14 @@ typedef struct {
 	char sfen[SFEN_MAX];
 } RootSfen;
 
-static void set_err(char *err, const char *fmt, const char *a, const char *b)
-{
-	if (err) snprintf(err, THINK_ERRLEN, fmt, a, b);
-}
-
 int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 {
 	memset(out, 0, sizeof *out);
 	if (err) err[0] = 0;
 	if (!opt->engines || opt->nengines < 1 || opt->multipv < 1 ||
 	    opt->multipv > SEARCH_MULTIPV_MAX) {
-		set_err(err, "think: %s%s", "need at least one engine and MultiPV 1..32", "");
+		errmsg_set(err, THINK_ERRLEN, 0, "think: %s",
+		           "need at least one engine and MultiPV 1..32");
 		return THINK_EINVAL;
 	}
 	int n = opt->nengines, nroots = opt->roots && opt->nroots > 0 ? opt->nroots : 1;
@@ -168,7 +165,7 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 	}
 	int rc = sel_load(sel, db);
 	if (rc < 0) {
-		set_err(err, "think: loading the book: %s%s", sel_strerror(rc), "");
+		errmsg_set(err, THINK_ERRLEN, 0, "think: loading the book: %s", sel_strerror(rc));
 		ret = THINK_EBOOK;
 		goto done;
 	}
@@ -177,7 +174,8 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 		char perr[SHOGI_ERRLEN];
 		Position *p = t.slots[0].pos;
 		if (position_parse(p, spec, perr) < 0) {
-			set_err(err, "think: bad root '%.200s': %.200s", spec, perr);
+			errmsg_set(err, THINK_ERRLEN, 0, "think: bad root '%.200s': %.200s", spec,
+			           perr);
 			ret = THINK_EINVAL;
 			goto done;
 		}
@@ -188,7 +186,7 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 		}
 	}
 	if (bookdb_writer_new(&w, db, opt->commit_every ? opt->commit_every : 64) < 0) {
-		set_err(err, "think: %s%s", "cannot start the book writer", "");
+		errmsg_set(err, THINK_ERRLEN, 0, "think: %s", "cannot start the book writer");
 		ret = THINK_EBOOK;
 		goto done;
 	}
@@ -241,7 +239,8 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 			rc = sel_select(leaf, sel);
 			pthread_mutex_lock(&t.mu);
 			if (rc < 0) {
-				set_err(err, "think: selection: %s%s", sel_strerror(rc), "");
+				errmsg_set(err, THINK_ERRLEN, 0, "think: selection: %s",
+				           sel_strerror(rc));
 				ret = THINK_EBOOK;
 				stopping = true;
 				break;
@@ -250,9 +249,14 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 				exhausted = inflight == 0;
 				break;
 			}
+			if (sel_leaf_position(s->pos, roots[leaf->root].sfen, leaf) < 0) {
+				errmsg_set(err, THINK_ERRLEN, 0, "think: selection: %s",
+				           "a leaf that its root does not reach (a selector bug)");
+				ret = THINK_EBOOK;
+				stopping = true;
+				break;
+			}
 			sel_lease(sel, leaf->key);
-			sfen_parse(s->pos, roots[leaf->root].sfen, NULL, NULL);
-			for (int j = 0; j < leaf->nmoves; j++) pos_do_move(s->pos, leaf->moves[j]);
 			s->key = leaf->key;
 			s->state = SLOT_BUSY;
 			inflight++;
@@ -288,9 +292,9 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 					out->failed++;
 					snprintf(last_error, sizeof last_error, "%s", s->errmsg);
 					if (++consecutive_failures >= 3 * n) {
-						set_err(err,
-						        "think: engines keep failing: %.200s%s",
-						        s->errmsg, "");
+						errmsg_set(err, THINK_ERRLEN, 0,
+						           "think: engines keep failing: %.200s",
+						           s->errmsg);
 						ret = THINK_EENGINE;
 					}
 				}
@@ -301,8 +305,8 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 			BookRecord *r2 = rec;
 			int g = bookdb_writer_get(r2, w, s->key);
 			if (g < 0 && g != BOOKDB_ENOTFOUND) {
-				set_err(err, "think: reading the book: %s%s", bookdb_strerror(g),
-				        "");
+				errmsg_set(err, THINK_ERRLEN, 0, "think: reading the book: %s",
+				           bookdb_strerror(g));
 				ret = THINK_EBOOK;
 				s->state = SLOT_IDLE;
 				continue;
@@ -310,8 +314,8 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 			fill_record(r2, g == 0, s->pos, &s->res, &opt->budget);
 			if ((g = bookdb_writer_put(w, s->key, r2)) < 0 ||
 			    (rc = sel_add_result(sel, s->key, r2)) < 0) {
-				set_err(err, "think: storing a result: %s%s",
-				        g < 0 ? bookdb_strerror(g) : sel_strerror(rc), "");
+				errmsg_set(err, THINK_ERRLEN, 0, "think: storing a result: %s",
+				           g < 0 ? bookdb_strerror(g) : sel_strerror(rc));
 				ret = THINK_EBOOK;
 			} else {
 				out->thought++;
@@ -323,7 +327,7 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 		now = clock_ms_f();
 		if (now - last_commit >= 1000) {
 			if (bookdb_writer_flush(w) < 0 && !ret) {
-				set_err(err, "think: %s%s", "commit failed", "");
+				errmsg_set(err, THINK_ERRLEN, 0, "think: %s", "commit failed");
 				ret = THINK_EBOOK;
 				exhausted = true;
 			}
@@ -368,12 +372,13 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 	}
 	if (!ret && out->failed && !out->thought) {
 		/* Nothing but failures: an engine that cannot work is an error. */
-		set_err(err, "think: every analysis failed: %.200s%s", last_error, "");
+		errmsg_set(err, THINK_ERRLEN, 0, "think: every analysis failed: %.200s",
+		           last_error);
 		ret = THINK_EENGINE;
 	}
 	out->exhausted = exhausted && ret == 0;
 	if (bookdb_writer_flush(w) < 0 && !ret) {
-		set_err(err, "think: %s%s", "final commit failed", "");
+		errmsg_set(err, THINK_ERRLEN, 0, "think: %s", "final commit failed");
 		ret = THINK_EBOOK;
 	}
 	out->commits = bookdb_writer_commits(w);

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "minimax/bookmm_priv.h"
 #include "minimax/mmfile.h"
@@ -171,8 +172,8 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 	BookChangesIter *it = NULL;
 	int rc = bookdb_changes_iter_open(&it, snap, c->s.seq + 1);
 	if (rc < 0)
-		return mm_fail(why, whylen, BOOKMM_EBOOK, "reading the change log: %s",
-		               bookdb_strerror(rc));
+		return errmsg_set(why, whylen, BOOKMM_EBOOK, "reading the change log: %s",
+		                  bookdb_strerror(rc));
 	uint64_t seq;
 	Key k;
 	size_t limit = c->v.n / 8 > 10000 ? c->v.n / 8 : 10000;
@@ -184,7 +185,8 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 			rc = bookdb_get_raw(&raw, &len, snap, k);
 			if (rc == BOOKDB_ENOTFOUND) {
 				bookdb_changes_iter_free(it);
-				return mm_fail(why, whylen, BOOKMM_EFULL, "a position was deleted");
+				return errmsg_set(why, whylen, BOOKMM_EFULL,
+				                  "a position was deleted");
 			}
 			if (rc < 0) break;
 			if ((rc = mmfile_add_node(&c->v, k, 0, &x)) < 0 || cover(c) < 0) {
@@ -201,21 +203,21 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 		}
 		if (c->changed.n > limit) {
 			bookdb_changes_iter_free(it);
-			return mm_fail(why, whylen, BOOKMM_EFULL,
-			               "more than %zu positions changed: the whole book is quicker",
-			               limit);
+			return errmsg_set(
+			    why, whylen, BOOKMM_EFULL,
+			    "more than %zu positions changed: the whole book is quicker", limit);
 		}
 	}
 	bookdb_changes_iter_free(it);
 	if (rc < 0)
-		return mm_fail(why, whylen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
-		               "reading the changes: %s", bookdb_strerror(rc));
+		return errmsg_set(why, whylen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+		                  "reading the changes: %s", bookdb_strerror(rc));
 	/* Whether each changed record is an inner node of the leaf policy is
 	 * settled before any moves are generated: a parent's moves into it
 	 * depend on it. A node whose mark changed has its parents' moves
 	 * generated again, as a new one has. */
 	bool *reinner = calloc(c->changed.n + 1, sizeof *reinner);
-	if (!reinner) return mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
+	if (!reinner) return errmsg_set(why, whylen, BOOKMM_ENOMEM, "out of memory");
 	for (size_t q = 0; q < c->changed.n && rc == 0; q++) {
 		uint32_t x = c->changed.v[q];
 		const uint8_t *raw;
@@ -255,10 +257,10 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 	free(reinner);
 	if (rc == 0) return 0;
 	if (rc == MMFILE_ESTALE)
-		return mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph is damaged");
-	return mm_fail(why, whylen,
-	               rc == MMFILE_ENOMEM || rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
-	               "reading the book: %s", rc < -10 ? bookdb_strerror(rc) : "out of memory");
+		return errmsg_set(why, whylen, BOOKMM_EFULL, "the kept graph is damaged");
+	return errmsg_set(why, whylen,
+	                  rc == MMFILE_ENOMEM || rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+	                  "reading the book: %s", rc < -10 ? bookdb_strerror(rc) : "out of memory");
 }
 
 /* ---- the subgraph ------------------------------------------------------------------ */
@@ -560,7 +562,7 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why, size_t wh
 	if (mmfile_journal_append(&c->v, dir, c->s.journal_len, &jlen, msg, sizeof msg) < 0) {
 		bookdb_txn_abort(txn);
 		txn = NULL;
-		rc = mm_fail(why, whylen, BOOKMM_EBOOK, "keeping the graph: %s", msg);
+		rc = errmsg_set(why, whylen, BOOKMM_EBOOK, "keeping the graph: %s", msg);
 		goto out;
 	}
 	c->s.journal_len = jlen;
@@ -578,8 +580,8 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why, size_t wh
 done:
 	bookdb_txn_abort(txn);
 	if (rc < 0)
-		rc = mm_fail(why, whylen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
-		             "writing the book: %s", bookdb_strerror(rc));
+		rc = errmsg_set(why, whylen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+		                "writing the book: %s", bookdb_strerror(rc));
 out:
 	free(buf);
 	free(edges);
@@ -587,7 +589,7 @@ out:
 	return rc;
 nomem:
 	free(rw.v);
-	return mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
+	return errmsg_set(why, whylen, BOOKMM_ENOMEM, "out of memory");
 }
 
 static void inc_free(Inc *c)
@@ -628,53 +630,55 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 	int rc = bookdb_txn_begin(&snap, db, false);
 	if (rc == 0) rc = bookdb_changes_info(&ci, snap);
 	if (rc < 0) {
-		rc = mm_fail(why, whylen, BOOKMM_EBOOK, "cannot read the book: %s",
-		             bookdb_strerror(rc));
+		rc = errmsg_set(why, whylen, BOOKMM_EBOOK, "cannot read the book: %s",
+		                bookdb_strerror(rc));
 		goto out;
 	}
 	rc = bookmm_state_get(&c.s, snap);
 	if (rc == BOOKDB_ENOTFOUND) {
-		rc = mm_fail(why, whylen, BOOKMM_EFULL, "no earlier minimax run");
+		rc = errmsg_set(why, whylen, BOOKMM_EFULL, "no earlier minimax run");
 		goto out;
 	}
 	if (rc < 0) {
-		rc = mm_fail(why, whylen, BOOKMM_EBOOK, "cannot read the book: %s",
-		             bookdb_strerror(rc));
+		rc = errmsg_set(why, whylen, BOOKMM_EBOOK, "cannot read the book: %s",
+		                bookdb_strerror(rc));
 		goto out;
 	}
 	if (c.s.draw[BLACK] != bookmm_clamp(opt->draw_black) ||
 	    c.s.draw[WHITE] != bookmm_clamp(opt->draw_white)) {
-		rc = mm_fail(why, whylen, BOOKMM_EFULL, "other draw values than the last run's");
+		rc = errmsg_set(why, whylen, BOOKMM_EFULL, "other draw values than the last run's");
 		goto out;
 	}
 	if (!bookmm_policy_equal(&c.s.policy, &opt->policy)) {
-		rc = mm_fail(why, whylen, BOOKMM_EFULL, "another leaf policy than the last run's");
+		rc = errmsg_set(why, whylen, BOOKMM_EFULL,
+		                "another leaf policy than the last run's");
 		goto out;
 	}
 	if (ci.state != BOOKDB_CHANGES_ON) {
-		rc = mm_fail(why, whylen, BOOKMM_EFULL, "%s",
-		             ci.state == BOOKDB_CHANGES_OVERFLOW
-		                 ? "the change log overflowed"
-		                 : "the book does not log its changes");
+		rc = errmsg_set(why, whylen, BOOKMM_EFULL, "%s",
+		                ci.state == BOOKDB_CHANGES_OVERFLOW
+		                    ? "the change log overflowed"
+		                    : "the book does not log its changes");
 		goto out;
 	}
 	char msg[200];
 	rc = mmfile_open(&c.v, dir, c.s.stamp, c.s.journal_len, msg, sizeof msg);
 	if (rc < 0) {
-		rc = mm_fail(why, whylen, rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EFULL, "%s",
-		             msg);
+		rc = errmsg_set(why, whylen, rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EFULL,
+		                "%s", msg);
 		goto out;
 	}
 	/* A long journal costs every run its replay: start afresh now and then. */
 	if (c.s.journal_len > (uint64_t)c.v.map_len / 4 + ((uint64_t)1 << 20)) {
-		rc = mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph's journal has grown large");
+		rc = errmsg_set(why, whylen, BOOKMM_EFULL,
+		                "the kept graph's journal has grown large");
 		goto out;
 	}
 	c.rec = malloc(sizeof *c.rec);
 	c.pos = malloc(sizeof *c.pos);
 	c.moves = malloc(BOOKMM_NODE_MOVES * sizeof *c.moves);
 	if (!c.rec || !c.pos || !c.moves || cover(&c) < 0) {
-		rc = mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
+		rc = errmsg_set(why, whylen, BOOKMM_ENOMEM, "out of memory");
 		goto out;
 	}
 	c.snap_seq = ci.seq;
@@ -695,16 +699,17 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 		if (rc == 0) rc = stale_nodes(&c, &nstale);
 		if (rc == 0 && nstale == 0) rc = store_states(&c);
 		if (rc) {
-			rc = rc == MMFILE_ESTALE
-			         ? mm_fail(why, whylen, BOOKMM_EFULL, "the kept graph is damaged")
-			         : mm_fail(why, whylen, BOOKMM_ENOMEM, "out of memory");
+			rc =
+			    rc == MMFILE_ESTALE
+			        ? errmsg_set(why, whylen, BOOKMM_EFULL, "the kept graph is damaged")
+			        : errmsg_set(why, whylen, BOOKMM_ENOMEM, "out of memory");
 			goto out;
 		}
 		c.sweeps = ms.peel_sweeps + ms.relax_sweeps;
 		if (nstale == 0) break;
 		if (round >= 16) {
-			rc = mm_fail(why, whylen, BOOKMM_EFULL,
-			             "perpetual-check loops kept growing");
+			rc = errmsg_set(why, whylen, BOOKMM_EFULL,
+			                "perpetual-check loops kept growing");
 			goto out;
 		}
 		clear_roles(&c);

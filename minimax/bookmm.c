@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "bookdb/index.h"
 #include "minimax/bookmm_priv.h"
@@ -47,7 +48,7 @@ const char *bookmm_strerror(int code)
 	}
 }
 
-#define fail mm_fail
+#define fail errmsg_set
 
 int16_t bookmm_clamp(int v)
 {

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "bookdb/index.h"
 #include "minimax/bookmm.h"
@@ -45,7 +46,7 @@ typedef struct {
 	int value, depth;
 } OutMove;
 
-#define fail mm_fail
+#define fail errmsg_set
 
 /* strcmp order of two lines that contain no NUL (a prefix sorts first). */
 static int cmp_entries(const void *a, const void *b, void *ctx)

@@ -11,17 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int mm_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
-
 int mm_push_move(MmGraph *g, MmMove m)
 {
 	if (array_grow((void **)&g->moves, &g->moves_cap, g->nmoves + 1, sizeof *g->moves, 1024) <

@@ -97,11 +97,6 @@ static inline MmVd mm_move_vd(const MmGraph *g, const MmMove *m)
 	return g->vd[m->next];
 }
 
-/* Writes the formatted message into err (errlen bytes; err may be NULL) and
- * returns code: the module's one way of failing with a message. */
-int mm_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 /* Appends a move to g->moves; 0 or -1 (out of memory). */
 int mm_push_move(MmGraph *g, MmMove m);
 

@@ -10,6 +10,7 @@
  */
 #include "minimax/mmfile.h"
 
+#include "shogi/errmsg.h"
 #include "shogi/grow.h"
 
 #include <errno.h>
@@ -58,7 +59,7 @@ typedef struct {
 _Static_assert(sizeof(GraphHeader) <= MMFILE_HEADER, "graph header too large");
 _Static_assert(sizeof(MmVd) == 4 && sizeof(MmMove) == 8 && sizeof(Key) == 16, "graph file layout");
 
-#define fail mm_fail
+#define fail errmsg_set
 
 /* CRC-32C (Castagnoli). The table is made per call: one call per journal
  * batch, and no mutable state is shared between threads. */

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "minimax/graph.h"
 #include "shogi/movegen.h"
@@ -88,7 +89,7 @@ const char *petashock_strerror(int code)
 	}
 }
 
-#define fail mm_fail
+#define fail errmsg_set
 
 #define PS_PROGRESS_EVERY 65536
 
