@@ -25,6 +25,8 @@
 #ifndef BOOKDB_BOOKDB_H
 #define BOOKDB_BOOKDB_H
 
+#include "shogi/errors.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,17 +46,17 @@
 /* Error codes (negative). */
 enum {
 	BOOKDB_OK = 0,
-	BOOKDB_ENOTFOUND = -20, /* no such key */
-	BOOKDB_ECORRUPT = -21,  /* stored bytes do not decode */
-	BOOKDB_EVERSION = -22,  /* the book has another schema version */
-	BOOKDB_ENOBOOK = -23,   /* read-only open of a directory holding no book */
-	BOOKDB_EREADONLY = -24, /* write on a read-only book */
-	BOOKDB_EBUSY = -25,     /* too many readers, or the lock is held */
-	BOOKDB_EIO = -26,       /* I/O or permission error (errno in the message) */
-	BOOKDB_ENOMEM = -27,
-	BOOKDB_ELMDB = -28,  /* other LMDB failure */
-	BOOKDB_EINVAL = -29, /* bad argument or field value */
-	BOOKDB_ENOSPC = -30, /* disk full */
+	BOOKDB_ENOTFOUND = ERR_BOOKDB - 0, /* no such key */
+	BOOKDB_ECORRUPT = ERR_BOOKDB - 1,  /* stored bytes do not decode */
+	BOOKDB_EVERSION = ERR_BOOKDB - 2,  /* the book has another schema version */
+	BOOKDB_ENOBOOK = ERR_BOOKDB - 3,   /* read-only open of a directory holding no book */
+	BOOKDB_EREADONLY = ERR_BOOKDB - 4, /* write on a read-only book */
+	BOOKDB_EBUSY = ERR_BOOKDB - 5,     /* too many readers, or the lock is held */
+	BOOKDB_EIO = ERR_BOOKDB - 6,       /* I/O or permission error (errno in the message) */
+	BOOKDB_ENOMEM = ERR_BOOKDB - 7,
+	BOOKDB_ELMDB = ERR_BOOKDB - 8,   /* other LMDB failure */
+	BOOKDB_EINVAL = ERR_BOOKDB - 9,  /* bad argument or field value */
+	BOOKDB_ENOSPC = ERR_BOOKDB - 10, /* disk full */
 };
 const char *bookdb_strerror(int code);
 

@@ -19,6 +19,25 @@
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 
+const char *match_strerror(int code)
+{
+	switch (code) {
+	case MATCH_OK:
+		return "success";
+	case MATCH_EINVAL:
+		return "bad option or opening";
+	case MATCH_ENGINE:
+		return "an engine could not be started";
+	case MATCH_EBOOK:
+		return "a book could not be opened or read";
+	case MATCH_EIO:
+		return "the output could not be written";
+	case MATCH_ENOMEM:
+		return "out of memory";
+	}
+	return "unknown match error";
+}
+
 static const char *const END_NAMES[] = {
     [MATCH_END_NONE] = "none",
     [MATCH_END_RESIGN] = "resign",

@@ -28,6 +28,8 @@
 #ifndef BOOKGEN_MATCH_H
 #define BOOKGEN_MATCH_H
 
+#include "shogi/errors.h"
+
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,12 +41,14 @@
 /* Error codes (negative). */
 enum {
 	MATCH_OK = 0,
-	MATCH_EINVAL = -1, /* bad option or opening (message says which) */
-	MATCH_ENGINE = -2, /* an engine could not be started */
-	MATCH_EBOOK = -3,  /* a book could not be opened or read */
-	MATCH_EIO = -4,    /* the output directory or a record could not be written */
-	MATCH_ENOMEM = -5,
+	MATCH_EINVAL = ERR_MATCH - 0, /* bad option or opening (message says which) */
+	MATCH_ENGINE = ERR_MATCH - 1, /* an engine could not be started */
+	MATCH_EBOOK = ERR_MATCH - 2,  /* a book could not be opened or read */
+	MATCH_EIO = ERR_MATCH - 3,    /* the output directory or a record could not be written */
+	MATCH_ENOMEM = ERR_MATCH - 4,
 };
+
+const char *match_strerror(int code);
 
 /* Length of the message buffers (NUL included). */
 #define MATCH_ERRLEN 512

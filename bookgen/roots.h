@@ -10,6 +10,8 @@
 #ifndef BOOKGEN_ROOTS_H
 #define BOOKGEN_ROOTS_H
 
+#include "shogi/errors.h"
+
 #include <stddef.h>
 
 #include "bookdb/bookdb.h"
@@ -17,9 +19,9 @@
 
 enum {
 	ROOTS_OK = 0,
-	ROOTS_ENOMEM = -70,
-	ROOTS_EINPUT = -71, /* a file that cannot be read, or a bad position in it */
-	ROOTS_EBOOK = -72,  /* the book could not be read */
+	ROOTS_ENOMEM = ERR_ROOTS - 0,
+	ROOTS_EINPUT = ERR_ROOTS - 1, /* a file that cannot be read, or a bad position in it */
+	ROOTS_EBOOK = ERR_ROOTS - 2,  /* the book could not be read */
 };
 const char *roots_strerror(int code);
 

@@ -20,6 +20,8 @@
 #ifndef BOOKGEN_SELECTOR_H
 #define BOOKGEN_SELECTOR_H
 
+#include "shogi/errors.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,11 +34,11 @@
 /* Error codes (negative). */
 enum {
 	SEL_OK = 0,
-	SEL_ENOMEM = -60,
-	SEL_EINVAL = -61,   /* bad argument */
-	SEL_ECORRUPT = -62, /* a record that does not decode */
-	SEL_EBOOK = -63,    /* the book could not be read (bookdb error) */
-	SEL_EFULL = -64,    /* more than 2^31 nodes */
+	SEL_ENOMEM = ERR_SEL - 0,
+	SEL_EINVAL = ERR_SEL - 1,   /* bad argument */
+	SEL_ECORRUPT = ERR_SEL - 2, /* a record that does not decode */
+	SEL_EBOOK = ERR_SEL - 3,    /* the book could not be read (bookdb error) */
+	SEL_EFULL = ERR_SEL - 4,    /* more than 2^31 nodes */
 };
 const char *sel_strerror(int code);
 

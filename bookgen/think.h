@@ -14,6 +14,8 @@
 #ifndef BOOKGEN_THINK_H
 #define BOOKGEN_THINK_H
 
+#include "shogi/errors.h"
+
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,10 +26,10 @@
 
 enum {
 	THINK_OK = 0,
-	THINK_EINVAL = -70, /* bad option or root */
-	THINK_ENOMEM = -71,
-	THINK_EBOOK = -72,   /* book read/write error (message in err) */
-	THINK_EENGINE = -73, /* engines kept failing (message in err) */
+	THINK_EINVAL = ERR_THINK - 0, /* bad option or root */
+	THINK_ENOMEM = ERR_THINK - 1,
+	THINK_EBOOK = ERR_THINK - 2,   /* book read/write error (message in err) */
+	THINK_EENGINE = ERR_THINK - 3, /* engines kept failing (message in err) */
 };
 const char *think_strerror(int code);
 

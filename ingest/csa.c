@@ -30,8 +30,6 @@ const char *csa_strerror(int code)
 	switch (code) {
 	case CSA_OK:
 		return "success";
-	case CSA_EOF:
-		return "end of input";
 	case CSA_EPARSE:
 		return "malformed CSA record";
 	case CSA_ENOMEM:
@@ -749,7 +747,7 @@ int csa_reader_next(CsaReader *r, CsaRecord **out)
 	r->err[0] = 0;
 	r->err_line = 0;
 	for (;;) {
-		if (r->off >= r->len) return CSA_EOF;
+		if (r->off >= r->len) return 0;
 		Builder b = {.r = r};
 		b.rec = calloc(1, sizeof *b.rec);
 		if (!b.rec) return CSA_ENOMEM;
@@ -792,6 +790,6 @@ int csa_reader_next(CsaReader *r, CsaRecord **out)
 			}
 		}
 		*out = b.rec;
-		return 0;
+		return 1;
 	}
 }

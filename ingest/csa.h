@@ -17,6 +17,8 @@
 #ifndef INGEST_CSA_H
 #define INGEST_CSA_H
 
+#include "shogi/errors.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,11 +29,10 @@
 /* Error codes (negative). */
 enum {
 	CSA_OK = 0,
-	CSA_EOF = 1,       /* csa_reader_next: no more records (not an error) */
-	CSA_EPARSE = -20,  /* a malformed record; csa_reader_error says where */
-	CSA_ENOMEM = -21,  /* out of memory */
-	CSA_EIO = -22,     /* the input file could not be read */
-	CSA_EILLEGAL = -23 /* the start position is impossible (pos_set refused it) */
+	CSA_EPARSE = ERR_CSA - 0,  /* a malformed record; csa_reader_error says where */
+	CSA_ENOMEM = ERR_CSA - 1,  /* out of memory */
+	CSA_EIO = ERR_CSA - 2,     /* the input file could not be read */
+	CSA_EILLEGAL = ERR_CSA - 3 /* the start position is impossible (pos_set refused it) */
 };
 const char *csa_strerror(int code);
 
@@ -147,7 +148,8 @@ int csa_reader_open_file(CsaReader **out, const char *path);
 
 /*
  * Reads the next record into *out (the caller's, free with csa_record_free).
- * Returns 0, CSA_EOF when the input has no more records, CSA_EPARSE when the
+ * Returns 1 with a record (as every iterator of the tree: bookdb_iter_next,
+ * db2016_next), 0 when the input has no more records, CSA_EPARSE when the
  * record is malformed (*out is NULL, csa_reader_error() says
  * "input:line: what"; the next call continues after that record), or
  * CSA_ENOMEM.

@@ -23,6 +23,8 @@
 #ifndef INGEST_FETCH_H
 #define INGEST_FETCH_H
 
+#include "shogi/errors.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,11 +41,11 @@
 /* Error codes (negative). */
 enum {
 	FETCH_OK = 0,
-	FETCH_EINVAL = -60, /* bad option or date */
-	FETCH_ENOMEM = -61,
-	FETCH_ECACHE = -62, /* the cache directory cannot be created, locked or written */
-	FETCH_ECURL = -63,  /* libcurl could not be set up */
-	FETCH_EBUSY = -64,  /* another fetch holds the cache's lock */
+	FETCH_EINVAL = ERR_FETCH - 0, /* bad option or date */
+	FETCH_ENOMEM = ERR_FETCH - 1,
+	FETCH_ECACHE = ERR_FETCH - 2, /* the cache directory cannot be created, locked or written */
+	FETCH_ECURL = ERR_FETCH - 3,  /* libcurl could not be set up */
+	FETCH_EBUSY = ERR_FETCH - 4,  /* another fetch holds the cache's lock */
 };
 const char *fetch_strerror(int code);
 

@@ -37,7 +37,11 @@ static void on_warn(void *ctx, const char *msg)
 	e->input = strdup(w->path);
 	e->line = line;
 	e->message = strdup(rest);
-	if (!e->input || !e->message) abort();
+	if (!e->input || !e->message) { /* out of memory: the warning is counted, not kept */
+		free(e->input);
+		free(e->message);
+		st->nerrors--;
+	}
 }
 
 int import_db2016(IngestStats *st, BookDB *db, const char *path, bool progress)
@@ -58,7 +62,11 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, bool progress)
 		return INGEST_EBOOK;
 	}
 	BookRecord *rec = malloc(sizeof *rec);
-	if (!rec) abort();
+	if (!rec) {
+		bookdb_writer_free(w);
+		db2016_close(r);
+		return INGEST_ENOMEM;
+	}
 	int result = INGEST_OK;
 	Db2016Record dr;
 	uint64_t n = 0;

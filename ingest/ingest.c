@@ -8,6 +8,7 @@
 #include <fnmatch.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shogi/clock.h"
 #include "ingest/csa.h"
 #include "ingest/replay.h"
+#include "shogi/clock.h"
+#include "shogi/grow.h"
 #include "shogi/notation.h"
 
 const char *ingest_strerror(int code)
@@ -126,10 +128,23 @@ typedef struct {
 
 #define WINDOW 256
 
+/*
+ * Memory running out anywhere in the pipeline sets this flag (the helpers
+ * return NULL and their callers drop what they could not keep); the writer
+ * sees it, drops its uncommitted batch and ingest_run returns INGEST_ENOMEM.
+ * One ingest at a time per process (the commands run one).
+ */
+static atomic_bool ingest_oom;
+
+static void out_of_memory(void)
+{
+	atomic_store(&ingest_oom, true);
+}
+
 static char *xstrdup(const char *s)
 {
 	char *r = strdup(s ? s : "");
-	if (!r) abort();
+	if (!r) out_of_memory();
 	return r;
 }
 
@@ -139,7 +154,10 @@ static char *xprintf(const char *fmt, ...)
 	va_list ap;
 	va_start(ap, fmt);
 	char *s = NULL;
-	if (vasprintf(&s, fmt, ap) < 0) abort();
+	if (vasprintf(&s, fmt, ap) < 0) {
+		s = NULL;
+		out_of_memory();
+	}
 	va_end(ap);
 	return s;
 }
@@ -189,13 +207,19 @@ static int read_all_fd(int fd, char **out, size_t *len)
 {
 	size_t cap = 1 << 16, n = 0;
 	char *buf = malloc(cap);
-	if (!buf) return -1;
+	if (!buf) {
+		out_of_memory();
+		errno = ENOMEM;
+		return -1;
+	}
 	for (;;) {
 		if (n == cap) {
 			cap *= 2;
 			char *nb = realloc(buf, cap);
 			if (!nb) {
 				free(buf);
+				out_of_memory();
+				errno = ENOMEM;
 				return -1;
 			}
 			buf = nb;
@@ -247,12 +271,17 @@ static void feed_archive(Pipe *p, const char *path, int fd)
 		                 : 1 << 14;
 		char *buf = malloc(cap);
 		size_t n = 0;
-		bool bad = false;
-		for (;;) {
+		bool bad = !buf;
+		if (!buf) out_of_memory();
+		for (; buf;) {
 			if (n + 1 >= cap) {
 				cap *= 2;
 				char *nb = realloc(buf, cap);
-				if (!nb) abort();
+				if (!nb) {
+					out_of_memory();
+					bad = true;
+					break;
+				}
 				buf = nb;
 			}
 			la_ssize_t r = archive_read_data(a, buf + n, cap - n - 1);
@@ -343,12 +372,13 @@ static void feed_dir(Pipe *p, const char *path)
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.') continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			names = realloc(names, cap * sizeof *names);
-			if (!names) abort();
+		if (array_grow((void **)&names, &cap, n + 1, sizeof *names, 64)) {
+			out_of_memory();
+			break;
 		}
-		names[n++] = xprintf("%s/%s", path, de->d_name);
+		char *name = xprintf("%s/%s", path, de->d_name);
+		if (!name) break;
+		names[n++] = name;
 	}
 	closedir(d);
 	qsort(names, n, sizeof *names, cmp_str); /* input order is part of the result */
@@ -399,6 +429,7 @@ static void feed_path(Pipe *p, const char *path, bool explicit_arg)
 	char *buf;
 	size_t len;
 	if (!f || read_all_fd(fileno(f), &buf, &len) < 0) {
+		if (errno == ENOMEM) out_of_memory();
 		feed_unit(p, xstrdup(path), NULL, 0, xprintf("cannot read: %s", strerror(errno)));
 		if (f) fclose(f);
 		return;
@@ -422,12 +453,15 @@ static void *feeder_main(void *arg)
 
 static void result_error(Result *r, const char *input, int line, char *message)
 {
-	if (r->nerrors == r->ecap) {
-		r->ecap = r->ecap ? r->ecap * 2 : 8;
-		r->errors = realloc(r->errors, r->ecap * sizeof *r->errors);
-		if (!r->errors) abort();
+	char *in = xstrdup(input);
+	if (!in || !message ||
+	    array_grow((void **)&r->errors, &r->ecap, r->nerrors + 1, sizeof *r->errors, 8)) {
+		out_of_memory();
+		free(in);
+		free(message);
+		return;
 	}
-	r->errors[r->nerrors].input = xstrdup(input);
+	r->errors[r->nerrors].input = in;
 	r->errors[r->nerrors].line = line;
 	r->errors[r->nerrors].message = message;
 	r->nerrors++;
@@ -435,10 +469,9 @@ static void result_error(Result *r, const char *input, int line, char *message)
 
 static Game *result_game(Result *r)
 {
-	if (r->ngames == r->cap) {
-		r->cap = r->cap ? r->cap * 2 : 8;
-		r->games = realloc(r->games, r->cap * sizeof *r->games);
-		if (!r->games) abort();
+	if (array_grow((void **)&r->games, &r->cap, r->ngames + 1, sizeof *r->games, 8)) {
+		out_of_memory();
+		return NULL;
 	}
 	Game *g = &r->games[r->ngames++];
 	memset(g, 0, sizeof *g);
@@ -558,10 +591,9 @@ static int collect_ply(void *ctx, const Position *before, Move m, size_t index)
 	PlyCollect *c = ctx;
 	if (before->game_ply > c->max_ply) return 0;
 	Game *g = c->game;
-	if (g->nplies == c->cap) {
-		c->cap = c->cap ? c->cap * 2 : 64;
-		g->plies = realloc(g->plies, c->cap * sizeof *g->plies);
-		if (!g->plies) abort();
+	if (array_grow((void **)&g->plies, &c->cap, g->nplies + 1, sizeof *g->plies, 64)) {
+		out_of_memory();
+		return -1;
 	}
 	Ply *p = &g->plies[g->nplies++];
 	memset(p, 0, sizeof *p);
@@ -615,6 +647,7 @@ static void parse_record(Result *r, const char *input, CsaRecord *rec, const Ing
 {
 	Game *g = result_game(r);
 	char err[SHOGI_ERRLEN];
+	if (!g) return; /* out of memory: the run ends with INGEST_ENOMEM */
 	if (csa_record_position(pos, rec, err) < 0) {
 		g->status = GAME_REJECT;
 		result_error(r, input, rec->first_line,
@@ -673,21 +706,23 @@ static void parse_unit(Result *r, const Unit *u, const IngestOptions *opt, Posit
 	}
 	CsaReader *rd;
 	if (csa_reader_open_mem(&rd, u->buf, u->len, u->name) < 0) {
-		result_error(r, u->name, 0, xstrdup("out of memory"));
+		out_of_memory();
 		return;
 	}
 	for (;;) {
 		CsaRecord *rec = NULL;
 		int rc = csa_reader_next(rd, &rec);
-		if (rc == CSA_EOF) break;
+		if (rc == 0) break;
 		if (rc == CSA_EPARSE) {
 			Game *g = result_game(r);
+			if (!g) break;
 			g->status = GAME_REJECT;
 			result_error(r, u->name, csa_reader_error_line(rd),
 			             xprintf("%s (record skipped)", csa_reader_error(rd)));
 			continue;
 		}
 		if (rc < 0) {
+			if (rc == CSA_ENOMEM) out_of_memory();
 			result_error(r, u->name, 0, xprintf("%s", csa_strerror(rc)));
 			break;
 		}
@@ -701,7 +736,15 @@ static void *parser_main(void *arg)
 {
 	Pipe *p = arg;
 	Position *pos = malloc(sizeof *pos);
-	if (!pos) abort();
+	if (!pos) {
+		/* Without a position this parser cannot work: stop the pipeline. */
+		out_of_memory();
+		pthread_mutex_lock(&p->mu);
+		p->abort = true;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		return NULL;
+	}
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
 		while (!p->abort && p->taken == p->produced && !p->feed_done)
@@ -732,9 +775,15 @@ static void stats_error(IngestStats *st, const char *input, int line, const char
 {
 	st->errors_total++;
 	if (st->nerrors >= INGEST_MAX_ERRORS) return;
-	st->errors[st->nerrors].input = xstrdup(input);
+	char *in = xstrdup(input), *m = xstrdup(msg);
+	if (!in || !m) {
+		free(in);
+		free(m);
+		return;
+	}
+	st->errors[st->nerrors].input = in;
 	st->errors[st->nerrors].line = line;
-	st->errors[st->nerrors].message = xstrdup(msg);
+	st->errors[st->nerrors].message = m;
 	st->nerrors++;
 }
 
@@ -882,10 +931,9 @@ static void writer_clear(Writer *wr)
 /* Takes the game (its id and plies) into the batch. */
 static void writer_take(Writer *wr, Game *g)
 {
-	if (wr->ngames == wr->cap) {
-		wr->cap = wr->cap ? wr->cap * 2 : 256;
-		wr->games = realloc(wr->games, wr->cap * sizeof *wr->games);
-		if (!wr->games) abort();
+	if (array_grow((void **)&wr->games, &wr->cap, wr->ngames + 1, sizeof *wr->games, 256)) {
+		out_of_memory(); /* the game stays with its result, freed there */
+		return;
 	}
 	wr->games[wr->ngames++] = *g;
 	g->id = NULL;
@@ -941,6 +989,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	if (opt.jobs > 64) opt.jobs = 64;
 	if (!opt.batch_games) opt.batch_games = 2000;
 	double t0 = clock_s();
+	atomic_store(&ingest_oom, false);
 
 	Pipe p;
 	memset(&p, 0, sizeof p);
@@ -969,18 +1018,31 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv, NULL);
 	pthread_t feeder, parsers[64];
-	pthread_create(&feeder, NULL, feeder_main, &p);
-	for (int i = 0; i < opt.jobs; i++) pthread_create(&parsers[i], NULL, parser_main, &p);
-
+	/* Threads that cannot start (no memory for a stack): fewer parsers only
+	 * slow the run; without the feeder or any parser it cannot run. */
+	bool feeder_started = pthread_create(&feeder, NULL, feeder_main, &p) == 0;
+	int nparsers = 0;
+	while (feeder_started && nparsers < opt.jobs &&
+	       pthread_create(&parsers[nparsers], NULL, parser_main, &p) == 0)
+		nparsers++;
 	int result = INGEST_OK;
-	for (;;) {
+	if (!feeder_started || nparsers == 0) {
+		stats_error(st, "ingest", 0, "out of memory: cannot start the reading threads");
+		result = INGEST_ENOMEM;
+	}
+	while (result == INGEST_OK) {
 		pthread_mutex_lock(&p.mu);
 		size_t seq = p.consumed;
 		while (!(seq < p.produced && p.results[seq % p.window].done) &&
-		       !(p.feed_done && seq == p.produced))
+		       !(p.feed_done && seq == p.produced) && !p.abort)
 			pthread_cond_wait(&p.cv, &p.mu);
 		bool end = p.feed_done && seq == p.produced;
+		bool ready = seq < p.produced && p.results[seq % p.window].done;
 		pthread_mutex_unlock(&p.mu);
+		if (!ready && !end) { /* a parser gave up (out of memory) */
+			result = INGEST_ENOMEM;
+			break;
+		}
 		if (end) break;
 		Result *r = &p.results[seq % p.window];
 		for (size_t i = 0; i < r->nerrors; i++)
@@ -998,6 +1060,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 				continue;
 			}
 			writer_take(&wr, g);
+			if (atomic_load(&ingest_oom)) break;
 			if (wr.ngames >= opt.batch_games) {
 				rc = writer_commit(&wr);
 				if (rc < 0) {
@@ -1005,6 +1068,13 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 					result = INGEST_EBOOK;
 				}
 			}
+		}
+		/* Memory ran out somewhere: what is uncommitted is dropped (the
+		 * counters say what is in the book), the rest of the input is not read. */
+		if (result == INGEST_OK && atomic_load(&ingest_oom)) {
+			stats_error(st, "ingest", 0,
+			            "out of memory (batches committed before are kept)");
+			result = INGEST_ENOMEM;
 		}
 		free_result(r);
 		Unit *u = &p.units[seq % p.window];
@@ -1026,6 +1096,12 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 			        st->games_read / (t - t0 > 1e-9 ? t - t0 : 1e-9));
 		}
 	}
+	/* Memory that ran out after the last result (listing a directory, say)
+	 * may have cost input: the run fails, the uncommitted batch is dropped. */
+	if (result == INGEST_OK && atomic_load(&ingest_oom)) {
+		stats_error(st, "ingest", 0, "out of memory (batches committed before are kept)");
+		result = INGEST_ENOMEM;
+	}
 	if (result == INGEST_OK) {
 		rc = writer_commit(&wr);
 		if (rc < 0) {
@@ -1037,8 +1113,8 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	p.abort = p.abort || result != INGEST_OK;
 	pthread_cond_broadcast(&p.cv);
 	pthread_mutex_unlock(&p.mu);
-	pthread_join(feeder, NULL);
-	for (int i = 0; i < opt.jobs; i++) pthread_join(parsers[i], NULL);
+	if (feeder_started) pthread_join(feeder, NULL);
+	for (int i = 0; i < nparsers; i++) pthread_join(parsers[i], NULL);
 	/* After an abort, results and units still in the window are freed here. */
 	for (size_t s = p.consumed; s < p.produced; s++) {
 		free_result(&p.results[s % p.window]);

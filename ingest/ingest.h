@@ -21,6 +21,8 @@
 #ifndef INGEST_INGEST_H
 #define INGEST_INGEST_H
 
+#include "shogi/errors.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,10 +32,10 @@
 /* Error codes (negative). */
 enum {
 	INGEST_OK = 0,
-	INGEST_EIO = -40, /* an input could not be read at all */
-	INGEST_ENOMEM = -41,
-	INGEST_EBOOK = -42,  /* the book refused a write (message in the stats errors) */
-	INGEST_EINVAL = -43, /* bad option */
+	INGEST_EIO = ERR_INGEST - 0, /* an input could not be read at all */
+	INGEST_ENOMEM = ERR_INGEST - 1,
+	INGEST_EBOOK = ERR_INGEST - 2,  /* the book refused a write (message in the stats errors) */
+	INGEST_EINVAL = ERR_INGEST - 3, /* bad option */
 };
 const char *ingest_strerror(int code);
 

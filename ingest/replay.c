@@ -341,7 +341,7 @@ static int walk_csa(const char *path, PosWalk *w, Position *pos, char *err)
 	if (csa_reader_open_file(&rd, path) < 0)
 		return errmsg_set(err, REPLAY_ERRLEN, CSA_EIO, "cannot read kifu '%.400s'", path);
 	int rc, ret = 0;
-	while ((rc = csa_reader_next(rd, &rec)) != CSA_EOF) {
+	while ((rc = csa_reader_next(rd, &rec)) != 0) {
 		if (rc < 0) {
 			ret =
 			    errmsg_set(err, REPLAY_ERRLEN, rc, "kifu %.480s", csa_reader_error(rd));

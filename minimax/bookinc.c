@@ -260,7 +260,8 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 		return errmsg_set(why, whylen, BOOKMM_EFULL, "the kept graph is damaged");
 	return errmsg_set(why, whylen,
 	                  rc == MMFILE_ENOMEM || rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
-	                  "reading the book: %s", rc < -10 ? bookdb_strerror(rc) : "out of memory");
+	                  "reading the book: %s",
+	                  err_module(rc) == ERR_BOOKDB ? bookdb_strerror(rc) : "out of memory");
 }
 
 /* ---- the subgraph ------------------------------------------------------------------ */

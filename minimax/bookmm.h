@@ -11,6 +11,8 @@
 #ifndef MINIMAX_BOOKMM_H
 #define MINIMAX_BOOKMM_H
 
+#include "shogi/errors.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,8 +24,8 @@
 
 enum {
 	BOOKMM_OK = 0,
-	BOOKMM_ENOMEM = -1,
-	BOOKMM_EBOOK = -2, /* the book store failed (message says how) */
+	BOOKMM_ENOMEM = ERR_BOOKMM - 0,
+	BOOKMM_EBOOK = ERR_BOOKMM - 1, /* the book store failed (message says how) */
 };
 const char *bookmm_strerror(int code);
 

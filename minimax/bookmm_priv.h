@@ -116,7 +116,7 @@ MmFlags bookmm_core_flags(uint8_t file);
 
 /* The whole-book and incremental runs. bookmm_incremental returns
  * BOOKMM_EFULL (reason in err) when only a whole-book run can answer. */
-#define BOOKMM_EFULL (-100)
+#define BOOKMM_EFULL (ERR_BOOKMM - ERR_RANGE + 1) /* internal: the last of the range */
 int bookmm_full(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt, char *err,
                 size_t errlen);
 int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,

@@ -35,6 +35,21 @@
 #include "minimax/graph.h"
 #include "shogi/notation.h"
 
+const char *export_strerror(int code)
+{
+	switch (code) {
+	case EXPORT_OK:
+		return "success";
+	case EXPORT_EIO:
+		return "the output could not be written";
+	case EXPORT_ENOMEM:
+		return "out of memory";
+	case EXPORT_EBOOK:
+		return "the book could not be read";
+	}
+	return "unknown export error";
+}
+
 typedef struct {
 	uint64_t off;
 	uint32_t sfen_len; /* "sfen ..." without the newline */

@@ -5,16 +5,20 @@
 #ifndef MINIMAX_EXPORT_H
 #define MINIMAX_EXPORT_H
 
+#include "shogi/errors.h"
+
 #include <stddef.h>
 
 #include "bookdb/bookdb.h"
 
 enum {
 	EXPORT_OK = 0,
-	EXPORT_EIO = -1,
-	EXPORT_ENOMEM = -2,
-	EXPORT_EBOOK = -3,
+	EXPORT_EIO = ERR_EXPORT - 0,
+	EXPORT_ENOMEM = ERR_EXPORT - 1,
+	EXPORT_EBOOK = ERR_EXPORT - 2,
 };
+
+const char *export_strerror(int code);
 
 typedef enum { EXPORT_MOVES_BEST, EXPORT_MOVES_WINDOW, EXPORT_MOVES_ALL } ExportMoves;
 

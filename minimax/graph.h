@@ -101,7 +101,12 @@ static inline MmVd mm_move_vd(const MmGraph *g, const MmMove *m)
 int mm_push_move(MmGraph *g, MmMove m);
 
 /* Runs the analysis (peel, check loops, start values, relax); allocates
- * g->vd if NULL. Returns 0 or -1 (out of memory). */
+ * g->vd if NULL. Returns 0 or -1 (out of memory). Precondition: a frozen node
+ * (MM_F_FROZEN) is never on a cycle with unfrozen nodes: every strongly
+ * connected component is frozen whole or not at all (the incremental run
+ * freezes only the children of its analysed set, whose components it analyses
+ * whole); otherwise a frozen value may be overwritten or an unfrozen one left
+ * unset. */
 int mm_backup(MmGraph *g, MmStats *st);
 
 /* Frees the arrays (not g itself). */

@@ -22,6 +22,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+const char *mmfile_strerror(int code)
+{
+	switch (code) {
+	case MMFILE_OK:
+		return "success";
+	case MMFILE_ENOMEM:
+		return "out of memory";
+	case MMFILE_EIO:
+		return "cannot read or write the minimax files";
+	case MMFILE_ESTALE:
+		return "the kept minimax graph is missing, of another run or damaged";
+	}
+	return "unknown minimax-file error";
+}
+
 #define GRAPH_MAGIC "JOSEKIMG"
 #define JOURNAL_MAGIC "JOSEKIMJ"
 #define MMFILE_VERSION 1
@@ -383,6 +398,7 @@ static int do_add_node(MmView *v, Key k, uint32_t *idx)
 static int do_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len)
 {
 	size_t count = mmfile_count(v);
+	if (i >= count) return MMFILE_ESTALE; /* as set_state: never journal a bad node */
 	for (uint32_t k = 0; k < len; k++)
 		if (moves[k].next != MM_NONE && moves[k].next >= count) return MMFILE_ESTALE;
 	if (array_grow((void **)&v->ov_moves, &v->ov_moves_cap, v->ov_nmoves + len + 1,

@@ -25,6 +25,8 @@
 #ifndef MINIMAX_MMFILE_H
 #define MINIMAX_MMFILE_H
 
+#include "shogi/errors.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,10 +53,12 @@ enum {
 /* Errors (negative). */
 enum {
 	MMFILE_OK = 0,
-	MMFILE_ENOMEM = -1,
-	MMFILE_EIO = -2,    /* cannot read or write (errno in the message) */
-	MMFILE_ESTALE = -3, /* missing, of another run, or damaged: do a whole-book run */
+	MMFILE_ENOMEM = ERR_MMFILE - 0,
+	MMFILE_EIO = ERR_MMFILE - 1, /* cannot read or write (errno in the message) */
+	MMFILE_ESTALE =
+	    ERR_MMFILE - 2, /* missing, of another run, or damaged: do a whole-book run */
 };
+const char *mmfile_strerror(int code);
 
 /* One replaced move list of the overlay. */
 typedef struct {
@@ -175,7 +179,9 @@ const MmMove *mmfile_moves(const MmView *v, uint32_t i, uint32_t *len);
 int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, void *ctx),
                        void *ctx);
 
-/* Changes, recorded for the journal. Each returns 0 or MMFILE_ENOMEM. */
+/* Changes, recorded for the journal. Each returns 0, MMFILE_ENOMEM, or
+ * MMFILE_ESTALE for a node index (or a move's next node) past the graph's end,
+ * nothing recorded then. */
 int mmfile_add_node(MmView *v, Key k, uint8_t flags, uint32_t *idx);
 int mmfile_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len);
 int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd);

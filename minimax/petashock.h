@@ -12,6 +12,8 @@
 #ifndef MINIMAX_PETASHOCK_H
 #define MINIMAX_PETASHOCK_H
 
+#include "shogi/errors.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,9 +23,9 @@
 /* Error codes (all negative); the message buffer says which file and why. */
 enum {
 	PETASHOCK_OK = 0,
-	PETASHOCK_EIO = -1,     /* input unreadable or output unwritable */
-	PETASHOCK_ENOMEM = -2,  /* out of memory */
-	PETASHOCK_ECHANGED = -3 /* the input changed between passes */
+	PETASHOCK_EIO = ERR_PETASHOCK - 0,     /* input unreadable or output unwritable */
+	PETASHOCK_ENOMEM = ERR_PETASHOCK - 1,  /* out of memory */
+	PETASHOCK_ECHANGED = ERR_PETASHOCK - 2 /* the input changed between passes */
 };
 const char *petashock_strerror(int code);
 

@@ -14,6 +14,8 @@
 #ifndef SEARCH_ENGINE_H
 #define SEARCH_ENGINE_H
 
+#include "shogi/errors.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <signal.h>
@@ -25,8 +27,8 @@
 /* Error codes of the engine (negative). */
 enum {
 	ENGINE_OK = 0,
-	ENGINE_ENOMEM = -1,
-	ENGINE_EINVAL = -2,
+	ENGINE_ENOMEM = ERR_ENGINE - 0,
+	ENGINE_EINVAL = ERR_ENGINE - 1,
 };
 const char *engine_strerror(int code);
 

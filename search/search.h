@@ -20,6 +20,8 @@
 #ifndef SEARCH_SEARCH_H
 #define SEARCH_SEARCH_H
 
+#include "shogi/errors.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,16 +34,17 @@
 /* Error codes of the search module (all negative). */
 enum {
 	SEARCH_OK = 0,
-	SEARCH_EINVAL = -1,     /* bad argument: budget, MultiPV, position spec */
-	SEARCH_ENOMEM = -2,     /* out of memory */
-	SEARCH_ESPAWN = -3,     /* the engine program could not be started */
-	SEARCH_EHANDSHAKE = -4, /* no usiok/readyok within the handshake timeout */
-	SEARCH_ETIMEOUT = -5,   /* no bestmove within the hard limit plus the stop grace */
-	SEARCH_ECRASH = -6,     /* the engine exited or closed its pipes */
-	SEARCH_EPROTOCOL = -7,  /* unreadable bestmove, or only malformed output */
-	SEARCH_EILLEGAL = -8,   /* the engine's best move is illegal in the position */
-	SEARCH_EIO = -9,        /* a system call failed (pipe, poll, write) */
-	SEARCH_ECANCELED = -10, /* the caller's cancel flag was raised (Ctrl-C) */
+	SEARCH_EINVAL = ERR_SEARCH - 0,     /* bad argument: budget, MultiPV, position spec */
+	SEARCH_ENOMEM = ERR_SEARCH - 1,     /* out of memory */
+	SEARCH_ESPAWN = ERR_SEARCH - 2,     /* the engine program could not be started */
+	SEARCH_EHANDSHAKE = ERR_SEARCH - 3, /* no usiok/readyok within the handshake timeout */
+	SEARCH_ETIMEOUT =
+	    ERR_SEARCH - 4,             /* no bestmove within the hard limit plus the stop grace */
+	SEARCH_ECRASH = ERR_SEARCH - 5, /* the engine exited or closed its pipes */
+	SEARCH_EPROTOCOL = ERR_SEARCH - 6, /* unreadable bestmove, or only malformed output */
+	SEARCH_EILLEGAL = ERR_SEARCH - 7,  /* the engine's best move is illegal in the position */
+	SEARCH_EIO = ERR_SEARCH - 8,       /* a system call failed (pipe, poll, write) */
+	SEARCH_ECANCELED = ERR_SEARCH - 9, /* the caller's cancel flag was raised (Ctrl-C) */
 };
 
 /* Largest MultiPV a core accepts, and longest PV kept per line. */

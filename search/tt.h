@@ -39,7 +39,9 @@ void tt_free(TT *tt);
 /* Empties the table in O(1) (a new epoch); the table then behaves exactly as
  * a freshly allocated one, so searches after a clear are reproducible. */
 void tt_clear(TT *tt);
-/* Starts a new search: entries of older searches are replaced first. */
+/* Starts a new search. A store replaces, in its bucket, the entry of least
+ * worth: its depth less 8 per search of age (an entry of a cleared table worth
+ * nothing), so an old deep entry can outlive a new shallow one. */
 static inline void tt_new_search(TT *tt)
 {
 	tt->gen = (uint8_t)((tt->gen + 4) & 0xfc);

@@ -11,6 +11,8 @@
 #ifndef SERVER_SERVER_H
 #define SERVER_SERVER_H
 
+#include "shogi/errors.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,10 +21,10 @@
 
 enum {
 	SERVER_OK = 0,
-	SERVER_EINVAL = -120,  /* bad option (the address) */
-	SERVER_ELISTEN = -121, /* the address cannot be listened on */
-	SERVER_ENOMEM = -122,
-	SERVER_EMHD = -123, /* libmicrohttpd refused to start */
+	SERVER_EINVAL = ERR_SERVER - 0,  /* bad option (the address) */
+	SERVER_ELISTEN = ERR_SERVER - 1, /* the address cannot be listened on */
+	SERVER_ENOMEM = ERR_SERVER - 2,
+	SERVER_EMHD = ERR_SERVER - 3, /* libmicrohttpd refused to start */
 };
 const char *server_strerror(int code);
 

@@ -24,6 +24,8 @@
 #ifndef SHOGI_DB2016_H
 #define SHOGI_DB2016_H
 
+#include "shogi/errors.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,8 +38,8 @@
 /* Error codes (all negative). */
 enum {
 	DB2016_OK = 0,
-	DB2016_EIO = -1,    /* the file could not be opened, read or written */
-	DB2016_ENOMEM = -2, /* out of memory */
+	DB2016_EIO = ERR_DB2016 - 0,    /* the file could not be opened, read or written */
+	DB2016_ENOMEM = ERR_DB2016 - 1, /* out of memory */
 };
 const char *db2016_strerror(int code);
 

@@ -9,6 +9,8 @@
 #ifndef SHOGI_POSITION_H
 #define SHOGI_POSITION_H
 
+#include "shogi/errors.h"
+
 #include <stddef.h>
 
 #include "shogi/bitboard.h"
@@ -18,9 +20,9 @@
 /* Error codes of the rules core (all negative). */
 enum {
 	SHOGI_OK = 0,
-	SHOGI_EPARSE = -1,   /* malformed SFEN, move or record token */
-	SHOGI_EILLEGAL = -2, /* well-formed but illegal move or impossible position */
-	SHOGI_ETOOLONG = -3, /* game longer than POS_MAX_STATES - 1 plies */
+	SHOGI_EPARSE = ERR_SHOGI - 0,   /* malformed SFEN, move or record token */
+	SHOGI_EILLEGAL = ERR_SHOGI - 1, /* well-formed but illegal move or impossible position */
+	SHOGI_ETOOLONG = ERR_SHOGI - 2, /* game longer than POS_MAX_STATES - 1 plies */
 };
 /* Length of the error-message buffers the parsers fill (NUL included). */
 #define SHOGI_ERRLEN 160

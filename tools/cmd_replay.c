@@ -133,7 +133,7 @@ static int run_csa(Ctx *c, const char *input, const void *buf, size_t len)
 	for (;;) {
 		CsaRecord *rec;
 		int rc = csa_reader_next(r, &rec);
-		if (rc == CSA_EOF) break;
+		if (rc == 0) break;
 		if (rc == CSA_EPARSE) {
 			/* The reader's message already names input:line. */
 			const char *m = csa_reader_error(r);
@@ -144,7 +144,7 @@ static int run_csa(Ctx *c, const char *input, const void *buf, size_t len)
 			report_unreadable(c, input, line, at ? at + k : m);
 			continue;
 		}
-		if (rc != 0) {
+		if (rc < 0) {
 			joseki_error("replay: %s: %s", input, csa_strerror(rc));
 			csa_reader_free(r);
 			return -1;

@@ -35,12 +35,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (;;) {
 		CsaRecord *rec;
 		int rc = csa_reader_next(r, &rec);
-		if (rc == CSA_EOF) break;
+		if (rc == 0) break;
 		if (rc == CSA_EPARSE) {
 			if (strncmp(csa_reader_error(r), "fuzz:", 5) != 0) abort();
 			continue;
 		}
-		if (rc != 0) break;
+		if (rc < 0) break;
 		for (size_t i = 0; i < rec->nmoves; i++)
 			if (strlen(rec->moves[i].token) != 7) abort();
 		ReplayResult res;

@@ -80,8 +80,8 @@ static CsaRecord *read_one_file(const char *path)
 	assert_int_equal(csa_reader_open_file(&r, path), 0);
 	CsaRecord *rec = NULL, *extra = NULL;
 	int rc = csa_reader_next(r, &rec);
-	if (rc != 0) fail_msg("%s: %s", path, csa_reader_error(r));
-	assert_int_equal(csa_reader_next(r, &extra), CSA_EOF);
+	if (rc != 1) fail_msg("%s: %s", path, csa_reader_error(r));
+	assert_int_equal(csa_reader_next(r, &extra), 0);
 	assert_null(extra);
 	csa_reader_free(r);
 	return rec;
@@ -97,14 +97,14 @@ static int read_all_text(const char *text, CsaRecord **recs, int max, int *nerr,
 	for (;;) {
 		CsaRecord *rec;
 		int rc = csa_reader_next(r, &rec);
-		if (rc == CSA_EOF) break;
+		if (rc == 0) break;
 		if (rc == CSA_EPARSE) {
 			(*nerr)++;
 			if (lasterr) snprintf(lasterr, CSA_ERRLEN, "%s", csa_reader_error(r));
 			assert_null(rec);
 			continue;
 		}
-		assert_int_equal(rc, 0);
+		assert_int_equal(rc, 1);
 		if (n < max)
 			recs[n] = rec;
 		else
@@ -513,12 +513,12 @@ static void test_csa__truncations_and_random_bytes_never_crash(void **state)
 		assert_int_equal(csa_reader_open_mem(&r, data, cut, "cut.csa"), 0);
 		CsaRecord *rec;
 		int rc;
-		while ((rc = csa_reader_next(r, &rec)) != CSA_EOF) {
+		while ((rc = csa_reader_next(r, &rec)) != 0) {
 			if (rc == CSA_EPARSE) {
 				assert_true(!strncmp(csa_reader_error(r), "cut.csa:", 8));
 				continue;
 			}
-			assert_int_equal(rc, 0);
+			assert_int_equal(rc, 1);
 			ReplayResult res;
 			if (replay_csa(&res, &pos, rec, NULL, NULL) == 0) ok++;
 			assert_true(res.plies <= (int)rec->nmoves);
@@ -544,8 +544,8 @@ static void test_csa__truncations_and_random_bytes_never_crash(void **state)
 		assert_int_equal(csa_reader_open_mem(&r, buf, n, "rnd"), 0);
 		CsaRecord *rec;
 		int rc;
-		while ((rc = csa_reader_next(r, &rec)) != CSA_EOF) {
-			if (rc != 0) {
+		while ((rc = csa_reader_next(r, &rec)) != 0) {
+			if (rc != 1) {
 				assert_int_equal(rc, CSA_EPARSE);
 				continue;
 			}

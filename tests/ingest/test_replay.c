@@ -40,7 +40,7 @@ static CsaRecord *parse_one(const char *text)
 	assert_int_equal(csa_reader_open_mem(&r, text, strlen(text), "t.csa"), 0);
 	CsaRecord *rec = NULL;
 	int rc = csa_reader_next(r, &rec);
-	if (rc) fail_msg("%s", csa_reader_error(r));
+	if (rc != 1) fail_msg("%s", csa_reader_error(r));
 	csa_reader_free(r);
 	return rec;
 }
@@ -59,7 +59,7 @@ static ReplayResult replay_file(const char *path, CsaRecord **keep)
 	CsaReader *r;
 	assert_int_equal(csa_reader_open_file(&r, path), 0);
 	CsaRecord *rec;
-	if (csa_reader_next(r, &rec) != 0) fail_msg("%s", csa_reader_error(r));
+	if (csa_reader_next(r, &rec) != 1) fail_msg("%s", csa_reader_error(r));
 	csa_reader_free(r);
 	ReplayResult res;
 	assert_int_equal(replay_csa(&res, &g_pos, rec, NULL, NULL), 0);

@@ -235,8 +235,8 @@ static void test_zobrist__incremental_key_equals_scratch_along_csa_dialects(void
 		for (;;) {
 			CsaRecord *rec = NULL;
 			int rc = csa_reader_next(r, &rec);
-			if (rc == CSA_EOF) break;
-			if (rc != 0) fail_msg("%s: %s", path, csa_reader_error(r));
+			if (rc == 0) break;
+			if (rc != 1) fail_msg("%s: %s", path, csa_reader_error(r));
 			char err[SHOGI_ERRLEN] = "";
 			if (csa_record_position(&pos, rec, err) != 0) fail_msg("%s: %s", path, err);
 			check_key_from_scratch(&pos, path, 0);
