@@ -33,6 +33,7 @@
 
 #define F_VALUED 0x01 /* caller bit of the core's flags: the node has a value */
 #define BOOKMM_MAX_THREADS 16
+#define PROGRESS_EVERY 65536 /* positions between progress calls */
 
 const char *bookmm_strerror(int code)
 {
@@ -54,315 +55,6 @@ int16_t bookmm_clamp(int v)
 {
 	return (int16_t)value_clamp(v);
 }
-
-/* ---- what both runs share ----------------------------------------------------- */
-
-static int policy_min_depth(const BookmmPolicy *p)
-{
-	return p->min_depth > 0 ? p->min_depth : p->min_depth < 0 ? 0 : 1;
-}
-
-static uint32_t policy_blend_games(const BookmmPolicy *p)
-{
-	return p->blend_games ? p->blend_games : 10;
-}
-
-BookmmPolicy bookmm_policy_norm(const BookmmPolicy *p)
-{
-	BookmmPolicy n = *p;
-	n.min_depth = policy_min_depth(p) ? policy_min_depth(p) : BOOKMM_ANY_DEPTH;
-	n.blend_games = policy_blend_games(p);
-	if (n.blend < 0) n.blend = 0;
-	if (n.blend > 1) n.blend = 1;
-	/* As the state keeps it: millionths. */
-	n.blend = (double)llround(n.blend * 1e6) / 1e6;
-	if (n.leaves == BOOKMM_LEAVES_GAMES) {
-		n.min_depth = 1;
-		n.min_games = 0;
-	}
-	return n;
-}
-
-bool bookmm_policy_equal(const BookmmPolicy *a, const BookmmPolicy *b)
-{
-	BookmmPolicy x = bookmm_policy_norm(a), y = bookmm_policy_norm(b);
-	return x.leaves == y.leaves && x.min_depth == y.min_depth && x.min_games == y.min_games &&
-	       x.blend_games == y.blend_games && x.blend == y.blend;
-}
-
-bool bookmm_record_inner(const BookRecord *rec, const BookmmPolicy *p)
-{
-	if (p->leaves == BOOKMM_LEAVES_GAMES) return true;
-	if ((rec->flags & BOOKDB_REC_THOUGHT) && rec->think_depth >= policy_min_depth(p))
-		return true;
-	if (!p->min_games) return false;
-	uint64_t games = 0;
-	for (int m = 0; m < rec->nmoves; m++)
-		if (rec->moves[m].flags & BOOKDB_MOVE_STATS) games += rec->moves[m].count;
-	return games >= p->min_games;
-}
-
-bool bookmm_raw_inner(const uint8_t *raw, size_t len, const BookmmPolicy *p, BookRecord *rec)
-{
-	if (p->leaves == BOOKMM_LEAVES_GAMES) return true;
-	/* Flags, then min_ply (a varint), then think_depth when THOUGHT. */
-	if (len >= 2 && (raw[0] & BOOKDB_REC_THOUGHT)) {
-		size_t i = 1;
-		while (i < len && (raw[i] & 0x80)) i++;
-		if (i + 1 < len && raw[i + 1] >= policy_min_depth(p)) return true;
-	}
-	if (!p->min_games) return false;
-	return bookdb_record_decode_moves(rec, raw, len) == 0 && bookmm_record_inner(rec, p);
-}
-
-int16_t bookmm_leaf_value(const BookMove *bm, const BookmmPolicy *p)
-{
-	int v = bm->eval;
-	/* A mate score is a proof (or a clamped game claim, docs/ingest.md): no blend. */
-	if (p->blend > 0 && (bm->flags & BOOKDB_MOVE_STATS) && bm->count >= policy_blend_games(p) &&
-	    v > -VALUE_MATE_IN_MAX && v < VALUE_MATE_IN_MAX) {
-		double rate = (bm->wins + 0.5 * bm->draws) / bm->count;
-		if (rate < 0.01) rate = 0.01;
-		if (rate > 0.99) rate = 0.99;
-		double w = p->blend > 1 ? 1 : p->blend;
-		v = (int)lround((1 - w) * v + w * 600.0 * log(rate / (1 - rate)));
-	}
-	return bookmm_clamp(v);
-}
-
-/*
- * bookmm_record_moves, and when kd is the key directory find searches, its
- * filter words are fetched for every child before the first is looked up.
- * Nearly every child is outside the book and is turned away by its filter
- * word alone, so the record's cost is those words' memory latency: asked for
- * together, they arrive together (whole-book run on a 10 M synth book: 36.9 s
- * looking the children up one by one, 33.0 s so). The children's keys come
- * first in any case, so that the lookups do not wait on move arithmetic.
- */
-static int record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
-                        BookRecord *rec, Position *pos, const BookmmLookup *lk,
-                        const BookKeyDir *kd)
-{
-	*flags = 0;
-	if (bookdb_record_decode(rec, raw, len) < 0 || bookdb_record_position(pos, rec, NULL) < 0)
-		return 0;
-	if (pos->side == WHITE) *flags |= MMF_WHITE;
-	if (pos_in_check(pos)) *flags |= MMF_INCHECK;
-	bool inner = bookmm_record_inner(rec, lk->policy);
-	if (inner) *flags |= MMF_INNER;
-	Move legal[MOVEGEN_MAX];
-	Key child[MOVEGEN_MAX];
-	int nl = movegen_legal(pos, legal), n = 0;
-	if (inner) {
-		for (int m = 0; m < nl; m++) child[m] = pos_key_after(pos, legal[m]);
-		if (kd)
-			for (int m = 0; m < nl; m++) bookdb_keydir_prefetch(kd, child[m]);
-		for (int m = 0; m < nl; m++) {
-			uint32_t j = lk->find(lk->ctx, child[m]);
-			if (j == MM_NONE) continue;
-			/* Into a position only games passed through: the move's own
-			 * evaluation (this position's analysis, or the game's comment)
-			 * values it, not whatever that position's line ends in. */
-			if (lk->policy->leaves != BOOKMM_LEAVES_GAMES && !lk->inner(lk->ctx, j)) {
-				bool evald = false;
-				for (int q = 0; q < rec->nmoves && !evald; q++)
-					evald = rec->moves[q].move == legal[m] &&
-					        (rec->moves[q].flags & BOOKDB_MOVE_EVAL);
-				if (evald) continue;
-			}
-			out[n++] = (MmMove){legal[m], 0, j};
-		}
-	}
-	/* Of the leaves only the best one matters to the analysis (equal leaves
-	 * are the same (value, 0) pair): keeping one makes the relaxation sweeps
-	 * walk edges, not leaves. The write-back values the others by their evals. */
-	int nedges = n;
-	MmMove best = {MOVE_NONE, 0, MM_NONE};
-	for (int m = 0; m < rec->nmoves; m++) {
-		const BookMove *bm = &rec->moves[m];
-		if (!(bm->flags & BOOKDB_MOVE_EVAL) || bm->move == MOVE_NONE) continue;
-		bool edge = false;
-		for (int q = 0; q < nedges && !edge; q++) edge = out[q].move == bm->move;
-		if (edge) continue;
-		int16_t v = bookmm_leaf_value(bm, lk->policy);
-		if (best.move == MOVE_NONE || v > best.value) best = (MmMove){bm->move, v, MM_NONE};
-	}
-	if (best.move != MOVE_NONE) out[n++] = best;
-	/* No legal move: mated (a drop-pawn mate, a stalemate alike). */
-	if (nl == 0) out[n++] = (MmMove){MOVE_NONE, -MM_VALUE_MAX, MM_NONE};
-	return n;
-}
-
-int bookmm_record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
-                        BookRecord *rec, Position *pos, const BookmmLookup *lk)
-{
-	return record_moves(out, flags, raw, len, rec, pos, lk, NULL);
-}
-
-/* Sets rec's minimax fields; returns true when anything changed. */
-static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int nedges,
-                  const BookmmPolicy *p)
-{
-	bool changed = false;
-	uint8_t flags = valued ? (uint8_t)(rec->flags | BOOKDB_REC_MINIMAX)
-	                       : (uint8_t)(rec->flags & ~BOOKDB_REC_MINIMAX);
-	if (flags != rec->flags) changed = true;
-	rec->flags = flags;
-	uint16_t n0 = rec->nmoves;
-	for (uint16_t m = 0; m < n0; m++) {
-		int16_t v = valued ? BOOKMM_NOVALUE : 0;
-		uint16_t d = 0;
-		bool edge = false;
-		for (int k = 0; k < nedges && !edge; k++)
-			if (edges[k].move == rec->moves[m].move) {
-				v = edges[k].vd.value;
-				d = edges[k].vd.depth;
-				edge = true;
-			}
-		/* Not an edge: a leaf valued by its evaluation. */
-		if (valued && !edge && (rec->moves[m].flags & BOOKDB_MOVE_EVAL))
-			v = bookmm_leaf_value(&rec->moves[m], p);
-		if (rec->moves[m].value != v || rec->moves[m].dist != d) changed = true;
-		rec->moves[m].value = v;
-		rec->moves[m].dist = d;
-	}
-	/* Transposition edges the record does not list yet become moves of it. */
-	for (int k = 0; k < nedges; k++) {
-		if (rec->nmoves >= BOOKDB_MAX_MOVES) break;
-		bool listed = false;
-		for (uint16_t m = 0; m < n0 && !listed; m++)
-			listed = rec->moves[m].move == edges[k].move;
-		if (listed) continue;
-		BookMove *bm = &rec->moves[rec->nmoves++];
-		memset(bm, 0, sizeof *bm);
-		bm->move = edges[k].move;
-		bm->value = edges[k].vd.value;
-		bm->dist = edges[k].vd.depth;
-		changed = true;
-	}
-	return changed;
-}
-
-int bookmm_rewrite(uint8_t *out, const uint8_t *raw, size_t len, BookRecord *rec, bool valued,
-                   const BookmmEdge *edges, int nedges, bool force, const BookmmPolicy *p)
-{
-	/* Only the moves change: the packed position is copied as it is. */
-	int head = bookdb_record_decode_head(rec, raw, len);
-	if (head < 0) return head;
-	if (!apply(rec, valued, edges, nedges, p) && !force) return 0;
-	return bookdb_record_encode_packed(out, BOOKDB_RECORD_MAX, rec, raw + head,
-	                                   len - (size_t)head);
-}
-
-/* The node flags the core and the graph file share, bit for bit. */
-static const struct {
-	MmFlags core;
-	uint8_t file;
-} SHARED_FLAGS[] = {{F_VALUED, MMF_VALUED},
-                    {MM_F_CHECKED, MMF_CHECKED},
-                    {MM_F_LOOP, MMF_LOOP},
-                    {MM_F_CONST, MMF_CONST},
-                    {MM_F_SURVIVOR, MMF_SURVIVOR}};
-
-uint8_t bookmm_file_flags(MmFlags core, uint8_t structure)
-{
-	uint8_t f = structure & (MMF_INCHECK | MMF_WHITE | MMF_INNER);
-	for (size_t i = 0; i < sizeof SHARED_FLAGS / sizeof *SHARED_FLAGS; i++)
-		if (core & SHARED_FLAGS[i].core) f |= SHARED_FLAGS[i].file;
-	return f;
-}
-
-MmFlags bookmm_core_flags(uint8_t file)
-{
-	MmFlags r = (file & MMF_WHITE) ? MM_F_WHITE : 0;
-	for (size_t i = 0; i < sizeof SHARED_FLAGS / sizeof *SHARED_FLAGS; i++)
-		if (file & SHARED_FLAGS[i].file) r |= SHARED_FLAGS[i].core;
-	return r;
-}
-
-/* meta "mmstate": u32 version (2), u32 0, then u64 stamp, journal_len, seq,
- * i32 draw_black, draw_white, u64 positions, valued, settled, moves, edges,
- * then the leaf policy: u32 leaves, u32 min_depth, u32 min_games, u32
- * blend_games, i64 blend × 10^6; all little-endian. */
-#define STATE_VERSION 2
-#define STATE_LEN 104
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
-int bookmm_state_get(BookmmState *out, BookTxn *txn)
-{
-	const void *v;
-	size_t len;
-	int rc = bookdb_kv_get(&v, &len, txn, BOOKDB_META, "mmstate", 7);
-	if (rc) return rc;
-	const uint8_t *p = v;
-	if (len != STATE_LEN || (uint32_t)get64(p) != STATE_VERSION) return BOOKDB_ENOTFOUND;
-	out->stamp = get64(p + 8);
-	out->journal_len = get64(p + 16);
-	out->seq = get64(p + 24);
-	uint64_t d = get64(p + 32);
-	out->draw[0] = (int32_t)(uint32_t)d;
-	out->draw[1] = (int32_t)(uint32_t)(d >> 32);
-	out->positions = get64(p + 40);
-	out->valued = get64(p + 48);
-	out->settled = get64(p + 56);
-	out->moves = get64(p + 64);
-	out->edges = get64(p + 72);
-	uint64_t a = get64(p + 80), b = get64(p + 88);
-	out->policy.leaves = (BookmmLeaves)(uint32_t)a;
-	out->policy.min_depth = (int)(uint32_t)(a >> 32);
-	out->policy.min_games = (uint32_t)b;
-	out->policy.blend_games = (uint32_t)(b >> 32);
-	out->policy.blend = (double)(int64_t)get64(p + 96) / 1e6;
-	return 0;
-}
-
-int bookmm_state_put(BookTxn *txn, const BookmmState *st)
-{
-	uint8_t p[STATE_LEN];
-	put64(p, STATE_VERSION);
-	put64(p + 8, st->stamp);
-	put64(p + 16, st->journal_len);
-	put64(p + 24, st->seq);
-	put64(p + 32, (uint64_t)(uint32_t)st->draw[0] | (uint64_t)(uint32_t)st->draw[1] << 32);
-	put64(p + 40, st->positions);
-	put64(p + 48, st->valued);
-	put64(p + 56, st->settled);
-	put64(p + 64, st->moves);
-	put64(p + 72, st->edges);
-	const BookmmPolicy *q = &st->policy;
-	put64(p + 80, (uint64_t)q->leaves | (uint64_t)(uint32_t)q->min_depth << 32);
-	put64(p + 88, (uint64_t)q->min_games | (uint64_t)q->blend_games << 32);
-	put64(p + 96, (uint64_t)(int64_t)llround(q->blend * 1e6));
-	return bookdb_kv_put(txn, BOOKDB_META, "mmstate", 7, p, sizeof p);
-}
-
-int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions *opt)
-{
-	char meta[256];
-	int ml = snprintf(meta, sizeof meta,
-	                  "{\"positions\":%zu,\"valued\":%zu,\"settled\":%zu,\"cyclic\":%zu,"
-	                  "\"draw_black\":%d,\"draw_white\":%d,\"time\":%lld}",
-	                  st->positions, st->valued, st->settled, st->cyclic, opt->draw_black,
-	                  opt->draw_white, (long long)time(NULL));
-	return bookdb_kv_put(txn, BOOKDB_META, "minimax", 7, meta, (size_t)ml);
-}
-
-static void report(const BookmmOptions *opt, const char *phase, size_t done, size_t total)
-{
-	if (opt->progress) opt->progress(opt->progress_ctx, phase, done, total);
-}
-
-#define PROGRESS_EVERY 65536
 
 /* ---- the whole-book run: loading ----------------------------------------------- */
 
@@ -466,13 +158,13 @@ static void *load_part(void *arg)
 		const uint8_t *val;
 		size_t len;
 		bookdb_index_raw(&val, &len, b->ix, i);
-		int n = record_moves(p->moves + p->nmoves, &p->structure[i], val, len, rec, pos,
-		                     &lk, b->kd);
+		int n = bookmm_record_moves_kd(p->moves + p->nmoves, &p->structure[i], val, len,
+		                               rec, pos, &lk, b->kd);
 		p->nmoves += (size_t)n;
 		p->count[i - p->lo] = (uint32_t)n;
 		if ((i - p->lo + 1) % PROGRESS_EVERY == 0) {
 			size_t d = atomic_fetch_add(p->done, PROGRESS_EVERY) + PROGRESS_EVERY;
-			if (p->reporter) report(p->opt, "moves", d, b->n);
+			if (p->reporter) bookmm_report(p->opt, "moves", d, b->n);
 		}
 	}
 	p->rc = 0;
@@ -635,7 +327,7 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 	/* Values are not input: the change log must not see them. */
 	bookdb_writer_set_tracking(w, false);
 	for (uint32_t i = 0; i < g->n; i++) {
-		if (i % PROGRESS_EVERY == 0) report(opt, "writing", i, g->n);
+		if (i % PROGRESS_EVERY == 0) bookmm_report(opt, "writing", i, g->n);
 		BookTxn *rt;
 		const uint8_t *raw;
 		size_t len;
@@ -710,7 +402,7 @@ static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const cha
 	                 .edges = st->edges};
 	int draw[2] = {g->draw[BLACK], g->draw[WHITE]};
 	char msg[256];
-	report(opt, "graph", 0, 0);
+	bookmm_report(opt, "graph", 0, 0);
 	int rc = mmfile_write(dir, s.stamp, draw, b->n, b->keys, ff, g->vd, b->mstart, b->moves,
 	                      b->pstart, b->parents, msg, sizeof msg);
 	free(ff);
@@ -784,7 +476,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 		          bookdb_strerror(rc));
 		goto done;
 	}
-	report(opt, "index", 0, 0);
+	bookmm_report(opt, "index", 0, 0);
 	rc = load_keys(&b, txn, err, errlen);
 	if (rc == 0) rc = load_moves(&b, opt, err, errlen);
 	bookdb_txn_abort(txn);
@@ -798,7 +490,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	g->draw[BLACK] = bookmm_clamp(opt->draw_black);
 	g->draw[WHITE] = bookmm_clamp(opt->draw_white);
 	MmStats ms;
-	report(opt, "analysis", 0, 0);
+	bookmm_report(opt, "analysis", 0, 0);
 	if (mm_backup(g, &ms) < 0) {
 		rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
 		goto done;

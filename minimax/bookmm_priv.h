@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/keydir.h"
 #include "minimax/bookmm.h"
 #include "minimax/graph.h"
 #include "shogi/position.h"
@@ -121,5 +122,13 @@ int bookmm_full(BookmmStats *st, BookDB *db, const char *dir, const BookmmOption
                 size_t errlen);
 int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,
                        char *err, size_t errlen);
+
+/* bookmm_record_moves with kd: when kd is the key directory find searches,
+ * its filter words are fetched for every child before the first lookup. */
+int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
+                           BookRecord *rec, Position *pos, const BookmmLookup *lk,
+                           const BookKeyDir *kd);
+/* A progress callback call, when opt has one. */
+void bookmm_report(const BookmmOptions *opt, const char *phase, size_t done, size_t total);
 
 #endif

@@ -8,6 +8,7 @@
  * decides to kill, restart and retry.
  */
 #include "search/usi_engine.h"
+#include "search/usi_engine_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,367 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shogi/clock.h"
 #include "search/usi_info.h"
+#include "shogi/clock.h"
+#include "shogi/errmsg.h"
 #include "shogi/notation.h"
-
-/* Longest engine output line kept; longer lines are skipped as garbage. */
-#define USI_RBUF 65536
-/* Position command: "position sfen <SFEN> moves" + up to POS_MAX_STATES moves. */
-#define USI_CMD_MAX (64 + SFEN_MAX + POS_MAX_STATES * 6 + 128)
-/* Malformed lines quoted in the log per search (the rest are only counted). */
-#define USI_LOG_MALFORMED 3
-
-struct UsiEngine {
-	SearchEngine base; /* first: a SearchEngine * is a UsiEngine * */
-	UsiEngineConfig cfg;
-	char *path;
-	char **argv; /* argv[0] = path, NULL-terminated */
-	UsiOption *options;
-	char *log_path;
-
-	int log_fd;    /* driver messages; -1 when not logging */
-	int stderr_fd; /* what the engine's stderr goes to */
-	pid_t pid;     /* -1 when no process */
-	int to_fd;     /* engine stdin */
-	int from_fd;   /* engine stdout */
-	int cur_multipv;
-	bool new_game_pending;
-
-	char name[128];
-	char err[SEARCH_ERRLEN];
-	UsiEngineStats stats;
-
-	char rbuf[USI_RBUF];
-	size_t rstart, rend;
-	bool discarding; /* inside an overlong line */
-	bool draining;   /* reading the answer to a cancel's stop: ignore the flag */
-
-	char cmd[USI_CMD_MAX];
-	Position scratch;
-	UsiInfo info;
-	UsiInfo slots[SEARCH_MULTIPV_MAX];
-	bool have[SEARCH_MULTIPV_MAX];
-};
-
-enum { LINE_TIMEOUT = 0, LINE_OK = 1, LINE_OVERLONG = 2, LINE_CANCEL = 3 };
-
-/* ---- logging and errors ---- */
-
-static void log_vmsg(UsiEngine *e, const char *fmt, va_list ap)
-{
-	char msg[1024], stamp[32];
-	struct timespec ts;
-	struct tm tm;
-	int n;
-
-	if (e->log_fd < 0) return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
-	n = snprintf(msg, sizeof msg, "%s.%03ldZ joseki usi-driver [%s pid %d]: ", stamp,
-	             ts.tv_nsec / 1000000, e->path, (int)e->pid);
-	if (n < 0 || (size_t)n >= sizeof msg) return;
-	vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
-	n = (int)strlen(msg);
-	if ((size_t)n < sizeof msg - 1)
-		msg[n++] = '\n';
-	else
-		msg[sizeof msg - 2] = '\n', n = (int)sizeof msg - 1;
-	/* One write per message keeps lines whole in a log shared with stderr. */
-	if (write(e->log_fd, msg, (size_t)n) < 0) {
-		/* nothing sensible to do: the log is best effort */
-	}
-}
-
-static void log_msg(UsiEngine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void log_msg(UsiEngine *e, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	log_vmsg(e, fmt, ap);
-	va_end(ap);
-}
-
-/* Records the failure message (and logs it); returns rc. */
-static int fail(UsiEngine *e, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(UsiEngine *e, int rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(e->err, sizeof e->err, fmt, ap);
-	va_end(ap);
-	log_msg(e, "%s", e->err);
-	return rc;
-}
-
-/* ---- process management ---- */
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0) close(*fd);
-	*fd = -1;
-}
-
-static void describe_status(int status, char *out, size_t len)
-{
-	if (WIFEXITED(status))
-		snprintf(out, len, "exit status %d", WEXITSTATUS(status));
-	else if (WIFSIGNALED(status))
-		snprintf(out, len, "killed by signal %d (%s)", WTERMSIG(status),
-		         strsignal(WTERMSIG(status)));
-	else
-		snprintf(out, len, "status %d", status);
-}
-
-/* Waits up to ms for the process to exit; true with *status when it did. */
-static bool reap_within(pid_t pid, int ms, int *status)
-{
-	int64_t deadline = clock_ms() + ms;
-	for (;;) {
-		pid_t r = waitpid(pid, status, WNOHANG);
-		if (r == pid) return true;
-		if (r < 0 && errno != EINTR)
-			return true; /* not our child any more (SIGCHLD ignored): nothing to reap */
-		if (clock_ms() >= deadline) return false;
-		struct timespec ts = {0, 2 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-}
-
-/*
- * Ends the engine process and its process group. With polite, the engine
- * gets "quit" and stop_grace_ms first. Always leaves no process and no fds.
- */
-static int write_all(UsiEngine *e, const char *buf, size_t len);
-
-static void kill_engine(UsiEngine *e, bool polite)
-{
-	int status = 0;
-	char how[96];
-	bool reaped = false;
-
-	if (e->pid <= 0) goto out;
-	if (polite && e->to_fd >= 0 && write_all(e, "quit\n", 5) == 0)
-		reaped = reap_within(e->pid, e->cfg.stop_grace_ms, &status);
-	else
-		reaped = reap_within(e->pid, 0, &status);
-	/* The group too: a script engine's children must not outlive it. */
-	kill(-e->pid, SIGKILL);
-	if (!reaped) {
-		kill(e->pid, SIGKILL);
-		e->stats.kills++;
-		while (waitpid(e->pid, &status, 0) < 0 && errno == EINTR) {
-		}
-		describe_status(status, how, sizeof how);
-		log_msg(e, "engine killed (%s)", how);
-	} else if (!polite) {
-		describe_status(status, how, sizeof how);
-		log_msg(e, "engine had ended (%s)", how);
-	}
-	e->pid = -1;
-out:
-	close_fd(&e->to_fd);
-	close_fd(&e->from_fd);
-	e->rstart = e->rend = 0;
-	e->discarding = false;
-	e->cur_multipv = 0;
-}
-
-static int set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;
-	return 0;
-}
-
-static int spawn(UsiEngine *e)
-{
-	int in[2] = {-1, -1}, outp[2] = {-1, -1}, st[2] = {-1, -1};
-	int errnum = 0, rc = SEARCH_EIO;
-	ssize_t n;
-	pid_t pid;
-
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0) {
-		rc = fail(e, SEARCH_EIO, "%s: pipe: %s", e->path, strerror(errno));
-		goto err;
-	}
-	pid = fork();
-	if (pid < 0) {
-		rc = fail(e, SEARCH_ESPAWN, "%s: fork: %s", e->path, strerror(errno));
-		goto err;
-	}
-	if (pid == 0) {
-		/* Child: only async-signal-safe calls until exec. */
-		sigset_t none;
-		setpgid(0, 0);
-		if (dup2(in[0], 0) < 0 || dup2(outp[1], 1) < 0 || dup2(e->stderr_fd, 2) < 0)
-			_exit(127);
-		signal(SIGPIPE, SIG_DFL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		execvp(e->path, e->argv);
-		errnum = errno;
-		if (write(st[1], &errnum, sizeof errnum) < 0) {
-			/* the parent then sees EOF and an exit status of 127 */
-		}
-		_exit(127);
-	}
-	setpgid(pid, pid); /* also in the parent, so kill(-pid) works at once */
-	close_fd(&in[0]);
-	close_fd(&outp[1]);
-	close_fd(&st[1]);
-	do n = read(st[0], &errnum, sizeof errnum);
-	while (n < 0 && errno == EINTR);
-	close_fd(&st[0]);
-	e->pid = pid;
-	e->to_fd = in[1];
-	e->from_fd = outp[0];
-	e->rstart = e->rend = 0;
-	e->discarding = false;
-	e->cur_multipv = 0;
-	if (n == (ssize_t)sizeof errnum) {
-		kill_engine(e, false);
-		return fail(e, SEARCH_ESPAWN, "%s: cannot execute: %s", e->path, strerror(errnum));
-	}
-	if (set_nonblock(e->to_fd) < 0 || set_nonblock(e->from_fd) < 0) {
-		kill_engine(e, false);
-		return fail(e, SEARCH_EIO, "%s: fcntl: %s", e->path, strerror(errno));
-	}
-	e->stats.starts++;
-	log_msg(e, "engine started");
-	return 0;
-err:
-	close_fd(&in[0]);
-	close_fd(&in[1]);
-	close_fd(&outp[0]);
-	close_fd(&outp[1]);
-	close_fd(&st[0]);
-	close_fd(&st[1]);
-	return rc;
-}
-
-/* ---- line I/O ---- */
-
-/*
- * Writes buf to the engine. SIGPIPE is blocked in this thread for the
- * duration, and one raised by our write is consumed, so a dead engine is an
- * error code, never a dead joseki.
- */
-static int write_all(UsiEngine *e, const char *buf, size_t len)
-{
-	sigset_t pipe_set, old, pending;
-	bool was_pending, broken = false;
-	int rc = 0;
-	int64_t deadline = clock_ms() + (e->cfg.stop_grace_ms > 1000 ? e->cfg.stop_grace_ms : 1000);
-
-	if (e->to_fd < 0) return SEARCH_ECRASH;
-	for (size_t i = 0, j; e->cfg.log_io && i < len; i = j + 1) {
-		for (j = i; j < len && buf[j] != '\n'; j++) {
-		}
-		log_msg(e, "> %.*s", (int)(j - i), buf + i);
-	}
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-	sigpending(&pending);
-	was_pending = sigismember(&pending, SIGPIPE);
-	while (len > 0) {
-		ssize_t n = write(e->to_fd, buf, len);
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR) continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			struct pollfd p = {.fd = e->to_fd, .events = POLLOUT};
-			int64_t left = deadline - clock_ms();
-			if (left <= 0) {
-				rc = fail(e, SEARCH_ETIMEOUT, "%s: engine does not read its input",
-				          e->path);
-				break;
-			}
-			if (poll(&p, 1, (int)left) < 0 && errno != EINTR) {
-				rc = fail(e, SEARCH_EIO, "%s: poll: %s", e->path, strerror(errno));
-				break;
-			}
-			continue;
-		}
-		if (n < 0 && errno == EPIPE) {
-			broken = true;
-			rc = fail(e, SEARCH_ECRASH, "%s: engine closed its input (exited?)",
-			          e->path);
-		} else {
-			rc = fail(e, SEARCH_EIO, "%s: write: %s", e->path, strerror(errno));
-		}
-		break;
-	}
-	if (broken && !was_pending) {
-		struct timespec zero = {0, 0};
-		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
-		}
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
-
-/*
- * Reads one line (without its line break) before deadline. Returns LINE_OK
- * with *line and *len pointing into the read buffer (valid until the next call),
- * LINE_OVERLONG for a line that did not fit (skipped), LINE_TIMEOUT,
- * LINE_CANCEL when the caller's cancel flag is up (unless draining), or
- * SEARCH_ECRASH on end of file / SEARCH_EIO.
- */
-static int read_line(UsiEngine *e, int64_t deadline, const char **line, size_t *len)
-{
-	for (;;) {
-		char *start = e->rbuf + e->rstart;
-		char *nl = memchr(start, '\n', e->rend - e->rstart);
-		if (nl) {
-			size_t n = (size_t)(nl - start);
-			e->rstart += n + 1;
-			if (e->discarding) {
-				e->discarding = false;
-				return LINE_OVERLONG;
-			}
-			if (n > 0 && start[n - 1] == '\r') n--;
-			*line = start;
-			*len = n;
-			if (e->cfg.log_io) log_msg(e, "< %.*s", (int)(n > 900 ? 900 : n), start);
-			return LINE_OK;
-		}
-		if (e->rstart > 0) {
-			memmove(e->rbuf, start, e->rend - e->rstart);
-			e->rend -= e->rstart;
-			e->rstart = 0;
-		}
-		if (e->rend == sizeof e->rbuf) {
-			e->discarding = true;
-			e->rend = 0;
-		}
-		int64_t left = deadline - clock_ms();
-		if (left <= 0) return LINE_TIMEOUT;
-		if (e->cfg.cancel && *e->cfg.cancel && !e->draining) return LINE_CANCEL;
-		/* With a cancel flag, wake up often enough to notice it. */
-		int64_t slice = e->cfg.cancel ? 50 : 1000000;
-		struct pollfd p = {.fd = e->from_fd, .events = POLLIN};
-		int pr = poll(&p, 1, (int)(left < slice ? left : slice));
-		if (pr < 0) {
-			if (errno == EINTR) continue;
-			return fail(e, SEARCH_EIO, "%s: poll: %s", e->path, strerror(errno));
-		}
-		if (pr == 0) continue; /* the deadline check above decides */
-		ssize_t n = read(e->from_fd, e->rbuf + e->rend, sizeof e->rbuf - e->rend);
-		if (n > 0) {
-			e->rend += (size_t)n;
-			continue;
-		}
-		if (n == 0) return SEARCH_ECRASH;
-		if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-		return fail(e, SEARCH_EIO, "%s: read: %s", e->path, strerror(errno));
-	}
-}
 
 /* True when line starts with the word w followed by a space or its end. */
 static bool starts_word(const char *line, size_t len, const char *w, const char **rest)
@@ -402,13 +46,13 @@ static int crashed(UsiEngine *e, const char *when)
 {
 	int status;
 	char how[96] = "still running, output closed";
-	if (e->pid > 0 && reap_within(e->pid, 50, &status)) {
-		describe_status(status, how, sizeof how);
+	if (e->pid > 0 && usi_reap_within(e->pid, 50, &status)) {
+		usi_describe_status(status, how, sizeof how);
 		kill(-e->pid, SIGKILL);
 		e->pid = -1;
 	}
 	e->stats.crashes++;
-	return fail(e, SEARCH_ECRASH, "%s: engine ended %s (%s)", e->path, when, how);
+	return usi_fail(e, SEARCH_ECRASH, "%s: engine ended %s (%s)", e->path, when, how);
 }
 
 /* Reads lines until one starting with word; others are ignored. */
@@ -417,15 +61,15 @@ static int wait_for(UsiEngine *e, const char *word, int64_t deadline, const char
 	const char *line, *rest;
 	size_t len;
 	for (;;) {
-		int r = read_line(e, deadline, &line, &len);
+		int r = usi_read_line(e, deadline, &line, &len);
 		if (r == SEARCH_ECRASH) return crashed(e, when);
 		if (r < 0) return r;
 		if (r == LINE_CANCEL)
-			return fail(e, SEARCH_ECANCELED, "%s: cancelled while waiting for \"%s\"",
-			            e->path, word);
+			return usi_fail(e, SEARCH_ECANCELED,
+			                "%s: cancelled while waiting for \"%s\"", e->path, word);
 		if (r == LINE_TIMEOUT)
-			return fail(e, SEARCH_EHANDSHAKE, "%s: no \"%s\" within %d ms %s", e->path,
-			            word, e->cfg.handshake_timeout_ms, when);
+			return usi_fail(e, SEARCH_EHANDSHAKE, "%s: no \"%s\" within %d ms %s",
+			                e->path, word, e->cfg.handshake_timeout_ms, when);
 		if (r != LINE_OK) continue;
 		if (starts_word(line, len, word, NULL)) return 0;
 		if (starts_word(line, len, "id", &rest)) {
@@ -444,11 +88,11 @@ static int wait_for(UsiEngine *e, const char *word, int64_t deadline, const char
 static int ready_and_new_game(UsiEngine *e)
 {
 	int rc;
-	if ((rc = write_all(e, "isready\n", 8)) < 0) return rc;
+	if ((rc = usi_write_all(e, "isready\n", 8)) < 0) return rc;
 	if ((rc = wait_for(e, "readyok", clock_ms() + e->cfg.handshake_timeout_ms,
 	                   "after isready")) < 0)
 		return rc;
-	if ((rc = write_all(e, "usinewgame\n", 11)) < 0) return rc;
+	if ((rc = usi_write_all(e, "usinewgame\n", 11)) < 0) return rc;
 	e->new_game_pending = false;
 	return 0;
 }
@@ -459,25 +103,25 @@ static int start(UsiEngine *e)
 	int rc;
 	char line[600];
 
-	if ((rc = spawn(e)) < 0) return rc;
-	if ((rc = write_all(e, "usi\n", 4)) < 0) goto err;
+	if ((rc = usi_spawn(e)) < 0) return rc;
+	if ((rc = usi_write_all(e, "usi\n", 4)) < 0) goto err;
 	if ((rc = wait_for(e, "usiok", clock_ms() + e->cfg.handshake_timeout_ms, "after usi")) < 0)
 		goto err;
 	for (int i = 0; i < e->cfg.noptions; i++) {
 		int n = snprintf(line, sizeof line, "setoption name %s value %s\n",
 		                 e->options[i].name, e->options[i].value);
 		if (n < 0 || (size_t)n >= sizeof line) {
-			rc = fail(e, SEARCH_EINVAL, "%s: option %s too long", e->path,
-			          e->options[i].name);
+			rc = usi_fail(e, SEARCH_EINVAL, "%s: option %s too long", e->path,
+			              e->options[i].name);
 			goto err;
 		}
-		if ((rc = write_all(e, line, (size_t)n)) < 0) goto err;
+		if ((rc = usi_write_all(e, line, (size_t)n)) < 0) goto err;
 	}
 	if ((rc = ready_and_new_game(e)) < 0) goto err;
-	log_msg(e, "engine ready: %s", e->name);
+	usi_log_msg(e, "engine ready: %s", e->name);
 	return 0;
 err:
-	kill_engine(e, false);
+	usi_kill_engine(e, false);
 	return rc;
 }
 
@@ -529,8 +173,8 @@ static int build_commands(UsiEngine *e, size_t *len, const Position *pos,
 		char mv[USI_MOVE_MAX];
 		Move m = pos->states[i].move;
 		if (m == MOVE_NONE || m == MOVE_NULL)
-			return fail(e, SEARCH_EINVAL,
-			            "position history holds a null move at ply %d", i);
+			return usi_fail(e, SEARCH_EINVAL,
+			                "position history holds a null move at ply %d", i);
 		usi_move_write(m, mv);
 		p += snprintf(p, (size_t)(end - p), " %s", mv);
 	}
@@ -547,7 +191,7 @@ static int build_commands(UsiEngine *e, size_t *len, const Position *pos,
 	}
 	p += snprintf(p, (size_t)(end - p), "\ngo %s %llu\n", kind,
 	              (unsigned long long)budget->amount);
-	if (p >= end) return fail(e, SEARCH_EINVAL, "position command too long");
+	if (p >= end) return usi_fail(e, SEARCH_EINVAL, "position command too long");
 	*len = (size_t)(p - e->cmd);
 	return 0;
 }
@@ -564,8 +208,8 @@ static void collect_lines(UsiEngine *e, SearchResult *out, const Position *pos, 
 		if (!pos_is_legal(pos, in->pv[0])) {
 			char mv[USI_MOVE_MAX];
 			usi_move_write(in->pv[0], mv);
-			log_msg(e, "multipv %d starts with the illegal move %s; line dropped",
-			        k + 1, mv);
+			usi_log_msg(e, "multipv %d starts with the illegal move %s; line dropped",
+			            k + 1, mv);
 			out->malformed++;
 			continue;
 		}
@@ -609,11 +253,11 @@ static int cancel_search(UsiEngine *e)
 	int64_t deadline = clock_ms() + e->cfg.stop_grace_ms;
 	bool answered = false;
 
-	log_msg(e, "search cancelled; sending stop");
-	if (write_all(e, "stop\n", 5) == 0) {
+	usi_log_msg(e, "search cancelled; sending stop");
+	if (usi_write_all(e, "stop\n", 5) == 0) {
 		e->draining = true;
 		for (;;) {
-			int r = read_line(e, deadline, &line, &len);
+			int r = usi_read_line(e, deadline, &line, &len);
 			if (r < 0 || r == LINE_TIMEOUT) break;
 			if (r == LINE_OK && starts_word(line, len, "bestmove", NULL)) {
 				answered = true;
@@ -622,8 +266,8 @@ static int cancel_search(UsiEngine *e)
 		}
 		e->draining = false;
 	}
-	if (!answered) kill_engine(e, false);
-	return fail(e, SEARCH_ECANCELED, "%s: search cancelled", e->path);
+	if (!answered) usi_kill_engine(e, false);
+	return usi_fail(e, SEARCH_ECANCELED, "%s: search cancelled", e->path);
 }
 
 static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int multipv,
@@ -639,10 +283,10 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 	if (e->pid <= 0 && (rc = start(e)) < 0) return rc;
 	if (e->new_game_pending && (rc = ready_and_new_game(e)) < 0) {
 		if (rc == SEARCH_ECANCELED)
-			kill_engine(e, false); /* a readyok may still come: out of step */
+			usi_kill_engine(e, false); /* a readyok may still come: out of step */
 		return rc;
 	}
-	if ((rc = write_all(e, e->cmd, cmd_len)) < 0)
+	if ((rc = usi_write_all(e, e->cmd, cmd_len)) < 0)
 		return rc == SEARCH_ECRASH ? crashed(e, "before the search") : rc;
 	e->cur_multipv = multipv;
 	memset(e->have, 0, sizeof e->have);
@@ -652,19 +296,20 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 	memcpy(&e->scratch, pos, sizeof *pos);
 
 	for (;;) {
-		int r = read_line(e, stopped ? stop_deadline : deadline, &line, &len);
+		int r = usi_read_line(e, stopped ? stop_deadline : deadline, &line, &len);
 		if (r == SEARCH_ECRASH) return crashed(e, "during the search");
 		if (r < 0) return r;
 		if (r == LINE_CANCEL) return cancel_search(e);
 		if (r == LINE_TIMEOUT) {
 			if (stopped)
-				return fail(e, SEARCH_ETIMEOUT,
-				            "%s: no bestmove within %lld ms plus %d ms after stop",
-				            e->path, (long long)limit_ms, e->cfg.stop_grace_ms);
+				return usi_fail(
+				    e, SEARCH_ETIMEOUT,
+				    "%s: no bestmove within %lld ms plus %d ms after stop", e->path,
+				    (long long)limit_ms, e->cfg.stop_grace_ms);
 			e->stats.timeouts++;
-			log_msg(e, "hard limit of %lld ms passed; sending stop",
-			        (long long)limit_ms);
-			if ((rc = write_all(e, "stop\n", 5)) < 0)
+			usi_log_msg(e, "hard limit of %lld ms passed; sending stop",
+			            (long long)limit_ms);
+			if ((rc = usi_write_all(e, "stop\n", 5)) < 0)
 				return rc == SEARCH_ECRASH ? crashed(e, "at stop") : rc;
 			stopped = true;
 			stop_deadline = clock_ms() + e->cfg.stop_grace_ms;
@@ -675,7 +320,7 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 		} else if (starts_word(line, len, "info", NULL)) {
 			if (usi_info_parse(&e->info, line, len, ierr) < 0) {
 				if (malformed++ < USI_LOG_MALFORMED)
-					log_msg(e, "malformed output skipped: %s", ierr);
+					usi_log_msg(e, "malformed output skipped: %s", ierr);
 			} else {
 				if (e->info.nodes > out->nodes) out->nodes = e->info.nodes;
 				if (usi_info_is_final(&e->info) && e->info.multipv <= multipv) {
@@ -691,8 +336,8 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 		}
 		if (garbage + malformed > e->cfg.max_garbage) {
 			e->stats.protocol++;
-			return fail(e, SEARCH_EPROTOCOL, "%s: more than %d unreadable lines",
-			            e->path, e->cfg.max_garbage);
+			return usi_fail(e, SEARCH_EPROTOCOL, "%s: more than %d unreadable lines",
+			                e->path, e->cfg.max_garbage);
 		}
 	}
 	out->malformed = malformed;
@@ -713,21 +358,21 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 		rc = usi_move_parse_legal(&out->bestmove, pos, tok, n, serr);
 		if (rc == SHOGI_EILLEGAL) {
 			e->stats.illegal++;
-			return fail(e, SEARCH_EILLEGAL, "%s: illegal bestmove \"%.*s\": %s",
-			            e->path, (int)(n > 16 ? 16 : n), tok, serr);
+			return usi_fail(e, SEARCH_EILLEGAL, "%s: illegal bestmove \"%.*s\": %s",
+			                e->path, (int)(n > 16 ? 16 : n), tok, serr);
 		}
 		if (rc < 0) {
 			e->stats.protocol++;
-			return fail(e, SEARCH_EPROTOCOL, "%s: unreadable bestmove \"%.*s\"",
-			            e->path, (int)(n > 16 ? 16 : n), tok);
+			return usi_fail(e, SEARCH_EPROTOCOL, "%s: unreadable bestmove \"%.*s\"",
+			                e->path, (int)(n > 16 ? 16 : n), tok);
 		}
 		usi_move_write(out->bestmove, out->bestmove_usi);
 	}
 	collect_lines(e, out, pos, multipv);
 	if (out->nlines == 0 && out->malformed > 0 && !out->resign && !out->win) {
 		e->stats.protocol++;
-		return fail(e, SEARCH_EPROTOCOL, "%s: bestmove after only malformed info lines",
-		            e->path);
+		return usi_fail(e, SEARCH_EPROTOCOL, "%s: bestmove after only malformed info lines",
+		                e->path);
 	}
 	out->time_ms = (int)(clock_ms() - t0);
 	return 0;
@@ -743,14 +388,14 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
 	e->err[0] = '\0';
 	if (!out || !pos || !budget || budget->amount < 1 || budget->kind < SEARCH_BUDGET_NODES ||
 	    budget->kind > SEARCH_BUDGET_DEPTH)
-		return fail(e, SEARCH_EINVAL, "analyse: bad budget");
+		return usi_fail(e, SEARCH_EINVAL, "analyse: bad budget");
 	if (multipv < 1 || multipv > SEARCH_MULTIPV_MAX)
-		return fail(e, SEARCH_EINVAL, "analyse: MultiPV %d not in 1..%d", multipv,
-		            SEARCH_MULTIPV_MAX);
+		return usi_fail(e, SEARCH_EINVAL, "analyse: MultiPV %d not in 1..%d", multipv,
+		                SEARCH_MULTIPV_MAX);
 	if (pos->nstates < 1 || pos->nstates > POS_MAX_STATES)
-		return fail(e, SEARCH_EINVAL, "analyse: position has no state");
+		return usi_fail(e, SEARCH_EINVAL, "analyse: position has no state");
 	if (e->cfg.cancel && *e->cfg.cancel)
-		return fail(e, SEARCH_ECANCELED, "%s: search cancelled", e->path);
+		return usi_fail(e, SEARCH_ECANCELED, "%s: search cancelled", e->path);
 	if ((rc = build_commands(e, &cmd_len, pos, budget, multipv)) < 0) return rc;
 	limit_ms = usi_engine_hard_limit_ms(&e->cfg, budget);
 
@@ -764,10 +409,10 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
 		if (rc == SEARCH_ECANCELED)
 			return rc; /* not the engine's fault: no retry, not a failure */
 		if (rc == SEARCH_EINVAL || rc == SEARCH_ENOMEM) break;
-		log_msg(e, "attempt %d failed (%s); engine %s", attempt, search_strerror(rc),
-		        attempt == 1 ? "restarted, position retried"
-		                     : "restarted, position failed");
-		kill_engine(e, false);
+		usi_log_msg(e, "attempt %d failed (%s); engine %s", attempt, search_strerror(rc),
+		            attempt == 1 ? "restarted, position retried"
+		                         : "restarted, position failed");
+		usi_kill_engine(e, false);
 		if (attempt == 1) e->stats.retries++;
 	}
 	e->stats.failures++;
@@ -781,11 +426,11 @@ int usi_engine_analyse_spec(UsiEngine *e, SearchResult *out, const char *spec,
 	int rc;
 
 	if (!spec || position_parse(&e->scratch, spec, serr) < 0)
-		return fail(e, SEARCH_EINVAL, "position \"%.60s\": %s", spec ? spec : "(null)",
-		            spec ? serr : "missing");
+		return usi_fail(e, SEARCH_EINVAL, "position \"%.60s\": %s", spec ? spec : "(null)",
+		                spec ? serr : "missing");
 	/* analyse overwrites scratch: hand it a copy on the heap (a Position is big). */
 	Position *pos = malloc(sizeof *pos);
-	if (!pos) return fail(e, SEARCH_ENOMEM, "out of memory");
+	if (!pos) return usi_fail(e, SEARCH_ENOMEM, "out of memory");
 	memcpy(pos, &e->scratch, sizeof *pos);
 	rc = usi_engine_analyse(e, out, pos, budget, multipv);
 	free(pos);
@@ -894,7 +539,7 @@ static bool one_line(const char *s)
 void usi_engine_free(UsiEngine *e)
 {
 	if (!e) return;
-	kill_engine(e, true);
+	usi_kill_engine(e, true);
 	if (e->log_fd >= 0) close(e->log_fd);
 	if (e->stderr_fd >= 0 && e->stderr_fd != e->log_fd) close(e->stderr_fd);
 	if (e->argv)
@@ -993,172 +638,57 @@ fail:
 	return rc;
 }
 
-/* ---- pool ---- */
-
-struct UsiPool {
-	int n;
-	UsiEngine **engines;
-	bool *busy;
-	pthread_mutex_t lock;
-	pthread_cond_t freed;
-};
+/* ---- several engines ---- */
 
 typedef struct {
 	const UsiEngineConfig *cfg;
 	UsiEngine *e;
 	int rc;
 	char err[SEARCH_ERRLEN];
-} PoolStart;
+} OpenJob;
 
-static void *pool_start_thread(void *arg)
+static void *open_thread(void *arg)
 {
-	PoolStart *ps = arg;
-	ps->rc = usi_engine_open(&ps->e, ps->cfg, ps->err);
+	OpenJob *j = arg;
+	j->rc = usi_engine_open(&j->e, j->cfg, j->err);
 	return NULL;
 }
 
-int usi_pool_open(UsiPool **out, const UsiEngineConfig *cfg, int n, char *err)
+int usi_engine_open_many(UsiEngine **out, const UsiEngineConfig *cfg, int n, char *err)
 {
-	UsiPool *p = NULL;
-	PoolStart *ps = NULL;
-	pthread_t *th = NULL;
-	int rc = SEARCH_ENOMEM, started = 0;
-
-	*out = NULL;
-	if (n < 1 || n > 256) {
-		if (err) snprintf(err, SEARCH_ERRLEN, "usi pool: %d engines is not in 1..256", n);
-		return SEARCH_EINVAL;
+	if (n < 1 || n > USI_MAX_ENGINES)
+		return errmsg_set(err, SEARCH_ERRLEN, SEARCH_EINVAL, "%d engines is not in 1..%d",
+		                  n, USI_MAX_ENGINES);
+	for (int i = 0; i < n; i++) out[i] = NULL;
+	OpenJob *jobs = calloc((size_t)n, sizeof *jobs);
+	pthread_t *th = calloc((size_t)n, sizeof *th);
+	if (!jobs || !th) {
+		free(jobs);
+		free(th);
+		return errmsg_set(err, SEARCH_ERRLEN, SEARCH_ENOMEM, "out of memory");
 	}
-	p = calloc(1, sizeof *p);
-	ps = calloc((size_t)n, sizeof *ps);
-	th = calloc((size_t)n, sizeof *th);
-	if (!p || !ps || !th || !(p->engines = calloc((size_t)n, sizeof *p->engines)) ||
-	    !(p->busy = calloc((size_t)n, sizeof *p->busy))) {
-		if (err) snprintf(err, SEARCH_ERRLEN, "usi pool: out of memory");
-		goto fail;
-	}
-	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->freed, NULL);
-	p->n = n;
 	for (int i = 0; i < n; i++) {
-		ps[i].cfg = cfg;
-		ps[i].rc = SEARCH_EIO;
-		snprintf(ps[i].err, sizeof ps[i].err, "could not start a thread");
+		jobs[i].cfg = cfg;
+		jobs[i].rc = SEARCH_EIO;
+		snprintf(jobs[i].err, sizeof jobs[i].err, "could not start a thread");
 	}
 	/* Handshakes can take seconds (evaluation files): do them side by side. */
+	int started = 0;
 	for (; started < n; started++)
-		if (pthread_create(&th[started], NULL, pool_start_thread, &ps[started]) != 0) break;
+		if (pthread_create(&th[started], NULL, open_thread, &jobs[started]) != 0) break;
 	for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-	rc = 0;
+	int rc = 0;
+	for (int i = 0; i < n; i++)
+		if (jobs[i].rc < 0 && rc == 0)
+			rc = errmsg_set(err, SEARCH_ERRLEN, jobs[i].rc, "engine %d of %d: %s",
+			                i + 1, n, jobs[i].err);
 	for (int i = 0; i < n; i++) {
-		p->engines[i] = ps[i].e;
-		if (ps[i].rc < 0 && rc == 0) {
-			rc = ps[i].rc;
-			if (err)
-				snprintf(err, SEARCH_ERRLEN, "engine %d of %d: %s", i + 1, n,
-				         ps[i].err);
-		}
+		if (rc < 0)
+			usi_engine_free(jobs[i].e);
+		else
+			out[i] = jobs[i].e;
 	}
-	if (rc < 0) goto fail;
-	free(ps);
-	free(th);
-	*out = p;
-	return 0;
-fail:
-	free(ps);
-	free(th);
-	usi_pool_free(p);
-	return rc;
-}
-
-void usi_pool_free(UsiPool *p)
-{
-	if (!p) return;
-	for (int i = 0; p->engines && i < p->n; i++) usi_engine_free(p->engines[i]);
-	if (p->n > 0) {
-		pthread_mutex_destroy(&p->lock);
-		pthread_cond_destroy(&p->freed);
-	}
-	free(p->engines);
-	free(p->busy);
-	free(p);
-}
-
-int usi_pool_size(const UsiPool *p)
-{
-	return p->n;
-}
-
-UsiEngine *usi_pool_engine(UsiPool *p, int i)
-{
-	return i >= 0 && i < p->n ? p->engines[i] : NULL;
-}
-
-UsiEngine *usi_pool_acquire(UsiPool *p)
-{
-	UsiEngine *e = NULL;
-	pthread_mutex_lock(&p->lock);
-	while (!e) {
-		for (int i = 0; i < p->n && !e; i++)
-			if (!p->busy[i]) {
-				p->busy[i] = true;
-				e = p->engines[i];
-			}
-		if (!e) pthread_cond_wait(&p->freed, &p->lock);
-	}
-	pthread_mutex_unlock(&p->lock);
-	return e;
-}
-
-void usi_pool_release(UsiPool *p, UsiEngine *e)
-{
-	pthread_mutex_lock(&p->lock);
-	for (int i = 0; i < p->n; i++)
-		if (p->engines[i] == e) p->busy[i] = false;
-	pthread_cond_signal(&p->freed);
-	pthread_mutex_unlock(&p->lock);
-}
-
-typedef struct {
-	UsiPool *pool;
-	SearchResult *results;
-	int *rcs;
-	const char *const *specs;
-	int n;
-	int next; /* next position to hand out, under pool->lock */
-	const SearchBudget *budget;
-	int multipv;
-} PoolBatch;
-
-static void *pool_batch_thread(void *arg)
-{
-	PoolBatch *b = arg;
-	UsiEngine *e = usi_pool_acquire(b->pool);
-	for (;;) {
-		pthread_mutex_lock(&b->pool->lock);
-		int i = b->next < b->n ? b->next++ : -1;
-		pthread_mutex_unlock(&b->pool->lock);
-		if (i < 0) break;
-		b->rcs[i] =
-		    usi_engine_analyse_spec(e, &b->results[i], b->specs[i], b->budget, b->multipv);
-	}
-	usi_pool_release(b->pool, e);
-	return NULL;
-}
-
-int usi_pool_analyse(UsiPool *p, SearchResult *results, int *rcs, const char *const *specs, int n,
-                     const SearchBudget *budget, int multipv)
-{
-	PoolBatch b = {p, results, rcs, specs, n, 0, budget, multipv};
-	pthread_t *th = calloc((size_t)p->n, sizeof *th);
-	int started = 0, rc = 0;
-
-	for (int i = 0; i < n; i++) rcs[i] = SEARCH_EIO;
-	if (!th) return SEARCH_EIO;
-	for (; started < p->n && started < n; started++)
-		if (pthread_create(&th[started], NULL, pool_batch_thread, &b) != 0) break;
-	if (started == 0 && n > 0) rc = SEARCH_EIO;
-	for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+	free(jobs);
 	free(th);
 	return rc;
 }

@@ -143,38 +143,17 @@ int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget 
 int usi_engine_bench_overhead(double *us_per_position, UsiEngine *e, const Position *pos,
                               const SearchBudget *budget, int multipv, int count);
 
-/*
- * A pool of engines started from one config, for `think --engines N`. Each
- * engine is used by one thread at a time: either lend them out with
- * acquire/release from the caller's own threads, or let usi_pool_analyse run
- * a batch of positions over all of them at once.
- */
-typedef struct UsiPool UsiPool;
+#define USI_MAX_ENGINES 1024
 
 /*
- * Starts n (1..256) engines with cfg, their handshakes in parallel. Returns 0
- * with *out set, or the first engine's error (message in err, naming which
- * engine); then *out is NULL and no process is left.
+ * Starts n (1..USI_MAX_ENGINES) engines with cfg, their handshakes side by
+ * side (an engine that loads a big evaluation file takes seconds: `think
+ * --engines 8` waits for the slowest, not for the sum). Each engine is then
+ * used by one thread at a time (think gives one to each of its workers).
+ * Returns 0 with out[0..n) set, or SEARCH_EINVAL for n, or the first failing
+ * engine's error (message in err naming which: "engine 2 of 8: ..."); then
+ * every out[i] is NULL and no process is left.
  */
-int usi_pool_open(UsiPool **out, const UsiEngineConfig *cfg, int n, char *err);
-/* Frees every engine (quit, then kill); accepts NULL. No engine may be lent out. */
-void usi_pool_free(UsiPool *p);
-int usi_pool_size(const UsiPool *p);
-/* The i-th engine (0-based), for stats and names. */
-UsiEngine *usi_pool_engine(UsiPool *p, int i);
-/* Blocks until an engine is free and lends it to the calling thread. */
-UsiEngine *usi_pool_acquire(UsiPool *p);
-/* Gives back an engine from usi_pool_acquire. */
-void usi_pool_release(UsiPool *p, UsiEngine *e);
-
-/*
- * Analyses specs[0..n) using every engine of the pool at once (one thread per
- * engine), writing results[i] and rcs[i] (0 or that position's SEARCH_E*
- * code, as usi_engine_analyse_spec). Positions are taken in order by
- * whichever engine is free. Returns 0, or SEARCH_EIO if threads could not be
- * started (rcs[] then holds SEARCH_EIO for positions not analysed).
- */
-int usi_pool_analyse(UsiPool *p, SearchResult *results, int *rcs, const char *const *specs, int n,
-                     const SearchBudget *budget, int multipv);
+int usi_engine_open_many(UsiEngine **out, const UsiEngineConfig *cfg, int n, char *err);
 
 #endif

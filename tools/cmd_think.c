@@ -27,7 +27,7 @@
 #include "search/usi_engine.h"
 #include "tools/commands.h"
 
-#define THINK_MAX_ENGINES 1024
+#define THINK_MAX_ENGINES USI_MAX_ENGINES
 #define THINK_MAX_OPTIONS 64
 
 /* Set by the signal handler: the only way a handler can talk to the loop. */
@@ -176,30 +176,36 @@ int cmd_think(int argc, char **argv)
 			goto done;
 		}
 	}
-	for (uint64_t i = 0; i < nengines; i++) {
-		int rc;
-		if (!strcmp(engine, "builtin")) {
-			rc = builtin_engine_new(&engines[i], 16, &think_stop_flag);
+	if (!strcmp(engine, "builtin")) {
+		for (uint64_t i = 0; i < nengines; i++) {
+			int rc = builtin_engine_new(&engines[i], 16, &think_stop_flag);
 			if (rc < 0) {
 				joseki_error("think: built-in engine: %s", search_strerror(rc));
 				goto done;
 			}
-		} else {
-			UsiEngineConfig cfg;
-			UsiEngine *ue = NULL;
-			char uerr[SEARCH_ERRLEN];
-			usi_engine_config_init(&cfg);
-			cfg.path = engine;
-			cfg.options = uopts;
-			cfg.noptions = nuopts;
-			cfg.cancel = &think_stop_flag;
-			rc = usi_engine_open(&ue, &cfg, uerr);
-			if (rc < 0) {
-				joseki_error("think: engine '%s': %s", engine, uerr);
-				goto done;
-			}
-			engines[i] = usi_engine_search(ue);
 		}
+	} else {
+		/* Started side by side: N engines loading big evaluation files take
+		 * as long as one. */
+		UsiEngineConfig cfg;
+		char uerr[SEARCH_ERRLEN];
+		usi_engine_config_init(&cfg);
+		cfg.path = engine;
+		cfg.options = uopts;
+		cfg.noptions = nuopts;
+		cfg.cancel = &think_stop_flag;
+		UsiEngine **ue = calloc(nengines, sizeof *ue);
+		if (!ue) {
+			joseki_error("out of memory");
+			goto done;
+		}
+		if (usi_engine_open_many(ue, &cfg, (int)nengines, uerr) < 0) {
+			joseki_error("think: engine '%s': %s", engine, uerr);
+			free(ue);
+			goto done;
+		}
+		for (uint64_t i = 0; i < nengines; i++) engines[i] = usi_engine_search(ue[i]);
+		free(ue);
 	}
 	ThinkOptions opt = {
 	    .engines = engines,

@@ -431,12 +431,16 @@ static Move pick_move(const Position *pos, uint64_t *rng, bool checks)
  * random depth 0..2 (0 and 1 below and at the default --min-depth), so that
  * positions become inner nodes, or stay leaves, batch by batch. */
 static bool g_mark_thought;
+/* Non-zero: the think depth add_result marks (else a random 0..2), so that a
+ * cycle planted on purpose is made of inner nodes under the thought policy. */
+static uint8_t g_force_depth;
 
 /* Stores an eval of move m at pos in both books (merged into the record). */
 static void add_result(BookDB *a, BookDB *b, const Position *pos, Move m, int eval)
 {
 	static uint64_t depth_rng = 12345;
 	uint8_t depth = (uint8_t)(ts_rand(&depth_rng) % 3);
+	if (g_force_depth) depth = g_force_depth;
 	BookRecord *rec = malloc(sizeof *rec);
 	BookDB *dbs[2] = {a, b};
 	for (int d = 0; d < 2; d++) {
@@ -517,12 +521,16 @@ static void king_cycle(BookDB *a, BookDB *b, uint64_t *rng)
 	static const char *line[] = {"5i4h", "5a4b", "4h5i", "4b5a"};
 	Position *pos = malloc(sizeof *pos);
 	pos_set_startpos(pos);
+	/* Thought deep enough to be inner nodes under any policy: the cycle is
+	 * there whatever the seed (a depth-0 mark would cut it). */
+	g_force_depth = 2;
 	for (int k = 0; k < 4; k++) {
 		Move m;
 		assert_int_equal(usi_move_parse_legal(&m, pos, line[k], 4, NULL), 0);
 		add_result(a, b, pos, m, (int)(ts_rand(rng) % 9) * 40 - 160);
 		pos_do_move(pos, m);
 	}
+	g_force_depth = 0;
 	free(pos);
 }
 

@@ -657,15 +657,16 @@ static void test_search__usi_script_engine_children_die_with_it(void **state)
 	assert_true(gone);
 }
 
-static void test_search__usi_pool_spreads_positions_and_survives_a_crash(void **state)
+/* Several engines at once: each started (distinct processes), each analyses;
+ * the one whose start is scripted to crash on its first go is restarted by
+ * its own driver while the others are untouched. */
+static void test_search__usi_open_many_starts_independent_engines(void **state)
 {
 	Fixture *f = *state;
-	UsiPool *pool = NULL;
 	char err[SEARCH_ERRLEN];
-	enum { N = 9 };
-	const char *specs[N];
-	int rcs[N];
-	SearchResult *res = calloc(N, sizeof *res);
+	enum { N = 3 };
+	UsiEngine *e[N];
+	SearchResult *res = calloc(1, sizeof *res);
 
 	/* the state file is shared: exactly one of the engines crashes on its first go */
 	f->argv[0] = "--script";
@@ -674,59 +675,52 @@ static void test_search__usi_pool_spreads_positions_and_survives_a_crash(void **
 	f->argv[3] = f->state;
 	f->argv[4] = NULL;
 	f->cfg.argv = f->argv;
-	assert_int_equal(usi_pool_open(&pool, &f->cfg, 3, err), 0);
-	assert_int_equal(usi_pool_size(pool), 3);
-	for (int i = 0; i < N; i++) specs[i] = i % 3 == 1 ? "startpos moves 7g7f" : "startpos";
-	assert_int_equal(usi_pool_analyse(pool, res, rcs, specs, N, &movetime50, 3), 0);
-	uint64_t positions = 0, retries = 0, crashes = 0;
-	for (int i = 0; i < 3; i++) {
+	assert_int_equal(usi_engine_open_many(e, &f->cfg, N, err), 0);
+	for (int i = 0; i < N; i++) {
+		assert_non_null(e[i]);
+		for (int j = 0; j < i; j++)
+			assert_int_not_equal(usi_engine_pid(e[i]), usi_engine_pid(e[j]));
+	}
+	uint64_t retries = 0, crashes = 0;
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(usi_engine_analyse_spec(e[i], res, "startpos", &movetime50, 3), 0);
+		assert_string_equal(res->bestmove_usi, "7g7f");
+		assert_startpos_answer(res);
 		UsiEngineStats st;
-		usi_engine_stats(&st, usi_pool_engine(pool, i));
-		positions += st.positions;
+		usi_engine_stats(&st, e[i]);
+		assert_int_equal(st.positions, 1);
 		retries += st.retries;
 		crashes += st.crashes;
 	}
-	for (int i = 0; i < N; i++) {
-		assert_int_equal(rcs[i], 0);
-		assert_string_equal(res[i].bestmove_usi, i % 3 == 1 ? "3c3d" : "7g7f");
-		if (i % 3 != 1) assert_startpos_answer(&res[i]);
-	}
-	assert_int_equal(positions, N);
 	assert_int_equal(retries, 1);
 	assert_int_equal(crashes, 1);
-
-	/* lending by hand */
-	UsiEngine *a = usi_pool_acquire(pool), *b = usi_pool_acquire(pool);
-	assert_ptr_not_equal(a, b);
-	usi_pool_release(pool, a);
-	assert_ptr_equal(usi_pool_acquire(pool), a);
-	usi_pool_release(pool, a);
-	usi_pool_release(pool, b);
-	usi_pool_free(pool);
+	for (int i = 0; i < N; i++) usi_engine_free(e[i]);
 	free(res);
 }
 
-static void test_search__usi_pool_open_failure_leaves_nothing(void **state)
+static void test_search__usi_open_many_failure_leaves_nothing(void **state)
 {
 	Fixture *f = *state;
-	UsiPool *pool = NULL;
+	UsiEngine *e[2] = {(UsiEngine *)1, (UsiEngine *)1};
 	char err[SEARCH_ERRLEN];
 	f->cfg.path = "tests/search/fakes/no-such-engine";
-	assert_int_equal(usi_pool_open(&pool, &f->cfg, 2, err), SEARCH_ESPAWN);
-	assert_null(pool);
+	assert_int_equal(usi_engine_open_many(e, &f->cfg, 2, err), SEARCH_ESPAWN);
+	assert_null(e[0]);
+	assert_null(e[1]);
 	assert_non_null(strstr(err, "engine 1 of 2"));
-	assert_int_equal(usi_pool_open(&pool, &f->cfg, 0, err), SEARCH_EINVAL);
+	assert_int_equal(usi_engine_open_many(e, &f->cfg, 0, err), SEARCH_EINVAL);
 }
 
-static void test_search__usi_real_engine_if_given(void **state)
+static void test_search__usi_real_engine(void **state)
 {
 	Fixture *f = *state;
 	const char *path = getenv("JOSEKI_TEST_ENGINE");
-	char err[SEARCH_ERRLEN];
+	char err[SEARCH_ERRLEN], own[4200];
 	Position *pos;
 	if (!path || !*path) {
-		print_message("JOSEKI_TEST_ENGINE not set: real-engine driver test skipped\n");
-		skip();
+		/* No other engine given: the built-in one, as a real USI process. */
+		snprintf(own, sizeof own, "%s usi", ts_joseki());
+		path = own;
 	}
 	/* "PATH [ARG...]", split at spaces, so "./joseki usi" works too. */
 	char *words = strdup(path), *save = NULL;
@@ -800,9 +794,9 @@ int main(int argc, char **argv)
 	    T(test_search__usi_overlong_lines_and_chatter_are_skipped),
 	    T(test_search__usi_illegal_pv_moves_are_cut),
 	    T(test_search__usi_script_engine_children_die_with_it),
-	    T(test_search__usi_pool_spreads_positions_and_survives_a_crash),
-	    T(test_search__usi_pool_open_failure_leaves_nothing),
-	    T(test_search__usi_real_engine_if_given),
+	    T(test_search__usi_open_many_starts_independent_engines),
+	    T(test_search__usi_open_many_failure_leaves_nothing),
+	    T(test_search__usi_real_engine),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

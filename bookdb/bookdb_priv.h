@@ -1,0 +1,123 @@
+/*
+ * bookdb/bookdb_priv.h — what the store's own files share (bookdb.c: the
+ * environment, transactions, reads and writes; changes.c: the change log;
+ * writer.c: the batched writer; compact.c: space and compaction). Not for use
+ * outside bookdb/.
+ */
+#ifndef BOOKDB_BOOKDB_PRIV_H
+#define BOOKDB_BOOKDB_PRIV_H
+
+#include <lmdb.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bookdb/bookdb.h"
+
+#define DEFAULT_MAP_SIZE ((size_t)256 << 20)
+
+extern const char *const DB_NAMES[BOOKDB_NDBS];
+
+/* Meta keys of the change log (docs/bookdb.md): the state, one byte; the last
+ * sequence number given out, 8 bytes little-endian. */
+#define META_CHANGES "changes"
+#define META_CHANGES_SEQ "changes_seq"
+
+struct BookDB {
+	MDB_env *env;
+	MDB_dbi dbi[BOOKDB_NDBS];
+	bool read_only;
+	bool has_changes; /* false only for a version-1 book opened read-only */
+	uint64_t changes_max;
+	char *dir;
+	int writers_fd; /* BOOK/writers.lock, held shared by a read-write open (-1: none) */
+};
+
+/* Operations of the replay log. OP_DEL_UPTO deletes the changes entries whose
+ * 8-byte key is <= the logged key (bookdb_changes_consume). */
+enum { OP_PUT = 1, OP_DEL = 2, OP_APPEND = 3, OP_DEL_UPTO = 4 };
+
+/* Bytes of a replay-log entry before its key: u8 db, u8 op, u32 klen, u32 vlen. */
+#define LOG_HEADER 10
+
+/*
+ * A write transaction keeps a log of its writes so that, when LMDB reports the
+ * map full, it can abort, grow the map and replay them in a fresh transaction.
+ * Entry: u8 db, u8 op, u32 klen, u32 vlen, key, value. Change-log entries go
+ * through it like any write, so a replay reproduces them exactly once.
+ *
+ * chg_* cache the change log's state, read at the first pos write (or
+ * change-log call), and, unless it is off, its counters; both are kept current
+ * by this transaction's own writes. A replay rebuilds the same LMDB state, so
+ * the cache stays valid across it.
+ */
+struct BookTxn {
+	BookDB *db;
+	MDB_txn *txn;
+	bool write;
+	bool track;       /* pos writes follow the book's state (bookdb_txn_set_tracking) */
+	bool chg_loaded;  /* chg_state holds the book's state as of this transaction */
+	bool chg_counted; /* chg_seq and chg_entries do too */
+	bool chg_dirty;   /* chg_seq advanced: written to meta at commit */
+	uint8_t chg_state;
+	uint64_t chg_seq, chg_entries;
+	uint8_t *log;
+	size_t log_len, log_cap;
+};
+
+struct BookIter {
+	MDB_cursor *cur;
+	bool started;
+};
+
+struct BookChangesIter {
+	MDB_cursor *cur; /* NULL: the book has no changes database (nothing to read) */
+	bool started;
+	uint8_t from[8];
+};
+
+struct BookWriter {
+	BookDB *db;
+	BookTxn *txn;
+	size_t batch, pending;
+	uint64_t commits;
+	bool no_track; /* bookdb_writer_set_tracking(w, false) */
+};
+
+static inline void be64_put(uint8_t out[8], uint64_t x)
+{
+	for (int i = 7; i >= 0; i--, x >>= 8) out[i] = (uint8_t)x;
+}
+
+static inline uint64_t be64_get(const uint8_t *p)
+{
+	uint64_t x = 0;
+	for (int i = 0; i < 8; i++) x = x << 8 | p[i];
+	return x;
+}
+
+static inline void le64_put(uint8_t out[8], uint64_t x)
+{
+	for (int i = 0; i < 8; i++, x >>= 8) out[i] = (uint8_t)x;
+}
+
+static inline uint64_t le64_get(const uint8_t *p)
+{
+	uint64_t x = 0;
+	for (int i = 7; i >= 0; i--) x = x << 8 | p[i];
+	return x;
+}
+
+/* Internal helpers of bookdb.c used by the other files. */
+int bdb_xlate(int rc);                       /* an LMDB or errno code as BOOKDB_* */
+int bdb_commit_err(const char *dir, int rc); /* a failed commit: ENOSPC told apart */
+int bdb_txn_write(BookTxn *t, BookDbName db, int op, const void *k, size_t kl, const void *v,
+                  size_t vl); /* a logged write (replayed on map growth) */
+int bdb_writers_lock(BookDB *db, int how, char *err);
+/* changes.c */
+int bdb_changes_load(BookTxn *t, bool counts);
+int bdb_changes_set_state(BookTxn *t, uint8_t state);
+int bdb_changes_note(BookTxn *t, const uint8_t kb[16]);
+/* Every write to pos: the write, then its change-log entry. */
+int bdb_pos_write(BookTxn *t, int op, const uint8_t kb[16], const void *val, size_t len);
+
+#endif

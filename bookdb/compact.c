@@ -1,0 +1,93 @@
+/* bookdb/compact.c — space in use and the compacting copy (bookdb.h). */
+#include "bookdb/bookdb.h"
+#include "bookdb/bookdb_priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- space and compaction ---- */
+
+int bookdb_space(BookSpace *out, BookTxn *t)
+{
+	memset(out, 0, sizeof *out);
+	if (!t->txn) return BOOKDB_ELMDB;
+	MDB_envinfo info;
+	MDB_stat ms;
+	int rc = mdb_env_info(t->db->env, &info);
+	if (!rc) rc = mdb_env_stat(t->db->env, &ms); /* the main database: the named ones' roots */
+	if (rc) return bdb_xlate(rc);
+	out->page_size = ms.ms_psize;
+	out->pages = (uint64_t)info.me_last_pgno + 1;
+	out->pages_used = 2 + ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages;
+	for (int d = 0; d < BOOKDB_NDBS; d++) {
+		uint64_t p;
+		unsigned ps;
+		if ((rc = bookdb_pages(&p, &ps, t, (BookDbName)d))) return rc;
+		out->pages_used += p;
+	}
+	/* The rest: free pages, and those a newer commit than t's snapshot took. */
+	out->pages_free = out->pages > out->pages_used ? out->pages - out->pages_used : 0;
+	return 0;
+}
+
+int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err)
+{
+	*before = *after = 0;
+	if (err) err[0] = 0;
+	char path[4200], tmp[4200];
+	snprintf(path, sizeof path, "%s/data.mdb", dir);
+	snprintf(tmp, sizeof tmp, "%s/data.mdb.compact", dir);
+	BookDB *db = NULL;
+	BookDBOptions ro = {.read_only = true};
+	int rc = bookdb_open(&db, dir, &ro, err);
+	if (rc) return rc;
+	int fd = -1;
+	/* No writer may have the data file open while it is replaced. */
+	if ((rc = bdb_writers_lock(db, LOCK_EX, err))) goto done;
+	*before = bookdb_file_size(db);
+	/* A copy left by a compaction killed before its rename is not the book. */
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0664);
+	if (fd < 0) {
+		rc = bdb_xlate(errno);
+		if (err) snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", tmp, strerror(errno));
+		goto done;
+	}
+	if ((rc = mdb_env_copyfd2(db->env, fd, MDB_CP_COMPACT)) || fsync(fd) < 0) {
+		int e = rc ? rc : errno;
+		if (err)
+			snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", tmp,
+			         rc ? mdb_strerror(rc) : strerror(e));
+		rc = bdb_xlate(e);
+		goto done;
+	}
+	close(fd);
+	fd = -1;
+	/* The copy is whole and on disk: the rename is the one step that
+	 * switches the book, and either name is a complete book. */
+	if (rename(tmp, path) < 0) {
+		rc = bdb_xlate(errno);
+		if (err) snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", path, strerror(errno));
+		goto done;
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	*after = bookdb_file_size(db);
+	rc = 0;
+done:
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp);
+	}
+	bookdb_free(db);
+	return rc;
+}

@@ -1,0 +1,102 @@
+/*
+ * ingest/ingest_priv.h — what the ingest pipeline's files share: the units,
+ * games and results passed between threads (the ring of WINDOW slots in Pipe),
+ * and the helpers every stage uses. feed.c walks the inputs (files,
+ * directories, archives, stdin) into units; parse.c turns units into games
+ * (replayed, filtered, identified); ingest.c applies games in batches and runs
+ * the whole. Not for use outside ingest/.
+ */
+#ifndef INGEST_INGEST_PRIV_H
+#define INGEST_INGEST_PRIV_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ingest/ingest.h"
+#include "ingest/replay.h"
+#include "shogi/position.h"
+
+/* ---- pipeline data ---------------------------------------------------- */
+
+/* One input file's bytes (a file, an archive entry, or stdin). */
+typedef struct {
+	char *name;
+	char *buf;
+	size_t len;
+	char *error; /* the input could not be read: reported, nothing parsed */
+} Unit;
+
+/* One move played, as the writer needs it. */
+typedef struct {
+	Key key; /* the position before the move */
+	Move move;
+	uint16_t ply; /* move number of that position */
+	int16_t eval; /* mover's view */
+	bool has_eval;
+	uint8_t mover; /* Color of the side making the move */
+	uint8_t packed_len;
+	uint8_t packed[BOOKDB_PACKED_MAX];
+} Ply;
+
+enum { GAME_INGEST, GAME_SKIP, GAME_REJECT };
+
+typedef struct {
+	char *id; /* dedupe id ("id:<floodgate id>" or "h:<hash>") */
+	int status;
+	ReplayWinner winner;
+	Ply *plies;
+	size_t nplies;
+} Game;
+
+typedef struct {
+	char *input;
+	int line;
+	char *message;
+} PendingError;
+
+typedef struct {
+	Game *games;
+	size_t ngames, cap;
+	PendingError *errors;
+	size_t nerrors, ecap;
+	bool done;
+} Result;
+
+typedef struct {
+	const IngestOptions *opt;
+	const char *const *inputs;
+	size_t ninputs;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	/* Units and their results by sequence number; a ring of WINDOW slots. */
+	Unit *units;
+	Result *results;
+	size_t window;
+	size_t produced; /* units made by the feeder */
+	size_t taken;    /* units taken by parsers */
+	size_t consumed; /* results the writer has applied */
+	bool feed_done;
+	bool abort;
+	/* Progress on a terminal (opt->progress): both the feeder walking the
+	 * inputs and the writer print, at most four lines a second between them. */
+	double t0, last_progress;
+	uint64_t files_seen;
+} Pipe;
+
+#define WINDOW 256
+
+/* Memory ran out somewhere in the pipeline (ingest.c: the run then fails with
+ * INGEST_ENOMEM; what could not be kept is dropped). */
+void ing_out_of_memory(void);
+/* strdup / asprintf that call ing_out_of_memory() and return NULL on failure. */
+char *ing_strdup(const char *s);
+char *ing_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* True when it is time for another progress line (and takes the turn). */
+bool ing_progress_due(Pipe *p);
+/* The threads: one feeder (feed.c), opt->jobs parsers (parse.c). */
+void *ing_feeder_main(void *arg);
+void *ing_parser_main(void *arg);
+
+#endif
