@@ -3,6 +3,7 @@
  * changes.c, the batched writer in writer.c, compaction in compact.c. */
 #include "bookdb/bookdb.h"
 #include "bookdb/bookdb_priv.h"
+#include "shogi/errmsg.h"
 #include "shogi/grow.h"
 
 #include <errno.h>
@@ -115,7 +116,7 @@ const char *bookdb_dir(const BookDB *db)
 
 uint64_t bookdb_file_size(BookDB *db)
 {
-	char path[4200];
+	char path[BOOKDB_PATH_LEN];
 	struct stat st;
 	snprintf(path, sizeof path, "%s/data.mdb", db->dir);
 	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
@@ -248,7 +249,7 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
  * without waiting. */
 int bdb_writers_lock(BookDB *db, int how, char *err)
 {
-	char path[4200];
+	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/writers.lock", db->dir);
 	db->writers_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0664);
 	if (db->writers_fd < 0) {
@@ -304,6 +305,10 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	if (!opt) opt = &defaults;
 	*out = NULL;
 	if (err) err[0] = 0;
+	if (strlen(dir) > BOOKDB_DIR_MAX)
+		return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EINVAL,
+		                  "%.100s...: the book's path is longer than %d bytes", dir,
+		                  BOOKDB_DIR_MAX);
 	BookDB *db = calloc(1, sizeof *db);
 	int rc = BOOKDB_ENOMEM;
 	if (db) db->writers_fd = -1;
@@ -311,7 +316,7 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	db->read_only = opt->read_only;
 	db->changes_max = opt->changes_max ? opt->changes_max : BOOKDB_CHANGES_MAX;
 	struct stat st;
-	char path[4200];
+	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/data.mdb", dir);
 	bool exists = stat(path, &st) == 0;
 	if (!exists && opt->read_only) {
@@ -362,7 +367,7 @@ fail_lmdb:
 	rc = bdb_xlate(rc);
 	goto fail;
 fail_msg:
-	if (err) snprintf(err, BOOKDB_ERRLEN, "%s: %s", dir, bookdb_strerror(rc));
+	if (err) snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", dir, bookdb_strerror(rc));
 fail:
 	bookdb_free(db);
 	return rc;

@@ -62,6 +62,11 @@ const char *bookdb_strerror(int code);
 
 /* Length of the message buffer bookdb_open fills (NUL included). */
 #define BOOKDB_ERRLEN 256
+/* The longest book directory path bookdb_open accepts (longer: BOOKDB_EINVAL),
+ * and the size of a buffer that holds it with any of the book's file names
+ * (data.mdb.compact, minimax.journal, ...): such paths are never cut short. */
+#define BOOKDB_DIR_MAX 4000
+#define BOOKDB_PATH_LEN 4200
 
 /* The named databases. BOOKDB_CHANGES is written only by the store itself:
  * bookdb_kv_put and bookdb_kv_del refuse it (BOOKDB_EINVAL); it can be read,
@@ -93,7 +98,8 @@ typedef struct BookWriter BookWriter;
  * Opens (read-write: creating the directory and the book if needed) the book in
  * dir. opt may be NULL (read-write, defaults). On error returns a negative code
  * and writes a message naming dir into err (BOOKDB_ERRLEN bytes; may be NULL);
- * *out is then NULL. BOOKDB_EVERSION when the book has another schema version.
+ * *out is then NULL. BOOKDB_EVERSION when the book has another schema version;
+ * BOOKDB_EINVAL when dir is longer than BOOKDB_DIR_MAX.
  */
 int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *err);
 /* Closes the book; every transaction must be finished. Accepts NULL. */

@@ -40,7 +40,14 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 {
 	*before = *after = 0;
 	if (err) err[0] = 0;
-	char path[4200], tmp[4200];
+	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN];
+	if (strlen(dir) > BOOKDB_DIR_MAX) {
+		if (err)
+			snprintf(err, BOOKDB_ERRLEN,
+			         "%.100s...: the book's path is longer than %d bytes", dir,
+			         BOOKDB_DIR_MAX);
+		return BOOKDB_EINVAL;
+	}
 	snprintf(path, sizeof path, "%s/data.mdb", dir);
 	snprintf(tmp, sizeof tmp, "%s/data.mdb.compact", dir);
 	BookDB *db = NULL;

@@ -38,11 +38,30 @@ typedef struct {
 	double busy_ms;
 } Slot;
 
+typedef struct {
+	char sfen[SFEN_MAX];
+} RootSfen;
+
+/* One run: the options, the workers, and the loop's state (calling thread). */
 struct Think {
 	const ThinkOptions *opt;
 	pthread_mutex_t mu;
 	pthread_cond_t work_cv, done_cv;
 	Slot *slots;
+	int n; /* engines (slots) */
+	Selector *sel;
+	BookWriter *w;
+	BookRecord *rec;
+	RootSfen *roots;
+	SelLeaf *leaf;
+	ThinkStats *out;
+	char *err;
+	int ret; /* 0, or the THINK_E* the run ends with */
+	double start, last_commit, last_progress;
+	int inflight, consecutive_failures;
+	size_t next_first; /* next of opt->first to try */
+	bool exhausted;    /* hand out nothing more (nothing left, or an error) */
+	char last_error[SEARCH_ERRLEN];
 };
 
 const char *think_strerror(int code)
@@ -121,291 +140,294 @@ static void fill_record(BookRecord *rec, bool found, const Position *pos, const 
 	rec->think_depth = (uint8_t)depth;
 }
 
-typedef struct {
-	char sfen[SFEN_MAX];
-} RootSfen;
+/* Allocations, the selector over the book with its roots, the writer, one
+ * worker thread per engine. 0 or a THINK_E* (message in t->err). */
+static int setup(Think *t, BookDB *db)
+{
+	const ThinkOptions *opt = t->opt;
+	int n = t->n, nroots = opt->roots && opt->nroots > 0 ? opt->nroots : 1;
+	t->rec = malloc(sizeof *t->rec);
+	t->roots = calloc((size_t)nroots, sizeof *t->roots);
+	t->leaf = malloc(sizeof *t->leaf);
+	t->slots = calloc((size_t)n, sizeof *t->slots);
+	if (!t->rec || !t->roots || !t->leaf || !t->slots) return THINK_ENOMEM;
+	for (int i = 0; i < n; i++)
+		if (!(t->slots[i].pos = malloc(sizeof(Position)))) return THINK_ENOMEM;
+	SelOptions so = {.kif_bonus = opt->kif_bonus, .draw_value = 0};
+	if (sel_new(&t->sel, &so) < 0) return THINK_ENOMEM;
+	int rc = sel_load(t->sel, db);
+	if (rc < 0)
+		return errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: loading the book: %s",
+		                  sel_strerror(rc));
+	for (int r = 0; r < nroots; r++) {
+		const char *spec = opt->roots && opt->nroots > 0 ? opt->roots[r] : "startpos";
+		char perr[SHOGI_ERRLEN];
+		Position *p = t->slots[0].pos;
+		if (position_parse(p, spec, perr) < 0)
+			return errmsg_set(t->err, THINK_ERRLEN, THINK_EINVAL,
+			                  "think: bad root '%.200s': %.200s", spec, perr);
+		sfen_write(p, t->roots[r].sfen, sizeof t->roots[r].sfen);
+		if (sel_add_root(t->sel, pos_key(p), p->side) < 0) return THINK_ENOMEM;
+	}
+	if (bookdb_writer_new(&t->w, db, opt->commit_every ? opt->commit_every : 64) < 0)
+		return errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: %s",
+		                  "cannot start the book writer");
+	for (int i = 0; i < n; i++) {
+		t->slots[i].t = t;
+		t->slots[i].engine = opt->engines[i];
+		if (pthread_create(&t->slots[i].thread, NULL, worker, &t->slots[i]) != 0)
+			return THINK_ENOMEM;
+		t->slots[i].started = true;
+	}
+	return 0;
+}
+
+/* The next of opt->first (think --from-kifu/--extend) not thought or leased,
+ * set up in slot s; false when none is left. Called without the lock. */
+static bool next_first(Think *t, Slot *s)
+{
+	const ThinkOptions *opt = t->opt;
+	while (t->next_first < opt->nfirst) {
+		const char *spec = opt->first[t->next_first++];
+		if (position_parse(s->pos, spec, NULL) < 0) continue; /* checked by caller */
+		Key k = pos_key(s->pos);
+		if (sel_is_thought(t->sel, k) || sel_is_leased(t->sel, k)) continue;
+		s->key = k;
+		return true;
+	}
+	return false;
+}
+
+/* Gives work to every idle engine: the given positions first, then the
+ * selector's leaves. Called and returns with the lock held; *stopping is set
+ * on an error. */
+static void hand_out(Think *t, bool *stopping)
+{
+	const ThinkOptions *opt = t->opt;
+	for (int i = 0; i < t->n && !*stopping && !t->exhausted; i++) {
+		Slot *s = &t->slots[i];
+		if (s->state != SLOT_IDLE) continue;
+		if (opt->max_positions &&
+		    t->out->thought + (uint64_t)t->inflight >= opt->max_positions)
+			break;
+		pthread_mutex_unlock(&t->mu);
+		bool forced = next_first(t, s);
+		int rc = forced ? 1 : sel_select(t->leaf, t->sel);
+		pthread_mutex_lock(&t->mu);
+		if (rc < 0) {
+			t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK,
+			                    "think: selection: %s", sel_strerror(rc));
+			*stopping = true;
+			break;
+		}
+		if (rc == 0) {
+			t->exhausted = t->inflight == 0;
+			break;
+		}
+		if (!forced) {
+			if (sel_leaf_position(s->pos, t->roots[t->leaf->root].sfen, t->leaf) < 0) {
+				t->ret = errmsg_set(
+				    t->err, THINK_ERRLEN, THINK_EBOOK, "think: selection: %s",
+				    "a leaf that its root does not reach (a selector bug)");
+				*stopping = true;
+				break;
+			}
+			s->key = t->leaf->key;
+		}
+		sel_lease(t->sel, s->key);
+		s->state = SLOT_BUSY;
+		t->inflight++;
+		pthread_cond_broadcast(&t->work_cv);
+	}
+}
+
+/* Waits (lock held) for an answer, or 100 ms to look at the flag and clock. */
+static void wait_answer(Think *t)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->slots[i].state == SLOT_DONE) return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 100 * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&t->done_cv, &t->mu, &ts);
+}
+
+/* One finished slot's answer (lock held): stored with the selector told, or a
+ * failure counted (the position stays leased for the rest of the run). */
+static void collect(Think *t, Slot *s)
+{
+	t->inflight--;
+	s->state = SLOT_IDLE;
+	if (s->rc < 0) {
+		if (s->rc == SEARCH_ECANCELED) {
+			sel_release(t->sel, s->key);
+			return;
+		}
+		t->out->failed++;
+		snprintf(t->last_error, sizeof t->last_error, "%s", s->errmsg);
+		if (++t->consecutive_failures >= 3 * t->n)
+			t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EENGINE,
+			                    "think: engines keep failing: %.200s", s->errmsg);
+		return;
+	}
+	t->consecutive_failures = 0;
+	int g = bookdb_writer_get(t->rec, t->w, s->key), rc = 0;
+	if (g < 0 && g != BOOKDB_ENOTFOUND) {
+		t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK,
+		                    "think: reading the book: %s", bookdb_strerror(g));
+		return;
+	}
+	fill_record(t->rec, g == 0, s->pos, &s->res, &t->opt->budget);
+	if ((g = bookdb_writer_put(t->w, s->key, t->rec)) < 0 ||
+	    (rc = sel_add_result(t->sel, s->key, t->rec)) < 0)
+		t->ret =
+		    errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: storing a result: %s",
+		               g < 0 ? bookdb_strerror(g) : sel_strerror(rc));
+	else
+		t->out->thought++;
+}
+
+/* About once a second: the progress line (thought, rate, engines busy, the
+ * root's value and PV, ETA). */
+static void progress(Think *t, double now)
+{
+	const ThinkOptions *opt = t->opt;
+	double busy = 0;
+	pthread_mutex_lock(&t->mu);
+	for (int i = 0; i < t->n; i++) busy += t->slots[i].busy_ms;
+	pthread_mutex_unlock(&t->mu);
+	double el = (now - t->start) / 1e3;
+	uint64_t thought = t->out->thought;
+	SelStats ss;
+	sel_get_stats(&ss, t->sel);
+	fprintf(opt->progress,
+	        "think: %llu thought, %.1f/s, book %llu thought, engines busy %.0f%%, "
+	        "elapsed %.0fs",
+	        (unsigned long long)thought, thought / (el > 0 ? el : 1),
+	        (unsigned long long)ss.thought, 100.0 * busy / (t->n * (now - t->start)), el);
+	/* The root's value and PV (the line to the next leaf; cheap: the bounds
+	 * make it a re-search of the PV). */
+	int rv;
+	bool has;
+	SelLeaf *leaf = t->leaf;
+	if (sel_root_value(&rv, &has, t->sel, 0) == 0 && has && sel_select(leaf, t->sel) == 1 &&
+	    leaf->root == 0) {
+		fprintf(opt->progress, ", root %+d pv", rv);
+		for (int j = 0; j < leaf->nmoves && j < 8; j++) {
+			char mv[USI_MOVE_MAX];
+			usi_move_write(leaf->moves[j], mv);
+			fprintf(opt->progress, " %s", mv);
+		}
+	}
+	if (opt->max_seconds > 0)
+		fprintf(opt->progress, ", eta %.0fs", opt->max_seconds - el);
+	else if (opt->max_positions && thought)
+		fprintf(opt->progress, ", eta %.0fs",
+		        el * (double)(opt->max_positions - thought) / (double)thought);
+	fputc('\n', opt->progress);
+}
+
+/* The loop: hand out, wait, collect, commit about once a second. */
+static void run_loop(Think *t)
+{
+	const ThinkOptions *opt = t->opt;
+	t->start = t->last_commit = t->last_progress = clock_ms_f();
+	for (;;) {
+		double now = clock_ms_f();
+		bool stopping = (opt->stop && *opt->stop) ||
+		                (opt->max_seconds > 0 && now - t->start >= opt->max_seconds * 1e3);
+		pthread_mutex_lock(&t->mu);
+		hand_out(t, &stopping);
+		if (t->inflight == 0 &&
+		    (stopping || t->exhausted ||
+		     (opt->max_positions && t->out->thought >= opt->max_positions))) {
+			pthread_mutex_unlock(&t->mu);
+			break;
+		}
+		wait_answer(t);
+		for (int i = 0; i < t->n; i++)
+			if (t->slots[i].state == SLOT_DONE) collect(t, &t->slots[i]);
+		pthread_mutex_unlock(&t->mu);
+		if (t->ret < 0) t->exhausted = true; /* hand out nothing more; collect, leave */
+		now = clock_ms_f();
+		if (now - t->last_commit >= 1000) {
+			if (bookdb_writer_flush(t->w) < 0 && !t->ret) {
+				t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: %s",
+				                    "commit failed");
+				t->exhausted = true;
+			}
+			t->last_commit = now;
+		}
+		if (opt->progress && now - t->last_progress >= 1000) {
+			progress(t, now);
+			t->last_progress = now;
+		}
+	}
+}
+
+/* The last commit and the summary. */
+static void finish(Think *t)
+{
+	ThinkStats *out = t->out;
+	if (!t->ret && out->failed && !out->thought) /* an engine that cannot work */
+		t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EENGINE,
+		                    "think: every analysis failed: %.200s", t->last_error);
+	out->exhausted = t->exhausted && t->ret == 0;
+	if (bookdb_writer_flush(t->w) < 0 && !t->ret)
+		t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: %s",
+		                    "final commit failed");
+	out->commits = bookdb_writer_commits(t->w);
+	double el = clock_ms_f() - t->start, busy = 0;
+	for (int i = 0; i < t->n; i++) busy += t->slots[i].busy_ms;
+	out->seconds = el / 1e3;
+	out->busy_pct = el > 0 ? 100.0 * busy / (t->n * el) : 0;
+	bool has;
+	if (sel_root_value(&out->root_value, &has, t->sel, 0) == 0) out->root_known = has;
+}
+
+/* Stops and joins the workers, frees everything. */
+static void teardown(Think *t)
+{
+	if (t->slots) {
+		pthread_mutex_lock(&t->mu);
+		for (int i = 0; i < t->n; i++) t->slots[i].state = SLOT_QUIT;
+		pthread_cond_broadcast(&t->work_cv);
+		pthread_mutex_unlock(&t->mu);
+		for (int i = 0; i < t->n; i++)
+			if (t->slots[i].started) pthread_join(t->slots[i].thread, NULL);
+		for (int i = 0; i < t->n; i++) free(t->slots[i].pos);
+	}
+	bookdb_writer_free(t->w);
+	sel_free(t->sel);
+	pthread_mutex_destroy(&t->mu);
+	pthread_cond_destroy(&t->work_cv);
+	pthread_cond_destroy(&t->done_cv);
+	free(t->slots);
+	free(t->leaf);
+	free(t->roots);
+	free(t->rec);
+}
 
 int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 {
 	memset(out, 0, sizeof *out);
 	if (err) err[0] = 0;
 	if (!opt->engines || opt->nengines < 1 || opt->multipv < 1 ||
-	    opt->multipv > SEARCH_MULTIPV_MAX) {
-		errmsg_set(err, THINK_ERRLEN, 0, "think: %s",
-		           "need at least one engine and MultiPV 1..32");
-		return THINK_EINVAL;
-	}
-	int n = opt->nengines, nroots = opt->roots && opt->nroots > 0 ? opt->nroots : 1;
-	int ret = 0;
-	Think t = {.opt = opt};
-	Selector *sel = NULL;
-	BookWriter *w = NULL;
-	BookRecord *rec = malloc(sizeof *rec);
-	RootSfen *roots = calloc((size_t)nroots, sizeof *roots);
-	SelLeaf *leaf = malloc(sizeof *leaf);
-	t.slots = calloc((size_t)n, sizeof *t.slots);
+	    opt->multipv > SEARCH_MULTIPV_MAX)
+		return errmsg_set(err, THINK_ERRLEN, THINK_EINVAL, "think: %s",
+		                  "need at least one engine and MultiPV 1..32");
+	Think t = {.opt = opt, .n = opt->nengines, .out = out, .err = err};
 	pthread_mutex_init(&t.mu, NULL);
 	pthread_cond_init(&t.work_cv, NULL);
 	pthread_cond_init(&t.done_cv, NULL);
-	if (!rec || !roots || !leaf || !t.slots) {
-		ret = THINK_ENOMEM;
-		goto done;
+	if ((t.ret = setup(&t, db)) == 0) {
+		run_loop(&t);
+		finish(&t);
 	}
-	for (int i = 0; i < n; i++) {
-		t.slots[i].pos = malloc(sizeof(Position));
-		if (!t.slots[i].pos) {
-			ret = THINK_ENOMEM;
-			goto done;
-		}
-	}
-	SelOptions so = {.kif_bonus = opt->kif_bonus, .draw_value = 0};
-	if (sel_new(&sel, &so) < 0) {
-		ret = THINK_ENOMEM;
-		goto done;
-	}
-	int rc = sel_load(sel, db);
-	if (rc < 0) {
-		errmsg_set(err, THINK_ERRLEN, 0, "think: loading the book: %s", sel_strerror(rc));
-		ret = THINK_EBOOK;
-		goto done;
-	}
-	for (int r = 0; r < nroots; r++) {
-		const char *spec = opt->roots && opt->nroots > 0 ? opt->roots[r] : "startpos";
-		char perr[SHOGI_ERRLEN];
-		Position *p = t.slots[0].pos;
-		if (position_parse(p, spec, perr) < 0) {
-			errmsg_set(err, THINK_ERRLEN, 0, "think: bad root '%.200s': %.200s", spec,
-			           perr);
-			ret = THINK_EINVAL;
-			goto done;
-		}
-		sfen_write(p, roots[r].sfen, sizeof roots[r].sfen);
-		if ((rc = sel_add_root(sel, pos_key(p), p->side)) < 0) {
-			ret = THINK_ENOMEM;
-			goto done;
-		}
-	}
-	if (bookdb_writer_new(&w, db, opt->commit_every ? opt->commit_every : 64) < 0) {
-		errmsg_set(err, THINK_ERRLEN, 0, "think: %s", "cannot start the book writer");
-		ret = THINK_EBOOK;
-		goto done;
-	}
-	for (int i = 0; i < n; i++) {
-		t.slots[i].t = &t;
-		t.slots[i].engine = opt->engines[i];
-		if (pthread_create(&t.slots[i].thread, NULL, worker, &t.slots[i]) != 0) {
-			ret = THINK_ENOMEM;
-			goto done;
-		}
-		t.slots[i].started = true;
-	}
-
-	double start = clock_ms_f(), last_commit = start, last_progress = start;
-	int inflight = 0, consecutive_failures = 0;
-	size_t next_first = 0;
-	char last_error[SEARCH_ERRLEN] = "";
-	bool exhausted = false;
-	for (;;) {
-		double now = clock_ms_f();
-		bool stopping = (opt->stop && *opt->stop) ||
-		                (opt->max_seconds > 0 && now - start >= opt->max_seconds * 1e3);
-		/* Hand out work to every idle core. */
-		pthread_mutex_lock(&t.mu);
-		for (int i = 0; i < n && !stopping && !exhausted; i++) {
-			Slot *s = &t.slots[i];
-			if (s->state != SLOT_IDLE) continue;
-			if (opt->max_positions &&
-			    out->thought + (uint64_t)inflight >= opt->max_positions)
-				break;
-			pthread_mutex_unlock(&t.mu);
-			bool forced = false;
-			while (next_first < opt->nfirst && !forced) {
-				const char *spec = opt->first[next_first++];
-				if (position_parse(s->pos, spec, NULL) < 0)
-					continue; /* checked by caller */
-				Key k = pos_key(s->pos);
-				if (sel_is_thought(sel, k) || sel_is_leased(sel, k)) continue;
-				s->key = k;
-				forced = true;
-			}
-			if (forced) {
-				pthread_mutex_lock(&t.mu);
-				sel_lease(sel, s->key);
-				s->state = SLOT_BUSY;
-				inflight++;
-				pthread_cond_broadcast(&t.work_cv);
-				continue;
-			}
-			rc = sel_select(leaf, sel);
-			pthread_mutex_lock(&t.mu);
-			if (rc < 0) {
-				errmsg_set(err, THINK_ERRLEN, 0, "think: selection: %s",
-				           sel_strerror(rc));
-				ret = THINK_EBOOK;
-				stopping = true;
-				break;
-			}
-			if (rc == 0) {
-				exhausted = inflight == 0;
-				break;
-			}
-			if (sel_leaf_position(s->pos, roots[leaf->root].sfen, leaf) < 0) {
-				errmsg_set(err, THINK_ERRLEN, 0, "think: selection: %s",
-				           "a leaf that its root does not reach (a selector bug)");
-				ret = THINK_EBOOK;
-				stopping = true;
-				break;
-			}
-			sel_lease(sel, leaf->key);
-			s->key = leaf->key;
-			s->state = SLOT_BUSY;
-			inflight++;
-			pthread_cond_broadcast(&t.work_cv);
-		}
-		if (inflight == 0 && (stopping || exhausted ||
-		                      (opt->max_positions && out->thought >= opt->max_positions))) {
-			pthread_mutex_unlock(&t.mu);
-			break;
-		}
-		/* Wait for an answer (or a tick to look at the stop flag and clock). */
-		bool any_done = false;
-		for (int i = 0; i < n; i++) any_done |= t.slots[i].state == SLOT_DONE;
-		if (!any_done) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 100 * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&t.done_cv, &t.mu, &ts);
-		}
-		for (int i = 0; i < n; i++) {
-			Slot *s = &t.slots[i];
-			if (s->state != SLOT_DONE) continue;
-			inflight--;
-			if (s->rc < 0) {
-				if (s->rc == SEARCH_ECANCELED) {
-					sel_release(sel, s->key);
-				} else {
-					/* Left leased: not sent again in this run. */
-					out->failed++;
-					snprintf(last_error, sizeof last_error, "%s", s->errmsg);
-					if (++consecutive_failures >= 3 * n) {
-						errmsg_set(err, THINK_ERRLEN, 0,
-						           "think: engines keep failing: %.200s",
-						           s->errmsg);
-						ret = THINK_EENGINE;
-					}
-				}
-				s->state = SLOT_IDLE;
-				continue;
-			}
-			consecutive_failures = 0;
-			BookRecord *r2 = rec;
-			int g = bookdb_writer_get(r2, w, s->key);
-			if (g < 0 && g != BOOKDB_ENOTFOUND) {
-				errmsg_set(err, THINK_ERRLEN, 0, "think: reading the book: %s",
-				           bookdb_strerror(g));
-				ret = THINK_EBOOK;
-				s->state = SLOT_IDLE;
-				continue;
-			}
-			fill_record(r2, g == 0, s->pos, &s->res, &opt->budget);
-			if ((g = bookdb_writer_put(w, s->key, r2)) < 0 ||
-			    (rc = sel_add_result(sel, s->key, r2)) < 0) {
-				errmsg_set(err, THINK_ERRLEN, 0, "think: storing a result: %s",
-				           g < 0 ? bookdb_strerror(g) : sel_strerror(rc));
-				ret = THINK_EBOOK;
-			} else {
-				out->thought++;
-			}
-			s->state = SLOT_IDLE;
-		}
-		pthread_mutex_unlock(&t.mu);
-		if (ret < 0) exhausted = true; /* hand out nothing more; collect, leave */
-		now = clock_ms_f();
-		if (now - last_commit >= 1000) {
-			if (bookdb_writer_flush(w) < 0 && !ret) {
-				errmsg_set(err, THINK_ERRLEN, 0, "think: %s", "commit failed");
-				ret = THINK_EBOOK;
-				exhausted = true;
-			}
-			last_commit = now;
-		}
-		if (opt->progress && now - last_progress >= 1000) {
-			double busy = 0;
-			pthread_mutex_lock(&t.mu);
-			for (int i = 0; i < n; i++) busy += t.slots[i].busy_ms;
-			pthread_mutex_unlock(&t.mu);
-			double el = (now - start) / 1e3;
-			SelStats ss;
-			sel_get_stats(&ss, sel);
-			fprintf(
-			    opt->progress,
-			    "think: %llu thought, %.1f/s, book %llu thought, engines busy %.0f%%, "
-			    "elapsed %.0fs",
-			    (unsigned long long)out->thought, out->thought / (el > 0 ? el : 1),
-			    (unsigned long long)ss.thought, 100.0 * busy / (n * (now - start)), el);
-			/* The root's value and PV (the line to the next leaf; cheap: the
-			 * bounds make it a re-search of the PV). */
-			int rv;
-			bool has;
-			if (sel_root_value(&rv, &has, sel, 0) == 0 && has &&
-			    sel_select(leaf, sel) == 1 && leaf->root == 0) {
-				fprintf(opt->progress, ", root %+d pv", rv);
-				for (int j = 0; j < leaf->nmoves && j < 8; j++) {
-					char mv[USI_MOVE_MAX];
-					usi_move_write(leaf->moves[j], mv);
-					fprintf(opt->progress, " %s", mv);
-				}
-			}
-			if (opt->max_seconds > 0)
-				fprintf(opt->progress, ", eta %.0fs", opt->max_seconds - el);
-			else if (opt->max_positions && out->thought)
-				fprintf(opt->progress, ", eta %.0fs",
-				        el * (double)(opt->max_positions - out->thought) /
-				            (double)out->thought);
-			fputc('\n', opt->progress);
-			last_progress = now;
-		}
-	}
-	if (!ret && out->failed && !out->thought) {
-		/* Nothing but failures: an engine that cannot work is an error. */
-		errmsg_set(err, THINK_ERRLEN, 0, "think: every analysis failed: %.200s",
-		           last_error);
-		ret = THINK_EENGINE;
-	}
-	out->exhausted = exhausted && ret == 0;
-	if (bookdb_writer_flush(w) < 0 && !ret) {
-		errmsg_set(err, THINK_ERRLEN, 0, "think: %s", "final commit failed");
-		ret = THINK_EBOOK;
-	}
-	out->commits = bookdb_writer_commits(w);
-	double el = clock_ms_f() - start, busy = 0;
-	for (int i = 0; i < n; i++) busy += t.slots[i].busy_ms;
-	out->seconds = el / 1e3;
-	out->busy_pct = el > 0 ? 100.0 * busy / (n * el) : 0;
-	bool has;
-	if (sel_root_value(&out->root_value, &has, sel, 0) == 0) out->root_known = has;
-done:
-	if (t.slots) {
-		pthread_mutex_lock(&t.mu);
-		for (int i = 0; i < n; i++) t.slots[i].state = SLOT_QUIT;
-		pthread_cond_broadcast(&t.work_cv);
-		pthread_mutex_unlock(&t.mu);
-		for (int i = 0; i < n; i++)
-			if (t.slots[i].started) pthread_join(t.slots[i].thread, NULL);
-		for (int i = 0; i < n; i++) free(t.slots[i].pos);
-	}
-	bookdb_writer_free(w);
-	sel_free(sel);
-	pthread_mutex_destroy(&t.mu);
-	pthread_cond_destroy(&t.work_cv);
-	pthread_cond_destroy(&t.done_cv);
-	free(t.slots);
-	free(leaf);
-	free(roots);
-	free(rec);
-	return ret;
+	teardown(&t);
+	return t.ret;
 }

@@ -10,6 +10,8 @@
  */
 #include "minimax/mmfile.h"
 
+#include "bookdb/bookdb.h"
+
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 
@@ -161,7 +163,7 @@ int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, c
                  const uint8_t *flags, const MmVd *vd, const uint32_t *mstart, const MmMove *moves,
                  const uint32_t *pstart, const uint32_t *parents, char *err, size_t errlen)
 {
-	char path[4200], tmp[4300];
+	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN + 8];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	size_t nmoves = mstart[n], npar = pstart[n];
@@ -211,7 +213,7 @@ int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, c
 		goto out;
 	}
 	fd = -1;
-	char jpath[4200];
+	char jpath[BOOKDB_PATH_LEN];
 	snprintf(jpath, sizeof jpath, "%s/%s", dir, MMFILE_JOURNAL);
 	if (rename(tmp, path) < 0 || write_journal_header(jpath, stamp) < 0) goto out;
 	rc = 0;
@@ -575,7 +577,7 @@ static int replay(MmView *v, const uint8_t *p, size_t len)
 static int read_journal(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err,
                         size_t errlen)
 {
-	char path[4200];
+	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_JOURNAL);
 	int fd = open(path, O_RDONLY);
 	if (fd < 0) return fail(err, errlen, MMFILE_ESTALE, "%s: %s", path, strerror(errno));
@@ -637,7 +639,7 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
                 size_t errlen)
 {
 	memset(v, 0, sizeof *v);
-	char path[4200];
+	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
 	int fd = open(path, O_RDONLY);
 	if (fd < 0) return fail(err, errlen, MMFILE_ESTALE, "%s: %s", path, strerror(errno));
@@ -735,7 +737,7 @@ int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len, uint
 {
 	*new_len = journal_len;
 	if (!v->pending_len) return 0;
-	char path[4200];
+	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_JOURNAL);
 	int fd = open(path, O_WRONLY);
 	if (fd < 0) return fail(err, errlen, MMFILE_EIO, "%s: %s", path, strerror(errno));

@@ -449,206 +449,208 @@ static int write_node(FILE *f, const Graph *g, uint32_t i, const char *sfen, siz
 
 /* ---- driver ------------------------------------------------------------------------- */
 
-int petashock_run(PetashockStats *stats, const char *in_path, const char *out_path,
-                  const PetashockOptions *opt, char *err, size_t errlen)
-{
+/* One run's state, shared by its passes. */
+typedef struct {
+	const char *in_path, *out_path;
+	const PetashockOptions *opt;
+	char *err;
+	size_t errlen;
 	PetashockStats st;
-	memset(&st, 0, sizeof st);
 	Graph g;
-	memset(&g, 0, sizeof g);
-	Db2016Reader *r = NULL;
-	Position *tmp = malloc(sizeof *tmp), *tmp2 = malloc(sizeof *tmp2);
-	OutMove *obuf = NULL;
-	size_t *skip = NULL, nskip = 0, skip_cap = 0, sp = 0;
-	FILE *out = NULL;
-	char *tmp_path = NULL;
-	int rc = 0;
+	Db2016Reader *r;
+	Position *tmp, *tmp2;
+	/* Ordinals of records the reader skipped (bad SFEN) in pass 1, skipped
+	 * again by ordinal in the passes that do not parse. */
+	size_t *skip, nskip, skip_cap;
+} PsRun;
+
+/* Pass 1: every record as a node (its key, side, leaves); the key filter. */
+static int read_nodes(PsRun *p)
+{
+	const PetashockOptions *opt = p->opt;
+	Graph *g = &p->g;
 	Db2016Record rec;
-	if (!tmp || !tmp2) {
-		rc = fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
-		goto done;
+	int rc =
+	    db2016_open(&p->r, p->in_path, 0, opt ? opt->warn : NULL, opt ? opt->warn_ctx : NULL);
+	if (rc < 0)
+		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot open: %s", p->in_path,
+		            rc == DB2016_EIO ? "I/O error" : db2016_strerror(rc));
+	while ((rc = db2016_next(p->r, &rec)) == 1) {
+		if (g->m.n >= PS_NONE - 1)
+			return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "%s: too many positions",
+			            p->in_path);
+		for (size_t o = g->m.n + p->nskip; o < rec.ordinal; o++) {
+			if (array_grow((void **)&p->skip, &p->skip_cap, p->nskip + 1,
+			               sizeof *p->skip, 1024))
+				return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+			p->skip[p->nskip++] = o;
+		}
+		if (g->m.n % PS_PROGRESS_EVERY == 0) report(opt, "reading", g->m.n);
+		if ((rc = add_node(g, &rec)) < 0)
+			return fail(p->err, p->errlen, rc, "%s:%ld: %s", p->in_path, rec.line,
+			            petashock_strerror(rc));
 	}
+	if (rc < 0)
+		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: read error after line %ld",
+		            p->in_path, db2016_lines(p->r));
+	p->st.warnings = db2016_warnings(p->r);
+	db2016_close(p->r);
+	p->r = NULL;
+	p->st.nodes = g->m.n;
+	p->st.in_check = 0;
+	for (size_t i = 0; i < g->m.n; i++)
+		if (g->m.flags[i] & F_CHECKED) p->st.in_check++;
+	if (mm_map_build_filter(&g->map, g->keys, g->m.n) < 0)
+		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+	return 0;
+}
 
-	/* Pass 1. */
-	rc = db2016_open(&r, in_path, 0, opt ? opt->warn : NULL, opt ? opt->warn_ctx : NULL);
-	if (rc < 0) {
-		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot open: %s", in_path,
-		          rc == DB2016_EIO ? "I/O error" : db2016_strerror(rc));
-		goto done;
-	}
-	while ((rc = db2016_next(r, &rec)) == 1) {
-		if (g.m.n >= PS_NONE - 1) {
-			rc = fail(err, errlen, PETASHOCK_ENOMEM, "%s: too many positions", in_path);
-			goto done;
-		}
-		/* Records the reader skipped (bad SFEN) are skipped again by
-		 * ordinal in the passes that do not parse. */
-		for (size_t o = g.m.n + nskip; o < rec.ordinal; o++) {
-			if ((rc = (array_grow((void **)&skip, &skip_cap, nskip + 1, sizeof *skip,
-			                      1024)
-			               ? PETASHOCK_ENOMEM
-			               : 0)) < 0) {
-				rc = fail(err, errlen, rc, "out of memory");
-				goto done;
-			}
-			skip[nskip++] = o;
-		}
-		if (g.m.n % PS_PROGRESS_EVERY == 0) report(opt, "reading", g.m.n);
-		if ((rc = add_node(&g, &rec)) < 0) {
-			rc = fail(err, errlen, rc, "%s:%ld: %s", in_path, rec.line,
-			          petashock_strerror(rc));
-			goto done;
-		}
-	}
-	if (rc < 0) {
-		rc = fail(err, errlen, PETASHOCK_EIO, "%s: read error after line %ld", in_path,
-		          db2016_lines(r));
-		goto done;
-	}
-	st.warnings = db2016_warnings(r);
-	db2016_close(r);
-	r = NULL;
-	st.nodes = g.m.n;
-	st.in_check = 0;
-	for (size_t i = 0; i < g.m.n; i++)
-		if (g.m.flags[i] & F_CHECKED) st.in_check++;
-	if (mm_map_build_filter(&g.map, g.keys, g.m.n) < 0) {
-		rc = fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
-		goto done;
-	}
+/* Reopens the input for another pass without parsing positions. */
+static int reopen(PsRun *p)
+{
+	if (db2016_open(&p->r, p->in_path, DB2016_NO_POSITION, NULL, NULL) < 0)
+		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot reopen", p->in_path);
+	return 0;
+}
 
-	/* Pass 2. */
-	g.m.vd = malloc((g.m.n + 1) * sizeof *g.m.vd);
-	g.m.mstart = malloc((g.m.n + 1) * sizeof *g.m.mstart);
-	if (!g.m.vd || !g.m.mstart) {
-		rc = fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
-		goto done;
-	}
-	g.m.mstart[0] = 0;
-	/* Most moves are the listed leaves plus about one edge per node: reserve
-	 * that much at once rather than doubling through it. */
-	if ((rc = (array_grow((void **)&g.m.moves, &g.m.moves_cap, g.nleaves + g.m.n + 1,
-	                      sizeof *g.m.moves, 1024)
-	               ? PETASHOCK_ENOMEM
-	               : 0)) < 0) {
-		rc = fail(err, errlen, rc, "out of memory");
-		goto done;
-	}
-	rc = db2016_open(&r, in_path, DB2016_NO_POSITION, NULL, NULL);
-	if (rc < 0) {
-		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot reopen", in_path);
-		goto done;
-	}
-	uint32_t i = 0;
-	sp = 0;
-	while (i < g.m.n && (rc = db2016_next(r, &rec)) == 1) {
-		if (sp < nskip && skip[sp] == rec.ordinal) {
-			sp++;
+/* The next record of a later pass that pass 1 kept as node i: 1 with *rec,
+ * or 0 at the end, or a negative db2016 code. */
+static int next_kept(PsRun *p, Db2016Record *rec, size_t *sp)
+{
+	int rc;
+	while ((rc = db2016_next(p->r, rec)) == 1) {
+		if (*sp < p->nskip && p->skip[*sp] == rec->ordinal) {
+			(*sp)++;
 			continue;
 		}
-		if (i % PS_PROGRESS_EVERY == 0) report(opt, "edges", i);
-		const Position *bpos = tmp;
-		if (sfen_parse(tmp, rec.sfen, NULL, NULL) < 0 ||
-		    (tmp->side == WHITE && flip_position(tmp2, tmp) < 0)) {
-			rc = fail(err, errlen, PETASHOCK_ECHANGED,
-			          "%s:%ld: input changed between passes", in_path, rec.line);
-			goto done;
-		}
-		if (tmp->side == WHITE) bpos = tmp2;
-		if ((rc = add_edges(&g, i, bpos, &st.converged_moves)) < 0) {
-			rc = fail(err, errlen, rc, "out of memory");
-			goto done;
-		}
+		return 1;
+	}
+	return rc;
+}
+
+static int changed(PsRun *p)
+{
+	return fail(p->err, p->errlen, PETASHOCK_ECHANGED, "%s: input changed between passes",
+	            p->in_path);
+}
+
+/* Pass 2: each node's moves (edges to other nodes, or listed leaves). */
+static int read_edges(PsRun *p)
+{
+	Graph *g = &p->g;
+	g->m.vd = malloc((g->m.n + 1) * sizeof *g->m.vd);
+	g->m.mstart = malloc((g->m.n + 1) * sizeof *g->m.mstart);
+	if (!g->m.vd || !g->m.mstart)
+		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+	g->m.mstart[0] = 0;
+	/* Most moves are the listed leaves plus about one edge per node: reserve
+	 * that much at once rather than doubling through it. */
+	if (array_grow((void **)&g->m.moves, &g->m.moves_cap, g->nleaves + g->m.n + 1,
+	               sizeof *g->m.moves, 1024))
+		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+	int rc = reopen(p);
+	if (rc < 0) return rc;
+	uint32_t i = 0;
+	size_t sp = 0;
+	Db2016Record rec;
+	while (i < g->m.n && (rc = next_kept(p, &rec, &sp)) == 1) {
+		if (i % PS_PROGRESS_EVERY == 0) report(p->opt, "edges", i);
+		const Position *bpos = p->tmp;
+		if (sfen_parse(p->tmp, rec.sfen, NULL, NULL) < 0 ||
+		    (p->tmp->side == WHITE && flip_position(p->tmp2, p->tmp) < 0))
+			return fail(p->err, p->errlen, PETASHOCK_ECHANGED,
+			            "%s:%ld: input changed between passes", p->in_path, rec.line);
+		if (p->tmp->side == WHITE) bpos = p->tmp2;
+		if ((rc = add_edges(g, i, bpos, &p->st.converged_moves)) < 0)
+			return fail(p->err, p->errlen, rc, "out of memory");
 		i++;
 	}
-	if (rc < 0 || i != g.m.n) {
-		rc = fail(err, errlen, PETASHOCK_ECHANGED, "%s: input changed between passes",
-		          in_path);
-		goto done;
-	}
-	db2016_close(r);
-	r = NULL;
-	free(g.leaves);
-	g.leaves = NULL;
-	free(g.lstart);
-	g.lstart = NULL;
-	free(g.keys);
-	g.keys = NULL;
-	mm_map_free(&g.map);
-	st.moves = g.m.nmoves;
-	for (size_t k = 0; k < g.m.nmoves; k++)
-		if (g.m.moves[k].next != PS_NONE) st.edges++;
+	if (rc < 0 || i != g->m.n) return changed(p);
+	db2016_close(p->r);
+	p->r = NULL;
+	free(g->leaves);
+	g->leaves = NULL;
+	free(g->lstart);
+	g->lstart = NULL;
+	free(g->keys);
+	g->keys = NULL;
+	mm_map_free(&g->map);
+	p->st.moves = g->m.nmoves;
+	for (size_t k = 0; k < g->m.nmoves; k++)
+		if (g->m.moves[k].next != PS_NONE) p->st.edges++;
+	return 0;
+}
 
-	/* The analysis. */
-	g.m.yo_peel = true;
-	report(opt, "peel", 0);
+/* The back-up over the graph (YaneuraOu's peel order). */
+static int analyse(PsRun *p)
+{
+	p->g.m.yo_peel = true;
+	report(p->opt, "peel", 0);
 	MmStats ms;
-	if (mm_backup(&g.m, &ms) < 0) {
-		rc = fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
-		goto done;
-	}
-	st.peel_sweeps = ms.peel_sweeps;
-	st.relax_sweeps = ms.relax_sweeps;
-	st.const_nodes = ms.const_nodes;
-	st.check_loop1 = ms.check_loop1;
-	st.check_loop2 = ms.check_loop2;
+	if (mm_backup(&p->g.m, &ms) < 0)
+		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+	p->st.peel_sweeps = ms.peel_sweeps;
+	p->st.relax_sweeps = ms.relax_sweeps;
+	p->st.const_nodes = ms.const_nodes;
+	p->st.check_loop1 = ms.check_loop1;
+	p->st.check_loop2 = ms.check_loop2;
+	return 0;
+}
 
-	/* Pass 3. */
+/* Pass 3: the book with the backed-up values, to a temporary file renamed
+ * over out_path when whole. */
+static int write_book(PsRun *p)
+{
+	Graph *g = &p->g;
 	size_t maxm = 1;
-	for (size_t k = 0; k < g.m.n; k++)
-		if (g.m.mstart[k + 1] - g.m.mstart[k] > maxm)
-			maxm = g.m.mstart[k + 1] - g.m.mstart[k];
-	obuf = malloc(maxm * sizeof *obuf);
-	size_t plen = strlen(out_path) + 32;
-	tmp_path = malloc(plen);
+	for (size_t k = 0; k < g->m.n; k++)
+		if (g->m.mstart[k + 1] - g->m.mstart[k] > maxm)
+			maxm = g->m.mstart[k + 1] - g->m.mstart[k];
+	OutMove *obuf = malloc(maxm * sizeof *obuf);
+	size_t plen = strlen(p->out_path) + 32;
+	char *tmp_path = malloc(plen);
+	FILE *out = NULL;
+	int rc;
 	if (!obuf || !tmp_path) {
-		rc = fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
+		rc = fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 		goto done;
 	}
-	snprintf(tmp_path, plen, "%s.tmp%ld", out_path, (long)getpid());
-	out = fopen(tmp_path, "wb");
-	if (!out) {
-		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot create", tmp_path);
+	snprintf(tmp_path, plen, "%s.tmp%ld", p->out_path, (long)getpid());
+	if (!(out = fopen(tmp_path, "wb"))) {
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot create", tmp_path);
 		goto done;
 	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
-	if (fprintf(out, "%s\n# NOE:%zu\n", DB2016_HEADER, g.m.n) < 0) {
-		rc = fail(err, errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
+	if (fprintf(out, "%s\n# NOE:%zu\n", DB2016_HEADER, g->m.n) < 0) {
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
 		goto done;
 	}
-	rc = db2016_open(&r, in_path, DB2016_NO_POSITION, NULL, NULL);
-	if (rc < 0) {
-		rc = fail(err, errlen, PETASHOCK_EIO, "%s: cannot reopen", in_path);
-		goto done;
-	}
-	i = 0;
-	sp = 0;
-	while (i < g.m.n && (rc = db2016_next(r, &rec)) == 1) {
-		if (sp < nskip && skip[sp] == rec.ordinal) {
-			sp++;
-			continue;
-		}
-		if (i % PS_PROGRESS_EVERY == 0) report(opt, "writing", i);
-		if (write_node(out, &g, i, rec.sfen, rec.sfen_len, opt && opt->shrink, obuf) < 0) {
-			rc = fail(err, errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
+	if ((rc = reopen(p)) < 0) goto done;
+	uint32_t i = 0;
+	size_t sp = 0;
+	Db2016Record rec;
+	while (i < g->m.n && (rc = next_kept(p, &rec, &sp)) == 1) {
+		if (i % PS_PROGRESS_EVERY == 0) report(p->opt, "writing", i);
+		if (write_node(out, g, i, rec.sfen, rec.sfen_len, p->opt && p->opt->shrink, obuf) <
+		    0) {
+			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
 			goto done;
 		}
 		i++;
 	}
-	if (rc < 0 || i != g.m.n) {
-		rc = fail(err, errlen, PETASHOCK_ECHANGED, "%s: input changed between passes",
-		          in_path);
+	if (rc < 0 || i != g->m.n) {
+		rc = changed(p);
 		goto done;
 	}
 	FILE *o = out;
 	out = NULL;
 	if (fclose(o) != 0) {
-		rc = fail(err, errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
 		goto done;
 	}
-	if (rename(tmp_path, out_path) != 0) {
-		rc =
-		    fail(err, errlen, PETASHOCK_EIO, "%s: cannot rename to %s", tmp_path, out_path);
+	if (rename(tmp_path, p->out_path) != 0) {
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot rename to %s", tmp_path,
+		          p->out_path);
 		goto done;
 	}
 	free(tmp_path);
@@ -659,11 +661,26 @@ done:
 	if (tmp_path) remove(tmp_path);
 	free(tmp_path);
 	free(obuf);
-	db2016_close(r);
-	graph_free(&g);
-	free(skip);
-	free(tmp);
-	free(tmp2);
-	if (stats) *stats = st;
+	return rc;
+}
+
+int petashock_run(PetashockStats *stats, const char *in_path, const char *out_path,
+                  const PetashockOptions *opt, char *err, size_t errlen)
+{
+	PsRun p = {
+	    .in_path = in_path, .out_path = out_path, .opt = opt, .err = err, .errlen = errlen};
+	p.tmp = malloc(sizeof *p.tmp);
+	p.tmp2 = malloc(sizeof *p.tmp2);
+	int rc = !p.tmp || !p.tmp2 ? fail(err, errlen, PETASHOCK_ENOMEM, "out of memory") : 0;
+	if (!rc) rc = read_nodes(&p);
+	if (!rc) rc = read_edges(&p);
+	if (!rc) rc = analyse(&p);
+	if (!rc) rc = write_book(&p);
+	db2016_close(p.r);
+	graph_free(&p.g);
+	free(p.skip);
+	free(p.tmp);
+	free(p.tmp2);
+	if (stats) *stats = p.st;
 	return rc;
 }

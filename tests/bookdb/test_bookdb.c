@@ -893,6 +893,25 @@ static void test_bookdb__readers_work_while_a_writer_holds_a_batch(void **state)
 	free(dir);
 }
 
+/* A book path longer than BOOKDB_DIR_MAX is refused (no path is ever cut
+ * short to another file's name), for open and for compact. */
+static void test_bookdb__an_overlong_path_is_refused(void **state)
+{
+	(void)state;
+	char *dir = malloc(BOOKDB_DIR_MAX + 64), err[BOOKDB_ERRLEN];
+	memset(dir, 'x', BOOKDB_DIR_MAX + 1);
+	dir[0] = '/';
+	dir[BOOKDB_DIR_MAX + 1] = 0;
+	BookDB *db = (BookDB *)1;
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), BOOKDB_EINVAL);
+	assert_null(db);
+	assert_non_null(strstr(err, "longer than 4000 bytes"));
+	uint64_t before, after;
+	assert_int_equal(bookdb_compact(dir, &before, &after, err), BOOKDB_EINVAL);
+	assert_non_null(strstr(err, "longer than"));
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -911,6 +930,7 @@ int main(void)
 	    cmocka_unit_test(test_bookdb__query_and_stats_show_minimax_values_once_stored),
 	    cmocka_unit_test(test_bookdb__check_names_bad_records),
 	    cmocka_unit_test(test_bookdb__readers_work_while_a_writer_holds_a_batch),
+	    cmocka_unit_test(test_bookdb__an_overlong_path_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
