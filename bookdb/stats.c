@@ -2,6 +2,10 @@
  * bookdb/stats.c — sizes and counts of a book (see stats.h).
  */
 #include "bookdb/stats.h"
+#include "shogi/rng.h"
+#include "shogi/errmsg.h"
+#include "shogi/clock.h"
+#include "bookdb/index.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -189,4 +193,111 @@ json_t *bookdb_stats_json(const BookStats *st)
 	json_object_set_new(o, "changes", json_integer((json_int_t)st->changes.entries));
 #undef SCANNED
 	return o;
+}
+
+/* ---- the lookup benchmark (stats --bench-lookups) ---- */
+
+/* What one timed run of lookups reads through. */
+typedef enum { VIA_LMDB, VIA_LMDB_FULL, VIA_INDEX, VIA_INDEX_FULL } Via;
+
+static const char *const VIA_NAME[] = {"lookups", "lookups_full", "index_lookups",
+                                       "index_lookups_full"};
+
+/* Times n lookups of keys[0..want) over and over into *t. */
+static int time_lookups(BookLookupTime *t, Via via, BookTxn *txn, const BookIndex *ix,
+                        BookRecord *rec, const Key *keys, uint64_t want, uint64_t n, char *err)
+{
+	double t0 = clock_ms_f(), c0 = clock_cpu_ms();
+	uint64_t found = 0, done = 0;
+	while (done < n) {
+		for (uint64_t i = 0; i < want && done < n; i++, done++) {
+			int rc;
+			switch (via) {
+			case VIA_LMDB:
+				rc = bookdb_get_moves(rec, txn, keys[i]);
+				break;
+			case VIA_LMDB_FULL:
+				rc = bookdb_get(rec, txn, keys[i]);
+				break;
+			case VIA_INDEX:
+				rc = bookdb_index_get_moves(rec, ix, keys[i]);
+				break;
+			default:
+				rc = bookdb_index_get(rec, ix, keys[i]);
+				break;
+			}
+			found += rc == 0 && rec->nmoves < BOOKDB_MAX_MOVES;
+		}
+	}
+	t->name = VIA_NAME[via];
+	t->n = n;
+	t->ms = clock_ms_f() - t0;
+	t->cpu_ms = clock_cpu_ms() - c0;
+	if (found != n)
+		return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+		                  "%llu of %llu lookups failed", (unsigned long long)(n - found),
+		                  (unsigned long long)n);
+	return 0;
+}
+
+int bookdb_bench_lookups(BookLookupBench *out, BookTxn *txn, BookRecord *rec, uint64_t n, char *err)
+{
+	memset(out, 0, sizeof *out);
+	uint64_t total = 0, seen = 0, rng = 12345;
+	int rc = bookdb_count(&total, txn, BOOKDB_POS);
+	if (rc) return errmsg_set(err, BOOKDB_ERRLEN, rc, "%s", bookdb_strerror(rc));
+	if (total == 0 || n == 0)
+		return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EINVAL,
+		                  "the book is empty, nothing to look up");
+	uint64_t want = n < total ? n : total;
+	Key *keys = malloc(want * sizeof *keys);
+	BookIter *it = NULL;
+	BookIndex *ix = NULL;
+	if (!keys) return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ENOMEM, "out of memory");
+	if ((rc = bookdb_iter_open(&it, txn))) goto out;
+	Key key;
+	const uint8_t *val;
+	size_t len;
+	/* Reservoir sample, which also warms the book's pages. */
+	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
+		if (seen < want)
+			keys[seen] = key;
+		else {
+			uint64_t j = rng_next(&rng) % (seen + 1);
+			if (j < want) keys[j] = key;
+		}
+		seen++;
+	}
+	if (rc < 0) goto out;
+	for (uint64_t i = want; i > 1; i--) {
+		uint64_t j = rng_next(&rng) % i;
+		Key t = keys[i - 1];
+		keys[i - 1] = keys[j];
+		keys[j] = t;
+	}
+	/* Moves only (what query and selection need: they know the position),
+	 * then the whole record with the position unpacked; through LMDB, then
+	 * through a snapshot index, whose build is part of its price. */
+	for (Via via = VIA_LMDB; via <= VIA_LMDB_FULL; via++)
+		if ((rc = time_lookups(&out->via[via], via, txn, NULL, rec, keys, want, n, err)))
+			goto out;
+	double t0 = clock_ms_f(), c0 = clock_cpu_ms();
+	if ((rc = bookdb_index_build(&ix, txn))) {
+		errmsg_set(err, BOOKDB_ERRLEN, rc, "index: %s", bookdb_strerror(rc));
+		goto out;
+	}
+	out->index_ms = clock_ms_f() - t0;
+	out->index_cpu_ms = clock_cpu_ms() - c0;
+	out->index_positions = bookdb_index_count(ix);
+	out->index_bytes = bookdb_index_bytes(ix);
+	for (Via via = VIA_INDEX; via <= VIA_INDEX_FULL; via++)
+		if ((rc = time_lookups(&out->via[via], via, txn, ix, rec, keys, want, n, err)))
+			goto out;
+	rc = 0;
+out:
+	if (rc < 0 && err && !err[0]) errmsg_set(err, BOOKDB_ERRLEN, rc, "%s", bookdb_strerror(rc));
+	bookdb_index_free(ix);
+	bookdb_iter_free(it);
+	free(keys);
+	return rc;
 }

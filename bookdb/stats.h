@@ -31,6 +31,33 @@ typedef struct {
  * negative BOOKDB_* code. */
 int bookdb_stats(BookStats *st, BookDB *db, BookTxn *txn, bool full);
 
+/* One timed run of the lookup benchmark. */
+typedef struct {
+	const char *name; /* "lookups", "lookups_full", "index_lookups", "index_lookups_full" */
+	uint64_t n;
+	double ms, cpu_ms;
+} BookLookupTime;
+
+typedef struct {
+	/* Moves only (what query and selection need: they know the position), then
+	 * the whole record with its position unpacked; through LMDB, then through a
+	 * snapshot index (bookdb/index.h), whose build is timed too. */
+	BookLookupTime via[4];
+	double index_ms, index_cpu_ms;
+	uint64_t index_positions;
+	size_t index_bytes;
+} BookLookupBench;
+
+/*
+ * `stats --bench-lookups N`: N point lookups of random keys of the book (a
+ * reservoir sample of min(N, positions) keys, looked up over and over), each
+ * way in turn; rec is scratch. Returns 0, or BOOKDB_EINVAL for an empty book,
+ * BOOKDB_ECORRUPT when a lookup fails, or the store's error, with a message in
+ * err (BOOKDB_ERRLEN bytes).
+ */
+int bookdb_bench_lookups(BookLookupBench *out, BookTxn *txn, BookRecord *rec, uint64_t n,
+                         char *err);
+
 /* The `stats --json` object (the scan's fields null without it); NULL when
  * out of memory. */
 struct json_t;

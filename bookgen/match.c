@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "shogi/rng.h"
 #include "shogi/clock.h"
 #include "bookdb/bookdb.h"
 #include "bookdb/query.h"
@@ -707,10 +708,7 @@ static int *shuffled(int n, uint64_t seed)
 	for (int i = 0; i < n; i++) order[i] = i;
 	uint64_t x = seed;
 	for (int i = n - 1; i > 0; i--) {
-		uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-		z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-		z ^= z >> 31;
+		uint64_t z = rng_next(&x);
 		int j = (int)(z % (uint64_t)(i + 1));
 		int t = order[i];
 		order[i] = order[j];

@@ -1,6 +1,8 @@
 /* shogi/zobrist.c — the fixed key tables (part of the on-disk format). */
 #include "shogi/zobrist.h"
 
+#include "shogi/rng.h"
+
 #include <endian.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,34 +11,24 @@ Key ZOB_PSQ[PIECE_NB][SQ_NB];
 Key ZOB_HAND[COLOR_NB][HAND_PT_NB];
 Key ZOB_SIDE;
 
-/* splitmix64: a fixed, portable stream. Changing the seed or the fill order
- * changes every key in every book. */
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 void zobrist_init(void)
 {
 	static bool done;
 	if (done) return;
 	uint64_t s = 0x4a4f53454b490001ULL; /* "JOSEKI", version 1 */
-	ZOB_SIDE.lo = splitmix64(&s);
-	ZOB_SIDE.hi = splitmix64(&s);
+	ZOB_SIDE.lo = rng_next(&s);
+	ZOB_SIDE.hi = rng_next(&s);
 	for (int c = 0; c < COLOR_NB; c++)
 		for (int pt = PAWN; pt < PT_NB; pt++)
 			for (int sq = 0; sq < SQ_NB; sq++) {
 				Key *k = &ZOB_PSQ[piece_make((Color)c, (PieceType)pt)][sq];
-				k->lo = splitmix64(&s);
-				k->hi = splitmix64(&s);
+				k->lo = rng_next(&s);
+				k->hi = rng_next(&s);
 			}
 	for (int c = 0; c < COLOR_NB; c++)
 		for (int pt = PAWN; pt <= GOLD; pt++) {
-			ZOB_HAND[c][pt].lo = splitmix64(&s);
-			ZOB_HAND[c][pt].hi = splitmix64(&s);
+			ZOB_HAND[c][pt].lo = rng_next(&s);
+			ZOB_HAND[c][pt].hi = rng_next(&s);
 		}
 	done = true;
 }

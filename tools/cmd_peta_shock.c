@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shogi/rng.h"
 #include "shogi/clock.h"
 #include "minimax/petashock.h"
 #include "shogi/movegen.h"
@@ -52,21 +53,13 @@ static void on_progress(void *ctx, const char *phase, size_t done)
 	fflush(stderr);
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
 /* The three candidate moves of a position (fewer if it has fewer legal moves). */
 static int candidates(const Position *pos, uint64_t seed, Move out[3])
 {
 	Move legal[MOVEGEN_MAX];
 	int n = movegen_legal(pos, legal), k = 0;
-	uint64_t h = mix64(pos_key(pos).lo ^ seed);
-	for (int t = 0; t < 8 && k < 3 && k < n; t++, h = mix64(h)) {
+	uint64_t h = rng_hash(pos_key(pos).lo ^ seed);
+	for (int t = 0; t < 8 && k < 3 && k < n; t++, h = rng_hash(h)) {
 		Move m = legal[h % (uint64_t)n];
 		bool dup = false;
 		for (int j = 0; j < k; j++)
@@ -99,7 +92,7 @@ static int gen_bench(size_t target, const char *path, uint64_t seed)
 	uint64_t rng = seed;
 	for (uint64_t game = 0; written < target && game < target * 50; game++) {
 		pos_set_startpos(pos);
-		int plies = 8 + (int)((rng = mix64(rng)) % 40);
+		int plies = 8 + (int)((rng = rng_hash(rng)) % 40);
 		for (int ply = 0; ply < plies && written < target; ply++) {
 			Move cand[3];
 			int nc = candidates(pos, seed, cand);
@@ -115,12 +108,12 @@ static int gen_bench(size_t target, const char *path, uint64_t seed)
 				for (int k = 0; k < nc; k++) {
 					char us[USI_MOVE_MAX];
 					usi_move_write(cand[k], us);
-					int value = (int)(mix64(key ^ (uint64_t)k) % 801) - 400;
+					int value = (int)(rng_hash(key ^ (uint64_t)k) % 801) - 400;
 					fprintf(f, "%s none %d %d 1\n", us, value, 16 + k);
 				}
 				written++;
 			}
-			pos_do_move(pos, cand[(rng = mix64(rng)) % (uint64_t)nc]);
+			pos_do_move(pos, cand[(rng = rng_hash(rng)) % (uint64_t)nc]);
 		}
 	}
 	free(seen);

@@ -23,120 +23,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "shogi/clock.h"
 #include "bookdb/bookdb.h"
-#include "bookdb/index.h"
 #include "bookdb/stats.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
 
-/* CPU time of this process: on a shared machine the fair "one core" figure. */
-static uint64_t rng_next(uint64_t *s)
+static void print_lookups(const BookLookupTime *t)
 {
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* What one timed run of lookups reads through. */
-typedef enum { VIA_LMDB, VIA_LMDB_FULL, VIA_INDEX, VIA_INDEX_FULL } Via;
-
-static const char *const VIA_NAME[] = {"lookups", "lookups_full", "index_lookups",
-                                       "index_lookups_full"};
-
-/* Times n lookups of keys[0..want) over and over and prints one line. */
-static int time_lookups(Via via, BookTxn *txn, const BookIndex *ix, BookRecord *rec,
-                        const Key *keys, uint64_t want, uint64_t n)
-{
-	double t0 = clock_ms_f(), c0 = clock_cpu_ms();
-	uint64_t found = 0, done = 0;
-	while (done < n) {
-		for (uint64_t i = 0; i < want && done < n; i++, done++) {
-			int rc;
-			switch (via) {
-			case VIA_LMDB:
-				rc = bookdb_get_moves(rec, txn, keys[i]);
-				break;
-			case VIA_LMDB_FULL:
-				rc = bookdb_get(rec, txn, keys[i]);
-				break;
-			case VIA_INDEX:
-				rc = bookdb_index_get_moves(rec, ix, keys[i]);
-				break;
-			default:
-				rc = bookdb_index_get(rec, ix, keys[i]);
-				break;
-			}
-			found += rc == 0 && rec->nmoves < BOOKDB_MAX_MOVES;
-		}
-	}
-	double ms = clock_ms_f() - t0, cms = clock_cpu_ms() - c0;
-	if (found != n) {
-		joseki_error("stats: %llu of %llu lookups failed", (unsigned long long)(n - found),
-		             (unsigned long long)n);
-		return BOOKDB_ECORRUPT;
-	}
 	printf("%s %llu time_ms %.0f lookups_per_s %.0f cpu_ms %.0f lookups_per_cpu_s %.0f\n",
-	       VIA_NAME[via], (unsigned long long)n, ms, ms > 0 ? n / (ms / 1e3) : 0.0, cms,
-	       cms > 0 ? n / (cms / 1e3) : 0.0);
-	return 0;
-}
-
-static int bench_lookups(BookTxn *txn, BookRecord *rec, uint64_t n)
-{
-	uint64_t total = 0, seen = 0, rng = 12345;
-	int rc = bookdb_count(&total, txn, BOOKDB_POS);
-	if (rc) return rc;
-	if (total == 0) {
-		joseki_error("stats: the book is empty, nothing to look up");
-		return BOOKDB_EINVAL;
-	}
-	uint64_t want = n < total ? n : total;
-	Key *keys = malloc(want * sizeof *keys);
-	BookIter *it = NULL;
-	BookIndex *ix = NULL;
-	if (!keys) return BOOKDB_ENOMEM;
-	if ((rc = bookdb_iter_open(&it, txn))) goto out;
-	Key key;
-	const uint8_t *val;
-	size_t len;
-	/* Reservoir sample, which also warms the book's pages. */
-	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
-		if (seen < want)
-			keys[seen] = key;
-		else {
-			uint64_t j = rng_next(&rng) % (seen + 1);
-			if (j < want) keys[j] = key;
-		}
-		seen++;
-	}
-	if (rc < 0) goto out;
-	for (uint64_t i = want; i > 1; i--) {
-		uint64_t j = rng_next(&rng) % i;
-		Key t = keys[i - 1];
-		keys[i - 1] = keys[j];
-		keys[j] = t;
-	}
-	/* Moves only (what query and selection need: they know the position),
-	 * then the whole record with the position unpacked; through LMDB, then
-	 * through a snapshot index, whose build is part of its price. */
-	for (Via via = VIA_LMDB; via <= VIA_LMDB_FULL; via++)
-		if ((rc = time_lookups(via, txn, NULL, rec, keys, want, n))) goto out;
-	double t0 = clock_ms_f(), c0 = clock_cpu_ms();
-	if ((rc = bookdb_index_build(&ix, txn))) goto out;
-	double ms = clock_ms_f() - t0, cms = clock_cpu_ms() - c0;
-	printf("index_build %llu time_ms %.0f cpu_ms %.0f bytes %zu\n",
-	       (unsigned long long)bookdb_index_count(ix), ms, cms, bookdb_index_bytes(ix));
-	for (Via via = VIA_INDEX; via <= VIA_INDEX_FULL; via++)
-		if ((rc = time_lookups(via, txn, ix, rec, keys, want, n))) goto out;
-	rc = 0;
-out:
-	bookdb_index_free(ix);
-	bookdb_iter_free(it);
-	free(keys);
-	return rc;
+	       t->name, (unsigned long long)t->n, t->ms, t->ms > 0 ? t->n / (t->ms / 1e3) : 0.0,
+	       t->cpu_ms, t->cpu_ms > 0 ? t->n / (t->cpu_ms / 1e3) : 0.0);
 }
 
 int cmd_stats(int argc, char **argv)
@@ -177,11 +74,19 @@ int cmd_stats(int argc, char **argv)
 		goto done;
 	}
 	if (bench) {
-		if ((rc = bench_lookups(txn, rec, (uint64_t)bench))) {
-			if (rc != BOOKDB_EINVAL && rc != BOOKDB_ECORRUPT)
-				joseki_error("%s: %s", book, bookdb_strerror(rc));
+		BookLookupBench lb;
+		char berr[BOOKDB_ERRLEN];
+		if ((rc = bookdb_bench_lookups(&lb, txn, rec, (uint64_t)bench, berr))) {
+			joseki_error("%s: %s", book, berr);
 			goto done;
 		}
+		print_lookups(&lb.via[0]);
+		print_lookups(&lb.via[1]);
+		printf("index_build %llu time_ms %.0f cpu_ms %.0f bytes %zu\n",
+		       (unsigned long long)lb.index_positions, lb.index_ms, lb.index_cpu_ms,
+		       lb.index_bytes);
+		print_lookups(&lb.via[2]);
+		print_lookups(&lb.via[3]);
 		ret = 0;
 		goto done;
 	}

@@ -18,6 +18,7 @@
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
+#include "shogi/rng.h"
 #include "shogi/zobrist.h"
 #include "tests/support/support.h"
 
@@ -310,12 +311,7 @@ static void test_zobrist__hex_and_bytes_round_trip(void **state)
 	uint64_t x = seed;
 	Key prev = {0, 0};
 	for (int i = 0; i < 10000; i++) {
-		/* splitmix64 */
-		x += 0x9e3779b97f4a7c15ULL;
-		uint64_t z = x;
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-		z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-		z ^= z >> 31;
+		uint64_t z = rng_next(&x);
 		Key k = {z, z * 0x2545f4914f6cdd1dULL + (uint64_t)i};
 		if (i == 0) k = (Key){0, 0};
 		if (i == 1) k = (Key){UINT64_MAX, UINT64_MAX};

@@ -1,5 +1,7 @@
 #include "tests/support/support.h"
 
+#include "shogi/rng.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -167,8 +169,5 @@ long long ts_jint(json_t *o, const char *k)
 
 uint64_t ts_rand(uint64_t *state)
 {
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return rng_next(state);
 }
