@@ -3,7 +3,9 @@
 
 #include <string.h>
 
+#include "shogi/movegen.h"
 #include "shogi/notation.h"
+#include "shogi/rng.h"
 
 /* Hand pieces in the order CSA records list them: HI KA KI GI KE KY FU. */
 static const PieceType HAND_ORDER[7] = {ROOK, BISHOP, GOLD, SILVER, KNIGHT, LANCE, PAWN};
@@ -125,4 +127,45 @@ int csa_game_write(FILE *f, Position *game, const CsaGame *g, char *err)
 		fputc('\n', f);
 	}
 	return 0;
+}
+
+void csa_random_game_write(FILE *f, uint64_t *rng, long id, int max_plies, Position *pos)
+{
+	pos_set_startpos(pos);
+	fprintf(f, "V2\nN+gen_black_%ld\nN-gen_white_%ld\n'Max_Moves:256\n", id % 97, id % 89);
+	fprintf(f, "$EVENT:wdoor+floodgate-300-10F+gen_black+gen_white+2026%02ld%02ld%06ld\n",
+	        1 + id % 12, 1 + id % 28, id % 1000000);
+	fprintf(f, "$START_TIME:2026/%02ld/%02ld 12:00:00\nPI\n+\n", 1 + id % 12, 1 + id % 28);
+	fprintf(f, "'black_rate:gen_black+x:%ld\n'white_rate:gen_white+y:%ld.0\n",
+	        2500 + (long)(rng_next(rng) % 1500), 2500 + (long)(rng_next(rng) % 1500));
+	/* Opening variety with some shared lines: the first moves come from a
+	 * small choice, later ones from all legal moves. */
+	int plies = 60 + (int)(rng_next(rng) % (unsigned)(max_plies - 59));
+	int eval = 0;
+	Move moves[MOVEGEN_MAX];
+	int played = 0;
+	for (; played < plies; played++) {
+		int n = movegen_legal(pos, moves);
+		if (n == 0) break;
+		int k = played < 8 ? (int)(rng_next(rng) % (unsigned)(n < 3 ? n : 3))
+		                   : (int)(rng_next(rng) % (unsigned)n);
+		char csa[CSA_MOVE_MAX];
+		csa_move_write(pos, moves[k], csa);
+		pos_do_move(pos, moves[k]);
+		eval += (int)(rng_next(rng) % 61) - 30;
+		fprintf(f, "%s\nT%d\n'** %d", csa, (int)(rng_next(rng) % 20), eval);
+		/* a short PV in CSA notation */
+		int m2 = movegen_legal(pos, moves);
+		if (m2 > 0) {
+			csa_move_write(pos, moves[rng_next(rng) % (unsigned)m2], csa);
+			fprintf(f, " %s", csa);
+		}
+		fputc('\n', f);
+		if (pos_repetition(pos) != REP_NONE) {
+			played++;
+			break;
+		}
+	}
+	fprintf(f, "%%TORYO\n'summary:toryo:gen_black %s:gen_white %s\n",
+	        played % 2 ? "win" : "lose", played % 2 ? "lose" : "win");
 }

@@ -49,4 +49,15 @@ typedef struct {
  */
 int csa_game_write(FILE *f, Position *game, const CsaGame *g, char *err);
 
+/*
+ * Writes one floodgate-style CSA record of a legal random game from the start
+ * position (`joseki gen-games`, the ingest benchmark's corpus): names and
+ * ratings from id, 60..max_plies plies (max_plies >= 60; fewer when a
+ * repetition or mate ends it), the first 8 from a small choice so openings
+ * share lines, each with a "'**" evaluation comment and a one-move PV, then
+ * %TORYO and a summary. The same *rng state gives the same game; *rng is
+ * advanced. pos is scratch.
+ */
+void csa_random_game_write(FILE *f, uint64_t *rng, long id, int max_plies, Position *pos);
+
 #endif

@@ -1,0 +1,90 @@
+/*
+ * tests/shogi/test_csa_write.c — the random game writer (csa_random_game_write,
+ * `joseki gen-games`): records that the CSA reader takes and the rules replay
+ * move by move, each with an evaluation comment per move, the same state
+ * giving the same text, another state other games, and the opening moves drawn
+ * from a small choice (games share their first plies).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ingest/csa.h"
+#include "ingest/replay.h"
+#include "shogi/csa_write.h"
+#include "shogi/position.h"
+
+/* n games from the state seed, "/"-separated, as gen-games writes a file. */
+static char *games(uint64_t seed, int n, size_t *len)
+{
+	char *text = NULL;
+	FILE *f = open_memstream(&text, len);
+	assert_non_null(f);
+	Position *pos = malloc(sizeof *pos);
+	uint64_t rng = seed;
+	for (int i = 0; i < n; i++) {
+		if (i) fputs("/\n", f);
+		csa_random_game_write(f, &rng, i, 120, pos);
+	}
+	fclose(f);
+	free(pos);
+	return text;
+}
+
+static void test_csa_write__random_games_are_legal_and_reproducible(void **state)
+{
+	(void)state;
+	size_t len, len2, len3;
+	char *a = games(11, 30, &len), *b = games(11, 30, &len2), *c = games(12, 30, &len3);
+	assert_int_equal(len, len2);
+	assert_memory_equal(a, b, len); /* the same state, the same text */
+	assert_false(len == len3 && !memcmp(a, c, len));
+
+	CsaReader *r;
+	assert_int_equal(csa_reader_open_mem(&r, a, len, "gen.csa"), 0);
+	Position *pos = malloc(sizeof *pos);
+	int n = 0, rc;
+	CsaRecord *rec;
+	char first[30][8];
+	while ((rc = csa_reader_next(r, &rec)) == 1) {
+		ReplayResult res;
+		assert_int_equal(replay_csa(&res, pos, rec, NULL, NULL), 0);
+		if (res.error[0]) fail_msg("game %d: %s", n, res.error);
+		assert_int_equal(res.plies, (int)rec->nmoves); /* every move legal */
+		assert_true(rec->nmoves >= 1 && rec->nmoves <= 120);
+		for (size_t i = 0; i < rec->nmoves; i++) assert_true(rec->moves[i].has_eval);
+		snprintf(first[n], sizeof first[n], "%s", rec->moves[0].token);
+		csa_record_free(rec);
+		n++;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(n, 30);
+	/* The first move is one of at most three: 30 games share it. */
+	int distinct = 0;
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+		for (int j = 0; j < i; j++) seen |= !strcmp(first[i], first[j]);
+		distinct += !seen;
+	}
+	assert_true(distinct >= 1 && distinct <= 3);
+	csa_reader_free(r);
+	free(pos);
+	free(a);
+	free(b);
+	free(c);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_csa_write__random_games_are_legal_and_reproducible),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
