@@ -324,7 +324,8 @@ static void progress(Think *t, double now)
 		}
 	}
 	if (opt->max_seconds > 0)
-		fprintf(opt->progress, ", eta %.0fs", opt->max_seconds - el);
+		fprintf(opt->progress, ", eta %.0fs",
+		        opt->max_seconds > el ? opt->max_seconds - el : 0.0);
 	else if (opt->max_positions && thought)
 		fprintf(opt->progress, ", eta %.0fs",
 		        el * (double)(opt->max_positions - thought) / (double)thought);
