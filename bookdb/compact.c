@@ -40,20 +40,13 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 {
 	*before = *after = 0;
 	if (err) err[0] = 0;
-	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN];
-	if (strlen(dir) > BOOKDB_DIR_MAX) {
-		if (err)
-			snprintf(err, BOOKDB_ERRLEN,
-			         "%.100s...: the book's path is longer than %d bytes", dir,
-			         BOOKDB_DIR_MAX);
-		return BOOKDB_EINVAL;
-	}
-	snprintf(path, sizeof path, "%s/data.mdb", dir);
-	snprintf(tmp, sizeof tmp, "%s/data.mdb.compact", dir);
 	BookDB *db = NULL;
 	BookDBOptions ro = {.read_only = true};
-	int rc = bookdb_open(&db, dir, &ro, err);
+	int rc = bookdb_open(&db, dir, &ro, err); /* refuses a path over BOOKDB_DIR_MAX */
 	if (rc) return rc;
+	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN];
+	snprintf(path, sizeof path, "%s/data.mdb", dir);
+	snprintf(tmp, sizeof tmp, "%s/data.mdb.compact", dir);
 	int fd = -1;
 	/* No writer may have the data file open while it is replaced. */
 	if ((rc = bdb_writers_lock(db, LOCK_EX, err))) goto done;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shogi/grow.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 
@@ -76,18 +77,8 @@ typedef struct {
 
 static bool text_reserve(Text *t, size_t more)
 {
-	if (t->oom) return false;
-	if (t->n + more + 1 <= t->cap) return true;
-	size_t cap = t->cap ? t->cap : 1024;
-	while (cap < t->n + more + 1) cap *= 2;
-	char *p = realloc(t->p, cap);
-	if (!p) {
-		t->oom = true;
-		return false;
-	}
-	t->p = p;
-	t->cap = cap;
-	return true;
+	if (!t->oom && array_grow((void **)&t->p, &t->cap, t->n + more + 1, 1, 1024)) t->oom = true;
+	return !t->oom;
 }
 
 static inline void text_raw(Text *t, const char *s, size_t len)

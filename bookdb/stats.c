@@ -243,6 +243,7 @@ static int time_lookups(BookLookupTime *t, Via via, BookTxn *txn, const BookInde
 int bookdb_bench_lookups(BookLookupBench *out, BookTxn *txn, BookRecord *rec, uint64_t n, char *err)
 {
 	memset(out, 0, sizeof *out);
+	if (err) err[0] = 0;
 	uint64_t total = 0, seen = 0, rng = 12345;
 	int rc = bookdb_count(&total, txn, BOOKDB_POS);
 	if (rc) return errmsg_set(err, BOOKDB_ERRLEN, rc, "%s", bookdb_strerror(rc));

@@ -301,6 +301,16 @@ static void free_result(Result *r)
 	memset(r, 0, sizeof *r);
 }
 
+/* result, or INGEST_ENOMEM (with its error listed) when memory ran out
+ * somewhere in the pipeline: the run fails and what is uncommitted is dropped,
+ * so the counters say what is in the book. */
+static int oom_result(IngestStats *st, int result)
+{
+	if (result != INGEST_OK || !atomic_load(&ingest_oom)) return result;
+	stats_error(st, "ingest", 0, "out of memory (batches committed before are kept)");
+	return INGEST_ENOMEM;
+}
+
 int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ninputs,
                const IngestOptions *opt_in)
 {
@@ -394,13 +404,8 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 				}
 			}
 		}
-		/* Memory ran out somewhere: what is uncommitted is dropped (the
-		 * counters say what is in the book), the rest of the input is not read. */
-		if (result == INGEST_OK && atomic_load(&ingest_oom)) {
-			stats_error(st, "ingest", 0,
-			            "out of memory (batches committed before are kept)");
-			result = INGEST_ENOMEM;
-		}
+		/* The rest of the input is not read once memory ran out. */
+		result = oom_result(st, result);
 		free_result(r);
 		Unit *u = &p.units[seq % p.window];
 		free(u->name);
@@ -422,11 +427,8 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		}
 	}
 	/* Memory that ran out after the last result (listing a directory, say)
-	 * may have cost input: the run fails, the uncommitted batch is dropped. */
-	if (result == INGEST_OK && atomic_load(&ingest_oom)) {
-		stats_error(st, "ingest", 0, "out of memory (batches committed before are kept)");
-		result = INGEST_ENOMEM;
-	}
+	 * may have cost input too. */
+	result = oom_result(st, result);
 	if (result == INGEST_OK) {
 		rc = writer_commit(&wr);
 		if (rc < 0) {

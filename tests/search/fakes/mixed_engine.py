@@ -16,28 +16,17 @@ the answers are a real search's:
            mixed into every answer
   flood    the real engine, with 5,000 extra info lines before every bestmove
 """
-import fcntl
 import os
 import subprocess
 import sys
 import threading
 
+from fake_engine import count_start  # the same start counter as the fake engine
+
 
 def out(s):
     sys.stdout.write(s + "\n")
     sys.stdout.flush()
-
-
-def count_start(path):
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        f.seek(0)
-        n = int(f.read().strip() or "0")
-        f.seek(0)
-        f.truncate()
-        f.write(str(n + 1))
-        f.flush()
-    return n
 
 
 def hang():
