@@ -348,6 +348,37 @@ uint32_t mm_map_get(const MmKeyMap *m, const Key *keys, Key k)
 	return MM_NONE;
 }
 
+void mm_map_get_many(const MmKeyMap *m, const Key *keys, const Key *ks, int n, uint32_t *out)
+{
+	/* Three sweeps, each starting every memory access of the next one first,
+	 * so that the cache misses of n lookups overlap instead of queueing. */
+	if (!m->cap) {
+		for (int i = 0; i < n; i++) out[i] = MM_NONE;
+		return;
+	}
+	size_t mask = m->cap - 1;
+	for (int i = 0; i < n; i++) {
+		size_t b = (size_t)ks[i].hi & m->bloom_mask;
+		__builtin_prefetch(&m->bloom[b >> 6]);
+	}
+	for (int i = 0; i < n; i++) {
+		size_t b = (size_t)ks[i].hi & m->bloom_mask;
+		out[i] = (m->bloom[b >> 6] & (1ULL << (b & 63))) ? 0 : MM_NONE;
+		if (!out[i]) __builtin_prefetch(&m->slots[key_slot(ks[i], mask)]);
+	}
+	for (int i = 0; i < n; i++) {
+		if (out[i] == MM_NONE) continue;
+		uint32_t fp = key_fp(ks[i]), r = MM_NONE;
+		for (size_t s = key_slot(ks[i], mask); m->slots[s].idx != MM_NONE;
+		     s = (s + 1) & mask)
+			if (m->slots[s].fp == fp && key_equal(keys[m->slots[s].idx], ks[i])) {
+				r = m->slots[s].idx;
+				break;
+			}
+		out[i] = r;
+	}
+}
+
 void mm_map_free(MmKeyMap *m)
 {
 	free(m->slots);

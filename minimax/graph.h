@@ -140,6 +140,8 @@ int mm_map_put(MmKeyMap *m, const Key *keys, uint32_t idx);
 int mm_map_build_filter(MmKeyMap *m, const Key *keys, size_t n);
 /* Node of k, or MM_NONE (only after mm_map_build_filter). */
 uint32_t mm_map_get(const MmKeyMap *m, const Key *keys, Key k);
+/* out[i] = mm_map_get(m, keys, ks[i]) for i < n, the lookups overlapped. */
+void mm_map_get_many(const MmKeyMap *m, const Key *keys, const Key *ks, int n, uint32_t *out);
 void mm_map_free(MmKeyMap *m);
 
 #endif

@@ -284,19 +284,27 @@ bad:
 
 size_t usi_move_write(Move m, char out[USI_MOVE_MAX])
 {
-	Square to = move_to(m);
-	if (m == MOVE_NONE || to >= SQ_NB) return (size_t)snprintf(out, USI_MOVE_MAX, "none");
-	if (move_is_drop(m)) {
-		PieceType pt = move_drop_type(m);
-		return (size_t)snprintf(out, USI_MOVE_MAX, "%c*%d%c",
-		                        pt < PT_NB && SFEN_LETTERS[pt] ? SFEN_LETTERS[pt] : '?',
-		                        sq_file(to) + 1, 'a' + sq_rank(to));
+	/* By hand rather than snprintf: book writers call this for every move. */
+	Square to = move_to(m), from = move_from(m);
+	bool drop = m != MOVE_NONE && move_is_drop(m);
+	if (m == MOVE_NONE || to >= SQ_NB || (!drop && from >= SQ_NB)) {
+		memcpy(out, "none", 5);
+		return 4;
 	}
-	Square from = move_from(m);
-	if (from >= SQ_NB) return (size_t)snprintf(out, USI_MOVE_MAX, "none");
-	return (size_t)snprintf(out, USI_MOVE_MAX, "%d%c%d%c%s", sq_file(from) + 1,
-	                        'a' + sq_rank(from), sq_file(to) + 1, 'a' + sq_rank(to),
-	                        move_is_promote(m) ? "+" : "");
+	char *p = out;
+	if (drop) {
+		PieceType pt = move_drop_type(m);
+		*p++ = pt < PT_NB && SFEN_LETTERS[pt] ? SFEN_LETTERS[pt] : '?';
+		*p++ = '*';
+	} else {
+		*p++ = (char)('1' + sq_file(from));
+		*p++ = (char)('a' + sq_rank(from));
+	}
+	*p++ = (char)('1' + sq_file(to));
+	*p++ = (char)('a' + sq_rank(to));
+	if (!drop && move_is_promote(m)) *p++ = '+';
+	*p = '\0';
+	return (size_t)(p - out);
 }
 
 int usi_move_parse_legal(Move *out, const Position *pos, const char *s, size_t len, char *err)
