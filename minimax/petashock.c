@@ -26,11 +26,15 @@
  */
 #include "minimax/petashock.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "minimax/graph.h"
@@ -53,16 +57,32 @@ typedef struct {
 	int16_t value;
 } PsLeaf;
 
+/* Phase 1's per-node arrays, filled by one part of the file. */
 typedef struct {
-	MmGraph m; /* nodes and moves: the shared core (minimax/graph.h) */
-	size_t cap;
-	uint32_t *lstart; /* phase 1: leaves of node i are leaves[lstart[i]..lstart[i+1]) */
+	size_t n, cap;
+	MmFlags *flags;
+	uint32_t *lstart; /* leaves of node i are leaves[lstart[i]..lstart[i+1]) */
+	Key *keys;        /* White-to-move key of each node */
 	PsLeaf *leaves;
 	size_t nleaves, leaves_cap;
-	Key *keys;           /* White-to-move key of each node (while the map lives) */
-	uint64_t seen[1024]; /* scratch bitmap over 16-bit moves, kept all zero */
+} NodeBuf;
+
+typedef struct {
+	MmGraph m;        /* nodes and moves: the shared core (minimax/graph.h) */
+	uint32_t *lstart; /* phase 1: leaves of node i are leaves[lstart[i]..lstart[i+1]) */
+	PsLeaf *leaves;
+	Key *keys; /* White-to-move key of each node (while the map lives) */
 	MmKeyMap map;
 } Graph;
+
+static void nodebuf_free(NodeBuf *b)
+{
+	free(b->flags);
+	free(b->lstart);
+	free(b->keys);
+	free(b->leaves);
+	memset(b, 0, sizeof *b);
+}
 
 static void graph_free(Graph *g)
 {
@@ -147,44 +167,40 @@ static Key flipped_key(const Position *pos)
 	return key_combine(board, hand);
 }
 
-static int add_node(Graph *g, const Db2016Record *rec)
+static int add_node(NodeBuf *b, const Db2016Record *rec)
 {
-	if (g->m.n + 2 > g->cap) {
-		size_t nc = g->cap ? g->cap * 2 : 1024;
-		MmFlags *f = realloc(g->m.flags, nc * sizeof *f);
+	if (b->n + 2 > b->cap) {
+		size_t nc = b->cap ? b->cap * 2 : 1024;
+		MmFlags *f = realloc(b->flags, nc * sizeof *f);
 		if (!f) return PETASHOCK_ENOMEM;
-		g->m.flags = f;
-		uint32_t *ls = realloc(g->lstart, (nc + 1) * sizeof *ls);
+		b->flags = f;
+		uint32_t *ls = realloc(b->lstart, (nc + 1) * sizeof *ls);
 		if (!ls) return PETASHOCK_ENOMEM;
-		g->lstart = ls;
-		Key *k = realloc(g->keys, nc * sizeof *k);
+		b->lstart = ls;
+		Key *k = realloc(b->keys, nc * sizeof *k);
 		if (!k) return PETASHOCK_ENOMEM;
-		g->keys = k;
-		g->cap = nc;
+		b->keys = k;
+		b->cap = nc;
 	}
 	const Position *pos = rec->pos;
 	bool white = pos->side == WHITE;
-	uint32_t i = (uint32_t)g->m.n++;
+	size_t i = b->n++;
 	/* The map is keyed by the White-to-move form, which is what a move from
 	 * a (Black-to-move) node leads to. */
-	g->keys[i] = white ? pos_key(pos) : flipped_key(pos);
-	int rc = mm_map_put(&g->map, g->keys, i);
-	if (rc < 0) return rc;
-	g->m.flags[i] = (MmFlags)((white ? F_WHITE : 0) | (pos_in_check(pos) ? F_CHECKED : 0));
-	g->lstart[i] = (uint32_t)g->nleaves;
-	rc = (array_grow((void **)&g->leaves, &g->leaves_cap, g->nleaves + rec->nmoves,
-	                 sizeof *g->leaves, 1024)
-	          ? PETASHOCK_ENOMEM
-	          : 0);
-	if (rc < 0) return rc;
+	b->keys[i] = white ? pos_key(pos) : flipped_key(pos);
+	b->flags[i] = (MmFlags)((white ? F_WHITE : 0) | (pos_in_check(pos) ? F_CHECKED : 0));
+	b->lstart[i] = (uint32_t)b->nleaves;
+	if (array_grow((void **)&b->leaves, &b->leaves_cap, b->nleaves + rec->nmoves,
+	               sizeof *b->leaves, 1024))
+		return PETASHOCK_ENOMEM;
 	for (size_t k = 0; k < rec->nmoves; k++) {
 		const Db2016Move *m = &rec->moves[k];
 		if (m->move == MOVE_NONE) continue;
 		int32_t v = value_clamp(m->value);
 		PsLeaf l = {white ? flip_move(m->move) : m->move, (int16_t)v};
-		g->leaves[g->nleaves++] = l;
+		b->leaves[b->nleaves++] = l;
 	}
-	g->lstart[i + 1] = (uint32_t)g->nleaves;
+	b->lstart[i + 1] = (uint32_t)b->nleaves;
 	return 0;
 }
 
@@ -333,14 +349,27 @@ static int yo_legal_order(Move *out, const Position *pos, const Move *legal, int
 	return m;
 }
 
-static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converged)
+/* One part's moves (phase 2): node i's go to moves[..], and g->m.mstart[i + 1]
+ * is the part's count so far (made global at the merge). */
+typedef struct {
+	MmMove *moves;
+	size_t n, cap;
+	size_t converged;    /* edges not listed in the input */
+	uint64_t seen[1024]; /* scratch bitmap over 16-bit moves, kept all zero */
+} EdgeBuf;
+
+static int add_edges(const Graph *g, uint32_t i, const Position *bpos, EdgeBuf *eb)
 {
 	Move legal[MOVEGEN_MAX];
 	EdgeCand cand[MOVEGEN_MAX];
 	int n = movegen_legal(bpos, legal), ne = 0;
 	bool in_check = pos_in_check(bpos);
+	Key child[MOVEGEN_MAX];
+	uint32_t found[MOVEGEN_MAX];
+	for (int k = 0; k < n; k++) child[k] = pos_key_after(bpos, legal[k]);
+	mm_map_get_many(&g->map, g->keys, child, n, found);
 	for (int k = 0; k < n; k++) {
-		uint32_t j = mm_map_get(&g->map, g->keys, pos_key_after(bpos, legal[k]));
+		uint32_t j = found[k];
 		if (j == PS_NONE) continue;
 		EdgeCand c = {gen_rank(bpos, legal[k], in_check), legal[k], j};
 		int p = ne++;
@@ -353,7 +382,7 @@ static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converg
 	if (ne >= 2) {
 		/* Exact ties keep this order in the output: use YaneuraOu's. */
 		Move order[YO_LIST_MAX];
-		int no = yo_legal_order(order, bpos, legal, n, g->seen);
+		int no = yo_legal_order(order, bpos, legal, n, eb->seen);
 		for (int k = 0; k < ne; k++) {
 			int at = 0;
 			while (at < no && order[at] != cand[k].move) at++;
@@ -371,18 +400,16 @@ static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converg
 	}
 	const PsLeaf *lv = g->leaves + g->lstart[i];
 	size_t nl = g->lstart[i + 1] - g->lstart[i];
-	int rc = (array_grow((void **)&g->m.moves, &g->m.moves_cap, g->m.nmoves + (size_t)ne + nl,
-	                     sizeof *g->m.moves, 1024)
-	              ? PETASHOCK_ENOMEM
-	              : 0);
-	if (rc < 0) return rc;
-	PsMove *base = g->m.moves + g->m.nmoves;
+	if (array_grow((void **)&eb->moves, &eb->cap, eb->n + (size_t)ne + nl, sizeof *eb->moves,
+	               1024))
+		return PETASHOCK_ENOMEM;
+	PsMove *base = eb->moves + eb->n;
 	size_t cnt = 0;
 	for (int k = 0; k < ne; k++) {
 		bool listed = false;
 		for (size_t l = 0; l < nl; l++)
 			if (lv[l].move == cand[k].move) listed = true;
-		if (!listed) (*converged)++;
+		if (!listed) eb->converged++;
 		PsMove pm = {cand[k].move, 0, cand[k].next};
 		base[cnt++] = pm;
 	}
@@ -396,8 +423,8 @@ static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converg
 		PsMove pm = {lv[l].move, lv[l].value, PS_NONE};
 		base[cnt++] = pm;
 	}
-	g->m.nmoves += cnt;
-	g->m.mstart[i + 1] = (uint32_t)g->m.nmoves;
+	eb->n += cnt;
+	g->m.mstart[i + 1] = (uint32_t)eb->n;
 	return 0;
 }
 
@@ -449,76 +476,316 @@ static int write_node(FILE *f, const Graph *g, uint32_t i, const char *sfen, siz
 
 /* ---- driver ------------------------------------------------------------------------- */
 
-/* One run's state, shared by its passes. */
+/*
+ * The input is cut into parts (db2016_split: byte ranges starting at "sfen"
+ * lines), one per thread; each pass runs the parts side by side and joins
+ * their results in file order, so the output does not depend on the number
+ * of parts. Part 0 runs in the calling thread and alone reports progress and
+ * passes warnings on as they come; the others keep theirs and hand them on
+ * in order after the join.
+ */
+#define PS_MAX_PARTS 8
+#define PS_PART_MIN_BYTES (4u << 20) /* automatic: a part per 4 MiB at most */
+#define PS_WARN_KEEP 10000           /* warnings a part keeps word for word */
+
 typedef struct {
+	char **msg;
+	size_t n, cap;
+	size_t dropped; /* further warnings, counted only */
+} WarnBuf;
+
+static void warnbuf_add(void *ctx, const char *msg)
+{
+	WarnBuf *w = ctx;
+	char *copy = w->n < PS_WARN_KEEP ? strdup(msg) : NULL;
+	if (!copy || array_grow((void **)&w->msg, &w->cap, w->n + 1, sizeof *w->msg, 64)) {
+		free(copy);
+		w->dropped++;
+		return;
+	}
+	w->msg[w->n++] = copy;
+}
+
+struct PsRun;
+
+typedef struct {
+	struct PsRun *run;
+	int k;
+	uint64_t start, end; /* bytes of the file */
+	long first_line;
+	size_t first_ordinal; /* of its first "sfen" line in the file */
+	size_t node0, n;      /* its nodes: node0 .. node0 + n - 1 */
+	size_t skip0;         /* its first entry in the run's skip list */
+	int rc;
+	char err[256];
+	Position *tmp, *tmp2;
+	/* pass 1 */
+	NodeBuf nb;
+	size_t *skip, nskip, skip_cap; /* ordinals (counted from the part) of bad records */
+	size_t sfen_lines, warnings;
+	WarnBuf wb;
+	/* pass 2 */
+	EdgeBuf eb;
+	/* pass 3 */
+	FILE *out;
+	char *out_path;
+} PsPart;
+
+/* One run's state, shared by its passes. */
+typedef struct PsRun {
 	const char *in_path, *out_path;
 	const PetashockOptions *opt;
 	char *err;
 	size_t errlen;
 	PetashockStats st;
 	Graph g;
-	Db2016Reader *r;
-	Position *tmp, *tmp2;
+	int nparts;
+	PsPart part[PS_MAX_PARTS];
 	/* Ordinals of records the reader skipped (bad SFEN) in pass 1, skipped
 	 * again by ordinal in the passes that do not parse. */
-	size_t *skip, nskip, skip_cap;
+	size_t *skip, nskip;
 } PsRun;
 
-/* Pass 1: every record as a node (its key, side, leaves); the key filter. */
-static int read_nodes(PsRun *p)
+/* Runs fn on every part, part 0 in this thread, the others in their own. */
+static void run_parts(PsRun *p, void *(*fn)(void *))
 {
-	const PetashockOptions *opt = p->opt;
-	Graph *g = &p->g;
-	Db2016Record rec;
-	int rc =
-	    db2016_open(&p->r, p->in_path, 0, opt ? opt->warn : NULL, opt ? opt->warn_ctx : NULL);
-	if (rc < 0)
-		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot open: %s", p->in_path,
-		            rc == DB2016_EIO ? "I/O error" : db2016_strerror(rc));
-	while ((rc = db2016_next(p->r, &rec)) == 1) {
-		if (g->m.n >= PS_NONE - 1)
-			return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "%s: too many positions",
-			            p->in_path);
-		for (size_t o = g->m.n + p->nskip; o < rec.ordinal; o++) {
-			if (array_grow((void **)&p->skip, &p->skip_cap, p->nskip + 1,
-			               sizeof *p->skip, 1024))
-				return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
-			p->skip[p->nskip++] = o;
-		}
-		if (g->m.n % PS_PROGRESS_EVERY == 0) report(opt, "reading", g->m.n);
-		if ((rc = add_node(g, &rec)) < 0)
-			return fail(p->err, p->errlen, rc, "%s:%ld: %s", p->in_path, rec.line,
-			            petashock_strerror(rc));
+	pthread_t tid[PS_MAX_PARTS];
+	bool started[PS_MAX_PARTS] = {false};
+	for (int k = 1; k < p->nparts; k++)
+		started[k] = pthread_create(&tid[k], NULL, fn, &p->part[k]) == 0;
+	fn(&p->part[0]);
+	for (int k = 1; k < p->nparts; k++) {
+		if (started[k])
+			pthread_join(tid[k], NULL);
+		else
+			fn(&p->part[k]);
 	}
+}
+
+/* The first failing part's error as the run's, or 0. */
+static int parts_failed(PsRun *p)
+{
+	for (int k = 0; k < p->nparts; k++)
+		if (p->part[k].rc < 0)
+			return fail(p->err, p->errlen, p->part[k].rc, "%s", p->part[k].err);
+	return 0;
+}
+
+#define part_fail(pt, code, ...) ((pt)->rc = fail((pt)->err, sizeof(pt)->err, code, __VA_ARGS__))
+
+/* Opens a reader on the part's bytes. */
+static int part_open(PsPart *pt, Db2016Reader **r, unsigned flags, Db2016WarnFn warn, void *ctx)
+{
+	PsRun *p = pt->run;
+	int rc = db2016_open(r, p->in_path, flags, warn, ctx);
 	if (rc < 0)
-		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: read error after line %ld",
-		            p->in_path, db2016_lines(p->r));
-	p->st.warnings = db2016_warnings(p->r);
-	db2016_close(p->r);
-	p->r = NULL;
-	p->st.nodes = g->m.n;
+		return part_fail(pt, PETASHOCK_EIO, "%s: cannot open: %s", p->in_path,
+		                 rc == DB2016_EIO ? "I/O error" : db2016_strerror(rc));
+	if (p->nparts > 1 && db2016_set_range(*r, pt->start, pt->k + 1 < p->nparts ? pt->end : 0,
+	                                      pt->first_line, pt->first_ordinal) < 0)
+		return part_fail(pt, PETASHOCK_EIO, "%s: cannot seek", p->in_path);
+	return 0;
+}
+
+/* Pass 1 of one part: its records as nodes (key, side, leaves). */
+static void *part_read_nodes(void *arg)
+{
+	PsPart *pt = arg;
+	const PetashockOptions *opt = pt->run->opt;
+	Db2016WarnFn warn = opt ? opt->warn : NULL;
+	void *ctx = opt ? opt->warn_ctx : NULL;
+	if (pt->k > 0 && warn) {
+		warn = warnbuf_add;
+		ctx = &pt->wb;
+	}
+	Db2016Reader *r = NULL;
+	if (part_open(pt, &r, 0, warn, ctx) < 0) goto done;
+	Db2016Record rec;
+	int rc;
+	while ((rc = db2016_next(r, &rec)) == 1) {
+		if (pt->nb.n >= PS_NONE - 1) {
+			part_fail(pt, PETASHOCK_ENOMEM, "%s: too many positions", pt->run->in_path);
+			goto done;
+		}
+		for (size_t o = pt->nb.n + pt->nskip; o < rec.ordinal - pt->first_ordinal; o++) {
+			if (array_grow((void **)&pt->skip, &pt->skip_cap, pt->nskip + 1,
+			               sizeof *pt->skip, 1024)) {
+				part_fail(pt, PETASHOCK_ENOMEM, "out of memory");
+				goto done;
+			}
+			pt->skip[pt->nskip++] = o;
+		}
+		if (pt->k == 0 && pt->nb.n % PS_PROGRESS_EVERY == 0)
+			report(opt, "reading", pt->nb.n * (size_t)pt->run->nparts);
+		if ((rc = add_node(&pt->nb, &rec)) < 0) {
+			part_fail(pt, rc, "%s:%ld: %s", pt->run->in_path, rec.line,
+			          petashock_strerror(rc));
+			goto done;
+		}
+	}
+	if (rc < 0) {
+		part_fail(pt, PETASHOCK_EIO, "%s: read error after line %ld", pt->run->in_path,
+		          db2016_lines(r));
+		goto done;
+	}
+	pt->n = pt->nb.n;
+	pt->sfen_lines = db2016_sfen_lines(r);
+	pt->warnings = db2016_warnings(r);
+done:
+	db2016_close(r);
+	return NULL;
+}
+
+/* Appends n elements of size sz from src to *dst (holding have); 0 or -1. */
+static int append(void **dst, size_t have, const void *src, size_t n, size_t sz)
+{
+	if (!n) return 0;
+	void *d = realloc(*dst, (have + n) * sz);
+	if (!d) return -1;
+	memcpy((char *)d + have * sz, src, n * sz);
+	*dst = d;
+	return 0;
+}
+
+/* Joins the parts' nodes in file order. */
+static int join_nodes(PsRun *p)
+{
+	Graph *g = &p->g;
+	NodeBuf *b0 = &p->part[0].nb;
+	size_t n = 0, nleaves = 0, ordinal = 0;
+	for (int k = 0; k < p->nparts; k++) {
+		PsPart *pt = &p->part[k];
+		pt->node0 = n;
+		pt->first_ordinal = ordinal;
+		n += pt->n;
+		ordinal += pt->sfen_lines;
+		p->st.warnings += pt->warnings;
+	}
+	if (n >= PS_NONE - 1)
+		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "%s: too many positions",
+		            p->in_path);
+	/* Part 0's arrays become the graph's; the others are appended. */
+	g->m.flags = b0->flags;
+	g->lstart = b0->lstart;
+	g->keys = b0->keys;
+	g->leaves = b0->leaves;
+	nleaves = b0->nleaves;
+	b0->flags = NULL, b0->lstart = NULL, b0->keys = NULL, b0->leaves = NULL;
+	if (!g->lstart && !(g->lstart = calloc(1, sizeof *g->lstart)))
+		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+	for (int k = 1; k < p->nparts; k++) {
+		NodeBuf *b = &p->part[k].nb;
+		size_t at = p->part[k].node0;
+		if (!b->n) continue;
+		for (size_t i = 0; i <= b->n; i++) b->lstart[i] += (uint32_t)nleaves;
+		if (append((void **)&g->m.flags, at, b->flags, b->n, sizeof *b->flags) ||
+		    append((void **)&g->keys, at, b->keys, b->n, sizeof *b->keys) ||
+		    append((void **)&g->lstart, at + 1, b->lstart + 1, b->n, sizeof *b->lstart) ||
+		    append((void **)&g->leaves, nleaves, b->leaves, b->nleaves, sizeof *b->leaves))
+			return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+		nleaves += b->nleaves;
+		nodebuf_free(b);
+	}
+	/* lstart has n + 1 entries: lstart[node0] of a part is the previous
+	 * part's end, the same as its own first offset. */
+	g->m.n = n;
+	for (int k = 0; k < p->nparts; k++) {
+		PsPart *pt = &p->part[k];
+		pt->skip0 = p->nskip;
+		for (size_t j = 0; j < pt->nskip; j++) pt->skip[j] += pt->first_ordinal;
+		if (append((void **)&p->skip, p->nskip, pt->skip, pt->nskip, sizeof *p->skip))
+			return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+		p->nskip += pt->nskip;
+		free(pt->skip);
+		pt->skip = NULL;
+	}
+	/* Later records override earlier ones with the same key: insert in order. */
+	for (size_t i = 0; i < n; i++)
+		if (mm_map_put(&g->map, g->keys, (uint32_t)i) < 0)
+			return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+	p->st.nodes = n;
 	p->st.in_check = 0;
-	for (size_t i = 0; i < g->m.n; i++)
+	for (size_t i = 0; i < n; i++)
 		if (g->m.flags[i] & F_CHECKED) p->st.in_check++;
-	if (mm_map_build_filter(&g->map, g->keys, g->m.n) < 0)
+	if (mm_map_build_filter(&g->map, g->keys, n) < 0)
 		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	return 0;
 }
 
-/* Reopens the input for another pass without parsing positions. */
-static int reopen(PsRun *p)
+/* Hands on the warnings the parts after the first kept. */
+static void replay_warnings(PsRun *p)
 {
-	if (db2016_open(&p->r, p->in_path, DB2016_NO_POSITION, NULL, NULL) < 0)
-		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot reopen", p->in_path);
+	const PetashockOptions *opt = p->opt;
+	for (int k = 1; k < p->nparts; k++) {
+		WarnBuf *w = &p->part[k].wb;
+		for (size_t j = 0; j < w->n; j++) {
+			if (opt && opt->warn) opt->warn(opt->warn_ctx, w->msg[j]);
+			free(w->msg[j]);
+		}
+		if (w->dropped && opt && opt->warn) {
+			char msg[600];
+			snprintf(msg, sizeof msg, "%s: further input problems not recorded",
+			         p->in_path);
+			for (size_t j = 0; j < w->dropped; j++) opt->warn(opt->warn_ctx, msg);
+		}
+		free(w->msg);
+		memset(w, 0, sizeof *w);
+	}
+}
+
+/* Cuts the input into parts. */
+static int plan_parts(PsRun *p)
+{
+	struct stat sb;
+	int want = p->opt ? p->opt->threads : 0;
+	if (stat(p->in_path, &sb) != 0)
+		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot open: %s", p->in_path,
+		            strerror(errno));
+	if (want <= 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		want = cpus < 1 ? 1 : (int)(cpus > PS_MAX_PARTS ? PS_MAX_PARTS : cpus);
+		uint64_t by_size = (uint64_t)sb.st_size / PS_PART_MIN_BYTES;
+		if ((uint64_t)want > by_size) want = by_size ? (int)by_size : 1;
+	}
+	if (want > PS_MAX_PARTS) want = PS_MAX_PARTS;
+	if (!S_ISREG(sb.st_mode)) want = 1; /* must be seekable */
+	uint64_t off[PS_MAX_PARTS + 1];
+	long lines[PS_MAX_PARTS + 1];
+	if (want > 1 && db2016_split(p->in_path, want, off, lines) < 0)
+		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: read error", p->in_path);
+	p->nparts = want;
+	for (int k = 0; k < want; k++) {
+		PsPart *pt = &p->part[k];
+		pt->run = p;
+		pt->k = k;
+		pt->start = want > 1 ? off[k] : 0;
+		pt->end = want > 1 ? off[k + 1] : 0;
+		pt->first_line = want > 1 ? lines[k] : 1;
+		pt->tmp = malloc(sizeof *pt->tmp);
+		pt->tmp2 = malloc(sizeof *pt->tmp2);
+		if (!pt->tmp || !pt->tmp2)
+			return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+	}
 	return 0;
 }
 
-/* The next record of a later pass that pass 1 kept as node i: 1 with *rec,
+/* Pass 1: every record as a node (its key, side, leaves); the key map. */
+static int read_nodes(PsRun *p)
+{
+	int rc = plan_parts(p);
+	if (rc < 0) return rc;
+	run_parts(p, part_read_nodes);
+	replay_warnings(p);
+	if ((rc = parts_failed(p)) < 0) return rc;
+	return join_nodes(p);
+}
+
+/* The next record of a later pass that pass 1 kept as a node: 1 with *rec,
  * or 0 at the end, or a negative db2016 code. */
-static int next_kept(PsRun *p, Db2016Record *rec, size_t *sp)
+static int next_kept(const PsRun *p, Db2016Reader *r, Db2016Record *rec, size_t *sp)
 {
 	int rc;
-	while ((rc = db2016_next(p->r, rec)) == 1) {
+	while ((rc = db2016_next(r, rec)) == 1) {
 		if (*sp < p->nskip && p->skip[*sp] == rec->ordinal) {
 			(*sp)++;
 			continue;
@@ -528,10 +795,55 @@ static int next_kept(PsRun *p, Db2016Record *rec, size_t *sp)
 	return rc;
 }
 
-static int changed(PsRun *p)
+static int part_changed(PsPart *pt)
 {
-	return fail(p->err, p->errlen, PETASHOCK_ECHANGED, "%s: input changed between passes",
-	            p->in_path);
+	return part_fail(pt, PETASHOCK_ECHANGED, "%s: input changed between passes",
+	                 pt->run->in_path);
+}
+
+/* Calls fn on each record of the part that pass 1 kept as a node, with the
+ * node's index; stops at fn's first failure (fn sets pt->rc). */
+static void part_each(PsPart *pt, const char *phase,
+                      int (*fn)(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx),
+                      void *ctx)
+{
+	PsRun *p = pt->run;
+	Db2016Reader *r = NULL;
+	if (part_open(pt, &r, DB2016_NO_POSITION, NULL, NULL) < 0) goto done;
+	size_t sp = pt->skip0, end = pt->node0 + pt->n;
+	uint32_t i = (uint32_t)pt->node0;
+	Db2016Record rec;
+	int rc = 0;
+	while (i < end && (rc = next_kept(p, r, &rec, &sp)) == 1) {
+		if (pt->k == 0 && i % PS_PROGRESS_EVERY == 0)
+			report(p->opt, phase, i * (size_t)p->nparts);
+		if (fn(pt, i, &rec, ctx) < 0) goto done;
+		i++;
+	}
+	if (rc < 0 || i != end) part_changed(pt);
+done:
+	db2016_close(r);
+}
+
+/* Node i's moves (edges to other nodes, or leaves). */
+static int edges_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
+{
+	(void)ctx;
+	const Position *bpos = pt->tmp;
+	if (sfen_parse(pt->tmp, rec->sfen, NULL, NULL) < 0 ||
+	    (pt->tmp->side == WHITE && flip_position(pt->tmp2, pt->tmp) < 0))
+		return part_fail(pt, PETASHOCK_ECHANGED, "%s:%ld: input changed between passes",
+		                 pt->run->in_path, rec->line);
+	if (pt->tmp->side == WHITE) bpos = pt->tmp2;
+	int rc = add_edges(&pt->run->g, i, bpos, &pt->eb);
+	return rc < 0 ? part_fail(pt, rc, "out of memory") : 0;
+}
+
+/* Pass 2 of one part. */
+static void *part_edges(void *arg)
+{
+	part_each(arg, "edges", edges_of, NULL);
+	return NULL;
 }
 
 /* Pass 2: each node's moves (edges to other nodes, or listed leaves). */
@@ -545,29 +857,36 @@ static int read_edges(PsRun *p)
 	g->m.mstart[0] = 0;
 	/* Most moves are the listed leaves plus about one edge per node: reserve
 	 * that much at once rather than doubling through it. */
-	if (array_grow((void **)&g->m.moves, &g->m.moves_cap, g->nleaves + g->m.n + 1,
-	               sizeof *g->m.moves, 1024))
-		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
-	int rc = reopen(p);
-	if (rc < 0) return rc;
-	uint32_t i = 0;
-	size_t sp = 0;
-	Db2016Record rec;
-	while (i < g->m.n && (rc = next_kept(p, &rec, &sp)) == 1) {
-		if (i % PS_PROGRESS_EVERY == 0) report(p->opt, "edges", i);
-		const Position *bpos = p->tmp;
-		if (sfen_parse(p->tmp, rec.sfen, NULL, NULL) < 0 ||
-		    (p->tmp->side == WHITE && flip_position(p->tmp2, p->tmp) < 0))
-			return fail(p->err, p->errlen, PETASHOCK_ECHANGED,
-			            "%s:%ld: input changed between passes", p->in_path, rec.line);
-		if (p->tmp->side == WHITE) bpos = p->tmp2;
-		if ((rc = add_edges(g, i, bpos, &p->st.converged_moves)) < 0)
-			return fail(p->err, p->errlen, rc, "out of memory");
-		i++;
+	for (int k = 0; k < p->nparts; k++) {
+		PsPart *pt = &p->part[k];
+		size_t want = g->lstart[pt->node0 + pt->n] - g->lstart[pt->node0] + pt->n + 1;
+		if (array_grow((void **)&pt->eb.moves, &pt->eb.cap, want, sizeof *pt->eb.moves,
+		               1024))
+			return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	}
-	if (rc < 0 || i != g->m.n) return changed(p);
-	db2016_close(p->r);
-	p->r = NULL;
+	run_parts(p, part_edges);
+	int rc = parts_failed(p);
+	if (rc < 0) return rc;
+	/* Part 0's moves become the graph's; the others are appended, their
+	 * offsets made global. */
+	g->m.moves = p->part[0].eb.moves;
+	g->m.moves_cap = p->part[0].eb.cap;
+	g->m.nmoves = p->part[0].eb.n;
+	p->part[0].eb.moves = NULL;
+	for (int k = 0; k < p->nparts; k++) {
+		PsPart *pt = &p->part[k];
+		p->st.converged_moves += pt->eb.converged;
+		if (k == 0) continue;
+		for (size_t i = pt->node0; i < pt->node0 + pt->n; i++)
+			g->m.mstart[i + 1] += (uint32_t)g->m.nmoves;
+		if (array_grow((void **)&g->m.moves, &g->m.moves_cap, g->m.nmoves + pt->eb.n,
+		               sizeof *g->m.moves, 1024))
+			return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+		memcpy(g->m.moves + g->m.nmoves, pt->eb.moves, pt->eb.n * sizeof *g->m.moves);
+		g->m.nmoves += pt->eb.n;
+		free(pt->eb.moves);
+		pt->eb.moves = NULL;
+	}
 	free(g->leaves);
 	g->leaves = NULL;
 	free(g->lstart);
@@ -597,90 +916,161 @@ static int analyse(PsRun *p)
 	return 0;
 }
 
+/* Node i with its backed-up values, to the part's output. */
+static int write_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
+{
+	const PsRun *p = pt->run;
+	if (write_node(pt->out, &p->g, i, rec->sfen, rec->sfen_len, p->opt && p->opt->shrink, ctx) <
+	    0)
+		return part_fail(pt, PETASHOCK_EIO, "%s: write error", pt->out_path);
+	return 0;
+}
+
+/* Pass 3 of one part: its records with the backed-up values, to pt->out. */
+static void *part_write(void *arg)
+{
+	PsPart *pt = arg;
+	const Graph *g = &pt->run->g;
+	size_t maxm = 1;
+	for (size_t i = pt->node0; i < pt->node0 + pt->n; i++)
+		if (g->m.mstart[i + 1] - g->m.mstart[i] > maxm)
+			maxm = g->m.mstart[i + 1] - g->m.mstart[i];
+	OutMove *obuf = malloc(maxm * sizeof *obuf);
+	if (!obuf) {
+		part_fail(pt, PETASHOCK_ENOMEM, "out of memory");
+		return NULL;
+	}
+	part_each(pt, "writing", write_of, obuf);
+	if (pt->rc == 0 && fflush(pt->out) != 0)
+		part_fail(pt, PETASHOCK_EIO, "%s: write error", pt->out_path);
+	free(obuf);
+	return NULL;
+}
+
+/* Appends the whole of file `from` (open for reading at its start) to `to`. */
+static int append_file(int to, int from)
+{
+	for (;;) {
+		ssize_t n = copy_file_range(from, NULL, to, NULL, 1 << 30, 0);
+		if (n == 0) return 0;
+		if (n > 0) continue;
+		if (errno == EINTR) continue;
+		break; /* not supported here: copy by hand */
+	}
+	char *buf = malloc(1 << 20);
+	if (!buf) return -1;
+	int rc = 0;
+	for (;;) {
+		ssize_t n = read(from, buf, 1 << 20);
+		if (n == 0) break;
+		if (n < 0) {
+			if (errno == EINTR) continue;
+			rc = -1;
+			break;
+		}
+		for (ssize_t w = 0; w < n;) {
+			ssize_t k = write(to, buf + w, (size_t)(n - w));
+			if (k < 0 && errno == EINTR) continue;
+			if (k <= 0) {
+				rc = -1;
+				break;
+			}
+			w += k;
+		}
+		if (rc < 0) break;
+	}
+	free(buf);
+	return rc;
+}
+
 /* Pass 3: the book with the backed-up values, to a temporary file renamed
- * over out_path when whole. */
+ * over out_path when whole (each part after the first writes its own
+ * temporary file, appended in order). */
 static int write_book(PsRun *p)
 {
-	Graph *g = &p->g;
-	size_t maxm = 1;
-	for (size_t k = 0; k < g->m.n; k++)
-		if (g->m.mstart[k + 1] - g->m.mstart[k] > maxm)
-			maxm = g->m.mstart[k + 1] - g->m.mstart[k];
-	OutMove *obuf = malloc(maxm * sizeof *obuf);
-	size_t plen = strlen(p->out_path) + 32;
-	char *tmp_path = malloc(plen);
-	FILE *out = NULL;
-	int rc;
-	if (!obuf || !tmp_path) {
-		rc = fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
-		goto done;
-	}
-	snprintf(tmp_path, plen, "%s.tmp%ld", p->out_path, (long)getpid());
-	if (!(out = fopen(tmp_path, "wb"))) {
-		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot create", tmp_path);
-		goto done;
-	}
-	setvbuf(out, NULL, _IOFBF, 1 << 20);
-	if (fprintf(out, "%s\n# NOE:%zu\n", DB2016_HEADER, g->m.n) < 0) {
-		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
-		goto done;
-	}
-	if ((rc = reopen(p)) < 0) goto done;
-	uint32_t i = 0;
-	size_t sp = 0;
-	Db2016Record rec;
-	while (i < g->m.n && (rc = next_kept(p, &rec, &sp)) == 1) {
-		if (i % PS_PROGRESS_EVERY == 0) report(p->opt, "writing", i);
-		if (write_node(out, g, i, rec.sfen, rec.sfen_len, p->opt && p->opt->shrink, obuf) <
-		    0) {
-			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
-			goto done;
+	int rc = 0;
+	size_t plen = strlen(p->out_path) + 48;
+	for (int k = 0; k < p->nparts && !rc; k++) {
+		PsPart *pt = &p->part[k];
+		if (!(pt->out_path = malloc(plen))) {
+			rc = fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+			break;
 		}
-		i++;
+		snprintf(pt->out_path, plen, k ? "%s.tmp%ld.%d" : "%s.tmp%ld", p->out_path,
+		         (long)getpid(), k);
+		if (!(pt->out = fopen(pt->out_path, k ? "w+b" : "wb"))) {
+			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot create",
+			          pt->out_path);
+			free(pt->out_path);
+			pt->out_path = NULL;
+			break;
+		}
+		setvbuf(pt->out, NULL, _IOFBF, 1 << 20);
 	}
-	if (rc < 0 || i != g->m.n) {
-		rc = changed(p);
-		goto done;
+	if (!rc && fprintf(p->part[0].out, "%s\n# NOE:%zu\n", DB2016_HEADER, p->g.m.n) < 0)
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", p->part[0].out_path);
+	if (!rc) {
+		run_parts(p, part_write);
+		rc = parts_failed(p);
 	}
-	FILE *o = out;
-	out = NULL;
-	if (fclose(o) != 0) {
-		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", tmp_path);
-		goto done;
+	FILE *out = p->part[0].out;
+	for (int k = 1; k < p->nparts && !rc; k++) {
+		PsPart *pt = &p->part[k];
+		if (fflush(out) != 0 || fseeko(pt->out, 0, SEEK_SET) != 0 ||
+		    append_file(fileno(out), fileno(pt->out)) < 0)
+			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error",
+			          p->part[0].out_path);
 	}
-	if (rename(tmp_path, p->out_path) != 0) {
-		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot rename to %s", tmp_path,
-		          p->out_path);
-		goto done;
+	for (int k = p->nparts - 1; k >= 0; k--) {
+		PsPart *pt = &p->part[k];
+		if (!pt->out) continue;
+		int closed = fclose(pt->out);
+		pt->out = NULL;
+		if (k == 0 && !rc && closed != 0)
+			rc =
+			    fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", pt->out_path);
+		if (k == 0 && !rc && rename(pt->out_path, p->out_path) != 0)
+			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot rename to %s",
+			          pt->out_path, p->out_path);
+		else if (k > 0 || rc)
+			remove(pt->out_path);
 	}
-	free(tmp_path);
-	tmp_path = NULL;
-	rc = 0;
-done:
-	if (out) fclose(out);
-	if (tmp_path) remove(tmp_path);
-	free(tmp_path);
-	free(obuf);
 	return rc;
 }
 
 int petashock_run(PetashockStats *stats, const char *in_path, const char *out_path,
                   const PetashockOptions *opt, char *err, size_t errlen)
 {
-	PsRun p = {
-	    .in_path = in_path, .out_path = out_path, .opt = opt, .err = err, .errlen = errlen};
-	p.tmp = malloc(sizeof *p.tmp);
-	p.tmp2 = malloc(sizeof *p.tmp2);
-	int rc = !p.tmp || !p.tmp2 ? fail(err, errlen, PETASHOCK_ENOMEM, "out of memory") : 0;
-	if (!rc) rc = read_nodes(&p);
-	if (!rc) rc = read_edges(&p);
-	if (!rc) rc = analyse(&p);
-	if (!rc) rc = write_book(&p);
-	db2016_close(p.r);
-	graph_free(&p.g);
-	free(p.skip);
-	free(p.tmp);
-	free(p.tmp2);
-	if (stats) *stats = p.st;
+	PsRun *p = calloc(1, sizeof *p);
+	if (!p) return fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
+	p->in_path = in_path;
+	p->out_path = out_path;
+	p->opt = opt;
+	p->err = err;
+	p->errlen = errlen;
+	double t = clock_ms_f(), t2;
+	int rc = read_nodes(p);
+	p->st.read_ms = (t2 = clock_ms_f()) - t;
+	if (!rc) rc = read_edges(p);
+	p->st.edges_ms = (t = clock_ms_f()) - t2;
+	if (!rc) rc = analyse(p);
+	p->st.analyse_ms = (t2 = clock_ms_f()) - t;
+	if (!rc) rc = write_book(p);
+	p->st.write_ms = clock_ms_f() - t2;
+	for (int k = 0; k < PS_MAX_PARTS; k++) {
+		PsPart *pt = &p->part[k];
+		nodebuf_free(&pt->nb);
+		free(pt->skip);
+		for (size_t j = 0; j < pt->wb.n; j++) free(pt->wb.msg[j]);
+		free(pt->wb.msg);
+		free(pt->eb.moves);
+		free(pt->out_path);
+		free(pt->tmp);
+		free(pt->tmp2);
+	}
+	graph_free(&p->g);
+	free(p->skip);
+	if (stats) *stats = p->st;
+	free(p);
 	return rc;
 }

@@ -39,6 +39,11 @@ typedef struct {
 	void *warn_ctx;
 	PetashockProgressFn progress; /* may be NULL */
 	void *progress_ctx;
+	/* Threads reading, linking and writing parts of the file side by side
+	 * (0: one per core, at most one per 4 MiB of input; at most 8). The
+	 * output is the same for any number. Callbacks come from the calling
+	 * thread only. */
+	int threads;
 } PetashockOptions;
 
 typedef struct {
@@ -53,6 +58,9 @@ typedef struct {
 	int peel_sweeps;        /* sweeps of the acyclic peel */
 	int relax_sweeps;       /* sweeps of the relaxation */
 	size_t warnings;        /* input lines reported and skipped */
+	/* Wall time of each phase in ms: reading the records, finding the edges,
+	 * the back-up, writing the output. */
+	double read_ms, edges_ms, analyse_ms, write_ms;
 } PetashockStats;
 
 /*

@@ -5,7 +5,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "shogi/movegen.h"
 #include "shogi/notation.h"
 
 struct Db2016Reader {
@@ -19,6 +21,9 @@ struct Db2016Reader {
 	char *line; /* getline buffer */
 	size_t line_cap;
 	long lineno;
+	uint64_t offset;     /* byte offset of the next line */
+	uint64_t line_start; /* byte offset of the line in `line` */
+	uint64_t end;        /* db2016_set_range: records start before this (0: no limit) */
 
 	/* A "sfen" line read while finishing the previous record. */
 	char *pending;
@@ -31,8 +36,10 @@ struct Db2016Reader {
 	Position *pos;
 	Db2016Move *moves;
 	size_t nmoves, moves_cap;
+	Move legal[MOVEGEN_MAX]; /* the record's legal moves, once a move line asks */
+	int nlegal;              /* -1: not generated yet */
 
-	size_t records, warnings, sfen_lines;
+	size_t records, warnings, sfen_lines, first_ordinal;
 	bool eof;
 };
 
@@ -126,6 +133,89 @@ long db2016_lines(const Db2016Reader *r)
 {
 	return r->lineno;
 }
+size_t db2016_sfen_lines(const Db2016Reader *r)
+{
+	return r->sfen_lines - r->first_ordinal;
+}
+
+int db2016_set_range(Db2016Reader *r, uint64_t start, uint64_t end, long first_line,
+                     size_t first_ordinal)
+{
+	if (fseeko(r->f, (off_t)start, SEEK_SET) != 0) return DB2016_EIO;
+	r->offset = r->line_start = start;
+	r->end = end;
+	r->lineno = first_line - 1;
+	r->sfen_lines = r->first_ordinal = first_ordinal;
+	return 0;
+}
+
+/* Is the text at p (n bytes, a line start) a "sfen" line as the reader sees it? */
+static bool starts_sfen(const char *p, size_t n)
+{
+	return n >= 5 && !memcmp(p, "sfen ", 5);
+}
+
+int db2016_split(const char *path, int parts, uint64_t *offsets, long *first_lines)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) return DB2016_EIO;
+	int rc = 0;
+	char *buf = malloc(1 << 16);
+	struct stat sb;
+	if (!buf || fstat(fileno(f), &sb) != 0) {
+		rc = buf ? DB2016_EIO : DB2016_ENOMEM;
+		goto done;
+	}
+	uint64_t size = (uint64_t)sb.st_size;
+	offsets[0] = 0;
+	first_lines[0] = 1;
+	/* Each boundary is the first "sfen" line starting at or after its share
+	 * of the bytes; lines are counted on the way there. */
+	uint64_t pos = 0; /* buf holds file bytes [pos, pos + len) */
+	size_t len = 0, at = 0;
+	long line = 1;
+	bool line_start = true;
+	for (int k = 1; k < parts; k++) {
+		uint64_t target = size / (uint64_t)parts * (uint64_t)k;
+		uint64_t found = size;
+		for (;;) {
+			if (at + 5 > len) { /* refill, keeping the unread tail */
+				if (fseeko(f, (off_t)(pos + at), SEEK_SET) != 0) {
+					rc = DB2016_EIO;
+					goto done;
+				}
+				pos += at;
+				len = fread(buf, 1, 1 << 16, f);
+				at = 0;
+				if (ferror(f)) {
+					rc = DB2016_EIO;
+					goto done;
+				}
+				if (len < 5) break; /* no room for another "sfen" line */
+			}
+			if (line_start && pos + at >= target && starts_sfen(buf + at, len - at)) {
+				found = pos + at;
+				break;
+			}
+			char *nl = memchr(buf + at, '\n', len - at);
+			if (!nl) {
+				line_start = false;
+				at = len;
+				continue;
+			}
+			line++;
+			line_start = true;
+			at = (size_t)(nl - buf) + 1;
+		}
+		offsets[k] = found > offsets[k - 1] ? found : offsets[k - 1];
+		first_lines[k] = line;
+	}
+	offsets[parts] = size;
+done:
+	free(buf);
+	fclose(f);
+	return rc;
+}
 
 /* Reads the next line, trimmed of CR/LF and trailing blanks. 1, 0 at EOF, or EIO. */
 static int read_line(Db2016Reader *r, size_t *len)
@@ -136,6 +226,8 @@ static int read_line(Db2016Reader *r, size_t *len)
 		if (ferror(r->f)) return DB2016_EIO;
 		return 0;
 	}
+	r->line_start = r->offset;
+	r->offset += (uint64_t)n;
 	r->lineno++;
 	size_t l = (size_t)n;
 	while (l > 0 && (r->line[l - 1] == '\n' || r->line[l - 1] == '\r' ||
@@ -188,7 +280,23 @@ static int tokenize(char *s, char **tok, int max)
 	return n;
 }
 
+static bool parse_i64_slow(const char *s, long long *out);
+
 static bool parse_i64(const char *s, long long *out)
+{
+	/* Fast path: a sign and up to 18 digits (no overflow possible). */
+	const char *d = s + (*s == '-' || *s == '+');
+	long long v = 0;
+	int n = 0;
+	while (n < 19 && d[n] >= '0' && d[n] <= '9') v = v * 10 + (d[n++] - '0');
+	if (n > 0 && n < 19 && !d[n]) {
+		*out = *s == '-' ? -v : v;
+		return true;
+	}
+	return parse_i64_slow(s, out);
+}
+
+static bool parse_i64_slow(const char *s, long long *out)
 {
 	char *end;
 	errno = 0;
@@ -203,6 +311,20 @@ static bool is_no_move(const char *s)
 	return !strcmp(s, "none") || !strcmp(s, "None") || !strcmp(s, "resign");
 }
 
+/* Is s a legal move of the current record? (*out is then the move.) */
+static bool is_legal_move(Db2016Reader *r, const char *s, Move *out)
+{
+	Move m;
+	if (usi_move_parse(&m, s, strlen(s), NULL) < 0 || m == MOVE_NONE) return false;
+	if (r->nlegal < 0) r->nlegal = movegen_legal(r->pos, r->legal);
+	for (int i = 0; i < r->nlegal; i++)
+		if (r->legal[i] == m) {
+			*out = m;
+			return true;
+		}
+	return false;
+}
+
 /* Parses a move line of the current record; skips it (with a warning) if bad. */
 static int parse_move_line(Db2016Reader *r, char *s)
 {
@@ -211,7 +333,9 @@ static int parse_move_line(Db2016Reader *r, char *s)
 	if (n == 0) return 0;
 	Db2016Move m = {MOVE_NONE, MOVE_NONE, 0, 0, 1, r->lineno};
 	char err[SHOGI_ERRLEN];
-	if (!is_no_move(tok[0]) &&
+	/* The record's legal moves are generated once, not once per line; an
+	 * unlisted move takes the checking parser's path for its message. */
+	if (!is_no_move(tok[0]) && !is_legal_move(r, tok[0], &m.move) &&
 	    usi_move_parse_legal(&m.move, r->pos, tok[0], strlen(tok[0]), err) < 0) {
 		warnf(r, r->lineno, "illegal book move '%s' (%s), move skipped", tok[0], err);
 		return 0;
@@ -262,7 +386,7 @@ int db2016_next(Db2016Reader *r, Db2016Record *rec)
 			if (r->eof) return 0;
 			rc = read_line(r, &len);
 			if (rc < 0) return rc;
-			if (rc == 0) {
+			if (rc == 0 || (r->end && r->line_start >= r->end)) {
 				r->eof = true;
 				return 0;
 			}
@@ -287,6 +411,7 @@ int db2016_next(Db2016Reader *r, Db2016Record *rec)
 		else if ((rc = copy_str(&r->sfen, &r->sfen_cap, text, strlen(text))) < 0)
 			return rc;
 		r->nmoves = 0;
+		r->nlegal = -1;
 		/* The record's move lines run up to the next "sfen" line or EOF. */
 		for (;;) {
 			rc = read_line(r, &len);
@@ -297,6 +422,10 @@ int db2016_next(Db2016Reader *r, Db2016Record *rec)
 			}
 			if (len == 0 || is_comment(r->line)) continue;
 			if (is_sfen_line(r->line)) {
+				if (r->end && r->line_start >= r->end) {
+					r->eof = true; /* the next range's record */
+					break;
+				}
 				if ((rc = copy_str(&r->pending, &r->pending_cap, r->line, len)) < 0)
 					return rc;
 				r->pending_line = r->lineno;

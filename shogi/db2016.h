@@ -102,6 +102,28 @@ size_t db2016_records(const Db2016Reader *r);
 size_t db2016_warnings(const Db2016Reader *r);
 long db2016_lines(const Db2016Reader *r);
 
+/* "sfen" lines read since open (or since the range start), bad ones included. */
+size_t db2016_sfen_lines(const Db2016Reader *r);
+
+/*
+ * Splitting a file for readers working in parallel. db2016_split cuts path
+ * into `parts` byte ranges of about equal size, each starting at a "sfen"
+ * line (or at the end of the file): offsets[0..parts], offsets[0] = 0 and
+ * offsets[parts] = the file size; first_lines[k] is the line number of the
+ * line at offsets[k]. Returns 0, DB2016_EIO or DB2016_ENOMEM.
+ *
+ * db2016_set_range limits a reader just opened (on a seekable file) to the
+ * records whose "sfen" line starts in [start, end) (end 0: no limit), start
+ * being a line start from db2016_split: reading starts there, with line
+ * numbers from first_line and ordinals from first_ordinal. Concatenating the
+ * records of consecutive ranges gives exactly the records of the whole file,
+ * the warnings too (a range reports the lines after its last record up to
+ * the next range's first "sfen" line). Returns 0 or DB2016_EIO.
+ */
+int db2016_split(const char *path, int parts, uint64_t *offsets, long *first_lines);
+int db2016_set_range(Db2016Reader *r, uint64_t start, uint64_t end, long first_line,
+                     size_t first_ordinal);
+
 /* Closes the reader (and its file if db2016_open opened it). Accepts NULL. */
 void db2016_close(Db2016Reader *r);
 

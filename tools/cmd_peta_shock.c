@@ -26,7 +26,7 @@
 #include "shogi/notation.h"
 #include "tools/commands.h"
 
-#define USAGE "usage: joseki peta-shock IN.db OUT.db [--shrink] [--quiet]"
+#define USAGE "usage: joseki peta-shock IN.db OUT.db [--shrink] [--threads N] [--quiet]"
 #define MAX_REPORTED 100 /* warnings printed before the rest are only counted */
 
 typedef struct {
@@ -149,6 +149,14 @@ int cmd_peta_shock(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--shrink") || !strcmp(argv[i], "shrink")) {
 			opt.shrink = true;
+		} else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+			char *end;
+			long t = strtol(argv[++i], &end, 10);
+			if (*end || t < 1 || t > 8) {
+				joseki_error("peta-shock: bad thread count '%s' (1 to 8)", argv[i]);
+				return 2;
+			}
+			opt.threads = (int)t;
 		} else if (!strcmp(argv[i], "--quiet")) {
 			ws.quiet = true;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -194,7 +202,9 @@ int cmd_peta_shock(int argc, char **argv)
 	       "wrote %s\n",
 	       st.nodes, st.moves, st.edges, st.converged_moves, st.const_nodes,
 	       st.nodes - st.const_nodes, st.check_loop1, st.check_loop2, st.warnings, out);
-	printf("peta-shock positions %zu time_ms %.0f peak_rss_kb %ld\n", st.nodes, ms,
-	       (long)ru.ru_maxrss);
+	printf("peta-shock positions %zu time_ms %.0f peak_rss_kb %ld read_ms %.0f edges_ms %.0f "
+	       "analyse_ms %.0f write_ms %.0f\n",
+	       st.nodes, ms, (long)ru.ru_maxrss, st.read_ms, st.edges_ms, st.analyse_ms,
+	       st.write_ms);
 	return 0;
 }

@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fclose(w);
 	PetashockStats st;
 	char err[256];
-	PetashockOptions opt = {size & 1, NULL, NULL, NULL, NULL};
+	PetashockOptions opt = {size & 1, NULL, NULL, NULL, NULL, 1 + (int)(size % 3)};
 	if (petashock_run(&st, in_path, out_path, &opt, err, sizeof err) != 0) abort();
 	if (st.nodes != records) abort();
 	FILE *o = fopen(out_path, "rb");

@@ -35,21 +35,42 @@ static char *strip_cr(char *s)
 	return s;
 }
 
-/* Runs the library on `input` and returns the written book (caller frees). */
-static char *run_text(const char *input, bool shrink, PetashockStats *st)
+/* Runs the library on `input` with `threads` threads; returns the written
+ * book (caller frees). */
+static char *run_threads(const char *input, bool shrink, int threads, PetashockStats *st)
 {
 	char *dir = ts_mkdtemp();
 	char in[512], out[512], err[256] = "";
 	snprintf(in, sizeof in, "%s/in.db", dir);
 	snprintf(out, sizeof out, "%s/out.db", dir);
 	assert_int_equal(ts_write_file(in, input, strlen(input)), 0);
-	PetashockOptions opt = {shrink, NULL, NULL, NULL, NULL};
+	PetashockOptions opt = {shrink, NULL, NULL, NULL, NULL, threads};
 	int rc = petashock_run(st, in, out, &opt, err, sizeof err);
 	if (rc != 0) fail_msg("petashock_run: %d %s", rc, err);
 	char *text = ts_read_file(out, NULL);
 	assert_non_null(text);
 	ts_rmtree(dir);
 	free(dir);
+	return text;
+}
+
+/* As run_threads with one thread; the file cut into 2 and 3 parts read side
+ * by side must give the same book and counts. */
+static char *run_text(const char *input, bool shrink, PetashockStats *st)
+{
+	PetashockStats one, many;
+	char *text = run_threads(input, shrink, 1, &one);
+	for (int t = 2; t <= 3; t++) {
+		char *other = run_threads(input, shrink, t, &many);
+		assert_string_equal(other, text);
+		assert_int_equal(many.nodes, one.nodes);
+		assert_int_equal(many.moves, one.moves);
+		assert_int_equal(many.edges, one.edges);
+		assert_int_equal(many.converged_moves, one.converged_moves);
+		assert_int_equal(many.warnings, one.warnings);
+		free(other);
+	}
+	if (st) *st = one;
 	return text;
 }
 
