@@ -18,8 +18,10 @@ struct Db2016Reader {
 	Db2016WarnFn warn;
 	void *warn_ctx;
 
-	char *line; /* getline buffer */
-	size_t line_cap;
+	char *buf; /* file bytes [buf_pos, buf_len) not yet split into lines */
+	size_t buf_cap, buf_len, buf_pos;
+	bool buf_eof;
+	char *line; /* the current line, inside buf */
 	long lineno;
 	uint64_t offset;     /* byte offset of the next line */
 	uint64_t line_start; /* byte offset of the line in `line` */
@@ -113,7 +115,7 @@ void db2016_close(Db2016Reader *r)
 	if (!r) return;
 	if (r->own_file && r->f) fclose(r->f);
 	free(r->name);
-	free(r->line);
+	free(r->buf);
 	free(r->pending);
 	free(r->sfen);
 	free(r->pos);
@@ -142,6 +144,8 @@ int db2016_set_range(Db2016Reader *r, uint64_t start, uint64_t end, long first_l
                      size_t first_ordinal)
 {
 	if (fseeko(r->f, (off_t)start, SEEK_SET) != 0) return DB2016_EIO;
+	r->buf_len = r->buf_pos = 0;
+	r->buf_eof = false;
 	r->offset = r->line_start = start;
 	r->end = end;
 	r->lineno = first_line - 1;
@@ -217,15 +221,49 @@ done:
 	return rc;
 }
 
+/*
+ * The next line, '\n' included, at r->line: its length, 0 at the end of the
+ * file, or DB2016_EIO. Reads in large blocks rather than line by line (as
+ * getline would); the line stays valid until the next call, with a spare
+ * byte after it for a terminating NUL.
+ */
+static ssize_t next_raw_line(Db2016Reader *r)
+{
+	for (;;) {
+		char *at = r->buf + r->buf_pos;
+		size_t have = r->buf_len - r->buf_pos;
+		char *nl = have ? memchr(at, '\n', have) : NULL;
+		if (nl || (r->buf_eof && have)) {
+			size_t n = nl ? (size_t)(nl - at) + 1 : have;
+			r->line = at;
+			r->buf_pos += n;
+			return (ssize_t)n;
+		}
+		if (r->buf_eof) return 0;
+		memmove(r->buf, at, have);
+		r->buf_len = have;
+		r->buf_pos = 0;
+		if (r->buf_cap - r->buf_len < (1u << 16) + 1) {
+			size_t nc = r->buf_cap ? r->buf_cap * 2 : 1u << 20;
+			char *nb = realloc(r->buf, nc);
+			if (!nb) return DB2016_ENOMEM;
+			r->buf = nb;
+			r->buf_cap = nc;
+		}
+		size_t got = fread(r->buf + r->buf_len, 1, r->buf_cap - r->buf_len - 1, r->f);
+		if (got == 0) {
+			if (ferror(r->f)) return DB2016_EIO;
+			r->buf_eof = true;
+		}
+		r->buf_len += got;
+	}
+}
+
 /* Reads the next line, trimmed of CR/LF and trailing blanks. 1, 0 at EOF, or EIO. */
 static int read_line(Db2016Reader *r, size_t *len)
 {
-	errno = 0;
-	ssize_t n = getline(&r->line, &r->line_cap, r->f);
-	if (n < 0) {
-		if (ferror(r->f)) return DB2016_EIO;
-		return 0;
-	}
+	ssize_t n = next_raw_line(r);
+	if (n <= 0) return (int)n;
 	r->line_start = r->offset;
 	r->offset += (uint64_t)n;
 	r->lineno++;
@@ -308,6 +346,7 @@ static bool parse_i64_slow(const char *s, long long *out)
 
 static bool is_no_move(const char *s)
 {
+	if (s[0] != 'n' && s[0] != 'N' && s[0] != 'r') return false;
 	return !strcmp(s, "none") || !strcmp(s, "None") || !strcmp(s, "resign");
 }
 

@@ -208,6 +208,84 @@ static void test_db2016__skip_moves_returns_records_only(void **state)
 	fclose(f);
 }
 
+/* Appends every record and move a reader returns to out, one per line. */
+static void dump_records(Db2016Reader *r, char *out, size_t cap)
+{
+	Db2016Record rec;
+	int rc;
+	size_t len = strlen(out);
+	while ((rc = db2016_next(r, &rec)) == 1) {
+		len += (size_t)snprintf(out + len, cap - len, "%ld %zu %s\n", rec.line, rec.ordinal,
+		                        rec.sfen);
+		for (size_t k = 0; k < rec.nmoves; k++)
+			len += (size_t)snprintf(out + len, cap - len, " %ld %d %d\n",
+			                        rec.moves[k].line, rec.moves[k].move,
+			                        rec.moves[k].value);
+	}
+	assert_int_equal(rc, 0);
+}
+
+static void test_db2016__ranges_of_a_split_file_read_as_the_whole(void **state)
+{
+	(void)state;
+	/* Comments, blank lines, CRLF, a bad SFEN and bad moves among the
+	 * records, so that cuts fall next to each kind of line. */
+	static char text[16384] = "#YANEURAOU-DB2016 1.00\n";
+	const char *extra[] = {"// comment\n",      "\n",
+	                       "7g7f none 5 1\r\n", "9z9z none 0 0\n",
+	                       "2g2f none x\n",     "# another comment\n"};
+	for (int i = 0; i < 40; i++) {
+		size_t len = strlen(text);
+		snprintf(text + len, sizeof text - len,
+		         "sfen %s\n7g7f none %d 3\n2g2f none -%d\n%s",
+		         i == 17 ? "lnsgkgsnl/9/9 b - 1" : START, i, i, extra[i % 6]);
+	}
+	char *dir = ts_mkdtemp(), path[512];
+	snprintf(path, sizeof path, "%s/book.db", dir);
+	assert_int_equal(ts_write_file(path, text, strlen(text)), 0);
+	static char whole[65536], parts[65536];
+	static Warns w, pw;
+	memset(&w, 0, sizeof w);
+	Db2016Reader *r = NULL;
+	assert_int_equal(db2016_open(&r, path, 0, collect, &w), 0);
+	whole[0] = '\0';
+	dump_records(r, whole, sizeof whole);
+	db2016_close(r);
+	assert_true(w.n >= 14);
+	for (int n = 1; n <= 7; n++) {
+		uint64_t off[8];
+		long lines[8];
+		assert_int_equal(db2016_split(path, n, off, lines), 0);
+		assert_int_equal(off[0], 0);
+		assert_int_equal(off[n], strlen(text));
+		parts[0] = '\0';
+		memset(&pw, 0, sizeof pw);
+		size_t ordinal = 0;
+		for (int k = 0; k < n; k++) {
+			assert_true(off[k] <= off[k + 1]);
+			if (k > 0 && off[k] < off[n]) {
+				assert_memory_equal(text + off[k], "sfen ", 5);
+				assert_true(off[k] >
+				            off[k - 1]); /* short parts are not empty here */
+			}
+			assert_int_equal(db2016_open(&r, path, 0, collect, &pw), 0);
+			assert_int_equal(db2016_set_range(r, off[k], k + 1 < n ? off[k + 1] : 0,
+			                                  lines[k], ordinal),
+			                 0);
+			dump_records(r, parts, sizeof parts);
+			ordinal += db2016_sfen_lines(r);
+			db2016_close(r);
+		}
+		/* The same records (line numbers, ordinals, moves) and the same
+		 * warnings in the same order. */
+		assert_string_equal(parts, whole);
+		assert_string_equal(pw.text, w.text);
+		assert_int_equal(pw.n, w.n);
+	}
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_db2016__formats_move_lines(void **state)
 {
 	(void)state;
@@ -242,6 +320,7 @@ int main(void)
 	    cmocka_unit_test(test_db2016__bad_lines_are_reported_with_their_line_and_skipped),
 	    cmocka_unit_test(test_db2016__missing_header_is_reported_but_read),
 	    cmocka_unit_test(test_db2016__skip_moves_returns_records_only),
+	    cmocka_unit_test(test_db2016__ranges_of_a_split_file_read_as_the_whole),
 	    cmocka_unit_test(test_db2016__formats_move_lines),
 	    cmocka_unit_test(test_db2016__missing_file_is_an_io_error),
 	};
