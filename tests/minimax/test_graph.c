@@ -836,6 +836,16 @@ static void test_graph__key_map(void **state)
 		misses++;
 	}
 	assert_int_equal(misses, 20000);
+	/* mm_map_get_many agrees with mm_map_get on stored and absent keys */
+	Key batch[64];
+	uint32_t got[64];
+	for (int t = 0; t < 64; t++) {
+		batch[t] = keys[(t * 977) % N];
+		if (t % 2) batch[t].lo ^= (uint64_t)t; /* absent */
+	}
+	mm_map_get_many(&m, keys, batch, 64, got);
+	for (int t = 0; t < 64; t++)
+		assert_int_equal(got[t], t % 2 ? MM_NONE : (uint32_t)((t * 977) % N));
 	/* a key put again under another index: that index, no new entry */
 	keys[N] = keys[1234];
 	assert_int_equal(mm_map_put(&m, keys, N), 0);
@@ -847,6 +857,8 @@ static void test_graph__key_map(void **state)
 	assert_null(m.slots);
 	/* an empty map finds nothing */
 	assert_int_equal(mm_map_get(&m, keys, keys[0]), MM_NONE);
+	mm_map_get_many(&m, keys, keys, 1, got);
+	assert_int_equal(got[0], MM_NONE);
 	free(keys);
 }
 
