@@ -279,10 +279,11 @@ static inline uint32_t key_fp(Key k)
 	return (uint32_t)(k.hi >> 32);
 }
 
-/* Rebuilds the table at twice the size from the nodes' keys. */
-static int map_rehash(MmKeyMap *m, const Key *keys)
+/* Rebuilds the table at twice the size (at least nc) from the nodes' keys. */
+static int map_rehash(MmKeyMap *m, const Key *keys, size_t want)
 {
 	size_t nc = m->cap ? m->cap * 2 : 1024;
+	while (nc < want) nc *= 2;
 	MmSlot *ns = malloc(nc * sizeof *ns);
 	if (!ns) return -1;
 	memset(ns, 0xff, nc * sizeof *ns);
@@ -301,7 +302,7 @@ static int map_rehash(MmKeyMap *m, const Key *keys)
 
 int mm_map_put(MmKeyMap *m, const Key *keys, uint32_t idx)
 {
-	if ((m->n + 1) * 2 > m->cap && map_rehash(m, keys) < 0) return -1;
+	if ((m->n + 1) * 2 > m->cap && map_rehash(m, keys, 0) < 0) return -1;
 	Key k = keys[idx];
 	uint32_t fp = key_fp(k);
 	size_t mask = m->cap - 1, s = key_slot(k, mask);
@@ -328,6 +329,19 @@ static inline size_t filter_word(const MmKeyMap *m, Key k)
 static inline uint64_t filter_bits(Key k)
 {
 	return 1ULL << (k.hi & 63) | 1ULL << ((k.hi >> 40) & 63);
+}
+
+int mm_map_put_all(MmKeyMap *m, const Key *keys, size_t n)
+{
+	/* Sized once for all n, and each slot fetched a few keys ahead. */
+	if ((m->n + n) * 2 > m->cap && map_rehash(m, keys, (m->n + n) * 2) < 0) return -1;
+	enum { AHEAD = 8 };
+	for (size_t i = 0; i < n; i++) {
+		if (i + AHEAD < n)
+			__builtin_prefetch(&m->slots[key_slot(keys[i + AHEAD], m->cap - 1)]);
+		if (mm_map_put(m, keys, (uint32_t)i) < 0) return -1;
+	}
+	return 0;
 }
 
 int mm_map_build_filter(MmKeyMap *m, const Key *keys, size_t n)

@@ -137,6 +137,8 @@ typedef struct {
 
 /* Maps keys[idx] to idx; an existing entry is overwritten. 0 or -1. */
 int mm_map_put(MmKeyMap *m, const Key *keys, uint32_t idx);
+/* mm_map_put of keys[0..n-1] in that order (later duplicates win), faster. */
+int mm_map_put_all(MmKeyMap *m, const Key *keys, size_t n);
 int mm_map_build_filter(MmKeyMap *m, const Key *keys, size_t n);
 /* Node of k, or MM_NONE (only after mm_map_build_filter). */
 uint32_t mm_map_get(const MmKeyMap *m, const Key *keys, Key k);

@@ -700,9 +700,8 @@ static int join_nodes(PsRun *p)
 		pt->skip = NULL;
 	}
 	/* Later records override earlier ones with the same key: insert in order. */
-	for (size_t i = 0; i < n; i++)
-		if (mm_map_put(&g->map, g->keys, (uint32_t)i) < 0)
-			return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+	if (mm_map_put_all(&g->map, g->keys, n) < 0)
+		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	p->st.nodes = n;
 	p->st.in_check = 0;
 	for (size_t i = 0; i < n; i++)

@@ -28,7 +28,8 @@ static void errf(char *err, const char *fmt, const char *tok, size_t toklen)
 
 static PieceType letter_type(char ch)
 {
-	switch (toupper((unsigned char)ch)) {
+	/* ASCII by hand: toupper goes through the locale, per board square. */
+	switch (ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch) {
 	case 'P':
 		return PAWN;
 	case 'L':
@@ -119,7 +120,7 @@ int sfen_parse(Position *out, const char *sfen, const char **rest, char *err)
 				pt = (PieceType)(pt + PROMOTE);
 				promoted = false;
 			}
-			Color c = isupper((unsigned char)ch) ? BLACK : WHITE;
+			Color c = ch >= 'A' && ch <= 'Z' ? BLACK : WHITE;
 			board[sq_make(file, rank)] = piece_make(c, pt);
 			file--;
 		}

@@ -836,6 +836,15 @@ static void test_graph__key_map(void **state)
 		misses++;
 	}
 	assert_int_equal(misses, 20000);
+	/* mm_map_put_all builds the same map in one call */
+	MmKeyMap m2;
+	memset(&m2, 0, sizeof m2);
+	assert_int_equal(mm_map_put_all(&m2, keys, N), 0);
+	assert_int_equal(m2.n, N);
+	assert_true(m2.n * 2 <= m2.cap);
+	assert_int_equal(mm_map_build_filter(&m2, keys, N), 0);
+	for (uint32_t i = 0; i < N; i++) assert_int_equal(mm_map_get(&m2, keys, keys[i]), i);
+	mm_map_free(&m2);
 	/* mm_map_get_many agrees with mm_map_get on stored and absent keys */
 	Key batch[64];
 	uint32_t got[64];
