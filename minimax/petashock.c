@@ -23,6 +23,8 @@
  *      stopping after the first sweep that changes nothing;
  *   7. write in input order, moves sorted best first.
  * A node's vd is always the value and depth *as seen by its parent*.
+ * Steps 1, 2 and 7 each run over parts of the file side by side (see the
+ * driver below); their results are joined in file order.
  */
 #include "minimax/petashock.h"
 
@@ -581,8 +583,9 @@ static int part_open(PsPart *pt, Db2016Reader **r, unsigned flags, Db2016WarnFn 
 	if (rc < 0)
 		return part_fail(pt, PETASHOCK_EIO, "%s: cannot open: %s", p->in_path,
 		                 rc == DB2016_EIO ? "I/O error" : db2016_strerror(rc));
-	if (p->nparts > 1 && db2016_set_range(*r, pt->start, pt->k + 1 < p->nparts ? pt->end : 0,
-	                                      pt->first_line, pt->first_ordinal) < 0)
+	if (p->nparts > 1 &&
+	    db2016_set_range(*r, pt->start, pt->k + 1 < p->nparts ? pt->end : UINT64_MAX,
+	                     pt->first_line, pt->first_ordinal) < 0)
 		return part_fail(pt, PETASHOCK_EIO, "%s: cannot seek", p->in_path);
 	return 0;
 }

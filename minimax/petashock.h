@@ -7,7 +7,7 @@
  * The graph is held compactly: nodes and moves in flat arrays, a hash table
  * from 128-bit key to node index; the input is streamed (read three times:
  * records and moves, transposition edges, SFEN lines for the output), never
- * held as text.
+ * held as text; each of these passes runs over parts of the file in parallel.
  */
 #ifndef MINIMAX_PETASHOCK_H
 #define MINIMAX_PETASHOCK_H

@@ -25,7 +25,7 @@ struct Db2016Reader {
 	long lineno;
 	uint64_t offset;     /* byte offset of the next line */
 	uint64_t line_start; /* byte offset of the line in `line` */
-	uint64_t end;        /* db2016_set_range: records start before this (0: no limit) */
+	uint64_t end;        /* records start before this (db2016_set_range) */
 
 	/* A "sfen" line read while finishing the previous record. */
 	char *pending;
@@ -85,6 +85,7 @@ int db2016_open_file(Db2016Reader **out, FILE *f, const char *name, unsigned fla
 	r->flags = flags;
 	r->warn = warn;
 	r->warn_ctx = warn_ctx;
+	r->end = UINT64_MAX;
 	r->name = strdup(name ? name : "(stream)");
 	r->pos = malloc(sizeof *r->pos);
 	if (!r->name || !r->pos) goto err;
@@ -274,7 +275,8 @@ static int read_line(Db2016Reader *r, size_t *len)
 	r->line[l] = '\0';
 	/* An embedded NUL ends the line as far as the parser is concerned. */
 	*len = strlen(r->line);
-	if (r->lineno == 1 && strcmp(r->line, DB2016_HEADER) != 0)
+	/* (line 1 belongs to the range starting at byte 0 that is not empty) */
+	if (r->lineno == 1 && r->line_start < r->end && strcmp(r->line, DB2016_HEADER) != 0)
 		warnf(r, 1, "missing '%s' header, reading on", DB2016_HEADER);
 	return 1;
 }
@@ -425,7 +427,7 @@ int db2016_next(Db2016Reader *r, Db2016Record *rec)
 			if (r->eof) return 0;
 			rc = read_line(r, &len);
 			if (rc < 0) return rc;
-			if (rc == 0 || (r->end && r->line_start >= r->end)) {
+			if (rc == 0 || r->line_start >= r->end) {
 				r->eof = true;
 				return 0;
 			}
@@ -461,7 +463,7 @@ int db2016_next(Db2016Reader *r, Db2016Record *rec)
 			}
 			if (len == 0 || is_comment(r->line)) continue;
 			if (is_sfen_line(r->line)) {
-				if (r->end && r->line_start >= r->end) {
+				if (r->line_start >= r->end) {
 					r->eof = true; /* the next range's record */
 					break;
 				}

@@ -113,7 +113,7 @@ size_t db2016_sfen_lines(const Db2016Reader *r);
  * line at offsets[k]. Returns 0, DB2016_EIO or DB2016_ENOMEM.
  *
  * db2016_set_range limits a reader just opened (on a seekable file) to the
- * records whose "sfen" line starts in [start, end) (end 0: no limit), start
+ * records whose "sfen" line starts in [start, end) (UINT64_MAX: to the end), start
  * being a line start from db2016_split: reading starts there, with line
  * numbers from first_line and ordinals from first_ordinal. Concatenating the
  * records of consecutive ranges gives exactly the records of the whole file,

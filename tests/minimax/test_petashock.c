@@ -588,6 +588,24 @@ static void test_petashock__command_errors_write_nothing(void **state)
 	free(dir);
 }
 
+static void test_petashock__more_threads_than_bytes_reads_each_line_once(void **state)
+{
+	(void)state;
+	/* Files shorter than the thread count: parts start at the same byte,
+	 * and every line must still be read by exactly one of them. */
+	const char *inputs[] = {"sfen x\n", "sfen\n", "7g7f\n", "", "sfen " START " b - 1\n"};
+	for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
+		PetashockStats one, many;
+		char *a = run_threads(inputs[i], false, 1, &one);
+		char *b = run_threads(inputs[i], false, 8, &many);
+		assert_string_equal(a, b);
+		assert_int_equal(many.nodes, one.nodes);
+		assert_int_equal(many.warnings, one.warnings);
+		free(a);
+		free(b);
+	}
+}
+
 int main(void)
 {
 	shogi_init();
@@ -607,6 +625,7 @@ int main(void)
 	    cmocka_unit_test(test_petashock__perpetual_check_without_an_exit_loses_for_the_checker),
 	    cmocka_unit_test(test_petashock__random_books_get_plain_negamax_values),
 	    cmocka_unit_test(test_petashock__bad_input_lines_are_reported_and_skipped),
+	    cmocka_unit_test(test_petashock__more_threads_than_bytes_reads_each_line_once),
 	    cmocka_unit_test(test_petashock__command_errors_write_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -269,7 +269,8 @@ static void test_db2016__ranges_of_a_split_file_read_as_the_whole(void **state)
 				            off[k - 1]); /* short parts are not empty here */
 			}
 			assert_int_equal(db2016_open(&r, path, 0, collect, &pw), 0);
-			assert_int_equal(db2016_set_range(r, off[k], k + 1 < n ? off[k + 1] : 0,
+			assert_int_equal(db2016_set_range(r, off[k],
+			                                  k + 1 < n ? off[k + 1] : UINT64_MAX,
 			                                  lines[k], ordinal),
 			                 0);
 			dump_records(r, parts, sizeof parts);
