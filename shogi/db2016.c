@@ -261,7 +261,15 @@ static ssize_t next_raw_line(Db2016Reader *r)
 }
 
 /* Reads the next line, trimmed of CR/LF and trailing blanks. 1, 0 at EOF, or EIO. */
+static int read_line_opt(Db2016Reader *r, size_t *len, bool sfen_only);
 static int read_line(Db2016Reader *r, size_t *len)
+{
+	return read_line_opt(r, len, false);
+}
+
+/* As read_line; with sfen_only, a line that cannot be a "sfen" line is not
+ * trimmed and comes back empty (for callers that skip all such lines). */
+static int read_line_opt(Db2016Reader *r, size_t *len, bool sfen_only)
 {
 	ssize_t n = next_raw_line(r);
 	if (n <= 0) return (int)n;
@@ -269,6 +277,10 @@ static int read_line(Db2016Reader *r, size_t *len)
 	r->offset += (uint64_t)n;
 	r->lineno++;
 	size_t l = (size_t)n;
+	if (sfen_only && r->lineno > 1 && (l < 5 || memcmp(r->line, "sfen ", 5) != 0)) {
+		*len = 0;
+		return 1;
+	}
 	while (l > 0 && (r->line[l - 1] == '\n' || r->line[l - 1] == '\r' ||
 	                 r->line[l - 1] == ' ' || r->line[l - 1] == '\t'))
 		l--;
@@ -453,9 +465,11 @@ int db2016_next(Db2016Reader *r, Db2016Record *rec)
 			return rc;
 		r->nmoves = 0;
 		r->nlegal = -1;
-		/* The record's move lines run up to the next "sfen" line or EOF. */
+		/* The record's move lines run up to the next "sfen" line or EOF;
+		 * when they are skipped, only a "sfen" line needs looking at. */
+		bool sfen_only = !ok || (r->flags & (DB2016_SKIP_MOVES | DB2016_NO_POSITION));
 		for (;;) {
-			rc = read_line(r, &len);
+			rc = read_line_opt(r, &len, sfen_only);
 			if (rc < 0) return rc;
 			if (rc == 0) {
 				r->eof = true;
