@@ -21,7 +21,8 @@ static const struct {
     {"fetch", cmd_fetch,
      "BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR] [filters] [--json]   download "
      "floodgate days and ingest them"},
-    {"import", cmd_import, "BOOK FILE.db [--json]   merge a YaneuraOu DB2016 book"},
+    {"import", cmd_import,
+     "BOOK FILE.db... [--prefer deeper|first|last] [--json]   merge YaneuraOu DB2016 books"},
     {"query", cmd_query, "BOOK POS [--json]   the book's answer for one position"},
     {"stats", cmd_stats, "BOOK [--json]   sizes and counts"},
     {"check", cmd_check,
@@ -54,6 +55,8 @@ static const struct {
      "--engine-a builtin|PATH --engine-b builtin|PATH [--book-a BOOK|none] [--book-b BOOK|none] "
      "[--games N] [--nodes N|--movetime MS] [--openings FILE] [--concurrency N] [--max-moves N] "
      "[--seed S] [--out DIR] [--json]   play games between two set-ups"},
+    {"merge", cmd_merge,
+     "DST SRC... [--dry-run] [--no-minimax] [--json]   merge joseki books into DST"},
 };
 
 void joseki_catch_stop(void (*handler)(int))
