@@ -452,8 +452,18 @@ static int merge_one(Merge *m, Key key, const uint8_t *val, size_t len, const Sh
                      const Share *e)
 {
 	BookMergeStats *st = m->st;
-	int rc =
-	    m->opt->dry_run ? bookdb_get(m->a, m->dtx, key) : bookdb_writer_get(m->a, m->w, key);
+	BookTxn *t = m->dtx;
+	int rc = m->opt->dry_run ? 0 : bookdb_writer_txn(&t, m->w);
+	const uint8_t *dv;
+	size_t dl;
+	if (rc >= 0) rc = bookdb_get_raw(&dv, &dl, t, key);
+	/* The same bytes and no shared game through them: nothing to merge (the
+	 * record rule leaves a record merged with itself as it is). */
+	if (rc == 0 && s == e && dl == len && !memcmp(dv, val, len)) {
+		st->unchanged++;
+		return 0;
+	}
+	if (rc == 0) rc = bookdb_record_decode(m->a, dv, dl);
 	if (rc == BOOKDB_ENOTFOUND) {
 		st->added++;
 		if (m->opt->dry_run) return 0;
