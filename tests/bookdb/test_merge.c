@@ -229,6 +229,11 @@ static void test_merge__a_into_b_equals_b_into_a_and_each_game_counts_once(void 
 	snprintf(p2, sizeof p2, "%s/B1", d);
 	assert_books_equal(p1, p2, true);
 	sh("%s check %s/A1 && %s check %s/B1", J, d, J, d);
+	/* The same merge again changes nothing: its games are all in DST now. */
+	json_t *again = ts_run_json(0, "%s merge %s/B1 %s/A --json --quiet", J, d, d);
+	assert_int_equal(ts_jint(again, "added") + ts_jint(again, "changed"), 0);
+	assert_int_equal(ts_jint(again, "games_duplicate"), 9);
+	json_decref(again);
 
 	/* Game statistics: as if the 15 games had been ingested once. */
 	snprintf(p1, sizeof p1, "%s/R", d);
@@ -642,6 +647,36 @@ static void test_merge__kill_9_leaves_whole_batches_and_a_rerun_completes(void *
 	free(d);
 }
 
+/* Into a book minimax has run on, the merge's minimax is incremental (the change
+ * log says what the merge wrote) and gives the records a whole-book run gives. */
+static void test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run(void **state)
+{
+	(void)state;
+	char *d = ts_mkdtemp();
+	const char *J = ts_joseki();
+	char *ga = games(0, 9), *gb = games(5, 15);
+	sh("%s ingest %s/A %s --quiet && %s think %s/A --depth 2 --positions 30 --quiet && "
+	   "%s minimax %s/A --quiet",
+	   J, d, ga, J, d, J, d);
+	sh("%s ingest %s/B %s --quiet && %s think %s/B --depth 3 --positions 30 --quiet", J, d, gb,
+	   J, d);
+	json_t *j = ts_run_json(0, "%s merge %s/A %s/B --json --quiet", J, d, d);
+	json_t *mm = json_object_get(j, "minimax");
+	assert_true(json_is_object(mm));
+	assert_true(json_is_true(json_object_get(mm, "incremental")));
+	assert_true(ts_jint(mm, "changed") >= ts_jint(j, "added") + ts_jint(j, "changed"));
+	json_decref(j);
+	sh("cp -r %s/A %s/F && %s minimax %s/F --full --quiet", d, d, J, d);
+	char p1[512], p2[512];
+	snprintf(p1, sizeof p1, "%s/A", d);
+	snprintf(p2, sizeof p2, "%s/F", d);
+	assert_books_equal(p1, p2, false);
+	free(ga);
+	free(gb);
+	ts_rmtree(d);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -649,6 +684,7 @@ int main(void)
 	    cmocka_unit_test(test_merge__a_game_mark_keeps_its_plies),
 	    cmocka_unit_test(test_merge__a_into_b_equals_b_into_a_and_each_game_counts_once),
 	    cmocka_unit_test(test_merge__a_book_into_itself_or_its_copy_changes_nothing),
+	    cmocka_unit_test(test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run),
 	    cmocka_unit_test(test_merge__dry_run_writes_nothing_and_counts_the_same),
 	    cmocka_unit_test(test_merge__kill_9_leaves_whole_batches_and_a_rerun_completes),
 	};
