@@ -31,6 +31,13 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
 	fflush(stderr);
 }
 
+static void on_mm_progress(void *ctx, const char *phase, size_t done, size_t total)
+{
+	(void)ctx;
+	fprintf(stderr, "\rmerge: minimax: %s %zu of %zu\033[K", phase, done, total);
+	fflush(stderr);
+}
+
 /* True when a and b hold the same data file (the same book by inode). */
 static bool same_book(const char *a, const char *b)
 {
@@ -150,7 +157,9 @@ int cmd_merge(int argc, char **argv)
 	if (!status && !opt.dry_run && !no_minimax &&
 	    (total.added || total.changed || total.resumed)) {
 		BookmmOptions mo = {0};
+		if (progress) mo.progress = on_mm_progress;
 		int rc = bookmm_run(&mm, db, &mo, msg, sizeof msg);
+		if (progress) fputs("\r\033[K", stderr);
 		if (rc < 0) {
 			joseki_error("merge: minimax: %s: %s", dst, msg);
 			status = 1;

@@ -677,6 +677,85 @@ static void test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run(vo
 	free(d);
 }
 
+/* Cuts every game mark of BOOK dir to its first 8 bytes: a book ingested before
+ * the marks kept their plies. */
+static void make_marks_legacy(const char *dir)
+{
+	BookDB *db;
+	char err[BOOKDB_ERRLEN];
+	if (bookdb_open(&db, dir, NULL, err) < 0) fail_msg("open %s: %s", dir, err);
+	BookTxn *r, *w;
+	BookIter *it;
+	assert_int_equal(bookdb_txn_begin(&r, db, false), 0);
+	assert_int_equal(bookdb_kv_iter_open(&it, r, BOOKDB_GAMES), 0);
+	char keys[64][256];
+	uint8_t vals[64][8];
+	size_t n = 0, kls[64];
+	const void *k, *v;
+	size_t kl, vl;
+	while (bookdb_kv_iter_next(it, &k, &kl, &v, &vl) == 1 && n < 64) {
+		assert_true(kl < 256 && vl > 8);
+		memcpy(keys[n], k, kl);
+		kls[n] = kl;
+		memcpy(vals[n], v, 8);
+		n++;
+	}
+	bookdb_iter_free(it);
+	bookdb_txn_abort(r);
+	assert_int_equal(bookdb_txn_begin(&w, db, true), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(bookdb_kv_put(w, BOOKDB_GAMES, keys[i], kls[i], vals[i], 8), 0);
+	assert_int_equal(bookdb_txn_commit(w), 0);
+	bookdb_free(db);
+}
+
+/* Shared games whose marks have no plies cannot be taken out: each move's
+ * statistics become the larger of the two books' (the summary says so), which
+ * never counts a game twice. */
+static void test_merge__games_without_kept_plies_never_count_twice(void **state)
+{
+	(void)state;
+	char *d = ts_mkdtemp();
+	const char *J = ts_joseki();
+	char *ga = games(0, 9), *gb = games(5, 15), *gall = games(0, 15);
+	sh("%s ingest %s/A %s --quiet && %s ingest %s/B %s --quiet && %s ingest %s/R %s --quiet", J,
+	   d, ga, J, d, gb, J, d, gall);
+	char pa[512], pb[512], pr[512];
+	snprintf(pa, sizeof pa, "%s/A", d);
+	snprintf(pb, sizeof pb, "%s/B", d);
+	snprintf(pr, sizeof pr, "%s/R", d);
+	make_marks_legacy(pa);
+	make_marks_legacy(pb);
+	json_t *j = ts_run_json(0, "%s merge %s/B %s/A --json --quiet --no-minimax", J, d, d);
+	assert_int_equal(ts_jint(j, "games_duplicate"), 4);
+	assert_int_equal(ts_jint(j, "games_unlocated"), 4);
+	json_decref(j);
+	sh("%s check %s/B", J, d);
+	Book r = load(pr, true), m = load(pb, true);
+	assert_int_equal(r.n, m.n);
+	size_t under = 0;
+	for (size_t i = 0; i < m.n; i++) {
+		const Rec *x = &m.v[i], *y = find(&r, x->key);
+		assert_non_null(y);
+		for (int k = 0; k < x->rec->nmoves; k++) {
+			const BookMove *u = &x->rec->moves[k], *v = NULL;
+			for (int l = 0; l < y->rec->nmoves; l++)
+				if (y->rec->moves[l].move == u->move) v = &y->rec->moves[l];
+			assert_non_null(v);
+			if (u->count > v->count) fail_msg("record %zu: a game counted twice", i);
+			under += u->count < v->count;
+		}
+	}
+	print_message("%zu moves count fewer games than the reference\n", under);
+	book_free(&r);
+	book_free(&m);
+	free(ga);
+	free(gb);
+	free(gall);
+	ts_rmtree(d);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -685,6 +764,7 @@ int main(void)
 	    cmocka_unit_test(test_merge__a_into_b_equals_b_into_a_and_each_game_counts_once),
 	    cmocka_unit_test(test_merge__a_book_into_itself_or_its_copy_changes_nothing),
 	    cmocka_unit_test(test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run),
+	    cmocka_unit_test(test_merge__games_without_kept_plies_never_count_twice),
 	    cmocka_unit_test(test_merge__dry_run_writes_nothing_and_counts_the_same),
 	    cmocka_unit_test(test_merge__kill_9_leaves_whole_batches_and_a_rerun_completes),
 	};
