@@ -43,3 +43,21 @@ run() { # run LABEL DST-COPY-OF ARGS...: median of RUNS merges of src into a cop
 run "" dst
 run "_dry_run" dst --dry-run
 run "_into_its_copy" src
+
+# A small book into a large one minimax has run on: the merge, then the
+# incremental minimax over what it wrote (the usual case: a site's new work
+# merged into the main book). MERGE_BENCH_SMALL positions (default 10000).
+S=${MERGE_BENCH_SMALL:-10000}
+$J minimax "$dir/dst" --full --quiet >/dev/null
+$J synth "$dir/small" --positions "$S" --seed 3 >/dev/null
+times=""
+for _ in $(seq "$RUNS"); do
+	rm -rf "$dir/work"
+	cp -r "$dir/dst" "$dir/work"
+	sync
+	out=$($J merge "$dir/work" "$dir/small" --json --quiet)
+	times="$times $(jfield time_ms "$out")"
+done
+t=$(echo "$times" | tr ' ' '\n' | grep . | median)
+inc=$(echo "$out" | sed -n 's/.*"incremental": *\([a-z]*\).*/\1/p')
+echo "merge_then_minimax positions $(jfield positions "$out") into $N added $(jfield added "$out") incremental $inc affected $(jfield affected "$out") time_ms $t  (median of $RUNS)"
