@@ -447,6 +447,18 @@ static int finish(Merge *m)
 	return 0;
 }
 
+static void note_bad(BookMergeStats *st, Key key, bool in_dst)
+{
+	if (!st->bad_src && !st->bad_dst) {
+		st->first_bad = key;
+		st->first_bad_in_dst = in_dst;
+	}
+	if (in_dst)
+		st->bad_dst++;
+	else
+		st->bad_src++;
+}
+
 /* One source record into dst. Returns 1 when it wrote, 0 when not, or an error. */
 static int merge_one(Merge *m, Key key, const uint8_t *val, size_t len, const Share *s,
                      const Share *e)
@@ -463,17 +475,28 @@ static int merge_one(Merge *m, Key key, const uint8_t *val, size_t len, const Sh
 		st->unchanged++;
 		return 0;
 	}
-	if (rc == 0) rc = bookdb_record_decode(m->a, dv, dl);
+	if (rc == 0 && bookdb_record_decode(m->a, dv, dl) < 0) {
+		/* A damaged destination record is left as it is (joseki check finds it). */
+		note_bad(st, key, true);
+		return 0;
+	}
 	if (rc == BOOKDB_ENOTFOUND) {
+		/* Decoded even when copied as it is: a damaged source record is not copied. */
+		if (bookdb_record_decode(m->b, val, len) < 0) {
+			note_bad(st, key, false);
+			return 0;
+		}
 		st->added++;
 		if (m->opt->dry_run) return 0;
 		if (s == e) return (rc = bookdb_writer_put_raw(m->w, key, val, len)) < 0 ? rc : 1;
-		if ((rc = bookdb_record_decode(m->b, val, len)) < 0) return rc;
 		st->stats_clamped += subtract(m->b, s, e);
 		return (rc = bookdb_writer_put(m->w, key, m->b)) < 0 ? rc : 1;
 	}
 	if (rc < 0) return rc;
-	if ((rc = bookdb_record_decode_moves(m->b, val, len)) < 0) return rc;
+	if (bookdb_record_decode_moves(m->b, val, len) < 0) {
+		note_bad(st, key, false);
+		return 0;
+	}
 	st->stats_clamped += subtract(m->b, s, e);
 	BookMergeDiff d;
 	bookdb_record_merge(m->a, m->a, m->b, BOOKDB_PREFER_DEEPER, m->tie, m->stats_max, &d);

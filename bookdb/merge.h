@@ -72,6 +72,10 @@ typedef struct {
 	uint64_t games_unlocated; /* of those, with no plies kept: statistics of the
 	                             whole merge taken as the larger, not the sum */
 	uint64_t stats_clamped;   /* plies of shared games the source's records lacked */
+	uint64_t bad_src;         /* source records that do not decode: not merged */
+	uint64_t bad_dst;         /* destination records that do not decode: left as they are */
+	Key first_bad;            /* the first of those (bad_src + bad_dst > 0) */
+	bool first_bad_in_dst;    /* ...and in which book */
 	uint64_t batches;         /* write transactions committed */
 	bool resumed;             /* an interrupted merge of this source was completed */
 	double seconds;
@@ -89,7 +93,9 @@ typedef struct {
  * the last batch to the same result. The source's game ids go in with the
  * last transaction, which also clears the mark. A dst holding the mark of
  * another source is refused (BOOKDB_EBUSY, message naming it) until that merge
- * is completed. dry_run: dst may be read-only; nothing is written.
+ * is completed. Records that do not decode are counted (bad_src, bad_dst) and
+ * skipped: a damaged source record is not copied, a damaged destination record
+ * is left as it is. dry_run: dst may be read-only; nothing is written.
  * Returns 0 or a negative BOOKDB_ code with a message in err (BOOKDB_MERGE_ERRLEN).
  */
 int bookdb_merge(BookMergeStats *st, BookDB *dst, BookDB *src, const BookMergeOptions *opt,

@@ -18,6 +18,7 @@
 #include "minimax/bookmm.h"
 #include "shogi/clock.h"
 #include "shogi/position.h"
+#include "shogi/zobrist.h"
 #include "tools/commands.h"
 
 #define USAGE                                                                                      \
@@ -62,6 +63,12 @@ static void add_stats(BookMergeStats *t, const BookMergeStats *s)
 	t->games_unlocated += s->games_unlocated;
 	t->stats_clamped += s->stats_clamped;
 	t->batches += s->batches;
+	if (!t->bad_src && !t->bad_dst && (s->bad_src || s->bad_dst)) {
+		t->first_bad = s->first_bad;
+		t->first_bad_in_dst = s->first_bad_in_dst;
+	}
+	t->bad_src += s->bad_src;
+	t->bad_dst += s->bad_dst;
 	t->resumed = t->resumed || s->resumed;
 }
 
@@ -147,6 +154,17 @@ int cmd_merge(int argc, char **argv)
 			joseki_error("merge: %s", err);
 			status = 1;
 		}
+		if (st.bad_src || st.bad_dst) {
+			char hex[KEY_HEX_LEN];
+			key_to_hex(st.first_bad, hex);
+			fprintf(stderr,
+			        "joseki: merge: %llu records of %s and %llu of %s do not decode: "
+			        "skipped "
+			        "(the first: %s in %s); joseki check names them all\n",
+			        (unsigned long long)st.bad_src, srcs[k],
+			        (unsigned long long)st.bad_dst, dst, hex,
+			        st.first_bad_in_dst ? dst : srcs[k]);
+		}
 		add_stats(&total, &st);
 	}
 	free(srcs);
@@ -178,7 +196,7 @@ int cmd_merge(int argc, char **argv)
 			              (json_int_t)mm.rewritten, "full_reason", mm.full_reason);
 		json_t *o = json_pack(
 		    "{s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o,"
-		    "s:I}",
+		    "s:I,s:I,s:I}",
 		    "sources", (json_int_t)nsources, "dry_run", opt.dry_run, "positions",
 		    (json_int_t)total.positions, "added", (json_int_t)total.added, "replaced",
 		    (json_int_t)total.replaced, "stats_merged", (json_int_t)total.stats_merged,
@@ -188,7 +206,8 @@ int cmd_merge(int argc, char **argv)
 		    (json_int_t)total.games_unlocated, "stats_clamped",
 		    (json_int_t)total.stats_clamped, "batches", (json_int_t)total.batches,
 		    "resumed", total.resumed, "minimax", m ? m : json_null(), "time_ms",
-		    (json_int_t)(ms + 0.5));
+		    (json_int_t)(ms + 0.5), "bad_src", (json_int_t)total.bad_src, "bad_dst",
+		    (json_int_t)total.bad_dst);
 		return joseki_print_json(o, 0) < 0 ? 1 : 0;
 	}
 	const char *would = opt.dry_run ? "would be " : "";

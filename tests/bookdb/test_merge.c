@@ -756,6 +756,74 @@ static void test_merge__games_without_kept_plies_never_count_twice(void **state)
 	free(d);
 }
 
+/* Puts bytes that do not decode under key k of BOOK dir. */
+static void damage(const char *dir, Key k)
+{
+	BookDB *db;
+	char err[BOOKDB_ERRLEN];
+	if (bookdb_open(&db, dir, NULL, err) < 0) fail_msg("open %s: %s", dir, err);
+	BookTxn *w;
+	assert_int_equal(bookdb_txn_begin(&w, db, true), 0);
+	uint8_t kb[16], junk[5] = {0xff, 0xff, 0xff, 0xff, 0xff};
+	key_to_bytes(k, kb);
+	assert_int_equal(bookdb_kv_put(w, BOOKDB_POS, kb, 16, junk, sizeof junk), 0);
+	assert_int_equal(bookdb_txn_commit(w), 0);
+	bookdb_free(db);
+}
+
+/* A source record that does not decode is not copied, a destination one is
+ * left as it is; both are counted and named, and the rest is merged. */
+static void test_merge__records_that_do_not_decode_are_skipped_and_named(void **state)
+{
+	(void)state;
+	char *d = ts_mkdtemp();
+	const char *J = ts_joseki();
+	char *ga = games(0, 9), *gb = games(5, 15);
+	sh("%s ingest %s/A %s --quiet && %s ingest %s/B %s --quiet", J, d, ga, J, d, gb);
+	char pa[512], pb[512];
+	snprintf(pa, sizeof pa, "%s/A", d);
+	snprintf(pb, sizeof pb, "%s/B", d);
+	Book a = load(pa, false), b = load(pb, false);
+	Key only_a = {0}, both = {0};
+	bool have_a = false, have_both = false;
+	for (size_t i = 0; i < a.n; i++) {
+		bool in_b = find(&b, a.v[i].key) != NULL;
+		if (!in_b && !have_a) only_a = a.v[i].key, have_a = true;
+		if (in_b && !have_both && i > 0) both = a.v[i].key, have_both = true;
+	}
+	assert_true(have_a && have_both);
+	size_t na = a.n;
+	book_free(&a);
+	book_free(&b);
+	damage(pa, only_a);
+	damage(pb, both);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, "%s merge %s/B %s/A --json --no-minimax", J, d, d);
+	assert_int_equal(rc, 0);
+	json_t *j = json_loads(out, 0, NULL);
+	assert_non_null(j);
+	assert_int_equal(ts_jint(j, "bad_src"), 1);
+	assert_int_equal(ts_jint(j, "bad_dst"), 1);
+	assert_int_equal(ts_jint(j, "added") + ts_jint(j, "changed") + ts_jint(j, "unchanged"),
+	                 (long long)na - 2);
+	assert_non_null(strstr(err, "do not decode"));
+	char hex[KEY_HEX_LEN];
+	key_to_hex(only_a, hex);
+	assert_non_null(strstr(err, hex));
+	json_decref(j);
+	free(out);
+	free(err);
+	/* Only the planted record is bad: check names it and nothing else. */
+	out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s check %s/B", J, d), 1);
+	assert_non_null(strstr(out, "1 bad"));
+	free(out);
+	free(ga);
+	free(gb);
+	ts_rmtree(d);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -766,6 +834,7 @@ int main(void)
 	    cmocka_unit_test(test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run),
 	    cmocka_unit_test(test_merge__games_without_kept_plies_never_count_twice),
 	    cmocka_unit_test(test_merge__dry_run_writes_nothing_and_counts_the_same),
+	    cmocka_unit_test(test_merge__records_that_do_not_decode_are_skipped_and_named),
 	    cmocka_unit_test(test_merge__kill_9_leaves_whole_batches_and_a_rerun_completes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
