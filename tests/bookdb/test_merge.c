@@ -197,6 +197,22 @@ static void sh(const char *fmt, ...)
 	free(err);
 }
 
+/* The two books most tests merge, in d: A ingests games 0..8, B games 5..14
+ * (games 5..8 in both), each then thought with think_a / think_b (NULL: not);
+ * with ref, R ingests the 15 games once (the statistics a merge must give). */
+static void ingest_ab(const char *d, const char *think_a, const char *think_b, bool ref)
+{
+	const char *J = ts_joseki();
+	char *ga = games(0, 9), *gb = games(5, 15), *gall = games(0, 15);
+	sh("%s ingest %s/A %s --quiet && %s ingest %s/B %s --quiet", J, d, ga, J, d, gb);
+	if (ref) sh("%s ingest %s/R %s --quiet", J, d, gall);
+	if (think_a) sh("%s think %s/A %s --quiet", J, d, think_a);
+	if (think_b) sh("%s think %s/B %s --quiet", J, d, think_b);
+	free(ga);
+	free(gb);
+	free(gall);
+}
+
 /* ---- A into B, B into A ---- */
 
 /* A: games 0..8 thought at depth 2; B: games 5..14 thought at depth 3 (games
@@ -208,12 +224,7 @@ static void test_merge__a_into_b_equals_b_into_a_and_each_game_counts_once(void 
 	(void)state;
 	char *d = ts_mkdtemp();
 	const char *J = ts_joseki();
-	char *ga = games(0, 9), *gb = games(5, 15), *gall = games(0, 15);
-	sh("%s ingest %s/A %s --quiet && %s think %s/A --depth 2 --positions 40 --quiet", J, d, ga,
-	   J, d);
-	sh("%s ingest %s/B %s --quiet && %s think %s/B --depth 3 --positions 40 --quiet", J, d, gb,
-	   J, d);
-	sh("%s ingest %s/R %s --quiet", J, d, gall);
+	ingest_ab(d, "--depth 2 --positions 40", "--depth 3 --positions 40", true);
 	sh("cp -r %s/A %s/A1 && cp -r %s/B %s/B1", d, d, d, d);
 	json_t *ab = ts_run_json(0, "%s merge %s/B1 %s/A --json --quiet", J, d, d);
 	json_t *ba = ts_run_json(0, "%s merge %s/A1 %s/B --json --quiet", J, d, d);
@@ -278,9 +289,6 @@ static void test_merge__a_into_b_equals_b_into_a_and_each_game_counts_once(void 
 	book_free(&b);
 	json_decref(ab);
 	json_decref(ba);
-	free(ga);
-	free(gb);
-	free(gall);
 	ts_rmtree(d);
 	free(d);
 }
@@ -523,8 +531,7 @@ static void test_merge__dry_run_writes_nothing_and_counts_the_same(void **state)
 	(void)state;
 	char *d = ts_mkdtemp();
 	const char *J = ts_joseki();
-	char *ga = games(0, 9), *gb = games(5, 15);
-	sh("%s ingest %s/A %s --quiet && %s ingest %s/B %s --quiet", J, d, ga, J, d, gb);
+	ingest_ab(d, NULL, NULL, false);
 	char path[512];
 	snprintf(path, sizeof path, "%s/B/data.mdb", d);
 	size_t l0, l1;
@@ -550,8 +557,6 @@ static void test_merge__dry_run_writes_nothing_and_counts_the_same(void **state)
 	json_decref(real);
 	free(before);
 	free(after);
-	free(ga);
-	free(gb);
 	ts_rmtree(d);
 	free(d);
 }
@@ -654,12 +659,8 @@ static void test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run(vo
 	(void)state;
 	char *d = ts_mkdtemp();
 	const char *J = ts_joseki();
-	char *ga = games(0, 9), *gb = games(5, 15);
-	sh("%s ingest %s/A %s --quiet && %s think %s/A --depth 2 --positions 30 --quiet && "
-	   "%s minimax %s/A --quiet",
-	   J, d, ga, J, d, J, d);
-	sh("%s ingest %s/B %s --quiet && %s think %s/B --depth 3 --positions 30 --quiet", J, d, gb,
-	   J, d);
+	ingest_ab(d, "--depth 2 --positions 30", "--depth 3 --positions 30", false);
+	sh("%s minimax %s/A --quiet", J, d);
 	json_t *j = ts_run_json(0, "%s merge %s/A %s/B --json --quiet", J, d, d);
 	json_t *mm = json_object_get(j, "minimax");
 	assert_true(json_is_object(mm));
@@ -671,8 +672,6 @@ static void test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run(vo
 	snprintf(p1, sizeof p1, "%s/A", d);
 	snprintf(p2, sizeof p2, "%s/F", d);
 	assert_books_equal(p1, p2, false);
-	free(ga);
-	free(gb);
 	ts_rmtree(d);
 	free(d);
 }
@@ -717,9 +716,7 @@ static void test_merge__games_without_kept_plies_never_count_twice(void **state)
 	(void)state;
 	char *d = ts_mkdtemp();
 	const char *J = ts_joseki();
-	char *ga = games(0, 9), *gb = games(5, 15), *gall = games(0, 15);
-	sh("%s ingest %s/A %s --quiet && %s ingest %s/B %s --quiet && %s ingest %s/R %s --quiet", J,
-	   d, ga, J, d, gb, J, d, gall);
+	ingest_ab(d, NULL, NULL, true);
 	char pa[512], pb[512], pr[512];
 	snprintf(pa, sizeof pa, "%s/A", d);
 	snprintf(pb, sizeof pb, "%s/B", d);
@@ -749,9 +746,6 @@ static void test_merge__games_without_kept_plies_never_count_twice(void **state)
 	print_message("%zu moves count fewer games than the reference\n", under);
 	book_free(&r);
 	book_free(&m);
-	free(ga);
-	free(gb);
-	free(gall);
 	ts_rmtree(d);
 	free(d);
 }
@@ -778,8 +772,7 @@ static void test_merge__records_that_do_not_decode_are_skipped_and_named(void **
 	(void)state;
 	char *d = ts_mkdtemp();
 	const char *J = ts_joseki();
-	char *ga = games(0, 9), *gb = games(5, 15);
-	sh("%s ingest %s/A %s --quiet && %s ingest %s/B %s --quiet", J, d, ga, J, d, gb);
+	ingest_ab(d, NULL, NULL, false);
 	char pa[512], pb[512];
 	snprintf(pa, sizeof pa, "%s/A", d);
 	snprintf(pb, sizeof pb, "%s/B", d);
@@ -818,8 +811,6 @@ static void test_merge__records_that_do_not_decode_are_skipped_and_named(void **
 	assert_int_equal(ts_runf(&out, NULL, "%s check %s/B", J, d), 1);
 	assert_non_null(strstr(out, "1 bad"));
 	free(out);
-	free(ga);
-	free(gb);
 	ts_rmtree(d);
 	free(d);
 }
