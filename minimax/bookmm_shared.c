@@ -200,9 +200,10 @@ static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int ned
 				d = edges[k].vd.depth;
 				edge = true;
 			}
-		/* Not an edge: a leaf valued by its evaluation. */
-		if (valued && !edge && (rec->moves[m].flags & BOOKDB_MOVE_EVAL) &&
-		    !(rec->moves[m].flags & BOOKDB_MOVE_AVOIDED))
+		/* Not an edge: a leaf valued by its evaluation. An avoided move
+		 * shows its own evaluation too (for query --with-avoided); it is no
+		 * part of the node's value. */
+		if (valued && !edge && (rec->moves[m].flags & BOOKDB_MOVE_EVAL))
 			v = bookmm_leaf_value(&rec->moves[m], p);
 		if (rec->moves[m].value != v || rec->moves[m].dist != d) changed = true;
 		rec->moves[m].value = v;
