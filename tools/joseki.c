@@ -22,7 +22,7 @@ static const struct {
      "BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR] [filters] [--json]   download "
      "floodgate days and ingest them"},
     {"import", cmd_import, "BOOK FILE.db [--json]   merge a YaneuraOu DB2016 book"},
-    {"query", cmd_query, "BOOK POS [--json]   the book's answer for one position"},
+    {"query", cmd_query, "BOOK POS [--json] [--with-avoided]   the book's answer for one position"},
     {"stats", cmd_stats, "BOOK [--json]   sizes and counts"},
     {"check", cmd_check,
      "BOOK [--repair NEWBOOK]   verify the store's invariants (and copy what is sound into a new "
@@ -44,7 +44,7 @@ static const struct {
      "book (incremental unless --full)"},
     {"export", cmd_export,
      "BOOK OUT [--format yaneuraou] [--moves best|window|all] [--window CP] [--min-depth D] "
-     "[--max-ply N] [--json] [--quiet]   write a YaneuraOu book"},
+     "[--max-ply N] [--with-avoided] [--json] [--quiet]   write a YaneuraOu book"},
     {"peta-shock", cmd_peta_shock, "IN.db OUT.db [--shrink]   YaneuraOu makebook peta_shock"},
     {"usi", cmd_usi, "[--book BOOK]   the built-in engine as a USI engine on stdin/stdout"},
     {"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},
@@ -54,6 +54,15 @@ static const struct {
      "--engine-a builtin|PATH --engine-b builtin|PATH [--book-a BOOK|none] [--book-b BOOK|none] "
      "[--games N] [--nodes N|--movetime MS] [--openings FILE] [--concurrency N] [--max-moves N] "
      "[--seed S] [--out DIR] [--json]   play games between two set-ups"},
+    {"extend", cmd_extend,
+     "BOOK GAMES... [--plies N] [--book-side black|white] [--book-player STR]   queue where the "
+     "book ran out in games as think's first roots"},
+    {"prune", cmd_prune,
+     "BOOK GAMES... [--max-winrate R] [--min-games N] | BOOK --undo   mark book moves that lose "
+     "as avoided"},
+    {"cycle", cmd_cycle,
+     "BOOK --generations G --games N [match and think options]   Shiba's extension/deletion "
+     "cycle"},
 };
 
 void joseki_catch_stop(void (*handler)(int))
