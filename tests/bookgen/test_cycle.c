@@ -7,7 +7,9 @@
  * book ran out and the next plies, once, and think thinks them first; and the
  * whole cycle on a planted book whose first book move loses every game to
  * the built-in engine: after one generation it is avoided and the book side's
- * score rises, and a rerun resumes instead of starting over.
+ * score rises, and a rerun resumes instead of starting over; a cycle stopped
+ * as a step begins, and cycles killed (kill -9) at random moments: the book
+ * passes check after each kill and the same command finishes the cycle.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -540,6 +545,86 @@ static void test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in(void **sta
 	free(dir);
 }
 
+/* kill -9 at random moments of a cycle: the book passes check after each,
+ * and the same command then finishes the cycle from where it was. */
+static void test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_again(void **state)
+{
+	(void)state;
+	uint64_t rng =
+	    ts_seed("test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_again");
+	char *dir = ts_mkdtemp(), path[600], open_path[700], think[32];
+	BookDB *db = open_book(dir, path, sizeof path);
+	static const PlantMove P[] = {{"P*1e", 500}, {"G*5b", 300}};
+	plant(db, PLANTED, P, 2, true);
+	bookdb_free(db);
+	snprintf(open_path, sizeof open_path, "%s/openings.txt", dir);
+	assert_int_equal(ts_write_file(open_path, PLANTED "\n", strlen(PLANTED) + 1), 0);
+	snprintf(think, sizeof think, "%d", 3);
+	char *const argv[] = {(char *)ts_joseki(),
+	                      "cycle",
+	                      path,
+	                      "--generations",
+	                      "40",
+	                      "--games",
+	                      "2",
+	                      "--nodes",
+	                      "2000",
+	                      "--think-nodes",
+	                      "300",
+	                      "--positions",
+	                      think,
+	                      "--min-games",
+	                      "1",
+	                      "--openings",
+	                      open_path,
+	                      "--quiet",
+	                      NULL};
+	int done_before = 0;
+	for (int round = 0; round < 10; round++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			if (!freopen("/dev/null", "w", stdout)) _exit(126);
+			execv(ts_joseki(), argv);
+			_exit(127);
+		}
+		struct timespec d = {0, (long)(30 + ts_rand(&rng) % 200) * 1000000L};
+		nanosleep(&d, NULL);
+		kill(pid, SIGKILL);
+		int status;
+		waitpid(pid, &status, 0);
+		assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), path), 0);
+		BookDB *b2 = open_book(dir, path, sizeof path);
+		int prev = done_before;
+		assert_int_equal(cycle_generations_done(&done_before, b2), 0);
+		assert_true(done_before >= prev); /* nothing done is ever undone */
+		bookdb_free(b2);
+	}
+	/* The kills landed inside the cycle: it takes far longer than they let
+	 * it run. */
+	assert_true(done_before < 40);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err,
+	                 "%s cycle %s --generations 40 --games 2 --nodes 2000 --think-nodes 300 "
+	                 "--positions %s --min-games 1 --openings %s --quiet",
+	                 ts_joseki(), path, think, open_path);
+	if (rc) fail_msg("exit %d\n%s%s", rc, out, err);
+	assert_non_null(strstr(out, "cycle generations 40 of 40"));
+	free(out);
+	free(err);
+	db = open_book(dir, path, sizeof path);
+	int done;
+	assert_int_equal(cycle_generations_done(&done, db), 0);
+	assert_int_equal(done, 40);
+	BookRecord *rec = malloc(sizeof *rec);
+	get(rec, db, PLANTED);
+	assert_true(avoided(rec, "P*1e"));
+	free(rec);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -551,6 +636,8 @@ int main(void)
 	    cmocka_unit_test(
 	        test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_rises),
 	    cmocka_unit_test(test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in),
+	    cmocka_unit_test(
+	        test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_again),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
