@@ -2,6 +2,7 @@
 #include "bookgen/cycle.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,42 +368,64 @@ int cycle_generations_done(int *done, BookDB *db)
 	return 0;
 }
 
-/* The games of the current generation, read back from meta "cycle_games". */
-typedef struct {
-	char *text; /* owned; the specs point into it */
-	CycleGame *g;
-	size_t n;
-	int w, d, l;
-} GameSet;
-
-static void gameset_free(GameSet *gs)
+void cycle_games_free(CycleGameSet *gs)
 {
 	free(gs->text);
-	free(gs->g);
+	free(gs->games);
 	memset(gs, 0, sizeof *gs);
 }
 
-static int games_load(GameSet *gs, BookTxn *txn)
+/* A decimal number lo..hi at *p, followed by `end`; advances *p past both. */
+static bool parse_num(char **p, long lo, long hi, char end, long *out)
 {
-	const void *v;
-	size_t len, cap = 0;
-	int rc = bookdb_kv_get(&v, &len, txn, BOOKDB_META, "cycle_games", 11);
-	if (rc < 0) return rc;
+	char *e;
+	if (**p != '-' && (**p < '0' || **p > '9')) return false;
+	errno = 0;
+	long v = strtol(*p, &e, 10);
+	if (errno || e == *p || v < lo || v > hi || *e != end) return false;
+	*out = v;
+	*p = e + 1;
+	return true;
+}
+
+int cycle_games_parse(CycleGameSet *gs, const void *bytes, size_t len)
+{
+	memset(gs, 0, sizeof *gs);
+	size_t cap = 0;
+	if (memchr(bytes, 0, len)) return BOOKDB_ECORRUPT;
 	if (!(gs->text = malloc(len + 1))) return BOOKDB_ENOMEM;
-	memcpy(gs->text, v, len);
+	memcpy(gs->text, bytes, len);
 	gs->text[len] = 0;
-	char *save = NULL, *line = strtok_r(gs->text, "\n", &save);
-	if (!line || sscanf(line, "%d %d %d", &gs->w, &gs->d, &gs->l) != 3) return BOOKDB_ECORRUPT;
-	while ((line = strtok_r(NULL, "\n", &save))) {
-		char c;
-		int r, off = 0;
-		if (sscanf(line, "%c %d %n", &c, &r, &off) != 2 || !off || (c != 'b' && c != 'w'))
-			return BOOKDB_ECORRUPT;
-		if (array_grow((void **)&gs->g, &cap, gs->n + 1, sizeof *gs->g, 64))
+	char *p = gs->text;
+	long w, d, l, r;
+	if (!parse_num(&p, 0, INT32_MAX, ' ', &w) || !parse_num(&p, 0, INT32_MAX, ' ', &d) ||
+	    !parse_num(&p, 0, INT32_MAX, '\n', &l))
+		return BOOKDB_ECORRUPT;
+	gs->wins = (int)w;
+	gs->draws = (int)d;
+	gs->losses = (int)l;
+	while (*p) {
+		char *nl = strchr(p, '\n');
+		if (!nl) return BOOKDB_ECORRUPT; /* every line ends with a newline */
+		*nl = 0;
+		char c = *p;
+		if ((c != 'b' && c != 'w') || p[1] != ' ') return BOOKDB_ECORRUPT;
+		p += 2;
+		if (!parse_num(&p, -1, 1, ' ', &r) || !*p) return BOOKDB_ECORRUPT;
+		if (array_grow((void **)&gs->games, &cap, gs->n + 1, sizeof *gs->games, 64))
 			return BOOKDB_ENOMEM;
-		gs->g[gs->n++] = (CycleGame){line + off, c == 'b' ? BLACK : WHITE, r};
+		gs->games[gs->n++] = (CycleGame){p, c == 'b' ? BLACK : WHITE, (int)r};
+		p = nl + 1;
 	}
 	return 0;
+}
+
+static int games_load(CycleGameSet *gs, BookTxn *txn)
+{
+	const void *v;
+	size_t len;
+	int rc = bookdb_kv_get(&v, &len, txn, BOOKDB_META, "cycle_games", 11);
+	return rc < 0 ? rc : cycle_games_parse(gs, v, len);
 }
 
 /* Stores the match's games (from A's side) as meta "cycle_games". */
@@ -450,7 +473,7 @@ static int with_book(const char *book, StepFn fn, void *ctx, const CycleState *s
 typedef struct {
 	const CycleOptions *opt;
 	CycleState st;
-	GameSet games;
+	CycleGameSet games;
 	MatchResult *mr;
 	CyclePruneStats prune;
 	CycleExtendStats extend;
@@ -484,7 +507,7 @@ static int step_load_games(void *ctx, BookDB *db, char *err)
 {
 	Run *r = ctx;
 	BookTxn *txn;
-	gameset_free(&r->games);
+	cycle_games_free(&r->games);
 	int rc = bookdb_txn_begin(&txn, db, false);
 	if (rc == 0) {
 		rc = games_load(&r->games, txn);
@@ -496,7 +519,7 @@ static int step_load_games(void *ctx, BookDB *db, char *err)
 static int step_prune(void *ctx, BookDB *db, char *err)
 {
 	Run *r = ctx;
-	int rc = cycle_prune(&r->prune, db, r->games.g, r->games.n, &r->opt->prune, err);
+	int rc = cycle_prune(&r->prune, db, r->games.games, r->games.n, &r->opt->prune, err);
 	r->st.marked = r->prune.marked;
 	return rc;
 }
@@ -504,7 +527,7 @@ static int step_prune(void *ctx, BookDB *db, char *err)
 static int step_extend(void *ctx, BookDB *db, char *err)
 {
 	Run *r = ctx;
-	int rc = cycle_extend(&r->extend, db, r->games.g, r->games.n, r->opt->plies, err);
+	int rc = cycle_extend(&r->extend, db, r->games.games, r->games.n, r->opt->plies, err);
 	r->st.queued = r->extend.queued;
 	return rc;
 }
@@ -636,10 +659,10 @@ int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err)
 			goto out;
 		CycleGenStats gs = {
 		    .generation = gen,
-		    .games = r.games.w + r.games.d + r.games.l,
-		    .wins = r.games.w,
-		    .draws = r.games.d,
-		    .losses = r.games.l,
+		    .games = r.games.wins + r.games.draws + r.games.losses,
+		    .wins = r.games.wins,
+		    .draws = r.games.draws,
+		    .losses = r.games.losses,
 		    .queued = (size_t)r.st.queued,
 		    .thought = r.st.thought,
 		    .marked = (size_t)r.st.marked,
@@ -656,6 +679,6 @@ stopped:
 	ret = 0;
 out:
 	*done = r.st.gen;
-	gameset_free(&r.games);
+	cycle_games_free(&r.games);
 	return ret;
 }

@@ -95,6 +95,25 @@ int cycle_extend(CycleExtendStats *st, BookDB *db, const CycleGame *games, size_
 
 /* ---- the whole cycle ---- */
 
+/* A generation's games as the book keeps them (meta "cycle_games", written
+ * once its match is over; layout in docs/bookdb.md). */
+typedef struct {
+	char *text; /* owned; the games' specs point into it */
+	CycleGame *games;
+	size_t n;
+	int wins, draws, losses; /* the book side's */
+} CycleGameSet;
+
+/*
+ * Parses len bytes of meta "cycle_games": "W D L\n", then one line a game,
+ * "b|w -1|0|1 SPEC\n". Any bytes may be given: 0, or BOOKDB_ECORRUPT (out
+ * then holds what was read so far) or BOOKDB_ENOMEM. The specs are not
+ * checked here (the steps that use them are). Free with cycle_games_free,
+ * also after a failure.
+ */
+int cycle_games_parse(CycleGameSet *out, const void *bytes, size_t len);
+void cycle_games_free(CycleGameSet *gs);
+
 /* One generation's figures. */
 typedef struct {
 	int generation;          /* 1-based */

@@ -447,6 +447,43 @@ test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_ris
 	free(dir);
 }
 
+/* The generation's games as the book keeps them: read back exactly, and
+ * anything else refused. */
+static void test_cycle__the_kept_games_parse_back_and_bad_ones_are_refused(void **state)
+{
+	(void)state;
+	static const char GOOD[] = "1 0 1\nb -1 startpos moves 7g7f\nw 1 " PLANTED "\n";
+	CycleGameSet gs;
+	assert_int_equal(cycle_games_parse(&gs, GOOD, sizeof GOOD - 1), 0);
+	assert_int_equal(gs.wins, 1);
+	assert_int_equal(gs.draws, 0);
+	assert_int_equal(gs.losses, 1);
+	assert_int_equal(gs.n, 2);
+	assert_int_equal(gs.games[0].book_color, BLACK);
+	assert_int_equal(gs.games[0].result, -1);
+	assert_string_equal(gs.games[0].spec, "startpos moves 7g7f");
+	assert_int_equal(gs.games[1].book_color, WHITE);
+	assert_int_equal(gs.games[1].result, 1);
+	assert_string_equal(gs.games[1].spec, PLANTED);
+	cycle_games_free(&gs);
+	static const char *BAD[] = {
+	    "",
+	    "1 0\n",
+	    "1 0 -1\n",
+	    "1 0 1\nx 1 startpos\n",
+	    "1 0 1\nb 2 startpos\n",
+	    "1 0 1\nb 1 \n",
+	    "1 0 1\nb 1 startpos",
+	    "99999999999999999999 0 0\n",
+	};
+	for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
+		assert_int_equal(cycle_games_parse(&gs, BAD[i], strlen(BAD[i])), BOOKDB_ECORRUPT);
+		cycle_games_free(&gs);
+	}
+	assert_int_equal(cycle_games_parse(&gs, "0 0 0\n\0", 7), BOOKDB_ECORRUPT);
+	cycle_games_free(&gs);
+}
+
 /* The in-process cycle, stopped by its stop flag as a step begins. */
 typedef struct {
 	volatile sig_atomic_t stop;
@@ -635,6 +672,7 @@ int main(void)
 	        test_cycle__extend_queues_where_the_book_ran_out_and_think_takes_them_first),
 	    cmocka_unit_test(
 	        test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_rises),
+	    cmocka_unit_test(test_cycle__the_kept_games_parse_back_and_bad_ones_are_refused),
 	    cmocka_unit_test(test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in),
 	    cmocka_unit_test(
 	        test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_again),
