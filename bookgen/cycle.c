@@ -628,6 +628,8 @@ int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err)
 			char merr[MATCH_ERRLEN];
 			snprintf(gdir, sizeof gdir, "%s/gen-%04d", dir, gen);
 			mo.side[0].book = opt->book;
+			/* Another shuffle of the openings each generation. */
+			mo.seed = opt->match.seed + (uint64_t)(gen - 1);
 			mo.out_dir = gdir;
 			mo.cancel = opt->stop;
 			int rc = match_run(&mr, &mo, merr);

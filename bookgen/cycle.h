@@ -135,7 +135,8 @@ typedef struct {
 	const char *book;   /* the BOOK directory: side A's book, and the one grown */
 	int generations;    /* total generations: a rerun goes on from the last finished step */
 	MatchOptions match; /* side[0] = the book side (its book set to `book`), side[1] the
-	                       opponent; out_dir is set per generation (BOOK/cycle/gen-NNNN) */
+	                       opponent; out_dir is set per generation (BOOK/cycle/gen-NNNN),
+	                       and the seed is match.seed + generation - 1 */
 	CyclePruneOptions prune;
 	int plies;          /* extend: positions after the first out of book */
 	ThinkOptions think; /* roots/first are the queue's (think_run) */
