@@ -418,7 +418,8 @@ int sel_g_expand(Selector *s, uint32_t i)
 	int r;
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *bm = &rec->moves[k];
-		if (!pos_is_legal(pos, bm->move)) continue;
+		/* A move joseki prune marked avoided is not played: not searched. */
+		if ((bm->flags & BOOKDB_MOVE_AVOIDED) || !pos_is_legal(pos, bm->move)) continue;
 		int64_t c = sel_g_find_or_create(s, pos_key_after(pos, bm->move));
 		if (c < 0) return (int)c;
 		uint8_t f = 0;

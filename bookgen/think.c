@@ -8,6 +8,7 @@
  * transaction open between commits and LMDB allows one transaction per thread.
  */
 #include "bookgen/think.h"
+#include "bookgen/roots.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -413,9 +414,8 @@ static void teardown(Think *t)
 	free(t->rec);
 }
 
-int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
+static int think_loop(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 {
-	memset(out, 0, sizeof *out);
 	if (err) err[0] = 0;
 	if (!opt->engines || opt->nengines < 1 || opt->multipv < 1 ||
 	    opt->multipv > SEARCH_MULTIPV_MAX)
@@ -431,4 +431,38 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 	}
 	teardown(&t);
 	return t.ret;
+}
+
+/* The roots queued in the book (joseki extend) come first, then opt->first. */
+int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
+{
+	memset(out, 0, sizeof *out);
+	if (err) err[0] = 0;
+	RootList q = {0};
+	BookTxn *txn = NULL;
+	char rerr[ROOTS_ERRLEN];
+	int rc = bookdb_txn_begin(&txn, db, false);
+	if (rc < 0)
+		return errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "cannot read the book: %s",
+		                  bookdb_strerror(rc));
+	rc = roots_queue_load(&q, txn, rerr);
+	bookdb_txn_abort(txn);
+	if (rc < 0) {
+		roots_free(&q);
+		return errmsg_set(err, THINK_ERRLEN,
+		                  rc == ROOTS_ENOMEM ? THINK_ENOMEM : THINK_EBOOK,
+		                  "queued roots: %s", rerr);
+	}
+	if (q.n == 0) return think_loop(out, db, opt, err);
+	for (size_t i = 0; i < opt->nfirst; i++)
+		if (roots_add(&q, opt->first[i]) < 0) {
+			roots_free(&q);
+			return errmsg_set(err, THINK_ERRLEN, THINK_ENOMEM, "out of memory");
+		}
+	ThinkOptions o = *opt;
+	o.first = (const char *const *)q.specs;
+	o.nfirst = q.n;
+	rc = think_loop(out, db, &o, err);
+	roots_free(&q);
+	return rc;
 }

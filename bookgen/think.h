@@ -66,7 +66,10 @@ typedef struct {
 	bool root_known;
 } ThinkStats;
 
-/* Runs the loop on db (opened read-write). err: THINK_ERRLEN bytes, may be NULL. */
+/* Runs the loop on db (opened read-write). The positions queued in the book
+ * (joseki extend, roots_queue_load) not thought yet come first, in queue
+ * order, then opt->first, then the selector. err: THINK_ERRLEN bytes, may be
+ * NULL. */
 int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err);
 
 #endif

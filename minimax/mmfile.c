@@ -504,6 +504,17 @@ const MmMove *mmfile_moves(const MmView *v, uint32_t i, uint32_t *len)
 	return v->moves + a;
 }
 
+/* Whether node p has an edge to i now: a parent link outlives the edge when
+ * p's moves lose it (a move marked avoided, docs/bookgen.md). */
+static bool has_edge(const MmView *v, uint32_t p, uint32_t i)
+{
+	uint32_t len;
+	const MmMove *m = mmfile_moves(v, p, &len);
+	for (uint32_t k = 0; m && k < len; k++)
+		if (m[k].next == i) return true;
+	return false;
+}
+
 int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, void *ctx),
                        void *ctx)
 {
@@ -512,12 +523,14 @@ int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, v
 		if (a > b || b > v->nparents) return MMFILE_ESTALE;
 		for (uint32_t k = a; k < b; k++) {
 			if (v->parents[k] >= v->n) return MMFILE_ESTALE;
+			if (!has_edge(v, v->parents[k], i)) continue;
 			int r = fn(v->parents[k], ctx);
 			if (r) return r;
 		}
 	}
 	const uint32_t *h = nodemap_get(&v->first_parent, i);
 	for (uint32_t l = h ? *h : MM_NONE; l != MM_NONE; l = v->ov_par[l].next) {
+		if (!has_edge(v, v->ov_par[l].parent, i)) continue;
 		int r = fn(v->ov_par[l].parent, ctx);
 		if (r) return r;
 	}

@@ -30,6 +30,9 @@ int cmd_bench(int argc, char **argv);
 int cmd_gen_games(int argc, char **argv);
 int cmd_match(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_extend(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
+int cmd_cycle(int argc, char **argv);
 
 /* Installs handler for SIGINT and SIGTERM (a command's clean stop on Ctrl-C). */
 void joseki_catch_stop(void (*handler)(int));

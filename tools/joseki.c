@@ -23,7 +23,7 @@ static const struct {
      "floodgate days and ingest them"},
     {"import", cmd_import,
      "BOOK FILE.db... [--prefer deeper|first|last] [--json]   merge YaneuraOu DB2016 books"},
-    {"query", cmd_query, "BOOK POS [--json]   the book's answer for one position"},
+    {"query", cmd_query, "BOOK POS [--json] [--with-avoided]   the book's answer for one position"},
     {"stats", cmd_stats, "BOOK [--json]   sizes and counts"},
     {"check", cmd_check,
      "BOOK [--repair NEWBOOK]   verify the store's invariants (and copy what is sound into a new "
@@ -45,7 +45,7 @@ static const struct {
      "book (incremental unless --full)"},
     {"export", cmd_export,
      "BOOK OUT [--format yaneuraou] [--moves best|window|all] [--window CP] [--min-depth D] "
-     "[--max-ply N] [--json] [--quiet]   write a YaneuraOu book"},
+     "[--max-ply N] [--with-avoided] [--json] [--quiet]   write a YaneuraOu book"},
     {"peta-shock", cmd_peta_shock, "IN.db OUT.db [--shrink]   YaneuraOu makebook peta_shock"},
     {"usi", cmd_usi, "[--book BOOK]   the built-in engine as a USI engine on stdin/stdout"},
     {"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},
@@ -57,6 +57,15 @@ static const struct {
      "[--seed S] [--out DIR] [--json]   play games between two set-ups"},
     {"merge", cmd_merge,
      "DST SRC... [--dry-run] [--no-minimax] [--json]   merge joseki books into DST"},
+    {"extend", cmd_extend,
+     "BOOK GAMES... [--plies N] [--book-side black|white] [--book-player STR]   queue where the "
+     "book ran out in games as think's first roots"},
+    {"prune", cmd_prune,
+     "BOOK GAMES... [--max-winrate R] [--min-games N] | BOOK --undo   mark book moves that lose "
+     "as avoided"},
+    {"cycle", cmd_cycle,
+     "BOOK --generations G --games N [match and think options]   Shiba's extension/deletion "
+     "cycle"},
 };
 
 void joseki_catch_stop(void (*handler)(int))

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "bookdb/bookdb.h"
+#include "bookgen/cycle.h"
 #include "bookgen/match.h"
 #include "bookgen/roots.h"
 #include "bookgen/selector.h"
@@ -75,6 +76,7 @@ static const Module MODULES[] = {
      ERR_MATCH,
      match_strerror,
      {MATCH_EINVAL, MATCH_ENGINE, MATCH_EBOOK, MATCH_EIO, MATCH_ENOMEM}},
+    {"cycle", ERR_CYCLE, cycle_strerror, {CYCLE_EINVAL, CYCLE_EBOOK, CYCLE_ENOMEM, CYCLE_ESTEP}},
     {"bookmm", ERR_BOOKMM, bookmm_strerror, {BOOKMM_ENOMEM, BOOKMM_EBOOK}},
     {"mmfile", ERR_MMFILE, mmfile_strerror, {MMFILE_ENOMEM, MMFILE_EIO, MMFILE_ESTALE}},
     {"export", ERR_EXPORT, export_strerror, {EXPORT_EIO, EXPORT_ENOMEM, EXPORT_EBOOK}},
