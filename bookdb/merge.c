@@ -189,6 +189,10 @@ void bookdb_record_merge(BookRecord *out, const BookRecord *a, const BookRecord 
 		const BookMove *e = pick_eval(&old, y, w, etie);
 		copy_eval(m, e);
 		merge_stats(m, y, stats_max);
+		if (y && (y->flags & BOOKDB_MOVE_AVOIDED) && !(m->flags & BOOKDB_MOVE_AVOIDED)) {
+			m->flags |= BOOKDB_MOVE_AVOIDED; /* avoided in either book: avoided */
+			diff->changed = true;
+		}
 		if (!eval_same(&old, m)) {
 			diff->changed = true;
 			if (w == 2) diff->replaced = true;
@@ -203,6 +207,7 @@ void bookdb_record_merge(BookRecord *out, const BookRecord *a, const BookRecord 
 		m->move = y->move;
 		copy_eval(m, pick_eval(NULL, y, w, etie));
 		merge_stats(m, y, stats_max);
+		m->flags |= y->flags & BOOKDB_MOVE_AVOIDED;
 		diff->changed = diff->moves_added = true;
 		if (m->flags & BOOKDB_MOVE_STATS) diff->stats = true;
 		if (w == 2 && analysis_eval(y)) diff->replaced = true;

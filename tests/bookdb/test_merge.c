@@ -482,6 +482,38 @@ static void on_ply(void *ctx, Key key, Move move, int result)
 	c[1] += result;
 }
 
+/* A move avoided (joseki prune) in either book stays avoided, whichever way
+ * round the merge goes; marking a move a had unmarked is a change. */
+static void test_merge__a_move_avoided_in_either_book_stays_avoided(void **state)
+{
+	(void)state;
+	shogi_init();
+	Position *pos = malloc(sizeof *pos);
+	assert_non_null(pos);
+	BookMergeDiff d;
+	planted(pos);
+	ra.moves[1].flags |= BOOKDB_MOVE_AVOIDED; /* a: 2g2f (b has no 2g2f) */
+	rb.moves[0].flags |= BOOKDB_MOVE_AVOIDED; /* b: 7g7f (a has it unmarked) */
+	rb.moves[1].flags |= BOOKDB_MOVE_AVOIDED; /* b: 5g5f (new to a) */
+	for (int dir = 0; dir < 2; dir++) {
+		BookRecord *o = dir ? &out2 : &out;
+		bookdb_record_merge(o, dir ? &rb : &ra, dir ? &ra : &rb, BOOKDB_PREFER_DEEPER,
+		                    dir ? -1 : 1, false, &d);
+		assert_true(d.changed);
+		assert_int_equal(o->nmoves, 3);
+		for (int i = 0; i < o->nmoves; i++)
+			assert_true(o->moves[i].flags & BOOKDB_MOVE_AVOIDED);
+	}
+	/* b's 7g7f mark is new to a: a change, and a's own mark stays. */
+	rb = ra;
+	rb.moves[0].flags |= BOOKDB_MOVE_AVOIDED;
+	bookdb_record_merge(&out, &ra, &rb, BOOKDB_PREFER_DEEPER, 1, false, &d);
+	assert_true(d.changed);
+	assert_true(out.moves[0].flags & BOOKDB_MOVE_AVOIDED);
+	assert_true(out.moves[1].flags & BOOKDB_MOVE_AVOIDED);
+	free(pos);
+}
+
 static void test_merge__a_game_mark_keeps_its_plies(void **state)
 {
 	(void)state;
@@ -819,6 +851,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_merge__deeper_wins_then_nodes_then_the_newer),
+	    cmocka_unit_test(test_merge__a_move_avoided_in_either_book_stays_avoided),
 	    cmocka_unit_test(test_merge__a_game_mark_keeps_its_plies),
 	    cmocka_unit_test(test_merge__a_into_b_equals_b_into_a_and_each_game_counts_once),
 	    cmocka_unit_test(test_merge__a_book_into_itself_or_its_copy_changes_nothing),
