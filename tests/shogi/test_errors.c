@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "bookdb/bookdb.h"
+#include "bookgen/coord.h"
 #include "bookgen/match.h"
 #include "bookgen/roots.h"
 #include "bookgen/selector.h"
@@ -29,6 +30,7 @@
 #include "search/engine.h"
 #include "search/search.h"
 #include "server/server.h"
+#include "server/tokens.h"
 #include "shogi/db2016.h"
 #include "shogi/errors.h"
 #include "shogi/position.h"
@@ -86,6 +88,11 @@ static const Module MODULES[] = {
      ERR_SERVER,
      server_strerror,
      {SERVER_EINVAL, SERVER_ELISTEN, SERVER_ENOMEM, SERVER_EMHD}},
+    {"coord",
+     ERR_COORD,
+     coord_strerror,
+     {COORD_ENOMEM, COORD_EINVAL, COORD_ENOLEASE, COORD_EBOOK, COORD_EOPTION}},
+    {"tokens", ERR_TOKENS, server_tokens_strerror, {TOKENS_EIO, TOKENS_EPARSE, TOKENS_EINVAL}},
 };
 #define NMODULES (sizeof MODULES / sizeof MODULES[0])
 
