@@ -134,7 +134,7 @@ static void test_errors__err_module_outside_every_range(void **state)
 	assert_int_equal(err_module(-99), 0);
 	assert_int_equal(err_module(ERR_SHOGI), ERR_SHOGI);
 	assert_int_equal(err_module(ERR_SHOGI - ERR_RANGE + 1), ERR_SHOGI);
-	assert_int_equal(err_module(ERR_SERVER - ERR_RANGE), 0);
+	assert_int_equal(err_module(ERR_TOKENS - ERR_RANGE), 0);
 	assert_int_equal(err_module(-100000), 0);
 	/* The ranges themselves do not meet. */
 	for (size_t a = 0; a < NMODULES; a++)
