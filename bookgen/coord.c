@@ -16,6 +16,7 @@
 
 #include "bookgen/selector.h"
 #include "bookgen/think.h"
+#include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "shogi/movegen.h"
@@ -71,6 +72,7 @@ struct Coord {
 	Position *pos;
 	SearchResult *res;
 	SelLeaf *leaf;
+	SelLeaf *batch; /* COORD_MAX_BATCH of them (window selection) */
 	RootSfen *roots;
 	int nroots;
 	Map leases, keys;
@@ -85,6 +87,7 @@ struct Coord {
 	size_t nseen, capseen;
 	uint64_t results, failed, minimax_runs, since_minimax;
 	int64_t last_minimax_ms;
+	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms;
 	int64_t sec_stamp[60];
 	uint32_t sec_count[60];
 };
@@ -516,10 +519,12 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	c->pos = malloc(sizeof *c->pos);
 	c->res = malloc(sizeof *c->res);
 	c->leaf = malloc(sizeof *c->leaf);
+	c->batch = opt->window >= 0 ? malloc(COORD_MAX_BATCH * sizeof *c->batch) : NULL;
 	c->roots = calloc((size_t)c->nroots, sizeof *c->roots);
 	int rc = COORD_ENOMEM;
 	SelOptions so = {.kif_bonus = opt->kif_bonus, .draw_value = 0};
-	if (!c->rec || !c->pos || !c->res || !c->leaf || !c->roots || sel_new(&c->sel, &so) < 0)
+	if (!c->rec || !c->pos || !c->res || !c->leaf || !c->roots ||
+	    (opt->window >= 0 && !c->batch) || sel_new(&c->sel, &so) < 0)
 		goto fail;
 	if ((rc = opt->load_lazy ? sel_attach(c->sel, db) : sel_load(c->sel, db)) < 0) {
 		rc = errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: loading the book: %s",
@@ -569,6 +574,7 @@ void coord_free(Coord *c)
 	free(c->pos);
 	free(c->res);
 	free(c->leaf);
+	free(c->batch);
 	free(c->roots);
 	free(c);
 }
@@ -597,30 +603,45 @@ static void take_queued(Coord *c, Lease *l, int max, const char *worker)
 	c->nqueue = j;
 }
 
+/* Leases leaf into l: its position, its KeyState, the selector told. */
+static int lease_leaf(Coord *c, Lease *l, const SelLeaf *leaf, char *err)
+{
+	if (sel_leaf_position(c->pos, c->roots[leaf->root].sfen, leaf) < 0)
+		return broken(c, err, "selection (a leaf its root does not reach)", -1);
+	KeyState *ks = calloc(1, sizeof *ks);
+	if (!ks) return broken(c, err, "selection", BOOKDB_ENOMEM);
+	ks->key = leaf->key;
+	ks->where = WHERE_LEASED;
+	ks->lease = l->id;
+	sfen_write(c->pos, ks->sfen, sizeof ks->sfen);
+	if (map_put(&c->keys, ks->key.lo, ks->key.hi, ks) < 0) {
+		free(ks);
+		return broken(c, err, "selection", BOOKDB_ENOMEM);
+	}
+	sel_lease(c->sel, ks->key);
+	LPos *lp = &l->pos[l->n++];
+	lp->key = ks->key;
+	lp->state = POS_PENDING;
+	memcpy(lp->sfen, ks->sfen, sizeof lp->sfen);
+	return 0;
+}
+
 /* New leaves from the selector into l (up to max). */
 static int take_selected(Coord *c, Lease *l, int max, char *err)
 {
+	int rc;
+	if (c->batch && max - l->n > 1) {
+		rc = sel_select_batch(c->batch, (size_t)(max - l->n), c->sel, c->opt.window,
+		                      SEL_BATCH_WINDOW, -1);
+		if (rc < 0) return broken(c, err, "selection", BOOKDB_EIO);
+		for (int i = 0; i < rc; i++)
+			if ((rc = lease_leaf(c, l, &c->batch[i], err)) < 0) return rc;
+	}
 	while (l->n < max) {
-		int rc = sel_select(c->leaf, c->sel);
+		rc = sel_select(c->leaf, c->sel);
 		if (rc < 0) return broken(c, err, "selection", BOOKDB_EIO);
 		if (rc == 0) break;
-		if (sel_leaf_position(c->pos, c->roots[c->leaf->root].sfen, c->leaf) < 0)
-			return broken(c, err, "selection (a leaf its root does not reach)", -1);
-		KeyState *ks = calloc(1, sizeof *ks);
-		if (!ks) return broken(c, err, "selection", BOOKDB_ENOMEM);
-		ks->key = c->leaf->key;
-		ks->where = WHERE_LEASED;
-		ks->lease = l->id;
-		sfen_write(c->pos, ks->sfen, sizeof ks->sfen);
-		if (map_put(&c->keys, ks->key.lo, ks->key.hi, ks) < 0) {
-			free(ks);
-			return broken(c, err, "selection", BOOKDB_ENOMEM);
-		}
-		sel_lease(c->sel, ks->key);
-		LPos *lp = &l->pos[l->n++];
-		lp->key = ks->key;
-		lp->state = POS_PENDING;
-		memcpy(lp->sfen, ks->sfen, sizeof lp->sfen);
+		if ((rc = lease_leaf(c, l, c->leaf, err)) < 0) return rc;
 	}
 	return 0;
 }
@@ -644,7 +665,9 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 	snprintf(l->token, sizeof l->token, "%s", w->token ? w->token : "");
 	snprintf(l->worker, sizeof l->worker, "%s", w->name ? w->name : "");
 	take_queued(c, l, max, l->worker);
+	double t0 = clock_ms_f();
 	int rc = take_selected(c, l, max, err);
+	c->select_ms += clock_ms_f() - t0;
 	if (rc < 0 || l->n == 0) {
 		lease_free(l);
 		return rc;
@@ -810,6 +833,7 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 	}
 	int stored = 0;
 	bool changed = false;
+	double t0 = clock_ms_f();
 	for (size_t i = 0; i < n; i++) {
 		if (!what[i]) continue;
 		int p = find_pos(l, res[i].key);
@@ -826,6 +850,7 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 		if ((rc = store(c, l, p, &res[i], now_ms, err)) < 0) return rc;
 		stored++;
 	}
+	c->store_ms += clock_ms_f() - t0;
 	if (!changed) return 0;
 	/* Positions analysed elsewhere meanwhile count as done here. */
 	bool any_returned = false;
@@ -888,7 +913,9 @@ static int expire(Coord *c, Lease *l, char *err)
 int coord_commit(Coord *c, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
+	double t0 = clock_ms_f();
 	int rc = bookdb_writer_flush(c->w);
+	c->commit_ms += clock_ms_f() - t0;
 	return rc < 0 ? broken(c, err, "commit", rc) : 0;
 }
 
@@ -918,7 +945,11 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 		c->minimax_runs++;
 		/* The writer has no open transaction after the commit: minimax writes. */
 		char merr[256];
-		if (c->opt.minimax(c->opt.minimax_ctx, c->db, merr, sizeof merr) < 0)
+		double t0 = clock_ms_f();
+		int mrc = c->opt.minimax(c->opt.minimax_ctx, c->db, merr, sizeof merr);
+		c->minimax_last_ms = clock_ms_f() - t0;
+		c->minimax_ms += c->minimax_last_ms;
+		if (mrc < 0)
 			return errmsg_set(err, COORD_ERRLEN, COORD_OK, "coordinator: minimax: %s",
 			                  merr);
 	}
@@ -934,6 +965,11 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->results = c->results;
 	out->failed = c->failed;
 	out->minimax_runs = c->minimax_runs;
+	out->select_ms = c->select_ms;
+	out->store_ms = c->store_ms;
+	out->commit_ms = c->commit_ms;
+	out->minimax_ms = c->minimax_ms;
+	out->last_minimax_ms = c->minimax_last_ms;
 	SelStats ss;
 	sel_get_stats(&ss, c->sel);
 	out->book_thought = ss.thought;

@@ -62,6 +62,11 @@ typedef struct {
 	int multipv;          /* 1..SEARCH_MULTIPV_MAX */
 	double lease_seconds; /* 0: 600 */
 	int kif_bonus;
+	/* Selection: < 0, one leaf at a time (sel_select, as think does); >= 0,
+	 * a lease's new leaves come from one ranged search (sel_select_batch,
+	 * SEL_BATCH_WINDOW): the leaves within window cp of the best line,
+	 * closest first, topped up one at a time when fewer. */
+	int window;
 	const char *const *roots; /* position specs; NULL/0: the start position */
 	int nroots;
 	/* The periodic minimax (server side passes bookmm_run): called after a
@@ -133,6 +138,8 @@ typedef struct {
 	double results_per_s;    /* over the last 60 s */
 	uint64_t minimax_runs;
 	uint64_t book_thought;
+	/* Where the coordinator's time went since start, ms. */
+	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;
 	size_t naside;
 	CoordAside *aside; /* malloc'd, naside of them */
 	size_t nworkers;

@@ -36,7 +36,7 @@
 	"       joseki serve BOOK --work [--tokens FILE] [--lease-seconds S]\n"                    \
 	"                         [--minimax-every N] [--minimax-seconds S]\n"                     \
 	"                         [--nodes N|--movetime MS|--depth D] [--multipv K] [--kif-bonus " \
-	"CP]"
+	"CP] [--window CP]"
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
@@ -79,7 +79,10 @@ static int work_arg(WorkArgs *w, int argc, char **argv, int *i)
 	}
 	if (!has) return 0;
 	const char *val = argv[*i + 1];
-	if (!strcmp(a, "--kif-bonus")) {
+	if (!strcmp(a, "--window")) {
+		if (parse_uint(val, 32000, &v) < 0) goto bad;
+		w->co.window = (int)v;
+	} else if (!strcmp(a, "--kif-bonus")) {
 		char *end;
 		long b = strtol(val, &end, 10);
 		if (*end || end == val || b < -32000 || b > 32000) goto bad;
@@ -145,6 +148,7 @@ int cmd_serve(int argc, char **argv)
 	WorkArgs wa = {.co = {.budget = {SEARCH_BUDGET_NODES, 100000},
 	                      .multipv = 1,
 	                      .kif_bonus = SEL_KIF_BONUS_DEFAULT,
+	                      .window = -1,
 	                      .minimax = run_minimax}};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
