@@ -262,6 +262,7 @@ void sel_free(Selector *s)
 	free(s->raw);
 	free(s->roots);
 	free(s->stack);
+	free(s->pending);
 	free(s->rec);
 	free(s->pos);
 	free(s->enc);
@@ -339,8 +340,43 @@ int sel_attach(Selector *s, BookDB *db)
 }
 
 /* Lazy mode: one read transaction for the whole of a public call. */
+/* Clears the bounds of the pending nodes and of every node that can reach
+ * one, in one walk (one stamp: a shared ancestor is visited once). */
+static int flush_invalidations(Selector *s)
+{
+	if (!s->npending) return 0;
+	uint32_t stamp = ++s->stamp;
+	size_t sp = 0;
+	if (array_grow((void **)&s->stack, &s->capstack, s->npending, sizeof *s->stack, 64))
+		return SEL_ENOMEM;
+	for (size_t k = 0; k < s->npending; k++) {
+		uint32_t i = s->pending[k];
+		if (s->nodes[i].stamp == stamp) continue;
+		s->nodes[i].stamp = stamp;
+		s->stack[sp++] = i;
+	}
+	s->npending = 0;
+	while (sp) {
+		SelNode *n = &s->nodes[s->stack[--sp]];
+		if (n->bound != B_NONE) s->st.invalidated++;
+		n->bound = B_NONE;
+		for (uint32_t l = n->parents; l; l = s->links[l - 1].next) {
+			uint32_t p = s->links[l - 1].node;
+			if (s->nodes[p].stamp == stamp) continue;
+			s->nodes[p].stamp = stamp;
+			if (array_grow((void **)&s->stack, &s->capstack, sp + 1, sizeof *s->stack,
+			               64))
+				return SEL_ENOMEM;
+			s->stack[sp++] = p;
+		}
+	}
+	return 0;
+}
+
 int sel_g_call_begin(Selector *s)
 {
+	int r = flush_invalidations(s);
+	if (r) return r;
 	if (!s->db || s->txn) return 0;
 	return bookdb_txn_begin(&s->txn, s->db, false) < 0 ? SEL_EBOOK : 0;
 }
@@ -445,31 +481,17 @@ int sel_g_expand(Selector *s, uint32_t i)
 	return 0;
 }
 
-/* Clears the bounds of node i and of every node that can reach it. */
+int sel_g_invalidate_later(Selector *s, uint32_t i)
+{
+	if (array_grow((void **)&s->pending, &s->cappending, s->npending + 1, sizeof *s->pending,
+	               64))
+		return SEL_ENOMEM;
+	s->pending[s->npending++] = i;
+	return 0;
+}
+
 int sel_g_invalidate(Selector *s, uint32_t i)
 {
-	uint32_t stamp = ++s->stamp;
-	size_t sp = 0;
-	int r = (array_grow((void **)&s->stack, &s->capstack, 1, sizeof *s->stack, 64) ? SEL_ENOMEM
-	                                                                               : 0);
-	if (r) return r;
-	s->stack[sp++] = i;
-	s->nodes[i].stamp = stamp;
-	while (sp) {
-		SelNode *n = &s->nodes[s->stack[--sp]];
-		if (n->bound != B_NONE) s->st.invalidated++;
-		n->bound = B_NONE;
-		for (uint32_t l = n->parents; l; l = s->links[l - 1].next) {
-			uint32_t p = s->links[l - 1].node;
-			if (s->nodes[p].stamp == stamp) continue;
-			s->nodes[p].stamp = stamp;
-			r = (array_grow((void **)&s->stack, &s->capstack, sp + 1, sizeof *s->stack,
-			                64)
-			         ? SEL_ENOMEM
-			         : 0);
-			if (r) return r;
-			s->stack[sp++] = p;
-		}
-	}
-	return 0;
+	int r = sel_g_invalidate_later(s, i);
+	return r ? r : flush_invalidations(s);
 }

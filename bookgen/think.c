@@ -276,20 +276,24 @@ static void collect(Think *t, Slot *s)
 		return;
 	}
 	t->consecutive_failures = 0;
-	int g = bookdb_writer_get(t->rec, t->w, s->key), rc = 0;
-	if (g < 0 && g != BOOKDB_ENOTFOUND) {
-		t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK,
-		                    "think: reading the book: %s", bookdb_strerror(g));
-		return;
-	}
-	fill_record(t->rec, g == 0, s->pos, &s->res, &t->opt->budget);
-	if ((g = bookdb_writer_put(t->w, s->key, t->rec)) < 0 ||
-	    (rc = sel_add_result(t->sel, s->key, t->rec)) < 0)
-		t->ret =
-		    errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: storing a result: %s",
-		               g < 0 ? bookdb_strerror(g) : sel_strerror(rc));
+	if (think_store(t->w, t->sel, t->rec, s->key, s->pos, &s->res, &t->opt->budget, t->err) < 0)
+		t->ret = THINK_EBOOK;
 	else
 		t->out->thought++;
+}
+
+int think_store(BookWriter *w, Selector *sel, BookRecord *rec, Key key, const Position *pos,
+                const SearchResult *res, const SearchBudget *budget, char *err)
+{
+	int g = bookdb_writer_get(rec, w, key), rc = 0;
+	if (g < 0 && g != BOOKDB_ENOTFOUND)
+		return errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "think: reading the book: %s",
+		                  bookdb_strerror(g));
+	fill_record(rec, g == 0, pos, res, budget);
+	if ((g = bookdb_writer_put(w, key, rec)) < 0 || (rc = sel_add_result(sel, key, rec)) < 0)
+		return errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "think: storing a result: %s",
+		                  g < 0 ? bookdb_strerror(g) : sel_strerror(rc));
+	return 0;
 }
 
 /* About once a second: the progress line (thought, rate, engines busy, the

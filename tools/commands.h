@@ -19,6 +19,8 @@ int cmd_stats(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_compact(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_token(int argc, char **argv);
+int cmd_bench_work(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_select(int argc, char **argv);
 int cmd_think(int argc, char **argv);

@@ -30,8 +30,11 @@ static const struct {
      "book)"},
     {"compact", cmd_compact, "BOOK [--json]   rewrite the book without its free pages"},
     {"serve", cmd_serve,
-     "BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N] [--no-cors] [--quiet]   the "
-     "book over HTTP/JSON, and its explorer at /"},
+     "BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N] [--no-cors] [--quiet] "
+     "[--work [--tokens FILE] [--lease-seconds S] [--minimax-every N|--minimax-seconds S] "
+     "[--nodes N|--movetime MS|--depth D] [--multipv K]]   the book over HTTP/JSON, its explorer "
+     "at /, and with --work the cluster coordinator"},
+    {"token", cmd_token, "add FILE NAME   make a worker token for serve --work (printed once)"},
     {"synth", cmd_synth, "BOOK --positions N [--seed S]   build a synthetic analysed book"},
     {"select", cmd_select,
      "BOOK [--count N] [--json] [--roots FILE] [--window CP] [--kif-bonus CP]   leaves the "
@@ -119,6 +122,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	shogi_init();
+	/* Not listed: the coordinator benchmark's load generator (tools/bench_cluster.sh). */
+	if (!strcmp(argv[1], "bench-work")) return cmd_bench_work(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
 		if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].fn(argc - 1, argv + 1);
 	joseki_error("unknown command '%s' (try 'joseki help')", argv[1]);

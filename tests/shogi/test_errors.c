@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "bookdb/bookdb.h"
+#include "bookgen/coord.h"
 #include "bookgen/cycle.h"
 #include "bookgen/match.h"
 #include "bookgen/roots.h"
@@ -30,6 +31,7 @@
 #include "search/engine.h"
 #include "search/search.h"
 #include "server/server.h"
+#include "server/tokens.h"
 #include "shogi/db2016.h"
 #include "shogi/errors.h"
 #include "shogi/position.h"
@@ -88,6 +90,11 @@ static const Module MODULES[] = {
      ERR_SERVER,
      server_strerror,
      {SERVER_EINVAL, SERVER_ELISTEN, SERVER_ENOMEM, SERVER_EMHD}},
+    {"coord",
+     ERR_COORD,
+     coord_strerror,
+     {COORD_ENOMEM, COORD_EINVAL, COORD_ENOLEASE, COORD_EBOOK, COORD_EOPTION}},
+    {"tokens", ERR_TOKENS, server_tokens_strerror, {TOKENS_EIO, TOKENS_EPARSE, TOKENS_EINVAL}},
 };
 #define NMODULES (sizeof MODULES / sizeof MODULES[0])
 
@@ -129,7 +136,7 @@ static void test_errors__err_module_outside_every_range(void **state)
 	assert_int_equal(err_module(-99), 0);
 	assert_int_equal(err_module(ERR_SHOGI), ERR_SHOGI);
 	assert_int_equal(err_module(ERR_SHOGI - ERR_RANGE + 1), ERR_SHOGI);
-	assert_int_equal(err_module(ERR_SERVER - ERR_RANGE), 0);
+	assert_int_equal(err_module(ERR_TOKENS - ERR_RANGE), 0);
 	assert_int_equal(err_module(-100000), 0);
 	/* The ranges themselves do not meet. */
 	for (size_t a = 0; a < NMODULES; a++)
