@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bookgen/roots.h"
 #include "bookgen/selector.h"
 #include "bookgen/think.h"
 #include "shogi/clock.h"
@@ -502,6 +503,51 @@ static int restore(Coord *c, char *err)
 	return 0;
 }
 
+/* The roots queued in the book (joseki extend) go to the front of the queue,
+ * in queue order, so they are handed out before anything the selector picks;
+ * those already thought, leased or known are skipped. The selector holds them
+ * as leased while they wait, so it never hands them out a second time. */
+static int queue_extended(Coord *c, char *err)
+{
+	RootList q = {0};
+	BookTxn *t;
+	char rerr[ROOTS_ERRLEN];
+	int rc = bookdb_txn_begin(&t, c->db, false);
+	if (rc < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",
+		                  bookdb_strerror(rc));
+	rc = roots_queue_load(&q, t, rerr);
+	bookdb_txn_abort(t);
+	if (rc < 0) {
+		roots_free(&q);
+		return errmsg_set(err, COORD_ERRLEN,
+		                  rc == ROOTS_ENOMEM ? COORD_ENOMEM : COORD_EBOOK,
+		                  "coordinator: queued roots: %s", rerr);
+	}
+	rc = 0;
+	for (size_t i = 0; i < q.n && rc == 0; i++) {
+		if (position_parse(c->pos, q.specs[i], NULL) < 0)
+			continue; /* checked when queued */
+		Key k = pos_key(c->pos);
+		if (key_get(c, k) || sel_is_thought(c->sel, k)) continue;
+		KeyState *ks = calloc(1, sizeof *ks);
+		if (!ks) {
+			rc = COORD_ENOMEM;
+			break;
+		}
+		ks->key = k;
+		sfen_write(c->pos, ks->sfen, sizeof ks->sfen);
+		if (map_put(&c->keys, k.lo, k.hi, ks) < 0) {
+			free(ks);
+			rc = COORD_ENOMEM;
+		} else if (queue_push(c, ks) < 0 || sel_lease(c->sel, k) < 0) {
+			rc = COORD_ENOMEM;
+		}
+	}
+	roots_free(&q);
+	return rc < 0 ? errmsg_set(err, COORD_ERRLEN, rc, "coordinator: %s", "out of memory") : 0;
+}
+
 int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 {
 	*out = NULL;
@@ -542,7 +588,7 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 		sfen_write(c->pos, c->roots[r].sfen, sizeof c->roots[r].sfen);
 		if ((rc = sel_add_root(c->sel, pos_key(c->pos), c->pos->side)) < 0) goto fail;
 	}
-	if ((rc = restore(c, err)) < 0) goto fail;
+	if ((rc = restore(c, err)) < 0 || (rc = queue_extended(c, err)) < 0) goto fail;
 	/* Commits only when told (coord_commit): results and work state together. */
 	if (bookdb_writer_new(&c->w, db, SIZE_MAX) < 0) {
 		rc = errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",

@@ -16,6 +16,7 @@
 
 #include "bookdb/bookdb.h"
 #include "bookgen/coord.h"
+#include "bookgen/roots.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -398,11 +399,66 @@ static void test_coord__a_restart_keeps_leases_tries_and_the_counter(void **stat
 	free(dir);
 }
 
+/* Roots queued in the book (joseki extend) are handed out first, in queue
+ * order, to one worker only; once thought they are not handed out again, and
+ * one still leased stays with its lease across a restart. */
+static void test_coord__extended_roots_come_first_and_once(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	static const char *SPECS[] = {"startpos moves 7g7f 3c3d", "startpos moves 2g2f"};
+	Key want[2];
+	BookDB *db;
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	Position *pos = malloc(sizeof *pos);
+	assert_non_null(pos);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(position_parse(pos, SPECS[i], NULL), 0);
+		want[i] = pos_key(pos);
+		assert_int_equal(roots_queue_add(t, pos, NULL), 0);
+	}
+	assert_int_equal(bookdb_txn_commit(t), 0);
+	bookdb_free(db);
+	Coord *c = open_coord(&db, dir);
+	CoordLease *l = malloc(sizeof *l), *l2 = malloc(sizeof *l2);
+	CoordResult *r = malloc(sizeof *r);
+	assert_int_equal(acquire(c, l, &A, 2, T0), 2);
+	assert_true(key_equal(l->pos[0].key, want[0]));
+	assert_true(key_equal(l->pos[1].key, want[1]));
+	/* The next worker gets the selector's leaf (the start position), not them. */
+	assert_int_equal(acquire(c, l2, &B, 8, T0), 1);
+	assert_false(in_lease(l2, want[0]) || in_lease(l2, want[1]));
+	answer(r, &l->pos[0], 3);
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+	assert_int_equal(coord_commit(c, err), 0);
+	close_coord(c, db);
+	/* After a restart: the thought root is not handed out again, the leased one
+	 * stays with A's lease until it expires, then goes to another worker. */
+	c = open_coord(&db, dir);
+	assert_true(thought(db, want[0]));
+	assert_int_equal(acquire(c, l2, &C, 8, T0 + 1000), 0);
+	assert_int_equal(coord_tick(c, T0 + 61000, err), 0);
+	int n = acquire(c, l2, &C, 8, T0 + 61000);
+	assert_true(n >= 1);
+	assert_true(in_lease(l2, want[1]));
+	assert_false(in_lease(l2, want[0]));
+	free(pos);
+	free(l);
+	free(l2);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_coord__lease_submit_idempotent_and_stored),
+	    cmocka_unit_test(test_coord__extended_roots_come_first_and_once),
 	    cmocka_unit_test(test_coord__refused_submissions_write_nothing),
 	    cmocka_unit_test(
 	        test_coord__expiry_returns_positions_to_another_worker_and_late_results_count),
