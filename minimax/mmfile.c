@@ -167,8 +167,8 @@ int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, c
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	size_t nmoves = mstart[n], npar = pstart[n];
-	unsigned dbits = bookdb_keydir_dir_bits(n), blog = bookdb_keydir_filter_log2(n);
-	size_t ndir = bookdb_keydir_dir_len(dbits), nbloom = bookdb_keydir_filter_words(blog);
+	unsigned dbits = bookdb_keydir_dir_bits(n), blog = keyfilter_log2(n);
+	size_t ndir = bookdb_keydir_dir_len(dbits), nbloom = keyfilter_words(blog);
 	uint32_t *dirv = malloc(ndir * sizeof *dirv);
 	uint64_t *bloom = calloc(nbloom, sizeof *bloom);
 	int rc = MMFILE_ENOMEM, fd = -1;
@@ -685,7 +685,7 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 	size_t n = h.n;
 	size_t sizes[SEC_END] = {n * 16,
 	                         bookdb_keydir_dir_len(h.dir_bits & 31) * 4,
-	                         bookdb_keydir_filter_words(h.bloom_log2 & 63) * 8,
+	                         keyfilter_words(h.bloom_log2 & 63) * 8,
 	                         n,
 	                         n * 4,
 	                         (n + 1) * 4,
