@@ -301,6 +301,53 @@ static void test_keymap__the_filter_never_turns_a_held_key_away(void **state)
 	free(k);
 }
 
+static void test_keymap__keys_alike_in_one_half_are_told_apart_through_the_filter(void **state)
+{
+	(void)state;
+	uint64_t rng =
+	    ts_seed("test_keymap__keys_alike_in_one_half_are_told_apart_through_the_filter");
+	enum { N = 20000 };
+	Key *keys = malloc((N + 1) * sizeof *keys);
+	assert_non_null(keys);
+	for (size_t i = 0; i < N; i++) {
+		keys[i].lo = ts_rand(&rng);
+		keys[i].hi = ts_rand(&rng);
+	}
+	/* keys alike in one half or the other */
+	keys[1].lo = keys[0].lo;
+	keys[3].hi = keys[2].hi;
+	keys[5].hi = (keys[4].hi & 0xffffffff00000000ULL) | 7;
+	KeyMap m;
+	keymap_init(&m, sizeof *keys);
+	for (uint32_t i = 0; i < N; i++) assert_int_equal(keymap_put(&m, keys, i), 0);
+	assert_int_equal(m.n, N);
+	assert_true(m.n * 2 <= m.cap);
+	assert_true((m.cap & (m.cap - 1)) == 0);
+	assert_int_equal(keymap_filter_build(&m, keys), 0);
+	for (uint32_t i = 0; i < N; i++) assert_int_equal(keymap_find(&m, keys, keys[i]), i);
+	int misses = 0;
+	for (int t = 0; t < 20000; t++) {
+		Key k = {ts_rand(&rng), ts_rand(&rng)};
+		if (t % 3 == 0) k.lo = keys[t].lo; /* half of a stored key */
+		if (t % 3 == 1) k.hi = keys[t].hi;
+		assert_int_equal(keymap_find(&m, keys, k), KEYMAP_NONE);
+		misses++;
+	}
+	assert_int_equal(misses, 20000);
+	/* a key put again under another index: that index, no new entry */
+	keys[N] = keys[1234];
+	assert_int_equal(keymap_put(&m, keys, N), 0);
+	assert_int_equal(m.n, N);
+	assert_int_equal(keymap_filter_build(&m, keys), 0);
+	assert_int_equal(keymap_find(&m, keys, keys[1234]), N);
+	assert_int_equal(keymap_find(&m, keys, keys[1233]), 1233);
+	keymap_free(&m);
+	assert_null(m.slot);
+	/* an empty map finds nothing */
+	assert_int_equal(keymap_find(&m, keys, keys[0]), KEYMAP_NONE);
+	free(keys);
+}
+
 /* The graph file stores a filter: its bit and its size must never change. */
 static void test_keymap__the_filter_bit_and_size_are_the_graph_files(void **state)
 {
@@ -332,6 +379,7 @@ int main(void)
 	    cmocka_unit_test(test_keymap__iteration_visits_each_entry_once),
 	    cmocka_unit_test(test_keymap__reserve_makes_room_so_inserts_do_not_move_the_table),
 	    cmocka_unit_test(test_keymap__the_filter_never_turns_a_held_key_away),
+	    cmocka_unit_test(test_keymap__keys_alike_in_one_half_are_told_apart_through_the_filter),
 	    cmocka_unit_test(test_keymap__the_filter_bit_and_size_are_the_graph_files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
