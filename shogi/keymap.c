@@ -128,14 +128,12 @@ int keymap_put(KeyMap *m, const void *keys, uint32_t idx)
 
 int keymap_add(KeyMap *m, Key k, uint32_t **val)
 {
-	if (m->stride) return -1;
-	size_t i;
-	if (m->cap && m->slot[i = keymap_probe_set(m, k)]) {
+	if (m->stride || room(m, NULL)) return -1;
+	size_t i = keymap_probe_set(m, k);
+	if (m->slot[i]) {
 		if (val) *val = m->values ? &m->val[i] : NULL;
 		return 0;
 	}
-	if (room(m, NULL)) return -1;
-	i = keymap_probe_set(m, k);
 	m->slot[i] = keymap_word(k);
 	if (m->values) m->val[i] = KEYMAP_NONE;
 	m->n++;

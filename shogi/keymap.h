@@ -117,12 +117,11 @@ static inline const Key *keymap_key_at(const KeyMap *m, const void *keys, uint32
 static inline size_t keymap_probe(const KeyMap *m, const void *keys, Key k)
 {
 	size_t mask = m->cap - 1, i = keymap_home(m, k.hi);
-	uint64_t tag = k.hi & 0xffffffff00000000ULL;
+	uint64_t tag = k.hi >> 32;
 	for (;; i = (i + 1) & mask) {
 		uint64_t s = m->slot[i];
 		if (!s) return i;
-		if ((s & 0xffffffff00000000ULL) == tag &&
-		    key_equal(*keymap_key_at(m, keys, (uint32_t)s - 1), k))
+		if (s >> 32 == tag && key_equal(*keymap_key_at(m, keys, (uint32_t)s - 1), k))
 			return i;
 	}
 }
@@ -145,16 +144,29 @@ static inline size_t keymap_probe_set(const KeyMap *m, Key k)
 /* Index maps: the index of k, or KEYMAP_NONE. Asks the filter first if built. */
 static inline uint32_t keymap_find(const KeyMap *m, const void *keys, Key k)
 {
-	if (!m->cap) return KEYMAP_NONE;
 	if (m->filter && !keyfilter_maybe(m->filter, m->filter_mask, k)) return KEYMAP_NONE;
-	uint64_t s = m->slot[keymap_probe(m, keys, k)];
-	return s ? (uint32_t)s - 1 : KEYMAP_NONE;
+	if (!m->cap) return KEYMAP_NONE;
+	size_t mask = m->cap - 1, i = keymap_home(m, k.hi);
+	uint64_t tag = k.hi >> 32;
+	for (;; i = (i + 1) & mask) {
+		uint64_t s = m->slot[i];
+		if (!s) return KEYMAP_NONE;
+		if (s >> 32 == tag && key_equal(*keymap_key_at(m, keys, (uint32_t)s - 1), k))
+			return (uint32_t)s - 1;
+	}
 }
 
 /* Sets: whether k is in the set (see above for keys taken for others). */
 static inline bool keymap_has(const KeyMap *m, Key k)
 {
-	return m->cap && m->slot[keymap_probe_set(m, k)] != 0;
+	if (!m->cap) return false;
+	uint64_t w = keymap_word(k);
+	size_t mask = m->cap - 1, i = keymap_home(m, w);
+	for (;; i = (i + 1) & mask) {
+		uint64_t s = m->slot[i];
+		if (s == w) return true;
+		if (!s) return false;
+	}
 }
 
 /* Sets with values: k's value, or NULL when k is not in the set. */
