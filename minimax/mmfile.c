@@ -242,7 +242,7 @@ static inline Key node_key(uint32_t node)
  * if absent; NULL when out of memory. */
 static uint32_t *nodemap_put(KeyMap *m, uint32_t node)
 {
-	uint32_t *v;
+	uint32_t *v = NULL;
 	return keymap_add(m, node_key(node), &v) < 0 ? NULL : v;
 }
 

@@ -81,71 +81,22 @@ int keymap_reserve(KeyMap *m, const void *keys, size_t n)
 	return 0;
 }
 
-/* Room for one more entry (the table doubles when it would pass half full). */
-static int room(KeyMap *m, const void *keys)
-{
-	if (m->n + 1 <= m->cap / 2) return 0;
-	return keymap_reserve(m, keys, m->n + 1);
-}
-
-/* Index maps: the slot where keys[idx] is or goes (room made), or -1. */
-static int64_t slot_for(KeyMap *m, const void *keys, uint32_t idx)
-{
-	if (m->stride == 0 || idx >= KEYMAP_MAX) return -1;
-	if (room(m, keys)) return -1;
-	return (int64_t)keymap_probe(m, keys, *keymap_key_at(m, keys, idx));
-}
-
-static void fill(KeyMap *m, const void *keys, size_t i, uint32_t idx)
-{
-	const Key *k = keymap_key_at(m, keys, idx);
-	m->slot[i] = (k->hi & 0xffffffff00000000ULL) | ((uint64_t)idx + 1);
-	m->n++;
-	if (m->filter) keyfilter_add(m->filter, m->filter_mask, *k);
-}
-
-int64_t keymap_find_or_insert(KeyMap *m, const void *keys, uint32_t idx)
-{
-	int64_t i = slot_for(m, keys, idx);
-	if (i < 0) return -1;
-	uint64_t s = m->slot[i];
-	if (s) return (uint32_t)s - 1;
-	fill(m, keys, (size_t)i, idx);
-	return idx;
-}
-
 int keymap_put(KeyMap *m, const void *keys, uint32_t idx)
 {
-	int64_t i = slot_for(m, keys, idx);
-	if (i < 0) return -1;
-	uint64_t s = m->slot[i];
-	if (s)
-		m->slot[i] = (s & 0xffffffff00000000ULL) | ((uint64_t)idx + 1);
-	else
-		fill(m, keys, (size_t)i, idx);
-	return 0;
-}
-
-int keymap_add(KeyMap *m, Key k, uint32_t **val)
-{
-	if (m->stride || room(m, NULL)) return -1;
-	size_t i = keymap_probe_set(m, k);
-	if (m->slot[i]) {
-		if (val) *val = m->values ? &m->val[i] : NULL;
-		return 0;
+	int64_t at = keymap_find_or_insert(m, keys, idx);
+	if (at < 0) return -1;
+	if ((uint32_t)at != idx) { /* the key was there: its slot takes idx */
+		size_t i = keymap_probe(m, keys, *keymap_key_at(m, keys, idx));
+		m->slot[i] = (m->slot[i] >> 32 << 32) | ((uint64_t)idx + 1);
 	}
-	m->slot[i] = keymap_word(k);
-	if (m->values) m->val[i] = KEYMAP_NONE;
-	m->n++;
-	if (val) *val = m->values ? &m->val[i] : NULL;
-	return 1;
+	return 0;
 }
 
 int keymap_filter_build(KeyMap *m, const void *keys)
 {
+	assert(m->stride);
 	free(m->filter);
 	m->filter = NULL;
-	if (!m->stride) return -1;
 	unsigned log2 = keyfilter_log2(m->n);
 	uint64_t *f = calloc(keyfilter_words(log2), sizeof *f);
 	if (!f) return -1;

@@ -27,12 +27,14 @@
  * of its format and must never change.
  *
  * Lookups only read, so any number of threads may look up at once; an insert
- * needs the map to itself. Nothing here allocates except keymap_reserve, the
- * inserts (when the map must grow) and keymap_filter_build.
+ * needs the map to itself. Calling an index map's function on a set, or the
+ * other way round, is a programmer's mistake (assert). Nothing here allocates except
+ * keymap_reserve, the inserts (when the map must grow) and keymap_filter_build.
  */
 #ifndef SHOGI_KEYMAP_H
 #define SHOGI_KEYMAP_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -189,13 +191,33 @@ static inline void keymap_prefetch(const KeyMap *m, Key k)
 		__builtin_prefetch(&m->slot[keymap_home(m, m->stride ? k.hi : keymap_word(k))]);
 }
 
+/* Room for one more entry: the table doubles when it would pass half full.
+ * 0, or -1 when memory runs out (the map is then unchanged). */
+static inline int keymap_room(KeyMap *m, const void *keys)
+{
+	return m->n + 1 <= m->cap / 2 ? 0 : keymap_reserve(m, keys, m->n + 1);
+}
+
 /*
  * Index maps: maps the key of idx (at keys + idx * stride) to idx unless the
  * map holds that key already. Returns the index the key maps to now (idx, or
- * the index it had), or -1 when memory runs out (the map is then unchanged).
- * keys must hold every entry's key (growing reads them).
+ * the index it had), or -1 when memory runs out or idx >= KEYMAP_MAX (the map
+ * is then unchanged). keys must hold every entry's key (growing reads them).
+ * Inline, as the lookups: the selector and synth insert on their hot paths.
  */
-int64_t keymap_find_or_insert(KeyMap *m, const void *keys, uint32_t idx);
+static inline int64_t keymap_find_or_insert(KeyMap *m, const void *keys, uint32_t idx)
+{
+	assert(m->stride);
+	if (idx >= KEYMAP_MAX || keymap_room(m, keys)) return -1;
+	const Key *k = keymap_key_at(m, keys, idx);
+	size_t i = keymap_probe(m, keys, *k);
+	uint64_t s = m->slot[i];
+	if (s) return (uint32_t)s - 1;
+	m->slot[i] = (k->hi >> 32 << 32) | ((uint64_t)idx + 1);
+	m->n++;
+	if (m->filter) keyfilter_add(m->filter, m->filter_mask, *k);
+	return idx;
+}
 
 /* Index maps: maps the key of idx to idx, replacing its index if the key is
  * there. 0, or -1 when memory runs out (the map is then unchanged). */
@@ -207,7 +229,20 @@ int keymap_put(KeyMap *m, const void *keys, uint32_t idx);
  * *val (if val is not NULL) points to k's value (KEYMAP_NONE when just added)
  * until the next insert.
  */
-int keymap_add(KeyMap *m, Key k, uint32_t **val);
+static inline int keymap_add(KeyMap *m, Key k, uint32_t **val)
+{
+	assert(!m->stride);
+	if (keymap_room(m, NULL)) return -1;
+	size_t i = keymap_probe_set(m, k);
+	int added = !m->slot[i];
+	if (added) {
+		m->slot[i] = keymap_word(k);
+		if (m->values) m->val[i] = KEYMAP_NONE;
+		m->n++;
+	}
+	if (val) *val = m->values ? &m->val[i] : NULL;
+	return added;
+}
 
 /*
  * Index maps: builds the filter for the keys the map holds (its size from
