@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "bookgen/selector.h"
+#include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
 
@@ -70,8 +71,7 @@ struct Selector {
 	SelOptions opt;
 	SelNode *nodes;
 	size_t nnodes, capnodes;
-	uint64_t *slots; /* key tag << 32 | node index + 1; 0 empty */
-	size_t capslots;
+	KeyMap map; /* nodes[i].key -> i (sel_g_node_keys) */
 	SelEdge *edges;
 	size_t nedges, capedges;
 	SelLink *links;

@@ -33,6 +33,7 @@
 
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
+#include "shogi/keymap.h"
 #include "minimax/graph.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -61,7 +62,7 @@ typedef struct {
 	size_t nleaves, leaves_cap;
 	Key *keys;           /* White-to-move key of each node (while the map lives) */
 	uint64_t seen[1024]; /* scratch bitmap over 16-bit moves, kept all zero */
-	MmKeyMap map;
+	KeyMap map;          /* keys[i] -> i (filtered once built) */
 } Graph;
 
 static void graph_free(Graph *g)
@@ -70,7 +71,7 @@ static void graph_free(Graph *g)
 	free(g->lstart);
 	free(g->leaves);
 	free(g->keys);
-	mm_map_free(&g->map);
+	keymap_free(&g->map);
 }
 
 const char *petashock_strerror(int code)
@@ -168,7 +169,7 @@ static int add_node(Graph *g, const Db2016Record *rec)
 	/* The map is keyed by the White-to-move form, which is what a move from
 	 * a (Black-to-move) node leads to. */
 	g->keys[i] = white ? pos_key(pos) : flipped_key(pos);
-	int rc = mm_map_put(&g->map, g->keys, i);
+	int rc = keymap_put(&g->map, g->keys, i) < 0 ? PETASHOCK_ENOMEM : 0;
 	if (rc < 0) return rc;
 	g->m.flags[i] = (MmFlags)((white ? F_WHITE : 0) | (pos_in_check(pos) ? F_CHECKED : 0));
 	g->lstart[i] = (uint32_t)g->nleaves;
@@ -340,7 +341,7 @@ static int add_edges(Graph *g, uint32_t i, const Position *bpos, size_t *converg
 	int n = movegen_legal(bpos, legal), ne = 0;
 	bool in_check = pos_in_check(bpos);
 	for (int k = 0; k < n; k++) {
-		uint32_t j = mm_map_get(&g->map, g->keys, pos_key_after(bpos, legal[k]));
+		uint32_t j = keymap_find(&g->map, g->keys, pos_key_after(bpos, legal[k]));
 		if (j == PS_NONE) continue;
 		EdgeCand c = {gen_rank(bpos, legal[k], in_check), legal[k], j};
 		int p = ne++;
@@ -470,6 +471,7 @@ static int read_nodes(PsRun *p)
 	const PetashockOptions *opt = p->opt;
 	Graph *g = &p->g;
 	Db2016Record rec;
+	keymap_init(&g->map, sizeof *g->keys);
 	int rc =
 	    db2016_open(&p->r, p->in_path, 0, opt ? opt->warn : NULL, opt ? opt->warn_ctx : NULL);
 	if (rc < 0)
@@ -500,7 +502,7 @@ static int read_nodes(PsRun *p)
 	p->st.in_check = 0;
 	for (size_t i = 0; i < g->m.n; i++)
 		if (g->m.flags[i] & F_CHECKED) p->st.in_check++;
-	if (mm_map_build_filter(&g->map, g->keys, g->m.n) < 0)
+	if (keymap_filter_build(&g->map, g->keys) < 0)
 		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	return 0;
 }
@@ -574,7 +576,7 @@ static int read_edges(PsRun *p)
 	g->lstart = NULL;
 	free(g->keys);
 	g->keys = NULL;
-	mm_map_free(&g->map);
+	keymap_free(&g->map);
 	p->st.moves = g->m.nmoves;
 	for (size_t k = 0; k < g->m.nmoves; k++)
 		if (g->m.moves[k].next != PS_NONE) p->st.edges++;
