@@ -39,12 +39,12 @@ int bookdb_index_build(BookIndex **out, BookTxn *txn)
 	if (rc) return rc;
 	if (count >= UINT32_MAX) return BOOKDB_ENOMEM; /* directory entries are u32 */
 	size_t n = (size_t)count;
-	unsigned dbits = bookdb_keydir_dir_bits(n), flog = bookdb_keydir_filter_log2(n);
+	unsigned dbits = bookdb_keydir_dir_bits(n), flog = keyfilter_log2(n);
 	size_t off_recs = align_up(n * sizeof(Key), ALIGN);
 	size_t off_dir = off_recs + align_up(n * sizeof(IndexRec), ALIGN);
 	size_t off_filter =
 	    off_dir + align_up(bookdb_keydir_dir_len(dbits) * sizeof(uint32_t), ALIGN);
-	size_t len = off_filter + bookdb_keydir_filter_words(flog) * sizeof(uint64_t);
+	size_t len = off_filter + keyfilter_words(flog) * sizeof(uint64_t);
 	BookIndex *ix = calloc(1, sizeof *ix);
 	BookIter *it = NULL;
 	/* Zeroed for the filter; fresh pages of a large block are zero anyway. */

@@ -10,13 +10,6 @@ unsigned bookdb_keydir_dir_bits(size_t n)
 	return b;
 }
 
-unsigned bookdb_keydir_filter_log2(size_t n)
-{
-	unsigned b = 10;
-	while (b < 40 && ((size_t)1 << b) < n * 8) b++;
-	return b;
-}
-
 /* Keys ahead of the one being set whose filter word is fetched meanwhile: the
  * words are random, and waiting for each in turn costs a third more. */
 #define FILTER_AHEAD 16
@@ -34,11 +27,10 @@ void bookdb_keydir_fill(BookKeyDir *out, const Key *keys, size_t n, uint32_t *di
 	for (size_t b = 1; b < ndir; b++) dir[b] += dir[b - 1];
 	for (size_t i = 0; i < n; i++) {
 		if (i + FILTER_AHEAD < n) {
-			uint64_t ahead = bookdb_keydir_filter_bit(keys[i + FILTER_AHEAD], mask);
+			uint64_t ahead = keyfilter_bit(keys[i + FILTER_AHEAD], mask);
 			__builtin_prefetch(&filter[ahead >> 6], 1);
 		}
-		uint64_t bit = bookdb_keydir_filter_bit(keys[i], mask);
-		filter[bit >> 6] |= 1ULL << (bit & 63);
+		keyfilter_add(filter, mask, keys[i]);
 	}
 	*out = (BookKeyDir){keys, n, dir, dir_bits, filter, mask};
 }

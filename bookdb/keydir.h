@@ -8,10 +8,12 @@
  *              of hi are >= b, so bucket b is keys[dir[b] .. dir[b+1]) and
  *              dir[2^d] = n. d is the smallest of 4..30 with 2^d >= n / 2, so
  *              a bucket holds about two keys (Zobrist keys are uniform).
- *   filter     2^f bits, f the smallest of 10..40 with 2^f >= 8n (8 to 16 bits
- *              a key, about one byte): bit (hi ^ (lo >> 7)) mod 2^f is set for
- *              every key. One bit a key, so an absent key passes with
- *              probability 1 - e^(-n / 2^f): at most 12 %, 7 % at 10 M keys.
+ *   filter     the key filter of shogi/keymap.h (keyfilter_*), shared with
+ *              the in-memory key map: 2^f bits, f the smallest of 10..40 with
+ *              2^f >= 8n (8 to 16 bits a key, about one byte); bit
+ *              (hi ^ (lo >> 7)) mod 2^f is set for every key. One bit a key,
+ *              so an absent key passes with probability 1 - e^(-n / 2^f): at
+ *              most 12 %, 7 % at 10 M keys.
  *
  * Both are part of the minimax graph file's layout (docs/minimax.md, "The
  * graph file"): the sizes and the filter bit must never change. The book's
@@ -28,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shogi/keymap.h"
 #include "shogi/zobrist.h"
 
 /* bookdb_keydir_find's "not there". */
@@ -38,33 +41,23 @@ typedef struct {
 	size_t n;
 	const uint32_t *dir;    /* bookdb_keydir_dir_len(dir_bits) entries */
 	unsigned dir_bits;      /* d: 1..30 */
-	const uint64_t *filter; /* bookdb_keydir_filter_words(filter_log2) words */
+	const uint64_t *filter; /* keyfilter_words(filter_log2) words */
 	uint64_t filter_mask;   /* 2^f - 1 */
 } BookKeyDir;
 
-/* The directory bits d and filter bits log2 f for n keys (see above). */
+/* The directory bits d for n keys (see above); the filter's are
+ * keyfilter_log2(n). */
 unsigned bookdb_keydir_dir_bits(size_t n);
-unsigned bookdb_keydir_filter_log2(size_t n);
 
-/* Entries of the directory (u32) and words of the filter (u64). */
+/* Entries of the directory (u32). */
 static inline size_t bookdb_keydir_dir_len(unsigned dir_bits)
 {
 	return ((size_t)1 << dir_bits) + 1;
 }
-static inline size_t bookdb_keydir_filter_words(unsigned filter_log2)
-{
-	return ((size_t)1 << filter_log2) / 64;
-}
-
-/* The filter bit of k (mask = 2^f - 1). Part of the graph file's format. */
-static inline uint64_t bookdb_keydir_filter_bit(Key k, uint64_t mask)
-{
-	return (k.hi ^ (k.lo >> 7)) & mask;
-}
 
 /*
  * Fills dir (bookdb_keydir_dir_len(dir_bits) entries) and filter
- * (bookdb_keydir_filter_words(filter_log2) words, zeroed by the caller) for
+ * (keyfilter_words(filter_log2) words, zeroed by the caller) for
  * keys[0..n), which must be ascending; fills *out to find them through those
  * arrays (they, and keys, must then outlive it). No allocation.
  */
@@ -77,7 +70,7 @@ void bookdb_keydir_fill(BookKeyDir *out, const Key *keys, size_t n, uint32_t *di
  */
 static inline void bookdb_keydir_prefetch(const BookKeyDir *d, Key k)
 {
-	uint64_t bit = bookdb_keydir_filter_bit(k, d->filter_mask);
+	uint64_t bit = keyfilter_bit(k, d->filter_mask);
 	__builtin_prefetch(&d->filter[bit >> 6]);
 }
 
@@ -88,8 +81,7 @@ static inline void bookdb_keydir_prefetch(const BookKeyDir *d, Key k)
  */
 static inline size_t bookdb_keydir_find(const BookKeyDir *d, Key k)
 {
-	uint64_t bit = bookdb_keydir_filter_bit(k, d->filter_mask);
-	if (!(d->filter[bit >> 6] >> (bit & 63) & 1)) return BOOKDB_KEYDIR_NONE;
+	if (!keyfilter_maybe(d->filter, d->filter_mask, k)) return BOOKDB_KEYDIR_NONE;
 	size_t b = (size_t)(k.hi >> (64 - d->dir_bits));
 	size_t i = d->dir[b], end = d->dir[b + 1];
 	end = end < d->n ? end : d->n;

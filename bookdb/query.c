@@ -21,8 +21,11 @@ const char *bookdb_value_source(const BookRecord *rec, const BookMove *m)
 	return m->source == BOOKDB_SOURCE_GAME ? "game" : "thought";
 }
 
-bool bookdb_move_better(const BookRecord *rec, const BookMove *a, const BookMove *b)
+static bool move_better(const BookRecord *rec, const BookMove *a, const BookMove *b,
+                        bool with_avoided)
 {
+	bool aa = a->flags & BOOKDB_MOVE_AVOIDED, ab = b->flags & BOOKDB_MOVE_AVOIDED;
+	if (!with_avoided && aa != ab) return ab;
 	if (rec->flags & BOOKDB_REC_MINIMAX) {
 		if (a->value != b->value) return a->value > b->value;
 	} else {
@@ -34,20 +37,41 @@ bool bookdb_move_better(const BookRecord *rec, const BookMove *a, const BookMove
 	return a->move < b->move;
 }
 
+bool bookdb_move_better(const BookRecord *rec, const BookMove *a, const BookMove *b)
+{
+	return move_better(rec, a, b, false);
+}
+
+typedef struct {
+	const BookRecord *rec;
+	bool with_avoided;
+} SortCtx;
+
 static int cmp_moves(const void *pa, const void *pb, void *ctx)
 {
-	const BookRecord *rec = ctx;
+	const SortCtx *c = ctx;
 	const BookMove *a = pa, *b = pb;
 	if (a->move == b->move) return 0;
-	return bookdb_move_better(rec, a, b) ? -1 : 1;
+	return move_better(c->rec, a, b, c->with_avoided) ? -1 : 1;
+}
+
+static void moves_sort(BookRecord *rec, bool with_avoided)
+{
+	SortCtx c = {rec, with_avoided};
+	qsort_r(rec->moves, rec->nmoves, sizeof rec->moves[0], cmp_moves, &c);
 }
 
 void bookdb_moves_sort(BookRecord *rec)
 {
-	qsort_r(rec->moves, rec->nmoves, sizeof rec->moves[0], cmp_moves, rec);
+	moves_sort(rec, false);
 }
 
 int bookdb_query(BookRecord *rec, BookTxn *txn, const Position *pos)
+{
+	return bookdb_query_ex(rec, txn, pos, false);
+}
+
+int bookdb_query_ex(BookRecord *rec, BookTxn *txn, const Position *pos, bool with_avoided)
 {
 	int rc = bookdb_get(rec, txn, pos_key(pos));
 	if (rc == BOOKDB_ENOTFOUND) {
@@ -56,14 +80,16 @@ int bookdb_query(BookRecord *rec, BookTxn *txn, const Position *pos)
 		return 0;
 	}
 	if (rc < 0) return rc;
-	bookdb_moves_sort(rec);
+	moves_sort(rec, with_avoided);
 	return 1;
 }
 
 Move bookdb_best_move(const BookRecord *rec, const Position *pos)
 {
 	for (int i = 0; i < rec->nmoves; i++)
-		if (pos_is_legal(pos, rec->moves[i].move)) return rec->moves[i].move;
+		if (!(rec->moves[i].flags & BOOKDB_MOVE_AVOIDED) &&
+		    pos_is_legal(pos, rec->moves[i].move))
+			return rec->moves[i].move;
 	return MOVE_NONE;
 }
 
@@ -137,6 +163,12 @@ static void text_key(Text *t, const char *key, bool first)
 
 char *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos, size_t *len)
 {
+	return bookdb_query_json_ex(rec, in_book, pos, len, false);
+}
+
+char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *pos, size_t *len,
+                           bool with_avoided)
+{
 	char hex[KEY_HEX_LEN], sfen[SFEN_MAX], usi[USI_MOVE_MAX];
 	key_to_hex(pos_key(pos), hex);
 	sfen_write(pos, sfen, sizeof sfen);
@@ -154,7 +186,8 @@ char *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos
 		TEXT_LIT(&t, "true");
 	else
 		TEXT_LIT(&t, "false");
-	if (nmoves > 0) {
+	/* The first move the book side plays: avoided moves are sorted last. */
+	if (nmoves > 0 && (with_avoided || !(rec->moves[0].flags & BOOKDB_MOVE_AVOIDED))) {
 		usi_move_write(rec->moves[0].move, usi);
 		text_key(&t, "bestmove", false);
 		text_string(&t, usi);
@@ -213,6 +246,10 @@ char *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos
 		text_int(&t, m->draws);
 		text_key(&t, "losses", false);
 		text_int(&t, m->losses);
+		if (m->flags & BOOKDB_MOVE_AVOIDED) {
+			text_key(&t, "avoided", false);
+			TEXT_LIT(&t, "true");
+		}
 		TEXT_LIT(&t, "}");
 	}
 	TEXT_LIT(&t, "]}\n");

@@ -3,8 +3,9 @@
  * it: `joseki query` (text and --json), `joseki usi --book` and the HTTP server
  * all order moves and build the JSON object here, so they cannot disagree.
  *
- * Order, best first: by minimax value when minimax has run on the record, else
- * moves with an engine evaluation first, by eval; then by games played; ties by
+ * Order, best first: moves the book side avoids (BOOKDB_MOVE_AVOIDED, joseki
+ * prune) after all others (unless asked: the _ex forms), then by minimax value when minimax has run
+ * on the record, else moves with an engine evaluation first, by eval; then by games played; ties by
  * move number so the order is stable.
  */
 #ifndef BOOKDB_QUERY_H
@@ -38,9 +39,13 @@ void bookdb_moves_sort(BookRecord *rec);
  * no moves and no flags), or a negative BOOKDB_* error (ECORRUPT ...).
  */
 int bookdb_query(BookRecord *rec, BookTxn *txn, const Position *pos);
+/* As bookdb_query; with_avoided ranks avoided moves as any other
+ * (`query --with-avoided`). */
+int bookdb_query_ex(BookRecord *rec, BookTxn *txn, const Position *pos, bool with_avoided);
 
 /* The first legal move for pos of rec as bookdb_query left it (the book's
- * best), or MOVE_NONE: what `joseki usi --book` and `match` play. */
+ * best), never an avoided one, or MOVE_NONE: what `joseki usi --book` and
+ * `match` play. */
 Move bookdb_best_move(const BookRecord *rec, const Position *pos);
 
 /*
@@ -54,5 +59,10 @@ Move bookdb_best_move(const BookRecord *rec, const Position *pos);
  * in *len when len is not NULL), or NULL when out of memory.
  */
 char *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos, size_t *len);
+/* As bookdb_query_json; bestmove is left out when the first move is avoided,
+ * unless with_avoided (the record then sorted by bookdb_query_ex alike).
+ * Avoided moves carry "avoided": true. */
+char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *pos, size_t *len,
+                           bool with_avoided);
 
 #endif

@@ -326,7 +326,7 @@ uint64_t bookdb_nodes_decode(uint8_t code)
 /*
  * Record encoding (value of the `pos` database; docs/bookdb.md):
  *
- *   byte 0         record flags: bit 0 THOUGHT, bit 1 MINIMAX, others 0
+ *   byte 0         record flags: bit 0 THOUGHT, bit 1 MINIMAX, bit 2 AVOID, others 0
  *   varint         min_ply (1..65535)
  *   [1 byte]       think_depth, only when THOUGHT
  *   varint         nmoves (0..BOOKDB_MAX_MOVES)
@@ -340,6 +340,9 @@ uint64_t bookdb_nodes_decode(uint8_t code)
  *                  the previous move with EVAL (0 for the first)
  *     if STATS:    varints count, wins, draws, losses
  *     if MINIMAX:  zigzag varint (value - previous value, starting at 0), varint dist
+ *   if AVOID:      varint k (1..nmoves), then k varints: the indices of the avoided
+ *                  moves, each minus the previous index plus one (the first as it is),
+ *                  so strictly increasing and below nmoves
  *   33 bytes       packed position (bookdb_pack_position; fewer without a full set),
  *                  up to the end of the value
  *
@@ -360,7 +363,10 @@ static int encode_head(uint8_t *out, size_t cap, const BookRecord *rec)
 	    (rec->flags & ~BOOKDB_REC_FLAGS_KNOWN) || cap < 2 + BOOKDB_PACKED_MAX + 4)
 		return BOOKDB_EINVAL;
 	uint8_t think = (rec->flags & BOOKDB_REC_THOUGHT) ? rec->think_depth : 0;
-	out[pos++] = rec->flags;
+	int navoid = 0;
+	for (int i = 0; i < rec->nmoves; i++)
+		navoid += (rec->moves[i].flags & BOOKDB_MOVE_AVOIDED) != 0;
+	out[pos++] = (uint8_t)((rec->flags & ~BOOKDB_REC_AVOID) | (navoid ? BOOKDB_REC_AVOID : 0));
 	if ((rc = put_varint(out, cap, &pos, rec->min_ply))) return rc;
 	if (rec->flags & BOOKDB_REC_THOUGHT) out[pos++] = think;
 	if ((rc = put_varint(out, cap, &pos, rec->nmoves))) return rc;
@@ -401,6 +407,14 @@ static int encode_head(uint8_t *out, size_t cap, const BookRecord *rec)
 			    (rc = put_varint(out, cap, &pos, m->dist)))
 				return rc;
 			prev_value = m->value;
+		}
+	}
+	if (navoid) {
+		if ((rc = put_varint(out, cap, &pos, (uint64_t)navoid))) return rc;
+		for (int i = 0, prev = -1; i < rec->nmoves; i++) {
+			if (!(rec->moves[i].flags & BOOKDB_MOVE_AVOIDED)) continue;
+			if ((rc = put_varint(out, cap, &pos, (uint64_t)(i - prev - 1)))) return rc;
+			prev = i;
 		}
 	}
 	if (cap - pos < BOOKDB_PACKED_MAX) return BOOKDB_EINVAL;
@@ -481,6 +495,17 @@ static int decode_moves(BookRecord *rec, const uint8_t *in, size_t len, size_t *
 			prev_value = m->value;
 			if ((rc = get_varint(&v, in, len, &pos, UINT16_MAX))) return rc;
 			m->dist = (uint16_t)v;
+		}
+	}
+	if (rec->flags & BOOKDB_REC_AVOID) {
+		uint64_t k, gap;
+		if ((rc = get_varint(&k, in, len, &pos, rec->nmoves))) return rc;
+		if (k == 0) return BOOKDB_ECORRUPT;
+		for (uint64_t j = 0, next = 0; j < k; j++) {
+			if ((rc = get_varint(&gap, in, len, &pos, BOOKDB_MAX_MOVES))) return rc;
+			next += gap;
+			if (next >= rec->nmoves) return BOOKDB_ECORRUPT;
+			rec->moves[next++].flags |= BOOKDB_MOVE_AVOIDED;
 		}
 	}
 	*end = pos;

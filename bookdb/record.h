@@ -23,11 +23,19 @@
 /* Record flags (byte 0 of the encoding). */
 #define BOOKDB_REC_THOUGHT 0x01 /* an engine analysed the position (think_depth valid) */
 #define BOOKDB_REC_MINIMAX 0x02 /* every move carries value and dist */
-#define BOOKDB_REC_FLAGS_KNOWN 0x03
+/* Some moves are avoided (joseki prune): their indices follow the moves. The
+ * encoder sets and clears this bit from the moves' BOOKDB_MOVE_AVOIDED flags;
+ * the decoder sets it when the record has it. */
+#define BOOKDB_REC_AVOID 0x04
+#define BOOKDB_REC_FLAGS_KNOWN 0x07
 
 /* Per-move flags. */
 #define BOOKDB_MOVE_EVAL 0x01  /* eval, depth, nodes and source are valid */
 #define BOOKDB_MOVE_STATS 0x02 /* count, wins, draws, losses are valid */
+/* The book side does not play this move (joseki prune: it lost too often in
+ * games); kept with its statistics, left out of export, query's best move and
+ * minimax unless asked. */
+#define BOOKDB_MOVE_AVOIDED 0x04
 
 /* Source ids (engine that produced an evaluation); 0..15 fit the encoding. */
 #define BOOKDB_SOURCE_ENGINE 0 /* an engine's analysis of the position (think) */

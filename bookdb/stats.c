@@ -6,6 +6,7 @@
 #include "shogi/errmsg.h"
 #include "shogi/clock.h"
 #include "bookdb/index.h"
+#include "shogi/keymap.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -15,41 +16,17 @@
 
 /*
  * The book's keys in memory for the leaf count: a lookup per stored move in
- * LMDB would be a random page access each (minutes on a large book). Slots hold
- * key.hi (0 stands for empty, so hi 0 is stored as 1) at a position derived
- * from key.lo: a false "in book" needs a child and a book position with equal
- * 64-bit hi halves, about 2^-64 per pair. 8 bytes a position.
+ * LMDB would be a random page access each (minutes on a large book). A key
+ * set (shogi/keymap.h) holds each key's hi half, 8 bytes a position: a false
+ * "in book" needs a child and a book position with equal 64-bit hi halves,
+ * about 2^-64 per pair.
  *
  * Not the snapshot index (bookdb/index.h): nearly every record has a child in
  * the book, and the index finds a present key through a filter word, a
  * directory entry and the key, two or three dependent memory accesses, where
- * this set needs one; on a 10 M synth book the count took 25.5 s through the
- * index, 23.6 s here (medians of 3).
+ * the set needs one; on a 10 M synth book the count took 25.5 s through the
+ * index, 23.6 s with a set (medians of 3).
  */
-typedef struct {
-	uint64_t *slot;
-	size_t mask;
-} KeySet;
-
-/* The slot where the search for k starts. */
-static size_t keyset_home(const KeySet *ks, Key k)
-{
-	return (size_t)(k.lo * 0x9e3779b97f4a7c15ULL >> 20) & ks->mask;
-}
-
-static size_t keyset_pos(const KeySet *ks, Key k, uint64_t *tag)
-{
-	*tag = k.hi ? k.hi : 1;
-	size_t i = keyset_home(ks, k);
-	while (ks->slot[i] && ks->slot[i] != *tag) i = (i + 1) & ks->mask;
-	return i;
-}
-
-static int keyset_has(const KeySet *ks, Key k)
-{
-	uint64_t tag;
-	return ks->slot[keyset_pos(ks, k, &tag)] != 0;
-}
 
 /*
  * True when some stored move of rec leads to a position in the book. The legal
@@ -57,7 +34,7 @@ static int keyset_has(const KeySet *ks, Key k)
  * and the children's slots are asked for together, so that their memory
  * latencies overlap: joseki stats on a 10 M synth book, 33.0 s -> 23.6 s.
  */
-static int has_child(const KeySet *ks, const BookRecord *rec, Position *pos)
+static int has_child(const KeyMap *ks, const BookRecord *rec, Position *pos)
 {
 	Move legal[MOVEGEN_MAX];
 	Key child[BOOKDB_MAX_MOVES];
@@ -70,9 +47,9 @@ static int has_child(const KeySet *ks, const BookRecord *rec, Position *pos)
 				child[n++] = pos_key_after(pos, legal[j]);
 				break;
 			}
-	for (int i = 0; i < n; i++) __builtin_prefetch(&ks->slot[keyset_home(ks, child[i])]);
+	for (int i = 0; i < n; i++) keymap_prefetch(ks, child[i]);
 	for (int i = 0; i < n; i++)
-		if (keyset_has(ks, child[i])) return 1;
+		if (keymap_has(ks, child[i])) return 1;
 	return 0;
 }
 
@@ -81,22 +58,20 @@ static int scan(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos)
 {
 	BookIter *it = NULL;
 	uint64_t n = 0;
-	KeySet ks = {0};
+	KeyMap ks;
 	Key key;
 	const uint8_t *val;
 	size_t len;
+	keymap_init_set(&ks, false);
 	int rc = bookdb_count(&n, txn, BOOKDB_POS);
 	if (rc) return rc;
-	size_t nslots = 1024;
-	while (nslots < n * 2) nslots *= 2;
-	if (!(ks.slot = calloc(nslots, sizeof *ks.slot))) return BOOKDB_ENOMEM;
-	ks.mask = nslots - 1;
+	if (n > SIZE_MAX || keymap_reserve(&ks, NULL, (size_t)n)) return BOOKDB_ENOMEM;
 	if ((rc = bookdb_iter_open(&it, txn))) goto out;
-	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
-		uint64_t tag;
-		size_t at = keyset_pos(&ks, key, &tag); /* sets tag: call before reading it */
-		ks.slot[at] = tag;
-	}
+	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1)
+		if (keymap_add(&ks, key, NULL) < 0) {
+			rc = BOOKDB_ENOMEM;
+			break;
+		}
 	bookdb_iter_free(it);
 	it = NULL;
 	if (rc < 0 || (rc = bookdb_iter_open(&it, txn))) goto out;
@@ -113,7 +88,7 @@ static int scan(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos)
 	}
 out:
 	bookdb_iter_free(it);
-	free(ks.slot);
+	keymap_free(&ks);
 	return rc < 0 ? rc : 0;
 }
 

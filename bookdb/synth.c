@@ -10,6 +10,7 @@
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
+#include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
 #include "shogi/rng.h"
@@ -82,58 +83,38 @@ typedef struct {
 	size_t n, cap;
 	uint8_t *arena;
 	size_t used, acap;
-	uint32_t *slots; /* open addressing; 0 empty, else entry index + 1 */
-	size_t nslots;
+	KeyMap map; /* ents[i].key -> i (the key is an entry's first member) */
 } SynthSet;
 
 static int set_init(SynthSet *s, size_t expect)
 {
 	memset(s, 0, sizeof *s);
-	s->nslots = 1024;
-	while (s->nslots < expect * 2) s->nslots *= 2;
-	s->slots = calloc(s->nslots, sizeof *s->slots);
-	return s->slots ? 0 : -1;
+	keymap_init(&s->map, sizeof(SynthEntry));
+	return keymap_reserve(&s->map, s->ents, expect);
 }
 
 static void set_free(SynthSet *s)
 {
 	free(s->ents);
 	free(s->arena);
-	free(s->slots);
+	keymap_free(&s->map);
 }
 
-/* The slot of key: where it is, or the empty slot where it would go. */
-static size_t set_slot(const SynthSet *s, Key key)
+static bool set_has(const SynthSet *s, Key key)
 {
-	size_t i = (size_t)(key.lo ^ (key.hi >> 7)) & (s->nslots - 1);
-	while (s->slots[i] && !key_equal(s->ents[s->slots[i] - 1].key, key))
-		i = (i + 1) & (s->nslots - 1);
-	return i;
-}
-
-static int set_grow(SynthSet *s)
-{
-	size_t n = s->nslots * 2;
-	uint32_t *slots = calloc(n, sizeof *slots);
-	if (!slots) return -1;
-	free(s->slots);
-	s->slots = slots;
-	s->nslots = n;
-	for (size_t e = 0; e < s->n; e++) s->slots[set_slot(s, s->ents[e].key)] = (uint32_t)(e + 1);
-	return 0;
+	return keymap_find(&s->map, s->ents, key) != KEYMAP_NONE;
 }
 
 static int set_add(SynthSet *s, Key key, const uint8_t *val, size_t len)
 {
 	if (s->n + 1 >= UINT32_MAX) return -1;
-	if ((s->n + 1) * 2 > s->nslots && set_grow(s)) return -1;
 	if (array_grow((void **)&s->ents, &s->cap, s->n + 1, sizeof *s->ents, 1 << 16) ||
 	    array_grow((void **)&s->arena, &s->acap, s->used + len, 1, 1 << 22))
 		return -1;
 	memcpy(s->arena + s->used, val, len);
 	s->ents[s->n] = (SynthEntry){key, s->used, (uint32_t)len};
+	if (keymap_find_or_insert(&s->map, s->ents, (uint32_t)s->n) < 0) return -1;
 	s->used += len;
-	s->slots[set_slot(s, key)] = (uint32_t)(s->n + 1);
 	s->n++;
 	return 0;
 }
@@ -194,7 +175,7 @@ int bookdb_synth(BookSynthStats *st, BookDB *db, const BookSynthOptions *opt, ch
 			}
 			const uint8_t *val;
 			size_t vlen;
-			int known = set.slots[set_slot(&set, key)] != 0 ||
+			int known = set_has(&set, key) ||
 			            (existing && bookdb_get_raw(&val, &vlen, rtxn, key) == 0);
 			if (!known) {
 				/* New position: store the reversal as the 8th move if used, so the

@@ -192,3 +192,132 @@ out:
 	free(pos);
 	return ret;
 }
+
+/* ---- the queue kept in the book ---- */
+
+#define QKEY_LEN (sizeof ROOTS_QUEUE_PREFIX - 1 + 16)
+
+static void queue_key(uint8_t out[QKEY_LEN], Key k)
+{
+	memcpy(out, ROOTS_QUEUE_PREFIX, sizeof ROOTS_QUEUE_PREFIX - 1);
+	bookdb_key_bytes(k, out + sizeof ROOTS_QUEUE_PREFIX - 1);
+}
+
+static bool is_queue_key(const void *key, size_t klen)
+{
+	return klen == QKEY_LEN && !memcmp(key, ROOTS_QUEUE_PREFIX, sizeof ROOTS_QUEUE_PREFIX - 1);
+}
+
+/* Whether the book holds the position of queue key qk as thought. */
+static bool queued_thought(BookTxn *txn, const uint8_t *qk)
+{
+	const uint8_t *v;
+	size_t len;
+	Key k = key_from_bytes(qk + sizeof ROOTS_QUEUE_PREFIX - 1);
+	return bookdb_get_raw(&v, &len, txn, k) == 0 && len && (v[0] & BOOKDB_REC_THOUGHT);
+}
+
+int roots_queue_add(BookTxn *txn, const Position *pos, bool *added)
+{
+	uint8_t qk[QKEY_LEN];
+	queue_key(qk, pos_key(pos));
+	if (added) *added = false;
+	const void *v;
+	size_t vlen;
+	int rc = bookdb_kv_get(&v, &vlen, txn, BOOKDB_WORK, qk, sizeof qk);
+	if (rc == 0) return 0;
+	if (rc != BOOKDB_ENOTFOUND) return rc;
+	uint64_t seq = 0;
+	if (bookdb_kv_get(&v, &vlen, txn, BOOKDB_META, "roots_seq", 9) == 0 && vlen == 8)
+		for (int i = 0; i < 8; i++) seq |= (uint64_t)((const uint8_t *)v)[i] << (8 * i);
+	seq++;
+	uint8_t val[8 + SFEN_MAX], sb[8];
+	for (int i = 0; i < 8; i++) {
+		val[i] = (uint8_t)(seq >> (56 - 8 * i));
+		sb[i] = (uint8_t)(seq >> (8 * i));
+	}
+	size_t sl = sfen_write(pos, (char *)val + 8, SFEN_MAX);
+	if ((rc = bookdb_kv_put(txn, BOOKDB_META, "roots_seq", 9, sb, 8)) < 0 ||
+	    (rc = bookdb_kv_put(txn, BOOKDB_WORK, qk, sizeof qk, val, 8 + sl)) < 0)
+		return rc;
+	if (added) *added = true;
+	return 0;
+}
+
+typedef struct {
+	uint64_t seq;
+	char *spec;
+} QEntry;
+
+static int cmp_qentry(const void *a, const void *b)
+{
+	const QEntry *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int roots_queue_load(RootList *r, BookTxn *txn, char *err)
+{
+	BookIter *it = NULL;
+	QEntry *q = NULL;
+	size_t n = 0, cap = 0;
+	int rc = bookdb_kv_iter_open(&it, txn, BOOKDB_WORK), ret = 0;
+	const void *key, *val;
+	size_t klen, vlen;
+	while (rc == 0 && (rc = bookdb_kv_iter_next(it, &key, &klen, &val, &vlen)) == 1) {
+		rc = 0;
+		if (!is_queue_key(key, klen) || vlen <= 8 || vlen > 8 + SFEN_MAX ||
+		    queued_thought(txn, key))
+			continue;
+		if (array_grow((void **)&q, &cap, n + 1, sizeof *q, 64) ||
+		    !(q[n].spec = strndup((const char *)val + 8, vlen - 8))) {
+			ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_ENOMEM, "out of memory");
+			break;
+		}
+		q[n].seq = 0;
+		for (int i = 0; i < 8; i++) q[n].seq = q[n].seq << 8 | ((const uint8_t *)val)[i];
+		n++;
+	}
+	bookdb_iter_free(it);
+	if (!ret && rc < 0)
+		ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_EBOOK, "cannot read the root queue: %s",
+		                 bookdb_strerror(rc));
+	if (!ret) qsort(q, n, sizeof *q, cmp_qentry);
+	for (size_t i = 0; i < n; i++) {
+		if (!ret && take(r, q[i].spec) < 0)
+			ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_ENOMEM, "out of memory");
+		else if (ret)
+			free(q[i].spec);
+	}
+	free(q);
+	return ret;
+}
+
+int roots_queue_drop_thought(BookTxn *txn, size_t *left)
+{
+	BookIter *it = NULL;
+	uint8_t(*drop)[QKEY_LEN] = NULL;
+	size_t n = 0, cap = 0, stay = 0;
+	int rc = bookdb_kv_iter_open(&it, txn, BOOKDB_WORK);
+	const void *key, *val;
+	size_t klen, vlen;
+	while (rc == 0 && (rc = bookdb_kv_iter_next(it, &key, &klen, &val, &vlen)) == 1) {
+		rc = 0;
+		if (!is_queue_key(key, klen)) continue;
+		if (!queued_thought(txn, key)) {
+			stay++;
+			continue;
+		}
+		if (array_grow((void **)&drop, &cap, n + 1, sizeof *drop, 64)) {
+			rc = BOOKDB_ENOMEM;
+			break;
+		}
+		memcpy(drop[n++], key, QKEY_LEN);
+	}
+	bookdb_iter_free(it);
+	/* Deleted after the walk: the cursor is not disturbed by its own writes. */
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = bookdb_kv_del(txn, BOOKDB_WORK, drop[i], QKEY_LEN);
+	free(drop);
+	if (left) *left = stay;
+	return rc < 0 ? rc : 0;
+}

@@ -12,6 +12,7 @@
 
 #include "shogi/errors.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "bookdb/bookdb.h"
@@ -56,5 +57,26 @@ int roots_from_lines(RootList *r, const char *path, char *err);
  * ROOTS_ENOMEM; a record that does not decode is skipped (check reports it).
  */
 int roots_from_extension(RootList *r, BookDB *db, char *err);
+
+/*
+ * The root queue kept in the book (joseki extend; think_run takes it first).
+ * One entry a position in the `work` database: key "root" + the position's
+ * 16-byte key (bookdb_key_bytes), value the 8-byte big-endian queue number
+ * then the position's SFEN; the next number is meta "roots_seq" (8 bytes,
+ * little-endian). Queuing a position twice keeps one entry (the first number).
+ */
+#define ROOTS_QUEUE_PREFIX "root"
+
+/* Queues pos in the write transaction txn; *added (may be NULL) tells whether
+ * it was new. 0 or a negative BOOKDB_* code (txn must then be aborted). */
+int roots_queue_add(BookTxn *txn, const Position *pos, bool *added);
+
+/* Appends the queued positions that are not thought yet, in queue order.
+ * Returns 0, or ROOTS_EBOOK / ROOTS_ENOMEM with err (ROOTS_ERRLEN) saying why. */
+int roots_queue_load(RootList *r, BookTxn *txn, char *err);
+
+/* Removes the queued positions that are thought (write transaction txn);
+ * *left (may be NULL) gets how many stay queued. 0 or a negative BOOKDB_* code. */
+int roots_queue_drop_thought(BookTxn *txn, size_t *left);
 
 #endif

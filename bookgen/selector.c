@@ -142,7 +142,7 @@ int sel_add_result(Selector *s, Key key, const BookRecord *rec)
 		int r = sel_g_add_raw(s, (uint32_t)i, s->enc, (size_t)len);
 		if (r) return r;
 	}
-	return sel_g_invalidate(s, (uint32_t)i);
+	return sel_g_invalidate_later(s, (uint32_t)i);
 }
 
 int sel_lease(Selector *s, Key key)
@@ -150,7 +150,7 @@ int sel_lease(Selector *s, Key key)
 	int64_t i = sel_g_find_or_create(s, key);
 	if (i < 0) return (int)i;
 	s->nodes[i].flags |= NF_LEASED;
-	return sel_g_invalidate(s, (uint32_t)i);
+	return sel_g_invalidate_later(s, (uint32_t)i);
 }
 
 int sel_release(Selector *s, Key key)
@@ -158,7 +158,7 @@ int sel_release(Selector *s, Key key)
 	int64_t i = sel_g_find_node(s, key);
 	if (i < 0) return 0;
 	s->nodes[i].flags &= (uint8_t)~NF_LEASED;
-	return sel_g_invalidate(s, (uint32_t)i);
+	return sel_g_invalidate_later(s, (uint32_t)i);
 }
 
 bool sel_is_leased(const Selector *s, Key key)

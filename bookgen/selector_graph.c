@@ -3,14 +3,15 @@
  *
  * Memory: per node 56 bytes (key, record bytes offset, edge block, bound,
  * flags), per built edge 12 bytes, one parent link (8 bytes) per edge, the
- * record bytes of thought positions, and a 4-byte-per-slot hash at most half
- * full. Edges are built when a node is first searched, not at load, so opening
- * a large book costs one pass over LMDB and the first selection expands only
- * the nodes it visits.
+ * record bytes of thought positions, and the key map (shogi/keymap.h: 8 bytes
+ * a slot, at most half full). Edges are built when a node is first searched,
+ * not at load, so opening a large book costs one pass over LMDB and the first
+ * selection expands only the nodes it visits.
  */
 #include "bookgen/selector_priv.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,48 +37,16 @@ const char *sel_strerror(int code)
 	return "unknown selector error";
 }
 
-static inline uint64_t key_hash(Key k)
+/* The nodes' keys as the key map reads them. */
+static inline const void *node_keys(const Selector *s)
 {
-	uint64_t z = k.lo ^ (k.hi * 0x9e3779b97f4a7c15ULL);
-	z ^= z >> 29;
-	return z;
-}
-
-/* 32 key bits kept in the slot: a probe past another key rarely has to read
- * that node (a cache miss) to tell them apart. */
-static inline uint64_t key_tag(Key k)
-{
-	return (k.hi >> 32) << 32;
+	return (const char *)s->nodes + offsetof(SelNode, key);
 }
 
 int64_t sel_g_find_node(const Selector *s, Key k)
 {
-	if (!s->capslots) return -1;
-	size_t mask = s->capslots - 1;
-	uint64_t tag = key_tag(k);
-	for (size_t h = key_hash(k) & mask;; h = (h + 1) & mask) {
-		uint64_t v = s->slots[h];
-		if (!v) return -1;
-		if ((v & 0xffffffff00000000ULL) != tag) continue;
-		uint32_t i = (uint32_t)v - 1;
-		if (key_equal(s->nodes[i].key, k)) return i;
-	}
-}
-
-static int rehash(Selector *s, size_t cap)
-{
-	uint64_t *slots = calloc(cap, sizeof *slots);
-	if (!slots) return SEL_ENOMEM;
-	size_t mask = cap - 1;
-	for (size_t i = 0; i < s->nnodes; i++) {
-		size_t h = key_hash(s->nodes[i].key) & mask;
-		while (slots[h]) h = (h + 1) & mask;
-		slots[h] = key_tag(s->nodes[i].key) | (uint64_t)(i + 1);
-	}
-	free(s->slots);
-	s->slots = slots;
-	s->capslots = cap;
-	return 0;
+	uint32_t i = keymap_find(&s->map, node_keys(s), k);
+	return i == KEYMAP_NONE ? -1 : (int64_t)i;
 }
 
 /* Reserves room for n nodes in all. */
@@ -87,12 +56,7 @@ static int reserve_nodes(Selector *s, size_t n)
 	int r = (array_grow((void **)&s->nodes, &s->capnodes, n, sizeof *s->nodes, 64) ? SEL_ENOMEM
 	                                                                               : 0);
 	if (r) return r;
-	if (n * 2 > s->capslots) {
-		size_t cap = s->capslots ? s->capslots : 1024;
-		while (n * 2 > cap) cap *= 2;
-		r = rehash(s, cap);
-	}
-	return r;
+	return keymap_reserve(&s->map, node_keys(s), n) ? SEL_ENOMEM : 0;
 }
 
 static int64_t create_node(Selector *s, Key k);
@@ -207,10 +171,9 @@ static int64_t create_node(Selector *s, Key k)
 	memset(n, 0, sizeof *n);
 	n->key = k;
 	n->best = NO_BEST;
-	size_t mask = s->capslots - 1;
-	size_t h = key_hash(k) & mask;
-	while (s->slots[h]) h = (h + 1) & mask;
-	s->slots[h] = key_tag(k) | (uint64_t)(s->nnodes + 1);
+	/* Room reserved above, and k is not in the map: this only inserts. */
+	if (keymap_find_or_insert(&s->map, node_keys(s), (uint32_t)s->nnodes) < 0)
+		return SEL_ENOMEM;
 	s->st.nodes = ++s->nnodes;
 	return (int64_t)(s->nnodes - 1);
 }
@@ -236,6 +199,7 @@ int sel_new(Selector **out, const SelOptions *opt)
 	if (!s) return SEL_ENOMEM;
 	s->opt.kif_bonus = SEL_KIF_BONUS_DEFAULT;
 	if (opt) s->opt = *opt;
+	keymap_init(&s->map, sizeof(SelNode));
 	s->rec = malloc(sizeof *s->rec);
 	s->pos = malloc(sizeof *s->pos);
 	s->enc = malloc(BOOKDB_RECORD_MAX);
@@ -256,12 +220,13 @@ void sel_free(Selector *s)
 	}
 	free(s->bloom);
 	free(s->nodes);
-	free(s->slots);
+	keymap_free(&s->map);
 	free(s->edges);
 	free(s->links);
 	free(s->raw);
 	free(s->roots);
 	free(s->stack);
+	free(s->pending);
 	free(s->rec);
 	free(s->pos);
 	free(s->enc);
@@ -339,8 +304,43 @@ int sel_attach(Selector *s, BookDB *db)
 }
 
 /* Lazy mode: one read transaction for the whole of a public call. */
+/* Clears the bounds of the pending nodes and of every node that can reach
+ * one, in one walk (one stamp: a shared ancestor is visited once). */
+static int flush_invalidations(Selector *s)
+{
+	if (!s->npending) return 0;
+	uint32_t stamp = ++s->stamp;
+	size_t sp = 0;
+	if (array_grow((void **)&s->stack, &s->capstack, s->npending, sizeof *s->stack, 64))
+		return SEL_ENOMEM;
+	for (size_t k = 0; k < s->npending; k++) {
+		uint32_t i = s->pending[k];
+		if (s->nodes[i].stamp == stamp) continue;
+		s->nodes[i].stamp = stamp;
+		s->stack[sp++] = i;
+	}
+	s->npending = 0;
+	while (sp) {
+		SelNode *n = &s->nodes[s->stack[--sp]];
+		if (n->bound != B_NONE) s->st.invalidated++;
+		n->bound = B_NONE;
+		for (uint32_t l = n->parents; l; l = s->links[l - 1].next) {
+			uint32_t p = s->links[l - 1].node;
+			if (s->nodes[p].stamp == stamp) continue;
+			s->nodes[p].stamp = stamp;
+			if (array_grow((void **)&s->stack, &s->capstack, sp + 1, sizeof *s->stack,
+			               64))
+				return SEL_ENOMEM;
+			s->stack[sp++] = p;
+		}
+	}
+	return 0;
+}
+
 int sel_g_call_begin(Selector *s)
 {
+	int r = flush_invalidations(s);
+	if (r) return r;
 	if (!s->db || s->txn) return 0;
 	return bookdb_txn_begin(&s->txn, s->db, false) < 0 ? SEL_EBOOK : 0;
 }
@@ -418,7 +418,8 @@ int sel_g_expand(Selector *s, uint32_t i)
 	int r;
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *bm = &rec->moves[k];
-		if (!pos_is_legal(pos, bm->move)) continue;
+		/* A move joseki prune marked avoided is not played: not searched. */
+		if ((bm->flags & BOOKDB_MOVE_AVOIDED) || !pos_is_legal(pos, bm->move)) continue;
 		int64_t c = sel_g_find_or_create(s, pos_key_after(pos, bm->move));
 		if (c < 0) return (int)c;
 		uint8_t f = 0;
@@ -444,31 +445,17 @@ int sel_g_expand(Selector *s, uint32_t i)
 	return 0;
 }
 
-/* Clears the bounds of node i and of every node that can reach it. */
+int sel_g_invalidate_later(Selector *s, uint32_t i)
+{
+	if (array_grow((void **)&s->pending, &s->cappending, s->npending + 1, sizeof *s->pending,
+	               64))
+		return SEL_ENOMEM;
+	s->pending[s->npending++] = i;
+	return 0;
+}
+
 int sel_g_invalidate(Selector *s, uint32_t i)
 {
-	uint32_t stamp = ++s->stamp;
-	size_t sp = 0;
-	int r = (array_grow((void **)&s->stack, &s->capstack, 1, sizeof *s->stack, 64) ? SEL_ENOMEM
-	                                                                               : 0);
-	if (r) return r;
-	s->stack[sp++] = i;
-	s->nodes[i].stamp = stamp;
-	while (sp) {
-		SelNode *n = &s->nodes[s->stack[--sp]];
-		if (n->bound != B_NONE) s->st.invalidated++;
-		n->bound = B_NONE;
-		for (uint32_t l = n->parents; l; l = s->links[l - 1].next) {
-			uint32_t p = s->links[l - 1].node;
-			if (s->nodes[p].stamp == stamp) continue;
-			s->nodes[p].stamp = stamp;
-			r = (array_grow((void **)&s->stack, &s->capstack, sp + 1, sizeof *s->stack,
-			                64)
-			         ? SEL_ENOMEM
-			         : 0);
-			if (r) return r;
-			s->stack[sp++] = p;
-		}
-	}
-	return 0;
+	int r = sel_g_invalidate_later(s, i);
+	return r ? r : flush_invalidations(s);
 }

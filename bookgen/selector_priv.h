@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "bookgen/selector.h"
+#include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
 
@@ -70,8 +71,7 @@ struct Selector {
 	SelOptions opt;
 	SelNode *nodes;
 	size_t nnodes, capnodes;
-	uint64_t *slots; /* key tag << 32 | node index + 1; 0 empty */
-	size_t capslots;
+	KeyMap map; /* nodes[i].key -> i (sel_g_node_keys) */
 	SelEdge *edges;
 	size_t nedges, capedges;
 	SelLink *links;
@@ -83,6 +83,11 @@ struct Selector {
 	uint32_t *stack;
 	size_t capstack;
 	uint32_t stamp;
+	/* Nodes changed (lease, release, result) whose ancestors' bounds are
+	 * still to be cleared: one walk at the next search clears them all, so
+	 * ancestors shared by many changes are visited once. */
+	uint32_t *pending;
+	size_t npending, cappending;
 	int err;      /* first error met during a search (corrupt record) */
 	BookDB *db;   /* lazy mode (sel_attach): positions read on first use */
 	BookTxn *txn; /* lazy mode: the read transaction of the running call */
@@ -113,9 +118,13 @@ int64_t sel_g_find_or_create(Selector *s, Key k);
 int sel_g_add_raw(Selector *s, uint32_t i, const uint8_t *val, size_t len);
 /* Builds node i's edges (stored moves, then transpositions to nodes in the graph). */
 int sel_g_expand(Selector *s, uint32_t i);
-/* Clears the bounds of node i and of every node that can reach it. */
+/* Clears the bounds of node i and of every node that can reach it (and of
+ * the pending ones' too), now. */
 int sel_g_invalidate(Selector *s, uint32_t i);
-/* Lazy mode: one read transaction for the whole of a public call. */
+/* The same, deferred to the next search (sel_g_call_begin). */
+int sel_g_invalidate_later(Selector *s, uint32_t i);
+/* Before a search: the pending invalidations; in lazy mode one read
+ * transaction for the whole of a public call. */
 int sel_g_call_begin(Selector *s);
 void sel_g_call_end(Selector *s);
 

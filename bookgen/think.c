@@ -8,6 +8,7 @@
  * transaction open between commits and LMDB allows one transaction per thread.
  */
 #include "bookgen/think.h"
+#include "bookgen/roots.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -275,20 +276,24 @@ static void collect(Think *t, Slot *s)
 		return;
 	}
 	t->consecutive_failures = 0;
-	int g = bookdb_writer_get(t->rec, t->w, s->key), rc = 0;
-	if (g < 0 && g != BOOKDB_ENOTFOUND) {
-		t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK,
-		                    "think: reading the book: %s", bookdb_strerror(g));
-		return;
-	}
-	fill_record(t->rec, g == 0, s->pos, &s->res, &t->opt->budget);
-	if ((g = bookdb_writer_put(t->w, s->key, t->rec)) < 0 ||
-	    (rc = sel_add_result(t->sel, s->key, t->rec)) < 0)
-		t->ret =
-		    errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: storing a result: %s",
-		               g < 0 ? bookdb_strerror(g) : sel_strerror(rc));
+	if (think_store(t->w, t->sel, t->rec, s->key, s->pos, &s->res, &t->opt->budget, t->err) < 0)
+		t->ret = THINK_EBOOK;
 	else
 		t->out->thought++;
+}
+
+int think_store(BookWriter *w, Selector *sel, BookRecord *rec, Key key, const Position *pos,
+                const SearchResult *res, const SearchBudget *budget, char *err)
+{
+	int g = bookdb_writer_get(rec, w, key), rc = 0;
+	if (g < 0 && g != BOOKDB_ENOTFOUND)
+		return errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "think: reading the book: %s",
+		                  bookdb_strerror(g));
+	fill_record(rec, g == 0, pos, res, budget);
+	if ((g = bookdb_writer_put(w, key, rec)) < 0 || (rc = sel_add_result(sel, key, rec)) < 0)
+		return errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "think: storing a result: %s",
+		                  g < 0 ? bookdb_strerror(g) : sel_strerror(rc));
+	return 0;
 }
 
 /* About once a second: the progress line (thought, rate, engines busy, the
@@ -413,9 +418,8 @@ static void teardown(Think *t)
 	free(t->rec);
 }
 
-int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
+static int think_loop(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 {
-	memset(out, 0, sizeof *out);
 	if (err) err[0] = 0;
 	if (!opt->engines || opt->nengines < 1 || opt->multipv < 1 ||
 	    opt->multipv > SEARCH_MULTIPV_MAX)
@@ -431,4 +435,38 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 	}
 	teardown(&t);
 	return t.ret;
+}
+
+/* The roots queued in the book (joseki extend) come first, then opt->first. */
+int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
+{
+	memset(out, 0, sizeof *out);
+	if (err) err[0] = 0;
+	RootList q = {0};
+	BookTxn *txn = NULL;
+	char rerr[ROOTS_ERRLEN];
+	int rc = bookdb_txn_begin(&txn, db, false);
+	if (rc < 0)
+		return errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "cannot read the book: %s",
+		                  bookdb_strerror(rc));
+	rc = roots_queue_load(&q, txn, rerr);
+	bookdb_txn_abort(txn);
+	if (rc < 0) {
+		roots_free(&q);
+		return errmsg_set(err, THINK_ERRLEN,
+		                  rc == ROOTS_ENOMEM ? THINK_ENOMEM : THINK_EBOOK,
+		                  "queued roots: %s", rerr);
+	}
+	if (q.n == 0) return think_loop(out, db, opt, err);
+	for (size_t i = 0; i < opt->nfirst; i++)
+		if (roots_add(&q, opt->first[i]) < 0) {
+			roots_free(&q);
+			return errmsg_set(err, THINK_ERRLEN, THINK_ENOMEM, "out of memory");
+		}
+	ThinkOptions o = *opt;
+	o.first = (const char *const *)q.specs;
+	o.nfirst = q.n;
+	rc = think_loop(out, db, &o, err);
+	roots_free(&q);
+	return rc;
 }

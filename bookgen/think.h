@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "bookdb/bookdb.h"
+#include "bookgen/selector.h"
 #include "search/search.h"
 
 enum {
@@ -66,7 +67,22 @@ typedef struct {
 	bool root_known;
 } ThinkStats;
 
-/* Runs the loop on db (opened read-write). err: THINK_ERRLEN bytes, may be NULL. */
+/*
+ * Stores one analysis (the think loop's and the cluster coordinator's storage):
+ * the book's record of key read through w (a new one for pos when absent)
+ * with the engine's value, depth and nodes set on every line of res, the
+ * record flagged thought, written through w, and sel told (sel_add_result,
+ * which also ends the key's lease). rec is scratch space. 0, or THINK_EBOOK
+ * with a message in err (THINK_ERRLEN bytes, may be NULL); the writer's
+ * transaction must then be discarded.
+ */
+int think_store(BookWriter *w, Selector *sel, BookRecord *rec, Key key, const Position *pos,
+                const SearchResult *res, const SearchBudget *budget, char *err);
+
+/* Runs the loop on db (opened read-write). The positions queued in the book
+ * (joseki extend, roots_queue_load) not thought yet come first, in queue
+ * order, then opt->first, then the selector. err: THINK_ERRLEN bytes, may be
+ * NULL. */
 int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err);
 
 #endif

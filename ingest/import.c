@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bookdb/merge.h"
 #include "shogi/clock.h"
 #include "shogi/db2016.h"
 
@@ -44,7 +45,7 @@ static void on_warn(void *ctx, const char *msg)
 	}
 }
 
-int import_db2016(IngestStats *st, BookDB *db, const char *path, bool progress)
+int import_db2016(IngestStats *st, BookDB *db, const char *path, BookPrefer prefer, bool progress)
 {
 	memset(st, 0, sizeof *st);
 	double t0 = clock_s();
@@ -61,8 +62,10 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, bool progress)
 		db2016_close(r);
 		return INGEST_EBOOK;
 	}
-	BookRecord *rec = malloc(sizeof *rec);
-	if (!rec) {
+	BookRecord *rec = malloc(sizeof *rec), *in = malloc(sizeof *in);
+	if (!rec || !in) {
+		free(rec);
+		free(in);
 		bookdb_writer_free(w);
 		db2016_close(r);
 		return INGEST_ENOMEM;
@@ -72,52 +75,50 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, bool progress)
 	uint64_t n = 0;
 	while ((rc = db2016_next(r, &dr)) == 1) {
 		Key key = pos_key(dr.pos);
+		/* The file's record as a thought position of its own... */
+		bookdb_record_init(in, dr.pos);
+		int max_depth = 0;
+		for (size_t i = 0; i < dr.nmoves; i++) {
+			const Db2016Move *m = &dr.moves[i];
+			if (m->move == MOVE_NONE || in->nmoves >= BOOKDB_MAX_MOVES) continue;
+			BookMove *bm = NULL;
+			for (int k = 0; k < in->nmoves; k++)
+				if (in->moves[k].move == m->move) bm = &in->moves[k];
+			if (bm) continue; /* a move listed twice: the first line stands */
+			bm = &in->moves[in->nmoves++];
+			memset(bm, 0, sizeof *bm);
+			bm->move = m->move;
+			bm->flags = BOOKDB_MOVE_EVAL;
+			bm->eval = (int16_t)value_clamp(m->value);
+			bm->depth = (uint8_t)(m->depth < 0 ? 0 : m->depth > 255 ? 255 : m->depth);
+			bm->source = INGEST_SOURCE_IMPORT;
+			if (bm->depth > max_depth) max_depth = bm->depth;
+		}
+		if (in->nmoves) {
+			in->flags = BOOKDB_REC_THOUGHT;
+			in->think_depth = (uint8_t)max_depth;
+		}
+		/* ...merged into the book's by the rule of joseki merge. */
 		rc = bookdb_writer_get(rec, w, key);
 		bool changed = false;
 		if (rc == BOOKDB_ENOTFOUND) {
-			bookdb_record_init(rec, dr.pos);
+			memcpy(rec, in, offsetof(BookRecord, moves));
+			memcpy(rec->moves, in->moves, in->nmoves * sizeof *in->moves);
 			st->positions_added++;
+			st->moves_added += in->nmoves;
+			st->evals_added += in->nmoves;
 			changed = true;
 		} else if (rc < 0) {
 			result = INGEST_EBOOK;
 			break;
-		} else if (dr.pos->game_ply < rec->min_ply) {
-			rec->min_ply = (uint16_t)dr.pos->game_ply;
-			changed = true;
-		}
-		int max_depth = 0;
-		for (size_t i = 0; i < dr.nmoves; i++) {
-			const Db2016Move *m = &dr.moves[i];
-			if (m->move == MOVE_NONE) continue;
-			BookMove *bm = NULL;
-			for (int k = 0; k < rec->nmoves; k++)
-				if (rec->moves[k].move == m->move) bm = &rec->moves[k];
-			if (!bm) {
-				if (rec->nmoves >= BOOKDB_MAX_MOVES) continue;
-				bm = &rec->moves[rec->nmoves++];
-				memset(bm, 0, sizeof *bm);
-				bm->move = m->move;
-				st->moves_added++;
-			}
-			int16_t v = (int16_t)value_clamp(m->value);
-			uint8_t d = (uint8_t)(m->depth < 0 ? 0 : m->depth > 255 ? 255 : m->depth);
-			if (d > max_depth) max_depth = d;
-			if (!(bm->flags & BOOKDB_MOVE_EVAL) || bm->eval != v || bm->depth != d ||
-			    bm->source != INGEST_SOURCE_IMPORT) {
-				bm->flags |= BOOKDB_MOVE_EVAL;
-				bm->eval = v;
-				bm->depth = d;
-				bm->nodes = 0;
-				bm->source = INGEST_SOURCE_IMPORT;
-				st->evals_added++;
-				changed = true;
-			}
-		}
-		if (dr.nmoves &&
-		    (!(rec->flags & BOOKDB_REC_THOUGHT) || rec->think_depth < max_depth)) {
-			rec->flags |= BOOKDB_REC_THOUGHT;
-			rec->think_depth = (uint8_t)max_depth;
-			changed = true;
+		} else {
+			int had = rec->nmoves;
+			BookMergeDiff d;
+			/* The file coming in is the newer analysis on a tie. */
+			bookdb_record_merge(rec, rec, in, prefer, -1, false, &d);
+			changed = d.changed;
+			st->moves_added += (uint64_t)(rec->nmoves - had);
+			if (d.replaced) st->evals_added += in->nmoves;
 		}
 		if (changed && (rc = bookdb_writer_put(w, key, rec)) < 0) {
 			result = INGEST_EBOOK;
@@ -135,6 +136,7 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, bool progress)
 	bookdb_writer_free(w);
 	db2016_close(r);
 	free(rec);
+	free(in);
 	st->seconds = clock_s() - t0;
 	return result;
 }

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bookdb/game.h"
 #include "ingest/csa.h"
 #include "ingest/replay.h"
 #include "shogi/clock.h"
@@ -119,6 +120,11 @@ typedef struct {
 	/* The games of the uncommitted batch, owned here until applied. */
 	Game *games;
 	size_t ngames, cap;
+	/* Scratch for a game's mark. */
+	uint8_t *mark;
+	size_t mark_cap;
+	Move *moves;
+	size_t moves_cap;
 } Writer;
 
 /* One stored ply of the batch: sorted by key so that the book is updated in
@@ -175,6 +181,22 @@ static void add_ply(Writer *wr, BookRecord *rec, const Ply *p, ReplayWinner winn
 	}
 }
 
+/* The game's "seen" mark: how it ended and the plies counted (bookdb/game.h),
+ * so that a merge can tell this game's share of the statistics. */
+static int put_game_mark(Writer *wr, BookTxn *txn, const Game *g)
+{
+	uint32_t n = (uint32_t)g->nplies;
+	if (array_grow((void **)&wr->mark, &wr->mark_cap, BOOKDB_GAME_LEN(n), 1, 256) ||
+	    array_grow((void **)&wr->moves, &wr->moves_cap, n + 1, sizeof *wr->moves, 256))
+		return BOOKDB_ENOMEM;
+	for (uint32_t i = 0; i < n; i++) wr->moves[i] = g->plies[i].move;
+	int len = bookdb_game_encode(wr->mark, wr->mark_cap, (uint8_t)g->winner,
+	                             n ? g->plies[0].packed : NULL, n ? g->plies[0].packed_len : 0,
+	                             n ? g->plies[0].ply : 0, wr->moves, n);
+	if (len < 0) return len;
+	return bookdb_kv_put(txn, BOOKDB_GAMES, g->id, strlen(g->id), wr->mark, (size_t)len);
+}
+
 /*
  * Applies the batch: first the "seen" marks (a game already in the book, or
  * earlier in this batch, is a duplicate), then every stored ply in key order.
@@ -197,11 +219,7 @@ static int apply_batch(Writer *wr)
 			continue;
 		}
 		if (rc != BOOKDB_ENOTFOUND) return rc;
-		uint8_t val[8] = {0};
-		uint32_t n = (uint32_t)g->nplies;
-		val[0] = (uint8_t)g->winner;
-		memcpy(val + 4, &n, 4);
-		rc = bookdb_kv_put(txn, BOOKDB_GAMES, g->id, strlen(g->id), val, sizeof val);
+		rc = put_game_mark(wr, txn, g);
 		if (rc < 0) return rc;
 		wr->st->games_ingested++;
 		wr->st->plies_stored += g->nplies;
@@ -335,7 +353,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	p.t0 = t0;
 	p.units = calloc(p.window, sizeof *p.units);
 	p.results = calloc(p.window, sizeof *p.results);
-	Writer wr = {NULL, malloc(sizeof(BookRecord)), st, NULL, 0, 0};
+	Writer wr = {NULL, malloc(sizeof(BookRecord)), st, NULL, 0, 0, NULL, 0, NULL, 0};
 	if (!p.units || !p.results || !wr.rec) {
 		free(p.units);
 		free(p.results);
@@ -452,6 +470,8 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	if (opt.progress) fprintf(stderr, "\r%*s\r", 70, "");
 	writer_clear(&wr);
 	free(wr.games);
+	free(wr.mark);
+	free(wr.moves);
 	bookdb_writer_free(wr.w);
 	pthread_mutex_destroy(&p.mu);
 	pthread_cond_destroy(&p.cv);

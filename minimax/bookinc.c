@@ -140,14 +140,16 @@ static void contrib(Inc *c, uint32_t x, int sign)
 
 /* Node x's moves from its record (raw bytes of the snapshot); replaces the
  * kept ones when they differ and marks x as a seed. Afterwards c->pos holds
- * x's position when the record has one (a position has at least one graph
- * move: an edge, a leaf or the mated leaf), which *has_pos says. */
+ * x's position when the record has one, which *has_pos says (a position has
+ * at least one graph move, an edge, a leaf or the mated leaf, unless every
+ * legal move is avoided: then the record is decoded again to tell). */
 static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len, bool *has_pos)
 {
 	uint8_t structure;
 	BookmmLookup lk = {view_find, view_inner, &c->v, &c->opt->policy};
 	int n = bookmm_record_moves(c->moves, &structure, raw, len, c->rec, c->pos, &lk);
-	*has_pos = n > 0;
+	*has_pos = n > 0 || (bookdb_record_decode(c->rec, raw, len) == 0 &&
+	                     bookdb_record_position(c->pos, c->rec, NULL) == 0);
 	uint32_t old;
 	const MmMove *om = mmfile_moves(&c->v, x, &old);
 	if (!om) return MMFILE_ESTALE;

@@ -116,7 +116,22 @@ int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, const uint8_t *raw, size
 	if (inner) *flags |= MMF_INNER;
 	Move legal[MOVEGEN_MAX];
 	Key child[MOVEGEN_MAX];
-	int nl = movegen_legal(pos, legal), n = 0;
+	int nl = movegen_legal(pos, legal), nlegal = nl, n = 0;
+	/* Moves joseki prune marked avoided are not the side to move's to play:
+	 * neither edges nor leaves (docs/bookgen.md, "The cycle"). */
+	if (rec->flags & BOOKDB_REC_AVOID) {
+		int k = 0;
+		for (int m = 0; m < nl; m++) {
+			bool avoided = false;
+			for (int q = 0; q < rec->nmoves && !avoided; q++)
+				avoided = rec->moves[q].move == legal[m] &&
+				          (rec->moves[q].flags & BOOKDB_MOVE_AVOIDED);
+			if (!avoided) legal[k++] = legal[m];
+		}
+		/* Every move avoided: no value (not mated). The node stays inner or
+		 * not as the policy says: its parents' edges depend on that. */
+		nl = k;
+	}
 	if (inner) {
 		for (int m = 0; m < nl; m++) child[m] = pos_key_after(pos, legal[m]);
 		if (kd)
@@ -144,7 +159,9 @@ int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, const uint8_t *raw, size
 	MmMove best = {MOVE_NONE, 0, MM_NONE};
 	for (int m = 0; m < rec->nmoves; m++) {
 		const BookMove *bm = &rec->moves[m];
-		if (!(bm->flags & BOOKDB_MOVE_EVAL) || bm->move == MOVE_NONE) continue;
+		if (!(bm->flags & BOOKDB_MOVE_EVAL) || (bm->flags & BOOKDB_MOVE_AVOIDED) ||
+		    bm->move == MOVE_NONE)
+			continue;
 		bool edge = false;
 		for (int q = 0; q < nedges && !edge; q++) edge = out[q].move == bm->move;
 		if (edge) continue;
@@ -153,7 +170,7 @@ int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, const uint8_t *raw, size
 	}
 	if (best.move != MOVE_NONE) out[n++] = best;
 	/* No legal move: mated (a drop-pawn mate, a stalemate alike). */
-	if (nl == 0) out[n++] = (MmMove){MOVE_NONE, -MM_VALUE_MAX, MM_NONE};
+	if (nlegal == 0) out[n++] = (MmMove){MOVE_NONE, -MM_VALUE_MAX, MM_NONE};
 	return n;
 }
 
@@ -183,7 +200,9 @@ static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int ned
 				d = edges[k].vd.depth;
 				edge = true;
 			}
-		/* Not an edge: a leaf valued by its evaluation. */
+		/* Not an edge: a leaf valued by its evaluation. An avoided move
+		 * shows its own evaluation too (for query --with-avoided); it is no
+		 * part of the node's value. */
 		if (valued && !edge && (rec->moves[m].flags & BOOKDB_MOVE_EVAL))
 			v = bookmm_leaf_value(&rec->moves[m], p);
 		if (rec->moves[m].value != v || rec->moves[m].dist != d) changed = true;

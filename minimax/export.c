@@ -111,6 +111,7 @@ static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *po
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *m = &rec->moves[k];
 		if (m->move == MOVE_NONE) continue;
+		if ((m->flags & BOOKDB_MOVE_AVOIDED) && !opt->with_avoided) continue;
 		OutMove o = {m->move, MOVE_NONE, 0, 0};
 		bool shallow = (m->flags & BOOKDB_MOVE_EVAL) && m->depth < opt->min_depth;
 		if (minimax) {

@@ -7,6 +7,7 @@
 
 #include "shogi/errors.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "bookdb/bookdb.h"
@@ -35,6 +36,7 @@ typedef struct {
 	                              records: one); the output is the same for any number */
 	ExportProgressFn progress; /* may be NULL */
 	void *progress_ctx;
+	bool with_avoided; /* also moves joseki prune marked avoided (left out by default) */
 } ExportOptions;
 
 typedef struct {

@@ -115,35 +115,4 @@ void mm_graph_free(MmGraph *g);
 /* Strongly connected components, children first; count or -1. */
 long mm_scc(const MmGraph *g, uint32_t *comp);
 
-/* ---- key → node index -------------------------------------------------------- */
-
-typedef struct {
-	uint32_t idx; /* MM_NONE: empty */
-	uint32_t fp;
-} MmSlot;
-
-/*
- * Open addressing at load ≤ 1/2 over keys held by the caller (keys[idx]), with
- * a one-bit-per-key filter in front (built by mm_map_build_filter once every
- * key is in): most legal moves lead outside the book.
- */
-typedef struct {
-	MmSlot *slots;
-	size_t cap; /* power of two */
-	size_t n;
-	uint64_t *bloom;
-	size_t bloom_mask; /* bits - 1 */
-} MmKeyMap;
-
-/* Maps keys[idx] to idx; an existing entry is overwritten. 0 or -1. */
-int mm_map_put(MmKeyMap *m, const Key *keys, uint32_t idx);
-/* mm_map_put of keys[0..n-1] in that order (later duplicates win), faster. */
-int mm_map_put_all(MmKeyMap *m, const Key *keys, size_t n);
-int mm_map_build_filter(MmKeyMap *m, const Key *keys, size_t n);
-/* Node of k, or MM_NONE (only after mm_map_build_filter). */
-uint32_t mm_map_get(const MmKeyMap *m, const Key *keys, Key k);
-/* out[i] = mm_map_get(m, keys, ks[i]) for i < n, the lookups overlapped. */
-void mm_map_get_many(const MmKeyMap *m, const Key *keys, const Key *ks, int n, uint32_t *out);
-void mm_map_free(MmKeyMap *m);
-
 #endif

@@ -167,8 +167,8 @@ int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, c
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	size_t nmoves = mstart[n], npar = pstart[n];
-	unsigned dbits = bookdb_keydir_dir_bits(n), blog = bookdb_keydir_filter_log2(n);
-	size_t ndir = bookdb_keydir_dir_len(dbits), nbloom = bookdb_keydir_filter_words(blog);
+	unsigned dbits = bookdb_keydir_dir_bits(n), blog = keyfilter_log2(n);
+	size_t ndir = bookdb_keydir_dir_len(dbits), nbloom = keyfilter_words(blog);
 	uint32_t *dirv = malloc(ndir * sizeof *dirv);
 	uint64_t *bloom = calloc(nbloom, sizeof *bloom);
 	int rc = MMFILE_ENOMEM, fd = -1;
@@ -231,99 +231,25 @@ out:
 
 /* ---- small hash tables of the overlay ---------------------------------------- */
 
-static inline size_t mix32(uint32_t x, size_t mask)
+/* The key of node in the overlay's node maps (sets with values): hi = node
+ * + 1 differs for every node, so the set tells them apart exactly. */
+static inline Key node_key(uint32_t node)
 {
-	return (size_t)(((uint64_t)x * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+	return (Key){0, (uint64_t)node + 1};
 }
 
-static inline size_t key_hash(Key k, size_t mask)
+/* The value slot of node, added (with value MM_NONE, which is KEYMAP_NONE)
+ * if absent; NULL when out of memory. */
+static uint32_t *nodemap_put(KeyMap *m, uint32_t node)
 {
-	return (size_t)(k.lo ^ (k.hi >> 17)) & mask;
-}
-
-/* The value slot of node in m, or NULL. */
-static uint32_t *nodemap_get(const MmNodeMap *m, uint32_t node)
-{
-	if (!m->cap) return NULL;
-	size_t mask = m->cap - 1;
-	for (size_t s = mix32(node, mask);; s = (s + 1) & mask) {
-		uint32_t *e = &m->slots[2 * s];
-		if (!e[0]) return NULL;
-		if (e[0] == node + 1) return &e[1];
-	}
-}
-
-/* Inserts node (not in m; table with room) and returns its value slot. */
-static uint32_t *nodemap_insert(MmNodeMap *m, uint32_t node, uint32_t value)
-{
-	size_t mask = m->cap - 1;
-	size_t s = mix32(node, mask);
-	while (m->slots[2 * s]) s = (s + 1) & mask;
-	uint32_t *e = &m->slots[2 * s];
-	e[0] = node + 1;
-	e[1] = value;
-	m->used++;
-	return &e[1];
-}
-
-/* The value slot of node, inserted (with value MM_NONE) if absent; NULL when
- * out of memory. */
-static uint32_t *nodemap_put(MmNodeMap *m, uint32_t node)
-{
-	uint32_t *v = nodemap_get(m, node);
-	if (v) return v;
-	if ((m->used + 1) * 2 > m->cap) {
-		size_t oc = m->cap, nc = oc ? oc * 2 : 64;
-		uint32_t *old = m->slots, *nt = calloc(nc * 2, sizeof *nt);
-		if (!nt) return NULL;
-		m->slots = nt;
-		m->cap = nc;
-		m->used = 0;
-		for (size_t s = 0; s < oc; s++)
-			if (old[2 * s]) nodemap_insert(m, old[2 * s] - 1, old[2 * s + 1]);
-		free(old);
-	}
-	return nodemap_insert(m, node, MM_NONE);
-}
-
-/* New nodes: slot = j + 1. */
-static uint32_t new_find(const MmView *v, Key k)
-{
-	if (!v->new_slots_cap) return MM_NONE;
-	size_t mask = v->new_slots_cap - 1;
-	for (size_t s = key_hash(k, mask);; s = (s + 1) & mask) {
-		uint32_t e = v->new_slots[s];
-		if (!e) return MM_NONE;
-		if (key_equal(v->new_keys[e - 1], k)) return (uint32_t)(v->n + e - 1);
-	}
-}
-
-static void new_insert(MmView *v, uint32_t j)
-{
-	size_t mask = v->new_slots_cap - 1;
-	size_t s = key_hash(v->new_keys[j], mask);
-	while (v->new_slots[s]) s = (s + 1) & mask;
-	v->new_slots[s] = j + 1;
-}
-
-static int new_reserve(MmView *v)
-{
-	size_t nc;
-	if ((v->nnew + 1) * 2 <= v->new_slots_cap) return 0;
-	nc = v->new_slots_cap ? v->new_slots_cap * 2 : 64;
-	uint32_t *nt = calloc(nc, sizeof *nt);
-	if (!nt) return -1;
-	free(v->new_slots);
-	v->new_slots = nt;
-	v->new_slots_cap = nc;
-	for (size_t j = 0; j < v->nnew; j++) new_insert(v, (uint32_t)j);
-	return 0;
+	uint32_t *v = NULL;
+	return keymap_add(m, node_key(node), &v) < 0 ? NULL : v;
 }
 
 /* Node's replaced move list, or NULL. */
 static MmOvList *list_find(const MmView *v, uint32_t node)
 {
-	const uint32_t *li = nodemap_get(&v->list_of, node);
+	const uint32_t *li = keymap_value(&v->list_of, node_key(node));
 	return li ? &v->lists[*li] : NULL;
 }
 
@@ -346,7 +272,7 @@ static bool file_parent(const MmView *v, uint32_t child, uint32_t parent)
 
 static int add_parent_link(MmView *v, uint32_t child, uint32_t parent)
 {
-	const uint32_t *h = nodemap_get(&v->first_parent, child);
+	const uint32_t *h = keymap_value(&v->first_parent, node_key(child));
 	for (uint32_t l = h ? *h : MM_NONE; l != MM_NONE; l = v->ov_par[l].next)
 		if (v->ov_par[l].parent == parent) return 0;
 	if (array_grow((void **)&v->ov_par, &v->ov_par_cap, v->ov_npar + 1, sizeof *v->ov_par,
@@ -387,12 +313,11 @@ static int do_add_node(MmView *v, Key k, uint32_t *idx)
 		v->new_vd = nv;
 		v->new_cap = nc;
 	}
-	if (new_reserve(v) < 0) return MMFILE_ENOMEM;
 	v->new_keys[j] = k;
+	if (keymap_find_or_insert(&v->new_map, v->new_keys, (uint32_t)j) < 0) return MMFILE_ENOMEM;
 	v->new_flags[j] = 0;
 	v->new_vd[j] = (MmVd){0, 0};
 	v->nnew++;
-	new_insert(v, (uint32_t)j);
 	*idx = (uint32_t)(v->n + j);
 	return 0;
 }
@@ -482,7 +407,9 @@ int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd)
 uint32_t mmfile_find(const MmView *v, Key k)
 {
 	size_t i = v->n ? bookdb_keydir_find(&v->kd, k) : BOOKDB_KEYDIR_NONE;
-	return i != BOOKDB_KEYDIR_NONE ? (uint32_t)i : new_find(v, k);
+	if (i != BOOKDB_KEYDIR_NONE) return (uint32_t)i;
+	uint32_t j = keymap_find(&v->new_map, v->new_keys, k);
+	return j == KEYMAP_NONE ? MM_NONE : (uint32_t)(v->n + j);
 }
 
 const MmMove *mmfile_moves(const MmView *v, uint32_t i, uint32_t *len)
@@ -504,6 +431,17 @@ const MmMove *mmfile_moves(const MmView *v, uint32_t i, uint32_t *len)
 	return v->moves + a;
 }
 
+/* Whether node p has an edge to i now: a parent link outlives the edge when
+ * p's moves lose it (a move marked avoided, docs/bookgen.md). */
+static bool has_edge(const MmView *v, uint32_t p, uint32_t i)
+{
+	uint32_t len;
+	const MmMove *m = mmfile_moves(v, p, &len);
+	for (uint32_t k = 0; m && k < len; k++)
+		if (m[k].next == i) return true;
+	return false;
+}
+
 int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, void *ctx),
                        void *ctx)
 {
@@ -512,12 +450,14 @@ int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, v
 		if (a > b || b > v->nparents) return MMFILE_ESTALE;
 		for (uint32_t k = a; k < b; k++) {
 			if (v->parents[k] >= v->n) return MMFILE_ESTALE;
+			if (!has_edge(v, v->parents[k], i)) continue;
 			int r = fn(v->parents[k], ctx);
 			if (r) return r;
 		}
 	}
-	const uint32_t *h = nodemap_get(&v->first_parent, i);
+	const uint32_t *h = keymap_value(&v->first_parent, node_key(i));
 	for (uint32_t l = h ? *h : MM_NONE; l != MM_NONE; l = v->ov_par[l].next) {
+		if (!has_edge(v, v->ov_par[l].parent, i)) continue;
 		int r = fn(v->ov_par[l].parent, ctx);
 		if (r) return r;
 	}
@@ -639,6 +579,9 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
                 size_t errlen)
 {
 	memset(v, 0, sizeof *v);
+	keymap_init(&v->new_map, sizeof *v->new_keys);
+	keymap_init_set(&v->list_of, true);
+	keymap_init_set(&v->first_parent, true);
 	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
 	int fd = open(path, O_RDONLY);
@@ -672,7 +615,7 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 	size_t n = h.n;
 	size_t sizes[SEC_END] = {n * 16,
 	                         bookdb_keydir_dir_len(h.dir_bits & 31) * 4,
-	                         bookdb_keydir_filter_words(h.bloom_log2 & 63) * 8,
+	                         keyfilter_words(h.bloom_log2 & 63) * 8,
 	                         n,
 	                         n * 4,
 	                         (n + 1) * 4,
@@ -722,12 +665,12 @@ void mmfile_close(MmView *v)
 	free(v->new_keys);
 	free(v->new_flags);
 	free(v->new_vd);
-	free(v->new_slots);
+	keymap_free(&v->new_map);
 	free(v->ov_moves);
 	free(v->lists);
-	free(v->list_of.slots);
+	keymap_free(&v->list_of);
 	free(v->ov_par);
-	free(v->first_parent.slots);
+	keymap_free(&v->first_parent);
 	free(v->pending);
 	memset(v, 0, sizeof *v);
 }

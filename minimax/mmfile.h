@@ -33,6 +33,7 @@
 
 #include "bookdb/keydir.h"
 #include "minimax/graph.h"
+#include "shogi/keymap.h"
 #include "shogi/zobrist.h"
 
 #define MMFILE_GRAPH "minimax.graph"
@@ -65,13 +66,6 @@ typedef struct {
 	uint32_t off, len; /* in MmView.ov_moves */
 } MmOvList;
 
-/* A small map from node to a u32 (open addressing at load <= 1/2; slots are
- * pairs (node + 1, value), 0 = empty). */
-typedef struct {
-	uint32_t *slots;
-	size_t cap, used;
-} MmNodeMap;
-
 /* A parent link added since the graph file (child <- parent), chained per child. */
 typedef struct {
 	uint32_t parent;
@@ -100,19 +94,18 @@ typedef struct {
 	Key *new_keys;
 	uint8_t *new_flags;
 	MmVd *new_vd;
-	uint32_t *new_slots; /* open addressing over new_keys: j + 1, 0 = empty */
-	size_t new_slots_cap;
+	KeyMap new_map; /* new_keys[j] -> j */
 	/* Replaced move lists (any node): node -> index in lists. */
 	MmMove *ov_moves;
 	size_t ov_nmoves, ov_moves_cap;
 	MmOvList *lists;
 	size_t nlists, lists_cap;
-	MmNodeMap list_of;
+	KeyMap list_of; /* a set keyed by node (mmfile.c node_key), values */
 	/* Parent links added since (the graph file's reverse edges do not have
 	 * them): child -> its first link in ov_par. */
 	MmOvParent *ov_par;
 	size_t ov_npar, ov_par_cap;
-	MmNodeMap first_parent;
+	KeyMap first_parent; /* as list_of */
 	/* What this run changed, for mmfile_journal_append. */
 	uint8_t *pending;
 	size_t pending_len, pending_cap;

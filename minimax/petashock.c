@@ -39,6 +39,7 @@
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
+#include "shogi/keymap.h"
 #include "minimax/graph.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -73,8 +74,8 @@ typedef struct {
 	MmGraph m;        /* nodes and moves: the shared core (minimax/graph.h) */
 	uint32_t *lstart; /* phase 1: leaves of node i are leaves[lstart[i]..lstart[i+1]) */
 	PsLeaf *leaves;
-	Key *keys; /* White-to-move key of each node (while the map lives) */
-	MmKeyMap map;
+	Key *keys;  /* White-to-move key of each node (while the map lives) */
+	KeyMap map; /* keys[i] -> i (filtered once built) */
 } Graph;
 
 static void nodebuf_free(NodeBuf *b)
@@ -92,7 +93,7 @@ static void graph_free(Graph *g)
 	free(g->lstart);
 	free(g->leaves);
 	free(g->keys);
-	mm_map_free(&g->map);
+	keymap_free(&g->map);
 }
 
 const char *petashock_strerror(int code)
@@ -351,6 +352,37 @@ static int yo_legal_order(Move *out, const Position *pos, const Move *legal, int
 	return m;
 }
 
+/*
+ * found[i] = keymap_find(m, keys, ks[i]) for i < n, in three sweeps that each
+ * start the next one's memory reads first (filter words, then the home slots
+ * of the keys that pass), so the cache misses of a node's lookups overlap.
+ */
+static void find_many(const KeyMap *m, const Key *keys, const Key *ks, int n, uint32_t *found)
+{
+	if (m->filter && m->cap) {
+		for (int i = 0; i < n; i++)
+			__builtin_prefetch(&m->filter[keyfilter_bit(ks[i], m->filter_mask) >> 6]);
+		for (int i = 0; i < n; i++)
+			if (keyfilter_maybe(m->filter, m->filter_mask, ks[i]))
+				__builtin_prefetch(&m->slot[keymap_home(m, ks[i].hi)]);
+	}
+	for (int i = 0; i < n; i++) found[i] = keymap_find(m, keys, ks[i]);
+}
+
+/* keymap_put of keys[0..n-1] in order (a later duplicate wins): the map sized
+ * once, each home slot fetched a few keys ahead. */
+static int put_all(KeyMap *m, const Key *keys, size_t n)
+{
+	enum { AHEAD = 8 };
+	keymap_init(m, sizeof *keys);
+	if (keymap_reserve(m, keys, n) < 0) return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (i + AHEAD < n) __builtin_prefetch(&m->slot[keymap_home(m, keys[i + AHEAD].hi)]);
+		if (keymap_put(m, keys, (uint32_t)i) < 0) return -1;
+	}
+	return 0;
+}
+
 /* One part's moves (phase 2): node i's go to moves[..], and g->m.mstart[i + 1]
  * is the part's count so far (made global at the merge). */
 typedef struct {
@@ -369,7 +401,7 @@ static int add_edges(const Graph *g, uint32_t i, const Position *bpos, EdgeBuf *
 	Key child[MOVEGEN_MAX];
 	uint32_t found[MOVEGEN_MAX];
 	for (int k = 0; k < n; k++) child[k] = pos_key_after(bpos, legal[k]);
-	mm_map_get_many(&g->map, g->keys, child, n, found);
+	find_many(&g->map, g->keys, child, n, found);
 	for (int k = 0; k < n; k++) {
 		uint32_t j = found[k];
 		if (j == PS_NONE) continue;
@@ -703,13 +735,13 @@ static int join_nodes(PsRun *p)
 		pt->skip = NULL;
 	}
 	/* Later records override earlier ones with the same key: insert in order. */
-	if (mm_map_put_all(&g->map, g->keys, n) < 0)
+	if (put_all(&g->map, g->keys, n) < 0)
 		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	p->st.nodes = n;
 	p->st.in_check = 0;
 	for (size_t i = 0; i < n; i++)
 		if (g->m.flags[i] & F_CHECKED) p->st.in_check++;
-	if (mm_map_build_filter(&g->map, g->keys, n) < 0)
+	if (keymap_filter_build(&g->map, g->keys) < 0)
 		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	return 0;
 }
@@ -895,7 +927,7 @@ static int read_edges(PsRun *p)
 	g->lstart = NULL;
 	free(g->keys);
 	g->keys = NULL;
-	mm_map_free(&g->map);
+	keymap_free(&g->map);
 	p->st.moves = g->m.nmoves;
 	for (size_t k = 0; k < g->m.nmoves; k++)
 		if (g->m.moves[k].next != PS_NONE) p->st.edges++;

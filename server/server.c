@@ -18,17 +18,20 @@
 #include "shogi/clock.h"
 #include "server/api.h"
 #include "server/assets.h"
+#include "server/work_api.h"
 
 #define URL_MAX 8192            /* longer: 414 */
 #define HEADERS_MAX 16384       /* more header bytes: 431 */
 #define BODY_MAX 16384          /* a larger body: 413 (the read-only API takes none) */
 #define CONN_MEMORY (64 * 1024) /* per connection, above the limits checked here */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 /* Latency histogram bounds, seconds (Prometheus "le"). */
 static const double BUCKETS[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 1};
 #define NBUCKETS (sizeof BUCKETS / sizeof BUCKETS[0])
 /* Statuses counted on their own; others under "other". */
-static const int STATUSES[] = {200, 204, 400, 404, 405, 413, 414, 431, 500, 503};
+static const int STATUSES[] = {200, 204, 400, 401, 404, 405, 413, 414, 431, 500, 503};
 #define NSTATUS (sizeof STATUSES / sizeof STATUSES[0])
 
 struct Server {
@@ -72,7 +75,38 @@ typedef struct {
 	int64_t t0; /* clock_ns() at arrival */
 	size_t body;
 	int status;
+	bool work; /* a /v1/work/ request: its body is kept */
+	char *buf; /* the body (work requests), at most API_WORK_BODY_MAX bytes */
+	size_t len, cap;
+	bool too_large; /* the body went past API_WORK_BODY_MAX (the rest was dropped) */
 } Req;
+
+static bool is_work(const Server *s, const char *url)
+{
+	return s->opt.work && !strncmp(url, "/v1/work/", 9);
+}
+
+/* Keeps a work request's body up to API_WORK_BODY_MAX bytes. */
+static void keep_body(Req *r, const char *data, size_t n)
+{
+	if (r->too_large || r->len + n > API_WORK_BODY_MAX) {
+		r->too_large = true;
+		return;
+	}
+	if (r->len + n > r->cap) {
+		size_t cap = r->cap ? r->cap : 4096;
+		while (cap < r->len + n) cap *= 2;
+		char *nb = realloc(r->buf, cap);
+		if (!nb) {
+			r->too_large = true;
+			return;
+		}
+		r->buf = nb;
+		r->cap = cap;
+	}
+	memcpy(r->buf + r->len, data, n);
+	r->len += n;
+}
 
 static double since(int64_t t0)
 {
@@ -93,7 +127,9 @@ static enum MHD_Result reply(Server *s, struct MHD_Connection *c, Req *r, int st
 	MHD_add_response_header(resp, "Content-Type", type);
 	if (api && !s->opt.no_cors)
 		MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
-	if (status == 405) MHD_add_response_header(resp, "Allow", "GET, HEAD, OPTIONS");
+	if (status == 405 && !r->work) MHD_add_response_header(resp, "Allow", "GET, HEAD, OPTIONS");
+	if (status == 503 || (r->work && status == 204))
+		MHD_add_response_header(resp, "Retry-After", STR(API_WORK_RETRY_S));
 	if (api) MHD_add_response_header(resp, "Cache-Control", "no-store");
 	enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
@@ -197,22 +233,35 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                               size_t *upload_size, void **con_cls)
 {
 	(void)version;
-	(void)upload;
 	Server *s = cls;
 	Req *r = *con_cls;
 	if (!r) {
 		if (!(r = calloc(1, sizeof *r))) return MHD_NO;
 		r->t0 = clock_ns();
+		r->work = is_work(s, url);
 		*con_cls = r;
 		return MHD_YES;
 	}
-	/* A body is read to its end (counted, not kept) before the answer. */
+	/* A body is read to its end (counted, and kept for the work API) before
+	 * the answer. */
 	if (*upload_size) {
 		r->body += *upload_size;
+		if (r->work) keep_body(r, upload, *upload_size);
 		*upload_size = 0;
 		return MHD_YES;
 	}
 	if (atomic_load(&s->stopping)) return reply_error(s, c, r, 503, "shutting down");
+	if (r->work) {
+		int status = 500, retry = 0;
+		const char *auth =
+		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+		char *body = api_work_handle(s->opt.work, method, url, auth, r->buf, r->len,
+		                             r->too_large, &status, &retry);
+		if (status == 204 || (!body && status < 300))
+			return reply(s, c, r, status, "application/json", body ? body : strdup(""),
+			             body ? strlen(body) : 0, true);
+		return reply_json(s, c, r, status, body);
+	}
 	if (r->body > BODY_MAX) return reply_error(s, c, r, 413, "request body too large");
 	size_t ubytes = strlen(url), hbytes = 0;
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_header, &ubytes);
@@ -276,6 +325,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	Req *r = *con_cls;
 	if (!r) return;
 	*con_cls = NULL;
+	free(r->buf);
 	double t = since(r->t0);
 	if (r->status) {
 		size_t i = 0;

@@ -35,6 +35,8 @@ typedef struct {
 	unsigned max_connections; /* 0: 1024 */
 	bool no_cors;             /* no Access-Control-Allow-Origin: * on the API */
 	bool log;                 /* one line a request on stderr */
+	/* The cluster work endpoints (under /v1/work/, server/work_api.h); NULL: none. */
+	struct ApiWork *work;
 } ServerOptions;
 
 typedef struct Server Server;

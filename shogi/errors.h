@@ -22,20 +22,23 @@
 #define ERR_THINK (-520)
 #define ERR_ROOTS (-540)
 #define ERR_MATCH (-560)
+#define ERR_CYCLE (-580)
 #define ERR_BOOKMM (-600)
 #define ERR_MMFILE (-620)
 #define ERR_EXPORT (-640)
 #define ERR_PETASHOCK (-660)
+#define ERR_COORD (-680)
 #define ERR_SERVER (-700)
+#define ERR_TOKENS (-720)
 
 /* The base of the module code belongs to (one of the ERR_* above), or 0 when
  * code is not negative or in no module's range. */
 static inline int err_module(int code)
 {
-	static const int BASES[] = {ERR_SHOGI,     ERR_DB2016, ERR_BOOKDB, ERR_CSA,    ERR_INGEST,
-	                            ERR_FETCH,     ERR_SEARCH, ERR_ENGINE, ERR_SEL,    ERR_THINK,
-	                            ERR_ROOTS,     ERR_MATCH,  ERR_BOOKMM, ERR_MMFILE, ERR_EXPORT,
-	                            ERR_PETASHOCK, ERR_SERVER};
+	static const int BASES[] = {ERR_SHOGI,  ERR_DB2016,    ERR_BOOKDB, ERR_CSA,    ERR_INGEST,
+	                            ERR_FETCH,  ERR_SEARCH,    ERR_ENGINE, ERR_SEL,    ERR_THINK,
+	                            ERR_ROOTS,  ERR_MATCH,     ERR_CYCLE,  ERR_BOOKMM, ERR_MMFILE,
+	                            ERR_EXPORT, ERR_PETASHOCK, ERR_SERVER, ERR_COORD,  ERR_TOKENS};
 	for (unsigned i = 0; i < sizeof BASES / sizeof BASES[0]; i++)
 		if (code <= BASES[i] && code > BASES[i] - ERR_RANGE) return BASES[i];
 	return 0;

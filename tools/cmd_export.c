@@ -1,9 +1,11 @@
 /*
  * joseki export BOOK OUT [--format yaneuraou] [--moves best|window|all]
- *              [--window CP] [--min-depth D] [--max-ply N] [--json] [--quiet]
+ *              [--window CP] [--min-depth D] [--max-ply N] [--with-avoided]
+ *              [--json] [--quiet]
  *
  * Writes the book as a YaneuraOu DB2016 book sorted for BookOnTheFly
- * (docs/minimax.md). Defaults: --moves window --window 30.
+ * (docs/minimax.md). Defaults: --moves window --window 30. Moves joseki prune
+ * marked avoided are left out unless --with-avoided.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,7 +23,7 @@
 
 #define USAGE                                                                                      \
 	"usage: joseki export BOOK OUT [--format yaneuraou] [--moves best|window|all] "            \
-	"[--window CP] [--min-depth D] [--max-ply N] [--json] [--quiet]"
+	"[--window CP] [--min-depth D] [--max-ply N] [--with-avoided] [--json] [--quiet]"
 
 static int parse_int(int *out, const char *s, long lo, long hi)
 {
@@ -50,6 +52,10 @@ int cmd_export(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--with-avoided")) {
+			opt.with_avoided = true;
+			continue;
+		}
 		if (!strcmp(a, "--json") || !strcmp(a, "--quiet")) {
 			if (a[2] == 'j')
 				json = true;

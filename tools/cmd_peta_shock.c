@@ -21,6 +21,7 @@
 
 #include "shogi/rng.h"
 #include "shogi/clock.h"
+#include "shogi/keymap.h"
 #include "minimax/petashock.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -76,14 +77,13 @@ static int gen_bench(size_t target, const char *path, uint64_t seed)
 		joseki_error("peta-shock: %s: cannot create", path);
 		return 1;
 	}
-	size_t cap = 1024;
-	while (cap < target * 2) cap *= 2;
-	uint64_t *seen = calloc(cap, sizeof *seen); /* key.lo | 1; 0 = empty */
+	KeyMap seen; /* a set of key.lo | 1, as the hi half of a key */
+	keymap_init_set(&seen, false);
 	Position *pos = malloc(sizeof *pos);
-	if (!seen || !pos) {
+	if (keymap_reserve(&seen, NULL, target) || !pos) {
 		joseki_error("peta-shock: out of memory");
 		fclose(f);
-		free(seen);
+		keymap_free(&seen);
 		free(pos);
 		return 1;
 	}
@@ -98,10 +98,7 @@ static int gen_bench(size_t target, const char *path, uint64_t seed)
 			int nc = candidates(pos, seed, cand);
 			if (nc == 0) break;
 			uint64_t key = pos_key(pos).lo | 1;
-			size_t s = (size_t)(key & (cap - 1));
-			while (seen[s] && seen[s] != key) s = (s + 1) & (cap - 1);
-			if (!seen[s]) {
-				seen[s] = key;
+			if (keymap_add(&seen, (Key){0, key}, NULL) == 1) { /* reserved: never -1 */
 				char sfen[SFEN_MAX];
 				sfen_write(pos, sfen, sizeof sfen);
 				fprintf(f, "sfen %s\n", sfen);
@@ -116,7 +113,7 @@ static int gen_bench(size_t target, const char *path, uint64_t seed)
 			pos_do_move(pos, cand[(rng = rng_hash(rng)) % (uint64_t)nc]);
 		}
 	}
-	free(seen);
+	keymap_free(&seen);
 	free(pos);
 	if (fclose(f) != 0) {
 		joseki_error("peta-shock: %s: write error", path);

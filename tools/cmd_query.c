@@ -1,7 +1,9 @@
 /*
- * joseki query BOOK POS [--json] — the book's answer for one position
- * (docs/bookdb.md "query"): moves sorted best first, by minimax value when
- * minimax has run, else by engine evaluation, else by games played.
+ * joseki query BOOK POS [--json] [--with-avoided] — the book's answer for one
+ * position (docs/bookdb.md "query"): moves sorted best first, by minimax value
+ * when minimax has run, else by engine evaluation, else by games played; moves
+ * joseki prune marked avoided last and never the best move, unless
+ * --with-avoided.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -18,9 +20,12 @@ int cmd_query(int argc, char **argv)
 {
 	const char *book = NULL, *spec = NULL;
 	int json = 0;
+	bool with_avoided = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = 1;
+		else if (!strcmp(argv[i], "--with-avoided"))
+			with_avoided = true;
 		else if (!book)
 			book = argv[i];
 		else if (!spec)
@@ -31,7 +36,7 @@ int cmd_query(int argc, char **argv)
 		}
 	}
 	if (!book || !spec) {
-		joseki_error("usage: joseki query BOOK POS [--json]");
+		joseki_error("usage: joseki query BOOK POS [--json] [--with-avoided]");
 		return 2;
 	}
 	Position *pos = malloc(sizeof *pos);
@@ -59,7 +64,7 @@ int cmd_query(int argc, char **argv)
 		joseki_error("%s: %s", book, bookdb_strerror(rc));
 		goto done;
 	}
-	rc = bookdb_query(rec, txn, pos);
+	rc = bookdb_query_ex(rec, txn, pos, with_avoided);
 	if (rc < 0) {
 		char hex[KEY_HEX_LEN];
 		key_to_hex(pos_key(pos), hex);
@@ -69,7 +74,7 @@ int cmd_query(int argc, char **argv)
 	int in_book = rc == 1, minimax = (rec->flags & BOOKDB_REC_MINIMAX) != 0;
 	if (json) {
 		size_t len;
-		char *text = bookdb_query_json(rec, in_book, pos, &len);
+		char *text = bookdb_query_json_ex(rec, in_book, pos, &len, with_avoided);
 		if (!text) {
 			joseki_error("out of memory");
 			goto done;
@@ -103,8 +108,9 @@ int cmd_query(int argc, char **argv)
 					snprintf(e, sizeof e, "%d", m->eval);
 					snprintf(d, sizeof d, "%d", m->depth);
 				}
-				printf("%-6s %6s %-12s %6s %5s %8u %8u %6u %8u\n", usi, v, from, e,
-				       d, m->count, m->wins, m->draws, m->losses);
+				printf("%-6s %6s %-12s %6s %5s %8u %8u %6u %8u%s\n", usi, v, from,
+				       e, d, m->count, m->wins, m->draws, m->losses,
+				       (m->flags & BOOKDB_MOVE_AVOIDED) ? " avoided" : "");
 			}
 		}
 	}

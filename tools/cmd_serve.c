@@ -6,6 +6,11 @@
  * SIGINT: then it stops accepting, finishes the requests in flight, closes the
  * book and exits 0. One line on stderr at start (where it listens, how many
  * positions), one a request unless --quiet.
+ *
+ * --work makes it the cluster coordinator (docs/cluster.md): the book is
+ * opened read-write, the /v1/work/ endpoints hand out leases of selected
+ * leaves to workers holding a token from --tokens (default BOOK/tokens), and
+ * a status line goes to stderr every 10 s when it is a terminal.
  */
 #include <errno.h>
 #include <signal.h>
@@ -13,14 +18,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+#include <unistd.h>
+
 #include "bookdb/bookdb.h"
+#include "bookgen/coord.h"
+#include "bookgen/selector.h"
+#include "minimax/bookmm.h"
 #include "server/server.h"
+#include "server/work_api.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
 
 #define USAGE                                                                                      \
 	"usage: joseki serve BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N]\n"      \
-	"                         [--no-cors] [--quiet]   (default listen 127.0.0.1:8080)"
+	"                         [--no-cors] [--quiet]   (default listen 127.0.0.1:8080)\n"       \
+	"       joseki serve BOOK --work [--tokens FILE] [--lease-seconds S]\n"                    \
+	"                         [--minimax-every N] [--minimax-seconds S]\n"                     \
+	"                         [--nodes N|--movetime MS|--depth D] [--multipv K] [--kif-bonus " \
+	"CP] [--window CP]"
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
@@ -32,14 +48,114 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
+/* The periodic minimax of the coordinator: incremental, default options. */
+static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
+{
+	(void)ctx;
+	BookmmOptions mo = {0};
+	return bookmm_run(NULL, db, &mo, err, errlen);
+}
+
+typedef struct {
+	bool on;
+	const char *tokens;
+	CoordOptions co;
+	int nbudgets;
+} WorkArgs;
+
+/* The --work options; 1 when a was one (i advanced), 0 when not, -1 on a bad value. */
+static int work_arg(WorkArgs *w, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i];
+	unsigned long v;
+	bool has = *i + 1 < argc;
+	if (!strcmp(a, "--work")) {
+		w->on = true;
+		return 1;
+	}
+	if (!strcmp(a, "--tokens") && has) {
+		w->tokens = argv[++*i];
+		return 1;
+	}
+	if (!has) return 0;
+	const char *val = argv[*i + 1];
+	if (!strcmp(a, "--window")) {
+		if (parse_uint(val, 32000, &v) < 0) goto bad;
+		w->co.window = (int)v;
+	} else if (!strcmp(a, "--kif-bonus")) {
+		char *end;
+		long b = strtol(val, &end, 10);
+		if (*end || end == val || b < -32000 || b > 32000) goto bad;
+		w->co.kif_bonus = (int)b;
+	} else if (!strcmp(a, "--lease-seconds") || !strcmp(a, "--minimax-seconds") ||
+	           !strcmp(a, "--minimax-every") || !strcmp(a, "--multipv") ||
+	           !strcmp(a, "--nodes") || !strcmp(a, "--movetime") || !strcmp(a, "--depth")) {
+		if (parse_uint(val, 4000000000UL, &v) < 0) goto bad;
+		if (!strcmp(a, "--lease-seconds")) {
+			if (!v) goto bad;
+			w->co.lease_seconds = (double)v;
+		} else if (!strcmp(a, "--minimax-seconds"))
+			w->co.minimax_seconds = (double)v;
+		else if (!strcmp(a, "--minimax-every"))
+			w->co.minimax_every = v;
+		else if (!strcmp(a, "--multipv")) {
+			if (!v || v > SEARCH_MULTIPV_MAX) goto bad;
+			w->co.multipv = (int)v;
+		} else {
+			if (!v) goto bad;
+			w->co.budget.kind = a[2] == 'n'   ? SEARCH_BUDGET_NODES
+			                    : a[2] == 'm' ? SEARCH_BUDGET_MOVETIME
+			                                  : SEARCH_BUDGET_DEPTH;
+			w->co.budget.amount = v;
+			w->nbudgets++;
+		}
+	} else {
+		return 0;
+	}
+	++*i;
+	return 1;
+bad:
+	joseki_error("serve: %s: bad value '%s'\n" USAGE, a, val);
+	return -1;
+}
+
+/* Waits for SIGTERM/SIGINT; with work on a terminal, a status line every 10 s.
+ * Returns the signal, or 0 when the coordinator failed. */
+static int wait_stop(sigset_t *sigs, ApiWork *work)
+{
+	bool tty = work && isatty(2);
+	for (;;) {
+		struct timespec ts = {.tv_sec = work ? 1 : 3600};
+		int sig = sigtimedwait(sigs, NULL, &ts);
+		if (sig > 0) return sig;
+		if (work && api_work_failed(work)) return 0;
+		static time_t last;
+		time_t now = time(NULL);
+		if (tty && now - last >= 10) {
+			char line[512];
+			api_work_status_line(work, line, sizeof line);
+			fprintf(stderr, "%s\n", line);
+			last = now;
+		}
+	}
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	const char *book = NULL;
 	char addr[64] = "127.0.0.1";
 	ServerOptions opt = {.port = 8080, .log = true};
+	WorkArgs wa = {.co = {.budget = {SEARCH_BUDGET_NODES, 100000},
+	                      .multipv = 1,
+	                      .kif_bonus = SEL_KIF_BONUS_DEFAULT,
+	                      .window = -1,
+	                      .minimax = run_minimax}};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		unsigned long v;
+		int wr = work_arg(&wa, argc, argv, &i);
+		if (wr < 0) return 2;
+		if (wr > 0) continue;
 		if (!strcmp(a, "--no-cors"))
 			opt.no_cors = true;
 		else if (!strcmp(a, "--quiet"))
@@ -79,6 +195,15 @@ int cmd_serve(int argc, char **argv)
 		joseki_error("serve: no BOOK given\n" USAGE);
 		return 2;
 	}
+	if (wa.nbudgets > 1) {
+		joseki_error("serve: give one of --nodes, --movetime, --depth\n" USAGE);
+		return 2;
+	}
+	if (!wa.on && (wa.tokens || wa.nbudgets)) {
+		joseki_error("serve: the work options need --work\n" USAGE);
+		return 2;
+	}
+	if (wa.on && !wa.co.minimax_every && !wa.co.minimax_seconds) wa.co.minimax_seconds = 60;
 	opt.addr = addr;
 	shogi_init();
 	/* Signals are taken by sigwait below, never by a server thread. */
@@ -88,12 +213,46 @@ int cmd_serve(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	char err[256];
+	char err[COORD_ERRLEN];
 	BookDB *db;
 	BookDBOptions ro = {.read_only = true};
 	if (bookdb_open(&db, book, &ro, err) < 0) {
 		joseki_error("serve: %s", err);
 		return 1;
+	}
+	ServerTokens *tokens = NULL;
+	Coord *coord = NULL;
+	ApiWork *work = NULL;
+	if (wa.on) {
+		/* The coordinator writes: read-write, with a map large enough that it
+		 * never grows under the server's readers. */
+		bookdb_free(db);
+		BookDBOptions rw = {.map_size = (size_t)1 << 38};
+		char tpath[BOOKDB_PATH_LEN];
+		snprintf(tpath, sizeof tpath, "%s/tokens", book);
+		if (!wa.tokens) wa.tokens = tpath;
+		if (server_tokens_open(&tokens, wa.tokens, err) < 0) {
+			joseki_error("serve: %s (make one with: joseki token add %s NAME)", err,
+			             wa.tokens);
+			return 1;
+		}
+		if (bookdb_open(&db, book, &rw, err) < 0) {
+			joseki_error("serve: %s", err);
+			server_tokens_free(tokens);
+			return 1;
+		}
+		fprintf(stderr, "serve: loading the selector over %s\n", book);
+		if (coord_open(&coord, db, &wa.co, err) < 0 ||
+		    (api_work_start(&work, coord, tokens) < 0 &&
+		     snprintf(err, sizeof err, "cannot start the work thread") > 0)) {
+			joseki_error("serve: %s", err);
+			coord_free(coord);
+			bookdb_free(db);
+			server_tokens_free(tokens);
+			return 1;
+		}
+		opt.work = work;
+		if (!opt.threads) opt.threads = 16; /* requests wait for the group commit */
 	}
 	uint64_t positions = 0;
 	BookTxn *txn;
@@ -105,17 +264,28 @@ int cmd_serve(int argc, char **argv)
 	int rc = server_start(&s, db, &opt, err, sizeof err);
 	if (rc < 0) {
 		joseki_error("serve: %s", err);
+		api_work_stop(work);
+		coord_free(coord);
+		server_tokens_free(tokens);
 		bookdb_free(db);
 		return 1;
 	}
-	fprintf(stderr, "serve: %s: %llu positions; listening on http://%s:%u/\n", book,
-	        (unsigned long long)positions, addr, server_port(s));
-	int sig = 0;
-	sigwait(&sigs, &sig);
-	fprintf(stderr, "serve: %s: finishing the requests in flight\n",
-	        sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	fprintf(stderr, "serve: %s: %llu positions; listening on http://%s:%u/%s\n", book,
+	        (unsigned long long)positions, addr, server_port(s), work ? " (work)" : "");
+	int sig = wait_stop(&sigs, work);
+	if (sig)
+		fprintf(stderr, "serve: %s: finishing the requests in flight\n",
+		        sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	else
+		fprintf(stderr, "serve: the coordinator failed; stopping (restart to resume)\n");
 	server_stop(s);
+	char line[512] = "";
+	if (work) api_work_status_line(work, line, sizeof line);
+	api_work_stop(work);
+	coord_free(coord);
+	server_tokens_free(tokens);
 	bookdb_free(db);
 	fprintf(stderr, "serve: stopped\n");
-	return 0;
+	if (line[0]) printf("%s\n", line);
+	return sig ? 0 : 1;
 }

@@ -19,6 +19,8 @@ int cmd_stats(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_compact(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_token(int argc, char **argv);
+int cmd_bench_work(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_select(int argc, char **argv);
 int cmd_think(int argc, char **argv);
@@ -29,6 +31,10 @@ int cmd_usi(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_gen_games(int argc, char **argv);
 int cmd_match(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_extend(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
+int cmd_cycle(int argc, char **argv);
 
 /* Installs handler for SIGINT and SIGTERM (a command's clean stop on Ctrl-C). */
 void joseki_catch_stop(void (*handler)(int));

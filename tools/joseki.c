@@ -21,16 +21,20 @@ static const struct {
     {"fetch", cmd_fetch,
      "BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR] [filters] [--json]   download "
      "floodgate days and ingest them"},
-    {"import", cmd_import, "BOOK FILE.db [--json]   merge a YaneuraOu DB2016 book"},
-    {"query", cmd_query, "BOOK POS [--json]   the book's answer for one position"},
+    {"import", cmd_import,
+     "BOOK FILE.db... [--prefer deeper|first|last] [--json]   merge YaneuraOu DB2016 books"},
+    {"query", cmd_query, "BOOK POS [--json] [--with-avoided]   the book's answer for one position"},
     {"stats", cmd_stats, "BOOK [--json]   sizes and counts"},
     {"check", cmd_check,
      "BOOK [--repair NEWBOOK]   verify the store's invariants (and copy what is sound into a new "
      "book)"},
     {"compact", cmd_compact, "BOOK [--json]   rewrite the book without its free pages"},
     {"serve", cmd_serve,
-     "BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N] [--no-cors] [--quiet]   the "
-     "book over HTTP/JSON, and its explorer at /"},
+     "BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N] [--no-cors] [--quiet] "
+     "[--work [--tokens FILE] [--lease-seconds S] [--minimax-every N|--minimax-seconds S] "
+     "[--nodes N|--movetime MS|--depth D] [--multipv K]]   the book over HTTP/JSON, its explorer "
+     "at /, and with --work the cluster coordinator"},
+    {"token", cmd_token, "add FILE NAME   make a worker token for serve --work (printed once)"},
     {"synth", cmd_synth, "BOOK --positions N [--seed S]   build a synthetic analysed book"},
     {"select", cmd_select,
      "BOOK [--count N] [--json] [--roots FILE] [--window CP] [--kif-bonus CP]   leaves the "
@@ -44,7 +48,7 @@ static const struct {
      "book (incremental unless --full)"},
     {"export", cmd_export,
      "BOOK OUT [--format yaneuraou] [--moves best|window|all] [--window CP] [--min-depth D] "
-     "[--max-ply N] [--json] [--quiet]   write a YaneuraOu book"},
+     "[--max-ply N] [--with-avoided] [--json] [--quiet]   write a YaneuraOu book"},
     {"peta-shock", cmd_peta_shock, "IN.db OUT.db [--shrink]   YaneuraOu makebook peta_shock"},
     {"usi", cmd_usi, "[--book BOOK]   the built-in engine as a USI engine on stdin/stdout"},
     {"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},
@@ -54,6 +58,17 @@ static const struct {
      "--engine-a builtin|PATH --engine-b builtin|PATH [--book-a BOOK|none] [--book-b BOOK|none] "
      "[--games N] [--nodes N|--movetime MS] [--openings FILE] [--concurrency N] [--max-moves N] "
      "[--seed S] [--out DIR] [--json]   play games between two set-ups"},
+    {"merge", cmd_merge,
+     "DST SRC... [--dry-run] [--no-minimax] [--json]   merge joseki books into DST"},
+    {"extend", cmd_extend,
+     "BOOK GAMES... [--plies N] [--book-side black|white] [--book-player STR]   queue where the "
+     "book ran out in games as think's first roots"},
+    {"prune", cmd_prune,
+     "BOOK GAMES... [--max-winrate R] [--min-games N] | BOOK --undo   mark book moves that lose "
+     "as avoided"},
+    {"cycle", cmd_cycle,
+     "BOOK --generations G --games N [match and think options]   Shiba's extension/deletion "
+     "cycle"},
 };
 
 void joseki_catch_stop(void (*handler)(int))
@@ -107,6 +122,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	shogi_init();
+	/* Not listed: the coordinator benchmark's load generator (tools/bench_cluster.sh). */
+	if (!strcmp(argv[1], "bench-work")) return cmd_bench_work(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
 		if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].fn(argc - 1, argv + 1);
 	joseki_error("unknown command '%s' (try 'joseki help')", argv[1]);

@@ -16,6 +16,7 @@
 #              (default 200) more positions are thought than after the import
 #   minimax    --full
 #   think      until 2 × SOAK_THINK more
+#   merge      the side book (other games, thought, minimax run) into it
 #   minimax    incremental
 #   compact
 # A killed step is checked (`joseki check` must pass: the book opens and every
@@ -43,7 +44,7 @@ fi
 RANDOM=$SEED
 THINK=(--engine builtin --engines 1 --nodes 20000 --multipv 3 --quiet
 	--from-kifu "$tmp/games3/games-000000.csa")
-STEPS=(ingest import think1 minimax_full think2 minimax_inc compact)
+STEPS=(ingest import think1 minimax_full think2 merge minimax_inc compact)
 THINK_STEP=${SOAK_THINK:-200}
 
 die() {
@@ -69,6 +70,7 @@ step_cmd() {
 		[ "$have" -ge "$want" ] && return 0
 		echo "$J" think "$book" "${THINK[@]}" --positions $((want - have))
 		;;
+	merge) echo "$J" merge "$book" "$tmp/side" --quiet ;;
 	minimax_full) echo "$J" minimax "$book" --full --quiet ;;
 	minimax_inc) echo "$J" minimax "$book" --quiet ;;
 	compact) echo "$J" compact "$book" ;;

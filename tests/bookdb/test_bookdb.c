@@ -48,7 +48,7 @@ static void random_record(BookRecord *rec, const Position *pos, uint64_t *rng, i
 	bookdb_record_init(rec, pos);
 	uint64_t r = ts_rand(rng);
 	if (full)
-		rec->flags = (uint8_t)(r & BOOKDB_REC_FLAGS_KNOWN);
+		rec->flags = (uint8_t)(r & (BOOKDB_REC_THOUGHT | BOOKDB_REC_MINIMAX));
 	else
 		rec->flags = BOOKDB_REC_THOUGHT;
 	rec->think_depth = (rec->flags & BOOKDB_REC_THOUGHT) ? (uint8_t)(r >> 8) : 0;
@@ -58,7 +58,9 @@ static void random_record(BookRecord *rec, const Position *pos, uint64_t *rng, i
 		memset(m, 0, sizeof *m);
 		uint64_t a = ts_rand(rng), b = ts_rand(rng);
 		m->move = moves[i];
-		m->flags = full ? (uint8_t)(a & 3) : BOOKDB_MOVE_EVAL;
+		/* Full: eval, statistics and the avoided mark at random. */
+		m->flags = full ? (uint8_t)(a & 7) : BOOKDB_MOVE_EVAL;
+		if (m->flags & BOOKDB_MOVE_AVOIDED) rec->flags |= BOOKDB_REC_AVOID;
 		if (m->flags & BOOKDB_MOVE_EVAL) {
 			m->eval = (int16_t)(a >> 16);
 			m->source = (uint8_t)((a >> 32) % (BOOKDB_SOURCE_MAX + 1));

@@ -51,9 +51,9 @@ typedef struct {
 
 static void dir_build(Dir *d, const Key *keys, size_t n)
 {
-	unsigned db = bookdb_keydir_dir_bits(n), fl = bookdb_keydir_filter_log2(n);
+	unsigned db = bookdb_keydir_dir_bits(n), fl = keyfilter_log2(n);
 	d->dir = malloc(bookdb_keydir_dir_len(db) * sizeof *d->dir);
-	d->filter = calloc(bookdb_keydir_filter_words(fl), sizeof *d->filter);
+	d->filter = calloc(keyfilter_words(fl), sizeof *d->filter);
 	memset(d->dir, 0xa5, bookdb_keydir_dir_len(db) * sizeof *d->dir); /* filled, not assumed */
 	bookdb_keydir_fill(&d->kd, keys, n, d->dir, db, d->filter, fl);
 }
@@ -80,14 +80,14 @@ static void test_keydir__sizes_follow_the_graph_file_rules(void **state)
 	assert_int_equal(bookdb_keydir_dir_bits(34), 5);
 	assert_int_equal(bookdb_keydir_dir_bits(10000000), 23);
 	assert_int_equal(bookdb_keydir_dir_bits((size_t)1 << 40), 30);
-	assert_int_equal(bookdb_keydir_filter_log2(0), 10);
-	assert_int_equal(bookdb_keydir_filter_log2(128), 10);
-	assert_int_equal(bookdb_keydir_filter_log2(129), 11);
-	assert_int_equal(bookdb_keydir_filter_log2(10000000), 27);
+	assert_int_equal(keyfilter_log2(0), 10);
+	assert_int_equal(keyfilter_log2(128), 10);
+	assert_int_equal(keyfilter_log2(129), 11);
+	assert_int_equal(keyfilter_log2(10000000), 27);
 	assert_int_equal(bookdb_keydir_dir_len(23), (1u << 23) + 1);
-	assert_int_equal(bookdb_keydir_filter_words(27), (1u << 27) / 64);
+	assert_int_equal(keyfilter_words(27), (1u << 27) / 64);
 	Key k = {0x80, 0x3};
-	assert_int_equal(bookdb_keydir_filter_bit(k, 1023), 0x3 ^ 1);
+	assert_int_equal(keyfilter_bit(k, 1023), 0x3 ^ 1);
 }
 
 static void test_keydir__fill_matches_the_format_definition(void **state)
@@ -112,14 +112,13 @@ static void test_keydir__fill_matches_the_format_definition(void **state)
 				while (i < n && (keys[i].hi >> (64 - db)) < b) i++;
 				assert_int_equal(d.dir[b], i);
 			}
-			unsigned fl = bookdb_keydir_filter_log2(n);
-			uint64_t *want = calloc(bookdb_keydir_filter_words(fl), sizeof *want);
+			unsigned fl = keyfilter_log2(n);
+			uint64_t *want = calloc(keyfilter_words(fl), sizeof *want);
 			for (i = 0; i < n; i++) {
-				uint64_t bit =
-				    bookdb_keydir_filter_bit(keys[i], ((uint64_t)1 << fl) - 1);
+				uint64_t bit = keyfilter_bit(keys[i], ((uint64_t)1 << fl) - 1);
 				want[bit >> 6] |= 1ULL << (bit & 63);
 			}
-			assert_memory_equal(d.filter, want, bookdb_keydir_filter_words(fl) * 8);
+			assert_memory_equal(d.filter, want, keyfilter_words(fl) * 8);
 			free(want);
 			dir_free(&d);
 			free(keys);

@@ -190,7 +190,8 @@ static void test_record__six_hundred_moves_with_every_field(void **state)
 	for (int i = 0; i < BOOKDB_MAX_MOVES; i++) {
 		BookMove *m = &rec.moves[i];
 		m->move = i < n ? legal[i] : (Move)(0x1000 + i);
-		m->flags = BOOKDB_MOVE_EVAL | BOOKDB_MOVE_STATS;
+		m->flags = BOOKDB_MOVE_EVAL | BOOKDB_MOVE_STATS |
+		           (i % 7 == 3 || i == BOOKDB_MAX_MOVES - 1 ? BOOKDB_MOVE_AVOIDED : 0);
 		m->source = BOOKDB_SOURCE_MAX;
 		m->eval = (int16_t)(i & 1 ? INT16_MAX : INT16_MIN);
 		m->depth = (uint8_t)(i % 256);
@@ -214,6 +215,65 @@ static void test_record__six_hundred_moves_with_every_field(void **state)
 	free(buf);
 }
 
+/* The avoided marks of joseki prune: a list of move indices after the moves,
+ * present only when a move is marked, in exactly one encoding. */
+static void test_record__avoided_marks_round_trip_and_have_one_encoding(void **state)
+{
+	(void)state;
+	static Position pos;
+	static BookRecord rec, dec;
+	pos_set_startpos(&pos);
+	bookdb_record_init(&rec, &pos);
+	Move legal[MOVEGEN_MAX];
+	int n = movegen_legal(&pos, legal);
+	for (int i = 0; i < 5; i++) {
+		rec.moves[i].move = legal[i];
+		rec.moves[i].flags = i == 1 ? BOOKDB_MOVE_STATS : BOOKDB_MOVE_EVAL;
+		rec.moves[i].count = 3;
+		rec.moves[i].losses = 3;
+	}
+	rec.nmoves = 5;
+	assert_true(n > 5);
+	uint8_t plain[256], marked[256], again[256];
+	int lp = bookdb_record_encode(plain, sizeof plain, &rec);
+	assert_true(lp > 0);
+	/* A move without an evaluation (game statistics only) can be marked too. */
+	rec.moves[1].flags |= BOOKDB_MOVE_AVOIDED;
+	rec.moves[4].flags |= BOOKDB_MOVE_AVOIDED;
+	int lm = bookdb_record_encode(marked, sizeof marked, &rec);
+	/* Flag bit, count 2, gaps 1 and 2. */
+	assert_int_equal(lm, lp + 3);
+	assert_int_equal(marked[0], BOOKDB_REC_AVOID);
+	assert_int_equal(bookdb_record_decode(&dec, marked, (size_t)lm), 0);
+	assert_int_equal(dec.flags, BOOKDB_REC_AVOID);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal((dec.moves[i].flags & BOOKDB_MOVE_AVOIDED) != 0, i == 1 || i == 4);
+	assert_int_equal(dec.moves[1].count, 3);
+	assert_int_equal(bookdb_record_encode(again, sizeof again, &dec), lm);
+	assert_memory_equal(again, marked, (size_t)lm);
+	/* Clearing the marks gives the plain bytes back, whatever rec.flags says. */
+	dec.moves[1].flags &= (uint8_t)~BOOKDB_MOVE_AVOIDED;
+	dec.moves[4].flags &= (uint8_t)~BOOKDB_MOVE_AVOIDED;
+	assert_int_equal(bookdb_record_encode(again, sizeof again, &dec), lp);
+	assert_memory_equal(again, plain, (size_t)lp);
+	/* Non-canonical or out-of-range lists are corruption. */
+	int head = bookdb_record_decode_head(&dec, plain, (size_t)lp);
+	assert_true(head > 0);
+	size_t at = (size_t)head; /* the list comes where the plain record's position starts */
+	assert_memory_equal(marked + at, "\x02\x01\x02", 3);
+	uint8_t bad[256];
+	static const uint8_t LISTS[][3] = {{0, 1, 2}, {2, 1, 3}, {3, 1, 2}, {2, 5, 0}};
+	for (size_t b = 0; b < sizeof LISTS / sizeof *LISTS; b++) {
+		memcpy(bad, marked, (size_t)lm);
+		memcpy(bad + at, LISTS[b], 3);
+		assert_int_equal(bookdb_record_decode(&dec, bad, (size_t)lm), BOOKDB_ECORRUPT);
+	}
+	/* The flag without a list. */
+	memcpy(bad, plain, (size_t)lp);
+	bad[0] |= BOOKDB_REC_AVOID;
+	assert_int_equal(bookdb_record_decode(&dec, bad, (size_t)lp), BOOKDB_ECORRUPT);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -223,6 +283,7 @@ int main(void)
 	    cmocka_unit_test(test_record__full_hands_bare_kings_and_everything_promoted),
 	    cmocka_unit_test(test_record__move_numbers_past_one_byte_and_past_16_bits),
 	    cmocka_unit_test(test_record__six_hundred_moves_with_every_field),
+	    cmocka_unit_test(test_record__avoided_marks_round_trip_and_have_one_encoding),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

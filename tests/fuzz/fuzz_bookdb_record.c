@@ -69,7 +69,7 @@ static int build(const uint8_t *d, size_t n, uint8_t *out, size_t cap)
 		for (int j = 0; j < 6 && i < n; j++) b[j] = d[i++];
 		memset(bm, 0, sizeof *bm);
 		bm->move = legal[m];
-		bm->flags = b[0] & 3;
+		bm->flags = (uint8_t)((b[0] & 3) | (b[0] & 0x80 ? BOOKDB_MOVE_AVOIDED : 0));
 		if (bm->flags & BOOKDB_MOVE_EVAL) {
 			bm->source = (b[0] >> 2) & BOOKDB_SOURCE_MAX;
 			bm->eval = (int16_t)(b[1] | b[2] << 8);

@@ -120,6 +120,89 @@ static void test_import__missing_file_is_a_clear_error(void **state)
 	free(dir);
 }
 
+/* The move m of query's answer for the start position, or NULL. */
+static json_t *start_move(json_t *q, const char *m)
+{
+	json_t *moves = json_object_get(q, "moves");
+	for (size_t i = 0; i < json_array_size(moves); i++) {
+		json_t *x = json_array_get(moves, i);
+		if (!strcmp(json_string_value(json_object_get(x, "move")), m)) return x;
+	}
+	return NULL;
+}
+
+/* Several files in one run: --prefer deeper takes the deeper analysis of a
+ * position whole, in either order (a tie goes to the later file); first keeps
+ * the first file's, last takes the last's. Game statistics stay. */
+static void test_import__several_files_prefer_deeper_first_or_last(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char f1[4200], f2[4200], f3[4200];
+	snprintf(f1, sizeof f1, "%s/shallow.db", dir);
+	snprintf(f2, sizeof f2, "%s/deep.db", dir);
+	snprintf(f3, sizeof f3, "%s/tie.db", dir);
+	const char *start =
+	    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1\n";
+	char text[1024];
+	snprintf(text, sizeof text, "#YANEURAOU-DB2016 1.00\n%s7g7f none 50 10\n2g2f none 30 10\n",
+	         start);
+	assert_int_equal(ts_write_file(f1, text, strlen(text)), 0);
+	snprintf(text, sizeof text, "#YANEURAOU-DB2016 1.00\n%s7g7f none 10 20\n", start);
+	assert_int_equal(ts_write_file(f2, text, strlen(text)), 0);
+	snprintf(text, sizeof text, "#YANEURAOU-DB2016 1.00\n%s7g7f none -5 20\n", start);
+	assert_int_equal(ts_write_file(f3, text, strlen(text)), 0);
+	struct {
+		const char *files, *prefer;
+		int eval, depth;
+		bool has_2g2f_eval;
+	} cases[] = {
+	    {"shallow deep", "deeper", 10, 20, false}, {"deep shallow", "deeper", 10, 20, false},
+	    {"shallow deep", "first", 50, 10, true},   {"deep shallow", "first", 10, 20, false},
+	    {"shallow deep", "last", 10, 20, false},   {"deep shallow", "last", 50, 10, true},
+	    {"deep tie", "deeper", -5, 20, false},     {"tie deep", "deeper", 10, 20, false},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		char a[64], b[64];
+		assert_int_equal(sscanf(cases[c].files, "%63s %63s", a, b), 2);
+		/* A game through the start position first: its statistics stay. */
+		json_t *j = ts_run_json(
+		    0,
+		    "rm -rf %s/b && %s ingest %s/b 'tests/data/floodgate/%s' --quiet >/dev/null && "
+		    "%s import %s/b %s/%s.db %s/%s.db --prefer %s --json --quiet",
+		    dir, ts_joseki(), dir,
+		    "wdoor+floodgate-300-10F+10b_n003_1060+40b_n007_1050Ti+20210405160009.csa",
+		    ts_joseki(), dir, dir, a, dir, b, cases[c].prefer);
+		json_decref(j);
+		json_t *q = ts_run_json(0, "%s query %s/b startpos --json", ts_joseki(), dir);
+		json_t *m = start_move(q, "7g7f");
+		assert_non_null(m);
+		if (ts_jint(m, "eval") != cases[c].eval || ts_jint(m, "depth") != cases[c].depth)
+			fail_msg("%s --prefer %s: 7g7f %lld at depth %lld, want %d at %d",
+			         cases[c].files, cases[c].prefer, ts_jint(m, "eval"),
+			         ts_jint(m, "depth"), cases[c].eval, cases[c].depth);
+		assert_int_equal(ts_jint(q, "thought_depth"), cases[c].depth);
+		json_t *m2 = start_move(q, "2g2f");
+		assert_non_null(m2);
+		/* The shallow file's 2g2f goes with its analysis; a game comment on it stays. */
+		bool imported = json_object_get(m2, "eval") && ts_jint(m2, "source") == 2;
+		assert_int_equal(imported, cases[c].has_2g2f_eval);
+		long long games = 0;
+		json_t *moves = json_object_get(q, "moves");
+		for (size_t i = 0; i < json_array_size(moves); i++)
+			games += ts_jint(json_array_get(moves, i), "count");
+		assert_int_equal(games, 1);
+		json_decref(q);
+	}
+	char *err = NULL;
+	assert_int_equal(
+	    ts_runf(NULL, &err, "%s import %s/b %s --prefer newest", ts_joseki(), dir, f1), 2);
+	assert_non_null(strstr(err, "newest"));
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -127,6 +210,7 @@ int main(void)
 	    cmocka_unit_test(test_import__every_variant_of_the_format),
 	    cmocka_unit_test(test_import__fixture_books_import_cleanly),
 	    cmocka_unit_test(test_import__missing_file_is_a_clear_error),
+	    cmocka_unit_test(test_import__several_files_prefer_deeper_first_or_last),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

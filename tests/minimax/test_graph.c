@@ -9,7 +9,7 @@
  * yo_peel cap; then against brute force written here: random DAGs (exact
  * negamax with the tie-breaks), random cyclic bipartite graphs (the game
  * value with a repetition a draw), strongly connected components (mutual
- * reachability, children first), and the key map.
+ * reachability, children first).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -804,73 +804,6 @@ static void test_graph__scc_matches_reachability(void **state)
 	}
 }
 
-static void test_graph__key_map(void **state)
-{
-	(void)state;
-	uint64_t rng = ts_seed("test_graph__key_map");
-	enum { N = 20000 };
-	Key *keys = malloc((N + 1) * sizeof *keys);
-	assert_non_null(keys);
-	for (size_t i = 0; i < N; i++) {
-		keys[i].lo = ts_rand(&rng);
-		keys[i].hi = ts_rand(&rng);
-	}
-	/* keys alike in one half or the other */
-	keys[1].lo = keys[0].lo;
-	keys[3].hi = keys[2].hi;
-	keys[5].hi = (keys[4].hi & 0xffffffff00000000ULL) | 7;
-	MmKeyMap m;
-	memset(&m, 0, sizeof m);
-	for (uint32_t i = 0; i < N; i++) assert_int_equal(mm_map_put(&m, keys, i), 0);
-	assert_int_equal(m.n, N);
-	assert_true(m.n * 2 <= m.cap);
-	assert_true((m.cap & (m.cap - 1)) == 0);
-	assert_int_equal(mm_map_build_filter(&m, keys, N), 0);
-	for (uint32_t i = 0; i < N; i++) assert_int_equal(mm_map_get(&m, keys, keys[i]), i);
-	int misses = 0;
-	for (int t = 0; t < 20000; t++) {
-		Key k = {ts_rand(&rng), ts_rand(&rng)};
-		if (t % 3 == 0) k.lo = keys[t].lo; /* half of a stored key */
-		if (t % 3 == 1) k.hi = keys[t].hi;
-		assert_int_equal(mm_map_get(&m, keys, k), MM_NONE);
-		misses++;
-	}
-	assert_int_equal(misses, 20000);
-	/* mm_map_put_all builds the same map in one call */
-	MmKeyMap m2;
-	memset(&m2, 0, sizeof m2);
-	assert_int_equal(mm_map_put_all(&m2, keys, N), 0);
-	assert_int_equal(m2.n, N);
-	assert_true(m2.n * 2 <= m2.cap);
-	assert_int_equal(mm_map_build_filter(&m2, keys, N), 0);
-	for (uint32_t i = 0; i < N; i++) assert_int_equal(mm_map_get(&m2, keys, keys[i]), i);
-	mm_map_free(&m2);
-	/* mm_map_get_many agrees with mm_map_get on stored and absent keys */
-	Key batch[64];
-	uint32_t got[64];
-	for (int t = 0; t < 64; t++) {
-		batch[t] = keys[(t * 977) % N];
-		if (t % 2) batch[t].lo ^= (uint64_t)t; /* absent */
-	}
-	mm_map_get_many(&m, keys, batch, 64, got);
-	for (int t = 0; t < 64; t++)
-		assert_int_equal(got[t], t % 2 ? MM_NONE : (uint32_t)((t * 977) % N));
-	/* a key put again under another index: that index, no new entry */
-	keys[N] = keys[1234];
-	assert_int_equal(mm_map_put(&m, keys, N), 0);
-	assert_int_equal(m.n, N);
-	assert_int_equal(mm_map_build_filter(&m, keys, N + 1), 0);
-	assert_int_equal(mm_map_get(&m, keys, keys[1234]), N);
-	assert_int_equal(mm_map_get(&m, keys, keys[1233]), 1233);
-	mm_map_free(&m);
-	assert_null(m.slots);
-	/* an empty map finds nothing */
-	assert_int_equal(mm_map_get(&m, keys, keys[0]), MM_NONE);
-	mm_map_get_many(&m, keys, keys, 1, got);
-	assert_int_equal(got[0], MM_NONE);
-	free(keys);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -888,7 +821,6 @@ int main(void)
 	    cmocka_unit_test(test_graph__random_dags_equal_exact_negamax),
 	    cmocka_unit_test(test_graph__random_cyclic_graphs_equal_the_game_value),
 	    cmocka_unit_test(test_graph__scc_matches_reachability),
-	    cmocka_unit_test(test_graph__key_map),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

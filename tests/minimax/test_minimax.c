@@ -5,7 +5,8 @@
  * books with known values (a chain, transpositions not listed in any record,
  * a repetition cycle under per-side draw values, perpetual check); incremental runs equal to
  * --full after random batches of new results (walks from the start position, from a rook
- * checking a lone king, from bare kings), after `joseki think`, after killed runs; when an
+ * checking a lone king, from bare kings, with moves marked avoided and unmarked), after
+ * `joseki think`, after killed runs; when an
  * incremental run must do the whole book; the command's errors.
  */
 #include <setjmp.h>
@@ -515,6 +516,46 @@ static void check_walk(BookDB *a, BookDB *b, uint64_t *rng)
 	free(pos);
 }
 
+/* Toggles the avoided mark (joseki prune) of a random move in about one
+ * record in 12, the same in both books (their records are equal after each
+ * run); returns how many were toggled. */
+static size_t random_avoid(BookDB *a, BookDB *b, uint64_t *rng)
+{
+	BookTxn *t;
+	BookIter *it;
+	Key *keys = NULL, k;
+	size_t n = 0, cap = 0, done = 0;
+	const uint8_t *v;
+	size_t len;
+	assert_int_equal(bookdb_txn_begin(&t, a, false), 0);
+	assert_int_equal(bookdb_iter_open(&it, t), 0);
+	while (bookdb_iter_next(it, &k, &v, &len) == 1) {
+		if (ts_rand(rng) % 12) continue;
+		if (n == cap) keys = realloc(keys, (cap = cap * 2 + 16) * sizeof *keys);
+		keys[n++] = k;
+	}
+	bookdb_iter_free(it);
+	bookdb_txn_abort(t);
+	BookRecord *rec = malloc(sizeof *rec);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t pick = ts_rand(rng);
+		BookDB *books[2] = {a, b};
+		for (int j = 0; j < 2; j++) {
+			assert_int_equal(bookdb_txn_begin(&t, books[j], true), 0);
+			assert_int_equal(bookdb_get(rec, t, keys[i]), 0);
+			if (rec->nmoves) {
+				rec->moves[pick % rec->nmoves].flags ^= BOOKDB_MOVE_AVOIDED;
+				assert_int_equal(bookdb_put(t, keys[i], rec), 0);
+				done += j == 0;
+			}
+			assert_int_equal(bookdb_txn_commit(t), 0);
+		}
+	}
+	free(rec);
+	free(keys);
+	return done;
+}
+
 /* The king shuffle 5i4h 5a4b 4h5i 4b5a from the start position: a cycle. */
 static void king_cycle(BookDB *a, BookDB *b, uint64_t *rng)
 {
@@ -698,12 +739,14 @@ static void random_batches(const char *name, BookmmLeaves leaves)
 	BookmmOptions inc = {.draw_black = -(int)(rng % 50), .policy.leaves = leaves}, full = inc;
 	full.full = true;
 	BookmmStats sa, sb;
-	size_t cyclic = 0, partial = 0;
+	size_t cyclic = 0, partial = 0, avoided = 0;
 	for (int batch = 0; batch < 14; batch++) {
 		int n = batch == 0 ? 150 : 1 + (int)(ts_rand(&rng) % 30);
 		if (batch == 0) king_cycle(a, b, &rng);
 		for (int k = 0; k < n; k++) random_result(a, b, &rng);
 		for (int k = 0; k < n / 4 + 1; k++) check_walk(a, b, &rng);
+		/* Moves marked avoided are unavailable to both runs alike. */
+		if (batch > 0 && batch % 3 == 0) avoided += random_avoid(a, b, &rng);
 		run_ok(&sa, a, &inc);
 		run_ok(&sb, b, &full);
 		/* The first run has no earlier one to start from. */
@@ -725,6 +768,7 @@ static void random_batches(const char *name, BookmmLeaves leaves)
 	 * runs must have left most of the book alone. */
 	assert_true(cyclic > 0);
 	assert_true(partial > 0);
+	assert_true(avoided > 0);
 	run_ok(&sa, a, &inc);
 	assert_true(sa.incremental);
 	assert_int_equal(sa.changed, 0);

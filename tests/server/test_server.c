@@ -73,34 +73,10 @@ static char *make_book(void)
  * its start line. */
 static void start(Srv *s, const char *dir, const char *extra)
 {
-	int fds[2];
-	assert_int_equal(pipe(fds), 0);
-	s->pid = fork();
-	assert_true(s->pid >= 0);
-	if (s->pid == 0) {
-		dup2(fds[1], 2);
-		close(fds[0]);
-		char book[600];
-		snprintf(book, sizeof book, "%s/b", dir);
-		char cmd[1200];
-		snprintf(cmd, sizeof cmd, "exec %s serve %s --listen 127.0.0.1:0 %s", ts_joseki(),
-		         book, extra);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
+	char book[600];
+	snprintf(book, sizeof book, "%s/b", dir);
+	s->port = ts_serve_start(&s->pid, &s->log, book, extra);
 	live(s->pid, true);
-	s->log = fdopen(fds[0], "r");
-	char line[1024];
-	s->port = 0;
-	while (fgets(line, sizeof line, s->log)) {
-		const char *p = strstr(line, "http://127.0.0.1:");
-		if (p) {
-			s->port = atoi(p + 17);
-			assert_non_null(strstr(line, "positions"));
-			break;
-		}
-	}
 	if (!s->port) fail_msg("serve did not say where it listens");
 }
 
@@ -124,35 +100,20 @@ static void stop(Srv *s)
 	fclose(s->log);
 }
 
-typedef struct {
-	char *data;
-	size_t len;
-} Buf;
-
-static size_t collect(char *p, size_t size, size_t n, void *ctx)
-{
-	Buf *b = ctx;
-	b->data = realloc(b->data, b->len + size * n + 1);
-	memcpy(b->data + b->len, p, size * n);
-	b->len += size * n;
-	b->data[b->len] = 0;
-	return size * n;
-}
-
 /* One request; returns the status, *body the answer (free it). */
 static long http(CURL *c, int port, const char *method, const char *path, const char *body,
                  char **out, char **headers)
 {
 	char url[20000];
 	snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
-	Buf b = {NULL, 0}, h = {NULL, 0};
+	TsBuf b = {NULL, 0}, h = {NULL, 0};
 	curl_easy_reset(c);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ts_collect);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, ts_collect);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, &h);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
 	CURLcode rc = curl_easy_perform(c);
@@ -286,10 +247,10 @@ static void test_server__every_endpoint_and_every_error(void **state)
 			h = curl_slist_append(h, hv);
 		}
 		free(hv);
-		Buf b = {NULL, 0};
+		TsBuf b = {NULL, 0};
 		curl_easy_setopt(c, CURLOPT_URL, url);
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ts_collect);
 		curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 		assert_int_equal(curl_easy_perform(c), CURLE_OK);
 		long st;
@@ -400,10 +361,10 @@ static void *client_main(void *arg)
 		const char *p = PATHS[i % 5];
 		char url[200];
 		snprintf(url, sizeof url, "http://127.0.0.1:%d%s", k->port, p);
-		Buf b = {NULL, 0};
+		TsBuf b = {NULL, 0};
 		curl_easy_reset(c);
 		curl_easy_setopt(c, CURLOPT_URL, url);
-		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ts_collect);
 		curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 		long st = 0;
 		bool ok = curl_easy_perform(c) == CURLE_OK;

@@ -15,6 +15,8 @@
 #include <cmocka.h>
 
 #include "bookdb/bookdb.h"
+#include "bookgen/coord.h"
+#include "bookgen/cycle.h"
 #include "bookgen/match.h"
 #include "bookgen/roots.h"
 #include "bookgen/selector.h"
@@ -29,6 +31,7 @@
 #include "search/engine.h"
 #include "search/search.h"
 #include "server/server.h"
+#include "server/tokens.h"
 #include "shogi/db2016.h"
 #include "shogi/errors.h"
 #include "shogi/position.h"
@@ -75,6 +78,7 @@ static const Module MODULES[] = {
      ERR_MATCH,
      match_strerror,
      {MATCH_EINVAL, MATCH_ENGINE, MATCH_EBOOK, MATCH_EIO, MATCH_ENOMEM}},
+    {"cycle", ERR_CYCLE, cycle_strerror, {CYCLE_EINVAL, CYCLE_EBOOK, CYCLE_ENOMEM, CYCLE_ESTEP}},
     {"bookmm", ERR_BOOKMM, bookmm_strerror, {BOOKMM_ENOMEM, BOOKMM_EBOOK}},
     {"mmfile", ERR_MMFILE, mmfile_strerror, {MMFILE_ENOMEM, MMFILE_EIO, MMFILE_ESTALE}},
     {"export", ERR_EXPORT, export_strerror, {EXPORT_EIO, EXPORT_ENOMEM, EXPORT_EBOOK}},
@@ -86,6 +90,11 @@ static const Module MODULES[] = {
      ERR_SERVER,
      server_strerror,
      {SERVER_EINVAL, SERVER_ELISTEN, SERVER_ENOMEM, SERVER_EMHD}},
+    {"coord",
+     ERR_COORD,
+     coord_strerror,
+     {COORD_ENOMEM, COORD_EINVAL, COORD_ENOLEASE, COORD_EBOOK, COORD_EOPTION}},
+    {"tokens", ERR_TOKENS, server_tokens_strerror, {TOKENS_EIO, TOKENS_EPARSE, TOKENS_EINVAL}},
 };
 #define NMODULES (sizeof MODULES / sizeof MODULES[0])
 
@@ -127,7 +136,7 @@ static void test_errors__err_module_outside_every_range(void **state)
 	assert_int_equal(err_module(-99), 0);
 	assert_int_equal(err_module(ERR_SHOGI), ERR_SHOGI);
 	assert_int_equal(err_module(ERR_SHOGI - ERR_RANGE + 1), ERR_SHOGI);
-	assert_int_equal(err_module(ERR_SERVER - ERR_RANGE), 0);
+	assert_int_equal(err_module(ERR_TOKENS - ERR_RANGE), 0);
 	assert_int_equal(err_module(-100000), 0);
 	/* The ranges themselves do not meet. */
 	for (size_t a = 0; a < NMODULES; a++)

@@ -171,3 +171,40 @@ uint64_t ts_rand(uint64_t *state)
 {
 	return rng_next(state);
 }
+
+size_t ts_collect(char *p, size_t size, size_t n, void *buf)
+{
+	TsBuf *b = buf;
+	char *d = realloc(b->data, b->len + size * n + 1);
+	if (!d) return 0;
+	b->data = d;
+	memcpy(b->data + b->len, p, size * n);
+	b->len += size * n;
+	b->data[b->len] = 0;
+	return size * n;
+}
+
+int ts_serve_start(pid_t *pid, FILE **log, const char *book, const char *extra)
+{
+	int fds[2];
+	if (pipe(fds) < 0) return 0;
+	*pid = fork();
+	if (*pid < 0) return 0;
+	if (*pid == 0) {
+		dup2(fds[1], 2);
+		close(fds[0]);
+		char cmd[2400];
+		snprintf(cmd, sizeof cmd, "exec %s serve %s --listen 127.0.0.1:0 %s", ts_joseki(),
+		         book, extra);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	*log = fdopen(fds[0], "r");
+	char line[1024];
+	while (fgets(line, sizeof line, *log)) {
+		const char *p = strstr(line, "http://127.0.0.1:");
+		if (p && strstr(line, "positions")) return atoi(p + 17);
+	}
+	return 0;
+}

@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
 
 /* Creates a fresh directory under $TMPDIR (or /tmp); the caller frees the path. */
 char *ts_mkdtemp(void);
@@ -40,6 +42,18 @@ struct json_t *ts_run_json(int expect_rc, const char *fmt, ...)
 long long ts_jint(struct json_t *o, const char *k);
 
 /* Seed for randomised tests: $TEST_SEED if set, else time-based; printed. */
+/* A growing buffer for libcurl's write callbacks: ts_collect appends, keeps
+ * data NUL-terminated (free data when done). */
+typedef struct {
+	char *data;
+	size_t len;
+} TsBuf;
+size_t ts_collect(char *p, size_t size, size_t n, void *buf);
+
+/* Starts `JOSEKI serve BOOK --listen 127.0.0.1:0 EXTRA` as a child with its
+ * stderr in *log; returns the port from its start line (0: it never said). */
+int ts_serve_start(pid_t *pid, FILE **log, const char *book, const char *extra);
+
 unsigned long long ts_seed(const char *test_name);
 /* The next number of a splitmix64 stream (state: any 64-bit value, e.g. a seed). */
 uint64_t ts_rand(uint64_t *state);

@@ -1,0 +1,1060 @@
+/*
+ * bookgen/coord.c — the cluster coordinator's work logic (bookgen/coord.h).
+ *
+ * In memory: the leases kept (id -> Lease), the positions in flight (key ->
+ * KeyState: queued, leased or set aside, with their failed tries), the queue
+ * of returned positions, the workers seen. Every change is written to the
+ * `work` database through the same BookWriter as the results, and committed
+ * by coord_commit, so the book and the work state never disagree on disk.
+ * A book error leaves the Coord broken (every later call answers COORD_EBOOK,
+ * nothing more is committed): the process restarts from the last commit.
+ */
+#include "bookgen/coord.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bookgen/roots.h"
+#include "bookgen/selector.h"
+#include "bookgen/think.h"
+#include "shogi/clock.h"
+#include "shogi/errmsg.h"
+#include "shogi/grow.h"
+#include "shogi/movegen.h"
+#include "shogi/position.h"
+
+enum { POS_PENDING = 'P', POS_DONE = 'D', POS_RETURNED = 'R' };
+enum { WHERE_QUEUED = 1, WHERE_LEASED, WHERE_ASIDE };
+
+typedef struct {
+	Key key;
+	uint8_t state;
+	char sfen[SFEN_MAX];
+} LPos;
+
+typedef struct {
+	uint64_t id;
+	int64_t expires_ms;
+	char token[COORD_NAME_MAX + 1];
+	char worker[COORD_NAME_MAX + 1];
+	int n, pending;
+	LPos *pos;
+} Lease;
+
+typedef struct {
+	Key key;
+	uint8_t where, tries;
+	uint64_t lease;                /* WHERE_LEASED: the lease holding it */
+	char last[COORD_NAME_MAX + 1]; /* the worker whose try failed last ("" none) */
+	char sfen[SFEN_MAX];
+} KeyState;
+
+/* Open addressing with linear probing over (a, b) -> pointer; NULL is empty;
+ * deletion shifts the run back (no tombstones). */
+typedef struct {
+	uint64_t a, b;
+	void *v;
+} MapSlot;
+typedef struct {
+	MapSlot *s;
+	size_t cap, n; /* cap: a power of two */
+} Map;
+
+typedef struct {
+	char sfen[SFEN_MAX];
+} RootSfen;
+
+struct Coord {
+	BookDB *db;
+	CoordOptions opt;
+	Selector *sel;
+	BookWriter *w;
+	BookRecord *rec;
+	Position *pos;
+	SearchResult *res;
+	SelLeaf *leaf;
+	SelLeaf *batch; /* COORD_MAX_BATCH of them (window selection) */
+	RootSfen *roots;
+	int nroots;
+	Map leases, keys;
+	Key *queue; /* returned positions, oldest first (stale entries skipped) */
+	size_t nqueue, capqueue;
+	uint64_t queued; /* KeyStates WHERE_QUEUED */
+	uint64_t next_id;
+	bool broken;
+	uint8_t *buf; /* serialisation scratch */
+	size_t capbuf;
+	CoordWorkerSeen *seen;
+	size_t nseen, capseen;
+	uint64_t results, failed, minimax_runs, since_minimax;
+	int64_t last_minimax_ms;
+	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms;
+	int64_t sec_stamp[60];
+	uint32_t sec_count[60];
+};
+
+const char *coord_strerror(int code)
+{
+	switch (code) {
+	case COORD_OK:
+		return "success";
+	case COORD_ENOMEM:
+		return "out of memory";
+	case COORD_EINVAL:
+		return "invalid request";
+	case COORD_ENOLEASE:
+		return "no such lease";
+	case COORD_EBOOK:
+		return "book error";
+	case COORD_EOPTION:
+		return "invalid option";
+	}
+	return "unknown coordinator error";
+}
+
+const CoordOptions *coord_options(const Coord *c)
+{
+	return &c->opt;
+}
+
+/* ---- the map ---- */
+
+static size_t map_hash(uint64_t a, uint64_t b, size_t cap)
+{
+	uint64_t h = (a ^ (b * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+	return (size_t)(h ^ (h >> 29)) & (cap - 1);
+}
+
+static void *map_get(const Map *m, uint64_t a, uint64_t b)
+{
+	if (!m->cap) return NULL;
+	for (size_t i = map_hash(a, b, m->cap);; i = (i + 1) & (m->cap - 1)) {
+		MapSlot *s = &m->s[i];
+		if (!s->v) return NULL;
+		if (s->a == a && s->b == b) return s->v;
+	}
+}
+
+static int map_put(Map *m, uint64_t a, uint64_t b, void *v)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t ncap = m->cap ? m->cap * 2 : 64;
+		MapSlot *ns = calloc(ncap, sizeof *ns);
+		if (!ns) return COORD_ENOMEM;
+		for (size_t i = 0; i < m->cap; i++) {
+			if (!m->s[i].v) continue;
+			size_t j = map_hash(m->s[i].a, m->s[i].b, ncap);
+			while (ns[j].v) j = (j + 1) & (ncap - 1);
+			ns[j] = m->s[i];
+		}
+		free(m->s);
+		m->s = ns;
+		m->cap = ncap;
+	}
+	size_t i = map_hash(a, b, m->cap);
+	while (m->s[i].v && !(m->s[i].a == a && m->s[i].b == b)) i = (i + 1) & (m->cap - 1);
+	if (!m->s[i].v) m->n++;
+	m->s[i] = (MapSlot){a, b, v};
+	return 0;
+}
+
+static void map_del(Map *m, uint64_t a, uint64_t b)
+{
+	if (!m->cap) return;
+	size_t mask = m->cap - 1, i = map_hash(a, b, m->cap);
+	while (m->s[i].v && !(m->s[i].a == a && m->s[i].b == b)) i = (i + 1) & mask;
+	if (!m->s[i].v) return;
+	m->s[i].v = NULL;
+	m->n--;
+	for (size_t j = (i + 1) & mask; m->s[j].v; j = (j + 1) & mask) {
+		size_t h = map_hash(m->s[j].a, m->s[j].b, m->cap);
+		/* Move j back to the hole when its home is not in (i, j]. */
+		if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+			m->s[i] = m->s[j];
+			m->s[j].v = NULL;
+			i = j;
+		}
+	}
+}
+
+/* ---- persistence (layouts in coord.h) ---- */
+
+static int broken(Coord *c, char *err, const char *what, int rc)
+{
+	c->broken = true;
+	return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s: %s", what,
+	                  rc < 0 ? bookdb_strerror(rc) : "failed");
+}
+
+static int work_txn(Coord *c, BookTxn **t, char *err)
+{
+	int rc = bookdb_writer_txn(t, c->w);
+	return rc < 0 ? broken(c, err, "writing the work state", rc) : 0;
+}
+
+static int put_u8str(uint8_t *p, const char *s)
+{
+	size_t n = strlen(s);
+	p[0] = (uint8_t)n;
+	memcpy(p + 1, s, n);
+	return (int)n + 1;
+}
+
+static int lease_put(Coord *c, const Lease *l, char *err)
+{
+	size_t need = 8 + 2 * (COORD_NAME_MAX + 1) + 2 + (size_t)l->n * (1 + 16 + 1 + SFEN_MAX);
+	if (array_grow((void **)&c->buf, &c->capbuf, need, 1, 4096))
+		return broken(c, err, "writing a lease", BOOKDB_ENOMEM);
+	uint8_t *p = c->buf;
+	uint64_t e = (uint64_t)l->expires_ms;
+	for (int i = 0; i < 8; i++) *p++ = (uint8_t)(e >> (8 * i));
+	p += put_u8str(p, l->token);
+	p += put_u8str(p, l->worker);
+	*p++ = (uint8_t)(l->n & 0xff);
+	*p++ = (uint8_t)(l->n >> 8);
+	for (int i = 0; i < l->n; i++) {
+		*p++ = l->pos[i].state;
+		key_to_bytes(l->pos[i].key, p);
+		p += 16;
+		p += put_u8str(p, l->pos[i].sfen);
+	}
+	uint8_t k[9] = {'L'};
+	for (int i = 0; i < 8; i++) k[1 + i] = (uint8_t)(l->id >> (56 - 8 * i));
+	BookTxn *t;
+	int rc = work_txn(c, &t, err);
+	if (rc < 0) return rc;
+	if ((rc = bookdb_kv_put(t, BOOKDB_WORK, k, 9, c->buf, (size_t)(p - c->buf))) < 0)
+		return broken(c, err, "writing a lease", rc);
+	return 0;
+}
+
+static int lease_del_rec(Coord *c, uint64_t id, char *err)
+{
+	uint8_t k[9] = {'L'};
+	for (int i = 0; i < 8; i++) k[1 + i] = (uint8_t)(id >> (56 - 8 * i));
+	BookTxn *t;
+	int rc = work_txn(c, &t, err);
+	if (rc < 0) return rc;
+	if ((rc = bookdb_kv_del(t, BOOKDB_WORK, k, 9)) < 0 && rc != BOOKDB_ENOTFOUND)
+		return broken(c, err, "deleting a lease", rc);
+	return 0;
+}
+
+static int next_id_put(Coord *c, char *err)
+{
+	uint8_t v[8];
+	for (int i = 0; i < 8; i++) v[i] = (uint8_t)(c->next_id >> (56 - 8 * i));
+	BookTxn *t;
+	int rc = work_txn(c, &t, err);
+	if (rc < 0) return rc;
+	if ((rc = bookdb_kv_put(t, BOOKDB_WORK, "N", 1, v, 8)) < 0)
+		return broken(c, err, "writing the lease counter", rc);
+	return 0;
+}
+
+/* The tries record of ks (deleted when it has no tries). */
+static int keyrec_put(Coord *c, const KeyState *ks, char *err)
+{
+	uint8_t k[17] = {'T'}, v[4 + COORD_NAME_MAX + SFEN_MAX];
+	key_to_bytes(ks->key, k + 1);
+	BookTxn *t;
+	int rc = work_txn(c, &t, err);
+	if (rc < 0) return rc;
+	if (!ks->tries) {
+		rc = bookdb_kv_del(t, BOOKDB_WORK, k, 17);
+		if (rc < 0 && rc != BOOKDB_ENOTFOUND) return broken(c, err, "writing tries", rc);
+		return 0;
+	}
+	uint8_t *p = v;
+	*p++ = ks->tries;
+	*p++ = ks->where == WHERE_ASIDE;
+	p += put_u8str(p, ks->last);
+	p += put_u8str(p, ks->sfen);
+	if ((rc = bookdb_kv_put(t, BOOKDB_WORK, k, 17, v, (size_t)(p - v))) < 0)
+		return broken(c, err, "writing tries", rc);
+	return 0;
+}
+
+/* Reads a u8-length string into out (cap bytes with NUL); -1 when short. */
+static int get_u8str(char *out, size_t cap, const uint8_t **p, const uint8_t *end)
+{
+	if (*p >= end) return -1;
+	size_t n = **p;
+	if ((size_t)(end - *p) < n + 1 || n >= cap) return -1;
+	memcpy(out, *p + 1, n);
+	out[n] = 0;
+	*p += n + 1;
+	return 0;
+}
+
+/* ---- in-memory state ---- */
+
+static KeyState *key_get(Coord *c, Key k)
+{
+	return map_get(&c->keys, k.lo, k.hi);
+}
+
+static void key_forget(Coord *c, KeyState *ks)
+{
+	if (ks->where == WHERE_QUEUED) c->queued--;
+	map_del(&c->keys, ks->key.lo, ks->key.hi);
+	free(ks);
+}
+
+static int queue_push(Coord *c, KeyState *ks)
+{
+	if (array_grow((void **)&c->queue, &c->capqueue, c->nqueue + 1, sizeof *c->queue, 64))
+		return COORD_ENOMEM;
+	c->queue[c->nqueue++] = ks->key;
+	ks->where = WHERE_QUEUED;
+	c->queued++;
+	return 0;
+}
+
+static void lease_free(Lease *l)
+{
+	if (l) free(l->pos);
+	free(l);
+}
+
+static Lease *lease_get(Coord *c, uint64_t id)
+{
+	return map_get(&c->leases, id, 0);
+}
+
+static void lease_drop(Coord *c, Lease *l)
+{
+	map_del(&c->leases, l->id, 0);
+	lease_free(l);
+}
+
+static void note_worker(Coord *c, const CoordWorker *w, int64_t now)
+{
+	if (!w->name) return;
+	CoordWorkerSeen *s = NULL;
+	for (size_t i = 0; i < c->nseen && !s; i++)
+		if (!strcmp(c->seen[i].name, w->name)) s = &c->seen[i];
+	if (!s) {
+		/* Forget workers not seen for a minute before growing. */
+		size_t j = 0;
+		for (size_t i = 0; i < c->nseen; i++)
+			if (now - c->seen[i].last_seen_ms < 60000) c->seen[j++] = c->seen[i];
+		c->nseen = j;
+		if (array_grow((void **)&c->seen, &c->capseen, c->nseen + 1, sizeof *c->seen, 16))
+			return;
+		s = &c->seen[c->nseen++];
+		memset(s, 0, sizeof *s);
+		snprintf(s->name, sizeof s->name, "%s", w->name);
+	}
+	if (w->engine) snprintf(s->engine, sizeof s->engine, "%s", w->engine);
+	s->nps = w->nps;
+	s->last_seen_ms = now;
+}
+
+static void count_results(Coord *c, int64_t now, uint32_t n)
+{
+	int64_t sec = now / 1000;
+	int i = (int)(sec % 60);
+	if (c->sec_stamp[i] != sec) {
+		c->sec_stamp[i] = sec;
+		c->sec_count[i] = 0;
+	}
+	c->sec_count[i] += n;
+}
+
+/* One failed try of ks by worker: back to the queue, or set aside at the last. */
+static int fail_try(Coord *c, KeyState *ks, const char *worker, char *err)
+{
+	c->failed++;
+	if (ks->tries < 255) ks->tries++;
+	snprintf(ks->last, sizeof ks->last, "%s", worker);
+	if (ks->tries >= COORD_MAX_TRIES) {
+		ks->where = WHERE_ASIDE; /* stays leased in the selector: never selected again */
+	} else if (queue_push(c, ks) < 0) {
+		return broken(c, err, "queueing", BOOKDB_ENOMEM);
+	}
+	return keyrec_put(c, ks, err);
+}
+
+/* ---- open, restore, free ---- */
+
+static int restore_lease(Coord *c, uint64_t id, const uint8_t *p, const uint8_t *end)
+{
+	Lease *l = calloc(1, sizeof *l);
+	if (!l) return COORD_ENOMEM;
+	l->id = id;
+	if (end - p < 8) goto bad;
+	uint64_t e = 0;
+	for (int i = 0; i < 8; i++) e |= (uint64_t)p[i] << (8 * i);
+	l->expires_ms = (int64_t)e;
+	p += 8;
+	if (get_u8str(l->token, sizeof l->token, &p, end) < 0 ||
+	    get_u8str(l->worker, sizeof l->worker, &p, end) < 0 || end - p < 2)
+		goto bad;
+	l->n = p[0] | p[1] << 8;
+	p += 2;
+	if (l->n < 1 || l->n > COORD_MAX_BATCH || !(l->pos = calloc((size_t)l->n, sizeof *l->pos)))
+		goto bad;
+	for (int i = 0; i < l->n; i++) {
+		LPos *lp = &l->pos[i];
+		if (end - p < 17) goto bad;
+		lp->state = *p++;
+		lp->key = key_from_bytes(p);
+		p += 16;
+		if (get_u8str(lp->sfen, sizeof lp->sfen, &p, end) < 0) goto bad;
+		if (lp->state == POS_PENDING) {
+			if (sel_is_thought(c->sel, lp->key)) {
+				lp->state = POS_DONE; /* cannot happen: written together */
+				continue;
+			}
+			KeyState *ks = key_get(c, lp->key);
+			if (!ks) {
+				if (!(ks = calloc(1, sizeof *ks))) goto bad;
+				ks->key = lp->key;
+				memcpy(ks->sfen, lp->sfen, sizeof ks->sfen);
+				if (map_put(&c->keys, ks->key.lo, ks->key.hi, ks) < 0) {
+					free(ks);
+					goto bad;
+				}
+				sel_lease(c->sel, ks->key);
+			}
+			ks->where = WHERE_LEASED;
+			ks->lease = id;
+			l->pending++;
+		}
+	}
+	if (map_put(&c->leases, id, 0, l) < 0) goto bad;
+	return 0;
+bad:
+	lease_free(l);
+	return COORD_EBOOK;
+}
+
+/* Tries records: set-aside keys, and queued ones (their lease gone). */
+static int restore_key(Coord *c, Key k, const uint8_t *p, const uint8_t *end)
+{
+	if (end - p < 2 || sel_is_thought(c->sel, k)) return 0;
+	KeyState *ks = key_get(c, k), tmp = {0};
+	const uint8_t *q = p + 2;
+	if (get_u8str(tmp.last, sizeof tmp.last, &q, end) < 0 ||
+	    get_u8str(tmp.sfen, sizeof tmp.sfen, &q, end) < 0)
+		return COORD_EBOOK;
+	bool fresh = !ks;
+	if (fresh) {
+		if (!(ks = calloc(1, sizeof *ks))) return COORD_ENOMEM;
+		memcpy(ks->sfen, tmp.sfen, sizeof ks->sfen);
+		ks->key = k;
+		if (map_put(&c->keys, k.lo, k.hi, ks) < 0) {
+			free(ks);
+			return COORD_ENOMEM;
+		}
+		sel_lease(c->sel, k);
+	}
+	ks->tries = p[0];
+	memcpy(ks->last, tmp.last, sizeof ks->last);
+	if (p[1]) {
+		if (ks->where == WHERE_QUEUED) c->queued--;
+		ks->where = WHERE_ASIDE;
+	} else if (fresh && queue_push(c, ks) < 0) {
+		return COORD_ENOMEM;
+	}
+	return 0;
+}
+
+static int restore(Coord *c, char *err)
+{
+	BookTxn *t;
+	BookIter *it;
+	int rc = bookdb_txn_begin(&t, c->db, false);
+	if (rc < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",
+		                  bookdb_strerror(rc));
+	if ((rc = bookdb_kv_iter_open(&it, t, BOOKDB_WORK)) < 0) {
+		bookdb_txn_abort(t);
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",
+		                  bookdb_strerror(rc));
+	}
+	const void *kv, *vv;
+	size_t kl, vl;
+	c->next_id = 1;
+	/* Keys sort "L" < "N" < "T": leases first, so tries find their leases. */
+	while (rc >= 0 && (rc = bookdb_kv_iter_next(it, &kv, &kl, &vv, &vl)) == 1) {
+		const uint8_t *k = kv, *v = vv;
+		rc = 0;
+		if (kl == 9 && k[0] == 'L') {
+			uint64_t id = 0;
+			for (int i = 0; i < 8; i++) id = id << 8 | k[1 + i];
+			rc = restore_lease(c, id, v, v + vl);
+		} else if (kl == 1 && k[0] == 'N' && vl == 8) {
+			uint64_t id = 0;
+			for (int i = 0; i < 8; i++) id = id << 8 | v[i];
+			c->next_id = id;
+		} else if (kl == 17 && k[0] == 'T') {
+			rc = restore_key(c, key_from_bytes(k + 1), v, v + vl);
+		}
+	}
+	bookdb_iter_free(it);
+	bookdb_txn_abort(t);
+	if (rc < 0)
+		return errmsg_set(err, COORD_ERRLEN,
+		                  rc == COORD_ENOMEM ? COORD_ENOMEM : COORD_EBOOK,
+		                  "coordinator: the work state in the book does not decode: %s",
+		                  rc == COORD_ENOMEM ? "out of memory" : "damaged lease or tries");
+	return 0;
+}
+
+/* The roots queued in the book (joseki extend) go to the front of the queue,
+ * in queue order, so they are handed out before anything the selector picks;
+ * those already thought, leased or known are skipped. The selector holds them
+ * as leased while they wait, so it never hands them out a second time. */
+static int queue_extended(Coord *c, char *err)
+{
+	RootList q = {0};
+	BookTxn *t;
+	char rerr[ROOTS_ERRLEN];
+	int rc = bookdb_txn_begin(&t, c->db, false);
+	if (rc < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",
+		                  bookdb_strerror(rc));
+	rc = roots_queue_load(&q, t, rerr);
+	bookdb_txn_abort(t);
+	if (rc < 0) {
+		roots_free(&q);
+		return errmsg_set(err, COORD_ERRLEN,
+		                  rc == ROOTS_ENOMEM ? COORD_ENOMEM : COORD_EBOOK,
+		                  "coordinator: queued roots: %s", rerr);
+	}
+	rc = 0;
+	for (size_t i = 0; i < q.n && rc == 0; i++) {
+		if (position_parse(c->pos, q.specs[i], NULL) < 0)
+			continue; /* checked when queued */
+		Key k = pos_key(c->pos);
+		if (key_get(c, k) || sel_is_thought(c->sel, k)) continue;
+		KeyState *ks = calloc(1, sizeof *ks);
+		if (!ks) {
+			rc = COORD_ENOMEM;
+			break;
+		}
+		ks->key = k;
+		sfen_write(c->pos, ks->sfen, sizeof ks->sfen);
+		if (map_put(&c->keys, k.lo, k.hi, ks) < 0) {
+			free(ks);
+			rc = COORD_ENOMEM;
+		} else if (queue_push(c, ks) < 0 || sel_lease(c->sel, k) < 0) {
+			rc = COORD_ENOMEM;
+		}
+	}
+	roots_free(&q);
+	return rc < 0 ? errmsg_set(err, COORD_ERRLEN, rc, "coordinator: %s", "out of memory") : 0;
+}
+
+int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
+{
+	*out = NULL;
+	if (err) err[0] = 0;
+	if (opt->multipv < 1 || opt->multipv > SEARCH_MULTIPV_MAX || opt->budget.amount < 1)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EOPTION, "coordinator: %s",
+		                  "need a budget of at least 1 and MultiPV 1..32");
+	Coord *c = calloc(1, sizeof *c);
+	if (!c) return COORD_ENOMEM;
+	c->db = db;
+	c->opt = *opt;
+	if (c->opt.lease_seconds <= 0) c->opt.lease_seconds = 600;
+	c->nroots = opt->roots && opt->nroots > 0 ? opt->nroots : 1;
+	c->rec = malloc(sizeof *c->rec);
+	c->pos = malloc(sizeof *c->pos);
+	c->res = malloc(sizeof *c->res);
+	c->leaf = malloc(sizeof *c->leaf);
+	c->batch = opt->window >= 0 ? malloc(COORD_MAX_BATCH * sizeof *c->batch) : NULL;
+	c->roots = calloc((size_t)c->nroots, sizeof *c->roots);
+	int rc = COORD_ENOMEM;
+	SelOptions so = {.kif_bonus = opt->kif_bonus, .draw_value = 0};
+	if (!c->rec || !c->pos || !c->res || !c->leaf || !c->roots ||
+	    (opt->window >= 0 && !c->batch) || sel_new(&c->sel, &so) < 0)
+		goto fail;
+	if ((rc = opt->load_lazy ? sel_attach(c->sel, db) : sel_load(c->sel, db)) < 0) {
+		rc = errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: loading the book: %s",
+		                sel_strerror(rc));
+		goto fail;
+	}
+	for (int r = 0; r < c->nroots; r++) {
+		const char *spec = opt->roots && opt->nroots > 0 ? opt->roots[r] : "startpos";
+		char perr[SHOGI_ERRLEN];
+		if (position_parse(c->pos, spec, perr) < 0) {
+			rc = errmsg_set(err, COORD_ERRLEN, COORD_EOPTION,
+			                "coordinator: bad root '%.200s': %.200s", spec, perr);
+			goto fail;
+		}
+		sfen_write(c->pos, c->roots[r].sfen, sizeof c->roots[r].sfen);
+		if ((rc = sel_add_root(c->sel, pos_key(c->pos), c->pos->side)) < 0) goto fail;
+	}
+	if ((rc = restore(c, err)) < 0 || (rc = queue_extended(c, err)) < 0) goto fail;
+	/* Commits only when told (coord_commit): results and work state together. */
+	if (bookdb_writer_new(&c->w, db, SIZE_MAX) < 0) {
+		rc = errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",
+		                "cannot start the book writer");
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	c->broken = true;
+	coord_free(c);
+	return rc < 0 && err_module(rc) == ERR_COORD ? rc : COORD_ENOMEM;
+}
+
+void coord_free(Coord *c)
+{
+	if (!c) return;
+	if (!c->broken && c->w) bookdb_writer_flush(c->w);
+	bookdb_writer_free(c->w);
+	sel_free(c->sel);
+	for (size_t i = 0; i < c->leases.cap; i++) lease_free(c->leases.s[i].v);
+	for (size_t i = 0; i < c->keys.cap; i++) free(c->keys.s[i].v);
+	free(c->leases.s);
+	free(c->keys.s);
+	free(c->queue);
+	free(c->buf);
+	free(c->seen);
+	free(c->rec);
+	free(c->pos);
+	free(c->res);
+	free(c->leaf);
+	free(c->batch);
+	free(c->roots);
+	free(c);
+}
+
+/* ---- acquire ---- */
+
+/* Takes queued positions not last failed by worker into l (up to max). */
+static void take_queued(Coord *c, Lease *l, int max, const char *worker)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < c->nqueue; i++) {
+		KeyState *ks = key_get(c, c->queue[i]);
+		if (!ks || ks->where != WHERE_QUEUED) continue; /* stale entry */
+		if (l->n >= max || !strcmp(ks->last, worker)) {
+			c->queue[j++] = c->queue[i];
+			continue;
+		}
+		LPos *lp = &l->pos[l->n++];
+		lp->key = ks->key;
+		lp->state = POS_PENDING;
+		memcpy(lp->sfen, ks->sfen, sizeof lp->sfen);
+		ks->where = WHERE_LEASED;
+		ks->lease = l->id;
+		c->queued--;
+	}
+	c->nqueue = j;
+}
+
+/* Leases leaf into l: its position, its KeyState, the selector told. */
+static int lease_leaf(Coord *c, Lease *l, const SelLeaf *leaf, char *err)
+{
+	if (sel_leaf_position(c->pos, c->roots[leaf->root].sfen, leaf) < 0)
+		return broken(c, err, "selection (a leaf its root does not reach)", -1);
+	KeyState *ks = calloc(1, sizeof *ks);
+	if (!ks) return broken(c, err, "selection", BOOKDB_ENOMEM);
+	ks->key = leaf->key;
+	ks->where = WHERE_LEASED;
+	ks->lease = l->id;
+	sfen_write(c->pos, ks->sfen, sizeof ks->sfen);
+	if (map_put(&c->keys, ks->key.lo, ks->key.hi, ks) < 0) {
+		free(ks);
+		return broken(c, err, "selection", BOOKDB_ENOMEM);
+	}
+	sel_lease(c->sel, ks->key);
+	LPos *lp = &l->pos[l->n++];
+	lp->key = ks->key;
+	lp->state = POS_PENDING;
+	memcpy(lp->sfen, ks->sfen, sizeof lp->sfen);
+	return 0;
+}
+
+/* New leaves from the selector into l (up to max). */
+static int take_selected(Coord *c, Lease *l, int max, char *err)
+{
+	int rc;
+	if (c->batch && max - l->n > 1) {
+		rc = sel_select_batch(c->batch, (size_t)(max - l->n), c->sel, c->opt.window,
+		                      SEL_BATCH_WINDOW, -1);
+		if (rc < 0) return broken(c, err, "selection", BOOKDB_EIO);
+		for (int i = 0; i < rc; i++)
+			if ((rc = lease_leaf(c, l, &c->batch[i], err)) < 0) return rc;
+	}
+	while (l->n < max) {
+		rc = sel_select(c->leaf, c->sel);
+		if (rc < 0) return broken(c, err, "selection", BOOKDB_EIO);
+		if (rc == 0) break;
+		if ((rc = lease_leaf(c, l, c->leaf, err)) < 0) return rc;
+	}
+	return 0;
+}
+
+int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int64_t now_ms,
+                  char *err)
+{
+	if (c->broken) return COORD_EBOOK;
+	out->n = 0;
+	if (max < 1 || max > COORD_MAX_BATCH)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "max must be 1..%d, not %d",
+		                  COORD_MAX_BATCH, max);
+	note_worker(c, w, now_ms);
+	Lease *l = calloc(1, sizeof *l);
+	if (!l || !(l->pos = calloc((size_t)max, sizeof *l->pos))) {
+		lease_free(l);
+		return COORD_ENOMEM;
+	}
+	l->id = c->next_id;
+	l->expires_ms = now_ms + (int64_t)(c->opt.lease_seconds * 1000);
+	snprintf(l->token, sizeof l->token, "%s", w->token ? w->token : "");
+	snprintf(l->worker, sizeof l->worker, "%s", w->name ? w->name : "");
+	take_queued(c, l, max, l->worker);
+	double t0 = clock_ms_f();
+	int rc = take_selected(c, l, max, err);
+	c->select_ms += clock_ms_f() - t0;
+	if (rc < 0 || l->n == 0) {
+		lease_free(l);
+		return rc;
+	}
+	l->pending = l->n;
+	if (map_put(&c->leases, l->id, 0, l) < 0) {
+		lease_free(l);
+		return broken(c, err, "leasing", BOOKDB_ENOMEM);
+	}
+	c->next_id++;
+	if ((rc = lease_put(c, l, err)) < 0 || (rc = next_id_put(c, err)) < 0) return rc;
+	out->id = l->id;
+	out->expires_ms = l->expires_ms;
+	out->n = l->n;
+	for (int i = 0; i < l->n; i++) {
+		out->pos[i].key = l->pos[i].key;
+		memcpy(out->pos[i].sfen, l->pos[i].sfen, sizeof out->pos[i].sfen);
+	}
+	return l->n;
+}
+
+/* ---- submit ---- */
+
+static int find_pos(const Lease *l, Key k)
+{
+	for (int i = 0; i < l->n; i++)
+		if (key_equal(l->pos[i].key, k)) return i;
+	return -1;
+}
+
+/* The lease id for w, or COORD_ENOLEASE (never issued, forgotten, another token's). */
+static int lookup(Coord *c, Lease **out, uint64_t id, const CoordWorker *w, char *err)
+{
+	*out = NULL;
+	if (id == 0 || id >= c->next_id)
+		return errmsg_set(err, COORD_ERRLEN, COORD_ENOLEASE,
+		                  "lease %016llx was never issued", (unsigned long long)id);
+	Lease *l = lease_get(c, id);
+	if (l && strcmp(l->token, w->token ? w->token : ""))
+		return errmsg_set(err, COORD_ERRLEN, COORD_ENOLEASE,
+		                  "lease %016llx is not this token's", (unsigned long long)id);
+	*out = l; /* NULL: a finished lease whose positions are all analysed */
+	return 0;
+}
+
+/* Checks one line against the position in c->pos; fills the search line. */
+static int check_line(Coord *c, SearchLine *sl, const CoordLine *cl, const char *hex, int i,
+                      char *err)
+{
+	char perr[SHOGI_ERRLEN];
+	memset(sl, 0, sizeof *sl);
+	if (usi_move_parse_legal(&sl->move, c->pos, cl->move, strlen(cl->move), perr) < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
+		                  "result %s, move %d: '%.20s' is not a legal move here: %s", hex,
+		                  i + 1, cl->move, perr);
+	if (cl->mate ? (cl->score == 0 || cl->score > 1000 || cl->score < -1000)
+	             : (cl->score > VALUE_MATE || cl->score < -VALUE_MATE))
+		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
+		                  "result %s, move %d: score %s %d out of range", hex, i + 1,
+		                  cl->mate ? "mate" : "cp", cl->score);
+	if (cl->depth < 0 || cl->depth > 1000)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
+		                  "result %s, move %d: depth %d out of range 0..1000", hex, i + 1,
+		                  cl->depth);
+	sl->value = cl->mate ? (cl->score > 0 ? VALUE_MATE - cl->score : -VALUE_MATE - cl->score)
+	                     : cl->score;
+	sl->mate = cl->mate;
+	sl->mate_plies = cl->mate ? cl->score : 0;
+	sl->depth = cl->depth;
+	sl->nodes = cl->nodes;
+	sl->multipv = i + 1;
+	sl->pv_len = 1;
+	sl->pv[0] = sl->move;
+	usi_move_write(sl->move, sl->usi);
+	return 0;
+}
+
+/* What to do with one result: 0 ignore, 1 store, 2 failed try. */
+static int classify(Coord *c, const Lease *l, const CoordResult *r, char *err)
+{
+	char hex[KEY_HEX_LEN];
+	key_to_hex(r->key, hex);
+	int i = l ? find_pos(l, r->key) : -1;
+	if (l && i < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "key %s is not in lease %016llx",
+		                  hex, (unsigned long long)l->id);
+	if (sel_is_thought(c->sel, r->key)) return 0;
+	if (!l)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
+		                  "key %s is not in this (finished) lease", hex);
+	if (r->failed) return l->pos[i].state == POS_PENDING ? 2 : 0;
+	if (r->nlines < 1 || r->nlines > COORD_MAX_LINES)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
+		                  "result %s: 1..%d moves wanted, not %d", hex, COORD_MAX_LINES,
+		                  r->nlines);
+	char perr[SHOGI_ERRLEN];
+	if (sfen_parse(c->pos, l->pos[i].sfen, NULL, perr) < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "result %s: stored SFEN: %s",
+		                  hex, perr);
+	for (int m = 0; m < r->nlines; m++) {
+		SearchLine sl;
+		int rc = check_line(c, &sl, &r->lines[m], hex, m, err);
+		if (rc < 0) return rc;
+		for (int k = 0; k < m; k++)
+			if (!strcmp(r->lines[k].move, r->lines[m].move))
+				return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
+				                  "result %s: move %s given twice", hex,
+				                  r->lines[m].move);
+	}
+	return 1;
+}
+
+/* Stores one checked result of lease l (position i). */
+static int store(Coord *c, Lease *l, int i, const CoordResult *r, int64_t now, char *err)
+{
+	sfen_parse(c->pos, l->pos[i].sfen, NULL, NULL);
+	c->res->nlines = r->nlines < SEARCH_MULTIPV_MAX ? r->nlines : SEARCH_MULTIPV_MAX;
+	for (int m = 0; m < c->res->nlines; m++)
+		check_line(c, &c->res->lines[m], &r->lines[m], "", m, NULL);
+	char terr[THINK_ERRLEN];
+	if (think_store(c->w, c->sel, c->rec, r->key, c->pos, c->res, &c->opt.budget, terr) < 0) {
+		c->broken = true;
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s", terr);
+	}
+	KeyState *ks = key_get(c, r->key);
+	if (ks) {
+		bool had_tries = ks->tries > 0;
+		key_forget(c, ks);
+		if (had_tries) {
+			KeyState gone = {.key = r->key};
+			int rc = keyrec_put(c, &gone, err);
+			if (rc < 0) return rc;
+		}
+	}
+	c->results++;
+	c->since_minimax++;
+	count_results(c, now, 1);
+	return 0;
+}
+
+int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult *res, size_t n,
+                 int64_t now_ms, char *err)
+{
+	if (c->broken) return COORD_EBOOK;
+	Lease *l;
+	int rc = lookup(c, &l, id, w, err);
+	if (rc < 0) return rc;
+	note_worker(c, w, now_ms);
+	if (n > COORD_MAX_BATCH)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "at most %d results, not %zu",
+		                  COORD_MAX_BATCH, n);
+	uint8_t what[COORD_MAX_BATCH];
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < i; k++)
+			if (key_equal(res[k].key, res[i].key)) {
+				char hex[KEY_HEX_LEN];
+				key_to_hex(res[i].key, hex);
+				return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
+				                  "key %s given twice", hex);
+			}
+		if ((rc = classify(c, l, &res[i], err)) < 0) return rc;
+		what[i] = (uint8_t)rc;
+	}
+	int stored = 0;
+	bool changed = false;
+	double t0 = clock_ms_f();
+	for (size_t i = 0; i < n; i++) {
+		if (!what[i]) continue;
+		int p = find_pos(l, res[i].key);
+		LPos *lp = &l->pos[p];
+		if (lp->state == POS_PENDING) l->pending--;
+		changed = true;
+		if (what[i] == 2) {
+			lp->state = POS_RETURNED;
+			KeyState *ks = key_get(c, res[i].key);
+			if (ks && (rc = fail_try(c, ks, l->worker, err)) < 0) return rc;
+			continue;
+		}
+		lp->state = POS_DONE;
+		if ((rc = store(c, l, p, &res[i], now_ms, err)) < 0) return rc;
+		stored++;
+	}
+	c->store_ms += clock_ms_f() - t0;
+	if (!changed) return 0;
+	/* Positions analysed elsewhere meanwhile count as done here. */
+	bool any_returned = false;
+	for (int i = 0; i < l->n; i++) {
+		if (l->pos[i].state != POS_DONE && sel_is_thought(c->sel, l->pos[i].key)) {
+			if (l->pos[i].state == POS_PENDING) l->pending--;
+			l->pos[i].state = POS_DONE;
+		}
+		any_returned |= l->pos[i].state == POS_RETURNED;
+	}
+	if (!l->pending && !any_returned) {
+		rc = lease_del_rec(c, l->id, err);
+		lease_drop(c, l);
+		return rc < 0 ? rc : stored;
+	}
+	return (rc = lease_put(c, l, err)) < 0 ? rc : stored;
+}
+
+/* ---- abort, expiry, commit ---- */
+
+int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, char *err)
+{
+	if (c->broken) return COORD_EBOOK;
+	Lease *l;
+	int rc = lookup(c, &l, id, w, err);
+	if (rc < 0 || !l) return rc;
+	note_worker(c, w, now_ms);
+	if (!l->pending) return 0;
+	for (int i = 0; i < l->n; i++) {
+		if (l->pos[i].state != POS_PENDING) continue;
+		l->pos[i].state = POS_RETURNED;
+		KeyState *ks = key_get(c, l->pos[i].key);
+		if (ks && ks->where == WHERE_LEASED && ks->lease == l->id && queue_push(c, ks) < 0)
+			return broken(c, err, "queueing", BOOKDB_ENOMEM);
+	}
+	l->pending = 0;
+	return lease_put(c, l, err);
+}
+
+static int expire(Coord *c, Lease *l, char *err)
+{
+	for (int i = 0; i < l->n; i++) {
+		LPos *lp = &l->pos[i];
+		if (lp->state != POS_PENDING) continue;
+		KeyState *ks = key_get(c, lp->key);
+		if (!ks || sel_is_thought(c->sel, lp->key)) {
+			lp->state = POS_DONE;
+			continue;
+		}
+		lp->state = POS_RETURNED;
+		if (ks->where == WHERE_LEASED && ks->lease == l->id) {
+			int rc = fail_try(c, ks, l->worker, err);
+			if (rc < 0) return rc;
+		}
+	}
+	l->pending = 0;
+	return lease_put(c, l, err);
+}
+
+int coord_commit(Coord *c, char *err)
+{
+	if (c->broken) return COORD_EBOOK;
+	double t0 = clock_ms_f();
+	int rc = bookdb_writer_flush(c->w);
+	c->commit_ms += clock_ms_f() - t0;
+	return rc < 0 ? broken(c, err, "commit", rc) : 0;
+}
+
+int coord_tick(Coord *c, int64_t now_ms, char *err)
+{
+	if (c->broken) return COORD_EBOOK;
+	int rc;
+	for (size_t i = 0; i < c->leases.cap; i++) {
+		Lease *l = c->leases.s[i].v;
+		if (!l) continue;
+		if (l->pending && l->expires_ms <= now_ms) {
+			if ((rc = expire(c, l, err)) < 0) return rc;
+		} else if (!l->pending && l->expires_ms + COORD_FORGET_MS <= now_ms) {
+			if ((rc = lease_del_rec(c, l->id, err)) < 0) return rc;
+			lease_drop(c, l);
+			i--; /* the slot may hold a shifted entry now */
+		}
+	}
+	if ((rc = coord_commit(c, err)) < 0) return rc;
+	bool due = c->opt.minimax && c->since_minimax &&
+	           ((c->opt.minimax_every && c->since_minimax >= c->opt.minimax_every) ||
+	            (c->opt.minimax_seconds > 0 &&
+	             now_ms - c->last_minimax_ms >= c->opt.minimax_seconds * 1000));
+	if (due) {
+		c->since_minimax = 0;
+		c->last_minimax_ms = now_ms;
+		c->minimax_runs++;
+		/* The writer has no open transaction after the commit: minimax writes. */
+		char merr[256];
+		double t0 = clock_ms_f();
+		int mrc = c->opt.minimax(c->opt.minimax_ctx, c->db, merr, sizeof merr);
+		c->minimax_last_ms = clock_ms_f() - t0;
+		c->minimax_ms += c->minimax_last_ms;
+		if (mrc < 0)
+			return errmsg_set(err, COORD_ERRLEN, COORD_OK, "coordinator: minimax: %s",
+			                  merr);
+	}
+	return 0;
+}
+
+/* ---- status ---- */
+
+int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
+{
+	memset(out, 0, sizeof *out);
+	out->queue = c->queued;
+	out->results = c->results;
+	out->failed = c->failed;
+	out->minimax_runs = c->minimax_runs;
+	out->select_ms = c->select_ms;
+	out->store_ms = c->store_ms;
+	out->commit_ms = c->commit_ms;
+	out->minimax_ms = c->minimax_ms;
+	out->last_minimax_ms = c->minimax_last_ms;
+	SelStats ss;
+	sel_get_stats(&ss, c->sel);
+	out->book_thought = ss.thought;
+	for (size_t i = 0; i < c->leases.cap; i++) {
+		Lease *l = c->leases.s[i].v;
+		if (!l) continue;
+		if (l->pending && l->expires_ms > now_ms)
+			out->leases_live++;
+		else
+			out->leases_expired++;
+	}
+	int64_t sec = now_ms / 1000;
+	uint64_t sum = 0;
+	for (int i = 0; i < 60; i++)
+		if (c->sec_stamp[i] > sec - 60 && c->sec_stamp[i] <= sec) sum += c->sec_count[i];
+	out->results_per_s = (double)sum / 60.0;
+	size_t na = 0, capa = 0;
+	for (size_t i = 0; i < c->keys.cap; i++) {
+		KeyState *ks = c->keys.s[i].v;
+		if (!ks || ks->where != WHERE_ASIDE) continue;
+		if (array_grow((void **)&out->aside, &capa, na + 1, sizeof *out->aside, 8))
+			return COORD_ENOMEM;
+		out->aside[na].key = ks->key;
+		memcpy(out->aside[na].sfen, ks->sfen, SFEN_MAX);
+		out->aside[na++].tries = ks->tries;
+	}
+	out->naside = na;
+	if (c->nseen && !(out->workers = calloc(c->nseen, sizeof *out->workers)))
+		return COORD_ENOMEM;
+	for (size_t i = 0; i < c->nseen; i++)
+		if (now_ms - c->seen[i].last_seen_ms < 60000)
+			out->workers[out->nworkers++] = c->seen[i];
+	return 0;
+}
+
+void coord_status_free(CoordStatus *st)
+{
+	free(st->aside);
+	free(st->workers);
+	st->aside = NULL;
+	st->workers = NULL;
+}

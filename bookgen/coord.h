@@ -1,0 +1,192 @@
+/*
+ * bookgen/coord.h — the cluster coordinator's work logic (docs/cluster.md):
+ * leases of selected leaves handed to remote workers, their results stored,
+ * expiry, failed tries, set-aside positions. No HTTP here: server/work_api.c
+ * calls these functions from one thread (a Coord is not thread-safe).
+ *
+ * The coordinator is think without engines: the same selector (sel_select,
+ * kif bonus, roots) picks leaves, the same storage (think_store) writes the
+ * answers. Every leased, queued or set-aside position is leased in the
+ * selector, so no two workers get the same position while a lease lives.
+ *
+ * State kept in the book's `work` database, in the same write transaction as
+ * the results it goes with (one coord_commit after each round of requests):
+ *   "N"               u64 BE: the next lease id
+ *   "L" + u64 BE id   a lease: i64 LE expiry (unix ms), u8 len + token name,
+ *                     u8 len + worker name, u16 LE count, then per position
+ *                     u8 state ('P' pending, 'D' done, 'R' returned), 16-byte
+ *                     key, u8 len + SFEN
+ *   "T" + 16-byte key a position's failed tries: u8 tries, u8 set aside (0/1),
+ *                     u8 len + last failed worker, u8 len + SFEN
+ * So a coordinator killed at any moment and restarted has exactly the leases,
+ * tries and results of its last commit. Leases whose positions are all done
+ * are deleted at once (a later submission for such a lease id is recognised
+ * by the id being below "N": its keys are all analysed, so it is ignored);
+ * others are kept until COORD_FORGET_MS after their expiry.
+ *
+ * Times are unix milliseconds passed in by the caller (tests move the clock).
+ */
+#ifndef BOOKGEN_COORD_H
+#define BOOKGEN_COORD_H
+
+#include "shogi/errors.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bookdb/bookdb.h"
+#include "search/search.h"
+#include "shogi/notation.h"
+
+enum {
+	COORD_OK = 0,
+	COORD_ENOMEM = ERR_COORD - 0,
+	COORD_EINVAL = ERR_COORD - 1,   /* a request the protocol refuses (HTTP 400) */
+	COORD_ENOLEASE = ERR_COORD - 2, /* no such lease for this token (HTTP 404) */
+	COORD_EBOOK = ERR_COORD - 3,    /* the book failed; the coordinator must restart */
+	COORD_EOPTION = ERR_COORD - 4,  /* bad option or root at coord_open */
+};
+const char *coord_strerror(int code);
+
+#define COORD_ERRLEN 512
+#define COORD_MAX_BATCH 256      /* positions per lease at most */
+#define COORD_MAX_LINES 64       /* moves per result at most */
+#define COORD_NAME_MAX 64        /* worker and token names, bytes */
+#define COORD_ENGINE_MAX 128     /* engine names, bytes */
+#define COORD_MAX_TRIES 3        /* failed tries before a position is set aside */
+#define COORD_FORGET_MS 86400000 /* a lease is remembered this long after expiry */
+
+typedef struct {
+	SearchBudget budget;  /* sent to workers as the limit */
+	int multipv;          /* 1..SEARCH_MULTIPV_MAX */
+	double lease_seconds; /* 0: 600 */
+	int kif_bonus;
+	/* Selection: < 0, one leaf at a time (sel_select, as think does); >= 0,
+	 * a lease's new leaves come from one ranged search (sel_select_batch,
+	 * SEL_BATCH_WINDOW): the leaves within window cp of the best line,
+	 * closest first, topped up one at a time when fewer. */
+	int window;
+	const char *const *roots; /* position specs; NULL/0: the start position */
+	int nroots;
+	/* The periodic minimax (server side passes bookmm_run): called after a
+	 * commit when minimax_every results or minimax_seconds have passed since
+	 * the last call (0: that trigger off). Returns < 0 on failure (message in
+	 * err, errlen bytes); the coordinator goes on. */
+	int (*minimax)(void *ctx, BookDB *db, char *err, size_t errlen);
+	void *minimax_ctx;
+	uint64_t minimax_every;
+	double minimax_seconds;
+	bool load_lazy; /* sel_attach instead of sel_load (faster start, slower selections) */
+} CoordOptions;
+
+/* Who is asking (the token's name authenticates; the worker fields inform). */
+typedef struct {
+	const char *token; /* the token's name from the tokens file */
+	const char *name;  /* the worker's name */
+	const char *engine;
+	uint64_t nps;
+} CoordWorker;
+
+typedef struct {
+	Key key;
+	char sfen[SFEN_MAX];
+} CoordPos;
+
+typedef struct {
+	uint64_t id;
+	int64_t expires_ms;
+	int n;
+	CoordPos pos[COORD_MAX_BATCH];
+} CoordLease;
+
+/* One multipv line of a result, as the worker sent it. */
+typedef struct {
+	char move[USI_MOVE_MAX + 8]; /* USI text (checked against the position here) */
+	bool mate;
+	int score; /* cp, or mate distance in plies (positive: side to move mates) */
+	int depth;
+	uint64_t nodes;
+} CoordLine;
+
+typedef struct {
+	Key key;
+	bool failed; /* a failed try (no lines) */
+	int nlines;
+	CoordLine lines[COORD_MAX_LINES];
+} CoordResult;
+
+typedef struct {
+	char name[COORD_NAME_MAX + 1];
+	char engine[COORD_ENGINE_MAX + 1];
+	uint64_t nps;
+	int64_t last_seen_ms;
+} CoordWorkerSeen;
+
+typedef struct {
+	Key key;
+	char sfen[SFEN_MAX];
+	int tries;
+} CoordAside;
+
+typedef struct {
+	uint64_t queue;          /* positions returned and waiting for a worker */
+	uint64_t leases_live;    /* leases with pending positions, not expired */
+	uint64_t leases_expired; /* kept leases past their expiry */
+	uint64_t results;        /* results stored since start */
+	uint64_t failed;         /* failed tries since start (entries and expiries) */
+	double results_per_s;    /* over the last 60 s */
+	uint64_t minimax_runs;
+	uint64_t book_thought;
+	/* Where the coordinator's time went since start, ms. */
+	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;
+	size_t naside;
+	CoordAside *aside; /* malloc'd, naside of them */
+	size_t nworkers;
+	CoordWorkerSeen *workers; /* malloc'd: seen in the last 60 s */
+} CoordStatus;
+
+typedef struct Coord Coord;
+
+/* Loads the selector over db (opened read-write; it must outlive the Coord),
+ * restores the leases and tries kept in the book. 0 or a negative code with a
+ * message in err (COORD_ERRLEN bytes, may be NULL). */
+int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err);
+/* Commits what is pending and frees c. Accepts NULL. */
+void coord_free(Coord *c);
+
+/* Up to max (1..COORD_MAX_BATCH) positions in a new lease: returned positions
+ * first (not to the worker whose try of them failed last), then new leaves.
+ * Returns the count (0: no work now; no lease made) or a negative code. The
+ * lease is durable only after coord_commit. */
+int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int64_t now_ms,
+                  char *err);
+
+/* Applies a submission for lease id: every result is checked first (key in the
+ * lease, moves legal in its position, values in range); any problem returns
+ * COORD_EINVAL with a message and changes nothing. Results for positions
+ * already analysed are ignored; late ones (lease expired) are taken. Returns
+ * the number of results stored. */
+int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult *res, size_t n,
+                 int64_t now_ms, char *err);
+
+/* Returns the lease's pending positions to the queue (no failed try). */
+int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, char *err);
+
+/* Expires leases (each pending position: a failed try; back to the queue or,
+ * at COORD_MAX_TRIES, set aside), forgets old leases, commits, and runs the
+ * minimax when due. Call about every 100 ms. */
+int coord_tick(Coord *c, int64_t now_ms, char *err);
+
+/* Commits the pending writes (the work state and results of the requests
+ * applied since the last commit). */
+int coord_commit(Coord *c, char *err);
+
+/* A snapshot of the state; free with coord_status_free. */
+int coord_status(Coord *c, CoordStatus *out, int64_t now_ms);
+void coord_status_free(CoordStatus *st);
+
+/* The limits workers are to use (from the options). */
+const CoordOptions *coord_options(const Coord *c);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * server/tokens.h — the work API's bearer tokens (docs/cluster.md, "Security").
+ *
+ * The tokens file holds one token a line as "<sha256 hex of the token> <name>"
+ * (blank lines and lines starting with '#' are ignored): the coordinator never
+ * stores a token itself, so a leaked file gives no access. A token is 64
+ * lowercase hex digits from getrandom(), printed once by server_tokens_add.
+ * Checking hashes the presented token and compares it with every line in
+ * constant time. The file is re-read whenever it changes (inode, size or
+ * mtime), so deleting a line revokes that token without a restart; a file
+ * that no longer reads or parses admits nobody until it does again.
+ */
+#ifndef SERVER_TOKENS_H
+#define SERVER_TOKENS_H
+
+#include "shogi/errors.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum {
+	TOKENS_OK = 0,
+	TOKENS_EIO = ERR_TOKENS - 0,    /* the file cannot be read or written */
+	TOKENS_EPARSE = ERR_TOKENS - 1, /* a line is not "<64 hex> <name>" */
+	TOKENS_EINVAL = ERR_TOKENS - 2, /* a bad name */
+};
+const char *server_tokens_strerror(int code);
+
+#define TOKENS_ERRLEN 512
+#define TOKENS_NAME_MAX 64 /* bytes: letters, digits, '.', '_', '-' */
+#define TOKENS_TOKEN_LEN 64
+
+typedef struct ServerTokens ServerTokens;
+
+/* Reads path (it must exist and parse). 0 or a code with a message in err. */
+int server_tokens_open(ServerTokens **out, const char *path, char *err);
+void server_tokens_free(ServerTokens *t);
+
+/* True when token (as sent after "Bearer ") is in the file as it is now;
+ * name (TOKENS_NAME_MAX + 1 bytes) gets its name. Thread-safe. */
+bool server_tokens_check(ServerTokens *t, const char *token, char *name);
+
+/* Makes a new token, appends its hash and name to path (created 0600 when
+ * absent) and puts the token in token (TOKENS_TOKEN_LEN + 1 bytes). */
+int server_tokens_add(const char *path, const char *name, char *token, char *err);
+
+#endif

@@ -1,0 +1,375 @@
+/* server/work_api.c — the work endpoints and their service thread (work_api.h). */
+#include "server/work_api.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/api.h"
+#include "server/work_parse.h"
+
+#define TICK_MS 100
+/* Rounds (one commit each) start at most this often: requests arriving in
+ * between wait a little and share the commit, so a busy coordinator commits
+ * some 50 times a second rather than once per request. */
+#define ROUND_MS 20
+
+enum { OP_ACQUIRE = 1, OP_SUBMIT, OP_ABORT, OP_STATUS };
+
+typedef struct Op {
+	int kind;
+	ApiWorkBody body;
+	char token[TOKENS_NAME_MAX + 1];
+	uint64_t lease;
+	CoordLease *out; /* acquire */
+	CoordStatus st;  /* status */
+	int rc;
+	bool done;
+	char err[COORD_ERRLEN];
+	struct Op *next;
+} Op;
+
+struct ApiWork {
+	Coord *c;
+	ServerTokens *tokens;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv, done_cv;
+	Op *head, *tail;
+	bool quit;
+	atomic_bool failed;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void run_op(ApiWork *w, Op *op, int64_t now)
+{
+	CoordWorker who = {.token = op->token,
+	                   .name = op->body.worker[0] ? op->body.worker : op->token,
+	                   .engine = op->body.engine[0] ? op->body.engine : NULL,
+	                   .nps = op->body.nps};
+	op->err[0] = 0;
+	switch (op->kind) {
+	case OP_ACQUIRE:
+		op->rc = coord_acquire(w->c, op->out, &who, op->body.max, now, op->err);
+		break;
+	case OP_SUBMIT:
+		op->rc = coord_submit(w->c, op->lease, &who, op->body.results, op->body.nresults,
+		                      now, op->err);
+		break;
+	case OP_ABORT:
+		op->rc = coord_abort(w->c, op->lease, &who, now, op->err);
+		break;
+	case OP_STATUS:
+		op->rc = coord_status(w->c, &op->st, now);
+		break;
+	}
+}
+
+static void *service(void *arg)
+{
+	ApiWork *w = arg;
+	int64_t last_tick = 0, last_round = 0;
+	pthread_mutex_lock(&w->mu);
+	while (!w->quit || w->head) {
+		/* Sleep until there is work (or a tick is due), then until the
+		 * round's time has come (more requests meanwhile join it). */
+		for (;;) {
+			int64_t now = now_ms(),
+			        until = w->head ? last_round + ROUND_MS : now + TICK_MS;
+			if (now >= until || w->quit) break;
+			struct timespec ts = {.tv_sec = until / 1000,
+			                      .tv_nsec = (until % 1000) * 1000000L};
+			if (pthread_cond_timedwait(&w->work_cv, &w->mu, &ts) != 0 && !w->head)
+				break;
+		}
+		last_round = now_ms();
+		Op *ops = w->head;
+		w->head = w->tail = NULL;
+		pthread_mutex_unlock(&w->mu);
+		int64_t now = now_ms();
+		bool wrote = false;
+		for (Op *op = ops; op; op = op->next) {
+			run_op(w, op, now);
+			wrote |= op->kind != OP_STATUS;
+		}
+		char err[COORD_ERRLEN] = "";
+		if (wrote && coord_commit(w->c, err) < 0) {
+			/* Nothing of this round is on disk: no answer may say otherwise. */
+			for (Op *op = ops; op; op = op->next)
+				if (op->kind != OP_STATUS && op->rc >= 0) {
+					op->rc = COORD_EBOOK;
+					snprintf(op->err, sizeof op->err, "%s", err);
+				}
+		}
+		if (now - last_tick >= TICK_MS) {
+			last_tick = now;
+			err[0] = 0;
+			coord_tick(w->c, now, err);
+			if (err[0]) fprintf(stderr, "joseki: %s\n", err);
+		}
+		bool failed = false;
+		for (Op *op = ops; op; op = op->next) failed |= op->rc == COORD_EBOOK;
+		if (failed && !atomic_load(&w->failed)) {
+			atomic_store(&w->failed, true);
+			for (Op *op = ops; op; op = op->next)
+				if (op->rc == COORD_EBOOK && op->err[0]) {
+					fprintf(stderr, "joseki: %s\n", op->err);
+					break;
+				}
+		}
+		pthread_mutex_lock(&w->mu);
+		for (Op *op = ops; op; op = op->next) op->done = true;
+		if (ops) pthread_cond_broadcast(&w->done_cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+int api_work_start(ApiWork **out, Coord *c, ServerTokens *tokens)
+{
+	*out = NULL;
+	ApiWork *w = calloc(1, sizeof *w);
+	if (!w) return -1;
+	w->c = c;
+	w->tokens = tokens;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->work_cv, NULL);
+	pthread_cond_init(&w->done_cv, NULL);
+	if (pthread_create(&w->thread, NULL, service, w) != 0) {
+		free(w);
+		return -1;
+	}
+	*out = w;
+	return 0;
+}
+
+void api_work_stop(ApiWork *w)
+{
+	if (!w) return;
+	pthread_mutex_lock(&w->mu);
+	w->quit = true;
+	pthread_cond_signal(&w->work_cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->work_cv);
+	pthread_cond_destroy(&w->done_cv);
+	free(w);
+}
+
+bool api_work_failed(ApiWork *w)
+{
+	return atomic_load(&w->failed);
+}
+
+/* Hands op to the service thread and waits for its answer. */
+static int submit_op(ApiWork *w, Op *op)
+{
+	pthread_mutex_lock(&w->mu);
+	if (w->quit) {
+		pthread_mutex_unlock(&w->mu);
+		return -1;
+	}
+	if (w->tail)
+		w->tail->next = op;
+	else
+		w->head = op;
+	w->tail = op;
+	pthread_cond_signal(&w->work_cv);
+	while (!op->done) pthread_cond_wait(&w->done_cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+static char *dump(json_t *o)
+{
+	if (!o) return NULL;
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!s) return NULL;
+	size_t n = strlen(s);
+	char *r = realloc(s, n + 2);
+	if (!r) {
+		free(s);
+		return NULL;
+	}
+	r[n] = '\n';
+	r[n + 1] = 0;
+	return r;
+}
+
+static char *acquire_body(const CoordLease *l, const CoordOptions *o, int64_t now)
+{
+	json_t *ps = json_array();
+	for (int i = 0; i < l->n; i++) {
+		char hex[KEY_HEX_LEN];
+		key_to_hex(l->pos[i].key, hex);
+		json_array_append_new(ps,
+		                      json_pack("{s:s, s:s}", "sfen", l->pos[i].sfen, "key", hex));
+	}
+	json_t *lim = json_object();
+	const char *k = o->budget.kind == SEARCH_BUDGET_NODES      ? "nodes"
+	                : o->budget.kind == SEARCH_BUDGET_MOVETIME ? "movetime"
+	                                                           : "depth";
+	json_object_set_new(lim, k, json_integer((json_int_t)o->budget.amount));
+	json_object_set_new(lim, "multipv", json_integer(o->multipv));
+	char id[17];
+	snprintf(id, sizeof id, "%016llx", (unsigned long long)l->id);
+	int64_t left = (l->expires_ms - now + 999) / 1000;
+	return dump(json_pack("{s:s, s:I, s:o, s:o}", "lease", id, "expires_in",
+	                      (json_int_t)(left > 0 ? left : 0), "positions", ps, "limits", lim));
+}
+
+static char *status_body(const CoordStatus *st)
+{
+	json_t *aside = json_array(), *workers = json_array();
+	for (size_t i = 0; i < st->naside; i++) {
+		char hex[KEY_HEX_LEN];
+		key_to_hex(st->aside[i].key, hex);
+		json_array_append_new(aside,
+		                      json_pack("{s:s, s:s, s:i}", "key", hex, "sfen",
+		                                st->aside[i].sfen, "tries", st->aside[i].tries));
+	}
+	int64_t now = now_ms();
+	for (size_t i = 0; i < st->nworkers; i++) {
+		const CoordWorkerSeen *s = &st->workers[i];
+		json_array_append_new(workers,
+		                      json_pack("{s:s, s:s, s:I, s:I}", "name", s->name, "engine",
+		                                s->engine, "nps", (json_int_t)s->nps, "last_seen_s",
+		                                (json_int_t)((now - s->last_seen_ms) / 1000)));
+	}
+	return dump(json_pack(
+	    "{s:I, s:{s:I, s:I}, s:I, s:f, s:I, s:I, s:o, s:o}", "queue", (json_int_t)st->queue,
+	    "leases", "live", (json_int_t)st->leases_live, "expired",
+	    (json_int_t)st->leases_expired, "results", (json_int_t)st->results, "results_per_s",
+	    st->results_per_s, "failed_tries", (json_int_t)st->failed, "minimax_runs",
+	    (json_int_t)st->minimax_runs, "set_aside", aside, "workers", workers));
+}
+
+/* The lease id after prefix in url: 16 hex digits, nothing after. */
+static int lease_of(uint64_t *id, const char *url, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	if (strncmp(url, prefix, pl)) return -1;
+	const char *s = url + pl;
+	if (strlen(s) != 16) return -1;
+	uint64_t v = 0;
+	for (int i = 0; i < 16; i++) {
+		char ch = s[i];
+		int d = ch >= '0' && ch <= '9'   ? ch - '0'
+		        : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+		                                 : -1;
+		if (d < 0) return -1;
+		v = v << 4 | (uint64_t)d;
+	}
+	*id = v;
+	return 0;
+}
+
+static char *error(int *status, int code, const char *msg)
+{
+	*status = code;
+	return api_error_body(msg);
+}
+
+char *api_work_handle(ApiWork *w, const char *method, const char *url, const char *auth,
+                      const char *body, size_t len, bool too_large, int *status, int *retry_after)
+{
+	*retry_after = 0;
+	Op op = {0};
+	if (!auth || strncmp(auth, "Bearer ", 7) ||
+	    !server_tokens_check(w->tokens, auth + 7, op.token))
+		return error(status, 401,
+		             "a valid token is required (Authorization: Bearer TOKEN)");
+	if (atomic_load(&w->failed))
+		return error(status, 500, "the coordinator failed; it must be restarted");
+	bool post = !strcmp(method, "POST");
+	char perr[API_PARSE_ERRLEN] = "";
+	if (!strcmp(url, "/v1/work/status")) {
+		if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+			return error(status, 405, "GET /v1/work/status");
+		op.kind = OP_STATUS;
+	} else if (!strcmp(url, "/v1/work/acquire")) {
+		op.kind = OP_ACQUIRE;
+	} else if (!lease_of(&op.lease, url, "/v1/work/submit/")) {
+		op.kind = OP_SUBMIT;
+	} else if (!lease_of(&op.lease, url, "/v1/work/abort/")) {
+		op.kind = OP_ABORT;
+	} else {
+		return error(status, 404,
+		             "no such work path (see /v1/work/acquire, /v1/work/submit/LEASE, "
+		             "/v1/work/abort/LEASE, /v1/work/status; LEASE: 16 hex digits)");
+	}
+	if (op.kind != OP_STATUS && !post) return error(status, 405, "this work path takes POST");
+	if (too_large) return error(status, 413, "request body larger than 1 MiB");
+	int prc = op.kind == OP_ACQUIRE  ? api_parse_acquire(&op.body, body, len, perr)
+	          : op.kind == OP_SUBMIT ? api_parse_submit(&op.body, body, len, perr)
+	          : op.kind == OP_ABORT  ? api_parse_abort(&op.body, body, len, perr)
+	                                 : 0;
+	if (prc < 0) return error(status, 400, perr);
+	CoordLease *lease = NULL;
+	if (op.kind == OP_ACQUIRE && !(op.out = lease = malloc(sizeof *lease))) {
+		api_work_body_free(&op.body);
+		return error(status, 500, "out of memory");
+	}
+	if (submit_op(w, &op) < 0) {
+		free(lease);
+		api_work_body_free(&op.body);
+		*retry_after = API_WORK_RETRY_S;
+		return error(status, 503, "shutting down");
+	}
+	api_work_body_free(&op.body);
+	char *out = NULL;
+	if (op.rc == COORD_EINVAL)
+		out = error(status, 400, op.err);
+	else if (op.rc == COORD_ENOLEASE)
+		out = error(status, 404, op.err);
+	else if (op.rc < 0)
+		out = error(status, 500, op.err[0] ? op.err : coord_strerror(op.rc));
+	else if (op.kind == OP_ACQUIRE && op.rc == 0) {
+		*status = 204;
+		*retry_after = API_WORK_RETRY_S;
+	} else if (op.kind == OP_ACQUIRE) {
+		*status = 200;
+		out = acquire_body(lease, coord_options(w->c), now_ms());
+	} else if (op.kind == OP_STATUS) {
+		*status = 200;
+		out = status_body(&op.st);
+		coord_status_free(&op.st);
+	} else {
+		*status = 204;
+	}
+	free(lease);
+	return out;
+}
+
+void api_work_status_line(ApiWork *w, char *buf, size_t len)
+{
+	Op op = {.kind = OP_STATUS};
+	if (submit_op(w, &op) < 0 || op.rc < 0) {
+		snprintf(buf, len, "work: no status");
+		return;
+	}
+	uint64_t nps = 0;
+	for (size_t i = 0; i < op.st.nworkers; i++) nps += op.st.workers[i].nps;
+	snprintf(buf, len,
+	         "work: %llu results (%.1f/s), queue %llu, leases %llu live %llu expired, "
+	         "set aside %zu, workers %zu (%.1f Mnps), minimax runs %llu (last %.0f ms); "
+	         "time in select %.0f ms, store %.0f ms, commit %.0f ms, minimax %.0f ms",
+	         (unsigned long long)op.st.results, op.st.results_per_s,
+	         (unsigned long long)op.st.queue, (unsigned long long)op.st.leases_live,
+	         (unsigned long long)op.st.leases_expired, op.st.naside, op.st.nworkers, nps / 1e6,
+	         (unsigned long long)op.st.minimax_runs, op.st.last_minimax_ms, op.st.select_ms,
+	         op.st.store_ms, op.st.commit_ms, op.st.minimax_ms);
+	coord_status_free(&op.st);
+}

@@ -1,0 +1,48 @@
+/*
+ * server/work_api.h — the cluster work endpoints (docs/cluster.md) over a
+ * bookgen/coord.h Coordinator: POST /v1/work/acquire, /v1/work/submit/{lease},
+ * /v1/work/abort/{lease}, GET /v1/work/status, each behind a bearer token
+ * (server/tokens.h).
+ *
+ * One service thread owns the Coord (and so the book's only write
+ * transaction): HTTP threads authenticate and parse the body, then hand the
+ * request to it and wait. The thread applies every request that arrived
+ * meanwhile, commits once, and only then answers them (group commit): a 200
+ * lease or a 204 submission is on disk when the worker hears of it. Between
+ * requests it expires leases and runs the periodic minimax (coord_tick).
+ */
+#ifndef SERVER_WORK_API_H
+#define SERVER_WORK_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "bookgen/coord.h"
+#include "server/tokens.h"
+
+#define API_WORK_BODY_MAX (1024 * 1024) /* larger request bodies: 413 */
+#define API_WORK_RETRY_S 5              /* Retry-After of a 204 (no work) or 503 */
+
+typedef struct ApiWork ApiWork;
+
+/* Starts the service thread over c and tokens (both kept by the caller and
+ * freed after api_work_stop). 0, or -1 when the thread cannot start. */
+int api_work_start(ApiWork **out, Coord *c, ServerTokens *tokens);
+/* Answers later requests 503, finishes the thread's round, joins it. Accepts NULL. */
+void api_work_stop(ApiWork *w);
+
+/* One request under /v1/work/. auth: the Authorization header (may be NULL);
+ * too_large: the body was cut at API_WORK_BODY_MAX. Returns the malloc'd JSON
+ * body (NULL for an empty one) and sets *status and *retry_after (seconds, 0:
+ * no header). */
+char *api_work_handle(ApiWork *w, const char *method, const char *url, const char *auth,
+                      const char *body, size_t len, bool too_large, int *status, int *retry_after);
+
+/* The one-line status ("work: ..." without newline) into buf. */
+void api_work_status_line(ApiWork *w, char *buf, size_t len);
+
+/* True once the coordinator failed (book error): the process should exit and
+ * be restarted; requests meanwhile get 500. */
+bool api_work_failed(ApiWork *w);
+
+#endif

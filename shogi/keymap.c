@@ -1,0 +1,124 @@
+/*
+ * shogi/keymap.c — the key map's growth, inserts and filter (keymap.h).
+ */
+#include "shogi/keymap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+unsigned keyfilter_log2(size_t n)
+{
+	unsigned f = 10;
+	while (f < 40 && ((uint64_t)1 << f) < (uint64_t)n * 8) f++;
+	return f;
+}
+
+void keymap_init(KeyMap *m, size_t stride)
+{
+	memset(m, 0, sizeof *m);
+	m->stride = stride;
+}
+
+void keymap_init_set(KeyMap *m, bool values)
+{
+	memset(m, 0, sizeof *m);
+	m->values = values;
+}
+
+void keymap_free(KeyMap *m)
+{
+	free(m->slot);
+	free(m->val);
+	free(m->filter);
+	size_t stride = m->stride;
+	bool values = m->values;
+	memset(m, 0, sizeof *m);
+	m->stride = stride;
+	m->values = values;
+}
+
+/* The first empty slot from i on (mask = slots - 1). */
+static size_t empty_slot(const uint64_t *slot, size_t mask, size_t i)
+{
+	while (slot[i]) i = (i + 1) & mask;
+	return i;
+}
+
+int keymap_reserve(KeyMap *m, const void *keys, size_t n)
+{
+	if (n > KEYMAP_MAX) return -1;
+	if (n <= m->cap / 2) return 0;
+	size_t cap = m->cap ? m->cap : 16;
+	unsigned log2 = 0;
+	while (cap / 2 < n) {
+		if (cap > SIZE_MAX / 2 / sizeof(uint64_t)) return -1;
+		cap *= 2;
+	}
+	while (((size_t)1 << log2) < cap) log2++;
+	uint64_t *slot = calloc(cap, sizeof *slot);
+	uint32_t *val = m->values ? malloc(cap * sizeof *val) : NULL;
+	if (!slot || (m->values && !val)) {
+		free(slot);
+		free(val);
+		return -1;
+	}
+	KeyMap nm = *m;
+	nm.slot = slot;
+	nm.val = val;
+	nm.cap = cap;
+	nm.shift = 64 - log2;
+	for (size_t i = 0; i < m->cap; i++) {
+		uint64_t s = m->slot[i];
+		if (!s) continue;
+		uint64_t hi = m->stride ? keymap_key_at(m, keys, (uint32_t)s - 1)->hi : s;
+		size_t j = empty_slot(slot, cap - 1, keymap_home(&nm, hi));
+		slot[j] = s;
+		if (val) val[j] = m->val[i];
+	}
+	free(m->slot);
+	free(m->val);
+	*m = nm;
+	return 0;
+}
+
+int keymap_put(KeyMap *m, const void *keys, uint32_t idx)
+{
+	int64_t at = keymap_find_or_insert(m, keys, idx);
+	if (at < 0) return -1;
+	if ((uint32_t)at != idx) { /* the key was there: its slot takes idx */
+		size_t i = keymap_probe(m, keys, *keymap_key_at(m, keys, idx));
+		m->slot[i] = (m->slot[i] >> 32 << 32) | ((uint64_t)idx + 1);
+	}
+	return 0;
+}
+
+int keymap_filter_build(KeyMap *m, const void *keys)
+{
+	assert(m->stride);
+	free(m->filter);
+	m->filter = NULL;
+	unsigned log2 = keyfilter_log2(m->n);
+	uint64_t *f = calloc(keyfilter_words(log2), sizeof *f);
+	if (!f) return -1;
+	uint64_t mask = ((uint64_t)1 << log2) - 1;
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->slot[i])
+			keyfilter_add(f, mask, *keymap_key_at(m, keys, (uint32_t)m->slot[i] - 1));
+	m->filter = f;
+	m->filter_mask = mask;
+	return 0;
+}
+
+int keymap_next(const KeyMap *m, size_t *pos, uint64_t *word, uint32_t *val)
+{
+	for (size_t i = *pos; i < m->cap; i++) {
+		uint64_t s = m->slot[i];
+		if (!s) continue;
+		*word = m->stride ? (uint32_t)s - 1 : s;
+		*val = m->values ? m->val[i] : KEYMAP_NONE;
+		*pos = i + 1;
+		return 1;
+	}
+	*pos = m->cap;
+	return 0;
+}

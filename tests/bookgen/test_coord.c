@@ -1,0 +1,470 @@
+/*
+ * tests/bookgen/test_coord.c — the cluster coordinator's lease logic
+ * (bookgen/coord.h) in-process on a real LMDB book: leases, submissions
+ * (idempotent, late, partial, refused), expiry to a different worker, abort,
+ * three failed tries setting a position aside, and a restart keeping leases.
+ * The clock is passed in, so expiry needs no waiting.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "bookdb/bookdb.h"
+#include "bookgen/coord.h"
+#include "bookgen/roots.h"
+#include "shogi/movegen.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+#include "tests/support/support.h"
+
+#define T0 1700000000000LL /* unix ms: the tests' clock starts here */
+
+static const CoordWorker A = {.token = "ta", .name = "alpha", .engine = "fake", .nps = 10};
+static const CoordWorker B = {.token = "tb", .name = "beta", .engine = "fake", .nps = 20};
+static const CoordWorker C = {.token = "tc", .name = "gamma", .engine = "fake", .nps = 30};
+
+static Coord *open_coord(BookDB **db, const char *dir)
+{
+	char err[COORD_ERRLEN];
+	assert_int_equal(bookdb_open(db, dir, NULL, err), 0);
+	CoordOptions o = {
+	    .budget = {SEARCH_BUDGET_DEPTH, 5}, .multipv = 3, .lease_seconds = 60, .window = -1};
+	Coord *c;
+	int rc = coord_open(&c, *db, &o, err);
+	if (rc < 0) fail_msg("coord_open: %s", err);
+	return c;
+}
+
+static void close_coord(Coord *c, BookDB *db)
+{
+	coord_free(c);
+	bookdb_free(db);
+}
+
+/* A result for p: its first k legal moves, scores 10, 0, -10, ... */
+static void answer(CoordResult *r, const CoordPos *p, int k)
+{
+	Position *pos = malloc(sizeof *pos);
+	Move mv[MOVEGEN_MAX];
+	assert_non_null(pos);
+	assert_int_equal(sfen_parse(pos, p->sfen, NULL, NULL), 0);
+	int n = movegen_legal(pos, mv);
+	memset(r, 0, sizeof *r);
+	r->key = p->key;
+	r->nlines = n < k ? n : k;
+	for (int i = 0; i < r->nlines; i++) {
+		char usi[USI_MOVE_MAX];
+		usi_move_write(mv[i], usi);
+		snprintf(r->lines[i].move, sizeof r->lines[i].move, "%s", usi);
+		r->lines[i].score = 10 - 10 * i;
+		r->lines[i].depth = 5;
+		r->lines[i].nodes = 1000;
+	}
+	free(pos);
+}
+
+static bool thought(BookDB *db, Key k)
+{
+	BookTxn *t;
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_non_null(rec);
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	int rc = bookdb_get(rec, t, k);
+	bool th = rc == 0 && (rec->flags & BOOKDB_REC_THOUGHT);
+	bookdb_txn_abort(t);
+	free(rec);
+	return th;
+}
+
+static int acquire(Coord *c, CoordLease *l, const CoordWorker *w, int max, int64_t now)
+{
+	char err[COORD_ERRLEN];
+	int n = coord_acquire(c, l, w, max, now, err);
+	if (n < 0) fail_msg("acquire: %s", err);
+	char cerr[COORD_ERRLEN];
+	assert_int_equal(coord_commit(c, cerr), 0);
+	return n;
+}
+
+static bool in_lease(const CoordLease *l, Key k)
+{
+	for (int i = 0; i < l->n; i++)
+		if (key_equal(l->pos[i].key, k)) return true;
+	return false;
+}
+
+/* Grows the book a little so that several leaves are selectable. */
+static void seed_book(Coord *c, int rounds)
+{
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	char err[COORD_ERRLEN];
+	for (int i = 0; i < rounds; i++) {
+		int n = acquire(c, l, &A, 1, T0);
+		assert_int_equal(n, 1);
+		answer(r, &l->pos[0], 4);
+		assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+	}
+	assert_int_equal(coord_commit(c, err), 0);
+	free(l);
+	free(r);
+}
+
+static void test_coord__lease_submit_idempotent_and_stored(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	BookDB *db;
+	Coord *c = open_coord(&db, dir);
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	/* An empty book: the first lease is the start position. */
+	assert_int_equal(acquire(c, l, &A, 8, T0), 1);
+	Position *pos = malloc(sizeof *pos);
+	pos_set_startpos(pos);
+	assert_true(key_equal(l->pos[0].key, pos_key(pos)));
+	assert_int_equal(l->expires_ms, T0 + 60000);
+	/* While it is leased nothing else is selectable: no work. */
+	CoordLease *l2 = malloc(sizeof *l2);
+	assert_int_equal(acquire(c, l2, &B, 8, T0), 0);
+	answer(r, &l->pos[0], 4);
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_true(thought(db, l->pos[0].key));
+	/* The same submission again changes nothing. */
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 0);
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0), 0);
+	assert_int_equal(st.results, 1);
+	assert_int_equal(st.leases_live, 0);
+	coord_status_free(&st);
+	/* Four children now: two leases never share a position. */
+	assert_int_equal(acquire(c, l, &A, 2, T0), 2);
+	assert_int_equal(acquire(c, l2, &B, 8, T0), 2);
+	for (int i = 0; i < l2->n; i++) assert_false(in_lease(l, l2->pos[i].key));
+	/* Part of a lease now, the rest later. */
+	answer(r, &l->pos[0], 2);
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+	assert_int_equal(coord_status(c, &st, T0), 0);
+	assert_int_equal(st.leases_live, 2);
+	coord_status_free(&st);
+	answer(r, &l->pos[1], 2);
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_true(thought(db, l->pos[0].key));
+	assert_true(thought(db, l->pos[1].key));
+	/* A finished lease: resubmitting its results is still accepted and ignored. */
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 0);
+	free(pos);
+	free(l);
+	free(l2);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_coord__refused_submissions_write_nothing(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	BookDB *db;
+	Coord *c = open_coord(&db, dir);
+	seed_book(c, 1);
+	CoordLease *l = malloc(sizeof *l), *other = malloc(sizeof *other);
+	CoordResult *r = calloc(2, sizeof *r);
+	assert_int_equal(acquire(c, l, &A, 2, T0), 2);
+	assert_int_equal(acquire(c, other, &B, 1, T0), 1);
+	/* A key of another lease: 400, and the good result beside it is not stored. */
+	answer(&r[0], &l->pos[0], 2);
+	answer(&r[1], &other->pos[0], 2);
+	assert_int_equal(coord_submit(c, l->id, &A, r, 2, T0, err), COORD_EINVAL);
+	assert_non_null(strstr(err, "not in lease"));
+	/* An illegal move. */
+	answer(&r[1], &l->pos[1], 2);
+	snprintf(r[1].lines[1].move, sizeof r[1].lines[1].move, "5e5d");
+	assert_int_equal(coord_submit(c, l->id, &A, r, 2, T0, err), COORD_EINVAL);
+	assert_non_null(strstr(err, "not a legal move"));
+	/* Scores and depths out of range. */
+	answer(&r[1], &l->pos[1], 2);
+	r[1].lines[0].score = 40000;
+	assert_int_equal(coord_submit(c, l->id, &A, r, 2, T0, err), COORD_EINVAL);
+	r[1].lines[0].score = 0;
+	r[1].lines[0].mate = true;
+	assert_int_equal(coord_submit(c, l->id, &A, r, 2, T0, err), COORD_EINVAL);
+	r[1].lines[0].mate = false;
+	r[1].lines[0].depth = 1001;
+	assert_int_equal(coord_submit(c, l->id, &A, r, 2, T0, err), COORD_EINVAL);
+	r[1].lines[0].depth = 3;
+	/* The same key twice in one body. */
+	r[1] = r[0];
+	assert_int_equal(coord_submit(c, l->id, &A, r, 2, T0, err), COORD_EINVAL);
+	/* Another token's lease, a lease never issued. */
+	answer(&r[1], &l->pos[1], 2);
+	assert_int_equal(coord_submit(c, l->id, &B, r, 2, T0, err), COORD_ENOLEASE);
+	assert_int_equal(coord_submit(c, 999999, &A, r, 2, T0, err), COORD_ENOLEASE);
+	assert_int_equal(coord_abort(c, 999999, &A, T0, err), COORD_ENOLEASE);
+	assert_int_equal(coord_acquire(c, other, &A, 0, T0, err), COORD_EINVAL);
+	assert_int_equal(coord_acquire(c, other, &A, COORD_MAX_BATCH + 1, T0, err), COORD_EINVAL);
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_false(thought(db, l->pos[0].key));
+	assert_false(thought(db, l->pos[1].key));
+	/* The corrected body goes through whole. */
+	assert_int_equal(coord_submit(c, l->id, &A, r, 2, T0, err), 2);
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_true(thought(db, l->pos[0].key));
+	assert_true(thought(db, l->pos[1].key));
+	free(l);
+	free(other);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void
+test_coord__expiry_returns_positions_to_another_worker_and_late_results_count(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	BookDB *db;
+	Coord *c = open_coord(&db, dir);
+	seed_book(c, 1); /* the start position and 4 children */
+	CoordLease *la = malloc(sizeof *la), *lb = malloc(sizeof *lb);
+	CoordResult *r = malloc(sizeof *r);
+	assert_int_equal(acquire(c, la, &A, 4, T0), 4);
+	/* Not yet: nothing expires. */
+	assert_int_equal(coord_tick(c, T0 + 59000, err), 0);
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0 + 59000), 0);
+	assert_int_equal(st.queue, 0);
+	assert_int_equal(st.leases_live, 1);
+	coord_status_free(&st);
+	assert_int_equal(coord_tick(c, T0 + 60000, err), 0);
+	assert_int_equal(coord_status(c, &st, T0 + 60000), 0);
+	assert_int_equal(st.queue, 4);
+	assert_int_equal(st.failed, 4);
+	assert_int_equal(st.leases_live, 0);
+	assert_int_equal(st.leases_expired, 1);
+	coord_status_free(&st);
+	/* The worker whose lease expired does not get them back... */
+	int n = acquire(c, lb, &A, 8, T0 + 61000);
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < la->n; k++)
+			assert_false(key_equal(lb->pos[i].key, la->pos[k].key));
+	/* ... another worker does. */
+	assert_int_equal(acquire(c, lb, &B, 4, T0 + 61000), 4);
+	for (int i = 0; i < 4; i++) assert_true(in_lease(la, lb->pos[i].key));
+	/* A's late result for a position not yet analysed is taken. */
+	answer(r, &la->pos[0], 2);
+	assert_int_equal(coord_submit(c, la->id, &A, r, 1, T0 + 62000, err), 1);
+	/* B's result for the same position is then ignored without error. */
+	assert_int_equal(coord_submit(c, lb->id, &B, r, 1, T0 + 62000, err), 0);
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_true(thought(db, la->pos[0].key));
+	assert_int_equal(coord_status(c, &st, T0 + 62000), 0);
+	assert_int_equal(st.results, 2); /* seed + the late one */
+	assert_int_equal(st.nworkers, 2);
+	coord_status_free(&st);
+	free(la);
+	free(lb);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_coord__abort_returns_positions_at_once_without_a_try(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	BookDB *db;
+	Coord *c = open_coord(&db, dir);
+	seed_book(c, 1);
+	CoordLease *l = malloc(sizeof *l), *l2 = malloc(sizeof *l2);
+	assert_int_equal(acquire(c, l, &A, 3, T0), 3);
+	assert_int_equal(coord_abort(c, l->id, &A, T0, err), 0);
+	assert_int_equal(coord_abort(c, l->id, &A, T0, err), 0); /* again: nothing left */
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0), 0);
+	assert_int_equal(st.queue, 3);
+	assert_int_equal(st.failed, 0);
+	coord_status_free(&st);
+	/* Not a failure: the same worker may take them again, first. */
+	assert_int_equal(acquire(c, l2, &A, 3, T0), 3);
+	for (int i = 0; i < 3; i++) assert_true(in_lease(l, l2->pos[i].key));
+	free(l);
+	free(l2);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_coord__three_failed_tries_set_a_position_aside(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	BookDB *db;
+	Coord *c = open_coord(&db, dir);
+	seed_book(c, 1);
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = calloc(1, sizeof *r);
+	assert_int_equal(acquire(c, l, &A, 1, T0), 1);
+	Key bad = l->pos[0].key;
+	r->key = bad;
+	r->failed = true;
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 0);
+	/* The next worker to get it (first in the queue) fails too; then one expires. */
+	assert_int_equal(acquire(c, l, &B, 1, T0), 1);
+	assert_true(key_equal(l->pos[0].key, bad));
+	assert_int_equal(coord_submit(c, l->id, &B, r, 1, T0, err), 0);
+	assert_int_equal(acquire(c, l, &C, 1, T0), 1);
+	assert_true(key_equal(l->pos[0].key, bad));
+	assert_int_equal(coord_tick(c, T0 + 61000, err), 0);
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0 + 61000), 0);
+	assert_int_equal(st.naside, 1);
+	assert_true(key_equal(st.aside[0].key, bad));
+	assert_int_equal(st.aside[0].tries, 3);
+	assert_int_equal(st.queue, 0);
+	coord_status_free(&st);
+	/* Nobody gets it again, and the rest of the book goes on. */
+	int n = acquire(c, l, &A, 8, T0 + 62000);
+	assert_int_equal(n, 3);
+	assert_false(in_lease(l, bad));
+	/* Set aside survives a restart. */
+	close_coord(c, db);
+	c = open_coord(&db, dir);
+	assert_int_equal(coord_status(c, &st, T0 + 63000), 0);
+	assert_int_equal(st.naside, 1);
+	coord_status_free(&st);
+	free(l);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_coord__a_restart_keeps_leases_tries_and_the_counter(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	BookDB *db;
+	Coord *c = open_coord(&db, dir);
+	seed_book(c, 1);
+	CoordLease *la = malloc(sizeof *la), *lb = malloc(sizeof *lb), *l = malloc(sizeof *l);
+	CoordResult *r = calloc(1, sizeof *r);
+	assert_int_equal(acquire(c, la, &A, 2, T0), 2);
+	assert_int_equal(acquire(c, lb, &B, 1, T0), 1);
+	r->key = lb->pos[0].key;
+	r->failed = true;
+	assert_int_equal(coord_submit(c, lb->id, &B, r, 1, T0, err), 0);
+	assert_int_equal(coord_commit(c, err), 0);
+	close_coord(c, db);
+
+	c = open_coord(&db, dir);
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0), 0);
+	assert_int_equal(st.leases_live, 1);
+	assert_int_equal(st.queue, 1); /* the failed one, waiting */
+	coord_status_free(&st);
+	/* A's leased positions are not handed out; B's failed one is not given to B. */
+	int n = acquire(c, l, &B, 8, T0);
+	for (int i = 0; i < n; i++) {
+		assert_false(in_lease(la, l->pos[i].key));
+		assert_false(key_equal(l->pos[i].key, lb->pos[0].key));
+	}
+	assert_true(l->id > lb->id); /* ids are never reused */
+	/* A's lease still takes its results. */
+	answer(r, &la->pos[1], 2);
+	assert_int_equal(coord_submit(c, la->id, &A, r, 1, T0, err), 1);
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_true(thought(db, la->pos[1].key));
+	/* And still expires at its time: one position left pending. */
+	assert_int_equal(coord_tick(c, T0 + 60000, err), 0);
+	assert_int_equal(coord_status(c, &st, T0 + 60000), 0);
+	assert_true(st.queue >= 2);
+	coord_status_free(&st);
+	free(la);
+	free(lb);
+	free(l);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* Roots queued in the book (joseki extend) are handed out first, in queue
+ * order, to one worker only; once thought they are not handed out again, and
+ * one still leased stays with its lease across a restart. */
+static void test_coord__extended_roots_come_first_and_once(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	static const char *SPECS[] = {"startpos moves 7g7f 3c3d", "startpos moves 2g2f"};
+	Key want[2];
+	BookDB *db;
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	Position *pos = malloc(sizeof *pos);
+	assert_non_null(pos);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(position_parse(pos, SPECS[i], NULL), 0);
+		want[i] = pos_key(pos);
+		assert_int_equal(roots_queue_add(t, pos, NULL), 0);
+	}
+	assert_int_equal(bookdb_txn_commit(t), 0);
+	bookdb_free(db);
+	Coord *c = open_coord(&db, dir);
+	CoordLease *l = malloc(sizeof *l), *l2 = malloc(sizeof *l2);
+	CoordResult *r = malloc(sizeof *r);
+	assert_int_equal(acquire(c, l, &A, 2, T0), 2);
+	assert_true(key_equal(l->pos[0].key, want[0]));
+	assert_true(key_equal(l->pos[1].key, want[1]));
+	/* The next worker gets the selector's leaf (the start position), not them. */
+	assert_int_equal(acquire(c, l2, &B, 8, T0), 1);
+	assert_false(in_lease(l2, want[0]) || in_lease(l2, want[1]));
+	answer(r, &l->pos[0], 3);
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+	assert_int_equal(coord_commit(c, err), 0);
+	close_coord(c, db);
+	/* After a restart: the thought root is not handed out again, the leased one
+	 * stays with A's lease until it expires, then goes to another worker. */
+	c = open_coord(&db, dir);
+	assert_true(thought(db, want[0]));
+	assert_int_equal(acquire(c, l2, &C, 8, T0 + 1000), 0);
+	assert_int_equal(coord_tick(c, T0 + 61000, err), 0);
+	int n = acquire(c, l2, &C, 8, T0 + 61000);
+	assert_true(n >= 1);
+	assert_true(in_lease(l2, want[1]));
+	assert_false(in_lease(l2, want[0]));
+	free(pos);
+	free(l);
+	free(l2);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_coord__lease_submit_idempotent_and_stored),
+	    cmocka_unit_test(test_coord__extended_roots_come_first_and_once),
+	    cmocka_unit_test(test_coord__refused_submissions_write_nothing),
+	    cmocka_unit_test(
+	        test_coord__expiry_returns_positions_to_another_worker_and_late_results_count),
+	    cmocka_unit_test(test_coord__abort_returns_positions_at_once_without_a_try),
+	    cmocka_unit_test(test_coord__three_failed_tries_set_a_position_aside),
+	    cmocka_unit_test(test_coord__a_restart_keeps_leases_tries_and_the_counter),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,686 @@
+/*
+ * tests/bookgen/test_cycle.c — Shiba's extension/deletion cycle
+ * (bookgen/cycle.h, joseki extend / prune / cycle) over real LMDB books:
+ * prune's thresholds (win rate, games, a game counted once, the opponent's
+ * moves not counted) and --undo; that export, query, the book move and
+ * minimax leave an avoided move out; extend queues where the book side's
+ * book ran out and the next plies, once, and think thinks them first; and the
+ * whole cycle on a planted book whose first book move loses every game to
+ * the built-in engine: after one generation it is avoided and the book side's
+ * score rises, and a rerun resumes instead of starting over; a cycle stopped
+ * as a step begins, and cycles killed (kill -9) at random moments: the book
+ * passes check after each kill and the same command finishes the cycle.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "bookdb/bookdb.h"
+#include "bookdb/query.h"
+#include "bookgen/cycle.h"
+#include "bookgen/roots.h"
+#include "minimax/bookmm.h"
+#include "search/builtin.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+#include "tests/support/support.h"
+
+typedef struct {
+	const char *usi;
+	int eval; /* INT32_MIN: no evaluation, game statistics only */
+} PlantMove;
+
+/* Stores a record for spec with the moves given (thought when asked). */
+static void plant(BookDB *db, const char *spec, const PlantMove *mv, int n, bool thought)
+{
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_int_equal(position_parse(pos, spec, NULL), 0);
+	bookdb_record_init(rec, pos);
+	if (thought) {
+		rec->flags = BOOKDB_REC_THOUGHT;
+		rec->think_depth = 10;
+	}
+	for (int i = 0; i < n; i++) {
+		BookMove *m = &rec->moves[i];
+		memset(m, 0, sizeof *m);
+		assert_int_equal(
+		    usi_move_parse_legal(&m->move, pos, mv[i].usi, strlen(mv[i].usi), NULL), 0);
+		if (mv[i].eval != INT32_MIN) {
+			m->flags = BOOKDB_MOVE_EVAL;
+			m->eval = (int16_t)mv[i].eval;
+			m->depth = rec->think_depth;
+		} else {
+			m->flags = BOOKDB_MOVE_STATS;
+			m->count = 1;
+		}
+	}
+	rec->nmoves = (uint16_t)n;
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	assert_int_equal(bookdb_put(t, pos_key(pos), rec), 0);
+	assert_int_equal(bookdb_txn_commit(t), 0);
+	free(rec);
+	free(pos);
+}
+
+/* The record of spec (asserted present). */
+static void get(BookRecord *rec, BookDB *db, const char *spec)
+{
+	Position *pos = malloc(sizeof *pos);
+	assert_int_equal(position_parse(pos, spec, NULL), 0);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(bookdb_get(rec, t, pos_key(pos)), 0);
+	bookdb_txn_abort(t);
+	free(pos);
+}
+
+/* Whether usi is marked avoided in rec. */
+static bool avoided(const BookRecord *rec, const char *usi)
+{
+	char buf[USI_MOVE_MAX];
+	for (int i = 0; i < rec->nmoves; i++) {
+		usi_move_write(rec->moves[i].move, buf);
+		if (!strcmp(buf, usi)) return rec->moves[i].flags & BOOKDB_MOVE_AVOIDED;
+	}
+	fail_msg("move %s not in the record", usi);
+	return false;
+}
+
+static BookDB *open_book(const char *dir, char *path, size_t len)
+{
+	snprintf(path, len, "%s/book", dir);
+	BookDB *db;
+	assert_int_equal(bookdb_open(&db, path, NULL, NULL), 0);
+	return db;
+}
+
+static void test_cycle__prune_marks_moves_at_the_threshold_and_undo_clears_them(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], err[CYCLE_ERRLEN];
+	BookDB *db = open_book(dir, path, sizeof path);
+	static const PlantMove START[] = {{"7g7f", 100}, {"2g2f", 50}, {"5g5f", INT32_MIN}};
+	static const PlantMove REPLY[] = {{"3c3d", 20}};
+	plant(db, "startpos", START, 3, true);
+	plant(db, "startpos moves 7g7f", REPLY, 1, true);
+	/* Black is the book side: 7g7f scores 1/3, 2g2f 1/4, 5g5f (statistics
+	 * only) 0/1. White's 3c3d, in the book too, is not the book side's. */
+	CycleGame g[] = {
+	    {"startpos moves 7g7f 3c3d", BLACK, -1}, {"startpos moves 7g7f 3c3d 2g2f", BLACK, -1},
+	    {"startpos moves 7g7f 3c3d", BLACK, 1},  {"startpos moves 2g2f 8c8d", BLACK, -1},
+	    {"startpos moves 2g2f", BLACK, 0},       {"startpos moves 5g5f", BLACK, -1},
+	};
+	CyclePruneStats st;
+	/* At least 3 games: only 7g7f has them, and 1/3 is above 0.30. */
+	CyclePruneOptions o = {.max_winrate = 0.30, .min_games = 3};
+	assert_int_equal(cycle_prune(&st, db, g, 6, &o, err), 0);
+	assert_int_equal(st.games, 6);
+	assert_int_equal(st.moves, 3);
+	assert_int_equal(st.marked, 0);
+	assert_int_equal(st.avoided, 0);
+	/* At least 2 games: 2g2f (0.25) goes, 7g7f (0.33) stays, 5g5f has 1 game. */
+	o.min_games = 2;
+	assert_int_equal(cycle_prune(&st, db, g, 6, &o, err), 0);
+	assert_int_equal(st.marked, 1);
+	BookRecord *rec = malloc(sizeof *rec);
+	get(rec, db, "startpos");
+	assert_false(avoided(rec, "7g7f"));
+	assert_true(avoided(rec, "2g2f"));
+	assert_false(avoided(rec, "5g5f"));
+	/* The statistics and the evaluation stay with the mark. */
+	for (int i = 0; i < rec->nmoves; i++)
+		if (rec->moves[i].flags & BOOKDB_MOVE_AVOIDED)
+			assert_int_equal(rec->moves[i].eval, 50);
+	/* Again: nothing new; a threshold at the score itself marks (at or below). */
+	assert_int_equal(cycle_prune(&st, db, g, 6, &o, err), 0);
+	assert_int_equal(st.marked, 0);
+	assert_int_equal(st.avoided, 1);
+	o.max_winrate = 1.0 / 3;
+	o.min_games = 1;
+	assert_int_equal(cycle_prune(&st, db, g, 6, &o, err), 0);
+	assert_int_equal(st.marked, 2);
+	assert_int_equal(st.avoided, 3);
+	get(rec, db, "startpos moves 7g7f");
+	assert_false(avoided(rec, "3c3d"));
+	/* A game passing one position twice counts once for its move. */
+	static const PlantMove KING[] = {{"5i4h", 0}};
+	plant(db, "startpos", KING, 1, true);
+	CycleGame twice = {"startpos moves 5i4h 5a4b 4h5i 4b5a 5i4h 5a4b", BLACK, -1};
+	o.min_games = 2;
+	assert_int_equal(cycle_prune(&st, db, &twice, 1, &o, err), 0);
+	assert_int_equal(st.marked, 0);
+	o.min_games = 1;
+	assert_int_equal(cycle_prune(&st, db, &twice, 1, &o, err), 0);
+	assert_int_equal(st.marked, 1);
+	/* A bad game is named, and nothing is marked. */
+	plant(db, "startpos", START, 3, true);
+	CycleGame bad[] = {{"startpos moves 2g2f", BLACK, -1},
+	                   {"startpos moves 7g7f 7g7f", BLACK, -1}};
+	assert_int_equal(cycle_prune(&st, db, bad, 2, &o, err), CYCLE_EINVAL);
+	assert_non_null(strstr(err, "game 2"));
+	get(rec, db, "startpos");
+	assert_false(avoided(rec, "2g2f"));
+	/* --undo clears every mark, in every record. */
+	assert_int_equal(cycle_prune(&st, db, g, 6, &o, err), 0);
+	assert_int_equal(st.avoided, 3);
+	size_t cleared;
+	assert_int_equal(cycle_prune_undo(&cleared, db, err), 0);
+	assert_int_equal(cleared, 3);
+	get(rec, db, "startpos");
+	for (int i = 0; i < rec->nmoves; i++)
+		assert_false(rec->moves[i].flags & BOOKDB_MOVE_AVOIDED);
+	assert_false(rec->flags & BOOKDB_REC_AVOID);
+	assert_int_equal(cycle_prune_undo(&cleared, db, err), 0);
+	assert_int_equal(cleared, 0);
+	free(rec);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* Runs a joseki command that must succeed; its stdout (free it). */
+static char *run_ok(const char *fmt, const char *a, const char *b)
+{
+	char cmd[2000], *out = NULL, *err = NULL;
+	snprintf(cmd, sizeof cmd, fmt, ts_joseki(), a, b);
+	int rc = ts_run(cmd, &out, &err);
+	if (rc != 0) fail_msg("%s: exit %d\n%s%s", cmd, rc, out, err);
+	free(err);
+	return out;
+}
+
+static void test_cycle__export_query_and_minimax_leave_avoided_moves_out(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], err[CYCLE_ERRLEN];
+	BookDB *db = open_book(dir, path, sizeof path);
+	static const PlantMove START[] = {{"7g7f", 100}, {"2g2f", 50}};
+	plant(db, "startpos", START, 2, true);
+	CycleGame lost = {"startpos moves 7g7f", BLACK, -1};
+	CyclePruneStats st;
+	CyclePruneOptions o = {.max_winrate = 0.3, .min_games = 1};
+	char *out = run_ok("%s minimax %s --full --json", path, "");
+	free(out);
+	out = run_ok("%s query %s startpos --json%s", path, "");
+	assert_non_null(strstr(out, "\"bestmove\":\"7g7f\",\"value\":100"));
+	free(out);
+	/* Marked: the minimax value, the best move and the export follow 2g2f. */
+	bookdb_free(db);
+	db = open_book(dir, path, sizeof path);
+	assert_int_equal(cycle_prune(&st, db, &lost, 1, &o, err), 0);
+	assert_int_equal(st.marked, 1);
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	pos_set_startpos(pos);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(bookdb_query(rec, t, pos), 1);
+	char usi[USI_MOVE_MAX];
+	usi_move_write(bookdb_best_move(rec, pos), usi);
+	assert_string_equal(usi, "2g2f");
+	bookdb_txn_abort(t);
+	bookdb_free(db);
+	/* Incremental minimax sees the mark as a change, and agrees with --full. */
+	out = run_ok("%s minimax %s --json%s", path, "");
+	assert_non_null(strstr(out, "\"incremental\":true"));
+	assert_non_null(strstr(out, "\"root_value\":50"));
+	free(out);
+	out = run_ok("%s minimax %s --full --json%s", path, "");
+	assert_non_null(strstr(out, "\"root_value\":50"));
+	free(out);
+	out = run_ok("%s query %s startpos --json%s", path, "");
+	assert_non_null(strstr(out, "\"bestmove\":\"2g2f\",\"value\":50"));
+	assert_non_null(strstr(out, "\"avoided\":true"));
+	free(out);
+	out = run_ok("%s query %s startpos --json --with-avoided%s", path, "");
+	assert_non_null(strstr(out, "\"bestmove\":\"7g7f\""));
+	free(out);
+	char ex[700];
+	snprintf(ex, sizeof ex, "%s/out.db", dir);
+	free(run_ok("%s export %s %s --moves all --quiet", path, ex));
+	char *text = ts_read_file(ex, NULL);
+	assert_non_null(text);
+	assert_null(strstr(text, "7g7f"));
+	assert_non_null(strstr(text, "2g2f"));
+	free(text);
+	free(run_ok("%s export %s %s --moves all --with-avoided --quiet", path, ex));
+	text = ts_read_file(ex, NULL);
+	assert_non_null(strstr(text, "7g7f"));
+	free(text);
+	/* Every move avoided: no value, no best move (not "mated"). */
+	free(run_ok("%s prune %s --undo%s", path, ""));
+	db = open_book(dir, path, sizeof path);
+	CycleGame both[] = {{"startpos moves 7g7f", BLACK, -1}, {"startpos moves 2g2f", BLACK, -1}};
+	assert_int_equal(cycle_prune(&st, db, both, 2, &o, err), 0);
+	assert_int_equal(st.avoided, 2);
+	bookdb_free(db);
+	out = run_ok("%s minimax %s --json%s", path, "");
+	assert_non_null(strstr(out, "\"root_value\":null"));
+	free(out);
+	out = run_ok("%s query %s startpos --json%s", path, "");
+	assert_null(strstr(out, "bestmove"));
+	free(out);
+	free(pos);
+	free(rec);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void
+test_cycle__extend_queues_where_the_book_ran_out_and_think_takes_them_first(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], err[CYCLE_ERRLEN];
+	BookDB *db = open_book(dir, path, sizeof path);
+	static const PlantMove START[] = {{"7g7f", 100}};
+	plant(db, "startpos", START, 1, true);
+	/* White is out of book at once, which is not the book side's business;
+	 * Black's book runs out after 7g7f 3c3d (ply 2). */
+	static const char *GAME = "startpos moves 7g7f 3c3d 2g2f 8c8d 2f2e 8d8e";
+	CycleGame g[] = {{GAME, BLACK, -1}, {"startpos moves 7g7f", BLACK, 1}};
+	CycleExtendStats st;
+	assert_int_equal(cycle_extend(&st, db, g, 2, 2, err), 0);
+	assert_int_equal(st.games, 2);
+	assert_int_equal(st.ran_out, 1); /* the second game ended in book */
+	assert_int_equal(st.queued, 3);  /* plies 2, 3 and 4 */
+	assert_int_equal(st.pending, 3);
+	/* Idempotent: the same games queue nothing more. */
+	assert_int_equal(cycle_extend(&st, db, g, 2, 2, err), 0);
+	assert_int_equal(st.queued, 0);
+	assert_int_equal(st.pending, 3);
+	RootList r = {0};
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(roots_queue_load(&r, t, err), 0);
+	bookdb_txn_abort(t);
+	assert_int_equal(r.n, 3);
+	static const char *EXPECT[] = {"startpos moves 7g7f 3c3d", "startpos moves 7g7f 3c3d 2g2f",
+	                               "startpos moves 7g7f 3c3d 2g2f 8c8d"};
+	Position *pos = malloc(sizeof *pos);
+	for (int i = 0; i < 3; i++) {
+		char sfen[SFEN_MAX];
+		assert_int_equal(position_parse(pos, EXPECT[i], NULL), 0);
+		sfen_write(pos, sfen, sizeof sfen);
+		assert_string_equal(r.specs[i], sfen); /* in game order */
+	}
+	roots_free(&r);
+	/* An avoided book move counts as none: with 7g7f avoided, the start
+	 * position is where the book ran out. */
+	CyclePruneStats ps;
+	CyclePruneOptions po = {.max_winrate = 0.5, .min_games = 1};
+	assert_int_equal(cycle_prune(&ps, db, g, 1, &po, err), 0);
+	assert_int_equal(ps.marked, 1);
+	assert_int_equal(cycle_extend(&st, db, g, 1, 0, err), 0);
+	assert_int_equal(st.queued, 0); /* the start position is thought */
+	assert_int_equal(st.ran_out, 1);
+	bookdb_free(db);
+	/* think takes the queue first, in order: one position thinks the first. */
+	free(run_ok("%s think %s --positions 1 --nodes 300 --multipv 2 --quiet%s", path, ""));
+	db = open_book(dir, path, sizeof path);
+	BookRecord *rec = malloc(sizeof *rec);
+	get(rec, db, EXPECT[0]);
+	assert_true(rec->flags & BOOKDB_REC_THOUGHT);
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(roots_queue_load(&r, t, err), 0);
+	bookdb_txn_abort(t);
+	assert_int_equal(r.n, 2); /* thought positions are no longer handed out */
+	roots_free(&r);
+	assert_int_equal(cycle_extend(&st, db, NULL, 0, 8, err), 0);
+	assert_int_equal(st.pending, 2); /* and extend drops them from the queue */
+	free(rec);
+	free(pos);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
+ * Both kings face a gold drop on the head (atama-kin): Black to move mates
+ * with G*5b; any other move (the planted book's favourite, P*1e) lets White
+ * mate with G*5h. So with the book on Black, the book side loses every game
+ * it plays that move in, and wins with the other; with the book on White,
+ * the built-in engine as Black mates at once in every generation.
+ */
+#define PLANTED "sfen 4k4/9/4P4/9/9/9/4p4/9/4K4 b GPg 1"
+
+static void
+test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_rises(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], open_path[700];
+	BookDB *db = open_book(dir, path, sizeof path);
+	static const PlantMove P[] = {{"P*1e", 500}, {"G*5b", 300}};
+	plant(db, PLANTED, P, 2, true);
+	bookdb_free(db);
+	snprintf(open_path, sizeof open_path, "%s/openings.txt", dir);
+	assert_int_equal(ts_write_file(open_path, PLANTED "\n", strlen(PLANTED) + 1), 0);
+	char cmd[2000], *out = NULL, *err = NULL;
+	const char *args = "--games 2 --nodes 2000 --think-nodes 300 --positions 2 --multipv 2 "
+	                   "--max-winrate 0.3 --min-games 1 --quiet";
+	snprintf(cmd, sizeof cmd, "%s cycle %s --generations 1 --openings %s %s", ts_joseki(), path,
+	         open_path, args);
+	int rc = ts_run(cmd, &out, &err);
+	if (rc) fail_msg("%s: exit %d\n%s%s", cmd, rc, out, err);
+	/* Generation 1: the book's P*1e loses, the engine as Black mates the book. */
+	assert_non_null(strstr(out, "cycle generation 1 games 2 score 0.000 (+0 =0 -2)"));
+	assert_non_null(strstr(out, "avoided_new 1 avoided 1"));
+	assert_non_null(strstr(out, "cycle generations 1 of 1"));
+	free(out);
+	free(err);
+	db = open_book(dir, path, sizeof path);
+	BookRecord *rec = malloc(sizeof *rec);
+	get(rec, db, PLANTED);
+	assert_true(avoided(rec, "P*1e"));
+	assert_false(avoided(rec, "G*5b"));
+	bookdb_free(db);
+	/* The same command again has nothing left to do; asked for two, it goes
+	 * on with generation 2 only. */
+	rc = ts_run(cmd, &out, &err);
+	assert_int_equal(rc, 0);
+	assert_null(strstr(out, "cycle generation "));
+	assert_non_null(strstr(out, "cycle generations 1 of 1"));
+	free(out);
+	free(err);
+	snprintf(cmd, sizeof cmd, "%s cycle %s --generations 2 --openings %s %s", ts_joseki(), path,
+	         open_path, args);
+	rc = ts_run(cmd, &out, &err);
+	if (rc) fail_msg("%s: exit %d\n%s%s", cmd, rc, out, err);
+	assert_null(strstr(out, "cycle generation 1 "));
+	assert_non_null(strstr(out, "cycle generation 2 games 2 score 0.500 (+1 =0 -1)"));
+	free(out);
+	free(err);
+	/* The CSA records match wrote give prune the same verdict: the book side
+	 * is told by its player name. */
+	char gen1[700];
+	snprintf(gen1, sizeof gen1, "%s/cycle/gen-0001", path);
+	out = run_ok("%s prune %s --undo%s", path, "");
+	assert_non_null(strstr(out, "cleared 1"));
+	free(out);
+	out = run_ok("%s prune %s %s --min-games 1", path, gen1);
+	assert_non_null(strstr(out, "prune games 2 skipped 0 moves 1 marked 1 avoided 1"));
+	free(out);
+	out = run_ok("%s extend %s %s --plies 4", path, gen1);
+	assert_non_null(strstr(out, "extend games 2 skipped 0"));
+	free(out);
+	/* Bad input is named; bad usage is exit 2; a missing book is not made. */
+	char bad[700];
+	snprintf(bad, sizeof bad, "%s/bad.csa", dir);
+	static const char BAD[] = "V2.2\nPI\n+\n+7776FU\n-3334FU\n+8822ZZ\n";
+	assert_int_equal(ts_write_file(bad, BAD, sizeof BAD - 1), 0);
+	rc = ts_runf(&out, &err, "%s prune %s %s", ts_joseki(), path, bad);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, bad));
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s extend %s %s/none.csa", ts_joseki(), path, dir);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "none.csa"));
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s prune %s %s --plies 3", ts_joseki(), path, gen1);
+	assert_int_equal(rc, 2);
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s prune %s/nobook --undo", ts_joseki(), dir);
+	assert_int_equal(rc, 1);
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s cycle %s --games 2", ts_joseki(), path);
+	assert_int_equal(rc, 2);
+	assert_non_null(strstr(err, "--generations"));
+	free(out);
+	free(err);
+	free(rec);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* The generation's games as the book keeps them: read back exactly, and
+ * anything else refused. */
+static void test_cycle__the_kept_games_parse_back_and_bad_ones_are_refused(void **state)
+{
+	(void)state;
+	static const char GOOD[] = "1 0 1\nb -1 startpos moves 7g7f\nw 1 " PLANTED "\n";
+	CycleGameSet gs;
+	assert_int_equal(cycle_games_parse(&gs, GOOD, sizeof GOOD - 1), 0);
+	assert_int_equal(gs.wins, 1);
+	assert_int_equal(gs.draws, 0);
+	assert_int_equal(gs.losses, 1);
+	assert_int_equal(gs.n, 2);
+	assert_int_equal(gs.games[0].book_color, BLACK);
+	assert_int_equal(gs.games[0].result, -1);
+	assert_string_equal(gs.games[0].spec, "startpos moves 7g7f");
+	assert_int_equal(gs.games[1].book_color, WHITE);
+	assert_int_equal(gs.games[1].result, 1);
+	assert_string_equal(gs.games[1].spec, PLANTED);
+	cycle_games_free(&gs);
+	static const char *BAD[] = {
+	    "",
+	    "1 0\n",
+	    "1 0 -1\n",
+	    "1 0 1\nx 1 startpos\n",
+	    "1 0 1\nb 2 startpos\n",
+	    "1 0 1\nb 1 \n",
+	    "1 0 1\nb 1 startpos",
+	    "99999999999999999999 0 0\n",
+	};
+	for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
+		assert_int_equal(cycle_games_parse(&gs, BAD[i], strlen(BAD[i])), BOOKDB_ECORRUPT);
+		cycle_games_free(&gs);
+	}
+	assert_int_equal(cycle_games_parse(&gs, "0 0 0\n\0", 7), BOOKDB_ECORRUPT);
+	cycle_games_free(&gs);
+}
+
+/* The in-process cycle, stopped by its stop flag as a step begins. */
+typedef struct {
+	volatile sig_atomic_t stop;
+	const char *stop_at; /* the step whose start raises the flag */
+	char steps[256];     /* the steps begun, in order */
+	CycleGenStats last;
+	int generations;
+} StopCtx;
+
+static void note_step(void *ctx, int gen, const char *step)
+{
+	StopCtx *c = ctx;
+	size_t l = strlen(c->steps);
+	snprintf(c->steps + l, sizeof c->steps - l, "%d:%s ", gen, step);
+	if (c->stop_at && !strcmp(step, c->stop_at)) c->stop = 1;
+}
+
+static void note_generation(void *ctx, const CycleGenStats *g)
+{
+	StopCtx *c = ctx;
+	c->last = *g;
+	c->generations++;
+}
+
+static int minimax_step(void *ctx, BookDB *db, char *err, size_t errlen)
+{
+	(void)ctx;
+	BookmmOptions o = {0};
+	BookmmStats st;
+	return bookmm_run(&st, db, &o, err, errlen) < 0;
+}
+
+static void test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], err[CYCLE_ERRLEN];
+	BookDB *db = open_book(dir, path, sizeof path);
+	static const PlantMove P[] = {{"P*1e", 500}, {"G*5b", 300}};
+	plant(db, PLANTED, P, 2, true);
+	bookdb_free(db);
+	StopCtx c = {0};
+	SearchEngine *eng;
+	assert_int_equal(builtin_engine_new(&eng, 16, &c.stop), 0);
+	const char *openings[] = {PLANTED};
+	CycleOptions o = {
+	    .book = path,
+	    .generations = 1,
+	    .match = {.side = {{.engine = "builtin"}, {.engine = "builtin"}},
+	              .games = 2,
+	              .budget = {SEARCH_BUDGET_NODES, 2000},
+	              .openings = openings,
+	              .nopenings = 1,
+	              .concurrency = 1},
+	    .prune = {.max_winrate = 0.3, .min_games = 1},
+	    .plies = 4,
+	    .think = {.engines = &eng,
+	              .nengines = 1,
+	              .budget = {SEARCH_BUDGET_NODES, 300},
+	              .multipv = 2,
+	              .max_positions = 1,
+	              .stop = &c.stop,
+	              .roots = openings,
+	              .nroots = 1},
+	    .minimax = minimax_step,
+	    .stop = &c.stop,
+	    .on_generation = note_generation,
+	    .on_step = note_step,
+	    .ctx = &c,
+	};
+	int done;
+	bool stopped;
+	/* Stopped as extend begins: extend (one transaction) ends, and match,
+	 * prune and extend are kept. */
+	c.stop_at = "extend";
+	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
+	assert_true(stopped);
+	assert_int_equal(done, 0);
+	assert_int_equal(c.generations, 0);
+	assert_string_equal(c.steps, "1:match 1:prune 1:extend ");
+	/* The rerun goes on with think: no match is played again. */
+	c.stop = 0;
+	c.stop_at = NULL;
+	c.steps[0] = 0;
+	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
+	assert_false(stopped);
+	assert_int_equal(done, 1);
+	assert_string_equal(c.steps, "1:think 1:minimax ");
+	assert_int_equal(c.generations, 1);
+	assert_true(c.last.resumed);
+	assert_int_equal(c.last.games, 2);
+	assert_int_equal(c.last.losses, 2);
+	assert_int_equal(c.last.marked, 1); /* prune's figure, kept across the stop */
+	assert_int_equal(c.last.avoided, 1);
+	search_free(eng);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+#define GENS "600"
+
+/* kill -9 at random moments of a cycle: the book passes check after each,
+ * and the same command then finishes the cycle from where it was. */
+static void test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_again(void **state)
+{
+	(void)state;
+	uint64_t rng =
+	    ts_seed("test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_again");
+	char *dir = ts_mkdtemp(), path[600], open_path[700], think[32];
+	BookDB *db = open_book(dir, path, sizeof path);
+	static const PlantMove P[] = {{"P*1e", 500}, {"G*5b", 300}};
+	plant(db, PLANTED, P, 2, true);
+	bookdb_free(db);
+	snprintf(open_path, sizeof open_path, "%s/openings.txt", dir);
+	assert_int_equal(ts_write_file(open_path, PLANTED "\n", strlen(PLANTED) + 1), 0);
+	snprintf(think, sizeof think, "%d", 3);
+	char *const argv[] = {(char *)ts_joseki(),
+	                      "cycle",
+	                      path,
+	                      "--generations",
+	                      GENS,
+	                      "--games",
+	                      "2",
+	                      "--nodes",
+	                      "2000",
+	                      "--think-nodes",
+	                      "300",
+	                      "--positions",
+	                      think,
+	                      "--min-games",
+	                      "1",
+	                      "--openings",
+	                      open_path,
+	                      "--quiet",
+	                      NULL};
+	int done_before = 0, killed = 0;
+	for (int round = 0; round < 10; round++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			if (!freopen("/dev/null", "w", stdout)) _exit(126);
+			execv(ts_joseki(), argv);
+			_exit(127);
+		}
+		struct timespec d = {0, (long)(30 + ts_rand(&rng) % 200) * 1000000L};
+		nanosleep(&d, NULL);
+		kill(pid, SIGKILL);
+		int status;
+		waitpid(pid, &status, 0);
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) killed++;
+		assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), path), 0);
+		BookDB *b2 = open_book(dir, path, sizeof path);
+		int prev = done_before;
+		assert_int_equal(cycle_generations_done(&done_before, b2), 0);
+		assert_true(done_before >= prev); /* nothing done is ever undone */
+		bookdb_free(b2);
+	}
+	/* The kills landed inside the cycle: it takes far longer than they let
+	 * it run (a generation of this small book takes a few ms). */
+	assert_true(killed >= 5);
+	assert_true(done_before < atoi(GENS));
+	char *out = NULL, *err = NULL;
+	int rc =
+	    ts_runf(&out, &err,
+	            "%s cycle %s --generations " GENS " --games 2 --nodes 2000 --think-nodes 300 "
+	            "--positions %s --min-games 1 --openings %s --quiet",
+	            ts_joseki(), path, think, open_path);
+	if (rc) fail_msg("exit %d\n%s%s", rc, out, err);
+	assert_non_null(strstr(out, "cycle generations " GENS " of " GENS));
+	free(out);
+	free(err);
+	db = open_book(dir, path, sizeof path);
+	int done;
+	assert_int_equal(cycle_generations_done(&done, db), 0);
+	assert_int_equal(done, atoi(GENS));
+	BookRecord *rec = malloc(sizeof *rec);
+	get(rec, db, PLANTED);
+	assert_true(avoided(rec, "P*1e"));
+	free(rec);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_cycle__prune_marks_moves_at_the_threshold_and_undo_clears_them),
+	    cmocka_unit_test(test_cycle__export_query_and_minimax_leave_avoided_moves_out),
+	    cmocka_unit_test(
+	        test_cycle__extend_queues_where_the_book_ran_out_and_think_takes_them_first),
+	    cmocka_unit_test(
+	        test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_rises),
+	    cmocka_unit_test(test_cycle__the_kept_games_parse_back_and_bad_ones_are_refused),
+	    cmocka_unit_test(test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in),
+	    cmocka_unit_test(
+	        test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_again),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,123 @@
+/*
+ * tests/server/test_tokens.c — SHA-256 against the FIPS 180 test vectors, and
+ * the tokens file (server/tokens.h): add, check, revoke by deleting a line,
+ * a damaged file admitting nobody, bad names refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/sha256.h"
+#include "server/tokens.h"
+#include "tests/support/support.h"
+
+static void hex(const uint8_t *h, char out[65])
+{
+	for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", h[i]);
+}
+
+static void test_tokens__sha256_matches_the_fips_vectors(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *msg, *digest;
+	} V[] = {
+	    {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+	    {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+	    {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+	     "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+	    {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmno"
+	     "pqr"
+	     "lmnopqrsmnopqrstnopqrstu",
+	     "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+	};
+	uint8_t h[32];
+	char s[65];
+	for (size_t i = 0; i < sizeof V / sizeof V[0]; i++) {
+		server_sha256(V[i].msg, strlen(V[i].msg), h);
+		hex(h, s);
+		assert_string_equal(s, V[i].digest);
+	}
+	/* One million 'a': many blocks. */
+	char *m = malloc(1000000);
+	memset(m, 'a', 1000000);
+	server_sha256(m, 1000000, h);
+	hex(h, s);
+	assert_string_equal(s, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	free(m);
+}
+
+static void test_tokens__add_check_revoke_and_damage(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], err[TOKENS_ERRLEN];
+	snprintf(path, sizeof path, "%s/tokens", dir);
+	char t1[TOKENS_TOKEN_LEN + 1], t2[TOKENS_TOKEN_LEN + 1], name[TOKENS_NAME_MAX + 1];
+	assert_int_equal(server_tokens_add(path, "node-1", t1, err), 0);
+	assert_int_equal(server_tokens_add(path, "node_2.x", t2, err), 0);
+	assert_int_equal(strlen(t1), 64);
+	assert_string_not_equal(t1, t2);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	/* The file holds hashes, never the tokens. */
+	size_t len;
+	char *file = ts_read_file(path, &len);
+	assert_null(strstr(file, t1));
+	assert_null(strstr(file, t2));
+	ServerTokens *ts;
+	assert_int_equal(server_tokens_open(&ts, path, err), 0);
+	assert_true(server_tokens_check(ts, t1, name));
+	assert_string_equal(name, "node-1");
+	assert_true(server_tokens_check(ts, t2, name));
+	assert_string_equal(name, "node_2.x");
+	t1[10] ^= 1;
+	assert_false(server_tokens_check(ts, t1, name));
+	t1[10] ^= 1;
+	assert_false(server_tokens_check(ts, "", name));
+	assert_false(server_tokens_check(ts, NULL, name));
+	/* Revoked: the first line deleted; noticed without reopening. */
+	char *nl = strchr(file, '\n');
+	assert_int_equal(ts_write_file(path, nl + 1, strlen(nl + 1)), 0);
+	assert_false(server_tokens_check(ts, t1, name));
+	assert_true(server_tokens_check(ts, t2, name));
+	/* A damaged file admits nobody until it is fixed. */
+	char bad[200];
+	snprintf(bad, sizeof bad, "%sgarbage line\n", nl + 1);
+	assert_int_equal(ts_write_file(path, bad, strlen(bad)), 0);
+	assert_false(server_tokens_check(ts, t2, name));
+	server_tokens_free(ts);
+	assert_int_equal(server_tokens_open(&ts, path, err), TOKENS_EPARSE);
+	assert_non_null(strstr(err, ":2:"));
+	/* A removed file too. */
+	assert_int_equal(ts_write_file(path, nl + 1, strlen(nl + 1)), 0);
+	assert_int_equal(server_tokens_open(&ts, path, err), 0);
+	assert_true(server_tokens_check(ts, t2, name));
+	unlink(path);
+	assert_false(server_tokens_check(ts, t2, name));
+	server_tokens_free(ts);
+	/* Bad names. */
+	assert_int_equal(server_tokens_add(path, "", t1, err), TOKENS_EINVAL);
+	assert_int_equal(server_tokens_add(path, "a b", t1, err), TOKENS_EINVAL);
+	assert_int_equal(server_tokens_open(&ts, "/nonexistent/tokens", err), TOKENS_EIO);
+	free(file);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tokens__sha256_matches_the_fips_vectors),
+	    cmocka_unit_test(test_tokens__add_check_revoke_and_damage),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

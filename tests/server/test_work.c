@@ -1,0 +1,482 @@
+/*
+ * tests/server/test_work.c — the cluster work endpoints of `joseki serve
+ * --work`: the real binary as a child on a free 127.0.0.1 port, driven with
+ * libcurl. Tokens (missing, wrong, revoked → 401, nothing written), a
+ * submission outside the worker's lease (400), malformed bodies (400/413, the
+ * coordinator keeps serving), and a SIGKILL of the coordinator (restarted, it
+ * keeps its leases and takes their results).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/support/support.h"
+
+typedef struct {
+	pid_t pid;
+	int port;
+	FILE *log;
+} Coordinator;
+
+static pid_t g_child;
+
+static void kill_child(void)
+{
+	if (g_child > 0) kill(g_child, SIGKILL);
+}
+
+/* A book from the floodgate fixtures and two tokens (t1, t2) in dir/b/tokens. */
+static char *make_book(char tok1[80], char tok2[80])
+{
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	if (ts_runf(NULL, &err, "%s ingest %s/b tests/data/floodgate --quiet >/dev/null",
+	            ts_joseki(), dir) != 0)
+		fail_msg("ingest: %s", err);
+	free(err);
+	char *toks[2] = {tok1, tok2};
+	for (int i = 0; i < 2; i++) {
+		err = NULL;
+		if (ts_runf(&out, &err, "%s token add %s/b/tokens w%d", ts_joseki(), dir, i + 1) !=
+		    0)
+			fail_msg("token add: %s", err);
+		assert_int_equal(strlen(out), 65); /* 64 hex digits and a newline */
+		memcpy(toks[i], out, 64);
+		toks[i][64] = 0;
+		free(out);
+		free(err);
+	}
+	return dir;
+}
+
+static void start(Coordinator *s, const char *dir)
+{
+	char book[600];
+	snprintf(book, sizeof book, "%s/b", dir);
+	s->port =
+	    ts_serve_start(&s->pid, &s->log, book, "--work --quiet --depth 3 --lease-seconds 600");
+	g_child = s->pid;
+	if (!s->port) fail_msg("serve --work did not say where it listens");
+}
+
+static void stop(Coordinator *s, int sig)
+{
+	kill(s->pid, sig);
+	int st = 0;
+	waitpid(s->pid, &st, 0);
+	g_child = 0;
+	if (sig == SIGTERM) {
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	fclose(s->log);
+}
+
+/* One request with an optional token; the status, *out the body (free it). */
+static long call(const Coordinator *s, const char *token, const char *method, const char *path,
+                 const char *body, size_t len, char **out)
+{
+	CURL *c = curl_easy_init();
+	char url[512], auth[200];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d%s", s->port, path);
+	struct curl_slist *h = NULL;
+	if (token) {
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+		h = curl_slist_append(h, auth);
+	}
+	TsBuf b = {NULL, 0};
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	if (body) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)len);
+	}
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ts_collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+	CURLcode rc = curl_easy_perform(c);
+	if (rc != CURLE_OK) fail_msg("%s %s: %s", method, path, curl_easy_strerror(rc));
+	long status = 0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	if (out)
+		*out = b.data ? b.data : strdup("");
+	else
+		free(b.data);
+	return status;
+}
+
+static long post(const Coordinator *s, const char *token, const char *path, const char *body,
+                 char **out)
+{
+	return call(s, token, "POST", path, body, body ? strlen(body) : 0, out);
+}
+
+/* Expects status want and a JSON error mentioning says. */
+static void expect(const Coordinator *s, const char *token, const char *path, const char *body,
+                   long want, const char *says)
+{
+	char *out;
+	long st = post(s, token, path, body, &out);
+	if (st != want) fail_msg("POST %s: %ld, %ld expected (%s)", path, st, want, out);
+	json_t *j = json_loads(out, 0, NULL);
+	if (!j || !json_is_string(json_object_get(j, "error")))
+		fail_msg("POST %s: not a JSON error: %s", path, out);
+	if (says && !strstr(json_string_value(json_object_get(j, "error")), says))
+		fail_msg("POST %s: '%s' does not say '%s'", path, out, says);
+	json_decref(j);
+	free(out);
+}
+
+/* GET /v1/work/status with token: the object (decref it). */
+static json_t *status(const Coordinator *s, const char *token)
+{
+	char *out;
+	assert_int_equal(call(s, token, "GET", "/v1/work/status", NULL, 0, &out), 200);
+	json_t *j = json_loads(out, 0, NULL);
+	assert_non_null(j);
+	free(out);
+	return j;
+}
+
+static long long jget(json_t *o, const char *a, const char *b)
+{
+	json_t *v = json_object_get(o, a);
+	if (b) v = json_object_get(v, b);
+	assert_true(json_is_integer(v));
+	return json_integer_value(v);
+}
+
+/* Acquires with token: the answer (decref it); fails unless 200. */
+static json_t *acquire(const Coordinator *s, const char *token, const char *worker, int max)
+{
+	char body[200], *out;
+	snprintf(body, sizeof body, "{\"worker\": \"%s\", \"max\": %d, \"engine\": \"t\"}", worker,
+	         max);
+	long st = post(s, token, "/v1/work/acquire", body, &out);
+	if (st != 200) fail_msg("acquire: %ld %s", st, out);
+	json_t *j = json_loads(out, 0, NULL);
+	free(out);
+	assert_non_null(j);
+	return j;
+}
+
+static const char *lease_id(json_t *acq)
+{
+	return json_string_value(json_object_get(acq, "lease"));
+}
+
+static const char *pos_key(json_t *acq, size_t i)
+{
+	return json_string_value(
+	    json_object_get(json_array_get(json_object_get(acq, "positions"), i), "key"));
+}
+
+/* A submit body: for each key a result with the given move. */
+static char *result_body(const char *key, const char *move)
+{
+	char *b = malloc(512);
+	snprintf(
+	    b, 512,
+	    "{\"worker\": \"w\", \"results\": [{\"key\": \"%s\", \"moves\": [{\"move\": "
+	    "\"%s\", \"score\": {\"cp\": 35}, \"depth\": 3, \"nodes\": 1000, \"pv\": \"%s\"}]}]}",
+	    key, move, move);
+	return b;
+}
+
+static bool startpos_thought(const char *dir)
+{
+	json_t *q = ts_run_json(0, "%s query %s/b startpos --json", ts_joseki(), dir);
+	json_t *d = json_object_get(q, "thought_depth"); /* only for thought positions */
+	bool th = json_is_integer(d) && json_integer_value(d) > 0;
+	json_decref(q);
+	return th;
+}
+
+typedef struct {
+	char *dir;
+	char t1[80], t2[80];
+	Coordinator s;
+	bool running;
+} Fx;
+
+/* Each test: a fresh book with two tokens and its coordinator running. */
+static int setup(void **state)
+{
+	Fx *f = calloc(1, sizeof *f);
+	f->dir = make_book(f->t1, f->t2);
+	start(&f->s, f->dir);
+	f->running = true;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	Fx *f = *state;
+	if (f->running) stop(&f->s, SIGTERM);
+	ts_rmtree(f->dir);
+	free(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Stops the coordinator (SIGTERM: it must exit 0) before the test looks at the book. */
+static void finish(Fx *f)
+{
+	stop(&f->s, SIGTERM);
+	f->running = false;
+}
+
+static void test_work__tokens_missing_wrong_or_revoked_get_401_and_write_nothing(void **state)
+{
+	Fx *f = *state;
+	Coordinator *s = &f->s;
+	const char *t1 = f->t1, *t2 = f->t2, *dir = f->dir;
+	const char *acq = "{\"worker\": \"w\", \"max\": 4}";
+	static const char WRONG[] =
+	    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	expect(s, NULL, "/v1/work/acquire", acq, 401, "token");
+	expect(s, WRONG, "/v1/work/acquire", acq, 401, "token");
+	expect(s, "", "/v1/work/acquire", acq, 401, "token");
+	assert_int_equal(call(s, NULL, "GET", "/v1/work/status", NULL, 0, NULL), 401);
+	/* The read-only API stays open. */
+	assert_int_equal(call(s, NULL, "GET", "/healthz", NULL, 0, NULL), 200);
+	/* Nothing was leased by those: t2's first lease is the first ever issued. */
+	json_t *a2 = acquire(s, t2, "w2", 4);
+	assert_string_equal(lease_id(a2), "0000000000000001");
+	/* t2 revoked (its line deleted; the file is re-read): 401 from then on. */
+	char path[600], *file;
+	snprintf(path, sizeof path, "%s/b/tokens", dir);
+	size_t len;
+	assert_non_null(file = ts_read_file(path, &len));
+	char *nl = strchr(file, '\n');
+	assert_non_null(nl);
+	assert_int_equal(ts_write_file(path, file, (size_t)(nl + 1 - file)), 0);
+	free(file);
+	char sub[64];
+	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a2));
+	char *body = result_body(pos_key(a2, 0), "7g7f");
+	expect(s, t2, sub, body, 401, "token");
+	expect(s, t2, "/v1/work/acquire", acq, 401, "token");
+	expect(s, NULL, sub, body, 401, "token");
+	json_t *st = status(s, t1);
+	assert_int_equal(jget(st, "results", NULL), 0);
+	json_decref(st);
+	finish(f);
+	assert_false(startpos_thought(dir));
+	free(body);
+	json_decref(a2);
+}
+
+static void test_work__submissions_outside_the_lease_or_malformed_are_refused(void **state)
+{
+	Fx *f = *state;
+	Coordinator *s = &f->s;
+	const char *t1 = f->t1, *t2 = f->t2, *dir = f->dir;
+	json_t *a = acquire(s, t1, "w1", 4);
+	char sub[64], *body;
+	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a));
+	const char *key = pos_key(a, 0);
+	/* A key the lease does not hold (a position two plies in). */
+	body = result_body("2ec7d6218a802fbf2587a4868967639f", "3c3d");
+	expect(s, t1, sub, body, 400, "not in lease");
+	free(body);
+	/* Another token's lease: not found for it. */
+	body = result_body(key, "7g7f");
+	expect(s, t2, sub, body, 404, "not this token's");
+	free(body);
+	/* An illegal move, a move of the wrong side. */
+	body = result_body(key, "5e5d");
+	expect(s, t1, sub, body, 400, "legal");
+	free(body);
+	body = result_body(key, "3c3d");
+	expect(s, t1, sub, body, 400, "legal");
+	free(body);
+	/* Bad JSON, wrong types, out of range, missing fields, unknown lease. */
+	static const struct {
+		const char *body, *says;
+	} BAD[] = {
+	    {"{\"worker\": \"w\", \"results\": [", "bad JSON"},
+	    {"[1, 2]", "object"},
+	    {"{\"worker\": 5, \"results\": []}", "worker"},
+	    {"{\"worker\": \"w\", \"results\": {}}", "results"},
+	    {"{\"worker\": \"w\", \"results\": [{\"key\": 12}]}", "key"},
+	    {"{\"worker\": \"w\", \"results\": [{\"key\": \"KEY\", \"moves\": \"7g7f\"}]}",
+	     "moves"},
+	    {"{\"worker\": \"w\", \"results\": [{\"key\": \"KEY\", \"moves\": [{\"move\": "
+	     "\"7g7f\", "
+	     "\"score\": {\"cp\": \"35\"}}]}]}",
+	     "integer"},
+	    {"{\"worker\": \"w\", \"results\": [{\"key\": \"KEY\", \"moves\": [{\"move\": "
+	     "\"7g7f\", "
+	     "\"score\": {\"cp\": 99999}}]}]}",
+	     "range"},
+	    {"{\"worker\": \"w\", \"results\": [{\"key\": \"KEY\", \"moves\": [{\"move\": "
+	     "\"7g7f\", "
+	     "\"score\": {\"mate\": 0}}]}]}",
+	     "mate"},
+	    {"{\"worker\": \"w\", \"results\": [{\"key\": \"KEY\", \"moves\": [{\"move\": "
+	     "\"7g7f\", "
+	     "\"score\": {\"cp\": 1}, \"depth\": -1}]}]}",
+	     "depth"},
+	    {"{\"worker\": \"w\", \"results\": [{\"key\": \"KEY\", \"moves\": [{\"move\": "
+	     "\"7g7f\", "
+	     "\"score\": {\"cp\": 1}, \"pv\": \"2g2f 3c3d\"}]}]}",
+	     "pv"},
+	    {"{\"worker\": \"w\", \"results\": [{\"key\": \"KEY\", \"moves\": [{\"move\": "
+	     "\"7g7f\", "
+	     "\"score\": {\"cp\": 1}}], \"failed\": \"x\"}]}",
+	     "both"},
+	};
+	for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+		char b[1024], *p;
+		snprintf(b, sizeof b, "%s", BAD[i].body);
+		if ((p = strstr(b, "KEY"))) {
+			memmove(p + 32, p + 3, strlen(p + 3) + 1);
+			memcpy(p, key, 32);
+		}
+		expect(s, t1, sub, b, 400, BAD[i].says);
+	}
+	expect(s, t1, "/v1/work/acquire", "{\"worker\": \"w\", \"max\": 257}", 400, "max");
+	expect(s, t1, "/v1/work/acquire", "{\"max\": 2}", 400, "worker");
+	body = result_body(key, "7g7f");
+	expect(s, t1, "/v1/work/submit/00000000000000ff", body, 404, "never issued");
+	expect(s, t1, "/v1/work/submit/nothex", body, 404, "work path");
+	free(body);
+	/* Huge arrays: 300 results, 100 moves in one result. */
+	size_t cap = 2 * 1024 * 1024;
+	char *big = malloc(cap);
+	int n = snprintf(big, cap, "{\"worker\": \"w\", \"results\": [");
+	for (int i = 0; i < 300; i++)
+		n += snprintf(big + n, cap - (size_t)n, "%s{\"key\": \"%s\", \"failed\": \"x\"}",
+		              i ? "," : "", key);
+	snprintf(big + n, cap - (size_t)n, "]}");
+	expect(s, t1, sub, big, 400, "at most");
+	n = snprintf(big, cap, "{\"worker\": \"w\", \"results\": [{\"key\": \"%s\", \"moves\": [",
+	             key);
+	for (int i = 0; i < 100; i++)
+		n += snprintf(big + n, cap - (size_t)n,
+		              "%s{\"move\": \"7g7f\", \"score\": {\"cp\": 1}}", i ? "," : "");
+	snprintf(big + n, cap - (size_t)n, "]}]}");
+	expect(s, t1, sub, big, 400, "at most");
+	/* More than 1 MiB: 413. */
+	memset(big, ' ', cap - 1);
+	big[0] = '{';
+	big[cap - 2] = '}';
+	big[cap - 1] = 0;
+	expect(s, t1, sub, big, 413, "1 MiB");
+	free(big);
+	/* Nothing was written; the coordinator still serves and takes a good body. */
+	json_t *st = status(s, t1);
+	assert_int_equal(jget(st, "results", NULL), 0);
+	assert_int_equal(jget(st, "leases", "live"), 1);
+	json_decref(st);
+	body = result_body(key, "7g7f");
+	assert_int_equal(post(s, t1, sub, body, NULL), 204);
+	assert_int_equal(post(s, t1, sub, body, NULL), 204); /* idempotent */
+	free(body);
+	st = status(s, t1);
+	assert_int_equal(jget(st, "results", NULL), 1);
+	json_decref(st);
+	finish(f);
+	assert_true(startpos_thought(dir));
+	json_decref(a);
+}
+
+static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void **state)
+{
+	Fx *f = *state;
+	Coordinator *s = &f->s;
+	const char *t1 = f->t1, *t2 = f->t2, *dir = f->dir;
+	/* The start position, thought; then a lease of three of its children. */
+	json_t *a = acquire(s, t1, "w1", 4);
+	char sub[64], *body;
+	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a));
+	char *out = NULL;
+	body = malloc(1024);
+	snprintf(body, 1024,
+	         "{\"worker\": \"w1\", \"results\": [{\"key\": \"%s\", \"moves\": ["
+	         "{\"move\": \"7g7f\", \"score\": {\"cp\": 30}, \"depth\": 3},"
+	         "{\"move\": \"2g2f\", \"score\": {\"cp\": 20}, \"depth\": 3},"
+	         "{\"move\": \"5g5f\", \"score\": {\"cp\": 10}, \"depth\": 3}]}]}",
+	         pos_key(a, 0));
+	assert_int_equal(post(s, t1, sub, body, &out), 204);
+	free(out);
+	free(body);
+	json_decref(a);
+	a = acquire(s, t1, "w1", 3);
+	size_t n = json_array_size(json_object_get(a, "positions"));
+	assert_true(n >= 1);
+	stop(s, SIGKILL);
+
+	char *err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s check %s/b >/dev/null", ts_joseki(), dir), 0);
+	free(err);
+	start(s, dir);
+	json_t *st = status(s, t1);
+	assert_int_equal(jget(st, "leases", "live"), 1);
+	json_decref(st);
+	/* Its positions are not handed out again while the lease lives. */
+	char *o2;
+	long code = post(s, t2, "/v1/work/acquire", "{\"worker\": \"w2\", \"max\": 8}", &o2);
+	if (code == 200) {
+		json_t *b = json_loads(o2, 0, NULL);
+		for (size_t i = 0; i < json_array_size(json_object_get(b, "positions")); i++)
+			for (size_t k = 0; k < n; k++)
+				assert_string_not_equal(pos_key(b, i), pos_key(a, k));
+		json_decref(b);
+	} else {
+		assert_int_equal(code, 204);
+	}
+	free(o2);
+	/* And the old lease takes its results. */
+	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a));
+	static const char *const REPLY[] = {"8c8d", "3c3d", "4a3b", "7a6b", "5c5d", "1c1d"};
+	for (size_t i = 0; i < n; i++) {
+		const char *sfen = json_string_value(
+		    json_object_get(json_array_get(json_object_get(a, "positions"), i), "sfen"));
+		assert_non_null(strstr(sfen, " w "));
+		body = result_body(pos_key(a, i), REPLY[i % 6]);
+		if (post(s, t1, sub, body, &out) != 204) fail_msg("submit after restart: %s", out);
+		free(out);
+		free(body);
+	}
+	st = status(s, t1);
+	assert_int_equal(jget(st, "results", NULL), (long long)n);
+	assert_int_equal(jget(st, "leases", "live"), code == 200 ? 1 : 0); /* w2's only */
+	json_decref(st);
+	finish(f);
+	assert_int_equal(ts_runf(NULL, &err, "%s check %s/b >/dev/null", ts_joseki(), dir), 0);
+	free(err);
+	json_decref(a);
+}
+
+int main(void)
+{
+	atexit(kill_child);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(
+	        test_work__tokens_missing_wrong_or_revoked_get_401_and_write_nothing, setup,
+	        teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_work__submissions_outside_the_lease_or_malformed_are_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_work__a_coordinator_killed_with_sigkill_keeps_its_leases, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

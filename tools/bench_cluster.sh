@@ -1,0 +1,76 @@
+#!/bin/sh
+# tools/bench_cluster.sh — the cluster coordinator's throughput (issue 14):
+# `joseki serve --work` on a synthetic book of BENCH_CLUSTER_POSITIONS
+# (default 15000000) positions, driven for BENCH_CLUSTER_SECONDS (default 60)
+# by `joseki bench-work`: BENCH_CLUSTER_CLIENTS (16) instant fake workers that
+# acquire BENCH_CLUSTER_MAX (32) positions and submit a legal move for each at
+# once. Selection, group commits and the periodic incremental minimax (every
+# BENCH_CLUSTER_MINIMAX_S, default 60 s as serve --work) all run meanwhile;
+# BENCH_CLUSTER_WINDOW (default -1: one leaf at a time, as think) is serve's
+# --window (one ranged search per lease; measured slower per leaf on the
+# synthetic book). Reports results/s, acquire latency (p50/p99) and
+# the coordinator's resident memory. Target: >= 2000 results/s.
+#
+# The book is built once and kept (building 15M positions takes minutes):
+# BENCH_CLUSTER_BOOK (default /tmp/joseki-bench-cluster-$N); each run adds its
+# results to it. The first run also gives it a full minimax, so the
+# coordinator's periodic runs are incremental ones, as in production.
+set -eu
+J=${JOSEKI:-./joseki}
+N=${BENCH_CLUSTER_POSITIONS:-15000000}
+SECS=${BENCH_CLUSTER_SECONDS:-60}
+CLIENTS=${BENCH_CLUSTER_CLIENTS:-16}
+MAX=${BENCH_CLUSTER_MAX:-32}
+BOOK=${BENCH_CLUSTER_BOOK:-/tmp/joseki-bench-cluster-$N}
+MMS=${BENCH_CLUSTER_MINIMAX_S:-60}
+WINDOW=${BENCH_CLUSTER_WINDOW:--1}
+[ "$WINDOW" -ge 0 ] && wopt="--window $WINDOW" || wopt=""
+tmp=$(mktemp -d)
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+if [ ! -f "$BOOK/.bench-ready" ]; then
+	rm -rf "$BOOK"
+	echo "bench_cluster: building a $N-position synthetic book in $BOOK (once)" >&2
+	$J synth "$BOOK" --positions "$N" --seed 1 --quiet >/dev/null
+	$J minimax "$BOOK" --quiet >/dev/null
+	touch "$BOOK/.bench-ready"
+fi
+$J token add "$tmp/tokens" bench >"$tmp/token" 2>/dev/null
+
+$J serve "$BOOK" --work --tokens "$tmp/tokens" --listen 127.0.0.1:0 --quiet --nodes 1000 \
+	--minimax-seconds "$MMS" $wopt >"$tmp/serve.out" 2>"$tmp/serve.err" &
+pid=$!
+t0=$(date +%s)
+port=
+while [ -z "$port" ]; do
+	if ! kill -0 "$pid" 2>/dev/null; then
+		echo "bench_cluster: the coordinator did not start:" >&2
+		cat "$tmp/serve.err" >&2
+		exit 1
+	fi
+	port=$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$tmp/serve.err")
+	[ -n "$port" ] || sleep 0.5
+done
+load_s=$(($(date +%s) - t0))
+cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+line=$($J bench-work --server "http://127.0.0.1:$port" --token-file "$tmp/token" \
+	--clients "$CLIENTS" --seconds "$SECS" --max "$MAX")
+hz=$(getconf CLK_TCK)
+coord_cpu_s=$(awk -v c0="$cpu0" -v hz="$hz" '{printf "%.1f", ($14 + $15 - c0) / hz}' "/proc/$pid/stat")
+rss_mb=$(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
+hwm_mb=$(awk '/VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
+kill "$pid"
+wait "$pid" || true
+pid=
+echo "$line"
+echo "coordinator: $(cat "$tmp/serve.out")"
+echo "$line" | awk -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v load="$load_s" -v w="$WINDOW" -v mms="$MMS" -v cpu="$coord_cpu_s" '{
+	for (i = 1; i < NF; i++) v[$i] = $(i + 1)
+	printf "cluster positions %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s coordinator_cpu_s %s rss_mb %s peak_rss_mb %s start_s %s window %s minimax_every_s %s  (target >= 2000 results/s)\n",
+	    n, v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], cpu, rss, hwm, load, w, mms
+}'

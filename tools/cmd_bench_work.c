@@ -1,0 +1,233 @@
+/*
+ * joseki bench-work --server URL --token-file F [--clients N] [--seconds S] [--max M]
+ *
+ * Hidden: the load generator of tools/bench_cluster.sh. N client threads
+ * (keep-alive libcurl handles) act as instant workers against a coordinator:
+ * acquire up to M positions, answer each at once with a legal move of it and
+ * a made-up score, submit, repeat, for S seconds. One summary line on stdout:
+ * results stored per second, acquire latency percentiles, requests.
+ */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shogi/clock.h"
+#include "shogi/grow.h"
+#include "shogi/movegen.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+#include "tools/commands.h"
+
+typedef struct {
+	const char *server;
+	const char *auth;
+	int id, max;
+	double deadline_ms;
+	uint64_t results, requests, empty, errors;
+	double *lat; /* acquire latencies, ms */
+	size_t nlat, caplat;
+	char *resp;
+	size_t rlen, rcap;
+	Position *pos;
+} Client;
+
+static size_t collect(char *p, size_t sz, size_t n, void *ud)
+{
+	Client *c = ud;
+	size_t len = sz * n;
+	if (array_grow((void **)&c->resp, &c->rcap, c->rlen + len + 1, 1, 4096)) return 0;
+	memcpy(c->resp + c->rlen, p, len);
+	c->rlen += len;
+	c->resp[c->rlen] = 0;
+	return len;
+}
+
+static long post(Client *c, CURL *h, const char *path, const char *body)
+{
+	char url[1024];
+	snprintf(url, sizeof url, "%s%s", c->server, path);
+	struct curl_slist *hd = curl_slist_append(NULL, c->auth);
+	hd = curl_slist_append(hd, "Content-Type: application/json");
+	c->rlen = 0;
+	if (c->resp) c->resp[0] = 0;
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+	long status = 0;
+	CURLcode rc = curl_easy_perform(h);
+	curl_slist_free_all(hd);
+	c->requests++;
+	if (rc != CURLE_OK) return -1;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	return status;
+}
+
+/* The submit body for an acquire answer: one legal move per position. */
+static char *answer(Client *c, json_t *acq, char *lease, size_t leaselen)
+{
+	json_t *ps = json_object_get(acq, "positions"), *rs = json_array();
+	snprintf(lease, leaselen, "%s", json_string_value(json_object_get(acq, "lease")));
+	size_t i;
+	json_t *p;
+	json_array_foreach(ps, i, p)
+	{
+		const char *sfen = json_string_value(json_object_get(p, "sfen"));
+		const char *key = json_string_value(json_object_get(p, "key"));
+		Move mv[MOVEGEN_MAX];
+		int n = sfen && sfen_parse(c->pos, sfen, NULL, NULL) == 0
+		            ? movegen_legal(c->pos, mv)
+		            : 0;
+		if (n <= 0) {
+			json_array_append_new(
+			    rs, json_pack("{s:s, s:s}", "key", key, "failed", "no move"));
+			continue;
+		}
+		char usi[USI_MOVE_MAX];
+		usi_move_write(mv[(size_t)key[0] % (size_t)n], usi);
+		int cp = (int)(strtoul(key + 24, NULL, 16) % 400) - 200;
+		json_array_append_new(rs, json_pack("{s:s, s:[{s:s, s:{s:i}, s:i, s:i}]}", "key",
+		                                    key, "moves", "move", usi, "score", "cp", cp,
+		                                    "depth", 10, "nodes", 1000));
+	}
+	char name[32];
+	snprintf(name, sizeof name, "bench-%d", c->id);
+	json_t *body = json_pack("{s:s, s:s, s:i, s:o}", "worker", name, "engine", "instant", "nps",
+	                         1000000, "results", rs);
+	char *s = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	return s;
+}
+
+static void *client(void *arg)
+{
+	Client *c = arg;
+	CURL *h = curl_easy_init();
+	char acq[128];
+	snprintf(acq, sizeof acq, "{\"worker\":\"bench-%d\",\"max\":%d,\"nps\":1000000}", c->id,
+	         c->max);
+	while (h && clock_ms_f() < c->deadline_ms) {
+		double t0 = clock_ms_f();
+		long st = post(c, h, "/v1/work/acquire", acq);
+		double dt = clock_ms_f() - t0;
+		if (!array_grow((void **)&c->lat, &c->caplat, c->nlat + 1, sizeof *c->lat, 1024))
+			c->lat[c->nlat++] = dt;
+		if (st == 204) {
+			c->empty++;
+			usleep(10000);
+			continue;
+		}
+		json_t *j = st == 200 ? json_loads(c->resp, 0, NULL) : NULL;
+		if (!j) {
+			c->errors++;
+			usleep(10000);
+			continue;
+		}
+		char lease[32], path[64];
+		char *body = answer(c, j, lease, sizeof lease);
+		size_t n = json_array_size(json_object_get(j, "positions"));
+		json_decref(j);
+		snprintf(path, sizeof path, "/v1/work/submit/%s", lease);
+		st = body ? post(c, h, path, body) : -1;
+		free(body);
+		if (st == 204)
+			c->results += n;
+		else
+			c->errors++;
+	}
+	curl_easy_cleanup(h);
+	return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+int cmd_bench_work(int argc, char **argv)
+{
+	const char *server = NULL, *token_file = NULL;
+	int clients = 8, seconds = 60, max = 32;
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--server"))
+			server = argv[i + 1];
+		else if (!strcmp(argv[i], "--token-file"))
+			token_file = argv[i + 1];
+		else if (!strcmp(argv[i], "--clients"))
+			clients = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--seconds"))
+			seconds = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--max"))
+			max = atoi(argv[i + 1]);
+	}
+	if (!server || !token_file || clients < 1 || clients > 256 || seconds < 1 || max < 1) {
+		joseki_error("usage: joseki bench-work --server URL --token-file F [--clients N] "
+		             "[--seconds S] [--max M]");
+		return 2;
+	}
+	char tok[256] = "", auth[300];
+	FILE *f = fopen(token_file, "r");
+	if (!f || !fgets(tok, sizeof tok, f)) {
+		joseki_error("bench-work: cannot read %s", token_file);
+		if (f) fclose(f);
+		return 1;
+	}
+	fclose(f);
+	tok[strcspn(tok, "\r\n")] = 0;
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+	shogi_init();
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	Client *cs = calloc((size_t)clients, sizeof *cs);
+	pthread_t *th = calloc((size_t)clients, sizeof *th);
+	double start = clock_ms_f(), deadline = start + seconds * 1000.0;
+	for (int i = 0; i < clients; i++) {
+		cs[i] = (Client){.server = server,
+		                 .auth = auth,
+		                 .id = i,
+		                 .max = max,
+		                 .deadline_ms = deadline,
+		                 .pos = malloc(sizeof(Position))};
+		pthread_create(&th[i], NULL, client, &cs[i]);
+	}
+	uint64_t results = 0, requests = 0, empty = 0, errors = 0;
+	size_t nlat = 0;
+	for (int i = 0; i < clients; i++) {
+		pthread_join(th[i], NULL);
+		results += cs[i].results;
+		requests += cs[i].requests;
+		empty += cs[i].empty;
+		errors += cs[i].errors;
+		nlat += cs[i].nlat;
+	}
+	double el = (clock_ms_f() - start) / 1e3;
+	double *lat = malloc((nlat ? nlat : 1) * sizeof *lat);
+	size_t k = 0;
+	for (int i = 0; i < clients; i++)
+		for (size_t j = 0; j < cs[i].nlat; j++) lat[k++] = cs[i].lat[j];
+	qsort(lat, nlat, sizeof *lat, cmp_double);
+	double p50 = nlat ? lat[nlat / 2] : 0, p99 = nlat ? lat[(nlat * 99) / 100] : 0,
+	       mx = nlat ? lat[nlat - 1] : 0;
+	printf("bench-work results %llu time_s %.1f results_per_s %.0f acquire_p50_ms %.2f "
+	       "acquire_p99_ms %.2f acquire_max_ms %.2f requests %llu no_work %llu errors %llu "
+	       "clients %d max %d\n",
+	       (unsigned long long)results, el, results / el, p50, p99, mx,
+	       (unsigned long long)requests, (unsigned long long)empty, (unsigned long long)errors,
+	       clients, max);
+	for (int i = 0; i < clients; i++) {
+		free(cs[i].lat);
+		free(cs[i].resp);
+		free(cs[i].pos);
+	}
+	free(lat);
+	free(cs);
+	free(th);
+	curl_global_cleanup();
+	return errors ? 1 : 0;
+}

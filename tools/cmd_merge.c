@@ -1,0 +1,231 @@
+/*
+ * joseki merge DST SRC... [--dry-run] [--no-minimax] [--batch N] [--json] [--quiet]
+ *
+ * Merges joseki books into DST (bookdb/merge.h, docs/bookdb.md "Merge"), one
+ * source after the other, then runs minimax over what changed (incremental
+ * when DST's last run allows it) unless --no-minimax or --dry-run.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "bookdb/merge.h"
+#include "minimax/bookmm.h"
+#include "shogi/clock.h"
+#include "shogi/position.h"
+#include "shogi/zobrist.h"
+#include "tools/commands.h"
+
+#define USAGE                                                                                      \
+	"usage: joseki merge DST SRC... [--dry-run] [--no-minimax] [--batch N] [--json] [--quiet]"
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	fprintf(stderr, "\rmerge: %s: %llu of %llu positions (%llu%%)\033[K", (const char *)ctx,
+	        (unsigned long long)done, (unsigned long long)total,
+	        (unsigned long long)(total ? done * 100 / total : 100));
+	fflush(stderr);
+}
+
+static void on_mm_progress(void *ctx, const char *phase, size_t done, size_t total)
+{
+	(void)ctx;
+	fprintf(stderr, "\rmerge: minimax: %s %zu of %zu\033[K", phase, done, total);
+	fflush(stderr);
+}
+
+/* True when a and b hold the same data file (the same book by inode). */
+static bool same_book(const char *a, const char *b)
+{
+	char pa[BOOKDB_PATH_LEN], pb[BOOKDB_PATH_LEN];
+	struct stat sa, sb;
+	snprintf(pa, sizeof pa, "%s/data.mdb", a);
+	snprintf(pb, sizeof pb, "%s/data.mdb", b);
+	return stat(pa, &sa) == 0 && stat(pb, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+static void add_stats(BookMergeStats *t, const BookMergeStats *s)
+{
+	t->positions += s->positions;
+	t->added += s->added;
+	t->replaced += s->replaced;
+	t->stats_merged += s->stats_merged;
+	t->changed += s->changed;
+	t->unchanged += s->unchanged;
+	t->games_added += s->games_added;
+	t->games_duplicate += s->games_duplicate;
+	t->games_unlocated += s->games_unlocated;
+	t->stats_clamped += s->stats_clamped;
+	t->batches += s->batches;
+	if (!t->bad_src && !t->bad_dst && (s->bad_src || s->bad_dst)) {
+		t->first_bad = s->first_bad;
+		t->first_bad_in_dst = s->first_bad_in_dst;
+	}
+	t->bad_src += s->bad_src;
+	t->bad_dst += s->bad_dst;
+	t->resumed = t->resumed || s->resumed;
+}
+
+int cmd_merge(int argc, char **argv)
+{
+	const char *dst = NULL;
+	const char **srcs = calloc((size_t)argc, sizeof *srcs);
+	size_t nsrc = 0;
+	bool json = false, quiet = false, no_minimax = false;
+	BookMergeOptions opt = {0};
+	if (!srcs) {
+		joseki_error("merge: out of memory");
+		return 1;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--json"))
+			json = true;
+		else if (!strcmp(a, "--quiet"))
+			quiet = true;
+		else if (!strcmp(a, "--dry-run"))
+			opt.dry_run = true;
+		else if (!strcmp(a, "--no-minimax"))
+			no_minimax = true;
+		else if (!strcmp(a, "--batch") && i + 1 < argc) {
+			char *end;
+			errno = 0;
+			unsigned long long v = strtoull(argv[++i], &end, 10);
+			if (errno || *end || !v || argv[i][0] == '-') {
+				joseki_error(
+				    "merge: --batch wants a positive number, not '%s'\n" USAGE,
+				    argv[i]);
+				free(srcs);
+				return 2;
+			}
+			opt.batch = (size_t)v;
+		} else if (a[0] == '-' && a[1]) {
+			joseki_error("merge: unknown option '%s'\n" USAGE, a);
+			free(srcs);
+			return 2;
+		} else if (!dst)
+			dst = a;
+		else
+			srcs[nsrc++] = a;
+	}
+	if (!dst || !nsrc) {
+		joseki_error("merge: %s\n" USAGE, dst ? "no SRC given" : "no DST given");
+		free(srcs);
+		return 2;
+	}
+	shogi_init();
+	double t0 = clock_ms_f();
+	BookDB *db;
+	char err[BOOKDB_MERGE_ERRLEN];
+	BookDBOptions dopt = {.read_only = opt.dry_run};
+	if (bookdb_open(&db, dst, &dopt, err) < 0) {
+		joseki_error("merge: %s%s", err, opt.dry_run ? " (a dry run creates no book)" : "");
+		free(srcs);
+		return 1;
+	}
+	bool progress = !quiet && isatty(2);
+	BookMergeStats total = {0};
+	int status = 0;
+	for (size_t k = 0; k < nsrc && !status; k++) {
+		BookDB *src = db;
+		if (!same_book(dst, srcs[k])) {
+			BookDBOptions ro = {.read_only = true};
+			if (bookdb_open(&src, srcs[k], &ro, err) < 0) {
+				joseki_error("merge: %s", err);
+				status = 1;
+				break;
+			}
+		}
+		if (progress) {
+			opt.progress = on_progress;
+			opt.progress_ctx = (void *)srcs[k];
+		}
+		BookMergeStats st;
+		int rc = bookdb_merge(&st, db, src, &opt, err);
+		if (progress) fputs("\r\033[K", stderr);
+		if (src != db) bookdb_free(src);
+		if (rc < 0) {
+			joseki_error("merge: %s", err);
+			status = 1;
+		}
+		if (st.bad_src || st.bad_dst) {
+			char hex[KEY_HEX_LEN];
+			key_to_hex(st.first_bad, hex);
+			fprintf(stderr,
+			        "joseki: merge: %llu records of %s and %llu of %s do not decode: "
+			        "skipped "
+			        "(the first: %s in %s); joseki check names them all\n",
+			        (unsigned long long)st.bad_src, srcs[k],
+			        (unsigned long long)st.bad_dst, dst, hex,
+			        st.first_bad_in_dst ? dst : srcs[k]);
+		}
+		add_stats(&total, &st);
+	}
+	free(srcs);
+	size_t nsources = nsrc;
+	BookmmStats mm;
+	bool ran_mm = false;
+	char msg[256];
+	if (!status && !opt.dry_run && !no_minimax &&
+	    (total.added || total.changed || total.resumed)) {
+		BookmmOptions mo = {0};
+		if (progress) mo.progress = on_mm_progress;
+		int rc = bookmm_run(&mm, db, &mo, msg, sizeof msg);
+		if (progress) fputs("\r\033[K", stderr);
+		if (rc < 0) {
+			joseki_error("merge: minimax: %s: %s", dst, msg);
+			status = 1;
+		} else
+			ran_mm = true;
+	}
+	bookdb_free(db);
+	if (status) return status;
+	double ms = clock_ms_f() - t0;
+	if (json) {
+		json_t *m = json_null();
+		if (ran_mm)
+			m = json_pack("{s:b,s:I,s:I,s:I,s:s}", "incremental", mm.incremental,
+			              "changed", (json_int_t)mm.changed, "affected",
+			              (json_int_t)mm.affected, "rewritten",
+			              (json_int_t)mm.rewritten, "full_reason", mm.full_reason);
+		json_t *o = json_pack(
+		    "{s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o,"
+		    "s:I,s:I,s:I}",
+		    "sources", (json_int_t)nsources, "dry_run", opt.dry_run, "positions",
+		    (json_int_t)total.positions, "added", (json_int_t)total.added, "replaced",
+		    (json_int_t)total.replaced, "stats_merged", (json_int_t)total.stats_merged,
+		    "changed", (json_int_t)total.changed, "unchanged", (json_int_t)total.unchanged,
+		    "games_added", (json_int_t)total.games_added, "games_duplicate",
+		    (json_int_t)total.games_duplicate, "games_unlocated",
+		    (json_int_t)total.games_unlocated, "stats_clamped",
+		    (json_int_t)total.stats_clamped, "batches", (json_int_t)total.batches,
+		    "resumed", total.resumed, "minimax", m ? m : json_null(), "time_ms",
+		    (json_int_t)(ms + 0.5), "bad_src", (json_int_t)total.bad_src, "bad_dst",
+		    (json_int_t)total.bad_dst);
+		return joseki_print_json(o, 0) < 0 ? 1 : 0;
+	}
+	const char *would = opt.dry_run ? "would be " : "";
+	printf("merge%s: %llu positions read: %llu %sadded, %llu %sreplaced, %llu %sstats merged "
+	       "(%llu changed, %llu unchanged); games %llu %sadded, %llu duplicates skipped",
+	       opt.dry_run ? " (dry run, nothing written)" : "",
+	       (unsigned long long)total.positions, (unsigned long long)total.added, would,
+	       (unsigned long long)total.replaced, would, (unsigned long long)total.stats_merged,
+	       would, (unsigned long long)total.changed, (unsigned long long)total.unchanged,
+	       (unsigned long long)total.games_added, would,
+	       (unsigned long long)total.games_duplicate);
+	if (total.games_unlocated)
+		printf(" (%llu without kept plies: statistics taken as the larger, not added)",
+		       (unsigned long long)total.games_unlocated);
+	if (total.resumed) printf("; an interrupted merge completed");
+	if (ran_mm)
+		printf("; minimax %s (%zu changed, %zu analysed again)",
+		       mm.incremental ? "incremental" : "whole book", mm.changed, mm.affected);
+	printf("; %.0f ms\n", ms);
+	return 0;
+}
