@@ -51,6 +51,7 @@ typedef struct {
 	SearchResult *res;
 	double nps;     /* recent nodes/s of this engine */
 	double busy_ms; /* summed analyse time */
+	uint64_t count; /* analyse calls */
 } Slot;
 
 /* One HTTP exchange's answer. */
@@ -84,7 +85,8 @@ struct Worker {
 	double acquire_at; /* ms: no acquire before */
 	double submit_at;  /* ms: no submit before */
 	double start, last_progress;
-	const char *state; /* for the progress line: "working", "no work", ... */
+	const char *state;  /* for the progress line: "working", "no work", ... */
+	bool shutting_down; /* after the stop flag: requests are no longer cut short */
 };
 
 const char *worker_strerror(int code)
@@ -190,6 +192,7 @@ static void *engine_thread(void *arg)
 
 		pthread_mutex_lock(&w->mu);
 		s->busy_ms += dt;
+		s->count++;
 		if (rc == 0 && dt > 0) {
 			double nps = (double)s->res->nodes * 1000.0 / dt;
 			s->nps = s->nps > 0 ? 0.8 * s->nps + 0.2 * nps : nps;
@@ -237,6 +240,15 @@ static size_t on_header(char *p, size_t size, size_t n, void *u)
 		if (end != buf && v >= 0) r->retry_after = v;
 	}
 	return k;
+}
+
+/* Cuts a request short when the stop flag rises (a coordinator that hangs
+ * must not keep a SIGTERM waiting), except while shutting down. */
+static int on_xfer(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	Worker *w = u;
+	(void)dt, (void)dn, (void)ut, (void)un;
+	return w->opt->stop && *w->opt->stop && !w->shutting_down;
 }
 
 /* POST base+path with body (may be NULL). r->status 0 on a connection error
@@ -566,6 +578,27 @@ static void progress(Worker *w, double now)
 	fflush(w->opt->progress);
 }
 
+/* Positions per acquire: N, or more when positions are quick, so that a
+ * batch holds about half a second of the engines' work and round trips do not
+ * dominate a small budget (at most WORKER_LEASE_MAX). */
+static int batch_size(Worker *w)
+{
+	double ms = 0;
+	uint64_t count = 0;
+	pthread_mutex_lock(&w->mu);
+	for (int i = 0; i < w->n; i++) {
+		ms += w->slots[i].busy_ms;
+		count += w->slots[i].count;
+	}
+	pthread_mutex_unlock(&w->mu);
+	int b = w->n;
+	if (count >= (uint64_t)w->n) {
+		double per = ms / (double)count, want = w->n * 500.0 / (per > 0.01 ? per : 0.01);
+		b = want > WORKER_LEASE_MAX ? WORKER_LEASE_MAX : want < w->n ? w->n : (int)want;
+	}
+	return b;
+}
+
 static bool limit_reached(Worker *w)
 {
 	return w->opt->max_positions && w->acquired >= w->opt->max_positions;
@@ -591,13 +624,14 @@ static int run_loop(Worker *w)
 		int in_hand = w->in_hand;
 		pthread_mutex_unlock(&w->mu);
 		bool acted = false;
-		int rc = 0;
+		int rc = 0, batch;
 		if (l) {
 			rc = submit(w, l, 30);
 			acted = true;
-		} else if (in_hand <= w->n && now >= w->acquire_at && !limit_reached(w)) {
-			uint64_t max = (uint64_t)(2 * w->n - in_hand);
-			if (max > WORKER_LEASE_MAX) max = WORKER_LEASE_MAX;
+		} else if (now >= w->acquire_at && !limit_reached(w) &&
+		           in_hand <= (batch = batch_size(w))) {
+			/* One batch is left: fetch the next before the engines run dry. */
+			uint64_t max = (uint64_t)batch;
 			if (opt->max_positions && max > opt->max_positions - w->acquired)
 				max = opt->max_positions - w->acquired;
 			rc = acquire(w, (int)max);
@@ -683,6 +717,9 @@ static int setup(Worker *w)
 	curl_easy_setopt(w->h, CURLOPT_WRITEDATA, &w->r);
 	curl_easy_setopt(w->h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(w->h, CURLOPT_HEADERDATA, &w->r);
+	curl_easy_setopt(w->h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(w->h, CURLOPT_XFERINFOFUNCTION, on_xfer);
+	curl_easy_setopt(w->h, CURLOPT_XFERINFODATA, w);
 	w->slots = calloc((size_t)w->n, sizeof *w->slots);
 	if (!w->slots) return WORKER_ENOMEM;
 	for (int i = 0; i < w->n; i++) {
@@ -758,6 +795,7 @@ int worker_run(WorkerStats *out, const WorkerOptions *opt, char *err)
 	join_engines(&w); /* cancelled by the stop flag, or done */
 	if (rc == 0 && opt->stop && *opt->stop) {
 		w.state = "stopping";
+		w.shutting_down = true;
 		shut_down(&w);
 	}
 	if (opt->progress) {

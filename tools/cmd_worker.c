@@ -120,7 +120,7 @@ int cmd_worker(int argc, char **argv)
 		WorkerStats st;
 		int rc = worker_run(&st, &opt, err);
 		printf("worker positions %llu failed %llu rejected %llu unsent %llu submits %llu "
-		       "leases %llu retries %llu seconds %.1f engine_s %.3f\n",
+		       "leases %llu retries %llu seconds %.3f engine_s %.3f\n",
 		       (unsigned long long)st.positions, (unsigned long long)st.failed,
 		       (unsigned long long)st.rejected, (unsigned long long)st.unsent,
 		       (unsigned long long)st.submits, (unsigned long long)st.leases,
