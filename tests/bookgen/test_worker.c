@@ -530,6 +530,36 @@ static void test_worker__crashing_positions_are_reported_failed(void **state)
 	json_decref(ev);
 }
 
+/* deploy/slurm/joseki-worker.sbatch run as Slurm runs it (bash, the array
+ * task's variables): a worker named after the task thinks, SIGTERM (what
+ * Slurm sends before the time limit) ends the task with 0. */
+static void test_worker__slurm_script_runs_a_worker_and_stops_on_sigterm(void **state)
+{
+	Fx *f = *state;
+	make_positions(f, 6);
+	start_fake(f, 0, "", "{\"nodes\": 200}");
+	char url[64];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d", f->port);
+	setenv("JOSEKI_SERVER", url, 1);
+	setenv("JOSEKI_TOKEN_FILE", f->token, 1);
+	setenv("JOSEKI_BIN", ts_joseki(), 1);
+	setenv("SLURM_CPUS_PER_TASK", "2", 1);
+	setenv("SLURM_ARRAY_JOB_ID", "777", 1);
+	setenv("SLURM_ARRAY_TASK_ID", "5", 1);
+	char *argv[] = {"bash", "deploy/slurm/joseki-worker.sbatch", NULL};
+	f->worker = spawn(argv, f->out, f->errf);
+	assert_true(wait_all_submitted(f, 20));
+	term_worker(f);
+	json_t *ev = events(f);
+	assert_each_once(f, ev);
+	const char *name = json_string_value(json_object_get(json_array_get(ev, 0), "worker"));
+	assert_non_null(name);
+	assert_non_null(strstr(name, "-777-5"));
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(ev, 0), "max")), 2);
+	json_decref(ev);
+	unsetenv("JOSEKI_SERVER");
+}
+
 static void test_worker__lease_parser_takes_the_protocol_and_refuses_the_rest(void **state)
 {
 	(void)state;
@@ -632,6 +662,8 @@ int main(void)
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker__crashing_positions_are_reported_failed,
 	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_worker__slurm_script_runs_a_worker_and_stops_on_sigterm, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
