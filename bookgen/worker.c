@@ -83,6 +83,7 @@ struct Worker {
 	uint64_t rng;
 	double step_s;     /* back-off step (doubles up to the cap) */
 	double acquire_at; /* ms: no acquire before */
+	bool no_work_wait; /* acquire_at is a 204's wait (not a server error's) */
 	double submit_at;  /* ms: no submit before */
 	double start, last_progress;
 	const char *state;  /* for the progress line: "working", "no work", ... */
@@ -324,6 +325,7 @@ static void server_trouble(Worker *w, const char *what)
 	double d = backoff(w);
 	w->out->retries++;
 	w->acquire_at = w->submit_at = clock_ms_f() + d * 1000;
+	w->no_work_wait = false;
 	if (w->r.status)
 		say(w, "%s: %s answered %ld (%s); retrying in %.1fs", what, w->base, w->r.status,
 		    reply_error(w, eb, sizeof eb), d);
@@ -341,10 +343,13 @@ static int auth_failed(Worker *w)
 	                  reply_error(w, eb, sizeof eb));
 }
 
+/* The engines' recent speeds, summed (takes the lock). */
 static double recent_nps(Worker *w)
 {
 	double nps = 0;
+	pthread_mutex_lock(&w->mu);
 	for (int i = 0; i < w->n; i++) nps += w->slots[i].nps;
+	pthread_mutex_unlock(&w->mu);
 	return nps;
 }
 
@@ -414,6 +419,7 @@ static int acquire(Worker *w, int max)
 		double d = backoff(w);
 		w->out->no_work++;
 		w->acquire_at = clock_ms_f() + d * 1000;
+		w->no_work_wait = true;
 		w->state = "no work";
 		return 0;
 	}
@@ -512,9 +518,15 @@ static int submit(Worker *w, Lease *l, double timeout_s)
 		server_trouble(w, "submit");
 		return 0;
 	}
-	if (st == 204 || st == 200)
+	if (st == 204 || st == 200) {
 		w->out->submits++;
-	else
+		/* "No work" was said before these results: they make new leaves
+		 * (their children), so ask again now rather than after the wait. */
+		if (w->no_work_wait) {
+			w->acquire_at = 0;
+			w->no_work_wait = false;
+		}
+	} else
 		say(w, "lease %s: %d results refused (%ld: %s); dropped", l->l.id, k, st,
 		    reply_error(w, eb, sizeof eb));
 	pthread_mutex_lock(&w->mu);
@@ -568,8 +580,8 @@ static void progress(Worker *w, double now)
 	pthread_mutex_lock(&w->mu);
 	for (Lease *l = w->leases; l; l = l->next)
 		for (int i = 0; i < l->l.n; i++) kept += l->state[i] == POS_DONE;
-	double nps = recent_nps(w);
 	pthread_mutex_unlock(&w->mu);
+	double nps = recent_nps(w);
 	fprintf(w->opt->progress,
 	        "\rworker: %llu done, %llu failed, %.1f/s, %llu waiting to be sent, %.0f nodes/s, "
 	        "%s, %.0fs   ",

@@ -15,7 +15,8 @@
  *  - connection errors, 5xx and 204 (no work): randomised exponential
  *    back-off (1 s doubling up to max_backoff_s, each wait drawn from
  *    [half, all] of the step), a Retry-After header taken as the wait
- *    instead; the step is reset when work arrives;
+ *    instead; the step is reset when work arrives; a 204's wait also ends
+ *    when the worker's own results are accepted (they make new leaves);
  *  - 401/403: WORKER_EAUTH at once, naming the server and the token file;
  *  - finished results that cannot be submitted are kept (in memory) and
  *    submitted when the coordinator answers again, also a restarted one;
