@@ -185,11 +185,17 @@ static void *engine_thread(void *arg)
 			if (rc < 0)
 				snprintf(msg, sizeof msg, "%s: %.200s", search_strerror(rc),
 				         search_last_error(s->engine));
+			else if (s->res->nlines == 0) /* the protocol wants at least one line */
+				snprintf(msg, sizeof msg, "the engine gave no line (bestmove %s)",
+				         s->res->resign ? "resign"
+				         : s->res->win  ? "win"
+				                        : s->res->bestmove_usi);
 		}
 		double dt = clock_ms_f() - t0;
 		json_t *j = NULL;
+		bool failed = rc < 0 || s->res->nlines == 0;
 		if (rc != SEARCH_ECANCELED)
-			j = worker_result_json(p->key, rc < 0 ? NULL : s->res, rc < 0 ? msg : NULL);
+			j = worker_result_json(p->key, failed ? NULL : s->res, failed ? msg : NULL);
 
 		pthread_mutex_lock(&w->mu);
 		s->busy_ms += dt;
@@ -797,6 +803,10 @@ int worker_run(WorkerStats *out, const WorkerOptions *opt, char *err)
 	    opt->nengines > WORKER_LEASE_MAX / 2)
 		return errmsg_set(err, WORKER_ERRLEN, WORKER_EINVAL, "worker: %s",
 		                  "need a server, a token, a name and 1..128 engines");
+	if (!opt->name[0] || strlen(opt->name) > WORKER_NAME_MAX)
+		return errmsg_set(err, WORKER_ERRLEN, WORKER_EINVAL,
+		                  "worker name '%.80s' is not 1..%d bytes", opt->name,
+		                  WORKER_NAME_MAX);
 	Worker w = {.opt = opt, .out = out, .err = err, .n = opt->nengines};
 	pthread_mutex_init(&w.mu, NULL);
 	pthread_cond_init(&w.work_cv, NULL);

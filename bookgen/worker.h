@@ -24,7 +24,8 @@
  *    result the coordinator refuses does not take the others with it;
  *    refused results are counted (WorkerStats.rejected) and dropped;
  *  - an engine that fails on a position (the USI driver has already restarted
- *    it and tried once more) makes that position {"failed": message};
+ *    it and tried once more) makes that position {"failed": message}; so does
+ *    an answer without a line (bestmove resign/win), since a result needs one;
  *  - the stop flag (SIGTERM/SIGINT): the engines are cancelled (they poll the
  *    same flag), what is finished is submitted if the coordinator answers
  *    within stop_grace_s, the rest of every lease is aborted, return 0.
@@ -51,6 +52,8 @@ enum {
 const char *worker_strerror(int code);
 
 #define WORKER_ERRLEN 512
+/* Longest worker name (bytes). */
+#define WORKER_NAME_MAX 64
 /* Longest token accepted (bytes). */
 #define WORKER_TOKEN_MAX 256
 
@@ -58,7 +61,7 @@ typedef struct {
 	const char *server;     /* base URL, e.g. "http://10.0.0.1:8080" */
 	const char *token;      /* bearer token */
 	const char *token_file; /* where the token came from (named in messages); may be NULL */
-	const char *name;       /* worker name sent with every request */
+	const char *name;       /* worker name sent with every request, 1..WORKER_NAME_MAX bytes */
 	SearchEngine **engines; /* one thread each; cancelled by *stop */
 	int nengines;
 	double max_backoff_s;              /* cap of the back-off; 0: 30 */

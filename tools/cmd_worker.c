@@ -76,6 +76,10 @@ int cmd_worker(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (name && (!name[0] || strlen(name) > WORKER_NAME_MAX)) {
+		joseki_error("worker: --name wants 1..%d bytes, not '%s'", WORKER_NAME_MAX, name);
+		return 2;
+	}
 	if (!server || !token_file) {
 		joseki_error(
 		    "usage: joseki worker --server URL --token-file F [--engine builtin|PATH] "
@@ -92,7 +96,7 @@ int cmd_worker(int argc, char **argv)
 		char host[256] = "worker";
 		if (gethostname(host, sizeof host) < 0) snprintf(host, sizeof host, "worker");
 		host[sizeof host - 1] = 0;
-		snprintf(defname, sizeof defname, "%s-%ld", host, (long)getpid());
+		snprintf(defname, sizeof defname, "%.48s-%ld", host, (long)getpid());
 		name = defname;
 	}
 	int ret = 1, n = (int)nengines;

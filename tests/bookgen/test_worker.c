@@ -71,6 +71,21 @@ static void make_positions(Fx *f, int n)
 	free(p);
 }
 
+/* One more position, given by SFEN. */
+static void add_position(Fx *f, const char *sfen)
+{
+	Position *p = malloc(sizeof *p);
+	assert_int_equal(position_parse(p, sfen, NULL), 0);
+	snprintf(f->sfen[f->npos], SFEN_MAX, "%s", sfen);
+	key_to_hex(pos_key(p), f->key[f->npos]);
+	FILE *o = fopen(f->positions, "a");
+	assert_non_null(o);
+	fprintf(o, "%s %s\n", f->key[f->npos], f->sfen[f->npos]);
+	fclose(o);
+	f->npos++;
+	free(p);
+}
+
 static int setup(void **state)
 {
 	Fx *f = calloc(1, sizeof *f);
@@ -497,10 +512,15 @@ static void test_worker__sigterm_aborts_the_lease_and_exits_0(void **state)
 	json_decref(ev);
 }
 
+/* A USI engine that crashes on two positions (restarted and tried again by
+ * the driver, then reported failed) and a mated position (no line: failed,
+ * since a result needs at least one move); the others have moves. */
 static void test_worker__crashing_positions_are_reported_failed(void **state)
 {
 	Fx *f = *state;
 	make_positions(f, 8);
+	/* White to move is mated: the engine answers "bestmove resign", no line. */
+	add_position(f, "4k4/4G4/4G4/9/9/9/9/9/4K4 w - 1");
 	char crash[600], eng[600], env[700];
 	snprintf(crash, sizeof crash, "%s/crash", f->dir);
 	char buf[2 * SFEN_MAX + 4];
@@ -522,12 +542,16 @@ static void test_worker__crashing_positions_are_reported_failed(void **state)
 	int mv[NPOS_MAX], fl[NPOS_MAX];
 	count_results(f, ev, mv, fl);
 	for (int j = 0; j < f->npos; j++) {
-		bool bad = j == 2 || j == 5;
+		bool bad = j == 2 || j == 5 || j == 8;
 		if (mv[j] != !bad || fl[j] != bad)
 			fail_msg("position %d: %d with moves, %d failed", j, mv[j], fl[j]);
 	}
 	check_legal(f, ev);
 	json_decref(ev);
+	char *rec = ts_read_file(f->record, NULL);
+	assert_non_null(strstr(rec, "engine exited unexpectedly"));
+	assert_non_null(strstr(rec, "the engine gave no line (bestmove resign)"));
+	free(rec);
 }
 
 /* deploy/slurm/joseki-worker.sbatch run as Slurm runs it (bash, the array
