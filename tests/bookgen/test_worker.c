@@ -554,6 +554,58 @@ static void test_worker__crashing_positions_are_reported_failed(void **state)
 	free(rec);
 }
 
+/* SIGTERM while one position hangs in the engine: the finished positions of
+ * the lease are submitted, the lease is aborted (the hanging one and those not
+ * started are not reported at all), exit 0. */
+static void test_worker__sigterm_submits_what_is_finished(void **state)
+{
+	Fx *f = *state;
+	make_positions(f, 6);
+	char hang[600], eng[600], env[700];
+	snprintf(hang, sizeof hang, "%s/hang", f->dir);
+	char buf[SFEN_MAX + 2];
+	int n = snprintf(buf, sizeof buf, "%s\n", f->sfen[2]);
+	ts_write_file(hang, buf, (size_t)n);
+	snprintf(env, sizeof env, "HANG_SFENS=%s", hang);
+	putenv(strdup(env));
+	unsetenv("CRASH_SFENS");
+	snprintf(env, sizeof env, "JOSEKI_BIN=%s", ts_joseki());
+	putenv(strdup(env));
+	char *cwd = getcwd(NULL, 0);
+	snprintf(eng, sizeof eng, "%s/tests/bookgen/fakes/crash_engine.py", cwd);
+	free(cwd);
+	start_fake(f, 0, "", "{\"nodes\": 200}");
+	const char *extra[] = {"--engine", eng, NULL};
+	start_worker(f, f->token, extra);
+	/* Wait until positions 0 and 1 are finished (submitted or not): the
+	 * engine is then on the hanging one. Give it a moment. */
+	int64_t end = clock_ms() + 10000;
+	for (;;) {
+		json_t *ev = events(f);
+		int leased = 0;
+		size_t i;
+		json_t *e;
+		json_array_foreach(ev, i, e) leased +=
+		    (int)json_array_size(json_object_get(e, "keys"));
+		json_decref(ev);
+		if (leased >= 3) break;
+		if (clock_ms() > end) fail_msg("position 2 was never leased");
+		usleep(20000);
+	}
+	usleep(400000);
+	term_worker(f);
+	unsetenv("HANG_SFENS");
+	json_t *ev = events(f);
+	int mv[NPOS_MAX], fl[NPOS_MAX];
+	count_results(f, ev, mv, fl);
+	for (int j = 0; j < f->npos; j++) {
+		if (fl[j]) fail_msg("position %d reported failed", j);
+		if (mv[j] != (j < 2)) fail_msg("position %d: %d results", j, mv[j]);
+	}
+	assert_true(count_ev(ev, "abort", 204) >= 1);
+	json_decref(ev);
+}
+
 /* deploy/slurm/joseki-worker.sbatch run as Slurm runs it (bash, the array
  * task's variables): a worker named after the task thinks, SIGTERM (what
  * Slurm sends before the time limit) ends the task with 0. */
@@ -686,6 +738,8 @@ int main(void)
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker__crashing_positions_are_reported_failed,
 	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_worker__sigterm_submits_what_is_finished, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_worker__slurm_script_runs_a_worker_and_stops_on_sigterm, setup, teardown),
 	};
