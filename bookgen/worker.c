@@ -51,6 +51,7 @@ typedef struct {
 	SearchResult *res;
 	double nps;     /* recent nodes/s of this engine */
 	double busy_ms; /* summed analyse time */
+	double cpu_ms;  /* this thread's CPU time inside analyse */
 	uint64_t count; /* analyse calls */
 } Slot;
 
@@ -74,6 +75,7 @@ struct Worker {
 	bool quit;
 	Lease *leases; /* oldest first */
 	int in_hand;   /* positions QUEUED or RUNNING */
+	int batch;     /* the last batch size (the engines wake the loop when in_hand reaches it) */
 	uint64_t acquired;
 	CURL *h;
 	struct curl_slist *hdrs;
@@ -162,8 +164,8 @@ static void *engine_thread(void *arg)
 	Worker *w = s->w;
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		Lease *l;
-		int i;
+		Lease *l = NULL;
+		int i = 0;
 		bool stop = false;
 		while (!w->quit && !(stop = w->opt->stop && *w->opt->stop) && !take(w, &l, &i))
 			pthread_cond_wait(&w->work_cv, &w->mu);
@@ -176,7 +178,7 @@ static void *engine_thread(void *arg)
 
 		char perr[SHOGI_ERRLEN], msg[SEARCH_ERRLEN + 64];
 		int rc;
-		double t0 = clock_ms_f();
+		double t0 = clock_ms_f(), c0 = clock_thread_cpu_ms();
 		if (position_parse(s->pos, p->sfen, perr) < 0) {
 			snprintf(msg, sizeof msg, "bad position: %.200s", perr);
 			rc = SEARCH_EINVAL;
@@ -191,7 +193,7 @@ static void *engine_thread(void *arg)
 				         : s->res->win  ? "win"
 				                        : s->res->bestmove_usi);
 		}
-		double dt = clock_ms_f() - t0;
+		double dt = clock_ms_f() - t0, dc = clock_thread_cpu_ms() - c0;
 		json_t *j = NULL;
 		bool failed = rc < 0 || s->res->nlines == 0;
 		if (rc != SEARCH_ECANCELED)
@@ -199,6 +201,7 @@ static void *engine_thread(void *arg)
 
 		pthread_mutex_lock(&w->mu);
 		s->busy_ms += dt;
+		s->cpu_ms += dc;
 		s->count++;
 		if (rc == 0 && dt > 0) {
 			double nps = (double)s->res->nodes * 1000.0 / dt;
@@ -207,13 +210,23 @@ static void *engine_thread(void *arg)
 		if (!j) { /* cancelled (stopping) or out of memory: not done */
 			l->state[i] = POS_QUEUED;
 			if (rc != SEARCH_ECANCELED) w->quit = true;
+			pthread_cond_broadcast(&w->done_cv);
 		} else {
 			l->state[i] = POS_DONE;
 			l->res[i] = j;
 			l->doneat[i] = clock_ms_f();
 			w->in_hand--;
+			/* Wake the HTTP loop only when it has something to do (a lease
+			 * to submit, a batch to fetch): a wake-up per position costs the
+			 * engine its CPU on a busy machine. The loop also looks every
+			 * 50 ms. */
+			bool lease_done = true;
+			for (int k = 0; k < l->l.n && lease_done; k++)
+				lease_done =
+				    l->state[k] != POS_QUEUED && l->state[k] != POS_RUNNING;
+			if (lease_done || w->in_hand <= w->batch)
+				pthread_cond_broadcast(&w->done_cv);
 		}
-		pthread_cond_broadcast(&w->done_cv);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -614,6 +627,9 @@ static int batch_size(Worker *w)
 		double per = ms / (double)count, want = w->n * 500.0 / (per > 0.01 ? per : 0.01);
 		b = want > WORKER_LEASE_MAX ? WORKER_LEASE_MAX : want < w->n ? w->n : (int)want;
 	}
+	pthread_mutex_lock(&w->mu);
+	w->batch = b;
+	pthread_mutex_unlock(&w->mu);
 	return b;
 }
 
@@ -764,6 +780,7 @@ static void join_engines(Worker *w)
 			pthread_join(w->slots[i].thread, NULL);
 			w->slots[i].started = false;
 			w->out->engine_s += w->slots[i].busy_ms / 1e3;
+			w->out->engine_cpu_s += w->slots[i].cpu_ms / 1e3;
 		}
 }
 

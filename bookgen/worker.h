@@ -74,16 +74,19 @@ typedef struct {
 } WorkerOptions;
 
 typedef struct {
-	uint64_t positions; /* analyses the coordinator accepted */
-	uint64_t failed;    /* "failed" entries the coordinator accepted */
-	uint64_t rejected;  /* results the coordinator refused (400/404/413), dropped */
-	uint64_t unsent;    /* finished results still unsent at the end (lease aborted) */
-	uint64_t submits;   /* submit requests answered 204 */
-	uint64_t leases;    /* leases received */
-	uint64_t retries;   /* requests that failed (connection, 5xx) and were retried */
-	uint64_t no_work;   /* acquires answered 204 */
-	double seconds;     /* wall time */
-	double engine_s;    /* summed time inside the engines' analyse calls */
+	uint64_t positions;  /* analyses the coordinator accepted */
+	uint64_t failed;     /* "failed" entries the coordinator accepted */
+	uint64_t rejected;   /* results the coordinator refused (400/404/413), dropped */
+	uint64_t unsent;     /* finished results still unsent at the end (lease aborted) */
+	uint64_t submits;    /* submit requests answered 204 */
+	uint64_t leases;     /* leases received */
+	uint64_t retries;    /* requests that failed (connection, 5xx) and were retried */
+	uint64_t no_work;    /* acquires answered 204 */
+	double seconds;      /* wall time */
+	double engine_s;     /* summed time inside the engines' analyse calls */
+	double engine_cpu_s; /* CPU time of the engine threads inside analyse (the
+	                      * built-in engine's search; for a USI engine only the
+	                      * driver's share, the engine being another process) */
 } WorkerStats;
 
 /*

@@ -47,6 +47,14 @@ static inline struct timespec clock_realtime_in(int64_t ms)
 	return ts;
 }
 
+/* Milliseconds of CPU time the calling thread used. */
+static inline double clock_thread_cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* Milliseconds of CPU time this process used. */
 static inline double clock_cpu_ms(void)
 {

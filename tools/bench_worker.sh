@@ -1,12 +1,17 @@
 #!/bin/sh
 # joseki worker's overhead per position beyond the engine's own time: a fake
 # coordinator on loopback (tests/bookgen/fakes/fake_coordinator.py) serves
-# 2,000 positions with a one-node budget to one built-in engine; the figure is
-# (wall time - time inside the engine's analyse calls) / positions, so every
-# round trip the engine waits for counts, the fake's own answer time included
-# (an upper bound). Also the worker process's CPU time per position, and the
-# same overhead with a real budget (nodes 5000), where the prefetched batch
-# hides the round trips. Target: under 1 ms. Median of BENCH_RUNS (3) runs.
+# 2,000 positions with a one-node budget to one built-in engine. Two figures:
+#  - wall: (wall time - time inside the engine's analyse calls) / positions:
+#    every round trip the engine waits for counts, the fake's own answer time
+#    included (an upper bound); on a loaded machine, preemptions between two
+#    searches count too;
+#  - cpu: (the worker process's CPU time - the engine thread's CPU time inside
+#    analyse) / positions: what the worker itself spends (HTTP, JSON, threads),
+#    unaffected by other load.
+# And the wall figure with a real budget (nodes 5000, 1000 positions), where
+# the prefetched batch hides the round trips. Target: under 1 ms. Median of
+# BENCH_RUNS (3) runs; the load average is printed beside.
 set -eu
 J=${JOSEKI:-./joseki}
 RUNS=${BENCH_RUNS:-3}
@@ -29,7 +34,7 @@ with open(sys.argv[1], "w") as f:
 PY
 echo secret-token >"$TMP/token"
 
-# run LIMITS COUNT: prints "overhead_us cpu_us" of one worker run.
+# run LIMITS COUNT: prints "wall_us cpu_us" of one worker run.
 run() {
 	rm -f "$TMP/port" "$TMP/record" "$TMP/state"
 	python3 tests/bookgen/fakes/fake_coordinator.py --positions "$TMP/positions" \
@@ -37,26 +42,33 @@ run() {
 	FAKE_PID=$!
 	i=0
 	while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-	line=$(/usr/bin/time -f "cpu %U %S" -o "$TMP/cpu" $J worker --server "http://127.0.0.1:$(cat "$TMP/port")" \
+	line=$(/usr/bin/time -f "cpu %U %S" -o "$TMP/cpu" "$J" worker --server "http://127.0.0.1:$(cat "$TMP/port")" \
 		--token-file "$TMP/token" --positions "$2" --quiet)
 	kill "$FAKE_PID"
 	wait "$FAKE_PID" 2>/dev/null || true
 	FAKE_PID=""
 	echo "$line" | grep -q "positions $2 failed 0" || { echo "bench_worker: $line" >&2; exit 1; }
 	echo "$line $(cat "$TMP/cpu")" | awk -v n="$2" '{
-		for (i = 1; i < NF; i++) { if ($i == "seconds") s = $(i + 1); if ($i == "engine_s") e = $(i + 1); if ($i == "cpu") c = $(i + 1) + $(i + 2) }
-		printf "%.1f %.1f\n", (s - e) * 1e6 / n, c * 1e6 / n }'
+		for (i = 1; i < NF; i++) {
+			if ($i == "seconds") s = $(i + 1)
+			if ($i == "engine_s") e = $(i + 1)
+			if ($i == "engine_cpu_s") ec = $(i + 1)
+			if ($i == "cpu") c = $(i + 1) + $(i + 2)
+		}
+		printf "%.1f %.1f\n", (s - e) * 1e6 / n, (c - ec) * 1e6 / n }'
 }
 
-tiny="" cpu="" real=""
+wall="" cpu="" real=""
 for _ in $(seq "$RUNS"); do
 	r=$(run '{"nodes": 1}' "$N")
-	tiny="$tiny $(echo "$r" | cut -d' ' -f1)"
+	wall="$wall $(echo "$r" | cut -d' ' -f1)"
 	cpu="$cpu $(echo "$r" | cut -d' ' -f2)"
-	real="$real $(run '{"nodes": 5000}' 300 | cut -d' ' -f1)"
+	real="$real $(run '{"nodes": 5000}' 1000 | cut -d' ' -f1)"
 done
-t=$(echo "$tiny" | tr ' ' '\n' | grep . | median)
+w=$(echo "$wall" | tr ' ' '\n' | grep . | median)
 c=$(echo "$cpu" | tr ' ' '\n' | grep . | median)
 r=$(echo "$real" | tr ' ' '\n' | grep . | median)
-echo "worker_overhead_us_per_position $t  (1 built-in engine, nodes 1, $N positions from a fake coordinator on loopback, its answer time included; worker cpu_us_per_position $c; median of $RUNS)"
-echo "worker_overhead_us_per_position_nodes5000 $r  (the same with nodes 5000, 300 positions: round trips hidden by the prefetched batch)"
+load=$(cut -d' ' -f1 /proc/loadavg)
+echo "worker_overhead_us_per_position $w  (wall; 1 built-in engine, nodes 1, $N positions from a fake coordinator on loopback, its answer time included; median of $RUNS; load average $load)"
+echo "worker_overhead_cpu_us_per_position $c  (the worker's own CPU time per position, the engine's search excluded; same runs)"
+echo "worker_overhead_us_per_position_nodes5000 $r  (wall; nodes 5000, 1000 positions: round trips hidden by the prefetched batch)"
