@@ -417,6 +417,54 @@ static void test_worker__backs_off_on_204_503_and_closed_connections(void **stat
 	json_decref(ev);
 }
 
+/* A submit refused with 400 is sent again one result at a time; a result
+ * refused alone is dropped (counted rejected), the others go in. */
+static void test_worker__refused_submit_is_retried_result_by_result(void **state)
+{
+	Fx *f = *state;
+	make_positions(f, 6);
+	/* Three engines: leases of three positions. The first submit (three
+	 * results) is refused, then the first result sent alone is refused too:
+	 * that one is dropped, the other two and the second lease go in. */
+	start_fake(f, 0, "submit=400*2", "{\"nodes\": 200}");
+	const char *extra[] = {"--engines", "3", NULL};
+	start_worker(f, f->token, extra);
+	int64_t end = clock_ms() + 20000;
+	int mv[NPOS_MAX], fl[NPOS_MAX], done = 0;
+	while (done < f->npos - 1 && clock_ms() < end) {
+		json_t *ev = events(f);
+		count_results(f, ev, mv, fl);
+		json_decref(ev);
+		done = 0;
+		for (int j = 0; j < f->npos; j++) done += mv[j];
+		usleep(50000);
+	}
+	term_worker(f);
+	json_t *ev = events(f);
+	count_results(f, ev, mv, fl);
+	int once = 0, none = 0;
+	for (int j = 0; j < f->npos; j++) {
+		assert_true(mv[j] <= 1);
+		once += mv[j] == 1;
+		none += mv[j] == 0;
+	}
+	assert_int_equal(once, f->npos - 1);
+	assert_int_equal(none, 1);
+	assert_int_equal(count_ev(ev, "submit", 400), 2);
+	json_t *first = NULL;
+	size_t i;
+	json_t *e;
+	json_array_foreach(ev, i,
+	                   e) if (!first && json_integer_value(json_object_get(e, "status")) == 400)
+	    first = e;
+	assert_int_equal(
+	    json_array_size(json_object_get(json_object_get(first, "body"), "results")), 3);
+	json_decref(ev);
+	char *out = ts_read_file(f->out, NULL);
+	assert_non_null(strstr(out, "rejected 1 "));
+	free(out);
+}
+
 static void test_worker__results_kept_while_the_coordinator_is_away(void **state)
 {
 	Fx *f = *state;
@@ -730,6 +778,8 @@ int main(void)
 	        test_worker__every_position_submitted_once_with_legal_moves, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_worker__backs_off_on_204_503_and_closed_connections, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_worker__refused_submit_is_retried_result_by_result,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker__results_kept_while_the_coordinator_is_away,
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker__refused_token_ends_at_once_with_a_message,

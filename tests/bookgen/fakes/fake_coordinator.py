@@ -20,7 +20,8 @@ and started again on the same --port goes on where it stopped (a coordinator
 restart). --script "acquire=204*2,submit=503,submit=close,any=401,submit=exit"
 makes the next requests to an endpoint misbehave, in order: 204 (no work,
 Retry-After), 503/500 (with Retry-After for 503), close (the connection is
-closed without an answer), 401, exit (the process ends at once, no answer).
+closed without an answer), 401, 400 (a refused body), exit (the process ends
+at once, no answer).
 A request the script does not touch is answered normally.
 """
 import json
@@ -110,8 +111,10 @@ class H(BaseHTTPRequestHandler):
                 ev["status"] = "close"
                 record(ev)
                 return
-            if act in ("204", "503", "500", "401"):
+            if act in ("204", "503", "500", "401", "400"):
                 ev["status"] = int(act)
+                if raw:
+                    ev["body"] = json.loads(raw.decode())
                 record(ev)
                 if act == "204":
                     return self.answer(204, None, True)
