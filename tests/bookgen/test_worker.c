@@ -569,15 +569,13 @@ static void test_worker__crashing_positions_are_reported_failed(void **state)
 	make_positions(f, 8);
 	/* White to move is mated: the engine answers "bestmove resign", no line. */
 	add_position(f, "4k4/4G4/4G4/9/9/9/9/9/4K4 w - 1");
-	char crash[600], eng[600], env[700];
+	char crash[600], eng[600];
 	snprintf(crash, sizeof crash, "%s/crash", f->dir);
 	char buf[2 * SFEN_MAX + 4];
 	int n = snprintf(buf, sizeof buf, "%s\n%s\n", f->sfen[2], f->sfen[5]);
 	ts_write_file(crash, buf, (size_t)n);
-	snprintf(env, sizeof env, "CRASH_SFENS=%s", crash);
-	putenv(strdup(env));
-	snprintf(env, sizeof env, "JOSEKI_BIN=%s", ts_joseki());
-	putenv(strdup(env));
+	setenv("CRASH_SFENS", crash, 1);
+	setenv("JOSEKI_BIN", ts_joseki(), 1);
 	char *cwd = getcwd(NULL, 0);
 	snprintf(eng, sizeof eng, "%s/tests/bookgen/fakes/crash_engine.py", cwd);
 	free(cwd);
@@ -609,16 +607,14 @@ static void test_worker__sigterm_submits_what_is_finished(void **state)
 {
 	Fx *f = *state;
 	make_positions(f, 6);
-	char hang[600], eng[600], env[700];
+	char hang[600], eng[600];
 	snprintf(hang, sizeof hang, "%s/hang", f->dir);
 	char buf[SFEN_MAX + 2];
 	int n = snprintf(buf, sizeof buf, "%s\n", f->sfen[2]);
 	ts_write_file(hang, buf, (size_t)n);
-	snprintf(env, sizeof env, "HANG_SFENS=%s", hang);
-	putenv(strdup(env));
+	setenv("HANG_SFENS", hang, 1);
 	unsetenv("CRASH_SFENS");
-	snprintf(env, sizeof env, "JOSEKI_BIN=%s", ts_joseki());
-	putenv(strdup(env));
+	setenv("JOSEKI_BIN", ts_joseki(), 1);
 	char *cwd = getcwd(NULL, 0);
 	snprintf(eng, sizeof eng, "%s/tests/bookgen/fakes/crash_engine.py", cwd);
 	free(cwd);
