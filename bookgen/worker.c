@@ -499,8 +499,9 @@ static long submit_some(Worker *w, Lease *l, const int *idx, int k, double timeo
 	return w->r.status;
 }
 
-/* Submits lease l's DONE results: all at once, and one by one after a 400 so
- * that a refused result does not take the others with it. 0, or a fatal code. */
+/* Submits lease l's DONE results: all at once, and one by one after a 400 (so
+ * that a refused result does not take the others with it) or a 413 (too
+ * large a body). 0, or a fatal code. */
 static int submit(Worker *w, Lease *l, double timeout_s)
 {
 	int idx[WORKER_LEASE_MAX], k = 0;
@@ -512,7 +513,7 @@ static int submit(Worker *w, Lease *l, double timeout_s)
 	long st = submit_some(w, l, idx, k, timeout_s);
 	if (st < 0) return WORKER_ENOMEM;
 	char eb[256];
-	if (st == 400 && k > 1) {
+	if ((st == 400 || st == 413) && k > 1) { /* 413: over 1 MiB (many long MultiPV lines) */
 		say(w, "lease %s: %d results refused together (%s); sending them one by one",
 		    l->l.id, k, reply_error(w, eb, sizeof eb));
 		for (int j = 0; j < k; j++) {
@@ -829,6 +830,7 @@ int worker_run(WorkerStats *out, const WorkerOptions *opt, char *err)
 	pthread_cond_init(&w.work_cv, NULL);
 	pthread_cond_init(&w.done_cv, NULL);
 	w.start = w.last_progress = clock_ms_f();
+	double cpu0 = clock_cpu_ms();
 	int rc = setup(&w);
 	if (rc == 0) rc = run_loop(&w);
 	join_engines(&w); /* cancelled by the stop flag, or done */
@@ -842,6 +844,7 @@ int worker_run(WorkerStats *out, const WorkerOptions *opt, char *err)
 		fputc('\n', opt->progress);
 	}
 	out->seconds = (clock_ms_f() - w.start) / 1e3;
+	out->cpu_s = (clock_cpu_ms() - cpu0) / 1e3;
 	teardown(&w);
 	if (rc < 0 && err && !err[0]) errmsg_set(err, WORKER_ERRLEN, rc, "%s", worker_strerror(rc));
 	return rc;

@@ -20,8 +20,8 @@
  *  - 401/403: WORKER_EAUTH at once, naming the server and the token file;
  *  - finished results that cannot be submitted are kept (in memory) and
  *    submitted when the coordinator answers again, also a restarted one;
- *  - a submission answered 400 is retried one result at a time, so one
- *    result the coordinator refuses does not take the others with it;
+ *  - a submission answered 400 (or 413, too large) is retried one result at
+ *    a time, so one result the coordinator refuses does not take the others;
  *    refused results are counted (WorkerStats.rejected) and dropped;
  *  - an engine that fails on a position (the USI driver has already restarted
  *    it and tried once more) makes that position {"failed": message}; so does
@@ -84,6 +84,7 @@ typedef struct {
 	uint64_t no_work;    /* acquires answered 204 */
 	double seconds;      /* wall time */
 	double engine_s;     /* summed time inside the engines' analyse calls */
+	double cpu_s;        /* CPU time of the whole process during the run */
 	double engine_cpu_s; /* CPU time of the engine threads inside analyse (the
 	                      * built-in engine's search; for a USI engine only the
 	                      * driver's share, the engine being another process) */

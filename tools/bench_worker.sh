@@ -6,9 +6,9 @@
 #    every round trip the engine waits for counts, the fake's own answer time
 #    included (an upper bound); on a loaded machine, preemptions between two
 #    searches count too;
-#  - cpu: (the worker process's CPU time - the engine thread's CPU time inside
-#    analyse) / positions: what the worker itself spends (HTTP, JSON, threads),
-#    unaffected by other load.
+#  - cpu: (the worker process's CPU time during the run - the engine thread's
+#    CPU time inside analyse) / positions: what the worker itself spends
+#    (HTTP, JSON, threads), unaffected by other load.
 # And the wall figure with a real budget (nodes 5000, 1000 positions), where
 # the prefetched batch hides the round trips. Target: under 1 ms. Median of
 # BENCH_RUNS (3) runs; the load average is printed beside.
@@ -42,18 +42,18 @@ run() {
 	FAKE_PID=$!
 	i=0
 	while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-	line=$(/usr/bin/time -f "cpu %U %S" -o "$TMP/cpu" "$J" worker --server "http://127.0.0.1:$(cat "$TMP/port")" \
+	line=$("$J" worker --server "http://127.0.0.1:$(cat "$TMP/port")" \
 		--token-file "$TMP/token" --positions "$2" --quiet)
 	kill "$FAKE_PID"
 	wait "$FAKE_PID" 2>/dev/null || true
 	FAKE_PID=""
 	echo "$line" | grep -q "positions $2 failed 0" || { echo "bench_worker: $line" >&2; exit 1; }
-	echo "$line $(cat "$TMP/cpu")" | awk -v n="$2" '{
+	echo "$line" | awk -v n="$2" '{
 		for (i = 1; i < NF; i++) {
 			if ($i == "seconds") s = $(i + 1)
 			if ($i == "engine_s") e = $(i + 1)
 			if ($i == "engine_cpu_s") ec = $(i + 1)
-			if ($i == "cpu") c = $(i + 1) + $(i + 2)
+			if ($i == "cpu_s") c = $(i + 1)
 		}
 		printf "%.1f %.1f\n", (s - e) * 1e6 / n, (c - ec) * 1e6 / n }'
 }

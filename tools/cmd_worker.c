@@ -9,7 +9,7 @@
  * are submitted, the rest of the leases aborted, exit 0. A refused token
  * (401/403) exits 1 at once. Ends with one stdout line: "worker positions N
  * failed F rejected R unsent U submits S leases L retries T seconds X
- * engine_s E engine_cpu_s C".
+ * cpu_s P engine_s E engine_cpu_s C".
  */
 #include <signal.h>
 #include <stdio.h>
@@ -124,11 +124,13 @@ int cmd_worker(int argc, char **argv)
 		WorkerStats st;
 		int rc = worker_run(&st, &opt, err);
 		printf("worker positions %llu failed %llu rejected %llu unsent %llu submits %llu "
-		       "leases %llu retries %llu seconds %.3f engine_s %.3f engine_cpu_s %.3f\n",
+		       "leases %llu retries %llu seconds %.3f cpu_s %.3f engine_s %.3f "
+		       "engine_cpu_s %.3f\n",
 		       (unsigned long long)st.positions, (unsigned long long)st.failed,
 		       (unsigned long long)st.rejected, (unsigned long long)st.unsent,
 		       (unsigned long long)st.submits, (unsigned long long)st.leases,
-		       (unsigned long long)st.retries, st.seconds, st.engine_s, st.engine_cpu_s);
+		       (unsigned long long)st.retries, st.seconds, st.cpu_s, st.engine_s,
+		       st.engine_cpu_s);
 		fflush(stdout);
 		if (rc < 0)
 			joseki_error("worker: %s", err[0] ? err : worker_strerror(rc));
