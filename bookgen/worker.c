@@ -31,6 +31,9 @@
 
 enum { POS_QUEUED = 0, POS_RUNNING, POS_DONE, POS_SENT };
 
+/* Largest batch grown for quick positions (see batch_size). */
+#define WORKER_QUICK_BATCH 64
+
 typedef struct Lease {
 	struct Lease *next;
 	WorkerLease l;
@@ -612,7 +615,9 @@ static void progress(Worker *w, double now)
 
 /* Positions per acquire: N, or more when positions are quick, so that a
  * batch holds about half a second of the engines' work and round trips do not
- * dominate a small budget (at most WORKER_LEASE_MAX). */
+ * dominate a small budget; but at most max(N, WORKER_QUICK_BATCH): a worker
+ * killed with SIGKILL costs each position it held a failed try, and one worker
+ * should not hoard what others could think. */
 static int batch_size(Worker *w)
 {
 	double ms = 0;
@@ -626,7 +631,8 @@ static int batch_size(Worker *w)
 	int b = w->n;
 	if (count >= (uint64_t)w->n) {
 		double per = ms / (double)count, want = w->n * 500.0 / (per > 0.01 ? per : 0.01);
-		b = want > WORKER_LEASE_MAX ? WORKER_LEASE_MAX : want < w->n ? w->n : (int)want;
+		int cap = w->n > WORKER_QUICK_BATCH ? w->n : WORKER_QUICK_BATCH;
+		b = want > cap ? cap : want < w->n ? w->n : (int)want;
 	}
 	pthread_mutex_lock(&w->mu);
 	w->batch = b;

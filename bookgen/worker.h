@@ -9,7 +9,7 @@
  * up to two batches in hand: it acquires the next batch when no more than one
  * batch is left unfinished, so the engines never wait for a round trip. A
  * batch is N positions, or more when positions are quick (about half a second
- * of the engines' work, at most 256), so round trips stay a small share.
+ * of the engines' work, at most max(N, 64)), so round trips stay a small share.
  *
  * What happens when things go wrong:
  *  - connection errors, 5xx and 204 (no work): randomised exponential
