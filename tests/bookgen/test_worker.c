@@ -650,6 +650,95 @@ static void test_worker__sigterm_submits_what_is_finished(void **state)
 	json_decref(ev);
 }
 
+/* Starts `joseki serve BOOK --work` on port (0: any) with stderr in log;
+ * returns its port. */
+static int start_coordinator(pid_t *pid, const char *book, const char *log, int port)
+{
+	char listen[64];
+	snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+	unlink(log);
+	/* 50 ms a position: 120 positions on 2 engines take about 3 s, so the
+	 * kill lands in the middle of the run. */
+	char *argv[] = {(char *)ts_joseki(),
+	                "serve",
+	                (char *)book,
+	                "--work",
+	                "--listen",
+	                listen,
+	                "--movetime",
+	                "50",
+	                "--multipv",
+	                "2",
+	                "--lease-seconds",
+	                "60",
+	                NULL};
+	*pid = spawn(argv, NULL, log);
+	for (int i = 0; i < 400; i++) {
+		char *s = ts_read_file(log, NULL);
+		const char *p = s ? strstr(s, "http://127.0.0.1:") : NULL;
+		int got = p && strchr(p, '/') ? atoi(p + 17) : 0;
+		free(s);
+		if (got > 0) return got;
+		usleep(25000);
+	}
+	fail_msg("the coordinator did not start");
+	return 0;
+}
+
+static long long thought(const char *book)
+{
+	json_t *o = ts_run_json(0, "%s stats %s --json", ts_joseki(), book);
+	long long n = ts_jint(o, "thought");
+	json_decref(o);
+	return n;
+}
+
+/* The real coordinator (`joseki serve --work`) on a book of the floodgate
+ * fixtures, killed with SIGKILL while the worker works and started again on
+ * the same port: the worker ends its --positions run with every result
+ * accepted, the book holds exactly that many more thought positions, and
+ * `joseki check` passes. */
+static void test_worker__against_the_real_coordinator_through_a_restart(void **state)
+{
+	Fx *f = *state;
+	char book[600], log[600], tok[600];
+	snprintf(book, sizeof book, "%s/book", f->dir);
+	snprintf(log, sizeof log, "%s/serve.log", f->dir);
+	snprintf(tok, sizeof tok, "%s/real-token", f->dir);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s tests/data/floodgate", ts_joseki(), book), 0);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s token add %s/tokens w1 > %s", ts_joseki(), book, tok), 0);
+	long long before = thought(book);
+	f->port = start_coordinator(&f->fake, book, log, 0);
+	const char *extra[] = {"--engines", "2", "--positions", "120", NULL};
+	start_worker(f, tok, extra);
+	usleep(700000);
+	stop_pid(&f->fake); /* SIGKILL */
+	sleep(1);
+	assert_int_equal(start_coordinator(&f->fake, book, log, f->port), f->port);
+	int st = 0;
+	int64_t end = clock_ms() + 60000;
+	while (waitpid(f->worker, &st, WNOHANG) != f->worker) {
+		if (clock_ms() > end) fail_msg("the worker did not finish its 120 positions");
+		usleep(50000);
+	}
+	f->worker = 0;
+	char *out = ts_read_file(f->out, NULL), *err = ts_read_file(f->errf, NULL);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
+	    !strstr(out, "positions 120 failed 0 rejected 0 unsent 0"))
+		fail_msg("worker: %s %s", out ? out : "", err ? err : "");
+	if (!err || !strstr(err, "retrying"))
+		fail_msg("the worker never met the coordinator's absence: %s", err ? err : "");
+	free(out);
+	free(err);
+	kill(f->fake, SIGTERM);
+	waitpid(f->fake, NULL, 0);
+	f->fake = 0;
+	assert_int_equal(thought(book) - before, 120);
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), book), 0);
+}
+
 /* deploy/slurm/joseki-worker.sbatch run as Slurm runs it (bash, the array
  * task's variables): a worker named after the task thinks, SIGTERM (what
  * Slurm sends before the time limit) ends the task with 0. */
@@ -788,6 +877,8 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_worker__slurm_script_runs_a_worker_and_stops_on_sigterm, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_worker__against_the_real_coordinator_through_a_restart, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
