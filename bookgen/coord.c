@@ -337,8 +337,9 @@ static void note_worker(Coord *c, const CoordWorker *w, int64_t now)
 		memset(s, 0, sizeof *s);
 		snprintf(s->name, sizeof s->name, "%s", w->name);
 	}
-	if (w->engine) snprintf(s->engine, sizeof s->engine, "%s", w->engine);
-	s->nps = w->nps;
+	/* A request without them (an abort's body) keeps what the worker last said. */
+	if (w->engine && w->engine[0]) snprintf(s->engine, sizeof s->engine, "%s", w->engine);
+	if (w->nps > 0) s->nps = w->nps;
 	s->last_seen_ms = now;
 }
 

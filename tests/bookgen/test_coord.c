@@ -289,12 +289,17 @@ static void test_coord__abort_returns_positions_at_once_without_a_try(void **sta
 	seed_book(c, 1);
 	CoordLease *l = malloc(sizeof *l), *l2 = malloc(sizeof *l2);
 	assert_int_equal(acquire(c, l, &A, 3, T0), 3);
+	/* An abort's body names the worker only: its engine and speed stay known. */
+	const CoordWorker bare = {.token = "ta", .name = "alpha"};
 	assert_int_equal(coord_abort(c, l->id, &A, T0, err), 0);
-	assert_int_equal(coord_abort(c, l->id, &A, T0, err), 0); /* again: nothing left */
+	assert_int_equal(coord_abort(c, l->id, &bare, T0, err), 0); /* again: nothing left */
 	CoordStatus st;
 	assert_int_equal(coord_status(c, &st, T0), 0);
 	assert_int_equal(st.queue, 3);
 	assert_int_equal(st.failed, 0);
+	assert_int_equal(st.nworkers, 1);
+	assert_string_equal(st.workers[0].engine, "fake");
+	assert_int_equal(st.workers[0].nps, 10);
 	coord_status_free(&st);
 	/* Not a failure: the same worker may take them again, first. */
 	assert_int_equal(acquire(c, l2, &A, 3, T0), 3);
