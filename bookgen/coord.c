@@ -3,7 +3,9 @@
  *
  * In memory: the leases kept (id -> Lease), the positions in flight (key ->
  * KeyState: queued, leased or set aside, with their failed tries), the queue
- * of returned positions, the workers seen. Every change is written to the
+ * of returned positions, the workers seen. Leases and KeyStates are dense
+ * arrays, each indexed by a key map (shogi/keymap.h); one leaving the array
+ * is replaced by the array's last. Every change is written to the
  * `work` database through the same BookWriter as the results, and committed
  * by coord_commit, so the book and the work state never disagree on disk.
  * A book error leaves the Coord broken (every later call answers COORD_EBOOK,
@@ -11,6 +13,7 @@
  */
 #include "bookgen/coord.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +23,7 @@
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
+#include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
 
@@ -33,7 +37,7 @@ typedef struct {
 } LPos;
 
 typedef struct {
-	uint64_t id;
+	Key key; /* the lease map's key: hi the lease id, lo 0 */
 	int64_t expires_ms;
 	char token[COORD_NAME_MAX + 1];
 	char worker[COORD_NAME_MAX + 1];
@@ -42,23 +46,12 @@ typedef struct {
 } Lease;
 
 typedef struct {
-	Key key;
+	Key key; /* the key map's key */
 	uint8_t where, tries;
 	uint64_t lease;                /* WHERE_LEASED: the lease holding it */
 	char last[COORD_NAME_MAX + 1]; /* the worker whose try failed last ("" none) */
 	char sfen[SFEN_MAX];
 } KeyState;
-
-/* Open addressing with linear probing over (a, b) -> pointer; NULL is empty;
- * deletion shifts the run back (no tombstones). */
-typedef struct {
-	uint64_t a, b;
-	void *v;
-} MapSlot;
-typedef struct {
-	MapSlot *s;
-	size_t cap, n; /* cap: a power of two */
-} Map;
 
 typedef struct {
 	char sfen[SFEN_MAX];
@@ -76,7 +69,11 @@ struct Coord {
 	SelLeaf *batch; /* COORD_MAX_BATCH of them (window selection) */
 	RootSfen *roots;
 	int nroots;
-	Map leases, keys;
+	Lease *leases; /* nleases of them, indexed by lease_map */
+	size_t nleases, capleases;
+	KeyState *keys; /* nkeys of them, indexed by key_map */
+	size_t nkeys, capkeys;
+	KeyMap lease_map, key_map;
 	Key *queue; /* returned positions, oldest first (stale entries skipped) */
 	size_t nqueue, capqueue;
 	uint64_t queued; /* KeyStates WHERE_QUEUED */
@@ -117,64 +114,43 @@ const CoordOptions *coord_options(const Coord *c)
 	return &c->opt;
 }
 
-/* ---- the map ---- */
+/* ---- the dense arrays ---- */
 
-static size_t map_hash(uint64_t a, uint64_t b, size_t cap)
+/*
+ * Appends an element of size bytes, zeroed but for its key k (an element
+ * starts with its Key), to the dense array *arr of *n indexed by m, which
+ * must not hold k. The new element, or NULL when memory runs out (nothing
+ * changed). It moves when the array grows: pointers into it last until the
+ * next add.
+ */
+static void *dense_add(KeyMap *m, void **arr, size_t *cap, size_t *n, size_t size, Key k)
 {
-	uint64_t h = (a ^ (b * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
-	return (size_t)(h ^ (h >> 29)) & (cap - 1);
+	if (array_grow(arr, cap, *n + 1, size, 16)) return NULL;
+	char *e = (char *)*arr + *n * size;
+	memset(e, 0, size);
+	memcpy(e, &k, sizeof k);
+	int64_t at = keymap_find_or_insert(m, *arr, (uint32_t)*n);
+	if (at < 0) return NULL;
+	assert((size_t)at == *n);
+	(*n)++;
+	return e;
 }
 
-static void *map_get(const Map *m, uint64_t a, uint64_t b)
+/* Removes element i of the dense array arr of *n indexed by m: the last
+ * element takes its place (a pointer to the last now points past the end). */
+static void dense_del(KeyMap *m, void *arr, size_t *n, size_t size, size_t i)
 {
-	if (!m->cap) return NULL;
-	for (size_t i = map_hash(a, b, m->cap);; i = (i + 1) & (m->cap - 1)) {
-		MapSlot *s = &m->s[i];
-		if (!s->v) return NULL;
-		if (s->a == a && s->b == b) return s->v;
+	char *a = arr;
+	Key k;
+	memcpy(&k, a + i * size, sizeof k);
+	int rc = keymap_del(m, arr, k, NULL);
+	assert(rc == 1);
+	if (i != --*n) {
+		memcpy(a + i * size, a + *n * size, size);
+		rc = keymap_put(m, arr, (uint32_t)i); /* cannot grow: one was just removed */
+		assert(rc == 0);
 	}
-}
-
-static int map_put(Map *m, uint64_t a, uint64_t b, void *v)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t ncap = m->cap ? m->cap * 2 : 64;
-		MapSlot *ns = calloc(ncap, sizeof *ns);
-		if (!ns) return COORD_ENOMEM;
-		for (size_t i = 0; i < m->cap; i++) {
-			if (!m->s[i].v) continue;
-			size_t j = map_hash(m->s[i].a, m->s[i].b, ncap);
-			while (ns[j].v) j = (j + 1) & (ncap - 1);
-			ns[j] = m->s[i];
-		}
-		free(m->s);
-		m->s = ns;
-		m->cap = ncap;
-	}
-	size_t i = map_hash(a, b, m->cap);
-	while (m->s[i].v && !(m->s[i].a == a && m->s[i].b == b)) i = (i + 1) & (m->cap - 1);
-	if (!m->s[i].v) m->n++;
-	m->s[i] = (MapSlot){a, b, v};
-	return 0;
-}
-
-static void map_del(Map *m, uint64_t a, uint64_t b)
-{
-	if (!m->cap) return;
-	size_t mask = m->cap - 1, i = map_hash(a, b, m->cap);
-	while (m->s[i].v && !(m->s[i].a == a && m->s[i].b == b)) i = (i + 1) & mask;
-	if (!m->s[i].v) return;
-	m->s[i].v = NULL;
-	m->n--;
-	for (size_t j = (i + 1) & mask; m->s[j].v; j = (j + 1) & mask) {
-		size_t h = map_hash(m->s[j].a, m->s[j].b, m->cap);
-		/* Move j back to the hole when its home is not in (i, j]. */
-		if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
-			m->s[i] = m->s[j];
-			m->s[j].v = NULL;
-			i = j;
-		}
-	}
+	(void)rc;
 }
 
 /* ---- persistence (layouts in coord.h) ---- */
@@ -219,7 +195,7 @@ static int lease_put(Coord *c, const Lease *l, char *err)
 		p += put_u8str(p, l->pos[i].sfen);
 	}
 	uint8_t k[9] = {'L'};
-	for (int i = 0; i < 8; i++) k[1 + i] = (uint8_t)(l->id >> (56 - 8 * i));
+	for (int i = 0; i < 8; i++) k[1 + i] = (uint8_t)(l->key.hi >> (56 - 8 * i));
 	BookTxn *t;
 	int rc = work_txn(c, &t, err);
 	if (rc < 0) return rc;
@@ -291,14 +267,22 @@ static int get_u8str(char *out, size_t cap, const uint8_t **p, const uint8_t *en
 
 static KeyState *key_get(Coord *c, Key k)
 {
-	return map_get(&c->keys, k.lo, k.hi);
+	uint32_t i = keymap_find(&c->key_map, c->keys, k);
+	return i == KEYMAP_NONE ? NULL : &c->keys[i];
+}
+
+/* A new KeyState for k (not held), or NULL when memory runs out. KeyState
+ * pointers last until the next key_new or key_forget. */
+static KeyState *key_new(Coord *c, Key k)
+{
+	return dense_add(&c->key_map, (void **)&c->keys, &c->capkeys, &c->nkeys, sizeof *c->keys,
+	                 k);
 }
 
 static void key_forget(Coord *c, KeyState *ks)
 {
 	if (ks->where == WHERE_QUEUED) c->queued--;
-	map_del(&c->keys, ks->key.lo, ks->key.hi);
-	free(ks);
+	dense_del(&c->key_map, c->keys, &c->nkeys, sizeof *c->keys, (size_t)(ks - c->keys));
 }
 
 static int queue_push(Coord *c, KeyState *ks)
@@ -311,21 +295,28 @@ static int queue_push(Coord *c, KeyState *ks)
 	return 0;
 }
 
-static void lease_free(Lease *l)
-{
-	if (l) free(l->pos);
-	free(l);
-}
-
 static Lease *lease_get(Coord *c, uint64_t id)
 {
-	return map_get(&c->leases, id, 0);
+	uint32_t i = keymap_find(&c->lease_map, c->leases, (Key){0, id});
+	return i == KEYMAP_NONE ? NULL : &c->leases[i];
 }
 
+/* Keeps the lease l, built outside the array (its id not held): the kept
+ * copy, or NULL when memory runs out (l is then still the caller's). */
+static Lease *lease_keep(Coord *c, const Lease *l)
+{
+	Lease *e = dense_add(&c->lease_map, (void **)&c->leases, &c->capleases, &c->nleases,
+	                     sizeof *c->leases, l->key);
+	if (e) *e = *l;
+	return e;
+}
+
+/* Forgets the lease l: the last lease moves into its place. */
 static void lease_drop(Coord *c, Lease *l)
 {
-	map_del(&c->leases, l->id, 0);
-	lease_free(l);
+	free(l->pos);
+	dense_del(&c->lease_map, c->leases, &c->nleases, sizeof *c->leases,
+	          (size_t)(l - c->leases));
 }
 
 static void note_worker(Coord *c, const CoordWorker *w, int64_t now)
@@ -346,8 +337,9 @@ static void note_worker(Coord *c, const CoordWorker *w, int64_t now)
 		memset(s, 0, sizeof *s);
 		snprintf(s->name, sizeof s->name, "%s", w->name);
 	}
-	if (w->engine) snprintf(s->engine, sizeof s->engine, "%s", w->engine);
-	s->nps = w->nps;
+	/* A request without them (an abort's body) keeps what the worker last said. */
+	if (w->engine && w->engine[0]) snprintf(s->engine, sizeof s->engine, "%s", w->engine);
+	if (w->nps > 0) s->nps = w->nps;
 	s->last_seen_ms = now;
 }
 
@@ -380,9 +372,7 @@ static int fail_try(Coord *c, KeyState *ks, const char *worker, char *err)
 
 static int restore_lease(Coord *c, uint64_t id, const uint8_t *p, const uint8_t *end)
 {
-	Lease *l = calloc(1, sizeof *l);
-	if (!l) return COORD_ENOMEM;
-	l->id = id;
+	Lease lease = {.key = {0, id}}, *l = &lease; /* kept at the end */
 	if (end - p < 8) goto bad;
 	uint64_t e = 0;
 	for (int i = 0; i < 8; i++) e |= (uint64_t)p[i] << (8 * i);
@@ -409,13 +399,8 @@ static int restore_lease(Coord *c, uint64_t id, const uint8_t *p, const uint8_t 
 			}
 			KeyState *ks = key_get(c, lp->key);
 			if (!ks) {
-				if (!(ks = calloc(1, sizeof *ks))) goto bad;
-				ks->key = lp->key;
+				if (!(ks = key_new(c, lp->key))) goto bad;
 				memcpy(ks->sfen, lp->sfen, sizeof ks->sfen);
-				if (map_put(&c->keys, ks->key.lo, ks->key.hi, ks) < 0) {
-					free(ks);
-					goto bad;
-				}
 				sel_lease(c->sel, ks->key);
 			}
 			ks->where = WHERE_LEASED;
@@ -423,10 +408,10 @@ static int restore_lease(Coord *c, uint64_t id, const uint8_t *p, const uint8_t 
 			l->pending++;
 		}
 	}
-	if (map_put(&c->leases, id, 0, l) < 0) goto bad;
+	if (!lease_keep(c, l)) goto bad;
 	return 0;
 bad:
-	lease_free(l);
+	free(l->pos);
 	return COORD_EBOOK;
 }
 
@@ -441,13 +426,8 @@ static int restore_key(Coord *c, Key k, const uint8_t *p, const uint8_t *end)
 		return COORD_EBOOK;
 	bool fresh = !ks;
 	if (fresh) {
-		if (!(ks = calloc(1, sizeof *ks))) return COORD_ENOMEM;
+		if (!(ks = key_new(c, k))) return COORD_ENOMEM;
 		memcpy(ks->sfen, tmp.sfen, sizeof ks->sfen);
-		ks->key = k;
-		if (map_put(&c->keys, k.lo, k.hi, ks) < 0) {
-			free(ks);
-			return COORD_ENOMEM;
-		}
 		sel_lease(c->sel, k);
 	}
 	ks->tries = p[0];
@@ -530,19 +510,13 @@ static int queue_extended(Coord *c, char *err)
 			continue; /* checked when queued */
 		Key k = pos_key(c->pos);
 		if (key_get(c, k) || sel_is_thought(c->sel, k)) continue;
-		KeyState *ks = calloc(1, sizeof *ks);
+		KeyState *ks = key_new(c, k);
 		if (!ks) {
 			rc = COORD_ENOMEM;
 			break;
 		}
-		ks->key = k;
 		sfen_write(c->pos, ks->sfen, sizeof ks->sfen);
-		if (map_put(&c->keys, k.lo, k.hi, ks) < 0) {
-			free(ks);
-			rc = COORD_ENOMEM;
-		} else if (queue_push(c, ks) < 0 || sel_lease(c->sel, k) < 0) {
-			rc = COORD_ENOMEM;
-		}
+		if (queue_push(c, ks) < 0 || sel_lease(c->sel, k) < 0) rc = COORD_ENOMEM;
 	}
 	roots_free(&q);
 	return rc < 0 ? errmsg_set(err, COORD_ERRLEN, rc, "coordinator: %s", "out of memory") : 0;
@@ -557,6 +531,8 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 		                  "need a budget of at least 1 and MultiPV 1..32");
 	Coord *c = calloc(1, sizeof *c);
 	if (!c) return COORD_ENOMEM;
+	keymap_init(&c->lease_map, sizeof *c->leases);
+	keymap_init(&c->key_map, sizeof *c->keys);
 	c->db = db;
 	c->opt = *opt;
 	if (c->opt.lease_seconds <= 0) c->opt.lease_seconds = 600;
@@ -609,10 +585,11 @@ void coord_free(Coord *c)
 	if (!c->broken && c->w) bookdb_writer_flush(c->w);
 	bookdb_writer_free(c->w);
 	sel_free(c->sel);
-	for (size_t i = 0; i < c->leases.cap; i++) lease_free(c->leases.s[i].v);
-	for (size_t i = 0; i < c->keys.cap; i++) free(c->keys.s[i].v);
-	free(c->leases.s);
-	free(c->keys.s);
+	for (size_t i = 0; i < c->nleases; i++) free(c->leases[i].pos);
+	free(c->leases);
+	free(c->keys);
+	keymap_free(&c->lease_map);
+	keymap_free(&c->key_map);
 	free(c->queue);
 	free(c->buf);
 	free(c->seen);
@@ -643,7 +620,7 @@ static void take_queued(Coord *c, Lease *l, int max, const char *worker)
 		lp->state = POS_PENDING;
 		memcpy(lp->sfen, ks->sfen, sizeof lp->sfen);
 		ks->where = WHERE_LEASED;
-		ks->lease = l->id;
+		ks->lease = l->key.hi;
 		c->queued--;
 	}
 	c->nqueue = j;
@@ -654,16 +631,11 @@ static int lease_leaf(Coord *c, Lease *l, const SelLeaf *leaf, char *err)
 {
 	if (sel_leaf_position(c->pos, c->roots[leaf->root].sfen, leaf) < 0)
 		return broken(c, err, "selection (a leaf its root does not reach)", -1);
-	KeyState *ks = calloc(1, sizeof *ks);
+	KeyState *ks = key_new(c, leaf->key);
 	if (!ks) return broken(c, err, "selection", BOOKDB_ENOMEM);
-	ks->key = leaf->key;
 	ks->where = WHERE_LEASED;
-	ks->lease = l->id;
+	ks->lease = l->key.hi;
 	sfen_write(c->pos, ks->sfen, sizeof ks->sfen);
-	if (map_put(&c->keys, ks->key.lo, ks->key.hi, ks) < 0) {
-		free(ks);
-		return broken(c, err, "selection", BOOKDB_ENOMEM);
-	}
 	sel_lease(c->sel, ks->key);
 	LPos *lp = &l->pos[l->n++];
 	lp->key = ks->key;
@@ -701,12 +673,8 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "max must be 1..%d, not %d",
 		                  COORD_MAX_BATCH, max);
 	note_worker(c, w, now_ms);
-	Lease *l = calloc(1, sizeof *l);
-	if (!l || !(l->pos = calloc((size_t)max, sizeof *l->pos))) {
-		lease_free(l);
-		return COORD_ENOMEM;
-	}
-	l->id = c->next_id;
+	Lease lease = {.key = {0, c->next_id}}, *l = &lease; /* kept once it has positions */
+	if (!(l->pos = calloc((size_t)max, sizeof *l->pos))) return COORD_ENOMEM;
 	l->expires_ms = now_ms + (int64_t)(c->opt.lease_seconds * 1000);
 	snprintf(l->token, sizeof l->token, "%s", w->token ? w->token : "");
 	snprintf(l->worker, sizeof l->worker, "%s", w->name ? w->name : "");
@@ -715,17 +683,17 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 	int rc = take_selected(c, l, max, err);
 	c->select_ms += clock_ms_f() - t0;
 	if (rc < 0 || l->n == 0) {
-		lease_free(l);
+		free(l->pos);
 		return rc;
 	}
 	l->pending = l->n;
-	if (map_put(&c->leases, l->id, 0, l) < 0) {
-		lease_free(l);
+	if (!(l = lease_keep(c, &lease))) {
+		free(lease.pos);
 		return broken(c, err, "leasing", BOOKDB_ENOMEM);
 	}
 	c->next_id++;
 	if ((rc = lease_put(c, l, err)) < 0 || (rc = next_id_put(c, err)) < 0) return rc;
-	out->id = l->id;
+	out->id = l->key.hi;
 	out->expires_ms = l->expires_ms;
 	out->n = l->n;
 	for (int i = 0; i < l->n; i++) {
@@ -799,7 +767,7 @@ static int classify(Coord *c, const Lease *l, const CoordResult *r, char *err)
 	int i = l ? find_pos(l, r->key) : -1;
 	if (l && i < 0)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "key %s is not in lease %016llx",
-		                  hex, (unsigned long long)l->id);
+		                  hex, (unsigned long long)l->key.hi);
 	if (sel_is_thought(c->sel, r->key)) return 0;
 	if (!l)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
@@ -908,7 +876,7 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 		any_returned |= l->pos[i].state == POS_RETURNED;
 	}
 	if (!l->pending && !any_returned) {
-		rc = lease_del_rec(c, l->id, err);
+		rc = lease_del_rec(c, l->key.hi, err);
 		lease_drop(c, l);
 		return rc < 0 ? rc : stored;
 	}
@@ -929,7 +897,8 @@ int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, cha
 		if (l->pos[i].state != POS_PENDING) continue;
 		l->pos[i].state = POS_RETURNED;
 		KeyState *ks = key_get(c, l->pos[i].key);
-		if (ks && ks->where == WHERE_LEASED && ks->lease == l->id && queue_push(c, ks) < 0)
+		if (ks && ks->where == WHERE_LEASED && ks->lease == l->key.hi &&
+		    queue_push(c, ks) < 0)
 			return broken(c, err, "queueing", BOOKDB_ENOMEM);
 	}
 	l->pending = 0;
@@ -947,7 +916,7 @@ static int expire(Coord *c, Lease *l, char *err)
 			continue;
 		}
 		lp->state = POS_RETURNED;
-		if (ks->where == WHERE_LEASED && ks->lease == l->id) {
+		if (ks->where == WHERE_LEASED && ks->lease == l->key.hi) {
 			int rc = fail_try(c, ks, l->worker, err);
 			if (rc < 0) return rc;
 		}
@@ -969,15 +938,14 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
 	int rc;
-	for (size_t i = 0; i < c->leases.cap; i++) {
-		Lease *l = c->leases.s[i].v;
-		if (!l) continue;
+	for (size_t i = 0; i < c->nleases; i++) {
+		Lease *l = &c->leases[i];
 		if (l->pending && l->expires_ms <= now_ms) {
 			if ((rc = expire(c, l, err)) < 0) return rc;
 		} else if (!l->pending && l->expires_ms + COORD_FORGET_MS <= now_ms) {
-			if ((rc = lease_del_rec(c, l->id, err)) < 0) return rc;
+			if ((rc = lease_del_rec(c, l->key.hi, err)) < 0) return rc;
 			lease_drop(c, l);
-			i--; /* the slot may hold a shifted entry now */
+			i--; /* the last lease moved into i */
 		}
 	}
 	if ((rc = coord_commit(c, err)) < 0) return rc;
@@ -1019,9 +987,8 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	SelStats ss;
 	sel_get_stats(&ss, c->sel);
 	out->book_thought = ss.thought;
-	for (size_t i = 0; i < c->leases.cap; i++) {
-		Lease *l = c->leases.s[i].v;
-		if (!l) continue;
+	for (size_t i = 0; i < c->nleases; i++) {
+		const Lease *l = &c->leases[i];
 		if (l->pending && l->expires_ms > now_ms)
 			out->leases_live++;
 		else
@@ -1033,9 +1000,9 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 		if (c->sec_stamp[i] > sec - 60 && c->sec_stamp[i] <= sec) sum += c->sec_count[i];
 	out->results_per_s = (double)sum / 60.0;
 	size_t na = 0, capa = 0;
-	for (size_t i = 0; i < c->keys.cap; i++) {
-		KeyState *ks = c->keys.s[i].v;
-		if (!ks || ks->where != WHERE_ASIDE) continue;
+	for (size_t i = 0; i < c->nkeys; i++) {
+		const KeyState *ks = &c->keys[i];
+		if (ks->where != WHERE_ASIDE) continue;
 		if (array_grow((void **)&out->aside, &capa, na + 1, sizeof *out->aside, 8))
 			return COORD_ENOMEM;
 		out->aside[na].key = ks->key;

@@ -247,13 +247,7 @@ static void wait_answer(Think *t)
 {
 	for (int i = 0; i < t->n; i++)
 		if (t->slots[i].state == SLOT_DONE) return;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += 100 * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = clock_realtime_in(100);
 	pthread_cond_timedwait(&t->done_cv, &t->mu, &ts);
 }
 

@@ -32,6 +32,29 @@ static inline double clock_s(void)
 	return (double)clock_ns() / 1e9;
 }
 
+/* The CLOCK_REALTIME instant ms milliseconds from now, for the absolute
+ * deadline pthread_cond_timedwait wants. */
+static inline struct timespec clock_realtime_in(int64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+/* Milliseconds of CPU time the calling thread used. */
+static inline double clock_thread_cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* Milliseconds of CPU time this process used. */
 static inline double clock_cpu_ms(void)
 {

@@ -30,15 +30,16 @@
 #define ERR_COORD (-680)
 #define ERR_SERVER (-700)
 #define ERR_TOKENS (-720)
+#define ERR_WORKER (-760)
 
 /* The base of the module code belongs to (one of the ERR_* above), or 0 when
  * code is not negative or in no module's range. */
 static inline int err_module(int code)
 {
-	static const int BASES[] = {ERR_SHOGI,  ERR_DB2016,    ERR_BOOKDB, ERR_CSA,    ERR_INGEST,
-	                            ERR_FETCH,  ERR_SEARCH,    ERR_ENGINE, ERR_SEL,    ERR_THINK,
-	                            ERR_ROOTS,  ERR_MATCH,     ERR_CYCLE,  ERR_BOOKMM, ERR_MMFILE,
-	                            ERR_EXPORT, ERR_PETASHOCK, ERR_SERVER, ERR_COORD,  ERR_TOKENS};
+	static const int BASES[] = {
+	    ERR_SHOGI,  ERR_DB2016, ERR_BOOKDB,    ERR_CSA,    ERR_INGEST, ERR_FETCH,  ERR_SEARCH,
+	    ERR_ENGINE, ERR_SEL,    ERR_THINK,     ERR_ROOTS,  ERR_MATCH,  ERR_CYCLE,  ERR_BOOKMM,
+	    ERR_MMFILE, ERR_EXPORT, ERR_PETASHOCK, ERR_SERVER, ERR_COORD,  ERR_TOKENS, ERR_WORKER};
 	for (unsigned i = 0; i < sizeof BASES / sizeof BASES[0]; i++)
 		if (code <= BASES[i] && code > BASES[i] - ERR_RANGE) return BASES[i];
 	return 0;

@@ -1,5 +1,5 @@
 /*
- * shogi/keymap.c — the key map's growth, inserts and filter (keymap.h).
+ * shogi/keymap.c — the key map's growth, inserts, deletion and filter (keymap.h).
  */
 #include "shogi/keymap.h"
 
@@ -90,6 +90,34 @@ int keymap_put(KeyMap *m, const void *keys, uint32_t idx)
 		m->slot[i] = (m->slot[i] >> 32 << 32) | ((uint64_t)idx + 1);
 	}
 	return 0;
+}
+
+/* Where the probe of the entry in slot s starts. */
+static size_t home_of(const KeyMap *m, const void *keys, uint64_t s)
+{
+	return keymap_home(m, m->stride ? keymap_key_at(m, keys, (uint32_t)s - 1)->hi : s);
+}
+
+int keymap_del(KeyMap *m, const void *keys, Key k, uint32_t *out)
+{
+	if (!m->cap) return 0;
+	size_t mask = m->cap - 1, i = m->stride ? keymap_probe(m, keys, k) : keymap_probe_set(m, k);
+	if (!m->slot[i]) return 0;
+	if (out) *out = m->stride ? (uint32_t)m->slot[i] - 1 : m->values ? m->val[i] : KEYMAP_NONE;
+	/* Backward shift: the hole at i takes the first later entry of the run
+	 * whose probe starts outside (i, j] (it passes i on its way to j), and
+	 * the hole moves there; the run's end (an empty slot) ends it. */
+	for (size_t j = (i + 1) & mask; m->slot[j]; j = (j + 1) & mask) {
+		size_t h = home_of(m, keys, m->slot[j]);
+		bool stays = i < j ? (i < h && h <= j) : (i < h || h <= j);
+		if (stays) continue;
+		m->slot[i] = m->slot[j];
+		if (m->values) m->val[i] = m->val[j];
+		i = j;
+	}
+	m->slot[i] = 0;
+	m->n--;
+	return 1;
 }
 
 int keymap_filter_build(KeyMap *m, const void *keys)

@@ -30,6 +30,7 @@
  * needs the map to itself. Calling an index map's function on a set, or the
  * other way round, is a programmer's mistake (assert). Nothing here allocates except
  * keymap_reserve, the inserts (when the map must grow) and keymap_filter_build.
+ * keymap_del removes an entry of either kind (out of line: no hot path deletes).
  */
 #ifndef SHOGI_KEYMAP_H
 #define SHOGI_KEYMAP_H
@@ -243,6 +244,20 @@ static inline int keymap_add(KeyMap *m, Key k, uint32_t **val)
 	if (val) *val = m->values ? &m->val[i] : NULL;
 	return added;
 }
+
+/*
+ * Removes k: 1 when it was there, 0 when not (keys: an index map's keys, as
+ * for the lookups; NULL for a set). *out (if not NULL) gets what k held, an
+ * index map's index or a set's value (KEYMAP_NONE for a set without values).
+ * The entries after k in its probe run shift back into the hole (no
+ * tombstones: lookups stay as they were), reading their keys to find where
+ * their probes start. Never allocates, never shrinks the table. An index
+ * map's filter keeps k's bit: k then passes the filter as some absent keys
+ * do, and is still not found. An index map does not care what is in keys at
+ * the removed index afterwards; to keep a caller's array dense, move its last
+ * element into the hole and keymap_put it there (it cannot fail then).
+ */
+int keymap_del(KeyMap *m, const void *keys, Key k, uint32_t *out);
 
 /*
  * Index maps: builds the filter for the keys the map holds (its size from

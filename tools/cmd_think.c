@@ -23,8 +23,8 @@
 #include "bookgen/think.h"
 #include "ingest/replay.h"
 #include "shogi/notation.h"
-#include "search/builtin.h"
 #include "search/usi_engine.h"
+#include "tools/cli_engines.h"
 #include "tools/commands.h"
 
 #define THINK_MAX_ENGINES USI_MAX_ENGINES
@@ -42,18 +42,6 @@ static void on_signal(int sig)
 static int collect_root(void *ctx, const Position *pos)
 {
 	return roots_add_position(ctx, pos);
-}
-
-static int parse_u64(uint64_t *out, const char *s, const char *opt)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (!*s || *end || *s == '-' || v == 0) {
-		joseki_error("think: %s wants a positive number, not '%s'", opt, s);
-		return -1;
-	}
-	*out = v;
-	return 0;
 }
 
 int cmd_think(int argc, char **argv)
@@ -78,19 +66,13 @@ int cmd_think(int argc, char **argv)
 		else if (!strcmp(a, "--from-kifu") && has)
 			kifu = argv[++i];
 		else if (!strcmp(a, "--max-ply") && has) {
-			if (parse_u64(&max_ply, argv[++i], a) < 0) return 2;
+			if (cli_positive(&max_ply, argv[++i], "think", a) < 0) return 2;
 		} else if (!strcmp(a, "--usi-option") && has) {
-			char *eq = strchr(argv[++i], '=');
-			if (!eq || eq == argv[i] || nuopts >= THINK_MAX_OPTIONS) {
-				joseki_error("think: --usi-option wants NAME=VALUE, not '%s'",
-				             argv[i]);
+			if (cli_usi_option(uopts, &nuopts, THINK_MAX_OPTIONS, argv[++i], "think",
+			                   a) < 0)
 				return 2;
-			}
-			*eq = 0;
-			uopts[nuopts].name = argv[i];
-			uopts[nuopts++].value = eq + 1;
 		} else if (!strcmp(a, "--engines") && has) {
-			if (parse_u64(&nengines, argv[++i], a) < 0) return 2;
+			if (cli_positive(&nengines, argv[++i], "think", a) < 0) return 2;
 			if (nengines > THINK_MAX_ENGINES) {
 				joseki_error("think: --engines at most %d", THINK_MAX_ENGINES);
 				return 2;
@@ -98,21 +80,21 @@ int cmd_think(int argc, char **argv)
 		} else if ((!strcmp(a, "--nodes") || !strcmp(a, "--movetime") ||
 		            !strcmp(a, "--depth")) &&
 		           has) {
-			if (parse_u64(&amount, argv[++i], a) < 0) return 2;
+			if (cli_positive(&amount, argv[++i], "think", a) < 0) return 2;
 			kind = a[2] == 'n'   ? SEARCH_BUDGET_NODES
 			       : a[2] == 'm' ? SEARCH_BUDGET_MOVETIME
 			                     : SEARCH_BUDGET_DEPTH;
 			nbudgets++;
 		} else if (!strcmp(a, "--multipv") && has) {
-			if (parse_u64(&multipv, argv[++i], a) < 0) return 2;
+			if (cli_positive(&multipv, argv[++i], "think", a) < 0) return 2;
 			if (multipv > SEARCH_MULTIPV_MAX) {
 				joseki_error("think: --multipv at most %d", SEARCH_MULTIPV_MAX);
 				return 2;
 			}
 		} else if (!strcmp(a, "--positions") && has) {
-			if (parse_u64(&positions, argv[++i], a) < 0) return 2;
+			if (cli_positive(&positions, argv[++i], "think", a) < 0) return 2;
 		} else if (!strcmp(a, "--time") && has) {
-			if (parse_u64(&seconds, argv[++i], a) < 0) return 2;
+			if (cli_positive(&seconds, argv[++i], "think", a) < 0) return 2;
 		} else if (!strcmp(a, "--kif-bonus") && has) {
 			char *end;
 			kif_bonus = strtol(argv[++i], &end, 10);
@@ -176,37 +158,9 @@ int cmd_think(int argc, char **argv)
 			goto done;
 		}
 	}
-	if (!strcmp(engine, "builtin")) {
-		for (uint64_t i = 0; i < nengines; i++) {
-			int rc = builtin_engine_new(&engines[i], 16, &think_stop_flag);
-			if (rc < 0) {
-				joseki_error("think: built-in engine: %s", search_strerror(rc));
-				goto done;
-			}
-		}
-	} else {
-		/* Started side by side: N engines loading big evaluation files take
-		 * as long as one. */
-		UsiEngineConfig cfg;
-		char uerr[SEARCH_ERRLEN];
-		usi_engine_config_init(&cfg);
-		cfg.path = engine;
-		cfg.options = uopts;
-		cfg.noptions = nuopts;
-		cfg.cancel = &think_stop_flag;
-		UsiEngine **ue = calloc(nengines, sizeof *ue);
-		if (!ue) {
-			joseki_error("out of memory");
-			goto done;
-		}
-		if (usi_engine_open_many(ue, &cfg, (int)nengines, uerr) < 0) {
-			joseki_error("think: engine '%s': %s", engine, uerr);
-			free(ue);
-			goto done;
-		}
-		for (uint64_t i = 0; i < nengines; i++) engines[i] = usi_engine_search(ue[i]);
-		free(ue);
-	}
+	if (cli_open_engines(engines, (int)nengines, engine, uopts, nuopts, &think_stop_flag,
+	                     "think") < 0)
+		goto done;
 	ThinkOptions opt = {
 	    .engines = engines,
 	    .nengines = (int)nengines,

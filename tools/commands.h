@@ -35,6 +35,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_extend(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
 int cmd_cycle(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
 
 /* Installs handler for SIGINT and SIGTERM (a command's clean stop on Ctrl-C). */
 void joseki_catch_stop(void (*handler)(int));

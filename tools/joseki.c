@@ -69,6 +69,9 @@ static const struct {
     {"cycle", cmd_cycle,
      "BOOK --generations G --games N [match and think options]   Shiba's extension/deletion "
      "cycle"},
+    {"worker", cmd_worker,
+     "--server URL --token-file F [--engine builtin|PATH] [--engines N] [--option N=V]... "
+     "[--name NAME] [--max-backoff S] [--positions N] [--quiet]   think for a coordinator"},
 };
 
 void joseki_catch_stop(void (*handler)(int))

@@ -2,7 +2,8 @@
  * tests/bookgen/test_coord.c — the cluster coordinator's lease logic
  * (bookgen/coord.h) in-process on a real LMDB book: leases, submissions
  * (idempotent, late, partial, refused), expiry to a different worker, abort,
- * three failed tries setting a position aside, and a restart keeping leases.
+ * three failed tries setting a position aside, a restart keeping leases, and
+ * many leases coming and going in a random order.
  * The clock is passed in, so expiry needs no waiting.
  */
 #include <setjmp.h>
@@ -288,12 +289,17 @@ static void test_coord__abort_returns_positions_at_once_without_a_try(void **sta
 	seed_book(c, 1);
 	CoordLease *l = malloc(sizeof *l), *l2 = malloc(sizeof *l2);
 	assert_int_equal(acquire(c, l, &A, 3, T0), 3);
+	/* An abort's body names the worker only: its engine and speed stay known. */
+	const CoordWorker bare = {.token = "ta", .name = "alpha"};
 	assert_int_equal(coord_abort(c, l->id, &A, T0, err), 0);
-	assert_int_equal(coord_abort(c, l->id, &A, T0, err), 0); /* again: nothing left */
+	assert_int_equal(coord_abort(c, l->id, &bare, T0, err), 0); /* again: nothing left */
 	CoordStatus st;
 	assert_int_equal(coord_status(c, &st, T0), 0);
 	assert_int_equal(st.queue, 3);
 	assert_int_equal(st.failed, 0);
+	assert_int_equal(st.nworkers, 1);
+	assert_string_equal(st.workers[0].engine, "fake");
+	assert_int_equal(st.workers[0].nps, 10);
 	coord_status_free(&st);
 	/* Not a failure: the same worker may take them again, first. */
 	assert_int_equal(acquire(c, l2, &A, 3, T0), 3);
@@ -453,12 +459,100 @@ static void test_coord__extended_roots_come_first_and_once(void **state)
 	free(dir);
 }
 
+/* Whether lease id is still kept: another token's submission is refused as
+ * not this token's (a lease forgotten or finished would not be found). */
+static bool kept(Coord *c, uint64_t id)
+{
+	char err[COORD_ERRLEN];
+	CoordResult r = {0};
+	int rc = coord_submit(c, id, &C, &r, 0, T0, err);
+	return rc == COORD_ENOLEASE && strstr(err, "not this token's");
+}
+
+/*
+ * Many leases and positions coming and going in a random order (the
+ * coordinator's key maps delete from the middle and move entries): the
+ * leases and positions not finished are all still found, through finished,
+ * aborted and forgotten ones on every side of them.
+ */
+static void test_coord__many_leases_finish_abort_and_expire_in_any_order(void **state)
+{
+	(void)state;
+	enum { L = 24, THIRD = L / 3 };
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	uint64_t st_rng = ts_seed(__func__);
+	BookDB *db;
+	Coord *c = open_coord(&db, dir);
+	seed_book(c, 20);
+	CoordLease *l = malloc(L * sizeof *l), *got = malloc(sizeof *got);
+	CoordResult *r = calloc(2, sizeof *r);
+	assert_non_null(l);
+	assert_non_null(got);
+	assert_non_null(r);
+	for (int i = 0; i < L; i++) assert_int_equal(acquire(c, &l[i], &A, 2, T0), 2);
+	for (int i = 0; i < L; i++)
+		for (int j = 0; j < i; j++)
+			for (int p = 0; p < 2; p++) assert_false(in_lease(&l[j], l[i].pos[p].key));
+	int order[L];
+	for (int i = 0; i < L; i++) order[i] = i;
+	for (int i = L - 1; i > 0; i--) {
+		int j = (int)(ts_rand(&st_rng) % (uint64_t)(i + 1)), x = order[i];
+		order[i] = order[j];
+		order[j] = x;
+	}
+	/* A third finished (forgotten at once), a third aborted (kept, pending
+	 * none), a third left live; every lease checked after each change. */
+	for (int k = 0; k < 2 * THIRD; k++) {
+		CoordLease *x = &l[order[k]];
+		if (k < THIRD) {
+			answer(&r[0], &x->pos[0], 2);
+			answer(&r[1], &x->pos[1], 2);
+			assert_int_equal(coord_submit(c, x->id, &A, r, 2, T0, err), 2);
+		} else {
+			assert_int_equal(coord_abort(c, x->id, &A, T0, err), 0);
+		}
+		for (int m = 0; m < L; m++)
+			assert_int_equal(kept(c, l[order[m]].id), m > k || m >= THIRD);
+	}
+	assert_int_equal(coord_commit(c, err), 0);
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0), 0);
+	assert_int_equal(st.leases_live, L - 2 * THIRD);
+	assert_int_equal(st.leases_expired, THIRD); /* aborted: nothing pending */
+	assert_int_equal(st.queue, 2 * THIRD);
+	coord_status_free(&st);
+	/* The live leases expire (their positions queued after a failed try), the
+	 * aborted ones are forgotten, in one pass over the leases. */
+	int64_t later = T0 + COORD_FORGET_MS + 60000;
+	assert_int_equal(coord_tick(c, later, err), 0);
+	for (int m = 0; m < L; m++) assert_int_equal(kept(c, l[order[m]].id), m >= 2 * THIRD);
+	assert_int_equal(coord_status(c, &st, later), 0);
+	assert_int_equal(st.leases_live, 0);
+	assert_int_equal(st.leases_expired, L - 2 * THIRD);
+	assert_int_equal(st.queue, 2 * (L - THIRD));
+	coord_status_free(&st);
+	/* Every position not analysed is handed out again, once, first. */
+	assert_int_equal(acquire(c, got, &B, 2 * (L - THIRD), later), 2 * (L - THIRD));
+	for (int m = THIRD; m < L; m++)
+		for (int p = 0; p < 2; p++) assert_true(in_lease(got, l[order[m]].pos[p].key));
+	assert_int_equal(coord_tick(c, later + COORD_FORGET_MS, err), 0);
+	for (int m = 0; m < L; m++) assert_false(kept(c, l[order[m]].id));
+	assert_true(kept(c, got->id)); /* expired now, forgotten a day later */
+	free(l);
+	free(got);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_coord__lease_submit_idempotent_and_stored),
 	    cmocka_unit_test(test_coord__extended_roots_come_first_and_once),
+	    cmocka_unit_test(test_coord__many_leases_finish_abort_and_expire_in_any_order),
 	    cmocka_unit_test(test_coord__refused_submissions_write_nothing),
 	    cmocka_unit_test(
 	        test_coord__expiry_returns_positions_to_another_worker_and_late_results_count),

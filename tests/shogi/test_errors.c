@@ -21,6 +21,7 @@
 #include "bookgen/roots.h"
 #include "bookgen/selector.h"
 #include "bookgen/think.h"
+#include "bookgen/worker.h"
 #include "ingest/csa.h"
 #include "ingest/fetch.h"
 #include "ingest/ingest.h"
@@ -95,6 +96,10 @@ static const Module MODULES[] = {
      coord_strerror,
      {COORD_ENOMEM, COORD_EINVAL, COORD_ENOLEASE, COORD_EBOOK, COORD_EOPTION}},
     {"tokens", ERR_TOKENS, server_tokens_strerror, {TOKENS_EIO, TOKENS_EPARSE, TOKENS_EINVAL}},
+    {"worker",
+     ERR_WORKER,
+     worker_strerror,
+     {WORKER_EINVAL, WORKER_ENOMEM, WORKER_EAUTH, WORKER_EREFUSED, WORKER_EHTTP}},
 };
 #define NMODULES (sizeof MODULES / sizeof MODULES[0])
 

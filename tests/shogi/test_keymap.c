@@ -6,7 +6,10 @@
  * find-or-insert keeps the first index and put replaces it; set values
  * survive growth; iteration visits each entry once; reserve makes inserts
  * allocation-free; the filter never turns a held key away and keeps its
- * on-disk bit and size.
+ * on-disk bit and size; deletion shifts the rest of a probe run back (also
+ * around the table's end) so every other key stays found, of both kinds,
+ * against a model under heavy collisions, before and after growth, and
+ * keeps a caller's array dense by moving its last element into the hole.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -365,6 +368,278 @@ static void test_keymap__the_filter_bit_and_size_are_the_graph_files(void **stat
 	assert_true(keyfilter_maybe(words, 1023, k));
 }
 
+/* ---- deletion ---- */
+
+/* A key whose probe starts at slot home of a map of 2^log2 slots (the low
+ * bits vary with low): hi = (home << shift | low) / phi mod 2^64. */
+static Key key_at_home(size_t home, unsigned log2, uint64_t low, uint64_t lo)
+{
+	uint64_t phi = 0x9e3779b97f4a7c15ULL, inv = phi;
+	for (int i = 0; i < 5; i++) inv *= 2 - phi * inv; /* Newton: 3, 6, ... 96 bits */
+	uint64_t p = (uint64_t)home << (64 - log2) | (low & (((uint64_t)1 << (64 - log2)) - 1));
+	return (Key){lo, p * inv};
+}
+
+/* Slot of each key (the map's slot holding it), for checking the shift. */
+static size_t slot_of(const KeyMap *m, const Key *keys, Key k)
+{
+	return m->stride ? keymap_probe(m, keys, k) : keymap_probe_set(m, k);
+}
+
+/*
+ * Sixteen slots, eight keys. Run A wraps: homes 14, 15, 0, 15 fill slots
+ * 14, 15, 0, 1; deleting the second (slot 15) keeps the third at its home 0
+ * and moves the last (home 15) back past it, across the table's end. Run B: homes 6, 6, 8,
+ * 7 fill 6..9; deleting the first moves the second back, keeps the one at
+ * its home (8) and moves the last (home 7) past it into the hole.
+ */
+static void check_runs(bool set)
+{
+	enum { N = 8 };
+	static const size_t home[N] = {14, 15, 0, 15, 6, 6, 8, 7};
+	Key keys[N];
+	for (int i = 0; i < N; i++) {
+		keys[i] = key_at_home(home[i], 4, 1000 + (uint64_t)i, (uint64_t)i);
+		assert_int_equal(keymap_home(&(KeyMap){.shift = 60}, keys[i].hi), home[i]);
+	}
+	KeyMap m;
+	if (set)
+		keymap_init_set(&m, true);
+	else
+		keymap_init(&m, sizeof(Key));
+	assert_int_equal(keymap_reserve(&m, keys, N), 0);
+	assert_int_equal(m.cap, 16);
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t *v = NULL;
+		if (set) {
+			assert_int_equal(keymap_add(&m, keys[i], &v), 1);
+			*v = 100 + i;
+		} else {
+			assert_int_equal(keymap_find_or_insert(&m, keys, i), i);
+		}
+	}
+	static const size_t before[N] = {14, 15, 0, 1, 6, 7, 8, 9};
+	for (int i = 0; i < N; i++) assert_int_equal(slot_of(&m, keys, keys[i]), before[i]);
+
+	uint32_t out = 0;
+	assert_int_equal(keymap_del(&m, keys, keys[1], &out), 1);
+	assert_int_equal(out, set ? 101 : 1);
+	assert_int_equal(keymap_del(&m, keys, keys[4], &out), 1);
+	assert_int_equal(out, set ? 104 : 4);
+	assert_int_equal(m.n, N - 2);
+	static const size_t after[N] = {14, 0, 0, 15, 0, 6, 8, 7};
+	for (int i = 0; i < N; i++) {
+		if (i == 1 || i == 4) {
+			assert_int_equal(m.slot[slot_of(&m, keys, keys[i])], 0); /* absent */
+			assert_int_equal(keymap_del(&m, keys, keys[i], NULL), 0);
+			continue;
+		}
+		assert_int_equal(slot_of(&m, keys, keys[i]), after[i]);
+		if (set) {
+			assert_true(keymap_has(&m, keys[i]));
+			assert_int_equal(*keymap_value(&m, keys[i]), 100 + i);
+		} else {
+			assert_int_equal(keymap_find(&m, keys, keys[i]), i);
+		}
+	}
+	/* The runs got shorter: their old last slots are empty. */
+	assert_int_equal(m.slot[1], 0);
+	assert_int_equal(m.slot[9], 0);
+	keymap_free(&m);
+}
+
+static void
+test_keymap__deleting_in_a_probe_run_shifts_the_rest_back_and_keeps_it_found(void **state)
+{
+	(void)state;
+	check_runs(false);
+	check_runs(true);
+}
+
+static void test_keymap__a_deleted_key_is_gone_until_inserted_again(void **state)
+{
+	(void)state;
+	Key keys[3] = {{1, 2}, {3, 4}, {1, 2}};
+	KeyMap m;
+	keymap_init(&m, sizeof(Key));
+	assert_int_equal(keymap_del(&m, keys, keys[0], NULL), 0); /* nothing allocated */
+	assert_int_equal(keymap_find_or_insert(&m, keys, 0), 0);
+	assert_int_equal(keymap_find_or_insert(&m, keys, 1), 1);
+	uint32_t out = 7;
+	assert_int_equal(keymap_del(&m, keys, keys[0], &out), 1);
+	assert_int_equal(out, 0);
+	assert_int_equal(m.n, 1);
+	assert_int_equal(keymap_find(&m, keys, keys[0]), KEYMAP_NONE);
+	assert_int_equal(keymap_del(&m, keys, keys[0], &out), 0);
+	/* Inserted again under another index (keys[2] == keys[0]): that index. */
+	assert_int_equal(keymap_find_or_insert(&m, keys, 2), 2);
+	assert_int_equal(keymap_find(&m, keys, keys[0]), 2);
+	assert_int_equal(keymap_find(&m, keys, keys[1]), 1);
+	assert_int_equal(m.n, 2);
+	/* With a filter built, a deleted key passes it but is not found. */
+	assert_int_equal(keymap_filter_build(&m, keys), 0);
+	assert_int_equal(keymap_del(&m, keys, keys[1], NULL), 1);
+	assert_true(keyfilter_maybe(m.filter, m.filter_mask, keys[1]));
+	assert_int_equal(keymap_find(&m, keys, keys[1]), KEYMAP_NONE);
+	assert_int_equal(keymap_find_or_insert(&m, keys, 1), 1);
+	assert_int_equal(keymap_find(&m, keys, keys[1]), 1);
+	keymap_free(&m);
+
+	/* A set: removed, then added again with a fresh value. */
+	keymap_init_set(&m, true);
+	uint32_t *v = NULL;
+	assert_int_equal(keymap_add(&m, keys[0], &v), 1);
+	*v = 5;
+	assert_int_equal(keymap_del(&m, NULL, keys[1], &out), 0);
+	assert_int_equal(keymap_del(&m, NULL, keys[0], &out), 1);
+	assert_int_equal(out, 5);
+	assert_false(keymap_has(&m, keys[0]));
+	assert_null(keymap_value(&m, keys[0]));
+	assert_int_equal(keymap_add(&m, keys[0], &v), 1);
+	assert_int_equal(*v, KEYMAP_NONE);
+	assert_int_equal(m.n, 1);
+	keymap_free(&m);
+	/* A set without values gives KEYMAP_NONE. */
+	keymap_init_set(&m, false);
+	assert_int_equal(keymap_add(&m, keys[1], NULL), 1);
+	out = 0;
+	assert_int_equal(keymap_del(&m, NULL, keys[1], &out), 1);
+	assert_int_equal(out, KEYMAP_NONE);
+	assert_int_equal(m.n, 0);
+	keymap_free(&m);
+}
+
+/*
+ * Random inserts and deletes against a model (a flag a key), of both kinds,
+ * over keys crowded into a few first slots of the table (long runs, wrapping
+ * around its end) while it grows from 16 slots to past 1024, then iteration
+ * over what is left: every held key found once, no deleted one.
+ */
+static void check_against_model(bool set, uint64_t *st)
+{
+	enum { U = 1200, OPS = 20000 };
+	Key *keys = malloc(U * sizeof *keys);
+	unsigned char *in = calloc(U, 1);
+	uint32_t *val = calloc(U, sizeof *val);
+	assert_non_null(keys);
+	assert_non_null(in);
+	assert_non_null(val);
+	/* Homes in a 16-slot table: 13, 14, 15, 0 (scaled up as the table grows,
+	 * they stay crowded at the table's end and start). */
+	for (uint32_t i = 0; i < U; i++)
+		keys[i] = key_at_home((13 + i % 4) % 16, 4, ts_rand(st), ts_rand(st));
+	KeyMap m;
+	if (set)
+		keymap_init_set(&m, true);
+	else
+		keymap_init(&m, sizeof(Key));
+	size_t n = 0;
+	for (int op = 0; op < OPS; op++) {
+		/* Inserting more than deleting early on, so the map grows. */
+		uint32_t i = (uint32_t)(ts_rand(st) %
+		                        (op < OPS / 2 ? U / 4 + op * (U - U / 4) / (OPS / 2) : U));
+		bool del = ts_rand(st) % 3 == 0;
+		if (del) {
+			uint32_t out = KEYMAP_NONE;
+			assert_int_equal(keymap_del(&m, set ? NULL : keys, keys[i], &out), in[i]);
+			if (in[i]) assert_int_equal(out, set ? val[i] : i);
+			n -= in[i];
+			in[i] = 0;
+		} else if (set) {
+			uint32_t *v = NULL;
+			assert_int_equal(keymap_add(&m, keys[i], &v), !in[i]);
+			if (!in[i]) *v = val[i] = (uint32_t)op;
+			n += !in[i];
+			in[i] = 1;
+		} else {
+			assert_int_equal(keymap_find_or_insert(&m, keys, i), i);
+			n += !in[i];
+			in[i] = 1;
+		}
+		assert_int_equal(m.n, n);
+		if (op % 97 == 0)
+			for (uint32_t k = 0; k < U; k++) {
+				if (set)
+					assert_int_equal(keymap_has(&m, keys[k]), in[k]);
+				else
+					assert_int_equal(keymap_find(&m, keys, keys[k]),
+					                 in[k] ? k : KEYMAP_NONE);
+			}
+	}
+	assert_true(m.cap >= 1024);
+	assert_true(m.n * 2 <= m.cap);
+	size_t pos = 0, count = 0;
+	uint64_t w;
+	uint32_t v;
+	while (keymap_next(&m, &pos, &w, &v) == 1) {
+		uint32_t k;
+		if (set) {
+			for (k = 0; k < U && !(in[k] == 1 && keys[k].hi == w); k++) {
+			}
+			assert_true(k < U);
+			assert_int_equal(v, val[k]);
+		} else {
+			k = (uint32_t)w;
+			assert_true(k < U);
+			assert_int_equal(in[k], 1);
+		}
+		in[k] = 2; /* seen */
+		count++;
+	}
+	assert_int_equal(count, n);
+	keymap_free(&m);
+	free(keys);
+	free(in);
+	free(val);
+}
+
+static void test_keymap__inserts_and_deletes_agree_with_a_model_across_growth(void **state)
+{
+	(void)state;
+	uint64_t st = ts_seed(__func__);
+	check_against_model(false, &st);
+	check_against_model(true, &st);
+}
+
+/* As bookgen/coord.c keeps its array dense: delete, move the last element into
+ * the hole, put it there. */
+static void test_keymap__a_dense_array_stays_dense_through_deletes(void **state)
+{
+	(void)state;
+	uint64_t st = ts_seed(__func__);
+	enum { N = 5000 };
+	Elem *e = calloc(N, sizeof *e);
+	assert_non_null(e);
+	KeyMap m;
+	keymap_init(&m, sizeof(Elem));
+	size_t n = 0;
+	for (; n < N; n++) {
+		e[n].key = rand_key(&st);
+		e[n].other = (uint32_t)n;
+		assert_int_equal(keymap_find_or_insert(&m, &e[0].key, (uint32_t)n), (int64_t)n);
+	}
+	Key *gone = malloc(N / 2 * sizeof *gone);
+	assert_non_null(gone);
+	for (size_t d = 0; d < N / 2; d++) {
+		size_t i = ts_rand(&st) % n;
+		gone[d] = e[i].key;
+		uint32_t out;
+		assert_int_equal(keymap_del(&m, &e[0].key, e[i].key, &out), 1);
+		assert_int_equal(out, i);
+		if (i != --n) {
+			e[i] = e[n];
+			assert_int_equal(keymap_put(&m, &e[0].key, (uint32_t)i), 0);
+		}
+	}
+	assert_int_equal(m.n, n);
+	for (size_t i = 0; i < n; i++) assert_int_equal(keymap_find(&m, &e[0].key, e[i].key), i);
+	for (size_t d = 0; d < N / 2; d++)
+		assert_int_equal(keymap_find(&m, &e[0].key, gone[d]), KEYMAP_NONE);
+	keymap_free(&m);
+	free(gone);
+	free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -378,6 +653,11 @@ int main(void)
 	    cmocka_unit_test(test_keymap__the_filter_never_turns_a_held_key_away),
 	    cmocka_unit_test(test_keymap__keys_alike_in_one_half_are_told_apart_through_the_filter),
 	    cmocka_unit_test(test_keymap__the_filter_bit_and_size_are_the_graph_files),
+	    cmocka_unit_test(
+	        test_keymap__deleting_in_a_probe_run_shifts_the_rest_back_and_keeps_it_found),
+	    cmocka_unit_test(test_keymap__a_deleted_key_is_gone_until_inserted_again),
+	    cmocka_unit_test(test_keymap__inserts_and_deletes_agree_with_a_model_across_growth),
+	    cmocka_unit_test(test_keymap__a_dense_array_stays_dense_through_deletes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,145 @@
+/*
+ * joseki worker --server URL --token-file F [--engine builtin|PATH] [--engines N]
+ *               [--option NAME=VALUE]... [--name NAME] [--max-backoff S]
+ *               [--positions N] [--quiet]
+ *
+ * Thinks for a coordinator (`joseki serve BOOK --work`) until stopped
+ * (bookgen/worker.h; docs/worker.md). --name defaults to hostname-pid;
+ * --positions stops after N results are sent. SIGTERM/SIGINT: finished results
+ * are submitted, the rest of the leases aborted, exit 0. A refused token
+ * (401/403) exits 1 at once. Ends with one stdout line: "worker positions N
+ * failed F rejected R unsent U submits S leases L retries T seconds X
+ * cpu_s P engine_s E engine_cpu_s C".
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bookgen/worker.h"
+#include "tools/cli_engines.h"
+#include "tools/commands.h"
+
+#define WORKER_MAX_ENGINES 128
+#define WORKER_MAX_OPTIONS 64
+
+static volatile sig_atomic_t worker_stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	worker_stop_flag = 1;
+}
+
+int cmd_worker(int argc, char **argv)
+{
+	const char *server = NULL, *token_file = NULL, *engine = "builtin", *name = NULL;
+	UsiOption uopts[WORKER_MAX_OPTIONS];
+	int nuopts = 0, quiet = 0;
+	uint64_t nengines = 1, max_backoff = 30, positions = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		bool has = i + 1 < argc;
+		if (!strcmp(a, "--quiet"))
+			quiet = 1;
+		else if (!strcmp(a, "--server") && has)
+			server = argv[++i];
+		else if (!strcmp(a, "--token-file") && has)
+			token_file = argv[++i];
+		else if (!strcmp(a, "--engine") && has)
+			engine = argv[++i];
+		else if (!strcmp(a, "--name") && has)
+			name = argv[++i];
+		else if (!strcmp(a, "--option") && has) {
+			char *eq = strchr(argv[++i], '=');
+			if (!eq || eq == argv[i] || nuopts >= WORKER_MAX_OPTIONS) {
+				joseki_error("worker: --option wants NAME=VALUE, not '%s'",
+				             argv[i]);
+				return 2;
+			}
+			*eq = 0;
+			uopts[nuopts].name = argv[i];
+			uopts[nuopts++].value = eq + 1;
+		} else if (!strcmp(a, "--engines") && has) {
+			if (cli_positive(&nengines, argv[++i], "worker", a) < 0) return 2;
+			if (nengines > WORKER_MAX_ENGINES) {
+				joseki_error("worker: --engines at most %d", WORKER_MAX_ENGINES);
+				return 2;
+			}
+		} else if (!strcmp(a, "--max-backoff") && has) {
+			if (cli_positive(&max_backoff, argv[++i], "worker", a) < 0) return 2;
+		} else if (!strcmp(a, "--positions") && has) {
+			if (cli_positive(&positions, argv[++i], "worker", a) < 0) return 2;
+		} else {
+			joseki_error("worker: unknown or incomplete option '%s'", a);
+			return 2;
+		}
+	}
+	if (name && (!name[0] || strlen(name) > WORKER_NAME_MAX)) {
+		joseki_error("worker: --name wants 1..%d bytes, not '%s'", WORKER_NAME_MAX, name);
+		return 2;
+	}
+	if (!server || !token_file) {
+		joseki_error(
+		    "usage: joseki worker --server URL --token-file F [--engine builtin|PATH] "
+		    "[--engines N] [--option NAME=VALUE]... [--name NAME] [--max-backoff S] "
+		    "[--positions N] [--quiet]");
+		return 2;
+	}
+	char token[WORKER_TOKEN_MAX], err[WORKER_ERRLEN], defname[300];
+	if (worker_read_token(token, token_file, err) < 0) {
+		joseki_error("worker: %s", err);
+		return 1;
+	}
+	if (!name) {
+		char host[256] = "worker";
+		if (gethostname(host, sizeof host) < 0) snprintf(host, sizeof host, "worker");
+		host[sizeof host - 1] = 0;
+		snprintf(defname, sizeof defname, "%.48s-%ld", host, (long)getpid());
+		name = defname;
+	}
+	int ret = 1, n = (int)nengines;
+	SearchEngine **engines = calloc((size_t)n, sizeof *engines);
+	if (!engines) {
+		joseki_error("out of memory");
+		return 1;
+	}
+	worker_stop_flag = 0;
+	joseki_catch_stop(on_signal);
+	if (cli_open_engines(engines, n, engine, uopts, nuopts, &worker_stop_flag, "worker") == 0) {
+		WorkerOptions opt = {
+		    .server = server,
+		    .token = token,
+		    .token_file = token_file,
+		    .name = name,
+		    .engines = engines,
+		    .nengines = n,
+		    .max_backoff_s = (double)max_backoff,
+		    .max_positions = positions,
+		    .stop = &worker_stop_flag,
+		    .progress = !quiet && isatty(2) ? stderr : NULL,
+		    .log = stderr,
+		};
+		WorkerStats st;
+		int rc = worker_run(&st, &opt, err);
+		printf("worker positions %llu failed %llu rejected %llu unsent %llu submits %llu "
+		       "leases %llu retries %llu seconds %.3f cpu_s %.3f engine_s %.3f "
+		       "engine_cpu_s %.3f\n",
+		       (unsigned long long)st.positions, (unsigned long long)st.failed,
+		       (unsigned long long)st.rejected, (unsigned long long)st.unsent,
+		       (unsigned long long)st.submits, (unsigned long long)st.leases,
+		       (unsigned long long)st.retries, st.seconds, st.cpu_s, st.engine_s,
+		       st.engine_cpu_s);
+		fflush(stdout);
+		if (rc < 0)
+			joseki_error("worker: %s", err[0] ? err : worker_strerror(rc));
+		else
+			ret = 0;
+	}
+	for (int i = 0; i < n; i++) search_free(engines[i]);
+	free(engines);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	return ret;
+}
