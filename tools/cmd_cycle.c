@@ -22,8 +22,8 @@
 #include "bookgen/cycle.h"
 #include "bookgen/selector.h"
 #include "minimax/bookmm.h"
-#include "search/builtin.h"
 #include "shogi/position.h"
+#include "tools/cli_engines.h"
 #include "tools/cli_games.h"
 #include "tools/commands.h"
 
@@ -36,6 +36,7 @@
 #define CYCLE_USAGE                                                                                \
 	"usage: joseki cycle BOOK --generations G --games N [--opponent builtin|PATH] "            \
 	"[--nodes N] [--openings FILE] [--concurrency N] [--max-moves N] [--seed S] "              \
+	"[--engine builtin|PATH] [--engines N] [--usi-option NAME=VALUE]... "                      \
 	"[--think-nodes N] [--positions N] [--time S] [--multipv K] [--plies N] "                  \
 	"[--max-winrate R] [--min-games N] [--quiet]"
 
@@ -209,7 +210,12 @@ static void on_step(void *ctx, int gen, const char *step)
 
 int cmd_cycle(int argc, char **argv)
 {
-	const char *book = NULL, *opponent = "builtin", *openings_path = NULL;
+	const char *book = NULL, *opponent = "builtin", *openings_path = NULL,
+	           *engine_path = "builtin";
+	enum { MAX_ENGINES = 256, MAX_OPTIONS = 64 };
+	UsiOption uopts[MAX_OPTIONS];
+	int nuopts = 0;
+	long nengines = 1;
 	long generations = 0, games = 0, nodes = 10000, concurrency = 1, max_moves = 0, seed = 0;
 	long think_nodes = 10000, positions = 0, seconds = 0, multipv = 4, plies = 8, min_games = 2;
 	double max_winrate = 0.30;
@@ -230,6 +236,7 @@ int cmd_cycle(int argc, char **argv)
 	    {"--multipv", &multipv, SEARCH_MULTIPV_MAX},
 	    {"--plies", &plies, POS_MAX_STATES},
 	    {"--min-games", &min_games, 1000000000},
+	    {"--engines", &nengines, MAX_ENGINES},
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -245,6 +252,12 @@ int cmd_cycle(int argc, char **argv)
 		} else if ((!strcmp(a, "--opponent") || !strcmp(a, "--openings")) && v) {
 			*(a[3] == 'p' && a[4] == 'p' ? &opponent : &openings_path) = v;
 			i++;
+		} else if (!strcmp(a, "--engine") && v) {
+			engine_path = v;
+			i++;
+		} else if (!strcmp(a, "--usi-option") && v) {
+			if (cli_usi_option(uopts, &nuopts, MAX_OPTIONS, argv[++i], "cycle", a) < 0)
+				return 2;
 		} else if (!strcmp(a, "--quiet"))
 			quiet = true;
 		else if (a[0] == '-' && a[1]) {
@@ -258,7 +271,7 @@ int cmd_cycle(int argc, char **argv)
 		}
 	}
 	if (!book || generations < 1 || games < 1 || nodes < 1 || think_nodes < 1 ||
-	    concurrency < 1 || multipv < 1) {
+	    concurrency < 1 || multipv < 1 || nengines < 1) {
 		joseki_error(
 		    "cycle: BOOK, --generations >= 1 and --games >= 1 are needed\n" CYCLE_USAGE);
 		return 2;
@@ -272,21 +285,22 @@ int cmd_cycle(int argc, char **argv)
 		joseki_error("cycle: %s", err);
 		return 1;
 	}
-	SearchEngine *engine = NULL;
+	SearchEngine *engines[MAX_ENGINES] = {0};
 	cycle_stop_flag = 0;
 	joseki_catch_stop(on_signal);
-	int rc = builtin_engine_new(&engine, 16, &cycle_stop_flag);
-	if (rc < 0) {
-		joseki_error("cycle: built-in engine: %s", search_strerror(rc));
+	int rc;
+	if (cli_open_engines(engines, (int)nengines, engine_path, uopts, nuopts, &cycle_stop_flag,
+	                     "cycle") < 0)
 		goto done;
-	}
 	bool progress = !quiet && isatty(2);
 	CycleOptions opt = {
 	    .book = book,
 	    .generations = (int)generations,
 	    .match =
 	        {
-	            .side = {{.engine = "builtin"}, {.engine = opponent}},
+	            /* The book side plays (out of book) with the engine think uses. */
+	            .side = {{.engine = engine_path, .options = uopts, .noptions = nuopts},
+	                     {.engine = opponent}},
 	            .games = (int)games,
 	            .budget = {.kind = SEARCH_BUDGET_NODES, .amount = (uint64_t)nodes},
 	            .openings = (const char *const *)openings,
@@ -299,8 +313,8 @@ int cmd_cycle(int argc, char **argv)
 	    .plies = (int)plies,
 	    .think =
 	        {
-	            .engines = &engine,
-	            .nengines = 1,
+	            .engines = engines,
+	            .nengines = (int)nengines,
 	            .budget = {.kind = SEARCH_BUDGET_NODES, .amount = (uint64_t)think_nodes},
 	            .multipv = (int)multipv,
 	            .max_positions = (uint64_t)positions,
@@ -329,7 +343,7 @@ int cmd_cycle(int argc, char **argv)
 	       stopped ? " (stopped: run the same command to resume)" : "");
 	ret = 0;
 done:
-	search_free(engine);
+	for (int i = 0; i < MAX_ENGINES; i++) search_free(engines[i]);
 	match_openings_free(openings, nopenings);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);

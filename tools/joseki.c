@@ -67,7 +67,8 @@ static const struct {
      "BOOK GAMES... [--max-winrate R] [--min-games N] | BOOK --undo   mark book moves that lose "
      "as avoided"},
     {"cycle", cmd_cycle,
-     "BOOK --generations G --games N [match and think options]   Shiba's extension/deletion "
+     "BOOK --generations G --games N [match and think options, --engine builtin|PATH]   Shiba's "
+     "extension/deletion "
      "cycle"},
     {"worker", cmd_worker,
      "--server URL --token-file F [--engine builtin|PATH] [--engines N] [--option N=V]... "

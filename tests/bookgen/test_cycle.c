@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -355,17 +356,25 @@ test_cycle__extend_queues_where_the_book_ran_out_and_think_takes_them_first(void
  */
 #define PLANTED "sfen 4k4/9/4P4/9/9/9/4p4/9/4K4 b GPg 1"
 
+/* The planted book (P*1e loses, G*5b mates) in dir, and an openings file
+ * holding its position (open_path). */
+static void planted_book(const char *dir, char *path, size_t pathlen, char *open_path,
+                         size_t openlen)
+{
+	BookDB *db = open_book(dir, path, pathlen);
+	static const PlantMove P[] = {{"P*1e", 500}, {"G*5b", 300}};
+	plant(db, PLANTED, P, 2, true);
+	bookdb_free(db);
+	snprintf(open_path, openlen, "%s/openings.txt", dir);
+	assert_int_equal(ts_write_file(open_path, PLANTED "\n", strlen(PLANTED) + 1), 0);
+}
+
 static void
 test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_rises(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp(), path[600], open_path[700];
-	BookDB *db = open_book(dir, path, sizeof path);
-	static const PlantMove P[] = {{"P*1e", 500}, {"G*5b", 300}};
-	plant(db, PLANTED, P, 2, true);
-	bookdb_free(db);
-	snprintf(open_path, sizeof open_path, "%s/openings.txt", dir);
-	assert_int_equal(ts_write_file(open_path, PLANTED "\n", strlen(PLANTED) + 1), 0);
+	planted_book(dir, path, sizeof path, open_path, sizeof open_path);
 	char cmd[2000], *out = NULL, *err = NULL;
 	const char *args = "--games 2 --nodes 2000 --think-nodes 300 --positions 2 --multipv 2 "
 	                   "--max-winrate 0.3 --min-games 1 --quiet";
@@ -379,7 +388,7 @@ test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_ris
 	assert_non_null(strstr(out, "cycle generations 1 of 1"));
 	free(out);
 	free(err);
-	db = open_book(dir, path, sizeof path);
+	BookDB *db = open_book(dir, path, sizeof path);
 	BookRecord *rec = malloc(sizeof *rec);
 	get(rec, db, PLANTED);
 	assert_true(avoided(rec, "P*1e"));
@@ -582,6 +591,41 @@ static void test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in(void **sta
 	free(dir);
 }
 
+/* The cycle with a USI engine (joseki usi behind a script, two of them for
+ * think): the book side plays with it, think analyses with it, and the
+ * verdict on the planted book is the same as with the built-in core. */
+static void test_cycle__a_usi_engine_plays_and_thinks(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], open_path[700], eng[700], script[1200];
+	planted_book(dir, path, sizeof path, open_path, sizeof open_path);
+	snprintf(eng, sizeof eng, "%s/engine.sh", dir);
+	int n = snprintf(script, sizeof script, "#!/bin/sh\nexec '%s' usi\n", ts_joseki());
+	assert_int_equal(ts_write_file(eng, script, (size_t)n), 0);
+	assert_int_equal(chmod(eng, 0755), 0);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err,
+	                 "%s cycle %s --generations 1 --openings %s --engine %s --engines 2 "
+	                 "--usi-option USI_Hash=16 --games 2 --nodes 2000 --think-nodes 300 "
+	                 "--positions 4 --max-winrate 0.3 --min-games 1 --quiet",
+	                 ts_joseki(), path, open_path, eng);
+	if (rc) fail_msg("exit %d\n%s%s", rc, out, err);
+	assert_non_null(strstr(out, "cycle generation 1 games 2 score 0.000 (+0 =0 -2)"));
+	assert_non_null(strstr(out, "avoided_new 1 avoided 1"));
+	free(out);
+	free(err);
+	/* A missing engine: a clear error naming it, exit 1. */
+	rc =
+	    ts_runf(&out, &err, "%s cycle %s --generations 2 --games 1 --engine %s/missing --quiet",
+	            ts_joseki(), path, dir);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "missing"));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 #define GENS "600"
 
 /* kill -9 at random moments of a cycle: the book passes check after each,
@@ -592,12 +636,7 @@ static void test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_aga
 	uint64_t rng =
 	    ts_seed("test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_again");
 	char *dir = ts_mkdtemp(), path[600], open_path[700], think[32];
-	BookDB *db = open_book(dir, path, sizeof path);
-	static const PlantMove P[] = {{"P*1e", 500}, {"G*5b", 300}};
-	plant(db, PLANTED, P, 2, true);
-	bookdb_free(db);
-	snprintf(open_path, sizeof open_path, "%s/openings.txt", dir);
-	assert_int_equal(ts_write_file(open_path, PLANTED "\n", strlen(PLANTED) + 1), 0);
+	planted_book(dir, path, sizeof path, open_path, sizeof open_path);
 	snprintf(think, sizeof think, "%d", 3);
 	char *const argv[] = {(char *)ts_joseki(),
 	                      "cycle",
@@ -654,7 +693,7 @@ static void test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_aga
 	assert_non_null(strstr(out, "cycle generations " GENS " of " GENS));
 	free(out);
 	free(err);
-	db = open_book(dir, path, sizeof path);
+	BookDB *db = open_book(dir, path, sizeof path);
 	int done;
 	assert_int_equal(cycle_generations_done(&done, db), 0);
 	assert_int_equal(done, atoi(GENS));
@@ -677,6 +716,7 @@ int main(void)
 	        test_cycle__extend_queues_where_the_book_ran_out_and_think_takes_them_first),
 	    cmocka_unit_test(
 	        test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_rises),
+	    cmocka_unit_test(test_cycle__a_usi_engine_plays_and_thinks),
 	    cmocka_unit_test(test_cycle__the_kept_games_parse_back_and_bad_ones_are_refused),
 	    cmocka_unit_test(test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in),
 	    cmocka_unit_test(
