@@ -2,10 +2,10 @@
 # make bench: the figures performance work quotes. Each figure is the median of
 # BENCH_RUNS (default 3) runs. Long-running; never part of `make test`.
 set -eu
+. "$(dirname "$0")/bench-lib.sh"
 J=${JOSEKI:-./joseki}
 RUNS=${BENCH_RUNS:-3}
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # perft: rows of tests/data/perft.tsv over 10^8 nodes (the smaller ones run in
 # make test), then the issue's figure line.

@@ -12,6 +12,7 @@
 # Rates are wall clock and, in brackets, per CPU second of the process (a busy
 # machine distorts the first).
 set -eu
+. "$(dirname "$0")/bench-lib.sh"
 J=${JOSEKI:-./joseki}
 N=${BOOKDB_BENCH_POSITIONS:-1000000}
 LOOKUPS=${BOOKDB_BENCH_LOOKUPS:-2000000}
@@ -20,9 +21,6 @@ trap 'rm -rf "$dir"' EXIT INT TERM
 
 field() { # field NAME LINE: the value after NAME in a "name value ..." line
 	echo "$2" | awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) {print $(i + 1); exit}}'
-}
-jfield() { # jfield NAME JSON: a number field of a flat JSON object
-	echo "$2" | sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"
 }
 
 for mode in sorted unsorted; do

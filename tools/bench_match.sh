@@ -5,13 +5,13 @@
 # the CSA records written. The fake's own answer time is included, so this is
 # an upper bound. Target: under 1 ms. Median of BENCH_RUNS (3) runs.
 set -eu
+. "$(dirname "$0")/bench-lib.sh"
 J=${JOSEKI:-./joseki}
 RUNS=${BENCH_RUNS:-3}
 GAMES=${BENCH_MATCH_GAMES:-20}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 jnum() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 
 # A long legal game (the built-in engine against itself, few nodes).

@@ -9,16 +9,13 @@
 # of itself (every record looked at, nothing written). One line each:
 #   merge positions N added A replaced R time_ms T positions_per_s P
 set -eu
+. "$(dirname "$0")/bench-lib.sh"
 J=${JOSEKI:-./joseki}
 N=${MERGE_BENCH_POSITIONS:-1000000}
 RUNS=${BENCH_RUNS:-3}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/joseki-bench-merge-XXXXXX")
 trap 'rm -rf "$dir"' EXIT INT TERM
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-jfield() { # jfield NAME JSON: a number field of a flat JSON object
-	echo "$2" | sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"
-}
 
 $J synth "$dir/src" --positions "$N" --seed 1 >/dev/null
 $J synth "$dir/dst" --positions "$N" --seed 2 >/dev/null

@@ -8,6 +8,7 @@
 #                            (median of the runs' times; each run thinks anew)
 #   export                   the YaneuraOu book (median time, file size)
 set -eu
+. "$(dirname "$0")/bench-lib.sh"
 J=${JOSEKI:-./joseki}
 N=${MINIMAX_BENCH_POSITIONS:-10000000}
 RUNS=${BENCH_RUNS:-3}
@@ -15,7 +16,6 @@ RESULTS=${MINIMAX_BENCH_RESULTS:-1000}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/joseki-bench-minimax-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 jnum() { echo "$2" | sed -n "s/.*\"$1\":\([-0-9]*\).*/\1/p"; }
 
 $J synth "$tmp/book" --positions "$N" --seed 1 --quiet >/dev/null

@@ -17,11 +17,11 @@
 #   peta-shock-vs-yaneuraou positions N input_bytes B joseki_ms J yaneuraou_ms Y
 #   ratio X joseki_rss_kb RJ yaneuraou_rss_kb RY same_output yes  (median of 3)
 set -eu
+. "$(dirname "$0")/bench-lib.sh"
 J=${JOSEKI:-./joseki}
 RUNS=${BENCH_RUNS:-3}
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT INT TERM
-median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 now_ms() { date +%s%3N; }
 
 if [ -z "${YANEURAOU:-}" ]; then

@@ -13,6 +13,7 @@
 #   nginx_static rps R p99_us P ...
 #   serve_vs_nginx ratio X   serve_rss_anon_bytes B (RSS beyond the mapped book)
 set -eu
+. "$(dirname "$0")/bench-lib.sh"
 J=${JOSEKI:-./joseki}
 N=${BENCH_SERVE_POSITIONS:-10000000}
 SECS=${BENCH_SERVE_SECONDS:-10}
@@ -76,7 +77,6 @@ NGX
 taskset -c 0 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" &
 npid=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$nport/x" >/dev/null 2>&1 && break; sleep 0.1; done
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # A warm-up of each (the book's pages mapped, nginx's file cached), not
 # measured; then RUNS runs of each, alternating, and the medians.
 taskset -c 1 wrk -t1 -c16 -d2s -s "$tmp/paths.lua" "http://127.0.0.1:$port" >/dev/null

@@ -13,6 +13,7 @@
 # the prefetched batch hides the round trips. Target: under 1 ms. Median of
 # BENCH_RUNS (3) runs; the load average is printed beside.
 set -eu
+. "$(dirname "$0")/bench-lib.sh"
 J=${JOSEKI:-./joseki}
 RUNS=${BENCH_RUNS:-3}
 N=${BENCH_WORKER_POSITIONS:-2000}
@@ -20,7 +21,6 @@ TMP=$(mktemp -d)
 FAKE_PID=""
 trap '[ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null; rm -rf "$TMP"' EXIT
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # N positions (distinct keys; the coordinator's keys are not checked here).
 python3 - "$TMP/positions" "$N" <<'PY'
