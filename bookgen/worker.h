@@ -71,6 +71,14 @@ typedef struct {
 	uint64_t seed;                     /* back-off randomness; 0: from the clock */
 	FILE *progress;                    /* status line about once a second; NULL: none */
 	FILE *log;                         /* one line per retry/refusal; NULL: none */
+	/* One line per lease received, result accepted and lease aborted, each
+	 * flushed (docs/worker.md, "The journal"); NULL: none. Times are unix ms
+	 * when the request was sent and when its answer was in:
+	 *   lease SENT RECV ID EXPIRES_IN KEY...
+	 *   result SENT RECV ID KEY        (an analysis the coordinator accepted)
+	 *   failed SENT RECV ID KEY        (a failed try it accepted)
+	 *   abort SENT RECV ID             (the lease's unfinished rest returned) */
+	FILE *journal;
 } WorkerOptions;
 
 typedef struct {
