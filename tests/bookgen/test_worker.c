@@ -124,24 +124,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Starts argv with stdout/stderr to files (NULL: /dev/null). */
-static pid_t spawn(char *const argv[], const char *out, const char *err)
-{
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int in = open("/dev/null", O_RDONLY);
-		int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(in, 0);
-		dup2(o, 1);
-		dup2(e, 2);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	return pid;
-}
-
 /* Starts the fake coordinator (port 0: any) and waits for its port. */
 static void start_fake(Fx *f, int port, const char *script, const char *limits)
 {
@@ -152,7 +134,7 @@ static void start_fake(Fx *f, int port, const char *script, const char *limits)
 	                f->record,      "--port-file", f->portfile,   "--state",      f->state,
 	                "--port",       portarg,       "--script",    (char *)script, "--limits",
 	                (char *)limits, NULL};
-	f->fake = spawn(argv, NULL, NULL);
+	f->fake = ts_spawn(argv, NULL, NULL, false);
 	for (int i = 0; i < 200; i++) {
 		char *s = ts_read_file(f->portfile, NULL);
 		if (s) {
@@ -176,7 +158,7 @@ static void start_worker(Fx *f, const char *token, const char *const *extra)
 	int n = 10;
 	for (int i = 0; extra && extra[i]; i++) argv[n++] = (char *)extra[i];
 	argv[n] = NULL;
-	f->worker = spawn(argv, f->out, f->errf);
+	f->worker = ts_spawn(argv, f->out, f->errf, false);
 }
 
 /* The recorded events, as an array. */
@@ -672,7 +654,7 @@ static int start_coordinator(pid_t *pid, const char *book, const char *log, int 
 	                "--lease-seconds",
 	                "60",
 	                NULL};
-	*pid = spawn(argv, NULL, log);
+	*pid = ts_spawn(argv, NULL, log, false);
 	for (int i = 0; i < 400; i++) {
 		char *s = ts_read_file(log, NULL);
 		const char *p = s ? strstr(s, "http://127.0.0.1:") : NULL;
@@ -756,7 +738,7 @@ static void test_worker__slurm_script_runs_a_worker_and_stops_on_sigterm(void **
 	setenv("SLURM_ARRAY_JOB_ID", "777", 1);
 	setenv("SLURM_ARRAY_TASK_ID", "5", 1);
 	char *argv[] = {"bash", "deploy/slurm/joseki-worker.sbatch", NULL};
-	f->worker = spawn(argv, f->out, f->errf);
+	f->worker = ts_spawn(argv, f->out, f->errf, false);
 	assert_true(wait_all_submitted(f, 20));
 	term_worker(f);
 	json_t *ev = events(f);
