@@ -94,6 +94,8 @@ struct Worker {
 	double start, last_progress;
 	const char *state;  /* for the progress line: "working", "no work", ... */
 	bool shutting_down; /* after the stop flag: requests are no longer cut short */
+	bool acquiring;     /* an acquire is in flight (not cut short at once on stop) */
+	double stop_seen;   /* ms: when a request in flight first saw the stop flag */
 };
 
 const char *worker_strerror(int code)
@@ -267,12 +269,20 @@ static size_t on_header(char *p, size_t size, size_t n, void *u)
 }
 
 /* Cuts a request short when the stop flag rises (a coordinator that hangs
- * must not keep a SIGTERM waiting), except while shutting down. */
+ * must not keep a SIGTERM waiting), except while shutting down. An acquire
+ * is let finish within the stop grace time: the coordinator may have granted
+ * the lease already, and a lease whose id the worker never read cannot be
+ * aborted (its positions would wait for the expiry and be charged a failed
+ * try); shut_down aborts it with the others. */
 static int on_xfer(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	Worker *w = u;
 	(void)dt, (void)dn, (void)ut, (void)un;
-	return w->opt->stop && *w->opt->stop && !w->shutting_down;
+	if (!(w->opt->stop && *w->opt->stop) || w->shutting_down) return 0;
+	if (!w->acquiring) return 1;
+	double now = clock_ms_f(), grace = w->opt->stop_grace_s > 0 ? w->opt->stop_grace_s : 3;
+	if (w->stop_seen <= 0) w->stop_seen = now;
+	return now - w->stop_seen > grace * 1000 / 2;
 }
 
 static double unix_ms(void)
@@ -438,7 +448,9 @@ static int acquire(Worker *w, int max)
 	char *body = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	json_decref(b);
 	if (!body) return WORKER_ENOMEM;
+	w->acquiring = true;
 	post(w, "/v1/work/acquire", body, 30);
+	w->acquiring = false;
 	free(body);
 	long st = w->r.status;
 	if (st == 200) {

@@ -27,8 +27,10 @@
  *    it and tried once more) makes that position {"failed": message}; so does
  *    an answer without a line (bestmove resign/win), since a result needs one;
  *  - the stop flag (SIGTERM/SIGINT): the engines are cancelled (they poll the
- *    same flag), what is finished is submitted if the coordinator answers
- *    within stop_grace_s, the rest of every lease is aborted, return 0.
+ *    same flag), a request in flight is cut short (an acquire only after half
+ *    of stop_grace_s: its lease may be granted, and must then be aborted),
+ *    what is finished is submitted if the coordinator answers within
+ *    stop_grace_s, the rest of every lease is aborted, return 0.
  */
 #ifndef BOOKGEN_WORKER_H
 #define BOOKGEN_WORKER_H

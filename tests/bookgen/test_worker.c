@@ -632,6 +632,53 @@ static void test_worker__sigterm_submits_what_is_finished(void **state)
 	json_decref(ev);
 }
 
+/* SIGTERM while an acquire is on its way: the coordinator may already have
+ * granted the lease, so the worker waits for the answer (within its grace
+ * time) and aborts that lease too; cut short, the lease would be nobody's
+ * until it expired, its positions held back and charged a failed try. */
+static void test_worker__sigterm_during_an_acquire_aborts_the_lease_it_brings(void **state)
+{
+	Fx *f = *state;
+	make_positions(f, 6);
+	/* The first lease is answered at once, the next 1 s late; long searches. */
+	start_fake(f, 0, "acquire=normal,acquire=slow*4", "{\"movetime\": 20000}");
+	start_worker(f, f->token, NULL);
+	int64_t end = clock_ms() + 10000;
+	for (;;) {
+		json_t *ev = events(f);
+		int n = count_ev(ev, "acquire", 200);
+		json_decref(ev);
+		if (n >= 2) break; /* the second is granted, its answer not yet sent */
+		if (clock_ms() > end) fail_msg("no second lease asked for");
+		usleep(20000);
+	}
+	int64_t t0 = clock_ms();
+	term_worker(f);
+	assert_true(clock_ms() - t0 < 4500);
+	json_t *ev = events(f);
+	size_t i;
+	json_t *e;
+	json_array_foreach(ev, i, e)
+	{
+		const char *lid = json_string_value(json_object_get(e, "lease"));
+		if (strcmp(json_string_value(json_object_get(e, "ev")), "acquire") || !lid)
+			continue;
+		bool aborted = false;
+		size_t j;
+		json_t *a;
+		json_array_foreach(ev, j, a)
+		{
+			const char *al = json_string_value(json_object_get(a, "lease"));
+			aborted |= !strcmp(json_string_value(json_object_get(a, "ev")), "abort") &&
+			           al && !strcmp(al, lid) &&
+			           json_integer_value(json_object_get(a, "status")) == 204;
+		}
+		if (!aborted) fail_msg("lease %s was granted and never aborted", lid);
+	}
+	assert_int_equal(count_ev(ev, "abort", 204), 2);
+	json_decref(ev);
+}
+
 /* Starts `joseki serve BOOK --work` on port (0: any) with stderr in log;
  * returns its port. */
 static int start_coordinator(pid_t *pid, const char *book, const char *log, int port)
@@ -853,6 +900,8 @@ int main(void)
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker__sigterm_aborts_the_lease_and_exits_0,
 	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_worker__sigterm_during_an_acquire_aborts_the_lease_it_brings, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker__crashing_positions_are_reported_failed,
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker__sigterm_submits_what_is_finished, setup,
