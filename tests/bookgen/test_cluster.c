@@ -104,7 +104,10 @@ static int teardown(void **state)
 	kill_wait(&f->coord, SIGKILL);
 	for (int i = 0; i < f->nev; i++) free(f->ev[i].keys);
 	free(f->ev);
-	ts_rmtree(f->dir);
+	if (getenv("TEST_CLUSTER_KEEP")) /* journals, logs and book, to look at */
+		fprintf(stderr, "kept %s\n", f->dir);
+	else
+		ts_rmtree(f->dir);
 	free(f->dir);
 	free(f);
 	return 0;
@@ -454,6 +457,9 @@ static void test_cluster__workers_killed_stopped_and_a_coordinator_restart(void 
 	assert_non_null(wl);
 	long long coord_results = atoll(wl + 6);
 	assert_true(coord_results > 0); /* the workers carried on after the restart */
+	/* The stopped workers aborted every lease they held, none is left live. */
+	if (!strstr(wl, " leases 0 live "))
+		fail_msg("leases left live after every worker stopped: %s", wl);
 	if (coord_results != after - at_restart)
 		fail_msg("the restarted coordinator stored %lld results, the book gained %lld "
 		         "thought positions meanwhile (%s)",
