@@ -18,8 +18,11 @@
  *    of a key was received after the earlier lease's expiry (or the earlier
  *    worker's abort or failed try was sent), never after an accepted
  *    analysis of it, and an expired position went to a different worker;
+ *  - each live worker's journal agrees with its summary line (nothing
+ *    rejected, nothing unsent), and no lease is left live at the end;
  *  - `joseki check` passes, and the incremental `joseki minimax` over the
  *    book gives the same export (--moves all) as `minimax --full` on a copy.
+ * TEST_CLUSTER_KEEP=1 keeps the run's directory (journals, logs, book).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -440,6 +443,11 @@ static void test_cluster__workers_killed_stopped_and_a_coordinator_restart(void 
 		if (!sum || !strstr(sum, " rejected 0 unsent 0 "))
 			fail_msg("worker %d: %s %s", i, o ? o : "", e ? e : "");
 		print_message("w%d: %s", i, sum);
+		/* Its journal holds every result and failed try it counted. */
+		unsigned long long np = 0, nf = 0;
+		assert_int_equal(sscanf(sum, "worker positions %llu failed %llu", &np, &nf), 2);
+		assert_int_equal(count_lines(f, i, "result"), np);
+		assert_int_equal(count_lines(f, i, "failed"), nf);
 		free(o);
 		free(e);
 	}
