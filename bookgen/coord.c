@@ -865,16 +865,20 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 		stored++;
 	}
 	c->store_ms += clock_ms_f() - t0;
-	if (!changed) return 0;
-	/* Positions analysed elsewhere meanwhile count as done here. */
+	/* Positions analysed elsewhere meanwhile count as done here (also when
+	 * every result was ignored for that reason: the lease is then finished,
+	 * not left live until it expires). A finished lease (l NULL) took nothing. */
+	if (!l) return 0;
 	bool any_returned = false;
 	for (int i = 0; i < l->n; i++) {
 		if (l->pos[i].state != POS_DONE && sel_is_thought(c->sel, l->pos[i].key)) {
 			if (l->pos[i].state == POS_PENDING) l->pending--;
 			l->pos[i].state = POS_DONE;
+			changed = true;
 		}
 		any_returned |= l->pos[i].state == POS_RETURNED;
 	}
+	if (!changed) return 0;
 	if (!l->pending && !any_returned) {
 		rc = lease_del_rec(c, l->key.hi, err);
 		lease_drop(c, l);

@@ -65,6 +65,7 @@ typedef struct {
 	size_t len, cap;
 	double retry_after; /* seconds, -1 if absent */
 	char cerr[CURL_ERROR_SIZE];
+	double sent_ms, recv_ms; /* unix ms: the request started, the answer was in */
 } Reply;
 
 struct Worker {
@@ -93,6 +94,8 @@ struct Worker {
 	double start, last_progress;
 	const char *state;  /* for the progress line: "working", "no work", ... */
 	bool shutting_down; /* after the stop flag: requests are no longer cut short */
+	bool acquiring;     /* an acquire is in flight (not cut short at once on stop) */
+	double stop_seen;   /* ms: when a request in flight first saw the stop flag */
 };
 
 const char *worker_strerror(int code)
@@ -266,12 +269,43 @@ static size_t on_header(char *p, size_t size, size_t n, void *u)
 }
 
 /* Cuts a request short when the stop flag rises (a coordinator that hangs
- * must not keep a SIGTERM waiting), except while shutting down. */
+ * must not keep a SIGTERM waiting), except while shutting down. An acquire
+ * is let finish within the stop grace time: the coordinator may have granted
+ * the lease already, and a lease whose id the worker never read cannot be
+ * aborted (its positions would wait for the expiry and be charged a failed
+ * try); shut_down aborts it with the others. */
 static int on_xfer(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	Worker *w = u;
 	(void)dt, (void)dn, (void)ut, (void)un;
-	return w->opt->stop && *w->opt->stop && !w->shutting_down;
+	if (!(w->opt->stop && *w->opt->stop) || w->shutting_down) return 0;
+	if (!w->acquiring) return 1;
+	double now = clock_ms_f(), grace = w->opt->stop_grace_s > 0 ? w->opt->stop_grace_s : 3;
+	if (w->stop_seen <= 0) w->stop_seen = now;
+	return now - w->stop_seen > grace * 1000 / 2;
+}
+
+static double unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The journal (WorkerOptions.journal): a line is "what sent_ms recv_ms" of
+ * the last exchange, then its fields; journal_end ends and flushes it, so a
+ * worker killed with SIGKILL leaves whole lines. */
+static bool journal_begin(Worker *w, const char *what)
+{
+	if (!w->opt->journal) return false;
+	fprintf(w->opt->journal, "%s %.3f %.3f", what, w->r.sent_ms, w->r.recv_ms);
+	return true;
+}
+
+static void journal_end(Worker *w)
+{
+	fputc('\n', w->opt->journal);
+	fflush(w->opt->journal);
 }
 
 /* POST base+path with body (may be NULL). r->status 0 on a connection error
@@ -286,6 +320,7 @@ static void post(Worker *w, const char *path, const char *body, double timeout_s
 	if (r->body) r->body[0] = 0;
 	r->retry_after = -1;
 	r->cerr[0] = 0;
+	r->sent_ms = unix_ms();
 	curl_easy_setopt(w->h, CURLOPT_URL, url);
 	curl_easy_setopt(w->h, CURLOPT_POSTFIELDS, body ? body : "");
 	curl_easy_setopt(w->h, CURLOPT_POSTFIELDSIZE, (long)(body ? strlen(body) : 0));
@@ -293,6 +328,7 @@ static void post(Worker *w, const char *path, const char *body, double timeout_s
 	curl_easy_setopt(w->h, CURLOPT_TIMEOUT_MS, ms < 200 ? 200L : ms);
 	curl_easy_setopt(w->h, CURLOPT_CONNECTTIMEOUT_MS, ms < 200 ? 200L : ms > 5000 ? 5000L : ms);
 	CURLcode c = curl_easy_perform(w->h);
+	r->recv_ms = unix_ms();
 	if (c != CURLE_OK) {
 		if (!r->cerr[0]) snprintf(r->cerr, sizeof r->cerr, "%s", curl_easy_strerror(c));
 		return;
@@ -412,7 +448,9 @@ static int acquire(Worker *w, int max)
 	char *body = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	json_decref(b);
 	if (!body) return WORKER_ENOMEM;
+	w->acquiring = true;
 	post(w, "/v1/work/acquire", body, 30);
+	w->acquiring = false;
 	free(body);
 	long st = w->r.status;
 	if (st == 200) {
@@ -430,6 +468,12 @@ static int acquire(Worker *w, int max)
 		if (rc < 0) {
 			worker_lease_free(&wl);
 			return rc;
+		}
+		if (journal_begin(w, "lease")) {
+			fprintf(w->opt->journal, " %s %g", wl.id, wl.expires_in);
+			for (int i = 0; i < wl.n; i++)
+				fprintf(w->opt->journal, " %s", wl.pos[i].key);
+			journal_end(w);
 		}
 		w->out->leases++;
 		w->acquired += (uint64_t)wl.n;
@@ -463,6 +507,10 @@ static int acquire(Worker *w, int max)
 static void mark_sent(Worker *w, Lease *l, int i, bool accepted)
 {
 	json_t *r = l->res[i];
+	if (accepted && journal_begin(w, json_object_get(r, "failed") ? "failed" : "result")) {
+		fprintf(w->opt->journal, " %s %s", l->l.id, l->l.pos[i].key);
+		journal_end(w);
+	}
 	if (accepted) {
 		if (json_object_get(r, "failed"))
 			w->out->failed++;
@@ -716,6 +764,10 @@ static void shut_down(Worker *w)
 		free(s);
 		json_decref(b);
 		post(w, path, body, left);
+		if (w->r.status == 204 && journal_begin(w, "abort")) {
+			fprintf(w->opt->journal, " %s", l->l.id);
+			journal_end(w);
+		}
 		if (w->r.status != 204)
 			say(w, "abort of lease %s: %s", l->l.id,
 			    w->r.status ? "refused" : w->r.cerr);

@@ -27,8 +27,10 @@
  *    it and tried once more) makes that position {"failed": message}; so does
  *    an answer without a line (bestmove resign/win), since a result needs one;
  *  - the stop flag (SIGTERM/SIGINT): the engines are cancelled (they poll the
- *    same flag), what is finished is submitted if the coordinator answers
- *    within stop_grace_s, the rest of every lease is aborted, return 0.
+ *    same flag), a request in flight is cut short (an acquire only after half
+ *    of stop_grace_s: its lease may be granted, and must then be aborted),
+ *    what is finished is submitted if the coordinator answers within
+ *    stop_grace_s, the rest of every lease is aborted, return 0.
  */
 #ifndef BOOKGEN_WORKER_H
 #define BOOKGEN_WORKER_H
@@ -71,6 +73,14 @@ typedef struct {
 	uint64_t seed;                     /* back-off randomness; 0: from the clock */
 	FILE *progress;                    /* status line about once a second; NULL: none */
 	FILE *log;                         /* one line per retry/refusal; NULL: none */
+	/* One line per lease received, result accepted and lease aborted, each
+	 * flushed (docs/worker.md, "The journal"); NULL: none. Times are unix ms
+	 * when the request was sent and when its answer was in:
+	 *   lease SENT RECV ID EXPIRES_IN KEY...
+	 *   result SENT RECV ID KEY        (an analysis the coordinator accepted)
+	 *   failed SENT RECV ID KEY        (a failed try it accepted)
+	 *   abort SENT RECV ID             (the lease's unfinished rest returned) */
+	FILE *journal;
 } WorkerOptions;
 
 typedef struct {

@@ -1,16 +1,17 @@
 /*
  * joseki worker --server URL --token-file F [--engine builtin|PATH] [--engines N]
  *               [--option NAME=VALUE]... [--name NAME] [--max-backoff S]
- *               [--positions N] [--quiet]
+ *               [--positions N] [--journal FILE] [--quiet]
  *
  * Thinks for a coordinator (`joseki serve BOOK --work`) until stopped
  * (bookgen/worker.h; docs/worker.md). --name defaults to hostname-pid;
- * --positions stops after N results are sent. SIGTERM/SIGINT: finished results
- * are submitted, the rest of the leases aborted, exit 0. A refused token
- * (401/403) exits 1 at once. Ends with one stdout line: "worker positions N
- * failed F rejected R unsent U submits S leases L retries T seconds X
- * cpu_s P engine_s E engine_cpu_s C".
+ * --positions stops after N results are sent; --journal appends one line per
+ * lease, accepted result and abort to FILE (WorkerOptions.journal). SIGTERM/SIGINT: finished
+ * results are submitted, the rest of the leases aborted, exit 0. A refused token (401/403) exits 1
+ * at once. Ends with one stdout line: "worker positions N failed F rejected R unsent U submits S
+ * leases L retries T seconds X cpu_s P engine_s E engine_cpu_s C".
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,8 @@ static void on_signal(int sig)
 
 int cmd_worker(int argc, char **argv)
 {
-	const char *server = NULL, *token_file = NULL, *engine = "builtin", *name = NULL;
+	const char *server = NULL, *token_file = NULL, *engine = "builtin", *name = NULL,
+	           *journal = NULL;
 	UsiOption uopts[WORKER_MAX_OPTIONS];
 	int nuopts = 0, quiet = 0;
 	uint64_t nengines = 1, max_backoff = 30, positions = 0;
@@ -51,6 +53,8 @@ int cmd_worker(int argc, char **argv)
 			engine = argv[++i];
 		else if (!strcmp(a, "--name") && has)
 			name = argv[++i];
+		else if (!strcmp(a, "--journal") && has)
+			journal = argv[++i];
 		else if (!strcmp(a, "--option") && has) {
 			char *eq = strchr(argv[++i], '=');
 			if (!eq || eq == argv[i] || nuopts >= WORKER_MAX_OPTIONS) {
@@ -84,7 +88,7 @@ int cmd_worker(int argc, char **argv)
 		joseki_error(
 		    "usage: joseki worker --server URL --token-file F [--engine builtin|PATH] "
 		    "[--engines N] [--option NAME=VALUE]... [--name NAME] [--max-backoff S] "
-		    "[--positions N] [--quiet]");
+		    "[--positions N] [--journal FILE] [--quiet]");
 		return 2;
 	}
 	char token[WORKER_TOKEN_MAX], err[WORKER_ERRLEN], defname[300];
@@ -99,10 +103,16 @@ int cmd_worker(int argc, char **argv)
 		snprintf(defname, sizeof defname, "%.48s-%ld", host, (long)getpid());
 		name = defname;
 	}
+	FILE *jf = NULL;
+	if (journal && !(jf = fopen(journal, "a"))) {
+		joseki_error("worker: --journal %s: %s", journal, strerror(errno));
+		return 1;
+	}
 	int ret = 1, n = (int)nengines;
 	SearchEngine **engines = calloc((size_t)n, sizeof *engines);
 	if (!engines) {
 		joseki_error("out of memory");
+		if (jf) fclose(jf);
 		return 1;
 	}
 	worker_stop_flag = 0;
@@ -120,6 +130,7 @@ int cmd_worker(int argc, char **argv)
 		    .stop = &worker_stop_flag,
 		    .progress = !quiet && isatty(2) ? stderr : NULL,
 		    .log = stderr,
+		    .journal = jf,
 		};
 		WorkerStats st;
 		int rc = worker_run(&st, &opt, err);
@@ -139,6 +150,7 @@ int cmd_worker(int argc, char **argv)
 	}
 	for (int i = 0; i < n; i++) search_free(engines[i]);
 	free(engines);
+	if (jf) fclose(jf);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	return ret;

@@ -72,7 +72,8 @@ static const struct {
      "cycle"},
     {"worker", cmd_worker,
      "--server URL --token-file F [--engine builtin|PATH] [--engines N] [--option N=V]... "
-     "[--name NAME] [--max-backoff S] [--positions N] [--quiet]   think for a coordinator"},
+     "[--name NAME] [--max-backoff S] [--positions N] [--journal FILE] [--quiet]   think for a "
+     "coordinator"},
 };
 
 void joseki_catch_stop(void (*handler)(int))

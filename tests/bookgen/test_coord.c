@@ -280,6 +280,52 @@ test_coord__expiry_returns_positions_to_another_worker_and_late_results_count(vo
 	free(dir);
 }
 
+/* A lease whose every position was analysed by someone else (a late result
+ * of an expired lease) is finished by its worker's submission, even though
+ * that submission changes nothing: it must not stay live (counted in the
+ * status, kept in the book) until it expires. Found by tests/bookgen/
+ * test_cluster.c ("leases 1 live" after every worker had stopped). */
+static void test_coord__a_lease_answered_only_by_ignored_results_is_finished(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	BookDB *db;
+	Coord *c = open_coord(&db, dir);
+	seed_book(c, 1);
+	CoordLease *la = malloc(sizeof *la), *lb = malloc(sizeof *lb);
+	CoordResult *r = malloc(sizeof *r);
+	assert_int_equal(acquire(c, la, &A, 1, T0), 1);
+	assert_int_equal(coord_tick(c, T0 + 60000, err), 0); /* A's lease expires */
+	assert_int_equal(acquire(c, lb, &B, 1, T0 + 61000), 1);
+	assert_true(key_equal(lb->pos[0].key, la->pos[0].key));
+	answer(r, &la->pos[0], 2);
+	assert_int_equal(coord_submit(c, la->id, &A, r, 1, T0 + 62000, err), 1); /* late, taken */
+	assert_int_equal(coord_submit(c, lb->id, &B, r, 1, T0 + 62000, err), 0); /* ignored */
+	assert_int_equal(coord_commit(c, err), 0);
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0 + 62000), 0);
+	assert_int_equal(st.leases_live, 0);
+	assert_int_equal(st.queue, 0);
+	coord_status_free(&st);
+	/* And so after a restart: B's lease is gone from the book too. */
+	close_coord(c, db);
+	c = open_coord(&db, dir);
+	assert_int_equal(coord_status(c, &st, T0 + 62000), 0);
+	assert_int_equal(st.leases_live, 0);
+	coord_status_free(&st);
+	assert_int_equal(coord_tick(c, T0 + 130000, err), 0);
+	assert_int_equal(coord_status(c, &st, T0 + 130000), 0);
+	assert_int_equal(st.failed, 0);
+	assert_int_equal(st.queue, 0);
+	coord_status_free(&st);
+	free(la);
+	free(lb);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_coord__abort_returns_positions_at_once_without_a_try(void **state)
 {
 	(void)state;
@@ -556,6 +602,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__refused_submissions_write_nothing),
 	    cmocka_unit_test(
 	        test_coord__expiry_returns_positions_to_another_worker_and_late_results_count),
+	    cmocka_unit_test(test_coord__a_lease_answered_only_by_ignored_results_is_finished),
 	    cmocka_unit_test(test_coord__abort_returns_positions_at_once_without_a_try),
 	    cmocka_unit_test(test_coord__three_failed_tries_set_a_position_aside),
 	    cmocka_unit_test(test_coord__a_restart_keeps_leases_tries_and_the_counter),

@@ -124,24 +124,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Starts argv with stdout/stderr to files (NULL: /dev/null). */
-static pid_t spawn(char *const argv[], const char *out, const char *err)
-{
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int in = open("/dev/null", O_RDONLY);
-		int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(in, 0);
-		dup2(o, 1);
-		dup2(e, 2);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	return pid;
-}
-
 /* Starts the fake coordinator (port 0: any) and waits for its port. */
 static void start_fake(Fx *f, int port, const char *script, const char *limits)
 {
@@ -152,7 +134,7 @@ static void start_fake(Fx *f, int port, const char *script, const char *limits)
 	                f->record,      "--port-file", f->portfile,   "--state",      f->state,
 	                "--port",       portarg,       "--script",    (char *)script, "--limits",
 	                (char *)limits, NULL};
-	f->fake = spawn(argv, NULL, NULL);
+	f->fake = ts_spawn(argv, NULL, NULL, false);
 	for (int i = 0; i < 200; i++) {
 		char *s = ts_read_file(f->portfile, NULL);
 		if (s) {
@@ -176,7 +158,7 @@ static void start_worker(Fx *f, const char *token, const char *const *extra)
 	int n = 10;
 	for (int i = 0; extra && extra[i]; i++) argv[n++] = (char *)extra[i];
 	argv[n] = NULL;
-	f->worker = spawn(argv, f->out, f->errf);
+	f->worker = ts_spawn(argv, f->out, f->errf, false);
 }
 
 /* The recorded events, as an array. */
@@ -650,6 +632,53 @@ static void test_worker__sigterm_submits_what_is_finished(void **state)
 	json_decref(ev);
 }
 
+/* SIGTERM while an acquire is on its way: the coordinator may already have
+ * granted the lease, so the worker waits for the answer (within its grace
+ * time) and aborts that lease too; cut short, the lease would be nobody's
+ * until it expired, its positions held back and charged a failed try. */
+static void test_worker__sigterm_during_an_acquire_aborts_the_lease_it_brings(void **state)
+{
+	Fx *f = *state;
+	make_positions(f, 6);
+	/* The first lease is answered at once, the next 1 s late; long searches. */
+	start_fake(f, 0, "acquire=normal,acquire=slow*4", "{\"movetime\": 20000}");
+	start_worker(f, f->token, NULL);
+	int64_t end = clock_ms() + 10000;
+	for (;;) {
+		json_t *ev = events(f);
+		int n = count_ev(ev, "acquire", 200);
+		json_decref(ev);
+		if (n >= 2) break; /* the second is granted, its answer not yet sent */
+		if (clock_ms() > end) fail_msg("no second lease asked for");
+		usleep(20000);
+	}
+	int64_t t0 = clock_ms();
+	term_worker(f);
+	assert_true(clock_ms() - t0 < 4500);
+	json_t *ev = events(f);
+	size_t i;
+	json_t *e;
+	json_array_foreach(ev, i, e)
+	{
+		const char *lid = json_string_value(json_object_get(e, "lease"));
+		if (strcmp(json_string_value(json_object_get(e, "ev")), "acquire") || !lid)
+			continue;
+		bool aborted = false;
+		size_t j;
+		json_t *a;
+		json_array_foreach(ev, j, a)
+		{
+			const char *al = json_string_value(json_object_get(a, "lease"));
+			aborted |= !strcmp(json_string_value(json_object_get(a, "ev")), "abort") &&
+			           al && !strcmp(al, lid) &&
+			           json_integer_value(json_object_get(a, "status")) == 204;
+		}
+		if (!aborted) fail_msg("lease %s was granted and never aborted", lid);
+	}
+	assert_int_equal(count_ev(ev, "abort", 204), 2);
+	json_decref(ev);
+}
+
 /* Starts `joseki serve BOOK --work` on port (0: any) with stderr in log;
  * returns its port. */
 static int start_coordinator(pid_t *pid, const char *book, const char *log, int port)
@@ -672,7 +701,7 @@ static int start_coordinator(pid_t *pid, const char *book, const char *log, int 
 	                "--lease-seconds",
 	                "60",
 	                NULL};
-	*pid = spawn(argv, NULL, log);
+	*pid = ts_spawn(argv, NULL, log, false);
 	for (int i = 0; i < 400; i++) {
 		char *s = ts_read_file(log, NULL);
 		const char *p = s ? strstr(s, "http://127.0.0.1:") : NULL;
@@ -756,7 +785,7 @@ static void test_worker__slurm_script_runs_a_worker_and_stops_on_sigterm(void **
 	setenv("SLURM_ARRAY_JOB_ID", "777", 1);
 	setenv("SLURM_ARRAY_TASK_ID", "5", 1);
 	char *argv[] = {"bash", "deploy/slurm/joseki-worker.sbatch", NULL};
-	f->worker = spawn(argv, f->out, f->errf);
+	f->worker = ts_spawn(argv, f->out, f->errf, false);
 	assert_true(wait_all_submitted(f, 20));
 	term_worker(f);
 	json_t *ev = events(f);
@@ -871,6 +900,8 @@ int main(void)
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker__sigterm_aborts_the_lease_and_exits_0,
 	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_worker__sigterm_during_an_acquire_aborts_the_lease_it_brings, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker__crashing_positions_are_reported_failed,
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker__sigterm_submits_what_is_finished, setup,

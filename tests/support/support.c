@@ -208,3 +208,21 @@ int ts_serve_start(pid_t *pid, FILE **log, const char *book, const char *extra)
 	}
 	return 0;
 }
+
+pid_t ts_spawn(char *const argv[], const char *out, const char *err, bool append)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int flags = O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC);
+		int in = open("/dev/null", O_RDONLY);
+		int o = open(out ? out : "/dev/null", flags, 0644);
+		int e = open(err ? err : "/dev/null", flags, 0644);
+		dup2(in, 0);
+		dup2(o, 1);
+		dup2(e, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}

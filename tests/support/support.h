@@ -6,6 +6,7 @@
 #ifndef TESTS_SUPPORT_H
 #define TESTS_SUPPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +54,11 @@ size_t ts_collect(char *p, size_t size, size_t n, void *buf);
 /* Starts `JOSEKI serve BOOK --listen 127.0.0.1:0 EXTRA` as a child with its
  * stderr in *log; returns the port from its start line (0: it never said). */
 int ts_serve_start(pid_t *pid, FILE **log, const char *book, const char *extra);
+
+/* Starts argv[0] (looked up in PATH) as a child: stdin /dev/null, stdout and
+ * stderr to the files out and err (NULL: /dev/null), truncated, or appended
+ * to when append. Returns its pid (asserts that fork worked). */
+pid_t ts_spawn(char *const argv[], const char *out, const char *err, bool append);
 
 unsigned long long ts_seed(const char *test_name);
 /* The next number of a splitmix64 stream (state: any 64-bit value, e.g. a seed). */

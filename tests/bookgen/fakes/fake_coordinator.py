@@ -21,7 +21,8 @@ restart). --script "acquire=204*2,submit=503,submit=close,any=401,submit=exit"
 makes the next requests to an endpoint misbehave, in order: 204 (no work,
 Retry-After), 503/500 (with Retry-After for 503), close (the connection is
 closed without an answer), 401, 400 (a refused body), exit (the process ends
-at once, no answer).
+at once, no answer), slow (answered normally, 1 s late: the request is
+recorded, a lease granted, before the wait).
 A request the script does not touch is answered normally.
 """
 import json
@@ -83,6 +84,8 @@ class H(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def answer(self, status, obj=None, retry=False):
+        if getattr(self, "slow", False):
+            time.sleep(1)
         body = b"" if obj is None else json.dumps(obj).encode()
         self.send_response(status)
         if retry:
@@ -104,6 +107,7 @@ class H(BaseHTTPRequestHandler):
         ev = {"ev": ep, "peer": self.client_address[1], "lease": lease}
         with LOCK:
             act = scripted(ep)
+            self.slow = act == "slow"
             if act == "exit":
                 os._exit(0)
             if act == "close":
