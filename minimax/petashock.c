@@ -25,6 +25,11 @@
  * A node's vd is always the value and depth *as seen by its parent*.
  * Steps 1, 2 and 7 each run over parts of the file side by side (see the
  * driver below); their results are joined in file order.
+ *
+ * This file: the parallel driver (parts, threads, joins, warnings, temporary
+ * files, petashock_run). The graph passes themselves (a record as a node, a
+ * node's edges, a node written out) are minimax/petashock_graph.c; what both
+ * share is minimax/petashock_priv.h.
  */
 #include "minimax/petashock.h"
 
@@ -36,65 +41,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "minimax/graph.h"
+#include "minimax/petashock_priv.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "shogi/keymap.h"
-#include "minimax/graph.h"
-#include "minimax/yo_order.h"
-#include "shogi/movegen.h"
 #include "shogi/notation.h"
-
-#define PS_DEPTH_PCHECK MM_DEPTH_PCHECK
-#define PS_NONE MM_NONE
-
-/* F_WHITE: the record was White to move (the node is its Black-to-move
- * form, so the core's MM_F_WHITE is never set and both draw values are 0). */
-enum { F_WHITE = 0x01, F_CHECKED = MM_F_CHECKED, F_LOOP = MM_F_LOOP };
-
-typedef MmVd Vd;
-typedef MmMove PsMove; /* move in the node's Black-to-move form */
-
-typedef struct {
-	uint16_t move;
-	int16_t value;
-} PsLeaf;
-
-/* Phase 1's per-node arrays, filled by one part of the file. */
-typedef struct {
-	size_t n, cap;
-	MmFlags *flags;
-	uint32_t *lstart; /* leaves of node i are leaves[lstart[i]..lstart[i+1]) */
-	Key *keys;        /* White-to-move key of each node */
-	PsLeaf *leaves;
-	size_t nleaves, leaves_cap;
-} NodeBuf;
-
-typedef struct {
-	MmGraph m;        /* nodes and moves: the shared core (minimax/graph.h) */
-	uint32_t *lstart; /* phase 1: leaves of node i are leaves[lstart[i]..lstart[i+1]) */
-	PsLeaf *leaves;
-	Key *keys;  /* White-to-move key of each node (while the map lives) */
-	KeyMap map; /* keys[i] -> i (filtered once built) */
-} Graph;
-
-static void nodebuf_free(NodeBuf *b)
-{
-	free(b->flags);
-	free(b->lstart);
-	free(b->keys);
-	free(b->leaves);
-	memset(b, 0, sizeof *b);
-}
-
-static void graph_free(Graph *g)
-{
-	mm_graph_free(&g->m);
-	free(g->lstart);
-	free(g->leaves);
-	free(g->keys);
-	keymap_free(&g->map);
-}
 
 const char *petashock_strerror(int code)
 {
@@ -119,256 +72,6 @@ const char *petashock_strerror(int code)
 static void report(const PetashockOptions *opt, const char *phase, size_t done)
 {
 	if (opt && opt->progress) opt->progress(opt->progress_ctx, phase, done);
-}
-
-/* ---- colour flip ---------------------------------------------------------- */
-
-/* The position rotated 180°, colours, hands and side to move swapped. */
-static int flip_position(Position *out, const Position *in)
-{
-	Piece board[SQ_NB];
-	for (Square sq = 0; sq < SQ_NB; sq++) {
-		Piece p = in->board[sq];
-		board[SQ_NB - 1 - sq] = p == PIECE_NONE
-		                            ? PIECE_NONE
-		                            : piece_make(color_flip(piece_color(p)), piece_type(p));
-	}
-	Hand hand[COLOR_NB] = {in->hand[WHITE], in->hand[BLACK]};
-	return pos_set(out, board, hand, color_flip(in->side), in->game_ply, NULL);
-}
-
-static Move flip_move(Move m)
-{
-	if (m == MOVE_NONE) return m;
-	if (move_is_drop(m)) return move_make_drop(move_drop_type(m), SQ_NB - 1 - move_to(m));
-	return move_make(SQ_NB - 1 - move_from(m), SQ_NB - 1 - move_to(m), move_is_promote(m));
-}
-
-/* ---- pass 1: records, keys, listed moves ----------------------------------- */
-
-/*
- * The key of the position colour-flipped (zobrist.h's definition applied to
- * the flipped board, hands and side), without building the flipped position.
- */
-static Key flipped_key(const Position *pos)
-{
-	Key board = {0, 0}, hand = {0, 0};
-	for (Square sq = 0; sq < SQ_NB; sq++) {
-		Piece p = pos->board[sq];
-		if (p == PIECE_NONE) continue;
-		Piece f = piece_make(color_flip(piece_color(p)), piece_type(p));
-		board = key_xor(board, ZOB_PSQ[f][SQ_NB - 1 - sq]);
-	}
-	if (color_flip(pos->side) == WHITE) board = key_xor(board, ZOB_SIDE);
-	for (int c = 0; c < COLOR_NB; c++)
-		for (int pt = PAWN; pt <= GOLD; pt++) {
-			uint64_t n = (uint64_t)hand_count(pos->hand[c], (PieceType)pt);
-			Key z = ZOB_HAND[c ^ 1][pt];
-			hand.lo += n * z.lo;
-			hand.hi += n * z.hi;
-		}
-	return key_combine(board, hand);
-}
-
-static int add_node(NodeBuf *b, const Db2016Record *rec)
-{
-	if (b->n + 2 > b->cap) {
-		size_t nc = b->cap ? b->cap * 2 : 1024;
-		MmFlags *f = realloc(b->flags, nc * sizeof *f);
-		if (!f) return PETASHOCK_ENOMEM;
-		b->flags = f;
-		uint32_t *ls = realloc(b->lstart, (nc + 1) * sizeof *ls);
-		if (!ls) return PETASHOCK_ENOMEM;
-		b->lstart = ls;
-		Key *k = realloc(b->keys, nc * sizeof *k);
-		if (!k) return PETASHOCK_ENOMEM;
-		b->keys = k;
-		b->cap = nc;
-	}
-	const Position *pos = rec->pos;
-	bool white = pos->side == WHITE;
-	size_t i = b->n++;
-	/* The map is keyed by the White-to-move form, which is what a move from
-	 * a (Black-to-move) node leads to. */
-	b->keys[i] = white ? pos_key(pos) : flipped_key(pos);
-	b->flags[i] = (MmFlags)((white ? F_WHITE : 0) | (pos_in_check(pos) ? F_CHECKED : 0));
-	b->lstart[i] = (uint32_t)b->nleaves;
-	if (array_grow((void **)&b->leaves, &b->leaves_cap, b->nleaves + rec->nmoves,
-	               sizeof *b->leaves, 1024))
-		return PETASHOCK_ENOMEM;
-	for (size_t k = 0; k < rec->nmoves; k++) {
-		const Db2016Move *m = &rec->moves[k];
-		if (m->move == MOVE_NONE) continue;
-		int32_t v = value_clamp(m->value);
-		PsLeaf l = {white ? flip_move(m->move) : m->move, (int16_t)v};
-		b->leaves[b->nleaves++] = l;
-	}
-	b->lstart[i + 1] = (uint32_t)b->nleaves;
-	return 0;
-}
-
-/* ---- pass 2: transposition edges ------------------------------------------------ */
-
-typedef struct {
-	uint32_t rank;
-	Move move;
-	uint32_t next;
-} EdgeCand;
-
-/*
- * found[i] = keymap_find(m, keys, ks[i]) for i < n, in three sweeps that each
- * start the next one's memory reads first (filter words, then the home slots
- * of the keys that pass), so the cache misses of a node's lookups overlap.
- */
-static void find_many(const KeyMap *m, const Key *keys, const Key *ks, int n, uint32_t *found)
-{
-	if (m->filter && m->cap) {
-		for (int i = 0; i < n; i++)
-			__builtin_prefetch(&m->filter[keyfilter_bit(ks[i], m->filter_mask) >> 6]);
-		for (int i = 0; i < n; i++)
-			if (keyfilter_maybe(m->filter, m->filter_mask, ks[i]))
-				__builtin_prefetch(&m->slot[keymap_home(m, ks[i].hi)]);
-	}
-	for (int i = 0; i < n; i++) found[i] = keymap_find(m, keys, ks[i]);
-}
-
-/* keymap_put of keys[0..n-1] in order (a later duplicate wins): the map sized
- * once, each home slot fetched a few keys ahead. */
-static int put_all(KeyMap *m, const Key *keys, size_t n)
-{
-	enum { AHEAD = 8 };
-	keymap_init(m, sizeof *keys);
-	if (keymap_reserve(m, keys, n) < 0) return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (i + AHEAD < n) __builtin_prefetch(&m->slot[keymap_home(m, keys[i + AHEAD].hi)]);
-		if (keymap_put(m, keys, (uint32_t)i) < 0) return -1;
-	}
-	return 0;
-}
-
-/* One part's moves (phase 2): node i's go to moves[..], and g->m.mstart[i + 1]
- * is the part's count so far (made global at the merge). */
-typedef struct {
-	MmMove *moves;
-	size_t n, cap;
-	size_t converged;    /* edges not listed in the input */
-	uint64_t seen[1024]; /* scratch bitmap over 16-bit moves, kept all zero */
-} EdgeBuf;
-
-static int add_edges(const Graph *g, uint32_t i, const Position *bpos, EdgeBuf *eb)
-{
-	Move legal[MOVEGEN_MAX];
-	EdgeCand cand[MOVEGEN_MAX];
-	int n = movegen_legal(bpos, legal), ne = 0;
-	bool in_check = pos_in_check(bpos);
-	Key child[MOVEGEN_MAX];
-	uint32_t found[MOVEGEN_MAX];
-	for (int k = 0; k < n; k++) child[k] = pos_key_after(bpos, legal[k]);
-	find_many(&g->map, g->keys, child, n, found);
-	for (int k = 0; k < n; k++) {
-		uint32_t j = found[k];
-		if (j == PS_NONE) continue;
-		EdgeCand c = {yo_gen_rank(bpos, legal[k], in_check), legal[k], j};
-		int p = ne++;
-		while (p > 0 && cand[p - 1].rank > c.rank) {
-			cand[p] = cand[p - 1];
-			p--;
-		}
-		cand[p] = c;
-	}
-	if (ne >= 2) {
-		/* Exact ties keep this order in the output: use YaneuraOu's. */
-		Move order[YO_LIST_MAX];
-		int no = yo_legal_order(order, bpos, legal, n, eb->seen);
-		for (int k = 0; k < ne; k++) {
-			int at = 0;
-			while (at < no && order[at] != cand[k].move) at++;
-			cand[k].rank = (uint32_t)at;
-		}
-		for (int k = 1; k < ne; k++) {
-			EdgeCand c = cand[k];
-			int p = k;
-			while (p > 0 && cand[p - 1].rank > c.rank) {
-				cand[p] = cand[p - 1];
-				p--;
-			}
-			cand[p] = c;
-		}
-	}
-	const PsLeaf *lv = g->leaves + g->lstart[i];
-	size_t nl = g->lstart[i + 1] - g->lstart[i];
-	if (array_grow((void **)&eb->moves, &eb->cap, eb->n + (size_t)ne + nl, sizeof *eb->moves,
-	               1024))
-		return PETASHOCK_ENOMEM;
-	PsMove *base = eb->moves + eb->n;
-	size_t cnt = 0;
-	for (int k = 0; k < ne; k++) {
-		bool listed = false;
-		for (size_t l = 0; l < nl; l++)
-			if (lv[l].move == cand[k].move) listed = true;
-		if (!listed) eb->converged++;
-		PsMove pm = {cand[k].move, 0, cand[k].next};
-		base[cnt++] = pm;
-	}
-	/* Listed moves that are not edges stay leaves; a move listed twice keeps
-	 * its first line. */
-	for (size_t l = 0; l < nl; l++) {
-		bool dup = false;
-		for (size_t k = 0; k < cnt && !dup; k++)
-			if (base[k].move == lv[l].move) dup = true;
-		if (dup) continue;
-		PsMove pm = {lv[l].move, lv[l].value, PS_NONE};
-		base[cnt++] = pm;
-	}
-	eb->n += cnt;
-	g->m.mstart[i + 1] = (uint32_t)eb->n;
-	return 0;
-}
-
-/* ---- pass 3: output ----------------------------------------------------------------- */
-
-typedef struct {
-	Move move;
-	Vd vd;
-} OutMove;
-
-static int write_node(FILE *f, const Graph *g, uint32_t i, const char *sfen, size_t sfen_len,
-                      bool shrink, OutMove *buf)
-{
-	if (fwrite("sfen ", 1, 5, f) != 5 || fwrite(sfen, 1, sfen_len, f) != sfen_len ||
-	    fputc('\n', f) == EOF)
-		return PETASHOCK_EIO;
-	size_t n = 0;
-	for (uint32_t k = g->m.mstart[i]; k < g->m.mstart[i + 1]; k++) {
-		const PsMove *m = &g->m.moves[k];
-		OutMove o = {m->move, mm_move_vd(&g->m, m)};
-		/* A move into a perpetual-check loop where the opponent is in check
-		 * must not win a tie against an equal exit. */
-		if (m->next != PS_NONE && (g->m.flags[m->next] & F_LOOP) &&
-		    (g->m.flags[m->next] & F_CHECKED))
-			o.vd.depth = PS_DEPTH_PCHECK;
-		/* Insertion sort: stable, like the reference's sort on short lists. */
-		size_t p = n++;
-		while (p > 0 && mm_vd_better(o.vd, buf[p - 1].vd)) {
-			buf[p] = buf[p - 1];
-			p--;
-		}
-		buf[p] = o;
-	}
-	bool white = g->m.flags[i] & F_WHITE;
-	char line[DB2016_LINE_MAX];
-	for (size_t k = 0; k < n; k++) {
-		Vd v = buf[k].vd;
-		if (shrink && v.value != buf[0].vd.value) continue;
-		/* Same value as the best by another route: shown one lower so that
-		 * an engine reading the book prefers the best line. */
-		int value = v.value;
-		if (k > 0 && v.value == buf[0].vd.value && v.depth != buf[0].vd.depth) value--;
-		Move m = white ? flip_move(buf[k].move) : buf[k].move;
-		size_t len = db2016_format_move(line, m, MOVE_NONE, value, v.depth);
-		if (fwrite(line, 1, len, f) != len) return PETASHOCK_EIO;
-	}
-	return 0;
 }
 
 /* ---- driver ------------------------------------------------------------------------- */
@@ -515,7 +218,7 @@ static void *part_read_nodes(void *arg)
 		}
 		if (pt->k == 0 && pt->nb.n % PS_PROGRESS_EVERY == 0)
 			report(opt, "reading", pt->nb.n * (size_t)pt->run->nparts);
-		if ((rc = add_node(&pt->nb, &rec)) < 0) {
+		if ((rc = ps_add_node(&pt->nb, &rec)) < 0) {
 			part_fail(pt, rc, "%s:%ld: %s", pt->run->in_path, rec.line,
 			          petashock_strerror(rc));
 			goto done;
@@ -582,7 +285,7 @@ static int join_nodes(PsRun *p)
 		    append((void **)&g->leaves, nleaves, b->leaves, b->nleaves, sizeof *b->leaves))
 			return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 		nleaves += b->nleaves;
-		nodebuf_free(b);
+		ps_nodebuf_free(b);
 	}
 	/* lstart has n + 1 entries: lstart[node0] of a part is the previous
 	 * part's end, the same as its own first offset. */
@@ -598,7 +301,7 @@ static int join_nodes(PsRun *p)
 		pt->skip = NULL;
 	}
 	/* Later records override earlier ones with the same key: insert in order. */
-	if (put_all(&g->map, g->keys, n) < 0)
+	if (ps_put_all(&g->map, g->keys, n) < 0)
 		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	p->st.nodes = n;
 	p->st.in_check = 0;
@@ -728,11 +431,11 @@ static int edges_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
 	(void)ctx;
 	const Position *bpos = pt->tmp;
 	if (sfen_parse(pt->tmp, rec->sfen, NULL, NULL) < 0 ||
-	    (pt->tmp->side == WHITE && flip_position(pt->tmp2, pt->tmp) < 0))
+	    (pt->tmp->side == WHITE && ps_flip_position(pt->tmp2, pt->tmp) < 0))
 		return part_fail(pt, PETASHOCK_ECHANGED, "%s:%ld: input changed between passes",
 		                 pt->run->in_path, rec->line);
 	if (pt->tmp->side == WHITE) bpos = pt->tmp2;
-	int rc = add_edges(&pt->run->g, i, bpos, &pt->eb);
+	int rc = ps_add_edges(&pt->run->g, i, bpos, &pt->eb);
 	return rc < 0 ? part_fail(pt, rc, "out of memory") : 0;
 }
 
@@ -817,8 +520,8 @@ static int analyse(PsRun *p)
 static int write_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
 {
 	const PsRun *p = pt->run;
-	if (write_node(pt->out, &p->g, i, rec->sfen, rec->sfen_len, p->opt && p->opt->shrink, ctx) <
-	    0)
+	if (ps_write_node(pt->out, &p->g, i, rec->sfen, rec->sfen_len, p->opt && p->opt->shrink,
+	                  ctx) < 0)
 		return part_fail(pt, PETASHOCK_EIO, "%s: write error", pt->out_path);
 	return 0;
 }
@@ -956,7 +659,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 	p->st.write_ms = clock_ms_f() - t2;
 	for (int k = 0; k < PS_MAX_PARTS; k++) {
 		PsPart *pt = &p->part[k];
-		nodebuf_free(&pt->nb);
+		ps_nodebuf_free(&pt->nb);
 		free(pt->skip);
 		for (size_t j = 0; j < pt->wb.n; j++) free(pt->wb.msg[j]);
 		free(pt->wb.msg);
@@ -965,7 +668,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		free(pt->tmp);
 		free(pt->tmp2);
 	}
-	graph_free(&p->g);
+	ps_graph_free(&p->g);
 	free(p->skip);
 	if (stats) *stats = p->st;
 	free(p);
