@@ -313,10 +313,13 @@ static int flush_invalidations(Selector *s)
 	size_t sp = 0;
 	if (array_grow((void **)&s->stack, &s->capstack, s->npending, sizeof *s->stack, 64))
 		return SEL_ENOMEM;
+	/* The changed nodes themselves always pass the walk on to their parents
+	 * (what changed is their state, not only a value below them). */
 	for (size_t k = 0; k < s->npending; k++) {
 		uint32_t i = s->pending[k];
 		if (s->nodes[i].stamp == stamp) continue;
 		s->nodes[i].stamp = stamp;
+		s->nodes[i].flags &= (uint8_t)~NF_STALE;
 		s->stack[sp++] = i;
 	}
 	s->npending = 0;
@@ -324,6 +327,10 @@ static int flush_invalidations(Selector *s)
 		SelNode *n = &s->nodes[s->stack[--sp]];
 		if (n->bound != B_NONE) s->st.invalidated++;
 		n->bound = B_NONE;
+		/* Stale: the walk that cleared it went on above, and nothing above
+		 * has used its value since; the walk stops here. */
+		if (n->flags & NF_STALE) continue;
+		n->flags |= NF_STALE;
 		for (uint32_t l = n->parents; l; l = s->links[l - 1].next) {
 			uint32_t p = s->links[l - 1].node;
 			if (s->nodes[p].stamp == stamp) continue;

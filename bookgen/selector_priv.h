@@ -25,6 +25,10 @@
 #define NF_EXPANDED 0x02
 #define NF_LEASED 0x04
 #define NF_ONPATH 0x08
+/* Bounds cleared by an invalidation walk and the node not searched since: no
+ * bound stored after that walk used its value, and every node above it was
+ * cleared by that walk, so the next walk that reaches it stops there. */
+#define NF_STALE 0x10
 
 /* Edge flags. */
 #define EF_EVAL 0x01
