@@ -423,11 +423,24 @@ int sel_g_expand(Selector *s, uint32_t i)
 	}
 	int nlegal = movegen_legal(pos, s->legal);
 	int r;
+	/* Every key first, its slot prefetched: the lookups below then mostly
+	 * wait for one memory access at a time no more (a big book's map is far
+	 * larger than the caches). */
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *bm = &rec->moves[k];
 		/* A move joseki prune marked avoided is not played: not searched. */
+		bool use = !(bm->flags & BOOKDB_MOVE_AVOIDED) && pos_is_legal(pos, bm->move);
+		s->stored_after[k] = use ? pos_key_after(pos, bm->move) : (Key){0, 0};
+		if (use) keymap_prefetch(&s->map, s->stored_after[k]);
+	}
+	for (int j = 0; j < nlegal; j++) {
+		s->legal_after[j] = pos_key_after(pos, s->legal[j]);
+		keymap_prefetch(&s->map, s->legal_after[j]);
+	}
+	for (int k = 0; k < rec->nmoves; k++) {
+		const BookMove *bm = &rec->moves[k];
 		if ((bm->flags & BOOKDB_MOVE_AVOIDED) || !pos_is_legal(pos, bm->move)) continue;
-		int64_t c = sel_g_find_or_create(s, pos_key_after(pos, bm->move));
+		int64_t c = sel_g_find_or_create(s, s->stored_after[k]);
 		if (c < 0) return (int)c;
 		uint8_t f = 0;
 		if (bm->flags & BOOKDB_MOVE_EVAL) f |= EF_EVAL;
@@ -442,7 +455,7 @@ int sel_g_expand(Selector *s, uint32_t i)
 		for (k = 0; k < rec->nmoves; k++)
 			if (rec->moves[k].move == m) break;
 		if (k < rec->nmoves) continue;
-		int64_t c = lookup(s, pos_key_after(pos, m));
+		int64_t c = lookup(s, s->legal_after[j]);
 		if (c == -1) continue;
 		if (c < 0) return (int)c;
 		r = add_edge(s, i, (uint32_t)c, m, 0, 0);

@@ -108,6 +108,9 @@ struct Selector {
 	Position *pos;
 	uint8_t *enc;
 	Move legal[MOVEGEN_MAX];
+	/* sel_g_expand: the keys after the stored moves and after the legal
+	 * ones, computed (and their map slots prefetched) before the lookups. */
+	Key stored_after[BOOKDB_MAX_MOVES], legal_after[MOVEGEN_MAX];
 	uint32_t pv[SEL_MAX_PLY + 1][SEL_MAX_PLY + 1]; /* triangular PV of edge indices */
 	int pvlen[SEL_MAX_PLY + 1];
 };
