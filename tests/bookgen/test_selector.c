@@ -492,6 +492,20 @@ static void test_bookgen__select_command_prints_json_leaves(void **state)
 	free(dir);
 }
 
+/* A 3,000-position synthetic book dir/b (its path in book); the test's seed. */
+static unsigned long long synth_book(char *book, size_t cap, const char *dir, const char *test)
+{
+	unsigned long long seed = ts_seed(test);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, "%s synth %s/b --positions 3000 --seed %llu --quiet",
+	                 ts_joseki(), dir, seed % 1000000);
+	assert_int_equal(rc, 0);
+	free(out);
+	free(err);
+	snprintf(book, cap, "%s/b", dir);
+	return seed;
+}
+
 /* The leaf thought: up to four legal moves with pseudo-random evals from salt. */
 static void think_leaf(BookRecord *rec, Position *pos, const SelLeaf *a, unsigned long long salt)
 {
@@ -522,16 +536,8 @@ static void think_leaf(BookRecord *rec, Position *pos, const SelLeaf *a, unsigne
 static void test_bookgen__incremental_bounds_agree_with_full_searches(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp();
-	unsigned long long seed = ts_seed("incremental_bounds");
-	char *out = NULL, *err = NULL;
-	int rc = ts_runf(&out, &err, "%s synth %s/b --positions 3000 --seed %llu --quiet",
-	                 ts_joseki(), dir, seed % 1000000);
-	assert_int_equal(rc, 0);
-	free(out);
-	free(err);
-	char book[4096];
-	snprintf(book, sizeof book, "%s/b", dir);
+	char *dir = ts_mkdtemp(), book[4096];
+	unsigned long long seed = synth_book(book, sizeof book, dir, "incremental_bounds");
 	SelStats st;
 	Selector *s = open_selector(book, 100), *r = open_selector(book, 100), *z = NULL;
 	SelLeaf *a = malloc(sizeof *a), *b = malloc(sizeof *b), *c = malloc(sizeof *c);
@@ -613,16 +619,8 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 static void test_bookgen__bounds_stay_exact_with_many_leases_outstanding(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp();
-	unsigned long long seed = ts_seed("many_leases");
-	char *out = NULL, *err = NULL;
-	int rc = ts_runf(&out, &err, "%s synth %s/b --positions 3000 --seed %llu --quiet",
-	                 ts_joseki(), dir, seed % 1000000);
-	assert_int_equal(rc, 0);
-	free(out);
-	free(err);
-	char book[4096];
-	snprintf(book, sizeof book, "%s/b", dir);
+	char *dir = ts_mkdtemp(), book[4096];
+	unsigned long long seed = synth_book(book, sizeof book, dir, "many_leases");
 	Selector *s = open_selector(book, 100), *r = open_selector(book, 100);
 	enum { BATCH = 8, HELD = 4 };
 	SelLeaf *held = calloc(BATCH * (HELD + 1), sizeof *held), *b = malloc(sizeof *b);
