@@ -54,7 +54,7 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 		n = &s->nodes[i];
 	}
 	s->st.visits++;
-	n->flags |= NF_ONPATH;
+	n->flags = (uint8_t)((n->flags & ~NF_STALE) | NF_ONPATH);
 	n->ply = (uint16_t)ply;
 	s->pvlen[ply] = 0;
 	int alpha0 = alpha, best = -SEL_INF, bestk = -1, usable = 0, rm = INT_MAX;

@@ -313,10 +313,13 @@ static int flush_invalidations(Selector *s)
 	size_t sp = 0;
 	if (array_grow((void **)&s->stack, &s->capstack, s->npending, sizeof *s->stack, 64))
 		return SEL_ENOMEM;
+	/* The changed nodes themselves always pass the walk on to their parents
+	 * (what changed is their state, not only a value below them). */
 	for (size_t k = 0; k < s->npending; k++) {
 		uint32_t i = s->pending[k];
 		if (s->nodes[i].stamp == stamp) continue;
 		s->nodes[i].stamp = stamp;
+		s->nodes[i].flags &= (uint8_t)~NF_STALE;
 		s->stack[sp++] = i;
 	}
 	s->npending = 0;
@@ -324,6 +327,10 @@ static int flush_invalidations(Selector *s)
 		SelNode *n = &s->nodes[s->stack[--sp]];
 		if (n->bound != B_NONE) s->st.invalidated++;
 		n->bound = B_NONE;
+		/* Stale: the walk that cleared it went on above, and nothing above
+		 * has used its value since; the walk stops here. */
+		if (n->flags & NF_STALE) continue;
+		n->flags |= NF_STALE;
 		for (uint32_t l = n->parents; l; l = s->links[l - 1].next) {
 			uint32_t p = s->links[l - 1].node;
 			if (s->nodes[p].stamp == stamp) continue;
@@ -416,11 +423,24 @@ int sel_g_expand(Selector *s, uint32_t i)
 	}
 	int nlegal = movegen_legal(pos, s->legal);
 	int r;
+	/* Every key first, its slot prefetched: the lookups below then mostly
+	 * wait for one memory access at a time no more (a big book's map is far
+	 * larger than the caches). */
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *bm = &rec->moves[k];
 		/* A move joseki prune marked avoided is not played: not searched. */
+		bool use = !(bm->flags & BOOKDB_MOVE_AVOIDED) && pos_is_legal(pos, bm->move);
+		s->stored_after[k] = use ? pos_key_after(pos, bm->move) : (Key){0, 0};
+		if (use) keymap_prefetch(&s->map, s->stored_after[k]);
+	}
+	for (int j = 0; j < nlegal; j++) {
+		s->legal_after[j] = pos_key_after(pos, s->legal[j]);
+		keymap_prefetch(&s->map, s->legal_after[j]);
+	}
+	for (int k = 0; k < rec->nmoves; k++) {
+		const BookMove *bm = &rec->moves[k];
 		if ((bm->flags & BOOKDB_MOVE_AVOIDED) || !pos_is_legal(pos, bm->move)) continue;
-		int64_t c = sel_g_find_or_create(s, pos_key_after(pos, bm->move));
+		int64_t c = sel_g_find_or_create(s, s->stored_after[k]);
 		if (c < 0) return (int)c;
 		uint8_t f = 0;
 		if (bm->flags & BOOKDB_MOVE_EVAL) f |= EF_EVAL;
@@ -435,7 +455,7 @@ int sel_g_expand(Selector *s, uint32_t i)
 		for (k = 0; k < rec->nmoves; k++)
 			if (rec->moves[k].move == m) break;
 		if (k < rec->nmoves) continue;
-		int64_t c = lookup(s, pos_key_after(pos, m));
+		int64_t c = lookup(s, s->legal_after[j]);
 		if (c == -1) continue;
 		if (c < 0) return (int)c;
 		r = add_edge(s, i, (uint32_t)c, m, 0, 0);

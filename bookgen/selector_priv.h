@@ -25,6 +25,10 @@
 #define NF_EXPANDED 0x02
 #define NF_LEASED 0x04
 #define NF_ONPATH 0x08
+/* Bounds cleared by an invalidation walk and the node not searched since: no
+ * bound stored after that walk used its value, and every node above it was
+ * cleared by that walk, so the next walk that reaches it stops there. */
+#define NF_STALE 0x10
 
 /* Edge flags. */
 #define EF_EVAL 0x01
@@ -104,6 +108,9 @@ struct Selector {
 	Position *pos;
 	uint8_t *enc;
 	Move legal[MOVEGEN_MAX];
+	/* sel_g_expand: the keys after the stored moves and after the legal
+	 * ones, computed (and their map slots prefetched) before the lookups. */
+	Key stored_after[BOOKDB_MAX_MOVES], legal_after[MOVEGEN_MAX];
 	uint32_t pv[SEL_MAX_PLY + 1][SEL_MAX_PLY + 1]; /* triangular PV of edge indices */
 	int pvlen[SEL_MAX_PLY + 1];
 };

@@ -492,6 +492,41 @@ static void test_bookgen__select_command_prints_json_leaves(void **state)
 	free(dir);
 }
 
+/* A 3,000-position synthetic book dir/b (its path in book); the test's seed. */
+static unsigned long long synth_book(char *book, size_t cap, const char *dir, const char *test)
+{
+	unsigned long long seed = ts_seed(test);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, "%s synth %s/b --positions 3000 --seed %llu --quiet",
+	                 ts_joseki(), dir, seed % 1000000);
+	assert_int_equal(rc, 0);
+	free(out);
+	free(err);
+	snprintf(book, cap, "%s/b", dir);
+	return seed;
+}
+
+/* The leaf thought: up to four legal moves with pseudo-random evals from salt. */
+static void think_leaf(BookRecord *rec, Position *pos, const SelLeaf *a, unsigned long long salt)
+{
+	pos_set_startpos(pos);
+	for (int j = 0; j < a->nmoves; j++) pos_do_move(pos, a->moves[j]);
+	assert_true(key_equal(pos_key(pos), a->key));
+	Move legal[MOVEGEN_MAX];
+	int n = movegen_legal(pos, legal);
+	bookdb_record_init(rec, pos);
+	rec->flags = BOOKDB_REC_THOUGHT;
+	rec->think_depth = 5;
+	for (int j = 0; j < n && j < 4; j++) {
+		BookMove *m = &rec->moves[rec->nmoves++];
+		memset(m, 0, sizeof *m);
+		m->move = legal[j];
+		m->flags = BOOKDB_MOVE_EVAL;
+		m->eval = (int16_t)((int)((salt + (unsigned)j * 17) % 400) - 200);
+		m->depth = 5;
+	}
+}
+
 /*
  * On a synthetic book (transpositions and repetition cycles included), a
  * selector that keeps its bounds across leases and results finds the same
@@ -501,16 +536,8 @@ static void test_bookgen__select_command_prints_json_leaves(void **state)
 static void test_bookgen__incremental_bounds_agree_with_full_searches(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp();
-	unsigned long long seed = ts_seed("incremental_bounds");
-	char *out = NULL, *err = NULL;
-	int rc = ts_runf(&out, &err, "%s synth %s/b --positions 3000 --seed %llu --quiet",
-	                 ts_joseki(), dir, seed % 1000000);
-	assert_int_equal(rc, 0);
-	free(out);
-	free(err);
-	char book[4096];
-	snprintf(book, sizeof book, "%s/b", dir);
+	char *dir = ts_mkdtemp(), book[4096];
+	unsigned long long seed = synth_book(book, sizeof book, dir, "incremental_bounds");
 	SelStats st;
 	Selector *s = open_selector(book, 100), *r = open_selector(book, 100), *z = NULL;
 	SelLeaf *a = malloc(sizeof *a), *b = malloc(sizeof *b), *c = malloc(sizeof *c);
@@ -556,25 +583,7 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 		assert_int_equal(sel_lease(r, a->key), 0);
 		assert_int_equal(sel_lease(z, a->key), 0);
 		if (step % 3 == 0) {
-			/* Think the leaf: up to four legal moves with pseudo-random evals. */
-			pos_set_startpos(pos);
-			for (int j = 0; j < a->nmoves; j++) pos_do_move(pos, a->moves[j]);
-			assert_true(key_equal(pos_key(pos), a->key));
-			Move legal[MOVEGEN_MAX];
-			int n = movegen_legal(pos, legal);
-			bookdb_record_init(rec, pos);
-			rec->flags = BOOKDB_REC_THOUGHT;
-			rec->think_depth = 5;
-			for (int j = 0; j < n && j < 4; j++) {
-				BookMove *m = &rec->moves[rec->nmoves++];
-				memset(m, 0, sizeof *m);
-				m->move = legal[j];
-				m->flags = BOOKDB_MOVE_EVAL;
-				m->eval =
-				    (int16_t)((int)((seed + (unsigned)(step * 31 + j * 17)) % 400) -
-				              200);
-				m->depth = 5;
-			}
+			think_leaf(rec, pos, a, seed + (unsigned)step * 31);
 			assert_int_equal(sel_add_result(s, a->key, rec), 0);
 			assert_int_equal(sel_add_result(r, a->key, rec), 0);
 			assert_int_equal(sel_add_result(z, a->key, rec), 0);
@@ -600,6 +609,80 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 	free(dir);
 }
 
+/*
+ * The coordinator's pattern: many leaves leased at once, their results (or
+ * releases) coming in later in another order, so invalidation walks meet
+ * nodes that earlier walks cleared and no search has visited since (where a
+ * walk stops). Every selection's value and the root value must still equal
+ * those of a selector that forgets all its bounds before each search.
+ */
+static void test_bookgen__bounds_stay_exact_with_many_leases_outstanding(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[4096];
+	unsigned long long seed = synth_book(book, sizeof book, dir, "many_leases");
+	Selector *s = open_selector(book, 100), *r = open_selector(book, 100);
+	enum { BATCH = 8, HELD = 4 };
+	SelLeaf *held = calloc(BATCH * (HELD + 1), sizeof *held), *b = malloc(sizeof *b);
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_non_null(held);
+	assert_non_null(b);
+	assert_non_null(pos);
+	assert_non_null(rec);
+	int nheld = 0, checked = 0, thought = 0;
+	for (int round = 0; round < 60; round++) {
+		/* A lease: up to BATCH leaves, each compared with a full search. */
+		for (int i = 0; i < BATCH; i++) {
+			sel_clear_bounds(r);
+			int g1 = sel_select(&held[nheld], s), g2 = sel_select(b, r);
+			assert_int_equal(g1, g2);
+			if (!g1) break;
+			assert_int_equal(held[nheld].value, b->value);
+			assert_int_equal(sel_lease(s, held[nheld].key), 0);
+			assert_int_equal(sel_lease(r, held[nheld].key), 0);
+			nheld++;
+			checked++;
+		}
+		/* The oldest lease comes back: most leaves thought, newest first,
+		 * every fifth released unthought. */
+		if (nheld >= BATCH * HELD || round % 7 == 6) {
+			int k = nheld < BATCH ? nheld : BATCH;
+			for (int i = k - 1; i >= 0; i--) {
+				SelLeaf *a = &held[i];
+				if ((round + i) % 5 == 0) {
+					assert_int_equal(sel_release(s, a->key), 0);
+					assert_int_equal(sel_release(r, a->key), 0);
+					continue;
+				}
+				think_leaf(rec, pos, a, seed + (unsigned)(round * 131 + i * 7));
+				assert_int_equal(sel_add_result(s, a->key, rec), 0);
+				assert_int_equal(sel_add_result(r, a->key, rec), 0);
+				thought++;
+			}
+			memmove(held, held + k, (size_t)(nheld - k) * sizeof *held);
+			nheld -= k;
+			int v1, v2;
+			bool h1, h2;
+			sel_clear_bounds(r);
+			assert_int_equal(sel_root_value(&v1, &h1, s, 0), 0);
+			assert_int_equal(sel_root_value(&v2, &h2, r, 0), 0);
+			assert_int_equal(h1, h2);
+			assert_int_equal(v1, v2);
+		}
+	}
+	assert_true(checked > 300);
+	assert_true(thought > 150);
+	free(pos);
+	free(rec);
+	free(held);
+	free(b);
+	sel_free(s);
+	sel_free(r);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -610,6 +693,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__kif_bonus_changes_the_choice),
 	    cmocka_unit_test(test_bookgen__window_batch_returns_every_leaf_within_the_window),
 	    cmocka_unit_test(test_bookgen__incremental_bounds_agree_with_full_searches),
+	    cmocka_unit_test(test_bookgen__bounds_stay_exact_with_many_leases_outstanding),
 	    cmocka_unit_test(test_bookgen__unthought_root_is_the_first_leaf),
 	    cmocka_unit_test(test_bookgen__select_command_prints_json_leaves),
 	};
