@@ -58,8 +58,12 @@ while [ -z "$port" ]; do
 done
 load_s=$(($(date +%s) - t0))
 cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-line=$($J bench-work --server "http://127.0.0.1:$port" --token-file "$tmp/token" \
-	--clients "$CLIENTS" --seconds "$SECS" --max "$MAX")
+if ! line=$($J bench-work --server "http://127.0.0.1:$port" --token-file "$tmp/token" \
+	--clients "$CLIENTS" --seconds "$SECS" --max "$MAX"); then
+	echo "bench_cluster: the load generator failed; the coordinator's last words:" >&2
+	tail -n 5 "$tmp/serve.err" >&2
+	exit 1
+fi
 hz=$(getconf CLK_TCK)
 coord_cpu_s=$(awk -v c0="$cpu0" -v hz="$hz" '{printf "%.1f", ($14 + $15 - c0) / hz}' "/proc/$pid/stat")
 rss_mb=$(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
