@@ -10,8 +10,10 @@
  * by coord_commit, so the book and the work state never disagree on disk.
  * A book error leaves the Coord broken (every later call answers COORD_EBOOK,
  * nothing more is committed): the process restarts from the last commit.
+ * The work database's records are written and read back in coord_store.c;
+ * the types both files use are in coord_priv.h.
  */
-#include "bookgen/coord.h"
+#include "bookgen/coord_priv.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -26,69 +28,6 @@
 #include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
-
-enum { POS_PENDING = 'P', POS_DONE = 'D', POS_RETURNED = 'R' };
-enum { WHERE_QUEUED = 1, WHERE_LEASED, WHERE_ASIDE };
-
-typedef struct {
-	Key key;
-	uint8_t state;
-	char sfen[SFEN_MAX];
-} LPos;
-
-typedef struct {
-	Key key; /* the lease map's key: hi the lease id, lo 0 */
-	int64_t expires_ms;
-	char token[COORD_NAME_MAX + 1];
-	char worker[COORD_NAME_MAX + 1];
-	int n, pending;
-	LPos *pos;
-} Lease;
-
-typedef struct {
-	Key key; /* the key map's key */
-	uint8_t where, tries;
-	uint64_t lease;                /* WHERE_LEASED: the lease holding it */
-	char last[COORD_NAME_MAX + 1]; /* the worker whose try failed last ("" none) */
-	char sfen[SFEN_MAX];
-} KeyState;
-
-typedef struct {
-	char sfen[SFEN_MAX];
-} RootSfen;
-
-struct Coord {
-	BookDB *db;
-	CoordOptions opt;
-	Selector *sel;
-	BookWriter *w;
-	BookRecord *rec;
-	Position *pos;
-	SearchResult *res;
-	SelLeaf *leaf;
-	SelLeaf *batch; /* COORD_MAX_BATCH of them (window selection) */
-	RootSfen *roots;
-	int nroots;
-	Lease *leases; /* nleases of them, indexed by lease_map */
-	size_t nleases, capleases;
-	KeyState *keys; /* nkeys of them, indexed by key_map */
-	size_t nkeys, capkeys;
-	KeyMap lease_map, key_map;
-	Key *queue; /* returned positions, oldest first (stale entries skipped) */
-	size_t nqueue, capqueue;
-	uint64_t queued; /* KeyStates WHERE_QUEUED */
-	uint64_t next_id;
-	bool broken;
-	uint8_t *buf; /* serialisation scratch */
-	size_t capbuf;
-	CoordWorkerSeen *seen;
-	size_t nseen, capseen;
-	uint64_t results, failed, minimax_runs, since_minimax;
-	int64_t last_minimax_ms;
-	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms;
-	int64_t sec_stamp[60];
-	uint32_t sec_count[60];
-};
 
 const char *coord_strerror(int code)
 {
@@ -153,127 +92,17 @@ static void dense_del(KeyMap *m, void *arr, size_t *n, size_t size, size_t i)
 	(void)rc;
 }
 
-/* ---- persistence (layouts in coord.h) ---- */
-
-static int broken(Coord *c, char *err, const char *what, int rc)
-{
-	c->broken = true;
-	return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s: %s", what,
-	                  rc < 0 ? bookdb_strerror(rc) : "failed");
-}
-
-static int work_txn(Coord *c, BookTxn **t, char *err)
-{
-	int rc = bookdb_writer_txn(t, c->w);
-	return rc < 0 ? broken(c, err, "writing the work state", rc) : 0;
-}
-
-static int put_u8str(uint8_t *p, const char *s)
-{
-	size_t n = strlen(s);
-	p[0] = (uint8_t)n;
-	memcpy(p + 1, s, n);
-	return (int)n + 1;
-}
-
-static int lease_put(Coord *c, const Lease *l, char *err)
-{
-	size_t need = 8 + 2 * (COORD_NAME_MAX + 1) + 2 + (size_t)l->n * (1 + 16 + 1 + SFEN_MAX);
-	if (array_grow((void **)&c->buf, &c->capbuf, need, 1, 4096))
-		return broken(c, err, "writing a lease", BOOKDB_ENOMEM);
-	uint8_t *p = c->buf;
-	uint64_t e = (uint64_t)l->expires_ms;
-	for (int i = 0; i < 8; i++) *p++ = (uint8_t)(e >> (8 * i));
-	p += put_u8str(p, l->token);
-	p += put_u8str(p, l->worker);
-	*p++ = (uint8_t)(l->n & 0xff);
-	*p++ = (uint8_t)(l->n >> 8);
-	for (int i = 0; i < l->n; i++) {
-		*p++ = l->pos[i].state;
-		key_to_bytes(l->pos[i].key, p);
-		p += 16;
-		p += put_u8str(p, l->pos[i].sfen);
-	}
-	uint8_t k[9] = {'L'};
-	for (int i = 0; i < 8; i++) k[1 + i] = (uint8_t)(l->key.hi >> (56 - 8 * i));
-	BookTxn *t;
-	int rc = work_txn(c, &t, err);
-	if (rc < 0) return rc;
-	if ((rc = bookdb_kv_put(t, BOOKDB_WORK, k, 9, c->buf, (size_t)(p - c->buf))) < 0)
-		return broken(c, err, "writing a lease", rc);
-	return 0;
-}
-
-static int lease_del_rec(Coord *c, uint64_t id, char *err)
-{
-	uint8_t k[9] = {'L'};
-	for (int i = 0; i < 8; i++) k[1 + i] = (uint8_t)(id >> (56 - 8 * i));
-	BookTxn *t;
-	int rc = work_txn(c, &t, err);
-	if (rc < 0) return rc;
-	if ((rc = bookdb_kv_del(t, BOOKDB_WORK, k, 9)) < 0 && rc != BOOKDB_ENOTFOUND)
-		return broken(c, err, "deleting a lease", rc);
-	return 0;
-}
-
-static int next_id_put(Coord *c, char *err)
-{
-	uint8_t v[8];
-	for (int i = 0; i < 8; i++) v[i] = (uint8_t)(c->next_id >> (56 - 8 * i));
-	BookTxn *t;
-	int rc = work_txn(c, &t, err);
-	if (rc < 0) return rc;
-	if ((rc = bookdb_kv_put(t, BOOKDB_WORK, "N", 1, v, 8)) < 0)
-		return broken(c, err, "writing the lease counter", rc);
-	return 0;
-}
-
-/* The tries record of ks (deleted when it has no tries). */
-static int keyrec_put(Coord *c, const KeyState *ks, char *err)
-{
-	uint8_t k[17] = {'T'}, v[4 + COORD_NAME_MAX + SFEN_MAX];
-	key_to_bytes(ks->key, k + 1);
-	BookTxn *t;
-	int rc = work_txn(c, &t, err);
-	if (rc < 0) return rc;
-	if (!ks->tries) {
-		rc = bookdb_kv_del(t, BOOKDB_WORK, k, 17);
-		if (rc < 0 && rc != BOOKDB_ENOTFOUND) return broken(c, err, "writing tries", rc);
-		return 0;
-	}
-	uint8_t *p = v;
-	*p++ = ks->tries;
-	*p++ = ks->where == WHERE_ASIDE;
-	p += put_u8str(p, ks->last);
-	p += put_u8str(p, ks->sfen);
-	if ((rc = bookdb_kv_put(t, BOOKDB_WORK, k, 17, v, (size_t)(p - v))) < 0)
-		return broken(c, err, "writing tries", rc);
-	return 0;
-}
-
-/* Reads a u8-length string into out (cap bytes with NUL); -1 when short. */
-static int get_u8str(char *out, size_t cap, const uint8_t **p, const uint8_t *end)
-{
-	if (*p >= end) return -1;
-	size_t n = **p;
-	if ((size_t)(end - *p) < n + 1 || n >= cap) return -1;
-	memcpy(out, *p + 1, n);
-	out[n] = 0;
-	*p += n + 1;
-	return 0;
-}
-
 /* ---- in-memory state ---- */
 
-static KeyState *key_get(Coord *c, Key k)
+KeyState *co_key_get(Coord *c, Key k)
 {
 	uint32_t i = keymap_find(&c->key_map, c->keys, k);
 	return i == KEYMAP_NONE ? NULL : &c->keys[i];
 }
 
 /* A new KeyState for k (not held), or NULL when memory runs out. KeyState
- * pointers last until the next key_new or key_forget. */
-static KeyState *key_new(Coord *c, Key k)
+ * pointers last until the next co_key_new or key_forget. */
+KeyState *co_key_new(Coord *c, Key k)
 {
 	return dense_add(&c->key_map, (void **)&c->keys, &c->capkeys, &c->nkeys, sizeof *c->keys,
 	                 k);
@@ -285,7 +114,7 @@ static void key_forget(Coord *c, KeyState *ks)
 	dense_del(&c->key_map, c->keys, &c->nkeys, sizeof *c->keys, (size_t)(ks - c->keys));
 }
 
-static int queue_push(Coord *c, KeyState *ks)
+int co_queue_push(Coord *c, KeyState *ks)
 {
 	if (array_grow((void **)&c->queue, &c->capqueue, c->nqueue + 1, sizeof *c->queue, 64))
 		return COORD_ENOMEM;
@@ -303,7 +132,7 @@ static Lease *lease_get(Coord *c, uint64_t id)
 
 /* Keeps the lease l, built outside the array (its id not held): the kept
  * copy, or NULL when memory runs out (l is then still the caller's). */
-static Lease *lease_keep(Coord *c, const Lease *l)
+Lease *co_lease_keep(Coord *c, const Lease *l)
 {
 	Lease *e = dense_add(&c->lease_map, (void **)&c->leases, &c->capleases, &c->nleases,
 	                     sizeof *c->leases, l->key);
@@ -362,166 +191,13 @@ static int fail_try(Coord *c, KeyState *ks, const char *worker, char *err)
 	snprintf(ks->last, sizeof ks->last, "%s", worker);
 	if (ks->tries >= COORD_MAX_TRIES) {
 		ks->where = WHERE_ASIDE; /* stays leased in the selector: never selected again */
-	} else if (queue_push(c, ks) < 0) {
-		return broken(c, err, "queueing", BOOKDB_ENOMEM);
+	} else if (co_queue_push(c, ks) < 0) {
+		return co_broken(c, err, "queueing", BOOKDB_ENOMEM);
 	}
-	return keyrec_put(c, ks, err);
+	return co_keyrec_put(c, ks, err);
 }
 
 /* ---- open, restore, free ---- */
-
-static int restore_lease(Coord *c, uint64_t id, const uint8_t *p, const uint8_t *end)
-{
-	Lease lease = {.key = {0, id}}, *l = &lease; /* kept at the end */
-	if (end - p < 8) goto bad;
-	uint64_t e = 0;
-	for (int i = 0; i < 8; i++) e |= (uint64_t)p[i] << (8 * i);
-	l->expires_ms = (int64_t)e;
-	p += 8;
-	if (get_u8str(l->token, sizeof l->token, &p, end) < 0 ||
-	    get_u8str(l->worker, sizeof l->worker, &p, end) < 0 || end - p < 2)
-		goto bad;
-	l->n = p[0] | p[1] << 8;
-	p += 2;
-	if (l->n < 1 || l->n > COORD_MAX_BATCH || !(l->pos = calloc((size_t)l->n, sizeof *l->pos)))
-		goto bad;
-	for (int i = 0; i < l->n; i++) {
-		LPos *lp = &l->pos[i];
-		if (end - p < 17) goto bad;
-		lp->state = *p++;
-		lp->key = key_from_bytes(p);
-		p += 16;
-		if (get_u8str(lp->sfen, sizeof lp->sfen, &p, end) < 0) goto bad;
-		if (lp->state == POS_PENDING) {
-			if (sel_is_thought(c->sel, lp->key)) {
-				lp->state = POS_DONE; /* cannot happen: written together */
-				continue;
-			}
-			KeyState *ks = key_get(c, lp->key);
-			if (!ks) {
-				if (!(ks = key_new(c, lp->key))) goto bad;
-				memcpy(ks->sfen, lp->sfen, sizeof ks->sfen);
-				sel_lease(c->sel, ks->key);
-			}
-			ks->where = WHERE_LEASED;
-			ks->lease = id;
-			l->pending++;
-		}
-	}
-	if (!lease_keep(c, l)) goto bad;
-	return 0;
-bad:
-	free(l->pos);
-	return COORD_EBOOK;
-}
-
-/* Tries records: set-aside keys, and queued ones (their lease gone). */
-static int restore_key(Coord *c, Key k, const uint8_t *p, const uint8_t *end)
-{
-	if (end - p < 2 || sel_is_thought(c->sel, k)) return 0;
-	KeyState *ks = key_get(c, k), tmp = {0};
-	const uint8_t *q = p + 2;
-	if (get_u8str(tmp.last, sizeof tmp.last, &q, end) < 0 ||
-	    get_u8str(tmp.sfen, sizeof tmp.sfen, &q, end) < 0)
-		return COORD_EBOOK;
-	bool fresh = !ks;
-	if (fresh) {
-		if (!(ks = key_new(c, k))) return COORD_ENOMEM;
-		memcpy(ks->sfen, tmp.sfen, sizeof ks->sfen);
-		sel_lease(c->sel, k);
-	}
-	ks->tries = p[0];
-	memcpy(ks->last, tmp.last, sizeof ks->last);
-	if (p[1]) {
-		if (ks->where == WHERE_QUEUED) c->queued--;
-		ks->where = WHERE_ASIDE;
-	} else if (fresh && queue_push(c, ks) < 0) {
-		return COORD_ENOMEM;
-	}
-	return 0;
-}
-
-static int restore(Coord *c, char *err)
-{
-	BookTxn *t;
-	BookIter *it;
-	int rc = bookdb_txn_begin(&t, c->db, false);
-	if (rc < 0)
-		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",
-		                  bookdb_strerror(rc));
-	if ((rc = bookdb_kv_iter_open(&it, t, BOOKDB_WORK)) < 0) {
-		bookdb_txn_abort(t);
-		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",
-		                  bookdb_strerror(rc));
-	}
-	const void *kv, *vv;
-	size_t kl, vl;
-	c->next_id = 1;
-	/* Keys sort "L" < "N" < "T": leases first, so tries find their leases. */
-	while (rc >= 0 && (rc = bookdb_kv_iter_next(it, &kv, &kl, &vv, &vl)) == 1) {
-		const uint8_t *k = kv, *v = vv;
-		rc = 0;
-		if (kl == 9 && k[0] == 'L') {
-			uint64_t id = 0;
-			for (int i = 0; i < 8; i++) id = id << 8 | k[1 + i];
-			rc = restore_lease(c, id, v, v + vl);
-		} else if (kl == 1 && k[0] == 'N' && vl == 8) {
-			uint64_t id = 0;
-			for (int i = 0; i < 8; i++) id = id << 8 | v[i];
-			c->next_id = id;
-		} else if (kl == 17 && k[0] == 'T') {
-			rc = restore_key(c, key_from_bytes(k + 1), v, v + vl);
-		}
-	}
-	bookdb_iter_free(it);
-	bookdb_txn_abort(t);
-	if (rc < 0)
-		return errmsg_set(err, COORD_ERRLEN,
-		                  rc == COORD_ENOMEM ? COORD_ENOMEM : COORD_EBOOK,
-		                  "coordinator: the work state in the book does not decode: %s",
-		                  rc == COORD_ENOMEM ? "out of memory" : "damaged lease or tries");
-	return 0;
-}
-
-/* The roots queued in the book (joseki extend) go to the front of the queue,
- * in queue order, so they are handed out before anything the selector picks;
- * those already thought, leased or known are skipped. The selector holds them
- * as leased while they wait, so it never hands them out a second time. */
-static int queue_extended(Coord *c, char *err)
-{
-	RootList q = {0};
-	BookTxn *t;
-	char rerr[ROOTS_ERRLEN];
-	int rc = bookdb_txn_begin(&t, c->db, false);
-	if (rc < 0)
-		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",
-		                  bookdb_strerror(rc));
-	rc = roots_queue_load(&q, t, rerr);
-	bookdb_txn_abort(t);
-	if (rc < 0) {
-		roots_free(&q);
-		return errmsg_set(err, COORD_ERRLEN,
-		                  rc == ROOTS_ENOMEM ? COORD_ENOMEM : COORD_EBOOK,
-		                  "coordinator: queued roots: %s", rerr);
-	}
-	rc = 0;
-	for (size_t i = 0; i < q.n && rc == 0; i++) {
-		if (position_parse(c->pos, q.specs[i], NULL) < 0)
-			continue; /* checked when queued */
-		Key k = pos_key(c->pos);
-		if (key_get(c, k) || sel_is_thought(c->sel, k)) continue;
-		KeyState *ks = key_new(c, k);
-		if (!ks) {
-			rc = COORD_ENOMEM;
-			break;
-		}
-		sfen_write(c->pos, ks->sfen, sizeof ks->sfen);
-		if (queue_push(c, ks) < 0 || sel_lease(c->sel, k) < 0) rc = COORD_ENOMEM;
-	}
-	roots_free(&q);
-	return rc < 0 ? errmsg_set(err, COORD_ERRLEN, rc, "coordinator: %s", "out of memory") : 0;
-}
-
 int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 {
 	*out = NULL;
@@ -564,7 +240,7 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 		sfen_write(c->pos, c->roots[r].sfen, sizeof c->roots[r].sfen);
 		if ((rc = sel_add_root(c->sel, pos_key(c->pos), c->pos->side)) < 0) goto fail;
 	}
-	if ((rc = restore(c, err)) < 0 || (rc = queue_extended(c, err)) < 0) goto fail;
+	if ((rc = co_restore(c, err)) < 0 || (rc = co_queue_extended(c, err)) < 0) goto fail;
 	/* Commits only when told (coord_commit): results and work state together. */
 	if (bookdb_writer_new(&c->w, db, SIZE_MAX) < 0) {
 		rc = errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",
@@ -609,7 +285,7 @@ static void take_queued(Coord *c, Lease *l, int max, const char *worker)
 {
 	size_t j = 0;
 	for (size_t i = 0; i < c->nqueue; i++) {
-		KeyState *ks = key_get(c, c->queue[i]);
+		KeyState *ks = co_key_get(c, c->queue[i]);
 		if (!ks || ks->where != WHERE_QUEUED) continue; /* stale entry */
 		if (l->n >= max || !strcmp(ks->last, worker)) {
 			c->queue[j++] = c->queue[i];
@@ -630,9 +306,9 @@ static void take_queued(Coord *c, Lease *l, int max, const char *worker)
 static int lease_leaf(Coord *c, Lease *l, const SelLeaf *leaf, char *err)
 {
 	if (sel_leaf_position(c->pos, c->roots[leaf->root].sfen, leaf) < 0)
-		return broken(c, err, "selection (a leaf its root does not reach)", -1);
-	KeyState *ks = key_new(c, leaf->key);
-	if (!ks) return broken(c, err, "selection", BOOKDB_ENOMEM);
+		return co_broken(c, err, "selection (a leaf its root does not reach)", -1);
+	KeyState *ks = co_key_new(c, leaf->key);
+	if (!ks) return co_broken(c, err, "selection", BOOKDB_ENOMEM);
 	ks->where = WHERE_LEASED;
 	ks->lease = l->key.hi;
 	sfen_write(c->pos, ks->sfen, sizeof ks->sfen);
@@ -651,13 +327,13 @@ static int take_selected(Coord *c, Lease *l, int max, char *err)
 	if (c->batch && max - l->n > 1) {
 		rc = sel_select_batch(c->batch, (size_t)(max - l->n), c->sel, c->opt.window,
 		                      SEL_BATCH_WINDOW, -1);
-		if (rc < 0) return broken(c, err, "selection", BOOKDB_EIO);
+		if (rc < 0) return co_broken(c, err, "selection", BOOKDB_EIO);
 		for (int i = 0; i < rc; i++)
 			if ((rc = lease_leaf(c, l, &c->batch[i], err)) < 0) return rc;
 	}
 	while (l->n < max) {
 		rc = sel_select(c->leaf, c->sel);
-		if (rc < 0) return broken(c, err, "selection", BOOKDB_EIO);
+		if (rc < 0) return co_broken(c, err, "selection", BOOKDB_EIO);
 		if (rc == 0) break;
 		if ((rc = lease_leaf(c, l, c->leaf, err)) < 0) return rc;
 	}
@@ -687,12 +363,12 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 		return rc;
 	}
 	l->pending = l->n;
-	if (!(l = lease_keep(c, &lease))) {
+	if (!(l = co_lease_keep(c, &lease))) {
 		free(lease.pos);
-		return broken(c, err, "leasing", BOOKDB_ENOMEM);
+		return co_broken(c, err, "leasing", BOOKDB_ENOMEM);
 	}
 	c->next_id++;
-	if ((rc = lease_put(c, l, err)) < 0 || (rc = next_id_put(c, err)) < 0) return rc;
+	if ((rc = co_lease_put(c, l, err)) < 0 || (rc = co_next_id_put(c, err)) < 0) return rc;
 	out->id = l->key.hi;
 	out->expires_ms = l->expires_ms;
 	out->n = l->n;
@@ -806,13 +482,13 @@ static int store(Coord *c, Lease *l, int i, const CoordResult *r, int64_t now, c
 		c->broken = true;
 		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s", terr);
 	}
-	KeyState *ks = key_get(c, r->key);
+	KeyState *ks = co_key_get(c, r->key);
 	if (ks) {
 		bool had_tries = ks->tries > 0;
 		key_forget(c, ks);
 		if (had_tries) {
 			KeyState gone = {.key = r->key};
-			int rc = keyrec_put(c, &gone, err);
+			int rc = co_keyrec_put(c, &gone, err);
 			if (rc < 0) return rc;
 		}
 	}
@@ -856,7 +532,7 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 		changed = true;
 		if (what[i] == 2) {
 			lp->state = POS_RETURNED;
-			KeyState *ks = key_get(c, res[i].key);
+			KeyState *ks = co_key_get(c, res[i].key);
 			if (ks && (rc = fail_try(c, ks, l->worker, err)) < 0) return rc;
 			continue;
 		}
@@ -880,11 +556,11 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 	}
 	if (!changed) return 0;
 	if (!l->pending && !any_returned) {
-		rc = lease_del_rec(c, l->key.hi, err);
+		rc = co_lease_del_rec(c, l->key.hi, err);
 		lease_drop(c, l);
 		return rc < 0 ? rc : stored;
 	}
-	return (rc = lease_put(c, l, err)) < 0 ? rc : stored;
+	return (rc = co_lease_put(c, l, err)) < 0 ? rc : stored;
 }
 
 /* ---- abort, expiry, commit ---- */
@@ -900,13 +576,13 @@ int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, cha
 	for (int i = 0; i < l->n; i++) {
 		if (l->pos[i].state != POS_PENDING) continue;
 		l->pos[i].state = POS_RETURNED;
-		KeyState *ks = key_get(c, l->pos[i].key);
+		KeyState *ks = co_key_get(c, l->pos[i].key);
 		if (ks && ks->where == WHERE_LEASED && ks->lease == l->key.hi &&
-		    queue_push(c, ks) < 0)
-			return broken(c, err, "queueing", BOOKDB_ENOMEM);
+		    co_queue_push(c, ks) < 0)
+			return co_broken(c, err, "queueing", BOOKDB_ENOMEM);
 	}
 	l->pending = 0;
-	return lease_put(c, l, err);
+	return co_lease_put(c, l, err);
 }
 
 static int expire(Coord *c, Lease *l, char *err)
@@ -914,7 +590,7 @@ static int expire(Coord *c, Lease *l, char *err)
 	for (int i = 0; i < l->n; i++) {
 		LPos *lp = &l->pos[i];
 		if (lp->state != POS_PENDING) continue;
-		KeyState *ks = key_get(c, lp->key);
+		KeyState *ks = co_key_get(c, lp->key);
 		if (!ks || sel_is_thought(c->sel, lp->key)) {
 			lp->state = POS_DONE;
 			continue;
@@ -926,7 +602,7 @@ static int expire(Coord *c, Lease *l, char *err)
 		}
 	}
 	l->pending = 0;
-	return lease_put(c, l, err);
+	return co_lease_put(c, l, err);
 }
 
 int coord_commit(Coord *c, char *err)
@@ -935,7 +611,7 @@ int coord_commit(Coord *c, char *err)
 	double t0 = clock_ms_f();
 	int rc = bookdb_writer_flush(c->w);
 	c->commit_ms += clock_ms_f() - t0;
-	return rc < 0 ? broken(c, err, "commit", rc) : 0;
+	return rc < 0 ? co_broken(c, err, "commit", rc) : 0;
 }
 
 int coord_tick(Coord *c, int64_t now_ms, char *err)
@@ -947,7 +623,7 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 		if (l->pending && l->expires_ms <= now_ms) {
 			if ((rc = expire(c, l, err)) < 0) return rc;
 		} else if (!l->pending && l->expires_ms + COORD_FORGET_MS <= now_ms) {
-			if ((rc = lease_del_rec(c, l->key.hi, err)) < 0) return rc;
+			if ((rc = co_lease_del_rec(c, l->key.hi, err)) < 0) return rc;
 			lease_drop(c, l);
 			i--; /* the last lease moved into i */
 		}

@@ -1,0 +1,109 @@
+/*
+ * bookgen/coord_priv.h — what the coordinator's two files share: the lease
+ * logic (coord.c) and the work database it is kept in (coord_store.c).
+ * Not for use outside bookgen/coord*.c.
+ */
+#ifndef BOOKGEN_COORD_PRIV_H
+#define BOOKGEN_COORD_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bookgen/coord.h"
+#include "bookgen/selector.h"
+#include "shogi/keymap.h"
+#include "shogi/notation.h"
+
+enum { POS_PENDING = 'P', POS_DONE = 'D', POS_RETURNED = 'R' };
+enum { WHERE_QUEUED = 1, WHERE_LEASED, WHERE_ASIDE };
+
+typedef struct {
+	Key key;
+	uint8_t state;
+	char sfen[SFEN_MAX];
+} LPos;
+
+typedef struct {
+	Key key; /* the lease map's key: hi the lease id, lo 0 */
+	int64_t expires_ms;
+	char token[COORD_NAME_MAX + 1];
+	char worker[COORD_NAME_MAX + 1];
+	int n, pending;
+	LPos *pos;
+} Lease;
+
+typedef struct {
+	Key key; /* the key map's key */
+	uint8_t where, tries;
+	uint64_t lease;                /* WHERE_LEASED: the lease holding it */
+	char last[COORD_NAME_MAX + 1]; /* the worker whose try failed last ("" none) */
+	char sfen[SFEN_MAX];
+} KeyState;
+
+typedef struct {
+	char sfen[SFEN_MAX];
+} RootSfen;
+
+struct Coord {
+	BookDB *db;
+	CoordOptions opt;
+	Selector *sel;
+	BookWriter *w;
+	BookRecord *rec;
+	Position *pos;
+	SearchResult *res;
+	SelLeaf *leaf;
+	SelLeaf *batch; /* COORD_MAX_BATCH of them (window selection) */
+	RootSfen *roots;
+	int nroots;
+	Lease *leases; /* nleases of them, indexed by lease_map */
+	size_t nleases, capleases;
+	KeyState *keys; /* nkeys of them, indexed by key_map */
+	size_t nkeys, capkeys;
+	KeyMap lease_map, key_map;
+	Key *queue; /* returned positions, oldest first (stale entries skipped) */
+	size_t nqueue, capqueue;
+	uint64_t queued; /* KeyStates WHERE_QUEUED */
+	uint64_t next_id;
+	bool broken;
+	uint8_t *buf; /* serialisation scratch */
+	size_t capbuf;
+	CoordWorkerSeen *seen;
+	size_t nseen, capseen;
+	uint64_t results, failed, minimax_runs, since_minimax;
+	int64_t last_minimax_ms;
+	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms;
+	int64_t sec_stamp[60];
+	uint32_t sec_count[60];
+};
+
+/* Marks c broken (no later commit) and says what failed in err; returns
+ * COORD_EBOOK. */
+int co_broken(Coord *c, char *err, const char *what, int rc);
+
+/* coord_store.c: the work database, written through c->w (committed with the
+ * results by coord_commit). Each returns 0 or co_broken's code. */
+int co_lease_put(Coord *c, const Lease *l, char *err);
+int co_lease_del_rec(Coord *c, uint64_t id, char *err);
+int co_next_id_put(Coord *c, char *err);
+/* The tries record of ks (deleted when it has no tries). */
+int co_keyrec_put(Coord *c, const KeyState *ks, char *err);
+/* At open: the leases, the counter and the tries records read back. */
+int co_restore(Coord *c, char *err);
+/* At open: the roots queued in the book (joseki extend) go to the front of
+ * the queue, in queue order, so they are handed out before anything the
+ * selector picks; those already thought, leased or known are skipped. The
+ * selector holds them as leased while they wait. */
+int co_queue_extended(Coord *c, char *err);
+
+/* coord.c: the in-memory state. */
+KeyState *co_key_get(Coord *c, Key k);
+/* A new KeyState for k (not held), or NULL when memory runs out. KeyState
+ * pointers last until the next co_key_new or key_forget. */
+KeyState *co_key_new(Coord *c, Key k);
+int co_queue_push(Coord *c, KeyState *ks);
+/* Keeps the lease l, built outside the array (its id not held): the kept
+ * copy, or NULL when memory runs out (l is then still the caller's). */
+Lease *co_lease_keep(Coord *c, const Lease *l);
+
+#endif
