@@ -243,20 +243,12 @@ int co_restore(Coord *c, char *err)
 int co_queue_extended(Coord *c, char *err)
 {
 	RootList q = {0};
-	BookTxn *t;
 	char rerr[ROOTS_ERRLEN];
-	int rc = bookdb_txn_begin(&t, c->db, false);
+	int rc = roots_queue_read(&q, c->db, rerr);
 	if (rc < 0)
-		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",
-		                  bookdb_strerror(rc));
-	rc = roots_queue_load(&q, t, rerr);
-	bookdb_txn_abort(t);
-	if (rc < 0) {
-		roots_free(&q);
 		return errmsg_set(err, COORD_ERRLEN,
 		                  rc == ROOTS_ENOMEM ? COORD_ENOMEM : COORD_EBOOK,
 		                  "coordinator: queued roots: %s", rerr);
-	}
 	rc = 0;
 	for (size_t i = 0; i < q.n && rc == 0; i++) {
 		if (position_parse(c->pos, q.specs[i], NULL) < 0)

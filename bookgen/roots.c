@@ -292,6 +292,19 @@ int roots_queue_load(RootList *r, BookTxn *txn, char *err)
 	return ret;
 }
 
+int roots_queue_read(RootList *r, BookDB *db, char *err)
+{
+	BookTxn *txn;
+	int rc = bookdb_txn_begin(&txn, db, false);
+	if (rc < 0)
+		return errmsg_set(err, ROOTS_ERRLEN, ROOTS_EBOOK, "cannot read the book: %s",
+		                  bookdb_strerror(rc));
+	rc = roots_queue_load(r, txn, err);
+	bookdb_txn_abort(txn);
+	if (rc < 0) roots_free(r);
+	return rc;
+}
+
 int roots_queue_drop_thought(BookTxn *txn, size_t *left)
 {
 	BookIter *it = NULL;

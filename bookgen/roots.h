@@ -75,6 +75,10 @@ int roots_queue_add(BookTxn *txn, const Position *pos, bool *added);
  * Returns 0, or ROOTS_EBOOK / ROOTS_ENOMEM with err (ROOTS_ERRLEN) saying why. */
 int roots_queue_load(RootList *r, BookTxn *txn, char *err);
 
+/* roots_queue_load in a read transaction of its own; on failure the list is
+ * freed (emptied). 0, or ROOTS_EBOOK / ROOTS_ENOMEM with err saying why. */
+int roots_queue_read(RootList *r, BookDB *db, char *err);
+
 /* Removes the queued positions that are thought (write transaction txn);
  * *left (may be NULL) gets how many stay queued. 0 or a negative BOOKDB_* code. */
 int roots_queue_drop_thought(BookTxn *txn, size_t *left);

@@ -437,20 +437,12 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 	memset(out, 0, sizeof *out);
 	if (err) err[0] = 0;
 	RootList q = {0};
-	BookTxn *txn = NULL;
 	char rerr[ROOTS_ERRLEN];
-	int rc = bookdb_txn_begin(&txn, db, false);
+	int rc = roots_queue_read(&q, db, rerr);
 	if (rc < 0)
-		return errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "cannot read the book: %s",
-		                  bookdb_strerror(rc));
-	rc = roots_queue_load(&q, txn, rerr);
-	bookdb_txn_abort(txn);
-	if (rc < 0) {
-		roots_free(&q);
 		return errmsg_set(err, THINK_ERRLEN,
 		                  rc == ROOTS_ENOMEM ? THINK_ENOMEM : THINK_EBOOK,
 		                  "queued roots: %s", rerr);
-	}
 	if (q.n == 0) return think_loop(out, db, opt, err);
 	for (size_t i = 0; i < opt->nfirst; i++)
 		if (roots_add(&q, opt->first[i]) < 0) {
