@@ -3,7 +3,7 @@
 # present. Uses sudo when not root. `--check` only reports (exit 1 if missing).
 set -eu
 
-PKGS="build-essential clang libclang-rt-14-dev liblmdb-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libarchive-dev python3 p7zip-full zip xz-utils chromium fonts-ipafont-gothic wrk nginx-light clang-format"
+PKGS="build-essential clang libclang-rt-14-dev liblmdb-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libarchive-dev python3 p7zip-full zip xz-utils chromium fonts-ipafont-gothic wrk nginx-light clang-format fairy-stockfish gpsshogi"
 
 missing=""
 for p in $PKGS; do
