@@ -4,7 +4,7 @@
  *              [--book-player STR] | joseki prune BOOK --undo
  * joseki cycle BOOK --generations G --games N [match options] [think options]
  *
- * Shiba's extension/deletion cycle (bookgen/cycle.h, docs/bookgen.md "The
+ * Shiba's extension/deletion cycle (play/cycle.h, docs/bookgen.md "The
  * cycle"). extend queues, as roots in the book that think takes first, where
  * the book side's book ran out in the games and the next plies; prune marks as
  * avoided the book moves after which the book side scored too little; cycle
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "bookdb/bookdb.h"
-#include "bookgen/cycle.h"
+#include "play/cycle.h"
 #include "bookgen/selector.h"
 #include "minimax/bookmm.h"
 #include "shogi/position.h"
@@ -180,15 +180,6 @@ static void on_signal(int sig)
 	cycle_stop_flag = 1;
 }
 
-static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
-{
-	(void)ctx;
-	BookmmOptions opt;
-	memset(&opt, 0, sizeof opt);
-	BookmmStats st;
-	return bookmm_run(&st, db, &opt, err, errlen) < 0 ? -1 : 0;
-}
-
 static void on_generation(void *ctx, const CycleGenStats *g)
 {
 	(void)ctx;
@@ -325,7 +316,7 @@ int cmd_cycle(int argc, char **argv)
 	            .roots = (const char *const *)openings,
 	            .nroots = nopenings,
 	        },
-	    .minimax = run_minimax,
+	    .minimax = bookmm_hook(NULL),
 	    .stop = &cycle_stop_flag,
 	    .on_generation = on_generation,
 	    .on_step = on_step,

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "bookdb/bookdb.h"
-#include "bookgen/coord.h"
+#include "cluster/coord.h"
 #include "bookgen/selector.h"
 #include "minimax/bookmm.h"
 #include "server/server.h"
@@ -46,14 +46,6 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	if (errno || end == s || *end || v > max || s[0] == '-') return -1;
 	*out = v;
 	return 0;
-}
-
-/* The periodic minimax of the coordinator: incremental, default options. */
-static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
-{
-	(void)ctx;
-	BookmmOptions mo = {0};
-	return bookmm_run(NULL, db, &mo, err, errlen);
 }
 
 typedef struct {
@@ -149,7 +141,7 @@ int cmd_serve(int argc, char **argv)
 	                      .multipv = 1,
 	                      .kif_bonus = SEL_KIF_BONUS_DEFAULT,
 	                      .window = -1,
-	                      .minimax = run_minimax}};
+	                      .minimax = bookmm_hook(NULL)}};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		unsigned long v;

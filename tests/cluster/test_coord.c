@@ -1,6 +1,6 @@
 /*
  * tests/bookgen/test_coord.c — the cluster coordinator's lease logic
- * (bookgen/coord.h) in-process on a real LMDB book: leases, submissions
+ * (cluster/coord.h) in-process on a real LMDB book: leases, submissions
  * (idempotent, late, partial, refused), expiry to a different worker, abort,
  * three failed tries setting a position aside, a restart keeping leases, and
  * many leases coming and going in a random order.
@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "bookdb/bookdb.h"
-#include "bookgen/coord.h"
+#include "cluster/coord.h"
 #include "bookgen/roots.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"

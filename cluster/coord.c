@@ -1,5 +1,5 @@
 /*
- * bookgen/coord.c — the cluster coordinator's work logic (bookgen/coord.h).
+ * cluster/coord.c — the cluster coordinator's work logic (cluster/coord.h).
  *
  * In memory: the leases kept (id -> Lease), the positions in flight (key ->
  * KeyState: queued, leased or set aside, with their failed tries), the queue
@@ -13,7 +13,7 @@
  * The work database's records are written and read back in coord_store.c;
  * the types both files use are in coord_priv.h.
  */
-#include "bookgen/coord_priv.h"
+#include "cluster/coord_priv.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -629,7 +629,7 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 		}
 	}
 	if ((rc = coord_commit(c, err)) < 0) return rc;
-	bool due = c->opt.minimax && c->since_minimax &&
+	bool due = book_minimax_hook_set(&c->opt.minimax) && c->since_minimax &&
 	           ((c->opt.minimax_every && c->since_minimax >= c->opt.minimax_every) ||
 	            (c->opt.minimax_seconds > 0 &&
 	             now_ms - c->last_minimax_ms >= c->opt.minimax_seconds * 1000));
@@ -640,7 +640,7 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 		/* The writer has no open transaction after the commit: minimax writes. */
 		char merr[256];
 		double t0 = clock_ms_f();
-		int mrc = c->opt.minimax(c->opt.minimax_ctx, c->db, merr, sizeof merr);
+		int mrc = book_minimax_hook_run(&c->opt.minimax, c->db, merr, sizeof merr);
 		c->minimax_last_ms = clock_ms_f() - t0;
 		c->minimax_ms += c->minimax_last_ms;
 		if (mrc < 0)
