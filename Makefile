@@ -29,7 +29,7 @@ TEST_BIN  = $(TEST_SRC:%.c=$(BUILD)/%)
 LIB       = $(BUILD)/libjoseki.a
 DEPS_OK   = $(BUILD)/.deps-ok
 
-.PHONY: soak all test bench asan fuzz fuzz-ci demo clean format format-check deps
+.PHONY: soak all test bench bench-book asan fuzz fuzz-ci demo clean format format-check deps
 # Keep object files make would otherwise treat as intermediate and delete.
 .SECONDARY:
 
@@ -101,6 +101,11 @@ fuzz-ci: $(FUZZ_BIN)
 
 demo: joseki
 	@tools/demo.sh
+
+# What a grown book is worth in games, with Debian's fairy-stockfish (about
+# 30 minutes on 2 idle cores; tools/bench-book.sh says how to size it).
+bench-book: joseki
+	@tools/bench-book.sh
 
 FORMAT_SRC = $(LIB_SRC) $(TOOL_SRC) $(TEST_SRC) $(TSUP_SRC) $(FUZZ_SRC) $(wildcard */*.h tests/*/*.h)
 format:
