@@ -197,6 +197,7 @@ struct Match {
 	 * match_run while the workers play) or when the SPRT has its verdict. */
 	volatile sig_atomic_t halt;
 	pthread_mutex_t lock; /* below */
+	pthread_cond_t ended; /* a worker returned */
 	MatchResult *res;
 	bool *counted; /* per game: tallied (a pair counts when both games are) */
 	bool decided;  /* the SPRT crossed a bound: later results are not counted */
@@ -625,7 +626,10 @@ static void *worker_main(void *arg)
 			break;
 		}
 	}
+	pthread_mutex_lock(&m->lock);
 	atomic_fetch_add(&m->finished, 1);
+	pthread_cond_signal(&m->ended);
+	pthread_mutex_unlock(&m->lock);
 	return NULL;
 }
 
@@ -877,6 +881,7 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 	for (int s = 0; s < 2; s++)
 		snprintf(out->name[s], sizeof out->name[s], "%s", search_name(workers[0].eng[s]));
 	pthread_mutex_init(&m.lock, NULL);
+	pthread_cond_init(&m.ended, NULL);
 	m.start = m.last_progress = clock_s();
 	int running = 0;
 	for (; running < nworkers; running++)
@@ -887,12 +892,20 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 		 * moves, not the search under way). */
 		worker_main(&workers[0]);
 	}
-	/* Hand the caller's cancel flag on to the engines while they play. */
+	/* Hand the caller's cancel flag on to the engines while they play (it is
+	 * looked at every 20 ms; the last worker's end wakes this at once). */
+	pthread_mutex_lock(&m.lock);
 	while (atomic_load(&m.finished) < running) {
 		if (opt->cancel && *opt->cancel) m.halt = 1;
-		nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 20 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+		pthread_cond_timedwait(&m.ended, &m.lock, &until);
 	}
+	pthread_mutex_unlock(&m.lock);
 	for (int i = 0; i < running; i++) pthread_join(workers[i].thread, NULL);
+	pthread_cond_destroy(&m.ended);
 	pthread_mutex_destroy(&m.lock);
 	out->seconds = clock_s() - m.start;
 	if (m.rc < 0) {
