@@ -127,10 +127,15 @@ err:
 
 /* ---- one search ---- */
 
-int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget *budget)
+int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget *budget, Color us)
 {
 	double ms;
 	switch (budget->kind) {
+	case SEARCH_BUDGET_CLOCK: {
+		/* The clock is the limit: no factor, only the slack for the pipes. */
+		const SearchClock *c = &budget->clock;
+		return c->time[us] + c->inc[us] + c->byoyomi + cfg->slack_ms;
+	}
 	case SEARCH_BUDGET_MOVETIME:
 		ms = (double)budget->amount;
 		break;
@@ -185,12 +190,31 @@ static int build_commands(UsiEngine *e, size_t *len, const Position *pos,
 	case SEARCH_BUDGET_MOVETIME:
 		kind = "movetime";
 		break;
+	case SEARCH_BUDGET_CLOCK:
+		kind = NULL;
+		break;
 	default:
 		kind = "depth";
 		break;
 	}
-	p += snprintf(p, (size_t)(end - p), "\ngo %s %llu\n", kind,
-	              (unsigned long long)budget->amount);
+	if (kind) {
+		p += snprintf(p, (size_t)(end - p), "\ngo %s %llu\n", kind,
+		              (unsigned long long)budget->amount);
+	} else {
+		/* go btime B wtime W [binc I winc J] [byoyomi Y]: the increments when
+		 * either side has one, the byoyomi when the side to move has one or
+		 * there is no increment (sudden death is "byoyomi 0"). */
+		const SearchClock *c = &budget->clock;
+		bool inc = c->inc[BLACK] > 0 || c->inc[WHITE] > 0;
+		p += snprintf(p, (size_t)(end - p), "\ngo btime %lld wtime %lld",
+		              (long long)c->time[BLACK], (long long)c->time[WHITE]);
+		if (inc)
+			p += snprintf(p, (size_t)(end - p), " binc %lld winc %lld",
+			              (long long)c->inc[BLACK], (long long)c->inc[WHITE]);
+		if (c->byoyomi > 0 || !inc)
+			p += snprintf(p, (size_t)(end - p), " byoyomi %lld", (long long)c->byoyomi);
+		p += snprintf(p, (size_t)(end - p), "\n");
+	}
 	if (p >= end) return usi_fail(e, SEARCH_EINVAL, "position command too long");
 	*len = (size_t)(p - e->cmd);
 	return 0;
@@ -273,7 +297,7 @@ static int cancel_search(UsiEngine *e)
 static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int multipv,
                        size_t cmd_len, int64_t limit_ms)
 {
-	int64_t t0 = clock_ms(), deadline = t0 + limit_ms, stop_deadline = 0;
+	int64_t t0, deadline, stop_deadline = 0;
 	bool stopped = false;
 	int garbage = 0, malformed = 0, rc;
 	const char *line, *rest;
@@ -286,6 +310,10 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 			usi_kill_engine(e, false); /* a readyok may still come: out of step */
 		return rc;
 	}
+	/* The time and the hard limit count from the position and go, not from
+	 * the new game's isready (a clock does not run during it). */
+	t0 = clock_ms();
+	deadline = t0 + limit_ms;
 	if ((rc = usi_write_all(e, e->cmd, cmd_len)) < 0)
 		return rc == SEARCH_ECRASH ? crashed(e, "before the search") : rc;
 	e->cur_multipv = multipv;
@@ -386,8 +414,7 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
 	int rc = 0;
 
 	e->err[0] = '\0';
-	if (!out || !pos || !budget || budget->amount < 1 || budget->kind < SEARCH_BUDGET_NODES ||
-	    budget->kind > SEARCH_BUDGET_DEPTH)
+	if (!out || !pos || !search_budget_ok(budget, pos->side))
 		return usi_fail(e, SEARCH_EINVAL, "analyse: bad budget");
 	if (multipv < 1 || multipv > SEARCH_MULTIPV_MAX)
 		return usi_fail(e, SEARCH_EINVAL, "analyse: MultiPV %d not in 1..%d", multipv,
@@ -397,7 +424,7 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
 	if (e->cfg.cancel && *e->cfg.cancel)
 		return usi_fail(e, SEARCH_ECANCELED, "%s: search cancelled", e->path);
 	if ((rc = build_commands(e, &cmd_len, pos, budget, multipv)) < 0) return rc;
-	limit_ms = usi_engine_hard_limit_ms(&e->cfg, budget);
+	limit_ms = usi_engine_hard_limit_ms(&e->cfg, budget, pos->side);
 
 	for (int attempt = 1; attempt <= 2; attempt++) {
 		rc = search_once(e, out, pos, multipv, cmd_len, limit_ms);
@@ -409,11 +436,14 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
 		if (rc == SEARCH_ECANCELED)
 			return rc; /* not the engine's fault: no retry, not a failure */
 		if (rc == SEARCH_EINVAL || rc == SEARCH_ENOMEM) break;
+		/* Past its clock the side's time is gone: a second try cannot help. */
+		bool last =
+		    attempt == 2 || (rc == SEARCH_ETIMEOUT && budget->kind == SEARCH_BUDGET_CLOCK);
 		usi_log_msg(e, "attempt %d failed (%s); engine %s", attempt, search_strerror(rc),
-		            attempt == 1 ? "restarted, position retried"
-		                         : "restarted, position failed");
+		            last ? "restarted, position failed" : "restarted, position retried");
 		usi_kill_engine(e, false);
-		if (attempt == 1) e->stats.retries++;
+		if (last) break;
+		e->stats.retries++;
 	}
 	e->stats.failures++;
 	return rc;

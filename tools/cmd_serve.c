@@ -142,7 +142,7 @@ int cmd_serve(int argc, char **argv)
 	const char *book = NULL;
 	char addr[64] = "127.0.0.1";
 	ServerOptions opt = {.port = 8080, .log = true};
-	WorkArgs wa = {.co = {.budget = {SEARCH_BUDGET_NODES, 100000},
+	WorkArgs wa = {.co = {.budget = {.kind = SEARCH_BUDGET_NODES, .amount = 100000},
 	                      .multipv = 1,
 	                      .kif_bonus = SEL_KIF_BONUS_DEFAULT,
 	                      .minimax = bookmm_hook(NULL)}};

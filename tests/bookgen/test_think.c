@@ -118,7 +118,7 @@ static int run_first(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeM
 	for (int i = 0; i < n; i++) engines[i] = fake_new(log, mode);
 	ThinkOptions opt = {.engines = engines,
 	                    .nengines = n,
-	                    .budget = {SEARCH_BUDGET_DEPTH, 7},
+	                    .budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 7},
 	                    .multipv = 3,
 	                    .max_positions = positions,
 	                    .stop = stop,

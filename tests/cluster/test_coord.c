@@ -33,7 +33,7 @@ static Coord *open_coord(BookDB **db, const char *dir)
 {
 	char err[COORD_ERRLEN];
 	assert_int_equal(bookdb_open(db, dir, NULL, err), 0);
-	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
 	                  .multipv = 3,
 	                  .lease_seconds = 60,
 	                  .plan = {.mode = PLAN_PV}};
