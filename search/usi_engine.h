@@ -15,6 +15,11 @@
  *   go nodes N | go movetime MS | go depth D
  *   info … / bestmove M [ponder P]
  *
+ * Engines known by their id name to take only the USI time controls in go
+ * (gpsshogi: `go movetime` aborts it) get a movetime budget as
+ * `go btime 0 wtime 0 byoyomi MS`, MS in whole seconds (at least 1000); a
+ * nodes or depth budget is refused (SEARCH_EINVAL, nothing sent).
+ *
  * and keeps, per multipv index, the last final info line (exact score and a
  * PV) seen before bestmove; lowerbound/upperbound lines are ignored.
  *
