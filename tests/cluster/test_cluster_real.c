@@ -249,13 +249,13 @@ static void test_cluster__worker_with_gpsusi(void **state)
 {
 	Fx *f = *state;
 	one_worker(f, "--movetime 1000", ts_real_engine("gpsusi"),
-	           "--option BookDepth=0 --option Thread=1 --option LimitDepth=4", 10, 4);
+	           "--option BookDepth=0 --option Thread=1 --option LimitDepth=4", 8, 4);
 }
 
 static void test_cluster__two_fairy_stockfish_workers_stopped_by_sigterm(void **state)
 {
 	Fx *f = *state;
-	start_coordinator(f, "--nodes 20000 --multipv 2");
+	start_coordinator(f, "--nodes 5000 --multipv 2");
 	const char *fsf = ts_real_engine("fairy-stockfish");
 	for (int i = 0; i < NW; i++) start_worker(f, i, fsf, "--option Threads=1", 0);
 	/* Until both have thought (their nodes/s known to the coordinator) and

@@ -2,11 +2,11 @@
  * tests/play/test_match_real.c — `joseki match` between the two real USI
  * engines Debian ships, fairy-stockfish (A) and gpsusi (B) (a missing one
  * fails the test with a message naming tools/install-deps.sh): four short
- * games from two openings, two at a time. Every game is played to an end by
- * the rules or the move limit — no fault (illegal move, timeout, crash) on
- * either side, though gpsusi takes only time controls (the driver sends
- * byoyomi) — and every CSA record replays with `joseki replay` to the end the
- * match reported, with both engines' moves in it. About 10 s on an idle machine.
+ * games (16 plies at most) from two openings, each played with either colour. Every game is played
+ * to an end by the rules or the move limit — no fault (illegal move, timeout, crash) on either
+ * side, though gpsusi takes only time controls (the driver sends byoyomi) — and every CSA record
+ * replays with `joseki replay` to the end the match reported, with both engines' moves in it. About
+ * 8 s of CPU.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,7 +37,7 @@ static void test_play__match_fairy_stockfish_against_gpsusi(void **state)
 	    0,
 	    "%s match --engine-a %s --option-a Threads=1 --option-a Hash=16 --engine-b %s "
 	    "--option-b BookDepth=0 --option-b Thread=1 --option-b LimitDepth=4 --games %d "
-	    "--movetime 50 --max-moves 24 --openings %s --concurrency 2 --out %s/out --json "
+	    "--movetime 50 --max-moves 16 --openings %s --concurrency 1 --out %s/out --json "
 	    "--quiet",
 	    ts_joseki(), fsf, gps, GAMES, openings, dir);
 	assert_int_equal(ts_jint(j, "played"), GAMES);
