@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bookdb/query.h"
+#include "bookgen/plan.h"
 #include "cluster/coord_priv.h"
 #include "shogi/position.h"
 #include "shogi/grow.h"
@@ -295,7 +296,9 @@ int coord_history_put(BookTxn *txn, CoordHistPoint *p, int step_s)
 static int root_line(Coord *c, BookTxn *t, CoordHistPoint *p)
 {
 	p->root_value = COORD_HIST_NO_ROOT;
-	if (sfen_parse(c->pos, c->roots[0].sfen, NULL, NULL) < 0) return 0;
+	if (plan_nroots(c->plan) < 1 ||
+	    sfen_parse(c->pos, plan_root_sfen(c->plan, 0), NULL, NULL) < 0)
+		return 0;
 	Key seen[COORD_HIST_PV_MOVES + 1];
 	char *q = p->pv;
 	for (int n = 0; n < COORD_HIST_PV_MOVES; n++) {

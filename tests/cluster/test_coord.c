@@ -34,8 +34,10 @@ static Coord *open_coord(BookDB **db, const char *dir)
 {
 	char err[COORD_ERRLEN];
 	assert_int_equal(bookdb_open(db, dir, NULL, err), 0);
-	CoordOptions o = {
-	    .budget = {SEARCH_BUDGET_DEPTH, 5}, .multipv = 3, .lease_seconds = 60, .window = -1};
+	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
+	                  .multipv = 3,
+	                  .lease_seconds = 60,
+	                  .plan = {.mode = PLAN_PV}};
 	Coord *c;
 	int rc = coord_open(&c, *db, &o, err);
 	if (rc < 0) fail_msg("coord_open: %s", err);
