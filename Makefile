@@ -29,7 +29,7 @@ TEST_BIN  = $(TEST_SRC:%.c=$(BUILD)/%)
 LIB       = $(BUILD)/libjoseki.a
 DEPS_OK   = $(BUILD)/.deps-ok
 
-.PHONY: soak all test bench bench-book asan fuzz fuzz-ci demo clean format format-check deps
+.PHONY: soak all test test-slurm bench bench-book asan fuzz fuzz-ci demo clean format format-check deps
 # Keep object files make would otherwise treat as intermediate and delete.
 .SECONDARY:
 
@@ -71,6 +71,12 @@ test: format-check joseki $(TEST_BIN)
 	@mkdir -p $(BUILD)/test-bin
 	@cp joseki $(BUILD)/test-bin/joseki.new && mv -f $(BUILD)/test-bin/joseki.new $(BUILD)/test-bin/joseki
 	@JOSEKI=$(CURDIR)/$(BUILD)/test-bin/joseki BUILD=$(BUILD) tests/run.sh $(TEST_BIN)
+
+# deploy/slurm/joseki-worker.sbatch under a real one-node Slurm cluster set up
+# on this machine (tools/test_slurm.sh: root, installs slurmctld, slurmd and
+# munge when missing); not part of make test.
+test-slurm: joseki
+	@JOSEKI=$(CURDIR)/joseki tools/test_slurm.sh
 
 bench: joseki
 	@tools/bench.sh

@@ -85,6 +85,29 @@ static int wait_for(UsiEngine *e, const char *word, int64_t deadline, const char
 	}
 }
 
+/*
+ * Engines whose `go` understands only the time controls of the USI
+ * specification (btime wtime byoyomi), known by the start of their id name.
+ * gpsshogi's gpsusi aborts on `go movetime`, `go nodes` and `go depth`
+ * ("unknown option in go") and counts byoyomi in whole seconds (less than a
+ * second is no time at all: it never answers by itself).
+ */
+static const char *const TIME_ONLY[] = {"gpsshogi", "gpsusione"};
+
+static bool known_time_only(const char *name)
+{
+	for (size_t i = 0; i < sizeof TIME_ONLY / sizeof *TIME_ONLY; i++)
+		if (!strncmp(name, TIME_ONLY[i], strlen(TIME_ONLY[i]))) return true;
+	return false;
+}
+
+/* The byoyomi (ms) a time-only engine is given for a movetime budget: whole
+ * seconds, at least one. */
+static uint64_t byoyomi_ms(uint64_t movetime)
+{
+	return movetime < 1000 ? 1000 : movetime / 1000 * 1000;
+}
+
 static int ready_and_new_game(UsiEngine *e)
 {
 	int rc;
@@ -118,7 +141,9 @@ static int start(UsiEngine *e)
 		if ((rc = usi_write_all(e, line, (size_t)n)) < 0) goto err;
 	}
 	if ((rc = ready_and_new_game(e)) < 0) goto err;
-	usi_log_msg(e, "engine ready: %s", e->name);
+	e->time_only = known_time_only(e->name);
+	usi_log_msg(e, "engine ready: %s%s", e->name,
+	            e->time_only ? " (go with time controls only: btime wtime byoyomi)" : "");
 	return 0;
 err:
 	usi_kill_engine(e, false);
@@ -197,7 +222,15 @@ static int build_commands(UsiEngine *e, size_t *len, const Position *pos,
 		kind = "depth";
 		break;
 	}
-	if (kind) {
+	if (e->time_only && kind && budget->kind != SEARCH_BUDGET_MOVETIME)
+		return usi_fail(e, SEARCH_EINVAL,
+		                "%s (%s) takes only time controls (go byoyomi), not a %s "
+		                "budget: give it --movetime",
+		                e->path, e->name, kind);
+	if (e->time_only && kind) {
+		p += snprintf(p, (size_t)(end - p), "\ngo btime 0 wtime 0 byoyomi %llu\n",
+		              (unsigned long long)byoyomi_ms(budget->amount));
+	} else if (kind) {
 		p += snprintf(p, (size_t)(end - p), "\ngo %s %llu\n", kind,
 		              (unsigned long long)budget->amount);
 	} else {
@@ -424,7 +457,10 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
 	if (e->cfg.cancel && *e->cfg.cancel)
 		return usi_fail(e, SEARCH_ECANCELED, "%s: search cancelled", e->path);
 	if ((rc = build_commands(e, &cmd_len, pos, budget, multipv)) < 0) return rc;
-	limit_ms = usi_engine_hard_limit_ms(&e->cfg, budget, pos->side);
+	SearchBudget sent = *budget; /* a time-only engine's byoyomi may be longer */
+	if (e->time_only && sent.kind == SEARCH_BUDGET_MOVETIME)
+		sent.amount = byoyomi_ms(budget->amount);
+	limit_ms = usi_engine_hard_limit_ms(&e->cfg, &sent, pos->side);
 
 	for (int attempt = 1; attempt <= 2; attempt++) {
 		rc = search_once(e, out, pos, multipv, cmd_len, limit_ms);

@@ -16,6 +16,11 @@
  *   go btime B wtime W [binc I winc J] [byoyomi Y]   (a clock budget)
  *   info … / bestmove M [ponder P]
  *
+ * Engines known by their id name to take only the USI time controls in go
+ * (gpsshogi: `go movetime` aborts it) get a movetime budget as
+ * `go btime 0 wtime 0 byoyomi MS`, MS in whole seconds (at least 1000); a
+ * nodes or depth budget is refused (SEARCH_EINVAL, nothing sent).
+ *
  * and keeps, per multipv index, the last final info line (exact score and a
  * PV) seen before bestmove; lowerbound/upperbound lines are ignored.
  *

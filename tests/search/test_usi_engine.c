@@ -818,6 +818,42 @@ static void test_search__usi_real_engine(void **state)
 	free(words);
 }
 
+/* An engine known to take only time controls (gpsshogi, here the fake calling
+ * itself so): a movetime budget goes out as byoyomi in whole seconds, at least
+ * one; a nodes or depth budget is refused without touching the engine, which
+ * stays usable. The fake aborts on any other go, as gpsusi does. */
+static void test_search__usi_time_only_engine_gets_byoyomi(void **state)
+{
+	Fixture *f = *state;
+	assert_int_equal(open_fake(f, "timeonly"), 0);
+	assert_int_equal(analyse(f, "startpos", 2), 0); /* movetime 50 */
+	assert_string_equal(f->res.bestmove_usi, "7g7f");
+	assert_int_equal(f->res.nlines, 2);
+	SearchBudget b = {.kind = SEARCH_BUDGET_MOVETIME, .amount = 2500};
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &b, 1), 0);
+	b.kind = SEARCH_BUDGET_NODES;
+	b.amount = 1000;
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &b, 1), SEARCH_EINVAL);
+	assert_non_null(strstr(usi_engine_last_error(f->e), "only time controls"));
+	assert_non_null(strstr(usi_engine_last_error(f->e), "--movetime"));
+	b.kind = SEARCH_BUDGET_DEPTH;
+	b.amount = 3;
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &b, 1), SEARCH_EINVAL);
+	assert_int_equal(analyse(f, "startpos moves 7g7f", 1), 0);
+	UsiEngineStats st;
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.starts, 1);
+	assert_int_equal(st.crashes, 0);
+	char *tr = ts_read_file(f->transcript, NULL);
+	assert_non_null(tr);
+	assert_non_null(strstr(tr, "\ngo btime 0 wtime 0 byoyomi 1000\n"));
+	assert_non_null(strstr(tr, "\ngo btime 0 wtime 0 byoyomi 2000\n"));
+	assert_null(strstr(tr, "go movetime"));
+	assert_null(strstr(tr, "go nodes"));
+	assert_null(strstr(tr, "go depth"));
+	free(tr);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "--instant-fake") == 0) return instant_fake();
@@ -848,6 +884,7 @@ int main(int argc, char **argv)
 	    T(test_search__usi_unknown_position_resigns),
 	    T(test_search__usi_through_the_search_interface),
 	    T(test_search__usi_hard_limit_follows_the_budget),
+	    T(test_search__usi_time_only_engine_gets_byoyomi),
 	    T(test_search__usi_driver_overhead_is_small),
 	    T(test_search__usi_cancel_stops_and_keeps_an_answering_engine),
 	    T(test_search__usi_overlong_lines_and_chatter_are_skipped),
