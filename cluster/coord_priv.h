@@ -70,7 +70,7 @@ struct Coord {
 	size_t capbuf;
 	CoordWorkerSeen *seen;
 	size_t nseen, capseen;
-	uint64_t results, failed, minimax_runs, since_minimax;
+	uint64_t results, failed, mated, minimax_runs, since_minimax;
 	int64_t last_minimax_ms;
 	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms;
 	int64_t sec_stamp[60];
