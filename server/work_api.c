@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "server/api.h"
@@ -292,8 +293,10 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 {
 	*retry_after = 0;
 	Op op = {0};
-	if (!auth || strncmp(auth, "Bearer ", 7) ||
-	    !server_tokens_check(w->tokens, auth + 7, op.token))
+	/* The scheme is case-insensitive (RFC 7235), then one or more spaces. */
+	const char *tok = auth && !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : NULL;
+	while (tok && *tok == ' ') tok++;
+	if (!tok || !server_tokens_check(w->tokens, tok, op.token))
 		return error(status, 401,
 		             "a valid token is required (Authorization: Bearer TOKEN)");
 	if (atomic_load(&w->failed))
