@@ -32,7 +32,8 @@
 
 #define USAGE                                                                                      \
 	"usage: joseki serve BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N]\n"      \
-	"                         [--no-cors] [--quiet]   (default listen 127.0.0.1:8080)\n"       \
+	"                         [--per-ip-connections N] [--no-cors] [--quiet]\n"                \
+	"                         (default listen 127.0.0.1:8080)\n"                               \
 	"       joseki serve BOOK --work [--tokens FILE] [--lease-seconds S]\n"                    \
 	"                         [--minimax-every N] [--minimax-seconds S]\n"                     \
 	"                         [--nodes N|--movetime MS|--depth D] [--multipv K] [--kif-bonus " \
@@ -164,6 +165,16 @@ int cmd_serve(int argc, char **argv)
 			memcpy(addr, l, (size_t)(colon - l));
 			addr[colon - l] = 0;
 			opt.port = (uint16_t)v;
+		} else if (!strcmp(a, "--per-ip-connections") && i + 1 < argc) {
+			/* 0: no limit (behind a proxy, every client has its address). */
+			if (parse_uint(argv[i + 1], 100000, &v) < 0) {
+				joseki_error(
+				    "serve: --per-ip-connections wants a number, not '%s'\n" USAGE,
+				    argv[i + 1]);
+				return 2;
+			}
+			opt.per_ip = v ? (unsigned)v : SERVER_PER_IP_OFF;
+			i++;
 		} else if ((!strcmp(a, "--threads") || !strcmp(a, "--max-connections")) &&
 		           i + 1 < argc) {
 			if (parse_uint(argv[i + 1], 100000, &v) < 0 || v == 0) {
