@@ -67,7 +67,8 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	if (err) err[0] = 0;
 	struct stat sb;
 	if (strlen(dir) > BOOKDB_DIR_MAX - 16)
-		return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EINVAL, "%.100s...: path too long", dir);
+		return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EINVAL, "%.100s...: path too long",
+		                  dir);
 	if (stat(dir, &sb) == 0 || errno != ENOENT)
 		return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EINVAL,
 		                  "%s: exists already (a backup goes to a new directory)", dir);
@@ -77,8 +78,8 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	/* What a killed backup left is not a backup. */
 	remove_partial(tmp);
 	if (mkdir(tmp, 0777) < 0)
-		return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: cannot create: %s", tmp,
-		                  strerror(errno));
+		return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: cannot create: %s",
+		                  tmp, strerror(errno));
 	st->source_bytes = bookdb_file_size(db);
 	int rc = 0;
 	Copy c = {.env = db->env, .flags = compact ? MDB_CP_COMPACT : 0};
@@ -114,7 +115,8 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	close(c.fd);
 	c.fd = -1;
 	if (fsync_dir(tmp) < 0) {
-		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: %s", tmp, strerror(errno));
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: %s", tmp,
+		                strerror(errno));
 		goto fail;
 	}
 	/* The copy is whole on disk: check it as joseki check would. */
@@ -126,15 +128,17 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	bookdb_free(copy);
 	if (rc < 0) goto fail;
 	if (st->check.bad || st->check.stopped) {
-		rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
-		                "%s: the copy failed its check (%llu bad records%s); no backup made",
-		                tmp, (unsigned long long)st->check.bad,
-		                st->check.stopped ? ", unreadable past a record" : "");
+		rc =
+		    errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+		               "%s: the copy failed its check (%llu bad records%s); no backup made",
+		               tmp, (unsigned long long)st->check.bad,
+		               st->check.stopped ? ", unreadable past a record" : "");
 		goto fail;
 	}
 	/* The one step that makes DIR: before it there is none, after it a whole one. */
 	if (rename(tmp, dir) < 0) {
-		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: %s", dir, strerror(errno));
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: %s", dir,
+		                strerror(errno));
 		goto fail;
 	}
 	if (fsync_parent(dir) < 0)

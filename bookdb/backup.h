@@ -34,8 +34,7 @@ typedef struct {
 
 /* Progress: phase "copy" (done bytes written of about total) or "check"
  * (0 of 0); called from the calling thread about every 200 ms. */
-typedef void (*BookBackupProgressFn)(void *ctx, const char *phase, uint64_t done,
-                                     uint64_t total);
+typedef void (*BookBackupProgressFn)(void *ctx, const char *phase, uint64_t done, uint64_t total);
 
 /*
  * Copies db (opened read-only or read-write) to the new directory dir
