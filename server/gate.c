@@ -46,7 +46,7 @@ struct Gate {
 static Key addr_key(const struct sockaddr_in *sa)
 {
 	/* Addresses are not random: the map's hi must tell them apart (it does). */
-	return (Key){(uint64_t)ntohl(sa->sin_addr.s_addr) + 1, 0};
+	return (Key){.lo = 0, .hi = (uint64_t)ntohl(sa->sin_addr.s_addr) + 1};
 }
 
 /* Counts one more connection from sa: false (nothing counted) when its
