@@ -264,9 +264,12 @@ fail:
 	return rc < 0 && err_module(rc) == ERR_COORD ? rc : COORD_ENOMEM;
 }
 
+static int minimax_collect(Coord *c, bool wait, char *err);
+
 void coord_free(Coord *c)
 {
 	if (!c) return;
+	minimax_collect(c, true, NULL);
 	if (!c->broken && c->w) bookdb_writer_flush(c->w);
 	bookdb_writer_free(c->w);
 	sel_free(c->sel);
@@ -674,6 +677,34 @@ int coord_commit(Coord *c, char *err)
 	return rc < 0 ? co_broken(c, err, "commit", rc) : 0;
 }
 
+static void *minimax_main(void *arg)
+{
+	Coord *c = arg;
+	c->mm_rc = book_minimax_hook_run(&c->opt.minimax, c->db, c->mm_err, sizeof c->mm_err);
+	atomic_store(&c->mm_done, true);
+	return NULL;
+}
+
+/* Collects a finished minimax run (wait: also one still running). 0, or
+ * COORD_EMINIMAX with its message. */
+static int minimax_collect(Coord *c, bool wait, char *err)
+{
+	if (!c->mm_running || (!wait && !atomic_load(&c->mm_done))) return 0;
+	pthread_join(c->mm_thread, NULL);
+	c->mm_running = false;
+	c->minimax_last_ms = clock_ms_f() - c->mm_t0;
+	c->minimax_ms += c->minimax_last_ms;
+	if (c->mm_rc < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EMINIMAX, "coordinator: minimax: %s",
+		                  c->mm_err);
+	return 0;
+}
+
+int coord_minimax_wait(Coord *c, char *err)
+{
+	return minimax_collect(c, true, err);
+}
+
 int coord_tick(Coord *c, int64_t now_ms, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
@@ -694,7 +725,8 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 	 * last run before it stopped, or needs a whole-book run, which is
 	 * `joseki minimax`'s job, not the first round's). */
 	if (!c->last_minimax_ms) c->last_minimax_ms = now_ms;
-	bool due = book_minimax_hook_set(&c->opt.minimax) && c->since_minimax &&
+	int mrc = minimax_collect(c, false, err);
+	bool due = book_minimax_hook_set(&c->opt.minimax) && c->since_minimax && !c->mm_running &&
 	           ((c->opt.minimax_every && c->since_minimax >= c->opt.minimax_every) ||
 	            (c->opt.minimax_seconds > 0 &&
 	             now_ms - c->last_minimax_ms >= c->opt.minimax_seconds * 1000));
@@ -702,17 +734,15 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 		c->since_minimax = 0;
 		c->last_minimax_ms = now_ms;
 		c->minimax_runs++;
-		/* The writer has no open transaction after the commit: minimax writes. */
-		char merr[256];
-		double t0 = clock_ms_f();
-		int mrc = book_minimax_hook_run(&c->opt.minimax, c->db, merr, sizeof merr);
-		c->minimax_last_ms = clock_ms_f() - t0;
-		c->minimax_ms += c->minimax_last_ms;
-		if (mrc < 0)
-			return errmsg_set(err, COORD_ERRLEN, COORD_EMINIMAX,
-			                  "coordinator: minimax: %s", merr);
+		/* Beside the service, not in it: a run with a backlog took seconds, and
+		 * every request waited for it. */
+		c->mm_t0 = clock_ms_f();
+		c->mm_err[0] = 0;
+		atomic_store(&c->mm_done, false);
+		c->mm_running = pthread_create(&c->mm_thread, NULL, minimax_main, c) == 0;
+		if (!c->mm_running) minimax_main(c), c->mm_running = true;
 	}
-	return 0;
+	return mrc;
 }
 
 /* ---- status ---- */
@@ -730,6 +760,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->commit_ms = c->commit_ms;
 	out->minimax_ms = c->minimax_ms;
 	out->last_minimax_ms = c->minimax_last_ms;
+	out->minimax_running = c->mm_running;
 	SelStats ss;
 	sel_get_stats(&ss, c->sel);
 	out->book_thought = ss.thought;

@@ -146,6 +146,7 @@ typedef struct {
 	uint64_t mated;          /* positions without a legal move valued by the coordinator */
 	double results_per_s;    /* over the last 60 s */
 	uint64_t minimax_runs;
+	bool minimax_running; /* a run is going on (beside the service) */
 	uint64_t book_thought;
 	/* Where the coordinator's time went since start, ms. */
 	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;
@@ -183,11 +184,18 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, char *err);
 
 /* Expires leases (each pending position: a failed try; back to the queue or,
- * at COORD_MAX_TRIES, set aside), forgets old leases, commits, and runs the
- * minimax when due. Call about every 100 ms. Returns 0; COORD_EBOOK (the
- * Coord is broken); or COORD_EMINIMAX when only the minimax failed (message
- * in err): everything else was done and committed, the Coord goes on. */
+ * at COORD_MAX_TRIES, set aside), forgets old leases, commits, and starts the
+ * minimax when due, on a thread of its own: the hook runs beside the
+ * coordinator (its own snapshot and write transactions, which LMDB orders
+ * between the coordinator's commits) and a later tick collects it. Call about
+ * every 100 ms. Returns 0; COORD_EBOOK (the Coord is broken); or
+ * COORD_EMINIMAX when a minimax run that ended failed (message in err):
+ * everything else was done and committed, the Coord goes on. */
 int coord_tick(Coord *c, int64_t now_ms, char *err);
+
+/* Waits for a minimax run in progress (coord_free does too). 0, or
+ * COORD_EMINIMAX with its message. */
+int coord_minimax_wait(Coord *c, char *err);
 
 /* Commits the pending writes (the work state and results of the requests
  * applied since the last commit). */

@@ -6,6 +6,8 @@
 #ifndef BOOKGEN_COORD_PRIV_H
 #define BOOKGEN_COORD_PRIV_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -75,6 +77,15 @@ struct Coord {
 	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms;
 	int64_t sec_stamp[60];
 	uint32_t sec_count[60];
+	/* The periodic minimax, on a thread of its own (coord_tick starts it,
+	 * collects it when done): it reads its own snapshot and writes in its
+	 * own transactions, which LMDB puts between the service's commits. */
+	pthread_t mm_thread;
+	bool mm_running;
+	atomic_bool mm_done;
+	int mm_rc;
+	double mm_t0;
+	char mm_err[256];
 };
 
 /* Marks c broken (no later commit) and says what failed in err; returns

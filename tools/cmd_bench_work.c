@@ -28,7 +28,8 @@ typedef struct {
 	int id, max;
 	double deadline_ms;
 	uint64_t results, requests, empty, errors;
-	double *lat; /* acquire latencies, ms */
+	double *lat;       /* acquire latencies, ms */
+	double submit_max; /* the longest submit, ms */
 	size_t nlat, caplat;
 	char *resp;
 	size_t rlen, rcap;
@@ -134,7 +135,9 @@ static void *client(void *arg)
 		size_t n = json_array_size(json_object_get(j, "positions"));
 		json_decref(j);
 		snprintf(path, sizeof path, "/v1/work/submit/%s", lease);
+		t0 = clock_ms_f();
 		st = body ? post(c, h, path, body) : -1;
+		if (clock_ms_f() - t0 > c->submit_max) c->submit_max = clock_ms_f() - t0;
 		free(body);
 		if (st == 204)
 			c->results += n;
@@ -198,8 +201,10 @@ int cmd_bench_work(int argc, char **argv)
 	}
 	uint64_t results = 0, requests = 0, empty = 0, errors = 0;
 	size_t nlat = 0;
+	double submit_max = 0;
 	for (int i = 0; i < clients; i++) {
 		pthread_join(th[i], NULL);
+		if (cs[i].submit_max > submit_max) submit_max = cs[i].submit_max;
 		results += cs[i].results;
 		requests += cs[i].requests;
 		empty += cs[i].empty;
@@ -215,9 +220,9 @@ int cmd_bench_work(int argc, char **argv)
 	double p50 = nlat ? lat[nlat / 2] : 0, p99 = nlat ? lat[(nlat * 99) / 100] : 0,
 	       mx = nlat ? lat[nlat - 1] : 0;
 	printf("bench-work results %llu time_s %.1f results_per_s %.0f acquire_p50_ms %.2f "
-	       "acquire_p99_ms %.2f acquire_max_ms %.2f requests %llu no_work %llu errors %llu "
-	       "clients %d max %d\n",
-	       (unsigned long long)results, el, results / el, p50, p99, mx,
+	       "acquire_p99_ms %.2f acquire_max_ms %.2f submit_max_ms %.2f requests %llu no_work "
+	       "%llu errors %llu clients %d max %d\n",
+	       (unsigned long long)results, el, results / el, p50, p99, mx, submit_max,
 	       (unsigned long long)requests, (unsigned long long)empty, (unsigned long long)errors,
 	       clients, max);
 	for (int i = 0; i < clients; i++) {
