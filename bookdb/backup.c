@@ -127,7 +127,7 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	rc = bookdb_check(&st->check, copy, NULL, NULL, NULL, err);
 	bookdb_free(copy);
 	if (rc < 0) goto fail;
-	if (st->check.bad || st->check.stopped) {
+	if (st->check.bad || st->check.bad_games || st->check.stopped) {
 		rc =
 		    errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
 		               "%s: the copy failed its check (%llu bad records%s); no backup made",
