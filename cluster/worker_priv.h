@@ -112,6 +112,11 @@ void wk_shut_down(Worker *w);
  * hand (DONE, submitted at once) and rewrites it with only those. Before the
  * engine threads start. 0 or a WORKER_E* code with a message. */
 int wk_spool_open(Worker *w);
+/* One line of a spool (n bytes with its newline; changed in place): 'R'
+ * (*res: the result, the caller's reference) or 'S' with *id and *key
+ * pointing into line, 0 for a line to skip, -1 for a torn one (no newline).
+ * Fuzzed (tests/fuzz/fuzz_worker_spool.c). */
+int wk_spool_parse(char *line, size_t n, char **id, char **key, json_t **res);
 /* Position i of lease l became DONE / was answered (lock held). */
 void wk_spool_done(Worker *w, Lease *l, int i);
 void wk_spool_sent(Worker *w, Lease *l, int i);

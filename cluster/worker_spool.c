@@ -176,6 +176,41 @@ static void uncarry(Worker *w, const char *id, const char *key)
 	}
 }
 
+int wk_spool_parse(char *line, size_t n, char **id, char **key, json_t **res)
+{
+	*id = *key = NULL;
+	*res = NULL;
+	if (!n || line[n - 1] != '\n') return -1;
+	line[n - 1] = 0;
+	if (n < 4 || line[1] != ' ' || memchr(line, 0, n - 1)) return 0;
+	char *k = strchr(line + 2, ' ');
+	if (!k) return 0;
+	*k++ = 0;
+	char *js = strchr(k, ' ');
+	if (js) *js++ = 0;
+	if (strlen(k) != KEY_HEX_LEN - 1 || !line[2] || strlen(line + 2) >= WORKER_LEASE_ID_MAX)
+		return 0;
+	for (const char *p = k; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return 0;
+	if (line[0] == 'S' && !js) {
+		*id = line + 2;
+		*key = k;
+		return 'S';
+	}
+	if (line[0] != 'R' || !js) return 0;
+	json_t *r = json_loads(js, 0, NULL);
+	/* What a submit needs of it: the object of this key. */
+	if (!json_is_object(r) || !json_is_string(json_object_get(r, "key")) ||
+	    strcmp(json_string_value(json_object_get(r, "key")), k)) {
+		json_decref(r);
+		return 0;
+	}
+	*id = line + 2;
+	*key = k;
+	*res = r;
+	return 'R';
+}
+
 int wk_spool_open(Worker *w)
 {
 	const char *path = w->opt->spool;
@@ -199,23 +234,14 @@ int wk_spool_open(Worker *w)
 	ssize_t n;
 	int rc = 0;
 	while (f && rc == 0 && (n = getline(&line, &cap, f)) > 0) {
-		if (line[n - 1] != '\n') break; /* a torn last line */
-		line[n - 1] = 0;
-		char *id = line + 2, *key = id ? strchr(id, ' ') : NULL;
-		if (n < 4 || line[1] != ' ' || !key) continue;
-		*key++ = 0;
-		char *js = strchr(key, ' ');
-		if (js) *js++ = 0;
-		if (strlen(key) != KEY_HEX_LEN - 1 || strlen(id) >= WORKER_LEASE_ID_MAX) continue;
-		if (line[0] == 'S') {
-			uncarry(w, id, key);
-		} else if (line[0] == 'R' && js) {
-			json_t *res = json_loads(js, 0, NULL);
-			if (!res) continue;
-			if (carry(w, id, key, res) < 0) {
-				json_decref(res);
-				rc = -1;
-			}
+		char *id, *key;
+		json_t *res;
+		int kind = wk_spool_parse(line, (size_t)n, &id, &key, &res);
+		if (kind < 0) break; /* a torn last line */
+		if (kind == 'S') uncarry(w, id, key);
+		if (kind == 'R' && carry(w, id, key, res) < 0) {
+			json_decref(res);
+			rc = -1;
 		}
 	}
 	free(line);

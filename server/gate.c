@@ -178,12 +178,7 @@ static bool header_is(const char *s, const char *e, const char *name)
 	return (size_t)(e - s) > n && !strncasecmp(s, name, n) && s[n] == ':';
 }
 
-/*
- * Looks at the n bytes peeked of a first request: 0 while its head is not
- * whole, 1 when it is and libmicrohttpd may have it, or an HTTP status with
- * *msg for one refused here.
- */
-static int check_head(const char *b, size_t n, const char **msg)
+int gate_check_head(const char *b, size_t n, const char **msg)
 {
 	size_t i = 0;
 	while (i + 1 < n && b[i] == '\r' && b[i + 1] == '\n') i += 2; /* empty lines first */
@@ -269,7 +264,7 @@ static void examine(Gate *g, Pending *p)
 		return;
 	}
 	const char *msg = NULL;
-	int r = check_head(g->buf, (size_t)n, &msg);
+	int r = gate_check_head(g->buf, (size_t)n, &msg);
 	if (r == 0) return;
 	if (r != 1) {
 		drop(g, p, r, msg);

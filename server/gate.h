@@ -52,6 +52,15 @@ typedef struct {
 
 typedef struct Gate Gate;
 
+/*
+ * Looks at the n bytes peeked of a connection's first request (any bytes, not
+ * NUL-terminated): 0 while its head is not whole, 1 when it is and
+ * libmicrohttpd may have it, or an HTTP status (400, 414, 431) with *msg (a
+ * static string) for one the gate refuses. Pure; fuzzed
+ * (tests/fuzz/fuzz_gate_head.c).
+ */
+int gate_check_head(const char *b, size_t n, const char **msg);
+
 /* Takes over the listening socket fd (closed by gate_stop) and starts the
  * gate's thread, which hands connections to d. 0, or -1 (errno set). */
 int gate_start(Gate **out, int fd, struct MHD_Daemon *d, const GateOptions *opt);
