@@ -37,6 +37,7 @@
 
 #include "bookdb/bookdb.h"
 #include "bookdb/minimax_hook.h"
+#include "bookgen/plan.h"
 #include "search/search.h"
 #include "shogi/notation.h"
 
@@ -64,12 +65,11 @@ typedef struct {
 	int multipv;          /* 1..SEARCH_MULTIPV_MAX */
 	double lease_seconds; /* 0: 600 */
 	int kif_bonus;
-	/* Selection: < 0, one leaf at a time (sel_select, as think does); >= 0,
-	 * a lease's new leaves come from one ranged search (sel_select_batch,
-	 * SEL_BATCH_WINDOW): the leaves within window cp of the best line,
-	 * closest first, topped up one at a time when fewer. */
-	int window;
-	const char *const *roots; /* position specs; NULL/0: the start position */
+	/* Selection, as think's (bookgen/plan.h): the policy, and the roots with
+	 * their shares of the effort. */
+	PlanOptions plan;
+	const char *const *roots;   /* position specs; NULL/0: the start position */
+	const double *root_weights; /* NULL: even */
 	int nroots;
 	/* The periodic minimax (the front end passes bookmm_hook()): called after
 	 * a commit when minimax_every results or minimax_seconds have passed since

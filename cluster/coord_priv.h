@@ -42,10 +42,6 @@ typedef struct {
 	char sfen[SFEN_MAX];
 } KeyState;
 
-typedef struct {
-	char sfen[SFEN_MAX];
-} RootSfen;
-
 struct Coord {
 	BookDB *db;
 	CoordOptions opt;
@@ -55,9 +51,7 @@ struct Coord {
 	Position *pos;
 	SearchResult *res;
 	SelLeaf *leaf;
-	SelLeaf *batch; /* COORD_MAX_BATCH of them (window selection) */
-	RootSfen *roots;
-	int nroots;
+	Plan *plan;
 	Lease *leases; /* nleases of them, indexed by lease_map */
 	size_t nleases, capleases;
 	KeyState *keys; /* nkeys of them, indexed by key_map */

@@ -135,8 +135,8 @@ typedef struct {
 	                       opponent; out_dir is set per generation (BOOK/cycle/gen-NNNN),
 	                       and the seed is match.seed + generation - 1 */
 	CyclePruneOptions prune;
-	int plies;                         /* extend: positions after the first out of book */
-	ThinkOptions think;                /* roots/first are the queue's (think_run) */
+	int plies;          /* extend: positions after the first out of book */
+	ThinkOptions think; /* first is the queue's (think_run); roots: the openings, or --roots */
 	BookMinimaxHook minimax;           /* backs the values up (bookmm_hook(); unset: none) */
 	const volatile sig_atomic_t *stop; /* raised: the current step ends, the state is kept */
 	void (*on_generation)(void *ctx, const CycleGenStats *g);     /* after each generation */

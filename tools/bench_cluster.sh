@@ -6,10 +6,11 @@
 # acquire BENCH_CLUSTER_MAX (32) positions and submit a legal move for each at
 # once. Selection, group commits and the periodic incremental minimax (every
 # BENCH_CLUSTER_MINIMAX_S, default 10 s) all run meanwhile;
-# BENCH_CLUSTER_WINDOW (default -1: one leaf at a time, as think) is serve's
-# --window (one ranged search per lease; measured slower per leaf on the
-# synthetic book). Reports results/s, acquire latency (p50/p99/max), the
-# longest submit, the minimax runs and the coordinator's resident memory.
+# BENCH_CLUSTER_SELECT is serve's --select: pv (the default here, one leaf at a
+# time: the lease machinery's own cost) or cover (serve's default policy, whose
+# ranged searches visit more of the book per leaf). Reports results/s, acquire
+# latency (p50/p99/max), the longest submit, the minimax runs and the
+# coordinator's resident memory (anonymous and the book's mapped pages apart).
 # Targets: >= 2000 results/s, acquire p99 <= 50 ms, no request waiting more than
 # 250 ms for the minimax (acquire and submit max), resident <= 4 GB, start <= 3 s.
 #
@@ -25,8 +26,8 @@ CLIENTS=${BENCH_CLUSTER_CLIENTS:-16}
 MAX=${BENCH_CLUSTER_MAX:-32}
 BOOK=${BENCH_CLUSTER_BOOK:-/tmp/joseki-bench-cluster-$N}
 MMS=${BENCH_CLUSTER_MINIMAX_S:-10}
-WINDOW=${BENCH_CLUSTER_WINDOW:--1}
-[ "$WINDOW" -ge 0 ] && wopt="--window $WINDOW" || wopt=""
+SELECT=${BENCH_CLUSTER_SELECT:-pv}
+wopt="--select $SELECT"
 tmp=$(mktemp -d)
 pid=
 cleanup() {
@@ -70,14 +71,16 @@ hz=$(getconf CLK_TCK)
 coord_cpu_s=$(awk -v c0="$cpu0" -v hz="$hz" '{printf "%.1f", ($14 + $15 - c0) / hz}' "/proc/$pid/stat")
 rss_mb=$(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
 hwm_mb=$(awk '/VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
+anon_mb=$(awk '/RssAnon/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
+file_mb=$(awk '/RssFile/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
 kill "$pid"
 wait "$pid" || true
 pid=
 echo "$line"
 echo "coordinator: $(cat "$tmp/serve.out")"
 runs=$(sed -n 's/.*minimax runs \([0-9]*\).*/\1/p' "$tmp/serve.out" | tail -n 1)
-echo "$line" | awk -v runs="${runs:-?}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v load="$load_s" -v w="$WINDOW" -v mms="$MMS" -v cpu="$coord_cpu_s" '{
+echo "$line" | awk -v runs="${runs:-?}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v anon="$anon_mb" -v file="$file_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" '{
 	for (i = 1; i < NF; i++) v[$i] = $(i + 1)
-	printf "cluster positions %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s submit_max_ms %s coordinator_cpu_s %s rss_mb %s peak_rss_mb %s start_s %s window %s minimax_every_s %s minimax_runs %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms)\n",
-	    n, v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["submit_max_ms"], cpu, rss, hwm, load, w, mms, runs
+	printf "cluster positions %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s submit_max_ms %s coordinator_cpu_s %s rss_mb %s (anon %s, book pages %s) peak_rss_mb %s start_s %s select %s minimax_every_s %s minimax_runs %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms)\n",
+	    n, v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["submit_max_ms"], cpu, rss, anon, file, hwm, load, w, mms, runs
 }'

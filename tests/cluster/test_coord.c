@@ -33,8 +33,10 @@ static Coord *open_coord(BookDB **db, const char *dir)
 {
 	char err[COORD_ERRLEN];
 	assert_int_equal(bookdb_open(db, dir, NULL, err), 0);
-	CoordOptions o = {
-	    .budget = {SEARCH_BUDGET_DEPTH, 5}, .multipv = 3, .lease_seconds = 60, .window = -1};
+	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
+	                  .multipv = 3,
+	                  .lease_seconds = 60,
+	                  .plan = {.mode = PLAN_PV}};
 	Coord *c;
 	int rc = coord_open(&c, *db, &o, err);
 	if (rc < 0) fail_msg("coord_open: %s", err);
@@ -605,7 +607,7 @@ static void test_coord__a_mated_position_is_valued_not_leased(void **state)
 	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
 	                  .multipv = 1,
 	                  .lease_seconds = 60,
-	                  .window = -1,
+	                  .plan = {.mode = PLAN_PV},
 	                  .roots = roots,
 	                  .nroots = 2};
 	Coord *c;
@@ -702,7 +704,7 @@ static void test_coord__minimax_period_failure_and_worker_instances(void **state
 	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
 	                  .multipv = 1,
 	                  .lease_seconds = 600,
-	                  .window = -1,
+	                  .plan = {.mode = PLAN_PV},
 	                  .minimax = {recording_minimax, NULL},
 	                  .minimax_seconds = 60};
 	Coord *c;
