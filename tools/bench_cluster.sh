@@ -20,6 +20,8 @@
 # coordinator's periodic runs are incremental ones, as in production.
 set -eu
 J=${JOSEKI:-./joseki}
+# The coordinator's binary (default the same), to compare two builds under one load generator.
+JS=${JOSEKI_SERVE:-$J}
 N=${BENCH_CLUSTER_POSITIONS:-15000000}
 SECS=${BENCH_CLUSTER_SECONDS:-60}
 CLIENTS=${BENCH_CLUSTER_CLIENTS:-16}
@@ -45,7 +47,7 @@ if [ ! -f "$BOOK/.bench-ready" ]; then
 fi
 $J token add "$tmp/tokens" bench >"$tmp/token" 2>/dev/null
 
-$J serve "$BOOK" --work --tokens "$tmp/tokens" --listen 127.0.0.1:0 --quiet --nodes 1000 \
+$JS serve "$BOOK" --work --tokens "$tmp/tokens" --listen 127.0.0.1:0 --quiet --nodes 1000 \
 	--minimax-seconds "$MMS" $wopt >"$tmp/serve.out" 2>"$tmp/serve.err" &
 pid=$!
 t0=$(date +%s)
