@@ -254,8 +254,8 @@ bad_line:
 	return 400;
 }
 
-/* Data (or an end) on a waiting connection. */
-static void examine(Gate *g, Pending *p)
+/* Data (or an end) on a waiting connection; ev: the epoll events. */
+static void examine(Gate *g, Pending *p, uint32_t ev)
 {
 	ssize_t n = recv(p->fd, g->buf, GATE_HEAD_MAX + 1, MSG_PEEK | MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
@@ -265,6 +265,10 @@ static void examine(Gate *g, Pending *p)
 	}
 	const char *msg = NULL;
 	int r = gate_check_head(g->buf, (size_t)n, &msg);
+	if (r == 0 && (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+		drop(g, p, 0, NULL); /* the client will send no more: the head stays partial */
+		return;
+	}
 	if (r == 0) return;
 	if (r != 1) {
 		drop(g, p, r, msg);
@@ -313,8 +317,11 @@ static void accept_all(Gate *g, int64_t now)
 			continue;
 		}
 	take:;
+		/* Edge-triggered: a peek leaves the bytes in the socket, so a
+		 * level-triggered watch would report a partial head again and again
+		 * (a spin over every trickling connection); an edge is new data. */
 		Pending *p = calloc(1, sizeof *p);
-		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = p};
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = p};
 		if (!p || epoll_ctl(g->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
 			free(p);
 			close(fd);
@@ -352,7 +359,7 @@ static void *gate_main(void *arg)
 			if (ev[i].data.ptr == &g->lfd)
 				accept_all(g, now);
 			else
-				examine(g, ev[i].data.ptr);
+				examine(g, ev[i].data.ptr, ev[i].events);
 		}
 		while (g->head && now - g->head->t0 >= (int64_t)g->o.head_ms)
 			drop(g, g->head, 408, "the request head did not arrive in time");

@@ -73,6 +73,10 @@ static int work_arg(WorkArgs *w, int argc, char **argv, int *i)
 		w->tokens = argv[++*i];
 		return 1;
 	}
+	if (!strcmp(a, "--lazy-load")) { /* the selector reads positions on first use */
+		w->co.load_lazy = true;
+		return 1;
+	}
 	int taken = cli_plan_arg(&w->plan, argc, argv, i, "serve");
 	if (taken) {
 		w->nplan++;
