@@ -29,18 +29,24 @@ static const CoordWorker A = {.token = "ta", .name = "alpha", .engine = "fake", 
 static const CoordWorker B = {.token = "tb", .name = "beta", .engine = "fake", .nps = 20};
 static const CoordWorker C = {.token = "tc", .name = "gamma", .engine = "fake", .nps = 30};
 
-static Coord *open_coord(BookDB **db, const char *dir)
+/* A coordinator over the book in dir with options o (NULL: the tests' usual). */
+static Coord *open_coord_with(BookDB **db, const char *dir, const CoordOptions *o)
 {
 	char err[COORD_ERRLEN];
 	assert_int_equal(bookdb_open(db, dir, NULL, err), 0);
-	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
-	                  .multipv = 3,
-	                  .lease_seconds = 60,
-	                  .plan = {.mode = PLAN_PV}};
+	CoordOptions usual = {.budget = {SEARCH_BUDGET_DEPTH, 5},
+	                      .multipv = 3,
+	                      .lease_seconds = 60,
+	                      .plan = {.mode = PLAN_PV}};
 	Coord *c;
-	int rc = coord_open(&c, *db, &o, err);
+	int rc = coord_open(&c, *db, o ? o : &usual, err);
 	if (rc < 0) fail_msg("coord_open: %s", err);
 	return c;
+}
+
+static Coord *open_coord(BookDB **db, const char *dir)
+{
+	return open_coord_with(db, dir, NULL);
 }
 
 static void close_coord(Coord *c, BookDB *db)
@@ -599,9 +605,8 @@ static void test_coord__many_leases_finish_abort_and_expire_in_any_order(void **
 static void test_coord__a_mated_position_is_valued_not_leased(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	char *dir = ts_mkdtemp();
 	BookDB *db;
-	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
 	/* White's king on 5a, Black's gold on 5b guarded by the pawn on 5c: mate. */
 	static const char *const roots[] = {"sfen 4k4/4G4/4P4/9/9/9/9/9/4K4 w - 1", "startpos"};
 	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
@@ -610,8 +615,7 @@ static void test_coord__a_mated_position_is_valued_not_leased(void **state)
 	                  .plan = {.mode = PLAN_PV},
 	                  .roots = roots,
 	                  .nroots = 2};
-	Coord *c;
-	if (coord_open(&c, db, &o, err) < 0) fail_msg("coord_open: %s", err);
+	Coord *c = open_coord_with(&db, dir, &o);
 	CoordLease *l = malloc(sizeof *l);
 	Position *pos = malloc(sizeof *pos);
 	assert_int_equal(position_parse(pos, roots[0], NULL), 0);
@@ -700,15 +704,13 @@ static void test_coord__minimax_period_failure_and_worker_instances(void **state
 	(void)state;
 	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
 	BookDB *db;
-	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
 	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
 	                  .multipv = 1,
 	                  .lease_seconds = 600,
 	                  .plan = {.mode = PLAN_PV},
 	                  .minimax = {recording_minimax, NULL},
 	                  .minimax_seconds = 60};
-	Coord *c;
-	if (coord_open(&c, db, &o, err) < 0) fail_msg("coord_open: %s", err);
+	Coord *c = open_coord_with(&db, dir, &o);
 	g_mm_calls = g_mm_fail = 0;
 	CoordLease *l = malloc(sizeof *l);
 	CoordResult *r = malloc(sizeof *r);
