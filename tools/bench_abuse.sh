@@ -69,8 +69,9 @@ for mode in ${BENCH_ABUSE_MODES:-serve work}; do
 		[ "$mode" = work ] && f=" failed_tries $(failed_tries)"
 		p99=$(awk '{for (i = 1; i < NF; i++) if ($i == "p99_ms") print $(i + 1)}' "$tmp/runs" | med)
 		mx=$(awk '{for (i = 1; i < NF; i++) if ($i == "max_ms") print $(i + 1)}' "$tmp/runs" | med)
+		fails=$(awk '{for (i = 1; i < NF; i++) if ($i == "failures") printf "%s ", $(i + 1)}' "$tmp/runs")
 		okp=$(awk '{for (i = 1; i < NF; i++) { if ($i == "ok") o += $(i + 1); if ($i == "probes") p += $(i + 1) }} END {print o "/" p}' "$tmp/runs")
-		echo "abuse $mode addrs $addrs healthz_p99_ms $p99 healthz_max_ms $mx answered $okp$f  (median of $RUNS, idle 2000 trickle 1100, ${SECS}s; load $(cut -d' ' -f1 /proc/loadavg))"
+		echo "abuse $mode addrs $addrs healthz_p99_ms $p99 healthz_max_ms $mx answered $okp$f failures ${fails:-none}  (median of $RUNS, idle 2000 trickle 1100, ${SECS}s; load $(cut -d' ' -f1 /proc/loadavg))"
 	done
 	stop
 done

@@ -8,7 +8,7 @@ connection every INTERVAL seconds; prints one line:
   flood addrs A idle I trickle T probes N ok K p50_ms X p99_ms Y max_ms Z answered_503 M answered_408 L
 Loopback only.
 """
-import argparse, resource, socket, time
+import argparse, resource, socket, struct, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--port", type=int, required=True)
@@ -39,6 +39,9 @@ for i in range(n):
 HEAD = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200
 
 
+failures = {}
+
+
 def probe():
     t0 = time.monotonic()
     try:
@@ -52,8 +55,12 @@ def probe():
             data += d
         c.close()
         ok = data.startswith(b"HTTP/1.1 200")
-    except OSError:
+        if not ok:
+            why = data[:12].decode("ascii", "replace") or "closed"
+            failures[why] = failures.get(why, 0) + 1
+    except OSError as e:
         ok = False
+        failures[type(e).__name__] = failures.get(type(e).__name__, 0) + 1
     return ok, (time.monotonic() - t0) * 1000
 
 
@@ -86,10 +93,14 @@ for s, _, _ in socks:
             answered[st] = answered.get(st, 0) + 1
     except (OSError, ValueError):
         pass
+    # Reset, not closed: a closed socket waits in TIME_WAIT on its port, and
+    # thousands of them a run leave later runs without ports on loopback.
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     s.close()
 lat.sort()
 q = lambda f: lat[min(len(lat) - 1, int(len(lat) * f))] if lat else 0
 print("flood addrs %d idle %d trickle %d probes %d ok %d p50_ms %.1f p99_ms %.1f max_ms %.1f "
-      "answered_503 %d answered_408 %d" % (a.addrs, a.idle, a.trickle, len(lat), oks, q(0.5),
-                                           q(0.99), lat[-1] if lat else 0, answered.get(503, 0),
-                                           answered.get(408, 0)))
+      "answered_503 %d answered_408 %d opened %d failures %s" %
+      (a.addrs, a.idle, a.trickle, len(lat), oks, q(0.5), q(0.99), lat[-1] if lat else 0,
+       answered.get(503, 0), answered.get(408, 0), sum(1 for s, _, _ in socks if s),
+       ",".join("%s:%d" % kv for kv in sorted(failures.items())) or "none"))
