@@ -92,18 +92,24 @@ static int pick_line(Probe *p, bool *all_done)
 	return best;
 }
 
-/* Whether pos is thought in the book (book_mu held). 1, 0, or a BOOKDB_* code. */
-static int is_thought(Probe *p, const Position *pos)
+/* Whether pos is thought in the book with at least lines evaluated moves (or
+ * all its legal moves, when fewer; book_mu held, w->rec scratch). 1, 0, or a
+ * BOOKDB_* code. */
+static int is_thought(Probe *p, Worker *w, const Position *pos, int lines)
 {
 	BookTxn *txn;
 	int rc = bookdb_txn_begin(&txn, p->db, false);
 	if (rc < 0) return rc;
-	const uint8_t *v;
-	size_t len;
-	rc = bookdb_get_raw(&v, &len, txn, pos_key(pos));
-	int thought = rc == 0 && len && (v[0] & BOOKDB_REC_THOUGHT);
+	rc = bookdb_get(w->rec, txn, pos_key(pos));
 	bookdb_txn_abort(txn);
-	return rc < 0 && rc != BOOKDB_ENOTFOUND ? rc : thought;
+	if (rc == BOOKDB_ENOTFOUND) return 0;
+	if (rc < 0) return rc;
+	if (!(w->rec->flags & BOOKDB_REC_THOUGHT)) return 0;
+	int evals = 0;
+	for (int i = 0; i < w->rec->nmoves; i++)
+		if (w->rec->moves[i].flags & BOOKDB_MOVE_EVAL) evals++;
+	int legal = movegen_count(pos);
+	return evals >= (lines < legal ? lines : legal);
 }
 
 /* The book's move at pos (its best in query order; book_mu held): 1 with
@@ -120,21 +126,14 @@ static int book_choice(Probe *p, Worker *w, Move *m)
 	return *m != MOVE_NONE;
 }
 
-/* Analyses the walk's position and stores it; 0, or < 0 after fail() (the
- * analysis failing only counts). */
-static int think_here(Probe *p, Worker *w)
+/* Stores w->res, an analysis of the walk's position with budget, and backs
+ * the values up; 0, or < 0 after fail(). */
+static int store(Probe *p, Worker *w, const SearchBudget *budget)
 {
 	const ProbeOptions *o = p->opt;
-	int rc = search_analyse(o->engines[w->index], w->res, w->pos, &o->budget, o->multipv);
-	if (rc < 0 || w->res->nlines == 0) {
-		pthread_mutex_lock(&p->mu);
-		p->st->failed++;
-		pthread_mutex_unlock(&p->mu);
-		return 1; /* the walk ends here; the line is tried again later */
-	}
 	char err[THINK_ERRLEN], merr[THINK_ERRLEN];
 	pthread_mutex_lock(&p->book_mu);
-	rc = think_store(p->w, NULL, w->rec, pos_key(w->pos), w->pos, w->res, &o->budget, err);
+	int rc = think_store(p->w, NULL, w->rec, pos_key(w->pos), w->pos, w->res, budget, err);
 	if (rc == 0 && bookdb_writer_flush(p->w) < 0)
 		rc = errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "%s", "commit failed");
 	if (rc == 0 && book_minimax_hook_run(&o->minimax, p->db, merr, sizeof merr) < 0)
@@ -147,6 +146,22 @@ static int think_here(Probe *p, Worker *w)
 		p->st->thought++;
 	pthread_mutex_unlock(&p->mu);
 	return rc < 0 ? rc : 0;
+}
+
+/* Analyses the walk's position (a book side's: MultiPV K) and stores it; 0,
+ * 1 when the analysis failed (counted; the walk ends there and the line is
+ * tried again later), or < 0 after fail(). */
+static int think_here(Probe *p, Worker *w)
+{
+	const ProbeOptions *o = p->opt;
+	int rc = search_analyse(o->engines[w->index], w->res, w->pos, &o->budget, o->multipv);
+	if (rc < 0 || w->res->nlines == 0) {
+		pthread_mutex_lock(&p->mu);
+		p->st->failed++;
+		pthread_mutex_unlock(&p->mu);
+		return 1;
+	}
+	return store(p, w, &o->budget);
 }
 
 /* The opponent's move at the walk's position, asked as match asks: 1 with *m,
@@ -173,12 +188,14 @@ static bool game_over(const Position *pos, int max_moves)
 }
 
 /*
- * Whether the walk's position is thought: 1 (it is), 0 (it is not, and this
- * worker now analyses it: w->analysing set), 2 (it is not, and may_think is
- * false), or a BOOKDB_* code. A position another worker is analysing is
- * waited for, so that no position is analysed twice.
+ * Whether the walk's position is analysed enough: 1 (it is), 0 (it is not,
+ * and this worker now analyses it: w->analysing set), 2 (it is not, and
+ * may_think is false), or a BOOKDB_* code. A book side's position needs its
+ * MultiPV lines (a record holding only an opponent's move does not do); any
+ * thought record does for the opponent's. A position another worker is
+ * analysing is waited for, so that no position is analysed twice.
  */
-static int claim(Probe *p, Worker *w, bool may_think)
+static int claim(Probe *p, Worker *w, bool may_think, bool ours)
 {
 	Key k = pos_key(w->pos);
 	pthread_mutex_lock(&p->mu);
@@ -192,7 +209,7 @@ static int claim(Probe *p, Worker *w, bool may_think)
 		pthread_cond_wait(&p->cv, &p->mu);
 	}
 	pthread_mutex_lock(&p->book_mu);
-	int t = is_thought(p, w->pos);
+	int t = is_thought(p, w, w->pos, ours ? p->opt->multipv : 1);
 	pthread_mutex_unlock(&p->book_mu);
 	if (t == 0 && !may_think) t = 2;
 	if (t == 0) {
@@ -220,29 +237,36 @@ static int walk(Probe *p, Worker *w, const Line *l)
 		bool stop = should_stop(p);
 		pthread_mutex_unlock(&p->mu);
 		if (stop) break;
-		int t = claim(p, w, fresh < burst);
+		bool ours = w->pos->side == l->book;
+		int t = claim(p, w, fresh < burst, ours);
 		if (t < 0) return t;
-		if (t == 2) break; /* unthought, and this walk has thought enough */
+		if (t == 2) break; /* to analyse, and this walk has analysed enough */
+		Move m = MOVE_NONE;
+		int got = 1, rc = 0;
+		if (ours && t == 0) rc = think_here(p, w);
+		if (!ours) {
+			/* The opponent's answer is its move, and (new) the position's
+			 * analysis: its one line is the move it plays here, so the values
+			 * backed up through it follow the opponent's real reply rather
+			 * than the worst of several guessed ones. */
+			got = opponent_move(p, w, &m);
+			if (got && t == 0) rc = store(p, w, &o->opp_budget);
+		}
 		if (t == 0) {
-			int rc = think_here(p, w);
 			pthread_mutex_lock(&p->mu);
 			w->analysing = false;
 			pthread_cond_broadcast(&p->cv);
 			pthread_mutex_unlock(&p->mu);
 			if (rc < 0) return rc;
 			if (rc > 0) break;
-			fresh++;
+			if (got) fresh++;
 		}
-		Move m = MOVE_NONE;
-		int got;
-		if (w->pos->side == l->book) {
+		if (ours) {
 			pthread_mutex_lock(&p->book_mu);
 			got = book_choice(p, w, &m);
 			pthread_mutex_unlock(&p->book_mu);
 			if (got < 0) return got;
 			book_plies += got;
-		} else {
-			got = opponent_move(p, w, &m);
 		}
 		if (!got) break;
 		pos_do_move(w->pos, m);

@@ -714,6 +714,8 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 			i--; /* the last lease moved into i */
 		}
 	}
+	/* The history point goes in with the round's commit. */
+	if ((rc = co_history_tick(c, now_ms, err)) < 0) return rc;
 	if ((rc = coord_commit(c, err)) < 0) return rc;
 	/* The seconds between minimax runs count from the first tick: a fresh
 	 * coordinator does not start with one (the book was backed up by the

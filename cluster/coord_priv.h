@@ -80,6 +80,10 @@ struct Coord {
 	int mm_rc;
 	double mm_t0;
 	char mm_err[256];
+	/* The history (coord_history.c): the step being counted (0: none yet),
+	 * since when, and the counters at its start. */
+	int64_t hist_bucket, hist_since_ms;
+	uint64_t hist_results, hist_failed;
 };
 
 /* Marks c broken (no later commit) and says what failed in err; returns
@@ -100,6 +104,11 @@ int co_restore(Coord *c, char *err);
  * selector picks; those already thought, leased or known are skipped. The
  * selector holds them as leased while they wait. */
 int co_queue_extended(Coord *c, char *err);
+
+/* coord_history.c: at the end of each history step, a point of the state
+ * into the book's work database (through c->w: committed with the next
+ * commit). 0 or co_broken's code. */
+int co_history_tick(Coord *c, int64_t now_ms, char *err);
 
 /* coord.c: the in-memory state. */
 KeyState *co_key_get(Coord *c, Key k);

