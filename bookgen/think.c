@@ -220,7 +220,13 @@ static void hand_out(Think *t, bool *stopping)
 			break;
 		}
 		if (!forced) s->key = t->leaf->key;
-		sel_lease(t->sel, s->key);
+		/* A leaf the selector cannot hold leased would be handed out again. */
+		if (sel_lease(t->sel, s->key) < 0) {
+			t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_ENOMEM, "think: %s",
+			                    "out of memory leasing a leaf");
+			*stopping = true;
+			break;
+		}
 		s->state = SLOT_BUSY;
 		t->inflight++;
 		pthread_cond_broadcast(&t->work_cv);

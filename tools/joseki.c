@@ -29,6 +29,8 @@ static const struct {
      "BOOK [--repair NEWBOOK]   verify the store's invariants (and copy what is sound into a new "
      "book)"},
     {"compact", cmd_compact, "BOOK [--json]   rewrite the book without its free pages"},
+    {"backup", cmd_backup,
+     "BOOK DIR [--compact] [--json]   a checked copy of the live book into the new DIR"},
     {"serve", cmd_serve,
      "BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N] [--no-cors] [--quiet] "
      "[--work [--tokens FILE] [--lease-seconds S] [--minimax-every N|--minimax-seconds S] "
