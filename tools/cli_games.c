@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "ingest/csa.h"
+#include "ingest/kifu.h"
 #include "ingest/replay.h"
 #include "shogi/grow.h"
 #include "shogi/notation.h"
@@ -45,17 +45,17 @@ static char *game_spec(Position *pos)
 static int read_file(CliGames *g, const char *path, int book_side, const char *player,
                      const char *cmd, Position *pos)
 {
-	CsaReader *rd = NULL;
-	CsaRecord *rec = NULL;
+	KifuReader *rd = NULL;
+	KifuRecord *rec = NULL;
 	ReplayResult res;
-	if (csa_reader_open_file(&rd, path) < 0) {
+	if (kifu_reader_open_file(&rd, path) < 0) {
 		joseki_error("%s: cannot read '%s'", cmd, path);
 		return -1;
 	}
 	int rc, ret = 0;
-	while ((rc = csa_reader_next(rd, &rec)) != 0) {
+	while ((rc = kifu_reader_next(rd, &rec)) != 0) {
 		if (rc < 0) {
-			joseki_error("%s: %s", cmd, csa_reader_error(rd));
+			joseki_error("%s: %s", cmd, kifu_reader_error(rd));
 			ret = -1;
 			break;
 		}
@@ -65,21 +65,21 @@ static int read_file(CliGames *g, const char *path, int book_side, const char *p
 			     w = rec->name[WHITE] && strstr(rec->name[WHITE], player);
 			side = b == w ? -1 : b ? BLACK : WHITE;
 		}
-		rc = replay_csa(&res, pos, rec, NULL, NULL);
+		rc = replay_kifu(&res, pos, rec, NULL, NULL);
 		int line = rec->first_line;
-		csa_record_free(rec);
+		kifu_record_free(rec);
 		if (rc < 0) {
 			joseki_error("%s: %s:%d: %s", cmd, path, line, res.error);
 			ret = -1;
 			break;
 		}
-		if (side < 0 || res.winner == REPLAY_WINNER_NONE) {
+		if (side < 0 || res.winner == GAME_WINNER_NONE) {
 			g->skipped++;
 			continue;
 		}
-		int result = res.winner == REPLAY_WINNER_DRAW                         ? 0
-		             : (res.winner == REPLAY_WINNER_BLACK) == (side == BLACK) ? 1
-		                                                                      : -1;
+		int result = res.winner == GAME_WINNER_DRAW                         ? 0
+		             : (res.winner == GAME_WINNER_BLACK) == (side == BLACK) ? 1
+		                                                                    : -1;
 		char *spec = game_spec(pos);
 		if (!spec ||
 		    array_grow((void **)&g->games, &g->cap, g->n + 1, sizeof *g->games, 64)) {
@@ -90,7 +90,7 @@ static int read_file(CliGames *g, const char *path, int book_side, const char *p
 		}
 		g->games[g->n++] = (CycleGame){spec, side, result};
 	}
-	csa_reader_free(rd);
+	kifu_reader_free(rd);
 	return ret;
 }
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingest/csa.h"
+#include "ingest/kifu.h"
 #include "ingest/replay.h"
 #include "shogi/notation.h"
 
@@ -27,31 +27,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned char *copy = malloc(size ? size : 1);
 	if (!copy) return 0;
 	memcpy(copy, data, size);
-	CsaReader *r;
-	if (csa_reader_open_mem(&r, copy, size, "fuzz") != 0) {
+	KifuReader *r;
+	if (kifu_reader_open_mem_as(&r, copy, size, "fuzz", KIFU_CSA) != 0) {
 		free(copy);
 		return 0;
 	}
 	for (;;) {
-		CsaRecord *rec;
-		int rc = csa_reader_next(r, &rec);
+		KifuRecord *rec;
+		int rc = kifu_reader_next(r, &rec);
 		if (rc == 0) break;
-		if (rc == CSA_EPARSE) {
-			if (strncmp(csa_reader_error(r), "fuzz:", 5) != 0) abort();
+		if (rc == KIFU_EPARSE) {
+			if (strncmp(kifu_reader_error(r), "fuzz:", 5) != 0) abort();
 			continue;
 		}
 		if (rc < 0) break;
 		for (size_t i = 0; i < rec->nmoves; i++)
 			if (strlen(rec->moves[i].token) != 7) abort();
 		ReplayResult res;
-		if (replay_csa(&res, &pos, rec, NULL, NULL) == 0) {
+		if (replay_kifu(&res, &pos, rec, NULL, NULL) == 0) {
 			if (res.plies < 0 || (size_t)res.plies > rec->nmoves) abort();
 			char sfen[SFEN_MAX];
 			sfen_write(&pos, sfen, sizeof sfen);
 		}
-		csa_record_free(rec);
+		kifu_record_free(rec);
 	}
-	csa_reader_free(r);
+	kifu_reader_free(r);
 	free(copy);
 	return 0;
 }

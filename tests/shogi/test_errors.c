@@ -22,7 +22,7 @@
 #include "bookgen/selector.h"
 #include "bookgen/think.h"
 #include "bookgen/worker.h"
-#include "ingest/csa.h"
+#include "ingest/kifu.h"
 #include "ingest/fetch.h"
 #include "ingest/ingest.h"
 #include "minimax/bookmm.h"
@@ -57,7 +57,7 @@ static const Module MODULES[] = {
      bookdb_strerror,
      {BOOKDB_ENOTFOUND, BOOKDB_ECORRUPT, BOOKDB_EVERSION, BOOKDB_ENOBOOK, BOOKDB_EREADONLY,
       BOOKDB_EBUSY, BOOKDB_EIO, BOOKDB_ENOMEM, BOOKDB_ELMDB, BOOKDB_EINVAL, BOOKDB_ENOSPC}},
-    {"csa", ERR_CSA, csa_strerror, {CSA_EPARSE, CSA_ENOMEM, CSA_EIO, CSA_EILLEGAL}},
+    {"kifu", ERR_KIFU, kifu_strerror, {KIFU_EPARSE, KIFU_ENOMEM, KIFU_EIO, KIFU_EILLEGAL}},
     {"ingest",
      ERR_INGEST,
      ingest_strerror,
