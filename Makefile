@@ -13,7 +13,7 @@ LIBS      = -llmdb -lcurl -ljansson -lmicrohttpd -larchive -lpthread -lm
 TESTLIBS  = -lcmocka
 
 BUILD    ?= build
-MODULES   = shogi bookdb ingest search bookgen minimax server
+MODULES   = shogi bookdb ingest search bookgen cluster play minimax server
 LIB_SRC   = $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 TOOL_SRC  = $(wildcard tools/*.c)
 TEST_SRC  = $(wildcard tests/*/test_*.c)

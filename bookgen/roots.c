@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "shogi/errmsg.h"
+#include "bookdb/game.h"
 #include "bookdb/record.h"
 #include "shogi/grow.h"
+#include "shogi/keymap.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 
@@ -30,23 +32,31 @@ void roots_free(RootList *r)
 {
 	for (size_t i = 0; i < r->n; i++) free(r->specs[i]);
 	free(r->specs);
+	free(r->weights);
 	memset(r, 0, sizeof *r);
 }
 
-/* Appends spec itself (ownership moves to the list). */
-static int take(RootList *r, char *spec)
+/* Appends spec itself (ownership moves to the list) with its weight. */
+static int take(RootList *r, char *spec, double weight)
 {
-	if (!spec || array_grow((void **)&r->specs, &r->cap, r->n + 1, sizeof *r->specs, 256)) {
+	if (!spec || array_grow((void **)&r->specs, &r->cap, r->n + 1, sizeof *r->specs, 256) ||
+	    array_grow((void **)&r->weights, &r->wcap, r->n + 1, sizeof *r->weights, 256)) {
 		free(spec);
 		return ROOTS_ENOMEM;
 	}
-	r->specs[r->n++] = spec;
+	r->specs[r->n] = spec;
+	r->weights[r->n++] = weight;
 	return 0;
 }
 
 int roots_add(RootList *r, const char *spec)
 {
-	return take(r, strdup(spec));
+	return take(r, strdup(spec), 1.0);
+}
+
+int roots_add_weighted(RootList *r, const char *spec, double weight)
+{
+	return take(r, strdup(spec), weight);
 }
 
 int roots_add_position(RootList *r, const Position *pos)
@@ -125,6 +135,110 @@ static int cmp_ext(const void *a, const void *b)
 	return x->count != y->count ? (x->count > y->count ? -1 : 1) : strcmp(x->spec, y->spec);
 }
 
+/* roots_from_games: the positions at the chosen ply, counted by key. */
+typedef struct {
+	Key key; /* first: the key map's stride starts here */
+	char *spec;
+	uint32_t count;
+} GamePos;
+
+typedef struct {
+	Position *pos; /* the replay's position, before each ply's move */
+	int ply, seen; /* plies before the one asked for; plies replayed */
+	GamePos *v;
+	size_t n, cap;
+	KeyMap map;
+	bool oom;
+} GameRoots;
+
+static void on_game_ply(void *ctx, Key key, Move move, int result)
+{
+	(void)move;
+	(void)result;
+	GameRoots *g = ctx;
+	if (g->seen++ != g->ply || g->oom) return;
+	if (array_grow((void **)&g->v, &g->cap, g->n + 1, sizeof *g->v, 256)) {
+		g->oom = true;
+		return;
+	}
+	g->v[g->n] = (GamePos){.key = key};
+	int64_t at = keymap_find_or_insert(&g->map, g->v, (uint32_t)g->n);
+	if (at < 0) {
+		g->oom = true;
+	} else if ((size_t)at < g->n) {
+		g->v[at].count++;
+	} else {
+		char sfen[SFEN_MAX];
+		sfen_write(g->pos, sfen, sizeof sfen);
+		if (!(g->v[g->n].spec = strdup(sfen)))
+			g->oom = true; /* the entry stays, without a spec: never listed */
+		g->v[g->n++].count = 1;
+	}
+}
+
+static int cmp_game_pos(const void *a, const void *b)
+{
+	const GamePos *x = a, *y = b;
+	if (x->count != y->count) return x->count > y->count ? -1 : 1;
+	return strcmp(x->spec ? x->spec : "", y->spec ? y->spec : "");
+}
+
+int roots_from_games(RootList *r, BookDB *db, size_t n, int ply, size_t *short_games,
+                     size_t *legacy_games, char *err)
+{
+	GameRoots g = {.ply = ply < 0 ? 0 : ply};
+	keymap_init(&g.map, sizeof(GamePos));
+	size_t nshort = 0, nlegacy = 0;
+	BookTxn *txn = NULL;
+	BookIter *it = NULL;
+	int ret = ROOTS_ENOMEM, rc;
+	if (!(g.pos = malloc(sizeof *g.pos))) goto out;
+	if ((rc = bookdb_txn_begin(&txn, db, false)) < 0 ||
+	    (rc = bookdb_kv_iter_open(&it, txn, BOOKDB_GAMES)) < 0) {
+		ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_EBOOK, "cannot read the book's games: %s",
+		                 bookdb_strerror(rc));
+		goto out;
+	}
+	const void *k, *v;
+	size_t kl, vl;
+	while ((rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+		BookGame bg;
+		if (bookdb_game_decode(&bg, v, vl) < 0 || !bg.has_plies) {
+			nlegacy++;
+			continue;
+		}
+		if (bg.nplies <= (uint32_t)g.ply) {
+			nshort++;
+			continue;
+		}
+		g.seen = 0;
+		if (bookdb_game_replay(&bg, g.pos, on_game_ply, &g) < 0 && g.seen <= g.ply)
+			nlegacy++; /* not replayable up to the ply (check reports it) */
+		if (g.oom) goto out;
+	}
+	if (rc < 0) {
+		ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_EBOOK, "cannot read the book's games: %s",
+		                 bookdb_strerror(rc));
+		goto out;
+	}
+	qsort(g.v, g.n, sizeof *g.v, cmp_game_pos);
+	for (size_t i = 0; i < g.n && i < n; i++)
+		if (g.v[i].spec && roots_add_weighted(r, g.v[i].spec, (double)g.v[i].count) < 0)
+			goto out;
+	ret = 0;
+out:
+	if (ret == ROOTS_ENOMEM) errmsg_set(err, ROOTS_ERRLEN, ROOTS_ENOMEM, "out of memory");
+	if (short_games) *short_games = nshort;
+	if (legacy_games) *legacy_games = nlegacy;
+	for (size_t i = 0; i < g.n; i++) free(g.v[i].spec);
+	free(g.v);
+	keymap_free(&g.map);
+	bookdb_iter_free(it);
+	bookdb_txn_abort(txn);
+	free(g.pos);
+	return ret;
+}
+
 int roots_from_extension(RootList *r, BookDB *db, char *err)
 {
 	BookTxn *txn = NULL;
@@ -174,7 +288,7 @@ int roots_from_extension(RootList *r, BookDB *db, char *err)
 	}
 	qsort(ext, next, sizeof *ext, cmp_ext);
 	for (size_t i = 0; i < next; i++) {
-		if (take(r, ext[i].spec) < 0) {
+		if (take(r, ext[i].spec, 1.0) < 0) {
 			for (size_t j = i + 1; j < next; j++) free(ext[j].spec);
 			next = 0;
 			goto out;
@@ -283,7 +397,7 @@ int roots_queue_load(RootList *r, BookTxn *txn, char *err)
 		                 bookdb_strerror(rc));
 	if (!ret) qsort(q, n, sizeof *q, cmp_qentry);
 	for (size_t i = 0; i < n; i++) {
-		if (!ret && take(r, q[i].spec) < 0)
+		if (!ret && take(r, q[i].spec, 1.0) < 0)
 			ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_ENOMEM, "out of memory");
 		else if (ret)
 			free(q[i].spec);

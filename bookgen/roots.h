@@ -29,8 +29,9 @@ const char *roots_strerror(int code);
 #define ROOTS_ERRLEN 512
 
 typedef struct {
-	char **specs; /* owned, each malloc'd */
-	size_t n, cap;
+	char **specs;    /* owned, each malloc'd */
+	double *weights; /* each spec's share of the effort (bookgen/plan.h); 1 unless set */
+	size_t n, cap, wcap;
 } RootList;
 
 /* Frees the specs and empties the list (which may be reused). */
@@ -38,6 +39,9 @@ void roots_free(RootList *r);
 
 /* Appends a copy of spec. 0 or ROOTS_ENOMEM. */
 int roots_add(RootList *r, const char *spec);
+
+/* Appends a copy of spec with its weight (> 0). 0 or ROOTS_ENOMEM. */
+int roots_add_weighted(RootList *r, const char *spec, double weight);
 
 /* Appends pos as an SFEN (e.g. from ingest's replay_file_positions, which
  * walks game records for --from-kifu). 0 or ROOTS_ENOMEM. */
@@ -49,6 +53,19 @@ int roots_add_position(RootList *r, const Position *pos);
  * the file and line, or ROOTS_ENOMEM.
  */
 int roots_from_lines(RootList *r, const char *path, char *err);
+
+/*
+ * Roots from the ingested games (the book's games database, whose entries
+ * keep each game's moves): the positions games reached after `ply` plies from
+ * their first position, the n reached by the most games (ties by SFEN), each
+ * weighted by that number of games. Games shorter than that, and games kept
+ * without their moves (books ingested before the moves were kept), are
+ * counted in *short_games and *legacy_games (may be NULL). Returns 0, or
+ * ROOTS_EBOOK (err says why) or ROOTS_ENOMEM; an entry that does not decode
+ * is counted as legacy (check reports it).
+ */
+int roots_from_games(RootList *r, BookDB *db, size_t n, int ply, size_t *short_games,
+                     size_t *legacy_games, char *err);
 
 /*
  * Shiba's extension: appends the children, by a move played in ingested games,

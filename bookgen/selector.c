@@ -254,7 +254,8 @@ static int select_any(SelLeaf *out, Selector *s)
 typedef struct {
 	SelLeaf *out;
 	size_t max, count;
-	int root, root_value, window, book_side;
+	size_t want; /* SEL_BATCH_COVER: walk to the depth where this many leaves are found */
+	int root, root_value, window, book_side, book_side_opt;
 	Color root_side;
 	SelBatchMode mode;
 	uint32_t stamp;
@@ -328,20 +329,23 @@ static int collect(Selector *s, Batch *b, uint32_t i, int ply)
 typedef struct {
 	const SelLeaf *leaves;
 	int value;
+	bool by_ply;
 } GapCtx;
 
-/* Closest to the root value first; ties in collection order (stored move
- * order: best first). */
+/* Closest to the root value first (shallowest first before that, by_ply);
+ * ties in collection order (stored move order: best first). */
 static int cmp_gap(const void *a, const void *b, void *ctx)
 {
 	const GapCtx *g = ctx;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	if (g->by_ply && g->leaves[x].nmoves != g->leaves[y].nmoves)
+		return g->leaves[x].nmoves < g->leaves[y].nmoves ? -1 : 1;
 	int gx = abs(g->leaves[x].value - g->value), gy = abs(g->leaves[y].value - g->value);
 	if (gx != gy) return gx < gy ? -1 : 1;
 	return x < y ? -1 : x > y;
 }
 
-static int sort_leaves(SelLeaf *out, size_t n, int value)
+static int sort_leaves(SelLeaf *out, size_t n, int value, bool by_ply)
 {
 	if (n < 2) return 0;
 	uint32_t *idx = malloc(n * sizeof *idx);
@@ -352,7 +356,7 @@ static int sort_leaves(SelLeaf *out, size_t n, int value)
 		return SEL_ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) idx[i] = (uint32_t)i;
-	GapCtx g = {out, value};
+	GapCtx g = {out, value, by_ply};
 	qsort_r(idx, n, sizeof *idx, cmp_gap, &g);
 	for (size_t i = 0; i < n; i++) tmp[i] = out[idx[i]];
 	memcpy(out, tmp, n * sizeof *tmp);
@@ -361,48 +365,193 @@ static int sort_leaves(SelLeaf *out, size_t n, int value)
 	return 0;
 }
 
-static int select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatchMode mode,
-                        int book_side)
+/*
+ * SEL_BATCH_COVER: a breadth-first walk of the covered tree from the root
+ * (the book side's best moves, the other side's within window of its node's
+ * best). Each entry is a thought node reached, with its parent entry and the
+ * move, so that a leaf's line is read back from the entries and the path's
+ * nodes can be marked as on the path while a node is searched (repetitions
+ * are judged as in a selection from the root).
+ */
+typedef struct {
+	uint32_t node;
+	int32_t parent; /* entry index, -1 for the root */
+	Move move;      /* the move from the parent */
+	uint16_t ply;
+} CoverEnt;
+
+typedef struct {
+	CoverEnt *ent;
+	size_t n, cap;
+	SelLeaf *leaves; /* found so far (more than max, cut after sorting) */
+	size_t nleaves, capleaves;
+} Cover;
+
+static void cover_mark_path(Selector *s, const Cover *c, int32_t e, bool on)
 {
+	for (; e >= 0; e = c->ent[e].parent) {
+		SelNode *n = &s->nodes[c->ent[e].node];
+		if (on) {
+			n->flags |= NF_ONPATH;
+			n->ply = c->ent[e].ply;
+		} else {
+			n->flags &= (uint8_t)~NF_ONPATH;
+		}
+	}
+}
+
+static int cover_push(Cover *c, uint32_t node, int32_t parent, Move m, int ply)
+{
+	if (c->n == c->cap && array_grow((void **)&c->ent, &c->cap, c->n + 1, sizeof *c->ent, 64))
+		return SEL_ENOMEM;
+	c->ent[c->n++] = (CoverEnt){node, parent, m, (uint16_t)ply};
+	return 0;
+}
+
+static int cover_leaf(Cover *c, const Batch *b, int32_t parent, Move m, uint32_t key_node,
+                      const Selector *s, int value)
+{
+	if (c->nleaves == c->capleaves &&
+	    array_grow((void **)&c->leaves, &c->capleaves, c->nleaves + 1, sizeof *c->leaves, 16))
+		return SEL_ENOMEM;
+	SelLeaf *l = &c->leaves[c->nleaves++];
+	int len = 0;
+	for (int32_t e = parent; e > 0; e = c->ent[e].parent) len++;
+	l->root = b->root;
+	l->key = s->nodes[key_node].key;
+	l->value = value;
+	l->nmoves = len + 1;
+	l->moves[len] = m;
+	for (int32_t e = parent, k = len - 1; e > 0; e = c->ent[e].parent, k--)
+		l->moves[k] = c->ent[e].move;
+	return 0;
+}
+
+/* The node of entry e: searched, then its moves that pass the bar of its
+ * side: thought children queued, leaf moves kept. */
+static int cover_node(Selector *s, Batch *b, Cover *c, int32_t e)
+{
+	CoverEnt ce = c->ent[e];
+	int ply = ce.ply, rm;
+	bool nl = false;
+	if (ply + 1 >= SEL_MAX_PLY) return 0;
+	Color side = (Color)(b->root_side ^ (ply & 1));
+	cover_mark_path(s, c, c->ent[e].parent, true);
+	/* The node's value: its exact bound when one is stored (bounds are
+	 * cleared whenever something below changes, and never stored when they
+	 * depend on the path above), else a full search. */
+	const SelNode *n = &s->nodes[ce.node];
+	int v = 0, ret = 0;
+	if (n->bound == B_EXACT) {
+		v = n->value;
+	} else if (n->bound == B_NOLEAF) {
+		nl = true;
+	} else {
+		v = search(s, ce.node, -SEL_INF, SEL_INF, ply, true, &rm, &nl);
+		ret = s->err;
+	}
+	if (ret || nl) goto out;
+	int bar = value_clamp((int)side == b->book_side ? v : v - b->window);
+	if (!(s->nodes[ce.node].flags & NF_EXPANDED) && (ret = sel_g_expand(s, ce.node))) goto out;
+	s->nodes[ce.node].flags |= NF_ONPATH;
+	s->nodes[ce.node].ply = (uint16_t)ply;
+	int ne = s->nodes[ce.node].nedges;
+	for (int k = 0; k < ne && !ret; k++) {
+		SelEdge ed = s->edges[s->nodes[ce.node].edge_off + (uint32_t)k];
+		if (ed.flags & EF_BANNED) continue;
+		const SelNode *cn = &s->nodes[ed.child];
+		if ((cn->flags & (NF_LEASED | NF_ONPATH)) || cn->stamp == b->stamp) continue;
+		if (cn->flags & NF_THOUGHT) {
+			int cv = -search(s, (uint32_t)ed.child, -bar, -bar + 1, ply + 1, false, &rm,
+			                 &nl);
+			if (s->err) {
+				ret = s->err;
+			} else if (!nl && cv >= bar) {
+				s->nodes[ed.child].stamp = b->stamp;
+				ret = cover_push(c, (uint32_t)ed.child, e, ed.move, ply + 1);
+			}
+		} else if (ed.flags & EF_EVAL) {
+			int lv = leaf_value(s, &ed);
+			if (lv >= bar) {
+				s->nodes[ed.child].stamp = b->stamp;
+				ret = cover_leaf(c, b, e, ed.move, (uint32_t)ed.child, s,
+				                 side == b->root_side ? lv : -lv);
+			}
+		}
+	}
+out:
+	s->nodes[ce.node].flags &= (uint8_t)~NF_ONPATH;
+	cover_mark_path(s, c, c->ent[e].parent, false);
+	return ret;
+}
+
+static int cover_root(Selector *s, Batch *b, uint32_t root)
+{
+	Cover c = {0};
+	int ret = cover_push(&c, root, -1, MOVE_NONE, 0);
+	s->nodes[root].stamp = b->stamp;
+	int stop_ply = -1;
+	for (size_t h = 0; h < c.n && !ret; h++) {
+		if (stop_ply >= 0 && c.ent[h].ply > stop_ply) break;
+		ret = cover_node(s, b, &c, (int32_t)h);
+		if (stop_ply < 0 && c.nleaves >= b->want) stop_ply = c.ent[h].ply;
+	}
+	if (!ret) ret = sort_leaves(c.leaves, c.nleaves, b->root_value, true);
+	for (size_t k = 0; !ret && k < c.nleaves && b->count < b->max; k++)
+		b->out[b->count++] = c.leaves[k];
+	free(c.ent);
+	free(c.leaves);
+	return ret;
+}
+
+/* The batch's leaves below root r (appended to b->out). */
+static int batch_root(Selector *s, Batch *b, int r)
+{
+	uint32_t root = s->roots[r].node;
+	b->root = r;
+	b->root_side = s->roots[r].side;
+	b->book_side = b->book_side_opt < 0 ? (int)b->root_side : b->book_side_opt;
+	size_t first = b->count;
+	if (!(s->nodes[root].flags & NF_THOUGHT)) {
+		if (!(s->nodes[root].flags & NF_LEASED) && s->nodes[root].stamp != b->stamp) {
+			s->nodes[root].stamp = b->stamp;
+			SelLeaf *l = &b->out[b->count++];
+			l->root = r;
+			l->key = s->nodes[root].key;
+			l->value = 0;
+			l->nmoves = 0;
+		}
+		return 0;
+	}
+	int v;
+	bool has;
+	int e = root_value(&v, &has, s, r);
+	if (e || !has) return e;
+	b->root_value = v;
+	if (b->mode == SEL_BATCH_COVER) return cover_root(s, b, root);
+	int ret = collect(s, b, root, 0);
+	return ret ? ret : sort_leaves(b->out + first, b->count - first, v, false);
+}
+
+static int select_batch(SelLeaf *out, size_t max, size_t want, Selector *s, int root, int window,
+                        SelBatchMode mode, int book_side)
+{
+	if (root >= 0 && (size_t)root >= s->nroots) return SEL_EINVAL;
 	Batch *b = calloc(1, sizeof *b);
 	if (!b) return SEL_ENOMEM;
 	b->out = out;
 	b->max = max;
+	b->want = want < max ? want : max;
 	b->window = window < 0 ? 0 : window;
 	b->mode = mode;
+	b->book_side_opt = book_side;
 	b->stamp = ++s->stamp;
 	int ret = 0;
-	for (size_t r = 0; r < s->nroots && b->count < max && !ret; r++) {
-		uint32_t root = s->roots[r].node;
-		b->root = (int)r;
-		b->root_side = s->roots[r].side;
-		b->book_side = book_side < 0 ? (int)b->root_side : book_side;
-		size_t first = b->count;
-		if (!(s->nodes[root].flags & NF_THOUGHT)) {
-			if (!(s->nodes[root].flags & NF_LEASED) &&
-			    s->nodes[root].stamp != b->stamp) {
-				s->nodes[root].stamp = b->stamp;
-				SelLeaf *l = &out[b->count++];
-				l->root = (int)r;
-				l->key = s->nodes[root].key;
-				l->value = 0;
-				l->nmoves = 0;
-			}
-			continue;
-		}
-		int v, rm;
-		bool nl;
-		s->err = 0;
-		v = search(s, root, -SEL_INF, SEL_INF, 0, true, &rm, &nl);
-		if (s->err) {
-			ret = s->err;
-			break;
-		}
-		if (nl) continue;
-		b->root_value = v;
-		ret = collect(s, b, root, 0);
-		if (!ret) ret = sort_leaves(out + first, b->count - first, v);
-	}
+	if (root >= 0)
+		ret = batch_root(s, b, root);
+	else
+		for (size_t r = 0; r < s->nroots && b->count < max && !ret; r++)
+			ret = batch_root(s, b, (int)r);
 	size_t n = b->count;
 	free(b);
 	return ret < 0 ? ret : (int)n;
@@ -440,9 +589,43 @@ int sel_select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatch
                      int book_side)
 {
 	int r = sel_g_call_begin(s);
-	if (!r) r = select_batch(out, max, s, window, mode, book_side);
+	if (!r) r = select_batch(out, max, max, s, -1, window, mode, book_side);
 	sel_g_call_end(s);
 	return r;
+}
+
+int sel_select_batch_root(SelLeaf *out, size_t max, Selector *s, int root, int window,
+                          SelBatchMode mode, int book_side)
+{
+	if (root < 0) return SEL_EINVAL;
+	int r = sel_g_call_begin(s);
+	if (!r) r = select_batch(out, max, max, s, root, window, mode, book_side);
+	sel_g_call_end(s);
+	return r;
+}
+
+int sel_select_cover(SelLeaf *out, size_t max, size_t want, Selector *s, int root, int window,
+                     int book_side)
+{
+	if (root < 0) return SEL_EINVAL;
+	int r = sel_g_call_begin(s);
+	if (!r) r = select_batch(out, max, want, s, root, window, SEL_BATCH_COVER, book_side);
+	sel_g_call_end(s);
+	return r;
+}
+
+int sel_select_root(SelLeaf *out, Selector *s, int root)
+{
+	if (root < 0 || (size_t)root >= s->nroots) return SEL_EINVAL;
+	int r = sel_g_call_begin(s);
+	if (!r) r = select_root(out, s, root);
+	sel_g_call_end(s);
+	return r;
+}
+
+int sel_nroots(const Selector *s)
+{
+	return (int)s->nroots;
 }
 
 int sel_leaf_position(Position *pos, const char *root_sfen, const SelLeaf *leaf)

@@ -59,6 +59,14 @@ typedef enum {
 	/* The book side only its best moves; the other side the moves within window
 	 * of the root value (the sqrt(N) variant). */
 	SEL_BATCH_SQRT,
+	/* Coverage, for a book that must answer in games: the book side only its
+	 * best moves (the node's exact value, ties included); the other side every
+	 * move within window of the best at its own node, whatever that node's
+	 * value (the replies an opponent plays are near its best, and an inferior
+	 * reply still needs an answer). Leaves come shallowest first (a
+	 * breadth-first walk of the covered tree, to the depth where max leaves
+	 * are found), then closest to the root value. */
+	SEL_BATCH_COVER,
 } SelBatchMode;
 
 /* One selected leaf. */
@@ -142,6 +150,25 @@ int sel_leaf_position(Position *pos, const char *root_sfen, const SelLeaf *leaf)
  */
 int sel_select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatchMode mode,
                      int book_side);
+
+/* sel_select_batch for root r alone (0 <= r < sel_nroots). */
+int sel_select_batch_root(SelLeaf *out, size_t max, Selector *s, int r, int window,
+                          SelBatchMode mode, int book_side);
+
+/*
+ * The SEL_BATCH_COVER batch of root r, walking to the depth where `want`
+ * leaves are found and keeping every leaf of that depth and above (shallowest
+ * first), at most max: a caller that hands leaves out one at a time searches
+ * once a level rather than once every `want` leaves.
+ */
+int sel_select_cover(SelLeaf *out, size_t max, size_t want, Selector *s, int r, int window,
+                     int book_side);
+
+/* sel_select for root r alone: 1 (out filled), 0 (nothing selectable), or an error. */
+int sel_select_root(SelLeaf *out, Selector *s, int r);
+
+/* Roots added so far. */
+int sel_nroots(const Selector *s);
 
 /* Value of root r from its side to move (full search); *has_leaf false when
  * nothing is selectable below it. */

@@ -39,10 +39,6 @@ typedef struct {
 	double busy_ms;
 } Slot;
 
-typedef struct {
-	char sfen[SFEN_MAX];
-} RootSfen;
-
 /* One run: the options, the workers, and the loop's state (calling thread). */
 struct Think {
 	const ThinkOptions *opt;
@@ -51,9 +47,9 @@ struct Think {
 	Slot *slots;
 	int n; /* engines (slots) */
 	Selector *sel;
+	Plan *plan;
 	BookWriter *w;
 	BookRecord *rec;
-	RootSfen *roots;
 	SelLeaf *leaf;
 	ThinkStats *out;
 	char *err;
@@ -146,12 +142,11 @@ static void fill_record(BookRecord *rec, bool found, const Position *pos, const 
 static int setup(Think *t, BookDB *db)
 {
 	const ThinkOptions *opt = t->opt;
-	int n = t->n, nroots = opt->roots && opt->nroots > 0 ? opt->nroots : 1;
+	int n = t->n;
 	t->rec = malloc(sizeof *t->rec);
-	t->roots = calloc((size_t)nroots, sizeof *t->roots);
 	t->leaf = malloc(sizeof *t->leaf);
 	t->slots = calloc((size_t)n, sizeof *t->slots);
-	if (!t->rec || !t->roots || !t->leaf || !t->slots) return THINK_ENOMEM;
+	if (!t->rec || !t->leaf || !t->slots) return THINK_ENOMEM;
 	for (int i = 0; i < n; i++)
 		if (!(t->slots[i].pos = malloc(sizeof(Position)))) return THINK_ENOMEM;
 	SelOptions so = {.kif_bonus = opt->kif_bonus, .draw_value = 0};
@@ -160,16 +155,12 @@ static int setup(Think *t, BookDB *db)
 	if (rc < 0)
 		return errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: loading the book: %s",
 		                  sel_strerror(rc));
-	for (int r = 0; r < nroots; r++) {
-		const char *spec = opt->roots && opt->nroots > 0 ? opt->roots[r] : "startpos";
-		char perr[SHOGI_ERRLEN];
-		Position *p = t->slots[0].pos;
-		if (position_parse(p, spec, perr) < 0)
-			return errmsg_set(t->err, THINK_ERRLEN, THINK_EINVAL,
-			                  "think: bad root '%.200s': %.200s", spec, perr);
-		sfen_write(p, t->roots[r].sfen, sizeof t->roots[r].sfen);
-		if (sel_add_root(t->sel, pos_key(p), p->side) < 0) return THINK_ENOMEM;
-	}
+	char perr[SHOGI_ERRLEN];
+	rc = plan_new(&t->plan, t->sel, &opt->plan, opt->roots, opt->root_weights,
+	              opt->roots ? opt->nroots : 0, perr);
+	if (rc == SEL_EINVAL)
+		return errmsg_set(t->err, THINK_ERRLEN, THINK_EINVAL, "think: %s", perr);
+	if (rc < 0) return THINK_ENOMEM;
 	if (bookdb_writer_new(&t->w, db, opt->commit_every ? opt->commit_every : 64) < 0)
 		return errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: %s",
 		                  "cannot start the book writer");
@@ -213,11 +204,14 @@ static void hand_out(Think *t, bool *stopping)
 			break;
 		pthread_mutex_unlock(&t->mu);
 		bool forced = next_first(t, s);
-		int rc = forced ? 1 : sel_select(t->leaf, t->sel);
+		int rc = forced ? 1 : plan_next(t->plan, t->leaf, s->pos);
 		pthread_mutex_lock(&t->mu);
 		if (rc < 0) {
-			t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK,
-			                    "think: selection: %s", sel_strerror(rc));
+			t->ret =
+			    errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: selection: %s",
+			               rc == SEL_EINVAL
+			                   ? "a leaf that its root does not reach (a selector bug)"
+			                   : sel_strerror(rc));
 			*stopping = true;
 			break;
 		}
@@ -225,16 +219,7 @@ static void hand_out(Think *t, bool *stopping)
 			t->exhausted = t->inflight == 0;
 			break;
 		}
-		if (!forced) {
-			if (sel_leaf_position(s->pos, t->roots[t->leaf->root].sfen, t->leaf) < 0) {
-				t->ret = errmsg_set(
-				    t->err, THINK_ERRLEN, THINK_EBOOK, "think: selection: %s",
-				    "a leaf that its root does not reach (a selector bug)");
-				*stopping = true;
-				break;
-			}
-			s->key = t->leaf->key;
-		}
+		if (!forced) s->key = t->leaf->key;
 		sel_lease(t->sel, s->key);
 		s->state = SLOT_BUSY;
 		t->inflight++;
@@ -402,13 +387,13 @@ static void teardown(Think *t)
 		for (int i = 0; i < t->n; i++) free(t->slots[i].pos);
 	}
 	bookdb_writer_free(t->w);
+	plan_free(t->plan);
 	sel_free(t->sel);
 	pthread_mutex_destroy(&t->mu);
 	pthread_cond_destroy(&t->work_cv);
 	pthread_cond_destroy(&t->done_cv);
 	free(t->slots);
 	free(t->leaf);
-	free(t->roots);
 	free(t->rec);
 }
 

@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "bookdb/bookdb.h"
+#include "bookgen/plan.h"
 #include "bookgen/selector.h"
 #include "search/search.h"
 
@@ -47,8 +48,11 @@ typedef struct {
 	size_t commit_every;               /* results per committed batch; 0: 64 */
 	int kif_bonus;                     /* selector's bonus for moves played in games */
 	const char *const *roots;          /* position specs; NULL/0: the start position */
+	const double *root_weights;        /* their shares of the effort (NULL: even) */
 	int nroots;
-	FILE *progress; /* a status line about once a second; NULL: none */
+	PlanOptions plan; /* the selection policy (plan_options_init: the defaults;
+	                     zero-initialised: PLAN_COVER with window 0) */
+	FILE *progress;   /* a status line about once a second; NULL: none */
 	/* Position specs to think first, in order (--from-kifu: the positions
 	 * along game records), each skipped when already thought or in flight;
 	 * then the selector takes over. */

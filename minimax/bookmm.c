@@ -537,3 +537,13 @@ int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *e
 	if (stats) *stats = st;
 	return rc;
 }
+
+static int hook_run(void *ctx, BookDB *db, char *err, size_t errlen)
+{
+	return bookmm_run(NULL, db, ctx, err, errlen) < 0 ? -1 : 0;
+}
+
+BookMinimaxHook bookmm_hook(const BookmmOptions *opt)
+{
+	return (BookMinimaxHook){.run = hook_run, .ctx = (void *)opt};
+}

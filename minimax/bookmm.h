@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/minimax_hook.h"
 
 /* Value stored for a move minimax could not value (no eval, no book child). */
 #define BOOKMM_NOVALUE INT16_MIN
@@ -90,5 +91,12 @@ typedef struct {
  * stats->full_reason says why.
  */
 int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err, size_t errlen);
+
+/*
+ * Minimax as the hook the cycle and the coordinator call (bookdb/minimax_hook.h):
+ * bookmm_run with *opt (a copy is not taken: opt must outlive the hook), or the
+ * default options (incremental) when opt is NULL.
+ */
+BookMinimaxHook bookmm_hook(const BookmmOptions *opt);
 
 #endif

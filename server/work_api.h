@@ -1,6 +1,6 @@
 /*
  * server/work_api.h — the cluster work endpoints (docs/cluster.md) over a
- * bookgen/coord.h Coordinator: POST /v1/work/acquire, /v1/work/submit/{lease},
+ * cluster/coord.h Coordinator: POST /v1/work/acquire, /v1/work/submit/{lease},
  * /v1/work/abort/{lease}, GET /v1/work/status, each behind a bearer token
  * (server/tokens.h).
  *
@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "bookgen/coord.h"
+#include "cluster/coord.h"
 #include "server/tokens.h"
 
 #define API_WORK_BODY_MAX (1024 * 1024) /* larger request bodies: 413 */

@@ -1,6 +1,6 @@
 /*
  * server/work_parse.h — the work API's request bodies (docs/cluster.md),
- * JSON to bookgen/coord.h structures. Shape and types only: whether a key is
+ * JSON to cluster/coord.h structures. Shape and types only: whether a key is
  * in the lease and a move legal in its position is the coordinator's check.
  * Every function returns 0, or -1 with a message naming the field in err
  * (API_PARSE_ERRLEN bytes); a body that fails leaves nothing to free.
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bookgen/coord.h"
+#include "cluster/coord.h"
 
 #define API_PARSE_ERRLEN 256
 

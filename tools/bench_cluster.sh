@@ -6,9 +6,9 @@
 # acquire BENCH_CLUSTER_MAX (32) positions and submit a legal move for each at
 # once. Selection, group commits and the periodic incremental minimax (every
 # BENCH_CLUSTER_MINIMAX_S, default 60 s as serve --work) all run meanwhile;
-# BENCH_CLUSTER_WINDOW (default -1: one leaf at a time, as think) is serve's
-# --window (one ranged search per lease; measured slower per leaf on the
-# synthetic book). Reports results/s, acquire latency (p50/p99) and
+# BENCH_CLUSTER_SELECT is serve's --select: pv (the default here, one leaf at a
+# time: the lease machinery's own cost) or cover (serve's default policy, whose
+# ranged searches visit more of the book per leaf). Reports results/s, acquire latency (p50/p99) and
 # the coordinator's resident memory. Target: >= 2000 results/s.
 #
 # The book is built once and kept (building 15M positions takes minutes):
@@ -23,8 +23,8 @@ CLIENTS=${BENCH_CLUSTER_CLIENTS:-16}
 MAX=${BENCH_CLUSTER_MAX:-32}
 BOOK=${BENCH_CLUSTER_BOOK:-/tmp/joseki-bench-cluster-$N}
 MMS=${BENCH_CLUSTER_MINIMAX_S:-60}
-WINDOW=${BENCH_CLUSTER_WINDOW:--1}
-[ "$WINDOW" -ge 0 ] && wopt="--window $WINDOW" || wopt=""
+SELECT=${BENCH_CLUSTER_SELECT:-pv}
+wopt="--select $SELECT"
 tmp=$(mktemp -d)
 pid=
 cleanup() {
@@ -73,8 +73,8 @@ wait "$pid" || true
 pid=
 echo "$line"
 echo "coordinator: $(cat "$tmp/serve.out")"
-echo "$line" | awk -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v load="$load_s" -v w="$WINDOW" -v mms="$MMS" -v cpu="$coord_cpu_s" '{
+echo "$line" | awk -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" '{
 	for (i = 1; i < NF; i++) v[$i] = $(i + 1)
-	printf "cluster positions %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s coordinator_cpu_s %s rss_mb %s peak_rss_mb %s start_s %s window %s minimax_every_s %s  (target >= 2000 results/s)\n",
+	printf "cluster positions %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s coordinator_cpu_s %s rss_mb %s peak_rss_mb %s start_s %s select %s minimax_every_s %s  (target >= 2000 results/s)\n",
 	    n, v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], cpu, rss, hwm, load, w, mms
 }'

@@ -2,8 +2,9 @@
 # Selector speed: a synthetic book of BENCH_SELECT_POSITIONS (default 1000000;
 # the issue's figure is 15000000) positions, then `joseki select --bench`:
 # load time, first selection, sustained selections per second (each leaf leased
-# before the next, BENCH_SELECT_LEAVES of them), peak RSS. One run: the book
-# build dominates the time. Targets at 15M: >= 1000 leaves/s, <= 8 GB, first
+# before the next, BENCH_SELECT_LEAVES of them), peak RSS, for the classic PV
+# selection and for think's default policy (cover). One run: the book build
+# dominates the time. Targets at 15M (PV): >= 1000 leaves/s, <= 8 GB, first
 # selection <= 10 s after opening (load_ms + first_ms).
 set -eu
 J=${JOSEKI:-./joseki}
@@ -12,4 +13,7 @@ LEAVES=${BENCH_SELECT_LEAVES:-20000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 $J synth "$tmp/book" --positions "$N" --seed 1 --quiet >/dev/null
-$J select "$tmp/book" --bench --count "$LEAVES"
+for mode in pv cover; do
+	printf 'select_mode %s ' "$mode"
+	$J select "$tmp/book" --bench --count "$LEAVES" --select "$mode"
+done

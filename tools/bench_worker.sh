@@ -1,6 +1,6 @@
 #!/bin/sh
 # joseki worker's overhead per position beyond the engine's own time: a fake
-# coordinator on loopback (tests/bookgen/fakes/fake_coordinator.py) serves
+# coordinator on loopback (tests/cluster/fakes/fake_coordinator.py) serves
 # 2,000 positions with a one-node budget to one built-in engine. Two figures:
 #  - wall: (wall time - time inside the engine's analyse calls) / positions:
 #    every round trip the engine waits for counts, the fake's own answer time
@@ -37,7 +37,7 @@ echo secret-token >"$TMP/token"
 # run LIMITS COUNT: prints "wall_us cpu_us" of one worker run.
 run() {
 	rm -f "$TMP/port" "$TMP/record" "$TMP/state"
-	python3 tests/bookgen/fakes/fake_coordinator.py --positions "$TMP/positions" \
+	python3 tests/cluster/fakes/fake_coordinator.py --positions "$TMP/positions" \
 		--record "$TMP/record" --port-file "$TMP/port" --limits "$1" &
 	FAKE_PID=$!
 	i=0

@@ -1,4 +1,4 @@
-/* tools/cli_games.h — CSA game files as the cycle's games (bookgen/cycle.h):
+/* tools/cli_games.h — CSA game files as the cycle's games (play/cycle.h):
  * the glue between ingest's reader and replay (ingest/) and bookgen, which
  * does not read game records itself. Shared by extend and prune. */
 #ifndef TOOLS_CLI_GAMES_H
@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "bookgen/cycle.h"
+#include "play/cycle.h"
 
 typedef struct {
 	CycleGame *games;

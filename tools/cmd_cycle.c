@@ -4,7 +4,7 @@
  *              [--book-player STR] | joseki prune BOOK --undo
  * joseki cycle BOOK --generations G --games N [match options] [think options]
  *
- * Shiba's extension/deletion cycle (bookgen/cycle.h, docs/bookgen.md "The
+ * Shiba's extension/deletion cycle (play/cycle.h, docs/bookgen.md "The
  * cycle"). extend queues, as roots in the book that think takes first, where
  * the book side's book ran out in the games and the next plies; prune marks as
  * avoided the book moves after which the book side scored too little; cycle
@@ -19,12 +19,13 @@
 #include <unistd.h>
 
 #include "bookdb/bookdb.h"
-#include "bookgen/cycle.h"
+#include "play/cycle.h"
 #include "bookgen/selector.h"
 #include "minimax/bookmm.h"
 #include "shogi/position.h"
 #include "tools/cli_engines.h"
 #include "tools/cli_games.h"
+#include "tools/cli_plan.h"
 #include "tools/commands.h"
 
 #define EXTEND_USAGE                                                                               \
@@ -38,7 +39,7 @@
 	"[--nodes N] [--openings FILE] [--concurrency N] [--max-moves N] [--seed S] "              \
 	"[--engine builtin|PATH] [--engines N] [--usi-option NAME=VALUE]... "                      \
 	"[--think-nodes N] [--positions N] [--time S] [--multipv K] [--plies N] "                  \
-	"[--max-winrate R] [--min-games N] [--quiet]"
+	"[--max-winrate R] [--min-games N] [--quiet] " CLI_PLAN_USAGE
 
 static int parse_count(long *out, const char *s, const char *cmd, const char *opt, long max)
 {
@@ -180,15 +181,6 @@ static void on_signal(int sig)
 	cycle_stop_flag = 1;
 }
 
-static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
-{
-	(void)ctx;
-	BookmmOptions opt;
-	memset(&opt, 0, sizeof opt);
-	BookmmStats st;
-	return bookmm_run(&st, db, &opt, err, errlen) < 0 ? -1 : 0;
-}
-
 static void on_generation(void *ctx, const CycleGenStats *g)
 {
 	(void)ctx;
@@ -220,6 +212,8 @@ int cmd_cycle(int argc, char **argv)
 	long think_nodes = 10000, positions = 0, seconds = 0, multipv = 4, plies = 8, min_games = 2;
 	double max_winrate = 0.30;
 	bool quiet = false;
+	CliPlan cp;
+	cli_plan_init(&cp);
 	const struct {
 		const char *name;
 		long *dst, max;
@@ -241,6 +235,9 @@ int cmd_cycle(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		size_t k;
+		int taken = cli_plan_arg(&cp, argc, argv, &i, "cycle");
+		if (taken < 0) return 2;
+		if (taken) continue;
 		for (k = 0; k < sizeof NUMS / sizeof *NUMS; k++)
 			if (!strcmp(a, NUMS[k].name)) break;
 		if (k < sizeof NUMS / sizeof *NUMS) {
@@ -276,19 +273,36 @@ int cmd_cycle(int argc, char **argv)
 		    "cycle: BOOK, --generations >= 1 and --games >= 1 are needed\n" CYCLE_USAGE);
 		return 2;
 	}
+	if (cli_plan_check(&cp, "cycle") < 0) return 2;
 	if (!positions && !seconds) positions = 100;
 	shogi_init();
 	char **openings = NULL;
-	int nopenings = 0, ret = 1;
+	int nopenings = 0, ret = 1, rc;
 	char err[CYCLE_ERRLEN > MATCH_ERRLEN ? CYCLE_ERRLEN : MATCH_ERRLEN];
 	if (openings_path && (nopenings = match_openings_load(&openings, openings_path, err)) < 0) {
 		joseki_error("cycle: %s", err);
 		return 1;
 	}
+	/* Think's roots: --roots / --roots-from-games, else the openings. */
+	RootList roots = {0};
+	if (cp.roots_file || cp.from_games) {
+		BookDB *db = NULL;
+		char berr[BOOKDB_ERRLEN];
+		if (bookdb_open(&db, book, NULL, berr) < 0) {
+			joseki_error("cycle: %s", berr);
+			match_openings_free(openings, nopenings);
+			return 1;
+		}
+		rc = cli_plan_roots(&cp, &roots, db, quiet, "cycle");
+		bookdb_free(db);
+		if (rc < 0) {
+			match_openings_free(openings, nopenings);
+			return 1;
+		}
+	}
 	SearchEngine *engines[MAX_ENGINES] = {0};
 	cycle_stop_flag = 0;
 	joseki_catch_stop(on_signal);
-	int rc;
 	if (cli_open_engines(engines, (int)nengines, engine_path, uopts, nuopts, &cycle_stop_flag,
 	                     "cycle") < 0)
 		goto done;
@@ -321,11 +335,14 @@ int cmd_cycle(int argc, char **argv)
 	            .max_seconds = (double)seconds,
 	            .stop = &cycle_stop_flag,
 	            .kif_bonus = SEL_KIF_BONUS_DEFAULT,
-	            /* The selector searches from the openings the games start from. */
-	            .roots = (const char *const *)openings,
-	            .nroots = nopenings,
+	            /* The selector searches from the roots given, else from the
+	               openings the games start from. */
+	            .roots = (const char *const *)(roots.n ? roots.specs : openings),
+	            .root_weights = roots.n ? roots.weights : NULL,
+	            .nroots = roots.n ? (int)roots.n : nopenings,
+	            .plan = cp.plan,
 	        },
-	    .minimax = run_minimax,
+	    .minimax = bookmm_hook(NULL),
 	    .stop = &cycle_stop_flag,
 	    .on_generation = on_generation,
 	    .on_step = on_step,
@@ -345,6 +362,7 @@ int cmd_cycle(int argc, char **argv)
 done:
 	for (int i = 0; i < MAX_ENGINES; i++) search_free(engines[i]);
 	match_openings_free(openings, nopenings);
+	roots_free(&roots);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	return ret;

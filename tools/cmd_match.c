@@ -5,7 +5,7 @@
  *              [--max-moves N] [--seed S] [--out DIR] [--option-a NAME=VALUE]...
  *              [--option-b NAME=VALUE]... [--json] [--quiet]
  *
- * Games between two engine set-ups (bookgen/match.h, docs/match.md). Progress
+ * Games between two engine set-ups (play/match.h, docs/match.md). Progress
  * on stderr when it is a terminal; at the end one summary line (or with
  * --json one object): W/D/L for A, score, Elo difference with its 95%
  * interval, average book plies of each side, where the CSA records went.
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bookgen/match.h"
+#include "play/match.h"
 #include "tools/commands.h"
 
 #define MATCH_MAX_OPTIONS 64

@@ -1,15 +1,14 @@
 /*
- * joseki select BOOK [--count N] [--json] [--roots FILE] [--window CP]
- *                    [--kif-bonus CP] [--sqrt] [--book-side black|white] [--preload]
- *                    [--bench]
+ * joseki select BOOK [--count N] [--json] [--kif-bonus CP] [--preload] [--bench]
+ *                    [--roots FILE | --roots-from-games N [--roots-ply K]]
+ *                    [--select cover|pv] [--window CP] [--book-side black|white|both]
  *
- * Shows the leaves the selector would send next, without thinking: one
- * selection after another, each leaf leased (in memory only) before the next,
- * or with --window one ranged search per root giving every leaf within the
- * window (--sqrt: the book side only its best moves). Positions are read from
- * the book as the selector meets them, or all at start with --preload.
- * --bench prints one line
- * "select positions N load_ms L first_ms F leaves_per_s X rss_kb R" instead.
+ * Shows the leaves think would send next, without thinking: the growth plan's
+ * leaves (bookgen/plan.h, the options of tools/cli_plan.h) one after another,
+ * each leased (in memory only) before the next. Positions are read from the
+ * book as the selector meets them, or all at start with --preload. --bench
+ * prints one line "select positions N load_ms L first_ms F leaves_per_s X
+ * rss_kb R" instead.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -20,18 +19,14 @@
 #include "shogi/clock.h"
 #include "bookdb/bookdb.h"
 #include "bookgen/roots.h"
+#include "bookgen/plan.h"
 #include "bookgen/selector.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
+#include "tools/cli_plan.h"
 #include "tools/commands.h"
 
-#define SELECT_MAX_ROOTS 4096
 #define LINE_CAP (SEL_MAX_PLY * 7 + 2 * SFEN_MAX)
-
-typedef struct {
-	char sfen[SFEN_MAX]; /* the root, set up afresh for each leaf (short history) */
-	bool startpos;
-} RootSpec;
 
 static long peak_rss_kb(void)
 {
@@ -45,59 +40,17 @@ static long peak_rss_kb(void)
 	return kb;
 }
 
-static int add_root(Selector *s, RootSpec *roots, int *nroots, Position *pos, const char *spec,
-                    const char *where)
-{
-	char err[SHOGI_ERRLEN];
-	if (*nroots >= SELECT_MAX_ROOTS) {
-		joseki_error("select: %s: more than %d roots", where, SELECT_MAX_ROOTS);
-		return -1;
-	}
-	if (position_parse(pos, spec, err) < 0) {
-		joseki_error("select: %s: bad position '%s': %s", where, spec, err);
-		return -1;
-	}
-	RootSpec *r = &roots[*nroots];
-	sfen_write(pos, r->sfen, sizeof r->sfen);
-	Position *start = malloc(sizeof *start);
-	if (!start) return -1;
-	pos_set_startpos(start);
-	r->startpos = key_equal(pos_key(pos), pos_key(start)) && pos->game_ply == 1;
-	free(start);
-	int rc = sel_add_root(s, pos_key(pos), pos->side);
-	if (rc < 0) {
-		joseki_error("select: %s: %s", where, sel_strerror(rc));
-		return -1;
-	}
-	(*nroots)++;
-	return 0;
-}
-
-static int read_roots(Selector *s, RootSpec *roots, int *nroots, Position *pos, const char *path)
-{
-	RootList rl = {0};
-	char err[ROOTS_ERRLEN];
-	int ret = 0;
-	if (roots_from_lines(&rl, path, err) < 0) {
-		joseki_error("select: %s", err);
-		ret = -1;
-	} else if (rl.n == 0) {
-		joseki_error("select: roots file '%s' holds no position", path);
-		ret = -1;
-	}
-	for (size_t i = 0; !ret && i < rl.n; i++)
-		if (add_root(s, roots, nroots, pos, rl.specs[i], path) < 0) ret = -1;
-	roots_free(&rl);
-	return ret;
-}
-
 /* The leaf's SFEN and its line "startpos moves ..." / "sfen ... moves ...". */
-static int describe(char *sfen, char *line, size_t linecap, Position *pos, const RootSpec *root,
+static int describe(char *sfen, char *line, size_t linecap, Position *pos, const char *root,
                     const SelLeaf *l)
 {
-	if (sel_leaf_position(pos, root->sfen, l) < 0) return -1;
+	if (sel_leaf_position(pos, root, l) < 0) return -1;
+	char start[SFEN_MAX];
+	pos_set_startpos(pos);
+	sfen_write(pos, start, sizeof start);
+	if (sel_leaf_position(pos, root, l) < 0) return -1;
 	size_t n =
-	    (size_t)snprintf(line, linecap, root->startpos ? "startpos" : "sfen %s", root->sfen);
+	    (size_t)snprintf(line, linecap, strcmp(root, start) ? "sfen %s" : "startpos", root);
 	if (l->nmoves > 0 && n < linecap) n += (size_t)snprintf(line + n, linecap - n, " moves");
 	for (int j = 0; j < l->nmoves; j++) {
 		char mv[USI_MOVE_MAX];
@@ -110,33 +63,29 @@ static int describe(char *sfen, char *line, size_t linecap, Position *pos, const
 
 int cmd_select(int argc, char **argv)
 {
-	const char *book = NULL, *roots_file = NULL;
-	long count = -1, window = -1;
-	int json = 0, sqrt_mode = 0, bench = 0, book_side = -1, preload = 0;
+	const char *book = NULL;
+	long count = 10;
+	int json = 0, bench = 0, preload = 0;
 	SelOptions opt = {.kif_bonus = SEL_KIF_BONUS_DEFAULT, .draw_value = 0};
+	CliPlan cp;
+	cli_plan_init(&cp);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool has = i + 1 < argc;
 		char *end;
+		int taken = cli_plan_arg(&cp, argc, argv, &i, "select");
+		if (taken < 0) return 2;
+		if (taken) continue;
 		if (!strcmp(a, "--json"))
 			json = 1;
-		else if (!strcmp(a, "--sqrt"))
-			sqrt_mode = 1;
 		else if (!strcmp(a, "--bench"))
 			bench = 1;
 		else if (!strcmp(a, "--preload"))
 			preload = 1;
 		else if (!strcmp(a, "--count") && has) {
 			count = strtol(argv[++i], &end, 10);
-			if (*end || count < 1) {
+			if (*end || count < 1 || count > 100000000) {
 				joseki_error("select: --count wants a positive number, not '%s'",
-				             argv[i]);
-				return 2;
-			}
-		} else if (!strcmp(a, "--window") && has) {
-			window = strtol(argv[++i], &end, 10);
-			if (*end || window < 0 || window > 64000) {
-				joseki_error("select: --window wants centipawns >= 0, not '%s'",
 				             argv[i]);
 				return 2;
 			}
@@ -148,19 +97,6 @@ int cmd_select(int argc, char **argv)
 				return 2;
 			}
 			opt.kif_bonus = (int)b;
-		} else if (!strcmp(a, "--roots") && has) {
-			roots_file = argv[++i];
-		} else if (!strcmp(a, "--book-side") && has) {
-			i++;
-			if (!strcmp(argv[i], "black"))
-				book_side = BLACK;
-			else if (!strcmp(argv[i], "white"))
-				book_side = WHITE;
-			else {
-				joseki_error("select: --book-side wants black or white, not '%s'",
-				             argv[i]);
-				return 2;
-			}
 		} else if (a[0] == '-' && a[1]) {
 			joseki_error("select: unknown or incomplete option '%s'", a);
 			return 2;
@@ -172,25 +108,25 @@ int cmd_select(int argc, char **argv)
 		}
 	}
 	if (!book) {
-		joseki_error("usage: joseki select BOOK [--count N] [--json] [--roots FILE] "
-		             "[--window CP] [--kif-bonus CP] [--sqrt] [--book-side black|white]");
+		joseki_error("usage: joseki select BOOK [--count N] [--json] [--kif-bonus CP] "
+		             "[--preload] [--bench] " CLI_PLAN_USAGE);
 		return 2;
 	}
-	if (sqrt_mode && window < 0) window = 0;
-	if (count < 0) count = window >= 0 ? 100000 : 10;
+	if (cli_plan_check(&cp, "select") < 0) return 2;
 	if (bench && count < 1000) count = 1000;
 
 	int ret = 1;
 	BookDB *db = NULL;
 	Selector *s = NULL;
+	Plan *plan = NULL;
 	SelLeaf *leaves = NULL;
-	RootSpec *roots = calloc(SELECT_MAX_ROOTS, sizeof *roots);
+	RootList roots = {0};
 	Position *pos = malloc(sizeof *pos);
 	json_t *arr = NULL;
 	char *line = NULL;
-	int nroots = 0, rc;
+	int rc;
 	char err[BOOKDB_ERRLEN];
-	if (!roots || !pos) {
+	if (!pos) {
 		joseki_error("out of memory");
 		goto done;
 	}
@@ -199,6 +135,7 @@ int cmd_select(int argc, char **argv)
 		joseki_error("select: %s", err);
 		goto done;
 	}
+	if (cli_plan_roots(&cp, &roots, db, json || bench, "select") < 0) goto done;
 	if ((rc = sel_new(&s, &opt)) < 0) {
 		joseki_error("select: %s", sel_strerror(rc));
 		goto done;
@@ -209,69 +146,44 @@ int cmd_select(int argc, char **argv)
 		goto done;
 	}
 	double t_load = clock_ms_f() - t0;
-	if (roots_file) {
-		if (read_roots(s, roots, &nroots, pos, roots_file) < 0) goto done;
-	} else if (add_root(s, roots, &nroots, pos, "startpos", "default root") < 0) {
+	char perr[SHOGI_ERRLEN];
+	if ((rc = plan_new(&plan, s, &cp.plan, (const char *const *)roots.specs, roots.weights,
+	                   (int)roots.n, perr)) < 0) {
+		joseki_error("select: %s", rc == SEL_EINVAL ? perr : sel_strerror(rc));
 		goto done;
 	}
-	size_t cap = window >= 0 ? (size_t)count : 1;
-	leaves = malloc(cap * sizeof *leaves);
+	leaves = malloc((size_t)(bench ? 1 : count) * sizeof *leaves);
 	if (!leaves) {
 		joseki_error("out of memory");
 		goto done;
 	}
-	if (bench) {
-		double t1 = clock_ms_f();
-		rc = sel_select(&leaves[0], s);
-		double t_first = clock_ms_f() - t1;
-		long got = 0;
-		double t2 = clock_ms_f();
-		while (rc > 0 && got < count) {
-			got++;
-			if ((rc = sel_lease(s, leaves[0].key)) < 0) break;
-			rc = sel_select(&leaves[0], s);
-		}
-		double dt = clock_ms_f() - t2;
+	/* Each leaf leased before the next, as think hands them out. */
+	long n = 0;
+	double t1 = clock_ms_f(), t_first = 0;
+	while (n < count) {
+		SelLeaf *l = &leaves[bench ? 0 : n];
+		rc = plan_next(plan, l, pos);
+		if (n == 0) t_first = clock_ms_f() - t1;
+		if (rc == 0) break;
+		if (rc > 0) rc = sel_lease(s, l->key);
 		if (rc < 0) {
 			joseki_error("select: %s", sel_strerror(rc));
 			goto done;
 		}
+		n++;
+	}
+	if (bench) {
+		double dt = clock_ms_f() - t1 - t_first;
 		BookTxn *txn = NULL;
 		uint64_t npos = 0;
 		if (bookdb_txn_begin(&txn, db, false) == 0) bookdb_count(&npos, txn, BOOKDB_POS);
 		bookdb_txn_abort(txn);
 		printf("select positions %llu load_ms %.0f first_ms %.0f leaves_per_s %.0f rss_kb "
 		       "%ld\n",
-		       (unsigned long long)npos, t_load, t_first, dt > 0 ? got * 1000.0 / dt : 0.0,
-		       peak_rss_kb());
+		       (unsigned long long)npos, t_load, t_first,
+		       dt > 0 && n > 1 ? (n - 1) * 1000.0 / dt : 0.0, peak_rss_kb());
 		ret = 0;
 		goto done;
-	}
-	long n = 0;
-	if (window >= 0) {
-		rc = sel_select_batch(leaves, cap, s, (int)window,
-		                      sqrt_mode ? SEL_BATCH_SQRT : SEL_BATCH_WINDOW, book_side);
-		if (rc < 0) {
-			joseki_error("select: %s", sel_strerror(rc));
-			goto done;
-		}
-		n = rc;
-	} else {
-		leaves = realloc(leaves, (size_t)count * sizeof *leaves);
-		if (!leaves) {
-			joseki_error("out of memory");
-			goto done;
-		}
-		while (n < count) {
-			rc = sel_select(&leaves[n], s);
-			if (rc == 0) break;
-			if (rc > 0) rc = sel_lease(s, leaves[n].key);
-			if (rc < 0) {
-				joseki_error("select: %s", sel_strerror(rc));
-				goto done;
-			}
-			n++;
-		}
 	}
 	line = malloc(LINE_CAP);
 	arr = json_array();
@@ -281,7 +193,8 @@ int cmd_select(int argc, char **argv)
 	}
 	for (long i = 0; i < n; i++) {
 		char sfen[SFEN_MAX], key[KEY_HEX_LEN];
-		if (describe(sfen, line, LINE_CAP, pos, &roots[leaves[i].root], &leaves[i]) < 0) {
+		if (describe(sfen, line, LINE_CAP, pos, plan_root_sfen(plan, leaves[i].root),
+		             &leaves[i]) < 0) {
 			joseki_error("select: book line %ld does not replay", i);
 			goto done;
 		}
@@ -301,9 +214,10 @@ done:
 	json_decref(arr);
 	free(line);
 	free(leaves);
+	plan_free(plan);
 	sel_free(s);
 	bookdb_free(db);
-	free(roots);
+	roots_free(&roots);
 	free(pos);
 	return ret;
 }

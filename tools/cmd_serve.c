@@ -22,12 +22,13 @@
 #include <unistd.h>
 
 #include "bookdb/bookdb.h"
-#include "bookgen/coord.h"
+#include "cluster/coord.h"
 #include "bookgen/selector.h"
 #include "minimax/bookmm.h"
 #include "server/server.h"
 #include "server/work_api.h"
 #include "shogi/position.h"
+#include "tools/cli_plan.h"
 #include "tools/commands.h"
 
 #define USAGE                                                                                      \
@@ -36,7 +37,8 @@
 	"       joseki serve BOOK --work [--tokens FILE] [--lease-seconds S]\n"                    \
 	"                         [--minimax-every N] [--minimax-seconds S]\n"                     \
 	"                         [--nodes N|--movetime MS|--depth D] [--multipv K] [--kif-bonus " \
-	"CP] [--window CP]"
+	"CP]\n"                                                                                    \
+	"                         " CLI_PLAN_USAGE
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
@@ -48,19 +50,12 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
-/* The periodic minimax of the coordinator: incremental, default options. */
-static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
-{
-	(void)ctx;
-	BookmmOptions mo = {0};
-	return bookmm_run(NULL, db, &mo, err, errlen);
-}
-
 typedef struct {
 	bool on;
 	const char *tokens;
 	CoordOptions co;
-	int nbudgets;
+	CliPlan plan;
+	int nbudgets, nplan;
 } WorkArgs;
 
 /* The --work options; 1 when a was one (i advanced), 0 when not, -1 on a bad value. */
@@ -77,12 +72,14 @@ static int work_arg(WorkArgs *w, int argc, char **argv, int *i)
 		w->tokens = argv[++*i];
 		return 1;
 	}
+	int taken = cli_plan_arg(&w->plan, argc, argv, i, "serve");
+	if (taken) {
+		w->nplan++;
+		return taken;
+	}
 	if (!has) return 0;
 	const char *val = argv[*i + 1];
-	if (!strcmp(a, "--window")) {
-		if (parse_uint(val, 32000, &v) < 0) goto bad;
-		w->co.window = (int)v;
-	} else if (!strcmp(a, "--kif-bonus")) {
+	if (!strcmp(a, "--kif-bonus")) {
 		char *end;
 		long b = strtol(val, &end, 10);
 		if (*end || end == val || b < -32000 || b > 32000) goto bad;
@@ -148,8 +145,8 @@ int cmd_serve(int argc, char **argv)
 	WorkArgs wa = {.co = {.budget = {SEARCH_BUDGET_NODES, 100000},
 	                      .multipv = 1,
 	                      .kif_bonus = SEL_KIF_BONUS_DEFAULT,
-	                      .window = -1,
-	                      .minimax = run_minimax}};
+	                      .minimax = bookmm_hook(NULL)}};
+	cli_plan_init(&wa.plan);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		unsigned long v;
@@ -199,7 +196,8 @@ int cmd_serve(int argc, char **argv)
 		joseki_error("serve: give one of --nodes, --movetime, --depth\n" USAGE);
 		return 2;
 	}
-	if (!wa.on && (wa.tokens || wa.nbudgets)) {
+	if (cli_plan_check(&wa.plan, "serve") < 0) return 2;
+	if (!wa.on && (wa.tokens || wa.nbudgets || wa.nplan)) {
 		joseki_error("serve: the work options need --work\n" USAGE);
 		return 2;
 	}
@@ -241,10 +239,21 @@ int cmd_serve(int argc, char **argv)
 			server_tokens_free(tokens);
 			return 1;
 		}
+		RootList roots = {0};
+		if (cli_plan_roots(&wa.plan, &roots, db, !opt.log, "serve") < 0) {
+			bookdb_free(db);
+			server_tokens_free(tokens);
+			return 1;
+		}
+		wa.co.plan = wa.plan.plan;
+		wa.co.roots = (const char *const *)roots.specs;
+		wa.co.root_weights = roots.weights;
+		wa.co.nroots = (int)roots.n;
 		fprintf(stderr, "serve: loading the selector over %s\n", book);
-		if (coord_open(&coord, db, &wa.co, err) < 0 ||
-		    (api_work_start(&work, coord, tokens) < 0 &&
-		     snprintf(err, sizeof err, "cannot start the work thread") > 0)) {
+		int orc = coord_open(&coord, db, &wa.co, err);
+		roots_free(&roots); /* the coordinator keeps its own copies */
+		if (orc < 0 || (api_work_start(&work, coord, tokens) < 0 &&
+		                snprintf(err, sizeof err, "cannot start the work thread") > 0)) {
 			joseki_error("serve: %s", err);
 			coord_free(coord);
 			bookdb_free(db);

@@ -3,11 +3,14 @@
  *                   [--nodes N|--movetime MS|--depth D] [--multipv K]
  *                   [--positions N] [--time S] [--kif-bonus CP] [--quiet]
  *                   [--from-kifu FILE [--max-ply N]] [--extend]
+ *                   [--roots FILE | --roots-from-games N [--roots-ply K]]
+ *                   [--select cover|pv] [--window CP] [--book-side black|white|both]
  *
  * The generation loop (bookgen/think.h). --from-kifu thinks the positions
  * along the games of FILE first (CSA if it ends in .csa, else USI lines), up
  * to --max-ply (128) moves into each game; --extend then the positions just
- * past the end of the book in ingested games. Ctrl-C / SIGTERM stop cleanly: the
+ * past the end of the book in ingested games. The growth options (roots,
+ * policy) are tools/cli_plan.h's. Ctrl-C / SIGTERM stop cleanly: the
  * engines are told to stop, finished answers are committed, exit 0. Ends with
  * one stdout line: "think thought N failed F time_s T per_s R busy_pct B
  * root_value V commits C exhausted 0|1".
@@ -25,6 +28,7 @@
 #include "shogi/notation.h"
 #include "search/usi_engine.h"
 #include "tools/cli_engines.h"
+#include "tools/cli_plan.h"
 #include "tools/commands.h"
 
 #define THINK_MAX_ENGINES USI_MAX_ENGINES
@@ -54,9 +58,14 @@ int cmd_think(int argc, char **argv)
 	long kif_bonus = SEL_KIF_BONUS_DEFAULT;
 	SearchBudgetKind kind = SEARCH_BUDGET_NODES;
 	int nbudgets = 0;
+	CliPlan cp;
+	cli_plan_init(&cp);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool has = i + 1 < argc;
+		int taken = cli_plan_arg(&cp, argc, argv, &i, "think");
+		if (taken < 0) return 2;
+		if (taken) continue;
 		if (!strcmp(a, "--quiet"))
 			quiet = 1;
 		else if (!strcmp(a, "--extend"))
@@ -117,9 +126,10 @@ int cmd_think(int argc, char **argv)
 		joseki_error(
 		    "usage: joseki think BOOK [--engine builtin|PATH] [--usi-option N=V]... "
 		    "[--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] "
-		    "[--positions N] [--time S]");
+		    "[--positions N] [--time S] " CLI_PLAN_USAGE);
 		return 2;
 	}
+	if (cli_plan_check(&cp, "think") < 0) return 2;
 	if (nbudgets > 1) {
 		joseki_error("think: give one of --nodes, --movetime, --depth");
 		return 2;
@@ -128,7 +138,7 @@ int cmd_think(int argc, char **argv)
 
 	int ret = 1;
 	BookDB *db = NULL;
-	RootList kl = {0};
+	RootList kl = {0}, roots = {0};
 	SearchEngine **engines = calloc(nengines, sizeof *engines);
 	char err[THINK_ERRLEN > BOOKDB_ERRLEN ? THINK_ERRLEN : BOOKDB_ERRLEN];
 	if (!engines) {
@@ -151,6 +161,7 @@ int cmd_think(int argc, char **argv)
 		joseki_error("think: %s", err);
 		goto done;
 	}
+	if (cli_plan_roots(&cp, &roots, db, quiet, "think") < 0) goto done;
 	if (extend) {
 		char rerr[ROOTS_ERRLEN];
 		if (roots_from_extension(&kl, db, rerr) < 0) {
@@ -170,6 +181,10 @@ int cmd_think(int argc, char **argv)
 	    .max_seconds = (double)seconds,
 	    .stop = &think_stop_flag,
 	    .kif_bonus = (int)kif_bonus,
+	    .roots = (const char *const *)roots.specs,
+	    .root_weights = roots.weights,
+	    .nroots = (int)roots.n,
+	    .plan = cp.plan,
 	    .progress = quiet ? NULL : stderr,
 	    .first = (const char *const *)kl.specs,
 	    .nfirst = kl.n,
@@ -190,6 +205,7 @@ done:
 	for (uint64_t i = 0; i < nengines; i++) search_free(engines[i]);
 	free(engines);
 	roots_free(&kl);
+	roots_free(&roots);
 	bookdb_free(db);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);

@@ -4,7 +4,7 @@
  *               [--positions N] [--journal FILE] [--quiet]
  *
  * Thinks for a coordinator (`joseki serve BOOK --work`) until stopped
- * (bookgen/worker.h; docs/worker.md). --name defaults to hostname-pid;
+ * (cluster/worker.h; docs/worker.md). --name defaults to hostname-pid;
  * --positions stops after N results are sent; --journal appends one line per
  * lease, accepted result and abort to FILE (WorkerOptions.journal). SIGTERM/SIGINT: finished
  * results are submitted, the rest of the leases aborted, exit 0. A refused token (401/403) exits 1
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bookgen/worker.h"
+#include "cluster/worker.h"
 #include "tools/cli_engines.h"
 #include "tools/commands.h"
 

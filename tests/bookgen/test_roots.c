@@ -15,9 +15,11 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "bookdb/bookdb.h"
 #include "bookgen/roots.h"
+#include "ingest/replay.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 #include "tests/support/support.h"
@@ -137,12 +139,101 @@ static void test_roots__shibas_extension(void **state)
 	free(dir);
 }
 
+/* The position each game of a file reaches after `ply` moves, before its next
+ * move: the last position replay_file_positions gives at max_ply = ply + 1,
+ * when it gave ply + 1 of them. */
+typedef struct {
+	Key key[64];
+	int count[64];
+	int n, seen;
+	Key last;
+} PlyCount;
+
+static int on_pos(void *ctx, const Position *pos)
+{
+	PlyCount *c = ctx;
+	c->seen++;
+	c->last = pos_key(pos);
+	return 0;
+}
+
+static void test_roots__roots_from_games_are_the_most_reached_positions(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[512], err[ROOTS_ERRLEN];
+	snprintf(book, sizeof book, "%s/b", dir);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s tests/data/floodgate --quiet", ts_joseki(), book), 0);
+	/* Independently: each game file replayed by the CSA reader to ply 4. */
+	const int ply = 4;
+	PlyCount pc = {0};
+	DIR *d = opendir("tests/data/floodgate");
+	assert_non_null(d);
+	int games = 0, nfiles = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strstr(de->d_name, ".csa")) continue;
+		char path[600], rerr[REPLAY_ERRLEN];
+		snprintf(path, sizeof path, "tests/data/floodgate/%s", de->d_name);
+		nfiles++;
+		pc.seen = 0;
+		assert_int_equal(replay_file_positions(path, ply + 1, on_pos, &pc, rerr), 0);
+		if (pc.seen != ply + 1) continue;
+		games++;
+		int k = 0;
+		while (k < pc.n && !key_equal(pc.key[k], pc.last)) k++;
+		if (k == pc.n) pc.key[pc.n++] = pc.last;
+		pc.count[k]++;
+	}
+	closedir(d);
+	assert_true(nfiles >= 10);
+	BookDB *db;
+	char derr[BOOKDB_ERRLEN];
+	assert_int_equal(bookdb_open(&db, book, NULL, derr), 0);
+	RootList r = {0};
+	size_t nshort = 99, nlegacy = 99;
+	assert_int_equal(roots_from_games(&r, db, 1000, ply, &nshort, &nlegacy, err), 0);
+	assert_int_equal(nshort, 0);
+	assert_int_equal(nlegacy, 0);
+	/* Every position, once, weighted by its games, most reached first. */
+	assert_int_equal((int)r.n, pc.n);
+	double sum = 0;
+	for (size_t i = 0; i < r.n; i++) {
+		Position pos;
+		assert_int_equal(position_parse(&pos, r.specs[i], NULL), 0);
+		int k = 0;
+		while (k < pc.n && !key_equal(pc.key[k], pos_key(&pos))) k++;
+		assert_true(k < pc.n);
+		assert_true(r.weights[i] == (double)pc.count[k]);
+		if (i) assert_true(r.weights[i] <= r.weights[i - 1]);
+		sum += r.weights[i];
+	}
+	assert_true(sum == (double)games);
+	roots_free(&r);
+	/* n caps the list, keeping the most reached; a ply no game reaches
+	 * gives nothing, and the games are counted as shorter. */
+	assert_int_equal(roots_from_games(&r, db, 1, ply, NULL, NULL, err), 0);
+	assert_int_equal(r.n, 1);
+	int most = 0;
+	for (int k = 0; k < pc.n; k++)
+		if (pc.count[k] > most) most = pc.count[k];
+	assert_true(r.weights[0] == (double)most);
+	roots_free(&r);
+	assert_int_equal(roots_from_games(&r, db, 10, 1000, &nshort, NULL, err), 0);
+	assert_int_equal(r.n, 0);
+	assert_int_equal((int)nshort, games);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_roots__position_lists),
 	    cmocka_unit_test(test_roots__shibas_extension),
+	    cmocka_unit_test(test_roots__roots_from_games_are_the_most_reached_positions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

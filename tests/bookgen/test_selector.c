@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "bookdb/bookdb.h"
+#include "bookgen/plan.h"
 #include "bookgen/selector.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -398,6 +399,167 @@ static void test_bookgen__window_batch_returns_every_leaf_within_the_window(void
 	free(dir);
 }
 
+/*
+ * Coverage (SEL_BATCH_COVER). Values from Black's view, root value 52 along
+ * 7g7f 8c8d 2g2f:
+ *   7g7f (White): 8c8d -> 52, 3c3d -> 75 (23 worse for White), 4a3b leaf 120
+ *   7g7f 8c8d (Black): 2g2f leaf 52, 7f7e leaf 10
+ *   7g7f 3c3d (Black): 2g2f -> 75, 6g6f leaf 20, 4i5h leaf 40
+ *   7g7f 3c3d 2g2f (White): 8c8d leaf 75, 4a3b leaf 100, 9c9d leaf 130
+ * and the root's other moves 2g2f leaf 45, 5g5f leaf -20.
+ */
+static const TPos COVER[] = {
+    {"startpos", true, {{"7g7f", 50, 0}, {"2g2f", 45, 0}, {"5g5f", -20, 0}}},
+    {"startpos moves 7g7f", true, {{"8c8d", -52, 0}, {"3c3d", -60, 0}, {"4a3b", -120, 0}}},
+    {"startpos moves 7g7f 8c8d", true, {{"2g2f", 52, 0}, {"7f7e", 10, 0}}},
+    {"startpos moves 7g7f 3c3d", true, {{"2g2f", 70, 0}, {"6g6f", 20, 0}, {"4i5h", 40, 0}}},
+    {"startpos moves 7g7f 3c3d 2g2f",
+     true,
+     {{"8c8d", -75, 0}, {"4a3b", -100, 0}, {"9c9d", -130, 0}}},
+};
+
+static void
+test_bookgen__cover_batch_follows_the_book_side_best_and_the_replies_in_window(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	write_book(dir, COVER, sizeof COVER / sizeof COVER[0]);
+	Selector *s = open_selector(dir, 0);
+	SelLeaf *out = malloc(16 * sizeof *out);
+	assert_non_null(out);
+	/* Black's book: Black's inferior moves (2g2f and 5g5f at the root, 7f7e,
+	 * 6g6f, 4i5h) are not followed; White's replies within 30 of its best at
+	 * each node are, the window measured at that node: 4a3b after 7g7f 3c3d
+	 * 2g2f is 25 below White's best there although 48 below the root value.
+	 * Shallowest first, then closest to the root value. */
+	static const char *const black[] = {"startpos moves 7g7f 8c8d 2g2f",
+	                                    "startpos moves 7g7f 3c3d 2g2f 8c8d",
+	                                    "startpos moves 7g7f 3c3d 2g2f 4a3b"};
+	int n = sel_select_batch(out, 16, s, 30, SEL_BATCH_COVER, BLACK);
+	assert_batch(out, n, black, 3);
+	assert_int_equal(out[0].value, 52);
+	assert_int_equal(out[1].value, 75);
+	assert_int_equal(out[2].value, 100);
+	/* The sqrt batch measures from the root: 4a3b falls out. */
+	static const char *const sq[] = {"startpos moves 7g7f 8c8d 2g2f",
+	                                 "startpos moves 7g7f 3c3d 2g2f 8c8d"};
+	assert_batch(out, sel_select_batch(out, 16, s, 30, SEL_BATCH_SQRT, BLACK), sq, 2);
+	/* Window 0: only the opponent's best reply. */
+	static const char *const w0[] = {"startpos moves 7g7f 8c8d 2g2f"};
+	assert_batch(out, sel_select_batch(out, 16, s, 0, SEL_BATCH_COVER, BLACK), w0, 1);
+	/* White's book: Black's moves within 30 at the root (7g7f, and the leaf
+	 * 2g2f), White only its best reply 8c8d. */
+	static const char *const white[] = {"startpos moves 2g2f", "startpos moves 7g7f 8c8d 2g2f"};
+	assert_batch(out, sel_select_batch(out, 16, s, 30, SEL_BATCH_COVER, WHITE), white, 2);
+	/* max: the walk stops at the depth where max leaves are found, the
+	 * shallowest kept. */
+	assert_batch(out, sel_select_batch(out, 2, s, 30, SEL_BATCH_COVER, BLACK), black, 2);
+	/* A leased leaf counts as absent: without 8c8d, White's best after 7g7f
+	 * 3c3d 2g2f is 4a3b (100 for Black), so 3c3d is now 48 worse for White
+	 * than 8c8d, outside the window. */
+	assert_int_equal(sel_lease(s, line_key("startpos moves 7g7f 3c3d 2g2f 8c8d")), 0);
+	assert_batch(out, sel_select_batch(out, 16, s, 30, SEL_BATCH_COVER, BLACK), black, 1);
+	free(out);
+	sel_free(s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* Roots with weights: every leaf lies below its root, and the leaves handed
+ * out follow the weights. Two roots, each a thought position with eight
+ * unthought replies. */
+static void test_bookgen__plan_shares_the_leaves_by_root_weight(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	static const TPos two[] = {
+	    {"startpos moves 7g7f",
+	     true,
+	     {{"3c3d", -10, 0},
+	      {"8c8d", -12, 0},
+	      {"4a3b", -14, 0},
+	      {"5c5d", -16, 0},
+	      {"1c1d", -18, 0},
+	      {"9c9d", -20, 0},
+	      {"6a5b", -22, 0},
+	      {"7a6b", -24, 0}}},
+	    {"startpos moves 2g2f",
+	     true,
+	     {{"3c3d", -10, 0},
+	      {"8c8d", -12, 0},
+	      {"4a3b", -14, 0},
+	      {"5c5d", -16, 0},
+	      {"1c1d", -18, 0},
+	      {"9c9d", -20, 0},
+	      {"6a5b", -22, 0},
+	      {"7a6b", -24, 0}}},
+	};
+	write_book(dir, two, 2);
+	static const char *const specs[] = {"startpos moves 7g7f", "startpos moves 2g2f"};
+	static const double weights[] = {3, 1};
+	for (int mode = 0; mode < 2; mode++) {
+		BookDB *db = NULL;
+		Selector *s = NULL;
+		Plan *plan = NULL;
+		char err[BOOKDB_ERRLEN];
+		BookDBOptions bo = {.read_only = true};
+		SelOptions so = {.kif_bonus = 0, .draw_value = 0};
+		assert_int_equal(bookdb_open(&db, dir, &bo, err), 0);
+		assert_int_equal(sel_new(&s, &so), 0);
+		assert_int_equal(sel_load(s, db), 0);
+		bookdb_free(db);
+		/* PV, and cover for White's book (White to move at both roots: its
+		 * best reply only, then nothing): one batch a root at most. */
+		PlanOptions po;
+		plan_options_init(&po);
+		po.mode = mode == 0 ? PLAN_PV : PLAN_COVER;
+		po.book_side = PLAN_SIDE_BLACK;
+		po.window = 100;
+		po.batch = 1;
+		assert_int_equal(plan_new(&plan, s, &po, specs, weights, 2, err), 0);
+		SelLeaf *l = malloc(sizeof *l);
+		Position *pos = malloc(sizeof *pos);
+		assert_non_null(l);
+		assert_non_null(pos);
+		int got = 0;
+		for (int i = 0; i < 8; i++) {
+			assert_int_equal(plan_next(plan, l, pos), 1);
+			assert_int_equal(sel_lease(s, l->key), 0);
+			/* Below its root: one move after the root's position. */
+			assert_int_equal(l->nmoves, 1);
+			Position *root = malloc(sizeof *root);
+			assert_non_null(root);
+			assert_int_equal(position_parse(root, specs[l->root], err), 0);
+			pos_do_move(root, l->moves[0]);
+			assert_true(key_equal(pos_key(root), pos_key(pos)));
+			assert_true(key_equal(pos_key(pos), l->key));
+			free(root);
+			got++;
+		}
+		/* 8 leaves at weights 3:1: 6 and 2. */
+		assert_int_equal(plan_served(plan, 0), 6);
+		assert_int_equal(plan_served(plan, 1), 2);
+		/* Then the rest, the first root running dry first. */
+		while (plan_next(plan, l, pos) == 1) {
+			assert_int_equal(sel_lease(s, l->key), 0);
+			got++;
+		}
+		assert_int_equal(got, 16);
+		assert_int_equal(plan_served(plan, 0), 8);
+		/* A root that does not parse is named. */
+		static const char *const bad[] = {"startpos moves 7g7f 7g7f"};
+		Plan *p2 = NULL;
+		assert_int_equal(plan_new(&p2, s, &po, bad, NULL, 1, err), SEL_EINVAL);
+		assert_non_null(strstr(err, "7g7f 7g7f"));
+		free(l);
+		free(pos);
+		plan_free(plan);
+		sel_free(s);
+	}
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_bookgen__unthought_root_is_the_first_leaf(void **state)
 {
 	(void)state;
@@ -423,7 +585,7 @@ static void test_bookgen__select_command_prints_json_leaves(void **state)
 	char *dir = ts_mkdtemp();
 	write_book(dir, SMALL, sizeof SMALL / sizeof SMALL[0]);
 	char *out = NULL, *err = NULL;
-	int rc = ts_runf(&out, &err, "%s select %s --count 3 --json", ts_joseki(), dir);
+	int rc = ts_runf(&out, &err, "%s select %s --count 3 --select pv --json", ts_joseki(), dir);
 	assert_int_equal(rc, 0);
 	json_error_t je;
 	json_t *o = json_loads(out, 0, &je);
@@ -450,12 +612,24 @@ static void test_bookgen__select_command_prints_json_leaves(void **state)
 	json_decref(o);
 	free(out);
 	free(err);
-	/* Window mode, and errors name the input. */
+	/* The default policy (cover, both colours), and errors name the input:
+	 * Black's book (7g7f, White's replies within 15 of its best: 8c8d and
+	 * 3c3d), then White's: Black's moves within 15 of the best (7g7f, whose
+	 * replies are leased now, so 2g2f) and White's best reply to each, one
+	 * at a time as the leases take them away, down to 5g5f. */
 	rc = ts_runf(&out, &err, "%s select %s --window 15 --json", ts_joseki(), dir);
 	assert_int_equal(rc, 0);
 	o = json_loads(out, 0, &je);
 	assert_non_null(o);
-	assert_int_equal(json_array_size(json_object_get(o, "leaves")), 4);
+	leaves = json_object_get(o, "leaves");
+	static const char *const cover[] = {"startpos moves 7g7f 8c8d", "startpos moves 7g7f 3c3d",
+	                                    "startpos moves 2g2f 3c3d", "startpos moves 2g2f 8c8d",
+	                                    "startpos moves 5g5f"};
+	assert_int_equal(json_array_size(leaves), 5);
+	for (size_t i = 0; i < 5; i++)
+		assert_string_equal(
+		    json_string_value(json_object_get(json_array_get(leaves, i), "line")),
+		    cover[i]);
 	json_decref(o);
 	free(out);
 	free(err);
@@ -465,8 +639,8 @@ static void test_bookgen__select_command_prints_json_leaves(void **state)
 	snprintf(roots, sizeof roots, "%s/roots.txt", dir);
 	static const char rtext[] = "# roots\nstartpos\n\nstartpos moves 2g2f\n";
 	assert_int_equal(ts_write_file(roots, rtext, sizeof rtext - 1), 0);
-	rc = ts_runf(&out, &err, "%s select %s --roots %s --count 2 --json", ts_joseki(), dir,
-	             roots);
+	rc = ts_runf(&out, &err, "%s select %s --roots %s --count 2 --select pv --json",
+	             ts_joseki(), dir, roots);
 	assert_int_equal(rc, 0);
 	o = json_loads(out, 0, &je);
 	assert_non_null(o);
@@ -694,6 +868,9 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__window_batch_returns_every_leaf_within_the_window),
 	    cmocka_unit_test(test_bookgen__incremental_bounds_agree_with_full_searches),
 	    cmocka_unit_test(test_bookgen__bounds_stay_exact_with_many_leases_outstanding),
+	    cmocka_unit_test(
+	        test_bookgen__cover_batch_follows_the_book_side_best_and_the_replies_in_window),
+	    cmocka_unit_test(test_bookgen__plan_shares_the_leaves_by_root_weight),
 	    cmocka_unit_test(test_bookgen__unthought_root_is_the_first_leaf),
 	    cmocka_unit_test(test_bookgen__select_command_prints_json_leaves),
 	};

@@ -18,6 +18,7 @@
 #include <pthread.h>
 
 #include "bookdb/bookdb.h"
+#include "bookgen/roots.h"
 #include "bookgen/think.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -572,6 +573,125 @@ static void test_bookgen__think_command_extends_along_ingested_games(void **stat
 	free(dir);
 }
 
+/* Keys reachable from the roots through the book's stored moves. */
+typedef struct {
+	Key *k;
+	size_t n, cap;
+} KeyList;
+
+static bool keylist_has(const KeyList *l, Key k)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (key_equal(l->k[i], k)) return true;
+	return false;
+}
+
+static void keylist_add(KeyList *l, Key k)
+{
+	if (keylist_has(l, k)) return;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->k = realloc(l->k, l->cap * sizeof *l->k);
+		assert_non_null(l->k);
+	}
+	l->k[l->n++] = k;
+}
+
+static void test_bookgen__think_command_grows_only_under_its_roots(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[4096], *out = NULL, *err = NULL;
+	snprintf(book, sizeof book, "%s/b", dir);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s tests/data/floodgate --quiet", ts_joseki(), book), 0);
+	/* The two positions most reached at ply 6, weighted by their games. */
+	int rc = ts_runf(&out, &err,
+	                 "%s think %s --roots-from-games 2 --roots-ply 6 --depth 1 --multipv 3 "
+	                 "--positions 40",
+	                 ts_joseki(), book);
+	assert_int_equal(rc, 0);
+	assert_int_equal(field(out, "think thought "), 40);
+	assert_non_null(strstr(err, "2 roots at ply 6"));
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s select %s --roots-from-games 2 --roots-ply 6 --count 1 --json",
+	             ts_joseki(), book);
+	assert_int_equal(rc, 0);
+	free(out);
+	free(err);
+	/* Every thought position lies below a root (reached from one through the
+	 * book's moves); the start position is not thought. */
+	RootList r = {0};
+	BookDB *db = NULL;
+	char berr[BOOKDB_ERRLEN], rerr[ROOTS_ERRLEN];
+	assert_int_equal(bookdb_open(&db, book, NULL, berr), 0);
+	assert_int_equal(roots_from_games(&r, db, 2, 6, NULL, NULL, rerr), 0);
+	assert_int_equal(r.n, 2);
+	BookTxn *txn;
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	assert_non_null(rec);
+	assert_non_null(pos);
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	KeyList reach = {0};
+	for (size_t i = 0; i < r.n; i++) {
+		assert_int_equal(position_parse(pos, r.specs[i], NULL), 0);
+		keylist_add(&reach, pos_key(pos));
+	}
+	for (size_t h = 0; h < reach.n; h++) {
+		if (bookdb_get(rec, txn, reach.k[h]) != 0 || !(rec->flags & BOOKDB_REC_THOUGHT))
+			continue;
+		assert_int_equal(bookdb_record_position(pos, rec, NULL), 0);
+		for (int m = 0; m < rec->nmoves; m++)
+			keylist_add(&reach, pos_key_after(pos, rec->moves[m].move));
+	}
+	BookIter *it;
+	Key k;
+	const uint8_t *val;
+	size_t len;
+	int thought = 0, under[2] = {0, 0};
+	assert_int_equal(bookdb_iter_open(&it, txn), 0);
+	while (bookdb_iter_next(it, &k, &val, &len) == 1) {
+		if (!len || !(val[0] & BOOKDB_REC_THOUGHT)) continue;
+		thought++;
+		assert_true(keylist_has(&reach, k));
+		for (int i = 0; i < 2; i++) {
+			assert_int_equal(position_parse(pos, r.specs[i], NULL), 0);
+			if (key_equal(pos_key(pos), k)) under[i]++;
+		}
+	}
+	bookdb_iter_free(it);
+	assert_int_equal(thought, 40);
+	assert_int_equal(under[0] + under[1], 2); /* both roots thought */
+	pos_set_startpos(pos);
+	assert_int_not_equal(
+	    bookdb_get(rec, txn, pos_key(pos)) == 0 && (rec->flags & BOOKDB_REC_THOUGHT), 1);
+	bookdb_txn_abort(txn);
+	bookdb_free(db);
+	roots_free(&r);
+	free(reach.k);
+	free(rec);
+	free(pos);
+	/* Roots and their options are checked. */
+	rc = ts_runf(&out, &err, "%s think %s --roots %s/none.txt --positions 1", ts_joseki(), book,
+	             dir);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "none.txt"));
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s think %s --roots-ply 3 --positions 1", ts_joseki(), book);
+	assert_int_equal(rc, 2);
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err, "%s think %s --select best --positions 1", ts_joseki(), book);
+	assert_int_equal(rc, 2);
+	assert_non_null(strstr(err, "--select"));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -583,6 +703,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_command_with_misbehaving_engines_under_load),
 	    cmocka_unit_test(test_bookgen__think_command_from_kifu),
 	    cmocka_unit_test(test_bookgen__think_command_extends_along_ingested_games),
+	    cmocka_unit_test(test_bookgen__think_command_grows_only_under_its_roots),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

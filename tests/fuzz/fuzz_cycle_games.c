@@ -1,7 +1,7 @@
 /*
  * tests/fuzz/fuzz_cycle_games.c — libFuzzer target for cycle_games_parse, the
  * reader of a generation's games kept in the book (meta "cycle_games",
- * bookgen/cycle.h).
+ * play/cycle.h).
  *
  * Any bytes: a failure is BOOKDB_ECORRUPT (or out of memory); a success gives
  * W/D/L that are not negative and games with a colour, a result in -1..1 and a
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "bookdb/bookdb.h"
-#include "bookgen/cycle.h"
+#include "play/cycle.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 

@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_worker_lease.c — libFuzzer target for the worker's lease
- * parser (bookgen/worker_wire.c), the one place the worker reads what a
+ * parser (cluster/worker_wire.c), the one place the worker reads what a
  * coordinator sends. The input is an exact-size heap copy (no NUL), so a read
  * past len is caught; on success the lease must be what the worker relies on:
  * 1..max positions with 32-hex-digit keys and NUL-terminated SFENs, a URL-safe
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bookgen/worker_wire.h"
+#include "cluster/worker_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,13 +15,13 @@
 #include <cmocka.h>
 
 #include "bookdb/bookdb.h"
-#include "bookgen/coord.h"
-#include "bookgen/cycle.h"
-#include "bookgen/match.h"
+#include "cluster/coord.h"
+#include "play/cycle.h"
+#include "play/match.h"
 #include "bookgen/roots.h"
 #include "bookgen/selector.h"
 #include "bookgen/think.h"
-#include "bookgen/worker.h"
+#include "cluster/worker.h"
 #include "ingest/kifu.h"
 #include "ingest/fetch.h"
 #include "ingest/ingest.h"

@@ -601,7 +601,7 @@ static void test_keymap__inserts_and_deletes_agree_with_a_model_across_growth(vo
 	check_against_model(true, &st);
 }
 
-/* As bookgen/coord.c keeps its array dense: delete, move the last element into
+/* As cluster/coord.c keeps its array dense: delete, move the last element into
  * the hole, put it there. */
 static void test_keymap__a_dense_array_stays_dense_through_deletes(void **state)
 {

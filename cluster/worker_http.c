@@ -1,8 +1,8 @@
 /*
- * bookgen/worker_http.c — the cluster worker's HTTP client side
- * (bookgen/worker_priv.h): libcurl's callbacks, one POST at a time, the
+ * cluster/worker_http.c — the cluster worker's HTTP client side
+ * (cluster/worker_priv.h): libcurl's callbacks, one POST at a time, the
  * back-off after failures, the journal, and the wire handling of acquire,
- * submit and abort (the JSON itself: bookgen/worker_wire.h). Requests run
+ * submit and abort (the JSON itself: cluster/worker_wire.h). Requests run
  * without the worker's mutex; the lease states they change are changed under
  * it.
  */
@@ -16,7 +16,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "bookgen/worker_priv.h"
+#include "cluster/worker_priv.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"

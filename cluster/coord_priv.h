@@ -1,7 +1,7 @@
 /*
- * bookgen/coord_priv.h — what the coordinator's two files share: the lease
+ * cluster/coord_priv.h — what the coordinator's two files share: the lease
  * logic (coord.c) and the work database it is kept in (coord_store.c).
- * Not for use outside bookgen/coord*.c.
+ * Not for use outside cluster/coord*.c.
  */
 #ifndef BOOKGEN_COORD_PRIV_H
 #define BOOKGEN_COORD_PRIV_H
@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "bookgen/coord.h"
+#include "cluster/coord.h"
 #include "bookgen/selector.h"
 #include "shogi/keymap.h"
 #include "shogi/notation.h"
@@ -40,10 +40,6 @@ typedef struct {
 	char sfen[SFEN_MAX];
 } KeyState;
 
-typedef struct {
-	char sfen[SFEN_MAX];
-} RootSfen;
-
 struct Coord {
 	BookDB *db;
 	CoordOptions opt;
@@ -53,9 +49,7 @@ struct Coord {
 	Position *pos;
 	SearchResult *res;
 	SelLeaf *leaf;
-	SelLeaf *batch; /* COORD_MAX_BATCH of them (window selection) */
-	RootSfen *roots;
-	int nroots;
+	Plan *plan;
 	Lease *leases; /* nleases of them, indexed by lease_map */
 	size_t nleases, capleases;
 	KeyState *keys; /* nkeys of them, indexed by key_map */

@@ -1,5 +1,5 @@
 /*
- * bookgen/match.h — games between two engine set-ups, to measure what a book
+ * play/match.h — games between two engine set-ups, to measure what a book
  * (or an engine, or an option) is worth. See docs/match.md.
  *
  * Each side (A, B) is an engine — the built-in core in process, or a USI

@@ -1,5 +1,5 @@
 /*
- * bookgen/coord_store.c — the coordinator's state in the book's `work`
+ * cluster/coord_store.c — the coordinator's state in the book's `work`
  * database (layouts in coord.h): leases, the lease counter and each
  * position's failed tries written through the results' BookWriter, and read
  * back at start (restore), with the roots joseki extend queued.
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bookgen/coord_priv.h"
+#include "cluster/coord_priv.h"
 #include "bookgen/roots.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"

@@ -1,6 +1,6 @@
 /*
- * bookgen/cycle.h — Shiba's extension/deletion cycle (docs/bookgen.md, "The
- * cycle"): play games with the book on one side only (bookgen/match.h), mark
+ * play/cycle.h — Shiba's extension/deletion cycle (docs/bookgen.md, "The
+ * cycle"): play games with the book on one side only (play/match.h), mark
  * the book moves after which the book side lost too often as avoided
  * (deletion: prune), queue where the book ran out and the next plies of those
  * games as roots for think (extension), think, back the values up, and again.
@@ -21,7 +21,8 @@
 #include <stdint.h>
 
 #include "bookdb/bookdb.h"
-#include "bookgen/match.h"
+#include "bookdb/minimax_hook.h"
+#include "play/match.h"
 #include "bookgen/think.h"
 
 enum {
@@ -127,10 +128,6 @@ typedef struct {
 	bool resumed;            /* the generation was resumed after an interruption */
 } CycleGenStats;
 
-/* Backs the values up (joseki minimax; a callback since bookgen does not
- * reach into minimax/). Returns 0, or non-zero with a message in err. */
-typedef int (*CycleMinimaxFn)(void *ctx, BookDB *db, char *err, size_t errlen);
-
 typedef struct {
 	const char *book;   /* the BOOK directory: side A's book, and the one grown */
 	int generations;    /* total generations: a rerun goes on from the last finished step */
@@ -139,9 +136,8 @@ typedef struct {
 	                       and the seed is match.seed + generation - 1 */
 	CyclePruneOptions prune;
 	int plies;          /* extend: positions after the first out of book */
-	ThinkOptions think; /* roots/first are the queue's (think_run) */
-	CycleMinimaxFn minimax;
-	void *minimax_ctx;
+	ThinkOptions think; /* first is the queue's (think_run); roots: the openings, or --roots */
+	BookMinimaxHook minimax;           /* backs the values up (bookmm_hook(); unset: none) */
 	const volatile sig_atomic_t *stop; /* raised: the current step ends, the state is kept */
 	void (*on_generation)(void *ctx, const CycleGenStats *g);     /* after each generation */
 	void (*on_step)(void *ctx, int generation, const char *step); /* before each step */

@@ -1,6 +1,6 @@
 /*
  * tests/bookgen/test_coord.c — the cluster coordinator's lease logic
- * (bookgen/coord.h) in-process on a real LMDB book: leases, submissions
+ * (cluster/coord.h) in-process on a real LMDB book: leases, submissions
  * (idempotent, late, partial, refused), expiry to a different worker, abort,
  * three failed tries setting a position aside, a restart keeping leases, and
  * many leases coming and going in a random order.
@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "bookdb/bookdb.h"
-#include "bookgen/coord.h"
+#include "cluster/coord.h"
 #include "bookgen/roots.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -33,8 +33,10 @@ static Coord *open_coord(BookDB **db, const char *dir)
 {
 	char err[COORD_ERRLEN];
 	assert_int_equal(bookdb_open(db, dir, NULL, err), 0);
-	CoordOptions o = {
-	    .budget = {SEARCH_BUDGET_DEPTH, 5}, .multipv = 3, .lease_seconds = 60, .window = -1};
+	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
+	                  .multipv = 3,
+	                  .lease_seconds = 60,
+	                  .plan = {.mode = PLAN_PV}};
 	Coord *c;
 	int rc = coord_open(&c, *db, &o, err);
 	if (rc < 0) fail_msg("coord_open: %s", err);

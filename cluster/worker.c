@@ -1,5 +1,5 @@
 /*
- * bookgen/worker.c — the cluster worker's loop (bookgen/worker.h).
+ * cluster/worker.c — the cluster worker's loop (cluster/worker.h).
  *
  * State: a list of leases in hand, each with its positions in one of four
  * states (QUEUED → RUNNING → DONE → SENT). Engine threads take the first
@@ -11,10 +11,10 @@
  * under one mutex; HTTP requests run without it.
  *
  * This file: the engine threads and the loop. The HTTP client side (requests,
- * back-off, journal, acquire, submit, abort) is bookgen/worker_http.c; the
- * state both share is in bookgen/worker_priv.h.
+ * back-off, journal, acquire, submit, abort) is cluster/worker_http.c; the
+ * state both share is in cluster/worker_priv.h.
  */
-#include "bookgen/worker.h"
+#include "cluster/worker.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -24,8 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bookgen/worker_priv.h"
-#include "bookgen/worker_wire.h"
+#include "cluster/worker_priv.h"
+#include "cluster/worker_wire.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/position.h"

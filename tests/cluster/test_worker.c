@@ -1,7 +1,7 @@
 /*
  * tests/bookgen/test_worker.c — `joseki worker` (the real binary, the real
  * built-in engine or a real engine process) against a fake coordinator
- * (tests/bookgen/fakes/fake_coordinator.py, a real HTTP server on 127.0.0.1)
+ * (tests/cluster/fakes/fake_coordinator.py, a real HTTP server on 127.0.0.1)
  * that records every request. Each case asserts on that record: every
  * position leased is submitted exactly once, with moves legal in it (checked
  * here with the rules core), through back-off on 204/503/closed connections,
@@ -25,8 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bookgen/worker.h"
-#include "bookgen/worker_wire.h"
+#include "cluster/worker.h"
+#include "cluster/worker_wire.h"
 #include "shogi/clock.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -34,7 +34,7 @@
 #include "shogi/zobrist.h"
 #include "tests/support/support.h"
 
-#define FAKE "tests/bookgen/fakes/fake_coordinator.py"
+#define FAKE "tests/cluster/fakes/fake_coordinator.py"
 #define NPOS_MAX 64
 
 typedef struct {
@@ -559,7 +559,7 @@ static void test_worker__crashing_positions_are_reported_failed(void **state)
 	setenv("CRASH_SFENS", crash, 1);
 	setenv("JOSEKI_BIN", ts_joseki(), 1);
 	char *cwd = getcwd(NULL, 0);
-	snprintf(eng, sizeof eng, "%s/tests/bookgen/fakes/crash_engine.py", cwd);
+	snprintf(eng, sizeof eng, "%s/tests/cluster/fakes/crash_engine.py", cwd);
 	free(cwd);
 	start_fake(f, 0, "", "{\"nodes\": 200}");
 	const char *extra[] = {"--engine", eng, "--engines", "2", NULL};
@@ -598,7 +598,7 @@ static void test_worker__sigterm_submits_what_is_finished(void **state)
 	unsetenv("CRASH_SFENS");
 	setenv("JOSEKI_BIN", ts_joseki(), 1);
 	char *cwd = getcwd(NULL, 0);
-	snprintf(eng, sizeof eng, "%s/tests/bookgen/fakes/crash_engine.py", cwd);
+	snprintf(eng, sizeof eng, "%s/tests/cluster/fakes/crash_engine.py", cwd);
 	free(cwd);
 	start_fake(f, 0, "", "{\"nodes\": 200}");
 	const char *extra[] = {"--engine", eng, NULL};

@@ -1,5 +1,5 @@
 /*
- * bookgen/worker_wire.c — the worker's JSON (bookgen/worker_wire.h).
+ * cluster/worker_wire.c — the worker's JSON (cluster/worker_wire.h).
  *
  * A lease as the coordinator sends it:
  *   {"lease": "<16 hex>", "expires_in": S,
@@ -10,7 +10,7 @@
  *                             "nodes": 1000000, "pv": "7g7f 3c3d"}, ...]}
  *   {"key": "...", "failed": "engine exited unexpectedly"}
  */
-#include "bookgen/worker_wire.h"
+#include "cluster/worker_wire.h"
 
 #include <jansson.h>
 #include <stdarg.h>

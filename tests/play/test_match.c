@@ -22,7 +22,7 @@
 #include <math.h>
 #include <jansson.h>
 
-#include "bookgen/match.h"
+#include "play/match.h"
 #include "tests/support/support.h"
 
 #define SCRIPT_ENGINE "tests/search/fakes/script_engine.py"

@@ -1,5 +1,5 @@
-/* bookgen/cycle.c — Shiba's extension/deletion cycle (see cycle.h). */
-#include "bookgen/cycle.h"
+/* play/cycle.c — Shiba's extension/deletion cycle (see cycle.h). */
+#include "play/cycle.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -550,9 +550,9 @@ static int step_minimax(void *ctx, BookDB *db, char *err)
 {
 	Run *r = ctx;
 	char merr[CYCLE_ERRLEN - 16];
-	if (!r->opt->minimax) return 0;
+	if (!book_minimax_hook_set(&r->opt->minimax)) return 0;
 	merr[0] = 0;
-	if (r->opt->minimax(r->opt->minimax_ctx, db, merr, sizeof merr))
+	if (book_minimax_hook_run(&r->opt->minimax, db, merr, sizeof merr))
 		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ESTEP, "minimax: %s", merr);
 	return 0;
 }

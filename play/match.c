@@ -1,5 +1,5 @@
-/* bookgen/match.c — games between two engine set-ups (see match.h, docs/match.md). */
-#include "bookgen/match.h"
+/* play/match.c — games between two engine set-ups (see match.h, docs/match.md). */
+#include "play/match.h"
 
 #include <errno.h>
 #include <limits.h>

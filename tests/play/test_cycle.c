@@ -1,6 +1,6 @@
 /*
  * tests/bookgen/test_cycle.c — Shiba's extension/deletion cycle
- * (bookgen/cycle.h, joseki extend / prune / cycle) over real LMDB books:
+ * (play/cycle.h, joseki extend / prune / cycle) over real LMDB books:
  * prune's thresholds (win rate, games, a game counted once, the opponent's
  * moves not counted) and --undo; that export, query, the book move and
  * minimax leave an avoided move out; extend queues where the book side's
@@ -28,7 +28,7 @@
 
 #include "bookdb/bookdb.h"
 #include "bookdb/query.h"
-#include "bookgen/cycle.h"
+#include "play/cycle.h"
 #include "bookgen/roots.h"
 #include "minimax/bookmm.h"
 #include "search/builtin.h"
@@ -517,14 +517,6 @@ static void note_generation(void *ctx, const CycleGenStats *g)
 	c->generations++;
 }
 
-static int minimax_step(void *ctx, BookDB *db, char *err, size_t errlen)
-{
-	(void)ctx;
-	BookmmOptions o = {0};
-	BookmmStats st;
-	return bookmm_run(&st, db, &o, err, errlen) < 0;
-}
-
 static void test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in(void **state)
 {
 	(void)state;
@@ -556,7 +548,7 @@ static void test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in(void **sta
 	              .stop = &c.stop,
 	              .roots = openings,
 	              .nroots = 1},
-	    .minimax = minimax_step,
+	    .minimax = bookmm_hook(NULL),
 	    .stop = &c.stop,
 	    .on_generation = note_generation,
 	    .on_step = note_step,

@@ -1,5 +1,5 @@
 /*
- * bookgen/worker_priv.h — what the worker's two files share: the leases in
+ * cluster/worker_priv.h — what the worker's two files share: the leases in
  * hand, the engine slots and the worker's state (worker.c: the engine threads
  * and the loop; worker_http.c: the HTTP client side, i.e. the curl callbacks,
  * requests, back-off, the journal, acquire, submit and abort). Not for use
@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bookgen/worker.h"
-#include "bookgen/worker_wire.h"
+#include "cluster/worker.h"
+#include "cluster/worker_wire.h"
 
 enum { POS_QUEUED = 0, POS_RUNNING, POS_DONE, POS_SENT };
 

@@ -1,5 +1,5 @@
 /*
- * bookgen/coord.c — the cluster coordinator's work logic (bookgen/coord.h).
+ * cluster/coord.c — the cluster coordinator's work logic (cluster/coord.h).
  *
  * In memory: the leases kept (id -> Lease), the positions in flight (key ->
  * KeyState: queued, leased or set aside, with their failed tries), the queue
@@ -13,7 +13,7 @@
  * The work database's records are written and read back in coord_store.c;
  * the types both files use are in coord_priv.h.
  */
-#include "bookgen/coord_priv.h"
+#include "cluster/coord_priv.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -212,34 +212,29 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	c->db = db;
 	c->opt = *opt;
 	if (c->opt.lease_seconds <= 0) c->opt.lease_seconds = 600;
-	c->nroots = opt->roots && opt->nroots > 0 ? opt->nroots : 1;
 	c->rec = malloc(sizeof *c->rec);
 	c->pos = malloc(sizeof *c->pos);
 	c->res = malloc(sizeof *c->res);
 	c->leaf = malloc(sizeof *c->leaf);
-	c->batch = opt->window >= 0 ? malloc(COORD_MAX_BATCH * sizeof *c->batch) : NULL;
-	c->roots = calloc((size_t)c->nroots, sizeof *c->roots);
 	int rc = COORD_ENOMEM;
 	SelOptions so = {.kif_bonus = opt->kif_bonus, .draw_value = 0};
-	if (!c->rec || !c->pos || !c->res || !c->leaf || !c->roots ||
-	    (opt->window >= 0 && !c->batch) || sel_new(&c->sel, &so) < 0)
-		goto fail;
+	if (!c->rec || !c->pos || !c->res || !c->leaf || sel_new(&c->sel, &so) < 0) goto fail;
 	if ((rc = opt->load_lazy ? sel_attach(c->sel, db) : sel_load(c->sel, db)) < 0) {
 		rc = errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: loading the book: %s",
 		                sel_strerror(rc));
 		goto fail;
 	}
-	for (int r = 0; r < c->nroots; r++) {
-		const char *spec = opt->roots && opt->nroots > 0 ? opt->roots[r] : "startpos";
-		char perr[SHOGI_ERRLEN];
-		if (position_parse(c->pos, spec, perr) < 0) {
-			rc = errmsg_set(err, COORD_ERRLEN, COORD_EOPTION,
-			                "coordinator: bad root '%.200s': %.200s", spec, perr);
-			goto fail;
-		}
-		sfen_write(c->pos, c->roots[r].sfen, sizeof c->roots[r].sfen);
-		if ((rc = sel_add_root(c->sel, pos_key(c->pos), c->pos->side)) < 0) goto fail;
+	char perr[SHOGI_ERRLEN];
+	rc = plan_new(&c->plan, c->sel, &opt->plan, opt->roots, opt->root_weights,
+	              opt->roots ? opt->nroots : 0, perr);
+	if (rc == SEL_EINVAL) {
+		rc = errmsg_set(err, COORD_ERRLEN, COORD_EOPTION, "coordinator: %s", perr);
+		goto fail;
 	}
+	if (rc < 0) goto fail;
+	c->opt.roots = NULL; /* the plan keeps its own copies */
+	c->opt.root_weights = NULL;
+	c->opt.nroots = 0;
 	if ((rc = co_restore(c, err)) < 0 || (rc = co_queue_extended(c, err)) < 0) goto fail;
 	/* Commits only when told (coord_commit): results and work state together. */
 	if (bookdb_writer_new(&c->w, db, SIZE_MAX) < 0) {
@@ -273,8 +268,7 @@ void coord_free(Coord *c)
 	free(c->pos);
 	free(c->res);
 	free(c->leaf);
-	free(c->batch);
-	free(c->roots);
+	plan_free(c->plan);
 	free(c);
 }
 
@@ -302,11 +296,9 @@ static void take_queued(Coord *c, Lease *l, int max, const char *worker)
 	c->nqueue = j;
 }
 
-/* Leases leaf into l: its position, its KeyState, the selector told. */
+/* Leases leaf (its position in c->pos) into l: its KeyState, the selector told. */
 static int lease_leaf(Coord *c, Lease *l, const SelLeaf *leaf, char *err)
 {
-	if (sel_leaf_position(c->pos, c->roots[leaf->root].sfen, leaf) < 0)
-		return co_broken(c, err, "selection (a leaf its root does not reach)", -1);
 	KeyState *ks = co_key_new(c, leaf->key);
 	if (!ks) return co_broken(c, err, "selection", BOOKDB_ENOMEM);
 	ks->where = WHERE_LEASED;
@@ -324,15 +316,10 @@ static int lease_leaf(Coord *c, Lease *l, const SelLeaf *leaf, char *err)
 static int take_selected(Coord *c, Lease *l, int max, char *err)
 {
 	int rc;
-	if (c->batch && max - l->n > 1) {
-		rc = sel_select_batch(c->batch, (size_t)(max - l->n), c->sel, c->opt.window,
-		                      SEL_BATCH_WINDOW, -1);
-		if (rc < 0) return co_broken(c, err, "selection", BOOKDB_EIO);
-		for (int i = 0; i < rc; i++)
-			if ((rc = lease_leaf(c, l, &c->batch[i], err)) < 0) return rc;
-	}
 	while (l->n < max) {
-		rc = sel_select(c->leaf, c->sel);
+		rc = plan_next(c->plan, c->leaf, c->pos);
+		if (rc == SEL_EINVAL)
+			return co_broken(c, err, "selection (a leaf its root does not reach)", -1);
 		if (rc < 0) return co_broken(c, err, "selection", BOOKDB_EIO);
 		if (rc == 0) break;
 		if ((rc = lease_leaf(c, l, c->leaf, err)) < 0) return rc;
@@ -629,7 +616,7 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 		}
 	}
 	if ((rc = coord_commit(c, err)) < 0) return rc;
-	bool due = c->opt.minimax && c->since_minimax &&
+	bool due = book_minimax_hook_set(&c->opt.minimax) && c->since_minimax &&
 	           ((c->opt.minimax_every && c->since_minimax >= c->opt.minimax_every) ||
 	            (c->opt.minimax_seconds > 0 &&
 	             now_ms - c->last_minimax_ms >= c->opt.minimax_seconds * 1000));
@@ -640,7 +627,7 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 		/* The writer has no open transaction after the commit: minimax writes. */
 		char merr[256];
 		double t0 = clock_ms_f();
-		int mrc = c->opt.minimax(c->opt.minimax_ctx, c->db, merr, sizeof merr);
+		int mrc = book_minimax_hook_run(&c->opt.minimax, c->db, merr, sizeof merr);
 		c->minimax_last_ms = clock_ms_f() - t0;
 		c->minimax_ms += c->minimax_last_ms;
 		if (mrc < 0)

@@ -1,5 +1,5 @@
 /*
- * bookgen/worker_wire.h — the worker's side of the work protocol's JSON
+ * cluster/worker_wire.h — the worker's side of the work protocol's JSON
  * (docs/worker.md): reading an acquire answer (a lease) and writing one
  * position's result. Kept apart from the HTTP loop so the parser can be
  * fuzzed (tests/fuzz/fuzz_worker_lease.c) and the encoding tested alone.

@@ -1,5 +1,5 @@
 /*
- * bookgen/coord.h — the cluster coordinator's work logic (docs/cluster.md):
+ * cluster/coord.h — the cluster coordinator's work logic (docs/cluster.md):
  * leases of selected leaves handed to remote workers, their results stored,
  * expiry, failed tries, set-aside positions. No HTTP here: server/work_api.c
  * calls these functions from one thread (a Coord is not thread-safe).
@@ -36,6 +36,8 @@
 #include <stdint.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/minimax_hook.h"
+#include "bookgen/plan.h"
 #include "search/search.h"
 #include "shogi/notation.h"
 
@@ -62,19 +64,17 @@ typedef struct {
 	int multipv;          /* 1..SEARCH_MULTIPV_MAX */
 	double lease_seconds; /* 0: 600 */
 	int kif_bonus;
-	/* Selection: < 0, one leaf at a time (sel_select, as think does); >= 0,
-	 * a lease's new leaves come from one ranged search (sel_select_batch,
-	 * SEL_BATCH_WINDOW): the leaves within window cp of the best line,
-	 * closest first, topped up one at a time when fewer. */
-	int window;
-	const char *const *roots; /* position specs; NULL/0: the start position */
+	/* Selection, as think's (bookgen/plan.h): the policy, and the roots with
+	 * their shares of the effort. */
+	PlanOptions plan;
+	const char *const *roots;   /* position specs; NULL/0: the start position */
+	const double *root_weights; /* NULL: even */
 	int nroots;
-	/* The periodic minimax (server side passes bookmm_run): called after a
-	 * commit when minimax_every results or minimax_seconds have passed since
-	 * the last call (0: that trigger off). Returns < 0 on failure (message in
-	 * err, errlen bytes); the coordinator goes on. */
-	int (*minimax)(void *ctx, BookDB *db, char *err, size_t errlen);
-	void *minimax_ctx;
+	/* The periodic minimax (the front end passes bookmm_hook()): called after
+	 * a commit when minimax_every results or minimax_seconds have passed since
+	 * the last call (0: that trigger off). On failure (message in err) the
+	 * coordinator goes on. */
+	BookMinimaxHook minimax;
 	uint64_t minimax_every;
 	double minimax_seconds;
 	bool load_lazy; /* sel_attach instead of sel_load (faster start, slower selections) */

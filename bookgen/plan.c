@@ -1,0 +1,234 @@
+/*
+ * bookgen/plan.c — roots, their shares, and the selection policy
+ * (bookgen/plan.h).
+ */
+#include "bookgen/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "shogi/errmsg.h"
+#include "shogi/grow.h"
+#include "shogi/notation.h"
+
+/* Leaves kept from one ranged search (the whole of the level it stopped at),
+ * at most this many batches' worth: more would go stale while other roots
+ * are served. */
+#define PLAN_QUEUE_BATCHES 4
+
+/* One (root, book colour) the effort is shared between, with the leaves of
+ * its last ranged search not handed out yet (PLAN_COVER), kept compact:
+ * per leaf u16 moves, i32 value, the key, then the moves. */
+typedef struct {
+	int root;
+	int book_side; /* BLACK or WHITE (PLAN_COVER); -1 (PLAN_PV) */
+	double weight;
+	size_t served;
+	uint8_t *q;
+	size_t qlen, qcap, qhead;
+} PlanSlot;
+
+typedef struct {
+	char sfen[SFEN_MAX];
+} PlanRootSfen;
+
+struct Plan {
+	PlanOptions opt;
+	Selector *sel;
+	PlanRootSfen *sfens;
+	int nroots;
+	PlanSlot *slots;
+	int nslots;
+	int *order;      /* scratch: slots by deficit */
+	SelLeaf *search; /* scratch: one ranged search's leaves */
+	size_t qmax;     /* ... at most this many */
+};
+
+void plan_options_init(PlanOptions *opt)
+{
+	memset(opt, 0, sizeof *opt);
+	opt->mode = PLAN_COVER;
+	opt->window = PLAN_WINDOW_DEFAULT;
+	opt->book_side = PLAN_SIDE_BOTH;
+	opt->batch = 16;
+}
+
+void plan_free(Plan *p)
+{
+	if (!p) return;
+	for (int i = 0; p->slots && i < p->nslots; i++) free(p->slots[i].q);
+	free(p->sfens);
+	free(p->slots);
+	free(p->order);
+	free(p->search);
+	free(p);
+}
+
+int plan_new(Plan **out, Selector *sel, const PlanOptions *opt, const char *const *specs,
+             const double *weights, int n, char *err)
+{
+	*out = NULL;
+	int nroots = n > 0 ? n : 1;
+	Plan *p = calloc(1, sizeof *p);
+	if (!p) return SEL_ENOMEM;
+	p->opt = *opt;
+	if (p->opt.window < 0) p->opt.window = 0;
+	if (p->opt.batch <= 0) p->opt.batch = 16;
+	p->sel = sel;
+	int per = p->opt.mode == PLAN_COVER && p->opt.book_side == PLAN_SIDE_BOTH ? 2 : 1;
+	p->sfens = calloc((size_t)nroots, sizeof *p->sfens);
+	p->slots = calloc((size_t)nroots * (size_t)per, sizeof *p->slots);
+	p->order = calloc((size_t)nroots * (size_t)per, sizeof *p->order);
+	p->qmax = (size_t)p->opt.batch * PLAN_QUEUE_BATCHES;
+	p->search = p->opt.mode == PLAN_COVER ? calloc(p->qmax, sizeof *p->search) : NULL;
+	if (!p->sfens || !p->slots || !p->order || (p->opt.mode == PLAN_COVER && !p->search)) {
+		plan_free(p);
+		return SEL_ENOMEM;
+	}
+	Position pos;
+	for (int r = 0; r < nroots; r++) {
+		const char *spec = n > 0 ? specs[r] : "startpos";
+		double w = n > 0 && weights ? weights[r] : 1.0;
+		char perr[SHOGI_ERRLEN];
+		if (!(w > 0)) {
+			plan_free(p);
+			return errmsg_set(err, SHOGI_ERRLEN, SEL_EINVAL,
+			                  "root '%.200s': weight %g is not above 0", spec, w);
+		}
+		if (position_parse(&pos, spec, perr) < 0) {
+			plan_free(p);
+			return errmsg_set(err, SHOGI_ERRLEN, SEL_EINVAL,
+			                  "bad root '%.200s': %.200s", spec, perr);
+		}
+		sfen_write(&pos, p->sfens[r].sfen, sizeof p->sfens[r].sfen);
+		int rc = sel_add_root(sel, pos_key(&pos), pos.side);
+		if (rc < 0) {
+			plan_free(p);
+			return rc;
+		}
+		for (int k = 0; k < per; k++) {
+			PlanSlot *s = &p->slots[p->nslots++];
+			s->root = rc;
+			s->weight = w;
+			s->book_side = p->opt.mode == PLAN_PV                ? -1
+			               : p->opt.book_side == PLAN_SIDE_BLACK ? BLACK
+			               : p->opt.book_side == PLAN_SIDE_WHITE ? WHITE
+			               : k == 0                              ? BLACK
+			                                                     : WHITE;
+		}
+	}
+	p->nroots = nroots;
+	*out = p;
+	return 0;
+}
+
+int plan_nroots(const Plan *p)
+{
+	return p->nroots;
+}
+
+const char *plan_root_sfen(const Plan *p, int r)
+{
+	return r >= 0 && r < p->nroots ? p->sfens[r].sfen : NULL;
+}
+
+size_t plan_served(const Plan *p, int r)
+{
+	size_t n = 0;
+	for (int i = 0; i < p->nslots; i++)
+		if (p->slots[i].root == r) n += p->slots[i].served;
+	return n;
+}
+
+/* Fewest leaves served per unit of weight first, ties by slot index. */
+static int cmp_deficit(const void *a, const void *b, void *ctx)
+{
+	const PlanSlot *slots = ctx;
+	int x = *(const int *)a, y = *(const int *)b;
+	double kx = (double)slots[x].served / slots[x].weight;
+	double ky = (double)slots[y].served / slots[y].weight;
+	if (kx != ky) return kx < ky ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static void sort_slots(Plan *p)
+{
+	for (int i = 0; i < p->nslots; i++) p->order[i] = i;
+	qsort_r(p->order, (size_t)p->nslots, sizeof *p->order, cmp_deficit, p->slots);
+}
+
+/* Hands out leaf (its position set up); 1, or a negative code. */
+static int give(Plan *p, int slot, SelLeaf *leaf, Position *pos)
+{
+	if (sel_leaf_position(pos, p->sfens[leaf->root].sfen, leaf) < 0) return SEL_EINVAL;
+	p->slots[slot].served++;
+	return 1;
+}
+
+/* Keeps leaves in slot s's queue (replacing what was there). 0 or SEL_ENOMEM. */
+static int queue_put(PlanSlot *s, const SelLeaf *l, size_t n)
+{
+	s->qlen = s->qhead = 0;
+	size_t need = 0;
+	for (size_t i = 0; i < n; i++) need += 6 + sizeof(Key) + 2 * (size_t)l[i].nmoves;
+	if (array_grow((void **)&s->q, &s->qcap, need, 1, 256)) return SEL_ENOMEM;
+	uint8_t *b = s->q;
+	for (size_t i = 0; i < n; i++) {
+		uint16_t nm = (uint16_t)l[i].nmoves;
+		int32_t v = l[i].value;
+		memcpy(b, &nm, 2);
+		memcpy(b + 2, &v, 4);
+		memcpy(b + 6, &l[i].key, sizeof(Key));
+		memcpy(b + 6 + sizeof(Key), l[i].moves, 2 * (size_t)nm);
+		b += 6 + sizeof(Key) + 2 * (size_t)nm;
+	}
+	s->qlen = need;
+	return 0;
+}
+
+/* The next queued leaf of slot s still worth thinking (not thought, not
+ * leased since): 1 with *leaf set, 0 when the queue is spent. */
+static int queue_take(Plan *p, PlanSlot *s, SelLeaf *leaf)
+{
+	while (s->qhead < s->qlen) {
+		const uint8_t *b = s->q + s->qhead;
+		uint16_t nm;
+		int32_t v;
+		memcpy(&nm, b, 2);
+		memcpy(&v, b + 2, 4);
+		memcpy(&leaf->key, b + 6, sizeof(Key));
+		memcpy(leaf->moves, b + 6 + sizeof(Key), 2 * (size_t)nm);
+		s->qhead += 6 + sizeof(Key) + 2 * (size_t)nm;
+		if (sel_is_thought(p->sel, leaf->key) || sel_is_leased(p->sel, leaf->key)) continue;
+		leaf->root = s->root;
+		leaf->value = v;
+		leaf->nmoves = nm;
+		return 1;
+	}
+	return 0;
+}
+
+int plan_next(Plan *p, SelLeaf *leaf, Position *pos)
+{
+	sort_slots(p);
+	for (int i = 0; i < p->nslots; i++) {
+		int k = p->order[i];
+		PlanSlot *s = &p->slots[k];
+		int rc;
+		if (p->opt.mode == PLAN_PV) {
+			rc = sel_select_root(leaf, p->sel, s->root);
+			if (rc < 0) return rc;
+			if (rc > 0) return give(p, k, leaf, pos);
+			continue;
+		}
+		if (queue_take(p, s, leaf)) return give(p, k, leaf, pos);
+		rc = sel_select_cover(p->search, p->qmax, (size_t)p->opt.batch, p->sel, s->root,
+		                      p->opt.window, s->book_side);
+		if (rc < 0) return rc;
+		if (rc == 0) continue;
+		*leaf = p->search[0];
+		if ((rc = queue_put(s, p->search + 1, (size_t)rc - 1)) < 0) return rc;
+		return give(p, k, leaf, pos);
+	}
+	return 0;
+}
