@@ -16,9 +16,6 @@
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 
-/* walk_move's "this game is far enough" (not an error; no other code uses it). */
-#define REPLAY_FAR_ENOUGH 0x7ffffff0
-
 static GameWinner winner_of(Color c)
 {
 	return game_winner_of(c);
@@ -204,64 +201,42 @@ int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, i
 }
 
 typedef struct {
-	replay_pos_fn fn;
+	replay_game_fn fn;
 	void *ctx;
-	int max_ply;
 	Position *pos;
 	char *err;
-} PosWalk;
+} GameWalk;
 
-static int walk_move(void *ctx, const Position *before, Move m, size_t index)
-{
-	PosWalk *w = ctx;
-	(void)m;
-	if ((int)index >= w->max_ply) return REPLAY_FAR_ENOUGH; /* stop this game */
-	return w->fn(w->ctx, before);
-}
-
-/* After a game: its last position when the game stopped short of max_ply. */
-static int walk_end(PosWalk *w, int rc, const ReplayResult *res, const Position *pos)
-{
-	if (rc == REPLAY_FAR_ENOUGH) return 0;
-	if (rc) return rc;
-	return res->plies < w->max_ply ? w->fn(w->ctx, pos) : 0;
-}
-
-/* One game file of the walk: its games' positions. */
+/* One game file of the walk: its games, replayed. */
 static int walk_file(void *ctx, char *name, char *buf, size_t len, char *error, int errnum)
 {
-	PosWalk *w = ctx;
+	GameWalk *w = ctx;
 	int ret = 0;
 	KifuReader *rd = NULL;
-	if (!buf) {
-		ret = errmsg_set(w->err, REPLAY_ERRLEN, errnum == ENOMEM ? KIFU_ENOMEM : KIFU_EIO,
-		                 "cannot read kifu '%.300s': %.150s", name ? name : "?",
-		                 error ? error : "out of memory");
+	if (!buf || !name) {
+		ret = errmsg_set(
+		    w->err, REPLAY_ERRLEN, errnum == ENOMEM || !name ? KIFU_ENOMEM : KIFU_EIO,
+		    "%.300s: %.180s", name ? name : "?", error ? error : "out of memory");
 		goto out;
 	}
-	if (!name || kifu_reader_open_mem(&rd, buf, len, name) < 0) {
-		ret = errmsg_set(w->err, REPLAY_ERRLEN, KIFU_ENOMEM, "out of memory");
+	if (kifu_reader_open_mem(&rd, buf, len, name) < 0) {
+		ret = errmsg_set(w->err, REPLAY_ERRLEN, KIFU_ENOMEM, "%.300s: out of memory", name);
 		goto out;
 	}
 	KifuRecord *rec;
 	int rc;
 	while ((rc = kifu_reader_next(rd, &rec)) != 0) {
 		if (rc < 0) {
-			ret = errmsg_set(w->err, REPLAY_ERRLEN, rc, "kifu %.480s",
-			                 kifu_reader_error(rd));
+			ret = errmsg_set(w->err, REPLAY_ERRLEN, rc, "%.480s",
+			                 rc == KIFU_EPARSE ? kifu_reader_error(rd)
+			                                   : kifu_strerror(rc));
 			break;
 		}
 		ReplayResult res;
-		rc = replay_kifu(&res, w->pos, rec, walk_move, w);
-		int line = rec->first_line;
+		rc = replay_kifu(&res, w->pos, rec, NULL, NULL);
+		ret = w->fn(w->ctx, name, rec, rc, &res, w->pos, w->err);
 		kifu_record_free(rec);
-		if (rc == KIFU_EILLEGAL || (rc == 0 && res.error[0])) {
-			ret = errmsg_set(w->err, REPLAY_ERRLEN, KIFU_EPARSE,
-			                 "kifu %.300s line %d: %.150s", name,
-			                 res.error_line ? res.error_line : line, res.error);
-			break;
-		}
-		if ((ret = walk_end(w, rc, &res, w->pos))) break;
+		if (ret) break;
 	}
 out:
 	kifu_reader_free(rd);
@@ -271,13 +246,51 @@ out:
 	return ret;
 }
 
-int replay_file_positions(const char *path, int max_ply, replay_pos_fn fn, void *ctx, char *err)
+int replay_file_games(const char *path, replay_game_fn fn, void *ctx, WalkStats *st, char *err)
 {
 	Position *pos = malloc(sizeof *pos);
 	if (!pos) return errmsg_set(err, REPLAY_ERRLEN, KIFU_ENOMEM, "out of memory");
-	PosWalk w = {fn, ctx, max_ply, pos, err};
+	GameWalk w = {fn, ctx, pos, err};
 	WalkOptions wo = {.file = walk_file, .ctx = &w};
-	int ret = walk_inputs(&path, 1, &wo, NULL);
+	int ret = walk_inputs(&path, 1, &wo, st);
 	free(pos);
 	return ret;
+}
+
+typedef struct {
+	replay_pos_fn fn;
+	void *ctx;
+	int max_ply;
+} PosWalk;
+
+/* The positions of one game: after 0, 1, ... of its moves, below max_ply
+ * (with an error, only those before a legal move: the walk stops there). */
+static int walk_positions(void *ctx, const char *input, const KifuRecord *rec, int rc,
+                          const ReplayResult *res, Position *pos, char *err)
+{
+	PosWalk *w = ctx;
+	int line = res->error_line ? res->error_line : rec->first_line;
+	if (rc) /* pos holds nothing that can be trusted */
+		return errmsg_set(err, REPLAY_ERRLEN, KIFU_EPARSE, "%.300s:%d: %.180s", input, line,
+		                  res->error);
+	bool bad = res->error[0] != 0;
+	int n = pos_history_len(pos), last = bad ? n - 1 : n, ret = 0;
+	Move moves[POS_MAX_STATES];
+	for (int i = 1; i <= n; i++) moves[i - 1] = pos->states[i].move;
+	for (int i = 0; i < n; i++) pos_undo_move(pos);
+	for (int i = 0; i <= n; i++) {
+		if (!ret && i <= last && i < w->max_ply) ret = w->fn(w->ctx, pos);
+		if (i < n) pos_do_move(pos, moves[i]);
+	}
+	if (ret) return ret;
+	if (bad)
+		return errmsg_set(err, REPLAY_ERRLEN, KIFU_EPARSE, "%.300s:%d: %.180s", input, line,
+		                  res->error);
+	return 0;
+}
+
+int replay_file_positions(const char *path, int max_ply, replay_pos_fn fn, void *ctx, char *err)
+{
+	PosWalk w = {fn, ctx, max_ply};
+	return replay_file_games(path, walk_positions, &w, NULL, err);
 }

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "ingest/kifu.h"
+#include "ingest/walk.h"
 #include "shogi/gameend.h"
 #include "shogi/position.h"
 
@@ -58,20 +59,41 @@ int replay_kifu(ReplayResult *res, Position *pos, const KifuRecord *rec, replay_
 int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, int line,
                replay_move_fn fn, void *ctx);
 
-/* Called with each position of replay_file_positions; non-zero stops it. */
-typedef int (*replay_pos_fn)(void *ctx, const Position *pos);
-
 #define REPLAY_ERRLEN 512
 
 /*
- * Each position along the games of path (a file in any format kifu.h reads,
- * or a directory or archive as ingest/walk.h walks them), up to max_ply moves
- * into each game (the position after the last move too, when the game is
- * shorter), in order. What `think --from-kifu` thinks first. Returns 0;
- * KIFU_EIO when path cannot be read, KIFU_EPARSE for a malformed record or
- * an impossible or illegal game (err, REPLAY_ERRLEN bytes, names the file and
- * the line); KIFU_ENOMEM; or fn's non-zero value. Positions given to fn before
- * a failure stay given.
+ * Called with each game of replay_file_games after its replay: input is the
+ * file it came from, rc what replay_kifu returned (0, or KIFU_EILLEGAL for an
+ * impossible start position or a game too long: pos is then not to be
+ * used), res its result, pos the position reached with
+ * the game's legal moves in its history (position_spec_write gives the game
+ * back). err (REPLAY_ERRLEN bytes) is the caller's, for a message. A
+ * non-zero return stops the walk and is returned.
+ */
+typedef int (*replay_game_fn)(void *ctx, const char *input, const KifuRecord *rec, int rc,
+                              const ReplayResult *res, Position *pos, char *err);
+
+/*
+ * Each game of path — a file in any format kifu.h reads, or a directory or
+ * an archive as ingest/walk.h walks them — replayed, in order: what `think
+ * --from-kifu`, extend, prune and match --openings read. Returns 0; KIFU_EIO
+ * when a file cannot be read, KIFU_EPARSE for a malformed record, KIFU_ENOMEM
+ * (err, REPLAY_ERRLEN bytes, says "file:line: what"); or fn's non-zero value.
+ * st (may be NULL) counts what the walk left out.
+ */
+int replay_file_games(const char *path, replay_game_fn fn, void *ctx, WalkStats *st, char *err);
+
+/* Called with each position of replay_file_positions; non-zero stops it. */
+typedef int (*replay_pos_fn)(void *ctx, const Position *pos);
+
+/*
+ * Each position along the games of path (as replay_file_games reads it), up
+ * to max_ply moves into each game (the position after the last move too, when
+ * the game is shorter), in order. What `think --from-kifu` thinks first.
+ * Returns what replay_file_games returns; a game with an illegal move or an
+ * impossible start is KIFU_EPARSE ("file:line: illegal move ..."), after the
+ * positions before its illegal move. Positions given to fn before a failure
+ * stay given.
  */
 int replay_file_positions(const char *path, int max_ply, replay_pos_fn fn, void *ctx, char *err);
 

@@ -685,7 +685,7 @@ static void test_replay__positions_along_game_files(void **state)
 	assert_int_equal(position_parse(&p, "startpos moves 7g7f 3c3d", NULL), 0);
 	sfen_write(&p, sfen, sizeof sfen);
 	assert_string_equal(w->sfen[2], sfen);
-	assert_non_null(strstr(err, "line 5"));
+	assert_non_null(strstr(err, ":5: illegal move"));
 	assert_non_null(strstr(err, path));
 
 	/* The callback's failure stops the walk and is returned. */
