@@ -77,6 +77,7 @@ typedef struct {
 	uint64_t games_read, games_ingested, games_skipped, games_rejected, duplicates;
 	uint64_t positions_added, moves_added, evals_added;
 	uint64_t plies_stored;
+	uint64_t unreached;    /* import of an Apery book: entries no book line reaches */
 	uint64_t errors_total; /* all errors, also those beyond the list's cap */
 	size_t nerrors;
 	IngestError errors[INGEST_MAX_ERRORS];
