@@ -15,8 +15,6 @@
 #include "shogi/clock.h"
 #include "shogi/db2016.h"
 #include "shogi/grow.h"
-#include "shogi/keymap.h"
-#include "shogi/movegen.h"
 #include "shogi/notation.h"
 
 typedef struct {
@@ -175,64 +173,6 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, BookPrefer pref
 
 /* ---- Apery books ------------------------------------------------------------ */
 
-typedef struct {
-	AperyEntry e;
-	uint32_t at; /* its index in the file */
-} Entry;
-
-static int cmp_entry(const void *a, const void *b)
-{
-	const Entry *x = a, *y = b;
-	if (x->e.key != y->e.key) return x->e.key < y->e.key ? -1 : 1;
-	return (x->at > y->at) - (x->at < y->at);
-}
-
-/*
- * The book's keys, hashed: the index of each key's first sorted entry (open
- * addressing, at most half full; a slot holds index + 1, 0 when empty).
- */
-typedef struct {
-	uint64_t *key;
-	uint32_t *at;
-	size_t mask;
-} KeyIndex;
-
-static int key_index_build(KeyIndex *x, const Entry *ent, size_t n)
-{
-	size_t keys = 0, cap = 16;
-	for (size_t i = 0; i < n; i++) keys += !i || ent[i].e.key != ent[i - 1].e.key;
-	while (cap < 2 * keys) cap *= 2;
-	x->key = malloc(cap * sizeof *x->key);
-	x->at = calloc(cap, sizeof *x->at);
-	x->mask = cap - 1;
-	if (!x->key || !x->at) return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (i && ent[i].e.key == ent[i - 1].e.key) continue;
-		size_t h = (ent[i].e.key * 0x9E3779B97F4A7C15ULL) >> 20 & x->mask;
-		while (x->at[h]) h = (h + 1) & x->mask;
-		x->key[h] = ent[i].e.key;
-		x->at[h] = (uint32_t)i + 1;
-	}
-	return 0;
-}
-
-/* The first sorted entry with key k, or n when there is none. */
-static size_t entries_of(const KeyIndex *x, size_t n, uint64_t k)
-{
-	for (size_t h = (k * 0x9E3779B97F4A7C15ULL) >> 20 & x->mask; x->at[h];
-	     h = (h + 1) & x->mask)
-		if (x->key[h] == k) return x->at[h] - 1;
-	return n;
-}
-
-/* A position waiting in the walk: what pos_set needs. */
-typedef struct {
-	Piece board[SQ_NB];
-	Hand hand[COLOR_NB];
-	uint8_t side;
-	uint16_t ply;
-} Pending;
-
 static void import_error(IngestStats *st, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void import_error(IngestStats *st, const char *path, const char *fmt, ...)
@@ -256,6 +196,38 @@ static void import_error(IngestStats *st, const char *path, const char *fmt, ...
 	st->nerrors++;
 }
 
+typedef struct {
+	IngestStats *st;
+	const char *path;
+	BookWriter *w;
+	BookRecord *rec, *in;
+	ImportMove *mv;
+	BookPrefer prefer;
+	bool progress;
+} AperyImport;
+
+static int apery_position(void *ctx, const Position *pos, const AperyMove *moves, size_t n)
+{
+	AperyImport *a = ctx;
+	for (size_t i = 0; i < n && i < BOOKDB_MAX_MOVES; i++)
+		a->mv[i] = (ImportMove){moves[i].move, moves[i].score, 0};
+	int rc = import_position(a->st, a->w, a->rec, a->in, pos, a->mv,
+	                         n < BOOKDB_MAX_MOVES ? n : BOOKDB_MAX_MOVES, a->prefer);
+	if (a->progress && a->st->positions_added % 65536 == 0)
+		fprintf(stderr, "\r  import: %llu positions ",
+		        (unsigned long long)a->st->positions_added);
+	return rc;
+}
+
+static void apery_bad(void *ctx, const Position *pos, const AperyEntry *e, size_t at)
+{
+	AperyImport *a = ctx;
+	char sfen[SFEN_MAX];
+	sfen_write(pos, sfen, sizeof sfen);
+	import_error(a->st, a->path, "entry %zu: move 0x%04x is not legal in %s (skipped)", at,
+	             e->move, sfen);
+}
+
 int import_apery(IngestStats *st, BookDB *db, const char *path, BookPrefer prefer, bool progress)
 {
 	memset(st, 0, sizeof *st);
@@ -269,7 +241,7 @@ int import_apery(IngestStats *st, BookDB *db, const char *path, BookPrefer prefe
 		return INGEST_EIO;
 	}
 	fclose(f);
-	if (len % APERY_ENTRY_SIZE || len / APERY_ENTRY_SIZE > UINT32_MAX) {
+	if (len % APERY_ENTRY_SIZE) {
 		import_error(
 		    st, path,
 		    "not an Apery book: %zu bytes is not a whole number of %d-byte entries", len,
@@ -278,121 +250,44 @@ int import_apery(IngestStats *st, BookDB *db, const char *path, BookPrefer prefe
 		return INGEST_EIO;
 	}
 	size_t n = len / APERY_ENTRY_SIZE;
-	Entry *ent = malloc((n ? n : 1) * sizeof *ent);
-	uint8_t *used = calloc(n ? n : 1, 1);
-	BookRecord *rec = malloc(sizeof *rec), *in = malloc(sizeof *in);
-	Position *pos = malloc(sizeof *pos);
-	ImportMove *mv = malloc(BOOKDB_MAX_MOVES * sizeof *mv);
-	Move *legal = malloc(MOVEGEN_MAX * sizeof *legal);
-	Pending *queue = NULL;
-	size_t qcap = 0, qhead = 0, qtail = 0;
-	KeyMap seen;
-	keymap_init_set(&seen, false);
-	KeyIndex kx = {0};
-	BookWriter *w = NULL;
+	AperyEntry *ent = malloc((n ? n : 1) * sizeof *ent);
+	AperyImport a = {st,
+	                 path,
+	                 NULL,
+	                 malloc(sizeof(BookRecord)),
+	                 malloc(sizeof(BookRecord)),
+	                 malloc(BOOKDB_MAX_MOVES * sizeof(ImportMove)),
+	                 prefer,
+	                 progress};
 	int result = INGEST_OK;
-	if (!ent || !used || !rec || !in || !pos || !mv || !legal) {
+	if (!ent || !a.rec || !a.in || !a.mv) {
 		result = INGEST_ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
-		apery_entry_read(&ent[i].e, (const uint8_t *)data + i * APERY_ENTRY_SIZE);
-		ent[i].at = (uint32_t)i;
-	}
-	/* Apery writes them sorted by key; any order is read. */
-	qsort(ent, n, sizeof *ent, cmp_entry);
-	if (key_index_build(&kx, ent, n) < 0) {
-		result = INGEST_ENOMEM;
-		goto out;
-	}
-	if (bookdb_writer_new(&w, db, 20000) < 0) {
+	for (size_t i = 0; i < n; i++)
+		apery_entry_read(&ent[i], (const uint8_t *)data + i * APERY_ENTRY_SIZE);
+	if (bookdb_writer_new(&a.w, db, 20000) < 0) {
 		result = INGEST_EBOOK;
 		goto out;
 	}
-	/* A walk from the start position: Apery's keys name no position, the
-	 * moves that reach them do. From a position the book holds, every legal
-	 * move is tried (a book made from games with variations may lack the move
-	 * into a branch it holds), and its own moves are followed one ply past
-	 * positions it does not hold (Apery keeps the winner's moves of a game
-	 * only, so every other position of a line may be missing). */
-	pos_set_startpos(pos);
-	if (keymap_add(&seen, pos_key(pos), NULL) < 0) result = INGEST_ENOMEM;
-	for (bool first = true; result == INGEST_OK; first = false) {
-		if (!first) {
-			if (qhead == qtail) break;
-			Pending *p = &queue[qhead++];
-			if (pos_set(pos, p->board, p->hand, (Color)p->side, p->ply, NULL) != 0)
-				continue;
-		}
-		uint64_t akey = apery_key(pos);
-		size_t lo = entries_of(&kx, n, akey), nm = 0;
-		for (size_t i = lo; i < n && ent[i].e.key == ent[lo].e.key; i++) {
-			used[i] = 1;
-			Move m = apery_move_decode(ent[i].e.move);
-			if (m == MOVE_NONE || !pos_is_legal(pos, m)) {
-				char sfen[SFEN_MAX];
-				sfen_write(pos, sfen, sizeof sfen);
-				import_error(st, path,
-				             "entry %u: move 0x%04x is not legal in %s (skipped)",
-				             ent[i].at, ent[i].e.move, sfen);
-				continue;
-			}
-			if (nm < BOOKDB_MAX_MOVES) mv[nm++] = (ImportMove){m, ent[i].e.score, 0};
-		}
-		if (nm &&
-		    (result = import_position(st, w, rec, in, pos, mv, nm, prefer)) != INGEST_OK)
-			break;
-		if (progress && nm && st->positions_added % 65536 == 0)
-			fprintf(stderr, "\r  import: %llu positions ",
-			        (unsigned long long)st->positions_added);
-		/* A position the book does not hold leads on only into ones it holds. */
-		bool held = lo < n;
-		if (pos->game_ply >= 65535) continue;
-		int nl = movegen_legal(pos, legal);
-		for (int j = 0; j < nl && result == INGEST_OK; j++) {
-			bool book_move = false;
-			for (size_t k = 0; k < nm; k++) book_move |= mv[k].move == legal[j];
-			bool child_held =
-			    entries_of(&kx, n, apery_key_after(pos, akey, legal[j])) < n;
-			if (!child_held && !(held && book_move)) continue;
-			int added = keymap_add(&seen, pos_key_after(pos, legal[j]), NULL);
-			if (added < 0 ||
-			    array_grow((void **)&queue, &qcap, qtail + 1, sizeof *queue, 1024)) {
-				result = INGEST_ENOMEM;
-				break;
-			}
-			if (!added) continue;
-			pos_do_move(pos, legal[j]);
-			Pending *p = &queue[qtail++];
-			memcpy(p->board, pos->board, sizeof p->board);
-			p->hand[BLACK] = pos->hand[BLACK];
-			p->hand[WHITE] = pos->hand[WHITE];
-			p->side = (uint8_t)pos->side;
-			p->ply = (uint16_t)pos->game_ply;
-			pos_undo_move(pos);
-		}
-	}
-	for (size_t i = 0; i < n; i++) st->unreached += !used[i];
+	AperyWalkStats ws;
+	int rc = apery_walk(ent, n, apery_position, apery_bad, &a, &ws);
+	if (rc == SHOGI_ENOMEM) result = INGEST_ENOMEM;
+	if (rc < 0 && rc != SHOGI_ENOMEM) result = rc; /* import_position's */
+	st->unreached = ws.unreached;
 	if (st->unreached)
 		import_error(
 		    st, path,
 		    "%llu of %zu entries are not on a line of the book's moves from the start "
 		    "position (left out)",
 		    (unsigned long long)st->unreached, n);
-	if (result == INGEST_OK && bookdb_writer_flush(w) < 0) result = INGEST_EBOOK;
+	if (result == INGEST_OK && bookdb_writer_flush(a.w) < 0) result = INGEST_EBOOK;
 	if (progress) fprintf(stderr, "\r%*s\r", 40, "");
 out:
-	bookdb_writer_free(w);
-	keymap_free(&seen);
-	free(kx.key);
-	free(kx.at);
-	free(queue);
-	free(legal);
-	free(mv);
-	free(pos);
-	free(rec);
-	free(in);
-	free(used);
+	bookdb_writer_free(a.w);
+	free(a.mv);
+	free(a.rec);
+	free(a.in);
 	free(ent);
 	free(data);
 	st->seconds = clock_s() - t0;

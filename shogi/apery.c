@@ -2,6 +2,12 @@
 #include "shogi/apery.h"
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shogi/grow.h"
+#include "shogi/keymap.h"
+#include "shogi/movegen.h"
 
 /* ---- std::mt19937_64 (Matsumoto & Nishimura's 64-bit Mersenne Twister) ---- */
 
@@ -153,4 +159,160 @@ void apery_entry_read(AperyEntry *e, const uint8_t in[APERY_ENTRY_SIZE])
 	uint32_t s = 0;
 	for (int i = 0; i < 4; i++) s |= (uint32_t)in[12 + i] << (8 * i);
 	e->score = (int32_t)s;
+}
+
+/* ---- the walk of a book --------------------------------------------------- */
+
+typedef struct {
+	AperyEntry e;
+	uint32_t at; /* its index in the file */
+} Entry;
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const Entry *x = a, *y = b;
+	if (x->e.key != y->e.key) return x->e.key < y->e.key ? -1 : 1;
+	return (x->at > y->at) - (x->at < y->at);
+}
+
+/*
+ * The book's keys, hashed: the index of each key's first sorted entry (open
+ * addressing, at most half full; a slot holds index + 1, 0 when empty). Sized
+ * by the keys, not the entries, so that the walk's probes stay in cache.
+ */
+typedef struct {
+	uint64_t *key;
+	uint32_t *at;
+	size_t mask;
+} KeyIndex;
+
+static int key_index_build(KeyIndex *x, const Entry *ent, size_t n)
+{
+	size_t keys = 0, cap = 16;
+	for (size_t i = 0; i < n; i++) keys += !i || ent[i].e.key != ent[i - 1].e.key;
+	while (cap < 2 * keys) cap *= 2;
+	x->key = malloc(cap * sizeof *x->key);
+	x->at = calloc(cap, sizeof *x->at);
+	x->mask = cap - 1;
+	if (!x->key || !x->at) return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (i && ent[i].e.key == ent[i - 1].e.key) continue;
+		size_t h = (ent[i].e.key * 0x9E3779B97F4A7C15ULL) >> 20 & x->mask;
+		while (x->at[h]) h = (h + 1) & x->mask;
+		x->key[h] = ent[i].e.key;
+		x->at[h] = (uint32_t)i + 1;
+	}
+	return 0;
+}
+
+/* The first sorted entry with key k, or n when there is none. */
+static size_t entries_of(const KeyIndex *x, size_t n, uint64_t k)
+{
+	for (size_t h = (k * 0x9E3779B97F4A7C15ULL) >> 20 & x->mask; x->at[h];
+	     h = (h + 1) & x->mask)
+		if (x->key[h] == k) return x->at[h] - 1;
+	return n;
+}
+
+/* A position waiting in the walk: what pos_set needs. */
+typedef struct {
+	Piece board[SQ_NB];
+	Hand hand[COLOR_NB];
+	uint8_t side;
+	uint16_t ply;
+} Pending;
+
+int apery_walk(const AperyEntry *entries, size_t n, apery_pos_fn fn, apery_bad_fn bad, void *ctx,
+               AperyWalkStats *st)
+{
+	AperyWalkStats s = {0};
+	if (n > UINT32_MAX - 1) return SHOGI_ENOMEM;
+	Entry *ent = malloc((n ? n : 1) * sizeof *ent);
+	uint8_t *used = calloc(n ? n : 1, 1);
+	Position *pos = malloc(sizeof *pos);
+	AperyMove *mv = malloc(MOVEGEN_MAX * sizeof *mv);
+	Move *legal = malloc(MOVEGEN_MAX * sizeof *legal);
+	Pending *queue = NULL;
+	size_t qcap = 0, qhead = 0, qtail = 0;
+	KeyMap seen;
+	keymap_init_set(&seen, false);
+	KeyIndex kx = {0};
+	int ret = 0;
+	if (!ent || !used || !pos || !mv || !legal) {
+		ret = SHOGI_ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) ent[i] = (Entry){entries[i], (uint32_t)i};
+	qsort(ent, n, sizeof *ent, cmp_entry);
+	if (key_index_build(&kx, ent, n) < 0) {
+		ret = SHOGI_ENOMEM;
+		goto out;
+	}
+	pos_set_startpos(pos);
+	if (keymap_add(&seen, pos_key(pos), NULL) < 0) ret = SHOGI_ENOMEM;
+	for (bool first = true; !ret; first = false) {
+		if (!first) {
+			if (qhead == qtail) break;
+			Pending *p = &queue[qhead++];
+			if (pos_set(pos, p->board, p->hand, (Color)p->side, p->ply, NULL) != 0)
+				continue;
+		}
+		uint64_t akey = apery_key(pos);
+		size_t lo = entries_of(&kx, n, akey), nm = 0;
+		for (size_t i = lo; i < n && ent[i].e.key == akey; i++) {
+			used[i] = 1;
+			Move m = apery_move_decode(ent[i].e.move);
+			bool dup = false;
+			for (size_t k = 0; k < nm; k++) dup |= mv[k].move == m;
+			if (m == MOVE_NONE || !pos_is_legal(pos, m)) {
+				s.illegal++;
+				if (bad) bad(ctx, pos, &ent[i].e, ent[i].at);
+			} else if (!dup && nm < MOVEGEN_MAX) {
+				mv[nm++] = (AperyMove){m, ent[i].e.score, ent[i].e.count};
+			}
+		}
+		if (nm) {
+			s.positions++;
+			if ((ret = fn(ctx, pos, mv, nm))) break;
+		}
+		/* A position the book does not hold leads on only into ones it holds. */
+		bool held = lo < n;
+		if (pos->game_ply >= 65535) continue;
+		int nl = movegen_legal(pos, legal);
+		for (int j = 0; j < nl && !ret; j++) {
+			bool book_move = false;
+			for (size_t k = 0; k < nm; k++) book_move |= mv[k].move == legal[j];
+			bool child_held =
+			    entries_of(&kx, n, apery_key_after(pos, akey, legal[j])) < n;
+			if (!child_held && !(held && book_move)) continue;
+			int added = keymap_add(&seen, pos_key_after(pos, legal[j]), NULL);
+			if (added < 0 ||
+			    array_grow((void **)&queue, &qcap, qtail + 1, sizeof *queue, 1024)) {
+				ret = SHOGI_ENOMEM;
+				break;
+			}
+			if (!added) continue;
+			pos_do_move(pos, legal[j]);
+			Pending *p = &queue[qtail++];
+			memcpy(p->board, pos->board, sizeof p->board);
+			p->hand[BLACK] = pos->hand[BLACK];
+			p->hand[WHITE] = pos->hand[WHITE];
+			p->side = (uint8_t)pos->side;
+			p->ply = (uint16_t)pos->game_ply;
+			pos_undo_move(pos);
+		}
+	}
+	for (size_t i = 0; i < n; i++) s.unreached += !used[i];
+out:
+	keymap_free(&seen);
+	free(kx.key);
+	free(kx.at);
+	free(queue);
+	free(legal);
+	free(mv);
+	free(pos);
+	free(used);
+	free(ent);
+	if (st) *st = s;
+	return ret;
 }

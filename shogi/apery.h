@@ -22,6 +22,7 @@
 #ifndef SHOGI_APERY_H
 #define SHOGI_APERY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shogi/position.h"
@@ -52,6 +53,37 @@ Move apery_move_decode(uint16_t v);
 /* The entry's 16 bytes, little-endian, and back. */
 void apery_entry_write(uint8_t out[APERY_ENTRY_SIZE], const AperyEntry *e);
 void apery_entry_read(AperyEntry *e, const uint8_t in[APERY_ENTRY_SIZE]);
+
+/* One book move of a position the walk found. */
+typedef struct {
+	Move move;
+	int32_t score;
+	uint16_t count;
+} AperyMove;
+
+typedef struct {
+	size_t positions; /* positions found with legal book moves */
+	size_t unreached; /* entries no walk reached */
+	size_t illegal;   /* entries whose move is not legal where their key was reached */
+} AperyWalkStats;
+
+/*
+ * Finds the positions of a book (entries[0..n), in any order): Apery's keys
+ * name no position, the moves that reach them do. The walk starts at the
+ * start position and goes breadth first (each position's ply is its shortest
+ * line's); from a position the book holds, every legal move is tried (a book
+ * made from games with variations may lack the move into a branch it holds),
+ * and the book's own moves are followed one ply past positions it does not
+ * hold (Apery keeps the winner's moves of a game only, so every other
+ * position of a line may be missing). fn gets each position found with its
+ * legal book moves (in file order); bad (may be NULL) each entry whose move
+ * is not legal there, with its index. Returns 0, SHOGI_ENOMEM, or fn's
+ * non-zero value; st (may be NULL) counts.
+ */
+typedef int (*apery_pos_fn)(void *ctx, const Position *pos, const AperyMove *moves, size_t n);
+typedef void (*apery_bad_fn)(void *ctx, const Position *pos, const AperyEntry *e, size_t at);
+int apery_walk(const AperyEntry *entries, size_t n, apery_pos_fn fn, apery_bad_fn bad, void *ctx,
+               AperyWalkStats *st);
 
 /* The n-th output (n >= 1) of std::mt19937_64 seeded with 5489, the
  * generator of the key's numbers (for tests: the 10000th is

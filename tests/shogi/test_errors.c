@@ -50,7 +50,10 @@ static const char *search_msg(int code)
 }
 
 static const Module MODULES[] = {
-    {"shogi", ERR_SHOGI, shogi_strerror, {SHOGI_EPARSE, SHOGI_EILLEGAL, SHOGI_ETOOLONG}},
+    {"shogi",
+     ERR_SHOGI,
+     shogi_strerror,
+     {SHOGI_EPARSE, SHOGI_EILLEGAL, SHOGI_ETOOLONG, SHOGI_ENOMEM}},
     {"db2016", ERR_DB2016, db2016_strerror, {DB2016_EIO, DB2016_ENOMEM}},
     {"bookdb",
      ERR_BOOKDB,
