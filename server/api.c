@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bookdb/query.h"
+#include "shogi/japanese.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -126,6 +127,7 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 	/* One snapshot for the whole line: a writer's batch is in all of it or none. */
 	Key seen[513];
 	int n = 0;
+	Square prev_to = pos_history_len(&t_pos) ? move_to(pos_st(&t_pos)->move) : SQ_NONE;
 	const char *end = "plies";
 	for (; n < max; n++) {
 		seen[n] = pos_key(&t_pos);
@@ -144,6 +146,10 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 		json_t *step = json_object();
 		json_object_set_new(step, "ply", json_integer(t_pos.game_ply));
 		json_object_set_new(step, "move", json_string(usi));
+		char name[JA_MOVE_MAX];
+		if (ja_move_write(&t_pos, m->move, prev_to, true, NULL, 0, name))
+			json_object_set_new(step, "name", json_string(name));
+		prev_to = move_to(m->move);
 		if (t_rec.flags & BOOKDB_REC_MINIMAX) {
 			json_object_set_new(step, "value", json_integer(m->value));
 			json_object_set_new(step, "dist", json_integer(m->dist));

@@ -202,6 +202,18 @@ static int position_of(Color c, PieceType pt, Square from, Square to, const Squa
 	return h < ht ? POS_RIGHT : POS_LEFT;
 }
 
+/* True when the candidate on `from` is one the modifiers describe (0: none given). */
+static bool fits(Color c, PieceType pt, Square from, Square to, const Square *cand, int n,
+                 int want_pos, int want_mot)
+{
+	if (want_mot && motion(c, from, to) != want_mot) return false;
+	if (want_pos == POS_STRAIGHT)
+		return sq_file(from) == sq_file(to) && motion(c, from, to) == MOT_UP;
+	if (want_pos == POS_RIGHT || want_pos == POS_LEFT)
+		return position_of(c, pt, from, to, cand, n) == want_pos;
+	return true;
+}
+
 /* ---- writing ------------------------------------------------------------- */
 
 typedef struct {
@@ -226,12 +238,16 @@ size_t ja_move_write(const Position *pos, Move m, Square prev_to, bool mark, con
 		nlegal = movegen_legal(pos, gen);
 		legal = gen;
 	}
+	out[0] = 0;
+	bool legal_move = false;
+	for (int i = 0; i < nlegal && !legal_move; i++) legal_move = legal[i] == m;
+	if (!legal_move) return 0; /* a book's damaged record, say: nothing to name */
 	Color c = pos->side;
 	Square to = move_to(m);
 	char rest[JA_MOVE_MAX];
 	Out r = {rest, 0, sizeof rest};
 	rest[0] = 0;
-	Square cand[SQ_NB];
+	Square cand[SQ_NB], origin = SQ_NONE;
 	if (move_is_drop(m)) {
 		PieceType pt = move_drop_type(m);
 		put(&r, NAMES[pt]);
@@ -248,16 +264,25 @@ size_t ja_move_write(const Position *pos, Move m, Square prev_to, bool mark, con
 				same_mot += motion(c, cand[k], to) == mot;
 				same_pos += position_of(c, pt, cand[k], to, cand, n) == p;
 			}
+			int wp = POS_NONE, wm = 0;
 			if (same_mot == 1) {
-				put(&r, MOTION_KANJI[mot]);
+				wm = mot;
 			} else if (p != POS_NONE && same_pos == 1) {
-				put(&r, POSITION_KANJI[p]);
+				wp = p;
 			} else {
 				/* Neither alone tells: both (右上), or the motion alone
 				 * when the position says nothing (same file). */
-				put(&r, POSITION_KANJI[p]);
-				if (p != POS_STRAIGHT) put(&r, MOTION_KANJI[mot]);
+				wp = p;
+				if (p != POS_STRAIGHT) wm = mot;
 			}
+			put(&r, POSITION_KANJI[wp]);
+			put(&r, MOTION_KANJI[wm]);
+			/* Positions no game reaches (three dragons) may leave even
+			 * both words ambiguous: the origin then says it, as KIF does. */
+			int fit = 0;
+			for (int k = 0; k < n; k++)
+				fit += fits(c, pt, cand[k], to, cand, n, wp, wm);
+			if (fit != 1) origin = from;
 		}
 		if (move_is_promote(m))
 			put(&r, "成");
@@ -276,6 +301,11 @@ size_t ja_move_write(const Position *pos, Move m, Square prev_to, bool mark, con
 		put(&o, RANK_KANJI[sq_rank(to)]);
 	}
 	put(&o, rest);
+	if (origin != SQ_NONE) {
+		char at[8];
+		snprintf(at, sizeof at, "(%d%d)", sq_file(origin) + 1, sq_rank(origin) + 1);
+		put(&o, at);
+	}
 	return o.n;
 }
 
@@ -409,7 +439,8 @@ int ja_move_parse(Move *out, const Position *pos, Square prev_to, const char *s,
 	}
 	Square cand[SQ_NB];
 	int n = drop ? 0 : candidates(pos, gen, nlegal, pt, to, cand);
-	if (drop || (n == 0 && !want_pos && !want_mot && !promote && !nopromote)) {
+	bool in_hand = pt <= GOLD && hand_has(pos->hand[c], pt);
+	if (drop || (n == 0 && in_hand && !want_pos && !want_mot && !promote && !nopromote)) {
 		Move m = move_make_drop(pt, to);
 		if (pt > GOLD || !pos_is_legal(pos, m))
 			return errf(err, SHOGI_EILLEGAL, "%s cannot drop a %s on %s", side,
@@ -420,16 +451,8 @@ int ja_move_parse(Move *out, const Position *pos, Square prev_to, const char *s,
 	/* Keep the candidates the modifiers describe. */
 	Square keep[SQ_NB];
 	int nk = 0;
-	for (int k = 0; k < n; k++) {
-		if (want_mot && motion(c, cand[k], to) != want_mot) continue;
-		if (want_pos == POS_STRAIGHT &&
-		    (sq_file(cand[k]) != sq_file(to) || motion(c, cand[k], to) != MOT_UP))
-			continue;
-		if ((want_pos == POS_RIGHT || want_pos == POS_LEFT) &&
-		    position_of(c, pt, cand[k], to, cand, n) != want_pos)
-			continue;
-		keep[nk++] = cand[k];
-	}
+	for (int k = 0; k < n; k++)
+		if (fits(c, pt, cand[k], to, cand, n, want_pos, want_mot)) keep[nk++] = cand[k];
 	if (nk == 0 && (want_pos == POS_RIGHT || want_pos == POS_LEFT)) {
 		/* Some writers mean the rightmost (leftmost) of those that fit. */
 		int best = -1;

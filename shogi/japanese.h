@@ -34,8 +34,9 @@
  * Writes the legal move m of pos as a player writes it, into out (JA_MOVE_MAX
  * bytes), with the mover's mark (▲ Black, △ White) first when mark is true.
  * prev_to is the square the previous move went to (SQ_NONE when there is
- * none): a move there is written 同. Returns the length. legal/nlegal are
- * pos's legal moves when the caller has them (NULL: generated here).
+ * none): a move there is written 同. Returns the length; 0 (and "") when m
+ * is not a legal move of pos. legal/nlegal are pos's legal moves when the
+ * caller has them (NULL: generated here).
  */
 size_t ja_move_write(const Position *pos, Move m, Square prev_to, bool mark, const Move *legal,
                      int nlegal, char out[JA_MOVE_MAX]);
