@@ -636,6 +636,40 @@ static void test_replay__command_bad_input(void **state)
 	free(dir);
 }
 
+static void test_replay__command_reads_kif_ki2_and_jkf(void **state)
+{
+	(void)state;
+	json_t *root = run_json("tests/data/kifu-formats/kif/fork.kif "
+	                        "tests/data/kifu-formats/jkf/ryuou201409020101.jkf",
+	                        0);
+	json_t *games = json_object_get(root, "games");
+	assert_int_equal(json_array_size(games), 2);
+	json_t *g = json_array_get(games, 0);
+	assert_int_equal(json_integer_value(json_object_get(g, "plies")), 3);
+	assert_string_equal(json_string_value(json_object_get(g, "end")), "resign");
+	assert_string_equal(json_string_value(json_object_get(g, "winner")), "black");
+	assert_string_equal(json_string_value(json_object_get(g, "recorded")), "toryo");
+	assert_int_equal(json_integer_value(json_object_get(g, "variations_skipped")), 7);
+	g = json_array_get(games, 1);
+	assert_int_equal(json_integer_value(json_object_get(g, "plies")), 117);
+	assert_null(json_object_get(g, "variations_skipped"));
+	json_decref(root);
+	/* An illegal KI2 move: a result with its line; the message names the move. */
+	char *dir = ts_mkdtemp(), path[512], *out = NULL, *err = NULL;
+	snprintf(path, sizeof path, "%s/bad.ki2", dir);
+	const char *text = "先手：a\n後手：b\n\n▲７六歩 △３四歩\n▲５五金\n";
+	assert_int_equal(ts_write_file(path, text, strlen(text)), 0);
+	assert_int_equal(ts_runf(&out, &err, "%s replay %s", ts_joseki(), path), 0);
+	assert_non_null(strstr(out, "2 plies, illegal_move, winner white"));
+	char want[600];
+	snprintf(want, sizeof want, "%s:5: illegal move ▲５五金 (Black has no gold", path);
+	assert_non_null(strstr(err, want));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* ---- positions along game files (think --from-kifu) ------------------- */
 
 typedef struct {
@@ -718,6 +752,7 @@ int main(void)
 	    cmocka_unit_test(test_replay__command_usi_game_list),
 	    cmocka_unit_test(test_replay__command_reads_directories_recursively),
 	    cmocka_unit_test(test_replay__command_bad_input),
+	    cmocka_unit_test(test_replay__command_reads_kif_ki2_and_jkf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
