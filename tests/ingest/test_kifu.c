@@ -29,28 +29,31 @@
 
 static Position g_pos;
 
-/* The one record of a file (the test fails if there is none). */
-static KifuRecord *read_one(const char *path, KifuFormat *fmt)
+/* The one record of text (len bytes; the test fails if there is none). */
+static KifuRecord *read_mem(const char *text, size_t len, const char *name, KifuFormat *fmt)
 {
 	KifuReader *r;
-	if (kifu_reader_open_file(&r, path) != 0) fail_msg("%s: cannot open", path);
+	assert_int_equal(kifu_reader_open_mem(&r, text, len, name), 0);
 	if (fmt) *fmt = kifu_reader_format(r);
 	KifuRecord *rec = NULL;
 	int rc = kifu_reader_next(r, &rec);
-	if (rc != 1) fail_msg("%s: %d %s", path, rc, kifu_reader_error(r));
+	if (rc != 1) fail_msg("%s: %d %s", name, rc, kifu_reader_error(r));
 	kifu_reader_free(r);
 	return rec;
 }
 
 static KifuRecord *read_text(const char *text, const char *name, KifuFormat *fmt)
 {
-	KifuReader *r;
-	assert_int_equal(kifu_reader_open_mem(&r, text, strlen(text), name), 0);
-	if (fmt) *fmt = kifu_reader_format(r);
-	KifuRecord *rec = NULL;
-	int rc = kifu_reader_next(r, &rec);
-	if (rc != 1) fail_msg("%s: %d %s", name, rc, kifu_reader_error(r));
-	kifu_reader_free(r);
+	return read_mem(text, strlen(text), name, fmt);
+}
+
+static KifuRecord *read_one(const char *path, KifuFormat *fmt)
+{
+	size_t len;
+	char *data = ts_read_file(path, &len);
+	if (!data) fail_msg("%s: cannot read", path);
+	KifuRecord *rec = read_mem(data, len, path, fmt);
+	free(data);
 	return rec;
 }
 
