@@ -29,7 +29,7 @@ TEST_BIN  = $(TEST_SRC:%.c=$(BUILD)/%)
 LIB       = $(BUILD)/libjoseki.a
 DEPS_OK   = $(BUILD)/.deps-ok
 
-.PHONY: soak all test bench asan fuzz fuzz-ci demo clean format format-check deps
+.PHONY: soak all test test-slurm bench bench-book asan fuzz fuzz-ci demo clean format format-check deps
 # Keep object files make would otherwise treat as intermediate and delete.
 .SECONDARY:
 
@@ -72,6 +72,12 @@ test: format-check joseki $(TEST_BIN)
 	@cp joseki $(BUILD)/test-bin/joseki.new && mv -f $(BUILD)/test-bin/joseki.new $(BUILD)/test-bin/joseki
 	@JOSEKI=$(CURDIR)/$(BUILD)/test-bin/joseki BUILD=$(BUILD) tests/run.sh $(TEST_BIN)
 
+# deploy/slurm/joseki-worker.sbatch under a real one-node Slurm cluster set up
+# on this machine (tools/test_slurm.sh: root, installs slurmctld, slurmd and
+# munge when missing); not part of make test.
+test-slurm: joseki
+	@JOSEKI=$(CURDIR)/joseki tools/test_slurm.sh
+
 bench: joseki
 	@tools/bench.sh
 
@@ -101,6 +107,11 @@ fuzz-ci: $(FUZZ_BIN)
 
 demo: joseki
 	@tools/demo.sh
+
+# What a grown book is worth in games, with Debian's fairy-stockfish (about
+# 30 minutes on 2 idle cores; tools/bench-book.sh says how to size it).
+bench-book: joseki
+	@tools/bench-book.sh
 
 FORMAT_SRC = $(LIB_SRC) $(TOOL_SRC) $(TEST_SRC) $(TSUP_SRC) $(FUZZ_SRC) $(wildcard */*.h tests/*/*.h)
 format:

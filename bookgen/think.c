@@ -269,7 +269,8 @@ int think_store(BookWriter *w, Selector *sel, BookRecord *rec, Key key, const Po
 		return errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "think: reading the book: %s",
 		                  bookdb_strerror(g));
 	fill_record(rec, g == 0, pos, res, budget);
-	if ((g = bookdb_writer_put(w, key, rec)) < 0 || (rc = sel_add_result(sel, key, rec)) < 0)
+	if ((g = bookdb_writer_put(w, key, rec)) < 0 ||
+	    (sel && (rc = sel_add_result(sel, key, rec)) < 0))
 		return errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "think: storing a result: %s",
 		                  g < 0 ? bookdb_strerror(g) : sel_strerror(rc));
 	return 0;

@@ -75,8 +75,8 @@ typedef struct {
  * Stores one analysis (the think loop's and the cluster coordinator's storage):
  * the book's record of key read through w (a new one for pos when absent)
  * with the engine's value, depth and nodes set on every line of res, the
- * record flagged thought, written through w, and sel told (sel_add_result,
- * which also ends the key's lease). rec is scratch space. 0, or THINK_EBOOK
+ * record flagged thought, written through w, and sel (may be NULL) told
+ * (sel_add_result, which also ends the key's lease). rec is scratch space. 0, or THINK_EBOOK
  * with a message in err (THINK_ERRLEN bytes, may be NULL); the writer's
  * transaction must then be discarded.
  */

@@ -615,6 +615,8 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 			i--; /* the last lease moved into i */
 		}
 	}
+	/* Before the commit: the minimax below writes with the writer idle. */
+	if ((rc = co_history_tick(c, now_ms, err)) < 0) return rc;
 	if ((rc = coord_commit(c, err)) < 0) return rc;
 	bool due = book_minimax_hook_set(&c->opt.minimax) && c->since_minimax &&
 	           ((c->opt.minimax_every && c->since_minimax >= c->opt.minimax_every) ||

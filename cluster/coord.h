@@ -78,6 +78,9 @@ typedef struct {
 	uint64_t minimax_every;
 	double minimax_seconds;
 	bool load_lazy; /* sel_attach instead of sel_load (faster start, slower selections) */
+	/* The history (cluster/coord_history.h): a point every history_seconds
+	 * (0: 60; < 0: none), kept in the book's work database. */
+	double history_seconds;
 } CoordOptions;
 
 /* Who is asking (the token's name authenticates; the worker fields inform). */

@@ -69,6 +69,10 @@ struct Coord {
 	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms;
 	int64_t sec_stamp[60];
 	uint32_t sec_count[60];
+	/* The history (coord_history.c): the step being counted (0: none yet),
+	 * since when, and the counters at its start. */
+	int64_t hist_bucket, hist_since_ms;
+	uint64_t hist_results, hist_failed;
 };
 
 /* Marks c broken (no later commit) and says what failed in err; returns
@@ -89,6 +93,11 @@ int co_restore(Coord *c, char *err);
  * selector picks; those already thought, leased or known are skipped. The
  * selector holds them as leased while they wait. */
 int co_queue_extended(Coord *c, char *err);
+
+/* coord_history.c: at the end of each history step, a point of the state
+ * into the book's work database (through c->w: committed with the next
+ * commit). 0 or co_broken's code. */
+int co_history_tick(Coord *c, int64_t now_ms, char *err);
 
 /* coord.c: the in-memory state. */
 KeyState *co_key_get(Coord *c, Key k);

@@ -10,9 +10,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "shogi/rng.h"
 #include "shogi/clock.h"
+#include "shogi/errmsg.h"
 #include "bookdb/bookdb.h"
 #include "bookdb/query.h"
 #include "search/builtin.h"
@@ -50,16 +52,17 @@ static const char *const END_NAMES[] = {
     [MATCH_END_ILLEGAL_MOVE] = "illegal_move",
     [MATCH_END_TIMEOUT] = "timeout",
     [MATCH_END_CRASH] = "crash",
+    [MATCH_END_TIME_UP] = "time_up",
 };
 
 const char *match_end_name(MatchEnd end)
 {
-	return end <= MATCH_END_CRASH ? END_NAMES[end] : "none";
+	return end <= MATCH_END_TIME_UP ? END_NAMES[end] : "none";
 }
 
 const char *match_end_replay_name(MatchEnd end)
 {
-	if (end == MATCH_END_TIMEOUT) return "time_up";
+	if (end == MATCH_END_TIMEOUT || end == MATCH_END_TIME_UP) return "time_up";
 	if (end == MATCH_END_CRASH) return "resign";
 	return match_end_name(end);
 }
@@ -83,29 +86,10 @@ static const char *end_csa_word(MatchEnd end)
 	case MATCH_END_ILLEGAL_MOVE:
 		return "ILLEGAL_MOVE";
 	case MATCH_END_TIMEOUT:
+	case MATCH_END_TIME_UP:
 		return "TIME_UP";
 	default:
 		return NULL;
-	}
-}
-
-void match_elo(int w, int d, int l, double *elo, double *low, double *high)
-{
-	int n = w + d + l;
-	*elo = *low = *high = 0;
-	if (n == 0) return;
-	double s = (w + 0.5 * d) / n;
-	double var = (w * (1 - s) * (1 - s) + d * (0.5 - s) * (0.5 - s) + l * s * s) / n;
-	double margin = 1.96 * sqrt(var / n);
-	double p[3] = {s, s - margin, s + margin};
-	double *out[3] = {elo, low, high};
-	for (int i = 0; i < 3; i++) {
-		if (p[i] <= 0)
-			*out[i] = -INFINITY;
-		else if (p[i] >= 1)
-			*out[i] = INFINITY;
-		else
-			*out[i] = -400.0 * log10(1.0 / p[i] - 1.0) + 0.0; /* no "-0" */
 	}
 }
 
@@ -131,11 +115,20 @@ typedef struct {
 struct Match {
 	const MatchOptions *opt;
 	int max_moves;
-	BookDB *book[2];      /* per side; may be the same handle */
-	int *order;           /* pair -> opening index */
-	atomic_int next;      /* next game to hand out */
+	bool clocked;        /* the sides play on clocks */
+	bool timed;          /* moves take wall time: T lines in the records */
+	BookDB *book[2];     /* per side; may be the same handle */
+	int *order;          /* pair -> opening index */
+	atomic_int next;     /* next game to hand out */
+	atomic_int finished; /* workers that have returned */
+	/* The engines' cancel flag: raised when the caller's is (copied by
+	 * match_run while the workers play) or when the SPRT has its verdict. */
+	volatile sig_atomic_t halt;
 	pthread_mutex_t lock; /* below */
+	pthread_cond_t ended; /* a worker returned */
 	MatchResult *res;
+	bool *counted; /* per game: tallied (a pair counts when both games are) */
+	bool decided;  /* the SPRT crossed a bound: later results are not counted */
 	int done;
 	double start, last_progress;
 	int rc; /* first worker failure (MATCH_EIO) */
@@ -144,7 +137,7 @@ struct Match {
 
 static bool cancelled(const Match *m)
 {
-	return m->opt->cancel && *m->opt->cancel;
+	return m->halt || (m->opt->cancel && *m->opt->cancel);
 }
 
 /* The side's book move: the first legal move of bookdb_query's order, or MOVE_NONE. */
@@ -199,36 +192,80 @@ static MatchEnd recovered_failure(const UsiEngineStats *a, const UsiEngineStats 
 	return MATCH_END_CRASH;
 }
 
+/* The budget of side s's engine move: the match's, or the clocks as they stand. */
+static SearchBudget move_budget(const Match *m, const MatchGame *g, int s, const int64_t left[2])
+{
+	const MatchOptions *opt = m->opt;
+	if (!m->clocked) return opt->budget;
+	SearchBudget b = {.kind = SEARCH_BUDGET_CLOCK};
+	for (int c = 0; c < COLOR_NB; c++) {
+		int cs = (Color)c == g->a_color ? 0 : 1;
+		b.clock.time[c] = left[cs];
+		b.clock.inc[c] = opt->clock[cs].inc_ms;
+	}
+	b.clock.byoyomi = opt->clock[s].byoyomi_ms;
+	return b;
+}
+
 /*
- * Asks the engine of the side to move (s: 0 = A, 1 = B) for its move.
+ * Asks the engine of the side to move (s: 0 = A, 1 = B) for its move; with
+ * clocks, charges its time to left[s] (the main time left) or finds it late.
  * Returns MATCH_END_NONE with *move set, or how the game ended; -1 when the
  * match was cancelled.
  */
 static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, MatchGame *g,
-                       int *winner)
+                       int *winner, int64_t left[2])
 {
-	const MatchOptions *opt = w->m->opt;
+	Match *m = w->m;
+	const MatchOptions *opt = m->opt;
 	Position *pos = w->pos;
 	Color us = pos->side;
+	const char *who = s ? "B" : "A";
 	UsiEngineStats before = {0}, after = {0};
 	if (w->usi[s]) usi_engine_stats(&before, w->usi[s]);
-	int rc = search_analyse(w->eng[s], w->res, pos, &opt->budget, 1);
-	if (rc == SEARCH_ECANCELED || cancelled(w->m)) return -1;
+	SearchBudget budget = move_budget(m, g, s, left);
+	int rc = search_analyse(w->eng[s], w->res, pos, &budget, 1);
+	if (rc == SEARCH_ECANCELED || cancelled(m)) return -1;
 	g->engine_moves++;
 	*winner = color_flip(us);
+	const SearchResult *r = w->res;
+	if (m->clocked) {
+		const TimeControl *tc = &opt->clock[s];
+		int64_t allowed = left[s] + tc->inc_ms + tc->byoyomi_ms;
+		if (rc == SEARCH_ETIMEOUT) {
+			/* The driver waited the clock and its slack: the flag has fallen. */
+			g->time_ms[s] += allowed;
+			snprintf(g->detail, sizeof g->detail,
+			         "%s: time up: no answer within %lld ms: %s", who,
+			         (long long)allowed, search_last_error(w->eng[s]));
+			return MATCH_END_TIME_UP;
+		}
+		if (rc == 0) {
+			g->time_ms[s] += r->time_ms;
+			if (r->time_ms > allowed + opt->time_margin_ms) {
+				snprintf(
+				    g->detail, sizeof g->detail,
+				    "%s: time up: %d ms used, %lld ms on the clock (margin %d ms)",
+				    who, r->time_ms, (long long)allowed, opt->time_margin_ms);
+				return MATCH_END_TIME_UP;
+			}
+			int64_t rest = left[s] + tc->inc_ms - r->time_ms;
+			left[s] = rest > 0 ? rest : 0; /* the byoyomi is never banked */
+		}
+	} else if (rc == 0) {
+		g->time_ms[s] += r->time_ms;
+	}
 	if (rc < 0) {
-		snprintf(g->detail, sizeof g->detail, "%s: %s", s ? "B" : "A",
-		         search_last_error(w->eng[s]));
+		snprintf(g->detail, sizeof g->detail, "%s: %s", who, search_last_error(w->eng[s]));
 		if (rc == SEARCH_ETIMEOUT) return MATCH_END_TIMEOUT;
 		if (rc == SEARCH_EILLEGAL) return MATCH_END_ILLEGAL_MOVE;
 		return MATCH_END_CRASH;
 	}
-	const SearchResult *r = w->res;
 	if (r->attempts > 1 && w->usi[s]) {
 		usi_engine_stats(&after, w->usi[s]);
 		MatchEnd e = recovered_failure(&before, &after);
 		snprintf(g->detail, sizeof g->detail, "%s: %s (the driver's retry answered %s)",
-		         s ? "B" : "A", match_end_name(e), r->bestmove_usi);
+		         who, match_end_name(e), r->bestmove_usi);
 		return e;
 	}
 	if (r->resign) return MATCH_END_RESIGN;
@@ -236,17 +273,15 @@ static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, 
 		if (pos_declaration_ok(pos))
 			*winner = us;
 		else
-			snprintf(g->detail, sizeof g->detail, "%s: declaration not valid",
-			         s ? "B" : "A");
+			snprintf(g->detail, sizeof g->detail, "%s: declaration not valid", who);
 		return MATCH_END_DECLARATION;
 	}
 	if (!pos_is_legal(pos, r->bestmove)) {
-		snprintf(g->detail, sizeof g->detail, "%s: illegal move %s", s ? "B" : "A",
-		         r->bestmove_usi);
+		snprintf(g->detail, sizeof g->detail, "%s: illegal move %s", who, r->bestmove_usi);
 		return MATCH_END_ILLEGAL_MOVE;
 	}
 	*move = r->bestmove;
-	mi->time_ms = opt->budget.kind == SEARCH_BUDGET_MOVETIME ? r->time_ms : -1;
+	mi->time_ms = m->timed ? r->time_ms : -1;
 	if (r->nlines > 0 && r->lines[0].move == r->bestmove) {
 		const SearchLine *l = &r->lines[0];
 		mi->has_eval = true;
@@ -281,16 +316,21 @@ static int write_record(Worker *w, int index, const MatchGame *g)
 	         index + 1, opt->games, from, match_end_name(g->end), winner);
 	const char *comments[2] = {about, g->detail};
 	char stamp[32] = "";
-	if (opt->budget.kind == SEARCH_BUDGET_MOVETIME) {
+	if (w->m->timed) {
 		time_t t = time(NULL);
 		struct tm tm;
 		localtime_r(&t, &tm);
 		strftime(stamp, sizeof stamp, "%Y/%m/%d %H:%M:%S", &tm);
 	}
+	const TimeControl *tc[COLOR_NB] = {NULL, NULL};
+	if (w->m->clocked)
+		for (int c = 0; c < COLOR_NB; c++)
+			tc[c] = &opt->clock[(Color)c == g->a_color ? 0 : 1];
 	CsaGame cg = {
 	    .name = {names[BLACK], names[WHITE]},
 	    .event = event,
 	    .start_time = stamp[0] ? stamp : NULL,
+	    .time = {tc[BLACK], tc[WHITE]},
 	    .max_moves = w->m->max_moves,
 	    .info = w->info,
 	    .end = end_csa_word(g->end),
@@ -364,6 +404,7 @@ static int play_game(Worker *w, int index, MatchGame *g)
 	for (int i = 0; i < pos_history_len(pos); i++) w->info[i] = (CsaMoveInfo){.time_ms = -1};
 	for (int s = 0; s < 2; s++) search_new_game(w->eng[s]);
 	bool in_book[2] = {m->book[0] != NULL, m->book[1] != NULL};
+	int64_t left[2] = {opt->clock[0].main_ms, opt->clock[1].main_ms};
 	MatchEnd end;
 	int winner = -1;
 	while ((end = judge(pos, m->max_moves, &winner)) == MATCH_END_NONE) {
@@ -384,11 +425,13 @@ static int play_game(Worker *w, int index, MatchGame *g)
 				in_book[s] = false;
 			} else {
 				mi->book = true;
+				mi->time_ms = m->timed ? 0 : -1; /* a book move costs no time */
 				g->book_plies[s]++;
 			}
 		}
 		if (mv == MOVE_NONE) {
-			int e = engine_move(w, s, &mv, mi, w->pv[ply], g, &winner);
+			if (!g->exit_ply[s]) g->exit_ply[s] = ply + 1;
+			int e = engine_move(w, s, &mv, mi, w->pv[ply], g, &winner, left);
 			if (e < 0) return 1;
 			if (e != MATCH_END_NONE) {
 				end = (MatchEnd)e;
@@ -398,6 +441,7 @@ static int play_game(Worker *w, int index, MatchGame *g)
 		pos_do_move(pos, mv);
 	}
 	g->played = true;
+	if (m->clocked) memcpy(g->clock_ms, left, sizeof left);
 	g->end = end;
 	g->winner = winner;
 	g->result = winner < 0 ? 0 : winner == (int)g->a_color ? 1 : -1;
@@ -420,13 +464,36 @@ static void progress(Match *m)
 	fprintf(opt->progress, "match: %d/%d games, A +%d =%d -%d, score %.3f, %.1f moves/s",
 	        m->done, opt->games, r->wins, r->draws, r->losses, r->played ? r->score : 0.0,
 	        el > 0 ? (double)(r->engine_moves + r->book_moves) / el : 0.0);
-	if (m->done > 0 && m->done < opt->games)
+	if (opt->sprt)
+		fprintf(opt->progress, ", LLR %.2f [%.2f, %.2f] after %d pairs", r->llr,
+		        r->llr_lower, r->llr_upper, r->pairs.pairs);
+	if (m->done > 0 && m->done < opt->games && !m->decided)
 		fprintf(opt->progress, ", eta %.0fs", el / m->done * (opt->games - m->done));
+	if (m->decided)
+		fprintf(opt->progress, ", SPRT: %s", r->verdict == MATCH_SPRT_H1 ? "H1" : "H0");
 	fputc('\n', opt->progress);
 	fflush(opt->progress);
 }
 
-static void tally(Match *m, const MatchGame *g)
+/* The SPRT after a pair: its verdict, if a bound is crossed, stops the match. */
+static void sprt_step(Match *m)
+{
+	MatchResult *r = m->res;
+	const MatchSprt *t = m->opt->sprt;
+	r->llr = match_sprt_llr(r->pairs.penta, t->elo0, t->elo1);
+	if (r->llr >= r->llr_upper)
+		r->verdict = MATCH_SPRT_H1;
+	else if (r->llr <= r->llr_lower)
+		r->verdict = MATCH_SPRT_H0;
+	else
+		return;
+	m->decided = true;
+	m->halt = 1; /* the games in flight are abandoned */
+	atomic_store(&m->next, m->opt->games);
+}
+
+/* Counts game index (under the lock); a pair counts when its second game does. */
+static void tally(Match *m, int index, const MatchGame *g)
 {
 	MatchResult *r = m->res;
 	m->done++;
@@ -438,6 +505,26 @@ static void tally(Match *m, const MatchGame *g)
 	r->score = (r->wins + 0.5 * r->draws) / r->played;
 	r->engine_moves += (uint64_t)g->engine_moves;
 	r->book_moves += (uint64_t)(g->book_plies[0] + g->book_plies[1]);
+	m->counted[index] = true;
+	int other = index ^ 1;
+	if (other < m->opt->games && m->counted[other]) {
+		int first = index & ~1;
+		match_pairs_add(&r->pairs, r->games[first].result, r->games[first + 1].result);
+		if (m->opt->sprt) sprt_step(m);
+	}
+}
+
+/* A game that ended after the SPRT's verdict: not counted, its record removed. */
+static void discard(Match *m, int index, MatchGame *g)
+{
+	g->played = false;
+	free(g->usi);
+	g->usi = NULL;
+	if (m->opt->out_dir) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/game-%04d.csa", m->opt->out_dir, index + 1);
+		unlink(path);
+	}
 }
 
 static void *worker_main(void *arg)
@@ -455,8 +542,10 @@ static void *worker_main(void *arg)
 			m->rc = rc;
 			memcpy(m->err, w->err, sizeof m->err);
 		}
-		if (rc == 0) {
-			tally(m, g);
+		if (rc == 0 && m->decided) {
+			discard(m, i, g);
+		} else if (rc == 0) {
+			tally(m, i, g);
 			progress(m);
 		}
 		pthread_mutex_unlock(&m->lock);
@@ -465,6 +554,10 @@ static void *worker_main(void *arg)
 			break;
 		}
 	}
+	pthread_mutex_lock(&m->lock);
+	atomic_fetch_add(&m->finished, 1);
+	pthread_cond_signal(&m->ended);
+	pthread_mutex_unlock(&m->lock);
 	return NULL;
 }
 
@@ -495,7 +588,7 @@ static int open_engine(Worker *w, int s, char *err)
 		size_t mb;
 		int rc = builtin_hash(&mb, side, err);
 		if (rc < 0) return rc;
-		if (builtin_engine_new(&w->eng[s], mb, opt->cancel) < 0) {
+		if (builtin_engine_new(&w->eng[s], mb, &w->m->halt) < 0) {
 			snprintf(err, MATCH_ERRLEN, "builtin engine: out of memory");
 			return MATCH_ENOMEM;
 		}
@@ -510,7 +603,7 @@ static int open_engine(Worker *w, int s, char *err)
 	cfg.path = side->engine;
 	cfg.options = side->options;
 	cfg.noptions = side->noptions;
-	cfg.cancel = opt->cancel;
+	cfg.cancel = &w->m->halt;
 	if (opt->out_dir) {
 		snprintf(log, sizeof log, "%s/engine-%c-%d.log", opt->out_dir, s ? 'b' : 'a',
 		         w->id + 1);
@@ -571,12 +664,35 @@ static int check_options(const MatchOptions *opt, int max_moves, char *err)
 		snprintf(err, MATCH_ERRLEN, "--max-moves must be 1..%d", MATCH_MAX_MOVES_MAX);
 		return MATCH_EINVAL;
 	}
-	if ((opt->budget.kind != SEARCH_BUDGET_NODES &&
-	     opt->budget.kind != SEARCH_BUDGET_MOVETIME) ||
-	    opt->budget.amount < 1) {
-		snprintf(err, MATCH_ERRLEN, "the budget must be nodes or movetime, at least 1");
+	if (opt->budget.kind == SEARCH_BUDGET_CLOCK) {
+		for (int s = 0; s < 2; s++) {
+			const TimeControl *t = &opt->clock[s];
+			if (t->main_ms < 0 || t->byoyomi_ms < 0 || t->inc_ms < 0 ||
+			    t->main_ms > MATCH_TIME_MAX_MS || t->byoyomi_ms > MATCH_TIME_MAX_MS ||
+			    t->inc_ms > MATCH_TIME_MAX_MS ||
+			    t->main_ms + t->byoyomi_ms + t->inc_ms < 1)
+				return errmsg_set(
+				    err, MATCH_ERRLEN, MATCH_EINVAL,
+				    "clock %c: the main time, byoyomi and increment must "
+				    "be 0..100 hours and give some time",
+				    s ? 'B' : 'A');
+		}
+		if (opt->time_margin_ms < 0)
+			return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL,
+			                  "the time margin must not be negative");
+	} else if ((opt->budget.kind != SEARCH_BUDGET_NODES &&
+	            opt->budget.kind != SEARCH_BUDGET_MOVETIME) ||
+	           opt->budget.amount < 1) {
+		snprintf(err, MATCH_ERRLEN,
+		         "the budget must be nodes or movetime (at least 1), or clocks");
 		return MATCH_EINVAL;
 	}
+	const MatchSprt *t = opt->sprt;
+	if (t && !(t->elo0 < t->elo1 && fabs(t->elo0) <= 1000 && fabs(t->elo1) <= 1000 &&
+	           t->alpha > 0 && t->beta > 0 && t->alpha + t->beta < 1))
+		return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL,
+		                  "SPRT: wants elo0 < elo1 (within ±1000), alpha and beta in (0, "
+		                  "1) with their sum below 1");
 	for (int s = 0; s < 2; s++) {
 		if (!opt->side[s].engine || !opt->side[s].engine[0]) {
 			snprintf(err, MATCH_ERRLEN, "engine %c: none given", s ? 'B' : 'A');
@@ -666,11 +782,18 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 		return MATCH_EIO;
 	}
 	Match m = {.opt = opt, .max_moves = max_moves, .res = out};
+	m.clocked = opt->budget.kind == SEARCH_BUDGET_CLOCK;
+	m.timed = m.clocked || opt->budget.kind == SEARCH_BUDGET_MOVETIME;
+	if (opt->sprt) {
+		out->sprt = true;
+		match_sprt_bounds(opt->sprt, &out->llr_lower, &out->llr_upper);
+	}
 	int nworkers = opt->concurrency < opt->games ? opt->concurrency : opt->games;
 	Worker *workers = calloc((size_t)nworkers, sizeof *workers);
 	out->games = calloc((size_t)opt->games, sizeof *out->games);
+	m.counted = calloc((size_t)opt->games, sizeof *m.counted);
 	m.order = shuffled(opt->nopenings, opt->seed);
-	if (!workers || !out->games || !m.order) {
+	if (!workers || !out->games || !m.counted || !m.order) {
 		snprintf(err, MATCH_ERRLEN, "out of memory");
 		rc = MATCH_ENOMEM;
 		goto done;
@@ -686,13 +809,31 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 	for (int s = 0; s < 2; s++)
 		snprintf(out->name[s], sizeof out->name[s], "%s", search_name(workers[0].eng[s]));
 	pthread_mutex_init(&m.lock, NULL);
+	pthread_cond_init(&m.ended, NULL);
 	m.start = m.last_progress = clock_s();
 	int running = 0;
 	for (; running < nworkers; running++)
 		if (pthread_create(&workers[running].thread, NULL, worker_main, &workers[running]))
 			break;
-	if (running == 0) worker_main(&workers[0]); /* no thread at all: play here */
+	if (running == 0) {
+		/* No thread at all: play here (a Ctrl-C then stops the games between
+		 * moves, not the search under way). */
+		worker_main(&workers[0]);
+	}
+	/* Hand the caller's cancel flag on to the engines while they play (it is
+	 * looked at every 20 ms; the last worker's end wakes this at once). */
+	pthread_mutex_lock(&m.lock);
+	while (atomic_load(&m.finished) < running) {
+		if (opt->cancel && *opt->cancel) m.halt = 1;
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 20 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+		pthread_cond_timedwait(&m.ended, &m.lock, &until);
+	}
+	pthread_mutex_unlock(&m.lock);
 	for (int i = 0; i < running; i++) pthread_join(workers[i].thread, NULL);
+	pthread_cond_destroy(&m.ended);
 	pthread_mutex_destroy(&m.lock);
 	out->seconds = clock_s() - m.start;
 	if (m.rc < 0) {
@@ -707,12 +848,15 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 			out->book_plies[s] = (double)sum / out->played;
 		}
 	match_elo(out->wins, out->draws, out->losses, &out->elo, &out->elo_low, &out->elo_high);
+	match_pairs_finish(&out->pairs);
+	for (int s = 0; s < 2; s++) match_exit_stats(&out->exit[s], out, s);
 done_workers:
 	for (int i = 0; i < started; i++) worker_free(&workers[i]);
 done:
 	bookdb_free(m.book[0]);
 	if (m.book[1] != m.book[0]) bookdb_free(m.book[1]);
 	free(m.order);
+	free(m.counted);
 	free(workers);
 	if (rc < 0) match_result_free(out);
 	return rc;

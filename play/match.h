@@ -6,10 +6,20 @@
  * engine program through the driver (search/usi_engine.h) — with or without
  * a book. A side with a book plays the book's best legal move (bookdb_query's
  * order) while the book knows the position; from its first position the book
- * does not know, it asks its engine for the rest of the game. Every move is
- * a fixed budget (nodes or movetime). Games start from the start position or
- * from the openings given (each opening played twice, colours swapped);
- * pair p plays opening p mod n of the openings, shuffled by the seed.
+ * does not know, it asks its engine for the rest of the game. Every engine
+ * move has a fixed budget (nodes or movetime), or the sides play on clocks
+ * as in a tournament (main time, byoyomi, Fischer increment, each side its
+ * own): the engine is told the clocks, a book move costs no time, and a side
+ * whose move ends past its clock (beyond a margin) loses on time. Games start
+ * from the start position or from the openings given (each opening played
+ * twice, colours swapped: a pair); pair p plays opening p mod n of the
+ * openings, shuffled by the seed.
+ *
+ * Results are counted per game (W/D/L, Elo) and per pair (pentanomial
+ * counts, Elo and LOS from the pairs' variance); an SPRT, when asked for,
+ * stops the match as soon as its log-likelihood ratio crosses a bound (the
+ * games then in flight are abandoned and not counted). See docs/match.md for
+ * the formulas.
  *
  * The rules core judges each game, in the order `joseki replay` does: after
  * every move a fourth repetition (draw, or a loss for the side that checked
@@ -37,6 +47,7 @@
 
 #include "search/search.h"
 #include "search/usi_engine.h"
+#include "shogi/types.h"
 
 /* Error codes (negative). */
 enum {
@@ -58,6 +69,8 @@ const char *match_strerror(int code);
 #define MATCH_CONCURRENCY_MAX 64
 /* Moves of an engine's PV kept for the record's "'**" comment. */
 #define MATCH_PV_MAX 16
+/* The time margin `joseki match` allows past a clock (ms). */
+#define MATCH_TIME_MARGIN_DEFAULT 100
 
 /* How a game ended. */
 typedef enum {
@@ -71,10 +84,11 @@ typedef enum {
 	MATCH_END_ILLEGAL_MOVE,    /* an engine's move was illegal */
 	MATCH_END_TIMEOUT,         /* an engine did not answer in time */
 	MATCH_END_CRASH,           /* an engine exited or its answer was unreadable */
+	MATCH_END_TIME_UP,         /* a side's move ended past its clock (and margin) */
 } MatchEnd;
 
 /* "resign", "mate", "repetition", "perpetual_check", "declaration", "max_moves",
- * "illegal_move", "timeout", "crash" ("none" for MATCH_END_NONE). */
+ * "illegal_move", "timeout", "crash", "time_up" ("none" for MATCH_END_NONE). */
 const char *match_end_name(MatchEnd end);
 /*
  * The end `joseki replay` reports for the game's CSA record (replay_end_name
@@ -91,10 +105,25 @@ typedef struct {
 	int noptions;
 } MatchSide;
 
+/* A sequential probability ratio test of H0: elo = elo0 against H1: elo = elo1. */
 typedef struct {
-	MatchSide side[2];           /* [0] = A, [1] = B */
-	int games;                   /* games to play (>= 1) */
-	SearchBudget budget;         /* nodes or movetime per move */
+	double elo0, elo1;  /* logistic Elo of A over B, elo0 < elo1 */
+	double alpha, beta; /* the error rates, each in (0, 1) (0.05 is usual) */
+} MatchSprt;
+
+/* The SPRT's verdict. */
+enum { MATCH_SPRT_H0 = -1, MATCH_SPRT_NONE = 0, MATCH_SPRT_H1 = 1 };
+
+typedef struct {
+	MatchSide side[2];   /* [0] = A, [1] = B */
+	int games;           /* games to play (>= 1) */
+	SearchBudget budget; /* nodes or movetime per move, or SEARCH_BUDGET_CLOCK */
+	/* With SEARCH_BUDGET_CLOCK: each side's time control ([0] = A, [1] = B;
+	 * each must give some time: main + byoyomi + inc >= 1 ms) and how many ms
+	 * a move may end past the side's clock before it loses on time. */
+	TimeControl clock[2];
+	int time_margin_ms;
+	const MatchSprt *sprt;       /* NULL: play all the games */
 	const char *const *openings; /* position specs; NULL or none: the start position */
 	int nopenings;
 	int concurrency;     /* games played at once, 1..MATCH_CONCURRENCY_MAX */
@@ -115,20 +144,50 @@ typedef struct {
 	int opening;   /* index into the openings, -1 for the start position */
 	Color a_color; /* the colour A played */
 	MatchEnd end;
-	int winner;        /* BLACK, WHITE, or -1 for a draw */
-	int result;        /* for A: 1 win, 0 draw, -1 loss */
-	int plies;         /* moves in the record, opening included */
-	int book_plies[2]; /* book moves played by A and by B */
-	int engine_moves;  /* moves the engines were asked for */
-	char detail[160];  /* what went wrong (crash, timeout, illegal move), else "" */
-	char *usi;         /* the game as a position spec ("startpos moves ..."); malloc'd */
+	int winner;          /* BLACK, WHITE, or -1 for a draw */
+	int result;          /* for A: 1 win, 0 draw, -1 loss */
+	int plies;           /* moves in the record, opening included */
+	int book_plies[2];   /* book moves played by A and by B */
+	int exit_ply[2];     /* the move number (1-based, opening included) of A's and of
+	                        B's first engine move; 0 when the side never used its engine */
+	int64_t time_ms[2];  /* engine time used by A and by B */
+	int64_t clock_ms[2]; /* with clocks: the main time A and B had left at the end */
+	int engine_moves;    /* moves the engines were asked for */
+	char detail[160];    /* what went wrong (crash, timeout, illegal move), else "" */
+	char *usi;           /* the game as a position spec ("startpos moves ..."); malloc'd */
 } MatchGame;
 
+/* Pentanomial counts of the pairs, from A's point of view. */
+enum { MATCH_LL, MATCH_LD, MATCH_DD_WL, MATCH_WD, MATCH_WW, MATCH_PENTA_NB };
+
+/* The statistics of the game pairs (both games of a pair played). */
 typedef struct {
-	int played, wins, draws, losses; /* games, from A's point of view */
-	double score;                    /* A's points per game (win 1, draw 1/2) */
-	double elo, elo_low, elo_high;   /* Elo difference A − B and its 95% interval */
-	double book_plies[2];            /* average book moves per game of A and of B */
+	int pairs;
+	int penta[MATCH_PENTA_NB];     /* pairs scoring 0, 1/2, 1, 3/2, 2 points for A */
+	int dd, wl;                    /* the two kinds of a 1-point pair */
+	double score;                  /* A's points per game over the pairs */
+	double elo, elo_low, elo_high; /* Elo A − B with its 95% interval from the pairs */
+	double los;                    /* likelihood of superiority of A, 0..1; NAN: no pairs */
+} MatchPairs;
+
+/* Where a side left its book: the exit plies (MatchGame.exit_ply) of the played games. */
+typedef struct {
+	int games; /* games in which the side used its engine */
+	int never; /* played games in which it did not */
+	double mean;
+	int min, q1, median, q3, max; /* nearest-rank quantiles; 0 when games = 0 */
+} MatchExit;
+
+typedef struct {
+	int played, wins, draws, losses;  /* games, from A's point of view */
+	double score;                     /* A's points per game (win 1, draw 1/2) */
+	double elo, elo_low, elo_high;    /* Elo difference A − B and its 95% interval */
+	MatchPairs pairs;                 /* the pairs among the played games */
+	double book_plies[2];             /* average book moves per game of A and of B */
+	MatchExit exit[2];                /* A's and B's exit plies */
+	bool sprt;                        /* an SPRT ran (MatchOptions.sprt) */
+	double llr, llr_lower, llr_upper; /* its log-likelihood ratio and bounds */
+	int verdict;                      /* MATCH_SPRT_H1, _H0, or _NONE: no bound crossed */
 	uint64_t engine_moves, book_moves;
 	double seconds;   /* wall time of the match */
 	char name[2][64]; /* the engines' names */
@@ -147,11 +206,54 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err);
 
 void match_result_free(MatchResult *r);
 
+/* ---- statistics (play/match_stats.c; formulas in docs/match.md) ---- */
+
 /*
  * Elo difference for a score of w wins, d draws, l losses, with the 95%
  * interval from the games' own variance (normal approximation). A score of
  * 0 or 1 gives ±INFINITY; no games gives 0 for all three.
  */
 void match_elo(int w, int d, int l, double *elo, double *low, double *high);
+
+/* Counts one pair: A's results (1 win, 0 draw, -1 loss) in its two games. */
+void match_pairs_add(MatchPairs *p, int result1, int result2);
+/*
+ * Fills p's score, Elo, interval and LOS from its counts: the mean and the
+ * variance of the pairs' scores, the interval score ± 1.96·σ/√pairs, LOS =
+ * Φ((score − ½)/(σ/√pairs)). No pairs: zeros and LOS NAN.
+ */
+void match_pairs_finish(MatchPairs *p);
+
+/*
+ * The generalised log-likelihood ratio of H1 (elo1) against H0 (elo0) for
+ * the pentanomial counts, logistic Elo (the GSPRT of fishtest: each
+ * hypothesis's maximum-likelihood pair distribution with the expected
+ * score it fixes; empty classes counted as 1e-3). 0 without pairs.
+ */
+double match_sprt_llr(const int penta[MATCH_PENTA_NB], double elo0, double elo1);
+/* The SPRT's bounds: ln(β/(1−α)) and ln((1−β)/α). */
+void match_sprt_bounds(const MatchSprt *s, double *lower, double *upper);
+
+/* The exit plies of side s (0 = A, 1 = B) over r's played games. */
+void match_exit_stats(MatchExit *out, const MatchResult *r, int s);
+
+/* ---- option strings (play/match_opts.c) ---- */
+
+#define MATCH_TIME_MAX_MS (100LL * 3600 * 1000) /* 100 hours */
+
+/*
+ * Parses a time control "BASE[+INC]": each a number (decimals allowed, to
+ * the millisecond) of seconds, or with a unit "ms", "s", "m" or "h"
+ * ("60+1", "10+0.1", "5m+10s", "500ms+50ms"), at most MATCH_TIME_MAX_MS.
+ * Sets tc->main_ms and tc->inc_ms (byoyomi untouched). Returns 0, or
+ * MATCH_EINVAL with a message in err (MATCH_ERRLEN bytes) and tc untouched.
+ */
+int match_tc_parse(TimeControl *tc, const char *text, char *err);
+/*
+ * Parses "ELO0,ELO1[,ALPHA,BETA]" (alpha = beta = 0.05 when absent):
+ * |elo| <= 1000, elo0 < elo1, alpha and beta in (0, 1) with alpha + beta < 1.
+ * Returns 0, or MATCH_EINVAL with a message in err and s untouched.
+ */
+int match_sprt_parse(MatchSprt *s, const char *text, char *err);
 
 #endif

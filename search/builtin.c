@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "search/engine.h"
+#include "search/usi_server.h"
 #include "shogi/movegen.h"
 
 typedef struct {
@@ -46,10 +47,22 @@ static int builtin_analyse(SearchEngine *se, SearchResult *out, const Position *
 	b->err[0] = '\0';
 	if (multipv < 1 || multipv > SEARCH_MULTIPV_MAX || multipv > ENGINE_MULTIPV_MAX)
 		return fail(b, SEARCH_EINVAL, "builtin: MultiPV must be 1..32");
-	if (!budget || budget->amount < 1)
+	if (!search_budget_ok(budget, pos->side))
 		return fail(b, SEARCH_EINVAL, "builtin: the budget must be at least 1");
 	EngineLimits lim = {.multipv = multipv, .clear_hash = true};
 	switch (budget->kind) {
+	case SEARCH_BUDGET_CLOCK: {
+		/* The time allocation `joseki usi` makes for the same `go`. */
+		const SearchClock *c = &budget->clock;
+		UsiGo go = {.byoyomi = c->byoyomi, .timed = true};
+		for (int i = 0; i < COLOR_NB; i++) {
+			go.time[i] = c->time[i];
+			go.inc[i] = c->inc[i];
+		}
+		usi_go_limits(&lim, &go, pos->side, multipv);
+		lim.clear_hash = true;
+		break;
+	}
 	case SEARCH_BUDGET_NODES:
 		lim.nodes = budget->amount;
 		break;

@@ -3,7 +3,9 @@
  * SearchEngine interface (search/search.h), for in-process analysis.
  *
  * Each analyse call clears the hash first, so with a depth or node budget the
- * answer (and node count) for a position is reproducible. MultiPV lines come
+ * answer (and node count) for a position is reproducible. A clock budget is
+ * spent as `joseki usi` spends the same `go` (usi_go_limits in
+ * search/usi_server.h). MultiPV lines come
  * best first with distinct first moves; PVs are legal sequences. A mated
  * position answers resign (no lines); a position where the side to move may
  * declare (entering king) answers win.

@@ -57,12 +57,44 @@ typedef enum {
 	SEARCH_BUDGET_NODES = 1,    /* amount = nodes */
 	SEARCH_BUDGET_MOVETIME = 2, /* amount = milliseconds */
 	SEARCH_BUDGET_DEPTH = 3,    /* amount = plies */
+	SEARCH_BUDGET_CLOCK = 4,    /* a game clock (clock below); amount unused */
 } SearchBudgetKind;
+
+/*
+ * A game clock as a USI `go` states it, in milliseconds: the time left on each
+ * side's clock (btime, wtime), each side's Fischer increment (binc, winc) and
+ * the byoyomi of the side to move. The side to move may spend time + inc +
+ * byoyomi of its own on this move (the increment is credited as the move
+ * starts, as floodgate and the shogi GUIs count it).
+ */
+typedef struct {
+	int64_t time[COLOR_NB];
+	int64_t inc[COLOR_NB];
+	int64_t byoyomi;
+} SearchClock;
 
 typedef struct {
 	SearchBudgetKind kind;
-	uint64_t amount; /* at least 1 */
+	uint64_t amount;   /* at least 1 (not for a clock) */
+	SearchClock clock; /* SEARCH_BUDGET_CLOCK only */
 } SearchBudget;
+
+/*
+ * True when a core can search with the budget for the side to move us: a
+ * known kind with an amount of at least 1, or a clock with no negative field
+ * that leaves us some time (time + inc + byoyomi >= 1).
+ */
+static inline bool search_budget_ok(const SearchBudget *b, Color us)
+{
+	if (!b) return false;
+	if (b->kind == SEARCH_BUDGET_CLOCK) {
+		const SearchClock *c = &b->clock;
+		for (int i = 0; i < COLOR_NB; i++)
+			if (c->time[i] < 0 || c->inc[i] < 0) return false;
+		return c->byoyomi >= 0 && c->time[us] + c->inc[us] + c->byoyomi >= 1;
+	}
+	return b->kind >= SEARCH_BUDGET_NODES && b->kind <= SEARCH_BUDGET_DEPTH && b->amount >= 1;
+}
 
 /* One analysed move (one MultiPV line). */
 typedef struct {

@@ -85,6 +85,29 @@ static int wait_for(UsiEngine *e, const char *word, int64_t deadline, const char
 	}
 }
 
+/*
+ * Engines whose `go` understands only the time controls of the USI
+ * specification (btime wtime byoyomi), known by the start of their id name.
+ * gpsshogi's gpsusi aborts on `go movetime`, `go nodes` and `go depth`
+ * ("unknown option in go") and counts byoyomi in whole seconds (less than a
+ * second is no time at all: it never answers by itself).
+ */
+static const char *const TIME_ONLY[] = {"gpsshogi", "gpsusione"};
+
+static bool known_time_only(const char *name)
+{
+	for (size_t i = 0; i < sizeof TIME_ONLY / sizeof *TIME_ONLY; i++)
+		if (!strncmp(name, TIME_ONLY[i], strlen(TIME_ONLY[i]))) return true;
+	return false;
+}
+
+/* The byoyomi (ms) a time-only engine is given for a movetime budget: whole
+ * seconds, at least one. */
+static uint64_t byoyomi_ms(uint64_t movetime)
+{
+	return movetime < 1000 ? 1000 : movetime / 1000 * 1000;
+}
+
 static int ready_and_new_game(UsiEngine *e)
 {
 	int rc;
@@ -118,7 +141,9 @@ static int start(UsiEngine *e)
 		if ((rc = usi_write_all(e, line, (size_t)n)) < 0) goto err;
 	}
 	if ((rc = ready_and_new_game(e)) < 0) goto err;
-	usi_log_msg(e, "engine ready: %s", e->name);
+	e->time_only = known_time_only(e->name);
+	usi_log_msg(e, "engine ready: %s%s", e->name,
+	            e->time_only ? " (go with time controls only: btime wtime byoyomi)" : "");
 	return 0;
 err:
 	usi_kill_engine(e, false);
@@ -127,10 +152,15 @@ err:
 
 /* ---- one search ---- */
 
-int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget *budget)
+int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget *budget, Color us)
 {
 	double ms;
 	switch (budget->kind) {
+	case SEARCH_BUDGET_CLOCK: {
+		/* The clock is the limit: no factor, only the slack for the pipes. */
+		const SearchClock *c = &budget->clock;
+		return c->time[us] + c->inc[us] + c->byoyomi + cfg->slack_ms;
+	}
 	case SEARCH_BUDGET_MOVETIME:
 		ms = (double)budget->amount;
 		break;
@@ -185,12 +215,39 @@ static int build_commands(UsiEngine *e, size_t *len, const Position *pos,
 	case SEARCH_BUDGET_MOVETIME:
 		kind = "movetime";
 		break;
+	case SEARCH_BUDGET_CLOCK:
+		kind = NULL;
+		break;
 	default:
 		kind = "depth";
 		break;
 	}
-	p += snprintf(p, (size_t)(end - p), "\ngo %s %llu\n", kind,
-	              (unsigned long long)budget->amount);
+	if (e->time_only && kind && budget->kind != SEARCH_BUDGET_MOVETIME)
+		return usi_fail(e, SEARCH_EINVAL,
+		                "%s (%s) takes only time controls (go byoyomi), not a %s "
+		                "budget: give it --movetime",
+		                e->path, e->name, kind);
+	if (e->time_only && kind) {
+		p += snprintf(p, (size_t)(end - p), "\ngo btime 0 wtime 0 byoyomi %llu\n",
+		              (unsigned long long)byoyomi_ms(budget->amount));
+	} else if (kind) {
+		p += snprintf(p, (size_t)(end - p), "\ngo %s %llu\n", kind,
+		              (unsigned long long)budget->amount);
+	} else {
+		/* go btime B wtime W [binc I winc J] [byoyomi Y]: the increments when
+		 * either side has one, the byoyomi when the side to move has one or
+		 * there is no increment (sudden death is "byoyomi 0"). */
+		const SearchClock *c = &budget->clock;
+		bool inc = c->inc[BLACK] > 0 || c->inc[WHITE] > 0;
+		p += snprintf(p, (size_t)(end - p), "\ngo btime %lld wtime %lld",
+		              (long long)c->time[BLACK], (long long)c->time[WHITE]);
+		if (inc)
+			p += snprintf(p, (size_t)(end - p), " binc %lld winc %lld",
+			              (long long)c->inc[BLACK], (long long)c->inc[WHITE]);
+		if (c->byoyomi > 0 || !inc)
+			p += snprintf(p, (size_t)(end - p), " byoyomi %lld", (long long)c->byoyomi);
+		p += snprintf(p, (size_t)(end - p), "\n");
+	}
 	if (p >= end) return usi_fail(e, SEARCH_EINVAL, "position command too long");
 	*len = (size_t)(p - e->cmd);
 	return 0;
@@ -273,7 +330,7 @@ static int cancel_search(UsiEngine *e)
 static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int multipv,
                        size_t cmd_len, int64_t limit_ms)
 {
-	int64_t t0 = clock_ms(), deadline = t0 + limit_ms, stop_deadline = 0;
+	int64_t t0, deadline, stop_deadline = 0;
 	bool stopped = false;
 	int garbage = 0, malformed = 0, rc;
 	const char *line, *rest;
@@ -286,6 +343,10 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 			usi_kill_engine(e, false); /* a readyok may still come: out of step */
 		return rc;
 	}
+	/* The time and the hard limit count from the position and go, not from
+	 * the new game's isready (a clock does not run during it). */
+	t0 = clock_ms();
+	deadline = t0 + limit_ms;
 	if ((rc = usi_write_all(e, e->cmd, cmd_len)) < 0)
 		return rc == SEARCH_ECRASH ? crashed(e, "before the search") : rc;
 	e->cur_multipv = multipv;
@@ -386,8 +447,7 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
 	int rc = 0;
 
 	e->err[0] = '\0';
-	if (!out || !pos || !budget || budget->amount < 1 || budget->kind < SEARCH_BUDGET_NODES ||
-	    budget->kind > SEARCH_BUDGET_DEPTH)
+	if (!out || !pos || !search_budget_ok(budget, pos->side))
 		return usi_fail(e, SEARCH_EINVAL, "analyse: bad budget");
 	if (multipv < 1 || multipv > SEARCH_MULTIPV_MAX)
 		return usi_fail(e, SEARCH_EINVAL, "analyse: MultiPV %d not in 1..%d", multipv,
@@ -397,7 +457,10 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
 	if (e->cfg.cancel && *e->cfg.cancel)
 		return usi_fail(e, SEARCH_ECANCELED, "%s: search cancelled", e->path);
 	if ((rc = build_commands(e, &cmd_len, pos, budget, multipv)) < 0) return rc;
-	limit_ms = usi_engine_hard_limit_ms(&e->cfg, budget);
+	SearchBudget sent = *budget; /* a time-only engine's byoyomi may be longer */
+	if (e->time_only && sent.kind == SEARCH_BUDGET_MOVETIME)
+		sent.amount = byoyomi_ms(budget->amount);
+	limit_ms = usi_engine_hard_limit_ms(&e->cfg, &sent, pos->side);
 
 	for (int attempt = 1; attempt <= 2; attempt++) {
 		rc = search_once(e, out, pos, multipv, cmd_len, limit_ms);
@@ -409,11 +472,14 @@ int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
 		if (rc == SEARCH_ECANCELED)
 			return rc; /* not the engine's fault: no retry, not a failure */
 		if (rc == SEARCH_EINVAL || rc == SEARCH_ENOMEM) break;
+		/* Past its clock the side's time is gone: a second try cannot help. */
+		bool last =
+		    attempt == 2 || (rc == SEARCH_ETIMEOUT && budget->kind == SEARCH_BUDGET_CLOCK);
 		usi_log_msg(e, "attempt %d failed (%s); engine %s", attempt, search_strerror(rc),
-		            attempt == 1 ? "restarted, position retried"
-		                         : "restarted, position failed");
+		            last ? "restarted, position failed" : "restarted, position retried");
 		usi_kill_engine(e, false);
-		if (attempt == 1) e->stats.retries++;
+		if (last) break;
+		e->stats.retries++;
 	}
 	e->stats.failures++;
 	return rc;

@@ -13,19 +13,26 @@
  *   setoption name MultiPV value K (whenever K changes)
  *   position startpos|sfen … [moves …]
  *   go nodes N | go movetime MS | go depth D
+ *   go btime B wtime W [binc I winc J] [byoyomi Y]   (a clock budget)
  *   info … / bestmove M [ponder P]
+ *
+ * Engines known by their id name to take only the USI time controls in go
+ * (gpsshogi: `go movetime` aborts it) get a movetime budget as
+ * `go btime 0 wtime 0 byoyomi MS`, MS in whole seconds (at least 1000); a
+ * nodes or depth budget is refused (SEARCH_EINVAL, nothing sent).
  *
  * and keeps, per multipv index, the last final info line (exact score and a
  * PV) seen before bestmove; lowerbound/upperbound lines are ignored.
  *
  * Robustness. Each position has a hard limit: movetime × time_factor +
  * slack_ms; for nodes, nodes / nps_floor seconds × time_factor + slack_ms; for
- * depth, depth_limit_ms. When it passes, the engine is told `stop` and given
- * stop_grace_ms to answer (an answer then is accepted); otherwise it is killed.
- * An engine that exits (EOF on its stdout), hangs, answers a malformed or
- * illegal bestmove, or prints more than max_garbage unreadable lines is logged
- * and killed, a new one is started, and the position is tried once more.
- * If the second attempt fails too, analyse returns that attempt's error code
+ * depth, depth_limit_ms; for a clock, what the side to move has (its time,
+ * increment and byoyomi) + slack_ms. It counts from the go command. When it passes, the engine is
+ * told `stop` and given stop_grace_ms to answer (an answer then is accepted); otherwise it is
+ * killed. An engine that exits (EOF on its stdout), hangs, answers a malformed or illegal bestmove,
+ * or prints more than max_garbage unreadable lines is logged and killed, a new one is started, and
+ * the position is tried once more. (Under a clock a timeout is not retried: the side's time is
+ * gone.) If the second attempt fails too, analyse returns that attempt's error code
  * (SEARCH_ETIMEOUT, SEARCH_ECRASH, SEARCH_EILLEGAL, SEARCH_EPROTOCOL,
  * SEARCH_EHANDSHAKE, SEARCH_ESPAWN) and the next call starts a fresh engine,
  * so no position is silently lost and the driver stays usable.
@@ -130,9 +137,10 @@ void usi_engine_stats(UsiEngineStats *out, const UsiEngine *e);
 
 /*
  * The hard limit in milliseconds the driver allows for one search with this
- * budget under cfg (exposed for tests and for `think` to print).
+ * budget under cfg, us to move (a clock budget's limit is us's; the others
+ * do not depend on it). Exposed for tests and for `think` to print.
  */
-int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget *budget);
+int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget *budget, Color us);
 
 /*
  * Driver overhead figure: analyses pos count times with budget and returns

@@ -38,6 +38,9 @@ struct UsiEngine {
 	int from_fd;   /* engine stdout */
 	int cur_multipv;
 	bool new_game_pending;
+	/* The engine's go takes only the USI time controls (btime wtime
+	 * byoyomi): known by its id name (usi_engine.c, KNOWN_QUIRKS). */
+	bool time_only;
 
 	char name[128];
 	char err[SEARCH_ERRLEN];

@@ -16,8 +16,7 @@
 static _Thread_local BookRecord t_rec;
 static _Thread_local Position t_pos;
 
-/* The compact JSON text of o and a newline (o released); NULL when out of memory. */
-static char *dump(json_t *o)
+char *api_json_body(json_t *o)
 {
 	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
 	json_decref(o);
@@ -35,7 +34,7 @@ static char *dump(json_t *o)
 
 char *api_error_body(const char *msg)
 {
-	return dump(json_pack("{s:s}", "error", msg));
+	return api_json_body(json_pack("{s:s}", "error", msg));
 }
 
 /* Sets pos from the request's sfen= or position=; 0, or -1 with *body. */
@@ -180,7 +179,7 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 	json_object_set_new(o, "line", line);
 	json_object_set_new(o, "end", json_string(end));
 	*status = 200;
-	return dump(o);
+	return api_json_body(o);
 }
 
 void api_stats_cache_init(ApiStatsCache *c)
@@ -256,7 +255,7 @@ char *api_stats(BookDB *db, ApiStatsCache *c, int *status)
 		json_object_set_new(o, "scan_computed_at",
 		                    at ? json_integer((json_int_t)at) : json_null());
 	*status = 200;
-	return dump(o);
+	return api_json_body(o);
 }
 
 char *api_health(BookDB *db, int *status)
@@ -273,5 +272,5 @@ char *api_health(BookDB *db, int *status)
 		return api_error_body(bookdb_strerror(rc));
 	}
 	*status = 200;
-	return dump(json_pack("{s:s,s:I}", "status", "ok", "positions", (json_int_t)n));
+	return api_json_body(json_pack("{s:s,s:I}", "status", "ok", "positions", (json_int_t)n));
 }

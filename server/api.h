@@ -16,6 +16,10 @@
 
 /* {"error": msg} */
 char *api_error_body(const char *msg);
+/* The compact JSON text of o and a newline (o released); NULL when out of
+ * memory or when o is NULL. */
+struct json_t;
+char *api_json_body(struct json_t *o);
 
 /* GET /v1/query?sfen=...|position=...: the `joseki query --json` object
  * (bookdb_query_json). 400 for a missing or bad position (the rules core's

@@ -18,6 +18,7 @@
 #include "shogi/clock.h"
 #include "server/api.h"
 #include "server/assets.h"
+#include "server/history_api.h"
 #include "server/work_api.h"
 
 #define URL_MAX 8192            /* longer: 414 */
@@ -81,9 +82,10 @@ typedef struct {
 	bool too_large; /* the body went past API_WORK_BODY_MAX (the rest was dropped) */
 } Req;
 
+/* The work endpoints behind a token; the history is read-only and public. */
 static bool is_work(const Server *s, const char *url)
 {
-	return s->opt.work && !strncmp(url, "/v1/work/", 9);
+	return s->opt.work && !strncmp(url, "/v1/work/", 9) && strcmp(url, "/v1/work/history");
 }
 
 /* Keeps a work request's body up to API_WORK_BODY_MAX bytes. */
@@ -169,8 +171,8 @@ static const ServerAsset *asset(const char *url)
 
 static bool is_route(const char *url)
 {
-	static const char *const ROUTES[] = {"/v1/query", "/v1/stats", "/v1/line", "/healthz",
-	                                     "/metrics"};
+	static const char *const ROUTES[] = {"/v1/query", "/v1/stats",        "/v1/line",
+	                                     "/healthz",  "/v1/work/history", "/metrics"};
 	for (size_t i = 0; i < sizeof ROUTES / sizeof *ROUTES; i++)
 		if (!strcmp(url, ROUTES[i])) return true;
 	return asset(url) != NULL;
@@ -288,7 +290,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (!is_route(url))
 		return reply_error(
 		    s, c, r, 404,
-		    "no such path (see /, /v1/query, /v1/stats, /v1/line, /healthz, /metrics)");
+		    "no such path (see /, /work.html, /v1/query, /v1/stats, /v1/line, "
+		    "/v1/work/history, /healthz, /metrics)");
 	if (!get)
 		return reply_error(s, c, r, 405, "method not allowed: the API is read-only (GET)");
 
@@ -305,6 +308,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		    api_line(s->db, arg(c, "sfen"), arg(c, "position"), arg(c, "plies"), &status);
 	} else if (!strcmp(url, "/v1/stats")) {
 		body = api_stats(s->db, &s->cache, &status);
+	} else if (!strcmp(url, "/v1/work/history")) {
+		body = api_work_history(s->db, arg(c, "hours"), &status);
 	} else if (!strcmp(url, "/healthz")) {
 		body = api_health(s->db, &status);
 	} else if (!strcmp(url, "/metrics")) {

@@ -3,8 +3,10 @@
  *
  * A libmicrohttpd daemon (its own thread pool, epoll) answers read-only
  * requests: /v1/query (the `joseki query --json` object, built by the same
- * bookdb/query.h code), /v1/stats, /v1/line, /healthz, /metrics, and the book
- * explorer (server/www, embedded at build time) at /. Every request reads in
+ * bookdb/query.h code), /v1/stats, /v1/line, /v1/work/history (the
+ * coordinator's time series kept in the book), /healthz, /metrics, the book
+ * explorer (server/www, embedded at build time) at / and the work page at
+ * /work.html. Every request reads in
  * its own LMDB read transaction, so writers (think, ingest, minimax) go on while
  * it serves and no answer sees half a batch. Errors are JSON {"error": "..."}.
  */

@@ -19,6 +19,7 @@
 typedef struct {
 	uint8_t hash[SERVER_SHA256_LEN];
 	char name[TOKENS_NAME_MAX + 1];
+	bool read_only; /* " read" after the name */
 } Entry;
 
 struct ServerTokens {
@@ -38,7 +39,7 @@ const char *server_tokens_strerror(int code)
 	case TOKENS_EIO:
 		return "the tokens file cannot be read or written";
 	case TOKENS_EPARSE:
-		return "a line of the tokens file is not '<sha256 hex> <name>'";
+		return "a line of the tokens file is not '<sha256 hex> <name> [read]'";
 	case TOKENS_EINVAL:
 		return "a token name wants 1..64 letters, digits, '.', '_' or '-'";
 	}
@@ -84,7 +85,12 @@ static int load(ServerTokens *t, char *err)
 		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
 		if (!len || line[0] == '#') continue;
 		Entry e = {0};
-		bool ok = len > 65 && line[64] == ' ' && name_ok(line + 65, len - 65);
+		size_t nl = len > 65 ? len - 65 : 0;
+		if (nl > 5 && !strcmp(line + len - 5, " read")) {
+			e.read_only = true;
+			nl -= 5;
+		}
+		bool ok = len > 65 && line[64] == ' ' && name_ok(line + 65, nl);
 		for (int i = 0; ok && i < 32; i++) {
 			int hi = hexval(line[2 * i]), lo = hexval(line[2 * i + 1]);
 			ok = hi >= 0 && lo >= 0;
@@ -92,11 +98,11 @@ static int load(ServerTokens *t, char *err)
 		}
 		if (!ok) {
 			rc = errmsg_set(err, TOKENS_ERRLEN, TOKENS_EPARSE,
-			                "%s:%d: not '<64 lowercase hex digits> <name>'", t->path,
-			                lineno);
+			                "%s:%d: not '<64 lowercase hex digits> <name> [read]'",
+			                t->path, lineno);
 			break;
 		}
-		memcpy(e.name, line + 65, len - 65);
+		memcpy(e.name, line + 65, nl);
 		if (array_grow((void **)&t->e, &t->cap, t->n + 1, sizeof *t->e, 16)) {
 			rc = errmsg_set(err, TOKENS_ERRLEN, TOKENS_EIO, "%s: out of memory",
 			                t->path);
@@ -139,6 +145,11 @@ void server_tokens_free(ServerTokens *t)
 
 bool server_tokens_check(ServerTokens *t, const char *token, char *name)
 {
+	return server_tokens_check_ro(t, token, name, NULL);
+}
+
+bool server_tokens_check_ro(ServerTokens *t, const char *token, char *name, bool *read_only)
+{
 	uint8_t h[SERVER_SHA256_LEN];
 	size_t len = token ? strnlen(token, 256) : 0;
 	if (!len || len >= 256) return false;
@@ -164,11 +175,12 @@ bool server_tokens_check(ServerTokens *t, const char *token, char *name)
 	}
 	bool ok = t->valid && found != SIZE_MAX;
 	if (ok && name) memcpy(name, t->e[found].name, sizeof t->e[found].name);
+	if (read_only) *read_only = ok && t->e[found].read_only;
 	pthread_mutex_unlock(&t->mu);
 	return ok;
 }
 
-int server_tokens_add(const char *path, const char *name, char *token, char *err)
+int server_tokens_add(const char *path, const char *name, bool read_only, char *token, char *err)
 {
 	size_t nl = strlen(name);
 	if (!name_ok(name, nl))
@@ -193,12 +205,13 @@ int server_tokens_add(const char *path, const char *name, char *token, char *err
 	token[TOKENS_TOKEN_LEN] = 0;
 	uint8_t h[SERVER_SHA256_LEN];
 	server_sha256(token, TOKENS_TOKEN_LEN, h);
-	char line[64 + 1 + TOKENS_NAME_MAX + 2];
+	char line[64 + 1 + TOKENS_NAME_MAX + 7];
 	for (int i = 0; i < 32; i++) {
 		line[2 * i] = HEX[h[i] >> 4];
 		line[2 * i + 1] = HEX[h[i] & 15];
 	}
-	int len = 64 + snprintf(line + 64, sizeof line - 64, " %s\n", name);
+	int len =
+	    64 + snprintf(line + 64, sizeof line - 64, " %s%s\n", name, read_only ? " read" : "");
 	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return errmsg_set(err, TOKENS_ERRLEN, TOKENS_EIO, "%s: %s", path, strerror(errno));

@@ -1,7 +1,9 @@
 /*
  * server/tokens.h — the work API's bearer tokens (docs/cluster.md, "Security").
  *
- * The tokens file holds one token a line as "<sha256 hex of the token> <name>"
+ * The tokens file holds one token a line as "<sha256 hex of the token> <name>",
+ * or "<sha256 hex> <name> read" for a token that may only read the
+ * coordinator's status (a dashboard's; docs/cluster.md, "Watching a run")
  * (blank lines and lines starting with '#' are ignored): the coordinator never
  * stores a token itself, so a leaked file gives no access. A token is 64
  * lowercase hex digits from getrandom(), printed once by server_tokens_add.
@@ -39,9 +41,13 @@ void server_tokens_free(ServerTokens *t);
 /* True when token (as sent after "Bearer ") is in the file as it is now;
  * name (TOKENS_NAME_MAX + 1 bytes) gets its name. Thread-safe. */
 bool server_tokens_check(ServerTokens *t, const char *token, char *name);
+/* As server_tokens_check; *read_only (may be NULL) gets whether the token
+ * may only read. */
+bool server_tokens_check_ro(ServerTokens *t, const char *token, char *name, bool *read_only);
 
-/* Makes a new token, appends its hash and name to path (created 0600 when
- * absent) and puts the token in token (TOKENS_TOKEN_LEN + 1 bytes). */
-int server_tokens_add(const char *path, const char *name, char *token, char *err);
+/* Makes a new token, appends its hash and name (and " read" for a read-only
+ * one) to path (created 0600 when absent) and puts the token in token
+ * (TOKENS_TOKEN_LEN + 1 bytes). */
+int server_tokens_add(const char *path, const char *name, bool read_only, char *token, char *err);
 
 #endif

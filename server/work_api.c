@@ -287,8 +287,9 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 {
 	*retry_after = 0;
 	Op op = {0};
+	bool read_only = false;
 	if (!auth || strncmp(auth, "Bearer ", 7) ||
-	    !server_tokens_check(w->tokens, auth + 7, op.token))
+	    !server_tokens_check_ro(w->tokens, auth + 7, op.token, &read_only))
 		return error(status, 401,
 		             "a valid token is required (Authorization: Bearer TOKEN)");
 	if (atomic_load(&w->failed))
@@ -311,6 +312,8 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 		             "/v1/work/abort/LEASE, /v1/work/status; LEASE: 16 hex digits)");
 	}
 	if (op.kind != OP_STATUS && !post) return error(status, 405, "this work path takes POST");
+	if (op.kind != OP_STATUS && read_only)
+		return error(status, 403, "this token may only read the status (a --read token)");
 	if (too_large) return error(status, 413, "request body larger than 1 MiB");
 	int prc = op.kind == OP_ACQUIRE  ? api_parse_acquire(&op.body, body, len, perr)
 	          : op.kind == OP_SUBMIT ? api_parse_submit(&op.body, body, len, perr)

@@ -24,6 +24,55 @@ static void put_header(FILE *f, const char *prefix, const char *s)
 	fputc('\n', f);
 }
 
+/* Milliseconds as CSA V3.0 seconds: "10", "0.5", "1.25". */
+static void put_seconds(FILE *f, int64_t ms)
+{
+	fprintf(f, "%lld", (long long)(ms / 1000));
+	int frac = (int)(ms % 1000);
+	if (!frac) return;
+	int digits = 3;
+	for (; frac % 10 == 0; frac /= 10) digits--;
+	fprintf(f, ".%0*d", digits, frac);
+}
+
+static void put_time_control(FILE *f, const TimeControl *t)
+{
+	put_seconds(f, t->main_ms);
+	fputc('+', f);
+	put_seconds(f, t->byoyomi_ms);
+	fputc('+', f);
+	put_seconds(f, t->inc_ms);
+	fputc('\n', f);
+}
+
+static void put_time(FILE *f, const TimeControl *const tc[COLOR_NB])
+{
+	const TimeControl *b = tc[BLACK], *w = tc[WHITE];
+	if (!b && !w) return;
+	bool same = b && w && b->main_ms == w->main_ms && b->byoyomi_ms == w->byoyomi_ms &&
+	            b->inc_ms == w->inc_ms;
+	if (same && b->inc_ms == 0 && b->main_ms % 60000 == 0 && b->byoyomi_ms % 1000 == 0) {
+		long long min = b->main_ms / 60000;
+		fprintf(f, "$TIME_LIMIT:%02lld:%02lld+%02lld\n", min / 60, min % 60,
+		        (long long)(b->byoyomi_ms / 1000));
+	}
+	if (same) {
+		fputs("$TIME:", f);
+		put_time_control(f, b);
+		if (b->inc_ms > 0) {
+			fputs("'Increment:", f);
+			put_seconds(f, b->inc_ms);
+			fputc('\n', f);
+		}
+		return;
+	}
+	for (int c = 0; c < COLOR_NB; c++) {
+		if (!tc[c]) continue;
+		fputs(c == BLACK ? "$TIME+:" : "$TIME-:", f);
+		put_time_control(f, tc[c]);
+	}
+}
+
 static void put_position(FILE *f, const Position *pos)
 {
 	for (int rank = 0; rank < RANK_NB; rank++) {
@@ -107,6 +156,7 @@ int csa_game_write(FILE *f, Position *game, const CsaGame *g, char *err)
 	put_header(f, "N-", g->name[WHITE]);
 	put_header(f, "$EVENT:", g->event);
 	put_header(f, "$START_TIME:", g->start_time);
+	put_time(f, g->time);
 	if (g->max_moves > 0) fprintf(f, "'Max_Moves:%d\n", g->max_moves);
 	put_position(f, game);
 	for (int i = 1; i <= n; i++) {

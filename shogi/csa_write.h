@@ -4,7 +4,8 @@
  *
  * The game is a Position whose history holds the moves from its set-up
  * position. The record gets: the version line, N+/N-, $EVENT, $START_TIME,
- * 'Max_Moves, the set-up position as board lines P1..P9 with hand lines and
+ * the time control ($TIME_LIMIT, $TIME, 'Increment), 'Max_Moves, the set-up
+ * position as board lines P1..P9 with hand lines and
  * the side to move, then each move with its T line and its "'**" comment
  * ("'** <score> <pv>": the score from Black's point of view and the PV in CSA
  * moves; "'** 0" alone for a book move), then the % ending and free comments.
@@ -28,9 +29,18 @@ typedef struct {
 } CsaMoveInfo;
 
 typedef struct {
-	const char *name[COLOR_NB];  /* N+ / N- (NULL: no line) */
-	const char *event;           /* $EVENT: (NULL: no line) */
-	const char *start_time;      /* $START_TIME: "YYYY/MM/DD hh:mm:ss" (NULL: no line) */
+	const char *name[COLOR_NB]; /* N+ / N- (NULL: no line) */
+	const char *event;          /* $EVENT: (NULL: no line) */
+	const char *start_time;     /* $START_TIME: "YYYY/MM/DD hh:mm:ss" (NULL: no line) */
+	/*
+	 * Each side's time control (both NULL: none). Written as V2.2's
+	 * "$TIME_LIMIT:HH:MM+SS" when both sides have the same main time in whole
+	 * minutes and byoyomi in whole seconds, without increment; always as
+	 * V3.0's "$TIME:main+byoyomi+increment" in seconds ("$TIME+:" and
+	 * "$TIME-:" when the sides differ); a shared increment also as
+	 * floodgate's "'Increment:seconds".
+	 */
+	const TimeControl *time[COLOR_NB];
 	int max_moves;               /* 'Max_Moves:N when > 0 */
 	const CsaMoveInfo *info;     /* one per move of the history, or NULL */
 	const char *end;             /* the % word without '%' ("TORYO", "KACHI"); NULL: none */

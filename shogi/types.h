@@ -198,4 +198,16 @@ static inline int value_clamp(int v)
 	return v > VALUE_MATE ? VALUE_MATE : v < -VALUE_MATE ? -VALUE_MATE : v;
 }
 
+/*
+ * One side's time control in a game, in milliseconds (all >= 0): a main
+ * time, then a byoyomi for each move once the main time is spent, and a
+ * Fischer increment credited as each move starts (floodgate's way). A move
+ * may take what is left of the main time + increment + byoyomi.
+ */
+typedef struct {
+	int64_t main_ms;
+	int64_t byoyomi_ms;
+	int64_t inc_ms;
+} TimeControl;
+
 #endif

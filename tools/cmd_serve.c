@@ -35,7 +35,8 @@
 	"usage: joseki serve BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N]\n"      \
 	"                         [--no-cors] [--quiet]   (default listen 127.0.0.1:8080)\n"       \
 	"       joseki serve BOOK --work [--tokens FILE] [--lease-seconds S]\n"                    \
-	"                         [--minimax-every N] [--minimax-seconds S]\n"                     \
+	"                         [--minimax-every N] [--minimax-seconds S] [--history-seconds "   \
+	"S]\n"                                                                                     \
 	"                         [--nodes N|--movetime MS|--depth D] [--multipv K] [--kif-bonus " \
 	"CP]\n"                                                                                    \
 	"                         " CLI_PLAN_USAGE
@@ -84,6 +85,9 @@ static int work_arg(WorkArgs *w, int argc, char **argv, int *i)
 		long b = strtol(val, &end, 10);
 		if (*end || end == val || b < -32000 || b > 32000) goto bad;
 		w->co.kif_bonus = (int)b;
+	} else if (!strcmp(a, "--history-seconds")) {
+		if (parse_uint(val, 86400, &v) < 0) goto bad;
+		w->co.history_seconds = v ? (double)v : -1; /* 0: no history */
 	} else if (!strcmp(a, "--lease-seconds") || !strcmp(a, "--minimax-seconds") ||
 	           !strcmp(a, "--minimax-every") || !strcmp(a, "--multipv") ||
 	           !strcmp(a, "--nodes") || !strcmp(a, "--movetime") || !strcmp(a, "--depth")) {
@@ -142,7 +146,7 @@ int cmd_serve(int argc, char **argv)
 	const char *book = NULL;
 	char addr[64] = "127.0.0.1";
 	ServerOptions opt = {.port = 8080, .log = true};
-	WorkArgs wa = {.co = {.budget = {SEARCH_BUDGET_NODES, 100000},
+	WorkArgs wa = {.co = {.budget = {.kind = SEARCH_BUDGET_NODES, .amount = 100000},
 	                      .multipv = 1,
 	                      .kif_bonus = SEL_KIF_BONUS_DEFAULT,
 	                      .minimax = bookmm_hook(NULL)}};

@@ -5,12 +5,16 @@
  *                   [--from-kifu FILE [--max-ply N]] [--extend]
  *                   [--roots FILE | --roots-from-games N [--roots-ply K]]
  *                   [--select cover|pv] [--window CP] [--book-side black|white|both]
+ *                   [--opponent builtin|PATH [--opponent-option N=V]... [--opponent-nodes N]
+ *                    [--probe-plies N] [--probe-burst N]]
  *
  * The generation loop (bookgen/think.h). --from-kifu thinks the positions
  * along the games of FILE first (CSA if it ends in .csa, else USI lines), up
  * to --max-ply (128) moves into each game; --extend then the positions just
  * past the end of the book in ingested games. The growth options (roots,
- * policy) are tools/cli_plan.h's. Ctrl-C / SIGTERM stop cleanly: the
+ * policy) are tools/cli_plan.h's. With --opponent the lines that opponent
+ * plays from the roots are walked instead (bookgen/probe.h), and the summary
+ * line starts "probe". Ctrl-C / SIGTERM stop cleanly: the
  * engines are told to stop, finished answers are committed, exit 0. Ends with
  * one stdout line: "think thought N failed F time_s T per_s R busy_pct B
  * root_value V commits C exhausted 0|1".
@@ -22,9 +26,11 @@
 
 #include "bookdb/bookdb.h"
 #include "bookgen/roots.h"
+#include "bookgen/probe.h"
 #include "bookgen/selector.h"
 #include "bookgen/think.h"
 #include "ingest/replay.h"
+#include "minimax/bookmm.h"
 #include "shogi/notation.h"
 #include "search/usi_engine.h"
 #include "tools/cli_engines.h"
@@ -48,6 +54,96 @@ static int collect_root(void *ctx, const Position *pos)
 	return roots_add_position(ctx, pos);
 }
 
+/* The opponent's side of --opponent. */
+typedef struct {
+	const char *engine;
+	UsiOption opts[THINK_MAX_OPTIONS];
+	int nopts;
+	uint64_t nodes, plies, burst;
+} OpponentArgs;
+
+/* Takes argv[*i] (and its value) when it is an --opponent option: 1 taken,
+ * 0 not one, -1 bad usage (message said). */
+static int opponent_arg(OpponentArgs *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i];
+	if (strcmp(a, "--opponent") && strcmp(a, "--opponent-option") &&
+	    strcmp(a, "--opponent-nodes") && strcmp(a, "--probe-plies") &&
+	    strcmp(a, "--probe-burst"))
+		return 0;
+	if (*i + 1 >= argc) {
+		joseki_error("think: %s wants a value", a);
+		return -1;
+	}
+	char *v = argv[++*i];
+	if (!strcmp(a, "--opponent")) {
+		o->engine = v;
+		return 1;
+	}
+	if (!strcmp(a, "--opponent-option"))
+		return cli_usi_option(o->opts, &o->nopts, THINK_MAX_OPTIONS, v, "think", a) < 0 ? -1
+		                                                                                : 1;
+	uint64_t *dst = !strcmp(a, "--opponent-nodes") ? &o->nodes
+	                : !strcmp(a, "--probe-plies")  ? &o->plies
+	                                               : &o->burst;
+	return cli_positive(dst, v, "think", a) < 0 ? -1 : 1;
+}
+
+/* think --opponent: the probes (bookgen/probe.h), one opponent per engine. */
+static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines, int n,
+                     const ThinkOptions *t, PlanSide side)
+{
+	SearchEngine **opp = calloc((size_t)n, sizeof *opp);
+	char err[THINK_ERRLEN];
+	int ret = 1;
+	if (!opp) {
+		joseki_error("out of memory");
+		return 1;
+	}
+	if (cli_open_engines(opp, n, oa->engine, oa->opts, oa->nopts, &think_stop_flag,
+	                     "think --opponent") < 0)
+		goto done;
+	ProbeOptions po = {
+	    .engines = engines,
+	    .opponents = opp,
+	    .nworkers = n,
+	    .budget = t->budget,
+	    .opp_budget = oa->nodes
+	                      ? (SearchBudget){.kind = SEARCH_BUDGET_NODES, .amount = oa->nodes}
+	                      : t->budget,
+	    .multipv = t->multipv,
+	    .roots = t->roots,
+	    .root_weights = t->root_weights,
+	    .nroots = t->nroots,
+	    .book_side = side,
+	    .max_plies = (int)oa->plies,
+	    .burst = (int)oa->burst,
+	    .max_positions = t->max_positions,
+	    .max_seconds = t->max_seconds,
+	    .stop = &think_stop_flag,
+	    .minimax = bookmm_hook(NULL),
+	    .progress = t->progress,
+	};
+	ProbeStats st;
+	int rc = probe_run(&st, db, &po, err);
+	printf("probe thought %llu failed %llu walks %llu opponent_moves %llu lines %llu done %llu "
+	       "deepest %d book_plies_per_walk %.1f time_s %.1f per_s %.2f\n",
+	       (unsigned long long)st.thought, (unsigned long long)st.failed,
+	       (unsigned long long)st.walks, (unsigned long long)st.opp_moves,
+	       (unsigned long long)st.lines, (unsigned long long)st.done, st.deepest,
+	       st.walks ? (double)st.book_plies / (double)st.walks : 0.0, st.seconds,
+	       st.seconds > 0 ? (double)st.thought / st.seconds : 0.0);
+	if (rc < 0) {
+		joseki_error("%s", err[0] ? err : think_strerror(rc));
+		goto done;
+	}
+	ret = 0;
+done:
+	for (int i = 0; i < n; i++) search_free(opp[i]);
+	free(opp);
+	return ret;
+}
+
 int cmd_think(int argc, char **argv)
 {
 	const char *book = NULL, *engine = "builtin", *kifu = NULL;
@@ -60,10 +156,12 @@ int cmd_think(int argc, char **argv)
 	int nbudgets = 0;
 	CliPlan cp;
 	cli_plan_init(&cp);
+	OpponentArgs oa = {0};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool has = i + 1 < argc;
 		int taken = cli_plan_arg(&cp, argc, argv, &i, "think");
+		if (!taken) taken = opponent_arg(&oa, argc, argv, &i);
 		if (taken < 0) return 2;
 		if (taken) continue;
 		if (!strcmp(a, "--quiet"))
@@ -130,6 +228,16 @@ int cmd_think(int argc, char **argv)
 		return 2;
 	}
 	if (cli_plan_check(&cp, "think") < 0) return 2;
+	if (!oa.engine && (oa.nopts || oa.nodes || oa.plies || oa.burst)) {
+		joseki_error("think: the --opponent options need --opponent");
+		return 2;
+	}
+	if (oa.engine && (kifu || extend)) {
+		joseki_error(
+		    "think: --opponent walks the roots; --from-kifu and --extend do not go "
+		    "with it");
+		return 2;
+	}
 	if (nbudgets > 1) {
 		joseki_error("think: give one of --nodes, --movetime, --depth");
 		return 2;
@@ -189,6 +297,10 @@ int cmd_think(int argc, char **argv)
 	    .first = (const char *const *)kl.specs,
 	    .nfirst = kl.n,
 	};
+	if (oa.engine) {
+		ret = run_probe(db, &oa, engines, (int)nengines, &opt, cp.plan.book_side);
+		goto done;
+	}
 	ThinkStats st;
 	int rc = think_run(&st, db, &opt, err);
 	printf("think thought %llu failed %llu time_s %.1f per_s %.2f busy_pct %.0f root_value %d "

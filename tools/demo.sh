@@ -25,15 +25,22 @@ step "5. What the book knows about the start position (mover's wins/draws/losses
 $J query "$OUT/book" startpos
 
 THINK=${DEMO_THINK_SECONDS:-60}
-step "6. Thinking for ${THINK} s with the built-in engine (2 engines): the selector picks the leaves most worth analysing"
-$J think "$OUT/book" --engine builtin --engines 2 --time "$THINK" --quiet
+HALF=$((THINK / 2))
+printf 'startpos\nstartpos moves 7g7f\nstartpos moves 2g2f\nstartpos moves 7g7f 3c3d\nstartpos moves 2g2f 8c8d\n' >"$OUT/openings.txt"
+step "6. Thinking for ${HALF} s with the built-in engine (2 engines) from 5 openings: the selector covers each colour's best moves and the opponent's near-best replies"
+$J think "$OUT/book" --engine builtin --engines 2 --roots "$OUT/openings.txt" --time "$HALF" --quiet
+
+step "6b. ${HALF} s more walking the lines the built-in engine really plays from those openings at 20000 nodes (think --opponent): the book answers every reply it meets"
+$J think "$OUT/book" --engine builtin --engines 2 --roots "$OUT/openings.txt" --opponent builtin \
+	--nodes 20000 --time "$HALF" --quiet
 
 step "7. Minimax: backing the values up over the whole book graph (transpositions and repetitions handled)"
 $J minimax "$OUT/book"
 
 THINK2=${DEMO_THINK_MORE_SECONDS:-10}
 step "7b. Thinking ${THINK2} s more, then minimax again: incremental, only the new results and what lies above them"
-$J think "$OUT/book" --engine builtin --engines 2 --time "$THINK2" --quiet
+$J think "$OUT/book" --engine builtin --engines 2 --roots "$OUT/openings.txt" --opponent builtin \
+	--nodes 20000 --time "$THINK2" --quiet
 $J minimax "$OUT/book"
 
 step "8. Exporting a YaneuraOu book (sorted for BookOnTheFly) to $OUT/book.db"
@@ -47,8 +54,7 @@ step "10. Book statistics and an integrity check"
 $J stats "$OUT/book"
 $J check "$OUT/book"
 
-step "11. What the book is worth: a short match, the built-in engine with the book (A) against the same engine without it (B), 5 openings x both colours, 20000 nodes a move; records in $OUT/match"
-printf 'startpos\nstartpos moves 7g7f\nstartpos moves 2g2f\nstartpos moves 7g7f 3c3d\nstartpos moves 2g2f 8c8d\n' >"$OUT/openings.txt"
+step "11. What the book is worth: a short match, the built-in engine with the book (A) against the same engine without it (B), 5 openings x both colours, 20000 nodes a move (the engines play the same game from the same opening, so these 10 games are all there are); records in $OUT/match"
 $J match --engine-a builtin --engine-b builtin --book-a "$OUT/book" --book-b none \
 	--openings "$OUT/openings.txt" --games 10 --nodes 20000 --concurrency 2 --out "$OUT/match"
 

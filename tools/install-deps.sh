@@ -12,19 +12,22 @@ for p in $PKGS; do
 	fi
 done
 
-# The explorer's browser test drives Debian's chromium with playwright-core
-# (npm, pinned in tests/server/package-lock.json).
+# The explorer's browser test drives Debian's chromium with playwright-core,
+# and the Kubernetes manifests are checked with kubernetes-models and
+# TypeScript (npm, pinned in tests/server/ and tests/deploy/package-lock.json).
 npm_deps() {
-	if [ ! -d tests/server/node_modules/playwright-core ]; then
+	for d in tests/server tests/deploy; do
+		if [ "$d" = tests/server ]; then m=playwright-core; else m=kubernetes-models; fi
+		[ -d "$d/node_modules/$m" ] && continue
 		if [ "${1:-}" = "--check" ]; then
-			echo "missing: tests/server/node_modules (npm ci in tests/server)" >&2
+			echo "missing: $d/node_modules (npm ci in $d)" >&2
 			return 1
 		fi
-		(cd tests/server && npm ci --no-audit --no-fund --silent) || {
-			echo "tools/install-deps.sh: npm ci in tests/server failed" >&2
+		(cd "$d" && npm ci --no-audit --no-fund --silent) || {
+			echo "tools/install-deps.sh: npm ci in $d failed" >&2
 			return 1
 		}
-	fi
+	done
 }
 
 if [ -z "$missing" ]; then

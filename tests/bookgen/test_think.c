@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 #include <pthread.h>
 
 #include "bookdb/bookdb.h"
@@ -117,7 +118,7 @@ static int run_first(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeM
 	for (int i = 0; i < n; i++) engines[i] = fake_new(log, mode);
 	ThinkOptions opt = {.engines = engines,
 	                    .nengines = n,
-	                    .budget = {SEARCH_BUDGET_DEPTH, 7},
+	                    .budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 7},
 	                    .multipv = 3,
 	                    .max_positions = positions,
 	                    .stop = stop,
@@ -692,6 +693,61 @@ static void test_bookgen__think_command_grows_only_under_its_roots(void **state)
 	free(dir);
 }
 
+/* think --opponent: the lines the opponent plays are walked to --probe-plies,
+ * so a match against that opponent (the built-in engine, which answers the
+ * same way at a node budget) stays in book for exactly the book side's moves
+ * of those plies, in every game. */
+static void test_bookgen__think_probes_the_lines_an_opponent_plays(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[4096], roots[4096], *out = NULL, *err = NULL;
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(roots, sizeof roots, "%s/roots.txt", dir);
+	static const char R[] = "startpos moves 7g7f 3c3d\nstartpos moves 2g2f\n";
+	assert_int_equal(ts_write_file(roots, R, sizeof R - 1), 0);
+	int rc = ts_runf(&out, &err,
+	                 "%s think %s --roots %s --opponent builtin --nodes 3000 --multipv 3 "
+	                 "--probe-plies 6 --engines 2 --quiet",
+	                 ts_joseki(), book, roots);
+	assert_int_equal(rc, 0);
+	/* 2 roots x 2 colours, each walked to the end (a walk that found its
+	 * line thought to the last ply). A position met on the opponent's turn
+	 * and later on the book's is analysed twice (the opponent's one move,
+	 * then the book's lines). */
+	assert_true(field(out, "probe thought ") >= thought_in(dir));
+	assert_true(field(out, " lines ") == 4 && field(out, " done ") == 4);
+	assert_int_equal(field(out, " deepest "), 6);
+	free(out);
+	free(err);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s --quiet", ts_joseki(), book), 0);
+	rc = ts_runf(&out, &err,
+	             "%s match --engine-a builtin --engine-b builtin --book-a %s --openings %s "
+	             "--games 4 --nodes 3000 --json --quiet",
+	             ts_joseki(), book, roots);
+	assert_int_equal(rc, 0);
+	json_error_t je;
+	json_t *o = json_loads(out, 0, &je);
+	assert_non_null(o);
+	json_t *res = json_object_get(o, "results");
+	assert_int_equal(json_array_size(res), 4);
+	for (size_t g = 0; g < 4; g++) {
+		json_t *bp = json_object_get(json_array_get(res, g), "book_plies");
+		/* 6 plies walked: the book side moved 3 times in them. */
+		assert_int_equal(json_integer_value(json_array_get(bp, 0)), 3);
+		assert_int_equal(json_integer_value(json_array_get(bp, 1)), 0);
+	}
+	json_decref(o);
+	free(out);
+	free(err);
+	/* The options go together. */
+	rc = ts_runf(&out, &err, "%s think %s --opponent-nodes 5 --positions 1", ts_joseki(), book);
+	assert_int_equal(rc, 2);
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -704,6 +760,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_command_from_kifu),
 	    cmocka_unit_test(test_bookgen__think_command_extends_along_ingested_games),
 	    cmocka_unit_test(test_bookgen__think_command_grows_only_under_its_roots),
+	    cmocka_unit_test(test_bookgen__think_probes_the_lines_an_opponent_plays),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

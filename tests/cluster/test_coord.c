@@ -17,6 +17,7 @@
 
 #include "bookdb/bookdb.h"
 #include "cluster/coord.h"
+#include "cluster/coord_history.h"
 #include "bookgen/roots.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -33,7 +34,7 @@ static Coord *open_coord(BookDB **db, const char *dir)
 {
 	char err[COORD_ERRLEN];
 	assert_int_equal(bookdb_open(db, dir, NULL, err), 0);
-	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
 	                  .multipv = 3,
 	                  .lease_seconds = 60,
 	                  .plan = {.mode = PLAN_PV}};
@@ -594,6 +595,66 @@ static void test_coord__many_leases_finish_abort_and_expire_in_any_order(void **
 	free(dir);
 }
 
+/* The history (cluster/coord_history.h): a point at each minute's end with
+ * the minute's results and the book's state, taken by coord_tick; the points
+ * stay in the book across a restart, which starts counting afresh. */
+static void test_coord__history_points_follow_the_clock_across_a_restart(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	BookDB *db;
+	Coord *c = open_coord(&db, dir);
+	const int64_t M = (T0 / 60000 + 1) * 60000; /* the first minute's end after T0 */
+	assert_int_equal(coord_tick(c, T0, err), 0);
+	seed_book(c, 3);
+	assert_int_equal(coord_tick(c, M - 1, err), 0); /* not yet */
+	assert_int_equal(coord_tick(c, M, err), 0);
+	seed_book(c, 2);
+	assert_int_equal(coord_tick(c, M + 60000, err), 0);
+	close_coord(c, db);
+	c = open_coord(&db, dir);
+	assert_int_equal(coord_tick(c, M + 90000, err), 0);
+	seed_book(c, 1);
+	assert_int_equal(coord_tick(c, M + 120000, err), 0);
+	close_coord(c, db);
+
+	char berr[BOOKDB_ERRLEN];
+	BookDBOptions ro = {.read_only = true};
+	assert_int_equal(bookdb_open(&db, dir, &ro, berr), 0);
+	BookTxn *t;
+	CoordHistPoint *p;
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(coord_history_read(&p, t, 0, NULL), 3);
+	bookdb_txn_abort(t);
+	const int64_t want_t[] = {M / 1000, M / 1000 + 60, M / 1000 + 120};
+	const uint64_t want_results[] = {3, 2, 1}, want_span[] = {(M - T0) / 1000, 60, 30};
+	Position *pos = malloc(sizeof *pos);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(p[i].t, want_t[i]);
+		assert_int_equal(p[i].results, want_results[i]);
+		assert_int_equal(p[i].span_s, want_span[i]);
+		assert_int_equal(p[i].thought, i == 0 ? 3 : i == 1 ? 5 : 6);
+		assert_true(p[i].positions >= p[i].thought);
+		assert_int_equal(p[i].root_value, 10); /* the best engine line's score */
+		/* The book's line from the start position, legal move by move. */
+		char line[sizeof p[i].pv], *save = NULL, spec[200] = "startpos moves";
+		snprintf(line, sizeof line, "%s", p[i].pv);
+		int moves = 0;
+		for (char *m = strtok_r(line, " ", &save); m; m = strtok_r(NULL, " ", &save)) {
+			strncat(spec, " ", sizeof spec - strlen(spec) - 1);
+			strncat(spec, m, sizeof spec - strlen(spec) - 1);
+			moves++;
+		}
+		assert_true(moves >= 1);
+		assert_int_equal(position_parse(pos, spec, NULL), 0);
+	}
+	free(pos);
+	free(p);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -608,6 +669,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__abort_returns_positions_at_once_without_a_try),
 	    cmocka_unit_test(test_coord__three_failed_tries_set_a_position_aside),
 	    cmocka_unit_test(test_coord__a_restart_keeps_leases_tries_and_the_counter),
+	    cmocka_unit_test(test_coord__history_points_follow_the_clock_across_a_restart),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

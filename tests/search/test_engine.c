@@ -512,8 +512,9 @@ static void test_engine__builtin_answers_through_the_search_interface(void **sta
 	static Position tmp;
 	char err[SHOGI_ERRLEN];
 	assert_int_equal(position_parse(pos, "startpos moves 7g7f 3c3d", err), 0);
-	const SearchBudget budgets[] = {
-	    {SEARCH_BUDGET_DEPTH, 3}, {SEARCH_BUDGET_NODES, 5000}, {SEARCH_BUDGET_MOVETIME, 50}};
+	const SearchBudget budgets[] = {{.kind = SEARCH_BUDGET_DEPTH, .amount = 3},
+	                                {.kind = SEARCH_BUDGET_NODES, .amount = 5000},
+	                                {.kind = SEARCH_BUDGET_MOVETIME, .amount = 50}};
 	for (size_t i = 0; i < 3; i++) {
 		SearchResult r;
 		assert_int_equal(search_analyse(se, &r, pos, &budgets[i], 3), 0);
@@ -539,7 +540,7 @@ static void test_engine__builtin_answers_through_the_search_interface(void **sta
 	}
 	/* Mate in 1: a mate score with its distance. */
 	SearchResult r;
-	const SearchBudget d3 = {SEARCH_BUDGET_DEPTH, 3};
+	const SearchBudget d3 = {.kind = SEARCH_BUDGET_DEPTH, .amount = 3};
 	assert_int_equal(position_parse(pos, "sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1", err), 0);
 	assert_int_equal(search_analyse(se, &r, pos, &d3, 1), 0);
 	assert_true(r.lines[0].mate);
@@ -552,7 +553,7 @@ static void test_engine__builtin_answers_through_the_search_interface(void **sta
 	assert_int_equal(r.nlines, 0);
 	assert_int_equal(r.bestmove, MOVE_NONE);
 	/* Bad arguments. */
-	const SearchBudget zero = {SEARCH_BUDGET_NODES, 0};
+	const SearchBudget zero = {.kind = SEARCH_BUDGET_NODES, .amount = 0};
 	assert_int_equal(search_analyse(se, &r, pos, &zero, 1), SEARCH_EINVAL);
 	assert_int_equal(search_analyse(se, &r, pos, &d3, 0), SEARCH_EINVAL);
 	assert_int_equal(search_analyse(se, &r, pos, &d3, SEARCH_MULTIPV_MAX + 1), SEARCH_EINVAL);
@@ -584,7 +585,7 @@ static void test_engine__builtin_cancel_flag_ends_the_analysis(void **state)
 	cancel_flag = 0;
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, raise_cancel, NULL), 0);
-	const SearchBudget budget = {SEARCH_BUDGET_DEPTH, 60};
+	const SearchBudget budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 60};
 	SearchResult r;
 	int64_t t0 = clock_ms();
 	assert_int_equal(search_analyse(se, &r, pos, &budget, 1), SEARCH_ECANCELED);
@@ -593,7 +594,7 @@ static void test_engine__builtin_cancel_flag_ends_the_analysis(void **state)
 	/* Still raised: the next call ends at once; lowered: it works again. */
 	assert_int_equal(search_analyse(se, &r, pos, &budget, 1), SEARCH_ECANCELED);
 	cancel_flag = 0;
-	const SearchBudget d2 = {SEARCH_BUDGET_DEPTH, 2};
+	const SearchBudget d2 = {.kind = SEARCH_BUDGET_DEPTH, .amount = 2};
 	assert_int_equal(search_analyse(se, &r, pos, &d2, 1), 0);
 	assert_true(pos_is_legal(pos, r.bestmove));
 	free(pos);

@@ -93,7 +93,7 @@ static int open_fake(Fixture *f, const char *script)
 	return rc;
 }
 
-static const SearchBudget movetime50 = {SEARCH_BUDGET_MOVETIME, 50};
+static const SearchBudget movetime50 = {.kind = SEARCH_BUDGET_MOVETIME, .amount = 50};
 
 /* Analyses spec with a 50 ms budget into f->res. */
 static int analyse(Fixture *f, const char *spec, int multipv)
@@ -163,7 +163,7 @@ static void test_search__usi_normal_engine_answers(void **state)
 static void test_search__usi_mate_scores_count_plies(void **state)
 {
 	Fixture *f = *state;
-	SearchBudget depth = {SEARCH_BUDGET_DEPTH, 3};
+	SearchBudget depth = {.kind = SEARCH_BUDGET_DEPTH, .amount = 3};
 	assert_int_equal(open_fake(f, "ok"), 0);
 	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, MATE_SFEN, &depth, 2), 0);
 	assert_string_equal(f->res.bestmove_usi, "G*5b");
@@ -208,7 +208,7 @@ static void test_search__usi_bad_input_does_not_touch_the_engine(void **state)
 	    usi_engine_analyse_spec(f->e, &f->res, "startpos moves 7g7g", &movetime50, 1),
 	    SEARCH_EINVAL);
 	assert_non_null(strstr(usi_engine_last_error(f->e), "7g7g"));
-	SearchBudget zero = {SEARCH_BUDGET_NODES, 0};
+	SearchBudget zero = {.kind = SEARCH_BUDGET_NODES, .amount = 0};
 	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &zero, 1),
 	                 SEARCH_EINVAL);
 	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &movetime50, 0),
@@ -279,6 +279,63 @@ static void test_search__usi_hang_is_stopped_killed_and_reported(void **state)
 	free(tr);
 	assert_int_equal(analyse(f, "startpos", 3), 0);
 	assert_startpos_answer(&f->res);
+}
+
+static void test_search__usi_clock_budget_sends_the_clocks(void **state)
+{
+	Fixture *f = *state;
+	assert_int_equal(open_fake(f, "ok"), 0);
+	/* Fischer: both increments, no byoyomi. */
+	SearchBudget b = {.kind = SEARCH_BUDGET_CLOCK,
+	                  .clock = {.time = {61000, 59500}, .inc = {1000, 2000}}};
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &b, 1), 0);
+	assert_string_equal(f->res.bestmove_usi, "7g7f");
+	/* Byoyomi after the main time, White to move. */
+	b.clock = (SearchClock){.time = {0, 1500}, .byoyomi = 3000};
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos moves 7g7f", &b, 1), 0);
+	assert_string_equal(f->res.bestmove_usi, "3c3d");
+	/* Sudden death says byoyomi 0. */
+	b.clock = (SearchClock){.time = {700, 800}};
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &b, 1), 0);
+	char *tr = ts_read_file(f->transcript, NULL);
+	assert_non_null(strstr(tr, "position startpos\ngo btime 61000 wtime 59500 binc 1000 winc "
+	                           "2000\n"));
+	assert_non_null(strstr(tr, "position startpos moves 7g7f\ngo btime 0 wtime 1500 byoyomi "
+	                           "3000\n"));
+	assert_non_null(strstr(tr, "position startpos\ngo btime 700 wtime 800 byoyomi 0\n"));
+	free(tr);
+	/* A clock with no time for the side to move, or a negative field, is refused. */
+	b.clock = (SearchClock){.time = {0, 5000}};
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &b, 1), SEARCH_EINVAL);
+	b.clock = (SearchClock){.time = {1000, -1}};
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &b, 1), SEARCH_EINVAL);
+	/* The hard limit is the mover's own time plus the slack. */
+	b.clock = (SearchClock){.time = {1000, 7000}, .inc = {100, 300}, .byoyomi = 50};
+	assert_int_equal(usi_engine_hard_limit_ms(&f->cfg, &b, BLACK), 1000 + 100 + 50 + 200);
+	assert_int_equal(usi_engine_hard_limit_ms(&f->cfg, &b, WHITE), 7000 + 300 + 50 + 200);
+}
+
+static void test_search__usi_clock_timeout_is_not_retried(void **state)
+{
+	Fixture *f = *state;
+	UsiEngineStats st;
+	assert_int_equal(open_fake(f, "hang_go,ok"), 0);
+	SearchBudget b = {.kind = SEARCH_BUDGET_CLOCK, .clock = {.time = {100, 100}}};
+	int64_t t0 = clock_ms();
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &b, 1),
+	                 SEARCH_ETIMEOUT);
+	int64_t took = clock_ms() - t0;
+	/* one attempt: 100 ms of clock + 200 ms slack, then 200 ms after stop */
+	assert_true(took >= 500);
+	assert_true(took < 500 + 2500);
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.timeouts, 1);
+	assert_int_equal(st.retries, 0);
+	assert_int_equal(st.failures, 1);
+	assert_int_equal(st.starts, 1);
+	/* The next position gets a fresh engine. */
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &b, 1), 0);
+	assert_string_equal(f->res.bestmove_usi, "7g7f");
 }
 
 static void test_search__usi_answer_after_stop_is_accepted(void **state)
@@ -472,14 +529,14 @@ static void test_search__usi_hard_limit_follows_the_budget(void **state)
 	(void)state;
 	UsiEngineConfig cfg;
 	usi_engine_config_init(&cfg);
-	SearchBudget b = {SEARCH_BUDGET_MOVETIME, 1000};
-	assert_int_equal(usi_engine_hard_limit_ms(&cfg, &b), 3 * 1000 + 2000);
+	SearchBudget b = {.kind = SEARCH_BUDGET_MOVETIME, .amount = 1000};
+	assert_int_equal(usi_engine_hard_limit_ms(&cfg, &b, BLACK), 3 * 1000 + 2000);
 	b.kind = SEARCH_BUDGET_NODES;
 	b.amount = 1000000; /* 10 s at the 100k nps floor */
-	assert_int_equal(usi_engine_hard_limit_ms(&cfg, &b), 3 * 10000 + 2000);
+	assert_int_equal(usi_engine_hard_limit_ms(&cfg, &b, BLACK), 3 * 10000 + 2000);
 	b.kind = SEARCH_BUDGET_DEPTH;
 	b.amount = 20;
-	assert_int_equal(usi_engine_hard_limit_ms(&cfg, &b), cfg.depth_limit_ms);
+	assert_int_equal(usi_engine_hard_limit_ms(&cfg, &b, BLACK), cfg.depth_limit_ms);
 }
 
 /* A C engine that answers at once, for the overhead figure. */
@@ -512,7 +569,7 @@ static void test_search__usi_driver_overhead_is_small(void **state)
 	char err[SEARCH_ERRLEN];
 	const char *args[] = {"--instant-fake", NULL};
 	Position *pos = malloc(sizeof *pos);
-	SearchBudget nodes = {SEARCH_BUDGET_NODES, 1};
+	SearchBudget nodes = {.kind = SEARCH_BUDGET_NODES, .amount = 1};
 	double us = 0;
 
 	f->cfg.path = self_path;
@@ -557,7 +614,7 @@ static void test_search__usi_cancel_stops_and_keeps_an_answering_engine(void **s
 	f->cfg.cancel = &cancel_flag;
 	assert_int_equal(open_fake(f, "hang_stop"), 0);
 	int pid = usi_engine_pid(f->e);
-	SearchBudget long_think = {SEARCH_BUDGET_MOVETIME, 60000};
+	SearchBudget long_think = {.kind = SEARCH_BUDGET_MOVETIME, .amount = 60000};
 	cancel_after(100);
 	int64_t t0 = clock_ms();
 	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &long_think, 3),
@@ -738,7 +795,7 @@ static void test_search__usi_real_engine(void **state)
 	                                    "startpos moves 7g7f 3c3d 8h2b+"};
 	pos = malloc(sizeof *pos);
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
-		SearchBudget b = {SEARCH_BUDGET_NODES, 20000};
+		SearchBudget b = {.kind = SEARCH_BUDGET_NODES, .amount = 20000};
 		assert_int_equal(position_parse(pos, specs[i], NULL), 0);
 		int rc = usi_engine_analyse(f->e, &f->res, pos, &b, 3);
 		if (rc < 0) fail_msg("%s: %s", specs[i], usi_engine_last_error(f->e));
@@ -761,6 +818,42 @@ static void test_search__usi_real_engine(void **state)
 	free(words);
 }
 
+/* An engine known to take only time controls (gpsshogi, here the fake calling
+ * itself so): a movetime budget goes out as byoyomi in whole seconds, at least
+ * one; a nodes or depth budget is refused without touching the engine, which
+ * stays usable. The fake aborts on any other go, as gpsusi does. */
+static void test_search__usi_time_only_engine_gets_byoyomi(void **state)
+{
+	Fixture *f = *state;
+	assert_int_equal(open_fake(f, "timeonly"), 0);
+	assert_int_equal(analyse(f, "startpos", 2), 0); /* movetime 50 */
+	assert_string_equal(f->res.bestmove_usi, "7g7f");
+	assert_int_equal(f->res.nlines, 2);
+	SearchBudget b = {.kind = SEARCH_BUDGET_MOVETIME, .amount = 2500};
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &b, 1), 0);
+	b.kind = SEARCH_BUDGET_NODES;
+	b.amount = 1000;
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &b, 1), SEARCH_EINVAL);
+	assert_non_null(strstr(usi_engine_last_error(f->e), "only time controls"));
+	assert_non_null(strstr(usi_engine_last_error(f->e), "--movetime"));
+	b.kind = SEARCH_BUDGET_DEPTH;
+	b.amount = 3;
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, "startpos", &b, 1), SEARCH_EINVAL);
+	assert_int_equal(analyse(f, "startpos moves 7g7f", 1), 0);
+	UsiEngineStats st;
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.starts, 1);
+	assert_int_equal(st.crashes, 0);
+	char *tr = ts_read_file(f->transcript, NULL);
+	assert_non_null(tr);
+	assert_non_null(strstr(tr, "\ngo btime 0 wtime 0 byoyomi 1000\n"));
+	assert_non_null(strstr(tr, "\ngo btime 0 wtime 0 byoyomi 2000\n"));
+	assert_null(strstr(tr, "go movetime"));
+	assert_null(strstr(tr, "go nodes"));
+	assert_null(strstr(tr, "go depth"));
+	free(tr);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "--instant-fake") == 0) return instant_fake();
@@ -776,6 +869,8 @@ int main(int argc, char **argv)
 	    T(test_search__usi_crash_is_retried_once),
 	    T(test_search__usi_crash_twice_fails_then_recovers),
 	    T(test_search__usi_hang_is_stopped_killed_and_reported),
+	    T(test_search__usi_clock_budget_sends_the_clocks),
+	    T(test_search__usi_clock_timeout_is_not_retried),
 	    T(test_search__usi_answer_after_stop_is_accepted),
 	    T(test_search__usi_handshake_stall_times_out),
 	    T(test_search__usi_handshake_stall_on_restart_fails_the_position),
@@ -789,6 +884,7 @@ int main(int argc, char **argv)
 	    T(test_search__usi_unknown_position_resigns),
 	    T(test_search__usi_through_the_search_interface),
 	    T(test_search__usi_hard_limit_follows_the_budget),
+	    T(test_search__usi_time_only_engine_gets_byoyomi),
 	    T(test_search__usi_driver_overhead_is_small),
 	    T(test_search__usi_cancel_stops_and_keeps_an_answering_engine),
 	    T(test_search__usi_overlong_lines_and_chatter_are_skipped),

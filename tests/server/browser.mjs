@@ -1,11 +1,17 @@
 // tests/server/browser.mjs URL SHOT_DIR — the explorer in a real browser
 // (Debian's chromium, driven by playwright-core): the start position on the
 // board, a click on the book's best move, the board and the table change, back,
-// an SFEN pasted, and screenshots. Prints "ok ..." lines; exits non-zero with
-// the reason on the first failure. Run by tests/server/test_server.c.
+// an SFEN pasted, and screenshots.
+// tests/server/browser.mjs --work URL SHOT_DIR TOKEN WORKER — the work page
+// (work.html) of a coordinator that has been recording: every chart has
+// points, the summary and the book's line are shown, no worker name without a
+// token; a wrong token is refused; with TOKEN the workers table names WORKER.
+// Prints "ok ..." lines; exits non-zero with the reason on the first failure.
+// Run by tests/server/test_server.c.
 import { chromium } from 'playwright-core';
 
-const [url, shots] = process.argv.slice(2);
+const work = process.argv[2] === '--work';
+const [url, shots, token, worker] = process.argv.slice(work ? 3 : 2);
 const fail = msg => { console.error('FAIL ' + msg); process.exit(1); };
 
 const browser = await chromium.launch({
@@ -17,57 +23,105 @@ try {
   const errors = [];
   page.on('pageerror', e => errors.push(String(e)));
   page.on('requestfailed', r => { if (!r.url().startsWith(url)) errors.push('fetched outside: ' + r.url()); });
-  await page.goto(url + '/');
-  await page.waitForSelector('#moves tbody tr');
+  page.on('request', r => { if (!r.url().startsWith(url)) errors.push('fetched outside: ' + r.url()); });
+  if (work) {
+    await workPage(page);
+    if (errors.length) fail('page errors: ' + errors.join('; '));
+  } else {
+    await page.goto(url + '/');
+    await page.waitForSelector('#moves tbody tr');
 
-  // The start position: 40 pieces, Black's king (玉) on 5i, Black to move.
-  const pieces = await page.$$eval('#board g.piece', g => g.length);
-  if (pieces !== 40) fail(`start position shows ${pieces} pieces`);
-  const turn = await page.textContent('#turn');
-  if (!turn.includes('Black')) fail('turn: ' + turn);
-  console.log('ok start position: 40 pieces, ' + turn.trim());
+    // The start position: 40 pieces, Black's king (玉) on 5i, Black to move.
+    const pieces = await page.$$eval('#board g.piece', g => g.length);
+    if (pieces !== 40) fail(`start position shows ${pieces} pieces`);
+    const turn = await page.textContent('#turn');
+    if (!turn.includes('Black')) fail('turn: ' + turn);
+    console.log('ok start position: 40 pieces, ' + turn.trim());
 
-  // Moves as a player writes them: two golds reach 5h, the book's 4i5h is ▲５八金右.
-  const names = await page.$$eval('#moves tbody tr', rows => rows.map(r => r.dataset.move + '=' + r.querySelector('td.mv').textContent));
-  if (!names.includes('4i5h=▲５八金右')) fail('move names: ' + names.join(' '));
-  console.log('ok moves named as a player writes them: ' + names.join(' '));
+    // Moves as a player writes them: two golds reach 5h, the book's 4i5h is ▲５八金右.
+    const names = await page.$$eval('#moves tbody tr', rows => rows.map(r => r.dataset.move + '=' + r.querySelector('td.mv').textContent));
+    if (!names.includes('4i5h=▲５八金右')) fail('move names: ' + names.join(' '));
+    console.log('ok moves named as a player writes them: ' + names.join(' '));
 
-  // The best move (first row, starred) is followed by a click on its row.
-  const best = await page.getAttribute('#moves tbody tr.best', 'data-move');
-  const before = await page.textContent('#moves tbody');
-  await page.screenshot({ path: shots + '/explorer-start.png' });
-  await page.click('#moves tbody tr.best');
-  await page.waitForFunction(b => location.hash.includes(encodeURIComponent(b)), best);
-  await page.waitForFunction(t => document.querySelector('#turn').textContent.includes('White'), null);
-  const after = await page.textContent('#moves tbody');
-  if (after === before) fail('the move table did not change after ' + best);
-  const marked = await page.$$eval('#board rect.last', r => r.length);
-  if (marked !== 2) fail(`the last move should mark 2 squares, marks ${marked}`);
-  console.log('ok followed the best move ' + best + '; table changed; last move marked');
-  await page.screenshot({ path: shots + '/explorer.png' });
+    // The best move (first row, starred) is followed by a click on its row.
+    const best = await page.getAttribute('#moves tbody tr.best', 'data-move');
+    const before = await page.textContent('#moves tbody');
+    await page.screenshot({ path: shots + '/explorer-start.png' });
+    await page.click('#moves tbody tr.best');
+    await page.waitForFunction(b => location.hash.includes(encodeURIComponent(b)), best);
+    await page.waitForFunction(t => document.querySelector('#turn').textContent.includes('White'), null);
+    const after = await page.textContent('#moves tbody');
+    if (after === before) fail('the move table did not change after ' + best);
+    const marked = await page.$$eval('#board rect.last', r => r.length);
+    if (marked !== 2) fail(`the last move should mark 2 squares, marks ${marked}`);
+    console.log('ok followed the best move ' + best + '; table changed; last move marked');
+    await page.screenshot({ path: shots + '/explorer.png' });
 
-  // The browser's back button returns to the start position.
-  await page.goBack();
-  await page.waitForFunction(() => document.querySelector('#turn').textContent.includes('Black'));
-  if ((await page.textContent('#moves tbody')) !== before) fail('back did not restore the table');
-  console.log('ok back to the start position');
+    // The browser's back button returns to the start position.
+    await page.goBack();
+    await page.waitForFunction(() => document.querySelector('#turn').textContent.includes('Black'));
+    if ((await page.textContent('#moves tbody')) !== before) fail('back did not restore the table');
+    console.log('ok back to the start position');
 
-  // An SFEN pasted into the box: a position with a promoted piece (red).
-  await page.fill('#spec', 'lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/LNSGKGSNL w B 4');
-  await page.click('#goto button');
-  await page.waitForFunction(() => document.querySelector('#turn').textContent.includes('White'));
-  const red = await page.$$eval('#board g.piece text', t => t.filter(x => x.getAttribute('fill') === '#c0201c').length);
-  if (red !== 1) fail(`one promoted (red) piece expected, ${red} shown`);
-  const status = await page.textContent('#status');
-  console.log('ok pasted SFEN shown (' + status.trim() + ')');
-  await page.screenshot({ path: shots + '/explorer-sfen.png' });
+    // An SFEN pasted into the box: a position with a promoted piece (red).
+    await page.fill('#spec', 'lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/LNSGKGSNL w B 4');
+    await page.click('#goto button');
+    await page.waitForFunction(() => document.querySelector('#turn').textContent.includes('White'));
+    const red = await page.$$eval('#board g.piece text', t => t.filter(x => x.getAttribute('fill') === '#c0201c').length);
+    if (red !== 1) fail(`one promoted (red) piece expected, ${red} shown`);
+    const status = await page.textContent('#status');
+    console.log('ok pasted SFEN shown (' + status.trim() + ')');
+    await page.screenshot({ path: shots + '/explorer-sfen.png' });
 
-  // Clicking piece then square plays a move (7c7d for White).
-  await page.click('#board rect[data-sq="7c"]');
-  await page.click('#board rect[data-sq="7d"]');
-  await page.waitForFunction(() => location.hash.includes('7c7d'));
-  console.log('ok a move made by clicking piece and square');
-  if (errors.length) fail('page errors: ' + errors.join('; '));
+    // Clicking piece then square plays a move (7c7d for White).
+    await page.click('#board rect[data-sq="7c"]');
+    await page.click('#board rect[data-sq="7d"]');
+    await page.waitForFunction(() => location.hash.includes('7c7d'));
+    console.log('ok a move made by clicking piece and square');
+    if (errors.length) fail('page errors: ' + errors.join('; '));
+  }
 } finally {
   await browser.close();
+}
+
+async function workPage(page) {
+  await page.goto(url + '/work.html');
+  // Every chart drawn with points from the history.
+  for (const id of ['chart-rate', 'chart-book', 'chart-root', 'chart-workers']) {
+    await page.waitForFunction(i => +(document.getElementById(i).dataset.points || 0) >= 2, id, { timeout: 15000 })
+      .catch(() => fail(id + ': fewer than 2 points drawn'));
+    const lines = await page.$$eval('#' + id + ' polyline', p => p.length);
+    if (lines < 1) fail(id + ': no line');
+  }
+  const counts = await page.$$eval('svg.chart', s => s.map(x => x.id + ' ' + x.dataset.points));
+  console.log('ok charts drawn: ' + counts.join(', '));
+  const cards = await page.$$eval('#summary .card', c => c.map(x => x.textContent));
+  if (!cards.some(c => c.includes('book positions'))) fail('no summary: ' + cards.join(' | '));
+  const pv = await page.textContent('#pv');
+  if (!/[1-9][a-i][1-9][a-i]/.test(pv)) fail('no line from the root: ' + pv);
+  console.log('ok summary (' + cards.length + ' figures) and the root line: ' + pv.trim());
+  const body = await page.textContent('body');
+  if (body.includes(worker)) fail('the worker\'s name is shown without a token');
+  if (await page.isVisible('#workers')) fail('the workers table is shown without a token');
+  await page.screenshot({ path: shots + '/work.png', fullPage: true });
+  // A range button redraws from the server.
+  await page.click('#range button[data-hours="1"]');
+  await page.waitForFunction(() => document.querySelector('#range button.on').dataset.hours === '1');
+  // A wrong token is refused; the right one shows the workers.
+  await page.fill('#token', '0'.repeat(64));
+  await page.click('#token-form button[type=submit]');
+  await page.waitForFunction(() => document.getElementById('live-note').textContent.includes('refused'));
+  console.log('ok a wrong token refused');
+  await page.fill('#token', token);
+  await page.click('#token-form button[type=submit]');
+  await page.waitForSelector('#workers tbody tr');
+  const names = await page.$$eval('#workers tbody td:first-child', t => t.map(x => x.textContent));
+  if (!names.includes(worker)) fail('workers table: ' + names.join(', '));
+  const liveText = await page.textContent('#live-status');
+  if (!liveText.includes('results/s')) fail('live status: ' + liveText);
+  console.log('ok with the token: workers ' + names.join(', ') + '; ' + liveText.trim());
+  await page.screenshot({ path: shots + '/work-token.png', fullPage: true });
+  await page.click('#forget');
+  await page.waitForFunction(() => !document.body.classList.contains('has-token'));
+  console.log('ok token forgotten');
 }

@@ -630,6 +630,59 @@ static void test_server__the_explorer_in_a_real_browser(void **state)
 	free(dir);
 }
 
+/* The work page (work.html) in headless Chromium against a coordinator that
+ * recorded a point a second while a built-in worker thought: the charts
+ * have points, no worker name without a token, a wrong token is refused, a
+ * read-only token shows the worker (tests/server/browser.mjs --work);
+ * screenshots build/test-logs/work.png and work-token.png. JOSEKI_NO_BROWSER=1
+ * skips it, saying so. */
+static void test_server__the_work_page_in_a_real_browser(void **state)
+{
+	(void)state;
+	if (getenv("JOSEKI_NO_BROWSER")) {
+		print_message("skipped: JOSEKI_NO_BROWSER is set\n");
+		skip();
+	}
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL, wtok[600], rtok[80];
+	snprintf(wtok, sizeof wtok, "%s/worker.token", dir);
+	if (ts_runf(&out, &err,
+	            "%s ingest %s/b tests/data/floodgate --quiet >/dev/null && "
+	            "%s token add %s/b/tokens w1 >%s && %s token add %s/b/tokens dash --read",
+	            ts_joseki(), dir, ts_joseki(), dir, wtok, ts_joseki(), dir) != 0)
+		fail_msg("book and tokens: %s", err);
+	snprintf(rtok, sizeof rtok, "%.64s", out);
+	free(out);
+	free(err);
+	Srv s;
+	start(&s, dir,
+	      "--work --quiet --history-seconds 1 --movetime 20 --minimax-seconds 2 "
+	      "--lease-seconds 30");
+	out = err = NULL;
+	if (ts_runf(&out, &err,
+	            "timeout 60 %s worker --server http://127.0.0.1:%d --token-file %s --name "
+	            "browserworker --positions 150 --quiet",
+	            ts_joseki(), s.port, wtok) != 0)
+		fail_msg("worker: %s%s", out, err);
+	free(out);
+	free(err);
+	sleep(2); /* a point or two after the worker's last results */
+	out = err = NULL;
+	const char *logs = getenv("BUILD") ? getenv("BUILD") : "build";
+	int rc = ts_runf(&out, &err,
+	                 "mkdir -p %s/test-logs && timeout 120 node tests/server/browser.mjs "
+	                 "--work http://127.0.0.1:%d %s/test-logs %s browserworker",
+	                 logs, s.port, logs, rtok);
+	if (rc != 0) fail_msg("browser test (status %d):\n%s%s", rc, out, err);
+	print_message("%s", out);
+	assert_non_null(strstr(out, "ok charts drawn"));
+	assert_non_null(strstr(out, "ok with the token: workers browserworker"));
+	free(out);
+	free(err);
+	stop(&s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -643,6 +696,7 @@ int main(void)
 	    cmocka_unit_test(test_server__a_thousand_malformed_requests),
 	    cmocka_unit_test(test_server__sigterm_answers_503_then_exits_0),
 	    cmocka_unit_test(test_server__the_explorer_in_a_real_browser),
+	    cmocka_unit_test(test_server__the_work_page_in_a_real_browser),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,8 +61,8 @@ static void test_tokens__add_check_revoke_and_damage(void **state)
 	char *dir = ts_mkdtemp(), path[600], err[TOKENS_ERRLEN];
 	snprintf(path, sizeof path, "%s/tokens", dir);
 	char t1[TOKENS_TOKEN_LEN + 1], t2[TOKENS_TOKEN_LEN + 1], name[TOKENS_NAME_MAX + 1];
-	assert_int_equal(server_tokens_add(path, "node-1", t1, err), 0);
-	assert_int_equal(server_tokens_add(path, "node_2.x", t2, err), 0);
+	assert_int_equal(server_tokens_add(path, "node-1", false, t1, err), 0);
+	assert_int_equal(server_tokens_add(path, "node_2.x", false, t2, err), 0);
 	assert_int_equal(strlen(t1), 64);
 	assert_string_not_equal(t1, t2);
 	struct stat st;
@@ -105,10 +105,46 @@ static void test_tokens__add_check_revoke_and_damage(void **state)
 	assert_false(server_tokens_check(ts, t2, name));
 	server_tokens_free(ts);
 	/* Bad names. */
-	assert_int_equal(server_tokens_add(path, "", t1, err), TOKENS_EINVAL);
-	assert_int_equal(server_tokens_add(path, "a b", t1, err), TOKENS_EINVAL);
+	assert_int_equal(server_tokens_add(path, "", false, t1, err), TOKENS_EINVAL);
+	assert_int_equal(server_tokens_add(path, "a b", false, t1, err), TOKENS_EINVAL);
 	assert_int_equal(server_tokens_open(&ts, "/nonexistent/tokens", err), TOKENS_EIO);
 	free(file);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* A read-only token (" read" after its name): checked as any other, its name
+ * without the word, and said to be read-only; a worker token is not. A name
+ * "read" alone is still a name. */
+static void test_tokens__read_only_tokens_say_so(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], err[TOKENS_ERRLEN];
+	snprintf(path, sizeof path, "%s/tokens", dir);
+	char tw[TOKENS_TOKEN_LEN + 1], tr[TOKENS_TOKEN_LEN + 1], tn[TOKENS_TOKEN_LEN + 1];
+	char name[TOKENS_NAME_MAX + 1];
+	assert_int_equal(server_tokens_add(path, "worker-1", false, tw, err), 0);
+	assert_int_equal(server_tokens_add(path, "dashboard", true, tr, err), 0);
+	assert_int_equal(server_tokens_add(path, "read", false, tn, err), 0);
+	char *file = ts_read_file(path, NULL);
+	assert_non_null(strstr(file, " dashboard read\n"));
+	free(file);
+	ServerTokens *ts;
+	assert_int_equal(server_tokens_open(&ts, path, err), 0);
+	bool ro = true;
+	assert_true(server_tokens_check_ro(ts, tw, name, &ro));
+	assert_false(ro);
+	assert_string_equal(name, "worker-1");
+	assert_true(server_tokens_check_ro(ts, tr, name, &ro));
+	assert_true(ro);
+	assert_string_equal(name, "dashboard");
+	assert_true(server_tokens_check_ro(ts, tn, name, &ro));
+	assert_false(ro);
+	assert_string_equal(name, "read");
+	tr[3] ^= 1;
+	assert_false(server_tokens_check_ro(ts, tr, name, &ro));
+	assert_false(ro);
+	server_tokens_free(ts);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -118,6 +154,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tokens__sha256_matches_the_fips_vectors),
 	    cmocka_unit_test(test_tokens__add_check_revoke_and_damage),
+	    cmocka_unit_test(test_tokens__read_only_tokens_say_so),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

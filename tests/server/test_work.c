@@ -65,7 +65,8 @@ static void start(Coordinator *s, const char *dir)
 	char book[600];
 	snprintf(book, sizeof book, "%s/b", dir);
 	s->port =
-	    ts_serve_start(&s->pid, &s->log, book, "--work --quiet --depth 3 --lease-seconds 600");
+	    ts_serve_start(&s->pid, &s->log, book,
+	                   "--work --quiet --depth 3 --lease-seconds 600 --history-seconds 1");
 	g_child = s->pid;
 	if (!s->port) fail_msg("serve --work did not say where it listens");
 }
@@ -465,6 +466,129 @@ static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void *
 	json_decref(a);
 }
 
+/* GET /v1/work/history (no token): the points, oldest first (decref it). */
+static json_t *history(const Coordinator *s)
+{
+	char *out;
+	long code = call(s, NULL, "GET", "/v1/work/history?hours=1", NULL, 0, &out);
+	if (code != 200) fail_msg("history: %ld %s", code, out);
+	json_t *j = json_loads(out, 0, NULL);
+	assert_non_null(j);
+	assert_null(strstr(out, "histworker")); /* no worker names without a token */
+	free(out);
+	json_t *pts = json_object_get(j, "points");
+	assert_true(json_is_array(pts));
+	for (size_t i = 1; i < json_array_size(pts); i++)
+		assert_true(jget(json_array_get(pts, i), "t", NULL) >
+		            jget(json_array_get(pts, i - 1), "t", NULL));
+	return j;
+}
+
+/* The results in the history's points, and the newest point's t. */
+static long long history_results(const Coordinator *s, long long *last_t)
+{
+	json_t *h = history(s), *pts = json_object_get(h, "points");
+	long long sum = 0;
+	*last_t = 0;
+	for (size_t i = 0; i < json_array_size(pts); i++) {
+		json_t *p = json_array_get(pts, i);
+		sum += jget(p, "results", NULL);
+		*last_t = jget(p, "t", NULL);
+		assert_true(json_is_string(json_object_get(p, "pv")));
+		assert_true(jget(p, "positions", NULL) >= jget(p, "thought", NULL));
+	}
+	json_decref(h);
+	return sum;
+}
+
+/* Waits (up to 10 s) for the history to hold a point newer than after with
+ * at least want results in all. */
+static long long wait_history(const Coordinator *s, long long want, long long after)
+{
+	long long t = 0, sum = 0;
+	for (int i = 0; i < 100; i++) {
+		sum = history_results(s, &t);
+		if (sum >= want && t > after) return t;
+		usleep(100000);
+	}
+	fail_msg("the history has %lld results up to %lld, %lld after %lld wanted", sum, t, want,
+	         after);
+	return 0;
+}
+
+/* The history needs no token and names no worker; a read-only token sees the
+ * status and cannot lease; the points survive a restart of the coordinator
+ * and are served by a plain `joseki serve` too. */
+static void test_work__history_is_public_read_tokens_only_read_and_it_survives(void **state)
+{
+	Fx *f = *state;
+	Coordinator *s = &f->s;
+	char *out = NULL, *err = NULL, tr[80];
+	assert_int_equal(
+	    ts_runf(&out, &err, "%s token add %s/b/tokens dash --read", ts_joseki(), f->dir), 0);
+	snprintf(tr, sizeof tr, "%.64s", out);
+	free(out);
+	free(err);
+	/* One result: the start position. */
+	json_t *a = acquire(s, f->t1, "histworker", 1);
+	char sub[64], *body = result_body(pos_key(a, 0), "7g7f");
+	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a));
+	assert_int_equal(post(s, f->t1, sub, body, NULL), 204);
+	free(body);
+	json_decref(a);
+	long long t1 = wait_history(s, 1, 0);
+	/* Its last point: the start position thought, the book's value and line
+	 * from it (the line is what `joseki query` ranks first, move by move). */
+	json_t *h = history(s), *pts = json_object_get(h, "points");
+	json_t *last = json_array_get(pts, json_array_size(pts) - 1);
+	assert_int_equal(jget(last, "thought", NULL), 1);
+	assert_true(json_is_integer(json_object_get(last, "root_value")));
+	json_t *q = ts_run_json(0, "%s query %s/b startpos --json", ts_joseki(), f->dir);
+	const char *best = json_string_value(json_object_get(q, "bestmove"));
+	assert_non_null(best);
+	assert_int_equal(strncmp(json_string_value(json_object_get(last, "pv")), best, 4), 0);
+	json_decref(q);
+	json_decref(h);
+	/* Bad hours: 400; anything but GET: 405. */
+	assert_int_equal(call(s, NULL, "GET", "/v1/work/history?hours=x", NULL, 0, NULL), 400);
+	assert_int_equal(call(s, NULL, "POST", "/v1/work/history", "{}", 2, NULL), 405);
+	/* The read token: the status with the worker's name, but no lease. */
+	json_t *st = status(s, tr);
+	char *text = json_dumps(st, 0);
+	assert_non_null(strstr(text, "histworker"));
+	free(text);
+	json_decref(st);
+	expect(s, tr, "/v1/work/acquire", "{\"worker\": \"dash\", \"max\": 4}", 403, "read");
+	st = status(s, f->t1);
+	assert_int_equal(jget(st, "leases", "live"), 0);
+	json_decref(st);
+	/* A restart keeps the points; new ones follow. */
+	stop(s, SIGTERM);
+	start(s, f->dir);
+	long long t2 = wait_history(s, 1, t1);
+	long long tt;
+	assert_true(history_results(s, &tt) >= 1);
+	h = history(s);
+	pts = json_object_get(h, "points");
+	bool kept = false;
+	for (size_t i = 0; i < json_array_size(pts); i++)
+		kept |= jget(json_array_get(pts, i), "t", NULL) == t1;
+	assert_true(kept);
+	json_decref(h);
+	finish(f);
+	/* A plain serve of the book answers the same history. */
+	Coordinator plain;
+	char book[600];
+	snprintf(book, sizeof book, "%s/b", f->dir);
+	plain.port = ts_serve_start(&plain.pid, &plain.log, book, "--quiet");
+	g_child = plain.pid;
+	assert_true(plain.port > 0);
+	long long pt;
+	assert_true(history_results(&plain, &pt) >= 1);
+	assert_true(pt >= t2);
+	stop(&plain, SIGTERM);
+}
+
 int main(void)
 {
 	atexit(kill_child);
@@ -477,6 +601,9 @@ int main(void)
 	        test_work__submissions_outside_the_lease_or_malformed_are_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_work__a_coordinator_killed_with_sigkill_keeps_its_leases, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_work__history_is_public_read_tokens_only_read_and_it_survives, setup,
+	        teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,9 @@
 #include "tests/support/support.h"
 
+#include "bookdb/bookdb.h"
+#include "bookdb/record.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
 #include "shogi/rng.h"
 
 #include <setjmp.h>
@@ -225,4 +229,85 @@ pid_t ts_spawn(char *const argv[], const char *out, const char *err, bool append
 		_exit(127);
 	}
 	return pid;
+}
+
+const char *ts_real_engine(const char *name)
+{
+	static char path[2][64];
+	int i = strcmp(name, "gpsusi") == 0;
+	snprintf(path[i], sizeof path[i], "/usr/games/%s", name);
+	if (access(path[i], X_OK) != 0)
+		fail_msg("%s is not installed (%s: %s): tools/install-deps.sh installs Debian's %s",
+		         name, path[i], strerror(errno), i ? "gpsshogi" : "fairy-stockfish");
+	return path[i];
+}
+
+void ts_gpsshogi_home(const char *dir)
+{
+	char home[1024], data[1100];
+	snprintf(home, sizeof home, "%s/gpsshogi-home", dir);
+	snprintf(data, sizeof data, "%s/data", home);
+	if (mkdir(home, 0755) < 0 && errno != EEXIST) fail_msg("%s: %s", home, strerror(errno));
+	if (symlink("/usr/share/gpsshogi-data/data", data) < 0 && errno != EEXIST)
+		fail_msg("%s: %s", data, strerror(errno));
+	setenv("GPSSHOGI_HOME", home, 1);
+}
+
+long ts_book_check_thought(const char *dir, int max_depth, long *nonzero)
+{
+	BookDB *db = NULL;
+	BookDBOptions o = {.read_only = true};
+	char err[BOOKDB_ERRLEN];
+	if (bookdb_open(&db, dir, &o, err) < 0) fail_msg("%s", err);
+	BookTxn *t = NULL;
+	BookIter *it = NULL;
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(bookdb_iter_open(&it, t), 0);
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	long thought = 0, nz = 0;
+	Key k;
+	const uint8_t *val;
+	size_t len;
+	int rc;
+	while ((rc = bookdb_iter_next(it, &k, &val, &len)) == 1) {
+		char hex[KEY_HEX_LEN], perr[SHOGI_ERRLEN];
+		key_to_hex(k, hex);
+		if (bookdb_record_decode(rec, val, len) < 0)
+			fail_msg("record %s: undecodable", hex);
+		if (!(rec->flags & BOOKDB_REC_THOUGHT)) continue;
+		thought++;
+		if (bookdb_record_position(pos, rec, perr) < 0)
+			fail_msg("record %s: %s", hex, perr);
+		int evals = 0, best_depth = 0, best_eval = -VALUE_INFINITE;
+		for (int i = 0; i < rec->nmoves; i++) {
+			const BookMove *m = &rec->moves[i];
+			if (!(m->flags & BOOKDB_MOVE_EVAL) || m->source != BOOKDB_SOURCE_ENGINE)
+				continue;
+			char mv[USI_MOVE_MAX];
+			usi_move_write(m->move, mv);
+			if (!pos_is_legal(pos, m->move))
+				fail_msg("record %s: engine move %s is not legal there", hex, mv);
+			if (m->depth < 1 || (max_depth && m->depth > max_depth))
+				fail_msg("record %s: move %s has depth %d (1..%d wanted)", hex, mv,
+				         m->depth, max_depth ? max_depth : 255);
+			if (m->eval <= -VALUE_MATE || m->eval >= VALUE_MATE)
+				fail_msg("record %s: move %s has eval %d", hex, mv, m->eval);
+			if (m->eval > best_eval) best_eval = m->eval, best_depth = m->depth;
+			evals++;
+			nz += m->eval != 0;
+		}
+		if (!evals) fail_msg("record %s is thought but holds no engine evaluation", hex);
+		if (rec->think_depth < 1 || (max_depth && rec->think_depth > max_depth))
+			fail_msg("record %s: think depth %d (best line depth %d)", hex,
+			         rec->think_depth, best_depth);
+	}
+	assert_int_equal(rc, 0);
+	free(rec);
+	free(pos);
+	bookdb_iter_free(it);
+	bookdb_txn_abort(t);
+	bookdb_free(db);
+	if (nonzero) *nonzero = nz;
+	return thought;
 }

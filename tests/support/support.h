@@ -60,6 +60,34 @@ int ts_serve_start(pid_t *pid, FILE **log, const char *book, const char *extra);
  * to when append. Returns its pid (asserts that fork worked). */
 pid_t ts_spawn(char *const argv[], const char *out, const char *err, bool append);
 
+/*
+ * The real USI engines Debian ships, which tools/install-deps.sh installs:
+ * "fairy-stockfish" (/usr/games/fairy-stockfish) or "gpsusi"
+ * (/usr/games/gpsusi). Returns the path; fails the test (cmocka) with a
+ * message naming the program and the installer when it is not there, so a
+ * missing engine is never a silent skip.
+ */
+const char *ts_real_engine(const char *name);
+/*
+ * gpsusi writes every setoption to gpsusi.conf in its home directory
+ * (/usr/share/gpsshogi-data for Debian's build) and reads it back at the
+ * next start, so options leak between runs and between parallel tests.
+ * This gives the tests' gpsusi processes a private home under dir (its data
+ * files linked from the installed one) through GPSSHOGI_HOME, which child
+ * processes inherit.
+ */
+void ts_gpsshogi_home(const char *dir);
+
+/*
+ * Reads every record of the book at dir (read-only) and checks each thought
+ * one: at least one engine evaluation, every evaluated move legal in the
+ * record's position, its depth 1..max_depth (max_depth 0: any) and its eval
+ * within the mate range; the record's think depth 1..max_depth too.
+ * Fails the test naming the record otherwise. Returns the thought records;
+ * *nonzero (may be NULL) gets the evaluations that are not 0.
+ */
+long ts_book_check_thought(const char *dir, int max_depth, long *nonzero);
+
 unsigned long long ts_seed(const char *test_name);
 /* The next number of a splitmix64 stream (state: any 64-bit value, e.g. a seed). */
 uint64_t ts_rand(uint64_t *state);

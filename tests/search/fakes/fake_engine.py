@@ -23,6 +23,9 @@ can say "crash on the first engine, behave on the second". Modes:
   overlong     a 100 kB line and chatter that is not USI, then the ok answer
   badpv        the ok answer, except that MultiPV 2 starts with an illegal move
                and the PV of MultiPV 1 turns illegal after two moves
+  timeonly     calls itself "gpsshogi (fake)" and, as gpsshogi's gpsusi does,
+               aborts on a go with anything but the time controls (btime
+               wtime byoyomi binc winc infinite); answers as ok otherwise
 
 Known positions (anything else gets "bestmove resign"): the start position,
 the start position after 7g7f, and a mate-in-1 position.
@@ -148,7 +151,7 @@ def main():
         if line == "usi":
             if mode == "crash_usi":
                 sys.exit(2)
-            out("id name FakeEngine " + mode)
+            out("id name " + ("gpsshogi (fake)" if mode == "timeonly" else "FakeEngine " + mode))
             out("id author joseki tests")
             out("option name MultiPV type spin default 1 min 1 max 500")
             if mode != "stall_usi":
@@ -169,6 +172,15 @@ def main():
                 out("info depth 1 score cp 1 pv 7g7f")
                 err("crashing on purpose")
                 sys.exit(3)
+            if mode == "timeonly":
+                words = line.split()[1:]
+                timed = ("btime", "wtime", "byoyomi", "binc", "winc")
+                bad = [w for i, w in enumerate(words)
+                       if w not in timed + ("infinite",) and
+                       not (i > 0 and words[i - 1] in timed and w.isdigit())]
+                if bad:
+                    err("unknown option in go " + bad[0])
+                    sys.exit(134)
             if mode in ("hang_go", "hang_stop"):
                 pending_go = True
                 continue

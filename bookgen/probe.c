@@ -1,0 +1,434 @@
+/*
+ * bookgen/probe.c — walks of the lines an opponent plays (bookgen/probe.h).
+ *
+ * Workers take lines (root, book colour) in turn, by weight; everything that
+ * touches the book (the store, its commit, the minimax hook, the reads of a
+ * walk) happens under one lock, the searches outside it.
+ */
+#include "bookgen/probe.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bookdb/query.h"
+#include "bookgen/think.h"
+#include "shogi/clock.h"
+#include "shogi/errmsg.h"
+#include "shogi/movegen.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+
+typedef struct {
+	int root;
+	Color book; /* the colour the book plays on this line */
+	double weight;
+	uint64_t served; /* positions its walks thought */
+	bool busy, done;
+} Line;
+
+typedef struct Probe Probe;
+
+typedef struct {
+	Probe *p;
+	int index;
+	pthread_t thread;
+	bool started;
+	bool analysing; /* key: the position this worker is analysing (p->mu) */
+	Key key;
+	Position *pos;
+	SearchResult *res;
+	BookRecord *rec;
+} Worker;
+
+struct Probe {
+	const ProbeOptions *opt;
+	BookDB *db;
+	pthread_mutex_t mu; /* lines, stats, ret */
+	pthread_cond_t cv;
+	pthread_mutex_t book_mu; /* the writer, the minimax hook, the book's reads */
+	BookWriter *w;
+	Line *lines;
+	int nlines;
+	Worker *workers;
+	ProbeStats *st;
+	char *err;
+	int ret;
+	double start;
+	bool stopping;
+};
+
+static bool should_stop(Probe *p)
+{
+	const ProbeOptions *o = p->opt;
+	if (p->stopping || p->ret < 0 || (o->stop && *o->stop)) return true;
+	if (o->max_seconds > 0 && clock_ms_f() - p->start >= o->max_seconds * 1e3) return true;
+	return o->max_positions && p->st->thought >= o->max_positions;
+}
+
+/* Sets the run's error (the first one wins); called with p->mu held. */
+static void fail(Probe *p, int code, const char *what, const char *detail)
+{
+	if (p->ret < 0) return;
+	p->ret = errmsg_set(p->err, THINK_ERRLEN, code, "probe: %s: %.300s", what, detail);
+	pthread_cond_broadcast(&p->cv);
+}
+
+/* The line with the fewest positions per unit of weight that no worker walks
+ * and is not done; -1 when none (all done, or all busy: *all_done says). */
+static int pick_line(Probe *p, bool *all_done)
+{
+	int best = -1;
+	*all_done = true;
+	for (int i = 0; i < p->nlines; i++) {
+		const Line *l = &p->lines[i];
+		if (l->done) continue;
+		*all_done = false;
+		if (l->busy) continue;
+		if (best < 0 || (double)l->served / l->weight <
+		                    (double)p->lines[best].served / p->lines[best].weight)
+			best = i;
+	}
+	return best;
+}
+
+/* Whether pos is thought in the book with at least lines evaluated moves (or
+ * all its legal moves, when fewer; book_mu held, w->rec scratch). 1, 0, or a
+ * BOOKDB_* code. */
+static int is_thought(Probe *p, Worker *w, const Position *pos, int lines)
+{
+	BookTxn *txn;
+	int rc = bookdb_txn_begin(&txn, p->db, false);
+	if (rc < 0) return rc;
+	rc = bookdb_get(w->rec, txn, pos_key(pos));
+	bookdb_txn_abort(txn);
+	if (rc == BOOKDB_ENOTFOUND) return 0;
+	if (rc < 0) return rc;
+	if (!(w->rec->flags & BOOKDB_REC_THOUGHT)) return 0;
+	int evals = 0;
+	for (int i = 0; i < w->rec->nmoves; i++)
+		if (w->rec->moves[i].flags & BOOKDB_MOVE_EVAL) evals++;
+	int legal = movegen_count(pos);
+	return evals >= (lines < legal ? lines : legal);
+}
+
+/* The book's move at pos (its best in query order; book_mu held): 1 with
+ * *m, 0 when it has none, or a BOOKDB_* code. */
+static int book_choice(Probe *p, Worker *w, Move *m)
+{
+	BookTxn *txn;
+	int rc = bookdb_txn_begin(&txn, p->db, false);
+	if (rc < 0) return rc;
+	rc = bookdb_query(w->rec, txn, w->pos);
+	bookdb_txn_abort(txn);
+	if (rc < 0) return rc;
+	*m = rc == 1 ? bookdb_best_move(w->rec, w->pos) : MOVE_NONE;
+	return *m != MOVE_NONE;
+}
+
+/* Stores w->res, an analysis of the walk's position with budget, and backs
+ * the values up; 0, or < 0 after fail(). */
+static int store(Probe *p, Worker *w, const SearchBudget *budget)
+{
+	const ProbeOptions *o = p->opt;
+	char err[THINK_ERRLEN], merr[THINK_ERRLEN];
+	pthread_mutex_lock(&p->book_mu);
+	int rc = think_store(p->w, NULL, w->rec, pos_key(w->pos), w->pos, w->res, budget, err);
+	if (rc == 0 && bookdb_writer_flush(p->w) < 0)
+		rc = errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "%s", "commit failed");
+	if (rc == 0 && book_minimax_hook_run(&o->minimax, p->db, merr, sizeof merr) < 0)
+		rc = errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "minimax: %s", merr);
+	pthread_mutex_unlock(&p->book_mu);
+	pthread_mutex_lock(&p->mu);
+	if (rc < 0)
+		fail(p, THINK_EBOOK, "storing an analysis", err);
+	else
+		p->st->thought++;
+	pthread_mutex_unlock(&p->mu);
+	return rc < 0 ? rc : 0;
+}
+
+/* Analyses the walk's position (a book side's: MultiPV K) and stores it; 0,
+ * 1 when the analysis failed (counted; the walk ends there and the line is
+ * tried again later), or < 0 after fail(). */
+static int think_here(Probe *p, Worker *w)
+{
+	const ProbeOptions *o = p->opt;
+	int rc = search_analyse(o->engines[w->index], w->res, w->pos, &o->budget, o->multipv);
+	if (rc < 0 || w->res->nlines == 0) {
+		pthread_mutex_lock(&p->mu);
+		p->st->failed++;
+		pthread_mutex_unlock(&p->mu);
+		return 1;
+	}
+	return store(p, w, &o->budget);
+}
+
+/* The opponent's move at the walk's position, asked as match asks: 1 with *m,
+ * 0 when it has none (resigns, declares, fails). */
+static int opponent_move(Probe *p, Worker *w, Move *m)
+{
+	const ProbeOptions *o = p->opt;
+	int rc = search_analyse(o->opponents[w->index], w->res, w->pos, &o->opp_budget, 1);
+	pthread_mutex_lock(&p->mu);
+	p->st->opp_moves++;
+	if (rc < 0) p->st->failed++;
+	pthread_mutex_unlock(&p->mu);
+	if (rc < 0 || w->res->resign || w->res->win || !pos_is_legal(w->pos, w->res->bestmove))
+		return 0;
+	*m = w->res->bestmove;
+	return 1;
+}
+
+/* Whether the game on the walk's position is over by the rules. */
+static bool game_over(const Position *pos, int max_moves)
+{
+	return pos_repetition(pos) != REP_NONE || movegen_count(pos) == 0 ||
+	       pos_history_len(pos) >= max_moves;
+}
+
+/*
+ * Whether the walk's position is analysed enough: 1 (it is), 0 (it is not,
+ * and this worker now analyses it: w->analysing set), 2 (it is not, and
+ * may_think is false), or a BOOKDB_* code. A book side's position needs its
+ * MultiPV lines (a record holding only an opponent's move does not do); any
+ * thought record does for the opponent's. A position another worker is
+ * analysing is waited for, so that no position is analysed twice.
+ */
+static int claim(Probe *p, Worker *w, bool may_think, bool ours)
+{
+	Key k = pos_key(w->pos);
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		bool busy = false;
+		for (int i = 0; i < p->opt->nworkers; i++)
+			if (i != w->index && p->workers[i].analysing &&
+			    key_equal(p->workers[i].key, k))
+				busy = true;
+		if (!busy) break;
+		pthread_cond_wait(&p->cv, &p->mu);
+	}
+	pthread_mutex_lock(&p->book_mu);
+	int t = is_thought(p, w, w->pos, ours ? p->opt->multipv : 1);
+	pthread_mutex_unlock(&p->book_mu);
+	if (t == 0 && !may_think) t = 2;
+	if (t == 0) {
+		w->analysing = true;
+		w->key = k;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return t;
+}
+
+/* One walk of line l: returns the positions it thought, or < 0 on an error. */
+static int walk(Probe *p, Worker *w, const Line *l)
+{
+	const ProbeOptions *o = p->opt;
+	int max_plies = o->max_plies > 0 ? o->max_plies : 32;
+	int burst = o->burst > 0 ? o->burst : 8;
+	int max_moves = o->max_moves > 0 ? o->max_moves : 320;
+	if (position_parse(w->pos, o->roots && o->nroots > 0 ? o->roots[l->root] : "startpos",
+	                   NULL) < 0)
+		return 0; /* checked before the run */
+	search_new_game(o->opponents[w->index]);
+	int fresh = 0, plies = 0, book_plies = 0;
+	while (plies < max_plies && !game_over(w->pos, max_moves)) {
+		pthread_mutex_lock(&p->mu);
+		bool stop = should_stop(p);
+		pthread_mutex_unlock(&p->mu);
+		if (stop) break;
+		bool ours = w->pos->side == l->book;
+		int t = claim(p, w, fresh < burst, ours);
+		if (t < 0) return t;
+		if (t == 2) break; /* to analyse, and this walk has analysed enough */
+		Move m = MOVE_NONE;
+		int got = 1, rc = 0;
+		if (ours && t == 0) rc = think_here(p, w);
+		if (!ours) {
+			/* The opponent's answer is its move, and (new) the position's
+			 * analysis: its one line is the move it plays here, so the values
+			 * backed up through it follow the opponent's real reply rather
+			 * than the worst of several guessed ones. */
+			got = opponent_move(p, w, &m);
+			if (got && t == 0) rc = store(p, w, &o->opp_budget);
+		}
+		if (t == 0) {
+			pthread_mutex_lock(&p->mu);
+			w->analysing = false;
+			pthread_cond_broadcast(&p->cv);
+			pthread_mutex_unlock(&p->mu);
+			if (rc < 0) return rc;
+			if (rc > 0) break;
+			if (got) fresh++;
+		}
+		if (ours) {
+			pthread_mutex_lock(&p->book_mu);
+			got = book_choice(p, w, &m);
+			pthread_mutex_unlock(&p->book_mu);
+			if (got < 0) return got;
+			book_plies += got;
+		}
+		if (!got) break;
+		pos_do_move(w->pos, m);
+		plies++;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->st->book_plies += (uint64_t)book_plies;
+	if (plies > p->st->deepest) p->st->deepest = plies;
+	pthread_mutex_unlock(&p->mu);
+	return fresh;
+}
+
+static void *worker_main(void *arg)
+{
+	Worker *w = arg;
+	Probe *p = w->p;
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		if (should_stop(p)) break;
+		bool all_done;
+		int i = pick_line(p, &all_done);
+		if (all_done) break;
+		if (i < 0) {
+			struct timespec ts = clock_realtime_in(100);
+			pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+			continue;
+		}
+		Line *l = &p->lines[i];
+		l->busy = true;
+		p->st->walks++;
+		pthread_mutex_unlock(&p->mu);
+		int fresh = walk(p, w, l);
+		pthread_mutex_lock(&p->mu);
+		l->busy = false;
+		if (fresh < 0) {
+			if (p->ret == 0)
+				fail(p, THINK_EBOOK, "reading the book", bookdb_strerror(fresh));
+			break;
+		}
+		l->served += (uint64_t)fresh;
+		if (fresh == 0 && !should_stop(p)) {
+			l->done = true;
+			p->st->done++;
+		}
+		pthread_cond_broadcast(&p->cv);
+	}
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* The lines: each root for the colour(s) asked. 0 or a THINK_E* code. */
+static int make_lines(Probe *p)
+{
+	const ProbeOptions *o = p->opt;
+	int nroots = o->roots && o->nroots > 0 ? o->nroots : 1;
+	int per = o->book_side == PLAN_SIDE_BOTH ? 2 : 1;
+	p->lines = calloc((size_t)nroots * (size_t)per, sizeof *p->lines);
+	if (!p->lines) return THINK_ENOMEM;
+	Position *pos = malloc(sizeof *pos);
+	if (!pos) return THINK_ENOMEM;
+	int ret = 0;
+	for (int r = 0; r < nroots && !ret; r++) {
+		const char *spec = o->roots && o->nroots > 0 ? o->roots[r] : "startpos";
+		double wt = o->roots && o->nroots > 0 && o->root_weights ? o->root_weights[r] : 1.0;
+		char perr[SHOGI_ERRLEN];
+		if (position_parse(pos, spec, perr) < 0 || !(wt > 0)) {
+			ret = errmsg_set(p->err, THINK_ERRLEN, THINK_EINVAL,
+			                 "probe: bad root '%.200s': %.200s", spec,
+			                 wt > 0 ? perr : "weight not above 0");
+			break;
+		}
+		for (int k = 0; k < per; k++) {
+			Line *l = &p->lines[p->nlines++];
+			l->root = r;
+			l->weight = wt;
+			l->book = o->book_side == PLAN_SIDE_WHITE                           ? WHITE
+			          : o->book_side == PLAN_SIDE_BLACK || (per == 2 && k == 0) ? BLACK
+			                                                                    : WHITE;
+		}
+	}
+	free(pos);
+	return ret;
+}
+
+/* The status line: positions, rate, lines done, the deepest walk. */
+static void progress(Probe *p)
+{
+	pthread_mutex_lock(&p->mu);
+	double el = (clock_ms_f() - p->start) / 1e3;
+	fprintf(p->opt->progress,
+	        "probe: %llu thought, %.1f/s, %llu walks, %llu of %d lines done, deepest %d "
+	        "plies, elapsed %.0fs\n",
+	        (unsigned long long)p->st->thought, p->st->thought / (el > 0 ? el : 1),
+	        (unsigned long long)p->st->walks, (unsigned long long)p->st->done, p->nlines,
+	        p->st->deepest, el);
+	pthread_mutex_unlock(&p->mu);
+}
+
+int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
+{
+	memset(out, 0, sizeof *out);
+	if (err) err[0] = 0;
+	if (!opt->engines || !opt->opponents || opt->nworkers < 1 || opt->multipv < 1 ||
+	    opt->multipv > SEARCH_MULTIPV_MAX || !book_minimax_hook_set(&opt->minimax))
+		return errmsg_set(err, THINK_ERRLEN, THINK_EINVAL, "probe: %s",
+		                  "need engines, opponents, MultiPV 1..32 and a minimax hook");
+	Probe p = {.opt = opt, .db = db, .st = out, .err = err, .start = clock_ms_f()};
+	pthread_mutex_init(&p.mu, NULL);
+	pthread_mutex_init(&p.book_mu, NULL);
+	pthread_cond_init(&p.cv, NULL);
+	int ret = make_lines(&p);
+	out->lines = (uint64_t)p.nlines;
+	p.workers = calloc((size_t)opt->nworkers, sizeof *p.workers);
+	if (!ret && (!p.workers || bookdb_writer_new(&p.w, db, SIZE_MAX) < 0))
+		ret = errmsg_set(err, THINK_ERRLEN, THINK_ENOMEM, "probe: %s", "out of memory");
+	for (int i = 0; !ret && i < opt->nworkers; i++) {
+		Worker *w = &p.workers[i];
+		w->p = &p;
+		w->index = i;
+		w->pos = malloc(sizeof *w->pos);
+		w->res = malloc(sizeof *w->res);
+		w->rec = malloc(sizeof *w->rec);
+		if (!w->pos || !w->res || !w->rec ||
+		    pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+			pthread_mutex_lock(&p.mu);
+			fail(&p, THINK_ENOMEM, "starting the workers", "out of memory");
+			pthread_mutex_unlock(&p.mu);
+			break;
+		}
+		w->started = true;
+	}
+	/* Wait for the workers, a status line about once a second. */
+	double last = clock_ms_f();
+	for (int i = 0; p.workers && i < opt->nworkers; i++) {
+		Worker *w = &p.workers[i];
+		if (!w->started) continue;
+		while (opt->progress && pthread_tryjoin_np(w->thread, NULL) != 0) {
+			struct timespec ts = {0, 100 * 1000000L};
+			nanosleep(&ts, NULL);
+			if (clock_ms_f() - last >= 1000) {
+				progress(&p);
+				last = clock_ms_f();
+			}
+		}
+		if (!opt->progress) pthread_join(w->thread, NULL);
+	}
+	if (!ret) ret = p.ret;
+	if (p.w && bookdb_writer_flush(p.w) < 0 && !ret)
+		ret =
+		    errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "probe: %s", "final commit failed");
+	bookdb_writer_free(p.w);
+	for (int i = 0; p.workers && i < opt->nworkers; i++) {
+		free(p.workers[i].pos);
+		free(p.workers[i].res);
+		free(p.workers[i].rec);
+	}
+	free(p.workers);
+	free(p.lines);
+	pthread_mutex_destroy(&p.mu);
+	pthread_mutex_destroy(&p.book_mu);
+	pthread_cond_destroy(&p.cv);
+	out->seconds = (clock_ms_f() - p.start) / 1e3;
+	return ret;
+}

@@ -1,0 +1,83 @@
+/*
+ * bookgen/probe.h — growing the lines an opponent really plays (docs/bookgen.md,
+ * "Probing an opponent").
+ *
+ * Coverage (bookgen/plan.h) guesses the opponent's replies from the book's
+ * own evaluations. Against an engine at a small budget the guess is poor: its
+ * move depends on what it searched before in the game (its hash and history
+ * tables), so a fresh analysis of the same position agrees with the move it
+ * plays in a game less than half the time. Probing asks the opponent itself.
+ * Each line — a root (an opening) and the colour the book plays — is walked
+ * as a game between the book and the opponent engine, started afresh
+ * (usinewgame) and asked for each of its moves exactly as `joseki match`
+ * asks (one search, MultiPV 1, the same budget): the book side plays the
+ * book's best move, the opponent its own. Every position on the way that the
+ * book has not thought about is analysed (MultiPV K) and stored, the values
+ * backed up (the minimax hook), and the book's choices are read after that,
+ * so a choice whose line turns out bad is changed at the next walk and the
+ * alternative walked. A walk ends after `burst` new positions (the next walk
+ * starts from the root and sees the choices changed meanwhile), at
+ * `max_plies`, or where the game ends; a line whose walk thinks nothing new
+ * is done. Lines are served in proportion to their roots' weights.
+ *
+ * Against an opponent that answers the same way in the same game (any engine
+ * at a node budget, single-threaded), a match from the same roots then stays
+ * in book for as long as the walks reached. Each worker has two engines: one
+ * that analyses, and the opponent, which does nothing else (its state must be
+ * the one it has in a game).
+ */
+#ifndef BOOKGEN_PROBE_H
+#define BOOKGEN_PROBE_H
+
+#include "shogi/errors.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bookdb/bookdb.h"
+#include "bookdb/minimax_hook.h"
+#include "bookgen/plan.h"
+#include "search/search.h"
+
+typedef struct {
+	SearchEngine **engines;   /* analyse: one per worker */
+	SearchEngine **opponents; /* the opponent: one per worker, used for nothing else */
+	int nworkers;
+	SearchBudget budget;     /* an analysis */
+	SearchBudget opp_budget; /* an opponent's move (as `match` gives it) */
+	int multipv;
+	const char *const *roots; /* position specs; NULL/0: the start position */
+	const double *root_weights;
+	int nroots;
+	PlanSide book_side; /* the colour(s) the book plays */
+	int max_plies;      /* plies of a walk from its root; 0: 32 */
+	int burst;          /* new positions a walk thinks before it yields; 0: 8 */
+	int max_moves;      /* a walk ends at this game length, as match's --max-moves; 0: 320 */
+	uint64_t max_positions;            /* 0: no limit */
+	double max_seconds;                /* 0: no limit */
+	const volatile sig_atomic_t *stop; /* may be NULL */
+	BookMinimaxHook minimax;           /* required: the book's choices follow its values */
+	FILE *progress;                    /* a status line about once a second; NULL: none */
+} ProbeOptions;
+
+typedef struct {
+	uint64_t thought;     /* positions analysed and stored */
+	uint64_t failed;      /* analyses or opponent moves that failed */
+	uint64_t walks;       /* walks started */
+	uint64_t opp_moves;   /* opponent searches */
+	uint64_t book_plies;  /* book moves played in the walks */
+	uint64_t lines, done; /* lines, and lines walked to the end */
+	int deepest;          /* the longest walk, plies from its root */
+	double seconds;
+} ProbeStats;
+
+/*
+ * Runs the probes on db (opened read-write) until every line is done, a limit
+ * is reached or the stop flag is raised. Returns 0, or a THINK_E* code with a
+ * message in err (THINK_ERRLEN bytes, may be NULL).
+ */
+int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err);
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * tests/bookgen/test_think_real.c — `joseki think` with the real USI engines
+ * Debian ships (fairy-stockfish, gpsusi; a missing one fails the test with a
+ * message naming tools/install-deps.sh): on a book of the floodgate fixtures,
+ * a few dozen positions at small budgets, then `joseki check` passes and
+ * every thought record holds the engine's lines, legal in its position, with
+ * the engine's depth and score (tests/support: ts_book_check_thought). A
+ * second run on the same book goes on where the first stopped (no position
+ * thought twice). (gpsusi's refusal of a nodes budget is tested on the
+ * driver: tests/search/test_usi_real.c.) Seconds each.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "shogi/position.h"
+#include "tests/support/support.h"
+
+typedef struct {
+	char *dir;
+	char book[512];
+} Fx;
+
+static int setup(void **state)
+{
+	Fx *f = calloc(1, sizeof *f);
+	f->dir = ts_mkdtemp();
+	snprintf(f->book, sizeof f->book, "%s/book", f->dir);
+	ts_gpsshogi_home(f->dir);
+	char *err = NULL;
+	if (ts_runf(NULL, &err, "%s ingest %s tests/data/floodgate --quiet", ts_joseki(),
+	            f->book) != 0)
+		fail_msg("ingest: %s", err);
+	free(err);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	Fx *f = *state;
+	ts_rmtree(f->dir);
+	free(f->dir);
+	free(f);
+	return 0;
+}
+
+static long long thought(const Fx *f)
+{
+	json_t *o = ts_run_json(0, "%s stats %s --json", ts_joseki(), f->book);
+	long long n = ts_jint(o, "thought");
+	json_decref(o);
+	return n;
+}
+
+/* Runs think with engine and args for n positions; checks its summary. */
+static void think(const Fx *f, const char *engine, const char *args, int n)
+{
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, "%s think %s --engine %s %s --positions %d --quiet",
+	                 ts_joseki(), f->book, engine, args, n);
+	if (rc != 0) fail_msg("think with %s: exit %d: %s%s", engine, rc, out, err);
+	char want[64];
+	snprintf(want, sizeof want, "think thought %d failed 0 ", n);
+	if (!strstr(out, want)) fail_msg("think with %s: '%s' lacks '%s'", engine, out, want);
+	free(out);
+	free(err);
+}
+
+static void check_book(const Fx *f, long want_thought, int max_depth)
+{
+	char *out = NULL;
+	int rc = ts_runf(&out, NULL, "%s check %s", ts_joseki(), f->book);
+	if (rc != 0) fail_msg("check: exit %d: %s", rc, out);
+	free(out);
+	long nonzero = 0;
+	long n = ts_book_check_thought(f->book, max_depth, &nonzero);
+	assert_int_equal(n, want_thought);
+	assert_int_equal(thought(f), want_thought);
+	assert_true(2 * nonzero > n); /* real scores, mostly not 0 */
+}
+
+static void test_bookgen__think_with_fairy_stockfish(void **state)
+{
+	Fx *f = *state;
+	const char *fsf = ts_real_engine("fairy-stockfish");
+	const char *args = "--usi-option Threads=1 --usi-option Hash=16 --nodes 3000 --multipv 2";
+	think(f, fsf, args, 24);
+	check_book(f, 24, 0);
+	think(f, fsf, args, 8); /* resumed: 8 new positions */
+	check_book(f, 32, 0);
+}
+
+static void test_bookgen__think_with_gpsusi(void **state)
+{
+	Fx *f = *state;
+	const char *gps = ts_real_engine("gpsusi");
+	/* gpsusi takes only time controls; LimitDepth 4 ends each search at depth 4
+	 * in about 0.1 s, inside the one-second byoyomi the driver sends. */
+	const char *args = "--usi-option BookDepth=0 --usi-option Thread=1 "
+	                   "--usi-option LimitDepth=4 --movetime 1000";
+	think(f, gps, args, 12);
+	check_book(f, 12, 4);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_bookgen__think_with_fairy_stockfish, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_bookgen__think_with_gpsusi, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,85 @@
+#!/bin/sh
+# make bench-book: what a grown book is worth in games (docs/match.md, "What a
+# book is worth"). With Debian's fairy-stockfish as every engine, at
+# BOOK_NODES (20000) nodes a move, one thread:
+#
+#   1. an opening suite: the first BOOK_OPENINGS (50) real openings of
+#      tests/data/positions/openings-v1.sfen (floodgate games, 12-24 plies);
+#   2. the games-only book: the bundled floodgate games ingested, minimax;
+#   3. the grown book: the same, then grown for BOOK_SECONDS (300) s on
+#      BOOK_ENGINES (2) engines (10 engine-minutes) by walking the lines
+#      fairy-stockfish plays from the openings (think --opponent), minimax;
+#   4. matches from the suite, each opening with both colours, fairy-stockfish
+#      with a book against fairy-stockfish without: grown, then games-only;
+#      BOOK_PAIRS (default: one pair an opening) game pairs each.
+#
+# Prints per book: book plies a game, exit plies, score, Elo with its 95%
+# interval from the pairs, LOS, one line each, and the goals beside them.
+# At a node budget and one thread fairy-stockfish plays the same game from
+# the same opening every time, so a pair an opening is every distinct game
+# there is; more pairs repeat them (the lines say how many were distinct).
+# Work files go to BOOK_DIR (a temporary directory, removed unless given).
+set -eu
+J=${JOSEKI:-./joseki}
+FS=${FAIRY_STOCKFISH:-/usr/games/fairy-stockfish}
+NODES=${BOOK_NODES:-20000}
+NOPEN=${BOOK_OPENINGS:-50}
+SECS=${BOOK_SECONDS:-300}
+ENGINES=${BOOK_ENGINES:-2}
+MULTIPV=${BOOK_MULTIPV:-4}
+PAIRS=${BOOK_PAIRS:-$NOPEN}
+CONC=${BOOK_CONCURRENCY:-2}
+
+if [ ! -x "$FS" ]; then
+	echo "bench-book: fairy-stockfish is not installed ($FS): run tools/install-deps.sh" \
+		"(Debian package fairy-stockfish), or set FAIRY_STOCKFISH" >&2
+	exit 1
+fi
+if [ -n "${BOOK_DIR:-}" ]; then
+	W=$BOOK_DIR
+	mkdir -p "$W"
+else
+	W=$(mktemp -d)
+	trap 'rm -rf "$W"' EXIT
+fi
+
+grep -v '^#' tests/data/positions/openings-v1.sfen | grep . | head -n "$NOPEN" >"$W/openings.txt"
+n=$(wc -l <"$W/openings.txt")
+echo "bench-book: $n openings, fairy-stockfish at $NODES nodes, book grown for $SECS s on $ENGINES engines (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+
+rm -rf "$W/games" "$W/grown"
+$J ingest "$W/games" tests/data/floodgate --quiet >/dev/null
+$J minimax "$W/games" --quiet >/dev/null
+$J ingest "$W/grown" tests/data/floodgate --quiet >/dev/null
+$J think "$W/grown" --engine "$FS" --opponent "$FS" --engines "$ENGINES" --nodes "$NODES" \
+	--multipv "$MULTIPV" --roots "$W/openings.txt" --time "$SECS" --quiet >"$W/think.txt"
+$J minimax "$W/grown" --full --quiet >/dev/null
+echo "bench-book: $(cat "$W/think.txt")" >&2
+
+# One match: A = fairy-stockfish with BOOK, B = without.
+play() {
+	$J match --engine-a "$FS" --engine-b "$FS" --book-a "$W/$1" --book-b none \
+		--openings "$W/openings.txt" --games $((2 * PAIRS)) --nodes "$NODES" \
+		--concurrency "$CONC" --json --quiet --out "$W/match-$1" >"$W/match-$1.json"
+	python3 - "$W/match-$1.json" "$1" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+res = d["results"]
+distinct = len({(r["moves"], r["a_color"]) for r in res})
+bp = [r["book_plies"][0] for r in res]
+exits = sorted(bp)
+q = lambda p: exits[min(len(exits) - 1, int(p * len(exits)))]
+pent = d.get("pentanomial")
+elo, lo, hi = d.get("pair_elo", d["elo"]), d.get("pair_elo_low", d["elo_low"]), d.get("pair_elo_high", d["elo_high"])
+f = lambda x: "inf" if x is None else "%+.0f" % x
+print("book %s games %d distinct %d book_plies %.1f exit_p10 %d exit_p50 %d exit_p90 %d "
+      "score %.3f (+%d =%d -%d) elo %s [%s, %s] los %s%s" % (
+    sys.argv[2], len(res), distinct, sum(bp) / len(bp), q(0.1), q(0.5), q(0.9),
+    d["score"], d["wins"], d["draws"], d["losses"], f(elo), f(lo), f(hi),
+    "%.3f" % d["los"] if d.get("los") is not None else "n/a",
+    (" pentanomial %s" % pent) if pent else ""))
+EOF
+}
+play grown
+play games
+echo "(goals: the grown book >= 8 book plies a game, score >= 0.55 with the Elo interval's low end above 0, and better than the games-only book)"
