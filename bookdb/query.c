@@ -220,12 +220,6 @@ char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *
 		TEXT_LIT(&t, "{");
 		text_key(&t, "move", true);
 		text_string(&t, usi);
-		/* As a player writes it (▲５八金右, △同　歩), for the explorer. */
-		char name[JA_MOVE_MAX];
-		if (ja_move_write(pos, m->move, prev_to, true, legal, nlegal, name)) {
-			text_key(&t, "name", false);
-			text_string(&t, name);
-		}
 		if (minimax) {
 			text_key(&t, "value", false);
 			text_int(&t, m->value);
@@ -258,6 +252,13 @@ char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *
 		if (m->flags & BOOKDB_MOVE_AVOIDED) {
 			text_key(&t, "avoided", false);
 			TEXT_LIT(&t, "true");
+		}
+		/* As a player writes it (▲５八金右, △同　歩), for the explorer; last,
+		 * so that the members before keep their places. */
+		char name[JA_MOVE_MAX];
+		if (ja_move_write(pos, m->move, prev_to, true, legal, nlegal, name)) {
+			text_key(&t, "name", false);
+			text_string(&t, name);
 		}
 		TEXT_LIT(&t, "}");
 	}

@@ -145,10 +145,6 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 		json_t *step = json_object();
 		json_object_set_new(step, "ply", json_integer(t_pos.game_ply));
 		json_object_set_new(step, "move", json_string(usi));
-		char name[JA_MOVE_MAX];
-		if (ja_move_write(&t_pos, m->move, prev_to, true, NULL, 0, name))
-			json_object_set_new(step, "name", json_string(name));
-		prev_to = move_to(m->move);
 		if (t_rec.flags & BOOKDB_REC_MINIMAX) {
 			json_object_set_new(step, "value", json_integer(m->value));
 			json_object_set_new(step, "dist", json_integer(m->dist));
@@ -160,6 +156,10 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 			json_object_set_new(step, "depth", json_integer(m->depth));
 		}
 		json_object_set_new(step, "count", json_integer(m->count));
+		char name[JA_MOVE_MAX];
+		if (ja_move_write(&t_pos, m->move, prev_to, true, NULL, 0, name))
+			json_object_set_new(step, "name", json_string(name));
+		prev_to = move_to(m->move);
 		json_array_append_new(line, step);
 		pos_do_move(&t_pos, m->move);
 		bool again = false;
