@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shogi/movegen.h"
@@ -440,4 +441,29 @@ int position_parse(Position *out, const char *spec, char *err)
 		s = skip_ws(s + l);
 	}
 	return SHOGI_OK;
+}
+
+char *position_spec_write(Position *pos)
+{
+	int n = pos_history_len(pos);
+	Move moves[POS_MAX_STATES];
+	for (int i = 1; i <= n; i++) moves[i - 1] = pos->states[i].move;
+	for (int i = 0; i < n; i++) pos_undo_move(pos);
+	char sfen[SFEN_MAX];
+	sfen_write(pos, sfen, sizeof sfen);
+	bool start = !strcmp(sfen, SFEN_STARTPOS);
+	size_t cap = SFEN_MAX + 16 + (size_t)n * USI_MOVE_MAX, len = 0;
+	char *s = malloc(cap);
+	if (s)
+		len = (size_t)snprintf(s, cap, "%s%s%s", start ? "startpos" : "sfen ",
+		                       start ? "" : sfen, n ? " moves" : "");
+	for (int i = 0; i < n; i++) {
+		if (s) {
+			s[len++] = ' ';
+			len += usi_move_write(moves[i], s + len);
+			s[len] = 0;
+		}
+		pos_do_move(pos, moves[i]);
+	}
+	return s;
 }

@@ -279,10 +279,8 @@ int cmd_cycle(int argc, char **argv)
 	char **openings = NULL;
 	int nopenings = 0, ret = 1, rc;
 	char err[CYCLE_ERRLEN > MATCH_ERRLEN ? CYCLE_ERRLEN : MATCH_ERRLEN];
-	if (openings_path && (nopenings = match_openings_load(&openings, openings_path, err)) < 0) {
-		joseki_error("cycle: %s", err);
+	if (openings_path && (nopenings = cli_openings_read(&openings, openings_path, "cycle")) < 0)
 		return 1;
-	}
 	/* Think's roots: --roots / --roots-from-games, else the openings. */
 	RootList roots = {0};
 	if (cp.roots_file || cp.from_games) {
@@ -290,13 +288,13 @@ int cmd_cycle(int argc, char **argv)
 		char berr[BOOKDB_ERRLEN];
 		if (bookdb_open(&db, book, NULL, berr) < 0) {
 			joseki_error("cycle: %s", berr);
-			match_openings_free(openings, nopenings);
+			cli_openings_free(openings, nopenings);
 			return 1;
 		}
 		rc = cli_plan_roots(&cp, &roots, db, quiet, "cycle");
 		bookdb_free(db);
 		if (rc < 0) {
-			match_openings_free(openings, nopenings);
+			cli_openings_free(openings, nopenings);
 			return 1;
 		}
 	}
@@ -361,7 +359,7 @@ int cmd_cycle(int argc, char **argv)
 	ret = 0;
 done:
 	for (int i = 0; i < MAX_ENGINES; i++) search_free(engines[i]);
-	match_openings_free(openings, nopenings);
+	cli_openings_free(openings, nopenings);
 	roots_free(&roots);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
