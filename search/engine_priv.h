@@ -1,0 +1,86 @@
+/*
+ * search/engine_priv.h — the built-in engine's state, shared by its root
+ * (engine.c) and its tree search (alphabeta.c). Not for other modules.
+ */
+#ifndef SEARCH_ENGINE_PRIV_H
+#define SEARCH_ENGINE_PRIV_H
+
+#include <signal.h>
+#include <stdatomic.h>
+
+#include "search/engine.h"
+#include "search/tt.h"
+#include "shogi/movegen.h"
+
+#define PIECE_IDX_NB 28 /* (type - 1) + 14 * colour */
+#define FROM_NB 88      /* 81 squares, then 81 + the dropped type */
+#define STACK_OFFSET 4  /* stack entries before ply 0 (ss - 1 .. ss - 4) */
+
+static inline int piece_idx(Piece p)
+{
+	return piece_type(p) - 1 + 14 * piece_color(p);
+}
+
+/* A continuation history: the worth of a (piece, destination) after one move. */
+typedef int16_t ContHist[PIECE_IDX_NB][SQ_NB];
+
+typedef struct {
+	Move move;      /* the move made at this ply (MOVE_NONE, MOVE_NULL) */
+	int pidx;       /* its piece */
+	Square to;      /* its destination */
+	ContHist *cont; /* the continuation table it selects (NULL: none) */
+	Move killers[2];
+	Move excluded; /* singular extension: the move left out */
+	int static_eval;
+	int ply;
+	bool in_check;
+} Stack;
+
+typedef struct {
+	Move move;
+	int score;
+	int prev_score;
+} RootMove;
+
+struct Engine {
+	TT tt;
+	size_t hash_mb;
+	atomic_bool stop;
+	atomic_bool pondering;
+	atomic_llong start_ns;
+	const volatile sig_atomic_t *cancel; /* the caller's flag, or NULL */
+
+	/* Per search. */
+	Position pos;
+	uint64_t nodes;
+	uint64_t node_limit;
+	int64_t hard_ms;
+	bool can_abort; /* false until depth 1 is complete */
+	bool aborted;
+	int seldepth;
+	int root_depth;
+	int nroot;
+	RootMove root[MOVEGEN_MAX];
+	Stack stack[ENGINE_MAX_PLY + STACK_OFFSET + 2];
+	Move pv[ENGINE_MAX_PLY + 1][ENGINE_MAX_PLY + 1];
+	int pv_len[ENGINE_MAX_PLY + 1];
+
+	/* Learnt over a game (cleared by engine_clear). */
+	int16_t main_hist[COLOR_NB][FROM_NB][SQ_NB];
+	int16_t capt_hist[PIECE_IDX_NB][SQ_NB][PT_NB];
+	Move counter[PIECE_IDX_NB][SQ_NB];
+	ContHist cont_hist[PIECE_IDX_NB][SQ_NB];
+};
+
+/* alphabeta.c */
+void ab_init_tables(void);
+int ab_search(Engine *e, Stack *ss, int alpha, int beta, int depth, bool cut_node, bool pv_node);
+int ab_see_value(PieceType pt);
+bool ab_see_ge(const Position *pos, Move m, int threshold);
+int ab_lmr(int depth, int move_count);
+int ab_quiet_score(const Engine *e, const Stack *ss, Move m, int pidx);
+void ab_update_quiet(Engine *e, Stack *ss, Move m, int pidx, int bonus);
+void ab_update_pv(Engine *e, int ply, Move m);
+bool ab_check_abort(Engine *e);
+
+#endif

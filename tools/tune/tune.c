@@ -1,0 +1,293 @@
+/*
+ * tools/tune/tune.c — fits the built-in evaluation's weights (search/eval.h)
+ * to games (tools/tune/README.md says how the games are made).
+ *
+ *   build/tune [--epochs N] [--lambda L] [--scale S] [--lr R] [--decay D] [--out FILE] GAMES...
+ *
+ * Each GAMES file holds one game a line as tools/tune/gen_games.py writes it:
+ * Black's result, the opening's length, the moves, and the engine's value of
+ * every position after the opening. Every such position that is quiet (not in
+ * check, the engine's move neither a capture nor a promotion, |value| < 3000)
+ * becomes a sample: its features (eval_features) and a target
+ *     t = lambda × result + (1 − lambda) × sigmoid(value / S)
+ * from the side to move. The weights minimise the mean of
+ * (sigmoid(eval / S) − t)² (Adam, full batch) from the weights built in now;
+ * every tenth game is held out and its loss printed. Constraints keep the
+ * evaluation sane: each further piece in hand is worth at least 10 cp, the
+ * material weights stay within 30% of the exchange tables, and the positional
+ * weights of a piece stay within a fraction of its material.
+ *
+ * The result is written as a C source (search/eval_weights.c) with a comment
+ * saying how it was made.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search/eval.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+
+typedef struct {
+	uint32_t first; /* into the feature arrays */
+	uint16_t n;
+	int8_t sign;  /* +1 Black to move, -1 White */
+	float target; /* from the side to move */
+} Sample;
+
+static Sample *samples;
+static size_t nsamples, capsamples;
+static uint16_t *fidx;
+static int8_t *fcoef;
+static size_t nfeat, capidx, capcoef;
+static size_t nheld; /* samples [0, nheld) are held out */
+
+static void *grow(void *p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap) return p;
+	size_t c = *cap ? *cap : 4096;
+	while (c < need) c *= 2;
+	void *q = realloc(p, c * size);
+	if (!q) {
+		fprintf(stderr, "tune: out of memory\n");
+		exit(1);
+	}
+	*cap = c;
+	return q;
+}
+
+static double sigmoid(double x)
+{
+	return 1.0 / (1.0 + exp(-x));
+}
+
+static void add_sample(const Position *pos, double target)
+{
+	static EvalFeatures f;
+	eval_features(pos, &f, NULL);
+	samples = grow(samples, &capsamples, nsamples + 1, sizeof *samples);
+	fidx = grow(fidx, &capidx, nfeat + (size_t)f.n, sizeof *fidx);
+	fcoef = grow(fcoef, &capcoef, nfeat + (size_t)f.n, sizeof *fcoef);
+	Sample *s = &samples[nsamples++];
+	s->first = (uint32_t)nfeat;
+	s->n = (uint16_t)f.n;
+	s->sign = pos->side == BLACK ? 1 : -1;
+	s->target = (float)target;
+	memcpy(fidx + nfeat, f.idx, (size_t)f.n * sizeof *fidx);
+	memcpy(fcoef + nfeat, f.coef, (size_t)f.n * sizeof *fcoef);
+	nfeat += (size_t)f.n;
+}
+
+/* One game line; held games go to a separate list merged first later. */
+static int load_game(char *line, double lambda, double scale, Position *pos, int *kept)
+{
+	char *save, *tok;
+	char *fields[4];
+	int nf = 0;
+	for (tok = strtok_r(line, "\t\n", &save); tok && nf < 4;
+	     tok = strtok_r(NULL, "\t\n", &save))
+		fields[nf++] = tok;
+	if (nf < 3) return -1;
+	double result = atof(fields[0]);
+	int nopen = atoi(fields[1]);
+	char *msave, *ssave;
+	pos_set_startpos(pos);
+	char *sc = nf == 4 ? strtok_r(fields[3], " ", &ssave) : NULL;
+	int ply = 0;
+	for (char *mv = strtok_r(fields[2], " ", &msave); mv; mv = strtok_r(NULL, " ", &msave)) {
+		Move m;
+		if (usi_move_parse_legal(&m, pos, mv, strlen(mv), NULL) < 0) return -1;
+		if (ply >= nopen) {
+			if (!sc) break;
+			double v = atof(sc);
+			sc = strtok_r(NULL, " ", &ssave);
+			bool quiet = move_is_drop(m) ||
+			             (pos->board[move_to(m)] == PIECE_NONE && !move_is_promote(m));
+			if (!pos_in_check(pos) && quiet && fabs(v) < 3000) {
+				double res = pos->side == BLACK ? result : 1.0 - result;
+				add_sample(pos, lambda * res + (1 - lambda) * sigmoid(v / scale));
+				(*kept)++;
+			}
+		}
+		if (pos_history_len(pos) >= POS_MAX_STATES - 2) break;
+		pos_do_move(pos, m);
+		ply++;
+	}
+	return 0;
+}
+
+static double W[EVAL_NFEATURES], G[EVAL_NFEATURES], M1[EVAL_NFEATURES], M2[EVAL_NFEATURES];
+static double LO[EVAL_NFEATURES], HI[EVAL_NFEATURES];
+
+static double predict(const Sample *s)
+{
+	double v = 0;
+	for (uint32_t i = s->first; i < s->first + s->n; i++)
+		if (fidx[i] != EVF_TEMPO) v += fcoef[i] * W[fidx[i]];
+	return s->sign * v + W[EVF_TEMPO];
+}
+
+static double loss_and_grad(size_t from, size_t to, double scale, bool grad)
+{
+	double loss = 0;
+	for (size_t k = from; k < to; k++) {
+		const Sample *s = &samples[k];
+		double p = sigmoid(predict(s) / scale);
+		double e = p - s->target;
+		loss += e * e;
+		if (!grad) continue;
+		double g = 2 * e * p * (1 - p) / scale;
+		for (uint32_t i = s->first; i < s->first + s->n; i++) {
+			if (fidx[i] == EVF_TEMPO)
+				G[EVF_TEMPO] += g;
+			else
+				G[fidx[i]] += g * s->sign * fcoef[i];
+		}
+	}
+	return to > from ? loss / (double)(to - from) : 0;
+}
+
+static void set_bounds(void)
+{
+	for (int i = 0; i < EVAL_NFEATURES; i++) LO[i] = -400, HI[i] = 400;
+	for (int pt = PAWN; pt < PT_NB; pt++) {
+		double m = EVAL_PIECE_VALUE[pt];
+		LO[EVF_MAT + pt] = 0.7 * m;
+		HI[EVF_MAT + pt] = 1.3 * m;
+		if (pt == KING) LO[EVF_MAT + pt] = HI[EVF_MAT + pt] = 0;
+		/* A piece's place is worth less than the piece. */
+		double lim = pt == KING ? 400 : 0.2 * (m < 300 ? 300 : m);
+		int t = pt - 1;
+		for (int j = 0; j < 45; j++) {
+			LO[EVF_PSQ + t * 45 + j] = LO[EVF_KOWN + t * 45 + j] =
+			    LO[EVF_KOPP + t * 45 + j] = -lim;
+			HI[EVF_PSQ + t * 45 + j] = HI[EVF_KOWN + t * 45 + j] =
+			    HI[EVF_KOPP + t * 45 + j] = lim;
+		}
+	}
+	/* Hand: each further piece adds at least 10 cp (bounded per slot). */
+	for (int i = 0; i < 40; i++) LO[EVF_HAND + i] = 10, HI[EVF_HAND + i] = 1500;
+	for (int i = 0; i < 28; i++) LO[EVF_HANG + i] = -300, HI[EVF_HANG + i] = 100;
+	for (int i = 0; i < 5 * 27 + 5 + 45; i++) LO[EVF_KSQ + i] = -150, HI[EVF_KSQ + i] = 150;
+	LO[EVF_TEMPO] = 0, HI[EVF_TEMPO] = 100;
+}
+
+static void write_weights(const char *path, int argc, char **argv, double lambda, double scale,
+                          int epochs, size_t n, double train, double held)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "tune: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	fprintf(f,
+	        "/*\n * search/eval_weights.c — the evaluation's weights (search/eval.h), made by\n"
+	        " * tools/tune (do not edit by hand):\n *\n *   build/tune");
+	for (int i = 1; i < argc; i++) fprintf(f, " %s", argv[i]);
+	fprintf(
+	    f,
+	    "\n *\n * lambda %.2f, scale %.0f, %d epochs over %zu quiet positions; loss %.6f on\n"
+	    " * the training games, %.6f on the held-out tenth. The games come from\n"
+	    " * tools/tune/gen_games.py (tools/tune/README.md says how to make them again).\n */\n",
+	    lambda, scale, epochs, n, train, held);
+	fprintf(f,
+	        "#include \"search/eval.h\"\n\nconst int16_t EVAL_WEIGHTS[EVAL_NFEATURES] = {\n");
+	for (int i = 0; i < EVAL_NFEATURES; i++) {
+		long v = lround(W[i]);
+		fprintf(f, "%s%ld,", i % 12 == 0 ? "\t" : " ", v);
+		if (i % 12 == 11 || i == EVAL_NFEATURES - 1) fprintf(f, "\n");
+	}
+	fprintf(f, "};\n");
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	int epochs = 300;
+	double lambda = 0.2, scale = 600, lr = 2.0, decay = 0.001;
+	const char *out = "search/eval_weights.c";
+	int first_file = 1;
+	for (; first_file < argc && argv[first_file][0] == '-'; first_file += 2) {
+		if (first_file + 1 >= argc) break;
+		const char *a = argv[first_file], *v = argv[first_file + 1];
+		if (!strcmp(a, "--epochs"))
+			epochs = atoi(v);
+		else if (!strcmp(a, "--lambda"))
+			lambda = atof(v);
+		else if (!strcmp(a, "--scale"))
+			scale = atof(v);
+		else if (!strcmp(a, "--lr"))
+			lr = atof(v);
+		else if (!strcmp(a, "--out"))
+			out = v;
+		else if (!strcmp(a, "--decay"))
+			decay = atof(v);
+		else {
+			fprintf(stderr, "usage: tune [--epochs N] [--lambda L] [--scale S] [--lr "
+			                "R] [--decay D] [--out FILE] GAMES...\n");
+			return 2;
+		}
+	}
+	if (first_file >= argc) {
+		fprintf(stderr, "usage: tune [--epochs N] [--lambda L] [--scale S] [--lr R] "
+		                "[--decay D] [--out FILE] GAMES...\n");
+		return 2;
+	}
+	shogi_init();
+	Position *pos = malloc(sizeof *pos);
+	/* Two passes over the files: held-out games first, so they are [0, nheld). */
+	for (int pass = 0; pass < 2; pass++) {
+		long game = 0;
+		int kept = 0;
+		for (int i = first_file; i < argc; i++) {
+			FILE *f = fopen(argv[i], "r");
+			if (!f) {
+				fprintf(stderr, "tune: %s: %s\n", argv[i], strerror(errno));
+				return 1;
+			}
+			char *line = NULL;
+			size_t cap = 0;
+			while (getline(&line, &cap, f) > 0) {
+				bool held = game++ % 10 == 0;
+				if (held != (pass == 0)) continue;
+				if (load_game(line, lambda, scale, pos, &kept) < 0)
+					fprintf(stderr, "tune: %s: game %ld skipped (bad line)\n",
+					        argv[i], game);
+			}
+			free(line);
+			fclose(f);
+		}
+		if (pass == 0) nheld = nsamples;
+		fprintf(stderr, "tune: %s: %ld games, %d positions\n",
+		        pass ? "training" : "held out", game, kept);
+	}
+	set_bounds();
+	for (int i = 0; i < EVAL_NFEATURES; i++) W[i] = EVAL_WEIGHTS[i];
+	const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+	double train = 0, held = 0;
+	for (int ep = 1; ep <= epochs; ep++) {
+		memset(G, 0, sizeof G);
+		train = loss_and_grad(nheld, nsamples, scale, true);
+		double n = (double)(nsamples - nheld);
+		for (int i = 0; i < EVAL_NFEATURES; i++) {
+			double g = G[i] / n;
+			M1[i] = b1 * M1[i] + (1 - b1) * g;
+			M2[i] = b2 * M2[i] + (1 - b2) * g * g;
+			double mh = M1[i] / (1 - pow(b1, ep)), vh = M2[i] / (1 - pow(b2, ep));
+			W[i] -= lr * mh / (sqrt(vh) + eps);
+			if (i >= EVF_PSQ && i != EVF_TEMPO) W[i] -= lr * decay * W[i];
+			if (W[i] < LO[i]) W[i] = LO[i];
+			if (W[i] > HI[i]) W[i] = HI[i];
+		}
+		if (ep % 10 == 0 || ep == epochs) {
+			held = loss_and_grad(0, nheld, scale, false);
+			fprintf(stderr, "epoch %d: train %.6f held %.6f\n", ep, train, held);
+		}
+	}
+	write_weights(out, argc, argv, lambda, scale, epochs, nsamples, train, held);
+	fprintf(stderr, "tune: wrote %s\n", out);
+	free(pos);
+	return 0;
+}
