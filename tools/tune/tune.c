@@ -2,7 +2,7 @@
  * tools/tune/tune.c — fits the built-in evaluation's weights (search/eval.h)
  * to games (tools/tune/README.md says how the games are made).
  *
- *   build/tune [--epochs N] [--lambda L] [--scale S] [--lr R] [--decay D] [--out FILE] GAMES...
+ *   build/tune [--epochs N] [--lambda L] [--scale S] [--lr R] [--ridge R] [--out FILE] GAMES...
  *
  * Each GAMES file holds one game a line as tools/tune/gen_games.py writes it:
  * Black's result, the opening's length, the moves, and the engine's value of
@@ -11,7 +11,9 @@
  * becomes a sample: its features (eval_features) and a target
  *     t = lambda × result + (1 − lambda) × sigmoid(value / S)
  * from the side to move. The weights minimise the mean of
- * (sigmoid(eval / S) − t)² (Adam, full batch) from the weights built in now;
+ * (sigmoid(eval / S) − t)² plus a ridge on the positional weights (R samples'
+ * worth; Adam steps of --lr cp, full batch) from the
+ * material tables alone;
  * every tenth game is held out and its loss printed. Constraints keep the
  * evaluation sane: each further piece in hand is worth at least 10 cp, the
  * material weights stay within 30% of the exchange tables, and the positional
@@ -29,6 +31,16 @@
 #include "search/eval.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
+
+/* The hand slots of eval.c: the n-th piece of a type is slot base + n - 1. */
+static const int HAND_BASE_OF[HAND_PT_NB] = {0, 0, 10, 14, 18, 22, 24, 26};
+static const int HAND_SLOTS_OF[HAND_PT_NB] = {0, 10, 4, 4, 4, 2, 2, 4};
+
+/* The bounds' parameters (see set_bounds). */
+#define PLACE_FRACTION 0.12
+#define HANG_FRACTION 0.15
+#define KSQ_LIMIT 20
+#define DANGER_LIMIT 40
 
 typedef struct {
 	uint32_t first; /* into the feature arrays */
@@ -118,8 +130,9 @@ static int load_game(char *line, double lambda, double scale, Position *pos, int
 	return 0;
 }
 
-static double W[EVAL_NFEATURES], G[EVAL_NFEATURES], M1[EVAL_NFEATURES], M2[EVAL_NFEATURES];
-static double LO[EVAL_NFEATURES], HI[EVAL_NFEATURES];
+static double W[EVAL_NFEATURES], G[EVAL_NFEATURES], H[EVAL_NFEATURES], M1[EVAL_NFEATURES],
+    M2[EVAL_NFEATURES];
+static double LO[EVAL_NFEATURES], HI[EVAL_NFEATURES], BEST[EVAL_NFEATURES];
 
 static double predict(const Sample *s)
 {
@@ -138,27 +151,35 @@ static double loss_and_grad(size_t from, size_t to, double scale, bool grad)
 		double e = p - s->target;
 		loss += e * e;
 		if (!grad) continue;
-		double g = 2 * e * p * (1 - p) / scale;
+		double d = p * (1 - p) / scale, g = 2 * e * d, h = 2 * d * d;
 		for (uint32_t i = s->first; i < s->first + s->n; i++) {
-			if (fidx[i] == EVF_TEMPO)
+			if (fidx[i] == EVF_TEMPO) {
 				G[EVF_TEMPO] += g;
-			else
+				H[EVF_TEMPO] += h;
+			} else {
 				G[fidx[i]] += g * s->sign * fcoef[i];
+				H[fidx[i]] += h * fcoef[i] * fcoef[i];
+			}
 		}
 	}
 	return to > from ? loss / (double)(to - from) : 0;
 }
 
+/*
+ * The box every weight stays in. A piece's own features (its place, its place
+ * by the kings, hanging) stay within a fraction of its material, and the king
+ * squares' within a few tens of cp, so that a piece is always worth having:
+ * removing one never helps its side (tests/search/test_eval.c checks it).
+ */
 static void set_bounds(void)
 {
 	for (int i = 0; i < EVAL_NFEATURES; i++) LO[i] = -400, HI[i] = 400;
 	for (int pt = PAWN; pt < PT_NB; pt++) {
 		double m = EVAL_PIECE_VALUE[pt];
-		LO[EVF_MAT + pt] = 0.7 * m;
+		LO[EVF_MAT + pt] = 0.8 * m;
 		HI[EVF_MAT + pt] = 1.3 * m;
 		if (pt == KING) LO[EVF_MAT + pt] = HI[EVF_MAT + pt] = 0;
-		/* A piece's place is worth less than the piece. */
-		double lim = pt == KING ? 400 : 0.2 * (m < 300 ? 300 : m);
+		double lim = pt == KING ? 300 : PLACE_FRACTION * m;
 		int t = pt - 1;
 		for (int j = 0; j < 45; j++) {
 			LO[EVF_PSQ + t * 45 + j] = LO[EVF_KOWN + t * 45 + j] =
@@ -166,12 +187,50 @@ static void set_bounds(void)
 			HI[EVF_PSQ + t * 45 + j] = HI[EVF_KOWN + t * 45 + j] =
 			    HI[EVF_KOPP + t * 45 + j] = lim;
 		}
+		if (pt != KING) {
+			for (int side = 0; side < 2; side++) {
+				LO[EVF_HANG + side * 14 + t] = -HANG_FRACTION * m;
+				HI[EVF_HANG + side * 14 + t] = 0;
+			}
+		}
 	}
 	/* Hand: each further piece adds at least 10 cp (bounded per slot). */
 	for (int i = 0; i < 40; i++) LO[EVF_HAND + i] = 10, HI[EVF_HAND + i] = 1500;
-	for (int i = 0; i < 28; i++) LO[EVF_HANG + i] = -300, HI[EVF_HANG + i] = 100;
-	for (int i = 0; i < 5 * 27 + 5 + 45; i++) LO[EVF_KSQ + i] = -150, HI[EVF_KSQ + i] = 150;
+	for (int i = 0; i < 5 * 27; i++) LO[EVF_KSQ + i] = -KSQ_LIMIT, HI[EVF_KSQ + i] = KSQ_LIMIT;
+	for (int i = 0; i < 5; i++) LO[EVF_KEDGE + i] = -100, HI[EVF_KEDGE + i] = 100;
+	for (int i = 0; i < 45; i++)
+		LO[EVF_KDANGER + i] = -DANGER_LIMIT, HI[EVF_KDANGER + i] = DANGER_LIMIT;
 	LO[EVF_TEMPO] = 0, HI[EVF_TEMPO] = 100;
+}
+
+/*
+ * King safety can only get worse for its king with more enemy attacks, fewer
+ * defenders, more undefended attacked squares or more enemy pieces in hand:
+ * each such chain is made monotone after every step (each entry clamped by
+ * its neighbour in the chain, in order).
+ */
+static void make_monotone(void)
+{
+	for (int cls = 0; cls < 5; cls++)
+		for (int occ = 0; occ < 3; occ++) {
+			double *k = &W[EVF_KSQ + cls * 27 + occ * 9];
+			for (int def = 0; def < 3; def++)
+				for (int att = 1; att < 3; att++)
+					if (k[att * 3 + def] > k[(att - 1) * 3 + def])
+						k[att * 3 + def] = k[(att - 1) * 3 + def];
+			for (int att = 0; att < 3; att++)
+				for (int def = 1; def < 3; def++)
+					if (k[att * 3 + def] < k[att * 3 + def - 1])
+						k[att * 3 + def] = k[att * 3 + def - 1];
+		}
+	double *d = &W[EVF_KDANGER];
+	for (int n = 0; n < 9; n++)
+		for (int b = 0; b < 5; b++) {
+			if (n > 0 && d[n * 5 + b] > d[(n - 1) * 5 + b])
+				d[n * 5 + b] = d[(n - 1) * 5 + b];
+			if (b > 0 && d[n * 5 + b] > d[n * 5 + b - 1])
+				d[n * 5 + b] = d[n * 5 + b - 1];
+		}
 }
 
 static void write_weights(const char *path, int argc, char **argv, double lambda, double scale,
@@ -206,7 +265,7 @@ static void write_weights(const char *path, int argc, char **argv, double lambda
 int main(int argc, char **argv)
 {
 	int epochs = 300;
-	double lambda = 0.2, scale = 600, lr = 2.0, decay = 0.001;
+	double lambda = 0.2, scale = 600, lr = 2, ridge = 30;
 	const char *out = "search/eval_weights.c";
 	int first_file = 1;
 	for (; first_file < argc && argv[first_file][0] == '-'; first_file += 2) {
@@ -222,17 +281,17 @@ int main(int argc, char **argv)
 			lr = atof(v);
 		else if (!strcmp(a, "--out"))
 			out = v;
-		else if (!strcmp(a, "--decay"))
-			decay = atof(v);
+		else if (!strcmp(a, "--ridge"))
+			ridge = atof(v);
 		else {
 			fprintf(stderr, "usage: tune [--epochs N] [--lambda L] [--scale S] [--lr "
-			                "R] [--decay D] [--out FILE] GAMES...\n");
+			                "R] [--ridge R] [--out FILE] GAMES...\n");
 			return 2;
 		}
 	}
 	if (first_file >= argc) {
 		fprintf(stderr, "usage: tune [--epochs N] [--lambda L] [--scale S] [--lr R] "
-		                "[--decay D] [--out FILE] GAMES...\n");
+		                "[--ridge R] [--out FILE] GAMES...\n");
 		return 2;
 	}
 	shogi_init();
@@ -264,28 +323,53 @@ int main(int argc, char **argv)
 		        pass ? "training" : "held out", game, kept);
 	}
 	set_bounds();
-	for (int i = 0; i < EVAL_NFEATURES; i++) W[i] = EVAL_WEIGHTS[i];
-	const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
-	double train = 0, held = 0;
+	/* The start: the exchange tables' material, each hand piece at its hand
+	 * value, everything else zero (so a run depends on its games alone). */
+	memset(W, 0, sizeof W);
+	for (int pt = PAWN; pt < PT_NB; pt++) W[EVF_MAT + pt] = EVAL_PIECE_VALUE[pt];
+	for (int i = 0; i < 40; i++) W[EVF_HAND + i] = LO[EVF_HAND + i];
+	for (int pt = PAWN; pt <= GOLD; pt++)
+		for (int i = 0; i < HAND_SLOTS_OF[pt]; i++)
+			W[EVF_HAND + HAND_BASE_OF[pt] + i] = EVAL_HAND_VALUE[pt];
+	W[EVF_TEMPO] = 20;
+	/* The ridge, in samples' worth of curvature (a sample at p = 1/2). */
+	double r = ridge * 2 * (0.25 / scale) * (0.25 / scale);
+	double train = 0, held = 0, best_held = 1e9, best_train = 0;
+	int best_ep = 0;
+	memcpy(BEST, W, sizeof W);
 	for (int ep = 1; ep <= epochs; ep++) {
 		memset(G, 0, sizeof G);
+		memset(H, 0, sizeof H);
 		train = loss_and_grad(nheld, nsamples, scale, true);
-		double n = (double)(nsamples - nheld);
 		for (int i = 0; i < EVAL_NFEATURES; i++) {
-			double g = G[i] / n;
-			M1[i] = b1 * M1[i] + (1 - b1) * g;
-			M2[i] = b2 * M2[i] + (1 - b2) * g * g;
-			double mh = M1[i] / (1 - pow(b1, ep)), vh = M2[i] / (1 - pow(b2, ep));
-			W[i] -= lr * mh / (sqrt(vh) + eps);
-			if (i >= EVF_PSQ && i != EVF_TEMPO) W[i] -= lr * decay * W[i];
+			/* Adam on the loss plus the ridge (positional weights only),
+			 * which holds back the weights the data say little about. */
+			bool pos_w = i >= EVF_PSQ && i != EVF_TEMPO;
+			double g = G[i] + (pos_w ? 2 * r * W[i] : 0);
+			M1[i] = 0.9 * M1[i] + 0.1 * g;
+			M2[i] = 0.999 * M2[i] + 0.001 * g * g;
+			double mh = M1[i] / (1 - pow(0.9, ep)), vh = M2[i] / (1 - pow(0.999, ep));
+			W[i] -= lr * mh / (sqrt(vh) + 1e-12);
 			if (W[i] < LO[i]) W[i] = LO[i];
 			if (W[i] > HI[i]) W[i] = HI[i];
 		}
+		make_monotone();
 		if (ep % 10 == 0 || ep == epochs) {
 			held = loss_and_grad(0, nheld, scale, false);
 			fprintf(stderr, "epoch %d: train %.6f held %.6f\n", ep, train, held);
+			if (held < best_held) {
+				best_held = held;
+				best_train = train;
+				best_ep = ep;
+				memcpy(BEST, W, sizeof W);
+			}
 		}
 	}
+	/* The weights of the epoch that did best on the held-out games. */
+	memcpy(W, BEST, sizeof W);
+	held = best_held;
+	train = best_train;
+	epochs = best_ep;
 	write_weights(out, argc, argv, lambda, scale, epochs, nsamples, train, held);
 	fprintf(stderr, "tune: wrote %s\n", out);
 	free(pos);
