@@ -51,11 +51,6 @@ int ab_lmr(int depth, int move_count)
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static inline int64_t elapsed_ms(const Engine *e)
-{
-	return (clock_ns() - atomic_load_explicit(&e->start_ns, memory_order_relaxed)) / 1000000;
-}
-
 bool ab_check_abort(Engine *e)
 {
 	if (!e->can_abort) return false;
@@ -67,7 +62,7 @@ bool ab_check_abort(Engine *e)
 		    (e->cancel && *e->cancel))
 			e->aborted = true;
 		else if (e->hard_ms && !atomic_load_explicit(&e->pondering, memory_order_relaxed) &&
-		         elapsed_ms(e) >= e->hard_ms)
+		         engine_elapsed_ms(e) >= e->hard_ms)
 			e->aborted = true;
 	}
 	return e->aborted;

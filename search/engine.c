@@ -18,11 +18,6 @@
 
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
-static int64_t elapsed_ms(const Engine *e)
-{
-	return (clock_ns() - atomic_load_explicit(&e->start_ns, memory_order_relaxed)) / 1000000;
-}
-
 const char *engine_strerror(int code)
 {
 	switch (code) {
@@ -98,6 +93,12 @@ void engine_set_cancel(Engine *e, const volatile sig_atomic_t *flag)
 	e->cancel = flag;
 }
 
+void engine_set_clock(Engine *e, int64_t (*now_ns)(void *ctx), void *ctx)
+{
+	e->now_ns = now_ns;
+	e->now_ctx = ctx;
+}
+
 void engine_set_pondering(Engine *e)
 {
 	atomic_store(&e->pondering, true);
@@ -105,7 +106,7 @@ void engine_set_pondering(Engine *e)
 
 void engine_ponderhit(Engine *e)
 {
-	atomic_store(&e->start_ns, clock_ns());
+	atomic_store(&e->start_ns, engine_now_ns(e));
 	atomic_store(&e->pondering, false);
 }
 
@@ -254,7 +255,7 @@ int engine_search(Engine *e, EngineResult *out, const Position *pos, const Engin
 	if (max_depth >= ENGINE_MAX_PLY || multipv > ENGINE_MULTIPV_MAX) return ENGINE_EINVAL;
 	if (max_depth > ENGINE_MAX_PLY - 8) max_depth = ENGINE_MAX_PLY - 8;
 
-	atomic_store(&e->start_ns, clock_ns());
+	atomic_store(&e->start_ns, engine_now_ns(e));
 	/* engine_stop() and engine_ponderhit() before the search starts are
 	 * honoured, not lost: the flags are reset only when a search ends. */
 	memset(out, 0, sizeof *out);
@@ -282,7 +283,7 @@ int engine_search(Engine *e, EngineResult *out, const Position *pos, const Engin
 			moves[i--] = moves[--n];
 	if (n == 0) {
 		out->mated = true;
-		out->time_ms = elapsed_ms(e);
+		out->time_ms = engine_elapsed_ms(e);
 		atomic_store(&e->stop, false);
 		atomic_store(&e->pondering, false);
 		return ENGINE_OK;
@@ -329,14 +330,14 @@ int engine_search(Engine *e, EngineResult *out, const Position *pos, const Engin
 		out->depth = depth;
 		out->bestmove = lines[0].move;
 		out->nodes = e->nodes;
-		out->time_ms = elapsed_ms(e);
+		out->time_ms = engine_elapsed_ms(e);
 		if (info) info(ctx, out);
 		e->can_abort = true;
 
 		if (atomic_load(&e->stop) || (e->cancel && *e->cancel)) break;
 		if (e->node_limit && e->nodes >= e->node_limit) break;
 		bool pondering = atomic_load(&e->pondering);
-		if (!pondering && lim->soft_ms && elapsed_ms(e) >= lim->soft_ms) break;
+		if (!pondering && lim->soft_ms && engine_elapsed_ms(e) >= lim->soft_ms) break;
 		/* A forced mate found within this depth will not change. */
 		int bv = lines[0].value;
 		if (multipv == 1 && !atomic_load(&e->pondering) &&
@@ -345,7 +346,7 @@ int engine_search(Engine *e, EngineResult *out, const Position *pos, const Engin
 			break;
 	}
 	out->nodes = e->nodes;
-	out->time_ms = elapsed_ms(e);
+	out->time_ms = engine_elapsed_ms(e);
 	atomic_store(&e->stop, false);
 	atomic_store(&e->pondering, false);
 	return ENGINE_OK;

@@ -98,6 +98,10 @@ void engine_stop(Engine *e);
 /* A flag (e.g. set by a SIGINT handler) that acts as engine_stop() while it is
  * non-zero; polled with the clock. NULL removes it. */
 void engine_set_cancel(Engine *e, const volatile sig_atomic_t *flag);
+/* The clock the time limits are measured by: now_ns(ctx), monotonic
+ * nanoseconds (a test's fake clock); NULL restores the system's. Set it while
+ * no search runs. */
+void engine_set_clock(Engine *e, int64_t (*now_ns)(void *ctx), void *ctx);
 /* Forgets a stop request that arrived after a search had already ended. */
 void engine_clear_stop(Engine *e);
 /*

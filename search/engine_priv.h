@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "search/engine.h"
+#include "shogi/clock.h"
 #include "search/tt.h"
 #include "shogi/movegen.h"
 
@@ -49,6 +50,8 @@ struct Engine {
 	atomic_bool pondering;
 	atomic_llong start_ns;
 	const volatile sig_atomic_t *cancel; /* the caller's flag, or NULL */
+	int64_t (*now_ns)(void *ctx);        /* the clock (engine_set_clock) */
+	void *now_ctx;
 
 	/* Per search. */
 	Position pos;
@@ -71,6 +74,18 @@ struct Engine {
 	Move counter[PIECE_IDX_NB][SQ_NB];
 	ContHist cont_hist[PIECE_IDX_NB][SQ_NB];
 };
+
+/* The engine's clock: the caller's (engine_set_clock) or the system's. */
+static inline int64_t engine_now_ns(const Engine *e)
+{
+	return e->now_ns ? e->now_ns(e->now_ctx) : clock_ns();
+}
+
+static inline int64_t engine_elapsed_ms(const Engine *e)
+{
+	return (engine_now_ns(e) - atomic_load_explicit(&e->start_ns, memory_order_relaxed)) /
+	       1000000;
+}
 
 /* alphabeta.c */
 void ab_init_tables(void);
