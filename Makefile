@@ -75,10 +75,10 @@ test: format-check joseki $(TEST_BIN)
 bench: joseki
 	@tools/bench.sh
 
-# The built-in engine against fairy-stockfish at equal time (tools/bench_strength.sh):
+# The built-in engine against fairy-stockfish at equal time (tools/bench-strength.sh):
 # SPRT at 50 ms a move, then a shorter confirmation at 200 ms. Long; not part of make test.
 bench-strength: joseki
-	@tools/bench_strength.sh
+	@tools/bench-strength.sh
 
 # The evaluation's tuner (tools/tune/README.md): build/tune fits search/eval_weights.c.
 tune: $(BUILD)/tune
