@@ -20,8 +20,10 @@ void usi_go_limits(EngineLimits *out, const UsiGo *g, Color us, int multipv)
 		lim.depth = g->depth >= ENGINE_MAX_PLY ? ENGINE_MAX_PLY - 1 : (int)g->depth;
 	if (g->nodes > 0) lim.nodes = (uint64_t)g->nodes;
 	if (g->movetime > 0) {
-		lim.hard_ms = lim.soft_ms =
-		    g->movetime - USI_TIME_MARGIN_MS > 10 ? g->movetime - USI_TIME_MARGIN_MS : 10;
+		/* The margin is at most a tenth of a short movetime: 50 ms keeps 45. */
+		int64_t margin =
+		    g->movetime / 10 < USI_TIME_MARGIN_MS ? g->movetime / 10 : USI_TIME_MARGIN_MS;
+		lim.hard_ms = lim.soft_ms = g->movetime - margin > 10 ? g->movetime - margin : 10;
 	} else if (g->timed && !g->infinite) {
 		int64_t left = g->time[us] > 0 ? g->time[us] : 0;
 		int64_t inc = g->inc[us] > 0 ? g->inc[us] : 0;

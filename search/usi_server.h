@@ -59,7 +59,8 @@ typedef struct {
 } UsiGo;
 
 /*
- * The search limits for go as the side us: movetime less the margin. With a
+ * The search limits for go as the side us: movetime less the margin (a tenth
+ * of it when that is less; at least 10 ms). With a
  * clock (byoyomi, Fischer increment, or sudden death), the target is a 40th
  * of what is left plus 3/4 of the increment plus the whole byoyomi; no new
  * iteration starts after half the target (soft limit), and the search stops

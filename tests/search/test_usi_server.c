@@ -30,9 +30,14 @@ static void test_usi_server__go_limits_follow_the_clock(void **state)
 	assert_int_equal(l.hard_ms, 1000 - USI_TIME_MARGIN_MS);
 	assert_int_equal(l.soft_ms, 1000 - USI_TIME_MARGIN_MS);
 	assert_int_equal(l.multipv, 3);
-	g = (UsiGo){.movetime = 30};
+	/* A short movetime keeps nine tenths of it, never below 10 ms. */
+	g = (UsiGo){.movetime = 50};
 	usi_go_limits(&l, &g, BLACK, 1);
-	assert_int_equal(l.hard_ms, 10); /* never below 10 ms */
+	assert_int_equal(l.hard_ms, 45);
+	assert_int_equal(l.soft_ms, 45);
+	g = (UsiGo){.movetime = 5};
+	usi_go_limits(&l, &g, BLACK, 1);
+	assert_int_equal(l.hard_ms, 10);
 
 	/* 60 s on the clock and 10 s byoyomi: a 40th plus the byoyomi as the
 	 * target (half of it as the soft limit), at most a quarter plus the
