@@ -24,6 +24,9 @@ const int EVAL_HAND_VALUE[HAND_PT_NB] = {
 static const uint8_t HAND_BASE[HAND_PT_NB] = {0, 0, 10, 14, 18, 22, 24, 26};
 static const uint8_t HAND_SLOTS[HAND_PT_NB] = {0, 10, 4, 4, 4, 2, 2, 4};
 
+/* The sliders whose reach is a feature, by piece type (-1: none). */
+static const int8_t MOB_KIND[PT_NB] = {-1, -1, 0, -1, -1, 1, 2, -1, -1, -1, -1, -1, -1, 3, 4};
+
 typedef struct {
 	int sum;
 	EvalFeatures *f;
@@ -106,6 +109,12 @@ static void king_features(Acc *a, const Position *pos, Color c, int sign, const 
 			emit(a, EVF_KSQ + cls * 27 + occ * 9 + att * 3 + def, sign);
 			if (att && !def) undefended++;
 		}
+	Bitboard zone = bb_make(0, 0);
+	Square n;
+	BB_FOREACH(n, KING_ATK[k]) zone = bb_or(zone, KING_ATK[n]);
+	bb_clear(&zone, k);
+	int press = bb_count(bb_and(zone, once[them])) + bb_count(bb_and(zone, twice[them]));
+	emit(a, EVF_KZONE + (press > 31 ? 31 : press), sign);
 	Hand h = pos->hand[them];
 	int held = hand_count(h, LANCE) + hand_count(h, KNIGHT) + hand_count(h, SILVER) +
 	           hand_count(h, GOLD) + hand_count(h, BISHOP) + hand_count(h, ROOK);
@@ -148,6 +157,12 @@ static int evaluate(const Position *pos, EvalFeatures *f, const int16_t *w)
 				         king_rel(rr - sq_rank(rek), rf - sq_file(rek)),
 				     sign);
 			if (bb_test(hanging, sq)) emit(&a, EVF_HANG + hang_side * 14 + t, sign);
+			int kind = MOB_KIND[pt];
+			if (kind >= 0) {
+				int n =
+				    bb_count(bb_piece_attacks(pos->board[sq], sq, pos->occupied));
+				emit(&a, EVF_MOB + kind * 16 + (n > 15 ? 15 : n), sign);
+			}
 		}
 		Hand h = pos->hand[us];
 		for (int pt = PAWN; pt <= GOLD; pt++) {

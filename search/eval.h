@@ -16,6 +16,7 @@
  *     defend, by how many pieces the enemy holds in hand;
  *   - pieces attacked and not defended, by type, for the side to move and the
  *     other (the side to move may take the other's);
+ *   - the number of squares each lance, bishop, rook, horse and dragon attacks;
  * plus a bonus for the side to move. Pure function of the position; no state,
  * no allocation.
  */
@@ -44,7 +45,9 @@ enum {
 	EVF_KEDGE = EVF_KSQ + 5 * 27,   /* [direction 5] */
 	EVF_KDANGER = EVF_KEDGE + 5,    /* [undefended attacked 0..8][enemy hand 0..4] */
 	EVF_HANG = EVF_KDANGER + 9 * 5, /* [side to move's 0 / other's 1][type - 1] */
-	EVF_TEMPO = EVF_HANG + 28,      /* the side to move's bonus (not counted ±) */
+	EVF_MOB = EVF_HANG + 28,        /* [lance, bishop, rook, horse, dragon][squares 0..15] */
+	EVF_KZONE = EVF_MOB + 5 * 16,   /* [enemy attacks near the king 0..31] */
+	EVF_TEMPO = EVF_KZONE + 32,     /* the side to move's bonus (not counted ±) */
 	EVAL_NFEATURES = EVF_TEMPO + 1
 };
 #define EVAL_MAX_FEATURES 512

@@ -303,28 +303,13 @@ static bool without_piece(Position *out, const Position *pos, Square sq)
 	return pos_set(out, board, pos->hand, pos->side, pos->game_ply, NULL) == 0;
 }
 
-/* The squares each colour's pieces other than the one on skip attack at least
- * once (out[c]) and at least twice (out[2 + c]). */
-static void attacks_without(const Position *pos, Square skip, Bitboard out[4])
-{
-	for (int i = 0; i < 4; i++) out[i] = bb_make(0, 0);
-	for (Square sq = 0; sq < SQ_NB; sq++) {
-		Piece p = pos->board[sq];
-		if (p == PIECE_NONE || sq == skip) continue;
-		Bitboard a = bb_piece_attacks(p, sq, pos->occupied);
-		Color c = piece_color(p);
-		out[2 + c] = bb_or(out[2 + c], bb_and(out[c], a));
-		out[c] = bb_or(out[c], a);
-	}
-}
-
 /*
  * A piece whose removal changes more than its own worth: it stands next to a
  * king (an empty square there is an escape square, which the king safety
  * features may prefer), it attacks an enemy piece (a threat can be worth more
  * than the piece: a pawn attacking a rook), or it blocks a line, so that
- * taking it away changes what the other pieces attack (it shielded a piece,
- * or a king).
+ * taking it away changes what another piece attacks (it shielded a piece or
+ * a king, or held back a slider's reach).
  */
 static bool shields(const Position *pos, const Position *less, Square sq)
 {
@@ -335,11 +320,14 @@ static bool shields(const Position *pos, const Position *less, Square sq)
 	if (bb_any(bb_and(bb_piece_attacks(p, sq, pos->occupied),
 	                  pos->by_color[color_flip(piece_color(p))])))
 		return true;
-	Bitboard before[4], after[4];
-	attacks_without(pos, sq, before);
-	attacks_without(less, SQ_NONE, after);
-	for (int i = 0; i < 4; i++)
-		if (!bb_equal(before[i], after[i])) return true;
+	/* every other piece attacks the same squares without it */
+	for (Square s = 0; s < SQ_NB; s++) {
+		Piece q = pos->board[s];
+		if (q == PIECE_NONE || s == sq) continue;
+		if (!bb_equal(bb_piece_attacks(q, s, pos->occupied),
+		              bb_piece_attacks(q, s, less->occupied)))
+			return true;
+	}
 	return false;
 }
 

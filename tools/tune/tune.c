@@ -200,12 +200,15 @@ static void set_bounds(void)
 	for (int i = 0; i < 5; i++) LO[EVF_KEDGE + i] = -100, HI[EVF_KEDGE + i] = 100;
 	for (int i = 0; i < 45; i++)
 		LO[EVF_KDANGER + i] = -DANGER_LIMIT, HI[EVF_KDANGER + i] = DANGER_LIMIT;
+	for (int i = 0; i < 5 * 16; i++) LO[EVF_MOB + i] = -100, HI[EVF_MOB + i] = 100;
+	for (int i = 0; i < 32; i++) LO[EVF_KZONE + i] = -300, HI[EVF_KZONE + i] = 300;
 	LO[EVF_TEMPO] = 0, HI[EVF_TEMPO] = 100;
 }
 
 /*
  * King safety can only get worse for its king with more enemy attacks, fewer
- * defenders, more undefended attacked squares or more enemy pieces in hand:
+ * defenders, more undefended attacked squares, more pressure on the squares
+ * near it or more enemy pieces in hand, and a slider's reach never hurts it:
  * each such chain is made monotone after every step (each entry clamped by
  * its neighbour in the chain, in order).
  */
@@ -223,6 +226,14 @@ static void make_monotone(void)
 					if (k[att * 3 + def] < k[att * 3 + def - 1])
 						k[att * 3 + def] = k[att * 3 + def - 1];
 		}
+	for (int i = 1; i < 32; i++)
+		if (W[EVF_KZONE + i] > W[EVF_KZONE + i - 1])
+			W[EVF_KZONE + i] = W[EVF_KZONE + i - 1];
+	/* A slider's reach never hurts it. */
+	for (int k = 0; k < 5; k++)
+		for (int i = 1; i < 16; i++)
+			if (W[EVF_MOB + k * 16 + i] < W[EVF_MOB + k * 16 + i - 1])
+				W[EVF_MOB + k * 16 + i] = W[EVF_MOB + k * 16 + i - 1];
 	double *d = &W[EVF_KDANGER];
 	for (int n = 0; n < 9; n++)
 		for (int b = 0; b < 5; b++) {
