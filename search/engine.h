@@ -115,7 +115,7 @@ void engine_ponderhit(Engine *e);
 
 /* The built-in bench: position specs, NULL-terminated (from bench-v1.sfen). */
 extern const char *const ENGINE_BENCH_POSITIONS[];
-#define ENGINE_BENCH_DEPTH 7
+#define ENGINE_BENCH_DEPTH 12
 /*
  * Searches every bench position to depth (TT cleared before each, one thread),
  * a line per position on log, then "bench nodes N time_ms T nps X" on out.
