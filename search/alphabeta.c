@@ -750,7 +750,6 @@ int ab_search(Engine *e, Stack *ss, int alpha, int beta, int depth, bool cut_nod
 		bool capture = is_tactical(pos, m);
 		bool gives_check = pos_gives_check(pos, m);
 		Piece mp = moved_piece(pos, m);
-		int pidx = piece_idx(move_is_promote(m) ? (Piece)(mp + PROMOTE) : mp);
 		int hist = capture ? 0 : ab_quiet_score(e, ss, m, piece_idx(mp));
 		int new_depth = depth - 1;
 		int r = ab_lmr(depth, move_count);
@@ -799,7 +798,6 @@ int ab_search(Engine *e, Stack *ss, int alpha, int beta, int depth, bool cut_nod
 		new_depth += ext;
 
 		set_move(e, ss, m);
-		(void)pidx;
 		pos_do_move(pos, m);
 		int v = -INF;
 		bool full = !pv_node || move_count > 1;

@@ -139,7 +139,7 @@ static int search_root(Engine *e, int depth, int alpha, int beta, int first, Eng
 {
 	Position *pos = &e->pos;
 	Stack *ss = &e->stack[STACK_OFFSET];
-	int best = -INF, old_alpha = alpha;
+	int best = -INF;
 	e->pv_len[0] = 0;
 	for (int i = first; i < e->nroot; i++) e->root[i].score = -INF;
 	int searched = 0;
@@ -192,7 +192,6 @@ static int search_root(Engine *e, int depth, int alpha, int beta, int first, Eng
 			}
 		}
 	}
-	(void)old_alpha;
 	sort_root(&e->root[first], e->nroot - first);
 	line->depth = depth;
 	line->seldepth = e->seldepth;

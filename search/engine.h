@@ -1,10 +1,13 @@
 /*
  * search/engine.h — the built-in alpha-beta engine.
  *
- * Iterative deepening over a principal variation search with a transposition
- * table, quiescence search on captures, null-move pruning, late-move
- * reductions, check extension and MultiPV. Values are centipawns from the side
- * to move; a mate in n plies is ±(VALUE_MATE − n).
+ * Iterative deepening with aspiration windows over a principal variation
+ * search (search/alphabeta.c: staged move ordering with SEE and histories,
+ * null move, futility, late-move reductions and pruning, singular and check
+ * extensions, a quiescence search that knows checks), mate-in-1 and mate-in-3
+ * tests (search/mate.h), a linear evaluation fitted to data (search/eval.h)
+ * and MultiPV. Values are centipawns from the side to move; a mate in n plies
+ * is ±(VALUE_MATE − n).
  *
  * Threads: an Engine is used by one searching thread at a time. engine_stop()
  * and engine_ponderhit() may be called from any other thread while
