@@ -2,10 +2,10 @@
  * search/alphabeta.c — the built-in engine's tree search: principal variation
  * search with a transposition table, and a quiescence search.
  *
- * Ordering: the hash move, captures that do not lose material by static
- * exchange (victim value plus a capture history), the two killers and the
- * counter move, quiet moves by their butterfly and continuation histories,
- * then the losing captures. Selectivity: mate-in-1 (and, deep in the tree,
+ * Ordering (search/movepick.c): the hash move, captures that do not lose
+ * material by static exchange (victim value plus a capture history), the two
+ * killers and the counter move, quiet moves by their butterfly and
+ * continuation histories, then the losing captures. Selectivity: mate-in-1 (and, deep in the tree,
  * mate-in-3) tests before anything else, razoring, reverse futility, null
  * move, internal iterative reduction, singular extension, late-move pruning,
  * futility and SEE pruning of moves, late-move reductions from a log-log
@@ -31,7 +31,6 @@
 #define EVAL_NONE INT16_MIN               /* "not computed", also in TT entries */
 #define VALUE_WIN (VALUE_MATE_IN_MAX - 1) /* perpetual check: not a mate distance */
 #define REPETITION_WINDOW 32              /* plies looked back for a repetition */
-#define HIST_LIMIT 16384                  /* histories saturate here (gravity) */
 #define MATE3_DEPTH 6                     /* mate-in-3 at nodes this deep, */
 #define MATE3_BUDGET 1500                 /* visiting at most so many positions */
 #define QCHECK_DEPTH 0                    /* quiet checks at qsearch plies >= -this */
@@ -84,29 +83,6 @@ static inline int mated_in(int ply)
 	return -VALUE_MATE + ply;
 }
 
-static inline bool is_capture(const Position *pos, Move m)
-{
-	return !move_is_drop(m) && pos->board[move_to(m)] != PIECE_NONE;
-}
-
-/* What GEN_CAPTURES generates: captures and pawn promotions. */
-static inline bool is_tactical(const Position *pos, Move m)
-{
-	return is_capture(pos, m) ||
-	       (move_is_promote(m) && piece_type(pos->board[move_from(m)]) == PAWN);
-}
-
-static inline Piece moved_piece(const Position *pos, Move m)
-{
-	return move_is_drop(m) ? piece_make(pos->side, move_drop_type(m))
-	                       : pos->board[move_from(m)];
-}
-
-static inline int from_idx(Move m)
-{
-	return move_is_drop(m) ? SQ_NB + (int)move_drop_type(m) : (int)move_from(m);
-}
-
 /*
  * 0 when the position is not repeated within the window; otherwise the value
  * for the side to move: a draw, or a win/loss when one side gave check with
@@ -147,335 +123,6 @@ static inline bool stalemated(const Position *pos)
 	Hand h = pos->hand[pos->side];
 	return (h & ~HAND_MASK[PAWN]) == 0 && bb_count(pos->by_color[pos->side]) <= 4 &&
 	       movegen(pos, GEN_ALL, NULL) == 0;
-}
-
-/* ---- static exchange ---------------------------------------------------- */
-
-/* A capture's swing: the piece leaves the board and joins the capturer's hand. */
-int ab_see_value(PieceType pt)
-{
-	if (pt == KING) return 20000;
-	return EVAL_PIECE_VALUE[pt] + EVAL_HAND_VALUE[pt_unpromote(pt)];
-}
-
-/*
- * True when the exchange on the destination of m, each side taking back with
- * its least valuable piece and free to stop, leaves the mover at least
- * threshold. Pins are ignored; a promotion's gain counts for the first move.
- */
-bool ab_see_ge(const Position *pos, Move m, int threshold)
-{
-	Square to = move_to(m);
-	Color us = pos->side;
-	Bitboard occ = pos->occupied;
-	int swap;
-	PieceType next;
-	if (move_is_drop(m)) {
-		swap = -threshold;
-		if (swap < 0) return false;
-		next = move_drop_type(m);
-		bb_set(&occ, to);
-	} else {
-		Square from = move_from(m);
-		Piece cap = pos->board[to];
-		PieceType pt = piece_type(pos->board[from]);
-		swap = (cap ? ab_see_value(piece_type(cap)) : 0) - threshold;
-		next = pt;
-		if (move_is_promote(m)) {
-			swap += EVAL_PIECE_VALUE[pt + PROMOTE] - EVAL_PIECE_VALUE[pt];
-			next = (PieceType)(pt + PROMOTE);
-		}
-		if (swap < 0) return false;
-		bb_clear(&occ, from);
-		bb_set(&occ, to);
-	}
-	swap = ab_see_value(next) - swap;
-	if (swap <= 0) return true;
-	Color stm = us;
-	int res = 1;
-	for (;;) {
-		stm = color_flip(stm);
-		Bitboard att = bb_and(pos_attackers_to(pos, stm, to, occ), occ);
-		bb_clear(&att, to);
-		if (bb_empty(att)) break;
-		res ^= 1;
-		/* The least valuable attacker. */
-		Square best = SQ_NONE;
-		int bv = 1 << 30;
-		Square s;
-		BB_FOREACH(s, att)
-		{
-			int v = ab_see_value(piece_type(pos->board[s]));
-			if (v < bv) bv = v, best = s;
-		}
-		if (piece_type(pos->board[best]) == KING) {
-			Bitboard other =
-			    bb_and(pos_attackers_to(pos, color_flip(stm), to, occ), occ);
-			bb_clear(&other, to);
-			return bb_any(other) ? (bool)(res ^ 1) : (bool)res;
-		}
-		swap = bv - swap;
-		if (swap < res) break;
-		bb_clear(&occ, best);
-	}
-	return res != 0;
-}
-
-/* ---- histories ------------------------------------------------------------ */
-
-static inline void hist_update(int16_t *h, int bonus)
-{
-	int v = *h + bonus - *h * abs(bonus) / HIST_LIMIT;
-	*h = (int16_t)(v > HIST_LIMIT ? HIST_LIMIT : v < -HIST_LIMIT ? -HIST_LIMIT : v);
-}
-
-static inline int stat_bonus(int depth)
-{
-	int b = 16 * depth * depth + 32 * depth - 16;
-	return b > 1600 ? 1600 : b;
-}
-
-static inline bool real_move(Move m)
-{
-	return m != MOVE_NONE && m != MOVE_NULL;
-}
-
-int ab_quiet_score(const Engine *e, const Stack *ss, Move m, int pidx)
-{
-	Square to = move_to(m);
-	int v = 2 * e->main_hist[e->pos.side][from_idx(m)][to];
-	if ((ss - 1)->cont) v += (*(ss - 1)->cont)[pidx][to];
-	if ((ss - 2)->cont) v += (*(ss - 2)->cont)[pidx][to];
-	if ((ss - 4)->cont) v += (*(ss - 4)->cont)[pidx][to] / 2;
-	return v;
-}
-
-void ab_update_quiet(Engine *e, Stack *ss, Move m, int pidx, int bonus)
-{
-	Square to = move_to(m);
-	hist_update(&e->main_hist[e->pos.side][from_idx(m)][to], bonus);
-	if ((ss - 1)->cont) hist_update(&(*(ss - 1)->cont)[pidx][to], bonus);
-	if ((ss - 2)->cont) hist_update(&(*(ss - 2)->cont)[pidx][to], bonus);
-	if ((ss - 4)->cont) hist_update(&(*(ss - 4)->cont)[pidx][to], bonus / 2);
-}
-
-/* A best quiet move: killers, counter move and histories (the quiets tried
- * before it lose what it gains). */
-static void update_quiet_stats(Engine *e, Stack *ss, Move best, const Move *quiets, int nq,
-                               int depth)
-{
-	const Position *pos = &e->pos;
-	int bonus = stat_bonus(depth);
-	if (ss->killers[0] != best) {
-		ss->killers[1] = ss->killers[0];
-		ss->killers[0] = best;
-	}
-	ab_update_quiet(e, ss, best, piece_idx(moved_piece(pos, best)), bonus);
-	if (real_move((ss - 1)->move)) e->counter[(ss - 1)->pidx][(ss - 1)->to] = best;
-	for (int i = 0; i < nq; i++)
-		if (quiets[i] != best)
-			ab_update_quiet(e, ss, quiets[i], piece_idx(moved_piece(pos, quiets[i])),
-			                -bonus);
-}
-
-static inline int16_t *capt_entry(Engine *e, const Position *pos, Move m)
-{
-	Piece cap = pos->board[move_to(m)];
-	return &e->capt_hist[piece_idx(moved_piece(pos, m))][move_to(m)][piece_type(cap)];
-}
-
-/* ---- move picking --------------------------------------------------------- */
-
-enum {
-	ST_TT,
-	ST_CAPTURES_INIT,
-	ST_GOOD_CAPTURES,
-	ST_KILLER0,
-	ST_KILLER1,
-	ST_COUNTER,
-	ST_QUIETS_INIT,
-	ST_QUIETS,
-	ST_BAD_CAPTURES,
-	ST_EVASIONS_INIT,
-	ST_EVASIONS,
-	ST_QCAPTURES_INIT,
-	ST_QCAPTURES,
-	ST_QCHECKS_INIT,
-	ST_QCHECKS,
-	ST_END
-};
-
-typedef struct {
-	Move moves[MOVEGEN_MAX];
-	int scores[MOVEGEN_MAX];
-	Move bad[MOVEGEN_MAX];
-	int n, i, nbad, ibad, stage, next_stage;
-	Move tt_move, refut[3];
-	bool skip_quiets;
-	bool qchecks;
-} Picker;
-
-static inline Move pick_best(Picker *p)
-{
-	int best = p->i;
-	for (int j = p->i + 1; j < p->n; j++)
-		if (p->scores[j] > p->scores[best]) best = j;
-	Move m = p->moves[best];
-	int s = p->scores[best];
-	p->moves[best] = p->moves[p->i];
-	p->scores[best] = p->scores[p->i];
-	p->moves[p->i] = m;
-	p->scores[p->i] = s;
-	p->i++;
-	return m;
-}
-
-static int capture_order(Engine *e, const Position *pos, Move m)
-{
-	Piece cap = pos->board[move_to(m)];
-	int v = cap ? ab_see_value(piece_type(cap)) : 0;
-	if (move_is_promote(m)) v += 400;
-	return 8 * v + (cap ? *capt_entry(e, pos, m) : 0);
-}
-
-static void picker_init(Picker *p, const Engine *e, const Stack *ss, Move tt_move, bool in_check,
-                        bool qsearch, bool qchecks)
-{
-	const Position *pos = &e->pos;
-	p->n = p->i = p->nbad = p->ibad = 0;
-	p->skip_quiets = false;
-	p->qchecks = qchecks;
-	p->tt_move = MOVE_NONE;
-	if (tt_move != MOVE_NONE && movegen_is_legal(pos, tt_move) &&
-	    (!qsearch || in_check || is_tactical(pos, tt_move)))
-		p->tt_move = tt_move;
-	p->stage = ST_TT;
-	p->next_stage = in_check  ? ST_EVASIONS_INIT
-	                : qsearch ? ST_QCAPTURES_INIT
-	                          : ST_CAPTURES_INIT;
-	p->refut[0] = ss->killers[0];
-	p->refut[1] = ss->killers[1];
-	p->refut[2] =
-	    real_move((ss - 1)->move) ? e->counter[(ss - 1)->pidx][(ss - 1)->to] : MOVE_NONE;
-}
-
-static inline bool is_refutation(const Picker *p, Move m)
-{
-	return m == p->refut[0] || m == p->refut[1] || m == p->refut[2];
-}
-
-static Move picker_next(Engine *e, const Stack *ss, Picker *p)
-{
-	const Position *pos = &e->pos;
-	for (;;) {
-		switch (p->stage) {
-		case ST_TT:
-			p->stage = p->next_stage;
-			if (p->tt_move != MOVE_NONE) return p->tt_move;
-			break;
-		case ST_CAPTURES_INIT:
-		case ST_QCAPTURES_INIT:
-			p->n = movegen(pos, GEN_CAPTURES, p->moves);
-			p->i = 0;
-			for (int k = 0; k < p->n; k++)
-				p->scores[k] = capture_order(e, pos, p->moves[k]);
-			p->stage++;
-			break;
-		case ST_GOOD_CAPTURES:
-			while (p->i < p->n) {
-				Move m = pick_best(p);
-				if (m == p->tt_move) continue;
-				if (ab_see_ge(pos, m, 0)) return m;
-				p->bad[p->nbad++] = m;
-			}
-			p->stage = ST_KILLER0;
-			break;
-		case ST_KILLER0:
-		case ST_KILLER1:
-		case ST_COUNTER: {
-			int k = p->stage - ST_KILLER0;
-			p->stage++;
-			Move m = p->refut[k];
-			if (p->skip_quiets && k < 3) break;
-			if (m == MOVE_NONE || m == p->tt_move) break;
-			if (k == 1 && m == p->refut[0]) break;
-			if (k == 2 && (m == p->refut[0] || m == p->refut[1])) break;
-			if (movegen_is_legal(pos, m) && !is_tactical(pos, m)) return m;
-			/* Not a quiet move here: forget it so the quiet stage plays it. */
-			p->refut[k] = MOVE_NONE;
-			break;
-		}
-		case ST_QUIETS_INIT:
-			p->stage = ST_QUIETS;
-			if (p->skip_quiets) {
-				p->n = p->i = 0;
-				break;
-			}
-			p->n = movegen(pos, GEN_QUIETS, p->moves);
-			p->i = 0;
-			for (int k = 0; k < p->n; k++) {
-				Move m = p->moves[k];
-				p->scores[k] =
-				    ab_quiet_score(e, ss, m, piece_idx(moved_piece(pos, m)));
-			}
-			break;
-		case ST_QUIETS:
-			while (!p->skip_quiets && p->i < p->n) {
-				Move m = pick_best(p);
-				if (m != p->tt_move && !is_refutation(p, m)) return m;
-			}
-			p->stage = ST_BAD_CAPTURES;
-			break;
-		case ST_BAD_CAPTURES:
-			if (p->ibad < p->nbad) return p->bad[p->ibad++];
-			p->stage = ST_END;
-			break;
-		case ST_EVASIONS_INIT:
-			p->n = movegen(pos, GEN_ALL, p->moves);
-			p->i = 0;
-			for (int k = 0; k < p->n; k++) {
-				Move m = p->moves[k];
-				if (is_capture(pos, m))
-					p->scores[k] =
-					    (1 << 24) +
-					    ab_see_value(piece_type(pos->board[move_to(m)])) -
-					    piece_type(pos->board[move_from(m)]);
-				else
-					p->scores[k] = ab_quiet_score(
-					    e, ss, m, piece_idx(moved_piece(pos, m)));
-			}
-			p->stage = ST_EVASIONS;
-			break;
-		case ST_EVASIONS:
-			while (p->i < p->n) {
-				Move m = pick_best(p);
-				if (m != p->tt_move) return m;
-			}
-			p->stage = ST_END;
-			break;
-		case ST_QCAPTURES:
-			while (p->i < p->n) {
-				Move m = pick_best(p);
-				if (m != p->tt_move) return m;
-			}
-			p->stage = p->qchecks ? ST_QCHECKS_INIT : ST_END;
-			break;
-		case ST_QCHECKS_INIT:
-			p->n = mate_gen_checks(pos, p->moves, true);
-			p->i = 0;
-			p->stage = ST_QCHECKS;
-			break;
-		case ST_QCHECKS:
-			while (p->i < p->n) {
-				Move m = p->moves[p->i++];
-				if (m != p->tt_move && !is_tactical(pos, m)) return m;
-			}
-			p->stage = ST_END;
-			break;
-		default:
-			return MOVE_NONE;
-		}
-	}
 }
 
 void ab_update_pv(Engine *e, int ply, Move m)
@@ -589,10 +236,10 @@ static int qsearch(Engine *e, Stack *ss, int alpha, int beta, int qdepth, bool p
 		best = stand;
 	}
 	Picker pk;
-	picker_init(&pk, e, ss, tt_move, in_check, true, qdepth >= -QCHECK_DEPTH);
+	ab_picker_init(&pk, e, ss, tt_move, in_check, true, qdepth >= -QCHECK_DEPTH);
 	Move m, best_move = MOVE_NONE;
 	int move_count = 0;
-	while ((m = picker_next(e, ss, &pk)) != MOVE_NONE) {
+	while ((m = ab_picker_next(e, ss, &pk)) != MOVE_NONE) {
 		move_count++;
 		bool gives_check = pos_gives_check(pos, m);
 		if (!in_check && best > -VALUE_MATE_IN_MAX) {
@@ -657,7 +304,7 @@ int ab_search(Engine *e, Stack *ss, int alpha, int beta, int depth, bool cut_nod
 	     (tt_bound == TT_UPPER && tt_value <= alpha))) {
 		if (tt_value >= beta && tt_move != MOVE_NONE && !tt_capture &&
 		    movegen_is_legal(pos, tt_move))
-			update_quiet_stats(e, ss, tt_move, NULL, 0, depth);
+			ab_update_quiet_stats(e, ss, tt_move, NULL, 0, depth);
 		return tt_value;
 	}
 
@@ -738,13 +385,13 @@ int ab_search(Engine *e, Stack *ss, int alpha, int beta, int depth, bool cut_nod
 	if (tt_move == MOVE_NONE && depth >= 4 && (pv_node || cut_node)) depth -= 1 + pv_node;
 
 	Picker pk;
-	picker_init(&pk, e, ss, tt_move, in_check, false, false);
+	ab_picker_init(&pk, e, ss, tt_move, in_check, false, false);
 	int best = -INF, old_alpha = alpha, move_count = 0;
 	Move best_move = MOVE_NONE, m;
 	Move quiets[64], captures[32];
 	int nq = 0, nc = 0;
 	(ss + 1)->ply = ply + 1;
-	while ((m = picker_next(e, ss, &pk)) != MOVE_NONE) {
+	while ((m = ab_picker_next(e, ss, &pk)) != MOVE_NONE) {
 		if (m == excluded) continue;
 		move_count++;
 		bool capture = is_tactical(pos, m);
@@ -806,7 +453,7 @@ int ab_search(Engine *e, Stack *ss, int alpha, int beta, int depth, bool cut_nod
 			if (cut_node) r += 2;
 			if (!improving) r++;
 			if (tt_capture && !capture) r++;
-			if (is_refutation(&pk, m)) r--;
+			if (ab_is_refutation(&pk, m)) r--;
 			if (!capture) r -= hist / 8000;
 			if (in_check) r--;
 			int d = new_depth - r;
@@ -831,14 +478,14 @@ int ab_search(Engine *e, Stack *ss, int alpha, int beta, int depth, bool cut_nod
 	}
 	if (move_count == 0) return excluded ? alpha : mated_in(ply);
 	if (best_move != MOVE_NONE) {
-		int bonus = stat_bonus(depth);
+		int bonus = ab_stat_bonus(depth);
 		if (!is_tactical(pos, best_move))
-			update_quiet_stats(e, ss, best_move, quiets, nq, depth);
+			ab_update_quiet_stats(e, ss, best_move, quiets, nq, depth);
 		else if (is_capture(pos, best_move))
-			hist_update(capt_entry(e, pos, best_move), bonus);
+			ab_hist_update(ab_capt_entry(e, pos, best_move), bonus);
 		for (int i = 0; i < nc; i++)
 			if (is_capture(pos, captures[i]))
-				hist_update(capt_entry(e, pos, captures[i]), -bonus);
+				ab_hist_update(ab_capt_entry(e, pos, captures[i]), -bonus);
 		/* The previous move was refuted at once by a quiet reply. */
 	}
 	if (!excluded) {

@@ -87,14 +87,82 @@ static inline int64_t engine_elapsed_ms(const Engine *e)
 	       1000000;
 }
 
+static inline bool is_capture(const Position *pos, Move m)
+{
+	return !move_is_drop(m) && pos->board[move_to(m)] != PIECE_NONE;
+}
+
+/* What GEN_CAPTURES generates: captures and pawn promotions. */
+static inline bool is_tactical(const Position *pos, Move m)
+{
+	return is_capture(pos, m) ||
+	       (move_is_promote(m) && piece_type(pos->board[move_from(m)]) == PAWN);
+}
+
+static inline Piece moved_piece(const Position *pos, Move m)
+{
+	return move_is_drop(m) ? piece_make(pos->side, move_drop_type(m))
+	                       : pos->board[move_from(m)];
+}
+
+/* The butterfly history's origin: the square, or 81 + the dropped type. */
+static inline int from_idx(Move m)
+{
+	return move_is_drop(m) ? SQ_NB + (int)move_drop_type(m) : (int)move_from(m);
+}
+
+static inline bool real_move(Move m)
+{
+	return m != MOVE_NONE && m != MOVE_NULL;
+}
+
+/* movepick.c: the staged move picker. */
+enum {
+	ST_TT,
+	ST_CAPTURES_INIT,
+	ST_GOOD_CAPTURES,
+	ST_KILLER0,
+	ST_KILLER1,
+	ST_COUNTER,
+	ST_QUIETS_INIT,
+	ST_QUIETS,
+	ST_BAD_CAPTURES,
+	ST_EVASIONS_INIT,
+	ST_EVASIONS,
+	ST_QCAPTURES_INIT,
+	ST_QCAPTURES,
+	ST_QCHECKS_INIT,
+	ST_QCHECKS,
+	ST_END
+};
+
+typedef struct {
+	Move moves[MOVEGEN_MAX];
+	int scores[MOVEGEN_MAX];
+	Move bad[MOVEGEN_MAX];
+	int n, i, nbad, ibad, stage, next_stage;
+	Move tt_move, refut[3];
+	bool skip_quiets;
+	bool qchecks;
+} Picker;
+
+void ab_picker_init(Picker *p, const Engine *e, const Stack *ss, Move tt_move, bool in_check,
+                    bool qsearch, bool qchecks);
+Move ab_picker_next(Engine *e, const Stack *ss, Picker *p);
+bool ab_is_refutation(const Picker *p, Move m);
+int ab_see_value(PieceType pt);
+bool ab_see_ge(const Position *pos, Move m, int threshold);
+int ab_stat_bonus(int depth);
+void ab_hist_update(int16_t *h, int bonus);
+int16_t *ab_capt_entry(Engine *e, const Position *pos, Move m);
+int ab_quiet_score(const Engine *e, const Stack *ss, Move m, int pidx);
+void ab_update_quiet(Engine *e, Stack *ss, Move m, int pidx, int bonus);
+void ab_update_quiet_stats(Engine *e, Stack *ss, Move best, const Move *quiets, int nq, int depth);
+
 /* alphabeta.c */
 void ab_init_tables(void);
 int ab_search(Engine *e, Stack *ss, int alpha, int beta, int depth, bool cut_node, bool pv_node);
-int ab_see_value(PieceType pt);
-bool ab_see_ge(const Position *pos, Move m, int threshold);
 int ab_lmr(int depth, int move_count);
-int ab_quiet_score(const Engine *e, const Stack *ss, Move m, int pidx);
-void ab_update_quiet(Engine *e, Stack *ss, Move m, int pidx, int bonus);
 void ab_update_pv(Engine *e, int ply, Move m);
 bool ab_check_abort(Engine *e);
 
