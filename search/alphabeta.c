@@ -168,6 +168,8 @@ static inline void set_move(Engine *e, Stack *ss, Move m)
  * (the search aborted, a repetition, the ply limit). */
 static inline bool enter_node(Engine *e, int ply, int *v)
 {
+	*v = 0;
+	if (e->aborted) return true; /* a re-search after the stop: not a node */
 	e->nodes++;
 	e->pv_len[ply] = ply;
 	if (ply > e->seldepth) e->seldepth = ply;
@@ -318,8 +320,13 @@ int ab_search(Engine *e, Stack *ss, int alpha, int beta, int depth, bool cut_nod
 		if (!excluded) {
 			Move m = mate_in_1(pos);
 			if (m == MOVE_NONE && depth >= MATE3_DEPTH) {
-				uint64_t n = 0;
-				m = mate_in_3(pos, &n, MATE3_BUDGET);
+				/* Within the node limit too, so a node-limited search
+				 * never overshoots it by more than a node. */
+				uint64_t n = 0, budget = MATE3_BUDGET;
+				if (e->node_limit && e->node_limit - e->nodes < budget)
+					budget =
+					    e->node_limit > e->nodes ? e->node_limit - e->nodes : 1;
+				m = mate_in_3(pos, &n, budget);
 				e->nodes += n;
 				if (m != MOVE_NONE) {
 					/* Its distance is not known (1 or 3): score it as 3. */

@@ -145,6 +145,10 @@ Move mate_in_3(Position *pos, uint64_t *nodes, uint64_t budget)
 		int ne = movegen(pos, GEN_ALL, evasions);
 		bool all_mated = ne > 0;
 		for (int j = 0; j < ne && all_mated; j++) {
+			if (budget && *nodes >= budget) {
+				pos_undo_move(pos);
+				return MOVE_NONE;
+			}
 			pos_do_move(pos, evasions[j]);
 			(*nodes)++;
 			if (mate_in_1(pos) == MOVE_NONE) all_mated = false;
