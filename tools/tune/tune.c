@@ -280,7 +280,10 @@ int main(int argc, char **argv)
 	const char *out = "search/eval_weights.c";
 	int first_file = 1;
 	for (; first_file < argc && argv[first_file][0] == '-'; first_file += 2) {
-		if (first_file + 1 >= argc) break;
+		if (first_file + 1 >= argc) {
+			fprintf(stderr, "tune: %s needs a value\n", argv[first_file]);
+			return 2;
+		}
 		const char *a = argv[first_file], *v = argv[first_file + 1];
 		if (!strcmp(a, "--epochs"))
 			epochs = atoi(v);
@@ -315,6 +318,7 @@ int main(int argc, char **argv)
 			FILE *f = fopen(argv[i], "r");
 			if (!f) {
 				fprintf(stderr, "tune: %s: %s\n", argv[i], strerror(errno));
+				free(pos);
 				return 1;
 			}
 			char *line = NULL;
