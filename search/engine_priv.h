@@ -13,9 +13,9 @@
 #include "search/tt.h"
 #include "shogi/movegen.h"
 
-#define PIECE_IDX_NB 28 /* (type - 1) + 14 * colour */
+#define PIECE_IDX_NB 28              /* (type - 1) + 14 * colour */
 #define FROM_NB (SQ_NB + HAND_PT_NB) /* 81 squares, then 81 + the dropped type (1..7) */
-#define STACK_OFFSET 4  /* stack entries before ply 0 (ss - 1 .. ss - 4) */
+#define STACK_OFFSET 4               /* stack entries before ply 0 (ss - 1 .. ss - 4) */
 
 static inline int piece_idx(Piece p)
 {
