@@ -533,10 +533,11 @@ static void test_bookgen__think_command_extends_along_ingested_games(void **stat
 	char berr[BOOKDB_ERRLEN];
 	assert_int_equal(bookdb_open(&db, book, NULL, berr), 0);
 	/* The start position is thought: 2g2f has an engine value (the selector's
-	 * choice), 7g7f and 5g5f were played in games but only 5g5f's child is
+	 * choice: high enough that the depth-1 value 7g7f gets below stays under
+	 * it), 7g7f and 5g5f were played in games but only 5g5f's child is
 	 * thought: the book ends at 7g7f. */
 	static const char *const mv[] = {"2g2f", "7g7f", "5g5f"};
-	static const int ev[] = {50, INT32_MIN, INT32_MIN}, ct[] = {0, 3, 1};
+	static const int ev[] = {400, INT32_MIN, INT32_MIN}, ct[] = {0, 3, 1};
 	put_record(db, "startpos", true, mv, ev, ct, 3);
 	static const char *const mv2[] = {"8c8d"};
 	static const int ev2[] = {-10}, ct2[] = {0};
