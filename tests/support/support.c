@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -134,6 +136,60 @@ int ts_write_file(const char *path, const char *data, size_t len)
 	if (!f) return -1;
 	size_t w = fwrite(data, 1, len, f);
 	return fclose(f) == 0 && w == len ? 0 : -1;
+}
+
+static int write_proc(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY);
+	if (fd < 0) return -1;
+	ssize_t w = write(fd, text, strlen(text));
+	int e = errno;
+	close(fd);
+	errno = e;
+	return w == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+int ts_private_mounts(char *why, size_t n)
+{
+	static bool done;
+	if (done) return 0;
+	/* Root: a mount namespace is enough. Elsewhere (or where root lacks
+	 * CAP_SYS_ADMIN, as in a container) a user namespace with this user as its
+	 * root, which may mount a tmpfs and bind mounts in a mount namespace it owns. */
+	if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0) {
+		uid_t uid = geteuid();
+		gid_t gid = getegid();
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+			snprintf(why, n,
+			         "no mount namespace of its own (unshare: %s; user namespaces "
+			         "disabled? see sysctl user.max_user_namespaces)",
+			         strerror(errno));
+			return -1;
+		}
+		char map[64];
+		if (write_proc("/proc/self/setgroups", "deny") != 0 && errno != ENOENT) {
+			snprintf(why, n, "/proc/self/setgroups: %s", strerror(errno));
+			return -1;
+		}
+		snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
+		if (write_proc("/proc/self/uid_map", map) != 0) {
+			snprintf(why, n, "/proc/self/uid_map: %s", strerror(errno));
+			return -1;
+		}
+		snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
+		if (write_proc("/proc/self/gid_map", map) != 0) {
+			snprintf(why, n, "/proc/self/gid_map: %s", strerror(errno));
+			return -1;
+		}
+	}
+	/* Nothing mounted here propagates back to the machine's namespace. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+		snprintf(why, n, "making / private in the new mount namespace: %s",
+		         strerror(errno));
+		return -1;
+	}
+	done = true;
+	return 0;
 }
 
 unsigned long long ts_seed(const char *test_name)

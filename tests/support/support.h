@@ -88,6 +88,18 @@ void ts_gpsshogi_home(const char *dir);
  */
 long ts_book_check_thought(const char *dir, int max_depth, long *nonzero);
 
+/*
+ * Moves this test process, and every child it starts from then on, into a
+ * mount namespace of its own, where it may mount a small tmpfs or a read-only
+ * bind mount without root and without touching the machine's mounts (they
+ * vanish with the process, even if it crashes): as root a new mount
+ * namespace; otherwise, or where root may not mount (a container without
+ * CAP_SYS_ADMIN), a user namespace in which this user is root. Call it before
+ * starting threads; later calls do nothing. Returns 0, or -1 with the reason
+ * in why (n bytes).
+ */
+int ts_private_mounts(char *why, size_t n);
+
 unsigned long long ts_seed(const char *test_name);
 /* The next number of a splitmix64 stream (state: any 64-bit value, e.g. a seed). */
 uint64_t ts_rand(uint64_t *state);
