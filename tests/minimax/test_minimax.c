@@ -897,11 +897,15 @@ static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void 
 	                         ts_joseki(), book, (unsigned long long)(rng % 1000)),
 	                 0);
 	copy_book(t.da, t.db);
+	char lock[700];
+	snprintf(lock, sizeof lock, "%s/writers.lock", book);
+	int killed = 0;
 	for (int round = 0; round < 10; round++) {
 		twins_open(&t, 0);
 		for (int k = 0; k < 25; k++) random_result(t.a, t.b, &rng);
 		twins_close(&t);
-		/* A run killed at a random moment (or not at all). */
+		/* A run killed at a random moment after it has opened the book (or,
+		 * one in four, not at all). */
 		pid_t pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0) {
@@ -909,12 +913,17 @@ static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void 
 			execl(ts_joseki(), ts_joseki(), "minimax", book, "--quiet", (char *)NULL);
 			_exit(127);
 		}
-		struct timespec d = {0, (long)(ts_rand(&rng) % 400) * 1000000L};
-		nanosleep(&d, NULL);
-		kill(pid, SIGKILL);
+		if (round % 4 != 3 && ts_wait_flocked(lock, pid, 60000)) {
+			struct timespec d = {0, (long)(ts_rand(&rng) % 10) * 1000000L};
+			nanosleep(&d, NULL);
+			kill(pid, SIGKILL);
+		}
 		int status;
 		waitpid(pid, &status, 0);
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) killed++;
 	}
+	print_message("%d of 10 minimax runs killed mid-way\n", killed);
+	assert_true(killed > 0);
 	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s --quiet", ts_joseki(), book), 0);
 	assert_int_equal(
 	    ts_runf(NULL, NULL, "%s minimax %s/book --full --quiet", ts_joseki(), t.db), 0);
