@@ -114,6 +114,16 @@ const char *bookdb_dir(const BookDB *db)
 	return db->dir;
 }
 
+bool bookdb_same_file(const BookDB *db, const char *dir)
+{
+	char pa[BOOKDB_PATH_LEN], pb[BOOKDB_PATH_LEN];
+	struct stat sa, sb;
+	snprintf(pa, sizeof pa, "%s/data.mdb", db->dir);
+	snprintf(pb, sizeof pb, "%s/data.mdb", dir);
+	return stat(pa, &sa) == 0 && stat(pb, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
 uint64_t bookdb_file_size(BookDB *db)
 {
 	char path[BOOKDB_PATH_LEN];

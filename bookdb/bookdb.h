@@ -128,6 +128,10 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 /* The BOOK directory the book was opened from (owned by db). Derived data
  * kept beside the store (minimax's graph) lives there too. */
 const char *bookdb_dir(const BookDB *db);
+/* Whether the directory dir holds the very data file db has open (the same
+ * file by device and inode: another path to the same book, not a copy).
+ * False when either is missing. */
+bool bookdb_same_file(const BookDB *db, const char *dir);
 
 /* Begins a transaction (write: only one at a time, blocks while another process
  * writes). The caller ends it with bookdb_txn_commit or bookdb_txn_abort. */
