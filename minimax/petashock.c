@@ -607,7 +607,9 @@ static int write_book(PsRun *p)
 		}
 		setvbuf(pt->out, NULL, _IOFBF, 1 << 20);
 	}
-	if (!rc && fprintf(p->part[0].out, "%s\n# NOE:%zu\n", DB2016_HEADER, p->g.m.n) < 0)
+	char header[DB2016_LINE_MAX];
+	size_t hl = db2016_format_header(header, p->g.m.n);
+	if (!rc && fwrite(header, 1, hl, p->part[0].out) != hl)
 		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", p->part[0].out_path);
 	if (!rc) {
 		run_parts(p, part_write);
