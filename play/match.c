@@ -21,6 +21,7 @@
 #include "shogi/csa_write.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
+#include "shogi/spec.h"
 
 const char *match_strerror(int code)
 {
@@ -428,32 +429,13 @@ static int write_record(Worker *w, int index, const MatchGame *g)
 	return 0;
 }
 
-/*
- * The game held by pos as a position spec: its set-up position ("startpos"
- * or "sfen ...") and "moves ..."; malloc'd, NULL when out of memory. pos is
- * unwound and played forward again.
- */
+/* The game held by pos as a position spec (shogi/spec.h); malloc'd, NULL when
+ * out of memory. */
 static char *game_spec(Position *pos)
 {
-	int n = pos_history_len(pos);
-	Move moves[POS_MAX_STATES];
-	for (int i = 1; i <= n; i++) moves[i - 1] = pos->states[i].move;
-	for (int i = 0; i < n; i++) pos_undo_move(pos);
-	char sfen[SFEN_MAX];
-	sfen_write(pos, sfen, sizeof sfen);
-	size_t cap = SFEN_MAX + 16 + (size_t)n * USI_MOVE_MAX, len = 0;
+	size_t cap = POSITION_SPEC_MAX(pos_history_len(pos));
 	char *s = malloc(cap);
-	if (s)
-		len = (size_t)snprintf(s, cap, "%s%s%s",
-		                       strcmp(sfen, SFEN_STARTPOS) ? "sfen " : "startpos",
-		                       strcmp(sfen, SFEN_STARTPOS) ? sfen : "", n ? " moves" : "");
-	for (int i = 0; i < n; i++) {
-		if (s) {
-			s[len++] = ' ';
-			len += usi_move_write(moves[i], s + len);
-		}
-		pos_do_move(pos, moves[i]);
-	}
+	if (s) position_spec_of_game(s, cap, pos);
 	return s;
 }
 

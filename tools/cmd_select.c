@@ -22,6 +22,7 @@
 #include "bookgen/plan.h"
 #include "bookgen/selector.h"
 #include "shogi/notation.h"
+#include "shogi/spec.h"
 #include "shogi/position.h"
 #include "tools/cli_plan.h"
 #include "tools/commands.h"
@@ -45,18 +46,7 @@ static int describe(char *sfen, char *line, size_t linecap, Position *pos, const
                     const SelLeaf *l)
 {
 	if (sel_leaf_position(pos, root, l) < 0) return -1;
-	char start[SFEN_MAX];
-	pos_set_startpos(pos);
-	sfen_write(pos, start, sizeof start);
-	if (sel_leaf_position(pos, root, l) < 0) return -1;
-	size_t n =
-	    (size_t)snprintf(line, linecap, strcmp(root, start) ? "sfen %s" : "startpos", root);
-	if (l->nmoves > 0 && n < linecap) n += (size_t)snprintf(line + n, linecap - n, " moves");
-	for (int j = 0; j < l->nmoves; j++) {
-		char mv[USI_MOVE_MAX];
-		usi_move_write(l->moves[j], mv);
-		if (n < linecap) n += (size_t)snprintf(line + n, linecap - n, " %s", mv);
-	}
+	position_spec_write(line, linecap, root, l->moves, l->nmoves);
 	sfen_write(pos, sfen, SFEN_MAX);
 	return 0;
 }
