@@ -189,9 +189,10 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 			return bdb_xlate(rc);
 		}
 		/* The databases of version 1 first; changes once the version is known. */
+		bool create =
+		    !db->read_only && !opt->must_exist; /* a writer that may make a book */
 		for (int i = 0; i < BOOKDB_CHANGES && !rc; i++)
-			rc = mdb_dbi_open(txn, DB_NAMES[i], db->read_only ? 0 : MDB_CREATE,
-			                  &db->dbi[i]);
+			rc = mdb_dbi_open(txn, DB_NAMES[i], create ? MDB_CREATE : 0, &db->dbi[i]);
 		if (rc == MDB_NOTFOUND) {
 			mdb_txn_abort(txn);
 			if (err) snprintf(err, BOOKDB_ERRLEN, "%s: not a joseki book", db->dir);
@@ -201,7 +202,7 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 		unsigned ver = BOOKDB_SCHEMA_VERSION;
 		if (!rc) {
 			rc = mdb_get(txn, db->dbi[BOOKDB_META], &k, &v);
-			if (rc == MDB_NOTFOUND && !db->read_only) {
+			if (rc == MDB_NOTFOUND && create) {
 				rc = init_meta(db, txn, opt);
 			} else if (rc == MDB_NOTFOUND) {
 				mdb_txn_abort(txn);
@@ -329,14 +330,15 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/data.mdb", dir);
 	bool exists = stat(path, &st) == 0;
-	if (!exists && opt->read_only) {
+	if (!exists && (opt->read_only || opt->must_exist)) {
 		rc = BOOKDB_ENOBOOK;
 		if (err) snprintf(err, BOOKDB_ERRLEN, "%s: no book there", dir);
 		goto fail;
 	}
 	/* LMDB makes an empty file a new book for a writer; a reader gets no
-	 * book from it (its own message would be "Bad file descriptor"). */
-	if (exists && opt->read_only && st.st_size < 2 * 4096) {
+	 * book from it (its own message would be "Bad file descriptor"), nor
+	 * does a writer that must not create one. */
+	if (exists && (opt->read_only || opt->must_exist) && st.st_size < 2 * 4096) {
 		rc = BOOKDB_ECORRUPT;
 		if (err)
 			snprintf(err, BOOKDB_ERRLEN,

@@ -125,14 +125,9 @@ int cmd_minimax(int argc, char **argv)
 	double t0 = clock_ms_f();
 	BookDB *db;
 	char err[BOOKDB_ERRLEN];
-	BookDBOptions ro = {.read_only = true};
 	/* A missing book is an error, not a new empty book. */
-	if (bookdb_open(&db, book, &ro, err) < 0) {
-		joseki_error("minimax: %s", err);
-		return 1;
-	}
-	bookdb_free(db);
-	if (bookdb_open(&db, book, NULL, err) < 0) {
+	BookDBOptions existing = {.must_exist = true};
+	if (bookdb_open(&db, book, &existing, err) < 0) {
 		joseki_error("minimax: %s", err);
 		return 1;
 	}
