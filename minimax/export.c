@@ -286,8 +286,9 @@ static bool write_merged(FILE *out, Part *parts, int np, const ExportOptions *op
 }
 
 int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
-                     char *err, size_t errlen)
+                     char *err)
 {
+	const size_t errlen = EXPORT_ERRLEN;
 	ExportStats st;
 	memset(&st, 0, sizeof st);
 	Part parts[EXPORT_MAX_THREADS];

@@ -48,9 +48,12 @@ typedef struct {
 
 /*
  * Writes db as a YaneuraOu book to out_path (through out_path.tmp, renamed at
- * the end). Records are sorted by the bytes of their "sfen ..." line.
+ * the end). Records are sorted by the bytes of their "sfen ..." line. On
+ * failure returns a negative EXPORT_E* code with the message in err
+ * (EXPORT_ERRLEN bytes).
  */
+#define EXPORT_ERRLEN 512
 int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
-                     char *err, size_t errlen);
+                     char *err);
 
 #endif

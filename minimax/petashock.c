@@ -641,8 +641,9 @@ static int write_book(PsRun *p)
 }
 
 int petashock_run(PetashockStats *stats, const char *in_path, const char *out_path,
-                  const PetashockOptions *opt, char *err, size_t errlen)
+                  const PetashockOptions *opt, char *err)
 {
+	const size_t errlen = PETASHOCK_ERRLEN;
 	PsRun *p = calloc(1, sizeof *p);
 	if (!p) return fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
 	p->in_path = in_path;

@@ -115,10 +115,10 @@ int cmd_export(int argc, char **argv)
 		return 1;
 	}
 	ExportStats st;
-	char msg[512];
+	char msg[EXPORT_ERRLEN];
 	bool progress = !quiet && isatty(2);
 	if (progress) opt.progress = on_progress;
-	int rc = export_yaneuraou(&st, db, out, &opt, msg, sizeof msg);
+	int rc = export_yaneuraou(&st, db, out, &opt, msg);
 	if (progress) fputs("\r\033[K", stderr);
 	bookdb_free(db);
 	if (rc < 0) {

@@ -18,6 +18,7 @@
 #include "bookdb/merge.h"
 #include "minimax/bookmm.h"
 #include "shogi/clock.h"
+#include "shogi/errmsg.h"
 #include "shogi/position.h"
 #include "shogi/zobrist.h"
 #include "tools/commands.h"
@@ -76,9 +77,10 @@ static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
 	MergeRun *r = ctx;
 	BookmmOptions mo = {0};
 	if (r->progress) mo.progress = on_mm_progress;
-	int rc = bookmm_run(&r->mm, db, &mo, err, errlen);
+	char msg[BOOKMM_ERRLEN];
+	int rc = bookmm_run(&r->mm, db, &mo, msg);
 	if (r->progress) fputs("\r\033[K", stderr);
-	return rc < 0 ? -1 : 0;
+	return rc < 0 ? errmsg_set(err, errlen, -1, "%s", msg) : 0;
 }
 
 int cmd_merge(int argc, char **argv)

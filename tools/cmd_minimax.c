@@ -132,11 +132,11 @@ int cmd_minimax(int argc, char **argv)
 		return 1;
 	}
 	BookmmStats st;
-	char msg[256];
+	char msg[BOOKMM_ERRLEN];
 	/* Progress on a terminal: only a whole-book run takes long enough to show. */
 	bool progress = !quiet && isatty(2);
 	if (progress) opt.progress = on_progress;
-	int rc = bookmm_run(&st, db, &opt, msg, sizeof msg);
+	int rc = bookmm_run(&st, db, &opt, msg);
 	if (progress && !st.incremental) fputs("\r\033[K", stderr);
 	bookdb_free(db);
 	if (rc < 0) {

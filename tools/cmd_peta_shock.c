@@ -182,8 +182,8 @@ int cmd_peta_shock(int argc, char **argv)
 	if (progress) opt.progress = on_progress;
 	double t0 = clock_ms_f();
 	PetashockStats st;
-	char err[512];
-	int rc = petashock_run(&st, in, out, &opt, err, sizeof err);
+	char err[PETASHOCK_ERRLEN];
+	int rc = petashock_run(&st, in, out, &opt, err);
 	if (progress) fputc('\n', stderr);
 	if (rc < 0) {
 		joseki_error("peta-shock: %s (nothing written)", err);
