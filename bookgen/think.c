@@ -220,7 +220,14 @@ static void hand_out(Think *t, bool *stopping)
 			break;
 		}
 		if (!forced) s->key = t->leaf->key;
-		sel_lease(t->sel, s->key);
+		/* Unleased, the leaf could be handed to a second engine. */
+		if ((rc = sel_lease(t->sel, s->key)) < 0) {
+			t->ret = errmsg_set(t->err, THINK_ERRLEN,
+			                    rc == SEL_ENOMEM ? THINK_ENOMEM : THINK_EBOOK,
+			                    "think: selection: %s", sel_strerror(rc));
+			*stopping = true;
+			break;
+		}
 		s->state = SLOT_BUSY;
 		t->inflight++;
 		pthread_cond_broadcast(&t->work_cv);
@@ -244,7 +251,11 @@ static void collect(Think *t, Slot *s)
 	s->state = SLOT_IDLE;
 	if (s->rc < 0) {
 		if (s->rc == SEARCH_ECANCELED) {
-			sel_release(t->sel, s->key);
+			int rc = sel_release(t->sel, s->key);
+			if (rc < 0)
+				t->ret = errmsg_set(t->err, THINK_ERRLEN,
+				                    rc == SEL_ENOMEM ? THINK_ENOMEM : THINK_EBOOK,
+				                    "think: selection: %s", sel_strerror(rc));
 			return;
 		}
 		t->out->failed++;

@@ -166,8 +166,14 @@ int cmd_select(int argc, char **argv)
 		double dt = clock_ms_f() - t1 - t_first;
 		BookTxn *txn = NULL;
 		uint64_t npos = 0;
-		if (bookdb_txn_begin(&txn, db, false) == 0) bookdb_count(&npos, txn, BOOKDB_POS);
+		int crc = bookdb_txn_begin(&txn, db, false);
+		if (crc == 0) crc = bookdb_count(&npos, txn, BOOKDB_POS);
 		bookdb_txn_abort(txn);
+		if (crc < 0) {
+			joseki_error("select: %s: counting the positions: %s", book,
+			             bookdb_strerror(crc));
+			goto done;
+		}
 		printf("select positions %llu load_ms %.0f first_ms %.0f leaves_per_s %.0f rss_kb "
 		       "%ld\n",
 		       (unsigned long long)npos, t_load, t_first,
