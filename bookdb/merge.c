@@ -574,7 +574,9 @@ static int run(Merge *m)
 		                  bookdb_dir(m->src), bookdb_dir(m->dst), bookdb_strerror(rc));
 	if (m->opt->progress) m->opt->progress(m->opt->progress_ctx, done, st->positions);
 	if (m->opt->dry_run) return 0;
-	if (pending || st->games_added || st->resumed) {
+	/* The last transaction clears the mark: also after a batch that ended on
+	 * the source's last record (st->batches: a mark was written). */
+	if (pending || st->batches || st->games_added || st->resumed) {
 		if ((rc = finish(m)) < 0 || (rc = bookdb_writer_flush(m->w)) < 0)
 			return errmsg_set(m->err, BOOKDB_MERGE_ERRLEN, rc, "merging %s into %s: %s",
 			                  bookdb_dir(m->src), bookdb_dir(m->dst),

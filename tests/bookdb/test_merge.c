@@ -847,6 +847,38 @@ static void test_merge__records_that_do_not_decode_are_skipped_and_named(void **
 	free(d);
 }
 
+/* A source whose last record ends a batch (no games, nothing pending after
+ * it): the merge still clears its mark, so the next merge of another source
+ * is not refused as "interrupted". */
+static void test_merge__a_merge_ending_on_a_batch_leaves_no_mark(void **state)
+{
+	(void)state;
+	const char *J = ts_joseki();
+	char *d = ts_mkdtemp();
+	sh("%s synth %s/S --positions 1000 --seed 3 --quiet && %s synth %s/T --positions 300 "
+	   "--seed 4 --quiet",
+	   J, d, J, d);
+	json_t *s = ts_run_json(0, "%s stats %s/S --json", J, d);
+	long long n = ts_jint(s, "positions");
+	json_decref(s);
+	assert_true(n > 1);
+	char dst[600];
+	snprintf(dst, sizeof dst, "%s/D", d);
+	/* Into a new book every record is written: a batch of n ends on the last. */
+	json_t *m =
+	    ts_run_json(0, "%s merge %s %s/S --no-minimax --batch %lld --json", J, dst, d, n);
+	assert_int_equal(ts_jint(m, "added"), n);
+	assert_false(json_is_true(json_object_get(m, "resumed")));
+	json_decref(m);
+	char *mark = meta_get(dst, "merge");
+	if (mark) fail_msg("the merge mark is still there after a complete merge");
+	m = ts_run_json(0, "%s merge %s %s/T --no-minimax --json", J, dst, d);
+	assert_false(json_is_true(json_object_get(m, "resumed")));
+	json_decref(m);
+	ts_rmtree(d);
+	free(d);
+}
+
 /* ---- several sources, then the minimax hook (bookdb_merge_books) ---- */
 
 typedef struct {
@@ -958,6 +990,7 @@ int main(void)
 	    cmocka_unit_test(test_merge__records_that_do_not_decode_are_skipped_and_named),
 	    cmocka_unit_test(test_merge__kill_9_leaves_whole_batches_and_a_rerun_completes),
 	    cmocka_unit_test(test_merge__several_sources_then_the_minimax_hook),
+	    cmocka_unit_test(test_merge__a_merge_ending_on_a_batch_leaves_no_mark),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
