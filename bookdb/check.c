@@ -1,5 +1,6 @@
 /* bookdb/check.c — the store's invariants and the repair (see check.h). */
 #include "bookdb/check.h"
+#include "bookdb/game.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -69,6 +70,44 @@ int bookdb_check_record(Key key, const uint8_t *val, size_t len, BookRecord *rec
 	}
 	rec->nmoves = (uint16_t)kept;
 	return n;
+}
+
+static void no_ply(void *ctx, Key key, Move move, int result)
+{
+	(void)ctx, (void)key, (void)move, (void)result;
+}
+
+/* Reads every entry of the games database: each must decode as a game mark
+ * (bookdb/game.h) and, when it keeps its plies, replay legally from its first
+ * position; each problem is reported under the key {0, 0} with the game's id. */
+static int check_games(BookCheckStats *st, BookTxn *txn, Position *pos, BookCheckFn fn, void *ctx)
+{
+	BookIter *it;
+	int rc = bookdb_kv_iter_open(&it, txn, BOOKDB_GAMES);
+	if (rc < 0) return rc;
+	const void *k, *v;
+	size_t kl, vl;
+	while ((rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+		st->game_entries++;
+		BookGame g;
+		const char *bad = NULL;
+		if (bookdb_game_decode(&g, v, vl) < 0)
+			bad = "does not decode as a game mark";
+		else if (g.has_plies && bookdb_game_replay(&g, pos, no_ply, NULL) < 0)
+			bad = "its plies do not replay legally";
+		if (!bad) continue;
+		st->bad_games++;
+		if (fn) {
+			char msg[200];
+			snprintf(msg, sizeof msg, "game '%.*s': %s", (int)(kl < 80 ? kl : 80),
+			         (const char *)k, bad);
+			for (char *p = msg; *p; p++)
+				if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
+			fn(ctx, (Key){0, 0}, msg);
+		}
+	}
+	bookdb_iter_free(it);
+	return rc < 0 ? rc : 0;
 }
 
 /* Copies the ids of the ingested games (the games database) into w's book. */
@@ -146,6 +185,15 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 		st->stop_code = rc;
 		rc = 0;
 	}
+	if (rc == 0 && (rc = check_games(st, txn, pos, fn, ctx)) < 0) {
+		st->stopped = true;
+		st->stop_code = rc;
+		rc = 0;
+	}
+	/* joseki merge keeps its progress under meta "merge" until it is done. */
+	const void *mv;
+	size_t ml;
+	st->merge_unfinished = bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "merge", 5) == 0;
 	if (w && (rc = copy_games(st, txn, w)) < 0) goto done;
 	if (w) rc = bookdb_writer_flush(w);
 done:

@@ -9,6 +9,7 @@
 #ifndef BOOKDB_CHECK_H
 #define BOOKDB_CHECK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "bookdb/bookdb.h"
@@ -38,6 +39,10 @@ typedef struct {
 	uint64_t repaired; /* records copied without their faulty moves */
 	uint64_t dropped;  /* records not copied */
 	uint64_t games;    /* game ids copied */
+	/* The games database: entries read, and those that do not decode or
+	 * replay (each reported through fn under key 0, naming the game). */
+	uint64_t game_entries, bad_games;
+	bool merge_unfinished; /* a joseki merge was interrupted (meta "merge") */
 } BookCheckStats;
 
 /*

@@ -36,9 +36,10 @@ typedef struct {
 	bool started;
 	bool analysing; /* key: the position this worker is analysing (p->mu) */
 	Key key;
-	Position *pos;
+	Position *pos, *scratch;
 	SearchResult *res;
 	BookRecord *rec;
+	Move path[POS_MAX_STATES]; /* the walk's moves from its root */
 } Worker;
 
 struct Probe {
@@ -52,6 +53,7 @@ struct Probe {
 	int nlines;
 	Worker *workers;
 	ProbeStats *st;
+	int burst; /* new positions a walk thinks before it yields */
 	char *err;
 	int ret;
 	double start;
@@ -220,18 +222,44 @@ static int claim(Probe *p, Worker *w, bool may_think, bool ours)
 	return t;
 }
 
+/* Whether the book still chooses the book side's moves of the walk's first n
+ * plies (book_mu held): a result stored since may have changed a choice above,
+ * and the walk must then start again to follow the new one. */
+static int choices_hold(Probe *p, Worker *w, const Line *l, const char *root, int n)
+{
+	if (position_parse(w->scratch, root, NULL) < 0) return 0;
+	Position *keep = w->pos;
+	w->pos = w->scratch; /* book_choice reads w->pos */
+	int ok = 1;
+	for (int k = 0; k < n && ok == 1; k++) {
+		if (w->scratch->side == l->book) {
+			Move m;
+			int got = book_choice(p, w, &m);
+			if (got < 0)
+				ok = got;
+			else if (!got || m != w->path[k])
+				ok = 0;
+		}
+		if (ok == 1) pos_do_move(w->scratch, w->path[k]);
+	}
+	w->pos = keep;
+	return ok;
+}
+
 /* One walk of line l: returns the positions it thought, or < 0 on an error. */
 static int walk(Probe *p, Worker *w, const Line *l)
 {
 	const ProbeOptions *o = p->opt;
 	int max_plies = o->max_plies > 0 ? o->max_plies : 32;
-	int burst = o->burst > 0 ? o->burst : 8;
+	if (max_plies > POS_MAX_STATES - 1) max_plies = POS_MAX_STATES - 1;
+	int burst = p->burst;
 	int max_moves = o->max_moves > 0 ? o->max_moves : 320;
-	if (position_parse(w->pos, o->roots && o->nroots > 0 ? o->roots[l->root] : "startpos",
-	                   NULL) < 0)
-		return 0; /* checked before the run */
-	search_new_game(o->opponents[w->index]);
+	const char *root = o->roots && o->nroots > 0 ? o->roots[l->root] : "startpos";
 	int fresh = 0, plies = 0, book_plies = 0;
+restart:
+	if (position_parse(w->pos, root, NULL) < 0) return 0; /* checked before the run */
+	search_new_game(o->opponents[w->index]);
+	plies = 0;
 	while (plies < max_plies && !game_over(w->pos, max_moves)) {
 		pthread_mutex_lock(&p->mu);
 		bool stop = should_stop(p);
@@ -260,6 +288,16 @@ static int walk(Probe *p, Worker *w, const Line *l)
 			if (rc < 0) return rc;
 			if (rc > 0) break;
 			if (got) fresh++;
+			pthread_mutex_lock(&p->book_mu);
+			int hold = choices_hold(p, w, l, root, plies);
+			pthread_mutex_unlock(&p->book_mu);
+			if (hold < 0) return hold;
+			if (!hold) {
+				pthread_mutex_lock(&p->mu);
+				p->st->restarts++;
+				pthread_mutex_unlock(&p->mu);
+				goto restart;
+			}
 		}
 		if (ours) {
 			pthread_mutex_lock(&p->book_mu);
@@ -270,7 +308,7 @@ static int walk(Probe *p, Worker *w, const Line *l)
 		}
 		if (!got) break;
 		pos_do_move(w->pos, m);
-		plies++;
+		w->path[plies++] = m;
 	}
 	pthread_mutex_lock(&p->mu);
 	p->st->book_plies += (uint64_t)book_plies;
@@ -310,6 +348,15 @@ static void *worker_main(void *arg)
 		if (fresh == 0 && !should_stop(p)) {
 			l->done = true;
 			p->st->done++;
+		} else if (fresh > 0) {
+			/* What this walk stored may have changed the choices of lines
+			 * already done (a position they share, values backed up through
+			 * it): each is walked once more. */
+			for (int k = 0; k < p->nlines; k++)
+				if (p->lines[k].done) {
+					p->lines[k].done = false;
+					p->st->done--;
+				}
 		}
 		pthread_cond_broadcast(&p->cv);
 	}
@@ -380,6 +427,15 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 	pthread_cond_init(&p.cv, NULL);
 	int ret = make_lines(&p);
 	out->lines = (uint64_t)p.nlines;
+	/* A position budget too small for a burst a line would starve the lines
+	 * served last (and a run of the cycle would starve the same ones again):
+	 * the burst shrinks so that every line is walked at least once. */
+	p.burst = opt->burst > 0 ? opt->burst : 8;
+	if (opt->max_positions && p.nlines > 0 &&
+	    (uint64_t)p.burst * (uint64_t)p.nlines > opt->max_positions)
+		p.burst = opt->max_positions / (uint64_t)p.nlines > 0
+		              ? (int)(opt->max_positions / (uint64_t)p.nlines)
+		              : 1;
 	p.workers = calloc((size_t)opt->nworkers, sizeof *p.workers);
 	if (!ret && (!p.workers || bookdb_writer_new(&p.w, db, SIZE_MAX) < 0))
 		ret = errmsg_set(err, THINK_ERRLEN, THINK_ENOMEM, "probe: %s", "out of memory");
@@ -388,9 +444,10 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 		w->p = &p;
 		w->index = i;
 		w->pos = malloc(sizeof *w->pos);
+		w->scratch = malloc(sizeof *w->scratch);
 		w->res = malloc(sizeof *w->res);
 		w->rec = malloc(sizeof *w->rec);
-		if (!w->pos || !w->res || !w->rec ||
+		if (!w->pos || !w->scratch || !w->res || !w->rec ||
 		    pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 			pthread_mutex_lock(&p.mu);
 			fail(&p, THINK_ENOMEM, "starting the workers", "out of memory");
@@ -421,6 +478,7 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 	bookdb_writer_free(p.w);
 	for (int i = 0; p.workers && i < opt->nworkers; i++) {
 		free(p.workers[i].pos);
+		free(p.workers[i].scratch);
 		free(p.workers[i].res);
 		free(p.workers[i].rec);
 	}

@@ -13,12 +13,14 @@
  * asks (one search, MultiPV 1, the same budget): the book side plays the
  * book's best move, the opponent its own. Every position on the way that the
  * book has not thought about is analysed (MultiPV K) and stored, the values
- * backed up (the minimax hook), and the book's choices are read after that,
- * so a choice whose line turns out bad is changed at the next walk and the
- * alternative walked. A walk ends after `burst` new positions (the next walk
- * starts from the root and sees the choices changed meanwhile), at
- * `max_plies`, or where the game ends; a line whose walk thinks nothing new
- * is done. Lines are served in proportion to their roots' weights.
+ * backed up (the minimax hook), and the book's choices are read after that;
+ * when a result changes a choice the walk already went past, the walk starts
+ * again from the root and follows the new choice, so the book's choices are
+ * always the ones walked (a match from the root then leaves the book where the
+ * walks stopped, not where a late result turned it). A walk ends after `burst` new positions (the
+ * next walk starts from the root and sees the choices changed meanwhile), at `max_plies`, or where
+ * the game ends; a line whose walk thinks nothing new is done (until a walk of another line stores
+ * something, which may change its choices). Lines are served in proportion to their roots' weights.
  *
  * Against an opponent that answers the same way in the same game (any engine
  * at a node budget, single-threaded), a match from the same roots then stays
@@ -67,6 +69,7 @@ typedef struct {
 	uint64_t failed;      /* analyses or opponent moves that failed */
 	uint64_t walks;       /* walks started */
 	uint64_t opp_moves;   /* opponent searches */
+	uint64_t restarts;    /* walks started again: a result changed a choice above */
 	uint64_t book_plies;  /* book moves played in the walks */
 	uint64_t lines, done; /* lines, and lines walked to the end */
 	int deepest;          /* the longest walk, plies from its root */

@@ -220,11 +220,10 @@ static void hand_out(Think *t, bool *stopping)
 			break;
 		}
 		if (!forced) s->key = t->leaf->key;
-		/* Unleased, the leaf could be handed to a second engine. */
-		if ((rc = sel_lease(t->sel, s->key)) < 0) {
-			t->ret = errmsg_set(t->err, THINK_ERRLEN,
-			                    rc == SEL_ENOMEM ? THINK_ENOMEM : THINK_EBOOK,
-			                    "think: selection: %s", sel_strerror(rc));
+		/* A leaf the selector cannot hold leased would be handed out again. */
+		if (sel_lease(t->sel, s->key) < 0) {
+			t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_ENOMEM, "think: %s",
+			                    "out of memory leasing a leaf");
 			*stopping = true;
 			break;
 		}

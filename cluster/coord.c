@@ -16,6 +16,9 @@
 #include "cluster/coord_priv.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +47,8 @@ const char *coord_strerror(int code)
 		return "book error";
 	case COORD_EOPTION:
 		return "invalid option";
+	case COORD_EMINIMAX:
+		return "the periodic minimax failed";
 	}
 	return "unknown coordinator error";
 }
@@ -151,9 +156,14 @@ static void lease_drop(Coord *c, Lease *l)
 static void note_worker(Coord *c, const CoordWorker *w, int64_t now)
 {
 	if (!w->name) return;
+	const char *token = w->token ? w->token : "", *inst = w->instance ? w->instance : "";
 	CoordWorkerSeen *s = NULL;
+	/* One entry per worker process: a name given to two workers (or under
+	 * two tokens) stays two entries. */
 	for (size_t i = 0; i < c->nseen && !s; i++)
-		if (!strcmp(c->seen[i].name, w->name)) s = &c->seen[i];
+		if (!strcmp(c->seen[i].name, w->name) && !strcmp(c->seen[i].token, token) &&
+		    !strcmp(c->seen[i].instance, inst))
+			s = &c->seen[i];
 	if (!s) {
 		/* Forget workers not seen for a minute before growing. */
 		size_t j = 0;
@@ -165,6 +175,8 @@ static void note_worker(Coord *c, const CoordWorker *w, int64_t now)
 		s = &c->seen[c->nseen++];
 		memset(s, 0, sizeof *s);
 		snprintf(s->name, sizeof s->name, "%s", w->name);
+		snprintf(s->token, sizeof s->token, "%s", token);
+		snprintf(s->instance, sizeof s->instance, "%s", inst);
 	}
 	/* A request without them (an abort's body) keeps what the worker last said. */
 	if (w->engine && w->engine[0]) snprintf(s->engine, sizeof s->engine, "%s", w->engine);
@@ -250,9 +262,12 @@ fail:
 	return rc < 0 && err_module(rc) == ERR_COORD ? rc : COORD_ENOMEM;
 }
 
+static int minimax_collect(Coord *c, bool wait, char *err);
+
 void coord_free(Coord *c)
 {
 	if (!c) return;
+	minimax_collect(c, true, NULL);
 	if (!c->broken && c->w) bookdb_writer_flush(c->w);
 	bookdb_writer_free(c->w);
 	sel_free(c->sel);
@@ -274,15 +289,47 @@ void coord_free(Coord *c)
 
 /* ---- acquire ---- */
 
-/* Takes queued positions not last failed by worker into l (up to max). */
-static void take_queued(Coord *c, Lease *l, int max, const char *worker)
+/* A position with no legal move (mated: in shogi a side without a move
+ * loses) needs no engine: the coordinator stores it as thought with no
+ * moves, which minimax values as lost and the selector never selects again.
+ * c->pos holds the position. 1 when it was such a position (stored), 0 when
+ * it has a move, or COORD_EBOOK. */
+static int value_mated(Coord *c, Key key, char *err)
 {
-	size_t j = 0;
-	for (size_t i = 0; i < c->nqueue; i++) {
+	Move mv[MOVEGEN_MAX];
+	if (movegen_legal(c->pos, mv) > 0) return 0;
+	c->res->nlines = 0;
+	char terr[THINK_ERRLEN];
+	if (think_store(c->w, c->sel, c->rec, key, c->pos, c->res, &c->opt.budget, terr) < 0) {
+		c->broken = true;
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s", terr);
+	}
+	c->mated++;
+	c->since_minimax++;
+	return 1;
+}
+
+/* Takes queued positions not last failed by worker into l (up to max); a
+ * mated one (queued before the coordinator valued those itself, or by joseki
+ * extend) is valued here and forgotten. 0 or COORD_EBOOK. */
+static int take_queued(Coord *c, Lease *l, int max, const char *worker, char *err)
+{
+	size_t j = 0, i = 0;
+	int rc = 0;
+	for (; i < c->nqueue && rc == 0; i++) {
 		KeyState *ks = co_key_get(c, c->queue[i]);
 		if (!ks || ks->where != WHERE_QUEUED) continue; /* stale entry */
 		if (l->n >= max || !strcmp(ks->last, worker)) {
 			c->queue[j++] = c->queue[i];
+			continue;
+		}
+		if (sfen_parse(c->pos, ks->sfen, NULL, NULL) == 0 &&
+		    (rc = value_mated(c, ks->key, err)) != 0) {
+			if (rc < 0) break;
+			KeyState gone = {.key = ks->key};
+			bool had_tries = ks->tries > 0;
+			key_forget(c, ks);
+			rc = had_tries ? co_keyrec_put(c, &gone, err) : 0;
 			continue;
 		}
 		LPos *lp = &l->pos[l->n++];
@@ -293,18 +340,25 @@ static void take_queued(Coord *c, Lease *l, int max, const char *worker)
 		ks->lease = l->key.hi;
 		c->queued--;
 	}
+	/* On an error the entries not looked at stay queued. */
+	for (; i < c->nqueue; i++) c->queue[j++] = c->queue[i];
 	c->nqueue = j;
+	return rc < 0 ? rc : 0;
 }
 
-/* Leases leaf (its position in c->pos) into l: its KeyState, the selector told. */
+/* Leases leaf (its position in c->pos) into l: its KeyState, the selector
+ * told. A mated leaf is valued here instead (value_mated) and not leased. */
 static int lease_leaf(Coord *c, Lease *l, const SelLeaf *leaf, char *err)
 {
+	int rc = value_mated(c, leaf->key, err);
+	if (rc) return rc < 0 ? rc : 0;
 	KeyState *ks = co_key_new(c, leaf->key);
 	if (!ks) return co_broken(c, err, "selection", BOOKDB_ENOMEM);
 	ks->where = WHERE_LEASED;
 	ks->lease = l->key.hi;
 	sfen_write(c->pos, ks->sfen, sizeof ks->sfen);
-	sel_lease(c->sel, ks->key);
+	/* Not leased in the selector, the leaf would be selected again. */
+	if (sel_lease(c->sel, ks->key) < 0) return co_broken(c, err, "leasing", BOOKDB_ENOMEM);
 	LPos *lp = &l->pos[l->n++];
 	lp->key = ks->key;
 	lp->state = POS_PENDING;
@@ -341,9 +395,9 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 	l->expires_ms = now_ms + (int64_t)(c->opt.lease_seconds * 1000);
 	snprintf(l->token, sizeof l->token, "%s", w->token ? w->token : "");
 	snprintf(l->worker, sizeof l->worker, "%s", w->name ? w->name : "");
-	take_queued(c, l, max, l->worker);
 	double t0 = clock_ms_f();
-	int rc = take_selected(c, l, max, err);
+	int rc = take_queued(c, l, max, l->worker, err);
+	if (rc == 0) rc = take_selected(c, l, max, err);
 	c->select_ms += clock_ms_f() - t0;
 	if (rc < 0 || l->n == 0) {
 		free(l->pos);
@@ -422,7 +476,10 @@ static int check_line(Coord *c, SearchLine *sl, const CoordLine *cl, const char 
 	return 0;
 }
 
-/* What to do with one result: 0 ignore, 1 store, 2 failed try. */
+/* What to do with one result: 0 ignore, 1 store, 2 failed try. A result for
+ * a position analysed meanwhile is ignored, but its moves are still checked
+ * (against the lease's SFEN, or the book's record when the lease is
+ * finished): an illegal move is refused whatever the position's state. */
 static int classify(Coord *c, const Lease *l, const CoordResult *r, char *err)
 {
 	char hex[KEY_HEX_LEN];
@@ -431,19 +488,28 @@ static int classify(Coord *c, const Lease *l, const CoordResult *r, char *err)
 	if (l && i < 0)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "key %s is not in lease %016llx",
 		                  hex, (unsigned long long)l->key.hi);
-	if (sel_is_thought(c->sel, r->key)) return 0;
-	if (!l)
+	bool done = sel_is_thought(c->sel, r->key);
+	if (!l && !done)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
 		                  "key %s is not in this (finished) lease", hex);
-	if (r->failed) return l->pos[i].state == POS_PENDING ? 2 : 0;
+	if (r->failed) return !done && l->pos[i].state == POS_PENDING ? 2 : 0;
 	if (r->nlines < 1 || r->nlines > COORD_MAX_LINES)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
 		                  "result %s: 1..%d moves wanted, not %d", hex, COORD_MAX_LINES,
 		                  r->nlines);
 	char perr[SHOGI_ERRLEN];
-	if (sfen_parse(c->pos, l->pos[i].sfen, NULL, perr) < 0)
-		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "result %s: stored SFEN: %s",
-		                  hex, perr);
+	if (l) {
+		if (sfen_parse(c->pos, l->pos[i].sfen, NULL, perr) < 0)
+			return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
+			                  "result %s: stored SFEN: %s", hex, perr);
+	} else {
+		int g = bookdb_writer_get(c->rec, c->w, r->key);
+		if (g == BOOKDB_ENOTFOUND) return 0; /* thought in memory only: nothing to check */
+		if (g < 0) return co_broken(c, err, "reading an analysed position", g);
+		if (bookdb_record_position(c->pos, c->rec, perr) < 0)
+			return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
+			                  "result %s: the book's record: %s", hex, perr);
+	}
 	for (int m = 0; m < r->nlines; m++) {
 		SearchLine sl;
 		int rc = check_line(c, &sl, &r->lines[m], hex, m, err);
@@ -454,7 +520,7 @@ static int classify(Coord *c, const Lease *l, const CoordResult *r, char *err)
 				                  "result %s: move %s given twice", hex,
 				                  r->lines[m].move);
 	}
-	return 1;
+	return done ? 0 : 1;
 }
 
 /* Stores one checked result of lease l (position i). */
@@ -601,6 +667,39 @@ int coord_commit(Coord *c, char *err)
 	return rc < 0 ? co_broken(c, err, "commit", rc) : 0;
 }
 
+static void *minimax_main(void *arg)
+{
+	Coord *c = arg;
+	/* Below the service on the CPU: on a machine as busy as the coordinator's
+	 * cores, the requests come first and the minimax takes what is left. */
+	errno = 0;
+	int prio = getpriority(PRIO_PROCESS, (id_t)gettid());
+	if (errno == 0) setpriority(PRIO_PROCESS, (id_t)gettid(), prio + 10 > 19 ? 19 : prio + 10);
+	c->mm_rc = book_minimax_hook_run(&c->opt.minimax, c->db, c->mm_err, sizeof c->mm_err);
+	atomic_store(&c->mm_done, true);
+	return NULL;
+}
+
+/* Collects a finished minimax run (wait: also one still running). 0, or
+ * COORD_EMINIMAX with its message. */
+static int minimax_collect(Coord *c, bool wait, char *err)
+{
+	if (!c->mm_running || (!wait && !atomic_load(&c->mm_done))) return 0;
+	pthread_join(c->mm_thread, NULL);
+	c->mm_running = false;
+	c->minimax_last_ms = clock_ms_f() - c->mm_t0;
+	c->minimax_ms += c->minimax_last_ms;
+	if (c->mm_rc < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EMINIMAX, "coordinator: minimax: %s",
+		                  c->mm_err);
+	return 0;
+}
+
+int coord_minimax_wait(Coord *c, char *err)
+{
+	return minimax_collect(c, true, err);
+}
+
 int coord_tick(Coord *c, int64_t now_ms, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
@@ -615,10 +714,16 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 			i--; /* the last lease moved into i */
 		}
 	}
-	/* Before the commit: the minimax below writes with the writer idle. */
+	/* The history point goes in with the round's commit. */
 	if ((rc = co_history_tick(c, now_ms, err)) < 0) return rc;
 	if ((rc = coord_commit(c, err)) < 0) return rc;
-	bool due = book_minimax_hook_set(&c->opt.minimax) && c->since_minimax &&
+	/* The seconds between minimax runs count from the first tick: a fresh
+	 * coordinator does not start with one (the book was backed up by the
+	 * last run before it stopped, or needs a whole-book run, which is
+	 * `joseki minimax`'s job, not the first round's). */
+	if (!c->last_minimax_ms) c->last_minimax_ms = now_ms;
+	int mrc = minimax_collect(c, false, err);
+	bool due = book_minimax_hook_set(&c->opt.minimax) && c->since_minimax && !c->mm_running &&
 	           ((c->opt.minimax_every && c->since_minimax >= c->opt.minimax_every) ||
 	            (c->opt.minimax_seconds > 0 &&
 	             now_ms - c->last_minimax_ms >= c->opt.minimax_seconds * 1000));
@@ -626,17 +731,15 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 		c->since_minimax = 0;
 		c->last_minimax_ms = now_ms;
 		c->minimax_runs++;
-		/* The writer has no open transaction after the commit: minimax writes. */
-		char merr[256];
-		double t0 = clock_ms_f();
-		int mrc = book_minimax_hook_run(&c->opt.minimax, c->db, merr, sizeof merr);
-		c->minimax_last_ms = clock_ms_f() - t0;
-		c->minimax_ms += c->minimax_last_ms;
-		if (mrc < 0)
-			return errmsg_set(err, COORD_ERRLEN, COORD_OK, "coordinator: minimax: %s",
-			                  merr);
+		/* Beside the service, not in it: a run with a backlog took seconds, and
+		 * every request waited for it. */
+		c->mm_t0 = clock_ms_f();
+		c->mm_err[0] = 0;
+		atomic_store(&c->mm_done, false);
+		c->mm_running = pthread_create(&c->mm_thread, NULL, minimax_main, c) == 0;
+		if (!c->mm_running) minimax_main(c), c->mm_running = true;
 	}
-	return 0;
+	return mrc;
 }
 
 /* ---- status ---- */
@@ -647,12 +750,14 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->queue = c->queued;
 	out->results = c->results;
 	out->failed = c->failed;
+	out->mated = c->mated;
 	out->minimax_runs = c->minimax_runs;
 	out->select_ms = c->select_ms;
 	out->store_ms = c->store_ms;
 	out->commit_ms = c->commit_ms;
 	out->minimax_ms = c->minimax_ms;
 	out->last_minimax_ms = c->minimax_last_ms;
+	out->minimax_running = c->mm_running;
 	SelStats ss;
 	sel_get_stats(&ss, c->sel);
 	out->book_thought = ss.thought;

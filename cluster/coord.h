@@ -48,6 +48,7 @@ enum {
 	COORD_ENOLEASE = ERR_COORD - 2, /* no such lease for this token (HTTP 404) */
 	COORD_EBOOK = ERR_COORD - 3,    /* the book failed; the coordinator must restart */
 	COORD_EOPTION = ERR_COORD - 4,  /* bad option or root at coord_open */
+	COORD_EMINIMAX = ERR_COORD - 5, /* the periodic minimax failed; the coordinator goes on */
 };
 const char *coord_strerror(int code);
 
@@ -87,6 +88,9 @@ typedef struct {
 typedef struct {
 	const char *token; /* the token's name from the tokens file */
 	const char *name;  /* the worker's name */
+	/* The worker process's random id (may be NULL): two workers given the
+	 * same name stay two in the status. */
+	const char *instance;
 	const char *engine;
 	uint64_t nps;
 } CoordWorker;
@@ -119,8 +123,12 @@ typedef struct {
 	CoordLine lines[COORD_MAX_LINES];
 } CoordResult;
 
+#define COORD_INSTANCE_MAX 32 /* a worker instance id, bytes */
+
 typedef struct {
 	char name[COORD_NAME_MAX + 1];
+	char token[COORD_NAME_MAX + 1];
+	char instance[COORD_INSTANCE_MAX + 1];
 	char engine[COORD_ENGINE_MAX + 1];
 	uint64_t nps;
 	int64_t last_seen_ms;
@@ -138,8 +146,10 @@ typedef struct {
 	uint64_t leases_expired; /* kept leases past their expiry */
 	uint64_t results;        /* results stored since start */
 	uint64_t failed;         /* failed tries since start (entries and expiries) */
+	uint64_t mated;          /* positions without a legal move valued by the coordinator */
 	double results_per_s;    /* over the last 60 s */
 	uint64_t minimax_runs;
+	bool minimax_running; /* a run is going on (beside the service) */
 	uint64_t book_thought;
 	/* Where the coordinator's time went since start, ms. */
 	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;
@@ -177,9 +187,18 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, char *err);
 
 /* Expires leases (each pending position: a failed try; back to the queue or,
- * at COORD_MAX_TRIES, set aside), forgets old leases, commits, and runs the
- * minimax when due. Call about every 100 ms. */
+ * at COORD_MAX_TRIES, set aside), forgets old leases, commits, and starts the
+ * minimax when due, on a thread of its own: the hook runs beside the
+ * coordinator (its own snapshot and write transactions, which LMDB orders
+ * between the coordinator's commits) and a later tick collects it. Call about
+ * every 100 ms. Returns 0; COORD_EBOOK (the Coord is broken); or
+ * COORD_EMINIMAX when a minimax run that ended failed (message in err):
+ * everything else was done and committed, the Coord goes on. */
 int coord_tick(Coord *c, int64_t now_ms, char *err);
+
+/* Waits for a minimax run in progress (coord_free does too). 0, or
+ * COORD_EMINIMAX with its message. */
+int coord_minimax_wait(Coord *c, char *err);
 
 /* Commits the pending writes (the work state and results of the requests
  * applied since the last commit). */

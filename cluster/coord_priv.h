@@ -6,6 +6,8 @@
 #ifndef BOOKGEN_COORD_PRIV_H
 #define BOOKGEN_COORD_PRIV_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -64,11 +66,20 @@ struct Coord {
 	size_t capbuf;
 	CoordWorkerSeen *seen;
 	size_t nseen, capseen;
-	uint64_t results, failed, minimax_runs, since_minimax;
+	uint64_t results, failed, mated, minimax_runs, since_minimax;
 	int64_t last_minimax_ms;
 	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms;
 	int64_t sec_stamp[60];
 	uint32_t sec_count[60];
+	/* The periodic minimax, on a thread of its own (coord_tick starts it,
+	 * collects it when done): it reads its own snapshot and writes in its
+	 * own transactions, which LMDB puts between the service's commits. */
+	pthread_t mm_thread;
+	bool mm_running;
+	atomic_bool mm_done;
+	int mm_rc;
+	double mm_t0;
+	char mm_err[256];
 	/* The history (coord_history.c): the step being counted (0: none yet),
 	 * since when, and the counters at its start. */
 	int64_t hist_bucket, hist_since_ms;

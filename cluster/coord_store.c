@@ -154,7 +154,10 @@ static int restore_lease(Coord *c, uint64_t id, const uint8_t *p, const uint8_t 
 			if (!ks) {
 				if (!(ks = co_key_new(c, lp->key))) goto bad;
 				memcpy(ks->sfen, lp->sfen, sizeof ks->sfen);
-				sel_lease(c->sel, ks->key);
+				if (sel_lease(c->sel, ks->key) < 0) {
+					free(l->pos);
+					return COORD_ENOMEM;
+				}
 			}
 			ks->where = WHERE_LEASED;
 			ks->lease = id;
@@ -181,7 +184,7 @@ static int restore_key(Coord *c, Key k, const uint8_t *p, const uint8_t *end)
 	if (fresh) {
 		if (!(ks = co_key_new(c, k))) return COORD_ENOMEM;
 		memcpy(ks->sfen, tmp.sfen, sizeof ks->sfen);
-		sel_lease(c->sel, k);
+		if (sel_lease(c->sel, k) < 0) return COORD_ENOMEM;
 	}
 	ks->tries = p[0];
 	memcpy(ks->last, tmp.last, sizeof ks->last);

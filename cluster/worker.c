@@ -27,6 +27,7 @@
 #include "cluster/worker_priv.h"
 #include "cluster/worker_wire.h"
 #include "shogi/clock.h"
+#include "shogi/rng.h"
 #include "shogi/errmsg.h"
 #include "shogi/position.h"
 
@@ -156,6 +157,7 @@ static void *engine_thread(void *arg)
 			l->state[i] = POS_DONE;
 			l->res[i] = j;
 			l->doneat[i] = clock_ms_f();
+			wk_spool_done(w, l, i);
 			w->in_hand--;
 			/* Wake the HTTP loop only when it has something to do (a lease
 			 * to submit, a batch to fetch): a wake-up per position costs the
@@ -259,6 +261,7 @@ static int run_loop(Worker *w)
 		}
 		if (rc < 0) return rc;
 		now = clock_ms_f();
+		wk_spool_tend(w, now);
 		if (opt->progress && now - w->last_progress >= 1000) {
 			progress(w, now);
 			w->last_progress = now;
@@ -311,6 +314,12 @@ static int setup(Worker *w)
 	curl_easy_setopt(w->h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(w->h, CURLOPT_XFERINFOFUNCTION, wk_on_xfer);
 	curl_easy_setopt(w->h, CURLOPT_XFERINFODATA, w);
+	/* Not from the back-off's stream: tests seed that alike for two workers. */
+	uint64_t id = (uint64_t)clock_ns() ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)w;
+	uint64_t bits = rng_next(&id);
+	for (int i = 0; i < 16; i++) w->instance[i] = "0123456789abcdef"[(bits >> (4 * i)) & 15];
+	int rc = wk_spool_open(w); /* before the engines: it adds leases */
+	if (rc < 0) return rc;
 	w->slots = calloc((size_t)w->n, sizeof *w->slots);
 	if (!w->slots) return WORKER_ENOMEM;
 	for (int i = 0; i < w->n; i++) {
@@ -361,6 +370,7 @@ static void teardown(Worker *w)
 		l->unsent = 0;
 	}
 	wk_drop_finished(w);
+	wk_spool_close(w);
 	if (w->h) curl_easy_cleanup(w->h);
 	curl_slist_free_all(w->hdrs);
 	free(w->r.body);
@@ -381,7 +391,12 @@ int worker_run(WorkerStats *out, const WorkerOptions *opt, char *err)
 		return errmsg_set(err, WORKER_ERRLEN, WORKER_EINVAL,
 		                  "worker name '%.80s' is not 1..%d bytes", opt->name,
 		                  WORKER_NAME_MAX);
-	Worker w = {.opt = opt, .out = out, .err = err, .n = opt->nengines};
+	Worker w = {.opt = opt,
+	            .out = out,
+	            .err = err,
+	            .n = opt->nengines,
+	            .spool_fd = -1,
+	            .spool_lock = -1};
 	pthread_mutex_init(&w.mu, NULL);
 	pthread_cond_init(&w.work_cv, NULL);
 	pthread_cond_init(&w.done_cv, NULL);

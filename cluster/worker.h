@@ -18,7 +18,8 @@
  *    instead; the step is reset when work arrives; a 204's wait also ends
  *    when the worker's own results are accepted (they make new leaves);
  *  - 401/403: WORKER_EAUTH at once, naming the server and the token file;
- *  - finished results that cannot be submitted are kept (in memory) and
+ *  - finished results that cannot be submitted are kept (in memory, and in
+ *    the spool file when given, which survives the worker's own death) and
  *    submitted when the coordinator answers again, also a restarted one;
  *  - a submission answered 400 (or 413, too large) is retried one result at
  *    a time, so one result the coordinator refuses does not take the others;
@@ -81,13 +82,18 @@ typedef struct {
 	 *   failed SENT RECV ID KEY        (a failed try it accepted)
 	 *   abort SENT RECV ID             (the lease's unfinished rest returned) */
 	FILE *journal;
+	/* Finished results not yet answered by the coordinator, kept in this
+	 * file and sent at the next start (docs/worker.md, "The spool"); NULL:
+	 * kept in memory only, lost with the process. */
+	const char *spool;
 } WorkerOptions;
 
 typedef struct {
 	uint64_t positions;  /* analyses the coordinator accepted */
 	uint64_t failed;     /* "failed" entries the coordinator accepted */
 	uint64_t rejected;   /* results the coordinator refused (400/404/413), dropped */
-	uint64_t unsent;     /* finished results still unsent at the end (lease aborted) */
+	uint64_t unsent;     /* finished results still unsent at the end (kept in the spool) */
+	uint64_t carried;    /* results an earlier run left in the spool, read back at start */
 	uint64_t submits;    /* submit requests answered 204 */
 	uint64_t leases;     /* leases received */
 	uint64_t retries;    /* requests that failed (connection, 5xx) and were retried */

@@ -227,8 +227,9 @@ static int add_lease(Worker *w, WorkerLease *wl)
 /* One acquire of up to max positions. 0 (whatever the answer), or a fatal code. */
 int wk_acquire(Worker *w, int max)
 {
-	json_t *b = json_pack("{s:s, s:i, s:s, s:I}", "worker", w->opt->name, "max", max, "engine",
-	                      w->engine_id, "nps", (json_int_t)wk_recent_nps(w));
+	json_t *b =
+	    json_pack("{s:s, s:s, s:i, s:s, s:I}", "worker", w->opt->name, "instance", w->instance,
+	              "max", max, "engine", w->engine_id, "nps", (json_int_t)wk_recent_nps(w));
 	char *body = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	json_decref(b);
 	if (!body) return WORKER_ENOMEM;
@@ -303,6 +304,7 @@ static void mark_sent(Worker *w, Lease *l, int i, bool accepted)
 	} else {
 		w->out->rejected++;
 	}
+	wk_spool_sent(w, l, i);
 	json_decref(r);
 	l->res[i] = NULL;
 	l->state[i] = POS_SENT;
@@ -321,8 +323,9 @@ static long submit_some(Worker *w, Lease *l, const int *idx, int k, double timeo
 			arr = NULL;
 		}
 	pthread_mutex_unlock(&w->mu);
-	b = arr ? json_pack("{s:s, s:s, s:I, s:o}", "worker", w->opt->name, "engine", w->engine_id,
-	                    "nps", (json_int_t)wk_recent_nps(w), "results", arr)
+	b = arr ? json_pack("{s:s, s:s, s:s, s:I, s:o}", "worker", w->opt->name, "instance",
+	                    w->instance, "engine", w->engine_id, "nps",
+	                    (json_int_t)wk_recent_nps(w), "results", arr)
 	        : NULL;
 	char *body = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	json_decref(b);
@@ -443,7 +446,8 @@ void wk_shut_down(Worker *w)
 		if (left <= 0.05) continue;
 		char path[128], body[256];
 		snprintf(path, sizeof path, "/v1/work/abort/%s", l->l.id);
-		json_t *b = json_pack("{s:s}", "worker", w->opt->name);
+		json_t *b =
+		    json_pack("{s:s, s:s}", "worker", w->opt->name, "instance", w->instance);
 		char *s = b ? json_dumps(b, JSON_COMPACT) : NULL;
 		snprintf(body, sizeof body, "%s", s ? s : "{}");
 		free(s);

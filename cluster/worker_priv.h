@@ -82,6 +82,12 @@ struct Worker {
 	bool shutting_down; /* after the stop flag: requests are no longer cut short */
 	bool acquiring;     /* an acquire is in flight (not cut short at once on stop) */
 	double stop_seen;   /* ms: when a request in flight first saw the stop flag */
+	char instance[17];  /* this process's random id, sent with every request */
+	/* The spool (worker_spool.c): -1 when none. */
+	int spool_fd, spool_lock;
+	size_t spool_size;
+	bool spool_dirty, spool_failed, spool_said;
+	double spool_synced;
 };
 /* libcurl's callbacks (set up by worker.c): the body and the Retry-After
  * header into w->r; cutting a request short on the stop flag (u is the Worker). */
@@ -100,5 +106,22 @@ void wk_drop_finished(Worker *w);
 Lease *wk_due(Worker *w, double now);
 /* After the stop flag: finished results submitted, the rest aborted. */
 void wk_shut_down(Worker *w);
+
+/* worker_spool.c. Opens the spool (WorkerOptions.spool; nothing when NULL):
+ * locks it, reads back the results an earlier run left unsent into leases in
+ * hand (DONE, submitted at once) and rewrites it with only those. Before the
+ * engine threads start. 0 or a WORKER_E* code with a message. */
+int wk_spool_open(Worker *w);
+/* One line of a spool (n bytes with its newline; changed in place): 'R'
+ * (*res: the result, the caller's reference) or 'S' with *id and *key
+ * pointing into line, 0 for a line to skip, -1 for a torn one (no newline).
+ * Fuzzed (tests/fuzz/fuzz_worker_spool.c). */
+int wk_spool_parse(char *line, size_t n, char **id, char **key, json_t **res);
+/* Position i of lease l became DONE / was answered (lock held). */
+void wk_spool_done(Worker *w, Lease *l, int i);
+void wk_spool_sent(Worker *w, Lease *l, int i);
+/* From the loop: fdatasync at most once a second, compaction (takes the lock). */
+void wk_spool_tend(Worker *w, double now);
+void wk_spool_close(Worker *w);
 
 #endif

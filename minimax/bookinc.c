@@ -78,7 +78,15 @@ typedef struct {
 	MmMove *moves;
 	uint64_t snap_seq; /* the last change-log number the snapshot saw */
 	int sweeps;
+	bool resumed; /* an earlier run wrote part of its records and stopped */
 } Inc;
+
+/* Records rewritten per write transaction (BookmmOptions.batch when set): a
+ * writer running beside minimax (the cluster coordinator's service) waits for
+ * LMDB's write lock at most one batch long, not the whole rewrite. */
+#define INC_BATCH 1000
+/* Meta key present while a run's rewrite spans several transactions. */
+#define META_RUNNING "mmrun"
 
 static int push(U32s *l, uint32_t x)
 {
@@ -527,13 +535,24 @@ static void root_value(BookmmStats *st, const Inc *c, uint32_t r)
 	st->root_value = best.value;
 }
 
-/* Rewrites the records, consumes the log, journals the graph's changes and
- * records the new state: one write transaction. */
+/*
+ * Rewrites the records, consumes the log, journals the graph's changes and
+ * records the new state. The records go in transactions of INC_BATCH; the log,
+ * the journal and the state in the last one. A run stopped between two (kill
+ * -9) leaves some records with its values and the state as before, marked by
+ * META_RUNNING: the next run, which analyses at least the same nodes again (the
+ * log was not consumed, and A is closed upwards), then compares the record of
+ * every node of A and every changed one with its values (bookmm_rewrite writes
+ * only what differs), so no record keeps a value of the stopped run.
+ */
 static int commit(Inc *c, BookmmStats *st, const char *dir, char *why, size_t whylen)
 {
 	U32s rw = {0};
-	for (size_t q = 0; q < c->sub.n; q++)
-		if (c->mark[c->sub.v[q]] & M_REWRITE && push(&rw, c->sub.v[q]) < 0) goto nomem;
+	for (size_t q = 0; q < c->sub.n; q++) {
+		uint32_t x = c->sub.v[q];
+		bool all = c->resumed && (c->mark[x] & R_ROLE) == R_A;
+		if ((all || (c->mark[x] & M_REWRITE)) && push(&rw, x) < 0) goto nomem;
+	}
 	for (size_t q = 0; q < c->changed.n; q++) {
 		uint32_t x = c->changed.v[q];
 		if (!(c->mark[x] & R_ROLE) && push(&rw, x) < 0) goto nomem;
@@ -545,7 +564,20 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why, size_t wh
 	int rc = buf && edges ? bookdb_txn_begin(&txn, c->db, true) : BOOKDB_ENOMEM;
 	if (rc < 0) goto done;
 	bookdb_txn_set_tracking(txn, false);
+	size_t batch = c->opt->batch ? c->opt->batch : INC_BATCH;
+	if (rw.n > batch &&
+	    (rc = bookdb_kv_put(txn, BOOKDB_META, META_RUNNING, strlen(META_RUNNING), "1", 1)) < 0)
+		goto done;
 	for (size_t q = 0; q < rw.n; q++) {
+		if (q && q % batch == 0) {
+			if ((rc = bookdb_txn_commit(txn)) < 0) {
+				txn = NULL;
+				goto done;
+			}
+			txn = NULL;
+			if ((rc = bookdb_txn_begin(&txn, c->db, true)) < 0) goto done;
+			bookdb_txn_set_tracking(txn, false);
+		}
 		uint32_t x = rw.v[q];
 		const uint8_t *raw;
 		size_t len;
@@ -576,7 +608,9 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why, size_t wh
 	c->s.moves = st->moves;
 	c->s.edges = st->edges;
 	if ((rc = bookmm_state_put(txn, &c->s)) < 0 ||
-	    (rc = bookmm_summary_put(txn, st, c->opt)) < 0)
+	    (rc = bookmm_summary_put(txn, st, c->opt)) < 0 ||
+	    ((rc = bookdb_kv_del(txn, BOOKDB_META, META_RUNNING, strlen(META_RUNNING))) < 0 &&
+	     rc != BOOKDB_ENOTFOUND))
 		goto done;
 	rc = bookdb_txn_commit(txn);
 	txn = NULL;
@@ -685,6 +719,10 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 		goto out;
 	}
 	c.snap_seq = ci.seq;
+	const void *mv;
+	size_t ml;
+	c.resumed =
+	    bookdb_kv_get(&mv, &ml, snap, BOOKDB_META, META_RUNNING, strlen(META_RUNNING)) == 0;
 	c.tot = (Totals){(int64_t)c.s.valued, (int64_t)c.s.settled, (int64_t)c.s.moves,
 	                 (int64_t)c.s.edges};
 	if ((rc = absorb_changes(&c, snap, why, whylen)) < 0) goto out;

@@ -412,8 +412,11 @@ static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const cha
 	BookTxn *txn;
 	if ((rc = bookdb_txn_begin(&txn, db, true)) < 0) goto bad;
 	bookdb_txn_set_tracking(txn, false);
+	/* Every record is as this run computed it: an incremental run stopped
+	 * midway (bookinc.c, "mmrun") is over. */
 	if ((rc = bookdb_changes_consume(txn, seq)) < 0 || (rc = bookmm_state_put(txn, &s)) < 0 ||
-	    (rc = bookmm_summary_put(txn, st, opt)) < 0) {
+	    (rc = bookmm_summary_put(txn, st, opt)) < 0 ||
+	    ((rc = bookdb_kv_del(txn, BOOKDB_META, "mmrun", 5)) < 0 && rc != BOOKDB_ENOTFOUND)) {
 		bookdb_txn_abort(txn);
 		goto bad;
 	}

@@ -60,8 +60,8 @@ typedef struct {
 typedef struct {
 	int draw_black, draw_white; /* value of a repetition for the side to move */
 	BookmmPolicy policy;
-	bool full;                 /* rewrite every record, changed or not */
-	size_t batch;              /* records per write transaction (0: 10000) */
+	bool full;    /* rewrite every record, changed or not */
+	size_t batch; /* records per write transaction (0: 10000 whole-book, 1000 incremental) */
 	BookmmProgressFn progress; /* may be NULL */
 	void *progress_ctx;
 } BookmmOptions;

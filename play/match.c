@@ -21,7 +21,6 @@
 #include "shogi/csa_write.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
-#include "shogi/spec.h"
 
 const char *match_strerror(int code)
 {
@@ -92,74 +91,6 @@ static const char *end_csa_word(MatchEnd end)
 	default:
 		return NULL;
 	}
-}
-
-/* ---- openings ---------------------------------------------------------- */
-
-void match_openings_free(char **openings, int n)
-{
-	if (!openings) return;
-	for (int i = 0; i < n; i++) free(openings[i]);
-	free(openings);
-}
-
-int match_openings_load(char ***out, const char *path, char *err)
-{
-	*out = NULL;
-	FILE *f = fopen(path, "r");
-	if (!f) return errmsg_set(err, MATCH_ERRLEN, MATCH_EIO, "%s: %s", path, strerror(errno));
-	Position *pos = malloc(sizeof *pos);
-	char **list = NULL, *line = NULL;
-	size_t cap = 0;
-	int n = 0, ncap = 0, lineno = 0, rc = 0;
-	ssize_t len;
-	if (!pos) rc = MATCH_ENOMEM;
-	while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
-		lineno++;
-		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' ||
-		                   line[len - 1] == ' ' || line[len - 1] == '\t'))
-			line[--len] = '\0';
-		char *s = line;
-		while (*s == ' ' || *s == '\t') s++;
-		if (!*s || *s == '#') continue;
-		char perr[SHOGI_ERRLEN];
-		if (position_parse(pos, s, perr) < 0) {
-			rc = errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "%s:%d: %s", path, lineno,
-			                perr);
-			break;
-		}
-		if (n == ncap) {
-			ncap = ncap ? ncap * 2 : 16;
-			char **grown = realloc(list, (size_t)ncap * sizeof *list);
-			if (!grown) {
-				rc = MATCH_ENOMEM;
-				break;
-			}
-			list = grown;
-		}
-		if (!(list[n] = strdup(s))) {
-			rc = MATCH_ENOMEM;
-			break;
-		}
-		n++;
-	}
-	if (rc == 0 && ferror(f)) {
-		rc = errmsg_set(err, MATCH_ERRLEN, MATCH_EIO, "%s: %s", path, strerror(errno));
-	}
-	if (rc == 0 && n == 0) {
-		rc = errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "%s: no position in the file",
-		                path);
-	}
-	if (rc == MATCH_ENOMEM) errmsg_set(err, MATCH_ERRLEN, rc, "%s: out of memory", path);
-	fclose(f);
-	free(line);
-	free(pos);
-	if (rc < 0) {
-		match_openings_free(list, n);
-		return rc;
-	}
-	*out = list;
-	return n;
 }
 
 /* ---- the match ----------------------------------------------------------- */
@@ -420,16 +351,6 @@ static int write_record(Worker *w, int index, const MatchGame *g)
 	return 0;
 }
 
-/* The game held by pos as a position spec (shogi/spec.h); malloc'd, NULL when
- * out of memory. */
-static char *game_spec(Position *pos)
-{
-	size_t cap = POSITION_SPEC_MAX(pos_history_len(pos));
-	char *s = malloc(cap);
-	if (s) position_spec_of_game(s, cap, pos);
-	return s;
-}
-
 /* Plays game index into g. Returns 0, 1 when cancelled, or MATCH_EIO. */
 static int play_game(Worker *w, int index, MatchGame *g)
 {
@@ -491,7 +412,7 @@ static int play_game(Worker *w, int index, MatchGame *g)
 	g->winner = winner;
 	g->result = winner < 0 ? 0 : winner == (int)g->a_color ? 1 : -1;
 	g->plies = pos_history_len(pos);
-	if (!(g->usi = game_spec(pos)))
+	if (!(g->usi = position_spec_write(pos)))
 		return errmsg_set(w->err, MATCH_ERRLEN, MATCH_ENOMEM, "out of memory");
 	if (opt->out_dir) return write_record(w, index, g);
 	return 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bookdb/query.h"
+#include "shogi/japanese.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -33,7 +34,16 @@ char *api_json_body(json_t *o)
 
 char *api_error_body(const char *msg)
 {
-	return api_json_body(json_pack("{s:s}", "error", msg));
+	/* A message may quote the request: bytes that are not printable ASCII
+	 * become '?', so that the answer is never refused by the encoder (a 500
+	 * for a client's mistake) and never carries the client's bytes raw. */
+	char safe[1024];
+	size_t n = 0;
+	for (; msg[n] && n + 1 < sizeof safe; n++)
+		safe[n] =
+		    (unsigned char)msg[n] < 0x20 || (unsigned char)msg[n] > 0x7e ? '?' : msg[n];
+	safe[n] = 0;
+	return api_json_body(json_pack("{s:s}", "error", safe));
 }
 
 /* Sets pos from the request's sfen= or position=; 0, or -1 with *body. */
@@ -68,6 +78,13 @@ static int parse(Position *pos, const char *sfen, const char *position, int *sta
 		*body = api_error_body(msg);
 		return -1;
 	}
+	/* The rules core takes boards without kings (problems, perft); a book
+	 * holds game positions only, where both kings stand. */
+	if (pos->king_sq[BLACK] == SQ_NONE || pos->king_sq[WHITE] == SQ_NONE) {
+		*status = 400;
+		*body = api_error_body("bad position: both kings must be on the board");
+		return -1;
+	}
 	return 0;
 }
 
@@ -99,9 +116,11 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 	if (parse(&t_pos, sfen, position, status, &body) < 0) return body;
 	long max = 20;
 	if (plies) {
-		char *end;
-		max = strtol(plies, &end, 10);
-		if (!*plies || *end || max < 1 || max > 512) {
+		/* Digits only: strtol would also take "+10" and " 10". */
+		bool digits = *plies && strlen(plies) <= 3;
+		for (const char *p = plies; *p && digits; p++) digits = *p >= '0' && *p <= '9';
+		max = digits ? strtol(plies, NULL, 10) : 0;
+		if (max < 1 || max > 512) {
 			*status = 400;
 			return api_error_body("plies must be a whole number from 1 to 512");
 		}
@@ -125,6 +144,7 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 	/* One snapshot for the whole line: a writer's batch is in all of it or none. */
 	Key seen[513];
 	int n = 0;
+	Square prev_to = pos_history_len(&t_pos) ? move_to(pos_st(&t_pos)->move) : SQ_NONE;
 	const char *end = "plies";
 	for (; n < max; n++) {
 		seen[n] = pos_key(&t_pos);
@@ -154,6 +174,10 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 			json_object_set_new(step, "depth", json_integer(m->depth));
 		}
 		json_object_set_new(step, "count", json_integer(m->count));
+		char name[JA_MOVE_MAX];
+		if (ja_move_write(&t_pos, m->move, prev_to, true, NULL, 0, name))
+			json_object_set_new(step, "name", json_string(name));
+		prev_to = move_to(m->move);
 		json_array_append_new(line, step);
 		pos_do_move(&t_pos, m->move);
 		bool again = false;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "shogi/clock.h"
 #include "server/api.h"
 #include "server/assets.h"
+#include "server/gate.h"
 #include "server/history_api.h"
 #include "server/work_api.h"
 
@@ -32,11 +34,12 @@
 static const double BUCKETS[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 1};
 #define NBUCKETS (sizeof BUCKETS / sizeof BUCKETS[0])
 /* Statuses counted on their own; others under "other". */
-static const int STATUSES[] = {200, 204, 400, 401, 404, 405, 413, 414, 431, 500, 503};
+static const int STATUSES[] = {200, 204, 400, 401, 404, 405, 408, 413, 414, 431, 500, 503};
 #define NSTATUS (sizeof STATUSES / sizeof STATUSES[0])
 
 struct Server {
 	struct MHD_Daemon *d;
+	Gate *gate;
 	BookDB *db;
 	ServerOptions opt;
 	int fd;
@@ -79,7 +82,8 @@ typedef struct {
 	bool work; /* a /v1/work/ request: its body is kept */
 	char *buf; /* the body (work requests), at most API_WORK_BODY_MAX bytes */
 	size_t len, cap;
-	bool too_large; /* the body went past API_WORK_BODY_MAX (the rest was dropped) */
+	bool too_large;    /* the body went past API_WORK_BODY_MAX (the rest was dropped) */
+	const char *allow; /* the Allow header of a 405 */
 } Req;
 
 /* The work endpoints behind a token; the history is read-only and public. */
@@ -129,7 +133,8 @@ static enum MHD_Result reply(Server *s, struct MHD_Connection *c, Req *r, int st
 	MHD_add_response_header(resp, "Content-Type", type);
 	if (api && !s->opt.no_cors)
 		MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
-	if (status == 405 && !r->work) MHD_add_response_header(resp, "Allow", "GET, HEAD, OPTIONS");
+	if (status == 405)
+		MHD_add_response_header(resp, "Allow", r->allow ? r->allow : "GET, HEAD, OPTIONS");
 	if (status == 503 || (r->work && status == 204))
 		MHD_add_response_header(resp, "Retry-After", STR(API_WORK_RETRY_S));
 	if (api) MHD_add_response_header(resp, "Cache-Control", "no-store");
@@ -181,6 +186,40 @@ static bool is_route(const char *url)
 static const char *arg(struct MHD_Connection *c, const char *name)
 {
 	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* The API's parameters, checked before any is used. */
+static const char *const PARAMS[] = {"sfen", "position", "plies", "hours"};
+#define NPARAMS (sizeof PARAMS / sizeof *PARAMS)
+
+typedef struct {
+	int seen[NPARAMS];
+	char msg[128];
+} ArgCheck;
+
+static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 size_t key_size, const char *value, size_t value_size)
+{
+	(void)kind;
+	ArgCheck *a = cls;
+	size_t i = 0;
+	while (i < NPARAMS && (strlen(PARAMS[i]) != key_size || memcmp(PARAMS[i], key, key_size)))
+		i++;
+	if (i == NPARAMS) return MHD_YES; /* not ours (a cache buster, say): ignored */
+	if (++a->seen[i] > 1) {
+		snprintf(a->msg, sizeof a->msg, "parameter '%s' given more than once", PARAMS[i]);
+		return MHD_NO;
+	}
+	/* Positions and numbers are printable ASCII; a %00 would cut the value
+	 * short for the C string the rest reads. */
+	for (size_t k = 0; value && k < value_size; k++)
+		if ((unsigned char)value[k] < 0x20 || (unsigned char)value[k] > 0x7e) {
+			snprintf(a->msg, sizeof a->msg,
+			         "parameter '%s': byte %zu is not printable ASCII (0x%02x)",
+			         PARAMS[i], k, (unsigned char)value[k]);
+			return MHD_NO;
+		}
+	return MHD_YES;
 }
 
 static char *metrics_text(Server *s)
@@ -259,6 +298,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 		char *body = api_work_handle(s->opt.work, method, url, auth, r->buf, r->len,
 		                             r->too_large, &status, &retry);
+		if (status == 405) r->allow = strcmp(url, "/v1/work/status") ? "POST" : "GET, HEAD";
 		if (status == 204 || (!body && status < 300))
 			return reply(s, c, r, status, "application/json", body ? body : strdup(""),
 			             body ? strlen(body) : 0, true);
@@ -301,6 +341,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		             memcpy(malloc(a->len + 1), a->data, a->len), a->len, false);
 	int status = 200;
 	char *body = NULL;
+	ArgCheck ac = {{0}, ""};
+	MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, check_arg, &ac);
+	if (ac.msg[0]) return reply_error(s, c, r, 400, ac.msg);
 	if (!strcmp(url, "/v1/query")) {
 		body = api_query(s->db, arg(c, "sfen"), arg(c, "position"), &status);
 	} else if (!strcmp(url, "/v1/line")) {
@@ -321,6 +364,27 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	return reply_json(s, c, r, status, body);
 }
 
+static void count_status(Server *s, int status)
+{
+	size_t i = 0;
+	while (i < NSTATUS && STATUSES[i] != status) i++;
+	atomic_fetch_add(&s->requests[i], 1);
+}
+
+/* An answer the gate gave itself (it never reaches the handler). */
+static void gate_status(void *ctx, int status)
+{
+	count_status(ctx, status);
+}
+
+static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                              enum MHD_ConnectionNotificationCode toe)
+{
+	(void)socket_ctx;
+	Server *s = cls;
+	gate_notify(s->gate, c, toe == MHD_CONNECTION_NOTIFY_STARTED);
+}
+
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
@@ -333,9 +397,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	free(r->buf);
 	double t = since(r->t0);
 	if (r->status) {
-		size_t i = 0;
-		while (i < NSTATUS && STATUSES[i] != r->status) i++;
-		atomic_fetch_add(&s->requests[i], 1);
+		count_status(s, r->status);
 		size_t b = 0;
 		while (b < NBUCKETS && t > BUCKETS[b]) b++;
 		atomic_fetch_add(&s->buckets[b], 1);
@@ -396,17 +458,43 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err, 
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = n > 0 ? (unsigned)n : 1;
 	}
+	unsigned maxc = opt->max_connections ? opt->max_connections : 1024u;
+	/* Room for every connection the gate lets in, plus the book's files. */
+	struct rlimit nl;
+	if (getrlimit(RLIMIT_NOFILE, &nl) == 0 && nl.rlim_cur < (rlim_t)maxc + 256) {
+		nl.rlim_cur = nl.rlim_max < (rlim_t)maxc + 256 ? nl.rlim_max : (rlim_t)maxc + 256;
+		setrlimit(RLIMIT_NOFILE, &nl);
+	}
+	/* The gate accepts (server/gate.h) and hands each connection over once
+	 * its first request's head is whole: libmicrohttpd listens on nothing,
+	 * and its own cap, above the gate's, never refuses one. */
 	s->d = MHD_start_daemon(
-	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC, 0, NULL, NULL,
-	    log_handle, s, MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
-	    MHD_OPTION_CONNECTION_LIMIT, opt->max_connections ? opt->max_connections : 1024u,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
-	    30u, MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_END);
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+	        MHD_USE_NO_LISTEN_SOCKET,
+	    0, NULL, NULL, log_handle, s, MHD_OPTION_THREAD_POOL_SIZE, threads,
+	    MHD_OPTION_CONNECTION_LIMIT, maxc + 64 * threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+	    (size_t)CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_NOTIFY_COMPLETED,
+	    completed, s, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s, MHD_OPTION_END);
 	if (!s->d) {
 		rc = SERVER_EMHD;
 		snprintf(err, errlen, "%s:%u: libmicrohttpd did not start", addr, s->port);
 		goto fail;
 	}
+	GateOptions go = {.max_connections = maxc,
+	                  .per_ip = opt->per_ip == SERVER_PER_IP_OFF ? 0
+	                            : opt->per_ip                    ? opt->per_ip
+	                                                             : GATE_PER_IP_DEFAULT,
+	                  .head_ms = opt->head_ms,
+	                  .on_status = gate_status,
+	                  .ctx = s};
+	if (gate_start(&s->gate, s->fd, s->d, &go) < 0) {
+		rc = SERVER_EMHD;
+		snprintf(err, errlen, "%s:%u: the accept thread did not start: %s", addr, s->port,
+		         strerror(errno));
+		MHD_stop_daemon(s->d);
+		goto fail;
+	}
+	s->fd = -1; /* the gate's now */
 	*out = s;
 	return 0;
 fail:
@@ -420,11 +508,10 @@ void server_stop(Server *s)
 {
 	if (!s) return;
 	atomic_store(&s->stopping, true);
-	/* No new connections; those open get 503; then the requests in flight end. */
-	MHD_socket fd = MHD_quiesce_daemon(s->d);
-	if (fd != MHD_INVALID_SOCKET) close(fd);
-	/* Up to 2 s for the open connections to finish (keep-alive ones meanwhile
-	 * get 503 to any new request), then the daemon stops. */
+	/* No new connections (those waiting in the gate get 503); those open
+	 * get 503 to any new request; then the requests in flight end. */
+	gate_stop(s->gate);
+	/* Up to 2 s for the open connections to finish, then the daemon stops. */
 	for (int i = 0; i < 200; i++) {
 		const union MHD_DaemonInfo *di =
 		    MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
@@ -432,6 +519,7 @@ void server_stop(Server *s)
 		usleep(10000);
 	}
 	MHD_stop_daemon(s->d);
+	gate_free(s->gate);
 	api_stats_cache_free(&s->cache);
 	free(s);
 }

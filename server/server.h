@@ -30,13 +30,19 @@ enum {
 };
 const char *server_strerror(int code);
 
+#define SERVER_PER_IP_OFF UINT32_MAX
+
 typedef struct {
 	const char *addr;         /* IPv4 address to listen on ("127.0.0.1" when NULL) */
 	uint16_t port;            /* 0: any free port (server_port says which) */
 	unsigned threads;         /* worker threads (0: the number of cores) */
-	unsigned max_connections; /* 0: 1024 */
-	bool no_cors;             /* no Access-Control-Allow-Origin: * on the API */
-	bool log;                 /* one line a request on stderr */
+	unsigned max_connections; /* open connections in all (0: 1024) */
+	/* Connections per client address (server/gate.h; 0: GATE_PER_IP_DEFAULT,
+	 * SERVER_PER_IP_OFF: no limit, e.g. behind a proxy that limits them). */
+	unsigned per_ip;
+	unsigned head_ms; /* a first request's head must be whole within this (0: 10 s) */
+	bool no_cors;     /* no Access-Control-Allow-Origin: * on the API */
+	bool log;         /* one line a request on stderr */
 	/* The cluster work endpoints (under /v1/work/, server/work_api.h); NULL: none. */
 	struct ApiWork *work;
 } ServerOptions;

@@ -42,6 +42,8 @@ const char *server_tokens_strerror(int code)
 		return "a line of the tokens file is not '<sha256 hex> <name> [read]'";
 	case TOKENS_EINVAL:
 		return "a token name wants 1..64 letters, digits, '.', '_' or '-'";
+	case TOKENS_EEXIST:
+		return "a token of that name exists";
 	}
 	return "unknown tokens error";
 }
@@ -212,9 +214,34 @@ int server_tokens_add(const char *path, const char *name, bool read_only, char *
 	}
 	int len =
 	    64 + snprintf(line + 64, sizeof line - 64, " %s%s\n", name, read_only ? " read" : "");
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return errmsg_set(err, TOKENS_ERRLEN, TOKENS_EIO, "%s: %s", path, strerror(errno));
+	/* The file names who may work: readable by others it tells them whose
+	 * hashes to attack. An existing file is made owner-only first. */
+	struct stat st;
+	if (fstat(fd, &st) < 0 || ((st.st_mode & 077) && fchmod(fd, st.st_mode & 0700) < 0)) {
+		int e = errno;
+		close(fd);
+		return errmsg_set(err, TOKENS_ERRLEN, TOKENS_EIO,
+		                  "%s: readable by others and cannot be made owner-only: %s", path,
+		                  strerror(e));
+	}
+	/* A name names one token: revoking by name must not be ambiguous. */
+	ServerTokens cur = {.path = (char *)path};
+	int rc = load(&cur, err);
+	for (size_t i = 0; rc == 0 && i < cur.n; i++)
+		if (!strcmp(cur.e[i].name, name))
+			rc = errmsg_set(
+			    err, TOKENS_ERRLEN, TOKENS_EEXIST,
+			    "%s: a token named '%s' is there already (delete its line to "
+			    "replace it)",
+			    path, name);
+	free(cur.e);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
 	ssize_t w = write(fd, line, (size_t)len);
 	int e = errno;
 	if (w != len || fsync(fd) < 0) {

@@ -25,6 +25,7 @@ enum {
 	TOKENS_EIO = ERR_TOKENS - 0,    /* the file cannot be read or written */
 	TOKENS_EPARSE = ERR_TOKENS - 1, /* a line is not "<64 hex> <name>" */
 	TOKENS_EINVAL = ERR_TOKENS - 2, /* a bad name */
+	TOKENS_EEXIST = ERR_TOKENS - 3, /* the name is taken */
 };
 const char *server_tokens_strerror(int code);
 
@@ -46,8 +47,11 @@ bool server_tokens_check(ServerTokens *t, const char *token, char *name);
 bool server_tokens_check_ro(ServerTokens *t, const char *token, char *name, bool *read_only);
 
 /* Makes a new token, appends its hash and name (and " read" for a read-only
- * one) to path (created 0600 when absent) and puts the token in token
- * (TOKENS_TOKEN_LEN + 1 bytes). */
+ * one) to path (created 0600 when absent; an existing file readable by others
+ * is made owner-only first) and puts the token in token (TOKENS_TOKEN_LEN + 1
+ * bytes). TOKENS_EEXIST when a token of that name is in the file,
+ * TOKENS_EPARSE when the file does not parse, TOKENS_EIO: nothing is appended
+ * then. */
 int server_tokens_add(const char *path, const char *name, bool read_only, char *token, char *err);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "server/api.h"
@@ -55,6 +56,7 @@ static void run_op(ApiWork *w, Op *op, int64_t now)
 {
 	CoordWorker who = {.token = op->token,
 	                   .name = op->body.worker[0] ? op->body.worker : op->token,
+	                   .instance = op->body.instance,
 	                   .engine = op->body.engine[0] ? op->body.engine : NULL,
 	                   .nps = op->body.nps};
 	op->err[0] = 0;
@@ -114,8 +116,10 @@ static void *service(void *arg)
 		if (now - last_tick >= TICK_MS) {
 			last_tick = now;
 			err[0] = 0;
-			coord_tick(w->c, now, err);
-			if (err[0]) fprintf(stderr, "joseki: %s\n", err);
+			/* A failed minimax is said and the service goes on; a broken
+			 * book shows in the next round's answers (COORD_EBOOK). */
+			if (coord_tick(w->c, now, err) < 0 && err[0])
+				fprintf(stderr, "joseki: %s\n", err);
 		}
 		bool failed = false;
 		for (Op *op = ops; op; op = op->next) failed |= op->rc == COORD_EBOOK;
@@ -243,17 +247,19 @@ static char *status_body(const CoordStatus *st)
 	int64_t now = now_ms();
 	for (size_t i = 0; i < st->nworkers; i++) {
 		const CoordWorkerSeen *s = &st->workers[i];
-		json_array_append_new(workers,
-		                      json_pack("{s:s, s:s, s:I, s:I}", "name", s->name, "engine",
-		                                s->engine, "nps", (json_int_t)s->nps, "last_seen_s",
-		                                (json_int_t)((now - s->last_seen_ms) / 1000)));
+		json_array_append_new(
+		    workers, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", s->name,
+		                       "instance", s->instance, "token", s->token, "engine",
+		                       s->engine, "nps", (json_int_t)s->nps, "last_seen_s",
+		                       (json_int_t)((now - s->last_seen_ms) / 1000)));
 	}
-	return dump(json_pack(
-	    "{s:I, s:{s:I, s:I}, s:I, s:f, s:I, s:I, s:o, s:o}", "queue", (json_int_t)st->queue,
-	    "leases", "live", (json_int_t)st->leases_live, "expired",
-	    (json_int_t)st->leases_expired, "results", (json_int_t)st->results, "results_per_s",
-	    st->results_per_s, "failed_tries", (json_int_t)st->failed, "minimax_runs",
-	    (json_int_t)st->minimax_runs, "set_aside", aside, "workers", workers));
+	return dump(json_pack("{s:I, s:{s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o}", "queue",
+	                      (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live,
+	                      "expired", (json_int_t)st->leases_expired, "results",
+	                      (json_int_t)st->results, "results_per_s", st->results_per_s,
+	                      "failed_tries", (json_int_t)st->failed, "mated",
+	                      (json_int_t)st->mated, "minimax_runs", (json_int_t)st->minimax_runs,
+	                      "set_aside", aside, "workers", workers));
 }
 
 /* The lease id after prefix in url: 16 hex digits, nothing after. */
@@ -287,9 +293,11 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 {
 	*retry_after = 0;
 	Op op = {0};
+	/* The scheme is case-insensitive (RFC 7235), then one or more spaces. */
+	const char *tok = auth && !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : NULL;
+	while (tok && *tok == ' ') tok++;
 	bool read_only = false;
-	if (!auth || strncmp(auth, "Bearer ", 7) ||
-	    !server_tokens_check_ro(w->tokens, auth + 7, op.token, &read_only))
+	if (!tok || !server_tokens_check_ro(w->tokens, tok, op.token, &read_only))
 		return error(status, 401,
 		             "a valid token is required (Authorization: Bearer TOKEN)");
 	if (atomic_load(&w->failed))

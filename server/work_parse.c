@@ -30,8 +30,13 @@ static int get_str(char *out, size_t cap, json_t *o, const char *k, bool require
 	if (!json_is_string(v)) return fail(err, "\"%s\" must be a string", k);
 	size_t n = json_string_length(v);
 	if (n >= cap) return fail(err, "\"%s\" is longer than %zu bytes", k, cap - 1);
-	if (memchr(json_string_value(v), 0, n)) return fail(err, "\"%s\" holds a NUL", k);
-	memcpy(out, json_string_value(v), n + 1);
+	const unsigned char *t = (const unsigned char *)json_string_value(v);
+	/* Names and engines are shown in logs and the status: no control
+	 * characters (a NUL among them), which could forge lines there. */
+	for (size_t i = 0; i < n; i++)
+		if (t[i] < 0x20 || t[i] == 0x7f)
+			return fail(err, "\"%s\" holds a control character (byte %zu)", k, i);
+	memcpy(out, t, n + 1);
 	return 0;
 }
 
@@ -70,9 +75,14 @@ static int common(ApiWorkBody *out, json_t *o, bool worker_optional, char *err)
 {
 	json_int_t nps = 0;
 	if (get_str(out->worker, sizeof out->worker, o, "worker", !worker_optional, err) < 0 ||
+	    get_str(out->instance, sizeof out->instance, o, "instance", false, err) < 0 ||
 	    get_str(out->engine, sizeof out->engine, o, "engine", false, err) < 0 ||
 	    get_int(&nps, o, "nps", false, 0, INT64_MAX, "", err) < 0)
 		return -1;
+	for (const char *p = out->instance; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z')))
+			return fail(err, "\"instance\" wants letters and digits only");
 	if (!worker_optional && !out->worker[0]) return fail(err, "\"worker\" is empty");
 	out->nps = (uint64_t)nps;
 	return 0;

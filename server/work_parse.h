@@ -17,6 +17,7 @@
 
 typedef struct {
 	char worker[COORD_NAME_MAX + 1];
+	char instance[COORD_INSTANCE_MAX + 1];
 	char engine[COORD_ENGINE_MAX + 1];
 	uint64_t nps;
 	int max;              /* acquire only */
@@ -24,7 +25,9 @@ typedef struct {
 	size_t nresults;
 } ApiWorkBody;
 
-/* {"worker": "name", "max": N, "engine": "...", "nps": N} */
+/* Every body may name the worker process ("instance": 1..32 letters or
+ * digits); "worker" and "engine" are printable text (no control characters).
+ * {"worker": "name", "max": N, "engine": "...", "nps": N} */
 int api_parse_acquire(ApiWorkBody *out, const char *body, size_t len, char *err);
 /* {"worker": ..., "engine": ..., "nps": ..., "results": [...]} */
 int api_parse_submit(ApiWorkBody *out, const char *body, size_t len, char *err);

@@ -285,6 +285,10 @@ static int read_line_opt(Db2016Reader *r, size_t *len, bool sfen_only)
 	                 r->line[l - 1] == ' ' || r->line[l - 1] == '\t'))
 		l--;
 	r->line[l] = '\0';
+	/* A UTF-8 byte-order mark (Windows editors write one) is not part of the header. */
+	if (r->lineno == 1 && r->line_start == 0 && l >= 3 && (unsigned char)r->line[0] == 0xEF &&
+	    (unsigned char)r->line[1] == 0xBB && (unsigned char)r->line[2] == 0xBF)
+		memmove(r->line, r->line + 3, l - 2);
 	/* An embedded NUL ends the line as far as the parser is concerned. */
 	*len = strlen(r->line);
 	/* (line 1 belongs to the range starting at byte 0 that is not empty) */

@@ -15,7 +15,7 @@ static void put(char *out, size_t cap, size_t *len, const char *text, size_t n)
 	*len += n;
 }
 
-size_t position_spec_write(char *out, size_t cap, const char *root_sfen, const Move *moves, int n)
+size_t position_spec_format(char *out, size_t cap, const char *root_sfen, const Move *moves, int n)
 {
 	size_t len = 0;
 	if (cap) out[0] = 0;
@@ -43,5 +43,5 @@ size_t position_spec_of_game(char *out, size_t cap, Position *pos)
 	char sfen[SFEN_MAX];
 	sfen_write(pos, sfen, sizeof sfen);
 	for (int i = 0; i < n; i++) pos_do_move(pos, moves[i]);
-	return position_spec_write(out, cap, sfen, moves, n);
+	return position_spec_format(out, cap, sfen, moves, n);
 }

@@ -65,19 +65,17 @@ play() {
 import json, sys
 d = json.load(open(sys.argv[1]))
 res = d["results"]
-distinct = len({(r["moves"], r["a_color"]) for r in res})
+distinct = len({r["moves"] for r in res})
 bp = [r["book_plies"][0] for r in res]
-exits = sorted(bp)
-q = lambda p: exits[min(len(exits) - 1, int(p * len(exits)))]
-pent = d.get("pentanomial")
-elo, lo, hi = d.get("pair_elo", d["elo"]), d.get("pair_elo_low", d["elo_low"]), d.get("pair_elo_high", d["elo_high"])
+ex = d["exit_plies"]["a"]
+pr = d["pairs"]
 f = lambda x: "inf" if x is None else "%+.0f" % x
-print("book %s games %d distinct %d book_plies %.1f exit_p10 %d exit_p50 %d exit_p90 %d "
-      "score %.3f (+%d =%d -%d) elo %s [%s, %s] los %s%s" % (
-    sys.argv[2], len(res), distinct, sum(bp) / len(bp), q(0.1), q(0.5), q(0.9),
-    d["score"], d["wins"], d["draws"], d["losses"], f(elo), f(lo), f(hi),
-    "%.3f" % d["los"] if d.get("los") is not None else "n/a",
-    (" pentanomial %s" % pent) if pent else ""))
+print("book %s games %d distinct %d book_plies %.1f exit_ply_median %s exit_ply_q1 %s exit_ply_q3 %s "
+      "score %.3f (+%d =%d -%d) pairs %d pentanomial %s elo %s [%s, %s] los %s" % (
+    sys.argv[2], len(res), distinct, sum(bp) / len(bp), ex.get("median"), ex.get("q1"),
+    ex.get("q3"), d["score"], d["wins"], d["draws"], d["losses"], pr["count"],
+    "/".join(str(x) for x in pr["pentanomial"]), f(pr["elo"]), f(pr["elo_low"]),
+    f(pr["elo_high"]), "n/a" if pr["los"] is None else "%.3f" % pr["los"]))
 EOF
 }
 play grown

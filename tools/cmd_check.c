@@ -23,6 +23,10 @@ static void on_problem(void *ctx, Key key, const char *problem)
 {
 	Out *o = ctx;
 	if (o->shown++ >= CHECK_MAX_REPORTS) return;
+	if (!key.hi && !key.lo) { /* not a record's: the games database */
+		printf("%s: %s\n", o->book, problem);
+		return;
+	}
 	char hex[KEY_HEX_LEN];
 	key_to_hex(key, hex);
 	printf("%s: record %s: %s\n", o->book, hex, problem);
@@ -71,8 +75,14 @@ int cmd_check(int argc, char **argv)
 	if (o.shown > CHECK_MAX_REPORTS)
 		printf("%s: ... %llu more problems not shown\n", book,
 		       (unsigned long long)(o.shown - CHECK_MAX_REPORTS));
-	printf("check: %llu records, %llu bad\n", (unsigned long long)st.records,
-	       (unsigned long long)st.bad);
+	if (st.merge_unfinished)
+		printf("%s: a joseki merge into this book was interrupted: run it again to finish "
+		       "(the book holds part of the sources)\n",
+		       book);
+	printf("check: %llu records, %llu bad, %llu games, %llu bad\n",
+	       (unsigned long long)st.records, (unsigned long long)st.bad,
+	       (unsigned long long)st.game_entries, (unsigned long long)st.bad_games);
+	st.bad += st.bad_games;
 	if (repair)
 		printf("repair: %s: %llu records copied, %llu without their faulty moves, %llu "
 		       "dropped, "

@@ -1,6 +1,7 @@
 /*
  * joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP] [--leaves thought|games]
- *                [--min-depth D] [--min-games N] [--blend W] [--blend-games N] [--json] [--quiet]
+ *                [--min-depth D] [--min-games N] [--blend W] [--blend-games N] [--batch N]
+ *                [--json] [--quiet]
  *
  * Backs the values up over the book graph and stores them in the records
  * (docs/minimax.md). Without --full, only what changed since the last run is
@@ -26,7 +27,7 @@
 #define USAGE                                                                                      \
 	"usage: joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP]\n"                \
 	"                      [--leaves thought|games] [--min-depth D] [--min-games N]\n"         \
-	"                      [--blend W] [--blend-games N] [--json] [--quiet]"
+	"                      [--blend W] [--blend-games N] [--batch N] [--json] [--quiet]"
 
 /* One overwritten stderr line, only on a terminal. */
 static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
@@ -96,6 +97,19 @@ int cmd_minimax(int argc, char **argv)
 				opt.policy.min_games = (uint32_t)v;
 			else
 				opt.policy.blend_games = (uint32_t)v;
+		} else if (!strcmp(a, "--batch")) {
+			/* Records per write transaction: a writer running beside (think,
+			 * the coordinator) waits for LMDB's lock at most one batch. */
+			char *end;
+			errno = 0;
+			long b = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
+			if (i + 1 >= argc || errno || end == argv[i + 1] || *end || b < 1 ||
+			    b > 100000000) {
+				joseki_error("minimax: --batch needs a number of records\n" USAGE);
+				return 2;
+			}
+			opt.batch = (size_t)b;
+			i++;
 		} else if (!strcmp(a, "--blend")) {
 			char *end;
 			errno = 0;

@@ -46,7 +46,7 @@ static int describe(char *sfen, char *line, size_t linecap, Position *pos, const
                     const SelLeaf *l)
 {
 	if (sel_leaf_position(pos, root, l) < 0) return -1;
-	position_spec_write(line, linecap, root, l->moves, l->nmoves);
+	position_spec_format(line, linecap, root, l->moves, l->nmoves);
 	sfen_write(pos, sfen, SFEN_MAX);
 	return 0;
 }

@@ -33,7 +33,8 @@
 
 #define USAGE                                                                                      \
 	"usage: joseki serve BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N]\n"      \
-	"                         [--no-cors] [--quiet]   (default listen 127.0.0.1:8080)\n"       \
+	"                         [--per-ip-connections N] [--header-seconds S] [--no-cors]\n"     \
+	"                         [--quiet]   (default listen 127.0.0.1:8080)\n"                   \
 	"       joseki serve BOOK --work [--tokens FILE] [--lease-seconds S]\n"                    \
 	"                         [--minimax-every N] [--minimax-seconds S] [--history-seconds "   \
 	"S]\n"                                                                                     \
@@ -71,6 +72,10 @@ static int work_arg(WorkArgs *w, int argc, char **argv, int *i)
 	}
 	if (!strcmp(a, "--tokens") && has) {
 		w->tokens = argv[++*i];
+		return 1;
+	}
+	if (!strcmp(a, "--lazy-load")) { /* the selector reads positions on first use */
+		w->co.load_lazy = true;
 		return 1;
 	}
 	int taken = cli_plan_arg(&w->plan, argc, argv, i, "serve");
@@ -173,6 +178,25 @@ int cmd_serve(int argc, char **argv)
 			memcpy(addr, l, (size_t)(colon - l));
 			addr[colon - l] = 0;
 			opt.port = (uint16_t)v;
+		} else if (!strcmp(a, "--header-seconds") && i + 1 < argc) {
+			if (parse_uint(argv[i + 1], 3600, &v) < 0 || !v) {
+				joseki_error(
+				    "serve: --header-seconds wants 1..3600, not '%s'\n" USAGE,
+				    argv[i + 1]);
+				return 2;
+			}
+			opt.head_ms = (unsigned)v * 1000;
+			i++;
+		} else if (!strcmp(a, "--per-ip-connections") && i + 1 < argc) {
+			/* 0: no limit (behind a proxy, every client has its address). */
+			if (parse_uint(argv[i + 1], 100000, &v) < 0) {
+				joseki_error(
+				    "serve: --per-ip-connections wants a number, not '%s'\n" USAGE,
+				    argv[i + 1]);
+				return 2;
+			}
+			opt.per_ip = v ? (unsigned)v : SERVER_PER_IP_OFF;
+			i++;
 		} else if ((!strcmp(a, "--threads") || !strcmp(a, "--max-connections")) &&
 		           i + 1 < argc) {
 			if (parse_uint(argv[i + 1], 100000, &v) < 0 || v == 0) {

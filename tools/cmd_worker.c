@@ -1,7 +1,7 @@
 /*
  * joseki worker --server URL --token-file F [--engine builtin|PATH] [--engines N]
  *               [--option NAME=VALUE]... [--name NAME] [--max-backoff S]
- *               [--positions N] [--journal FILE] [--quiet]
+ *               [--positions N] [--journal FILE] [--spool FILE] [--quiet]
  *
  * Thinks for a coordinator (`joseki serve BOOK --work`) until stopped
  * (cluster/worker.h; docs/worker.md). --name defaults to hostname-pid;
@@ -9,7 +9,8 @@
  * lease, accepted result and abort to FILE (WorkerOptions.journal). SIGTERM/SIGINT: finished
  * results are submitted, the rest of the leases aborted, exit 0. A refused token (401/403) exits 1
  * at once. Ends with one stdout line: "worker positions N failed F rejected R unsent U submits S
- * leases L retries T seconds X cpu_s P engine_s E engine_cpu_s C".
+ * leases L retries T seconds X cpu_s P engine_s E engine_cpu_s C carried K" (K: results
+ * an earlier run left in --spool FILE, sent by this one).
  */
 #include <errno.h>
 #include <signal.h>
@@ -36,7 +37,7 @@ static void on_signal(int sig)
 int cmd_worker(int argc, char **argv)
 {
 	const char *server = NULL, *token_file = NULL, *engine = "builtin", *name = NULL,
-	           *journal = NULL;
+	           *journal = NULL, *spool = NULL;
 	UsiOption uopts[WORKER_MAX_OPTIONS];
 	int nuopts = 0, quiet = 0;
 	uint64_t nengines = 1, max_backoff = 30, positions = 0;
@@ -55,6 +56,8 @@ int cmd_worker(int argc, char **argv)
 			name = argv[++i];
 		else if (!strcmp(a, "--journal") && has)
 			journal = argv[++i];
+		else if (!strcmp(a, "--spool") && has)
+			spool = argv[++i];
 		else if (!strcmp(a, "--option") && has) {
 			char *eq = strchr(argv[++i], '=');
 			if (!eq || eq == argv[i] || nuopts >= WORKER_MAX_OPTIONS) {
@@ -80,15 +83,18 @@ int cmd_worker(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (name && (!name[0] || strlen(name) > WORKER_NAME_MAX)) {
-		joseki_error("worker: --name wants 1..%d bytes, not '%s'", WORKER_NAME_MAX, name);
+	bool plain = true; /* the coordinator refuses control characters in names */
+	for (const char *p = name; p && *p; p++) plain &= (unsigned char)*p >= 0x20 && *p != 0x7f;
+	if (name && (!name[0] || strlen(name) > WORKER_NAME_MAX || !plain)) {
+		joseki_error("worker: --name wants 1..%d bytes without control characters",
+		             WORKER_NAME_MAX);
 		return 2;
 	}
 	if (!server || !token_file) {
 		joseki_error(
 		    "usage: joseki worker --server URL --token-file F [--engine builtin|PATH] "
 		    "[--engines N] [--option NAME=VALUE]... [--name NAME] [--max-backoff S] "
-		    "[--positions N] [--journal FILE] [--quiet]");
+		    "[--positions N] [--journal FILE] [--spool FILE] [--quiet]");
 		return 2;
 	}
 	char token[WORKER_TOKEN_MAX], err[WORKER_ERRLEN], defname[300];
@@ -131,17 +137,18 @@ int cmd_worker(int argc, char **argv)
 		    .progress = !quiet && isatty(2) ? stderr : NULL,
 		    .log = stderr,
 		    .journal = jf,
+		    .spool = spool,
 		};
 		WorkerStats st;
 		int rc = worker_run(&st, &opt, err);
 		printf("worker positions %llu failed %llu rejected %llu unsent %llu submits %llu "
 		       "leases %llu retries %llu seconds %.3f cpu_s %.3f engine_s %.3f "
-		       "engine_cpu_s %.3f\n",
+		       "engine_cpu_s %.3f carried %llu\n",
 		       (unsigned long long)st.positions, (unsigned long long)st.failed,
 		       (unsigned long long)st.rejected, (unsigned long long)st.unsent,
 		       (unsigned long long)st.submits, (unsigned long long)st.leases,
 		       (unsigned long long)st.retries, st.seconds, st.cpu_s, st.engine_s,
-		       st.engine_cpu_s);
+		       st.engine_cpu_s, (unsigned long long)st.carried);
 		fflush(stdout);
 		if (rc < 0)
 			joseki_error("worker: %s", err[0] ? err : worker_strerror(rc));

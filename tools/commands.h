@@ -18,6 +18,7 @@ int cmd_query(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_compact(int argc, char **argv);
+int cmd_backup(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_bench_work(int argc, char **argv);

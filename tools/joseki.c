@@ -16,19 +16,25 @@ static const struct {
 	const char *summary;
 } COMMANDS[] = {
     {"perft", cmd_perft, "DEPTH [--sfen POS] [--divide]   count leaves of the legal-move tree"},
-    {"replay", cmd_replay, "INPUT... [--json]   replay game records under the rules"},
-    {"ingest", cmd_ingest, "BOOK INPUT... [filters] [--json]   add game records to the book"},
+    {"replay", cmd_replay,
+     "INPUT... [--json]   replay game records (CSA, KIF, KI2, JKF, USI lines) under the rules"},
+    {"ingest", cmd_ingest,
+     "BOOK INPUT... [filters] [--json]   add game records (CSA, KIF, KI2, JKF, USI lines) to the "
+     "book"},
     {"fetch", cmd_fetch,
      "BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR] [filters] [--json]   download "
      "floodgate days and ingest them"},
     {"import", cmd_import,
-     "BOOK FILE.db... [--prefer deeper|first|last] [--json]   merge YaneuraOu DB2016 books"},
+     "BOOK FILE.db|FILE.bin... [--prefer deeper|first|last] [--json]   merge YaneuraOu DB2016 "
+     "books and Apery binary books"},
     {"query", cmd_query, "BOOK POS [--json] [--with-avoided]   the book's answer for one position"},
     {"stats", cmd_stats, "BOOK [--json]   sizes and counts"},
     {"check", cmd_check,
      "BOOK [--repair NEWBOOK]   verify the store's invariants (and copy what is sound into a new "
      "book)"},
     {"compact", cmd_compact, "BOOK [--json]   rewrite the book without its free pages"},
+    {"backup", cmd_backup,
+     "BOOK DIR [--compact] [--json]   a checked copy of the live book into the new DIR"},
     {"serve", cmd_serve,
      "BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N] [--no-cors] [--quiet] "
      "[--work [--tokens FILE] [--lease-seconds S] [--minimax-every N|--minimax-seconds S] "
@@ -48,8 +54,8 @@ static const struct {
      "[--min-games N] [--blend W] [--blend-games N] [--json] [--quiet]   back values up over the "
      "book (incremental unless --full)"},
     {"export", cmd_export,
-     "BOOK OUT [--format yaneuraou] [--moves best|window|all] [--window CP] [--min-depth D] "
-     "[--max-ply N] [--with-avoided] [--json] [--quiet]   write a YaneuraOu book"},
+     "BOOK OUT [--format yaneuraou|apery] [--moves best|window|all] [--window CP] [--min-depth D] "
+     "[--max-ply N] [--with-avoided] [--json] [--quiet]   write a YaneuraOu or Apery book"},
     {"peta-shock", cmd_peta_shock, "IN.db OUT.db [--shrink]   YaneuraOu makebook peta_shock"},
     {"usi", cmd_usi, "[--book BOOK]   the built-in engine as a USI engine on stdin/stdout"},
     {"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},

@@ -938,6 +938,45 @@ static void test_bookdb__an_overlong_path_is_refused(void **state)
 	free(dir);
 }
 
+/* check reads the games database (each entry must decode and replay) and says
+ * when a merge into the book was interrupted; neither was looked at before. */
+static void test_bookdb__check_reads_games_and_sees_an_unfinished_merge(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[4200], err[BOOKDB_ERRLEN], *out = NULL, *e = NULL;
+	snprintf(path, sizeof path, "%s/book", dir);
+	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s tests/data/floodgate --quiet >/dev/null",
+	                         ts_joseki(), path),
+	                 0);
+	assert_int_equal(ts_runf(&out, &e, "%s check %s", ts_joseki(), path), 0);
+	unsigned long long rec = 0, bad = 0, games = 0, gbad = 0;
+	assert_non_null(strstr(out, "check: "));
+	assert_int_equal(sscanf(strstr(out, "check: "),
+	                        "check: %llu records, %llu bad, %llu games, %llu bad", &rec, &bad,
+	                        &games, &gbad),
+	                 4);
+	assert_true(games > 0);
+	assert_int_equal(gbad, 0);
+	assert_null(strstr(out, "interrupted"));
+	free(out);
+	free(e);
+	BookDB *db;
+	BookTxn *txn;
+	assert_int_equal(bookdb_open(&db, path, NULL, err), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_kv_put(txn, BOOKDB_GAMES, "broken-game", 11, "\x09xyz", 4), 0);
+	assert_int_equal(bookdb_kv_put(txn, BOOKDB_META, "merge", 5, "in progress", 11), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+	assert_int_equal(ts_runf(&out, &e, "%s check %s", ts_joseki(), path), 1);
+	assert_non_null(strstr(out, "game 'broken-game': does not decode"));
+	assert_non_null(strstr(out, "merge into this book was interrupted"));
+	free(out);
+	free(e);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -955,6 +994,7 @@ int main(void)
 	    cmocka_unit_test(test_bookdb__synth_book_has_transpositions_and_cycles),
 	    cmocka_unit_test(test_bookdb__query_and_stats_show_minimax_values_once_stored),
 	    cmocka_unit_test(test_bookdb__check_names_bad_records),
+	    cmocka_unit_test(test_bookdb__check_reads_games_and_sees_an_unfinished_merge),
 	    cmocka_unit_test(test_bookdb__readers_work_while_a_writer_holds_a_batch),
 	    cmocka_unit_test(test_bookdb__an_overlong_path_is_refused),
 	};

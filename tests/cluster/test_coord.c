@@ -30,18 +30,24 @@ static const CoordWorker A = {.token = "ta", .name = "alpha", .engine = "fake", 
 static const CoordWorker B = {.token = "tb", .name = "beta", .engine = "fake", .nps = 20};
 static const CoordWorker C = {.token = "tc", .name = "gamma", .engine = "fake", .nps = 30};
 
-static Coord *open_coord(BookDB **db, const char *dir)
+/* A coordinator over the book in dir with options o (NULL: the tests' usual). */
+static Coord *open_coord_with(BookDB **db, const char *dir, const CoordOptions *o)
 {
 	char err[COORD_ERRLEN];
 	assert_int_equal(bookdb_open(db, dir, NULL, err), 0);
-	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
-	                  .multipv = 3,
-	                  .lease_seconds = 60,
-	                  .plan = {.mode = PLAN_PV}};
+	CoordOptions usual = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                      .multipv = 3,
+	                      .lease_seconds = 60,
+	                      .plan = {.mode = PLAN_PV}};
 	Coord *c;
-	int rc = coord_open(&c, *db, &o, err);
+	int rc = coord_open(&c, *db, o ? o : &usual, err);
 	if (rc < 0) fail_msg("coord_open: %s", err);
 	return c;
+}
+
+static Coord *open_coord(BookDB **db, const char *dir)
+{
+	return open_coord_with(db, dir, NULL);
 }
 
 static void close_coord(Coord *c, BookDB *db)
@@ -655,6 +661,157 @@ static void test_coord__history_points_follow_the_clock_across_a_restart(void **
 	free(dir);
 }
 
+/* A position with no legal move is never leased: the coordinator values it
+ * itself (thought, no moves: minimax's mated leaf) and the selector goes on. */
+static void test_coord__a_mated_position_is_valued_not_leased(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	BookDB *db;
+	/* White's king on 5a, Black's gold on 5b guarded by the pawn on 5c: mate. */
+	static const char *const roots[] = {"sfen 4k4/4G4/4P4/9/9/9/9/9/4K4 w - 1", "startpos"};
+	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
+	                  .multipv = 1,
+	                  .lease_seconds = 60,
+	                  .plan = {.mode = PLAN_PV},
+	                  .roots = roots,
+	                  .nroots = 2};
+	Coord *c = open_coord_with(&db, dir, &o);
+	CoordLease *l = malloc(sizeof *l);
+	Position *pos = malloc(sizeof *pos);
+	assert_int_equal(position_parse(pos, roots[0], NULL), 0);
+	Key mated = pos_key(pos);
+	/* Only the start position is handed out. */
+	assert_int_equal(acquire(c, l, &A, 8, T0), 1);
+	assert_false(key_equal(l->pos[0].key, mated));
+	assert_true(thought(db, mated));
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0), 0);
+	assert_int_equal(st.mated, 1);
+	coord_status_free(&st);
+	/* Valued once: never selected again. */
+	assert_int_equal(acquire(c, l, &B, 8, T0), 0);
+	BookTxn *t;
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(bookdb_get(rec, t, mated), 0);
+	assert_int_equal(rec->nmoves, 0);
+	bookdb_txn_abort(t);
+	free(rec);
+	free(pos);
+	free(l);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* An illegal move is refused (400) also for a position analysed meanwhile and
+ * for a finished lease, where the rest of such a result is ignored. */
+static void test_coord__illegal_moves_are_refused_for_analysed_positions_too(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	BookDB *db;
+	Coord *c = open_coord(&db, dir);
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	assert_int_equal(acquire(c, l, &A, 1, T0), 1);
+	answer(r, &l->pos[0], 2);
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+	assert_int_equal(coord_commit(c, err), 0);
+	/* The lease is finished (deleted); the position analysed. */
+	snprintf(r->lines[1].move, sizeof r->lines[1].move, "5e5d");
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), COORD_EINVAL);
+	assert_non_null(strstr(err, "not a legal move"));
+	/* Legal moves again: accepted and ignored. */
+	answer(r, &l->pos[0], 2);
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 0);
+	/* A lease still live whose position was analysed through another: the
+	 * same check against the lease's own SFEN. */
+	CoordLease *la = malloc(sizeof *la), *lb = malloc(sizeof *lb);
+	assert_int_equal(acquire(c, la, &A, 2, T0), 2);
+	assert_int_equal(coord_abort(c, la->id, &A, T0, err), 0);
+	assert_int_equal(acquire(c, lb, &B, 2, T0), 2);
+	answer(r, &lb->pos[0], 1);
+	assert_int_equal(coord_submit(c, lb->id, &B, r, 1, T0, err), 1);
+	int k = key_equal(la->pos[0].key, lb->pos[0].key) ? 0 : 1;
+	answer(r, &la->pos[k], 1);
+	snprintf(r->lines[0].move, sizeof r->lines[0].move, "5e5d");
+	assert_int_equal(coord_submit(c, la->id, &A, r, 1, T0, err), COORD_EINVAL);
+	free(la);
+	free(lb);
+	free(l);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static int g_mm_calls, g_mm_fail;
+static int recording_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
+{
+	(void)ctx;
+	(void)db;
+	g_mm_calls++;
+	if (g_mm_fail) return snprintf(err, errlen, "the test's minimax failed"), -1;
+	return 0;
+}
+
+/* The first tick of a fresh coordinator runs no minimax (the period counts
+ * from it); a failing minimax is reported as COORD_EMINIMAX with its message
+ * and the coordinator goes on. Two workers with one name stay two. */
+static void test_coord__minimax_period_failure_and_worker_instances(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	BookDB *db;
+	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
+	                  .multipv = 1,
+	                  .lease_seconds = 600,
+	                  .plan = {.mode = PLAN_PV},
+	                  .minimax = {recording_minimax, NULL},
+	                  .minimax_seconds = 60};
+	Coord *c = open_coord_with(&db, dir, &o);
+	g_mm_calls = g_mm_fail = 0;
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	CoordWorker w1 = A, w2 = A;
+	w1.instance = "one";
+	w2.instance = "two";
+	assert_int_equal(acquire(c, l, &w1, 1, T0), 1);
+	answer(r, &l->pos[0], 2);
+	assert_int_equal(coord_submit(c, l->id, &w1, r, 1, T0, err), 1);
+	assert_int_equal(acquire(c, l, &w2, 1, T0), 1);
+	assert_int_equal(coord_tick(c, T0, err), 0);
+	assert_int_equal(coord_minimax_wait(c, err), 0);
+	assert_int_equal(g_mm_calls, 0);
+	assert_int_equal(coord_tick(c, T0 + 59000, err), 0);
+	assert_int_equal(coord_minimax_wait(c, err), 0);
+	assert_int_equal(g_mm_calls, 0);
+	g_mm_fail = 1;
+	err[0] = 0;
+	/* Started by the tick, beside the coordinator; its failure is told once it ends. */
+	assert_int_equal(coord_tick(c, T0 + 60000, err), 0);
+	assert_int_equal(coord_minimax_wait(c, err), COORD_EMINIMAX);
+	assert_int_equal(g_mm_calls, 1);
+	assert_non_null(strstr(err, "the test's minimax failed"));
+	/* It goes on: leases, results and commits as before. */
+	answer(r, &l->pos[0], 2);
+	assert_int_equal(coord_submit(c, l->id, &w2, r, 1, T0 + 60000, err), 1);
+	assert_int_equal(coord_commit(c, err), 0);
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0 + 59000), 0);
+	assert_int_equal(st.nworkers, 2);
+	assert_string_equal(st.workers[0].name, st.workers[1].name);
+	assert_string_not_equal(st.workers[0].instance, st.workers[1].instance);
+	coord_status_free(&st);
+	free(l);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -670,6 +827,9 @@ int main(void)
 	    cmocka_unit_test(test_coord__three_failed_tries_set_a_position_aside),
 	    cmocka_unit_test(test_coord__a_restart_keeps_leases_tries_and_the_counter),
 	    cmocka_unit_test(test_coord__history_points_follow_the_clock_across_a_restart),
+	    cmocka_unit_test(test_coord__a_mated_position_is_valued_not_leased),
+	    cmocka_unit_test(test_coord__illegal_moves_are_refused_for_analysed_positions_too),
+	    cmocka_unit_test(test_coord__minimax_period_failure_and_worker_instances),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

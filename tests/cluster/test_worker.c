@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -784,6 +785,9 @@ static void test_worker__slurm_script_runs_a_worker_and_stops_on_sigterm(void **
 	setenv("SLURM_CPUS_PER_TASK", "2", 1);
 	setenv("SLURM_ARRAY_JOB_ID", "777", 1);
 	setenv("SLURM_ARRAY_TASK_ID", "5", 1);
+	char spool[700];
+	snprintf(spool, sizeof spool, "%s.spool", f->out);
+	setenv("JOSEKI_SPOOL", spool, 1);
 	char *argv[] = {"bash", "deploy/slurm/joseki-worker.sbatch", NULL};
 	f->worker = ts_spawn(argv, f->out, f->errf, false);
 	assert_true(wait_all_submitted(f, 20));
@@ -795,7 +799,11 @@ static void test_worker__slurm_script_runs_a_worker_and_stops_on_sigterm(void **
 	assert_non_null(strstr(name, "-777-5"));
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(ev, 0), "max")), 2);
 	json_decref(ev);
+	/* The worker kept its spool where the script said. */
+	struct stat sb;
+	assert_int_equal(stat(spool, &sb), 0);
 	unsetenv("JOSEKI_SERVER");
+	unsetenv("JOSEKI_SPOOL");
 }
 
 static void test_worker__lease_parser_takes_the_protocol_and_refuses_the_rest(void **state)

@@ -361,7 +361,7 @@ static void test_export__bad_arguments_exit_2_and_failures_write_nothing(void **
 	char *err = NULL;
 	const char *bad[] = {"",
 	                     "BOOK",
-	                     "BOOK OUT --format apery",
+	                     "BOOK OUT --format kif",
 	                     "BOOK OUT --moves some",
 	                     "BOOK OUT --window",
 	                     "BOOK OUT --window -5",

@@ -738,6 +738,7 @@ static void random_batches(const char *name, BookmmLeaves leaves)
 	BookDB *a = t.a, *b = t.b;
 	BookmmOptions inc = {.draw_black = -(int)(rng % 50), .policy.leaves = leaves}, full = inc;
 	full.full = true;
+	inc.batch = 5; /* the incremental rewrite in many transactions */
 	BookmmStats sa, sb;
 	size_t cyclic = 0, partial = 0, avoided = 0;
 	for (int batch = 0; batch < 14; batch++) {
@@ -910,7 +911,10 @@ static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void 
 		assert_true(pid >= 0);
 		if (pid == 0) {
 			if (!freopen("/dev/null", "w", stdout)) _exit(126);
-			execl(ts_joseki(), ts_joseki(), "minimax", book, "--quiet", (char *)NULL);
+			/* Small batches: a run commits its records in many transactions,
+			 * so kills land between them too. */
+			execl(ts_joseki(), ts_joseki(), "minimax", book, "--batch", "7", "--quiet",
+			      (char *)NULL);
 			_exit(127);
 		}
 		if (round % 4 != 3 && ts_wait_flocked(lock, pid, 60000)) {

@@ -164,6 +164,18 @@ static void test_server__every_endpoint_and_every_error(void **state)
 	json_t *j = json_loads(out, 0, NULL);
 	assert_true(json_is_true(json_object_get(j, "in_book")));
 	assert_int_equal(json_integer_value(json_object_get(j, "legal_moves")), 30);
+	/* Each move as a player writes it: two golds reach 5h, so 4i5h is 右. */
+	bool named = false;
+	json_t *mv;
+	size_t mi;
+	json_array_foreach(json_object_get(j, "moves"), mi, mv)
+	{
+		const char *usi = json_string_value(json_object_get(mv, "move"));
+		if (!strcmp(usi, "4i5h"))
+			named =
+			    !strcmp(json_string_value(json_object_get(mv, "name")), "▲５八金右");
+	}
+	assert_true(named);
 	json_decref(j);
 	free(out);
 	free(hdr);
@@ -181,6 +193,9 @@ static void test_server__every_endpoint_and_every_error(void **state)
 	json_t *line = json_object_get(j, "line");
 	assert_true(json_array_size(line) >= 1 && json_array_size(line) <= 6);
 	assert_non_null(json_object_get(json_array_get(line, 0), "value"));
+	for (size_t k = 0; k < json_array_size(line); k++)
+		assert_true(json_string_length(json_object_get(json_array_get(line, k), "name")) >=
+		            9);
 	json_decref(j);
 	free(out);
 	/* Stats: the cheap fields at once, the scan's after it ran. */

@@ -108,6 +108,23 @@ static void test_tokens__add_check_revoke_and_damage(void **state)
 	assert_int_equal(server_tokens_add(path, "", false, t1, err), TOKENS_EINVAL);
 	assert_int_equal(server_tokens_add(path, "a b", false, t1, err), TOKENS_EINVAL);
 	assert_int_equal(server_tokens_open(&ts, "/nonexistent/tokens", err), TOKENS_EIO);
+	/* A name already used: refused, nothing appended. */
+	assert_int_equal(server_tokens_add(path, "node_2.x", false, t1, err), 0);
+	size_t before;
+	free(ts_read_file(path, &before));
+	assert_int_equal(server_tokens_add(path, "node_2.x", false, t2, err), TOKENS_EEXIST);
+	assert_non_null(strstr(err, "node_2.x"));
+	size_t after;
+	free(ts_read_file(path, &after));
+	assert_int_equal(before, after);
+	/* A file others may read is made owner-only by the next add. */
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(server_tokens_add(path, "node-3", false, t2, err), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	/* A file that does not parse takes no new line. */
+	assert_int_equal(ts_write_file(path, "garbage\n", 8), 0);
+	assert_int_equal(server_tokens_add(path, "node-4", false, t2, err), TOKENS_EPARSE);
 	free(file);
 	ts_rmtree(dir);
 	free(dir);

@@ -32,18 +32,18 @@ static void test_spec__startpos_sfen_and_moves(void **state)
 {
 	(void)state;
 	char buf[POSITION_SPEC_MAX(3)];
-	assert_int_equal(position_spec_write(buf, sizeof buf, SFEN_STARTPOS, NULL, 0), 8);
+	assert_int_equal(position_spec_format(buf, sizeof buf, SFEN_STARTPOS, NULL, 0), 8);
 	assert_string_equal(buf, "startpos");
 	const Move mv[] = {usi("7g7f"), usi("3c3d"), usi("8h2b+")};
-	size_t n = position_spec_write(buf, sizeof buf, SFEN_STARTPOS, mv, 3);
+	size_t n = position_spec_format(buf, sizeof buf, SFEN_STARTPOS, mv, 3);
 	assert_string_equal(buf, "startpos moves 7g7f 3c3d 8h2b+");
 	assert_int_equal(n, strlen(buf));
 	/* The start board at another move number is not "startpos". */
 	const char *later = "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 3";
-	position_spec_write(buf, sizeof buf, later, mv, 1);
+	position_spec_format(buf, sizeof buf, later, mv, 1);
 	assert_string_equal(
 	    buf, "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 3 moves 7g7f");
-	position_spec_write(buf, sizeof buf, "4k4/9/4G4/9/9/9/9/9/4K4 b G 1", NULL, 0);
+	position_spec_format(buf, sizeof buf, "4k4/9/4G4/9/9/9/9/9/4K4 b G 1", NULL, 0);
 	assert_string_equal(buf, "sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1");
 }
 
@@ -55,7 +55,7 @@ static void test_spec__a_cut_spec_is_terminated_and_says_its_length(void **state
 	for (size_t cap = 0; cap <= strlen(whole) + 1; cap++) {
 		char buf[64];
 		memset(buf, 'x', sizeof buf);
-		assert_int_equal(position_spec_write(buf, cap, SFEN_STARTPOS, mv, 2),
+		assert_int_equal(position_spec_format(buf, cap, SFEN_STARTPOS, mv, 2),
 		                 strlen(whole));
 		if (cap) {
 			assert_int_equal(strlen(buf),

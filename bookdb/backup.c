@@ -1,0 +1,153 @@
+/* bookdb/backup.c — a consistent, checked copy of a live book (backup.h). */
+#include "bookdb/backup.h"
+#include "bookdb/bookdb_priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shogi/errmsg.h"
+
+static int fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) return -1;
+	int rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+static int fsync_parent(const char *path)
+{
+	char *copy = strdup(path);
+	if (!copy) return -1;
+	int rc = fsync_dir(dirname(copy));
+	free(copy);
+	return rc;
+}
+
+/* Removes a temporary copy: only the files a copy holds, then the directory. */
+static void remove_partial(const char *tmp)
+{
+	static const char *const FILES[] = {"data.mdb", "lock.mdb"};
+	char p[BOOKDB_PATH_LEN + 32];
+	for (size_t i = 0; i < sizeof FILES / sizeof *FILES; i++) {
+		snprintf(p, sizeof p, "%s/%s", tmp, FILES[i]);
+		unlink(p);
+	}
+	rmdir(tmp);
+}
+
+typedef struct {
+	MDB_env *env;
+	int fd, rc;
+	unsigned flags;
+	atomic_bool done;
+} Copy;
+
+static void *copy_main(void *arg)
+{
+	Copy *c = arg;
+	c->rc = mdb_env_copyfd2(c->env, c->fd, c->flags);
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact,
+                  BookBackupProgressFn progress, void *ctx, char *err)
+{
+	memset(st, 0, sizeof *st);
+	if (err) err[0] = 0;
+	struct stat sb;
+	if (strlen(dir) > BOOKDB_DIR_MAX - 16)
+		return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EINVAL, "%.100s...: path too long",
+		                  dir);
+	if (stat(dir, &sb) == 0 || errno != ENOENT)
+		return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EINVAL,
+		                  "%s: exists already (a backup goes to a new directory)", dir);
+	char tmp[BOOKDB_PATH_LEN], data[BOOKDB_PATH_LEN + 16];
+	snprintf(tmp, sizeof tmp, "%s.partial", dir);
+	snprintf(data, sizeof data, "%s/data.mdb", tmp);
+	/* What a killed backup left is not a backup. */
+	remove_partial(tmp);
+	if (mkdir(tmp, 0777) < 0)
+		return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: cannot create: %s",
+		                  tmp, strerror(errno));
+	st->source_bytes = bookdb_file_size(db);
+	int rc = 0;
+	Copy c = {.env = db->env, .flags = compact ? MDB_CP_COMPACT : 0};
+	c.fd = open(data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0664);
+	pthread_t th;
+	if (c.fd < 0) {
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: %s", data,
+		                strerror(errno));
+		goto fail;
+	}
+	/* The copy runs on a thread of its own, so that this one can report. */
+	if (pthread_create(&th, NULL, copy_main, &c) != 0) {
+		copy_main(&c);
+	} else {
+		while (!atomic_load(&c.done)) {
+			if (progress && fstat(c.fd, &sb) == 0)
+				progress(ctx, "copy", (uint64_t)sb.st_size, st->source_bytes);
+			usleep(200000);
+		}
+		pthread_join(th, NULL);
+	}
+	if (c.rc) {
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(c.rc), "%s: %s", data,
+		                mdb_strerror(c.rc));
+		goto fail;
+	}
+	if (fsync(c.fd) < 0 || fstat(c.fd, &sb) < 0) {
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: %s", data,
+		                strerror(errno));
+		goto fail;
+	}
+	st->bytes = (uint64_t)sb.st_size;
+	close(c.fd);
+	c.fd = -1;
+	if (fsync_dir(tmp) < 0) {
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: %s", tmp,
+		                strerror(errno));
+		goto fail;
+	}
+	/* The copy is whole on disk: check it as joseki check would. */
+	if (progress) progress(ctx, "check", 0, 0);
+	BookDB *copy = NULL;
+	BookDBOptions ro = {.read_only = true};
+	if ((rc = bookdb_open(&copy, tmp, &ro, err)) < 0) goto fail;
+	rc = bookdb_check(&st->check, copy, NULL, NULL, NULL, err);
+	bookdb_free(copy);
+	if (rc < 0) goto fail;
+	if (st->check.bad || st->check.bad_games || st->check.stopped) {
+		rc =
+		    errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+		               "%s: the copy failed its check (%llu bad records%s); no backup made",
+		               tmp, (unsigned long long)st->check.bad,
+		               st->check.stopped ? ", unreadable past a record" : "");
+		goto fail;
+	}
+	/* The one step that makes DIR: before it there is none, after it a whole one. */
+	if (rename(tmp, dir) < 0) {
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: %s", dir,
+		                strerror(errno));
+		goto fail;
+	}
+	if (fsync_parent(dir) < 0)
+		return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno),
+		                  "%s: made, but its directory entry may not be on disk: %s", dir,
+		                  strerror(errno));
+	return 0;
+fail:
+	if (c.fd >= 0) close(c.fd);
+	remove_partial(tmp);
+	return rc;
+}

@@ -1,0 +1,77 @@
+#!/bin/sh
+# tools/bench_abuse.sh — /healthz under connection floods (docs/server.md,
+# "Limits"): `joseki serve` and `joseki serve --work` (with a worker thinking,
+# at nice 10, one engine) on a synthetic book of BENCH_ABUSE_POSITIONS (100000)
+# positions; tools/flood.py holds 2,000 idle and 1,100 trickling connections
+# (one header byte a second) from one address, then from eight addresses of
+# 127.0.0.0/8, for BENCH_ABUSE_SECONDS (20) while probing /healthz from
+# 127.0.0.1 every 50 ms on a new connection; 3 runs each, the medians.
+# Targets: every probe answered, p99 < 100 ms; with --work, no lease of the
+# worker expires or fails (failed_tries stays 0).
+set -eu
+J=${JOSEKI:-./joseki}
+N=${BENCH_ABUSE_POSITIONS:-100000}
+SECS=${BENCH_ABUSE_SECONDS:-20}
+RUNS=${BENCH_ABUSE_RUNS:-3}
+here=$(dirname "$0")
+tmp=$(mktemp -d)
+pid= wpid=
+cleanup() {
+	[ -n "$wpid" ] && kill "$wpid" 2>/dev/null && wait "$wpid" 2>/dev/null
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+$J synth "$tmp/book" --positions "$N" --seed 1 --quiet >/dev/null
+$J token add "$tmp/book/tokens" bench >"$tmp/token" 2>/dev/null
+
+start() { # mode: serve | work
+	if [ "$1" = work ]; then
+		$J serve "$tmp/book" --work --listen 127.0.0.1:0 --quiet --movetime 50 \
+			--lease-seconds 10 --minimax-seconds 3600 2>"$tmp/serve.err" &
+	else
+		$J serve "$tmp/book" --listen 127.0.0.1:0 --quiet 2>"$tmp/serve.err" &
+	fi
+	pid=$!
+	port=
+	while [ -z "$port" ]; do
+		kill -0 "$pid" 2>/dev/null || { cat "$tmp/serve.err" >&2; exit 1; }
+		port=$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$tmp/serve.err")
+		[ -n "$port" ] || sleep 0.2
+	done
+	if [ "$1" = work ]; then
+		nice -n 10 $J worker --server "http://127.0.0.1:$port" --token-file "$tmp/token" \
+			--engines 1 --quiet >/dev/null 2>&1 &
+		wpid=$!
+		sleep 2
+	fi
+}
+stop() {
+	[ -n "$wpid" ] && kill "$wpid" && wait "$wpid" 2>/dev/null || true
+	wpid=
+	kill "$pid" && wait "$pid" 2>/dev/null || true
+	pid=
+}
+failed_tries() {
+	curl -s -H "Authorization: Bearer $(cat "$tmp/token")" "http://127.0.0.1:$port/v1/work/status" |
+		sed -n 's/.*"failed_tries":\([0-9]*\).*/\1/p'
+}
+med() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+
+for mode in ${BENCH_ABUSE_MODES:-serve work}; do
+	start "$mode"
+	for addrs in 1 8; do
+		: >"$tmp/runs"
+		for r in $(seq "$RUNS"); do
+			python3 "$here/flood.py" --port "$port" --addrs "$addrs" --seconds "$SECS" >>"$tmp/runs"
+		done
+		f=""
+		[ "$mode" = work ] && f=" failed_tries $(failed_tries)"
+		p99=$(awk '{for (i = 1; i < NF; i++) if ($i == "p99_ms") print $(i + 1)}' "$tmp/runs" | med)
+		mx=$(awk '{for (i = 1; i < NF; i++) if ($i == "max_ms") print $(i + 1)}' "$tmp/runs" | med)
+		fails=$(awk '{for (i = 1; i < NF; i++) if ($i == "failures") printf "%s ", $(i + 1)}' "$tmp/runs")
+		okp=$(awk '{for (i = 1; i < NF; i++) { if ($i == "ok") o += $(i + 1); if ($i == "probes") p += $(i + 1) }} END {print o "/" p}' "$tmp/runs")
+		echo "abuse $mode addrs $addrs healthz_p99_ms $p99 healthz_max_ms $mx answered $okp$f failures ${fails:-none}  (median of $RUNS, idle 2000 trickle 1100, ${SECS}s; load $(cut -d' ' -f1 /proc/loadavg))"
+	done
+	stop
+done
