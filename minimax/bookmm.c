@@ -519,7 +519,7 @@ done:
 	return rc;
 }
 
-int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err, size_t errlen)
+int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err)
 {
 	BookmmOptions defaults;
 	memset(&defaults, 0, sizeof defaults);
@@ -533,9 +533,9 @@ int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *e
 	if (rc == BOOKMM_EFULL) {
 		memset(&st, 0, sizeof st);
 		snprintf(st.full_reason, sizeof st.full_reason, "%s", why);
-		rc = bookmm_full(&st, db, dir, opt, err, errlen);
+		rc = bookmm_full(&st, db, dir, opt, err, BOOKMM_ERRLEN);
 	} else if (rc < 0) {
-		snprintf(err, errlen, "%s", why);
+		errmsg_set(err, BOOKMM_ERRLEN, rc, "%s", why);
 	}
 	if (stats) *stats = st;
 	return rc;
@@ -543,7 +543,9 @@ int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *e
 
 static int hook_run(void *ctx, BookDB *db, char *err, size_t errlen)
 {
-	return bookmm_run(NULL, db, ctx, err, errlen) < 0 ? -1 : 0;
+	char msg[BOOKMM_ERRLEN];
+	if (bookmm_run(NULL, db, ctx, msg) < 0) return errmsg_set(err, errlen, -1, "%s", msg);
+	return 0;
 }
 
 BookMinimaxHook bookmm_hook(const BookmmOptions *opt)

@@ -88,9 +88,11 @@ typedef struct {
  * analysed again, with the graph the last run kept (minimax/mmfile.h); when
  * that cannot answer (no earlier run, other draw values, the log overflowed,
  * the kept graph is missing or damaged) the whole book is, and
- * stats->full_reason says why.
+ * stats->full_reason says why. On failure returns a negative BOOKMM_E* code
+ * with the message in err (BOOKMM_ERRLEN bytes).
  */
-int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err, size_t errlen);
+#define BOOKMM_ERRLEN 256
+int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err);
 
 /*
  * Minimax as the hook the cycle and the coordinator call (bookdb/minimax_hook.h):

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "shogi/apery.h"
+#include "shogi/db2016.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "bookdb/index.h"
@@ -172,27 +173,24 @@ static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *po
 static int spill_record(FILE *f, Entry *e, uint64_t off, const BookRecord *rec, const Position *pos,
                         const OutMove *mv, size_t n)
 {
-	char sfen[SFEN_MAX];
-	size_t sl = sfen_write_ply(pos, rec->min_ply, sfen, sizeof sfen);
+	char line[DB2016_LINE_MAX];
+	size_t sl = db2016_format_sfen(line, pos, rec->min_ply);
 	bool minimax = rec->flags & BOOKDB_REC_MINIMAX;
 	long start = ftell(f);
-	if (fprintf(f, "sfen %.*s\n", (int)sl, sfen) < 0) return -1;
+	if (fwrite(line, 1, sl, f) != sl) return -1;
 	for (size_t k = 0; k < n; k++) {
-		char m[USI_MOVE_MAX], p[USI_MOVE_MAX];
-		size_t ml = usi_move_write(mv[k].move, m);
-		size_t pl = mv[k].ponder == MOVE_NONE ? 0 : usi_move_write(mv[k].ponder, p);
 		int value = mv[k].value;
 		/* As peta-shock writes it: same value as the best by another
 		 * route is shown one lower, so an engine prefers the best line. */
 		if (minimax && k > 0 && value == mv[0].value && mv[k].depth != mv[0].depth) value--;
-		if (fprintf(f, "%.*s %.*s %d %d 1\n", (int)ml, m, pl ? (int)pl : 4, pl ? p : "none",
-		            value, mv[k].depth) < 0)
-			return -1;
+		size_t ml =
+		    db2016_format_move_count(line, mv[k].move, mv[k].ponder, value, mv[k].depth, 1);
+		if (fwrite(line, 1, ml, f) != ml) return -1;
 	}
 	long end = ftell(f);
 	if (start < 0 || end < 0) return -1;
 	e->off = off;
-	e->sfen_len = (uint32_t)(5 + sl);
+	e->sfen_len = (uint32_t)(sl - 1); /* "sfen ..." without the newline */
 	e->len = (uint32_t)(end - start);
 	return 0;
 }
@@ -365,8 +363,9 @@ static bool write_merged_apery(FILE *out, Part *parts, int np, const ExportOptio
 }
 
 static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
-                      const ExportOptions *opt, bool apery, char *err, size_t errlen)
+                      const ExportOptions *opt, bool apery, char *err)
 {
+	const size_t errlen = EXPORT_ERRLEN;
 	ExportStats st;
 	memset(&st, 0, sizeof st);
 	Part parts[EXPORT_MAX_THREADS];
@@ -438,8 +437,10 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		goto done;
 	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
+	char header[DB2016_LINE_MAX];
+	size_t hl = db2016_format_header(header, st.positions);
 	bool bad = apery ? !write_merged_apery(out, parts, np, opt, &st)
-	                 : fprintf(out, "#YANEURAOU-DB2016 1.00\n# NOE:%zu\n", st.positions) < 0 ||
+	                 : fwrite(header, 1, hl, out) != hl ||
 	                       !write_merged(out, parts, np, opt, st.positions);
 	FILE *o = out;
 	out = NULL;
@@ -474,13 +475,13 @@ done:
 }
 
 int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
-                     char *err, size_t errlen)
+                     char *err)
 {
-	return export_run(stats, db, out_path, opt, false, err, errlen);
+	return export_run(stats, db, out_path, opt, false, err);
 }
 
 int export_apery(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
-                 char *err, size_t errlen)
+                 char *err)
 {
-	return export_run(stats, db, out_path, opt, true, err, errlen);
+	return export_run(stats, db, out_path, opt, true, err);
 }

@@ -50,10 +50,13 @@ typedef struct {
 
 /*
  * Writes db as a YaneuraOu book to out_path (through out_path.tmp, renamed at
- * the end). Records are sorted by the bytes of their "sfen ..." line.
+ * the end). Records are sorted by the bytes of their "sfen ..." line. On
+ * failure returns a negative EXPORT_E* code with the message in err
+ * (EXPORT_ERRLEN bytes).
  */
+#define EXPORT_ERRLEN 512
 int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
-                     char *err, size_t errlen);
+                     char *err);
 
 /*
  * Writes db as an Apery binary book (shogi/apery.h) to out_path (through
@@ -64,8 +67,9 @@ int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const
  * position's moves in proportion to their counts: with all counts 1, give
  * ExportMoves BEST for the book's best move alone. Two positions with one
  * Apery key (its hash leaves the opponent's hand out): the first is kept.
+ * Fails as export_yaneuraou.
  */
 int export_apery(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
-                 char *err, size_t errlen);
+                 char *err);
 
 #endif

@@ -533,6 +533,23 @@ static char *put_move(char *p, Move m)
 	return p + n;
 }
 
+size_t db2016_format_header(char *buf, size_t positions)
+{
+	static const char h[] = DB2016_HEADER "\n# NOE:";
+	memcpy(buf, h, sizeof h - 1);
+	char *p = put_int(buf + sizeof h - 1, (long long)positions);
+	*p++ = '\n';
+	return (size_t)(p - buf);
+}
+
+size_t db2016_format_sfen(char *buf, const Position *pos, int ply)
+{
+	memcpy(buf, "sfen ", 5);
+	size_t n = 5 + sfen_write_ply(pos, ply, buf + 5, SFEN_MAX);
+	buf[n++] = '\n';
+	return n;
+}
+
 size_t db2016_format_move(char *buf, Move move, Move ponder, int value, int depth)
 {
 	char *p = put_move(buf, move);

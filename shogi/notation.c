@@ -1,5 +1,6 @@
 /* shogi/notation.c — SFEN, USI and CSA notation, and USI position specs. */
 #include "shogi/notation.h"
+#include "shogi/spec.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -445,25 +446,8 @@ int position_parse(Position *out, const char *spec, char *err)
 
 char *position_spec_write(Position *pos)
 {
-	int n = pos_history_len(pos);
-	Move moves[POS_MAX_STATES];
-	for (int i = 1; i <= n; i++) moves[i - 1] = pos->states[i].move;
-	for (int i = 0; i < n; i++) pos_undo_move(pos);
-	char sfen[SFEN_MAX];
-	sfen_write(pos, sfen, sizeof sfen);
-	bool start = !strcmp(sfen, SFEN_STARTPOS);
-	size_t cap = SFEN_MAX + 16 + (size_t)n * USI_MOVE_MAX, len = 0;
+	size_t cap = POSITION_SPEC_MAX(pos_history_len(pos));
 	char *s = malloc(cap);
-	if (s)
-		len = (size_t)snprintf(s, cap, "%s%s%s", start ? "startpos" : "sfen ",
-		                       start ? "" : sfen, n ? " moves" : "");
-	for (int i = 0; i < n; i++) {
-		if (s) {
-			s[len++] = ' ';
-			len += usi_move_write(moves[i], s + len);
-			s[len] = 0;
-		}
-		pos_do_move(pos, moves[i]);
-	}
+	if (s) position_spec_of_game(s, cap, pos);
 	return s;
 }

@@ -123,13 +123,8 @@ static int games_cmd(int argc, char **argv, bool prune)
 	for (int i = 0; i < npaths; i++)
 		if (cli_games_read(&g, paths[i], side, player, cmd) < 0) goto out;
 	/* A missing book is an error, not a new empty book. */
-	BookDBOptions ro = {.read_only = true};
-	if (bookdb_open(&db, book, &ro, berr) < 0) {
-		joseki_error("%s: %s", cmd, berr);
-		goto out;
-	}
-	bookdb_free(db);
-	if (bookdb_open(&db, book, NULL, berr) < 0) {
+	BookDBOptions existing = {.must_exist = true};
+	if (bookdb_open(&db, book, &existing, berr) < 0) {
 		db = NULL;
 		joseki_error("%s: %s", cmd, berr);
 		goto out;

@@ -119,13 +119,13 @@ int cmd_export(int argc, char **argv)
 		return 1;
 	}
 	ExportStats st;
-	char msg[512];
+	char msg[EXPORT_ERRLEN];
 	bool progress = !quiet && isatty(2);
 	if (progress) opt.progress = on_progress;
 	size_t olen = strlen(out);
 	if (apery < 0) apery = olen > 4 && !strcasecmp(out + olen - 4, ".bin");
-	int rc = apery ? export_apery(&st, db, out, &opt, msg, sizeof msg)
-	               : export_yaneuraou(&st, db, out, &opt, msg, sizeof msg);
+	int rc = apery ? export_apery(&st, db, out, &opt, msg)
+	               : export_yaneuraou(&st, db, out, &opt, msg);
 	if (progress) fputs("\r\033[K", stderr);
 	bookdb_free(db);
 	if (rc < 0) {

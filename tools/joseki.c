@@ -46,7 +46,8 @@ static const struct {
      "BOOK [--count N] [--json] [--roots FILE] [--window CP] [--kif-bonus CP]   leaves the "
      "selector would send next"},
     {"think", cmd_think,
-     "BOOK [--engine builtin|PATH] [--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] "
+     "BOOK [--new] [--engine builtin|PATH] [--engines N] [--nodes N|--movetime MS|--depth D] "
+     "[--multipv K] "
      "[--positions N] [--time S]   grow the book"},
     {"minimax", cmd_minimax,
      "BOOK [--full] [--draw-black CP] [--draw-white CP] [--leaves thought|games] [--min-depth D] "
