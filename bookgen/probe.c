@@ -296,6 +296,7 @@ restart:
 				pthread_mutex_lock(&p->mu);
 				p->st->restarts++;
 				pthread_mutex_unlock(&p->mu);
+				book_plies = 0;
 				goto restart;
 			}
 		}
