@@ -23,6 +23,7 @@
 #include "bookdb/bookdb.h"
 #include "bookdb/minimax_hook.h"
 #include "bookdb/record.h"
+#include "shogi/errors.h"
 
 /* Which analysis wins when both records were thought about. */
 typedef enum {
@@ -99,8 +100,8 @@ typedef struct {
  * is left as it is. dry_run: dst may be read-only; nothing is written.
  * Returns 0 or a negative BOOKDB_ code with a message in err (BOOKDB_MERGE_ERRLEN).
  */
-int bookdb_merge(BookMergeStats *st, BookDB *dst, BookDB *src, const BookMergeOptions *opt,
-                 char *err);
+JOSEKI_MUST_USE int bookdb_merge(BookMergeStats *st, BookDB *dst, BookDB *src,
+                                 const BookMergeOptions *opt, char *err);
 
 /* How bookdb_merge_books merges several sources, and what it tells on the way. */
 typedef struct {
@@ -131,8 +132,8 @@ typedef struct {
  * failed merge (also passed to source_done), or BOOKDB_EIO with "minimax:
  * DST: ..." when the hook fails (the merge itself is then complete).
  */
-int bookdb_merge_books(BookMergeStats *total, bool *ran_minimax, BookDB *dst,
-                       const char *const *srcs, size_t n, const BookMergeBooksOptions *opt,
-                       char *err);
+JOSEKI_MUST_USE int bookdb_merge_books(BookMergeStats *total, bool *ran_minimax, BookDB *dst,
+                                       const char *const *srcs, size_t n,
+                                       const BookMergeBooksOptions *opt, char *err);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "search/search.h"
 #include "shogi/zobrist.h"
+#include "shogi/errors.h"
 
 /* Longest lease id kept (the protocol's are 16 hex digits). */
 #define WORKER_LEASE_ID_MAX 64
@@ -39,8 +40,8 @@ typedef struct {
  * a message in err (errlen bytes) saying which field is wrong; *out needs no
  * freeing then.
  */
-int worker_lease_parse(WorkerLease *out, const char *body, size_t len, int max, char *err,
-                       size_t errlen);
+JOSEKI_MUST_USE int worker_lease_parse(WorkerLease *out, const char *body, size_t len, int max,
+                                       char *err, size_t errlen);
 void worker_lease_free(WorkerLease *l);
 
 /*

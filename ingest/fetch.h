@@ -93,7 +93,7 @@ void fetch_result_free(FetchResult *res);
  * "2026-06-01", "2026/06/01" or "20260601" → "20260601". Returns FETCH_EINVAL
  * unless it is a real calendar date (years 1900-9999).
  */
-int fetch_date_parse(char out[9], const char *s);
+JOSEKI_MUST_USE int fetch_date_parse(char out[9], const char *s);
 
 /* Days from..to inclusive (both valid "YYYYMMDD"); <= 0 when to is before from. */
 long fetch_date_span(const char from[9], const char to[9]);
@@ -109,7 +109,8 @@ void fetch_date_today(char out[9]);
  * still valid to free. Not thread-safe with respect to curl_global_init: call
  * it from a program's main thread (or after curl_global_init).
  */
-int fetch_days(FetchResult *res, const char *from, const char *to, const FetchOptions *opt);
+JOSEKI_MUST_USE int fetch_days(FetchResult *res, const char *from, const char *to,
+                               const FetchOptions *opt);
 
 /*
  * Reads an archive to its end through libarchive (every entry's data, so

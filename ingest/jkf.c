@@ -93,7 +93,9 @@ static int initial(KifuReader *r, KifuRecord *rec, Position *pos, json_t *init)
 	if (!init || (preset && strcmp(preset, "OTHER"))) {
 		const char *sfen = kifu_handicap_sfen(preset ? preset : "HIRATE");
 		if (!sfen) return kifu_fail(r, 1, "unknown preset '%.40s'", preset);
-		sfen_parse(pos, sfen, NULL, NULL);
+		if (sfen_parse(pos, sfen, NULL, err) < 0)
+			return kifu_fail(r, 1, "preset '%.40s': %s", preset ? preset : "HIRATE",
+			                 err);
 		kifu_set_start(rec, pos);
 		return 0;
 	}

@@ -202,7 +202,7 @@ typedef struct {
  * bad options or openings, an engine or a book that cannot be opened, an
  * output directory or record that cannot be written.
  */
-int match_run(MatchResult *out, const MatchOptions *opt, char *err);
+JOSEKI_MUST_USE int match_run(MatchResult *out, const MatchOptions *opt, char *err);
 
 void match_result_free(MatchResult *r);
 
@@ -248,12 +248,12 @@ void match_exit_stats(MatchExit *out, const MatchResult *r, int s);
  * Sets tc->main_ms and tc->inc_ms (byoyomi untouched). Returns 0, or
  * MATCH_EINVAL with a message in err (MATCH_ERRLEN bytes) and tc untouched.
  */
-int match_tc_parse(TimeControl *tc, const char *text, char *err);
+JOSEKI_MUST_USE int match_tc_parse(TimeControl *tc, const char *text, char *err);
 /*
  * Parses "ELO0,ELO1[,ALPHA,BETA]" (alpha = beta = 0.05 when absent):
  * |elo| <= 1000, elo0 < elo1, alpha and beta in (0, 1) with alpha + beta < 1.
  * Returns 0, or MATCH_EINVAL with a message in err and s untouched.
  */
-int match_sprt_parse(MatchSprt *s, const char *text, char *err);
+JOSEKI_MUST_USE int match_sprt_parse(MatchSprt *s, const char *text, char *err);
 
 #endif

@@ -102,10 +102,9 @@ static int builtin_analyse(SearchEngine *se, SearchResult *out, const Position *
 	return SEARCH_OK;
 }
 
-static int builtin_new_game(SearchEngine *se)
+static void builtin_new_game(SearchEngine *se)
 {
 	engine_clear(((Builtin *)se)->engine);
-	return SEARCH_OK;
 }
 
 static void builtin_free(SearchEngine *se)

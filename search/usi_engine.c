@@ -495,10 +495,9 @@ int usi_engine_analyse_spec(UsiEngine *e, SearchResult *out, const char *spec,
 	return rc;
 }
 
-int usi_engine_new_game(UsiEngine *e)
+void usi_engine_new_game(UsiEngine *e)
 {
 	e->new_game_pending = true;
-	return 0;
 }
 
 const char *usi_engine_name(const UsiEngine *e)
@@ -545,9 +544,9 @@ static int ops_analyse(SearchEngine *se, SearchResult *out, const Position *pos,
 {
 	return usi_engine_analyse((UsiEngine *)se, out, pos, budget, multipv);
 }
-static int ops_new_game(SearchEngine *se)
+static void ops_new_game(SearchEngine *se)
 {
-	return usi_engine_new_game((UsiEngine *)se);
+	usi_engine_new_game((UsiEngine *)se);
 }
 static void ops_free(SearchEngine *se)
 {

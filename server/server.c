@@ -252,15 +252,17 @@ static char *metrics_text(Server *s)
 	fprintf(f, "joseki_request_duration_seconds_count %llu\n", cum);
 	uint64_t positions = 0;
 	BookTxn *t;
-	if (bookdb_txn_begin(&t, s->db, false) == 0) {
-		bookdb_count(&positions, t, BOOKDB_POS);
+	int crc = bookdb_txn_begin(&t, s->db, false);
+	if (crc == 0) {
+		crc = bookdb_count(&positions, t, BOOKDB_POS);
 		bookdb_txn_abort(t);
 	}
-	fprintf(f,
-	        "# HELP joseki_book_positions Positions in the book.\n# TYPE joseki_book_positions "
-	        "gauge\n"
-	        "joseki_book_positions %llu\n",
-	        (unsigned long long)positions);
+	if (crc == 0) /* a value the book could not give is left out, not shown as 0 */
+		fprintf(f,
+		        "# HELP joseki_book_positions Positions in the book.\n# TYPE "
+		        "joseki_book_positions gauge\n"
+		        "joseki_book_positions %llu\n",
+		        (unsigned long long)positions);
 	fprintf(f,
 	        "# HELP joseki_uptime_seconds Seconds since the server started.\n"
 	        "# TYPE joseki_uptime_seconds gauge\njoseki_uptime_seconds %lld\n",

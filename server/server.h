@@ -51,7 +51,8 @@ typedef struct Server Server;
 
 /* Starts serving db (opened read-only or read-write; not closed by the server).
  * Returns 0 or a negative SERVER_* code with a message in err (errlen bytes). */
-int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err, size_t errlen);
+JOSEKI_MUST_USE int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err,
+                                 size_t errlen);
 
 /* The port it listens on. */
 uint16_t server_port(const Server *s);

@@ -117,9 +117,10 @@ static void *service(void *arg)
 			last_tick = now;
 			err[0] = 0;
 			/* A failed minimax is said and the service goes on; a broken
-			 * book shows in the next round's answers (COORD_EBOOK). */
-			if (coord_tick(w->c, now, err) < 0 && err[0])
-				fprintf(stderr, "joseki: %s\n", err);
+			 * book stops it, as a request's would. */
+			int trc = coord_tick(w->c, now, err);
+			if (trc < 0 && err[0]) fprintf(stderr, "joseki: %s\n", err);
+			if (trc == COORD_EBOOK) atomic_store(&w->failed, true);
 		}
 		bool failed = false;
 		for (Op *op = ops; op; op = op->next) failed |= op->rc == COORD_EBOOK;

@@ -209,7 +209,7 @@ void pos_set_startpos(Position *pos)
 	board[sq_make(7, 7)] = piece_make(BLACK, BISHOP); /* 8h */
 	board[sq_make(1, 7)] = piece_make(BLACK, ROOK);   /* 2h */
 	Hand hand[2] = {0, 0};
-	pos_set(pos, board, hand, BLACK, 1, NULL);
+	(void)pos_set(pos, board, hand, BLACK, 1, NULL); /* the start position is legal */
 }
 
 Piece pos_moved_piece(const Position *pos, Move m)

@@ -12,6 +12,7 @@
 #include "search/search.h"
 #include "search/usi_engine.h"
 #include "tools/cli_opt.h"
+#include "shogi/errors.h"
 
 #define CLI_MAX_USI_OPTIONS 64 /* --usi-option NAME=VALUE given at most this often */
 
@@ -45,7 +46,7 @@ typedef struct {
 void cli_budget_init(CliBudget *b, int multipv);
 
 /* A CliParseFn: "NAME=VALUE" (split in place) into a UsiOption. */
-int cli_usi_option(void *dst, char *value, char *msg);
+JOSEKI_MUST_USE int cli_usi_option(void *dst, char *value, char *msg);
 
 /*
  * Starts n engines: "builtin" (in-process, 16 MB hash each) or the USI
@@ -53,7 +54,8 @@ int cli_usi_option(void *dst, char *value, char *msg);
  * is polled by every engine (the command's stop flag). 0, or -1 after a
  * message on stderr; engines[] may then hold some engines: search_free each.
  */
-int cli_open_engines(SearchEngine **engines, int n, const char *engine, const UsiOption *opts,
-                     int nopts, const volatile sig_atomic_t *cancel, const char *cmd);
+JOSEKI_MUST_USE int cli_open_engines(SearchEngine **engines, int n, const char *engine,
+                                     const UsiOption *opts, int nopts,
+                                     const volatile sig_atomic_t *cancel, const char *cmd);
 
 #endif

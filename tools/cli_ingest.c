@@ -61,7 +61,7 @@ bool cli_progress_wanted(bool quiet)
 	return !quiet && isatty(2);
 }
 
-void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
+int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 {
 	if (json) {
 		json_t *o = json_object();
@@ -109,8 +109,7 @@ void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 		if (st->unreached)
 			json_object_set_new(o, "unreached",
 			                    json_integer((json_int_t)st->unreached));
-		joseki_print_json(o, 0);
-		return;
+		return joseki_print_json(o, 0);
 	}
 	char skipped[256];
 	if (walk_skipped_text(&st->walk, skipped, sizeof skipped))
@@ -134,7 +133,7 @@ void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 		       (unsigned long long)st->positions_added, (unsigned long long)st->moves_added,
 		       (unsigned long long)st->evals_added, (unsigned long long)st->errors_total,
 		       st->seconds);
-		return;
+		return 0;
 	}
 	double gps = st->seconds > 0 ? st->games_read / st->seconds : 0;
 	printf("%s: %llu files, %llu games read, %llu ingested, %llu skipped, %llu rejected, %llu "
@@ -147,4 +146,5 @@ void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 	       (unsigned long long)st->positions_added, (unsigned long long)st->moves_added,
 	       (unsigned long long)st->evals_added, (unsigned long long)st->errors_total,
 	       st->seconds, gps);
+	return 0;
 }

@@ -21,8 +21,8 @@ typedef struct {
 void cli_ingest_init(CliIngest *c);
 
 /* Prints the summary line (human) or the JSON object (stdout), and the errors
- * (stderr, human mode). */
-void cli_ingest_report(const IngestStats *st, bool json, const char *cmd);
+ * (stderr, human mode). 0, or -1 after "joseki: out of memory". */
+JOSEKI_MUST_USE int cli_ingest_report(const IngestStats *st, bool json, const char *cmd);
 
 /* True when stderr is a terminal and --quiet was not given. */
 bool cli_progress_wanted(bool quiet);

@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include "shogi/errors.h"
 
 #define CLI_NOMAX ULLONG_MAX /* a count without an upper bound */
 #define CLI_MSGLEN 512       /* a CliParseFn's message buffer */
@@ -160,7 +161,7 @@ typedef struct {
  * into it). Returns CLI_GO when the command should go on, else its exit
  * status: 0 after --help, 2 after a usage error (said on stderr).
  */
-int cli_parse(const CliCmd *c, int argc, char **argv);
+JOSEKI_MUST_USE int cli_parse(const CliCmd *c, int argc, char **argv);
 
 /* For a command's own checks after cli_parse: prints "joseki: CMD: <message>"
  * and the usage on stderr, returns 2. */

@@ -21,6 +21,7 @@
 #include "bookgen/roots.h"
 
 #include "tools/cli_opt.h"
+#include "shogi/errors.h"
 
 typedef struct {
 	PlanOptions plan;
@@ -40,6 +41,7 @@ void cli_plan_init(CliPlan *c);
  * quiet a line on stderr says how many games reached the ply. 0, or -1 after
  * a message.
  */
-int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet, const char *cmd);
+JOSEKI_MUST_USE int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet,
+                                   const char *cmd);
 
 #endif

@@ -59,7 +59,7 @@ static const char *day_status_name(FetchDayStatus s)
 
 /* The ingest fields of docs/ingest.md plus the per-range counts; fetch errors
  * (one per failed day, input = its URL) come first in "errors". */
-static void report_json(const FetchResult *fr, const IngestStats *st)
+static int report_json(const FetchResult *fr, const IngestStats *st)
 {
 	json_t *o = json_object();
 	const struct {
@@ -108,7 +108,7 @@ static void report_json(const FetchResult *fr, const IngestStats *st)
 	}
 	json_object_set_new(o, "day_list", days);
 	json_object_set_new(o, "errors", errs);
-	joseki_print_json(o, 0);
+	return joseki_print_json(o, 0);
 }
 
 static char *default_cache(void)
@@ -212,16 +212,16 @@ int cmd_fetch(int argc, char **argv)
 		irc = INGEST_ENOMEM;
 	else if (ninputs)
 		irc = ingest_run(&st, db, inputs, ninputs, opt);
+	int status = fr.failed ? 1 : 0;
 	if (json) {
-		report_json(&fr, &st);
+		if (report_json(&fr, &st) < 0) status = 1;
 	} else {
 		char head[200];
 		snprintf(head, sizeof head,
 		         "fetch: %zu days (%zu downloaded, %zu cached, %zu missing, %zu failed)",
 		         fr.ndays, fr.downloaded, fr.cached, fr.missing, fr.failed);
-		cli_ingest_report(&st, false, head);
+		if (cli_ingest_report(&st, false, head) < 0) status = 1;
 	}
-	int status = fr.failed ? 1 : 0;
 	if (irc < 0) {
 		joseki_error("fetch: %s (batches committed before the failure are kept)",
 		             ingest_strerror(irc));

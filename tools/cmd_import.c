@@ -61,7 +61,7 @@ int cmd_import(int argc, char **argv)
 			break;
 		}
 	}
-	cli_ingest_report(&total, json, "import");
+	if (cli_ingest_report(&total, json, "import") < 0) status = 1;
 	ingest_stats_free(&total);
 	bookdb_free(db);
 	return status;

@@ -38,7 +38,7 @@ int cmd_ingest(int argc, char **argv)
 	}
 	IngestStats st;
 	rc = ingest_run(&st, db, inputs.v, inputs.n, opt);
-	cli_ingest_report(&st, json, "ingest");
+	int printed = cli_ingest_report(&st, json, "ingest");
 	/* The store's own words when the book refused a write ("no space left ..."). */
 	const char *why = ingest_strerror(rc);
 	for (size_t i = 0; i < st.nerrors; i++)
@@ -48,6 +48,5 @@ int cmd_ingest(int argc, char **argv)
 		             why);
 	ingest_stats_free(&st);
 	bookdb_free(db);
-	if (rc < 0) return 1;
-	return 0;
+	return rc < 0 || printed < 0 ? 1 : 0;
 }

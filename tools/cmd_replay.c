@@ -209,7 +209,7 @@ int cmd_replay(int argc, char **argv)
 		return 1;
 	}
 	WalkOptions wo = {.file = on_file, .ctx = &c};
-	walk_inputs(inputs.v, inputs.n, &wo, &c.walk);
+	(void)walk_inputs(inputs.v, inputs.n, &wo, &c.walk); /* on_file never stops it */
 	int status = c.status;
 	if (c.json) {
 		json_t *root = json_pack("{s:o}", "games", c.games);

@@ -151,39 +151,32 @@ int cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	char err[COORD_ERRLEN];
-	BookDB *db;
-	BookDBOptions ro = {.read_only = true};
-	if (bookdb_open(&db, book, &ro, err) < 0) {
-		joseki_error("serve: %s", err);
-		return 1;
-	}
+	BookDB *db = NULL;
 	ServerTokens *tokens = NULL;
 	Coord *coord = NULL;
 	ApiWork *work = NULL;
+	Server *s = NULL;
+	/* The coordinator writes: read-write, with a map large enough that it
+	 * never grows under the server's readers; either way, a book that is not
+	 * there is an error, not a new one. */
+	BookDBOptions bo = work_on
+	                       ? (BookDBOptions){.must_exist = true, .map_size = (size_t)1 << 38}
+	                       : (BookDBOptions){.read_only = true};
+	if (bookdb_open(&db, book, &bo, err) < 0) {
+		joseki_error("serve: %s", err);
+		return 1;
+	}
 	if (work_on) {
-		/* The coordinator writes: read-write, with a map large enough that it
-		 * never grows under the server's readers. */
-		bookdb_free(db);
-		BookDBOptions rw = {.map_size = (size_t)1 << 38};
 		char tpath[BOOKDB_PATH_LEN];
 		snprintf(tpath, sizeof tpath, "%s/tokens", book);
 		if (!tokens_path) tokens_path = tpath;
 		if (server_tokens_open(&tokens, tokens_path, err) < 0) {
 			joseki_error("serve: %s (make one with: joseki token add %s NAME)", err,
 			             tokens_path);
-			return 1;
-		}
-		if (bookdb_open(&db, book, &rw, err) < 0) {
-			joseki_error("serve: %s", err);
-			server_tokens_free(tokens);
-			return 1;
+			goto fail;
 		}
 		RootList roots = {0};
-		if (cli_plan_roots(&cp, &roots, db, !opt.log, "serve") < 0) {
-			bookdb_free(db);
-			server_tokens_free(tokens);
-			return 1;
-		}
+		if (cli_plan_roots(&cp, &roots, db, !opt.log, "serve") < 0) goto fail;
 		co.plan = cp.plan;
 		co.roots = (const char *const *)roots.specs;
 		co.root_weights = roots.weights;
@@ -191,32 +184,31 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "serve: loading the selector over %s\n", book);
 		int orc = coord_open(&coord, db, &co, err);
 		roots_free(&roots); /* the coordinator keeps its own copies */
-		if (orc < 0 || (api_work_start(&work, coord, tokens) < 0 &&
-		                snprintf(err, sizeof err, "cannot start the work thread") > 0)) {
+		if (orc < 0) {
 			joseki_error("serve: %s", err);
-			coord_free(coord);
-			bookdb_free(db);
-			server_tokens_free(tokens);
-			return 1;
+			goto fail;
+		}
+		if (api_work_start(&work, coord, tokens) < 0) {
+			joseki_error("serve: cannot start the work thread");
+			goto fail;
 		}
 		opt.work = work;
 		if (!opt.threads) opt.threads = 16; /* requests wait for the group commit */
 	}
 	uint64_t positions = 0;
 	BookTxn *txn;
-	if (bookdb_txn_begin(&txn, db, false) == 0) {
-		bookdb_count(&positions, txn, BOOKDB_POS);
+	int crc = bookdb_txn_begin(&txn, db, false);
+	if (crc == 0) {
+		crc = bookdb_count(&positions, txn, BOOKDB_POS);
 		bookdb_txn_abort(txn);
 	}
-	Server *s;
-	int rc = server_start(&s, db, &opt, err, sizeof err);
-	if (rc < 0) {
+	if (crc < 0) {
+		joseki_error("serve: %s: counting the positions: %s", book, bookdb_strerror(crc));
+		goto fail;
+	}
+	if (server_start(&s, db, &opt, err, sizeof err) < 0) {
 		joseki_error("serve: %s", err);
-		api_work_stop(work);
-		coord_free(coord);
-		server_tokens_free(tokens);
-		bookdb_free(db);
-		return 1;
+		goto fail;
 	}
 	fprintf(stderr, "serve: %s: %llu positions; listening on http://%s:%u/%s\n", book,
 	        (unsigned long long)positions, addr, server_port(s), work ? " (work)" : "");
@@ -236,4 +228,10 @@ int cmd_serve(int argc, char **argv)
 	fprintf(stderr, "serve: stopped\n");
 	if (line[0]) printf("%s\n", line);
 	return sig ? 0 : 1;
+fail:
+	api_work_stop(work);
+	coord_free(coord);
+	server_tokens_free(tokens);
+	bookdb_free(db);
+	return 1;
 }

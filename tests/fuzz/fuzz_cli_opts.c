@@ -87,9 +87,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc = cli_parse(&cmd, argc, argv);
 	if (rc == CLI_GO) {
 		if (!book || depth > 20 || count < 1 || count > 1000 || small > 200 ||
-		    sign < -32000 || sign > 32000 || !(rate >= 0 && rate <= 1) ||
-		    (str && !*str) || (side != 0 && (side < 7 || side > 9)) || even % 2 ||
-		    nrep > 3 || (rest.n && !rest.v))
+		    sign < -32000 || sign > 32000 || !(rate >= 0 && rate <= 1) || (str && !*str) ||
+		    (side != 0 && (side < 7 || side > 9)) || even % 2 || nrep > 3 ||
+		    (rest.n && !rest.v))
 			abort();
 		for (size_t i = 0; i < rest.n; i++)
 			if (!rest.v[i] || (rest.v[i][0] == '-' && rest.v[i][1])) abort();
