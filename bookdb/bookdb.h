@@ -132,10 +132,10 @@ JOSEKI_MUST_USE int bookdb_compact(const char *dir, uint64_t *before, uint64_t *
 /* The BOOK directory the book was opened from (owned by db). Derived data
  * kept beside the store (minimax's graph) lives there too. */
 const char *bookdb_dir(const BookDB *db);
-/* Whether the directory dir holds the very data file db has open (the same
- * file by device and inode: another path to the same book, not a copy).
- * False when either is missing. */
-bool bookdb_same_file(const BookDB *db, const char *dir);
+/* Whether the directories a and b hold the very same book (its data file the
+ * same by device and inode: another path to it, not a copy). False when
+ * either holds none. */
+bool bookdb_same_book(const char *a, const char *b);
 
 /* Begins a transaction (write: only one at a time, blocks while another process
  * writes). The caller ends it with bookdb_txn_commit or bookdb_txn_abort. */

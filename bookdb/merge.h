@@ -122,18 +122,20 @@ typedef struct {
 } BookMergeBooksOptions;
 
 /*
- * joseki merge: merges the books at srcs[0..n) into dst, one after the other
- * (each opened read-only, except a path naming dst's own book, which is merged
- * into itself), then runs the minimax hook (above). *total gets the sum of the
- * sources' figures (the first undecodable record is the first source's that
- * had one); *ran_minimax whether the hook ran. Stops at the first failure:
- * returns a negative BOOKDB_ code with the message in err
- * (BOOKDB_MERGE_ERRLEN): a source that does not open (its path named), a
- * failed merge (also passed to source_done), or BOOKDB_EIO with "minimax:
- * DST: ..." when the hook fails (the merge itself is then complete).
+ * joseki merge: merges the books at srcs[0..n) into the book at dst (opened
+ * with dst_opt, which may create it; read-only for a dry run), one after the
+ * other, then runs the minimax hook (above) on it. Every source is opened
+ * first, read-only (except a path naming dst's own book, which is merged into
+ * itself): one that does not open fails the run before dst is opened, made or
+ * written. *total gets the sum of the sources' figures (the first undecodable
+ * record is the first source's that had one); *ran_minimax whether the hook
+ * ran. Stops at the first failure: returns a negative BOOKDB_ code with the
+ * message in err (BOOKDB_MERGE_ERRLEN): a book that does not open (its path
+ * named), a failed merge (also passed to source_done), or BOOKDB_EIO with
+ * "minimax: DST: ..." when the hook fails (the merge itself is then complete).
  */
-JOSEKI_MUST_USE int bookdb_merge_books(BookMergeStats *total, bool *ran_minimax, BookDB *dst,
-                                       const char *const *srcs, size_t n,
-                                       const BookMergeBooksOptions *opt, char *err);
+JOSEKI_MUST_USE int bookdb_merge_books(BookMergeStats *total, bool *ran_minimax, const char *dst,
+                                       const BookDBOptions *dst_opt, const char *const *srcs,
+                                       size_t n, const BookMergeBooksOptions *opt, char *err);
 
 #endif

@@ -102,13 +102,8 @@ int cmd_merge(int argc, char **argv)
 	if (parsed != CLI_GO) return parsed;
 	shogi_init();
 	double t0 = clock_ms_f();
-	BookDB *db;
 	char err[BOOKDB_MERGE_ERRLEN];
 	BookDBOptions dopt = {.read_only = opt.dry_run};
-	if (bookdb_open(&db, dst, &dopt, err) < 0) {
-		joseki_error("merge: %s%s", err, opt.dry_run ? " (a dry run creates no book)" : "");
-		return 1;
-	}
 	MergeRun run = {.dst = dst, .progress = !quiet && isatty(2)};
 	BookMergeBooksOptions mo = {.each = opt,
 	                            .progress = run.progress ? on_progress : NULL,
@@ -118,13 +113,12 @@ int cmd_merge(int argc, char **argv)
 	BookMergeStats total;
 	bool ran_mm;
 	int status = 0;
-	if (bookdb_merge_books(&total, &ran_mm, db, srcs.v, srcs.n, &mo, err) < 0) {
+	if (bookdb_merge_books(&total, &ran_mm, dst, &dopt, srcs.v, srcs.n, &mo, err) < 0) {
 		if (!run.reported) joseki_error("merge: %s", err);
 		status = 1;
 	}
 	size_t nsources = srcs.n;
 	const BookmmStats mm = run.mm;
-	bookdb_free(db);
 	if (status) return status;
 	double ms = clock_ms_f() - t0;
 	if (json) {
