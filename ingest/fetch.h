@@ -112,11 +112,14 @@ void fetch_date_today(char out[9]);
 JOSEKI_MUST_USE int fetch_days(FetchResult *res, const char *from, const char *to,
                                const FetchOptions *opt);
 
+/* Size of fetch_verify_archive's message buffer. */
+#define FETCH_ERRLEN 512
+
 /*
  * Reads an archive to its end through libarchive (every entry's data, so
  * truncation and CRC errors surface). Returns the number of .csa entries
- * (>= 0), or -1 with a message in err.
+ * (>= 0), or -1 with a message in err (FETCH_ERRLEN bytes).
  */
-long fetch_verify_archive(const char *path, char *err, size_t errlen);
+long fetch_verify_archive(const char *path, char *err);
 
 #endif

@@ -61,6 +61,9 @@ enum {
 };
 const char *mmfile_strerror(int code);
 
+/* Size of the message buffer of the functions below that take one. */
+#define MMFILE_ERRLEN 256
+
 /* One replaced move list of the overlay. */
 typedef struct {
 	uint32_t off, len; /* in MmView.ov_moves */
@@ -129,8 +132,7 @@ JOSEKI_MUST_USE int mmfile_parents(uint32_t **pstart, uint32_t **parents, size_t
 JOSEKI_MUST_USE int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n,
                                  const Key *keys, const uint8_t *flags, const MmVd *vd,
                                  const uint32_t *mstart, const MmMove *moves,
-                                 const uint32_t *pstart, const uint32_t *parents, char *err,
-                                 size_t errlen);
+                                 const uint32_t *pstart, const uint32_t *parents, char *err);
 
 /* Bytes of an empty journal (its header): the journal length after mmfile_write. */
 #define MMFILE_JOURNAL_EMPTY 32
@@ -142,7 +144,7 @@ JOSEKI_MUST_USE int mmfile_write(const char *dir, uint64_t stamp, const int draw
  * safe). The view must be closed with mmfile_close.
  */
 JOSEKI_MUST_USE int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len,
-                                char *err, size_t errlen);
+                                char *err);
 void mmfile_close(MmView *v);
 
 static inline size_t mmfile_count(const MmView *v)
@@ -189,6 +191,6 @@ JOSEKI_MUST_USE int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd 
  * journal_len and the file is untouched.
  */
 JOSEKI_MUST_USE int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len,
-                                          uint64_t *new_len, char *err, size_t errlen);
+                                          uint64_t *new_len, char *err);
 
 #endif

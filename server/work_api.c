@@ -1,5 +1,6 @@
 /* server/work_api.c — the work endpoints and their service thread (work_api.h). */
 #include "server/work_api.h"
+#include "shogi/errmsg.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -110,7 +111,7 @@ static void *service(void *arg)
 			for (Op *op = ops; op; op = op->next)
 				if (op->kind != OP_STATUS && op->rc >= 0) {
 					op->rc = COORD_EBOOK;
-					snprintf(op->err, sizeof op->err, "%s", err);
+					errmsg_set(op->err, sizeof op->err, 0, "%s", err);
 				}
 		}
 		if (now - last_tick >= TICK_MS) {

@@ -1,5 +1,6 @@
 /* shogi/position.c — set-up, do/undo, keys, attacks, repetition, declaration. */
 #include "shogi/position.h"
+#include "shogi/errmsg.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -50,7 +51,7 @@ void shogi_init(void)
 
 static void set_err(char *err, const char *msg)
 {
-	if (err) snprintf(err, SHOGI_ERRLEN, "%s", msg);
+	errmsg_set(err, SHOGI_ERRLEN, 0, "%s", msg);
 }
 
 static inline Bitboard golds_of(const Position *pos, Color c)

@@ -206,7 +206,7 @@ int cmd_serve(int argc, char **argv)
 		joseki_error("serve: %s: counting the positions: %s", book, bookdb_strerror(crc));
 		goto fail;
 	}
-	if (server_start(&s, db, &opt, err, sizeof err) < 0) {
+	if (server_start(&s, db, &opt, err) < 0) {
 		joseki_error("serve: %s", err);
 		goto fail;
 	}

@@ -824,12 +824,12 @@ static void test_worker__lease_parser_takes_the_protocol_and_refuses_the_rest(vo
 {
 	(void)state;
 	WorkerLease l;
-	char err[256];
+	char err[WORKER_LEASE_ERRLEN];
 	const char *good = "{\"lease\":\"00000000000000ab\",\"expires_in\":60,"
 	                   "\"positions\":[{\"sfen\":\"lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/"
 	                   "1B5R1/LNSGKGSNL b - 1\",\"key\":\"0123456789abcdef0123456789abcdef\"}],"
 	                   "\"limits\":{\"movetime\":500,\"depth\":9,\"multipv\":99}}";
-	assert_int_equal(worker_lease_parse(&l, good, strlen(good), 4, err, sizeof err), 0);
+	assert_int_equal(worker_lease_parse(&l, good, strlen(good), 4, err), 0);
 	assert_string_equal(l.id, "00000000000000ab");
 	assert_int_equal(l.n, 1);
 	assert_int_equal(l.budget.kind, SEARCH_BUDGET_MOVETIME);
@@ -859,7 +859,7 @@ static void test_worker__lease_parser_takes_the_protocol_and_refuses_the_rest(vo
 	     "1..1 entries"},
 	};
 	for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-		int rc = worker_lease_parse(&l, BAD[i][0], strlen(BAD[i][0]), 1, err, sizeof err);
+		int rc = worker_lease_parse(&l, BAD[i][0], strlen(BAD[i][0]), 1, err);
 		if (rc != -1 || !strstr(err, BAD[i][1]))
 			fail_msg("case %zu: rc %d, message '%s' (wanted '%s')", i, rc, err,
 			         BAD[i][1]);
