@@ -130,7 +130,7 @@ static int print_json(const MatchOptions *opt, const MatchResult *r)
 		    g->result > 0   ? "win"
 		    : g->result < 0 ? "loss"
 		                    : "draw",
-		    "end", match_end_name(g->end), "winner",
+		    "end", game_end_name(g->end), "winner",
 		    g->winner == BLACK   ? "black"
 		    : g->winner == WHITE ? "white"
 		                         : "draw",
@@ -202,7 +202,7 @@ static void print_text(const MatchOptions *opt, const MatchResult *r)
 	for (int i = 0; i < r->ngames; i++) {
 		const MatchGame *g = &r->games[i];
 		if (g->played && g->detail[0])
-			printf("game %d: %s, %s\n", i + 1, match_end_name(g->end), g->detail);
+			printf("game %d: %s, %s\n", i + 1, game_end_name(g->end), g->detail);
 	}
 	const MatchPairs *p = &r->pairs;
 	if (p->pairs > 0) {

@@ -95,12 +95,12 @@ static void assert_game(json_t *match, int i, const char *end, const char *winne
 	if (plies >= 0) assert_int_equal(ts_jint(g, "plies"), plies);
 }
 
-/* The replay name of a match end (match_end_replay_name, by its name). */
+/* The replay name of a match end (match_end_replayed, by its name). */
 static const char *replay_name(const char *end)
 {
-	for (int e = MATCH_END_RESIGN; e <= MATCH_END_TIME_UP; e++)
-		if (!strcmp(match_end_name((MatchEnd)e), end))
-			return match_end_replay_name((MatchEnd)e);
+	for (int e = GAME_END_RESIGN; e <= GAME_END_CRASH; e++)
+		if (!strcmp(game_end_name((GameEnd)e), end))
+			return game_end_name(match_end_replayed((GameEnd)e));
 	fail_msg("unknown end '%s'", end);
 	return NULL;
 }
