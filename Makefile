@@ -101,13 +101,27 @@ soak: joseki
 asan:
 	$(MAKE) BUILD=build-asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" test
 
-# libFuzzer targets; each runs FUZZ_SECONDS (default 60) seconds.
+# libFuzzer targets; each runs FUZZ_SECONDS (default 60) seconds. The library
+# is compiled once with the fuzzer's coverage and the sanitizers
+# (build-fuzz/libjoseki.a), each target links it.
 FUZZ_SECONDS ?= 60
 FUZZ_BIN = $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
-build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(BUILD)/server/assets_data.c $(wildcard */*.h tests/fuzz/*.h) | $(DEPS_OK)
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -I. $(ARCH) -pthread -O1 -g
+FUZZ_OBJ = $(LIB_SRC:%.c=build-fuzz/obj/%.o) build-fuzz/obj/assets_data.o
+build-fuzz/obj/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
+build-fuzz/obj/assets_data.o: $(BUILD)/server/assets_data.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+build-fuzz/libjoseki.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+build-fuzz/%: tests/fuzz/%.c build-fuzz/libjoseki.a $(wildcard tests/fuzz/*.h) | $(DEPS_OK)
 	@mkdir -p build-fuzz
-	clang -std=c11 -D_GNU_SOURCE -I. $(ARCH) -pthread -O1 -g -fsanitize=fuzzer,address,undefined \
-	    -o $@ $< $(LIB_SRC) $(BUILD)/server/assets_data.c $(LIBS)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< build-fuzz/libjoseki.a \
+	    $(LIBS)
+-include $(FUZZ_OBJ:.o=.d)
 fuzz: $(FUZZ_BIN)
 	@tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
 
