@@ -122,6 +122,8 @@ build-fuzz/%: tests/fuzz/%.c build-fuzz/libjoseki.a $(wildcard tests/fuzz/*.h) |
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< build-fuzz/libjoseki.a \
 	    $(LIBS)
 -include $(FUZZ_OBJ:.o=.d)
+# The option parser's target compiles tools/cli_opt.c itself (tools/ is not in the library).
+build-fuzz/fuzz_cli_opts: tools/cli_opt.c tools/cli_opt.h
 fuzz: $(FUZZ_BIN)
 	@tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
 

@@ -25,6 +25,7 @@
 
 #include "bookdb/bookdb.h"
 #include "bookdb/check.h"
+#include "shogi/errors.h"
 
 typedef struct {
 	uint64_t bytes;        /* the copy's data file */
@@ -43,7 +44,7 @@ typedef void (*BookBackupProgressFn)(void *ctx, const char *phase, uint64_t done
  * (BOOKDB_ERRLEN bytes); BOOKDB_ECORRUPT when the copy failed its check (st
  * says what was found; no DIR is made). The source is only read.
  */
-int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact,
-                  BookBackupProgressFn progress, void *ctx, char *err);
+JOSEKI_MUST_USE int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact,
+                                  BookBackupProgressFn progress, void *ctx, char *err);
 
 #endif

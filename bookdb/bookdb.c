@@ -114,12 +114,12 @@ const char *bookdb_dir(const BookDB *db)
 	return db->dir;
 }
 
-bool bookdb_same_file(const BookDB *db, const char *dir)
+bool bookdb_same_book(const char *a, const char *b)
 {
 	char pa[BOOKDB_PATH_LEN], pb[BOOKDB_PATH_LEN];
 	struct stat sa, sb;
-	snprintf(pa, sizeof pa, "%s/data.mdb", db->dir);
-	snprintf(pb, sizeof pb, "%s/data.mdb", dir);
+	snprintf(pa, sizeof pa, "%s/data.mdb", a);
+	snprintf(pb, sizeof pb, "%s/data.mdb", b);
 	return stat(pa, &sa) == 0 && stat(pb, &sb) == 0 && sa.st_dev == sb.st_dev &&
 	       sa.st_ino == sb.st_ino;
 }

@@ -105,7 +105,7 @@ typedef struct BookWriter BookWriter;
  * NULL. BOOKDB_EVERSION when the book has another schema version; BOOKDB_EINVAL when dir is longer
  * than BOOKDB_DIR_MAX.
  */
-int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *err);
+JOSEKI_MUST_USE int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *err);
 /* Closes the book; every transaction must be finished. Accepts NULL. */
 void bookdb_free(BookDB *db);
 /* The current map size in bytes (grows by doubling). */
@@ -119,7 +119,7 @@ typedef struct {
 	unsigned page_size;
 	uint64_t pages, pages_used, pages_free;
 } BookSpace;
-int bookdb_space(BookSpace *out, BookTxn *t);
+JOSEKI_MUST_USE int bookdb_space(BookSpace *out, BookTxn *t);
 /*
  * Rewrites the book in dir without its free pages (LMDB's compacting copy to
  * dir/data.mdb.compact, fsync, rename over data.mdb, fsync of dir): either the
@@ -128,87 +128,88 @@ int bookdb_space(BookSpace *out, BookTxn *t);
  * runs, writers are refused and readers go on. before and after get the file's
  * size. Returns 0 or a negative BOOKDB_ code with a message in err.
  */
-int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err);
+JOSEKI_MUST_USE int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err);
 /* The BOOK directory the book was opened from (owned by db). Derived data
  * kept beside the store (minimax's graph) lives there too. */
 const char *bookdb_dir(const BookDB *db);
-/* Whether the directory dir holds the very data file db has open (the same
- * file by device and inode: another path to the same book, not a copy).
- * False when either is missing. */
-bool bookdb_same_file(const BookDB *db, const char *dir);
+/* Whether the directories a and b hold the very same book (its data file the
+ * same by device and inode: another path to it, not a copy). False when
+ * either holds none. */
+bool bookdb_same_book(const char *a, const char *b);
 
 /* Begins a transaction (write: only one at a time, blocks while another process
  * writes). The caller ends it with bookdb_txn_commit or bookdb_txn_abort. */
-int bookdb_txn_begin(BookTxn **out, BookDB *db, bool write);
+JOSEKI_MUST_USE int bookdb_txn_begin(BookTxn **out, BookDB *db, bool write);
 /* Commits and frees the transaction (also on error: then nothing was written). */
-int bookdb_txn_commit(BookTxn *txn);
+JOSEKI_MUST_USE int bookdb_txn_commit(BookTxn *txn);
 /* Discards and frees the transaction. Accepts NULL. */
 void bookdb_txn_abort(BookTxn *txn);
 
 /* Decodes the record of key. BOOKDB_ENOTFOUND if absent, BOOKDB_ECORRUPT.
  * (Many lookups in one transaction, from some 700,000 on a 10M book, are
  * faster through a snapshot index: bookdb/index.h.) */
-int bookdb_get(BookRecord *out, BookTxn *txn, Key key);
+JOSEKI_MUST_USE int bookdb_get(BookRecord *out, BookTxn *txn, Key key);
 /* As bookdb_get without the position fields (bookdb_record_decode_moves). */
-int bookdb_get_moves(BookRecord *out, BookTxn *txn, Key key);
+JOSEKI_MUST_USE int bookdb_get_moves(BookRecord *out, BookTxn *txn, Key key);
 /* The raw bytes of key's record (valid until the transaction ends or writes). */
-int bookdb_get_raw(const uint8_t **val, size_t *len, BookTxn *txn, Key key);
+JOSEKI_MUST_USE int bookdb_get_raw(const uint8_t **val, size_t *len, BookTxn *txn, Key key);
 /*
  * Encodes and stores rec under key (replacing); logs the key when the book
  * tracks changes (see "Change log"). On an error other than BOOKDB_EINVAL the
  * transaction must be aborted: the record may be stored without its entry.
  */
-int bookdb_put(BookTxn *txn, Key key, const BookRecord *rec);
+JOSEKI_MUST_USE int bookdb_put(BookTxn *txn, Key key, const BookRecord *rec);
 /* Stores raw bytes under key in the pos database (no check); as bookdb_put. */
-int bookdb_put_raw(BookTxn *txn, Key key, const uint8_t *val, size_t len);
+JOSEKI_MUST_USE int bookdb_put_raw(BookTxn *txn, Key key, const uint8_t *val, size_t len);
 
 /* Generic access to any named database (meta, games, work; pos too, with
  * 16-byte keys only (else BOOKDB_EINVAL), logged as bookdb_put; changes is
  * read-only here). */
-int bookdb_kv_get(const void **val, size_t *vlen, BookTxn *txn, BookDbName db, const void *key,
-                  size_t klen);
-int bookdb_kv_put(BookTxn *txn, BookDbName db, const void *key, size_t klen, const void *val,
-                  size_t vlen);
-int bookdb_kv_del(BookTxn *txn, BookDbName db, const void *key, size_t klen); /* ENOTFOUND ok */
+JOSEKI_MUST_USE int bookdb_kv_get(const void **val, size_t *vlen, BookTxn *txn, BookDbName db,
+                                  const void *key, size_t klen);
+JOSEKI_MUST_USE int bookdb_kv_put(BookTxn *txn, BookDbName db, const void *key, size_t klen,
+                                  const void *val, size_t vlen);
+JOSEKI_MUST_USE int bookdb_kv_del(BookTxn *txn, BookDbName db, const void *key,
+                                  size_t klen); /* ENOTFOUND ok */
 /* Number of entries in a database, as of this transaction. */
-int bookdb_count(uint64_t *out, BookTxn *txn, BookDbName db);
+JOSEKI_MUST_USE int bookdb_count(uint64_t *out, BookTxn *txn, BookDbName db);
 /* Pages in use by a database (branch + leaf + overflow) and the page size. */
-int bookdb_pages(uint64_t *pages, unsigned *page_size, BookTxn *txn, BookDbName db);
+JOSEKI_MUST_USE int bookdb_pages(uint64_t *pages, unsigned *page_size, BookTxn *txn, BookDbName db);
 
 /*
  * Iterates over the pos database in key order. bookdb_iter_next returns 1 and
  * fills key/val/len (val valid until the next call), 0 at the end, or an error.
  */
-int bookdb_iter_open(BookIter **out, BookTxn *txn);
-int bookdb_iter_next(BookIter *it, Key *key, const uint8_t **val, size_t *len);
+JOSEKI_MUST_USE int bookdb_iter_open(BookIter **out, BookTxn *txn);
+JOSEKI_MUST_USE int bookdb_iter_next(BookIter *it, Key *key, const uint8_t **val, size_t *len);
 void bookdb_iter_free(BookIter *it);
 /* The same over any named database (BOOKDB_EINVAL for another value);
  * bookdb_kv_iter_next returns 1 with the raw key and value (valid until the
  * transaction ends), 0 at the end, or a negative BOOKDB_* code. Freed with
  * bookdb_iter_free. */
-int bookdb_kv_iter_open(BookIter **out, BookTxn *txn, BookDbName db);
-int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void **val,
-                        size_t *vlen);
+JOSEKI_MUST_USE int bookdb_kv_iter_open(BookIter **out, BookTxn *txn, BookDbName db);
+JOSEKI_MUST_USE int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen,
+                                        const void **val, size_t *vlen);
 
 /*
  * Batched writer: puts go into one write transaction that is committed every
  * `batch` puts (and by bookdb_writer_flush). Reads through the writer see its
  * uncommitted puts. A crash loses at most the current batch.
  */
-int bookdb_writer_new(BookWriter **out, BookDB *db, size_t batch);
-int bookdb_writer_put(BookWriter *w, Key key, const BookRecord *rec);
-int bookdb_writer_put_raw(BookWriter *w, Key key, const uint8_t *val, size_t len);
+JOSEKI_MUST_USE int bookdb_writer_new(BookWriter **out, BookDB *db, size_t batch);
+JOSEKI_MUST_USE int bookdb_writer_put(BookWriter *w, Key key, const BookRecord *rec);
+JOSEKI_MUST_USE int bookdb_writer_put_raw(BookWriter *w, Key key, const uint8_t *val, size_t len);
 /*
  * Bulk loading: stores raw bytes under a key greater than every key in the
  * book (LMDB's append mode: pages are filled completely, no search). Returns
  * BOOKDB_EINVAL, storing nothing, when the key is not greater.
  */
-int bookdb_writer_append(BookWriter *w, Key key, const uint8_t *val, size_t len);
-int bookdb_writer_get(BookRecord *out, BookWriter *w, Key key);
+JOSEKI_MUST_USE int bookdb_writer_append(BookWriter *w, Key key, const uint8_t *val, size_t len);
+JOSEKI_MUST_USE int bookdb_writer_get(BookRecord *out, BookWriter *w, Key key);
 /* The writer's open write transaction (begun if none), for other databases. */
-int bookdb_writer_txn(BookTxn **out, BookWriter *w);
+JOSEKI_MUST_USE int bookdb_writer_txn(BookTxn **out, BookWriter *w);
 /* Commits the pending batch (no-op when nothing is pending). */
-int bookdb_writer_flush(BookWriter *w);
+JOSEKI_MUST_USE int bookdb_writer_flush(BookWriter *w);
 /* Number of batches committed so far. */
 uint64_t bookdb_writer_commits(const BookWriter *w);
 /* Discards the uncommitted batch and frees the writer. Accepts NULL. */
@@ -286,13 +287,13 @@ void bookdb_writer_set_tracking(BookWriter *w, bool on);
  * still holds changes_max of them, the next write overflows again.
  * BOOKDB_EREADONLY on a read transaction.
  */
-int bookdb_changes_enable(BookTxn *txn);
+JOSEKI_MUST_USE int bookdb_changes_enable(BookTxn *txn);
 /*
  * Fills *out with the log as txn sees it (its own writes included). Works on a
  * read or write transaction; a version-1 book opened read-only reads as OFF
  * and empty. BOOKDB_ECORRUPT if the stored state does not decode.
  */
-int bookdb_changes_info(BookChangesInfo *out, BookTxn *txn);
+JOSEKI_MUST_USE int bookdb_changes_info(BookChangesInfo *out, BookTxn *txn);
 /*
  * Iterates over the log entries with sequence number >= from, in sequence
  * order, as txn sees them. bookdb_changes_iter_next returns 1 and fills *seq
@@ -300,8 +301,8 @@ int bookdb_changes_info(BookChangesInfo *out, BookTxn *txn);
  * the wrong size). The iterator must be freed before txn ends, and, on a write
  * transaction, is invalidated by bookdb_changes_consume. Free accepts NULL.
  */
-int bookdb_changes_iter_open(BookChangesIter **out, BookTxn *txn, uint64_t from);
-int bookdb_changes_iter_next(BookChangesIter *it, uint64_t *seq, Key *key);
+JOSEKI_MUST_USE int bookdb_changes_iter_open(BookChangesIter **out, BookTxn *txn, uint64_t from);
+JOSEKI_MUST_USE int bookdb_changes_iter_next(BookChangesIter *it, uint64_t *seq, Key *key);
 void bookdb_changes_iter_free(BookChangesIter *it);
 /*
  * Deletes every entry with sequence number <= upto in the write transaction
@@ -311,7 +312,7 @@ void bookdb_changes_iter_free(BookChangesIter *it);
  * still continue from the last one given out. BOOKDB_EREADONLY on a read
  * transaction; on another error the transaction must be aborted.
  */
-int bookdb_changes_consume(BookTxn *txn, uint64_t upto);
+JOSEKI_MUST_USE int bookdb_changes_consume(BookTxn *txn, uint64_t upto);
 
 /* Puts the 16-byte big-endian key form (key_to_bytes) into out. */
 static inline void bookdb_key_bytes(Key k, uint8_t out[16])

@@ -14,6 +14,7 @@
 
 #include "bookdb/bookdb.h"
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 /* Called once per problem found: the record's key and what is wrong. */
 typedef void (*BookCheckFn)(void *ctx, Key key, const char *problem);
@@ -25,8 +26,8 @@ typedef void (*BookCheckFn)(void *ctx, Key key, const char *problem);
  * fault: a repair keeps the record without them) and rec holds it with the
  * faulty moves removed. rec and pos are scratch space.
  */
-int bookdb_check_record(Key key, const uint8_t *val, size_t len, BookRecord *rec, Position *pos,
-                        bool *moves_only, BookCheckFn fn, void *ctx);
+JOSEKI_MUST_USE int bookdb_check_record(Key key, const uint8_t *val, size_t len, BookRecord *rec,
+                                        Position *pos, bool *moves_only, BookCheckFn fn, void *ctx);
 
 typedef struct {
 	uint64_t records;  /* records read */
@@ -53,7 +54,7 @@ typedef struct {
  * (st says what it found), or a negative BOOKDB_* code with a message in err
  * (BOOKDB_ERRLEN bytes).
  */
-int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookCheckFn fn, void *ctx,
-                 char *err);
+JOSEKI_MUST_USE int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir,
+                                 BookCheckFn fn, void *ctx, char *err);
 
 #endif

@@ -27,6 +27,7 @@
 
 #include "bookdb/record.h"
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 enum {
 	BOOKDB_GAME_NONE = 0,
@@ -55,14 +56,15 @@ typedef struct {
  * Returns the length, or BOOKDB_EINVAL (winner out of range, packed_len not
  * 1..BOOKDB_PACKED_MAX, cap too small). n = 0 writes the legacy 8 bytes.
  */
-int bookdb_game_encode(uint8_t *out, size_t cap, uint8_t winner, const uint8_t *packed,
-                       size_t packed_len, uint16_t first_ply, const Move *moves, uint32_t n);
+JOSEKI_MUST_USE int bookdb_game_encode(uint8_t *out, size_t cap, uint8_t winner,
+                                       const uint8_t *packed, size_t packed_len, uint16_t first_ply,
+                                       const Move *moves, uint32_t n);
 
 /*
  * Decodes len bytes (any bytes) into g; g->moves points into in. Returns 0 or
  * BOOKDB_ECORRUPT (a length that fits neither form, a bad winner or field).
  */
-int bookdb_game_decode(BookGame *g, const uint8_t *in, size_t len);
+JOSEKI_MUST_USE int bookdb_game_decode(BookGame *g, const uint8_t *in, size_t len);
 
 /* Called per ply: the key of the position before the move, the move, and the
  * mover's result (1 win, 0 draw, -1 loss, 2 no result). */
@@ -74,6 +76,7 @@ typedef void (*BookGamePlyFn)(void *ctx, Key key, Move move, int result);
  * when the position does not unpack or set up, or a move is illegal (plies
  * before it have been reported).
  */
-int bookdb_game_replay(const BookGame *g, Position *pos, BookGamePlyFn fn, void *ctx);
+JOSEKI_MUST_USE int bookdb_game_replay(const BookGame *g, Position *pos, BookGamePlyFn fn,
+                                       void *ctx);
 
 #endif

@@ -38,6 +38,7 @@
 #include "bookdb/bookdb.h"
 #include "bookdb/keydir.h"
 #include "bookdb/record.h"
+#include "shogi/errors.h"
 
 typedef struct BookIndex BookIndex;
 
@@ -52,7 +53,7 @@ typedef struct BookIndex BookIndex;
  * order) or another error of the cursor; *out is then NULL and txn unchanged.
  * The caller frees the index with bookdb_index_free (see the lifetime above).
  */
-int bookdb_index_build(BookIndex **out, BookTxn *txn);
+JOSEKI_MUST_USE int bookdb_index_build(BookIndex **out, BookTxn *txn);
 /* Frees the index. Accepts NULL. */
 void bookdb_index_free(BookIndex *ix);
 
@@ -76,8 +77,9 @@ void bookdb_index_raw(const uint8_t **val, size_t *len, const BookIndex *ix, siz
 /* As bookdb_get_raw, bookdb_get_moves and bookdb_get, through the index:
  * BOOKDB_ENOTFOUND when key is not in it, BOOKDB_ECORRUPT from decoding. The
  * transaction must still be alive. */
-int bookdb_index_get_raw(const uint8_t **val, size_t *len, const BookIndex *ix, Key key);
-int bookdb_index_get_moves(BookRecord *out, const BookIndex *ix, Key key);
-int bookdb_index_get(BookRecord *out, const BookIndex *ix, Key key);
+JOSEKI_MUST_USE int bookdb_index_get_raw(const uint8_t **val, size_t *len, const BookIndex *ix,
+                                         Key key);
+JOSEKI_MUST_USE int bookdb_index_get_moves(BookRecord *out, const BookIndex *ix, Key key);
+JOSEKI_MUST_USE int bookdb_index_get(BookRecord *out, const BookIndex *ix, Key key);
 
 #endif

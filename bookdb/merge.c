@@ -646,9 +646,9 @@ static void on_source_progress(void *ctx, uint64_t done, uint64_t total)
 	p->opt->progress(p->opt->ctx, p->src, done, total);
 }
 
-int bookdb_merge_books(BookMergeStats *total, bool *ran_minimax, BookDB *dst,
-                       const char *const *srcs, size_t n, const BookMergeBooksOptions *opt,
-                       char *err)
+int bookdb_merge_books(BookMergeStats *total, bool *ran_minimax, const char *dst_dir,
+                       const BookDBOptions *dst_opt, const char *const *srcs, size_t n,
+                       const BookMergeBooksOptions *opt, char *err)
 {
 	memset(total, 0, sizeof *total);
 	*ran_minimax = false;
@@ -657,29 +657,40 @@ int bookdb_merge_books(BookMergeStats *total, bool *ran_minimax, BookDB *dst,
 	SourceProgress sp = {.opt = opt};
 	each.progress = opt->progress ? on_source_progress : NULL;
 	each.progress_ctx = &sp;
-	for (size_t k = 0; k < n; k++) {
-		BookDB *src = dst;
-		if (!bookdb_same_file(dst, srcs[k])) {
-			BookDBOptions ro = {.read_only = true};
-			int rc = bookdb_open(&src, srcs[k], &ro, err);
-			if (rc < 0) return rc;
-		}
+	BookDB *dst = NULL, **src = calloc(n ? n : 1, sizeof *src);
+	if (!src) return errmsg_set(err, BOOKDB_MERGE_ERRLEN, BOOKDB_ENOMEM, "out of memory");
+	/* The sources first: a missing one is found before dst is made. */
+	int rc = 0;
+	for (size_t k = 0; k < n && rc == 0; k++) {
+		if (bookdb_same_book(dst_dir, srcs[k])) continue; /* dst itself: opened below */
+		BookDBOptions ro = {.read_only = true};
+		rc = bookdb_open(&src[k], srcs[k], &ro, err);
+	}
+	if (rc == 0 && (rc = bookdb_open(&dst, dst_dir, dst_opt, err)) == BOOKDB_ENOBOOK &&
+	    each.dry_run) {
+		char msg[BOOKDB_MERGE_ERRLEN];
+		snprintf(msg, sizeof msg, "%s", err);
+		errmsg_set(err, BOOKDB_MERGE_ERRLEN, rc, "%s (a dry run creates no book)", msg);
+	}
+	for (size_t k = 0; k < n && rc == 0; k++) {
 		sp.src = srcs[k];
 		BookMergeStats st;
-		int rc = bookdb_merge(&st, dst, src, &each, err);
-		if (src != dst) bookdb_free(src);
+		rc = bookdb_merge(&st, dst, src[k] ? src[k] : dst, &each, err);
 		if (opt->source_done) opt->source_done(opt->ctx, srcs[k], &st, rc, err);
 		add_stats(total, &st);
-		if (rc < 0) return rc;
 	}
-	if (each.dry_run || !book_minimax_hook_set(&opt->minimax) ||
-	    !(total->added || total->changed || total->resumed))
-		return 0;
-	char msg[256];
-	msg[0] = 0;
-	if (book_minimax_hook_run(&opt->minimax, dst, msg, sizeof msg) < 0)
-		return errmsg_set(err, BOOKDB_MERGE_ERRLEN, BOOKDB_EIO, "minimax: %s: %s",
-		                  bookdb_dir(dst), msg);
-	*ran_minimax = true;
-	return 0;
+	for (size_t k = 0; k < n; k++) bookdb_free(src[k]);
+	free(src);
+	if (rc == 0 && !each.dry_run && book_minimax_hook_set(&opt->minimax) &&
+	    (total->added || total->changed || total->resumed)) {
+		char msg[256];
+		msg[0] = 0;
+		if (book_minimax_hook_run(&opt->minimax, dst, msg, sizeof msg) < 0)
+			rc = errmsg_set(err, BOOKDB_MERGE_ERRLEN, BOOKDB_EIO, "minimax: %s: %s",
+			                bookdb_dir(dst), msg);
+		else
+			*ran_minimax = true;
+	}
+	bookdb_free(dst);
+	return rc;
 }

@@ -23,6 +23,7 @@
 #include "bookdb/bookdb.h"
 #include "bookdb/minimax_hook.h"
 #include "bookdb/record.h"
+#include "shogi/errors.h"
 
 /* Which analysis wins when both records were thought about. */
 typedef enum {
@@ -99,8 +100,8 @@ typedef struct {
  * is left as it is. dry_run: dst may be read-only; nothing is written.
  * Returns 0 or a negative BOOKDB_ code with a message in err (BOOKDB_MERGE_ERRLEN).
  */
-int bookdb_merge(BookMergeStats *st, BookDB *dst, BookDB *src, const BookMergeOptions *opt,
-                 char *err);
+JOSEKI_MUST_USE int bookdb_merge(BookMergeStats *st, BookDB *dst, BookDB *src,
+                                 const BookMergeOptions *opt, char *err);
 
 /* How bookdb_merge_books merges several sources, and what it tells on the way. */
 typedef struct {
@@ -121,18 +122,20 @@ typedef struct {
 } BookMergeBooksOptions;
 
 /*
- * joseki merge: merges the books at srcs[0..n) into dst, one after the other
- * (each opened read-only, except a path naming dst's own book, which is merged
- * into itself), then runs the minimax hook (above). *total gets the sum of the
- * sources' figures (the first undecodable record is the first source's that
- * had one); *ran_minimax whether the hook ran. Stops at the first failure:
- * returns a negative BOOKDB_ code with the message in err
- * (BOOKDB_MERGE_ERRLEN): a source that does not open (its path named), a
- * failed merge (also passed to source_done), or BOOKDB_EIO with "minimax:
- * DST: ..." when the hook fails (the merge itself is then complete).
+ * joseki merge: merges the books at srcs[0..n) into the book at dst (opened
+ * with dst_opt, which may create it; read-only for a dry run), one after the
+ * other, then runs the minimax hook (above) on it. Every source is opened
+ * first, read-only (except a path naming dst's own book, which is merged into
+ * itself): one that does not open fails the run before dst is opened, made or
+ * written. *total gets the sum of the sources' figures (the first undecodable
+ * record is the first source's that had one); *ran_minimax whether the hook
+ * ran. Stops at the first failure: returns a negative BOOKDB_ code with the
+ * message in err (BOOKDB_MERGE_ERRLEN): a book that does not open (its path
+ * named), a failed merge (also passed to source_done), or BOOKDB_EIO with
+ * "minimax: DST: ..." when the hook fails (the merge itself is then complete).
  */
-int bookdb_merge_books(BookMergeStats *total, bool *ran_minimax, BookDB *dst,
-                       const char *const *srcs, size_t n, const BookMergeBooksOptions *opt,
-                       char *err);
+JOSEKI_MUST_USE int bookdb_merge_books(BookMergeStats *total, bool *ran_minimax, const char *dst,
+                                       const BookDBOptions *dst_opt, const char *const *srcs,
+                                       size_t n, const BookMergeBooksOptions *opt, char *err);
 
 #endif

@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "bookdb/bookdb.h"
+#include "shogi/errors.h"
 
 typedef struct {
 	/* Backs the values up over db (opened read-write, no transaction of the
@@ -34,8 +35,8 @@ static inline bool book_minimax_hook_set(const BookMinimaxHook *h)
 }
 
 /* Runs the hook: 0 when it is not set. */
-static inline int book_minimax_hook_run(const BookMinimaxHook *h, BookDB *db, char *err,
-                                        size_t errlen)
+JOSEKI_MUST_USE static inline int book_minimax_hook_run(const BookMinimaxHook *h, BookDB *db,
+                                                        char *err, size_t errlen)
 {
 	return book_minimax_hook_set(h) ? h->run(h->ctx, db, err, errlen) : 0;
 }

@@ -16,6 +16,7 @@
 
 #include "bookdb/bookdb.h"
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 /* True if move a ranks before move b in rec's order. */
 bool bookdb_move_better(const BookRecord *rec, const BookMove *a, const BookMove *b);
@@ -38,10 +39,11 @@ void bookdb_moves_sort(BookRecord *rec);
  * Returns 1 when the position is in the book, 0 when it is not (rec then holds
  * no moves and no flags), or a negative BOOKDB_* error (ECORRUPT ...).
  */
-int bookdb_query(BookRecord *rec, BookTxn *txn, const Position *pos);
+JOSEKI_MUST_USE int bookdb_query(BookRecord *rec, BookTxn *txn, const Position *pos);
 /* As bookdb_query; with_avoided ranks avoided moves as any other
  * (`query --with-avoided`). */
-int bookdb_query_ex(BookRecord *rec, BookTxn *txn, const Position *pos, bool with_avoided);
+JOSEKI_MUST_USE int bookdb_query_ex(BookRecord *rec, BookTxn *txn, const Position *pos,
+                                    bool with_avoided);
 
 /* The first legal move for pos of rec as bookdb_query left it (the book's
  * best), never an avoided one, or MOVE_NONE: what `joseki usi --book` and

@@ -16,6 +16,7 @@
 
 #include "shogi/position.h"
 #include "shogi/types.h"
+#include "shogi/errors.h"
 
 /* Most moves a record can hold (every legal move of any position fits). */
 #define BOOKDB_MAX_MOVES 600
@@ -77,7 +78,7 @@ void bookdb_record_init(BookRecord *rec, const Position *pos);
  * Sets pos to the record's position with move number min_ply (validated by
  * pos_set). Returns 0 or SHOGI_EILLEGAL with a message in err (may be NULL).
  */
-int bookdb_record_position(Position *pos, const BookRecord *rec, char *err);
+JOSEKI_MUST_USE int bookdb_record_position(Position *pos, const BookRecord *rec, char *err);
 
 /*
  * Packs a board, hands and side into out (at least BOOKDB_PACKED_MAX bytes).
@@ -85,22 +86,22 @@ int bookdb_record_position(Position *pos, const BookRecord *rec, char *err);
  * for a board that cannot be packed (more than one king per side, or more pieces
  * of a kind than the set has).
  */
-int bookdb_pack_position(uint8_t *out, const Piece board[SQ_NB], const Hand hand[COLOR_NB],
-                         Color side);
+JOSEKI_MUST_USE int bookdb_pack_position(uint8_t *out, const Piece board[SQ_NB],
+                                         const Hand hand[COLOR_NB], Color side);
 /*
  * Unpacks what bookdb_pack_position wrote. Never reads past in[len]. Returns the
  * number of bytes used, or BOOKDB_ECORRUPT for bytes that are not a packing of a
  * board with at most the pieces of one set.
  */
-int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side, const uint8_t *in,
-                           size_t len);
+JOSEKI_MUST_USE int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side,
+                                           const uint8_t *in, size_t len);
 
 /*
  * Encodes rec into out (cap bytes; BOOKDB_RECORD_MAX is always enough).
  * Returns the length, or BOOKDB_EINVAL (bad field: nmoves, source, min_ply) or
  * BOOKDB_ECORRUPT (board cannot be packed). Leaves rec untouched.
  */
-int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec);
+JOSEKI_MUST_USE int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec);
 
 /*
  * For rewriting a record's moves without unpacking and repacking its position:
@@ -109,23 +110,23 @@ int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec);
  * bookdb_record_encode_packed encodes rec as bookdb_record_encode but copies
  * those bytes instead of packing rec's position fields (which it does not read).
  */
-int bookdb_record_decode_head(BookRecord *rec, const uint8_t *in, size_t len);
-int bookdb_record_encode_packed(uint8_t *out, size_t cap, const BookRecord *rec,
-                                const uint8_t *packed, size_t packed_len);
+JOSEKI_MUST_USE int bookdb_record_decode_head(BookRecord *rec, const uint8_t *in, size_t len);
+JOSEKI_MUST_USE int bookdb_record_encode_packed(uint8_t *out, size_t cap, const BookRecord *rec,
+                                                const uint8_t *packed, size_t packed_len);
 
 /*
  * Decodes len bytes into rec. Any byte string may be passed: the result is 0, or
  * BOOKDB_ECORRUPT (truncated, trailing bytes, unknown flags, out-of-range field).
  * Does not check that the position or the moves are legal (bookdb check does).
  */
-int bookdb_record_decode(BookRecord *rec, const uint8_t *in, size_t len);
+JOSEKI_MUST_USE int bookdb_record_decode(BookRecord *rec, const uint8_t *in, size_t len);
 
 /*
  * As bookdb_record_decode but leaves the position fields (board, hand, side)
  * untouched and does not check the packing: for lookups by a caller that
  * already has the position. Still safe on any bytes.
  */
-int bookdb_record_decode_moves(BookRecord *rec, const uint8_t *in, size_t len);
+JOSEKI_MUST_USE int bookdb_record_decode_moves(BookRecord *rec, const uint8_t *in, size_t len);
 
 /* Nodes as stored: the 8-bit code and its decoded value (rounded down). */
 uint8_t bookdb_nodes_code(uint64_t nodes);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "bookdb/bookdb.h"
+#include "shogi/errors.h"
 
 typedef struct {
 	bool scanned; /* thought, moves, leaves and corrupt were counted (the whole-book scan) */
@@ -29,7 +30,7 @@ typedef struct {
 
 /* Fills st from txn's snapshot of db; the scan only when full. Returns 0 or a
  * negative BOOKDB_* code. */
-int bookdb_stats(BookStats *st, BookDB *db, BookTxn *txn, bool full);
+JOSEKI_MUST_USE int bookdb_stats(BookStats *st, BookDB *db, BookTxn *txn, bool full);
 
 /* One timed run of the lookup benchmark. */
 typedef struct {
@@ -55,8 +56,8 @@ typedef struct {
  * BOOKDB_ECORRUPT when a lookup fails, or the store's error, with a message in
  * err (BOOKDB_ERRLEN bytes).
  */
-int bookdb_bench_lookups(BookLookupBench *out, BookTxn *txn, BookRecord *rec, uint64_t n,
-                         char *err);
+JOSEKI_MUST_USE int bookdb_bench_lookups(BookLookupBench *out, BookTxn *txn, BookRecord *rec,
+                                         uint64_t n, char *err);
 
 /* The `stats --json` object (the scan's fields null without it); NULL when
  * out of memory. */

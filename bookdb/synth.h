@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "bookdb/bookdb.h"
+#include "shogi/errors.h"
 
 #define BOOKDB_SYNTH_BATCH 1000000 /* puts per committed transaction by default */
 
@@ -47,6 +48,7 @@ typedef struct {
  * with a message in err (BOOKDB_ERRLEN bytes); batches committed before a
  * failure stay.
  */
-int bookdb_synth(BookSynthStats *st, BookDB *db, const BookSynthOptions *opt, char *err);
+JOSEKI_MUST_USE int bookdb_synth(BookSynthStats *st, BookDB *db, const BookSynthOptions *opt,
+                                 char *err);
 
 #endif

@@ -30,6 +30,7 @@
 
 #include "bookgen/selector.h"
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 typedef enum {
 	PLAN_COVER = 0,
@@ -66,8 +67,8 @@ typedef struct Plan Plan;
  * may be NULL) naming a root that does not parse or a bad weight, or
  * SEL_ENOMEM.
  */
-int plan_new(Plan **out, Selector *sel, const PlanOptions *opt, const char *const *specs,
-             const double *weights, int n, char *err);
+JOSEKI_MUST_USE int plan_new(Plan **out, Selector *sel, const PlanOptions *opt,
+                             const char *const *specs, const double *weights, int n, char *err);
 void plan_free(Plan *p);
 
 /*
@@ -76,10 +77,10 @@ void plan_free(Plan *p);
  * or a negative SEL_* code. The leaf is not leased: the caller leases it when
  * it hands it out (sel_lease), before the next call.
  */
-int plan_next(Plan *p, SelLeaf *leaf, Position *pos);
+JOSEKI_MUST_USE int plan_next(Plan *p, SelLeaf *leaf, Position *pos);
 
 /* Roots of the plan; the SFEN of root r as added; leaves handed out under it. */
-int plan_nroots(const Plan *p);
+JOSEKI_MUST_USE int plan_nroots(const Plan *p);
 const char *plan_root_sfen(const Plan *p, int r);
 size_t plan_served(const Plan *p, int r);
 

@@ -81,6 +81,6 @@ typedef struct {
  * is reached or the stop flag is raised. Returns 0, or a THINK_E* code with a
  * message in err (THINK_ERRLEN bytes, may be NULL).
  */
-int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err);
+JOSEKI_MUST_USE int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err);
 
 #endif

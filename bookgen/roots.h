@@ -38,21 +38,21 @@ typedef struct {
 void roots_free(RootList *r);
 
 /* Appends a copy of spec. 0 or ROOTS_ENOMEM. */
-int roots_add(RootList *r, const char *spec);
+JOSEKI_MUST_USE int roots_add(RootList *r, const char *spec);
 
 /* Appends a copy of spec with its weight (> 0). 0 or ROOTS_ENOMEM. */
-int roots_add_weighted(RootList *r, const char *spec, double weight);
+JOSEKI_MUST_USE int roots_add_weighted(RootList *r, const char *spec, double weight);
 
 /* Appends pos as an SFEN (e.g. from ingest's replay_file_positions, which
  * walks game records for --from-kifu). 0 or ROOTS_ENOMEM. */
-int roots_add_position(RootList *r, const Position *pos);
+JOSEKI_MUST_USE int roots_add_position(RootList *r, const Position *pos);
 
 /*
  * Appends one position spec a line of path (blank lines and # comments
  * skipped), each checked to parse. Returns 0, or ROOTS_EINPUT with err naming
  * the file and line, or ROOTS_ENOMEM.
  */
-int roots_from_lines(RootList *r, const char *path, char *err);
+JOSEKI_MUST_USE int roots_from_lines(RootList *r, const char *path, char *err);
 
 /*
  * Roots from the ingested games (the book's games database, whose entries
@@ -64,8 +64,8 @@ int roots_from_lines(RootList *r, const char *path, char *err);
  * ROOTS_EBOOK (err says why) or ROOTS_ENOMEM; an entry that does not decode
  * is counted as legacy (check reports it).
  */
-int roots_from_games(RootList *r, BookDB *db, size_t n, int ply, size_t *short_games,
-                     size_t *legacy_games, char *err);
+JOSEKI_MUST_USE int roots_from_games(RootList *r, BookDB *db, size_t n, int ply,
+                                     size_t *short_games, size_t *legacy_games, char *err);
 
 /*
  * Shiba's extension: appends the children, by a move played in ingested games,
@@ -73,7 +73,7 @@ int roots_from_games(RootList *r, BookDB *db, size_t n, int ply, size_t *short_g
  * by SFEN, so the order is stable). Returns 0, or ROOTS_EBOOK (err says why) or
  * ROOTS_ENOMEM; a record that does not decode is skipped (check reports it).
  */
-int roots_from_extension(RootList *r, BookDB *db, char *err);
+JOSEKI_MUST_USE int roots_from_extension(RootList *r, BookDB *db, char *err);
 
 /*
  * The root queue kept in the book (joseki extend; think_run takes it first).
@@ -86,18 +86,18 @@ int roots_from_extension(RootList *r, BookDB *db, char *err);
 
 /* Queues pos in the write transaction txn; *added (may be NULL) tells whether
  * it was new. 0 or a negative BOOKDB_* code (txn must then be aborted). */
-int roots_queue_add(BookTxn *txn, const Position *pos, bool *added);
+JOSEKI_MUST_USE int roots_queue_add(BookTxn *txn, const Position *pos, bool *added);
 
 /* Appends the queued positions that are not thought yet, in queue order.
  * Returns 0, or ROOTS_EBOOK / ROOTS_ENOMEM with err (ROOTS_ERRLEN) saying why. */
-int roots_queue_load(RootList *r, BookTxn *txn, char *err);
+JOSEKI_MUST_USE int roots_queue_load(RootList *r, BookTxn *txn, char *err);
 
 /* roots_queue_load in a read transaction of its own; on failure the list is
  * freed (emptied). 0, or ROOTS_EBOOK / ROOTS_ENOMEM with err saying why. */
-int roots_queue_read(RootList *r, BookDB *db, char *err);
+JOSEKI_MUST_USE int roots_queue_read(RootList *r, BookDB *db, char *err);
 
 /* Removes the queued positions that are thought (write transaction txn);
  * *left (may be NULL) gets how many stay queued. 0 or a negative BOOKDB_* code. */
-int roots_queue_drop_thought(BookTxn *txn, size_t *left);
+JOSEKI_MUST_USE int roots_queue_drop_thought(BookTxn *txn, size_t *left);
 
 #endif

@@ -95,9 +95,9 @@ typedef struct {
 typedef struct Selector Selector;
 
 /* An empty selector (opt may be NULL: defaults). */
-int sel_new(Selector **out, const SelOptions *opt);
+JOSEKI_MUST_USE int sel_new(Selector **out, const SelOptions *opt);
 /* Loads every position of the book (one read transaction). */
-int sel_load(Selector *s, BookDB *db);
+JOSEKI_MUST_USE int sel_load(Selector *s, BookDB *db);
 /*
  * Lazy mode instead of sel_load: a position is read from db the first time
  * the selector meets its key (then kept), so the first selection costs only
@@ -107,22 +107,22 @@ int sel_load(Selector *s, BookDB *db);
  * background thread (its own read transaction) builds a filter of the book's
  * keys meanwhile; once ready, keys it rules out skip the LMDB lookup.
  */
-int sel_attach(Selector *s, BookDB *db);
+JOSEKI_MUST_USE int sel_attach(Selector *s, BookDB *db);
 void sel_free(Selector *s);
 
 /* Adds a root position (key and side to move). Returns its index or an error. */
-int sel_add_root(Selector *s, Key key, Color side);
+JOSEKI_MUST_USE int sel_add_root(Selector *s, Key key, Color side);
 
 /*
  * Records a newly thought position (rec with BOOKDB_REC_THOUGHT, its position
  * and evaluated moves) or a new version of one; releases its lease and clears
  * the bounds of its ancestors.
  */
-int sel_add_result(Selector *s, Key key, const BookRecord *rec);
+JOSEKI_MUST_USE int sel_add_result(Selector *s, Key key, const BookRecord *rec);
 
 /* Marks key as being thought about (absent for selection) / no longer. */
-int sel_lease(Selector *s, Key key);
-int sel_release(Selector *s, Key key);
+JOSEKI_MUST_USE int sel_lease(Selector *s, Key key);
+JOSEKI_MUST_USE int sel_release(Selector *s, Key key);
 bool sel_is_leased(const Selector *s, Key key);
 /* True when key is a thought position of the graph. */
 bool sel_is_thought(const Selector *s, Key key);
@@ -132,7 +132,7 @@ bool sel_is_thought(const Selector *s, Key key);
  * selectable leaf (everything thought, leased or banned). Roots are taken in
  * turn. Does not lease the leaf (the caller does, when it sends it).
  */
-int sel_select(SelLeaf *out, Selector *s);
+JOSEKI_MUST_USE int sel_select(SelLeaf *out, Selector *s);
 
 /*
  * Sets pos to the leaf: root_sfen (the SFEN of the leaf's root, as given to
@@ -140,7 +140,7 @@ int sel_select(SelLeaf *out, Selector *s);
  * SEL_EINVAL when the SFEN does not parse or a move is illegal (a leaf of
  * another root); pos is then unspecified.
  */
-int sel_leaf_position(Position *pos, const char *root_sfen, const SelLeaf *leaf);
+JOSEKI_MUST_USE int sel_leaf_position(Position *pos, const char *root_sfen, const SelLeaf *leaf);
 
 /*
  * Every selectable leaf within window centipawns (see SelBatchMode) of the
@@ -148,12 +148,12 @@ int sel_leaf_position(Position *pos, const char *root_sfen, const SelLeaf *leaf)
  * thought or leased; at most max. book_side: the side restricted to its best
  * moves in SEL_BATCH_SQRT (-1: each root's side to move). Returns the count.
  */
-int sel_select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatchMode mode,
-                     int book_side);
+JOSEKI_MUST_USE int sel_select_batch(SelLeaf *out, size_t max, Selector *s, int window,
+                                     SelBatchMode mode, int book_side);
 
 /* sel_select_batch for root r alone (0 <= r < sel_nroots). */
-int sel_select_batch_root(SelLeaf *out, size_t max, Selector *s, int r, int window,
-                          SelBatchMode mode, int book_side);
+JOSEKI_MUST_USE int sel_select_batch_root(SelLeaf *out, size_t max, Selector *s, int r, int window,
+                                          SelBatchMode mode, int book_side);
 
 /*
  * The SEL_BATCH_COVER batch of root r, walking to the depth where `want`
@@ -161,18 +161,18 @@ int sel_select_batch_root(SelLeaf *out, size_t max, Selector *s, int r, int wind
  * first), at most max: a caller that hands leaves out one at a time searches
  * once a level rather than once every `want` leaves.
  */
-int sel_select_cover(SelLeaf *out, size_t max, size_t want, Selector *s, int r, int window,
-                     int book_side);
+JOSEKI_MUST_USE int sel_select_cover(SelLeaf *out, size_t max, size_t want, Selector *s, int r,
+                                     int window, int book_side);
 
 /* sel_select for root r alone: 1 (out filled), 0 (nothing selectable), or an error. */
-int sel_select_root(SelLeaf *out, Selector *s, int r);
+JOSEKI_MUST_USE int sel_select_root(SelLeaf *out, Selector *s, int r);
 
 /* Roots added so far. */
-int sel_nroots(const Selector *s);
+JOSEKI_MUST_USE int sel_nroots(const Selector *s);
 
 /* Value of root r from its side to move (full search); *has_leaf false when
  * nothing is selectable below it. */
-int sel_root_value(int *value, bool *has_leaf, Selector *s, int r);
+JOSEKI_MUST_USE int sel_root_value(int *value, bool *has_leaf, Selector *s, int r);
 
 void sel_get_stats(SelStats *out, const Selector *s);
 

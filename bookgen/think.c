@@ -92,7 +92,8 @@ static void *worker(void *arg)
 		int rc =
 		    search_analyse(s->engine, &s->res, s->pos, &t->opt->budget, t->opt->multipv);
 		if (rc < 0)
-			snprintf(s->errmsg, sizeof s->errmsg, "%s", search_last_error(s->engine));
+			errmsg_set(s->errmsg, sizeof s->errmsg, 0, "%s",
+			           search_last_error(s->engine));
 		double dt = clock_ms_f() - t0;
 		pthread_mutex_lock(&t->mu);
 		s->rc = rc;
@@ -258,7 +259,7 @@ static void collect(Think *t, Slot *s)
 			return;
 		}
 		t->out->failed++;
-		snprintf(t->last_error, sizeof t->last_error, "%s", s->errmsg);
+		errmsg_set(t->last_error, sizeof t->last_error, 0, "%s", s->errmsg);
 		if (++t->consecutive_failures >= 3 * t->n)
 			t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EENGINE,
 			                    "think: engines keep failing: %.200s", s->errmsg);

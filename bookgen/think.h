@@ -80,13 +80,14 @@ typedef struct {
  * with a message in err (THINK_ERRLEN bytes, may be NULL); the writer's
  * transaction must then be discarded.
  */
-int think_store(BookWriter *w, Selector *sel, BookRecord *rec, Key key, const Position *pos,
-                const SearchResult *res, const SearchBudget *budget, char *err);
+JOSEKI_MUST_USE int think_store(BookWriter *w, Selector *sel, BookRecord *rec, Key key,
+                                const Position *pos, const SearchResult *res,
+                                const SearchBudget *budget, char *err);
 
 /* Runs the loop on db (opened read-write). The positions queued in the book
  * (joseki extend, roots_queue_load) not thought yet come first, in queue
  * order, then opt->first, then the selector. err: THINK_ERRLEN bytes, may be
  * NULL. */
-int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err);
+JOSEKI_MUST_USE int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err);
 
 #endif

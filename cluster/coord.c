@@ -268,7 +268,9 @@ void coord_free(Coord *c)
 {
 	if (!c) return;
 	minimax_collect(c, true, NULL);
-	if (!c->broken && c->w) bookdb_writer_flush(c->w);
+	/* Nothing to report to: a batch that fails here is lost as a crash loses
+	 * it, its leases restored from the book and handed out again. */
+	if (!c->broken && c->w) (void)bookdb_writer_flush(c->w);
 	bookdb_writer_free(c->w);
 	sel_free(c->sel);
 	for (size_t i = 0; i < c->nleases; i++) free(c->leases[i].pos);
@@ -526,7 +528,10 @@ static int classify(Coord *c, const Lease *l, const CoordResult *r, char *err)
 /* Stores one checked result of lease l (position i). */
 static int store(Coord *c, Lease *l, int i, const CoordResult *r, int64_t now, char *err)
 {
-	sfen_parse(c->pos, l->pos[i].sfen, NULL, NULL);
+	char perr[SHOGI_ERRLEN]; /* it parsed in classify already */
+	if (sfen_parse(c->pos, l->pos[i].sfen, NULL, perr) < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "lease position %d: %s", i,
+		                  perr);
 	c->res->nlines = r->nlines < SEARCH_MULTIPV_MAX ? r->nlines : SEARCH_MULTIPV_MAX;
 	for (int m = 0; m < c->res->nlines; m++)
 		check_line(c, &c->res->lines[m], &r->lines[m], "", m, NULL);

@@ -164,7 +164,7 @@ typedef struct Coord Coord;
 /* Loads the selector over db (opened read-write; it must outlive the Coord),
  * restores the leases and tries kept in the book. 0 or a negative code with a
  * message in err (COORD_ERRLEN bytes, may be NULL). */
-int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err);
+JOSEKI_MUST_USE int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err);
 /* Commits what is pending and frees c. Accepts NULL. */
 void coord_free(Coord *c);
 
@@ -172,19 +172,20 @@ void coord_free(Coord *c);
  * first (not to the worker whose try of them failed last), then new leaves.
  * Returns the count (0: no work now; no lease made) or a negative code. The
  * lease is durable only after coord_commit. */
-int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int64_t now_ms,
-                  char *err);
+JOSEKI_MUST_USE int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max,
+                                  int64_t now_ms, char *err);
 
 /* Applies a submission for lease id: every result is checked first (key in the
  * lease, moves legal in its position, values in range); any problem returns
  * COORD_EINVAL with a message and changes nothing. Results for positions
  * already analysed are ignored; late ones (lease expired) are taken. Returns
  * the number of results stored. */
-int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult *res, size_t n,
-                 int64_t now_ms, char *err);
+JOSEKI_MUST_USE int coord_submit(Coord *c, uint64_t id, const CoordWorker *w,
+                                 const CoordResult *res, size_t n, int64_t now_ms, char *err);
 
 /* Returns the lease's pending positions to the queue (no failed try). */
-int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, char *err);
+JOSEKI_MUST_USE int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms,
+                                char *err);
 
 /* Expires leases (each pending position: a failed try; back to the queue or,
  * at COORD_MAX_TRIES, set aside), forgets old leases, commits, and starts the
@@ -194,18 +195,18 @@ int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, cha
  * every 100 ms. Returns 0; COORD_EBOOK (the Coord is broken); or
  * COORD_EMINIMAX when a minimax run that ended failed (message in err):
  * everything else was done and committed, the Coord goes on. */
-int coord_tick(Coord *c, int64_t now_ms, char *err);
+JOSEKI_MUST_USE int coord_tick(Coord *c, int64_t now_ms, char *err);
 
 /* Waits for a minimax run in progress (coord_free does too). 0, or
  * COORD_EMINIMAX with its message. */
-int coord_minimax_wait(Coord *c, char *err);
+JOSEKI_MUST_USE int coord_minimax_wait(Coord *c, char *err);
 
 /* Commits the pending writes (the work state and results of the requests
  * applied since the last commit). */
-int coord_commit(Coord *c, char *err);
+JOSEKI_MUST_USE int coord_commit(Coord *c, char *err);
 
 /* A snapshot of the state; free with coord_status_free. */
-int coord_status(Coord *c, CoordStatus *out, int64_t now_ms);
+JOSEKI_MUST_USE int coord_status(Coord *c, CoordStatus *out, int64_t now_ms);
 void coord_status_free(CoordStatus *st);
 
 /* The limits workers are to use (from the options). */

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "bookdb/bookdb.h"
+#include "shogi/errors.h"
 
 #define COORD_HIST_TIERS 3
 #define COORD_HIST_FACTOR1 15  /* steps in a tier-1 point */
@@ -70,8 +71,8 @@ size_t coord_hist_encode(uint8_t *out, const CoordHistPoint *p);
  * lengths, version, tier, a line with other bytes than USI moves and
  * spaces). Any bytes may be passed (fuzzed: tests/fuzz/fuzz_coord_history.c).
  */
-int coord_hist_decode(CoordHistPoint *p, const uint8_t *key, size_t klen, const uint8_t *val,
-                      size_t vlen);
+JOSEKI_MUST_USE int coord_hist_decode(CoordHistPoint *p, const uint8_t *key, size_t klen,
+                                      const uint8_t *val, size_t vlen);
 
 /* The span of a tier's points in seconds, for a step of step_s seconds. */
 int64_t coord_hist_span(int tier, int step_s);
@@ -84,7 +85,8 @@ int64_t coord_hist_span(int tier, int step_s);
  * Points that do not decode are skipped and counted in *bad (may be NULL).
  * Returns the count or a negative BOOKDB_ code.
  */
-int coord_history_read(CoordHistPoint **out, BookTxn *txn, int64_t since, size_t *bad);
+JOSEKI_MUST_USE int coord_history_read(CoordHistPoint **out, BookTxn *txn, int64_t since,
+                                       size_t *bad);
 
 /*
  * Stores p (tier 0) in the write transaction txn and keeps the tiers: a
@@ -94,6 +96,6 @@ int coord_history_read(CoordHistPoint **out, BookTxn *txn, int64_t since, size_t
  * step p was taken at. 0 or a negative BOOKDB_ code (the transaction must
  * then be aborted).
  */
-int coord_history_put(BookTxn *txn, CoordHistPoint *p, int step_s);
+JOSEKI_MUST_USE int coord_history_put(BookTxn *txn, CoordHistPoint *p, int step_s);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * cluster/worker.h — the cluster worker (issue 14, `joseki worker`): a
+ * cluster/worker.h — the cluster worker (`joseki worker`): a
  * stateless client of a coordinator (`joseki serve BOOK --work`) that leases
  * positions over HTTP/JSON, thinks them with N search cores (one thread each)
  * and submits the engines' lines. The wire protocol is docs/worker.md.
@@ -113,13 +113,13 @@ typedef struct {
  * with a message in err (WORKER_ERRLEN bytes, may be NULL). *out is filled
  * in every case.
  */
-int worker_run(WorkerStats *out, const WorkerOptions *opt, char *err);
+JOSEKI_MUST_USE int worker_run(WorkerStats *out, const WorkerOptions *opt, char *err);
 
 /*
  * Reads a token file: the first line, blanks around it removed. 0 with the
  * token in out (WORKER_TOKEN_MAX bytes), or WORKER_EINVAL with a message
  * naming the file (missing, unreadable, empty, too long, not printable).
  */
-int worker_read_token(char *out, const char *path, char *err);
+JOSEKI_MUST_USE int worker_read_token(char *out, const char *path, char *err);
 
 #endif

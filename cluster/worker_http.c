@@ -114,7 +114,8 @@ static void post(Worker *w, const char *path, const char *body, double timeout_s
 	CURLcode c = curl_easy_perform(w->h);
 	r->recv_ms = unix_ms();
 	if (c != CURLE_OK) {
-		if (!r->cerr[0]) snprintf(r->cerr, sizeof r->cerr, "%s", curl_easy_strerror(c));
+		if (!r->cerr[0])
+			errmsg_set(r->cerr, sizeof r->cerr, 0, "%s", curl_easy_strerror(c));
 		return;
 	}
 	curl_easy_getinfo(w->h, CURLINFO_RESPONSE_CODE, &r->status);
@@ -240,12 +241,12 @@ int wk_acquire(Worker *w, int max)
 	long st = w->r.status;
 	if (st == 200) {
 		WorkerLease wl;
-		char perr[256];
-		if (worker_lease_parse(&wl, w->r.body ? w->r.body : "", w->r.len, max, perr,
-		                       sizeof perr) < 0) {
+		char perr[WORKER_LEASE_ERRLEN];
+		if (worker_lease_parse(&wl, w->r.body ? w->r.body : "", w->r.len, max, perr) < 0) {
 			w->r.retry_after = -1;
 			w->r.status = 0;
-			snprintf(w->r.cerr, sizeof w->r.cerr, "unreadable lease: %.200s", perr);
+			errmsg_set(w->r.cerr, sizeof w->r.cerr, 0, "unreadable lease: %.200s",
+			           perr);
 			server_trouble(w, "acquire");
 			return 0;
 		}

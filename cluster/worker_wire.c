@@ -11,25 +11,13 @@
  *   {"key": "...", "failed": "engine exited unexpectedly"}
  */
 #include "cluster/worker_wire.h"
+#include "shogi/errmsg.h"
 
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
 
 static bool id_ok(const char *s)
 {
@@ -70,30 +58,31 @@ void worker_lease_free(WorkerLease *l)
 	l->n = 0;
 }
 
-int worker_lease_parse(WorkerLease *out, const char *body, size_t len, int max, char *err,
-                       size_t errlen)
+int worker_lease_parse(WorkerLease *out, const char *body, size_t len, int max, char *err)
 {
 	memset(out, 0, sizeof *out);
 	json_error_t je;
 	json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-	if (!root) return fail(err, errlen, "lease: bad JSON: %s", je.text);
+	if (!root) return errmsg_set(err, WORKER_LEASE_ERRLEN, -1, "lease: bad JSON: %s", je.text);
 	int rc = -1;
 	json_t *id = json_object_get(root, "lease"), *ps = json_object_get(root, "positions");
 	json_t *limits = json_object_get(root, "limits"),
 	       *exp = json_object_get(root, "expires_in");
 	if (!json_is_object(root)) {
-		fail(err, errlen, "lease: not a JSON object");
+		errmsg_set(err, WORKER_LEASE_ERRLEN, -1, "lease: not a JSON object");
 		goto done;
 	}
 	if (!json_is_string(id) || !id_ok(json_string_value(id))) {
-		fail(err, errlen, "lease: \"lease\" is not an id of 1..%d letters, digits, - or _",
-		     WORKER_LEASE_ID_MAX - 1);
+		errmsg_set(err, WORKER_LEASE_ERRLEN, -1,
+		           "lease: \"lease\" is not an id of 1..%d letters, digits, - or _",
+		           WORKER_LEASE_ID_MAX - 1);
 		goto done;
 	}
 	snprintf(out->id, sizeof out->id, "%s", json_string_value(id));
 	if (exp && json_is_number(exp)) out->expires_in = json_number_value(exp);
 	if (!json_is_object(limits)) {
-		fail(err, errlen, "lease %s: \"limits\" is not an object", out->id);
+		errmsg_set(err, WORKER_LEASE_ERRLEN, -1, "lease %s: \"limits\" is not an object",
+		           out->id);
 		goto done;
 	}
 	static const struct {
@@ -105,8 +94,9 @@ int worker_lease_parse(WorkerLease *out, const char *body, size_t len, int max, 
 	for (int k = 0; k < 3; k++) {
 		long long v = limit_of(limits, KINDS[k].name);
 		if (v < 0) {
-			fail(err, errlen, "lease %s: limits.%s is not a number >= 0", out->id,
-			     KINDS[k].name);
+			errmsg_set(err, WORKER_LEASE_ERRLEN, -1,
+			           "lease %s: limits.%s is not a number >= 0", out->id,
+			           KINDS[k].name);
 			goto done;
 		}
 		if (v > 0 && !out->budget.kind) {
@@ -115,24 +105,27 @@ int worker_lease_parse(WorkerLease *out, const char *body, size_t len, int max, 
 		}
 	}
 	if (!out->budget.kind) {
-		fail(err, errlen, "lease %s: limits hold none of nodes, movetime, depth", out->id);
+		errmsg_set(err, WORKER_LEASE_ERRLEN, -1,
+		           "lease %s: limits hold none of nodes, movetime, depth", out->id);
 		goto done;
 	}
 	long long mpv = limit_of(limits, "multipv");
 	if (mpv < 0) {
-		fail(err, errlen, "lease %s: limits.multipv is not a number", out->id);
+		errmsg_set(err, WORKER_LEASE_ERRLEN, -1, "lease %s: limits.multipv is not a number",
+		           out->id);
 		goto done;
 	}
 	out->multipv = mpv < 1 ? 1 : mpv > SEARCH_MULTIPV_MAX ? SEARCH_MULTIPV_MAX : (int)mpv;
 	if (max > WORKER_LEASE_MAX) max = WORKER_LEASE_MAX;
 	if (!json_is_array(ps) || json_array_size(ps) < 1 || json_array_size(ps) > (size_t)max) {
-		fail(err, errlen, "lease %s: \"positions\" is not an array of 1..%d entries",
-		     out->id, max);
+		errmsg_set(err, WORKER_LEASE_ERRLEN, -1,
+		           "lease %s: \"positions\" is not an array of 1..%d entries", out->id,
+		           max);
 		goto done;
 	}
 	size_t n = json_array_size(ps);
 	if (!(out->pos = calloc(n, sizeof *out->pos))) {
-		fail(err, errlen, "lease %s: out of memory", out->id);
+		errmsg_set(err, WORKER_LEASE_ERRLEN, -1, "lease %s: out of memory", out->id);
 		goto done;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -141,19 +134,20 @@ int worker_lease_parse(WorkerLease *out, const char *body, size_t len, int max, 
 		if (!json_is_string(sfen) || !json_string_length(sfen) ||
 		    json_string_length(sfen) > 1000 ||
 		    strlen(json_string_value(sfen)) != json_string_length(sfen)) {
-			fail(err, errlen, "lease %s: positions[%zu].sfen is not a position",
-			     out->id, i);
+			errmsg_set(err, WORKER_LEASE_ERRLEN, -1,
+			           "lease %s: positions[%zu].sfen is not a position", out->id, i);
 			goto done;
 		}
 		if (!json_is_string(key) || !key_ok(json_string_value(key))) {
-			fail(err, errlen,
-			     "lease %s: positions[%zu].key is not 32 lowercase hex digits", out->id,
-			     i);
+			errmsg_set(err, WORKER_LEASE_ERRLEN, -1,
+			           "lease %s: positions[%zu].key is not 32 lowercase hex digits",
+			           out->id, i);
 			goto done;
 		}
 		memcpy(out->pos[i].key, json_string_value(key), KEY_HEX_LEN);
 		if (!(out->pos[i].sfen = strdup(json_string_value(sfen)))) {
-			fail(err, errlen, "lease %s: out of memory", out->id);
+			errmsg_set(err, WORKER_LEASE_ERRLEN, -1, "lease %s: out of memory",
+			           out->id);
 			goto done;
 		}
 		out->n = (int)i + 1;

@@ -11,6 +11,7 @@
 
 #include "search/search.h"
 #include "shogi/zobrist.h"
+#include "shogi/errors.h"
 
 /* Longest lease id kept (the protocol's are 16 hex digits). */
 #define WORKER_LEASE_ID_MAX 64
@@ -31,16 +32,19 @@ typedef struct {
 	WorkerLeasePos *pos; /* n of them */
 } WorkerLease;
 
+/* Size of worker_lease_parse's message buffer. */
+#define WORKER_LEASE_ERRLEN 256
+
 /*
  * Parses a 200 answer of POST /v1/work/acquire. The lease id must be 1..63
  * characters of [0-9A-Za-z_-] (it goes into a URL), positions 1..max entries
  * with a string sfen and a 32-hex-digit key, limits at least one positive
  * nodes/movetime/depth. 0 with *out filled (worker_lease_free it), or -1 with
- * a message in err (errlen bytes) saying which field is wrong; *out needs no
- * freeing then.
+ * a message in err (WORKER_LEASE_ERRLEN bytes, may be NULL) saying which
+ * field is wrong; *out needs no freeing then.
  */
-int worker_lease_parse(WorkerLease *out, const char *body, size_t len, int max, char *err,
-                       size_t errlen);
+JOSEKI_MUST_USE int worker_lease_parse(WorkerLease *out, const char *body, size_t len, int max,
+                                       char *err);
 void worker_lease_free(WorkerLease *l);
 
 /*

@@ -67,7 +67,8 @@ void *ing_feeder_main(void *arg)
 {
 	Pipe *p = arg;
 	WalkOptions wo = {.file = feed_unit, .dir = feed_dir, .ctx = p};
-	walk_inputs(p->inputs, p->ninputs, &wo, &p->walk);
+	/* The walk stops early only on p->abort, whose setter has said why. */
+	(void)walk_inputs(p->inputs, p->ninputs, &wo, &p->walk);
 	pthread_mutex_lock(&p->mu);
 	p->files_seen = p->walk.files;
 	p->feed_done = true;

@@ -1,6 +1,7 @@
 /* ingest/fetch.c — floodgate's daily archives into a local cache (see fetch.h). */
 #include "ingest/fetch.h"
 #include "shogi/clock.h"
+#include "shogi/errmsg.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -208,19 +209,17 @@ static bool file_size(const char *path, uint64_t *size)
 
 /* ---- archive check ---- */
 
-long fetch_verify_archive(const char *path, char *err, size_t errlen)
+long fetch_verify_archive(const char *path, char *err)
 {
 	struct archive *a = archive_read_new();
-	if (!a) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
+	if (!a) return errmsg_set(err, FETCH_ERRLEN, -1, "out of memory");
 	/* Floodgate's daily archives are 7z; anything else (an HTML error page
 	 * served with 200, say) is not one. */
 	archive_read_support_format_7zip(a);
 	long n = -1;
 	if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
-		snprintf(err, errlen, "not a readable 7z archive: %s", archive_error_string(a));
+		errmsg_set(err, FETCH_ERRLEN, -1, "not a readable 7z archive: %s",
+		           archive_error_string(a));
 		goto out;
 	}
 	long count = 0;
@@ -229,8 +228,9 @@ long fetch_verify_archive(const char *path, char *err, size_t errlen)
 		int r = archive_read_next_header(a, &e);
 		if (r == ARCHIVE_EOF) break;
 		if (r < ARCHIVE_WARN) {
-			snprintf(err, errlen, "archive unreadable after %ld entries: %s", count,
-			         archive_error_string(a));
+			errmsg_set(err, FETCH_ERRLEN, -1,
+			           "archive unreadable after %ld entries: %s", count,
+			           archive_error_string(a));
 			goto out;
 		}
 		const char *name = archive_entry_pathname(e);
@@ -243,8 +243,8 @@ long fetch_verify_archive(const char *path, char *err, size_t errlen)
 		while ((r = archive_read_data_block(a, &buf, &sz, &off)) == ARCHIVE_OK) {
 		}
 		if (r != ARCHIVE_EOF) {
-			snprintf(err, errlen, "entry '%s' unreadable: %s", name ? name : "?",
-			         archive_error_string(a));
+			errmsg_set(err, FETCH_ERRLEN, -1, "entry '%s' unreadable: %s",
+			           name ? name : "?", archive_error_string(a));
 			goto out;
 		}
 		if (csa) count++;
@@ -662,8 +662,8 @@ int fetch_days(FetchResult *res, const char *from, const char *to, const FetchOp
 			goto out;
 		}
 		if (day->path) {
-			char err[512];
-			long entries = fetch_verify_archive(day->path, err, sizeof err);
+			char err[FETCH_ERRLEN];
+			long entries = fetch_verify_archive(day->path, err);
 			if (entries < 0) {
 				/* gone from the cache, so the next run fetches it afresh */
 				char meta[4200];

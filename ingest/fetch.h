@@ -93,7 +93,7 @@ void fetch_result_free(FetchResult *res);
  * "2026-06-01", "2026/06/01" or "20260601" → "20260601". Returns FETCH_EINVAL
  * unless it is a real calendar date (years 1900-9999).
  */
-int fetch_date_parse(char out[9], const char *s);
+JOSEKI_MUST_USE int fetch_date_parse(char out[9], const char *s);
 
 /* Days from..to inclusive (both valid "YYYYMMDD"); <= 0 when to is before from. */
 long fetch_date_span(const char from[9], const char to[9]);
@@ -109,13 +109,17 @@ void fetch_date_today(char out[9]);
  * still valid to free. Not thread-safe with respect to curl_global_init: call
  * it from a program's main thread (or after curl_global_init).
  */
-int fetch_days(FetchResult *res, const char *from, const char *to, const FetchOptions *opt);
+JOSEKI_MUST_USE int fetch_days(FetchResult *res, const char *from, const char *to,
+                               const FetchOptions *opt);
+
+/* Size of fetch_verify_archive's message buffer. */
+#define FETCH_ERRLEN 512
 
 /*
  * Reads an archive to its end through libarchive (every entry's data, so
  * truncation and CRC errors surface). Returns the number of .csa entries
- * (>= 0), or -1 with a message in err.
+ * (>= 0), or -1 with a message in err (FETCH_ERRLEN bytes).
  */
-long fetch_verify_archive(const char *path, char *err, size_t errlen);
+long fetch_verify_archive(const char *path, char *err);
 
 #endif

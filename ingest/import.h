@@ -18,14 +18,15 @@
 #include "bookdb/bookdb.h"
 #include "bookdb/merge.h"
 #include "ingest/ingest.h"
+#include "shogi/errors.h"
 
 /*
  * Imports path into db (opened read-write). Counts go into stats
  * (positions_added, moves_added, evals_added, errors; games_* stay 0).
  * Returns 0, INGEST_EIO when the file cannot be read, or INGEST_EBOOK.
  */
-int import_db2016(IngestStats *stats, BookDB *db, const char *path, BookPrefer prefer,
-                  bool progress);
+JOSEKI_MUST_USE int import_db2016(IngestStats *stats, BookDB *db, const char *path,
+                                  BookPrefer prefer, bool progress);
 
 /*
  * Imports an Apery binary book (shogi/apery.h) into db the same way: each
@@ -39,14 +40,15 @@ int import_db2016(IngestStats *stats, BookDB *db, const char *path, BookPrefer p
  * out. Returns 0, INGEST_EIO when the file cannot be read or is not a whole
  * number of 16-byte entries, INGEST_ENOMEM or INGEST_EBOOK.
  */
-int import_apery(IngestStats *stats, BookDB *db, const char *path, BookPrefer prefer,
-                 bool progress);
+JOSEKI_MUST_USE int import_apery(IngestStats *stats, BookDB *db, const char *path,
+                                 BookPrefer prefer, bool progress);
 
 /* True when path is an Apery book: named *.bin, or binary and a whole number
  * of 16-byte entries (a DB2016 book is text). */
 bool import_is_apery(const char *path);
 
 /* import_apery or import_db2016, as import_is_apery says. */
-int import_book(IngestStats *stats, BookDB *db, const char *path, BookPrefer prefer, bool progress);
+JOSEKI_MUST_USE int import_book(IngestStats *stats, BookDB *db, const char *path, BookPrefer prefer,
+                                bool progress);
 
 #endif

@@ -93,7 +93,7 @@ void ingest_stats_free(IngestStats *st);
  * the run goes on. Returns 0, or a negative code when the book could not be
  * written (the last committed batch stays; nothing half-written).
  */
-int ingest_run(IngestStats *stats, BookDB *db, const char *const *inputs, size_t ninputs,
-               const IngestOptions *opt);
+JOSEKI_MUST_USE int ingest_run(IngestStats *stats, BookDB *db, const char *const *inputs,
+                               size_t ninputs, const IngestOptions *opt);
 
 #endif

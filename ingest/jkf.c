@@ -16,6 +16,7 @@
  * elements.
  */
 #include "ingest/kifu_priv.h"
+#include "shogi/errmsg.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -93,7 +94,9 @@ static int initial(KifuReader *r, KifuRecord *rec, Position *pos, json_t *init)
 	if (!init || (preset && strcmp(preset, "OTHER"))) {
 		const char *sfen = kifu_handicap_sfen(preset ? preset : "HIRATE");
 		if (!sfen) return kifu_fail(r, 1, "unknown preset '%.40s'", preset);
-		sfen_parse(pos, sfen, NULL, NULL);
+		if (sfen_parse(pos, sfen, NULL, err) < 0)
+			return kifu_fail(r, 1, "preset '%.40s': %s", preset ? preset : "HIRATE",
+			                 err);
 		kifu_set_start(rec, pos);
 		return 0;
 	}
@@ -173,13 +176,11 @@ static int jkf_move(Move *out, const Position *pos, Square prev_to, json_t *mv, 
 	             ? "??"
 	             : CSA_PIECE_NAMES[promote && pt_can_promote(pt) ? pt + PROMOTE : pt]);
 	if (pt == PT_NONE || t == SQ_NONE || (!drop && f == SQ_NONE)) {
-		snprintf(err, SHOGI_ERRLEN, "malformed move");
-		return SHOGI_EPARSE;
+		return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EPARSE, "malformed move");
 	}
 	if (json_is_integer(color) && (json_integer_value(color) ? WHITE : BLACK) != pos->side) {
-		snprintf(err, SHOGI_ERRLEN, "it is %s's turn",
-		         pos->side == BLACK ? "Black" : "White");
-		return SHOGI_EILLEGAL;
+		return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL, "it is %s's turn",
+		                  pos->side == BLACK ? "Black" : "White");
 	}
 	Move m;
 	if (drop) {
@@ -187,19 +188,18 @@ static int jkf_move(Move *out, const Position *pos, Square prev_to, json_t *mv, 
 	} else {
 		Piece p = pos->board[f];
 		if (!p || piece_color(p) != pos->side || piece_type(p) != pt) {
-			snprintf(err, SHOGI_ERRLEN, "no such piece on %c%c", '1' + sq_file(f),
-			         'a' + sq_rank(f));
-			return SHOGI_EILLEGAL;
+			return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
+			                  "no such piece on %c%c", '1' + sq_file(f),
+			                  'a' + sq_rank(f));
 		}
 		m = move_make(f, t, promote);
 	}
 	if (pt > GOLD && drop) {
-		snprintf(err, SHOGI_ERRLEN, "a %s cannot be dropped", piece);
-		return SHOGI_EILLEGAL;
+		return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL, "a %s cannot be dropped",
+		                  piece);
 	}
 	if (!pos_is_legal(pos, m)) {
-		snprintf(err, SHOGI_ERRLEN, "not legal in the position");
-		return SHOGI_EILLEGAL;
+		return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL, "not legal in the position");
 	}
 	*out = m;
 	return 0;
@@ -234,7 +234,7 @@ static int read_moves(KifuRecord *rec, Position *pos, json_t *moves, const int *
 		}
 		json_t *mv = json_object_get(e, "move");
 		if (!json_is_object(mv)) continue; /* the start's comments */
-		Move m;
+		Move m = MOVE_NONE;
 		char text[16], err[SHOGI_ERRLEN];
 		if (jkf_move(&m, pos, prev_to, mv, text, err) != 0)
 			return kifu_set_illegal(rec, line, "illegal move %s (%s)", text, err);

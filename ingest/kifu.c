@@ -4,6 +4,7 @@
  * format's reader (kifu_priv.h). See kifu.h and docs/ingest.md.
  */
 #include "ingest/kifu.h"
+#include "shogi/errmsg.h"
 #include "ingest/kifu_priv.h"
 
 #include <errno.h>
@@ -461,11 +462,11 @@ void kifu_quote(char *out, size_t cap, const unsigned char *s, size_t n)
 
 int kifu_fail(KifuReader *r, int line, const char *fmt, ...)
 {
-	int n = snprintf(r->err, sizeof r->err, "%s:%d: ", r->name, line);
-	if (n < 0 || (size_t)n >= sizeof r->err) n = 0;
+	errmsg_set(r->err, sizeof r->err, 0, "%s:%d: ", r->name, line);
+	size_t n = strlen(r->err);
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(r->err + n, sizeof r->err - (size_t)n, fmt, ap);
+	errmsg_vset(r->err + n, sizeof r->err - n, 0, fmt, ap);
 	va_end(ap);
 	r->err_line = line;
 	return KIFU_EPARSE;

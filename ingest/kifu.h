@@ -126,14 +126,14 @@ const char *kifu_move_pv(const KifuRecord *rec, size_t i, size_t *len);
  * KIFU_EILLEGAL with a message in err (SHOGI_ERRLEN bytes, may be NULL) when
  * the position cannot occur.
  */
-int kifu_record_position(Position *pos, const KifuRecord *rec, char *err);
+JOSEKI_MUST_USE int kifu_record_position(Position *pos, const KifuRecord *rec, char *err);
 
 /*
  * The move limit that applies to the record: its 'Max_Moves comment, else
  * 256 for a floodgate CSA record ($EVENT starting "wdoor+floodgate"), else 0
  * (none).
  */
-int kifu_record_max_moves(const KifuRecord *rec);
+JOSEKI_MUST_USE int kifu_record_max_moves(const KifuRecord *rec);
 
 /*
  * The format buf holds, from its content: JSON is JKF; Japanese headers, a
@@ -152,20 +152,21 @@ typedef struct KifuReader KifuReader;
  * copied: buf must stay valid and unchanged until kifu_reader_free(). name is
  * the input's name used in error messages (copied). Returns 0 or KIFU_ENOMEM.
  */
-int kifu_reader_open_mem(KifuReader **out, const void *buf, size_t len, const char *name);
+JOSEKI_MUST_USE int kifu_reader_open_mem(KifuReader **out, const void *buf, size_t len,
+                                         const char *name);
 /* The same, in the given format (tests, fuzzing). */
-int kifu_reader_open_mem_as(KifuReader **out, const void *buf, size_t len, const char *name,
-                            KifuFormat format);
+JOSEKI_MUST_USE int kifu_reader_open_mem_as(KifuReader **out, const void *buf, size_t len,
+                                            const char *name, KifuFormat format);
 
 /*
  * Reads the whole stream f into a malloc'd buffer (*out, the caller's to
  * free; *len bytes). Returns 0, KIFU_EIO (errno tells why) or KIFU_ENOMEM.
  */
-int kifu_read_all(void **out, size_t *len, FILE *f);
+JOSEKI_MUST_USE int kifu_read_all(void **out, size_t *len, FILE *f);
 
 /* Reads a whole file and opens a reader over it (the reader owns the bytes).
  * Returns 0, KIFU_EIO (errno tells why) or KIFU_ENOMEM. */
-int kifu_reader_open_file(KifuReader **out, const char *path);
+JOSEKI_MUST_USE int kifu_reader_open_file(KifuReader **out, const char *path);
 
 /*
  * Reads the next record into *out (the caller's, free with kifu_record_free).
@@ -174,12 +175,12 @@ int kifu_reader_open_file(KifuReader **out, const char *path);
  * NULL, kifu_reader_error() says "input:line: what"; the next call continues
  * after that record), or KIFU_ENOMEM.
  */
-int kifu_reader_next(KifuReader *r, KifuRecord **out);
+JOSEKI_MUST_USE int kifu_reader_next(KifuReader *r, KifuRecord **out);
 
 /* The message of the last error ("" if none), valid until the next call. */
 const char *kifu_reader_error(const KifuReader *r);
 /* The line of the last error (0 if none). */
-int kifu_reader_error_line(const KifuReader *r);
+JOSEKI_MUST_USE int kifu_reader_error_line(const KifuReader *r);
 /* The input's name as given at open. */
 const char *kifu_reader_name(const KifuReader *r);
 /* The format the reader reads. */

@@ -174,8 +174,9 @@ static int collect_ply(void *ctx, const Position *before, Move m, size_t index)
 	}
 	int n = bookdb_pack_position(p->packed, before->board, before->hand, before->side);
 	p->packed_len = n > 0 ? (uint8_t)n : 0;
-	/* The writer unpacks it again: a packing that does not read back (as a
-	 * real position once did not, issue 16) rejects this game alone. */
+	/* The writer unpacks it again: a packing that does not read back (as the
+	 * position of a real 301-ply entering-king game once did not) rejects
+	 * this game alone. */
 	Piece board[SQ_NB];
 	Hand hand[COLOR_NB];
 	Color side;

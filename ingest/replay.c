@@ -119,8 +119,7 @@ static int record_move(Move *m, const Position *pos, const KifuMove *cm, char *e
 			*m = cm->move;
 			return 0;
 		}
-		snprintf(err, SHOGI_ERRLEN, "not legal in the position");
-		return SHOGI_EILLEGAL;
+		return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL, "not legal in the position");
 	}
 	return csa_move_parse(m, pos, cm->token, 7, err);
 }
@@ -132,8 +131,8 @@ int replay_kifu(ReplayResult *res, Position *pos, const KifuRecord *rec, replay_
 	char err[SHOGI_ERRLEN];
 	if (kifu_record_position(pos, rec, err) != 0) {
 		res->error_line = rec->first_line;
-		snprintf(res->error, sizeof res->error, "impossible start position (%s)", err);
-		return KIFU_EILLEGAL;
+		return errmsg_set(res->error, sizeof res->error, KIFU_EILLEGAL,
+		                  "impossible start position (%s)", err);
 	}
 	int max_moves = kifu_record_max_moves(rec);
 	for (size_t i = 0; i < rec->nmoves; i++) {
@@ -143,24 +142,24 @@ int replay_kifu(ReplayResult *res, Position *pos, const KifuRecord *rec, replay_
 		if (mover != pos->side) {
 			if (judge_mate(res, pos)) return 0;
 			res->error_line = cm->line;
-			snprintf(res->error, sizeof res->error, "illegal move %s (it is %s's turn)",
-			         cm->token, pos->side == BLACK ? "Black" : "White");
+			errmsg_set(res->error, sizeof res->error, 0,
+			           "illegal move %s (it is %s's turn)", cm->token,
+			           pos->side == BLACK ? "Black" : "White");
 			set_end(res, GAME_END_ILLEGAL_MOVE, winner_of(color_flip(pos->side)));
 			return 0;
 		}
 		if (record_move(&m, pos, cm, err) != 0) {
 			if (judge_mate(res, pos)) return 0;
 			res->error_line = cm->line;
-			snprintf(res->error, sizeof res->error, "illegal move %s (%s)", cm->token,
-			         err);
+			errmsg_set(res->error, sizeof res->error, 0, "illegal move %s (%s)",
+			           cm->token, err);
 			set_end(res, GAME_END_ILLEGAL_MOVE, winner_of(color_flip(pos->side)));
 			return 0;
 		}
 		if (pos_history_len(pos) >= POS_MAX_STATES - 1) {
 			res->error_line = cm->line;
-			snprintf(res->error, sizeof res->error, "game longer than %d plies",
-			         POS_MAX_STATES - 1);
-			return KIFU_EILLEGAL;
+			return errmsg_set(res->error, sizeof res->error, KIFU_EILLEGAL,
+			                  "game longer than %d plies", POS_MAX_STATES - 1);
 		}
 		if (fn) {
 			int rc = fn(ctx, pos, m, i);
@@ -174,7 +173,7 @@ int replay_kifu(ReplayResult *res, Position *pos, const KifuRecord *rec, replay_
 	if (rec->illegal) {
 		/* The reader stopped at a move it could not make. */
 		res->error_line = rec->illegal_line;
-		snprintf(res->error, sizeof res->error, "%s", rec->illegal);
+		errmsg_set(res->error, sizeof res->error, 0, "%s", rec->illegal);
 		set_end(res, GAME_END_ILLEGAL_MOVE, winner_of(color_flip(pos->side)));
 		return 0;
 	}
@@ -191,8 +190,8 @@ int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, i
 	int rc = usi_line_record(&rec, pos, text, len, line, err);
 	if (rc == SHOGI_EPARSE) {
 		res->error_line = line;
-		snprintf(res->error, sizeof res->error, "bad position (%s)", err);
-		return SHOGI_EPARSE;
+		return errmsg_set(res->error, sizeof res->error, SHOGI_EPARSE, "bad position (%s)",
+		                  err);
 	}
 	if (rc) return rc;
 	rc = replay_kifu(res, pos, rec, fn, ctx);

@@ -21,6 +21,7 @@
 #include "ingest/walk.h"
 #include "shogi/gameend.h"
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 typedef struct {
 	int plies; /* legal moves made */
@@ -45,8 +46,8 @@ typedef int (*replay_move_fn)(void *ctx, const Position *before, Move m, size_t 
  * impossible or the game is longer than a Position can hold (res->error says
  * which), or the callback's value. fn may be NULL.
  */
-int replay_kifu(ReplayResult *res, Position *pos, const KifuRecord *rec, replay_move_fn fn,
-                void *ctx);
+JOSEKI_MUST_USE int replay_kifu(ReplayResult *res, Position *pos, const KifuRecord *rec,
+                                replay_move_fn fn, void *ctx);
 
 /*
  * Replays a USI game given as text (not NUL-terminated, len bytes):
@@ -56,8 +57,8 @@ int replay_kifu(ReplayResult *res, Position *pos, const KifuRecord *rec, replay_
  * for res->error_line. Returns 0, SHOGI_EPARSE when the position part is
  * malformed (res->error says why), KIFU_ENOMEM, or the callback's value.
  */
-int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len, int line,
-               replay_move_fn fn, void *ctx);
+JOSEKI_MUST_USE int replay_usi(ReplayResult *res, Position *pos, const char *text, size_t len,
+                               int line, replay_move_fn fn, void *ctx);
 
 #define REPLAY_ERRLEN 512
 
@@ -81,7 +82,8 @@ typedef int (*replay_game_fn)(void *ctx, const char *input, const KifuRecord *re
  * (err, REPLAY_ERRLEN bytes, says "file:line: what"); or fn's non-zero value.
  * st (may be NULL) counts what the walk left out.
  */
-int replay_file_games(const char *path, replay_game_fn fn, void *ctx, WalkStats *st, char *err);
+JOSEKI_MUST_USE int replay_file_games(const char *path, replay_game_fn fn, void *ctx, WalkStats *st,
+                                      char *err);
 
 /* Called with each position of replay_file_positions; non-zero stops it. */
 typedef int (*replay_pos_fn)(void *ctx, const Position *pos);
@@ -95,6 +97,7 @@ typedef int (*replay_pos_fn)(void *ctx, const Position *pos);
  * positions before its illegal move. Positions given to fn before a failure
  * stay given.
  */
-int replay_file_positions(const char *path, int max_ply, replay_pos_fn fn, void *ctx, char *err);
+JOSEKI_MUST_USE int replay_file_positions(const char *path, int max_ply, replay_pos_fn fn,
+                                          void *ctx, char *err);
 
 #endif

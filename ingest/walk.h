@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "shogi/errors.h"
 
 typedef struct {
 	uint64_t files;   /* regular files looked at: in the directories walked, and those named */
@@ -63,7 +64,8 @@ typedef struct {
  * that could not be read were handed to opt->file with their error), or the
  * first non-zero value a callback returned. st (may be NULL) counts.
  */
-int walk_inputs(const char *const *inputs, size_t n, const WalkOptions *opt, WalkStats *st);
+JOSEKI_MUST_USE int walk_inputs(const char *const *inputs, size_t n, const WalkOptions *opt,
+                                WalkStats *st);
 
 /* True when name ends as a game file's does (.csa .kif .kifu .ki2 .ki2u .jkf .usi .sfen). */
 bool walk_game_name(const char *name);

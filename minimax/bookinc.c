@@ -177,12 +177,12 @@ static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len, boo
 /* The changed records of the log (from seq s.seq + 1), their nodes (new
  * positions are added), then their moves, then the moves of the positions
  * that now lead to a new one. */
-static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
+static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 {
 	BookChangesIter *it = NULL;
 	int rc = bookdb_changes_iter_open(&it, snap, c->s.seq + 1);
 	if (rc < 0)
-		return errmsg_set(why, whylen, BOOKMM_EBOOK, "reading the change log: %s",
+		return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EBOOK, "reading the change log: %s",
 		                  bookdb_strerror(rc));
 	uint64_t seq;
 	Key k;
@@ -195,7 +195,7 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 			rc = bookdb_get_raw(&raw, &len, snap, k);
 			if (rc == BOOKDB_ENOTFOUND) {
 				bookdb_changes_iter_free(it);
-				return errmsg_set(why, whylen, BOOKMM_EFULL,
+				return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
 				                  "a position was deleted");
 			}
 			if (rc < 0) break;
@@ -214,20 +214,21 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 		if (c->changed.n > limit) {
 			bookdb_changes_iter_free(it);
 			return errmsg_set(
-			    why, whylen, BOOKMM_EFULL,
+			    why, BOOKMM_ERRLEN, BOOKMM_EFULL,
 			    "more than %zu positions changed: the whole book is quicker", limit);
 		}
 	}
 	bookdb_changes_iter_free(it);
 	if (rc < 0)
-		return errmsg_set(why, whylen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+		return errmsg_set(why, BOOKMM_ERRLEN,
+		                  rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 		                  "reading the changes: %s", bookdb_strerror(rc));
 	/* Whether each changed record is an inner node of the leaf policy is
 	 * settled before any moves are generated: a parent's moves into it
 	 * depend on it. A node whose mark changed has its parents' moves
 	 * generated again, as a new one has. */
 	bool *reinner = calloc(c->changed.n + 1, sizeof *reinner);
-	if (!reinner) return errmsg_set(why, whylen, BOOKMM_ENOMEM, "out of memory");
+	if (!reinner) return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	for (size_t q = 0; q < c->changed.n && rc == 0; q++) {
 		uint32_t x = c->changed.v[q];
 		const uint8_t *raw;
@@ -267,8 +268,8 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why, size_t whylen)
 	free(reinner);
 	if (rc == 0) return 0;
 	if (rc == MMFILE_ESTALE)
-		return errmsg_set(why, whylen, BOOKMM_EFULL, "the kept graph is damaged");
-	return errmsg_set(why, whylen,
+		return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL, "the kept graph is damaged");
+	return errmsg_set(why, BOOKMM_ERRLEN,
 	                  rc == MMFILE_ENOMEM || rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 	                  "reading the book: %s",
 	                  err_module(rc) == ERR_BOOKDB ? bookdb_strerror(rc) : "out of memory");
@@ -545,7 +546,7 @@ static void root_value(BookmmStats *st, const Inc *c, uint32_t r)
  * every node of A and every changed one with its values (bookmm_rewrite writes
  * only what differs), so no record keeps a value of the stopped run.
  */
-static int commit(Inc *c, BookmmStats *st, const char *dir, char *why, size_t whylen)
+static int commit(Inc *c, BookmmStats *st, const char *dir, char *why)
 {
 	U32s rw = {0};
 	for (size_t q = 0; q < c->sub.n; q++) {
@@ -591,13 +592,13 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why, size_t wh
 		if ((rc = bookdb_put_raw(txn, mmfile_key(&c->v, x), buf, (size_t)n)) < 0) goto done;
 		st->rewritten++;
 	}
-	char msg[256];
+	char msg[MMFILE_ERRLEN];
 	uint64_t jlen;
 	if ((rc = bookdb_changes_consume(txn, c->snap_seq)) < 0) goto done;
-	if (mmfile_journal_append(&c->v, dir, c->s.journal_len, &jlen, msg, sizeof msg) < 0) {
+	if (mmfile_journal_append(&c->v, dir, c->s.journal_len, &jlen, msg) < 0) {
 		bookdb_txn_abort(txn);
 		txn = NULL;
-		rc = errmsg_set(why, whylen, BOOKMM_EBOOK, "keeping the graph: %s", msg);
+		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EBOOK, "keeping the graph: %s", msg);
 		goto out;
 	}
 	c->s.journal_len = jlen;
@@ -617,7 +618,8 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why, size_t wh
 done:
 	bookdb_txn_abort(txn);
 	if (rc < 0)
-		rc = errmsg_set(why, whylen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+		rc = errmsg_set(why, BOOKMM_ERRLEN,
+		                rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 		                "writing the book: %s", bookdb_strerror(rc));
 out:
 	free(buf);
@@ -626,7 +628,7 @@ out:
 	return rc;
 nomem:
 	free(rw.v);
-	return errmsg_set(why, whylen, BOOKMM_ENOMEM, "out of memory");
+	return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 }
 
 static void inc_free(Inc *c)
@@ -656,7 +658,7 @@ static uint32_t root_node(Inc *c)
 }
 
 int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,
-                       char *why, size_t whylen)
+                       char *why)
 {
 	Inc c;
 	memset(&c, 0, sizeof c);
@@ -667,47 +669,48 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 	int rc = bookdb_txn_begin(&snap, db, false);
 	if (rc == 0) rc = bookdb_changes_info(&ci, snap);
 	if (rc < 0) {
-		rc = errmsg_set(why, whylen, BOOKMM_EBOOK, "cannot read the book: %s",
+		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EBOOK, "cannot read the book: %s",
 		                bookdb_strerror(rc));
 		goto out;
 	}
 	rc = bookmm_state_get(&c.s, snap);
 	if (rc == BOOKDB_ENOTFOUND) {
-		rc = errmsg_set(why, whylen, BOOKMM_EFULL, "no earlier minimax run");
+		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL, "no earlier minimax run");
 		goto out;
 	}
 	if (rc < 0) {
-		rc = errmsg_set(why, whylen, BOOKMM_EBOOK, "cannot read the book: %s",
+		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EBOOK, "cannot read the book: %s",
 		                bookdb_strerror(rc));
 		goto out;
 	}
 	if (c.s.draw[BLACK] != bookmm_clamp(opt->draw_black) ||
 	    c.s.draw[WHITE] != bookmm_clamp(opt->draw_white)) {
-		rc = errmsg_set(why, whylen, BOOKMM_EFULL, "other draw values than the last run's");
+		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
+		                "other draw values than the last run's");
 		goto out;
 	}
 	if (!bookmm_policy_equal(&c.s.policy, &opt->policy)) {
-		rc = errmsg_set(why, whylen, BOOKMM_EFULL,
+		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
 		                "another leaf policy than the last run's");
 		goto out;
 	}
 	if (ci.state != BOOKDB_CHANGES_ON) {
-		rc = errmsg_set(why, whylen, BOOKMM_EFULL, "%s",
+		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL, "%s",
 		                ci.state == BOOKDB_CHANGES_OVERFLOW
 		                    ? "the change log overflowed"
 		                    : "the book does not log its changes");
 		goto out;
 	}
-	char msg[200];
-	rc = mmfile_open(&c.v, dir, c.s.stamp, c.s.journal_len, msg, sizeof msg);
+	char msg[MMFILE_ERRLEN];
+	rc = mmfile_open(&c.v, dir, c.s.stamp, c.s.journal_len, msg);
 	if (rc < 0) {
-		rc = errmsg_set(why, whylen, rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EFULL,
-		                "%s", msg);
+		rc = errmsg_set(why, BOOKMM_ERRLEN,
+		                rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EFULL, "%s", msg);
 		goto out;
 	}
 	/* A long journal costs every run its replay: start afresh now and then. */
 	if (c.s.journal_len > (uint64_t)c.v.map_len / 4 + ((uint64_t)1 << 20)) {
-		rc = errmsg_set(why, whylen, BOOKMM_EFULL,
+		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
 		                "the kept graph's journal has grown large");
 		goto out;
 	}
@@ -715,7 +718,7 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 	c.pos = malloc(sizeof *c.pos);
 	c.moves = malloc(BOOKMM_NODE_MOVES * sizeof *c.moves);
 	if (!c.rec || !c.pos || !c.moves || cover(&c) < 0) {
-		rc = errmsg_set(why, whylen, BOOKMM_ENOMEM, "out of memory");
+		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 		goto out;
 	}
 	c.snap_seq = ci.seq;
@@ -725,7 +728,7 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 	    bookdb_kv_get(&mv, &ml, snap, BOOKDB_META, META_RUNNING, strlen(META_RUNNING)) == 0;
 	c.tot = (Totals){(int64_t)c.s.valued, (int64_t)c.s.settled, (int64_t)c.s.moves,
 	                 (int64_t)c.s.edges};
-	if ((rc = absorb_changes(&c, snap, why, whylen)) < 0) goto out;
+	if ((rc = absorb_changes(&c, snap, why)) < 0) goto out;
 	bookdb_txn_abort(snap);
 	snap = NULL;
 	uint32_t root = root_node(&c);
@@ -740,16 +743,16 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 		if (rc == 0) rc = stale_nodes(&c, &nstale);
 		if (rc == 0 && nstale == 0) rc = store_states(&c);
 		if (rc) {
-			rc =
-			    rc == MMFILE_ESTALE
-			        ? errmsg_set(why, whylen, BOOKMM_EFULL, "the kept graph is damaged")
-			        : errmsg_set(why, whylen, BOOKMM_ENOMEM, "out of memory");
+			rc = rc == MMFILE_ESTALE
+			         ? errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
+			                      "the kept graph is damaged")
+			         : errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 			goto out;
 		}
 		c.sweeps = ms.peel_sweeps + ms.relax_sweeps;
 		if (nstale == 0) break;
 		if (round >= 16) {
-			rc = errmsg_set(why, whylen, BOOKMM_EFULL,
+			rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
 			                "perpetual-check loops kept growing");
 			goto out;
 		}
@@ -766,7 +769,7 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 	st->changed = c.changed.n;
 	st->affected = c.a.n;
 	root_value(st, &c, root);
-	if (c.changed.n) rc = commit(&c, st, dir, why, whylen);
+	if (c.changed.n) rc = commit(&c, st, dir, why);
 out:
 	bookdb_txn_abort(snap);
 	inc_free(&c);

@@ -103,14 +103,16 @@ static bool map_inner(const void *ctx, uint32_t node)
 }
 
 /* Pass 1: every key, in key order, and where its record lies in the snapshot. */
-static int load_keys(BookGraph *b, BookTxn *txn, char *err, size_t errlen)
+static int load_keys(BookGraph *b, BookTxn *txn, char *err)
 {
 	int rc = bookdb_index_build(&b->ix, txn);
-	if (rc == BOOKDB_ENOMEM) return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+	if (rc == BOOKDB_ENOMEM) return fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	if (rc < 0)
-		return fail(err, errlen, BOOKMM_EBOOK, "reading the book: %s", bookdb_strerror(rc));
+		return fail(err, BOOKMM_ERRLEN, BOOKMM_EBOOK, "reading the book: %s",
+		            bookdb_strerror(rc));
 	b->n = bookdb_index_count(b->ix);
-	if (b->n >= MM_NONE - 1) return fail(err, errlen, BOOKMM_ENOMEM, "too many positions");
+	if (b->n >= MM_NONE - 1)
+		return fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "too many positions");
 	b->keys = bookdb_index_keys(b->ix);
 	b->kd = bookdb_index_dir(b->ix);
 	return 0;
@@ -195,14 +197,14 @@ static void run_parts(LoadPart *parts, int nt, bool inner_pass)
 }
 
 /* Pass 2: the moves of every node, the ranges in parallel (one per core). */
-static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err, size_t errlen)
+static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err)
 {
 	size_t n = b->n;
 	b->structure = calloc(n + 1, 1);
 	b->inner = calloc(n + 1, 1);
 	b->mstart = calloc(n + 2, sizeof *b->mstart);
 	if (!b->structure || !b->inner || !b->mstart)
-		return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+		return fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int nt = ncpu < 1 ? 1 : ncpu > BOOKMM_MAX_THREADS ? BOOKMM_MAX_THREADS : (int)ncpu;
 	if (n < 10000) nt = 1;
@@ -248,7 +250,7 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err, size_t 
 		for (size_t i = 0; i < n; i++) b->mstart[i + 1] += b->mstart[i];
 	}
 	for (int t = 0; t < nt; t++) free(parts[t].moves);
-	return rc < 0 ? fail(err, errlen, BOOKMM_ENOMEM, "out of memory") : 0;
+	return rc < 0 ? fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory") : 0;
 }
 
 /*
@@ -313,7 +315,7 @@ static int build_analysis(BookGraph *b)
 /* ---- the whole-book run: write-back and the kept graph -------------------------- */
 
 static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOptions *opt,
-                      char *err, size_t errlen)
+                      char *err)
 {
 	const MmGraph *g = &b->g;
 	BookWriter *w = NULL;
@@ -361,7 +363,7 @@ bad:
 	free(rec);
 	free(buf);
 	free(edges);
-	return fail(err, errlen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+	return fail(err, BOOKMM_ERRLEN, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 	            "writing the book: %s", bookdb_strerror(rc));
 }
 
@@ -384,11 +386,11 @@ static uint64_t new_stamp(void)
 /* Keeps the graph for later runs and records it, the consumed change log and
  * the summary in the book, in one transaction. */
 static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const char *dir,
-                      const BookmmOptions *opt, uint64_t seq, char *err, size_t errlen)
+                      const BookmmOptions *opt, uint64_t seq, char *err)
 {
 	const MmGraph *g = &b->g;
 	uint8_t *ff = malloc(b->n + 1);
-	if (!ff) return fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+	if (!ff) return fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	for (size_t i = 0; i < b->n; i++) ff[i] = bookmm_file_flags(g->flags[i], b->structure[i]);
 	BookmmState s = {.stamp = new_stamp(),
 	                 .journal_len = MMFILE_JOURNAL_EMPTY,
@@ -401,13 +403,13 @@ static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const cha
 	                 .moves = st->moves,
 	                 .edges = st->edges};
 	int draw[2] = {g->draw[BLACK], g->draw[WHITE]};
-	char msg[256];
+	char msg[MMFILE_ERRLEN];
 	bookmm_report(opt, "graph", 0, 0);
 	int rc = mmfile_write(dir, s.stamp, draw, b->n, b->keys, ff, g->vd, b->mstart, b->moves,
-	                      b->pstart, b->parents, msg, sizeof msg);
+	                      b->pstart, b->parents, msg);
 	free(ff);
 	if (rc < 0)
-		return fail(err, errlen, rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+		return fail(err, BOOKMM_ERRLEN, rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 		            "keeping the graph: %s", msg);
 	BookTxn *txn;
 	if ((rc = bookdb_txn_begin(&txn, db, true)) < 0) goto bad;
@@ -423,7 +425,7 @@ static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const cha
 	if ((rc = bookdb_txn_commit(txn)) < 0) goto bad;
 	return 0;
 bad:
-	return fail(err, errlen, BOOKMM_EBOOK, "writing the book: %s", bookdb_strerror(rc));
+	return fail(err, BOOKMM_ERRLEN, BOOKMM_EBOOK, "writing the book: %s", bookdb_strerror(rc));
 }
 
 /* The start position's best value for Black, if it is a valued node. */
@@ -450,7 +452,7 @@ static void root_value(BookmmStats *st, const BookGraph *b)
 }
 
 int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOptions *opt,
-                char *err, size_t errlen)
+                char *err)
 {
 	BookmmStats st = *stats;
 	BookGraph b;
@@ -475,18 +477,18 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	if (rc == 0) rc = bookdb_changes_info(&ci, txn);
 	if (rc < 0) {
 		bookdb_txn_abort(txn);
-		rc = fail(err, errlen, BOOKMM_EBOOK, "cannot read the book: %s",
+		rc = fail(err, BOOKMM_ERRLEN, BOOKMM_EBOOK, "cannot read the book: %s",
 		          bookdb_strerror(rc));
 		goto done;
 	}
 	bookmm_report(opt, "index", 0, 0);
-	rc = load_keys(&b, txn, err, errlen);
-	if (rc == 0) rc = load_moves(&b, opt, err, errlen);
+	rc = load_keys(&b, txn, err);
+	if (rc == 0) rc = load_moves(&b, opt, err);
 	bookdb_txn_abort(txn);
 	if (rc < 0) goto done;
 	if (mmfile_parents(&b.pstart, &b.parents, b.n, b.mstart, b.moves) < 0 ||
 	    build_analysis(&b) < 0) {
-		rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+		rc = fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 		goto done;
 	}
 	MmGraph *g = &b.g;
@@ -495,7 +497,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	MmStats ms;
 	bookmm_report(opt, "analysis", 0, 0);
 	if (mm_backup(g, &ms) < 0) {
-		rc = fail(err, errlen, BOOKMM_ENOMEM, "out of memory");
+		rc = fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 		goto done;
 	}
 	st.positions = g->n;
@@ -511,8 +513,8 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	st.sweeps = ms.peel_sweeps + ms.relax_sweeps;
 	st.changed = st.affected = st.positions;
 	root_value(&st, &b);
-	rc = write_back(&st, &b, db, opt, err, errlen);
-	if (rc == 0) rc = keep_graph(&st, &b, db, dir, opt, ci.seq, err, errlen);
+	rc = write_back(&st, &b, db, opt, err);
+	if (rc == 0) rc = keep_graph(&st, &b, db, dir, opt, ci.seq, err);
 done:
 	bg_free(&b);
 	*stats = st;
@@ -527,13 +529,13 @@ int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *e
 	BookmmStats st;
 	memset(&st, 0, sizeof st);
 	const char *dir = bookdb_dir(db);
-	char why[sizeof st.full_reason] = "--full";
+	char why[BOOKMM_ERRLEN] = "--full";
 	int rc = BOOKMM_EFULL;
-	if (!opt->full) rc = bookmm_incremental(&st, db, dir, opt, why, sizeof why);
+	if (!opt->full) rc = bookmm_incremental(&st, db, dir, opt, why);
 	if (rc == BOOKMM_EFULL) {
 		memset(&st, 0, sizeof st);
 		snprintf(st.full_reason, sizeof st.full_reason, "%s", why);
-		rc = bookmm_full(&st, db, dir, opt, err, BOOKMM_ERRLEN);
+		rc = bookmm_full(&st, db, dir, opt, err);
 	} else if (rc < 0) {
 		errmsg_set(err, BOOKMM_ERRLEN, rc, "%s", why);
 	}

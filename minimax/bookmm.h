@@ -92,7 +92,7 @@ typedef struct {
  * with the message in err (BOOKMM_ERRLEN bytes).
  */
 #define BOOKMM_ERRLEN 256
-int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err);
+JOSEKI_MUST_USE int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err);
 
 /*
  * Minimax as the hook the cycle and the coordinator call (bookdb/minimax_hook.h):

@@ -115,13 +115,13 @@ int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions 
 uint8_t bookmm_file_flags(MmFlags core, uint8_t structure);
 MmFlags bookmm_core_flags(uint8_t file);
 
-/* The whole-book and incremental runs. bookmm_incremental returns
- * BOOKMM_EFULL (reason in err) when only a whole-book run can answer. */
+/* The whole-book and incremental runs, messages in err (BOOKMM_ERRLEN
+ * bytes). bookmm_incremental returns BOOKMM_EFULL (the reason in err) when
+ * only a whole-book run can answer. */
 #define BOOKMM_EFULL (ERR_BOOKMM - ERR_RANGE + 1) /* internal: the last of the range */
-int bookmm_full(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt, char *err,
-                size_t errlen);
+int bookmm_full(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt, char *err);
 int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,
-                       char *err, size_t errlen);
+                       char *err);
 
 /* bookmm_record_moves with kd: when kd is the key directory find searches,
  * its filter words are fetched for every child before the first lookup. */

@@ -55,8 +55,8 @@ typedef struct {
  * (EXPORT_ERRLEN bytes).
  */
 #define EXPORT_ERRLEN 512
-int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
-                     char *err);
+JOSEKI_MUST_USE int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
+                                     const ExportOptions *opt, char *err);
 
 /*
  * Writes db as an Apery binary book (shogi/apery.h) to out_path (through
@@ -69,7 +69,7 @@ int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const
  * Apery key (its hash leaves the opponent's hand out): the first is kept.
  * Fails as export_yaneuraou.
  */
-int export_apery(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
-                 char *err);
+JOSEKI_MUST_USE int export_apery(ExportStats *stats, BookDB *db, const char *out_path,
+                                 const ExportOptions *opt, char *err);
 
 #endif

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "shogi/zobrist.h"
+#include "shogi/errors.h"
 
 #define MM_VALUE_INF 32767 /* beyond any clamped value */
 #define MM_VALUE_MAX 32000
@@ -98,7 +99,7 @@ static inline MmVd mm_move_vd(const MmGraph *g, const MmMove *m)
 }
 
 /* Appends a move to g->moves; 0 or -1 (out of memory). */
-int mm_push_move(MmGraph *g, MmMove m);
+JOSEKI_MUST_USE int mm_push_move(MmGraph *g, MmMove m);
 
 /* Runs the analysis (peel, check loops, start values, relax); allocates
  * g->vd if NULL. Returns 0 or -1 (out of memory). Precondition: a frozen node
@@ -107,7 +108,7 @@ int mm_push_move(MmGraph *g, MmMove m);
  * freezes only the children of its analysed set, whose components it analyses
  * whole); otherwise a frozen value may be overwritten or an unfrozen one left
  * unset. */
-int mm_backup(MmGraph *g, MmStats *st);
+JOSEKI_MUST_USE int mm_backup(MmGraph *g, MmStats *st);
 
 /* Frees the arrays (not g itself). */
 void mm_graph_free(MmGraph *g);

@@ -161,7 +161,7 @@ int mmfile_parents(uint32_t **pstart_out, uint32_t **parents_out, size_t n, cons
 
 int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, const Key *keys,
                  const uint8_t *flags, const MmVd *vd, const uint32_t *mstart, const MmMove *moves,
-                 const uint32_t *pstart, const uint32_t *parents, char *err, size_t errlen)
+                 const uint32_t *pstart, const uint32_t *parents, char *err)
 {
 	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN + 8];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
@@ -219,9 +219,9 @@ int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, c
 	rc = 0;
 out:
 	if (rc == MMFILE_EIO)
-		fail(err, errlen, rc, "%s: %s", path, strerror(errno));
+		fail(err, MMFILE_ERRLEN, rc, "%s: %s", path, strerror(errno));
 	else if (rc)
-		fail(err, errlen, rc, "out of memory");
+		fail(err, MMFILE_ERRLEN, rc, "out of memory");
 	if (fd >= 0) close(fd);
 	if (rc) unlink(tmp);
 	free(dirv);
@@ -514,24 +514,23 @@ static int replay(MmView *v, const uint8_t *p, size_t len)
 	return 0;
 }
 
-static int read_journal(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err,
-                        size_t errlen)
+static int read_journal(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err)
 {
 	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_JOURNAL);
 	int fd = open(path, O_RDONLY);
-	if (fd < 0) return fail(err, errlen, MMFILE_ESTALE, "%s: %s", path, strerror(errno));
+	if (fd < 0) return fail(err, MMFILE_ERRLEN, MMFILE_ESTALE, "%s: %s", path, strerror(errno));
 	struct stat st;
 	uint8_t *buf = NULL;
 	int rc = MMFILE_ESTALE;
 	if (fstat(fd, &st) < 0 || journal_len < JOURNAL_HEADER ||
 	    (uint64_t)st.st_size < journal_len) {
-		fail(err, errlen, rc, "%s: shorter than the book says", path);
+		fail(err, MMFILE_ERRLEN, rc, "%s: shorter than the book says", path);
 		goto out;
 	}
 	buf = malloc(journal_len);
 	if (!buf) {
-		rc = fail(err, errlen, MMFILE_ENOMEM, "out of memory");
+		rc = fail(err, MMFILE_ERRLEN, MMFILE_ENOMEM, "out of memory");
 		goto out;
 	}
 	size_t got = 0;
@@ -539,7 +538,7 @@ static int read_journal(MmView *v, const char *dir, uint64_t stamp, uint64_t jou
 		ssize_t r = pread(fd, buf + got, journal_len - got, (off_t)got);
 		if (r < 0 && errno == EINTR) continue;
 		if (r <= 0) {
-			fail(err, errlen, rc, "%s: cannot read", path);
+			fail(err, MMFILE_ERRLEN, rc, "%s: cannot read", path);
 			goto out;
 		}
 		got += (size_t)r;
@@ -547,7 +546,7 @@ static int read_journal(MmView *v, const char *dir, uint64_t stamp, uint64_t jou
 	uint64_t s;
 	memcpy(&s, buf + 16, 8);
 	if (memcmp(buf, JOURNAL_MAGIC, 8) || s != stamp) {
-		fail(err, errlen, rc, "%s: belongs to another graph", path);
+		fail(err, MMFILE_ERRLEN, rc, "%s: belongs to another graph", path);
 		goto out;
 	}
 	size_t o = JOURNAL_HEADER;
@@ -565,7 +564,8 @@ static int read_journal(MmView *v, const char *dir, uint64_t stamp, uint64_t jou
 		o += 8 + len;
 	}
 	if (o != journal_len) {
-		if (rc != MMFILE_ENOMEM) fail(err, errlen, rc, "%s: damaged at byte %zu", path, o);
+		if (rc != MMFILE_ENOMEM)
+			fail(err, MMFILE_ERRLEN, rc, "%s: damaged at byte %zu", path, o);
 		goto out;
 	}
 	rc = 0;
@@ -575,8 +575,7 @@ out:
 	return rc;
 }
 
-int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err,
-                size_t errlen)
+int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err)
 {
 	memset(v, 0, sizeof *v);
 	keymap_init(&v->new_map, sizeof *v->new_keys);
@@ -585,18 +584,18 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
 	int fd = open(path, O_RDONLY);
-	if (fd < 0) return fail(err, errlen, MMFILE_ESTALE, "%s: %s", path, strerror(errno));
+	if (fd < 0) return fail(err, MMFILE_ERRLEN, MMFILE_ESTALE, "%s: %s", path, strerror(errno));
 	struct stat st;
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < MMFILE_HEADER) {
 		close(fd);
-		return fail(err, errlen, MMFILE_ESTALE, "%s: too short", path);
+		return fail(err, MMFILE_ERRLEN, MMFILE_ESTALE, "%s: too short", path);
 	}
 	v->map_len = (size_t)st.st_size;
 	v->map = mmap(NULL, v->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (v->map == MAP_FAILED) {
 		v->map = NULL;
-		return fail(err, errlen, MMFILE_ESTALE, "%s: cannot map: %s", path,
+		return fail(err, MMFILE_ERRLEN, MMFILE_ESTALE, "%s: cannot map: %s", path,
 		            strerror(errno));
 	}
 	GraphHeader h;
@@ -604,12 +603,12 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 	int rc = MMFILE_ESTALE;
 	if (memcmp(h.magic, GRAPH_MAGIC, 8) || h.version != MMFILE_VERSION ||
 	    h.header_size != MMFILE_HEADER) {
-		fail(err, errlen, rc, "%s: not a graph file of this version", path);
+		fail(err, MMFILE_ERRLEN, rc, "%s: not a graph file of this version", path);
 		goto bad;
 	}
 	if (h.stamp != stamp) {
-		fail(err, errlen, rc, "%s: written by another minimax run than the book's last",
-		     path);
+		fail(err, MMFILE_ERRLEN, rc,
+		     "%s: written by another minimax run than the book's last", path);
 		goto bad;
 	}
 	size_t n = h.n;
@@ -629,7 +628,7 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 		ok = h.off[s] % 8 == 0 && h.off[s] >= MMFILE_HEADER &&
 		     h.off[s] + sizes[s] <= h.off[s + 1];
 	if (!ok) {
-		fail(err, errlen, rc, "%s: damaged header", path);
+		fail(err, MMFILE_ERRLEN, rc, "%s: damaged header", path);
 		goto bad;
 	}
 	uint8_t *base = v->map;
@@ -652,7 +651,7 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 	v->pstart = (const uint32_t *)(base + h.off[SEC_PSTART]);
 	v->parents = (const uint32_t *)(base + h.off[SEC_PARENTS]);
 	v->nparents = h.nparents;
-	if ((rc = read_journal(v, dir, stamp, journal_len, err, errlen))) goto bad;
+	if ((rc = read_journal(v, dir, stamp, journal_len, err))) goto bad;
 	return 0;
 bad:
 	mmfile_close(v);
@@ -676,14 +675,14 @@ void mmfile_close(MmView *v)
 }
 
 int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len, uint64_t *new_len,
-                          char *err, size_t errlen)
+                          char *err)
 {
 	*new_len = journal_len;
 	if (!v->pending_len) return 0;
 	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_JOURNAL);
 	int fd = open(path, O_WRONLY);
-	if (fd < 0) return fail(err, errlen, MMFILE_EIO, "%s: %s", path, strerror(errno));
+	if (fd < 0) return fail(err, MMFILE_ERRLEN, MMFILE_EIO, "%s: %s", path, strerror(errno));
 	uint32_t hdr[2] = {(uint32_t)v->pending_len, crc32c(v->pending, v->pending_len)};
 	int rc = 0;
 	if (v->pending_len > UINT32_MAX ||
@@ -691,9 +690,9 @@ int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len, uint
 	    pwrite(fd, v->pending, v->pending_len, (off_t)(journal_len + 8)) !=
 	        (ssize_t)v->pending_len ||
 	    ftruncate(fd, (off_t)(journal_len + 8 + v->pending_len)) < 0 || fsync(fd) < 0)
-		rc = fail(err, errlen, MMFILE_EIO, "%s: %s", path, strerror(errno));
+		rc = fail(err, MMFILE_ERRLEN, MMFILE_EIO, "%s: %s", path, strerror(errno));
 	if (close(fd) < 0 && !rc)
-		rc = fail(err, errlen, MMFILE_EIO, "%s: %s", path, strerror(errno));
+		rc = fail(err, MMFILE_ERRLEN, MMFILE_EIO, "%s: %s", path, strerror(errno));
 	if (!rc) {
 		*new_len = journal_len + 8 + v->pending_len;
 		v->pending_len = 0;

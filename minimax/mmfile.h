@@ -61,6 +61,9 @@ enum {
 };
 const char *mmfile_strerror(int code);
 
+/* Size of the message buffer of the functions below that take one. */
+#define MMFILE_ERRLEN 256
+
 /* One replaced move list of the overlay. */
 typedef struct {
 	uint32_t off, len; /* in MmView.ov_moves */
@@ -116,8 +119,8 @@ typedef struct {
  * leaf): the parents of node c are (*parents)[(*pstart)[c] .. (*pstart)[c+1]),
  * in increasing order. The caller frees both. 0 or MMFILE_ENOMEM.
  */
-int mmfile_parents(uint32_t **pstart, uint32_t **parents, size_t n, const uint32_t *mstart,
-                   const MmMove *moves);
+JOSEKI_MUST_USE int mmfile_parents(uint32_t **pstart, uint32_t **parents, size_t n,
+                                   const uint32_t *mstart, const MmMove *moves);
 
 /*
  * Writes dir/minimax.graph (through a temporary file, fsync'ed, renamed) and an
@@ -126,9 +129,10 @@ int mmfile_parents(uint32_t **pstart, uint32_t **parents, size_t n, const uint32
  * reverse edges (mmfile_parents). Returns 0, MMFILE_ENOMEM or MMFILE_EIO
  * (message in err).
  */
-int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, const Key *keys,
-                 const uint8_t *flags, const MmVd *vd, const uint32_t *mstart, const MmMove *moves,
-                 const uint32_t *pstart, const uint32_t *parents, char *err, size_t errlen);
+JOSEKI_MUST_USE int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n,
+                                 const Key *keys, const uint8_t *flags, const MmVd *vd,
+                                 const uint32_t *mstart, const MmMove *moves,
+                                 const uint32_t *pstart, const uint32_t *parents, char *err);
 
 /* Bytes of an empty journal (its header): the journal length after mmfile_write. */
 #define MMFILE_JOURNAL_EMPTY 32
@@ -139,8 +143,8 @@ int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, c
  * another stamp, or does not check out; v is then empty (mmfile_close is still
  * safe). The view must be closed with mmfile_close.
  */
-int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err,
-                size_t errlen);
+JOSEKI_MUST_USE int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len,
+                                char *err);
 void mmfile_close(MmView *v);
 
 static inline size_t mmfile_count(const MmView *v)
@@ -169,15 +173,15 @@ const MmMove *mmfile_moves(const MmView *v, uint32_t i, uint32_t *len);
  * Calls fn(parent, ctx) for every node with an edge to i (graph file and
  * overlay); stops early and returns fn's value when it is non-zero.
  */
-int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, void *ctx),
-                       void *ctx);
+JOSEKI_MUST_USE int mmfile_each_parent(const MmView *v, uint32_t i,
+                                       int (*fn)(uint32_t parent, void *ctx), void *ctx);
 
 /* Changes, recorded for the journal. Each returns 0, MMFILE_ENOMEM, or
  * MMFILE_ESTALE for a node index (or a move's next node) past the graph's end,
  * nothing recorded then. */
-int mmfile_add_node(MmView *v, Key k, uint8_t flags, uint32_t *idx);
-int mmfile_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len);
-int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd);
+JOSEKI_MUST_USE int mmfile_add_node(MmView *v, Key k, uint8_t flags, uint32_t *idx);
+JOSEKI_MUST_USE int mmfile_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len);
+JOSEKI_MUST_USE int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd);
 
 /*
  * Appends the changes made since mmfile_open as one checksummed batch at
@@ -186,7 +190,7 @@ int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd);
  * transaction as the records it belongs to). Nothing pending: *new_len =
  * journal_len and the file is untouched.
  */
-int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len, uint64_t *new_len,
-                          char *err, size_t errlen);
+JOSEKI_MUST_USE int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len,
+                                          uint64_t *new_len, char *err);
 
 #endif

@@ -70,7 +70,7 @@ typedef struct {
  * in err (PETASHOCK_ERRLEN bytes).
  */
 #define PETASHOCK_ERRLEN 512
-int petashock_run(PetashockStats *stats, const char *in_path, const char *out_path,
-                  const PetashockOptions *opt, char *err);
+JOSEKI_MUST_USE int petashock_run(PetashockStats *stats, const char *in_path, const char *out_path,
+                                  const PetashockOptions *opt, char *err);
 
 #endif

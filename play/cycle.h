@@ -67,12 +67,12 @@ typedef struct {
  * opt->min_games games. Marks already there stay. Returns 0, or CYCLE_EINVAL
  * (a game that does not parse: err names it), CYCLE_EBOOK, CYCLE_ENOMEM.
  */
-int cycle_prune(CyclePruneStats *st, BookDB *db, const CycleGame *games, size_t n,
-                const CyclePruneOptions *opt, char *err);
+JOSEKI_MUST_USE int cycle_prune(CyclePruneStats *st, BookDB *db, const CycleGame *games, size_t n,
+                                const CyclePruneOptions *opt, char *err);
 
 /* Clears every avoided mark (one write transaction); *cleared gets how many
  * moves were marked. 0, CYCLE_EBOOK or CYCLE_ENOMEM. */
-int cycle_prune_undo(size_t *cleared, BookDB *db, char *err);
+JOSEKI_MUST_USE int cycle_prune_undo(size_t *cleared, BookDB *db, char *err);
 
 /* ---- extension ---- */
 
@@ -92,8 +92,8 @@ typedef struct {
  * are dropped from the queue. One write transaction. Returns 0, or
  * CYCLE_EINVAL (a game that does not parse), CYCLE_EBOOK, CYCLE_ENOMEM.
  */
-int cycle_extend(CycleExtendStats *st, BookDB *db, const CycleGame *games, size_t n, int plies,
-                 char *err);
+JOSEKI_MUST_USE int cycle_extend(CycleExtendStats *st, BookDB *db, const CycleGame *games, size_t n,
+                                 int plies, char *err);
 
 /* ---- the whole cycle ---- */
 
@@ -113,7 +113,7 @@ typedef struct {
  * checked here (the steps that use them are). Free with cycle_games_free,
  * also after a failure.
  */
-int cycle_games_parse(CycleGameSet *out, const void *bytes, size_t len);
+JOSEKI_MUST_USE int cycle_games_parse(CycleGameSet *out, const void *bytes, size_t len);
 void cycle_games_free(CycleGameSet *gs);
 
 /* One generation's figures. */
@@ -159,10 +159,10 @@ typedef struct {
  * was in. *done gets the generations finished in all. Returns 0 (also when
  * stopped: *stopped set), or CYCLE_E* with a message in err (CYCLE_ERRLEN).
  */
-int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err);
+JOSEKI_MUST_USE int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err);
 
 /* The generations finished so far according to the book's state (0 for a
  * book the cycle never ran on). 0 or CYCLE_EBOOK. */
-int cycle_generations_done(int *done, BookDB *db);
+JOSEKI_MUST_USE int cycle_generations_done(int *done, BookDB *db);
 
 #endif

@@ -41,52 +41,33 @@ const char *match_strerror(int code)
 	return "unknown match error";
 }
 
-static const char *const END_NAMES[] = {
-    [MATCH_END_NONE] = "none",
-    [MATCH_END_RESIGN] = "resign",
-    [MATCH_END_MATE] = "mate",
-    [MATCH_END_REPETITION] = "repetition",
-    [MATCH_END_PERPETUAL_CHECK] = "perpetual_check",
-    [MATCH_END_DECLARATION] = "declaration",
-    [MATCH_END_MAX_MOVES] = "max_moves",
-    [MATCH_END_ILLEGAL_MOVE] = "illegal_move",
-    [MATCH_END_TIMEOUT] = "timeout",
-    [MATCH_END_CRASH] = "crash",
-    [MATCH_END_TIME_UP] = "time_up",
-};
-
-const char *match_end_name(MatchEnd end)
+GameEnd match_end_replayed(GameEnd end)
 {
-	return end <= MATCH_END_TIME_UP ? END_NAMES[end] : "none";
+	if (end == GAME_END_TIMEOUT) return GAME_END_TIME_UP;
+	if (end == GAME_END_CRASH) return GAME_END_RESIGN;
+	return end;
 }
 
-const char *match_end_replay_name(MatchEnd end)
-{
-	if (end == MATCH_END_TIMEOUT || end == MATCH_END_TIME_UP) return "time_up";
-	if (end == MATCH_END_CRASH) return "resign";
-	return match_end_name(end);
-}
-
-/* The % word the record ends with; replay judges it as match_end_replay_name says. */
-static const char *end_csa_word(MatchEnd end)
+/* The % word the record ends with; replay judges it as match_end_replayed says. */
+static const char *end_csa_word(GameEnd end)
 {
 	switch (end) {
-	case MATCH_END_RESIGN:
-	case MATCH_END_CRASH: /* floodgate records a disconnection as a resignation */
+	case GAME_END_RESIGN:
+	case GAME_END_CRASH: /* floodgate records a disconnection as a resignation */
 		return "TORYO";
-	case MATCH_END_MATE:
+	case GAME_END_MATE:
 		return "TSUMI";
-	case MATCH_END_REPETITION:
-	case MATCH_END_PERPETUAL_CHECK:
+	case GAME_END_REPETITION:
+	case GAME_END_PERPETUAL_CHECK:
 		return "SENNICHITE";
-	case MATCH_END_DECLARATION:
+	case GAME_END_DECLARATION:
 		return "KACHI";
-	case MATCH_END_MAX_MOVES:
+	case GAME_END_MAX_MOVES:
 		return "CHUDAN"; /* replay stops at 'Max_Moves before reading it */
-	case MATCH_END_ILLEGAL_MOVE:
+	case GAME_END_ILLEGAL_MOVE:
 		return "ILLEGAL_MOVE";
-	case MATCH_END_TIMEOUT:
-	case MATCH_END_TIME_UP:
+	case GAME_END_TIMEOUT:
+	case GAME_END_TIME_UP:
 		return "TIME_UP";
 	default:
 		return NULL;
@@ -156,40 +137,40 @@ static int book_move(Move *out, Worker *w, BookDB *db)
 
 /*
  * The rules' verdict on the position reached, in replay's order: repetition,
- * then no legal move, then the move limit. MATCH_END_NONE when play goes on.
+ * then no legal move, then the move limit. GAME_END_NONE when play goes on.
  */
-static MatchEnd judge(const Position *pos, int max_moves, int *winner)
+static GameEnd judge(const Position *pos, int max_moves, int *winner)
 {
 	switch (pos_repetition(pos)) {
 	case REP_DRAW:
 		*winner = -1;
-		return MATCH_END_REPETITION;
+		return GAME_END_REPETITION;
 	case REP_BLACK_LOSES:
 		*winner = WHITE;
-		return MATCH_END_PERPETUAL_CHECK;
+		return GAME_END_PERPETUAL_CHECK;
 	case REP_WHITE_LOSES:
 		*winner = BLACK;
-		return MATCH_END_PERPETUAL_CHECK;
+		return GAME_END_PERPETUAL_CHECK;
 	default:
 		break;
 	}
 	if (movegen_count(pos) == 0) {
 		*winner = color_flip(pos->side);
-		return MATCH_END_MATE;
+		return GAME_END_MATE;
 	}
 	if (pos_history_len(pos) >= max_moves) {
 		*winner = -1;
-		return MATCH_END_MAX_MOVES;
+		return GAME_END_MAX_MOVES;
 	}
-	return MATCH_END_NONE;
+	return GAME_END_NONE;
 }
 
 /* Which failure the driver recovered from, by its counters before and after. */
-static MatchEnd recovered_failure(const UsiEngineStats *a, const UsiEngineStats *b)
+static GameEnd recovered_failure(const UsiEngineStats *a, const UsiEngineStats *b)
 {
-	if (b->timeouts > a->timeouts) return MATCH_END_TIMEOUT;
-	if (b->illegal > a->illegal) return MATCH_END_ILLEGAL_MOVE;
-	return MATCH_END_CRASH;
+	if (b->timeouts > a->timeouts) return GAME_END_TIMEOUT;
+	if (b->illegal > a->illegal) return GAME_END_ILLEGAL_MOVE;
+	return GAME_END_CRASH;
 }
 
 /* The budget of side s's engine move: the match's, or the clocks as they stand. */
@@ -210,7 +191,7 @@ static SearchBudget move_budget(const Match *m, const MatchGame *g, int s, const
 /*
  * Asks the engine of the side to move (s: 0 = A, 1 = B) for its move; with
  * clocks, charges its time to left[s] (the main time left) or finds it late.
- * Returns MATCH_END_NONE with *move set, or how the game ended; -1 when the
+ * Returns GAME_END_NONE with *move set, or how the game ended; -1 when the
  * match was cancelled.
  */
 static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, MatchGame *g,
@@ -238,7 +219,7 @@ static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, 
 			snprintf(g->detail, sizeof g->detail,
 			         "%s: time up: no answer within %lld ms: %s", who,
 			         (long long)allowed, search_last_error(w->eng[s]));
-			return MATCH_END_TIME_UP;
+			return GAME_END_TIME_UP;
 		}
 		if (rc == 0) {
 			g->time_ms[s] += r->time_ms;
@@ -247,7 +228,7 @@ static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, 
 				    g->detail, sizeof g->detail,
 				    "%s: time up: %d ms used, %lld ms on the clock (margin %d ms)",
 				    who, r->time_ms, (long long)allowed, opt->time_margin_ms);
-				return MATCH_END_TIME_UP;
+				return GAME_END_TIME_UP;
 			}
 			int64_t rest = left[s] + tc->inc_ms - r->time_ms;
 			left[s] = rest > 0 ? rest : 0; /* the byoyomi is never banked */
@@ -257,28 +238,28 @@ static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, 
 	}
 	if (rc < 0) {
 		snprintf(g->detail, sizeof g->detail, "%s: %s", who, search_last_error(w->eng[s]));
-		if (rc == SEARCH_ETIMEOUT) return MATCH_END_TIMEOUT;
-		if (rc == SEARCH_EILLEGAL) return MATCH_END_ILLEGAL_MOVE;
-		return MATCH_END_CRASH;
+		if (rc == SEARCH_ETIMEOUT) return GAME_END_TIMEOUT;
+		if (rc == SEARCH_EILLEGAL) return GAME_END_ILLEGAL_MOVE;
+		return GAME_END_CRASH;
 	}
 	if (r->attempts > 1 && w->usi[s]) {
 		usi_engine_stats(&after, w->usi[s]);
-		MatchEnd e = recovered_failure(&before, &after);
+		GameEnd e = recovered_failure(&before, &after);
 		snprintf(g->detail, sizeof g->detail, "%s: %s (the driver's retry answered %s)",
-		         who, match_end_name(e), r->bestmove_usi);
+		         who, game_end_name(e), r->bestmove_usi);
 		return e;
 	}
-	if (r->resign) return MATCH_END_RESIGN;
+	if (r->resign) return GAME_END_RESIGN;
 	if (r->win) {
 		if (pos_declaration_ok(pos))
 			*winner = us;
 		else
 			snprintf(g->detail, sizeof g->detail, "%s: declaration not valid", who);
-		return MATCH_END_DECLARATION;
+		return GAME_END_DECLARATION;
 	}
 	if (!pos_is_legal(pos, r->bestmove)) {
 		snprintf(g->detail, sizeof g->detail, "%s: illegal move %s", who, r->bestmove_usi);
-		return MATCH_END_ILLEGAL_MOVE;
+		return GAME_END_ILLEGAL_MOVE;
 	}
 	*move = r->bestmove;
 	mi->time_ms = m->timed ? r->time_ms : -1;
@@ -293,7 +274,7 @@ static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, 
 		mi->pv = pv;
 		mi->pv_len = n;
 	}
-	return MATCH_END_NONE;
+	return GAME_END_NONE;
 }
 
 static int write_record(Worker *w, int index, const MatchGame *g)
@@ -313,7 +294,7 @@ static int write_record(Worker *w, int index, const MatchGame *g)
 	char from[32] = "the start position";
 	if (g->opening >= 0) snprintf(from, sizeof from, "opening %d", g->opening + 1);
 	snprintf(about, sizeof about, "joseki match: game %d of %d from %s, %s, winner %s",
-	         index + 1, opt->games, from, match_end_name(g->end), winner);
+	         index + 1, opt->games, from, game_end_name(g->end), winner);
 	const char *comments[2] = {about, g->detail};
 	char stamp[32] = "";
 	if (w->m->timed) {
@@ -371,9 +352,9 @@ static int play_game(Worker *w, int index, MatchGame *g)
 	for (int s = 0; s < 2; s++) search_new_game(w->eng[s]);
 	bool in_book[2] = {m->book[0] != NULL, m->book[1] != NULL};
 	int64_t left[2] = {opt->clock[0].main_ms, opt->clock[1].main_ms};
-	MatchEnd end;
+	GameEnd end;
 	int winner = -1;
-	while ((end = judge(pos, m->max_moves, &winner)) == MATCH_END_NONE) {
+	while ((end = judge(pos, m->max_moves, &winner)) == GAME_END_NONE) {
 		if (cancelled(m)) return 1;
 		int s = pos->side == g->a_color ? 0 : 1;
 		int ply = pos_history_len(pos);
@@ -399,8 +380,8 @@ static int play_game(Worker *w, int index, MatchGame *g)
 			if (!g->exit_ply[s]) g->exit_ply[s] = ply + 1;
 			int e = engine_move(w, s, &mv, mi, w->pv[ply], g, &winner, left);
 			if (e < 0) return 1;
-			if (e != MATCH_END_NONE) {
-				end = (MatchEnd)e;
+			if (e != GAME_END_NONE) {
+				end = (GameEnd)e;
 				break;
 			}
 		}

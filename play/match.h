@@ -47,6 +47,7 @@
 
 #include "search/search.h"
 #include "search/usi_engine.h"
+#include "shogi/gameend.h"
 #include "shogi/types.h"
 
 /* Error codes (negative). */
@@ -72,30 +73,17 @@ const char *match_strerror(int code);
 /* The time margin `joseki match` allows past a clock (ms). */
 #define MATCH_TIME_MARGIN_DEFAULT 100
 
-/* How a game ended. */
-typedef enum {
-	MATCH_END_NONE = 0,        /* not played (cancelled) */
-	MATCH_END_RESIGN,          /* an engine resigned */
-	MATCH_END_MATE,            /* the side to move has no legal move and loses */
-	MATCH_END_REPETITION,      /* fourth repetition: a draw */
-	MATCH_END_PERPETUAL_CHECK, /* fourth repetition, one side checked throughout and loses */
-	MATCH_END_DECLARATION,     /* "bestmove win": valid wins, invalid loses */
-	MATCH_END_MAX_MOVES,       /* the move limit: a draw */
-	MATCH_END_ILLEGAL_MOVE,    /* an engine's move was illegal */
-	MATCH_END_TIMEOUT,         /* an engine did not answer in time */
-	MATCH_END_CRASH,           /* an engine exited or its answer was unreadable */
-	MATCH_END_TIME_UP,         /* a side's move ended past its clock (and margin) */
-} MatchEnd;
-
-/* "resign", "mate", "repetition", "perpetual_check", "declaration", "max_moves",
- * "illegal_move", "timeout", "crash", "time_up" ("none" for MATCH_END_NONE). */
-const char *match_end_name(MatchEnd end);
 /*
- * The end `joseki replay` reports for the game's CSA record (replay_end_name
- * spelling): the same word, except a timeout is "time_up" (%TIME_UP) and a
- * crash "resign" (%TORYO, as floodgate records a disconnection).
+ * How a match game ended is shogi/gameend.h's GameEnd: resign, mate,
+ * repetition, perpetual_check, declaration ("bestmove win": valid wins,
+ * invalid loses), max_moves (a draw), illegal_move (an engine's), timeout (an
+ * engine did not answer in time), crash (an engine exited or its answer was
+ * unreadable), time_up (a side's move ended past its clock and margin); none
+ * for a game not played (cancelled). The end `joseki replay` reports for the
+ * game's CSA record: the same, except a timeout is time_up (%TIME_UP) and a
+ * crash resign (%TORYO, as floodgate records a disconnection).
  */
-const char *match_end_replay_name(MatchEnd end);
+GameEnd match_end_replayed(GameEnd end);
 
 /* One side of the match. */
 typedef struct {
@@ -143,7 +131,7 @@ typedef struct {
 	bool played;
 	int opening;   /* index into the openings, -1 for the start position */
 	Color a_color; /* the colour A played */
-	MatchEnd end;
+	GameEnd end;
 	int winner;          /* BLACK, WHITE, or -1 for a draw */
 	int result;          /* for A: 1 win, 0 draw, -1 loss */
 	int plies;           /* moves in the record, opening included */
@@ -202,7 +190,7 @@ typedef struct {
  * bad options or openings, an engine or a book that cannot be opened, an
  * output directory or record that cannot be written.
  */
-int match_run(MatchResult *out, const MatchOptions *opt, char *err);
+JOSEKI_MUST_USE int match_run(MatchResult *out, const MatchOptions *opt, char *err);
 
 void match_result_free(MatchResult *r);
 
@@ -248,12 +236,12 @@ void match_exit_stats(MatchExit *out, const MatchResult *r, int s);
  * Sets tc->main_ms and tc->inc_ms (byoyomi untouched). Returns 0, or
  * MATCH_EINVAL with a message in err (MATCH_ERRLEN bytes) and tc untouched.
  */
-int match_tc_parse(TimeControl *tc, const char *text, char *err);
+JOSEKI_MUST_USE int match_tc_parse(TimeControl *tc, const char *text, char *err);
 /*
  * Parses "ELO0,ELO1[,ALPHA,BETA]" (alpha = beta = 0.05 when absent):
  * |elo| <= 1000, elo0 < elo1, alpha and beta in (0, 1) with alpha + beta < 1.
  * Returns 0, or MATCH_EINVAL with a message in err and s untouched.
  */
-int match_sprt_parse(MatchSprt *s, const char *text, char *err);
+JOSEKI_MUST_USE int match_sprt_parse(MatchSprt *s, const char *text, char *err);
 
 #endif

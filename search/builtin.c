@@ -1,5 +1,6 @@
 /* search/builtin.c — the built-in engine as a SearchEngine. */
 #include "search/builtin.h"
+#include "shogi/errmsg.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +19,7 @@ typedef struct {
 
 static int fail(Builtin *b, int code, const char *msg)
 {
-	snprintf(b->err, sizeof b->err, "%s", msg);
-	return code;
+	return errmsg_set(b->err, sizeof b->err, code, "%s", msg);
 }
 
 static void fill_line(SearchLine *sl, const EngineLine *l, int rank)
@@ -102,10 +102,9 @@ static int builtin_analyse(SearchEngine *se, SearchResult *out, const Position *
 	return SEARCH_OK;
 }
 
-static int builtin_new_game(SearchEngine *se)
+static void builtin_new_game(SearchEngine *se)
 {
 	engine_clear(((Builtin *)se)->engine);
-	return SEARCH_OK;
 }
 
 static void builtin_free(SearchEngine *se)

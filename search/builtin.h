@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "search/search.h"
+#include "shogi/errors.h"
 
 /*
  * Creates a built-in engine with hash_mb megabytes of hash (0: the engine's
@@ -24,6 +25,7 @@
  * becomes non-zero the current analyse call ends with SEARCH_ECANCELED.
  * Returns 0 or SEARCH_ENOMEM; free with search_free().
  */
-int builtin_engine_new(SearchEngine **out, size_t hash_mb, const volatile sig_atomic_t *cancel);
+JOSEKI_MUST_USE int builtin_engine_new(SearchEngine **out, size_t hash_mb,
+                                       const volatile sig_atomic_t *cancel);
 
 #endif

@@ -80,10 +80,10 @@ typedef struct Engine Engine;
 
 /* Creates an engine with a hash table of hash_mb megabytes (0: default).
  * Returns 0 or ENGINE_ENOMEM. */
-int engine_new(Engine **out, size_t hash_mb);
+JOSEKI_MUST_USE int engine_new(Engine **out, size_t hash_mb);
 /* Resizes the hash table (clears it). Returns 0 or ENGINE_ENOMEM, in which
  * case the old table is kept. */
-int engine_set_hash(Engine *e, size_t hash_mb);
+JOSEKI_MUST_USE int engine_set_hash(Engine *e, size_t hash_mb);
 /* Forgets everything learnt (hash, history): a new game starts. */
 void engine_clear(Engine *e);
 void engine_free(Engine *e);
@@ -93,8 +93,8 @@ void engine_free(Engine *e);
  * within lim. info may be NULL. Returns 0 with *out filled, or ENGINE_EINVAL
  * for bad limits.
  */
-int engine_search(Engine *e, EngineResult *out, const Position *pos, const EngineLimits *lim,
-                  engine_info_fn info, void *ctx);
+JOSEKI_MUST_USE int engine_search(Engine *e, EngineResult *out, const Position *pos,
+                                  const EngineLimits *lim, engine_info_fn info, void *ctx);
 
 /* Asks a running search to finish as soon as possible (thread-safe). */
 void engine_stop(Engine *e);
@@ -124,6 +124,6 @@ extern const char *const ENGINE_BENCH_POSITIONS[];
  * a line per position on log, then "bench nodes N time_ms T nps X" on out.
  * Returns 0, ENGINE_ENOMEM, or ENGINE_EINVAL if a position does not parse.
  */
-int engine_bench(FILE *out, FILE *log, int depth);
+JOSEKI_MUST_USE int engine_bench(FILE *out, FILE *log, int depth);
 
 #endif

@@ -47,7 +47,11 @@ int engine_bench(FILE *out, FILE *log, int depth)
 		}
 		EngineLimits lim = {.depth = depth, .multipv = 1, .clear_hash = true};
 		EngineResult r;
-		engine_search(e, &r, pos, &lim, NULL, NULL);
+		if ((rc = engine_search(e, &r, pos, &lim, NULL, NULL)) < 0) {
+			fprintf(log, "bench: position %d: %s\n", i + 1, engine_strerror(rc));
+			status = rc;
+			break;
+		}
 		char mv[USI_MOVE_MAX] = "none";
 		if (r.nlines) usi_move_write(r.bestmove, mv);
 		fprintf(

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 /* Material values in centipawns, indexed by PieceType (board pieces): the
  * exchange values of the search's SEE and of eval_material. */
@@ -64,13 +65,13 @@ typedef struct {
 } EvalFeatures;
 
 /* Static value of pos in centipawns from the side to move. */
-int eval_position(const Position *pos);
+JOSEKI_MUST_USE int eval_position(const Position *pos);
 
 /* The same value with the features it adds up (f may be NULL), and optional
  * weights instead of EVAL_WEIGHTS (the tuner's; NULL: the built-in ones). */
-int eval_features(const Position *pos, EvalFeatures *f, const int16_t *weights);
+JOSEKI_MUST_USE int eval_features(const Position *pos, EvalFeatures *f, const int16_t *weights);
 
 /* Material only, from Black's point of view (for tests and diagnostics). */
-int eval_material(const Position *pos);
+JOSEKI_MUST_USE int eval_material(const Position *pos);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "shogi/movegen.h"
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 /*
  * The legal moves of the side to move that give check (out: MOVEGEN_MAX
@@ -21,7 +22,7 @@
  * pawn-drop check can never mate at once: that mate would be illegal).
  * Returns the count.
  */
-int mate_gen_checks(const Position *pos, Move *out, bool pawn_drops);
+JOSEKI_MUST_USE int mate_gen_checks(const Position *pos, Move *out, bool pawn_drops);
 
 /* A legal move that mates at once, or MOVE_NONE. Against a bare enemy (at
  * most 4 pieces, nothing but pawns in hand) a move that leaves it without a

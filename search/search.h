@@ -137,7 +137,7 @@ typedef struct {
 	int (*analyse)(SearchEngine *e, SearchResult *out, const Position *pos,
 	               const SearchBudget *budget, int multipv);
 	/* See search_new_game. */
-	int (*new_game)(SearchEngine *e);
+	void (*new_game)(SearchEngine *e);
 	/* Releases everything; e is not NULL. */
 	void (*free)(SearchEngine *e);
 	/* Display name ("YaneuraOu 8.00", "joseki builtin"). */
@@ -158,8 +158,9 @@ struct SearchEngine {
  * undefined and a message in search_last_error(). A failed call leaves the
  * engine usable for the next position.
  */
-static inline int search_analyse(SearchEngine *e, SearchResult *out, const Position *pos,
-                                 const SearchBudget *budget, int multipv)
+JOSEKI_MUST_USE static inline int search_analyse(SearchEngine *e, SearchResult *out,
+                                                 const Position *pos, const SearchBudget *budget,
+                                                 int multipv)
 {
 	return e->ops->analyse(e, out, pos, budget, multipv);
 }
@@ -170,8 +171,9 @@ static inline int search_analyse(SearchEngine *e, SearchResult *out, const Posit
  * SEARCH_EINVAL with the rules core's message in err (SEARCH_ERRLEN bytes,
  * may be NULL); other failures leave err empty (see search_last_error).
  */
-static inline int search_analyse_spec(SearchEngine *e, SearchResult *out, const char *spec,
-                                      const SearchBudget *budget, int multipv, char *err)
+JOSEKI_MUST_USE static inline int search_analyse_spec(SearchEngine *e, SearchResult *out,
+                                                      const char *spec, const SearchBudget *budget,
+                                                      int multipv, char *err)
 {
 	char perr[SHOGI_ERRLEN];
 	Position *pos = (Position *)malloc(sizeof *pos); /* too big for a worker's stack */
@@ -192,9 +194,9 @@ static inline int search_analyse_spec(SearchEngine *e, SearchResult *out, const 
 }
 
 /* Tells the engine that the next position starts a new game (clears its hash). */
-static inline int search_new_game(SearchEngine *e)
+static inline void search_new_game(SearchEngine *e)
 {
-	return e->ops->new_game(e);
+	e->ops->new_game(e);
 }
 
 static inline const char *search_name(const SearchEngine *e)

@@ -12,6 +12,7 @@
 
 #include "shogi/zobrist.h"
 #include "shogi/types.h"
+#include "shogi/errors.h"
 
 enum { TT_NONE = 0, TT_UPPER = 1, TT_LOWER = 2, TT_EXACT = 3 };
 
@@ -34,7 +35,7 @@ typedef struct {
 
 /* Allocates about mb megabytes (at least one bucket). Returns 0 or -1 (ENOMEM);
  * on failure tt is left empty but usable by tt_free. */
-int tt_init(TT *tt, size_t mb);
+JOSEKI_MUST_USE int tt_init(TT *tt, size_t mb);
 void tt_free(TT *tt);
 /* Empties the table in O(1) (a new epoch); the table then behaves exactly as
  * a freshly allocated one, so searches after a clear are reproducible. */

@@ -495,10 +495,9 @@ int usi_engine_analyse_spec(UsiEngine *e, SearchResult *out, const char *spec,
 	return rc;
 }
 
-int usi_engine_new_game(UsiEngine *e)
+void usi_engine_new_game(UsiEngine *e)
 {
 	e->new_game_pending = true;
-	return 0;
 }
 
 const char *usi_engine_name(const UsiEngine *e)
@@ -545,9 +544,9 @@ static int ops_analyse(SearchEngine *se, SearchResult *out, const Position *pos,
 {
 	return usi_engine_analyse((UsiEngine *)se, out, pos, budget, multipv);
 }
-static int ops_new_game(SearchEngine *se)
+static void ops_new_game(SearchEngine *se)
 {
-	return usi_engine_new_game((UsiEngine *)se);
+	usi_engine_new_game((UsiEngine *)se);
 }
 static void ops_free(SearchEngine *se)
 {
@@ -621,8 +620,8 @@ int usi_engine_open(UsiEngine **out, const UsiEngineConfig *cfg, char *err)
 	*out = NULL;
 	if (err) err[0] = '\0';
 	if (!cfg || !cfg->path || !cfg->path[0]) {
-		if (err) snprintf(err, SEARCH_ERRLEN, "usi engine: no program path given");
-		return SEARCH_EINVAL;
+		return errmsg_set(err, SEARCH_ERRLEN, SEARCH_EINVAL,
+		                  "usi engine: no program path given");
 	}
 	e = calloc(1, sizeof *e);
 	if (!e) goto nomem;
@@ -668,8 +667,8 @@ int usi_engine_open(UsiEngine **out, const UsiEngineConfig *cfg, char *err)
 		if (!(e->log_path = strdup(cfg->log_path))) goto nomem;
 		e->log_fd = open(cfg->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 		if (e->log_fd < 0) {
-			snprintf(e->err, sizeof e->err, "usi engine log %s: %s", cfg->log_path,
-			         strerror(errno));
+			errmsg_set(e->err, sizeof e->err, 0, "usi engine log %s: %s", cfg->log_path,
+			           strerror(errno));
 			rc = SEARCH_EIO;
 			goto fail;
 		}
@@ -677,7 +676,7 @@ int usi_engine_open(UsiEngine **out, const UsiEngineConfig *cfg, char *err)
 	} else {
 		e->stderr_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		if (e->stderr_fd < 0) {
-			snprintf(e->err, sizeof e->err, "/dev/null: %s", strerror(errno));
+			errmsg_set(e->err, sizeof e->err, 0, "/dev/null: %s", strerror(errno));
 			rc = SEARCH_EIO;
 			goto fail;
 		}
@@ -689,9 +688,9 @@ int usi_engine_open(UsiEngine **out, const UsiEngineConfig *cfg, char *err)
 	return 0;
 nomem:
 	rc = SEARCH_ENOMEM;
-	if (e) snprintf(e->err, sizeof e->err, "usi engine: out of memory");
+	if (e) errmsg_set(e->err, sizeof e->err, 0, "usi engine: out of memory");
 fail:
-	if (err) snprintf(err, SEARCH_ERRLEN, "%s", e ? e->err : "usi engine: out of memory");
+	if (err) errmsg_set(err, SEARCH_ERRLEN, 0, "%s", e ? e->err : "usi engine: out of memory");
 	usi_engine_free(e);
 	return rc;
 }

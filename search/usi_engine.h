@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 #include "search/search.h"
+#include "shogi/errors.h"
 
 typedef struct UsiEngine UsiEngine;
 
@@ -90,7 +91,7 @@ void usi_engine_config_init(UsiEngineConfig *cfg);
  * SEARCH_ENOMEM with a message in err (SEARCH_ERRLEN bytes, may be NULL);
  * *out is NULL then and no process is left behind.
  */
-int usi_engine_open(UsiEngine **out, const UsiEngineConfig *cfg, char *err);
+JOSEKI_MUST_USE int usi_engine_open(UsiEngine **out, const UsiEngineConfig *cfg, char *err);
 
 /* Sends quit, waits stop_grace_ms, kills what is left. Accepts NULL. */
 void usi_engine_free(UsiEngine *e);
@@ -99,26 +100,26 @@ void usi_engine_free(UsiEngine *e);
 SearchEngine *usi_engine_search(UsiEngine *e);
 
 /* See search_analyse(). */
-int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
-                       const SearchBudget *budget, int multipv);
+JOSEKI_MUST_USE int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Position *pos,
+                                       const SearchBudget *budget, int multipv);
 
 /*
  * Parses a position spec (docs/shogi.md: SFEN, startpos, "... moves ...") and
  * analyses it. SEARCH_EINVAL with a message naming the spec when it does not
  * parse.
  */
-int usi_engine_analyse_spec(UsiEngine *e, SearchResult *out, const char *spec,
-                            const SearchBudget *budget, int multipv);
+JOSEKI_MUST_USE int usi_engine_analyse_spec(UsiEngine *e, SearchResult *out, const char *spec,
+                                            const SearchBudget *budget, int multipv);
 
 /* usinewgame before the next position (after isready/readyok). */
-int usi_engine_new_game(UsiEngine *e);
+void usi_engine_new_game(UsiEngine *e);
 
 /* "id name" of the running engine, or the path if it gave none. */
 const char *usi_engine_name(const UsiEngine *e);
 /* Message of the last failure, "" if none. */
 const char *usi_engine_last_error(const UsiEngine *e);
 /* pid of the current engine process, or -1 when none is running. */
-int usi_engine_pid(const UsiEngine *e);
+JOSEKI_MUST_USE int usi_engine_pid(const UsiEngine *e);
 
 typedef struct {
 	uint64_t positions; /* analyse calls that succeeded */
@@ -148,8 +149,9 @@ int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget 
  * With an engine that answers instantly this is the driver's own cost per
  * analysed position (pipes, parsing, legality checks). See docs/search.md.
  */
-int usi_engine_bench_overhead(double *us_per_position, UsiEngine *e, const Position *pos,
-                              const SearchBudget *budget, int multipv, int count);
+JOSEKI_MUST_USE int usi_engine_bench_overhead(double *us_per_position, UsiEngine *e,
+                                              const Position *pos, const SearchBudget *budget,
+                                              int multipv, int count);
 
 #define USI_MAX_ENGINES 1024
 
@@ -162,6 +164,7 @@ int usi_engine_bench_overhead(double *us_per_position, UsiEngine *e, const Posit
  * engine's error (message in err naming which: "engine 2 of 8: ..."); then
  * every out[i] is NULL and no process is left.
  */
-int usi_engine_open_many(UsiEngine **out, const UsiEngineConfig *cfg, int n, char *err);
+JOSEKI_MUST_USE int usi_engine_open_many(UsiEngine **out, const UsiEngineConfig *cfg, int n,
+                                         char *err);
 
 #endif

@@ -6,6 +6,7 @@
  * fuzzer and need not be NUL-terminated.
  */
 #include "search/usi_info.h"
+#include "shogi/errmsg.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -56,11 +57,12 @@ static int lex_fail(Lexer *lx, const char *what)
 	if (lx->err) {
 		int n = lx->tok_len > 40 ? 40 : (int)lx->tok_len;
 		if (lx->tok)
-			snprintf(lx->err, USI_INFO_ERRLEN, "info line, byte %zu: %s at \"%.*s\"",
-			         lx->tok_off, what, n, lx->tok);
+			errmsg_set(lx->err, USI_INFO_ERRLEN, 0,
+			           "info line, byte %zu: %s at \"%.*s\"", lx->tok_off, what, n,
+			           lx->tok);
 		else
-			snprintf(lx->err, USI_INFO_ERRLEN, "info line, byte %zu: %s at end of line",
-			         lx->tok_off, what);
+			errmsg_set(lx->err, USI_INFO_ERRLEN, 0,
+			           "info line, byte %zu: %s at end of line", lx->tok_off, what);
 	}
 	return SEARCH_EPROTOCOL;
 }

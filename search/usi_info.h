@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "shogi/types.h"
+#include "shogi/errors.h"
 
 /* Longest PV kept; further moves are dropped and pv_truncated is set. */
 #define USI_INFO_PV_MAX 64
@@ -88,7 +89,7 @@ typedef struct {
  * The PV stops at the first later word that is not a move. On error *out is
  * undefined.
  */
-int usi_info_parse(UsiInfo *out, const char *line, size_t len, char *err);
+JOSEKI_MUST_USE int usi_info_parse(UsiInfo *out, const char *line, size_t len, char *err);
 
 /*
  * True when the line can stand as the result for its multipv index: it has

@@ -4,6 +4,7 @@
  * deadlines, and the log (usi_engine_priv.h). The protocol is usi_engine.c.
  */
 #include "search/usi_engine_priv.h"
+#include "shogi/errmsg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +62,7 @@ int usi_fail(UsiEngine *e, int rc, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(e->err, sizeof e->err, fmt, ap);
+	errmsg_vset(e->err, sizeof e->err, rc, fmt, ap);
 	va_end(ap);
 	usi_log_msg(e, "%s", e->err);
 	return rc;

@@ -109,7 +109,11 @@ static void *search_main(void *arg)
 {
 	Usi *u = arg;
 	EngineResult r;
-	engine_search(u->engine, &r, &u->search_pos, &u->lim, info_lines, u);
+	int rc = engine_search(u->engine, &r, &u->search_pos, &u->lim, info_lines, u);
+	if (rc < 0) { /* limits the engine refuses: said, and no move */
+		say(u, "info string %s", engine_strerror(rc));
+		r.nlines = 0;
+	}
 	pthread_mutex_lock(&u->lock);
 	while (u->hold && !u->released) pthread_cond_wait(&u->cond, &u->lock);
 	pthread_mutex_unlock(&u->lock);
@@ -334,8 +338,9 @@ static int usi_loop(Usi *u)
 			int depth = *args ? atoi(args) : ENGINE_BENCH_DEPTH;
 			if (depth < 1 || depth >= ENGINE_MAX_PLY) depth = ENGINE_BENCH_DEPTH;
 			pthread_mutex_lock(&u->out);
-			engine_bench(u->cfg->out, u->cfg->log, depth);
+			int brc = engine_bench(u->cfg->out, u->cfg->log, depth);
 			pthread_mutex_unlock(&u->out);
+			if (brc < 0) say(u, "info string bench: %s", engine_strerror(brc));
 		} else if (*cmd) {
 			say(u, "info string unknown command '%s'", cmd);
 		}

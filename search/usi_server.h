@@ -25,6 +25,7 @@
 
 #include "search/engine.h"
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 #define USI_HASH_MAX_MB 65536
 #define USI_TIME_MARGIN_MS 60 /* GUI and pipe overhead kept in reserve */
@@ -49,7 +50,7 @@ typedef struct {
  * works; an infinite or pondering one is stopped). Returns 0, or
  * ENGINE_ENOMEM (nothing read) when the engine cannot be made.
  */
-int usi_server_run(const UsiServerConfig *cfg);
+JOSEKI_MUST_USE int usi_server_run(const UsiServerConfig *cfg);
 
 /* The clock part of a `go` command. Zero fields are absent. */
 typedef struct {

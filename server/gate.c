@@ -80,8 +80,8 @@ static void count_del(Gate *g, const struct sockaddr_in *sa)
 		uint32_t *v = keymap_value(&g->per_ip, addr_key(sa));
 		if (v && *v > 1)
 			--*v;
-		else if (v)
-			keymap_del(&g->per_ip, NULL, addr_key(sa), NULL);
+		else if (v) /* found just above: it is there to delete */
+			(void)keymap_del(&g->per_ip, NULL, addr_key(sa), NULL);
 	}
 	pthread_mutex_unlock(&g->mu);
 }

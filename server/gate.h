@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "shogi/errors.h"
 
 struct MHD_Daemon;
 struct MHD_Connection;
@@ -59,11 +60,11 @@ typedef struct Gate Gate;
  * static string) for one the gate refuses. Pure; fuzzed
  * (tests/fuzz/fuzz_gate_head.c).
  */
-int gate_check_head(const char *b, size_t n, const char **msg);
+JOSEKI_MUST_USE int gate_check_head(const char *b, size_t n, const char **msg);
 
 /* Takes over the listening socket fd (closed by gate_stop) and starts the
  * gate's thread, which hands connections to d. 0, or -1 (errno set). */
-int gate_start(Gate **out, int fd, struct MHD_Daemon *d, const GateOptions *opt);
+JOSEKI_MUST_USE int gate_start(Gate **out, int fd, struct MHD_Daemon *d, const GateOptions *opt);
 
 /* libmicrohttpd's connection notifications (MHD_OPTION_NOTIFY_CONNECTION),
  * so that connections open there count against their address and the cap.

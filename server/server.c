@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "shogi/clock.h"
+#include "shogi/errmsg.h"
 #include "server/api.h"
 #include "server/assets.h"
 #include "server/gate.h"
@@ -252,15 +253,17 @@ static char *metrics_text(Server *s)
 	fprintf(f, "joseki_request_duration_seconds_count %llu\n", cum);
 	uint64_t positions = 0;
 	BookTxn *t;
-	if (bookdb_txn_begin(&t, s->db, false) == 0) {
-		bookdb_count(&positions, t, BOOKDB_POS);
+	int crc = bookdb_txn_begin(&t, s->db, false);
+	if (crc == 0) {
+		crc = bookdb_count(&positions, t, BOOKDB_POS);
 		bookdb_txn_abort(t);
 	}
-	fprintf(f,
-	        "# HELP joseki_book_positions Positions in the book.\n# TYPE joseki_book_positions "
-	        "gauge\n"
-	        "joseki_book_positions %llu\n",
-	        (unsigned long long)positions);
+	if (crc == 0) /* a value the book could not give is left out, not shown as 0 */
+		fprintf(f,
+		        "# HELP joseki_book_positions Positions in the book.\n# TYPE "
+		        "joseki_book_positions gauge\n"
+		        "joseki_book_positions %llu\n",
+		        (unsigned long long)positions);
 	fprintf(f,
 	        "# HELP joseki_uptime_seconds Seconds since the server started.\n"
 	        "# TYPE joseki_uptime_seconds gauge\njoseki_uptime_seconds %lld\n",
@@ -425,11 +428,11 @@ static enum MHD_Result log_handle(void *cls, struct MHD_Connection *c, const cha
 	return rc;
 }
 
-int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err, size_t errlen)
+int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err)
 {
 	*out = NULL;
 	Server *s = calloc(1, sizeof *s);
-	if (!s) return SERVER_ENOMEM;
+	if (!s) return errmsg_set(err, SERVER_ERRLEN, SERVER_ENOMEM, "out of memory");
 	s->db = db;
 	s->opt = *opt;
 	s->fd = -1;
@@ -439,7 +442,7 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err, 
 	const char *addr = opt->addr ? opt->addr : "127.0.0.1";
 	int rc = SERVER_EINVAL;
 	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
-		snprintf(err, errlen, "'%s' is not an IPv4 address", addr);
+		errmsg_set(err, SERVER_ERRLEN, rc, "'%s' is not an IPv4 address", addr);
 		goto fail;
 	}
 	rc = SERVER_ELISTEN;
@@ -447,7 +450,7 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err, 
 	int one = 1;
 	if (s->fd < 0 || setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
 	    bind(s->fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s->fd, 1024) < 0) {
-		snprintf(err, errlen, "%s:%u: %s", addr, opt->port, strerror(errno));
+		errmsg_set(err, SERVER_ERRLEN, rc, "%s:%u: %s", addr, opt->port, strerror(errno));
 		goto fail;
 	}
 	socklen_t sl = sizeof sa;
@@ -477,7 +480,8 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err, 
 	    completed, s, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s, MHD_OPTION_END);
 	if (!s->d) {
 		rc = SERVER_EMHD;
-		snprintf(err, errlen, "%s:%u: libmicrohttpd did not start", addr, s->port);
+		errmsg_set(err, SERVER_ERRLEN, rc, "%s:%u: libmicrohttpd did not start", addr,
+		           s->port);
 		goto fail;
 	}
 	GateOptions go = {.max_connections = maxc,
@@ -489,8 +493,8 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err, 
 	                  .ctx = s};
 	if (gate_start(&s->gate, s->fd, s->d, &go) < 0) {
 		rc = SERVER_EMHD;
-		snprintf(err, errlen, "%s:%u: the accept thread did not start: %s", addr, s->port,
-		         strerror(errno));
+		errmsg_set(err, SERVER_ERRLEN, rc, "%s:%u: the accept thread did not start: %s",
+		           addr, s->port, strerror(errno));
 		MHD_stop_daemon(s->d);
 		goto fail;
 	}

@@ -49,9 +49,13 @@ typedef struct {
 
 typedef struct Server Server;
 
+/* Size of server_start's message buffer. */
+#define SERVER_ERRLEN 256
+
 /* Starts serving db (opened read-only or read-write; not closed by the server).
- * Returns 0 or a negative SERVER_* code with a message in err (errlen bytes). */
-int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err, size_t errlen);
+ * Returns 0 or a negative SERVER_* code with a message in err (SERVER_ERRLEN
+ * bytes). */
+JOSEKI_MUST_USE int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err);
 
 /* The port it listens on. */
 uint16_t server_port(const Server *s);

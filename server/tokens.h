@@ -36,7 +36,7 @@ const char *server_tokens_strerror(int code);
 typedef struct ServerTokens ServerTokens;
 
 /* Reads path (it must exist and parse). 0 or a code with a message in err. */
-int server_tokens_open(ServerTokens **out, const char *path, char *err);
+JOSEKI_MUST_USE int server_tokens_open(ServerTokens **out, const char *path, char *err);
 void server_tokens_free(ServerTokens *t);
 
 /* True when token (as sent after "Bearer ") is in the file as it is now;
@@ -52,6 +52,7 @@ bool server_tokens_check_ro(ServerTokens *t, const char *token, char *name, bool
  * bytes). TOKENS_EEXIST when a token of that name is in the file,
  * TOKENS_EPARSE when the file does not parse, TOKENS_EIO: nothing is appended
  * then. */
-int server_tokens_add(const char *path, const char *name, bool read_only, char *token, char *err);
+JOSEKI_MUST_USE int server_tokens_add(const char *path, const char *name, bool read_only,
+                                      char *token, char *err);
 
 #endif

@@ -1,5 +1,6 @@
 /* server/work_api.c — the work endpoints and their service thread (work_api.h). */
 #include "server/work_api.h"
+#include "shogi/errmsg.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -110,16 +111,17 @@ static void *service(void *arg)
 			for (Op *op = ops; op; op = op->next)
 				if (op->kind != OP_STATUS && op->rc >= 0) {
 					op->rc = COORD_EBOOK;
-					snprintf(op->err, sizeof op->err, "%s", err);
+					errmsg_set(op->err, sizeof op->err, 0, "%s", err);
 				}
 		}
 		if (now - last_tick >= TICK_MS) {
 			last_tick = now;
 			err[0] = 0;
 			/* A failed minimax is said and the service goes on; a broken
-			 * book shows in the next round's answers (COORD_EBOOK). */
-			if (coord_tick(w->c, now, err) < 0 && err[0])
-				fprintf(stderr, "joseki: %s\n", err);
+			 * book stops it, as a request's would. */
+			int trc = coord_tick(w->c, now, err);
+			if (trc < 0 && err[0]) fprintf(stderr, "joseki: %s\n", err);
+			if (trc == COORD_EBOOK) atomic_store(&w->failed, true);
 		}
 		bool failed = false;
 		for (Op *op = ops; op; op = op->next) failed |= op->rc == COORD_EBOOK;

@@ -19,6 +19,7 @@
 
 #include "cluster/coord.h"
 #include "server/tokens.h"
+#include "shogi/errors.h"
 
 #define API_WORK_BODY_MAX (1024 * 1024) /* larger request bodies: 413 */
 #define API_WORK_RETRY_S 5              /* Retry-After of a 204 (no work) or 503 */
@@ -27,7 +28,7 @@ typedef struct ApiWork ApiWork;
 
 /* Starts the service thread over c and tokens (both kept by the caller and
  * freed after api_work_stop). 0, or -1 when the thread cannot start. */
-int api_work_start(ApiWork **out, Coord *c, ServerTokens *tokens);
+JOSEKI_MUST_USE int api_work_start(ApiWork **out, Coord *c, ServerTokens *tokens);
 /* Answers later requests 503, finishes the thread's round, joins it. Accepts NULL. */
 void api_work_stop(ApiWork *w);
 

@@ -1,5 +1,6 @@
 /* server/work_parse.c — the work API's request bodies (work_parse.h). */
 #include "server/work_parse.h"
+#include "shogi/errmsg.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -13,12 +14,10 @@
 static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(char *err, const char *fmt, ...)
 {
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, API_PARSE_ERRLEN, fmt, ap);
-		va_end(ap);
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	errmsg_vset(err, API_PARSE_ERRLEN, -1, fmt, ap);
+	va_end(ap);
 	return -1;
 }
 

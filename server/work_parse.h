@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cluster/coord.h"
+#include "shogi/errors.h"
 
 #define API_PARSE_ERRLEN 256
 
@@ -28,11 +29,11 @@ typedef struct {
 /* Every body may name the worker process ("instance": 1..32 letters or
  * digits); "worker" and "engine" are printable text (no control characters).
  * {"worker": "name", "max": N, "engine": "...", "nps": N} */
-int api_parse_acquire(ApiWorkBody *out, const char *body, size_t len, char *err);
+JOSEKI_MUST_USE int api_parse_acquire(ApiWorkBody *out, const char *body, size_t len, char *err);
 /* {"worker": ..., "engine": ..., "nps": ..., "results": [...]} */
-int api_parse_submit(ApiWorkBody *out, const char *body, size_t len, char *err);
+JOSEKI_MUST_USE int api_parse_submit(ApiWorkBody *out, const char *body, size_t len, char *err);
 /* Abort's optional body: empty, or {"worker": "name"}. */
-int api_parse_abort(ApiWorkBody *out, const char *body, size_t len, char *err);
+JOSEKI_MUST_USE int api_parse_abort(ApiWorkBody *out, const char *body, size_t len, char *err);
 void api_work_body_free(ApiWorkBody *b);
 
 #endif

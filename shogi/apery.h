@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 #define APERY_ENTRY_SIZE 16
 
@@ -82,8 +83,8 @@ typedef struct {
  */
 typedef int (*apery_pos_fn)(void *ctx, const Position *pos, const AperyMove *moves, size_t n);
 typedef void (*apery_bad_fn)(void *ctx, const Position *pos, const AperyEntry *e, size_t at);
-int apery_walk(const AperyEntry *entries, size_t n, apery_pos_fn fn, apery_bad_fn bad, void *ctx,
-               AperyWalkStats *st);
+JOSEKI_MUST_USE int apery_walk(const AperyEntry *entries, size_t n, apery_pos_fn fn,
+                               apery_bad_fn bad, void *ctx, AperyWalkStats *st);
 
 /* The n-th output (n >= 1) of std::mt19937_64 seeded with 5489, the
  * generator of the key's numbers (for tests: the 10000th is

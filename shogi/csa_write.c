@@ -1,5 +1,6 @@
 /* shogi/csa_write.c — a game as a CSA record. */
 #include "shogi/csa_write.h"
+#include "shogi/errmsg.h"
 
 #include <string.h>
 
@@ -138,16 +139,14 @@ int csa_game_write(FILE *f, Position *game, const CsaGame *g, char *err)
 		Move m = moves[i - 1] = game->states[i].move;
 		if (m == MOVE_NONE || m == MOVE_NULL) {
 			if (err)
-				snprintf(err, SHOGI_ERRLEN, "CSA record: move %d is a null move",
-				         i);
-			return SHOGI_EILLEGAL;
+				return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
+				                  "CSA record: move %d is a null move", i);
 		}
 	}
 	if (g->end && !csa_word_ok(g->end)) {
 		if (err)
-			snprintf(err, SHOGI_ERRLEN, "CSA record: '%.40s' is not a CSA ending",
-			         g->end);
-		return SHOGI_EILLEGAL;
+			return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
+			                  "CSA record: '%.40s' is not a CSA ending", g->end);
 	}
 	for (int i = 0; i < n; i++) pos_undo_move(game);
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 /* What is known about one move of the game (all optional). */
 typedef struct {
@@ -57,7 +58,7 @@ typedef struct {
  * ending word is not a CSA word (capitals, '+', '-', '_'). Write errors are
  * the caller's to see (ferror(f)).
  */
-int csa_game_write(FILE *f, Position *game, const CsaGame *g, char *err);
+JOSEKI_MUST_USE int csa_game_write(FILE *f, Position *game, const CsaGame *g, char *err);
 
 /*
  * Writes one floodgate-style CSA record of a legal random game from the start

@@ -84,18 +84,18 @@ typedef struct Db2016Reader Db2016Reader;
  * NULL (warnings are then dropped). Returns 0 or DB2016_EIO/DB2016_ENOMEM;
  * *out is the caller's to free with db2016_close().
  */
-int db2016_open(Db2016Reader **out, const char *path, unsigned flags, Db2016WarnFn warn,
-                void *warn_ctx);
+JOSEKI_MUST_USE int db2016_open(Db2016Reader **out, const char *path, unsigned flags,
+                                Db2016WarnFn warn, void *warn_ctx);
 /* As db2016_open over an open stream (not closed by db2016_close). */
-int db2016_open_file(Db2016Reader **out, FILE *f, const char *name, unsigned flags,
-                     Db2016WarnFn warn, void *warn_ctx);
+JOSEKI_MUST_USE int db2016_open_file(Db2016Reader **out, FILE *f, const char *name, unsigned flags,
+                                     Db2016WarnFn warn, void *warn_ctx);
 
 /*
  * Reads the next record into *rec; its pointers stay valid until the next
  * call or db2016_close(). Returns 1 (a record), 0 (end of file) or a
  * negative DB2016_E* code.
  */
-int db2016_next(Db2016Reader *r, Db2016Record *rec);
+JOSEKI_MUST_USE int db2016_next(Db2016Reader *r, Db2016Record *rec);
 
 /* Counters since open: records returned, warnings issued, lines read. */
 size_t db2016_records(const Db2016Reader *r);
@@ -120,9 +120,9 @@ size_t db2016_sfen_lines(const Db2016Reader *r);
  * the warnings too (a range reports the lines after its last record up to
  * the next range's first "sfen" line). Returns 0 or DB2016_EIO.
  */
-int db2016_split(const char *path, int parts, uint64_t *offsets, long *first_lines);
-int db2016_set_range(Db2016Reader *r, uint64_t start, uint64_t end, long first_line,
-                     size_t first_ordinal);
+JOSEKI_MUST_USE int db2016_split(const char *path, int parts, uint64_t *offsets, long *first_lines);
+JOSEKI_MUST_USE int db2016_set_range(Db2016Reader *r, uint64_t start, uint64_t end, long first_line,
+                                     size_t first_ordinal);
 
 /* Closes the reader (and its file if db2016_open opened it). Accepts NULL. */
 void db2016_close(Db2016Reader *r);

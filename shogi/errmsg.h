@@ -6,6 +6,7 @@
 #ifndef SHOGI_ERRMSG_H
 #define SHOGI_ERRMSG_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 /*
@@ -15,5 +16,8 @@
  */
 int errmsg_set(char *err, size_t len, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same with a va_list, for a module's own failure helper (kifu_fail, usi_fail). */
+int errmsg_vset(char *err, size_t len, int code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 #endif

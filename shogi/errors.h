@@ -10,6 +10,24 @@
 
 #define ERR_RANGE 20
 
+/*
+ * On every function of a public header that returns an int (a code, a count,
+ * 1/0 for "found"): the compiler refuses a call that drops it. A caller that
+ * means to (best-effort cleanup) casts the call to void and says why. GCC
+ * takes that cast only for C23's [[nodiscard]] (which it accepts in C11 mode),
+ * clang only for the attribute.
+ */
+#if defined(__clang__)
+#define JOSEKI_MUST_USE __attribute__((warn_unused_result))
+#elif defined(__has_c_attribute)
+#if __has_c_attribute(nodiscard)
+#define JOSEKI_MUST_USE [[nodiscard]]
+#endif
+#endif
+#ifndef JOSEKI_MUST_USE
+#define JOSEKI_MUST_USE __attribute__((warn_unused_result))
+#endif
+
 #define ERR_SHOGI (-100)
 #define ERR_DB2016 (-120)
 #define ERR_BOOKDB (-200)

@@ -14,11 +14,13 @@ static const char *const END_NAMES[] = {
     [GAME_END_TIME_UP] = "time_up",
     [GAME_END_MAX_MOVES] = "max_moves",
     [GAME_END_INTERRUPTED] = "interrupted",
+    [GAME_END_TIMEOUT] = "timeout",
+    [GAME_END_CRASH] = "crash",
 };
 
 const char *game_end_name(GameEnd end)
 {
-	if ((unsigned)end > GAME_END_INTERRUPTED) return "none";
+	if ((unsigned)end > GAME_END_CRASH) return "none";
 	return END_NAMES[end];
 }
 

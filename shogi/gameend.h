@@ -26,6 +26,10 @@ typedef enum {
 	GAME_END_TIME_UP,
 	GAME_END_MAX_MOVES,   /* the move limit was reached without a result */
 	GAME_END_INTERRUPTED, /* stopped (CSA's %CHUDAN, KIF's 中断 and 封じ手) */
+	/* A player that is a program (play/match.h): its record says time_up and
+	 * resign, as floodgate's do, but the match tells what happened. */
+	GAME_END_TIMEOUT, /* an engine did not answer in time: it loses */
+	GAME_END_CRASH,   /* an engine exited or its answer was unreadable: it loses */
 } GameEnd;
 
 typedef enum {
@@ -37,7 +41,7 @@ typedef enum {
 
 /* "none", "resign", "repetition", "perpetual_check", "declaration", "mate",
  * "illegal_move", "time_up", "max_moves", "interrupted" (the names of
- * `joseki replay --json`). */
+ * `joseki replay --json`), "timeout", "crash" (`joseki match --json`'s). */
 const char *game_end_name(GameEnd end);
 /* "none", "black", "white", "draw". */
 const char *game_winner_name(GameWinner w);

@@ -6,13 +6,15 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include "shogi/errors.h"
 
 /*
  * Makes *arr (elem bytes an element, *cap elements now) hold at least need
  * elements: the capacity doubles from at least min_cap. Returns 0, or -1 when
  * memory runs out or the size overflows (*arr and *cap are then unchanged).
  */
-static inline int array_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t min_cap)
+JOSEKI_MUST_USE static inline int array_grow(void **arr, size_t *cap, size_t need, size_t elem,
+                                             size_t min_cap)
 {
 	if (need <= *cap) return 0;
 	size_t nc = *cap ? *cap : (min_cap ? min_cap : 16);

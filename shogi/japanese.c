@@ -3,6 +3,7 @@
  * docs/shogi.md, "Japanese notation").
  */
 #include "shogi/japanese.h"
+#include "shogi/errmsg.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -314,12 +315,10 @@ size_t ja_move_write(const Position *pos, Move m, Square prev_to, bool mark, con
 static int errf(char *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int errf(char *err, int code, const char *fmt, ...)
 {
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, SHOGI_ERRLEN, fmt, ap);
-		va_end(ap);
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	errmsg_vset(err, SHOGI_ERRLEN, code, fmt, ap);
+	va_end(ap);
 	return code;
 }
 

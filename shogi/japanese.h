@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 /* Bytes that always hold a written move, NUL included. */
 #define JA_MOVE_MAX 48
@@ -49,8 +50,8 @@ size_t ja_move_write(const Position *pos, Move m, Square prev_to, bool mark, con
  * move or more than one fits (err, SHOGI_ERRLEN bytes, may be NULL, says
  * which, with the square in USI: "no gold of Black's can move to 5h").
  */
-int ja_move_parse(Move *out, const Position *pos, Square prev_to, const char *s, size_t len,
-                  char *err);
+JOSEKI_MUST_USE int ja_move_parse(Move *out, const Position *pos, Square prev_to, const char *s,
+                                  size_t len, char *err);
 
 /* The name of a piece type as a move writes it ("歩", "成銀", "龍"). */
 const char *ja_piece_name(PieceType pt);
@@ -66,7 +67,7 @@ PieceType ja_piece_parse(const char *s, size_t n, size_t *used);
  * Reads a count written in kanji (一 .. 十八; 十 alone is ten) or ASCII or
  * full-width digits at s. Returns the number and sets *used, or -1.
  */
-int ja_number_parse(const char *s, size_t n, size_t *used);
+JOSEKI_MUST_USE int ja_number_parse(const char *s, size_t n, size_t *used);
 
 /* Bytes of the UTF-8 character starting with byte c (1 for a byte that
  * starts none). */

@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "shogi/zobrist.h"
+#include "shogi/errors.h"
 
 /* Not found (index maps), and a set's value when just added. */
 #define KEYMAP_NONE UINT32_MAX
@@ -104,7 +105,7 @@ void keymap_free(KeyMap *m);
  * NULL for a set. 0, or -1 when memory runs out or n > KEYMAP_MAX (the map is
  * then unchanged).
  */
-int keymap_reserve(KeyMap *m, const void *keys, size_t n);
+JOSEKI_MUST_USE int keymap_reserve(KeyMap *m, const void *keys, size_t n);
 
 static inline size_t keymap_home(const KeyMap *m, uint64_t hi)
 {
@@ -194,7 +195,7 @@ static inline void keymap_prefetch(const KeyMap *m, Key k)
 
 /* Room for one more entry: the table doubles when it would pass half full.
  * 0, or -1 when memory runs out (the map is then unchanged). */
-static inline int keymap_room(KeyMap *m, const void *keys)
+JOSEKI_MUST_USE static inline int keymap_room(KeyMap *m, const void *keys)
 {
 	return m->n + 1 <= m->cap / 2 ? 0 : keymap_reserve(m, keys, m->n + 1);
 }
@@ -222,7 +223,7 @@ static inline int64_t keymap_find_or_insert(KeyMap *m, const void *keys, uint32_
 
 /* Index maps: maps the key of idx to idx, replacing its index if the key is
  * there. 0, or -1 when memory runs out (the map is then unchanged). */
-int keymap_put(KeyMap *m, const void *keys, uint32_t idx);
+JOSEKI_MUST_USE int keymap_put(KeyMap *m, const void *keys, uint32_t idx);
 
 /*
  * Sets: adds k unless the set holds it. Returns 1 when added, 0 when it was
@@ -230,7 +231,7 @@ int keymap_put(KeyMap *m, const void *keys, uint32_t idx);
  * *val (if val is not NULL) points to k's value (KEYMAP_NONE when just added)
  * until the next insert.
  */
-static inline int keymap_add(KeyMap *m, Key k, uint32_t **val)
+JOSEKI_MUST_USE static inline int keymap_add(KeyMap *m, Key k, uint32_t **val)
 {
 	assert(!m->stride);
 	if (keymap_room(m, NULL)) return -1;
@@ -257,7 +258,7 @@ static inline int keymap_add(KeyMap *m, Key k, uint32_t **val)
  * the removed index afterwards; to keep a caller's array dense, move its last
  * element into the hole and keymap_put it there (it cannot fail then).
  */
-int keymap_del(KeyMap *m, const void *keys, Key k, uint32_t *out);
+JOSEKI_MUST_USE int keymap_del(KeyMap *m, const void *keys, Key k, uint32_t *out);
 
 /*
  * Index maps: builds the filter for the keys the map holds (its size from
@@ -266,7 +267,7 @@ int keymap_del(KeyMap *m, const void *keys, Key k, uint32_t *out);
  * grown past the count it was built for). 0, or -1 when memory runs out
  * (there is then no filter).
  */
-int keymap_filter_build(KeyMap *m, const void *keys);
+JOSEKI_MUST_USE int keymap_filter_build(KeyMap *m, const void *keys);
 
 /*
  * Iteration over the entries in slot order: start with *pos = 0; each call
@@ -274,6 +275,6 @@ int keymap_filter_build(KeyMap *m, const void *keys);
  * *val (a set's value when it has values, else KEYMAP_NONE), or 0 at the end.
  * The map must not change in between.
  */
-int keymap_next(const KeyMap *m, size_t *pos, uint64_t *word, uint32_t *val);
+JOSEKI_MUST_USE int keymap_next(const KeyMap *m, size_t *pos, uint64_t *word, uint32_t *val);
 
 #endif

@@ -12,6 +12,7 @@
 #define SHOGI_MOVEGEN_H
 
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 #define MOVEGEN_MAX 600
 
@@ -22,7 +23,7 @@ typedef enum {
 } GenType;
 
 /* out may be NULL: the moves are then only counted. */
-int movegen(const Position *pos, GenType type, Move *out);
+JOSEKI_MUST_USE int movegen(const Position *pos, GenType type, Move *out);
 static inline int movegen_legal(const Position *pos, Move *out)
 {
 	return movegen(pos, GEN_ALL, out);
@@ -44,7 +45,7 @@ Bitboard movegen_blockers(const Position *pos, Square ksq, Color sliders, Color 
                           Bitboard occ);
 
 /* Number of legal moves (0: the side to move is mated or stalemated). */
-int movegen_count(const Position *pos);
+JOSEKI_MUST_USE int movegen_count(const Position *pos);
 
 /* Leaf count of the legal-move tree to depth (bulk counting at the last ply). */
 uint64_t perft(Position *pos, int depth);

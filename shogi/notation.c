@@ -1,5 +1,6 @@
 /* shogi/notation.c — SFEN, USI and CSA notation, and USI position specs. */
 #include "shogi/notation.h"
+#include "shogi/errmsg.h"
 #include "shogi/spec.h"
 
 #include <ctype.h>
@@ -25,7 +26,7 @@ static void errf(char *err, const char *fmt, const char *tok, size_t toklen)
 	for (size_t i = 0; i < n; i++) t[i] = isprint((unsigned char)tok[i]) ? tok[i] : '?';
 	t[n] = 0;
 	if (toklen > n && n > 3) memcpy(t + n - 3, "...", 3);
-	snprintf(err, SHOGI_ERRLEN, fmt, t);
+	errmsg_set(err, SHOGI_ERRLEN, 0, fmt, t);
 }
 
 static PieceType letter_type(char ch)
@@ -206,8 +207,7 @@ int sfen_parse(Position *out, const char *sfen, const char **rest, char *err)
 	char why[SHOGI_ERRLEN];
 	int rc = pos_set(out, board, hand, side, ply, why);
 	if (rc < 0) {
-		if (err) snprintf(err, SHOGI_ERRLEN, "impossible SFEN position: %.120s", why);
-		return rc;
+		return errmsg_set(err, SHOGI_ERRLEN, rc, "impossible SFEN position: %.120s", why);
 	}
 	return SHOGI_OK;
 }
@@ -428,15 +428,15 @@ int position_parse(Position *out, const char *spec, char *err)
 			char tok[16];
 			snprintf(tok, sizeof tok, "%.*s", (int)(l < 15 ? l : 15), s);
 			if (err)
-				snprintf(err, SHOGI_ERRLEN, "%s move %d '%s' in position spec",
-				         rc == SHOGI_EPARSE ? "malformed" : "illegal", index, tok);
-			return rc;
+				return errmsg_set(
+				    err, SHOGI_ERRLEN, rc, "%s move %d '%s' in position spec",
+				    rc == SHOGI_EPARSE ? "malformed" : "illegal", index, tok);
 		}
 		if (pos_history_len(out) >= POS_MAX_STATES - 1) {
 			if (err)
-				snprintf(err, SHOGI_ERRLEN, "too many moves (at most %d)",
-				         POS_MAX_STATES - 1);
-			return SHOGI_ETOOLONG;
+				return errmsg_set(err, SHOGI_ERRLEN, SHOGI_ETOOLONG,
+				                  "too many moves (at most %d)",
+				                  POS_MAX_STATES - 1);
 		}
 		pos_do_move(out, m);
 		s = skip_ws(s + l);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 /*
  * Parses an SFEN "board side hand [ply]" leniently: any hand order, repeated
@@ -18,7 +19,7 @@
  * text after the move number is an error unless *rest is non-NULL, which
  * then receives the unparsed remainder.
  */
-int sfen_parse(Position *out, const char *sfen, const char **rest, char *err);
+JOSEKI_MUST_USE int sfen_parse(Position *out, const char *sfen, const char **rest, char *err);
 /* Writes the canonical SFEN (hand R B G S N L P, Black first, counts > 1,
  * "-" for empty) with the position's move number. Returns the length.
  * SFEN_MAX bytes are always enough. */
@@ -28,18 +29,20 @@ size_t sfen_write(const Position *pos, char *out, size_t len);
 size_t sfen_write_ply(const Position *pos, int ply, char *out, size_t len);
 
 /* USI moves: "7g7f", "8h2b+", "P*5e". Syntax only; see pos_is_legal. */
-int usi_move_parse(Move *out, const char *s, size_t len, char *err);
+JOSEKI_MUST_USE int usi_move_parse(Move *out, const char *s, size_t len, char *err);
 /* Writes the USI form (at most 5 chars + NUL); returns the length. */
 #define USI_MOVE_MAX 8
 size_t usi_move_write(Move m, char out[USI_MOVE_MAX]);
 /* Parses a USI move and checks it is legal in pos. */
-int usi_move_parse_legal(Move *out, const Position *pos, const char *s, size_t len, char *err);
+JOSEKI_MUST_USE int usi_move_parse_legal(Move *out, const Position *pos, const char *s, size_t len,
+                                         char *err);
 
 /*
  * CSA moves: "+7776FU" (sign optional when the side is known), the piece
  * named after the move, "00" as origin for a drop. Checks legality in pos.
  */
-int csa_move_parse(Move *out, const Position *pos, const char *s, size_t len, char *err);
+JOSEKI_MUST_USE int csa_move_parse(Move *out, const Position *pos, const char *s, size_t len,
+                                   char *err);
 /* Writes "+7776FU" for the legal move m in pos; returns the length. */
 #define CSA_MOVE_MAX 8
 size_t csa_move_write(const Position *pos, Move m, char out[CSA_MOVE_MAX]);
@@ -55,7 +58,7 @@ PieceType csa_piece_parse(const char *s);
  * "sfen ". Each move is checked for legality and made; on an illegal move the
  * error names it and its index.
  */
-int position_parse(Position *out, const char *spec, char *err);
+JOSEKI_MUST_USE int position_parse(Position *out, const char *spec, char *err);
 
 /*
  * The game pos holds in its history, as a position spec position_parse reads

@@ -1,5 +1,6 @@
 /* shogi/position.c — set-up, do/undo, keys, attacks, repetition, declaration. */
 #include "shogi/position.h"
+#include "shogi/errmsg.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -50,7 +51,7 @@ void shogi_init(void)
 
 static void set_err(char *err, const char *msg)
 {
-	if (err) snprintf(err, SHOGI_ERRLEN, "%s", msg);
+	errmsg_set(err, SHOGI_ERRLEN, 0, "%s", msg);
 }
 
 static inline Bitboard golds_of(const Position *pos, Color c)
@@ -209,7 +210,7 @@ void pos_set_startpos(Position *pos)
 	board[sq_make(7, 7)] = piece_make(BLACK, BISHOP); /* 8h */
 	board[sq_make(1, 7)] = piece_make(BLACK, ROOK);   /* 2h */
 	Hand hand[2] = {0, 0};
-	pos_set(pos, board, hand, BLACK, 1, NULL);
+	(void)pos_set(pos, board, hand, BLACK, 1, NULL); /* the start position is legal */
 }
 
 Piece pos_moved_piece(const Position *pos, Move m)

@@ -103,8 +103,8 @@ void pos_set_startpos(Position *pos);
  * more material than one set (up to HAND_MAX), and the side not to move
  * standing in check.
  */
-int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], Color side,
-            int game_ply, char *err);
+JOSEKI_MUST_USE int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB],
+                            Color side, int game_ply, char *err);
 
 /* Makes a legal move (undefined for an illegal one). The caller ensures
  * pos_history_len(pos) < POS_MAX_STATES - 1. */
@@ -149,7 +149,7 @@ typedef enum {
 RepResult pos_repetition(const Position *pos);
 
 /* Number of earlier occurrences of the current position along the history. */
-int pos_repetition_count(const Position *pos, int *first_ply_back);
+JOSEKI_MUST_USE int pos_repetition_count(const Position *pos, int *first_ply_back);
 
 /*
  * Entering-king declaration under the CSA rule for the side to move: king in
@@ -160,7 +160,7 @@ int pos_repetition_count(const Position *pos, int *first_ply_back);
  */
 bool pos_declaration_ok(const Position *pos);
 /* Declaration points of colour c (as above; pieces in the camp plus hand). */
-int pos_declaration_points(const Position *pos, Color c, int *pieces_in_camp);
+JOSEKI_MUST_USE int pos_declaration_points(const Position *pos, Color c, int *pieces_in_camp);
 
 /* Internal consistency check (for asserts and tests). */
 bool pos_is_ok(const Position *pos);

@@ -16,6 +16,7 @@
 #define SHOGI_RETRO_H
 
 #include "shogi/position.h"
+#include "shogi/errors.h"
 
 /* A candidate parent: its key, and the move from it to the position asked about,
  * exactly as movegen_legal() on the parent would give it. */
@@ -52,6 +53,6 @@ typedef struct {
  * side not to move stands in check (a set-up no move can lead to). No
  * allocation; pos is only read, so threads may share it.
  */
-int retro_parents(const Position *pos, RetroMove *out);
+JOSEKI_MUST_USE int retro_parents(const Position *pos, RetroMove *out);
 
 #endif

@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "shogi/types.h"
+#include "shogi/errors.h"
 
 typedef struct {
 	uint64_t lo, hi;
@@ -61,7 +62,7 @@ static inline int key_cmp(Key a, Key b)
 #define KEY_HEX_LEN 33
 void key_to_hex(Key k, char out[KEY_HEX_LEN]);
 /* Parses exactly 32 hex digits; returns 0 or -1. */
-int key_from_hex(Key *out, const char *hex);
+JOSEKI_MUST_USE int key_from_hex(Key *out, const char *hex);
 /* 16 bytes, big-endian hi then lo: byte order equals key_cmp order. */
 void key_to_bytes(Key k, uint8_t out[16]);
 Key key_from_bytes(const uint8_t in[16]);

@@ -7,29 +7,57 @@
 #include "search/builtin.h"
 #include "tools/commands.h"
 
-int cli_positive(uint64_t *out, const char *s, const char *cmd, const char *opt)
+int cli_usi_option(void *dst, char *value, char *msg)
 {
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (!*s || *end || *s == '-' || v == 0) {
-		joseki_error("%s: %s wants a positive number, not '%s'", cmd, opt, s);
-		return -1;
-	}
-	*out = v;
+	(void)msg; /* the parser's words: "--usi-option wants NAME=VALUE, not ..." */
+	UsiOption *o = dst;
+	char *eq = strchr(value, '=');
+	if (!eq || eq == value) return -1;
+	*eq = 0;
+	o->name = value;
+	o->value = eq + 1;
 	return 0;
 }
 
-int cli_usi_option(UsiOption *opts, int *n, int max, char *arg, const char *cmd, const char *flag)
+void cli_engines_init(CliEngines *e, const char *usi_flag, int max_engines)
 {
-	char *eq = strchr(arg, '=');
-	if (!eq || eq == arg || *n >= max) {
-		joseki_error("%s: %s wants NAME=VALUE (at most %d), not '%s'", cmd, flag, max, arg);
-		return -1;
-	}
-	*eq = 0;
-	opts[*n].name = arg;
-	opts[(*n)++].value = eq + 1;
-	return 0;
+	memset(e, 0, sizeof *e);
+	e->path = "builtin";
+	e->n = 1;
+	const CliOpt t[] = {
+	    CLI_STR("--engine", &e->path, "builtin|PATH",
+	            "the built-in engine (default) or a USI engine's program"),
+	    CLI_NUM("--engines", &e->n, 1, (unsigned long long)max_engines, "N",
+	            "engines thinking side by side (default 1)"),
+	    CLI_FN(usi_flag, e->opts, cli_usi_option, "NAME=VALUE", "NAME=VALUE",
+	           "a USI option for the engine (setoption), repeatable",
+	           CLI_MANY(&e->nopts, CLI_MAX_USI_OPTIONS)),
+	    CLI_TABLE_END,
+	};
+	_Static_assert(sizeof t == sizeof e->table, "the table's size");
+	memcpy(e->table, t, sizeof t);
+}
+
+void cli_budget_init(CliBudget *b, int multipv)
+{
+	memset(b, 0, sizeof *b);
+	b->budget = (SearchBudget){.kind = SEARCH_BUDGET_NODES, .amount = 100000};
+	b->multipv = multipv;
+	SearchBudget *s = &b->budget;
+	const CliOpt t[] = {
+	    CLI_NUM("--nodes", &s->amount, 1, CLI_NOMAX, "N",
+	            "nodes searched a position (default 100000)",
+	            CLI_TAG(&s->kind, SEARCH_BUDGET_NODES), .excl = "budget"),
+	    CLI_NUM("--movetime", &s->amount, 1, CLI_NOMAX, "MS", "milliseconds a position",
+	            CLI_TAG(&s->kind, SEARCH_BUDGET_MOVETIME), .excl = "budget"),
+	    CLI_NUM("--depth", &s->amount, 1, CLI_NOMAX, "D", "plies searched a position",
+	            CLI_TAG(&s->kind, SEARCH_BUDGET_DEPTH), .excl = "budget"),
+	    CLI_NUM("--multipv", &b->multipv, 1, SEARCH_MULTIPV_MAX, "K",
+	            "best moves asked of the engine a position"),
+	    CLI_TABLE_END,
+	};
+	_Static_assert(sizeof t == sizeof b->table, "the table's size");
+	memcpy(b->table, t, sizeof t);
 }
 
 int cli_open_engines(SearchEngine **engines, int n, const char *engine, const UsiOption *opts,

@@ -1,4 +1,8 @@
-/* tools/cli_engines.h — the engine and number options shared by think and worker. */
+/*
+ * tools/cli_engines.h — the engines a command thinks with and its search
+ * budget: the option fragments shared by think, cycle, worker and serve
+ * --work (tools/cli_opt.h), and starting the engines.
+ */
 #ifndef TOOLS_CLI_ENGINES_H
 #define TOOLS_CLI_ENGINES_H
 
@@ -7,16 +11,42 @@
 
 #include "search/search.h"
 #include "search/usi_engine.h"
+#include "tools/cli_opt.h"
+#include "shogi/errors.h"
 
-/* Parses s as a positive decimal number into *out. 0, or -1 after
- * "joseki: CMD: OPT wants a positive number, not 'S'" on stderr. */
-int cli_positive(uint64_t *out, const char *s, const char *cmd, const char *opt);
+#define CLI_MAX_USI_OPTIONS 64 /* --usi-option NAME=VALUE given at most this often */
 
 /*
- * Takes arg ("NAME=VALUE", split in place) as the next of at most max USI
- * options. 0, or -1 after "joseki: CMD: FLAG wants NAME=VALUE ..." on stderr.
+ * --engine builtin|PATH, --engines N (1..max_engines), and the USI options
+ * passed to a PATH engine (usi_flag: "--usi-option", worker's "--option"),
+ * NAME=VALUE each. Defaults: one built-in engine. The table is a fragment
+ * for a command's (CLI_GROUP(e.table)); e must stay where it is.
  */
-int cli_usi_option(UsiOption *opts, int *n, int max, char *arg, const char *cmd, const char *flag);
+typedef struct {
+	const char *path;
+	uint64_t n;
+	UsiOption opts[CLI_MAX_USI_OPTIONS];
+	int nopts;
+	CliOpt table[4];
+} CliEngines;
+
+void cli_engines_init(CliEngines *e, const char *usi_flag, int max_engines);
+
+/*
+ * --nodes N | --movetime MS | --depth D (one of them; default 100000 nodes)
+ * and --multipv K (1..SEARCH_MULTIPV_MAX, default multipv): the search of
+ * each position think or a worker analyses. A fragment like CliEngines.
+ */
+typedef struct {
+	SearchBudget budget;
+	int multipv;
+	CliOpt table[5];
+} CliBudget;
+
+void cli_budget_init(CliBudget *b, int multipv);
+
+/* A CliParseFn: "NAME=VALUE" (split in place) into a UsiOption. */
+JOSEKI_MUST_USE int cli_usi_option(void *dst, char *value, char *msg);
 
 /*
  * Starts n engines: "builtin" (in-process, 16 MB hash each) or the USI
@@ -24,7 +54,8 @@ int cli_usi_option(UsiOption *opts, int *n, int max, char *arg, const char *cmd,
  * is polled by every engine (the command's stop flag). 0, or -1 after a
  * message on stderr; engines[] may then hold some engines: search_free each.
  */
-int cli_open_engines(SearchEngine **engines, int n, const char *engine, const UsiOption *opts,
-                     int nopts, const volatile sig_atomic_t *cancel, const char *cmd);
+JOSEKI_MUST_USE int cli_open_engines(SearchEngine **engines, int n, const char *engine,
+                                     const UsiOption *opts, int nopts,
+                                     const volatile sig_atomic_t *cancel, const char *cmd);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "play/cycle.h"
+#include "shogi/errors.h"
 
 typedef struct {
 	CycleGame *games;
@@ -26,8 +27,8 @@ typedef struct {
  * printing "joseki: CMD: path:line: what" for a file that cannot be read, a
  * malformed record or an impossible start position.
  */
-int cli_games_read(CliGames *g, const char *path, int book_side, const char *book_player,
-                   const char *cmd);
+JOSEKI_MUST_USE int cli_games_read(CliGames *g, const char *path, int book_side,
+                                   const char *book_player, const char *cmd);
 void cli_games_free(CliGames *g);
 
 /*
@@ -39,7 +40,7 @@ void cli_games_free(CliGames *g);
  * "joseki: CMD: path:line: what" for a file that cannot be read, a malformed
  * or illegal game, or a file without any game.
  */
-int cli_openings_read(char ***out, const char *path, const char *cmd);
+JOSEKI_MUST_USE int cli_openings_read(char ***out, const char *path, const char *cmd);
 void cli_openings_free(char **openings, int n);
 
 #endif

@@ -2,6 +2,7 @@
 #include "tools/cli_ingest.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,9 +10,11 @@
 
 #include "tools/commands.h"
 
-/* "2026-06-01", "2026/06/01" or "20260601" → "20260601". */
-static int parse_date(char out[9], const char *s)
+/* A CliParseFn: "2026-06-01", "2026/06/01" or "20260601" into "20260601". */
+static int parse_date(void *dst, char *s, char *msg)
 {
+	(void)msg;
+	char *out = dst;
 	int n = 0;
 	for (const char *p = s; *p; p++) {
 		if (*p >= '0' && *p <= '9') {
@@ -25,54 +28,32 @@ static int parse_date(char out[9], const char *s)
 	return n == 8 ? 0 : -1;
 }
 
-int cli_ingest_option(IngestOptions *opt, int argc, char **argv, int *i, const char *cmd)
+void cli_ingest_init(CliIngest *c)
 {
-	const char *a = argv[*i];
-	static const char *const WITH_VALUE[] = {"--min-rating", "--max-ply",    "--since",
-	                                         "--until",      "--event",      "--time-control",
-	                                         "--jobs",       "--mate-clamp", "--mate-plies"};
-	bool known = false;
-	for (size_t k = 0; k < sizeof WITH_VALUE / sizeof WITH_VALUE[0]; k++)
-		if (!strcmp(a, WITH_VALUE[k])) known = true;
-	if (!known) return 0;
-	if (*i + 1 >= argc) {
-		joseki_error("%s: %s needs a value", cmd, a);
-		return 2;
-	}
-	const char *v = argv[++*i];
-	char *end;
-	if (!strcmp(a, "--min-rating")) {
-		opt->min_rating = strtod(v, &end);
-		opt->has_min_rating = true;
-		if (*end || end == v) goto bad;
-	} else if (!strcmp(a, "--max-ply")) {
-		long n = strtol(v, &end, 10);
-		if (*end || n <= 0 || n > 10000) goto bad;
-		opt->max_ply = (int)n;
-	} else if (!strcmp(a, "--mate-clamp") || !strcmp(a, "--mate-plies")) {
-		long n = strtol(v, &end, 10);
-		if (*end || end == v || n < 0 || n > (a[7] == 'c' ? VALUE_MATE : 10000)) goto bad;
-		if (a[7] == 'c')
-			opt->mate_clamp = (int)n;
-		else
-			opt->mate_plies = (int)n;
-	} else if (!strcmp(a, "--jobs")) {
-		long n = strtol(v, &end, 10);
-		if (*end || n <= 0 || n > 64) goto bad;
-		opt->jobs = (int)n;
-	} else if (!strcmp(a, "--since")) {
-		if (parse_date(opt->since, v) < 0) goto bad;
-	} else if (!strcmp(a, "--until")) {
-		if (parse_date(opt->until, v) < 0) goto bad;
-	} else if (!strcmp(a, "--event")) {
-		opt->event_glob = v;
-	} else if (!strcmp(a, "--time-control")) {
-		opt->tc_glob = v;
-	}
-	return 1;
-bad:
-	joseki_error("%s: bad value '%s' for %s", cmd, v, a);
-	return 2;
+	IngestOptions *o = &c->opt;
+	ingest_options_init(o);
+	const CliOpt t[] = {
+	    CLI_REAL("--min-rating", &o->min_rating, -HUGE_VAL, HUGE_VAL, "R",
+	             "games whose players are both rated at least R",
+	             CLI_TAG(&o->has_min_rating, true)),
+	    CLI_NUM("--max-ply", &o->max_ply, 1, 10000, "N",
+	            "store the moves played up to move N (default 128)"),
+	    CLI_FN("--since", o->since, parse_date, "DATE", "a date YYYY-MM-DD",
+	           "games played on DATE or later"),
+	    CLI_FN("--until", o->until, parse_date, "DATE", "a date YYYY-MM-DD",
+	           "games played on DATE or earlier"),
+	    CLI_STR("--event", &o->event_glob, "GLOB", "games whose event matches GLOB"),
+	    CLI_STR("--time-control", &o->tc_glob, "GLOB",
+	            "floodgate games whose name matches GLOB (floodgate-300-10F)"),
+	    CLI_NUM("--mate-clamp", &o->mate_clamp, 0, VALUE_MATE, "CP",
+	            "a comment's mate score becomes +-CP (default 2000)..."),
+	    CLI_NUM("--mate-plies", &o->mate_plies, 0, 10000, "N",
+	            "... unless the game ended in mate within N plies of it"),
+	    CLI_NUM("--jobs", &o->jobs, 1, 64, "N", "parser threads (default: the cores)"),
+	    CLI_TABLE_END,
+	};
+	_Static_assert(sizeof t == sizeof c->table, "the table's size");
+	memcpy(c->table, t, sizeof t);
 }
 
 bool cli_progress_wanted(bool quiet)
@@ -80,7 +61,7 @@ bool cli_progress_wanted(bool quiet)
 	return !quiet && isatty(2);
 }
 
-void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
+int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 {
 	if (json) {
 		json_t *o = json_object();
@@ -128,8 +109,7 @@ void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 		if (st->unreached)
 			json_object_set_new(o, "unreached",
 			                    json_integer((json_int_t)st->unreached));
-		joseki_print_json(o, 0);
-		return;
+		return joseki_print_json(o, 0);
 	}
 	char skipped[256];
 	if (walk_skipped_text(&st->walk, skipped, sizeof skipped))
@@ -153,7 +133,7 @@ void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 		       (unsigned long long)st->positions_added, (unsigned long long)st->moves_added,
 		       (unsigned long long)st->evals_added, (unsigned long long)st->errors_total,
 		       st->seconds);
-		return;
+		return 0;
 	}
 	double gps = st->seconds > 0 ? st->games_read / st->seconds : 0;
 	printf("%s: %llu files, %llu games read, %llu ingested, %llu skipped, %llu rejected, %llu "
@@ -166,4 +146,5 @@ void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 	       (unsigned long long)st->positions_added, (unsigned long long)st->moves_added,
 	       (unsigned long long)st->evals_added, (unsigned long long)st->errors_total,
 	       st->seconds, gps);
+	return 0;
 }

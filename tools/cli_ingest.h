@@ -5,18 +5,24 @@
 #include <stdbool.h>
 
 #include "ingest/ingest.h"
+#include "tools/cli_opt.h"
 
 /*
- * Consumes argv[*i] (and its value) if it is a filter or ingest option
- * (--min-rating --max-ply --since --until --event --time-control --jobs).
- * Returns 1 when consumed (advancing *i past the value), 0 when not an
- * ingest option, 2 on a bad value (message printed).
+ * The ingest options (ingest_options_init's defaults) and their table, a
+ * fragment for ingest's and fetch's (CLI_GROUP(c->table)): the filters
+ * --min-rating --max-ply --since --until --event --time-control, the mate
+ * scores --mate-clamp --mate-plies, and --jobs. c must stay where it is.
  */
-int cli_ingest_option(IngestOptions *opt, int argc, char **argv, int *i, const char *cmd);
+typedef struct {
+	IngestOptions opt;
+	CliOpt table[10];
+} CliIngest;
+
+void cli_ingest_init(CliIngest *c);
 
 /* Prints the summary line (human) or the JSON object (stdout), and the errors
- * (stderr, human mode). */
-void cli_ingest_report(const IngestStats *st, bool json, const char *cmd);
+ * (stderr, human mode). 0, or -1 after "joseki: out of memory". */
+JOSEKI_MUST_USE int cli_ingest_report(const IngestStats *st, bool json, const char *cmd);
 
 /* True when stderr is a terminal and --quiet was not given. */
 bool cli_progress_wanted(bool quiet);

@@ -5,84 +5,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/cli_engines.h"
 #include "tools/commands.h"
 
 void cli_plan_init(CliPlan *c)
 {
+	static const int MODES[] = {PLAN_COVER, PLAN_PV};
+	static const int SIDES[] = {PLAN_SIDE_BLACK, PLAN_SIDE_WHITE, PLAN_SIDE_BOTH};
 	memset(c, 0, sizeof *c);
 	plan_options_init(&c->plan);
 	c->ply = 8;
-}
-
-int cli_plan_arg(CliPlan *c, int argc, char **argv, int *i, const char *cmd)
-{
-	const char *a = argv[*i];
-	if (strcmp(a, "--roots") && strcmp(a, "--roots-from-games") && strcmp(a, "--roots-ply") &&
-	    strcmp(a, "--select") && strcmp(a, "--window") && strcmp(a, "--book-side"))
-		return 0;
-	if (*i + 1 >= argc) {
-		joseki_error("%s: %s wants a value", cmd, a);
-		return -1;
-	}
-	const char *v = argv[++*i];
-	if (!strcmp(a, "--roots")) {
-		c->roots_file = v;
-	} else if (!strcmp(a, "--roots-from-games")) {
-		if (cli_positive(&c->from_games, v, cmd, a) < 0) return -1;
-	} else if (!strcmp(a, "--roots-ply")) {
-		char *end;
-		unsigned long k = strtoul(v, &end, 10);
-		if (!*v || *end || v[0] == '-' || k > 1000) {
-			joseki_error("%s: --roots-ply wants plies 0..1000, not '%s'", cmd, v);
-			return -1;
-		}
-		c->ply = k;
-		c->ply_set = true;
-	} else if (!strcmp(a, "--select")) {
-		if (!strcmp(v, "cover"))
-			c->plan.mode = PLAN_COVER;
-		else if (!strcmp(v, "pv"))
-			c->plan.mode = PLAN_PV;
-		else {
-			joseki_error("%s: --select wants cover or pv, not '%s'", cmd, v);
-			return -1;
-		}
-	} else if (!strcmp(a, "--window")) {
-		char *end;
-		long w = strtol(v, &end, 10);
-		if (!*v || *end || w < 0 || w > 10000) {
-			joseki_error("%s: --window wants centipawns 0..10000, not '%s'", cmd, v);
-			return -1;
-		}
-		c->plan.window = (int)w;
-	} else {
-		if (!strcmp(v, "both"))
-			c->plan.book_side = PLAN_SIDE_BOTH;
-		else if (!strcmp(v, "black"))
-			c->plan.book_side = PLAN_SIDE_BLACK;
-		else if (!strcmp(v, "white"))
-			c->plan.book_side = PLAN_SIDE_WHITE;
-		else {
-			joseki_error("%s: --book-side wants black, white or both, not '%s'", cmd,
-			             v);
-			return -1;
-		}
-	}
-	return 1;
-}
-
-int cli_plan_check(const CliPlan *c, const char *cmd)
-{
-	if (c->roots_file && c->from_games) {
-		joseki_error("%s: give --roots or --roots-from-games, not both", cmd);
-		return -1;
-	}
-	if (c->ply_set && !c->from_games) {
-		joseki_error("%s: --roots-ply goes with --roots-from-games", cmd);
-		return -1;
-	}
-	return 0;
+	const CliOpt t[] = {
+	    CLI_STR("--roots", &c->roots_file, "FILE",
+	            "start from these positions, one a line (default: the start position)",
+	            .excl = "roots"),
+	    CLI_NUM("--roots-from-games", &c->from_games, 1, CLI_NOMAX, "N",
+	            "start from the N positions most reached in the ingested games",
+	            .excl = "roots"),
+	    CLI_NUM("--roots-ply", &c->ply, 0, 1000, "K", "... K plies into them (default 8)",
+	            .needs = "--roots-from-games"),
+	    CLI_ENUM("--select", &c->plan.mode, "cover|pv", MODES,
+	             "cover the lines worth playing (default) or follow the best line"),
+	    CLI_NUM("--window", &c->plan.window, 0, 10000, "CP",
+	            "cover: the opponent's replies within CP of its best (default 30)"),
+	    CLI_ENUM("--book-side", &c->plan.book_side, "black|white|both", SIDES,
+	             "cover: the colour(s) the book is grown for (default both)"),
+	    CLI_TABLE_END,
+	};
+	_Static_assert(sizeof t == sizeof c->table, "the table's size");
+	memcpy(c->table, t, sizeof t);
 }
 
 int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet, const char *cmd)

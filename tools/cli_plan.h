@@ -20,30 +20,20 @@
 #include "bookgen/plan.h"
 #include "bookgen/roots.h"
 
-#define CLI_PLAN_USAGE                                                                             \
-	"[--roots FILE | --roots-from-games N [--roots-ply K]] [--select cover|pv] "               \
-	"[--window CP] [--book-side black|white|both]"
+#include "tools/cli_opt.h"
+#include "shogi/errors.h"
 
 typedef struct {
 	PlanOptions plan;
 	const char *roots_file;
 	uint64_t from_games; /* 0: off */
 	uint64_t ply;
-	bool ply_set;
+	CliOpt table[7]; /* the options above: a fragment for a command's table */
 } CliPlan;
 
-/* The defaults (plan_options_init, no roots: the start position). */
+/* The defaults (plan_options_init, no roots: the start position) and the
+ * table (CLI_GROUP(c->table)); c must stay where it is. */
 void cli_plan_init(CliPlan *c);
-
-/*
- * Takes argv[*i] (and its value, *i advanced) when it is one of the options
- * above. Returns 1 when taken, 0 when it is not one of them, -1 after a
- * "joseki: CMD: ..." message on stderr (bad usage).
- */
-int cli_plan_arg(CliPlan *c, int argc, char **argv, int *i, const char *cmd);
-
-/* After parsing: -1 after a message when the options contradict each other. */
-int cli_plan_check(const CliPlan *c, const char *cmd);
 
 /*
  * The roots the options give, appended to r (nothing when none were asked
@@ -51,6 +41,7 @@ int cli_plan_check(const CliPlan *c, const char *cmd);
  * quiet a line on stderr says how many games reached the ply. 0, or -1 after
  * a message.
  */
-int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet, const char *cmd);
+JOSEKI_MUST_USE int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet,
+                                   const char *cmd);
 
 #endif

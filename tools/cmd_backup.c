@@ -13,9 +13,8 @@
 
 #include "bookdb/backup.h"
 #include "shogi/clock.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
-
-#define USAGE "usage: joseki backup BOOK DIR [--compact] [--json]"
 
 static void on_progress(void *ctx, const char *phase, uint64_t done, uint64_t total)
 {
@@ -31,24 +30,16 @@ int cmd_backup(int argc, char **argv)
 {
 	const char *book = NULL, *dir = NULL;
 	bool compact = false, json = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--compact"))
-			compact = true;
-		else if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (argv[i][0] != '-' && !book)
-			book = argv[i];
-		else if (argv[i][0] != '-' && !dir)
-			dir = argv[i];
-		else {
-			joseki_error("backup: unexpected argument '%s'\n" USAGE, argv[i]);
-			return 2;
-		}
-	}
-	if (!book || !dir) {
-		joseki_error(USAGE);
-		return 2;
-	}
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book (it may be in use)"),
+	    CLI_ARG("DIR", &dir, "the copy: a new directory"),
+	    CLI_FLAG("--compact", &compact, "leave the free pages out"),
+	    CLI_JSON(&json),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"backup", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	char err[BOOKDB_ERRLEN];
 	BookDB *db = NULL;
 	/* A reader: it never blocks the book's writer, nor is blocked by it. */

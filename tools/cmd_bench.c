@@ -6,31 +6,24 @@
 #include <string.h>
 
 #include "search/engine.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
 
 int cmd_bench(int argc, char **argv)
 {
 	int depth = ENGINE_BENCH_DEPTH;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--depth") && i + 1 < argc) {
-			char *end;
-			long d = strtol(argv[++i], &end, 10);
-			if (*end || d < 1 || d >= ENGINE_MAX_PLY) {
-				joseki_error("bench: bad depth '%s' (1..%d)", argv[i],
-				             ENGINE_MAX_PLY - 1);
-				return 2;
-			}
-			depth = (int)d;
-		} else if (!strcmp(argv[i], "--list")) {
-			for (int j = 0; ENGINE_BENCH_POSITIONS[j]; j++)
-				puts(ENGINE_BENCH_POSITIONS[j]);
-			return 0;
-		} else {
-			joseki_error("bench: unexpected argument '%s'\nusage: joseki bench "
-			             "[--depth D] [--list]",
-			             argv[i]);
-			return 2;
-		}
+	bool list = false;
+	const CliOpt opts[] = {
+	    CLI_NUM("--depth", &depth, 1, ENGINE_MAX_PLY - 1, "D", "the search depth"),
+	    CLI_FLAG("--list", &list, "print the positions instead"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"bench", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
+	if (list) {
+		for (int j = 0; ENGINE_BENCH_POSITIONS[j]; j++) puts(ENGINE_BENCH_POSITIONS[j]);
+		return 0;
 	}
 	int rc = engine_bench(stdout, stderr, depth);
 	if (rc < 0) {

@@ -20,6 +20,7 @@
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
 
 typedef struct {
@@ -163,23 +164,17 @@ int cmd_bench_work(int argc, char **argv)
 {
 	const char *server = NULL, *token_file = NULL;
 	int clients = 8, seconds = 60, max = 32;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--server"))
-			server = argv[i + 1];
-		else if (!strcmp(argv[i], "--token-file"))
-			token_file = argv[i + 1];
-		else if (!strcmp(argv[i], "--clients"))
-			clients = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--seconds"))
-			seconds = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--max"))
-			max = atoi(argv[i + 1]);
-	}
-	if (!server || !token_file || clients < 1 || clients > 256 || seconds < 1 || max < 1) {
-		joseki_error("usage: joseki bench-work --server URL --token-file F [--clients N] "
-		             "[--seconds S] [--max M]");
-		return 2;
-	}
+	const CliOpt opts[] = {
+	    CLI_STR("--server", &server, "URL", "the coordinator", .required = true),
+	    CLI_STR("--token-file", &token_file, "F", "a worker token", .required = true),
+	    CLI_NUM("--clients", &clients, 1, 256, "N", "client threads (default 8)"),
+	    CLI_NUM("--seconds", &seconds, 1, 1000000, "S", "how long (default 60)"),
+	    CLI_NUM("--max", &max, 1, 100000, "M", "positions an acquire (default 32)"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"bench-work", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	char tok[256] = "", auth[300];
 	FILE *f = fopen(token_file, "r");
 	if (!f || !fgets(tok, sizeof tok, f)) {

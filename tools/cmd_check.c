@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bookdb/check.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
 
 #define CHECK_MAX_REPORTS 1000 /* lines printed; the count is always exact */
@@ -35,22 +36,14 @@ static void on_problem(void *ctx, Key key, const char *problem)
 int cmd_check(int argc, char **argv)
 {
 	const char *book = NULL, *repair = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--repair") && i + 1 < argc)
-			repair = argv[++i];
-		else if (argv[i][0] != '-' && !book)
-			book = argv[i];
-		else {
-			joseki_error("check: unexpected argument '%s'\nusage: joseki check BOOK "
-			             "[--repair NEWBOOK]",
-			             argv[i]);
-			return 2;
-		}
-	}
-	if (!book) {
-		joseki_error("usage: joseki check BOOK [--repair NEWBOOK]");
-		return 2;
-	}
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book"),
+	    CLI_STR("--repair", &repair, "NEWBOOK", "copy what is sound into the new book NEWBOOK"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"check", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	char err[BOOKDB_ERRLEN];
 	BookDB *db = NULL;
 	BookDBOptions opt = {.read_only = true};

@@ -10,28 +10,21 @@
 
 #include "shogi/clock.h"
 #include "bookdb/bookdb.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
 
 int cmd_compact(int argc, char **argv)
 {
 	const char *book = NULL;
 	bool json = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (argv[i][0] != '-' && !book)
-			book = argv[i];
-		else {
-			joseki_error("compact: unexpected argument '%s'\nusage: joseki compact "
-			             "BOOK [--json]",
-			             argv[i]);
-			return 2;
-		}
-	}
-	if (!book) {
-		joseki_error("usage: joseki compact BOOK [--json]");
-		return 2;
-	}
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book (no writer may have it open)"),
+	    CLI_JSON(&json),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"compact", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	int64_t t0 = clock_ms();
 	uint64_t before, after;
 	char err[BOOKDB_ERRLEN];

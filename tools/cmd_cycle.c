@@ -28,105 +28,58 @@
 #include "tools/cli_plan.h"
 #include "tools/commands.h"
 
-#define EXTEND_USAGE                                                                               \
-	"usage: joseki extend BOOK GAMES... [--plies N] [--book-side black|white] "                \
-	"[--book-player STR]"
-#define PRUNE_USAGE                                                                                \
-	"usage: joseki prune BOOK GAMES... [--max-winrate R] [--min-games N] "                     \
-	"[--book-side black|white] [--book-player STR] | joseki prune BOOK --undo"
-#define CYCLE_USAGE                                                                                \
-	"usage: joseki cycle BOOK --generations G --games N [--opponent builtin|PATH] "            \
-	"[--nodes N] [--openings FILE] [--concurrency N] [--max-moves N] [--seed S] "              \
-	"[--engine builtin|PATH] [--engines N] [--usi-option NAME=VALUE]... "                      \
-	"[--think-nodes N] [--positions N] [--time S] [--multipv K] [--plies N] "                  \
-	"[--max-winrate R] [--min-games N] [--probe] [--quiet] " CLI_PLAN_USAGE
-
-static int parse_count(long *out, const char *s, const char *cmd, const char *opt, long max)
-{
-	char *end;
-	long v = s ? strtol(s, &end, 10) : -1;
-	if (!s || !*s || *end || v < 0 || v > max) {
-		joseki_error("%s: %s wants a number from 0 to %ld, not '%s'", cmd, opt, max,
-		             s ? s : "");
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-static int parse_rate(double *out, const char *s, const char *cmd)
-{
-	char *end;
-	double v = s ? strtod(s, &end) : -1;
-	if (!s || !*s || *end || !(v >= 0 && v <= 1)) {
-		joseki_error("%s: --max-winrate wants a rate from 0 to 1, not '%s'", cmd,
-		             s ? s : "");
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 /* extend and prune: BOOK GAMES... and their options; prune --undo. */
 static int games_cmd(int argc, char **argv, bool prune)
 {
-	const char *cmd = prune ? "prune" : "extend", *usage = prune ? PRUNE_USAGE : EXTEND_USAGE;
+	static const int SIDES[] = {BLACK, WHITE};
 	const char *book = NULL, *player = NULL;
-	char **paths = calloc((size_t)argc, sizeof *paths);
-	int npaths = 0, ret = 2, side = -1;
+	CliArgs paths = {0};
+	int ret = 2, side = -1;
 	bool undo = false;
-	long plies = 8, min_games = 2;
+	uint64_t plies = 8, min_games = 2;
 	CyclePruneOptions po = {.max_winrate = 0.30};
 	BookDB *db = NULL;
 	CliGames g = {0};
 	char err[CYCLE_ERRLEN], berr[BOOKDB_ERRLEN];
-	if (!paths) return 1;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		bool ok = true;
-		if (!strcmp(a, "--book-side")) {
-			ok = v && (!strcmp(v, "black") || !strcmp(v, "white"));
-			side = ok && v[0] == 'w' ? WHITE : BLACK;
-			i++;
-		} else if (!strcmp(a, "--book-player")) {
-			ok = v && *v;
-			player = v;
-			i++;
-		} else if (!prune && !strcmp(a, "--plies")) {
-			ok = parse_count(&plies, v, cmd, a, POS_MAX_STATES) == 0;
-			i++;
-		} else if (prune && !strcmp(a, "--min-games")) {
-			ok = parse_count(&min_games, v, cmd, a, 1000000000) == 0;
-			i++;
-		} else if (prune && !strcmp(a, "--max-winrate")) {
-			ok = parse_rate(&po.max_winrate, v, cmd) == 0;
-			i++;
-		} else if (prune && !strcmp(a, "--undo")) {
-			undo = true;
-		} else if (a[0] == '-' && a[1]) {
-			ok = false;
-		} else if (!book)
-			book = a;
-		else
-			paths[npaths++] = (char *)a;
-		if (!ok) {
-			joseki_error("%s: bad or incomplete option '%s'\n%s", cmd, a, usage);
-			goto out;
-		}
-	}
-	if (!book || (undo ? npaths > 0 : npaths == 0)) {
-		joseki_error("%s", usage);
-		goto out;
-	}
+	const CliOpt common[] = {
+	    CLI_ARG("BOOK", &book, "the book"),
+	    CLI_REST("GAMES", &paths, !prune, "CSA files or directories of them (match --out)"),
+	    CLI_ENUM("--book-side", &side, "black|white", SIDES,
+	             "the book's side in every game (default: by --book-player)"),
+	    CLI_STR("--book-player", &player, "STR",
+	            "the book's side is the player whose name holds STR (default +book)", .lo = 1),
+	    CLI_TABLE_END,
+	};
+	const CliOpt extend_opts[] = {
+	    CLI_GROUP(common),
+	    CLI_NUM("--plies", &plies, 0, POS_MAX_STATES, "N",
+	            "queue the N plies after the book ran out too (default 8)"),
+	    CLI_TABLE_END,
+	};
+	const CliOpt prune_opts[] = {
+	    CLI_GROUP(common),
+	    CLI_REAL("--max-winrate", &po.max_winrate, 0, 1, "R",
+	             "mark the moves after which the book scored at most R (default 0.30)"),
+	    CLI_NUM("--min-games", &min_games, 0, 1000000000, "N",
+	            "... over at least N games (default 2)"),
+	    CLI_FLAG("--undo", &undo, "clear every mark prune made (no GAMES)"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {prune ? "prune" : "extend", prune ? prune_opts : extend_opts};
+	const char *name = cmd.name;
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
+	if (undo ? paths.n > 0 : paths.n == 0)
+		return cli_usage_error(&cmd, undo ? "--undo takes no GAMES" : "no GAMES given");
 	shogi_init();
 	ret = 1;
-	for (int i = 0; i < npaths; i++)
-		if (cli_games_read(&g, paths[i], side, player, cmd) < 0) goto out;
+	for (size_t i = 0; i < paths.n; i++)
+		if (cli_games_read(&g, paths.v[i], side, player, name) < 0) goto out;
 	/* A missing book is an error, not a new empty book. */
 	BookDBOptions existing = {.must_exist = true};
 	if (bookdb_open(&db, book, &existing, berr) < 0) {
 		db = NULL;
-		joseki_error("%s: %s", cmd, berr);
+		joseki_error("%s: %s", name, berr);
 		goto out;
 	}
 	po.min_games = (uint32_t)min_games;
@@ -137,7 +90,7 @@ static int games_cmd(int argc, char **argv, bool prune)
 	         : prune ? cycle_prune(&ps, db, g.games, g.n, &po, err)
 	                 : cycle_extend(&es, db, g.games, g.n, (int)plies, err);
 	if (rc < 0) {
-		joseki_error("%s: %s: %s", cmd, book, err);
+		joseki_error("%s: %s: %s", name, book, err);
 		goto out;
 	}
 	if (undo)
@@ -152,7 +105,6 @@ static int games_cmd(int argc, char **argv, bool prune)
 out:
 	bookdb_free(db);
 	cli_games_free(&g);
-	free(paths);
 	return ret;
 }
 
@@ -197,80 +149,56 @@ static void on_step(void *ctx, int gen, const char *step)
 
 int cmd_cycle(int argc, char **argv)
 {
-	const char *book = NULL, *opponent = "builtin", *openings_path = NULL,
-	           *engine_path = "builtin";
-	enum { MAX_ENGINES = 256, MAX_OPTIONS = 64 };
-	UsiOption uopts[MAX_OPTIONS];
-	int nuopts = 0;
-	long nengines = 1;
-	long generations = 0, games = 0, nodes = 10000, concurrency = 1, max_moves = 0, seed = 0;
-	long think_nodes = 10000, positions = 0, seconds = 0, multipv = 4, plies = 8, min_games = 2;
+	enum { MAX_ENGINES = 256 };
+	const char *book = NULL, *opponent = "builtin", *openings_path = NULL;
+	uint64_t generations = 0, games = 0, nodes = 10000, concurrency = 1, max_moves = 0,
+	         seed = 0;
+	uint64_t think_nodes = 10000, positions = 0, seconds = 0, plies = 8, min_games = 2;
+	int multipv = 4;
 	double max_winrate = 0.30;
 	bool quiet = false, probe = false;
+	CliEngines ce;
+	cli_engines_init(&ce, "--usi-option", MAX_ENGINES);
 	CliPlan cp;
 	cli_plan_init(&cp);
-	const struct {
-		const char *name;
-		long *dst, max;
-	} NUMS[] = {
-	    {"--generations", &generations, 100000},
-	    {"--games", &games, 1000000},
-	    {"--nodes", &nodes, 1000000000},
-	    {"--concurrency", &concurrency, 64},
-	    {"--max-moves", &max_moves, 1000},
-	    {"--seed", &seed, 1L << 30},
-	    {"--think-nodes", &think_nodes, 1000000000},
-	    {"--positions", &positions, 1000000000},
-	    {"--time", &seconds, 100000000},
-	    {"--multipv", &multipv, SEARCH_MULTIPV_MAX},
-	    {"--plies", &plies, POS_MAX_STATES},
-	    {"--min-games", &min_games, 1000000000},
-	    {"--engines", &nengines, MAX_ENGINES},
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book"),
+	    CLI_NUM("--generations", &generations, 1, 100000, "G", "generations to run",
+	            .required = true),
+	    CLI_NUM("--games", &games, 1, 1000000, "N", "match games a generation",
+	            .required = true),
+	    CLI_STR("--opponent", &opponent, "builtin|PATH",
+	            "the match's opponent (default builtin)"),
+	    CLI_NUM("--nodes", &nodes, 1, 1000000000, "N",
+	            "the match's nodes a move (default 10000)"),
+	    CLI_STR("--openings", &openings_path, "FILE",
+	            "the match's openings (and think's roots unless given)"),
+	    CLI_NUM("--concurrency", &concurrency, 1, 64, "N", "games played side by side"),
+	    CLI_NUM("--max-moves", &max_moves, 0, 1000, "N", "a game is a draw after N moves"),
+	    CLI_NUM("--seed", &seed, 0, 1L << 30, "S", "the match's openings order"),
+	    CLI_GROUP(ce.table),
+	    CLI_NUM("--think-nodes", &think_nodes, 1, 1000000000, "N",
+	            "think's nodes a position (default 10000)"),
+	    CLI_NUM("--positions", &positions, 0, 1000000000, "N",
+	            "positions think adds a generation (default 100)"),
+	    CLI_NUM("--time", &seconds, 0, 100000000, "S", "think's seconds a generation"),
+	    CLI_NUM("--multipv", &multipv, 1, SEARCH_MULTIPV_MAX, "K",
+	            "think's best moves a position (default 4)"),
+	    CLI_NUM("--plies", &plies, 0, POS_MAX_STATES, "N",
+	            "extend: the plies queued after the book ran out (default 8)"),
+	    CLI_REAL("--max-winrate", &max_winrate, 0, 1, "R",
+	             "prune: the book's score below which a move is avoided (default 0.30)"),
+	    CLI_NUM("--min-games", &min_games, 0, 1000000000, "N",
+	            "prune: ... over at least N games (default 2)"),
+	    CLI_FLAG("--probe", &probe, "think walks the opponent's lines (think --opponent)"),
+	    CLI_QUIET(&quiet),
+	    CLI_GROUP(cp.table),
+	    CLI_TABLE_END,
 	};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		size_t k;
-		int taken = cli_plan_arg(&cp, argc, argv, &i, "cycle");
-		if (taken < 0) return 2;
-		if (taken) continue;
-		for (k = 0; k < sizeof NUMS / sizeof *NUMS; k++)
-			if (!strcmp(a, NUMS[k].name)) break;
-		if (k < sizeof NUMS / sizeof *NUMS) {
-			if (parse_count(NUMS[k].dst, v, "cycle", a, NUMS[k].max) < 0) return 2;
-			i++;
-		} else if (!strcmp(a, "--max-winrate")) {
-			if (parse_rate(&max_winrate, v, "cycle") < 0) return 2;
-			i++;
-		} else if ((!strcmp(a, "--opponent") || !strcmp(a, "--openings")) && v) {
-			*(a[3] == 'p' && a[4] == 'p' ? &opponent : &openings_path) = v;
-			i++;
-		} else if (!strcmp(a, "--engine") && v) {
-			engine_path = v;
-			i++;
-		} else if (!strcmp(a, "--usi-option") && v) {
-			if (cli_usi_option(uopts, &nuopts, MAX_OPTIONS, argv[++i], "cycle", a) < 0)
-				return 2;
-		} else if (!strcmp(a, "--quiet"))
-			quiet = true;
-		else if (!strcmp(a, "--probe"))
-			probe = true;
-		else if (a[0] == '-' && a[1]) {
-			joseki_error("cycle: unknown or incomplete option '%s'\n" CYCLE_USAGE, a);
-			return 2;
-		} else if (!book)
-			book = a;
-		else {
-			joseki_error("cycle: unexpected argument '%s'\n" CYCLE_USAGE, a);
-			return 2;
-		}
-	}
-	if (!book || generations < 1 || games < 1 || nodes < 1 || think_nodes < 1 ||
-	    concurrency < 1 || multipv < 1 || nengines < 1) {
-		joseki_error(
-		    "cycle: BOOK, --generations >= 1 and --games >= 1 are needed\n" CYCLE_USAGE);
-		return 2;
-	}
-	if (cli_plan_check(&cp, "cycle") < 0) return 2;
+	const CliCmd cmd = {"cycle", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
+	int nengines = (int)ce.n;
 	if (!positions && !seconds) positions = 100;
 	shogi_init();
 	char **openings = NULL;
@@ -298,12 +226,12 @@ int cmd_cycle(int argc, char **argv)
 	SearchEngine *engines[MAX_ENGINES] = {0}, *opponents[MAX_ENGINES] = {0};
 	cycle_stop_flag = 0;
 	joseki_catch_stop(on_signal);
-	if (cli_open_engines(engines, (int)nengines, engine_path, uopts, nuopts, &cycle_stop_flag,
+	if (cli_open_engines(engines, nengines, ce.path, ce.opts, ce.nopts, &cycle_stop_flag,
 	                     "cycle") < 0)
 		goto done;
 	/* --probe: think walks the opponent's lines, the opponent asked as the
 	 * match asks it (its engine, the match's budget). */
-	if (probe && cli_open_engines(opponents, (int)nengines, opponent, NULL, 0, &cycle_stop_flag,
+	if (probe && cli_open_engines(opponents, nengines, opponent, NULL, 0, &cycle_stop_flag,
 	                              "cycle --probe") < 0)
 		goto done;
 	bool progress = !quiet && isatty(2);
@@ -313,7 +241,7 @@ int cmd_cycle(int argc, char **argv)
 	    .match =
 	        {
 	            /* The book side plays (out of book) with the engine think uses. */
-	            .side = {{.engine = engine_path, .options = uopts, .noptions = nuopts},
+	            .side = {{.engine = ce.path, .options = ce.opts, .noptions = ce.nopts},
 	                     {.engine = opponent}},
 	            .games = (int)games,
 	            .budget = {.kind = SEARCH_BUDGET_NODES, .amount = (uint64_t)nodes},
@@ -328,9 +256,9 @@ int cmd_cycle(int argc, char **argv)
 	    .think =
 	        {
 	            .engines = engines,
-	            .nengines = (int)nengines,
+	            .nengines = nengines,
 	            .budget = {.kind = SEARCH_BUDGET_NODES, .amount = (uint64_t)think_nodes},
-	            .multipv = (int)multipv,
+	            .multipv = multipv,
 	            .max_positions = (uint64_t)positions,
 	            .max_seconds = (double)seconds,
 	            .stop = &cycle_stop_flag,
@@ -359,7 +287,7 @@ int cmd_cycle(int argc, char **argv)
 		joseki_error("cycle: %s: %s", book, err);
 		goto done;
 	}
-	printf("cycle generations %d of %ld%s\n", done, generations,
+	printf("cycle generations %d of %llu%s\n", done, (unsigned long long)generations,
 	       stopped ? " (stopped: run the same command to resume)" : "");
 	ret = 0;
 done:

@@ -21,21 +21,8 @@
 #include "shogi/clock.h"
 #include "minimax/export.h"
 #include "shogi/position.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
-
-#define USAGE                                                                                      \
-	"usage: joseki export BOOK OUT [--format yaneuraou|apery] [--moves best|window|all] "      \
-	"[--window CP] [--min-depth D] [--max-ply N] [--with-avoided] [--json] [--quiet]"
-
-static int parse_int(int *out, const char *s, long lo, long hi)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi) return -1;
-	*out = (int)v;
-	return 0;
-}
 
 /* One overwritten stderr line, only on a terminal. */
 static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
@@ -48,67 +35,31 @@ static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
 
 int cmd_export(int argc, char **argv)
 {
+	static const int MOVES[] = {EXPORT_MOVES_BEST, EXPORT_MOVES_WINDOW, EXPORT_MOVES_ALL};
 	const char *book = NULL, *out = NULL;
 	bool json = false, quiet = false;
 	int apery = -1; /* -1: as OUT's name says */
 	ExportOptions opt = {.moves = EXPORT_MOVES_WINDOW, .window = 30};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--with-avoided")) {
-			opt.with_avoided = true;
-			continue;
-		}
-		if (!strcmp(a, "--json") || !strcmp(a, "--quiet")) {
-			if (a[2] == 'j')
-				json = true;
-			else
-				quiet = true;
-			continue;
-		}
-		if (!strcmp(a, "--format") || !strcmp(a, "--moves") || !strcmp(a, "--window") ||
-		    !strcmp(a, "--min-depth") || !strcmp(a, "--max-ply")) {
-			bool ok = v != NULL;
-			if (ok && !strcmp(a, "--format")) {
-				ok = !strcmp(v, "yaneuraou") || !strcmp(v, "apery");
-				apery = !strcmp(v, "apery");
-			} else if (ok && !strcmp(a, "--moves")) {
-				if (!strcmp(v, "best"))
-					opt.moves = EXPORT_MOVES_BEST;
-				else if (!strcmp(v, "window"))
-					opt.moves = EXPORT_MOVES_WINDOW;
-				else if (!strcmp(v, "all"))
-					opt.moves = EXPORT_MOVES_ALL;
-				else
-					ok = false;
-			} else if (ok && !strcmp(a, "--window"))
-				ok = parse_int(&opt.window, v, 0, 64000) == 0;
-			else if (ok && !strcmp(a, "--min-depth"))
-				ok = parse_int(&opt.min_depth, v, 0, 255) == 0;
-			else if (ok)
-				ok = parse_int(&opt.max_ply, v, 1, 65535) == 0;
-			if (!ok) {
-				joseki_error("export: bad or missing value for %s%s%s\n" USAGE, a,
-				             v ? ": " : "", v ? v : "");
-				return 2;
-			}
-			i++;
-		} else if (a[0] == '-' && a[1]) {
-			joseki_error("export: unknown option '%s'\n" USAGE, a);
-			return 2;
-		} else if (!book)
-			book = a;
-		else if (!out)
-			out = a;
-		else {
-			joseki_error("export: too many arguments\n" USAGE);
-			return 2;
-		}
-	}
-	if (!book || !out) {
-		joseki_error("export: BOOK and OUT are needed\n" USAGE);
-		return 2;
-	}
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book"),
+	    CLI_ARG("OUT", &out, "the file written"),
+	    CLI_ENUM("--format", &apery, "yaneuraou|apery", NULL,
+	             "YaneuraOu DB2016, or Apery's binary book (default: apery for OUT.bin)"),
+	    CLI_ENUM("--moves", &opt.moves, "best|window|all", MOVES,
+	             "the best move, those within --window of it (default), all"),
+	    CLI_NUM("--window", &opt.window, 0, 64000, "CP",
+	            "the window below the best (default 30)"),
+	    CLI_NUM("--min-depth", &opt.min_depth, 0, 255, "D",
+	            "moves with an evaluation at least this deep"),
+	    CLI_NUM("--max-ply", &opt.max_ply, 1, 65535, "N", "positions up to ply N"),
+	    CLI_FLAG("--with-avoided", &opt.with_avoided, "also the moves prune marked avoided"),
+	    CLI_JSON(&json),
+	    CLI_QUIET(&quiet),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"export", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	shogi_init();
 	double t0 = clock_ms_f();
 	BookDB *db;

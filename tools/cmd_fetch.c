@@ -19,13 +19,28 @@
 #include "tools/cli_ingest.h"
 #include "tools/commands.h"
 
-#define USAGE                                                                                      \
-	"usage: joseki fetch BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR]\n"        \
-	"       [--min-rating R] [--max-ply N] [--since DATE] [--until DATE] [--event GLOB]\n"     \
-	"       [--time-control GLOB] [--mate-clamp CP] [--mate-plies N] [--jobs N] [--json]\n"    \
-	"       [--quiet]\n"                                                                       \
-	"       DATE: YYYY-MM-DD (--to defaults to today, UTC); the cache defaults to\n"           \
-	"       $XDG_CACHE_HOME/joseki/floodgate or ~/.cache/joseki/floodgate"
+/* --from and --to (CliParseFn): the day as typed and as YYYYMMDD. */
+typedef struct {
+	const char *text;
+	char ymd[9];
+} Day;
+
+static int parse_day(void *dst, char *v, char *msg)
+{
+	(void)msg;
+	Day *d = dst;
+	d->text = v;
+	return fetch_date_parse(d->ymd, v);
+}
+
+/* --base-url (CliParseFn): http:// or https://. */
+static int parse_url(void *dst, char *v, char *msg)
+{
+	(void)msg;
+	if (strncmp(v, "http://", 7) && strncmp(v, "https://", 8)) return -1;
+	*(const char **)dst = v;
+	return 0;
+}
 
 static const char *day_status_name(FetchDayStatus s)
 {
@@ -44,7 +59,7 @@ static const char *day_status_name(FetchDayStatus s)
 
 /* The ingest fields of docs/ingest.md plus the per-range counts; fetch errors
  * (one per failed day, input = its URL) come first in "errors". */
-static void report_json(const FetchResult *fr, const IngestStats *st)
+static int report_json(const FetchResult *fr, const IngestStats *st)
 {
 	json_t *o = json_object();
 	const struct {
@@ -93,7 +108,7 @@ static void report_json(const FetchResult *fr, const IngestStats *st)
 	}
 	json_object_set_new(o, "day_list", days);
 	json_object_set_new(o, "errors", errs);
-	joseki_print_json(o, 0);
+	return joseki_print_json(o, 0);
 }
 
 static char *default_cache(void)
@@ -110,79 +125,40 @@ static char *default_cache(void)
 
 int cmd_fetch(int argc, char **argv)
 {
-	IngestOptions opt;
-	ingest_options_init(&opt);
+	CliIngest ci;
+	cli_ingest_init(&ci);
+	IngestOptions *opt = &ci.opt;
 	FetchOptions fo;
 	fetch_options_init(&fo);
 	bool json = false, quiet = false;
-	const char *book = NULL, *from_s = NULL, *to_s = NULL, *cache = NULL;
-	for (int i = 1; i < argc; i++) {
-		int r = cli_ingest_option(&opt, argc, argv, &i, "fetch");
-		if (r == 2) return 2;
-		if (r == 1) continue;
-		const char *a = argv[i];
-		if (!strcmp(a, "--json"))
-			json = true;
-		else if (!strcmp(a, "--quiet"))
-			quiet = true;
-		else if (!strcmp(a, "--from") || !strcmp(a, "--to") || !strcmp(a, "--base-url") ||
-		         !strcmp(a, "--cache")) {
-			if (i + 1 >= argc) {
-				joseki_error("fetch: %s needs a value\n" USAGE, a);
-				return 2;
-			}
-			const char *v = argv[++i];
-			if (!strcmp(a, "--from"))
-				from_s = v;
-			else if (!strcmp(a, "--to"))
-				to_s = v;
-			else if (!strcmp(a, "--base-url"))
-				fo.base_url = v;
-			else
-				cache = v;
-		} else if (a[0] == '-' && a[1]) {
-			joseki_error("fetch: unknown option '%s'\n" USAGE, a);
-			return 2;
-		} else if (!book) {
-			book = a;
-		} else {
-			joseki_error("fetch: unexpected argument '%s'\n" USAGE, a);
-			return 2;
-		}
-	}
-	if (!book || !from_s) {
-		joseki_error("fetch: %s\n" USAGE,
-		             book ? "--from DATE is required" : "no BOOK given");
-		return 2;
-	}
-	char from[9], to[9];
-	if (fetch_date_parse(from, from_s) < 0) {
-		joseki_error("fetch: bad date '%s' for --from (want YYYY-MM-DD)", from_s);
-		return 2;
-	}
-	if (to_s) {
-		if (fetch_date_parse(to, to_s) < 0) {
-			joseki_error("fetch: bad date '%s' for --to (want YYYY-MM-DD)", to_s);
-			return 2;
-		}
-	} else {
-		fetch_date_today(to);
-	}
-	if (strcmp(to, from) < 0) {
-		joseki_error("fetch: --to %s is before --from %s", to_s ? to_s : "(today)", from_s);
-		return 2;
-	}
-	if (fetch_date_span(from, to) > FETCH_MAX_DAYS) {
-		joseki_error("fetch: the range %s..%s is longer than %d days", from, to,
-		             FETCH_MAX_DAYS);
-		return 2;
-	}
-	if (fo.base_url && strncmp(fo.base_url, "http://", 7) &&
-	    strncmp(fo.base_url, "https://", 8)) {
-		joseki_error("fetch: --base-url '%s' is not an http:// or https:// URL",
-		             fo.base_url);
-		return 2;
-	}
+	const char *book = NULL, *cache = NULL;
+	Day from = {0}, to = {0};
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book (made if there is none)"),
+	    CLI_FN("--from", &from, parse_day, "DATE", "a date YYYY-MM-DD", "the first day",
+	           .required = true),
+	    CLI_FN("--to", &to, parse_day, "DATE", "a date YYYY-MM-DD",
+	           "the last day (default: today, UTC)"),
+	    CLI_FN("--base-url", &fo.base_url, parse_url, "URL", "an http:// or https:// URL",
+	           "where the daily archives are (default floodgate's)"),
+	    CLI_STR("--cache", &cache, "DIR",
+	            "the archives' cache (default $XDG_CACHE_HOME/joseki/floodgate or "
+	            "~/.cache/joseki/floodgate)"),
+	    CLI_GROUP(ci.table),
+	    CLI_JSON(&json),
+	    CLI_QUIET(&quiet),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"fetch", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
+	if (!to.text) fetch_date_today(to.ymd);
+	if (strcmp(to.ymd, from.ymd) < 0)
+		return cli_usage_error(&cmd, "--to %s is before --from %s",
+		                       to.text ? to.text : "(today)", from.text);
+	if (fetch_date_span(from.ymd, to.ymd) > FETCH_MAX_DAYS)
+		return cli_usage_error(&cmd, "the range %s..%s is longer than %d days", from.ymd,
+		                       to.ymd, FETCH_MAX_DAYS);
 	const char *env = getenv("JOSEKI_FETCH_BACKOFF_MS");
 	if (env && *env) {
 		char *end;
@@ -191,13 +167,11 @@ int cmd_fetch(int argc, char **argv)
 	}
 	char *cache_owned = cache ? NULL : default_cache();
 	if (!cache) cache = cache_owned;
-	if (!cache) {
-		joseki_error(
-		    "fetch: no cache directory (neither $XDG_CACHE_HOME nor $HOME is set): "
-		    "give --cache DIR");
-		return 2;
-	}
-	opt.progress = fo.progress = cli_progress_wanted(quiet);
+	if (!cache)
+		return cli_usage_error(
+		    &cmd, "no cache directory (neither $XDG_CACHE_HOME nor $HOME is set): give "
+		          "--cache DIR");
+	opt->progress = fo.progress = cli_progress_wanted(quiet);
 	fo.cache_dir = cache;
 
 	/* the book first: no point downloading into a book that cannot be opened */
@@ -210,7 +184,7 @@ int cmd_fetch(int argc, char **argv)
 		return 1;
 	}
 	FetchResult fr;
-	rc = fetch_days(&fr, from, to, &fo);
+	rc = fetch_days(&fr, from.ymd, to.ymd, &fo);
 	if (rc < 0) {
 		joseki_error("fetch: %s: %s", cache, fetch_strerror(rc));
 		fetch_result_free(&fr);
@@ -237,17 +211,17 @@ int cmd_fetch(int argc, char **argv)
 	if (!inputs)
 		irc = INGEST_ENOMEM;
 	else if (ninputs)
-		irc = ingest_run(&st, db, inputs, ninputs, &opt);
+		irc = ingest_run(&st, db, inputs, ninputs, opt);
+	int status = fr.failed ? 1 : 0;
 	if (json) {
-		report_json(&fr, &st);
+		if (report_json(&fr, &st) < 0) status = 1;
 	} else {
 		char head[200];
 		snprintf(head, sizeof head,
 		         "fetch: %zu days (%zu downloaded, %zu cached, %zu missing, %zu failed)",
 		         fr.ndays, fr.downloaded, fr.cached, fr.missing, fr.failed);
-		cli_ingest_report(&st, false, head);
+		if (cli_ingest_report(&st, false, head) < 0) status = 1;
 	}
-	int status = fr.failed ? 1 : 0;
 	if (irc < 0) {
 		joseki_error("fetch: %s (batches committed before the failure are kept)",
 		             ingest_strerror(irc));

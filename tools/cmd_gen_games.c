@@ -7,6 +7,7 @@
  * ingest: generated, never downloaded. Deterministic for a given seed.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,33 +15,23 @@
 
 #include "shogi/csa_write.h"
 #include "shogi/position.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
 
 int cmd_gen_games(int argc, char **argv)
 {
 	const char *dir = NULL;
-	long games = -1, plies = 150;
-	uint64_t seed = 1;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--games") && i + 1 < argc)
-			games = strtol(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-			seed = strtoull(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--plies") && i + 1 < argc)
-			plies = strtol(argv[++i], NULL, 10);
-		else if (!dir && argv[i][0] != '-')
-			dir = argv[i];
-		else {
-			joseki_error("gen-games: unexpected '%s'\nusage: joseki gen-games DIR "
-			             "--games N [--seed S] [--plies P]",
-			             argv[i]);
-			return 2;
-		}
-	}
-	if (!dir || games < 0 || plies < 60 || plies > 1000) {
-		joseki_error("usage: joseki gen-games DIR --games N [--seed S] [--plies P>=60]");
-		return 2;
-	}
+	uint64_t games = 0, plies = 150, seed = 1;
+	const CliOpt opts[] = {
+	    CLI_ARG("DIR", &dir, "where the files go (made if missing)"),
+	    CLI_NUM("--games", &games, 0, LONG_MAX, "N", "games to write", .required = true),
+	    CLI_NUM("--seed", &seed, 0, CLI_NOMAX, "S", "the random games' seed (default 1)"),
+	    CLI_NUM("--plies", &plies, 60, 1000, "P", "plies a game at most (default 150)"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"gen-games", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
 		joseki_error("gen-games: cannot create %s: %s", dir, strerror(errno));
 		return 1;
@@ -49,7 +40,7 @@ int cmd_gen_games(int argc, char **argv)
 	if (!pos) return 1;
 	uint64_t rng = seed;
 	FILE *f = NULL;
-	for (long g = 0; g < games; g++) {
+	for (long g = 0; g < (long)games; g++) {
 		if (g % 1000 == 0) {
 			if (f && fclose(f) != 0) goto io;
 			char path[4096];
@@ -63,7 +54,7 @@ int cmd_gen_games(int argc, char **argv)
 	}
 	if (f && fclose(f) != 0) goto io;
 	free(pos);
-	printf("gen-games: %ld games in %s\n", games, dir);
+	printf("gen-games: %llu games in %s\n", (unsigned long long)games, dir);
 	return 0;
 io:
 	joseki_error("gen-games: writing %s: %s", dir, strerror(errno));

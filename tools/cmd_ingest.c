@@ -8,57 +8,37 @@
 #include "tools/cli_ingest.h"
 #include "tools/commands.h"
 
-#define USAGE                                                                                      \
-	"usage: joseki ingest BOOK INPUT... [--min-rating R] [--max-ply N] [--since DATE]\n"       \
-	"       [--until DATE] [--event GLOB] [--time-control GLOB] [--mate-clamp CP]\n"           \
-	"       [--mate-plies N] [--jobs N] [--json] [--quiet]"
-
 int cmd_ingest(int argc, char **argv)
 {
-	IngestOptions opt;
-	ingest_options_init(&opt);
+	CliIngest ci;
+	cli_ingest_init(&ci);
+	IngestOptions *opt = &ci.opt;
 	bool json = false, quiet = false;
 	const char *book = NULL;
-	const char **inputs = calloc((size_t)argc, sizeof *inputs);
-	size_t ninputs = 0;
-	if (!inputs) return 1;
-	for (int i = 1; i < argc; i++) {
-		int r = cli_ingest_option(&opt, argc, argv, &i, "ingest");
-		if (r == 2) {
-			free(inputs);
-			return 2;
-		}
-		if (r == 1) continue;
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (!strcmp(argv[i], "--quiet"))
-			quiet = true;
-		else if (argv[i][0] == '-' && argv[i][1]) {
-			joseki_error("ingest: unknown option '%s'\n" USAGE, argv[i]);
-			free(inputs);
-			return 2;
-		} else if (!book)
-			book = argv[i];
-		else
-			inputs[ninputs++] = argv[i];
-	}
-	if (!book || !ninputs) {
-		joseki_error("ingest: %s\n" USAGE, book ? "no INPUT given" : "no BOOK given");
-		free(inputs);
-		return 2;
-	}
-	opt.progress = cli_progress_wanted(quiet);
+	CliArgs inputs = {0};
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book (made if there is none)"),
+	    CLI_REST("INPUT", &inputs, 1,
+	             "game records (CSA, KIF, KI2, JKF, USI lines), directories, archives, -"),
+	    CLI_GROUP(ci.table),
+	    CLI_JSON(&json),
+	    CLI_QUIET(&quiet),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"ingest", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
+	opt->progress = cli_progress_wanted(quiet);
 	BookDB *db;
 	char err[BOOKDB_ERRLEN];
 	int rc = bookdb_open(&db, book, NULL, err);
 	if (rc < 0) {
 		joseki_error("ingest: %s", err);
-		free(inputs);
 		return 1;
 	}
 	IngestStats st;
-	rc = ingest_run(&st, db, inputs, ninputs, &opt);
-	cli_ingest_report(&st, json, "ingest");
+	rc = ingest_run(&st, db, inputs.v, inputs.n, opt);
+	int printed = cli_ingest_report(&st, json, "ingest");
 	/* The store's own words when the book refused a write ("no space left ..."). */
 	const char *why = ingest_strerror(rc);
 	for (size_t i = 0; i < st.nerrors; i++)
@@ -68,7 +48,5 @@ int cmd_ingest(int argc, char **argv)
 		             why);
 	ingest_stats_free(&st);
 	bookdb_free(db);
-	free(inputs);
-	if (rc < 0) return 1;
-	return 0;
+	return rc < 0 || printed < 0 ? 1 : 0;
 }

@@ -24,16 +24,10 @@
 #include <unistd.h>
 
 #include "play/match.h"
+#include "tools/cli_engines.h"
 #include "tools/cli_games.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
-
-#define MATCH_MAX_OPTIONS 64
-#define USAGE                                                                                      \
-	"usage: joseki match --engine-a builtin|PATH --engine-b builtin|PATH "                     \
-	"[--book-a BOOK|none] [--book-b BOOK|none] [--games N] [--nodes N | --movetime MS | "      \
-	"--tc BASE[+INC] | --byoyomi MS] [--time-margin MS] [--sprt ELO0,ELO1[,ALPHA,BETA]] "      \
-	"[--openings FILE] [--concurrency N] [--max-moves N] [--seed S] [--out DIR] "              \
-	"[--option-a NAME=VALUE]... [--option-b NAME=VALUE]... [--json] [--quiet]"
 
 static volatile sig_atomic_t match_stop_flag;
 
@@ -43,25 +37,22 @@ static void on_signal(int sig)
 	match_stop_flag = 1;
 }
 
-static int parse_num(uint64_t *out, const char *s, const char *opt, bool zero_ok)
+/* --tc (CliParseFn): A's, then B's. */
+static int parse_tc(void *dst, char *value, char *msg)
 {
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (!*s || *end || *s == '-' || (v == 0 && !zero_ok)) {
-		joseki_error("match: %s wants a %s number, not '%s'", opt,
-		             zero_ok ? "non-negative" : "positive", s);
+	char err[MATCH_ERRLEN];
+	if (match_tc_parse(dst, value, err) < 0) {
+		snprintf(msg, CLI_MSGLEN, "%s", err);
 		return -1;
 	}
-	*out = v;
 	return 0;
 }
 
-/* parse_num with an upper bound: "match: OPT at most MAX" beyond it. */
-static int parse_upto(uint64_t *out, const char *s, const char *opt, bool zero_ok, uint64_t max)
+static int parse_sprt(void *dst, char *value, char *msg)
 {
-	if (parse_num(out, s, opt, zero_ok) < 0) return -1;
-	if (*out > max) {
-		joseki_error("match: %s at most %llu", opt, (unsigned long long)max);
+	char err[MATCH_ERRLEN];
+	if (match_sprt_parse(dst, value, err) < 0) {
+		snprintf(msg, CLI_MSGLEN, "%s", err);
 		return -1;
 	}
 	return 0;
@@ -139,7 +130,7 @@ static int print_json(const MatchOptions *opt, const MatchResult *r)
 		    g->result > 0   ? "win"
 		    : g->result < 0 ? "loss"
 		                    : "draw",
-		    "end", match_end_name(g->end), "winner",
+		    "end", game_end_name(g->end), "winner",
 		    g->winner == BLACK   ? "black"
 		    : g->winner == WHITE ? "white"
 		                         : "draw",
@@ -211,7 +202,7 @@ static void print_text(const MatchOptions *opt, const MatchResult *r)
 	for (int i = 0; i < r->ngames; i++) {
 		const MatchGame *g = &r->games[i];
 		if (g->played && g->detail[0])
-			printf("game %d: %s, %s\n", i + 1, match_end_name(g->end), g->detail);
+			printf("game %d: %s, %s\n", i + 1, game_end_name(g->end), g->detail);
 	}
 	const MatchPairs *p = &r->pairs;
 	if (p->pairs > 0) {
@@ -240,103 +231,69 @@ static void print_text(const MatchOptions *opt, const MatchResult *r)
 	       opt->out_dir ? "games in " : "games not written", opt->out_dir ? opt->out_dir : "");
 }
 
-static int add_option(UsiOption *opts, int *n, char *arg)
-{
-	char *eq = strchr(arg, '=');
-	if (!eq || eq == arg || *n >= MATCH_MAX_OPTIONS) {
-		joseki_error("match: an engine option wants NAME=VALUE, not '%s'", arg);
-		return -1;
-	}
-	*eq = 0;
-	opts[*n].name = arg;
-	opts[(*n)++].value = eq + 1;
-	return 0;
-}
-
 int cmd_match(int argc, char **argv)
 {
 	MatchOptions opt = {
 	    .games = 2, .concurrency = 1, .budget = {.kind = SEARCH_BUDGET_NODES, .amount = 10000}};
-	UsiOption uo[2][MATCH_MAX_OPTIONS];
-	int nuo[2] = {0, 0}, nbudgets = 0, ntc = 0, nbyo = 0;
+	UsiOption uo[2][CLI_MAX_USI_OPTIONS];
+	int nuo[2] = {0, 0}, ntc = 0, nbyo = 0;
 	TimeControl tc[2] = {{0}};
 	int64_t byo[2] = {0, 0};
 	MatchSprt sprt;
-	char perr[MATCH_ERRLEN];
 	opt.time_margin_ms = MATCH_TIME_MARGIN_DEFAULT;
-	const char *openings_path = NULL;
+	const char *openings_path = NULL, *book[2] = {NULL, NULL};
 	bool json = false, quiet = false;
-	uint64_t v;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		bool has = i + 1 < argc;
-		if (!strcmp(a, "--json")) {
-			json = true;
-		} else if (!strcmp(a, "--quiet")) {
-			quiet = true;
-		} else if ((!strcmp(a, "--engine-a") || !strcmp(a, "--engine-b")) && has) {
-			opt.side[a[9] == 'b'].engine = argv[++i];
-		} else if ((!strcmp(a, "--book-a") || !strcmp(a, "--book-b")) && has) {
-			i++;
-			opt.side[a[7] == 'b'].book = strcmp(argv[i], "none") ? argv[i] : NULL;
-		} else if ((!strcmp(a, "--option-a") || !strcmp(a, "--option-b")) && has) {
-			int s = a[9] == 'b';
-			if (add_option(uo[s], &nuo[s], argv[++i]) < 0) return 2;
-		} else if ((!strcmp(a, "--nodes") || !strcmp(a, "--movetime")) && has) {
-			if (parse_num(&opt.budget.amount, argv[++i], a, false) < 0) return 2;
-			opt.budget.kind =
-			    a[2] == 'n' ? SEARCH_BUDGET_NODES : SEARCH_BUDGET_MOVETIME;
-			nbudgets++;
-		} else if ((!strcmp(a, "--tc") || !strcmp(a, "--byoyomi")) && has &&
-		           (a[2] == 't' ? ntc : nbyo) == 2) {
-			joseki_error("match: %s at most twice (A's, then B's)", a);
-			return 2;
-		} else if (!strcmp(a, "--tc") && has) {
-			if (match_tc_parse(&tc[ntc++], argv[++i], perr) < 0) {
-				joseki_error("match: %s", perr);
-				return 2;
-			}
-		} else if (!strcmp(a, "--byoyomi") && has) {
-			if (parse_upto(&v, argv[++i], a, true, MATCH_TIME_MAX_MS) < 0) return 2;
-			byo[nbyo++] = (int64_t)v;
-		} else if (!strcmp(a, "--time-margin") && has) {
-			if (parse_upto(&v, argv[++i], a, true, 600000) < 0) return 2;
-			opt.time_margin_ms = (int)v;
-		} else if (!strcmp(a, "--sprt") && has) {
-			if (match_sprt_parse(&sprt, argv[++i], perr) < 0) {
-				joseki_error("match: %s", perr);
-				return 2;
-			}
-			opt.sprt = &sprt;
-		} else if (!strcmp(a, "--games") && has) {
-			if (parse_upto(&v, argv[++i], a, false, 1000000) < 0) return 2;
-			opt.games = (int)v;
-		} else if (!strcmp(a, "--concurrency") && has) {
-			if (parse_upto(&v, argv[++i], a, false, MATCH_CONCURRENCY_MAX) < 0)
-				return 2;
-			opt.concurrency = (int)v;
-		} else if (!strcmp(a, "--max-moves") && has) {
-			if (parse_upto(&v, argv[++i], a, false, MATCH_MAX_MOVES_MAX) < 0) return 2;
-			opt.max_moves = (int)v;
-		} else if (!strcmp(a, "--seed") && has) {
-			if (parse_num(&opt.seed, argv[++i], a, true) < 0) return 2;
-		} else if (!strcmp(a, "--openings") && has) {
-			openings_path = argv[++i];
-		} else if (!strcmp(a, "--out") && has) {
-			opt.out_dir = argv[++i];
-		} else {
-			joseki_error("match: unknown or incomplete argument '%s'\n%s", a, USAGE);
-			return 2;
-		}
-	}
-	if (!opt.side[0].engine || !opt.side[1].engine) {
-		joseki_error("match: --engine-a and --engine-b are needed\n%s", USAGE);
-		return 2;
-	}
-	if (nbudgets > 1 || (nbudgets && (ntc || nbyo))) {
-		joseki_error("match: give one of --nodes, --movetime, or clocks (--tc, --byoyomi)");
-		return 2;
-	}
+	int kind = -1; /* the kind of --nodes or --movetime when given */
+	bool sprt_on = false;
+	const CliOpt opts[] = {
+	    CLI_STR("--engine-a", &opt.side[0].engine, "builtin|PATH", "A's engine",
+	            .required = true),
+	    CLI_STR("--engine-b", &opt.side[1].engine, "builtin|PATH", "B's engine",
+	            .required = true),
+	    CLI_STR("--book-a", &book[0], "BOOK|none", "A plays from this book while it can"),
+	    CLI_STR("--book-b", &book[1], "BOOK|none", "B plays from this book while it can"),
+	    CLI_NUM("--games", &opt.games, 1, 1000000, "N", "games, in pairs (default 2)"),
+	    CLI_NUM("--nodes", &opt.budget.amount, 1, CLI_NOMAX, "N",
+	            "nodes a move (default 10000)", CLI_TAG(&kind, SEARCH_BUDGET_NODES),
+	            .excl = "budget"),
+	    CLI_NUM("--movetime", &opt.budget.amount, 1, CLI_NOMAX, "MS", "milliseconds a move",
+	            CLI_TAG(&kind, SEARCH_BUDGET_MOVETIME), .excl = "budget"),
+	    CLI_FN("--tc", tc, parse_tc, "BASE[+INC]", "a time control",
+	           "clocks: main time and increment (given twice: A's, then B's)",
+	           CLI_MANY(&ntc, 2)),
+	    CLI_NUM("--byoyomi", byo, 0, MATCH_TIME_MAX_MS, "MS",
+	            "clocks: byoyomi (given twice: A's, then B's)", CLI_MANY(&nbyo, 2)),
+	    CLI_NUM("--time-margin", &opt.time_margin_ms, 0, 600000, "MS",
+	            "clocks: the time an engine is not asked to use"),
+	    CLI_FN("--sprt", &sprt, parse_sprt, "ELO0,ELO1[,ALPHA,BETA]", "ELO0,ELO1[,ALPHA,BETA]",
+	           "stop at the SPRT's verdict", CLI_TAG(&sprt_on, true)),
+	    CLI_STR("--openings", &openings_path, "FILE", "the openings, each played both ways"),
+	    CLI_NUM("--concurrency", &opt.concurrency, 1, MATCH_CONCURRENCY_MAX, "N",
+	            "games played side by side"),
+	    CLI_NUM("--max-moves", &opt.max_moves, 1, MATCH_MAX_MOVES_MAX, "N",
+	            "a game is a draw after N moves"),
+	    CLI_NUM("--seed", &opt.seed, 0, CLI_NOMAX, "S", "the openings' order"),
+	    CLI_STR("--out", &opt.out_dir, "DIR", "write each game's CSA record into DIR"),
+	    CLI_FN("--option-a", uo[0], cli_usi_option, "NAME=VALUE", "NAME=VALUE",
+	           "a USI option for A's engine, repeatable",
+	           CLI_MANY(&nuo[0], CLI_MAX_USI_OPTIONS)),
+	    CLI_FN("--option-b", uo[1], cli_usi_option, "NAME=VALUE", "NAME=VALUE",
+	           "a USI option for B's engine, repeatable",
+	           CLI_MANY(&nuo[1], CLI_MAX_USI_OPTIONS)),
+	    CLI_JSON(&json),
+	    CLI_QUIET(&quiet),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"match", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
+	for (int s = 0; s < 2; s++)
+		opt.side[s].book = book[s] && strcmp(book[s], "none") ? book[s] : NULL;
+	if (kind >= 0 && (ntc || nbyo))
+		return cli_usage_error(
+		    &cmd, "give one of --nodes, --movetime, or clocks (--tc, --byoyomi)");
+	if (kind >= 0) opt.budget.kind = (SearchBudgetKind)kind;
+	if (sprt_on) opt.sprt = &sprt;
 	if (ntc || nbyo) {
 		opt.budget = (SearchBudget){.kind = SEARCH_BUDGET_CLOCK};
 		for (int s = 0; s < 2; s++) {
@@ -344,17 +301,13 @@ int cmd_match(int argc, char **argv)
 			TimeControl *c = &opt.clock[s];
 			if (ntc) *c = tc[s < ntc ? s : 0];
 			if (nbyo) c->byoyomi_ms = byo[s < nbyo ? s : 0];
-			if (c->inc_ms > 0 && c->byoyomi_ms > 0) {
-				joseki_error(
-				    "match: clock %c has both an increment and a byoyomi: give "
-				    "one",
+			if (c->inc_ms > 0 && c->byoyomi_ms > 0)
+				return cli_usage_error(
+				    &cmd, "clock %c has both an increment and a byoyomi: give one",
 				    s ? 'B' : 'A');
-				return 2;
-			}
-			if (c->main_ms + c->inc_ms + c->byoyomi_ms < 1) {
-				joseki_error("match: clock %c gives no time", s ? 'B' : 'A');
-				return 2;
-			}
+			if (c->main_ms + c->inc_ms + c->byoyomi_ms < 1)
+				return cli_usage_error(&cmd, "clock %c gives no time",
+				                       s ? 'B' : 'A');
 		}
 	}
 	for (int s = 0; s < 2; s++) {

@@ -21,10 +21,8 @@
 #include "shogi/errmsg.h"
 #include "shogi/position.h"
 #include "shogi/zobrist.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
-
-#define USAGE                                                                                      \
-	"usage: joseki merge DST SRC... [--dry-run] [--no-minimax] [--batch N] [--json] [--quiet]"
 
 static void on_progress(void *ctx, const char *src, uint64_t done, uint64_t total)
 {
@@ -86,60 +84,26 @@ static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
 int cmd_merge(int argc, char **argv)
 {
 	const char *dst = NULL;
-	const char **srcs = calloc((size_t)argc, sizeof *srcs);
-	size_t nsrc = 0;
+	CliArgs srcs = {0};
 	bool json = false, quiet = false, no_minimax = false;
 	BookMergeOptions opt = {0};
-	if (!srcs) {
-		joseki_error("merge: out of memory");
-		return 1;
-	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--json"))
-			json = true;
-		else if (!strcmp(a, "--quiet"))
-			quiet = true;
-		else if (!strcmp(a, "--dry-run"))
-			opt.dry_run = true;
-		else if (!strcmp(a, "--no-minimax"))
-			no_minimax = true;
-		else if (!strcmp(a, "--batch") && i + 1 < argc) {
-			char *end;
-			errno = 0;
-			unsigned long long v = strtoull(argv[++i], &end, 10);
-			if (errno || *end || !v || argv[i][0] == '-') {
-				joseki_error(
-				    "merge: --batch wants a positive number, not '%s'\n" USAGE,
-				    argv[i]);
-				free(srcs);
-				return 2;
-			}
-			opt.batch = (size_t)v;
-		} else if (a[0] == '-' && a[1]) {
-			joseki_error("merge: unknown option '%s'\n" USAGE, a);
-			free(srcs);
-			return 2;
-		} else if (!dst)
-			dst = a;
-		else
-			srcs[nsrc++] = a;
-	}
-	if (!dst || !nsrc) {
-		joseki_error("merge: %s\n" USAGE, dst ? "no SRC given" : "no DST given");
-		free(srcs);
-		return 2;
-	}
+	const CliOpt opts[] = {
+	    CLI_ARG("DST", &dst, "the book merged into (made if there is none)"),
+	    CLI_REST("SRC", &srcs, 1, "the joseki books merged, one after the other"),
+	    CLI_FLAG("--dry-run", &opt.dry_run, "count what would change, write nothing"),
+	    CLI_FLAG("--no-minimax", &no_minimax, "no minimax after the merge"),
+	    CLI_NUM("--batch", &opt.batch, 1, CLI_NOMAX, "N", "positions a write transaction"),
+	    CLI_JSON(&json),
+	    CLI_QUIET(&quiet),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"merge", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	shogi_init();
 	double t0 = clock_ms_f();
-	BookDB *db;
 	char err[BOOKDB_MERGE_ERRLEN];
 	BookDBOptions dopt = {.read_only = opt.dry_run};
-	if (bookdb_open(&db, dst, &dopt, err) < 0) {
-		joseki_error("merge: %s%s", err, opt.dry_run ? " (a dry run creates no book)" : "");
-		free(srcs);
-		return 1;
-	}
 	MergeRun run = {.dst = dst, .progress = !quiet && isatty(2)};
 	BookMergeBooksOptions mo = {.each = opt,
 	                            .progress = run.progress ? on_progress : NULL,
@@ -149,14 +113,12 @@ int cmd_merge(int argc, char **argv)
 	BookMergeStats total;
 	bool ran_mm;
 	int status = 0;
-	if (bookdb_merge_books(&total, &ran_mm, db, srcs, nsrc, &mo, err) < 0) {
+	if (bookdb_merge_books(&total, &ran_mm, dst, &dopt, srcs.v, srcs.n, &mo, err) < 0) {
 		if (!run.reported) joseki_error("merge: %s", err);
 		status = 1;
 	}
-	free(srcs);
-	size_t nsources = nsrc;
+	size_t nsources = srcs.n;
 	const BookmmStats mm = run.mm;
-	bookdb_free(db);
 	if (status) return status;
 	double ms = clock_ms_f() - t0;
 	if (json) {

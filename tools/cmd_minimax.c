@@ -22,12 +22,8 @@
 #include "shogi/clock.h"
 #include "minimax/bookmm.h"
 #include "shogi/position.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
-
-#define USAGE                                                                                      \
-	"usage: joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP]\n"                \
-	"                      [--leaves thought|games] [--min-depth D] [--min-games N]\n"         \
-	"                      [--blend W] [--blend-games N] [--batch N] [--json] [--quiet]"
 
 /* One overwritten stderr line, only on a terminal. */
 static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
@@ -41,100 +37,43 @@ static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
 	fflush(stderr);
 }
 
-static int parse_cp(int *out, const char *s)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < -VALUE_MATE || v > VALUE_MATE) return -1;
-	*out = (int)v;
-	return 0;
-}
-
 int cmd_minimax(int argc, char **argv)
 {
 	const char *book = NULL;
 	bool json = false, quiet = false;
 	BookmmOptions opt;
 	memset(&opt, 0, sizeof opt);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--full"))
-			opt.full = true;
-		else if (!strcmp(a, "--json"))
-			json = true;
-		else if (!strcmp(a, "--quiet"))
-			quiet = true;
-		else if (!strcmp(a, "--draw-black") || !strcmp(a, "--draw-white")) {
-			int *dst = a[7] == 'b' ? &opt.draw_black : &opt.draw_white;
-			if (i + 1 >= argc || parse_cp(dst, argv[i + 1]) < 0) {
-				joseki_error("minimax: %s needs a value in centipawns "
-				             "(-32000..32000)\n" USAGE,
-				             a);
-				return 2;
-			}
-			i++;
-		} else if (!strcmp(a, "--leaves") && i + 1 < argc &&
-		           (!strcmp(argv[i + 1], "thought") || !strcmp(argv[i + 1], "games"))) {
-			opt.policy.leaves =
-			    argv[++i][0] == 'g' ? BOOKMM_LEAVES_GAMES : BOOKMM_LEAVES_THOUGHT;
-		} else if (!strcmp(a, "--min-depth") || !strcmp(a, "--min-games") ||
-		           !strcmp(a, "--blend-games")) {
-			char *end;
-			errno = 0;
-			bool depth = !strcmp(a, "--min-depth");
-			long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
-			if (i + 1 >= argc || errno || end == argv[i + 1] || *end || v < 0 ||
-			    v > (depth ? 255 : 1000000000)) {
-				joseki_error("minimax: %s needs a whole number (%s)\n" USAGE, a,
-				             depth ? "0..255" : "0..1000000000");
-				return 2;
-			}
-			i++;
-			if (depth)
-				opt.policy.min_depth = v ? (int)v : BOOKMM_ANY_DEPTH;
-			else if (!strcmp(a, "--min-games"))
-				opt.policy.min_games = (uint32_t)v;
-			else
-				opt.policy.blend_games = (uint32_t)v;
-		} else if (!strcmp(a, "--batch")) {
-			/* Records per write transaction: a writer running beside (think,
-			 * the coordinator) waits for LMDB's lock at most one batch. */
-			char *end;
-			errno = 0;
-			long b = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
-			if (i + 1 >= argc || errno || end == argv[i + 1] || *end || b < 1 ||
-			    b > 100000000) {
-				joseki_error("minimax: --batch needs a number of records\n" USAGE);
-				return 2;
-			}
-			opt.batch = (size_t)b;
-			i++;
-		} else if (!strcmp(a, "--blend")) {
-			char *end;
-			errno = 0;
-			double w = i + 1 < argc ? strtod(argv[i + 1], &end) : -1;
-			if (i + 1 >= argc || errno || end == argv[i + 1] || *end ||
-			    !(w >= 0 && w <= 1)) {
-				joseki_error("minimax: --blend needs a weight from 0 to 1\n" USAGE);
-				return 2;
-			}
-			opt.policy.blend = w;
-			i++;
-		} else if (a[0] == '-' && a[1]) {
-			joseki_error("minimax: unknown option '%s'\n" USAGE, a);
-			return 2;
-		} else if (!book)
-			book = a;
-		else {
-			joseki_error("minimax: one BOOK at a time\n" USAGE);
-			return 2;
-		}
-	}
-	if (!book) {
-		joseki_error("minimax: no BOOK given\n" USAGE);
-		return 2;
-	}
+	uint64_t min_depth = 0;
+	bool min_depth_given = false;
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book"),
+	    CLI_FLAG("--full", &opt.full, "analyse the whole book and rewrite every record"),
+	    CLI_NUM("--draw-black", &opt.draw_black, -VALUE_MATE, VALUE_MATE, "CP",
+	            "a draw's value for Black (default 0)"),
+	    CLI_NUM("--draw-white", &opt.draw_white, -VALUE_MATE, VALUE_MATE, "CP",
+	            "a draw's value for White (default 0)"),
+	    CLI_ENUM("--leaves", &opt.policy.leaves, "thought|games", NULL,
+	             "the leaves: thought positions (default) or where the games end"),
+	    CLI_NUM("--min-depth", &min_depth, 0, 255, "D",
+	            "thought: the least think depth of an inner position (0: any)",
+	            CLI_TAG(&min_depth_given, true)),
+	    CLI_NUM("--min-games", &opt.policy.min_games, 0, 1000000000, "N",
+	            "... or the least games through it"),
+	    CLI_REAL("--blend", &opt.policy.blend, 0, 1, "W",
+	             "the weight of the win rate in a leaf"),
+	    CLI_NUM("--blend-games", &opt.policy.blend_games, 0, 1000000000, "N",
+	            "the least games of a move for the blend (default 10)"),
+	    /* A writer running beside (think, the coordinator) waits for LMDB's lock
+	     * at most one batch. */
+	    CLI_NUM("--batch", &opt.batch, 1, 100000000, "N", "records a write transaction"),
+	    CLI_JSON(&json),
+	    CLI_QUIET(&quiet),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"minimax", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
+	if (min_depth_given) opt.policy.min_depth = min_depth ? (int)min_depth : BOOKMM_ANY_DEPTH;
 	shogi_init();
 	double t0 = clock_ms_f();
 	BookDB *db;

@@ -7,38 +7,24 @@
 #include "shogi/clock.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
 
 int cmd_perft(int argc, char **argv)
 {
-	int depth = -1;
+	int depth = 0;
 	bool divide = false;
 	const char *spec = "startpos";
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--divide")) {
-			divide = true;
-		} else if (!strcmp(argv[i], "--sfen") && i + 1 < argc) {
-			spec = argv[++i];
-		} else if (depth < 0 && argv[i][0] >= '0' && argv[i][0] <= '9') {
-			char *end;
-			long d = strtol(argv[i], &end, 10);
-			if (*end || d < 0 || d > 20) {
-				joseki_error("perft: bad depth '%s'", argv[i]);
-				return 2;
-			}
-			depth = (int)d;
-		} else {
-			joseki_error("perft: unexpected argument '%s'\n"
-			             "usage: joseki perft DEPTH [--sfen POS] [--divide]",
-			             argv[i]);
-			return 2;
-		}
-	}
-	if (depth < 0) {
-		joseki_error(
-		    "perft: missing DEPTH\nusage: joseki perft DEPTH [--sfen POS] [--divide]");
-		return 2;
-	}
+	const CliOpt opts[] = {
+	    CLI_ARG_NUM("DEPTH", &depth, 0, 20, "plies (0 to 20)"),
+	    CLI_STR("--sfen", &spec, "POS",
+	            "from this position (SFEN, or startpos/sfen ... moves ...)"),
+	    CLI_FLAG("--divide", &divide, "the count under each legal move"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"perft", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	static Position pos;
 	char err[SHOGI_ERRLEN];
 	if (position_parse(&pos, spec, err) < 0) {

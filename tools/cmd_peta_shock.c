@@ -26,9 +26,9 @@
 #include "minimax/petashock.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
 
-#define USAGE "usage: joseki peta-shock IN.db OUT.db [--shrink] [--threads N] [--quiet]"
 #define MAX_REPORTED 100 /* warnings printed before the rest are only counted */
 
 typedef struct {
@@ -127,55 +127,37 @@ static int gen_bench(size_t target, const char *path, uint64_t seed)
 int cmd_peta_shock(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "--gen-bench")) {
-		if (argc != 4 && !(argc == 6 && !strcmp(argv[4], "--seed"))) {
-			joseki_error("usage: joseki peta-shock --gen-bench N OUT.db [--seed S]");
-			return 2;
-		}
-		char *end;
-		unsigned long long n = strtoull(argv[2], &end, 10);
-		if (*end || n == 0 || n > 100000000ULL) {
-			joseki_error("peta-shock: bad position count '%s'", argv[2]);
-			return 2;
-		}
-		uint64_t seed = argc == 6 ? strtoull(argv[5], NULL, 10) : 1;
-		return gen_bench((size_t)n, argv[3], seed);
+		uint64_t n = 0, seed = 1;
+		const char *out = NULL;
+		const CliOpt opts[] = {
+		    CLI_ARG_NUM("N", &n, 1, 100000000, "positions"),
+		    CLI_ARG("OUT.db", &out, "the book written"),
+		    CLI_NUM("--seed", &seed, 0, CLI_NOMAX, "S",
+		            "the random lines' seed (default 1)"),
+		    CLI_TABLE_END,
+		};
+		const CliCmd cmd = {"peta-shock --gen-bench", opts};
+		int parsed = cli_parse(&cmd, argc - 1, argv + 1);
+		if (parsed != CLI_GO) return parsed;
+		return gen_bench((size_t)n, out, seed);
 	}
 
 	const char *in = NULL, *out = NULL;
 	PetashockOptions opt = {0};
 	WarnState ws = {0, false};
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--shrink") || !strcmp(argv[i], "shrink")) {
-			opt.shrink = true;
-		} else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-			char *end;
-			long t = strtol(argv[++i], &end, 10);
-			if (*end || t < 1 || t > 8) {
-				joseki_error("peta-shock: bad thread count '%s' (1 to 8)", argv[i]);
-				return 2;
-			}
-			opt.threads = (int)t;
-		} else if (!strcmp(argv[i], "--quiet")) {
-			ws.quiet = true;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			puts(USAGE);
-			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			joseki_error("peta-shock: unknown option '%s'\n" USAGE, argv[i]);
-			return 2;
-		} else if (!in) {
-			in = argv[i];
-		} else if (!out) {
-			out = argv[i];
-		} else {
-			joseki_error("peta-shock: unexpected argument '%s'\n" USAGE, argv[i]);
-			return 2;
-		}
-	}
-	if (!in || !out) {
-		joseki_error("peta-shock: missing %s\n" USAGE, in ? "OUT.db" : "IN.db");
-		return 2;
-	}
+	const CliOpt opts[] = {
+	    CLI_ARG("IN.db", &in, "a YaneuraOu DB2016 book"),
+	    CLI_ARG("OUT.db", &out, "the minimaxed book written"),
+	    CLI_FLAG("--shrink", &opt.shrink, "write only the moves with the best value",
+	             .alias = "shrink"),
+	    CLI_NUM("--threads", &opt.threads, 1, 8, "N",
+	            "threads (default: one per core, at most 8)"),
+	    CLI_FLAG("--quiet", &ws.quiet, "no progress, no warnings"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"peta-shock", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	opt.warn = on_warn;
 	opt.warn_ctx = &ws;
 	bool progress = !ws.quiet && isatty(2);

@@ -14,31 +14,24 @@
 #include "bookdb/query.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
 
 int cmd_query(int argc, char **argv)
 {
 	const char *book = NULL, *spec = NULL;
-	int json = 0;
-	bool with_avoided = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (!strcmp(argv[i], "--with-avoided"))
-			with_avoided = true;
-		else if (!book)
-			book = argv[i];
-		else if (!spec)
-			spec = argv[i];
-		else {
-			joseki_error("query: unexpected argument '%s'", argv[i]);
-			return 2;
-		}
-	}
-	if (!book || !spec) {
-		joseki_error("usage: joseki query BOOK POS [--json] [--with-avoided]");
-		return 2;
-	}
+	bool json = false, with_avoided = false;
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book"),
+	    CLI_ARG("POS", &spec, "the position: startpos, an SFEN, or either with moves ..."),
+	    CLI_FLAG("--json", &json, "the answer as JSON"),
+	    CLI_FLAG("--with-avoided", &with_avoided,
+	             "rank the moves prune marked avoided as the others"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"query", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	Position *pos = malloc(sizeof *pos);
 	BookRecord *rec = malloc(sizeof *rec);
 	BookDB *db = NULL;

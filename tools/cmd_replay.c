@@ -20,9 +20,8 @@
 #include "ingest/replay.h"
 #include "ingest/walk.h"
 #include "shogi/notation.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
-
-#define USAGE "usage: joseki replay INPUT... [--json]"
 
 typedef struct {
 	bool json;
@@ -193,40 +192,24 @@ static int on_file(void *ctx, char *name, char *buf, size_t len, char *error, in
 int cmd_replay(int argc, char **argv)
 {
 	Ctx c = {0};
-	int ninputs = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			c.json = true;
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("%s\n", USAGE);
-			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			joseki_error("replay: unknown option '%s'\n" USAGE, argv[i]);
-			return 2;
-		} else
-			ninputs++;
-	}
-	if (!ninputs) {
-		joseki_error("replay: no INPUT given\n" USAGE);
-		return 2;
-	}
+	CliArgs inputs = {0};
+	const CliOpt opts[] = {
+	    CLI_REST("INPUT", &inputs, 1,
+	             "game records (CSA, KIF, KI2, JKF, USI lines), directories, archives, -"),
+	    CLI_FLAG("--json", &c.json, "one JSON object: the games"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"replay", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	c.pos = malloc(sizeof *c.pos);
 	c.games = json_array();
 	if (!c.pos || !c.games) {
 		joseki_error("replay: out of memory");
 		return 1;
 	}
-	const char **inputs = calloc((size_t)ninputs, sizeof *inputs);
-	if (!inputs) {
-		joseki_error("replay: out of memory");
-		return 1;
-	}
-	int n = 0;
-	for (int i = 1; i < argc; i++)
-		if (!(argv[i][0] == '-' && argv[i][1])) inputs[n++] = argv[i];
 	WalkOptions wo = {.file = on_file, .ctx = &c};
-	walk_inputs(inputs, (size_t)n, &wo, &c.walk);
-	free(inputs);
+	(void)walk_inputs(inputs.v, inputs.n, &wo, &c.walk); /* on_file never stops it */
 	int status = c.status;
 	if (c.json) {
 		json_t *root = json_pack("{s:o}", "games", c.games);

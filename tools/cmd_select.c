@@ -55,54 +55,24 @@ int cmd_select(int argc, char **argv)
 {
 	const char *book = NULL;
 	long count = 10;
-	int json = 0, bench = 0, preload = 0;
+	bool json = false, bench = false, preload = false;
 	SelOptions opt = {.kif_bonus = SEL_KIF_BONUS_DEFAULT, .draw_value = 0};
 	CliPlan cp;
 	cli_plan_init(&cp);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		bool has = i + 1 < argc;
-		char *end;
-		int taken = cli_plan_arg(&cp, argc, argv, &i, "select");
-		if (taken < 0) return 2;
-		if (taken) continue;
-		if (!strcmp(a, "--json"))
-			json = 1;
-		else if (!strcmp(a, "--bench"))
-			bench = 1;
-		else if (!strcmp(a, "--preload"))
-			preload = 1;
-		else if (!strcmp(a, "--count") && has) {
-			count = strtol(argv[++i], &end, 10);
-			if (*end || count < 1 || count > 100000000) {
-				joseki_error("select: --count wants a positive number, not '%s'",
-				             argv[i]);
-				return 2;
-			}
-		} else if (!strcmp(a, "--kif-bonus") && has) {
-			long b = strtol(argv[++i], &end, 10);
-			if (*end || b < -VALUE_MATE || b > VALUE_MATE) {
-				joseki_error("select: --kif-bonus wants centipawns, not '%s'",
-				             argv[i]);
-				return 2;
-			}
-			opt.kif_bonus = (int)b;
-		} else if (a[0] == '-' && a[1]) {
-			joseki_error("select: unknown or incomplete option '%s'", a);
-			return 2;
-		} else if (!book) {
-			book = a;
-		} else {
-			joseki_error("select: unexpected argument '%s'", a);
-			return 2;
-		}
-	}
-	if (!book) {
-		joseki_error("usage: joseki select BOOK [--count N] [--json] [--kif-bonus CP] "
-		             "[--preload] [--bench] " CLI_PLAN_USAGE);
-		return 2;
-	}
-	if (cli_plan_check(&cp, "select") < 0) return 2;
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book"),
+	    CLI_NUM("--count", &count, 1, 100000000, "N", "leaves to show (default 10)"),
+	    CLI_FLAG("--json", &json, "one JSON object: the leaves"),
+	    CLI_NUM("--kif-bonus", &opt.kif_bonus, -VALUE_MATE, VALUE_MATE, "CP",
+	            "the bonus for moves played in games (default 100)"),
+	    CLI_FLAG("--preload", &preload, "read every position at start"),
+	    CLI_FLAG("--bench", &bench, "one line of timings instead"),
+	    CLI_GROUP(cp.table),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"select", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	if (bench && count < 1000) count = 1000;
 
 	int ret = 1;

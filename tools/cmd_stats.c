@@ -18,6 +18,7 @@
  * ...", fields as above.
  */
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "bookdb/stats.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
 
 static void print_lookups(const BookLookupTime *t)
@@ -39,24 +41,18 @@ static void print_lookups(const BookLookupTime *t)
 int cmd_stats(int argc, char **argv)
 {
 	const char *book = NULL;
-	int json = 0;
-	long long bench = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (!strcmp(argv[i], "--bench-lookups") && i + 1 < argc)
-			bench = atoll(argv[++i]);
-		else if (argv[i][0] != '-' && !book)
-			book = argv[i];
-		else {
-			joseki_error("stats: unexpected argument '%s'", argv[i]);
-			return 2;
-		}
-	}
-	if (!book || bench < 0) {
-		joseki_error("usage: joseki stats BOOK [--json] [--bench-lookups N]");
-		return 2;
-	}
+	bool json = false;
+	uint64_t bench = 0;
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book"),
+	    CLI_FLAG("--json", &json, "one JSON object"),
+	    CLI_NUM("--bench-lookups", &bench, 0, LLONG_MAX, "N",
+	            "time N random lookups instead (tools/bench_bookdb.sh)"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"stats", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	char err[BOOKDB_ERRLEN];
 	BookDB *db = NULL;
 	BookTxn *txn = NULL;

@@ -9,12 +9,14 @@
  * (T and R for the whole run, I and W for the writing alone, C and WC the same
  * in CPU time of this process, which a busy machine does not distort).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bookdb/synth.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
 
 static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
@@ -26,33 +28,21 @@ static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
 int cmd_synth(int argc, char **argv)
 {
 	const char *book = NULL;
-	long long npos = -1;
-	unsigned long long seed = 1;
-	long long batch = BOOKDB_SYNTH_BATCH;
-	int quiet = 0, unsorted = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--positions") && i + 1 < argc)
-			npos = atoll(argv[++i]);
-		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-			seed = strtoull(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
-			batch = atoll(argv[++i]);
-		else if (!strcmp(argv[i], "--quiet"))
-			quiet = 1;
-		else if (!strcmp(argv[i], "--unsorted"))
-			unsorted = 1;
-		else if (argv[i][0] != '-' && !book)
-			book = argv[i];
-		else {
-			joseki_error("synth: unexpected argument '%s'", argv[i]);
-			return 2;
-		}
-	}
-	if (!book || npos < 0 || npos >= UINT32_MAX || batch <= 0) {
-		joseki_error("usage: joseki synth BOOK --positions N [--seed S] [--batch B] "
-		             "[--unsorted] [--quiet]");
-		return 2;
-	}
+	uint64_t npos = 0, seed = 1, batch = BOOKDB_SYNTH_BATCH;
+	bool quiet = false, unsorted = false;
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book (made if there is none)"),
+	    CLI_NUM("--positions", &npos, 0, UINT32_MAX - 1, "N", "positions to write",
+	            .required = true),
+	    CLI_NUM("--seed", &seed, 0, CLI_NOMAX, "S", "the generator's seed (default 1)"),
+	    CLI_NUM("--batch", &batch, 1, LLONG_MAX, "B", "positions a write transaction"),
+	    CLI_FLAG("--unsorted", &unsorted, "write in generation order, through ordinary puts"),
+	    CLI_QUIET(&quiet),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"synth", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	char err[BOOKDB_ERRLEN];
 	BookDB *db = NULL;
 	BookDBOptions dopt = {.settings = "synth"};

@@ -38,9 +38,6 @@
 #include "tools/cli_plan.h"
 #include "tools/commands.h"
 
-#define THINK_MAX_ENGINES USI_MAX_ENGINES
-#define THINK_MAX_OPTIONS 64
-
 /* Set by the signal handler: the only way a handler can talk to the loop. */
 static volatile sig_atomic_t think_stop_flag;
 
@@ -58,37 +55,10 @@ static int collect_root(void *ctx, const Position *pos)
 /* The opponent's side of --opponent. */
 typedef struct {
 	const char *engine;
-	UsiOption opts[THINK_MAX_OPTIONS];
+	UsiOption opts[CLI_MAX_USI_OPTIONS];
 	int nopts;
 	uint64_t nodes, plies, burst;
 } OpponentArgs;
-
-/* Takes argv[*i] (and its value) when it is an --opponent option: 1 taken,
- * 0 not one, -1 bad usage (message said). */
-static int opponent_arg(OpponentArgs *o, int argc, char **argv, int *i)
-{
-	const char *a = argv[*i];
-	if (strcmp(a, "--opponent") && strcmp(a, "--opponent-option") &&
-	    strcmp(a, "--opponent-nodes") && strcmp(a, "--probe-plies") &&
-	    strcmp(a, "--probe-burst"))
-		return 0;
-	if (*i + 1 >= argc) {
-		joseki_error("think: %s wants a value", a);
-		return -1;
-	}
-	char *v = argv[++*i];
-	if (!strcmp(a, "--opponent")) {
-		o->engine = v;
-		return 1;
-	}
-	if (!strcmp(a, "--opponent-option"))
-		return cli_usi_option(o->opts, &o->nopts, THINK_MAX_OPTIONS, v, "think", a) < 0 ? -1
-		                                                                                : 1;
-	uint64_t *dst = !strcmp(a, "--opponent-nodes") ? &o->nodes
-	                : !strcmp(a, "--probe-plies")  ? &o->plies
-	                                               : &o->burst;
-	return cli_positive(dst, v, "think", a) < 0 ? -1 : 1;
-}
 
 /* think --opponent: the probes (bookgen/probe.h), one opponent per engine. */
 static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines, int n,
@@ -148,105 +118,57 @@ done:
 
 int cmd_think(int argc, char **argv)
 {
-	const char *book = NULL, *engine = "builtin", *kifu = NULL;
-	uint64_t max_ply = 128;
-	UsiOption uopts[THINK_MAX_OPTIONS];
-	int nuopts = 0, quiet = 0, extend = 0, fresh = 0;
-	uint64_t nengines = 1, multipv = 8, positions = 0, seconds = 0, amount = 0;
-	long kif_bonus = SEL_KIF_BONUS_DEFAULT;
-	SearchBudgetKind kind = SEARCH_BUDGET_NODES;
-	int nbudgets = 0;
+	const char *book = NULL, *kifu = NULL;
+	uint64_t max_ply = 128, positions = 0, seconds = 0;
+	bool quiet = false, extend = false, fresh = false;
+	int kif_bonus = SEL_KIF_BONUS_DEFAULT;
+	CliEngines ce;
+	cli_engines_init(&ce, "--usi-option", USI_MAX_ENGINES);
+	CliBudget cb;
+	cli_budget_init(&cb, 8);
 	CliPlan cp;
 	cli_plan_init(&cp);
 	OpponentArgs oa = {0};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		bool has = i + 1 < argc;
-		int taken = cli_plan_arg(&cp, argc, argv, &i, "think");
-		if (!taken) taken = opponent_arg(&oa, argc, argv, &i);
-		if (taken < 0) return 2;
-		if (taken) continue;
-		if (!strcmp(a, "--quiet"))
-			quiet = 1;
-		else if (!strcmp(a, "--new"))
-			fresh = 1;
-		else if (!strcmp(a, "--extend"))
-			extend = 1;
-		else if (!strcmp(a, "--engine") && has)
-			engine = argv[++i];
-		else if (!strcmp(a, "--from-kifu") && has)
-			kifu = argv[++i];
-		else if (!strcmp(a, "--max-ply") && has) {
-			if (cli_positive(&max_ply, argv[++i], "think", a) < 0) return 2;
-		} else if (!strcmp(a, "--usi-option") && has) {
-			if (cli_usi_option(uopts, &nuopts, THINK_MAX_OPTIONS, argv[++i], "think",
-			                   a) < 0)
-				return 2;
-		} else if (!strcmp(a, "--engines") && has) {
-			if (cli_positive(&nengines, argv[++i], "think", a) < 0) return 2;
-			if (nengines > THINK_MAX_ENGINES) {
-				joseki_error("think: --engines at most %d", THINK_MAX_ENGINES);
-				return 2;
-			}
-		} else if ((!strcmp(a, "--nodes") || !strcmp(a, "--movetime") ||
-		            !strcmp(a, "--depth")) &&
-		           has) {
-			if (cli_positive(&amount, argv[++i], "think", a) < 0) return 2;
-			kind = a[2] == 'n'   ? SEARCH_BUDGET_NODES
-			       : a[2] == 'm' ? SEARCH_BUDGET_MOVETIME
-			                     : SEARCH_BUDGET_DEPTH;
-			nbudgets++;
-		} else if (!strcmp(a, "--multipv") && has) {
-			if (cli_positive(&multipv, argv[++i], "think", a) < 0) return 2;
-			if (multipv > SEARCH_MULTIPV_MAX) {
-				joseki_error("think: --multipv at most %d", SEARCH_MULTIPV_MAX);
-				return 2;
-			}
-		} else if (!strcmp(a, "--positions") && has) {
-			if (cli_positive(&positions, argv[++i], "think", a) < 0) return 2;
-		} else if (!strcmp(a, "--time") && has) {
-			if (cli_positive(&seconds, argv[++i], "think", a) < 0) return 2;
-		} else if (!strcmp(a, "--kif-bonus") && has) {
-			char *end;
-			kif_bonus = strtol(argv[++i], &end, 10);
-			if (*end || kif_bonus < -VALUE_MATE || kif_bonus > VALUE_MATE) {
-				joseki_error("think: --kif-bonus wants centipawns, not '%s'",
-				             argv[i]);
-				return 2;
-			}
-		} else if (a[0] == '-' && a[1]) {
-			joseki_error("think: unknown or incomplete option '%s'", a);
-			return 2;
-		} else if (!book) {
-			book = a;
-		} else {
-			joseki_error("think: unexpected argument '%s'", a);
-			return 2;
-		}
-	}
-	if (!book) {
-		joseki_error("usage: joseki think BOOK [--new] [--engine builtin|PATH] "
-		             "[--usi-option N=V]... "
-		             "[--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] "
-		             "[--positions N] [--time S] " CLI_PLAN_USAGE);
-		return 2;
-	}
-	if (cli_plan_check(&cp, "think") < 0) return 2;
-	if (!oa.engine && (oa.nopts || oa.nodes || oa.plies || oa.burst)) {
-		joseki_error("think: the --opponent options need --opponent");
-		return 2;
-	}
-	if (oa.engine && (kifu || extend)) {
-		joseki_error(
-		    "think: --opponent walks the roots; --from-kifu and --extend do not go "
-		    "with it");
-		return 2;
-	}
-	if (nbudgets > 1) {
-		joseki_error("think: give one of --nodes, --movetime, --depth");
-		return 2;
-	}
-	if (!nbudgets) amount = 100000;
+	const CliOpt opponent[] = {
+	    CLI_FN("--opponent-option", oa.opts, cli_usi_option, "NAME=VALUE", "NAME=VALUE",
+	           "a USI option for the opponent, repeatable",
+	           CLI_MANY(&oa.nopts, CLI_MAX_USI_OPTIONS)),
+	    CLI_NUM("--opponent-nodes", &oa.nodes, 1, CLI_NOMAX, "N",
+	            "the opponent's nodes a move (default: think's budget)"),
+	    CLI_NUM("--probe-plies", &oa.plies, 1, CLI_NOMAX, "N", "walk the lines N plies deep"),
+	    CLI_NUM("--probe-burst", &oa.burst, 1, CLI_NOMAX, "N",
+	            "positions thought along a walk before the next"),
+	    CLI_TABLE_END,
+	};
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book (a new one with --new)"),
+	    CLI_FLAG("--new", &fresh, "start a new book at BOOK if there is none"),
+	    CLI_GROUP(ce.table),
+	    CLI_GROUP(cb.table),
+	    CLI_NUM("--positions", &positions, 1, CLI_NOMAX, "N", "stop after N positions"),
+	    CLI_NUM("--time", &seconds, 1, CLI_NOMAX, "S", "stop after S seconds"),
+	    CLI_NUM("--kif-bonus", &kif_bonus, -VALUE_MATE, VALUE_MATE, "CP",
+	            "the selector's bonus for moves played in games (default 100)"),
+	    CLI_QUIET(&quiet),
+	    CLI_STR("--from-kifu", &kifu, "FILE",
+	            "think the positions along FILE's games first (CSA, or USI lines)"),
+	    CLI_NUM("--max-ply", &max_ply, 1, CLI_NOMAX, "N",
+	            "... up to N moves into each game (default 128)", .needs = "--from-kifu"),
+	    CLI_FLAG("--extend", &extend,
+	             "think first where ingested games leave the book (extend's queue)"),
+	    CLI_GROUP(cp.table),
+	    CLI_STR("--opponent", &oa.engine, "builtin|PATH",
+	            "walk the lines this opponent plays from the roots instead"),
+	    CLI_GROUP(opponent, .needs = "--opponent"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"think", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
+	if (oa.engine && (kifu || extend))
+		return cli_usage_error(
+		    &cmd, "--opponent walks the roots; --from-kifu and --extend do not go with it");
+	uint64_t nengines = ce.n;
 
 	int ret = 1;
 	BookDB *db = NULL;
@@ -285,18 +207,18 @@ int cmd_think(int argc, char **argv)
 			goto done;
 		}
 	}
-	if (cli_open_engines(engines, (int)nengines, engine, uopts, nuopts, &think_stop_flag,
+	if (cli_open_engines(engines, (int)nengines, ce.path, ce.opts, ce.nopts, &think_stop_flag,
 	                     "think") < 0)
 		goto done;
 	ThinkOptions opt = {
 	    .engines = engines,
 	    .nengines = (int)nengines,
-	    .budget = {.kind = kind, .amount = amount},
-	    .multipv = (int)multipv,
+	    .budget = cb.budget,
+	    .multipv = cb.multipv,
 	    .max_positions = positions,
 	    .max_seconds = (double)seconds,
 	    .stop = &think_stop_flag,
-	    .kif_bonus = (int)kif_bonus,
+	    .kif_bonus = kif_bonus,
 	    .roots = (const char *const *)roots.specs,
 	    .root_weights = roots.weights,
 	    .nroots = (int)roots.n,

@@ -11,23 +11,32 @@
 #include <string.h>
 
 #include "server/tokens.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
 
 int cmd_token(int argc, char **argv)
 {
-	bool read_only = argc == 5 && !strcmp(argv[4], "--read");
-	if ((argc != 4 && !read_only) || strcmp(argv[1], "add")) {
-		joseki_error("usage: joseki token add FILE NAME [--read]   (prints a new token "
-		             "once; --read: it may only read the work status)");
-		return 2;
-	}
+	int action = 0;
+	const char *file = NULL, *name = NULL;
+	bool read_only = false;
+	const CliOpt opts[] = {
+	    CLI_ENUM("ACTION", &action, "add", NULL, "add: make a token (printed once)",
+	             .required = true),
+	    CLI_ARG("FILE", &file, "the tokens file (serve --work's --tokens)"),
+	    CLI_ARG("NAME", &name, "the worker's name"),
+	    CLI_FLAG("--read", &read_only, "the token may only read the work status"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"token", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	char token[TOKENS_TOKEN_LEN + 1], err[TOKENS_ERRLEN];
-	if (server_tokens_add(argv[2], argv[3], read_only, token, err) < 0) {
+	if (server_tokens_add(file, name, read_only, token, err) < 0) {
 		joseki_error("token: %s", err);
 		return 1;
 	}
 	printf("%s\n", token);
-	fprintf(stderr, "token: '%s'%s added to %s; the token is shown only now\n", argv[3],
-	        read_only ? " (read only)" : "", argv[2]);
+	fprintf(stderr, "token: '%s'%s added to %s; the token is shown only now\n", name,
+	        read_only ? " (read only)" : "", file);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include "bookdb/bookdb.h"
 #include "bookdb/query.h"
 #include "search/usi_server.h"
+#include "tools/cli_opt.h"
 #include "tools/commands.h"
 
 typedef struct {
@@ -30,16 +31,13 @@ static Move book_move(void *ctx, const Position *pos)
 int cmd_usi(int argc, char **argv)
 {
 	const char *book = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--book") && i + 1 < argc && !book) {
-			book = argv[++i];
-		} else {
-			joseki_error(
-			    "usi: unexpected argument '%s'\nusage: joseki usi [--book BOOK]",
-			    argv[i]);
-			return 2;
-		}
-	}
+	const CliOpt opts[] = {
+	    CLI_STR("--book", &book, "BOOK", "play the book's best move where it has one"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"usi", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
 	UsiServerConfig cfg = {.in = stdin, .out = stdout, .log = stderr};
 	Book b = {0};
 	int ret = 1;

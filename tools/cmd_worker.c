@@ -24,7 +24,6 @@
 #include "tools/commands.h"
 
 #define WORKER_MAX_ENGINES 128
-#define WORKER_MAX_OPTIONS 64
 
 static volatile sig_atomic_t worker_stop_flag;
 
@@ -34,69 +33,47 @@ static void on_signal(int sig)
 	worker_stop_flag = 1;
 }
 
+/* --name (a CliParseFn): the coordinator refuses control characters in names. */
+static int parse_name(void *dst, char *v, char *msg)
+{
+	bool plain = true;
+	for (const char *p = v; *p; p++) plain &= (unsigned char)*p >= 0x20 && *p != 0x7f;
+	if (!v[0] || strlen(v) > WORKER_NAME_MAX || !plain) {
+		snprintf(msg, CLI_MSGLEN,
+		         "--name wants 1 to %d bytes without control characters, not '%.64s'",
+		         WORKER_NAME_MAX, v);
+		return -1;
+	}
+	*(const char **)dst = v;
+	return 0;
+}
+
 int cmd_worker(int argc, char **argv)
 {
-	const char *server = NULL, *token_file = NULL, *engine = "builtin", *name = NULL,
-	           *journal = NULL, *spool = NULL;
-	UsiOption uopts[WORKER_MAX_OPTIONS];
-	int nuopts = 0, quiet = 0;
-	uint64_t nengines = 1, max_backoff = 30, positions = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		bool has = i + 1 < argc;
-		if (!strcmp(a, "--quiet"))
-			quiet = 1;
-		else if (!strcmp(a, "--server") && has)
-			server = argv[++i];
-		else if (!strcmp(a, "--token-file") && has)
-			token_file = argv[++i];
-		else if (!strcmp(a, "--engine") && has)
-			engine = argv[++i];
-		else if (!strcmp(a, "--name") && has)
-			name = argv[++i];
-		else if (!strcmp(a, "--journal") && has)
-			journal = argv[++i];
-		else if (!strcmp(a, "--spool") && has)
-			spool = argv[++i];
-		else if (!strcmp(a, "--option") && has) {
-			char *eq = strchr(argv[++i], '=');
-			if (!eq || eq == argv[i] || nuopts >= WORKER_MAX_OPTIONS) {
-				joseki_error("worker: --option wants NAME=VALUE, not '%s'",
-				             argv[i]);
-				return 2;
-			}
-			*eq = 0;
-			uopts[nuopts].name = argv[i];
-			uopts[nuopts++].value = eq + 1;
-		} else if (!strcmp(a, "--engines") && has) {
-			if (cli_positive(&nengines, argv[++i], "worker", a) < 0) return 2;
-			if (nengines > WORKER_MAX_ENGINES) {
-				joseki_error("worker: --engines at most %d", WORKER_MAX_ENGINES);
-				return 2;
-			}
-		} else if (!strcmp(a, "--max-backoff") && has) {
-			if (cli_positive(&max_backoff, argv[++i], "worker", a) < 0) return 2;
-		} else if (!strcmp(a, "--positions") && has) {
-			if (cli_positive(&positions, argv[++i], "worker", a) < 0) return 2;
-		} else {
-			joseki_error("worker: unknown or incomplete option '%s'", a);
-			return 2;
-		}
-	}
-	bool plain = true; /* the coordinator refuses control characters in names */
-	for (const char *p = name; p && *p; p++) plain &= (unsigned char)*p >= 0x20 && *p != 0x7f;
-	if (name && (!name[0] || strlen(name) > WORKER_NAME_MAX || !plain)) {
-		joseki_error("worker: --name wants 1..%d bytes without control characters",
-		             WORKER_NAME_MAX);
-		return 2;
-	}
-	if (!server || !token_file) {
-		joseki_error(
-		    "usage: joseki worker --server URL --token-file F [--engine builtin|PATH] "
-		    "[--engines N] [--option NAME=VALUE]... [--name NAME] [--max-backoff S] "
-		    "[--positions N] [--journal FILE] [--spool FILE] [--quiet]");
-		return 2;
-	}
+	const char *server = NULL, *token_file = NULL, *name = NULL, *journal = NULL, *spool = NULL;
+	bool quiet = false;
+	uint64_t max_backoff = 30, positions = 0;
+	CliEngines ce;
+	cli_engines_init(&ce, "--option", WORKER_MAX_ENGINES);
+	const CliOpt opts[] = {
+	    CLI_STR("--server", &server, "URL", "the coordinator (serve --work)", .required = true),
+	    CLI_STR("--token-file", &token_file, "F", "the file holding this worker's token",
+	            .required = true),
+	    CLI_GROUP(ce.table),
+	    CLI_FN("--name", &name, parse_name, "NAME", NULL,
+	           "the name the coordinator shows (default hostname-pid)"),
+	    CLI_NUM("--max-backoff", &max_backoff, 1, CLI_NOMAX, "S",
+	            "the longest wait between retries (default 30)"),
+	    CLI_NUM("--positions", &positions, 1, CLI_NOMAX, "N", "stop after N results sent"),
+	    CLI_STR("--journal", &journal, "FILE", "append a line a lease, result and abort"),
+	    CLI_STR("--spool", &spool, "FILE", "keep unsent results here for the next run"),
+	    CLI_QUIET(&quiet),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"worker", opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
+	uint64_t nengines = ce.n;
 	char token[WORKER_TOKEN_MAX], err[WORKER_ERRLEN], defname[300];
 	if (worker_read_token(token, token_file, err) < 0) {
 		joseki_error("worker: %s", err);
@@ -123,7 +100,8 @@ int cmd_worker(int argc, char **argv)
 	}
 	worker_stop_flag = 0;
 	joseki_catch_stop(on_signal);
-	if (cli_open_engines(engines, n, engine, uopts, nuopts, &worker_stop_flag, "worker") == 0) {
+	if (cli_open_engines(engines, n, ce.path, ce.opts, ce.nopts, &worker_stop_flag, "worker") ==
+	    0) {
 		WorkerOptions opt = {
 		    .server = server,
 		    .token = token,

@@ -7,36 +7,37 @@
 #ifndef TOOLS_COMMANDS_H
 #define TOOLS_COMMANDS_H
 
+#include "shogi/errors.h"
 typedef int (*joseki_cmd_fn)(int argc, char **argv); /* argv[0] is the subcommand */
 
-int cmd_perft(int argc, char **argv);
-int cmd_replay(int argc, char **argv);
-int cmd_ingest(int argc, char **argv);
-int cmd_fetch(int argc, char **argv);
-int cmd_import(int argc, char **argv);
-int cmd_query(int argc, char **argv);
-int cmd_stats(int argc, char **argv);
-int cmd_check(int argc, char **argv);
-int cmd_compact(int argc, char **argv);
-int cmd_backup(int argc, char **argv);
-int cmd_serve(int argc, char **argv);
-int cmd_token(int argc, char **argv);
-int cmd_bench_work(int argc, char **argv);
-int cmd_synth(int argc, char **argv);
-int cmd_select(int argc, char **argv);
-int cmd_think(int argc, char **argv);
-int cmd_minimax(int argc, char **argv);
-int cmd_export(int argc, char **argv);
-int cmd_peta_shock(int argc, char **argv);
-int cmd_usi(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
-int cmd_gen_games(int argc, char **argv);
-int cmd_match(int argc, char **argv);
-int cmd_merge(int argc, char **argv);
-int cmd_extend(int argc, char **argv);
-int cmd_prune(int argc, char **argv);
-int cmd_cycle(int argc, char **argv);
-int cmd_worker(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_perft(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_replay(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_ingest(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_fetch(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_import(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_query(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_stats(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_check(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_compact(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_backup(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_serve(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_token(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_bench_work(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_synth(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_select(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_think(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_minimax(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_export(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_peta_shock(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_usi(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_bench(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_gen_games(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_match(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_merge(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_extend(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_prune(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_cycle(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_worker(int argc, char **argv);
 
 /* Installs handler for SIGINT and SIGTERM (a command's clean stop on Ctrl-C). */
 void joseki_catch_stop(void (*handler)(int));
@@ -48,6 +49,6 @@ void joseki_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * JSON_COMPACT) and releases it; o may be NULL (a failed json_pack). Returns
  * 0, or -1 after "joseki: out of memory" on stderr. */
 struct json_t;
-int joseki_print_json(struct json_t *o, size_t flags);
+JOSEKI_MUST_USE int joseki_print_json(struct json_t *o, size_t flags);
 
 #endif

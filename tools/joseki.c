@@ -15,72 +15,34 @@ static const struct {
 	joseki_cmd_fn fn;
 	const char *summary;
 } COMMANDS[] = {
-    {"perft", cmd_perft, "DEPTH [--sfen POS] [--divide]   count leaves of the legal-move tree"},
-    {"replay", cmd_replay,
-     "INPUT... [--json]   replay game records (CSA, KIF, KI2, JKF, USI lines) under the rules"},
-    {"ingest", cmd_ingest,
-     "BOOK INPUT... [filters] [--json]   add game records (CSA, KIF, KI2, JKF, USI lines) to the "
-     "book"},
-    {"fetch", cmd_fetch,
-     "BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR] [filters] [--json]   download "
-     "floodgate days and ingest them"},
-    {"import", cmd_import,
-     "BOOK FILE.db|FILE.bin... [--prefer deeper|first|last] [--json]   merge YaneuraOu DB2016 "
-     "books and Apery binary books"},
-    {"query", cmd_query, "BOOK POS [--json] [--with-avoided]   the book's answer for one position"},
-    {"stats", cmd_stats, "BOOK [--json]   sizes and counts"},
-    {"check", cmd_check,
-     "BOOK [--repair NEWBOOK]   verify the store's invariants (and copy what is sound into a new "
-     "book)"},
-    {"compact", cmd_compact, "BOOK [--json]   rewrite the book without its free pages"},
-    {"backup", cmd_backup,
-     "BOOK DIR [--compact] [--json]   a checked copy of the live book into the new DIR"},
+    {"perft", cmd_perft, "count leaves of the legal-move tree"},
+    {"replay", cmd_replay, "replay game records (CSA, KIF, KI2, JKF, USI lines) under the rules"},
+    {"ingest", cmd_ingest, "add game records (CSA, KIF, KI2, JKF, USI lines) to the book"},
+    {"fetch", cmd_fetch, "download floodgate days and ingest them"},
+    {"import", cmd_import, "merge YaneuraOu DB2016 books and Apery binary books"},
+    {"query", cmd_query, "the book's answer for one position"},
+    {"stats", cmd_stats, "sizes and counts"},
+    {"check", cmd_check, "verify the store's invariants (and copy what is sound into a new book)"},
+    {"compact", cmd_compact, "rewrite the book without its free pages"},
+    {"backup", cmd_backup, "a checked copy of the live book into a new directory"},
     {"serve", cmd_serve,
-     "BOOK [--listen ADDR:PORT] [--threads N] [--max-connections N] [--no-cors] [--quiet] "
-     "[--work [--tokens FILE] [--lease-seconds S] [--minimax-every N|--minimax-seconds S] "
-     "[--nodes N|--movetime MS|--depth D] [--multipv K]]   the book over HTTP/JSON, its explorer "
-     "at /, and with --work the cluster coordinator"},
-    {"token", cmd_token, "add FILE NAME   make a worker token for serve --work (printed once)"},
-    {"synth", cmd_synth, "BOOK --positions N [--seed S]   build a synthetic analysed book"},
-    {"select", cmd_select,
-     "BOOK [--count N] [--json] [--roots FILE] [--window CP] [--kif-bonus CP]   leaves the "
-     "selector would send next"},
-    {"think", cmd_think,
-     "BOOK [--new] [--engine builtin|PATH] [--engines N] [--nodes N|--movetime MS|--depth D] "
-     "[--multipv K] "
-     "[--positions N] [--time S]   grow the book"},
-    {"minimax", cmd_minimax,
-     "BOOK [--full] [--draw-black CP] [--draw-white CP] [--leaves thought|games] [--min-depth D] "
-     "[--min-games N] [--blend W] [--blend-games N] [--json] [--quiet]   back values up over the "
-     "book (incremental unless --full)"},
-    {"export", cmd_export,
-     "BOOK OUT [--format yaneuraou|apery] [--moves best|window|all] [--window CP] [--min-depth D] "
-     "[--max-ply N] [--with-avoided] [--json] [--quiet]   write a YaneuraOu or Apery book"},
-    {"peta-shock", cmd_peta_shock, "IN.db OUT.db [--shrink]   YaneuraOu makebook peta_shock"},
-    {"usi", cmd_usi, "[--book BOOK]   the built-in engine as a USI engine on stdin/stdout"},
-    {"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},
-    {"gen-games", cmd_gen_games,
-     "DIR --games N [--seed S]   write random floodgate-style games (bench corpus)"},
-    {"match", cmd_match,
-     "--engine-a builtin|PATH --engine-b builtin|PATH [--book-a BOOK|none] [--book-b BOOK|none] "
-     "[--games N] [--nodes N|--movetime MS] [--openings FILE] [--concurrency N] [--max-moves N] "
-     "[--seed S] [--out DIR] [--json]   play games between two set-ups"},
-    {"merge", cmd_merge,
-     "DST SRC... [--dry-run] [--no-minimax] [--json]   merge joseki books into DST"},
-    {"extend", cmd_extend,
-     "BOOK GAMES... [--plies N] [--book-side black|white] [--book-player STR]   queue where the "
-     "book ran out in games as think's first roots"},
-    {"prune", cmd_prune,
-     "BOOK GAMES... [--max-winrate R] [--min-games N] | BOOK --undo   mark book moves that lose "
-     "as avoided"},
-    {"cycle", cmd_cycle,
-     "BOOK --generations G --games N [match and think options, --engine builtin|PATH]   Shiba's "
-     "extension/deletion "
-     "cycle"},
-    {"worker", cmd_worker,
-     "--server URL --token-file F [--engine builtin|PATH] [--engines N] [--option N=V]... "
-     "[--name NAME] [--max-backoff S] [--positions N] [--journal FILE] [--quiet]   think for a "
-     "coordinator"},
+     "the book over HTTP/JSON, its explorer at /, and with --work the cluster coordinator"},
+    {"token", cmd_token, "make a worker token for serve --work (printed once)"},
+    {"synth", cmd_synth, "build a synthetic analysed book"},
+    {"select", cmd_select, "leaves the selector would send next"},
+    {"think", cmd_think, "grow the book"},
+    {"minimax", cmd_minimax, "back values up over the book (incremental unless --full)"},
+    {"export", cmd_export, "write a YaneuraOu or Apery book"},
+    {"peta-shock", cmd_peta_shock, "YaneuraOu makebook peta_shock"},
+    {"usi", cmd_usi, "the built-in engine as a USI engine on stdin/stdout"},
+    {"bench", cmd_bench, "fixed-depth search of the bench positions"},
+    {"gen-games", cmd_gen_games, "write random floodgate-style games (bench corpus)"},
+    {"match", cmd_match, "play games between two set-ups"},
+    {"merge", cmd_merge, "merge joseki books into DST"},
+    {"extend", cmd_extend, "queue where the book ran out in games as think's first roots"},
+    {"prune", cmd_prune, "mark book moves that lose as avoided"},
+    {"cycle", cmd_cycle, "Shiba's extension/deletion cycle"},
+    {"worker", cmd_worker, "think for a coordinator"},
 };
 
 void joseki_catch_stop(void (*handler)(int))
@@ -118,7 +80,8 @@ int joseki_print_json(json_t *o, size_t flags)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: joseki COMMAND [ARGS...]\n\ncommands:\n");
+	fprintf(f, "usage: joseki COMMAND [ARGS...]   (joseki COMMAND --help: its arguments)\n\n"
+	           "commands:\n");
 	for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
 		fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
 }

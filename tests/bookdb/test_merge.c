@@ -604,10 +604,16 @@ static void test_merge__dry_run_writes_nothing_and_counts_the_same(void **state)
 	/* A dry run into no book is an error and creates none. */
 	char *err = NULL;
 	assert_int_equal(ts_runf(NULL, &err, "%s merge %s/none %s/A --dry-run", J, d, d), 1);
-	assert_non_null(strstr(err, "none"));
+	assert_non_null(strstr(err, "none: no book there (a dry run creates no book)"));
 	free(err);
 	snprintf(path, sizeof path, "%s/none/data.mdb", d);
 	assert_null(ts_read_file(path, NULL));
+	/* Nor does a merge with a missing source: the sources are opened first. */
+	assert_int_equal(ts_runf(NULL, &err, "%s merge %s/new %s/A %s/gone", J, d, d, d), 1);
+	assert_non_null(strstr(err, "/gone: no book there"));
+	free(err);
+	snprintf(path, sizeof path, "%s/new", d);
+	assert_null(opendir(path));
 	json_decref(dry);
 	json_decref(real);
 	free(before);
@@ -948,8 +954,6 @@ static void test_merge__several_sources_then_the_minimax_hook(void **state)
 	snprintf(b, sizeof b, "%s/B", d);
 	snprintf(link, sizeof link, "%s/Dlink", d);
 	snprintf(none, sizeof none, "%s/none", d);
-	BookDB *db;
-	assert_int_equal(bookdb_open(&db, dst, NULL, err), 0);
 	Recorder rec = {0};
 	BookMergeBooksOptions mo = {.source_done = record_source,
 	                            .ctx = &rec,
@@ -957,7 +961,7 @@ static void test_merge__several_sources_then_the_minimax_hook(void **state)
 	BookMergeStats tot;
 	bool ran;
 	const char *two[] = {b, link};
-	assert_int_equal(bookdb_merge_books(&tot, &ran, db, two, 2, &mo, err), 0);
+	assert_int_equal(bookdb_merge_books(&tot, &ran, dst, NULL, two, 2, &mo, err), 0);
 	assert_int_equal(rec.nseen, 2);
 	assert_string_equal(rec.seen[0], b);
 	assert_string_equal(rec.seen[1], link);
@@ -968,32 +972,34 @@ static void test_merge__several_sources_then_the_minimax_hook(void **state)
 	assert_int_equal(rec.calls, 1);
 	/* Nothing new: no minimax. A dry run: none either. */
 	const char *one[] = {b};
-	assert_int_equal(bookdb_merge_books(&tot, &ran, db, one, 1, &mo, err), 0);
+	assert_int_equal(bookdb_merge_books(&tot, &ran, dst, NULL, one, 1, &mo, err), 0);
 	assert_int_equal(tot.added + tot.changed, 0);
 	assert_false(ran);
 	mo.each.dry_run = true;
-	assert_int_equal(bookdb_merge_books(&tot, &ran, db, one, 1, &mo, err), 0);
+	assert_int_equal(bookdb_merge_books(&tot, &ran, dst, NULL, one, 1, &mo, err), 0);
 	assert_false(ran);
 	assert_int_equal(rec.calls, 1);
 	mo.each.dry_run = false;
-	/* A missing source is named and never reaches source_done. */
+	/* A missing source is named and never reaches source_done; the sources
+	 * before it are not merged either, and no destination is made. */
 	rec.nseen = 0;
-	const char *missing[] = {none};
-	assert_int_equal(bookdb_merge_books(&tot, &ran, db, missing, 1, &mo, err), BOOKDB_ENOBOOK);
+	const char *missing[] = {b, none};
+	char fresh[700];
+	snprintf(fresh, sizeof fresh, "%s/fresh", d);
+	assert_int_equal(bookdb_merge_books(&tot, &ran, fresh, NULL, missing, 2, &mo, err),
+	                 BOOKDB_ENOBOOK);
 	assert_non_null(strstr(err, none));
 	assert_int_equal(rec.nseen, 0);
-	bookdb_free(db);
+	assert_null(opendir(fresh));
 	/* A failing hook: the merge is whole, the message says where it failed. */
 	sh("cp -r %s/A %s/E", d, d);
 	snprintf(dst, sizeof dst, "%s/E", d);
-	assert_int_equal(bookdb_open(&db, dst, NULL, err), 0);
 	rec.say = "no luck";
-	assert_true(bookdb_merge_books(&tot, &ran, db, one, 1, &mo, err) < 0);
+	assert_true(bookdb_merge_books(&tot, &ran, dst, NULL, one, 1, &mo, err) < 0);
 	assert_false(ran);
 	char want[700];
 	snprintf(want, sizeof want, "minimax: %s: no luck", dst);
 	assert_string_equal(err, want);
-	bookdb_free(db);
 	assert_null(meta_get(dst, "merge"));
 	ts_rmtree(d);
 	free(d);

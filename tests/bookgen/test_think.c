@@ -77,10 +77,9 @@ static int fake_analyse(SearchEngine *e, SearchResult *out, const Position *pos,
 	return 0;
 }
 
-static int fake_new_game(SearchEngine *e)
+static void fake_new_game(SearchEngine *e)
 {
 	(void)e;
-	return 0;
 }
 static void fake_free(SearchEngine *e)
 {

@@ -1,5 +1,5 @@
 /*
- * tests/bookgen/test_cluster.c — issue 14's end-to-end test: a real
+ * tests/cluster/test_cluster.c — the cluster end to end: a real
  * coordinator (`joseki serve BOOK --work`, short leases, periodic incremental
  * minimax) and three real workers (`joseki worker --engine builtin`), all
  * child processes on 127.0.0.1, on a book of the floodgate fixtures. During
@@ -416,12 +416,14 @@ static void test_cluster__workers_killed_stopped_and_a_coordinator_restart(void 
 	wait_mid_lease(f, 1, 30);
 	kill(f->w[1], SIGSTOP);
 	double stopped_at = unix_ms();
-	/* The coordinator: SIGKILL while worker 1 is stopped; started again on
-	 * the same port. */
-	usleep(500000 + (useconds_t)(ts_rand(&rng) % 1000) * 1000);
+	/* The coordinator: SIGKILL while worker 1 is stopped, after worker 2
+	 * had 1 to 3 more results in (a random moment); started again on the
+	 * same port once worker 2 has met its absence. */
+	wait_lines(f, 2, "result", count_lines(f, 2, "result") + 1 + (int)(ts_rand(&rng) % 3), 30);
+	size_t from = ts_file_size(f->werr[2]);
 	kill_wait(&f->coord, SIGKILL);
 	long long at_restart = thought(f);
-	usleep(300000);
+	assert_true(ts_wait_file(f->werr[2], from, "retrying", 30000));
 	assert_int_equal(start_coordinator(f, f->port), f->port);
 	/* Worker 1 goes on after its leases expired: it submits late. */
 	while (unix_ms() < stopped_at + LEASE_S * 1000 + 1500) usleep(50000);

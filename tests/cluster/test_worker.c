@@ -377,25 +377,31 @@ static void test_worker__backs_off_on_204_503_and_closed_connections(void **stat
 	make_positions(f, 10);
 	start_fake(f, 0, "acquire=204*2,acquire=503,submit=close,submit=503,submit=500",
 	           "{\"nodes\": 200}");
-	int64_t t0 = clock_ms();
 	start_worker(f, f->token, NULL);
 	assert_true(wait_all_submitted(f, 30));
 	term_worker(f);
 	json_t *ev = events(f);
 	assert_each_once(f, ev);
-	/* The two 204s asked for a 1 s wait each, the 503 too. */
-	assert_true(clock_ms() - t0 >= 2500);
+	/* The scripted answers to the first three acquires (204, 204, 503) asked
+	 * for a 1 s wait each: each next acquire came at least that much later,
+	 * by the coordinator's clock. */
 	double prev = -1;
+	int acquires = 0;
 	size_t i;
 	json_t *e;
 	json_array_foreach(ev, i, e)
 	{
 		if (strcmp(json_string_value(json_object_get(e, "ev")), "acquire")) continue;
 		double t = json_real_value(json_object_get(e, "t"));
-		if (prev >= 0 && i <= 3 && t - prev < 0.9)
-			fail_msg("acquire %zu came %.2fs after a Retry-After: 1", i, t - prev);
-		prev = t;
+		long st = (long)json_integer_value(json_object_get(e, "status"));
+		if (acquires < 3 && st != (acquires < 2 ? 204 : 503))
+			fail_msg("acquire %d answered %ld, not as scripted", acquires + 1, st);
+		if (prev >= 0 && t - prev < 0.9)
+			fail_msg("acquire %d came %.2fs after a Retry-After: 1", acquires + 1,
+			         t - prev);
+		prev = ++acquires <= 3 ? t : -1;
 	}
+	assert_true(acquires > 3);
 	assert_int_equal(count_ev(ev, "submit", -1) >= 4, 1);
 	json_decref(ev);
 }
@@ -462,7 +468,8 @@ static void test_worker__results_kept_while_the_coordinator_is_away(void **state
 		usleep(20000);
 	}
 	f->fake = 0;
-	sleep(2); /* away: the worker's connections are refused meanwhile */
+	/* Away until the worker has met the absence (and kept its results). */
+	assert_true(ts_wait_file(f->errf, 0, "retrying", 20000));
 	start_fake(f, f->port, "", "{\"nodes\": 200}");
 	assert_true(wait_all_submitted(f, 20));
 	term_worker(f);
@@ -497,7 +504,8 @@ static void test_worker__refused_token_ends_at_once_with_a_message(void **state)
 	start_worker(f, f->badtok, NULL);
 	int st;
 	while (waitpid(f->worker, &st, WNOHANG) != f->worker) {
-		if (clock_ms() - t0 > 3000) fail_msg("the worker did not stop on 401");
+		/* A bound on a failure only: "at once" is the one acquire below. */
+		if (clock_ms() - t0 > 20000) fail_msg("the worker did not stop on 401");
 		usleep(20000);
 	}
 	f->worker = 0;
@@ -515,31 +523,42 @@ static void test_worker__refused_token_ends_at_once_with_a_message(void **state)
 	json_decref(ev);
 }
 
+/* The built-in engine behind tests/cluster/fakes/crash_engine.py, which
+ * appends each search's position to go_log as it starts. */
+static void proxy_engine(Fx *f, char *eng, size_t cap, char *go_log, size_t logcap)
+{
+	snprintf(go_log, logcap, "%s/go.log", f->dir);
+	setenv("GO_LOG", go_log, 1);
+	setenv("JOSEKI_BIN", ts_joseki(), 1);
+	char *cwd = getcwd(NULL, 0);
+	snprintf(eng, cap, "%s/tests/cluster/fakes/crash_engine.py", cwd);
+	free(cwd);
+}
+
 static void test_worker__sigterm_aborts_the_lease_and_exits_0(void **state)
 {
 	Fx *f = *state;
 	make_positions(f, 6);
-	/* Long searches: the signal comes while the engines think. */
+	/* Long searches: the signal comes once the engine thinks. */
+	char eng[600], go_log[600];
+	proxy_engine(f, eng, sizeof eng, go_log, sizeof go_log);
+	unsetenv("CRASH_SFENS");
+	unsetenv("HANG_SFENS");
 	start_fake(f, 0, "", "{\"movetime\": 20000}");
-	start_worker(f, f->token, NULL);
-	int64_t end = clock_ms() + 10000;
-	for (;;) {
-		json_t *ev = events(f);
-		int n = count_ev(ev, "acquire", 200);
-		json_decref(ev);
-		if (n) break;
-		if (clock_ms() > end) fail_msg("no lease taken");
-		usleep(20000);
-	}
-	usleep(300000);
-	int64_t t0 = clock_ms();
+	const char *extra[] = {"--engine", eng, NULL};
+	start_worker(f, f->token, extra);
+	assert_true(ts_wait_file(go_log, 0, "position", 20000));
 	term_worker(f);
-	assert_true(clock_ms() - t0 < 4000);
+	unsetenv("GO_LOG");
 	json_t *ev = events(f);
 	assert_true(count_ev(ev, "abort", 204) >= 1);
 	int mv[NPOS_MAX], fl[NPOS_MAX];
 	count_results(f, ev, mv, fl);
-	for (int j = 0; j < f->npos; j++) assert_int_equal(fl[j], 0); /* cancelled, not failed */
+	/* Cancelled, not failed, and not waited for: no 20 s search ended. */
+	for (int j = 0; j < f->npos; j++) {
+		assert_int_equal(fl[j], 0);
+		assert_int_equal(mv[j], 0);
+	}
 	json_decref(ev);
 }
 
@@ -597,31 +616,16 @@ static void test_worker__sigterm_submits_what_is_finished(void **state)
 	ts_write_file(hang, buf, (size_t)n);
 	setenv("HANG_SFENS", hang, 1);
 	unsetenv("CRASH_SFENS");
-	setenv("JOSEKI_BIN", ts_joseki(), 1);
-	char *cwd = getcwd(NULL, 0);
-	snprintf(eng, sizeof eng, "%s/tests/cluster/fakes/crash_engine.py", cwd);
-	free(cwd);
+	char go_log[600];
+	proxy_engine(f, eng, sizeof eng, go_log, sizeof go_log);
 	start_fake(f, 0, "", "{\"nodes\": 200}");
 	const char *extra[] = {"--engine", eng, NULL};
 	start_worker(f, f->token, extra);
-	/* Wait until positions 0 and 1 are finished (submitted or not): the
-	 * engine is then on the hanging one. Give it a moment. */
-	int64_t end = clock_ms() + 10000;
-	for (;;) {
-		json_t *ev = events(f);
-		int leased = 0;
-		size_t i;
-		json_t *e;
-		json_array_foreach(ev, i, e) leased +=
-		    (int)json_array_size(json_object_get(e, "keys"));
-		json_decref(ev);
-		if (leased >= 3) break;
-		if (clock_ms() > end) fail_msg("position 2 was never leased");
-		usleep(20000);
-	}
-	usleep(400000);
+	/* Positions 0 and 1 are finished once the engine is on the hanging one. */
+	assert_true(ts_wait_file(go_log, 0, f->sfen[2], 20000));
 	term_worker(f);
 	unsetenv("HANG_SFENS");
+	unsetenv("GO_LOG");
 	json_t *ev = events(f);
 	int mv[NPOS_MAX], fl[NPOS_MAX];
 	count_results(f, ev, mv, fl);
@@ -653,10 +657,10 @@ static void test_worker__sigterm_during_an_acquire_aborts_the_lease_it_brings(vo
 		if (clock_ms() > end) fail_msg("no second lease asked for");
 		usleep(20000);
 	}
-	int64_t t0 = clock_ms();
 	term_worker(f);
-	assert_true(clock_ms() - t0 < 4500);
 	json_t *ev = events(f);
+	/* The 20 s searches were stopped, not waited for: nothing was submitted. */
+	assert_int_equal(count_ev(ev, "submit", -1), 0);
 	size_t i;
 	json_t *e;
 	json_array_foreach(ev, i, e)
@@ -741,11 +745,21 @@ static void test_worker__against_the_real_coordinator_through_a_restart(void **s
 	    ts_runf(NULL, NULL, "%s token add %s/tokens w1 > %s", ts_joseki(), book, tok), 0);
 	long long before = thought(book);
 	f->port = start_coordinator(&f->fake, book, log, 0);
-	const char *extra[] = {"--engines", "2", "--positions", "120", NULL};
+	char journal[600];
+	snprintf(journal, sizeof journal, "%s/journal", f->dir);
+	const char *extra[] = {"--engines", "2", "--positions", "120", "--journal", journal, NULL};
 	start_worker(f, tok, extra);
-	usleep(700000);
+	/* The kill lands mid-run: some results in, far from all. */
+	assert_true(ts_wait_file(journal, 0, "\nresult ", 30000));
 	stop_pid(&f->fake); /* SIGKILL */
-	sleep(1);
+	char *j = ts_read_file(journal, NULL);
+	int in = 0;
+	for (const char *p = j; (p = strstr(p, "\nresult ")); p++) in++;
+	free(j);
+	if (in >= 120) fail_msg("the kill came after the run (%d results in)", in);
+	/* Away until the worker has met the absence. */
+	size_t from = ts_file_size(f->errf);
+	assert_true(ts_wait_file(f->errf, from, "retrying", 30000));
 	assert_int_equal(start_coordinator(&f->fake, book, log, f->port), f->port);
 	int st = 0;
 	int64_t end = clock_ms() + 60000;
@@ -810,12 +824,12 @@ static void test_worker__lease_parser_takes_the_protocol_and_refuses_the_rest(vo
 {
 	(void)state;
 	WorkerLease l;
-	char err[256];
+	char err[WORKER_LEASE_ERRLEN];
 	const char *good = "{\"lease\":\"00000000000000ab\",\"expires_in\":60,"
 	                   "\"positions\":[{\"sfen\":\"lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/"
 	                   "1B5R1/LNSGKGSNL b - 1\",\"key\":\"0123456789abcdef0123456789abcdef\"}],"
 	                   "\"limits\":{\"movetime\":500,\"depth\":9,\"multipv\":99}}";
-	assert_int_equal(worker_lease_parse(&l, good, strlen(good), 4, err, sizeof err), 0);
+	assert_int_equal(worker_lease_parse(&l, good, strlen(good), 4, err), 0);
 	assert_string_equal(l.id, "00000000000000ab");
 	assert_int_equal(l.n, 1);
 	assert_int_equal(l.budget.kind, SEARCH_BUDGET_MOVETIME);
@@ -845,7 +859,7 @@ static void test_worker__lease_parser_takes_the_protocol_and_refuses_the_rest(vo
 	     "1..1 entries"},
 	};
 	for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-		int rc = worker_lease_parse(&l, BAD[i][0], strlen(BAD[i][0]), 1, err, sizeof err);
+		int rc = worker_lease_parse(&l, BAD[i][0], strlen(BAD[i][0]), 1, err);
 		if (rc != -1 || !strstr(err, BAD[i][1]))
 			fail_msg("case %zu: rc %d, message '%s' (wanted '%s')", i, rc, err,
 			         BAD[i][1]);

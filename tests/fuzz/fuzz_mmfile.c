@@ -76,8 +76,7 @@ static void setup(void)
 	uint32_t *pstart, *parents;
 	int draw[2] = {0, 0};
 	if (mmfile_parents(&pstart, &parents, N, mstart, moves) ||
-	    mmfile_write(dir, 42, draw, N, keys, flags, vd, mstart, moves, pstart, parents, NULL,
-	                 0))
+	    mmfile_write(dir, 42, draw, N, keys, flags, vd, mstart, moves, pstart, parents, NULL))
 		abort();
 	free(pstart);
 	free(parents);
@@ -103,26 +102,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	write_file(graph, graph_bytes, graph_len);
 	MmView v;
 	uint64_t jlen = MMFILE_JOURNAL_EMPTY;
-	char err[200];
+	char err[MMFILE_ERRLEN];
 	/* A journal with one valid batch: a new node with moves and a state. */
-	if (mmfile_open(&v, dir, 42, jlen, err, sizeof err)) abort();
+	if (mmfile_open(&v, dir, 42, jlen, err)) abort();
 	uint32_t x;
 	MmMove mv[2] = {{5, 0, 0}, {6, 30, MM_NONE}};
 	if (mmfile_add_node(&v, (Key){1, 2}, MMF_WHITE, &x) || mmfile_set_moves(&v, x, mv, 2) ||
 	    mmfile_set_state(&v, 0, MMF_VALUED | MMF_CONST, (MmVd){5, 1}) ||
-	    mmfile_journal_append(&v, dir, jlen, &jlen, err, sizeof err))
+	    mmfile_journal_append(&v, dir, jlen, &jlen, err))
 		abort();
 	mmfile_close(&v);
 	if (data[0] % 2 == 0) {
 		/* One more batch: the input as entries, checksummed by a real run. */
-		if (mmfile_open(&v, dir, 42, jlen, err, sizeof err)) abort();
+		if (mmfile_open(&v, dir, 42, jlen, err)) abort();
 		free(v.pending);
 		v.pending = malloc(size);
 		if (!v.pending) abort();
 		memcpy(v.pending, data + 1, size - 1);
 		v.pending_len = v.pending_cap = size - 1;
 		uint64_t len2;
-		if (mmfile_journal_append(&v, dir, jlen, &len2, err, sizeof err)) abort();
+		if (mmfile_journal_append(&v, dir, jlen, &len2, err)) abort();
 		mmfile_close(&v);
 		jlen = len2;
 	} else if (size >= 3) {
@@ -136,7 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		write_file(graph, g, graph_len);
 		free(g);
 	}
-	if (mmfile_open(&v, dir, 42, jlen, err, sizeof err) == 0) {
+	if (mmfile_open(&v, dir, 42, jlen, err) == 0) {
 		walk(&v);
 		mmfile_close(&v);
 	}

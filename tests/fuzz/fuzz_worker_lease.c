@@ -16,13 +16,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char err[256];
+	char err[WORKER_LEASE_ERRLEN];
 	WorkerLease l;
 	char *copy = malloc(size ? size : 1);
 	if (!copy) return 0;
 	memcpy(copy, data, size);
 	int max = size ? 1 + data[0] % 8 : 1;
-	if (worker_lease_parse(&l, copy, size, max, err, sizeof err) == 0) {
+	if (worker_lease_parse(&l, copy, size, max, err) == 0) {
 		if (l.n < 1 || l.n > max || !l.id[0] || strlen(l.id) >= WORKER_LEASE_ID_MAX)
 			abort();
 		for (const char *p = l.id; *p; p++)

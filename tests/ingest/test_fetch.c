@@ -727,14 +727,16 @@ static void test_fetch__bad_arguments_exit_2(void **state)
 {
 	Fx *f = *state;
 	static const char *const BAD[][2] = {
-	    {"--from 2026-02-30 --to 2026-03-01", "bad date '2026-02-30' for --from"},
-	    {"--from 2026-06-01 --to 06/02", "bad date '06/02' for --to"},
+	    {"--from 2026-02-30 --to 2026-03-01",
+	     "--from wants a date YYYY-MM-DD, not '2026-02-30'"},
+	    {"--from 2026-06-01 --to 06/02", "--to wants a date YYYY-MM-DD, not '06/02'"},
 	    {"--from 2026-06-02 --to 2026-06-01", "is before --from"},
-	    {"--to 2026-06-01", "--from DATE is required"},
-	    {"--from 2026-06-01 --to 2026-06-01 --base-url ftp://x/", "not an http"},
+	    {"--to 2026-06-01", "--from is needed"},
+	    {"--from 2026-06-01 --to 2026-06-01 --base-url ftp://x/",
+	     "--base-url wants an http:// or https:// URL, not 'ftp://x/'"},
 	    {"--from 2026-06-01 --bogus", "unknown option '--bogus'"},
 	    {"--from 1900-01-01 --to 2026-06-01", "longer than 20000 days"},
-	    {"--from 2026-06-01 --max-ply x", "bad value 'x' for --max-ply"},
+	    {"--from 2026-06-01 --max-ply x", "--max-ply wants a number from 1 to 10000, not 'x'"},
 	};
 	for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
 		char *out = NULL, *err = NULL;

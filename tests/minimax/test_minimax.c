@@ -633,7 +633,7 @@ static void same_books_as(BookDB *a, BookDB *b, bool exact)
 				              y->moves[k].dist);
 			if (getenv("MM_DEBUG") && dx == 0) {
 				Position *pp = malloc(sizeof *pp);
-				bookdb_record_position(pp, x, NULL);
+				assert_int_equal(bookdb_record_position(pp, x, NULL), 0);
 				char sf[200];
 				sfen_write(pp, sf, sizeof sf);
 				print_message("  P flags %d depth %d sfen %s\n", x->flags,
@@ -643,8 +643,8 @@ static void same_books_as(BookDB *a, BookDB *b, bool exact)
 					BookRecord *ca2 = malloc(sizeof *ca2),
 					           *cb2 = malloc(sizeof *cb2);
 					BookTxn *t1, *t2;
-					bookdb_txn_begin(&t1, a, false);
-					bookdb_txn_begin(&t2, b, false);
+					assert_int_equal(bookdb_txn_begin(&t1, a, false), 0);
+					assert_int_equal(bookdb_txn_begin(&t2, b, false), 0);
 					int g1 = bookdb_get(ca2, t1, ck),
 					    g2 = bookdb_get(cb2, t2, ck);
 					print_message(

@@ -145,9 +145,9 @@ static void model_write(const Model *md, const char *dir, uint64_t stamp)
 	mstart[md->n] = (uint32_t)w;
 	uint32_t *pstart, *parents;
 	assert_int_equal(mmfile_parents(&pstart, &parents, md->n, mstart, moves), 0);
-	char err[256] = "";
+	char err[MMFILE_ERRLEN] = "";
 	int rc = mmfile_write(dir, stamp, DRAW, md->n, md->keys, md->flags, md->vd, mstart, moves,
-	                      pstart, parents, err, sizeof err);
+	                      pstart, parents, err);
 	if (rc) fail_msg("mmfile_write: %d %s", rc, err);
 	free(mstart), free(moves), free(pstart), free(parents);
 }
@@ -256,8 +256,8 @@ static void random_changes(MmView *v, Model *md, uint64_t *rng, int ops)
 
 static void open_ok(MmView *v, const char *dir, uint64_t stamp, uint64_t jlen)
 {
-	char err[256] = "";
-	int rc = mmfile_open(v, dir, stamp, jlen, err, sizeof err);
+	char err[MMFILE_ERRLEN] = "";
+	int rc = mmfile_open(v, dir, stamp, jlen, err);
 	if (rc)
 		fail_msg("mmfile_open(%s, len %llu): %d %s", dir, (unsigned long long)jlen, rc,
 		         err);
@@ -266,8 +266,8 @@ static void open_ok(MmView *v, const char *dir, uint64_t stamp, uint64_t jlen)
 static void expect_stale(const char *dir, uint64_t stamp, uint64_t jlen, const char *why)
 {
 	MmView v;
-	char err[256] = "";
-	int rc = mmfile_open(&v, dir, stamp, jlen, err, sizeof err);
+	char err[MMFILE_ERRLEN] = "";
+	int rc = mmfile_open(&v, dir, stamp, jlen, err);
 	if (rc != MMFILE_ESTALE) fail_msg("%s: mmfile_open gives %d, not MMFILE_ESTALE", why, rc);
 	assert_true(err[0] != '\0');
 	mmfile_close(&v); /* safe after a failed open */
@@ -382,10 +382,9 @@ static void test_mmfile__changes_survive_the_journal(void **state)
 			random_changes(&v, &md, &rng, 1 + (int)(ts_rand(&rng) % 60));
 			/* the view shows its own changes at once */
 			expect_view(&v, &md, &rng);
-			char err[256] = "";
-			assert_int_equal(mmfile_journal_append(&v, dir, len[run - 1], &len[run],
-			                                       err, sizeof err),
-			                 0);
+			char err[MMFILE_ERRLEN] = "";
+			assert_int_equal(
+			    mmfile_journal_append(&v, dir, len[run - 1], &len[run], err), 0);
 			assert_true(len[run] > len[run - 1]);
 			assert_int_equal(file_len(dir, MMFILE_JOURNAL), len[run]);
 			mmfile_close(&v);
@@ -420,19 +419,17 @@ static void test_mmfile__an_uncommitted_tail_is_ignored_and_overwritten(void **s
 	uint64_t stamp = 77, la, lb;
 	model_write(&md, dir, stamp);
 	model_copy(&killed, &md);
-	char err[256] = "";
+	char err[MMFILE_ERRLEN] = "";
 	MmView v;
 	open_ok(&v, dir, stamp, MMFILE_JOURNAL_EMPTY);
 	random_changes(&v, &killed, &rng, 200);
-	assert_int_equal(mmfile_journal_append(&v, dir, MMFILE_JOURNAL_EMPTY, &la, err, sizeof err),
-	                 0);
+	assert_int_equal(mmfile_journal_append(&v, dir, MMFILE_JOURNAL_EMPTY, &la, err), 0);
 	mmfile_close(&v);
 	/* the book still says: empty journal */
 	open_ok(&v, dir, stamp, MMFILE_JOURNAL_EMPTY);
 	expect_view(&v, &md, &rng);
 	random_changes(&v, &md, &rng, 5);
-	assert_int_equal(mmfile_journal_append(&v, dir, MMFILE_JOURNAL_EMPTY, &lb, err, sizeof err),
-	                 0);
+	assert_int_equal(mmfile_journal_append(&v, dir, MMFILE_JOURNAL_EMPTY, &lb, err), 0);
 	mmfile_close(&v);
 	assert_true(lb < la);
 	/* the file ends with the new batch: the old tail is gone */
@@ -461,18 +458,16 @@ static void test_mmfile__nothing_pending_leaves_the_journal_alone(void **state)
 	MmView v;
 	open_ok(&v, dir, 5, MMFILE_JOURNAL_EMPTY);
 	uint64_t nl = 999;
-	char err[256] = "";
-	assert_int_equal(mmfile_journal_append(&v, dir, MMFILE_JOURNAL_EMPTY, &nl, err, sizeof err),
-	                 0);
+	char err[MMFILE_ERRLEN] = "";
+	assert_int_equal(mmfile_journal_append(&v, dir, MMFILE_JOURNAL_EMPTY, &nl, err), 0);
 	assert_int_equal(nl, MMFILE_JOURNAL_EMPTY);
 	/* and a second append after a real one adds nothing either */
 	uint32_t idx;
 	assert_int_equal(mmfile_add_node(&v, (Key){1, 1}, 0, &idx), 0);
 	uint64_t l1, l2;
-	assert_int_equal(mmfile_journal_append(&v, dir, MMFILE_JOURNAL_EMPTY, &l1, err, sizeof err),
-	                 0);
+	assert_int_equal(mmfile_journal_append(&v, dir, MMFILE_JOURNAL_EMPTY, &l1, err), 0);
 	assert_true(l1 > MMFILE_JOURNAL_EMPTY);
-	assert_int_equal(mmfile_journal_append(&v, dir, l1, &l2, err, sizeof err), 0);
+	assert_int_equal(mmfile_journal_append(&v, dir, l1, &l2, err), 0);
 	assert_int_equal(l2, l1);
 	assert_int_equal(file_len(dir, MMFILE_JOURNAL), l1);
 	mmfile_close(&v);
@@ -556,9 +551,8 @@ static void test_mmfile__stale_or_damaged_files_are_refused(void **state)
 	open_ok(&v, dir, 1000, MMFILE_JOURNAL_EMPTY);
 	random_changes(&v, &md, &rng, 40);
 	uint64_t len;
-	char err[256] = "";
-	assert_int_equal(
-	    mmfile_journal_append(&v, dir, MMFILE_JOURNAL_EMPTY, &len, err, sizeof err), 0);
+	char err[MMFILE_ERRLEN] = "";
+	assert_int_equal(mmfile_journal_append(&v, dir, MMFILE_JOURNAL_EMPTY, &len, err), 0);
 	mmfile_close(&v);
 	open_ok(&v, dir, 1000, len);
 	mmfile_close(&v);

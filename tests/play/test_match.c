@@ -95,12 +95,12 @@ static void assert_game(json_t *match, int i, const char *end, const char *winne
 	if (plies >= 0) assert_int_equal(ts_jint(g, "plies"), plies);
 }
 
-/* The replay name of a match end (match_end_replay_name, by its name). */
+/* The replay name of a match end (match_end_replayed, by its name). */
 static const char *replay_name(const char *end)
 {
-	for (int e = MATCH_END_RESIGN; e <= MATCH_END_TIME_UP; e++)
-		if (!strcmp(match_end_name((MatchEnd)e), end))
-			return match_end_replay_name((MatchEnd)e);
+	for (int e = GAME_END_RESIGN; e <= GAME_END_CRASH; e++)
+		if (!strcmp(game_end_name((GameEnd)e), end))
+			return game_end_name(match_end_replayed((GameEnd)e));
 	fail_msg("unknown end '%s'", end);
 	return NULL;
 }
@@ -403,13 +403,13 @@ static void test_match__bad_input_is_reported(void **state)
 		const char *args, *says;
 	} usage[] = {
 	    {"--tc 1x", "time control '1x': '1x' is not a time"},
-	    {"--tc 1 --tc 2 --tc 3", "--tc at most twice"},
+	    {"--tc 1 --tc 2 --tc 3", "--tc at most 2 times"},
 	    {"--tc 1+1 --byoyomi 100", "clock A has both an increment and a byoyomi"},
 	    {"--tc 60 --byoyomi 100 --tc 1+1", "clock B has both"},
 	    {"--tc 1 --nodes 10", "give one of --nodes, --movetime, or clocks"},
 	    {"--byoyomi 0", "clock A gives no time"},
 	    {"--sprt 5,0", "--sprt '5,0': wants ELO0 < ELO1"},
-	    {"--time-margin -1", "--time-margin wants a non-negative number"},
+	    {"--time-margin -1", "--time-margin wants a number from 0 to 600000, not '-1'"},
 	};
 	for (size_t i = 0; i < sizeof usage / sizeof *usage; i++) {
 		rc = ts_runf(&out, &err, "%s match --engine-a builtin --engine-b builtin %s",

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shogi/clock.h"
 #include "tests/support/support.h"
 
 typedef struct {
@@ -670,7 +671,29 @@ static void test_server__the_work_page_in_a_real_browser(void **state)
 		fail_msg("worker: %s%s", out, err);
 	free(out);
 	free(err);
-	sleep(2); /* a point or two after the worker's last results */
+	/* The history has a point after the worker's last results: its steps
+	 * (tier 0; the coarser tiers sum the same results again) hold all 150. */
+	CURL *c = curl_easy_init();
+	long long recorded = 0;
+	for (int64_t end = clock_ms() + 20000; recorded < 150;) {
+		char *body = NULL;
+		assert_int_equal(
+		    http(c, s.port, "GET", "/v1/work/history?hours=0", NULL, &body, NULL), 200);
+		json_t *h = json_loads(body, 0, NULL), *pt;
+		size_t i;
+		recorded = 0;
+		json_array_foreach(json_object_get(h, "points"), i, pt)
+		{
+			if (json_integer_value(json_object_get(pt, "tier")) == 0)
+				recorded += json_integer_value(json_object_get(pt, "results"));
+		}
+		json_decref(h);
+		free(body);
+		if (recorded < 150 && clock_ms() > end)
+			fail_msg("the history holds %lld of the worker's 150 results", recorded);
+		if (recorded < 150) usleep(100000);
+	}
+	curl_easy_cleanup(c);
 	out = err = NULL;
 	const char *logs = getenv("BUILD") ? getenv("BUILD") : "build";
 	int rc = ts_runf(&out, &err,

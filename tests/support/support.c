@@ -396,6 +396,34 @@ static int read_some(int fd, char **text, size_t *len, size_t *cap, int timeout_
 	return 1;
 }
 
+size_t ts_file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+bool ts_wait_file(const char *path, size_t from, const char *needle, int timeout_ms)
+{
+	int64_t end = clock_ms() + timeout_ms;
+	for (;;) {
+		size_t len = 0;
+		char *text = ts_read_file(path, &len);
+		bool found = text && len >= from && strstr(text + from, needle);
+		if (found || clock_ms() > end) {
+			if (!found)
+				fprintf(
+				    stderr,
+				    "ts_wait_file: no \"%s\" in %s within %d ms; it holds:\n%s\n",
+				    needle, path, timeout_ms,
+				    text ? text + (len >= from ? from : len) : "");
+			free(text);
+			return found;
+		}
+		free(text);
+		usleep(20000);
+	}
+}
+
 bool ts_wait_output(FILE *f, const char *needle, int timeout_ms)
 {
 	/* What stdio has buffered already is read first, then the descriptor. */

@@ -97,6 +97,12 @@ long ts_book_check_thought(const char *dir, int max_depth, long *nonzero);
  * on stderr) at EOF or after timeout_ms. What it read is consumed.
  */
 bool ts_wait_output(FILE *f, const char *needle, int timeout_ms);
+/* Until the file at path (a child's log, its stderr) holds needle at or after
+ * byte from (ts_file_size before the event waited for); false (what it holds
+ * printed on stderr) after timeout_ms. */
+bool ts_wait_file(const char *path, size_t from, const char *needle, int timeout_ms);
+/* The size of the file at path, 0 when there is none. */
+size_t ts_file_size(const char *path);
 /* Until some process holds a flock(2) on path (as /proc/locks shows, without
  * taking the lock itself); false after timeout_ms, or as soon as the child
  * alive (0: none) has ended (it is left for the caller to reap). */

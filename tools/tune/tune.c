@@ -78,7 +78,7 @@ static double sigmoid(double x)
 static void add_sample(const Position *pos, double target)
 {
 	static EvalFeatures f;
-	eval_features(pos, &f, NULL);
+	(void)eval_features(pos, &f, NULL); /* the features, not the value */
 	samples = grow(samples, &capsamples, nsamples + 1, sizeof *samples);
 	fidx = grow(fidx, &capidx, nfeat + (size_t)f.n, sizeof *fidx);
 	fcoef = grow(fcoef, &capcoef, nfeat + (size_t)f.n, sizeof *fcoef);

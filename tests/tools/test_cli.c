@@ -1,0 +1,166 @@
+/*
+ * tests/tools/test_cli.c — the commands' one option table (tools/cli_opt.h),
+ * through the real joseki binary: every command answers --help with its
+ * usage and a line per option; bad usage reads the same for every command
+ * and every kind of option ("joseki: CMD: --opt wants ..., not 'X'", then
+ * the usage, exit 2); values that start with '-' and positionals after
+ * options are taken as the table says.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tests/support/support.h"
+
+/* The commands `joseki help` lists, in its order (NULL-terminated, malloc'd). */
+static char **commands(void)
+{
+	char *out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s help", ts_joseki()), 0);
+	char **names = calloc(64, sizeof *names);
+	int n = 0;
+	for (char *line = strstr(out, "\n  "); line && n < 63; line = strstr(line, "\n  ")) {
+		line += 3;
+		size_t w = strcspn(line, " \n");
+		names[n++] = strndup(line, w);
+	}
+	free(out);
+	assert_true(n >= 20);
+	return names;
+}
+
+static void test_cli__every_command_has_help_naming_its_options(void **state)
+{
+	(void)state;
+	char **names = commands();
+	for (int i = 0; names[i]; i++) {
+		char *out = NULL, *err = NULL, head[64];
+		int rc = ts_runf(&out, &err, "%s %s --help", ts_joseki(), names[i]);
+		if (rc != 0) fail_msg("%s --help: exit %d, %s", names[i], rc, err);
+		snprintf(head, sizeof head, "usage: joseki %s ", names[i]);
+		if (strncmp(out, head, strlen(head)))
+			fail_msg("%s --help starts '%.60s'", names[i], out);
+		/* Every option in the usage has its own help line. */
+		char *body = strstr(out, "\n\n");
+		assert_non_null(body);
+		for (char *p = out; p < body; p++) {
+			if (!(p[0] == '-' && p[1] == '-' &&
+			      (p == out || p[-1] == '[' || p[-1] == ' ' || p[-1] == '|')))
+				continue;
+			char opt[64], line[80];
+			size_t w = strcspn(p, " ]|\n");
+			snprintf(opt, sizeof opt, "%.*s", (int)w, p);
+			snprintf(line, sizeof line, "\n  %s", opt);
+			if (!strstr(body, line))
+				fail_msg("%s --help: no line for %s", names[i], opt);
+			p += w;
+		}
+		free(out);
+		free(err);
+		free(names[i]);
+	}
+	free(names);
+}
+
+static void test_cli__bad_usage_reads_the_same_for_every_command(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *args, *says;
+	} CASES[] = {
+	    /* a count: not a number, out of its range, missing */
+	    {"think B --nodes x", "think: --nodes wants a positive number, not 'x'"},
+	    {"select B --count 0", "select: --count wants a number from 1 to 100000000, not '0'"},
+	    {"bench --depth -1", "bench: --depth wants a number from 1 to 127, not '-1'"},
+	    {"export B O --window 7x", "export: --window wants a number from 0 to 64000, not '7x'"},
+	    {"think B --nodes", "think: --nodes wants a positive number\n"},
+	    {"match --engine-a builtin --engine-b builtin --seed", "match: --seed wants a whole "
+	                                                           "number\n"},
+	    /* signed, real, one of names, a text, a parser of its own */
+	    {"select B --kif-bonus -40000",
+	     "select: --kif-bonus wants a number from -32000 to 32000, not '-40000'"},
+	    {"minimax B --blend 1.5", "minimax: --blend wants a number from 0 to 1, not '1.5'"},
+	    {"think B --select best", "think: --select wants cover or pv, not 'best'"},
+	    {"think B --book-side red", "think: --book-side wants black, white or both, not 'red'"},
+	    {"extend B g.csa --book-player ''", "extend: --book-player wants STR, not ''"},
+	    {"serve B --listen nowhere", "serve: --listen wants ADDR:PORT, e.g. 127.0.0.1:8080, "
+	                                 "not 'nowhere'"},
+	    {"worker --server x --token-file f --option novalue",
+	     "worker: --option wants NAME=VALUE, not 'novalue'"},
+	    {"ingest B x --since yesterday", "ingest: --since wants a date YYYY-MM-DD, not "
+	                                     "'yesterday'"},
+	    /* options and positionals */
+	    {"stats B --bogus", "stats: unknown option '--bogus'"},
+	    {"compact B C", "compact: unexpected argument 'C'"},
+	    {"query B", "query: no POS given"},
+	    {"replay", "replay: no INPUT given"},
+	    {"perft x", "perft: DEPTH wants a number from 0 to 20, not 'x'"},
+	    {"synth S", "synth: --positions is needed"},
+	    {"think B --roots r.txt --roots-from-games 3",
+	     "think: give one of --roots, --roots-from-games"},
+	    {"think B --nodes 5 --depth 3", "think: give one of --nodes, --movetime, --depth"},
+	    {"think B --roots-ply 3", "think: --roots-ply needs --roots-from-games"},
+	    {"think B --probe-plies 3", "think: --probe-plies needs --opponent"},
+	    {"serve B --lease-seconds 5", "serve: --lease-seconds needs --work"},
+	    {"match --engine-a builtin --engine-b builtin --byoyomi 1 --byoyomi 2 --byoyomi 3",
+	     "match: --byoyomi at most 2 times"},
+	};
+	for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+		char *out = NULL, *err = NULL, want[256], usage[64];
+		int rc = ts_runf(&out, &err, "%s %s", ts_joseki(), CASES[i].args);
+		snprintf(want, sizeof want, "joseki: %s", CASES[i].says);
+		size_t cmdlen = strcspn(CASES[i].args, " ");
+		snprintf(usage, sizeof usage, "\nusage: joseki %.*s ", (int)cmdlen, CASES[i].args);
+		if (rc != 2 || strncmp(err, want, strlen(want)) || !strstr(err, usage))
+			fail_msg("'%s': exit %d, said '%s', not '%s' and the usage", CASES[i].args,
+			         rc, err, want);
+		assert_string_equal(out, "");
+		free(out);
+		free(err);
+	}
+}
+
+static void test_cli__values_and_positionals_go_where_the_table_says(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	/* Positionals around the options; a value that starts with '-'. */
+	assert_int_equal(
+	    ts_runf(&out, &err, "%s synth --quiet %s/b --positions 200 --seed 3", ts_joseki(), dir),
+	    0);
+	free(out), free(err);
+	assert_int_equal(ts_runf(&out, &err, "%s select --count 3 %s/b --kif-bonus -50 --json",
+	                         ts_joseki(), dir),
+	                 0);
+	assert_non_null(strstr(out, "{\"leaves\":"));
+	free(out), free(err);
+	assert_int_equal(ts_runf(&out, &err, "%s perft --divide 1", ts_joseki()), 0);
+	assert_non_null(strstr(out, "perft 1 nodes 30 "));
+	free(out), free(err);
+	/* The later of two values wins; --help wins over a bad value after it. */
+	assert_int_equal(ts_runf(&out, &err, "%s perft 1 --sfen bad --sfen startpos", ts_joseki()),
+	                 0);
+	assert_non_null(strstr(out, "perft 1 nodes 30 "));
+	free(out), free(err);
+	assert_int_equal(ts_runf(&out, &err, "%s bench --help --depth 0", ts_joseki()), 0);
+	assert_non_null(strstr(out, "usage: joseki bench [--depth D] [--list]\n"));
+	free(out), free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_cli__every_command_has_help_naming_its_options),
+	    cmocka_unit_test(test_cli__bad_usage_reads_the_same_for_every_command),
+	    cmocka_unit_test(test_cli__values_and_positionals_go_where_the_table_says),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
