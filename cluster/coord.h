@@ -78,7 +78,10 @@ typedef struct {
 	BookMinimaxHook minimax;
 	uint64_t minimax_every;
 	double minimax_seconds;
-	bool load_lazy; /* sel_attach instead of sel_load (faster start, slower selections) */
+	/* sel_load instead of sel_attach: every position's key read at start
+	 * (a start of seconds per 10 M positions; no LMDB lookup for a node met
+	 * later). Default lazy: positions read as the selector meets them. */
+	bool preload;
 	/* The history (cluster/coord_history.h): a point every history_seconds
 	 * (0: 60; < 0: none), kept in the book's work database. */
 	double history_seconds;

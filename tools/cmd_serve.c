@@ -40,6 +40,7 @@
 	"S]\n"                                                                                     \
 	"                         [--nodes N|--movetime MS|--depth D] [--multipv K] [--kif-bonus " \
 	"CP]\n"                                                                                    \
+	"                         [--preload]\n"                                                   \
 	"                         " CLI_PLAN_USAGE
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -74,8 +75,12 @@ static int work_arg(WorkArgs *w, int argc, char **argv, int *i)
 		w->tokens = argv[++*i];
 		return 1;
 	}
-	if (!strcmp(a, "--lazy-load")) { /* the selector reads positions on first use */
-		w->co.load_lazy = true;
+	if (!strcmp(a, "--preload")) { /* the selector reads every key at start */
+		w->co.preload = true;
+		return 1;
+	}
+	if (!strcmp(a, "--lazy-load")) { /* the default (kept for older scripts) */
+		w->co.preload = false;
 		return 1;
 	}
 	int taken = cli_plan_arg(&w->plan, argc, argv, i, "serve");

@@ -96,6 +96,13 @@ static void write_book(const char *dir, const TPos *tps, size_t n)
 	free(rec);
 }
 
+/* The books open_selector opened, by selector (a selector reads its book
+ * until it is freed: close_selector frees both). */
+static struct {
+	Selector *s;
+	BookDB *db;
+} opened[8];
+
 /* A selector over the book with the start position as root. */
 static Selector *open_selector(const char *dir, int kif_bonus)
 {
@@ -107,9 +114,26 @@ static Selector *open_selector(const char *dir, int kif_bonus)
 	assert_int_equal(bookdb_open(&db, dir, &bo, err), 0);
 	assert_int_equal(sel_new(&s, &opt), 0);
 	assert_int_equal(sel_load(s, db), 0);
-	bookdb_free(db);
 	assert_int_equal(sel_add_root(s, line_key("startpos"), BLACK), 0);
+	size_t i = 0;
+	while (i < 8 && opened[i].s) i++;
+	assert_true(i < 8);
+	opened[i].s = s;
+	opened[i].db = db;
 	return s;
+}
+
+static void close_selector(Selector *s)
+{
+	for (size_t i = 0; i < 8; i++)
+		if (opened[i].s == s) {
+			sel_free(s);
+			bookdb_free(opened[i].db);
+			opened[i].s = NULL;
+			opened[i].db = NULL;
+			return;
+		}
+	fail_msg("selector not opened by open_selector");
 }
 
 /* The USI line "startpos moves ..." of a leaf. */
@@ -187,7 +211,7 @@ static void test_bookgen__selector_returns_the_pv_leaf_then_the_next_best(void *
 	assert_int_equal(sel_select(l, s), 1);
 	assert_leaf(l, "startpos moves 5g5f", -20);
 	free(l);
-	sel_free(s);
+	close_selector(s);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -235,7 +259,7 @@ static void test_bookgen__selector_bans_a_pv_ending_in_a_cycle(void **state)
 	}
 	assert_int_equal(n, 4); /* 3c3d x2 (distinct plies), 7g7f x2 */
 	free(l);
-	sel_free(s);
+	close_selector(s);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -318,10 +342,10 @@ static void test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results
 		assert_int_equal(sel_lease(fresh, l2->key), 0);
 	}
 	free(l2);
-	sel_free(fresh);
+	close_selector(fresh);
 	free(rec);
 	free(l);
-	sel_free(s);
+	close_selector(s);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -340,11 +364,11 @@ static void test_bookgen__kif_bonus_changes_the_choice(void **state)
 	Selector *s = open_selector(dir, 100);
 	assert_int_equal(sel_select(l, s), 1);
 	assert_leaf(l, "startpos moves 2g2f", 100);
-	sel_free(s);
+	close_selector(s);
 	s = open_selector(dir, 0);
 	assert_int_equal(sel_select(l, s), 1);
 	assert_leaf(l, "startpos moves 7g7f", 30);
-	sel_free(s);
+	close_selector(s);
 	free(l);
 	ts_rmtree(dir);
 	free(dir);
@@ -394,7 +418,7 @@ static void test_bookgen__window_batch_returns_every_leaf_within_the_window(void
 	static const char *const wl[] = {"startpos moves 7g7f 3c3d"};
 	assert_batch(out, sel_select_batch(out, 16, s, 0, SEL_BATCH_WINDOW, -1), wl, 1);
 	free(out);
-	sel_free(s);
+	close_selector(s);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -460,7 +484,7 @@ test_bookgen__cover_batch_follows_the_book_side_best_and_the_replies_in_window(v
 	assert_int_equal(sel_lease(s, line_key("startpos moves 7g7f 3c3d 2g2f 8c8d")), 0);
 	assert_batch(out, sel_select_batch(out, 16, s, 30, SEL_BATCH_COVER, BLACK), black, 1);
 	free(out);
-	sel_free(s);
+	close_selector(s);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -507,7 +531,6 @@ static void test_bookgen__plan_shares_the_leaves_by_root_weight(void **state)
 		assert_int_equal(bookdb_open(&db, dir, &bo, err), 0);
 		assert_int_equal(sel_new(&s, &so), 0);
 		assert_int_equal(sel_load(s, db), 0);
-		bookdb_free(db);
 		/* PV, and cover for White's book (White to move at both roots: its
 		 * best reply only, then nothing): one batch a root at most. */
 		PlanOptions po;
@@ -555,6 +578,7 @@ static void test_bookgen__plan_shares_the_leaves_by_root_weight(void **state)
 		free(pos);
 		plan_free(plan);
 		sel_free(s);
+		bookdb_free(db);
 	}
 	ts_rmtree(dir);
 	free(dir);
@@ -574,7 +598,7 @@ static void test_bookgen__unthought_root_is_the_first_leaf(void **state)
 	assert_int_equal(sel_lease(s, l->key), 0);
 	assert_int_equal(sel_select(l, s), 0);
 	free(l);
-	sel_free(s);
+	close_selector(s);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -777,8 +801,8 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 	bookdb_free(zdb);
 	free(a);
 	free(b);
-	sel_free(s);
-	sel_free(r);
+	close_selector(s);
+	close_selector(r);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -851,8 +875,8 @@ static void test_bookgen__bounds_stay_exact_with_many_leases_outstanding(void **
 	free(rec);
 	free(held);
 	free(b);
-	sel_free(s);
-	sel_free(r);
+	close_selector(s);
+	close_selector(r);
 	ts_rmtree(dir);
 	free(dir);
 }
