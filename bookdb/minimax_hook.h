@@ -21,6 +21,17 @@ typedef struct {
 	/* Backs the values up over db (opened read-write, no transaction of the
 	 * caller's open). Returns 0, or < 0 with a message in err (errlen bytes). */
 	int (*run)(void *ctx, BookDB *db, char *err, size_t errlen);
+	/*
+	 * Optional (NULL: not offered): the key of every position db holds as txn
+	 * sees it (the keys of positions deleted since may come too), from what
+	 * minimax keeps between runs, much quicker than a pass over the book:
+	 * add(actx, keys, n) is called with them in batches. Returns 0, or < 0
+	 * when it cannot vouch for every key (nothing kept, kept for another
+	 * state of the book, writes since that the change log does not hold);
+	 * some keys may have been passed before that.
+	 */
+	int (*keys)(void *ctx, BookDB *db, BookTxn *txn,
+	            void (*add)(void *actx, const Key *keys, size_t n), void *actx);
 	void *ctx;
 } BookMinimaxHook;
 
@@ -28,6 +39,14 @@ typedef struct {
 static inline bool book_minimax_hook_set(const BookMinimaxHook *h)
 {
 	return h && h->run;
+}
+
+/* The hook's keys (see above): < 0 when it does not offer them. */
+static inline int book_minimax_hook_keys(const BookMinimaxHook *h, BookDB *db, BookTxn *txn,
+                                         void (*add)(void *actx, const Key *keys, size_t n),
+                                         void *actx)
+{
+	return h && h->keys ? h->keys(h->ctx, db, txn, add, actx) : -1;
 }
 
 /* Runs the hook: 0 when it is not set. */

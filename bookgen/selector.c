@@ -568,8 +568,6 @@ static int select_batch(SelLeaf *out, size_t max, size_t want, Selector *s, int 
 void sel_get_stats(SelStats *out, const Selector *s)
 {
 	*out = s->st;
-	out->filter_ready =
-	    atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
 	sel_g_memory(out, s);
 }
 

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/minimax_hook.h"
 #include "bookdb/record.h"
 #include "shogi/types.h"
 #include "shogi/zobrist.h"
@@ -91,6 +92,8 @@ typedef struct {
 	uint64_t fetches;     /* lazy mode: LMDB lookups */
 	uint64_t filtered;    /* lazy mode: lookups the key filter spared */
 	bool filter_ready;    /* lazy mode: the key filter is built */
+	bool filter_kept;     /* ... from the keys minimax keeps (not a pass over the book) */
+	double filter_ms;     /* ... in this many milliseconds */
 	/* Memory held (bytes): the graph (nodes, key map, edges, parent links,
 	 * as allocated), record bytes held until their nodes are expanded, and
 	 * lazy mode's key filter. The book's pages are LMDB's mapping. */
@@ -113,10 +116,13 @@ int sel_load(Selector *s, BookDB *db);
  * transaction while they run; db must outlive the selector. Key queries
  * (sel_is_leased) answer for the positions met so far, sel_is_thought also
  * for the book's. A background thread (its own read transaction) builds a
- * filter of the book's keys meanwhile, in one pass over it; keys it rules out
- * skip the LMDB lookup. The first search waits for it.
+ * filter of the book's keys meanwhile: from keys->keys when it is offered and
+ * vouches for every key (minimax's kept graph: about a second less at 15 M
+ * positions), else in one pass over the book; keys it rules out skip the
+ * LMDB lookup. The first search waits for it. keys may be NULL; the hook is
+ * copied, its ctx must outlive the selector.
  */
-int sel_attach(Selector *s, BookDB *db);
+int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys);
 void sel_free(Selector *s);
 
 /* Adds a root position (key and side to move). Returns its index or an error. */

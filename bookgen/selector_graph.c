@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "shogi/clock.h"
 #include "shogi/grow.h"
 #include "shogi/notation.h"
 
@@ -175,44 +176,78 @@ static uint64_t *bloom_alloc(size_t bytes)
 	return p;
 }
 
+/* Filling the filter: each key's block is prefetched AHEAD keys before its
+ * bits are set, so the source's reads and the filter's cache misses overlap
+ * (a filter larger than the caches otherwise costs more than a pass over
+ * LMDB). */
+enum { AHEAD = 16 };
+typedef struct {
+	uint64_t *bloom, blocks;
+	Key ring[AHEAD];
+	size_t n;
+} BloomFill;
+
+static void fill_add(BloomFill *f, Key k)
+{
+	__builtin_prefetch(bloom_block(f->bloom, f->blocks, k), 1);
+	if (f->n >= AHEAD) bloom_add(f->bloom, f->blocks, f->ring[f->n % AHEAD]);
+	f->ring[f->n++ % AHEAD] = k;
+}
+
+static void fill_end(BloomFill *f)
+{
+	for (size_t j = f->n > AHEAD ? f->n - AHEAD : 0; j < f->n; j++)
+		bloom_add(f->bloom, f->blocks, f->ring[j % AHEAD]);
+	f->n = 0;
+}
+
+static void fill_keys(void *ctx, const Key *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++) fill_add(ctx, keys[i]);
+}
+
 static void *bloom_build(void *arg)
 {
 	Selector *s = arg;
+	double t0 = clock_ms_f();
 	BookTxn *txn = NULL;
 	BookIter *it = NULL;
-	uint64_t count = 0, *bloom = NULL;
+	uint64_t count = 0;
+	BloomFill f = {0};
 	if (bookdb_txn_begin(&txn, s->db, false) < 0) goto out;
-	if (bookdb_count(&count, txn, BOOKDB_POS) < 0 || bookdb_iter_open(&it, txn) < 0) goto out;
+	if (bookdb_count(&count, txn, BOOKDB_POS) < 0) goto out;
 	uint64_t blocks = 1;
 	while (blocks * 512 < count * 16) blocks *= 2;
 	size_t bytes = (size_t)blocks * 64;
-	if (!(bloom = bloom_alloc(bytes))) goto out;
-	/* Each key's block is prefetched 16 keys ahead of its insertion, so the
-	 * cursor's walk and the filter's cache misses overlap (a filter larger
-	 * than the caches otherwise costs more than the pass over LMDB). */
-	enum { AHEAD = 16 };
-	Key ring[AHEAD];
-	size_t n = 0;
-	Key k;
-	const uint8_t *val;
-	size_t len;
-	int rc;
-	while ((rc = bookdb_iter_next(it, &k, &val, &len)) == 1) {
-		if (atomic_load_explicit(&s->bloom_cancel, memory_order_relaxed)) break;
-		__builtin_prefetch(bloom_block(bloom, blocks - 1, k), 1);
-		if (n >= AHEAD) bloom_add(bloom, blocks - 1, ring[n % AHEAD]);
-		ring[n++ % AHEAD] = k;
+	if (!(f.bloom = bloom_alloc(bytes))) goto out;
+	f.blocks = blocks - 1;
+	/* The keys minimax keeps, when it vouches for them all: a read of a
+	 * sixteenth of the bytes a pass over the book reads. */
+	if (book_minimax_hook_keys(&s->keys_hook, s->db, txn, fill_keys, &f) == 0) {
+		fill_end(&f);
+		s->filter_kept = true;
+	} else {
+		fill_end(&f);
+		Key k;
+		const uint8_t *val;
+		size_t len;
+		int rc;
+		if (bookdb_iter_open(&it, txn) < 0) goto out;
+		while ((rc = bookdb_iter_next(it, &k, &val, &len)) == 1) {
+			if (atomic_load_explicit(&s->bloom_cancel, memory_order_relaxed)) break;
+			fill_add(&f, k);
+		}
+		fill_end(&f);
+		if (rc != 0) goto out;
 	}
-	for (size_t j = n > AHEAD ? n - AHEAD : 0; j < n; j++)
-		bloom_add(bloom, blocks - 1, ring[j % AHEAD]);
-	if (rc != 0) goto out;
-	s->bloom = bloom;
+	s->bloom = f.bloom;
 	s->bloom_bytes = bytes;
 	s->bloom_blocks = blocks - 1;
-	bloom = NULL;
+	s->filter_ms = clock_ms_f() - t0;
+	f.bloom = NULL;
 	atomic_store_explicit(&s->bloom_ready, 1, memory_order_release);
 out:
-	free(bloom);
+	free(f.bloom);
 	bookdb_iter_free(it);
 	bookdb_txn_abort(txn);
 	return NULL;
@@ -410,10 +445,11 @@ done:
 	return r;
 }
 
-int sel_attach(Selector *s, BookDB *db)
+int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys)
 {
 	s->db = db;
 	s->lazy = true;
+	if (keys) s->keys_hook = *keys;
 	/* Without the filter every selection still works, only slower. */
 	if (!s->bloom_started && pthread_create(&s->bloom_thread, NULL, bloom_build, s) == 0)
 		s->bloom_started = true;
@@ -643,7 +679,12 @@ void sel_g_memory(SelStats *out, const Selector *s)
 	out->graph_bytes = s->capnodes * sizeof *s->nodes + s->map.cap * sizeof *s->map.slot +
 	                   s->capedges * sizeof *s->edges + s->caplinks * sizeof *s->links;
 	out->record_bytes = s->raw_bytes;
-	out->filter_bytes = s->bloom_ready ? s->bloom_bytes : 0;
+	/* Written by the filter's thread before it said ready. */
+	bool ready = atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
+	out->filter_ready = ready;
+	out->filter_bytes = ready ? s->bloom_bytes : 0;
+	out->filter_kept = ready && s->filter_kept;
+	out->filter_ms = ready ? s->filter_ms : 0;
 }
 
 int sel_g_invalidate(Selector *s, uint32_t i)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bookdb/minimax_hook.h"
 #include "bookgen/selector.h"
 #include "shogi/keymap.h"
 #include "shogi/movegen.h"
@@ -123,7 +124,10 @@ struct Selector {
 	atomic_int bloom_ready, bloom_cancel;
 	pthread_t bloom_thread;
 	bool bloom_started, bloom_joined;
-	size_t raw_bytes; /* record bytes held (NF_RAW) */
+	BookMinimaxHook keys_hook; /* its keys, when offered, fill the filter */
+	bool filter_kept;          /* the filter came from them */
+	double filter_ms;          /* the filter's build */
+	size_t raw_bytes;          /* record bytes held (NF_RAW) */
 	SelStats st;
 	/* scratch */
 	BookRecord *rec;
@@ -162,7 +166,7 @@ int sel_g_invalidate_later(Selector *s, uint32_t i);
 /* Lazy mode: whether the book holds key as a thought position (a key the
  * graph has not met; nothing is created). */
 bool sel_g_book_thought(const Selector *s, Key key);
-/* The memory figures of SelStats. */
+/* The memory and filter figures of SelStats. */
 void sel_g_memory(SelStats *out, const Selector *s);
 /* Before a search: the pending invalidations; one read transaction for the
  * whole of a public call; in lazy mode the key filter waited for. */

@@ -231,7 +231,8 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	int rc = COORD_ENOMEM;
 	SelOptions so = {.kif_bonus = opt->kif_bonus, .draw_value = 0};
 	if (!c->rec || !c->pos || !c->res || !c->leaf || sel_new(&c->sel, &so) < 0) goto fail;
-	if ((rc = opt->preload ? sel_load(c->sel, db) : sel_attach(c->sel, db)) < 0) {
+	if ((rc = opt->preload ? sel_load(c->sel, db) : sel_attach(c->sel, db, &opt->minimax)) <
+	    0) {
 		rc = errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: loading the book: %s",
 		                sel_strerror(rc));
 		goto fail;

@@ -546,7 +546,37 @@ static int hook_run(void *ctx, BookDB *db, char *err, size_t errlen)
 	return bookmm_run(NULL, db, ctx, err, errlen) < 0 ? -1 : 0;
 }
 
+/*
+ * The book's keys as txn sees them: the graph file and journal of the last
+ * run (as the book's state names them), and every key the change log holds
+ * since that run's snapshot. While the log is on, it holds every write
+ * since (it only goes back on from an overflow when a run consumed
+ * everything, and minimax's own rewrites, which are not logged, add no key).
+ */
+static int hook_keys(void *ctx, BookDB *db, BookTxn *txn,
+                     void (*add)(void *actx, const Key *keys, size_t n), void *actx)
+{
+	(void)ctx;
+	BookmmState st;
+	BookChangesInfo ci;
+	char err[256];
+	if (bookmm_state_get(&st, txn) < 0 || bookdb_changes_info(&ci, txn) < 0 ||
+	    ci.state != BOOKDB_CHANGES_ON ||
+	    mmfile_keys(bookdb_dir(db), st.stamp, st.journal_len, add, actx, err, sizeof err) < 0)
+		return -1;
+	BookChangesIter *it = NULL;
+	uint64_t seq;
+	Key k;
+	int rc = bookdb_changes_iter_open(&it, txn, st.seq + 1);
+	while (rc == 0 && (rc = bookdb_changes_iter_next(it, &seq, &k)) == 1) {
+		add(actx, &k, 1);
+		rc = 0;
+	}
+	bookdb_changes_iter_free(it);
+	return rc < 0 ? -1 : 0;
+}
+
 BookMinimaxHook bookmm_hook(const BookmmOptions *opt)
 {
-	return (BookMinimaxHook){.run = hook_run, .ctx = (void *)opt};
+	return (BookMinimaxHook){.run = hook_run, .keys = hook_keys, .ctx = (void *)opt};
 }

@@ -20,6 +20,7 @@
 #include "bookdb/bookdb.h"
 #include "bookgen/plan.h"
 #include "bookgen/selector.h"
+#include "minimax/bookmm.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -728,34 +729,55 @@ static void think_leaf(BookRecord *rec, Position *pos, const SelLeaf *a, unsigne
 /*
  * On a synthetic book (transpositions and repetition cycles included), a
  * selector that keeps its bounds across leases and results finds the same
- * value at every step as one that searches from scratch each time, and as
- * one that reads the book lazily.
+ * value at every step as one that searches from scratch each time, and the
+ * same leaf as two that read the book lazily (the key filter from a pass over
+ * the book, and from minimax's kept graph).
  */
-static void test_bookgen__incremental_bounds_agree_with_full_searches(void **state)
+/* A lazy selector over book (opened read-only in *db), its key filter from
+ * minimax's kept graph when kept, else a pass over the book; waits until
+ * the filter is built, so that the run goes through it. */
+static Selector *lazy_selector(BookDB **db, const char *book, bool kept)
 {
-	(void)state;
-	char *dir = ts_mkdtemp(), book[4096];
-	unsigned long long seed = synth_book(book, sizeof book, dir, "incremental_bounds");
-	SelStats st;
-	Selector *s = open_selector(book, 100), *r = open_selector(book, 100), *z = NULL;
-	SelLeaf *a = malloc(sizeof *a), *b = malloc(sizeof *b), *c = malloc(sizeof *c);
-	/* z reads positions lazily, as it meets them. */
-	BookDB *zdb = NULL;
-	char zerr[BOOKDB_ERRLEN];
-	BookDBOptions zo = {.read_only = true};
-	assert_non_null(c);
-	assert_int_equal(bookdb_open(&zdb, book, &zo, zerr), 0);
+	Selector *z = NULL;
+	char err[BOOKDB_ERRLEN];
+	BookDBOptions o = {.read_only = true};
+	static BookMinimaxHook hook;
+	hook = bookmm_hook(NULL);
+	assert_int_equal(bookdb_open(db, book, &o, err), 0);
 	assert_int_equal(sel_new(&z, NULL), 0);
-	assert_int_equal(sel_attach(z, zdb), 0);
+	assert_int_equal(sel_attach(z, *db, kept ? &hook : NULL), 0);
 	assert_int_equal(sel_add_root(z, line_key("startpos"), BLACK), 0);
-	/* Wait for z's key filter (built in the background) so that the run
-	 * below goes through it. */
+	SelStats st;
 	for (int i = 0; i < 1000; i++) {
 		sel_get_stats(&st, z);
 		if (st.filter_ready) break;
 		usleep(10000);
 	}
 	assert_true(st.filter_ready);
+	assert_int_equal(st.filter_kept, kept);
+	return z;
+}
+
+static void test_bookgen__incremental_bounds_agree_with_full_searches(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[4096];
+	unsigned long long seed = synth_book(book, sizeof book, dir, "incremental_bounds");
+	/* A minimax run keeps the graph the lazy selector y fills its key filter
+	 * from (and adds the transpositions it found to the records as moves). */
+	char *out = NULL, *err = NULL;
+	assert_int_equal(ts_runf(&out, &err, "%s minimax %s --quiet", ts_joseki(), book), 0);
+	free(out);
+	free(err);
+	SelStats st;
+	Selector *s = open_selector(book, 100), *r = open_selector(book, 100);
+	SelLeaf *a = malloc(sizeof *a), *b = malloc(sizeof *b), *c = malloc(sizeof *c),
+	        *d = malloc(sizeof *d);
+	/* z and y read positions lazily, as they meet them. */
+	BookDB *zdb = NULL, *ydb = NULL;
+	Selector *z = lazy_selector(&zdb, book, false), *y = lazy_selector(&ydb, book, true);
+	assert_non_null(c);
+	assert_non_null(d);
 	assert_non_null(a);
 	assert_non_null(b);
 	uint64_t full_visits = 0;
@@ -767,24 +789,30 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 		sel_clear_bounds(r);
 		SelStats r0, r1;
 		sel_get_stats(&r0, r);
-		int g1 = sel_select(a, s), g2 = sel_select(b, r), g3 = sel_select(c, z);
+		int g1 = sel_select(a, s), g2 = sel_select(b, r), g3 = sel_select(c, z),
+		    g4 = sel_select(d, y);
 		sel_get_stats(&r1, r);
 		full_visits += r1.visits - r0.visits;
 		assert_int_equal(g1, g2);
 		assert_int_equal(g1, g3);
+		assert_int_equal(g1, g4);
 		if (!g1) break;
 		assert_int_equal(a->value, b->value);
 		assert_int_equal(a->value, c->value);
+		assert_true(key_equal(a->key, c->key));
+		assert_true(key_equal(a->key, d->key));
 		assert_false(sel_is_thought(s, a->key));
 		assert_false(sel_is_leased(s, a->key));
 		assert_int_equal(sel_lease(s, a->key), 0);
 		assert_int_equal(sel_lease(r, a->key), 0);
 		assert_int_equal(sel_lease(z, a->key), 0);
+		assert_int_equal(sel_lease(y, a->key), 0);
 		if (step % 3 == 0) {
 			think_leaf(rec, pos, a, seed + (unsigned)step * 31);
 			assert_int_equal(sel_add_result(s, a->key, rec), 0);
 			assert_int_equal(sel_add_result(r, a->key, rec), 0);
 			assert_int_equal(sel_add_result(z, a->key, rec), 0);
+			assert_int_equal(sel_add_result(y, a->key, rec), 0);
 			assert_true(sel_is_thought(s, a->key));
 		}
 	}
@@ -797,8 +825,11 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 	free(pos);
 	free(rec);
 	free(c);
+	free(d);
 	sel_free(z);
 	bookdb_free(zdb);
+	sel_free(y);
+	bookdb_free(ydb);
 	free(a);
 	free(b);
 	close_selector(s);

@@ -26,6 +26,7 @@
 
 #include "bookdb/bookdb.h"
 #include "minimax/bookmm.h"
+#include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -878,6 +879,85 @@ static void test_minimax__an_overflowed_change_log_means_the_whole_book(void **s
 	twins_free(&t);
 }
 
+/* ---- the keys minimax vouches for (BookMinimaxHook.keys) ----------------------- */
+
+static void add_keys(void *ctx, const Key *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++) assert_true(keymap_add(ctx, keys[i], NULL) >= 0);
+}
+
+/* The hook's keys of db: -1 when it does not vouch for them, else how many of
+ * them are not the book's; every key of the book must be among them. */
+static long hook_keys_extra(BookDB *db)
+{
+	BookMinimaxHook h = bookmm_hook(NULL);
+	BookTxn *txn = NULL;
+	KeyMap set;
+	keymap_init_set(&set, false);
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	long r = -1;
+	if (book_minimax_hook_keys(&h, db, txn, add_keys, &set) == 0) {
+		BookIter *it = NULL;
+		Key k;
+		const uint8_t *v;
+		size_t len, n = 0;
+		assert_int_equal(bookdb_iter_open(&it, txn), 0);
+		while (bookdb_iter_next(it, &k, &v, &len) == 1) {
+			if (!keymap_has(&set, k)) fail_msg("a book key the hook did not give");
+			n++;
+		}
+		bookdb_iter_free(it);
+		r = (long)(set.n - n);
+	}
+	bookdb_txn_abort(txn);
+	keymap_free(&set);
+	return r;
+}
+
+/*
+ * The keys the hook gives (lazy selectors fill their key filter from them
+ * instead of a pass over the book) cover every position: from the graph file
+ * alone, with the positions written since (the change log), with those a
+ * journal added; and it refuses when it cannot vouch for them (no run yet, a
+ * damaged journal, an overflowed log).
+ */
+static void test_minimax__kept_graph_vouches_for_every_key_or_refuses(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_minimax__kept_graph_vouches_for_every_key_or_refuses");
+	Twins t = {0};
+	twins_open(&t, 40);
+	BookDB *a = t.a, *b = t.b;
+	BookmmOptions inc = {0};
+	BookmmStats sa;
+	for (int k = 0; k < 60; k++) random_result(a, b, &rng);
+	assert_int_equal(hook_keys_extra(a), -1); /* no run yet */
+	run_ok(&sa, a, &inc);
+	assert_int_equal(hook_keys_extra(a), 0); /* the graph file is the book */
+	size_t in_graph = sa.positions;
+	for (int round = 0; round < 4; round++) {
+		/* New positions since the run: in the change log. */
+		for (int k = 0; k < 8; k++) random_result(a, b, &rng);
+		assert_true(hook_keys_extra(a) >= 0);
+		run_ok(&sa, a, &inc); /* the journal adds them */
+		assert_true(sa.incremental);
+		assert_true(hook_keys_extra(a) >= 0);
+	}
+	/* Positions the graph file does not hold came through: the journal's. */
+	assert_true(sa.positions > in_graph);
+	/* A journal cut short: nothing vouched for. */
+	char path[700];
+	snprintf(path, sizeof path, "%s/book/minimax.journal", t.da);
+	assert_int_equal(truncate(path, 40), 0);
+	assert_int_equal(hook_keys_extra(a), -1);
+	run_ok(&sa, a, &inc); /* a whole-book run mends it */
+	assert_int_equal(hook_keys_extra(a), 0);
+	/* More writes than the log holds: it overflows, nothing vouched for. */
+	for (int k = 0; k < 60; k++) random_result(a, b, &rng);
+	assert_int_equal(hook_keys_extra(a), -1);
+	twins_free(&t);
+}
+
 /* Copies BOOK's data.mdb from one test directory to another (the book closed). */
 static void copy_book(const char *from, const char *to)
 {
@@ -1013,6 +1093,7 @@ int main(void)
 	    cmocka_unit_test(
 	        test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must),
 	    cmocka_unit_test(test_minimax__an_overflowed_change_log_means_the_whole_book),
+	    cmocka_unit_test(test_minimax__kept_graph_vouches_for_every_key_or_refuses),
 	    cmocka_unit_test(test_minimax__killed_runs_leave_a_book_the_next_run_gets_right),
 	    cmocka_unit_test(test_minimax__incremental_after_think_equals_full),
 	    cmocka_unit_test(test_minimax__command_prints_json_and_rejects_bad_arguments),
