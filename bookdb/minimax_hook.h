@@ -17,10 +17,14 @@
 
 #include "bookdb/bookdb.h"
 
+/* A run whose record writes are still to be made (prepare, apply). */
+typedef struct BookMinimaxPlan BookMinimaxPlan;
+
 typedef struct {
 	/* Backs the values up over db (opened read-write, no transaction of the
 	 * caller's open). Returns 0, or < 0 with a message in err (errlen bytes). */
 	int (*run)(void *ctx, BookDB *db, char *err, size_t errlen);
+	void *ctx;
 	/*
 	 * Optional (NULL: not offered): the key of every position db holds as txn
 	 * sees it (the keys of positions deleted since may come too), from what
@@ -32,7 +36,21 @@ typedef struct {
 	 */
 	int (*keys)(void *ctx, BookDB *db, BookTxn *txn,
 	            void (*add)(void *actx, const Key *keys, size_t n), void *actx);
-	void *ctx;
+	/*
+	 * Optional (all three or none): run in two halves for a caller that makes
+	 * the book's writes itself (the coordinator, whose service must not wait
+	 * for LMDB's write lock behind minimax). prepare analyses with no write
+	 * transaction of its own (minimax's own files only; a run that must do
+	 * the whole book is done whole, as run does) and leaves the records to
+	 * write in *plan (NULL: nothing to write); 0 or < 0 with a message.
+	 * apply writes up to max of them in the caller's write transaction txn,
+	 * the state with the last: 1 when done (plan_free it then), 0 when more
+	 * remain, < 0 with a message (txn is then not to be committed). A plan
+	 * dropped half applied is mended by the next run.
+	 */
+	int (*prepare)(void *ctx, BookDB *db, BookMinimaxPlan **plan, char *err, size_t errlen);
+	int (*apply)(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err, size_t errlen);
+	void (*plan_free)(BookMinimaxPlan *plan);
 } BookMinimaxHook;
 
 /* Whether the hook is set (a NULL run means "no minimax"). */

@@ -209,6 +209,7 @@ static void fill_keys(void *ctx, const Key *keys, size_t n)
 static void *bloom_build(void *arg)
 {
 	Selector *s = arg;
+	pthread_setname_np(pthread_self(), "sel-filter");
 	double t0 = clock_ms_f();
 	BookTxn *txn = NULL;
 	BookIter *it = NULL;

@@ -519,17 +519,21 @@ done:
 	return rc;
 }
 
-int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err, size_t errlen)
+/* The incremental run when it can answer, else the whole book (which writes
+ * itself); with plan, the incremental run's writes are left in *plan. */
+static int run_or_full(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db,
+                       const BookmmOptions *opt, char *err, size_t errlen)
 {
-	BookmmOptions defaults;
-	memset(&defaults, 0, sizeof defaults);
+	static const BookmmOptions defaults; /* outlives a plan made with it */
 	if (!opt) opt = &defaults;
 	BookmmStats st;
 	memset(&st, 0, sizeof st);
 	const char *dir = bookdb_dir(db);
 	char why[sizeof st.full_reason] = "--full";
 	int rc = BOOKMM_EFULL;
-	if (!opt->full) rc = bookmm_incremental(&st, db, dir, opt, why, sizeof why);
+	if (!opt->full)
+		rc = plan ? bookmm_inc_prepare(plan, &st, db, dir, opt, why, sizeof why)
+		          : bookmm_incremental(&st, db, dir, opt, why, sizeof why);
 	if (rc == BOOKMM_EFULL) {
 		memset(&st, 0, sizeof st);
 		snprintf(st.full_reason, sizeof st.full_reason, "%s", why);
@@ -539,6 +543,11 @@ int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *e
 	}
 	if (stats) *stats = st;
 	return rc;
+}
+
+int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err, size_t errlen)
+{
+	return run_or_full(NULL, stats, db, opt, err, errlen);
 }
 
 static int hook_run(void *ctx, BookDB *db, char *err, size_t errlen)
@@ -576,7 +585,30 @@ static int hook_keys(void *ctx, BookDB *db, BookTxn *txn,
 	return rc < 0 ? -1 : 0;
 }
 
+int bookmm_prepare(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db, const BookmmOptions *opt,
+                   char *err, size_t errlen)
+{
+	*plan = NULL;
+	return run_or_full(plan, stats, db, opt, err, errlen);
+}
+
+static int hook_prepare(void *ctx, BookDB *db, BookMinimaxPlan **plan, char *err, size_t errlen)
+{
+	return bookmm_prepare(plan, NULL, db, ctx, err, errlen) < 0 ? -1 : 0;
+}
+
+static int hook_apply(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err, size_t errlen)
+{
+	int rc = bookmm_plan_apply(plan, txn, max, err, errlen);
+	return rc < 0 ? -1 : rc;
+}
+
 BookMinimaxHook bookmm_hook(const BookmmOptions *opt)
 {
-	return (BookMinimaxHook){.run = hook_run, .keys = hook_keys, .ctx = (void *)opt};
+	return (BookMinimaxHook){.run = hook_run,
+	                         .ctx = (void *)opt,
+	                         .keys = hook_keys,
+	                         .prepare = hook_prepare,
+	                         .apply = hook_apply,
+	                         .plan_free = bookmm_plan_free};
 }

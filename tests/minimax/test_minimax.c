@@ -879,6 +879,82 @@ static void test_minimax__an_overflowed_change_log_means_the_whole_book(void **s
 	twins_free(&t);
 }
 
+/* ---- a run whose writes another writer makes (bookmm_prepare, _plan_apply) ----- */
+
+/* The change log's entries now. */
+static uint64_t log_entries(BookDB *db)
+{
+	BookTxn *txn = NULL;
+	BookChangesInfo ci;
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookdb_changes_info(&ci, txn), 0);
+	bookdb_txn_abort(txn);
+	return ci.entries;
+}
+
+/*
+ * The coordinator's way: the analysis apart, the records written in chunks
+ * in another writer's transactions, between which that writer stores new
+ * results (logged, unlike the chunks' rewrites) — equal to whole-book runs
+ * over the same results; and a plan dropped half applied (the coordinator
+ * stopped) is mended by the next run.
+ */
+static void test_minimax__a_run_applied_by_another_writer_equals_the_whole_book(void **state)
+{
+	(void)state;
+	uint64_t rng =
+	    ts_seed("test_minimax__a_run_applied_by_another_writer_equals_the_whole_book");
+	Twins t = {0};
+	twins_open(&t, 0);
+	BookDB *a = t.a, *b = t.b;
+	BookmmOptions inc = {0}, full = {.full = true};
+	BookmmStats sa, sb;
+	char err[256] = "";
+	for (int k = 0; k < 80; k++) random_result(a, b, &rng);
+	for (int k = 0; k < 10; k++) check_walk(a, b, &rng);
+	run_ok(&sa, a, &inc);
+	int chunks = 0, dropped = 0;
+	for (int round = 0; round < 6; round++) {
+		for (int k = 0; k < 12; k++) random_result(a, b, &rng);
+		check_walk(a, b, &rng);
+		BookMinimaxPlan *plan = NULL;
+		assert_int_equal(bookmm_prepare(&plan, &sa, a, &inc, err, sizeof err), 0);
+		assert_true(sa.incremental);
+		assert_non_null(plan);
+		bool drop = round == 3;
+		for (int done = 0; !done;) {
+			BookTxn *txn = NULL;
+			assert_int_equal(bookdb_txn_begin(&txn, a, true), 0);
+			uint64_t before = log_entries(a);
+			done = bookmm_plan_apply(plan, txn, 3, err, sizeof err);
+			assert_true(done >= 0);
+			assert_int_equal(bookdb_txn_commit(txn), 0);
+			/* The rewrites are not logged (the run's own writes)... */
+			if (!done) assert_int_equal(log_entries(a), before);
+			chunks++;
+			/* ...the writer's own writes between the chunks are. */
+			before = log_entries(a);
+			random_result(a, b, &rng);
+			assert_true(log_entries(a) > before || done);
+			if (drop && !done) {
+				dropped++;
+				break;
+			}
+		}
+		bookmm_plan_free(plan);
+		/* What the chunks left (and the results written between them) is
+		 * what a whole-book run gives once one more run has seen them. */
+		run_ok(&sa, a, &inc);
+		assert_true(sa.incremental);
+		run_ok(&sb, b, &full);
+		assert_int_equal(sa.root_value, sb.root_value);
+		same_books(a, b);
+	}
+	assert_true(chunks > 12);
+	assert_int_equal(dropped, 1);
+	twins_free(&t);
+}
+
 /* ---- the keys minimax vouches for (BookMinimaxHook.keys) ----------------------- */
 
 static void add_keys(void *ctx, const Key *keys, size_t n)
@@ -1094,6 +1170,7 @@ int main(void)
 	        test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must),
 	    cmocka_unit_test(test_minimax__an_overflowed_change_log_means_the_whole_book),
 	    cmocka_unit_test(test_minimax__kept_graph_vouches_for_every_key_or_refuses),
+	    cmocka_unit_test(test_minimax__a_run_applied_by_another_writer_equals_the_whole_book),
 	    cmocka_unit_test(test_minimax__killed_runs_leave_a_book_the_next_run_gets_right),
 	    cmocka_unit_test(test_minimax__incremental_after_think_equals_full),
 	    cmocka_unit_test(test_minimax__command_prints_json_and_rejects_bad_arguments),
