@@ -29,7 +29,7 @@ TEST_BIN  = $(TEST_SRC:%.c=$(BUILD)/%)
 LIB       = $(BUILD)/libjoseki.a
 DEPS_OK   = $(BUILD)/.deps-ok
 
-.PHONY: soak all test test-slurm bench bench-book asan fuzz fuzz-ci demo clean format format-check deps
+.PHONY: soak all test test-slurm bench bench-book bench-strength tune asan fuzz fuzz-ci demo clean format format-check deps
 # Keep object files make would otherwise treat as intermediate and delete.
 .SECONDARY:
 
@@ -81,6 +81,16 @@ test-slurm: joseki
 bench: joseki
 	@tools/bench.sh
 
+# The built-in engine against fairy-stockfish at equal time (tools/bench-strength.sh):
+# SPRT at 50 ms a move, then a shorter confirmation at 200 ms. Long; not part of make test.
+bench-strength: joseki
+	@tools/bench-strength.sh
+
+# The evaluation's tuner (tools/tune/README.md): build/tune fits search/eval_weights.c.
+tune: $(BUILD)/tune
+$(BUILD)/tune: tools/tune/tune.c $(LIB) | $(DEPS_OK)
+	$(CC) $(JCFLAGS) $(CFLAGS) -o $@ $< $(LIB) $(LIBS)
+
 # kill -9 soak (tools/soak.sh): SOAK_KILLS (default 100) random SIGKILLs over
 # every writing command, each followed by check and a resumed run; the books
 # must equal one built without kills. About 3 minutes; not part of make test.
@@ -113,7 +123,7 @@ demo: joseki
 bench-book: joseki
 	@tools/bench-book.sh
 
-FORMAT_SRC = $(LIB_SRC) $(TOOL_SRC) $(TEST_SRC) $(TSUP_SRC) $(FUZZ_SRC) $(wildcard */*.h tests/*/*.h)
+FORMAT_SRC = $(LIB_SRC) $(TOOL_SRC) tools/tune/tune.c $(TEST_SRC) $(TSUP_SRC) $(FUZZ_SRC) $(wildcard */*.h tests/*/*.h)
 format:
 	clang-format -i $(FORMAT_SRC)
 

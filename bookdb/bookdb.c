@@ -114,6 +114,16 @@ const char *bookdb_dir(const BookDB *db)
 	return db->dir;
 }
 
+bool bookdb_same_file(const BookDB *db, const char *dir)
+{
+	char pa[BOOKDB_PATH_LEN], pb[BOOKDB_PATH_LEN];
+	struct stat sa, sb;
+	snprintf(pa, sizeof pa, "%s/data.mdb", db->dir);
+	snprintf(pb, sizeof pb, "%s/data.mdb", dir);
+	return stat(pa, &sa) == 0 && stat(pb, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
 uint64_t bookdb_file_size(BookDB *db)
 {
 	char path[BOOKDB_PATH_LEN];
@@ -174,31 +184,29 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 	for (;;) {
 		MDB_txn *txn;
 		int rc = mdb_txn_begin(db->env, NULL, db->read_only ? MDB_RDONLY : 0, &txn);
-		if (rc) {
-			if (err) snprintf(err, BOOKDB_ERRLEN, "%s: %s", db->dir, mdb_strerror(rc));
-			return bdb_xlate(rc);
-		}
-		/* The databases of version 1 first; changes once the version is known. */
+		if (rc)
+			return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(rc), "%s: %s", db->dir,
+			                  mdb_strerror(rc));
+		/* The databases of version 1 first; changes once the version is known.
+		 * Only a writer that may make a book (not must_exist) creates them. */
+		bool create = !db->read_only && !opt->must_exist;
 		for (int i = 0; i < BOOKDB_CHANGES && !rc; i++)
-			rc = mdb_dbi_open(txn, DB_NAMES[i], db->read_only ? 0 : MDB_CREATE,
-			                  &db->dbi[i]);
+			rc = mdb_dbi_open(txn, DB_NAMES[i], create ? MDB_CREATE : 0, &db->dbi[i]);
 		if (rc == MDB_NOTFOUND) {
 			mdb_txn_abort(txn);
-			if (err) snprintf(err, BOOKDB_ERRLEN, "%s: not a joseki book", db->dir);
-			return BOOKDB_ENOBOOK;
+			return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ENOBOOK,
+			                  "%s: not a joseki book", db->dir);
 		}
 		MDB_val k = {6, "schema"}, v;
 		unsigned ver = BOOKDB_SCHEMA_VERSION;
 		if (!rc) {
 			rc = mdb_get(txn, db->dbi[BOOKDB_META], &k, &v);
-			if (rc == MDB_NOTFOUND && !db->read_only) {
+			if (rc == MDB_NOTFOUND && create) {
 				rc = init_meta(db, txn, opt);
 			} else if (rc == MDB_NOTFOUND) {
 				mdb_txn_abort(txn);
-				if (err)
-					snprintf(err, BOOKDB_ERRLEN,
-					         "%s: not a joseki book (no schema)", db->dir);
-				return BOOKDB_ENOBOOK;
+				return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ENOBOOK,
+				                  "%s: not a joseki book (no schema)", db->dir);
 			} else if (!rc) {
 				const uint8_t *p = v.mv_data;
 				ver = v.mv_size == 4 ? (unsigned)(p[0] | p[1] << 8 | p[2] << 16 |
@@ -206,14 +214,12 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 				                     : 0;
 				if (ver != 1 && ver != BOOKDB_SCHEMA_VERSION) {
 					mdb_txn_abort(txn);
-					if (err)
-						snprintf(err, BOOKDB_ERRLEN,
-						         "%s: book has schema version %u, this "
-						         "joseki reads "
-						         "versions 1 and %d (rebuild or convert "
-						         "the book)",
-						         db->dir, ver, BOOKDB_SCHEMA_VERSION);
-					return BOOKDB_EVERSION;
+					return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EVERSION,
+					                  "%s: book has schema version %u, this "
+					                  "joseki reads "
+					                  "versions 1 and %d (rebuild or convert "
+					                  "the book)",
+					                  db->dir, ver, BOOKDB_SCHEMA_VERSION);
 				}
 			}
 		}
@@ -223,12 +229,10 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 			                  db->read_only ? 0 : MDB_CREATE, &db->dbi[BOOKDB_CHANGES]);
 			if (rc == MDB_NOTFOUND) {
 				mdb_txn_abort(txn);
-				if (err)
-					snprintf(err, BOOKDB_ERRLEN,
-					         "%s: schema version %u book without its changes "
-					         "database",
-					         db->dir, ver);
-				return BOOKDB_ECORRUPT;
+				return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+				                  "%s: schema version %u book without its changes "
+				                  "database",
+				                  db->dir, ver);
 			}
 		}
 		if (!rc && ver != BOOKDB_SCHEMA_VERSION && !db->read_only) rc = put_schema(db, txn);
@@ -240,8 +244,9 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 			if ((rc = grow_map(db))) return rc;
 			continue;
 		}
-		if (rc && err) snprintf(err, BOOKDB_ERRLEN, "%s: %s", db->dir, mdb_strerror(rc));
-		return bdb_xlate(rc);
+		if (!rc) return 0;
+		return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(rc), "%s: %s", db->dir,
+		                  mdb_strerror(rc));
 	}
 }
 
@@ -254,26 +259,25 @@ int bdb_writers_lock(BookDB *db, int how, char *err)
 	db->writers_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0664);
 	if (db->writers_fd < 0) {
 		int e = errno;
-		if (err && (e == EROFS || e == EACCES || e == EPERM))
-			snprintf(err, BOOKDB_ERRLEN,
-			         "%.100s: the book cannot be written (%.40s); reading commands "
-			         "(query, stats, export, check, serve) still work",
-			         db->dir, strerror(e));
-		else if (err)
-			snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", path, strerror(e));
-		return bdb_xlate(e);
+		if (e == EROFS || e == EACCES || e == EPERM)
+			return errmsg_set(
+			    err, BOOKDB_ERRLEN, bdb_xlate(e),
+			    "%.100s: the book cannot be written (%.40s); reading "
+			    "commands (query, stats, export, check, serve) still work",
+			    db->dir, strerror(e));
+		return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", path,
+		                  strerror(e));
 	}
 	if (flock(db->writers_fd, how | LOCK_NB) == 0) return 0;
 	int e = errno;
-	if (err)
-		snprintf(
-		    err, BOOKDB_ERRLEN, "%.100s: %s", db->dir,
-		    e != EWOULDBLOCK ? strerror(e)
-		    : how == LOCK_EX
-		        ? "a writer has the book open (think, ingest, minimax ...): try again when "
-		          "it is done"
-		        : "the book is being compacted: try again when joseki compact is done");
-	return e == EWOULDBLOCK ? BOOKDB_EBUSY : bdb_xlate(e);
+	return errmsg_set(
+	    err, BOOKDB_ERRLEN, e == EWOULDBLOCK ? BOOKDB_EBUSY : bdb_xlate(e), "%.100s: %s",
+	    db->dir,
+	    e != EWOULDBLOCK ? strerror(e)
+	    : how == LOCK_EX
+	        ? "a writer has the book open (think, ingest, minimax ...): try again when "
+	          "it is done"
+	        : "the book is being compacted: try again when joseki compact is done");
 }
 
 /*
@@ -291,12 +295,10 @@ static int check_file_size(BookDB *db, const char *path, char *err)
 		return 0; /* nothing to compare: the operations below report it */
 	uint64_t need = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
 	if ((uint64_t)st.st_size >= need) return 0;
-	if (err)
-		snprintf(err, BOOKDB_ERRLEN,
-		         "%.80s/data.mdb: the file is shorter than the book it holds (%llu bytes, "
-		         "%llu needed): a truncated copy? nothing was read",
-		         db->dir, (unsigned long long)st.st_size, (unsigned long long)need);
-	return BOOKDB_ECORRUPT;
+	return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+	                  "%.80s/data.mdb: the file is shorter than the book it holds (%llu bytes, "
+	                  "%llu needed): a truncated copy? nothing was read",
+	                  db->dir, (unsigned long long)st.st_size, (unsigned long long)need);
 }
 
 int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *err)
@@ -319,25 +321,23 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/data.mdb", dir);
 	bool exists = stat(path, &st) == 0;
-	if (!exists && opt->read_only) {
-		rc = BOOKDB_ENOBOOK;
-		if (err) snprintf(err, BOOKDB_ERRLEN, "%s: no book there", dir);
+	if (!exists && (opt->read_only || opt->must_exist)) {
+		rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ENOBOOK, "%s: no book there", dir);
 		goto fail;
 	}
 	/* LMDB makes an empty file a new book for a writer; a reader gets no
-	 * book from it (its own message would be "Bad file descriptor"). */
-	if (exists && opt->read_only && st.st_size < 2 * 4096) {
-		rc = BOOKDB_ECORRUPT;
-		if (err)
-			snprintf(err, BOOKDB_ERRLEN,
-			         "%.80s/data.mdb: %lld bytes, too short to be a book", dir,
-			         (long long)st.st_size);
+	 * book from it (its own message would be "Bad file descriptor"), nor
+	 * does a writer that must not create one. */
+	if (exists && (opt->read_only || opt->must_exist) && st.st_size < 2 * 4096) {
+		rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+		                "%.80s/data.mdb: %lld bytes, too short to be a book", dir,
+		                (long long)st.st_size);
 		goto fail;
 	}
 	if (!opt->read_only && mkdir(dir, 0777) < 0 && errno != EEXIST) {
-		rc = bdb_xlate(errno);
-		if (err)
-			snprintf(err, BOOKDB_ERRLEN, "%s: cannot create: %s", dir, strerror(errno));
+		int e = errno;
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%s: cannot create: %s", dir,
+		                strerror(e));
 		goto fail;
 	}
 	/* Writers share this lock; joseki compact takes it alone (it replaces
@@ -363,11 +363,10 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	*out = db;
 	return 0;
 fail_lmdb:
-	if (err) snprintf(err, BOOKDB_ERRLEN, "%s: %s", dir, mdb_strerror(rc));
-	rc = bdb_xlate(rc);
+	rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(rc), "%s: %s", dir, mdb_strerror(rc));
 	goto fail;
 fail_msg:
-	if (err) snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", dir, bookdb_strerror(rc));
+	errmsg_set(err, BOOKDB_ERRLEN, rc, "%.200s: %s", dir, bookdb_strerror(rc));
 fail:
 	bookdb_free(db);
 	return rc;

@@ -49,7 +49,8 @@ enum {
 	BOOKDB_ENOTFOUND = ERR_BOOKDB - 0, /* no such key */
 	BOOKDB_ECORRUPT = ERR_BOOKDB - 1,  /* stored bytes do not decode */
 	BOOKDB_EVERSION = ERR_BOOKDB - 2,  /* the book has another schema version */
-	BOOKDB_ENOBOOK = ERR_BOOKDB - 3,   /* read-only open of a directory holding no book */
+	BOOKDB_ENOBOOK = ERR_BOOKDB - 3,   /* read-only (or must_exist) open of a directory
+	                                      holding no book */
 	BOOKDB_EREADONLY = ERR_BOOKDB - 4, /* write on a read-only book */
 	BOOKDB_EBUSY = ERR_BOOKDB - 5,     /* too many readers, or the lock is held */
 	BOOKDB_EIO = ERR_BOOKDB - 6,       /* I/O or permission error (errno in the message) */
@@ -83,6 +84,9 @@ typedef enum {
 
 typedef struct {
 	bool read_only;  /* open read-only (the book must exist) */
+	bool must_exist; /* read-write, but create nothing: what a read-only open
+	                    refuses is refused (a missing book: BOOKDB_ENOBOOK,
+	                    "DIR: no book there", as for a mistyped path) */
 	size_t map_size; /* initial map size in bytes for a new or small book; 0: 256 MiB */
 	bool no_sync;    /* do not fsync on commit (safe against process crashes, not OS ones) */
 	const char *settings; /* creation settings stored in meta "settings" (new books) */
@@ -95,11 +99,11 @@ typedef struct BookIter BookIter;
 typedef struct BookWriter BookWriter;
 
 /*
- * Opens (read-write: creating the directory and the book if needed) the book in
- * dir. opt may be NULL (read-write, defaults). On error returns a negative code
- * and writes a message naming dir into err (BOOKDB_ERRLEN bytes; may be NULL);
- * *out is then NULL. BOOKDB_EVERSION when the book has another schema version;
- * BOOKDB_EINVAL when dir is longer than BOOKDB_DIR_MAX.
+ * Opens (read-write: creating the directory and the book if needed, unless
+ * must_exist) the book in dir. opt may be NULL (read-write, defaults). On error returns a negative
+ * code and writes a message naming dir into err (BOOKDB_ERRLEN bytes; may be NULL); *out is then
+ * NULL. BOOKDB_EVERSION when the book has another schema version; BOOKDB_EINVAL when dir is longer
+ * than BOOKDB_DIR_MAX.
  */
 int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *err);
 /* Closes the book; every transaction must be finished. Accepts NULL. */
@@ -128,6 +132,10 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 /* The BOOK directory the book was opened from (owned by db). Derived data
  * kept beside the store (minimax's graph) lives there too. */
 const char *bookdb_dir(const BookDB *db);
+/* Whether the directory dir holds the very data file db has open (the same
+ * file by device and inode: another path to the same book, not a copy).
+ * False when either is missing. */
+bool bookdb_same_file(const BookDB *db, const char *dir);
 
 /* Begins a transaction (write: only one at a time, blocks while another process
  * writes). The caller ends it with bookdb_txn_commit or bookdb_txn_abort. */

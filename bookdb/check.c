@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "shogi/errmsg.h"
 #include "shogi/notation.h"
 
 static void report(BookCheckFn fn, void *ctx, Key key, int *n, const char *fmt, ...)
@@ -144,10 +145,9 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 	if (repair_dir) {
 		struct stat sb;
 		if (stat(repair_dir, &sb) == 0) {
-			snprintf(err, BOOKDB_ERRLEN,
-			         "%.200s: exists already (the repair writes a new book)",
-			         repair_dir);
-			rc = BOOKDB_EINVAL;
+			rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EINVAL,
+			                "%.200s: exists already (the repair writes a new book)",
+			                repair_dir);
 			goto done;
 		}
 		if ((rc = bookdb_open(&out, repair_dir, NULL, err)) < 0) goto done;
@@ -197,7 +197,7 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 	if (w && (rc = copy_games(st, txn, w)) < 0) goto done;
 	if (w) rc = bookdb_writer_flush(w);
 done:
-	if (rc < 0 && !err[0]) snprintf(err, BOOKDB_ERRLEN, "%s", bookdb_strerror(rc));
+	if (rc < 0 && !err[0]) errmsg_set(err, BOOKDB_ERRLEN, rc, "%s", bookdb_strerror(rc));
 	bookdb_iter_free(it);
 	bookdb_txn_abort(txn);
 	bookdb_writer_free(w);

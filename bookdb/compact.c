@@ -1,6 +1,7 @@
 /* bookdb/compact.c — space in use and the compacting copy (bookdb.h). */
 #include "bookdb/bookdb.h"
 #include "bookdb/bookdb_priv.h"
+#include "shogi/errmsg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,16 +56,14 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 	unlink(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0664);
 	if (fd < 0) {
-		rc = bdb_xlate(errno);
-		if (err) snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", tmp, strerror(errno));
+		int e = errno;
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", tmp, strerror(e));
 		goto done;
 	}
 	if ((rc = mdb_env_copyfd2(db->env, fd, MDB_CP_COMPACT)) || fsync(fd) < 0) {
 		int e = rc ? rc : errno;
-		if (err)
-			snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", tmp,
-			         rc ? mdb_strerror(rc) : strerror(e));
-		rc = bdb_xlate(e);
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", tmp,
+		                rc ? mdb_strerror(rc) : strerror(e));
 		goto done;
 	}
 	close(fd);
@@ -72,16 +71,26 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 	/* The copy is whole and on disk: the rename is the one step that
 	 * switches the book, and either name is a complete book. */
 	if (rename(tmp, path) < 0) {
-		rc = bdb_xlate(errno);
-		if (err) snprintf(err, BOOKDB_ERRLEN, "%.200s: %s", path, strerror(errno));
+		int e = errno;
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", path, strerror(e));
 		goto done;
 	}
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
 	*after = bookdb_file_size(db);
+	/* The rename is durable once the directory is on disk: until then a
+	 * crash of the machine may bring the old file back (whole, so nothing
+	 * is lost, but the caller must not report the compaction as done). */
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* (EINVAL: a file system that cannot sync a directory; nothing to wait for) */
+	if (dfd < 0 || (fsync(dfd) < 0 && errno != EINVAL)) {
+		int e = errno;
+		if (dfd >= 0) close(dfd);
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e),
+		                "%.200s: the compacted book is in place, but syncing the directory "
+		                "failed (%s): a crash now may bring back the uncompacted one",
+		                dir, strerror(e));
+		goto done;
+	}
+	close(dfd);
 	rc = 0;
 done:
 	if (fd >= 0) {

@@ -574,7 +574,9 @@ static int run(Merge *m)
 		                  bookdb_dir(m->src), bookdb_dir(m->dst), bookdb_strerror(rc));
 	if (m->opt->progress) m->opt->progress(m->opt->progress_ctx, done, st->positions);
 	if (m->opt->dry_run) return 0;
-	if (pending || st->games_added || st->resumed) {
+	/* The last transaction clears the mark: also after a batch that ended on
+	 * the source's last record (st->batches: a mark was written). */
+	if (pending || st->batches || st->games_added || st->resumed) {
 		if ((rc = finish(m)) < 0 || (rc = bookdb_writer_flush(m->w)) < 0)
 			return errmsg_set(m->err, BOOKDB_MERGE_ERRLEN, rc, "merging %s into %s: %s",
 			                  bookdb_dir(m->src), bookdb_dir(m->dst),
@@ -606,4 +608,78 @@ int bookdb_merge(BookMergeStats *st, BookDB *dst, BookDB *src, const BookMergeOp
 	free(m.b);
 	st->seconds = clock_s() - t0;
 	return rc;
+}
+
+/* ---- several sources, then minimax ---- */
+
+static void add_stats(BookMergeStats *t, const BookMergeStats *s)
+{
+	t->positions += s->positions;
+	t->added += s->added;
+	t->replaced += s->replaced;
+	t->stats_merged += s->stats_merged;
+	t->changed += s->changed;
+	t->unchanged += s->unchanged;
+	t->games_added += s->games_added;
+	t->games_duplicate += s->games_duplicate;
+	t->games_unlocated += s->games_unlocated;
+	t->stats_clamped += s->stats_clamped;
+	t->batches += s->batches;
+	if (!t->bad_src && !t->bad_dst && (s->bad_src || s->bad_dst)) {
+		t->first_bad = s->first_bad;
+		t->first_bad_in_dst = s->first_bad_in_dst;
+	}
+	t->bad_src += s->bad_src;
+	t->bad_dst += s->bad_dst;
+	t->resumed = t->resumed || s->resumed;
+	t->seconds += s->seconds;
+}
+
+typedef struct {
+	const BookMergeBooksOptions *opt;
+	const char *src;
+} SourceProgress;
+
+static void on_source_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	const SourceProgress *p = ctx;
+	p->opt->progress(p->opt->ctx, p->src, done, total);
+}
+
+int bookdb_merge_books(BookMergeStats *total, bool *ran_minimax, BookDB *dst,
+                       const char *const *srcs, size_t n, const BookMergeBooksOptions *opt,
+                       char *err)
+{
+	memset(total, 0, sizeof *total);
+	*ran_minimax = false;
+	err[0] = 0;
+	BookMergeOptions each = opt->each;
+	SourceProgress sp = {.opt = opt};
+	each.progress = opt->progress ? on_source_progress : NULL;
+	each.progress_ctx = &sp;
+	for (size_t k = 0; k < n; k++) {
+		BookDB *src = dst;
+		if (!bookdb_same_file(dst, srcs[k])) {
+			BookDBOptions ro = {.read_only = true};
+			int rc = bookdb_open(&src, srcs[k], &ro, err);
+			if (rc < 0) return rc;
+		}
+		sp.src = srcs[k];
+		BookMergeStats st;
+		int rc = bookdb_merge(&st, dst, src, &each, err);
+		if (src != dst) bookdb_free(src);
+		if (opt->source_done) opt->source_done(opt->ctx, srcs[k], &st, rc, err);
+		add_stats(total, &st);
+		if (rc < 0) return rc;
+	}
+	if (each.dry_run || !book_minimax_hook_set(&opt->minimax) ||
+	    !(total->added || total->changed || total->resumed))
+		return 0;
+	char msg[256];
+	msg[0] = 0;
+	if (book_minimax_hook_run(&opt->minimax, dst, msg, sizeof msg) < 0)
+		return errmsg_set(err, BOOKDB_MERGE_ERRLEN, BOOKDB_EIO, "minimax: %s: %s",
+		                  bookdb_dir(dst), msg);
+	*ran_minimax = true;
+	return 0;
 }

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/minimax_hook.h"
 #include "bookdb/record.h"
 
 /* Which analysis wins when both records were thought about. */
@@ -100,5 +101,38 @@ typedef struct {
  */
 int bookdb_merge(BookMergeStats *st, BookDB *dst, BookDB *src, const BookMergeOptions *opt,
                  char *err);
+
+/* How bookdb_merge_books merges several sources, and what it tells on the way. */
+typedef struct {
+	BookMergeOptions each; /* for every source (progress and progress_ctx unused:
+	                          see progress below) */
+	/* Progress of the source src (may be NULL). */
+	void (*progress)(void *ctx, const char *src, uint64_t done, uint64_t total);
+	/* Called after each source is merged, or failed to merge (rc < 0, err its
+	 * message), with its own figures (may be NULL). */
+	void (*source_done)(void *ctx, const char *src, const BookMergeStats *st, int rc,
+	                    const char *err);
+	void *ctx;
+	/* Backs the values up after the merge (the front end passes minimax's hook;
+	 * unset: the caller runs no minimax). It runs only when the merge wrote
+	 * something: not a dry run, and a position added or changed or an
+	 * interrupted merge completed. */
+	BookMinimaxHook minimax;
+} BookMergeBooksOptions;
+
+/*
+ * joseki merge: merges the books at srcs[0..n) into dst, one after the other
+ * (each opened read-only, except a path naming dst's own book, which is merged
+ * into itself), then runs the minimax hook (above). *total gets the sum of the
+ * sources' figures (the first undecodable record is the first source's that
+ * had one); *ran_minimax whether the hook ran. Stops at the first failure:
+ * returns a negative BOOKDB_ code with the message in err
+ * (BOOKDB_MERGE_ERRLEN): a source that does not open (its path named), a
+ * failed merge (also passed to source_done), or BOOKDB_EIO with "minimax:
+ * DST: ..." when the hook fails (the merge itself is then complete).
+ */
+int bookdb_merge_books(BookMergeStats *total, bool *ran_minimax, BookDB *dst,
+                       const char *const *srcs, size_t n, const BookMergeBooksOptions *opt,
+                       char *err);
 
 #endif

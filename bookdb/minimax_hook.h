@@ -3,11 +3,14 @@
  * values to be backed up, without knowing who does it.
  *
  * The cycle (play/) and the cluster coordinator (cluster/) must run minimax
- * between their steps, but minimax/ is their sibling's sibling: modules of one
- * floor never include each other (docs/STYLE.md, "Layers"). So they take a
- * BookMinimaxHook, defined here on the floor they share, and the front end
- * that wires the modules together (tools/) passes minimax's own
- * (`bookmm_hook()` in minimax/bookmm.h). Tests may pass a recording hook.
+ * between their steps, and a merge (bookdb/merge.c) after it, but minimax/ is
+ * their sibling's sibling, or above them: modules of one floor never include
+ * each other, and nothing includes upward (docs/STYLE.md, "Layers"). So they
+ * take a BookMinimaxHook, defined here on the floor they share, and the front
+ * end that wires the modules together (tools/) passes minimax's own
+ * (`bookmm_hook()` in minimax/bookmm.h, or its own call of bookmm_run when it
+ * wants the run's figures, as joseki merge does). Tests may pass a recording
+ * hook.
  */
 #ifndef JOSEKI_BOOKDB_MINIMAX_HOOK_H
 #define JOSEKI_BOOKDB_MINIMAX_HOOK_H

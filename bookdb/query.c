@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "shogi/grow.h"
+#include "shogi/japanese.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 
@@ -206,8 +207,10 @@ char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *
 	}
 	/* So that a client tells "not in book" from "no moves at all". */
 	Move legal[MOVEGEN_MAX];
+	int nlegal = movegen_legal(pos, legal);
 	text_key(&t, "legal_moves", false);
-	text_int(&t, movegen_legal(pos, legal));
+	text_int(&t, nlegal);
+	Square prev_to = pos_history_len(pos) ? move_to(pos_st(pos)->move) : SQ_NONE;
 	text_key(&t, "moves", false);
 	TEXT_LIT(&t, "[");
 	for (int i = 0; i < nmoves; i++) {
@@ -249,6 +252,13 @@ char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *
 		if (m->flags & BOOKDB_MOVE_AVOIDED) {
 			text_key(&t, "avoided", false);
 			TEXT_LIT(&t, "true");
+		}
+		/* As a player writes it (▲５八金右, △同　歩), for the explorer; last,
+		 * so that the members before keep their places. */
+		char name[JA_MOVE_MAX];
+		if (ja_move_write(pos, m->move, prev_to, true, legal, nlegal, name)) {
+			text_key(&t, "name", false);
+			text_string(&t, name);
 		}
 		TEXT_LIT(&t, "}");
 	}

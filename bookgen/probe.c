@@ -53,6 +53,7 @@ struct Probe {
 	int nlines;
 	Worker *workers;
 	ProbeStats *st;
+	int burst; /* new positions a walk thinks before it yields */
 	char *err;
 	int ret;
 	double start;
@@ -251,7 +252,7 @@ static int walk(Probe *p, Worker *w, const Line *l)
 	const ProbeOptions *o = p->opt;
 	int max_plies = o->max_plies > 0 ? o->max_plies : 32;
 	if (max_plies > POS_MAX_STATES - 1) max_plies = POS_MAX_STATES - 1;
-	int burst = o->burst > 0 ? o->burst : 8;
+	int burst = p->burst;
 	int max_moves = o->max_moves > 0 ? o->max_moves : 320;
 	const char *root = o->roots && o->nroots > 0 ? o->roots[l->root] : "startpos";
 	int fresh = 0, plies = 0, book_plies = 0;
@@ -347,6 +348,15 @@ static void *worker_main(void *arg)
 		if (fresh == 0 && !should_stop(p)) {
 			l->done = true;
 			p->st->done++;
+		} else if (fresh > 0) {
+			/* What this walk stored may have changed the choices of lines
+			 * already done (a position they share, values backed up through
+			 * it): each is walked once more. */
+			for (int k = 0; k < p->nlines; k++)
+				if (p->lines[k].done) {
+					p->lines[k].done = false;
+					p->st->done--;
+				}
 		}
 		pthread_cond_broadcast(&p->cv);
 	}
@@ -417,6 +427,15 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 	pthread_cond_init(&p.cv, NULL);
 	int ret = make_lines(&p);
 	out->lines = (uint64_t)p.nlines;
+	/* A position budget too small for a burst a line would starve the lines
+	 * served last (and a run of the cycle would starve the same ones again):
+	 * the burst shrinks so that every line is walked at least once. */
+	p.burst = opt->burst > 0 ? opt->burst : 8;
+	if (opt->max_positions && p.nlines > 0 &&
+	    (uint64_t)p.burst * (uint64_t)p.nlines > opt->max_positions)
+		p.burst = opt->max_positions / (uint64_t)p.nlines > 0
+		              ? (int)(opt->max_positions / (uint64_t)p.nlines)
+		              : 1;
 	p.workers = calloc((size_t)opt->nworkers, sizeof *p.workers);
 	if (!ret && (!p.workers || bookdb_writer_new(&p.w, db, SIZE_MAX) < 0))
 		ret = errmsg_set(err, THINK_ERRLEN, THINK_ENOMEM, "probe: %s", "out of memory");

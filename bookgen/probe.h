@@ -19,8 +19,8 @@
  * always the ones walked (a match from the root then leaves the book where the
  * walks stopped, not where a late result turned it). A walk ends after `burst` new positions (the
  * next walk starts from the root and sees the choices changed meanwhile), at `max_plies`, or where
- * the game ends; a line whose walk thinks nothing new is done. Lines are served in proportion to
- * their roots' weights.
+ * the game ends; a line whose walk thinks nothing new is done (until a walk of another line stores
+ * something, which may change its choices). Lines are served in proportion to their roots' weights.
  *
  * Against an opponent that answers the same way in the same game (any engine
  * at a node budget, single-threaded), a match from the same roots then stays

@@ -90,6 +90,10 @@ static int each_line(const char *path, const char *what, char *err,
 		if (!*p || *p == '#') continue;
 		if ((ret = line_fn(ctx, p, strlen(p), lineno, err)) < 0) break;
 	}
+	/* getline's -1 is the end or a read error: only the end is done. */
+	if (ret == 0 && ferror(f))
+		ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_EINPUT,
+		                 "%s '%.400s': read error after line %d", what, path, lineno);
 	free(line);
 	fclose(f);
 	return ret;

@@ -250,7 +250,11 @@ static void collect(Think *t, Slot *s)
 	s->state = SLOT_IDLE;
 	if (s->rc < 0) {
 		if (s->rc == SEARCH_ECANCELED) {
-			sel_release(t->sel, s->key);
+			int rc = sel_release(t->sel, s->key);
+			if (rc < 0)
+				t->ret = errmsg_set(t->err, THINK_ERRLEN,
+				                    rc == SEL_ENOMEM ? THINK_ENOMEM : THINK_EBOOK,
+				                    "think: selection: %s", sel_strerror(rc));
 			return;
 		}
 		t->out->failed++;

@@ -1,5 +1,5 @@
 /*
- * bookgen/think.h — the think loop (issue 6): the selector picks leaves, N
+ * bookgen/think.h — the think loop: the selector picks leaves, N
  * search cores analyse them in parallel (one thread each), every answer is
  * stored with the engine's evaluation of every returned move, committed in
  * batches. Selection runs on the calling thread while the cores think.

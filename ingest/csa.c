@@ -1,72 +1,19 @@
 /*
- * ingest/csa.c — the CSA game-record reader. See csa.h and docs/csa.md.
+ * ingest/csa.c — the CSA game-record reader (kifu_priv.h; the format and
+ * what is accepted: docs/csa.md).
  *
  * The input is split into lines (LF, CR LF or CR), each line into
  * statements at commas (a comment swallows the rest of its line, commas
  * included). Every statement is dispatched on its first byte. Nothing here
  * interprets names or comments as text: they are copied as bytes.
  */
-#include "ingest/csa.h"
+#include "ingest/kifu_priv.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct CsaReader {
-	const unsigned char *buf;
-	size_t len;
-	size_t off;  /* start of the next line */
-	int line;    /* number of the line last returned */
-	void *owned; /* the file's bytes when opened with csa_reader_open_file */
-	char *name;
-	char err[CSA_ERRLEN];
-	int err_line;
-};
-
-const char *csa_strerror(int code)
-{
-	switch (code) {
-	case CSA_OK:
-		return "success";
-	case CSA_EPARSE:
-		return "malformed CSA record";
-	case CSA_ENOMEM:
-		return "out of memory";
-	case CSA_EIO:
-		return "cannot read input";
-	case CSA_EILLEGAL:
-		return "impossible start position";
-	default:
-		return "unknown error";
-	}
-}
-
-static const char *const END_NAMES[] = {
-    [CSA_END_NONE] = "",
-    [CSA_END_TORYO] = "TORYO",
-    [CSA_END_CHUDAN] = "CHUDAN",
-    [CSA_END_SENNICHITE] = "SENNICHITE",
-    [CSA_END_TIME_UP] = "TIME_UP",
-    [CSA_END_ILLEGAL_MOVE] = "ILLEGAL_MOVE",
-    [CSA_END_BLACK_ILLEGAL_ACTION] = "+ILLEGAL_ACTION",
-    [CSA_END_WHITE_ILLEGAL_ACTION] = "-ILLEGAL_ACTION",
-    [CSA_END_JISHOGI] = "JISHOGI",
-    [CSA_END_KACHI] = "KACHI",
-    [CSA_END_HIKIWAKE] = "HIKIWAKE",
-    [CSA_END_MATTA] = "MATTA",
-    [CSA_END_TSUMI] = "TSUMI",
-    [CSA_END_FUZUMI] = "FUZUMI",
-    [CSA_END_ERROR] = "ERROR",
-    [CSA_END_OTHER] = "",
-};
-
-const char *csa_end_name(CsaEnd end)
-{
-	if ((unsigned)end > CSA_END_OTHER) return "";
-	return END_NAMES[end];
-}
 
 /* CSA piece names by PieceType; kept here so the reader needs no position code. */
 static const char PIECE_NAMES[PT_NB][3] = {"",   "FU", "KY", "KE", "GI", "KA", "HI", "KI",
@@ -84,185 +31,11 @@ static PieceType piece_parse2(const unsigned char *s)
 /* Number of each unpromoted piece type in a full set (both sides). */
 static const int FULL_SET[HAND_PT_NB + 1] = {0, 18, 4, 4, 4, 2, 2, 4, 2};
 
-void csa_record_free(CsaRecord *rec)
-{
-	if (!rec) return;
-	free(rec->version);
-	free(rec->name[0]);
-	free(rec->name[1]);
-	free(rec->event);
-	free(rec->start_time);
-	free(rec->time_limit);
-	free(rec->summary);
-	free(rec->moves);
-	free(rec->text);
-	free(rec);
-}
-
-const char *csa_move_pv(const CsaRecord *rec, size_t i, size_t *len)
-{
-	if (i >= rec->nmoves || !rec->moves[i].pv_len) {
-		*len = 0;
-		return "";
-	}
-	*len = rec->moves[i].pv_len;
-	return rec->text + rec->moves[i].pv_off;
-}
-
-int csa_record_position(Position *pos, const CsaRecord *rec, char *err)
-{
-	if (pos_set(pos, rec->board, rec->hand, rec->side, 1, err) != 0) return CSA_EILLEGAL;
-	return 0;
-}
-
-int csa_record_max_moves(const CsaRecord *rec)
-{
-	if (rec->max_moves > 0) return rec->max_moves;
-	if (rec->event && !strncmp(rec->event, "wdoor+floodgate", 15)) return 256;
-	return 0;
-}
-
-int csa_reader_open_mem(CsaReader **out, const void *buf, size_t len, const char *name)
-{
-	*out = NULL;
-	CsaReader *r = calloc(1, sizeof *r);
-	if (!r) return CSA_ENOMEM;
-	r->name = strdup(name ? name : "-");
-	if (!r->name) {
-		free(r);
-		return CSA_ENOMEM;
-	}
-	r->buf = buf;
-	r->len = buf ? len : 0;
-	/* A UTF-8 byte-order mark is not part of the first statement. */
-	if (r->len >= 3 && r->buf[0] == 0xEF && r->buf[1] == 0xBB && r->buf[2] == 0xBF) r->off = 3;
-	*out = r;
-	return 0;
-}
-
-int csa_read_all(void **out, size_t *len, FILE *f)
-{
-	*out = NULL;
-	*len = 0;
-	size_t cap = 1 << 16, n = 0;
-	unsigned char *buf = malloc(cap);
-	if (!buf) return CSA_ENOMEM;
-	for (;;) {
-		if (n == cap) {
-			unsigned char *nb = realloc(buf, cap * 2);
-			if (!nb) {
-				free(buf);
-				return CSA_ENOMEM;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		size_t k = fread(buf + n, 1, cap - n, f);
-		n += k;
-		if (k == 0) break;
-	}
-	if (ferror(f)) {
-		free(buf);
-		return CSA_EIO;
-	}
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
-int csa_reader_open_file(CsaReader **out, const char *path)
-{
-	*out = NULL;
-	FILE *f = fopen(path, "rb");
-	if (!f) return CSA_EIO;
-	void *buf;
-	size_t len;
-	int rc = csa_read_all(&buf, &len, f);
-	fclose(f);
-	if (rc) return rc;
-	rc = csa_reader_open_mem(out, buf, len, path);
-	if (rc) {
-		free(buf);
-		return rc;
-	}
-	(*out)->owned = buf;
-	return 0;
-}
-
-void csa_reader_free(CsaReader *r)
-{
-	if (!r) return;
-	free(r->owned);
-	free(r->name);
-	free(r);
-}
-
-const char *csa_reader_error(const CsaReader *r)
-{
-	return r->err;
-}
-int csa_reader_error_line(const CsaReader *r)
-{
-	return r->err_line;
-}
-const char *csa_reader_name(const CsaReader *r)
-{
-	return r->name;
-}
-
-/* ---- lines and messages ---------------------------------------------- */
-
-/* Returns the next line (without its end) or false at the end of input. */
-static bool next_line(CsaReader *r, const unsigned char **s, size_t *n)
-{
-	if (r->off >= r->len) return false;
-	const unsigned char *p = r->buf + r->off, *end = r->buf + r->len, *q = p;
-	while (q < end && *q != '\n' && *q != '\r') q++;
-	*s = p;
-	*n = (size_t)(q - p);
-	if (q < end && *q == '\r') q++;
-	if (q < end && *q == '\n') q++;
-	r->off = (size_t)(q - r->buf);
-	r->line++;
-	return true;
-}
-
-/* Copies at most 24 bytes of s into out, printable ASCII as is, others as \xNN,
- * so that messages stay readable whatever the input holds. */
-static void quote(char *out, size_t cap, const unsigned char *s, size_t n)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < n && i < 24 && o + 5 < cap; i++) {
-		if (s[i] >= 0x20 && s[i] < 0x7f)
-			out[o++] = (char)s[i];
-		else
-			o += (size_t)snprintf(out + o, cap - o, "\\x%02X", s[i]);
-	}
-	if (n > 24 && o + 4 < cap) {
-		memcpy(out + o, "...", 3);
-		o += 3;
-	}
-	out[o] = 0;
-}
-
-static int fail(CsaReader *r, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(CsaReader *r, int line, const char *fmt, ...)
-{
-	int n = snprintf(r->err, sizeof r->err, "%s:%d: ", r->name, line);
-	if (n < 0 || (size_t)n >= sizeof r->err) n = 0;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(r->err + n, sizeof r->err - (size_t)n, fmt, ap);
-	va_end(ap);
-	r->err_line = line;
-	return CSA_EPARSE;
-}
-
 /* ---- the record being built ------------------------------------------ */
 
 typedef struct {
-	CsaReader *r;
-	CsaRecord *rec;
+	KifuReader *r;
+	KifuRecord *rec;
 	int line;
 	bool any;                /* a statement (not a comment) was seen */
 	bool has_side;           /* the side-to-move line was seen */
@@ -275,30 +48,19 @@ typedef struct {
 	bool last_is_end; /* the last statement was the % ending (for its T) */
 } Builder;
 
-static char *dupn(const unsigned char *s, size_t n)
-{
-	char *d = malloc(n + 1);
-	if (!d) return NULL;
-	memcpy(d, s, n);
-	d[n] = 0;
-	return d;
-}
-
 static int set_str(char **dst, const unsigned char *s, size_t n)
 {
-	free(*dst);
-	*dst = dupn(s, n);
-	return *dst ? 0 : CSA_ENOMEM;
+	return kifu_set_str(dst, s, n);
 }
 
 static int text_add(Builder *b, const unsigned char *s, size_t n, uint32_t *off)
 {
-	CsaRecord *rec = b->rec;
+	KifuRecord *rec = b->rec;
 	if (rec->text_len + n + 1 > b->cap_text) {
 		size_t cap = b->cap_text ? b->cap_text : 1024;
 		while (cap < rec->text_len + n + 1) cap *= 2;
 		char *t = realloc(rec->text, cap);
-		if (!t) return CSA_ENOMEM;
+		if (!t) return KIFU_ENOMEM;
 		rec->text = t;
 		b->cap_text = cap;
 	}
@@ -344,12 +106,12 @@ static bool starts(const unsigned char *s, size_t n, const char *prefix)
 /* Floodgate's informative comments; anything else is skipped. */
 static int on_comment(Builder *b, const unsigned char *s, size_t n)
 {
-	CsaRecord *rec = b->rec;
+	KifuRecord *rec = b->rec;
 	s++, n--; /* the apostrophe */
 	if (starts(s, n, "**")) {
 		/* An evaluation belongs to the move it follows, once. */
 		if (!rec->nmoves || b->last_is_end || rec->end) return 0;
-		CsaMove *m = &rec->moves[rec->nmoves - 1];
+		KifuMove *m = &rec->moves[rec->nmoves - 1];
 		if (m->has_eval) return 0;
 		size_t i = 2;
 		while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
@@ -414,9 +176,9 @@ static int take_from_box(Builder *b, PieceType pt, bool to_hand, const unsigned 
 	if (to_hand && hand_count(b->rec->hand[0], base) + hand_count(b->rec->hand[1], base) >=
 	                   FULL_SET[base]) {
 		char q[40];
-		quote(q, sizeof q, tok, toklen);
-		return fail(b->r, b->line, "too many %s pieces in hand at '%s'", PIECE_NAMES[base],
-		            q);
+		kifu_quote(q, sizeof q, tok, toklen);
+		return kifu_fail(b->r, b->line, "too many %s pieces in hand at '%s'",
+		                 PIECE_NAMES[base], q);
 	}
 	return 0;
 }
@@ -424,12 +186,12 @@ static int take_from_box(Builder *b, PieceType pt, bool to_hand, const unsigned 
 static int place(Builder *b, Color c, Square sq, PieceType pt, const unsigned char *tok,
                  size_t toklen)
 {
-	CsaRecord *rec = b->rec;
+	KifuRecord *rec = b->rec;
 	char q[40];
-	if (b->al_done) return fail(b->r, b->line, "piece placed after 00AL");
+	if (b->al_done) return kifu_fail(b->r, b->line, "piece placed after 00AL");
 	if (rec->board[sq] != PIECE_NONE) {
-		quote(q, sizeof q, tok, toklen);
-		return fail(b->r, b->line, "square of '%s' is already occupied", q);
+		kifu_quote(q, sizeof q, tok, toklen);
+		return kifu_fail(b->r, b->line, "square of '%s' is already occupied", q);
 	}
 	int rc = take_from_box(b, pt, false, tok, toklen);
 	if (rc) return rc;
@@ -449,8 +211,9 @@ static int on_pi(Builder *b, const unsigned char *s, size_t n)
 	                                     "+FU+FU+FU+FU+FU+FU+FU+FU+FU",
 	                                     " * +KA *  *  *  *  * +HI * ",
 	                                     "+KY+KE+GI+KI+OU+KI+GI+KE+KY"};
-	CsaRecord *rec = b->rec;
-	if (b->pi || b->board_rows) return fail(b->r, b->line, "PI after another start position");
+	KifuRecord *rec = b->rec;
+	if (b->pi || b->board_rows)
+		return kifu_fail(b->r, b->line, "PI after another start position");
 	b->pi = true;
 	rec->has_position = true;
 	for (int rank = 0; rank < 9; rank++) {
@@ -465,21 +228,21 @@ static int on_pi(Builder *b, const unsigned char *s, size_t n)
 	}
 	if ((n - 2) % 4) {
 		char q[40];
-		quote(q, sizeof q, s, n);
-		return fail(b->r, b->line, "malformed handicap line '%s'", q);
+		kifu_quote(q, sizeof q, s, n);
+		return kifu_fail(b->r, b->line, "malformed handicap line '%s'", q);
 	}
 	for (size_t i = 2; i < n; i += 4) {
 		const unsigned char *t = s + i;
 		PieceType pt = piece_parse2(t + 2);
 		char q[40];
-		quote(q, sizeof q, t, 4);
+		kifu_quote(q, sizeof q, t, 4);
 		if (!is_digit(t[0]) || !is_digit(t[1]) || t[0] == '0' || t[1] == '0' ||
 		    pt == PT_NONE)
-			return fail(b->r, b->line, "malformed handicap '%s'", q);
+			return kifu_fail(b->r, b->line, "malformed handicap '%s'", q);
 		Square sq = sq_make(t[0] - '1', t[1] - '1');
 		if (rec->board[sq] == PIECE_NONE || piece_type(rec->board[sq]) != pt)
-			return fail(b->r, b->line,
-			            "handicap '%s' names no piece of the start position", q);
+			return kifu_fail(b->r, b->line,
+			                 "handicap '%s' names no piece of the start position", q);
 		rec->board[sq] = PIECE_NONE;
 		b->box[pt_unpromote(pt)]++;
 	}
@@ -489,8 +252,8 @@ static int on_pi(Builder *b, const unsigned char *s, size_t n)
 /* "P<rank>" + nine cells of three bytes; a cell not starting with + or - is empty. */
 static int on_row(Builder *b, const unsigned char *s, size_t n)
 {
-	CsaRecord *rec = b->rec;
-	if (b->pi) return fail(b->r, b->line, "board line after PI");
+	KifuRecord *rec = b->rec;
+	if (b->pi) return kifu_fail(b->r, b->line, "board line after PI");
 	b->board_rows = true;
 	rec->has_position = true;
 	int rank = s[1] - '1';
@@ -498,12 +261,13 @@ static int on_row(Builder *b, const unsigned char *s, size_t n)
 		size_t o = 2 + 3 * (size_t)i;
 		if (o >= n || (s[o] != '+' && s[o] != '-')) continue;
 		if (o + 3 > n)
-			return fail(b->r, b->line, "truncated square on board line P%c", s[1]);
+			return kifu_fail(b->r, b->line, "truncated square on board line P%c", s[1]);
 		PieceType pt = piece_parse2(s + o + 1);
 		if (pt == PT_NONE) {
 			char q[40];
-			quote(q, sizeof q, s + o, 3);
-			return fail(b->r, b->line, "unknown piece '%s' on board line P%c", q, s[1]);
+			kifu_quote(q, sizeof q, s + o, 3);
+			return kifu_fail(b->r, b->line, "unknown piece '%s' on board line P%c", q,
+			                 s[1]);
 		}
 		int rc = place(b, s[o] == '+' ? BLACK : WHITE, sq_make(8 - i, rank), pt, s + o, 3);
 		if (rc) return rc;
@@ -511,8 +275,9 @@ static int on_row(Builder *b, const unsigned char *s, size_t n)
 	if (n > 2 + 27) {
 		for (size_t o = 29; o < n; o++)
 			if (s[o] != ' ' && s[o] != '\t')
-				return fail(b->r, b->line,
-				            "board line P%c is longer than nine squares", s[1]);
+				return kifu_fail(b->r, b->line,
+				                 "board line P%c is longer than nine squares",
+				                 s[1]);
 	}
 	return 0;
 }
@@ -520,23 +285,23 @@ static int on_row(Builder *b, const unsigned char *s, size_t n)
 /* "P+<sq><piece>..." / "P-...": single pieces; square 00 is the hand, 00AL the rest. */
 static int on_pieces(Builder *b, const unsigned char *s, size_t n)
 {
-	CsaRecord *rec = b->rec;
+	KifuRecord *rec = b->rec;
 	Color c = s[1] == '+' ? BLACK : WHITE;
 	rec->has_position = true;
 	if ((n - 2) % 4) {
 		char q[40];
-		quote(q, sizeof q, s, n);
-		return fail(b->r, b->line, "malformed piece line '%s'", q);
+		kifu_quote(q, sizeof q, s, n);
+		return kifu_fail(b->r, b->line, "malformed piece line '%s'", q);
 	}
 	for (size_t i = 2; i < n; i += 4) {
 		const unsigned char *t = s + i;
 		char q[40];
-		quote(q, sizeof q, t, 4);
+		kifu_quote(q, sizeof q, t, 4);
 		if (!is_digit(t[0]) || !is_digit(t[1]))
-			return fail(b->r, b->line, "malformed square in '%s'", q);
+			return kifu_fail(b->r, b->line, "malformed square in '%s'", q);
 		bool hand = t[0] == '0' && t[1] == '0';
 		if (hand && t[2] == 'A' && t[3] == 'L') {
-			if (b->al_done) return fail(b->r, b->line, "00AL given twice");
+			if (b->al_done) return kifu_fail(b->r, b->line, "00AL given twice");
 			for (int pt = PAWN; pt <= GOLD; pt++)
 				for (; b->box[pt] > 0; b->box[pt]--)
 					rec->hand[c] = hand_add(rec->hand[c], (PieceType)pt);
@@ -544,17 +309,17 @@ static int on_pieces(Builder *b, const unsigned char *s, size_t n)
 			continue;
 		}
 		PieceType pt = piece_parse2(t + 2);
-		if (pt == PT_NONE) return fail(b->r, b->line, "unknown piece in '%s'", q);
+		if (pt == PT_NONE) return kifu_fail(b->r, b->line, "unknown piece in '%s'", q);
 		if (hand) {
-			if (pt > GOLD) return fail(b->r, b->line, "'%s' cannot be in hand", q);
-			if (b->al_done) return fail(b->r, b->line, "piece placed after 00AL");
+			if (pt > GOLD) return kifu_fail(b->r, b->line, "'%s' cannot be in hand", q);
+			if (b->al_done) return kifu_fail(b->r, b->line, "piece placed after 00AL");
 			int rc = take_from_box(b, pt, true, t, 4);
 			if (rc) return rc;
 			rec->hand[c] = hand_add(rec->hand[c], pt);
 			continue;
 		}
 		if (t[0] == '0' || t[1] == '0')
-			return fail(b->r, b->line, "malformed square in '%s'", q);
+			return kifu_fail(b->r, b->line, "malformed square in '%s'", q);
 		int rc = place(b, c, sq_make(t[0] - '1', t[1] - '1'), pt, t, 4);
 		if (rc) return rc;
 	}
@@ -563,40 +328,32 @@ static int on_pieces(Builder *b, const unsigned char *s, size_t n)
 
 static int on_move(Builder *b, const unsigned char *s, size_t n)
 {
-	CsaRecord *rec = b->rec;
+	KifuRecord *rec = b->rec;
 	char q[40];
-	quote(q, sizeof q, s, n);
+	kifu_quote(q, sizeof q, s, n);
 	if (rec->end)
-		return fail(b->r, b->line, "move '%s' after the end of the game (%%%s)", q,
-		            rec->special);
+		return kifu_fail(b->r, b->line, "move '%s' after the end of the game (%%%s)", q,
+		                 rec->special);
 	bool ok = n == 7 && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3]) && is_digit(s[4]) &&
 	          s[3] != '0' && s[4] != '0' && ((s[1] == '0') == (s[2] == '0')) &&
 	          piece_parse2(s + 5) != PT_NONE;
-	if (!ok) return fail(b->r, b->line, "malformed move '%s'", q);
+	if (!ok) return kifu_fail(b->r, b->line, "malformed move '%s'", q);
 	if (!b->has_side) {
 		/* No side-to-move line: the first move tells. */
 		rec->side = s[0] == '+' ? BLACK : WHITE;
 		b->has_side = true;
 	}
-	if (rec->nmoves == b->cap_moves) {
-		size_t cap = b->cap_moves ? b->cap_moves * 2 : 128;
-		CsaMove *m = realloc(rec->moves, cap * sizeof *m);
-		if (!m) return CSA_ENOMEM;
-		rec->moves = m;
-		b->cap_moves = cap;
-	}
-	CsaMove *m = &rec->moves[rec->nmoves++];
-	memset(m, 0, sizeof *m);
+	KifuMove *m = kifu_add_move(rec, &b->cap_moves);
+	if (!m) return KIFU_ENOMEM;
 	memcpy(m->token, s, 7);
 	m->line = b->line;
-	m->time_ms = -1;
 	return 0;
 }
 
 /* "T<seconds>[.<fraction>]" */
 static int on_time(Builder *b, const unsigned char *s, size_t n)
 {
-	CsaRecord *rec = b->rec;
+	KifuRecord *rec = b->rec;
 	size_t i = 1;
 	int64_t ms = 0;
 	if (i >= n || !is_digit(s[i])) goto bad;
@@ -616,26 +373,23 @@ static int on_time(Builder *b, const unsigned char *s, size_t n)
 	return 0;
 bad : {
 	char q[40];
-	quote(q, sizeof q, s, n);
-	return fail(b->r, b->line, "malformed time '%s'", q);
+	kifu_quote(q, sizeof q, s, n);
+	return kifu_fail(b->r, b->line, "malformed time '%s'", q);
 }
 }
 
 static int on_special(Builder *b, const unsigned char *s, size_t n)
 {
-	CsaRecord *rec = b->rec;
+	KifuRecord *rec = b->rec;
 	if (rec->end) return 0; /* some producers repeat the ending; the first one counts */
 	size_t k = n - 1 < sizeof rec->special - 1 ? n - 1 : sizeof rec->special - 1;
-	CsaEnd e = CSA_END_OTHER;
-	for (int i = CSA_END_TORYO; i < CSA_END_OTHER; i++)
-		if (strlen(END_NAMES[i]) == n - 1 && !memcmp(END_NAMES[i], s + 1, n - 1))
-			e = (CsaEnd)i;
-	if (e == CSA_END_OTHER) {
+	GameClaim e = game_claim_parse((const char *)s + 1, n - 1);
+	if (e == GAME_CLAIM_OTHER) {
 		for (size_t i = 1; i < n; i++)
 			if (s[i] <= 0x20 || s[i] >= 0x7f) {
 				char q[40];
-				quote(q, sizeof q, s, n);
-				return fail(b->r, b->line, "malformed special move '%s'", q);
+				kifu_quote(q, sizeof q, s, n);
+				return kifu_fail(b->r, b->line, "malformed special move '%s'", q);
 			}
 	}
 	memcpy(rec->special, s + 1, k);
@@ -649,11 +403,11 @@ static int on_special(Builder *b, const unsigned char *s, size_t n)
 
 static int on_statement(Builder *b, const unsigned char *s, size_t n)
 {
-	CsaRecord *rec = b->rec;
+	KifuRecord *rec = b->rec;
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
 	if (!n) return 0;
 	char q[40];
-	quote(q, sizeof q, s, n);
+	kifu_quote(q, sizeof q, s, n);
 	bool was_end = b->last_is_end;
 	b->last_is_end = false;
 	if (!b->any) rec->first_line = b->line;
@@ -661,8 +415,8 @@ static int on_statement(Builder *b, const unsigned char *s, size_t n)
 	switch (s[0]) {
 	case 'V':
 		if (rec->has_position || rec->nmoves)
-			return fail(b->r, b->line,
-			            "version line '%s' inside a record (missing '/')", q);
+			return kifu_fail(b->r, b->line,
+			                 "version line '%s' inside a record (missing '/')", q);
 		return set_str(&rec->version, s, n);
 	case 'N':
 		if (n < 2 || (s[1] != '+' && s[1] != '-')) break;
@@ -687,7 +441,8 @@ static int on_statement(Builder *b, const unsigned char *s, size_t n)
 	case 'P':
 		if (n < 2) break;
 		if (b->has_side || rec->nmoves)
-			return fail(b->r, b->line, "position line '%s' after the side to move", q);
+			return kifu_fail(b->r, b->line, "position line '%s' after the side to move",
+			                 q);
 		if (s[1] == 'I') return on_pi(b, s, n);
 		if (s[1] >= '1' && s[1] <= '9') return on_row(b, s, n);
 		if (s[1] == '+' || s[1] == '-') return on_pieces(b, s, n);
@@ -696,7 +451,7 @@ static int on_statement(Builder *b, const unsigned char *s, size_t n)
 	case '-':
 		if (n == 1) {
 			if (b->has_side || rec->nmoves)
-				return fail(b->r, b->line, "second side-to-move line '%s'", q);
+				return kifu_fail(b->r, b->line, "second side-to-move line '%s'", q);
 			rec->side = s[0] == '+' ? BLACK : WHITE;
 			b->has_side = true;
 			return 0;
@@ -712,7 +467,7 @@ static int on_statement(Builder *b, const unsigned char *s, size_t n)
 	default:
 		break;
 	}
-	return fail(b->r, b->line, "unknown statement '%s'", q);
+	return kifu_fail(b->r, b->line, "unknown statement '%s'", q);
 }
 
 static int on_line(Builder *b, const unsigned char *s, size_t n)
@@ -731,33 +486,29 @@ static int on_line(Builder *b, const unsigned char *s, size_t n)
 }
 
 /* Skips to just after the next "/" line (or the end), after a bad record. */
-static void skip_record(CsaReader *r)
+static void skip_record(KifuReader *r)
 {
 	const unsigned char *s;
 	size_t n;
-	while (next_line(r, &s, &n)) {
+	while (kifu_next_line(r, &s, &n)) {
 		while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
 		if (n == 1 && s[0] == '/') return;
 	}
 }
 
-int csa_reader_next(CsaReader *r, CsaRecord **out)
+int csa_next(KifuReader *r, KifuRecord **out)
 {
-	*out = NULL;
-	r->err[0] = 0;
-	r->err_line = 0;
 	for (;;) {
 		if (r->off >= r->len) return 0;
 		Builder b = {.r = r};
-		b.rec = calloc(1, sizeof *b.rec);
-		if (!b.rec) return CSA_ENOMEM;
-		b.rec->end_time_ms = -1;
+		b.rec = kifu_record_new(KIFU_CSA);
+		if (!b.rec) return KIFU_ENOMEM;
 		memcpy(b.box, FULL_SET, sizeof b.box);
 		const unsigned char *s;
 		size_t n;
 		bool sep = false;
 		int rc = 0;
-		while (next_line(r, &s, &n)) {
+		while (kifu_next_line(r, &s, &n)) {
 			b.line = r->line;
 			size_t t = n;
 			while (t && (s[t - 1] == ' ' || s[t - 1] == '\t')) t--;
@@ -769,13 +520,13 @@ int csa_reader_next(CsaReader *r, CsaRecord **out)
 			if (rc) break;
 		}
 		if (rc) {
-			csa_record_free(b.rec);
-			if (rc == CSA_EPARSE && !sep) skip_record(r);
+			kifu_record_free(b.rec);
+			if (rc == KIFU_EPARSE && !sep) skip_record(r);
 			return rc;
 		}
 		if (!b.any) {
 			/* Only comments (or nothing) before the separator: not a record. */
-			csa_record_free(b.rec);
+			kifu_record_free(b.rec);
 			continue;
 		}
 		if (!b.rec->has_position) {
@@ -785,7 +536,7 @@ int csa_reader_next(CsaReader *r, CsaRecord **out)
 			tmp.line = b.rec->first_line;
 			rc = on_pi(&tmp, (const unsigned char *)"PI", 2);
 			if (rc) {
-				csa_record_free(b.rec);
+				kifu_record_free(b.rec);
 				return rc;
 			}
 		}

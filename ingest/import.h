@@ -1,5 +1,6 @@
 /*
- * ingest/import.h — a YaneuraOu DB2016 book into the book store.
+ * ingest/import.h — a YaneuraOu DB2016 book or an Apery binary book into the
+ * book store.
  *
  * Every record's position gets the record's moves with their values as
  * engine evaluations (source INGEST_SOURCE_IMPORT, the book's depth), and is
@@ -25,5 +26,27 @@
  */
 int import_db2016(IngestStats *stats, BookDB *db, const char *path, BookPrefer prefer,
                   bool progress);
+
+/*
+ * Imports an Apery binary book (shogi/apery.h) into db the same way: each
+ * position gets the file's moves with their scores as engine evaluations
+ * (depth 0; Apery's counts are its games without their results, so they are
+ * not kept). Apery's keys name no position: the positions are found by
+ * walking from the start position along the book's own moves (breadth
+ * first, so each position's ply is the shortest line's); entries no such
+ * line reaches are counted in stats->unreached and said once in the errors,
+ * an entry whose move is not legal where its key leads is listed and left
+ * out. Returns 0, INGEST_EIO when the file cannot be read or is not a whole
+ * number of 16-byte entries, INGEST_ENOMEM or INGEST_EBOOK.
+ */
+int import_apery(IngestStats *stats, BookDB *db, const char *path, BookPrefer prefer,
+                 bool progress);
+
+/* True when path is an Apery book: named *.bin, or binary and a whole number
+ * of 16-byte entries (a DB2016 book is text). */
+bool import_is_apery(const char *path);
+
+/* import_apery or import_db2016, as import_is_apery says. */
+int import_book(IngestStats *stats, BookDB *db, const char *path, BookPrefer prefer, bool progress);
 
 #endif

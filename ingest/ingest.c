@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "bookdb/game.h"
-#include "ingest/csa.h"
 #include "ingest/replay.h"
 #include "shogi/clock.h"
 #include "shogi/grow.h"
@@ -143,7 +142,7 @@ static int cmp_entry(const void *pa, const void *pb)
 	return a->ply < b->ply ? -1 : a->ply > b->ply;
 }
 
-static void add_ply(Writer *wr, BookRecord *rec, const Ply *p, ReplayWinner winner)
+static void add_ply(Writer *wr, BookRecord *rec, const Ply *p, GameWinner winner)
 {
 	if (p->ply < rec->min_ply) rec->min_ply = p->ply;
 	BookMove *bm = NULL;
@@ -162,12 +161,12 @@ static void add_ply(Writer *wr, BookRecord *rec, const Ply *p, ReplayWinner winn
 	Color mover = (Color)p->mover;
 	bm->flags |= BOOKDB_MOVE_STATS;
 	bm->count++;
-	if (winner == REPLAY_WINNER_DRAW)
+	if (winner == GAME_WINNER_DRAW)
 		bm->draws++;
-	else if ((winner == REPLAY_WINNER_BLACK && mover == BLACK) ||
-	         (winner == REPLAY_WINNER_WHITE && mover == WHITE))
+	else if ((winner == GAME_WINNER_BLACK && mover == BLACK) ||
+	         (winner == GAME_WINNER_WHITE && mover == WHITE))
 		bm->wins++;
-	else if (winner == REPLAY_WINNER_BLACK || winner == REPLAY_WINNER_WHITE)
+	else if (winner == GAME_WINNER_BLACK || winner == GAME_WINNER_WHITE)
 		bm->losses++;
 	/* A game comment never replaces an evaluation already stored (from a
 	 * search, an import, or an earlier game). */
@@ -404,6 +403,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		for (size_t i = 0; i < r->ngames && result == INGEST_OK; i++) {
 			Game *g = &r->games[i];
 			st->games_read++;
+			st->variations += (uint64_t)g->variations;
 			if (g->status == GAME_SKIP) {
 				st->games_skipped++;
 				continue;
@@ -479,6 +479,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	free(p.results);
 	free(wr.rec);
 	st->seconds = clock_s() - t0;
-	st->files = p.files_seen;
+	st->walk = p.walk;
+	st->files = p.walk.files;
 	return result;
 }

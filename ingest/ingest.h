@@ -1,9 +1,9 @@
 /*
  * ingest/ingest.h — game records into the book.
  *
- * Inputs are files, directories (recursively: *.csa and archives), archives
- * read as streams through libarchive (.7z .zip .tar .tar.gz .tgz .tar.xz
- * .tar.bz2; entries named *.csa), and "-" for standard input. A feeder thread
+ * Inputs are game records in any format ingest/kifu.h reads (CSA, KIF, KI2,
+ * JKF, USI game lines): files, directories and archives as ingest/walk.h
+ * walks them, and "-" for standard input. A feeder thread
  * reads the inputs in order, `jobs` threads parse and replay the games, and
  * the calling thread is the one writer: it applies the games to the book in
  * input order (so the result does not depend on the thread count), batching
@@ -13,7 +13,7 @@
  *
  * Per move played (up to max_ply) the position before it gets: the move, one
  * more count, and a win, draw or loss for the mover by the result the rules
- * decide (ingest/replay.h). A floodgate "'** <score>" comment becomes the
+ * decide (ingest/replay.h). A floodgate "'** <score>" comment (CSA) becomes the
  * engine evaluation of the move it follows (Black-relative score turned to the
  * mover's view; mates mapped to ±VALUE_MATE_IN_MAX; "'** 0" alone is a book
  * move, not an evaluation).
@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "bookdb/bookdb.h"
+#include "ingest/walk.h"
 
 /* Error codes (negative). */
 enum {
@@ -71,9 +72,12 @@ typedef struct {
 typedef struct {
 	uint64_t
 	    files; /* files looked at: regular files in the directories walked, and those named */
+	WalkStats walk;      /* what the walk read and left out (walk.files == files) */
+	uint64_t variations; /* branches of KIF/KI2/JKF records left unread (the main lines are) */
 	uint64_t games_read, games_ingested, games_skipped, games_rejected, duplicates;
 	uint64_t positions_added, moves_added, evals_added;
 	uint64_t plies_stored;
+	uint64_t unreached;    /* import of an Apery book: entries no book line reaches */
 	uint64_t errors_total; /* all errors, also those beyond the list's cap */
 	size_t nerrors;
 	IngestError errors[INGEST_MAX_ERRORS];

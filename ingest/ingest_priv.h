@@ -16,6 +16,7 @@
 
 #include "ingest/ingest.h"
 #include "ingest/replay.h"
+#include "ingest/walk.h"
 #include "shogi/position.h"
 
 /* ---- pipeline data ---------------------------------------------------- */
@@ -45,7 +46,8 @@ enum { GAME_INGEST, GAME_SKIP, GAME_REJECT };
 typedef struct {
 	char *id; /* dedupe id ("id:<floodgate id>" or "h:<hash>") */
 	int status;
-	ReplayWinner winner;
+	GameWinner winner;
+	int variations; /* branches of the record left unread */
 	Ply *plies;
 	size_t nplies;
 } Game;
@@ -83,6 +85,7 @@ typedef struct {
 	 * inputs and the writer print, at most four lines a second between them. */
 	double t0, last_progress;
 	uint64_t files_seen;
+	WalkStats walk; /* the feeder's; read by the writer once the feeder is done */
 } Pipe;
 
 #define WINDOW 256

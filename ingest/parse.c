@@ -1,21 +1,13 @@
 /* ingest/parse.c — the parsers: units to games (ingest_priv.h). */
 #include "ingest/ingest_priv.h"
 
-#include <archive.h>
-#include <archive_entry.h>
-#include <dirent.h>
-#include <errno.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/vfs.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "ingest/csa.h"
+#include "ingest/kifu.h"
 #include "ingest/replay.h"
 #include "shogi/clock.h"
 #include "shogi/grow.h"
@@ -51,7 +43,7 @@ static Game *result_game(Result *r)
 }
 
 /* "2026/06/01 13:00:01" (or a floodgate id's trailing timestamp) → "20260601". */
-static bool game_date(const CsaRecord *rec, char out[9])
+static bool game_date(const KifuRecord *rec, char out[9])
 {
 	const char *s = rec->start_time;
 	if (s && strlen(s) >= 10 && s[4] == '/' && s[7] == '/') {
@@ -76,7 +68,7 @@ static bool game_date(const CsaRecord *rec, char out[9])
 }
 
 /* The floodgate game name: the second '+' field of the id ("floodgate-300-10F"). */
-static bool game_tc(const CsaRecord *rec, char *out, size_t len)
+static bool game_tc(const KifuRecord *rec, char *out, size_t len)
 {
 	const char *e = rec->event;
 	if (!e) return false;
@@ -90,7 +82,7 @@ static bool game_tc(const CsaRecord *rec, char *out, size_t len)
 	return true;
 }
 
-static bool keep_game(const CsaRecord *rec, const IngestOptions *opt)
+static bool keep_game(const KifuRecord *rec, const IngestOptions *opt)
 {
 	if (opt->has_min_rating)
 		for (int c = 0; c < COLOR_NB; c++)
@@ -117,7 +109,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 	return h;
 }
 
-static char *game_id(const CsaRecord *rec, const Position *start)
+static char *game_id(const KifuRecord *rec, const Position *start)
 {
 	if (rec->event && !strncmp(rec->event, "wdoor+", 6)) return ing_printf("id:%s", rec->event);
 	/* No server id: the start position and the moves identify the game. */
@@ -151,7 +143,7 @@ static int16_t mover_eval(int32_t score, Color mover, bool cap9999_is_mate)
 
 typedef struct {
 	Game *game;
-	const CsaRecord *rec;
+	const KifuRecord *rec;
 	int max_ply;
 	bool cap9999_is_mate;
 	size_t cap;
@@ -174,7 +166,7 @@ static int collect_ply(void *ctx, const Position *before, Move m, size_t index)
 	p->ply = (uint16_t)(before->game_ply > 65535 ? 65535 : before->game_ply);
 	p->mover = (uint8_t)before->side;
 	if (c->rec && index < c->rec->nmoves) {
-		const CsaMove *cm = &c->rec->moves[index];
+		const KifuMove *cm = &c->rec->moves[index];
 		if (cm->has_eval && !cm->book) {
 			p->has_eval = true;
 			p->eval = mover_eval(cm->eval, before->side, c->cap9999_is_mate);
@@ -206,27 +198,28 @@ static void clamp_mates(Game *g, const ReplayResult *res, const IngestOptions *o
 			continue;
 		Color winner = p->eval > 0 ? (Color)p->mover : (Color)!p->mover;
 		bool mated =
-		    res->end == REPLAY_END_MATE &&
-		    res->winner == (winner == BLACK ? REPLAY_WINNER_BLACK : REPLAY_WINNER_WHITE) &&
+		    res->end == GAME_END_MATE &&
+		    res->winner == (winner == BLACK ? GAME_WINNER_BLACK : GAME_WINNER_WHITE) &&
 		    (long)res->plies - (long)(k + 1) <= opt->mate_plies;
 		if (!mated && p->eval > opt->mate_clamp) p->eval = (int16_t)opt->mate_clamp;
 		if (!mated && p->eval < -opt->mate_clamp) p->eval = (int16_t)-opt->mate_clamp;
 	}
 }
 
-static void parse_record(Result *r, const char *input, CsaRecord *rec, const IngestOptions *opt,
+static void parse_record(Result *r, const char *input, KifuRecord *rec, const IngestOptions *opt,
                          Position *pos)
 {
 	Game *g = result_game(r);
 	char err[SHOGI_ERRLEN];
 	if (!g) return; /* out of memory: the run ends with INGEST_ENOMEM */
-	if (csa_record_position(pos, rec, err) < 0) {
+	if (kifu_record_position(pos, rec, err) < 0) {
 		g->status = GAME_REJECT;
 		result_error(r, input, rec->first_line,
 		             ing_printf("impossible start position: %s", err));
 		return;
 	}
 	g->id = game_id(rec, pos);
+	g->variations = rec->variations;
 	if (!keep_game(rec, opt)) {
 		g->status = GAME_SKIP;
 		return;
@@ -238,7 +231,7 @@ static void parse_record(Result *r, const char *input, CsaRecord *rec, const Ing
 	}
 	PlyCollect c = {g, rec, opt->max_ply, cap9999, 0, 0};
 	ReplayResult res;
-	int rc = replay_csa(&res, pos, rec, collect_ply, &c);
+	int rc = replay_kifu(&res, pos, rec, collect_ply, &c);
 	if (rc != 0) {
 		g->status = GAME_REJECT;
 		result_error(r, input, res.error_line ? res.error_line : rec->first_line,
@@ -260,7 +253,7 @@ static void parse_record(Result *r, const char *input, CsaRecord *rec, const Ing
 	}
 	g->winner = res.winner;
 	clamp_mates(g, &res, opt);
-	if (res.end == REPLAY_END_ILLEGAL_MOVE && res.error[0]) {
+	if (res.end == GAME_END_ILLEGAL_MOVE && res.error[0]) {
 		result_error(r, input, res.error_line, ing_printf("%s", res.error));
 		if (res.plies == 0) {
 			g->status = GAME_REJECT;
@@ -276,32 +269,32 @@ static void parse_unit(Result *r, const Unit *u, const IngestOptions *opt, Posit
 		result_error(r, u->name, 0, ing_strdup(u->error));
 		return;
 	}
-	CsaReader *rd;
-	if (csa_reader_open_mem(&rd, u->buf, u->len, u->name) < 0) {
+	KifuReader *rd;
+	if (kifu_reader_open_mem(&rd, u->buf, u->len, u->name) < 0) {
 		ing_out_of_memory();
 		return;
 	}
 	for (;;) {
-		CsaRecord *rec = NULL;
-		int rc = csa_reader_next(rd, &rec);
+		KifuRecord *rec = NULL;
+		int rc = kifu_reader_next(rd, &rec);
 		if (rc == 0) break;
-		if (rc == CSA_EPARSE) {
+		if (rc == KIFU_EPARSE) {
 			Game *g = result_game(r);
 			if (!g) break;
 			g->status = GAME_REJECT;
-			result_error(r, u->name, csa_reader_error_line(rd),
-			             ing_printf("%s (record skipped)", csa_reader_error(rd)));
+			result_error(r, u->name, kifu_reader_error_line(rd),
+			             ing_printf("%s (record skipped)", kifu_reader_error(rd)));
 			continue;
 		}
 		if (rc < 0) {
-			if (rc == CSA_ENOMEM) ing_out_of_memory();
-			result_error(r, u->name, 0, ing_printf("%s", csa_strerror(rc)));
+			if (rc == KIFU_ENOMEM) ing_out_of_memory();
+			result_error(r, u->name, 0, ing_printf("%s", kifu_strerror(rc)));
 			break;
 		}
 		parse_record(r, u->name, rec, opt, pos);
-		csa_record_free(rec);
+		kifu_record_free(rec);
 	}
-	csa_reader_free(rd);
+	kifu_reader_free(rd);
 }
 
 void *ing_parser_main(void *arg)

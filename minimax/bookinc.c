@@ -860,7 +860,7 @@ int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const
 	return 0;
 }
 
-int bookmm_plan_apply(BookMinimaxPlan *p, BookTxn *txn, size_t max, char *err, size_t errlen)
+int bookmm_plan_apply(BookMinimaxPlan *p, BookTxn *txn, size_t max, char *err)
 {
 	bool track = bookdb_txn_tracking(txn);
 	bookdb_txn_set_tracking(txn, false); /* minimax's own rewrites are no change to see again */
@@ -877,7 +877,8 @@ int bookmm_plan_apply(BookMinimaxPlan *p, BookTxn *txn, size_t max, char *err, s
 	if (done) rc = finish(&p->c, txn, &p->st, p->jlen);
 	bookdb_txn_set_tracking(txn, track);
 	if (rc < 0)
-		return errmsg_set(err, errlen, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+		return errmsg_set(err, BOOKMM_ERRLEN,
+		                  rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 		                  "minimax: writing the book: %s", bookdb_strerror(rc));
 	return done;
 }

@@ -520,9 +520,10 @@ done:
 }
 
 /* The incremental run when it can answer, else the whole book (which writes
- * itself); with plan, the incremental run's writes are left in *plan. */
+ * itself); with plan, the incremental run's writes are left in *plan. err:
+ * BOOKMM_ERRLEN bytes. */
 static int run_or_full(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db,
-                       const BookmmOptions *opt, char *err, size_t errlen)
+                       const BookmmOptions *opt, char *err)
 {
 	static const BookmmOptions defaults; /* outlives a plan made with it */
 	if (!opt) opt = &defaults;
@@ -537,22 +538,24 @@ static int run_or_full(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db,
 	if (rc == BOOKMM_EFULL) {
 		memset(&st, 0, sizeof st);
 		snprintf(st.full_reason, sizeof st.full_reason, "%s", why);
-		rc = bookmm_full(&st, db, dir, opt, err, errlen);
+		rc = bookmm_full(&st, db, dir, opt, err, BOOKMM_ERRLEN);
 	} else if (rc < 0) {
-		snprintf(err, errlen, "%s", why);
+		errmsg_set(err, BOOKMM_ERRLEN, rc, "%s", why);
 	}
 	if (stats) *stats = st;
 	return rc;
 }
 
-int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err, size_t errlen)
+int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err)
 {
-	return run_or_full(NULL, stats, db, opt, err, errlen);
+	return run_or_full(NULL, stats, db, opt, err);
 }
 
 static int hook_run(void *ctx, BookDB *db, char *err, size_t errlen)
 {
-	return bookmm_run(NULL, db, ctx, err, errlen) < 0 ? -1 : 0;
+	char msg[BOOKMM_ERRLEN];
+	if (bookmm_run(NULL, db, ctx, msg) < 0) return errmsg_set(err, errlen, -1, "%s", msg);
+	return 0;
 }
 
 /*
@@ -586,21 +589,26 @@ static int hook_keys(void *ctx, BookDB *db, BookTxn *txn,
 }
 
 int bookmm_prepare(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db, const BookmmOptions *opt,
-                   char *err, size_t errlen)
+                   char *err)
 {
 	*plan = NULL;
-	return run_or_full(plan, stats, db, opt, err, errlen);
+	return run_or_full(plan, stats, db, opt, err);
 }
 
 static int hook_prepare(void *ctx, BookDB *db, BookMinimaxPlan **plan, char *err, size_t errlen)
 {
-	return bookmm_prepare(plan, NULL, db, ctx, err, errlen) < 0 ? -1 : 0;
+	char msg[BOOKMM_ERRLEN];
+	if (bookmm_prepare(plan, NULL, db, ctx, msg) < 0)
+		return errmsg_set(err, errlen, -1, "%s", msg);
+	return 0;
 }
 
 static int hook_apply(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err, size_t errlen)
 {
-	int rc = bookmm_plan_apply(plan, txn, max, err, errlen);
-	return rc < 0 ? -1 : rc;
+	char msg[BOOKMM_ERRLEN];
+	int rc = bookmm_plan_apply(plan, txn, max, msg);
+	if (rc < 0) return errmsg_set(err, errlen, -1, "%s", msg);
+	return rc;
 }
 
 BookMinimaxHook bookmm_hook(const BookmmOptions *opt)

@@ -88,9 +88,11 @@ typedef struct {
  * analysed again, with the graph the last run kept (minimax/mmfile.h); when
  * that cannot answer (no earlier run, other draw values, the log overflowed,
  * the kept graph is missing or damaged) the whole book is, and
- * stats->full_reason says why.
+ * stats->full_reason says why. On failure returns a negative BOOKMM_E* code
+ * with the message in err (BOOKMM_ERRLEN bytes).
  */
-int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err, size_t errlen);
+#define BOOKMM_ERRLEN 256
+int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err);
 
 /*
  * bookmm_run in two halves (BookMinimaxHook's prepare and apply): the
@@ -101,11 +103,12 @@ int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *e
  * when there is nothing left to write. opt (may be NULL: the defaults) must
  * outlive the plan. A plan applied in several transactions marks the book
  * as a stopped run (mmrun) until its last; one dropped half applied
- * (bookmm_plan_free) is mended by the next run, as a killed run is.
+ * (bookmm_plan_free) is mended by the next run, as a killed run is. err:
+ * BOOKMM_ERRLEN bytes, as bookmm_run's.
  */
 int bookmm_prepare(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db, const BookmmOptions *opt,
-                   char *err, size_t errlen);
-int bookmm_plan_apply(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err, size_t errlen);
+                   char *err);
+int bookmm_plan_apply(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err);
 /* The run's figures so far (rewritten grows as the plan is applied). */
 const BookmmStats *bookmm_plan_stats(const BookMinimaxPlan *plan);
 void bookmm_plan_free(BookMinimaxPlan *plan);

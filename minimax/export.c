@@ -28,6 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shogi/apery.h"
+#include "shogi/db2016.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "bookdb/index.h"
@@ -60,6 +62,24 @@ typedef struct {
 	Move move, ponder;
 	int value, depth;
 } OutMove;
+
+/* One entry of an Apery book, with what orders it: its key, then the
+ * position it comes from (to tell two positions one key names), then the
+ * move's rank (best first). */
+typedef struct {
+	uint64_t key, pos_hi;
+	uint32_t rank;
+	uint16_t move;
+	int32_t score;
+} AperyOut;
+
+static int cmp_apery(const void *a, const void *b)
+{
+	const AperyOut *x = a, *y = b;
+	if (x->key != y->key) return x->key < y->key ? -1 : 1;
+	if (x->pos_hi != y->pos_hi) return x->pos_hi < y->pos_hi ? -1 : 1;
+	return (x->rank > y->rank) - (x->rank < y->rank);
+}
 
 #define fail errmsg_set
 
@@ -153,27 +173,24 @@ static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *po
 static int spill_record(FILE *f, Entry *e, uint64_t off, const BookRecord *rec, const Position *pos,
                         const OutMove *mv, size_t n)
 {
-	char sfen[SFEN_MAX];
-	size_t sl = sfen_write_ply(pos, rec->min_ply, sfen, sizeof sfen);
+	char line[DB2016_LINE_MAX];
+	size_t sl = db2016_format_sfen(line, pos, rec->min_ply);
 	bool minimax = rec->flags & BOOKDB_REC_MINIMAX;
 	long start = ftell(f);
-	if (fprintf(f, "sfen %.*s\n", (int)sl, sfen) < 0) return -1;
+	if (fwrite(line, 1, sl, f) != sl) return -1;
 	for (size_t k = 0; k < n; k++) {
-		char m[USI_MOVE_MAX], p[USI_MOVE_MAX];
-		size_t ml = usi_move_write(mv[k].move, m);
-		size_t pl = mv[k].ponder == MOVE_NONE ? 0 : usi_move_write(mv[k].ponder, p);
 		int value = mv[k].value;
 		/* As peta-shock writes it: same value as the best by another
 		 * route is shown one lower, so an engine prefers the best line. */
 		if (minimax && k > 0 && value == mv[0].value && mv[k].depth != mv[0].depth) value--;
-		if (fprintf(f, "%.*s %.*s %d %d 1\n", (int)ml, m, pl ? (int)pl : 4, pl ? p : "none",
-		            value, mv[k].depth) < 0)
-			return -1;
+		size_t ml =
+		    db2016_format_move_count(line, mv[k].move, mv[k].ponder, value, mv[k].depth, 1);
+		if (fwrite(line, 1, ml, f) != ml) return -1;
 	}
 	long end = ftell(f);
 	if (start < 0 || end < 0) return -1;
 	e->off = off;
-	e->sfen_len = (uint32_t)(5 + sl);
+	e->sfen_len = (uint32_t)(sl - 1); /* "sfen ..." without the newline */
 	e->len = (uint32_t)(end - start);
 	return 0;
 }
@@ -197,6 +214,9 @@ typedef struct {
 	atomic_size_t *done; /* records read by all parts */
 	size_t total;
 	bool reporter; /* the part on the calling thread reports progress */
+	bool apery;    /* an Apery book: entries kept in memory, no spill file */
+	AperyOut *ap;
+	size_t nap, apcap;
 } Part;
 
 #define PROGRESS_EVERY 65536
@@ -212,8 +232,8 @@ static void *run_part(void *arg)
 	p->rc = EXPORT_ENOMEM;
 	if (!rec || !child || !pos || !mv) goto out;
 	p->rc = EXPORT_EIO;
-	if (!(p->spill = fopen(p->spill_path, "w+b"))) goto out;
-	setvbuf(p->spill, NULL, _IOFBF, 1 << 20);
+	if (!p->apery && !(p->spill = fopen(p->spill_path, "w+b"))) goto out;
+	if (p->spill) setvbuf(p->spill, NULL, _IOFBF, 1 << 20);
 	for (size_t i = p->lo; i < p->hi; i++) {
 		const uint8_t *val;
 		size_t len;
@@ -229,6 +249,22 @@ static void *run_part(void *arg)
 		if (bookdb_record_position(pos, rec, NULL) < 0) continue;
 		size_t n = pick_moves(mv, rec, pos, p->ix, child, p->opt);
 		if (n == 0) continue;
+		if (p->apery) {
+			if (array_grow((void **)&p->ap, &p->apcap, p->nap + n, sizeof *p->ap,
+			               1024) < 0) {
+				p->rc = EXPORT_ENOMEM;
+				goto out;
+			}
+			uint64_t key = apery_key(pos);
+			for (size_t k = 0; k < n; k++)
+				p->ap[p->nap++] =
+				    (AperyOut){key, pos_key(pos).hi, (uint32_t)k,
+				               apery_move_encode(mv[k].move), mv[k].value};
+			p->st.positions++;
+			p->st.moves += n;
+			if (rec->flags & BOOKDB_REC_MINIMAX) p->st.minimaxed++;
+			continue;
+		}
 		if (array_grow((void **)&p->idx, &p->cap, p->st.positions + 1, sizeof *p->idx,
 		               1024) < 0) {
 			p->rc = EXPORT_ENOMEM;
@@ -240,6 +276,11 @@ static void *run_part(void *arg)
 		p->st.positions++;
 		p->st.moves += n;
 		if (rec->flags & BOOKDB_REC_MINIMAX) p->st.minimaxed++;
+	}
+	if (p->apery) {
+		qsort(p->ap, p->nap, sizeof *p->ap, cmp_apery);
+		p->rc = 0;
+		goto out;
 	}
 	if (fflush(p->spill) != 0) goto out;
 	p->map_len = off;
@@ -287,9 +328,44 @@ static bool write_merged(FILE *out, Part *parts, int np, const ExportOptions *op
 	}
 }
 
-int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
-                     char *err, size_t errlen)
+/* The parts' sorted Apery entries merged into OUT: 16 bytes each, by key. Of
+ * two positions one key names, the first (the smaller joseki key) is kept. */
+static bool write_merged_apery(FILE *out, Part *parts, int np, const ExportOptions *opt,
+                               ExportStats *st)
 {
+	size_t at[EXPORT_MAX_THREADS] = {0};
+	uint64_t last_key = 0, last_pos = 0;
+	bool any = false;
+	for (size_t k = 0;; k++) {
+		if (opt->progress && k % PROGRESS_EVERY == 0)
+			opt->progress(opt->progress_ctx, "writing", k, st->moves);
+		int best = -1;
+		for (int t = 0; t < np; t++)
+			if (at[t] < parts[t].nap &&
+			    (best < 0 ||
+			     cmp_apery(&parts[t].ap[at[t]], &parts[best].ap[at[best]]) < 0))
+				best = t;
+		if (best < 0) return true;
+		const AperyOut *a = &parts[best].ap[at[best]++];
+		if (any && a->key == last_key && a->pos_hi != last_pos) {
+			st->collisions++;
+			continue;
+		}
+		any = true;
+		last_key = a->key;
+		last_pos = a->pos_hi;
+		uint8_t buf[APERY_ENTRY_SIZE];
+		AperyEntry e = {a->key, a->move, 1, a->score};
+		apery_entry_write(buf, &e);
+		if (fwrite(buf, 1, sizeof buf, out) != sizeof buf) return false;
+		st->entries++;
+	}
+}
+
+static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
+                      const ExportOptions *opt, bool apery, char *err)
+{
+	const size_t errlen = EXPORT_ERRLEN;
 	ExportStats st;
 	memset(&st, 0, sizeof st);
 	Part parts[EXPORT_MAX_THREADS];
@@ -328,6 +404,7 @@ int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const
 		p->done = &done;
 		p->total = n;
 		p->reporter = t == 0;
+		p->apery = apery;
 		p->lo = n * (size_t)t / (size_t)np;
 		p->hi = n * (size_t)(t + 1) / (size_t)np;
 		p->rc = EXPORT_ENOMEM;
@@ -360,8 +437,11 @@ int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const
 		goto done;
 	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
-	bool bad = fprintf(out, "#YANEURAOU-DB2016 1.00\n# NOE:%zu\n", st.positions) < 0 ||
-	           !write_merged(out, parts, np, opt, st.positions);
+	char header[DB2016_LINE_MAX];
+	size_t hl = db2016_format_header(header, st.positions);
+	bool bad = apery ? !write_merged_apery(out, parts, np, opt, &st)
+	                 : fwrite(header, 1, hl, out) != hl ||
+	                       !write_merged(out, parts, np, opt, st.positions);
 	FILE *o = out;
 	out = NULL;
 	int werr = bad ? errno : 0;
@@ -383,6 +463,7 @@ done:
 		if (p->spill_path) unlink(p->spill_path);
 		free(p->spill_path);
 		free(p->idx);
+		free(p->ap);
 	}
 	if (out) fclose(out);
 	if (rc < 0 && tmp_path) unlink(tmp_path);
@@ -391,4 +472,16 @@ done:
 	free(tmp_path);
 	if (stats) *stats = st;
 	return rc;
+}
+
+int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
+                     char *err)
+{
+	return export_run(stats, db, out_path, opt, false, err);
+}
+
+int export_apery(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
+                 char *err)
+{
+	return export_run(stats, db, out_path, opt, true, err);
 }

@@ -1,6 +1,6 @@
 /*
  * minimax/export.h — writes a book as a YaneuraOu DB2016 book sorted for
- * BookOnTheFly (joseki export, docs/minimax.md).
+ * BookOnTheFly, or as an Apery binary book (joseki export, docs/minimax.md).
  */
 #ifndef MINIMAX_EXPORT_H
 #define MINIMAX_EXPORT_H
@@ -40,17 +40,36 @@ typedef struct {
 } ExportOptions;
 
 typedef struct {
-	size_t records;   /* records in the book */
-	size_t positions; /* positions written */
-	size_t moves;     /* move lines written */
-	size_t minimaxed; /* positions written with minimax values */
+	size_t records;    /* records in the book */
+	size_t positions;  /* positions written */
+	size_t moves;      /* move lines written */
+	size_t minimaxed;  /* positions written with minimax values */
+	size_t entries;    /* Apery: entries written */
+	size_t collisions; /* Apery: entries left out, their key naming another position too */
 } ExportStats;
 
 /*
  * Writes db as a YaneuraOu book to out_path (through out_path.tmp, renamed at
- * the end). Records are sorted by the bytes of their "sfen ..." line.
+ * the end). Records are sorted by the bytes of their "sfen ..." line. On
+ * failure returns a negative EXPORT_E* code with the message in err
+ * (EXPORT_ERRLEN bytes).
  */
+#define EXPORT_ERRLEN 512
 int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
-                     char *err, size_t errlen);
+                     char *err);
+
+/*
+ * Writes db as an Apery binary book (shogi/apery.h) to out_path (through
+ * out_path.tmp): for each position the same moves export_yaneuraou writes,
+ * as 16-byte entries (Apery's key, the move, count 1, the value as the
+ * score), sorted by key and best first within a key, as Apery's binary
+ * search and YaneuraOu's reader of Apery books expect. Apery chooses among a
+ * position's moves in proportion to their counts: with all counts 1, give
+ * ExportMoves BEST for the book's best move alone. Two positions with one
+ * Apery key (its hash leaves the opponent's hand out): the first is kept.
+ * Fails as export_yaneuraou.
+ */
+int export_apery(ExportStats *stats, BookDB *db, const char *out_path, const ExportOptions *opt,
+                 char *err);
 
 #endif

@@ -607,7 +607,9 @@ static int write_book(PsRun *p)
 		}
 		setvbuf(pt->out, NULL, _IOFBF, 1 << 20);
 	}
-	if (!rc && fprintf(p->part[0].out, "%s\n# NOE:%zu\n", DB2016_HEADER, p->g.m.n) < 0)
+	char header[DB2016_LINE_MAX];
+	size_t hl = db2016_format_header(header, p->g.m.n);
+	if (!rc && fwrite(header, 1, hl, p->part[0].out) != hl)
 		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", p->part[0].out_path);
 	if (!rc) {
 		run_parts(p, part_write);
@@ -639,8 +641,9 @@ static int write_book(PsRun *p)
 }
 
 int petashock_run(PetashockStats *stats, const char *in_path, const char *out_path,
-                  const PetashockOptions *opt, char *err, size_t errlen)
+                  const PetashockOptions *opt, char *err)
 {
+	const size_t errlen = PETASHOCK_ERRLEN;
 	PsRun *p = calloc(1, sizeof *p);
 	if (!p) return fail(err, errlen, PETASHOCK_ENOMEM, "out of memory");
 	p->in_path = in_path;

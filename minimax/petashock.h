@@ -67,9 +67,10 @@ typedef struct {
  * Reads in_path, writes out_path (through a temporary file renamed at the
  * end, so a failed run leaves no partial output). stats may be NULL. On
  * failure returns a negative PETASHOCK_E* code with a message naming the file
- * in err (errlen bytes).
+ * in err (PETASHOCK_ERRLEN bytes).
  */
+#define PETASHOCK_ERRLEN 512
 int petashock_run(PetashockStats *stats, const char *in_path, const char *out_path,
-                  const PetashockOptions *opt, char *err, size_t errlen);
+                  const PetashockOptions *opt, char *err);
 
 #endif

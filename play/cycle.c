@@ -536,7 +536,28 @@ static int step_think(void *ctx, BookDB *db, char *err)
 {
 	Run *r = ctx;
 	char terr[THINK_ERRLEN];
-	int rc = think_run(&r->think, db, &r->opt->think, terr);
+	int rc;
+	if (r->opt->probe.opponents) {
+		/* The lines the match's opponent plays from the roots, walked. */
+		ProbeOptions po = r->opt->probe;
+		const ThinkOptions *t = &r->opt->think;
+		po.engines = t->engines;
+		po.nworkers = t->nengines;
+		po.budget = t->budget;
+		po.multipv = t->multipv;
+		po.roots = t->roots;
+		po.root_weights = t->root_weights;
+		po.nroots = t->nroots;
+		po.max_positions = t->max_positions;
+		po.max_seconds = t->max_seconds;
+		po.stop = t->stop;
+		po.minimax = r->opt->minimax;
+		ProbeStats ps;
+		rc = probe_run(&ps, db, &po, terr);
+		r->think.thought = ps.thought;
+	} else {
+		rc = think_run(&r->think, db, &r->opt->think, terr);
+	}
 	if (rc < 0) return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ESTEP, "think: %s", terr);
 	r->st.thought = r->think.thought;
 	if (r->opt->stop && *r->opt->stop) {

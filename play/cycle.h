@@ -23,6 +23,7 @@
 #include "bookdb/bookdb.h"
 #include "bookdb/minimax_hook.h"
 #include "play/match.h"
+#include "bookgen/probe.h"
 #include "bookgen/think.h"
 
 enum {
@@ -137,6 +138,11 @@ typedef struct {
 	CyclePruneOptions prune;
 	int plies;          /* extend: positions after the first out of book */
 	ThinkOptions think; /* first is the queue's (think_run); roots: the openings, or --roots */
+	/* With probe.opponents set (one per think engine; opp_budget, book_side,
+	 * max_plies, burst), the think step walks the lines those opponents play
+	 * from think's roots (bookgen/probe.h) instead of selecting; the rest of
+	 * ProbeOptions is taken from think and minimax. */
+	ProbeOptions probe;
 	BookMinimaxHook minimax;           /* backs the values up (bookmm_hook(); unset: none) */
 	const volatile sig_atomic_t *stop; /* raised: the current step ends, the state is kept */
 	void (*on_generation)(void *ctx, const CycleGenStats *g);     /* after each generation */

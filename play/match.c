@@ -93,78 +93,6 @@ static const char *end_csa_word(MatchEnd end)
 	}
 }
 
-/* ---- openings ---------------------------------------------------------- */
-
-void match_openings_free(char **openings, int n)
-{
-	if (!openings) return;
-	for (int i = 0; i < n; i++) free(openings[i]);
-	free(openings);
-}
-
-int match_openings_load(char ***out, const char *path, char *err)
-{
-	*out = NULL;
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		snprintf(err, MATCH_ERRLEN, "%s: %s", path, strerror(errno));
-		return MATCH_EIO;
-	}
-	Position *pos = malloc(sizeof *pos);
-	char **list = NULL, *line = NULL;
-	size_t cap = 0;
-	int n = 0, ncap = 0, lineno = 0, rc = 0;
-	ssize_t len;
-	if (!pos) rc = MATCH_ENOMEM;
-	while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
-		lineno++;
-		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' ||
-		                   line[len - 1] == ' ' || line[len - 1] == '\t'))
-			line[--len] = '\0';
-		char *s = line;
-		while (*s == ' ' || *s == '\t') s++;
-		if (!*s || *s == '#') continue;
-		char perr[SHOGI_ERRLEN];
-		if (position_parse(pos, s, perr) < 0) {
-			snprintf(err, MATCH_ERRLEN, "%s:%d: %s", path, lineno, perr);
-			rc = MATCH_EINVAL;
-			break;
-		}
-		if (n == ncap) {
-			ncap = ncap ? ncap * 2 : 16;
-			char **grown = realloc(list, (size_t)ncap * sizeof *list);
-			if (!grown) {
-				rc = MATCH_ENOMEM;
-				break;
-			}
-			list = grown;
-		}
-		if (!(list[n] = strdup(s))) {
-			rc = MATCH_ENOMEM;
-			break;
-		}
-		n++;
-	}
-	if (rc == 0 && ferror(f)) {
-		snprintf(err, MATCH_ERRLEN, "%s: %s", path, strerror(errno));
-		rc = MATCH_EIO;
-	}
-	if (rc == 0 && n == 0) {
-		snprintf(err, MATCH_ERRLEN, "%s: no position in the file", path);
-		rc = MATCH_EINVAL;
-	}
-	if (rc == MATCH_ENOMEM) snprintf(err, MATCH_ERRLEN, "%s: out of memory", path);
-	fclose(f);
-	free(line);
-	free(pos);
-	if (rc < 0) {
-		match_openings_free(list, n);
-		return rc;
-	}
-	*out = list;
-	return n;
-}
-
 /* ---- the match ----------------------------------------------------------- */
 
 typedef struct Match Match;
@@ -410,51 +338,17 @@ static int write_record(Worker *w, int index, const MatchGame *g)
 	    .ncomments = g->detail[0] ? 2 : 1,
 	};
 	FILE *f = fopen(path, "w");
-	if (!f) {
-		snprintf(w->err, MATCH_ERRLEN, "%.400s: %s", path, strerror(errno));
-		return MATCH_EIO;
-	}
+	if (!f)
+		return errmsg_set(w->err, MATCH_ERRLEN, MATCH_EIO, "%.400s: %s", path,
+		                  strerror(errno));
 	int rc = csa_game_write(f, w->pos, &cg, err);
 	bool bad = ferror(f);
 	if (fclose(f) != 0) bad = true;
-	if (rc < 0) {
-		snprintf(w->err, MATCH_ERRLEN, "%.300s: %s", path, err);
-		return MATCH_EIO;
-	}
-	if (bad) {
-		snprintf(w->err, MATCH_ERRLEN, "%.400s: %s", path, strerror(errno));
-		return MATCH_EIO;
-	}
+	if (rc < 0) return errmsg_set(w->err, MATCH_ERRLEN, MATCH_EIO, "%.300s: %s", path, err);
+	if (bad)
+		return errmsg_set(w->err, MATCH_ERRLEN, MATCH_EIO, "%.400s: %s", path,
+		                  strerror(errno));
 	return 0;
-}
-
-/*
- * The game held by pos as a position spec: its set-up position ("startpos"
- * or "sfen ...") and "moves ..."; malloc'd, NULL when out of memory. pos is
- * unwound and played forward again.
- */
-static char *game_spec(Position *pos)
-{
-	int n = pos_history_len(pos);
-	Move moves[POS_MAX_STATES];
-	for (int i = 1; i <= n; i++) moves[i - 1] = pos->states[i].move;
-	for (int i = 0; i < n; i++) pos_undo_move(pos);
-	char sfen[SFEN_MAX];
-	sfen_write(pos, sfen, sizeof sfen);
-	size_t cap = SFEN_MAX + 16 + (size_t)n * USI_MOVE_MAX, len = 0;
-	char *s = malloc(cap);
-	if (s)
-		len = (size_t)snprintf(s, cap, "%s%s%s",
-		                       strcmp(sfen, SFEN_STARTPOS) ? "sfen " : "startpos",
-		                       strcmp(sfen, SFEN_STARTPOS) ? sfen : "", n ? " moves" : "");
-	for (int i = 0; i < n; i++) {
-		if (s) {
-			s[len++] = ' ';
-			len += usi_move_write(moves[i], s + len);
-		}
-		pos_do_move(pos, moves[i]);
-	}
-	return s;
 }
 
 /* Plays game index into g. Returns 0, 1 when cancelled, or MATCH_EIO. */
@@ -518,10 +412,8 @@ static int play_game(Worker *w, int index, MatchGame *g)
 	g->winner = winner;
 	g->result = winner < 0 ? 0 : winner == (int)g->a_color ? 1 : -1;
 	g->plies = pos_history_len(pos);
-	if (!(g->usi = game_spec(pos))) {
-		snprintf(w->err, MATCH_ERRLEN, "out of memory");
-		return MATCH_ENOMEM;
-	}
+	if (!(g->usi = position_spec_write(pos)))
+		return errmsg_set(w->err, MATCH_ERRLEN, MATCH_ENOMEM, "out of memory");
 	if (opt->out_dir) return write_record(w, index, g);
 	return 0;
 }
@@ -642,10 +534,10 @@ static int builtin_hash(size_t *mb, const MatchSide *side, char *err)
 		long v = strtol(o->value, &end, 10);
 		if ((strcmp(o->name, "USI_Hash") && strcmp(o->name, "Hash")) || *end || v < 1 ||
 		    v > 65536) {
-			snprintf(err, MATCH_ERRLEN,
-			         "builtin engine: option %s=%s not taken (only USI_Hash=1..65536)",
-			         o->name, o->value);
-			return MATCH_EINVAL;
+			return errmsg_set(
+			    err, MATCH_ERRLEN, MATCH_EINVAL,
+			    "builtin engine: option %s=%s not taken (only USI_Hash=1..65536)",
+			    o->name, o->value);
 		}
 		*mb = (size_t)v;
 	}
@@ -660,10 +552,9 @@ static int open_engine(Worker *w, int s, char *err)
 		size_t mb;
 		int rc = builtin_hash(&mb, side, err);
 		if (rc < 0) return rc;
-		if (builtin_engine_new(&w->eng[s], mb, &w->m->halt) < 0) {
-			snprintf(err, MATCH_ERRLEN, "builtin engine: out of memory");
-			return MATCH_ENOMEM;
-		}
+		if (builtin_engine_new(&w->eng[s], mb, &w->m->halt) < 0)
+			return errmsg_set(err, MATCH_ERRLEN, MATCH_ENOMEM,
+			                  "builtin engine: out of memory");
 		return 0;
 	}
 	UsiEngineConfig cfg;
@@ -682,11 +573,9 @@ static int open_engine(Worker *w, int s, char *err)
 		cfg.log_path = log;
 	}
 	int rc = usi_engine_open(&w->usi[s], &cfg, serr);
-	if (rc < 0) {
-		snprintf(err, MATCH_ERRLEN, "engine %c (%s): %s", s ? 'B' : 'A', side->engine,
-		         serr);
-		return MATCH_ENGINE;
-	}
+	if (rc < 0)
+		return errmsg_set(err, MATCH_ERRLEN, MATCH_ENGINE, "engine %c (%s): %s",
+		                  s ? 'B' : 'A', side->engine, serr);
 	w->eng[s] = usi_engine_search(w->usi[s]);
 	return 0;
 }
@@ -711,10 +600,8 @@ static int worker_init(Worker *w, Match *m, int id, char *err)
 	w->rec = malloc(sizeof *w->rec);
 	w->info = calloc(POS_MAX_STATES, sizeof *w->info);
 	w->pv = calloc(POS_MAX_STATES, sizeof *w->pv);
-	if (!w->pos || !w->res || !w->rec || !w->info || !w->pv) {
-		snprintf(err, MATCH_ERRLEN, "out of memory");
-		return MATCH_ENOMEM;
-	}
+	if (!w->pos || !w->res || !w->rec || !w->info || !w->pv)
+		return errmsg_set(err, MATCH_ERRLEN, MATCH_ENOMEM, "out of memory");
 	for (int s = 0; s < 2; s++) {
 		int rc = open_engine(w, s, err);
 		if (rc < 0) return rc;
@@ -724,18 +611,14 @@ static int worker_init(Worker *w, Match *m, int id, char *err)
 
 static int check_options(const MatchOptions *opt, int max_moves, char *err)
 {
-	if (opt->games < 1) {
-		snprintf(err, MATCH_ERRLEN, "--games must be at least 1");
-		return MATCH_EINVAL;
-	}
-	if (opt->concurrency < 1 || opt->concurrency > MATCH_CONCURRENCY_MAX) {
-		snprintf(err, MATCH_ERRLEN, "--concurrency must be 1..%d", MATCH_CONCURRENCY_MAX);
-		return MATCH_EINVAL;
-	}
-	if (max_moves < 1 || max_moves > MATCH_MAX_MOVES_MAX) {
-		snprintf(err, MATCH_ERRLEN, "--max-moves must be 1..%d", MATCH_MAX_MOVES_MAX);
-		return MATCH_EINVAL;
-	}
+	if (opt->games < 1)
+		return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "--games must be at least 1");
+	if (opt->concurrency < 1 || opt->concurrency > MATCH_CONCURRENCY_MAX)
+		return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "--concurrency must be 1..%d",
+		                  MATCH_CONCURRENCY_MAX);
+	if (max_moves < 1 || max_moves > MATCH_MAX_MOVES_MAX)
+		return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "--max-moves must be 1..%d",
+		                  MATCH_MAX_MOVES_MAX);
 	if (opt->budget.kind == SEARCH_BUDGET_CLOCK) {
 		for (int s = 0; s < 2; s++) {
 			const TimeControl *t = &opt->clock[s];
@@ -755,9 +638,8 @@ static int check_options(const MatchOptions *opt, int max_moves, char *err)
 	} else if ((opt->budget.kind != SEARCH_BUDGET_NODES &&
 	            opt->budget.kind != SEARCH_BUDGET_MOVETIME) ||
 	           opt->budget.amount < 1) {
-		snprintf(err, MATCH_ERRLEN,
-		         "the budget must be nodes or movetime (at least 1), or clocks");
-		return MATCH_EINVAL;
+		return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL,
+		                  "the budget must be nodes or movetime (at least 1), or clocks");
 	}
 	const MatchSprt *t = opt->sprt;
 	if (t && !(t->elo0 < t->elo1 && fabs(t->elo0) <= 1000 && fabs(t->elo1) <= 1000 &&
@@ -766,27 +648,22 @@ static int check_options(const MatchOptions *opt, int max_moves, char *err)
 		                  "SPRT: wants elo0 < elo1 (within ±1000), alpha and beta in (0, "
 		                  "1) with their sum below 1");
 	for (int s = 0; s < 2; s++) {
-		if (!opt->side[s].engine || !opt->side[s].engine[0]) {
-			snprintf(err, MATCH_ERRLEN, "engine %c: none given", s ? 'B' : 'A');
-			return MATCH_EINVAL;
-		}
+		if (!opt->side[s].engine || !opt->side[s].engine[0])
+			return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "engine %c: none given",
+			                  s ? 'B' : 'A');
 	}
 	Position *pos = malloc(sizeof *pos);
-	if (!pos) {
-		snprintf(err, MATCH_ERRLEN, "out of memory");
-		return MATCH_ENOMEM;
-	}
+	if (!pos) return errmsg_set(err, MATCH_ERRLEN, MATCH_ENOMEM, "out of memory");
 	int rc = 0;
 	for (int i = 0; i < opt->nopenings && rc == 0; i++) {
 		char perr[SHOGI_ERRLEN];
 		if (position_parse(pos, opt->openings[i], perr) < 0) {
-			snprintf(err, MATCH_ERRLEN, "opening %d: %s", i + 1, perr);
-			rc = MATCH_EINVAL;
+			rc = errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "opening %d: %s", i + 1,
+			                perr);
 		} else if (pos_history_len(pos) >= max_moves) {
-			snprintf(err, MATCH_ERRLEN,
-			         "opening %d has %d moves, not fewer than the move limit %d", i + 1,
-			         pos_history_len(pos), max_moves);
-			rc = MATCH_EINVAL;
+			rc = errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL,
+			                "opening %d has %d moves, not fewer than the move limit %d",
+			                i + 1, pos_history_len(pos), max_moves);
 		}
 	}
 	free(pos);
@@ -808,10 +685,9 @@ static int open_books(Match *m, char *err)
 		}
 		char berr[BOOKDB_ERRLEN];
 		BookDBOptions bo = {.read_only = true};
-		if (bookdb_open(&m->book[s], dir, &bo, berr) < 0) {
-			snprintf(err, MATCH_ERRLEN, "book %c: %s", s ? 'B' : 'A', berr);
-			return MATCH_EBOOK;
-		}
+		if (bookdb_open(&m->book[s], dir, &bo, berr) < 0)
+			return errmsg_set(err, MATCH_ERRLEN, MATCH_EBOOK, "book %c: %s",
+			                  s ? 'B' : 'A', berr);
 	}
 	return 0;
 }
@@ -849,10 +725,9 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 	int max_moves = opt->max_moves > 0 ? opt->max_moves : MATCH_MAX_MOVES_DEFAULT;
 	int rc = check_options(opt, max_moves, err);
 	if (rc < 0) return rc;
-	if (opt->out_dir && mkdir(opt->out_dir, 0777) < 0 && errno != EEXIST) {
-		snprintf(err, MATCH_ERRLEN, "%s: %s", opt->out_dir, strerror(errno));
-		return MATCH_EIO;
-	}
+	if (opt->out_dir && mkdir(opt->out_dir, 0777) < 0 && errno != EEXIST)
+		return errmsg_set(err, MATCH_ERRLEN, MATCH_EIO, "%s: %s", opt->out_dir,
+		                  strerror(errno));
 	Match m = {.opt = opt, .max_moves = max_moves, .res = out};
 	m.clocked = opt->budget.kind == SEARCH_BUDGET_CLOCK;
 	m.timed = m.clocked || opt->budget.kind == SEARCH_BUDGET_MOVETIME;
@@ -866,8 +741,7 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 	m.counted = calloc((size_t)opt->games, sizeof *m.counted);
 	m.order = shuffled(opt->nopenings, opt->seed);
 	if (!workers || !out->games || !m.counted || !m.order) {
-		snprintf(err, MATCH_ERRLEN, "out of memory");
-		rc = MATCH_ENOMEM;
+		rc = errmsg_set(err, MATCH_ERRLEN, MATCH_ENOMEM, "out of memory");
 		goto done;
 	}
 	out->ngames = opt->games;
@@ -908,10 +782,7 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 	pthread_cond_destroy(&m.ended);
 	pthread_mutex_destroy(&m.lock);
 	out->seconds = clock_s() - m.start;
-	if (m.rc < 0) {
-		rc = m.rc;
-		snprintf(err, MATCH_ERRLEN, "%s", m.err);
-	}
+	if (m.rc < 0) rc = errmsg_set(err, MATCH_ERRLEN, m.rc, "%s", m.err);
 	if (out->played > 0)
 		for (int s = 0; s < 2; s++) {
 			int sum = 0;

@@ -196,18 +196,6 @@ typedef struct {
 } MatchResult;
 
 /*
- * Reads a positions file: one position spec per line (an SFEN, "startpos",
- * either with "moves ..."; a leading "position " or "sfen " is accepted),
- * blank lines and lines starting with '#' skipped. Every line must parse.
- * Returns the number of openings (>= 1) with *out a malloc'd array of
- * malloc'd strings (match_openings_free), or MATCH_EINVAL ("FILE:LINE: what",
- * also for a file without any position), MATCH_EIO or MATCH_ENOMEM with the
- * message in err (MATCH_ERRLEN bytes).
- */
-int match_openings_load(char ***out, const char *path, char *err);
-void match_openings_free(char **openings, int n);
-
-/*
  * Plays the match. Returns 0 with *out filled (match_result_free), also when
  * cancelled (the games not finished have played = false); or a negative
  * MATCH_E* code with a message in err (MATCH_ERRLEN bytes) and *out empty:

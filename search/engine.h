@@ -1,10 +1,13 @@
 /*
  * search/engine.h — the built-in alpha-beta engine.
  *
- * Iterative deepening over a principal variation search with a transposition
- * table, quiescence search on captures, null-move pruning, late-move
- * reductions, check extension and MultiPV. Values are centipawns from the side
- * to move; a mate in n plies is ±(VALUE_MATE − n).
+ * Iterative deepening with aspiration windows over a principal variation
+ * search (search/alphabeta.c: staged move ordering with SEE and histories,
+ * null move, futility, late-move reductions and pruning, singular and check
+ * extensions, a quiescence search that knows checks), mate-in-1 and mate-in-3
+ * tests (search/mate.h), a linear evaluation fitted to data (search/eval.h)
+ * and MultiPV. Values are centipawns from the side to move; a mate in n plies
+ * is ±(VALUE_MATE − n).
  *
  * Threads: an Engine is used by one searching thread at a time. engine_stop()
  * and engine_ponderhit() may be called from any other thread while
@@ -98,6 +101,10 @@ void engine_stop(Engine *e);
 /* A flag (e.g. set by a SIGINT handler) that acts as engine_stop() while it is
  * non-zero; polled with the clock. NULL removes it. */
 void engine_set_cancel(Engine *e, const volatile sig_atomic_t *flag);
+/* The clock the time limits are measured by: now_ns(ctx), monotonic
+ * nanoseconds (a test's fake clock); NULL restores the system's. Set it while
+ * no search runs. */
+void engine_set_clock(Engine *e, int64_t (*now_ns)(void *ctx), void *ctx);
 /* Forgets a stop request that arrived after a search had already ended. */
 void engine_clear_stop(Engine *e);
 /*
@@ -111,7 +118,7 @@ void engine_ponderhit(Engine *e);
 
 /* The built-in bench: position specs, NULL-terminated (from bench-v1.sfen). */
 extern const char *const ENGINE_BENCH_POSITIONS[];
-#define ENGINE_BENCH_DEPTH 7
+#define ENGINE_BENCH_DEPTH 12
 /*
  * Searches every bench position to depth (TT cleared before each, one thread),
  * a line per position on log, then "bench nodes N time_ms T nps X" on out.

@@ -1,9 +1,10 @@
 /*
- * search/eval.c — material and placement evaluation.
+ * search/eval.c — the linear evaluation (eval.h).
  *
- * Computed from scratch at every call: the board holds at most 40 pieces, so
- * one pass over the occupied squares costs less than generating the moves
- * that led here, and a from-scratch evaluation cannot drift out of sync.
+ * Computed from scratch at every call: one pass over the pieces for the
+ * attack maps, one for the piece features, then the squares around the two
+ * kings. A from-scratch evaluation cannot drift out of sync, and the same code
+ * gives the tuner its features (tools/tune), so what is fitted is what runs.
  */
 #include "search/eval.h"
 
@@ -18,25 +19,178 @@ const int EVAL_HAND_VALUE[HAND_PT_NB] = {
     [BISHOP] = 920, [ROOK] = 1060, [GOLD] = 590,
 };
 
-/*
- * Bonus for a piece of type pt at Chebyshev distance d (0..8) from the enemy
- * king: pieces that can take part in an attack are worth more close to it.
- */
-static const int ATTACK_NEAR[9] = {0, 40, 26, 14, 6, 2, 0, 0, 0};
-/* Bonus for a gold or silver at distance d from its own king (the shelter). */
-static const int DEFEND_NEAR[9] = {0, 36, 22, 8, 0, 0, 0, 0, 0};
-/* Pawn bonus by relative rank (0 = far edge): advanced pawns gain ground. */
-static const int PAWN_RANK[9] = {0, 0, 0, 12, 8, 4, 0, 0, 0};
-/* King bonus by relative rank: a king that wanders up the board is exposed. */
-static const int KING_RANK[9] = {-60, -60, -50, -40, -30, -20, -5, 8, 10};
+/* Hand slots: the n-th piece of a type (n from 1) is HAND_BASE[pt] + n - 1;
+ * pawns beyond the 10th share the 10th's slot. */
+static const uint8_t HAND_BASE[HAND_PT_NB] = {0, 0, 10, 14, 18, 22, 24, 26};
+static const uint8_t HAND_SLOTS[HAND_PT_NB] = {0, 10, 4, 4, 4, 2, 2, 4};
 
-/* Chebyshev distance from sq to the square at (file, rank). */
-static inline int dist_fr(Square sq, int file, int rank)
+/* The sliders whose reach is a feature, by piece type (-1: none). */
+static const int8_t MOB_KIND[PT_NB] = {-1, -1, 0, -1, -1, 1, 2, -1, -1, -1, -1, -1, -1, 3, 4};
+
+typedef struct {
+	int sum;
+	EvalFeatures *f;
+	const int16_t *w;
+} Acc;
+
+static inline void emit(Acc *a, int idx, int coef)
 {
-	int df = sq_file(sq) - file, dr = sq_rank(sq) - rank;
-	if (df < 0) df = -df;
-	if (dr < 0) dr = -dr;
-	return df > dr ? df : dr;
+	a->sum += coef * a->w[idx];
+	if (a->f && a->f->n < EVAL_MAX_FEATURES) {
+		a->f->idx[a->f->n] = (uint16_t)idx;
+		a->f->coef[a->f->n] = (int8_t)coef;
+		a->f->n++;
+	}
+}
+
+/* The square as colour c sees it (Black's own numbering; White's turned). */
+static inline Square rel_sq(Color c, Square sq)
+{
+	return c == BLACK ? sq : 80 - sq;
+}
+
+/* Attack maps of one colour without its king: squares attacked at least
+ * once and at least twice. */
+static void attack_maps(const Position *pos, Color c, Bitboard *once, Bitboard *twice)
+{
+	Bitboard a1 = bb_make(0, 0), a2 = bb_make(0, 0);
+	Bitboard pieces = bb_andnot(pos->by_color[c], pos->by_type[KING]);
+	Square sq;
+	BB_FOREACH(sq, pieces)
+	{
+		Bitboard a = bb_piece_attacks(pos->board[sq], sq, pos->occupied);
+		a2 = bb_or(a2, bb_and(a1, a));
+		a1 = bb_or(a1, a);
+	}
+	*once = a1;
+	*twice = a2;
+}
+
+/* A place relative to a king: rank difference within ±4, file distance up to 4. */
+static inline int king_rel(int dr, int df)
+{
+	dr = dr < -4 ? -4 : dr > 4 ? 4 : dr;
+	df = df < 0 ? -df : df;
+	return (dr + 4) * 5 + (df > 4 ? 4 : df);
+}
+
+/* Direction class of a king's neighbour, from the king's side: rank step dr
+ * (-1 toward the enemy) and file distance adf. */
+static inline int dir_class(int dr, int adf)
+{
+	if (dr < 0) return adf ? 0 : 1;
+	if (dr == 0) return 2;
+	return adf ? 3 : 4;
+}
+
+static void king_features(Acc *a, const Position *pos, Color c, int sign, const Bitboard *once,
+                          const Bitboard *twice)
+{
+	Square k = pos->king_sq[c];
+	if (k == SQ_NONE) return;
+	Color them = color_flip(c);
+	int kf = sq_file(k), kr = sq_rank(k);
+	int undefended = 0;
+	for (int df = -1; df <= 1; df++)
+		for (int dr = -1; dr <= 1; dr++) {
+			if (!df && !dr) continue;
+			int rdr = c == BLACK ? dr : -dr; /* toward the enemy is negative */
+			int cls = dir_class(rdr, df ? 1 : 0);
+			int f = kf + df, r = kr + dr;
+			if (f < 0 || f > 8 || r < 0 || r > 8) {
+				emit(a, EVF_KEDGE + cls, sign);
+				continue;
+			}
+			Square s = sq_make(f, r);
+			Piece p = pos->board[s];
+			int occ = p == PIECE_NONE ? 0 : piece_color(p) == c ? 1 : 2;
+			int att = bb_test(twice[them], s) ? 2 : bb_test(once[them], s) ? 1 : 0;
+			int def = bb_test(twice[c], s) ? 2 : bb_test(once[c], s) ? 1 : 0;
+			emit(a, EVF_KSQ + cls * 27 + occ * 9 + att * 3 + def, sign);
+			if (att && !def) undefended++;
+		}
+	Bitboard zone = bb_make(0, 0);
+	Square n;
+	BB_FOREACH(n, KING_ATK[k]) zone = bb_or(zone, KING_ATK[n]);
+	bb_clear(&zone, k);
+	int press = bb_count(bb_and(zone, once[them])) + bb_count(bb_and(zone, twice[them]));
+	emit(a, EVF_KZONE + (press > 31 ? 31 : press), sign);
+	Hand h = pos->hand[them];
+	int held = hand_count(h, LANCE) + hand_count(h, KNIGHT) + hand_count(h, SILVER) +
+	           hand_count(h, GOLD) + hand_count(h, BISHOP) + hand_count(h, ROOK);
+	emit(a, EVF_KDANGER + undefended * 5 + (held > 4 ? 4 : held), sign);
+}
+
+static int evaluate(const Position *pos, EvalFeatures *f, const int16_t *w)
+{
+	Acc a = {0, f, w};
+	if (f) f->n = 0;
+	Bitboard once[COLOR_NB], twice[COLOR_NB];
+	attack_maps(pos, BLACK, &once[BLACK], &twice[BLACK]);
+	attack_maps(pos, WHITE, &once[WHITE], &twice[WHITE]);
+	for (int c = 0; c < COLOR_NB; c++) {
+		Color us = (Color)c, them = color_flip(us);
+		int sign = c == BLACK ? 1 : -1;
+		Square own_k = pos->king_sq[us], opp_k = pos->king_sq[them];
+		Square rok = own_k == SQ_NONE ? SQ_NONE : rel_sq(us, own_k);
+		Square rek = opp_k == SQ_NONE ? SQ_NONE : rel_sq(us, opp_k);
+		int hang_side = us == pos->side ? 0 : 1;
+		Bitboard hanging = bb_andnot(bb_and(pos->by_color[us], once[them]), once[us]);
+		Square sq;
+		BB_FOREACH(sq, pos->by_color[us])
+		{
+			PieceType pt = piece_type(pos->board[sq]);
+			Square rs = rel_sq(us, sq);
+			int t = pt - 1;
+			if (pt != KING) emit(&a, EVF_MAT + pt, sign);
+			int rf = sq_file(rs), rr = sq_rank(rs);
+			emit(&a, EVF_PSQ + t * 45 + rr * 5 + (rf < 4 ? rf : 8 - rf), sign);
+			if (pt == KING) continue;
+			if (rok != SQ_NONE)
+				emit(&a,
+				     EVF_KOWN + t * 45 +
+				         king_rel(rr - sq_rank(rok), rf - sq_file(rok)),
+				     sign);
+			if (rek != SQ_NONE)
+				emit(&a,
+				     EVF_KOPP + t * 45 +
+				         king_rel(rr - sq_rank(rek), rf - sq_file(rek)),
+				     sign);
+			if (bb_test(hanging, sq)) emit(&a, EVF_HANG + hang_side * 14 + t, sign);
+			int kind = MOB_KIND[pt];
+			if (kind >= 0) {
+				int n =
+				    bb_count(bb_piece_attacks(pos->board[sq], sq, pos->occupied));
+				emit(&a, EVF_MOB + kind * 16 + (n > 15 ? 15 : n), sign);
+			}
+		}
+		Hand h = pos->hand[us];
+		for (int pt = PAWN; pt <= GOLD; pt++) {
+			int n = hand_count(h, (PieceType)pt);
+			for (int i = 0; i < n; i++) {
+				int slot = i < HAND_SLOTS[pt] ? i : HAND_SLOTS[pt] - 1;
+				emit(&a, EVF_HAND + HAND_BASE[pt] + slot, sign);
+			}
+		}
+		king_features(&a, pos, us, sign, once, twice);
+	}
+	int v = pos->side == BLACK ? a.sum : -a.sum;
+	if (f && f->n < EVAL_MAX_FEATURES) {
+		f->idx[f->n] = EVF_TEMPO;
+		f->coef[f->n] = 1;
+		f->n++;
+	}
+	return v + w[EVF_TEMPO];
+}
+
+int eval_features(const Position *pos, EvalFeatures *f, const int16_t *weights)
+{
+	return evaluate(pos, f, weights ? weights : EVAL_WEIGHTS);
+}
+
+int eval_position(const Position *pos)
+{
+	return evaluate(pos, NULL, EVAL_WEIGHTS);
 }
 
 int eval_material(const Position *pos)
@@ -53,39 +207,4 @@ int eval_material(const Position *pos)
 		      hand_count(pos->hand[WHITE], (PieceType)pt)) *
 		     EVAL_HAND_VALUE[pt];
 	return v;
-}
-
-/* Placement of colour c's pieces, from c's point of view. Pieces are taken
- * by group from the bitboards so the loop bodies need no piece-type tests. */
-static int eval_placement(const Position *pos, Color c)
-{
-	Square own_k = pos->king_sq[c], opp_k = pos->king_sq[color_flip(c)];
-	Bitboard own = pos->by_color[c];
-	int v = 0;
-	Square sq;
-	if (own_k != SQ_NONE) v += KING_RANK[rank_rel(c, sq_rank(own_k))];
-	BB_FOREACH(sq, bb_and(own, pos->by_type[PAWN])) v += PAWN_RANK[rank_rel(c, sq_rank(sq))];
-	if (opp_k != SQ_NONE) {
-		int kf = sq_file(opp_k), kr = sq_rank(opp_k);
-		Bitboard att = bb_andnot(
-		    own, bb_or(pos->by_type[PAWN], bb_or(pos->by_type[LANCE], pos->by_type[KING])));
-		BB_FOREACH(sq, att) v += ATTACK_NEAR[dist_fr(sq, kf, kr)];
-	}
-	if (own_k != SQ_NONE) {
-		int kf = sq_file(own_k), kr = sq_rank(own_k);
-		Bitboard minor =
-		    bb_or(bb_or(pos->by_type[GOLD], pos->by_type[SILVER]),
-		          bb_or(bb_or(pos->by_type[PRO_PAWN], pos->by_type[PRO_LANCE]),
-		                bb_or(pos->by_type[PRO_KNIGHT], pos->by_type[PRO_SILVER])));
-		BB_FOREACH(sq, bb_and(own, minor)) v += DEFEND_NEAR[dist_fr(sq, kf, kr)];
-	}
-	return v;
-}
-
-int eval_position(const Position *pos)
-{
-	int v = eval_material(pos) + eval_placement(pos, BLACK) - eval_placement(pos, WHITE);
-	/* Tempo: having the move is worth something in a game without zugzwang. */
-	v = pos->side == BLACK ? v : -v;
-	return v + 20;
 }

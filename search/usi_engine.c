@@ -28,6 +28,7 @@
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/notation.h"
+#include "shogi/spec.h"
 
 /* True when line starts with the word w followed by a space or its end. */
 static bool starts_word(const char *line, size_t len, const char *w, const char **rest)
@@ -185,29 +186,20 @@ static int build_commands(UsiEngine *e, size_t *len, const Position *pos,
                           const SearchBudget *budget, int multipv)
 {
 	char *p = e->cmd, *end = e->cmd + sizeof e->cmd;
-	char sfen[SFEN_MAX];
-	int nmoves = pos->nstates - 1;
+	int nmoves = pos_history_len(pos);
 	const char *kind;
 
-	if (multipv != e->cur_multipv)
-		p += snprintf(p, (size_t)(end - p), "setoption name MultiPV value %d\n", multipv);
-	memcpy(&e->scratch, pos, sizeof *pos);
-	for (int i = 0; i < nmoves; i++) pos_undo_move(&e->scratch);
-	sfen_write(&e->scratch, sfen, sizeof sfen);
-	if (strcmp(sfen, SFEN_STARTPOS) == 0)
-		p += snprintf(p, (size_t)(end - p), "position startpos");
-	else
-		p += snprintf(p, (size_t)(end - p), "position sfen %s", sfen);
-	if (nmoves > 0) p += snprintf(p, (size_t)(end - p), " moves");
-	for (int i = 1; i <= nmoves; i++) {
-		char mv[USI_MOVE_MAX];
-		Move m = pos->states[i].move;
-		if (m == MOVE_NONE || m == MOVE_NULL)
+	for (int i = 1; i <= nmoves; i++)
+		if (pos->states[i].move == MOVE_NONE || pos->states[i].move == MOVE_NULL)
 			return usi_fail(e, SEARCH_EINVAL,
 			                "position history holds a null move at ply %d", i);
-		usi_move_write(m, mv);
-		p += snprintf(p, (size_t)(end - p), " %s", mv);
-	}
+	if (multipv != e->cur_multipv)
+		p += snprintf(p, (size_t)(end - p), "setoption name MultiPV value %d\n", multipv);
+	p += snprintf(p, (size_t)(end - p), "position ");
+	memcpy(&e->scratch, pos, sizeof *pos);
+	size_t n = position_spec_of_game(p, (size_t)(end - p), &e->scratch);
+	if (n >= (size_t)(end - p)) return usi_fail(e, SEARCH_EINVAL, "position command too long");
+	p += n;
 	switch (budget->kind) {
 	case SEARCH_BUDGET_NODES:
 		kind = "nodes";

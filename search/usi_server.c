@@ -20,20 +20,28 @@ void usi_go_limits(EngineLimits *out, const UsiGo *g, Color us, int multipv)
 		lim.depth = g->depth >= ENGINE_MAX_PLY ? ENGINE_MAX_PLY - 1 : (int)g->depth;
 	if (g->nodes > 0) lim.nodes = (uint64_t)g->nodes;
 	if (g->movetime > 0) {
-		lim.hard_ms = lim.soft_ms =
-		    g->movetime - USI_TIME_MARGIN_MS > 10 ? g->movetime - USI_TIME_MARGIN_MS : 10;
+		/* The margin is at most a tenth of a short movetime: 50 ms keeps 45. */
+		int64_t margin =
+		    g->movetime / 10 < USI_TIME_MARGIN_MS ? g->movetime / 10 : USI_TIME_MARGIN_MS;
+		lim.hard_ms = lim.soft_ms = g->movetime - margin > 10 ? g->movetime - margin : 10;
 	} else if (g->timed && !g->infinite) {
-		int64_t left = g->time[us], extra = g->inc[us] + g->byoyomi;
-		/* Spend about a 30th of the clock plus the byoyomi/increment per move;
-		 * never more than a fifth of the clock at once, nor what is left. */
-		int64_t target = left / 30 + extra;
-		int64_t most = left / 5 + extra;
-		if (most > left + extra - USI_TIME_MARGIN_MS)
-			most = left + extra - USI_TIME_MARGIN_MS;
+		int64_t left = g->time[us] > 0 ? g->time[us] : 0;
+		int64_t inc = g->inc[us] > 0 ? g->inc[us] : 0;
+		int64_t byo = g->byoyomi > 0 ? g->byoyomi : 0;
+		/* What this move may take at most: the clock and the byoyomi that
+		 * follows it (an increment is only added after the move). */
+		int64_t avail = left + byo - USI_TIME_MARGIN_MS;
+		/* The share aimed at: the clock spread over the moves to come, most of
+		 * the increment, all of the byoyomi (unspent byoyomi is lost). */
+		int64_t target = left / USI_MOVES_TO_GO + inc * 3 / 4 + byo;
+		int64_t most = left / 4 + inc + byo;
+		if (most > avail) most = avail;
 		if (most < 10) most = 10;
 		if (target > most) target = most;
 		lim.hard_ms = most;
-		lim.soft_ms = target * 6 / 10 > 1 ? target * 6 / 10 : 1;
+		/* An iteration takes about as long as all before it: one started
+		 * after half the target would end well past it. */
+		lim.soft_ms = target / 2 > 1 ? target / 2 : 1;
 	}
 	*out = lim;
 }
@@ -351,6 +359,7 @@ int usi_server_run(const UsiServerConfig *cfg)
 		free(u);
 		return ENGINE_ENOMEM;
 	}
+	if (cfg->now_ns) engine_set_clock(u->engine, cfg->now_ns, cfg->now_ctx);
 	pos_set_startpos(&u->pos);
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_mutex_init(&u->out, NULL);

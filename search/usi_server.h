@@ -28,6 +28,7 @@
 
 #define USI_HASH_MAX_MB 65536
 #define USI_TIME_MARGIN_MS 60 /* GUI and pipe overhead kept in reserve */
+#define USI_MOVES_TO_GO 40    /* the moves a clock is spread over */
 
 /* The book's move for pos, or MOVE_NONE (must be legal in pos). */
 typedef Move (*UsiBookMoveFn)(void *ctx, const Position *pos);
@@ -38,6 +39,8 @@ typedef struct {
 	FILE *log;               /* bench's progress; NULL: none */
 	UsiBookMoveFn book_move; /* NULL: no book */
 	void *book_ctx;
+	int64_t (*now_ns)(void *ctx); /* the search's clock (a test's fake); NULL: the system's */
+	void *now_ctx;
 } UsiServerConfig;
 
 /*
@@ -56,10 +59,14 @@ typedef struct {
 } UsiGo;
 
 /*
- * The search limits for go as the side us: movetime less the margin; with a
- * clock, about a 30th of what is left plus the byoyomi/increment as the soft
- * limit (6/10 of it) and never more than a fifth of the clock (nor what is
- * left) as the hard one; depth and nodes as given. multipv is copied.
+ * The search limits for go as the side us: movetime less the margin (a tenth
+ * of it when that is less; at least 10 ms). With a
+ * clock (byoyomi, Fischer increment, or sudden death), the target is a 40th
+ * of what is left plus 3/4 of the increment plus the whole byoyomi; no new
+ * iteration starts after half the target (soft limit), and the search stops
+ * at a quarter of the clock plus the increment and byoyomi, never more than
+ * the clock and the byoyomi less the margin (hard limit; at least 10 ms).
+ * Depth and nodes as given. multipv is copied.
  */
 void usi_go_limits(EngineLimits *out, const UsiGo *go, Color us, int multipv);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bookdb/query.h"
+#include "shogi/japanese.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -143,6 +144,7 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 	/* One snapshot for the whole line: a writer's batch is in all of it or none. */
 	Key seen[513];
 	int n = 0;
+	Square prev_to = pos_history_len(&t_pos) ? move_to(pos_st(&t_pos)->move) : SQ_NONE;
 	const char *end = "plies";
 	for (; n < max; n++) {
 		seen[n] = pos_key(&t_pos);
@@ -172,6 +174,10 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 			json_object_set_new(step, "depth", json_integer(m->depth));
 		}
 		json_object_set_new(step, "count", json_integer(m->count));
+		char name[JA_MOVE_MAX];
+		if (ja_move_write(&t_pos, m->move, prev_to, true, NULL, 0, name))
+			json_object_set_new(step, "name", json_string(name));
+		prev_to = move_to(m->move);
 		json_array_append_new(line, step);
 		pos_do_move(&t_pos, m->move);
 		bool again = false;

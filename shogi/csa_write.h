@@ -1,6 +1,6 @@
 /*
  * shogi/csa_write.h — writes a game as a CSA record (V2.2, the floodgate
- * dialect that ingest/csa.h reads back; see docs/csa.md).
+ * dialect that ingest/kifu.h reads back; see docs/csa.md).
  *
  * The game is a Position whose history holds the moves from its set-up
  * position. The record gets: the version line, N+/N-, $EVENT, $START_TIME,

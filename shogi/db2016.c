@@ -285,6 +285,10 @@ static int read_line_opt(Db2016Reader *r, size_t *len, bool sfen_only)
 	                 r->line[l - 1] == ' ' || r->line[l - 1] == '\t'))
 		l--;
 	r->line[l] = '\0';
+	/* A UTF-8 byte-order mark (Windows editors write one) is not part of the header. */
+	if (r->lineno == 1 && r->line_start == 0 && l >= 3 && (unsigned char)r->line[0] == 0xEF &&
+	    (unsigned char)r->line[1] == 0xBB && (unsigned char)r->line[2] == 0xBF)
+		memmove(r->line, r->line + 3, l - 2);
 	/* An embedded NUL ends the line as far as the parser is concerned. */
 	*len = strlen(r->line);
 	/* (line 1 belongs to the range starting at byte 0 that is not empty) */
@@ -527,6 +531,23 @@ static char *put_move(char *p, Move m)
 	size_t n = usi_move_write(m, us);
 	memcpy(p, us, n);
 	return p + n;
+}
+
+size_t db2016_format_header(char *buf, size_t positions)
+{
+	static const char h[] = DB2016_HEADER "\n# NOE:";
+	memcpy(buf, h, sizeof h - 1);
+	char *p = put_int(buf + sizeof h - 1, (long long)positions);
+	*p++ = '\n';
+	return (size_t)(p - buf);
+}
+
+size_t db2016_format_sfen(char *buf, const Position *pos, int ply)
+{
+	memcpy(buf, "sfen ", 5);
+	size_t n = 5 + sfen_write_ply(pos, ply, buf + 5, SFEN_MAX);
+	buf[n++] = '\n';
+	return n;
 }
 
 size_t db2016_format_move(char *buf, Move move, Move ponder, int value, int depth)

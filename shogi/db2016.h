@@ -133,6 +133,13 @@ void db2016_close(Db2016Reader *r);
  * written. The value is from the mover's side.
  */
 #define DB2016_LINE_MAX 256
+/* The two lines a file starts with: the header and "# NOE:<positions>" (the
+ * number of records, as YaneuraOu's makebook writes it). */
+size_t db2016_format_header(char *buf, size_t positions);
+/* A record's first line: "sfen <pos as SFEN, move number ply>". */
+size_t db2016_format_sfen(char *buf, const Position *pos, int ply);
+/* A move line: "<move> <ponder> <value> <depth>" (none for MOVE_NONE), and
+ * the same with the count YaneuraOu's books carry after them. */
 size_t db2016_format_move(char *buf, Move move, Move ponder, int value, int depth);
 size_t db2016_format_move_count(char *buf, Move move, Move ponder, int value, int depth,
                                 uint64_t count);

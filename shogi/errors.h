@@ -13,7 +13,7 @@
 #define ERR_SHOGI (-100)
 #define ERR_DB2016 (-120)
 #define ERR_BOOKDB (-200)
-#define ERR_CSA (-300)
+#define ERR_KIFU (-300)
 #define ERR_INGEST (-320)
 #define ERR_FETCH (-340)
 #define ERR_SEARCH (-400)
@@ -37,7 +37,7 @@
 static inline int err_module(int code)
 {
 	static const int BASES[] = {
-	    ERR_SHOGI,  ERR_DB2016, ERR_BOOKDB,    ERR_CSA,    ERR_INGEST, ERR_FETCH,  ERR_SEARCH,
+	    ERR_SHOGI,  ERR_DB2016, ERR_BOOKDB,    ERR_KIFU,   ERR_INGEST, ERR_FETCH,  ERR_SEARCH,
 	    ERR_ENGINE, ERR_SEL,    ERR_THINK,     ERR_ROOTS,  ERR_MATCH,  ERR_CYCLE,  ERR_BOOKMM,
 	    ERR_MMFILE, ERR_EXPORT, ERR_PETASHOCK, ERR_SERVER, ERR_COORD,  ERR_TOKENS, ERR_WORKER};
 	for (unsigned i = 0; i < sizeof BASES / sizeof BASES[0]; i++)

@@ -11,26 +11,31 @@ typedef struct {
 	int n;
 } Gen;
 
-/* Our pieces that stand alone between an enemy slider and our king. */
-static Bitboard pinned_pieces(const Position *pos, Color us, Square ksq, Bitboard occ)
+Bitboard movegen_blockers(const Position *pos, Square ksq, Color sliders, Color blockers,
+                          Bitboard occ)
 {
-	Bitboard pinned = bb_make(0, 0);
-	if (ksq == SQ_NONE) return pinned;
-	Color them = color_flip(us);
-	Bitboard theirs = pos->by_color[them];
+	Bitboard r = bb_make(0, 0);
+	if (ksq == SQ_NONE) return r;
 	Bitboard snipers =
 	    bb_or(bb_and(bb_or(pos->by_type[ROOK], pos->by_type[DRAGON]), ROOK_PSEUDO[ksq]),
 	          bb_and(bb_or(pos->by_type[BISHOP], pos->by_type[HORSE]), BISHOP_PSEUDO[ksq]));
-	snipers = bb_or(snipers, bb_and(pos->by_type[LANCE], LANCE_STEP_RAY[us][ksq]));
-	snipers = bb_and(snipers, theirs);
+	snipers =
+	    bb_or(snipers, bb_and(pos->by_type[LANCE], LANCE_STEP_RAY[color_flip(sliders)][ksq]));
+	snipers = bb_and(snipers, pos->by_color[sliders]);
 	Square s;
 	BB_FOREACH(s, snipers)
 	{
 		Bitboard b = bb_and(BETWEEN_BB[ksq][s], occ);
-		if (bb_any(b) && !bb_more_than_one(b) && bb_any(bb_and(b, pos->by_color[us])))
-			pinned = bb_or(pinned, b);
+		if (bb_any(b) && !bb_more_than_one(b) && bb_any(bb_and(b, pos->by_color[blockers])))
+			r = bb_or(r, b);
 	}
-	return pinned;
+	return r;
+}
+
+/* Our pieces that stand alone between an enemy slider and our king. */
+static inline Bitboard pinned_pieces(const Position *pos, Color us, Square ksq, Bitboard occ)
+{
+	return movegen_blockers(pos, ksq, color_flip(us), us, occ);
 }
 
 /* With out == NULL the generator only counts (perft's bulk counting). */
@@ -245,6 +250,61 @@ int movegen(const Position *pos, GenType type, Move *out)
 	gen_king_moves(&g, board_targets);
 	gen_drops(&g, drop_targets);
 	return g.n;
+}
+
+bool movegen_is_legal(const Position *pos, Move m)
+{
+	if (m == MOVE_NONE || m == MOVE_NULL) return false;
+	Square to = move_to(m);
+	if (to >= SQ_NB) return false;
+	Color us = pos->side, them = color_flip(us);
+	Square ksq = pos->king_sq[us];
+	Bitboard checkers = pos_st(pos)->checkers;
+	if (bb_any(checkers) && bb_more_than_one(checkers) &&
+	    (move_is_drop(m) || move_from(m) != ksq))
+		return false;
+	if (move_is_drop(m)) {
+		PieceType pt = move_drop_type(m);
+		if (pt < PAWN || pt > GOLD || move_is_promote(m)) return false;
+		if (!hand_has(pos->hand[us], pt) || pos->board[to] != PIECE_NONE) return false;
+		if (bb_test(dead_squares(us, pt), to)) return false;
+		if (bb_any(checkers) && !bb_test(BETWEEN_BB[ksq][bb_lsb(checkers)], to))
+			return false;
+		if (pt != PAWN) return true;
+		if (bb_any(bb_and(pos_pieces(pos, us, PAWN), FILE_BB[sq_file(to)]))) return false;
+		Square tk = pos->king_sq[them];
+		if (tk == SQ_NONE || !bb_test(PAWN_ATK[them][tk], to)) return true;
+		Gen g = {.pos = pos, .us = us, .them = them, .ksq = ksq, .occ = pos->occupied};
+		return !pawn_drop_mates(&g, to);
+	}
+	Square from = move_from(m);
+	if (from >= SQ_NB) return false;
+	Piece p = pos->board[from];
+	if (p == PIECE_NONE || piece_color(p) != us) return false;
+	Piece cap = pos->board[to];
+	if (cap != PIECE_NONE && (piece_color(cap) == us || piece_type(cap) == KING)) return false;
+	if (!bb_test(bb_piece_attacks(p, from, pos->occupied), to)) return false;
+	PieceType pt = piece_type(p);
+	if (move_is_promote(m)) {
+		if (!pt_can_promote(pt) || !(sq_in_zone(us, from) || sq_in_zone(us, to)))
+			return false;
+	} else if (bb_test(dead_squares(us, pt), to)) {
+		return false;
+	}
+	if (pt == KING) {
+		Bitboard occ = pos->occupied;
+		bb_clear(&occ, from);
+		return !bb_any(pos_attackers_to(pos, them, to, occ));
+	}
+	if (ksq == SQ_NONE) return true;
+	if (bb_any(checkers)) {
+		Square c = bb_lsb(checkers);
+		if (!bb_test(bb_or(BETWEEN_BB[ksq][c], checkers), to)) return false;
+		return !bb_test(pinned_pieces(pos, us, ksq, pos->occupied), from);
+	}
+	/* Only a piece on a line with its king can be pinned. */
+	if (!bb_any(LINE_BB[ksq][from]) || bb_test(LINE_BB[ksq][from], to)) return true;
+	return !bb_test(pinned_pieces(pos, us, ksq, pos->occupied), from);
 }
 
 int movegen_count(const Position *pos)

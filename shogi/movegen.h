@@ -27,6 +27,22 @@ static inline int movegen_legal(const Position *pos, Move *out)
 {
 	return movegen(pos, GEN_ALL, out);
 }
+/*
+ * The same answer as pos_is_legal (m is one of movegen_legal's moves) for any
+ * 16-bit value, without generating the moves: what a search asks of a move it
+ * remembered from another position (hash, killer and counter moves).
+ */
+bool movegen_is_legal(const Position *pos, Move m);
+
+/*
+ * Pieces of colour blockers that stand alone (in occ) between a slider of
+ * colour sliders and ksq, the square of the king of the colour other than
+ * sliders: with blockers that king's colour, its pinned pieces; with blockers
+ * the sliders' colour, the pieces whose moves off the line give check.
+ */
+Bitboard movegen_blockers(const Position *pos, Square ksq, Color sliders, Color blockers,
+                          Bitboard occ);
+
 /* Number of legal moves (0: the side to move is mated or stalemated). */
 int movegen_count(const Position *pos);
 

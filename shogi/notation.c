@@ -1,8 +1,10 @@
 /* shogi/notation.c — SFEN, USI and CSA notation, and USI position specs. */
 #include "shogi/notation.h"
+#include "shogi/spec.h"
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shogi/movegen.h"
@@ -440,4 +442,12 @@ int position_parse(Position *out, const char *spec, char *err)
 		s = skip_ws(s + l);
 	}
 	return SHOGI_OK;
+}
+
+char *position_spec_write(Position *pos)
+{
+	size_t cap = POSITION_SPEC_MAX(pos_history_len(pos));
+	char *s = malloc(cap);
+	if (s) position_spec_of_game(s, cap, pos);
+	return s;
 }

@@ -57,4 +57,12 @@ PieceType csa_piece_parse(const char *s);
  */
 int position_parse(Position *out, const char *spec, char *err);
 
+/*
+ * The game pos holds in its history, as a position spec position_parse reads
+ * back: "startpos" or "sfen <the start>", then " moves m1 m2 ..." when moves
+ * were made. pos is unwound and played forward again (unchanged afterwards).
+ * Returns a malloc'd string, or NULL when out of memory.
+ */
+char *position_spec_write(Position *pos);
+
 #endif

@@ -35,6 +35,8 @@ const char *shogi_strerror(int code)
 		return "illegal move or position";
 	case SHOGI_ETOOLONG:
 		return "game too long";
+	case SHOGI_ENOMEM:
+		return "out of memory";
 	default:
 		return "unknown error";
 	}

@@ -23,6 +23,7 @@ enum {
 	SHOGI_EPARSE = ERR_SHOGI - 0,   /* malformed SFEN, move or record token */
 	SHOGI_EILLEGAL = ERR_SHOGI - 1, /* well-formed but illegal move or impossible position */
 	SHOGI_ETOOLONG = ERR_SHOGI - 2, /* game longer than POS_MAX_STATES - 1 plies */
+	SHOGI_ENOMEM = ERR_SHOGI - 3,   /* out of memory (shogi/apery.h's walk of a book) */
 };
 /* Length of the error-message buffers the parsers fill (NUL included). */
 #define SHOGI_ERRLEN 160

@@ -8,7 +8,7 @@ RUNS=${BENCH_RUNS:-3}
 
 
 # perft: rows of tests/data/perft.tsv over 10^8 nodes (the smaller ones run in
-# make test), then the figure line.
+# make test), then one figure line each.
 grep -v '^#' tests/data/perft.tsv | while IFS="$(printf '\t')" read -r name sfen depth nodes; do
 	[ "$nodes" -gt 100000000 ] || continue
 	times=""

@@ -1,8 +1,8 @@
 #!/bin/sh
-# tools/bench_bookdb.sh — the book store's figures (issue 3), run by `make bench`.
+# tools/bench_bookdb.sh — the book store's figures (docs/bookdb.md), run by `make bench`.
 #
 # Builds a synthetic book (8 analysed moves a position) of BOOKDB_BENCH_POSITIONS
-# positions (default 1000000; set 10000000 for the issue's 10-million figures)
+# positions (default 1000000; set 10000000 for the 10-million-position figures)
 # twice: bulk-loaded (sorted, LMDB append mode: what `synth` and a rebuild do)
 # and by random-order puts through the batched writer (what ingestion does).
 # Prints bytes per position on disk, inserts per second, and point lookups per

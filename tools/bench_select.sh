@@ -1,6 +1,6 @@
 #!/bin/sh
 # Selector speed: a synthetic book of BENCH_SELECT_POSITIONS (default 1000000;
-# the issue's figure is 15000000) positions, then `joseki select --bench`:
+# the targets below are for 15000000) positions, then `joseki select --bench`:
 # load time, first selection, sustained selections per second (each leaf leased
 # before the next, BENCH_SELECT_LEAVES of them), peak RSS, for the classic PV
 # selection and for think's default policy (cover). One run: the book build

@@ -1,14 +1,14 @@
-/* tools/cli_games.c — CSA game files as the cycle's games (see cli_games.h). */
+/* tools/cli_games.c — game files as the cycle's games and match's openings
+ * (see cli_games.h). */
 #include "tools/cli_games.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "ingest/csa.h"
+#include "ingest/kifu.h"
 #include "ingest/replay.h"
+#include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "shogi/notation.h"
 #include "tools/commands.h"
@@ -20,126 +20,101 @@ void cli_games_free(CliGames *g)
 	memset(g, 0, sizeof *g);
 }
 
-/* The game pos holds in its history as "sfen <start> moves ...", malloc'd;
- * pos is left at the start. */
-static char *game_spec(Position *pos)
-{
-	int n = pos_history_len(pos);
-	Move moves[POS_MAX_STATES];
-	for (int i = 0; i < n; i++) moves[i] = pos->states[i + 1].move;
-	for (int i = 0; i < n; i++) pos_undo_move(pos);
-	size_t cap = SFEN_MAX + 16 + (size_t)n * USI_MOVE_MAX, len;
-	char *s = malloc(cap);
-	if (!s) return NULL;
-	len = (size_t)snprintf(s, cap, "sfen ");
-	len += sfen_write(pos, s + len, cap - len);
-	if (n) len += (size_t)snprintf(s + len, cap - len, " moves");
-	for (int i = 0; i < n; i++) {
-		s[len++] = ' ';
-		len += usi_move_write(moves[i], s + len);
-	}
-	s[len] = 0;
-	return s;
-}
+typedef struct {
+	CliGames *g;
+	int book_side;
+	const char *player;
+} GamesCtx;
 
-static int read_file(CliGames *g, const char *path, int book_side, const char *player,
-                     const char *cmd, Position *pos)
+static int take_game(void *ctx, const char *input, const KifuRecord *rec, int rc,
+                     const ReplayResult *res, Position *pos, char *err)
 {
-	CsaReader *rd = NULL;
-	CsaRecord *rec = NULL;
-	ReplayResult res;
-	if (csa_reader_open_file(&rd, path) < 0) {
-		joseki_error("%s: cannot read '%s'", cmd, path);
-		return -1;
+	GamesCtx *c = ctx;
+	if (rc < 0)
+		return errmsg_set(err, REPLAY_ERRLEN, rc, "%.300s:%d: %.180s", input,
+		                  res->error_line ? res->error_line : rec->first_line, res->error);
+	int side = c->book_side;
+	if (side < 0) {
+		bool b = rec->name[BLACK] && strstr(rec->name[BLACK], c->player),
+		     w = rec->name[WHITE] && strstr(rec->name[WHITE], c->player);
+		side = b == w ? -1 : b ? BLACK : WHITE;
 	}
-	int rc, ret = 0;
-	while ((rc = csa_reader_next(rd, &rec)) != 0) {
-		if (rc < 0) {
-			joseki_error("%s: %s", cmd, csa_reader_error(rd));
-			ret = -1;
-			break;
-		}
-		int side = book_side;
-		if (side < 0) {
-			bool b = rec->name[BLACK] && strstr(rec->name[BLACK], player),
-			     w = rec->name[WHITE] && strstr(rec->name[WHITE], player);
-			side = b == w ? -1 : b ? BLACK : WHITE;
-		}
-		rc = replay_csa(&res, pos, rec, NULL, NULL);
-		int line = rec->first_line;
-		csa_record_free(rec);
-		if (rc < 0) {
-			joseki_error("%s: %s:%d: %s", cmd, path, line, res.error);
-			ret = -1;
-			break;
-		}
-		if (side < 0 || res.winner == REPLAY_WINNER_NONE) {
-			g->skipped++;
-			continue;
-		}
-		int result = res.winner == REPLAY_WINNER_DRAW                         ? 0
-		             : (res.winner == REPLAY_WINNER_BLACK) == (side == BLACK) ? 1
-		                                                                      : -1;
-		char *spec = game_spec(pos);
-		if (!spec ||
-		    array_grow((void **)&g->games, &g->cap, g->n + 1, sizeof *g->games, 64)) {
-			free(spec);
-			joseki_error("out of memory");
-			ret = -1;
-			break;
-		}
-		g->games[g->n++] = (CycleGame){spec, side, result};
+	if (side < 0 || res->winner == GAME_WINNER_NONE) {
+		c->g->skipped++;
+		return 0;
 	}
-	csa_reader_free(rd);
-	return ret;
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	int result = res->winner == GAME_WINNER_DRAW                         ? 0
+	             : (res->winner == GAME_WINNER_BLACK) == (side == BLACK) ? 1
+	                                                                     : -1;
+	char *spec = position_spec_write(pos);
+	CliGames *g = c->g;
+	if (!spec || array_grow((void **)&g->games, &g->cap, g->n + 1, sizeof *g->games, 64)) {
+		free(spec);
+		return errmsg_set(err, REPLAY_ERRLEN, KIFU_ENOMEM, "out of memory");
+	}
+	g->games[g->n++] = (CycleGame){spec, side, result};
+	return 0;
 }
 
 int cli_games_read(CliGames *g, const char *path, int book_side, const char *book_player,
                    const char *cmd)
 {
-	struct stat sb;
-	Position *pos = malloc(sizeof *pos);
-	int ret = 0;
-	if (!pos) {
-		joseki_error("out of memory");
+	GamesCtx c = {g, book_side, book_player ? book_player : "+book"};
+	char err[REPLAY_ERRLEN];
+	if (replay_file_games(path, take_game, &c, NULL, err) != 0) {
+		joseki_error("%s: %s", cmd, err);
 		return -1;
 	}
-	if (!book_player) book_player = "+book";
-	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-		DIR *d = opendir(path);
-		char **names = NULL;
-		size_t n = 0, cap = 0;
-		struct dirent *e;
-		if (!d) {
-			joseki_error("%s: cannot read '%s'", cmd, path);
-			free(pos);
-			return -1;
-		}
-		while ((e = readdir(d))) {
-			size_t l = strlen(e->d_name);
-			if (l <= 4 || strcmp(e->d_name + l - 4, ".csa")) continue;
-			if (array_grow((void **)&names, &cap, n + 1, sizeof *names, 64) ||
-			    !(names[n] = malloc(strlen(path) + l + 2))) {
-				joseki_error("out of memory");
-				ret = -1;
-				break;
-			}
-			sprintf(names[n++], "%s/%s", path, e->d_name);
-		}
-		closedir(d);
-		qsort(names, n, sizeof *names, cmp_names);
-		for (size_t i = 0; i < n && !ret; i++)
-			ret = read_file(g, names[i], book_side, book_player, cmd, pos);
-		for (size_t i = 0; i < n; i++) free(names[i]);
-		free(names);
-	} else {
-		ret = read_file(g, path, book_side, book_player, cmd, pos);
+	return 0;
+}
+
+void cli_openings_free(char **openings, int n)
+{
+	if (!openings) return;
+	for (int i = 0; i < n; i++) free(openings[i]);
+	free(openings);
+}
+
+typedef struct {
+	char **list;
+	size_t n, cap;
+} Openings;
+
+static int take_opening(void *ctx, const char *input, const KifuRecord *rec, int rc,
+                        const ReplayResult *res, Position *pos, char *err)
+{
+	Openings *o = ctx;
+	if (rc < 0 || res->error[0])
+		return errmsg_set(err, REPLAY_ERRLEN, KIFU_EPARSE, "%.300s:%d: %.180s", input,
+		                  res->error_line ? res->error_line : rec->first_line, res->error);
+	char *spec = position_spec_write(pos);
+	if (!spec || array_grow((void **)&o->list, &o->cap, o->n + 1, sizeof *o->list, 16)) {
+		free(spec);
+		return errmsg_set(err, REPLAY_ERRLEN, KIFU_ENOMEM, "out of memory");
 	}
-	free(pos);
-	return ret;
+	o->list[o->n++] = spec;
+	return 0;
+}
+
+int cli_openings_read(char ***out, const char *path, const char *cmd)
+{
+	*out = NULL;
+	Openings o = {0};
+	char err[REPLAY_ERRLEN];
+	int rc = replay_file_games(path, take_opening, &o, NULL, err);
+	if (rc == 0 && o.n == 0) {
+		snprintf(err, sizeof err, "%s: no position in the file", path);
+		rc = -1;
+	}
+	if (rc == 0 && o.n > 1000000) {
+		snprintf(err, sizeof err, "%s: more than a million openings", path);
+		rc = -1;
+	}
+	if (rc != 0) {
+		joseki_error("%s: --openings: %s", cmd, err);
+		cli_openings_free(o.list, (int)o.n);
+		return -1;
+	}
+	*out = o.list;
+	return (int)o.n;
 }

@@ -111,9 +111,32 @@ void cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 			json_array_append_new(errs, e);
 		}
 		json_object_set_new(o, "errors", errs);
+		/* What the walk left out and the branches not read, when there are any. */
+		if (walk_skipped(&st->walk)) {
+			const WalkStats *w = &st->walk;
+			json_object_set_new(
+			    o, "files_skipped",
+			    json_pack("{s:I, s:I, s:I, s:I, s:I}", "not_game_files",
+			              (json_int_t)w->not_games, "special", (json_int_t)w->special,
+			              "links_to_walked_directories", (json_int_t)w->loops,
+			              "broken_links", (json_int_t)w->broken, "hidden",
+			              (json_int_t)w->hidden));
+		}
+		if (st->variations)
+			json_object_set_new(o, "variations_skipped",
+			                    json_integer((json_int_t)st->variations));
+		if (st->unreached)
+			json_object_set_new(o, "unreached",
+			                    json_integer((json_int_t)st->unreached));
 		joseki_print_json(o, 0);
 		return;
 	}
+	char skipped[256];
+	if (walk_skipped_text(&st->walk, skipped, sizeof skipped))
+		fprintf(stderr, "%s: left out: %s\n", cmd, skipped);
+	if (st->variations)
+		fprintf(stderr, "%s: %llu variations (branches of KIF/KI2/JKF records) not read\n",
+		        cmd, (unsigned long long)st->variations);
 	for (size_t i = 0; i < st->nerrors; i++) {
 		if (st->errors[i].line > 0)
 			fprintf(stderr, "%s:%d: %s\n", st->errors[i].input, st->errors[i].line,

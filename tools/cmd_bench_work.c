@@ -29,9 +29,9 @@ typedef struct {
 	int id, max;
 	double deadline_ms;
 	uint64_t results, requests, empty, errors;
-	double *lat;       /* acquire latencies, ms */
-	double submit_max; /* the longest submit, ms */
-	double warm_ms;    /* requests started after this count in the warm maxima */
+	double *lat;               /* acquire latencies, ms */
+	double submit_max;         /* the longest submit, ms */
+	double warm_ms;            /* requests started after this count in the warm maxima */
 	double start_ms, first_ms; /* the run's start; its first acquire answered (ms after) */
 	double acquire_max_warm, submit_max_warm;
 	size_t nlat, caplat;

@@ -39,7 +39,7 @@
 	"[--nodes N] [--openings FILE] [--concurrency N] [--max-moves N] [--seed S] "              \
 	"[--engine builtin|PATH] [--engines N] [--usi-option NAME=VALUE]... "                      \
 	"[--think-nodes N] [--positions N] [--time S] [--multipv K] [--plies N] "                  \
-	"[--max-winrate R] [--min-games N] [--quiet] " CLI_PLAN_USAGE
+	"[--max-winrate R] [--min-games N] [--probe] [--quiet] " CLI_PLAN_USAGE
 
 static int parse_count(long *out, const char *s, const char *cmd, const char *opt, long max)
 {
@@ -123,13 +123,8 @@ static int games_cmd(int argc, char **argv, bool prune)
 	for (int i = 0; i < npaths; i++)
 		if (cli_games_read(&g, paths[i], side, player, cmd) < 0) goto out;
 	/* A missing book is an error, not a new empty book. */
-	BookDBOptions ro = {.read_only = true};
-	if (bookdb_open(&db, book, &ro, berr) < 0) {
-		joseki_error("%s: %s", cmd, berr);
-		goto out;
-	}
-	bookdb_free(db);
-	if (bookdb_open(&db, book, NULL, berr) < 0) {
+	BookDBOptions existing = {.must_exist = true};
+	if (bookdb_open(&db, book, &existing, berr) < 0) {
 		db = NULL;
 		joseki_error("%s: %s", cmd, berr);
 		goto out;
@@ -211,7 +206,7 @@ int cmd_cycle(int argc, char **argv)
 	long generations = 0, games = 0, nodes = 10000, concurrency = 1, max_moves = 0, seed = 0;
 	long think_nodes = 10000, positions = 0, seconds = 0, multipv = 4, plies = 8, min_games = 2;
 	double max_winrate = 0.30;
-	bool quiet = false;
+	bool quiet = false, probe = false;
 	CliPlan cp;
 	cli_plan_init(&cp);
 	const struct {
@@ -257,6 +252,8 @@ int cmd_cycle(int argc, char **argv)
 				return 2;
 		} else if (!strcmp(a, "--quiet"))
 			quiet = true;
+		else if (!strcmp(a, "--probe"))
+			probe = true;
 		else if (a[0] == '-' && a[1]) {
 			joseki_error("cycle: unknown or incomplete option '%s'\n" CYCLE_USAGE, a);
 			return 2;
@@ -279,10 +276,8 @@ int cmd_cycle(int argc, char **argv)
 	char **openings = NULL;
 	int nopenings = 0, ret = 1, rc;
 	char err[CYCLE_ERRLEN > MATCH_ERRLEN ? CYCLE_ERRLEN : MATCH_ERRLEN];
-	if (openings_path && (nopenings = match_openings_load(&openings, openings_path, err)) < 0) {
-		joseki_error("cycle: %s", err);
+	if (openings_path && (nopenings = cli_openings_read(&openings, openings_path, "cycle")) < 0)
 		return 1;
-	}
 	/* Think's roots: --roots / --roots-from-games, else the openings. */
 	RootList roots = {0};
 	if (cp.roots_file || cp.from_games) {
@@ -290,21 +285,26 @@ int cmd_cycle(int argc, char **argv)
 		char berr[BOOKDB_ERRLEN];
 		if (bookdb_open(&db, book, NULL, berr) < 0) {
 			joseki_error("cycle: %s", berr);
-			match_openings_free(openings, nopenings);
+			cli_openings_free(openings, nopenings);
 			return 1;
 		}
 		rc = cli_plan_roots(&cp, &roots, db, quiet, "cycle");
 		bookdb_free(db);
 		if (rc < 0) {
-			match_openings_free(openings, nopenings);
+			cli_openings_free(openings, nopenings);
 			return 1;
 		}
 	}
-	SearchEngine *engines[MAX_ENGINES] = {0};
+	SearchEngine *engines[MAX_ENGINES] = {0}, *opponents[MAX_ENGINES] = {0};
 	cycle_stop_flag = 0;
 	joseki_catch_stop(on_signal);
 	if (cli_open_engines(engines, (int)nengines, engine_path, uopts, nuopts, &cycle_stop_flag,
 	                     "cycle") < 0)
+		goto done;
+	/* --probe: think walks the opponent's lines, the opponent asked as the
+	 * match asks it (its engine, the match's budget). */
+	if (probe && cli_open_engines(opponents, (int)nengines, opponent, NULL, 0, &cycle_stop_flag,
+	                              "cycle --probe") < 0)
 		goto done;
 	bool progress = !quiet && isatty(2);
 	CycleOptions opt = {
@@ -342,6 +342,9 @@ int cmd_cycle(int argc, char **argv)
 	            .nroots = roots.n ? (int)roots.n : nopenings,
 	            .plan = cp.plan,
 	        },
+	    .probe = {.opponents = probe ? opponents : NULL,
+	              .opp_budget = {.kind = SEARCH_BUDGET_NODES, .amount = (uint64_t)nodes},
+	              .book_side = cp.plan.book_side},
 	    .minimax = bookmm_hook(NULL),
 	    .stop = &cycle_stop_flag,
 	    .on_generation = on_generation,
@@ -360,8 +363,11 @@ int cmd_cycle(int argc, char **argv)
 	       stopped ? " (stopped: run the same command to resume)" : "");
 	ret = 0;
 done:
-	for (int i = 0; i < MAX_ENGINES; i++) search_free(engines[i]);
-	match_openings_free(openings, nopenings);
+	for (int i = 0; i < MAX_ENGINES; i++) {
+		search_free(engines[i]);
+		search_free(opponents[i]);
+	}
+	cli_openings_free(openings, nopenings);
 	roots_free(&roots);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);

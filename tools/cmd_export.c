@@ -1,9 +1,10 @@
 /*
- * joseki export BOOK OUT [--format yaneuraou] [--moves best|window|all]
+ * joseki export BOOK OUT [--format yaneuraou|apery] [--moves best|window|all]
  *              [--window CP] [--min-depth D] [--max-ply N] [--with-avoided]
  *              [--json] [--quiet]
  *
- * Writes the book as a YaneuraOu DB2016 book sorted for BookOnTheFly
+ * Writes the book as a YaneuraOu DB2016 book sorted for BookOnTheFly, or as
+ * an Apery binary book (--format apery, or an OUT named *.bin)
  * (docs/minimax.md). Defaults: --moves window --window 30. Moves joseki prune
  * marked avoided are left out unless --with-avoided.
  */
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,7 +24,7 @@
 #include "tools/commands.h"
 
 #define USAGE                                                                                      \
-	"usage: joseki export BOOK OUT [--format yaneuraou] [--moves best|window|all] "            \
+	"usage: joseki export BOOK OUT [--format yaneuraou|apery] [--moves best|window|all] "      \
 	"[--window CP] [--min-depth D] [--max-ply N] [--with-avoided] [--json] [--quiet]"
 
 static int parse_int(int *out, const char *s, long lo, long hi)
@@ -48,6 +50,7 @@ int cmd_export(int argc, char **argv)
 {
 	const char *book = NULL, *out = NULL;
 	bool json = false, quiet = false;
+	int apery = -1; /* -1: as OUT's name says */
 	ExportOptions opt = {.moves = EXPORT_MOVES_WINDOW, .window = 30};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -66,9 +69,10 @@ int cmd_export(int argc, char **argv)
 		if (!strcmp(a, "--format") || !strcmp(a, "--moves") || !strcmp(a, "--window") ||
 		    !strcmp(a, "--min-depth") || !strcmp(a, "--max-ply")) {
 			bool ok = v != NULL;
-			if (ok && !strcmp(a, "--format"))
-				ok = !strcmp(v, "yaneuraou");
-			else if (ok && !strcmp(a, "--moves")) {
+			if (ok && !strcmp(a, "--format")) {
+				ok = !strcmp(v, "yaneuraou") || !strcmp(v, "apery");
+				apery = !strcmp(v, "apery");
+			} else if (ok && !strcmp(a, "--moves")) {
 				if (!strcmp(v, "best"))
 					opt.moves = EXPORT_MOVES_BEST;
 				else if (!strcmp(v, "window"))
@@ -115,10 +119,13 @@ int cmd_export(int argc, char **argv)
 		return 1;
 	}
 	ExportStats st;
-	char msg[512];
+	char msg[EXPORT_ERRLEN];
 	bool progress = !quiet && isatty(2);
 	if (progress) opt.progress = on_progress;
-	int rc = export_yaneuraou(&st, db, out, &opt, msg, sizeof msg);
+	size_t olen = strlen(out);
+	if (apery < 0) apery = olen > 4 && !strcasecmp(out + olen - 4, ".bin");
+	int rc = apery ? export_apery(&st, db, out, &opt, msg)
+	               : export_yaneuraou(&st, db, out, &opt, msg);
 	if (progress) fputs("\r\033[K", stderr);
 	bookdb_free(db);
 	if (rc < 0) {
@@ -131,11 +138,23 @@ int cmd_export(int argc, char **argv)
 		    "{s:I,s:I,s:I,s:I,s:s,s:I}", "records", (json_int_t)st.records, "positions",
 		    (json_int_t)st.positions, "moves", (json_int_t)st.moves, "minimaxed",
 		    (json_int_t)st.minimaxed, "out", out, "time_ms", (json_int_t)(ms + 0.5));
+		if (o && apery) {
+			json_object_set_new(o, "format", json_string("apery"));
+			json_object_set_new(o, "entries", json_integer((json_int_t)st.entries));
+			json_object_set_new(o, "collisions",
+			                    json_integer((json_int_t)st.collisions));
+		}
 		if (joseki_print_json(o, 0) < 0) return 1;
 	} else {
 		printf("export: %zu of %zu positions (%zu with minimax values), %zu moves, wrote "
 		       "%s, %.0f ms\n",
 		       st.positions, st.records, st.minimaxed, st.moves, out, ms);
+		if (apery && st.collisions)
+			fprintf(
+			    stderr,
+			    "export: %zu entries left out: their Apery key names another position "
+			    "too\n",
+			    st.collisions);
 	}
 	return 0;
 }

@@ -1,4 +1,5 @@
-/* joseki import BOOK FILE.db... [--prefer deeper|first|last] [--json] [--quiet] */
+/* joseki import BOOK FILE... [--prefer deeper|first|last] [--json] [--quiet]
+ * (YaneuraOu DB2016 books and Apery binary books, ingest/import.h) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +8,7 @@
 #include "tools/cli_ingest.h"
 #include "tools/commands.h"
 
-#define USAGE "usage: joseki import BOOK FILE.db... [--prefer deeper|first|last] [--json]"
+#define USAGE "usage: joseki import BOOK FILE.db|FILE.bin... [--prefer deeper|first|last] [--json]"
 
 int cmd_import(int argc, char **argv)
 {
@@ -67,10 +68,11 @@ int cmd_import(int argc, char **argv)
 	int status = 0;
 	for (size_t k = 0; k < nfiles; k++) {
 		IngestStats st;
-		int rc = import_db2016(&st, db, files[k], prefer, cli_progress_wanted(quiet));
+		int rc = import_book(&st, db, files[k], prefer, cli_progress_wanted(quiet));
 		total.positions_added += st.positions_added;
 		total.moves_added += st.moves_added;
 		total.evals_added += st.evals_added;
+		total.unreached += st.unreached;
 		total.errors_total += st.errors_total;
 		total.seconds += st.seconds;
 		for (size_t e = 0; e < st.nerrors; e++) {

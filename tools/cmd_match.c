@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "play/match.h"
+#include "tools/cli_games.h"
 #include "tools/commands.h"
 
 #define MATCH_MAX_OPTIONS 64
@@ -363,11 +364,8 @@ int cmd_match(int argc, char **argv)
 	char err[MATCH_ERRLEN];
 	char **openings = NULL;
 	if (openings_path) {
-		int n = match_openings_load(&openings, openings_path, err);
-		if (n < 0) {
-			joseki_error("match: %s", err);
-			return 1;
-		}
+		int n = cli_openings_read(&openings, openings_path, "match");
+		if (n < 0) return 1;
 		opt.openings = (const char *const *)openings;
 		opt.nopenings = n;
 	}
@@ -390,6 +388,6 @@ int cmd_match(int argc, char **argv)
 		ret = json ? print_json(&opt, &r) : (print_text(&opt, &r), 0);
 		match_result_free(&r);
 	}
-	match_openings_free(openings, opt.nopenings);
+	cli_openings_free(openings, opt.nopenings);
 	return ret;
 }

@@ -1,15 +1,16 @@
 /*
  * joseki merge DST SRC... [--dry-run] [--no-minimax] [--batch N] [--json] [--quiet]
  *
- * Merges joseki books into DST (bookdb/merge.h, docs/bookdb.md "Merge"), one
- * source after the other, then runs minimax over what changed (incremental
- * when DST's last run allows it) unless --no-minimax or --dry-run.
+ * Merges joseki books into DST (bookdb_merge_books in bookdb/merge.h,
+ * docs/bookdb.md "Merge"), one source after the other, then (unless
+ * --no-minimax) passes minimax as the hook the merge runs over what changed
+ * (incremental when DST's last run allows it). Prints progress, the records
+ * that do not decode, and the summary.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -17,6 +18,7 @@
 #include "bookdb/merge.h"
 #include "minimax/bookmm.h"
 #include "shogi/clock.h"
+#include "shogi/errmsg.h"
 #include "shogi/position.h"
 #include "shogi/zobrist.h"
 #include "tools/commands.h"
@@ -24,9 +26,10 @@
 #define USAGE                                                                                      \
 	"usage: joseki merge DST SRC... [--dry-run] [--no-minimax] [--batch N] [--json] [--quiet]"
 
-static void on_progress(void *ctx, uint64_t done, uint64_t total)
+static void on_progress(void *ctx, const char *src, uint64_t done, uint64_t total)
 {
-	fprintf(stderr, "\rmerge: %s: %llu of %llu positions (%llu%%)\033[K", (const char *)ctx,
+	(void)ctx;
+	fprintf(stderr, "\rmerge: %s: %llu of %llu positions (%llu%%)\033[K", src,
 	        (unsigned long long)done, (unsigned long long)total,
 	        (unsigned long long)(total ? done * 100 / total : 100));
 	fflush(stderr);
@@ -39,37 +42,45 @@ static void on_mm_progress(void *ctx, const char *phase, size_t done, size_t tot
 	fflush(stderr);
 }
 
-/* True when a and b hold the same data file (the same book by inode). */
-static bool same_book(const char *a, const char *b)
+typedef struct {
+	const char *dst;
+	bool progress;
+	bool reported; /* the failure was printed as its source ended */
+	BookmmStats mm;
+} MergeRun;
+
+/* After each source: its failure, and the records that do not decode. */
+static void on_source_done(void *ctx, const char *src, const BookMergeStats *st, int rc,
+                           const char *err)
 {
-	char pa[BOOKDB_PATH_LEN], pb[BOOKDB_PATH_LEN];
-	struct stat sa, sb;
-	snprintf(pa, sizeof pa, "%s/data.mdb", a);
-	snprintf(pb, sizeof pb, "%s/data.mdb", b);
-	return stat(pa, &sa) == 0 && stat(pb, &sb) == 0 && sa.st_dev == sb.st_dev &&
-	       sa.st_ino == sb.st_ino;
+	MergeRun *r = ctx;
+	if (r->progress) fputs("\r\033[K", stderr);
+	if (rc < 0) {
+		joseki_error("merge: %s", err);
+		r->reported = true;
+	}
+	if (st->bad_src || st->bad_dst) {
+		char hex[KEY_HEX_LEN];
+		key_to_hex(st->first_bad, hex);
+		fprintf(stderr,
+		        "joseki: merge: %llu records of %s and %llu of %s do not decode: "
+		        "skipped "
+		        "(the first: %s in %s); joseki check names them all\n",
+		        (unsigned long long)st->bad_src, src, (unsigned long long)st->bad_dst,
+		        r->dst, hex, st->first_bad_in_dst ? r->dst : src);
+	}
 }
 
-static void add_stats(BookMergeStats *t, const BookMergeStats *s)
+/* minimax's own run, keeping its figures for the summary. */
+static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
 {
-	t->positions += s->positions;
-	t->added += s->added;
-	t->replaced += s->replaced;
-	t->stats_merged += s->stats_merged;
-	t->changed += s->changed;
-	t->unchanged += s->unchanged;
-	t->games_added += s->games_added;
-	t->games_duplicate += s->games_duplicate;
-	t->games_unlocated += s->games_unlocated;
-	t->stats_clamped += s->stats_clamped;
-	t->batches += s->batches;
-	if (!t->bad_src && !t->bad_dst && (s->bad_src || s->bad_dst)) {
-		t->first_bad = s->first_bad;
-		t->first_bad_in_dst = s->first_bad_in_dst;
-	}
-	t->bad_src += s->bad_src;
-	t->bad_dst += s->bad_dst;
-	t->resumed = t->resumed || s->resumed;
+	MergeRun *r = ctx;
+	BookmmOptions mo = {0};
+	if (r->progress) mo.progress = on_mm_progress;
+	char msg[BOOKMM_ERRLEN];
+	int rc = bookmm_run(&r->mm, db, &mo, msg);
+	if (r->progress) fputs("\r\033[K", stderr);
+	return rc < 0 ? errmsg_set(err, errlen, -1, "%s", msg) : 0;
 }
 
 int cmd_merge(int argc, char **argv)
@@ -129,61 +140,22 @@ int cmd_merge(int argc, char **argv)
 		free(srcs);
 		return 1;
 	}
-	bool progress = !quiet && isatty(2);
-	BookMergeStats total = {0};
+	MergeRun run = {.dst = dst, .progress = !quiet && isatty(2)};
+	BookMergeBooksOptions mo = {.each = opt,
+	                            .progress = run.progress ? on_progress : NULL,
+	                            .source_done = on_source_done,
+	                            .ctx = &run};
+	if (!no_minimax) mo.minimax = (BookMinimaxHook){.run = run_minimax, .ctx = &run};
+	BookMergeStats total;
+	bool ran_mm;
 	int status = 0;
-	for (size_t k = 0; k < nsrc && !status; k++) {
-		BookDB *src = db;
-		if (!same_book(dst, srcs[k])) {
-			BookDBOptions ro = {.read_only = true};
-			if (bookdb_open(&src, srcs[k], &ro, err) < 0) {
-				joseki_error("merge: %s", err);
-				status = 1;
-				break;
-			}
-		}
-		if (progress) {
-			opt.progress = on_progress;
-			opt.progress_ctx = (void *)srcs[k];
-		}
-		BookMergeStats st;
-		int rc = bookdb_merge(&st, db, src, &opt, err);
-		if (progress) fputs("\r\033[K", stderr);
-		if (src != db) bookdb_free(src);
-		if (rc < 0) {
-			joseki_error("merge: %s", err);
-			status = 1;
-		}
-		if (st.bad_src || st.bad_dst) {
-			char hex[KEY_HEX_LEN];
-			key_to_hex(st.first_bad, hex);
-			fprintf(stderr,
-			        "joseki: merge: %llu records of %s and %llu of %s do not decode: "
-			        "skipped "
-			        "(the first: %s in %s); joseki check names them all\n",
-			        (unsigned long long)st.bad_src, srcs[k],
-			        (unsigned long long)st.bad_dst, dst, hex,
-			        st.first_bad_in_dst ? dst : srcs[k]);
-		}
-		add_stats(&total, &st);
+	if (bookdb_merge_books(&total, &ran_mm, db, srcs, nsrc, &mo, err) < 0) {
+		if (!run.reported) joseki_error("merge: %s", err);
+		status = 1;
 	}
 	free(srcs);
 	size_t nsources = nsrc;
-	BookmmStats mm;
-	bool ran_mm = false;
-	char msg[256];
-	if (!status && !opt.dry_run && !no_minimax &&
-	    (total.added || total.changed || total.resumed)) {
-		BookmmOptions mo = {0};
-		if (progress) mo.progress = on_mm_progress;
-		int rc = bookmm_run(&mm, db, &mo, msg, sizeof msg);
-		if (progress) fputs("\r\033[K", stderr);
-		if (rc < 0) {
-			joseki_error("merge: minimax: %s: %s", dst, msg);
-			status = 1;
-		} else
-			ran_mm = true;
-	}
+	const BookmmStats mm = run.mm;
 	bookdb_free(db);
 	if (status) return status;
 	double ms = clock_ms_f() - t0;

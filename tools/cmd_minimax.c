@@ -139,23 +139,18 @@ int cmd_minimax(int argc, char **argv)
 	double t0 = clock_ms_f();
 	BookDB *db;
 	char err[BOOKDB_ERRLEN];
-	BookDBOptions ro = {.read_only = true};
 	/* A missing book is an error, not a new empty book. */
-	if (bookdb_open(&db, book, &ro, err) < 0) {
-		joseki_error("minimax: %s", err);
-		return 1;
-	}
-	bookdb_free(db);
-	if (bookdb_open(&db, book, NULL, err) < 0) {
+	BookDBOptions existing = {.must_exist = true};
+	if (bookdb_open(&db, book, &existing, err) < 0) {
 		joseki_error("minimax: %s", err);
 		return 1;
 	}
 	BookmmStats st;
-	char msg[256];
+	char msg[BOOKMM_ERRLEN];
 	/* Progress on a terminal: only a whole-book run takes long enough to show. */
 	bool progress = !quiet && isatty(2);
 	if (progress) opt.progress = on_progress;
-	int rc = bookmm_run(&st, db, &opt, msg, sizeof msg);
+	int rc = bookmm_run(&st, db, &opt, msg);
 	if (progress && !st.incremental) fputs("\r\033[K", stderr);
 	bookdb_free(db);
 	if (rc < 0) {

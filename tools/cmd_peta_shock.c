@@ -21,6 +21,7 @@
 
 #include "shogi/rng.h"
 #include "shogi/clock.h"
+#include "shogi/db2016.h"
 #include "shogi/keymap.h"
 #include "minimax/petashock.h"
 #include "shogi/movegen.h"
@@ -87,7 +88,8 @@ static int gen_bench(size_t target, const char *path, uint64_t seed)
 		free(pos);
 		return 1;
 	}
-	fprintf(f, "#YANEURAOU-DB2016 1.00\n# NOE:%zu\n", target);
+	char line[DB2016_LINE_MAX];
+	fwrite(line, 1, db2016_format_header(line, target), f);
 	size_t written = 0;
 	uint64_t rng = seed;
 	for (uint64_t game = 0; written < target && game < target * 50; game++) {
@@ -99,14 +101,13 @@ static int gen_bench(size_t target, const char *path, uint64_t seed)
 			if (nc == 0) break;
 			uint64_t key = pos_key(pos).lo | 1;
 			if (keymap_add(&seen, (Key){0, key}, NULL) == 1) { /* reserved: never -1 */
-				char sfen[SFEN_MAX];
-				sfen_write(pos, sfen, sizeof sfen);
-				fprintf(f, "sfen %s\n", sfen);
+				fwrite(line, 1, db2016_format_sfen(line, pos, pos->game_ply), f);
 				for (int k = 0; k < nc; k++) {
-					char us[USI_MOVE_MAX];
-					usi_move_write(cand[k], us);
 					int value = (int)(rng_hash(key ^ (uint64_t)k) % 801) - 400;
-					fprintf(f, "%s none %d %d 1\n", us, value, 16 + k);
+					fwrite(line, 1,
+					       db2016_format_move_count(line, cand[k], MOVE_NONE,
+					                                value, 16 + k, 1),
+					       f);
 				}
 				written++;
 			}
@@ -181,8 +182,8 @@ int cmd_peta_shock(int argc, char **argv)
 	if (progress) opt.progress = on_progress;
 	double t0 = clock_ms_f();
 	PetashockStats st;
-	char err[512];
-	int rc = petashock_run(&st, in, out, &opt, err, sizeof err);
+	char err[PETASHOCK_ERRLEN];
+	int rc = petashock_run(&st, in, out, &opt, err);
 	if (progress) fputc('\n', stderr);
 	if (rc < 0) {
 		joseki_error("peta-shock: %s (nothing written)", err);

@@ -3,23 +3,22 @@
  *
  * Replays game records under the rules and reports per game: plies, how it
  * ended by the rules, the winner, the final SFEN and what the record claimed.
- * An INPUT is a CSA file (several records separated by "/" allowed), a file
- * of USI games, one per line ("startpos moves ...", "sfen ... moves ...",
- * or "<id>\t<moves from the start position>"; '#' lines are comments),
- * "-" for standard input, or a directory (its *.csa files, recursively). Writes nothing. Exit 1
- * when an input cannot be read or a record cannot be parsed (the others are still reported); an
- * illegal move is a result, reported with its line, not a failure.
+ * An INPUT is a game file in any format ingest/kifu.h reads (CSA, KIF, KI2,
+ * JKF, USI game lines; several games a file where the format allows), "-"
+ * for standard input, or a directory or archive (ingest/walk.h). Writes
+ * nothing. Exit 1 when an input cannot be read or a record cannot be parsed
+ * (the others are still reported); an illegal move is a result, reported
+ * with its line, not a failure.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "ingest/csa.h"
+#include "ingest/kifu.h"
 #include "ingest/replay.h"
+#include "ingest/walk.h"
 #include "shogi/notation.h"
 #include "tools/commands.h"
 
@@ -32,6 +31,9 @@ typedef struct {
 	int ngames;      /* games replayed */
 	int nerrors;     /* records that could not be read or replayed */
 	int nunreadable; /* of those, the ones the reader rejected */
+	int status;      /* 1 once an input could not be read or parsed */
+	long variations; /* branches of records left unread */
+	WalkStats walk;
 } Ctx;
 
 /* JSON strings must be UTF-8; records are bytes. Keep printable ASCII only. */
@@ -57,9 +59,9 @@ static void lower_copy(char *out, size_t cap, const char *s, size_t n)
 }
 
 /* What the record claimed: its % word, else the type of floodgate's summary. */
-static const char *recorded_of(const CsaRecord *rec, char *buf, size_t cap)
+static const char *recorded_of(const KifuRecord *rec, char *buf, size_t cap)
 {
-	if (rec->end != CSA_END_NONE) {
+	if (rec->end != GAME_CLAIM_NONE) {
 		lower_copy(buf, cap, rec->special, strlen(rec->special));
 		return buf;
 	}
@@ -73,7 +75,7 @@ static const char *recorded_of(const CsaRecord *rec, char *buf, size_t cap)
 }
 
 static void report(Ctx *c, const char *input, const char *id, const ReplayResult *res,
-                   bool have_pos, const char *recorded, bool warn)
+                   bool have_pos, const char *recorded, int variations, bool warn)
 {
 	char sfen[SFEN_MAX] = "";
 	if (have_pos) sfen_write(c->pos, sfen, sizeof sfen);
@@ -83,8 +85,8 @@ static void report(Ctx *c, const char *input, const char *id, const ReplayResult
 		json_object_set_new(g, "input", jstr(input));
 		json_object_set_new(g, "id", jstr(id));
 		json_object_set_new(g, "plies", json_integer(res->plies));
-		json_object_set_new(g, "end", json_string(replay_end_name(res->end)));
-		json_object_set_new(g, "winner", json_string(replay_winner_name(res->winner)));
+		json_object_set_new(g, "end", json_string(game_end_name(res->end)));
+		json_object_set_new(g, "winner", json_string(game_winner_name(res->winner)));
 		json_object_set_new(g, "final_sfen", have_pos ? jstr(sfen) : json_null());
 		json_object_set_new(g, "recorded", jstr(recorded));
 		if (res->error[0])
@@ -93,11 +95,14 @@ static void report(Ctx *c, const char *input, const char *id, const ReplayResult
 			                              "message", jstr(res->error)));
 		else
 			json_object_set_new(g, "error", json_null());
+		if (variations)
+			json_object_set_new(g, "variations_skipped", json_integer(variations));
 		json_array_append_new(c->games, g);
 	} else {
 		printf("%s%s%s: %d plies, %s, winner %s", input, id ? ": " : "", id ? id : "",
-		       res->plies, replay_end_name(res->end), replay_winner_name(res->winner));
+		       res->plies, game_end_name(res->end), game_winner_name(res->winner));
 		if (recorded) printf(", recorded %s", recorded);
+		if (variations) printf(", %d variations skipped", variations);
 		printf("\n");
 		if (res->error[0]) printf("  error: line %d: %s\n", res->error_line, res->error);
 		if (have_pos) printf("  final: %s\n", sfen);
@@ -117,155 +122,72 @@ static void report_unreadable(Ctx *c, const char *input, int line, const char *m
 	c->nerrors++;
 	c->nunreadable++;
 	if (c->json) {
-		report(c, input, NULL, &res, false, NULL, false);
+		report(c, input, NULL, &res, false, NULL, 0, false);
 		c->ngames--; /* listed, but not a replayed game */
 	}
 	joseki_error("%s:%d: %s (record skipped)", input, line, msg);
 }
 
-static int run_csa(Ctx *c, const char *input, const void *buf, size_t len)
+/* Reads and replays the games of one input file. */
+static void run_file(Ctx *c, const char *input, const void *buf, size_t len)
 {
-	CsaReader *r;
-	if (csa_reader_open_mem(&r, buf, len, input) != 0) {
+	KifuReader *r;
+	if (kifu_reader_open_mem(&r, buf, len, input) != 0) {
 		joseki_error("replay: out of memory");
-		return -1;
+		c->status = 1;
+		return;
 	}
+	int before = c->nerrors;
 	for (;;) {
-		CsaRecord *rec;
-		int rc = csa_reader_next(r, &rec);
+		KifuRecord *rec;
+		int rc = kifu_reader_next(r, &rec);
 		if (rc == 0) break;
-		if (rc == CSA_EPARSE) {
+		if (rc == KIFU_EPARSE) {
 			/* The reader's message already names input:line. */
-			const char *m = csa_reader_error(r);
+			const char *m = kifu_reader_error(r);
 			char prefix[64];
-			int line = csa_reader_error_line(r);
+			int line = kifu_reader_error_line(r);
 			int k = snprintf(prefix, sizeof prefix, ":%d: ", line);
 			const char *at = strstr(m + strlen(input), prefix);
 			report_unreadable(c, input, line, at ? at + k : m);
 			continue;
 		}
 		if (rc < 0) {
-			joseki_error("replay: %s: %s", input, csa_strerror(rc));
-			csa_reader_free(r);
-			return -1;
+			joseki_error("replay: %s: %s", input, kifu_strerror(rc));
+			c->status = 1;
+			break;
 		}
 		ReplayResult res;
 		char recbuf[32];
-		int prc = replay_csa(&res, c->pos, rec, NULL, NULL);
+		int prc = replay_kifu(&res, c->pos, rec, NULL, NULL);
 		if (prc != 0) c->nerrors++;
+		c->variations += rec->variations;
 		report(c, input, rec->event, &res, prc == 0,
-		       recorded_of(rec, recbuf, sizeof recbuf), true);
-		csa_record_free(rec);
+		       recorded_of(rec, recbuf, sizeof recbuf), rec->variations, true);
+		kifu_record_free(rec);
 	}
-	csa_reader_free(r);
-	return 0;
+	kifu_reader_free(r);
+	if (c->nerrors != before) c->status = 1;
 }
 
-static int run_usi(Ctx *c, const char *input, const char *buf, size_t len)
+/* One file of the walk (walk.h): its games, or why it could not be read. */
+static int on_file(void *ctx, char *name, char *buf, size_t len, char *error, int errnum)
 {
-	size_t off = 0;
-	int line = 0;
-	while (off < len) {
-		const char *s = buf + off;
-		const char *nl = memchr(s, '\n', len - off);
-		size_t n = nl ? (size_t)(nl - s) : len - off;
-		off += n + (nl ? 1 : 0);
-		line++;
-		size_t i = 0;
-		while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r')) i++;
-		if (i == n || s[i] == '#') continue;
-		/* "<id>\t<moves>": the id is what precedes the first tab. */
-		char id[128] = "";
-		const char *tab = memchr(s, '\t', n);
-		const char *game = s;
-		size_t glen = n;
-		if (tab) {
-			size_t k = (size_t)(tab - s);
-			snprintf(id, sizeof id, "%.*s",
-			         (int)(k < sizeof id - 1 ? k : sizeof id - 1), s);
-			game = tab + 1;
-			glen = n - k - 1;
-		}
-		ReplayResult res;
-		int rc = replay_usi(&res, c->pos, game, glen, line, NULL, NULL);
-		if (rc != 0) c->nerrors++;
-		report(c, input, id[0] ? id : NULL, &res, rc == 0, NULL, true);
+	Ctx *c = ctx;
+	if (!buf) {
+		joseki_error("%s: %s (input skipped)", name ? name : "?",
+		             error ? error : strerror(errnum ? errnum : ENOMEM));
+		c->status = 1;
+	} else if (!name) {
+		joseki_error("replay: out of memory");
+		c->status = 1;
+	} else {
+		run_file(c, name, buf, len);
 	}
-	return 0;
-}
-
-/* USI game lists start (after comments) with a position word or "<id>\t". */
-static bool looks_usi(const char *buf, size_t len)
-{
-	size_t off = 0;
-	while (off < len) {
-		const char *s = buf + off;
-		const char *nl = memchr(s, '\n', len - off);
-		size_t n = nl ? (size_t)(nl - s) : len - off;
-		off += n + 1;
-		while (n && (*s == ' ' || *s == '\r')) s++, n--;
-		if (!n || *s == '#') continue;
-		if (memchr(s, '\t', n)) return true;
-		return (n >= 8 && !memcmp(s, "startpos", 8)) ||
-		       (n >= 5 && !memcmp(s, "sfen ", 5)) || (n >= 9 && !memcmp(s, "position ", 9));
-	}
-	return false;
-}
-
-/* Reads and replays one input: a file, "-", or a directory (its *.csa files,
- * recursively, in name order). Returns 0, or 1 when something could not be
- * read or parsed. */
-static int run_input(Ctx *c, const char *input)
-{
-	bool is_stdin = !strcmp(input, "-");
-	struct stat st;
-	if (!is_stdin && stat(input, &st) == 0 && S_ISDIR(st.st_mode)) {
-		struct dirent **names;
-		int n = scandir(input, &names, NULL, alphasort);
-		if (n < 0) {
-			joseki_error("%s: %s (input skipped)", input, strerror(errno));
-			return 1;
-		}
-		int status = 0;
-		for (int i = 0; i < n; i++) {
-			const char *nm = names[i]->d_name;
-			size_t nl = strlen(nm);
-			char *path = NULL;
-			if (nm[0] != '.' && asprintf(&path, "%s/%s", input, nm) >= 0) {
-				struct stat sub;
-				bool dir = stat(path, &sub) == 0 && S_ISDIR(sub.st_mode);
-				if (dir || (nl > 4 && !strcmp(nm + nl - 4, ".csa")))
-					status |= run_input(c, path);
-			}
-			free(path);
-			free(names[i]);
-		}
-		free(names);
-		return status;
-	}
-	FILE *f = is_stdin ? stdin : fopen(input, "rb");
-	if (!f) {
-		joseki_error("%s: %s (input skipped)", input, strerror(errno));
-		return 1;
-	}
-	size_t len = 0;
-	void *data;
-	int rrc = csa_read_all(&data, &len, f);
-	int saved = errno;
-	if (!is_stdin) fclose(f);
-	char *buf = data;
-	if (rrc) {
-		joseki_error("%s: cannot read: %s (input skipped)", input,
-		             rrc == CSA_EIO ? strerror(saved) : csa_strerror(rrc));
-		return 1;
-	}
-	size_t nl = strlen(input);
-	bool csa = nl >= 4 && !strcmp(input + nl - 4, ".csa");
-	int before = c->nerrors;
-	int rc = (!csa && looks_usi(buf, len)) ? run_usi(c, input, buf, len)
-	                                       : run_csa(c, input, buf, len);
+	free(name);
 	free(buf);
-	return (rc != 0 || c->nerrors != before) ? 1 : 0;
+	free(error);
+	return 0;
 }
 
 int cmd_replay(int argc, char **argv)
@@ -294,11 +216,18 @@ int cmd_replay(int argc, char **argv)
 		joseki_error("replay: out of memory");
 		return 1;
 	}
-	int status = 0;
-	for (int i = 1; i < argc; i++) {
-		if (argv[i][0] == '-' && argv[i][1]) continue;
-		if (run_input(&c, argv[i]) != 0) status = 1;
+	const char **inputs = calloc((size_t)ninputs, sizeof *inputs);
+	if (!inputs) {
+		joseki_error("replay: out of memory");
+		return 1;
 	}
+	int n = 0;
+	for (int i = 1; i < argc; i++)
+		if (!(argv[i][0] == '-' && argv[i][1])) inputs[n++] = argv[i];
+	WalkOptions wo = {.file = on_file, .ctx = &c};
+	walk_inputs(inputs, (size_t)n, &wo, &c.walk);
+	free(inputs);
+	int status = c.status;
 	if (c.json) {
 		json_t *root = json_pack("{s:o}", "games", c.games);
 		json_dumpf(root, stdout, JSON_INDENT(1));
@@ -308,6 +237,13 @@ int cmd_replay(int argc, char **argv)
 		printf("replayed %d games, %d unreadable records\n", c.ngames, c.nunreadable);
 		json_decref(c.games);
 	}
+	char skipped[256];
+	if (walk_skipped_text(&c.walk, skipped, sizeof skipped))
+		fprintf(stderr, "replay: left out: %s\n", skipped);
+	if (c.variations)
+		fprintf(stderr,
+		        "replay: %ld variations (branches of KIF/KI2/JKF records) not read\n",
+		        c.variations);
 	free(c.pos);
 	return status;
 }

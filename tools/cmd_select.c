@@ -23,6 +23,7 @@
 #include "bookgen/selector.h"
 #include "minimax/bookmm.h"
 #include "shogi/notation.h"
+#include "shogi/spec.h"
 #include "shogi/position.h"
 #include "tools/cli_plan.h"
 #include "tools/commands.h"
@@ -46,18 +47,7 @@ static int describe(char *sfen, char *line, size_t linecap, Position *pos, const
                     const SelLeaf *l)
 {
 	if (sel_leaf_position(pos, root, l) < 0) return -1;
-	char start[SFEN_MAX];
-	pos_set_startpos(pos);
-	sfen_write(pos, start, sizeof start);
-	if (sel_leaf_position(pos, root, l) < 0) return -1;
-	size_t n =
-	    (size_t)snprintf(line, linecap, strcmp(root, start) ? "sfen %s" : "startpos", root);
-	if (l->nmoves > 0 && n < linecap) n += (size_t)snprintf(line + n, linecap - n, " moves");
-	for (int j = 0; j < l->nmoves; j++) {
-		char mv[USI_MOVE_MAX];
-		usi_move_write(l->moves[j], mv);
-		if (n < linecap) n += (size_t)snprintf(line + n, linecap - n, " %s", mv);
-	}
+	position_spec_format(line, linecap, root, l->moves, l->nmoves);
 	sfen_write(pos, sfen, SFEN_MAX);
 	return 0;
 }
@@ -180,8 +170,14 @@ int cmd_select(int argc, char **argv)
 		double dt = clock_ms_f() - t1 - t_first;
 		BookTxn *txn = NULL;
 		uint64_t npos = 0;
-		if (bookdb_txn_begin(&txn, db, false) == 0) bookdb_count(&npos, txn, BOOKDB_POS);
+		int crc = bookdb_txn_begin(&txn, db, false);
+		if (crc == 0) crc = bookdb_count(&npos, txn, BOOKDB_POS);
 		bookdb_txn_abort(txn);
+		if (crc < 0) {
+			joseki_error("select: %s: counting the positions: %s", book,
+			             bookdb_strerror(crc));
+			goto done;
+		}
 		printf("select positions %llu load_ms %.0f first_ms %.0f leaves_per_s %.0f rss_kb "
 		       "%ld\n",
 		       (unsigned long long)npos, t_load, t_first,

@@ -1,5 +1,5 @@
 /*
- * joseki think BOOK [--engine builtin|PATH] [--usi-option N=V]... [--engines N]
+ * joseki think BOOK [--new] [--engine builtin|PATH] [--usi-option N=V]... [--engines N]
  *                   [--nodes N|--movetime MS|--depth D] [--multipv K]
  *                   [--positions N] [--time S] [--kif-bonus CP] [--quiet]
  *                   [--from-kifu FILE [--max-ply N]] [--extend]
@@ -8,7 +8,8 @@
  *                   [--opponent builtin|PATH [--opponent-option N=V]... [--opponent-nodes N]
  *                    [--probe-plies N] [--probe-burst N]]
  *
- * The generation loop (bookgen/think.h). --from-kifu thinks the positions
+ * The generation loop (bookgen/think.h). BOOK must hold a book unless --new
+ * (which starts one there if there is none). --from-kifu thinks the positions
  * along the games of FILE first (CSA if it ends in .csa, else USI lines), up
  * to --max-ply (128) moves into each game; --extend then the positions just
  * past the end of the book in ingested games. The growth options (roots,
@@ -150,7 +151,7 @@ int cmd_think(int argc, char **argv)
 	const char *book = NULL, *engine = "builtin", *kifu = NULL;
 	uint64_t max_ply = 128;
 	UsiOption uopts[THINK_MAX_OPTIONS];
-	int nuopts = 0, quiet = 0, extend = 0;
+	int nuopts = 0, quiet = 0, extend = 0, fresh = 0;
 	uint64_t nengines = 1, multipv = 8, positions = 0, seconds = 0, amount = 0;
 	long kif_bonus = SEL_KIF_BONUS_DEFAULT;
 	SearchBudgetKind kind = SEARCH_BUDGET_NODES;
@@ -167,6 +168,8 @@ int cmd_think(int argc, char **argv)
 		if (taken) continue;
 		if (!strcmp(a, "--quiet"))
 			quiet = 1;
+		else if (!strcmp(a, "--new"))
+			fresh = 1;
 		else if (!strcmp(a, "--extend"))
 			extend = 1;
 		else if (!strcmp(a, "--engine") && has)
@@ -222,10 +225,10 @@ int cmd_think(int argc, char **argv)
 		}
 	}
 	if (!book) {
-		joseki_error(
-		    "usage: joseki think BOOK [--engine builtin|PATH] [--usi-option N=V]... "
-		    "[--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] "
-		    "[--positions N] [--time S] " CLI_PLAN_USAGE);
+		joseki_error("usage: joseki think BOOK [--new] [--engine builtin|PATH] "
+		             "[--usi-option N=V]... "
+		             "[--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] "
+		             "[--positions N] [--time S] " CLI_PLAN_USAGE);
 		return 2;
 	}
 	if (cli_plan_check(&cp, "think") < 0) return 2;
@@ -266,8 +269,12 @@ int cmd_think(int argc, char **argv)
 			goto done;
 		}
 	}
-	if (bookdb_open(&db, book, NULL, err) < 0) {
-		joseki_error("think: %s", err);
+	/* A mistyped path is not a new book: that takes --new. */
+	BookDBOptions bo = {.must_exist = !fresh};
+	int orc = bookdb_open(&db, book, &bo, err);
+	if (orc < 0) {
+		joseki_error("think: %s%s", err,
+		             orc == BOOKDB_ENOBOOK ? " (think --new starts a new book there)" : "");
 		goto done;
 	}
 	if (cli_plan_roots(&cp, &roots, db, quiet, "think") < 0) goto done;

@@ -16,13 +16,17 @@ static const struct {
 	const char *summary;
 } COMMANDS[] = {
     {"perft", cmd_perft, "DEPTH [--sfen POS] [--divide]   count leaves of the legal-move tree"},
-    {"replay", cmd_replay, "INPUT... [--json]   replay game records under the rules"},
-    {"ingest", cmd_ingest, "BOOK INPUT... [filters] [--json]   add game records to the book"},
+    {"replay", cmd_replay,
+     "INPUT... [--json]   replay game records (CSA, KIF, KI2, JKF, USI lines) under the rules"},
+    {"ingest", cmd_ingest,
+     "BOOK INPUT... [filters] [--json]   add game records (CSA, KIF, KI2, JKF, USI lines) to the "
+     "book"},
     {"fetch", cmd_fetch,
      "BOOK --from DATE [--to DATE] [--base-url URL] [--cache DIR] [filters] [--json]   download "
      "floodgate days and ingest them"},
     {"import", cmd_import,
-     "BOOK FILE.db... [--prefer deeper|first|last] [--json]   merge YaneuraOu DB2016 books"},
+     "BOOK FILE.db|FILE.bin... [--prefer deeper|first|last] [--json]   merge YaneuraOu DB2016 "
+     "books and Apery binary books"},
     {"query", cmd_query, "BOOK POS [--json] [--with-avoided]   the book's answer for one position"},
     {"stats", cmd_stats, "BOOK [--json]   sizes and counts"},
     {"check", cmd_check,
@@ -42,15 +46,16 @@ static const struct {
      "BOOK [--count N] [--json] [--roots FILE] [--window CP] [--kif-bonus CP]   leaves the "
      "selector would send next"},
     {"think", cmd_think,
-     "BOOK [--engine builtin|PATH] [--engines N] [--nodes N|--movetime MS|--depth D] [--multipv K] "
+     "BOOK [--new] [--engine builtin|PATH] [--engines N] [--nodes N|--movetime MS|--depth D] "
+     "[--multipv K] "
      "[--positions N] [--time S]   grow the book"},
     {"minimax", cmd_minimax,
      "BOOK [--full] [--draw-black CP] [--draw-white CP] [--leaves thought|games] [--min-depth D] "
      "[--min-games N] [--blend W] [--blend-games N] [--json] [--quiet]   back values up over the "
      "book (incremental unless --full)"},
     {"export", cmd_export,
-     "BOOK OUT [--format yaneuraou] [--moves best|window|all] [--window CP] [--min-depth D] "
-     "[--max-ply N] [--with-avoided] [--json] [--quiet]   write a YaneuraOu book"},
+     "BOOK OUT [--format yaneuraou|apery] [--moves best|window|all] [--window CP] [--min-depth D] "
+     "[--max-ply N] [--with-avoided] [--json] [--quiet]   write a YaneuraOu or Apery book"},
     {"peta-shock", cmd_peta_shock, "IN.db OUT.db [--shrink]   YaneuraOu makebook peta_shock"},
     {"usi", cmd_usi, "[--book BOOK]   the built-in engine as a USI engine on stdin/stdout"},
     {"bench", cmd_bench, "[--depth D] [--list]   fixed-depth search of the bench positions"},

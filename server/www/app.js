@@ -62,7 +62,10 @@ function withMove(spec, usi) {
   return base + ' moves ' + moves.concat([usi]).join(' ');
 }
 
-// Japanese notation of a USI move in pos, e.g. ▲７六歩, △同　歩, ▲５五角打.
+// Japanese notation of a USI move in pos, e.g. ▲７六歩, △同　歩, ▲５五角打: the
+// fallback for a server that does not name its moves. The server's "name"
+// (/v1/query, /v1/line) is what a player writes, with 右/左/上/引/寄/直 where two
+// pieces of a kind can reach the square, and 不成 (shogi/japanese.h).
 function japanese(pos, usi, lastTo) {
   const mark = pos.black ? '▲' : '△';
   let to, name, suffix = '';
@@ -214,7 +217,7 @@ function drawMoves() {
     const games = m.count || 0;
     const cells = [
       [i === 0 ? '★' : '', 'star'],
-      [japanese(pos, m.move, lastTo), 'mv'],
+      [m.name || japanese(pos, m.move, lastTo), 'mv'],
       [m.move, 'usi'],
       [m.value !== undefined && m.value !== -32768 ? m.value : '–'],
       [m.value_source ? m.value_source + (m.dist ? '/' + m.dist : '') : '–'],
@@ -257,15 +260,9 @@ async function drawLine() {
     if (!r.ok) return;
     const j = await r.json();
     if (!j.line.length) return;
-    let pos = state.pos, lastTo = null;
-    const words = [];
-    for (const step of j.line) {
-      words.push(japanese(pos, step.move, lastTo));
-      lastTo = step.move.slice(2, 4);
-      pos = null; // later plies: notation needs the board; show USI after the first
-      break;
-    }
-    div.textContent = 'Book line: ' + words.concat(j.line.slice(1).map(s => s.move)).join(' ') +
+    // Each step named by the server; USI where it gave no name.
+    const words = j.line.map(step => step.name || step.move);
+    div.textContent = 'Book line: ' + words.join(' ') +
       (j.end === 'repetition' ? ' (repeats)' : '');
   } catch (e) { /* the line is extra */ }
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 #include <errno.h>
@@ -320,6 +321,29 @@ static void test_bookdb__other_schema_version_is_refused(void **state)
 	snprintf(path, sizeof path, "%s/nothing", dir);
 	assert_int_equal(bookdb_open(&db, path, &ro, err), BOOKDB_ENOBOOK);
 	assert_non_null(strstr(err, path));
+	/* So is one opened read-write with must_exist, and nothing is created:
+	 * not the directory, not a book in an empty data file. */
+	BookDBOptions existing = {.must_exist = true};
+	assert_int_equal(bookdb_open(&db, path, &existing, err), BOOKDB_ENOBOOK);
+	assert_non_null(strstr(err, "no book there"));
+	struct stat st;
+	assert_int_equal(stat(path, &st), -1);
+	char file[4300];
+	assert_int_equal(ts_runf(NULL, NULL, "mkdir %s && : > %s/data.mdb", path, path), 0);
+	assert_int_equal(bookdb_open(&db, path, &existing, err), BOOKDB_ECORRUPT);
+	snprintf(file, sizeof file, "%s/data.mdb", path);
+	assert_int_equal(stat(file, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	/* A book that is there opens for writing. */
+	snprintf(path, sizeof path, "%s/made", dir);
+	assert_int_equal(bookdb_open(&db, path, NULL, err), 0);
+	bookdb_free(db);
+	assert_int_equal(bookdb_open(&db, path, &existing, err), 0);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	assert_int_equal(bookdb_kv_put(t, BOOKDB_META, "k", 1, "v", 1), 0);
+	assert_int_equal(bookdb_txn_commit(t), 0);
+	bookdb_free(db);
 	ts_rmtree(dir);
 	free(dir);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -80,17 +81,21 @@ static void test_compact__refused_while_a_writer_has_the_book(void **state)
 	assert_int_equal(
 	    ts_runf(NULL, NULL, "%s ingest %s/b tests/data/floodgate --quiet", ts_joseki(), dir),
 	    0);
-	char *out = NULL, *err = NULL;
-	int rc = ts_runf(&out, &err,
-	                 "%s think %s/b --depth 2 --time 3 --quiet >/dev/null & p=$!; sleep 1; "
-	                 "%s compact %s/b; echo compact=$?; wait $p; echo think=$?",
-	                 ts_joseki(), dir, ts_joseki(), dir);
-	assert_int_equal(rc, 0);
-	assert_non_null(strstr(out, "compact=1"));
-	assert_non_null(strstr(out, "think=0"));
+	char book[600], lock[700];
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(lock, sizeof lock, "%s/writers.lock", book);
+	char *think[] = {(char *)ts_joseki(), "think", book, "--depth", "2", "--time", "5",
+	                 "--quiet",           NULL};
+	pid_t p = ts_spawn(think, NULL, NULL, false);
+	/* Compact once think holds the writers' lock. */
+	assert_true(ts_wait_flocked(lock, p, 60000));
+	char *err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s compact %s", ts_joseki(), book), 1);
 	assert_non_null(strstr(err, "a writer has the book open"));
-	free(out);
 	free(err);
+	int st = 0;
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0); /* think went on undisturbed */
 	err = NULL;
 	assert_int_equal(ts_runf(NULL, &err, "%s compact %s/none", ts_joseki(), dir), 1);
 	assert_non_null(strstr(err, "no book"));

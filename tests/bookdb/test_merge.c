@@ -122,6 +122,23 @@ static const Rec *find(const Book *bk, Key k)
 	return NULL;
 }
 
+/* Positions src thought that dst holds without having thought them: merging
+ * src into dst gives each src's analysis, which the merge counts as
+ * replaced (bookdb_record_merge). */
+static long thought_only_in(const char *src, const char *dst)
+{
+	Book s = load(src, true), d = load(dst, true);
+	long n = 0;
+	for (size_t i = 0; i < s.n; i++) {
+		if (!(s.v[i].rec->flags & BOOKDB_REC_THOUGHT)) continue;
+		const Rec *r = find(&d, s.v[i].key);
+		if (r && !(r->rec->flags & BOOKDB_REC_THOUGHT)) n++;
+	}
+	book_free(&s);
+	book_free(&d);
+	return n;
+}
+
 static bool rec_equal(const Rec *a, const Rec *b)
 {
 	return a && b && a->n == b->n && !memcmp(a->b, b->b, a->n);
@@ -225,6 +242,12 @@ static void test_merge__a_into_b_equals_b_into_a_and_each_game_counts_once(void 
 	char *d = ts_mkdtemp();
 	const char *J = ts_joseki();
 	ingest_ab(d, "--depth 2 --positions 40", "--depth 3 --positions 40", true);
+	/* Where B holds a position A thought and B did not, A's analysis goes in
+	 * (replaced); where both thought, B's deeper analysis stays. */
+	char pa[512], pb[512];
+	snprintf(pa, sizeof pa, "%s/A", d);
+	snprintf(pb, sizeof pb, "%s/B", d);
+	long a_only = thought_only_in(pa, pb);
 	sh("cp -r %s/A %s/A1 && cp -r %s/B %s/B1", d, d, d, d);
 	json_t *ab = ts_run_json(0, "%s merge %s/B1 %s/A --json --quiet", J, d, d);
 	json_t *ba = ts_run_json(0, "%s merge %s/A1 %s/B --json --quiet", J, d, d);
@@ -234,7 +257,7 @@ static void test_merge__a_into_b_equals_b_into_a_and_each_game_counts_once(void 
 	assert_int_equal(ts_jint(ba, "games_added"), 6);
 	assert_int_equal(ts_jint(ab, "stats_clamped"), 0);
 	assert_true(ts_jint(ba, "replaced") > 0); /* B's deeper analysis over A's */
-	assert_int_equal(ts_jint(ab, "replaced"), 0);
+	assert_int_equal(ts_jint(ab, "replaced"), a_only);
 	char p1[512], p2[512];
 	snprintf(p1, sizeof p1, "%s/A1", d);
 	snprintf(p2, sizeof p2, "%s/B1", d);
@@ -847,6 +870,135 @@ static void test_merge__records_that_do_not_decode_are_skipped_and_named(void **
 	free(d);
 }
 
+/* A source whose last record ends a batch (no games, nothing pending after
+ * it): the merge still clears its mark, so the next merge of another source
+ * is not refused as "interrupted". */
+static void test_merge__a_merge_ending_on_a_batch_leaves_no_mark(void **state)
+{
+	(void)state;
+	const char *J = ts_joseki();
+	char *d = ts_mkdtemp();
+	sh("%s synth %s/S --positions 1000 --seed 3 --quiet && %s synth %s/T --positions 300 "
+	   "--seed 4 --quiet",
+	   J, d, J, d);
+	json_t *s = ts_run_json(0, "%s stats %s/S --json", J, d);
+	long long n = ts_jint(s, "positions");
+	json_decref(s);
+	assert_true(n > 1);
+	char dst[600];
+	snprintf(dst, sizeof dst, "%s/D", d);
+	/* Into a new book every record is written: a batch of n ends on the last. */
+	json_t *m =
+	    ts_run_json(0, "%s merge %s %s/S --no-minimax --batch %lld --json", J, dst, d, n);
+	assert_int_equal(ts_jint(m, "added"), n);
+	assert_false(json_is_true(json_object_get(m, "resumed")));
+	json_decref(m);
+	char *mark = meta_get(dst, "merge");
+	if (mark) fail_msg("the merge mark is still there after a complete merge");
+	m = ts_run_json(0, "%s merge %s %s/T --no-minimax --json", J, dst, d);
+	assert_false(json_is_true(json_object_get(m, "resumed")));
+	json_decref(m);
+	ts_rmtree(d);
+	free(d);
+}
+
+/* ---- several sources, then the minimax hook (bookdb_merge_books) ---- */
+
+typedef struct {
+	int calls;       /* hook runs */
+	const char *say; /* the hook fails with this message (NULL: succeeds) */
+	char seen[4][600];
+	int rcs[4];
+	int nseen;
+} Recorder;
+
+static int recording_hook(void *ctx, BookDB *db, char *err, size_t errlen)
+{
+	(void)db;
+	Recorder *r = ctx;
+	r->calls++;
+	if (!r->say) return 0;
+	snprintf(err, errlen, "%s", r->say);
+	return -1;
+}
+
+static void record_source(void *ctx, const char *src, const BookMergeStats *st, int rc,
+                          const char *err)
+{
+	(void)st;
+	(void)err;
+	Recorder *r = ctx;
+	assert_true(r->nseen < 4);
+	snprintf(r->seen[r->nseen], sizeof r->seen[0], "%s", src);
+	r->rcs[r->nseen++] = rc;
+}
+
+/* The sources in order, another path to the destination merged into itself,
+ * the hook run once and only when the merge wrote something (not on a dry
+ * run, not when nothing changed), a missing source named, a failing hook's
+ * message "minimax: DST: ..." after a complete merge. */
+static void test_merge__several_sources_then_the_minimax_hook(void **state)
+{
+	(void)state;
+	char *d = ts_mkdtemp();
+	ingest_ab(d, NULL, NULL, false);
+	sh("cp -r %s/A %s/D && ln -s %s/D %s/Dlink", d, d, d, d);
+	char dst[600], b[600], link[600], none[600], err[BOOKDB_MERGE_ERRLEN];
+	snprintf(dst, sizeof dst, "%s/D", d);
+	snprintf(b, sizeof b, "%s/B", d);
+	snprintf(link, sizeof link, "%s/Dlink", d);
+	snprintf(none, sizeof none, "%s/none", d);
+	BookDB *db;
+	assert_int_equal(bookdb_open(&db, dst, NULL, err), 0);
+	Recorder rec = {0};
+	BookMergeBooksOptions mo = {.source_done = record_source,
+	                            .ctx = &rec,
+	                            .minimax = {.run = recording_hook, .ctx = &rec}};
+	BookMergeStats tot;
+	bool ran;
+	const char *two[] = {b, link};
+	assert_int_equal(bookdb_merge_books(&tot, &ran, db, two, 2, &mo, err), 0);
+	assert_int_equal(rec.nseen, 2);
+	assert_string_equal(rec.seen[0], b);
+	assert_string_equal(rec.seen[1], link);
+	assert_int_equal(rec.rcs[0] | rec.rcs[1], 0);
+	assert_true(tot.added > 0);
+	assert_true(tot.positions > tot.added); /* B's positions and D's own */
+	assert_true(ran);
+	assert_int_equal(rec.calls, 1);
+	/* Nothing new: no minimax. A dry run: none either. */
+	const char *one[] = {b};
+	assert_int_equal(bookdb_merge_books(&tot, &ran, db, one, 1, &mo, err), 0);
+	assert_int_equal(tot.added + tot.changed, 0);
+	assert_false(ran);
+	mo.each.dry_run = true;
+	assert_int_equal(bookdb_merge_books(&tot, &ran, db, one, 1, &mo, err), 0);
+	assert_false(ran);
+	assert_int_equal(rec.calls, 1);
+	mo.each.dry_run = false;
+	/* A missing source is named and never reaches source_done. */
+	rec.nseen = 0;
+	const char *missing[] = {none};
+	assert_int_equal(bookdb_merge_books(&tot, &ran, db, missing, 1, &mo, err), BOOKDB_ENOBOOK);
+	assert_non_null(strstr(err, none));
+	assert_int_equal(rec.nseen, 0);
+	bookdb_free(db);
+	/* A failing hook: the merge is whole, the message says where it failed. */
+	sh("cp -r %s/A %s/E", d, d);
+	snprintf(dst, sizeof dst, "%s/E", d);
+	assert_int_equal(bookdb_open(&db, dst, NULL, err), 0);
+	rec.say = "no luck";
+	assert_true(bookdb_merge_books(&tot, &ran, db, one, 1, &mo, err) < 0);
+	assert_false(ran);
+	char want[700];
+	snprintf(want, sizeof want, "minimax: %s: no luck", dst);
+	assert_string_equal(err, want);
+	bookdb_free(db);
+	assert_null(meta_get(dst, "merge"));
+	ts_rmtree(d);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -860,6 +1012,8 @@ int main(void)
 	    cmocka_unit_test(test_merge__dry_run_writes_nothing_and_counts_the_same),
 	    cmocka_unit_test(test_merge__records_that_do_not_decode_are_skipped_and_named),
 	    cmocka_unit_test(test_merge__kill_9_leaves_whole_batches_and_a_rerun_completes),
+	    cmocka_unit_test(test_merge__several_sources_then_the_minimax_hook),
+	    cmocka_unit_test(test_merge__a_merge_ending_on_a_batch_leaves_no_mark),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -138,6 +138,8 @@ static void test_bookdb__query_reads_the_record_sorted_and_builds_its_json(void 
 	json_t *m0 = json_array_get(moves, 0);
 	assert_int_equal(json_integer_value(json_object_get(m0, "eval")), 50);
 	assert_int_equal(json_integer_value(json_object_get(m0, "count")), 1);
+	/* each move also as a player writes it (shogi/japanese.h) */
+	assert_string_equal(json_string_value(json_object_get(m0, "name")), "▲２六歩");
 	assert_null(json_object_get(json_array_get(moves, 2), "eval"));
 	char sfen[SFEN_MAX];
 	sfen_write(pos, sfen, sizeof sfen);

@@ -41,7 +41,7 @@ static void round_trip(const Piece board[SQ_NB], const Hand hand[COLOR_NB], Colo
 	assert_int_equal(side, s2);
 }
 
-/* The position of the issue: ply 290 of a 301-ply entering-king game, all 18
+/* A position that once did not decode: ply 290 of a 301-ply entering-king game, all 18
  * pawns in one hand, a bishop then 60 empty squares (the kings' between
  * them) before the next piece. It did not decode: the run was read past the
  * bits the decoder's window holds. Now a record of it round-trips. */

@@ -60,6 +60,10 @@ static void test_roots__position_lists(void **state)
 	roots_free(&r);
 	assert_int_equal(roots_from_lines(&r, "/no/such/roots.txt", err), ROOTS_EINPUT);
 	assert_non_null(strstr(err, "/no/such/roots.txt"));
+	/* A file that opens but cannot be read (a directory) is not an empty list. */
+	assert_int_equal(roots_from_lines(&r, dir, err), ROOTS_EINPUT);
+	assert_non_null(strstr(err, "read error"));
+	assert_int_equal(r.n, 0);
 	ts_rmtree(dir);
 	free(dir);
 }

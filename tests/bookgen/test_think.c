@@ -7,12 +7,15 @@
  * and a SIGTERM in the middle followed by `joseki check`.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -305,9 +308,10 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	(void)state;
 	char *dir = ts_mkdtemp();
 	char *out = NULL, *err = NULL;
-	int rc = ts_runf(&out, &err,
-	                 "%s think %s/b --engines 2 --depth 1 --multipv 3 --positions 6 --quiet",
-	                 ts_joseki(), dir);
+	int rc =
+	    ts_runf(&out, &err,
+	            "%s think %s/b --new --engines 2 --depth 1 --multipv 3 --positions 6 --quiet",
+	            ts_joseki(), dir);
 	assert_int_equal(rc, 0);
 	assert_int_equal(field(out, "think thought "), 6);
 	free(out);
@@ -323,33 +327,50 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	 * the open batch is lost. Either way the book stays consistent, the
 	 * count of thought positions only grows, and a restart goes on. */
 	unsigned long long before = 10;
-	static const struct {
-		const char *sig, *status;
-	} kills[] = {{"TERM", "rc=0"}, {"KILL", "rc=137"}};
+	static const int kills[] = {SIGTERM, SIGKILL};
+	char book[600], think_out[600];
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(think_out, sizeof think_out, "%s/think.out", dir);
 	for (size_t k = 0; k < 2; k++) {
-		rc = ts_runf(
-		    &out, &err,
-		    "%s think %s/b --engines 2 --depth 3 --time 60 --quiet & p=$!; sleep 1; "
-		    "kill -%s $p; wait $p; echo rc=$?",
-		    ts_joseki(), dir, kills[k].sig);
-		assert_int_equal(rc, 0);
-		assert_non_null(strstr(out, kills[k].status));
+		char *argv[] = {(char *)ts_joseki(),
+		                "think",
+		                book,
+		                "--engines",
+		                "2",
+		                "--depth",
+		                "3",
+		                "--time",
+		                "60",
+		                "--quiet",
+		                NULL};
+		pid_t p = ts_spawn(argv, think_out, NULL, false);
+		/* The signal lands once think has committed something. */
+		for (int i = 0; i < 1200 && thought_in(dir) <= before; i++) usleep(50000);
+		assert_true(thought_in(dir) > before);
+		kill(p, kills[k]);
+		int st = 0;
+		assert_int_equal(waitpid(p, &st, 0), p);
+		if (kills[k] == SIGTERM)
+			assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		else
+			assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 		/* After SIGTERM the summary is printed and every answer it counts
 		 * is in the book: the finished ones are committed, not dropped. */
+		out = ts_read_file(think_out, NULL);
+		assert_non_null(out);
 		unsigned long long reported =
-		    kills[k].sig[0] == 'T' ? field(out, "think thought ") : 0;
+		    kills[k] == SIGTERM ? field(out, "think thought ") : 0;
 		free(out);
-		free(err);
 		rc = ts_runf(&out, &err, "%s check %s/b", ts_joseki(), dir);
 		assert_int_equal(rc, 0);
 		free(out);
 		free(err);
 		unsigned long long now = thought_in(dir);
-		if (kills[k].sig[0] == 'T') {
+		if (kills[k] == SIGTERM) {
 			assert_true(reported > 0);
 			assert_int_equal(now, before + reported);
 		} else {
-			assert_true(now >= before);
+			assert_true(now > before); /* killed after its first commits */
 		}
 		before = now;
 	}
@@ -361,7 +382,7 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	/* An external USI engine (the search module's fake, which knows the start
 	 * position and resigns elsewhere): its MultiPV values are stored. */
 	rc = ts_runf(&out, &err,
-	             "%s think %s/u --engine tests/search/fakes/fake_engine.py --engines 2 "
+	             "%s think %s/u --new --engine tests/search/fakes/fake_engine.py --engines 2 "
 	             "--nodes 1000 --multipv 3 --positions 3 --quiet",
 	             ts_joseki(), dir);
 	assert_int_equal(rc, 0);
@@ -379,6 +400,15 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	assert_non_null(strstr(err, "no-such-engine"));
 	free(out);
 	free(err);
+	/* A mistyped path is refused, saying how to start a new book, and
+	 * nothing is made there. */
+	rc = ts_runf(&out, &err, "%s think %s/typo --depth 1 --positions 1 --quiet", ts_joseki(),
+	             dir);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "/typo: no book there (think --new starts a new book there)"));
+	free(out);
+	free(err);
+	assert_int_equal(ts_runf(NULL, NULL, "test -e %s/typo", dir), 1);
 	rc = ts_runf(&out, &err, "%s think %s/b --depth 0", ts_joseki(), dir);
 	assert_int_equal(rc, 2);
 	free(out);
@@ -398,12 +428,13 @@ static void test_bookgen__think_command_with_misbehaving_engines_under_load(void
 	(void)state;
 	char *dir = ts_mkdtemp();
 	char *out = NULL, *err = NULL;
-	int rc = ts_runf(&out, &err,
-	                 "JOSEKI_BIN=%s MIXED_STATE=%s/starts "
-	                 "MIXED_SCRIPT=crash,ok,hang,ok,garbage,ok,flood,ok "
-	                 "%s think %s/b --engine tests/search/fakes/mixed_engine.py --engines 8 "
-	                 "--nodes 2000 --multipv 2 --positions 400 --quiet",
-	                 ts_joseki(), dir, ts_joseki(), dir);
+	int rc =
+	    ts_runf(&out, &err,
+	            "JOSEKI_BIN=%s MIXED_STATE=%s/starts "
+	            "MIXED_SCRIPT=crash,ok,hang,ok,garbage,ok,flood,ok "
+	            "%s think %s/b --new --engine tests/search/fakes/mixed_engine.py --engines 8 "
+	            "--nodes 2000 --multipv 2 --positions 400 --quiet",
+	            ts_joseki(), dir, ts_joseki(), dir);
 	assert_int_equal(rc, 0);
 	assert_int_equal(field(out, "think thought "), 400);
 	assert_true(field(out, " failed ") <= 2);
@@ -437,9 +468,10 @@ static void test_bookgen__think_command_from_kifu(void **state)
 	assert_int_equal(ts_write_file(path, games, sizeof games - 1), 0);
 	/* Positions along the games: start, 7g7f, 7g7f 3c3d, ... 2g2f, 7g7f 8c8d:
 	 * five distinct, all thought before anything else. */
-	int rc = ts_runf(&out, &err,
-	                 "%s think %s/b --from-kifu %s --depth 1 --multipv 2 --positions 5 --quiet",
-	                 ts_joseki(), dir, path);
+	int rc = ts_runf(
+	    &out, &err,
+	    "%s think %s/b --new --from-kifu %s --depth 1 --multipv 2 --positions 5 --quiet",
+	    ts_joseki(), dir, path);
 	assert_int_equal(rc, 0);
 	assert_int_equal(field(out, "think thought "), 5);
 	free(out);
@@ -460,7 +492,7 @@ static void test_bookgen__think_command_from_kifu(void **state)
 	}
 	/* CSA records: the first three positions of a floodgate game. */
 	rc = ts_runf(&out, &err,
-	             "%s think %s/c --from-kifu 'tests/data/floodgate/"
+	             "%s think %s/c --new --from-kifu 'tests/data/floodgate/"
 	             "wdoor+floodgate-300-10F+10b_n003_1060+40b_n007_1050Ti+20210405160009.csa' "
 	             "--max-ply 3 --depth 1 --positions 3 --quiet",
 	             ts_joseki(), dir);
@@ -479,7 +511,7 @@ static void test_bookgen__think_command_from_kifu(void **state)
 	rc = ts_runf(&out, &err, "%s think %s/b --from-kifu %s --depth 1 --quiet", ts_joseki(), dir,
 	             path);
 	assert_int_equal(rc, 1);
-	assert_non_null(strstr(err, "line 1"));
+	assert_non_null(strstr(err, ":1: illegal move 7g7f"));
 	free(out);
 	free(err);
 	ts_rmtree(dir);
@@ -533,10 +565,11 @@ static void test_bookgen__think_command_extends_along_ingested_games(void **stat
 	char berr[BOOKDB_ERRLEN];
 	assert_int_equal(bookdb_open(&db, book, NULL, berr), 0);
 	/* The start position is thought: 2g2f has an engine value (the selector's
-	 * choice), 7g7f and 5g5f were played in games but only 5g5f's child is
+	 * choice: high enough that the depth-1 value 7g7f gets below stays under
+	 * it), 7g7f and 5g5f were played in games but only 5g5f's child is
 	 * thought: the book ends at 7g7f. */
 	static const char *const mv[] = {"2g2f", "7g7f", "5g5f"};
-	static const int ev[] = {50, INT32_MIN, INT32_MIN}, ct[] = {0, 3, 1};
+	static const int ev[] = {400, INT32_MIN, INT32_MIN}, ct[] = {0, 3, 1};
 	put_record(db, "startpos", true, mv, ev, ct, 3);
 	static const char *const mv2[] = {"8c8d"};
 	static const int ev2[] = {-10}, ct2[] = {0};
@@ -706,7 +739,7 @@ static void test_bookgen__think_probes_the_lines_an_opponent_plays(void **state)
 	static const char R[] = "startpos moves 7g7f 3c3d\nstartpos moves 2g2f\n";
 	assert_int_equal(ts_write_file(roots, R, sizeof R - 1), 0);
 	int rc = ts_runf(&out, &err,
-	                 "%s think %s --roots %s --opponent builtin --nodes 3000 --multipv 3 "
+	                 "%s think %s --new --roots %s --opponent builtin --nodes 3000 --multipv 3 "
 	                 "--probe-plies 6 --engines 2 --quiet",
 	                 ts_joseki(), book, roots);
 	assert_int_equal(rc, 0);

@@ -68,9 +68,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fwrite(data, 1, size, w);
 	fclose(w);
 	PetashockStats st;
-	char err[256];
+	char err[PETASHOCK_ERRLEN];
 	PetashockOptions opt = {size & 1, NULL, NULL, NULL, NULL, 1};
-	if (petashock_run(&st, in_path, out_path, &opt, err, sizeof err) != 0) abort();
+	if (petashock_run(&st, in_path, out_path, &opt, err) != 0) abort();
 	if (st.nodes != records) abort();
 	FILE *o = fopen(out_path, "rb");
 	if (!o) abort();
@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fclose(mem);
 	rewind(o);
 	opt.threads = 2 + (int)(size % 2);
-	if (petashock_run(&st, in_path, out_path, &opt, err, sizeof err) != 0) abort();
+	if (petashock_run(&st, in_path, out_path, &opt, err) != 0) abort();
 	FILE *o2 = fopen(out_path, "rb");
 	if (!o2) abort();
 	for (size_t i = 0; i < one_len; i++)

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "ingest/csa.h"
+#include "ingest/kifu.h"
 #include "ingest/replay.h"
 #include "shogi/notation.h"
 #include "tests/support/support.h"
@@ -27,80 +27,80 @@
 typedef struct {
 	const char *path;
 	size_t moves;
-	CsaEnd end;
+	GameClaim end;
 } Fixture;
 
 static const Fixture FIXTURES[] = {
     {"floodgate/wdoor+floodgate-300-10F+10b_n003_1060+40b_n007_1050Ti+20210405160009.csa", 125,
-     CSA_END_TORYO},
+     GAME_CLAIM_TORYO},
     {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Allihn_Condenser+20260601130001.csa", 100,
-     CSA_END_TORYO},
+     GAME_CLAIM_TORYO},
     {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Allihn_Condenser+20260602050002.csa", 82,
-     CSA_END_TORYO},
+     GAME_CLAIM_TORYO},
     {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+Pyfamate_v2_peta1115+20260601133002.csa",
-     105, CSA_END_TORYO},
+     105, GAME_CLAIM_TORYO},
     {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+YukiSHogiEngineV7.7+20260601090001.csa",
-     102, CSA_END_TORYO},
+     102, GAME_CLAIM_TORYO},
     {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+ZARD+20260602160006.csa", 81,
-     CSA_END_TORYO},
+     GAME_CLAIM_TORYO},
     {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+clomeprop+20260601143005.csa", 114,
-     CSA_END_TORYO},
+     GAME_CLAIM_TORYO},
     {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+jhbr2+20260601113000.csa", 71,
-     CSA_END_TORYO},
+     GAME_CLAIM_TORYO},
     {"floodgate/wdoor+floodgate-300-10F+62KIN_Suisho11_4c+kahm768+20260601080001.csa", 169,
-     CSA_END_TORYO},
+     GAME_CLAIM_TORYO},
     {"floodgate/wdoor+floodgate-300-10F+910+Gokaku-v2.3-b12c512-v500+20260601070006.csa", 86,
-     CSA_END_TORYO},
+     GAME_CLAIM_TORYO},
     {"floodgate/wdoor+floodgate-300-10F+Allihn_Condenser+62KIN_Suisho11_4c+20260601050005.csa", 106,
-     CSA_END_SENNICHITE},
+     GAME_CLAIM_SENNICHITE},
     {"floodgate/wdoor+floodgate-300-10F+C2AC562E-YO-NNUE-NOBOOK-20260510+jhbr2+20260601023003.csa",
-     29, CSA_END_TORYO},
+     29, GAME_CLAIM_TORYO},
     {"floodgate/"
      "wdoor+floodgate-300-10F+Titanda_L+SILENT_MAJORITY_sf170225_6950XEE+20170302210003.csa",
-     256, CSA_END_NONE},
+     256, GAME_CLAIM_NONE},
     {"floodgate/wdoor+floodgate-300-10F+test768_16_64_N150+clomeprop+20260605230006.csa", 129,
-     CSA_END_TORYO},
+     GAME_CLAIM_TORYO},
     {"floodgate/wdoor+floodgate-600-10+01WishBlue_07+Apery_i5-4670+20150415003002.csa", 134,
-     CSA_END_TORYO},
-    {"csa-dialects/WCSC32_F7_NBS_DLS.csa", 176, CSA_END_TORYO},
+     GAME_CLAIM_TORYO},
+    {"csa-dialects/WCSC32_F7_NBS_DLS.csa", 176, GAME_CLAIM_TORYO},
     {"csa-dialects/dr1test1test0+tu-1_aobazero_viper-300-5F+aobazero+viper+20200719201040.csa", 400,
-     CSA_END_KACHI},
-    {"csa-dialects/v2.csa", 196, CSA_END_TORYO},
-    {"csa-dialects/v2_2.csa", 2, CSA_END_CHUDAN},
-    {"csa-dialects/wcsc25_Himawari_TeamGPS.csa", 110, CSA_END_TORYO},
-    {"csa-dialects/x1_20111121-02-45-38-2934-gps-Bonanza_ACG13.csa", 150, CSA_END_TORYO},
-    {"csa-dialects/yaneuraou_selfplay_jishogi.csa", 258, CSA_END_JISHOGI},
+     GAME_CLAIM_KACHI},
+    {"csa-dialects/v2.csa", 196, GAME_CLAIM_TORYO},
+    {"csa-dialects/v2_2.csa", 2, GAME_CLAIM_CHUDAN},
+    {"csa-dialects/wcsc25_Himawari_TeamGPS.csa", 110, GAME_CLAIM_TORYO},
+    {"csa-dialects/x1_20111121-02-45-38-2934-gps-Bonanza_ACG13.csa", 150, GAME_CLAIM_TORYO},
+    {"csa-dialects/yaneuraou_selfplay_jishogi.csa", 258, GAME_CLAIM_JISHOGI},
 };
 #define NFIXTURES (sizeof FIXTURES / sizeof FIXTURES[0])
 
 /* Reads the single record of path (asserting there is exactly one). */
-static CsaRecord *read_one_file(const char *path)
+static KifuRecord *read_one_file(const char *path)
 {
-	CsaReader *r;
-	assert_int_equal(csa_reader_open_file(&r, path), 0);
-	CsaRecord *rec = NULL, *extra = NULL;
-	int rc = csa_reader_next(r, &rec);
-	if (rc != 1) fail_msg("%s: %s", path, csa_reader_error(r));
-	assert_int_equal(csa_reader_next(r, &extra), 0);
+	KifuReader *r;
+	assert_int_equal(kifu_reader_open_file(&r, path), 0);
+	KifuRecord *rec = NULL, *extra = NULL;
+	int rc = kifu_reader_next(r, &rec);
+	if (rc != 1) fail_msg("%s: %s", path, kifu_reader_error(r));
+	assert_int_equal(kifu_reader_next(r, &extra), 0);
 	assert_null(extra);
-	csa_reader_free(r);
+	kifu_reader_free(r);
 	return rec;
 }
 
 /* Reads every record of an in-memory text; returns how many, errors in *nerr. */
-static int read_all_text(const char *text, CsaRecord **recs, int max, int *nerr, char *lasterr)
+static int read_all_text(const char *text, KifuRecord **recs, int max, int *nerr, char *lasterr)
 {
-	CsaReader *r;
-	assert_int_equal(csa_reader_open_mem(&r, text, strlen(text), "mem.csa"), 0);
+	KifuReader *r;
+	assert_int_equal(kifu_reader_open_mem_as(&r, text, strlen(text), "mem.csa", KIFU_CSA), 0);
 	int n = 0;
 	*nerr = 0;
 	for (;;) {
-		CsaRecord *rec;
-		int rc = csa_reader_next(r, &rec);
+		KifuRecord *rec;
+		int rc = kifu_reader_next(r, &rec);
 		if (rc == 0) break;
-		if (rc == CSA_EPARSE) {
+		if (rc == KIFU_EPARSE) {
 			(*nerr)++;
-			if (lasterr) snprintf(lasterr, CSA_ERRLEN, "%s", csa_reader_error(r));
+			if (lasterr) snprintf(lasterr, KIFU_ERRLEN, "%s", kifu_reader_error(r));
 			assert_null(rec);
 			continue;
 		}
@@ -108,18 +108,18 @@ static int read_all_text(const char *text, CsaRecord **recs, int max, int *nerr,
 		if (n < max)
 			recs[n] = rec;
 		else
-			csa_record_free(rec);
+			kifu_record_free(rec);
 		n++;
 	}
-	csa_reader_free(r);
+	kifu_reader_free(r);
 	return n;
 }
 
-static CsaRecord *read_one_text(const char *text)
+static KifuRecord *read_one_text(const char *text)
 {
-	CsaRecord *rec[1];
+	KifuRecord *rec[1];
 	int nerr;
-	char err[CSA_ERRLEN] = "";
+	char err[KIFU_ERRLEN] = "";
 	int n = read_all_text(text, rec, 1, &nerr, err);
 	if (nerr) fail_msg("unexpected error: %s", err);
 	assert_int_equal(n, 1);
@@ -128,11 +128,11 @@ static CsaRecord *read_one_text(const char *text)
 
 static void expect_error(const char *text, const char *needle)
 {
-	CsaRecord *recs[4];
+	KifuRecord *recs[4];
 	int nerr;
-	char err[CSA_ERRLEN] = "";
+	char err[KIFU_ERRLEN] = "";
 	int n = read_all_text(text, recs, 4, &nerr, err);
-	for (int i = 0; i < n && i < 4; i++) csa_record_free(recs[i]);
+	for (int i = 0; i < n && i < 4; i++) kifu_record_free(recs[i]);
 	if (nerr != 1 || !strstr(err, needle))
 		fail_msg("expected one error with '%s', got %d: '%s'", needle, nerr, err);
 	assert_true(!strncmp(err, "mem.csa:", 8));
@@ -145,14 +145,14 @@ static void test_csa__every_fixture_reads_with_its_move_count(void **state)
 	for (size_t i = 0; i < NFIXTURES; i++) {
 		char path[512];
 		snprintf(path, sizeof path, "tests/data/%s", FIXTURES[i].path);
-		CsaRecord *rec = read_one_file(path);
+		KifuRecord *rec = read_one_file(path);
 		if (rec->nmoves != FIXTURES[i].moves)
 			fail_msg("%s: %zu moves, expected %zu", path, rec->nmoves,
 			         FIXTURES[i].moves);
 		assert_int_equal(rec->end, FIXTURES[i].end);
 		assert_true(rec->has_position);
 		char err[SHOGI_ERRLEN];
-		assert_int_equal(csa_record_position(&pos, rec, err), 0);
+		assert_int_equal(kifu_record_position(&pos, rec, err), 0);
 		char sfen[SFEN_MAX];
 		sfen_write(&pos, sfen, sizeof sfen);
 		assert_string_equal(sfen, SFEN_STARTPOS);
@@ -162,14 +162,14 @@ static void test_csa__every_fixture_reads_with_its_move_count(void **state)
 			assert_true(rec->moves[k].line > 0);
 			if (k) assert_true(rec->moves[k].line > rec->moves[k - 1].line);
 		}
-		csa_record_free(rec);
+		kifu_record_free(rec);
 	}
 }
 
 static void test_csa__floodgate_header_comments_and_evals(void **state)
 {
 	(void)state;
-	CsaRecord *rec = read_one_file("tests/data/csa-dialects/v2.csa");
+	KifuRecord *rec = read_one_file("tests/data/csa-dialects/v2.csa");
 	assert_string_equal(rec->version, "V2");
 	assert_string_equal(rec->name[BLACK], "Titanda_L");
 	assert_string_equal(rec->name[WHITE], "HarrySan");
@@ -180,7 +180,7 @@ static void test_csa__floodgate_header_comments_and_evals(void **state)
 	assert_true(rec->rate[BLACK] == 3345.0);
 	assert_true(rec->rate[WHITE] == 3453.0);
 	assert_int_equal(rec->max_moves, 256);
-	assert_int_equal(csa_record_max_moves(rec), 256);
+	assert_int_equal(kifu_record_max_moves(rec), 256);
 	assert_string_equal(rec->summary, "toryo:Titanda_L lose:HarrySan win");
 	/* +7776FU T0 '** 104 : an evaluation without PV; -8384FU '** 0: a book move. */
 	assert_string_equal(rec->moves[0].token, "+7776FU");
@@ -192,12 +192,12 @@ static void test_csa__floodgate_header_comments_and_evals(void **state)
 	assert_true(rec->moves[1].has_eval);
 	assert_true(rec->moves[1].book);
 	/* the last move: -0068KI T0 '** -100000 then %TORYO */
-	const CsaMove *last = &rec->moves[rec->nmoves - 1];
+	const KifuMove *last = &rec->moves[rec->nmoves - 1];
 	assert_string_equal(last->token, "-0068KI");
 	assert_int_equal(last->eval, -100000);
-	assert_int_equal(rec->end, CSA_END_TORYO);
+	assert_int_equal(rec->end, GAME_CLAIM_TORYO);
 	assert_string_equal(rec->special, "TORYO");
-	csa_record_free(rec);
+	kifu_record_free(rec);
 
 	/* A newer floodgate record: integer rates, a 512-ply limit, PVs. */
 	rec = read_one_file(
@@ -207,7 +207,7 @@ static void test_csa__floodgate_header_comments_and_evals(void **state)
 	assert_true(rec->rate[BLACK] == 3789.0);
 	assert_true(rec->rate[WHITE] == 4168.0);
 	assert_int_equal(rec->max_moves, 512);
-	assert_int_equal(csa_record_max_moves(rec), 512);
+	assert_int_equal(kifu_record_max_moves(rec), 512);
 	assert_string_equal(rec->moves[0].token, "+4958KI");
 	assert_int_equal(rec->moves[0].eval, 620);
 	assert_true(rec->moves[1].book);
@@ -215,7 +215,7 @@ static void test_csa__floodgate_header_comments_and_evals(void **state)
 	size_t with_pv = 0;
 	for (size_t i = 0; i < rec->nmoves; i++) {
 		size_t len;
-		const char *pv = csa_move_pv(rec, i, &len);
+		const char *pv = kifu_move_pv(rec, i, &len);
 		if (len) {
 			with_pv++;
 			assert_true(pv[0] == '+' || pv[0] == '-' ||
@@ -225,13 +225,13 @@ static void test_csa__floodgate_header_comments_and_evals(void **state)
 		}
 	}
 	assert_true(with_pv > 0);
-	csa_record_free(rec);
+	kifu_record_free(rec);
 }
 
 static void test_csa__wcsc_dialect_names_and_comma_joined_times(void **state)
 {
 	(void)state;
-	CsaRecord *rec = read_one_file("tests/data/csa-dialects/wcsc25_Himawari_TeamGPS.csa");
+	KifuRecord *rec = read_one_file("tests/data/csa-dialects/wcsc25_Himawari_TeamGPS.csa");
 	assert_string_equal(rec->name[BLACK], "Himawari");
 	assert_string_equal(rec->name[WHITE], "TeamGPS");
 	assert_string_equal(rec->time_limit, "00:10+10");
@@ -240,19 +240,19 @@ static void test_csa__wcsc_dialect_names_and_comma_joined_times(void **state)
 	assert_int_equal(rec->moves[1].time_ms, 1000);
 	assert_string_equal(rec->moves[14].token, "+3938GI");
 	assert_int_equal(rec->moves[14].time_ms, 24000);
-	assert_int_equal(rec->end, CSA_END_TORYO);
+	assert_int_equal(rec->end, GAME_CLAIM_TORYO);
 	assert_int_equal(rec->end_time_ms, 0);
-	assert_int_equal(csa_record_max_moves(rec), 0);
-	csa_record_free(rec);
+	assert_int_equal(kifu_record_max_moves(rec), 0);
+	kifu_record_free(rec);
 
 	rec = read_one_file("tests/data/csa-dialects/WCSC32_F7_NBS_DLS.csa");
 	assert_int_equal(rec->moves[0].time_ms, 41000);
 	assert_int_equal(rec->moves[0].eval, 41);
 	size_t len;
-	const char *pv = csa_move_pv(rec, 0, &len);
+	const char *pv = kifu_move_pv(rec, 0, &len);
 	assert_int_equal(len, 7);
 	assert_memory_equal(pv, "-4132KI", 7);
-	csa_record_free(rec);
+	kifu_record_free(rec);
 }
 
 static void test_csa__shift_jis_crlf_and_several_records(void **state)
@@ -287,9 +287,9 @@ static void test_csa__shift_jis_crlf_and_several_records(void **state)
 	                   "+2726FU\r\n"
 	                   "T5\r\n"
 	                   "%CHUDAN\r\n";
-	CsaRecord *recs[4];
+	KifuRecord *recs[4];
 	int nerr;
-	char err[CSA_ERRLEN] = "";
+	char err[KIFU_ERRLEN] = "";
 	int n = read_all_text(text, recs, 4, &nerr, err);
 	if (nerr) fail_msg("%s", err);
 	assert_int_equal(n, 2);
@@ -301,22 +301,22 @@ static void test_csa__shift_jis_crlf_and_several_records(void **state)
 	assert_int_equal(recs[0]->moves[0].eval, 30);
 	assert_int_equal(recs[0]->moves[1].time_ms, 3500);
 	assert_int_equal(recs[0]->moves[1].line, 10);
-	assert_int_equal(recs[0]->end, CSA_END_TORYO);
+	assert_int_equal(recs[0]->end, GAME_CLAIM_TORYO);
 	assert_int_equal(recs[0]->end_time_ms, 1000);
 	assert_int_equal(recs[1]->first_line, 14);
 	assert_int_equal(recs[1]->nmoves, 1);
 	assert_int_equal(recs[1]->moves[0].line, 25);
 	assert_int_equal(recs[1]->moves[0].time_ms, 5000);
-	assert_int_equal(recs[1]->end, CSA_END_CHUDAN);
+	assert_int_equal(recs[1]->end, GAME_CLAIM_CHUDAN);
 	assert_memory_equal(recs[0]->board, recs[1]->board, sizeof recs[0]->board);
-	csa_record_free(recs[0]);
-	csa_record_free(recs[1]);
+	kifu_record_free(recs[0]);
+	kifu_record_free(recs[1]);
 
 	/* A lone CR also ends a line (old Mac files). */
-	CsaRecord *rec = read_one_text("PI\r+\r+7776FU\r-3334FU\r%TORYO\r");
+	KifuRecord *rec = read_one_text("PI\r+\r+7776FU\r-3334FU\r%TORYO\r");
 	assert_int_equal(rec->nmoves, 2);
 	assert_int_equal(rec->moves[1].line, 4);
-	csa_record_free(rec);
+	kifu_record_free(rec);
 }
 
 static void test_csa__handicap_pieces_and_all_remaining(void **state)
@@ -326,39 +326,39 @@ static void test_csa__handicap_pieces_and_all_remaining(void **state)
 	char sfen[SFEN_MAX], err[SHOGI_ERRLEN];
 
 	/* Two-piece handicap: White (uwate) moves first. */
-	CsaRecord *rec = read_one_text("V2.2\nPI82HI22KA\n-\n-5142OU\n");
-	assert_int_equal(csa_record_position(&pos, rec, err), 0);
+	KifuRecord *rec = read_one_text("V2.2\nPI82HI22KA\n-\n-5142OU\n");
+	assert_int_equal(kifu_record_position(&pos, rec, err), 0);
 	sfen_write(&pos, sfen, sizeof sfen);
 	assert_string_equal(sfen, "lnsgkgsnl/9/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1");
 	assert_int_equal(rec->side, WHITE);
-	csa_record_free(rec);
+	kifu_record_free(rec);
 
 	/* Single pieces, hands, 00AL (the rest to White's hand but kings), empty P+. */
 	rec = read_one_text("P-51OU\nP+59OU58KI\nP+00HI00FU00FU\nP+\nP-00AL\n+\n");
-	assert_int_equal(csa_record_position(&pos, rec, err), 0);
+	assert_int_equal(kifu_record_position(&pos, rec, err), 0);
 	sfen_write(&pos, sfen, sizeof sfen);
 	assert_string_equal(sfen, "4k4/9/9/9/9/9/9/4G4/4K4 b R2Pr2b3g4s4n4l16p 1");
-	csa_record_free(rec);
+	kifu_record_free(rec);
 
 	/* Promoted pieces on the board use up their unpromoted kind. */
 	rec = read_one_text("P1 *  *  *  *  *  *  *  * -OU\nP9+OU+RY\nP-00AL\n+\n");
-	assert_int_equal(csa_record_position(&pos, rec, err), 0);
+	assert_int_equal(kifu_record_position(&pos, rec, err), 0);
 	sfen_write(&pos, sfen, sizeof sfen);
 	assert_string_equal(sfen, "8k/9/9/9/9/9/9/9/K+R7 b r2b4g4s4n4l18p 1");
-	csa_record_free(rec);
+	kifu_record_free(rec);
 
 	/* No side-to-move line: the first move's sign tells. */
 	rec = read_one_text("PI\n-3334FU\n");
 	assert_int_equal(rec->side, WHITE);
-	csa_record_free(rec);
+	kifu_record_free(rec);
 
 	/* No position at all: the even game. */
 	rec = read_one_text("N+a\nN-b\n+7776FU\n");
 	assert_true(rec->has_position);
-	assert_int_equal(csa_record_position(&pos, rec, err), 0);
+	assert_int_equal(kifu_record_position(&pos, rec, err), 0);
 	sfen_write(&pos, sfen, sizeof sfen);
 	assert_string_equal(sfen, SFEN_STARTPOS);
-	csa_record_free(rec);
+	kifu_record_free(rec);
 }
 
 static void test_csa__special_endings(void **state)
@@ -366,60 +366,60 @@ static void test_csa__special_endings(void **state)
 	(void)state;
 	static const struct {
 		const char *word;
-		CsaEnd end;
+		GameClaim end;
 	} ENDS[] = {
-	    {"%TORYO", CSA_END_TORYO},
-	    {"%CHUDAN", CSA_END_CHUDAN},
-	    {"%SENNICHITE", CSA_END_SENNICHITE},
-	    {"%TIME_UP", CSA_END_TIME_UP},
-	    {"%ILLEGAL_MOVE", CSA_END_ILLEGAL_MOVE},
-	    {"%+ILLEGAL_ACTION", CSA_END_BLACK_ILLEGAL_ACTION},
-	    {"%-ILLEGAL_ACTION", CSA_END_WHITE_ILLEGAL_ACTION},
-	    {"%JISHOGI", CSA_END_JISHOGI},
-	    {"%KACHI", CSA_END_KACHI},
-	    {"%HIKIWAKE", CSA_END_HIKIWAKE},
-	    {"%MATTA", CSA_END_MATTA},
-	    {"%TSUMI", CSA_END_TSUMI},
-	    {"%FUZUMI", CSA_END_FUZUMI},
-	    {"%ERROR", CSA_END_ERROR},
-	    {"%PASS", CSA_END_OTHER},
+	    {"%TORYO", GAME_CLAIM_TORYO},
+	    {"%CHUDAN", GAME_CLAIM_CHUDAN},
+	    {"%SENNICHITE", GAME_CLAIM_SENNICHITE},
+	    {"%TIME_UP", GAME_CLAIM_TIME_UP},
+	    {"%ILLEGAL_MOVE", GAME_CLAIM_ILLEGAL_MOVE},
+	    {"%+ILLEGAL_ACTION", GAME_CLAIM_BLACK_ILLEGAL_ACTION},
+	    {"%-ILLEGAL_ACTION", GAME_CLAIM_WHITE_ILLEGAL_ACTION},
+	    {"%JISHOGI", GAME_CLAIM_JISHOGI},
+	    {"%KACHI", GAME_CLAIM_KACHI},
+	    {"%HIKIWAKE", GAME_CLAIM_HIKIWAKE},
+	    {"%MATTA", GAME_CLAIM_MATTA},
+	    {"%TSUMI", GAME_CLAIM_TSUMI},
+	    {"%FUZUMI", GAME_CLAIM_FUZUMI},
+	    {"%ERROR", GAME_CLAIM_ERROR},
+	    {"%PASS", GAME_CLAIM_OTHER},
 	};
 	for (size_t i = 0; i < sizeof ENDS / sizeof ENDS[0]; i++) {
 		char text[128];
 		snprintf(text, sizeof text, "V3.0\nPI\n+\n+7776FU\n%s\nT7\n'summary:x\n",
 		         ENDS[i].word);
-		CsaRecord *rec = read_one_text(text);
+		KifuRecord *rec = read_one_text(text);
 		assert_int_equal(rec->end, ENDS[i].end);
 		assert_string_equal(rec->special, ENDS[i].word + 1);
 		assert_int_equal(rec->end_line, 5);
 		assert_int_equal(rec->end_time_ms, 7000);
 		assert_int_equal(rec->moves[0].time_ms, -1);
 		assert_string_equal(rec->summary, "x");
-		if (ENDS[i].end != CSA_END_OTHER)
-			assert_string_equal(csa_end_name(ENDS[i].end), ENDS[i].word + 1);
-		csa_record_free(rec);
+		if (ENDS[i].end != GAME_CLAIM_OTHER)
+			assert_string_equal(game_claim_word(ENDS[i].end), ENDS[i].word + 1);
+		kifu_record_free(rec);
 	}
 	/* V3.0 game information */
-	CsaRecord *v3 =
+	KifuRecord *v3 =
 	    read_one_text("'CSA encoding=UTF-8\nV3.0\nN+a\nN-b\n$TIME:300+0+10\n$MAX_MOVES:320\n"
 	                  "$JISHOGI:27\nPI\n+\n+7776FU\nT1.25\n%TORYO\n");
 	assert_string_equal(v3->version, "V3.0");
 	assert_string_equal(v3->time_limit, "300+0+10");
-	assert_int_equal(csa_record_max_moves(v3), 320);
+	assert_int_equal(kifu_record_max_moves(v3), 320);
 	assert_int_equal(v3->moves[0].time_ms, 1250);
-	csa_record_free(v3);
+	kifu_record_free(v3);
 	/* A repeated ending (aobazero's "%KACHI,'* ..." then "%KACHI"): the first counts. */
-	CsaRecord *rec =
+	KifuRecord *rec =
 	    read_one_text("PI\n+\n+7776FU\n%KACHI,'* -5000 win, really\nT10\n%TORYO\n");
-	assert_int_equal(rec->end, CSA_END_KACHI);
+	assert_int_equal(rec->end, GAME_CLAIM_KACHI);
 	assert_int_equal(rec->end_time_ms, 10000);
-	csa_record_free(rec);
+	kifu_record_free(rec);
 }
 
 static void test_csa__eval_comments_attach_to_the_move_they_follow(void **state)
 {
 	(void)state;
-	CsaRecord *rec =
+	KifuRecord *rec =
 	    read_one_text("PI\n+\n'** 99 before any move\n+7776FU\nT1\n'** -45 -3334FU +2726FU \n"
 	                  "'** 77 second comment ignored\n-3334FU\n'** 0\n+2726FU\n'** joseki\n"
 	                  "-8384FU\n'** 100000 #1\n");
@@ -427,14 +427,14 @@ static void test_csa__eval_comments_attach_to_the_move_they_follow(void **state)
 	assert_true(rec->moves[0].has_eval);
 	assert_int_equal(rec->moves[0].eval, -45);
 	size_t len;
-	const char *pv = csa_move_pv(rec, 0, &len);
+	const char *pv = kifu_move_pv(rec, 0, &len);
 	assert_int_equal(len, strlen("-3334FU +2726FU"));
 	assert_memory_equal(pv, "-3334FU +2726FU", len);
 	assert_true(rec->moves[1].has_eval && rec->moves[1].book);
 	assert_false(rec->moves[2].has_eval); /* "'** joseki" has no score */
 	assert_int_equal(rec->moves[3].eval, 100000);
 	assert_false(rec->moves[3].book);
-	csa_record_free(rec);
+	kifu_record_free(rec);
 }
 
 static void test_csa__malformed_records_name_input_and_line(void **state)
@@ -466,9 +466,9 @@ static void test_csa__malformed_records_name_input_and_line(void **state)
 static void test_csa__a_bad_record_is_skipped_and_the_next_read(void **state)
 {
 	(void)state;
-	CsaRecord *recs[4];
+	KifuRecord *recs[4];
 	int nerr;
-	char err[CSA_ERRLEN] = "";
+	char err[KIFU_ERRLEN] = "";
 	int n = read_all_text("PI\n+\n+7776FU\n/\nPI\n+\n+77!!FU\n+2726FU\n/\nPI\n-\n-3334FU\n",
 	                      recs, 4, &nerr, err);
 	assert_int_equal(n, 2);
@@ -477,8 +477,8 @@ static void test_csa__a_bad_record_is_skipped_and_the_next_read(void **state)
 	assert_string_equal(recs[0]->moves[0].token, "+7776FU");
 	assert_string_equal(recs[1]->moves[0].token, "-3334FU");
 	assert_int_equal(recs[1]->moves[0].line, 12);
-	csa_record_free(recs[0]);
-	csa_record_free(recs[1]);
+	kifu_record_free(recs[0]);
+	kifu_record_free(recs[1]);
 
 	/* Only comments and separators: no record at all. */
 	n = read_all_text("'just a comment\n/\n\n/\n", recs, 4, &nerr, err);
@@ -494,9 +494,9 @@ static void test_csa__impossible_start_position_is_refused_by_position(void **st
 	static Position pos;
 	char err[SHOGI_ERRLEN];
 	/* two unpromoted black pawns on file 5 */
-	CsaRecord *rec = read_one_text("P+59OU55FU56FU\nP-51OU\n+\n");
-	assert_int_equal(csa_record_position(&pos, rec, err), CSA_EILLEGAL);
-	csa_record_free(rec);
+	KifuRecord *rec = read_one_text("P+59OU55FU56FU\nP-51OU\n+\n");
+	assert_int_equal(kifu_record_position(&pos, rec, err), KIFU_EILLEGAL);
+	kifu_record_free(rec);
 }
 
 /* Every prefix of a real record, and random bytes: errors or records, never a crash. */
@@ -509,22 +509,22 @@ static void test_csa__truncations_and_random_bytes_never_crash(void **state)
 	assert_non_null(data);
 	int ok = 0;
 	for (size_t cut = 0; cut <= len; cut += 7) {
-		CsaReader *r;
-		assert_int_equal(csa_reader_open_mem(&r, data, cut, "cut.csa"), 0);
-		CsaRecord *rec;
+		KifuReader *r;
+		assert_int_equal(kifu_reader_open_mem_as(&r, data, cut, "cut.csa", KIFU_CSA), 0);
+		KifuRecord *rec;
 		int rc;
-		while ((rc = csa_reader_next(r, &rec)) != 0) {
-			if (rc == CSA_EPARSE) {
-				assert_true(!strncmp(csa_reader_error(r), "cut.csa:", 8));
+		while ((rc = kifu_reader_next(r, &rec)) != 0) {
+			if (rc == KIFU_EPARSE) {
+				assert_true(!strncmp(kifu_reader_error(r), "cut.csa:", 8));
 				continue;
 			}
 			assert_int_equal(rc, 1);
 			ReplayResult res;
-			if (replay_csa(&res, &pos, rec, NULL, NULL) == 0) ok++;
+			if (replay_kifu(&res, &pos, rec, NULL, NULL) == 0) ok++;
 			assert_true(res.plies <= (int)rec->nmoves);
-			csa_record_free(rec);
+			kifu_record_free(rec);
 		}
-		csa_reader_free(r);
+		kifu_reader_free(r);
 	}
 	assert_true(ok > 0);
 	free(data);
@@ -540,20 +540,20 @@ static void test_csa__truncations_and_random_bytes_never_crash(void **state)
 			buf[i] = ALPHABET[(seed >> 33) % (sizeof ALPHABET - 1)];
 		}
 		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-		CsaReader *r;
-		assert_int_equal(csa_reader_open_mem(&r, buf, n, "rnd"), 0);
-		CsaRecord *rec;
+		KifuReader *r;
+		assert_int_equal(kifu_reader_open_mem_as(&r, buf, n, "rnd", KIFU_CSA), 0);
+		KifuRecord *rec;
 		int rc;
-		while ((rc = csa_reader_next(r, &rec)) != 0) {
+		while ((rc = kifu_reader_next(r, &rec)) != 0) {
 			if (rc != 1) {
-				assert_int_equal(rc, CSA_EPARSE);
+				assert_int_equal(rc, KIFU_EPARSE);
 				continue;
 			}
 			ReplayResult res;
-			replay_csa(&res, &pos, rec, NULL, NULL);
-			csa_record_free(rec);
+			replay_kifu(&res, &pos, rec, NULL, NULL);
+			kifu_record_free(rec);
 		}
-		csa_reader_free(r);
+		kifu_reader_free(r);
 	}
 }
 

@@ -1,4 +1,5 @@
-/* tests/ingest/test_import.c — joseki import of YaneuraOu DB2016 books. */
+/* tests/ingest/test_import.c — joseki import of YaneuraOu DB2016 books and
+ * Apery binary books, and export --format apery back to the same bytes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -203,6 +204,159 @@ static void test_import__several_files_prefer_deeper_first_or_last(void **state)
 	free(dir);
 }
 
+/* ---- Apery books ---------------------------------------------------------- */
+
+#define APERY_BIN "tests/data/apery/apery.bin"
+#define APERY_DB "tests/data/apery/yaneuraou.db"
+
+/* query --json of spec in book dir/name, without the ply (the walk's ply and
+ * the file's may differ). */
+static char *query_moves(const char *dir, const char *name, const char *spec)
+{
+	json_t *q = ts_run_json(0, "%s query %s/%s '%s' --json", ts_joseki(), dir, name, spec);
+	json_object_del(q, "ply");
+	char *s = json_dumps(q, JSON_SORT_KEYS);
+	json_decref(q);
+	return s;
+}
+
+static void test_import__apery_book_same_as_its_db2016_twin(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	json_t *j = ts_run_json(0, "%s import %s/a " APERY_BIN " --json --quiet", ts_joseki(), dir);
+	assert_int_equal(ts_jint(j, "positions_added"), 73);
+	assert_int_equal(ts_jint(j, "moves_added"), 73);
+	assert_int_equal(ts_jint(j, "errors_total"), 0);
+	assert_null(json_object_get(j, "unreached"));
+	json_decref(j);
+	j = ts_run_json(0, "%s import %s/d " APERY_DB " --json --quiet", ts_joseki(), dir);
+	assert_int_equal(ts_jint(j, "positions_added"), 73);
+	assert_int_equal(ts_jint(j, "errors_total"), 0); /* its byte-order mark is no error */
+	json_decref(j);
+	/* Every position of the DB2016 book: the same moves and evaluations. */
+	char *db = ts_read_file(APERY_DB, NULL);
+	int n = 0;
+	for (char *line = strtok(db, "\r\n"); line; line = strtok(NULL, "\r\n")) {
+		if (strncmp(line, "sfen ", 5)) continue;
+		char *a = query_moves(dir, "a", line), *d = query_moves(dir, "d", line);
+		if (strcmp(a, d)) fail_msg("%s: %s against %s", line, a, d);
+		assert_non_null(strstr(a, "\"in_book\": true"));
+		free(a);
+		free(d);
+		n++;
+	}
+	assert_int_equal(n, 73);
+	free(db);
+	/* Exported as an Apery book, either gives the original file byte for byte. */
+	for (int k = 0; k < 2; k++) {
+		char out[4300];
+		snprintf(out, sizeof out, "%s/%c.bin", dir, "ad"[k]);
+		j = ts_run_json(0, "%s export %s/%c %s --moves all --json", ts_joseki(), dir,
+		                "ad"[k], out);
+		assert_int_equal(ts_jint(j, "entries"), 73);
+		assert_int_equal(ts_jint(j, "collisions"), 0);
+		json_decref(j);
+		size_t la, lb;
+		char *x = ts_read_file(out, &la), *y = ts_read_file(APERY_BIN, &lb);
+		assert_int_equal(la, lb);
+		assert_memory_equal(x, y, la);
+		free(x);
+		free(y);
+	}
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_import__apery_round_trip_of_a_synthetic_book(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s synth %s/s --positions 3000 --seed 7", ts_joseki(), dir), 0);
+	for (int k = 0; k < 2; k++) {
+		json_t *j =
+		    ts_run_json(0, "%s export %s/%s %s/%s.bin --format apery --moves all --json",
+		                ts_joseki(), dir, k ? "t" : "s", dir, k ? "t" : "s");
+		assert_int_equal(ts_jint(j, "positions"), 3000);
+		json_decref(j);
+		if (k) break;
+		j = ts_run_json(0, "%s import %s/t %s/s.bin --json --quiet", ts_joseki(), dir, dir);
+		assert_int_equal(ts_jint(j, "positions_added"), 3000);
+		assert_int_equal(ts_jint(j, "errors_total"), 0);
+		json_decref(j);
+	}
+	char a[4300], b[4300];
+	snprintf(a, sizeof a, "%s/s.bin", dir);
+	snprintf(b, sizeof b, "%s/t.bin", dir);
+	size_t la, lb;
+	char *x = ts_read_file(a, &la), *y = ts_read_file(b, &lb);
+	assert_true(la > 3000 * 16);
+	assert_int_equal(la, lb);
+	assert_memory_equal(x, y, la);
+	/* sorted by key, as Apery's binary search needs */
+	for (size_t i = 16; i < la; i += 16) {
+		uint64_t k0 = 0, k1 = 0;
+		for (int c = 7; c >= 0; c--) {
+			k0 = k0 << 8 | (unsigned char)x[i - 16 + (size_t)c];
+			k1 = k1 << 8 | (unsigned char)x[i + (size_t)c];
+		}
+		assert_true(k0 <= k1);
+	}
+	free(x);
+	free(y);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_import__apery_bad_files(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char path[4200];
+	/* not a whole number of entries */
+	snprintf(path, sizeof path, "%s/short.bin", dir);
+	assert_int_equal(ts_write_file(path, "0123456789", 10), 0);
+	char *out = NULL, *err = NULL;
+	assert_int_equal(ts_runf(&out, &err, "%s import %s/b %s", ts_joseki(), dir, path), 1);
+	assert_non_null(strstr(err, "not an Apery book"));
+	free(out);
+	free(err);
+	/* an entry whose move is not legal where its key leads, and one nothing reaches */
+	size_t len;
+	char *book = ts_read_file(APERY_BIN, &len);
+	char *more = malloc(len + 16);
+	memcpy(more, book, len);
+	memset(more + len, 0x5a, 16);
+	/* the start position's entry, 2g2f (15 << 7 | 14), made 5e5d (40 << 7 | 39) */
+	int patched = 0;
+	for (size_t i = 0; i < len; i += 16)
+		if ((unsigned char)more[i + 8] == 0x8e && (unsigned char)more[i + 9] == 0x07) {
+			more[i + 8] = 0x27;
+			more[i + 9] = 0x14;
+			patched++;
+		}
+	assert_int_equal(patched, 1);
+	snprintf(path, sizeof path, "%s/odd.bin", dir);
+	assert_int_equal(ts_write_file(path, more, len + 16), 0);
+	json_t *j = ts_run_json(0, "%s import %s/c %s --json --quiet", ts_joseki(), dir, path);
+	assert_int_equal(ts_jint(j, "unreached"), 1);
+	assert_int_equal(ts_jint(j, "positions_added"), 72); /* the rest is still found */
+	json_t *errs = json_object_get(j, "errors");
+	assert_int_equal(json_array_size(errs), 2);
+	assert_non_null(
+	    strstr(json_string_value(json_object_get(json_array_get(errs, 0), "message")),
+	           "move 0x1427 is not legal in lnsgkgsnl/1r5b1/ppppppppp/9/9/9/"));
+	assert_non_null(
+	    strstr(json_string_value(json_object_get(json_array_get(errs, 1), "message")),
+	           "1 of 74 entries are not on a line"));
+	json_decref(j);
+	free(book);
+	free(more);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -211,6 +365,9 @@ int main(void)
 	    cmocka_unit_test(test_import__fixture_books_import_cleanly),
 	    cmocka_unit_test(test_import__missing_file_is_a_clear_error),
 	    cmocka_unit_test(test_import__several_files_prefer_deeper_first_or_last),
+	    cmocka_unit_test(test_import__apery_book_same_as_its_db2016_twin),
+	    cmocka_unit_test(test_import__apery_round_trip_of_a_synthetic_book),
+	    cmocka_unit_test(test_import__apery_bad_files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

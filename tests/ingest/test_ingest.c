@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "bookdb/bookdb.h"
-#include "ingest/csa.h"
+#include "ingest/kifu.h"
 #include "shogi/notation.h"
 #include "tests/support/support.h"
 
@@ -224,11 +224,11 @@ static void test_ingest__query_startpos_shows_first_moves_with_counts(void **sta
 	assert_int_equal(
 	    ts_run("ls tests/data/floodgate/*.csa tests/data/csa-dialects/*.csa", &list, NULL), 0);
 	for (char *line = strtok(list, "\n"); line; line = strtok(NULL, "\n")) {
-		CsaReader *r;
-		assert_int_equal(csa_reader_open_file(&r, line), 0);
-		CsaRecord *rec;
-		while (csa_reader_next(r, &rec) == 1) {
-			if (csa_record_position(&pos, rec, NULL) == 0 &&
+		KifuReader *r;
+		assert_int_equal(kifu_reader_open_file(&r, line), 0);
+		KifuRecord *rec;
+		while (kifu_reader_next(r, &rec) == 1) {
+			if (kifu_record_position(&pos, rec, NULL) == 0 &&
 			    key_equal(pos_key(&pos), pos_key(&start)) && rec->nmoves > 0) {
 				Move m;
 				assert_int_equal(
@@ -241,9 +241,9 @@ static void test_ingest__query_startpos_shows_first_moves_with_counts(void **sta
 				counts[k]++;
 				games++;
 			}
-			csa_record_free(rec);
+			kifu_record_free(rec);
 		}
-		csa_reader_free(r);
+		kifu_reader_free(r);
 	}
 	free(list);
 	assert_true(games >= 15);

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "ingest/csa.h"
+#include "ingest/kifu.h"
 #include "ingest/replay.h"
 #include "shogi/notation.h"
 #include "tests/support/support.h"
@@ -34,39 +34,39 @@ static Position g_pos;
 
 /* ---- helpers --------------------------------------------------------- */
 
-static CsaRecord *parse_one(const char *text)
+static KifuRecord *parse_one(const char *text)
 {
-	CsaReader *r;
-	assert_int_equal(csa_reader_open_mem(&r, text, strlen(text), "t.csa"), 0);
-	CsaRecord *rec = NULL;
-	int rc = csa_reader_next(r, &rec);
-	if (rc != 1) fail_msg("%s", csa_reader_error(r));
-	csa_reader_free(r);
+	KifuReader *r;
+	assert_int_equal(kifu_reader_open_mem_as(&r, text, strlen(text), "t.csa", KIFU_CSA), 0);
+	KifuRecord *rec = NULL;
+	int rc = kifu_reader_next(r, &rec);
+	if (rc != 1) fail_msg("%s", kifu_reader_error(r));
+	kifu_reader_free(r);
 	return rec;
 }
 
 static ReplayResult replay_text(const char *text)
 {
-	CsaRecord *rec = parse_one(text);
+	KifuRecord *rec = parse_one(text);
 	ReplayResult res;
-	assert_int_equal(replay_csa(&res, &g_pos, rec, NULL, NULL), 0);
-	csa_record_free(rec);
+	assert_int_equal(replay_kifu(&res, &g_pos, rec, NULL, NULL), 0);
+	kifu_record_free(rec);
 	return res;
 }
 
-static ReplayResult replay_file(const char *path, CsaRecord **keep)
+static ReplayResult replay_file(const char *path, KifuRecord **keep)
 {
-	CsaReader *r;
-	assert_int_equal(csa_reader_open_file(&r, path), 0);
-	CsaRecord *rec;
-	if (csa_reader_next(r, &rec) != 1) fail_msg("%s", csa_reader_error(r));
-	csa_reader_free(r);
+	KifuReader *r;
+	assert_int_equal(kifu_reader_open_file(&r, path), 0);
+	KifuRecord *rec;
+	if (kifu_reader_next(r, &rec) != 1) fail_msg("%s", kifu_reader_error(r));
+	kifu_reader_free(r);
 	ReplayResult res;
-	assert_int_equal(replay_csa(&res, &g_pos, rec, NULL, NULL), 0);
+	assert_int_equal(replay_kifu(&res, &g_pos, rec, NULL, NULL), 0);
 	if (keep)
 		*keep = rec;
 	else
-		csa_record_free(rec);
+		kifu_record_free(rec);
 	return res;
 }
 
@@ -163,20 +163,20 @@ static void test_replay__rules_tsv_game_endings(void **state)
 		if (!strcmp(r->kind, "perpetual_check")) {
 			assert_int_equal(
 			    replay_usi(&res, &g_pos, r->spec, strlen(r->spec), 1, NULL, NULL), 0);
-			if (res.end != REPLAY_END_PERPETUAL_CHECK)
-				fail_msg("%s: %s", r->id, replay_end_name(res.end));
+			if (res.end != GAME_END_PERPETUAL_CHECK)
+				fail_msg("%s: %s", r->id, game_end_name(res.end));
 			/* "black (checker) loses by perpetual check" */
 			assert_true(!strncmp(r->expected, "black", 5) &&
 			            strstr(r->expected, "loses"));
-			assert_int_equal(res.winner, REPLAY_WINNER_WHITE);
+			assert_int_equal(res.winner, GAME_WINNER_WHITE);
 			assert_true(res.plies <= count_moves(r->spec));
 			done[0]++;
 		} else if (!strcmp(r->kind, "sennichite")) {
 			assert_int_equal(
 			    replay_usi(&res, &g_pos, r->spec, strlen(r->spec), 1, NULL, NULL), 0);
-			if (res.end != REPLAY_END_REPETITION)
-				fail_msg("%s: %s", r->id, replay_end_name(res.end));
-			assert_int_equal(res.winner, REPLAY_WINNER_DRAW);
+			if (res.end != GAME_END_REPETITION)
+				fail_msg("%s: %s", r->id, game_end_name(res.end));
+			assert_int_equal(res.winner, GAME_WINNER_DRAW);
 			assert_non_null(strstr(r->expected, "on the last move"));
 			assert_int_equal(res.plies, count_moves(r->spec));
 			done[1]++;
@@ -186,12 +186,12 @@ static void test_replay__rules_tsv_game_endings(void **state)
 			    replay_usi(&res, &g_pos, spec, strlen(spec), 7, NULL, NULL), 0);
 			int before = count_moves(r->spec);
 			if (strstr(r->expected, "NOT mate")) {
-				assert_int_equal(res.end, REPLAY_END_NONE);
+				assert_int_equal(res.end, GAME_END_NONE);
 				assert_int_equal(res.plies, before + 1);
 				assert_string_equal(res.error, "");
 			} else {
-				if (res.end != REPLAY_END_ILLEGAL_MOVE)
-					fail_msg("%s: %s", r->id, replay_end_name(res.end));
+				if (res.end != GAME_END_ILLEGAL_MOVE)
+					fail_msg("%s: %s", r->id, game_end_name(res.end));
 				assert_int_equal(res.plies, before);
 				assert_int_equal(res.error_line, 7);
 				char want[64];
@@ -203,20 +203,20 @@ static void test_replay__rules_tsv_game_endings(void **state)
 			char *text = csa_from_sfen(r->spec, "%KACHI\n");
 			res = replay_text(text);
 			free(text);
-			assert_int_equal(res.end, REPLAY_END_DECLARATION);
+			assert_int_equal(res.end, GAME_END_DECLARATION);
 			assert_int_equal(res.plies, 0);
 			bool valid = !strncmp(r->expected, "valid", 5);
 			assert_true(valid || !strncmp(r->expected, "invalid", 7));
-			if (res.winner != (valid ? REPLAY_WINNER_BLACK : REPLAY_WINNER_WHITE))
-				fail_msg("%s: winner %s", r->id, replay_winner_name(res.winner));
+			if (res.winner != (valid ? GAME_WINNER_BLACK : GAME_WINNER_WHITE))
+				fail_msg("%s: winner %s", r->id, game_winner_name(res.winner));
 			done[3]++;
 		} else if (!strcmp(r->kind, "repetition") || !strcmp(r->kind, "realgame")) {
 			int ply = atoi(r->move + 4); /* "ply 49" */
 			assert_true(ply > 0);
 			assert_int_equal(
 			    replay_usi(&res, &g_pos, r->spec, strlen(r->spec), 1, NULL, NULL), 0);
-			assert_int_equal(res.end, REPLAY_END_REPETITION);
-			assert_int_equal(res.winner, REPLAY_WINNER_DRAW);
+			assert_int_equal(res.end, GAME_END_REPETITION);
+			assert_int_equal(res.winner, GAME_WINNER_DRAW);
 			assert_int_equal(res.plies, ply);
 			if (!strcmp(r->kind, "realgame")) {
 				/* The same game from its CSA record gives the same verdict and
@@ -226,7 +226,7 @@ static void test_replay__rules_tsv_game_endings(void **state)
 				snprintf(path, sizeof path, "tests/data/%s", r->id);
 				ReplayResult res2 = replay_file(path, NULL);
 				sfen_write(&g_pos, csa_sfen, sizeof csa_sfen);
-				assert_int_equal(res2.end, REPLAY_END_REPETITION);
+				assert_int_equal(res2.end, GAME_END_REPETITION);
 				assert_int_equal(res2.plies, ply);
 				assert_string_equal(usi_sfen, csa_sfen);
 				done[5]++;
@@ -250,36 +250,36 @@ static void test_replay__rules_tsv_game_endings(void **state)
 static void test_replay__fourfold_repetition_at_ply_106(void **state)
 {
 	(void)state;
-	CsaRecord *rec;
+	KifuRecord *rec;
 	ReplayResult res = replay_file(ALLIHN, &rec);
-	assert_int_equal(res.end, REPLAY_END_REPETITION);
-	assert_int_equal(res.winner, REPLAY_WINNER_DRAW);
+	assert_int_equal(res.end, GAME_END_REPETITION);
+	assert_int_equal(res.winner, GAME_WINNER_DRAW);
 	assert_int_equal(res.plies, 106);
-	assert_int_equal(rec->end, CSA_END_SENNICHITE);
+	assert_int_equal(rec->end, GAME_CLAIM_SENNICHITE);
 	assert_int_equal(pos_repetition_count(&g_pos, NULL), 3);
-	csa_record_free(rec);
+	kifu_record_free(rec);
 }
 
 static void test_replay__move_limit_of_256_plies(void **state)
 {
 	(void)state;
-	CsaRecord *rec;
+	KifuRecord *rec;
 	ReplayResult res = replay_file(TITANDA, &rec);
-	assert_int_equal(res.end, REPLAY_END_MAX_MOVES);
-	assert_int_equal(res.winner, REPLAY_WINNER_DRAW);
+	assert_int_equal(res.end, GAME_END_MAX_MOVES);
+	assert_int_equal(res.winner, GAME_WINNER_DRAW);
 	assert_int_equal(res.plies, 256);
-	assert_int_equal(csa_record_max_moves(rec), 256);
-	csa_record_free(rec);
+	assert_int_equal(kifu_record_max_moves(rec), 256);
+	kifu_record_free(rec);
 
 	/* The limit comes from the record: a 4-ply limit stops a longer game. */
 	res = replay_text(
 	    "'Max_Moves:4\nPI\n+\n+7776FU\n-3334FU\n+2726FU\n-8384FU\n+2625FU\n%TORYO\n");
-	assert_int_equal(res.end, REPLAY_END_MAX_MOVES);
+	assert_int_equal(res.end, GAME_END_MAX_MOVES);
 	assert_int_equal(res.plies, 4);
 	/* Without a limit (not floodgate, no comment) the same game is a resignation. */
 	res = replay_text("PI\n+\n+7776FU\n-3334FU\n+2726FU\n-8384FU\n+2625FU\n%TORYO\n");
-	assert_int_equal(res.end, REPLAY_END_RESIGN);
-	assert_int_equal(res.winner, REPLAY_WINNER_BLACK);
+	assert_int_equal(res.end, GAME_END_RESIGN);
+	assert_int_equal(res.winner, GAME_WINNER_BLACK);
 	assert_int_equal(res.plies, 5);
 }
 
@@ -307,7 +307,7 @@ static void test_replay__floodgate_results_agree_with_summaries(void **state)
 	for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++) {
 		char path[512];
 		snprintf(path, sizeof path, "tests/data/floodgate/%s", FILES[i]);
-		CsaRecord *rec;
+		KifuRecord *rec;
 		ReplayResult res = replay_file(path, &rec);
 		assert_string_equal(res.error, "");
 		assert_int_equal(res.plies, (int)rec->nmoves);
@@ -316,16 +316,15 @@ static void test_replay__floodgate_results_agree_with_summaries(void **state)
 		const char *c = strchr(rec->summary, ':');
 		assert_non_null(c);
 		const char *sp = strchr(c + 1 + strlen(rec->name[BLACK]), ' ');
-		ReplayWinner want = REPLAY_WINNER_DRAW;
-		if (!strncmp(c + 1 + strlen(rec->name[BLACK]), " win", 4))
-			want = REPLAY_WINNER_BLACK;
+		GameWinner want = GAME_WINNER_DRAW;
+		if (!strncmp(c + 1 + strlen(rec->name[BLACK]), " win", 4)) want = GAME_WINNER_BLACK;
 		if (!strncmp(c + 1 + strlen(rec->name[BLACK]), " lose", 5))
-			want = REPLAY_WINNER_WHITE;
+			want = GAME_WINNER_WHITE;
 		(void)sp;
 		if (res.winner != want)
 			fail_msg("%s: winner %s, summary %s", FILES[i],
-			         replay_winner_name(res.winner), rec->summary);
-		csa_record_free(rec);
+			         game_winner_name(res.winner), rec->summary);
+		kifu_record_free(rec);
 	}
 }
 
@@ -333,105 +332,105 @@ static void test_replay__declarations_in_dialect_files(void **state)
 {
 	(void)state;
 	/* aobazero declares with %KACHI (summary "kachi:aobazero win"). */
-	CsaRecord *rec;
+	KifuRecord *rec;
 	ReplayResult res = replay_file(
 	    "tests/data/csa-dialects/"
 	    "dr1test1test0+tu-1_aobazero_viper-300-5F+aobazero+viper+20200719201040.csa",
 	    &rec);
-	assert_int_equal(res.end, REPLAY_END_DECLARATION);
-	assert_int_equal(res.winner, REPLAY_WINNER_BLACK);
+	assert_int_equal(res.end, GAME_END_DECLARATION);
+	assert_int_equal(res.winner, GAME_WINNER_BLACK);
 	assert_int_equal(res.plies, 400);
-	assert_int_equal(csa_record_max_moves(rec), 512);
-	csa_record_free(rec);
+	assert_int_equal(kifu_record_max_moves(rec), 512);
+	kifu_record_free(rec);
 	/* YaneuraOu self-play ends "%JISHOGI" + "'Win by entering king declaration." */
 	res = replay_file("tests/data/csa-dialects/yaneuraou_selfplay_jishogi.csa", NULL);
-	assert_int_equal(res.end, REPLAY_END_DECLARATION);
-	assert_int_equal(res.winner, REPLAY_WINNER_BLACK);
+	assert_int_equal(res.end, GAME_END_DECLARATION);
+	assert_int_equal(res.winner, GAME_WINNER_BLACK);
 	assert_int_equal(res.plies, 258);
 	/* An invalid declaration at the start position loses. */
 	res = replay_text("PI\n+\n%KACHI\n");
-	assert_int_equal(res.end, REPLAY_END_DECLARATION);
-	assert_int_equal(res.winner, REPLAY_WINNER_WHITE);
+	assert_int_equal(res.end, GAME_END_DECLARATION);
+	assert_int_equal(res.winner, GAME_WINNER_WHITE);
 }
 
 static void test_replay__other_endings(void **state)
 {
 	(void)state;
 	ReplayResult res = replay_text("PI\n+\n+7776FU\n%TIME_UP\n");
-	assert_int_equal(res.end, REPLAY_END_TIME_UP);
-	assert_int_equal(res.winner, REPLAY_WINNER_BLACK); /* White to move ran out of time */
+	assert_int_equal(res.end, GAME_END_TIME_UP);
+	assert_int_equal(res.winner, GAME_WINNER_BLACK); /* White to move ran out of time */
 	res = replay_text("PI\n+\n+7776FU\n%CHUDAN\n");
-	assert_int_equal(res.end, REPLAY_END_INTERRUPTED);
-	assert_int_equal(res.winner, REPLAY_WINNER_NONE);
+	assert_int_equal(res.end, GAME_END_INTERRUPTED);
+	assert_int_equal(res.winner, GAME_WINNER_NONE);
 	res = replay_text("PI\n+\n+7776FU\n");
-	assert_int_equal(res.end, REPLAY_END_NONE);
+	assert_int_equal(res.end, GAME_END_NONE);
 	assert_int_equal(res.plies, 1);
 	/* A sennichite claim the moves do not support is no repetition. */
 	res = replay_text("PI\n+\n+7776FU\n-3334FU\n%SENNICHITE\n");
-	assert_int_equal(res.end, REPLAY_END_NONE);
+	assert_int_equal(res.end, GAME_END_NONE);
 	/* floodgate writes no % line for some results: the summary is the hint. */
 	res = replay_text("PI\n+\n+7776FU\n'summary:time up:a win:b lose\n");
-	assert_int_equal(res.end, REPLAY_END_TIME_UP);
+	assert_int_equal(res.end, GAME_END_TIME_UP);
 	res = replay_text("PI\n+\n+7776FU\n'summary:uchifuzume:a win:b lose\n");
-	assert_int_equal(res.end, REPLAY_END_ILLEGAL_MOVE);
-	assert_int_equal(res.winner, REPLAY_WINNER_BLACK);
+	assert_int_equal(res.end, GAME_END_ILLEGAL_MOVE);
+	assert_int_equal(res.winner, GAME_WINNER_BLACK);
 	res = replay_text("PI\n+\n+7776FU\n%-ILLEGAL_ACTION\n");
-	assert_int_equal(res.end, REPLAY_END_ILLEGAL_MOVE);
-	assert_int_equal(res.winner, REPLAY_WINNER_BLACK);
+	assert_int_equal(res.end, GAME_END_ILLEGAL_MOVE);
+	assert_int_equal(res.winner, GAME_WINNER_BLACK);
 	/* Mate is decided by the rules, whatever the record says next. */
 	res = replay_text("P-11OU\nP+13KI00KI\n+\n+0012KI\n%TORYO\n");
-	assert_int_equal(res.end, REPLAY_END_MATE);
-	assert_int_equal(res.winner, REPLAY_WINNER_BLACK);
+	assert_int_equal(res.end, GAME_END_MATE);
+	assert_int_equal(res.winner, GAME_WINNER_BLACK);
 	assert_int_equal(res.plies, 1);
 	/* a move recorded after the mate is not played: the game was over */
 	res = replay_text("P-11OU\nP+13KI00KI\n+\n+0012KI\n-1121OU\n");
-	assert_int_equal(res.end, REPLAY_END_MATE);
+	assert_int_equal(res.end, GAME_END_MATE);
 	assert_int_equal(res.plies, 1);
 	assert_string_equal(res.error, "");
 	/* the same with USI moves; and mate at the move limit is still mate */
 	const char *usi = "sfen 8k/9/8G/9/9/9/9/9/9 b G 1 moves G*1b";
 	assert_int_equal(replay_usi(&res, &g_pos, usi, strlen(usi), 1, NULL, NULL), 0);
-	assert_int_equal(res.end, REPLAY_END_MATE);
-	assert_int_equal(res.winner, REPLAY_WINNER_BLACK);
+	assert_int_equal(res.end, GAME_END_MATE);
+	assert_int_equal(res.winner, GAME_WINNER_BLACK);
 	res = replay_text("'Max_Moves:1\nP-11OU\nP+13KI00KI\n+\n+0012KI\n");
-	assert_int_equal(res.end, REPLAY_END_MATE);
+	assert_int_equal(res.end, GAME_END_MATE);
 }
 
 static void test_replay__illegal_moves_stop_with_line_and_reason(void **state)
 {
 	(void)state;
 	ReplayResult res = replay_text("V2\nPI\n+\n+7776FU\nT1\n-3335FU\nT2\n+2726FU\n");
-	assert_int_equal(res.end, REPLAY_END_ILLEGAL_MOVE);
+	assert_int_equal(res.end, GAME_END_ILLEGAL_MOVE);
 	assert_int_equal(res.plies, 1);
 	assert_int_equal(res.error_line, 6);
 	assert_non_null(strstr(res.error, "illegal move -3335FU ("));
-	assert_int_equal(res.winner, REPLAY_WINNER_BLACK);
+	assert_int_equal(res.winner, GAME_WINNER_BLACK);
 	/* a move by the wrong side */
 	res = replay_text("PI\n+\n+7776FU\n+2726FU\n");
-	assert_int_equal(res.end, REPLAY_END_ILLEGAL_MOVE);
+	assert_int_equal(res.end, GAME_END_ILLEGAL_MOVE);
 	assert_int_equal(res.plies, 1);
 	assert_int_equal(res.error_line, 4);
 	assert_non_null(strstr(res.error, "illegal move +2726FU (it is White's turn)"));
 	/* a promotion outside the zone, a drop of a piece not in hand */
 	res = replay_text("PI\n+\n+7776TO\n");
-	assert_int_equal(res.end, REPLAY_END_ILLEGAL_MOVE);
+	assert_int_equal(res.end, GAME_END_ILLEGAL_MOVE);
 	assert_int_equal(res.plies, 0);
 	res = replay_text("PI\n+\n+0055KA\n");
-	assert_int_equal(res.end, REPLAY_END_ILLEGAL_MOVE);
+	assert_int_equal(res.end, GAME_END_ILLEGAL_MOVE);
 	/* USI lines: a bad token, a bad position */
 	const char *line = "startpos moves 7g7f 3c3d 8h2c 2b3c";
 	assert_int_equal(replay_usi(&res, &g_pos, line, strlen(line), 3, NULL, NULL), 0);
-	assert_int_equal(res.end, REPLAY_END_ILLEGAL_MOVE);
+	assert_int_equal(res.end, GAME_END_ILLEGAL_MOVE);
 	assert_int_equal(res.plies, 2);
 	assert_non_null(strstr(res.error, "illegal move 8h2c ("));
 	line = "sfen garbage b - 1 moves 7g7f";
 	assert_int_equal(replay_usi(&res, &g_pos, line, strlen(line), 9, NULL, NULL), SHOGI_EPARSE);
 	assert_int_equal(res.error_line, 9);
 	/* an impossible start position */
-	CsaRecord *rec = parse_one("P+59OU55FU56FU\nP-51OU\n+\n");
-	assert_int_equal(replay_csa(&res, &g_pos, rec, NULL, NULL), CSA_EILLEGAL);
+	KifuRecord *rec = parse_one("P+59OU55FU56FU\nP-51OU\n+\n");
+	assert_int_equal(replay_kifu(&res, &g_pos, rec, NULL, NULL), KIFU_EILLEGAL);
 	assert_non_null(strstr(res.error, "impossible start position"));
-	csa_record_free(rec);
+	kifu_record_free(rec);
 }
 
 static int count_cb(void *ctx, const Position *before, Move m, size_t index)
@@ -452,15 +451,15 @@ static int stop_cb(void *ctx, const Position *before, Move m, size_t index)
 static void test_replay__callback_sees_each_legal_move(void **state)
 {
 	(void)state;
-	CsaRecord *rec;
+	KifuRecord *rec;
 	replay_file(ALLIHN, &rec);
 	int n = 0;
 	ReplayResult res;
-	assert_int_equal(replay_csa(&res, &g_pos, rec, count_cb, &n), 0);
+	assert_int_equal(replay_kifu(&res, &g_pos, rec, count_cb, &n), 0);
 	assert_int_equal(n, 106);
-	assert_int_equal(replay_csa(&res, &g_pos, rec, stop_cb, NULL), 42);
+	assert_int_equal(replay_kifu(&res, &g_pos, rec, stop_cb, NULL), 42);
 	assert_int_equal(res.plies, 10);
-	csa_record_free(rec);
+	kifu_record_free(rec);
 }
 
 /* ---- the command ----------------------------------------------------- */
@@ -637,6 +636,40 @@ static void test_replay__command_bad_input(void **state)
 	free(dir);
 }
 
+static void test_replay__command_reads_kif_ki2_and_jkf(void **state)
+{
+	(void)state;
+	json_t *root = run_json("tests/data/kifu-formats/kif/fork.kif "
+	                        "tests/data/kifu-formats/jkf/ryuou201409020101.jkf",
+	                        0);
+	json_t *games = json_object_get(root, "games");
+	assert_int_equal(json_array_size(games), 2);
+	json_t *g = json_array_get(games, 0);
+	assert_int_equal(json_integer_value(json_object_get(g, "plies")), 3);
+	assert_string_equal(json_string_value(json_object_get(g, "end")), "resign");
+	assert_string_equal(json_string_value(json_object_get(g, "winner")), "black");
+	assert_string_equal(json_string_value(json_object_get(g, "recorded")), "toryo");
+	assert_int_equal(json_integer_value(json_object_get(g, "variations_skipped")), 7);
+	g = json_array_get(games, 1);
+	assert_int_equal(json_integer_value(json_object_get(g, "plies")), 117);
+	assert_null(json_object_get(g, "variations_skipped"));
+	json_decref(root);
+	/* An illegal KI2 move: a result with its line; the message names the move. */
+	char *dir = ts_mkdtemp(), path[512], *out = NULL, *err = NULL;
+	snprintf(path, sizeof path, "%s/bad.ki2", dir);
+	const char *text = "先手：a\n後手：b\n\n▲７六歩 △３四歩\n▲５五金\n";
+	assert_int_equal(ts_write_file(path, text, strlen(text)), 0);
+	assert_int_equal(ts_runf(&out, &err, "%s replay %s", ts_joseki(), path), 0);
+	assert_non_null(strstr(out, "2 plies, illegal_move, winner white"));
+	char want[600];
+	snprintf(want, sizeof want, "%s:5: illegal move ▲５五金 (Black has no gold", path);
+	assert_non_null(strstr(err, want));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* ---- positions along game files (think --from-kifu) ------------------- */
 
 typedef struct {
@@ -677,7 +710,7 @@ static void test_replay__positions_along_game_files(void **state)
 	                           "startpos moves 7g7f 7g7f\n";
 	assert_int_equal(ts_write_file(path, TEXT, sizeof TEXT - 1), 0);
 	memset(w, 0, sizeof *w);
-	assert_int_equal(replay_file_positions(path, 3, walk_pos, w, err), CSA_EPARSE);
+	assert_int_equal(replay_file_positions(path, 3, walk_pos, w, err), KIFU_EPARSE);
 	/* 3 of the first game (after 0, 1, 2 plies), 3 of the second (max_ply),
 	 * and the start of the third, given before its illegal second move. */
 	assert_int_equal(w->n, 3 + 3 + 1);
@@ -686,7 +719,7 @@ static void test_replay__positions_along_game_files(void **state)
 	assert_int_equal(position_parse(&p, "startpos moves 7g7f 3c3d", NULL), 0);
 	sfen_write(&p, sfen, sizeof sfen);
 	assert_string_equal(w->sfen[2], sfen);
-	assert_non_null(strstr(err, "line 5"));
+	assert_non_null(strstr(err, ":5: illegal move"));
 	assert_non_null(strstr(err, path));
 
 	/* The callback's failure stops the walk and is returned. */
@@ -694,7 +727,8 @@ static void test_replay__positions_along_game_files(void **state)
 	w->stop_at = 4;
 	assert_int_equal(replay_file_positions(ALLIHN, 100, walk_pos, w, err), -7);
 	assert_int_equal(w->n, 4);
-	assert_int_equal(replay_file_positions("/no/such/kifu.csa", 10, walk_pos, w, err), CSA_EIO);
+	assert_int_equal(replay_file_positions("/no/such/kifu.csa", 10, walk_pos, w, err),
+	                 KIFU_EIO);
 	assert_non_null(strstr(err, "/no/such/kifu.csa"));
 	ts_rmtree(dir);
 	free(dir);
@@ -718,6 +752,7 @@ int main(void)
 	    cmocka_unit_test(test_replay__command_usi_game_list),
 	    cmocka_unit_test(test_replay__command_reads_directories_recursively),
 	    cmocka_unit_test(test_replay__command_bad_input),
+	    cmocka_unit_test(test_replay__command_reads_kif_ki2_and_jkf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,8 +94,8 @@ static char *export(const char *dir, const char *args)
 static void run_minimax(BookDB *db)
 {
 	BookmmOptions opt = {.policy.leaves = BOOKMM_LEAVES_GAMES};
-	char err[256] = "";
-	if (bookmm_run(NULL, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	char err[BOOKMM_ERRLEN] = "";
+	if (bookmm_run(NULL, db, &opt, err) != 0) fail_msg("bookmm_run: %s", err);
 }
 
 static void test_export__engine_evaluations_before_minimax(void **state)
@@ -324,12 +324,10 @@ static void test_export__parts_written_at_once_merge_to_the_same_book(void **sta
 		if (pass == 1) run_minimax(db);
 		ExportOptions o = {.moves = EXPORT_MOVES_ALL, .threads = 1};
 		ExportStats s1, s3;
-		char err[256] = "";
-		if (export_yaneuraou(&s1, db, one, &o, err, sizeof err))
-			fail_msg("one part: %s", err);
+		char err[EXPORT_ERRLEN] = "";
+		if (export_yaneuraou(&s1, db, one, &o, err)) fail_msg("one part: %s", err);
 		o.threads = 3;
-		if (export_yaneuraou(&s3, db, many, &o, err, sizeof err))
-			fail_msg("three parts: %s", err);
+		if (export_yaneuraou(&s3, db, many, &o, err)) fail_msg("three parts: %s", err);
 		assert_int_equal(s1.positions, s3.positions);
 		assert_int_equal(s1.moves, s3.moves);
 		assert_true(s1.positions > 20000);
@@ -363,7 +361,7 @@ static void test_export__bad_arguments_exit_2_and_failures_write_nothing(void **
 	char *err = NULL;
 	const char *bad[] = {"",
 	                     "BOOK",
-	                     "BOOK OUT --format apery",
+	                     "BOOK OUT --format kif",
 	                     "BOOK OUT --moves some",
 	                     "BOOK OUT --window",
 	                     "BOOK OUT --window -5",

@@ -276,8 +276,8 @@ static void test_minimax__chains_and_unlisted_transpositions_get_their_values(vo
 	put_record(db, SD, (EvalMove[]){{"6i7h", -70}}, 1);
 	BookmmOptions opt = {.policy.leaves = BOOKMM_LEAVES_GAMES};
 	BookmmStats st;
-	char err[256] = "";
-	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	char err[BOOKMM_ERRLEN] = "";
+	if (bookmm_run(&st, db, &opt, err) != 0) fail_msg("bookmm_run: %s", err);
 	assert_int_equal(st.positions, 6);
 	assert_int_equal(st.valued, 6);
 	assert_int_equal(st.settled, 6);
@@ -294,15 +294,15 @@ static void test_minimax__chains_and_unlisted_transpositions_get_their_values(vo
 	expect(db, S0, "7g7f", -40, 3);
 	expect(db, S0, "2g2f", -40, 3); /* added to the record as a transposition */
 	/* Nothing changed: a second run rewrites nothing; --full rewrites all. */
-	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	if (bookmm_run(&st, db, &opt, err) != 0) fail_msg("bookmm_run: %s", err);
 	assert_int_equal(st.rewritten, 0);
 	opt.full = true;
-	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	if (bookmm_run(&st, db, &opt, err) != 0) fail_msg("bookmm_run: %s", err);
 	assert_int_equal(st.rewritten, 6);
 	/* A new, better leaf for Black deep down changes the values above it. */
 	put_record(db, SX, (EvalMove[]){{"8c8d", -20}, {"4a3b", -30}}, 2);
 	opt.full = false;
-	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	if (bookmm_run(&st, db, &opt, err) != 0) fail_msg("bookmm_run: %s", err);
 	assert_int_equal(st.root_value, 20);
 	expect(db, S0, "7g7f", 20, 3);
 	expect(db, SD, "7g7f", 20, 1);
@@ -335,9 +335,9 @@ static void test_minimax__per_side_draw_values_decide_who_repeats(void **state)
 	BookDB *db = cycle_db(&dir);
 	BookmmOptions opt = {.policy.leaves = BOOKMM_LEAVES_GAMES};
 	BookmmStats st;
-	char err[256] = "";
+	char err[BOOKMM_ERRLEN] = "";
 	/* Both sides prefer a draw (0) to an exit (-100): repetition forever. */
-	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	if (bookmm_run(&st, db, &opt, err) != 0) fail_msg("bookmm_run: %s", err);
 	assert_int_equal(st.cyclic, 4);
 	assert_false(st.has_root);
 	expect(db, P0, "5i4i", 0, 9999);
@@ -346,7 +346,7 @@ static void test_minimax__per_side_draw_values_decide_who_repeats(void **state)
 	/* Black values a draw at -150: Black would rather exit (-100), so White,
 	 * who still likes the draw, gets +100 by steering into Black's exits. */
 	opt.draw_black = -150;
-	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	if (bookmm_run(&st, db, &opt, err) != 0) fail_msg("bookmm_run: %s", err);
 	expect(db, P0, "5i6i", -100, 0);
 	expect(db, P1, "5a6a", -100, 0);
 	/* The losing side prefers the longer of equal lines (§7.7), so Black
@@ -360,7 +360,7 @@ static void test_minimax__per_side_draw_values_decide_who_repeats(void **state)
 	 * side): both still repeat, each seeing its own draw value. */
 	opt.draw_black = -30;
 	opt.draw_white = 30;
-	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	if (bookmm_run(&st, db, &opt, err) != 0) fail_msg("bookmm_run: %s", err);
 	expect(db, P0, "5i4i", -30, 9999);
 	expect(db, P1, "5a4a", 30, 9999);
 	expect(db, P2, "4i5i", -30, 9999);
@@ -392,8 +392,8 @@ static void test_minimax__perpetual_check_loses_for_the_checker(void **state)
 	put_record(db, Q4, (EvalMove[]){{"4c5c", 0}}, 1);
 	BookmmOptions opt = {.policy.leaves = BOOKMM_LEAVES_GAMES};
 	BookmmStats st;
-	char err[256] = "";
-	if (bookmm_run(&st, db, &opt, err, sizeof err) != 0) fail_msg("bookmm_run: %s", err);
+	char err[BOOKMM_ERRLEN] = "";
+	if (bookmm_run(&st, db, &opt, err) != 0) fail_msg("bookmm_run: %s", err);
 	assert_int_equal(st.cyclic, 4);
 	expect(db, Q1, "5a4a", 32000, 9999);
 	expect(db, Q1, "5a6a", -200, 0);
@@ -726,8 +726,8 @@ static void twins_free(Twins *t)
 
 static void run_ok(BookmmStats *st, BookDB *db, const BookmmOptions *opt)
 {
-	char err[256] = "";
-	if (bookmm_run(st, db, opt, err, sizeof err) != 0) fail_msg("minimax: %s", err);
+	char err[BOOKMM_ERRLEN] = "";
+	if (bookmm_run(st, db, opt, err) != 0) fail_msg("minimax: %s", err);
 }
 
 static void random_batches(const char *name, BookmmLeaves leaves)
@@ -909,7 +909,7 @@ static void test_minimax__a_run_applied_by_another_writer_equals_the_whole_book(
 	BookDB *a = t.a, *b = t.b;
 	BookmmOptions inc = {0}, full = {.full = true};
 	BookmmStats sa, sb;
-	char err[256] = "";
+	char err[BOOKMM_ERRLEN] = "";
 	for (int k = 0; k < 80; k++) random_result(a, b, &rng);
 	for (int k = 0; k < 10; k++) check_walk(a, b, &rng);
 	run_ok(&sa, a, &inc);
@@ -918,7 +918,7 @@ static void test_minimax__a_run_applied_by_another_writer_equals_the_whole_book(
 		for (int k = 0; k < 12; k++) random_result(a, b, &rng);
 		check_walk(a, b, &rng);
 		BookMinimaxPlan *plan = NULL;
-		assert_int_equal(bookmm_prepare(&plan, &sa, a, &inc, err, sizeof err), 0);
+		assert_int_equal(bookmm_prepare(&plan, &sa, a, &inc, err), 0);
 		assert_true(sa.incremental);
 		assert_non_null(plan);
 		bool drop = round == 3;
@@ -926,7 +926,7 @@ static void test_minimax__a_run_applied_by_another_writer_equals_the_whole_book(
 			BookTxn *txn = NULL;
 			assert_int_equal(bookdb_txn_begin(&txn, a, true), 0);
 			uint64_t before = log_entries(a);
-			done = bookmm_plan_apply(plan, txn, 3, err, sizeof err);
+			done = bookmm_plan_apply(plan, txn, 3, err);
 			assert_true(done >= 0);
 			assert_int_equal(bookdb_txn_commit(txn), 0);
 			/* The rewrites are not logged (the run's own writes)... */
@@ -1054,11 +1054,15 @@ static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void 
 	                         ts_joseki(), book, (unsigned long long)(rng % 1000)),
 	                 0);
 	copy_book(t.da, t.db);
+	char lock[700];
+	snprintf(lock, sizeof lock, "%s/writers.lock", book);
+	int killed = 0;
 	for (int round = 0; round < 10; round++) {
 		twins_open(&t, 0);
 		for (int k = 0; k < 25; k++) random_result(t.a, t.b, &rng);
 		twins_close(&t);
-		/* A run killed at a random moment (or not at all). */
+		/* A run killed at a random moment after it has opened the book (or,
+		 * one in four, not at all). */
 		pid_t pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0) {
@@ -1069,12 +1073,17 @@ static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void 
 			      (char *)NULL);
 			_exit(127);
 		}
-		struct timespec d = {0, (long)(ts_rand(&rng) % 400) * 1000000L};
-		nanosleep(&d, NULL);
-		kill(pid, SIGKILL);
+		if (round % 4 != 3 && ts_wait_flocked(lock, pid, 60000)) {
+			struct timespec d = {0, (long)(ts_rand(&rng) % 10) * 1000000L};
+			nanosleep(&d, NULL);
+			kill(pid, SIGKILL);
+		}
 		int status;
 		waitpid(pid, &status, 0);
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) killed++;
 	}
+	print_message("%d of 10 minimax runs killed mid-way\n", killed);
+	assert_true(killed > 0);
 	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s --quiet", ts_joseki(), book), 0);
 	assert_int_equal(
 	    ts_runf(NULL, NULL, "%s minimax %s/book --full --quiet", ts_joseki(), t.db), 0);

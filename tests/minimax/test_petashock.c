@@ -41,12 +41,12 @@ static char *strip_cr(char *s)
 static char *run_threads(const char *input, bool shrink, int threads, PetashockStats *st)
 {
 	char *dir = ts_mkdtemp();
-	char in[512], out[512], err[256] = "";
+	char in[512], out[512], err[PETASHOCK_ERRLEN] = "";
 	snprintf(in, sizeof in, "%s/in.db", dir);
 	snprintf(out, sizeof out, "%s/out.db", dir);
 	assert_int_equal(ts_write_file(in, input, strlen(input)), 0);
 	PetashockOptions opt = {shrink, NULL, NULL, NULL, NULL, threads};
-	int rc = petashock_run(st, in, out, &opt, err, sizeof err);
+	int rc = petashock_run(st, in, out, &opt, err);
 	if (rc != 0) fail_msg("petashock_run: %d %s", rc, err);
 	char *text = ts_read_file(out, NULL);
 	assert_non_null(text);

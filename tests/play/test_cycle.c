@@ -618,6 +618,41 @@ static void test_cycle__a_usi_engine_plays_and_thinks(void **state)
 	free(dir);
 }
 
+/* cycle --probe: the think step walks the lines the match's opponent plays
+ * from the openings, so a match against that opponent afterwards stays in
+ * book in every game. */
+static void test_cycle__probe_grows_the_lines_the_opponent_plays(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], open_path[700];
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(open_path, sizeof open_path, "%s/openings.txt", dir);
+	static const char O[] = "startpos moves 7g7f 3c3d\nstartpos moves 2g2f 8c8d\n";
+	assert_int_equal(ts_write_file(open_path, O, sizeof O - 1), 0);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err,
+	                 "%s cycle %s --generations 2 --openings %s --games 4 --nodes 2000 "
+	                 "--think-nodes 2000 --multipv 3 --positions 24 --probe --quiet",
+	                 ts_joseki(), book, open_path);
+	if (rc) fail_msg("exit %d\n%s%s", rc, out, err);
+	assert_non_null(strstr(out, "cycle generations 2 of 2"));
+	free(out);
+	free(err);
+	json_t *m = ts_run_json(0,
+	                        "%s match --engine-a builtin --engine-b builtin --book-a %s "
+	                        "--openings %s --games 4 --nodes 2000 --json --quiet",
+	                        ts_joseki(), book, open_path);
+	json_t *res = json_object_get(m, "results");
+	assert_int_equal(json_array_size(res), 4);
+	for (size_t g = 0; g < 4; g++) {
+		json_t *bp = json_object_get(json_array_get(res, g), "book_plies");
+		assert_true(json_integer_value(json_array_get(bp, 0)) >= 2);
+	}
+	json_decref(m);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 #define GENS "600"
 
 /* kill -9 at random moments of a cycle: the book passes check after each,
@@ -709,6 +744,7 @@ int main(void)
 	    cmocka_unit_test(
 	        test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_rises),
 	    cmocka_unit_test(test_cycle__a_usi_engine_plays_and_thinks),
+	    cmocka_unit_test(test_cycle__probe_grows_the_lines_the_opponent_plays),
 	    cmocka_unit_test(test_cycle__the_kept_games_parse_back_and_bad_ones_are_refused),
 	    cmocka_unit_test(test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in),
 	    cmocka_unit_test(

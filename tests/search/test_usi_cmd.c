@@ -79,28 +79,61 @@ static void test_usi_cmd__session_handshake_search_and_legal_bestmove(void **sta
 	free(out);
 }
 
+/* A session where each command waits for the answer it depends on (a line
+ * of the engine's output) instead of for a while. */
+#define USI_WAIT_MS 30000
+
+static void usi_start(TsChild *c)
+{
+	char cmd[1200];
+	snprintf(cmd, sizeof cmd, "exec %s usi", ts_joseki());
+	assert_int_equal(ts_child_start(c, cmd), 0);
+}
+
+static void usi_wait(TsChild *c, const char *line)
+{
+	if (!ts_child_wait(c, line, USI_WAIT_MS)) fail_msg("joseki usi never said \"%s\"", line);
+}
+
+/* Sends quit, expects exit 0; returns the whole session's output (free it). */
+static char *usi_quit(TsChild *c)
+{
+	ts_child_send(c, "quit\n");
+	assert_int_equal(ts_child_end(c, true, USI_WAIT_MS), 0);
+	char *out = c->text;
+	c->text = NULL;
+	ts_child_free(c);
+	return out;
+}
+
 static void test_usi_cmd__go_infinite_holds_bestmove_until_stop(void **state)
 {
 	(void)state;
-	char *out;
+	TsChild c;
+	usi_start(&c);
 	/* Mate in 1 is found at once, but an infinite search must not answer
-	 * until told to stop: readyok has to come first. */
-	int rc = run_usi(
-	    "printf 'position sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1\\ngo infinite\\n'; sleep 0.4; "
-	    "printf 'isready\\n'; sleep 0.2; printf 'stop\\n'; sleep 0.1; printf 'quit\\n'",
-	    &out);
-	assert_int_equal(rc, 0);
-	assert_non_null(strstr(out, "readyok"));
-	assert_non_null(strstr(out, "score mate 1 "));
+	 * until told to stop: two isready are answered, and no bestmove yet. */
+	ts_child_send(&c, "position sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1\ngo infinite\n");
+	usi_wait(&c, "score mate 1 ");
+	ts_child_send(&c, "isready\n");
+	usi_wait(&c, "readyok\n");
+	ts_child_send(&c, "isready\n");
+	usi_wait(&c, "readyok\n");
+	assert_null(strstr(c.text, "bestmove"));
+	ts_child_send(&c, "stop\n");
+	usi_wait(&c, "bestmove");
+	char *out = usi_quit(&c);
 	assert_true(strstr(out, "readyok") < strstr(out, "bestmove"));
 	assert_bestmove_legal(out, "sfen 4k4/9/4G4/9/9/9/9/9/4K4 b G 1");
 	assert_non_null(strstr(out, "bestmove G*5b"));
 	free(out);
 
-	rc = run_usi("printf 'position startpos\\ngo infinite\\n'; sleep 0.3; printf 'stop\\n'; "
-	             "sleep 0.1; printf 'quit\\n'",
-	             &out);
-	assert_int_equal(rc, 0);
+	usi_start(&c);
+	ts_child_send(&c, "position startpos\ngo infinite\n");
+	usi_wait(&c, "info depth 1 ");
+	ts_child_send(&c, "stop\n");
+	usi_wait(&c, "bestmove");
+	out = usi_quit(&c);
 	assert_bestmove_legal(out, "startpos");
 	free(out);
 }
@@ -108,13 +141,15 @@ static void test_usi_cmd__go_infinite_holds_bestmove_until_stop(void **state)
 static void test_usi_cmd__quit_during_a_search_exits_0(void **state)
 {
 	(void)state;
-	char *out;
-	int rc = run_usi("printf 'usi\\nposition startpos\\ngo infinite\\n'; sleep 0.2; printf "
-	                 "'quit\\n'; sleep 0.5",
-	                 &out);
-	assert_int_equal(rc, 0);
-	assert_non_null(strstr(out, "usiok"));
-	free(out);
+	TsChild c;
+	usi_start(&c);
+	ts_child_send(&c, "usi\nposition startpos\ngo infinite\n");
+	usi_wait(&c, "usiok\n");
+	usi_wait(&c, "info depth 1 ");
+	/* quit while searching ends it, stdin still open */
+	ts_child_send(&c, "quit\n");
+	assert_int_equal(ts_child_end(&c, false, USI_WAIT_MS), 0);
+	ts_child_free(&c);
 }
 
 static void test_usi_cmd__time_controls_end_the_search(void **state)
@@ -131,11 +166,15 @@ static void test_usi_cmd__time_controls_end_the_search(void **state)
 	assert_int_equal(rc, 0);
 	assert_bestmove_legal(out, "startpos");
 	free(out);
-	rc = run_usi("printf 'position startpos\\ngo ponder btime 1000 wtime 1000 byoyomi 100\\n'; "
-	             "sleep 0.3; "
-	             "printf 'ponderhit\\n'; sleep 1; printf 'quit\\n'",
-	             &out);
-	assert_int_equal(rc, 0);
+	/* Pondering, then ponderhit: the clock applies from then on and ends the
+	 * search by itself (no stop). */
+	TsChild c;
+	usi_start(&c);
+	ts_child_send(&c, "position startpos\ngo ponder btime 1000 wtime 1000 byoyomi 100\n");
+	usi_wait(&c, "info depth 1 ");
+	ts_child_send(&c, "ponderhit\n");
+	usi_wait(&c, "bestmove");
+	out = usi_quit(&c);
 	assert_bestmove_legal(out, "startpos");
 	free(out);
 }
@@ -143,15 +182,20 @@ static void test_usi_cmd__time_controls_end_the_search(void **state)
 static void test_usi_cmd__ponder_answers_only_after_ponderhit(void **state)
 {
 	(void)state;
-	char *out;
+	TsChild c;
+	usi_start(&c);
 	/* The depth-3 search ends at once, but a pondering engine waits. */
-	int rc = run_usi("printf 'position startpos\\ngo ponder depth 3\\n'; sleep 0.3; "
-	                 "printf 'isready\\n'; sleep 0.1; printf 'ponderhit\\n'; sleep 0.3; "
-	                 "printf 'isready\\n'; sleep 0.1; printf 'quit\\n'",
-	                 &out);
-	assert_int_equal(rc, 0);
+	ts_child_send(&c, "position startpos\ngo ponder depth 3\n");
+	usi_wait(&c, "info depth 3 ");
+	ts_child_send(&c, "isready\n");
+	usi_wait(&c, "readyok\n");
+	assert_null(strstr(c.text, "bestmove"));
+	ts_child_send(&c, "ponderhit\n");
+	usi_wait(&c, "bestmove");
+	ts_child_send(&c, "isready\n");
+	usi_wait(&c, "readyok\n");
+	char *out = usi_quit(&c);
 	const char *first = strstr(out, "readyok");
-	assert_non_null(first);
 	const char *best = strstr(out, "bestmove");
 	assert_non_null(best);
 	assert_true(first < best);

@@ -2,7 +2,9 @@
  * tests/search/test_usi_server.c — the USI server in-process (search/usi_server.h):
  * the time management of `go` as numbers, a session over memory streams, the
  * book callback (its legal move played at once, an illegal one ignored, not
- * asked for infinite searches), a held bestmove released by the end of input.
+ * asked for infinite searches), a held bestmove released by the end of input,
+ * every clock form of `go` answered, and on a fake clock (each reading 0.1 to
+ * 6.4 ms later) a search that never uses more than its byoyomi or clock.
  * tests/search/test_usi_cmd.c runs the same server as `joseki usi` processes.
  */
 #include <setjmp.h>
@@ -28,25 +30,42 @@ static void test_usi_server__go_limits_follow_the_clock(void **state)
 	assert_int_equal(l.hard_ms, 1000 - USI_TIME_MARGIN_MS);
 	assert_int_equal(l.soft_ms, 1000 - USI_TIME_MARGIN_MS);
 	assert_int_equal(l.multipv, 3);
-	g = (UsiGo){.movetime = 30};
+	/* A short movetime keeps nine tenths of it, never below 10 ms. */
+	g = (UsiGo){.movetime = 50};
 	usi_go_limits(&l, &g, BLACK, 1);
-	assert_int_equal(l.hard_ms, 10); /* never below 10 ms */
+	assert_int_equal(l.hard_ms, 45);
+	assert_int_equal(l.soft_ms, 45);
+	g = (UsiGo){.movetime = 5};
+	usi_go_limits(&l, &g, BLACK, 1);
+	assert_int_equal(l.hard_ms, 10);
 
-	/* 60 s on the clock and 10 s byoyomi: a 30th plus the byoyomi (6/10 of
-	 * it as the soft limit), at most a fifth plus the byoyomi. */
+	/* 60 s on the clock and 10 s byoyomi: a 40th plus the byoyomi as the
+	 * target (half of it as the soft limit), at most a quarter plus the
+	 * byoyomi. */
 	g = (UsiGo){.time = {60000, 0}, .byoyomi = 10000, .timed = true};
 	usi_go_limits(&l, &g, BLACK, 1);
-	assert_int_equal(l.hard_ms, 60000 / 5 + 10000);
-	assert_int_equal(l.soft_ms, (60000 / 30 + 10000) * 6 / 10);
+	assert_int_equal(l.hard_ms, 60000 / 4 + 10000);
+	assert_int_equal(l.soft_ms, (60000 / USI_MOVES_TO_GO + 10000) / 2);
 	/* White has no time left: byoyomi only, less the margin. */
 	usi_go_limits(&l, &g, WHITE, 1);
 	assert_int_equal(l.hard_ms, 10000 - USI_TIME_MARGIN_MS);
-	assert_int_equal(l.soft_ms, (10000 - USI_TIME_MARGIN_MS) * 6 / 10);
+	assert_int_equal(l.soft_ms, (10000 - USI_TIME_MARGIN_MS) / 2);
 	/* Fischer: 10 s and 1 s increment. */
 	g = (UsiGo){.time = {10000, 10000}, .inc = {1000, 1000}, .timed = true};
 	usi_go_limits(&l, &g, WHITE, 1);
-	assert_int_equal(l.hard_ms, 10000 / 5 + 1000);
-	assert_int_equal(l.soft_ms, (10000 / 30 + 1000) * 6 / 10);
+	assert_int_equal(l.hard_ms, 10000 / 4 + 1000);
+	assert_int_equal(l.soft_ms, (10000 / USI_MOVES_TO_GO + 1000 * 3 / 4) / 2);
+	/* Fischer with almost nothing left: never more than the clock less the
+	 * margin (the increment only comes after the move). */
+	g = (UsiGo){.time = {100, 100}, .inc = {1000, 1000}, .timed = true};
+	usi_go_limits(&l, &g, BLACK, 1);
+	assert_int_equal(l.hard_ms, 100 - USI_TIME_MARGIN_MS);
+	assert_true(l.soft_ms <= l.hard_ms);
+	/* Sudden death: a 40th, at most a quarter. */
+	g = (UsiGo){.time = {40000, 40000}, .timed = true};
+	usi_go_limits(&l, &g, BLACK, 1);
+	assert_int_equal(l.hard_ms, 10000);
+	assert_int_equal(l.soft_ms, 500);
 	/* Infinite ignores the clock; depth is bounded by the engine's. */
 	g = (UsiGo){.time = {10000, 10000}, .timed = true, .infinite = true, .depth = 500};
 	usi_go_limits(&l, &g, BLACK, 1);
@@ -79,8 +98,31 @@ static Move fake_book(void *ctx, const Position *pos)
 	return m;
 }
 
+/*
+ * A fake clock: every reading advances it by step_ns, so a search's time is
+ * a function of how often it looks at the clock, not of the machine's speed
+ * or load. max_ns is the latest reading.
+ */
+typedef struct {
+	int64_t now_ns, step_ns;
+} FakeClock;
+
+static int64_t fake_now(void *ctx)
+{
+	FakeClock *c = ctx;
+	c->now_ns += c->step_ns;
+	return c->now_ns;
+}
+
+static char *session_clock(const char *input, FakeBook *book, FakeClock *clock);
+
 /* Runs a session over memory streams; returns what the server wrote. */
 static char *session(const char *input, FakeBook *book)
+{
+	return session_clock(input, book, NULL);
+}
+
+static char *session_clock(const char *input, FakeBook *book, FakeClock *clock)
 {
 	FILE *in = fmemopen((void *)input, strlen(input), "r");
 	char *text = NULL;
@@ -89,6 +131,10 @@ static char *session(const char *input, FakeBook *book)
 	assert_non_null(in);
 	assert_non_null(out);
 	UsiServerConfig cfg = {.in = in, .out = out};
+	if (clock) {
+		cfg.now_ns = fake_now;
+		cfg.now_ctx = clock;
+	}
 	if (book) {
 		cfg.book_move = fake_book;
 		cfg.book_ctx = book;
@@ -162,6 +208,91 @@ static void test_usi_server__the_book_callback(void **state)
 	free(out);
 }
 
+/* The first bestmove of out, legal in the position spec. */
+static void assert_legal_bestmove(const char *out, const char *spec)
+{
+	const char *b = strstr(out, "bestmove ");
+	if (!b) fail_msg("no bestmove for %s in:\n%s", spec, out);
+	Position pos;
+	assert_int_equal(position_parse(&pos, spec, NULL), 0);
+	char mv[16];
+	assert_int_equal(sscanf(b + 9, "%15s", mv), 1);
+	Move m;
+	if (usi_move_parse_legal(&m, &pos, mv, strlen(mv), NULL) < 0)
+		fail_msg("bestmove %s is not legal in %s", mv, spec);
+}
+
+static const char *const SPECS[] = {
+    "startpos",
+    "startpos moves 7g7f 3c3d 2g2f 4c4d 2f2e 2b3c",
+    "sfen l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w RGgsn5p 1",
+};
+
+/* Every clock form of `go` gets one legal bestmove. */
+static void test_usi_server__every_go_form_is_answered(void **state)
+{
+	(void)state;
+	static const char *const GOS[] = {
+	    "go btime 2000 wtime 2000 byoyomi 100",
+	    "go btime 0 wtime 0 byoyomi 100",
+	    "go btime 3000 wtime 3000 binc 100 winc 100",
+	    "go btime 500 wtime 500",
+	    "go movetime 150",
+	    "go nodes 3000",
+	    "go depth 3",
+	    "go infinite", /* stopped by the end of input */
+	};
+	for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++)
+		for (size_t k = 0; k < sizeof GOS / sizeof GOS[0]; k++) {
+			char input[512];
+			snprintf(input, sizeof input, "position %s\n%s\n", SPECS[i], GOS[k]);
+			FakeClock clock = {0, 1000000};
+			char *out = session_clock(input, NULL, &clock);
+			assert_int_equal(count(out, "bestmove "), 1);
+			assert_legal_bestmove(out, SPECS[i]);
+			free(out);
+		}
+}
+
+/*
+ * With 100 ms of byoyomi (and no time, or a little, on the clock) the search
+ * never reads its clock past what it has: the fake clock advances 1 ms at each
+ * reading, so the test measures the search's own decisions, not the machine.
+ */
+static void test_usi_server__byoyomi_is_never_exceeded_on_a_fake_clock(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *go;
+		int64_t allowed_ms;
+	} CASES[] = {
+	    {"go btime 0 wtime 0 byoyomi 100", 100},
+	    {"go btime 200 wtime 200 byoyomi 100", 200 + 100},
+	    {"go btime 100 wtime 100 binc 50 winc 50", 100},
+	};
+	for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++)
+		for (size_t k = 0; k < sizeof CASES / sizeof CASES[0]; k++) {
+			for (int64_t step = 100000; step <= 4000000; step *= 4) {
+				char input[512];
+				snprintf(input, sizeof input, "position %s\n%s\n", SPECS[i],
+				         CASES[k].go);
+				FakeClock clock = {0, step};
+				char *out = session_clock(input, NULL, &clock);
+				assert_int_equal(count(out, "bestmove "), 1);
+				assert_legal_bestmove(out, SPECS[i]);
+				/* The first reading starts the search (engine_new reads the
+				 * system clock, not this one). */
+				int64_t used_ms = (clock.now_ns - step) / 1000000;
+				if (used_ms > CASES[k].allowed_ms)
+					fail_msg("%s, %s, %lld ns a reading: used %lld ms of %lld",
+					         SPECS[i], CASES[k].go, (long long)step,
+					         (long long)used_ms,
+					         (long long)CASES[k].allowed_ms);
+				free(out);
+			}
+		}
+}
+
 int main(void)
 {
 	shogi_init();
@@ -169,6 +300,8 @@ int main(void)
 	    cmocka_unit_test(test_usi_server__go_limits_follow_the_clock),
 	    cmocka_unit_test(test_usi_server__a_session_over_streams),
 	    cmocka_unit_test(test_usi_server__the_book_callback),
+	    cmocka_unit_test(test_usi_server__every_go_form_is_answered),
+	    cmocka_unit_test(test_usi_server__byoyomi_is_never_exceeded_on_a_fake_clock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

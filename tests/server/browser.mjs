@@ -38,6 +38,11 @@ try {
     if (!turn.includes('Black')) fail('turn: ' + turn);
     console.log('ok start position: 40 pieces, ' + turn.trim());
 
+    // Moves as a player writes them: two golds reach 5h, the book's 4i5h is ▲５八金右.
+    const names = await page.$$eval('#moves tbody tr', rows => rows.map(r => r.dataset.move + '=' + r.querySelector('td.mv').textContent));
+    if (!names.includes('4i5h=▲５八金右')) fail('move names: ' + names.join(' '));
+    console.log('ok moves named as a player writes them: ' + names.join(' '));
+
     // The best move (first row, starred) is followed by a click on its row.
     const best = await page.getAttribute('#moves tbody tr.best', 'data-move');
     const before = await page.textContent('#moves tbody');

@@ -164,6 +164,18 @@ static void test_server__every_endpoint_and_every_error(void **state)
 	json_t *j = json_loads(out, 0, NULL);
 	assert_true(json_is_true(json_object_get(j, "in_book")));
 	assert_int_equal(json_integer_value(json_object_get(j, "legal_moves")), 30);
+	/* Each move as a player writes it: two golds reach 5h, so 4i5h is 右. */
+	bool named = false;
+	json_t *mv;
+	size_t mi;
+	json_array_foreach(json_object_get(j, "moves"), mi, mv)
+	{
+		const char *usi = json_string_value(json_object_get(mv, "move"));
+		if (!strcmp(usi, "4i5h"))
+			named =
+			    !strcmp(json_string_value(json_object_get(mv, "name")), "▲５八金右");
+	}
+	assert_true(named);
 	json_decref(j);
 	free(out);
 	free(hdr);
@@ -181,6 +193,9 @@ static void test_server__every_endpoint_and_every_error(void **state)
 	json_t *line = json_object_get(j, "line");
 	assert_true(json_array_size(line) >= 1 && json_array_size(line) <= 6);
 	assert_non_null(json_object_get(json_array_get(line, 0), "value"));
+	for (size_t k = 0; k < json_array_size(line); k++)
+		assert_true(json_string_length(json_object_get(json_array_get(line, k), "name")) >=
+		            9);
 	json_decref(j);
 	free(out);
 	/* Stats: the cheap fields at once, the scan's after it ran. */
@@ -573,11 +588,16 @@ static void test_server__sigterm_answers_503_then_exits_0(void **state)
 	buf[r] = 0;
 	assert_non_null(strstr(buf, "200 OK"));
 	kill(s.pid, SIGTERM);
-	usleep(300000);
-	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
-	r = read(fd, buf, sizeof buf - 1);
-	assert_true(r > 0);
-	buf[r] = 0;
+	assert_true(ts_wait_output(s.log, "finishing the requests in flight", 30000));
+	/* The line comes just before the server stops taking requests: an answer
+	 * in between is a 200; the connection then gets 503s. */
+	for (int i = 0; i < 1000; i++) {
+		assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+		r = read(fd, buf, sizeof buf - 1);
+		assert_true(r > 0);
+		buf[r] = 0;
+		if (!strstr(buf, " 200 ")) break;
+	}
 	assert_non_null(strstr(buf, " 503 "));
 	assert_non_null(strstr(buf, "shutting down"));
 	close(fd);

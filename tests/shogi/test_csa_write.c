@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "ingest/csa.h"
+#include "ingest/kifu.h"
 #include "ingest/replay.h"
 #include "shogi/csa_write.h"
 #include "shogi/position.h"
@@ -46,21 +46,21 @@ static void test_csa_write__random_games_are_legal_and_reproducible(void **state
 	assert_memory_equal(a, b, len); /* the same state, the same text */
 	assert_false(len == len3 && !memcmp(a, c, len));
 
-	CsaReader *r;
-	assert_int_equal(csa_reader_open_mem(&r, a, len, "gen.csa"), 0);
+	KifuReader *r;
+	assert_int_equal(kifu_reader_open_mem_as(&r, a, len, "gen.csa", KIFU_CSA), 0);
 	Position *pos = malloc(sizeof *pos);
 	int n = 0, rc;
-	CsaRecord *rec;
+	KifuRecord *rec;
 	char first[30][8];
-	while ((rc = csa_reader_next(r, &rec)) == 1) {
+	while ((rc = kifu_reader_next(r, &rec)) == 1) {
 		ReplayResult res;
-		assert_int_equal(replay_csa(&res, pos, rec, NULL, NULL), 0);
+		assert_int_equal(replay_kifu(&res, pos, rec, NULL, NULL), 0);
 		if (res.error[0]) fail_msg("game %d: %s", n, res.error);
 		assert_int_equal(res.plies, (int)rec->nmoves); /* every move legal */
 		assert_true(rec->nmoves >= 1 && rec->nmoves <= 120);
 		for (size_t i = 0; i < rec->nmoves; i++) assert_true(rec->moves[i].has_eval);
 		snprintf(first[n], sizeof first[n], "%s", rec->moves[0].token);
-		csa_record_free(rec);
+		kifu_record_free(rec);
 		n++;
 	}
 	assert_int_equal(rc, 0);
@@ -73,7 +73,7 @@ static void test_csa_write__random_games_are_legal_and_reproducible(void **state
 		distinct += !seen;
 	}
 	assert_true(distinct >= 1 && distinct <= 3);
-	csa_reader_free(r);
+	kifu_reader_free(r);
 	free(pos);
 	free(a);
 	free(b);

@@ -300,6 +300,19 @@ static void test_db2016__formats_move_lines(void **state)
 	n = db2016_format_move(buf, MOVE_NONE, MOVE_NONE, 0, 0);
 	buf[n] = '\0';
 	assert_string_equal(buf, "none none 0 0\n");
+	/* The file's first lines, and a record's. */
+	n = db2016_format_header(buf, 1234567);
+	buf[n] = '\0';
+	assert_string_equal(buf, DB2016_HEADER "\n# NOE:1234567\n");
+	Position *pos = malloc(sizeof *pos);
+	char err[SHOGI_ERRLEN];
+	assert_non_null(pos);
+	assert_int_equal(position_parse(pos, "startpos moves 7g7f 3c3d 8h2b+", err), 0);
+	n = db2016_format_sfen(buf, pos, 4);
+	buf[n] = '\0';
+	assert_string_equal(
+	    buf, "sfen lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/LNSGKGSNL w B 4\n");
+	free(pos);
 }
 
 static void test_db2016__missing_file_is_an_io_error(void **state)

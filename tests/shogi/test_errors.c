@@ -22,7 +22,7 @@
 #include "bookgen/selector.h"
 #include "bookgen/think.h"
 #include "cluster/worker.h"
-#include "ingest/csa.h"
+#include "ingest/kifu.h"
 #include "ingest/fetch.h"
 #include "ingest/ingest.h"
 #include "minimax/bookmm.h"
@@ -50,14 +50,17 @@ static const char *search_msg(int code)
 }
 
 static const Module MODULES[] = {
-    {"shogi", ERR_SHOGI, shogi_strerror, {SHOGI_EPARSE, SHOGI_EILLEGAL, SHOGI_ETOOLONG}},
+    {"shogi",
+     ERR_SHOGI,
+     shogi_strerror,
+     {SHOGI_EPARSE, SHOGI_EILLEGAL, SHOGI_ETOOLONG, SHOGI_ENOMEM}},
     {"db2016", ERR_DB2016, db2016_strerror, {DB2016_EIO, DB2016_ENOMEM}},
     {"bookdb",
      ERR_BOOKDB,
      bookdb_strerror,
      {BOOKDB_ENOTFOUND, BOOKDB_ECORRUPT, BOOKDB_EVERSION, BOOKDB_ENOBOOK, BOOKDB_EREADONLY,
       BOOKDB_EBUSY, BOOKDB_EIO, BOOKDB_ENOMEM, BOOKDB_ELMDB, BOOKDB_EINVAL, BOOKDB_ENOSPC}},
-    {"csa", ERR_CSA, csa_strerror, {CSA_EPARSE, CSA_ENOMEM, CSA_EIO, CSA_EILLEGAL}},
+    {"kifu", ERR_KIFU, kifu_strerror, {KIFU_EPARSE, KIFU_ENOMEM, KIFU_EIO, KIFU_EILLEGAL}},
     {"ingest",
      ERR_INGEST,
      ingest_strerror,

@@ -21,6 +21,7 @@
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
+#include "shogi/rng.h"
 #include "tests/support/support.h"
 
 #ifndef __has_feature
@@ -164,8 +165,8 @@ static void test_movegen__divide_sums_to_perft(void **state)
  * exactly them among all 65536 16-bit values (legal_checks 2), or among the
  * generated moves, their promotion-flag twins and `extra` (legal_checks 1;
  * pos_is_legal may cost a generation, so deep nodes skip it); GEN_CAPTURES
- * and GEN_QUIETS partition GEN_ALL; pos_gives_check agrees with the checkers
- * after the move; pos_moved_piece is the mover's piece.
+ * and GEN_QUIETS partition GEN_ALL; movegen_is_legal agrees (see below); pos_gives_check agrees
+ * with the checkers after the move; pos_moved_piece is the mover's piece.
  */
 static void check_generation(Position *pos, int legal_checks, const Move *extra, int nextra)
 {
@@ -232,6 +233,22 @@ static void check_generation(Position *pos, int legal_checks, const Move *extra,
 	for (int i = 0; legal_checks >= 1 && i < nextra; i++)
 		if (pos_is_legal(pos, extra[i]) != (bool)(member[extra[i]] & 1))
 			fail_msg("%s: pos_is_legal(%04x) disagrees with movegen", sfen, extra[i]);
+	/* movegen_is_legal costs no generation: every node gets the generated
+	 * moves, their twins, the parent's moves and 64 more values of a stream
+	 * seeded by the position, and the root all 65536 values. */
+	for (int i = 0; i < n + nextra; i++) {
+		Move m = i < n ? all[i] : extra[i - n];
+		for (int twin = 0; twin < 2; twin++, m ^= MOVE_PROMOTE)
+			if (movegen_is_legal(pos, m) != (bool)(member[m] & 1))
+				fail_msg("%s: movegen_is_legal(%04x) disagrees with movegen", sfen,
+				         m);
+	}
+	uint64_t seed = pos_key(pos).lo;
+	for (int i = 0; i < 64; i++) {
+		Move m = (Move)rng_next(&seed);
+		if (movegen_is_legal(pos, m) != (bool)(member[m] & 1))
+			fail_msg("%s: movegen_is_legal(%04x) disagrees with movegen", sfen, m);
+	}
 	if (legal_checks >= 2) {
 		for (uint32_t v = 0; v < 65536; v++) {
 			Move m = (Move)v;
@@ -239,6 +256,9 @@ static void check_generation(Position *pos, int legal_checks, const Move *extra,
 			if (legal != (bool)(member[m] & 1))
 				fail_msg("%s: pos_is_legal(%04x) = %d disagrees with movegen", sfen,
 				         m, legal);
+			if (movegen_is_legal(pos, m) != legal)
+				fail_msg("%s: movegen_is_legal(%04x) disagrees with movegen", sfen,
+				         m);
 		}
 	}
 	for (int i = 0; i < n; i++) member[all[i]] = 0;

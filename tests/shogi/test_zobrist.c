@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "ingest/csa.h"
+#include "ingest/kifu.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -231,15 +231,16 @@ static void test_zobrist__incremental_key_equals_scratch_along_csa_dialects(void
 	static Position pos;
 	char *save = NULL;
 	for (char *path = strtok_r(out, "\n", &save); path; path = strtok_r(NULL, "\n", &save)) {
-		CsaReader *r = NULL;
-		assert_int_equal(csa_reader_open_file(&r, path), 0);
+		KifuReader *r = NULL;
+		assert_int_equal(kifu_reader_open_file(&r, path), 0);
 		for (;;) {
-			CsaRecord *rec = NULL;
-			int rc = csa_reader_next(r, &rec);
+			KifuRecord *rec = NULL;
+			int rc = kifu_reader_next(r, &rec);
 			if (rc == 0) break;
-			if (rc != 1) fail_msg("%s: %s", path, csa_reader_error(r));
+			if (rc != 1) fail_msg("%s: %s", path, kifu_reader_error(r));
 			char err[SHOGI_ERRLEN] = "";
-			if (csa_record_position(&pos, rec, err) != 0) fail_msg("%s: %s", path, err);
+			if (kifu_record_position(&pos, rec, err) != 0)
+				fail_msg("%s: %s", path, err);
 			check_key_from_scratch(&pos, path, 0);
 			for (size_t i = 0; i < rec->nmoves; i++) {
 				Move m = MOVE_NONE;
@@ -251,9 +252,9 @@ static void test_zobrist__incremental_key_equals_scratch_along_csa_dialects(void
 				plies++;
 			}
 			records++;
-			csa_record_free(rec);
+			kifu_record_free(rec);
 		}
-		csa_reader_free(r);
+		kifu_reader_free(r);
 	}
 	free(out);
 	printf("csa-dialects: %d records, %d plies\n", records, plies);

@@ -2,6 +2,7 @@
 
 #include "bookdb/bookdb.h"
 #include "bookdb/record.h"
+#include "shogi/clock.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 #include "shogi/rng.h"
@@ -20,6 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -134,6 +140,60 @@ int ts_write_file(const char *path, const char *data, size_t len)
 	if (!f) return -1;
 	size_t w = fwrite(data, 1, len, f);
 	return fclose(f) == 0 && w == len ? 0 : -1;
+}
+
+static int write_proc(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY);
+	if (fd < 0) return -1;
+	ssize_t w = write(fd, text, strlen(text));
+	int e = errno;
+	close(fd);
+	errno = e;
+	return w == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+int ts_private_mounts(char *why, size_t n)
+{
+	static bool done;
+	if (done) return 0;
+	/* Root: a mount namespace is enough. Elsewhere (or where root lacks
+	 * CAP_SYS_ADMIN, as in a container) a user namespace with this user as its
+	 * root, which may mount a tmpfs and bind mounts in a mount namespace it owns. */
+	if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0) {
+		uid_t uid = geteuid();
+		gid_t gid = getegid();
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+			snprintf(why, n,
+			         "no mount namespace of its own (unshare: %s; user namespaces "
+			         "disabled? see sysctl user.max_user_namespaces)",
+			         strerror(errno));
+			return -1;
+		}
+		char map[64];
+		if (write_proc("/proc/self/setgroups", "deny") != 0 && errno != ENOENT) {
+			snprintf(why, n, "/proc/self/setgroups: %s", strerror(errno));
+			return -1;
+		}
+		snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
+		if (write_proc("/proc/self/uid_map", map) != 0) {
+			snprintf(why, n, "/proc/self/uid_map: %s", strerror(errno));
+			return -1;
+		}
+		snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
+		if (write_proc("/proc/self/gid_map", map) != 0) {
+			snprintf(why, n, "/proc/self/gid_map: %s", strerror(errno));
+			return -1;
+		}
+	}
+	/* Nothing mounted here propagates back to the machine's namespace. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+		snprintf(why, n, "making / private in the new mount namespace: %s",
+		         strerror(errno));
+		return -1;
+	}
+	done = true;
+	return 0;
 }
 
 unsigned long long ts_seed(const char *test_name)
@@ -310,4 +370,204 @@ long ts_book_check_thought(const char *dir, int max_depth, long *nonzero)
 	bookdb_free(db);
 	if (nonzero) *nonzero = nz;
 	return thought;
+}
+
+/* Appends what fd has to say within timeout_ms (-1: until EOF) to the
+ * NUL-terminated *text; returns 1 if something came, 0 on timeout, -1 at EOF or
+ * on an error. */
+static int read_some(int fd, char **text, size_t *len, size_t *cap, int timeout_ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int r = poll(&p, 1, timeout_ms);
+	if (r == 0) return 0;
+	if (r < 0) return errno == EINTR ? 0 : -1;
+	if (*len + 4096 + 1 > *cap) {
+		size_t ncap = (*cap ? *cap * 2 : 8192) + 4096;
+		char *t = realloc(*text, ncap);
+		if (!t) return -1;
+		*text = t;
+		*cap = ncap;
+	}
+	ssize_t n = read(fd, *text + *len, 4096);
+	if (n < 0) return errno == EINTR || errno == EAGAIN ? 0 : -1;
+	if (n == 0) return -1;
+	*len += (size_t)n;
+	(*text)[*len] = 0;
+	return 1;
+}
+
+bool ts_wait_output(FILE *f, const char *needle, int timeout_ms)
+{
+	/* What stdio has buffered already is read first, then the descriptor. */
+	int fd = fileno(f);
+	int fl = fcntl(fd, F_GETFL);
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	char *text = NULL;
+	size_t len = 0, cap = 0;
+	bool found = false;
+	int64_t end = clock_ms() + timeout_ms;
+	for (;;) {
+		int c;
+		while ((c = getc(f)) != EOF) {
+			if (len + 2 > cap) {
+				cap = cap ? cap * 2 : 4096;
+				char *t = realloc(text, cap);
+				assert_non_null(t);
+				text = t;
+			}
+			text[len++] = (char)c;
+			text[len] = 0;
+			if (c == '\n' && strstr(text, needle)) break;
+		}
+		if (text && strstr(text, needle)) {
+			found = true;
+			break;
+		}
+		if (feof(f) || (ferror(f) && errno != EAGAIN)) break;
+		clearerr(f);
+		int64_t left = end - clock_ms();
+		if (left <= 0) break;
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		poll(&p, 1, (int)left);
+	}
+	clearerr(f);
+	fcntl(fd, F_SETFL, fl);
+	if (!found)
+		fprintf(stderr, "ts_wait_output: no \"%s\" within %d ms; got:\n%s\n", needle,
+		        timeout_ms, text ? text : "");
+	free(text);
+	return found;
+}
+
+bool ts_wait_flocked(const char *path, pid_t alive, int timeout_ms)
+{
+	struct stat st;
+	int64_t end = clock_ms() + timeout_ms;
+	while (clock_ms() < end) {
+		siginfo_t si = {0};
+		if (alive > 0 &&
+		    waitid(P_PID, (id_t)alive, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+		    si.si_pid == alive)
+			return false; /* it has ended (not reaped: the caller waits for it) */
+		if (stat(path, &st) == 0) {
+			/* "1: FLOCK  ADVISORY  READ 1234 08:01:5678 0 EOF"; a waiter's line
+			 * reads "1: -> FLOCK ..." and holds nothing. */
+			FILE *f = fopen("/proc/locks", "r");
+			char line[256];
+			bool held = false;
+			while (f && !held && fgets(line, sizeof line, f)) {
+				char kind[16];
+				unsigned maj, min;
+				unsigned long long ino;
+				if (sscanf(line, "%*s %15s %*s %*s %*d %x:%x:%llu", kind, &maj,
+				           &min, &ino) == 4 &&
+				    !strcmp(kind, "FLOCK"))
+					held = ino == (unsigned long long)st.st_ino &&
+					       makedev(maj, min) == st.st_dev;
+			}
+			if (f) fclose(f);
+			if (held) return true;
+		}
+		usleep(5000);
+	}
+	return false;
+}
+
+int ts_child_start(TsChild *c, const char *cmd)
+{
+	memset(c, 0, sizeof *c);
+	int in[2], out[2];
+	if (pipe(in) < 0) return -1;
+	if (pipe(out) < 0) {
+		close(in[0]);
+		close(in[1]);
+		return -1;
+	}
+	c->pid = fork();
+	if (c->pid < 0) return -1;
+	if (c->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	c->in_fd = in[1];
+	c->out_fd = out[0];
+	c->text = calloc(1, 1);
+	c->cap = 1;
+	return 0;
+}
+
+void ts_child_send(TsChild *c, const char *text)
+{
+	size_t n = strlen(text);
+	assert_true(c->in_fd >= 0);
+	assert_int_equal(write(c->in_fd, text, n), (ssize_t)n);
+}
+
+const char *ts_child_wait(TsChild *c, const char *needle, int timeout_ms)
+{
+	int64_t end = clock_ms() + timeout_ms;
+	for (;;) {
+		const char *hit = strstr(c->text + c->mark, needle);
+		if (hit) {
+			c->mark = (size_t)(hit - c->text) + strlen(needle);
+			return hit;
+		}
+		int64_t left = end - clock_ms();
+		if (left <= 0 || read_some(c->out_fd, &c->text, &c->len, &c->cap, (int)left) < 0) {
+			fprintf(stderr,
+			        "ts_child_wait: no \"%s\" within %d ms; output so far:\n%s\n",
+			        needle, timeout_ms, c->text);
+			return NULL;
+		}
+	}
+}
+
+int ts_child_end(TsChild *c, bool close_stdin, int timeout_ms)
+{
+	if (close_stdin && c->in_fd >= 0) {
+		close(c->in_fd);
+		c->in_fd = -1;
+	}
+	int64_t end = clock_ms() + timeout_ms;
+	int status = 0, rc = -1;
+	bool eof = false;
+	for (;;) {
+		int64_t left = end - clock_ms();
+		if (left <= 0) {
+			kill(c->pid, SIGKILL);
+			waitpid(c->pid, &status, 0);
+			fprintf(stderr, "ts_child_end: still running after %d ms: killed\n",
+			        timeout_ms);
+			break;
+		}
+		if (!eof)
+			eof = read_some(c->out_fd, &c->text, &c->len, &c->cap,
+			                (int)(left < 50 ? left : 50)) < 0;
+		else
+			usleep(2000);
+		if (eof && waitpid(c->pid, &status, WNOHANG) == c->pid) {
+			rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+			break;
+		}
+	}
+	close(c->out_fd);
+	c->out_fd = -1;
+	return rc;
+}
+
+void ts_child_free(TsChild *c)
+{
+	if (c->in_fd >= 0) close(c->in_fd);
+	if (c->out_fd >= 0) close(c->out_fd);
+	free(c->text);
+	memset(c, 0, sizeof *c);
+	c->in_fd = c->out_fd = -1;
 }

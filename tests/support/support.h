@@ -88,6 +88,53 @@ void ts_gpsshogi_home(const char *dir);
  */
 long ts_book_check_thought(const char *dir, int max_depth, long *nonzero);
 
+/*
+ * Waiting for an event instead of sleeping (each with a deadline, generous:
+ * it only bounds a failure, a pass never waits for it).
+ *
+ * ts_wait_output reads f (a pipe from a child, e.g. ts_serve_start's log)
+ * until needle has appeared in what it read; false (the text so far printed
+ * on stderr) at EOF or after timeout_ms. What it read is consumed.
+ */
+bool ts_wait_output(FILE *f, const char *needle, int timeout_ms);
+/* Until some process holds a flock(2) on path (as /proc/locks shows, without
+ * taking the lock itself); false after timeout_ms, or as soon as the child
+ * alive (0: none) has ended (it is left for the caller to reap). */
+bool ts_wait_flocked(const char *path, pid_t alive, int timeout_ms);
+/*
+ * A child in a conversation: `sh -c cmd` with its stdin and stdout on pipes
+ * (stderr inherited). ts_child_send writes to its stdin; ts_child_wait reads
+ * its stdout until needle appears after the previous match (returning it,
+ * a pointer into text valid until the next call) or NULL after timeout_ms or
+ * at EOF (the output so far printed on stderr); ts_child_end (closing its
+ * stdin first if close_stdin) reads the rest until it exits and returns its
+ * exit status (128+signal; -1 if it had to be killed after timeout_ms);
+ * ts_child_free releases it.
+ */
+typedef struct {
+	pid_t pid;
+	int in_fd, out_fd;
+	char *text; /* all of its stdout so far, NUL-terminated */
+	size_t len, cap, mark;
+} TsChild;
+int ts_child_start(TsChild *c, const char *cmd);
+void ts_child_send(TsChild *c, const char *text);
+const char *ts_child_wait(TsChild *c, const char *needle, int timeout_ms);
+int ts_child_end(TsChild *c, bool close_stdin, int timeout_ms);
+void ts_child_free(TsChild *c);
+
+/*
+ * Moves this test process, and every child it starts from then on, into a
+ * mount namespace of its own, where it may mount a small tmpfs or a read-only
+ * bind mount without root and without touching the machine's mounts (they
+ * vanish with the process, even if it crashes): as root a new mount
+ * namespace; otherwise, or where root may not mount (a container without
+ * CAP_SYS_ADMIN), a user namespace in which this user is root. Call it before
+ * starting threads; later calls do nothing. Returns 0, or -1 with the reason
+ * in why (n bytes).
+ */
+int ts_private_mounts(char *why, size_t n);
+
 unsigned long long ts_seed(const char *test_name);
 /* The next number of a splitmix64 stream (state: any 64-bit value, e.g. a seed). */
 uint64_t ts_rand(uint64_t *state);

@@ -1,0 +1,12 @@
+/*
+ * tests/fuzz/fuzz_ki2.c — libFuzzer target for KI2 records (ingest/kif.c), read by the one reader
+ * and replayed under the rules; the invariants are kifu_input.h's.
+ */
+#include "tests/fuzz/kifu_input.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	return fuzz_kifu(data, size, KIFU_KI2);
+}

@@ -1,0 +1,418 @@
+/*
+ * tests/ingest/test_kifu.c — the one reader of game records (ingest/kifu.h)
+ * on real exports: every KIF, KI2 and JKF fixture is sniffed as what it is
+ * and replayed to the ending its last line states (by the rules); the same
+ * game read from KIF, KI2 (Shift_JIS and UTF-8) and JKF gives the same start
+ * and the same moves, one reader checked against another, and against the
+ * DB2016 book made from the same ShogiGUI export; handicaps start where they
+ * should; an illegal move in each format stops the moves and is reported with
+ * its line; the content, not the name, says the format; the same game in
+ * three formats is ingested once.
+ */
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ingest/kifu.h"
+#include "ingest/replay.h"
+#include "shogi/notation.h"
+#include "tests/support/support.h"
+
+#define FIX "tests/data/kifu-formats/"
+
+static Position g_pos;
+
+/* The one record of text (len bytes; the test fails if there is none). */
+static KifuRecord *read_mem(const char *text, size_t len, const char *name, KifuFormat *fmt)
+{
+	KifuReader *r;
+	assert_int_equal(kifu_reader_open_mem(&r, text, len, name), 0);
+	if (fmt) *fmt = kifu_reader_format(r);
+	KifuRecord *rec = NULL;
+	int rc = kifu_reader_next(r, &rec);
+	if (rc != 1) fail_msg("%s: %d %s", name, rc, kifu_reader_error(r));
+	kifu_reader_free(r);
+	return rec;
+}
+
+static KifuRecord *read_text(const char *text, const char *name, KifuFormat *fmt)
+{
+	return read_mem(text, strlen(text), name, fmt);
+}
+
+static KifuRecord *read_one(const char *path, KifuFormat *fmt)
+{
+	size_t len;
+	char *data = ts_read_file(path, &len);
+	if (!data) fail_msg("%s: cannot read", path);
+	KifuRecord *rec = read_mem(data, len, path, fmt);
+	free(data);
+	return rec;
+}
+
+static void test_kifu__fixtures_end_as_their_last_lines_say(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *file;
+		KifuFormat fmt;
+		int plies; /* -1: the start position is impossible */
+		const char *end, *winner, *claim;
+		int variations;
+	} F[] = {
+	    {"kif/20081220kyoochi.kif", KIFU_KIF, 142, "resign", "black", "TORYO", 0},
+	    {"kif/32ryu-cumbersome.kif", KIFU_KIF, 9, "mate", "black", "TSUMI", 0},
+	    {"kif/8mai.kif", KIFU_KIF, 25, "interrupted", "none", "CHUDAN", 0},
+	    {"kif/9fu.kif", KIFU_KIF, -1, "", "", "TSUMI", 0},
+	    {"kif/chudan.kif", KIFU_KIF, 3, "interrupted", "none", "CHUDAN", 0},
+	    {"kif/doh_branch.kifu", KIFU_KIF, 3, "interrupted", "none", "CHUDAN", 2},
+	    {"kif/fork-notime.kif", KIFU_KIF, 3, "none", "none", "", 7},
+	    {"kif/fork-test.kif", KIFU_KIF, 3, "none", "none", "", 2},
+	    {"kif/fork.kif", KIFU_KIF, 3, "resign", "black", "TORYO", 7},
+	    {"kif/henka.kif", KIFU_KIF, 12, "interrupted", "none", "CHUDAN", 5},
+	    {"kif/illegal.kif", KIFU_KIF, 2, "illegal_move", "white", "ILLEGAL_MOVE", 1},
+	    {"kif/jt201409130101.kif", KIFU_KIF, 107, "resign", "black", "TORYO", 0},
+	    {"kif/kifu_for_iphone.kif", KIFU_KIF, 3, "mate", "black", "TSUMI", 0},
+	    {"kif/kiou201403160101.kif", KIFU_KIF, 85, "resign", "black", "TORYO", 0},
+	    {"kif/last-fork.kifu", KIFU_KIF, 10, "interrupted", "none", "CHUDAN", 1},
+	    {"kif/last_comment.kif", KIFU_KIF, 3, "none", "none", "", 0},
+	    {"kif/meijinsen_20180508_M7_10034.kif", KIFU_KIF, 52, "interrupted", "none", "CHUDAN",
+	     0},
+	    {"kif/no_henka.kif", KIFU_KIF, 11, "none", "none", "", 0},
+	    {"kif/no_henka.kifu", KIFU_KIF, 11, "none", "none", "", 0},
+	    {"kif/noeol.kif", KIFU_KIF, 3, "interrupted", "none", "CHUDAN", 0},
+	    {"kif/oui201407080101.kif", KIFU_KIF, 116, "resign", "white", "TORYO", 0},
+	    {"kif/ouza201410070101.kif", KIFU_KIF, 103, "none", "none", "", 0},
+	    {"kif/ryuou201409020101.kif", KIFU_KIF, 117, "resign", "black", "TORYO", 0},
+	    {"kif/ryuou4.kif", KIFU_KIF, 101, "resign", "black", "TORYO", 0},
+	    {"kif/shogidb2.kifu", KIFU_KIF, 110, "resign", "white", "TORYO", 0},
+	    {"kif/shogidokoro.kifu", KIFU_KIF, 19, "mate", "black", "", 0},
+	    {"kif/taichitsume.kif", KIFU_KIF, 7, "mate", "black", "TSUMI", 0},
+	    {"ki2/20091203.ki2", KIFU_KI2, 172, "resign", "white", "TORYO", 0},
+	    {"ki2/7mai.ki2u", KIFU_KI2, 2, "interrupted", "none", "CHUDAN", 0},
+	    {"ki2/8mai.ki2", KIFU_KI2, 25, "interrupted", "none", "CHUDAN", 0},
+	    {"ki2/8mai.ki2u", KIFU_KI2, 25, "interrupted", "none", "CHUDAN", 0},
+	    {"ki2/9fu.ki2", KIFU_KI2, -1, "", "", "TSUMI", 0},
+	    {"ki2/chudan.ki2", KIFU_KI2, 3, "interrupted", "none", "CHUDAN", 0},
+	    {"ki2/denou3-1.ki2", KIFU_KI2, 98, "resign", "white", "TORYO", 0},
+	    {"ki2/fork.ki2", KIFU_KI2, 3, "resign", "black", "TORYO", 7},
+	    {"ki2/fuujite.ki2u", KIFU_KI2, 2, "interrupted", "none", "CHUDAN", 0},
+	    /* "まで2手で先手の反則負け": Black's illegal action, White wins */
+	    {"ki2/illegal.ki2", KIFU_KI2, 2, "illegal_move", "white", "+ILLEGAL_ACTION", 1},
+	    /* a problem: 詰 with a futile interposition left, which the rules count */
+	    {"ki2/kobayashi_kinsho196702.ki2", KIFU_KI2, 49, "resign", "black", "TSUMI", 0},
+	    {"ki2/noeol.ki2", KIFU_KI2, 3, "interrupted", "none", "CHUDAN", 0},
+	    {"jkf/ryuou201409020101.jkf", KIFU_JKF, 117, "resign", "black", "TORYO", 0},
+	    {"jkf/same_move_minimal.jkf", KIFU_JKF, 5, "none", "none", "", 0},
+	};
+	for (size_t i = 0; i < sizeof F / sizeof F[0]; i++) {
+		char path[256];
+		snprintf(path, sizeof path, FIX "%s", F[i].file);
+		KifuFormat fmt;
+		KifuRecord *rec = read_one(path, &fmt);
+		if (fmt != F[i].fmt) fail_msg("%s: read as %s", path, kifu_format_name(fmt));
+		ReplayResult res;
+		int rc = replay_kifu(&res, &g_pos, rec, NULL, NULL);
+		if (F[i].plies < 0) {
+			assert_int_equal(rc, KIFU_EILLEGAL);
+			assert_non_null(strstr(res.error, "impossible start position"));
+		} else {
+			if (rc != 0) fail_msg("%s: %s", path, res.error);
+			if (res.plies != F[i].plies || strcmp(game_end_name(res.end), F[i].end) ||
+			    strcmp(game_winner_name(res.winner), F[i].winner))
+				fail_msg("%s: %d plies, %s, %s", path, res.plies,
+				         game_end_name(res.end), game_winner_name(res.winner));
+			assert_int_equal(res.error[0], 0);
+		}
+		if (strcmp(rec->special, F[i].claim))
+			fail_msg("%s: claims '%s'", path, rec->special);
+		assert_int_equal(rec->variations, F[i].variations);
+		assert_null(rec->illegal);
+		kifu_record_free(rec);
+	}
+}
+
+/* Same start and same moves, as CSA tokens. */
+static void assert_same_game(const char *a, const char *b)
+{
+	KifuRecord *x = read_one(a, NULL), *y = read_one(b, NULL);
+	assert_memory_equal(x->board, y->board, sizeof x->board);
+	assert_memory_equal(x->hand, y->hand, sizeof x->hand);
+	assert_int_equal(x->side, y->side);
+	if (x->nmoves != y->nmoves) fail_msg("%s: %zu moves, %s: %zu", a, x->nmoves, b, y->nmoves);
+	for (size_t i = 0; i < x->nmoves; i++)
+		if (strcmp(x->moves[i].token, y->moves[i].token) ||
+		    x->moves[i].move != y->moves[i].move)
+			fail_msg("%s and %s differ at move %zu: %s, %s", a, b, i + 1,
+			         x->moves[i].token, y->moves[i].token);
+	/* The claims may be worded differently (KIF's 反則負け, KI2's 先手の反則負け):
+	 * the rules' verdict is the same. */
+	ReplayResult rx, ry;
+	int cx = replay_kifu(&rx, &g_pos, x, NULL, NULL),
+	    cy = replay_kifu(&ry, &g_pos, y, NULL, NULL);
+	assert_int_equal(cx, cy);
+	assert_int_equal(rx.end, ry.end);
+	assert_int_equal(rx.winner, ry.winner);
+	assert_int_equal(x->variations, y->variations);
+	if ((x->name[BLACK] || y->name[BLACK]) && x->name[BLACK] && y->name[BLACK])
+		assert_string_equal(x->name[BLACK], y->name[BLACK]);
+	kifu_record_free(x);
+	kifu_record_free(y);
+}
+
+static void test_kifu__same_game_in_every_format(void **state)
+{
+	(void)state;
+	assert_same_game(FIX "kif/8mai.kif", FIX "ki2/8mai.ki2");
+	assert_same_game(FIX "ki2/8mai.ki2", FIX "ki2/8mai.ki2u"); /* Shift_JIS and UTF-8 */
+	assert_same_game(FIX "kif/9fu.kif", FIX "ki2/9fu.ki2");    /* a board diagram */
+	assert_same_game(FIX "kif/chudan.kif", FIX "ki2/chudan.ki2");
+	assert_same_game(FIX "kif/noeol.kif", FIX "ki2/noeol.ki2");
+	assert_same_game(FIX "kif/fork.kif", FIX "ki2/fork.ki2");
+	assert_same_game(FIX "kif/illegal.kif", FIX "ki2/illegal.ki2");
+	assert_same_game(FIX "kif/ryuou201409020101.kif", FIX "jkf/ryuou201409020101.jkf");
+	assert_same_game(FIX "kif/no_henka.kif", FIX "kif/no_henka.kifu");
+	/* Names and dates come through as UTF-8 whatever the file's encoding. */
+	KifuRecord *r = read_one(FIX "ki2/8mai.ki2", NULL);
+	assert_string_equal(r->name[BLACK], "shitate");
+	assert_string_equal(r->name[WHITE], "uwate");
+	assert_string_equal(r->start_time, "2014/10/13 18:51:20");
+	kifu_record_free(r);
+	r = read_one(FIX "kif/no_henka.kif", NULL); /* says UTF-8, is Shift_JIS */
+	assert_string_equal(r->name[BLACK], "先手56789012全3456789");
+	kifu_record_free(r);
+	r = read_one(FIX "jkf/ryuou201409020101.jkf", NULL);
+	assert_string_equal(r->name[BLACK], "羽生善治");
+	kifu_record_free(r);
+}
+
+/* The ShogiGUI export's main line is the line the DB2016 book of the same
+ * book holds, one move a position. */
+static void test_kifu__shogigui_export_agrees_with_the_book(void **state)
+{
+	(void)state;
+	KifuRecord *rec = read_one("tests/data/apery/shogigui.kif", NULL);
+	assert_int_equal(rec->nmoves, 9);
+	assert_int_equal(rec->variations, 25);
+	char *db = ts_read_file("tests/data/apery/yaneuraou.db", NULL);
+	assert_non_null(db);
+	assert_int_equal(kifu_record_position(&g_pos, rec, NULL), 0);
+	for (size_t i = 0; i < rec->nmoves; i++) {
+		char sfen[SFEN_MAX], usi[USI_MOVE_MAX], want[SFEN_MAX + 32];
+		sfen_write(&g_pos, sfen, sizeof sfen);
+		usi_move_write(rec->moves[i].move, usi);
+		snprintf(want, sizeof want, "sfen %s\n%s ", sfen, usi);
+		if (!strstr(db, want))
+			fail_msg("move %zu %s not in the book at %s", i + 1, usi, sfen);
+		pos_do_move(&g_pos, rec->moves[i].move);
+	}
+	free(db);
+	kifu_record_free(rec);
+}
+
+static void test_kifu__handicaps_start_where_they_should(void **state)
+{
+	(void)state;
+	/* The squares of White's camp each handicap empties. */
+	static const struct {
+		const char *name, *empty;
+	} H[] = {
+	    {"香落ち", "1a"},
+	    {"右香落ち", "9a"},
+	    {"角落ち", "2b"},
+	    {"飛車落ち", "8b"},
+	    {"飛香落ち", "8b 1a"},
+	    {"二枚落ち", "8b 2b"},
+	    {"三枚落ち", "8b 2b 1a"},
+	    {"四枚落ち", "8b 2b 1a 9a"},
+	    {"五枚落ち", "8b 2b 1a 9a 8a"},
+	    {"左五枚落ち", "8b 2b 1a 9a 2a"},
+	    {"六枚落ち", "8b 2b 1a 9a 8a 2a"},
+	    {"左七枚落ち", "8b 2b 1a 9a 8a 2a 3a"},
+	    {"右七枚落ち", "8b 2b 1a 9a 8a 2a 7a"},
+	    {"八枚落ち", "8b 2b 1a 9a 8a 2a 7a 3a"},
+	    {"十枚落ち", "8b 2b 1a 9a 8a 2a 7a 3a 6a 4a"},
+	};
+	Position start;
+	pos_set_startpos(&start);
+	for (size_t i = 0; i < sizeof H / sizeof H[0]; i++) {
+		char text[256];
+		snprintf(text, sizeof text, "手合割：%s\n手数----指手---------消費時間--\n",
+		         H[i].name);
+		KifuRecord *rec = read_text(text, "h.kif", NULL);
+		assert_int_equal(rec->side, WHITE); /* the giver moves first */
+		int removed = 0;
+		for (Square sq = 0; sq < SQ_NB; sq++) {
+			char at[3] = {(char)('1' + sq_file(sq)), (char)('a' + sq_rank(sq)), 0};
+			bool gone = strstr(H[i].empty, at) != NULL;
+			if (gone) {
+				assert_int_not_equal(start.board[sq], PIECE_NONE);
+				assert_int_equal(rec->board[sq], PIECE_NONE);
+				removed++;
+			} else if (rec->board[sq] != start.board[sq]) {
+				fail_msg("%s: %s differs from the start", H[i].name, at);
+			}
+		}
+		assert_int_equal(removed, (int)(strlen(H[i].empty) + 1) / 3);
+		kifu_record_free(rec);
+	}
+}
+
+static void test_kifu__unknown_handicap_is_refused(void **state)
+{
+	(void)state;
+	KifuReader *r;
+	const char *text = "手合割：六枚半落ち\n   1 ７二金(61)\n";
+	assert_int_equal(kifu_reader_open_mem(&r, text, strlen(text), "h.kif"), 0);
+	KifuRecord *rec;
+	assert_int_equal(kifu_reader_next(r, &rec), KIFU_EPARSE);
+	assert_non_null(strstr(kifu_reader_error(r), "h.kif:1: unknown handicap"));
+	kifu_reader_free(r);
+}
+
+/* An illegal move: the record's moves stop before it, the replay reports it
+ * with the line and the move as written. */
+static void check_illegal(const char *text, const char *name, int plies, int line, const char *what)
+{
+	KifuRecord *rec = read_text(text, name, NULL);
+	ReplayResult res;
+	assert_int_equal(replay_kifu(&res, &g_pos, rec, NULL, NULL), 0);
+	if (res.plies != plies || res.end != GAME_END_ILLEGAL_MOVE || res.error_line != line ||
+	    !strstr(res.error, what))
+		fail_msg("%s: %d plies, %s, line %d: %s", name, res.plies, game_end_name(res.end),
+		         res.error_line, res.error);
+	kifu_record_free(rec);
+}
+
+static void test_kifu__illegal_moves_reported_with_their_line(void **state)
+{
+	(void)state;
+	check_illegal("手合割：平手\n手数----指手---------消費時間--\n"
+	              "   1 ７六歩(77)   ( 0:01/00:00:01)\n   2 ３四歩(33)   ( 0:01/00:00:01)\n"
+	              "   3 ５五歩(56)   ( 0:01/00:00:02)\n   4 投了\n",
+	              "bad.kif", 2, 5, "illegal move ５五歩(56) (Black has no pawn on 5f)");
+	check_illegal("先手：a\n後手：b\n\n▲７六歩 △３四歩\n▲５五金 △８四歩\nまで4手で中断\n",
+	              "bad.ki2", 2, 5,
+	              "illegal move ▲５五金 (Black has no gold that can move to 5e)");
+	check_illegal("先手：a\n\n▲７六歩 △３四歩 ▲５八金\n", "amb.ki2", 2, 3, "ambiguous: 2 of");
+	check_illegal("先手：a\n\n▲７六歩 ▲２六歩\n", "turn.ki2", 1, 3, "it is White's turn");
+	check_illegal(
+	    "{\"moves\": [{},\n"
+	    " {\"move\": {\"color\": 0, \"from\": {\"x\": 7, \"y\": 7}, \"to\": {\"x\": 7, "
+	    "\"y\": 6}, \"piece\": \"FU\"}},\n"
+	    " {\"move\": {\"color\": 1, \"from\": {\"x\": 5, \"y\": 5}, \"to\": {\"x\": 5, "
+	    "\"y\": 6}, \"piece\": \"FU\"}}]}\n",
+	    "bad.jkf", 1, 3, "illegal move -5556FU (no such piece on 5e)");
+	check_illegal("startpos moves 7g7f 3c3d 5f5e\n", "bad.usi", 2, 1, "illegal move 5f5e");
+}
+
+static void test_kifu__content_says_the_format(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text, *name;
+		KifuFormat fmt;
+	} S[] = {
+	    {"   1 ７六歩(77)\n", "x.txt", KIFU_KIF},
+	    {"開始日時：2020/01/01\n\n▲７六歩\n", "x.kif", KIFU_KI2},
+	    {"V2.2\nPI\n+\n+7776FU\n", "x.kif", KIFU_CSA},
+	    {"{\"moves\":[{}]}", "x.csa", KIFU_JKF},
+	    {"# games\nstartpos moves 7g7f\n", "x.kif", KIFU_USI},
+	    {"g1\tstartpos moves 7g7f\n", "x", KIFU_USI},
+	    {"lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1\n", "x", KIFU_USI},
+	    {"7g7f 3c3d\n", "x", KIFU_USI},
+	    {"'a comment only\n", "x.ki2", KIFU_KI2}, /* nothing tells: the name does */
+	    {"garbage\n", "x", KIFU_CSA},             /* the CSA reader says what is wrong */
+	};
+	for (size_t i = 0; i < sizeof S / sizeof S[0]; i++) {
+		KifuFormat f = kifu_sniff(S[i].text, strlen(S[i].text), S[i].name);
+		if (f != S[i].fmt) fail_msg("'%s' sniffed as %s", S[i].text, kifu_format_name(f));
+	}
+	/* A Shift_JIS KIF named .txt. */
+	size_t len;
+	char *sjis = ts_read_file(FIX "kif/8mai.kif", &len);
+	assert_int_equal(kifu_sniff(sjis, len, "game.txt"), KIFU_KIF);
+	free(sjis);
+}
+
+static void test_kifu__usi_lists(void **state)
+{
+	(void)state;
+	const char *text = "# a comment\n\ng1\tstartpos moves 7g7f 3c3d\n"
+	                   "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2 "
+	                   "moves 3c3d\n"
+	                   "sfen bogus\n"
+	                   "position startpos\n";
+	KifuReader *r;
+	assert_int_equal(kifu_reader_open_mem(&r, text, strlen(text), "l.usi"), 0);
+	KifuRecord *rec;
+	assert_int_equal(kifu_reader_next(r, &rec), 1);
+	assert_string_equal(rec->event, "g1");
+	assert_int_equal(rec->nmoves, 2);
+	assert_int_equal(rec->first_line, 3);
+	kifu_record_free(rec);
+	assert_int_equal(kifu_reader_next(r, &rec), 1);
+	assert_null(rec->event);
+	assert_int_equal(rec->nmoves, 1);
+	assert_int_equal(rec->start_ply, 2); /* the SFEN's move number is kept */
+	kifu_record_free(rec);
+	assert_int_equal(kifu_reader_next(r, &rec), KIFU_EPARSE);
+	assert_non_null(strstr(kifu_reader_error(r), "l.usi:5: bad position"));
+	assert_int_equal(kifu_reader_next(r, &rec), 1);
+	assert_int_equal(rec->nmoves, 0);
+	kifu_record_free(rec);
+	assert_int_equal(kifu_reader_next(r, &rec), 0);
+	kifu_reader_free(r);
+}
+
+static void test_kifu__the_same_game_in_three_formats_is_ingested_once(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	json_t *o = ts_run_json(0,
+	                        "%s ingest %s/book " FIX "kif/8mai.kif " FIX "ki2/8mai.ki2 " FIX
+	                        "ki2/8mai.ki2u " FIX "kif/ryuou201409020101.kif " FIX
+	                        "jkf/ryuou201409020101.jkf --json",
+	                        ts_joseki(), dir);
+	assert_int_equal(ts_jint(o, "games_read"), 5);
+	assert_int_equal(ts_jint(o, "games_ingested"), 2);
+	assert_int_equal(ts_jint(o, "duplicates"), 3);
+	assert_int_equal(ts_jint(o, "errors_total"), 0);
+	json_decref(o);
+	/* A directory of every fixture: the impossible positions are the errors;
+	 * the branches left unread are counted. */
+	o = ts_run_json(0, "%s ingest %s/all tests/data/kifu-formats --json", ts_joseki(), dir);
+	assert_int_equal(ts_jint(o, "files"), 42); /* 41 records and the LICENSE */
+	assert_int_equal(ts_jint(o, "games_read"), 41);
+	assert_int_equal(ts_jint(o, "games_rejected"), 2);
+	assert_int_equal(ts_jint(o, "variations_skipped"), 7 + 2 + 2 + 7 + 5 + 1 + 1 + 7 + 1);
+	json_t *skipped = json_object_get(o, "files_skipped");
+	assert_int_equal(ts_jint(skipped, "not_game_files"), 1);
+	json_decref(o);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_kifu__fixtures_end_as_their_last_lines_say),
+	    cmocka_unit_test(test_kifu__same_game_in_every_format),
+	    cmocka_unit_test(test_kifu__shogigui_export_agrees_with_the_book),
+	    cmocka_unit_test(test_kifu__handicaps_start_where_they_should),
+	    cmocka_unit_test(test_kifu__unknown_handicap_is_refused),
+	    cmocka_unit_test(test_kifu__illegal_moves_reported_with_their_line),
+	    cmocka_unit_test(test_kifu__content_says_the_format),
+	    cmocka_unit_test(test_kifu__usi_lists),
+	    cmocka_unit_test(test_kifu__the_same_game_in_three_formats_is_ingested_once),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
