@@ -1,5 +1,5 @@
 /*
- * cluster/worker.h — the cluster worker (issue 14, `joseki worker`): a
+ * cluster/worker.h — the cluster worker (`joseki worker`): a
  * stateless client of a coordinator (`joseki serve BOOK --work`) that leases
  * positions over HTTP/JSON, thinks them with N search cores (one thread each)
  * and submits the engines' lines. The wire protocol is docs/worker.md.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/bench_cluster.sh — the cluster coordinator's throughput (issue 14):
+# tools/bench_cluster.sh — the cluster coordinator's throughput, memory and start:
 # `joseki serve --work` on a synthetic book of BENCH_CLUSTER_POSITIONS
 # (default 15000000) positions, driven for BENCH_CLUSTER_SECONDS (default 60)
 # by `joseki bench-work`: BENCH_CLUSTER_CLIENTS (16) instant fake workers that
