@@ -277,6 +277,8 @@ typedef struct BookChangesIter BookChangesIter;
  * logged nor numbered. May be switched at any time; applies to later writes.
  */
 void bookdb_txn_set_tracking(BookTxn *txn, bool on);
+/* Whether txn's pos writes are logged (as set; the default true). */
+bool bookdb_txn_tracking(const BookTxn *txn);
 /* As bookdb_txn_set_tracking for the writer's open transaction and every
  * transaction it begins afterwards. */
 void bookdb_writer_set_tracking(BookWriter *w, bool on);

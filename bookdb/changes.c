@@ -105,6 +105,11 @@ void bookdb_txn_set_tracking(BookTxn *t, bool on)
 	t->track = on;
 }
 
+bool bookdb_txn_tracking(const BookTxn *t)
+{
+	return t->track;
+}
+
 int bookdb_changes_enable(BookTxn *t)
 {
 	if (!t->write) return BOOKDB_EREADONLY;

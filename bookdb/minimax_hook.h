@@ -21,17 +21,54 @@
 #include "bookdb/bookdb.h"
 #include "shogi/errors.h"
 
+/* A run whose record writes are still to be made (prepare, apply). */
+typedef struct BookMinimaxPlan BookMinimaxPlan;
+
 typedef struct {
 	/* Backs the values up over db (opened read-write, no transaction of the
 	 * caller's open). Returns 0, or < 0 with a message in err (errlen bytes). */
 	int (*run)(void *ctx, BookDB *db, char *err, size_t errlen);
 	void *ctx;
+	/*
+	 * Optional (NULL: not offered): the key of every position db holds as txn
+	 * sees it (the keys of positions deleted since may come too), from what
+	 * minimax keeps between runs, much quicker than a pass over the book:
+	 * add(actx, keys, n) is called with them in batches. Returns 0, or < 0
+	 * when it cannot vouch for every key (nothing kept, kept for another
+	 * state of the book, writes since that the change log does not hold);
+	 * some keys may have been passed before that.
+	 */
+	int (*keys)(void *ctx, BookDB *db, BookTxn *txn,
+	            void (*add)(void *actx, const Key *keys, size_t n), void *actx);
+	/*
+	 * Optional (all three or none): run in two halves for a caller that makes
+	 * the book's writes itself (the coordinator, whose service must not wait
+	 * for LMDB's write lock behind minimax). prepare analyses with no write
+	 * transaction of its own (minimax's own files only; a run that must do
+	 * the whole book is done whole, as run does) and leaves the records to
+	 * write in *plan (NULL: nothing to write); 0 or < 0 with a message.
+	 * apply writes up to max of them in the caller's write transaction txn,
+	 * the state with the last: 1 when done (plan_free it then), 0 when more
+	 * remain, < 0 with a message (txn is then not to be committed). A plan
+	 * dropped half applied is mended by the next run.
+	 */
+	int (*prepare)(void *ctx, BookDB *db, BookMinimaxPlan **plan, char *err, size_t errlen);
+	int (*apply)(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err, size_t errlen);
+	void (*plan_free)(BookMinimaxPlan *plan);
 } BookMinimaxHook;
 
 /* Whether the hook is set (a NULL run means "no minimax"). */
 static inline bool book_minimax_hook_set(const BookMinimaxHook *h)
 {
 	return h && h->run;
+}
+
+/* The hook's keys (see above): < 0 when it does not offer them. */
+static inline int book_minimax_hook_keys(const BookMinimaxHook *h, BookDB *db, BookTxn *txn,
+                                         void (*add)(void *actx, const Key *keys, size_t n),
+                                         void *actx)
+{
+	return h && h->keys ? h->keys(h->ctx, db, txn, add, actx) : -1;
 }
 
 /* Runs the hook: 0 when it is not set. */

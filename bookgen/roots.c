@@ -399,7 +399,7 @@ int roots_queue_load(RootList *r, BookTxn *txn, char *err)
 	if (!ret && rc < 0)
 		ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_EBOOK, "cannot read the root queue: %s",
 		                 bookdb_strerror(rc));
-	if (!ret) qsort(q, n, sizeof *q, cmp_qentry);
+	if (!ret && n) qsort(q, n, sizeof *q, cmp_qentry); /* q is NULL when the queue is empty */
 	for (size_t i = 0; i < n; i++) {
 		if (!ret && take(r, q[i].spec, 1.0) < 0)
 			ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_ENOMEM, "out of memory");

@@ -58,8 +58,8 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 	n->ply = (uint16_t)ply;
 	s->pvlen[ply] = 0;
 	int alpha0 = alpha, best = -SEL_INF, bestk = -1, usable = 0, rm = INT_MAX;
-	int ne = n->nedges, hint = n->best < ne ? n->best : -1;
-	uint32_t off = n->edge_off;
+	int ne = n->u.e.n, hint = n->u.e.best < ne ? n->u.e.best : -1;
+	uint32_t off = n->u.e.off;
 	for (int t = -1; t < ne; t++) {
 		int k = t < 0 ? hint : t;
 		if (k < 0 || (t >= 0 && t == hint)) continue;
@@ -67,6 +67,11 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 		if (e.flags & EF_BANNED) continue;
 		const SelNode *cn = &s->nodes[e.child];
 		if (cn->flags & NF_LEASED) continue;
+		int r = sel_g_resolve(s, (uint32_t)e.child);
+		if (r) {
+			if (!s->err) s->err = r;
+			continue;
+		}
 		int v;
 		bool child_pv = false;
 		if (cn->flags & NF_ONPATH) {
@@ -122,7 +127,7 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 		if (rm >= ply) n->bound = B_NOLEAF;
 		return 0;
 	}
-	n->best = (uint16_t)bestk;
+	n->u.e.best = (uint16_t)bestk;
 	if (rm >= ply) {
 		n->bound = best >= beta ? B_LOWER : best > alpha0 ? B_EXACT : B_UPPER;
 		n->value = (int16_t)best;
@@ -170,7 +175,8 @@ bool sel_is_leased(const Selector *s, Key key)
 bool sel_is_thought(const Selector *s, Key key)
 {
 	int64_t i = sel_g_find_node(s, key);
-	return i >= 0 && (s->nodes[i].flags & NF_THOUGHT);
+	if (i >= 0 && !(s->nodes[i].flags & NF_UNRESOLVED)) return s->nodes[i].flags & NF_THOUGHT;
+	return s->lazy && sel_g_book_thought(s, key);
 }
 
 static int root_value(int *value, bool *has_leaf, Selector *s, int r)
@@ -299,12 +305,13 @@ static int collect(Selector *s, Batch *b, uint32_t i, int ply)
 	s->nodes[i].flags |= NF_ONPATH;
 	s->nodes[i].ply = (uint16_t)ply;
 	int ret = 0;
-	int ne = s->nodes[i].nedges;
+	int ne = s->nodes[i].u.e.n;
 	for (int k = 0; k < ne && !ret; k++) {
-		SelEdge e = s->edges[s->nodes[i].edge_off + (uint32_t)k];
+		SelEdge e = s->edges[s->nodes[i].u.e.off + (uint32_t)k];
 		if (e.flags & EF_BANNED) continue;
 		const SelNode *cn = &s->nodes[e.child];
 		if (cn->flags & (NF_LEASED | NF_ONPATH)) continue;
+		if ((ret = sel_g_resolve(s, (uint32_t)e.child))) break;
 		if (cn->flags & NF_THOUGHT) {
 			if (ply + 1 >= SEL_MAX_PLY) continue;
 			int v =
@@ -455,12 +462,13 @@ static int cover_node(Selector *s, Batch *b, Cover *c, int32_t e)
 	if (!(s->nodes[ce.node].flags & NF_EXPANDED) && (ret = sel_g_expand(s, ce.node))) goto out;
 	s->nodes[ce.node].flags |= NF_ONPATH;
 	s->nodes[ce.node].ply = (uint16_t)ply;
-	int ne = s->nodes[ce.node].nedges;
+	int ne = s->nodes[ce.node].u.e.n;
 	for (int k = 0; k < ne && !ret; k++) {
-		SelEdge ed = s->edges[s->nodes[ce.node].edge_off + (uint32_t)k];
+		SelEdge ed = s->edges[s->nodes[ce.node].u.e.off + (uint32_t)k];
 		if (ed.flags & EF_BANNED) continue;
 		const SelNode *cn = &s->nodes[ed.child];
 		if ((cn->flags & (NF_LEASED | NF_ONPATH)) || cn->stamp == b->stamp) continue;
+		if ((ret = sel_g_resolve(s, (uint32_t)ed.child))) break;
 		if (cn->flags & NF_THOUGHT) {
 			int cv = -search(s, (uint32_t)ed.child, -bar, -bar + 1, ply + 1, false, &rm,
 			                 &nl);
@@ -560,8 +568,7 @@ static int select_batch(SelLeaf *out, size_t max, size_t want, Selector *s, int 
 void sel_get_stats(SelStats *out, const Selector *s)
 {
 	*out = s->st;
-	out->filter_ready =
-	    atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
+	sel_g_memory(out, s);
 }
 
 void sel_clear_bounds(Selector *s)

@@ -1,12 +1,14 @@
 /*
  * bookgen/selector_graph.c — the selector's graph store (selector_priv.h).
  *
- * Memory: per node 56 bytes (key, record bytes offset, edge block, bound,
- * flags), per built edge 12 bytes, one parent link (8 bytes) per edge, the
- * record bytes of thought positions, and the key map (shogi/keymap.h: 8 bytes
- * a slot, at most half full). Edges are built when a node is first searched,
- * not at load, so opening a large book costs one pass over LMDB and the first
- * selection expands only the nodes it visits.
+ * Memory: per node 40 bytes (key, edge block or record bytes, bound, flags),
+ * per built edge 12 bytes, one parent link (8 bytes) per edge, and the key
+ * map (shogi/keymap.h: 8 bytes a slot, at most half full). Edges are built
+ * when a node is first searched, not at load. A book position's record is
+ * read from LMDB's mapped pages when its node is expanded, not copied at
+ * load; only records not (yet) readable there are held, each until its node
+ * is expanded: results (sel_add_result), and in lazy mode positions met
+ * before they are searched.
  */
 #include "bookgen/selector_priv.h"
 
@@ -14,7 +16,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
+#include "shogi/clock.h"
 #include "shogi/grow.h"
 #include "shogi/notation.h"
 
@@ -61,20 +65,26 @@ static int reserve_nodes(Selector *s, size_t n)
 
 static int64_t create_node(Selector *s, Key k);
 
+/* The read transaction of the running call, or a new one in *own. */
+static BookTxn *read_txn(const Selector *s, BookTxn **own)
+{
+	*own = NULL;
+	if (s->txn) return s->txn;
+	return bookdb_txn_begin(own, s->db, false) < 0 ? NULL : *own;
+}
+
 /*
- * Lazy mode: reads k's record and makes it a node. -1 when the book does not
- * hold k (nothing is created: the caller decides), another negative value on
- * an error.
+ * Lazy mode: reads k's record and makes it a node (a thought position's
+ * bytes kept until it is expanded). -1 when the book does not hold k
+ * (nothing is created: the caller decides), another negative value on an
+ * error.
  */
 static int64_t fetch(Selector *s, Key k)
 {
-	BookTxn *txn = s->txn, *own = NULL;
+	BookTxn *own, *txn = read_txn(s, &own);
+	if (!txn) return SEL_EBOOK;
 	const uint8_t *val;
 	size_t len;
-	if (!txn) {
-		if (bookdb_txn_begin(&own, s->db, false) < 0) return SEL_EBOOK;
-		txn = own;
-	}
 	int rc = bookdb_get_raw(&val, &len, txn, k);
 	int64_t i = -1;
 	if (rc == 0) {
@@ -90,28 +100,63 @@ static int64_t fetch(Selector *s, Key k)
 	return i;
 }
 
-/* k's node if the graph (or, lazily, the book) has it; -1 if not. */
-/* Three probe positions from the key's independent halves. */
-static inline uint64_t bloom_bit(Key k, int j, uint64_t mask)
+/*
+ * The key filter: a blocked Bloom filter, one 64-byte block a key (so a
+ * lookup waits for one cache line), chosen by key.hi; four bits of the block
+ * from key.lo (the two halves of a Zobrist key are independent). 16 to 32
+ * bits a key: an absent key passes with probability about 0.2-1 %.
+ */
+#define BLOOM_BLOCK_WORDS 8
+
+static inline const uint64_t *bloom_block(const uint64_t *bloom, uint64_t blocks, Key k)
 {
-	return (k.lo + (uint64_t)j * (k.hi | 1)) & mask;
+	return bloom + (k.hi & blocks) * BLOOM_BLOCK_WORDS;
+}
+
+static inline uint64_t bloom_bits(Key k, int j)
+{
+	return (k.lo >> (9 * j)) & 511;
+}
+
+static inline void bloom_add(uint64_t *bloom, uint64_t blocks, Key k)
+{
+	uint64_t *b = bloom + (k.hi & blocks) * BLOOM_BLOCK_WORDS;
+	for (int j = 0; j < 4; j++) {
+		uint64_t x = bloom_bits(k, j);
+		b[x >> 6] |= 1ULL << (x & 63);
+	}
 }
 
 static bool bloom_maybe(const Selector *s, Key k)
 {
-	for (int j = 0; j < 3; j++) {
-		uint64_t b = bloom_bit(k, j, s->bloom_mask);
-		if (!(s->bloom[b >> 6] >> (b & 63) & 1)) return false;
+	const uint64_t *b = bloom_block(s->bloom, s->bloom_blocks, k);
+	for (int j = 0; j < 4; j++) {
+		uint64_t x = bloom_bits(k, j);
+		if (!(b[x >> 6] >> (x & 63) & 1)) return false;
 	}
 	return true;
 }
 
+static inline bool bloom_is_ready(const Selector *s)
+{
+	return s->bloom_joined
+	           ? s->bloom != NULL
+	           : atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
+}
+
+/* k's node if the graph (or, lazily, the book) has it; -1 if not. Once the
+ * filter thread is joined, the filter holds the graph's keys too (create_node
+ * adds them), so a key it rules out is in neither: most keys asked about
+ * (children of legal moves) cost one filter block. */
 static int64_t lookup(Selector *s, Key k)
 {
+	if (s->lazy && s->bloom_joined && s->bloom && !bloom_maybe(s, k)) {
+		s->st.filtered++;
+		return -1;
+	}
 	int64_t i = sel_g_find_node(s, k);
-	if (i >= 0 || !s->db) return i;
-	/* Most keys asked about (children of legal moves) are not in the book. */
-	if (atomic_load_explicit(&s->bloom_ready, memory_order_acquire) && !bloom_maybe(s, k)) {
+	if (i >= 0 || !s->lazy) return i;
+	if (bloom_is_ready(s) && !bloom_maybe(s, k)) {
 		s->st.filtered++;
 		return -1;
 	}
@@ -119,40 +164,133 @@ static int64_t lookup(Selector *s, Key k)
 	return fetch(s, k);
 }
 
+/* Memory for the filter: 2 MB pages when the system gives them (a lookup
+ * then seldom misses the TLB as well as the cache). */
+static uint64_t *bloom_alloc(size_t bytes)
+{
+	void *p = NULL;
+	size_t align = bytes >= (2u << 20) ? (2u << 20) : 64;
+	if (posix_memalign(&p, align, bytes)) return NULL;
+	if (align > 64) madvise(p, bytes, MADV_HUGEPAGE);
+	memset(p, 0, bytes);
+	return p;
+}
+
+/* Filling the filter: each key's block is prefetched AHEAD keys before its
+ * bits are set, so the source's reads and the filter's cache misses overlap
+ * (a filter larger than the caches otherwise costs more than a pass over
+ * LMDB). */
+enum { AHEAD = 16 };
+typedef struct {
+	uint64_t *bloom, blocks;
+	Key ring[AHEAD];
+	size_t n;
+} BloomFill;
+
+static void fill_add(BloomFill *f, Key k)
+{
+	__builtin_prefetch(bloom_block(f->bloom, f->blocks, k), 1);
+	if (f->n >= AHEAD) bloom_add(f->bloom, f->blocks, f->ring[f->n % AHEAD]);
+	f->ring[f->n++ % AHEAD] = k;
+}
+
+static void fill_end(BloomFill *f)
+{
+	for (size_t j = f->n > AHEAD ? f->n - AHEAD : 0; j < f->n; j++)
+		bloom_add(f->bloom, f->blocks, f->ring[j % AHEAD]);
+	f->n = 0;
+}
+
+static void fill_keys(void *ctx, const Key *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++) fill_add(ctx, keys[i]);
+}
+
 static void *bloom_build(void *arg)
 {
 	Selector *s = arg;
+	pthread_setname_np(pthread_self(), "sel-filter");
+	double t0 = clock_ms_f();
 	BookTxn *txn = NULL;
 	BookIter *it = NULL;
 	uint64_t count = 0;
-	if (bookdb_txn_begin(&txn, s->db, false) < 0) return NULL;
-	if (bookdb_count(&count, txn, BOOKDB_POS) < 0 || bookdb_iter_open(&it, txn) < 0) goto out;
-	uint64_t bits = 1024;
-	while (bits < count * 12) bits *= 2; /* 12-24 bits a key, 3 probes: < 2% false */
-	uint64_t *bloom = calloc(bits / 64, sizeof *bloom);
-	if (!bloom) goto out;
-	Key k;
-	const uint8_t *val;
-	size_t len;
-	int rc;
-	while ((rc = bookdb_iter_next(it, &k, &val, &len)) == 1) {
-		if (atomic_load_explicit(&s->bloom_cancel, memory_order_relaxed)) break;
-		for (int j = 0; j < 3; j++) {
-			uint64_t b = bloom_bit(k, j, bits - 1);
-			bloom[b >> 6] |= 1ULL << (b & 63);
+	BloomFill f = {0};
+	if (bookdb_txn_begin(&txn, s->db, false) < 0) goto out;
+	if (bookdb_count(&count, txn, BOOKDB_POS) < 0) goto out;
+	uint64_t blocks = 1;
+	while (blocks * 512 < count * 16) blocks *= 2;
+	size_t bytes = (size_t)blocks * 64;
+	if (!(f.bloom = bloom_alloc(bytes))) goto out;
+	f.blocks = blocks - 1;
+	/* The keys minimax keeps, when it vouches for them all: a read of a
+	 * sixteenth of the bytes a pass over the book reads. */
+	if (book_minimax_hook_keys(&s->keys_hook, s->db, txn, fill_keys, &f) == 0) {
+		fill_end(&f);
+		s->filter_kept = true;
+	} else {
+		fill_end(&f);
+		Key k;
+		const uint8_t *val;
+		size_t len;
+		int rc;
+		if (bookdb_iter_open(&it, txn) < 0) goto out;
+		while ((rc = bookdb_iter_next(it, &k, &val, &len)) == 1) {
+			if (atomic_load_explicit(&s->bloom_cancel, memory_order_relaxed)) break;
+			fill_add(&f, k);
 		}
+		fill_end(&f);
+		if (rc != 0) goto out;
 	}
-	if (rc != 0) {
-		free(bloom);
-		goto out;
-	}
-	s->bloom = bloom;
-	s->bloom_mask = bits - 1;
+	s->bloom = f.bloom;
+	s->bloom_bytes = bytes;
+	s->bloom_blocks = blocks - 1;
+	s->filter_ms = clock_ms_f() - t0;
+	f.bloom = NULL;
 	atomic_store_explicit(&s->bloom_ready, 1, memory_order_release);
 out:
+	free(f.bloom);
 	bookdb_iter_free(it);
 	bookdb_txn_abort(txn);
 	return NULL;
+}
+
+int sel_g_resolve_slow(Selector *s, uint32_t i)
+{
+	s->nodes[i].flags &= (uint8_t)~NF_UNRESOLVED;
+	s->st.fetches++;
+	BookTxn *own, *txn = read_txn(s, &own);
+	if (!txn) return SEL_EBOOK;
+	const uint8_t *val;
+	size_t len;
+	int rc = bookdb_get_raw(&val, &len, txn, s->nodes[i].key), r = 0;
+	if (rc == 0 && !len)
+		r = SEL_ECORRUPT;
+	else if (rc == 0 && (val[0] & BOOKDB_REC_THOUGHT))
+		r = sel_g_add_raw(s, i, val, len);
+	else if (rc < 0 && rc != BOOKDB_ENOTFOUND)
+		r = SEL_EBOOK;
+	bookdb_txn_abort(own);
+	return r;
+}
+
+/*
+ * A stored move's child: its node, created if absent (a placeholder when
+ * neither the graph nor the book holds k). In lazy mode with the filter, a
+ * key it cannot rule out becomes an NF_UNRESOLVED node: the book is asked
+ * only when a search looks at the child.
+ */
+static int64_t child_node(Selector *s, Key k)
+{
+	bool filter = s->lazy && s->bloom_joined && s->bloom;
+	if (filter && !bloom_maybe(s, k)) {
+		s->st.filtered++;
+		return create_node(s, k);
+	}
+	int64_t i = sel_g_find_node(s, k);
+	if (i >= 0 || !filter) return i >= 0 ? i : sel_g_find_or_create(s, k);
+	i = create_node(s, k);
+	if (i >= 0) s->nodes[i].flags |= NF_UNRESOLVED;
+	return i;
 }
 
 /* Index of k's node, created (unthought, no record) if absent. */
@@ -170,25 +308,42 @@ static int64_t create_node(Selector *s, Key k)
 	SelNode *n = &s->nodes[s->nnodes];
 	memset(n, 0, sizeof *n);
 	n->key = k;
-	n->best = NO_BEST;
 	/* Room reserved above, and k is not in the map: this only inserts. */
 	if (keymap_find_or_insert(&s->map, node_keys(s), (uint32_t)s->nnodes) < 0)
 		return SEL_ENOMEM;
+	if (s->bloom_joined && s->bloom) bloom_add(s->bloom, s->bloom_blocks, k);
 	s->st.nodes = ++s->nnodes;
 	return (int64_t)(s->nnodes - 1);
 }
 
+/* Forgets node i's held record bytes, if any. */
+static void drop_raw(Selector *s, SelNode *n)
+{
+	if (!(n->flags & NF_RAW)) return;
+	uint32_t len;
+	memcpy(&len, n->u.raw, sizeof len);
+	s->raw_bytes -= len;
+	free(n->u.raw);
+	n->u.raw = NULL;
+	n->flags &= (uint8_t)~NF_RAW;
+}
+
 int sel_g_add_raw(Selector *s, uint32_t i, const uint8_t *val, size_t len)
 {
-	int r = (array_grow((void **)&s->raw, &s->capraw, s->nraw + len, 1, 64) ? SEL_ENOMEM : 0);
-	if (r) return r;
-	memcpy(s->raw + s->nraw, val, len);
-	s->nodes[i].raw_off = s->nraw;
-	s->nodes[i].raw_len = (uint32_t)len;
-	s->nraw += len;
-	if (!(s->nodes[i].flags & NF_THOUGHT)) s->st.thought++;
-	s->nodes[i].flags |= NF_THOUGHT;
-	s->nodes[i].flags &= (uint8_t)~NF_EXPANDED;
+	if (len > UINT32_MAX - sizeof(uint32_t)) return SEL_EINVAL;
+	uint8_t *p = malloc(sizeof(uint32_t) + len);
+	if (!p) return SEL_ENOMEM;
+	uint32_t l = (uint32_t)len;
+	memcpy(p, &l, sizeof l);
+	memcpy(p + sizeof l, val, len);
+	SelNode *n = &s->nodes[i];
+	drop_raw(s, n);
+	/* A new version of an expanded node: its edges are built again. */
+	n->flags = (uint8_t)((n->flags & ~(NF_EXPANDED | NF_UNRESOLVED)) | NF_RAW);
+	n->u.raw = p;
+	s->raw_bytes += len;
+	if (!(n->flags & NF_THOUGHT)) s->st.thought++;
+	n->flags |= NF_THOUGHT;
 	return 0;
 }
 
@@ -211,19 +366,28 @@ int sel_new(Selector **out, const SelOptions *opt)
 	return 0;
 }
 
+/* Lazy mode: the filter thread finished (the first search waits for it). */
+static void bloom_join(Selector *s)
+{
+	if (!s->bloom_started || s->bloom_joined) return;
+	pthread_join(s->bloom_thread, NULL);
+	s->bloom_joined = true;
+	/* From now on the filter holds the graph's keys as well (create_node). */
+	for (size_t i = 0; s->bloom && i < s->nnodes; i++)
+		bloom_add(s->bloom, s->bloom_blocks, s->nodes[i].key);
+}
+
 void sel_free(Selector *s)
 {
 	if (!s) return;
-	if (s->bloom_started) {
-		atomic_store(&s->bloom_cancel, 1);
-		pthread_join(s->bloom_thread, NULL);
-	}
+	atomic_store(&s->bloom_cancel, 1);
+	bloom_join(s);
 	free(s->bloom);
+	for (size_t i = 0; s->nodes && i < s->nnodes; i++) drop_raw(s, &s->nodes[i]);
 	free(s->nodes);
 	keymap_free(&s->map);
 	free(s->edges);
 	free(s->links);
-	free(s->raw);
 	free(s->roots);
 	free(s->stack);
 	free(s->pending);
@@ -242,18 +406,6 @@ int sel_load(Selector *s, BookDB *db)
 	if (r < 0) return SEL_EBOOK;
 	if (bookdb_count(&count, txn, BOOKDB_POS) == 0) {
 		r = reserve_nodes(s, s->nnodes + (size_t)count + 1024);
-		if (r) goto done;
-	}
-	/* The record bytes fit in the pages the database uses: reserving that
-	 * much up front (untouched pages cost nothing) spares the copies of a
-	 * doubling arena, which dominated loading. */
-	uint64_t pages = 0;
-	unsigned psize = 0;
-	if (bookdb_pages(&pages, &psize, txn, BOOKDB_POS) == 0 && pages) {
-		r = (array_grow((void **)&s->raw, &s->capraw, s->nraw + (size_t)(pages * psize), 1,
-		                64)
-		         ? SEL_ENOMEM
-		         : 0);
 		if (r) goto done;
 	}
 	r = bookdb_iter_open(&it, txn);
@@ -280,13 +432,13 @@ int sel_load(Selector *s, BookDB *db)
 			r = (int)i;
 			goto done;
 		}
-		/* Unthought records (game positions only) need no bytes: their moves
-		 * are never searched through, and a parent's edge carries the eval. */
-		if (val[0] & BOOKDB_REC_THOUGHT) {
-			r = sel_g_add_raw(s, (uint32_t)i, val, len);
-			if (r) goto done;
+		/* The record itself is read again when the node is expanded. */
+		if ((val[0] & BOOKDB_REC_THOUGHT) && !(s->nodes[i].flags & NF_THOUGHT)) {
+			s->nodes[i].flags |= NF_THOUGHT;
+			s->st.thought++;
 		}
 	}
+	s->db = db;
 	r = 0;
 done:
 	bookdb_iter_free(it);
@@ -294,16 +446,17 @@ done:
 	return r;
 }
 
-int sel_attach(Selector *s, BookDB *db)
+int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys)
 {
 	s->db = db;
+	s->lazy = true;
+	if (keys) s->keys_hook = *keys;
 	/* Without the filter every selection still works, only slower. */
 	if (!s->bloom_started && pthread_create(&s->bloom_thread, NULL, bloom_build, s) == 0)
 		s->bloom_started = true;
 	return 0;
 }
 
-/* Lazy mode: one read transaction for the whole of a public call. */
 /* Clears the bounds of the pending nodes and of every node that can reach
  * one, in one walk (one stamp: a shared ancestor is visited once). */
 static int flush_invalidations(Selector *s)
@@ -348,6 +501,10 @@ int sel_g_call_begin(Selector *s)
 {
 	int r = flush_invalidations(s);
 	if (r) return r;
+	/* A search before the filter meets every child of every legal move in
+	 * LMDB (a B-tree walk each, most of them for keys the book does not
+	 * hold): waiting for the one pass that builds the filter is quicker. */
+	if (s->lazy) bloom_join(s);
 	if (!s->db || s->txn) return 0;
 	return bookdb_txn_begin(&s->txn, s->db, false) < 0 ? SEL_EBOOK : 0;
 }
@@ -408,46 +565,78 @@ static int add_edge(Selector *s, uint32_t parent, uint32_t child, Move m, uint8_
  */
 int sel_g_expand(Selector *s, uint32_t i)
 {
-	SelNode *n = &s->nodes[i];
 	BookRecord *rec = s->rec;
 	Position *pos = s->pos;
 	s->st.expansions++;
-	n->nedges = 0;
-	n->edge_off = (uint32_t)s->nedges;
-	n->best = NO_BEST;
-	n->flags |= NF_EXPANDED;
-	if (bookdb_record_decode(rec, s->raw + n->raw_off, n->raw_len) < 0 ||
-	    bookdb_record_position(pos, rec, NULL) < 0) {
-		if (!s->err) s->err = SEL_ECORRUPT;
-		return SEL_ECORRUPT;
+	/* The record: its held bytes, else the book's (in LMDB's mapped pages,
+	 * valid while the transaction lives: decoded at once). A book position
+	 * gone from the book since it was loaded has no moves. */
+	SelNode *n = &s->nodes[i];
+	const uint8_t *val = NULL;
+	size_t len = 0;
+	BookTxn *own = NULL;
+	int d = 0;
+	if (n->flags & NF_RAW) {
+		uint32_t l;
+		memcpy(&l, n->u.raw, sizeof l);
+		val = n->u.raw + sizeof l;
+		len = l;
+	} else {
+		BookTxn *txn = s->db ? read_txn(s, &own) : NULL;
+		int g = txn ? bookdb_get_raw(&val, &len, txn, n->key) : BOOKDB_EIO;
+		if (g == BOOKDB_ENOTFOUND)
+			len = 0;
+		else if (g < 0)
+			d = SEL_EBOOK;
 	}
+	if (!d && len &&
+	    (bookdb_record_decode(rec, val, len) < 0 || bookdb_record_position(pos, rec, NULL) < 0))
+		d = SEL_ECORRUPT;
+	bookdb_txn_abort(own);
+	drop_raw(s, n);
+	n->u.e.n = 0;
+	n->u.e.off = (uint32_t)s->nedges;
+	n->u.e.best = NO_BEST;
+	n->flags |= NF_EXPANDED;
+	if (d < 0) {
+		if (!s->err) s->err = d;
+		return d;
+	}
+	if (!len) return 0;
 	int nlegal = movegen_legal(pos, s->legal);
+	bool filter = s->lazy && bloom_is_ready(s);
 	int r;
-	/* Every key first, its slot prefetched: the lookups below then mostly
-	 * wait for one memory access at a time no more (a big book's map is far
-	 * larger than the caches). */
+	/* Every key first, its map slot (and filter block) prefetched: the
+	 * lookups below then mostly wait for one memory access at a time no
+	 * more (a big book's map is far larger than the caches). */
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *bm = &rec->moves[k];
 		/* A move joseki prune marked avoided is not played: not searched. */
 		bool use = !(bm->flags & BOOKDB_MOVE_AVOIDED) && pos_is_legal(pos, bm->move);
 		s->stored_after[k] = use ? pos_key_after(pos, bm->move) : (Key){0, 0};
 		if (use) keymap_prefetch(&s->map, s->stored_after[k]);
+		if (use && filter)
+			__builtin_prefetch(
+			    bloom_block(s->bloom, s->bloom_blocks, s->stored_after[k]));
 	}
 	for (int j = 0; j < nlegal; j++) {
 		s->legal_after[j] = pos_key_after(pos, s->legal[j]);
 		keymap_prefetch(&s->map, s->legal_after[j]);
+		if (filter)
+			__builtin_prefetch(
+			    bloom_block(s->bloom, s->bloom_blocks, s->legal_after[j]));
 	}
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *bm = &rec->moves[k];
 		if ((bm->flags & BOOKDB_MOVE_AVOIDED) || !pos_is_legal(pos, bm->move)) continue;
-		int64_t c = sel_g_find_or_create(s, s->stored_after[k]);
+		int64_t c = child_node(s, s->stored_after[k]);
 		if (c < 0) return (int)c;
 		uint8_t f = 0;
 		if (bm->flags & BOOKDB_MOVE_EVAL) f |= EF_EVAL;
 		if ((bm->flags & BOOKDB_MOVE_STATS) && bm->count > 0) f |= EF_KIF;
 		r = add_edge(s, i, (uint32_t)c, bm->move, f, bm->eval);
 		if (r) return r;
-		s->nodes[i].nedges++;
+		s->nodes[i].u.e.n++;
 	}
 	for (int j = 0; j < nlegal; j++) {
 		Move m = s->legal[j];
@@ -460,7 +649,7 @@ int sel_g_expand(Selector *s, uint32_t i)
 		if (c < 0) return (int)c;
 		r = add_edge(s, i, (uint32_t)c, m, 0, 0);
 		if (r) return r;
-		s->nodes[i].nedges++;
+		s->nodes[i].u.e.n++;
 	}
 	return 0;
 }
@@ -472,6 +661,31 @@ int sel_g_invalidate_later(Selector *s, uint32_t i)
 		return SEL_ENOMEM;
 	s->pending[s->npending++] = i;
 	return 0;
+}
+
+bool sel_g_book_thought(const Selector *s, Key key)
+{
+	if (bloom_is_ready(s) && !bloom_maybe(s, key)) return false;
+	BookTxn *own, *txn = read_txn(s, &own);
+	const uint8_t *val;
+	size_t len;
+	bool thought = txn && bookdb_get_raw(&val, &len, txn, key) == 0 && len &&
+	               (val[0] & BOOKDB_REC_THOUGHT);
+	bookdb_txn_abort(own);
+	return thought;
+}
+
+void sel_g_memory(SelStats *out, const Selector *s)
+{
+	out->graph_bytes = s->capnodes * sizeof *s->nodes + s->map.cap * sizeof *s->map.slot +
+	                   s->capedges * sizeof *s->edges + s->caplinks * sizeof *s->links;
+	out->record_bytes = s->raw_bytes;
+	/* Written by the filter's thread before it said ready. */
+	bool ready = atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
+	out->filter_ready = ready;
+	out->filter_bytes = ready ? s->bloom_bytes : 0;
+	out->filter_kept = ready && s->filter_kept;
+	out->filter_ms = ready ? s->filter_ms : 0;
 }
 
 int sel_g_invalidate(Selector *s, uint32_t i)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bookdb/minimax_hook.h"
 #include "bookgen/selector.h"
 #include "shogi/keymap.h"
 #include "shogi/movegen.h"
@@ -29,6 +30,15 @@
  * bound stored after that walk used its value, and every node above it was
  * cleared by that walk, so the next walk that reaches it stops there. */
 #define NF_STALE 0x10
+/* The record's bytes are held in memory (u.raw): a result (sel_add_result),
+ * or a position lazy mode met. A thought node that is neither expanded nor
+ * NF_RAW reads its record from the book when it is expanded. */
+#define NF_RAW 0x20
+/* Lazy mode: a stored move's child the key filter could not rule out: a node
+ * (the graph holds it), but whether the book holds it, and its record, are
+ * read only when a search first looks at it (sel_g_resolve): many children
+ * are never looked at (a cut-off before them). */
+#define NF_UNRESOLVED 0x40
 
 /* Edge flags. */
 #define EF_EVAL 0x01
@@ -40,19 +50,28 @@ enum { B_NONE = 0, B_UPPER, B_LOWER, B_EXACT, B_NOLEAF };
 
 #define NO_BEST 0xffff
 
+/*
+ * 40 bytes. Until a node is expanded it has no edges, so the same 8 bytes
+ * hold either its edge block (NF_EXPANDED) or its record's bytes (NF_RAW:
+ * a malloc'd u32 length, then the bytes), freed once the edges are built.
+ */
 typedef struct {
 	Key key;
-	uint64_t raw_off; /* record bytes (thought nodes) */
-	uint32_t raw_len;
-	uint32_t edge_off;
-	uint16_t nedges;
-	uint16_t best; /* index of the best edge at the last full search (ordering) */
-	uint8_t flags;
-	uint8_t bound;
-	int16_t value;
-	uint16_t ply;     /* path ply while NF_ONPATH */
+	union {
+		struct {
+			uint32_t off; /* first edge in Selector.edges */
+			uint16_t n;   /* edges */
+			uint16_t
+			    best; /* index of the best edge at the last full search (ordering) */
+		} e;
+		uint8_t *raw;
+	} u;
 	uint32_t parents; /* head of the parent link list, index + 1 (0: none) */
 	uint32_t stamp;   /* visit mark of the last invalidation walk or batch */
+	int16_t value;
+	uint16_t ply; /* path ply while NF_ONPATH */
+	uint8_t flags;
+	uint8_t bound;
 } SelNode;
 
 typedef struct {
@@ -93,15 +112,22 @@ struct Selector {
 	uint32_t *pending;
 	size_t npending, cappending;
 	int err;      /* first error met during a search (corrupt record) */
-	BookDB *db;   /* lazy mode (sel_attach): positions read on first use */
-	BookTxn *txn; /* lazy mode: the read transaction of the running call */
-	/* Lazy mode: a Bloom filter of the book's keys, built by a background
-	 * thread; once ready, a key it rules out is not looked up in LMDB. */
+	BookDB *db;   /* the book (sel_load, sel_attach): records read at expansion */
+	bool lazy;    /* sel_attach: positions read on first use */
+	BookTxn *txn; /* the read transaction of the running public call */
+	/* Lazy mode: a blocked Bloom filter of the book's keys (one 64-byte
+	 * block a key), built by a background thread; once ready, a key it
+	 * rules out is not looked up in LMDB. A search waits for it. */
 	uint64_t *bloom;
-	uint64_t bloom_mask; /* bits - 1 */
+	size_t bloom_bytes;
+	uint64_t bloom_blocks; /* blocks - 1 */
 	atomic_int bloom_ready, bloom_cancel;
 	pthread_t bloom_thread;
-	bool bloom_started;
+	bool bloom_started, bloom_joined;
+	BookMinimaxHook keys_hook; /* its keys, when offered, fill the filter */
+	bool filter_kept;          /* the filter came from them */
+	double filter_ms;          /* the filter's build */
+	size_t raw_bytes;          /* record bytes held (NF_RAW) */
 	SelStats st;
 	/* scratch */
 	BookRecord *rec;
@@ -121,17 +147,29 @@ struct Selector {
 int64_t sel_g_find_node(const Selector *s, Key k);
 /* Index of k's node, created (unthought, no record) if absent; or SEL_E*. */
 int64_t sel_g_find_or_create(Selector *s, Key k);
-/* Keeps node i's record bytes (a thought position). 0 or SEL_ENOMEM. */
+/* Keeps node i's record bytes (a thought position) until it is expanded.
+ * 0 or SEL_ENOMEM. */
 int sel_g_add_raw(Selector *s, uint32_t i, const uint8_t *val, size_t len);
 /* Builds node i's edges (stored moves, then transpositions to nodes in the graph). */
 int sel_g_expand(Selector *s, uint32_t i);
+/* Reads an NF_UNRESOLVED node's record (lazy mode). 0 or SEL_E*. */
+int sel_g_resolve_slow(Selector *s, uint32_t i);
+static inline int sel_g_resolve(Selector *s, uint32_t i)
+{
+	return (s->nodes[i].flags & NF_UNRESOLVED) ? sel_g_resolve_slow(s, i) : 0;
+}
 /* Clears the bounds of node i and of every node that can reach it (and of
  * the pending ones' too), now. */
 int sel_g_invalidate(Selector *s, uint32_t i);
 /* The same, deferred to the next search (sel_g_call_begin). */
 int sel_g_invalidate_later(Selector *s, uint32_t i);
-/* Before a search: the pending invalidations; in lazy mode one read
- * transaction for the whole of a public call. */
+/* Lazy mode: whether the book holds key as a thought position (a key the
+ * graph has not met; nothing is created). */
+bool sel_g_book_thought(const Selector *s, Key key);
+/* The memory and filter figures of SelStats. */
+void sel_g_memory(SelStats *out, const Selector *s);
+/* Before a search: the pending invalidations; one read transaction for the
+ * whole of a public call; in lazy mode the key filter waited for. */
 int sel_g_call_begin(Selector *s);
 void sel_g_call_end(Selector *s);
 

@@ -231,7 +231,8 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	int rc = COORD_ENOMEM;
 	SelOptions so = {.kif_bonus = opt->kif_bonus, .draw_value = 0};
 	if (!c->rec || !c->pos || !c->res || !c->leaf || sel_new(&c->sel, &so) < 0) goto fail;
-	if ((rc = opt->load_lazy ? sel_attach(c->sel, db) : sel_load(c->sel, db)) < 0) {
+	if ((rc = opt->preload ? sel_load(c->sel, db) : sel_attach(c->sel, db, &opt->minimax)) <
+	    0) {
 		rc = errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: loading the book: %s",
 		                sel_strerror(rc));
 		goto fail;
@@ -268,8 +269,9 @@ void coord_free(Coord *c)
 {
 	if (!c) return;
 	minimax_collect(c, true, NULL);
-	/* Nothing to report to: a batch that fails here is lost as a crash loses
-	 * it, its leases restored from the book and handed out again. */
+	/* A plan not written yet is dropped: the next run mends what a part
+	 * written left (the book marks it as a stopped run). */
+	if (c->mm_plan) c->opt.minimax.plan_free(c->mm_plan);
 	if (!c->broken && c->w) (void)bookdb_writer_flush(c->w);
 	bookdb_writer_free(c->w);
 	sel_free(c->sel);
@@ -672,37 +674,92 @@ int coord_commit(Coord *c, char *err)
 	return rc < 0 ? co_broken(c, err, "commit", rc) : 0;
 }
 
+static bool mm_split(const Coord *c)
+{
+	const BookMinimaxHook *h = &c->opt.minimax;
+	return h->prepare && h->apply && h->plan_free;
+}
+
 static void *minimax_main(void *arg)
 {
 	Coord *c = arg;
+	pthread_setname_np(pthread_self(), "work-minimax");
 	/* Below the service on the CPU: on a machine as busy as the coordinator's
-	 * cores, the requests come first and the minimax takes what is left. */
+	 * cores, the requests come first and the minimax takes what is left. It
+	 * holds no lock the service waits for: with prepare it writes nothing
+	 * to the book (a whole-book run excepted). */
 	errno = 0;
 	int prio = getpriority(PRIO_PROCESS, (id_t)gettid());
 	if (errno == 0) setpriority(PRIO_PROCESS, (id_t)gettid(), prio + 10 > 19 ? 19 : prio + 10);
-	c->mm_rc = book_minimax_hook_run(&c->opt.minimax, c->db, c->mm_err, sizeof c->mm_err);
+	const BookMinimaxHook *h = &c->opt.minimax;
+	c->mm_rc = mm_split(c) ? h->prepare(h->ctx, c->db, &c->mm_out, c->mm_err, sizeof c->mm_err)
+	                       : book_minimax_hook_run(h, c->db, c->mm_err, sizeof c->mm_err);
 	atomic_store(&c->mm_done, true);
 	return NULL;
 }
 
-/* Collects a finished minimax run (wait: also one still running). 0, or
- * COORD_EMINIMAX with its message. */
+/* A run is over (its records written, or it failed). */
+static void minimax_over(Coord *c)
+{
+	c->minimax_last_ms = clock_ms_f() - c->mm_t0;
+	c->minimax_ms += c->minimax_last_ms;
+}
+
+/* Collects a finished minimax run (wait: also one still running); its plan,
+ * if any, is then applied by minimax_apply. 0, or COORD_EMINIMAX with its
+ * message. */
 static int minimax_collect(Coord *c, bool wait, char *err)
 {
 	if (!c->mm_running || (!wait && !atomic_load(&c->mm_done))) return 0;
 	pthread_join(c->mm_thread, NULL);
 	c->mm_running = false;
-	c->minimax_last_ms = clock_ms_f() - c->mm_t0;
-	c->minimax_ms += c->minimax_last_ms;
+	c->mm_plan = c->mm_out;
+	c->mm_out = NULL;
+	if (!c->mm_plan) minimax_over(c);
 	if (c->mm_rc < 0)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EMINIMAX, "coordinator: minimax: %s",
 		                  c->mm_err);
 	return 0;
 }
 
+/* Records of the plan per apply call; the time between calls is checked. */
+#define APPLY_CHUNK 64
+
+/*
+ * Writes records of the collected plan in the service's open transaction
+ * (committed with its next commit) for about budget_ms (< 0: all of them).
+ * 0, or COORD_EBOOK (the Coord broken: the transaction may hold half a
+ * write).
+ */
+static int minimax_apply(Coord *c, double budget_ms, char *err)
+{
+	if (!c->mm_plan) return 0;
+	const BookMinimaxHook *h = &c->opt.minimax;
+	double t0 = clock_ms_f();
+	BookTxn *txn;
+	int rc = bookdb_writer_txn(&txn, c->w);
+	if (rc < 0) return co_broken(c, err, "minimax writes", rc);
+	char merr[256] = "";
+	do rc = h->apply(c->mm_plan, txn, APPLY_CHUNK, merr, sizeof merr);
+	while (rc == 0 && (budget_ms < 0 || clock_ms_f() - t0 < budget_ms));
+	c->apply_ms += clock_ms_f() - t0;
+	if (rc != 0) {
+		h->plan_free(c->mm_plan);
+		c->mm_plan = NULL;
+		minimax_over(c);
+	}
+	if (rc < 0) {
+		c->broken = true;
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s", merr);
+	}
+	return 0;
+}
+
 int coord_minimax_wait(Coord *c, char *err)
 {
-	return minimax_collect(c, true, err);
+	int rc = minimax_collect(c, true, err), arc = minimax_apply(c, -1, err);
+	if (arc < 0) return arc;
+	return rc < 0 ? rc : coord_commit(c, err);
 }
 
 int coord_tick(Coord *c, int64_t now_ms, char *err)
@@ -719,8 +776,10 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 			i--; /* the last lease moved into i */
 		}
 	}
-	/* The history point goes in with the round's commit. */
+	/* The history point and a share of a minimax run's records go in with
+	 * the round's commit. */
 	if ((rc = co_history_tick(c, now_ms, err)) < 0) return rc;
+	if ((rc = minimax_apply(c, COORD_APPLY_MS, err)) < 0) return rc;
 	if ((rc = coord_commit(c, err)) < 0) return rc;
 	/* The seconds between minimax runs count from the first tick: a fresh
 	 * coordinator does not start with one (the book was backed up by the
@@ -729,6 +788,7 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 	if (!c->last_minimax_ms) c->last_minimax_ms = now_ms;
 	int mrc = minimax_collect(c, false, err);
 	bool due = book_minimax_hook_set(&c->opt.minimax) && c->since_minimax && !c->mm_running &&
+	           !c->mm_plan &&
 	           ((c->opt.minimax_every && c->since_minimax >= c->opt.minimax_every) ||
 	            (c->opt.minimax_seconds > 0 &&
 	             now_ms - c->last_minimax_ms >= c->opt.minimax_seconds * 1000));
@@ -762,7 +822,8 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->commit_ms = c->commit_ms;
 	out->minimax_ms = c->minimax_ms;
 	out->last_minimax_ms = c->minimax_last_ms;
-	out->minimax_running = c->mm_running;
+	out->minimax_running = c->mm_running || c->mm_plan;
+	out->minimax_apply_ms = c->apply_ms;
 	SelStats ss;
 	sel_get_stats(&ss, c->sel);
 	out->book_thought = ss.thought;

@@ -78,7 +78,10 @@ typedef struct {
 	BookMinimaxHook minimax;
 	uint64_t minimax_every;
 	double minimax_seconds;
-	bool load_lazy; /* sel_attach instead of sel_load (faster start, slower selections) */
+	/* sel_load instead of sel_attach: every position's key read at start
+	 * (a start of seconds per 10 M positions; no LMDB lookup for a node met
+	 * later). Default lazy: positions read as the selector meets them. */
+	bool preload;
 	/* The history (cluster/coord_history.h): a point every history_seconds
 	 * (0: 60; < 0: none), kept in the book's work database. */
 	double history_seconds;
@@ -153,6 +156,7 @@ typedef struct {
 	uint64_t book_thought;
 	/* Where the coordinator's time went since start, ms. */
 	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;
+	double minimax_apply_ms; /* the service writing minimax's records (in minimax_ms too) */
 	size_t naside;
 	CoordAside *aside; /* malloc'd, naside of them */
 	size_t nworkers;
@@ -190,15 +194,21 @@ JOSEKI_MUST_USE int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int
 /* Expires leases (each pending position: a failed try; back to the queue or,
  * at COORD_MAX_TRIES, set aside), forgets old leases, commits, and starts the
  * minimax when due, on a thread of its own: the hook runs beside the
- * coordinator (its own snapshot and write transactions, which LMDB orders
- * between the coordinator's commits) and a later tick collects it. Call about
- * every 100 ms. Returns 0; COORD_EBOOK (the Coord is broken); or
- * COORD_EMINIMAX when a minimax run that ended failed (message in err):
- * everything else was done and committed, the Coord goes on. */
+ * coordinator (its own snapshot) and a later tick collects it. With a hook
+ * that offers prepare and apply (minimax's own), the thread only analyses and
+ * the ticks write its records, COORD_APPLY_MS of them each, in the service's
+ * transactions; otherwise the run writes in its own transactions, which LMDB
+ * orders between the coordinator's commits. Call about every 100 ms. Returns
+ * 0; COORD_EBOOK (the Coord is broken); or COORD_EMINIMAX when a minimax run
+ * that ended failed (message in err): everything else was done and
+ * committed, the Coord goes on. */
 JOSEKI_MUST_USE int coord_tick(Coord *c, int64_t now_ms, char *err);
+/* The service's time for a minimax run's records at a tick. */
+#define COORD_APPLY_MS 5.0
 
-/* Waits for a minimax run in progress (coord_free does too). 0, or
- * COORD_EMINIMAX with its message. */
+/* Waits for a minimax run in progress and writes all of it (coord_free
+ * waits too, and drops what is not written). 0, COORD_EMINIMAX with its
+ * message, or COORD_EBOOK. */
 JOSEKI_MUST_USE int coord_minimax_wait(Coord *c, char *err);
 
 /* Commits the pending writes (the work state and results of the requests

@@ -80,6 +80,12 @@ struct Coord {
 	int mm_rc;
 	double mm_t0;
 	char mm_err[256];
+	/* With a hook that offers prepare and apply, the thread only analyses:
+	 * its records are written by the service, a share at each tick, in its
+	 * own transactions (so the service never waits for LMDB's write lock
+	 * behind minimax). mm_out: the thread's plan; mm_plan: being applied. */
+	BookMinimaxPlan *mm_out, *mm_plan;
+	double apply_ms; /* the service's time applying plans */
 	/* The history (coord_history.c): the step being counted (0: none yet),
 	 * since when, and the counters at its start. */
 	int64_t hist_bucket, hist_since_ms;

@@ -536,6 +536,64 @@ static void root_value(BookmmStats *st, const Inc *c, uint32_t r)
 	st->root_value = best.value;
 }
 
+/* The records to rewrite, in key order: A's marked ones (all of A after a
+ * stopped run, see commit), and the changed ones outside the subgraph. */
+static int rewrite_list(Inc *c, U32s *rw)
+{
+	for (size_t q = 0; q < c->sub.n; q++) {
+		uint32_t x = c->sub.v[q];
+		bool all = c->resumed && (c->mark[x] & R_ROLE) == R_A;
+		if ((all || (c->mark[x] & M_REWRITE)) && push(rw, x) < 0) return BOOKDB_ENOMEM;
+	}
+	for (size_t q = 0; q < c->changed.n; q++) {
+		uint32_t x = c->changed.v[q];
+		if (!(c->mark[x] & R_ROLE) && push(rw, x) < 0) return BOOKDB_ENOMEM;
+	}
+	qsort_r(rw->v, rw->n, sizeof *rw->v, cmp_key, &c->v);
+	return 0;
+}
+
+/* Node x's record as this run values it, written in txn when it differs
+ * (buf: BOOKDB_RECORD_MAX bytes, edges: BOOKMM_NODE_MOVES). 0 or a bookdb
+ * error. */
+static int rewrite_one(Inc *c, BookTxn *txn, uint32_t x, uint8_t *buf, BookmmEdge *edges,
+                       BookmmStats *st)
+{
+	const uint8_t *raw;
+	size_t len;
+	int rc = bookdb_get_raw(&raw, &len, txn, mmfile_key(&c->v, x));
+	if (rc == BOOKDB_ENOTFOUND) return 0;
+	if (rc < 0) return rc;
+	int ne = node_edges(c, x, edges);
+	int n = bookmm_rewrite(buf, raw, len, c->rec, mmfile_flags(&c->v, x) & MMF_VALUED, edges,
+	                       ne, false, &c->opt->policy);
+	if (n <= 0) return 0;
+	if ((rc = bookdb_put_raw(txn, mmfile_key(&c->v, x), buf, (size_t)n)) < 0) return rc;
+	st->rewritten++;
+	return 0;
+}
+
+/* The last transaction's own part: the log consumed up to the snapshot, the
+ * state (journal length jlen) and the summary, the running mark gone. 0 or a
+ * bookdb error. */
+static int finish(Inc *c, BookTxn *txn, const BookmmStats *st, uint64_t jlen)
+{
+	int rc;
+	if ((rc = bookdb_changes_consume(txn, c->snap_seq)) < 0) return rc;
+	c->s.journal_len = jlen;
+	c->s.seq = c->snap_seq;
+	c->s.positions = st->positions;
+	c->s.valued = st->valued;
+	c->s.settled = st->settled;
+	c->s.moves = st->moves;
+	c->s.edges = st->edges;
+	if ((rc = bookmm_state_put(txn, &c->s)) < 0 ||
+	    (rc = bookmm_summary_put(txn, st, c->opt)) < 0)
+		return rc;
+	rc = bookdb_kv_del(txn, BOOKDB_META, META_RUNNING, strlen(META_RUNNING));
+	return rc == BOOKDB_ENOTFOUND ? 0 : rc;
+}
+
 /*
  * Rewrites the records, consumes the log, journals the graph's changes and
  * records the new state. The records go in transactions of INC_BATCH; the log,
@@ -549,16 +607,10 @@ static void root_value(BookmmStats *st, const Inc *c, uint32_t r)
 static int commit(Inc *c, BookmmStats *st, const char *dir, char *why)
 {
 	U32s rw = {0};
-	for (size_t q = 0; q < c->sub.n; q++) {
-		uint32_t x = c->sub.v[q];
-		bool all = c->resumed && (c->mark[x] & R_ROLE) == R_A;
-		if ((all || (c->mark[x] & M_REWRITE)) && push(&rw, x) < 0) goto nomem;
+	if (rewrite_list(c, &rw) < 0) {
+		free(rw.v);
+		return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	}
-	for (size_t q = 0; q < c->changed.n; q++) {
-		uint32_t x = c->changed.v[q];
-		if (!(c->mark[x] & R_ROLE) && push(&rw, x) < 0) goto nomem;
-	}
-	qsort_r(rw.v, rw.n, sizeof *rw.v, cmp_key, &c->v);
 	uint8_t *buf = malloc(BOOKDB_RECORD_MAX);
 	BookmmEdge *edges = malloc(BOOKMM_NODE_MOVES * sizeof *edges);
 	BookTxn *txn = NULL;
@@ -579,40 +631,17 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why)
 			if ((rc = bookdb_txn_begin(&txn, c->db, true)) < 0) goto done;
 			bookdb_txn_set_tracking(txn, false);
 		}
-		uint32_t x = rw.v[q];
-		const uint8_t *raw;
-		size_t len;
-		rc = bookdb_get_raw(&raw, &len, txn, mmfile_key(&c->v, x));
-		if (rc == BOOKDB_ENOTFOUND) continue;
-		if (rc < 0) goto done;
-		int ne = node_edges(c, x, edges);
-		int n = bookmm_rewrite(buf, raw, len, c->rec, mmfile_flags(&c->v, x) & MMF_VALUED,
-		                       edges, ne, false, &c->opt->policy);
-		if (n <= 0) continue;
-		if ((rc = bookdb_put_raw(txn, mmfile_key(&c->v, x), buf, (size_t)n)) < 0) goto done;
-		st->rewritten++;
+		if ((rc = rewrite_one(c, txn, rw.v[q], buf, edges, st)) < 0) goto done;
 	}
 	char msg[MMFILE_ERRLEN];
 	uint64_t jlen;
-	if ((rc = bookdb_changes_consume(txn, c->snap_seq)) < 0) goto done;
 	if (mmfile_journal_append(&c->v, dir, c->s.journal_len, &jlen, msg) < 0) {
 		bookdb_txn_abort(txn);
 		txn = NULL;
 		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EBOOK, "keeping the graph: %s", msg);
 		goto out;
 	}
-	c->s.journal_len = jlen;
-	c->s.seq = c->snap_seq;
-	c->s.positions = st->positions;
-	c->s.valued = st->valued;
-	c->s.settled = st->settled;
-	c->s.moves = st->moves;
-	c->s.edges = st->edges;
-	if ((rc = bookmm_state_put(txn, &c->s)) < 0 ||
-	    (rc = bookmm_summary_put(txn, st, c->opt)) < 0 ||
-	    ((rc = bookdb_kv_del(txn, BOOKDB_META, META_RUNNING, strlen(META_RUNNING))) < 0 &&
-	     rc != BOOKDB_ENOTFOUND))
-		goto done;
+	if ((rc = finish(c, txn, st, jlen)) < 0) goto done;
 	rc = bookdb_txn_commit(txn);
 	txn = NULL;
 done:
@@ -626,9 +655,6 @@ out:
 	free(edges);
 	free(rw.v);
 	return rc;
-nomem:
-	free(rw.v);
-	return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 }
 
 static void inc_free(Inc *c)
@@ -657,13 +683,15 @@ static uint32_t root_node(Inc *c)
 	return mmfile_find(&c->v, pos_key(c->pos));
 }
 
-int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,
-                       char *why)
+/* Everything but the writes: the kept graph brought up to date, the subgraph
+ * analysed, the new states in the view, the stats. c is the caller's to free
+ * (inc_free) whatever the outcome. */
+static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,
+                   char *why)
 {
-	Inc c;
-	memset(&c, 0, sizeof c);
-	c.db = db;
-	c.opt = opt;
+	memset(c, 0, sizeof *c);
+	c->db = db;
+	c->opt = opt;
 	BookTxn *snap = NULL;
 	BookChangesInfo ci;
 	int rc = bookdb_txn_begin(&snap, db, false);
@@ -673,7 +701,7 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 		                bookdb_strerror(rc));
 		goto out;
 	}
-	rc = bookmm_state_get(&c.s, snap);
+	rc = bookmm_state_get(&c->s, snap);
 	if (rc == BOOKDB_ENOTFOUND) {
 		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL, "no earlier minimax run");
 		goto out;
@@ -683,13 +711,13 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 		                bookdb_strerror(rc));
 		goto out;
 	}
-	if (c.s.draw[BLACK] != bookmm_clamp(opt->draw_black) ||
-	    c.s.draw[WHITE] != bookmm_clamp(opt->draw_white)) {
+	if (c->s.draw[BLACK] != bookmm_clamp(opt->draw_black) ||
+	    c->s.draw[WHITE] != bookmm_clamp(opt->draw_white)) {
 		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
 		                "other draw values than the last run's");
 		goto out;
 	}
-	if (!bookmm_policy_equal(&c.s.policy, &opt->policy)) {
+	if (!bookmm_policy_equal(&c->s.policy, &opt->policy)) {
 		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
 		                "another leaf policy than the last run's");
 		goto out;
@@ -702,46 +730,46 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 		goto out;
 	}
 	char msg[MMFILE_ERRLEN];
-	rc = mmfile_open(&c.v, dir, c.s.stamp, c.s.journal_len, msg);
+	rc = mmfile_open(&c->v, dir, c->s.stamp, c->s.journal_len, msg);
 	if (rc < 0) {
 		rc = errmsg_set(why, BOOKMM_ERRLEN,
 		                rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EFULL, "%s", msg);
 		goto out;
 	}
 	/* A long journal costs every run its replay: start afresh now and then. */
-	if (c.s.journal_len > (uint64_t)c.v.map_len / 4 + ((uint64_t)1 << 20)) {
+	if (c->s.journal_len > (uint64_t)c->v.map_len / 4 + ((uint64_t)1 << 20)) {
 		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
 		                "the kept graph's journal has grown large");
 		goto out;
 	}
-	c.rec = malloc(sizeof *c.rec);
-	c.pos = malloc(sizeof *c.pos);
-	c.moves = malloc(BOOKMM_NODE_MOVES * sizeof *c.moves);
-	if (!c.rec || !c.pos || !c.moves || cover(&c) < 0) {
+	c->rec = malloc(sizeof *c->rec);
+	c->pos = malloc(sizeof *c->pos);
+	c->moves = malloc(BOOKMM_NODE_MOVES * sizeof *c->moves);
+	if (!c->rec || !c->pos || !c->moves || cover(c) < 0) {
 		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 		goto out;
 	}
-	c.snap_seq = ci.seq;
+	c->snap_seq = ci.seq;
 	const void *mv;
 	size_t ml;
-	c.resumed =
+	c->resumed =
 	    bookdb_kv_get(&mv, &ml, snap, BOOKDB_META, META_RUNNING, strlen(META_RUNNING)) == 0;
-	c.tot = (Totals){(int64_t)c.s.valued, (int64_t)c.s.settled, (int64_t)c.s.moves,
-	                 (int64_t)c.s.edges};
-	if ((rc = absorb_changes(&c, snap, why)) < 0) goto out;
+	c->tot = (Totals){(int64_t)c->s.valued, (int64_t)c->s.settled, (int64_t)c->s.moves,
+	                  (int64_t)c->s.edges};
+	if ((rc = absorb_changes(c, snap, why)) < 0) goto out;
 	bookdb_txn_abort(snap);
 	snap = NULL;
-	uint32_t root = root_node(&c);
+	uint32_t root = root_node(c);
 	/* Nothing changed: the book is as the last run left it (nothing to write). */
-	for (int round = 0; c.changed.n; round++) {
+	for (int round = 0; c->changed.n; round++) {
 		MmStats ms;
 		size_t nstale = 0;
-		rc = collect(&c, root);
-		if (rc == 0) rc = value_a(&c);
-		if (rc == 0) rc = build_sub(&c);
-		if (rc == 0 && mm_backup(&c.g, &ms) < 0) rc = MMFILE_ENOMEM;
-		if (rc == 0) rc = stale_nodes(&c, &nstale);
-		if (rc == 0 && nstale == 0) rc = store_states(&c);
+		rc = collect(c, root);
+		if (rc == 0) rc = value_a(c);
+		if (rc == 0) rc = build_sub(c);
+		if (rc == 0 && mm_backup(&c->g, &ms) < 0) rc = MMFILE_ENOMEM;
+		if (rc == 0) rc = stale_nodes(c, &nstale);
+		if (rc == 0 && nstale == 0) rc = store_states(c);
 		if (rc) {
 			rc = rc == MMFILE_ESTALE
 			         ? errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
@@ -749,29 +777,116 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 			         : errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 			goto out;
 		}
-		c.sweeps = ms.peel_sweeps + ms.relax_sweeps;
+		c->sweeps = ms.peel_sweeps + ms.relax_sweeps;
 		if (nstale == 0) break;
 		if (round >= 16) {
 			rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
 			                "perpetual-check loops kept growing");
 			goto out;
 		}
-		clear_roles(&c);
+		clear_roles(c);
 	}
 	st->incremental = true;
-	st->positions = mmfile_count(&c.v);
-	st->valued = (size_t)c.tot.valued;
-	st->settled = (size_t)c.tot.settled;
+	st->positions = mmfile_count(&c->v);
+	st->valued = (size_t)c->tot.valued;
+	st->settled = (size_t)c->tot.settled;
 	st->cyclic = st->valued - st->settled;
-	st->moves = (size_t)c.tot.moves;
-	st->edges = (size_t)c.tot.edges;
-	st->sweeps = c.sweeps;
-	st->changed = c.changed.n;
-	st->affected = c.a.n;
-	root_value(st, &c, root);
-	if (c.changed.n) rc = commit(&c, st, dir, why);
+	st->moves = (size_t)c->tot.moves;
+	st->edges = (size_t)c->tot.edges;
+	st->sweeps = c->sweeps;
+	st->changed = c->changed.n;
+	st->affected = c->a.n;
+	root_value(st, c, root);
 out:
 	bookdb_txn_abort(snap);
+	return rc;
+}
+
+int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,
+                       char *why)
+{
+	Inc c;
+	int rc = analyse(&c, st, db, dir, opt, why);
+	if (rc == 0 && c.changed.n) rc = commit(&c, st, dir, why);
 	inc_free(&c);
 	return rc;
+}
+
+/* ---- a run whose writes the caller makes (bookmm_prepare) ------------------------ */
+
+struct BookMinimaxPlan {
+	Inc c;
+	BookmmStats st;
+	U32s rw;       /* the records to rewrite, key order */
+	size_t next;   /* the first not rewritten yet */
+	uint64_t jlen; /* the journal's length with this run's batch */
+	bool marked;   /* META_RUNNING written */
+	uint8_t *buf;
+	BookmmEdge *edges;
+};
+
+void bookmm_plan_free(BookMinimaxPlan *p)
+{
+	if (!p) return;
+	inc_free(&p->c);
+	free(p->rw.v);
+	free(p->buf);
+	free(p->edges);
+	free(p);
+}
+
+int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const char *dir,
+                       const BookmmOptions *opt, char *why)
+{
+	*out = NULL;
+	BookMinimaxPlan *p = calloc(1, sizeof *p);
+	if (!p) return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
+	int rc = analyse(&p->c, &p->st, db, dir, opt, why);
+	if (rc == 0 && p->c.changed.n) {
+		/* The journal first: a batch past the length the book records is
+		 * ignored (and overwritten) if the records never follow. */
+		char msg[MMFILE_ERRLEN];
+		p->buf = malloc(BOOKDB_RECORD_MAX);
+		p->edges = malloc(BOOKMM_NODE_MOVES * sizeof *p->edges);
+		if (!p->buf || !p->edges || rewrite_list(&p->c, &p->rw) < 0)
+			rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
+		else if (mmfile_journal_append(&p->c.v, dir, p->c.s.journal_len, &p->jlen, msg) < 0)
+			rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EBOOK, "keeping the graph: %s",
+			                msg);
+	}
+	*st = p->st;
+	if (rc < 0 || !p->c.changed.n) {
+		bookmm_plan_free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+int bookmm_plan_apply(BookMinimaxPlan *p, BookTxn *txn, size_t max, char *err)
+{
+	bool track = bookdb_txn_tracking(txn);
+	bookdb_txn_set_tracking(txn, false); /* minimax's own rewrites are no change to see again */
+	int rc = 0;
+	/* Spread over several of the caller's transactions: marked as a stopped
+	 * run would be (see commit), so that one killed in between is mended. */
+	if (!p->marked && p->rw.n - p->next > max)
+		rc = bookdb_kv_put(txn, BOOKDB_META, META_RUNNING, strlen(META_RUNNING), "1", 1);
+	p->marked |= rc == 0;
+	size_t end = p->rw.n - p->next > max ? p->next + max : p->rw.n;
+	while (rc == 0 && p->next < end)
+		rc = rewrite_one(&p->c, txn, p->rw.v[p->next++], p->buf, p->edges, &p->st);
+	bool done = rc == 0 && p->next == p->rw.n;
+	if (done) rc = finish(&p->c, txn, &p->st, p->jlen);
+	bookdb_txn_set_tracking(txn, track);
+	if (rc < 0)
+		return errmsg_set(err, BOOKMM_ERRLEN,
+		                  rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+		                  "minimax: writing the book: %s", bookdb_strerror(rc));
+	return done;
+}
+
+const BookmmStats *bookmm_plan_stats(const BookMinimaxPlan *p)
+{
+	return &p->st;
 }

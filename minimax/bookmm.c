@@ -521,17 +521,22 @@ done:
 	return rc;
 }
 
-int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err)
+/* The incremental run when it can answer, else the whole book (which writes
+ * itself); with plan, the incremental run's writes are left in *plan. err:
+ * BOOKMM_ERRLEN bytes. */
+static int run_or_full(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db,
+                       const BookmmOptions *opt, char *err)
 {
-	BookmmOptions defaults;
-	memset(&defaults, 0, sizeof defaults);
+	static const BookmmOptions defaults; /* outlives a plan made with it */
 	if (!opt) opt = &defaults;
 	BookmmStats st;
 	memset(&st, 0, sizeof st);
 	const char *dir = bookdb_dir(db);
 	char why[BOOKMM_ERRLEN] = "--full";
 	int rc = BOOKMM_EFULL;
-	if (!opt->full) rc = bookmm_incremental(&st, db, dir, opt, why);
+	if (!opt->full)
+		rc = plan ? bookmm_inc_prepare(plan, &st, db, dir, opt, why)
+		          : bookmm_incremental(&st, db, dir, opt, why);
 	if (rc == BOOKMM_EFULL) {
 		memset(&st, 0, sizeof st);
 		snprintf(st.full_reason, sizeof st.full_reason, "%s", why);
@@ -543,6 +548,11 @@ int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *e
 	return rc;
 }
 
+int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err)
+{
+	return run_or_full(NULL, stats, db, opt, err);
+}
+
 static int hook_run(void *ctx, BookDB *db, char *err, size_t errlen)
 {
 	char msg[BOOKMM_ERRLEN];
@@ -550,7 +560,65 @@ static int hook_run(void *ctx, BookDB *db, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The book's keys as txn sees them: the graph file and journal of the last
+ * run (as the book's state names them), and every key the change log holds
+ * since that run's snapshot. While the log is on, it holds every write
+ * since (it only goes back on from an overflow when a run consumed
+ * everything, and minimax's own rewrites, which are not logged, add no key).
+ */
+static int hook_keys(void *ctx, BookDB *db, BookTxn *txn,
+                     void (*add)(void *actx, const Key *keys, size_t n), void *actx)
+{
+	(void)ctx;
+	BookmmState st;
+	BookChangesInfo ci;
+	char err[MMFILE_ERRLEN];
+	if (bookmm_state_get(&st, txn) < 0 || bookdb_changes_info(&ci, txn) < 0 ||
+	    ci.state != BOOKDB_CHANGES_ON ||
+	    mmfile_keys(bookdb_dir(db), st.stamp, st.journal_len, add, actx, err) < 0)
+		return -1;
+	BookChangesIter *it = NULL;
+	uint64_t seq;
+	Key k;
+	int rc = bookdb_changes_iter_open(&it, txn, st.seq + 1);
+	while (rc == 0 && (rc = bookdb_changes_iter_next(it, &seq, &k)) == 1) {
+		add(actx, &k, 1);
+		rc = 0;
+	}
+	bookdb_changes_iter_free(it);
+	return rc < 0 ? -1 : 0;
+}
+
+int bookmm_prepare(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db, const BookmmOptions *opt,
+                   char *err)
+{
+	*plan = NULL;
+	return run_or_full(plan, stats, db, opt, err);
+}
+
+static int hook_prepare(void *ctx, BookDB *db, BookMinimaxPlan **plan, char *err, size_t errlen)
+{
+	char msg[BOOKMM_ERRLEN];
+	if (bookmm_prepare(plan, NULL, db, ctx, msg) < 0)
+		return errmsg_set(err, errlen, -1, "%s", msg);
+	return 0;
+}
+
+static int hook_apply(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err, size_t errlen)
+{
+	char msg[BOOKMM_ERRLEN];
+	int rc = bookmm_plan_apply(plan, txn, max, msg);
+	if (rc < 0) return errmsg_set(err, errlen, -1, "%s", msg);
+	return rc;
+}
+
 BookMinimaxHook bookmm_hook(const BookmmOptions *opt)
 {
-	return (BookMinimaxHook){.run = hook_run, .ctx = (void *)opt};
+	return (BookMinimaxHook){.run = hook_run,
+	                         .ctx = (void *)opt,
+	                         .keys = hook_keys,
+	                         .prepare = hook_prepare,
+	                         .apply = hook_apply,
+	                         .plan_free = bookmm_plan_free};
 }

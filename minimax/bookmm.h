@@ -95,6 +95,25 @@ typedef struct {
 JOSEKI_MUST_USE int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptions *opt, char *err);
 
 /*
+ * bookmm_run in two halves (BookMinimaxHook's prepare and apply): the
+ * analysis, the kept graph's journal batch and, when it must, a whole-book
+ * run (which writes itself) here; the incremental run's record writes, and
+ * its state with the last of them, in the caller's write transactions
+ * (bookmm_plan_apply: up to max records each, 1 when done). *plan is NULL
+ * when there is nothing left to write. opt (may be NULL: the defaults) must
+ * outlive the plan. A plan applied in several transactions marks the book
+ * as a stopped run (mmrun) until its last; one dropped half applied
+ * (bookmm_plan_free) is mended by the next run, as a killed run is. err:
+ * BOOKMM_ERRLEN bytes, as bookmm_run's.
+ */
+int bookmm_prepare(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db, const BookmmOptions *opt,
+                   char *err);
+int bookmm_plan_apply(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err);
+/* The run's figures so far (rewritten grows as the plan is applied). */
+const BookmmStats *bookmm_plan_stats(const BookMinimaxPlan *plan);
+void bookmm_plan_free(BookMinimaxPlan *plan);
+
+/*
  * Minimax as the hook the cycle and the coordinator call (bookdb/minimax_hook.h):
  * bookmm_run with *opt (a copy is not taken: opt must outlive the hook), or the
  * default options (incremental) when opt is NULL.

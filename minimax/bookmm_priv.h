@@ -122,6 +122,10 @@ MmFlags bookmm_core_flags(uint8_t file);
 int bookmm_full(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt, char *err);
 int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,
                        char *err);
+/* bookmm_incremental without the writes: the analysis and the journal's
+ * batch, the records to rewrite kept in *out (NULL when nothing changed). */
+int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const char *dir,
+                       const BookmmOptions *opt, char *err);
 
 /* bookmm_record_moves with kd: when kd is the key directory find searches,
  * its filter words are fetched for every child before the first lookup. */

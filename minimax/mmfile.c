@@ -78,10 +78,22 @@ _Static_assert(sizeof(MmVd) == 4 && sizeof(MmMove) == 8 && sizeof(Key) == 16, "g
 
 #define fail errmsg_set
 
-/* CRC-32C (Castagnoli). The table is made per call: one call per journal
+/* CRC-32C (Castagnoli). With SSE 4.2 (x86's crc32 instruction computes this
+ * very CRC) 8 bytes a step; else a table made per call: one call per journal
  * batch, and no mutable state is shared between threads. */
 static uint32_t crc32c(const uint8_t *p, size_t n)
 {
+#ifdef __SSE4_2__
+	uint64_t c64 = 0xffffffffu;
+	for (; n >= 8; n -= 8, p += 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		c64 = __builtin_ia32_crc32di(c64, w);
+	}
+	uint32_t c32 = (uint32_t)c64;
+	while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+	return ~c32;
+#else
 	uint32_t table[256];
 	for (uint32_t i = 0; i < 256; i++) {
 		uint32_t c = i;
@@ -91,6 +103,7 @@ static uint32_t crc32c(const uint8_t *p, size_t n)
 	uint32_t c = 0xffffffffu;
 	while (n--) c = table[(c ^ *p++) & 0xff] ^ (c >> 8);
 	return ~c;
+#endif
 }
 
 static size_t align8(size_t x)
@@ -464,35 +477,52 @@ int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, v
 	return 0;
 }
 
-/* Replays one batch's entries; MMFILE_ESTALE on anything malformed. */
-static int replay(MmView *v, const uint8_t *p, size_t len)
+/* The bytes of the entry with this tag whose body starts at p (left bytes
+ * there), or 0 when it is malformed (an unknown tag, a short body). */
+static size_t entry_len(uint8_t tag, const uint8_t *p, size_t left)
 {
+	uint32_t n;
+	switch (tag) {
+	case J_NODE:
+		return left >= 16 ? 16 : 0;
+	case J_MOVES:
+		if (left < 8) return 0;
+		memcpy(&n, p + 4, 4);
+		return n <= (left - 8) / sizeof(MmMove) ? 8 + n * sizeof(MmMove) : 0;
+	case J_STATE:
+		return left >= 9 ? 9 : 0;
+	}
+	return 0;
+}
+
+/* Replays one batch's entries; MMFILE_ESTALE on anything malformed. */
+static int replay(void *ctx, const uint8_t *p, size_t len)
+{
+	MmView *v = ctx;
 	size_t o = 0;
 	while (o < len) {
 		uint8_t tag = p[o++];
+		size_t el = entry_len(tag, p + o, len - o);
+		if (!el) return MMFILE_ESTALE;
+		const uint8_t *b = p + o;
+		o += el;
 		uint32_t i, n;
 		int rc;
 		switch (tag) {
 		case J_NODE: {
 			Key k;
-			if (len - o < 16) return MMFILE_ESTALE;
-			memcpy(&k, p + o, 16);
-			o += 16;
+			memcpy(&k, b, 16);
 			if (mmfile_find(v, k) != MM_NONE) return MMFILE_ESTALE;
 			if ((rc = do_add_node(v, k, &i))) return rc;
 			break;
 		}
 		case J_MOVES: {
-			if (len - o < 8) return MMFILE_ESTALE;
-			memcpy(&i, p + o, 4);
-			memcpy(&n, p + o + 4, 4);
-			o += 8;
-			if (i >= mmfile_count(v) || n > (len - o) / sizeof(MmMove))
-				return MMFILE_ESTALE;
+			memcpy(&i, b, 4);
+			memcpy(&n, b + 4, 4);
+			if (i >= mmfile_count(v)) return MMFILE_ESTALE;
 			MmMove *m = malloc((n + 1) * sizeof *m);
 			if (!m) return MMFILE_ENOMEM;
-			memcpy(m, p + o, n * sizeof *m);
-			o += n * sizeof *m;
+			memcpy(m, b + 8, n * sizeof *m);
 			rc = do_set_moves(v, i, m, n);
 			free(m);
 			if (rc) return rc;
@@ -500,21 +530,25 @@ static int replay(MmView *v, const uint8_t *p, size_t len)
 		}
 		case J_STATE: {
 			MmVd vd;
-			if (len - o < 9) return MMFILE_ESTALE;
-			memcpy(&i, p + o, 4);
-			memcpy(&vd, p + o + 5, 4);
-			if ((rc = do_set_state(v, i, p[o + 4], vd))) return rc;
-			o += 9;
+			memcpy(&i, b, 4);
+			memcpy(&vd, b + 5, 4);
+			if ((rc = do_set_state(v, i, b[4], vd))) return rc;
 			break;
 		}
-		default:
-			return MMFILE_ESTALE;
 		}
 	}
 	return 0;
 }
 
-static int read_journal(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err)
+/*
+ * Reads dir's journal up to journal_len (its header checked against stamp)
+ * and calls batch(ctx, payload, len) for each batch in order, each checked
+ * by its CRC. 0, MMFILE_ENOMEM, or MMFILE_ESTALE (message in err) for a
+ * journal that is missing, short, of another graph or damaged, or the first
+ * error batch returns.
+ */
+static int read_journal(const char *dir, uint64_t stamp, uint64_t journal_len,
+                        int (*batch)(void *ctx, const uint8_t *p, size_t len), void *ctx, char *err)
 {
 	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_JOURNAL);
@@ -556,7 +590,7 @@ static int read_journal(MmView *v, const char *dir, uint64_t stamp, uint64_t jou
 		memcpy(&len, buf + o, 4);
 		memcpy(&crc, buf + o + 4, 4);
 		if (len > journal_len - o - 8 || crc32c(buf + o + 8, len) != crc) break;
-		int r = replay(v, buf + o + 8, len);
+		int r = batch(ctx, buf + o + 8, len);
 		if (r) {
 			rc = r;
 			break;
@@ -575,12 +609,14 @@ out:
 	return rc;
 }
 
-int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err)
+/*
+ * Maps dir's graph file (privately and writable when writable, else
+ * read-only) and checks its header against stamp; *h gets the header.
+ * 0, or MMFILE_ESTALE (message in err; nothing mapped).
+ */
+static int map_graph(void **map, size_t *map_len, GraphHeader *h, const char *dir, uint64_t stamp,
+                     bool writable, char *err)
 {
-	memset(v, 0, sizeof *v);
-	keymap_init(&v->new_map, sizeof *v->new_keys);
-	keymap_init_set(&v->list_of, true);
-	keymap_init_set(&v->first_parent, true);
 	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
 	int fd = open(path, O_RDONLY);
@@ -590,55 +626,67 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 		close(fd);
 		return fail(err, MMFILE_ERRLEN, MMFILE_ESTALE, "%s: too short", path);
 	}
-	v->map_len = (size_t)st.st_size;
-	v->map = mmap(NULL, v->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	size_t len = (size_t)st.st_size;
+	void *m =
+	    mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
-	if (v->map == MAP_FAILED) {
-		v->map = NULL;
+	if (m == MAP_FAILED)
 		return fail(err, MMFILE_ERRLEN, MMFILE_ESTALE, "%s: cannot map: %s", path,
 		            strerror(errno));
+	memcpy(h, m, sizeof *h);
+	int rc = 0;
+	if (memcmp(h->magic, GRAPH_MAGIC, 8) || h->version != MMFILE_VERSION ||
+	    h->header_size != MMFILE_HEADER) {
+		rc = fail(err, MMFILE_ERRLEN, MMFILE_ESTALE, "%s: not a graph file of this version",
+		          path);
+	} else if (h->stamp != stamp) {
+		rc = fail(err, MMFILE_ERRLEN, MMFILE_ESTALE,
+		          "%s: written by another minimax run than the book's last", path);
+	} else {
+		size_t n = h->n;
+		size_t sizes[SEC_END] = {n * 16,
+		                         bookdb_keydir_dir_len(h->dir_bits & 31) * 4,
+		                         keyfilter_words(h->bloom_log2 & 63) * 8,
+		                         n,
+		                         n * 4,
+		                         (n + 1) * 4,
+		                         h->nmoves * 8,
+		                         (n + 1) * 4,
+		                         h->nparents * 4};
+		bool ok = n < MM_NONE && h->nmoves < MM_NONE && h->nparents < MM_NONE &&
+		          h->dir_bits >= 1 && h->dir_bits <= 30 && h->bloom_log2 >= 6 &&
+		          h->bloom_log2 <= 40 && h->off[SEC_END] == len;
+		for (int s = 0; ok && s < SEC_END; s++)
+			ok = h->off[s] % 8 == 0 && h->off[s] >= MMFILE_HEADER &&
+			     h->off[s] + sizes[s] <= h->off[s + 1];
+		if (!ok) rc = fail(err, MMFILE_ERRLEN, MMFILE_ESTALE, "%s: damaged header", path);
 	}
+	if (rc) {
+		munmap(m, len);
+		return rc;
+	}
+	*map = m;
+	*map_len = len;
+	return 0;
+}
+
+int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len, char *err)
+{
+	memset(v, 0, sizeof *v);
+	keymap_init(&v->new_map, sizeof *v->new_keys);
+	keymap_init_set(&v->list_of, true);
+	keymap_init_set(&v->first_parent, true);
 	GraphHeader h;
-	memcpy(&h, v->map, sizeof h);
-	int rc = MMFILE_ESTALE;
-	if (memcmp(h.magic, GRAPH_MAGIC, 8) || h.version != MMFILE_VERSION ||
-	    h.header_size != MMFILE_HEADER) {
-		fail(err, MMFILE_ERRLEN, rc, "%s: not a graph file of this version", path);
-		goto bad;
-	}
-	if (h.stamp != stamp) {
-		fail(err, MMFILE_ERRLEN, rc,
-		     "%s: written by another minimax run than the book's last", path);
-		goto bad;
-	}
-	size_t n = h.n;
-	size_t sizes[SEC_END] = {n * 16,
-	                         bookdb_keydir_dir_len(h.dir_bits & 31) * 4,
-	                         keyfilter_words(h.bloom_log2 & 63) * 8,
-	                         n,
-	                         n * 4,
-	                         (n + 1) * 4,
-	                         h.nmoves * 8,
-	                         (n + 1) * 4,
-	                         h.nparents * 4};
-	bool ok = n < MM_NONE && h.nmoves < MM_NONE && h.nparents < MM_NONE && h.dir_bits >= 1 &&
-	          h.dir_bits <= 30 && h.bloom_log2 >= 6 && h.bloom_log2 <= 40 &&
-	          h.off[SEC_END] == v->map_len;
-	for (int s = 0; ok && s < SEC_END; s++)
-		ok = h.off[s] % 8 == 0 && h.off[s] >= MMFILE_HEADER &&
-		     h.off[s] + sizes[s] <= h.off[s + 1];
-	if (!ok) {
-		fail(err, MMFILE_ERRLEN, rc, "%s: damaged header", path);
-		goto bad;
-	}
+	int rc = map_graph(&v->map, &v->map_len, &h, dir, stamp, true, err);
+	if (rc) return rc;
 	uint8_t *base = v->map;
 	v->stamp = stamp;
 	v->draw[0] = h.draw[0];
 	v->draw[1] = h.draw[1];
-	v->n = n;
+	v->n = h.n;
 	v->keys = (const Key *)(base + h.off[SEC_KEYS]);
 	v->kd = (BookKeyDir){v->keys,
-	                     n,
+	                     v->n,
 	                     (const uint32_t *)(base + h.off[SEC_DIR]),
 	                     h.dir_bits,
 	                     (const uint64_t *)(base + h.off[SEC_BLOOM]),
@@ -651,11 +699,52 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 	v->pstart = (const uint32_t *)(base + h.off[SEC_PSTART]);
 	v->parents = (const uint32_t *)(base + h.off[SEC_PARENTS]);
 	v->nparents = h.nparents;
-	if ((rc = read_journal(v, dir, stamp, journal_len, err))) goto bad;
+	if ((rc = read_journal(dir, stamp, journal_len, replay, v, err))) {
+		mmfile_close(v);
+		return rc;
+	}
 	return 0;
-bad:
-	mmfile_close(v);
-	return rc;
+}
+
+typedef struct {
+	void (*add)(void *ctx, const Key *keys, size_t n);
+	void *ctx;
+} KeysOut;
+
+/* A batch's added nodes' keys, to the caller of mmfile_keys. */
+static int batch_keys(void *ctx, const uint8_t *p, size_t len)
+{
+	const KeysOut *ko = ctx;
+	size_t o = 0;
+	while (o < len) {
+		uint8_t tag = p[o++];
+		size_t el = entry_len(tag, p + o, len - o);
+		if (!el) return MMFILE_ESTALE;
+		if (tag == J_NODE) {
+			Key k;
+			memcpy(&k, p + o, 16);
+			ko->add(ko->ctx, &k, 1);
+		}
+		o += el;
+	}
+	return 0;
+}
+
+int mmfile_keys(const char *dir, uint64_t stamp, uint64_t journal_len,
+                void (*add)(void *ctx, const Key *keys, size_t n), void *ctx, char *err)
+{
+	void *map;
+	size_t map_len;
+	GraphHeader h;
+	int rc = map_graph(&map, &map_len, &h, dir, stamp, false, err);
+	if (rc) return rc;
+	/* Read in order: the pages once each, and the kernel's read-ahead. */
+	madvise(map, map_len, MADV_SEQUENTIAL);
+	const Key *keys = (const Key *)((const uint8_t *)map + h.off[SEC_KEYS]);
+	for (size_t i = 0; i < h.n; i += 4096) add(ctx, keys + i, h.n - i < 4096 ? h.n - i : 4096);
+	munmap(map, map_len);
+	KeysOut ko = {add, ctx};
+	return read_journal(dir, stamp, journal_len, batch_keys, &ko, err);
 }
 
 void mmfile_close(MmView *v)

@@ -147,6 +147,17 @@ JOSEKI_MUST_USE int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint
                                 char *err);
 void mmfile_close(MmView *v);
 
+/*
+ * Every key of dir's graph file (stamp) and of the nodes its journal adds up
+ * to journal_len, without building a view (the graph's keys section read
+ * once, the journal's node entries): add(ctx, keys, n) is called with them
+ * in batches. The files are checked as mmfile_open checks them. 0, or
+ * MMFILE_ESTALE / MMFILE_ENOMEM (message in err); some keys may have been
+ * passed before a failure.
+ */
+int mmfile_keys(const char *dir, uint64_t stamp, uint64_t journal_len,
+                void (*add)(void *ctx, const Key *keys, size_t n), void *ctx, char *err);
+
 static inline size_t mmfile_count(const MmView *v)
 {
 	return v->n + v->nnew;

@@ -81,6 +81,7 @@ static void run_op(ApiWork *w, Op *op, int64_t now)
 static void *service(void *arg)
 {
 	ApiWork *w = arg;
+	pthread_setname_np(pthread_self(), "work-service"); /* for top -H, perf */
 	int64_t last_tick = 0, last_round = 0;
 	pthread_mutex_lock(&w->mu);
 	while (!w->quit || w->head) {
@@ -378,11 +379,12 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len)
 	snprintf(buf, len,
 	         "work: %llu results (%.1f/s), queue %llu, leases %llu live %llu expired, "
 	         "set aside %zu, workers %zu (%.1f Mnps), minimax runs %llu (last %.0f ms); "
-	         "time in select %.0f ms, store %.0f ms, commit %.0f ms, minimax %.0f ms",
+	         "time in select %.0f ms, store %.0f ms, commit %.0f ms, minimax %.0f ms (its "
+	         "writes %.0f ms)",
 	         (unsigned long long)op.st.results, op.st.results_per_s,
 	         (unsigned long long)op.st.queue, (unsigned long long)op.st.leases_live,
 	         (unsigned long long)op.st.leases_expired, op.st.naside, op.st.nworkers, nps / 1e6,
 	         (unsigned long long)op.st.minimax_runs, op.st.last_minimax_ms, op.st.select_ms,
-	         op.st.store_ms, op.st.commit_ms, op.st.minimax_ms);
+	         op.st.store_ms, op.st.commit_ms, op.st.minimax_ms, op.st.minimax_apply_ms);
 	coord_status_free(&op.st);
 }

@@ -5,7 +5,8 @@
  * (keep-alive libcurl handles) act as instant workers against a coordinator:
  * acquire up to M positions, answer each at once with a legal move of it and
  * a made-up score, submit, repeat, for S seconds. One summary line on stdout:
- * results stored per second, acquire latency percentiles, requests.
+ * results stored per second, acquire latency percentiles, the time to the
+ * first acquire answered (a fresh coordinator's first selection), requests.
  */
 #include <curl/curl.h>
 #include <jansson.h>
@@ -29,9 +30,10 @@ typedef struct {
 	int id, max;
 	double deadline_ms;
 	uint64_t results, requests, empty, errors;
-	double *lat;       /* acquire latencies, ms */
-	double submit_max; /* the longest submit, ms */
-	double warm_ms;    /* requests started after this count in the warm maxima */
+	double *lat;               /* acquire latencies, ms */
+	double submit_max;         /* the longest submit, ms */
+	double warm_ms;            /* requests started after this count in the warm maxima */
+	double start_ms, first_ms; /* the run's start; its first acquire answered (ms after) */
 	double acquire_max_warm, submit_max_warm;
 	size_t nlat, caplat;
 	char *resp;
@@ -120,6 +122,7 @@ static void *client(void *arg)
 		double t0 = clock_ms_f();
 		long st = post(c, h, "/v1/work/acquire", acq);
 		double dt = clock_ms_f() - t0;
+		if (!c->nlat) c->first_ms = t0 + dt - c->start_ms;
 		if (t0 >= c->warm_ms && dt > c->acquire_max_warm) c->acquire_max_warm = dt;
 		if (!array_grow((void **)&c->lat, &c->caplat, c->nlat + 1, sizeof *c->lat, 1024))
 			c->lat[c->nlat++] = dt;
@@ -196,6 +199,7 @@ int cmd_bench_work(int argc, char **argv)
 		                 .id = i,
 		                 .max = max,
 		                 .deadline_ms = deadline,
+		                 .start_ms = start,
 		                 /* The first selections of a fresh coordinator fault its
 		                  * book in: the warm maxima leave out the first 15 s. */
 		                 .warm_ms = start + (seconds > 30 ? 15000.0 : seconds * 500.0),
@@ -204,9 +208,10 @@ int cmd_bench_work(int argc, char **argv)
 	}
 	uint64_t results = 0, requests = 0, empty = 0, errors = 0;
 	size_t nlat = 0;
-	double submit_max = 0, amax_warm = 0, smax_warm = 0;
+	double submit_max = 0, amax_warm = 0, smax_warm = 0, first = -1;
 	for (int i = 0; i < clients; i++) {
 		pthread_join(th[i], NULL);
+		if (cs[i].nlat && (first < 0 || cs[i].first_ms < first)) first = cs[i].first_ms;
 		if (cs[i].submit_max > submit_max) submit_max = cs[i].submit_max;
 		if (cs[i].acquire_max_warm > amax_warm) amax_warm = cs[i].acquire_max_warm;
 		if (cs[i].submit_max_warm > smax_warm) smax_warm = cs[i].submit_max_warm;
@@ -227,9 +232,10 @@ int cmd_bench_work(int argc, char **argv)
 	printf(
 	    "bench-work results %llu time_s %.1f results_per_s %.0f acquire_p50_ms %.2f "
 	    "acquire_p99_ms %.2f acquire_max_ms %.2f submit_max_ms %.2f acquire_max_warm_ms %.2f "
-	    "submit_max_warm_ms %.2f requests %llu no_work %llu errors %llu clients %d max %d\n",
+	    "submit_max_warm_ms %.2f first_acquire_ms %.0f requests %llu no_work %llu errors %llu "
+	    "clients %d max %d\n",
 	    (unsigned long long)results, el, results / el, p50, p99, mx, submit_max, amax_warm,
-	    smax_warm, (unsigned long long)requests, (unsigned long long)empty,
+	    smax_warm, first, (unsigned long long)requests, (unsigned long long)empty,
 	    (unsigned long long)errors, clients, max);
 	for (int i = 0; i < clients; i++) {
 		free(cs[i].lat);

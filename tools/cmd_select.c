@@ -21,6 +21,7 @@
 #include "bookgen/roots.h"
 #include "bookgen/plan.h"
 #include "bookgen/selector.h"
+#include "minimax/bookmm.h"
 #include "shogi/notation.h"
 #include "shogi/spec.h"
 #include "shogi/position.h"
@@ -101,7 +102,10 @@ int cmd_select(int argc, char **argv)
 		goto done;
 	}
 	double t0 = clock_ms_f();
-	if ((rc = preload ? sel_load(s, db) : sel_attach(s, db)) < 0) {
+	/* Lazy mode's key filter from minimax's kept graph when it vouches for
+	 * the book's keys (a pass over the book otherwise). */
+	BookMinimaxHook keys = bookmm_hook(NULL);
+	if ((rc = preload ? sel_load(s, db) : sel_attach(s, db, &keys)) < 0) {
 		joseki_error("select: loading '%s': %s", book, sel_strerror(rc));
 		goto done;
 	}

@@ -84,7 +84,8 @@ int cmd_serve(int argc, char **argv)
 	ServerOptions opt = {.log = true};
 	CoordOptions co = {.kif_bonus = SEL_KIF_BONUS_DEFAULT, .minimax = bookmm_hook(NULL)};
 	const char *tokens_path = NULL;
-	bool quiet = false, work_on = false, per_ip_given = false, history_given = false;
+	bool quiet = false, work_on = false, lazy_load = false, per_ip_given = false,
+	     history_given = false;
 	uint64_t header_s = 0, per_ip = 0, history_s = 0, lease_s = 0, minimax_s = 0;
 	CliBudget cb;
 	cli_budget_init(&cb, 1);
@@ -104,7 +105,9 @@ int cmd_serve(int argc, char **argv)
 	    CLI_GROUP(cb.table),
 	    CLI_NUM("--kif-bonus", &co.kif_bonus, -VALUE_MATE, VALUE_MATE, "CP",
 	            "the selector's bonus for moves played in games (default 100)"),
-	    CLI_FLAG("--lazy-load", &co.load_lazy, NULL), /* the selector reads on first use */
+	    CLI_FLAG("--preload", &co.preload,
+	             "the selector reads every key at start (default: each on first use)"),
+	    CLI_FLAG("--lazy-load", &lazy_load, NULL), /* the default, kept for older scripts */
 	    CLI_GROUP(cp.table),
 	    CLI_TABLE_END,
 	};

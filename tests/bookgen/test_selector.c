@@ -15,11 +15,11 @@
 
 #include <cmocka.h>
 #include <jansson.h>
-#include <unistd.h>
 
 #include "bookdb/bookdb.h"
 #include "bookgen/plan.h"
 #include "bookgen/selector.h"
+#include "minimax/bookmm.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -96,6 +96,13 @@ static void write_book(const char *dir, const TPos *tps, size_t n)
 	free(rec);
 }
 
+/* The books open_selector opened, by selector (a selector reads its book
+ * until it is freed: close_selector frees both). */
+static struct {
+	Selector *s;
+	BookDB *db;
+} opened[8];
+
 /* A selector over the book with the start position as root. */
 static Selector *open_selector(const char *dir, int kif_bonus)
 {
@@ -107,9 +114,26 @@ static Selector *open_selector(const char *dir, int kif_bonus)
 	assert_int_equal(bookdb_open(&db, dir, &bo, err), 0);
 	assert_int_equal(sel_new(&s, &opt), 0);
 	assert_int_equal(sel_load(s, db), 0);
-	bookdb_free(db);
 	assert_int_equal(sel_add_root(s, line_key("startpos"), BLACK), 0);
+	size_t i = 0;
+	while (i < 8 && opened[i].s) i++;
+	assert_true(i < 8);
+	opened[i].s = s;
+	opened[i].db = db;
 	return s;
+}
+
+static void close_selector(Selector *s)
+{
+	for (size_t i = 0; i < 8; i++)
+		if (opened[i].s == s) {
+			sel_free(s);
+			bookdb_free(opened[i].db);
+			opened[i].s = NULL;
+			opened[i].db = NULL;
+			return;
+		}
+	fail_msg("selector not opened by open_selector");
 }
 
 /* The USI line "startpos moves ..." of a leaf. */
@@ -187,7 +211,7 @@ static void test_bookgen__selector_returns_the_pv_leaf_then_the_next_best(void *
 	assert_int_equal(sel_select(l, s), 1);
 	assert_leaf(l, "startpos moves 5g5f", -20);
 	free(l);
-	sel_free(s);
+	close_selector(s);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -235,7 +259,7 @@ static void test_bookgen__selector_bans_a_pv_ending_in_a_cycle(void **state)
 	}
 	assert_int_equal(n, 4); /* 3c3d x2 (distinct plies), 7g7f x2 */
 	free(l);
-	sel_free(s);
+	close_selector(s);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -318,10 +342,10 @@ static void test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results
 		assert_int_equal(sel_lease(fresh, l2->key), 0);
 	}
 	free(l2);
-	sel_free(fresh);
+	close_selector(fresh);
 	free(rec);
 	free(l);
-	sel_free(s);
+	close_selector(s);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -340,11 +364,11 @@ static void test_bookgen__kif_bonus_changes_the_choice(void **state)
 	Selector *s = open_selector(dir, 100);
 	assert_int_equal(sel_select(l, s), 1);
 	assert_leaf(l, "startpos moves 2g2f", 100);
-	sel_free(s);
+	close_selector(s);
 	s = open_selector(dir, 0);
 	assert_int_equal(sel_select(l, s), 1);
 	assert_leaf(l, "startpos moves 7g7f", 30);
-	sel_free(s);
+	close_selector(s);
 	free(l);
 	ts_rmtree(dir);
 	free(dir);
@@ -394,7 +418,7 @@ static void test_bookgen__window_batch_returns_every_leaf_within_the_window(void
 	static const char *const wl[] = {"startpos moves 7g7f 3c3d"};
 	assert_batch(out, sel_select_batch(out, 16, s, 0, SEL_BATCH_WINDOW, -1), wl, 1);
 	free(out);
-	sel_free(s);
+	close_selector(s);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -460,7 +484,7 @@ test_bookgen__cover_batch_follows_the_book_side_best_and_the_replies_in_window(v
 	assert_int_equal(sel_lease(s, line_key("startpos moves 7g7f 3c3d 2g2f 8c8d")), 0);
 	assert_batch(out, sel_select_batch(out, 16, s, 30, SEL_BATCH_COVER, BLACK), black, 1);
 	free(out);
-	sel_free(s);
+	close_selector(s);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -507,7 +531,6 @@ static void test_bookgen__plan_shares_the_leaves_by_root_weight(void **state)
 		assert_int_equal(bookdb_open(&db, dir, &bo, err), 0);
 		assert_int_equal(sel_new(&s, &so), 0);
 		assert_int_equal(sel_load(s, db), 0);
-		bookdb_free(db);
 		/* PV, and cover for White's book (White to move at both roots: its
 		 * best reply only, then nothing): one batch a root at most. */
 		PlanOptions po;
@@ -555,6 +578,7 @@ static void test_bookgen__plan_shares_the_leaves_by_root_weight(void **state)
 		free(pos);
 		plan_free(plan);
 		sel_free(s);
+		bookdb_free(db);
 	}
 	ts_rmtree(dir);
 	free(dir);
@@ -574,7 +598,7 @@ static void test_bookgen__unthought_root_is_the_first_leaf(void **state)
 	assert_int_equal(sel_lease(s, l->key), 0);
 	assert_int_equal(sel_select(l, s), 0);
 	free(l);
-	sel_free(s);
+	close_selector(s);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -704,34 +728,56 @@ static void think_leaf(BookRecord *rec, Position *pos, const SelLeaf *a, unsigne
 /*
  * On a synthetic book (transpositions and repetition cycles included), a
  * selector that keeps its bounds across leases and results finds the same
- * value at every step as one that searches from scratch each time, and as
- * one that reads the book lazily.
+ * value at every step as one that searches from scratch each time, and the
+ * same leaf as two that read the book lazily (the key filter from a pass over
+ * the book, and from minimax's kept graph).
  */
+/* A lazy selector over book (opened read-only in *db), its key filter from
+ * minimax's kept graph when kept, else a pass over the book (its first
+ * search waits for the filter: the run goes through it). */
+static Selector *lazy_selector(BookDB **db, const char *book, bool kept)
+{
+	Selector *z = NULL;
+	char err[BOOKDB_ERRLEN];
+	BookDBOptions o = {.read_only = true};
+	static BookMinimaxHook hook;
+	hook = bookmm_hook(NULL);
+	assert_int_equal(bookdb_open(db, book, &o, err), 0);
+	assert_int_equal(sel_new(&z, NULL), 0);
+	assert_int_equal(sel_attach(z, *db, kept ? &hook : NULL), 0);
+	assert_int_equal(sel_add_root(z, line_key("startpos"), BLACK), 0);
+	return z;
+}
+
+/* After a search of z: its filter built, from the kept graph or not. */
+static void assert_filter(const Selector *z, bool kept)
+{
+	SelStats st;
+	sel_get_stats(&st, z);
+	assert_true(st.filter_ready);
+	assert_int_equal(st.filter_kept, kept);
+}
+
 static void test_bookgen__incremental_bounds_agree_with_full_searches(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp(), book[4096];
 	unsigned long long seed = synth_book(book, sizeof book, dir, "incremental_bounds");
+	/* A minimax run keeps the graph the lazy selector y fills its key filter
+	 * from (and adds the transpositions it found to the records as moves). */
+	char *out = NULL, *err = NULL;
+	assert_int_equal(ts_runf(&out, &err, "%s minimax %s --quiet", ts_joseki(), book), 0);
+	free(out);
+	free(err);
 	SelStats st;
-	Selector *s = open_selector(book, 100), *r = open_selector(book, 100), *z = NULL;
-	SelLeaf *a = malloc(sizeof *a), *b = malloc(sizeof *b), *c = malloc(sizeof *c);
-	/* z reads positions lazily, as it meets them. */
-	BookDB *zdb = NULL;
-	char zerr[BOOKDB_ERRLEN];
-	BookDBOptions zo = {.read_only = true};
+	Selector *s = open_selector(book, 100), *r = open_selector(book, 100);
+	SelLeaf *a = malloc(sizeof *a), *b = malloc(sizeof *b), *c = malloc(sizeof *c),
+	        *d = malloc(sizeof *d);
+	/* z and y read positions lazily, as they meet them. */
+	BookDB *zdb = NULL, *ydb = NULL;
+	Selector *z = lazy_selector(&zdb, book, false), *y = lazy_selector(&ydb, book, true);
 	assert_non_null(c);
-	assert_int_equal(bookdb_open(&zdb, book, &zo, zerr), 0);
-	assert_int_equal(sel_new(&z, NULL), 0);
-	assert_int_equal(sel_attach(z, zdb), 0);
-	assert_int_equal(sel_add_root(z, line_key("startpos"), BLACK), 0);
-	/* Wait for z's key filter (built in the background) so that the run
-	 * below goes through it. */
-	for (int i = 0; i < 1000; i++) {
-		sel_get_stats(&st, z);
-		if (st.filter_ready) break;
-		usleep(10000);
-	}
-	assert_true(st.filter_ready);
+	assert_non_null(d);
 	assert_non_null(a);
 	assert_non_null(b);
 	uint64_t full_visits = 0;
@@ -743,24 +789,34 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 		sel_clear_bounds(r);
 		SelStats r0, r1;
 		sel_get_stats(&r0, r);
-		int g1 = sel_select(a, s), g2 = sel_select(b, r), g3 = sel_select(c, z);
+		int g1 = sel_select(a, s), g2 = sel_select(b, r), g3 = sel_select(c, z),
+		    g4 = sel_select(d, y);
 		sel_get_stats(&r1, r);
 		full_visits += r1.visits - r0.visits;
+		if (step == 0) {
+			assert_filter(z, false);
+			assert_filter(y, true);
+		}
 		assert_int_equal(g1, g2);
 		assert_int_equal(g1, g3);
+		assert_int_equal(g1, g4);
 		if (!g1) break;
 		assert_int_equal(a->value, b->value);
 		assert_int_equal(a->value, c->value);
+		assert_true(key_equal(a->key, c->key));
+		assert_true(key_equal(a->key, d->key));
 		assert_false(sel_is_thought(s, a->key));
 		assert_false(sel_is_leased(s, a->key));
 		assert_int_equal(sel_lease(s, a->key), 0);
 		assert_int_equal(sel_lease(r, a->key), 0);
 		assert_int_equal(sel_lease(z, a->key), 0);
+		assert_int_equal(sel_lease(y, a->key), 0);
 		if (step % 3 == 0) {
 			think_leaf(rec, pos, a, seed + (unsigned)step * 31);
 			assert_int_equal(sel_add_result(s, a->key, rec), 0);
 			assert_int_equal(sel_add_result(r, a->key, rec), 0);
 			assert_int_equal(sel_add_result(z, a->key, rec), 0);
+			assert_int_equal(sel_add_result(y, a->key, rec), 0);
 			assert_true(sel_is_thought(s, a->key));
 		}
 	}
@@ -773,12 +829,15 @@ static void test_bookgen__incremental_bounds_agree_with_full_searches(void **sta
 	free(pos);
 	free(rec);
 	free(c);
+	free(d);
 	sel_free(z);
 	bookdb_free(zdb);
+	sel_free(y);
+	bookdb_free(ydb);
 	free(a);
 	free(b);
-	sel_free(s);
-	sel_free(r);
+	close_selector(s);
+	close_selector(r);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -851,8 +910,8 @@ static void test_bookgen__bounds_stay_exact_with_many_leases_outstanding(void **
 	free(rec);
 	free(held);
 	free(b);
-	sel_free(s);
-	sel_free(r);
+	close_selector(s);
+	close_selector(r);
 	ts_rmtree(dir);
 	free(dir);
 }

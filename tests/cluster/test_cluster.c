@@ -1,5 +1,5 @@
 /*
- * tests/cluster/test_cluster.c — the cluster end to end: a real
+ * tests/cluster/test_cluster.c — the cluster's end-to-end test: a real
  * coordinator (`joseki serve BOOK --work`, short leases, periodic incremental
  * minimax) and three real workers (`joseki worker --engine builtin`), all
  * child processes on 127.0.0.1, on a book of the floodgate fixtures. During

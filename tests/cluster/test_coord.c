@@ -670,7 +670,7 @@ static void test_coord__a_mated_position_is_valued_not_leased(void **state)
 	BookDB *db;
 	/* White's king on 5a, Black's gold on 5b guarded by the pawn on 5c: mate. */
 	static const char *const roots[] = {"sfen 4k4/4G4/4P4/9/9/9/9/9/4K4 w - 1", "startpos"};
-	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
 	                  .multipv = 1,
 	                  .lease_seconds = 60,
 	                  .plan = {.mode = PLAN_PV},
@@ -765,11 +765,11 @@ static void test_coord__minimax_period_failure_and_worker_instances(void **state
 	(void)state;
 	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
 	BookDB *db;
-	CoordOptions o = {.budget = {SEARCH_BUDGET_DEPTH, 5},
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
 	                  .multipv = 1,
 	                  .lease_seconds = 600,
 	                  .plan = {.mode = PLAN_PV},
-	                  .minimax = {recording_minimax, NULL},
+	                  .minimax = {.run = recording_minimax},
 	                  .minimax_seconds = 60};
 	Coord *c = open_coord_with(&db, dir, &o);
 	g_mm_calls = g_mm_fail = 0;

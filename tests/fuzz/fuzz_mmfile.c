@@ -9,7 +9,8 @@
  * the entries themselves are what is tested), appended after a valid batch;
  * odd, bytes written over the graph file at an offset taken from the input.
  * Whatever opens is then walked: every node's key is found again, its moves
- * and parents are in range.
+ * and parents are in range; mmfile_keys reads the same files (the keys a lazy
+ * selector's filter is filled from) and, when the view opens, gives as many.
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -89,6 +90,12 @@ static void setup(void)
 	fclose(f);
 }
 
+static void count_keys(void *ctx, const Key *keys, size_t n)
+{
+	(void)keys;
+	*(size_t *)ctx += n;
+}
+
 static void write_file(const char *path, const void *p, size_t len)
 {
 	FILE *f = fopen(path, "wb");
@@ -135,8 +142,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		write_file(graph, g, graph_len);
 		free(g);
 	}
+	/* The keys alone (mmfile_keys) read the same files without a crash, and
+	 * when the view opens, they are its nodes' keys, as many. */
+	size_t nkeys = 0;
+	int krc = mmfile_keys(dir, 42, jlen, count_keys, &nkeys, err);
 	if (mmfile_open(&v, dir, 42, jlen, err) == 0) {
 		walk(&v);
+		if (krc != 0 || nkeys != mmfile_count(&v)) abort();
 		mmfile_close(&v);
 	}
 	return 0;

@@ -26,6 +26,7 @@
 
 #include "bookdb/bookdb.h"
 #include "minimax/bookmm.h"
+#include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -878,6 +879,161 @@ static void test_minimax__an_overflowed_change_log_means_the_whole_book(void **s
 	twins_free(&t);
 }
 
+/* ---- a run whose writes another writer makes (bookmm_prepare, _plan_apply) ----- */
+
+/* The change log's entries now. */
+static uint64_t log_entries(BookDB *db)
+{
+	BookTxn *txn = NULL;
+	BookChangesInfo ci;
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookdb_changes_info(&ci, txn), 0);
+	bookdb_txn_abort(txn);
+	return ci.entries;
+}
+
+/*
+ * The coordinator's way: the analysis apart, the records written in chunks
+ * in another writer's transactions, between which that writer stores new
+ * results (logged, unlike the chunks' rewrites) — equal to whole-book runs
+ * over the same results; and a plan dropped half applied (the coordinator
+ * stopped) is mended by the next run.
+ */
+static void test_minimax__a_run_applied_by_another_writer_equals_the_whole_book(void **state)
+{
+	(void)state;
+	uint64_t rng =
+	    ts_seed("test_minimax__a_run_applied_by_another_writer_equals_the_whole_book");
+	Twins t = {0};
+	twins_open(&t, 0);
+	BookDB *a = t.a, *b = t.b;
+	BookmmOptions inc = {0}, full = {.full = true};
+	BookmmStats sa, sb;
+	char err[BOOKMM_ERRLEN] = "";
+	for (int k = 0; k < 80; k++) random_result(a, b, &rng);
+	for (int k = 0; k < 10; k++) check_walk(a, b, &rng);
+	run_ok(&sa, a, &inc);
+	int chunks = 0, dropped = 0;
+	for (int round = 0; round < 6; round++) {
+		for (int k = 0; k < 12; k++) random_result(a, b, &rng);
+		check_walk(a, b, &rng);
+		BookMinimaxPlan *plan = NULL;
+		assert_int_equal(bookmm_prepare(&plan, &sa, a, &inc, err), 0);
+		assert_true(sa.incremental);
+		assert_non_null(plan);
+		bool drop = round == 3;
+		for (int done = 0; !done;) {
+			BookTxn *txn = NULL;
+			assert_int_equal(bookdb_txn_begin(&txn, a, true), 0);
+			uint64_t before = log_entries(a);
+			done = bookmm_plan_apply(plan, txn, 3, err);
+			assert_true(done >= 0);
+			assert_int_equal(bookdb_txn_commit(txn), 0);
+			/* The rewrites are not logged (the run's own writes)... */
+			if (!done) assert_int_equal(log_entries(a), before);
+			chunks++;
+			/* ...the writer's own writes between the chunks are. */
+			before = log_entries(a);
+			random_result(a, b, &rng);
+			assert_true(log_entries(a) > before || done);
+			if (drop && !done) {
+				dropped++;
+				break;
+			}
+		}
+		bookmm_plan_free(plan);
+		/* What the chunks left (and the results written between them) is
+		 * what a whole-book run gives once one more run has seen them. */
+		run_ok(&sa, a, &inc);
+		assert_true(sa.incremental);
+		run_ok(&sb, b, &full);
+		assert_int_equal(sa.root_value, sb.root_value);
+		same_books(a, b);
+	}
+	assert_true(chunks > 12);
+	assert_int_equal(dropped, 1);
+	twins_free(&t);
+}
+
+/* ---- the keys minimax vouches for (BookMinimaxHook.keys) ----------------------- */
+
+static void add_keys(void *ctx, const Key *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++) assert_true(keymap_add(ctx, keys[i], NULL) >= 0);
+}
+
+/* The hook's keys of db: -1 when it does not vouch for them, else how many of
+ * them are not the book's; every key of the book must be among them. */
+static long hook_keys_extra(BookDB *db)
+{
+	BookMinimaxHook h = bookmm_hook(NULL);
+	BookTxn *txn = NULL;
+	KeyMap set;
+	keymap_init_set(&set, false);
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	long r = -1;
+	if (book_minimax_hook_keys(&h, db, txn, add_keys, &set) == 0) {
+		BookIter *it = NULL;
+		Key k;
+		const uint8_t *v;
+		size_t len, n = 0;
+		assert_int_equal(bookdb_iter_open(&it, txn), 0);
+		while (bookdb_iter_next(it, &k, &v, &len) == 1) {
+			if (!keymap_has(&set, k)) fail_msg("a book key the hook did not give");
+			n++;
+		}
+		bookdb_iter_free(it);
+		r = (long)(set.n - n);
+	}
+	bookdb_txn_abort(txn);
+	keymap_free(&set);
+	return r;
+}
+
+/*
+ * The keys the hook gives (lazy selectors fill their key filter from them
+ * instead of a pass over the book) cover every position: from the graph file
+ * alone, with the positions written since (the change log), with those a
+ * journal added; and it refuses when it cannot vouch for them (no run yet, a
+ * damaged journal, an overflowed log).
+ */
+static void test_minimax__kept_graph_vouches_for_every_key_or_refuses(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_minimax__kept_graph_vouches_for_every_key_or_refuses");
+	Twins t = {0};
+	twins_open(&t, 40);
+	BookDB *a = t.a, *b = t.b;
+	BookmmOptions inc = {0};
+	BookmmStats sa;
+	for (int k = 0; k < 60; k++) random_result(a, b, &rng);
+	assert_int_equal(hook_keys_extra(a), -1); /* no run yet */
+	run_ok(&sa, a, &inc);
+	assert_int_equal(hook_keys_extra(a), 0); /* the graph file is the book */
+	size_t in_graph = sa.positions;
+	for (int round = 0; round < 4; round++) {
+		/* New positions since the run: in the change log. */
+		for (int k = 0; k < 8; k++) random_result(a, b, &rng);
+		assert_true(hook_keys_extra(a) >= 0);
+		run_ok(&sa, a, &inc); /* the journal adds them */
+		assert_true(sa.incremental);
+		assert_true(hook_keys_extra(a) >= 0);
+	}
+	/* Positions the graph file does not hold came through: the journal's. */
+	assert_true(sa.positions > in_graph);
+	/* A journal cut short: nothing vouched for. */
+	char path[700];
+	snprintf(path, sizeof path, "%s/book/minimax.journal", t.da);
+	assert_int_equal(truncate(path, 40), 0);
+	assert_int_equal(hook_keys_extra(a), -1);
+	run_ok(&sa, a, &inc); /* a whole-book run mends it */
+	assert_int_equal(hook_keys_extra(a), 0);
+	/* More writes than the log holds: it overflows, nothing vouched for. */
+	for (int k = 0; k < 60; k++) random_result(a, b, &rng);
+	assert_int_equal(hook_keys_extra(a), -1);
+	twins_free(&t);
+}
+
 /* Copies BOOK's data.mdb from one test directory to another (the book closed). */
 static void copy_book(const char *from, const char *to)
 {
@@ -1022,6 +1178,8 @@ int main(void)
 	    cmocka_unit_test(
 	        test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must),
 	    cmocka_unit_test(test_minimax__an_overflowed_change_log_means_the_whole_book),
+	    cmocka_unit_test(test_minimax__kept_graph_vouches_for_every_key_or_refuses),
+	    cmocka_unit_test(test_minimax__a_run_applied_by_another_writer_equals_the_whole_book),
 	    cmocka_unit_test(test_minimax__killed_runs_leave_a_book_the_next_run_gets_right),
 	    cmocka_unit_test(test_minimax__incremental_after_think_equals_full),
 	    cmocka_unit_test(test_minimax__command_prints_json_and_rejects_bad_arguments),
