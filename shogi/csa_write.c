@@ -138,15 +138,13 @@ int csa_game_write(FILE *f, Position *game, const CsaGame *g, char *err)
 	for (int i = 1; i <= n; i++) {
 		Move m = moves[i - 1] = game->states[i].move;
 		if (m == MOVE_NONE || m == MOVE_NULL) {
-			if (err)
-				return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
-				                  "CSA record: move %d is a null move", i);
+			return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
+			                  "CSA record: move %d is a null move", i);
 		}
 	}
 	if (g->end && !csa_word_ok(g->end)) {
-		if (err)
-			return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
-			                  "CSA record: '%.40s' is not a CSA ending", g->end);
+		return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
+		                  "CSA record: '%.40s' is not a CSA ending", g->end);
 	}
 	for (int i = 0; i < n; i++) pos_undo_move(game);
 

@@ -427,16 +427,12 @@ int position_parse(Position *out, const char *spec, char *err)
 		if (rc < 0) {
 			char tok[16];
 			snprintf(tok, sizeof tok, "%.*s", (int)(l < 15 ? l : 15), s);
-			if (err)
-				return errmsg_set(
-				    err, SHOGI_ERRLEN, rc, "%s move %d '%s' in position spec",
-				    rc == SHOGI_EPARSE ? "malformed" : "illegal", index, tok);
+			return errmsg_set(err, SHOGI_ERRLEN, rc, "%s move %d '%s' in position spec",
+			                  rc == SHOGI_EPARSE ? "malformed" : "illegal", index, tok);
 		}
 		if (pos_history_len(out) >= POS_MAX_STATES - 1) {
-			if (err)
-				return errmsg_set(err, SHOGI_ERRLEN, SHOGI_ETOOLONG,
-				                  "too many moves (at most %d)",
-				                  POS_MAX_STATES - 1);
+			return errmsg_set(err, SHOGI_ERRLEN, SHOGI_ETOOLONG,
+			                  "too many moves (at most %d)", POS_MAX_STATES - 1);
 		}
 		pos_do_move(out, m);
 		s = skip_ws(s + l);
