@@ -40,7 +40,20 @@ typedef struct {
 	SearchResult *res;
 	BookRecord *rec;
 	Move path[POS_MAX_STATES]; /* the walk's moves from its root */
+	/* The opponent engine's state: since its last new game it has searched
+	 * the opponent's positions of eng_path[0..eng_plies) of line eng_line,
+	 * each in order (eng_line -1: none yet). */
+	int eng_line, eng_plies;
+	Move eng_path[POS_MAX_STATES];
 } Worker;
+
+/* The opponent's replies met so far, by the walk that led to them (open
+ * addressing on a hash of the line and its moves; 0 is an empty slot). */
+typedef struct {
+	uint64_t *keys;
+	Move *moves;
+	size_t cap, n;
+} Replies;
 
 struct Probe {
 	const ProbeOptions *opt;
@@ -53,7 +66,8 @@ struct Probe {
 	int nlines;
 	Worker *workers;
 	ProbeStats *st;
-	int burst; /* new positions a walk thinks before it yields */
+	Replies replies; /* p->mu */
+	int burst;       /* new positions a walk thinks before it yields */
 	char *err;
 	int ret;
 	double start;
@@ -166,20 +180,135 @@ static int think_here(Probe *p, Worker *w)
 	return store(p, w, &o->budget);
 }
 
-/* The opponent's move at the walk's position, asked as match asks: 1 with *m,
- * 0 when it has none (resigns, declares, fails). */
-static int opponent_move(Probe *p, Worker *w, Move *m)
+/* A walk's hash: its line and its first n moves (never 0). */
+static uint64_t walk_hash(int line, const Move *path, int n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL * (uint64_t)(line + 1);
+	for (int i = 0; i < n; i++) {
+		h ^= (uint64_t)path[i] + 0x9e3779b97f4a7c15ULL;
+		h *= 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 31;
+	}
+	return h ? h : 1;
+}
+
+/* The reply stored for hash h (p->mu held): 1 with *m, or 0. */
+static int replies_get(const Replies *r, uint64_t h, Move *m)
+{
+	if (!r->cap) return 0;
+	for (size_t i = h & (r->cap - 1);; i = (i + 1) & (r->cap - 1)) {
+		if (r->keys[i] == h) {
+			*m = r->moves[i];
+			return 1;
+		}
+		if (!r->keys[i]) return 0;
+	}
+}
+
+/* Keeps reply m for hash h (p->mu held); out of memory only forgets it. */
+static void replies_put(Replies *r, uint64_t h, Move m)
+{
+	if ((r->n + 1) * 2 > r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 1024;
+		uint64_t *keys = calloc(cap, sizeof *keys);
+		Move *moves = malloc(cap * sizeof *moves);
+		if (!keys || !moves) {
+			free(keys);
+			free(moves);
+			return;
+		}
+		for (size_t i = 0; i < r->cap; i++) {
+			if (!r->keys[i]) continue;
+			size_t j = r->keys[i] & (cap - 1);
+			while (keys[j]) j = (j + 1) & (cap - 1);
+			keys[j] = r->keys[i];
+			moves[j] = r->moves[i];
+		}
+		free(r->keys);
+		free(r->moves);
+		r->keys = keys;
+		r->moves = moves;
+		r->cap = cap;
+	}
+	size_t i = h & (r->cap - 1);
+	while (r->keys[i] && r->keys[i] != h) i = (i + 1) & (r->cap - 1);
+	if (!r->keys[i]) r->n++;
+	r->keys[i] = h;
+	r->moves[i] = m;
+}
+
+/* One search of the opponent at pos (w->res); 1 with *m, 0 when it has no
+ * move (resigns, declares, fails). Its reply is kept for hash h. */
+static int opponent_search(Probe *p, Worker *w, const Position *pos, uint64_t h, Move *m)
 {
 	const ProbeOptions *o = p->opt;
-	int rc = search_analyse(o->opponents[w->index], w->res, w->pos, &o->opp_budget, 1);
+	int rc = search_analyse(o->opponents[w->index], w->res, pos, &o->opp_budget, 1);
+	int got = rc >= 0 && !w->res->resign && !w->res->win && pos_is_legal(pos, w->res->bestmove);
+	*m = got ? w->res->bestmove : MOVE_NONE;
 	pthread_mutex_lock(&p->mu);
 	p->st->opp_moves++;
 	if (rc < 0) p->st->failed++;
+	Move was;
+	if (replies_get(&p->replies, h, &was) && was != *m) p->st->opp_differ++;
+	if (rc >= 0) replies_put(&p->replies, h, *m);
 	pthread_mutex_unlock(&p->mu);
-	if (rc < 0 || w->res->resign || w->res->win || !pos_is_legal(w->pos, w->res->bestmove))
-		return 0;
-	*m = w->res->bestmove;
-	return 1;
+	return got;
+}
+
+/*
+ * The opponent's move at the walk's position (plies from line li's root),
+ * asked as match asks: 1 with *m, 0 when it has none. An engine's answer
+ * depends on what it searched before in the game (its hash table), so its
+ * reply here is that of a game along this walk: the reply a walk with the same
+ * moves got before is used as it is when known (cached, and need_search
+ * false); else the engine is brought to the walk's state, searching the
+ * opponent's earlier positions of the walk it has not searched in this game
+ * (from a new game when its last walk went another way), and then this one
+ * (*searched: w->res holds its analysis).
+ */
+static int opponent_move(Probe *p, Worker *w, int li, int plies, bool need_search, Move *m,
+                         bool *searched)
+{
+	const ProbeOptions *o = p->opt;
+	const Line *l = &p->lines[li];
+	uint64_t h = walk_hash(li, w->path, plies);
+	*searched = false;
+	if (!need_search) {
+		pthread_mutex_lock(&p->mu);
+		int known = replies_get(&p->replies, h, m);
+		if (known) p->st->opp_cached++;
+		pthread_mutex_unlock(&p->mu);
+		if (known) return *m != MOVE_NONE;
+	}
+	bool same = w->eng_line == li && w->eng_plies <= plies &&
+	            !memcmp(w->eng_path, w->path, (size_t)w->eng_plies * sizeof *w->path);
+	if (!same) {
+		search_new_game(o->opponents[w->index]);
+		w->eng_line = li;
+		w->eng_plies = 0;
+	}
+	const char *root = o->roots && o->nroots > 0 ? o->roots[l->root] : "startpos";
+	if (w->eng_plies < plies) {
+		if (position_parse(w->scratch, root, NULL) < 0) return 0;
+		for (int k = 0; k < plies; k++) {
+			if (k >= w->eng_plies && w->scratch->side != l->book) {
+				Move r;
+				(void)opponent_search(p, w, w->scratch, walk_hash(li, w->path, k),
+				                      &r);
+				pthread_mutex_lock(&p->mu);
+				p->st->opp_replayed++;
+				pthread_mutex_unlock(&p->mu);
+			}
+			pos_do_move(w->scratch, w->path[k]);
+		}
+	}
+	memcpy(w->eng_path, w->path, (size_t)plies * sizeof *w->path);
+	int got = opponent_search(p, w, w->pos, h, m);
+	w->eng_path[plies] = *m;
+	w->eng_plies = got ? plies + 1 : -1; /* no move: the next search starts a new game */
+	if (!got) w->eng_line = -1;
+	*searched = true;
+	return got;
 }
 
 /* Whether the game on the walk's position is over by the rules. */
@@ -247,8 +376,9 @@ static int choices_hold(Probe *p, Worker *w, const Line *l, const char *root, in
 }
 
 /* One walk of line l: returns the positions it thought, or < 0 on an error. */
-static int walk(Probe *p, Worker *w, const Line *l)
+static int walk(Probe *p, Worker *w, int li)
 {
+	const Line *l = &p->lines[li];
 	const ProbeOptions *o = p->opt;
 	int max_plies = o->max_plies > 0 ? o->max_plies : 32;
 	if (max_plies > POS_MAX_STATES - 1) max_plies = POS_MAX_STATES - 1;
@@ -258,7 +388,6 @@ static int walk(Probe *p, Worker *w, const Line *l)
 	int fresh = 0, plies = 0, book_plies = 0;
 restart:
 	if (position_parse(w->pos, root, NULL) < 0) return 0; /* checked before the run */
-	search_new_game(o->opponents[w->index]);
 	plies = 0;
 	while (plies < max_plies && !game_over(w->pos, max_moves)) {
 		pthread_mutex_lock(&p->mu);
@@ -277,8 +406,9 @@ restart:
 			 * analysis: its one line is the move it plays here, so the values
 			 * backed up through it follow the opponent's real reply rather
 			 * than the worst of several guessed ones. */
-			got = opponent_move(p, w, &m);
-			if (got && t == 0) rc = store(p, w, &o->opp_budget);
+			bool searched;
+			got = opponent_move(p, w, li, plies, t == 0, &m, &searched);
+			if (got && t == 0 && searched) rc = store(p, w, &o->opp_budget);
 		}
 		if (t == 0) {
 			pthread_mutex_lock(&p->mu);
@@ -337,7 +467,7 @@ static void *worker_main(void *arg)
 		l->busy = true;
 		p->st->walks++;
 		pthread_mutex_unlock(&p->mu);
-		int fresh = walk(p, w, l);
+		int fresh = walk(p, w, i);
 		pthread_mutex_lock(&p->mu);
 		l->busy = false;
 		if (fresh < 0) {
@@ -444,6 +574,7 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 		Worker *w = &p.workers[i];
 		w->p = &p;
 		w->index = i;
+		w->eng_line = -1;
 		w->pos = malloc(sizeof *w->pos);
 		w->scratch = malloc(sizeof *w->scratch);
 		w->res = malloc(sizeof *w->res);
@@ -485,6 +616,8 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 	}
 	free(p.workers);
 	free(p.lines);
+	free(p.replies.keys);
+	free(p.replies.moves);
 	pthread_mutex_destroy(&p.mu);
 	pthread_mutex_destroy(&p.book_mu);
 	pthread_cond_destroy(&p.cv);

@@ -65,14 +65,17 @@ typedef struct {
 } ProbeOptions;
 
 typedef struct {
-	uint64_t thought;     /* positions analysed and stored */
-	uint64_t failed;      /* analyses or opponent moves that failed */
-	uint64_t walks;       /* walks started */
-	uint64_t opp_moves;   /* opponent searches */
-	uint64_t restarts;    /* walks started again: a result changed a choice above */
-	uint64_t book_plies;  /* book moves played in the walks */
-	uint64_t lines, done; /* lines, and lines walked to the end */
-	int deepest;          /* the longest walk, plies from its root */
+	uint64_t thought;      /* positions analysed and stored */
+	uint64_t failed;       /* analyses or opponent moves that failed */
+	uint64_t walks;        /* walks started */
+	uint64_t opp_moves;    /* opponent searches */
+	uint64_t opp_cached;   /* opponent moves a walk took from an earlier one's */
+	uint64_t opp_replayed; /* of opp_moves: searches that rebuilt an engine's state */
+	uint64_t opp_differ;   /* searches of a walk whose reply differed from before */
+	uint64_t restarts;     /* walks started again: a result changed a choice above */
+	uint64_t book_plies;   /* book moves played in the walks */
+	uint64_t lines, done;  /* lines, and lines walked to the end */
+	int deepest;           /* the longest walk, plies from its root */
 	double seconds;
 } ProbeStats;
 

@@ -22,11 +22,14 @@
 #include <pthread.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/query.h"
+#include "bookgen/probe.h"
 #include "bookgen/roots.h"
 #include "bookgen/think.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
+#include "minimax/bookmm.h"
 #include "tests/support/support.h"
 
 #define LOG_MAX 4096
@@ -725,6 +728,135 @@ static void test_bookgen__think_command_grows_only_under_its_roots(void **state)
 	free(dir);
 }
 
+/* An opponent whose answer depends on what it searched before in the game,
+ * as a real engine's hash table makes it: its reply is the legal move
+ * (searches since its new game + a number of the position) mod their count. */
+typedef struct {
+	SearchEngine base;
+	int searched;
+} StatefulEngine;
+
+static int stateful_analyse(SearchEngine *e, SearchResult *out, const Position *pos,
+                            const SearchBudget *budget, int multipv)
+{
+	StatefulEngine *f = (StatefulEngine *)e;
+	(void)budget;
+	(void)multipv;
+	memset(out, 0, sizeof *out);
+	Move moves[MOVEGEN_MAX];
+	int n = movegen_legal(pos, moves);
+	if (!n) {
+		out->resign = true;
+		return 0;
+	}
+	Move m = moves[(size_t)((uint64_t)f->searched++ + pos_key(pos).lo % 7) % (size_t)n];
+	SearchLine *l = &out->lines[out->nlines++];
+	*l = (SearchLine){
+	    .move = m, .multipv = 1, .value = 0, .depth = 5, .nodes = 100, .pv_len = 1};
+	l->pv[0] = m;
+	out->bestmove = m;
+	return 0;
+}
+
+static void stateful_new_game(SearchEngine *e)
+{
+	((StatefulEngine *)e)->searched = 0;
+}
+
+static const SearchEngineOps STATEFUL_OPS = {stateful_analyse, stateful_new_game, fake_free,
+                                             fake_name, fake_error};
+
+static SearchEngine *stateful_new(void)
+{
+	StatefulEngine *f = calloc(1, sizeof *f);
+	assert_non_null(f);
+	f->base.ops = &STATEFUL_OPS;
+	return &f->base;
+}
+
+/* The probe against an opponent whose answers depend on its history: a walk
+ * that follows another way than the engine's last one brings the engine to
+ * its own game first (a new game, the earlier searches again), so a game
+ * played afterwards as match plays it, the book's best move on the book's
+ * side, the opponent asked once a move from its new game, stays in book to
+ * the probe's depth for both colours; replies known from earlier walks are
+ * reused, and none differs when asked again. */
+static void test_bookgen__probe_follows_an_opponent_with_a_history(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[THINK_ERRLEN];
+	BookDB *db = NULL;
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	FakeLog log = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	SearchEngine *engines[2] = {fake_new(&log, FAKE_NORMAL), fake_new(&log, FAKE_NORMAL)};
+	SearchEngine *opps[2] = {stateful_new(), stateful_new()};
+	static const char *const roots[] = {"startpos", "startpos moves 2g2f 8c8d"};
+	enum { PLIES = 8 };
+	ProbeOptions po = {.engines = engines,
+	                   .opponents = opps,
+	                   .nworkers = 2,
+	                   .budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                   .opp_budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                   .multipv = 3,
+	                   .roots = roots,
+	                   .nroots = 2,
+	                   .book_side = PLAN_SIDE_BOTH,
+	                   .max_plies = PLIES,
+	                   .burst = 2,
+	                   .minimax = bookmm_hook(NULL)};
+	ProbeStats st;
+	assert_int_equal(probe_run(&st, db, &po, err), 0);
+	assert_int_equal(st.lines, 4);
+	assert_int_equal(st.done, 4);
+	assert_true(st.restarts > 0);     /* the book changed its mind on the way */
+	assert_true(st.opp_replayed > 0); /* and the engine was brought back */
+	assert_true(st.opp_cached > 0);
+	assert_int_equal(st.opp_differ, 0);
+	/* The games. */
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	SearchResult *res = malloc(sizeof *res);
+	assert_true(pos && rec && res);
+	SearchEngine *opp = stateful_new();
+	for (int r = 0; r < 2; r++)
+		for (int c = 0; c < 2; c++) {
+			assert_int_equal(position_parse(pos, roots[r], NULL), 0);
+			Color book = c ? WHITE : BLACK;
+			search_new_game(opp);
+			int book_plies = 0;
+			for (int ply = 0; ply < PLIES; ply++) {
+				Move m = MOVE_NONE;
+				if (pos->side == book) {
+					BookTxn *txn;
+					assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+					int q = bookdb_query(rec, txn, pos);
+					bookdb_txn_abort(txn);
+					if (q == 1) m = bookdb_best_move(rec, pos);
+					if (m == MOVE_NONE) break;
+					book_plies++;
+				} else {
+					assert_int_equal(
+					    search_analyse(opp, res, pos, &po.opp_budget, 1), 0);
+					m = res->bestmove;
+				}
+				assert_true(pos_is_legal(pos, m));
+				pos_do_move(pos, m);
+			}
+			assert_int_equal(book_plies, PLIES / 2);
+		}
+	search_free(opp);
+	free(pos);
+	free(rec);
+	free(res);
+	for (int i = 0; i < 2; i++) {
+		search_free(engines[i]);
+		search_free(opps[i]);
+	}
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* think --opponent: the lines the opponent plays are walked to --probe-plies,
  * so a match against that opponent (the built-in engine, which answers the
  * same way at a node budget) stays in book for exactly the book side's moves
@@ -792,6 +924,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_command_from_kifu),
 	    cmocka_unit_test(test_bookgen__think_command_extends_along_ingested_games),
 	    cmocka_unit_test(test_bookgen__think_command_grows_only_under_its_roots),
+	    cmocka_unit_test(test_bookgen__probe_follows_an_opponent_with_a_history),
 	    cmocka_unit_test(test_bookgen__think_probes_the_lines_an_opponent_plays),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
