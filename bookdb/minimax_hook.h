@@ -64,9 +64,9 @@ static inline bool book_minimax_hook_set(const BookMinimaxHook *h)
 }
 
 /* The hook's keys (see above): < 0 when it does not offer them. */
-static inline int book_minimax_hook_keys(const BookMinimaxHook *h, BookDB *db, BookTxn *txn,
-                                         void (*add)(void *actx, const Key *keys, size_t n),
-                                         void *actx)
+JOSEKI_MUST_USE static inline int
+book_minimax_hook_keys(const BookMinimaxHook *h, BookDB *db, BookTxn *txn,
+                       void (*add)(void *actx, const Key *keys, size_t n), void *actx)
 {
 	return h && h->keys ? h->keys(h->ctx, db, txn, add, actx) : -1;
 }

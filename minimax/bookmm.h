@@ -106,9 +106,9 @@ JOSEKI_MUST_USE int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptio
  * (bookmm_plan_free) is mended by the next run, as a killed run is. err:
  * BOOKMM_ERRLEN bytes, as bookmm_run's.
  */
-int bookmm_prepare(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db, const BookmmOptions *opt,
-                   char *err);
-int bookmm_plan_apply(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err);
+JOSEKI_MUST_USE int bookmm_prepare(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db,
+                                   const BookmmOptions *opt, char *err);
+JOSEKI_MUST_USE int bookmm_plan_apply(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err);
 /* The run's figures so far (rewritten grows as the plan is applied). */
 const BookmmStats *bookmm_plan_stats(const BookMinimaxPlan *plan);
 void bookmm_plan_free(BookMinimaxPlan *plan);

@@ -155,8 +155,9 @@ void mmfile_close(MmView *v);
  * MMFILE_ESTALE / MMFILE_ENOMEM (message in err); some keys may have been
  * passed before a failure.
  */
-int mmfile_keys(const char *dir, uint64_t stamp, uint64_t journal_len,
-                void (*add)(void *ctx, const Key *keys, size_t n), void *ctx, char *err);
+JOSEKI_MUST_USE int mmfile_keys(const char *dir, uint64_t stamp, uint64_t journal_len,
+                                void (*add)(void *ctx, const Key *keys, size_t n), void *ctx,
+                                char *err);
 
 static inline size_t mmfile_count(const MmView *v)
 {
