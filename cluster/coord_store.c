@@ -136,8 +136,8 @@ static int restore_lease(Coord *c, uint64_t id, const uint8_t *p, const uint8_t 
 		goto bad;
 	l->n = p[0] | p[1] << 8;
 	p += 2;
-	if (l->n < 1 || l->n > COORD_MAX_BATCH || !(l->pos = calloc((size_t)l->n, sizeof *l->pos)))
-		goto bad;
+	if (l->n < 1 || l->n > COORD_MAX_BATCH) goto bad;
+	if (!(l->pos = calloc((size_t)l->n, sizeof *l->pos))) return COORD_ENOMEM;
 	for (int i = 0; i < l->n; i++) {
 		LPos *lp = &l->pos[i];
 		if (end - p < 17) goto bad;
@@ -152,19 +152,23 @@ static int restore_lease(Coord *c, uint64_t id, const uint8_t *p, const uint8_t 
 			}
 			KeyState *ks = co_key_get(c, lp->key);
 			if (!ks) {
-				if (!(ks = co_key_new(c, lp->key))) goto bad;
-				memcpy(ks->sfen, lp->sfen, sizeof ks->sfen);
-				if (sel_lease(c->sel, ks->key) < 0) {
+				/* Out of memory is not a damaged book: said as what it is. */
+				if (!(ks = co_key_new(c, lp->key)) ||
+				    sel_lease(c->sel, ks->key) < 0) {
 					free(l->pos);
 					return COORD_ENOMEM;
 				}
+				memcpy(ks->sfen, lp->sfen, sizeof ks->sfen);
 			}
 			ks->where = WHERE_LEASED;
 			ks->lease = id;
 			l->pending++;
 		}
 	}
-	if (!co_lease_keep(c, l)) goto bad;
+	if (!co_lease_keep(c, l)) {
+		free(l->pos);
+		return COORD_ENOMEM;
+	}
 	return 0;
 bad:
 	free(l->pos);
@@ -231,11 +235,13 @@ int co_restore(Coord *c, char *err)
 	}
 	bookdb_iter_free(it);
 	bookdb_txn_abort(t);
+	if (rc == COORD_ENOMEM)
+		return errmsg_set(err, COORD_ERRLEN, rc, "coordinator: %s",
+		                  "out of memory restoring the work state");
 	if (rc < 0)
-		return errmsg_set(err, COORD_ERRLEN,
-		                  rc == COORD_ENOMEM ? COORD_ENOMEM : COORD_EBOOK,
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK,
 		                  "coordinator: the work state in the book does not decode: %s",
-		                  rc == COORD_ENOMEM ? "out of memory" : "damaged lease or tries");
+		                  "damaged lease or tries");
 	return 0;
 }
 
