@@ -292,6 +292,8 @@ static int opponent_move(Probe *p, Worker *w, int li, int plies, bool need_searc
 		if (position_parse(w->scratch, root, NULL) < 0) return 0;
 		for (int k = 0; k < plies; k++) {
 			if (k >= w->eng_plies && w->scratch->side != l->book) {
+				/* Only the engine's state is wanted: the walk goes on with
+				 * its own move, and a failure is counted (st->failed). */
 				Move r;
 				(void)opponent_search(p, w, w->scratch, walk_hash(li, w->path, k),
 				                      &r);

@@ -272,6 +272,7 @@ void coord_free(Coord *c)
 	/* A plan not written yet is dropped: the next run mends what a part
 	 * written left (the book marks it as a stopped run). */
 	if (c->mm_plan) c->opt.minimax.plan_free(c->mm_plan);
+	/* Nobody is left to tell: a caller that must know calls coord_commit first. */
 	if (!c->broken && c->w) (void)bookdb_writer_flush(c->w);
 	bookdb_writer_free(c->w);
 	sel_free(c->sel);

@@ -169,7 +169,8 @@ typedef struct Coord Coord;
  * restores the leases and tries kept in the book. 0 or a negative code with a
  * message in err (COORD_ERRLEN bytes, may be NULL). */
 JOSEKI_MUST_USE int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err);
-/* Commits what is pending and frees c. Accepts NULL. */
+/* Commits what is pending and frees c; a failed commit is not reported
+ * (coord_commit first, where it must be). Accepts NULL. */
 void coord_free(Coord *c);
 
 /* Up to max (1..COORD_MAX_BATCH) positions in a new lease: returned positions

@@ -225,12 +225,21 @@ int cmd_serve(int argc, char **argv)
 	char line[512] = "";
 	if (work) api_work_status_line(work, line, sizeof line);
 	api_work_stop(work);
+	int status = sig ? 0 : 1;
+	char cerr[COORD_ERRLEN] = "";
+	/* The service committed its last round; whatever is left is committed
+	 * here, where a failure can still be said (coord_free's cannot). */
+	crc = sig && coord ? coord_commit(coord, cerr) : 0;
+	if (crc < 0) {
+		joseki_error("serve: %s", cerr[0] ? cerr : coord_strerror(crc));
+		status = 1;
+	}
 	coord_free(coord);
 	server_tokens_free(tokens);
 	bookdb_free(db);
 	fprintf(stderr, "serve: stopped\n");
 	if (line[0]) printf("%s\n", line);
-	return sig ? 0 : 1;
+	return status;
 fail:
 	api_work_stop(work);
 	coord_free(coord);
