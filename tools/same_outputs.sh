@@ -10,7 +10,7 @@
 # moves, Apery), query (text and --json) at five positions, stats --json,
 # check, and peta-shock on the all-moves export. Every output of the four runs
 # is compared with OLD's on OLD's book: files byte for byte, printed lines
-# with times, rates, memory figures and paths blanked out. One line per
+# with times, rates, memory figures, file sizes and paths blanked out. One line per
 # difference (then `diff` shows it: DIR keeps everything); exit 1 if any.
 set -eu
 [ $# -ge 2 ] || {
@@ -29,10 +29,14 @@ startpos moves 2g2f 8c8d
 startpos moves 7g7f 3c3d 2g2f
 startpos moves 7g7f 8c8d 2g2f 8d8e"
 
-# Times, rates, memory and the run's own paths vary from run to run.
+# Times, rates, memory and the run's own paths vary from run to run; so do
+# the number of think's commits (it commits every so many seconds) and with
+# them the book file's size and free pages (stats' bytes and pages), with
+# either binary: the records are compared instead.
 norm() {
 	sed -E -e "s#$D/[A-Z]-on-[A-Z]/#DIR/#g; s#$D/book[A-Z]#BOOK#g" \
 		-e 's/"(time_ms|peak_rss_bytes|[a-z_]*_ms)":[0-9.]+/"\1":T/g' \
+		-e 's/"(bytes[a-z_]*|pages_used|pages_free)":[0-9.]+/"\1":T/g; s/commits [0-9]+/commits T/' \
 		-e 's/(time_s|per_s|busy_pct|time_ms|peak_rss_kb|[a-z]+_ms) [0-9.]+/\1 T/g' \
 		-e 's/[0-9.]+ (s|ms)([ ,)]|$)/T \1\2/g; s/\([0-9.]+ games\/s\)/(T games\/s)/' "$1"
 }
