@@ -7,8 +7,7 @@
  *
  * Games reach this module as position specs ("startpos moves ...", "sfen ...
  * moves ...") with the book side's colour and result: match gives them so,
- * and a front end turns CSA files into them (ingest/replay.h), since bookgen
- * does not read game records itself.
+ * and play/games.h reads them from game files (through ingest/replay.h).
  */
 #ifndef BOOKGEN_CYCLE_H
 #define BOOKGEN_CYCLE_H

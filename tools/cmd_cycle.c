@@ -20,11 +20,11 @@
 
 #include "bookdb/bookdb.h"
 #include "play/cycle.h"
+#include "play/games.h"
 #include "bookgen/selector.h"
 #include "minimax/bookmm.h"
 #include "shogi/position.h"
 #include "tools/cli_engines.h"
-#include "tools/cli_games.h"
 #include "tools/cli_plan.h"
 #include "tools/commands.h"
 
@@ -39,7 +39,7 @@ static int games_cmd(int argc, char **argv, bool prune)
 	uint64_t plies = 8, min_games = 2;
 	CyclePruneOptions po = {.max_winrate = 0.30};
 	BookDB *db = NULL;
-	CliGames g = {0};
+	CycleGameList g = {0};
 	char err[CYCLE_ERRLEN], berr[BOOKDB_ERRLEN];
 	const CliOpt common[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
@@ -74,7 +74,10 @@ static int games_cmd(int argc, char **argv, bool prune)
 	shogi_init();
 	ret = 1;
 	for (size_t i = 0; i < paths.n; i++)
-		if (cli_games_read(&g, paths.v[i], side, player, name) < 0) goto out;
+		if (cycle_game_list_read(&g, paths.v[i], side, player, err) < 0) {
+			joseki_error("%s: %s", name, err);
+			goto out;
+		}
 	/* A missing book is an error, not a new empty book. */
 	BookDBOptions existing = {.must_exist = true};
 	if (bookdb_open(&db, book, &existing, berr) < 0) {
@@ -104,7 +107,7 @@ static int games_cmd(int argc, char **argv, bool prune)
 	ret = 0;
 out:
 	bookdb_free(db);
-	cli_games_free(&g);
+	cycle_game_list_free(&g);
 	return ret;
 }
 
@@ -204,8 +207,10 @@ int cmd_cycle(int argc, char **argv)
 	char **openings = NULL;
 	int nopenings = 0, ret = 1, rc;
 	char err[CYCLE_ERRLEN > MATCH_ERRLEN ? CYCLE_ERRLEN : MATCH_ERRLEN];
-	if (openings_path && (nopenings = cli_openings_read(&openings, openings_path, "cycle")) < 0)
+	if (openings_path && (nopenings = match_openings_read(&openings, openings_path, err)) < 0) {
+		joseki_error("cycle: --openings: %s", err);
 		return 1;
+	}
 	/* Think's roots: --roots / --roots-from-games, else the openings. */
 	RootList roots = {0};
 	if (cp.roots_file || cp.from_games) {
@@ -213,13 +218,13 @@ int cmd_cycle(int argc, char **argv)
 		char berr[BOOKDB_ERRLEN];
 		if (bookdb_open(&db, book, NULL, berr) < 0) {
 			joseki_error("cycle: %s", berr);
-			cli_openings_free(openings, nopenings);
+			match_openings_free(openings, nopenings);
 			return 1;
 		}
 		rc = cli_plan_roots(&cp, &roots, db, quiet, "cycle");
 		bookdb_free(db);
 		if (rc < 0) {
-			cli_openings_free(openings, nopenings);
+			match_openings_free(openings, nopenings);
 			return 1;
 		}
 	}
@@ -295,7 +300,7 @@ done:
 		search_free(engines[i]);
 		search_free(opponents[i]);
 	}
-	cli_openings_free(openings, nopenings);
+	match_openings_free(openings, nopenings);
 	roots_free(&roots);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);

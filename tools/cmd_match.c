@@ -23,9 +23,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "play/games.h"
 #include "play/match.h"
 #include "tools/cli_engines.h"
-#include "tools/cli_games.h"
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
 
@@ -317,8 +317,11 @@ int cmd_match(int argc, char **argv)
 	char err[MATCH_ERRLEN];
 	char **openings = NULL;
 	if (openings_path) {
-		int n = cli_openings_read(&openings, openings_path, "match");
-		if (n < 0) return 1;
+		int n = match_openings_read(&openings, openings_path, err);
+		if (n < 0) {
+			joseki_error("match: --openings: %s", err);
+			return 1;
+		}
 		opt.openings = (const char *const *)openings;
 		opt.nopenings = n;
 	}
@@ -341,6 +344,6 @@ int cmd_match(int argc, char **argv)
 		ret = json ? print_json(&opt, &r) : (print_text(&opt, &r), 0);
 		match_result_free(&r);
 	}
-	cli_openings_free(openings, opt.nopenings);
+	match_openings_free(openings, opt.nopenings);
 	return ret;
 }

@@ -1,8 +1,7 @@
-/* tools/cli_games.c — game files as the cycle's games and match's openings
- * (see cli_games.h). */
-#include "tools/cli_games.h"
+/* play/games.c — game files as the cycle's games and match's openings
+ * (see games.h). */
+#include "play/games.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,9 +10,12 @@
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "shogi/notation.h"
-#include "tools/commands.h"
 
-void cli_games_free(CliGames *g)
+/* replay_file_games writes its message into the caller's buffer. */
+_Static_assert(CYCLE_ERRLEN >= REPLAY_ERRLEN, "cycle_game_list_read passes err to replay");
+_Static_assert(MATCH_ERRLEN >= REPLAY_ERRLEN, "match_openings_read passes err to replay");
+
+void cycle_game_list_free(CycleGameList *g)
 {
 	for (size_t i = 0; i < g->n; i++) free((char *)g->games[i].spec);
 	free(g->games);
@@ -21,7 +23,7 @@ void cli_games_free(CliGames *g)
 }
 
 typedef struct {
-	CliGames *g;
+	CycleGameList *g;
 	int book_side;
 	const char *player;
 } GamesCtx;
@@ -47,7 +49,7 @@ static int take_game(void *ctx, const char *input, const KifuRecord *rec, int rc
 	             : (res->winner == GAME_WINNER_BLACK) == (side == BLACK) ? 1
 	                                                                     : -1;
 	char *spec = position_spec_write(pos);
-	CliGames *g = c->g;
+	CycleGameList *g = c->g;
 	if (!spec || array_grow((void **)&g->games, &g->cap, g->n + 1, sizeof *g->games, 64)) {
 		free(spec);
 		return errmsg_set(err, REPLAY_ERRLEN, KIFU_ENOMEM, "out of memory");
@@ -56,19 +58,16 @@ static int take_game(void *ctx, const char *input, const KifuRecord *rec, int rc
 	return 0;
 }
 
-int cli_games_read(CliGames *g, const char *path, int book_side, const char *book_player,
-                   const char *cmd)
+int cycle_game_list_read(CycleGameList *g, const char *path, int book_side, const char *book_player,
+                         char *err)
 {
 	GamesCtx c = {g, book_side, book_player ? book_player : "+book"};
-	char err[REPLAY_ERRLEN];
-	if (replay_file_games(path, take_game, &c, NULL, err) != 0) {
-		joseki_error("%s: %s", cmd, err);
-		return -1;
-	}
-	return 0;
+	int rc = replay_file_games(path, take_game, &c, NULL, err);
+	if (rc == 0) return 0;
+	return rc == KIFU_ENOMEM ? CYCLE_ENOMEM : CYCLE_EINVAL;
 }
 
-void cli_openings_free(char **openings, int n)
+void match_openings_free(char **openings, int n)
 {
 	if (!openings) return;
 	for (int i = 0; i < n; i++) free(openings[i]);
@@ -96,24 +95,22 @@ static int take_opening(void *ctx, const char *input, const KifuRecord *rec, int
 	return 0;
 }
 
-int cli_openings_read(char ***out, const char *path, const char *cmd)
+int match_openings_read(char ***out, const char *path, char *err)
 {
 	*out = NULL;
 	Openings o = {0};
-	char err[REPLAY_ERRLEN];
 	int rc = replay_file_games(path, take_opening, &o, NULL, err);
-	if (rc == 0 && o.n == 0) {
-		snprintf(err, sizeof err, "%s: no position in the file", path);
-		rc = -1;
-	}
-	if (rc == 0 && o.n > 1000000) {
-		snprintf(err, sizeof err, "%s: more than a million openings", path);
-		rc = -1;
-	}
+	if (rc != 0)
+		rc = rc == KIFU_ENOMEM ? MATCH_ENOMEM : MATCH_EINVAL;
+	else if (o.n == 0)
+		rc = errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "%s: no position in the file",
+		                path);
+	else if (o.n > 1000000)
+		rc = errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "%s: more than a million openings",
+		                path);
 	if (rc != 0) {
-		joseki_error("%s: --openings: %s", cmd, err);
-		cli_openings_free(o.list, (int)o.n);
-		return -1;
+		match_openings_free(o.list, (int)o.n);
+		return rc;
 	}
 	*out = o.list;
 	return (int)o.n;
