@@ -7,7 +7,8 @@
 # --depth 1 --positions 300 with the built-in engine, which is deterministic).
 # Then each binary, on a copy of each of the two books (four runs), runs
 # minimax (incremental, then --full), export (YaneuraOu best moves and all
-# moves, Apery), query (text and --json) at five positions, stats --json,
+# moves, Apery), query (text and --json) at five positions, the selector's
+# next leaves (select: cover, pv, from the games' positions), stats --json,
 # check, and peta-shock on the all-moves export. Every output of the four runs
 # is compared with OLD's on OLD's book: files byte for byte, printed lines
 # with times, rates, memory figures, file sizes and paths blanked out. One line per
@@ -63,6 +64,9 @@ for bk in A B; do
 			"$j" query "$o/book" "$p" --json >"$o/query$i.json"
 			"$j" query "$o/book" "$p" >"$o/query$i.txt"
 		done
+		"$j" select "$o/book" --count 50 --json >"$o/select.json"
+		"$j" select "$o/book" --count 20 --select pv --json >"$o/select-pv.json"
+		"$j" select "$o/book" --count 20 --roots-from-games 5 --json >"$o/select-roots.json"
 		"$j" stats "$o/book" --json >"$o/stats.json"
 		"$j" check "$o/book" >"$o/check.txt"
 		"$j" peta-shock "$o/all.db" "$o/peta.db" --quiet >"$o/peta.txt"
