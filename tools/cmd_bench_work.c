@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cluster/worker_wire.h"
 #include "shogi/clock.h"
 #include "shogi/grow.h"
 #include "shogi/movegen.h"
@@ -39,6 +40,7 @@ typedef struct {
 	char *resp;
 	size_t rlen, rcap;
 	Position *pos;
+	SearchResult *res;
 } Client;
 
 static size_t collect(char *p, size_t sz, size_t n, void *ud)
@@ -75,38 +77,52 @@ static long post(Client *c, CURL *h, const char *path, const char *body)
 	return status;
 }
 
-/* The submit body for an acquire answer: one legal move per position. */
-static char *answer(Client *c, json_t *acq, char *lease, size_t leaselen)
+/* The submit body for an acquire answer (read as a worker reads it): one
+ * legal move per position, written as a worker writes it. NULL when the answer
+ * is not a lease (*n 0) or out of memory. */
+static char *answer(Client *c, char *lease, size_t leaselen, size_t *n)
 {
-	json_t *ps = json_object_get(acq, "positions"), *rs = json_array();
-	snprintf(lease, leaselen, "%s", json_string_value(json_object_get(acq, "lease")));
-	size_t i;
-	json_t *p;
-	json_array_foreach(ps, i, p)
-	{
-		const char *sfen = json_string_value(json_object_get(p, "sfen"));
-		const char *key = json_string_value(json_object_get(p, "key"));
+	WorkerLease l;
+	*n = 0;
+	if (worker_lease_parse(&l, c->resp, c->rlen, WORKER_LEASE_MAX, NULL) < 0) return NULL;
+	snprintf(lease, leaselen, "%s", l.id);
+	json_t *rs = json_array();
+	for (int i = 0; rs && i < l.n; i++) {
+		const char *key = l.pos[i].key;
 		Move mv[MOVEGEN_MAX];
-		int n = sfen && sfen_parse(c->pos, sfen, NULL, NULL) == 0
-		            ? movegen_legal(c->pos, mv)
-		            : 0;
-		if (n <= 0) {
-			json_array_append_new(
-			    rs, json_pack("{s:s, s:s}", "key", key, "failed", "no move"));
-			continue;
+		int nm = sfen_parse(c->pos, l.pos[i].sfen, NULL, NULL) == 0
+		             ? movegen_legal(c->pos, mv)
+		             : 0;
+		SearchResult *r = c->res;
+		if (nm > 0) {
+			Move m = mv[(size_t)key[0] % (size_t)nm];
+			memset(r, 0, sizeof *r);
+			r->nlines = 1;
+			r->bestmove = m;
+			r->lines[0] =
+			    (SearchLine){.move = m,
+			                 .multipv = 1,
+			                 .depth = 10,
+			                 .nodes = 1000,
+			                 .pv_len = 1,
+			                 .value = (int)(strtoul(key + 24, NULL, 16) % 400) - 200};
+			r->lines[0].pv[0] = m;
+			usi_move_write(m, r->lines[0].usi);
 		}
-		char usi[USI_MOVE_MAX];
-		usi_move_write(mv[(size_t)key[0] % (size_t)n], usi);
-		int cp = (int)(strtoul(key + 24, NULL, 16) % 400) - 200;
-		json_array_append_new(rs, json_pack("{s:s, s:[{s:s, s:{s:i}, s:i, s:i}]}", "key",
-		                                    key, "moves", "move", usi, "score", "cp", cp,
-		                                    "depth", 10, "nodes", 1000));
+		json_t *e = worker_result_json(key, nm > 0 ? r : NULL, "no move");
+		if (!e || json_array_append_new(rs, e) < 0) {
+			json_decref(rs);
+			rs = NULL;
+		}
 	}
+	*n = (size_t)l.n;
+	worker_lease_free(&l);
+	if (!rs) return NULL;
 	char name[32];
 	snprintf(name, sizeof name, "bench-%d", c->id);
 	json_t *body = json_pack("{s:s, s:s, s:i, s:o}", "worker", name, "engine", "instant", "nps",
 	                         1000000, "results", rs);
-	char *s = json_dumps(body, JSON_COMPACT);
+	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	return s;
 }
@@ -131,19 +147,17 @@ static void *client(void *arg)
 			usleep(10000);
 			continue;
 		}
-		json_t *j = st == 200 ? json_loads(c->resp, 0, NULL) : NULL;
-		if (!j) {
+		char lease[WORKER_LEASE_ID_MAX], path[WORKER_LEASE_ID_MAX + 32];
+		size_t n = 0;
+		char *body = st == 200 ? answer(c, lease, sizeof lease, &n) : NULL;
+		if (!body) {
 			c->errors++;
 			usleep(10000);
 			continue;
 		}
-		char lease[32], path[64];
-		char *body = answer(c, j, lease, sizeof lease);
-		size_t n = json_array_size(json_object_get(j, "positions"));
-		json_decref(j);
 		snprintf(path, sizeof path, "/v1/work/submit/%s", lease);
 		t0 = clock_ms_f();
-		st = body ? post(c, h, path, body) : -1;
+		st = post(c, h, path, body);
 		dt = clock_ms_f() - t0;
 		if (dt > c->submit_max) c->submit_max = dt;
 		if (t0 >= c->warm_ms && dt > c->submit_max_warm) c->submit_max_warm = dt;
@@ -203,7 +217,8 @@ int cmd_bench_work(int argc, char **argv)
 		                 /* The first selections of a fresh coordinator fault its
 		                  * book in: the warm maxima leave out the first 15 s. */
 		                 .warm_ms = start + (seconds > 30 ? 15000.0 : seconds * 500.0),
-		                 .pos = malloc(sizeof(Position))};
+		                 .pos = malloc(sizeof(Position)),
+		                 .res = malloc(sizeof(SearchResult))};
 		pthread_create(&th[i], NULL, client, &cs[i]);
 	}
 	uint64_t results = 0, requests = 0, empty = 0, errors = 0;
@@ -241,6 +256,7 @@ int cmd_bench_work(int argc, char **argv)
 		free(cs[i].lat);
 		free(cs[i].resp);
 		free(cs[i].pos);
+		free(cs[i].res);
 	}
 	free(lat);
 	free(cs);
