@@ -15,6 +15,7 @@
 #include "bookgen/think.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
+#include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -47,14 +48,6 @@ typedef struct {
 	Move eng_path[POS_MAX_STATES];
 } Worker;
 
-/* The opponent's replies met so far, by the walk that led to them (open
- * addressing on a hash of the line and its moves; 0 is an empty slot). */
-typedef struct {
-	uint64_t *keys;
-	Move *moves;
-	size_t cap, n;
-} Replies;
-
 struct Probe {
 	const ProbeOptions *opt;
 	BookDB *db;
@@ -66,8 +59,8 @@ struct Probe {
 	int nlines;
 	Worker *workers;
 	ProbeStats *st;
-	Replies replies; /* p->mu */
-	int burst;       /* new positions a walk thinks before it yields */
+	KeyMap replies; /* p->mu: the opponent's replies met so far, by walk_key */
+	int burst;      /* new positions a walk thinks before it yields */
 	char *err;
 	int ret;
 	double start;
@@ -180,8 +173,9 @@ static int think_here(Probe *p, Worker *w)
 	return store(p, w, &o->budget);
 }
 
-/* A walk's hash: its line and its first n moves (never 0). */
-static uint64_t walk_hash(int line, const Move *path, int n)
+/* A walk's key: a hash of its line and its first n moves (keymap sets key on
+ * hi alone). */
+static Key walk_key(int line, const Move *path, int n)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ULL * (uint64_t)(line + 1);
 	for (int i = 0; i < n; i++) {
@@ -189,57 +183,21 @@ static uint64_t walk_hash(int line, const Move *path, int n)
 		h *= 0xbf58476d1ce4e5b9ULL;
 		h ^= h >> 31;
 	}
-	return h ? h : 1;
+	return (Key){.hi = h};
 }
 
-/* The reply stored for hash h (p->mu held): 1 with *m, or 0. */
-static int replies_get(const Replies *r, uint64_t h, Move *m)
+/* The reply kept for walk k (p->mu held): 1 with *m, or 0. */
+static int replies_get(const KeyMap *r, Key k, Move *m)
 {
-	if (!r->cap) return 0;
-	for (size_t i = h & (r->cap - 1);; i = (i + 1) & (r->cap - 1)) {
-		if (r->keys[i] == h) {
-			*m = r->moves[i];
-			return 1;
-		}
-		if (!r->keys[i]) return 0;
-	}
-}
-
-/* Keeps reply m for hash h (p->mu held); out of memory only forgets it. */
-static void replies_put(Replies *r, uint64_t h, Move m)
-{
-	if ((r->n + 1) * 2 > r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 1024;
-		uint64_t *keys = calloc(cap, sizeof *keys);
-		Move *moves = malloc(cap * sizeof *moves);
-		if (!keys || !moves) {
-			free(keys);
-			free(moves);
-			return;
-		}
-		for (size_t i = 0; i < r->cap; i++) {
-			if (!r->keys[i]) continue;
-			size_t j = r->keys[i] & (cap - 1);
-			while (keys[j]) j = (j + 1) & (cap - 1);
-			keys[j] = r->keys[i];
-			moves[j] = r->moves[i];
-		}
-		free(r->keys);
-		free(r->moves);
-		r->keys = keys;
-		r->moves = moves;
-		r->cap = cap;
-	}
-	size_t i = h & (r->cap - 1);
-	while (r->keys[i] && r->keys[i] != h) i = (i + 1) & (r->cap - 1);
-	if (!r->keys[i]) r->n++;
-	r->keys[i] = h;
-	r->moves[i] = m;
+	const uint32_t *v = keymap_value(r, k);
+	if (!v || *v == KEYMAP_NONE) return 0;
+	*m = (Move)*v;
+	return 1;
 }
 
 /* One search of the opponent at pos (w->res); 1 with *m, 0 when it has no
  * move (resigns, declares, fails). Its reply is kept for hash h. */
-static int opponent_search(Probe *p, Worker *w, const Position *pos, uint64_t h, Move *m)
+static int opponent_search(Probe *p, Worker *w, const Position *pos, Key h, Move *m)
 {
 	const ProbeOptions *o = p->opt;
 	int rc = search_analyse(o->opponents[w->index], w->res, pos, &o->opp_budget, 1);
@@ -250,7 +208,9 @@ static int opponent_search(Probe *p, Worker *w, const Position *pos, uint64_t h,
 	if (rc < 0) p->st->failed++;
 	Move was;
 	if (replies_get(&p->replies, h, &was) && was != *m) p->st->opp_differ++;
-	if (rc >= 0) replies_put(&p->replies, h, *m);
+	uint32_t *v;
+	if (rc >= 0 && keymap_add(&p->replies, h, &v) >= 0)
+		*v = *m; /* out of memory only forgets it */
 	pthread_mutex_unlock(&p->mu);
 	return got;
 }
@@ -271,7 +231,7 @@ static int opponent_move(Probe *p, Worker *w, int li, int plies, bool need_searc
 {
 	const ProbeOptions *o = p->opt;
 	const Line *l = &p->lines[li];
-	uint64_t h = walk_hash(li, w->path, plies);
+	Key h = walk_key(li, w->path, plies);
 	*searched = false;
 	if (!need_search) {
 		pthread_mutex_lock(&p->mu);
@@ -295,7 +255,7 @@ static int opponent_move(Probe *p, Worker *w, int li, int plies, bool need_searc
 				/* Only the engine's state is wanted: the walk goes on with
 				 * its own move, and a failure is counted (st->failed). */
 				Move r;
-				(void)opponent_search(p, w, w->scratch, walk_hash(li, w->path, k),
+				(void)opponent_search(p, w, w->scratch, walk_key(li, w->path, k),
 				                      &r);
 				pthread_mutex_lock(&p->mu);
 				p->st->opp_replayed++;
@@ -307,8 +267,8 @@ static int opponent_move(Probe *p, Worker *w, int li, int plies, bool need_searc
 	memcpy(w->eng_path, w->path, (size_t)plies * sizeof *w->path);
 	int got = opponent_search(p, w, w->pos, h, m);
 	w->eng_path[plies] = *m;
-	w->eng_plies = got ? plies + 1 : -1; /* no move: the next search starts a new game */
-	if (!got) w->eng_line = -1;
+	w->eng_plies = plies + 1;
+	if (!got) w->eng_line = -1; /* no move: the next search starts a new game */
 	*searched = true;
 	return got;
 }
@@ -558,6 +518,7 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_mutex_init(&p.book_mu, NULL);
 	pthread_cond_init(&p.cv, NULL);
+	keymap_init_set(&p.replies, true);
 	int ret = make_lines(&p);
 	out->lines = (uint64_t)p.nlines;
 	/* A position budget too small for a burst a line would starve the lines
@@ -618,8 +579,7 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 	}
 	free(p.workers);
 	free(p.lines);
-	free(p.replies.keys);
-	free(p.replies.moves);
+	keymap_free(&p.replies);
 	pthread_mutex_destroy(&p.mu);
 	pthread_mutex_destroy(&p.book_mu);
 	pthread_cond_destroy(&p.cv);
