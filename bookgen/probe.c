@@ -46,6 +46,7 @@ typedef struct {
 	 * each in order (eng_line -1: none yet). */
 	int eng_line, eng_plies;
 	Move eng_path[POS_MAX_STATES];
+	SearchMeter meter[2]; /* p->mu: the analysing engine's time, the opponent's */
 } Worker;
 
 struct Probe {
@@ -67,10 +68,30 @@ struct Probe {
 	bool stopping;
 };
 
+/* Both engines' time so far, ms (p->mu held). */
+static double engine_ms(const Probe *p)
+{
+	double ms = 0;
+	for (int i = 0; p->workers && i < p->opt->nworkers; i++)
+		ms += p->workers[i].meter[0].used_ms + p->workers[i].meter[1].used_ms;
+	return ms;
+}
+
+/* Notes the time of a search of engine e (0 the analysing one, 1 the
+ * opponent) that took wall_ms. */
+static void meter_note(Probe *p, Worker *w, int e, double wall_ms)
+{
+	SearchEngine *eng = e ? p->opt->opponents[w->index] : p->opt->engines[w->index];
+	pthread_mutex_lock(&p->mu);
+	search_meter_note(&w->meter[e], eng, wall_ms);
+	pthread_mutex_unlock(&p->mu);
+}
+
 static bool should_stop(Probe *p)
 {
 	const ProbeOptions *o = p->opt;
 	if (p->stopping || p->ret < 0 || (o->stop && *o->stop)) return true;
+	if (o->max_engine_seconds > 0 && engine_ms(p) >= o->max_engine_seconds * 1e3) return true;
 	if (o->max_seconds > 0 && clock_ms_f() - p->start >= o->max_seconds * 1e3) return true;
 	return o->max_positions && p->st->thought >= o->max_positions;
 }
@@ -163,7 +184,9 @@ static int store(Probe *p, Worker *w, const SearchBudget *budget)
 static int think_here(Probe *p, Worker *w)
 {
 	const ProbeOptions *o = p->opt;
+	double t0 = clock_ms_f();
 	int rc = search_analyse(o->engines[w->index], w->res, w->pos, &o->budget, o->multipv);
+	meter_note(p, w, 0, clock_ms_f() - t0);
 	if (rc < 0 || w->res->nlines == 0) {
 		pthread_mutex_lock(&p->mu);
 		p->st->failed++;
@@ -200,7 +223,9 @@ static int replies_get(const KeyMap *r, Key k, Move *m)
 static int opponent_search(Probe *p, Worker *w, const Position *pos, Key h, Move *m)
 {
 	const ProbeOptions *o = p->opt;
+	double t0 = clock_ms_f();
 	int rc = search_analyse(o->opponents[w->index], w->res, pos, &o->opp_budget, 1);
+	meter_note(p, w, 1, clock_ms_f() - t0);
 	int got = rc >= 0 && !w->res->resign && !w->res->win && pos_is_legal(pos, w->res->bestmove);
 	*m = got ? w->res->bestmove : MOVE_NONE;
 	pthread_mutex_lock(&p->mu);
@@ -538,6 +563,10 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 		w->p = &p;
 		w->index = i;
 		w->eng_line = -1;
+		pthread_mutex_lock(&p.mu); /* running workers sum the meters */
+		search_meter_start(&w->meter[0], opt->engines[i]);
+		search_meter_start(&w->meter[1], opt->opponents[i]);
+		pthread_mutex_unlock(&p.mu);
 		w->pos = malloc(sizeof *w->pos);
 		w->scratch = malloc(sizeof *w->scratch);
 		w->res = malloc(sizeof *w->res);
@@ -567,6 +596,7 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 		if (!opt->progress) pthread_join(w->thread, NULL);
 	}
 	if (!ret) ret = p.ret;
+	out->engine_seconds = engine_ms(&p) / 1e3;
 	if (p.w && bookdb_writer_flush(p.w) < 0 && !ret)
 		ret =
 		    errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "probe: %s", "final commit failed");

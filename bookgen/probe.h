@@ -57,8 +57,9 @@ typedef struct {
 	int max_plies;      /* plies of a walk from its root; 0: 32 */
 	int burst;          /* new positions a walk thinks before it yields; 0: 8 */
 	int max_moves;      /* a walk ends at this game length, as match's --max-moves; 0: 320 */
-	uint64_t max_positions;            /* 0: no limit */
-	double max_seconds;                /* 0: no limit */
+	uint64_t max_positions;    /* 0: no limit */
+	double max_seconds;        /* 0: no limit */
+	double max_engine_seconds; /* both engines' time in all (SearchMeter); 0: no limit */
 	const volatile sig_atomic_t *stop; /* may be NULL */
 	BookMinimaxHook minimax;           /* required: the book's choices follow its values */
 	FILE *progress;                    /* a status line about once a second; NULL: none */
@@ -77,6 +78,7 @@ typedef struct {
 	uint64_t lines, done;  /* lines, and lines walked to the end */
 	int deepest;           /* the longest walk, plies from its root */
 	double seconds;
+	double engine_seconds; /* both engines' time (SearchMeter) */
 } ProbeStats;
 
 /*

@@ -37,6 +37,7 @@ typedef struct {
 	int rc;
 	char errmsg[SEARCH_ERRLEN];
 	double busy_ms;
+	SearchMeter meter; /* t->mu */
 } Slot;
 
 /* One run: the options, the workers, and the loop's state (calling thread). */
@@ -96,6 +97,7 @@ static void *worker(void *arg)
 			           search_last_error(s->engine));
 		double dt = clock_ms_f() - t0;
 		pthread_mutex_lock(&t->mu);
+		search_meter_note(&s->meter, s->engine, dt);
 		s->rc = rc;
 		s->busy_ms += dt;
 		s->state = SLOT_DONE;
@@ -168,6 +170,7 @@ static int setup(Think *t, BookDB *db)
 	for (int i = 0; i < n; i++) {
 		t->slots[i].t = t;
 		t->slots[i].engine = opt->engines[i];
+		search_meter_start(&t->slots[i].meter, opt->engines[i]);
 		if (pthread_create(&t->slots[i].thread, NULL, worker, &t->slots[i]) != 0)
 			return THINK_ENOMEM;
 		t->slots[i].started = true;
@@ -328,6 +331,14 @@ static void progress(Think *t, double now)
 	fputc('\n', opt->progress);
 }
 
+/* The engines' time so far, ms (t->mu held). */
+static double engine_ms(const Think *t)
+{
+	double ms = 0;
+	for (int i = 0; i < t->n; i++) ms += t->slots[i].meter.used_ms;
+	return ms;
+}
+
 /* The loop: hand out, wait, collect, commit about once a second. */
 static void run_loop(Think *t)
 {
@@ -338,6 +349,8 @@ static void run_loop(Think *t)
 		bool stopping = (opt->stop && *opt->stop) ||
 		                (opt->max_seconds > 0 && now - t->start >= opt->max_seconds * 1e3);
 		pthread_mutex_lock(&t->mu);
+		if (opt->max_engine_seconds > 0 && engine_ms(t) >= opt->max_engine_seconds * 1e3)
+			stopping = true;
 		hand_out(t, &stopping);
 		if (t->inflight == 0 &&
 		    (stopping || t->exhausted ||
@@ -381,6 +394,9 @@ static void finish(Think *t)
 	double el = clock_ms_f() - t->start, busy = 0;
 	for (int i = 0; i < t->n; i++) busy += t->slots[i].busy_ms;
 	out->seconds = el / 1e3;
+	pthread_mutex_lock(&t->mu);
+	out->engine_seconds = engine_ms(t) / 1e3;
+	pthread_mutex_unlock(&t->mu);
 	out->busy_pct = el > 0 ? 100.0 * busy / (t->n * el) : 0;
 	bool has;
 	if (sel_root_value(&out->root_value, &has, t->sel, 0) == 0) out->root_known = has;

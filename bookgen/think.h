@@ -44,6 +44,7 @@ typedef struct {
 	int multipv;
 	uint64_t max_positions;            /* 0: no limit */
 	double max_seconds;                /* 0: no limit */
+	double max_engine_seconds;         /* the engines' time in all (SearchMeter); 0: no limit */
 	const volatile sig_atomic_t *stop; /* may be NULL */
 	size_t commit_every;               /* results per committed batch; 0: 64 */
 	int kif_bonus;                     /* selector's bonus for moves played in games */
@@ -61,13 +62,14 @@ typedef struct {
 } ThinkOptions;
 
 typedef struct {
-	uint64_t thought; /* positions analysed and stored by this run */
-	uint64_t failed;  /* analyses that failed (not stored) */
-	uint64_t commits; /* batches committed */
-	double seconds;   /* wall time */
-	double busy_pct;  /* share of the cores' time spent analysing */
-	bool exhausted;   /* stopped because nothing was left to select */
-	int root_value;   /* value of the first root at the end (its side's view) */
+	uint64_t thought;      /* positions analysed and stored by this run */
+	uint64_t failed;       /* analyses that failed (not stored) */
+	uint64_t commits;      /* batches committed */
+	double seconds;        /* wall time */
+	double engine_seconds; /* the engines' time (SearchMeter) */
+	double busy_pct;       /* share of the cores' time spent analysing */
+	bool exhausted;        /* stopped because nothing was left to select */
+	int root_value;        /* value of the first root at the end (its side's view) */
 	bool root_known;
 } ThinkStats;
 

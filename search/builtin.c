@@ -8,12 +8,14 @@
 
 #include "search/engine.h"
 #include "search/usi_server.h"
+#include "shogi/clock.h"
 #include "shogi/movegen.h"
 
 typedef struct {
 	SearchEngine base; /* first: a SearchEngine * is a Builtin * */
 	Engine *engine;
 	const volatile sig_atomic_t *cancel;
+	double cpu_ms; /* its searches' CPU time (each on the caller's thread) */
 	char err[SEARCH_ERRLEN];
 } Builtin;
 
@@ -85,8 +87,10 @@ static int builtin_analyse(SearchEngine *se, SearchResult *out, const Position *
 		return SEARCH_OK;
 	}
 	EngineResult r;
-	if (engine_search(b->engine, &r, pos, &lim, NULL, NULL) < 0)
-		return fail(b, SEARCH_EINVAL, "builtin: bad search limits");
+	double c0 = clock_thread_cpu_ms();
+	int src = engine_search(b->engine, &r, pos, &lim, NULL, NULL);
+	b->cpu_ms += clock_thread_cpu_ms() - c0;
+	if (src < 0) return fail(b, SEARCH_EINVAL, "builtin: bad search limits");
 	if (b->cancel && *b->cancel) return fail(b, SEARCH_ECANCELED, "builtin: cancelled");
 	out->nodes = r.nodes;
 	out->time_ms = (int)r.time_ms;
@@ -125,12 +129,18 @@ static const char *builtin_last_error(const SearchEngine *se)
 	return ((const Builtin *)se)->err;
 }
 
+static int64_t builtin_cpu_ms(const SearchEngine *se)
+{
+	return (int64_t)((const Builtin *)se)->cpu_ms;
+}
+
 static const SearchEngineOps BUILTIN_OPS = {
     .analyse = builtin_analyse,
     .new_game = builtin_new_game,
     .free = builtin_free,
     .name = builtin_name,
     .last_error = builtin_last_error,
+    .cpu_ms = builtin_cpu_ms,
 };
 
 int builtin_engine_new(SearchEngine **out, size_t hash_mb, const volatile sig_atomic_t *cancel)

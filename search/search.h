@@ -144,6 +144,8 @@ typedef struct {
 	const char *(*name)(const SearchEngine *e);
 	/* Message of the last failure ("" if none). */
 	const char *(*last_error)(const SearchEngine *e);
+	/* See search_cpu_ms; NULL when the engine cannot tell. */
+	int64_t (*cpu_ms)(const SearchEngine *e);
 } SearchEngineOps;
 
 /* Embedded as the first member of each implementation's struct. */
@@ -207,6 +209,42 @@ static inline const char *search_name(const SearchEngine *e)
 static inline const char *search_last_error(const SearchEngine *e)
 {
 	return e->ops->last_error(e);
+}
+
+/*
+ * The CPU time (user + system, milliseconds) the engine has used since it was
+ * made, whatever it was doing (searches, new games, start-up): an external
+ * engine's processes (those that ended too, and the children they reaped), the
+ * built-in engine's searches. -1 when the engine cannot tell. What `think
+ * --engine-seconds` counts: a budget in engine time that a busy machine does
+ * not shrink, as a wall-clock one is.
+ */
+static inline int64_t search_cpu_ms(const SearchEngine *e)
+{
+	return e->ops->cpu_ms ? e->ops->cpu_ms(e) : -1;
+}
+
+/* The engine time a run's searches used: CPU time where the engine tells it
+ * (search_cpu_ms), else the searches' wall time. Noted by the thread that
+ * uses the engine, after each search. */
+typedef struct {
+	int64_t last; /* search_cpu_ms at the last note (-1: not known) */
+	double used_ms;
+} SearchMeter;
+
+static inline void search_meter_start(SearchMeter *m, const SearchEngine *e)
+{
+	m->last = search_cpu_ms(e);
+	m->used_ms = 0;
+}
+
+/* After a search that took wall_ms (what is counted when the CPU time is not
+ * known). */
+static inline void search_meter_note(SearchMeter *m, const SearchEngine *e, double wall_ms)
+{
+	int64_t c = search_cpu_ms(e);
+	m->used_ms += c >= 0 && m->last >= 0 ? (double)(c - m->last) : wall_ms;
+	m->last = c;
 }
 
 /* Frees the engine; accepts NULL. */

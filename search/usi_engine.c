@@ -50,6 +50,7 @@ static int crashed(UsiEngine *e, const char *when)
 	if (e->pid > 0 && usi_reap_within(e->pid, 50, &status)) {
 		usi_describe_status(status, how, sizeof how);
 		kill(-e->pid, SIGKILL);
+		usi_cpu_note(e, true); /* the last reading: the process is reaped */
 		e->pid = -1;
 	}
 	e->stats.crashes++;
@@ -428,6 +429,7 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 		                e->path);
 	}
 	out->time_ms = (int)(clock_ms() - t0);
+	usi_cpu_note(e, false);
 	return 0;
 }
 
@@ -561,12 +563,20 @@ static const char *ops_last_error(const SearchEngine *se)
 	return usi_engine_last_error((const UsiEngine *)se);
 }
 
+static int64_t ops_cpu_ms(const SearchEngine *se)
+{
+	const UsiEngine *e = (const UsiEngine *)se;
+	int64_t c = e->pid > 0 ? usi_proc_cpu_ms(e->pid) : -1;
+	return e->cpu_ended_ms + (c >= 0 ? c : e->cpu_seen_ms);
+}
+
 static const SearchEngineOps usi_engine_ops = {
     .analyse = ops_analyse,
     .new_game = ops_new_game,
     .free = ops_free,
     .name = ops_name,
     .last_error = ops_last_error,
+    .cpu_ms = ops_cpu_ms,
 };
 
 SearchEngine *usi_engine_search(UsiEngine *e)

@@ -34,8 +34,11 @@ struct UsiEngine {
 	int log_fd;    /* driver messages; -1 when not logging */
 	int stderr_fd; /* what the engine's stderr goes to */
 	pid_t pid;     /* -1 when no process */
-	int to_fd;     /* engine stdin */
-	int from_fd;   /* engine stdout */
+	/* CPU time: of the processes that ended, and the last reading of the
+	 * running one (usi_cpu_note). */
+	int64_t cpu_ended_ms, cpu_seen_ms;
+	int to_fd;   /* engine stdin */
+	int from_fd; /* engine stdout */
 	int cur_multipv;
 	bool new_game_pending;
 	/* The engine's go takes only the USI time controls (btime wtime
@@ -70,6 +73,13 @@ int usi_fail(UsiEngine *e, int rc, const char *fmt, ...) __attribute__((format(p
 void usi_describe_status(int status, char *out, size_t len);
 /* Reaps pid within ms milliseconds; true with *status when it ended. */
 bool usi_reap_within(pid_t pid, int ms, int *status);
+/* The CPU time (ms) process pid and the children it reaped have used, from
+ * /proc; -1 when it cannot be read (the process is gone). */
+int64_t usi_proc_cpu_ms(pid_t pid);
+/* Reads the running process's CPU time into e->cpu_seen_ms (the last reading
+ * stays when it cannot be read); ended: the process is ending, and what it
+ * used moves to e->cpu_ended_ms. */
+void usi_cpu_note(UsiEngine *e, bool ended);
 /* Ends the process group (quit and a grace period first when polite). */
 void usi_kill_engine(UsiEngine *e, bool polite);
 /* Starts the engine process with its pipes; SEARCH_ESPAWN/EIO on failure. */

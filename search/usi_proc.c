@@ -102,6 +102,39 @@ bool usi_reap_within(pid_t pid, int ms, int *status)
 	}
 }
 
+int64_t usi_proc_cpu_ms(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0) return -1;
+	buf[n] = 0;
+	/* pid (comm) state ppid ...: the name may hold spaces and parentheses,
+	 * so the fields are counted from its last ')'; utime, stime, cutime and
+	 * cstime are fields 14-17 (proc(5)), in clock ticks. */
+	const char *p = strrchr(buf, ')');
+	long long f[4];
+	long hz = sysconf(_SC_CLK_TCK);
+	if (!p || hz <= 0 ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld %lld %lld", &f[0],
+	           &f[1], &f[2], &f[3]) != 4)
+		return -1;
+	return (f[0] + f[1] + f[2] + f[3]) * 1000 / hz;
+}
+
+void usi_cpu_note(UsiEngine *e, bool ended)
+{
+	int64_t c = e->pid > 0 ? usi_proc_cpu_ms(e->pid) : -1;
+	if (c >= 0) e->cpu_seen_ms = c;
+	if (ended) {
+		e->cpu_ended_ms += e->cpu_seen_ms;
+		e->cpu_seen_ms = 0;
+	}
+}
+
 /*
  * Ends the engine process and its process group. With polite, the engine
  * gets "quit" and stop_grace_ms first. Always leaves no process and no fds.
@@ -113,6 +146,7 @@ void usi_kill_engine(UsiEngine *e, bool polite)
 	bool reaped = false;
 
 	if (e->pid <= 0) goto out;
+	usi_cpu_note(e, true);
 	if (polite && e->to_fd >= 0 && usi_write_all(e, "quit\n", 5) == 0)
 		reaped = usi_reap_within(e->pid, e->cfg.stop_grace_ms, &status);
 	else

@@ -18,7 +18,7 @@
  * line starts "probe". Ctrl-C / SIGTERM stop cleanly: the
  * engines are told to stop, finished answers are committed, exit 0. Ends with
  * one stdout line: "think thought N failed F time_s T per_s R busy_pct B
- * root_value V commits C exhausted 0|1".
+ * root_value V commits C exhausted 0|1 engine_s E" (E: the engines' CPU seconds).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -91,6 +91,7 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	    .burst = (int)oa->burst,
 	    .max_positions = t->max_positions,
 	    .max_seconds = t->max_seconds,
+	    .max_engine_seconds = t->max_engine_seconds,
 	    .stop = &think_stop_flag,
 	    .minimax = bookmm_hook(NULL),
 	    .progress = t->progress,
@@ -99,14 +100,15 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	int rc = probe_run(&st, db, &po, err);
 	printf("probe thought %llu failed %llu walks %llu restarts %llu opponent_moves %llu "
 	       "opponent_cached %llu opponent_replayed %llu opponent_differ %llu lines "
-	       "%llu done %llu deepest %d book_plies_per_walk %.1f time_s %.1f per_s %.2f\n",
+	       "%llu done %llu deepest %d book_plies_per_walk %.1f time_s %.1f per_s %.2f engine_s "
+	       "%.1f\n",
 	       (unsigned long long)st.thought, (unsigned long long)st.failed,
 	       (unsigned long long)st.walks, (unsigned long long)st.restarts,
 	       (unsigned long long)st.opp_moves, (unsigned long long)st.opp_cached,
 	       (unsigned long long)st.opp_replayed, (unsigned long long)st.opp_differ,
 	       (unsigned long long)st.lines, (unsigned long long)st.done, st.deepest,
 	       st.walks ? (double)st.book_plies / (double)st.walks : 0.0, st.seconds,
-	       st.seconds > 0 ? (double)st.thought / st.seconds : 0.0);
+	       st.seconds > 0 ? (double)st.thought / st.seconds : 0.0, st.engine_seconds);
 	if (rc < 0) {
 		joseki_error("%s", err[0] ? err : think_strerror(rc));
 		goto done;
@@ -121,7 +123,7 @@ done:
 int cmd_think(int argc, char **argv)
 {
 	const char *book = NULL, *kifu = NULL;
-	uint64_t max_ply = 128, positions = 0, seconds = 0;
+	uint64_t max_ply = 128, positions = 0, seconds = 0, engine_seconds = 0;
 	bool quiet = false, extend = false, fresh = false;
 	int kif_bonus = SEL_KIF_BONUS_DEFAULT;
 	CliEngines ce;
@@ -149,6 +151,8 @@ int cmd_think(int argc, char **argv)
 	    CLI_GROUP(cb.table),
 	    CLI_NUM("--positions", &positions, 1, CLI_NOMAX, "N", "stop after N positions"),
 	    CLI_NUM("--time", &seconds, 1, CLI_NOMAX, "S", "stop after S seconds"),
+	    CLI_NUM("--engine-seconds", &engine_seconds, 1, CLI_NOMAX, "S",
+	            "stop when the engines have used S seconds of CPU in all"),
 	    CLI_NUM("--kif-bonus", &kif_bonus, -VALUE_MATE, VALUE_MATE, "CP",
 	            "the selector's bonus for moves played in games (default 100)"),
 	    CLI_QUIET(&quiet),
@@ -219,6 +223,7 @@ int cmd_think(int argc, char **argv)
 	    .multipv = cb.multipv,
 	    .max_positions = positions,
 	    .max_seconds = (double)seconds,
+	    .max_engine_seconds = (double)engine_seconds,
 	    .stop = &think_stop_flag,
 	    .kif_bonus = kif_bonus,
 	    .roots = (const char *const *)roots.specs,
@@ -236,10 +241,11 @@ int cmd_think(int argc, char **argv)
 	ThinkStats st;
 	int rc = think_run(&st, db, &opt, err);
 	printf("think thought %llu failed %llu time_s %.1f per_s %.2f busy_pct %.0f root_value %d "
-	       "commits %llu exhausted %d\n",
+	       "commits %llu exhausted %d engine_s %.1f\n",
 	       (unsigned long long)st.thought, (unsigned long long)st.failed, st.seconds,
 	       st.seconds > 0 ? st.thought / st.seconds : 0.0, st.busy_pct,
-	       st.root_known ? st.root_value : 0, (unsigned long long)st.commits, st.exhausted);
+	       st.root_known ? st.root_value : 0, (unsigned long long)st.commits, st.exhausted,
+	       st.engine_seconds);
 	if (rc < 0) {
 		joseki_error("%s: %s", book, err[0] ? err : think_strerror(rc));
 		goto done;

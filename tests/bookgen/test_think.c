@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,8 +99,8 @@ static const char *fake_error(const SearchEngine *e)
 	(void)e;
 	return "fake crash";
 }
-static const SearchEngineOps FAKE_OPS = {fake_analyse, fake_new_game, fake_free, fake_name,
-                                         fake_error};
+static const SearchEngineOps FAKE_OPS = {fake_analyse, fake_new_game, fake_free,
+                                         fake_name,    fake_error,    NULL};
 
 static SearchEngine *fake_new(FakeLog *log, FakeMode mode)
 {
@@ -768,7 +769,7 @@ static void stateful_new_game(SearchEngine *e)
 }
 
 static const SearchEngineOps STATEFUL_OPS = {stateful_analyse, stateful_new_game, fake_free,
-                                             fake_name, fake_error};
+                                             fake_name,        fake_error,        NULL};
 
 static SearchEngine *stateful_new(void)
 {
@@ -916,6 +917,53 @@ static void test_bookgen__think_probes_the_lines_an_opponent_plays(void **state)
 	free(dir);
 }
 
+/* The engines' CPU seconds of a summary line ("engine_s E"). */
+static double engine_s(const char *out)
+{
+	const char *p = strstr(out, " engine_s ");
+	assert_non_null(p);
+	return strtod(p + 10, NULL);
+}
+
+/* The CPU seconds this process's waited-for children have used. */
+static double children_cpu_s(void)
+{
+	struct rusage ru;
+	assert_int_equal(getrusage(RUSAGE_CHILDREN, &ru), 0);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* --engine-seconds: the run stops once its engines have used that much CPU
+ * (think, and the probe's two engines a worker), and says what they used: CPU
+ * time, not wall time (no more than the command's own CPU, which holds the
+ * built-in engines' threads). */
+static void test_bookgen__think_stops_on_engine_time(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	static const char *const runs[] = {
+	    "%s think %s/b --new --engines 2 --nodes 3000 --engine-seconds 1 --quiet",
+	    "%s think %s/b --engines 1 --nodes 10000 --opponent builtin --probe-plies 200 "
+	    "--engine-seconds 1 --quiet",
+	};
+	for (size_t i = 0; i < 2; i++) {
+		double cpu0 = children_cpu_s();
+		assert_int_equal(ts_runf(&out, &err, runs[i], ts_joseki(), dir), 0);
+		double cpu = children_cpu_s() - cpu0, used = engine_s(out);
+		if (used < 1.0 || used > cpu + 0.05 || used > 3.0)
+			fail_msg("run %zu: engine_s %.2f for a budget of 1 s (the command's CPU "
+			         "%.2f s): %s",
+			         i, used, cpu, out);
+		assert_true(field(out, " thought ") > 0);
+		if (i == 0) assert_null(strstr(out, "exhausted 1"));
+		free(out);
+		free(err);
+	}
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -930,6 +978,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_command_grows_only_under_its_roots),
 	    cmocka_unit_test(test_bookgen__probe_follows_an_opponent_with_a_history),
 	    cmocka_unit_test(test_bookgen__think_probes_the_lines_an_opponent_plays),
+	    cmocka_unit_test(test_bookgen__think_stops_on_engine_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
  * Each engine thinks a few positions at small budgets: seconds in all.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -150,6 +151,24 @@ static void test_search__fairy_stockfish_through_the_driver(void **state)
 	assert_true(f->res.lines[0].mate);
 	assert_int_equal(f->res.lines[0].mate_plies, 1);
 	mated_resigns_in_one_engine(f, &b);
+	/* Its CPU time is counted (think --engine-seconds): it grows with the
+	 * searches, by no more than their wall time (one search thread), and what
+	 * a process used is kept when it is killed and started again. */
+	SearchEngine *se = usi_engine_search(f->e);
+	int64_t c0 = search_cpu_ms(se), wall = 0;
+	assert_true(c0 >= 0);
+	SearchBudget more = {.kind = SEARCH_BUDGET_NODES, .amount = 100000};
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, SPECS[i], &more, 1), 0);
+		wall += f->res.time_ms;
+	}
+	int64_t c1 = search_cpu_ms(se);
+	if (c1 <= c0 || c1 - c0 > wall + 50)
+		fail_msg("CPU %lld -> %lld ms over searches of %lld ms wall", (long long)c0,
+		         (long long)c1, (long long)wall);
+	assert_int_equal(kill(usi_engine_pid(f->e), SIGKILL), 0);
+	assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, SPECS[0], &b, 1), 0);
+	assert_true(search_cpu_ms(se) >= c1);
 }
 
 static void test_search__gpsusi_through_the_driver(void **state)
