@@ -44,7 +44,8 @@ void ing_progress(Pipe *p, const char *phase, IngestProgress *pr, bool force)
 	if (!p->opt->progress) return;
 	double t = clock_s();
 	pthread_mutex_lock(&p->mu);
-	bool due = force || t - p->last_progress > 0.25;
+	double every = p->opt->progress_interval_s > 0 ? p->opt->progress_interval_s : 0.25;
+	bool due = force || t - p->last_progress > every;
 	if (due) p->last_progress = t;
 	pthread_mutex_unlock(&p->mu);
 	if (!due) return;

@@ -49,8 +49,8 @@ const char *ingest_strerror(int code);
  * the inputs are listed (files, dir), "games" as results are written
  * (games_read, games_ingested), and one "done" when the run ends (whatever
  * its outcome). Calls come from the thread walking the inputs and the one
- * writing the book, one at a time, at most four a second between them (the
- * first at once) plus the "done".
+ * writing the book, one at a time, at most one each progress_interval_s
+ * between them (the first at once), and the "done".
  */
 typedef struct {
 	uint64_t files;          /* "walk", "done": files looked at so far */
@@ -76,6 +76,7 @@ typedef struct {
 	size_t batch_games;        /* games per transaction (0: 2000) */
 	IngestProgressFn progress; /* NULL: quiet */
 	void *progress_ctx;
+	double progress_interval_s; /* between progress calls at least (0: 0.25) */
 } IngestOptions;
 
 void ingest_options_init(IngestOptions *opt);

@@ -82,8 +82,8 @@ typedef struct {
 	bool feed_done;
 	bool abort;
 	/* Progress (opt->progress): both the feeder walking the inputs and the
-	 * writer report, at most four calls a second between them, one at a time
-	 * (progress_mu). */
+	 * writer report, at most one call each opt->progress_interval_s between
+	 * them, one at a time (progress_mu). */
 	double t0, last_progress;
 	pthread_mutex_t progress_mu;
 	uint64_t files_seen;
