@@ -517,18 +517,14 @@ static int make_lines(Probe *p)
 	return ret;
 }
 
-/* The status line: positions, rate, lines done, the deepest walk. */
-static void progress(Probe *p)
+/* The progress report: positions, lines done, the deepest walk. */
+static void progress(Probe *p, const char *phase)
 {
 	pthread_mutex_lock(&p->mu);
-	double el = (clock_ms_f() - p->start) / 1e3;
-	fprintf(p->opt->progress,
-	        "probe: %llu thought, %.1f/s, %llu walks, %llu of %d lines done, deepest %d "
-	        "plies, elapsed %.0fs\n",
-	        (unsigned long long)p->st->thought, p->st->thought / (el > 0 ? el : 1),
-	        (unsigned long long)p->st->walks, (unsigned long long)p->st->done, p->nlines,
-	        p->st->deepest, el);
+	ProbeProgress pr = {p->st->thought, p->st->walks,   p->st->done,
+	                    p->nlines,      p->st->deepest, (clock_ms_f() - p->start) / 1e3};
 	pthread_mutex_unlock(&p->mu);
+	p->opt->progress(p->opt->progress_ctx, phase, &pr);
 }
 
 int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
@@ -589,12 +585,13 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 			struct timespec ts = {0, 100 * 1000000L};
 			nanosleep(&ts, NULL);
 			if (clock_ms_f() - last >= 1000) {
-				progress(&p);
+				progress(&p, "status");
 				last = clock_ms_f();
 			}
 		}
 		if (!opt->progress) pthread_join(w->thread, NULL);
 	}
+	if (opt->progress) progress(&p, "done");
 	if (!ret) ret = p.ret;
 	out->engine_seconds = engine_ms(&p) / 1e3;
 	if (p.w && bookdb_writer_flush(p.w) < 0 && !ret)

@@ -43,6 +43,19 @@
 #include "bookgen/plan.h"
 #include "search/search.h"
 
+/*
+ * Progress of probe_run, for ProbeOptions.progress: phase "status" about once
+ * a second while the walks run, and one "done" when they have ended.
+ */
+typedef struct {
+	uint64_t thought, walks; /* positions analysed and stored, walks started */
+	uint64_t done;           /* lines walked to the end ... */
+	int lines;               /* ... of lines */
+	int deepest;             /* the longest walk, plies from its root */
+	double seconds;          /* since probe_run began */
+} ProbeProgress;
+typedef void (*ProbeProgressFn)(void *ctx, const char *phase, const ProbeProgress *p);
+
 typedef struct {
 	SearchEngine **engines;   /* analyse: one per worker */
 	SearchEngine **opponents; /* the opponent: one per worker, used for nothing else */
@@ -62,7 +75,8 @@ typedef struct {
 	double max_engine_seconds; /* both engines' time in all (SearchMeter); 0: no limit */
 	const volatile sig_atomic_t *stop; /* may be NULL */
 	BookMinimaxHook minimax;           /* required: the book's choices follow its values */
-	FILE *progress;                    /* a status line about once a second; NULL: none */
+	ProbeProgressFn progress;          /* NULL: quiet */
+	void *progress_ctx;
 } ProbeOptions;
 
 typedef struct {

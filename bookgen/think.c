@@ -290,9 +290,9 @@ int think_store(BookWriter *w, Selector *sel, BookRecord *rec, Key key, const Po
 	return 0;
 }
 
-/* About once a second: the progress line (thought, rate, engines busy, the
- * root's value and PV, ETA). */
-static void progress(Think *t, double now)
+/* About once a second, and at the end: the progress report (thought,
+ * engines busy, the root's value and PV, ETA). */
+static void progress(Think *t, const char *phase, double now)
 {
 	const ThinkOptions *opt = t->opt;
 	double busy = 0;
@@ -303,11 +303,11 @@ static void progress(Think *t, double now)
 	uint64_t thought = t->out->thought;
 	SelStats ss;
 	sel_get_stats(&ss, t->sel);
-	fprintf(opt->progress,
-	        "think: %llu thought, %.1f/s, book %llu thought, engines busy %.0f%%, "
-	        "elapsed %.0fs",
-	        (unsigned long long)thought, thought / (el > 0 ? el : 1),
-	        (unsigned long long)ss.thought, 100.0 * busy / (t->n * (now - t->start)), el);
+	ThinkProgress p = {.thought = thought,
+	                   .book_thought = ss.thought,
+	                   .busy = busy / (t->n * (now - t->start)),
+	                   .seconds = el,
+	                   .eta = -1};
 	/* The root's value and PV (the line to the next leaf; cheap: the bounds
 	 * make it a re-search of the PV). */
 	int rv;
@@ -315,20 +315,16 @@ static void progress(Think *t, double now)
 	SelLeaf *leaf = t->leaf;
 	if (sel_root_value(&rv, &has, t->sel, 0) == 0 && has && sel_select(leaf, t->sel) == 1 &&
 	    leaf->root == 0) {
-		fprintf(opt->progress, ", root %+d pv", rv);
-		for (int j = 0; j < leaf->nmoves && j < 8; j++) {
-			char mv[USI_MOVE_MAX];
-			usi_move_write(leaf->moves[j], mv);
-			fprintf(opt->progress, " %s", mv);
-		}
+		p.has_root = true;
+		p.root_value = rv;
+		for (; p.npv < leaf->nmoves && p.npv < THINK_PROGRESS_PV; p.npv++)
+			p.pv[p.npv] = leaf->moves[p.npv];
 	}
 	if (opt->max_seconds > 0)
-		fprintf(opt->progress, ", eta %.0fs",
-		        opt->max_seconds > el ? opt->max_seconds - el : 0.0);
+		p.eta = opt->max_seconds > el ? opt->max_seconds - el : 0.0;
 	else if (opt->max_positions && thought)
-		fprintf(opt->progress, ", eta %.0fs",
-		        el * (double)(opt->max_positions - thought) / (double)thought);
-	fputc('\n', opt->progress);
+		p.eta = el * (double)(opt->max_positions - thought) / (double)thought;
+	opt->progress(opt->progress_ctx, phase, &p);
 }
 
 /* The engines' time so far, ms (t->mu held). */
@@ -373,7 +369,7 @@ static void run_loop(Think *t)
 			t->last_commit = now;
 		}
 		if (opt->progress && now - t->last_progress >= 1000) {
-			progress(t, now);
+			progress(t, "status", now);
 			t->last_progress = now;
 		}
 	}
@@ -438,6 +434,7 @@ static int think_loop(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char
 	pthread_cond_init(&t.done_cv, NULL);
 	if ((t.ret = setup(&t, db)) == 0) {
 		run_loop(&t);
+		if (opt->progress) progress(&t, "done", clock_ms_f());
 		finish(&t);
 	}
 	teardown(&t);

@@ -37,6 +37,24 @@ const char *think_strerror(int code);
 
 #define THINK_ERRLEN 512
 
+/*
+ * Progress of think_run, for ThinkOptions.progress: phase "status" about once
+ * a second, and one "done" as the loop ends.
+ */
+#define THINK_PROGRESS_PV 8
+typedef struct {
+	uint64_t thought;      /* positions analysed and stored by this run */
+	uint64_t book_thought; /* positions the book holds analysed (SelStats.thought) */
+	double busy;           /* share of the engines' time spent analysing, 0..1 */
+	double seconds;        /* since the loop began */
+	bool has_root;         /* the first root has a value: root_value, pv */
+	int root_value;
+	int npv; /* the line to the next leaf, at most THINK_PROGRESS_PV moves */
+	Move pv[THINK_PROGRESS_PV];
+	double eta; /* seconds left by the time or position limit; < 0: no limit */
+} ThinkProgress;
+typedef void (*ThinkProgressFn)(void *ctx, const char *phase, const ThinkProgress *p);
+
 typedef struct {
 	SearchEngine **engines; /* one thread each */
 	int nengines;
@@ -51,9 +69,10 @@ typedef struct {
 	const char *const *roots;          /* position specs; NULL/0: the start position */
 	const double *root_weights;        /* their shares of the effort (NULL: even) */
 	int nroots;
-	PlanOptions plan; /* the selection policy (plan_options_init: the defaults;
-	                     zero-initialised: PLAN_COVER with window 0) */
-	FILE *progress;   /* a status line about once a second; NULL: none */
+	PlanOptions plan;         /* the selection policy (plan_options_init: the defaults;
+	                             zero-initialised: PLAN_COVER with window 0) */
+	ThinkProgressFn progress; /* NULL: quiet */
+	void *progress_ctx;
 	/* Position specs to think first, in order (--from-kifu: the positions
 	 * along game records), each skipped when already thought or in flight;
 	 * then the selector takes over. */

@@ -177,21 +177,16 @@ static void *engine_thread(void *arg)
 
 /* ---- the loop ------------------------------------------------------------ */
 
-static void progress(Worker *w, double now)
+static void progress(Worker *w, const char *phase, double now)
 {
-	double el = (now - w->start) / 1e3;
 	uint64_t kept = 0;
 	pthread_mutex_lock(&w->mu);
 	for (Lease *l = w->leases; l; l = l->next)
 		for (int i = 0; i < l->l.n; i++) kept += l->state[i] == POS_DONE;
 	pthread_mutex_unlock(&w->mu);
-	double nps = wk_recent_nps(w);
-	fprintf(w->opt->progress,
-	        "\rworker: %llu done, %llu failed, %.1f/s, %llu waiting to be sent, %.0f nodes/s, "
-	        "%s, %.0fs   ",
-	        (unsigned long long)w->out->positions, (unsigned long long)w->out->failed,
-	        el > 0 ? w->out->positions / el : 0.0, (unsigned long long)kept, nps, w->state, el);
-	fflush(w->opt->progress);
+	WorkerProgress p = {w->out->positions, w->out->failed, kept,
+	                    wk_recent_nps(w),  w->state,       (now - w->start) / 1e3};
+	w->opt->progress(w->opt->progress_ctx, phase, &p);
 }
 
 /* Positions per acquire: N, or more when positions are quick, so that a
@@ -263,7 +258,7 @@ static int run_loop(Worker *w)
 		now = clock_ms_f();
 		wk_spool_tend(w, now);
 		if (opt->progress && now - w->last_progress >= 1000) {
-			progress(w, now);
+			progress(w, "status", now);
 			w->last_progress = now;
 		}
 		if (acted) continue;
@@ -410,10 +405,7 @@ int worker_run(WorkerStats *out, const WorkerOptions *opt, char *err)
 		w.shutting_down = true;
 		wk_shut_down(&w);
 	}
-	if (opt->progress) {
-		progress(&w, clock_ms_f());
-		fputc('\n', opt->progress);
-	}
+	if (opt->progress) progress(&w, "done", clock_ms_f());
 	out->seconds = (clock_ms_f() - w.start) / 1e3;
 	out->cpu_s = (clock_cpu_ms() - cpu0) / 1e3;
 	teardown(&w);

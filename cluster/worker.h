@@ -60,6 +60,19 @@ const char *worker_strerror(int code);
 /* Longest token accepted (bytes). */
 #define WORKER_TOKEN_MAX 256
 
+/*
+ * Progress of worker_run, for WorkerOptions.progress: phase "status" about
+ * once a second, and one "done" as the run ends.
+ */
+typedef struct {
+	uint64_t positions, failed; /* results sent, positions that failed */
+	uint64_t waiting;           /* results done and waiting to be sent */
+	double nps;                 /* the engines' recent nodes per second */
+	const char *state;          /* "starting", "working", "no work", "server unavailable"... */
+	double seconds;             /* since worker_run began */
+} WorkerProgress;
+typedef void (*WorkerProgressFn)(void *ctx, const char *phase, const WorkerProgress *p);
+
 typedef struct {
 	const char *server;     /* base URL, e.g. "http://10.0.0.1:8080" */
 	const char *token;      /* bearer token */
@@ -72,8 +85,9 @@ typedef struct {
 	uint64_t max_positions;            /* stop after this many results are sent; 0: none */
 	const volatile sig_atomic_t *stop; /* raised by a signal handler; may be NULL */
 	uint64_t seed;                     /* back-off randomness; 0: from the clock */
-	FILE *progress;                    /* status line about once a second; NULL: none */
-	FILE *log;                         /* one line per retry/refusal; NULL: none */
+	WorkerProgressFn progress;         /* NULL: quiet */
+	void *progress_ctx;
+	FILE *log; /* one line per retry/refusal; NULL: none */
 	/* One line per lease received, result accepted and lease aborted, each
 	 * flushed (docs/worker.md, "The journal"); NULL: none. Times are unix ms
 	 * when the request was sent and when its answer was in:

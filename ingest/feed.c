@@ -39,27 +39,27 @@ static int feed_unit(void *ctx, char *name, char *buf, size_t len, char *error, 
 	return 0;
 }
 
-/* True when it is time for another progress line (and takes the turn). */
-bool ing_progress_due(Pipe *p)
+void ing_progress(Pipe *p, const char *phase, IngestProgress *pr, bool force)
 {
-	if (!p->opt->progress) return false;
+	if (!p->opt->progress) return;
 	double t = clock_s();
 	pthread_mutex_lock(&p->mu);
-	bool due = t - p->last_progress > 0.25;
+	double every = p->opt->progress_interval_s > 0 ? p->opt->progress_interval_s : 0.25;
+	bool due = force || t - p->last_progress > every;
 	if (due) p->last_progress = t;
 	pthread_mutex_unlock(&p->mu);
-	return due;
+	if (!due) return;
+	pr->seconds = t - p->t0;
+	pthread_mutex_lock(&p->progress_mu);
+	p->opt->progress(p->opt->progress_ctx, phase, pr);
+	pthread_mutex_unlock(&p->progress_mu);
 }
 
 static int feed_dir(void *ctx, const char *path, const WalkStats *st)
 {
 	Pipe *p = ctx;
 	p->files_seen = st->files;
-	if (ing_progress_due(p)) {
-		double el = clock_s() - p->t0;
-		fprintf(stderr, "\r  ingest: %llu files looked at (%.0f/s), in %.60s\033[K",
-		        (unsigned long long)st->files, st->files / (el > 1e-9 ? el : 1e-9), path);
-	}
+	ing_progress(p, "walk", &(IngestProgress){.files = st->files, .dir = path}, false);
 	return p->abort;
 }
 

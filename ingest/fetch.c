@@ -269,9 +269,9 @@ typedef struct {
 	uint64_t received;
 	Validators got;
 	/* progress */
-	bool progress;
-	const char *label;
-	int64_t last_shown; /* clock_ms() of the last progress line */
+	const FetchOptions *opt;
+	FetchProgress prog;
+	int64_t last_shown; /* clock_ms() of the last progress call */
 } Xfer;
 
 static void trim(char *s)
@@ -360,13 +360,9 @@ static int on_progress(void *u, curl_off_t dltotal, curl_off_t dlnow, curl_off_t
 	int64_t now = clock_ms();
 	if (now - x->last_shown < 200) return 0;
 	x->last_shown = now;
-	if (dltotal > 0)
-		fprintf(stderr, "\r\033[Kfetch: %s %lld / %lld KiB", x->label,
-		        (long long)(x->offset + dlnow) / 1024,
-		        (long long)(x->offset + dltotal) / 1024);
-	else
-		fprintf(stderr, "\r\033[Kfetch: %s %lld KiB", x->label,
-		        (long long)(x->offset + dlnow) / 1024);
+	x->prog.bytes = x->offset + (uint64_t)(dlnow > 0 ? dlnow : 0);
+	x->prog.total_bytes = dltotal > 0 ? x->offset + (uint64_t)dltotal : 0;
+	x->opt->progress(x->opt->progress_ctx, "download", &x->prog);
 	return 0;
 }
 
@@ -408,7 +404,7 @@ static void set_message(FetchDay *day, char *msg)
  * and, for DOWNLOADED/CACHED, day->path (not yet verified).
  */
 static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptions *opt,
-                     FetchResult *res, const char *label)
+                     FetchResult *res, const FetchProgress *prog)
 {
 	char part[4096], pmeta[4096], meta[4096];
 	snprintf(part, sizeof part, "%s.part", final);
@@ -423,8 +419,8 @@ static int fetch_one(FetchDay *day, CURL *h, const char *final, const FetchOptio
 		          .url = day->url,
 		          .cr_start = -1,
 		          .retry_after = -1,
-		          .progress = opt->progress,
-		          .label = label};
+		          .opt = opt,
+		          .prog = *prog};
 		struct curl_slist *hdrs = NULL;
 		char hb[700], range[32];
 		uint64_t psize = 0, fsize;
@@ -647,16 +643,14 @@ int fetch_days(FetchResult *res, const char *from, const char *to, const FetchOp
 		date_format(day->date, t0 + (time_t)i * 86400);
 		day->url = xprintf("%s%sdaily/wdoor%s.7z", base, slash, day->date);
 		char *final = xprintf("%s/wdoor%s.7z", daily, day->date);
-		char label[64];
-		snprintf(label, sizeof label, "[%zu/%zu] %.4s-%.2s-%.2s", i + 1, n, day->date,
-		         day->date + 4, day->date + 6);
+		FetchProgress prog = {.day = i + 1, .days = n, .date = day->date};
 		if (!day->url || !final) {
 			free(final);
 			rc = FETCH_ENOMEM;
 			goto out;
 		}
-		if (opt->progress) fprintf(stderr, "\r\033[Kfetch: %s", label);
-		rc = fetch_one(day, h, final, opt, res, label);
+		if (opt->progress) opt->progress(opt->progress_ctx, "day", &prog);
+		rc = fetch_one(day, h, final, opt, res, &prog);
 		if (rc < 0) {
 			free(final);
 			goto out;
@@ -701,7 +695,7 @@ int fetch_days(FetchResult *res, const char *from, const char *to, const FetchOp
 	}
 	rc = FETCH_OK;
 out:
-	if (opt->progress) fputs("\r\033[K", stderr);
+	if (opt->progress) opt->progress(opt->progress_ctx, "done", &(FetchProgress){.days = n});
 	if (h) curl_easy_cleanup(h);
 	if (lockfd >= 0) close(lockfd);
 	free(daily);

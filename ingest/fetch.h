@@ -49,15 +49,29 @@ enum {
 };
 const char *fetch_strerror(int code);
 
+/*
+ * Progress of fetch_days, for FetchOptions.progress. Phases: "day" as each
+ * day begins, "download" while its archive arrives (about five times a
+ * second), and one "done" at the end.
+ */
+typedef struct {
+	size_t day, days;     /* "day", "download": the day (1-based) of days */
+	const char *date;     /* its "YYYYMMDD" */
+	uint64_t bytes;       /* "download": in the .part so far (a resumed part included) */
+	uint64_t total_bytes; /* "download": the whole archive's size, 0 when not known */
+} FetchProgress;
+typedef void (*FetchProgressFn)(void *ctx, const char *phase, const FetchProgress *p);
+
 typedef struct {
 	const char *base_url;  /* NULL: FETCH_DEFAULT_BASE_URL; a missing trailing '/' is added */
 	const char *cache_dir; /* required; created when missing */
 	int max_attempts;      /* per day, the first one included (0: 5) */
 	long backoff_ms; /* wait before the first retry, doubled each time (0: 1000; < 0: none) */
-	long connect_timeout_s; /* 0: 30 */
-	long low_speed_limit;   /* bytes/s below which ... (0: 512) */
-	long low_speed_time_s;  /* ... for this long a transfer is abandoned (0: 60) */
-	bool progress;          /* per-day progress line on stderr */
+	long connect_timeout_s;   /* 0: 30 */
+	long low_speed_limit;     /* bytes/s below which ... (0: 512) */
+	long low_speed_time_s;    /* ... for this long a transfer is abandoned (0: 60) */
+	FetchProgressFn progress; /* NULL: quiet */
+	void *progress_ctx;
 } FetchOptions;
 
 void fetch_options_init(FetchOptions *opt);

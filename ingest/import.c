@@ -114,7 +114,8 @@ static int import_position(IngestStats *st, BookWriter *w, BookRecord *rec, Book
 	return INGEST_OK;
 }
 
-int import_db2016(IngestStats *st, BookDB *db, const char *path, BookPrefer prefer, bool progress)
+int import_db2016(IngestStats *st, BookDB *db, const char *path, BookPrefer prefer,
+                  ImportProgressFn progress, void *progress_ctx)
 {
 	memset(st, 0, sizeof *st);
 	double t0 = clock_s();
@@ -153,8 +154,7 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, BookPrefer pref
 			mv[i] =
 			    (ImportMove){dr.moves[i].move, dr.moves[i].value, dr.moves[i].depth};
 		result = import_position(st, w, rec, in, dr.pos, mv, dr.nmoves, prefer);
-		if (progress && ++n % 65536 == 0)
-			fprintf(stderr, "\r  import: %llu positions ", (unsigned long long)n);
+		if (progress && ++n % 65536 == 0) progress(progress_ctx, "positions", n, 0);
 	}
 	free(mv);
 	if (rc < 0 && result == INGEST_OK) {
@@ -162,7 +162,7 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, BookPrefer pref
 		result = INGEST_EIO;
 	}
 	if (result == INGEST_OK && bookdb_writer_flush(w) < 0) result = INGEST_EBOOK;
-	if (progress) fprintf(stderr, "\r%*s\r", 40, "");
+	if (progress) progress(progress_ctx, "done", n, n);
 	bookdb_writer_free(w);
 	db2016_close(r);
 	free(rec);
@@ -203,7 +203,8 @@ typedef struct {
 	BookRecord *rec, *in;
 	ImportMove *mv;
 	BookPrefer prefer;
-	bool progress;
+	ImportProgressFn progress;
+	void *progress_ctx;
 } AperyImport;
 
 static int apery_position(void *ctx, const Position *pos, const AperyMove *moves, size_t n)
@@ -214,8 +215,7 @@ static int apery_position(void *ctx, const Position *pos, const AperyMove *moves
 	int rc = import_position(a->st, a->w, a->rec, a->in, pos, a->mv,
 	                         n < BOOKDB_MAX_MOVES ? n : BOOKDB_MAX_MOVES, a->prefer);
 	if (a->progress && a->st->positions_added % 65536 == 0)
-		fprintf(stderr, "\r  import: %llu positions ",
-		        (unsigned long long)a->st->positions_added);
+		a->progress(a->progress_ctx, "positions", a->st->positions_added, 0);
 	return rc;
 }
 
@@ -228,7 +228,8 @@ static void apery_bad(void *ctx, const Position *pos, const AperyEntry *e, size_
 	             e->move, sfen);
 }
 
-int import_apery(IngestStats *st, BookDB *db, const char *path, BookPrefer prefer, bool progress)
+int import_apery(IngestStats *st, BookDB *db, const char *path, BookPrefer prefer,
+                 ImportProgressFn progress, void *progress_ctx)
 {
 	memset(st, 0, sizeof *st);
 	double t0 = clock_s();
@@ -258,7 +259,8 @@ int import_apery(IngestStats *st, BookDB *db, const char *path, BookPrefer prefe
 	                 malloc(sizeof(BookRecord)),
 	                 malloc(BOOKDB_MAX_MOVES * sizeof(ImportMove)),
 	                 prefer,
-	                 progress};
+	                 progress,
+	                 progress_ctx};
 	int result = INGEST_OK;
 	if (!ent || !a.rec || !a.in || !a.mv) {
 		result = INGEST_ENOMEM;
@@ -282,7 +284,7 @@ int import_apery(IngestStats *st, BookDB *db, const char *path, BookPrefer prefe
 		    "position (left out)",
 		    (unsigned long long)st->unreached, n);
 	if (result == INGEST_OK && bookdb_writer_flush(a.w) < 0) result = INGEST_EBOOK;
-	if (progress) fprintf(stderr, "\r%*s\r", 40, "");
+	if (progress) progress(progress_ctx, "done", st->positions_added, st->positions_added);
 out:
 	bookdb_writer_free(a.w);
 	free(a.mv);
@@ -294,10 +296,11 @@ out:
 	return result;
 }
 
-int import_book(IngestStats *st, BookDB *db, const char *path, BookPrefer prefer, bool progress)
+int import_book(IngestStats *st, BookDB *db, const char *path, BookPrefer prefer,
+                ImportProgressFn progress, void *progress_ctx)
 {
-	return import_is_apery(path) ? import_apery(st, db, path, prefer, progress)
-	                             : import_db2016(st, db, path, prefer, progress);
+	return import_is_apery(path) ? import_apery(st, db, path, prefer, progress, progress_ctx)
+	                             : import_db2016(st, db, path, prefer, progress, progress_ctx);
 }
 
 bool import_is_apery(const char *path)

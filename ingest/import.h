@@ -21,12 +21,19 @@
 #include "shogi/errors.h"
 
 /*
+ * Progress of an import: phase "positions" with the positions done so far
+ * (every 65536th; total 0, not known ahead), then one "done" with the count
+ * at the end. NULL: quiet.
+ */
+typedef void (*ImportProgressFn)(void *ctx, const char *phase, uint64_t done, uint64_t total);
+
+/*
  * Imports path into db (opened read-write). Counts go into stats
  * (positions_added, moves_added, evals_added, errors; games_* stay 0).
  * Returns 0, INGEST_EIO when the file cannot be read, or INGEST_EBOOK.
  */
 JOSEKI_MUST_USE int import_db2016(IngestStats *stats, BookDB *db, const char *path,
-                                  BookPrefer prefer, bool progress);
+                                  BookPrefer prefer, ImportProgressFn progress, void *progress_ctx);
 
 /*
  * Imports an Apery binary book (shogi/apery.h) into db the same way: each
@@ -41,7 +48,7 @@ JOSEKI_MUST_USE int import_db2016(IngestStats *stats, BookDB *db, const char *pa
  * number of 16-byte entries, INGEST_ENOMEM or INGEST_EBOOK.
  */
 JOSEKI_MUST_USE int import_apery(IngestStats *stats, BookDB *db, const char *path,
-                                 BookPrefer prefer, bool progress);
+                                 BookPrefer prefer, ImportProgressFn progress, void *progress_ctx);
 
 /* True when path is an Apery book: named *.bin, or binary and a whole number
  * of 16-byte entries (a DB2016 book is text). */
@@ -49,6 +56,6 @@ bool import_is_apery(const char *path);
 
 /* import_apery or import_db2016, as import_is_apery says. */
 JOSEKI_MUST_USE int import_book(IngestStats *stats, BookDB *db, const char *path, BookPrefer prefer,
-                                bool progress);
+                                ImportProgressFn progress, void *progress_ctx);
 
 #endif

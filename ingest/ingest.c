@@ -368,6 +368,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		return INGEST_EBOOK;
 	}
 	pthread_mutex_init(&p.mu, NULL);
+	pthread_mutex_init(&p.progress_mu, NULL);
 	pthread_cond_init(&p.cv, NULL);
 	pthread_t feeder, parsers[64];
 	/* Threads that cannot start (no memory for a stack): fewer parsers only
@@ -435,14 +436,10 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		pthread_cond_broadcast(&p.cv);
 		pthread_mutex_unlock(&p.mu);
 		if (result != INGEST_OK) break;
-		if (ing_progress_due(&p)) {
-			double t = clock_s();
-			fprintf(stderr,
-			        "\r  ingest: %llu games read, %llu ingested, %.0f games/s\033[K",
-			        (unsigned long long)st->games_read,
-			        (unsigned long long)st->games_ingested,
-			        st->games_read / (t - t0 > 1e-9 ? t - t0 : 1e-9));
-		}
+		ing_progress(&p, "games",
+		             &(IngestProgress){.games_read = st->games_read,
+		                               .games_ingested = st->games_ingested},
+		             false);
 	}
 	/* Memory that ran out after the last result (listing a directory, say)
 	 * may have cost input too. */
@@ -467,13 +464,18 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		free(p.units[s % p.window].name);
 		free(p.units[s % p.window].error);
 	}
-	if (opt.progress) fprintf(stderr, "\r%*s\r", 70, "");
+	ing_progress(&p, "done",
+	             &(IngestProgress){.files = p.walk.files,
+	                               .games_read = st->games_read,
+	                               .games_ingested = st->games_ingested},
+	             true);
 	writer_clear(&wr);
 	free(wr.games);
 	free(wr.mark);
 	free(wr.moves);
 	bookdb_writer_free(wr.w);
 	pthread_mutex_destroy(&p.mu);
+	pthread_mutex_destroy(&p.progress_mu);
 	pthread_cond_destroy(&p.cv);
 	free(p.units);
 	free(p.results);

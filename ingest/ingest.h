@@ -44,6 +44,23 @@ const char *ingest_strerror(int code);
 #define INGEST_SOURCE_CSA BOOKDB_SOURCE_GAME      /* a "'**" comment in a game record */
 #define INGEST_SOURCE_IMPORT BOOKDB_SOURCE_IMPORT /* an imported YaneuraOu book */
 
+/*
+ * Progress of ingest_run, for IngestOptions.progress. Phases: "walk" while
+ * the inputs are listed (files, dir), "games" as results are written
+ * (games_read, games_ingested), and one "done" when the run ends (whatever
+ * its outcome). Calls come from the thread walking the inputs and the one
+ * writing the book, one at a time, at most one each progress_interval_s
+ * between them (the first at once), and the "done".
+ */
+typedef struct {
+	uint64_t files;          /* "walk", "done": files looked at so far */
+	const char *dir;         /* "walk": the directory being read, else NULL */
+	uint64_t games_read;     /* "games", "done" */
+	uint64_t games_ingested; /* "games", "done" */
+	double seconds;          /* since ingest_run began */
+} IngestProgress;
+typedef void (*IngestProgressFn)(void *ctx, const char *phase, const IngestProgress *p);
+
 typedef struct {
 	bool has_min_rating;
 	double min_rating;       /* both players' floodgate ratings at least this */
@@ -56,8 +73,10 @@ typedef struct {
 	const char
 	    *tc_glob; /* fnmatch pattern on the floodgate game name, e.g. "floodgate-300-10F" */
 	int jobs;     /* parser threads (0: the number of cores) */
-	size_t batch_games; /* games per transaction (0: 2000) */
-	bool progress;      /* progress line on stderr */
+	size_t batch_games;        /* games per transaction (0: 2000) */
+	IngestProgressFn progress; /* NULL: quiet */
+	void *progress_ctx;
+	double progress_interval_s; /* between progress calls at least (0: 0.25) */
 } IngestOptions;
 
 void ingest_options_init(IngestOptions *opt);

@@ -81,9 +81,11 @@ typedef struct {
 	size_t consumed; /* results the writer has applied */
 	bool feed_done;
 	bool abort;
-	/* Progress on a terminal (opt->progress): both the feeder walking the
-	 * inputs and the writer print, at most four lines a second between them. */
+	/* Progress (opt->progress): both the feeder walking the inputs and the
+	 * writer report, at most one call each opt->progress_interval_s between
+	 * them, one at a time (progress_mu). */
 	double t0, last_progress;
+	pthread_mutex_t progress_mu;
 	uint64_t files_seen;
 	WalkStats walk; /* the feeder's; read by the writer once the feeder is done */
 } Pipe;
@@ -96,8 +98,9 @@ void ing_out_of_memory(void);
 /* strdup / asprintf that call ing_out_of_memory() and return NULL on failure. */
 char *ing_strdup(const char *s);
 char *ing_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* True when it is time for another progress line (and takes the turn). */
-bool ing_progress_due(Pipe *p);
+/* Calls opt->progress with phase and what is in pr (seconds filled in) when
+ * its turn has come, or always when force; nothing when it is NULL. */
+void ing_progress(Pipe *p, const char *phase, IngestProgress *pr, bool force);
 /* The threads: one feeder (feed.c), opt->jobs parsers (parse.c). */
 void *ing_feeder_main(void *arg);
 void *ing_parser_main(void *arg);

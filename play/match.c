@@ -399,25 +399,19 @@ static int play_game(Worker *w, int index, MatchGame *g)
 	return 0;
 }
 
-static void progress(Match *m)
+/* Calls opt->progress (phase "game": at most once a second and for the last
+ * game; "done": always). Under m->lock. */
+static void progress(Match *m, const char *phase)
 {
 	const MatchOptions *opt = m->opt;
-	MatchResult *r = m->res;
-	double now = clock_s(), el = now - m->start;
-	if (!opt->progress || (now - m->last_progress < 1.0 && m->done < opt->games)) return;
+	double now = clock_s();
+	if (!opt->progress ||
+	    (!strcmp(phase, "game") && now - m->last_progress < 1.0 && m->done < opt->games))
+		return;
 	m->last_progress = now;
-	fprintf(opt->progress, "match: %d/%d games, A +%d =%d -%d, score %.3f, %.1f moves/s",
-	        m->done, opt->games, r->wins, r->draws, r->losses, r->played ? r->score : 0.0,
-	        el > 0 ? (double)(r->engine_moves + r->book_moves) / el : 0.0);
-	if (opt->sprt)
-		fprintf(opt->progress, ", LLR %.2f [%.2f, %.2f] after %d pairs", r->llr,
-		        r->llr_lower, r->llr_upper, r->pairs.pairs);
-	if (m->done > 0 && m->done < opt->games && !m->decided)
-		fprintf(opt->progress, ", eta %.0fs", el / m->done * (opt->games - m->done));
-	if (m->decided)
-		fprintf(opt->progress, ", SPRT: %s", r->verdict == MATCH_SPRT_H1 ? "H1" : "H0");
-	fputc('\n', opt->progress);
-	fflush(opt->progress);
+	MatchProgress p = {m->done,           opt->games, now - m->start,
+	                   opt->sprt != NULL, m->decided, m->res};
+	opt->progress(opt->progress_ctx, phase, &p);
 }
 
 /* The SPRT after a pair: its verdict, if a bound is crossed, stops the match. */
@@ -491,7 +485,7 @@ static void *worker_main(void *arg)
 			discard(m, i, g);
 		} else if (rc == 0) {
 			tally(m, i, g);
-			progress(m);
+			progress(m, "game");
 		}
 		pthread_mutex_unlock(&m->lock);
 		if (rc < 0) {
@@ -758,6 +752,7 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 		if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
 		pthread_cond_timedwait(&m.ended, &m.lock, &until);
 	}
+	progress(&m, "done");
 	pthread_mutex_unlock(&m.lock);
 	for (int i = 0; i < running; i++) pthread_join(workers[i].thread, NULL);
 	pthread_cond_destroy(&m.ended);

@@ -102,6 +102,23 @@ typedef struct {
 /* The SPRT's verdict. */
 enum { MATCH_SPRT_H0 = -1, MATCH_SPRT_NONE = 0, MATCH_SPRT_H1 = 1 };
 
+typedef struct MatchResult MatchResult;
+
+/*
+ * Progress of match_run, for MatchOptions.progress: phase "game" after a
+ * finished game is counted, at most once a second and always for the last
+ * one; then one "done" as the match ends. Called with the match's lock held:
+ * res (the tally so far) may be read, not kept.
+ */
+typedef struct {
+	int done, games;        /* games finished, of games */
+	double seconds;         /* since the games began */
+	bool sprt;              /* an SPRT runs (MatchOptions.sprt) */
+	bool decided;           /* it crossed a bound (res->verdict says which) */
+	const MatchResult *res; /* wins, draws, losses, score, llr, moves */
+} MatchProgress;
+typedef void (*MatchProgressFn)(void *ctx, const char *phase, const MatchProgress *p);
+
 typedef struct {
 	MatchSide side[2];   /* [0] = A, [1] = B */
 	int games;           /* games to play (>= 1) */
@@ -114,11 +131,12 @@ typedef struct {
 	const MatchSprt *sprt;       /* NULL: play all the games */
 	const char *const *openings; /* position specs; NULL or none: the start position */
 	int nopenings;
-	int concurrency;     /* games played at once, 1..MATCH_CONCURRENCY_MAX */
-	int max_moves;       /* plies of a record, opening included; 0: the default */
-	uint64_t seed;       /* shuffles the openings */
-	const char *out_dir; /* CSA records game-NNNN.csa and engine logs; NULL: none */
-	FILE *progress;      /* a line per finished game at most every second; NULL: quiet */
+	int concurrency;          /* games played at once, 1..MATCH_CONCURRENCY_MAX */
+	int max_moves;            /* plies of a record, opening included; 0: the default */
+	uint64_t seed;            /* shuffles the openings */
+	const char *out_dir;      /* CSA records game-NNNN.csa and engine logs; NULL: none */
+	MatchProgressFn progress; /* NULL: quiet */
+	void *progress_ctx;
 	/* Set by the caller (e.g. on SIGINT): no new game starts, running searches
 	 * stop, unfinished games are not counted. Must outlive match_run. */
 	const volatile sig_atomic_t *cancel;
@@ -166,7 +184,7 @@ typedef struct {
 	int min, q1, median, q3, max; /* nearest-rank quantiles; 0 when games = 0 */
 } MatchExit;
 
-typedef struct {
+struct MatchResult {
 	int played, wins, draws, losses;  /* games, from A's point of view */
 	double score;                     /* A's points per game (win 1, draw 1/2) */
 	double elo, elo_low, elo_high;    /* Elo difference A − B and its 95% interval */
@@ -181,7 +199,7 @@ typedef struct {
 	char name[2][64]; /* the engines' names */
 	int ngames;
 	MatchGame *games; /* ngames, in game order (game i is games[i]) */
-} MatchResult;
+};
 
 /*
  * Plays the match. Returns 0 with *out filled (match_result_free), also when

@@ -61,6 +61,21 @@ bool cli_progress_wanted(bool quiet)
 	return !quiet && isatty(2);
 }
 
+void cli_ingest_progress(void *ctx, const char *phase, const IngestProgress *p)
+{
+	(void)ctx;
+	double el = p->seconds > 1e-9 ? p->seconds : 1e-9;
+	if (!strcmp(phase, "walk"))
+		fprintf(stderr, "\r  ingest: %llu files looked at (%.0f/s), in %.60s\033[K",
+		        (unsigned long long)p->files, p->files / el, p->dir);
+	else if (!strcmp(phase, "games"))
+		fprintf(stderr, "\r  ingest: %llu games read, %llu ingested, %.0f games/s\033[K",
+		        (unsigned long long)p->games_read, (unsigned long long)p->games_ingested,
+		        p->games_read / el);
+	else
+		fprintf(stderr, "\r%*s\r", 70, "");
+}
+
 int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 {
 	if (json) {

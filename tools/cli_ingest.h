@@ -27,4 +27,8 @@ JOSEKI_MUST_USE int cli_ingest_report(const IngestStats *st, bool json, const ch
 /* True when stderr is a terminal and --quiet was not given. */
 bool cli_progress_wanted(bool quiet);
 
+/* An IngestProgressFn for ingest and fetch: one overwritten line on stderr
+ * (what is being walked, or the games read), wiped at "done". */
+void cli_ingest_progress(void *ctx, const char *phase, const IngestProgress *p);
+
 #endif

@@ -111,6 +111,24 @@ static int report_json(const FetchResult *fr, const IngestStats *st)
 	return joseki_print_json(o, 0);
 }
 
+/* A FetchProgressFn: the day and what has arrived of it, one overwritten
+ * line on stderr. */
+static void on_progress(void *ctx, const char *phase, const FetchProgress *p)
+{
+	(void)ctx;
+	if (!strcmp(phase, "done")) {
+		fputs("\r\033[K", stderr);
+		return;
+	}
+	fprintf(stderr, "\r\033[Kfetch: [%zu/%zu] %.4s-%.2s-%.2s", p->day, p->days, p->date,
+	        p->date + 4, p->date + 6);
+	if (!strcmp(phase, "download") && p->total_bytes)
+		fprintf(stderr, " %lld / %lld KiB", (long long)p->bytes / 1024,
+		        (long long)p->total_bytes / 1024);
+	else if (!strcmp(phase, "download"))
+		fprintf(stderr, " %lld KiB", (long long)p->bytes / 1024);
+}
+
 static char *default_cache(void)
 {
 	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -171,7 +189,10 @@ int cmd_fetch(int argc, char **argv)
 		return cli_usage_error(
 		    &cmd, "no cache directory (neither $XDG_CACHE_HOME nor $HOME is set): give "
 		          "--cache DIR");
-	opt->progress = fo.progress = cli_progress_wanted(quiet);
+	if (cli_progress_wanted(quiet)) {
+		opt->progress = cli_ingest_progress;
+		fo.progress = on_progress;
+	}
 	fo.cache_dir = cache;
 
 	/* the book first: no point downloading into a book that cannot be opened */

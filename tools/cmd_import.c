@@ -9,6 +9,18 @@
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
 
+/* An ImportProgressFn: the positions so far on one overwritten line of
+ * stderr, wiped at "done". */
+static void on_progress(void *ctx, const char *phase, uint64_t done, uint64_t total)
+{
+	(void)ctx;
+	(void)total;
+	if (!strcmp(phase, "done"))
+		fprintf(stderr, "\r%*s\r", 40, "");
+	else
+		fprintf(stderr, "\r  import: %llu positions ", (unsigned long long)done);
+}
+
 int cmd_import(int argc, char **argv)
 {
 	static const int PREFER[] = {BOOKDB_PREFER_DEEPER, BOOKDB_PREFER_FIRST, BOOKDB_PREFER_LAST};
@@ -40,7 +52,8 @@ int cmd_import(int argc, char **argv)
 	int status = 0;
 	for (size_t k = 0; k < files.n; k++) {
 		IngestStats st;
-		int rc = import_book(&st, db, files.v[k], prefer, cli_progress_wanted(quiet));
+		int rc = import_book(&st, db, files.v[k], prefer,
+		                     cli_progress_wanted(quiet) ? on_progress : NULL, NULL);
 		total.positions_added += st.positions_added;
 		total.moves_added += st.moves_added;
 		total.evals_added += st.evals_added;

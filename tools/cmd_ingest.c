@@ -28,7 +28,7 @@ int cmd_ingest(int argc, char **argv)
 	const CliCmd cmd = {"ingest", opts};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
-	opt->progress = cli_progress_wanted(quiet);
+	if (cli_progress_wanted(quiet)) opt->progress = cli_ingest_progress;
 	BookDB *db;
 	char err[BOOKDB_ERRLEN];
 	int rc = bookdb_open(&db, book, NULL, err);

@@ -38,6 +38,27 @@ static void on_signal(int sig)
 }
 
 /* --tc (CliParseFn): A's, then B's. */
+/* A MatchProgressFn: a line on stderr per report (games, score, rate, the
+ * SPRT, the time left); nothing at "done". */
+static void on_progress(void *ctx, const char *phase, const MatchProgress *p)
+{
+	(void)ctx;
+	if (strcmp(phase, "game")) return;
+	const MatchResult *r = p->res;
+	double el = p->seconds;
+	fprintf(stderr, "match: %d/%d games, A +%d =%d -%d, score %.3f, %.1f moves/s", p->done,
+	        p->games, r->wins, r->draws, r->losses, r->played ? r->score : 0.0,
+	        el > 0 ? (double)(r->engine_moves + r->book_moves) / el : 0.0);
+	if (p->sprt)
+		fprintf(stderr, ", LLR %.2f [%.2f, %.2f] after %d pairs", r->llr, r->llr_lower,
+		        r->llr_upper, r->pairs.pairs);
+	if (p->done > 0 && p->done < p->games && !p->decided)
+		fprintf(stderr, ", eta %.0fs", el / p->done * (p->games - p->done));
+	if (p->decided) fprintf(stderr, ", SPRT: %s", r->verdict == MATCH_SPRT_H1 ? "H1" : "H0");
+	fputc('\n', stderr);
+	fflush(stderr);
+}
+
 static int parse_tc(void *dst, char *value, char *msg)
 {
 	char err[MATCH_ERRLEN];
@@ -325,7 +346,7 @@ int cmd_match(int argc, char **argv)
 		opt.openings = (const char *const *)openings;
 		opt.nopenings = n;
 	}
-	if (!quiet && isatty(STDERR_FILENO)) opt.progress = stderr;
+	if (!quiet && isatty(STDERR_FILENO)) opt.progress = on_progress;
 	match_stop_flag = 0;
 	opt.cancel = &match_stop_flag;
 	joseki_catch_stop(on_signal);

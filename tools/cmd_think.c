@@ -47,6 +47,45 @@ static void on_signal(int sig)
 	think_stop_flag = 1;
 }
 
+/* A ThinkProgressFn: a status line on stderr (positions, rate, engines busy,
+ * the root's value and PV, ETA); nothing at "done". */
+static void on_think_progress(void *ctx, const char *phase, const ThinkProgress *p)
+{
+	(void)ctx;
+	if (strcmp(phase, "status")) return;
+	double el = p->seconds;
+	fprintf(stderr,
+	        "think: %llu thought, %.1f/s, book %llu thought, engines busy %.0f%%, "
+	        "elapsed %.0fs",
+	        (unsigned long long)p->thought, p->thought / (el > 0 ? el : 1),
+	        (unsigned long long)p->book_thought, 100.0 * p->busy, el);
+	if (p->has_root) {
+		fprintf(stderr, ", root %+d pv", p->root_value);
+		for (int j = 0; j < p->npv; j++) {
+			char mv[USI_MOVE_MAX];
+			usi_move_write(p->pv[j], mv);
+			fprintf(stderr, " %s", mv);
+		}
+	}
+	if (p->eta >= 0) fprintf(stderr, ", eta %.0fs", p->eta);
+	fputc('\n', stderr);
+}
+
+/* A ProbeProgressFn: a status line on stderr (positions, rate, walks, lines
+ * done, the deepest walk); nothing at "done". */
+static void on_probe_progress(void *ctx, const char *phase, const ProbeProgress *p)
+{
+	(void)ctx;
+	if (strcmp(phase, "status")) return;
+	double el = p->seconds;
+	fprintf(stderr,
+	        "probe: %llu thought, %.1f/s, %llu walks, %llu of %d lines done, deepest %d "
+	        "plies, elapsed %.0fs\n",
+	        (unsigned long long)p->thought, p->thought / (el > 0 ? el : 1),
+	        (unsigned long long)p->walks, (unsigned long long)p->done, p->lines, p->deepest,
+	        el);
+}
+
 static int collect_root(void *ctx, const Position *pos)
 {
 	return roots_add_position(ctx, pos);
@@ -94,7 +133,7 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	    .max_engine_seconds = t->max_engine_seconds,
 	    .stop = &think_stop_flag,
 	    .minimax = bookmm_hook(NULL),
-	    .progress = t->progress,
+	    .progress = t->progress ? on_probe_progress : NULL,
 	};
 	ProbeStats st;
 	int rc = probe_run(&st, db, &po, err);
@@ -230,7 +269,7 @@ int cmd_think(int argc, char **argv)
 	    .root_weights = roots.weights,
 	    .nroots = (int)roots.n,
 	    .plan = cp.plan,
-	    .progress = quiet ? NULL : stderr,
+	    .progress = quiet ? NULL : on_think_progress,
 	    .first = (const char *const *)kl.specs,
 	    .nfirst = kl.n,
 	};

@@ -34,6 +34,22 @@ static void on_signal(int sig)
 }
 
 /* --name (a CliParseFn): the coordinator refuses control characters in names. */
+/* A WorkerProgressFn: one overwritten status line on stderr, ended with a
+ * newline at "done". */
+static void on_progress(void *ctx, const char *phase, const WorkerProgress *p)
+{
+	(void)ctx;
+	double el = p->seconds;
+	fprintf(stderr,
+	        "\rworker: %llu done, %llu failed, %.1f/s, %llu waiting to be sent, %.0f nodes/s, "
+	        "%s, %.0fs   ",
+	        (unsigned long long)p->positions, (unsigned long long)p->failed,
+	        el > 0 ? p->positions / el : 0.0, (unsigned long long)p->waiting, p->nps, p->state,
+	        el);
+	if (!strcmp(phase, "done")) fputc('\n', stderr);
+	fflush(stderr);
+}
+
 static int parse_name(void *dst, char *v, char *msg)
 {
 	bool plain = true;
@@ -112,7 +128,7 @@ int cmd_worker(int argc, char **argv)
 		    .max_backoff_s = (double)max_backoff,
 		    .max_positions = positions,
 		    .stop = &worker_stop_flag,
-		    .progress = !quiet && isatty(2) ? stderr : NULL,
+		    .progress = !quiet && isatty(2) ? on_progress : NULL,
 		    .log = stderr,
 		    .journal = jf,
 		    .spool = spool,

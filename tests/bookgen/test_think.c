@@ -42,7 +42,8 @@ typedef struct {
 	int n;
 } FakeLog;
 
-typedef enum { FAKE_NORMAL, FAKE_RESIGN, FAKE_CRASH } FakeMode;
+/* FAKE_SLOW: as FAKE_NORMAL, taking 20 ms an analysis as an engine would. */
+typedef enum { FAKE_NORMAL, FAKE_RESIGN, FAKE_CRASH, FAKE_SLOW } FakeMode;
 
 typedef struct {
 	SearchEngine base;
@@ -59,6 +60,7 @@ static int fake_analyse(SearchEngine *e, SearchResult *out, const Position *pos,
 	if (f->log->n < LOG_MAX) f->log->keys[f->log->n++] = pos_key(pos);
 	pthread_mutex_unlock(&f->log->mu);
 	if (f->mode == FAKE_CRASH) return SEARCH_ECRASH;
+	if (f->mode == FAKE_SLOW) usleep(20000);
 	memset(out, 0, sizeof *out);
 	if (f->mode == FAKE_RESIGN) {
 		out->resign = true;
@@ -112,6 +114,21 @@ static SearchEngine *fake_new(FakeLog *log, FakeMode mode)
 	return &f->base;
 }
 
+/* Progress seen by run_first's runs (NULL: none asked for). */
+static TsProgress *think_progress;
+static double think_seconds; /* max_seconds of run_first's runs */
+
+/* A ThinkProgressFn: positions thought so far, each within reason. */
+static void count_think(void *ctx, const char *phase, const ThinkProgress *p)
+{
+	assert_true(p->busy >= 0 && p->busy <= 1.01);
+	assert_true(p->npv >= 0 && p->npv <= THINK_PROGRESS_PV);
+	assert_true(!p->has_root || p->npv > 0);
+	assert_true(p->eta >= 0 && p->eta <= think_seconds); /* the time limit's */
+	assert_true(p->book_thought >= p->thought);
+	ts_progress_note(ctx, phase, p->thought);
+}
+
 /* Runs the loop with n fake engines. */
 static int run_first(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeMode mode,
                      uint64_t positions, const volatile sig_atomic_t *stop,
@@ -131,7 +148,10 @@ static int run_first(ThinkStats *st, const char *dir, FakeLog *log, int n, FakeM
 	                    .commit_every = 4,
 	                    .kif_bonus = 100,
 	                    .first = first,
-	                    .nfirst = nfirst};
+	                    .nfirst = nfirst,
+	                    .max_seconds = think_seconds,
+	                    .progress = think_progress ? count_think : NULL,
+	                    .progress_ctx = think_progress};
 	int rc = think_run(st, db, &opt, err);
 	for (int i = 0; i < n; i++) search_free(engines[i]);
 	bookdb_free(db);
@@ -258,6 +278,43 @@ static Key spec_key(const char *spec)
 	Key k = pos_key(pos);
 	free(pos);
 	return k;
+}
+
+/* think_run reports through its callback (about once a second, then "done"
+ * with the run's count), and prints nothing without one. */
+static void test_bookgen__think_progress_goes_to_the_callback_and_null_is_quiet(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), errf[4200];
+	snprintf(errf, sizeof errf, "%s/stderr", dir);
+	FakeLog *log = calloc(1, sizeof *log);
+	assert_non_null(log);
+	pthread_mutex_init(&log->mu, NULL);
+	ThinkStats st;
+	/* 1.5 s of engines that do not run out of work (about 150 positions):
+	 * a report after a second */
+	think_progress = ts_progress_new();
+	think_seconds = 1.5;
+	assert_int_equal(run(&st, dir, log, 2, FAKE_SLOW, 0, NULL), 0);
+	assert_false(st.exhausted);
+	static const char *const phases[] = {"status", "done", NULL};
+	ts_progress_check(think_progress, phases);
+	assert_true(ts_progress_count(think_progress, "status") >= 1);
+	assert_true(st.thought > 0);
+	assert_int_equal(ts_progress_last(think_progress), st.thought);
+	free(think_progress);
+	think_progress = NULL;
+	think_seconds = 0;
+	int saved = ts_stderr_begin(errf);
+	int rc = run(&st, dir, log, 2, FAKE_NORMAL, 20, NULL);
+	char *text = ts_stderr_end(saved, errf);
+	assert_int_equal(rc, 0);
+	assert_string_equal(text, "");
+	free(text);
+	pthread_mutex_destroy(&log->mu);
+	free(log);
+	ts_rmtree(dir);
+	free(dir);
 }
 
 static void test_bookgen__think_takes_the_given_positions_first(void **state)
@@ -786,6 +843,15 @@ static SearchEngine *stateful_new(void)
  * side, the opponent asked once a move from its new game, stays in book to
  * the probe's depth for both colours; replies known from earlier walks are
  * reused, and none differs when asked again. */
+/* A ProbeProgressFn: positions thought so far, lines within reason. */
+static void count_probe(void *ctx, const char *phase, const ProbeProgress *p)
+{
+	assert_int_equal(p->lines, 4);
+	assert_true(p->done <= 4 && p->deepest <= 8 && p->seconds >= 0);
+	if (!strcmp(phase, "done")) assert_int_equal(p->done, 4);
+	ts_progress_note(ctx, phase, p->thought);
+}
+
 static void test_bookgen__probe_follows_an_opponent_with_a_history(void **state)
 {
 	(void)state;
@@ -808,9 +874,18 @@ static void test_bookgen__probe_follows_an_opponent_with_a_history(void **state)
 	                   .book_side = PLAN_SIDE_BOTH,
 	                   .max_plies = PLIES,
 	                   .burst = 2,
-	                   .minimax = bookmm_hook(NULL)};
+	                   .minimax = bookmm_hook(NULL),
+	                   .progress = count_probe,
+	                   .progress_ctx = ts_progress_new()};
 	ProbeStats st;
 	assert_int_equal(probe_run(&st, db, &po, err), 0);
+	/* Progress went to the callback: about once a second, then "done" with
+	 * the run's figures. */
+	static const char *const phases[] = {"status", "done", NULL};
+	TsProgress *seen = po.progress_ctx;
+	ts_progress_check(seen, phases);
+	assert_int_equal(ts_progress_last(seen), st.thought);
+	free(seen);
 	assert_int_equal(st.lines, 4);
 	assert_int_equal(st.done, 4);
 	assert_true(st.restarts > 0);     /* the book changed its mind on the way */
@@ -971,6 +1046,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_grows_the_book_and_resumes_without_repeats),
 	    cmocka_unit_test(test_bookgen__think_stops_on_flag_exhaustion_and_failing_engines),
 	    cmocka_unit_test(test_bookgen__think_takes_the_given_positions_first),
+	    cmocka_unit_test(test_bookgen__think_progress_goes_to_the_callback_and_null_is_quiet),
 	    cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
 	    cmocka_unit_test(test_bookgen__think_command_with_misbehaving_engines_under_load),
 	    cmocka_unit_test(test_bookgen__think_command_from_kifu),

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cluster/worker.h"
+#include "search/builtin.h"
 #include "cluster/worker_wire.h"
 #include "shogi/clock.h"
 #include "shogi/movegen.h"
@@ -369,6 +370,58 @@ static void test_worker__every_position_submitted_once_with_legal_moves(void **s
 	assert_non_null(out);
 	assert_non_null(strstr(out, "worker positions 24 failed 0"));
 	free(out);
+}
+
+/* A WorkerProgressFn: results sent so far, and a state. */
+static void count_progress(void *ctx, const char *phase, const WorkerProgress *p)
+{
+	assert_non_null(p->state);
+	assert_true(p->seconds >= 0 && p->nps >= 0);
+	ts_progress_note(ctx, phase, p->positions);
+}
+
+/* worker_run (in this process, two built-in engines) reports through its
+ * callback (about once a second, then "done" with what it sent), and prints
+ * nothing without one. */
+static void test_worker__progress_goes_to_the_callback_and_null_is_quiet(void **state)
+{
+	Fx *f = *state;
+	make_positions(f, 24);
+	/* positions of a few tenths of a second: a run of several seconds */
+	start_fake(f, 0, "", "{\"nodes\": 150000, \"multipv\": 1}");
+	char url[64];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d", f->port);
+	SearchEngine *engines[2];
+	for (int i = 0; i < 2; i++) assert_int_equal(builtin_engine_new(&engines[i], 16, NULL), 0);
+	TsProgress *rec = ts_progress_new();
+	for (int quiet = 1; quiet >= 0; quiet--) {
+		WorkerOptions opt = {.server = url,
+		                     .token = "secret-token",
+		                     .name = "w1",
+		                     .engines = engines,
+		                     .nengines = 2,
+		                     .max_backoff_s = 1,
+		                     .max_positions = quiet ? 2 : 12,
+		                     .progress = quiet ? NULL : count_progress,
+		                     .progress_ctx = rec};
+		WorkerStats st;
+		char err[WORKER_ERRLEN];
+		int saved = ts_stderr_begin(f->errf);
+		int rc = worker_run(&st, &opt, err);
+		char *text = ts_stderr_end(saved, f->errf);
+		if (rc != 0) fail_msg("worker_run: %s", err);
+		assert_string_equal(text, "");
+		free(text);
+		assert_int_equal(st.positions, opt.max_positions);
+		if (!quiet) {
+			static const char *const phases[] = {"status", "done", NULL};
+			ts_progress_check(rec, phases);
+			assert_true(ts_progress_count(rec, "status") >= 1);
+			assert_int_equal(ts_progress_last(rec), st.positions);
+		}
+	}
+	for (int i = 0; i < 2; i++) search_free(engines[i]);
+	free(rec);
 }
 
 static void test_worker__backs_off_on_204_503_and_closed_connections(void **state)
@@ -926,6 +979,8 @@ int main(void)
 	        test_worker__sigterm_during_an_acquire_aborts_the_lease_it_brings, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker__crashing_positions_are_reported_failed,
 	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_worker__progress_goes_to_the_callback_and_null_is_quiet, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker__sigterm_submits_what_is_finished, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(

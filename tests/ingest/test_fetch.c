@@ -723,6 +723,62 @@ static void test_fetch__corrupt_cached_copy_is_dropped(void **state)
 	json_decref(j);
 }
 
+/* A FetchProgressFn; "download" counts as day << 40 | bytes, so it only
+ * grows while the days go by and each day's bytes arrive. */
+static void count_progress(void *ctx, const char *phase, const FetchProgress *p)
+{
+	if (!strcmp(phase, "done")) {
+		ts_progress_note(ctx, phase, p->days);
+		return;
+	}
+	assert_true(p->day >= 1 && p->day <= p->days && p->days == 5);
+	assert_int_equal(strlen(p->date), 8);
+	if (!strcmp(phase, "download")) {
+		assert_true(p->total_bytes == 0 || p->bytes <= p->total_bytes);
+		ts_progress_note(ctx, phase, (uint64_t)p->day << 40 | p->bytes);
+	} else {
+		ts_progress_note(ctx, phase, p->day);
+	}
+}
+
+/* fetch_days reports through its callback (each day as it begins, what has
+ * arrived, then "done"), and prints nothing without one. */
+static void test_fetch__progress_goes_to_the_callback_and_null_is_quiet(void **state)
+{
+	Fx *f = *state;
+	char base[64], cache[700], errf[700];
+	snprintf(base, sizeof base, "http://127.0.0.1:%u/", f->srv.port);
+	snprintf(errf, sizeof errf, "%s/stderr", f->dir);
+	TsProgress *rec = ts_progress_new();
+	for (int quiet = 0; quiet < 2; quiet++) {
+		snprintf(cache, sizeof cache, "%s/cache%d", f->dir, quiet);
+		FetchOptions opt;
+		fetch_options_init(&opt);
+		opt.base_url = base;
+		opt.cache_dir = cache;
+		opt.backoff_ms = -1;
+		if (!quiet) {
+			opt.progress = count_progress;
+			opt.progress_ctx = rec;
+		}
+		FetchResult res;
+		int saved = ts_stderr_begin(errf);
+		int rc = fetch_days(&res, "20260601", "20260605", &opt);
+		char *err = ts_stderr_end(saved, errf);
+		assert_int_equal(rc, 0);
+		assert_string_equal(err, "");
+		free(err);
+		assert_int_equal(res.downloaded, 3);
+		assert_int_equal(res.missing, 2);
+		fetch_result_free(&res);
+	}
+	static const char *const phases[] = {"day", "download", "done", NULL};
+	ts_progress_check(rec, phases);
+	assert_int_equal(ts_progress_count(rec, "day"), 5);
+	assert_int_equal(ts_progress_last(rec), 5);
+	free(rec);
+}
+
 static void test_fetch__bad_arguments_exit_2(void **state)
 {
 	Fx *f = *state;
@@ -783,6 +839,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fetch__corrupt_cached_copy_is_dropped, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_fetch__bad_arguments_exit_2, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_fetch__progress_goes_to_the_callback_and_null_is_quiet, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

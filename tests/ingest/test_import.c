@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bookdb/bookdb.h"
+#include "ingest/import.h"
 #include "shogi/position.h"
 #include "tests/support/support.h"
 
@@ -357,6 +359,71 @@ static void test_import__apery_bad_files(void **state)
 	free(dir);
 }
 
+/* An ImportProgressFn. */
+static void count_progress(void *ctx, const char *phase, uint64_t done, uint64_t total)
+{
+	assert_true(!strcmp(phase, "done") ? total == done : total == 0);
+	ts_progress_note(ctx, phase, done);
+}
+
+/* import_db2016 and import_apery report through their callback (every
+ * 65536th position, then "done" with the count), and print nothing without
+ * one. */
+static void test_import__progress_goes_to_the_callback_and_null_is_quiet(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char db16[4200], path[4200], errf[4200];
+	snprintf(db16, sizeof db16, "%s/big.db", dir);
+	snprintf(errf, sizeof errf, "%s/stderr", dir);
+	/* 70000 records (of one position): past one report */
+	FILE *f = fopen(db16, "w");
+	assert_non_null(f);
+	fputs("#YANEURAOU-DB2016 1.00\n", f);
+	for (int i = 0; i < 70000; i++)
+		fprintf(f,
+		        "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1\n"
+		        "7g7f none %d 5\n",
+		        i % 100);
+	fclose(f);
+	for (int quiet = 0; quiet < 2; quiet++) {
+		snprintf(path, sizeof path, "%s/book%d", dir, quiet);
+		BookDB *db;
+		assert_int_equal(bookdb_open(&db, path, NULL, NULL), 0);
+		TsProgress *r16 = ts_progress_new(), *rap = ts_progress_new();
+		IngestStats st16, stap;
+		int saved = ts_stderr_begin(errf);
+		int rc16 = import_db2016(&st16, db, db16, BOOKDB_PREFER_DEEPER,
+		                         quiet ? NULL : count_progress, r16);
+		int rcap = import_apery(&stap, db, "tests/data/apery/apery.bin",
+		                        BOOKDB_PREFER_DEEPER, quiet ? NULL : count_progress, rap);
+		char *err = ts_stderr_end(saved, errf);
+		assert_int_equal(rc16, 0);
+		assert_int_equal(rcap, 0);
+		assert_string_equal(err, "");
+		free(err);
+		static const char *const phases[] = {"positions", "done", NULL};
+		if (!quiet) {
+			ts_progress_check(r16, phases);
+			assert_int_equal(r16->n, 2);
+			assert_int_equal(r16->done[0], 65536);
+			assert_int_equal(ts_progress_last(r16), 70000);
+			ts_progress_check(rap, phases);
+			assert_true(stap.positions_added > 0);
+			assert_int_equal(ts_progress_last(rap), stap.positions_added);
+		} else {
+			assert_int_equal(r16->n + rap->n, 0);
+		}
+		ingest_stats_free(&st16);
+		ingest_stats_free(&stap);
+		free(r16);
+		free(rap);
+		bookdb_free(db);
+	}
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -368,6 +435,7 @@ int main(void)
 	    cmocka_unit_test(test_import__apery_book_same_as_its_db2016_twin),
 	    cmocka_unit_test(test_import__apery_round_trip_of_a_synthetic_book),
 	    cmocka_unit_test(test_import__apery_bad_files),
+	    cmocka_unit_test(test_import__progress_goes_to_the_callback_and_null_is_quiet),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bookdb/bookdb.h"
+#include "ingest/ingest.h"
 #include "ingest/kifu.h"
 #include "shogi/notation.h"
 #include "tests/support/support.h"
@@ -524,6 +525,61 @@ static void test_ingest__out_of_memory_fails_cleanly(void **state)
 	free(dir);
 }
 
+/* An IngestProgressFn: the walk counts files, the writer games read. */
+static void count_progress(void *ctx, const char *phase, const IngestProgress *p)
+{
+	if (!strcmp(phase, "walk")) assert_non_null(p->dir);
+	ts_progress_note(ctx, phase, !strcmp(phase, "walk") ? p->files : p->games_read);
+	if (!strcmp(phase, "done")) assert_true(p->games_ingested <= p->games_read);
+}
+
+/* ingest_run reports through its callback (a call per directory and per
+ * game when the interval is tiny; the walk first, the "done" last with the
+ * run's counts), and prints nothing without one. */
+static void test_ingest__progress_goes_to_the_callback_and_null_is_quiet(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char path[4200];
+	const char *inputs[] = {"tests/data/floodgate", "tests/data/csa-dialects"};
+	TsProgress *rec = ts_progress_new();
+	for (int quiet = 0; quiet < 2; quiet++) {
+		snprintf(path, sizeof path, "%s/book%d", dir, quiet);
+		BookDB *db;
+		assert_int_equal(bookdb_open(&db, path, NULL, NULL), 0);
+		IngestOptions opt;
+		ingest_options_init(&opt);
+		opt.jobs = 2;
+		if (!quiet) {
+			opt.progress = count_progress;
+			opt.progress_ctx = rec;
+			opt.progress_interval_s = 1e-9;
+		}
+		snprintf(path, sizeof path, "%s/stderr", dir);
+		int saved = ts_stderr_begin(path);
+		IngestStats st;
+		int rc = ingest_run(&st, db, inputs, 2, &opt);
+		char *err = ts_stderr_end(saved, path);
+		assert_int_equal(rc, 0);
+		assert_string_equal(err, "");
+		free(err);
+		assert_int_equal(st.games_read, NGAMES);
+		if (!quiet) {
+			static const char *const phases[] = {"walk", "games", "done", NULL};
+			ts_progress_check(rec, phases);
+			assert_string_equal(rec->phase[0], "walk");
+			assert_true(ts_progress_count(rec, "walk") >= 2); /* a call per directory */
+			assert_true(ts_progress_count(rec, "games") >= 1);
+			assert_int_equal(ts_progress_last(rec), st.games_read);
+		}
+		ingest_stats_free(&st);
+		bookdb_free(db);
+	}
+	free(rec);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -538,6 +594,7 @@ int main(void)
 	    cmocka_unit_test(test_ingest__illegal_move_keeps_moves_before_it_and_names_the_line),
 	    cmocka_unit_test(test_ingest__archives_and_stdin_give_the_same_book),
 	    cmocka_unit_test(test_ingest__out_of_memory_fails_cleanly),
+	    cmocka_unit_test(test_ingest__progress_goes_to_the_callback_and_null_is_quiet),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -190,6 +190,58 @@ static void test_match__builtin_is_deterministic_for_a_seed(void **state)
 	free(dir);
 }
 
+/* A MatchProgressFn: the games finished, and the tally is theirs. */
+static void count_progress(void *ctx, const char *phase, const MatchProgress *p)
+{
+	assert_true(p->done >= 0 && p->done <= p->games && p->games == 4);
+	assert_int_equal(p->res->wins + p->res->draws + p->res->losses, p->done);
+	assert_false(p->sprt);
+	ts_progress_note(ctx, phase, (uint64_t)p->done);
+}
+
+/* match_run reports through its callback (a finished game at most once a
+ * second, always the last one, then "done"), and prints nothing without one. */
+static void test_match__progress_goes_to_the_callback_and_null_is_quiet(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char errf[4200];
+	snprintf(errf, sizeof errf, "%s/stderr", dir);
+	TsProgress *rec = ts_progress_new();
+	for (int quiet = 0; quiet < 2; quiet++) {
+		MatchOptions opt = {
+		    .side = {{.engine = "builtin"}, {.engine = "builtin"}},
+		    .games = 4,
+		    .budget = {.kind = SEARCH_BUDGET_NODES, .amount = 300},
+		    .concurrency = 2,
+		    .max_moves = 30,
+		    .seed = 1,
+		    .progress = quiet ? NULL : count_progress,
+		    .progress_ctx = rec,
+		};
+		MatchResult r;
+		char err[MATCH_ERRLEN];
+		int saved = ts_stderr_begin(errf);
+		int rc = match_run(&r, &opt, err);
+		char *text = ts_stderr_end(saved, errf);
+		assert_int_equal(rc, 0);
+		assert_string_equal(text, "");
+		free(text);
+		assert_int_equal(r.played, 4);
+		match_result_free(&r);
+	}
+	static const char *const phases[] = {"game", "done", NULL};
+	ts_progress_check(rec, phases);
+	/* the last game is reported, then the end */
+	assert_true(rec->n >= 2 && rec->n <= 5);
+	assert_string_equal(rec->phase[rec->n - 2], "game");
+	assert_int_equal(rec->done[rec->n - 2], 4);
+	assert_int_equal(ts_progress_last(rec), 4);
+	free(rec);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_match__perpetual_check_loses_for_the_checking_side(void **state)
 {
 	(void)state;
@@ -1150,6 +1202,7 @@ int main(void)
 	    cmocka_unit_test(test_match__a_side_with_a_book_plays_its_moves),
 	    cmocka_unit_test(test_match__bad_input_is_reported),
 	    cmocka_unit_test(test_match__elo),
+	    cmocka_unit_test(test_match__progress_goes_to_the_callback_and_null_is_quiet),
 	    cmocka_unit_test(test_match__fischer_clocks_count_down_with_the_increment),
 	    cmocka_unit_test(test_match__byoyomi_follows_the_main_time),
 	    cmocka_unit_test(test_match__a_side_past_its_clock_loses_on_time),

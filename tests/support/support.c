@@ -599,3 +599,74 @@ void ts_child_free(TsChild *c)
 	memset(c, 0, sizeof *c);
 	c->in_fd = c->out_fd = -1;
 }
+
+TsProgress *ts_progress_new(void)
+{
+	TsProgress *p = calloc(1, sizeof *p);
+	assert_non_null(p);
+	pthread_mutex_init(&p->mu, NULL);
+	return p;
+}
+
+void ts_progress_note(TsProgress *p, const char *phase, uint64_t done)
+{
+	pthread_mutex_lock(&p->mu);
+	if (p->n < TS_PROGRESS_MAX) {
+		p->phase[p->n] = phase;
+		p->done[p->n] = done;
+	}
+	p->n++;
+	pthread_mutex_unlock(&p->mu);
+}
+
+size_t ts_progress_count(const TsProgress *p, const char *phase)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < p->n && i < TS_PROGRESS_MAX; i++) k += !strcmp(p->phase[i], phase);
+	return k;
+}
+
+uint64_t ts_progress_last(const TsProgress *p)
+{
+	assert_true(p->n > 0 && p->n <= TS_PROGRESS_MAX);
+	return p->done[p->n - 1];
+}
+
+void ts_progress_check(const TsProgress *p, const char *const *phases)
+{
+	assert_true(p->n > 0);
+	assert_true(p->n <= TS_PROGRESS_MAX);
+	for (size_t i = 0; i < p->n; i++) {
+		bool known = false;
+		for (size_t k = 0; phases[k]; k++) known = known || !strcmp(p->phase[i], phases[k]);
+		if (!known) fail_msg("progress call %zu: unexpected phase \"%s\"", i, p->phase[i]);
+		/* the count of this phase never went down */
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(p->phase[j], p->phase[i]) && p->done[j] > p->done[i])
+				fail_msg("progress call %zu (%s): %llu after %llu", i, p->phase[i],
+				         (unsigned long long)p->done[i],
+				         (unsigned long long)p->done[j]);
+		assert_int_equal(!strcmp(p->phase[i], "done"), i == p->n - 1);
+	}
+}
+
+int ts_stderr_begin(const char *path)
+{
+	fflush(stderr);
+	int saved = dup(2);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(saved >= 0 && fd >= 0);
+	assert_int_equal(dup2(fd, 2), 2);
+	close(fd);
+	return saved;
+}
+
+char *ts_stderr_end(int saved, const char *path)
+{
+	fflush(stderr);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	char *text = ts_read_file(path, NULL);
+	assert_non_null(text);
+	return text;
+}

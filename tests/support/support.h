@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -140,6 +141,37 @@ void ts_child_free(TsChild *c);
  * in why (n bytes).
  */
 int ts_private_mounts(char *why, size_t n);
+
+/*
+ * A recorder for a library's progress callback: the test's adapter passes
+ * each call's phase and the count that should only grow (ts_progress_note,
+ * safe from several threads; the first TS_PROGRESS_MAX calls are kept, all
+ * are counted). ts_progress_check asserts (cmocka) that there was a call,
+ * that each phase is one of phases (NULL-terminated), that the count never
+ * went down within a phase, and that the last call, and only it, was "done".
+ * ts_progress_count: the calls of one phase.
+ */
+#define TS_PROGRESS_MAX 4096
+typedef struct {
+	pthread_mutex_t mu;
+	size_t n; /* calls, including those not kept */
+	const char *phase[TS_PROGRESS_MAX];
+	uint64_t done[TS_PROGRESS_MAX];
+} TsProgress;
+TsProgress *ts_progress_new(void); /* free() it */
+void ts_progress_note(TsProgress *p, const char *phase, uint64_t done);
+size_t ts_progress_count(const TsProgress *p, const char *phase);
+void ts_progress_check(const TsProgress *p, const char *const *phases);
+/* The count of the last call (the "done"). */
+uint64_t ts_progress_last(const TsProgress *p);
+
+/*
+ * Sends this process's stderr (fd 2) into a new file at path until
+ * ts_stderr_end, which puts it back and returns what was written (malloc'd):
+ * to check that a library run without a progress callback prints nothing.
+ */
+int ts_stderr_begin(const char *path);
+char *ts_stderr_end(int saved, const char *path);
 
 unsigned long long ts_seed(const char *test_name);
 /* The next number of a splitmix64 stream (state: any 64-bit value, e.g. a seed). */
