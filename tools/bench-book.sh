@@ -7,8 +7,13 @@
 #      tests/data/positions/openings-v1.sfen (floodgate games, 12-24 plies);
 #   2. the games-only book: the bundled floodgate games ingested, minimax;
 #   3. the grown book: the same, then grown for BOOK_SECONDS (300) s on
-#      BOOK_ENGINES (2) engines (10 engine-minutes) by walking the lines
-#      fairy-stockfish plays from the openings (think --opponent), minimax;
+#      BOOK_ENGINES (2) engines, 10 engine-minutes counted in the engines' own
+#      CPU time (think --engine-seconds: a busy machine takes longer, the
+#      engines think as much), by walking the lines fairy-stockfish plays
+#      from the openings (think --opponent), minimax; the book side's
+#      positions are analysed at BOOK_THINK_NODES (50000) nodes, MultiPV
+#      BOOK_MULTIPV (1), the opponent's moves asked at BOOK_NODES as in the
+#      match;
 #   4. matches from the suite, each opening with both colours, fairy-stockfish
 #      with a book against fairy-stockfish without: grown, then games-only;
 #      BOOK_PAIRS (default: one pair an opening) game pairs each.
@@ -26,7 +31,8 @@ NODES=${BOOK_NODES:-20000}
 NOPEN=${BOOK_OPENINGS:-50}
 SECS=${BOOK_SECONDS:-300}
 ENGINES=${BOOK_ENGINES:-2}
-MULTIPV=${BOOK_MULTIPV:-4}
+MULTIPV=${BOOK_MULTIPV:-1}
+TNODES=${BOOK_THINK_NODES:-50000}
 PAIRS=${BOOK_PAIRS:-$NOPEN}
 CONC=${BOOK_CONCURRENCY:-2}
 
@@ -45,14 +51,15 @@ fi
 
 grep -v '^#' tests/data/positions/openings-v1.sfen | grep . | head -n "$NOPEN" >"$W/openings.txt"
 n=$(wc -l <"$W/openings.txt")
-echo "bench-book: $n openings, fairy-stockfish at $NODES nodes, book grown for $SECS s on $ENGINES engines (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+echo "bench-book: $n openings, fairy-stockfish at $NODES nodes, book grown for $((SECS * ENGINES)) engine-seconds ($TNODES nodes, MultiPV $MULTIPV; load $(cut -d' ' -f1 /proc/loadavg))" >&2
 
 rm -rf "$W/games" "$W/grown"
 $J ingest "$W/games" tests/data/floodgate --quiet >/dev/null
 $J minimax "$W/games" --quiet >/dev/null
 $J ingest "$W/grown" tests/data/floodgate --quiet >/dev/null
-$J think "$W/grown" --engine "$FS" --opponent "$FS" --engines "$ENGINES" --nodes "$NODES" \
-	--multipv "$MULTIPV" --roots "$W/openings.txt" --time "$SECS" --quiet >"$W/think.txt"
+$J think "$W/grown" --engine "$FS" --opponent "$FS" --engines "$ENGINES" --nodes "$TNODES" \
+	--opponent-nodes "$NODES" --multipv "$MULTIPV" --roots "$W/openings.txt" \
+	--engine-seconds $((SECS * ENGINES)) --quiet >"$W/think.txt"
 $J minimax "$W/grown" --full --quiet >/dev/null
 echo "bench-book: $(cat "$W/think.txt")" >&2
 
