@@ -51,7 +51,9 @@ typedef struct {
 	double deadline_ms;
 	Pace *pace; /* NULL: closed loop */
 	uint64_t results, requests, acquires, empty, errors;
-	double *lat;               /* acquire latencies, ms */
+	double *lat;  /* acquire latencies, ms */
+	double *latw; /* ... of the acquires due after warm_ms */
+	size_t nlatw, caplatw;
 	double submit_max;         /* the longest submit, ms */
 	double warm_ms;            /* requests started after this count in the warm maxima */
 	double start_ms, first_ms; /* the run's start; its first acquire answered (ms after) */
@@ -158,6 +160,9 @@ static void cycle(Client *c, CURL *h, const char *acq, double due_ms)
 	if (due_ms >= c->warm_ms && dt > c->acquire_max_warm) c->acquire_max_warm = dt;
 	if (!array_grow((void **)&c->lat, &c->caplat, c->nlat + 1, sizeof *c->lat, 1024))
 		c->lat[c->nlat++] = dt;
+	if (due_ms >= c->warm_ms &&
+	    !array_grow((void **)&c->latw, &c->caplatw, c->nlatw + 1, sizeof *c->latw, 1024))
+		c->latw[c->nlatw++] = dt;
 	if (st == 204) {
 		c->empty++;
 		if (!c->pace) usleep(10000);
@@ -298,7 +303,7 @@ int cmd_bench_work(int argc, char **argv)
 		                 .res = malloc(sizeof(SearchResult))};
 		pthread_create(&th[i], NULL, client, &cs[i]);
 	}
-	size_t nlat = 0;
+	size_t nlat = 0, nlatw = 0;
 	double submit_max = 0, amax_warm = 0, smax_warm = 0;
 	for (int i = 0; i < clients; i++) {
 		pthread_join(th[i], NULL);
@@ -313,31 +318,40 @@ int cmd_bench_work(int argc, char **argv)
 		empty += cs[i].empty;
 		errors += cs[i].errors;
 		nlat += cs[i].nlat;
+		nlatw += cs[i].nlatw;
 	}
 	double el = (clock_ms_f() - t0) / 1e3;
-	double *lat = malloc((nlat ? nlat : 1) * sizeof *lat);
-	size_t k = 0;
-	for (int i = 0; i < clients; i++)
+	double *lat = malloc((nlat ? nlat : 1) * sizeof *lat),
+	       *latw = malloc((nlatw ? nlatw : 1) * sizeof *latw);
+	size_t k = 0, kw = 0;
+	for (int i = 0; i < clients; i++) {
 		for (size_t j = 0; j < cs[i].nlat; j++) lat[k++] = cs[i].lat[j];
+		for (size_t j = 0; j < cs[i].nlatw; j++) latw[kw++] = cs[i].latw[j];
+	}
 	qsort(lat, nlat, sizeof *lat, cmp_double);
+	qsort(latw, nlatw, sizeof *latw, cmp_double);
 	double p50 = nlat ? lat[nlat / 2] : 0, p99 = nlat ? lat[(nlat * 99) / 100] : 0,
-	       mx = nlat ? lat[nlat - 1] : 0;
+	       mx = nlat ? lat[nlat - 1] : 0, p50w = nlatw ? latw[nlatw / 2] : 0,
+	       p99w = nlatw ? latw[(nlatw * 99) / 100] : 0;
 	printf(
 	    "bench-work results %llu time_s %.1f results_per_s %.0f acquire_p50_ms %.2f "
 	    "acquire_p99_ms %.2f acquire_max_ms %.2f submit_max_ms %.2f acquire_max_warm_ms %.2f "
 	    "submit_max_warm_ms %.2f first_acquire_ms %.0f requests %llu acquires %llu no_work "
 	    "%llu "
-	    "errors %llu clients %d max %d rate %d\n",
+	    "errors %llu clients %d max %d rate %d acquire_p50_warm_ms %.2f acquire_p99_warm_ms "
+	    "%.2f\n",
 	    (unsigned long long)results, el, results / el, p50, p99, mx, submit_max, amax_warm,
 	    smax_warm, first, (unsigned long long)requests, (unsigned long long)acquires,
-	    (unsigned long long)empty, (unsigned long long)errors, clients, max, rate);
+	    (unsigned long long)empty, (unsigned long long)errors, clients, max, rate, p50w, p99w);
 	for (int i = 0; i < clients; i++) {
 		free(cs[i].lat);
+		free(cs[i].latw);
 		free(cs[i].resp);
 		free(cs[i].pos);
 		free(cs[i].res);
 	}
 	free(lat);
+	free(latw);
 	free(cs);
 	free(th);
 	curl_global_cleanup();

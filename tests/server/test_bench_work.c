@@ -5,7 +5,8 @@
  * acquire the schedule holds is sent, no more (the rate asked for is not
  * exceeded), and a coordinator stopped for a second shows in the latencies of
  * the acquires that fell due meanwhile (counted from when they were due), not
- * only in the few that were in flight.
+ * only in the few that were in flight. And the coordinator's status line at
+ * exit counts its service rounds and their longest parts.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -55,8 +56,9 @@ static int setup(void **state)
 	char book[600], extra[700];
 	snprintf(book, sizeof book, "%s/b", f->dir);
 	snprintf(extra, sizeof extra,
-	         "--work --quiet --nodes 1000 --select pv --lease-seconds 600 --tokens %s/tokens",
-	         f->dir);
+	         "--work --quiet --nodes 1000 --select pv --lease-seconds 600 --tokens %s/tokens "
+	         "> %s/serve.out",
+	         f->dir, f->dir);
 	f->port = ts_serve_start(&f->pid, &f->log, book, extra);
 	g_child = f->pid;
 	if (!f->port) fail_msg("serve --work did not say where it listens");
@@ -67,8 +69,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	Fixture *f = *state;
-	kill(f->pid, SIGTERM);
-	waitpid(f->pid, NULL, 0);
+	if (f->pid > 0) {
+		kill(f->pid, SIGTERM);
+		waitpid(f->pid, NULL, 0);
+	}
 	g_child = 0;
 	fclose(f->log);
 	ts_rmtree(f->dir);
@@ -114,6 +118,22 @@ static void test_bench_work__paced_sends_exactly_the_scheduled_acquires(void **s
 	assert_true(field(out, "results_per_s") <= 800.0);
 	free(out);
 	free(err);
+	/* The coordinator's last status line says where its rounds' time went. */
+	kill(f->pid, SIGTERM);
+	int st = 0;
+	waitpid(f->pid, &st, 0);
+	f->pid = g_child = 0;
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	char path[700];
+	snprintf(path, sizeof path, "%s/serve.out", f->dir);
+	char *line = ts_read_file(path, NULL);
+	assert_non_null(line);
+	double rounds = field(line, "rounds"); /* requests share rounds of 20 ms */
+	assert_true(rounds >= 1 && rounds <= 2 * 200 + 2);
+	assert_non_null(strstr(line, "longest (over 50 ms): wait for a round "));
+	assert_non_null(strstr(line, "ms (")); /* counts, not cut short */
+	assert_non_null(strstr(line, ", tick "));
+	free(line);
 }
 
 /* The coordinator stopped (SIGSTOP) for 1 s in the middle of a 4 s run at 50
