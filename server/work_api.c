@@ -51,7 +51,7 @@ static void part_add(Part *p, double ms)
 	if (ms > SLOW_MS) p->slow++;
 }
 
-enum { PART_WAIT, PART_OPS, PART_COMMIT, PART_TICK, PART_NB };
+enum { PART_WAIT, PART_OPS, PART_COMMIT, PART_TICK, PART_ACQUIRE, PART_SUBMIT, PART_NB };
 
 struct ApiWork {
 	Coord *c;
@@ -63,7 +63,8 @@ struct ApiWork {
 	bool quit;
 	atomic_bool failed;
 	/* Under mu: rounds run, and their parts (PART_*): the longest wait of a
-	 * request for its round, the round's requests, its commit, the tick. */
+	 * request for its round, the round's requests, its commit, the tick; and
+	 * of the requests, one acquire and one submit. */
 	uint64_t rounds;
 	Part part[PART_NB];
 };
@@ -127,8 +128,12 @@ static void *service(void *arg)
 			if (t0 - op->queued_ms > wait) wait = t0 - op->queued_ms;
 		int64_t now = now_ms();
 		bool wrote = false;
+		Part one[2] = {{0}};
 		for (Op *op = ops; op; op = op->next) {
+			double t = clock_ms_f();
 			run_op(w, op, now);
+			if (op->kind == OP_ACQUIRE || op->kind == OP_SUBMIT)
+				part_add(&one[op->kind == OP_SUBMIT], clock_ms_f() - t);
 			wrote |= op->kind != OP_STATUS;
 		}
 		double t1 = clock_ms_f();
@@ -176,6 +181,11 @@ static void *service(void *arg)
 			part_add(&w->part[PART_WAIT], wait);
 			part_add(&w->part[PART_OPS], t1 - t0);
 			part_add(&w->part[PART_COMMIT], t2 - t1);
+			for (int k = 0; k < 2; k++) {
+				Part *p = &w->part[PART_ACQUIRE + k];
+				if (one[k].max_ms > p->max_ms) p->max_ms = one[k].max_ms;
+				p->slow += one[k].slow;
+			}
 		}
 		part_add(&w->part[PART_TICK], t4 - t3);
 	}
@@ -437,10 +447,13 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len)
 	if (n >= 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n,
 		         "; rounds %llu, longest (over %d ms): wait for a round %.0f ms (%llu), "
-		         "requests %.0f ms (%llu), commit %.0f ms (%llu), tick %.0f ms (%llu)",
+		         "requests %.0f ms (%llu; one acquire %.0f ms (%llu), one submit %.0f ms "
+		         "(%llu)), commit %.0f ms (%llu), tick %.0f ms (%llu)",
 		         (unsigned long long)rounds, SLOW_MS, part[PART_WAIT].max_ms,
 		         (unsigned long long)part[PART_WAIT].slow, part[PART_OPS].max_ms,
-		         (unsigned long long)part[PART_OPS].slow, part[PART_COMMIT].max_ms,
+		         (unsigned long long)part[PART_OPS].slow, part[PART_ACQUIRE].max_ms,
+		         (unsigned long long)part[PART_ACQUIRE].slow, part[PART_SUBMIT].max_ms,
+		         (unsigned long long)part[PART_SUBMIT].slow, part[PART_COMMIT].max_ms,
 		         (unsigned long long)part[PART_COMMIT].slow, part[PART_TICK].max_ms,
 		         (unsigned long long)part[PART_TICK].slow);
 	coord_status_free(&op.st);
