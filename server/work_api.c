@@ -13,6 +13,7 @@
 
 #include "server/api.h"
 #include "server/work_parse.h"
+#include "shogi/clock.h"
 
 #define TICK_MS 100
 /* Rounds (one commit each) start at most this often: requests arriving in
@@ -31,9 +32,26 @@ typedef struct Op {
 	CoordStatus st;  /* status */
 	int rc;
 	bool done;
+	double queued_ms; /* when it was handed to the service thread (clock_ms_f) */
 	char err[COORD_ERRLEN];
 	struct Op *next;
 } Op;
+
+/* Where a request's time goes, per part of the service thread's rounds: the
+ * longest, and how many took more than SLOW_MS (the status line shows them). */
+#define SLOW_MS 50
+typedef struct {
+	double max_ms;
+	uint64_t slow;
+} Part;
+
+static void part_add(Part *p, double ms)
+{
+	if (ms > p->max_ms) p->max_ms = ms;
+	if (ms > SLOW_MS) p->slow++;
+}
+
+enum { PART_WAIT, PART_OPS, PART_COMMIT, PART_TICK, PART_ACQUIRE, PART_SUBMIT, PART_NB };
 
 struct ApiWork {
 	Coord *c;
@@ -44,6 +62,11 @@ struct ApiWork {
 	Op *head, *tail;
 	bool quit;
 	atomic_bool failed;
+	/* Under mu: rounds run, and their parts (PART_*): the longest wait of a
+	 * request for its round, the round's requests, its commit, the tick; and
+	 * of the requests, one acquire and one submit. */
+	uint64_t rounds;
+	Part part[PART_NB];
 };
 
 static int64_t now_ms(void)
@@ -100,12 +123,20 @@ static void *service(void *arg)
 		Op *ops = w->head;
 		w->head = w->tail = NULL;
 		pthread_mutex_unlock(&w->mu);
+		double t0 = clock_ms_f(), wait = 0;
+		for (Op *op = ops; op; op = op->next)
+			if (t0 - op->queued_ms > wait) wait = t0 - op->queued_ms;
 		int64_t now = now_ms();
 		bool wrote = false;
+		Part one[2] = {{0}};
 		for (Op *op = ops; op; op = op->next) {
+			double t = clock_ms_f();
 			run_op(w, op, now);
+			if (op->kind == OP_ACQUIRE || op->kind == OP_SUBMIT)
+				part_add(&one[op->kind == OP_SUBMIT], clock_ms_f() - t);
 			wrote |= op->kind != OP_STATUS;
 		}
+		double t1 = clock_ms_f();
 		char err[COORD_ERRLEN] = "";
 		if (wrote && coord_commit(w->c, err) < 0) {
 			/* Nothing of this round is on disk: no answer may say otherwise. */
@@ -115,15 +146,7 @@ static void *service(void *arg)
 					errmsg_set(op->err, sizeof op->err, 0, "%s", err);
 				}
 		}
-		if (now - last_tick >= TICK_MS) {
-			last_tick = now;
-			err[0] = 0;
-			/* A failed minimax is said and the service goes on; a broken
-			 * book stops it, as a request's would. */
-			int trc = coord_tick(w->c, now, err);
-			if (trc < 0 && err[0]) fprintf(stderr, "joseki: %s\n", err);
-			if (trc == COORD_EBOOK) atomic_store(&w->failed, true);
-		}
+		double t2 = clock_ms_f();
 		bool failed = false;
 		for (Op *op = ops; op; op = op->next) failed |= op->rc == COORD_EBOOK;
 		if (failed && !atomic_load(&w->failed)) {
@@ -134,9 +157,37 @@ static void *service(void *arg)
 					break;
 				}
 		}
+		/* The round's answers go now: the tick below (expiries, minimax's
+		 * writes) is no part of them, and what it writes is committed with
+		 * the next round. */
 		pthread_mutex_lock(&w->mu);
 		for (Op *op = ops; op; op = op->next) op->done = true;
 		if (ops) pthread_cond_broadcast(&w->done_cv);
+		pthread_mutex_unlock(&w->mu);
+		double t3 = clock_ms_f();
+		if (now - last_tick >= TICK_MS) {
+			last_tick = now;
+			err[0] = 0;
+			/* A failed minimax is said and the service goes on; a broken
+			 * book stops it, as a request's would. */
+			int trc = coord_tick(w->c, now, err);
+			if (trc < 0 && err[0]) fprintf(stderr, "joseki: %s\n", err);
+			if (trc == COORD_EBOOK) atomic_store(&w->failed, true);
+		}
+		double t4 = clock_ms_f();
+		pthread_mutex_lock(&w->mu);
+		if (ops) {
+			w->rounds++;
+			part_add(&w->part[PART_WAIT], wait);
+			part_add(&w->part[PART_OPS], t1 - t0);
+			part_add(&w->part[PART_COMMIT], t2 - t1);
+			for (int k = 0; k < 2; k++) {
+				Part *p = &w->part[PART_ACQUIRE + k];
+				if (one[k].max_ms > p->max_ms) p->max_ms = one[k].max_ms;
+				p->slow += one[k].slow;
+			}
+		}
+		part_add(&w->part[PART_TICK], t4 - t3);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -187,6 +238,7 @@ static int submit_op(ApiWork *w, Op *op)
 		pthread_mutex_unlock(&w->mu);
 		return -1;
 	}
+	op->queued_ms = clock_ms_f();
 	if (w->tail)
 		w->tail->next = op;
 	else
@@ -376,15 +428,33 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len)
 	}
 	uint64_t nps = 0;
 	for (size_t i = 0; i < op.st.nworkers; i++) nps += op.st.workers[i].nps;
-	snprintf(buf, len,
-	         "work: %llu results (%.1f/s), queue %llu, leases %llu live %llu expired, "
-	         "set aside %zu, workers %zu (%.1f Mnps), minimax runs %llu (last %.0f ms); "
-	         "time in select %.0f ms, store %.0f ms, commit %.0f ms, minimax %.0f ms (its "
-	         "writes %.0f ms)",
-	         (unsigned long long)op.st.results, op.st.results_per_s,
-	         (unsigned long long)op.st.queue, (unsigned long long)op.st.leases_live,
-	         (unsigned long long)op.st.leases_expired, op.st.naside, op.st.nworkers, nps / 1e6,
-	         (unsigned long long)op.st.minimax_runs, op.st.last_minimax_ms, op.st.select_ms,
-	         op.st.store_ms, op.st.commit_ms, op.st.minimax_ms, op.st.minimax_apply_ms);
+	pthread_mutex_lock(&w->mu);
+	uint64_t rounds = w->rounds;
+	Part part[PART_NB];
+	memcpy(part, w->part, sizeof part);
+	pthread_mutex_unlock(&w->mu);
+	int n = snprintf(
+	    buf, len,
+	    "work: %llu results (%.1f/s), queue %llu, leases %llu live %llu expired, "
+	    "set aside %zu, workers %zu (%.1f Mnps), minimax runs %llu (last %.0f ms); "
+	    "time in select %.0f ms, store %.0f ms, commit %.0f ms, minimax %.0f ms (its "
+	    "writes %.0f ms)",
+	    (unsigned long long)op.st.results, op.st.results_per_s, (unsigned long long)op.st.queue,
+	    (unsigned long long)op.st.leases_live, (unsigned long long)op.st.leases_expired,
+	    op.st.naside, op.st.nworkers, nps / 1e6, (unsigned long long)op.st.minimax_runs,
+	    op.st.last_minimax_ms, op.st.select_ms, op.st.store_ms, op.st.commit_ms,
+	    op.st.minimax_ms, op.st.minimax_apply_ms);
+	if (n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n,
+		         "; rounds %llu, longest (over %d ms): wait for a round %.0f ms (%llu), "
+		         "requests %.0f ms (%llu; one acquire %.0f ms (%llu), one submit %.0f ms "
+		         "(%llu)), commit %.0f ms (%llu), tick %.0f ms (%llu)",
+		         (unsigned long long)rounds, SLOW_MS, part[PART_WAIT].max_ms,
+		         (unsigned long long)part[PART_WAIT].slow, part[PART_OPS].max_ms,
+		         (unsigned long long)part[PART_OPS].slow, part[PART_ACQUIRE].max_ms,
+		         (unsigned long long)part[PART_ACQUIRE].slow, part[PART_SUBMIT].max_ms,
+		         (unsigned long long)part[PART_SUBMIT].slow, part[PART_COMMIT].max_ms,
+		         (unsigned long long)part[PART_COMMIT].slow, part[PART_TICK].max_ms,
+		         (unsigned long long)part[PART_TICK].slow);
 	coord_status_free(&op.st);
 }

@@ -1,5 +1,6 @@
 /*
  * joseki bench-work --server URL --token-file F [--clients N] [--seconds S] [--max M]
+ *                  [--rate R]
  *
  * Hidden: the load generator of tools/bench_cluster.sh. N client threads
  * (keep-alive libcurl handles) act as instant workers against a coordinator:
@@ -7,10 +8,22 @@
  * a made-up score, submit, repeat, for S seconds. One summary line on stdout:
  * results stored per second, acquire latency percentiles, the time to the
  * first acquire answered (a fresh coordinator's first selection), requests.
+ *
+ * Closed loop by default: each client sends its next acquire when its last
+ * submit is answered, so the coordinator runs saturated and the latency is
+ * that of a full queue (clients / rate). --rate R paces the acquires instead
+ * (open loop): one every M / R seconds in all, taken by whichever client is
+ * free, so that R results/s are asked for; each acquire's latency counts
+ * from the time it was due, not from when a client got round to sending it,
+ * so a stall of the coordinator shows in full (no coordinated omission). The
+ * schedule starts once a first acquire (a fresh coordinator's first
+ * selection, reported apart) is answered; S seconds of schedule follow, and
+ * every acquire due in them is sent, late or not.
  */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +38,22 @@
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
 
+/* The paced schedule (--rate): acquire i is due at start_ms + i * every_ms. */
+typedef struct {
+	double start_ms, every_ms, end_ms;
+	atomic_ullong next;
+} Pace;
+
 typedef struct {
 	const char *server;
 	const char *auth;
 	int id, max;
 	double deadline_ms;
-	uint64_t results, requests, empty, errors;
-	double *lat;               /* acquire latencies, ms */
+	Pace *pace; /* NULL: closed loop */
+	uint64_t results, requests, acquires, empty, errors;
+	double *lat;  /* acquire latencies, ms */
+	double *latw; /* ... of the acquires due after warm_ms */
+	size_t nlatw, caplatw;
 	double submit_max;         /* the longest submit, ms */
 	double warm_ms;            /* requests started after this count in the warm maxima */
 	double start_ms, first_ms; /* the run's start; its first acquire answered (ms after) */
@@ -127,45 +149,74 @@ static char *answer(Client *c, char *lease, size_t leaselen, size_t *n)
 	return s;
 }
 
+/* One acquire due at due_ms (sent now) and the submit of its answer. The
+ * acquire's latency counts from due_ms. */
+static void cycle(Client *c, CURL *h, const char *acq, double due_ms)
+{
+	long st = post(c, h, "/v1/work/acquire", acq);
+	double dt = clock_ms_f() - due_ms;
+	c->acquires++;
+	if (!c->nlat) c->first_ms = due_ms + dt - c->start_ms;
+	if (due_ms >= c->warm_ms && dt > c->acquire_max_warm) c->acquire_max_warm = dt;
+	if (!array_grow((void **)&c->lat, &c->caplat, c->nlat + 1, sizeof *c->lat, 1024))
+		c->lat[c->nlat++] = dt;
+	if (due_ms >= c->warm_ms &&
+	    !array_grow((void **)&c->latw, &c->caplatw, c->nlatw + 1, sizeof *c->latw, 1024))
+		c->latw[c->nlatw++] = dt;
+	if (st == 204) {
+		c->empty++;
+		if (!c->pace) usleep(10000);
+		return;
+	}
+	char lease[WORKER_LEASE_ID_MAX], path[WORKER_LEASE_ID_MAX + 32];
+	size_t n = 0;
+	char *body = st == 200 ? answer(c, lease, sizeof lease, &n) : NULL;
+	if (!body) {
+		c->errors++;
+		if (!c->pace) usleep(10000);
+		return;
+	}
+	snprintf(path, sizeof path, "/v1/work/submit/%s", lease);
+	double t0 = clock_ms_f();
+	st = post(c, h, path, body);
+	dt = clock_ms_f() - t0;
+	if (dt > c->submit_max) c->submit_max = dt;
+	if (t0 >= c->warm_ms && dt > c->submit_max_warm) c->submit_max_warm = dt;
+	free(body);
+	if (st == 204)
+		c->results += n;
+	else
+		c->errors++;
+}
+
+static void acquire_body(char *acq, size_t len, const Client *c)
+{
+	snprintf(acq, len, "{\"worker\":\"bench-%d\",\"max\":%d,\"nps\":1000000}", c->id, c->max);
+}
+
+static void sleep_until(double t_ms)
+{
+	double now = clock_ms_f();
+	if (now < t_ms) usleep((useconds_t)((t_ms - now) * 1000.0));
+}
+
 static void *client(void *arg)
 {
 	Client *c = arg;
 	CURL *h = curl_easy_init();
 	char acq[128];
-	snprintf(acq, sizeof acq, "{\"worker\":\"bench-%d\",\"max\":%d,\"nps\":1000000}", c->id,
-	         c->max);
-	while (h && clock_ms_f() < c->deadline_ms) {
-		double t0 = clock_ms_f();
-		long st = post(c, h, "/v1/work/acquire", acq);
-		double dt = clock_ms_f() - t0;
-		if (!c->nlat) c->first_ms = t0 + dt - c->start_ms;
-		if (t0 >= c->warm_ms && dt > c->acquire_max_warm) c->acquire_max_warm = dt;
-		if (!array_grow((void **)&c->lat, &c->caplat, c->nlat + 1, sizeof *c->lat, 1024))
-			c->lat[c->nlat++] = dt;
-		if (st == 204) {
-			c->empty++;
-			usleep(10000);
-			continue;
+	acquire_body(acq, sizeof acq, c);
+	while (h) {
+		double due;
+		if (c->pace) {
+			unsigned long long i = atomic_fetch_add(&c->pace->next, 1);
+			due = c->pace->start_ms + (double)i * c->pace->every_ms;
+			if (due >= c->pace->end_ms) break;
+			sleep_until(due);
+		} else if ((due = clock_ms_f()) >= c->deadline_ms) {
+			break;
 		}
-		char lease[WORKER_LEASE_ID_MAX], path[WORKER_LEASE_ID_MAX + 32];
-		size_t n = 0;
-		char *body = st == 200 ? answer(c, lease, sizeof lease, &n) : NULL;
-		if (!body) {
-			c->errors++;
-			usleep(10000);
-			continue;
-		}
-		snprintf(path, sizeof path, "/v1/work/submit/%s", lease);
-		t0 = clock_ms_f();
-		st = post(c, h, path, body);
-		dt = clock_ms_f() - t0;
-		if (dt > c->submit_max) c->submit_max = dt;
-		if (t0 >= c->warm_ms && dt > c->submit_max_warm) c->submit_max_warm = dt;
-		free(body);
-		if (st == 204)
-			c->results += n;
-		else
-			c->errors++;
+		cycle(c, h, acq, due);
 	}
 	curl_easy_cleanup(h);
 	return NULL;
@@ -180,13 +231,15 @@ static int cmp_double(const void *a, const void *b)
 int cmd_bench_work(int argc, char **argv)
 {
 	const char *server = NULL, *token_file = NULL;
-	int clients = 8, seconds = 60, max = 32;
+	int clients = 8, seconds = 60, max = 32, rate = 0;
 	const CliOpt opts[] = {
 	    CLI_STR("--server", &server, "URL", "the coordinator", .required = true),
 	    CLI_STR("--token-file", &token_file, "F", "a worker token", .required = true),
 	    CLI_NUM("--clients", &clients, 1, 256, "N", "client threads (default 8)"),
 	    CLI_NUM("--seconds", &seconds, 1, 1000000, "S", "how long (default 60)"),
 	    CLI_NUM("--max", &max, 1, 100000, "M", "positions an acquire (default 32)"),
+	    CLI_NUM("--rate", &rate, 0, 10000000, "R",
+	            "results/s asked for: acquires paced, open loop (default 0: closed loop)"),
 	    CLI_TABLE_END,
 	};
 	const CliCmd cmd = {"bench-work", opts};
@@ -206,59 +259,99 @@ int cmd_bench_work(int argc, char **argv)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	Client *cs = calloc((size_t)clients, sizeof *cs);
 	pthread_t *th = calloc((size_t)clients, sizeof *th);
-	double start = clock_ms_f(), deadline = start + seconds * 1000.0;
+	Pace pace = {0};
+	double start = clock_ms_f(), first = -1;
+	uint64_t results = 0, requests = 0, acquires = 0, empty = 0, errors = 0;
+	if (rate) {
+		/* The first acquire alone, unpaced: a fresh coordinator's first
+		 * selection is start-up, not the latency under load. */
+		Client c0 = {.server = server,
+		             .auth = auth,
+		             .max = max,
+		             .start_ms = start,
+		             .pos = malloc(sizeof(Position)),
+		             .res = malloc(sizeof(SearchResult))};
+		CURL *h = curl_easy_init();
+		char acq[128];
+		acquire_body(acq, sizeof acq, &c0);
+		if (h) cycle(&c0, h, acq, clock_ms_f());
+		curl_easy_cleanup(h);
+		first = c0.first_ms; /* its results are not counted in the rate */
+		requests = c0.requests;
+		errors = c0.errors + (c0.acquires ? 0 : 1);
+		free(c0.lat);
+		free(c0.resp);
+		free(c0.pos);
+		free(c0.res);
+		pace.start_ms = clock_ms_f();
+		pace.every_ms = max * 1000.0 / rate;
+		pace.end_ms = pace.start_ms + seconds * 1000.0;
+	}
+	double t0 = rate ? pace.start_ms : start, deadline = t0 + seconds * 1000.0;
 	for (int i = 0; i < clients; i++) {
 		cs[i] = (Client){.server = server,
 		                 .auth = auth,
 		                 .id = i,
 		                 .max = max,
+		                 .pace = rate ? &pace : NULL,
 		                 .deadline_ms = deadline,
 		                 .start_ms = start,
 		                 /* The first selections of a fresh coordinator fault its
 		                  * book in: the warm maxima leave out the first 15 s. */
-		                 .warm_ms = start + (seconds > 30 ? 15000.0 : seconds * 500.0),
+		                 .warm_ms = t0 + (seconds > 30 ? 15000.0 : seconds * 500.0),
 		                 .pos = malloc(sizeof(Position)),
 		                 .res = malloc(sizeof(SearchResult))};
 		pthread_create(&th[i], NULL, client, &cs[i]);
 	}
-	uint64_t results = 0, requests = 0, empty = 0, errors = 0;
-	size_t nlat = 0;
-	double submit_max = 0, amax_warm = 0, smax_warm = 0, first = -1;
+	size_t nlat = 0, nlatw = 0;
+	double submit_max = 0, amax_warm = 0, smax_warm = 0;
 	for (int i = 0; i < clients; i++) {
 		pthread_join(th[i], NULL);
-		if (cs[i].nlat && (first < 0 || cs[i].first_ms < first)) first = cs[i].first_ms;
+		if (!rate && cs[i].nlat && (first < 0 || cs[i].first_ms < first))
+			first = cs[i].first_ms;
 		if (cs[i].submit_max > submit_max) submit_max = cs[i].submit_max;
 		if (cs[i].acquire_max_warm > amax_warm) amax_warm = cs[i].acquire_max_warm;
 		if (cs[i].submit_max_warm > smax_warm) smax_warm = cs[i].submit_max_warm;
 		results += cs[i].results;
 		requests += cs[i].requests;
+		acquires += cs[i].acquires;
 		empty += cs[i].empty;
 		errors += cs[i].errors;
 		nlat += cs[i].nlat;
+		nlatw += cs[i].nlatw;
 	}
-	double el = (clock_ms_f() - start) / 1e3;
-	double *lat = malloc((nlat ? nlat : 1) * sizeof *lat);
-	size_t k = 0;
-	for (int i = 0; i < clients; i++)
+	double el = (clock_ms_f() - t0) / 1e3;
+	double *lat = malloc((nlat ? nlat : 1) * sizeof *lat),
+	       *latw = malloc((nlatw ? nlatw : 1) * sizeof *latw);
+	size_t k = 0, kw = 0;
+	for (int i = 0; i < clients; i++) {
 		for (size_t j = 0; j < cs[i].nlat; j++) lat[k++] = cs[i].lat[j];
+		for (size_t j = 0; j < cs[i].nlatw; j++) latw[kw++] = cs[i].latw[j];
+	}
 	qsort(lat, nlat, sizeof *lat, cmp_double);
+	qsort(latw, nlatw, sizeof *latw, cmp_double);
 	double p50 = nlat ? lat[nlat / 2] : 0, p99 = nlat ? lat[(nlat * 99) / 100] : 0,
-	       mx = nlat ? lat[nlat - 1] : 0;
+	       mx = nlat ? lat[nlat - 1] : 0, p50w = nlatw ? latw[nlatw / 2] : 0,
+	       p99w = nlatw ? latw[(nlatw * 99) / 100] : 0;
 	printf(
 	    "bench-work results %llu time_s %.1f results_per_s %.0f acquire_p50_ms %.2f "
 	    "acquire_p99_ms %.2f acquire_max_ms %.2f submit_max_ms %.2f acquire_max_warm_ms %.2f "
-	    "submit_max_warm_ms %.2f first_acquire_ms %.0f requests %llu no_work %llu errors %llu "
-	    "clients %d max %d\n",
+	    "submit_max_warm_ms %.2f first_acquire_ms %.0f requests %llu acquires %llu no_work "
+	    "%llu "
+	    "errors %llu clients %d max %d rate %d acquire_p50_warm_ms %.2f acquire_p99_warm_ms "
+	    "%.2f\n",
 	    (unsigned long long)results, el, results / el, p50, p99, mx, submit_max, amax_warm,
-	    smax_warm, first, (unsigned long long)requests, (unsigned long long)empty,
-	    (unsigned long long)errors, clients, max);
+	    smax_warm, first, (unsigned long long)requests, (unsigned long long)acquires,
+	    (unsigned long long)empty, (unsigned long long)errors, clients, max, rate, p50w, p99w);
 	for (int i = 0; i < clients; i++) {
 		free(cs[i].lat);
+		free(cs[i].latw);
 		free(cs[i].resp);
 		free(cs[i].pos);
 		free(cs[i].res);
 	}
 	free(lat);
+	free(latw);
 	free(cs);
 	free(th);
 	curl_global_cleanup();

@@ -101,7 +101,7 @@ int cmd_select(int argc, char **argv)
 		joseki_error("select: %s", sel_strerror(rc));
 		goto done;
 	}
-	double t0 = clock_ms_f();
+	double t0 = clock_ms_f(), c0 = clock_cpu_ms();
 	/* Lazy mode's key filter from minimax's kept graph when it vouches for
 	 * the book's keys (a pass over the book otherwise). */
 	BookMinimaxHook keys = bookmm_hook(NULL);
@@ -123,11 +123,14 @@ int cmd_select(int argc, char **argv)
 	}
 	/* Each leaf leased before the next, as think hands them out. */
 	long n = 0;
-	double t1 = clock_ms_f(), t_first = 0;
+	double t1 = clock_ms_f(), t_first = 0, cpu_first = 0;
 	while (n < count) {
 		SelLeaf *l = &leaves[bench ? 0 : n];
 		rc = plan_next(plan, l, pos);
-		if (n == 0) t_first = clock_ms_f() - t1;
+		if (n == 0) {
+			t_first = clock_ms_f() - t1;
+			cpu_first = clock_cpu_ms() - c0;
+		}
 		if (rc == 0) break;
 		if (rc > 0) rc = sel_lease(s, l->key);
 		if (rc < 0) {
@@ -148,10 +151,15 @@ int cmd_select(int argc, char **argv)
 			             bookdb_strerror(crc));
 			goto done;
 		}
-		printf("select positions %llu load_ms %.0f first_ms %.0f leaves_per_s %.0f rss_kb "
-		       "%ld\n",
-		       (unsigned long long)npos, t_load, t_first,
-		       dt > 0 && n > 1 ? (n - 1) * 1000.0 / dt : 0.0, peak_rss_kb());
+		SelStats ss;
+		sel_get_stats(&ss, s);
+		printf("select positions %llu load_ms %.0f first_ms %.0f first_cpu_ms %.0f "
+		       "leaves_per_s %.0f rss_kb %ld expansions %llu visits %llu fetches %llu "
+		       "filter_kept %d filter_ms %.0f\n",
+		       (unsigned long long)npos, t_load, t_first, cpu_first,
+		       dt > 0 && n > 1 ? (n - 1) * 1000.0 / dt : 0.0, peak_rss_kb(),
+		       (unsigned long long)ss.expansions, (unsigned long long)ss.visits,
+		       (unsigned long long)ss.fetches, ss.filter_kept, ss.filter_ms);
 		ret = 0;
 		goto done;
 	}

@@ -69,7 +69,7 @@ static int wait_stop(sigset_t *sigs, ApiWork *work)
 		static time_t last;
 		time_t now = time(NULL);
 		if (tty && now - last >= 10) {
-			char line[512];
+			char line[1024];
 			api_work_status_line(work, line, sizeof line);
 			fprintf(stderr, "%s\n", line);
 			last = now;
@@ -222,7 +222,7 @@ int cmd_serve(int argc, char **argv)
 	else
 		fprintf(stderr, "serve: the coordinator failed; stopping (restart to resume)\n");
 	server_stop(s);
-	char line[512] = "";
+	char line[1024] = "";
 	if (work) api_work_status_line(work, line, sizeof line);
 	api_work_stop(work);
 	int status = sig ? 0 : 1;
