@@ -526,6 +526,32 @@ int bdb_txn_write(BookTxn *t, BookDbName db, int op, const void *k, size_t kl, c
 	return bdb_xlate(rc);
 }
 
+/*
+ * After a write commit: the file made as long as the pages the book says it
+ * has. LMDB does not write a page a transaction allocated and freed again
+ * (it goes to the free list unwritten), so a commit can leave data.mdb a few
+ * pages shorter than its last page number — seen after `serve --work` runs on
+ * a 15 M-position book (15-17 pages, every one on the free list). Such a book is
+ * sound, but bookdb_open's check (a truncated copy would fault on reading)
+ * could not tell it from a truncated one: the missing tail is added here as
+ * zeros (a hole), and synced, so that the file every commit leaves passes it.
+ * A failure here leaves the commit as it is (it is on disk); the next commit
+ * tries again.
+ */
+static void pad_file(BookDB *db)
+{
+	MDB_envinfo info;
+	MDB_stat ms;
+	mdb_filehandle_t fd;
+	struct stat st;
+	if (mdb_env_info(db->env, &info) || mdb_env_stat(db->env, &ms) ||
+	    mdb_env_get_fd(db->env, &fd) || fstat(fd, &st) < 0)
+		return;
+	off_t need = (off_t)(info.me_last_pgno + 1) * (off_t)ms.ms_psize;
+	if (st.st_size >= need) return;
+	if (ftruncate(fd, need) == 0) (void)fdatasync(fd);
+}
+
 int bookdb_txn_commit(BookTxn *t)
 {
 	int rc = 0;
@@ -568,6 +594,7 @@ int bookdb_txn_commit(BookTxn *t)
 		}
 	}
 	const char *dir = t->db->dir;
+	if (!rc && t->write) pad_file(t->db);
 	txn_free(t);
 	return bdb_commit_err(dir, rc);
 }
