@@ -682,9 +682,22 @@ static void test_worker__sigterm_submits_what_is_finished(void **state)
 	json_t *ev = events(f);
 	int mv[NPOS_MAX], fl[NPOS_MAX];
 	count_results(f, ev, mv, fl);
+	/* Delivery is at least once: a submit whose answer the worker did not
+	 * get is sent again, and the coordinator ignores a result it has (one
+	 * CI run under heavy load saw position 1 twice; the worker's messages
+	 * say why when it happens). Never a result for the others. */
 	for (int j = 0; j < f->npos; j++) {
-		if (fl[j]) fail_msg("position %d reported failed", j);
-		if (mv[j] != (j < 2)) fail_msg("position %d: %d results", j, mv[j]);
+		if (fl[j] || (j < 2 ? mv[j] < 1 : mv[j] != 0)) {
+			char *e = ts_read_file(f->errf, NULL);
+			fail_msg("position %d: %d results, %d failed; the worker said: %s", j,
+			         mv[j], fl[j], e ? e : "");
+		}
+		if (mv[j] > 1) {
+			char *e = ts_read_file(f->errf, NULL);
+			print_message("position %d sent %d times; the worker said: %s\n", j, mv[j],
+			              e ? e : "");
+			free(e);
+		}
 	}
 	assert_true(count_ev(ev, "abort", 204) >= 1);
 	json_decref(ev);
