@@ -362,14 +362,14 @@ static int choices_hold(Probe *p, Worker *w, const Line *l, const char *root, in
 	return ok;
 }
 
-/* One walk of line l: returns the positions it thought, or < 0 on an error. */
-static int walk(Probe *p, Worker *w, int li)
+/* One walk of line l that thinks at most burst new positions: returns the
+ * positions it thought, or < 0 on an error. */
+static int walk(Probe *p, Worker *w, int li, int burst)
 {
 	const Line *l = &p->lines[li];
 	const ProbeOptions *o = p->opt;
 	int max_plies = o->max_plies > 0 ? o->max_plies : 32;
 	if (max_plies > POS_MAX_STATES - 1) max_plies = POS_MAX_STATES - 1;
-	int burst = p->burst;
 	int max_moves = o->max_moves > 0 ? o->max_moves : 320;
 	const char *root = o->roots && o->nroots > 0 ? o->roots[l->root] : "startpos";
 	int fresh = 0, plies = 0, book_plies = 0;
@@ -435,6 +435,38 @@ restart:
 	return fresh;
 }
 
+/*
+ * The burst of a walk of line l (p->mu held). Each new walk of a line first
+ * brings the opponent engine back to that line's game (its earlier positions
+ * searched again), so a line is best walked deep in few walks. With a time
+ * budget (--time, --engine-seconds), once every line not done has been walked,
+ * a walk may think the line's share (by weight, among the lines not done) of
+ * the positions the budget is expected to leave at the rate so far; never
+ * fewer than the burst asked.
+ */
+static int walk_burst(const Probe *p, const Line *l)
+{
+	const ProbeOptions *o = p->opt;
+	uint64_t thought = p->st->thought;
+	if ((o->max_engine_seconds <= 0 && o->max_seconds <= 0) || !thought) return p->burst;
+	double wsum = 0;
+	for (int k = 0; k < p->nlines; k++) {
+		if (p->lines[k].done) continue;
+		if (!p->lines[k].served) return p->burst; /* the first round goes on */
+		wsum += p->lines[k].weight;
+	}
+	double left = 1e9, used;
+	if (o->max_engine_seconds > 0 && (used = engine_ms(p)) > 0)
+		left = (double)thought * (o->max_engine_seconds * 1e3 - used) / used;
+	if (o->max_seconds > 0 && (used = clock_ms_f() - p->start) > 0 &&
+	    (double)thought * (o->max_seconds * 1e3 - used) / used < left)
+		left = (double)thought * (o->max_seconds * 1e3 - used) / used;
+	if (o->max_positions && (double)(o->max_positions - thought) < left)
+		left = thought < o->max_positions ? (double)(o->max_positions - thought) : 0;
+	double share = wsum > 0 ? left * l->weight / wsum : 0;
+	return share > p->burst ? (int)(share < 1e6 ? share : 1e6) : p->burst;
+}
+
 static void *worker_main(void *arg)
 {
 	Worker *w = arg;
@@ -453,8 +485,9 @@ static void *worker_main(void *arg)
 		Line *l = &p->lines[i];
 		l->busy = true;
 		p->st->walks++;
+		int burst = walk_burst(p, l);
 		pthread_mutex_unlock(&p->mu);
-		int fresh = walk(p, w, i);
+		int fresh = walk(p, w, i, burst);
 		pthread_mutex_lock(&p->mu);
 		l->busy = false;
 		if (fresh < 0) {

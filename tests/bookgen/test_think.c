@@ -1019,7 +1019,9 @@ static void test_bookgen__think_stops_on_engine_time(void **state)
 	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
 	static const char *const runs[] = {
 	    "%s think %s/b --new --engines 2 --nodes 3000 --engine-seconds 1 --quiet",
-	    "%s think %s/b --engines 1 --nodes 10000 --opponent builtin --probe-plies 200 "
+	    "%s think %s/b --engines 1 --nodes 3000 --multipv 1 --opponent builtin --probe-plies "
+	    "200 "
+	    "--probe-burst 2 "
 	    "--engine-seconds 1 --quiet",
 	};
 	for (size_t i = 0; i < 2; i++) {
@@ -1032,6 +1034,12 @@ static void test_bookgen__think_stops_on_engine_time(void **state)
 			         i, used, cpu, out);
 		assert_true(field(out, " thought ") > 0);
 		if (i == 0) assert_null(strstr(out, "exhausted 1"));
+		/* With a time budget the probe's lines are walked deep in few walks
+		 * once each has been walked (each walk brings the opponent back to
+		 * its line's game): with bursts of 2 asked, more than 4 positions a
+		 * walk on the whole. */
+		if (i == 1 && field(out, " thought ") <= 4 * field(out, " walks "))
+			fail_msg("the probe walked in bursts of 2: %s", out);
 		free(out);
 		free(err);
 	}
