@@ -213,9 +213,10 @@ static inline const char *search_last_error(const SearchEngine *e)
 
 /*
  * The CPU time (user + system, milliseconds) the engine has used since it was
- * made, whatever it was doing (searches, new games, start-up): an external
- * engine's processes (those that ended too, and the children they reaped), the
- * built-in engine's searches. -1 when the engine cannot tell. What `think
+ * made, as of the end of its last search, whatever it was doing (searches, new
+ * games, start-up): an external engine's processes (those that ended too, and
+ * the children they reaped; read from /proc once a search), the built-in
+ * engine's searches. -1 when the engine cannot tell. What `think
  * --engine-seconds` counts: a budget in engine time that a busy machine does
  * not shrink, as a wall-clock one is.
  */

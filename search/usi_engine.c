@@ -563,11 +563,12 @@ static const char *ops_last_error(const SearchEngine *se)
 	return usi_engine_last_error((const UsiEngine *)se);
 }
 
+/* The reading taken when its last search ended (usi_cpu_note): the searches'
+ * callers ask right after one, so /proc is read once a search, not twice. */
 static int64_t ops_cpu_ms(const SearchEngine *se)
 {
 	const UsiEngine *e = (const UsiEngine *)se;
-	int64_t c = e->pid > 0 ? usi_proc_cpu_ms(e->pid) : -1;
-	return e->cpu_ended_ms + (c >= 0 ? c : e->cpu_seen_ms);
+	return e->cpu_ended_ms + e->cpu_seen_ms;
 }
 
 static const SearchEngineOps usi_engine_ops = {
