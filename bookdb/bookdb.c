@@ -286,14 +286,23 @@ int bdb_writers_lock(BookDB *db, int how, char *err)
  * page is read, the file must reach the last page the newest meta page
  * records.
  */
-static int check_file_size(BookDB *db, const char *path, char *err)
+/* The bytes data.mdb must have for the pages the newest meta page counts;
+ * false when LMDB cannot say. */
+static bool file_need(BookDB *db, uint64_t *need)
 {
 	MDB_envinfo info;
 	MDB_stat ms;
+	if (mdb_env_info(db->env, &info) || mdb_env_stat(db->env, &ms)) return false;
+	*need = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
+	return true;
+}
+
+static int check_file_size(BookDB *db, const char *path, char *err)
+{
+	uint64_t need;
 	struct stat st;
-	if (mdb_env_info(db->env, &info) || mdb_env_stat(db->env, &ms) || stat(path, &st) < 0)
+	if (!file_need(db, &need) || stat(path, &st) < 0)
 		return 0; /* nothing to compare: the operations below report it */
-	uint64_t need = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
 	if ((uint64_t)st.st_size >= need) return 0;
 	return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
 	                  "%.80s/data.mdb: the file is shorter than the book it holds (%llu bytes, "
@@ -540,16 +549,13 @@ int bdb_txn_write(BookTxn *t, BookDbName db, int op, const void *k, size_t kl, c
  */
 static void pad_file(BookDB *db)
 {
-	MDB_envinfo info;
-	MDB_stat ms;
+	uint64_t need;
 	mdb_filehandle_t fd;
 	struct stat st;
-	if (mdb_env_info(db->env, &info) || mdb_env_stat(db->env, &ms) ||
-	    mdb_env_get_fd(db->env, &fd) || fstat(fd, &st) < 0)
+	if (!file_need(db, &need) || mdb_env_get_fd(db->env, &fd) || fstat(fd, &st) < 0 ||
+	    (uint64_t)st.st_size >= need)
 		return;
-	off_t need = (off_t)(info.me_last_pgno + 1) * (off_t)ms.ms_psize;
-	if (st.st_size >= need) return;
-	if (ftruncate(fd, need) == 0) (void)fdatasync(fd);
+	if (ftruncate(fd, (off_t)need) == 0) (void)fdatasync(fd);
 }
 
 int bookdb_txn_commit(BookTxn *t)
