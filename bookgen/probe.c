@@ -444,6 +444,15 @@ restart:
  * the positions the budget is expected to leave at the rate so far; never
  * fewer than the burst asked.
  */
+/* The positions a budget of `budget` is expected to leave when `used` of it
+ * gave `thought` positions, if fewer than `left`. */
+static double positions_left(uint64_t thought, double budget, double used, double left)
+{
+	if (used <= 0) return left;
+	double n = used < budget ? (double)thought * (budget - used) / used : 0;
+	return n < left ? n : left;
+}
+
 static int walk_burst(const Probe *p, const Line *l)
 {
 	const ProbeOptions *o = p->opt;
@@ -455,14 +464,13 @@ static int walk_burst(const Probe *p, const Line *l)
 		if (!p->lines[k].served) return p->burst; /* the first round goes on */
 		wsum += p->lines[k].weight;
 	}
-	double left = 1e9, used;
-	if (o->max_engine_seconds > 0 && (used = engine_ms(p)) > 0)
-		left = (double)thought * (o->max_engine_seconds * 1e3 - used) / used;
-	if (o->max_seconds > 0 && (used = clock_ms_f() - p->start) > 0 &&
-	    (double)thought * (o->max_seconds * 1e3 - used) / used < left)
-		left = (double)thought * (o->max_seconds * 1e3 - used) / used;
-	if (o->max_positions && (double)(o->max_positions - thought) < left)
-		left = thought < o->max_positions ? (double)(o->max_positions - thought) : 0;
+	double left = 1e9;
+	if (o->max_engine_seconds > 0)
+		left = positions_left(thought, o->max_engine_seconds * 1e3, engine_ms(p), left);
+	if (o->max_seconds > 0)
+		left = positions_left(thought, o->max_seconds * 1e3, clock_ms_f() - p->start, left);
+	if (o->max_positions)
+		left = positions_left(thought, (double)o->max_positions, (double)thought, left);
 	double share = wsum > 0 ? left * l->weight / wsum : 0;
 	return share > p->burst ? (int)(share < 1e6 ? share : 1e6) : p->burst;
 }
