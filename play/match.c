@@ -173,11 +173,26 @@ static GameEnd recovered_failure(const UsiEngineStats *a, const UsiEngineStats *
 	return GAME_END_CRASH;
 }
 
-/* The budget of side s's engine move: the match's, or the clocks as they stand. */
-static SearchBudget move_budget(const Match *m, const MatchGame *g, int s, const int64_t left[2])
+/* Game index's budget at ply: the match's nodes, moved by the jitter. */
+static SearchBudget jittered(const MatchOptions *opt, int index, int ply)
+{
+	SearchBudget b = opt->budget;
+	if (b.kind != SEARCH_BUDGET_NODES || opt->nodes_jitter <= 0) return b;
+	uint64_t x =
+	    opt->seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(index + 1)) ^ ((uint64_t)ply << 40);
+	double u = (double)(rng_next(&x) >> 11) / 9007199254740992.0 * 2 - 1; /* [-1, 1) */
+	double n = (double)b.amount * (1 + u * opt->nodes_jitter / 100.0);
+	b.amount = n < 1 ? 1 : (uint64_t)(n + 0.5);
+	return b;
+}
+
+/* The budget of side s's engine move in game index at ply: the match's
+ * (jittered), or the clocks as they stand. */
+static SearchBudget move_budget(const Match *m, const MatchGame *g, int s, const int64_t left[2],
+                                int index, int ply)
 {
 	const MatchOptions *opt = m->opt;
-	if (!m->clocked) return opt->budget;
+	if (!m->clocked) return jittered(opt, index, ply);
 	SearchBudget b = {.kind = SEARCH_BUDGET_CLOCK};
 	for (int c = 0; c < COLOR_NB; c++) {
 		int cs = (Color)c == g->a_color ? 0 : 1;
@@ -195,7 +210,7 @@ static SearchBudget move_budget(const Match *m, const MatchGame *g, int s, const
  * match was cancelled.
  */
 static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, MatchGame *g,
-                       int *winner, int64_t left[2])
+                       int index, int *winner, int64_t left[2])
 {
 	Match *m = w->m;
 	const MatchOptions *opt = m->opt;
@@ -204,7 +219,7 @@ static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, 
 	const char *who = s ? "B" : "A";
 	UsiEngineStats before = {0}, after = {0};
 	if (w->usi[s]) usi_engine_stats(&before, w->usi[s]);
-	SearchBudget budget = move_budget(m, g, s, left);
+	SearchBudget budget = move_budget(m, g, s, left, index, pos_history_len(pos));
 	int rc = search_analyse(w->eng[s], w->res, pos, &budget, 1);
 	if (rc == SEARCH_ECANCELED || cancelled(m)) return -1;
 	g->engine_moves++;
@@ -378,7 +393,7 @@ static int play_game(Worker *w, int index, MatchGame *g)
 		}
 		if (mv == MOVE_NONE) {
 			if (!g->exit_ply[s]) g->exit_ply[s] = ply + 1;
-			int e = engine_move(w, s, &mv, mi, w->pv[ply], g, &winner, left);
+			int e = engine_move(w, s, &mv, mi, w->pv[ply], g, index, &winner, left);
 			if (e < 0) return 1;
 			if (e != GAME_END_NONE) {
 				end = (GameEnd)e;
@@ -616,6 +631,10 @@ static int check_options(const MatchOptions *opt, int max_moves, char *err)
 		return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL,
 		                  "the budget must be nodes or movetime (at least 1), or clocks");
 	}
+	if (opt->nodes_jitter < 0 || opt->nodes_jitter > 50 ||
+	    (opt->nodes_jitter && opt->budget.kind != SEARCH_BUDGET_NODES))
+		return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL,
+		                  "the node jitter must be 0..50 percent, with a nodes budget");
 	const MatchSprt *t = opt->sprt;
 	if (t && !(t->elo0 < t->elo1 && fabs(t->elo0) <= 1000 && fabs(t->elo1) <= 1000 &&
 	           t->alpha > 0 && t->beta > 0 && t->alpha + t->beta < 1))

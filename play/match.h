@@ -131,9 +131,15 @@ typedef struct {
 	const MatchSprt *sprt;       /* NULL: play all the games */
 	const char *const *openings; /* position specs; NULL or none: the start position */
 	int nopenings;
-	int concurrency;          /* games played at once, 1..MATCH_CONCURRENCY_MAX */
-	int max_moves;            /* plies of a record, opening included; 0: the default */
-	uint64_t seed;            /* shuffles the openings */
+	int concurrency; /* games played at once, 1..MATCH_CONCURRENCY_MAX */
+	int max_moves;   /* plies of a record, opening included; 0: the default */
+	uint64_t seed;   /* shuffles the openings (and draws the node jitter) */
+	/* With a nodes budget N: each search gets N * (1 + u * nodes_jitter / 100)
+	 * nodes, u uniform in [-1, 1] drawn from the seed, the game and the ply
+	 * (the same seed gives the same budgets whatever the concurrency); 0..50,
+	 * 0: exactly N. Engines that play the same move at the same node count
+	 * then play different games from the same opening. */
+	int nodes_jitter;
 	const char *out_dir;      /* CSA records game-NNNN.csa and engine logs; NULL: none */
 	MatchProgressFn progress; /* NULL: quiet */
 	void *progress_ctx;

@@ -4,7 +4,8 @@
  *              [--nodes N | --movetime MS | --tc BASE[+INC] | --byoyomi MS]...
  *              [--time-margin MS] [--sprt ELO0,ELO1[,ALPHA,BETA]]
  *              [--openings FILE] [--concurrency N]
- *              [--max-moves N] [--seed S] [--out DIR] [--option-a NAME=VALUE]...
+ *              [--nodes-jitter PCT] [--max-moves N] [--seed S] [--out DIR] [--option-a
+ * NAME=VALUE]...
  *              [--option-b NAME=VALUE]... [--json] [--quiet]
  *
  * Games between two engine set-ups (play/match.h, docs/match.md). --tc and
@@ -183,6 +184,7 @@ static int print_json(const MatchOptions *opt, const MatchResult *r)
 	    (json_int_t)r->engine_moves, "book_moves", (json_int_t)r->book_moves, "seconds",
 	    r->seconds, "out", opt->out_dir ? json_string(opt->out_dir) : json_null());
 	json_object_set_new(o, "pairs", pairs_json(&r->pairs));
+	json_object_set_new(o, "nodes_jitter", json_integer(opt->nodes_jitter));
 	json_object_set_new(o, "exit_plies",
 	                    json_pack("{s:o, s:o}", "a", exit_json(r, 0), "b", exit_json(r, 1)));
 	json_object_set_new(o, "time_control",
@@ -277,6 +279,9 @@ int cmd_match(int argc, char **argv)
 	    CLI_NUM("--nodes", &opt.budget.amount, 1, CLI_NOMAX, "N",
 	            "nodes a move (default 10000)", CLI_TAG(&kind, SEARCH_BUDGET_NODES),
 	            .excl = "budget"),
+	    CLI_NUM("--nodes-jitter", &opt.nodes_jitter, 0, 50, "PCT",
+	            "each search's nodes drawn within ±PCT% of --nodes (from the seed)",
+	            .needs = "--nodes"),
 	    CLI_NUM("--movetime", &opt.budget.amount, 1, CLI_NOMAX, "MS", "milliseconds a move",
 	            CLI_TAG(&kind, SEARCH_BUDGET_MOVETIME), .excl = "budget"),
 	    CLI_FN("--tc", tc, parse_tc, "BASE[+INC]", "a time control",

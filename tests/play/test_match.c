@@ -590,6 +590,79 @@ static json_t *clock_game(const char *dir, const char *moves, int think, const c
 	return m;
 }
 
+/* The node budgets of a script engine's go log ("N go nodes X"), in order;
+ * the log is removed after. */
+static int read_nodes(const char *dir, const char *name, long long *out, int max)
+{
+	char *path;
+	assert_true(asprintf(&path, "%s/%s.go", dir, name) > 0);
+	char *text = ts_read_file(path, NULL);
+	assert_non_null(text);
+	int n = 0;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		int ply;
+		long long x;
+		assert_int_equal(sscanf(line, "%d go nodes %lld", &ply, &x), 2);
+		assert_true(n < max);
+		out[n++] = x;
+	}
+	free(text);
+	assert_int_equal(unlink(path), 0);
+	free(path);
+	return n;
+}
+
+/* --nodes-jitter: every search's nodes within the percentage of --nodes, not
+ * all the same, drawn from the seed (the same seed, the same budgets). */
+static void test_match__nodes_jitter_varies_the_budget_by_the_seed(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char *a = clock_engine(dir, "a", GAME20, 0), *b = clock_engine(dir, "b", GAME20, 0);
+	long long runs[3][64];
+	int n[3];
+	static const char *const flags[3] = {"--nodes-jitter 10 --seed 3",
+	                                     "--nodes-jitter 10 --seed 3",
+	                                     "--nodes-jitter 10 --seed 4"};
+	for (int r = 0; r < 3; r++) {
+		json_t *m = ts_run_json(
+		    0, "%s match --engine-a %s --engine-b %s --games 2 --nodes 10000 %s --json",
+		    ts_joseki(), a, b, flags[r]);
+		assert_int_equal(ts_jint(m, "nodes_jitter"), 10);
+		json_decref(m);
+		n[r] = read_nodes(dir, "a", runs[r], 32);
+		n[r] += read_nodes(dir, "b", runs[r] + n[r], 32);
+		assert_int_equal(n[r], 42); /* 21 searches a game: A resigns at the 21st */
+		long long lo = runs[r][0], hi = runs[r][0];
+		for (int i = 0; i < n[r]; i++) {
+			assert_in_range(runs[r][i], 9000, 11000);
+			lo = runs[r][i] < lo ? runs[r][i] : lo;
+			hi = runs[r][i] > hi ? runs[r][i] : hi;
+		}
+		assert_true(hi - lo > 1000); /* spread over the range, not one value */
+	}
+	assert_memory_equal(runs[0], runs[1], sizeof runs[0][0] * 42);
+	assert_memory_not_equal(runs[0], runs[2], sizeof runs[0][0] * 42);
+	/* Without it, exactly --nodes; and it wants a nodes budget. */
+	json_decref(
+	    ts_run_json(0, "%s match --engine-a %s --engine-b %s --games 1 --nodes 10000 --json",
+	                ts_joseki(), a, b));
+	long long plain[32];
+	int k = read_nodes(dir, "a", plain, 32);
+	assert_int_equal(k, 11);
+	for (int i = 0; i < k; i++) assert_int_equal(plain[i], 10000);
+	char *out = NULL, *err = NULL;
+	assert_int_equal(
+	    ts_runf(&out, &err,
+	            "%s match --engine-a %s --engine-b %s --movetime 10 --nodes-jitter 5",
+	            ts_joseki(), a, b),
+	    2);
+	assert_non_null(strstr(err, "--nodes-jitter needs --nodes"));
+	free(out), free(err), free(a), free(b);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* Black thinks 1.2 s at ply 4: its record line says T1. */
 #define GAME20_SLOW4                                                                               \
 	"7g7f 3c3d 2g2f 8c8d 2f2e@1200 8d8e 6i7h 4a3b 3i3h 7a7b 5i6h 5a4b 1g1f 1c1d 9g9f 9c9d "    \
@@ -1210,6 +1283,7 @@ int main(void)
 	    cmocka_unit_test(test_match__book_against_book),
 	    cmocka_unit_test(test_match__pairs_are_counted_pentanomially),
 	    cmocka_unit_test(test_match__sprt_llr_agrees_with_the_reference),
+	    cmocka_unit_test(test_match__nodes_jitter_varies_the_budget_by_the_seed),
 	    cmocka_unit_test(test_match__sprt_stops_the_match_at_its_verdict),
 	    cmocka_unit_test(test_match__real_engines_play_on_clocks),
 	};
