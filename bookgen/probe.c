@@ -24,7 +24,9 @@ typedef struct {
 	int root;
 	Color book; /* the colour the book plays on this line */
 	double weight;
-	uint64_t served; /* positions its walks thought */
+	uint64_t served;  /* positions its walks thought */
+	int reach;        /* book plies a match from the root gets now (line_reach) */
+	uint64_t reach_v; /* the Probe's version reach was computed at, plus 1 */
 	bool busy, done;
 } Line;
 
@@ -60,8 +62,9 @@ struct Probe {
 	int nlines;
 	Worker *workers;
 	ProbeStats *st;
-	KeyMap replies; /* p->mu: the opponent's replies met so far, by walk_key */
-	int burst;      /* new positions a walk thinks before it yields */
+	KeyMap replies;   /* p->mu: the opponent's replies met so far, by walk_key */
+	int burst;        /* new positions a walk thinks before it yields */
+	uint64_t version; /* p->mu: counts the stores and new replies (Line.reach_v) */
 	char *err;
 	int ret;
 	double start;
@@ -104,20 +107,70 @@ static void fail(Probe *p, int code, const char *what, const char *detail)
 	pthread_cond_broadcast(&p->cv);
 }
 
-/* The line with the fewest positions per unit of weight that no worker walks
- * and is not done; -1 when none (all done, or all busy: *all_done says). */
-static int pick_line(Probe *p, bool *all_done)
+/* A walk's limits: plies from its root, and the game's length. */
+static void walk_limits(const ProbeOptions *o, int *max_plies, int *max_moves)
 {
-	int best = -1;
+	*max_plies = o->max_plies > 0 ? o->max_plies : 32;
+	if (*max_plies > POS_MAX_STATES - 1) *max_plies = POS_MAX_STATES - 1;
+	*max_moves = o->max_moves > 0 ? o->max_moves : 320;
+}
+
+static const char *line_root(const Probe *p, const Line *l)
+{
+	return p->opt->roots && p->opt->nroots > 0 ? p->opt->roots[l->root] : "startpos";
+}
+
+static int line_reach(Probe *p, Worker *w, int li);
+
+/*
+ * The line to walk next (p->mu held): among the lines no worker walks and not
+ * done, the one whose book carries a match the fewest plies per unit of
+ * weight (line_reach), then the one with the fewest positions thought per
+ * unit of weight. A line more than twice the mean of thought positions per
+ * weight (and a burst) above the others is passed over while another is
+ * free, so that one line whose choices keep turning does not take the whole
+ * budget. -1 when none (all done, or all busy: *all_done says).
+ */
+static int pick_line(Probe *p, Worker *w, bool *all_done, int *err)
+{
 	*all_done = true;
+	*err = 0;
+	double mean = 0;
+	int n = 0;
+	for (int i = 0; i < p->nlines; i++)
+		if (!p->lines[i].done) {
+			mean += (double)p->lines[i].served / p->lines[i].weight;
+			n++;
+		}
+	mean = n ? mean / n : 0;
+	int best = -1;
+	bool best_over = false;
 	for (int i = 0; i < p->nlines; i++) {
-		const Line *l = &p->lines[i];
+		Line *l = &p->lines[i];
 		if (l->done) continue;
 		*all_done = false;
 		if (l->busy) continue;
-		if (best < 0 || (double)l->served / l->weight <
-		                    (double)p->lines[best].served / p->lines[best].weight)
-			best = i;
+		if (l->reach_v != p->version + 1) {
+			int r = line_reach(p, w, i);
+			if (r < 0) {
+				*err = r;
+				return -1;
+			}
+			l->reach = r;
+			l->reach_v = p->version + 1;
+		}
+		double served = (double)l->served / l->weight;
+		bool over = served > 2 * mean + p->burst;
+		if (best >= 0) {
+			const Line *b = &p->lines[best];
+			double br = b->reach / b->weight, r = l->reach / l->weight;
+			if (over != best_over
+			        ? over
+			        : r > br || (r == br && served >= (double)b->served / b->weight))
+				continue;
+		}
+		best = i;
+		best_over = over;
 	}
 	return best;
 }
@@ -142,17 +195,17 @@ static int is_thought(Probe *p, Worker *w, const Position *pos, int lines)
 	return evals >= (lines < legal ? lines : legal);
 }
 
-/* The book's move at pos (its best in query order; book_mu held): 1 with
- * *m, 0 when it has none, or a BOOKDB_* code. */
-static int book_choice(Probe *p, Worker *w, Move *m)
+/* The book's move at pos (its best in query order; book_mu held, w->rec
+ * scratch): 1 with *m, 0 when it has none, or a BOOKDB_* code. */
+static int book_choice(Probe *p, Worker *w, const Position *pos, Move *m)
 {
 	BookTxn *txn;
 	int rc = bookdb_txn_begin(&txn, p->db, false);
 	if (rc < 0) return rc;
-	rc = bookdb_query(w->rec, txn, w->pos);
+	rc = bookdb_query(w->rec, txn, pos);
 	bookdb_txn_abort(txn);
 	if (rc < 0) return rc;
-	*m = rc == 1 ? bookdb_best_move(w->rec, w->pos) : MOVE_NONE;
+	*m = rc == 1 ? bookdb_best_move(w->rec, pos) : MOVE_NONE;
 	return *m != MOVE_NONE;
 }
 
@@ -174,6 +227,7 @@ static int store(Probe *p, Worker *w, const SearchBudget *budget)
 		fail(p, THINK_EBOOK, "storing an analysis", err);
 	else
 		p->st->thought++;
+	p->version++;
 	pthread_mutex_unlock(&p->mu);
 	return rc < 0 ? rc : 0;
 }
@@ -232,10 +286,13 @@ static int opponent_search(Probe *p, Worker *w, const Position *pos, Key h, Move
 	p->st->opp_moves++;
 	if (rc < 0) p->st->failed++;
 	Move was;
-	if (replies_get(&p->replies, h, &was) && was != *m) p->st->opp_differ++;
+	bool known = replies_get(&p->replies, h, &was);
+	if (known && was != *m) p->st->opp_differ++;
 	uint32_t *v;
-	if (rc >= 0 && keymap_add(&p->replies, h, &v) >= 0)
+	if (rc >= 0 && keymap_add(&p->replies, h, &v) >= 0) {
 		*v = *m; /* out of memory only forgets it */
+		if (!known || was != *m) p->version++;
+	}
 	pthread_mutex_unlock(&p->mu);
 	return got;
 }
@@ -272,7 +329,7 @@ static int opponent_move(Probe *p, Worker *w, int li, int plies, bool need_searc
 		w->eng_line = li;
 		w->eng_plies = 0;
 	}
-	const char *root = o->roots && o->nroots > 0 ? o->roots[l->root] : "startpos";
+	const char *root = line_root(p, l);
 	if (w->eng_plies < plies) {
 		if (position_parse(w->scratch, root, NULL) < 0) return 0;
 		for (int k = 0; k < plies; k++) {
@@ -344,13 +401,11 @@ static int claim(Probe *p, Worker *w, bool may_think, bool ours)
 static int choices_hold(Probe *p, Worker *w, const Line *l, const char *root, int n)
 {
 	if (position_parse(w->scratch, root, NULL) < 0) return 0;
-	Position *keep = w->pos;
-	w->pos = w->scratch; /* book_choice reads w->pos */
 	int ok = 1;
 	for (int k = 0; k < n && ok == 1; k++) {
 		if (w->scratch->side == l->book) {
 			Move m;
-			int got = book_choice(p, w, &m);
+			int got = book_choice(p, w, w->scratch, &m);
 			if (got < 0)
 				ok = got;
 			else if (!got || m != w->path[k])
@@ -358,8 +413,42 @@ static int choices_hold(Probe *p, Worker *w, const Line *l, const char *root, in
 		}
 		if (ok == 1) pos_do_move(w->scratch, w->path[k]);
 	}
-	w->pos = keep;
 	return ok;
+}
+
+/*
+ * The book plies a match from line li's root gets with the book as it is now
+ * (p->mu held; w->scratch and w->rec scratch): the book side plays the book's
+ * choices, the opponent the replies its walks met on the same moves, up to the
+ * first position where the book has no move or the reply is not known yet (a
+ * match would ask the engine there, and the walks have not), or the walk's
+ * limits. A BOOKDB_* code on error.
+ */
+static int line_reach(Probe *p, Worker *w, int li)
+{
+	const Line *l = &p->lines[li];
+	int max_plies, max_moves;
+	walk_limits(p->opt, &max_plies, &max_moves);
+	Position *pos = w->scratch;
+	if (position_parse(pos, line_root(p, l), NULL) < 0) return 0;
+	Move path[POS_MAX_STATES];
+	int n = 0, reach = 0;
+	pthread_mutex_lock(&p->book_mu);
+	while (n < max_plies && !game_over(pos, max_moves)) {
+		Move m;
+		if (pos->side == l->book) {
+			int got = book_choice(p, w, pos, &m);
+			if (got < 0) reach = got;
+			if (got <= 0) break;
+			reach++;
+		} else if (!replies_get(&p->replies, walk_key(li, path, n), &m) || m == MOVE_NONE) {
+			break;
+		}
+		pos_do_move(pos, m);
+		path[n++] = m;
+	}
+	pthread_mutex_unlock(&p->book_mu);
+	return reach;
 }
 
 /* One walk of line l that thinks at most burst new positions: returns the
@@ -368,10 +457,9 @@ static int walk(Probe *p, Worker *w, int li, int burst)
 {
 	const Line *l = &p->lines[li];
 	const ProbeOptions *o = p->opt;
-	int max_plies = o->max_plies > 0 ? o->max_plies : 32;
-	if (max_plies > POS_MAX_STATES - 1) max_plies = POS_MAX_STATES - 1;
-	int max_moves = o->max_moves > 0 ? o->max_moves : 320;
-	const char *root = o->roots && o->nroots > 0 ? o->roots[l->root] : "startpos";
+	int max_plies, max_moves;
+	walk_limits(o, &max_plies, &max_moves);
+	const char *root = line_root(p, l);
 	int fresh = 0, plies = 0, book_plies = 0;
 restart:
 	if (position_parse(w->pos, root, NULL) < 0) return 0; /* checked before the run */
@@ -419,7 +507,7 @@ restart:
 		}
 		if (ours) {
 			pthread_mutex_lock(&p->book_mu);
-			got = book_choice(p, w, &m);
+			got = book_choice(p, w, w->pos, &m);
 			pthread_mutex_unlock(&p->book_mu);
 			if (got < 0) return got;
 			book_plies += got;
@@ -483,7 +571,12 @@ static void *worker_main(void *arg)
 	for (;;) {
 		if (should_stop(p)) break;
 		bool all_done;
-		int i = pick_line(p, &all_done);
+		int err;
+		int i = pick_line(p, w, &all_done, &err);
+		if (err < 0) {
+			fail(p, THINK_EBOOK, "reading the book", bookdb_strerror(err));
+			break;
+		}
 		if (all_done) break;
 		if (i < 0) {
 			struct timespec ts = clock_realtime_in(100);
@@ -631,6 +724,19 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 			}
 		}
 		if (!opt->progress) pthread_join(w->thread, NULL);
+	}
+	if (!ret && !p.ret && p.workers && p.workers[0].scratch && p.workers[0].rec &&
+	    p.nlines > 0) {
+		double sum = 0, wsum = 0;
+		for (int i = 0; i < p.nlines && !ret; i++) {
+			int r = line_reach(&p, &p.workers[0], i);
+			if (r < 0)
+				ret = errmsg_set(err, THINK_ERRLEN, THINK_EBOOK,
+				                 "probe: reading the book: %s", bookdb_strerror(r));
+			sum += r * p.lines[i].weight;
+			wsum += p.lines[i].weight;
+		}
+		out->reach = sum / wsum;
 	}
 	if (opt->progress) progress(&p, "done");
 	if (!ret) ret = p.ret;

@@ -89,6 +89,9 @@ typedef struct {
 	uint64_t opp_differ;   /* searches of a walk whose reply differed from before */
 	uint64_t restarts;     /* walks started again: a result changed a choice above */
 	uint64_t book_plies;   /* book moves played in the walks */
+	double reach;          /* at the end: book plies a match from a line's root
+	                        * gets, the mean over the lines by weight (what the
+	                        * walks' replies show; a run of `match` measures it) */
 	uint64_t lines, done;  /* lines, and lines walked to the end */
 	int deepest;           /* the longest walk, plies from its root */
 	double seconds;

@@ -137,17 +137,18 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	};
 	ProbeStats st;
 	int rc = probe_run(&st, db, &po, err);
-	printf("probe thought %llu failed %llu walks %llu restarts %llu opponent_moves %llu "
-	       "opponent_cached %llu opponent_replayed %llu opponent_differ %llu lines "
-	       "%llu done %llu deepest %d book_plies_per_walk %.1f time_s %.1f per_s %.2f engine_s "
-	       "%.1f\n",
-	       (unsigned long long)st.thought, (unsigned long long)st.failed,
-	       (unsigned long long)st.walks, (unsigned long long)st.restarts,
-	       (unsigned long long)st.opp_moves, (unsigned long long)st.opp_cached,
-	       (unsigned long long)st.opp_replayed, (unsigned long long)st.opp_differ,
-	       (unsigned long long)st.lines, (unsigned long long)st.done, st.deepest,
-	       st.walks ? (double)st.book_plies / (double)st.walks : 0.0, st.seconds,
-	       st.seconds > 0 ? (double)st.thought / st.seconds : 0.0, st.engine_seconds);
+	printf(
+	    "probe thought %llu failed %llu walks %llu restarts %llu opponent_moves %llu "
+	    "opponent_cached %llu opponent_replayed %llu opponent_differ %llu lines "
+	    "%llu done %llu deepest %d book_plies_per_walk %.1f reach %.2f time_s %.1f per_s %.2f "
+	    "engine_s %.1f\n",
+	    (unsigned long long)st.thought, (unsigned long long)st.failed,
+	    (unsigned long long)st.walks, (unsigned long long)st.restarts,
+	    (unsigned long long)st.opp_moves, (unsigned long long)st.opp_cached,
+	    (unsigned long long)st.opp_replayed, (unsigned long long)st.opp_differ,
+	    (unsigned long long)st.lines, (unsigned long long)st.done, st.deepest,
+	    st.walks ? (double)st.book_plies / (double)st.walks : 0.0, st.reach, st.seconds,
+	    st.seconds > 0 ? (double)st.thought / st.seconds : 0.0, st.engine_seconds);
 	if (rc < 0) {
 		joseki_error("%s", err[0] ? err : think_strerror(rc));
 		goto done;

@@ -852,47 +852,12 @@ static void count_probe(void *ctx, const char *phase, const ProbeProgress *p)
 	ts_progress_note(ctx, phase, p->thought);
 }
 
-static void test_bookgen__probe_follows_an_opponent_with_a_history(void **state)
+/* Plays each line of roots[0..1] x (Black, White) as match would, the book
+ * side from the book, the opponent a fresh stateful engine at budget, for at
+ * most plies plies: bp[2r + c] the book side's book moves. */
+static void play_lines(int bp[4], BookDB *db, const char *const roots[2],
+                       const SearchBudget *budget, int plies)
 {
-	(void)state;
-	char *dir = ts_mkdtemp(), err[THINK_ERRLEN];
-	BookDB *db = NULL;
-	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
-	FakeLog log = {.mu = PTHREAD_MUTEX_INITIALIZER};
-	SearchEngine *engines[2] = {fake_new(&log, FAKE_NORMAL), fake_new(&log, FAKE_NORMAL)};
-	SearchEngine *opps[2] = {stateful_new(), stateful_new()};
-	static const char *const roots[] = {"startpos", "startpos moves 2g2f 8c8d"};
-	enum { PLIES = 8 };
-	ProbeOptions po = {.engines = engines,
-	                   .opponents = opps,
-	                   .nworkers = 2,
-	                   .budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
-	                   .opp_budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
-	                   .multipv = 3,
-	                   .roots = roots,
-	                   .nroots = 2,
-	                   .book_side = PLAN_SIDE_BOTH,
-	                   .max_plies = PLIES,
-	                   .burst = 2,
-	                   .minimax = bookmm_hook(NULL),
-	                   .progress = count_probe,
-	                   .progress_ctx = ts_progress_new()};
-	ProbeStats st;
-	assert_int_equal(probe_run(&st, db, &po, err), 0);
-	/* Progress went to the callback: about once a second, then "done" with
-	 * the run's figures. */
-	static const char *const phases[] = {"status", "done", NULL};
-	TsProgress *seen = po.progress_ctx;
-	ts_progress_check(seen, phases);
-	assert_int_equal(ts_progress_last(seen), st.thought);
-	free(seen);
-	assert_int_equal(st.lines, 4);
-	assert_int_equal(st.done, 4);
-	assert_true(st.restarts > 0);     /* the book changed its mind on the way */
-	assert_true(st.opp_replayed > 0); /* and the engine was brought back */
-	assert_true(st.opp_cached > 0);
-	assert_int_equal(st.opp_differ, 0);
-	/* The games. */
 	Position *pos = malloc(sizeof *pos);
 	BookRecord *rec = malloc(sizeof *rec);
 	SearchResult *res = malloc(sizeof *res);
@@ -904,7 +869,7 @@ static void test_bookgen__probe_follows_an_opponent_with_a_history(void **state)
 			Color book = c ? WHITE : BLACK;
 			search_new_game(opp);
 			int book_plies = 0;
-			for (int ply = 0; ply < PLIES; ply++) {
+			for (int ply = 0; ply < plies; ply++) {
 				Move m = MOVE_NONE;
 				if (pos->side == book) {
 					BookTxn *txn;
@@ -915,26 +880,129 @@ static void test_bookgen__probe_follows_an_opponent_with_a_history(void **state)
 					if (m == MOVE_NONE) break;
 					book_plies++;
 				} else {
-					assert_int_equal(
-					    search_analyse(opp, res, pos, &po.opp_budget, 1), 0);
+					assert_int_equal(search_analyse(opp, res, pos, budget, 1),
+					                 0);
 					m = res->bestmove;
 				}
 				assert_true(pos_is_legal(pos, m));
 				pos_do_move(pos, m);
 			}
-			assert_int_equal(book_plies, PLIES / 2);
+			bp[2 * r + c] = book_plies;
 		}
 	search_free(opp);
 	free(pos);
 	free(rec);
 	free(res);
+}
+
+/* Two workers probing 2 roots x 2 colours with fake engines (analysis) and
+ * stateful opponents, to plies, bursts of 2, into a new book. */
+typedef struct {
+	char *dir;
+	BookDB *db;
+	FakeLog log;
+	SearchEngine *engines[2], *opps[2];
+	ProbeOptions po;
+} ProbeRig;
+
+static const char *const rig_roots[] = {"startpos", "startpos moves 2g2f 8c8d"};
+
+static void rig_open(ProbeRig *r, int plies)
+{
+	char err[BOOKDB_ERRLEN];
+	memset(r, 0, sizeof *r);
+	r->dir = ts_mkdtemp();
+	assert_int_equal(bookdb_open(&r->db, r->dir, NULL, err), 0);
+	pthread_mutex_init(&r->log.mu, NULL);
 	for (int i = 0; i < 2; i++) {
-		search_free(engines[i]);
-		search_free(opps[i]);
+		r->engines[i] = fake_new(&r->log, FAKE_NORMAL);
+		r->opps[i] = stateful_new();
 	}
-	bookdb_free(db);
-	ts_rmtree(dir);
-	free(dir);
+	r->po = (ProbeOptions){.engines = r->engines,
+	                       .opponents = r->opps,
+	                       .nworkers = 2,
+	                       .budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                       .opp_budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                       .multipv = 3,
+	                       .roots = rig_roots,
+	                       .nroots = 2,
+	                       .book_side = PLAN_SIDE_BOTH,
+	                       .max_plies = plies,
+	                       .burst = 2,
+	                       .minimax = bookmm_hook(NULL)};
+}
+
+static void rig_close(ProbeRig *r)
+{
+	for (int i = 0; i < 2; i++) {
+		search_free(r->engines[i]);
+		search_free(r->opps[i]);
+	}
+	bookdb_free(r->db);
+	ts_rmtree(r->dir);
+	free(r->dir);
+}
+
+static void test_bookgen__probe_follows_an_opponent_with_a_history(void **state)
+{
+	(void)state;
+	char err[THINK_ERRLEN];
+	enum { PLIES = 8 };
+	ProbeRig rig;
+	rig_open(&rig, PLIES);
+	ProbeOptions *po = &rig.po;
+	po->progress = count_probe;
+	po->progress_ctx = ts_progress_new();
+	ProbeStats st;
+	assert_int_equal(probe_run(&st, rig.db, po, err), 0);
+	/* Progress went to the callback: about once a second, then "done" with
+	 * the run's figures. */
+	static const char *const phases[] = {"status", "done", NULL};
+	TsProgress *seen = po->progress_ctx;
+	ts_progress_check(seen, phases);
+	assert_int_equal(ts_progress_last(seen), st.thought);
+	free(seen);
+	assert_int_equal(st.lines, 4);
+	assert_int_equal(st.done, 4);
+	assert_true(st.restarts > 0);     /* the book changed its mind on the way */
+	assert_true(st.opp_replayed > 0); /* and the engine was brought back */
+	assert_true(st.opp_cached > 0);
+	assert_int_equal(st.opp_differ, 0);
+	/* The games: every line stays in book for all its book side's moves,
+	 * and the run's reach says so. */
+	int bp[4];
+	play_lines(bp, rig.db, rig_roots, &po->opp_budget, PLIES);
+	for (int i = 0; i < 4; i++) assert_int_equal(bp[i], PLIES / 2);
+	assert_true(st.reach == PLIES / 2);
+	rig_close(&rig);
+}
+
+/* Stopped by a position budget part-way, the probe's reach is what matches
+ * from the roots get, and the budget went to the lines the book carried the
+ * least far (line_reach), so no line is far behind another. */
+static void test_bookgen__probe_reach_is_what_a_match_gets(void **state)
+{
+	(void)state;
+	char err[THINK_ERRLEN];
+	enum { PLIES = 24 };
+	ProbeRig rig;
+	rig_open(&rig, PLIES);
+	rig.po.max_positions = 30;
+	ProbeStats st;
+	assert_int_equal(probe_run(&st, rig.db, &rig.po, err), 0);
+	assert_true(st.done < 4); /* stopped part-way */
+	int bp[4], lo = PLIES, hi = 0, sum = 0;
+	play_lines(bp, rig.db, rig_roots, &rig.po.opp_budget, PLIES);
+	for (int i = 0; i < 4; i++) {
+		lo = bp[i] < lo ? bp[i] : lo;
+		hi = bp[i] > hi ? bp[i] : hi;
+		sum += bp[i];
+	}
+	print_message("book plies %d %d %d %d, reach %.2f\n", bp[0], bp[1], bp[2], bp[3], st.reach);
+	assert_true(st.reach == sum / 4.0);
+	assert_true(lo >= 1);
+	assert_true(hi - lo <= 2);
+	rig_close(&rig);
 }
 
 /* think --opponent: the lines the opponent plays are walked to --probe-plies,
@@ -1061,6 +1129,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_command_extends_along_ingested_games),
 	    cmocka_unit_test(test_bookgen__think_command_grows_only_under_its_roots),
 	    cmocka_unit_test(test_bookgen__probe_follows_an_opponent_with_a_history),
+	    cmocka_unit_test(test_bookgen__probe_reach_is_what_a_match_gets),
 	    cmocka_unit_test(test_bookgen__think_probes_the_lines_an_opponent_plays),
 	    cmocka_unit_test(test_bookgen__think_stops_on_engine_time),
 	};
