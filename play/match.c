@@ -556,6 +556,7 @@ static int open_engine(Worker *w, int s, char *err)
 	cfg.path = side->engine;
 	cfg.options = side->options;
 	cfg.noptions = side->noptions;
+	cfg.restart_each_game = side->restart;
 	cfg.cancel = &w->m->halt;
 	if (opt->out_dir) {
 		snprintf(log, sizeof log, "%s/engine-%c-%d.log", opt->out_dir, s ? 'b' : 'a',

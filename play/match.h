@@ -91,6 +91,7 @@ typedef struct {
 	const char *book;         /* a BOOK directory, or NULL for none */
 	const UsiOption *options; /* setoption for a USI engine; the built-in core takes USI_Hash */
 	int noptions;
+	bool restart; /* a USI engine: a new process for every game (restart_each_game) */
 } MatchSide;
 
 /* A sequential probability ratio test of H0: elo = elo0 against H1: elo = elo1. */

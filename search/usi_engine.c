@@ -129,6 +129,7 @@ static int start(UsiEngine *e)
 	char line[600];
 
 	if ((rc = usi_spawn(e)) < 0) return rc;
+	e->searched = false;
 	if ((rc = usi_write_all(e, "usi\n", 4)) < 0) goto err;
 	if ((rc = wait_for(e, "usiok", clock_ms() + e->cfg.handshake_timeout_ms, "after usi")) < 0)
 		goto err;
@@ -340,6 +341,7 @@ static int search_once(UsiEngine *e, SearchResult *out, const Position *pos, int
 	 * the new game's isready (a clock does not run during it). */
 	t0 = clock_ms();
 	deadline = t0 + limit_ms;
+	e->searched = true;
 	if ((rc = usi_write_all(e, e->cmd, cmd_len)) < 0)
 		return rc == SEARCH_ECRASH ? crashed(e, "before the search") : rc;
 	e->cur_multipv = multipv;
@@ -499,6 +501,7 @@ int usi_engine_analyse_spec(UsiEngine *e, SearchResult *out, const char *spec,
 
 void usi_engine_new_game(UsiEngine *e)
 {
+	if (e->cfg.restart_each_game && e->pid > 0 && e->searched) usi_kill_engine(e, true);
 	e->new_game_pending = true;
 }
 

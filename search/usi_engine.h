@@ -73,6 +73,14 @@ typedef struct {
 	int stop_grace_ms;        /* after stop, before kill; default 1000 */
 	int max_garbage;          /* unreadable lines per search before giving up; default 10000 */
 	/*
+	 * A new game (usi_engine_new_game) ends the engine process (quit) and the
+	 * next search starts a new one, as cutechess-cli's restart=on: for engines
+	 * whose play depends on what they searched in earlier games although they
+	 * were told usinewgame (fairy-stockfish at a node budget does). The
+	 * processes' CPU time is summed as across any restart. Default false.
+	 */
+	bool restart_each_game;
+	/*
 	 * Optional cancel flag (e.g. set by a SIGINT handler), polled every 50 ms.
 	 * When it becomes non-zero, the engine is told stop, given stop_grace_ms
 	 * to answer (and kept if it does, killed otherwise) and the call returns
@@ -111,7 +119,8 @@ JOSEKI_MUST_USE int usi_engine_analyse(UsiEngine *e, SearchResult *out, const Po
 JOSEKI_MUST_USE int usi_engine_analyse_spec(UsiEngine *e, SearchResult *out, const char *spec,
                                             const SearchBudget *budget, int multipv);
 
-/* usinewgame before the next position (after isready/readyok). */
+/* usinewgame before the next position (after isready/readyok); with
+ * restart_each_game, in a new engine process. */
 void usi_engine_new_game(UsiEngine *e);
 
 /* "id name" of the running engine, or the path if it gave none. */

@@ -41,6 +41,7 @@ struct UsiEngine {
 	int from_fd; /* engine stdout */
 	int cur_multipv;
 	bool new_game_pending;
+	bool searched; /* the running process has been sent a go (restart_each_game) */
 	/* The engine's go takes only the USI time controls (btime wtime
 	 * byoyomi): known by its id name (usi_engine.c, KNOWN_QUIRKS). */
 	bool time_only;

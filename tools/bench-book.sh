@@ -16,13 +16,21 @@
 #      match;
 #   4. matches from the suite, each opening with both colours, fairy-stockfish
 #      with a book against fairy-stockfish without: grown, then games-only;
-#      BOOK_PAIRS (default: one pair an opening) game pairs each.
+#      BOOK_PAIRS (default: one pair an opening) game pairs each;
+#   5. the grown book again over BOOK_JITTER_GAMES (400) games with each
+#      search's nodes drawn within BOOK_JITTER (5) percent of BOOK_NODES
+#      (match --nodes-jitter): other games than the one a deterministic
+#      engine plays per opening and colour, and an opponent whose replies the
+#      walks did not all meet. BOOK_JITTER_GAMES=0 leaves it out.
 #
 # Prints per book: book plies a game, exit plies, score, Elo with its 95%
 # interval from the pairs, LOS, one line each, and the goals beside them.
 # At a node budget and one thread fairy-stockfish plays the same game from
-# the same opening every time, so a pair an opening is every distinct game
-# there is; more pairs repeat them (the lines say how many were distinct).
+# the same opening every time it starts as a new process (its play depends on
+# what the process searched before, usinewgame or not: the walks and the
+# matches give it a new process every game, --opponent-restart and
+# --restart-engines), so a pair an opening is every distinct game there is;
+# more pairs repeat them (the lines say how many were distinct).
 # Work files go to BOOK_DIR (a temporary directory, removed unless given).
 set -eu
 J=${JOSEKI:-./joseki}
@@ -34,6 +42,8 @@ ENGINES=${BOOK_ENGINES:-2}
 MULTIPV=${BOOK_MULTIPV:-1}
 TNODES=${BOOK_THINK_NODES:-50000}
 PAIRS=${BOOK_PAIRS:-$NOPEN}
+JGAMES=${BOOK_JITTER_GAMES:-400}
+JITTER=${BOOK_JITTER:-5}
 CONC=${BOOK_CONCURRENCY:-2}
 
 if [ ! -x "$FS" ]; then
@@ -57,18 +67,19 @@ rm -rf "$W/games" "$W/grown"
 $J ingest "$W/games" tests/data/floodgate --quiet >/dev/null
 $J minimax "$W/games" --quiet >/dev/null
 $J ingest "$W/grown" tests/data/floodgate --quiet >/dev/null
-$J think "$W/grown" --engine "$FS" --opponent "$FS" --engines "$ENGINES" --nodes "$TNODES" \
+$J think "$W/grown" --engine "$FS" --opponent "$FS" --opponent-restart --engines "$ENGINES" --nodes "$TNODES" \
 	--opponent-nodes "$NODES" --multipv "$MULTIPV" --roots "$W/openings.txt" \
 	--engine-seconds $((SECS * ENGINES)) --quiet >"$W/think.txt"
 $J minimax "$W/grown" --full --quiet >/dev/null
 echo "bench-book: $(cat "$W/think.txt")" >&2
 
-# One match: A = fairy-stockfish with BOOK, B = without.
+# One match: A = fairy-stockfish with BOOK ($1), B = without; $2 names it,
+# $3 the games, $4 the node jitter (percent).
 play() {
 	$J match --engine-a "$FS" --engine-b "$FS" --book-a "$W/$1" --book-b none \
-		--openings "$W/openings.txt" --games $((2 * PAIRS)) --nodes "$NODES" \
-		--concurrency "$CONC" --json --quiet --out "$W/match-$1" >"$W/match-$1.json"
-	python3 - "$W/match-$1.json" "$1" <<'EOF'
+		--openings "$W/openings.txt" --games "$3" --nodes "$NODES" --nodes-jitter "$4" \
+		--concurrency "$CONC" --restart-engines --json --quiet --out "$W/match-$2" >"$W/match-$2.json"
+	python3 - "$W/match-$2.json" "$2" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 res = d["results"]
@@ -85,6 +96,9 @@ print("book %s games %d distinct %d book_plies %.1f exit_ply_median %s exit_ply_
     f(pr["elo_high"]), "n/a" if pr["los"] is None else "%.3f" % pr["los"]))
 EOF
 }
-play grown
-play games
-echo "(goals: the grown book >= 8 book plies a game, score >= 0.55 with the Elo interval's low end above 0, and better than the games-only book)"
+play grown grown $((2 * PAIRS)) 0
+play games games $((2 * PAIRS)) 0
+if [ "$JGAMES" -gt 0 ]; then
+	play grown "grown-jitter$JITTER" "$JGAMES" "$JITTER"
+fi
+echo "(goals: the grown book >= 8 book plies a game, score >= 0.55 with the Elo interval's low end above 0 over >= 400 games, and better than the games-only book)"

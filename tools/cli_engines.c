@@ -61,7 +61,7 @@ void cli_budget_init(CliBudget *b, int multipv)
 }
 
 int cli_open_engines(SearchEngine **engines, int n, const char *engine, const UsiOption *opts,
-                     int nopts, const volatile sig_atomic_t *cancel, const char *cmd)
+                     int nopts, bool restart, const volatile sig_atomic_t *cancel, const char *cmd)
 {
 	if (!strcmp(engine, "builtin")) {
 		for (int i = 0; i < n; i++) {
@@ -81,6 +81,7 @@ int cli_open_engines(SearchEngine **engines, int n, const char *engine, const Us
 	cfg.path = engine;
 	cfg.options = opts;
 	cfg.noptions = nopts;
+	cfg.restart_each_game = restart;
 	cfg.cancel = cancel;
 	UsiEngine **ue = calloc((size_t)n, sizeof *ue);
 	if (!ue) {

@@ -51,11 +51,13 @@ JOSEKI_MUST_USE int cli_usi_option(void *dst, char *value, char *msg);
 /*
  * Starts n engines: "builtin" (in-process, 16 MB hash each) or the USI
  * program at path engine with the options (handshakes side by side); cancel
- * is polled by every engine (the command's stop flag). 0, or -1 after a
- * message on stderr; engines[] may then hold some engines: search_free each.
+ * is polled by every engine (the command's stop flag); with restart, a USI
+ * engine starts a new process for every new game (UsiEngineConfig's
+ * restart_each_game). 0, or -1 after a message on stderr; engines[] may then
+ * hold some engines: search_free each.
  */
 JOSEKI_MUST_USE int cli_open_engines(SearchEngine **engines, int n, const char *engine,
-                                     const UsiOption *opts, int nopts,
+                                     const UsiOption *opts, int nopts, bool restart,
                                      const volatile sig_atomic_t *cancel, const char *cmd);
 
 #endif

@@ -231,13 +231,13 @@ int cmd_cycle(int argc, char **argv)
 	SearchEngine *engines[MAX_ENGINES] = {0}, *opponents[MAX_ENGINES] = {0};
 	cycle_stop_flag = 0;
 	joseki_catch_stop(on_signal);
-	if (cli_open_engines(engines, nengines, ce.path, ce.opts, ce.nopts, &cycle_stop_flag,
+	if (cli_open_engines(engines, nengines, ce.path, ce.opts, ce.nopts, false, &cycle_stop_flag,
 	                     "cycle") < 0)
 		goto done;
 	/* --probe: think walks the opponent's lines, the opponent asked as the
 	 * match asks it (its engine, the match's budget). */
-	if (probe && cli_open_engines(opponents, nengines, opponent, NULL, 0, &cycle_stop_flag,
-	                              "cycle --probe") < 0)
+	if (probe && cli_open_engines(opponents, nengines, opponent, NULL, 0, false,
+	                              &cycle_stop_flag, "cycle --probe") < 0)
 		goto done;
 	bool progress = !quiet && isatty(2);
 	CycleOptions opt = {

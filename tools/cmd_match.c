@@ -6,7 +6,7 @@
  *              [--openings FILE] [--concurrency N]
  *              [--nodes-jitter PCT] [--max-moves N] [--seed S] [--out DIR] [--option-a
  * NAME=VALUE]...
- *              [--option-b NAME=VALUE]... [--json] [--quiet]
+ *              [--option-b NAME=VALUE]... [--restart-engines] [--json] [--quiet]
  *
  * Games between two engine set-ups (play/match.h, docs/match.md). --tc and
  * --byoyomi given twice are A's, then B's. Progress on stderr when it is a
@@ -265,7 +265,7 @@ int cmd_match(int argc, char **argv)
 	MatchSprt sprt;
 	opt.time_margin_ms = MATCH_TIME_MARGIN_DEFAULT;
 	const char *openings_path = NULL, *book[2] = {NULL, NULL};
-	bool json = false, quiet = false;
+	bool json = false, quiet = false, restart = false;
 	int kind = -1; /* the kind of --nodes or --movetime when given */
 	bool sprt_on = false;
 	const CliOpt opts[] = {
@@ -306,6 +306,8 @@ int cmd_match(int argc, char **argv)
 	    CLI_FN("--option-b", uo[1], cli_usi_option, "NAME=VALUE", "NAME=VALUE",
 	           "a USI option for B's engine, repeatable",
 	           CLI_MANY(&nuo[1], CLI_MAX_USI_OPTIONS)),
+	    CLI_FLAG("--restart-engines", &restart,
+	             "a new process for every game (engines whose state outlives usinewgame)"),
 	    CLI_JSON(&json),
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
@@ -339,6 +341,7 @@ int cmd_match(int argc, char **argv)
 	for (int s = 0; s < 2; s++) {
 		opt.side[s].options = uo[s];
 		opt.side[s].noptions = nuo[s];
+		opt.side[s].restart = restart;
 	}
 	char err[MATCH_ERRLEN];
 	char **openings = NULL;

@@ -6,6 +6,7 @@
  *                   [--roots FILE | --roots-from-games N [--roots-ply K]]
  *                   [--select cover|pv] [--window CP] [--book-side black|white|both]
  *                   [--opponent builtin|PATH [--opponent-option N=V]... [--opponent-nodes N]
+ *                    [--opponent-restart]
  *                    [--probe-plies N] [--probe-burst N]]
  *
  * The generation loop (bookgen/think.h). BOOK must hold a book unless --new
@@ -97,6 +98,7 @@ typedef struct {
 	UsiOption opts[CLI_MAX_USI_OPTIONS];
 	int nopts;
 	uint64_t nodes, plies, burst;
+	bool restart;
 } OpponentArgs;
 
 /* think --opponent: the probes (bookgen/probe.h), one opponent per engine. */
@@ -110,7 +112,7 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 		joseki_error("out of memory");
 		return 1;
 	}
-	if (cli_open_engines(opp, n, oa->engine, oa->opts, oa->nopts, &think_stop_flag,
+	if (cli_open_engines(opp, n, oa->engine, oa->opts, oa->nopts, oa->restart, &think_stop_flag,
 	                     "think --opponent") < 0)
 		goto done;
 	ProbeOptions po = {
@@ -179,6 +181,8 @@ int cmd_think(int argc, char **argv)
 	           CLI_MANY(&oa.nopts, CLI_MAX_USI_OPTIONS)),
 	    CLI_NUM("--opponent-nodes", &oa.nodes, 1, CLI_NOMAX, "N",
 	            "the opponent's nodes a move (default: think's budget)"),
+	    CLI_FLAG("--opponent-restart", &oa.restart,
+	             "a new opponent process for every walk's game (as match --restart-engines)"),
 	    CLI_NUM("--probe-plies", &oa.plies, 1, CLI_NOMAX, "N", "walk the lines N plies deep"),
 	    CLI_NUM("--probe-burst", &oa.burst, 1, CLI_NOMAX, "N",
 	            "positions thought along a walk before the next"),
@@ -253,8 +257,8 @@ int cmd_think(int argc, char **argv)
 			goto done;
 		}
 	}
-	if (cli_open_engines(engines, (int)nengines, ce.path, ce.opts, ce.nopts, &think_stop_flag,
-	                     "think") < 0)
+	if (cli_open_engines(engines, (int)nengines, ce.path, ce.opts, ce.nopts, false,
+	                     &think_stop_flag, "think") < 0)
 		goto done;
 	ThinkOptions opt = {
 	    .engines = engines,

@@ -116,8 +116,8 @@ int cmd_worker(int argc, char **argv)
 	}
 	worker_stop_flag = 0;
 	joseki_catch_stop(on_signal);
-	if (cli_open_engines(engines, n, ce.path, ce.opts, ce.nopts, &worker_stop_flag, "worker") ==
-	    0) {
+	if (cli_open_engines(engines, n, ce.path, ce.opts, ce.nopts, false, &worker_stop_flag,
+	                     "worker") == 0) {
 		WorkerOptions opt = {
 		    .server = server,
 		    .token = token,

@@ -110,6 +110,49 @@ static void test_bookgen__think_with_gpsusi(void **state)
 	check_book(f, 12, 4);
 }
 
+/*
+ * think --opponent fairy-stockfish with --opponent-restart, stopped part-way
+ * by a position budget: a match from the same roots against the same engine
+ * (--restart-engines, the same nodes) leaves the book exactly where the
+ * walks said, the run's reach as the book side's mean book plies a game.
+ */
+static void test_bookgen__probe_reach_holds_against_fairy_stockfish(void **state)
+{
+	Fx *f = *state;
+	const char *fsf = ts_real_engine("fairy-stockfish");
+	char roots[600];
+	snprintf(roots, sizeof roots, "%s/roots.txt", f->dir);
+	static const char R[] = "startpos moves 7g7f 3c3d 2g2f 8c8d\n"
+	                        "startpos moves 2g2f 8c8d 2f2e 8d8e 6i7h 4a3b\n";
+	assert_int_equal(ts_write_file(roots, R, sizeof R - 1), 0);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err,
+	                 "%s think %s --engine %s --engines 2 --nodes 3000 --multipv 1 --roots %s "
+	                 "--opponent %s --opponent-restart --opponent-nodes 2000 --positions 40 "
+	                 "--quiet",
+	                 ts_joseki(), f->book, fsf, roots, fsf);
+	if (rc != 0) fail_msg("think: exit %d: %s%s", rc, out, err);
+	const char *p = strstr(out, " reach ");
+	if (!p) fail_msg("no reach in '%s'", out);
+	double reach = strtod(p + 7, NULL);
+	free(out);
+	free(err);
+	json_t *m = ts_run_json(0,
+	                        "%s match --engine-a %s --engine-b %s --book-a %s --openings %s "
+	                        "--games 4 --nodes 2000 --restart-engines --concurrency 2 --json",
+	                        ts_joseki(), fsf, fsf, f->book, roots);
+	json_t *res = json_object_get(m, "results");
+	assert_int_equal(json_array_size(res), 4);
+	int sum = 0;
+	for (size_t g = 0; g < 4; g++)
+		sum += (int)json_integer_value(
+		    json_array_get(json_object_get(json_array_get(res, g), "book_plies"), 0));
+	json_decref(m);
+	if (sum < 4 || sum / 4.0 != reach)
+		fail_msg("the match's book plies a game %.2f, the walks' reach %.2f", sum / 4.0,
+		         reach);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -117,6 +160,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bookgen__think_with_fairy_stockfish, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_bookgen__think_with_gpsusi, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bookgen__probe_reach_holds_against_fairy_stockfish,
+	                                    setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -663,6 +663,45 @@ static void test_match__nodes_jitter_varies_the_budget_by_the_seed(void **state)
 	free(dir);
 }
 
+/* The times "engine ready" stands in a log (one per process started). */
+static int ready_lines(const char *dir, const char *log)
+{
+	char *path;
+	assert_true(asprintf(&path, "%s/%s", dir, log) > 0);
+	char *text = ts_read_file(path, NULL);
+	assert_non_null(text);
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, "engine ready")); p++) n++;
+	free(text);
+	free(path);
+	return n;
+}
+
+/* --restart-engines: a new process for every game, on both sides; without
+ * it one process plays them all. */
+static void test_match__restart_engines_gives_every_game_a_new_process(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char *e = write_engine(dir, "e.sh", "--moves '" GAME20 "'");
+	static const char *const flags[2] = {"", "--restart-engines"};
+	for (int r = 0; r < 2; r++) {
+		json_decref(
+		    ts_run_json(0,
+		                "%s match --engine-a %s --engine-b %s --games 3 --nodes 100 %s "
+		                "--out %s/out%d --json",
+		                ts_joseki(), e, e, flags[r], dir, r));
+		char a[64], b[64];
+		snprintf(a, sizeof a, "out%d/engine-a-1.log", r);
+		snprintf(b, sizeof b, "out%d/engine-b-1.log", r);
+		assert_int_equal(ready_lines(dir, a), r ? 3 : 1);
+		assert_int_equal(ready_lines(dir, b), r ? 3 : 1);
+	}
+	free(e);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* Black thinks 1.2 s at ply 4: its record line says T1. */
 #define GAME20_SLOW4                                                                               \
 	"7g7f 3c3d 2g2f 8c8d 2f2e@1200 8d8e 6i7h 4a3b 3i3h 7a7b 5i6h 5a4b 1g1f 1c1d 9g9f 9c9d "    \
@@ -1284,6 +1323,7 @@ int main(void)
 	    cmocka_unit_test(test_match__pairs_are_counted_pentanomially),
 	    cmocka_unit_test(test_match__sprt_llr_agrees_with_the_reference),
 	    cmocka_unit_test(test_match__nodes_jitter_varies_the_budget_by_the_seed),
+	    cmocka_unit_test(test_match__restart_engines_gives_every_game_a_new_process),
 	    cmocka_unit_test(test_match__sprt_stops_the_match_at_its_verdict),
 	    cmocka_unit_test(test_match__real_engines_play_on_clocks),
 	};

@@ -199,6 +199,48 @@ static void test_search__usi_options_and_new_game_are_sent(void **state)
 	free(tr);
 }
 
+/* restart_each_game: a new game ends the process (quit, nothing killed) and
+ * the next search starts another, handshake and usinewgame again; the CPU
+ * time of the first is kept. Without it the process stays. */
+static void test_search__usi_restart_each_game_starts_a_new_process(void **state)
+{
+	Fixture *f = *state;
+	UsiEngineStats st;
+	f->cfg.restart_each_game = true;
+	assert_int_equal(open_fake(f, "ok"), 0);
+	assert_int_equal(analyse(f, "startpos", 1), 0);
+	int pid = usi_engine_pid(f->e);
+	assert_true(pid > 0);
+	int64_t cpu = search_cpu_ms(usi_engine_search(f->e));
+	usi_engine_new_game(f->e);
+	assert_int_equal(usi_engine_pid(f->e), -1);
+	assert_int_equal(analyse(f, "startpos", 1), 0);
+	assert_true(usi_engine_pid(f->e) > 0);
+	assert_int_not_equal(usi_engine_pid(f->e), pid);
+	assert_true(search_cpu_ms(usi_engine_search(f->e)) >= cpu);
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.starts, 2);
+	assert_int_equal(st.kills, 0);
+	assert_int_equal(st.crashes, 0);
+	char *tr = ts_read_file(f->transcript, NULL);
+	assert_non_null(tr);
+	assert_non_null(strstr(tr, "go movetime 50\nquit\n"));
+	assert_non_null(strstr(tr, "quit\nusi\nisready\nusinewgame\n"));
+	free(tr);
+	/* Without the flag, a new game is only usinewgame. */
+	usi_engine_free(f->e);
+	f->e = NULL;
+	f->cfg.restart_each_game = false;
+	assert_int_equal(open_fake(f, "ok"), 0);
+	assert_int_equal(analyse(f, "startpos", 1), 0);
+	pid = usi_engine_pid(f->e);
+	usi_engine_new_game(f->e);
+	assert_int_equal(analyse(f, "startpos", 1), 0);
+	assert_int_equal(usi_engine_pid(f->e), pid);
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.starts, 1);
+}
+
 static void test_search__usi_bad_input_does_not_touch_the_engine(void **state)
 {
 	Fixture *f = *state;
@@ -868,6 +910,7 @@ int main(int argc, char **argv)
 	    T(test_search__usi_normal_engine_answers),
 	    T(test_search__usi_mate_scores_count_plies),
 	    T(test_search__usi_options_and_new_game_are_sent),
+	    T(test_search__usi_restart_each_game_starts_a_new_process),
 	    T(test_search__usi_bad_input_does_not_touch_the_engine),
 	    T(test_search__usi_crash_is_retried_once),
 	    T(test_search__usi_crash_twice_fails_then_recovers),

@@ -47,6 +47,7 @@ typedef struct {
 	UsiEngine *e;
 	SearchResult res;
 	Position pos;
+	bool restart; /* open_engine: restart_each_game */
 } Fx;
 
 static int setup(void **state)
@@ -83,6 +84,7 @@ static void open_engine(Fx *f, const char *name, const UsiOption *opts, int nopt
 	cfg.noptions = nopts;
 	cfg.log_path = f->log;
 	cfg.log_io = true;
+	cfg.restart_each_game = f->restart;
 	char err[SEARCH_ERRLEN];
 	if (usi_engine_open(&f->e, &cfg, err) < 0) fail_msg("%s: %s", name, err);
 }
@@ -171,6 +173,40 @@ static void test_search__fairy_stockfish_through_the_driver(void **state)
 	assert_true(search_cpu_ms(se) >= c1);
 }
 
+/* The bestmoves of one game: a new game, then SPECS in order at nodes. */
+static void play_specs(Fx *f, uint64_t nodes, Move *out)
+{
+	SearchBudget b = {.kind = SEARCH_BUDGET_NODES, .amount = nodes};
+	usi_engine_new_game(f->e);
+	for (size_t i = 0; i < sizeof SPECS / sizeof *SPECS; i++) {
+		assert_int_equal(usi_engine_analyse_spec(f->e, &f->res, SPECS[i], &b, 1), 0);
+		out[i] = f->res.bestmove;
+	}
+}
+
+/* With restart_each_game, fairy-stockfish at a node budget answers a game's
+ * positions the same way whatever it searched in the games before (told only
+ * usinewgame, it does not always: think --opponent-restart, match
+ * --restart-engines). */
+static void test_search__fairy_stockfish_restarted_repeats_its_game(void **state)
+{
+	Fx *f = *state;
+	f->restart = true;
+	const UsiOption opts[] = {{"Threads", "1"}};
+	open_engine(f, "fairy-stockfish", opts, 1);
+	enum { N = sizeof SPECS / sizeof *SPECS };
+	Move first[N], other[N], again[N];
+	play_specs(f, 20000, first);
+	play_specs(f, 7000, other); /* another game between */
+	play_specs(f, 20000, again);
+	for (int i = 0; i < N; i++)
+		if (first[i] != again[i]) fail_msg("%s: another move the second time", SPECS[i]);
+	UsiEngineStats st;
+	usi_engine_stats(&st, f->e);
+	assert_int_equal(st.starts, 3);
+	assert_int_equal(st.crashes + st.failures + st.kills, 0);
+}
+
 static void test_search__gpsusi_through_the_driver(void **state)
 {
 	Fx *f = *state;
@@ -211,6 +247,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_search__fairy_stockfish_through_the_driver, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_search__fairy_stockfish_restarted_repeats_its_game,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_search__gpsusi_through_the_driver, setup,
 	                                    teardown),
 	};
