@@ -159,7 +159,7 @@ int cmd_cycle(int argc, char **argv)
 	uint64_t think_nodes = 10000, positions = 0, seconds = 0, plies = 8, min_games = 2;
 	int multipv = 4;
 	double max_winrate = 0.30;
-	bool quiet = false, probe = false;
+	bool quiet = false, probe = false, restart = false;
 	CliEngines ce;
 	cli_engines_init(&ce, "--usi-option", MAX_ENGINES);
 	CliPlan cp;
@@ -194,6 +194,8 @@ int cmd_cycle(int argc, char **argv)
 	    CLI_NUM("--min-games", &min_games, 0, 1000000000, "N",
 	            "prune: ... over at least N games (default 2)"),
 	    CLI_FLAG("--probe", &probe, "think walks the opponent's lines (think --opponent)"),
+	    CLI_FLAG("--restart-engines", &restart,
+	             "the match's engines and the probe's opponents: a new process every game"),
 	    CLI_QUIET(&quiet),
 	    CLI_GROUP(cp.table),
 	    CLI_TABLE_END,
@@ -236,7 +238,7 @@ int cmd_cycle(int argc, char **argv)
 		goto done;
 	/* --probe: think walks the opponent's lines, the opponent asked as the
 	 * match asks it (its engine, the match's budget). */
-	if (probe && cli_open_engines(opponents, nengines, opponent, NULL, 0, false,
+	if (probe && cli_open_engines(opponents, nengines, opponent, NULL, 0, restart,
 	                              &cycle_stop_flag, "cycle --probe") < 0)
 		goto done;
 	bool progress = !quiet && isatty(2);
@@ -246,8 +248,11 @@ int cmd_cycle(int argc, char **argv)
 	    .match =
 	        {
 	            /* The book side plays (out of book) with the engine think uses. */
-	            .side = {{.engine = ce.path, .options = ce.opts, .noptions = ce.nopts},
-	                     {.engine = opponent}},
+	            .side = {{.engine = ce.path,
+	                      .options = ce.opts,
+	                      .noptions = ce.nopts,
+	                      .restart = restart},
+	                     {.engine = opponent, .restart = restart}},
 	            .games = (int)games,
 	            .budget = {.kind = SEARCH_BUDGET_NODES, .amount = (uint64_t)nodes},
 	            .openings = (const char *const *)openings,
