@@ -651,12 +651,23 @@ static int make_lines(Probe *p)
 	return ret;
 }
 
-/* The progress report: positions, lines done, the deepest walk. */
+/* The progress report: positions, lines done, the deepest walk, the reach
+ * (each line's as pick_line last read it; the run's own at "done"). */
 static void progress(Probe *p, const char *phase)
 {
 	pthread_mutex_lock(&p->mu);
-	ProbeProgress pr = {p->st->thought, p->st->walks,   p->st->done,
-	                    p->nlines,      p->st->deepest, (clock_ms_f() - p->start) / 1e3};
+	ProbeProgress pr = {.thought = p->st->thought,
+	                    .walks = p->st->walks,
+	                    .done = p->st->done,
+	                    .lines = p->nlines,
+	                    .deepest = p->st->deepest,
+	                    .seconds = (clock_ms_f() - p->start) / 1e3};
+	double sum = 0, wsum = 0;
+	for (int i = 0; i < p->nlines; i++) {
+		sum += p->lines[i].reach * p->lines[i].weight;
+		wsum += p->lines[i].weight;
+	}
+	pr.reach = !strcmp(phase, "done") ? p->st->reach : wsum > 0 ? sum / wsum : 0;
 	pthread_mutex_unlock(&p->mu);
 	p->opt->progress(p->opt->progress_ctx, phase, &pr);
 }

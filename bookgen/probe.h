@@ -53,6 +53,7 @@ typedef struct {
 	int lines;               /* ... of lines */
 	int deepest;             /* the longest walk, plies from its root */
 	double seconds;          /* since probe_run began */
+	double reach;            /* the lines' mean reach by weight, as last read (ProbeStats) */
 } ProbeProgress;
 typedef void (*ProbeProgressFn)(void *ctx, const char *phase, const ProbeProgress *p);
 

@@ -81,10 +81,10 @@ static void on_probe_progress(void *ctx, const char *phase, const ProbeProgress 
 	double el = p->seconds;
 	fprintf(stderr,
 	        "probe: %llu thought, %.1f/s, %llu walks, %llu of %d lines done, deepest %d "
-	        "plies, elapsed %.0fs\n",
+	        "plies, reach %.2f book plies, elapsed %.0fs\n",
 	        (unsigned long long)p->thought, p->thought / (el > 0 ? el : 1),
 	        (unsigned long long)p->walks, (unsigned long long)p->done, p->lines, p->deepest,
-	        el);
+	        p->reach, el);
 }
 
 static int collect_root(void *ctx, const Position *pos)

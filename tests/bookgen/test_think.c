@@ -848,7 +848,9 @@ static void count_probe(void *ctx, const char *phase, const ProbeProgress *p)
 {
 	assert_int_equal(p->lines, 4);
 	assert_true(p->done <= 4 && p->deepest <= 8 && p->seconds >= 0);
+	assert_true(p->reach >= 0 && p->reach <= 4); /* 8 plies: 4 book moves at most */
 	if (!strcmp(phase, "done")) assert_int_equal(p->done, 4);
+	if (!strcmp(phase, "done")) assert_true(p->reach == 4);
 	ts_progress_note(ctx, phase, p->thought);
 }
 
