@@ -618,6 +618,48 @@ static void test_cycle__a_usi_engine_plays_and_thinks(void **state)
 	free(dir);
 }
 
+/* cycle --restart-engines: the match's engines get a new process every game
+ * (a USI engine that notes each start: more starts than without). */
+static void test_cycle__restart_engines_starts_a_process_a_game(void **state)
+{
+	(void)state;
+	int starts[2];
+	for (int r = 0; r < 2; r++) {
+		char *dir = ts_mkdtemp(), path[600], open_path[700], eng[700], script[1400];
+		char log[700];
+		planted_book(dir, path, sizeof path, open_path, sizeof open_path);
+		snprintf(eng, sizeof eng, "%s/engine.sh", dir);
+		snprintf(log, sizeof log, "%s/starts", dir);
+		int n =
+		    snprintf(script, sizeof script,
+		             "#!/bin/sh\necho start >> '%s'\nexec '%s' usi\n", log, ts_joseki());
+		assert_int_equal(ts_write_file(eng, script, (size_t)n), 0);
+		assert_int_equal(chmod(eng, 0755), 0);
+		char *out = NULL, *err = NULL;
+		int rc =
+		    ts_runf(&out, &err,
+		            "%s cycle %s --generations 1 --openings %s --engine %s --opponent %s "
+		            "--games 4 --nodes 500 --think-nodes 300 --positions 2 %s --quiet",
+		            ts_joseki(), path, open_path, eng, eng, r ? "--restart-engines" : "");
+		if (rc) fail_msg("exit %d\n%s%s", rc, out, err);
+		free(out);
+		free(err);
+		char *text = ts_read_file(log, NULL);
+		assert_non_null(text);
+		starts[r] = 0;
+		for (const char *p = text; (p = strstr(p, "start")); p++) starts[r]++;
+		free(text);
+		ts_rmtree(dir);
+		free(dir);
+	}
+	/* Without: A and B once, think's engine once. With: B (which searches in
+	 * every game) again for each of games 2-4, and A for those of them it
+	 * searched in (a process that did not search is kept). */
+	assert_int_equal(starts[0], 3);
+	if (starts[1] < 3 + 3 || starts[1] > 3 + 2 * 3)
+		fail_msg("%d starts with --restart-engines", starts[1]);
+}
+
 /* cycle --probe: the think step walks the lines the match's opponent plays
  * from the openings, so a match against that opponent afterwards stays in
  * book in every game. */
@@ -745,6 +787,7 @@ int main(void)
 	        test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_rises),
 	    cmocka_unit_test(test_cycle__a_usi_engine_plays_and_thinks),
 	    cmocka_unit_test(test_cycle__probe_grows_the_lines_the_opponent_plays),
+	    cmocka_unit_test(test_cycle__restart_engines_starts_a_process_a_game),
 	    cmocka_unit_test(test_cycle__the_kept_games_parse_back_and_bad_ones_are_refused),
 	    cmocka_unit_test(test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in),
 	    cmocka_unit_test(
