@@ -22,9 +22,12 @@
  * the game ends; a line whose walk thinks nothing new is done (until a walk of another line stores
  * something, which may change its choices). Lines are served in proportion to their roots' weights.
  *
- * Against an opponent that answers the same way in the same game (any engine
- * at a node budget, single-threaded), a match from the same roots then stays
- * in book for as long as the walks reached. Each worker has two engines: one
+ * Against an opponent that answers the same way in the same game (an engine
+ * at a node budget, single-threaded, that starts each game in the same state:
+ * for one whose state outlives usinewgame, as fairy-stockfish's does, a new
+ * process every game here and in the match: UsiEngineConfig's
+ * restart_each_game), a match from the same roots then stays in book for as
+ * long as the walks reached: ProbeStats.reach says how far. Each worker has two engines: one
  * that analyses, and the opponent, which does nothing else (its state must be
  * the one it has in a game).
  */
