@@ -652,8 +652,11 @@ static void test_abuse__a_killed_workers_results_arrive_after_its_restart(void *
 	kill(f->serve, SIGSTOP);
 	static char keys[512][33];
 	int n = 0;
-	for (int i = 0; i < 60 && (n = unsent_keys(spool, keys, 512)) < 2; i++) usleep(100000);
-	assert_true(n >= 2);
+	/* It finishes what it holds (two or more when it had leased ahead; one
+	 * when the coordinator stopped while it was asking for more, as under a
+	 * heavy load). */
+	for (int i = 0; i < 200 && (n = unsent_keys(spool, keys, 512)) < 2; i++) usleep(100000);
+	if (n < 1) fail_msg("no finished result spooled in 20 s");
 	stop(&f->worker, SIGKILL);
 	n = unsent_keys(spool, keys, 512);
 	kill(f->serve, SIGCONT);
