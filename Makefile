@@ -135,7 +135,7 @@ demo: joseki
 	@tools/demo.sh
 
 # What a grown book is worth in games, with Debian's fairy-stockfish (about
-# 30 minutes on 2 idle cores; tools/bench-book.sh says how to size it).
+# 45 minutes on 2 idle cores; tools/bench-book.sh says how to size it).
 bench-book: joseki
 	@tools/bench-book.sh
 
