@@ -523,15 +523,6 @@ restart:
 	return fresh;
 }
 
-/*
- * The burst of a walk of line l (p->mu held). Each new walk of a line first
- * brings the opponent engine back to that line's game (its earlier positions
- * searched again), so a line is best walked deep in few walks. With a time
- * budget (--time, --engine-seconds), once every line not done has been walked,
- * a walk may think the line's share (by weight, among the lines not done) of
- * the positions the budget is expected to leave at the rate so far; never
- * fewer than the burst asked.
- */
 /* The positions a budget of `budget` is expected to leave when `used` of it
  * gave `thought` positions, if fewer than `left`. */
 static double positions_left(uint64_t thought, double budget, double used, double left)
@@ -541,6 +532,15 @@ static double positions_left(uint64_t thought, double budget, double used, doubl
 	return n < left ? n : left;
 }
 
+/*
+ * The burst of a walk of line l (p->mu held). Each new walk of a line first
+ * brings the opponent engine back to that line's game (its earlier positions
+ * searched again), so a line is best walked deep in few walks. With a time
+ * budget (--time, --engine-seconds), once every line not done has been walked,
+ * a walk may think the line's share (by weight, among the lines not done) of
+ * the positions the budget is expected to leave at the rate so far; never
+ * fewer than the burst asked.
+ */
 static int walk_burst(const Probe *p, const Line *l)
 {
 	const ProbeOptions *o = p->opt;
@@ -651,8 +651,20 @@ static int make_lines(Probe *p)
 	return ret;
 }
 
+/* The lines' mean reach by weight, each as last read (p->mu held, or the
+ * workers ended). */
+static double mean_reach(const Probe *p)
+{
+	double sum = 0, wsum = 0;
+	for (int i = 0; i < p->nlines; i++) {
+		sum += p->lines[i].reach * p->lines[i].weight;
+		wsum += p->lines[i].weight;
+	}
+	return wsum > 0 ? sum / wsum : 0;
+}
+
 /* The progress report: positions, lines done, the deepest walk, the reach
- * (each line's as pick_line last read it; the run's own at "done"). */
+ * (each line's as pick_line last read it; at "done", read after the walks). */
 static void progress(Probe *p, const char *phase)
 {
 	pthread_mutex_lock(&p->mu);
@@ -662,12 +674,7 @@ static void progress(Probe *p, const char *phase)
 	                    .lines = p->nlines,
 	                    .deepest = p->st->deepest,
 	                    .seconds = (clock_ms_f() - p->start) / 1e3};
-	double sum = 0, wsum = 0;
-	for (int i = 0; i < p->nlines; i++) {
-		sum += p->lines[i].reach * p->lines[i].weight;
-		wsum += p->lines[i].weight;
-	}
-	pr.reach = !strcmp(phase, "done") ? p->st->reach : wsum > 0 ? sum / wsum : 0;
+	pr.reach = mean_reach(p);
 	pthread_mutex_unlock(&p->mu);
 	p->opt->progress(p->opt->progress_ctx, phase, &pr);
 }
@@ -736,18 +743,18 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 		}
 		if (!opt->progress) pthread_join(w->thread, NULL);
 	}
-	if (!ret && !p.ret && p.workers && p.workers[0].scratch && p.workers[0].rec &&
-	    p.nlines > 0) {
-		double sum = 0, wsum = 0;
+	/* Every line's reach read again after the last walk (a later result may
+	 * have turned a line's choices after its own last walk). */
+	if (!ret && !p.ret && p.workers && p.workers[0].scratch && p.workers[0].rec) {
 		for (int i = 0; i < p.nlines && !ret; i++) {
 			int r = line_reach(&p, &p.workers[0], i);
 			if (r < 0)
 				ret = errmsg_set(err, THINK_ERRLEN, THINK_EBOOK,
 				                 "probe: reading the book: %s", bookdb_strerror(r));
-			sum += r * p.lines[i].weight;
-			wsum += p.lines[i].weight;
+			else
+				p.lines[i].reach = r;
 		}
-		out->reach = sum / wsum;
+		out->reach = mean_reach(&p);
 	}
 	if (opt->progress) progress(&p, "done");
 	if (!ret) ret = p.ret;
