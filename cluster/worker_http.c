@@ -154,7 +154,7 @@ static double backoff(Worker *w)
 	if (w->r.retry_after >= 0) {
 		d = w->r.retry_after;
 	} else {
-		double u = (double)(rng_next(&w->rng) >> 11) / 9007199254740992.0;
+		double u = rng_unit(&w->rng);
 		d = w->step_s * (0.5 + 0.5 * u);
 	}
 	w->step_s = w->step_s * 2 > cap ? cap : w->step_s * 2;

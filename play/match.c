@@ -180,7 +180,7 @@ static SearchBudget jittered(const MatchOptions *opt, int index, int ply)
 	if (b.kind != SEARCH_BUDGET_NODES || opt->nodes_jitter <= 0) return b;
 	uint64_t x =
 	    opt->seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(index + 1)) ^ ((uint64_t)ply << 40);
-	double u = (double)(rng_next(&x) >> 11) / 9007199254740992.0 * 2 - 1; /* [-1, 1) */
+	double u = rng_unit(&x) * 2 - 1; /* [-1, 1) */
 	double n = (double)b.amount * (1 + u * opt->nodes_jitter / 100.0);
 	b.amount = n < 1 ? 1 : (uint64_t)(n + 0.5);
 	return b;

@@ -29,4 +29,10 @@ static inline uint64_t rng_next(uint64_t *s)
 	return rng_mix(*s += 0x9e3779b97f4a7c15ULL);
 }
 
+/* The next number of the stream as a double uniform in [0, 1) (its top 53 bits). */
+static inline double rng_unit(uint64_t *s)
+{
+	return (double)(rng_next(s) >> 11) / 9007199254740992.0;
+}
+
 #endif
