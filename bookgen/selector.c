@@ -30,6 +30,10 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 {
 	*noleaf = false;
 	*rmin = INT_MAX;
+	if (sel_g_yield(s, 1)) {
+		*noleaf = true;
+		return 0;
+	}
 	SelNode *n = &s->nodes[i];
 	if (!pv && n->bound != B_NONE) {
 		int v = n->value;
@@ -45,6 +49,10 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 		}
 	}
 	if (!(n->flags & NF_EXPANDED)) {
+		if (sel_g_yield(s, SEL_YIELD_VISITS)) {
+			*noleaf = true;
+			return 0;
+		}
 		int r = sel_g_expand(s, i);
 		if (r) {
 			if (!s->err) s->err = r;
@@ -96,6 +104,7 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 					child_pv = true;
 				}
 			}
+			if (s->stop) break;
 			if (cnl) continue;
 			if (cr < rm) rm = cr;
 		} else {
@@ -121,6 +130,11 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 	}
 	n = &s->nodes[i];
 	n->flags &= (uint8_t)~NF_ONPATH;
+	if (s->stop) { /* stopped part-way: nothing of this node is known */
+		*noleaf = true;
+		*rmin = 0;
+		return 0;
+	}
 	*rmin = rm;
 	if (!usable) {
 		*noleaf = true;
@@ -135,48 +149,124 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 	return best;
 }
 
-int sel_add_result(Selector *s, Key key, const BookRecord *rec)
+/* A result's change: the lease gone, a thought position's bytes kept. */
+static int add_result_now(Selector *s, Key key, const uint8_t *enc, size_t len, bool thought)
 {
-	int len = bookdb_record_encode(s->enc, BOOKDB_RECORD_MAX, rec);
-	if (len < 0) return SEL_EINVAL;
 	int64_t i = sel_g_find_or_create(s, key);
 	if (i < 0) return (int)i;
 	SelNode *n = &s->nodes[i];
 	n->flags &= (uint8_t)~NF_LEASED;
-	if (rec->flags & BOOKDB_REC_THOUGHT) {
-		int r = sel_g_add_raw(s, (uint32_t)i, s->enc, (size_t)len);
+	if (thought) {
+		int r = sel_g_add_raw(s, (uint32_t)i, enc, len);
 		if (r) return r;
 	}
 	return sel_g_invalidate_later(s, (uint32_t)i);
 }
 
+static int lease_now(Selector *s, Key key, bool on)
+{
+	int64_t i = on ? sel_g_find_or_create(s, key) : sel_g_find_node(s, key);
+	if (i < 0) return on ? (int)i : 0;
+	if (on)
+		s->nodes[i].flags |= NF_LEASED;
+	else
+		s->nodes[i].flags &= (uint8_t)~NF_LEASED;
+	return sel_g_invalidate_later(s, (uint32_t)i);
+}
+
+/* Keeps a change made while a call is suspended (bytes: a thought
+ * position's record, len bytes, or NULL). 0 or SEL_ENOMEM. */
+static int defer(Selector *s, Key key, int kind, const uint8_t *bytes, size_t len)
+{
+	if (s->ndefer >= UINT32_MAX - 1 ||
+	    array_grow((void **)&s->defer, &s->capdefer, s->ndefer + 1, sizeof *s->defer, 64) ||
+	    (bytes && array_grow((void **)&s->defer_bytes, &s->capdefer_bytes,
+	                         s->ndefer_bytes + len, 1, 4096)))
+		return SEL_ENOMEM;
+	uint32_t *last;
+	if (keymap_add(&s->defer_map, key, &last) < 0) return SEL_ENOMEM;
+	SelDefer *d = &s->defer[s->ndefer];
+	*d = (SelDefer){.key = key,
+	                .prev = *last == KEYMAP_NONE ? 0 : *last,
+	                .off = (uint32_t)s->ndefer_bytes,
+	                .len = bytes ? (uint32_t)len : 0,
+	                .kind = (uint8_t)kind};
+	if (bytes) {
+		memcpy(s->defer_bytes + s->ndefer_bytes, bytes, len);
+		s->ndefer_bytes += len;
+	}
+	*last = (uint32_t)++s->ndefer;
+	return 0;
+}
+
+/* The key's last kept change of kind (or any lease change: DEFER_LEASE), or NULL. */
+static const SelDefer *deferred(const Selector *s, Key key, int kind)
+{
+	if (!s->in_call || !s->ndefer) return NULL;
+	const uint32_t *last = keymap_value(&s->defer_map, key);
+	for (uint32_t j = last ? *last : 0; j; j = s->defer[j - 1].prev) {
+		const SelDefer *d = &s->defer[j - 1];
+		if (kind == DEFER_RESULT ? d->kind == DEFER_RESULT : true) return d;
+	}
+	return NULL;
+}
+
+/* The kept changes applied, in order, once the call is over. */
+static int apply_deferred(Selector *s)
+{
+	s->in_call = false;
+	int rc = 0;
+	for (size_t j = 0; j < s->ndefer && !rc; j++) {
+		const SelDefer *d = &s->defer[j];
+		rc = d->kind == DEFER_RESULT
+		         ? add_result_now(s, d->key, s->defer_bytes + d->off, d->len, d->len > 0)
+		         : lease_now(s, d->key, d->kind == DEFER_LEASE);
+	}
+	s->ndefer = s->ndefer_bytes = 0;
+	keymap_free(&s->defer_map);
+	return rc;
+}
+
+int sel_add_result(Selector *s, Key key, const BookRecord *rec)
+{
+	int len = bookdb_record_encode(s->enc, BOOKDB_RECORD_MAX, rec);
+	if (len < 0) return SEL_EINVAL;
+	bool thought = rec->flags & BOOKDB_REC_THOUGHT;
+	if (s->in_call) return defer(s, key, DEFER_RESULT, thought ? s->enc : NULL, (size_t)len);
+	return add_result_now(s, key, s->enc, (size_t)len, thought);
+}
+
 int sel_lease(Selector *s, Key key)
 {
-	int64_t i = sel_g_find_or_create(s, key);
-	if (i < 0) return (int)i;
-	s->nodes[i].flags |= NF_LEASED;
-	return sel_g_invalidate_later(s, (uint32_t)i);
+	return s->in_call ? defer(s, key, DEFER_LEASE, NULL, 0) : lease_now(s, key, true);
 }
 
 int sel_release(Selector *s, Key key)
 {
-	int64_t i = sel_g_find_node(s, key);
-	if (i < 0) return 0;
-	s->nodes[i].flags &= (uint8_t)~NF_LEASED;
-	return sel_g_invalidate_later(s, (uint32_t)i);
+	return s->in_call ? defer(s, key, DEFER_RELEASE, NULL, 0) : lease_now(s, key, false);
 }
 
 bool sel_is_leased(const Selector *s, Key key)
 {
+	const SelDefer *d = deferred(s, key, DEFER_LEASE);
+	if (d) return d->kind == DEFER_LEASE;
 	int64_t i = sel_g_find_node(s, key);
 	return i >= 0 && (s->nodes[i].flags & NF_LEASED);
 }
 
 bool sel_is_thought(const Selector *s, Key key)
 {
+	const SelDefer *d = deferred(s, key, DEFER_RESULT);
+	if (d && d->len) return true;
 	int64_t i = sel_g_find_node(s, key);
 	if (i >= 0 && !(s->nodes[i].flags & NF_UNRESOLVED)) return s->nodes[i].flags & NF_THOUGHT;
 	return s->lazy && sel_g_book_thought(s, key);
+}
+
+void sel_set_yield(Selector *s, SelYieldFn fn, void *ctx)
+{
+	s->yield = fn;
+	s->yield_ctx = ctx;
 }
 
 static int root_value(int *value, bool *has_leaf, Selector *s, int r)
@@ -565,6 +655,23 @@ static int select_batch(SelLeaf *out, size_t max, size_t want, Selector *s, int 
 	return ret < 0 ? ret : (int)n;
 }
 
+/* A public call: changes made while it is suspended are kept (in_call) and
+ * applied at its end; its code, or the first error applying them. */
+static int call_begin(Selector *s)
+{
+	s->in_call = true;
+	s->stop = false;
+	s->yield_count = 0;
+	return sel_g_call_begin(s);
+}
+
+static int call_end(Selector *s, int r)
+{
+	sel_g_call_end(s);
+	int e = apply_deferred(s);
+	return r < 0 || !e ? r : e;
+}
+
 void sel_get_stats(SelStats *out, const Selector *s)
 {
 	*out = s->st;
@@ -578,56 +685,50 @@ void sel_clear_bounds(Selector *s)
 
 int sel_select(SelLeaf *out, Selector *s)
 {
-	int r = sel_g_call_begin(s);
+	int r = call_begin(s);
 	if (!r) r = select_any(out, s);
-	sel_g_call_end(s);
-	return r;
+	return call_end(s, r);
 }
 
 int sel_root_value(int *value, bool *has_leaf, Selector *s, int root)
 {
-	int r = sel_g_call_begin(s);
+	int r = call_begin(s);
 	if (!r) r = root_value(value, has_leaf, s, root);
-	sel_g_call_end(s);
-	return r;
+	return call_end(s, r);
 }
 
 int sel_select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatchMode mode,
                      int book_side)
 {
-	int r = sel_g_call_begin(s);
+	int r = call_begin(s);
 	if (!r) r = select_batch(out, max, max, s, -1, window, mode, book_side);
-	sel_g_call_end(s);
-	return r;
+	return call_end(s, r);
 }
 
 int sel_select_batch_root(SelLeaf *out, size_t max, Selector *s, int root, int window,
                           SelBatchMode mode, int book_side)
 {
 	if (root < 0) return SEL_EINVAL;
-	int r = sel_g_call_begin(s);
+	int r = call_begin(s);
 	if (!r) r = select_batch(out, max, max, s, root, window, mode, book_side);
-	sel_g_call_end(s);
-	return r;
+	return call_end(s, r);
 }
 
 int sel_select_cover(SelLeaf *out, size_t max, size_t want, Selector *s, int root, int window,
                      int book_side)
 {
 	if (root < 0) return SEL_EINVAL;
-	int r = sel_g_call_begin(s);
+	int r = call_begin(s);
 	if (!r) r = select_batch(out, max, want, s, root, window, SEL_BATCH_COVER, book_side);
-	sel_g_call_end(s);
-	return r;
+	return call_end(s, r);
 }
 
 int sel_select_root(SelLeaf *out, Selector *s, int root)
 {
 	if (root < 0 || (size_t)root >= s->nroots) return SEL_EINVAL;
-	int r = sel_g_call_begin(s);
+	int r = call_begin(s);
 	if (!r) r = select_root(out, s, root);
-	sel_g_call_end(s);
-	return r;
+	return call_end(s, r);
 }
 
 int sel_nroots(const Selector *s)

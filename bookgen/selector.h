@@ -41,6 +41,7 @@ enum {
 	SEL_ECORRUPT = ERR_SEL - 2, /* a record that does not decode */
 	SEL_EBOOK = ERR_SEL - 3,    /* the book could not be read (bookdb error) */
 	SEL_EFULL = ERR_SEL - 4,    /* more than 2^31 nodes */
+	SEL_ESTOPPED = ERR_SEL - 5, /* the yield function stopped the search (sel_set_yield) */
 };
 const char *sel_strerror(int code);
 
@@ -141,6 +142,25 @@ JOSEKI_MUST_USE int sel_release(Selector *s, Key key);
 bool sel_is_leased(const Selector *s, Key key);
 /* True when key is a thought position of the graph. */
 bool sel_is_thought(const Selector *s, Key key);
+
+/*
+ * Searching in slices. With a yield function, a selection call (sel_select*,
+ * sel_root_value) calls fn(ctx) now and then while it runs: every
+ * SEL_YIELD_VISITS node visits, before each expansion (a node's moves built,
+ * records read) and while it waits for the key filter. fn may keep the search
+ * suspended as long as it likes, typically handing the selector to another
+ * thread meanwhile (one thread at a time), which may then call only
+ * sel_add_result, sel_lease, sel_release, sel_is_thought, sel_is_leased and
+ * sel_get_stats. The first three are kept and applied in order when the call
+ * returns: the search sees the graph as it was when it began, the queries
+ * answer with the kept changes. So a search in slices selects what the same
+ * search run at once at its start would. fn returning true stops the search:
+ * the call returns SEL_ESTOPPED, the bounds it was computing forgotten (those
+ * it finished are kept). fn NULL: none (the default).
+ */
+#define SEL_YIELD_VISITS 32
+typedef bool (*SelYieldFn)(void *ctx);
+void sel_set_yield(Selector *s, SelYieldFn fn, void *ctx);
 
 /*
  * Selects the next leaf: returns 1 and fills out, or 0 when no root has a

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "shogi/clock.h"
 #include "shogi/grow.h"
@@ -37,6 +38,8 @@ const char *sel_strerror(int code)
 		return "book read error";
 	case SEL_EFULL:
 		return "selector graph too large";
+	case SEL_ESTOPPED:
+		return "selection stopped";
 	}
 	return "unknown selector error";
 }
@@ -251,6 +254,7 @@ out:
 	free(f.bloom);
 	bookdb_iter_free(it);
 	bookdb_txn_abort(txn);
+	atomic_store_explicit(&s->bloom_finished, 1, memory_order_release);
 	return NULL;
 }
 
@@ -355,6 +359,7 @@ int sel_new(Selector **out, const SelOptions *opt)
 	s->opt.kif_bonus = SEL_KIF_BONUS_DEFAULT;
 	if (opt) s->opt = *opt;
 	keymap_init(&s->map, sizeof(SelNode));
+	keymap_init_set(&s->defer_map, true);
 	s->rec = malloc(sizeof *s->rec);
 	s->pos = malloc(sizeof *s->pos);
 	s->enc = malloc(BOOKDB_RECORD_MAX);
@@ -394,6 +399,9 @@ void sel_free(Selector *s)
 	free(s->rec);
 	free(s->pos);
 	free(s->enc);
+	free(s->defer);
+	free(s->defer_bytes);
+	keymap_free(&s->defer_map);
 	free(s);
 }
 
@@ -451,6 +459,20 @@ int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys)
 	s->db = db;
 	s->lazy = true;
 	if (keys) s->keys_hook = *keys;
+	/* The node map sized for the book at once: growing it later rehashes
+	 * every node met so far in one go (about 1 s at 8 M nodes), a stall in
+	 * the middle of a search. Its slots are touched as nodes come. */
+	BookTxn *txn = NULL;
+	uint64_t count = 0;
+	if (bookdb_txn_begin(&txn, db, false) == 0 && bookdb_count(&count, txn, BOOKDB_POS) == 0 &&
+	    count > 0) {
+		size_t want = count < SEL_RESERVE_MAX ? (size_t)count : SEL_RESERVE_MAX;
+		if (keymap_reserve(&s->map, s->nodes, want) < 0) {
+			bookdb_txn_abort(txn);
+			return SEL_ENOMEM;
+		}
+	}
+	bookdb_txn_abort(txn);
 	/* Without the filter every selection still works, only slower. */
 	if (!s->bloom_started && pthread_create(&s->bloom_thread, NULL, bloom_build, s) == 0)
 		s->bloom_started = true;
@@ -477,6 +499,10 @@ static int flush_invalidations(Selector *s)
 	}
 	s->npending = 0;
 	while (sp) {
+		/* Thousands of changes kept while a search was suspended make a
+		 * long walk: it yields too (inside a call only; a stop is for the
+		 * search after it, the walk always ends). */
+		if (s->in_call) (void)sel_g_yield(s, 1);
 		SelNode *n = &s->nodes[s->stack[--sp]];
 		if (n->bound != B_NONE) s->st.invalidated++;
 		n->bound = B_NONE;
@@ -504,7 +530,16 @@ int sel_g_call_begin(Selector *s)
 	/* A search before the filter meets every child of every legal move in
 	 * LMDB (a B-tree walk each, most of them for keys the book does not
 	 * hold): waiting for the one pass that builds the filter is quicker. */
-	if (s->lazy) bloom_join(s);
+	if (s->lazy) {
+		/* Slices: the wait is polled, so that the search can be suspended. */
+		struct timespec ms = {0, 1000000};
+		while (s->yield && s->bloom_started && !s->bloom_joined &&
+		       !atomic_load_explicit(&s->bloom_finished, memory_order_acquire)) {
+			if (sel_g_yield(s, SEL_YIELD_VISITS)) return SEL_ESTOPPED;
+			nanosleep(&ms, NULL);
+		}
+		bloom_join(s);
+	}
 	if (!s->db || s->txn) return 0;
 	return bookdb_txn_begin(&s->txn, s->db, false) < 0 ? SEL_EBOOK : 0;
 }

@@ -21,6 +21,10 @@
 
 #define SEL_INF 32767
 
+/* sel_attach sizes the node map for the book's positions, up to this many
+ * (2^26 slots, 512 MB, for a book of 2^25 positions or more). */
+#define SEL_RESERVE_MAX ((size_t)1 << 25)
+
 /* Node flags. */
 #define NF_THOUGHT 0x01
 #define NF_EXPANDED 0x02
@@ -90,6 +94,15 @@ typedef struct {
 	Color side;
 } SelRoot;
 
+/* A change kept while a call is suspended (sel_set_yield). */
+enum { DEFER_RESULT, DEFER_LEASE, DEFER_RELEASE };
+typedef struct {
+	Key key;
+	uint32_t prev;     /* the key's previous change (index + 1; 0: none) */
+	uint32_t off, len; /* DEFER_RESULT of a thought position: its bytes in defer_bytes */
+	uint8_t kind;
+} SelDefer;
+
 struct Selector {
 	SelOptions opt;
 	SelNode *nodes;
@@ -121,7 +134,7 @@ struct Selector {
 	uint64_t *bloom;
 	size_t bloom_bytes;
 	uint64_t bloom_blocks; /* blocks - 1 */
-	atomic_int bloom_ready, bloom_cancel;
+	atomic_int bloom_ready, bloom_cancel, bloom_finished;
 	pthread_t bloom_thread;
 	bool bloom_started, bloom_joined;
 	BookMinimaxHook keys_hook; /* its keys, when offered, fill the filter */
@@ -129,6 +142,19 @@ struct Selector {
 	double filter_ms;          /* the filter's build */
 	size_t raw_bytes;          /* record bytes held (NF_RAW) */
 	SelStats st;
+	/* Slices (sel_set_yield): the function, its visit count, whether it
+	 * stopped the search; in_call while a public call runs, when the changes
+	 * of sel_add_result, sel_lease and sel_release are kept in defer (in
+	 * order; defer_map: a key's last one, index + 1) until it returns. */
+	SelYieldFn yield;
+	void *yield_ctx;
+	unsigned yield_count;
+	bool stop, in_call;
+	SelDefer *defer;
+	size_t ndefer, capdefer;
+	uint8_t *defer_bytes;
+	size_t ndefer_bytes, capdefer_bytes;
+	KeyMap defer_map;
 	/* scratch */
 	BookRecord *rec;
 	Position *pos;
@@ -169,8 +195,22 @@ bool sel_g_book_thought(const Selector *s, Key key);
 /* The memory and filter figures of SelStats. */
 void sel_g_memory(SelStats *out, const Selector *s);
 /* Before a search: the pending invalidations; one read transaction for the
- * whole of a public call; in lazy mode the key filter waited for. */
+ * whole of a public call; in lazy mode the key filter waited for (yielding,
+ * sel_set_yield). */
 int sel_g_call_begin(Selector *s);
 void sel_g_call_end(Selector *s);
+/* Calls the yield function when weight more visits make SEL_YIELD_VISITS;
+ * true when the search must stop (s->err is then SEL_ESTOPPED). */
+static inline bool sel_g_yield(Selector *s, unsigned weight)
+{
+	if (!s->yield || s->stop) return s->stop;
+	if ((s->yield_count += weight) < SEL_YIELD_VISITS) return false;
+	s->yield_count = 0;
+	if (s->yield(s->yield_ctx)) {
+		s->stop = true;
+		if (!s->err) s->err = SEL_ESTOPPED;
+	}
+	return s->stop;
+}
 
 #endif

@@ -916,6 +916,150 @@ static void test_bookgen__bounds_stay_exact_with_many_leases_outstanding(void **
 	free(dir);
 }
 
+/*
+ * Searching in slices (sel_set_yield), as the coordinator does: a selector
+ * whose searches yield, and whose yield function makes the changes the
+ * coordinator's other requests make meanwhile (results, releases), selects at
+ * every step what a selector that searches at once and gets the same changes
+ * after each search selects; during the yield the queries already answer with
+ * the changes. A yield that stops the search makes the call return
+ * SEL_ESTOPPED, and the next search is as if it had not been stopped. A lazy
+ * selector yields while it waits for its key filter.
+ */
+typedef struct {
+	Selector *s;
+	int calls, stop_at;
+	const SelLeaf *give; /* the changes for the next yield: thought, every fifth released */
+	int ngive, given_in_call;
+	unsigned long long salt;
+	BookRecord *rec;
+	Position *pos;
+} Slicer;
+
+static void give_changes(Selector *s, const SelLeaf *a, int n, unsigned long long salt,
+                         BookRecord *rec, Position *pos)
+{
+	for (int i = 0; i < n; i++) {
+		if (i % 5 == 4) {
+			assert_int_equal(sel_release(s, a[i].key), 0);
+			continue;
+		}
+		think_leaf(rec, pos, &a[i], salt + (unsigned)i * 7);
+		assert_int_equal(sel_add_result(s, a[i].key, rec), 0);
+	}
+}
+
+static bool slicer_yield(void *arg)
+{
+	Slicer *y = arg;
+	y->calls++;
+	if (y->ngive) {
+		give_changes(y->s, y->give, y->ngive, y->salt, y->rec, y->pos);
+		for (int i = 0; i < y->ngive; i++) { /* the queries see the kept changes */
+			assert_int_equal(sel_is_thought(y->s, y->give[i].key), i % 5 != 4);
+			assert_false(sel_is_leased(y->s, y->give[i].key));
+		}
+		y->given_in_call += y->ngive;
+		y->ngive = 0;
+	}
+	return y->stop_at && y->calls >= y->stop_at;
+}
+
+static void test_bookgen__searches_in_slices_select_what_whole_searches_do(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[4096];
+	unsigned long long seed = synth_book(book, sizeof book, dir, "slices");
+	Selector *s = open_selector(book, 100), *r = open_selector(book, 100);
+	BookDB *zdb = NULL;
+	Selector *z = lazy_selector(&zdb, book, false);
+	enum { BATCH = 8 };
+	SelLeaf *held = calloc(2 * BATCH, sizeof *held), *b = malloc(sizeof *b),
+	        *c = malloc(sizeof *c);
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_non_null(held);
+	assert_non_null(b);
+	assert_non_null(c);
+	assert_non_null(pos);
+	assert_non_null(rec);
+	Slicer ys = {.s = s, .rec = rec, .pos = pos}, yz = {.s = z, .rec = rec, .pos = pos};
+	sel_set_yield(s, slicer_yield, &ys);
+	sel_set_yield(z, slicer_yield, &yz);
+	int steps = 0, stops = 0;
+	for (int round = 0; round < 40; round++) {
+		/* The last round's leases come back during the first search. */
+		int nback = round ? BATCH : 0;
+		unsigned long long salt = seed + (unsigned)round * 131;
+		ys.give = yz.give = held;
+		ys.ngive = yz.ngive = nback;
+		ys.salt = yz.salt = salt;
+		SelLeaf fresh[BATCH];
+		int n = 0;
+		for (int i = 0; i < BATCH; i++) {
+			/* In every third round, searches without changes to make
+			 * are stopped at their second yield (if they yield twice). */
+			if (!ys.ngive && round % 3 == 0) ys.stop_at = ys.calls + 2;
+			int g1 = sel_select(&fresh[n], s);
+			if (g1 == SEL_ESTOPPED) {
+				stops++;
+				ys.stop_at = 0;
+				g1 = sel_select(&fresh[n], s);
+			}
+			ys.stop_at = 0;
+			int g3 = sel_select(c, z);
+			int g2 = sel_select(b, r);
+			/* Whatever a yield did not take (a search too short to
+			 * yield) is given now, to all three alike. */
+			if (ys.ngive) give_changes(s, ys.give, ys.ngive, salt, rec, pos);
+			if (yz.ngive) give_changes(z, yz.give, yz.ngive, salt, rec, pos);
+			ys.ngive = yz.ngive = 0;
+			if (i == 0) give_changes(r, held, nback, salt, rec, pos);
+			assert_int_equal(g1, g2);
+			assert_int_equal(g3, g2);
+			if (!g1) break;
+			assert_int_equal(fresh[n].value, b->value);
+			assert_true(key_equal(fresh[n].key, b->key));
+			assert_int_equal(c->value, b->value);
+			assert_true(key_equal(c->key, b->key));
+			assert_int_equal(sel_lease(s, b->key), 0);
+			assert_int_equal(sel_lease(r, b->key), 0);
+			assert_int_equal(sel_lease(z, b->key), 0);
+			n++;
+			steps++;
+		}
+		memcpy(held, fresh, (size_t)n * sizeof *held);
+		if (n < BATCH) break;
+	}
+	int v1, v2;
+	bool h1, h2;
+	assert_int_equal(sel_root_value(&v1, &h1, s, 0), 0);
+	sel_clear_bounds(r);
+	assert_int_equal(sel_root_value(&v2, &h2, r, 0), 0);
+	assert_int_equal(h1, h2);
+	assert_int_equal(v1, v2);
+	print_message("slices: %d steps, %d stops, %d and %d yields, %d and %d changes in them\n",
+	              steps, stops, ys.calls, yz.calls, ys.given_in_call, yz.given_in_call);
+	assert_true(steps > 200);
+	assert_true(stops > 5);
+	/* Changes came while a search was suspended (most of the others when
+	 * the search found its bounds and yielded not at all). */
+	assert_true(ys.given_in_call > 30);
+	assert_true(yz.given_in_call > 30);
+	assert_true(yz.calls > 0);
+	free(pos);
+	free(rec);
+	free(held);
+	free(b);
+	free(c);
+	close_selector(s);
+	close_selector(r);
+	sel_free(z);
+	bookdb_free(zdb);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -927,6 +1071,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__window_batch_returns_every_leaf_within_the_window),
 	    cmocka_unit_test(test_bookgen__incremental_bounds_agree_with_full_searches),
 	    cmocka_unit_test(test_bookgen__bounds_stay_exact_with_many_leases_outstanding),
+	    cmocka_unit_test(test_bookgen__searches_in_slices_select_what_whole_searches_do),
 	    cmocka_unit_test(
 	        test_bookgen__cover_batch_follows_the_book_side_best_and_the_replies_in_window),
 	    cmocka_unit_test(test_bookgen__plan_shares_the_leaves_by_root_weight),
