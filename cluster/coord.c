@@ -255,6 +255,8 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 		                "cannot start the book writer");
 		goto fail;
 	}
+	if (c->opt.select_slice_ms == 0) c->opt.select_slice_ms = COORD_SLICE_MS;
+	if ((rc = co_select_start(c)) < 0) goto fail;
 	*out = c;
 	return 0;
 fail:
@@ -275,6 +277,7 @@ void coord_free(Coord *c)
 	/* Nobody is left to tell: a caller that must know calls coord_commit first. */
 	if (!c->broken && c->w) (void)bookdb_writer_flush(c->w);
 	bookdb_writer_free(c->w);
+	co_select_stop(c);
 	sel_free(c->sel);
 	for (size_t i = 0; i < c->nleases; i++) free(c->leases[i].pos);
 	free(c->leases);
@@ -351,8 +354,9 @@ static int take_queued(Coord *c, Lease *l, int max, const char *worker, char *er
 	return rc < 0 ? rc : 0;
 }
 
-/* Leases leaf (its position in c->pos) into l: its KeyState, the selector
- * told. A mated leaf is valued here instead (value_mated) and not leased. */
+/* Leases leaf (its position in c->pos) into l: its KeyState (the selection
+ * leased it in the selector). A mated leaf is valued here instead
+ * (value_mated) and not leased. */
 static int lease_leaf(Coord *c, Lease *l, const SelLeaf *leaf, char *err)
 {
 	int rc = value_mated(c, leaf->key, err);
@@ -362,8 +366,6 @@ static int lease_leaf(Coord *c, Lease *l, const SelLeaf *leaf, char *err)
 	ks->where = WHERE_LEASED;
 	ks->lease = l->key.hi;
 	sfen_write(c->pos, ks->sfen, sizeof ks->sfen);
-	/* Not leased in the selector, the leaf would be selected again. */
-	if (sel_lease(c->sel, ks->key) < 0) return co_broken(c, err, "leasing", BOOKDB_ENOMEM);
 	LPos *lp = &l->pos[l->n++];
 	lp->key = ks->key;
 	lp->state = POS_PENDING;
@@ -371,19 +373,83 @@ static int lease_leaf(Coord *c, Lease *l, const SelLeaf *leaf, char *err)
 	return 0;
 }
 
-/* New leaves from the selector into l (up to max). */
+/* A selection's error: the coordinator is broken. */
+static int select_failed(Coord *c, int rc, char *err)
+{
+	if (rc == SEL_EINVAL)
+		return co_broken(c, err, "selection (a leaf its root does not reach)", -1);
+	return co_broken(c, err, "selection", BOOKDB_EIO);
+}
+
+/* The leaves the selection holds (sr_n) into l, up to max. */
+static int take_found(Coord *c, Lease *l, int max, char *err)
+{
+	int i = 0, rc = 0;
+	for (; i < c->sr_n && l->n < max && rc == 0; i++) {
+		*c->leaf = c->sr_leaf[i];
+		*c->pos = c->sr_pos[i];
+		rc = lease_leaf(c, l, c->leaf, err);
+	}
+	memmove(c->sr_leaf, c->sr_leaf + i, (size_t)(c->sr_n - i) * sizeof *c->sr_leaf);
+	memmove(c->sr_pos, c->sr_pos + i, (size_t)(c->sr_n - i) * sizeof *c->sr_pos);
+	c->sr_n -= i;
+	return rc;
+}
+
+/* New leaves from the selector into l (up to max), for a slice of time (the
+ * round's, when the service began one). */
 static int take_selected(Coord *c, Lease *l, int max, char *err)
 {
-	int rc;
-	while (l->n < max) {
-		rc = plan_next(c->plan, c->leaf, c->pos);
-		if (rc == SEL_EINVAL)
-			return co_broken(c, err, "selection (a leaf its root does not reach)", -1);
-		if (rc < 0) return co_broken(c, err, "selection", BOOKDB_EIO);
-		if (rc == 0) break;
-		if ((rc = lease_leaf(c, l, c->leaf, err)) < 0) return rc;
+	c->select_busy = false;
+	int rc = take_found(c, l, max, err);
+	if (rc < 0 || l->n >= max) return rc;
+	double ms = c->opt.select_slice_ms;
+	if (ms >= 0 && c->round_until > 0) {
+		double left = c->round_until - clock_ms_f();
+		if (left < ms) ms = left > 0.05 ? left : 0.05;
 	}
+	c->sr_begun = true;
+	rc = co_select_step(c, ms, max - l->n);
+	if (rc < 0) return select_failed(c, rc, err);
+	if (rc == CO_SELECT_BUSY) {
+		c->select_busy = true;
+		c->sr_busy++;
+	}
+	if ((rc = take_found(c, l, max, err)) < 0) return rc;
+	/* Short of positions for want of time: the selection goes on between
+	 * requests for what was missing. */
+	c->sr_demand = c->select_busy || (l->n < max && c->sr_rc == 1) ? max - l->n : 0;
 	return 0;
+}
+
+bool coord_select_pending(const Coord *c)
+{
+	return !c->broken && c->sr_started &&
+	       (co_select_paused(c) || !c->sr_begun || c->sr_n < c->sr_demand);
+}
+
+void coord_round_begin(Coord *c)
+{
+	c->round_until = clock_ms_f() + c->opt.select_slice_ms;
+}
+
+bool coord_select_busy(const Coord *c)
+{
+	return c->select_busy;
+}
+
+int coord_select_idle(Coord *c, double ms, char *err)
+{
+	if (!coord_select_pending(c)) return 0;
+	c->sr_begun = true;
+	if (c->opt.select_slice_ms > 0 && c->opt.select_slice_ms < ms) ms = c->opt.select_slice_ms;
+	double t0 = clock_ms_f();
+	/* The suspended search to its end (one leaf more), or the leaves the
+	 * last acquire lacked. */
+	int rc = co_select_step(c, ms, c->sr_n < c->sr_demand ? c->sr_demand : c->sr_n + 1);
+	c->select_ms += clock_ms_f() - t0;
+	if (rc == 0) c->sr_demand = 0; /* nothing more to select now */
+	return rc < 0 ? select_failed(c, rc, err) : 0;
 }
 
 int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int64_t now_ms,
@@ -819,6 +885,8 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->mated = c->mated;
 	out->minimax_runs = c->minimax_runs;
 	out->select_ms = c->select_ms;
+	out->select_slices = c->sr_slices;
+	out->select_short = c->sr_busy;
 	out->store_ms = c->store_ms;
 	out->commit_ms = c->commit_ms;
 	out->minimax_ms = c->minimax_ms;

@@ -85,7 +85,15 @@ typedef struct {
 	/* The history (cluster/coord_history.h): a point every history_seconds
 	 * (0: 60; < 0: none), kept in the book's work database. */
 	double history_seconds;
+	/* Selection in slices (coord_select.c): an acquire selects for at most
+	 * this long (0: COORD_SLICE_MS); a search that needs more is suspended
+	 * and goes on in the next acquire or between requests
+	 * (coord_select_idle), and the acquire answers with the positions it
+	 * has (coord_acquire). < 0: every search whole, in the acquire. */
+	double select_slice_ms;
 } CoordOptions;
+
+#define COORD_SLICE_MS 20
 
 /* Who is asking (the token's name authenticates; the worker fields inform). */
 typedef struct {
@@ -156,6 +164,9 @@ typedef struct {
 	uint64_t book_thought;
 	/* Where the coordinator's time went since start, ms. */
 	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;
+	/* Selection in slices: searches suspended at a slice's end; acquires
+	 * that ended with one suspended (fewer positions than asked, or none). */
+	uint64_t select_slices, select_short;
 	double minimax_apply_ms; /* the service writing minimax's records (in minimax_ms too) */
 	size_t naside;
 	CoordAside *aside; /* malloc'd, naside of them */
@@ -174,9 +185,10 @@ JOSEKI_MUST_USE int coord_open(Coord **out, BookDB *db, const CoordOptions *opt,
 void coord_free(Coord *c);
 
 /* Up to max (1..COORD_MAX_BATCH) positions in a new lease: returned positions
- * first (not to the worker whose try of them failed last), then new leaves.
- * Returns the count (0: no work now; no lease made) or a negative code. The
- * lease is durable only after coord_commit. */
+ * first (not to the worker whose try of them failed last), then new leaves,
+ * as many as its slice of selection found (opt.select_slice_ms).
+ * Returns the count (0: no work now, or none yet: coord_select_busy; no lease
+ * made) or a negative code. The lease is durable only after coord_commit. */
 JOSEKI_MUST_USE int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max,
                                   int64_t now_ms, char *err);
 
@@ -204,6 +216,21 @@ JOSEKI_MUST_USE int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int
  * that ended failed (message in err): everything else was done and
  * committed, the Coord goes on. */
 JOSEKI_MUST_USE int coord_tick(Coord *c, int64_t now_ms, char *err);
+
+/*
+ * Between requests: whether the selection has work to go on with (a search
+ * suspended, or the first search not begun), and a slice of it (ms, at most
+ * opt.select_slice_ms). A leaf
+ * it finds waits for the next acquire. 0 or COORD_EBOOK (message in err).
+ */
+bool coord_select_pending(const Coord *c);
+/* A round of requests begins (the service's): its acquires select for
+ * opt.select_slice_ms in all, not each. Without it, each acquire has its own. */
+void coord_round_begin(Coord *c);
+JOSEKI_MUST_USE int coord_select_idle(Coord *c, double ms, char *err);
+/* The last acquire ended with a search suspended: an acquire answered with
+ * no position should be tried again soon, not after a no-work wait. */
+bool coord_select_busy(const Coord *c);
 /* The service's time for a minimax run's records at a tick. */
 #define COORD_APPLY_MS 5.0
 

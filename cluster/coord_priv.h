@@ -90,11 +90,47 @@ struct Coord {
 	 * since when, and the counters at its start. */
 	int64_t hist_bucket, hist_since_ms;
 	uint64_t hist_results, hist_failed;
+	/* The selection in slices (coord_select.c): plan_next on its own
+	 * thread; sr_state under sr_mu. The leaves found and leased in the
+	 * selector, not handed out yet: sr_n in sr_leaf/sr_pos (up to sr_want a
+	 * slice); the next acquire takes them first. */
+	pthread_t sr_thread;
+	bool sr_started, sr_quit;
+	int sr_n, sr_want;
+	int sr_demand; /* positions the last acquire lacked: selected between requests */
+	bool sr_begun; /* a search was begun (the first one runs between requests) */
+	pthread_mutex_t sr_mu;
+	pthread_cond_t sr_cv;
+	int sr_state, sr_rc;
+	double sr_until;
+	SelLeaf *sr_leaf;
+	Position *sr_pos;
+	/* Slices that ended with the search suspended; acquires answered while
+	 * one was (with fewer positions than asked, or none: a 204 with a short
+	 * Retry-After). */
+	uint64_t sr_slices, sr_busy;
+	bool select_busy;   /* the last acquire left a search suspended */
+	double round_until; /* coord_round_begin: the round's selection ends then (0: none) */
 };
 
 /* Marks c broken (no later commit) and says what failed in err; returns
  * COORD_EBOOK. */
 int co_broken(Coord *c, char *err, const char *what, int rc);
+
+/* coord_select.c. A step's result besides plan_next's: the slice ended with
+ * the search suspended. */
+#define CO_SELECT_BUSY 2
+/* The selection thread (none when opt.select_slice_ms < 0). 0 or COORD_ENOMEM. */
+int co_select_start(Coord *c);
+void co_select_stop(Coord *c);
+/* A slice of selection: up to want leaves (in all, with those in sr_leaf
+ * already) for ms (< 0: no limit), the suspended search first. Returns
+ * CO_SELECT_BUSY when the slice ended inside a search (suspended), else 1
+ * (the slice ended with a leaf), 0 (no more leaves now), or a negative
+ * SEL_* code. The leaves found (sr_n) are leased in the selector. */
+int co_select_step(Coord *c, double ms, int want);
+/* A search is suspended, waiting for its next slice. */
+bool co_select_paused(const Coord *c);
 
 /* coord_store.c: the work database, written through c->w (committed with the
  * results by coord_commit). Each returns 0 or co_broken's code. */

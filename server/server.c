@@ -80,8 +80,9 @@ typedef struct {
 	int64_t t0; /* clock_ns() at arrival */
 	size_t body;
 	int status;
-	bool work; /* a /v1/work/ request: its body is kept */
-	char *buf; /* the body (work requests), at most API_WORK_BODY_MAX bytes */
+	bool work;       /* a /v1/work/ request: its body is kept */
+	int retry_after; /* a work answer's Retry-After (s; 0: the default) */
+	char *buf;       /* the body (work requests), at most API_WORK_BODY_MAX bytes */
 	size_t len, cap;
 	bool too_large;    /* the body went past API_WORK_BODY_MAX (the rest was dropped) */
 	const char *allow; /* the Allow header of a 405 */
@@ -136,8 +137,12 @@ static enum MHD_Result reply(Server *s, struct MHD_Connection *c, Req *r, int st
 		MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
 	if (status == 405)
 		MHD_add_response_header(resp, "Allow", r->allow ? r->allow : "GET, HEAD, OPTIONS");
-	if (status == 503 || (r->work && status == 204))
-		MHD_add_response_header(resp, "Retry-After", STR(API_WORK_RETRY_S));
+	if (status == 503 || (r->work && status == 204)) {
+		char ra[16];
+		snprintf(ra, sizeof ra, "%d",
+		         r->retry_after > 0 ? r->retry_after : API_WORK_RETRY_S);
+		MHD_add_response_header(resp, "Retry-After", ra);
+	}
 	if (api) MHD_add_response_header(resp, "Cache-Control", "no-store");
 	enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
@@ -301,6 +306,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 		char *body = api_work_handle(s->opt.work, method, url, auth, r->buf, r->len,
 		                             r->too_large, &status, &retry);
+		r->retry_after = retry;
 		if (status == 405) r->allow = strcmp(url, "/v1/work/status") ? "POST" : "GET, HEAD";
 		if (status == 204 || (!body && status < 300))
 			return reply(s, c, r, status, "application/json", body ? body : strdup(""),

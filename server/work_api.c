@@ -20,6 +20,9 @@
  * between wait a little and share the commit, so a busy coordinator commits
  * some 50 times a second rather than once per request. */
 #define ROUND_MS 20
+/* A slice of selection between requests (ms): a request that comes during
+ * one waits for it to end. */
+#define IDLE_SLICE_MS 10
 
 enum { OP_ACQUIRE = 1, OP_SUBMIT, OP_ABORT, OP_STATUS };
 
@@ -31,6 +34,7 @@ typedef struct Op {
 	CoordLease *out; /* acquire */
 	CoordStatus st;  /* status */
 	int rc;
+	bool busy; /* an acquire answered with none while a search was under way */
 	bool done;
 	double queued_ms; /* when it was handed to the service thread (clock_ms_f) */
 	char err[COORD_ERRLEN];
@@ -87,6 +91,7 @@ static void run_op(ApiWork *w, Op *op, int64_t now)
 	switch (op->kind) {
 	case OP_ACQUIRE:
 		op->rc = coord_acquire(w->c, op->out, &who, op->body.max, now, op->err);
+		op->busy = op->rc == 0 && coord_select_busy(w->c);
 		break;
 	case OP_SUBMIT:
 		op->rc = coord_submit(w->c, op->lease, &who, op->body.results, op->body.nresults,
@@ -114,6 +119,19 @@ static void *service(void *arg)
 			int64_t now = now_ms(),
 			        until = w->head ? last_round + ROUND_MS : now + TICK_MS;
 			if (now >= until || w->quit) break;
+			/* No request waiting: a slice of a selection not finished
+			 * (coord_select_idle), as long as no tick is due. */
+			if (!w->head && coord_select_pending(w->c)) {
+				if (now - last_tick >= TICK_MS) break;
+				pthread_mutex_unlock(&w->mu);
+				char err[COORD_ERRLEN] = "";
+				if (coord_select_idle(w->c, IDLE_SLICE_MS, err) < 0) {
+					if (err[0]) fprintf(stderr, "joseki: %s\n", err);
+					atomic_store(&w->failed, true);
+				}
+				pthread_mutex_lock(&w->mu);
+				continue;
+			}
 			struct timespec ts = {.tv_sec = until / 1000,
 			                      .tv_nsec = (until % 1000) * 1000000L};
 			if (pthread_cond_timedwait(&w->work_cv, &w->mu, &ts) != 0 && !w->head)
@@ -129,6 +147,7 @@ static void *service(void *arg)
 		int64_t now = now_ms();
 		bool wrote = false;
 		Part one[2] = {{0}};
+		coord_round_begin(w->c);
 		for (Op *op = ops; op; op = op->next) {
 			double t = clock_ms_f();
 			run_op(w, op, now);
@@ -404,7 +423,8 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 		out = error(status, 500, op.err[0] ? op.err : coord_strerror(op.rc));
 	else if (op.kind == OP_ACQUIRE && op.rc == 0) {
 		*status = 204;
-		*retry_after = API_WORK_RETRY_S;
+		/* None yet: a search is under way (selection in slices). */
+		*retry_after = op.busy ? API_WORK_BUSY_RETRY_S : API_WORK_RETRY_S;
 	} else if (op.kind == OP_ACQUIRE) {
 		*status = 200;
 		out = acquire_body(lease, coord_options(w->c), now_ms());
@@ -437,12 +457,13 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len)
 	    buf, len,
 	    "work: %llu results (%.1f/s), queue %llu, leases %llu live %llu expired, "
 	    "set aside %zu, workers %zu (%.1f Mnps), minimax runs %llu (last %.0f ms); "
-	    "time in select %.0f ms, store %.0f ms, commit %.0f ms, minimax %.0f ms (its "
-	    "writes %.0f ms)",
+	    "time in select %.0f ms (suspended %llu times; %llu acquires ended with it suspended), "
+	    "store %.0f ms, commit %.0f ms, minimax %.0f ms (its writes %.0f ms)",
 	    (unsigned long long)op.st.results, op.st.results_per_s, (unsigned long long)op.st.queue,
 	    (unsigned long long)op.st.leases_live, (unsigned long long)op.st.leases_expired,
 	    op.st.naside, op.st.nworkers, nps / 1e6, (unsigned long long)op.st.minimax_runs,
-	    op.st.last_minimax_ms, op.st.select_ms, op.st.store_ms, op.st.commit_ms,
+	    op.st.last_minimax_ms, op.st.select_ms, (unsigned long long)op.st.select_slices,
+	    (unsigned long long)op.st.select_short, op.st.store_ms, op.st.commit_ms,
 	    op.st.minimax_ms, op.st.minimax_apply_ms);
 	if (n >= 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n,

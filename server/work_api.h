@@ -23,6 +23,7 @@
 
 #define API_WORK_BODY_MAX (1024 * 1024) /* larger request bodies: 413 */
 #define API_WORK_RETRY_S 5              /* Retry-After of a 204 (no work) or 503 */
+#define API_WORK_BUSY_RETRY_S 1         /* of a 204 while a selection is under way */
 
 typedef struct ApiWork ApiWork;
 

@@ -87,6 +87,8 @@ int cmd_serve(int argc, char **argv)
 	bool quiet = false, work_on = false, lazy_load = false, per_ip_given = false,
 	     history_given = false;
 	uint64_t header_s = 0, per_ip = 0, history_s = 0, lease_s = 0, minimax_s = 0;
+	int64_t slice_ms = 0;
+	bool slice_given = false;
 	CliBudget cb;
 	cli_budget_init(&cb, 1);
 	CliPlan cp;
@@ -108,6 +110,10 @@ int cmd_serve(int argc, char **argv)
 	    CLI_FLAG("--preload", &co.preload,
 	             "the selector reads every key at start (default: each on first use)"),
 	    CLI_FLAG("--lazy-load", &lazy_load, NULL), /* the default, kept for older scripts */
+	    CLI_NUM("--select-slice-ms", &slice_ms, -1, 10000, "MS",
+	            "an acquire selects for at most MS, a longer search goes on between requests "
+	            "(default 20; 0: the shortest slices; -1: whole searches in the acquire)",
+	            CLI_TAG(&slice_given, true)),
 	    CLI_GROUP(cp.table),
 	    CLI_TABLE_END,
 	};
@@ -140,6 +146,8 @@ int cmd_serve(int argc, char **argv)
 	if (per_ip_given) opt.per_ip = per_ip ? (unsigned)per_ip : SERVER_PER_IP_OFF;
 	if (history_given) co.history_seconds = history_s ? (double)history_s : -1; /* 0: none */
 	if (lease_s) co.lease_seconds = (double)lease_s;
+	if (slice_given)
+		co.select_slice_ms = slice_ms < 0 ? -1 : slice_ms ? (double)slice_ms : 1e-3;
 	co.minimax_seconds = (double)minimax_s;
 	co.budget = cb.budget;
 	co.multipv = cb.multipv;

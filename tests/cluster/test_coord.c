@@ -812,6 +812,141 @@ static void test_coord__minimax_period_failure_and_worker_instances(void **state
 	free(dir);
 }
 
+/* A 3,000-position synthetic book in dir (the same for the same seed). */
+static void synth_into(const char *dir, unsigned long long seed)
+{
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, "%s synth %s --positions 3000 --seed %llu --quiet",
+	                 ts_joseki(), dir, seed);
+	if (rc != 0) fail_msg("synth: %s", err ? err : "");
+	free(out);
+	free(err);
+}
+
+/*
+ * Selection in slices (opt.select_slice_ms): a coordinator whose searches
+ * are cut into slices of microseconds, answering acquires with fewer positions
+ * or none while a search is suspended (coord_select_busy) and going on
+ * between requests (coord_select_idle), leases the same positions in the same
+ * order as one whose searches run whole in each acquire, under both policies.
+ * Results submitted while a search is suspended are stored at once and
+ * counted by the selection when it is done.
+ */
+static void slices_run(int mode, unsigned long long seed)
+{
+	char *d1 = ts_mkdtemp(), *d2 = ts_mkdtemp(), err[COORD_ERRLEN];
+	synth_into(d1, seed);
+	synth_into(d2, seed);
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                  .multipv = 3,
+	                  .lease_seconds = 600,
+	                  .plan = {.mode = mode, .window = 30},
+	                  .select_slice_ms = -1};
+	BookDB *db1, *db2;
+	Coord *whole = open_coord_with(&db1, d1, &o);
+	o.select_slice_ms = 0.001;
+	Coord *sliced = open_coord_with(&db2, d2, &o);
+	CoordLease *lw = malloc(sizeof *lw), *ls = malloc(sizeof *ls);
+	CoordResult *r = malloc(sizeof *r);
+	enum { MAXL = 64 };
+	CoordLease *got = malloc(MAXL * sizeof *got); /* the sliced one's leases of a round */
+	assert_non_null(lw);
+	assert_non_null(ls);
+	assert_non_null(r);
+	assert_non_null(got);
+	uint64_t rng = seed;
+	int leaves = 0, busy = 0, partial = 0, idles = 0;
+	for (int round = 0; round < 40; round++) {
+		int n = acquire(whole, lw, &A, 8, T0);
+		int have = 0, ngot = 0;
+		while (have < n) {
+			/* Now and then slices between requests first. */
+			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+			for (int k = (int)(rng >> 60) % 4; k > 0; k--, idles++)
+				assert_int_equal(coord_select_idle(sliced, 0.001, err), 0);
+			assert_true(ngot < MAXL);
+			int m = acquire(sliced, &got[ngot], &A, n - have, T0);
+			if (m == 0) {
+				assert_true(coord_select_busy(sliced));
+				busy++;
+				continue;
+			}
+			if (m < n - have) partial++;
+			for (int i = 0; i < m; i++) {
+				assert_true(key_equal(got[ngot].pos[i].key, lw->pos[have + i].key));
+				assert_string_equal(got[ngot].pos[i].sfen, lw->pos[have + i].sfen);
+			}
+			have += m;
+			ngot++;
+		}
+		leaves += n;
+		if (n == 0) break;
+		/* Every position answered, in the same order. */
+		for (int i = 0; i < n; i++) {
+			answer(r, &lw->pos[i], 4);
+			assert_int_equal(coord_submit(whole, lw->id, &A, r, 1, T0, err), 1);
+		}
+		for (int j = 0; j < ngot; j++)
+			for (int i = 0; i < got[j].n; i++) {
+				answer(r, &got[j].pos[i], 4);
+				assert_int_equal(coord_submit(sliced, got[j].id, &A, r, 1, T0, err),
+				                 1);
+			}
+		assert_int_equal(coord_commit(whole, err), 0);
+		assert_int_equal(coord_commit(sliced, err), 0);
+	}
+	print_message("slices (%s): %d leaves, %d busy answers, %d partial, %d idle slices\n",
+	              mode == PLAN_PV ? "pv" : "cover", leaves, busy, partial, idles);
+	assert_true(leaves > 100);
+	assert_true(busy > 10);
+	/* Results while a search is suspended: stored now, selected around later. */
+	int m;
+	while ((m = acquire(sliced, ls, &A, 1, T0)) == 0 && coord_select_busy(sliced)) {
+	}
+	assert_int_equal(m, 1);
+	CoordLease *l2 = malloc(sizeof *l2);
+	assert_non_null(l2);
+	int stored = 0;
+	for (int tries = 0; tries < 100000 && !stored; tries++) {
+		m = acquire(sliced, l2, &A, 1, T0);
+		if (m == 0 && coord_select_busy(sliced) && !stored) {
+			answer(r, &ls->pos[0], 4);
+			assert_int_equal(coord_submit(sliced, ls->id, &A, r, 1, T0, err), 1);
+			assert_int_equal(coord_commit(sliced, err), 0);
+			assert_true(thought(db2, ls->pos[0].key));
+			stored = 1;
+		} else if (m == 1) {
+			/* A search too short to be suspended: the next one. */
+			answer(r, &ls->pos[0], 4);
+			assert_int_equal(coord_submit(sliced, ls->id, &A, r, 1, T0, err), 1);
+			*ls = *l2;
+		}
+	}
+	assert_true(stored);
+	while ((m = acquire(sliced, l2, &A, 4, T0)) == 0 && coord_select_busy(sliced)) {
+	}
+	for (int i = 0; i < m; i++) assert_false(key_equal(l2->pos[i].key, ls->pos[0].key));
+	free(l2);
+	free(got);
+	free(lw);
+	free(ls);
+	free(r);
+	close_coord(whole, db1);
+	close_coord(sliced, db2);
+	ts_rmtree(d1);
+	ts_rmtree(d2);
+	free(d1);
+	free(d2);
+}
+
+static void test_coord__selection_in_slices_leases_what_whole_searches_do(void **state)
+{
+	(void)state;
+	unsigned long long seed = ts_seed("coord_slices") % 1000000;
+	slices_run(PLAN_PV, seed);
+	slices_run(PLAN_COVER, seed);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -830,6 +965,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__a_mated_position_is_valued_not_leased),
 	    cmocka_unit_test(test_coord__illegal_moves_are_refused_for_analysed_positions_too),
 	    cmocka_unit_test(test_coord__minimax_period_failure_and_worker_instances),
+	    cmocka_unit_test(test_coord__selection_in_slices_leases_what_whole_searches_do),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -447,17 +447,6 @@ static void test_abuse__connection_floods_leave_healthz_and_workers_served(void 
 
 /* ---- errors -------------------------------------------------------------- */
 
-/* A legal move of the position sfen, as USI. */
-static void some_move(const char *sfen, char usi[USI_MOVE_MAX])
-{
-	Position *pos = malloc(sizeof *pos);
-	Move mv[MOVEGEN_MAX];
-	assert_int_equal(sfen_parse(pos, sfen, NULL, NULL), 0);
-	assert_true(movegen_legal(pos, mv) > 0);
-	usi_move_write(mv[0], usi);
-	free(pos);
-}
-
 static void test_abuse__every_error_is_json_and_no_client_mistake_is_a_5xx(void **state)
 {
 	(void)state;
@@ -543,7 +532,7 @@ static void test_abuse__every_error_is_json_and_no_client_mistake_is_a_5xx(void 
 	const char *id = json_string_value(json_object_get(l, "lease"));
 	json_t *p0 = json_array_get(json_object_get(l, "positions"), 0);
 	char usi[USI_MOVE_MAX], sub[600], url[100];
-	some_move(json_string_value(json_object_get(p0, "sfen")), usi);
+	ts_some_move(json_string_value(json_object_get(p0, "sfen")), usi);
 	snprintf(url, sizeof url, "/v1/work/submit/%s", id);
 	const char *fmt =
 	    "{\"worker\":\"t\",\"results\":[{\"key\":\"%s\",\"moves\":[{\"move\":\"%s\","

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <cmocka.h>
 
 #include <curl/curl.h>
@@ -22,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "shogi/position.h"
 #include "tests/support/support.h"
 
 typedef struct {
@@ -168,6 +170,13 @@ static json_t *acquire(const Coordinator *s, const char *token, const char *work
 	snprintf(body, sizeof body, "{\"worker\": \"%s\", \"max\": %d, \"engine\": \"t\"}", worker,
 	         max);
 	long st = post(s, token, "/v1/work/acquire", body, &out);
+	/* A 204 while a search is under way (selection in slices; seldom on
+	 * these small books, but a loaded machine stretches a slice): again. */
+	for (int i = 0; st == 204 && i < 400; i++) {
+		free(out);
+		usleep(50000);
+		st = post(s, token, "/v1/work/acquire", body, &out);
+	}
 	if (st != 200) fail_msg("acquire: %ld %s", st, out);
 	json_t *j = json_loads(out, 0, NULL);
 	free(out);
@@ -180,7 +189,7 @@ static const char *lease_id(json_t *acq)
 	return json_string_value(json_object_get(acq, "lease"));
 }
 
-static const char *pos_key(json_t *acq, size_t i)
+static const char *acq_key(json_t *acq, size_t i)
 {
 	return json_string_value(
 	    json_object_get(json_array_get(json_object_get(acq, "positions"), i), "key"));
@@ -270,7 +279,7 @@ static void test_work__tokens_missing_wrong_or_revoked_get_401_and_write_nothing
 	free(file);
 	char sub[64];
 	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a2));
-	char *body = result_body(pos_key(a2, 0), "7g7f");
+	char *body = result_body(acq_key(a2, 0), "7g7f");
 	expect(s, t2, sub, body, 401, "token");
 	expect(s, t2, "/v1/work/acquire", acq, 401, "token");
 	expect(s, NULL, sub, body, 401, "token");
@@ -291,7 +300,7 @@ static void test_work__submissions_outside_the_lease_or_malformed_are_refused(vo
 	json_t *a = acquire(s, t1, "w1", 4);
 	char sub[64], *body;
 	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a));
-	const char *key = pos_key(a, 0);
+	const char *key = acq_key(a, 0);
 	/* A key the lease does not hold (a position two plies in). */
 	body = result_body("2ec7d6218a802fbf2587a4868967639f", "3c3d");
 	expect(s, t1, sub, body, 400, "not in lease");
@@ -414,7 +423,7 @@ static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void *
 	         "{\"move\": \"7g7f\", \"score\": {\"cp\": 30}, \"depth\": 3},"
 	         "{\"move\": \"2g2f\", \"score\": {\"cp\": 20}, \"depth\": 3},"
 	         "{\"move\": \"5g5f\", \"score\": {\"cp\": 10}, \"depth\": 3}]}]}",
-	         pos_key(a, 0));
+	         acq_key(a, 0));
 	assert_int_equal(post(s, t1, sub, body, &out), 204);
 	free(out);
 	free(body);
@@ -438,7 +447,7 @@ static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void *
 		json_t *b = json_loads(o2, 0, NULL);
 		for (size_t i = 0; i < json_array_size(json_object_get(b, "positions")); i++)
 			for (size_t k = 0; k < n; k++)
-				assert_string_not_equal(pos_key(b, i), pos_key(a, k));
+				assert_string_not_equal(acq_key(b, i), acq_key(a, k));
 		json_decref(b);
 	} else {
 		assert_int_equal(code, 204);
@@ -451,7 +460,7 @@ static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void *
 		const char *sfen = json_string_value(
 		    json_object_get(json_array_get(json_object_get(a, "positions"), i), "sfen"));
 		assert_non_null(strstr(sfen, " w "));
-		body = result_body(pos_key(a, i), REPLY[i % 6]);
+		body = result_body(acq_key(a, i), REPLY[i % 6]);
 		if (post(s, t1, sub, body, &out) != 204) fail_msg("submit after restart: %s", out);
 		free(out);
 		free(body);
@@ -531,7 +540,7 @@ static void test_work__history_is_public_read_tokens_only_read_and_it_survives(v
 	free(err);
 	/* One result: the start position. */
 	json_t *a = acquire(s, f->t1, "histworker", 1);
-	char sub[64], *body = result_body(pos_key(a, 0), "7g7f");
+	char sub[64], *body = result_body(acq_key(a, 0), "7g7f");
 	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a));
 	assert_int_equal(post(s, f->t1, sub, body, NULL), 204);
 	free(body);
@@ -589,11 +598,118 @@ static void test_work__history_is_public_read_tokens_only_read_and_it_survives(v
 	stop(&plain, SIGTERM);
 }
 
+/* The Retry-After of an answer (0: none). */
+static size_t grab_retry(char *buf, size_t size, size_t n, void *ud)
+{
+	size_t len = size * n;
+	if (len > 12 && !strncasecmp(buf, "Retry-After:", 12)) *(long *)ud = atol(buf + 12);
+	return len;
+}
+
+static long acquire_raw(const Coordinator *s, const char *token, char **out, long *retry)
+{
+	CURL *c = curl_easy_init();
+	char url[200], auth[200];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/work/acquire", s->port);
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+	struct curl_slist *h = curl_slist_append(NULL, auth);
+	TsBuf b = {NULL, 0};
+	*retry = 0;
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, "{\"worker\": \"w\", \"max\": 2}");
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ts_collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, grab_retry);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, retry);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+	if (curl_easy_perform(c) != CURLE_OK) fail_msg("acquire: no answer");
+	long st = 0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	*out = b.data ? b.data : strdup("");
+	return st;
+}
+
+/*
+ * Selection in slices over HTTP: with the shortest slices (a search of the
+ * thought book takes many), a coordinator left alone finishes its first
+ * search between requests (the first acquire gets positions at once); an
+ * acquire that comes while a search is under way is answered 204 with
+ * Retry-After: 1 (not the 5 s of no work), /healthz answers meanwhile, and
+ * the positions come on a later try.
+ */
+static void test_work__a_search_in_slices_answers_204_retry_1_until_done(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL, tok[80], book[600];
+	snprintf(book, sizeof book, "%s/b", dir);
+	if (ts_runf(NULL, &err, "%s synth %s --positions 3000 --seed 7 --quiet", ts_joseki(),
+	            book) != 0)
+		fail_msg("synth: %s", err);
+	free(err);
+	err = NULL;
+	if (ts_runf(&out, &err, "%s token add %s/tokens w", ts_joseki(), book) != 0)
+		fail_msg("token add: %s", err);
+	memcpy(tok, out, 64);
+	tok[64] = 0;
+	free(out);
+	free(err);
+	Coordinator co, *s = &co;
+	s->port = ts_serve_start(&s->pid, &s->log, book,
+	                         "--work --quiet --depth 3 --select pv --select-slice-ms 0");
+	g_child = s->pid;
+	assert_true(s->port > 0);
+	sleep(2); /* alone, it selects between requests */
+	long retry;
+	long st = acquire_raw(s, tok, &out, &retry);
+	if (st != 200) fail_msg("the first acquire after 2 s: %ld %s", st, out);
+	free(out);
+	int busy = 0, leased = 0;
+	for (int i = 0; i < 400 && (busy < 3 || leased < 6); i++) {
+		st = acquire_raw(s, tok, &out, &retry);
+		if (st == 204) {
+			assert_int_equal(retry, 1);
+			assert_int_equal(call(s, NULL, "GET", "/healthz", NULL, 0, NULL), 200);
+			busy++;
+		} else {
+			if (st != 200) fail_msg("acquire: %ld %s", st, out);
+			json_t *j = json_loads(out, 0, NULL);
+			assert_non_null(j);
+			/* Each answered: the next PV search has work to do. */
+			size_t n = json_array_size(json_object_get(j, "positions"));
+			assert_true(n >= 1);
+			for (size_t k = 0; k < n; k++) {
+				json_t *p = json_array_get(json_object_get(j, "positions"), k);
+				char usi[16], url[100], *body;
+				ts_some_move(json_string_value(json_object_get(p, "sfen")), usi);
+				body =
+				    result_body(json_string_value(json_object_get(p, "key")), usi);
+				snprintf(url, sizeof url, "/v1/work/submit/%s", lease_id(j));
+				assert_int_equal(post(s, tok, url, body, NULL), 204);
+				free(body);
+			}
+			json_decref(j);
+			leased++;
+		}
+		free(out);
+	}
+	print_message("slices over HTTP: %d busy answers, %d leases\n", busy, leased);
+	assert_true(busy >= 1);
+	assert_true(leased >= 6);
+	stop(s, SIGTERM);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
+	shogi_init();
 	atexit(kill_child);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_work__a_search_in_slices_answers_204_retry_1_until_done),
 	    cmocka_unit_test_setup_teardown(
 	        test_work__tokens_missing_wrong_or_revoked_get_401_and_write_nothing, setup,
 	        teardown),

@@ -3,6 +3,7 @@
 #include "bookdb/bookdb.h"
 #include "bookdb/record.h"
 #include "shogi/clock.h"
+#include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 #include "shogi/rng.h"
@@ -669,4 +670,15 @@ char *ts_stderr_end(int saved, const char *path)
 	char *text = ts_read_file(path, NULL);
 	assert_non_null(text);
 	return text;
+}
+
+void ts_some_move(const char *sfen, char *usi)
+{
+	Position *pos = malloc(sizeof *pos);
+	Move mv[MOVEGEN_MAX];
+	assert_non_null(pos);
+	assert_int_equal(sfen_parse(pos, sfen, NULL, NULL), 0);
+	assert_true(movegen_legal(pos, mv) > 0);
+	usi_move_write(mv[0], usi);
+	free(pos);
 }

@@ -13,6 +13,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+/* The first legal move of the position sfen, as USI (usi: at least 8 bytes);
+ * fails the test when sfen does not parse or has no legal move. */
+void ts_some_move(const char *sfen, char *usi);
+
 /* Creates a fresh directory under $TMPDIR (or /tmp); the caller frees the path. */
 char *ts_mkdtemp(void);
 /* Removes a directory tree (rm -rf); accepts NULL. */

@@ -1,0 +1,157 @@
+/*
+ * cluster/coord_select.c — the coordinator's selection in slices.
+ *
+ * A selection (plan_next) can take from microseconds (the next leaf of a
+ * covered tree's batch) to seconds (the first search over the thought part of
+ * a large book; a search that meets a part of the book its cut-offs had left
+ * unexpanded). Run in the service thread, it held every request of its round
+ * for that long. So plan_next runs on a thread of its own, and the service
+ * thread gives it slices: "up to N leaves, for so many milliseconds", and
+ * waits meanwhile. The thread selects leaves one after another, leasing each
+ * in the selector before the next (as the acquire would); when the slice is
+ * over between two leaves it stops, and when it is over inside a search the
+ * selector's yield function (sel_set_yield) suspends the search and hands
+ * control back. Either way the service thread takes the leaves found so far.
+ * The two threads never run at once, so the selector and the plan need no
+ * lock; while a search is suspended the service thread stores results and
+ * leases (the selector keeps those changes and applies them when the search
+ * returns, so it selects what it would have selected at once when it began)
+ * and answers the round's other requests. One handoff a slice, not a leaf:
+ * on a loaded machine each wake-up of the other thread can cost a scheduler
+ * delay.
+ */
+#include "cluster/coord_priv.h"
+
+#include <stdlib.h>
+
+#include "shogi/clock.h"
+
+enum { SR_IDLE, SR_RUN, SR_PAUSED, SR_DONE };
+
+/* The selector's yield function, on the selection thread. */
+static bool sr_yield(void *arg)
+{
+	Coord *c = arg;
+	/* sr_until is written by the service thread only while this thread
+	 * waits (before the slice began, under the mutex). */
+	if (clock_ms_f() < c->sr_until) return false;
+	pthread_mutex_lock(&c->sr_mu);
+	c->sr_state = SR_PAUSED;
+	c->sr_slices++;
+	pthread_cond_broadcast(&c->sr_cv);
+	while (c->sr_state == SR_PAUSED && !c->sr_quit) pthread_cond_wait(&c->sr_cv, &c->sr_mu);
+	bool quit = c->sr_quit;
+	pthread_mutex_unlock(&c->sr_mu);
+	return quit;
+}
+
+/* Leaves into sr_leaf/sr_pos until sr_want of them, the slice's end, no
+ * leaf, or an error (sr_rc: plan_next's last result). */
+static void select_leaves(Coord *c)
+{
+	c->sr_rc = 1;
+	while (c->sr_n < c->sr_want) {
+		if (c->sr_n > 0 && clock_ms_f() >= c->sr_until) break;
+		int n = c->sr_n;
+		int rc = plan_next(c->plan, &c->sr_leaf[n], &c->sr_pos[n]);
+		/* After a suspension the service may have taken the leaves: the
+		 * new one goes first. */
+		if (rc == 1 && c->sr_n != n) {
+			c->sr_leaf[c->sr_n] = c->sr_leaf[n];
+			c->sr_pos[c->sr_n] = c->sr_pos[n];
+		}
+		c->sr_rc = rc;
+		if (rc != 1) break;
+		/* Leased before the next search, which must not select it again. */
+		if ((c->sr_rc = sel_lease(c->sel, c->sr_leaf[c->sr_n].key)) < 0) break;
+		c->sr_n++;
+	}
+}
+
+static void *sr_main(void *arg)
+{
+	Coord *c = arg;
+	pthread_setname_np(pthread_self(), "work-select");
+	pthread_mutex_lock(&c->sr_mu);
+	for (;;) {
+		while (c->sr_state != SR_RUN && !c->sr_quit)
+			pthread_cond_wait(&c->sr_cv, &c->sr_mu);
+		if (c->sr_quit) break;
+		pthread_mutex_unlock(&c->sr_mu);
+		select_leaves(c);
+		pthread_mutex_lock(&c->sr_mu);
+		c->sr_state = SR_DONE;
+		pthread_cond_broadcast(&c->sr_cv);
+	}
+	pthread_mutex_unlock(&c->sr_mu);
+	return NULL;
+}
+
+int co_select_start(Coord *c)
+{
+	c->sr_leaf = calloc(COORD_MAX_BATCH, sizeof *c->sr_leaf);
+	c->sr_pos = calloc(COORD_MAX_BATCH, sizeof *c->sr_pos);
+	if (!c->sr_leaf || !c->sr_pos) return COORD_ENOMEM;
+	if (c->opt.select_slice_ms < 0) return 0; /* whole searches, in the service thread */
+	pthread_mutex_init(&c->sr_mu, NULL);
+	pthread_cond_init(&c->sr_cv, NULL);
+	c->sr_state = SR_IDLE;
+	if (pthread_create(&c->sr_thread, NULL, sr_main, c) != 0) {
+		pthread_cond_destroy(&c->sr_cv);
+		pthread_mutex_destroy(&c->sr_mu);
+		return 0; /* the same, without the thread */
+	}
+	c->sr_started = true;
+	sel_set_yield(c->sel, sr_yield, c);
+	return 0;
+}
+
+void co_select_stop(Coord *c)
+{
+	if (c->sr_started) {
+		/* A suspended search is stopped (its yield returns true); the
+		 * thread then finds sr_quit and ends. */
+		pthread_mutex_lock(&c->sr_mu);
+		c->sr_quit = true;
+		pthread_cond_broadcast(&c->sr_cv);
+		pthread_mutex_unlock(&c->sr_mu);
+		pthread_join(c->sr_thread, NULL);
+		pthread_cond_destroy(&c->sr_cv);
+		pthread_mutex_destroy(&c->sr_mu);
+		sel_set_yield(c->sel, NULL, NULL);
+		c->sr_started = false;
+	}
+	free(c->sr_leaf);
+	free(c->sr_pos);
+	c->sr_leaf = NULL;
+	c->sr_pos = NULL;
+}
+
+bool co_select_paused(const Coord *c)
+{
+	return c->sr_started && c->sr_state == SR_PAUSED;
+}
+
+int co_select_step(Coord *c, double ms, int want)
+{
+	if (want > COORD_MAX_BATCH) want = COORD_MAX_BATCH;
+	if (!c->sr_started) {
+		c->sr_want = want;
+		c->sr_until = ms < 0 ? 1e300 : clock_ms_f() + ms;
+		select_leaves(c);
+		return c->sr_rc < 0 ? c->sr_rc : c->sr_rc == 1 ? 1 : 0;
+	}
+	pthread_mutex_lock(&c->sr_mu);
+	c->sr_until = clock_ms_f() + ms;
+	c->sr_want = want;
+	c->sr_state = SR_RUN; /* a new slice from SR_IDLE, the suspended search's from SR_PAUSED */
+	pthread_cond_broadcast(&c->sr_cv);
+	while (c->sr_state == SR_RUN) pthread_cond_wait(&c->sr_cv, &c->sr_mu);
+	int rc = c->sr_state == SR_PAUSED ? CO_SELECT_BUSY
+	         : c->sr_rc < 0           ? c->sr_rc
+	         : c->sr_rc == 1          ? 1
+	                                  : 0;
+	if (c->sr_state == SR_DONE) c->sr_state = SR_IDLE;
+	pthread_mutex_unlock(&c->sr_mu);
+	return rc;
+}
