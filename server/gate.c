@@ -388,12 +388,19 @@ int gate_start(Gate **out, int fd, struct MHD_Daemon *d, const GateOptions *opt)
 	struct epoll_event le = {.events = EPOLLIN, .data.ptr = &g->lfd},
 	                   we = {.events = EPOLLIN, .data.ptr = &g->wake};
 	int fl = fcntl(fd, F_GETFL);
+	/* Set before the thread starts, which reads them (and the server's
+	 * connection callbacks read *out): pthread_create orders these writes
+	 * before anything the thread does. */
+	g->listening = true;
+	g->started = true;
+	*out = g;
 	if (g->ep < 0 || g->wake < 0 || !g->buf || fl < 0 ||
 	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
 	    epoll_ctl(g->ep, EPOLL_CTL_ADD, fd, &le) < 0 ||
 	    epoll_ctl(g->ep, EPOLL_CTL_ADD, g->wake, &we) < 0 ||
 	    pthread_create(&g->thread, NULL, gate_main, g) != 0) {
 		int e = errno;
+		*out = NULL;
 		if (g->ep >= 0) close(g->ep);
 		if (g->wake >= 0) close(g->wake);
 		free(g->buf);
@@ -403,9 +410,6 @@ int gate_start(Gate **out, int fd, struct MHD_Daemon *d, const GateOptions *opt)
 		errno = e;
 		return -1;
 	}
-	g->listening = true;
-	g->started = true;
-	*out = g;
 	return 0;
 }
 
