@@ -199,14 +199,15 @@ static int defer(Selector *s, Key key, int kind, const uint8_t *bytes, size_t le
 	return 0;
 }
 
-/* The key's last kept change of kind (or any lease change: DEFER_LEASE), or NULL. */
-static const SelDefer *deferred(const Selector *s, Key key, int kind)
+/* The key's last kept change (any: each one sets the lease), or with
+ * results_only its last kept result; NULL when none. */
+static const SelDefer *deferred(const Selector *s, Key key, bool results_only)
 {
 	if (!s->in_call || !s->ndefer) return NULL;
 	const uint32_t *last = keymap_value(&s->defer_map, key);
 	for (uint32_t j = last ? *last : 0; j; j = s->defer[j - 1].prev) {
 		const SelDefer *d = &s->defer[j - 1];
-		if (kind == DEFER_RESULT ? d->kind == DEFER_RESULT : true) return d;
+		if (!results_only || d->kind == DEFER_RESULT) return d;
 	}
 	return NULL;
 }
@@ -248,7 +249,7 @@ int sel_release(Selector *s, Key key)
 
 bool sel_is_leased(const Selector *s, Key key)
 {
-	const SelDefer *d = deferred(s, key, DEFER_LEASE);
+	const SelDefer *d = deferred(s, key, false);
 	if (d) return d->kind == DEFER_LEASE;
 	int64_t i = sel_g_find_node(s, key);
 	return i >= 0 && (s->nodes[i].flags & NF_LEASED);
@@ -256,7 +257,7 @@ bool sel_is_leased(const Selector *s, Key key)
 
 bool sel_is_thought(const Selector *s, Key key)
 {
-	const SelDefer *d = deferred(s, key, DEFER_RESULT);
+	const SelDefer *d = deferred(s, key, true);
 	if (d && d->len) return true;
 	int64_t i = sel_g_find_node(s, key);
 	if (i >= 0 && !(s->nodes[i].flags & NF_UNRESOLVED)) return s->nodes[i].flags & NF_THOUGHT;
@@ -669,6 +670,10 @@ static int call_end(Selector *s, int r)
 {
 	sel_g_call_end(s);
 	int e = apply_deferred(s);
+	/* Stopped: SEL_ESTOPPED whatever the search made of its unwinding (a
+	 * stop met in the invalidation walk, before a search reset s->err,
+	 * would otherwise look like "no leaf"). */
+	if (s->stop && r >= 0) r = SEL_ESTOPPED;
 	return r < 0 || !e ? r : e;
 }
 

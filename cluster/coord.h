@@ -219,15 +219,15 @@ JOSEKI_MUST_USE int coord_tick(Coord *c, int64_t now_ms, char *err);
 
 /*
  * Between requests: whether the selection has work to go on with (a search
- * suspended, or the first search not begun), and a slice of it (ms, at most
- * opt.select_slice_ms). A leaf
- * it finds waits for the next acquire. 0 or COORD_EBOOK (message in err).
+ * suspended, the first search not begun, or positions the last acquire
+ * lacked), and a slice of it (ms, at most opt.select_slice_ms). The leaves it
+ * finds wait for the next acquire. 0 or COORD_EBOOK (message in err).
  */
 bool coord_select_pending(const Coord *c);
+JOSEKI_MUST_USE int coord_select_idle(Coord *c, double ms, char *err);
 /* A round of requests begins (the service's): its acquires select for
  * opt.select_slice_ms in all, not each. Without it, each acquire has its own. */
 void coord_round_begin(Coord *c);
-JOSEKI_MUST_USE int coord_select_idle(Coord *c, double ms, char *err);
 /* The last acquire ended with a search suspended: an acquire answered with
  * no position should be tried again soon, not after a no-work wait. */
 bool coord_select_busy(const Coord *c);

@@ -28,8 +28,6 @@
 #define HEADERS_MAX 16384       /* more header bytes: 431 */
 #define BODY_MAX 16384          /* a larger body: 413 (the read-only API takes none) */
 #define CONN_MEMORY (64 * 1024) /* per connection, above the limits checked here */
-#define STR_(x) #x
-#define STR(x) STR_(x)
 
 /* Latency histogram bounds, seconds (Prometheus "le"). */
 static const double BUCKETS[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 1};

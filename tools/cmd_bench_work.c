@@ -285,9 +285,10 @@ int cmd_bench_work(int argc, char **argv)
 			if (!c0.got_first) usleep(50000);
 		}
 		curl_easy_cleanup(h);
-		first = c0.first_ms; /* its results are not counted in the rate */
+		/* its results are not counted in the rate; never positions: an error */
+		first = c0.got_first ? c0.first_ms : -1;
 		requests = c0.requests;
-		errors = c0.errors + (c0.acquires ? 0 : 1);
+		errors = c0.errors + (c0.got_first ? 0 : 1);
 		free(c0.lat);
 		free(c0.resp);
 		free(c0.pos);
