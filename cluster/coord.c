@@ -270,6 +270,7 @@ static int minimax_collect(Coord *c, bool wait, char *err);
 void coord_free(Coord *c)
 {
 	if (!c) return;
+	co_select_stop(c); /* first: nothing below runs beside the selection */
 	minimax_collect(c, true, NULL);
 	/* A plan not written yet is dropped: the next run mends what a part
 	 * written left (the book marks it as a stopped run). */
@@ -277,7 +278,6 @@ void coord_free(Coord *c)
 	/* Nobody is left to tell: a caller that must know calls coord_commit first. */
 	if (!c->broken && c->w) (void)bookdb_writer_flush(c->w);
 	bookdb_writer_free(c->w);
-	co_select_stop(c);
 	sel_free(c->sel);
 	for (size_t i = 0; i < c->nleases; i++) free(c->leases[i].pos);
 	free(c->leases);
@@ -304,8 +304,7 @@ void coord_free(Coord *c)
  * it has a move, or COORD_EBOOK. */
 static int value_mated(Coord *c, Key key, char *err)
 {
-	Move mv[MOVEGEN_MAX];
-	if (movegen_legal(c->pos, mv) > 0) return 0;
+	if (movegen_count(c->pos) > 0) return 0;
 	c->res->nlines = 0;
 	char terr[THINK_ERRLEN];
 	if (think_store(c->w, c->sel, c->rec, key, c->pos, c->res, &c->opt.budget, terr) < 0) {
@@ -424,13 +423,44 @@ static int take_selected(Coord *c, Lease *l, int max, char *err)
 
 bool coord_select_pending(const Coord *c)
 {
-	return !c->broken && c->sr_started &&
+	return !c->broken && c->sr_started && !c->sr_bg &&
 	       (co_select_paused(c) || !c->sr_begun || c->sr_n < c->sr_demand);
+}
+
+/* The selection beside the service (coord_select_ahead) stopped, and its
+ * result taken in: the service's own calls use the selector after this.
+ * 0 or COORD_EBOOK. */
+static int select_hold(Coord *c, char *err)
+{
+	int rc = co_select_hold(c);
+	if (rc == 0) c->sr_dry = true; /* no leaf now: not tried again this round */
+	return rc < 0 ? select_failed(c, rc, err) : 0;
+}
+
+void coord_select_ahead(Coord *c)
+{
+	if (c->broken || !c->sr_started || c->sr_bg) return;
+	int target = c->sr_demand > c->sr_ahead ? c->sr_demand : c->sr_ahead;
+	bool more = c->sr_n < target && !c->sr_dry;
+	if (!more && c->sr_begun && !co_select_paused(c)) return;
+	c->sr_begun = true;
+	co_select_begin(c, more ? target : c->sr_n + 1);
 }
 
 void coord_round_begin(Coord *c)
 {
 	c->round_until = clock_ms_f() + c->opt.select_slice_ms;
+	/* The stock the selection keeps ahead: the most positions asked in one
+	 * of the last rounds that asked. */
+	if (c->round_asked > 0) {
+		c->round_ring[c->round_at++ % AHEAD_ROUNDS] = c->round_asked;
+		c->round_asked = 0;
+		c->sr_ahead = 0;
+		for (int i = 0; i < AHEAD_ROUNDS; i++)
+			if (c->round_ring[i] > c->sr_ahead) c->sr_ahead = c->round_ring[i];
+		if (c->sr_ahead > COORD_MAX_BATCH) c->sr_ahead = COORD_MAX_BATCH;
+	}
+	c->sr_dry = false;
 }
 
 bool coord_select_busy(const Coord *c)
@@ -440,13 +470,15 @@ bool coord_select_busy(const Coord *c)
 
 int coord_select_idle(Coord *c, double ms, char *err)
 {
-	if (!coord_select_pending(c)) return 0;
+	if (c->broken) return COORD_EBOOK;
+	int rc = select_hold(c, err);
+	if (rc < 0 || !coord_select_pending(c)) return rc;
 	c->sr_begun = true;
 	if (c->opt.select_slice_ms > 0 && c->opt.select_slice_ms < ms) ms = c->opt.select_slice_ms;
 	double t0 = clock_ms_f();
 	/* The suspended search to its end (one leaf more), or the leaves the
 	 * last acquire lacked. */
-	int rc = co_select_step(c, ms, c->sr_n < c->sr_demand ? c->sr_demand : c->sr_n + 1);
+	rc = co_select_step(c, ms, c->sr_n < c->sr_demand ? c->sr_demand : c->sr_n + 1);
 	c->select_ms += clock_ms_f() - t0;
 	if (rc == 0) c->sr_demand = 0; /* nothing more to select now */
 	return rc < 0 ? select_failed(c, rc, err) : 0;
@@ -460,14 +492,17 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 	if (max < 1 || max > COORD_MAX_BATCH)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "max must be 1..%d, not %d",
 		                  COORD_MAX_BATCH, max);
+	int rc = select_hold(c, err);
+	if (rc < 0) return rc;
 	note_worker(c, w, now_ms);
+	c->round_asked += max;
 	Lease lease = {.key = {0, c->next_id}}, *l = &lease; /* kept once it has positions */
 	if (!(l->pos = calloc((size_t)max, sizeof *l->pos))) return COORD_ENOMEM;
 	l->expires_ms = now_ms + (int64_t)(c->opt.lease_seconds * 1000);
 	snprintf(l->token, sizeof l->token, "%s", w->token ? w->token : "");
 	snprintf(l->worker, sizeof l->worker, "%s", w->name ? w->name : "");
 	double t0 = clock_ms_f();
-	int rc = take_queued(c, l, max, l->worker, err);
+	rc = take_queued(c, l, max, l->worker, err);
 	if (rc == 0) rc = take_selected(c, l, max, err);
 	c->select_ms += clock_ms_f() - t0;
 	if (rc < 0 || l->n == 0) {
@@ -630,7 +665,9 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 {
 	if (c->broken) return COORD_EBOOK;
 	Lease *l;
-	int rc = lookup(c, &l, id, w, err);
+	int rc = select_hold(c, err);
+	if (rc < 0) return rc;
+	rc = lookup(c, &l, id, w, err);
 	if (rc < 0) return rc;
 	note_worker(c, w, now_ms);
 	if (n > COORD_MAX_BATCH)
@@ -696,7 +733,9 @@ int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, cha
 {
 	if (c->broken) return COORD_EBOOK;
 	Lease *l;
-	int rc = lookup(c, &l, id, w, err);
+	int rc = select_hold(c, err);
+	if (rc < 0) return rc;
+	rc = lookup(c, &l, id, w, err);
 	if (rc < 0 || !l) return rc;
 	note_worker(c, w, now_ms);
 	if (!l->pending) return 0;
@@ -824,6 +863,7 @@ static int minimax_apply(Coord *c, double budget_ms, char *err)
 
 int coord_minimax_wait(Coord *c, char *err)
 {
+	if (!c->broken && select_hold(c, err) < 0) return COORD_EBOOK;
 	int rc = minimax_collect(c, true, err), arc = minimax_apply(c, -1, err);
 	if (arc < 0) return arc;
 	return rc < 0 ? rc : coord_commit(c, err);
@@ -832,7 +872,8 @@ int coord_minimax_wait(Coord *c, char *err)
 int coord_tick(Coord *c, int64_t now_ms, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
-	int rc;
+	int rc = select_hold(c, err);
+	if (rc < 0) return rc;
 	for (size_t i = 0; i < c->nleases; i++) {
 		Lease *l = &c->leases[i];
 		if (l->pending && l->expires_ms <= now_ms) {
@@ -879,6 +920,9 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 {
 	memset(out, 0, sizeof *out);
+	char err[COORD_ERRLEN];
+	if (!c->broken)
+		(void)select_hold(c, err); /* a failure breaks c: the next request says it */
 	out->queue = c->queued;
 	out->results = c->results;
 	out->failed = c->failed;
@@ -886,6 +930,8 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->minimax_runs = c->minimax_runs;
 	out->select_ms = c->select_ms;
 	out->select_slices = c->sr_slices;
+	out->select_ahead_ms = c->sr_ahead_ms;
+	out->select_ahead_leaves = c->sr_ahead_leaves;
 	out->select_short = c->sr_busy;
 	out->store_ms = c->store_ms;
 	out->commit_ms = c->commit_ms;

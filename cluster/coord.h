@@ -88,8 +88,9 @@ typedef struct {
 	/* Selection in slices (coord_select.c): an acquire selects for at most
 	 * this long (0: COORD_SLICE_MS); a search that needs more is suspended
 	 * and goes on in the next acquire or between requests
-	 * (coord_select_idle), and the acquire answers with the positions it
-	 * has (coord_acquire). < 0: every search whole, in the acquire. */
+	 * (coord_select_ahead, coord_select_idle), and the acquire answers with
+	 * the positions it has (coord_acquire). < 0: every search whole, in the
+	 * acquire, and nothing between requests. */
 	double select_slice_ms;
 } CoordOptions;
 
@@ -167,6 +168,9 @@ typedef struct {
 	/* Selection in slices: searches suspended at a slice's end; acquires
 	 * that ended with one suspended (fewer positions than asked, or none). */
 	uint64_t select_slices, select_short;
+	/* Selecting beside the service (coord_select_ahead): time, leaves found. */
+	double select_ahead_ms;
+	uint64_t select_ahead_leaves;
 	double minimax_apply_ms; /* the service writing minimax's records (in minimax_ms too) */
 	size_t naside;
 	CoordAside *aside; /* malloc'd, naside of them */
@@ -218,15 +222,29 @@ JOSEKI_MUST_USE int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int
 JOSEKI_MUST_USE int coord_tick(Coord *c, int64_t now_ms, char *err);
 
 /*
- * Between requests: whether the selection has work to go on with (a search
- * suspended, the first search not begun, or positions the last acquire
- * lacked), and a slice of it (ms, at most opt.select_slice_ms). The leaves it
- * finds wait for the next acquire. 0 or COORD_EBOOK (message in err).
+ * Between requests, in the caller's time (coord_select_ahead's form that
+ * waits: what a test or a single-threaded caller drives step by step):
+ * whether the selection has work to go on with (a search suspended, the first
+ * search not begun, or positions the last acquire lacked), and a slice of it
+ * (ms, at most opt.select_slice_ms). The leaves it finds wait for the next
+ * acquire. 0 or COORD_EBOOK (message in err).
  */
 bool coord_select_pending(const Coord *c);
 JOSEKI_MUST_USE int coord_select_idle(Coord *c, double ms, char *err);
+/*
+ * The selection goes on beside the caller, on its own thread, until the next
+ * call of this Coord (any but coord_commit, which may run meanwhile, and
+ * this one): a search suspended, the first search, the positions the last
+ * acquire lacked, and a stock of leaves ahead of the next acquires (as many
+ * as the most asked in one of the last rounds, coord_round_begin). Those
+ * leaves were selected before the results that come meanwhile: the price of
+ * answering from stock. Returns at once; nothing without the thread
+ * (opt.select_slice_ms < 0) or when there is nothing to do.
+ */
+void coord_select_ahead(Coord *c);
 /* A round of requests begins (the service's): its acquires select for
- * opt.select_slice_ms in all, not each. Without it, each acquire has its own. */
+ * opt.select_slice_ms in all, not each (without it, each acquire has its
+ * own), and the round before sizes the stock kept ahead. */
 void coord_round_begin(Coord *c);
 /* The last acquire ended with a search suspended: an acquire answered with
  * no position should be tried again soon, not after a no-work wait. */

@@ -42,6 +42,9 @@ typedef struct {
 	char sfen[SFEN_MAX];
 } KeyState;
 
+/* Rounds over which the stock kept ahead is sized (coord_round_begin). */
+#define AHEAD_ROUNDS 16
+
 struct Coord {
 	BookDB *db;
 	CoordOptions opt;
@@ -111,6 +114,19 @@ struct Coord {
 	uint64_t sr_slices, sr_busy;
 	bool select_busy;   /* the last acquire left a search suspended */
 	double round_until; /* coord_round_begin: the round's selection ends then (0: none) */
+	/* The selection beside the service (coord_select_ahead, co_select_begin):
+	 * sr_bg while such a slice was begun and not yet held (written by the
+	 * service only); sr_cut asks the thread to stop at its next leaf or
+	 * yield; sr_t0/sr_t1 when it began and when the thread stopped. It
+	 * selects up to the larger of sr_demand and sr_ahead: the most positions
+	 * asked in one of the last AHEAD_ROUNDS rounds. sr_dry: the last slice
+	 * found no leaf (not tried again before the next round). */
+	bool sr_bg, sr_dry;
+	atomic_bool sr_cut;
+	double sr_t0, sr_t1, sr_ahead_ms;
+	int sr_n0;                /* sr_n when the slice beside the service began */
+	uint64_t sr_ahead_leaves; /* leaves found beside the service */
+	int sr_ahead, round_asked, round_ring[AHEAD_ROUNDS], round_at;
 };
 
 /* Marks c broken (no later commit) and says what failed in err; returns
@@ -118,8 +134,9 @@ struct Coord {
 int co_broken(Coord *c, char *err, const char *what, int rc);
 
 /* coord_select.c. A step's result besides plan_next's: the slice ended with
- * the search suspended. */
+ * the search suspended; no slice was running (co_select_hold). */
 #define CO_SELECT_BUSY 2
+#define CO_SELECT_NONE 3
 /* The selection thread (none when opt.select_slice_ms < 0). 0 or COORD_ENOMEM. */
 int co_select_start(Coord *c);
 void co_select_stop(Coord *c);
@@ -131,6 +148,14 @@ void co_select_stop(Coord *c);
 int co_select_step(Coord *c, double ms, int want);
 /* A search is suspended, waiting for its next slice. */
 bool co_select_paused(const Coord *c);
+/* A slice beside the service: up to want leaves, with no time limit; returns
+ * at once. Until co_select_hold the service must not touch the selector, the
+ * plan or sr_*. Nothing when one is running or there is no thread. */
+void co_select_begin(Coord *c, int want);
+/* Stops the slice co_select_begin began (at its next leaf or yield) and waits
+ * for it: then as co_select_step's result, or CO_SELECT_NONE when none was
+ * begun. */
+int co_select_hold(Coord *c);
 
 /* coord_store.c: the work database, written through c->w (committed with the
  * results by coord_commit). Each returns 0 or co_broken's code. */

@@ -12,13 +12,18 @@
  * over between two leaves it stops, and when it is over inside a search the
  * selector's yield function (sel_set_yield) suspends the search and hands
  * control back. Either way the service thread takes the leaves found so far.
- * The two threads never run at once, so the selector and the plan need no
- * lock; while a search is suspended the service thread stores results and
- * leases (the selector keeps those changes and applies them when the search
+ * While a search is suspended the service thread stores results and leases
+ * (the selector keeps those changes and applies them when the search
  * returns, so it selects what it would have selected at once when it began)
  * and answers the round's other requests. One handoff a slice, not a leaf:
  * on a loaded machine each wake-up of the other thread can cost a scheduler
  * delay.
+ *
+ * A slice may also run beside the service thread (co_select_begin), with no
+ * time limit, while the service commits or waits for its next round; the
+ * service's next call into the coordinator stops it first (co_select_hold:
+ * sr_cut, seen at the next leaf or yield). So the two threads never use the
+ * selector, the plan or the sr_* fields at once, and need no lock for them.
  */
 #include "cluster/coord_priv.h"
 
@@ -28,15 +33,23 @@
 
 enum { SR_IDLE, SR_RUN, SR_PAUSED, SR_DONE };
 
+/* The slice is over: its time is up, or the service cut it. sr_until is
+ * written by the service thread only while this thread waits (before the
+ * slice began, under the mutex). */
+static bool sr_over(Coord *c)
+{
+	return atomic_load_explicit(&c->sr_cut, memory_order_relaxed) ||
+	       clock_ms_f() >= c->sr_until;
+}
+
 /* The selector's yield function, on the selection thread. */
 static bool sr_yield(void *arg)
 {
 	Coord *c = arg;
-	/* sr_until is written by the service thread only while this thread
-	 * waits (before the slice began, under the mutex). */
-	if (clock_ms_f() < c->sr_until) return false;
+	if (!sr_over(c)) return false;
 	pthread_mutex_lock(&c->sr_mu);
 	c->sr_state = SR_PAUSED;
+	c->sr_t1 = clock_ms_f();
 	c->sr_slices++;
 	pthread_cond_broadcast(&c->sr_cv);
 	while (c->sr_state == SR_PAUSED && !c->sr_quit) pthread_cond_wait(&c->sr_cv, &c->sr_mu);
@@ -51,7 +64,7 @@ static void select_leaves(Coord *c)
 {
 	c->sr_rc = 1;
 	while (c->sr_n < c->sr_want) {
-		if (c->sr_n > 0 && clock_ms_f() >= c->sr_until) break;
+		if (c->sr_n > 0 && sr_over(c)) break;
 		int n = c->sr_n;
 		int rc = plan_next(c->plan, &c->sr_leaf[n], &c->sr_pos[n]);
 		/* After a suspension the service may have taken the leaves: the
@@ -81,6 +94,7 @@ static void *sr_main(void *arg)
 		select_leaves(c);
 		pthread_mutex_lock(&c->sr_mu);
 		c->sr_state = SR_DONE;
+		c->sr_t1 = clock_ms_f();
 		pthread_cond_broadcast(&c->sr_cv);
 	}
 	pthread_mutex_unlock(&c->sr_mu);
@@ -113,6 +127,7 @@ void co_select_stop(Coord *c)
 		 * thread then finds sr_quit and ends. */
 		pthread_mutex_lock(&c->sr_mu);
 		c->sr_quit = true;
+		atomic_store(&c->sr_cut, true); /* a running slice stops */
 		pthread_cond_broadcast(&c->sr_cv);
 		pthread_mutex_unlock(&c->sr_mu);
 		pthread_join(c->sr_thread, NULL);
@@ -132,6 +147,29 @@ bool co_select_paused(const Coord *c)
 	return c->sr_started && c->sr_state == SR_PAUSED;
 }
 
+/* A slice is over (the thread waits): its result; a finished slice's state
+ * back to idle. Under sr_mu. */
+static int slice_result(Coord *c)
+{
+	int rc = c->sr_state == SR_PAUSED ? CO_SELECT_BUSY
+	         : c->sr_rc < 0           ? c->sr_rc
+	         : c->sr_rc == 1          ? 1
+	                                  : 0;
+	if (c->sr_state == SR_DONE) c->sr_state = SR_IDLE;
+	return rc;
+}
+
+/* A new slice (from SR_IDLE) or the suspended search's (from SR_PAUSED).
+ * Under sr_mu. */
+static void slice_run(Coord *c, double until, int want)
+{
+	atomic_store(&c->sr_cut, false);
+	c->sr_until = until;
+	c->sr_want = want > COORD_MAX_BATCH ? COORD_MAX_BATCH : want;
+	c->sr_state = SR_RUN;
+	pthread_cond_broadcast(&c->sr_cv);
+}
+
 int co_select_step(Coord *c, double ms, int want)
 {
 	if (want > COORD_MAX_BATCH) want = COORD_MAX_BATCH;
@@ -142,16 +180,34 @@ int co_select_step(Coord *c, double ms, int want)
 		return c->sr_rc < 0 ? c->sr_rc : c->sr_rc == 1 ? 1 : 0;
 	}
 	pthread_mutex_lock(&c->sr_mu);
-	c->sr_until = clock_ms_f() + ms;
-	c->sr_want = want;
-	c->sr_state = SR_RUN; /* a new slice from SR_IDLE, the suspended search's from SR_PAUSED */
-	pthread_cond_broadcast(&c->sr_cv);
+	slice_run(c, clock_ms_f() + ms, want);
 	while (c->sr_state == SR_RUN) pthread_cond_wait(&c->sr_cv, &c->sr_mu);
-	int rc = c->sr_state == SR_PAUSED ? CO_SELECT_BUSY
-	         : c->sr_rc < 0           ? c->sr_rc
-	         : c->sr_rc == 1          ? 1
-	                                  : 0;
-	if (c->sr_state == SR_DONE) c->sr_state = SR_IDLE;
+	int rc = slice_result(c);
+	pthread_mutex_unlock(&c->sr_mu);
+	return rc;
+}
+
+void co_select_begin(Coord *c, int want)
+{
+	if (!c->sr_started || c->sr_bg) return;
+	pthread_mutex_lock(&c->sr_mu);
+	c->sr_bg = true;
+	c->sr_t0 = clock_ms_f();
+	c->sr_n0 = c->sr_n;
+	slice_run(c, 1e300, want);
+	pthread_mutex_unlock(&c->sr_mu);
+}
+
+int co_select_hold(Coord *c)
+{
+	if (!c->sr_bg) return CO_SELECT_NONE;
+	pthread_mutex_lock(&c->sr_mu);
+	atomic_store(&c->sr_cut, true);
+	while (c->sr_state == SR_RUN) pthread_cond_wait(&c->sr_cv, &c->sr_mu);
+	c->sr_bg = false;
+	c->sr_ahead_ms += c->sr_t1 - c->sr_t0;
+	c->sr_ahead_leaves += (uint64_t)(c->sr_n - c->sr_n0);
+	int rc = slice_result(c);
 	pthread_mutex_unlock(&c->sr_mu);
 	return rc;
 }

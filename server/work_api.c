@@ -20,9 +20,6 @@
  * between wait a little and share the commit, so a busy coordinator commits
  * some 50 times a second rather than once per request. */
 #define ROUND_MS 20
-/* A slice of selection between requests (ms): a request that comes during
- * one waits for it to end. */
-#define IDLE_SLICE_MS 10
 
 enum { OP_ACQUIRE = 1, OP_SUBMIT, OP_ABORT, OP_STATUS };
 
@@ -119,19 +116,10 @@ static void *service(void *arg)
 			int64_t now = now_ms(),
 			        until = w->head ? last_round + ROUND_MS : now + TICK_MS;
 			if (now >= until || w->quit) break;
-			/* No request waiting: a slice of a selection not finished
-			 * (coord_select_idle), as long as no tick is due. */
-			if (!w->head && coord_select_pending(w->c)) {
-				if (now - last_tick >= TICK_MS) break;
-				pthread_mutex_unlock(&w->mu);
-				char err[COORD_ERRLEN] = "";
-				if (coord_select_idle(w->c, IDLE_SLICE_MS, err) < 0) {
-					if (err[0]) fprintf(stderr, "joseki: %s\n", err);
-					atomic_store(&w->failed, true);
-				}
-				pthread_mutex_lock(&w->mu);
-				continue;
-			}
+			/* Meanwhile the selection goes on beside the service
+			 * (coord_select_ahead): the next round's coordinator calls
+			 * stop it first. */
+			coord_select_ahead(w->c);
 			struct timespec ts = {.tv_sec = until / 1000,
 			                      .tv_nsec = (until % 1000) * 1000000L};
 			if (pthread_cond_timedwait(&w->work_cv, &w->mu, &ts) != 0 && !w->head)
@@ -157,6 +145,8 @@ static void *service(void *arg)
 		}
 		double t1 = clock_ms_f();
 		char err[COORD_ERRLEN] = "";
+		/* The commit waits for the disk: the selection runs meanwhile. */
+		coord_select_ahead(w->c);
 		if (wrote && coord_commit(w->c, err) < 0) {
 			/* Nothing of this round is on disk: no answer may say otherwise. */
 			for (Op *op = ops; op; op = op->next)
@@ -457,13 +447,15 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len)
 	    buf, len,
 	    "work: %llu results (%.1f/s), queue %llu, leases %llu live %llu expired, "
 	    "set aside %zu, workers %zu (%.1f Mnps), minimax runs %llu (last %.0f ms); "
-	    "time in select %.0f ms (suspended %llu times; %llu acquires ended with it suspended), "
+	    "time in select %.0f ms (suspended %llu times; %llu acquires ended with it suspended; "
+	    "beside the service %.0f ms, %llu leaves), "
 	    "store %.0f ms, commit %.0f ms, minimax %.0f ms (its writes %.0f ms)",
 	    (unsigned long long)op.st.results, op.st.results_per_s, (unsigned long long)op.st.queue,
 	    (unsigned long long)op.st.leases_live, (unsigned long long)op.st.leases_expired,
 	    op.st.naside, op.st.nworkers, nps / 1e6, (unsigned long long)op.st.minimax_runs,
 	    op.st.last_minimax_ms, op.st.select_ms, (unsigned long long)op.st.select_slices,
-	    (unsigned long long)op.st.select_short, op.st.store_ms, op.st.commit_ms,
+	    (unsigned long long)op.st.select_short, op.st.select_ahead_ms,
+	    (unsigned long long)op.st.select_ahead_leaves, op.st.store_ms, op.st.commit_ms,
 	    op.st.minimax_ms, op.st.minimax_apply_ms);
 	if (n >= 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n,

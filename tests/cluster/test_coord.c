@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "bookdb/bookdb.h"
@@ -823,6 +824,59 @@ static void synth_into(const char *dir, unsigned long long seed)
 	free(err);
 }
 
+/* Two coordinators over two copies of one synthetic book, under one
+ * policy: [0] with every search whole in its acquire, [1] with slice_ms. */
+typedef struct {
+	char *dir[2];
+	BookDB *db[2];
+	Coord *c[2];
+} Twins;
+
+/* The first seed from seed on whose synthetic book has a leaf to select under
+ * mode: a covered tree may have none at all (every covered line ends in a
+ * repetition of thought positions), and then neither twin selects anything. */
+static unsigned long long seed_with_leaves(int mode, unsigned long long seed)
+{
+	for (;; seed++) {
+		char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+		synth_into(dir, seed);
+		int rc = ts_runf(&out, &err, "%s select %s --select %s --window 30 --count 1",
+		                 ts_joseki(), dir, mode == PLAN_PV ? "pv" : "cover");
+		if (rc != 0) fail_msg("select: %s", err ? err : "");
+		bool some = out && out[0];
+		free(out);
+		free(err);
+		ts_rmtree(dir);
+		free(dir);
+		if (some) return seed;
+	}
+}
+
+static void twins_open(Twins *t, int mode, unsigned long long seed, double slice_ms)
+{
+	seed = seed_with_leaves(mode, seed);
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                  .multipv = 3,
+	                  .lease_seconds = 600,
+	                  .plan = {.mode = mode, .window = 30},
+	                  .select_slice_ms = -1};
+	for (int i = 0; i < 2; i++) {
+		t->dir[i] = ts_mkdtemp();
+		synth_into(t->dir[i], seed);
+		t->c[i] = open_coord_with(&t->db[i], t->dir[i], &o);
+		o.select_slice_ms = slice_ms;
+	}
+}
+
+static void twins_close(Twins *t)
+{
+	for (int i = 0; i < 2; i++) {
+		close_coord(t->c[i], t->db[i]);
+		ts_rmtree(t->dir[i]);
+		free(t->dir[i]);
+	}
+}
+
 /*
  * Selection in slices (opt.select_slice_ms): a coordinator whose searches
  * are cut into slices of microseconds, answering acquires with fewer positions
@@ -834,18 +888,11 @@ static void synth_into(const char *dir, unsigned long long seed)
  */
 static void slices_run(int mode, unsigned long long seed)
 {
-	char *d1 = ts_mkdtemp(), *d2 = ts_mkdtemp(), err[COORD_ERRLEN];
-	synth_into(d1, seed);
-	synth_into(d2, seed);
-	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
-	                  .multipv = 3,
-	                  .lease_seconds = 600,
-	                  .plan = {.mode = mode, .window = 30},
-	                  .select_slice_ms = -1};
-	BookDB *db1, *db2;
-	Coord *whole = open_coord_with(&db1, d1, &o);
-	o.select_slice_ms = 0.001;
-	Coord *sliced = open_coord_with(&db2, d2, &o);
+	char err[COORD_ERRLEN];
+	Twins t;
+	twins_open(&t, mode, seed, 0.001);
+	Coord *whole = t.c[0], *sliced = t.c[1];
+	BookDB *db2 = t.db[1];
 	CoordLease *lw = malloc(sizeof *lw), *ls = malloc(sizeof *ls);
 	CoordResult *r = malloc(sizeof *r);
 	enum { MAXL = 64 };
@@ -931,12 +978,7 @@ static void slices_run(int mode, unsigned long long seed)
 	free(lw);
 	free(ls);
 	free(r);
-	close_coord(whole, db1);
-	close_coord(sliced, db2);
-	ts_rmtree(d1);
-	ts_rmtree(d2);
-	free(d1);
-	free(d2);
+	twins_close(&t);
 }
 
 static void test_coord__selection_in_slices_leases_what_whole_searches_do(void **state)
@@ -945,6 +987,107 @@ static void test_coord__selection_in_slices_leases_what_whole_searches_do(void *
 	unsigned long long seed = ts_seed("coord_slices") % 1000000;
 	slices_run(PLAN_PV, seed);
 	slices_run(PLAN_COVER, seed);
+}
+
+/*
+ * The selection beside the service (coord_select_ahead): between rounds the
+ * selection thread keeps a stock of leaves for the next acquires, while the
+ * caller commits. With no result in between, the stock holds the leaves a
+ * coordinator selecting whole searches in each acquire picks next, in its
+ * order. With results submitted between rounds (while a background slice
+ * runs: the submit stops it first), no position is leased twice or leased
+ * once thought, and the rounds are answered in full from stock and slices.
+ */
+static void ahead_run(int mode, unsigned long long seed)
+{
+	char err[COORD_ERRLEN];
+	Twins t;
+	twins_open(&t, mode, seed, 60000); /* an acquire short of stock selects whole */
+	Coord *whole = t.c[0], *ahead = t.c[1];
+	BookDB *db2 = t.db[1];
+	enum { ROUNDS = 30, WANT = 6, FIRST = ROUNDS / 2 };
+	CoordLease *lw = malloc(sizeof *lw), *la = malloc((FIRST + ROUNDS) * sizeof *la);
+	CoordResult *r = malloc(sizeof *r);
+	assert_non_null(lw);
+	assert_non_null(la);
+	assert_non_null(r);
+	/* Part 1: no results. */
+	int leaves = 0;
+	for (int round = 0; round < FIRST; round++) {
+		coord_round_begin(ahead);
+		int n = acquire(whole, lw, &A, WANT, T0);
+		int m = coord_acquire(ahead, &la[round], &A, WANT, T0, err);
+		assert_int_equal(m, n);
+		for (int i = 0; i < n; i++) {
+			assert_true(key_equal(la[round].pos[i].key, lw->pos[i].key));
+			assert_string_equal(la[round].pos[i].sfen, lw->pos[i].sfen);
+		}
+		leaves += n;
+		/* The stock fills while the caller commits and waits. */
+		coord_select_ahead(ahead);
+		assert_int_equal(coord_commit(ahead, err), 0);
+		usleep(20000);
+	}
+	/* (A covered tree with nothing answered may be a few leaves.) */
+	assert_true(leaves > 0);
+	CoordStatus st;
+	assert_int_equal(coord_status(ahead, &st, T0), 0);
+	uint64_t stocked = st.select_ahead_leaves;
+	coord_status_free(&st);
+	/* A covered tree with nothing answered can be a few leaves, all
+	 * selected by the first two acquires; a PV leaf always has a next. */
+	if (mode == PLAN_PV || leaves > 2 * WANT) assert_true(stocked > 0);
+	/* Part 2: part 1's leases answered, then every position answered
+	 * between rounds, with the stock being filled meanwhile. */
+	size_t nkeys = 0, cap = (size_t)(FIRST + ROUNDS) * WANT;
+	Key *keys = malloc(cap * sizeof *keys);
+	assert_non_null(keys);
+	for (int round = 0; round < FIRST; round++)
+		for (int i = 0; i < la[round].n; i++) {
+			keys[nkeys++] = la[round].pos[i].key;
+			answer(r, &la[round].pos[i], 3);
+			assert_int_equal(coord_submit(ahead, la[round].id, &A, r, 1, T0, err), 1);
+		}
+	int got = 0;
+	for (int round = FIRST; round < FIRST + ROUNDS; round++) {
+		coord_round_begin(ahead);
+		int m = coord_acquire(ahead, &la[round], &A, WANT, T0, err);
+		assert_true(m >= 0);
+		got += m;
+		coord_select_ahead(ahead);
+		assert_int_equal(coord_commit(ahead, err), 0);
+		for (int i = 0; i < m; i++) {
+			Key k = la[round].pos[i].key;
+			assert_false(thought(db2, k));
+			for (size_t j = 0; j < nkeys; j++) assert_false(key_equal(keys[j], k));
+			keys[nkeys++] = k;
+			answer(r, &la[round].pos[i], 3);
+			assert_int_equal(coord_submit(ahead, la[round].id, &A, r, 1, T0, err), 1);
+			coord_select_ahead(ahead);
+		}
+		assert_int_equal(coord_commit(ahead, err), 0);
+		for (int i = 0; i < m; i++) assert_true(thought(db2, la[round].pos[i].key));
+	}
+	assert_true(got > ROUNDS * WANT / 2);
+	assert_int_equal(coord_status(ahead, &st, T0), 0);
+	print_message("ahead (%s): %d leaves then %d answered; %llu found beside the caller\n",
+	              mode == PLAN_PV ? "pv" : "cover", leaves, got,
+	              (unsigned long long)st.select_ahead_leaves);
+	assert_true(st.select_ahead_leaves > stocked);
+	coord_status_free(&st);
+	free(keys);
+	free(lw);
+	free(la);
+	free(r);
+	twins_close(&t);
+}
+
+static void test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select(void **state)
+{
+	(void)state;
+	unsigned long long seed = ts_seed("coord_ahead") % 1000000;
+	ahead_run(PLAN_PV, seed);
+	ahead_run(PLAN_COVER, seed);
 }
 
 int main(void)
@@ -966,6 +1109,8 @@ int main(void)
 	    cmocka_unit_test(test_coord__illegal_moves_are_refused_for_analysed_positions_too),
 	    cmocka_unit_test(test_coord__minimax_period_failure_and_worker_instances),
 	    cmocka_unit_test(test_coord__selection_in_slices_leases_what_whole_searches_do),
+	    cmocka_unit_test(
+	        test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
