@@ -17,14 +17,21 @@
 #   4. matches from the suite, each opening with both colours, fairy-stockfish
 #      with a book against fairy-stockfish without: grown, then games-only;
 #      BOOK_PAIRS (default: one pair an opening) game pairs each;
-#   5. the grown book again over BOOK_JITTER_GAMES (400) games with each
+#   5. where the grown book leaves its engine: tools/book_exits.py analyses
+#      each game's position at side A's exit ply and the position after as
+#      many plies in the games-only match's game of the same opening and
+#      colour, at BOOK_EXIT_NODES (500000) nodes (0 leaves it out): the
+#      mean and median gain in centipawns, with its standard error (a far
+#      narrower measure than a score over 100 games), and the scores where
+#      the book's exit was better or worse;
+#   6. the grown book again over BOOK_JITTER_GAMES (400) games with each
 #      search's nodes drawn within BOOK_JITTER (5) percent of BOOK_NODES
 #      (match --nodes-jitter): other games than the one a deterministic
 #      engine plays per opening and colour, and an opponent whose replies the
 #      walks did not all meet. BOOK_JITTER_GAMES=0 leaves it out.
 #
 # Prints per book: book plies a game, exit plies, score, Elo with its 95%
-# interval from the pairs, LOS, one line each, and the goals beside them.
+# interval from the pairs, LOS, one line each; the exits line; the goals.
 # At a node budget and one thread fairy-stockfish plays the same game from
 # the same opening every time it starts as a new process (its play depends on
 # what the process searched before, usinewgame or not: the walks and the
@@ -45,6 +52,7 @@ PAIRS=${BOOK_PAIRS:-$NOPEN}
 JGAMES=${BOOK_JITTER_GAMES:-400}
 JITTER=${BOOK_JITTER:-5}
 CONC=${BOOK_CONCURRENCY:-2}
+EXITN=${BOOK_EXIT_NODES:-500000}
 
 if [ ! -x "$FS" ]; then
 	echo "bench-book: fairy-stockfish is not installed ($FS): run tools/install-deps.sh" \
@@ -98,6 +106,10 @@ EOF
 }
 play grown grown $((2 * PAIRS)) 0
 play games games $((2 * PAIRS)) 0
+if [ "$EXITN" -gt 0 ]; then
+	FAIRY_STOCKFISH=$FS python3 tools/book_exits.py "$W/match-grown.json" "$W/match-games.json" \
+		"$EXITN" grown
+fi
 if [ "$JGAMES" -gt 0 ]; then
 	play grown "grown-jitter$JITTER" "$JGAMES" "$JITTER"
 fi

@@ -1,93 +1,161 @@
 #!/usr/bin/env python3
-"""What a book gains by where it leaves its engine (docs/match.md, run 9).
+"""What a book gains by where it leaves its engine (docs/match.md, "What a book
+is worth").
 
-For each game of a match whose side A had a book (`joseki match --json`), the
-position where A's book ended (A to move: its exit ply) and the position after
-as many plies in the game of the same opening and colour from a match without
-books are both analysed by fairy-stockfish at NODES nodes; the line per game
-gives both scores from A's view, the last line the mean (scores clamped to
-+-1000) and median difference, and in how many games the book's was better.
-Usage: tools/book_exits.py BOOK_MATCH.json NO_BOOK_MATCH.json NODES
-(FAIRY_STOCKFISH names the engine; two engine processes.)"""
-import json, os, subprocess, sys, threading, queue, statistics
+usage: tools/book_exits.py [-v] BOOK_MATCH.json BASE_MATCH.json NODES [NAME]
+
+BOOK_MATCH.json is `joseki match --json` of an engine with the book on side A;
+BASE_MATCH.json the same engines from the same openings and colours with side
+A's book replaced (no book, or a baseline book). For each game in which A left
+its book, the position where it did (A to move: A's exit ply) and the position
+after as many plies in the base game of the same opening and colour are both
+analysed by fairy-stockfish at NODES nodes (two engine processes; the variable
+FAIRY_STOCKFISH names another program). One line sums it up: the mean
+difference of the two scores from A's view (each clamped to +-1000 cp) with its
+standard error, the median, in how many games the book's position was better
+or worse, and A's score in each of those groups in both matches (whether the
+analyses predict the games). -v adds a line per game.
+"""
+import json
+import os
+import queue
+import statistics
+import subprocess
+import sys
+import threading
+
 FS = os.environ.get("FAIRY_STOCKFISH", "/usr/games/fairy-stockfish")
-if len(sys.argv) != 4:
-    sys.exit("usage: tools/book_exits.py BOOK_MATCH.json NO_BOOK_MATCH.json NODES")
-grown = json.load(open(sys.argv[1]))["results"]
-none = {(r["opening"], r["a_color"]): r for r in json.load(open(sys.argv[2]))["results"]}
-nodes = int(sys.argv[3])
-jobs = []
-for r in grown:
-    e = r["exit_plies"][0]
-    if e is None or r["book_plies"][0] == 0:
-        continue
-    b = none.get((r["opening"], r["a_color"]))
-    if not b:
-        continue
-    mg = r["moves"].split()[2:]
-    mb = b["moves"].split()[2:]
-    k = e - 1
-    if len(mg) < k or len(mb) < k:
-        continue
-    jobs.append((r["game"], r["result"], b["result"], mg[:k], mb[:k]))
+CLAMP = 1000
 
-def ev(p, moves):
-    p.stdin.write("usinewgame\nposition startpos moves %s\ngo nodes %d\n" % (" ".join(moves), nodes))
-    p.stdin.flush()
-    score = None
-    for line in p.stdout:
-        t = line.split()
-        if "score" in t:
-            i = t.index("score")
-            if t[i + 1] == "cp":
-                score = int(t[i + 2])
-            elif t[i + 1] == "mate":
-                m = int(t[i + 2])
-                score = 3000 if m > 0 else -3000
-        if t and t[0] == "bestmove":
-            return score
 
-out = []
-lock = threading.Lock()
-q = queue.Queue()
-for j in jobs:
-    q.put(j)
+def usage():
+    sys.exit("usage: tools/book_exits.py [-v] BOOK_MATCH.json BASE_MATCH.json NODES [NAME]")
 
-def worker():
-    p = subprocess.Popen([FS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-    p.stdin.write("usi\n"); p.stdin.flush()
-    for line in p.stdout:
-        if line.strip() == "usiok":
-            break
-    p.stdin.write("isready\n"); p.stdin.flush()
-    for line in p.stdout:
-        if line.strip() == "readyok":
-            break
-    while True:
-        try:
-            g, rg, rb, mg, mb = q.get_nowait()
-        except queue.Empty:
-            break
-        a = ev(p, mg)
-        b = ev(p, mb)
-        with lock:
-            out.append((g, rg, rb, a, b))
-    p.stdin.write("quit\n"); p.stdin.flush()
-    p.wait()
 
-ts = [threading.Thread(target=worker) for _ in range(2)]
-for t in ts: t.start()
-for t in ts: t.join()
-out.sort()
-d = [a - b for g, rg, rb, a, b in out if a is not None and b is not None]
-cl = lambda v: max(-1000, min(1000, v))
-dc = [cl(a) - cl(b) for g, rg, rb, a, b in out if a is not None and b is not None]
-for o in out:
-    print("game %d grown %s none %s eval_book %s eval_alone %s" % o)
-n = len(d)
-m = statistics.mean(dc)
-sd = statistics.stdev(dc) if n > 1 else 0
-better = sum(1 for x in d if x > 0)
-worse = sum(1 for x in d if x < 0)
-print("exit_eval positions %d nodes %d mean_diff_cp %.1f (clamped to +-1000) se %.1f median_diff_cp %.1f book_better %d worse %d same %d"
-      % (n, nodes, m, sd / n ** 0.5 if n else 0, statistics.median(d), better, worse, n - better - worse))
+def split_position(s):
+    """'startpos moves a b' or 'sfen ... moves a b' -> (base, [moves])."""
+    base, _, moves = s.partition(" moves ")
+    return base.strip(), moves.split()
+
+
+def score_of(result):
+    return {"win": 1.0, "draw": 0.5}.get(result, 0.0)
+
+
+class Engine:
+    def __init__(self):
+        self.p = subprocess.Popen([FS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, bufsize=1)
+        self.send("usi")
+        self.wait_for("usiok")
+        self.send("isready")
+        self.wait_for("readyok")
+
+    def send(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+
+    def wait_for(self, word):
+        for line in self.p.stdout:
+            if line.split()[:1] == [word]:
+                return line
+        sys.exit("book_exits: %s ended before '%s'" % (FS, word))
+
+    def analyse(self, base, moves, nodes):
+        """The score (cp, side to move's view; mate as +-CLAMP) or None."""
+        pos = base + (" moves " + " ".join(moves) if moves else "")
+        self.send("usinewgame")
+        self.send("position " + pos)
+        self.send("go nodes %d" % nodes)
+        score = None
+        for line in self.p.stdout:
+            t = line.split()
+            if "score" in t:
+                i = t.index("score")
+                if t[i + 1] == "cp":
+                    score = int(t[i + 2])
+                elif t[i + 1] == "mate":
+                    score = CLAMP if int(t[i + 2]) > 0 else -CLAMP
+            if t[:1] == ["bestmove"]:
+                return score
+        sys.exit("book_exits: %s ended during a search" % FS)
+
+    def quit(self):
+        self.send("quit")
+        self.p.wait()
+
+
+def main():
+    args = sys.argv[1:]
+    verbose = bool(args) and args[0] == "-v"
+    if verbose:
+        args = args[1:]
+    if len(args) not in (3, 4):
+        usage()
+    book = json.load(open(args[0]))["results"]
+    base = {(r["opening"], r["a_color"]): r for r in json.load(open(args[1]))["results"]}
+    nodes = int(args[2])
+    name = args[3] if len(args) == 4 else "book"
+    jobs = queue.Queue()
+    for r in book:
+        exit_ply = r["exit_plies"][0]
+        b = base.get((r["opening"], r["a_color"]))
+        if exit_ply is None or r["book_plies"][0] == 0 or b is None:
+            continue
+        start, mg = split_position(r["moves"])
+        bstart, mb = split_position(b["moves"])
+        # The exit ply is the move number from the record's start (the
+        # opening's moves included): the position before it.
+        k = exit_ply - 1
+        if start != bstart or len(mg) < k or len(mb) < k:
+            continue
+        jobs.put((r["game"], r["result"], b["result"], start, mg[:k], mb[:k]))
+    out, lock = [], threading.Lock()
+
+    def worker():
+        e = Engine()
+        while True:
+            try:
+                game, rg, rb, start, mg, mb = jobs.get_nowait()
+            except queue.Empty:
+                break
+            a, b = e.analyse(start, mg, nodes), e.analyse(start, mb, nodes)
+            with lock:
+                out.append((game, rg, rb, a, b))
+        e.quit()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out.sort()
+    clamp = lambda v: max(-CLAMP, min(CLAMP, v))
+    rows = [(clamp(a) - clamp(b), rg, rb) for _, rg, rb, a, b in out
+            if a is not None and b is not None]
+    if verbose:
+        for game, rg, rb, a, b in out:
+            print("game %d %s %s base %s score %s base %s" % (game, name, rg, rb, a, b))
+    if not rows:
+        print("exits %s positions 0 (no game left the book)" % name)
+        return
+    diffs = [d for d, _, _ in rows]
+    n = len(diffs)
+    se = statistics.stdev(diffs) / n ** 0.5 if n > 1 else 0.0
+    better = [x for x in rows if x[0] > 0]
+    worse = [x for x in rows if x[0] < 0]
+
+    def scores(group):
+        if not group:
+            return "n/a (base n/a)"
+        return "%.3f (base %.3f)" % (statistics.mean(score_of(g) for _, g, _ in group),
+                                     statistics.mean(score_of(g) for _, _, g in group))
+
+    print("exits %s positions %d nodes %d mean_diff_cp %+.1f se %.1f median_diff_cp %+.1f "
+          "better %d worse %d same %d score_where_better %s score_where_worse %s" %
+          (name, n, nodes, statistics.mean(diffs), se, statistics.median(diffs), len(better),
+           len(worse), n - len(better) - len(worse), scores(better), scores(worse)))
+
+
+if __name__ == "__main__":
+    main()
