@@ -440,7 +440,10 @@ static int select_hold(Coord *c, char *err)
 void coord_select_ahead(Coord *c)
 {
 	if (c->broken || !c->sr_started || c->sr_bg) return;
-	int target = c->sr_demand > c->sr_ahead ? c->sr_demand : c->sr_ahead;
+	int ahead = c->opt.select_ahead < 0   ? 0
+	            : c->opt.select_ahead > 0 ? c->opt.select_ahead
+	                                      : c->sr_ahead;
+	int target = c->sr_demand > ahead ? c->sr_demand : ahead;
 	bool more = c->sr_n < target && !c->sr_dry;
 	if (!more && c->sr_begun && !co_select_paused(c)) return;
 	c->sr_begun = true;

@@ -92,6 +92,11 @@ typedef struct {
 	 * the positions it has (coord_acquire). < 0: every search whole, in the
 	 * acquire, and nothing between requests. */
 	double select_slice_ms;
+	/* The stock of leaves selected ahead of the acquires beside the service
+	 * (coord_select_ahead): 0, the most asked in one of the last rounds;
+	 * N > 0, N; < 0, none (the selection goes on between requests only with
+	 * a suspended search, the first one, or what the last acquire lacked). */
+	int select_ahead;
 } CoordOptions;
 
 #define COORD_SLICE_MS 20

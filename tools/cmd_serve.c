@@ -89,6 +89,8 @@ int cmd_serve(int argc, char **argv)
 	uint64_t header_s = 0, per_ip = 0, history_s = 0, lease_s = 0, minimax_s = 0;
 	int64_t slice_ms = 0;
 	bool slice_given = false;
+	int64_t ahead = 0;
+	bool ahead_given = false;
 	CliBudget cb;
 	cli_budget_init(&cb, 1);
 	CliPlan cp;
@@ -114,6 +116,10 @@ int cmd_serve(int argc, char **argv)
 	            "an acquire selects for at most MS, a longer search goes on between requests "
 	            "(default 20; 0: the shortest slices; -1: whole searches in the acquire)",
 	            CLI_TAG(&slice_given, true)),
+	    CLI_NUM("--select-ahead", &ahead, 0, COORD_MAX_BATCH, "N",
+	            "leaves kept selected ahead of the acquires (default: the most asked in one "
+	            "of the last rounds; 0: none)",
+	            CLI_TAG(&ahead_given, true)),
 	    CLI_GROUP(cp.table),
 	    CLI_TABLE_END,
 	};
@@ -148,6 +154,7 @@ int cmd_serve(int argc, char **argv)
 	if (lease_s) co.lease_seconds = (double)lease_s;
 	if (slice_given)
 		co.select_slice_ms = slice_ms < 0 ? -1 : slice_ms ? (double)slice_ms : 1e-3;
+	if (ahead_given) co.select_ahead = ahead ? ahead : -1; /* 0: none */
 	co.minimax_seconds = (double)minimax_s;
 	co.budget = cb.budget;
 	co.multipv = cb.multipv;

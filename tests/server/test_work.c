@@ -634,11 +634,13 @@ static long acquire_raw(const Coordinator *s, const char *token, char **out, lon
 
 /*
  * Selection in slices over HTTP: with the shortest slices (a search of the
- * thought book takes many), a coordinator left alone finishes its first
- * search between requests (the first acquire gets positions at once); an
- * acquire that comes while a search is under way is answered 204 with
- * Retry-After: 1 (not the 5 s of no work), /healthz answers meanwhile, and
- * the positions come on a later try.
+ * thought book takes many) and no stock selected ahead (--select-ahead 0, so
+ * that an acquire that finds the cover policy's batch spent begins a search:
+ * PV searches after a result are mostly too short to be cut), a coordinator left
+ * alone finishes its first search between requests (the first acquire gets
+ * positions at once); an acquire that comes while a search is under way is
+ * answered 204 with Retry-After: 1 (not the 5 s of no work), /healthz answers
+ * meanwhile, and the positions come on a later try.
  */
 static void test_work__a_search_in_slices_answers_204_retry_1_until_done(void **state)
 {
@@ -658,7 +660,8 @@ static void test_work__a_search_in_slices_answers_204_retry_1_until_done(void **
 	free(err);
 	Coordinator co, *s = &co;
 	s->port = ts_serve_start(&s->pid, &s->log, book,
-	                         "--work --quiet --depth 3 --select pv --select-slice-ms 0");
+	                         "--work --quiet --depth 3 --select cover --select-slice-ms 0 "
+	                         "--select-ahead 0");
 	g_child = s->pid;
 	assert_true(s->port > 0);
 	sleep(2); /* alone, it selects between requests */
