@@ -421,9 +421,12 @@ static int take_selected(Coord *c, Lease *l, int max, char *err)
 	return 0;
 }
 
-bool coord_select_pending(const Coord *c)
+/* The selection has work to go on with between requests (the thread is
+ * held): a search suspended, the first search not begun, or positions the
+ * last acquire lacked. */
+static bool select_pending(const Coord *c)
 {
-	return !c->broken && c->sr_started && !c->sr_bg &&
+	return !c->broken && c->sr_started &&
 	       (co_select_paused(c) || !c->sr_begun || c->sr_n < c->sr_demand);
 }
 
@@ -475,7 +478,7 @@ int coord_select_idle(Coord *c, double ms, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
 	int rc = select_hold(c, err);
-	if (rc < 0 || !coord_select_pending(c)) return rc;
+	if (rc < 0 || !select_pending(c)) return rc;
 	c->sr_begun = true;
 	if (c->opt.select_slice_ms > 0 && c->opt.select_slice_ms < ms) ms = c->opt.select_slice_ms;
 	double t0 = clock_ms_f();

@@ -228,13 +228,12 @@ JOSEKI_MUST_USE int coord_tick(Coord *c, int64_t now_ms, char *err);
 
 /*
  * Between requests, in the caller's time (coord_select_ahead's form that
- * waits: what a test or a single-threaded caller drives step by step):
- * whether the selection has work to go on with (a search suspended, the first
- * search not begun, or positions the last acquire lacked), and a slice of it
- * (ms, at most opt.select_slice_ms). The leaves it finds wait for the next
- * acquire. 0 or COORD_EBOOK (message in err).
+ * waits: what a test or a single-threaded caller drives step by step): when
+ * the selection has work to go on with (a search suspended, the first search
+ * not begun, or positions the last acquire lacked), a slice of it (ms, at
+ * most opt.select_slice_ms). The leaves it finds wait for the next acquire.
+ * 0 or COORD_EBOOK (message in err).
  */
-bool coord_select_pending(const Coord *c);
 JOSEKI_MUST_USE int coord_select_idle(Coord *c, double ms, char *err);
 /*
  * The selection goes on beside the caller, on its own thread, until the next
