@@ -9,8 +9,9 @@ BASE_MATCH.json the same engines from the same openings and colours with side
 A's book replaced (no book, or a baseline book). For each game in which A left
 its book, the position where it did (A to move: A's exit ply) and the position
 after as many plies in the base game of the same opening and colour are both
-analysed by fairy-stockfish at NODES nodes (two engine processes; the variable
-FAIRY_STOCKFISH names another program). One line sums it up: the mean
+analysed by fairy-stockfish at NODES nodes (two engine processes, driven by
+tools/tune/gen_games.py's Engine: the last exact score counts, a mate as
++-CLAMP; the variable FAIRY_STOCKFISH names another program). One line sums it up: the mean
 difference of the two scores from A's view (each clamped to +-1000 cp) with its
 standard error, the median, in how many games the book's position was better
 or worse, and A's score in each of those groups in both matches (whether the
@@ -20,9 +21,11 @@ import json
 import os
 import queue
 import statistics
-import subprocess
 import sys
 import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tune"))
+from gen_games import Engine  # noqa: E402  (the USI driver the tuning scripts use)
 
 FS = os.environ.get("FAIRY_STOCKFISH", "/usr/games/fairy-stockfish")
 CLAMP = 1000
@@ -42,47 +45,11 @@ def score_of(result):
     return {"win": 1.0, "draw": 0.5}.get(result, 0.0)
 
 
-class Engine:
-    def __init__(self):
-        self.p = subprocess.Popen([FS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True, bufsize=1)
-        self.send("usi")
-        self.wait_for("usiok")
-        self.send("isready")
-        self.wait_for("readyok")
-
-    def send(self, line):
-        self.p.stdin.write(line + "\n")
-        self.p.stdin.flush()
-
-    def wait_for(self, word):
-        for line in self.p.stdout:
-            if line.split()[:1] == [word]:
-                return line
-        sys.exit("book_exits: %s ended before '%s'" % (FS, word))
-
-    def analyse(self, base, moves, nodes):
-        """The score (cp, side to move's view; mate as +-CLAMP) or None."""
-        pos = base + (" moves " + " ".join(moves) if moves else "")
-        self.send("usinewgame")
-        self.send("position " + pos)
-        self.send("go nodes %d" % nodes)
-        score = None
-        for line in self.p.stdout:
-            t = line.split()
-            if "score" in t:
-                i = t.index("score")
-                if t[i + 1] == "cp":
-                    score = int(t[i + 2])
-                elif t[i + 1] == "mate":
-                    score = CLAMP if int(t[i + 2]) > 0 else -CLAMP
-            if t[:1] == ["bestmove"]:
-                return score
-        sys.exit("book_exits: %s ended during a search" % FS)
-
-    def quit(self):
-        self.send("quit")
-        self.p.wait()
+def analyse(eng, start, moves, nodes):
+    """The score of start + moves (cp, side to move's view) or None."""
+    eng.send("usinewgame")
+    _, pvs = eng.go(moves, nodes, 1, start)
+    return pvs[1][0] if 1 in pvs else None
 
 
 def main():
@@ -113,16 +80,17 @@ def main():
     out, lock = [], threading.Lock()
 
     def worker():
-        e = Engine()
+        e = Engine(FS, [])
         while True:
             try:
                 game, rg, rb, start, mg, mb = jobs.get_nowait()
             except queue.Empty:
                 break
-            a, b = e.analyse(start, mg, nodes), e.analyse(start, mb, nodes)
+            a, b = analyse(e, start, mg, nodes), analyse(e, start, mb, nodes)
             with lock:
                 out.append((game, rg, rb, a, b))
-        e.quit()
+        e.send("quit")
+        e.p.wait()
 
     threads = [threading.Thread(target=worker) for _ in range(2)]
     for t in threads:

@@ -47,9 +47,11 @@ class Engine:
             if line.split(" ", 1)[0] == word:
                 return lines
 
-    def go(self, moves, nodes, multipv):
+    def go(self, moves, nodes, multipv, start="startpos"):
+        """Searches start + moves: the best move and {multipv: (score, move)}
+        from the last exact scores (bounds skipped; mates as +-30000)."""
         self.send(f"setoption name MultiPV value {multipv}")
-        self.send("position startpos moves " + " ".join(moves) if moves else "position startpos")
+        self.send(f"position {start} moves " + " ".join(moves) if moves else f"position {start}")
         self.send(f"go nodes {nodes}")
         lines = self.wait("bestmove")
         best = lines[-1].split()[1]
