@@ -9,9 +9,10 @@ BASE_MATCH.json the same engines from the same openings and colours with side
 A's book replaced (no book, or a baseline book). For each game in which A left
 its book, the position where it did (A to move: A's exit ply) and the position
 after as many plies in the base game of the same opening and colour are both
-analysed by fairy-stockfish at NODES nodes (two engine processes, driven by
-tools/tune/gen_games.py's Engine: the last exact score counts, a mate as
-+-CLAMP; the variable FAIRY_STOCKFISH names another program). One line sums it up: the mean
+analysed by fairy-stockfish at NODES nodes (a new process for each position,
+two at a time, so that the figures repeat; driven by tools/tune/gen_games.py's
+Engine: the last exact score counts, a mate as +-CLAMP; the variable
+FAIRY_STOCKFISH names another program). One line sums it up: the mean
 difference of the two scores from A's view (each clamped to +-1000 cp) with its
 standard error, the median, in how many games the book's position was better
 or worse, and A's score in each of those groups in both matches (whether the
@@ -45,10 +46,15 @@ def score_of(result):
     return {"win": 1.0, "draw": 0.5}.get(result, 0.0)
 
 
-def analyse(eng, start, moves, nodes):
-    """The score of start + moves (cp, side to move's view) or None."""
-    eng.send("usinewgame")
+def analyse(start, moves, nodes):
+    """The score of start + moves (cp, side to move's view) or None, from a
+    new engine process: fairy-stockfish's search depends on what the same
+    process searched before, usinewgame or not (docs/search.md), so a process
+    kept across positions gives other figures from run to run."""
+    eng = Engine(FS, [])
     _, pvs = eng.go(moves, nodes, 1, start)
+    eng.send("quit")
+    eng.p.wait()
     return pvs[1][0] if 1 in pvs else None
 
 
@@ -80,17 +86,14 @@ def main():
     out, lock = [], threading.Lock()
 
     def worker():
-        e = Engine(FS, [])
         while True:
             try:
                 game, rg, rb, start, mg, mb = jobs.get_nowait()
             except queue.Empty:
                 break
-            a, b = analyse(e, start, mg, nodes), analyse(e, start, mb, nodes)
+            a, b = analyse(start, mg, nodes), analyse(start, mb, nodes)
             with lock:
                 out.append((game, rg, rb, a, b))
-        e.send("quit")
-        e.p.wait()
 
     threads = [threading.Thread(target=worker) for _ in range(2)]
     for t in threads:
