@@ -649,7 +649,13 @@ static void test_abuse__a_killed_workers_results_arrive_after_its_restart(void *
 	stop(&f->worker, SIGKILL);
 	n = unsent_keys(spool, keys, 512);
 	kill(f->serve, SIGCONT);
-	for (int i = 0; i < n; i++) assert_false(thought(f->book, keys[i]));
+	/* Unsent to the worker's knowledge. Some may be stored already: a submit
+	 * the coordinator committed just before it stopped, whose answer did not
+	 * reach the worker (sent again after the restart, and taken as known). */
+	int stored = 0;
+	for (int i = 0; i < n; i++) stored += thought(f->book, keys[i]);
+	print_message("killed worker: %d results unsent, %d of them stored before it died\n", n,
+	              stored);
 	/* Started again on the same spool: it sends them first. */
 	start_worker(f, spool, j2, out2, "1");
 	int st = 0;
