@@ -19,6 +19,10 @@
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
+#include "shogi/rng.h"
+
+/* opp_jitter: a line is done after this many walks in a row met nothing new. */
+#define JITTER_DONE_WALKS 8
 
 typedef struct {
 	int root;
@@ -27,6 +31,7 @@ typedef struct {
 	uint64_t served;  /* positions its walks thought */
 	int reach;        /* book plies a match from the root gets now (line_reach) */
 	uint64_t reach_v; /* the Probe's version reach was computed at, plus 1 */
+	int empty;        /* walks in a row that met nothing new */
 	bool busy, done;
 } Line;
 
@@ -43,6 +48,7 @@ typedef struct {
 	SearchResult *res;
 	BookRecord *rec;
 	Move path[POS_MAX_STATES]; /* the walk's moves from its root */
+	uint64_t draw;             /* opp_jitter: the walk's draw of node counts */
 	/* The opponent engine's state: since its last new game it has searched
 	 * the opponent's positions of eng_path[0..eng_plies) of line eng_line,
 	 * each in order (eng_line -1: none yet). */
@@ -175,24 +181,42 @@ static int pick_line(Probe *p, Worker *w, bool *all_done, int *err)
 	return best;
 }
 
-/* Whether pos is thought in the book with at least lines evaluated moves (or
- * all its legal moves, when fewer; book_mu held, w->rec scratch). 1, 0, or a
- * BOOKDB_* code. */
-static int is_thought(Probe *p, Worker *w, const Position *pos, int lines)
+/* pos's record into w->rec (book_mu held): 1, 0 when the book has none, or
+ * a BOOKDB_* code. */
+static int read_record(Probe *p, Worker *w, const Position *pos)
 {
 	BookTxn *txn;
 	int rc = bookdb_txn_begin(&txn, p->db, false);
 	if (rc < 0) return rc;
 	rc = bookdb_get(w->rec, txn, pos_key(pos));
 	bookdb_txn_abort(txn);
-	if (rc == BOOKDB_ENOTFOUND) return 0;
-	if (rc < 0) return rc;
+	return rc == BOOKDB_ENOTFOUND ? 0 : rc < 0 ? rc : 1;
+}
+
+/* Whether pos is thought in the book with at least lines evaluated moves (or
+ * all its legal moves, when fewer; book_mu held, w->rec scratch). 1, 0, or a
+ * BOOKDB_* code. */
+static int is_thought(Probe *p, Worker *w, const Position *pos, int lines)
+{
+	int rc = read_record(p, w, pos);
+	if (rc <= 0) return rc;
 	if (!(w->rec->flags & BOOKDB_REC_THOUGHT)) return 0;
 	int evals = 0;
 	for (int i = 0; i < w->rec->nmoves; i++)
 		if (w->rec->moves[i].flags & BOOKDB_MOVE_EVAL) evals++;
 	int legal = movegen_count(pos);
 	return evals >= (lines < legal ? lines : legal);
+}
+
+/* Whether pos's record holds m with an evaluation (book_mu held, w->rec
+ * scratch): 1, 0, or a BOOKDB_* code. */
+static int has_reply(Probe *p, Worker *w, const Position *pos, Move m)
+{
+	int rc = read_record(p, w, pos);
+	for (int i = 0; rc == 1 && i < w->rec->nmoves; i++)
+		if (w->rec->moves[i].move == m && (w->rec->moves[i].flags & BOOKDB_MOVE_EVAL))
+			return 1;
+	return rc < 0 ? rc : 0;
 }
 
 /* The book's move at pos (its best in query order; book_mu held, w->rec
@@ -272,13 +296,24 @@ static int replies_get(const KeyMap *r, Key k, Move *m)
 	return 1;
 }
 
-/* One search of the opponent at pos (w->res); 1 with *m, 0 when it has no
- * move (resigns, declares, fails). Its reply is kept for hash h. */
-static int opponent_search(Probe *p, Worker *w, const Position *pos, Key h, Move *m)
+/* The opponent's budget at the walk's ply: opp_budget, its nodes moved by
+ * the jitter drawn for this walk. */
+static SearchBudget opp_budget_at(const Probe *p, const Worker *w, int ply)
 {
 	const ProbeOptions *o = p->opt;
+	return search_budget_jittered(o->opp_budget, o->opp_jitter,
+	                              o->seed ^ w->draw ^ ((uint64_t)ply << 40));
+}
+
+/* One search of the opponent at pos, ply plies into the walk (w->res); 1
+ * with *m, 0 when it has no move (resigns, declares, fails). Its reply is
+ * kept for hash h. */
+static int opponent_search(Probe *p, Worker *w, const Position *pos, int ply, Key h, Move *m)
+{
+	const ProbeOptions *o = p->opt;
+	SearchBudget b = opp_budget_at(p, w, ply);
 	double t0 = clock_ms_f();
-	int rc = search_analyse(o->opponents[w->index], w->res, pos, &o->opp_budget, 1);
+	int rc = search_analyse(o->opponents[w->index], w->res, pos, &b, 1);
 	meter_note(p, w, 1, clock_ms_f() - t0);
 	int got = rc >= 0 && !w->res->resign && !w->res->win && pos_is_legal(pos, w->res->bestmove);
 	*m = got ? w->res->bestmove : MOVE_NONE;
@@ -337,7 +372,7 @@ static int opponent_move(Probe *p, Worker *w, int li, int plies, bool need_searc
 				/* Only the engine's state is wanted: the walk goes on with
 				 * its own move, and a failure is counted (st->failed). */
 				Move r;
-				(void)opponent_search(p, w, w->scratch, walk_key(li, w->path, k),
+				(void)opponent_search(p, w, w->scratch, k, walk_key(li, w->path, k),
 				                      &r);
 				pthread_mutex_lock(&p->mu);
 				p->st->opp_replayed++;
@@ -347,7 +382,7 @@ static int opponent_move(Probe *p, Worker *w, int li, int plies, bool need_searc
 		}
 	}
 	memcpy(w->eng_path, w->path, (size_t)plies * sizeof *w->path);
-	int got = opponent_search(p, w, w->pos, h, m);
+	int got = opponent_search(p, w, w->pos, plies, h, m);
 	w->eng_path[plies] = *m;
 	w->eng_plies = plies + 1;
 	if (!got) w->eng_line = -1; /* no move: the next search starts a new game */
@@ -461,9 +496,15 @@ static int walk(Probe *p, Worker *w, int li, int burst)
 	walk_limits(o, &max_plies, &max_moves);
 	const char *root = line_root(p, l);
 	int fresh = 0, plies = 0, book_plies = 0;
+	bool jitter = o->opp_jitter > 0 && o->opp_budget.kind == SEARCH_BUDGET_NODES;
 restart:
 	if (position_parse(w->pos, root, NULL) < 0) return 0; /* checked before the run */
 	plies = 0;
+	if (jitter) {
+		/* A new game, with node counts of its own. */
+		w->eng_line = -1;
+		w->draw = rng_hash(w->draw);
+	}
 	while (plies < max_plies && !game_over(w->pos, max_moves)) {
 		pthread_mutex_lock(&p->mu);
 		bool stop = should_stop(p);
@@ -475,21 +516,38 @@ restart:
 		if (t == 2) break; /* to analyse, and this walk has analysed enough */
 		Move m = MOVE_NONE;
 		int got = 1, rc = 0;
+		bool added = false; /* a reply added to a thought position */
 		if (ours && t == 0) rc = think_here(p, w);
 		if (!ours) {
 			/* The opponent's answer is its move, and (new) the position's
 			 * analysis: its one line is the move it plays here, so the values
 			 * backed up through it follow the opponent's real reply rather
-			 * than the worst of several guessed ones. */
+			 * than the worst of several guessed ones. A varying opponent is
+			 * asked every time, and a reply new to the position added. */
 			bool searched;
-			got = opponent_move(p, w, li, plies, t == 0, &m, &searched);
+			got = opponent_move(p, w, li, plies, t == 0 || jitter, &m, &searched);
 			if (got && t == 0 && searched) rc = store(p, w, &o->opp_budget);
+			if (got && t == 1 && searched && jitter) {
+				pthread_mutex_lock(&p->book_mu);
+				int has = has_reply(p, w, w->pos, m);
+				pthread_mutex_unlock(&p->book_mu);
+				if (has < 0) return has;
+				if (!has && (rc = store(p, w, &o->opp_budget)) == 0) {
+					added = true;
+					pthread_mutex_lock(&p->mu);
+					p->st->opp_added++;
+					pthread_mutex_unlock(&p->mu);
+				}
+				if (rc < 0) return rc;
+			}
 		}
 		if (t == 0) {
 			pthread_mutex_lock(&p->mu);
 			w->analysing = false;
 			pthread_cond_broadcast(&p->cv);
 			pthread_mutex_unlock(&p->mu);
+		}
+		if (t == 0 || added) {
 			if (rc < 0) return rc;
 			if (rc > 0) break;
 			if (got) fresh++;
@@ -540,12 +598,17 @@ static double positions_left(uint64_t thought, double budget, double used, doubl
  * a walk may think the line's share (by weight, among the lines not done) of
  * the positions the budget is expected to leave at the rate so far; never
  * fewer than the burst asked.
+ * Not against a varying opponent (opp_jitter).
  */
 static int walk_burst(const Probe *p, const Line *l)
 {
 	const ProbeOptions *o = p->opt;
 	uint64_t thought = p->st->thought;
-	if ((o->max_engine_seconds <= 0 && o->max_seconds <= 0) || !thought) return p->burst;
+	/* Against a varying opponent a deep walk follows one sampled game, which
+	 * the next games leave early: walks of a burst spread over the games the
+	 * opponent plays, each where the known tree ends on its sample. */
+	if ((o->max_engine_seconds <= 0 && o->max_seconds <= 0) || !thought || o->opp_jitter > 0)
+		return p->burst;
 	double wsum = 0;
 	for (int k = 0; k < p->nlines; k++) {
 		if (p->lines[k].done) continue;
@@ -586,6 +649,7 @@ static void *worker_main(void *arg)
 		Line *l = &p->lines[i];
 		l->busy = true;
 		p->st->walks++;
+		w->draw = p->st->walks;
 		int burst = walk_burst(p, l);
 		pthread_mutex_unlock(&p->mu);
 		int fresh = walk(p, w, i, burst);
@@ -597,7 +661,9 @@ static void *worker_main(void *arg)
 			break;
 		}
 		l->served += (uint64_t)fresh;
-		if (fresh == 0 && !should_stop(p)) {
+		l->empty = fresh == 0 ? l->empty + 1 : 0;
+		int quiet = p->opt->opp_jitter > 0 ? JITTER_DONE_WALKS : 1;
+		if (fresh == 0 && l->empty >= quiet && !should_stop(p)) {
 			l->done = true;
 			p->st->done++;
 		} else if (fresh > 0) {

@@ -30,6 +30,18 @@
  * long as the walks reached: ProbeStats.reach says how far. Each worker has two engines: one
  * that analyses, and the opponent, which does nothing else (its state must be
  * the one it has in a game).
+ *
+ * A varying opponent (opp_jitter): such an engine is chaotic in its budget
+ * (fairy-stockfish at 20,000 nodes plays another move in about half of the
+ * positions when its nodes move by 1%), so a book grown against its one game
+ * an opening is left at once by a match whose nodes vary. With opp_jitter
+ * each walk is a game of its own: a new game, every opponent move searched
+ * (none taken from an earlier walk) at nodes drawn for that walk and ply.
+ * A reply the position's record does not hold yet is added to it (its
+ * evaluation as the opponent's analysis), so the opponent's positions gather
+ * the replies it plays, the book side gets its move after each, and values
+ * are backed up over all of them. A line is done after JITTER_DONE_WALKS
+ * walks in a row that met nothing new (one, without jitter).
  */
 #ifndef BOOKGEN_PROBE_H
 #define BOOKGEN_PROBE_H
@@ -66,6 +78,13 @@ typedef struct {
 	int nworkers;
 	SearchBudget budget;     /* an analysis */
 	SearchBudget opp_budget; /* an opponent's move (as `match` gives it) */
+	/* With a nodes opp_budget of N: each of the opponent's searches gets
+	 * N * (1 + u * opp_jitter / 100) nodes, u uniform in [-1, 1) drawn from
+	 * seed, the walk and the ply, as `match --nodes-jitter` draws them; 0..50,
+	 * 0: exactly N. Each walk is then a new sample of the games that opponent
+	 * plays (see "A varying opponent" above). */
+	int opp_jitter;
+	uint64_t seed;
 	int multipv;
 	const char *const *roots; /* position specs; NULL/0: the start position */
 	const double *root_weights;
@@ -91,6 +110,7 @@ typedef struct {
 	uint64_t opp_cached;   /* opponent moves a walk took from an earlier one's */
 	uint64_t opp_replayed; /* of opp_moves: searches that rebuilt an engine's state */
 	uint64_t opp_differ;   /* searches of a walk whose reply differed from before */
+	uint64_t opp_added;    /* opp_jitter: replies added to a thought position */
 	uint64_t restarts;     /* walks started again: a result changed a choice above */
 	uint64_t book_plies;   /* book moves played in the walks */
 	double reach;          /* at the end: book plies a match from a line's root

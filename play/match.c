@@ -176,14 +176,9 @@ static GameEnd recovered_failure(const UsiEngineStats *a, const UsiEngineStats *
 /* Game index's budget at ply: the match's nodes, moved by the jitter. */
 static SearchBudget jittered(const MatchOptions *opt, int index, int ply)
 {
-	SearchBudget b = opt->budget;
-	if (b.kind != SEARCH_BUDGET_NODES || opt->nodes_jitter <= 0) return b;
 	uint64_t x =
 	    opt->seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(index + 1)) ^ ((uint64_t)ply << 40);
-	double u = rng_unit(&x) * 2 - 1; /* [-1, 1) */
-	double n = (double)b.amount * (1 + u * opt->nodes_jitter / 100.0);
-	b.amount = n < 1 ? 1 : (uint64_t)(n + 0.5);
-	return b;
+	return search_budget_jittered(opt->budget, opt->nodes_jitter, x);
 }
 
 /* The budget of side s's engine move in game index at ply: the match's

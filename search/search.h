@@ -29,6 +29,7 @@
 
 #include "shogi/notation.h"
 #include "shogi/position.h"
+#include "shogi/rng.h"
 #include "shogi/types.h"
 
 /* Error codes of the search module (all negative). */
@@ -94,6 +95,21 @@ static inline bool search_budget_ok(const SearchBudget *b, Color us)
 		return c->byoyomi >= 0 && c->time[us] + c->inc[us] + c->byoyomi >= 1;
 	}
 	return b->kind >= SEARCH_BUDGET_NODES && b->kind <= SEARCH_BUDGET_DEPTH && b->amount >= 1;
+}
+
+/*
+ * A nodes budget moved by a jitter of pct percent (0..50): N * (1 + u * pct /
+ * 100) nodes, at least 1, u uniform in [-1, 1) drawn from draw (a hash of
+ * what the draw is for: `match --nodes-jitter`'s game and ply, a probe's walk
+ * and ply). Other budgets, and pct 0, as they are.
+ */
+static inline SearchBudget search_budget_jittered(SearchBudget b, int pct, uint64_t draw)
+{
+	if (b.kind != SEARCH_BUDGET_NODES || pct <= 0) return b;
+	double u = rng_unit(&draw) * 2 - 1;
+	double n = (double)b.amount * (1 + u * pct / 100.0);
+	b.amount = n < 1 ? 1 : (uint64_t)(n + 0.5);
+	return b;
 }
 
 /* One analysed move (one MultiPV line). */

@@ -13,7 +13,9 @@
 #      from the openings (think --opponent), minimax; the book side's
 #      positions are analysed at BOOK_THINK_NODES (50000) nodes, MultiPV
 #      BOOK_MULTIPV (1), the opponent's moves asked at BOOK_NODES as in the
-#      match;
+#      match, their nodes drawn within BOOK_GROW_JITTER (0) percent (think
+#      --opponent-nodes-jitter: each walk a game of its own, the replies a
+#      varying opponent plays gathered);
 #   4. matches from the suite, each opening with both colours, fairy-stockfish
 #      with a book against fairy-stockfish without: grown, then games-only;
 #      BOOK_PAIRS (default: one pair an opening) game pairs each;
@@ -53,6 +55,7 @@ JGAMES=${BOOK_JITTER_GAMES:-400}
 JITTER=${BOOK_JITTER:-5}
 CONC=${BOOK_CONCURRENCY:-2}
 EXITN=${BOOK_EXIT_NODES:-500000}
+GJITTER=${BOOK_GROW_JITTER:-0}
 
 if [ ! -x "$FS" ]; then
 	echo "bench-book: fairy-stockfish is not installed ($FS): run tools/install-deps.sh" \
@@ -76,7 +79,8 @@ $J ingest "$W/games" tests/data/floodgate --quiet >/dev/null
 $J minimax "$W/games" --quiet >/dev/null
 $J ingest "$W/grown" tests/data/floodgate --quiet >/dev/null
 $J think "$W/grown" --engine "$FS" --opponent "$FS" --opponent-restart --engines "$ENGINES" --nodes "$TNODES" \
-	--opponent-nodes "$NODES" --multipv "$MULTIPV" --roots "$W/openings.txt" \
+	--opponent-nodes "$NODES" --opponent-nodes-jitter "$GJITTER" --multipv "$MULTIPV" \
+	--roots "$W/openings.txt" \
 	--engine-seconds $((SECS * ENGINES)) --quiet >"$W/think.txt"
 $J minimax "$W/grown" --full --quiet >/dev/null
 echo "bench-book: $(cat "$W/think.txt")" >&2

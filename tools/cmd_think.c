@@ -6,7 +6,7 @@
  *                   [--roots FILE | --roots-from-games N [--roots-ply K]]
  *                   [--select cover|pv] [--window CP] [--book-side black|white|both]
  *                   [--opponent builtin|PATH [--opponent-option N=V]... [--opponent-nodes N]
- *                    [--opponent-restart]
+ *                    [--opponent-nodes-jitter PCT] [--opponent-restart]
  *                    [--probe-plies N] [--probe-burst N]]
  *
  * The generation loop (bookgen/think.h). BOOK must hold a book unless --new
@@ -97,7 +97,7 @@ typedef struct {
 	const char *engine;
 	UsiOption opts[CLI_MAX_USI_OPTIONS];
 	int nopts;
-	uint64_t nodes, plies, burst;
+	uint64_t nodes, plies, burst, jitter;
 	bool restart;
 } OpponentArgs;
 
@@ -123,6 +123,8 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	    .opp_budget = oa->nodes
 	                      ? (SearchBudget){.kind = SEARCH_BUDGET_NODES, .amount = oa->nodes}
 	                      : t->budget,
+	    .opp_jitter = (int)oa->jitter,
+	    .seed = 0x6a6f73656b69ULL,
 	    .multipv = t->multipv,
 	    .roots = t->roots,
 	    .root_weights = t->root_weights,
@@ -141,14 +143,16 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	int rc = probe_run(&st, db, &po, err);
 	printf(
 	    "probe thought %llu failed %llu walks %llu restarts %llu opponent_moves %llu "
-	    "opponent_cached %llu opponent_replayed %llu opponent_differ %llu lines "
+	    "opponent_cached %llu opponent_replayed %llu opponent_differ %llu opponent_added %llu "
+	    "lines "
 	    "%llu done %llu deepest %d book_plies_per_walk %.1f reach %.2f time_s %.1f per_s %.2f "
 	    "engine_s %.1f\n",
 	    (unsigned long long)st.thought, (unsigned long long)st.failed,
 	    (unsigned long long)st.walks, (unsigned long long)st.restarts,
 	    (unsigned long long)st.opp_moves, (unsigned long long)st.opp_cached,
 	    (unsigned long long)st.opp_replayed, (unsigned long long)st.opp_differ,
-	    (unsigned long long)st.lines, (unsigned long long)st.done, st.deepest,
+	    (unsigned long long)st.opp_added, (unsigned long long)st.lines,
+	    (unsigned long long)st.done, st.deepest,
 	    st.walks ? (double)st.book_plies / (double)st.walks : 0.0, st.reach, st.seconds,
 	    st.seconds > 0 ? (double)st.thought / st.seconds : 0.0, st.engine_seconds);
 	if (rc < 0) {
@@ -181,6 +185,9 @@ int cmd_think(int argc, char **argv)
 	           CLI_MANY(&oa.nopts, CLI_MAX_USI_OPTIONS)),
 	    CLI_NUM("--opponent-nodes", &oa.nodes, 1, CLI_NOMAX, "N",
 	            "the opponent's nodes a move (default: think's budget)"),
+	    CLI_NUM("--opponent-nodes-jitter", &oa.jitter, 0, 50, "PCT",
+	            "each opponent search's nodes drawn within PCT percent (as match "
+	            "--nodes-jitter): each walk samples a game"),
 	    CLI_FLAG("--opponent-restart", &oa.restart,
 	             "a new opponent process for every walk's game (as match --restart-engines)"),
 	    CLI_NUM("--probe-plies", &oa.plies, 1, CLI_NOMAX, "N", "walk the lines N plies deep"),
@@ -218,6 +225,9 @@ int cmd_think(int argc, char **argv)
 	if (oa.engine && (kifu || extend))
 		return cli_usage_error(
 		    &cmd, "--opponent walks the roots; --from-kifu and --extend do not go with it");
+	if (oa.jitter && !oa.nodes && cb.budget.kind != SEARCH_BUDGET_NODES)
+		return cli_usage_error(&cmd, "--opponent-nodes-jitter needs a nodes budget for the "
+		                             "opponent (--opponent-nodes N, or --nodes N)");
 	uint64_t nengines = ce.n;
 
 	int ret = 1;

@@ -1059,8 +1059,130 @@ static void test_bookgen__think_probes_the_lines_an_opponent_plays(void **state)
 	assert_int_equal(rc, 2);
 	free(out);
 	free(err);
+	/* The node jitter needs the opponent's budget in nodes, 0..50 percent. */
+	rc = ts_runf(&out, &err,
+	             "%s think %s --opponent builtin --movetime 10 --opponent-nodes-jitter 5 "
+	             "--positions 1",
+	             ts_joseki(), book);
+	assert_int_equal(rc, 2);
+	assert_non_null(strstr(err, "--opponent-nodes-jitter needs a nodes budget"));
+	free(out);
+	free(err);
+	rc = ts_runf(&out, &err,
+	             "%s think %s --opponent builtin --nodes 100 --opponent-nodes-jitter 51 "
+	             "--positions 1",
+	             ts_joseki(), book);
+	assert_int_equal(rc, 2);
+	free(out);
+	free(err);
 	ts_rmtree(dir);
 	free(dir);
+}
+
+/* An opponent whose reply depends on its node budget, as a real engine's at
+ * a small budget does: one of two legal moves, by whether it got at least
+ * the budget's middle (1,000 nodes). It records each search: the nodes, the
+ * position and the reply. */
+enum { NODES_MAX_GO = 4096 };
+typedef struct {
+	SearchEngine base;
+	int n;
+	uint64_t nodes[NODES_MAX_GO];
+	Key key[NODES_MAX_GO];
+	Move reply[NODES_MAX_GO];
+} NodesEngine;
+
+static int nodes_analyse(SearchEngine *e, SearchResult *out, const Position *pos,
+                         const SearchBudget *budget, int multipv)
+{
+	NodesEngine *f = (NodesEngine *)e;
+	(void)multipv;
+	memset(out, 0, sizeof *out);
+	assert_int_equal(budget->kind, SEARCH_BUDGET_NODES);
+	Move moves[MOVEGEN_MAX];
+	int n = movegen_legal(pos, moves);
+	if (!n) {
+		out->resign = true;
+		return 0;
+	}
+	Move m = moves[(pos_key(pos).lo % 5 + (budget->amount >= 1000)) % (size_t)n];
+	assert_true(f->n < NODES_MAX_GO);
+	f->nodes[f->n] = budget->amount;
+	f->key[f->n] = pos_key(pos);
+	f->reply[f->n++] = m;
+	SearchLine *l = &out->lines[out->nlines++];
+	*l =
+	    (SearchLine){.move = m, .multipv = 1, .depth = 5, .nodes = budget->amount, .pv_len = 1};
+	l->pv[0] = m;
+	out->bestmove = m;
+	return 0;
+}
+
+static const SearchEngineOps NODES_OPS = {nodes_analyse, fake_new_game, fake_free,
+                                          fake_name,     fake_error,    NULL};
+
+/* Growth against a varying opponent: with --opponent-nodes-jitter each walk
+ * asks the opponent at every one of its moves, at nodes drawn within the
+ * jitter (both ways of the middle: both replies), and every reply it gave is
+ * in the book, evaluated, at its position (a reply new to a thought position
+ * added to it), so positions gather the replies the opponent plays; the walks
+ * go on until every line met nothing new in a row of walks. */
+static void test_bookgen__probe_against_a_varying_opponent_keeps_every_reply(void **state)
+{
+	(void)state;
+	char err[THINK_ERRLEN];
+	enum { PLIES = 6 };
+	ProbeRig rig;
+	rig_open(&rig, PLIES);
+	NodesEngine *opp[2];
+	for (int i = 0; i < 2; i++) {
+		search_free(rig.opps[i]);
+		opp[i] = calloc(1, sizeof *opp[i]);
+		assert_non_null(opp[i]);
+		opp[i]->base.ops = &NODES_OPS;
+		rig.opps[i] = &opp[i]->base;
+	}
+	rig.po.opp_budget = (SearchBudget){.kind = SEARCH_BUDGET_NODES, .amount = 1000};
+	rig.po.opp_jitter = 20;
+	rig.po.seed = 12345;
+	ProbeStats st;
+	assert_int_equal(probe_run(&st, rig.db, &rig.po, err), 0);
+	assert_int_equal(st.done, 4);
+	assert_int_equal(st.opp_cached, 0);   /* every opponent move asked */
+	assert_int_equal(st.opp_replayed, 0); /* each walk a game of its own, in order */
+	assert_true(st.opp_added > 0);
+	int low = 0, high = 0, searches = 0, multi = 0;
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_non_null(rec);
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, rig.db, false), 0);
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < opp[i]->n; k++) {
+			uint64_t n = opp[i]->nodes[k];
+			assert_true(n >= 800 && n <= 1200);
+			low += n < 1000;
+			high += n >= 1000;
+			searches++;
+			assert_int_equal(bookdb_get(rec, txn, opp[i]->key[k]), 0);
+			int evals = 0;
+			bool has = false;
+			for (int j = 0; j < rec->nmoves; j++)
+				if (rec->moves[j].flags & BOOKDB_MOVE_EVAL) {
+					evals++;
+					has |= rec->moves[j].move == opp[i]->reply[k];
+				}
+			assert_true(has);
+			multi += evals >= 2;
+		}
+	bookdb_txn_abort(txn);
+	free(rec);
+	print_message("varying opponent: %d searches (%d below the middle, %d above), %llu "
+	              "replies added, %d searches at positions holding two or more\n",
+	              searches, low, high, (unsigned long long)st.opp_added, multi);
+	assert_int_equal((uint64_t)searches, st.opp_moves);
+	assert_true(low > 0 && high > 0);
+	assert_true(multi > 0);
+	rig_close(&rig);
 }
 
 /* The engines' CPU seconds of a summary line ("engine_s E"). */
@@ -1133,6 +1255,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_command_grows_only_under_its_roots),
 	    cmocka_unit_test(test_bookgen__probe_follows_an_opponent_with_a_history),
 	    cmocka_unit_test(test_bookgen__probe_reach_is_what_a_match_gets),
+	    cmocka_unit_test(test_bookgen__probe_against_a_varying_opponent_keeps_every_reply),
 	    cmocka_unit_test(test_bookgen__think_probes_the_lines_an_opponent_plays),
 	    cmocka_unit_test(test_bookgen__think_stops_on_engine_time),
 	};
