@@ -113,8 +113,8 @@ static void test_bookgen__think_with_gpsusi(void **state)
 /*
  * think --opponent fairy-stockfish with --opponent-restart, stopped part-way
  * by a position budget: a match from the same roots against the same engine
- * (--restart-engines, the same nodes) leaves the book exactly where the
- * walks said, the run's reach as the book side's mean book plies a game.
+ * (--restart-engines, the same nodes) leaves the book no earlier than the
+ * walks said: the book side's mean book plies a game at least the run's reach.
  */
 static void test_bookgen__probe_reach_holds_against_fairy_stockfish(void **state)
 {
@@ -148,9 +148,14 @@ static void test_bookgen__probe_reach_holds_against_fairy_stockfish(void **state
 		sum += (int)json_integer_value(
 		    json_array_get(json_object_get(json_array_get(res, g), "book_plies"), 0));
 	json_decref(m);
-	if (sum < 4 || sum / 4.0 != reach)
+	/* No game leaves the book before the walks said. One may stay longer:
+	 * where its line's walks never asked the opponent, the reply played may
+	 * lead to a position the book holds from the other line (the two roots
+	 * transpose: 2g2f 8c8d 2f2e 8d8e), which the reach does not count. */
+	if (sum < 4 || sum / 4.0 < reach)
 		fail_msg("the match's book plies a game %.2f, the walks' reach %.2f", sum / 4.0,
 		         reach);
+	print_message("probe reach %.2f, the match's book plies a game %.2f\n", reach, sum / 4.0);
 }
 
 int main(void)
