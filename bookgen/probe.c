@@ -496,7 +496,7 @@ static int walk(Probe *p, Worker *w, int li, int burst)
 	walk_limits(o, &max_plies, &max_moves);
 	const char *root = line_root(p, l);
 	int fresh = 0, plies = 0, book_plies = 0;
-	bool jitter = o->opp_jitter > 0 && o->opp_budget.kind == SEARCH_BUDGET_NODES;
+	bool jitter = o->opp_jitter > 0; /* with a nodes budget: probe_run checked */
 restart:
 	if (position_parse(w->pos, root, NULL) < 0) return 0; /* checked before the run */
 	plies = 0;
@@ -532,13 +532,13 @@ restart:
 				int has = has_reply(p, w, w->pos, m);
 				pthread_mutex_unlock(&p->book_mu);
 				if (has < 0) return has;
-				if (!has && (rc = store(p, w, &o->opp_budget)) == 0) {
+				if (!has) {
+					if ((rc = store(p, w, &o->opp_budget)) < 0) return rc;
 					added = true;
 					pthread_mutex_lock(&p->mu);
 					p->st->opp_added++;
 					pthread_mutex_unlock(&p->mu);
 				}
-				if (rc < 0) return rc;
 			}
 		}
 		if (t == 0) {
@@ -753,6 +753,11 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 	    opt->multipv > SEARCH_MULTIPV_MAX || !book_minimax_hook_set(&opt->minimax))
 		return errmsg_set(err, THINK_ERRLEN, THINK_EINVAL, "probe: %s",
 		                  "need engines, opponents, MultiPV 1..32 and a minimax hook");
+	if (opt->opp_jitter < 0 || opt->opp_jitter > 50 ||
+	    (opt->opp_jitter && opt->opp_budget.kind != SEARCH_BUDGET_NODES))
+		return errmsg_set(err, THINK_ERRLEN, THINK_EINVAL, "probe: %s",
+		                  "the opponent's node jitter must be 0..50 percent, with a nodes "
+		                  "budget");
 	Probe p = {.opt = opt, .db = db, .st = out, .err = err, .start = clock_ms_f()};
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_mutex_init(&p.book_mu, NULL);

@@ -144,8 +144,8 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	printf(
 	    "probe thought %llu failed %llu walks %llu restarts %llu opponent_moves %llu "
 	    "opponent_cached %llu opponent_replayed %llu opponent_differ %llu opponent_added %llu "
-	    "lines "
-	    "%llu done %llu deepest %d book_plies_per_walk %.1f reach %.2f time_s %.1f per_s %.2f "
+	    "lines %llu done %llu deepest %d book_plies_per_walk %.1f reach %.2f time_s %.1f "
+	    "per_s %.2f "
 	    "engine_s %.1f\n",
 	    (unsigned long long)st.thought, (unsigned long long)st.failed,
 	    (unsigned long long)st.walks, (unsigned long long)st.restarts,

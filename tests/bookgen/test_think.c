@@ -1142,10 +1142,14 @@ static void test_bookgen__probe_against_a_varying_opponent_keeps_every_reply(voi
 		opp[i]->base.ops = &NODES_OPS;
 		rig.opps[i] = &opp[i]->base;
 	}
-	rig.po.opp_budget = (SearchBudget){.kind = SEARCH_BUDGET_NODES, .amount = 1000};
 	rig.po.opp_jitter = 20;
 	rig.po.seed = 12345;
 	ProbeStats st;
+	/* The jitter moves nodes: any other budget is refused, before any walk. */
+	assert_int_equal(probe_run(&st, rig.db, &rig.po, err), THINK_EINVAL);
+	assert_non_null(strstr(err, "with a nodes budget"));
+	assert_int_equal(st.walks, 0);
+	rig.po.opp_budget = (SearchBudget){.kind = SEARCH_BUDGET_NODES, .amount = 1000};
 	assert_int_equal(probe_run(&st, rig.db, &rig.po, err), 0);
 	assert_int_equal(st.done, 4);
 	assert_int_equal(st.opp_cached, 0);   /* every opponent move asked */
