@@ -124,6 +124,22 @@ bool bookdb_same_book(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
+int bookdb_stamp(BookStamp *out, BookDB *db)
+{
+	char path[BOOKDB_PATH_LEN];
+	struct stat st;
+	MDB_envinfo info;
+	memset(out, 0, sizeof *out);
+	snprintf(path, sizeof path, "%s/data.mdb", db->dir);
+	if (stat(path, &st) != 0) return BOOKDB_EIO;
+	int rc = mdb_env_info(db->env, &info);
+	if (rc) return bdb_xlate(rc);
+	out->dev = (uint64_t)st.st_dev;
+	out->ino = (uint64_t)st.st_ino;
+	out->txnid = (uint64_t)info.me_last_txnid;
+	return 0;
+}
+
 uint64_t bookdb_file_size(BookDB *db)
 {
 	char path[BOOKDB_PATH_LEN];

@@ -137,6 +137,18 @@ const char *bookdb_dir(const BookDB *db);
  * either holds none. */
 bool bookdb_same_book(const char *a, const char *b);
 
+/*
+ * What identifies the book's state: its data file (device, inode) and the id
+ * of LMDB's last committed transaction. Two equal stamps mean nothing was
+ * committed to that file in between, so data derived from the book and kept
+ * beside it (the selector's snapshot, bookgen/snapshot.h) is still current.
+ * A compacted or restored book is another file: another stamp.
+ */
+typedef struct {
+	uint64_t dev, ino, txnid;
+} BookStamp;
+JOSEKI_MUST_USE int bookdb_stamp(BookStamp *out, BookDB *db);
+
 /* Begins a transaction (write: only one at a time, blocks while another process
  * writes). The caller ends it with bookdb_txn_commit or bookdb_txn_abort. */
 JOSEKI_MUST_USE int bookdb_txn_begin(BookTxn **out, BookDB *db, bool write);

@@ -42,6 +42,11 @@ enum {
 	SEL_EBOOK = ERR_SEL - 3,    /* the book could not be read (bookdb error) */
 	SEL_EFULL = ERR_SEL - 4,    /* more than 2^31 nodes */
 	SEL_ESTOPPED = ERR_SEL - 5, /* the yield function stopped the search (sel_set_yield) */
+	/* The selector's snapshot (bookgen/snapshot.h). */
+	SEL_ENOSNAP = ERR_SEL - 6, /* no snapshot */
+	SEL_ESTALE = ERR_SEL - 7,  /* a snapshot of another state of the book */
+	SEL_ESNAP = ERR_SEL - 8,   /* a damaged snapshot, or of another build or run */
+	SEL_EIO = ERR_SEL - 9,     /* the snapshot could not be read or written */
 };
 const char *sel_strerror(int code);
 

@@ -1,0 +1,363 @@
+/*
+ * bookgen/snapshot.c — the snapshot file (bookgen/snapshot.h): header,
+ * sections, table, hashes.
+ */
+#include "bookgen/snapshot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shogi/errmsg.h"
+#include "shogi/grow.h"
+
+#define SNAP_MAGIC "JSKSNAP1"
+#define SNAP_VERSION 1u
+#define SNAP_MAX_SECTIONS 64
+#define SNAP_PATH_MAX 4096
+
+typedef struct {
+	char magic[8];
+	uint32_t version, nsections;
+	uint64_t table_off;
+	BookStamp stamp;
+	uint64_t hash; /* of the bytes above */
+} SnapHeader;
+
+typedef struct {
+	uint32_t tag, pad;
+	uint64_t off, len, hash;
+} SnapEntry;
+
+/* ---- the hash: four lanes of 8 bytes, so that the multiplies of one lane
+ * overlap the others' (several GB/s: a snapshot of a gigabyte is checked
+ * in a fraction of a second). Streaming, for sections written in pieces. */
+
+#define H_MUL1 0x9E3779B97F4A7C15ULL
+#define H_MUL2 0xC2B2AE3D27D4EB4FULL
+
+typedef struct {
+	uint64_t lane[4];
+	uint8_t pend[32];
+	size_t npend;
+	uint64_t total;
+} Hash;
+
+static inline uint64_t rotl(uint64_t x, int r)
+{
+	return x << r | x >> (64 - r);
+}
+
+static inline uint64_t round1(uint64_t h, uint64_t w)
+{
+	return rotl(h ^ (w * H_MUL1), 29) * H_MUL2;
+}
+
+static void hash_init(Hash *h)
+{
+	for (int i = 0; i < 4; i++) h->lane[i] = H_MUL2 * (uint64_t)(i + 1);
+	h->npend = 0;
+	h->total = 0;
+}
+
+static void hash_blocks(Hash *h, const uint8_t *p, size_t nblocks)
+{
+	uint64_t a = h->lane[0], b = h->lane[1], c = h->lane[2], d = h->lane[3];
+	for (size_t i = 0; i < nblocks; i++, p += 32) {
+		uint64_t w[4];
+		memcpy(w, p, 32);
+		a = round1(a, w[0]);
+		b = round1(b, w[1]);
+		c = round1(c, w[2]);
+		d = round1(d, w[3]);
+	}
+	h->lane[0] = a;
+	h->lane[1] = b;
+	h->lane[2] = c;
+	h->lane[3] = d;
+}
+
+static void hash_update(Hash *h, const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	if (!n) return;
+	h->total += n;
+	if (h->npend) {
+		size_t k = 32 - h->npend < n ? 32 - h->npend : n;
+		memcpy(h->pend + h->npend, p, k);
+		h->npend += k;
+		p += k;
+		n -= k;
+		if (h->npend < 32) return;
+		hash_blocks(h, h->pend, 1);
+		h->npend = 0;
+	}
+	hash_blocks(h, p, n / 32);
+	p += n / 32 * 32;
+	n %= 32;
+	memcpy(h->pend, p, n);
+	h->npend = n;
+}
+
+static uint64_t hash_final(Hash *h)
+{
+	memset(h->pend + h->npend, 0, 32 - h->npend);
+	hash_blocks(h, h->pend, 1);
+	uint64_t x = h->total * H_MUL1;
+	for (int i = 0; i < 4; i++) x = round1(x, h->lane[i]);
+	x ^= x >> 33;
+	x *= H_MUL2;
+	return x ^ (x >> 29);
+}
+
+uint64_t snap_hash(const void *p, size_t n)
+{
+	Hash h;
+	hash_init(&h);
+	hash_update(&h, p, n);
+	return hash_final(&h);
+}
+
+/* ---- writing ---- */
+
+struct SnapWriter {
+	FILE *f;
+	char path[SNAP_PATH_MAX], tmp[SNAP_PATH_MAX + 8];
+	SnapHeader head;
+	SnapEntry ent[SNAP_MAX_SECTIONS];
+	int n;        /* sections begun */
+	bool open;    /* the last one is being written */
+	bool failed;  /* a write failed */
+	uint64_t pos; /* bytes written */
+	Hash h;
+	char *buf; /* the stream's buffer */
+};
+
+static int werr(SnapWriter *w, char *err, const char *what)
+{
+	return errmsg_set(err, SNAP_ERRLEN, SEL_EIO, "selector snapshot %s: %s: %s", w->tmp, what,
+	                  strerror(errno ? errno : EIO));
+}
+
+int snap_create(SnapWriter **out, const char *path, const BookStamp *stamp, char *err)
+{
+	*out = NULL;
+	if (strlen(path) >= SNAP_PATH_MAX)
+		return errmsg_set(err, SNAP_ERRLEN, SEL_EINVAL, "selector snapshot: path too long");
+	SnapWriter *w = calloc(1, sizeof *w);
+	if (!w) return SEL_ENOMEM;
+	snprintf(w->path, sizeof w->path, "%s", path);
+	snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
+	memcpy(w->head.magic, SNAP_MAGIC, 8);
+	w->head.version = SNAP_VERSION;
+	w->head.stamp = *stamp;
+	w->buf = malloc(1 << 20);
+	w->f = w->buf ? fopen(w->tmp, "wb") : NULL;
+	if (!w->f) {
+		int rc = w->buf ? werr(w, err, "cannot create it") : SEL_ENOMEM;
+		free(w->buf);
+		free(w);
+		return rc;
+	}
+	setvbuf(w->f, w->buf, _IOFBF, 1 << 20);
+	/* The header's place, written last. */
+	SnapHeader zero = {0};
+	if (fwrite(&zero, sizeof zero, 1, w->f) != 1) w->failed = true;
+	w->pos = sizeof zero;
+	*out = w;
+	return 0;
+}
+
+static void section_end(SnapWriter *w)
+{
+	if (!w->open) return;
+	SnapEntry *e = &w->ent[w->n - 1];
+	e->len = w->pos - e->off;
+	e->hash = hash_final(&w->h);
+	w->open = false;
+}
+
+int snap_section(SnapWriter *w, uint32_t tag)
+{
+	section_end(w);
+	if (w->n >= SNAP_MAX_SECTIONS) return SEL_EINVAL;
+	w->ent[w->n++] = (SnapEntry){.tag = tag, .off = w->pos};
+	hash_init(&w->h);
+	w->open = true;
+	return 0;
+}
+
+int snap_write(SnapWriter *w, const void *p, size_t n)
+{
+	if (!w->open) return SEL_EINVAL;
+	if (!n) return 0;
+	hash_update(&w->h, p, n);
+	if (fwrite(p, 1, n, w->f) != n) {
+		w->failed = true;
+		return SEL_EIO;
+	}
+	w->pos += n;
+	return 0;
+}
+
+void snap_abort(SnapWriter *w)
+{
+	if (!w) return;
+	if (w->f) fclose(w->f);
+	unlink(w->tmp);
+	free(w->buf);
+	free(w);
+}
+
+int snap_commit(SnapWriter *w, char *err)
+{
+	section_end(w);
+	w->head.nsections = (uint32_t)w->n;
+	w->head.table_off = w->pos;
+	w->head.hash = snap_hash(&w->head, offsetof(SnapHeader, hash));
+	uint64_t th = snap_hash(w->ent, (size_t)w->n * sizeof *w->ent);
+	errno = 0;
+	int rc = 0;
+	if (w->failed || fwrite(w->ent, sizeof *w->ent, (size_t)w->n, w->f) != (size_t)w->n ||
+	    fwrite(&th, sizeof th, 1, w->f) != 1 || fseek(w->f, 0, SEEK_SET) != 0 ||
+	    fwrite(&w->head, sizeof w->head, 1, w->f) != 1 || fflush(w->f) != 0)
+		rc = werr(w, err, "cannot write it");
+	/* No fsync: a file torn by a crash fails its hashes, and the next run
+	 * then starts from scratch, as it would without one. */
+	if (fclose(w->f) != 0 && !rc) rc = werr(w, err, "cannot write it");
+	w->f = NULL;
+	if (!rc && rename(w->tmp, w->path) != 0) rc = werr(w, err, "cannot rename it into place");
+	if (rc) unlink(w->tmp);
+	free(w->buf);
+	free(w);
+	return rc;
+}
+
+/* ---- reading ---- */
+
+struct SnapReader {
+	int fd;
+	char path[SNAP_PATH_MAX];
+	SnapHeader head;
+	SnapEntry ent[SNAP_MAX_SECTIONS];
+};
+
+static int rfail(const char *path, char *err, int code, const char *what)
+{
+	return errmsg_set(err, SNAP_ERRLEN, code, "selector snapshot %s: %s", path, what);
+}
+
+/* Reads n bytes at off, all of them. */
+static bool read_at(int fd, void *buf, size_t n, uint64_t off)
+{
+	uint8_t *p = buf;
+	while (n) {
+		ssize_t k = pread(fd, p, n > (1u << 30) ? (1u << 30) : n, (off_t)off);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) return false;
+		p += k;
+		n -= (size_t)k;
+		off += (uint64_t)k;
+	}
+	return true;
+}
+
+int snap_open(SnapReader **out, const char *path, const BookStamp *stamp, char *err)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? rfail(path, err, SEL_ENOSNAP, "none")
+		                       : rfail(path, err, SEL_EIO, strerror(errno));
+	SnapReader *r = calloc(1, sizeof *r);
+	if (!r) {
+		close(fd);
+		return SEL_ENOMEM;
+	}
+	r->fd = fd;
+	snprintf(r->path, sizeof r->path, "%s", path);
+	struct stat st;
+	int rc = 0;
+	uint64_t th = 0;
+	if (fstat(fd, &st) != 0 || !read_at(fd, &r->head, sizeof r->head, 0))
+		rc = rfail(path, err, SEL_ESNAP, "shorter than its header");
+	else if (memcmp(r->head.magic, SNAP_MAGIC, 8) != 0)
+		rc = rfail(path, err, SEL_ESNAP, "not a selector snapshot (bad magic)");
+	else if (r->head.hash != snap_hash(&r->head, offsetof(SnapHeader, hash)))
+		rc = rfail(path, err, SEL_ESNAP, "damaged header (hash)");
+	else if (r->head.version != SNAP_VERSION)
+		rc = rfail(path, err, SEL_ESNAP, "of another version");
+	else if (r->head.nsections > SNAP_MAX_SECTIONS ||
+	         r->head.table_off > (uint64_t)st.st_size ||
+	         (uint64_t)st.st_size - r->head.table_off !=
+	             r->head.nsections * sizeof(SnapEntry) + sizeof th)
+		rc = rfail(path, err, SEL_ESNAP, "damaged (its table is not at the end)");
+	else if (!read_at(fd, r->ent, r->head.nsections * sizeof(SnapEntry), r->head.table_off) ||
+	         !read_at(fd, &th, sizeof th,
+	                  r->head.table_off + r->head.nsections * sizeof(SnapEntry)) ||
+	         th != snap_hash(r->ent, r->head.nsections * sizeof(SnapEntry)))
+		rc = rfail(path, err, SEL_ESNAP, "damaged table (hash)");
+	for (uint32_t i = 0; !rc && i < r->head.nsections; i++)
+		if (r->ent[i].off < sizeof(SnapHeader) || r->ent[i].off > r->head.table_off ||
+		    r->ent[i].len > r->head.table_off - r->ent[i].off)
+			rc = rfail(path, err, SEL_ESNAP,
+			           "damaged table (a section out of the file)");
+	if (!rc && memcmp(&r->head.stamp, stamp, sizeof *stamp) != 0)
+		rc = rfail(path, err, SEL_ESTALE,
+		           r->head.stamp.dev == stamp->dev && r->head.stamp.ino == stamp->ino
+		               ? "the book was written since"
+		               : "of another book file");
+	if (rc) {
+		snap_close(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+static const SnapEntry *find(const SnapReader *r, uint32_t tag)
+{
+	for (uint32_t i = 0; i < r->head.nsections; i++)
+		if (r->ent[i].tag == tag) return &r->ent[i];
+	return NULL;
+}
+
+bool snap_has(const SnapReader *r, uint32_t tag, uint64_t *len)
+{
+	const SnapEntry *e = find(r, tag);
+	if (e && len) *len = e->len;
+	return e != NULL;
+}
+
+int snap_read(SnapReader *r, uint32_t tag, void *buf, uint64_t len, char *err)
+{
+	const SnapEntry *e = find(r, tag);
+	char what[96];
+	char t[5] = {(char)(tag & 0xff), (char)(tag >> 8 & 0xff), (char)(tag >> 16 & 0xff),
+	             (char)(tag >> 24), 0};
+	if (!e || e->len != len) {
+		snprintf(what, sizeof what, "section %s %s", t,
+		         e ? "of another length" : "missing");
+		return rfail(r->path, err, SEL_ESNAP, what);
+	}
+	if (!read_at(r->fd, buf, (size_t)len, e->off)) {
+		snprintf(what, sizeof what, "section %s: %s", t, strerror(errno ? errno : EIO));
+		return rfail(r->path, err, SEL_EIO, what);
+	}
+	if (snap_hash(buf, (size_t)len) != e->hash) {
+		snprintf(what, sizeof what, "section %s damaged (hash)", t);
+		return rfail(r->path, err, SEL_ESNAP, what);
+	}
+	return 0;
+}
+
+void snap_close(SnapReader *r)
+{
+	if (!r) return;
+	close(r->fd);
+	free(r);
+}

@@ -1,0 +1,96 @@
+/*
+ * bookgen/snapshot.h — the selector's state kept between runs.
+ *
+ * A coordinator (or think) that stops cleanly writes its selector's graph
+ * (nodes, their bounds, edges, parent links, held records, the key filter)
+ * and its plan's state (leaves served, queued leaves) to one file beside
+ * the book, stamped with the book's state (bookdb_stamp). The next start
+ * over the same, unchanged book reads it back instead of searching the
+ * thought part of the book from scratch: it continues where the last run
+ * stopped, selecting what that run would have selected next.
+ *
+ * The file: a header (magic, version, the book's stamp, the section table's
+ * place), sections of bytes, and the table (per section a tag, its place,
+ * length and a 64-bit hash of its bytes). Written to PATH.tmp and renamed
+ * over PATH, so a reader sees a whole file or the last one; a torn or damaged
+ * file fails its hashes. Native byte order and layout: a file is read only by
+ * the build that wrote it (the selector section checks its structures'
+ * sizes), anything else is refused and the run starts from scratch.
+ */
+#ifndef BOOKGEN_SNAPSHOT_H
+#define BOOKGEN_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bookdb/bookdb.h"
+#include "bookgen/plan.h"
+#include "bookgen/selector.h"
+#include "shogi/errors.h"
+
+/* The file's name in the book's directory. */
+#define SNAP_FILE "selector.snap"
+#define SNAP_ERRLEN 256
+
+/* Section tags. */
+#define SNAP_TAG(a, b, c, d)                                                                       \
+	((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
+
+typedef struct SnapWriter SnapWriter;
+typedef struct SnapReader SnapReader;
+
+/* A new snapshot for the book state stamp, written to path.tmp. 0 or SEL_EIO /
+ * SEL_ENOMEM with err (SNAP_ERRLEN bytes) naming the file. */
+JOSEKI_MUST_USE int snap_create(SnapWriter **out, const char *path, const BookStamp *stamp,
+                                char *err);
+/* Begins section tag (the previous one ends). */
+JOSEKI_MUST_USE int snap_section(SnapWriter *w, uint32_t tag);
+/* Appends n bytes to the current section. */
+JOSEKI_MUST_USE int snap_write(SnapWriter *w, const void *p, size_t n);
+/* Writes the table and the header, and renames the file into place; frees w
+ * either way (on failure nothing replaces path). 0 or SEL_EIO with err. */
+JOSEKI_MUST_USE int snap_commit(SnapWriter *w, char *err);
+/* Drops an unfinished snapshot (its temporary file removed). Accepts NULL. */
+void snap_abort(SnapWriter *w);
+
+/*
+ * Opens the snapshot at path for the book state stamp: its header and table
+ * read and checked. SEL_ENOSNAP when there is none, SEL_ESTALE when it is of
+ * another state of the book (or another book), SEL_ESNAP when it is damaged or
+ * of another build, SEL_EIO / SEL_ENOMEM; err says which and where.
+ */
+JOSEKI_MUST_USE int snap_open(SnapReader **out, const char *path, const BookStamp *stamp,
+                              char *err);
+/* Whether section tag is there, and its length. */
+bool snap_has(const SnapReader *r, uint32_t tag, uint64_t *len);
+/* Reads the whole of section tag (len bytes, its length) into buf and checks
+ * its hash. 0, or SEL_ESNAP (absent, another length, a wrong hash) / SEL_EIO
+ * with err. */
+JOSEKI_MUST_USE int snap_read(SnapReader *r, uint32_t tag, void *buf, uint64_t len, char *err);
+void snap_close(SnapReader *r);
+
+/*
+ * The selector's sections. sel_snapshot_write: s between calls (no search
+ * suspended), lazy (sel_attach; the key filter waited for if still being
+ * built); SEL_EINVAL when not (nothing written). sel_restore instead of sel_attach, on a selector
+ * fresh from sel_new: the graph as written, over db (which must be the book
+ * it was written from: the stamp says so), no roots (plan_new adds them
+ * again). On failure the selector must be freed.
+ */
+JOSEKI_MUST_USE int sel_snapshot_write(Selector *s, SnapWriter *w);
+JOSEKI_MUST_USE int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err);
+
+/*
+ * The plan's section: its options, roots and weights, and per (root, colour)
+ * the leaves served and those queued. plan_restore on a plan fresh from
+ * plan_new over the restored selector: SEL_ESNAP with err when the options
+ * or roots differ from the snapshot's (the run was started otherwise).
+ */
+JOSEKI_MUST_USE int plan_snapshot_write(const Plan *p, SnapWriter *w);
+JOSEKI_MUST_USE int plan_restore(Plan *p, SnapReader *r, char *err);
+
+/* The 64-bit hash of the sections (exposed for the tests). */
+uint64_t snap_hash(const void *p, size_t n);
+
+#endif
