@@ -3,6 +3,7 @@
  * (bookgen/plan.h).
  */
 #include "bookgen/plan.h"
+#include "bookgen/snapshot.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -231,4 +232,170 @@ int plan_next(Plan *p, SelLeaf *leaf, Position *pos)
 		return give(p, k, leaf, pos);
 	}
 	return 0;
+}
+
+/* ---- the plan's state in a snapshot (bookgen/snapshot.h) ---- */
+
+#define T_PLAN SNAP_TAG('P', 'L', 'A', 'N')
+
+typedef struct {
+	uint8_t *b;
+	size_t n, cap;
+	bool oom;
+} Buf;
+
+static void put(Buf *b, const void *p, size_t n)
+{
+	if (!n) return;
+	if (b->oom || array_grow((void **)&b->b, &b->cap, b->n + n, 1, 1024)) {
+		b->oom = true;
+		return;
+	}
+	memcpy(b->b + b->n, p, n);
+	b->n += n;
+}
+
+static void put_u64(Buf *b, uint64_t v)
+{
+	put(b, &v, sizeof v);
+}
+
+int plan_snapshot_write(const Plan *p, SnapWriter *w)
+{
+	Buf b = {0};
+	put_u64(&b, (uint64_t)p->opt.mode);
+	put_u64(&b, (uint64_t)(int64_t)p->opt.window);
+	put_u64(&b, (uint64_t)p->opt.book_side);
+	put_u64(&b, (uint64_t)p->opt.batch);
+	put_u64(&b, (uint64_t)p->nroots);
+	put_u64(&b, (uint64_t)p->nslots);
+	for (int r = 0; r < p->nroots; r++) {
+		uint64_t len = strlen(p->sfens[r].sfen);
+		put_u64(&b, len);
+		put(&b, p->sfens[r].sfen, len);
+	}
+	for (int i = 0; i < p->nslots; i++) {
+		const PlanSlot *s = &p->slots[i];
+		put_u64(&b, (uint64_t)(int64_t)s->root);
+		put_u64(&b, (uint64_t)(int64_t)s->book_side);
+		put(&b, &s->weight, sizeof s->weight);
+		put_u64(&b, s->served);
+		put_u64(&b, s->qlen - s->qhead);
+		if (s->qlen > s->qhead) put(&b, s->q + s->qhead, s->qlen - s->qhead);
+	}
+	int rc = b.oom ? SEL_ENOMEM : snap_section(w, T_PLAN);
+	if (!rc) rc = snap_write(w, b.b, b.n);
+	free(b.b);
+	return rc;
+}
+
+typedef struct {
+	const uint8_t *p, *end;
+	bool bad;
+} Rd;
+
+static const uint8_t *take(Rd *r, uint64_t n)
+{
+	if (r->bad || (uint64_t)(r->end - r->p) < n) {
+		r->bad = true;
+		return NULL;
+	}
+	const uint8_t *q = r->p;
+	r->p += n;
+	return q;
+}
+
+static uint64_t take_u64(Rd *r)
+{
+	uint64_t v = 0;
+	const uint8_t *q = take(r, sizeof v);
+	if (q) memcpy(&v, q, sizeof v);
+	return v;
+}
+
+/* A queue of leaves as queue_put writes them, every leaf whole. */
+static bool queue_ok(const uint8_t *q, uint64_t len)
+{
+	uint64_t off = 0;
+	while (off < len) {
+		uint16_t nm;
+		if (len - off < 6 + sizeof(Key)) return false;
+		memcpy(&nm, q + off, 2);
+		if (nm > SEL_MAX_PLY || len - off - 6 - sizeof(Key) < 2 * (uint64_t)nm)
+			return false;
+		off += 6 + sizeof(Key) + 2 * (uint64_t)nm;
+	}
+	return true;
+}
+
+int plan_restore(Plan *p, SnapReader *r, char *err)
+{
+	uint64_t len;
+	if (!snap_has(r, T_PLAN, &len))
+		return errmsg_set(err, SNAP_ERRLEN, SEL_ESNAP, "selector snapshot: no plan");
+	if (len > ((uint64_t)1 << 32)) return SEL_ESNAP;
+	uint8_t *buf = malloc(len ? (size_t)len : 1);
+	if (!buf) return SEL_ENOMEM;
+	int rc = snap_read(r, T_PLAN, buf, len, err);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	Rd d = {buf, buf + len, false};
+	const char *differs = NULL;
+	if (take_u64(&d) != (uint64_t)p->opt.mode ||
+	    take_u64(&d) != (uint64_t)(int64_t)p->opt.window ||
+	    take_u64(&d) != (uint64_t)p->opt.book_side || take_u64(&d) != (uint64_t)p->opt.batch)
+		differs = "another selection policy, window, book side or batch";
+	else if (take_u64(&d) != (uint64_t)p->nroots || take_u64(&d) != (uint64_t)p->nslots)
+		differs = "another number of roots";
+	for (int i = 0; !differs && i < p->nroots; i++) {
+		uint64_t n = take_u64(&d);
+		const uint8_t *sfen = take(&d, n);
+		if (!sfen || n != strlen(p->sfens[i].sfen) || memcmp(sfen, p->sfens[i].sfen, n))
+			differs = "other roots";
+	}
+	/* Checked whole before anything is changed. */
+	const uint8_t *slots = d.p;
+	for (int i = 0; !differs && i < p->nslots; i++) {
+		const PlanSlot *s = &p->slots[i];
+		double wt = 0;
+		uint64_t root = take_u64(&d), side = take_u64(&d);
+		const uint8_t *wp = take(&d, sizeof wt);
+		if (wp) memcpy(&wt, wp, sizeof wt);
+		(void)take_u64(&d);
+		uint64_t qn = take_u64(&d);
+		const uint8_t *q = take(&d, qn);
+		if (root != (uint64_t)(int64_t)s->root || side != (uint64_t)(int64_t)s->book_side ||
+		    wt != s->weight)
+			differs = "other roots or weights";
+		else if (!q || !queue_ok(q, qn))
+			d.bad = true;
+	}
+	if (!differs && (d.bad || d.p != d.end)) {
+		free(buf);
+		return errmsg_set(err, SNAP_ERRLEN, SEL_ESNAP, "selector snapshot: damaged plan");
+	}
+	if (differs) {
+		free(buf);
+		return errmsg_set(err, SNAP_ERRLEN, SEL_ESNAP,
+		                  "selector snapshot: of a run with %s", differs);
+	}
+	d.p = slots;
+	for (int i = 0; i < p->nslots && !rc; i++) {
+		PlanSlot *s = &p->slots[i];
+		(void)take(&d, 3 * sizeof(uint64_t));
+		s->served = take_u64(&d);
+		uint64_t qn = take_u64(&d);
+		const uint8_t *q = take(&d, qn);
+		s->qlen = s->qhead = 0;
+		if (qn && array_grow((void **)&s->q, &s->qcap, (size_t)qn, 1, 256))
+			rc = SEL_ENOMEM;
+		else if (qn) {
+			memcpy(s->q, q, (size_t)qn);
+			s->qlen = (size_t)qn;
+		}
+	}
+	free(buf);
+	return rc;
 }

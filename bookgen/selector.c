@@ -167,6 +167,9 @@ static int lease_now(Selector *s, Key key, bool on)
 {
 	int64_t i = on ? sel_g_find_or_create(s, key) : sel_g_find_node(s, key);
 	if (i < 0) return on ? (int)i : 0;
+	/* No change, nothing to clear (a restarted coordinator leases again
+	 * what its snapshot holds leased). */
+	if (!(s->nodes[i].flags & NF_LEASED) == !on) return 0;
 	if (on)
 		s->nodes[i].flags |= NF_LEASED;
 	else

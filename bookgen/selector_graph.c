@@ -40,6 +40,14 @@ const char *sel_strerror(int code)
 		return "selector graph too large";
 	case SEL_ESTOPPED:
 		return "selection stopped";
+	case SEL_ENOSNAP:
+		return "no selector snapshot";
+	case SEL_ESTALE:
+		return "selector snapshot of another state of the book";
+	case SEL_ESNAP:
+		return "damaged selector snapshot";
+	case SEL_EIO:
+		return "selector snapshot I/O error";
 	}
 	return "unknown selector error";
 }
@@ -57,7 +65,7 @@ int64_t sel_g_find_node(const Selector *s, Key k)
 }
 
 /* Reserves room for n nodes in all. */
-static int reserve_nodes(Selector *s, size_t n)
+int sel_g_reserve_nodes(Selector *s, size_t n)
 {
 	if (n >= INT32_MAX) return SEL_EFULL;
 	int r = (array_grow((void **)&s->nodes, &s->capnodes, n, sizeof *s->nodes, 64) ? SEL_ENOMEM
@@ -169,7 +177,7 @@ static int64_t lookup(Selector *s, Key k)
 
 /* Memory for the filter: 2 MB pages when the system gives them (a lookup
  * then seldom misses the TLB as well as the cache). */
-static uint64_t *bloom_alloc(size_t bytes)
+uint64_t *sel_g_bloom_alloc(size_t bytes)
 {
 	void *p = NULL;
 	size_t align = bytes >= (2u << 20) ? (2u << 20) : 64;
@@ -223,7 +231,7 @@ static void *bloom_build(void *arg)
 	uint64_t blocks = 1;
 	while (blocks * 512 < count * 16) blocks *= 2;
 	size_t bytes = (size_t)blocks * 64;
-	if (!(f.bloom = bloom_alloc(bytes))) goto out;
+	if (!(f.bloom = sel_g_bloom_alloc(bytes))) goto out;
 	f.blocks = blocks - 1;
 	/* The keys minimax keeps, when it vouches for them all: a read of a
 	 * sixteenth of the bytes a pass over the book reads. */
@@ -307,7 +315,7 @@ int64_t sel_g_find_or_create(Selector *s, Key k)
 
 static int64_t create_node(Selector *s, Key k)
 {
-	int r = reserve_nodes(s, s->nnodes + 1);
+	int r = sel_g_reserve_nodes(s, s->nnodes + 1);
 	if (r) return r;
 	SelNode *n = &s->nodes[s->nnodes];
 	memset(n, 0, sizeof *n);
@@ -363,7 +371,7 @@ int sel_new(Selector **out, const SelOptions *opt)
 	s->rec = malloc(sizeof *s->rec);
 	s->pos = malloc(sizeof *s->pos);
 	s->enc = malloc(BOOKDB_RECORD_MAX);
-	if (!s->rec || !s->pos || !s->enc || reserve_nodes(s, 1024)) {
+	if (!s->rec || !s->pos || !s->enc || sel_g_reserve_nodes(s, 1024)) {
 		sel_free(s);
 		return SEL_ENOMEM;
 	}
@@ -413,7 +421,7 @@ int sel_load(Selector *s, BookDB *db)
 	int r = bookdb_txn_begin(&txn, db, false);
 	if (r < 0) return SEL_EBOOK;
 	if (bookdb_count(&count, txn, BOOKDB_POS) == 0) {
-		r = reserve_nodes(s, s->nnodes + (size_t)count + 1024);
+		r = sel_g_reserve_nodes(s, s->nnodes + (size_t)count + 1024);
 		if (r) goto done;
 	}
 	r = bookdb_iter_open(&it, txn);
@@ -542,6 +550,11 @@ int sel_g_call_begin(Selector *s)
 	}
 	if (!s->db || s->txn) return 0;
 	return bookdb_txn_begin(&s->txn, s->db, false) < 0 ? SEL_EBOOK : 0;
+}
+
+void sel_g_filter_wait(Selector *s)
+{
+	if (s->lazy) bloom_join(s);
 }
 
 void sel_g_call_end(Selector *s)

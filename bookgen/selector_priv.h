@@ -173,6 +173,10 @@ struct Selector {
 int64_t sel_g_find_node(const Selector *s, Key k);
 /* Index of k's node, created (unthought, no record) if absent; or SEL_E*. */
 int64_t sel_g_find_or_create(Selector *s, Key k);
+/* Reserves room for n nodes in all (the node array and the key map). */
+int sel_g_reserve_nodes(Selector *s, size_t n);
+/* Zeroed memory for a key filter of bytes (2 MB pages when it is large). */
+uint64_t *sel_g_bloom_alloc(size_t bytes);
 /* Keeps node i's record bytes (a thought position) until it is expanded.
  * 0 or SEL_ENOMEM. */
 int sel_g_add_raw(Selector *s, uint32_t i, const uint8_t *val, size_t len);
@@ -199,6 +203,9 @@ void sel_g_memory(SelStats *out, const Selector *s);
  * sel_set_yield). */
 int sel_g_call_begin(Selector *s);
 void sel_g_call_end(Selector *s);
+/* Lazy mode: waits for the key filter's thread and joins it (as the first
+ * search does). */
+void sel_g_filter_wait(Selector *s);
 /* Calls the yield function when weight more visits make SEL_YIELD_VISITS;
  * true when the search must stop (s->err is then SEL_ESTOPPED). */
 static inline bool sel_g_yield(Selector *s, unsigned weight)

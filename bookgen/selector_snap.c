@@ -1,0 +1,282 @@
+/*
+ * bookgen/selector_snap.c — the selector's graph written to a snapshot and
+ * read back (bookgen/snapshot.h).
+ *
+ * Sections: SELH (counts, layout, options, counters), SELN (the nodes, a held
+ * record's pointer written as 0), SELE (edges), SELL (parent links), SELP
+ * (nodes whose ancestors' bounds are still to be cleared), SELR (the held
+ * records: per NF_RAW node in index order, a u32 length and the bytes), SELB
+ * (the key filter). The key map is built again from the nodes (its slots
+ * are the book's size, most of them empty). Everything read is checked
+ * before it is used: an index out of range, a link list that loops or a key
+ * twice is a damaged snapshot, whatever the hashes said.
+ */
+#include "bookgen/selector_priv.h"
+#include "bookgen/snapshot.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shogi/errmsg.h"
+#include "shogi/grow.h"
+
+#define T_HEAD SNAP_TAG('S', 'E', 'L', 'H')
+#define T_NODES SNAP_TAG('S', 'E', 'L', 'N')
+#define T_EDGES SNAP_TAG('S', 'E', 'L', 'E')
+#define T_LINKS SNAP_TAG('S', 'E', 'L', 'L')
+#define T_PEND SNAP_TAG('S', 'E', 'L', 'P')
+#define T_RAW SNAP_TAG('S', 'E', 'L', 'R')
+#define T_BLOOM SNAP_TAG('S', 'E', 'L', 'B')
+
+typedef struct {
+	uint32_t node_size, edge_size, link_size, key_size;
+	SelOptions opt;
+	uint64_t nnodes, nedges, nlinks, npending;
+	uint64_t nraw, raw_bytes; /* NF_RAW nodes; their records' bytes */
+	uint64_t bloom_bytes, bloom_blocks, map_cap;
+	uint32_t stamp, next_root;
+	uint32_t filter_kept, pad;
+	double filter_ms;
+	uint64_t thought, edges_built;
+} SelHead;
+
+int sel_snapshot_write(Selector *s, SnapWriter *w)
+{
+	if (!s->in_call) sel_g_filter_wait(s);
+	if (!s->lazy || s->in_call || s->ndefer || s->err || !s->bloom_joined || !s->bloom)
+		return SEL_EINVAL;
+	SelHead h = {.node_size = sizeof(SelNode),
+	             .edge_size = sizeof(SelEdge),
+	             .link_size = sizeof(SelLink),
+	             .key_size = sizeof(Key),
+	             .opt = s->opt,
+	             .nnodes = s->nnodes,
+	             .nedges = s->nedges,
+	             .nlinks = s->nlinks,
+	             .npending = s->npending,
+	             .bloom_bytes = s->bloom_bytes,
+	             .bloom_blocks = s->bloom_blocks,
+	             .map_cap = s->map.cap,
+	             .stamp = s->stamp,
+	             .next_root = (uint32_t)s->next_root,
+	             .filter_kept = s->filter_kept,
+	             .filter_ms = s->filter_ms,
+	             .thought = s->st.thought,
+	             .edges_built = s->st.edges};
+	for (size_t i = 0; i < s->nnodes; i++)
+		if (s->nodes[i].flags & NF_RAW) {
+			uint32_t len;
+			memcpy(&len, s->nodes[i].u.raw, sizeof len);
+			h.nraw++;
+			h.raw_bytes += sizeof len + len;
+		}
+	int rc;
+	if ((rc = snap_section(w, T_HEAD)) || (rc = snap_write(w, &h, sizeof h))) return rc;
+	/* The nodes in chunks, a held record's pointer as 0. */
+	if ((rc = snap_section(w, T_NODES))) return rc;
+	enum { CHUNK = 4096 };
+	SelNode *chunk = malloc(CHUNK * sizeof *chunk);
+	if (!chunk) return SEL_ENOMEM;
+	for (size_t i = 0; i < s->nnodes && !rc; i += CHUNK) {
+		size_t n = s->nnodes - i < CHUNK ? s->nnodes - i : CHUNK;
+		memcpy(chunk, s->nodes + i, n * sizeof *chunk);
+		for (size_t j = 0; j < n; j++)
+			if (chunk[j].flags & NF_RAW) chunk[j].u.raw = NULL;
+		rc = snap_write(w, chunk, n * sizeof *chunk);
+	}
+	free(chunk);
+	if (rc || (rc = snap_section(w, T_EDGES)) ||
+	    (rc = snap_write(w, s->edges, s->nedges * sizeof *s->edges)) ||
+	    (rc = snap_section(w, T_LINKS)) ||
+	    (rc = snap_write(w, s->links, s->nlinks * sizeof *s->links)) ||
+	    (rc = snap_section(w, T_PEND)) ||
+	    (rc = snap_write(w, s->pending, s->npending * sizeof *s->pending)) ||
+	    (rc = snap_section(w, T_RAW)))
+		return rc;
+	for (size_t i = 0; i < s->nnodes && !rc; i++)
+		if (s->nodes[i].flags & NF_RAW) {
+			uint32_t len;
+			memcpy(&len, s->nodes[i].u.raw, sizeof len);
+			rc = snap_write(w, s->nodes[i].u.raw, sizeof len + len);
+		}
+	if (rc || (rc = snap_section(w, T_BLOOM)) || (rc = snap_write(w, s->bloom, s->bloom_bytes)))
+		return rc;
+	return 0;
+}
+
+static int damaged(char *err, const char *what, uint64_t where)
+{
+	return errmsg_set(err, SNAP_ERRLEN, SEL_ESNAP, "selector snapshot: damaged: %s (at %llu)",
+	                  what, (unsigned long long)where);
+}
+
+/* Every index of the graph in range, every link list ending (a link points
+ * only to an earlier one: add_link), a held record where the flag says. */
+static int check_graph(const Selector *s, char *err)
+{
+	for (size_t i = 0; i < s->nnodes; i++) {
+		const SelNode *n = &s->nodes[i];
+		if (n->flags & NF_ONPATH) return damaged(err, "a node on a search path", i);
+		if (n->bound > B_NOLEAF) return damaged(err, "a node's bound", i);
+		if (n->parents > s->nlinks) return damaged(err, "a node's parent link", i);
+		if ((n->flags & NF_RAW) && (n->flags & NF_EXPANDED))
+			return damaged(err, "a node both expanded and holding its record", i);
+		if ((n->flags & NF_EXPANDED) &&
+		    ((uint64_t)n->u.e.off + n->u.e.n > s->nedges ||
+		     (n->u.e.best != NO_BEST && n->u.e.best >= n->u.e.n)))
+			return damaged(err, "a node's edges", i);
+	}
+	for (size_t i = 0; i < s->nedges; i++)
+		if (s->edges[i].child < 0 || (uint64_t)s->edges[i].child >= s->nnodes)
+			return damaged(err, "an edge's child", i);
+	for (size_t i = 0; i < s->nlinks; i++)
+		if (s->links[i].node >= s->nnodes || s->links[i].next > i)
+			return damaged(err, "a parent link", i);
+	for (size_t i = 0; i < s->npending; i++)
+		if (s->pending[i] >= s->nnodes) return damaged(err, "a pending node", i);
+	return 0;
+}
+
+/* The held records from blob (len bytes) into the NF_RAW nodes. */
+static int take_raw(Selector *s, const uint8_t *blob, uint64_t len, char *err)
+{
+	uint64_t off = 0;
+	for (size_t i = 0; i < s->nnodes; i++) {
+		SelNode *n = &s->nodes[i];
+		if (!(n->flags & NF_RAW)) continue;
+		uint32_t l;
+		if (len - off < sizeof l) return damaged(err, "the held records", i);
+		memcpy(&l, blob + off, sizeof l);
+		if (!l || len - off - sizeof l < l)
+			return damaged(err, "a held record's length", i);
+		uint8_t *p = malloc(sizeof l + l);
+		if (!p) return SEL_ENOMEM;
+		memcpy(p, blob + off, sizeof l + l);
+		n->u.raw = p;
+		s->raw_bytes += l;
+		off += sizeof l + l;
+	}
+	return off == len ? 0 : damaged(err, "held records left over", off);
+}
+
+/* A failed restore leaves nothing sel_free cannot free: the held records
+ * taken so far freed, the nodes forgotten. */
+static int restore_fail(Selector *s, int rc)
+{
+	for (size_t i = 0; i < s->nnodes; i++)
+		if ((s->nodes[i].flags & NF_RAW) && s->nodes[i].u.raw) free(s->nodes[i].u.raw);
+	s->nnodes = s->nedges = s->nlinks = s->npending = 0;
+	s->raw_bytes = 0;
+	keymap_free(&s->map);
+	keymap_init(&s->map, sizeof(SelNode));
+	return rc;
+}
+
+/* Whether section tag holds n items of size elem (checked before anything
+ * is allocated for them: a damaged count must not ask for terabytes). */
+static int expect(SnapReader *r, uint32_t tag, uint64_t n, size_t elem, char *err)
+{
+	uint64_t len;
+	if (n > SIZE_MAX / elem / 2 || !snap_has(r, tag, &len) || len != n * elem)
+		return damaged(err, "a count against its section's length", n);
+	return 0;
+}
+
+/* n items of size elem, as bytes, checked against the section's length. */
+static int read_array(SnapReader *r, uint32_t tag, void **arr, size_t *cap, uint64_t n, size_t elem,
+                      char *err)
+{
+	int rc = expect(r, tag, n, elem, err);
+	if (rc) return rc;
+	if (array_grow(arr, cap, n ? (size_t)n : 1, elem, 64)) return SEL_ENOMEM;
+	return snap_read(r, tag, *arr, n * elem, err);
+}
+
+int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
+{
+	if (s->nnodes || s->nroots || s->lazy || s->bloom) return SEL_EINVAL;
+	SelHead h;
+	int rc = snap_read(r, T_HEAD, &h, sizeof h, err);
+	if (rc) return rc;
+	if (h.node_size != sizeof(SelNode) || h.edge_size != sizeof(SelEdge) ||
+	    h.link_size != sizeof(SelLink) || h.key_size != sizeof(Key))
+		return errmsg_set(err, SNAP_ERRLEN, SEL_ESNAP,
+		                  "selector snapshot: of another build (node layout)");
+	if (h.opt.kif_bonus != s->opt.kif_bonus || h.opt.draw_value != s->opt.draw_value)
+		return errmsg_set(err, SNAP_ERRLEN, SEL_ESNAP,
+		                  "selector snapshot: another kif bonus (%d, now %d)",
+		                  h.opt.kif_bonus, s->opt.kif_bonus);
+	if (h.nnodes >= INT32_MAX || h.nedges >= UINT32_MAX || h.nlinks >= UINT32_MAX ||
+	    h.npending > h.nnodes || h.thought > h.nnodes || h.nraw > h.nnodes ||
+	    h.map_cap > ((uint64_t)1 << 40) || h.bloom_bytes != (h.bloom_blocks + 1) * 64 ||
+	    (h.bloom_blocks & (h.bloom_blocks + 1)) || h.bloom_bytes > ((uint64_t)1 << 40))
+		return damaged(err, "the counts", 0);
+	if ((rc = expect(r, T_NODES, h.nnodes, sizeof(SelNode), err)) ||
+	    (rc = expect(r, T_BLOOM, h.bloom_bytes, 1, err)) ||
+	    (rc = expect(r, T_RAW, h.raw_bytes, 1, err)))
+		return rc;
+	/* The map as sel_attach sizes it: for the book's positions, which the
+	 * filter's size follows (16-32 bits a key). */
+	if (h.map_cap / 2 > h.bloom_bytes + 2 * h.nnodes + 2048)
+		return damaged(err, "the map's size", 0);
+	/* The nodes, and the key map as sel_attach sizes it. */
+	if ((rc = sel_g_reserve_nodes(s, h.nnodes ? (size_t)h.nnodes : 1)) ||
+	    (h.map_cap / 2 > h.nnodes &&
+	     keymap_reserve(&s->map, (const char *)s->nodes + offsetof(SelNode, key),
+	                    (size_t)h.map_cap / 2)))
+		return rc ? rc : SEL_ENOMEM;
+	if ((rc = snap_read(r, T_NODES, s->nodes, h.nnodes * sizeof(SelNode), err))) return rc;
+	for (size_t i = 0; i < h.nnodes; i++)
+		if (s->nodes[i].flags & NF_RAW) s->nodes[i].u.raw = NULL;
+	s->nnodes = (size_t)h.nnodes;
+	uint8_t *blob = NULL;
+	if ((rc = read_array(r, T_EDGES, (void **)&s->edges, &s->capedges, h.nedges,
+	                     sizeof *s->edges, err)) ||
+	    (rc = read_array(r, T_LINKS, (void **)&s->links, &s->caplinks, h.nlinks,
+	                     sizeof *s->links, err)) ||
+	    (rc = read_array(r, T_PEND, (void **)&s->pending, &s->cappending, h.npending,
+	                     sizeof *s->pending, err)))
+		return restore_fail(s, rc);
+	s->nedges = (size_t)h.nedges;
+	s->nlinks = (size_t)h.nlinks;
+	s->npending = (size_t)h.npending;
+	if ((rc = check_graph(s, err))) return restore_fail(s, rc);
+	size_t bcap = 0;
+	if ((rc = read_array(r, T_RAW, (void **)&blob, &bcap, h.raw_bytes, 1, err)) ||
+	    (rc = take_raw(s, blob, h.raw_bytes, err))) {
+		free(blob);
+		return restore_fail(s, rc);
+	}
+	free(blob);
+	/* The key map, from the nodes. */
+	for (size_t i = 0; i < s->nnodes; i++) {
+		int64_t put = keymap_find_or_insert(
+		    &s->map, (const char *)s->nodes + offsetof(SelNode, key), (uint32_t)i);
+		if (put < 0) return restore_fail(s, SEL_ENOMEM);
+		if (put != (int64_t)i) return restore_fail(s, damaged(err, "a key twice", i));
+	}
+	/* The key filter: built, joined. */
+	s->bloom = sel_g_bloom_alloc((size_t)h.bloom_bytes);
+	if (!s->bloom) return restore_fail(s, SEL_ENOMEM);
+	if ((rc = snap_read(r, T_BLOOM, s->bloom, h.bloom_bytes, err))) {
+		free(s->bloom);
+		s->bloom = NULL;
+		return restore_fail(s, rc);
+	}
+	s->bloom_bytes = (size_t)h.bloom_bytes;
+	s->bloom_blocks = h.bloom_blocks;
+	s->filter_kept = h.filter_kept;
+	s->filter_ms = h.filter_ms;
+	s->bloom_joined = true;
+	atomic_store(&s->bloom_ready, 1);
+	atomic_store(&s->bloom_finished, 1);
+	s->db = db;
+	s->lazy = true;
+	s->stamp = h.stamp;
+	s->next_root = h.next_root;
+	s->st.nodes = s->nnodes;
+	s->st.thought = h.thought;
+	s->st.edges = h.edges_built;
+	return 0;
+}
