@@ -210,6 +210,72 @@ static int fail_try(Coord *c, KeyState *ks, const char *worker, char *err)
 }
 
 /* ---- open, restore, free ---- */
+
+/* The selector and the plan: from the snapshot snap (restored as it was),
+ * or (snap NULL) new over the book. 0 or a negative code with err. */
+static int new_selection(Coord *c, const CoordOptions *opt, SnapReader *snap, char *err)
+{
+	SelOptions so = {.kif_bonus = opt->kif_bonus, .draw_value = 0};
+	if (sel_new(&c->sel, &so) < 0) return COORD_ENOMEM;
+	char serr[SNAP_ERRLEN] = "";
+	int rc = snap           ? sel_restore(c->sel, c->db, snap, serr)
+	         : opt->preload ? sel_load(c->sel, c->db)
+	                        : sel_attach(c->sel, c->db, &opt->minimax);
+	if (rc < 0 && serr[0]) return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "%s", serr);
+	if (rc < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK,
+		                  "coordinator: loading the book: %s", sel_strerror(rc));
+	char perr[SHOGI_ERRLEN];
+	rc = plan_new(&c->plan, c->sel, &opt->plan, opt->roots, opt->root_weights,
+	              opt->roots ? opt->nroots : 0, perr);
+	if (rc == SEL_EINVAL)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EOPTION, "coordinator: %s", perr);
+	if (rc < 0) return rc;
+	if (snap && (rc = plan_restore(c->plan, snap, serr)) < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "%s",
+		                  serr[0] ? serr : sel_strerror(rc));
+	return 0;
+}
+
+/* The selection from the snapshot, when it is of the book as it is: else
+ * (none, stale, damaged, of another run) the reason in snap_note and
+ * nothing made. The file is removed either way: once this run writes, it
+ * would be stale. */
+static void restore_selection(Coord *c, const CoordOptions *opt)
+{
+	double t0 = clock_ms_f();
+	BookStamp st;
+	SnapReader *snap = NULL;
+	char err[COORD_ERRLEN] = "";
+	int rc = bookdb_stamp(&st, c->db);
+	if (rc < 0) {
+		snprintf(c->snap_note, sizeof c->snap_note, "the book's stamp: %s",
+		         bookdb_strerror(rc));
+		return;
+	}
+	rc = snap_open(&snap, c->snap_path, &st, err);
+	if (rc == 0) {
+		rc = new_selection(c, opt, snap, err);
+		snap_close(snap);
+		if (rc < 0) {
+			sel_free(c->sel);
+			plan_free(c->plan);
+			c->sel = NULL;
+			c->plan = NULL;
+		}
+	}
+	if (rc != SEL_ENOSNAP) (void)unlink(c->snap_path); /* best effort: a stale one is refused */
+	c->snap_restored = rc == 0;
+	c->snap_ms = clock_ms_f() - t0;
+	if (rc < 0 && rc != SEL_ENOSNAP) snprintf(c->snap_note, sizeof c->snap_note, "%s", err);
+}
+
+bool coord_snapshot_restored(const Coord *c, const char **note, double *ms)
+{
+	if (note) *note = c->snap_note;
+	if (ms) *ms = c->snap_ms;
+	return c->snap_restored;
+}
 int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 {
 	*out = NULL;
@@ -228,23 +294,14 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	c->pos = malloc(sizeof *c->pos);
 	c->res = malloc(sizeof *c->res);
 	c->leaf = malloc(sizeof *c->leaf);
+	c->opt.snapshot = NULL;
 	int rc = COORD_ENOMEM;
-	SelOptions so = {.kif_bonus = opt->kif_bonus, .draw_value = 0};
-	if (!c->rec || !c->pos || !c->res || !c->leaf || sel_new(&c->sel, &so) < 0) goto fail;
-	if ((rc = opt->preload ? sel_load(c->sel, db) : sel_attach(c->sel, db, &opt->minimax)) <
-	    0) {
-		rc = errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: loading the book: %s",
-		                sel_strerror(rc));
-		goto fail;
+	if (!c->rec || !c->pos || !c->res || !c->leaf) goto fail;
+	if (opt->snapshot && !opt->preload) {
+		if (!(c->snap_path = strdup(opt->snapshot))) goto fail;
+		restore_selection(c, opt);
 	}
-	char perr[SHOGI_ERRLEN];
-	rc = plan_new(&c->plan, c->sel, &opt->plan, opt->roots, opt->root_weights,
-	              opt->roots ? opt->nroots : 0, perr);
-	if (rc == SEL_EINVAL) {
-		rc = errmsg_set(err, COORD_ERRLEN, COORD_EOPTION, "coordinator: %s", perr);
-		goto fail;
-	}
-	if (rc < 0) goto fail;
+	if (!c->snap_restored && (rc = new_selection(c, opt, NULL, err)) < 0) goto fail;
 	c->opt.roots = NULL; /* the plan keeps its own copies */
 	c->opt.root_weights = NULL;
 	c->opt.nroots = 0;
@@ -266,6 +323,45 @@ fail:
 }
 
 static int minimax_collect(Coord *c, bool wait, char *err);
+
+/* The selector's state to the snapshot, stamped with the book as committed. */
+static int save_snapshot(Coord *c, char *err)
+{
+	BookStamp st;
+	SnapWriter *w = NULL;
+	char serr[SNAP_ERRLEN] = "";
+	int rc = bookdb_stamp(&st, c->db);
+	if (rc < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: snapshot: %s",
+		                  bookdb_strerror(rc));
+	if ((rc = snap_create(&w, c->snap_path, &st, serr)) == 0 &&
+	    (rc = sel_snapshot_write(c->sel, w)) == 0 &&
+	    (rc = plan_snapshot_write(c->plan, w)) == 0) {
+		rc = snap_commit(w, serr);
+		w = NULL;
+	}
+	snap_abort(w);
+	if (rc < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: snapshot: %s",
+		                  serr[0]            ? serr
+		                  : rc == SEL_EINVAL ? "the selector is in no state to be saved"
+		                                     : sel_strerror(rc));
+	return 0;
+}
+
+int coord_close(Coord *c, double *save_ms, char *err)
+{
+	if (save_ms) *save_ms = 0;
+	if (!c) return 0;
+	co_select_stop(c);                    /* its stock of leaves released in the selector */
+	(void)minimax_collect(c, true, NULL); /* its plan is dropped, as in coord_free */
+	int rc = coord_commit(c, err);
+	double t0 = clock_ms_f();
+	if (rc == 0 && c->snap_path && c->sel && c->plan) rc = save_snapshot(c, err);
+	if (save_ms) *save_ms = clock_ms_f() - t0;
+	coord_free(c);
+	return rc;
+}
 
 void coord_free(Coord *c)
 {
@@ -292,6 +388,7 @@ void coord_free(Coord *c)
 	free(c->res);
 	free(c->leaf);
 	plan_free(c->plan);
+	free(c->snap_path);
 	free(c);
 }
 
@@ -945,6 +1042,8 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->last_minimax_ms = c->minimax_last_ms;
 	out->minimax_running = c->mm_running || c->mm_plan;
 	out->minimax_apply_ms = c->apply_ms;
+	out->snapshot_restored = c->snap_restored;
+	out->snapshot_note = c->snap_note;
 	SelStats ss;
 	sel_get_stats(&ss, c->sel);
 	out->book_thought = ss.thought;

@@ -97,6 +97,10 @@ typedef struct {
 	 * N > 0, N; < 0, none (the selection goes on between requests only with
 	 * a suspended search, the first one, or what the last acquire lacked). */
 	int select_ahead;
+	/* The selector's snapshot (bookgen/snapshot.h; NULL: none): read at
+	 * coord_open when it is of the book as it is now (then removed, used or
+	 * not), written by coord_close. Not with preload. */
+	const char *snapshot;
 } CoordOptions;
 
 #define COORD_SLICE_MS 20
@@ -177,6 +181,10 @@ typedef struct {
 	double select_ahead_ms;
 	uint64_t select_ahead_leaves;
 	double minimax_apply_ms; /* the service writing minimax's records (in minimax_ms too) */
+	/* The start: the selector restored from the snapshot; else why not ("" when
+	 * there was none; owned by the Coord, valid while it lives). */
+	bool snapshot_restored;
+	const char *snapshot_note;
 	size_t naside;
 	CoordAside *aside; /* malloc'd, naside of them */
 	size_t nworkers;
@@ -192,6 +200,17 @@ JOSEKI_MUST_USE int coord_open(Coord **out, BookDB *db, const CoordOptions *opt,
 /* Commits what is pending and frees c; a failed commit is not reported
  * (coord_commit first, where it must be). Accepts NULL. */
 void coord_free(Coord *c);
+/* Stops c cleanly: the selection and the minimax thread stopped (a run under
+ * way waited for), what is pending committed, and with opt.snapshot the
+ * selector's state written there for the next start (its stamp the book's
+ * after that commit; *save_ms, may be NULL: how long the writing took); then
+ * frees c. 0, or a negative code with err (a failed commit, or the snapshot
+ * not written: the next start then searches from scratch). Accepts NULL. */
+JOSEKI_MUST_USE int coord_close(Coord *c, double *save_ms, char *err);
+/* What became of the snapshot at coord_open: true when the selector was
+ * restored from it (*ms: how long that took); note says why not otherwise
+ * ("" when there was none or none was asked for). */
+bool coord_snapshot_restored(const Coord *c, const char **note, double *ms);
 
 /* Up to max (1..COORD_MAX_BATCH) positions in a new lease: returned positions
  * first (not to the worker whose try of them failed last), then new leaves,

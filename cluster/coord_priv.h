@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cluster/coord.h"
+#include "bookgen/snapshot.h"
 #include "bookgen/selector.h"
 #include "shogi/keymap.h"
 #include "shogi/notation.h"
@@ -127,6 +128,12 @@ struct Coord {
 	int sr_n0;                /* sr_n when the slice beside the service began */
 	uint64_t sr_ahead_leaves; /* leaves found beside the service */
 	int sr_ahead, round_asked, round_ring[AHEAD_ROUNDS], round_at;
+	/* The selector's snapshot (bookgen/snapshot.h): its path (a copy of
+	 * opt.snapshot), and what became of it at the start. */
+	char *snap_path;
+	char snap_note[SNAP_ERRLEN];
+	bool snap_restored;
+	double snap_ms;
 };
 
 /* Marks c broken (no later commit) and says what failed in err; returns

@@ -136,6 +136,11 @@ void co_select_stop(Coord *c)
 		sel_set_yield(c->sel, NULL, NULL);
 		c->sr_started = false;
 	}
+	/* The stock, never handed out, is free for the selection again (a
+	 * snapshot written now selects it anew at the next start). */
+	for (int i = 0; c->sr_leaf && i < c->sr_n; i++)
+		(void)sel_release(c->sel, c->sr_leaf[i].key); /* only marks: no error */
+	c->sr_n = 0;
 	free(c->sr_leaf);
 	free(c->sr_pos);
 	c->sr_leaf = NULL;

@@ -17,7 +17,10 @@
 # of the acquires after it are shown too, *_warm_ms), the coordinator's
 # own memory (anonymous; the book's mapped pages are shown apart) <= 4 GB,
 # listening and the first acquire answered (start_s, first_acquire_s: from the
-# start of `serve`) <= 3 s. BENCH_CLUSTER_RATE (default 0: as fast as it
+# start of `serve`) <= 3 s. A run after a clean stop (SIGTERM) of the last one
+# on the same, unchanged book starts from the selector's snapshot
+# (snapshot_restore_s; snapshot_save_s: its writing at the stop); add
+# BENCH_CLUSTER_SERVE_OPTS=--no-snapshot for a start from scratch. BENCH_CLUSTER_RATE (default 0: as fast as it
 # goes, each client's next acquire sent when its last submit is answered, so
 # the latency is that of a saturated coordinator: clients / rate) paces the
 # acquires to that many results/s in all (open loop; latency counted from when
@@ -93,9 +96,13 @@ wait "$pid" || true
 pid=
 echo "$line"
 echo "coordinator: $(cat "$tmp/serve.out")"
+# The selector's snapshot: restored at the start (its seconds), saved at the stop.
+restored=$(sed -n 's/.*selector restored from .* in \([0-9.]*\) s.*/\1/p' "$tmp/serve.err")
+saved=$(sed -n 's/.*selector saved to .* in \([0-9.]*\) s.*/\1/p' "$tmp/serve.err")
+grep -E "not used|snapshot" "$tmp/serve.err" >&2 || true
 runs=$(sed -n 's/.*minimax runs \([0-9]*\).*/\1/p' "$tmp/serve.out" | tail -n 1)
-echo "$line" | awk -v runs="${runs:-?}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v anon="$anon_mb" -v file="$file_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" -v rate="$RATE" '{
+echo "$line" | awk -v runs="${runs:-?}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v anon="$anon_mb" -v file="$file_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" -v rate="$RATE" -v restored="${restored:-no}" -v saved="${saved:-no}" '{
 	for (i = 1; i < NF; i++) v[$i] = $(i + 1)
-	printf "cluster positions %s rate %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s acquire_p50_warm_ms %s acquire_p99_warm_ms %s submit_max_ms %s acquire_max_warm_ms %s submit_max_warm_ms %s coordinator_cpu_s %s rss_mb %s (anon %s, book pages %s) peak_rss_mb %s start_s %s first_acquire_s %.2f select %s minimax_every_s %s minimax_runs %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms, anon <= 4 GB, first acquire <= 3 s)\n",
-	    n, rate ? rate : "max", v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["acquire_p50_warm_ms"], v["acquire_p99_warm_ms"], v["submit_max_ms"], v["acquire_max_warm_ms"], v["submit_max_warm_ms"], cpu, rss, anon, file, hwm, load, load + v["first_acquire_ms"] / 1000, w, mms, runs
+	printf "cluster positions %s rate %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s acquire_p50_warm_ms %s acquire_p99_warm_ms %s submit_max_ms %s acquire_max_warm_ms %s submit_max_warm_ms %s coordinator_cpu_s %s rss_mb %s (anon %s, book pages %s) peak_rss_mb %s start_s %s first_acquire_s %.2f select %s minimax_every_s %s minimax_runs %s snapshot_restore_s %s snapshot_save_s %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms, anon <= 4 GB, first acquire <= 3 s)\n",
+	    n, rate ? rate : "max", v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["acquire_p50_warm_ms"], v["acquire_p99_warm_ms"], v["submit_max_ms"], v["acquire_max_warm_ms"], v["submit_max_warm_ms"], cpu, rss, anon, file, hwm, load, load + v["first_acquire_ms"] / 1000, w, mms, runs, restored, saved
 }'

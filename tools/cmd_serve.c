@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "bookdb/bookdb.h"
+#include "bookgen/snapshot.h"
+#include "shogi/clock.h"
 #include "cluster/coord.h"
 #include "bookgen/selector.h"
 #include "minimax/bookmm.h"
@@ -85,7 +87,7 @@ int cmd_serve(int argc, char **argv)
 	CoordOptions co = {.kif_bonus = SEL_KIF_BONUS_DEFAULT, .minimax = bookmm_hook(NULL)};
 	const char *tokens_path = NULL;
 	bool quiet = false, work_on = false, lazy_load = false, per_ip_given = false,
-	     history_given = false;
+	     history_given = false, no_snapshot = false;
 	uint64_t header_s = 0, per_ip = 0, history_s = 0, lease_s = 0, minimax_s = 0;
 	int64_t slice_ms = 0;
 	bool slice_given = false;
@@ -112,6 +114,8 @@ int cmd_serve(int argc, char **argv)
 	    CLI_FLAG("--preload", &co.preload,
 	             "the selector reads every key at start (default: each on first use)"),
 	    CLI_FLAG("--lazy-load", &lazy_load, NULL), /* the default, kept for older scripts */
+	    CLI_FLAG("--no-snapshot", &no_snapshot,
+	             "neither read nor write the selector's snapshot (BOOK/" SNAP_FILE ")"),
 	    CLI_NUM("--select-slice-ms", &slice_ms, -1, 10000, "MS",
 	            "an acquire selects for at most MS, a longer search goes on between requests "
 	            "(default 20; 0: the shortest slices; -1: whole searches in the acquire)",
@@ -199,6 +203,9 @@ int cmd_serve(int argc, char **argv)
 		co.roots = (const char *const *)roots.specs;
 		co.root_weights = roots.weights;
 		co.nroots = (int)roots.n;
+		char spath[BOOKDB_PATH_LEN];
+		snprintf(spath, sizeof spath, "%s/%s", book, SNAP_FILE);
+		if (!no_snapshot) co.snapshot = spath;
 		fprintf(stderr, "serve: loading the selector over %s\n", book);
 		int orc = coord_open(&coord, db, &co, err);
 		roots_free(&roots); /* the coordinator keeps its own copies */
@@ -206,6 +213,15 @@ int cmd_serve(int argc, char **argv)
 			joseki_error("serve: %s", err);
 			goto fail;
 		}
+		const char *note;
+		double sms;
+		if (coord_snapshot_restored(coord, &note, &sms))
+			fprintf(stderr, "serve: the selector restored from %s in %.2f s\n", spath,
+			        sms / 1000);
+		else if (note[0])
+			fprintf(stderr,
+			        "serve: %s not used (the first search starts from scratch): %s\n",
+			        spath, note);
 		if (api_work_start(&work, coord, tokens) < 0) {
 			joseki_error("serve: cannot start the work thread");
 			goto fail;
@@ -243,13 +259,21 @@ int cmd_serve(int argc, char **argv)
 	int status = sig ? 0 : 1;
 	char cerr[COORD_ERRLEN] = "";
 	/* The service committed its last round; whatever is left is committed
-	 * here, where a failure can still be said (coord_free's cannot). */
-	crc = sig && coord ? coord_commit(coord, cerr) : 0;
-	if (crc < 0) {
-		joseki_error("serve: %s", cerr[0] ? cerr : coord_strerror(crc));
-		status = 1;
+	 * here, where a failure can still be said (coord_free's cannot), and the
+	 * selector's snapshot written for the next start. */
+	if (sig && coord) {
+		double save_ms;
+		crc = coord_close(coord, &save_ms, cerr);
+		if (crc < 0) {
+			joseki_error("serve: %s", cerr[0] ? cerr : coord_strerror(crc));
+			status = 1;
+		} else if (co.snapshot) {
+			fprintf(stderr, "serve: the selector saved to %s in %.2f s\n", co.snapshot,
+			        save_ms / 1000);
+		}
+	} else {
+		coord_free(coord);
 	}
-	coord_free(coord);
 	server_tokens_free(tokens);
 	bookdb_free(db);
 	fprintf(stderr, "serve: stopped\n");

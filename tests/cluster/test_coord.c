@@ -1090,6 +1090,199 @@ static void test_coord__the_stock_selected_beside_the_caller_is_what_acquires_se
 	ahead_run(PLAN_COVER, seed);
 }
 
+/* Reopens twin 1 as a restarted process would: the book closed and opened
+ * again, the coordinator with the snapshot at path. */
+static Coord *reopen_with_snapshot(Twins *t, const char *path, int mode, bool close_first)
+{
+	char err[COORD_ERRLEN];
+	if (close_first) {
+		int rc = coord_close(t->c[1], NULL, err);
+		if (rc < 0) fail_msg("coord_close: %s", err);
+		bookdb_free(t->db[1]);
+	}
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                  .multipv = 3,
+	                  .lease_seconds = 600,
+	                  .plan = {.mode = mode, .window = 30},
+	                  .select_slice_ms = -1,
+	                  .snapshot = path};
+	t->c[1] = open_coord_with(&t->db[1], t->dir[1], &o);
+	return t->c[1];
+}
+
+/*
+ * The selector's snapshot (bookgen/snapshot.h): a coordinator closed and
+ * opened again every few rounds over its book leases the same positions in
+ * the same order as its twin that never stops, under both policies; some
+ * restarts fall between an acquire and its results (the lease is restored
+ * from the book, its positions leased in the restored selector). Every
+ * restart is restored from the snapshot, which is then gone from the disk.
+ */
+static void snapshot_run(int mode, unsigned long long seed)
+{
+	char err[COORD_ERRLEN];
+	Twins t;
+	twins_open(&t, mode, seed, -1);
+	char path[4096];
+	snprintf(path, sizeof path, "%s/selector.snap", t.dir[1]);
+	const char *note;
+	reopen_with_snapshot(&t, path, mode, true);
+	/* The first open finds none, and says nothing. */
+	CoordLease *lw = malloc(sizeof *lw), *ls = malloc(sizeof *ls);
+	CoordResult *r = malloc(sizeof *r);
+	assert_non_null(lw);
+	assert_non_null(ls);
+	assert_non_null(r);
+	int leaves = 0, restarts = 0, mid = 0;
+	for (int round = 0; round < 40; round++) {
+		int n = acquire(t.c[0], lw, &A, 6, T0);
+		int m = acquire(t.c[1], ls, &A, 6, T0);
+		assert_int_equal(m, n);
+		for (int i = 0; i < n; i++) {
+			assert_true(key_equal(ls->pos[i].key, lw->pos[i].key));
+			assert_string_equal(ls->pos[i].sfen, lw->pos[i].sfen);
+		}
+		if (n == 0) break;
+		leaves += n;
+		bool restart = round % 4 == 3, between = round % 8 == 3;
+		if (restart && between) {
+			/* Closed with the lease out: the restarted one takes its results. */
+			reopen_with_snapshot(&t, path, mode, true);
+			assert_true(coord_snapshot_restored(t.c[1], &note, NULL));
+			assert_false(access(path, F_OK) == 0);
+			restarts++;
+			mid++;
+		}
+		for (int i = 0; i < n; i++) {
+			answer(r, &lw->pos[i], 4);
+			assert_int_equal(coord_submit(t.c[0], lw->id, &A, r, 1, T0, err), 1);
+			answer(r, &ls->pos[i], 4);
+			assert_int_equal(coord_submit(t.c[1], ls->id, &A, r, 1, T0, err), 1);
+		}
+		assert_int_equal(coord_commit(t.c[0], err), 0);
+		assert_int_equal(coord_commit(t.c[1], err), 0);
+		if (restart && !between) {
+			reopen_with_snapshot(&t, path, mode, true);
+			if (!coord_snapshot_restored(t.c[1], &note, NULL))
+				fail_msg("not restored: %s", note);
+			assert_false(access(path, F_OK) == 0);
+			restarts++;
+		}
+	}
+	print_message("snapshot (%s): %d leaves, %d restarts (%d with a lease out)\n",
+	              mode == PLAN_PV ? "pv" : "cover", leaves, restarts, mid);
+	assert_true(leaves > 60);
+	assert_true(restarts >= 5);
+	free(lw);
+	free(ls);
+	free(r);
+	twins_close(&t);
+}
+
+static void test_coord__a_restart_from_the_snapshot_leases_what_an_unbroken_run_does(void **state)
+{
+	(void)state;
+	unsigned long long seed = ts_seed("coord_snapshot") % 1000000;
+	snapshot_run(PLAN_PV, seed);
+	snapshot_run(PLAN_COVER, seed);
+}
+
+/* Flips one byte of the file at path, at offset off. */
+static void flip_byte(const char *path, long off)
+{
+	FILE *f = fopen(path, "r+b");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, off, SEEK_SET), 0);
+	int ch = fgetc(f);
+	assert_true(ch != EOF);
+	assert_int_equal(fseek(f, off, SEEK_SET), 0);
+	fputc(ch ^ 0x40, f);
+	fclose(f);
+}
+
+/*
+ * A snapshot that does not fit the start is refused with the reason, the
+ * coordinator starts from scratch and works: the book written since by
+ * another writer; a byte of it changed; a run with another policy; another
+ * book file. The refused file is removed.
+ */
+static void test_coord__a_snapshot_that_does_not_fit_is_refused_and_said(void **state)
+{
+	(void)state;
+	char err[COORD_ERRLEN];
+	Twins t;
+	twins_open(&t, PLAN_PV, ts_seed("coord_snapshot_refused") % 1000000, -1);
+	char path[4096];
+	snprintf(path, sizeof path, "%s/selector.snap", t.dir[1]);
+	const char *note;
+	reopen_with_snapshot(&t, path, PLAN_PV, true);
+	seed_book(t.c[1], 5);
+	/* Written since: another writer's commit. */
+	reopen_with_snapshot(&t, path, PLAN_PV, true);
+	assert_true(coord_snapshot_restored(t.c[1], &note, NULL));
+	assert_int_equal(coord_close(t.c[1], NULL, err), 0);
+	assert_true(access(path, F_OK) == 0);
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, t.db[1], true), 0);
+	assert_int_equal(bookdb_kv_put(txn, BOOKDB_WORK, "test", 4, "x", 1), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(t.db[1]);
+	reopen_with_snapshot(&t, path, PLAN_PV, false);
+	assert_false(coord_snapshot_restored(t.c[1], &note, NULL));
+	print_message("written since: %s\n", note);
+	assert_non_null(strstr(note, "written since"));
+	assert_false(access(path, F_OK) == 0);
+	seed_book(t.c[1], 2); /* works from scratch */
+	/* A byte changed in the middle, and in the header. */
+	long offs[] = {-1, 20};
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(coord_close(t.c[1], NULL, err), 0);
+		bookdb_free(t.db[1]);
+		FILE *f = fopen(path, "rb");
+		assert_non_null(f);
+		fseek(f, 0, SEEK_END);
+		long size = ftell(f);
+		fclose(f);
+		flip_byte(path, offs[i] < 0 ? size / 2 : offs[i]);
+		reopen_with_snapshot(&t, path, PLAN_PV, false);
+		assert_false(coord_snapshot_restored(t.c[1], &note, NULL));
+		print_message("damaged: %s\n", note);
+		assert_non_null(strstr(note, "damaged"));
+		assert_false(access(path, F_OK) == 0);
+		seed_book(t.c[1], 1);
+	}
+	/* Another policy. */
+	assert_int_equal(coord_close(t.c[1], NULL, err), 0);
+	bookdb_free(t.db[1]);
+	reopen_with_snapshot(&t, path, PLAN_COVER, false);
+	assert_false(coord_snapshot_restored(t.c[1], &note, NULL));
+	print_message("other run: %s\n", note);
+	assert_non_null(strstr(note, "of a run with"));
+	/* Another book: the snapshot copied beside a copy of the book. */
+	assert_int_equal(coord_close(t.c[1], NULL, err), 0);
+	bookdb_free(t.db[1]);
+	t.c[1] = NULL;
+	t.db[1] = NULL;
+	char cmd[9000];
+	snprintf(cmd, sizeof cmd, "cp %s/data.mdb %s/data.mdb && cp %s %s/selector.snap", t.dir[1],
+	         t.dir[0], path, t.dir[0]);
+	close_coord(t.c[0], t.db[0]);
+	assert_int_equal(system(cmd), 0);
+	char path0[4096];
+	snprintf(path0, sizeof path0, "%s/selector.snap", t.dir[0]);
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                  .multipv = 3,
+	                  .lease_seconds = 600,
+	                  .plan = {.mode = PLAN_COVER, .window = 30},
+	                  .select_slice_ms = -1,
+	                  .snapshot = path0};
+	t.c[0] = open_coord_with(&t.db[0], t.dir[0], &o);
+	assert_false(coord_snapshot_restored(t.c[0], &note, NULL));
+	print_message("another book: %s\n", note);
+	assert_non_null(strstr(note, "another book"));
+	twins_close(&t);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -1111,6 +1304,9 @@ int main(void)
 	    cmocka_unit_test(test_coord__selection_in_slices_leases_what_whole_searches_do),
 	    cmocka_unit_test(
 	        test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select),
+	    cmocka_unit_test(
+	        test_coord__a_restart_from_the_snapshot_leases_what_an_unbroken_run_does),
+	    cmocka_unit_test(test_coord__a_snapshot_that_does_not_fit_is_refused_and_said),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

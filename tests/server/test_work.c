@@ -420,28 +420,33 @@ static void test_work__submissions_outside_the_lease_or_malformed_are_refused(vo
 	json_decref(a);
 }
 
-static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void **state)
+/* The start position (a fresh book's first leaf), thought: three moves. */
+static void think_start(const Coordinator *s, const char *token)
 {
-	Fx *f = *state;
-	Coordinator *s = &f->s;
-	const char *t1 = f->t1, *t2 = f->t2, *dir = f->dir;
-	/* The start position, thought; then a lease of three of its children. */
-	json_t *a = acquire(s, t1, "w1", 4);
-	char sub[64], *body;
+	json_t *a = acquire(s, token, "w1", 4);
+	char sub[64], *body = malloc(1024), *out = NULL;
 	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a));
-	char *out = NULL;
-	body = malloc(1024);
 	snprintf(body, 1024,
 	         "{\"worker\": \"w1\", \"results\": [{\"key\": \"%s\", \"moves\": ["
 	         "{\"move\": \"7g7f\", \"score\": {\"cp\": 30}, \"depth\": 3},"
 	         "{\"move\": \"2g2f\", \"score\": {\"cp\": 20}, \"depth\": 3},"
 	         "{\"move\": \"5g5f\", \"score\": {\"cp\": 10}, \"depth\": 3}]}]}",
 	         acq_key(a, 0));
-	assert_int_equal(post(s, t1, sub, body, &out), 204);
+	assert_int_equal(post(s, token, sub, body, &out), 204);
 	free(out);
 	free(body);
 	json_decref(a);
-	a = acquire(s, t1, "w1", 3);
+}
+
+static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void **state)
+{
+	Fx *f = *state;
+	Coordinator *s = &f->s;
+	const char *t1 = f->t1, *t2 = f->t2, *dir = f->dir;
+	/* The start position, thought; then a lease of three of its children. */
+	think_start(s, t1);
+	json_t *a = acquire(s, t1, "w1", 3);
+	char sub[64], *body, *out = NULL;
 	size_t n = json_array_size(json_object_get(a, "positions"));
 	assert_true(n >= 1);
 	stop(s, SIGKILL);
@@ -724,6 +729,82 @@ static void test_work__a_search_in_slices_answers_204_retry_1_until_done(void **
 	free(dir);
 }
 
+/* The status's selector fields: whether it was restored, and the note. */
+static bool selector_restored(const Coordinator *s, const char *token, char *note, size_t len)
+{
+	json_t *st = status(s, token);
+	json_t *sel = json_object_get(st, "selector");
+	assert_non_null(sel);
+	bool r = json_is_true(json_object_get(sel, "restored"));
+	const char *n = json_string_value(json_object_get(sel, "note"));
+	assert_non_null(n);
+	snprintf(note, len, "%s", n);
+	json_decref(st);
+	return r;
+}
+
+/*
+ * A coordinator stopped with SIGTERM writes the selector's snapshot beside
+ * the book; the next one over the unchanged book reads it back (the status
+ * says so, the file is gone), keeps the lease that was out and takes its
+ * results. After another writer's commit (a minimax) the snapshot is stale:
+ * the status says why, and the coordinator works from scratch.
+ */
+static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **state)
+{
+	Fx *f = *state;
+	Coordinator *s = &f->s;
+	const char *t1 = f->t1, *dir = f->dir;
+	char note[512], snap[700], *out = NULL, *err = NULL;
+	snprintf(snap, sizeof snap, "%s/b/selector.snap", dir);
+	assert_false(selector_restored(s, t1, note, sizeof note));
+	assert_string_equal(note, "");
+	think_start(s, t1);
+	json_t *a = acquire(s, t1, "w1", 3);
+	char sub[64], *body;
+	size_t n = json_array_size(json_object_get(a, "positions"));
+	assert_true(n >= 1);
+	stop(s, SIGTERM);
+	assert_int_equal(access(snap, F_OK), 0);
+	start(s, dir);
+	if (!selector_restored(s, t1, note, sizeof note)) fail_msg("not restored: %s", note);
+	assert_true(access(snap, F_OK) != 0);
+	json_t *st = status(s, t1);
+	assert_int_equal(jget(st, "leases", "live"), 1);
+	json_decref(st);
+	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a));
+	static const char *const REPLY[] = {"8c8d", "3c3d", "4a3b", "7a6b", "5c5d", "1c1d"};
+	for (size_t i = 0; i < n; i++) {
+		body = result_body(acq_key(a, i), REPLY[i % 6]);
+		if (post(s, t1, sub, body, &out) != 204) fail_msg("submit after restart: %s", out);
+		free(out);
+		free(body);
+	}
+	json_decref(a);
+	/* It goes on selecting: a new lease, none of whose positions is thought. */
+	a = acquire(s, t1, "w1", 2);
+	assert_true(json_array_size(json_object_get(a, "positions")) >= 1);
+	json_decref(a);
+	/* Another writer's commit in between: stale. */
+	stop(s, SIGTERM);
+	assert_int_equal(access(snap, F_OK), 0);
+	assert_int_equal(
+	    ts_runf(NULL, &err, "%s minimax %s/b --quiet >/dev/null", ts_joseki(), dir), 0);
+	free(err);
+	start(s, dir);
+	assert_false(selector_restored(s, t1, note, sizeof note));
+	print_message("after a minimax: %s\n", note);
+	assert_non_null(strstr(note, "written since"));
+	assert_true(access(snap, F_OK) != 0);
+	a = acquire(s, t1, "w1", 2);
+	assert_true(json_array_size(json_object_get(a, "positions")) >= 1);
+	json_decref(a);
+	finish(f);
+	err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s check %s/b >/dev/null", ts_joseki(), dir), 0);
+	free(err);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -742,6 +823,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(
 	        test_work__history_is_public_read_tokens_only_read_and_it_survives, setup,
 	        teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_work__a_restart_after_sigterm_reads_the_selector_back, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
