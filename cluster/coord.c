@@ -353,12 +353,16 @@ int coord_close(Coord *c, double *save_ms, char *err)
 {
 	if (save_ms) *save_ms = 0;
 	if (!c) return 0;
-	co_select_stop(c);                    /* its stock of leaves released in the selector */
-	(void)minimax_collect(c, true, NULL); /* its plan is dropped, as in coord_free */
+	co_select_stop(c); /* its stock of leaves released in the selector */
 	int rc = coord_commit(c, err);
+	/* Before waiting for a minimax run under way (up to a minute on a large
+	 * book: a supervisor may kill the process meanwhile): its analysis
+	 * writes nothing to the book, so the stamp stays good (a whole-book run,
+	 * which writes, makes the snapshot stale: refused at the next start). */
 	double t0 = clock_ms_f();
 	if (rc == 0 && c->snap_path && c->sel && c->plan) rc = save_snapshot(c, err);
 	if (save_ms) *save_ms = clock_ms_f() - t0;
+	(void)minimax_collect(c, true, NULL); /* its plan is dropped, as in coord_free */
 	coord_free(c);
 	return rc;
 }

@@ -200,12 +200,12 @@ JOSEKI_MUST_USE int coord_open(Coord **out, BookDB *db, const CoordOptions *opt,
 /* Commits what is pending and frees c; a failed commit is not reported
  * (coord_commit first, where it must be). Accepts NULL. */
 void coord_free(Coord *c);
-/* Stops c cleanly: the selection and the minimax thread stopped (a run under
- * way waited for), what is pending committed, and with opt.snapshot the
- * selector's state written there for the next start (its stamp the book's
- * after that commit; *save_ms, may be NULL: how long the writing took); then
- * frees c. 0, or a negative code with err (a failed commit, or the snapshot
- * not written: the next start then searches from scratch). Accepts NULL. */
+/* Stops c cleanly: the selection stopped, what is pending committed, with
+ * opt.snapshot the selector's state written there for the next start (its
+ * stamp the book's after that commit; *save_ms, may be NULL: how long the
+ * writing took), then a minimax run under way waited for (its writes
+ * dropped, mended by the next run), and c freed. 0, or a negative code with err (a failed commit,
+ * or the snapshot not written: the next start then searches from scratch). Accepts NULL. */
 JOSEKI_MUST_USE int coord_close(Coord *c, double *save_ms, char *err);
 /* What became of the snapshot at coord_open: true when the selector was
  * restored from it (*ms: how long that took); note says why not otherwise

@@ -19,7 +19,8 @@
 # listening and the first acquire answered (start_s, first_acquire_s: from the
 # start of `serve`) <= 3 s. A run after a clean stop (SIGTERM) of the last one
 # on the same, unchanged book starts from the selector's snapshot
-# (snapshot_restore_s; snapshot_save_s: its writing at the stop); add
+# (snapshot_restore_s; snapshot_save_s: its writing at the stop; stop_s: from
+# SIGTERM to the exit, a minimax run under way waited for); add
 # BENCH_CLUSTER_SERVE_OPTS=--no-snapshot for a start from scratch. BENCH_CLUSTER_RATE (default 0: as fast as it
 # goes, each client's next acquire sent when its last submit is answered, so
 # the latency is that of a saturated coordinator: clients / rate) paces the
@@ -91,8 +92,10 @@ rss_mb=$(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
 hwm_mb=$(awk '/VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
 anon_mb=$(awk '/RssAnon/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
 file_mb=$(awk '/RssFile/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
+ts=$(date +%s.%N)
 kill "$pid"
 wait "$pid" || true
+stop_s=$(echo "$ts $(date +%s.%N)" | awk '{printf "%.2f", $2 - $1}')
 pid=
 echo "$line"
 echo "coordinator: $(cat "$tmp/serve.out")"
@@ -101,8 +104,8 @@ restored=$(sed -n 's/.*selector restored from .* in \([0-9.]*\) s.*/\1/p' "$tmp/
 saved=$(sed -n 's/.*selector saved to .* in \([0-9.]*\) s.*/\1/p' "$tmp/serve.err")
 grep -E "not used|snapshot" "$tmp/serve.err" >&2 || true
 runs=$(sed -n 's/.*minimax runs \([0-9]*\).*/\1/p' "$tmp/serve.out" | tail -n 1)
-echo "$line" | awk -v runs="${runs:-?}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v anon="$anon_mb" -v file="$file_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" -v rate="$RATE" -v restored="${restored:-no}" -v saved="${saved:-no}" '{
+echo "$line" | awk -v runs="${runs:-?}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v anon="$anon_mb" -v file="$file_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" -v rate="$RATE" -v restored="${restored:-no}" -v saved="${saved:-no}" -v stop="$stop_s" '{
 	for (i = 1; i < NF; i++) v[$i] = $(i + 1)
-	printf "cluster positions %s rate %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s acquire_p50_warm_ms %s acquire_p99_warm_ms %s submit_max_ms %s acquire_max_warm_ms %s submit_max_warm_ms %s coordinator_cpu_s %s rss_mb %s (anon %s, book pages %s) peak_rss_mb %s start_s %s first_acquire_s %.2f select %s minimax_every_s %s minimax_runs %s snapshot_restore_s %s snapshot_save_s %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms, anon <= 4 GB, first acquire <= 3 s)\n",
-	    n, rate ? rate : "max", v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["acquire_p50_warm_ms"], v["acquire_p99_warm_ms"], v["submit_max_ms"], v["acquire_max_warm_ms"], v["submit_max_warm_ms"], cpu, rss, anon, file, hwm, load, load + v["first_acquire_ms"] / 1000, w, mms, runs, restored, saved
+	printf "cluster positions %s rate %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s acquire_p50_warm_ms %s acquire_p99_warm_ms %s submit_max_ms %s acquire_max_warm_ms %s submit_max_warm_ms %s coordinator_cpu_s %s rss_mb %s (anon %s, book pages %s) peak_rss_mb %s start_s %s first_acquire_s %.2f select %s minimax_every_s %s minimax_runs %s snapshot_restore_s %s snapshot_save_s %s stop_s %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms, anon <= 4 GB, first acquire <= 3 s)\n",
+	    n, rate ? rate : "max", v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["acquire_p50_warm_ms"], v["acquire_p99_warm_ms"], v["submit_max_ms"], v["acquire_max_warm_ms"], v["submit_max_warm_ms"], cpu, rss, anon, file, hwm, load, load + v["first_acquire_ms"] / 1000, w, mms, runs, restored, saved, stop
 }'
