@@ -1092,7 +1092,16 @@ static void test_coord__the_stock_selected_beside_the_caller_is_what_acquires_se
 
 /* Reopens twin 1 as a restarted process would: the book closed and opened
  * again, the coordinator with the snapshot at path. */
+static Coord *reopen_sliced(Twins *t, const char *path, int mode, bool close_first,
+                            double slice_ms);
+
 static Coord *reopen_with_snapshot(Twins *t, const char *path, int mode, bool close_first)
+{
+	return reopen_sliced(t, path, mode, close_first, -1);
+}
+
+/* The same with selection in slices of slice_ms (< 0: whole searches). */
+static Coord *reopen_sliced(Twins *t, const char *path, int mode, bool close_first, double slice_ms)
 {
 	char err[COORD_ERRLEN];
 	if (close_first) {
@@ -1104,7 +1113,7 @@ static Coord *reopen_with_snapshot(Twins *t, const char *path, int mode, bool cl
 	                  .multipv = 3,
 	                  .lease_seconds = 600,
 	                  .plan = {.mode = mode, .window = 30},
-	                  .select_slice_ms = -1,
+	                  .select_slice_ms = slice_ms,
 	                  .snapshot = path};
 	t->c[1] = open_coord_with(&t->db[1], t->dir[1], &o);
 	return t->c[1];
@@ -1185,6 +1194,76 @@ static void test_coord__a_restart_from_the_snapshot_leases_what_an_unbroken_run_
 	unsigned long long seed = ts_seed("coord_snapshot") % 1000000;
 	snapshot_run(PLAN_PV, seed);
 	snapshot_run(PLAN_COVER, seed);
+}
+
+/*
+ * The same with the selection as the service runs it: in slices, with a
+ * stock of leaves selected beside the caller, a search often suspended when
+ * the coordinator is closed. Every restart is restored, no position is
+ * leased twice or once thought (the stock, never handed out, is selected
+ * again after the restart), and every lease is answered.
+ */
+static void snapshot_sliced_run(int mode, unsigned long long seed)
+{
+	char err[COORD_ERRLEN];
+	Twins t;
+	twins_open(&t, mode, seed, -1);
+	char path[4096];
+	snprintf(path, sizeof path, "%s/selector.snap", t.dir[1]);
+	const char *note;
+	Coord *c = reopen_sliced(&t, path, mode, true, 0.05);
+	/* Rounds until LEAVES leases came (a loaded machine gives more busy
+	 * answers: more rounds, at most MAXR). */
+	enum { LEAVES = 90, MAXR = 600, WANT = 6 };
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	Key *keys = malloc((LEAVES + WANT) * sizeof *keys);
+	assert_non_null(l);
+	assert_non_null(r);
+	assert_non_null(keys);
+	size_t nkeys = 0;
+	int restarts = 0, busy = 0;
+	for (int round = 0; round < MAXR && nkeys < LEAVES; round++) {
+		coord_round_begin(c);
+		int m = coord_acquire(c, l, &A, WANT, T0, err);
+		if (m < 0) fail_msg("acquire: %s", err);
+		if (m == 0) busy++;
+		coord_select_ahead(c); /* the stock fills while the caller commits */
+		assert_int_equal(coord_commit(c, err), 0);
+		for (int i = 0; i < m; i++) {
+			Key k = l->pos[i].key;
+			assert_false(thought(t.db[1], k));
+			for (size_t j = 0; j < nkeys; j++) assert_false(key_equal(keys[j], k));
+			keys[nkeys++] = k;
+			answer(r, &l->pos[i], 3);
+			assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+		}
+		coord_select_ahead(c);
+		assert_int_equal(coord_commit(c, err), 0);
+		usleep(2000);
+		if (round % 3 == 2) {
+			c = reopen_sliced(&t, path, mode, true, 0.05);
+			if (!coord_snapshot_restored(c, &note, NULL))
+				fail_msg("not restored: %s", note);
+			restarts++;
+		}
+	}
+	print_message("snapshot in slices (%s): %zu leaves, %d restarts, %d busy answers\n",
+	              mode == PLAN_PV ? "pv" : "cover", nkeys, restarts, busy);
+	assert_true(nkeys >= LEAVES);
+	assert_true(restarts >= 4);
+	free(keys);
+	free(l);
+	free(r);
+	twins_close(&t);
+}
+
+static void test_coord__restarts_from_the_snapshot_in_slices_lease_nothing_twice(void **state)
+{
+	(void)state;
+	unsigned long long seed = ts_seed("coord_snapshot_sliced") % 1000000;
+	snapshot_sliced_run(PLAN_PV, seed);
+	snapshot_sliced_run(PLAN_COVER, seed);
 }
 
 /* Flips one byte of the file at path, at offset off. */
@@ -1307,6 +1386,7 @@ int main(void)
 	    cmocka_unit_test(
 	        test_coord__a_restart_from_the_snapshot_leases_what_an_unbroken_run_does),
 	    cmocka_unit_test(test_coord__a_snapshot_that_does_not_fit_is_refused_and_said),
+	    cmocka_unit_test(test_coord__restarts_from_the_snapshot_in_slices_lease_nothing_twice),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
