@@ -737,6 +737,16 @@ int bookdb_kv_iter_open(BookIter **out, BookTxn *t, BookDbName db)
 	return 0;
 }
 
+int bookdb_kv_iter_open_at(BookIter **out, BookTxn *t, BookDbName db, const void *key, size_t klen)
+{
+	if (klen == 0 || klen > sizeof((BookIter *)0)->from_buf) return BOOKDB_EINVAL;
+	int rc = bookdb_kv_iter_open(out, t, db);
+	if (rc) return rc;
+	memcpy((*out)->from_buf, key, klen);
+	(*out)->from = (MDB_val){.mv_size = klen, .mv_data = (*out)->from_buf};
+	return 0;
+}
+
 int bookdb_iter_open(BookIter **out, BookTxn *t)
 {
 	return bookdb_kv_iter_open(out, t, BOOKDB_POS);
@@ -746,7 +756,13 @@ int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void
                         size_t *vlen)
 {
 	MDB_val k, v;
-	int rc = mdb_cursor_get(it->cur, &k, &v, it->started ? MDB_NEXT : MDB_FIRST);
+	int rc;
+	if (!it->started && it->from.mv_data) {
+		k = it->from;
+		rc = mdb_cursor_get(it->cur, &k, &v, MDB_SET_RANGE);
+	} else {
+		rc = mdb_cursor_get(it->cur, &k, &v, it->started ? MDB_NEXT : MDB_FIRST);
+	}
 	it->started = true;
 	if (rc == MDB_NOTFOUND) return 0;
 	if (rc) return bdb_xlate(rc);

@@ -202,6 +202,9 @@ void bookdb_iter_free(BookIter *it);
 JOSEKI_MUST_USE int bookdb_kv_iter_open(BookIter **out, BookTxn *txn, BookDbName db);
 JOSEKI_MUST_USE int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen,
                                         const void **val, size_t *vlen);
+/* The same from the first key >= (key, klen) on (MDB_SET_RANGE). */
+JOSEKI_MUST_USE int bookdb_kv_iter_open_at(BookIter **out, BookTxn *txn, BookDbName db,
+                                           const void *key, size_t klen);
 
 /*
  * Batched writer: puts go into one write transaction that is committed every
@@ -209,6 +212,9 @@ JOSEKI_MUST_USE int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *
  * uncommitted puts. A crash loses at most the current batch.
  */
 JOSEKI_MUST_USE int bookdb_writer_new(BookWriter **out, BookDB *db, size_t batch);
+/* Whether the writer has a transaction open (something for the next flush to
+ * commit). */
+bool bookdb_writer_open(const BookWriter *w);
 JOSEKI_MUST_USE int bookdb_writer_put(BookWriter *w, Key key, const BookRecord *rec);
 JOSEKI_MUST_USE int bookdb_writer_put_raw(BookWriter *w, Key key, const uint8_t *val, size_t len);
 /*

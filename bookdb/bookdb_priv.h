@@ -67,6 +67,8 @@ struct BookTxn {
 struct BookIter {
 	MDB_cursor *cur;
 	bool started;
+	MDB_val from; /* bookdb_kv_iter_open_at: the first call seeks here (mv_data NULL: none) */
+	uint8_t from_buf[64];
 };
 
 struct BookChangesIter {

@@ -25,6 +25,11 @@ int bookdb_writer_new(BookWriter **out, BookDB *db, size_t batch)
 	return 0;
 }
 
+bool bookdb_writer_open(const BookWriter *w)
+{
+	return w->txn != NULL;
+}
+
 int bookdb_writer_txn(BookTxn **out, BookWriter *w)
 {
 	if (!w->txn) {

@@ -258,6 +258,16 @@ bool sel_is_leased(const Selector *s, Key key)
 	return i >= 0 && (s->nodes[i].flags & NF_LEASED);
 }
 
+int sel_each_leased(const Selector *s, int (*fn)(void *ctx, Key key), void *ctx)
+{
+	for (size_t i = 0; i < s->nnodes; i++)
+		if (s->nodes[i].flags & NF_LEASED) {
+			int rc = fn(ctx, s->nodes[i].key);
+			if (rc) return rc;
+		}
+	return 0;
+}
+
 bool sel_is_thought(const Selector *s, Key key)
 {
 	const SelDefer *d = deferred(s, key, true);

@@ -145,6 +145,9 @@ JOSEKI_MUST_USE int sel_add_result(Selector *s, Key key, const BookRecord *rec);
 JOSEKI_MUST_USE int sel_lease(Selector *s, Key key);
 JOSEKI_MUST_USE int sel_release(Selector *s, Key key);
 bool sel_is_leased(const Selector *s, Key key);
+/* Calls fn(ctx, key) for every node leased (not within a suspended call);
+ * stops at fn's first non-zero return, which it returns. */
+JOSEKI_MUST_USE int sel_each_leased(const Selector *s, int (*fn)(void *ctx, Key key), void *ctx);
 /* True when key is a thought position of the graph. */
 bool sel_is_thought(const Selector *s, Key key);
 

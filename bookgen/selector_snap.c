@@ -41,6 +41,11 @@ typedef struct {
 	uint64_t thought, edges_built;
 } SelHead;
 
+bool sel_snapshot_ready(const Selector *s)
+{
+	return s->lazy && !s->in_call && !s->ndefer && !s->err && s->bloom_joined && s->bloom;
+}
+
 int sel_snapshot_write(Selector *s, SnapWriter *w)
 {
 	if (!s->in_call) sel_g_filter_wait(s);

@@ -268,6 +268,24 @@ static bool read_at(int fd, void *buf, size_t n, uint64_t off)
 
 int snap_open(SnapReader **out, const char *path, const BookStamp *stamp, char *err)
 {
+	int rc = snap_open_any(out, path, err);
+	if (rc || !memcmp(&(*out)->head.stamp, stamp, sizeof *stamp)) return rc;
+	const BookStamp *f = &(*out)->head.stamp;
+	rc = rfail(path, err, SEL_ESTALE,
+	           f->dev == stamp->dev && f->ino == stamp->ino ? "the book was written since"
+	                                                        : "of another book file");
+	snap_close(*out);
+	*out = NULL;
+	return rc;
+}
+
+const BookStamp *snap_stamp(const SnapReader *r)
+{
+	return &r->head.stamp;
+}
+
+int snap_open_any(SnapReader **out, const char *path, char *err)
+{
 	*out = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -306,11 +324,6 @@ int snap_open(SnapReader **out, const char *path, const BookStamp *stamp, char *
 		    r->ent[i].len > r->head.table_off - r->ent[i].off)
 			rc = rfail(path, err, SEL_ESNAP,
 			           "damaged table (a section out of the file)");
-	if (!rc && memcmp(&r->head.stamp, stamp, sizeof *stamp) != 0)
-		rc = rfail(path, err, SEL_ESTALE,
-		           r->head.stamp.dev == stamp->dev && r->head.stamp.ino == stamp->ino
-		               ? "the book was written since"
-		               : "of another book file");
 	if (rc) {
 		snap_close(r);
 		return rc;

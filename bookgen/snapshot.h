@@ -62,6 +62,11 @@ void snap_abort(SnapWriter *w);
  */
 JOSEKI_MUST_USE int snap_open(SnapReader **out, const char *path, const BookStamp *stamp,
                               char *err);
+/* The same whatever the file's stamp, and the stamp it was written for (a
+ * caller that can bring an older snapshot up to date: the coordinator's
+ * checkpoints). */
+JOSEKI_MUST_USE int snap_open_any(SnapReader **out, const char *path, char *err);
+const BookStamp *snap_stamp(const SnapReader *r);
 /* Whether section tag is there, and its length. */
 bool snap_has(const SnapReader *r, uint32_t tag, uint64_t *len);
 /* Reads the whole of section tag (len bytes, its length) into buf and checks
@@ -79,6 +84,10 @@ void snap_close(SnapReader *r);
  * again). On failure the selector must be freed.
  */
 JOSEKI_MUST_USE int sel_snapshot_write(Selector *s, SnapWriter *w);
+/* Whether sel_snapshot_write can write s now without waiting for anything
+ * (no call suspended, the key filter built and joined): a forked child,
+ * which has no other thread, may call it then. */
+bool sel_snapshot_ready(const Selector *s);
 JOSEKI_MUST_USE int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err);
 
 /*

@@ -253,10 +253,15 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 		         bookdb_strerror(rc));
 		return;
 	}
-	rc = snap_open(&snap, c->snap_path, &st, err);
+	rc = snap_open_any(&snap, c->snap_path, err);
+	uint64_t gen = 0; /* a checkpoint's: its journal replayed */
+	if (rc == 0 && memcmp(snap_stamp(snap), &st, sizeof st) != 0) {
+		rc = co_journal_check(c, snap_stamp(snap), &st, err);
+		gen = snap_stamp(snap)->txnid;
+	}
 	if (rc == 0) {
 		rc = new_selection(c, opt, snap, err);
-		snap_close(snap);
+		if (rc == 0 && gen) rc = co_journal_replay(c, gen, err);
 		if (rc < 0) {
 			sel_free(c->sel);
 			plan_free(c->plan);
@@ -268,6 +273,11 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 	c->snap_restored = rc == 0;
 	c->snap_ms = clock_ms_f() - t0;
 	if (rc < 0 && rc != SEL_ENOSNAP) snprintf(c->snap_note, sizeof c->snap_note, "%s", err);
+	if (rc == 0 && gen)
+		snprintf(c->snap_note, sizeof c->snap_note,
+		         "from a checkpoint %llu commits before the last: %llu results given again",
+		         (unsigned long long)c->snap_commits, (unsigned long long)c->snap_replayed);
+	snap_close(snap);
 }
 
 bool coord_snapshot_restored(const Coord *c, const char **note, double *ms)
@@ -306,6 +316,11 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	c->opt.root_weights = NULL;
 	c->opt.nroots = 0;
 	if ((rc = co_restore(c, err)) < 0 || (rc = co_queue_extended(c, err)) < 0) goto fail;
+	/* Restored: what the selector holds leased beyond the work state (a
+	 * checkpoint's stock, positions answered since it) is free again. */
+	size_t strays = 0;
+	if (c->snap_restored && (rc = co_release_strays(c, &strays)) < 0) goto fail;
+	c->sj_stale = true; /* journal entries of earlier checkpoints: deleted as commits come */
 	/* Commits only when told (coord_commit): results and work state together. */
 	if (bookdb_writer_new(&c->w, db, SIZE_MAX) < 0) {
 		rc = errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",
@@ -325,16 +340,12 @@ fail:
 static int minimax_collect(Coord *c, bool wait, char *err);
 
 /* The selector's state to the snapshot, stamped with the book as committed. */
-static int save_snapshot(Coord *c, char *err)
+int co_snapshot_write(Coord *c, const BookStamp *st, char *err)
 {
-	BookStamp st;
 	SnapWriter *w = NULL;
 	char serr[SNAP_ERRLEN] = "";
-	int rc = bookdb_stamp(&st, c->db);
-	if (rc < 0)
-		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: snapshot: %s",
-		                  bookdb_strerror(rc));
-	if ((rc = snap_create(&w, c->snap_path, &st, serr)) == 0 &&
+	int rc;
+	if ((rc = snap_create(&w, c->snap_path, st, serr)) == 0 &&
 	    (rc = sel_snapshot_write(c->sel, w)) == 0 &&
 	    (rc = plan_snapshot_write(c->plan, w)) == 0) {
 		rc = snap_commit(w, serr);
@@ -349,11 +360,23 @@ static int save_snapshot(Coord *c, char *err)
 	return 0;
 }
 
+/* The selector's state to the snapshot, stamped with the book as committed. */
+static int save_snapshot(Coord *c, char *err)
+{
+	BookStamp st;
+	int rc = bookdb_stamp(&st, c->db);
+	if (rc < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: snapshot: %s",
+		                  bookdb_strerror(rc));
+	return co_snapshot_write(c, &st, err);
+}
+
 int coord_close(Coord *c, double *save_ms, char *err)
 {
 	if (save_ms) *save_ms = 0;
 	if (!c) return 0;
-	co_select_stop(c); /* its stock of leaves released in the selector */
+	co_select_stop(c);           /* its stock of leaves released in the selector */
+	co_checkpoint_reap(c, true); /* a checkpoint being written: its file replaced below */
 	int rc = coord_commit(c, err);
 	/* Before waiting for a minimax run under way (up to a minute on a large
 	 * book: a supervisor may kill the process meanwhile): its analysis
@@ -371,6 +394,7 @@ void coord_free(Coord *c)
 {
 	if (!c) return;
 	co_select_stop(c); /* first: nothing below runs beside the selection */
+	co_checkpoint_reap(c, true);
 	minimax_collect(c, true, NULL);
 	/* A plan not written yet is dropped: the next run mends what a part
 	 * written left (the book marks it as a stopped run). */
@@ -393,6 +417,7 @@ void coord_free(Coord *c)
 	free(c->leaf);
 	plan_free(c->plan);
 	free(c->snap_path);
+	free(c->sj_keys);
 	free(c);
 }
 
@@ -412,6 +437,7 @@ static int value_mated(Coord *c, Key key, char *err)
 		c->broken = true;
 		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s", terr);
 	}
+	if (co_journal_note(c, key) < 0) return COORD_EBOOK;
 	c->mated++;
 	c->since_minimax++;
 	return 1;
@@ -539,6 +565,11 @@ static int select_hold(Coord *c, char *err)
 	int rc = co_select_hold(c);
 	if (rc == 0) c->sr_dry = true; /* no leaf now: not tried again this round */
 	return rc < 0 ? select_failed(c, rc, err) : 0;
+}
+
+int co_select_hold_all(Coord *c, char *err)
+{
+	return select_hold(c, err);
 }
 
 void coord_select_ahead(Coord *c)
@@ -751,6 +782,9 @@ static int store(Coord *c, Lease *l, int i, const CoordResult *r, int64_t now, c
 		c->broken = true;
 		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s", terr);
 	}
+	if (co_journal_note(c, r->key) < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",
+		                  "out of memory");
 	KeyState *ks = co_key_get(c, r->key);
 	if (ks) {
 		bool had_tries = ks->tries > 0;
@@ -882,7 +916,9 @@ int coord_commit(Coord *c, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
 	double t0 = clock_ms_f();
-	int rc = bookdb_writer_flush(c->w);
+	int rc = co_journal_write(c, err);
+	if (rc < 0) return rc;
+	rc = bookdb_writer_flush(c->w);
 	c->commit_ms += clock_ms_f() - t0;
 	return rc < 0 ? co_broken(c, err, "commit", rc) : 0;
 }
@@ -996,6 +1032,14 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 	if ((rc = co_history_tick(c, now_ms, err)) < 0) return rc;
 	if ((rc = minimax_apply(c, COORD_APPLY_MS, err)) < 0) return rc;
 	if ((rc = coord_commit(c, err)) < 0) return rc;
+	/* A checkpoint of the selector every checkpoint_seconds (from the first
+	 * tick), right after this commit. */
+	co_checkpoint_reap(c, false);
+	if (!c->ckpt_last_ms) c->ckpt_last_ms = now_ms;
+	if (c->opt.checkpoint_seconds > 0 &&
+	    now_ms - c->ckpt_last_ms >= c->opt.checkpoint_seconds * 1000 &&
+	    (rc = coord_checkpoint(c, now_ms, err)) < 0)
+		return rc;
 	/* The seconds between minimax runs count from the first tick: a fresh
 	 * coordinator does not start with one (the book was backed up by the
 	 * last run before it stopped, or needs a whole-book run, which is
@@ -1048,6 +1092,10 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->minimax_apply_ms = c->apply_ms;
 	out->snapshot_restored = c->snap_restored;
 	out->snapshot_note = c->snap_note;
+	co_checkpoint_reap(c, false);
+	out->checkpoints = c->ckpts;
+	out->checkpoints_failed = c->ckpt_failed;
+	out->checkpoint_ms = c->ckpt_ms;
 	SelStats ss;
 	sel_get_stats(&ss, c->sel);
 	out->book_thought = ss.thought;

@@ -101,6 +101,10 @@ typedef struct {
 	 * coord_open when it is of the book as it is now (then removed, used or
 	 * not), written by coord_close. Not with preload. */
 	const char *snapshot;
+	/* With a snapshot: a checkpoint of the selector every this many seconds
+	 * (0: none), so that a start after a crash reads it back with the
+	 * results stored since (coord_ckpt.c). */
+	double checkpoint_seconds;
 } CoordOptions;
 
 #define COORD_SLICE_MS 20
@@ -185,6 +189,9 @@ typedef struct {
 	 * there was none; owned by the Coord, valid while it lives). */
 	bool snapshot_restored;
 	const char *snapshot_note;
+	/* Checkpoints written and failed since the start; the last one's writing, ms. */
+	uint64_t checkpoints, checkpoints_failed;
+	double checkpoint_ms;
 	size_t naside;
 	CoordAside *aside; /* malloc'd, naside of them */
 	size_t nworkers;
@@ -207,6 +214,13 @@ void coord_free(Coord *c);
  * dropped, mended by the next run), and c freed. 0, or a negative code with err (a failed commit,
  * or the snapshot not written: the next start then searches from scratch). Accepts NULL. */
 JOSEKI_MUST_USE int coord_close(Coord *c, double *save_ms, char *err);
+/* A checkpoint now (what the tick does every opt.checkpoint_seconds): after
+ * a commit, a child process writes the snapshot while c goes on. 1 when one
+ * was begun, 0 when not now (one being written, a search suspended, no
+ * snapshot path), or a negative code (the commit failed). coord_checkpoint_wait
+ * waits for the child: 0, or COORD_EBOOK when it failed. */
+JOSEKI_MUST_USE int coord_checkpoint(Coord *c, int64_t now_ms, char *err);
+JOSEKI_MUST_USE int coord_checkpoint_wait(Coord *c);
 /* What became of the snapshot at coord_open: true when the selector was
  * restored from it (*ms: how long that took); note says why not otherwise
  * ("" when there was none or none was asked for). */

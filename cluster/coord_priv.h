@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cluster/coord.h"
 #include "bookgen/snapshot.h"
@@ -134,6 +135,19 @@ struct Coord {
 	char snap_note[SNAP_ERRLEN];
 	bool snap_restored;
 	double snap_ms;
+	uint64_t snap_commits, snap_replayed; /* a checkpoint's start: its journal */
+	/* Checkpoints and their journal (coord_ckpt.c): the keys stored since
+	 * the last commit; the checkpoint the journal extends (its txnid; 0:
+	 * none this run), commits and entries since it; entries of others may
+	 * be left; the child writing one, and the counts. */
+	Key *sj_keys;
+	size_t sj_n, sj_cap;
+	uint64_t sj_gen, sj_commits, sj_entry;
+	bool sj_stale;
+	pid_t ckpt_pid;
+	int64_t ckpt_last_ms;
+	double ckpt_t0, ckpt_ms;
+	uint64_t ckpts, ckpt_failed;
 };
 
 /* Marks c broken (no later commit) and says what failed in err; returns
@@ -183,6 +197,22 @@ int co_queue_extended(Coord *c, char *err);
  * into the book's work database (through c->w: committed with the next
  * commit). 0 or co_broken's code. */
 int co_history_tick(Coord *c, int64_t now_ms, char *err);
+
+/* coord_ckpt.c: the journal (the keys of a commit's results) and the
+ * checkpoints (docs in the file). co_journal_note after each result stored,
+ * co_journal_write before each commit; co_journal_check and _replay bring a
+ * checkpoint's selector up to date at the start; co_release_strays after the
+ * work state is restored. */
+int co_journal_note(Coord *c, Key k);
+int co_journal_write(Coord *c, char *err);
+void co_checkpoint_reap(Coord *c, bool wait);
+int co_journal_check(Coord *c, const BookStamp *snap, const BookStamp *book, char *err);
+int co_journal_replay(Coord *c, uint64_t gen, char *err);
+int co_release_strays(Coord *c, size_t *released);
+/* coord.c: the selector's snapshot written for the book state st; the
+ * selection thread stopped and its result taken in. */
+int co_snapshot_write(Coord *c, const BookStamp *st, char *err);
+int co_select_hold_all(Coord *c, char *err);
 
 /* coord.c: the in-memory state. */
 KeyState *co_key_get(Coord *c, Key k);

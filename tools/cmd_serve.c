@@ -87,7 +87,8 @@ int cmd_serve(int argc, char **argv)
 	CoordOptions co = {.kif_bonus = SEL_KIF_BONUS_DEFAULT, .minimax = bookmm_hook(NULL)};
 	const char *tokens_path = NULL;
 	bool quiet = false, work_on = false, lazy_load = false, per_ip_given = false,
-	     history_given = false, no_snapshot = false;
+	     history_given = false, no_snapshot = false, ckpt_given = false;
+	uint64_t ckpt_s = 0;
 	uint64_t header_s = 0, per_ip = 0, history_s = 0, lease_s = 0, minimax_s = 0;
 	int64_t slice_ms = 0;
 	bool slice_given = false;
@@ -116,6 +117,10 @@ int cmd_serve(int argc, char **argv)
 	    CLI_FLAG("--lazy-load", &lazy_load, NULL), /* the default, kept for older scripts */
 	    CLI_FLAG("--no-snapshot", &no_snapshot,
 	             "neither read nor write the selector's snapshot (BOOK/" SNAP_FILE ")"),
+	    CLI_NUM("--checkpoint-seconds", &ckpt_s, 0, 4000000000, "S",
+	            "a checkpoint of the selector every S seconds, read back after a crash "
+	            "(default 600; 0: none)",
+	            CLI_TAG(&ckpt_given, true)),
 	    CLI_NUM("--select-slice-ms", &slice_ms, -1, 10000, "MS",
 	            "an acquire selects for at most MS, a longer search goes on between requests "
 	            "(default 20; 0: the shortest slices; -1: whole searches in the acquire)",
@@ -206,6 +211,7 @@ int cmd_serve(int argc, char **argv)
 		char spath[BOOKDB_PATH_LEN];
 		snprintf(spath, sizeof spath, "%s/%s", book, SNAP_FILE);
 		if (!no_snapshot) co.snapshot = spath;
+		co.checkpoint_seconds = ckpt_given ? (double)ckpt_s : 600;
 		fprintf(stderr, "serve: loading the selector over %s\n", book);
 		int orc = coord_open(&coord, db, &co, err);
 		roots_free(&roots); /* the coordinator keeps its own copies */

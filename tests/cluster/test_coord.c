@@ -1090,6 +1090,15 @@ static void test_coord__the_stock_selected_beside_the_caller_is_what_acquires_se
 	ahead_run(PLAN_COVER, seed);
 }
 
+/* A commit by another writer (an entry of its own in the work database). */
+static void foreign_commit(BookDB *db)
+{
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_kv_put(txn, BOOKDB_WORK, "test", 4, "x", 1), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+}
+
 /* Reopens twin 1 as a restarted process would: the book closed and opened
  * again, the coordinator with the snapshot at path. */
 static Coord *reopen_sliced(Twins *t, const char *path, int mode, bool close_first,
@@ -1266,6 +1275,125 @@ static void test_coord__restarts_from_the_snapshot_in_slices_lease_nothing_twice
 	snapshot_sliced_run(PLAN_COVER, seed);
 }
 
+/* Twin 1 as a crashed process leaves it: everything committed, no snapshot
+ * written at the stop (coord_free writes none), the book closed. */
+static void crash(Twins *t)
+{
+	char err[COORD_ERRLEN];
+	assert_int_equal(coord_commit(t->c[1], err), 0);
+	coord_free(t->c[1]);
+	bookdb_free(t->db[1]);
+	t->c[1] = NULL;
+	t->db[1] = NULL;
+}
+
+/* Rounds of one acquire each, every position answered; the keys handed
+ * out appended to keys (none twice, none thought). Returns the results. */
+static int answer_rounds(Coord *c, BookDB *db, int rounds, Key *keys, size_t *nkeys)
+{
+	char err[COORD_ERRLEN];
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	assert_non_null(l);
+	assert_non_null(r);
+	int results = 0;
+	for (int round = 0; round < rounds; round++) {
+		int m = acquire(c, l, &A, 4, T0);
+		for (int i = 0; i < m; i++) {
+			Key k = l->pos[i].key;
+			assert_false(thought(db, k));
+			for (size_t j = 0; j < *nkeys; j++) assert_false(key_equal(keys[j], k));
+			keys[(*nkeys)++] = k;
+			answer(r, &l->pos[i], 3);
+			assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+			results++;
+		}
+		assert_int_equal(coord_commit(c, err), 0);
+	}
+	free(l);
+	free(r);
+	return results;
+}
+
+/*
+ * A crash after a checkpoint (coord_checkpoint: a child process writes the
+ * snapshot while the coordinator goes on; each commit after it keeps its
+ * results' keys in the book): the next start reads the checkpoint back and
+ * gives the selector every result stored since, one for one; the lease that
+ * was out lives and takes its results; nothing is leased twice or once
+ * thought. A commit by another writer after the checkpoint makes it stale.
+ */
+static void checkpoint_run(int mode, unsigned long long seed)
+{
+	char err[COORD_ERRLEN];
+	Twins t;
+	twins_open(&t, mode, seed, -1);
+	char path[4096];
+	snprintf(path, sizeof path, "%s/selector.snap", t.dir[1]);
+	const char *note;
+	Coord *c = reopen_with_snapshot(&t, path, mode, true);
+	Key *keys = malloc(2000 * sizeof *keys);
+	assert_non_null(keys);
+	size_t nkeys = 0;
+	answer_rounds(c, t.db[1], 8, keys, &nkeys);
+	assert_int_equal(coord_checkpoint(c, T0, err), 1);
+	assert_int_equal(coord_checkpoint_wait(c), 0);
+	assert_int_equal(access(path, F_OK), 0);
+	int after = answer_rounds(c, t.db[1], 8, keys, &nkeys);
+	CoordLease *out = malloc(sizeof *out);
+	CoordResult *r = malloc(sizeof *r);
+	assert_non_null(out);
+	assert_non_null(r);
+	int nout = acquire(c, out, &A, 3, T0);
+	assert_true(nout > 0);
+	for (int i = 0; i < nout; i++) keys[nkeys++] = out->pos[i].key;
+	crash(&t);
+	c = reopen_with_snapshot(&t, path, mode, false);
+	if (!coord_snapshot_restored(c, &note, NULL)) fail_msg("not restored: %s", note);
+	print_message("checkpoint (%s): %s (%d stored after it)\n",
+	              mode == PLAN_PV ? "pv" : "cover", note, after);
+	unsigned long long commits, given;
+	assert_int_equal(sscanf(strstr(note, "checkpoint"),
+	                        "checkpoint %llu commits before the last: %llu results", &commits,
+	                        &given),
+	                 2);
+	assert_int_equal(given, (unsigned long long)after);
+	assert_true(commits >= 8);
+	assert_true(access(path, F_OK) != 0);
+	/* The lease out takes its results; the selection goes on. */
+	for (int i = 0; i < nout; i++) {
+		answer(r, &out->pos[i], 3);
+		assert_int_equal(coord_submit(c, out->id, &A, r, 1, T0, err), 1);
+	}
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_true(answer_rounds(c, t.db[1], 8, keys, &nkeys) > 0);
+	/* Another checkpoint, a commit by another writer after it, a crash: stale. */
+	assert_int_equal(coord_checkpoint(c, T0, err), 1);
+	assert_int_equal(coord_checkpoint_wait(c), 0);
+	answer_rounds(c, t.db[1], 2, keys, &nkeys);
+	crash(&t);
+	assert_int_equal(bookdb_open(&t.db[1], t.dir[1], NULL, err), 0);
+	foreign_commit(t.db[1]);
+	bookdb_free(t.db[1]);
+	c = reopen_with_snapshot(&t, path, mode, false);
+	assert_false(coord_snapshot_restored(c, &note, NULL));
+	print_message("checkpoint, then another writer: %s\n", note);
+	assert_non_null(strstr(note, "not by the coordinator alone"));
+	assert_true(answer_rounds(c, t.db[1], 2, keys, &nkeys) > 0);
+	free(out);
+	free(r);
+	free(keys);
+	twins_close(&t);
+}
+
+static void test_coord__a_crash_after_a_checkpoint_restarts_from_it_with_its_journal(void **state)
+{
+	(void)state;
+	unsigned long long seed = ts_seed("coord_checkpoint") % 1000000;
+	checkpoint_run(PLAN_PV, seed);
+	checkpoint_run(PLAN_COVER, seed);
+}
+
 /* Flips one byte of the file at path, at offset off. */
 static void flip_byte(const char *path, long off)
 {
@@ -1301,10 +1429,7 @@ static void test_coord__a_snapshot_that_does_not_fit_is_refused_and_said(void **
 	assert_true(coord_snapshot_restored(t.c[1], &note, NULL));
 	assert_int_equal(coord_close(t.c[1], NULL, err), 0);
 	assert_true(access(path, F_OK) == 0);
-	BookTxn *txn;
-	assert_int_equal(bookdb_txn_begin(&txn, t.db[1], true), 0);
-	assert_int_equal(bookdb_kv_put(txn, BOOKDB_WORK, "test", 4, "x", 1), 0);
-	assert_int_equal(bookdb_txn_commit(txn), 0);
+	foreign_commit(t.db[1]);
 	bookdb_free(t.db[1]);
 	reopen_with_snapshot(&t, path, PLAN_PV, false);
 	assert_false(coord_snapshot_restored(t.c[1], &note, NULL));
@@ -1387,6 +1512,8 @@ int main(void)
 	        test_coord__a_restart_from_the_snapshot_leases_what_an_unbroken_run_does),
 	    cmocka_unit_test(test_coord__a_snapshot_that_does_not_fit_is_refused_and_said),
 	    cmocka_unit_test(test_coord__restarts_from_the_snapshot_in_slices_lease_nothing_twice),
+	    cmocka_unit_test(
+	        test_coord__a_crash_after_a_checkpoint_restarts_from_it_with_its_journal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -220,6 +220,22 @@ static char *result_body(const char *key, const char *move)
 	return b;
 }
 
+/* Answers every position of lease a (REPLY moves from shift on: the
+ * positions are White's after one Black move), each submit 204. */
+static void answer_lease(const Coordinator *s, const char *token, json_t *a, size_t shift)
+{
+	static const char *const REPLY[] = {"8c8d", "3c3d", "4a3b", "7a6b", "5c5d", "1c1d"};
+	char sub[64], *out = NULL;
+	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a));
+	size_t n = json_array_size(json_object_get(a, "positions"));
+	for (size_t i = 0; i < n; i++) {
+		char *body = result_body(acq_key(a, i), REPLY[(i + shift) % 6]);
+		if (post(s, token, sub, body, &out) != 204) fail_msg("submit: %s", out);
+		free(out);
+		free(body);
+	}
+}
+
 static bool startpos_thought(const char *dir)
 {
 	json_t *q = ts_run_json(0, "%s query %s/b startpos --json", ts_joseki(), dir);
@@ -755,15 +771,13 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	Fx *f = *state;
 	Coordinator *s = &f->s;
 	const char *t1 = f->t1, *dir = f->dir;
-	char note[512], snap[700], *out = NULL, *err = NULL;
+	char note[512], snap[700], *err = NULL;
 	snprintf(snap, sizeof snap, "%s/b/selector.snap", dir);
 	assert_false(selector_restored(s, t1, note, sizeof note));
 	assert_string_equal(note, "");
 	think_start(s, t1);
 	json_t *a = acquire(s, t1, "w1", 3);
-	char sub[64], *body;
-	size_t n = json_array_size(json_object_get(a, "positions"));
-	assert_true(n >= 1);
+	assert_true(json_array_size(json_object_get(a, "positions")) >= 1);
 	stop(s, SIGTERM);
 	assert_int_equal(access(snap, F_OK), 0);
 	start(s, dir);
@@ -772,14 +786,7 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	json_t *st = status(s, t1);
 	assert_int_equal(jget(st, "leases", "live"), 1);
 	json_decref(st);
-	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a));
-	static const char *const REPLY[] = {"8c8d", "3c3d", "4a3b", "7a6b", "5c5d", "1c1d"};
-	for (size_t i = 0; i < n; i++) {
-		body = result_body(acq_key(a, i), REPLY[i % 6]);
-		if (post(s, t1, sub, body, &out) != 204) fail_msg("submit after restart: %s", out);
-		free(out);
-		free(body);
-	}
+	answer_lease(s, t1, a, 0);
 	json_decref(a);
 	/* It goes on selecting: a new lease, none of whose positions is thought. */
 	a = acquire(s, t1, "w1", 2);
@@ -805,6 +812,55 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	free(err);
 }
 
+/*
+ * kill -9 after a checkpoint (--checkpoint-seconds 1): the next start reads
+ * the checkpoint back with the results stored since (the status says so),
+ * and the lease that was out takes its results.
+ */
+static void test_work__a_restart_after_sigkill_reads_the_last_checkpoint(void **state)
+{
+	Fx *f = *state;
+	Coordinator *s = &f->s;
+	const char *t1 = f->t1, *dir = f->dir;
+	char note[512], book[600];
+	snprintf(book, sizeof book, "%s/b", dir);
+	stop(s, SIGTERM);
+	s->port = ts_serve_start(&s->pid, &s->log, book,
+	                         "--work --quiet --depth 3 --lease-seconds 600 "
+	                         "--checkpoint-seconds 1");
+	g_child = s->pid;
+	assert_true(s->port > 0);
+	think_start(s, t1);
+	/* Until a checkpoint was written. */
+	long long ck = 0;
+	for (int i = 0; i < 100 && ck < 1; i++) {
+		usleep(100000);
+		json_t *st = status(s, t1);
+		ck = jget(st, "selector", "checkpoints");
+		json_decref(st);
+	}
+	assert_true(ck >= 1);
+	/* Results after it, then a lease out, then kill -9. */
+	json_t *a = acquire(s, t1, "w1", 2);
+	answer_lease(s, t1, a, 0);
+	json_decref(a);
+	a = acquire(s, t1, "w1", 2);
+	stop(s, SIGKILL);
+	start(s, dir);
+	if (!selector_restored(s, t1, note, sizeof note)) fail_msg("not restored: %s", note);
+	print_message("after kill -9: %s\n", note);
+	assert_non_null(strstr(note, "from a checkpoint"));
+	answer_lease(s, t1, a, 2);
+	json_decref(a);
+	a = acquire(s, t1, "w1", 2);
+	assert_true(json_array_size(json_object_get(a, "positions")) >= 1);
+	json_decref(a);
+	finish(f);
+	char *err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s check %s >/dev/null", ts_joseki(), book), 0);
+	free(err);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -825,6 +881,8 @@ int main(void)
 	        teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_work__a_restart_after_sigterm_reads_the_selector_back, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_work__a_restart_after_sigkill_reads_the_last_checkpoint, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
