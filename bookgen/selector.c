@@ -231,6 +231,14 @@ static int apply_deferred(Selector *s)
 	return rc;
 }
 
+int sel_add_result_raw(Selector *s, Key key, const uint8_t *val, size_t len)
+{
+	if (!len || len > BOOKDB_RECORD_MAX) return SEL_EINVAL;
+	bool thought = val[0] & BOOKDB_REC_THOUGHT;
+	if (s->in_call) return defer(s, key, DEFER_RESULT, thought ? val : NULL, len);
+	return add_result_now(s, key, val, len, thought);
+}
+
 int sel_add_result(Selector *s, Key key, const BookRecord *rec)
 {
 	int len = bookdb_record_encode(s->enc, BOOKDB_RECORD_MAX, rec);

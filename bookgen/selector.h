@@ -140,6 +140,8 @@ JOSEKI_MUST_USE int sel_add_root(Selector *s, Key key, Color side);
  * the bounds of its ancestors.
  */
 JOSEKI_MUST_USE int sel_add_result(Selector *s, Key key, const BookRecord *rec);
+/* The same with the record's bytes as the book stores them (len > 0). */
+JOSEKI_MUST_USE int sel_add_result_raw(Selector *s, Key key, const uint8_t *val, size_t len);
 
 /* Marks key as being thought about (absent for selection) / no longer. */
 JOSEKI_MUST_USE int sel_lease(Selector *s, Key key);

@@ -261,7 +261,9 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 	}
 	if (rc == 0) {
 		rc = new_selection(c, opt, snap, err);
+		double r0 = clock_ms_f();
 		if (rc == 0 && gen) rc = co_journal_replay(c, gen, err);
+		c->snap_replay_ms = clock_ms_f() - r0;
 		if (rc < 0) {
 			sel_free(c->sel);
 			plan_free(c->plan);
@@ -275,8 +277,10 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 	if (rc < 0 && rc != SEL_ENOSNAP) snprintf(c->snap_note, sizeof c->snap_note, "%s", err);
 	if (rc == 0 && gen)
 		snprintf(c->snap_note, sizeof c->snap_note,
-		         "from a checkpoint %llu commits before the last: %llu results given again",
-		         (unsigned long long)c->snap_commits, (unsigned long long)c->snap_replayed);
+		         "from a checkpoint %llu commits before the last: %llu results given again "
+		         "in %.2f s",
+		         (unsigned long long)c->snap_commits, (unsigned long long)c->snap_replayed,
+		         c->snap_replay_ms / 1000);
 	snap_close(snap);
 }
 

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -160,7 +161,9 @@ int coord_checkpoint(Coord *c, int64_t now_ms, char *err)
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* The child: its own copy of the memory, no other thread, no LMDB
-		 * call; the snapshot written, then out without any exit handler. */
+		 * call; below the service on the CPU (as the minimax thread); the
+		 * snapshot written, then out without any exit handler. */
+		(void)setpriority(PRIO_PROCESS, 0, 19);
 		_exit(co_snapshot_write(c, &st, NULL) == 0 ? 0 : 1);
 	}
 	c->ckpt_last_ms = now_ms;
@@ -237,9 +240,11 @@ int co_journal_replay(Coord *c, uint64_t gen, char *err)
 		}
 		for (size_t i = 0; rc == 0 && i < vl / 16; i++) {
 			Key key = key_from_bytes(v + 16 * i);
-			int g = bookdb_get(c->rec, t, key);
-			if (g == 0 && (c->rec->flags & BOOKDB_REC_THOUGHT)) {
-				rc = sel_add_result(c->sel, key, c->rec);
+			const uint8_t *val;
+			size_t len;
+			int g = bookdb_get_raw(&val, &len, t, key);
+			if (g == 0 && len && (val[0] & BOOKDB_REC_THOUGHT)) {
+				rc = sel_add_result_raw(c->sel, key, val, len);
 				c->snap_replayed++;
 			} else if (g < 0 && g != BOOKDB_ENOTFOUND) {
 				rc = SEL_EBOOK;

@@ -136,6 +136,7 @@ struct Coord {
 	bool snap_restored;
 	double snap_ms;
 	uint64_t snap_commits, snap_replayed; /* a checkpoint's start: its journal */
+	double snap_replay_ms;
 	/* Checkpoints and their journal (coord_ckpt.c): the keys stored since
 	 * the last commit; the checkpoint the journal extends (its txnid; 0:
 	 * none this run), commits and entries since it; entries of others may

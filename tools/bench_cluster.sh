@@ -46,6 +46,11 @@ BOOK=${BENCH_CLUSTER_BOOK:-/tmp/joseki-bench-cluster-$N}
 MMS=${BENCH_CLUSTER_MINIMAX_S:-10}
 SELECT=${BENCH_CLUSTER_SELECT:-pv}
 RATE=${BENCH_CLUSTER_RATE:-0}
+# How the coordinator is stopped at the end: TERM (a clean stop, which writes the
+# selector's snapshot) or KILL (a crash: the next run starts from the last
+# checkpoint, if BENCH_CLUSTER_SERVE_OPTS asks for them often enough, e.g.
+# --checkpoint-seconds 20).
+SIG=${BENCH_CLUSTER_SIGNAL:-TERM}
 wopt="--select $SELECT"
 tmp=$(mktemp -d)
 pid=
@@ -93,7 +98,7 @@ hwm_mb=$(awk '/VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
 anon_mb=$(awk '/RssAnon/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
 file_mb=$(awk '/RssFile/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
 ts=$(date +%s.%N)
-kill "$pid"
+kill -"$SIG" "$pid"
 wait "$pid" || true
 stop_s=$(echo "$ts $(date +%s.%N)" | awk '{printf "%.2f", $2 - $1}')
 pid=
@@ -102,7 +107,7 @@ echo "coordinator: $(cat "$tmp/serve.out")"
 # The selector's snapshot: restored at the start (its seconds), saved at the stop.
 restored=$(sed -n 's/.*selector restored from .* in \([0-9.]*\) s.*/\1/p' "$tmp/serve.err")
 saved=$(sed -n 's/.*selector saved to .* in \([0-9.]*\) s.*/\1/p' "$tmp/serve.err")
-grep -E "not used|snapshot" "$tmp/serve.err" >&2 || true
+grep -E "not used|snapshot|restored from" "$tmp/serve.err" >&2 || true
 runs=$(sed -n 's/.*minimax runs \([0-9]*\).*/\1/p' "$tmp/serve.out" | tail -n 1)
 echo "$line" | awk -v runs="${runs:-?}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v anon="$anon_mb" -v file="$file_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" -v rate="$RATE" -v restored="${restored:-no}" -v saved="${saved:-no}" -v stop="$stop_s" '{
 	for (i = 1; i < NF; i++) v[$i] = $(i + 1)

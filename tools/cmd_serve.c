@@ -119,7 +119,7 @@ int cmd_serve(int argc, char **argv)
 	             "neither read nor write the selector's snapshot (BOOK/" SNAP_FILE ")"),
 	    CLI_NUM("--checkpoint-seconds", &ckpt_s, 0, 4000000000, "S",
 	            "a checkpoint of the selector every S seconds, read back after a crash "
-	            "(default 600; 0: none)",
+	            "(default 300; 0: none)",
 	            CLI_TAG(&ckpt_given, true)),
 	    CLI_NUM("--select-slice-ms", &slice_ms, -1, 10000, "MS",
 	            "an acquire selects for at most MS, a longer search goes on between requests "
@@ -211,7 +211,7 @@ int cmd_serve(int argc, char **argv)
 		char spath[BOOKDB_PATH_LEN];
 		snprintf(spath, sizeof spath, "%s/%s", book, SNAP_FILE);
 		if (!no_snapshot) co.snapshot = spath;
-		co.checkpoint_seconds = ckpt_given ? (double)ckpt_s : 600;
+		co.checkpoint_seconds = ckpt_given ? (double)ckpt_s : 300;
 		fprintf(stderr, "serve: loading the selector over %s\n", book);
 		int orc = coord_open(&coord, db, &co, err);
 		roots_free(&roots); /* the coordinator keeps its own copies */
@@ -222,8 +222,8 @@ int cmd_serve(int argc, char **argv)
 		const char *note;
 		double sms;
 		if (coord_snapshot_restored(coord, &note, &sms))
-			fprintf(stderr, "serve: the selector restored from %s in %.2f s\n", spath,
-			        sms / 1000);
+			fprintf(stderr, "serve: the selector restored from %s in %.2f s%s%s%s\n",
+			        spath, sms / 1000, note[0] ? " (" : "", note, note[0] ? ")" : "");
 		else if (note[0])
 			fprintf(stderr,
 			        "serve: %s not used (the first search starts from scratch): %s\n",
