@@ -178,6 +178,7 @@ int cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	char err[COORD_ERRLEN];
+	char spath[BOOKDB_PATH_LEN]; /* the snapshot's path: co.snapshot points here */
 	BookDB *db = NULL;
 	ServerTokens *tokens = NULL;
 	Coord *coord = NULL;
@@ -208,7 +209,6 @@ int cmd_serve(int argc, char **argv)
 		co.roots = (const char *const *)roots.specs;
 		co.root_weights = roots.weights;
 		co.nroots = (int)roots.n;
-		char spath[BOOKDB_PATH_LEN];
 		snprintf(spath, sizeof spath, "%s/%s", book, SNAP_FILE);
 		if (!no_snapshot) co.snapshot = spath;
 		co.checkpoint_seconds = ckpt_given ? (double)ckpt_s : 300;

@@ -99,6 +99,29 @@ static void stop(Coordinator *s, int sig)
 	fclose(s->log);
 }
 
+/* stop(s, SIGTERM), keeping what the coordinator said on stderr until it
+ * exited (the lines after the one that named its port) in out. */
+static void stop_said(Coordinator *s, char *out, size_t len)
+{
+	kill(s->pid, SIGTERM);
+	size_t n = 0;
+	char line[2048];
+	out[0] = 0;
+	while (fgets(line, sizeof line, s->log)) {
+		size_t k = strlen(line);
+		if (n + k < len) {
+			memcpy(out + n, line, k + 1);
+			n += k;
+		}
+	}
+	int st = 0;
+	waitpid(s->pid, &st, 0);
+	g_child = 0;
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	fclose(s->log);
+}
+
 /* One request with an optional token; the status, *out the body (free it). */
 static long call(const Coordinator *s, const char *token, const char *method, const char *path,
                  const char *body, size_t len, char **out)
@@ -778,7 +801,10 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	think_start(s, t1);
 	json_t *a = acquire(s, t1, "w1", 3);
 	assert_true(json_array_size(json_object_get(a, "positions")) >= 1);
-	stop(s, SIGTERM);
+	char said[8192], want[800];
+	stop_said(s, said, sizeof said);
+	snprintf(want, sizeof want, "serve: the selector saved to %s in ", snap);
+	if (!strstr(said, want)) fail_msg("no '%s' in:\n%s", want, said);
 	assert_int_equal(access(snap, F_OK), 0);
 	start(s, dir);
 	if (!selector_restored(s, t1, note, sizeof note)) fail_msg("not restored: %s", note);
