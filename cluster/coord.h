@@ -18,6 +18,8 @@
  *                     key, u8 len + SFEN
  *   "T" + 16-byte key a position's failed tries: u8 tries, u8 set aside (0/1),
  *                     u8 len + last failed worker, u8 len + SFEN
+ *   "S", "S" + ...    the selector's journal since its last checkpoint
+ *                     (cluster/coord_ckpt.c)
  * So a coordinator killed at any moment and restarted has exactly the leases,
  * tries and results of its last commit. Leases whose positions are all done
  * are deleted at once (a later submission for such a lease id is recognised
