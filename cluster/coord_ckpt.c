@@ -164,6 +164,10 @@ int coord_checkpoint(Coord *c, int64_t now_ms, char *err)
 		 * call; below the service on the CPU (as the minimax thread); the
 		 * snapshot written, then out without any exit handler. */
 		(void)setpriority(PRIO_PROCESS, 0, 19);
+		/* Nor does it keep the listening socket (a coordinator restarted
+		 * while a child still writes would find its port taken) or any
+		 * other descriptor but the standard ones. */
+		(void)close_range(3, ~0U, 0);
 		_exit(co_snapshot_write(c, &st, NULL) == 0 ? 0 : 1);
 	}
 	c->ckpt_last_ms = now_ms;
