@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "bookdb/bookdb.h"
+#include "shogi/be64.h"
 
 #define DEFAULT_MAP_SIZE ((size_t)256 << 20)
 
@@ -84,18 +85,6 @@ struct BookWriter {
 	uint64_t commits;
 	bool no_track; /* bookdb_writer_set_tracking(w, false) */
 };
-
-static inline void be64_put(uint8_t out[8], uint64_t x)
-{
-	for (int i = 7; i >= 0; i--, x >>= 8) out[i] = (uint8_t)x;
-}
-
-static inline uint64_t be64_get(const uint8_t *p)
-{
-	uint64_t x = 0;
-	for (int i = 0; i < 8; i++) x = x << 8 | p[i];
-	return x;
-}
 
 static inline void le64_put(uint8_t out[8], uint64_t x)
 {

@@ -39,24 +39,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "shogi/be64.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 
 #define SJ_KEY_LEN 17
 #define SJ_CLEAR_MAX 1000
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++) v = v << 8 | p[i];
-	return v;
-}
 
 int co_journal_note(Coord *c, Key k)
 {
@@ -84,7 +73,7 @@ static int clear_stale(Coord *c, BookTxn *t)
 		const uint8_t *k = kv;
 		if (kl < 1 || k[0] != 'S') break;
 		if (kl != SJ_KEY_LEN) continue;
-		if (c->sj_gen && get_be64(k + 1) == c->sj_gen) break; /* the current ones: last */
+		if (c->sj_gen && be64_get(k + 1) == c->sj_gen) break; /* the current ones: last */
 		if (n == SJ_CLEAR_MAX) {
 			more = true;
 			break;
@@ -108,8 +97,8 @@ int co_journal_write(Coord *c, char *err)
 	if (rc == 0 && c->sj_stale) rc = clear_stale(c, t);
 	if (rc == 0 && c->sj_gen && c->sj_n) {
 		uint8_t k[SJ_KEY_LEN] = {'S'};
-		put_be64(k + 1, c->sj_gen);
-		put_be64(k + 9, ++c->sj_entry);
+		be64_put(k + 1, c->sj_gen);
+		be64_put(k + 9, ++c->sj_entry);
 		uint8_t *v = malloc(c->sj_n * 16);
 		if (!v) return co_broken(c, err, "the selector's journal", BOOKDB_ENOMEM);
 		for (size_t i = 0; i < c->sj_n; i++) key_to_bytes(c->sj_keys[i], v + 16 * i);
@@ -119,8 +108,8 @@ int co_journal_write(Coord *c, char *err)
 	c->sj_n = 0;
 	if (rc == 0 && c->sj_gen) {
 		uint8_t h[16];
-		put_be64(h, c->sj_gen);
-		put_be64(h + 8, ++c->sj_commits);
+		be64_put(h, c->sj_gen);
+		be64_put(h + 8, ++c->sj_commits);
 		rc = bookdb_kv_put(t, BOOKDB_WORK, "S", 1, h, sizeof h);
 	}
 	return rc < 0 ? co_broken(c, err, "writing the selector's journal", rc) : 0;
@@ -207,8 +196,8 @@ int co_journal_check(Coord *c, const BookStamp *snap, const BookStamp *book, cha
 	rc = bookdb_kv_get(&v, &vl, t, BOOKDB_WORK, "S", 1);
 	uint64_t gen = 0, commits = 0;
 	if (rc == 0 && vl == 16) {
-		gen = get_be64(v);
-		commits = get_be64((const uint8_t *)v + 8);
+		gen = be64_get(v);
+		commits = be64_get((const uint8_t *)v + 8);
 	}
 	bookdb_txn_abort(t);
 	if (gen != snap->txnid || snap->txnid + commits != book->txnid)
@@ -230,14 +219,14 @@ int co_journal_replay(Coord *c, uint64_t gen, char *err)
 		return errmsg_set(err, COORD_ERRLEN, SEL_EBOOK, "coordinator: %s",
 		                  bookdb_strerror(rc));
 	uint8_t from[9] = {'S'};
-	put_be64(from + 1, gen);
+	be64_put(from + 1, gen);
 	rc = bookdb_kv_iter_open_at(&it, t, BOOKDB_WORK, from, sizeof from);
 	const void *kv, *vv;
 	size_t kl, vl;
 	while (rc >= 0 && (rc = bookdb_kv_iter_next(it, &kv, &kl, &vv, &vl)) == 1) {
 		rc = 0;
 		const uint8_t *k = kv, *v = vv;
-		if (kl != SJ_KEY_LEN || k[0] != 'S' || get_be64(k + 1) != gen) break;
+		if (kl != SJ_KEY_LEN || k[0] != 'S' || be64_get(k + 1) != gen) break;
 		if (vl % 16) {
 			rc = SEL_ESNAP;
 			break;

@@ -13,6 +13,7 @@
 #include "bookgen/plan.h"
 #include "cluster/coord_priv.h"
 #include "shogi/position.h"
+#include "shogi/be64.h"
 #include "shogi/grow.h"
 #include "shogi/notation.h"
 
@@ -22,7 +23,7 @@ void coord_hist_key(uint8_t out[COORD_HIST_KEY_LEN], int tier, int64_t t)
 {
 	out[0] = 'H';
 	out[1] = (uint8_t)tier;
-	for (int i = 0; i < 8; i++) out[2 + i] = (uint8_t)((uint64_t)t >> (56 - 8 * i));
+	be64_put(out + 2, (uint64_t)t);
 }
 
 static uint8_t *put_le(uint8_t *p, uint64_t v, int n)
@@ -77,8 +78,7 @@ int coord_hist_decode(CoordHistPoint *p, const uint8_t *key, size_t klen, const 
 		return -1;
 	memset(p, 0, sizeof *p);
 	p->tier = key[1];
-	uint64_t t = 0;
-	for (int i = 0; i < 8; i++) t = t << 8 | key[2 + i];
+	uint64_t t = be64_get(key + 2);
 	if (t > (uint64_t)INT64_MAX) return -1;
 	p->t = (int64_t)t;
 	const uint8_t *q = val + 1;

@@ -10,6 +10,7 @@
 #include "cluster/coord_priv.h"
 #include "bookgen/roots.h"
 #include "shogi/errmsg.h"
+#include "shogi/be64.h"
 #include "shogi/grow.h"
 #include "shogi/position.h"
 
@@ -55,7 +56,7 @@ int co_lease_put(Coord *c, const Lease *l, char *err)
 		p += put_u8str(p, l->pos[i].sfen);
 	}
 	uint8_t k[9] = {'L'};
-	for (int i = 0; i < 8; i++) k[1 + i] = (uint8_t)(l->key.hi >> (56 - 8 * i));
+	be64_put(k + 1, l->key.hi);
 	BookTxn *t;
 	int rc = work_txn(c, &t, err);
 	if (rc < 0) return rc;
@@ -67,7 +68,7 @@ int co_lease_put(Coord *c, const Lease *l, char *err)
 int co_lease_del_rec(Coord *c, uint64_t id, char *err)
 {
 	uint8_t k[9] = {'L'};
-	for (int i = 0; i < 8; i++) k[1 + i] = (uint8_t)(id >> (56 - 8 * i));
+	be64_put(k + 1, id);
 	BookTxn *t;
 	int rc = work_txn(c, &t, err);
 	if (rc < 0) return rc;
@@ -79,7 +80,7 @@ int co_lease_del_rec(Coord *c, uint64_t id, char *err)
 int co_next_id_put(Coord *c, char *err)
 {
 	uint8_t v[8];
-	for (int i = 0; i < 8; i++) v[i] = (uint8_t)(c->next_id >> (56 - 8 * i));
+	be64_put(v, c->next_id);
 	BookTxn *t;
 	int rc = work_txn(c, &t, err);
 	if (rc < 0) return rc;
@@ -222,13 +223,9 @@ int co_restore(Coord *c, char *err)
 		const uint8_t *k = kv, *v = vv;
 		rc = 0;
 		if (kl == 9 && k[0] == 'L') {
-			uint64_t id = 0;
-			for (int i = 0; i < 8; i++) id = id << 8 | k[1 + i];
-			rc = restore_lease(c, id, v, v + vl);
+			rc = restore_lease(c, be64_get(k + 1), v, v + vl);
 		} else if (kl == 1 && k[0] == 'N' && vl == 8) {
-			uint64_t id = 0;
-			for (int i = 0; i < 8; i++) id = id << 8 | v[i];
-			c->next_id = id;
+			c->next_id = be64_get(v);
 		} else if (kl == 17 && k[0] == 'T') {
 			rc = restore_key(c, key_from_bytes(k + 1), v, v + vl);
 		}
