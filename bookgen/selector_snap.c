@@ -227,9 +227,8 @@ int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
 		return damaged(err, "the map's size", 0);
 	/* The nodes, and the key map as sel_attach sizes it. */
 	if ((rc = sel_g_reserve_nodes(s, h.nnodes ? (size_t)h.nnodes : 1)) ||
-	    (h.map_cap / 2 > h.nnodes &&
-	     keymap_reserve(&s->map, (const char *)s->nodes + offsetof(SelNode, key),
-	                    (size_t)h.map_cap / 2)))
+	    keymap_reserve(&s->map, (const char *)s->nodes + offsetof(SelNode, key),
+	                   (size_t)h.map_cap / 2))
 		return rc ? rc : SEL_ENOMEM;
 	if ((rc = snap_read(r, T_NODES, s->nodes, h.nnodes * sizeof(SelNode), err))) return rc;
 	for (size_t i = 0; i < h.nnodes; i++)

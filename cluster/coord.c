@@ -1096,8 +1096,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->minimax_apply_ms = c->apply_ms;
 	out->snapshot_restored = c->snap_restored;
 	out->snapshot_note = c->snap_note;
-	co_checkpoint_reap(c, false);
-	out->checkpoints = c->ckpts;
+	out->checkpoints = c->ckpts; /* a child's end is taken in by each tick */
 	out->checkpoints_failed = c->ckpt_failed;
 	out->checkpoint_ms = c->ckpt_ms;
 	SelStats ss;
