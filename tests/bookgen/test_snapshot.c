@@ -59,27 +59,6 @@ static void write_file(const char *path, const uint8_t *a, size_t na, const uint
 	assert_int_equal(snap_commit(w, err), 0);
 }
 
-static long file_size(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fclose(f);
-	return n;
-}
-
-static void set_byte(const char *path, long off, int xor_mask)
-{
-	FILE *f = fopen(path, "r+b");
-	assert_non_null(f);
-	fseek(f, off, SEEK_SET);
-	int ch = fgetc(f);
-	fseek(f, off, SEEK_SET);
-	fputc(ch ^ xor_mask, f);
-	fclose(f);
-}
-
 /* Opens path and reads every section: 0, or the first refusal's code. */
 static int read_all(const char *path, const uint8_t *a, size_t na, const uint8_t *c, size_t nc,
                     char *err)
@@ -164,11 +143,11 @@ static void test_snapshot__every_damage_is_refused_with_its_reason(void **state)
 	assert_int_equal(snap_open(&r, path, &other, err), SEL_ESTALE);
 	assert_non_null(strstr(err, "another book"));
 	/* Any one byte changed: refused, wherever it is. */
-	long size = file_size(path);
+	long size = (long)ts_file_size(path);
 	int refused = 0;
 	for (long off = 0; off < size; off += 97) {
 		write_file(path, a, na, c, nc);
-		set_byte(path, off, 0x10);
+		ts_flip_byte(path, off, 0x10);
 		int rc = read_all(path, a, na, c, nc, err);
 		if (rc != SEL_ESNAP)
 			fail_msg("byte %ld of %ld changed: %d (%s)", off, size, rc, err);

@@ -868,6 +868,15 @@ static void twins_open(Twins *t, int mode, unsigned long long seed, double slice
 	}
 }
 
+/* run under both policies, from one seed (TEST_SEED repeats it). */
+static void under_both_policies(const char *seed_name,
+                                void (*run)(int mode, unsigned long long seed))
+{
+	unsigned long long seed = ts_seed(seed_name) % 1000000;
+	run(PLAN_PV, seed);
+	run(PLAN_COVER, seed);
+}
+
 static void twins_close(Twins *t)
 {
 	for (int i = 0; i < 2; i++) {
@@ -984,9 +993,7 @@ static void slices_run(int mode, unsigned long long seed)
 static void test_coord__selection_in_slices_leases_what_whole_searches_do(void **state)
 {
 	(void)state;
-	unsigned long long seed = ts_seed("coord_slices") % 1000000;
-	slices_run(PLAN_PV, seed);
-	slices_run(PLAN_COVER, seed);
+	under_both_policies("coord_slices", slices_run);
 }
 
 /*
@@ -1085,9 +1092,7 @@ static void ahead_run(int mode, unsigned long long seed)
 static void test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select(void **state)
 {
 	(void)state;
-	unsigned long long seed = ts_seed("coord_ahead") % 1000000;
-	ahead_run(PLAN_PV, seed);
-	ahead_run(PLAN_COVER, seed);
+	under_both_policies("coord_ahead", ahead_run);
 }
 
 /* A commit by another writer (an entry of its own in the work database). */
@@ -1128,6 +1133,17 @@ static Coord *reopen_sliced(Twins *t, const char *path, int mode, bool close_fir
 	return t->c[1];
 }
 
+/* Twins over one book under mode, twin 1 opened again (as a new process)
+ * with its snapshot at path, in its book's directory (none there yet), and
+ * the selection in slices of slice_ms (< 0: whole searches). */
+static Coord *twins_with_snapshot(Twins *t, char *path, size_t len, int mode,
+                                  unsigned long long seed, double slice_ms)
+{
+	twins_open(t, mode, seed, -1);
+	snprintf(path, len, "%s/selector.snap", t->dir[1]);
+	return reopen_sliced(t, path, mode, true, slice_ms);
+}
+
 /*
  * The selector's snapshot (bookgen/snapshot.h): a coordinator closed and
  * opened again every few rounds over its book leases the same positions in
@@ -1140,11 +1156,9 @@ static void snapshot_run(int mode, unsigned long long seed)
 {
 	char err[COORD_ERRLEN];
 	Twins t;
-	twins_open(&t, mode, seed, -1);
 	char path[4096];
-	snprintf(path, sizeof path, "%s/selector.snap", t.dir[1]);
+	twins_with_snapshot(&t, path, sizeof path, mode, seed, -1);
 	const char *note;
-	reopen_with_snapshot(&t, path, mode, true);
 	/* The first open finds none, and says nothing. */
 	CoordLease *lw = malloc(sizeof *lw), *ls = malloc(sizeof *ls);
 	CoordResult *r = malloc(sizeof *r);
@@ -1200,9 +1214,7 @@ static void snapshot_run(int mode, unsigned long long seed)
 static void test_coord__a_restart_from_the_snapshot_leases_what_an_unbroken_run_does(void **state)
 {
 	(void)state;
-	unsigned long long seed = ts_seed("coord_snapshot") % 1000000;
-	snapshot_run(PLAN_PV, seed);
-	snapshot_run(PLAN_COVER, seed);
+	under_both_policies("coord_snapshot", snapshot_run);
 }
 
 /*
@@ -1216,11 +1228,9 @@ static void snapshot_sliced_run(int mode, unsigned long long seed)
 {
 	char err[COORD_ERRLEN];
 	Twins t;
-	twins_open(&t, mode, seed, -1);
 	char path[4096];
-	snprintf(path, sizeof path, "%s/selector.snap", t.dir[1]);
+	Coord *c = twins_with_snapshot(&t, path, sizeof path, mode, seed, 0.05);
 	const char *note;
-	Coord *c = reopen_sliced(&t, path, mode, true, 0.05);
 	/* Rounds until LEAVES leases came (a loaded machine gives more busy
 	 * answers: more rounds, at most MAXR). */
 	enum { LEAVES = 90, MAXR = 600, WANT = 6 };
@@ -1270,9 +1280,7 @@ static void snapshot_sliced_run(int mode, unsigned long long seed)
 static void test_coord__restarts_from_the_snapshot_in_slices_lease_nothing_twice(void **state)
 {
 	(void)state;
-	unsigned long long seed = ts_seed("coord_snapshot_sliced") % 1000000;
-	snapshot_sliced_run(PLAN_PV, seed);
-	snapshot_sliced_run(PLAN_COVER, seed);
+	under_both_policies("coord_snapshot_sliced", snapshot_sliced_run);
 }
 
 /* Twin 1 as a crashed process leaves it: everything committed, no snapshot
@@ -1327,11 +1335,9 @@ static void checkpoint_run(int mode, unsigned long long seed)
 {
 	char err[COORD_ERRLEN];
 	Twins t;
-	twins_open(&t, mode, seed, -1);
 	char path[4096];
-	snprintf(path, sizeof path, "%s/selector.snap", t.dir[1]);
+	Coord *c = twins_with_snapshot(&t, path, sizeof path, mode, seed, -1);
 	const char *note;
-	Coord *c = reopen_with_snapshot(&t, path, mode, true);
 	Key *keys = malloc(2000 * sizeof *keys);
 	assert_non_null(keys);
 	size_t nkeys = 0;
@@ -1389,22 +1395,7 @@ static void checkpoint_run(int mode, unsigned long long seed)
 static void test_coord__a_crash_after_a_checkpoint_restarts_from_it_with_its_journal(void **state)
 {
 	(void)state;
-	unsigned long long seed = ts_seed("coord_checkpoint") % 1000000;
-	checkpoint_run(PLAN_PV, seed);
-	checkpoint_run(PLAN_COVER, seed);
-}
-
-/* Flips one byte of the file at path, at offset off. */
-static void flip_byte(const char *path, long off)
-{
-	FILE *f = fopen(path, "r+b");
-	assert_non_null(f);
-	assert_int_equal(fseek(f, off, SEEK_SET), 0);
-	int ch = fgetc(f);
-	assert_true(ch != EOF);
-	assert_int_equal(fseek(f, off, SEEK_SET), 0);
-	fputc(ch ^ 0x40, f);
-	fclose(f);
+	under_both_policies("coord_checkpoint", checkpoint_run);
 }
 
 /*
@@ -1418,11 +1409,10 @@ static void test_coord__a_snapshot_that_does_not_fit_is_refused_and_said(void **
 	(void)state;
 	char err[COORD_ERRLEN];
 	Twins t;
-	twins_open(&t, PLAN_PV, ts_seed("coord_snapshot_refused") % 1000000, -1);
 	char path[4096];
-	snprintf(path, sizeof path, "%s/selector.snap", t.dir[1]);
+	twins_with_snapshot(&t, path, sizeof path, PLAN_PV,
+	                    ts_seed("coord_snapshot_refused") % 1000000, -1);
 	const char *note;
-	reopen_with_snapshot(&t, path, PLAN_PV, true);
 	seed_book(t.c[1], 5);
 	/* Written since: another writer's commit. */
 	reopen_with_snapshot(&t, path, PLAN_PV, true);
@@ -1442,12 +1432,8 @@ static void test_coord__a_snapshot_that_does_not_fit_is_refused_and_said(void **
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(coord_close(t.c[1], NULL, err), 0);
 		bookdb_free(t.db[1]);
-		FILE *f = fopen(path, "rb");
-		assert_non_null(f);
-		fseek(f, 0, SEEK_END);
-		long size = ftell(f);
-		fclose(f);
-		flip_byte(path, offs[i] < 0 ? size / 2 : offs[i]);
+		long size = (long)ts_file_size(path);
+		ts_flip_byte(path, offs[i] < 0 ? size / 2 : offs[i], 0x40);
 		reopen_with_snapshot(&t, path, PLAN_PV, false);
 		assert_false(coord_snapshot_restored(t.c[1], &note, NULL));
 		print_message("damaged: %s\n", note);

@@ -403,6 +403,18 @@ size_t ts_file_size(const char *path)
 	return stat(path, &st) == 0 ? (size_t)st.st_size : 0;
 }
 
+void ts_flip_byte(const char *path, long off, int mask)
+{
+	FILE *f = fopen(path, "r+b");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, off, SEEK_SET), 0);
+	int ch = fgetc(f);
+	assert_true(ch != EOF);
+	assert_int_equal(fseek(f, off, SEEK_SET), 0);
+	fputc(ch ^ mask, f);
+	assert_int_equal(fclose(f), 0);
+}
+
 bool ts_wait_file(const char *path, size_t from, const char *needle, int timeout_ms)
 {
 	int64_t end = clock_ms() + timeout_ms;

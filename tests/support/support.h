@@ -108,6 +108,9 @@ bool ts_wait_output(FILE *f, const char *needle, int timeout_ms);
 bool ts_wait_file(const char *path, size_t from, const char *needle, int timeout_ms);
 /* The size of the file at path, 0 when there is none. */
 size_t ts_file_size(const char *path);
+/* XORs the byte at offset off of the file at path with mask (damage for a
+ * reader's checks to find); the byte must be there. */
+void ts_flip_byte(const char *path, long off, int mask);
 /* Until some process holds a flock(2) on path (as /proc/locks shows, without
  * taking the lock itself); false after timeout_ms, or as soon as the child
  * alive (0: none) has ended (it is left for the caller to reap). */
