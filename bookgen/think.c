@@ -3,12 +3,14 @@
  *
  * One worker thread per engine; the calling thread owns the selector and the
  * book writer. A worker slot goes IDLE -> BUSY (position handed over) -> DONE
- * (answer ready) -> IDLE (answer stored). The selector is loaded whole
- * (sel_load) before the writer starts, because the writer keeps a write
- * transaction open between commits and LMDB allows one transaction per thread.
+ * (answer ready) -> IDLE (answer stored). The selector reads the book
+ * lazily (sel_attach), each call in a read transaction of its own beside the
+ * writer's open one (the book is opened MDB_NOTLS), or comes back from the
+ * selector's snapshot (bookgen/selection.h).
  */
 #include "bookgen/think.h"
 #include "bookgen/roots.h"
+#include "bookgen/selection.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -47,6 +49,7 @@ struct Think {
 	pthread_cond_t work_cv, done_cv;
 	Slot *slots;
 	int n; /* engines (slots) */
+	BookDB *db;
 	Selector *sel;
 	Plan *plan;
 	BookWriter *w;
@@ -152,18 +155,21 @@ static int setup(Think *t, BookDB *db)
 	if (!t->rec || !t->leaf || !t->slots) return THINK_ENOMEM;
 	for (int i = 0; i < n; i++)
 		if (!(t->slots[i].pos = malloc(sizeof(Position)))) return THINK_ENOMEM;
-	SelOptions so = {.kif_bonus = opt->kif_bonus, .draw_value = 0};
-	if (sel_new(&t->sel, &so) < 0) return THINK_ENOMEM;
-	int rc = sel_load(t->sel, db);
+	SelectionSpec spec = {.sel = {.kif_bonus = opt->kif_bonus, .draw_value = 0},
+	                      .keys = opt->keys,
+	                      .plan = &opt->plan,
+	                      .roots = opt->roots,
+	                      .root_weights = opt->root_weights,
+	                      .nroots = opt->nroots};
+	char serr[SNAP_ERRLEN];
+	double t0 = clock_ms_f();
+	int rc = selection_resume(&t->sel, &t->plan, db, &spec, opt->snapshot,
+	                          &t->out->snap_restored, t->out->snap_note, serr);
+	t->out->snap_ms = clock_ms_f() - t0;
+	if (rc == SEL_ENOMEM) return THINK_ENOMEM;
 	if (rc < 0)
-		return errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: loading the book: %s",
-		                  sel_strerror(rc));
-	char perr[SHOGI_ERRLEN];
-	rc = plan_new(&t->plan, t->sel, &opt->plan, opt->roots, opt->root_weights,
-	              opt->roots ? opt->nroots : 0, perr);
-	if (rc == SEL_EINVAL)
-		return errmsg_set(t->err, THINK_ERRLEN, THINK_EINVAL, "think: %s", perr);
-	if (rc < 0) return THINK_ENOMEM;
+		return errmsg_set(t->err, THINK_ERRLEN,
+		                  rc == SEL_EINVAL ? THINK_EINVAL : THINK_EBOOK, "think: %s", serr);
 	if (bookdb_writer_new(&t->w, db, opt->commit_every ? opt->commit_every : 64) < 0)
 		return errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: %s",
 		                  "cannot start the book writer");
@@ -375,6 +381,26 @@ static void run_loop(Think *t)
 	}
 }
 
+/* The selection saved for the next run, once the book is committed: nothing
+ * leased (positions whose analyses failed are tried again next time). A
+ * failure is only reported: the book is whole, the next run searches anew. */
+static void save_selection(Think *t)
+{
+	ThinkStats *out = t->out;
+	double t0 = clock_ms_f();
+	BookStamp st;
+	int rc = bookdb_stamp(&st, t->db);
+	if (rc < 0)
+		errmsg_set(out->save_note, SNAP_ERRLEN, rc, "the book's stamp: %s",
+		           bookdb_strerror(rc));
+	else if ((rc = selection_release_all(t->sel)) < 0)
+		errmsg_set(out->save_note, SNAP_ERRLEN, rc, "%s", sel_strerror(rc));
+	else
+		rc = selection_save(t->opt->snapshot, &st, t->sel, t->plan, out->save_note);
+	out->snap_saved = rc == 0;
+	out->save_ms = clock_ms_f() - t0;
+}
+
 /* The last commit and the summary. */
 static void finish(Think *t)
 {
@@ -396,6 +422,7 @@ static void finish(Think *t)
 	out->busy_pct = el > 0 ? 100.0 * busy / (t->n * el) : 0;
 	bool has;
 	if (sel_root_value(&out->root_value, &has, t->sel, 0) == 0) out->root_known = has;
+	if (t->opt->snapshot && t->ret == 0) save_selection(t);
 }
 
 /* Stops and joins the workers, frees everything. */
@@ -428,7 +455,7 @@ static int think_loop(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char
 	    opt->multipv > SEARCH_MULTIPV_MAX)
 		return errmsg_set(err, THINK_ERRLEN, THINK_EINVAL, "think: %s",
 		                  "need at least one engine and MultiPV 1..32");
-	Think t = {.opt = opt, .n = opt->nengines, .out = out, .err = err};
+	Think t = {.opt = opt, .db = db, .n = opt->nengines, .out = out, .err = err};
 	pthread_mutex_init(&t.mu, NULL);
 	pthread_cond_init(&t.work_cv, NULL);
 	pthread_cond_init(&t.done_cv, NULL);

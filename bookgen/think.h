@@ -23,7 +23,9 @@
 
 #include "bookdb/bookdb.h"
 #include "bookgen/plan.h"
+#include "bookdb/minimax_hook.h"
 #include "bookgen/selector.h"
+#include "bookgen/snapshot.h"
 #include "search/search.h"
 
 enum {
@@ -78,6 +80,14 @@ typedef struct {
 	 * then the selector takes over. */
 	const char *const *first;
 	size_t nfirst;
+	/* The key filter's source for the selector (bookmm_hook: minimax's kept
+	 * keys; NULL: a pass over the book). */
+	const BookMinimaxHook *keys;
+	/* The selector's snapshot (BOOK/selector.snap; NULL: none): read at the
+	 * start when it is of the book as it is (the run goes on where the last
+	 * stopped, without the first search over the book), removed, and written
+	 * again at the end. */
+	const char *snapshot;
 } ThinkOptions;
 
 typedef struct {
@@ -90,6 +100,12 @@ typedef struct {
 	bool exhausted;        /* stopped because nothing was left to select */
 	int root_value;        /* value of the first root at the end (its side's view) */
 	bool root_known;
+	/* The selector's snapshot (ThinkOptions.snapshot): restored at the start
+	 * (in snap_ms), else why not (snap_note, empty when there was none);
+	 * saved at the end (in save_ms), else why not (save_note). */
+	bool snap_restored, snap_saved;
+	double snap_ms, save_ms;
+	char snap_note[SNAP_ERRLEN], save_note[SNAP_ERRLEN];
 } ThinkStats;
 
 /*

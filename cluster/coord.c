@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "bookgen/roots.h"
+#include "bookgen/selection.h"
 #include "bookgen/selector.h"
 #include "bookgen/think.h"
 #include "shogi/clock.h"
@@ -215,25 +216,21 @@ static int fail_try(Coord *c, KeyState *ks, const char *worker, char *err)
  * or (snap NULL) new over the book. 0 or a negative code with err. */
 static int new_selection(Coord *c, const CoordOptions *opt, SnapReader *snap, char *err)
 {
-	SelOptions so = {.kif_bonus = opt->kif_bonus, .draw_value = 0};
-	if (sel_new(&c->sel, &so) < 0) return COORD_ENOMEM;
-	char serr[SNAP_ERRLEN] = "";
-	int rc = snap           ? sel_restore(c->sel, c->db, snap, serr)
-	         : opt->preload ? sel_load(c->sel, c->db)
-	                        : sel_attach(c->sel, c->db, &opt->minimax);
-	if (rc < 0 && serr[0]) return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "%s", serr);
-	if (rc < 0)
-		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK,
-		                  "coordinator: loading the book: %s", sel_strerror(rc));
-	char perr[SHOGI_ERRLEN];
-	rc = plan_new(&c->plan, c->sel, &opt->plan, opt->roots, opt->root_weights,
-	              opt->roots ? opt->nroots : 0, perr);
+	SelectionSpec spec = {.sel = {.kif_bonus = opt->kif_bonus, .draw_value = 0},
+	                      .keys = &opt->minimax,
+	                      .preload = opt->preload,
+	                      .plan = &opt->plan,
+	                      .roots = opt->roots,
+	                      .root_weights = opt->root_weights,
+	                      .nroots = opt->nroots};
+	char serr[SNAP_ERRLEN];
+	int rc = selection_open(&c->sel, &c->plan, c->db, &spec, snap, serr);
+	if (rc == SEL_ENOMEM) return COORD_ENOMEM;
 	if (rc == SEL_EINVAL)
-		return errmsg_set(err, COORD_ERRLEN, COORD_EOPTION, "coordinator: %s", perr);
-	if (rc < 0) return rc;
-	if (snap && (rc = plan_restore(c->plan, snap, serr)) < 0)
-		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "%s",
-		                  serr[0] ? serr : sel_strerror(rc));
+		return errmsg_set(err, COORD_ERRLEN, COORD_EOPTION, "coordinator: %s", serr);
+	if (rc < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, snap ? "%s" : "coordinator: %s",
+		                  serr);
 	return 0;
 }
 
@@ -346,21 +343,11 @@ static int minimax_collect(Coord *c, bool wait, char *err);
 /* The selector's state to the snapshot, stamped with the book as committed. */
 int co_snapshot_write(Coord *c, const BookStamp *st, char *err)
 {
-	SnapWriter *w = NULL;
-	char serr[SNAP_ERRLEN] = "";
-	int rc;
-	if ((rc = snap_create(&w, c->snap_path, st, serr)) == 0 &&
-	    (rc = sel_snapshot_write(c->sel, w)) == 0 &&
-	    (rc = plan_snapshot_write(c->plan, w)) == 0) {
-		rc = snap_commit(w, serr);
-		w = NULL;
-	}
-	snap_abort(w);
+	char serr[SNAP_ERRLEN];
+	int rc = selection_save(c->snap_path, st, c->sel, c->plan, serr);
 	if (rc < 0)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: snapshot: %s",
-		                  serr[0]            ? serr
-		                  : rc == SEL_EINVAL ? "the selector is in no state to be saved"
-		                                     : sel_strerror(rc));
+		                  serr);
 	return 0;
 }
 

@@ -166,11 +166,28 @@ done:
 	return ret;
 }
 
+/* What became of the selector's snapshot (path; NULL: none), on stderr. */
+static void print_snapshot(const ThinkStats *st, const char *path)
+{
+	if (!path) return;
+	if (st->snap_restored)
+		fprintf(stderr, "think: the selector restored from %s in %.2f s\n", path,
+		        st->snap_ms / 1000);
+	else if (st->snap_note[0])
+		fprintf(stderr, "think: %s not used (the first search started from scratch): %s\n",
+		        path, st->snap_note);
+	if (st->snap_saved)
+		fprintf(stderr, "think: the selector saved to %s in %.2f s\n", path,
+		        st->save_ms / 1000);
+	else if (st->save_note[0])
+		fprintf(stderr, "think: the selector not saved to %s: %s\n", path, st->save_note);
+}
+
 int cmd_think(int argc, char **argv)
 {
 	const char *book = NULL, *kifu = NULL;
 	uint64_t max_ply = 128, positions = 0, seconds = 0, engine_seconds = 0;
-	bool quiet = false, extend = false, fresh = false;
+	bool quiet = false, extend = false, fresh = false, no_snapshot = false;
 	int kif_bonus = SEL_KIF_BONUS_DEFAULT;
 	CliEngines ce;
 	cli_engines_init(&ce, "--usi-option", USI_MAX_ENGINES);
@@ -214,6 +231,8 @@ int cmd_think(int argc, char **argv)
 	    CLI_FLAG("--extend", &extend,
 	             "think first where ingested games leave the book (extend's queue)"),
 	    CLI_GROUP(cp.table),
+	    CLI_FLAG("--no-snapshot", &no_snapshot,
+	             "neither read nor write the selector's snapshot (BOOK/" SNAP_FILE ")"),
 	    CLI_STR("--opponent", &oa.engine, "builtin|PATH",
 	            "walk the lines this opponent plays from the roots instead"),
 	    CLI_GROUP(opponent, .needs = "--opponent"),
@@ -270,6 +289,9 @@ int cmd_think(int argc, char **argv)
 	if (cli_open_engines(engines, (int)nengines, ce.path, ce.opts, ce.nopts, false,
 	                     &think_stop_flag, "think") < 0)
 		goto done;
+	BookMinimaxHook keys = bookmm_hook(NULL);
+	char spath[BOOKDB_PATH_LEN];
+	snprintf(spath, sizeof spath, "%s/%s", book, SNAP_FILE);
 	ThinkOptions opt = {
 	    .engines = engines,
 	    .nengines = (int)nengines,
@@ -287,6 +309,8 @@ int cmd_think(int argc, char **argv)
 	    .progress = quiet ? NULL : on_think_progress,
 	    .first = (const char *const *)kl.specs,
 	    .nfirst = kl.n,
+	    .keys = &keys,
+	    .snapshot = no_snapshot ? NULL : spath,
 	};
 	if (oa.engine) {
 		ret = run_probe(db, &oa, engines, (int)nengines, &opt, cp.plan.book_side);
@@ -294,6 +318,7 @@ int cmd_think(int argc, char **argv)
 	}
 	ThinkStats st;
 	int rc = think_run(&st, db, &opt, err);
+	print_snapshot(&st, opt.snapshot);
 	printf("think thought %llu failed %llu time_s %.1f per_s %.2f busy_pct %.0f root_value %d "
 	       "commits %llu exhausted %d engine_s %.1f\n",
 	       (unsigned long long)st.thought, (unsigned long long)st.failed, st.seconds,

@@ -239,6 +239,88 @@ static void test_bookgen__think_grows_the_book_and_resumes_without_repeats(void 
 	free(dir);
 }
 
+/* A run of positions with one fake engine (so the order is the selector's
+ * alone), the default policy, the selector's snapshot at dir's when snap. */
+static void run_snap(ThinkStats *st, const char *dir, FakeLog *log, uint64_t positions, bool snap)
+{
+	BookDB *db = NULL;
+	char err[THINK_ERRLEN], path[BOOKDB_PATH_LEN];
+	snprintf(path, sizeof path, "%s/%s", dir, SNAP_FILE);
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	SearchEngine *engine = fake_new(log, FAKE_NORMAL);
+	ThinkOptions opt = {.engines = &engine,
+	                    .nengines = 1,
+	                    .budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 7},
+	                    .multipv = 3,
+	                    .max_positions = positions,
+	                    .commit_every = 4,
+	                    .kif_bonus = 100,
+	                    .snapshot = snap ? path : NULL};
+	plan_options_init(&opt.plan);
+	assert_int_equal(think_run(st, db, &opt, err), 0);
+	assert_int_equal(st->thought, positions);
+	search_free(engine);
+	bookdb_free(db);
+}
+
+static void test_bookgen__think_restarts_from_its_snapshot_with_the_same_leaves(void **state)
+{
+	(void)state;
+	char *dir[3];
+	FakeLog *log[3];
+	for (int i = 0; i < 3; i++) {
+		dir[i] = ts_mkdtemp();
+		log[i] = calloc(1, sizeof *log[i]);
+		assert_non_null(log[i]);
+		pthread_mutex_init(&log[i]->mu, NULL);
+	}
+	ThinkStats st;
+	char path[BOOKDB_PATH_LEN];
+	/* 0: one run of 60; 1: six of 10, each from the last one's snapshot;
+	 * 2: the same without snapshots. */
+	run_snap(&st, dir[0], log[0], 60, true);
+	assert_false(st.snap_restored);
+	assert_string_equal(st.snap_note, ""); /* there was none */
+	assert_true(st.snap_saved);
+	for (int r = 0; r < 6; r++) {
+		run_snap(&st, dir[1], log[1], 10, true);
+		assert_int_equal(st.snap_restored, r > 0);
+		assert_string_equal(st.snap_note, "");
+		assert_true(st.snap_saved);
+		snprintf(path, sizeof path, "%s/%s", dir[1], SNAP_FILE);
+		assert_int_equal(access(path, F_OK), 0);
+		run_snap(&st, dir[2], log[2], 10, false);
+		assert_false(st.snap_restored || st.snap_saved);
+	}
+	/* The runs restored think what the single run thought, in its order. */
+	assert_int_equal(log[0]->n, 60);
+	assert_int_equal(log[1]->n, 60);
+	for (int i = 0; i < 60; i++) assert_true(key_equal(log[0]->keys[i], log[1]->keys[i]));
+	/* Without the snapshot a restart selects otherwise (the plan's turns
+	 * and queued leaves start again): what makes the comparison above
+	 * worth something. */
+	assert_int_equal(log[2]->n, 60);
+	bool same = true;
+	for (int i = 0; i < 60; i++) same = same && key_equal(log[0]->keys[i], log[2]->keys[i]);
+	assert_false(same);
+	/* A book changed behind the snapshot's back (a run without it) makes
+	 * it refused, with the reason, and removed. */
+	snprintf(path, sizeof path, "%s/%s", dir[2], SNAP_FILE);
+	run_snap(&st, dir[1], log[1], 5, false);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof path, "%s/%s", dir[1], SNAP_FILE);
+	assert_int_equal(access(path, F_OK), 0); /* not read, not removed */
+	run_snap(&st, dir[1], log[1], 5, true);
+	assert_false(st.snap_restored);
+	assert_non_null(strstr(st.snap_note, "the book was written since"));
+	for (int i = 0; i < 3; i++) {
+		pthread_mutex_destroy(&log[i]->mu);
+		free(log[i]);
+		ts_rmtree(dir[i]);
+		free(dir[i]);
+	}
+}
+
 static void test_bookgen__think_stops_on_flag_exhaustion_and_failing_engines(void **state)
 {
 	(void)state;
@@ -1250,6 +1332,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bookgen__think_grows_the_book_and_resumes_without_repeats),
 	    cmocka_unit_test(test_bookgen__think_stops_on_flag_exhaustion_and_failing_engines),
+	    cmocka_unit_test(test_bookgen__think_restarts_from_its_snapshot_with_the_same_leaves),
 	    cmocka_unit_test(test_bookgen__think_takes_the_given_positions_first),
 	    cmocka_unit_test(test_bookgen__think_progress_goes_to_the_callback_and_null_is_quiet),
 	    cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),

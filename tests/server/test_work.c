@@ -787,7 +787,8 @@ static bool selector_restored(const Coordinator *s, const char *token, char *not
  * the book; the next one over the unchanged book reads it back (the status
  * says so, the file is gone), keeps the lease that was out and takes its
  * results. After another writer's commit (a minimax) the snapshot is stale:
- * the status says why, and the coordinator works from scratch.
+ * the status says why, and the coordinator works from scratch. A think run
+ * in between takes the coordinator's snapshot and leaves its own.
  */
 static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **state)
 {
@@ -829,6 +830,23 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	print_message("after a minimax: %s\n", note);
 	assert_non_null(strstr(note, "written since"));
 	assert_true(access(snap, F_OK) != 0);
+	a = acquire(s, t1, "w1", 2);
+	assert_true(json_array_size(json_object_get(a, "positions")) >= 1);
+	json_decref(a);
+	/* think takes the coordinator's snapshot (its leases released) and
+	 * leaves its own, which the next coordinator takes. */
+	stop(s, SIGTERM);
+	err = NULL;
+	assert_int_equal(
+	    ts_runf(NULL, &err, "%s think %s/b --positions 3 --depth 3 --quiet", ts_joseki(), dir),
+	    0);
+	snprintf(want, sizeof want, "think: the selector restored from %s in ", snap);
+	if (!strstr(err, want)) fail_msg("no '%s' in:\n%s", want, err);
+	snprintf(want, sizeof want, "think: the selector saved to %s in ", snap);
+	if (!strstr(err, want)) fail_msg("no '%s' in:\n%s", want, err);
+	free(err);
+	start(s, dir);
+	if (!selector_restored(s, t1, note, sizeof note)) fail_msg("not restored: %s", note);
 	a = acquire(s, t1, "w1", 2);
 	assert_true(json_array_size(json_object_get(a, "positions")) >= 1);
 	json_decref(a);

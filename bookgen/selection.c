@@ -1,0 +1,126 @@
+/*
+ * bookgen/selection.c — a run's selector and plan, new or from the
+ * snapshot, and saved (bookgen/selection.h).
+ */
+#include "bookgen/selection.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "shogi/errmsg.h"
+#include "shogi/grow.h"
+
+int selection_open(Selector **sel, Plan **plan, BookDB *db, const SelectionSpec *spec,
+                   SnapReader *snap, char *err)
+{
+	*sel = NULL;
+	*plan = NULL;
+	err[0] = 0;
+	Selector *s = NULL;
+	Plan *p = NULL;
+	int rc = sel_new(&s, &spec->sel);
+	if (rc < 0) return rc;
+	rc = snap            ? sel_restore(s, db, snap, err)
+	     : spec->preload ? sel_load(s, db)
+	                     : sel_attach(s, db, spec->keys);
+	if (rc < 0) {
+		if (!err[0])
+			errmsg_set(err, SNAP_ERRLEN, rc, "loading the book: %s", sel_strerror(rc));
+		goto fail;
+	}
+	char perr[SHOGI_ERRLEN] = "";
+	rc = plan_new(&p, s, spec->plan, spec->roots, spec->root_weights,
+	              spec->roots ? spec->nroots : 0, perr);
+	if (rc < 0) {
+		errmsg_set(err, SNAP_ERRLEN, rc, "%s", perr[0] ? perr : sel_strerror(rc));
+		goto fail;
+	}
+	if (snap && (rc = plan_restore(p, snap, err)) < 0) {
+		if (!err[0]) errmsg_set(err, SNAP_ERRLEN, rc, "%s", sel_strerror(rc));
+		goto fail;
+	}
+	*sel = s;
+	*plan = p;
+	return 0;
+fail:
+	plan_free(p);
+	sel_free(s);
+	return rc;
+}
+
+int selection_save(const char *path, const BookStamp *st, Selector *sel, const Plan *plan,
+                   char *err)
+{
+	SnapWriter *w = NULL;
+	err[0] = 0;
+	int rc;
+	if ((rc = snap_create(&w, path, st, err)) == 0 && (rc = sel_snapshot_write(sel, w)) == 0 &&
+	    (rc = plan_snapshot_write(plan, w)) == 0) {
+		rc = snap_commit(w, err);
+		w = NULL;
+	}
+	snap_abort(w);
+	if (rc < 0 && !err[0])
+		errmsg_set(err, SNAP_ERRLEN, rc, "%s",
+		           rc == SEL_EINVAL ? "the selector is in no state to be saved"
+		                            : sel_strerror(rc));
+	return rc;
+}
+
+typedef struct {
+	Key *keys;
+	size_t n, cap;
+} KeyList;
+
+static int keep_key(void *ctx, Key k)
+{
+	KeyList *l = ctx;
+	if (array_grow((void **)&l->keys, &l->cap, l->n + 1, sizeof *l->keys, 64))
+		return SEL_ENOMEM;
+	l->keys[l->n++] = k;
+	return 0;
+}
+
+int selection_release_all(Selector *sel)
+{
+	KeyList l = {0};
+	int rc = sel_each_leased(sel, keep_key, &l);
+	for (size_t i = 0; i < l.n && rc == 0; i++) rc = sel_release(sel, l.keys[i]);
+	free(l.keys);
+	return rc;
+}
+
+int selection_resume(Selector **sel, Plan **plan, BookDB *db, const SelectionSpec *spec,
+                     const char *path, bool *restored, char *note, char *err)
+{
+	*restored = false;
+	note[0] = 0;
+	if (path && !spec->preload) {
+		BookStamp st;
+		SnapReader *snap = NULL;
+		int rc = bookdb_stamp(&st, db);
+		if (rc < 0)
+			errmsg_set(note, SNAP_ERRLEN, rc, "the book's stamp: %s",
+			           bookdb_strerror(rc));
+		else
+			rc = snap_open(&snap, path, &st, note);
+		if (rc == 0) {
+			rc = selection_open(sel, plan, db, spec, snap, note);
+			if (rc == 0 && (rc = selection_release_all(*sel)) < 0) {
+				errmsg_set(note, SNAP_ERRLEN, rc, "%s", sel_strerror(rc));
+				plan_free(*plan);
+				sel_free(*sel);
+				*plan = NULL;
+				*sel = NULL;
+			}
+		}
+		snap_close(snap);
+		if (rc != SEL_ENOSNAP) (void)unlink(path); /* best effort: a stale one is refused */
+		if (rc == SEL_ENOSNAP) note[0] = 0;
+		if (rc == 0) {
+			*restored = true;
+			return 0;
+		}
+	}
+	return selection_open(sel, plan, db, spec, NULL, err);
+}

@@ -1,0 +1,64 @@
+/*
+ * bookgen/selection.h — a run's selection (the selector over the book and
+ * its plan), made new or restored from the selector's snapshot, and saved
+ * for the next run: what think and the coordinator share.
+ *
+ * A run that restores its selection from the snapshot goes on where the last
+ * run stopped (the same leaves, docs/bookgen.md "Restarting"); the snapshot
+ * must be of the book as it is (its stamp), of the same policy and roots.
+ */
+#ifndef BOOKGEN_SELECTION_H
+#define BOOKGEN_SELECTION_H
+
+#include <stdbool.h>
+
+#include "bookdb/bookdb.h"
+#include "bookdb/minimax_hook.h"
+#include "bookgen/plan.h"
+#include "bookgen/selector.h"
+#include "bookgen/snapshot.h"
+
+typedef struct {
+	SelOptions sel;
+	const BookMinimaxHook *keys; /* the key filter's source (NULL: a pass over the book) */
+	bool preload;                /* sel_load instead of lazy mode (then nothing to save) */
+	const PlanOptions *plan;
+	const char *const *roots; /* position specs; NULL/0: the start position */
+	const double *root_weights;
+	int nroots;
+} SelectionSpec;
+
+/*
+ * A new selector over db and its plan: from snap when given (the graph and
+ * the plan as they were written: the caller has checked the stamp), else
+ * attached lazily (or loaded, spec->preload). 0, or a negative SEL_* code
+ * with err (SNAP_ERRLEN bytes): SEL_EINVAL for roots or plan options that do
+ * not parse, SEL_ESNAP for a snapshot of another run. On failure nothing is
+ * left allocated.
+ */
+JOSEKI_MUST_USE int selection_open(Selector **sel, Plan **plan, BookDB *db,
+                                   const SelectionSpec *spec, SnapReader *snap, char *err);
+
+/*
+ * Writes sel and plan (between calls) to the snapshot at path, stamped st
+ * (the book as committed). 0, or a negative SEL_* code with err.
+ */
+JOSEKI_MUST_USE int selection_save(const char *path, const BookStamp *st, Selector *sel,
+                                   const Plan *plan, char *err);
+
+/*
+ * selection_open from the snapshot at path when it is of the book as it is
+ * now (path NULL: none), else new. *restored says which; when a snapshot
+ * was there but not used, note (SNAP_ERRLEN bytes) says why, else it is
+ * empty. The file is removed either way: the run about to write would make
+ * it stale. Nothing is left leased (a coordinator's snapshot holds its
+ * workers' leases). Errors as selection_open's, from the new selection.
+ */
+JOSEKI_MUST_USE int selection_resume(Selector **sel, Plan **plan, BookDB *db,
+                                     const SelectionSpec *spec, const char *path, bool *restored,
+                                     char *note, char *err);
+
+/* Releases every leased position of sel (0 or SEL_ENOMEM). */
+JOSEKI_MUST_USE int selection_release_all(Selector *sel);
+
+#endif
