@@ -693,8 +693,13 @@ static int call_end(Selector *s, int r)
 	int e = apply_deferred(s);
 	/* Stopped: SEL_ESTOPPED whatever the search made of its unwinding (a
 	 * stop met in the invalidation walk, before a search reset s->err,
-	 * would otherwise look like "no leaf"). */
-	if (s->stop && r >= 0) r = SEL_ESTOPPED;
+	 * would otherwise look like "no leaf"). The stop is no error of the
+	 * selector's: what it finished is kept, what it was computing forgotten,
+	 * so it is not kept in s->err (which bars a snapshot). */
+	if (s->stop) {
+		if (s->err == SEL_ESTOPPED) s->err = 0;
+		if (r >= 0) r = SEL_ESTOPPED;
+	}
 	return r < 0 || !e ? r : e;
 }
 

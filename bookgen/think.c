@@ -62,6 +62,8 @@ struct Think {
 	int inflight, consecutive_failures;
 	size_t next_first; /* next of opt->first to try */
 	bool exhausted;    /* hand out nothing more (nothing left, or an error) */
+	bool in_select;    /* in plan_next: the stop flag stops the search */
+	bool stopped;      /* a selection was stopped part-way */
 	char last_error[SEARCH_ERRLEN];
 };
 
@@ -143,6 +145,30 @@ static void fill_record(BookRecord *rec, bool found, const Position *pos, const 
 	rec->think_depth = (uint8_t)depth;
 }
 
+/* The selector's yield (sel_set_yield), on the calling thread while a
+ * selection searches: a "search" report about once a second, and the stop
+ * flag heeded by the selection that hands out work (a first search over a
+ * big book takes tens of seconds); the other searches (the progress line's
+ * root value, the summary's) run to their end. */
+static bool think_yield(void *ctx)
+{
+	Think *t = ctx;
+	const ThinkOptions *opt = t->opt;
+	double now = clock_ms_f();
+	if (opt->progress && t->start > 0 && now - t->last_progress >= 1000) {
+		SelStats ss;
+		sel_get_stats(&ss, t->sel);
+		ThinkProgress p = {.thought = t->out->thought,
+		                   .book_thought = ss.thought,
+		                   .seconds = (now - t->start) / 1e3,
+		                   .eta = -1,
+		                   .expanded = ss.expansions};
+		opt->progress(opt->progress_ctx, "search", &p);
+		t->last_progress = now;
+	}
+	return t->in_select && opt->stop && *opt->stop;
+}
+
 /* Allocations, the selector over the book with its roots, the writer, one
  * worker thread per engine. 0 or a THINK_E* (message in t->err). */
 static int setup(Think *t, BookDB *db)
@@ -170,6 +196,7 @@ static int setup(Think *t, BookDB *db)
 	if (rc < 0)
 		return errmsg_set(t->err, THINK_ERRLEN,
 		                  rc == SEL_EINVAL ? THINK_EINVAL : THINK_EBOOK, "think: %s", serr);
+	sel_set_yield(t->sel, think_yield, t);
 	if (bookdb_writer_new(&t->w, db, opt->commit_every ? opt->commit_every : 64) < 0)
 		return errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: %s",
 		                  "cannot start the book writer");
@@ -214,8 +241,14 @@ static void hand_out(Think *t, bool *stopping)
 			break;
 		pthread_mutex_unlock(&t->mu);
 		bool forced = next_first(t, s);
+		t->in_select = !forced;
 		int rc = forced ? 1 : plan_next(t->plan, t->leaf, s->pos);
+		t->in_select = false;
 		pthread_mutex_lock(&t->mu);
+		if (rc == SEL_ESTOPPED) { /* the stop flag, heard part-way */
+			t->stopped = *stopping = true;
+			break;
+		}
 		if (rc < 0) {
 			t->ret =
 			    errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: selection: %s",
@@ -315,12 +348,13 @@ static void progress(Think *t, const char *phase, double now)
 	                   .seconds = el,
 	                   .eta = -1};
 	/* The root's value and PV (the line to the next leaf; cheap: the bounds
-	 * make it a re-search of the PV). */
+	 * make it a re-search of the PV; not after a selection stopped part-way,
+	 * which would search again). */
 	int rv;
 	bool has;
 	SelLeaf *leaf = t->leaf;
-	if (sel_root_value(&rv, &has, t->sel, 0) == 0 && has && sel_select(leaf, t->sel) == 1 &&
-	    leaf->root == 0) {
+	if (!t->stopped && sel_root_value(&rv, &has, t->sel, 0) == 0 && has &&
+	    sel_select(leaf, t->sel) == 1 && leaf->root == 0) {
 		p.has_root = true;
 		p.root_value = rv;
 		for (; p.npv < leaf->nmoves && p.npv < THINK_PROGRESS_PV; p.npv++)
@@ -420,8 +454,9 @@ static void finish(Think *t)
 	out->engine_seconds = engine_ms(t) / 1e3;
 	pthread_mutex_unlock(&t->mu);
 	out->busy_pct = el > 0 ? 100.0 * busy / (t->n * el) : 0;
-	bool has;
-	if (sel_root_value(&out->root_value, &has, t->sel, 0) == 0) out->root_known = has;
+	bool has; /* (not after a stopped selection: it would search again) */
+	if (!t->stopped && sel_root_value(&out->root_value, &has, t->sel, 0) == 0)
+		out->root_known = has;
 	if (t->opt->snapshot && t->ret == 0) save_selection(t);
 }
 

@@ -41,7 +41,10 @@ const char *think_strerror(int code);
 
 /*
  * Progress of think_run, for ThinkOptions.progress: phase "status" about once
- * a second, and one "done" as the loop ends.
+ * a second, and one "done" as the loop ends; while a selection has searched
+ * for more than a second (the first search over a big book without a
+ * snapshot: tens of seconds), "search" about once a second instead, with
+ * expanded set.
  */
 #define THINK_PROGRESS_PV 8
 typedef struct {
@@ -53,7 +56,8 @@ typedef struct {
 	int root_value;
 	int npv; /* the line to the next leaf, at most THINK_PROGRESS_PV moves */
 	Move pv[THINK_PROGRESS_PV];
-	double eta; /* seconds left by the time or position limit; < 0: no limit */
+	double eta;        /* seconds left by the time or position limit; < 0: no limit */
+	uint64_t expanded; /* "search": positions the selector has expanded so far */
 } ThinkProgress;
 typedef void (*ThinkProgressFn)(void *ctx, const char *phase, const ThinkProgress *p);
 

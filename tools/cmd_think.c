@@ -53,6 +53,13 @@ static void on_signal(int sig)
 static void on_think_progress(void *ctx, const char *phase, const ThinkProgress *p)
 {
 	(void)ctx;
+	if (!strcmp(phase, "search")) {
+		fprintf(
+		    stderr,
+		    "think: selecting: %llu positions of the book searched so far, elapsed %.0fs\n",
+		    (unsigned long long)p->expanded, p->seconds);
+		return;
+	}
 	if (strcmp(phase, "status")) return;
 	double el = p->seconds;
 	fprintf(stderr,

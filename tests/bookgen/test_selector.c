@@ -19,6 +19,7 @@
 #include "bookdb/bookdb.h"
 #include "bookgen/plan.h"
 #include "bookgen/selector.h"
+#include "bookgen/snapshot.h"
 #include "minimax/bookmm.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -923,8 +924,9 @@ static void test_bookgen__bounds_stay_exact_with_many_leases_outstanding(void **
  * every step what a selector that searches at once and gets the same changes
  * after each search selects; during the yield the queries already answer with
  * the changes. A yield that stops the search makes the call return
- * SEL_ESTOPPED, and the next search is as if it had not been stopped. A lazy
- * selector yields while it waits for its key filter.
+ * SEL_ESTOPPED, and the next search is as if it had not been stopped (and a
+ * lazy selector stopped so can be written to a snapshot). A lazy selector
+ * yields while it waits for its key filter.
  */
 typedef struct {
 	Selector *s;
@@ -986,7 +988,7 @@ static void test_bookgen__searches_in_slices_select_what_whole_searches_do(void 
 	Slicer ys = {.s = s, .rec = rec, .pos = pos}, yz = {.s = z, .rec = rec, .pos = pos};
 	sel_set_yield(s, slicer_yield, &ys);
 	sel_set_yield(z, slicer_yield, &yz);
-	int steps = 0, stops = 0;
+	int steps = 0, stops = 0, zstops = 0;
 	for (int round = 0; round < 40; round++) {
 		/* The last round's leases come back during the first search. */
 		int nback = round ? BATCH : 0;
@@ -1007,7 +1009,16 @@ static void test_bookgen__searches_in_slices_select_what_whole_searches_do(void 
 				g1 = sel_select(&fresh[n], s);
 			}
 			ys.stop_at = 0;
+			if (!yz.ngive && round % 3 == 0) yz.stop_at = yz.calls + 2;
 			int g3 = sel_select(c, z);
+			if (g3 == SEL_ESTOPPED) {
+				/* A stopped search leaves a state that can be saved. */
+				zstops++;
+				assert_true(sel_snapshot_ready(z));
+				yz.stop_at = 0;
+				g3 = sel_select(c, z);
+			}
+			yz.stop_at = 0;
 			int g2 = sel_select(b, r);
 			/* Whatever a yield did not take (a search too short to
 			 * yield) is given now, to all three alike. */
@@ -1038,10 +1049,11 @@ static void test_bookgen__searches_in_slices_select_what_whole_searches_do(void 
 	assert_int_equal(sel_root_value(&v2, &h2, r, 0), 0);
 	assert_int_equal(h1, h2);
 	assert_int_equal(v1, v2);
-	print_message("slices: %d steps, %d stops, %d and %d yields, %d and %d changes in them\n",
-	              steps, stops, ys.calls, yz.calls, ys.given_in_call, yz.given_in_call);
+	print_message("slices: %d steps, %d and %d stops, %d and %d yields, %d and %d changes in "
+	              "them\n",
+	              steps, stops, zstops, ys.calls, yz.calls, ys.given_in_call, yz.given_in_call);
 	assert_true(steps > 200);
-	assert_true(stops > 5);
+	assert_true(stops > 5 && zstops > 5);
 	/* Changes came while a search was suspended (most of the others when
 	 * the search found its bounds and yielded not at all). */
 	assert_true(ys.given_in_call > 30);
