@@ -63,6 +63,7 @@ struct Think {
 	size_t next_first; /* next of opt->first to try */
 	bool exhausted;    /* hand out nothing more (nothing left, or an error) */
 	bool in_select;    /* in plan_next: the stop flag stops the search */
+	double select_t0;  /* when that plan_next began */
 	bool stopped;      /* a selection was stopped part-way */
 	char last_error[SEARCH_ERRLEN];
 };
@@ -145,6 +146,17 @@ static void fill_record(BookRecord *rec, bool found, const Position *pos, const 
 	rec->think_depth = (uint8_t)depth;
 }
 
+/* Seconds left by the time or position limit, el seconds in; -1: no limit. */
+static double eta(const Think *t, double el)
+{
+	const ThinkOptions *opt = t->opt;
+	uint64_t thought = t->out->thought;
+	if (opt->max_seconds > 0) return opt->max_seconds > el ? opt->max_seconds - el : 0.0;
+	if (opt->max_positions && thought)
+		return el * (double)(opt->max_positions - thought) / (double)thought;
+	return -1;
+}
+
 /* The selector's yield (sel_set_yield), on the calling thread while a
  * selection searches: a "search" report about once a second, and the stop
  * flag heeded by the selection that hands out work (a first search over a
@@ -154,19 +166,22 @@ static bool think_yield(void *ctx)
 {
 	Think *t = ctx;
 	const ThinkOptions *opt = t->opt;
+	if (!t->in_select) return false;
 	double now = clock_ms_f();
-	if (opt->progress && t->start > 0 && now - t->last_progress >= 1000) {
+	if (opt->progress && now - t->select_t0 >= 1000 && now - t->last_progress >= 1000) {
 		SelStats ss;
 		sel_get_stats(&ss, t->sel);
+		double el = (now - t->start) / 1e3;
 		ThinkProgress p = {.thought = t->out->thought,
 		                   .book_thought = ss.thought,
-		                   .seconds = (now - t->start) / 1e3,
-		                   .eta = -1,
-		                   .expanded = ss.expansions};
+		                   .seconds = el,
+		                   .eta = eta(t, el),
+		                   .expanded = ss.expansions,
+		                   .filter_ready = ss.filter_ready};
 		opt->progress(opt->progress_ctx, "search", &p);
 		t->last_progress = now;
 	}
-	return t->in_select && opt->stop && *opt->stop;
+	return opt->stop && *opt->stop;
 }
 
 /* Allocations, the selector over the book with its roots, the writer, one
@@ -242,6 +257,7 @@ static void hand_out(Think *t, bool *stopping)
 		pthread_mutex_unlock(&t->mu);
 		bool forced = next_first(t, s);
 		t->in_select = !forced;
+		t->select_t0 = clock_ms_f();
 		int rc = forced ? 1 : plan_next(t->plan, t->leaf, s->pos);
 		t->in_select = false;
 		pthread_mutex_lock(&t->mu);
@@ -360,10 +376,7 @@ static void progress(Think *t, const char *phase, double now)
 		for (; p.npv < leaf->nmoves && p.npv < THINK_PROGRESS_PV; p.npv++)
 			p.pv[p.npv] = leaf->moves[p.npv];
 	}
-	if (opt->max_seconds > 0)
-		p.eta = opt->max_seconds > el ? opt->max_seconds - el : 0.0;
-	else if (opt->max_positions && thought)
-		p.eta = el * (double)(opt->max_positions - thought) / (double)thought;
+	p.eta = eta(t, el);
 	opt->progress(opt->progress_ctx, phase, &p);
 }
 

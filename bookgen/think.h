@@ -58,6 +58,7 @@ typedef struct {
 	Move pv[THINK_PROGRESS_PV];
 	double eta;        /* seconds left by the time or position limit; < 0: no limit */
 	uint64_t expanded; /* "search": positions the selector has expanded so far */
+	bool filter_ready; /* "search": the key filter is built (the search waits for it) */
 } ThinkProgress;
 typedef void (*ThinkProgressFn)(void *ctx, const char *phase, const ThinkProgress *p);
 

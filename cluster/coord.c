@@ -549,18 +549,13 @@ static bool select_pending(const Coord *c)
 }
 
 /* The selection beside the service (coord_select_ahead) stopped, and its
- * result taken in: the service's own calls use the selector after this.
- * 0 or COORD_EBOOK. */
-static int select_hold(Coord *c, char *err)
+ * result taken in: the service's own calls (and a checkpoint's) use the
+ * selector after this. 0 or COORD_EBOOK. */
+int co_select_take_in(Coord *c, char *err)
 {
 	int rc = co_select_hold(c);
 	if (rc == 0) c->sr_dry = true; /* no leaf now: not tried again this round */
 	return rc < 0 ? select_failed(c, rc, err) : 0;
-}
-
-int co_select_hold_all(Coord *c, char *err)
-{
-	return select_hold(c, err);
 }
 
 void coord_select_ahead(Coord *c)
@@ -600,7 +595,7 @@ bool coord_select_busy(const Coord *c)
 int coord_select_idle(Coord *c, double ms, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
-	int rc = select_hold(c, err);
+	int rc = co_select_take_in(c, err);
 	if (rc < 0 || !select_pending(c)) return rc;
 	c->sr_begun = true;
 	if (c->opt.select_slice_ms > 0 && c->opt.select_slice_ms < ms) ms = c->opt.select_slice_ms;
@@ -621,7 +616,7 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 	if (max < 1 || max > COORD_MAX_BATCH)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "max must be 1..%d, not %d",
 		                  COORD_MAX_BATCH, max);
-	int rc = select_hold(c, err);
+	int rc = co_select_take_in(c, err);
 	if (rc < 0) return rc;
 	note_worker(c, w, now_ms);
 	c->round_asked += max;
@@ -797,7 +792,7 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 {
 	if (c->broken) return COORD_EBOOK;
 	Lease *l;
-	int rc = select_hold(c, err);
+	int rc = co_select_take_in(c, err);
 	if (rc < 0) return rc;
 	rc = lookup(c, &l, id, w, err);
 	if (rc < 0) return rc;
@@ -865,7 +860,7 @@ int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, cha
 {
 	if (c->broken) return COORD_EBOOK;
 	Lease *l;
-	int rc = select_hold(c, err);
+	int rc = co_select_take_in(c, err);
 	if (rc < 0) return rc;
 	rc = lookup(c, &l, id, w, err);
 	if (rc < 0 || !l) return rc;
@@ -997,7 +992,7 @@ static int minimax_apply(Coord *c, double budget_ms, char *err)
 
 int coord_minimax_wait(Coord *c, char *err)
 {
-	if (!c->broken && select_hold(c, err) < 0) return COORD_EBOOK;
+	if (!c->broken && co_select_take_in(c, err) < 0) return COORD_EBOOK;
 	int rc = minimax_collect(c, true, err), arc = minimax_apply(c, -1, err);
 	if (arc < 0) return arc;
 	return rc < 0 ? rc : coord_commit(c, err);
@@ -1006,7 +1001,7 @@ int coord_minimax_wait(Coord *c, char *err)
 int coord_tick(Coord *c, int64_t now_ms, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
-	int rc = select_hold(c, err);
+	int rc = co_select_take_in(c, err);
 	if (rc < 0) return rc;
 	for (size_t i = 0; i < c->nleases; i++) {
 		Lease *l = &c->leases[i];
@@ -1064,7 +1059,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	memset(out, 0, sizeof *out);
 	char err[COORD_ERRLEN];
 	if (!c->broken)
-		(void)select_hold(c, err); /* a failure breaks c: the next request says it */
+		(void)co_select_take_in(c, err); /* a failure breaks c: the next request says it */
 	out->queue = c->queued;
 	out->results = c->results;
 	out->failed = c->failed;

@@ -139,7 +139,7 @@ int coord_checkpoint(Coord *c, int64_t now_ms, char *err)
 	if (!c->snap_path || c->broken || c->opt.preload) return 0;
 	co_checkpoint_reap(c, false);
 	if (c->ckpt_pid > 0) return 0; /* one at a time */
-	int rc = co_select_hold_all(c, err);
+	int rc = co_select_take_in(c, err);
 	if (rc < 0) return rc;
 	/* A search suspended, or the key filter still being built: later. */
 	if (co_select_paused(c) || !sel_snapshot_ready(c->sel)) return 0;

@@ -210,10 +210,11 @@ void co_checkpoint_reap(Coord *c, bool wait);
 int co_journal_check(Coord *c, const BookStamp *snap, const BookStamp *book, char *err);
 int co_journal_replay(Coord *c, uint64_t gen, char *err);
 int co_release_strays(Coord *c, size_t *released);
-/* coord.c: the selector's snapshot written for the book state st; the
- * selection thread stopped and its result taken in. */
+/* coord.c: the selector's snapshot written for the book state st. */
 int co_snapshot_write(Coord *c, const BookStamp *st, char *err);
-int co_select_hold_all(Coord *c, char *err);
+/* coord.c: the selection beside the service stopped (co_select_hold) and its
+ * result taken in; 0 or COORD_EBOOK (c broken). */
+int co_select_take_in(Coord *c, char *err);
 
 /* coord.c: the in-memory state. */
 KeyState *co_key_get(Coord *c, Key k);

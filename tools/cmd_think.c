@@ -54,10 +54,17 @@ static void on_think_progress(void *ctx, const char *phase, const ThinkProgress 
 {
 	(void)ctx;
 	if (!strcmp(phase, "search")) {
-		fprintf(
-		    stderr,
-		    "think: selecting: %llu positions of the book searched so far, elapsed %.0fs\n",
-		    (unsigned long long)p->expanded, p->seconds);
+		if (!p->filter_ready)
+			fprintf(stderr,
+			        "think: selecting: building the filter of the book's keys, elapsed "
+			        "%.0fs\n",
+			        p->seconds);
+		else
+			fprintf(
+			    stderr,
+			    "think: selecting: %llu positions of the book searched so far, elapsed "
+			    "%.0fs\n",
+			    (unsigned long long)p->expanded, p->seconds);
 		return;
 	}
 	if (strcmp(phase, "status")) return;
