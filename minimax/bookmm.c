@@ -459,12 +459,18 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	memset(&b, 0, sizeof b);
 	b.policy = &opt->policy;
 	/* The change log is on before the snapshot is taken, so that whatever
-	 * is written after it is logged for the next run. */
+	 * is written after it is logged for the next run. An overflowed log is
+	 * emptied and on again too: this run reads every record the snapshot
+	 * holds, and a log left overflowed would stay so whenever another writer
+	 * (a coordinator's workers) writes during the run, making every later
+	 * run a whole-book one. */
 	BookTxn *txn = NULL;
 	BookChangesInfo ci;
 	int rc = bookdb_txn_begin(&txn, db, true);
 	if (rc == 0) rc = bookdb_changes_info(&ci, txn);
-	if (rc == 0 && ci.state == BOOKDB_CHANGES_OFF && (rc = bookdb_changes_enable(txn)) == 0) {
+	if (rc == 0 && ci.state != BOOKDB_CHANGES_ON &&
+	    (rc = ci.state == BOOKDB_CHANGES_OFF ? bookdb_changes_enable(txn)
+	                                         : bookdb_changes_consume(txn, ci.seq)) == 0) {
 		rc = bookdb_txn_commit(txn);
 		txn = NULL;
 	}

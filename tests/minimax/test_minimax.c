@@ -850,6 +850,24 @@ static void test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they
 	twins_free(&t);
 }
 
+/* A BookmmProgressFn that stores one result in both twins (random_result)
+ * once the run has taken its snapshot of the book. */
+typedef struct {
+	BookDB *a, *b;
+	uint64_t *rng;
+	int writes;
+} MidRunWrite;
+
+static void write_mid_run(void *ctx, const char *phase, size_t done, size_t total)
+{
+	(void)done;
+	(void)total;
+	MidRunWrite *m = ctx;
+	if (m->writes || strcmp(phase, "analysis")) return;
+	random_result(m->a, m->b, m->rng);
+	m->writes++;
+}
+
 static void test_minimax__an_overflowed_change_log_means_the_whole_book(void **state)
 {
 	(void)state;
@@ -872,6 +890,28 @@ static void test_minimax__an_overflowed_change_log_means_the_whole_book(void **s
 	same_books_as(a, b, false);
 	/* The whole-book run starts the log afresh. */
 	for (int k = 0; k < 3; k++) random_result(a, b, &rng);
+	run_ok(&sa, a, &inc);
+	run_ok(&sb, b, &full);
+	assert_true(sa.incremental);
+	same_books_as(a, b, false);
+	/* Overflowed again, and a whole-book run during which another writer
+	 * stores a result (a coordinator's workers go on): the log is on again
+	 * after it, with that result, and the next run is incremental (before,
+	 * the overflow stayed: every run of a live coordinator was a whole-book
+	 * one, minutes on a big book). */
+	for (int k = 0; k < 20; k++) random_result(a, b, &rng);
+	MidRunWrite mw = {a, b, &rng, 0};
+	BookmmOptions inc_w = {.progress = write_mid_run, .progress_ctx = &mw};
+	run_ok(&sa, a, &inc_w);
+	assert_false(sa.incremental);
+	assert_int_equal(mw.writes, 1);
+	BookTxn *txn = NULL;
+	BookChangesInfo ci;
+	assert_int_equal(bookdb_txn_begin(&txn, a, false), 0);
+	assert_int_equal(bookdb_changes_info(&ci, txn), 0);
+	bookdb_txn_abort(txn);
+	assert_int_equal(ci.state, BOOKDB_CHANGES_ON);
+	assert_true(ci.entries >= 1);
 	run_ok(&sa, a, &inc);
 	run_ok(&sb, b, &full);
 	assert_true(sa.incremental);
