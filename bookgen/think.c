@@ -186,8 +186,9 @@ static bool think_yield(void *ctx)
 
 /* Allocations, the selector over the book with its roots, the writer, one
  * worker thread per engine. 0 or a THINK_E* (message in t->err). */
-static int setup(Think *t, BookDB *db)
+static int setup(Think *t)
 {
+	BookDB *db = t->db;
 	const ThinkOptions *opt = t->opt;
 	int n = t->n;
 	t->rec = malloc(sizeof *t->rec);
@@ -507,7 +508,7 @@ static int think_loop(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char
 	pthread_mutex_init(&t.mu, NULL);
 	pthread_cond_init(&t.work_cv, NULL);
 	pthread_cond_init(&t.done_cv, NULL);
-	if ((t.ret = setup(&t, db)) == 0) {
+	if ((t.ret = setup(&t)) == 0) {
 		run_loop(&t);
 		if (opt->progress) progress(&t, "done", clock_ms_f());
 		finish(&t);
