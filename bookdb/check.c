@@ -194,6 +194,8 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 	const void *mv;
 	size_t ml;
 	st->merge_unfinished = bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "merge", 5) == 0;
+	st->minimax_unfinished = bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "mmfull", 6) == 0 ||
+	                         bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "mmrun", 5) == 0;
 	if (w && (rc = copy_games(st, txn, w)) < 0) goto done;
 	if (w) rc = bookdb_writer_flush(w);
 done:

@@ -44,6 +44,10 @@ typedef struct {
 	 * replay (each reported through fn under key 0, naming the game). */
 	uint64_t game_entries, bad_games;
 	bool merge_unfinished; /* a joseki merge was interrupted (meta "merge") */
+	/* A minimax run was killed or stopped before its end (minimax's marks,
+	 * meta "mmfull" or "mmrun", docs/minimax.md): the values are in part of
+	 * an older run; the next run mends them. */
+	bool minimax_unfinished;
 } BookCheckStats;
 
 /*

@@ -15,6 +15,7 @@
 #ifndef JOSEKI_BOOKDB_MINIMAX_HOOK_H
 #define JOSEKI_BOOKDB_MINIMAX_HOOK_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -47,15 +48,22 @@ typedef struct {
 	 * transaction of its own (minimax's own files only; a run that must do
 	 * the whole book is done whole, as run does) and leaves the records to
 	 * write in *plan (NULL: nothing to write); 0 or < 0 with a message.
+	 * stop (may be NULL): when it turns true, prepare ends early (a
+	 * whole-book run too) and returns BOOK_MINIMAX_STOPPED, nothing to write;
+	 * the next run mends what it left, as after a kill.
 	 * apply writes up to max of them in the caller's write transaction txn,
 	 * the state with the last: 1 when done (plan_free it then), 0 when more
 	 * remain, < 0 with a message (txn is then not to be committed). A plan
 	 * dropped half applied is mended by the next run.
 	 */
-	int (*prepare)(void *ctx, BookDB *db, BookMinimaxPlan **plan, char *err, size_t errlen);
+	int (*prepare)(void *ctx, BookDB *db, const atomic_bool *stop, BookMinimaxPlan **plan,
+	               char *err, size_t errlen);
 	int (*apply)(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err, size_t errlen);
 	void (*plan_free)(BookMinimaxPlan *plan);
 } BookMinimaxHook;
+
+/* prepare's answer when its stop flag ended it. */
+#define BOOK_MINIMAX_STOPPED (-2)
 
 /* Whether the hook is set (a NULL run means "no minimax"). */
 static inline bool book_minimax_hook_set(const BookMinimaxHook *h)

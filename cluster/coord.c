@@ -369,10 +369,12 @@ int coord_close(Coord *c, double *save_ms, char *err)
 	co_select_stop(c);           /* its stock of leaves released in the selector */
 	co_checkpoint_reap(c, true); /* a checkpoint being written: its file replaced below */
 	int rc = coord_commit(c, err);
-	/* Before waiting for a minimax run under way (up to a minute on a large
-	 * book: a supervisor may kill the process meanwhile): its analysis
-	 * writes nothing to the book, so the stamp stays good (a whole-book run,
-	 * which writes, makes the snapshot stale: refused at the next start). */
+	/* A minimax run under way is told to stop (a whole-book one took
+	 * minutes on a large book, and a supervisor may kill the process
+	 * meanwhile); its analysis writes nothing to the book, so the stamp
+	 * stays good. A whole-book run may have written some records before it
+	 * heard: the snapshot is then stale, refused at the next start. */
+	atomic_store(&c->mm_stop, true);
 	double t0 = clock_ms_f();
 	if (rc == 0 && c->snap_path && c->sel && c->plan) rc = save_snapshot(c, err);
 	if (save_ms) *save_ms = clock_ms_f() - t0;
@@ -386,6 +388,7 @@ void coord_free(Coord *c)
 	if (!c) return;
 	co_select_stop(c); /* first: nothing below runs beside the selection */
 	co_checkpoint_reap(c, true);
+	atomic_store(&c->mm_stop, true);
 	minimax_collect(c, true, NULL);
 	/* A plan not written yet is dropped: the next run mends what a part
 	 * written left (the book marks it as a stopped run). */
@@ -927,7 +930,8 @@ static void *minimax_main(void *arg)
 	int prio = getpriority(PRIO_PROCESS, (id_t)gettid());
 	if (errno == 0) setpriority(PRIO_PROCESS, (id_t)gettid(), prio + 10 > 19 ? 19 : prio + 10);
 	const BookMinimaxHook *h = &c->opt.minimax;
-	c->mm_rc = mm_split(c) ? h->prepare(h->ctx, c->db, &c->mm_out, c->mm_err, sizeof c->mm_err)
+	c->mm_rc = mm_split(c) ? h->prepare(h->ctx, c->db, &c->mm_stop, &c->mm_out, c->mm_err,
+	                                    sizeof c->mm_err)
 	                       : book_minimax_hook_run(h, c->db, c->mm_err, sizeof c->mm_err);
 	atomic_store(&c->mm_done, true);
 	return NULL;

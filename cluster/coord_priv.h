@@ -82,6 +82,7 @@ struct Coord {
 	pthread_t mm_thread;
 	bool mm_running;
 	atomic_bool mm_done;
+	atomic_bool mm_stop; /* set at close: a run under way ends at its next check */
 	int mm_rc;
 	double mm_t0;
 	char mm_err[256];

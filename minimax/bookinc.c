@@ -59,7 +59,7 @@ typedef struct {
 
 typedef struct {
 	BookDB *db;
-	const BookmmOptions *opt;
+	BookmmOptions opt; /* a copy: a plan outlives its caller's */
 	MmView v;
 	BookmmState s;
 	uint8_t *mark; /* per global node */
@@ -154,7 +154,7 @@ static void contrib(Inc *c, uint32_t x, int sign)
 static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len, bool *has_pos)
 {
 	uint8_t structure;
-	BookmmLookup lk = {view_find, view_inner, &c->v, &c->opt->policy};
+	BookmmLookup lk = {view_find, view_inner, &c->v, &c->opt.policy};
 	int n = bookmm_record_moves(c->moves, &structure, raw, len, c->rec, c->pos, &lk);
 	*has_pos = n > 0 || (bookdb_record_decode(c->rec, raw, len) == 0 &&
 	                     bookdb_record_position(c->pos, c->rec, NULL) == 0);
@@ -235,7 +235,7 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 		size_t len;
 		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, x))) < 0) break;
 		uint8_t f = mmfile_flags(&c->v, x);
-		bool in = bookmm_raw_inner(raw, len, &c->opt->policy, c->rec);
+		bool in = bookmm_raw_inner(raw, len, &c->opt.policy, c->rec);
 		if (in == ((f & MMF_INNER) != 0)) continue;
 		reinner[q] = true;
 		rc = mmfile_set_state(&c->v, x, (uint8_t)(f ^ MMF_INNER), mmfile_vd(&c->v, x));
@@ -396,8 +396,8 @@ static int build_sub(Inc *c)
 	size_t n = c->sub.n;
 	memset(g, 0, sizeof *g);
 	g->n = n;
-	g->draw[BLACK] = bookmm_clamp(c->opt->draw_black);
-	g->draw[WHITE] = bookmm_clamp(c->opt->draw_white);
+	g->draw[BLACK] = bookmm_clamp(c->opt.draw_black);
+	g->draw[WHITE] = bookmm_clamp(c->opt.draw_white);
 	g->flags = calloc(n + 1, sizeof *g->flags);
 	g->vd = calloc(n + 1, sizeof *g->vd);
 	g->mstart = calloc(n + 1, sizeof *g->mstart);
@@ -566,7 +566,7 @@ static int rewrite_one(Inc *c, BookTxn *txn, uint32_t x, uint8_t *buf, BookmmEdg
 	if (rc < 0) return rc;
 	int ne = node_edges(c, x, edges);
 	int n = bookmm_rewrite(buf, raw, len, c->rec, mmfile_flags(&c->v, x) & MMF_VALUED, edges,
-	                       ne, false, &c->opt->policy);
+	                       ne, false, &c->opt.policy);
 	if (n <= 0) return 0;
 	if ((rc = bookdb_put_raw(txn, mmfile_key(&c->v, x), buf, (size_t)n)) < 0) return rc;
 	st->rewritten++;
@@ -588,7 +588,7 @@ static int finish(Inc *c, BookTxn *txn, const BookmmStats *st, uint64_t jlen)
 	c->s.moves = st->moves;
 	c->s.edges = st->edges;
 	if ((rc = bookmm_state_put(txn, &c->s)) < 0 ||
-	    (rc = bookmm_summary_put(txn, st, c->opt)) < 0)
+	    (rc = bookmm_summary_put(txn, st, &c->opt)) < 0)
 		return rc;
 	rc = bookdb_kv_del(txn, BOOKDB_META, META_RUNNING, strlen(META_RUNNING));
 	return rc == BOOKDB_ENOTFOUND ? 0 : rc;
@@ -617,7 +617,7 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why)
 	int rc = buf && edges ? bookdb_txn_begin(&txn, c->db, true) : BOOKDB_ENOMEM;
 	if (rc < 0) goto done;
 	bookdb_txn_set_tracking(txn, false);
-	size_t batch = c->opt->batch ? c->opt->batch : INC_BATCH;
+	size_t batch = c->opt.batch ? c->opt.batch : INC_BATCH;
 	if (rw.n > batch &&
 	    (rc = bookdb_kv_put(txn, BOOKDB_META, META_RUNNING, strlen(META_RUNNING), "1", 1)) < 0)
 		goto done;
@@ -691,7 +691,7 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 {
 	memset(c, 0, sizeof *c);
 	c->db = db;
-	c->opt = opt;
+	c->opt = *opt;
 	BookTxn *snap = NULL;
 	BookChangesInfo ci;
 	int rc = bookdb_txn_begin(&snap, db, false);
@@ -729,6 +729,13 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 		                    : "the book does not log its changes");
 		goto out;
 	}
+	if ((rc = bookmm_fullrun_pending(snap)) != 0) {
+		rc = rc > 0 ? errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
+		                         "the last whole-book run was stopped before its end")
+		            : errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EBOOK,
+		                         "cannot read the book: %s", bookdb_strerror(rc));
+		goto out;
+	}
 	char msg[MMFILE_ERRLEN];
 	rc = mmfile_open(&c->v, dir, c->s.stamp, c->s.journal_len, msg);
 	if (rc < 0) {
@@ -762,14 +769,26 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 	uint32_t root = root_node(c);
 	/* Nothing changed: the book is as the last run left it (nothing to write). */
 	for (int round = 0; c->changed.n; round++) {
+		if (bookmm_stopped(&c->opt)) {
+			rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ESTOPPED,
+			                "stopped while analysing");
+			goto out;
+		}
 		MmStats ms;
 		size_t nstale = 0;
 		rc = collect(c, root);
 		if (rc == 0) rc = value_a(c);
 		if (rc == 0) rc = build_sub(c);
-		if (rc == 0 && mm_backup(&c->g, &ms) < 0) rc = MMFILE_ENOMEM;
+		c->g.stop = c->opt.stop;
+		if (rc == 0 && (rc = mm_backup(&c->g, &ms)) < 0)
+			rc = rc == MM_STOPPED ? MM_STOPPED : MMFILE_ENOMEM;
 		if (rc == 0) rc = stale_nodes(c, &nstale);
 		if (rc == 0 && nstale == 0) rc = store_states(c);
+		if (rc == MM_STOPPED) {
+			rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ESTOPPED,
+			                "stopped while analysing");
+			goto out;
+		}
 		if (rc) {
 			rc = rc == MMFILE_ESTALE
 			         ? errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,

@@ -44,6 +44,8 @@ const char *bookmm_strerror(int code)
 		return "out of memory";
 	case BOOKMM_EBOOK:
 		return "book error";
+	case BOOKMM_ESTOPPED:
+		return "stopped";
 	default:
 		return "unknown error";
 	}
@@ -134,6 +136,8 @@ typedef struct {
 	bool inner_pass; /* only mark which nodes are inner (before the moves) */
 } LoadPart;
 
+#define LOAD_STOPPED (-2) /* a part's rc when opt->stop ended it */
+
 static void *load_part(void *arg)
 {
 	LoadPart *p = arg;
@@ -144,6 +148,10 @@ static void *load_part(void *arg)
 	if (!rec || !pos) goto out;
 	if (p->inner_pass) {
 		for (uint32_t i = p->lo; i < p->hi; i++) {
+			if ((i - p->lo) % PROGRESS_EVERY == 0 && bookmm_stopped(p->opt)) {
+				p->rc = LOAD_STOPPED;
+				goto out;
+			}
 			const uint8_t *val;
 			size_t len;
 			bookdb_index_raw(&val, &len, b->ix, i);
@@ -167,6 +175,10 @@ static void *load_part(void *arg)
 		if ((i - p->lo + 1) % PROGRESS_EVERY == 0) {
 			size_t d = atomic_fetch_add(p->done, PROGRESS_EVERY) + PROGRESS_EVERY;
 			if (p->reporter) bookmm_report(p->opt, "moves", d, b->n);
+			if (bookmm_stopped(p->opt)) {
+				p->rc = LOAD_STOPPED;
+				goto out;
+			}
 		}
 	}
 	p->rc = 0;
@@ -194,6 +206,12 @@ static void run_parts(LoadPart *parts, int nt, bool inner_pass)
 		else
 			load_part(&parts[t]);
 	}
+}
+
+/* BOOKMM_ESTOPPED, saying where. */
+static int stopped(char *err, const char *where)
+{
+	return fail(err, BOOKMM_ERRLEN, BOOKMM_ESTOPPED, "stopped while %s", where);
 }
 
 /* Pass 2: the moves of every node, the ranges in parallel (one per core). */
@@ -229,12 +247,12 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err)
 	if (b->policy->leaves != BOOKMM_LEAVES_GAMES) {
 		run_parts(parts, nt, true);
 		for (int t = 0; t < nt; t++)
-			if (parts[t].rc < 0) rc = -1;
+			if (parts[t].rc < 0) rc = rc == LOAD_STOPPED ? rc : parts[t].rc;
 	}
 	if (rc == 0) run_parts(parts, nt, false);
 	size_t total = 0;
 	for (int t = 0; t < nt; t++) {
-		if (parts[t].rc < 0) rc = -1;
+		if (parts[t].rc < 0) rc = rc == LOAD_STOPPED ? rc : parts[t].rc;
 		total += parts[t].nmoves;
 	}
 	if (rc == 0 && total >= MM_NONE) rc = -1;
@@ -250,6 +268,7 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err)
 		for (size_t i = 0; i < n; i++) b->mstart[i + 1] += b->mstart[i];
 	}
 	for (int t = 0; t < nt; t++) free(parts[t].moves);
+	if (rc == LOAD_STOPPED) return stopped(err, "reading the moves");
 	return rc < 0 ? fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory") : 0;
 }
 
@@ -329,7 +348,21 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 	/* Values are not input: the change log must not see them. */
 	bookdb_writer_set_tracking(w, false);
 	for (uint32_t i = 0; i < g->n; i++) {
-		if (i % PROGRESS_EVERY == 0) bookmm_report(opt, "writing", i, g->n);
+		if (i % PROGRESS_EVERY == 0) {
+			bookmm_report(opt, "writing", i, g->n);
+			/* What is written stays, as after a kill here: the mark
+			 * the run put (BOOKMM_META_FULLRUN) makes the next run a
+			 * whole-book one, which rewrites every record. */
+			if (bookmm_stopped(opt)) {
+				rc = bookdb_writer_flush(w);
+				if (rc < 0) goto bad;
+				bookdb_writer_free(w);
+				free(rec);
+				free(buf);
+				free(edges);
+				return stopped(err, "writing the records");
+			}
+		}
 		BookTxn *rt;
 		const uint8_t *raw;
 		size_t len;
@@ -418,7 +451,10 @@ static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const cha
 	 * midway (bookinc.c, "mmrun") is over. */
 	if ((rc = bookdb_changes_consume(txn, seq)) < 0 || (rc = bookmm_state_put(txn, &s)) < 0 ||
 	    (rc = bookmm_summary_put(txn, st, opt)) < 0 ||
-	    ((rc = bookdb_kv_del(txn, BOOKDB_META, "mmrun", 5)) < 0 && rc != BOOKDB_ENOTFOUND)) {
+	    ((rc = bookdb_kv_del(txn, BOOKDB_META, "mmrun", 5)) < 0 && rc != BOOKDB_ENOTFOUND) ||
+	    ((rc = bookdb_kv_del(txn, BOOKDB_META, BOOKMM_META_FULLRUN,
+	                         strlen(BOOKMM_META_FULLRUN))) < 0 &&
+	     rc != BOOKDB_ENOTFOUND)) {
 		bookdb_txn_abort(txn);
 		goto bad;
 	}
@@ -464,13 +500,23 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	 * holds, and a log left overflowed would stay so whenever another writer
 	 * (a coordinator's workers) writes during the run, making every later
 	 * run a whole-book one. */
+	/* With it, the mark of a whole-book run under way: a run that never
+	 * reaches its end (killed, stopped) may have consumed the log the kept
+	 * state counts on, or written records under other draw values or
+	 * another policy; the next run is then a whole-book one. */
 	BookTxn *txn = NULL;
 	BookChangesInfo ci;
 	int rc = bookdb_txn_begin(&txn, db, true);
 	if (rc == 0) rc = bookdb_changes_info(&ci, txn);
-	if (rc == 0 && ci.state != BOOKDB_CHANGES_ON &&
-	    (rc = ci.state == BOOKDB_CHANGES_OFF ? bookdb_changes_enable(txn)
-	                                         : bookdb_changes_consume(txn, ci.seq)) == 0) {
+	if (rc == 0 && ci.state != BOOKDB_CHANGES_ON)
+		rc = ci.state == BOOKDB_CHANGES_OFF ? bookdb_changes_enable(txn)
+		                                    : bookdb_changes_consume(txn, ci.seq);
+	if (rc == 0) {
+		bookdb_txn_set_tracking(txn, false);
+		rc = bookdb_kv_put(txn, BOOKDB_META, BOOKMM_META_FULLRUN,
+		                   strlen(BOOKMM_META_FULLRUN), "1", 1);
+	}
+	if (rc == 0) {
 		rc = bookdb_txn_commit(txn);
 		txn = NULL;
 	}
@@ -492,6 +538,10 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	if (rc == 0) rc = load_moves(&b, opt, err);
 	bookdb_txn_abort(txn);
 	if (rc < 0) goto done;
+	if (bookmm_stopped(opt)) {
+		rc = stopped(err, "building the graph");
+		goto done;
+	}
 	if (mmfile_parents(&b.pstart, &b.parents, b.n, b.mstart, b.moves) < 0 ||
 	    build_analysis(&b) < 0) {
 		rc = fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
@@ -502,7 +552,12 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	g->draw[WHITE] = bookmm_clamp(opt->draw_white);
 	MmStats ms;
 	bookmm_report(opt, "analysis", 0, 0);
-	if (mm_backup(g, &ms) < 0) {
+	g->stop = opt->stop;
+	if (bookmm_stopped(opt) || (rc = mm_backup(g, &ms)) == MM_STOPPED) {
+		rc = stopped(err, "analysing");
+		goto done;
+	}
+	if (rc < 0) {
 		rc = fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -519,6 +574,10 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	st.sweeps = ms.peel_sweeps + ms.relax_sweeps;
 	st.changed = st.affected = st.positions;
 	root_value(&st, &b);
+	if (bookmm_stopped(opt)) {
+		rc = stopped(err, "analysing");
+		goto done;
+	}
 	rc = write_back(&st, &b, db, opt, err);
 	if (rc == 0) rc = keep_graph(&st, &b, db, dir, opt, ci.seq, err);
 done:
@@ -543,6 +602,7 @@ static int run_or_full(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db,
 	if (!opt->full)
 		rc = plan ? bookmm_inc_prepare(plan, &st, db, dir, opt, why)
 		          : bookmm_incremental(&st, db, dir, opt, why);
+	if (rc == BOOKMM_EFULL && bookmm_stopped(opt)) rc = stopped(err, "starting");
 	if (rc == BOOKMM_EFULL) {
 		memset(&st, 0, sizeof st);
 		snprintf(st.full_reason, sizeof st.full_reason, "%s", why);
@@ -581,7 +641,7 @@ static int hook_keys(void *ctx, BookDB *db, BookTxn *txn,
 	BookChangesInfo ci;
 	char err[MMFILE_ERRLEN];
 	if (bookmm_state_get(&st, txn) < 0 || bookdb_changes_info(&ci, txn) < 0 ||
-	    ci.state != BOOKDB_CHANGES_ON ||
+	    ci.state != BOOKDB_CHANGES_ON || bookmm_fullrun_pending(txn) != 0 ||
 	    mmfile_keys(bookdb_dir(db), st.stamp, st.journal_len, add, actx, err) < 0)
 		return -1;
 	BookChangesIter *it = NULL;
@@ -603,11 +663,17 @@ int bookmm_prepare(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db, const
 	return run_or_full(plan, stats, db, opt, err);
 }
 
-static int hook_prepare(void *ctx, BookDB *db, BookMinimaxPlan **plan, char *err, size_t errlen)
+static int hook_prepare(void *ctx, BookDB *db, const atomic_bool *stop, BookMinimaxPlan **plan,
+                        char *err, size_t errlen)
 {
+	static const BookmmOptions defaults;
+	BookmmOptions o = ctx ? *(const BookmmOptions *)ctx : defaults;
+	if (stop) o.stop = stop;
 	char msg[BOOKMM_ERRLEN];
-	if (bookmm_prepare(plan, NULL, db, ctx, msg) < 0)
-		return errmsg_set(err, errlen, -1, "%s", msg);
+	int rc = bookmm_prepare(plan, NULL, db, &o, msg);
+	if (rc < 0)
+		return errmsg_set(err, errlen, rc == BOOKMM_ESTOPPED ? BOOK_MINIMAX_STOPPED : -1,
+		                  "%s", msg);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 
 #include "shogi/errors.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +27,8 @@
 enum {
 	BOOKMM_OK = 0,
 	BOOKMM_ENOMEM = ERR_BOOKMM - 0,
-	BOOKMM_EBOOK = ERR_BOOKMM - 1, /* the book store failed (message says how) */
+	BOOKMM_EBOOK = ERR_BOOKMM - 1,    /* the book store failed (message says how) */
+	BOOKMM_ESTOPPED = ERR_BOOKMM - 2, /* opt->stop was set: the run ended early */
 };
 const char *bookmm_strerror(int code);
 
@@ -64,6 +66,12 @@ typedef struct {
 	size_t batch; /* records per write transaction (0: 10000 whole-book, 1000 incremental) */
 	BookmmProgressFn progress; /* may be NULL */
 	void *progress_ctx;
+	/* May be NULL. When it turns true (another thread, a signal handler) the
+	 * run ends at its next check, within a fraction of a second on any book,
+	 * with BOOKMM_ESTOPPED; the book is left as a run killed there leaves it,
+	 * which the next run mends (a whole-book run stopped part way makes the
+	 * next run a whole-book one: docs/minimax.md, "Stopping a run"). */
+	const atomic_bool *stop;
 } BookmmOptions;
 
 typedef struct {
@@ -100,9 +108,9 @@ JOSEKI_MUST_USE int bookmm_run(BookmmStats *stats, BookDB *db, const BookmmOptio
  * run (which writes itself) here; the incremental run's record writes, and
  * its state with the last of them, in the caller's write transactions
  * (bookmm_plan_apply: up to max records each, 1 when done). *plan is NULL
- * when there is nothing left to write. opt (may be NULL: the defaults) must
- * outlive the plan. A plan applied in several transactions marks the book
- * as a stopped run (mmrun) until its last; one dropped half applied
+ * when there is nothing left to write. opt may be NULL (the defaults); the
+ * plan keeps a copy (its stop pointer, which apply does not read, aside). A plan applied in several
+ * transactions marks the book as a stopped run (mmrun) until its last; one dropped half applied
  * (bookmm_plan_free) is mended by the next run, as a killed run is. err:
  * BOOKMM_ERRLEN bytes, as bookmm_run's.
  */

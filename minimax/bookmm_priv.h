@@ -106,6 +106,23 @@ typedef struct {
 /* 0, BOOKDB_ENOTFOUND (no state or another layout), or a bookdb error. */
 int bookmm_state_get(BookmmState *out, BookTxn *txn);
 int bookmm_state_put(BookTxn *txn, const BookmmState *st);
+/*
+ * Meta key a whole-book run puts when it starts (with the change log set on
+ * or emptied, in one transaction) and deletes with its state when it ends: a
+ * run killed or stopped in between may have consumed the log and rewritten
+ * records the kept state knows nothing of, so while it is there only a
+ * whole-book run answers, and the kept graph vouches for no key.
+ */
+#define BOOKMM_META_FULLRUN "mmfull"
+/* Whether a whole-book run began and did not end (0/1), or a bookdb error. */
+int bookmm_fullrun_pending(BookTxn *txn);
+
+/* Whether opt->stop asks the run to end. */
+static inline bool bookmm_stopped(const BookmmOptions *opt)
+{
+	return opt->stop && atomic_load(opt->stop);
+}
+
 /* The human-readable summary under meta key "minimax". */
 int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions *opt);
 

@@ -340,6 +340,15 @@ int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions 
 	return bookdb_kv_put(txn, BOOKDB_META, "minimax", 7, meta, (size_t)ml);
 }
 
+int bookmm_fullrun_pending(BookTxn *txn)
+{
+	const void *v;
+	size_t len;
+	int rc = bookdb_kv_get(&v, &len, txn, BOOKDB_META, BOOKMM_META_FULLRUN,
+	                       strlen(BOOKMM_META_FULLRUN));
+	return rc == 0 ? 1 : rc == BOOKDB_ENOTFOUND ? 0 : rc;
+}
+
 void bookmm_report(const BookmmOptions *opt, const char *phase, size_t done, size_t total)
 {
 	if (opt->progress) opt->progress(opt->progress_ctx, phase, done, total);

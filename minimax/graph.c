@@ -206,6 +206,11 @@ static int relax_component(MmGraph *g, const uint32_t *mem, size_t nm)
  * sweeps over the whole book reach the same values; with yo_peel, a node that
  * its 256 in-place peel sweeps (in index order) would not reach is not const.
  */
+static bool stopped(const MmGraph *g)
+{
+	return g->stop && atomic_load(g->stop);
+}
+
 int mm_backup(MmGraph *g, MmStats *st)
 {
 	memset(st, 0, sizeof *st);
@@ -228,9 +233,14 @@ int mm_backup(MmGraph *g, MmStats *st)
 	for (size_t i = 0; i < n; i++) cstart[comp[i] + 2]++;
 	for (long c = 0; c < nc; c++) cstart[c + 2] += cstart[c + 1];
 	for (uint32_t i = 0; i < n; i++) mem[cstart[comp[i] + 1]++] = i;
-	extract_check_loops(g, st);
+	int rc = stopped(g) ? MM_STOPPED : 0;
+	if (rc == 0) extract_check_loops(g, st);
 	st->peel_sweeps = 1;
-	for (long c = 0; c < nc; c++) {
+	for (long c = 0; c < nc && rc == 0; c++) {
+		if ((c & 0xffff) == 0 && stopped(g)) {
+			rc = MM_STOPPED;
+			break;
+		}
 		const uint32_t *m = mem + cstart[c];
 		size_t nm = cstart[c + 1] - cstart[c];
 		uint32_t i = m[0];
@@ -262,7 +272,7 @@ int mm_backup(MmGraph *g, MmStats *st)
 		if (sw > st->relax_sweeps) st->relax_sweeps = sw;
 	}
 	free(comp), free(cstart), free(mem), free(sweep);
-	return 0;
+	return rc;
 }
 
 /* ---- strongly connected components ------------------------------------------- */

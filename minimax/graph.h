@@ -12,6 +12,7 @@
 #ifndef MINIMAX_GRAPH_H
 #define MINIMAX_GRAPH_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,8 @@ typedef struct {
 	/* Emulate the reference's peel exactly: only what 256 in-place sweeps
 	 * in index order settle counts as const (peta-shock). */
 	bool yo_peel;
+	/* May be NULL: when it turns true, mm_backup ends early (MM_STOPPED). */
+	const atomic_bool *stop;
 } MmGraph;
 
 typedef struct {
@@ -102,12 +105,14 @@ static inline MmVd mm_move_vd(const MmGraph *g, const MmMove *m)
 JOSEKI_MUST_USE int mm_push_move(MmGraph *g, MmMove m);
 
 /* Runs the analysis (peel, check loops, start values, relax); allocates
- * g->vd if NULL. Returns 0 or -1 (out of memory). Precondition: a frozen node
+ * g->vd if NULL. Returns 0, -1 (out of memory) or MM_STOPPED (g->stop set:
+ * the values are then partial). Precondition: a frozen node
  * (MM_F_FROZEN) is never on a cycle with unfrozen nodes: every strongly
  * connected component is frozen whole or not at all (the incremental run
  * freezes only the children of its analysed set, whose components it analyses
  * whole); otherwise a frozen value may be overwritten or an unfrozen one left
  * unset. */
+#define MM_STOPPED (-2)
 JOSEKI_MUST_USE int mm_backup(MmGraph *g, MmStats *st);
 
 /* Frees the arrays (not g itself). */

@@ -72,6 +72,10 @@ int cmd_check(int argc, char **argv)
 		printf("%s: a joseki merge into this book was interrupted: run it again to finish "
 		       "(the book holds part of the sources)\n",
 		       book);
+	if (st.minimax_unfinished)
+		printf("%s: a minimax run on this book was stopped before its end: some values are "
+		       "an older run's until the next run (joseki minimax, or a coordinator's)\n",
+		       book);
 	printf("check: %llu records, %llu bad, %llu games, %llu bad\n",
 	       (unsigned long long)st.records, (unsigned long long)st.bad,
 	       (unsigned long long)st.game_entries, (unsigned long long)st.bad_games);

@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,15 @@ static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
 	else
 		fprintf(stderr, "\rminimax: %-8s                                        ", phase);
 	fflush(stderr);
+}
+
+/* SIGINT/SIGTERM: the run ends at its next check (BookmmOptions.stop). */
+static atomic_bool g_stop;
+static atomic_int g_signal;
+static void on_stop(int sig)
+{
+	atomic_store(&g_signal, sig);
+	atomic_store(&g_stop, true);
 }
 
 int cmd_minimax(int argc, char **argv)
@@ -89,9 +100,19 @@ int cmd_minimax(int argc, char **argv)
 	/* Progress on a terminal: only a whole-book run takes long enough to show. */
 	bool progress = !quiet && isatty(2);
 	if (progress) opt.progress = on_progress;
+	opt.stop = &g_stop;
+	joseki_catch_stop(on_stop);
 	int rc = bookmm_run(&st, db, &opt, msg);
 	if (progress && !st.incremental) fputs("\r\033[K", stderr);
 	bookdb_free(db);
+	if (rc == BOOKMM_ESTOPPED) {
+		int sig = atomic_load(&g_signal);
+		joseki_error("minimax: %s: %s by %s; nothing is lost: the next run does what this "
+		             "one did not%s",
+		             book, msg, sig == SIGINT ? "SIGINT" : "SIGTERM",
+		             st.incremental || !st.full_reason[0] ? "" : " (the whole book again)");
+		return 128 + sig;
+	}
 	if (rc < 0) {
 		joseki_error("minimax: %s: %s", book, msg);
 		return 1;

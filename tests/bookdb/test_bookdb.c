@@ -939,7 +939,8 @@ static void test_bookdb__an_overlong_path_is_refused(void **state)
 }
 
 /* check reads the games database (each entry must decode and replay) and says
- * when a merge into the book was interrupted; neither was looked at before. */
+ * when a merge into the book was interrupted, or a minimax run; none of it was
+ * looked at before. */
 static void test_bookdb__check_reads_games_and_sees_an_unfinished_merge(void **state)
 {
 	(void)state;
@@ -958,6 +959,7 @@ static void test_bookdb__check_reads_games_and_sees_an_unfinished_merge(void **s
 	assert_true(games > 0);
 	assert_int_equal(gbad, 0);
 	assert_null(strstr(out, "interrupted"));
+	assert_null(strstr(out, "minimax run"));
 	free(out);
 	free(e);
 	BookDB *db;
@@ -966,11 +968,13 @@ static void test_bookdb__check_reads_games_and_sees_an_unfinished_merge(void **s
 	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
 	assert_int_equal(bookdb_kv_put(txn, BOOKDB_GAMES, "broken-game", 11, "\x09xyz", 4), 0);
 	assert_int_equal(bookdb_kv_put(txn, BOOKDB_META, "merge", 5, "in progress", 11), 0);
+	assert_int_equal(bookdb_kv_put(txn, BOOKDB_META, "mmfull", 6, "1", 1), 0);
 	assert_int_equal(bookdb_txn_commit(txn), 0);
 	bookdb_free(db);
 	assert_int_equal(ts_runf(&out, &e, "%s check %s", ts_joseki(), path), 1);
 	assert_non_null(strstr(out, "game 'broken-game': does not decode"));
 	assert_non_null(strstr(out, "merge into this book was interrupted"));
+	assert_non_null(strstr(out, "a minimax run on this book was stopped before its end"));
 	free(out);
 	free(e);
 	ts_rmtree(dir);

@@ -8,6 +8,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "cluster/coord.h"
 #include "cluster/coord_history.h"
 #include "bookgen/roots.h"
+#include "shogi/clock.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -813,6 +815,81 @@ static void test_coord__minimax_period_failure_and_worker_instances(void **state
 	free(dir);
 }
 
+/* A minimax that runs until it is told to stop (a whole-book run on a large
+ * book): prepare waits for its stop flag, at most a minute. */
+static atomic_bool g_mm_started;
+static atomic_int g_mm_heard; /* 1: it heard stop; -1: it gave up waiting */
+static int endless_prepare(void *ctx, BookDB *db, const atomic_bool *stop, BookMinimaxPlan **plan,
+                           char *err, size_t errlen)
+{
+	(void)ctx;
+	(void)db;
+	*plan = NULL;
+	atomic_store(&g_mm_started, true);
+	for (int i = 0; i < 60000 && !(stop && atomic_load(stop)); i++) usleep(1000);
+	atomic_store(&g_mm_heard, stop && atomic_load(stop) ? 1 : -1);
+	snprintf(err, errlen, "stopped");
+	return BOOK_MINIMAX_STOPPED;
+}
+static int never_apply(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err, size_t errlen)
+{
+	(void)plan;
+	(void)txn;
+	(void)max;
+	snprintf(err, errlen, "nothing to apply");
+	return -1;
+}
+static void never_free(BookMinimaxPlan *plan)
+{
+	(void)plan;
+}
+
+/* Closing a coordinator while its minimax runs tells the run to stop and
+ * waits only for that (a whole-book run had it wait minutes), and the
+ * selector's snapshot is still written. */
+static void test_coord__close_stops_a_minimax_under_way(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN] = "";
+	char snap[600];
+	snprintf(snap, sizeof snap, "%s/selector.snap", dir);
+	BookDB *db;
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                  .multipv = 1,
+	                  .lease_seconds = 600,
+	                  .plan = {.mode = PLAN_PV},
+	                  .minimax = {.run = recording_minimax,
+	                              .prepare = endless_prepare,
+	                              .apply = never_apply,
+	                              .plan_free = never_free},
+	                  .minimax_seconds = 60,
+	                  .snapshot = snap};
+	Coord *c = open_coord_with(&db, dir, &o);
+	atomic_store(&g_mm_started, false);
+	atomic_store(&g_mm_heard, 0);
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	assert_int_equal(acquire(c, l, &A, 1, T0), 1);
+	answer(r, &l->pos[0], 2);
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+	assert_int_equal(coord_tick(c, T0, err), 0);
+	assert_int_equal(coord_tick(c, T0 + 60000, err), 0); /* the run starts */
+	for (int i = 0; i < 10000 && !atomic_load(&g_mm_started); i++) usleep(1000);
+	assert_true(atomic_load(&g_mm_started));
+	double t0 = clock_ms_f();
+	double save_ms;
+	assert_int_equal(coord_close(c, &save_ms, err), 0);
+	double waited = clock_ms_f() - t0;
+	assert_int_equal(atomic_load(&g_mm_heard), 1);
+	assert_true(waited < 30000); /* the hook gives up after 60 s */
+	assert_int_equal(access(snap, F_OK), 0);
+	free(l);
+	free(r);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* A 3,000-position synthetic book in dir (the same for the same seed). */
 static void synth_into(const char *dir, unsigned long long seed)
 {
@@ -1506,6 +1583,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__a_mated_position_is_valued_not_leased),
 	    cmocka_unit_test(test_coord__illegal_moves_are_refused_for_analysed_positions_too),
 	    cmocka_unit_test(test_coord__minimax_period_failure_and_worker_instances),
+	    cmocka_unit_test(test_coord__close_stops_a_minimax_under_way),
 	    cmocka_unit_test(test_coord__selection_in_slices_leases_what_whole_searches_do),
 	    cmocka_unit_test(
 	        test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select),
