@@ -168,7 +168,8 @@ static bool think_yield(void *ctx)
 	const ThinkOptions *opt = t->opt;
 	if (!t->in_select) return false;
 	double now = clock_ms_f();
-	if (opt->progress && now - t->select_t0 >= 1000 && now - t->last_progress >= 1000) {
+	double every = opt->search_report_ms ? opt->search_report_ms : 1000;
+	if (opt->progress && now - t->select_t0 >= every && now - t->last_progress >= every) {
 		SelStats ss;
 		sel_get_stats(&ss, t->sel);
 		double el = (now - t->start) / 1e3;
@@ -457,6 +458,7 @@ static void finish(Think *t)
 		t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EENGINE,
 		                    "think: every analysis failed: %.200s", t->last_error);
 	out->exhausted = t->exhausted && t->ret == 0;
+	out->search_stopped = t->stopped;
 	if (bookdb_writer_flush(t->w) < 0 && !t->ret)
 		t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: %s",
 		                    "final commit failed");

@@ -80,6 +80,9 @@ typedef struct {
 	                             zero-initialised: PLAN_COVER with window 0) */
 	ThinkProgressFn progress; /* NULL: quiet */
 	void *progress_ctx;
+	/* How long a selection searches before it reports "search", and between
+	 * two reports, in ms (0: 1000; < 0: at every yield of the selector). */
+	double search_report_ms;
 	/* Position specs to think first, in order (--from-kifu: the positions
 	 * along game records), each skipped when already thought or in flight;
 	 * then the selector takes over. */
@@ -103,6 +106,7 @@ typedef struct {
 	double engine_seconds; /* the engines' time (SearchMeter) */
 	double busy_pct;       /* share of the cores' time spent analysing */
 	bool exhausted;        /* stopped because nothing was left to select */
+	bool search_stopped;   /* the stop flag ended a selection part-way */
 	int root_value;        /* value of the first root at the end (its side's view) */
 	bool root_known;
 	/* The selector's snapshot (ThinkOptions.snapshot): restored at the start

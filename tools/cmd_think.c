@@ -332,6 +332,9 @@ int cmd_think(int argc, char **argv)
 	}
 	ThinkStats st;
 	int rc = think_run(&st, db, &opt, err);
+	if (st.search_stopped && !quiet)
+		fprintf(stderr, "think: stopped part-way through a search of the selector's%s\n",
+		        opt.snapshot ? " (kept with it in the snapshot)" : "");
 	print_snapshot(&st, opt.snapshot);
 	printf("think thought %llu failed %llu time_s %.1f per_s %.2f busy_pct %.0f root_value %d "
 	       "commits %llu exhausted %d engine_s %.1f\n",

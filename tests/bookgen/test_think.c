@@ -239,9 +239,25 @@ static void test_bookgen__think_grows_the_book_and_resumes_without_repeats(void 
 	free(dir);
 }
 
+/* run_snap's stop flag, raised by the first "search" report of a run that
+ * asks for it (the selection then hears it part-way). */
+static volatile sig_atomic_t g_search_stop;
+static int g_search_reports;
+static void stop_on_search(void *ctx, const char *phase, const ThinkProgress *p)
+{
+	(void)ctx;
+	(void)p;
+	if (strcmp(phase, "search")) return;
+	g_search_reports++;
+	g_search_stop = 1;
+}
+
 /* A run of positions with one fake engine (so the order is the selector's
- * alone), the default policy, the selector's snapshot at dir's when snap. */
-static void run_snap(ThinkStats *st, const char *dir, FakeLog *log, uint64_t positions, bool snap)
+ * alone), the default policy, the selector's snapshot at dir's when snap;
+ * with stop_in_search, stopped by the flag in its first selection that
+ * searches (reported at every yield). */
+static void run_snap_stop(ThinkStats *st, const char *dir, FakeLog *log, uint64_t positions,
+                          bool snap, bool stop_in_search)
 {
 	BookDB *db = NULL;
 	char err[THINK_ERRLEN], path[BOOKDB_PATH_LEN];
@@ -257,10 +273,30 @@ static void run_snap(ThinkStats *st, const char *dir, FakeLog *log, uint64_t pos
 	                    .kif_bonus = 100,
 	                    .snapshot = snap ? path : NULL};
 	plan_options_init(&opt.plan);
+	g_search_stop = 0;
+	g_search_reports = 0;
+	if (stop_in_search) {
+		opt.stop = &g_search_stop;
+		opt.progress = stop_on_search;
+		opt.search_report_ms = -1;
+	}
 	assert_int_equal(think_run(st, db, &opt, err), 0);
-	assert_int_equal(st->thought, positions);
+	if (stop_in_search) {
+		assert_int_equal(g_search_reports, 1);
+		assert_true(st->search_stopped);
+		assert_true(st->thought < positions); /* (leaves queued before need no search) */
+		assert_false(st->root_known);         /* no search after the stop */
+	} else {
+		assert_false(st->search_stopped);
+		assert_int_equal(st->thought, positions);
+	}
 	search_free(engine);
 	bookdb_free(db);
+}
+
+static void run_snap(ThinkStats *st, const char *dir, FakeLog *log, uint64_t positions, bool snap)
+{
+	run_snap_stop(st, dir, log, positions, snap, false);
 }
 
 static void test_bookgen__think_restarts_from_its_snapshot_with_the_same_leaves(void **state)
@@ -292,10 +328,21 @@ static void test_bookgen__think_restarts_from_its_snapshot_with_the_same_leaves(
 		run_snap(&st, dir[2], log[2], 10, false);
 		assert_false(st.snap_restored || st.snap_saved);
 	}
+	/* A run stopped part-way through its first selection (SIGINT during a
+	 * long first search) saves the selector as it was, and the runs after
+	 * it go on in the same order. */
+	run_snap_stop(&st, dir[1], log[1], 10, true, true);
+	assert_true(st.snap_restored && st.snap_saved);
+	uint64_t k = st.thought;
+	assert_int_equal(log[1]->n, 60 + k);
+	run_snap(&st, dir[0], log[0], 15 + k, true);
+	run_snap(&st, dir[1], log[1], 15, true);
+	assert_true(st.snap_restored);
 	/* The runs restored think what the single run thought, in its order. */
-	assert_int_equal(log[0]->n, 60);
-	assert_int_equal(log[1]->n, 60);
-	for (int i = 0; i < 60; i++) assert_true(key_equal(log[0]->keys[i], log[1]->keys[i]));
+	assert_int_equal(log[0]->n, 75 + k);
+	assert_int_equal(log[1]->n, 75 + k);
+	for (uint64_t i = 0; i < 75 + k; i++)
+		assert_true(key_equal(log[0]->keys[i], log[1]->keys[i]));
 	/* Without the snapshot a restart selects otherwise (the plan's turns
 	 * and queued leaves start again): what makes the comparison above
 	 * worth something. */
