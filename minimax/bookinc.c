@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
@@ -840,13 +841,20 @@ struct BookMinimaxPlan {
 	size_t next;   /* the first not rewritten yet */
 	uint64_t jlen; /* the journal's length with this run's batch */
 	bool marked;   /* META_RUNNING written */
+	int lock_fd;   /* BOOK/minimax.lock, held until freed (-1: none) */
 	uint8_t *buf;
 	BookmmEdge *edges;
 };
 
+void bookmm_plan_keep_lock(BookMinimaxPlan *p, int fd)
+{
+	p->lock_fd = fd;
+}
+
 void bookmm_plan_free(BookMinimaxPlan *p)
 {
 	if (!p) return;
+	if (p->lock_fd >= 0) close(p->lock_fd);
 	inc_free(&p->c);
 	free(p->rw.v);
 	free(p->buf);
@@ -860,6 +868,7 @@ int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const
 	*out = NULL;
 	BookMinimaxPlan *p = calloc(1, sizeof *p);
 	if (!p) return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
+	p->lock_fd = -1;
 	int rc = analyse(&p->c, &p->st, db, dir, opt, why);
 	if (rc == 0 && p->c.changed.n) {
 		/* The journal first: a batch past the length the book records is

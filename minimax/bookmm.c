@@ -13,6 +13,7 @@
  */
 #include "minimax/bookmm.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,8 +22,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "bookdb/index.h"
@@ -46,6 +49,10 @@ const char *bookmm_strerror(int code)
 		return "book error";
 	case BOOKMM_ESTOPPED:
 		return "stopped";
+	case BOOKMM_EWHOLE:
+		return "only a whole-book run can answer";
+	case BOOKMM_EBUSY:
+		return "another minimax run is under way on the book";
 	default:
 		return "unknown error";
 	}
@@ -333,71 +340,131 @@ static int build_analysis(BookGraph *b)
 
 /* ---- the whole-book run: write-back and the kept graph -------------------------- */
 
+/* The edges of node i as the record stores their values; returns how many. */
+static int node_edges(BookmmEdge *edges, const MmGraph *g, uint32_t i)
+{
+	int ne = 0;
+	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
+		const MmMove *m = &g->moves[k];
+		if (m->next == MM_NONE) continue;
+		MmFlags cf = g->flags[m->next];
+		edges[ne++] = (BookmmEdge){
+		    m->move, bookmm_stored_vd(g->vd[m->next], cf & MM_F_LOOP, cf & MM_F_CHECKED)};
+	}
+	return ne;
+}
+
+/* Records a write transaction of a run without --full rewrites at most. */
+#define WRITE_PENDING 256
+
+typedef struct {
+	const BookGraph *b;
+	BookWriter *w;
+	BookRecord *rec;
+	uint8_t *buf;
+	BookmmEdge *edges;
+	const BookmmOptions *opt;
+	uint32_t *pending; /* nodes whose records change, not rewritten yet */
+	size_t npending, cap;
+	size_t rewritten;
+} WriteBack;
+
+/* Rewrites the pending records, each from its newest version (a writer
+ * beside may have stored a result since the scan's snapshot: a change the
+ * log holds for the next run), in one write transaction, committed. */
+static int write_pending(WriteBack *wb)
+{
+	const MmGraph *g = &wb->b->g;
+	int rc = 0;
+	for (size_t j = 0; j < wb->npending && rc == 0; j++) {
+		uint32_t i = wb->pending[j];
+		BookTxn *wt;
+		const uint8_t *raw;
+		size_t len;
+		if ((rc = bookdb_writer_txn(&wt, wb->w)) < 0) break;
+		rc = bookdb_get_raw(&raw, &len, wt, wb->b->keys[i]);
+		if (rc == BOOKDB_ENOTFOUND) { /* deleted since: nothing to store */
+			rc = 0;
+			continue;
+		}
+		if (rc < 0) break;
+		int ne = node_edges(wb->edges, g, i);
+		int n = bookmm_rewrite(wb->buf, raw, len, wb->rec, g->flags[i] & F_VALUED,
+		                       wb->edges, ne, wb->opt->full, &wb->opt->policy);
+		/* n <= 0: unchanged, or not a record (joseki check reports it) */
+		if (n > 0 &&
+		    (rc = bookdb_writer_put_raw(wb->w, wb->b->keys[i], wb->buf, (size_t)n)) == 0)
+			wb->rewritten++;
+	}
+	wb->npending = 0;
+	return rc < 0 ? rc : bookdb_writer_flush(wb->w);
+}
+
+/*
+ * Writes the values back. Without --full most records are unchanged: each is
+ * compared in a read snapshot (renewed every PROGRESS_EVERY records, so that
+ * none pins old pages for long), and only those that change are rewritten, up
+ * to WRITE_PENDING in a write transaction. Scanning inside the write
+ * transaction, as before, held LMDB's lock for seconds between two commits on
+ * a large book (a coordinator beside waited up to 10 s). With --full every
+ * record is rewritten, opt->batch a transaction.
+ */
 static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOptions *opt,
                       char *err)
 {
 	const MmGraph *g = &b->g;
-	BookWriter *w = NULL;
-	BookRecord *rec = malloc(sizeof *rec);
-	uint8_t *buf = malloc(BOOKDB_RECORD_MAX);
-	BookmmEdge *edges = malloc(BOOKMM_NODE_MOVES * sizeof *edges);
+	size_t batch = opt->batch ? opt->batch : BOOKMM_BATCH;
+	WriteBack wb = {.b = b, .opt = opt, .cap = opt->full ? batch : WRITE_PENDING};
+	BookTxn *rd = NULL;
+	wb.rec = malloc(sizeof *wb.rec);
+	wb.buf = malloc(BOOKDB_RECORD_MAX);
+	wb.edges = malloc(BOOKMM_NODE_MOVES * sizeof *wb.edges);
+	wb.pending = malloc(wb.cap * sizeof *wb.pending);
 	int rc = BOOKDB_ENOMEM;
-	if (!rec || !buf || !edges ||
-	    (rc = bookdb_writer_new(&w, db, opt->batch ? opt->batch : BOOKMM_BATCH)) < 0)
-		goto bad;
+	bool was_stopped = false;
+	if (!wb.rec || !wb.buf || !wb.edges || !wb.pending ||
+	    (rc = bookdb_writer_new(&wb.w, db, batch)) < 0)
+		goto out;
 	/* Values are not input: the change log must not see them. */
-	bookdb_writer_set_tracking(w, false);
+	bookdb_writer_set_tracking(wb.w, false);
 	for (uint32_t i = 0; i < g->n; i++) {
 		if (i % PROGRESS_EVERY == 0) {
 			bookmm_report(opt, "writing", i, g->n);
 			/* What is written stays, as after a kill here: the mark
 			 * the run put (BOOKMM_META_FULLRUN) makes the next run a
 			 * whole-book one, which rewrites every record. */
-			if (bookmm_stopped(opt)) {
-				rc = bookdb_writer_flush(w);
-				if (rc < 0) goto bad;
-				bookdb_writer_free(w);
-				free(rec);
-				free(buf);
-				free(edges);
-				return stopped(err, "writing the records");
-			}
+			if ((was_stopped = bookmm_stopped(opt))) break;
+			bookdb_txn_abort(rd);
+			rd = NULL;
+			if (!opt->full && (rc = bookdb_txn_begin(&rd, db, false)) < 0) goto out;
 		}
-		BookTxn *rt;
-		const uint8_t *raw;
-		size_t len;
-		if ((rc = bookdb_writer_txn(&rt, w)) < 0) goto bad;
-		rc = bookdb_get_raw(&raw, &len, rt, b->keys[i]);
-		if (rc == BOOKDB_ENOTFOUND) continue; /* deleted since: nothing to store */
-		if (rc < 0) goto bad;
-		int ne = 0;
-		for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
-			const MmMove *m = &g->moves[k];
-			if (m->next == MM_NONE) continue;
-			MmFlags cf = g->flags[m->next];
-			edges[ne++] =
-			    (BookmmEdge){m->move, bookmm_stored_vd(g->vd[m->next], cf & MM_F_LOOP,
-			                                           cf & MM_F_CHECKED)};
+		if (rd) {
+			const uint8_t *raw;
+			size_t len;
+			rc = bookdb_get_raw(&raw, &len, rd, b->keys[i]);
+			if (rc == BOOKDB_ENOTFOUND) continue;
+			if (rc < 0) goto out;
+			int ne = node_edges(wb.edges, g, i);
+			if (bookmm_rewrite(wb.buf, raw, len, wb.rec, g->flags[i] & F_VALUED,
+			                   wb.edges, ne, false, &opt->policy) <= 0)
+				continue;
 		}
-		int n = bookmm_rewrite(buf, raw, len, rec, g->flags[i] & F_VALUED, edges, ne,
-		                       opt->full, &opt->policy);
-		if (n <= 0) continue; /* unchanged, or not a record (joseki check reports it) */
-		if ((rc = bookdb_writer_put_raw(w, b->keys[i], buf, (size_t)n)) < 0) goto bad;
-		st->rewritten++;
+		wb.pending[wb.npending++] = i;
+		if (wb.npending == wb.cap && (rc = write_pending(&wb)) < 0) goto out;
 	}
-	if ((rc = bookdb_writer_flush(w)) < 0) goto bad;
-	bookdb_writer_free(w);
-	free(rec);
-	free(buf);
-	free(edges);
-	return 0;
-bad:
-	bookdb_writer_free(w);
-	free(rec);
-	free(buf);
-	free(edges);
-	return fail(err, BOOKMM_ERRLEN, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
-	            "writing the book: %s", bookdb_strerror(rc));
+	rc = write_pending(&wb);
+	st->rewritten += wb.rewritten;
+out:
+	bookdb_txn_abort(rd);
+	bookdb_writer_free(wb.w);
+	free(wb.rec);
+	free(wb.buf);
+	free(wb.edges);
+	free(wb.pending);
+	if (rc < 0)
+		return fail(err, BOOKMM_ERRLEN, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+		            "writing the book: %s", bookdb_strerror(rc));
+	return was_stopped ? stopped(err, "writing the records") : 0;
 }
 
 /* A stamp no earlier graph file of this book carries. */
@@ -596,14 +663,39 @@ static int run_or_full(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db,
 	if (!opt) opt = &defaults;
 	BookmmStats st;
 	memset(&st, 0, sizeof st);
+	if (stats) *stats = st;
 	const char *dir = bookdb_dir(db);
+	/* One run at a time on a book (another process's too: a coordinator's
+	 * and a `joseki minimax`, or a whole-book child left running by a
+	 * coordinator killed): two would append to one journal, and an older
+	 * whole-book run ending after a newer one would record its older state
+	 * over a log the newer one had consumed. */
+	char lpath[BOOKDB_PATH_LEN + 16];
+	snprintf(lpath, sizeof lpath, "%s/minimax.lock", dir);
+	int lock = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC, 0664);
+	if (lock < 0)
+		return errmsg_set(err, BOOKMM_ERRLEN, BOOKMM_EBOOK, "%s: %s", lpath,
+		                  strerror(errno));
+	if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		close(lock);
+		return e == EWOULDBLOCK
+		           ? errmsg_set(err, BOOKMM_ERRLEN, BOOKMM_EBUSY,
+		                        "another minimax run is under way on this book (%s)", lpath)
+		           : errmsg_set(err, BOOKMM_ERRLEN, BOOKMM_EBOOK, "%s: %s", lpath,
+		                        strerror(e));
+	}
 	char why[BOOKMM_ERRLEN] = "--full";
 	int rc = BOOKMM_EFULL;
 	if (!opt->full)
 		rc = plan ? bookmm_inc_prepare(plan, &st, db, dir, opt, why)
 		          : bookmm_incremental(&st, db, dir, opt, why);
-	if (rc == BOOKMM_EFULL && bookmm_stopped(opt)) rc = stopped(err, "starting");
-	if (rc == BOOKMM_EFULL) {
+	if (rc == BOOKMM_EFULL && bookmm_stopped(opt)) {
+		rc = stopped(err, "starting");
+	} else if (rc == BOOKMM_EFULL && opt->no_whole) {
+		snprintf(st.full_reason, sizeof st.full_reason, "%s", why);
+		rc = errmsg_set(err, BOOKMM_ERRLEN, BOOKMM_EWHOLE, "%s", why);
+	} else if (rc == BOOKMM_EFULL) {
 		memset(&st, 0, sizeof st);
 		snprintf(st.full_reason, sizeof st.full_reason, "%s", why);
 		rc = bookmm_full(&st, db, dir, opt, err);
@@ -611,6 +703,10 @@ static int run_or_full(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db,
 		errmsg_set(err, BOOKMM_ERRLEN, rc, "%s", why);
 	}
 	if (stats) *stats = st;
+	if (plan && *plan)
+		bookmm_plan_keep_lock(*plan, lock);
+	else
+		close(lock);
 	return rc;
 }
 

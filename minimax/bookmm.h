@@ -29,6 +29,8 @@ enum {
 	BOOKMM_ENOMEM = ERR_BOOKMM - 0,
 	BOOKMM_EBOOK = ERR_BOOKMM - 1,    /* the book store failed (message says how) */
 	BOOKMM_ESTOPPED = ERR_BOOKMM - 2, /* opt->stop was set: the run ended early */
+	BOOKMM_EWHOLE = ERR_BOOKMM - 3,   /* opt->no_whole: only a whole-book run can answer */
+	BOOKMM_EBUSY = ERR_BOOKMM - 4,    /* another run holds the book (BOOK/minimax.lock) */
 };
 const char *bookmm_strerror(int code);
 
@@ -72,6 +74,10 @@ typedef struct {
 	 * which the next run mends (a whole-book run stopped part way makes the
 	 * next run a whole-book one: docs/minimax.md, "Stopping a run"). */
 	const atomic_bool *stop;
+	/* Incremental or nothing: when only a whole-book run can answer, the run
+	 * does nothing and returns BOOKMM_EWHOLE with the reason in err (the
+	 * coordinator then runs the whole book in a process of its own). */
+	bool no_whole;
 } BookmmOptions;
 
 typedef struct {

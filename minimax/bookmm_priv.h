@@ -117,6 +117,9 @@ int bookmm_state_put(BookTxn *txn, const BookmmState *st);
 /* Whether a whole-book run began and did not end (0/1), or a bookdb error. */
 int bookmm_fullrun_pending(BookTxn *txn);
 
+/* The plan keeps the run's lock (BOOK/minimax.lock) until it is freed. */
+void bookmm_plan_keep_lock(BookMinimaxPlan *p, int fd);
+
 /* Whether opt->stop asks the run to end. */
 static inline bool bookmm_stopped(const BookmmOptions *opt)
 {

@@ -13,17 +13,23 @@
  * a status line goes to stderr every 10 s when it is a terminal.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bookdb/bookdb.h"
 #include "bookgen/snapshot.h"
 #include "shogi/clock.h"
+#include "shogi/errmsg.h"
 #include "cluster/coord.h"
 #include "bookgen/selector.h"
 #include "minimax/bookmm.h"
@@ -58,6 +64,92 @@ static int parse_listen(void *dst, char *v, char *msg)
 	return 0;
 }
 
+extern char **environ;
+
+/* A whole-book minimax of book in a `joseki minimax` child process (this
+ * executable), niced, its summary on stderr, sent SIGTERM once *stop is set
+ * (it then stops within a second). 0, BOOK_MINIMAX_STOPPED or -1 with a
+ * message. */
+static int whole_book_child(const char *book, const char *why, const atomic_bool *stop, char *err,
+                            size_t errlen)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return errmsg_set(err, errlen, -1,
+		                  "whole-book minimax: cannot find this executable");
+	exe[n] = 0;
+	char *argv[] = {"joseki", "minimax", (char *)book, "--quiet", NULL};
+	/* The child gets the signals serve blocks in every thread back, and
+	 * SIGPIPE's default action; its stdout (the summary) goes to stderr. */
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, deflt;
+	sigemptyset(&none);
+	sigemptyset(&deflt);
+	sigaddset(&deflt, SIGPIPE);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, 2, 1);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &deflt);
+	pid_t pid;
+	int rc = posix_spawn(&pid, exe, &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (rc != 0)
+		return errmsg_set(err, errlen, -1, "whole-book minimax: cannot start %s: %s", exe,
+		                  strerror(rc));
+	errno = 0;
+	int prio = getpriority(PRIO_PROCESS, 0);
+	if (errno == 0) (void)setpriority(PRIO_PROCESS, (id_t)pid, prio + 10 > 19 ? 19 : prio + 10);
+	fprintf(stderr, "serve: minimax: the whole book (%s), in child process %d\n", why,
+	        (int)pid);
+	bool killed = false;
+	int status = 0;
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid) break;
+		if (r < 0 && errno != EINTR)
+			return errmsg_set(err, errlen, -1, "whole-book minimax: waiting for %d: %s",
+			                  (int)pid, strerror(errno));
+		if (!killed && stop && atomic_load(stop)) killed = kill(pid, SIGTERM) == 0;
+		usleep(20000);
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+	if (killed)
+		return errmsg_set(err, errlen, BOOK_MINIMAX_STOPPED, "whole-book minimax: stopped");
+	return errmsg_set(err, errlen, -1, "whole-book minimax (child process %d) failed: %s %d",
+	                  (int)pid, WIFEXITED(status) ? "exit" : "signal",
+	                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+
+/*
+ * The coordinator's minimax (its hook's prepare, on its minimax thread): the
+ * incremental runs in this process; a whole-book one (no earlier run, an
+ * overflowed change log, a run stopped part way, a long journal, ...) in a
+ * child process, so that its graph (gigabytes on a large book) never adds to
+ * the coordinator's memory and its failure (out of memory) costs the service
+ * nothing. Either way the service's requests wait for LMDB's write lock at
+ * most one of the run's short write transactions (docs/minimax.md).
+ */
+static int serve_minimax_prepare(void *ctx, BookDB *db, const atomic_bool *stop,
+                                 BookMinimaxPlan **plan, char *err, size_t errlen)
+{
+	static const BookmmOptions defaults;
+	BookmmOptions o = ctx ? *(const BookmmOptions *)ctx : defaults;
+	o.stop = stop;
+	o.no_whole = true;
+	char msg[BOOKMM_ERRLEN];
+	int rc = bookmm_prepare(plan, NULL, db, &o, msg);
+	if (rc == 0) return 0;
+	if (rc != BOOKMM_EWHOLE)
+		return errmsg_set(err, errlen, rc == BOOKMM_ESTOPPED ? BOOK_MINIMAX_STOPPED : -1,
+		                  "%s", msg);
+	return whole_book_child(bookdb_dir(db), msg, stop, err, errlen);
+}
+
 /* Waits for SIGTERM/SIGINT; with work on a terminal, a status line every 10 s.
  * Returns the signal, or 0 when the coordinator failed. */
 static int wait_stop(sigset_t *sigs, ApiWork *work)
@@ -85,6 +177,7 @@ int cmd_serve(int argc, char **argv)
 	Listen listen = {"127.0.0.1", 8080};
 	ServerOptions opt = {.log = true};
 	CoordOptions co = {.kif_bonus = SEL_KIF_BONUS_DEFAULT, .minimax = bookmm_hook(NULL)};
+	co.minimax.prepare = serve_minimax_prepare;
 	const char *tokens_path = NULL;
 	bool quiet = false, work_on = false, lazy_load = false, per_ip_given = false,
 	     history_given = false, no_snapshot = false, ckpt_given = false;

@@ -19,7 +19,9 @@
 
 #include <cmocka.h>
 #include <jansson.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1024,6 +1026,38 @@ static void test_minimax__a_stopped_run_leaves_a_book_the_next_run_gets_right(vo
 	twins_free(&t);
 }
 
+/* One run at a time on a book: while another holds BOOK/minimax.lock (another
+ * process, or a plan not applied yet) a run refuses at once, saying why. */
+static void test_minimax__one_run_at_a_time_on_a_book(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_minimax__one_run_at_a_time_on_a_book");
+	Twins t = {0};
+	twins_open(&t, 0);
+	BookDB *a = t.a, *b = t.b;
+	BookmmStats st;
+	char err[BOOKMM_ERRLEN] = "", path[700];
+	for (int k = 0; k < 20; k++) random_result(a, b, &rng);
+	snprintf(path, sizeof path, "%s/book/minimax.lock", t.da);
+	int fd = open(path, O_RDWR | O_CREAT, 0664);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+	assert_int_equal(bookmm_run(&st, a, NULL, err), BOOKMM_EBUSY);
+	assert_non_null(strstr(err, "another minimax run is under way on this book"));
+	close(fd);
+	run_ok(&st, a, NULL);
+	/* A plan holds the book until it is freed, applied or not. */
+	for (int k = 0; k < 5; k++) random_result(a, b, &rng);
+	BookMinimaxPlan *plan = NULL;
+	assert_int_equal(bookmm_prepare(&plan, &st, a, NULL, err), 0);
+	assert_non_null(plan);
+	assert_int_equal(bookmm_run(&st, a, NULL, err), BOOKMM_EBUSY);
+	bookmm_plan_free(plan);
+	run_ok(&st, a, NULL);
+	assert_true(st.incremental);
+	twins_free(&t);
+}
+
 /* ---- a run whose writes another writer makes (bookmm_prepare, _plan_apply) ----- */
 
 /* The change log's entries now. */
@@ -1360,6 +1394,7 @@ int main(void)
 	        test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must),
 	    cmocka_unit_test(test_minimax__an_overflowed_change_log_means_the_whole_book),
 	    cmocka_unit_test(test_minimax__a_stopped_run_leaves_a_book_the_next_run_gets_right),
+	    cmocka_unit_test(test_minimax__one_run_at_a_time_on_a_book),
 	    cmocka_unit_test(test_minimax__kept_graph_vouches_for_every_key_or_refuses),
 	    cmocka_unit_test(test_minimax__a_run_applied_by_another_writer_equals_the_whole_book),
 	    cmocka_unit_test(test_minimax__killed_runs_leave_a_book_the_next_run_gets_right),

@@ -477,6 +477,47 @@ static void think_start(const Coordinator *s, const char *token)
 	json_decref(a);
 }
 
+/*
+ * A minimax that must do the whole book (here: the book never had one) runs as
+ * a `joseki minimax` child process, not on the coordinator's thread (its
+ * allocations held the service up for seconds on a large book): the
+ * coordinator says so, the run leaves the book with minimax's state (the next
+ * run is incremental), and the coordinator goes on serving.
+ */
+static void test_work__a_whole_book_minimax_runs_in_a_child_process(void **state)
+{
+	(void)state;
+	char t1[80], t2[80], book[600];
+	char *dir = make_book(t1, t2);
+	snprintf(book, sizeof book, "%s/b", dir);
+	Coordinator s;
+	s.port = ts_serve_start(&s.pid, &s.log, book,
+	                        "--work --depth 3 --lease-seconds 600 --minimax-seconds 1");
+	g_child = s.pid;
+	if (!s.port) fail_msg("serve --work did not say where it listens");
+	think_start(&s, t1);
+	assert_true(ts_wait_output(
+	    s.log, "the whole book (no earlier minimax run), in child process", 30000));
+	/* The child's summary, on the coordinator's stderr; the service goes on. */
+	assert_true(ts_wait_output(s.log, "(whole book: no earlier minimax run)", 30000));
+	json_t *st = status(&s, t1);
+	assert_true(jget(st, "minimax_runs", NULL) >= 1);
+	json_decref(st);
+	json_t *a = acquire(&s, t1, "w2", 2);
+	json_decref(a);
+	stop(&s, SIGTERM);
+	json_t *mm = ts_run_json(0, "%s minimax %s --json", ts_joseki(), book);
+	assert_true(json_is_true(json_object_get(mm, "incremental")));
+	json_decref(mm);
+	char *out = NULL, *err = NULL;
+	assert_int_equal(ts_runf(&out, &err, "%s check %s", ts_joseki(), book), 0);
+	assert_null(strstr(out, "minimax run"));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void **state)
 {
 	Fx *f = *state;
@@ -918,6 +959,8 @@ int main(void)
 	        teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_work__submissions_outside_the_lease_or_malformed_are_refused, setup, teardown),
+	    cmocka_unit_test_teardown(test_work__a_whole_book_minimax_runs_in_a_child_process,
+	                              kill_left),
 	    cmocka_unit_test_setup_teardown(
 	        test_work__a_coordinator_killed_with_sigkill_keeps_its_leases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
