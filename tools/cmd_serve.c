@@ -118,8 +118,13 @@ static int whole_book_child(const char *book, const char *why, const atomic_bool
 		usleep(20000);
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-	if (killed)
+	if (killed) {
+		fprintf(stderr,
+		        "serve: minimax: the whole-book run (child process %d) stopped; the next "
+		        "run does it again\n",
+		        (int)pid);
 		return errmsg_set(err, errlen, BOOK_MINIMAX_STOPPED, "whole-book minimax: stopped");
+	}
 	return errmsg_set(err, errlen, -1, "whole-book minimax (child process %d) failed: %s %d",
 	                  (int)pid, WIFEXITED(status) ? "exit" : "signal",
 	                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));

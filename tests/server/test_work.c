@@ -23,7 +23,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "shogi/clock.h"
 #include "shogi/position.h"
+#include "shogi/notation.h"
+#include "shogi/movegen.h"
 #include "tests/support/support.h"
 
 typedef struct {
@@ -518,6 +521,84 @@ static void test_work__a_whole_book_minimax_runs_in_a_child_process(void **state
 	free(dir);
 }
 
+/* Submits for lease a (one position) its first legal move, scored 10. */
+static void answer_first_legal(const Coordinator *s, const char *token, json_t *a)
+{
+	json_t *p0 = json_array_get(json_object_get(a, "positions"), 0);
+	Position *pos = malloc(sizeof *pos);
+	Move mv[MOVEGEN_MAX];
+	char usi[USI_MOVE_MAX], sub[64], *body = malloc(1024);
+	assert_non_null(pos);
+	assert_int_equal(
+	    sfen_parse(pos, json_string_value(json_object_get(p0, "sfen")), NULL, NULL), 0);
+	assert_true(movegen_legal(pos, mv) > 0);
+	usi_move_write(mv[0], usi);
+	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a));
+	snprintf(body, 1024,
+	         "{\"worker\": \"w1\", \"results\": [{\"key\": \"%s\", \"moves\": ["
+	         "{\"move\": \"%s\", \"score\": {\"cp\": 10}, \"depth\": 3}]}]}",
+	         json_string_value(json_object_get(p0, "key")), usi);
+	assert_int_equal(post(s, token, sub, body, NULL), 204);
+	free(body);
+	free(pos);
+}
+
+/*
+ * A coordinator stopped (SIGTERM) while its whole-book minimax child runs (a
+ * 1 M-position synthetic book, never backed up: seconds of work) stops the
+ * child and exits at once; the book says the run did not finish until the
+ * next run, a whole-book one, has done it.
+ */
+static void test_work__a_stop_stops_the_whole_book_child(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], *out = NULL, *err = NULL, tok[80];
+	snprintf(book, sizeof book, "%s/b", dir);
+	assert_int_equal(ts_runf(NULL, &err, "%s synth %s --positions 1000000 --seed 5 --quiet",
+	                         ts_joseki(), book),
+	                 0);
+	free(err);
+	assert_int_equal(ts_runf(&out, &err, "%s token add %s/tokens w1", ts_joseki(), book), 0);
+	snprintf(tok, sizeof tok, "%.64s", out);
+	free(out);
+	free(err);
+	Coordinator s;
+	s.port = ts_serve_start(&s.pid, &s.log, book,
+	                        "--work --quiet --depth 3 --lease-seconds 600 --minimax-seconds 1");
+	g_child = s.pid;
+	if (!s.port) fail_msg("serve --work did not say where it listens");
+	json_t *a = acquire(&s, tok, "w1", 1);
+	answer_first_legal(&s, tok, a);
+	json_decref(a);
+	assert_true(ts_wait_output(
+	    s.log, "the whole book (no earlier minimax run), in child process", 30000));
+	double t0 = clock_ms_f();
+	kill(s.pid, SIGTERM);
+	assert_true(ts_wait_output(s.log, "stopped; the next run does it again", 30000));
+	int st = 0;
+	waitpid(s.pid, &st, 0);
+	g_child = 0;
+	double ms = clock_ms_f() - t0;
+	fclose(s.log);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	print_message("SIGTERM to exit, the child stopped: %.0f ms\n", ms);
+	assert_true(ms < 20000); /* the whole-book run alone takes longer here */
+	assert_int_equal(ts_runf(&out, &err, "%s check %s", ts_joseki(), book), 0);
+	assert_non_null(strstr(out, "a minimax run on this book was stopped before its end"));
+	free(out);
+	free(err);
+	/* (The book never had a minimax: that is the reason the next run gives.) */
+	json_t *mm = ts_run_json(0, "%s minimax %s --json", ts_joseki(), book);
+	assert_true(json_is_false(json_object_get(mm, "incremental")));
+	json_decref(mm);
+	assert_int_equal(ts_runf(&out, &err, "%s check %s", ts_joseki(), book), 0);
+	assert_null(strstr(out, "minimax run"));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void **state)
 {
 	Fx *f = *state;
@@ -961,6 +1042,7 @@ int main(void)
 	        test_work__submissions_outside_the_lease_or_malformed_are_refused, setup, teardown),
 	    cmocka_unit_test_teardown(test_work__a_whole_book_minimax_runs_in_a_child_process,
 	                              kill_left),
+	    cmocka_unit_test_teardown(test_work__a_stop_stops_the_whole_book_child, kill_left),
 	    cmocka_unit_test_setup_teardown(
 	        test_work__a_coordinator_killed_with_sigkill_keeps_its_leases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
