@@ -730,7 +730,8 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 		                    : "the book does not log its changes");
 		goto out;
 	}
-	if ((rc = bookmm_fullrun_pending(snap)) != 0) {
+	bool hole;
+	if ((rc = bookmm_fullrun_pending(snap, &hole)) != 0) {
 		rc = rc > 0 ? errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
 		                         "the last whole-book run was stopped before its end")
 		            : errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EBOOK,

@@ -575,13 +575,17 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	BookChangesInfo ci;
 	int rc = bookdb_txn_begin(&txn, db, true);
 	if (rc == 0) rc = bookdb_changes_info(&ci, txn);
-	if (rc == 0 && ci.state != BOOKDB_CHANGES_ON)
+	bool hole = rc == 0 && ci.state != BOOKDB_CHANGES_ON, hole_before = false;
+	if (hole)
 		rc = ci.state == BOOKDB_CHANGES_OFF ? bookdb_changes_enable(txn)
 		                                    : bookdb_changes_consume(txn, ci.seq);
+	/* A hole an earlier stopped run left is there until a run ends. */
+	if (rc == 0 && (rc = bookmm_fullrun_pending(txn, &hole_before)) > 0) rc = 0;
+	hole |= hole_before;
 	if (rc == 0) {
 		bookdb_txn_set_tracking(txn, false);
 		rc = bookdb_kv_put(txn, BOOKDB_META, BOOKMM_META_FULLRUN,
-		                   strlen(BOOKMM_META_FULLRUN), "1", 1);
+		                   strlen(BOOKMM_META_FULLRUN), hole ? "1" : "0", 1);
 	}
 	if (rc == 0) {
 		rc = bookdb_txn_commit(txn);
@@ -736,8 +740,9 @@ static int hook_keys(void *ctx, BookDB *db, BookTxn *txn,
 	BookmmState st;
 	BookChangesInfo ci;
 	char err[MMFILE_ERRLEN];
+	bool hole;
 	if (bookmm_state_get(&st, txn) < 0 || bookdb_changes_info(&ci, txn) < 0 ||
-	    ci.state != BOOKDB_CHANGES_ON || bookmm_fullrun_pending(txn) != 0 ||
+	    ci.state != BOOKDB_CHANGES_ON || bookmm_fullrun_pending(txn, &hole) < 0 || hole ||
 	    mmfile_keys(bookdb_dir(db), st.stamp, st.journal_len, add, actx, err) < 0)
 		return -1;
 	BookChangesIter *it = NULL;

@@ -111,11 +111,14 @@ int bookmm_state_put(BookTxn *txn, const BookmmState *st);
  * or emptied, in one transaction) and deletes with its state when it ends: a
  * run killed or stopped in between may have consumed the log and rewritten
  * records the kept state knows nothing of, so while it is there only a
- * whole-book run answers, and the kept graph vouches for no key.
+ * whole-book run answers. Its value is "1" when the run set the log on or
+ * emptied it (the kept graph and the log then vouch for no key), "0" when the
+ * log was on and left as it was.
  */
 #define BOOKMM_META_FULLRUN "mmfull"
-/* Whether a whole-book run began and did not end (0/1), or a bookdb error. */
-int bookmm_fullrun_pending(BookTxn *txn);
+/* Whether a whole-book run began and did not end (0/1; *hole: it set the log
+ * on or emptied it), or a bookdb error. */
+int bookmm_fullrun_pending(BookTxn *txn, bool *hole);
 
 /* The plan keeps the run's lock (BOOK/minimax.lock) until it is freed. */
 void bookmm_plan_keep_lock(BookMinimaxPlan *p, int fd);

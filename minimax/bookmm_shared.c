@@ -340,12 +340,13 @@ int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions 
 	return bookdb_kv_put(txn, BOOKDB_META, "minimax", 7, meta, (size_t)ml);
 }
 
-int bookmm_fullrun_pending(BookTxn *txn)
+int bookmm_fullrun_pending(BookTxn *txn, bool *hole)
 {
 	const void *v;
 	size_t len;
 	int rc = bookdb_kv_get(&v, &len, txn, BOOKDB_META, BOOKMM_META_FULLRUN,
 	                       strlen(BOOKMM_META_FULLRUN));
+	*hole = rc == 0 && !(len == 1 && ((const char *)v)[0] == '0');
 	return rc == 0 ? 1 : rc == BOOKDB_ENOTFOUND ? 0 : rc;
 }
 

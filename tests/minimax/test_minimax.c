@@ -989,6 +989,11 @@ static void test_minimax__a_stopped_run_leaves_a_book_the_next_run_gets_right(vo
 		assert_non_null(strstr(err, "stopped"));
 		assert_true(fullrun_marked(a));
 		assert_int_equal(hook_keys_extra(a), -1);
+		/* Stopped again, with the log on by then: the hole stays said. */
+		atomic_init(&flag, false);
+		sa_.seen = 0;
+		assert_int_equal(bookmm_run(&sa, a, &stopping, err), BOOKMM_ESTOPPED);
+		assert_int_equal(hook_keys_extra(a), -1);
 		run_ok(&sa, a, &inc);
 		run_ok(&sb, b, &full);
 		assert_false(sa.incremental);
@@ -997,6 +1002,21 @@ static void test_minimax__a_stopped_run_leaves_a_book_the_next_run_gets_right(vo
 		same_books_as(a, b, false);
 		assert_true(hook_keys_extra(a) >= 0);
 	}
+	/* A whole-book run with the log on (--full) empties nothing: stopped,
+	 * the next run is whole-book still, but the kept graph and the log
+	 * vouch for every key meanwhile. */
+	for (int k = 0; k < 3; k++) random_result(a, b, &rng);
+	atomic_init(&flag, false);
+	StopAt sf = {"analysis", &flag, 0};
+	BookmmOptions full_stopping = {
+	    .full = true, .progress = stop_at, .progress_ctx = &sf, .stop = &flag};
+	assert_int_equal(bookmm_run(&sa, a, &full_stopping, err), BOOKMM_ESTOPPED);
+	assert_true(fullrun_marked(a));
+	assert_true(hook_keys_extra(a) >= 0);
+	run_ok(&sa, a, &inc);
+	run_ok(&sb, b, &full);
+	assert_false(sa.incremental);
+	same_books_as(a, b, false);
 	/* An incremental run and a plan, stopped before they start. */
 	for (int k = 0; k < 3; k++) random_result(a, b, &rng);
 	atomic_init(&flag, true);
