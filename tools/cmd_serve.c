@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,6 +101,8 @@ static int whole_book_child(const char *book, const char *why, const atomic_bool
 	errno = 0;
 	int prio = getpriority(PRIO_PROCESS, 0);
 	if (errno == 0) (void)setpriority(PRIO_PROCESS, (id_t)pid, prio + 10 > 19 ? 19 : prio + 10);
+	/* Its disk reads and writes after the service's (the idle class). */
+	(void)syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, (int)pid, 3 << 13 /* IDLE */);
 	fprintf(stderr, "serve: minimax: the whole book (%s), in child process %d\n", why,
 	        (int)pid);
 	bool killed = false;
