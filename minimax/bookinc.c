@@ -771,14 +771,9 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 	uint32_t root = root_node(c);
 	/* Nothing changed: the book is as the last run left it (nothing to write). */
 	for (int round = 0; c->changed.n; round++) {
-		if (bookmm_stopped(&c->opt)) {
-			rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ESTOPPED,
-			                "stopped while analysing");
-			goto out;
-		}
 		MmStats ms;
 		size_t nstale = 0;
-		rc = collect(c, root);
+		rc = bookmm_stopped(&c->opt) ? MM_STOPPED : collect(c, root);
 		if (rc == 0) rc = value_a(c);
 		if (rc == 0) rc = build_sub(c);
 		c->g.stop = c->opt.stop;

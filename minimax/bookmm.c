@@ -566,8 +566,8 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	 * emptied and on again too: this run reads every record the snapshot
 	 * holds, and a log left overflowed would stay so whenever another writer
 	 * (a coordinator's workers) writes during the run, making every later
-	 * run a whole-book one. */
-	/* With it, the mark of a whole-book run under way: a run that never
+	 * run a whole-book one. With it, the mark of a whole-book run under
+	 * way: a run that never
 	 * reaches its end (killed, stopped) may have consumed the log the kept
 	 * state counts on, or written records under other draw values or
 	 * another policy; the next run is then a whole-book one. */
@@ -624,7 +624,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	MmStats ms;
 	bookmm_report(opt, "analysis", 0, 0);
 	g->stop = opt->stop;
-	if (bookmm_stopped(opt) || (rc = mm_backup(g, &ms)) == MM_STOPPED) {
+	if ((rc = mm_backup(g, &ms)) == MM_STOPPED) {
 		rc = stopped(err, "analysing");
 		goto done;
 	}
@@ -645,10 +645,6 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	st.sweeps = ms.peel_sweeps + ms.relax_sweeps;
 	st.changed = st.affected = st.positions;
 	root_value(&st, &b);
-	if (bookmm_stopped(opt)) {
-		rc = stopped(err, "analysing");
-		goto done;
-	}
 	rc = write_back(&st, &b, db, opt, err);
 	if (rc == 0) rc = keep_graph(&st, &b, db, dir, opt, ci.seq, err);
 done:
@@ -772,8 +768,10 @@ static int hook_prepare(void *ctx, BookDB *db, const atomic_bool *stop, BookMini
 	if (stop) o.stop = stop;
 	char msg[BOOKMM_ERRLEN];
 	int rc = bookmm_prepare(plan, NULL, db, &o, msg);
+	/* Other failures keep their BOOKMM_E* code (serve's prepare looks for
+	 * BOOKMM_EWHOLE). */
 	if (rc < 0)
-		return errmsg_set(err, errlen, rc == BOOKMM_ESTOPPED ? BOOK_MINIMAX_STOPPED : -1,
+		return errmsg_set(err, errlen, rc == BOOKMM_ESTOPPED ? BOOK_MINIMAX_STOPPED : rc,
 		                  "%s", msg);
 	return 0;
 }

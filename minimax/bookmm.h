@@ -133,5 +133,7 @@ void bookmm_plan_free(BookMinimaxPlan *plan);
  * default options (incremental) when opt is NULL.
  */
 BookMinimaxHook bookmm_hook(const BookmmOptions *opt);
+/* (Its prepare fails with the BOOKMM_E* code of the run, BOOK_MINIMAX_STOPPED
+ * for a stop.) */
 
 #endif

@@ -138,20 +138,15 @@ static int whole_book_child(const char *book, const char *why, const atomic_bool
  * nothing. Either way the service's requests wait for LMDB's write lock at
  * most one of the run's short write transactions (docs/minimax.md).
  */
+static const BookmmOptions serve_minimax = {.no_whole = true};
 static int serve_minimax_prepare(void *ctx, BookDB *db, const atomic_bool *stop,
                                  BookMinimaxPlan **plan, char *err, size_t errlen)
 {
-	static const BookmmOptions defaults;
-	BookmmOptions o = ctx ? *(const BookmmOptions *)ctx : defaults;
-	o.stop = stop;
-	o.no_whole = true;
-	char msg[BOOKMM_ERRLEN];
-	int rc = bookmm_prepare(plan, NULL, db, &o, msg);
-	if (rc == 0) return 0;
-	if (rc != BOOKMM_EWHOLE)
-		return errmsg_set(err, errlen, rc == BOOKMM_ESTOPPED ? BOOK_MINIMAX_STOPPED : -1,
-		                  "%s", msg);
-	return whole_book_child(bookdb_dir(db), msg, stop, err, errlen);
+	int rc = bookmm_hook(ctx).prepare(ctx, db, stop, plan, err, errlen);
+	if (rc != BOOKMM_EWHOLE) return rc;
+	char why[BOOKMM_ERRLEN];
+	snprintf(why, sizeof why, "%s", err);
+	return whole_book_child(bookdb_dir(db), why, stop, err, errlen);
 }
 
 /* Waits for SIGTERM/SIGINT; with work on a terminal, a status line every 10 s.
@@ -180,7 +175,9 @@ int cmd_serve(int argc, char **argv)
 	const char *book = NULL;
 	Listen listen = {"127.0.0.1", 8080};
 	ServerOptions opt = {.log = true};
-	CoordOptions co = {.kif_bonus = SEL_KIF_BONUS_DEFAULT, .minimax = bookmm_hook(NULL)};
+	/* (Its run is not called: the coordinator calls prepare when there is one.) */
+	CoordOptions co = {.kif_bonus = SEL_KIF_BONUS_DEFAULT,
+	                   .minimax = bookmm_hook(&serve_minimax)};
 	co.minimax.prepare = serve_minimax_prepare;
 	const char *tokens_path = NULL;
 	bool quiet = false, work_on = false, lazy_load = false, per_ip_given = false,

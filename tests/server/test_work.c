@@ -480,6 +480,21 @@ static void think_start(const Coordinator *s, const char *token)
 	json_decref(a);
 }
 
+/* `joseki check` of book passes, saying that a minimax run did not finish
+ * exactly when unfinished. */
+static void check_passes(const char *book, bool unfinished)
+{
+	char *out = NULL, *err = NULL;
+	assert_int_equal(ts_runf(&out, &err, "%s check %s", ts_joseki(), book), 0);
+	if (unfinished)
+		assert_non_null(
+		    strstr(out, "a minimax run on this book was stopped before its end"));
+	else
+		assert_null(strstr(out, "minimax run"));
+	free(out);
+	free(err);
+}
+
 /*
  * A minimax that must do the whole book (here: the book never had one) runs as
  * a `joseki minimax` child process, not on the coordinator's thread (its
@@ -512,11 +527,7 @@ static void test_work__a_whole_book_minimax_runs_in_a_child_process(void **state
 	json_t *mm = ts_run_json(0, "%s minimax %s --json", ts_joseki(), book);
 	assert_true(json_is_true(json_object_get(mm, "incremental")));
 	json_decref(mm);
-	char *out = NULL, *err = NULL;
-	assert_int_equal(ts_runf(&out, &err, "%s check %s", ts_joseki(), book), 0);
-	assert_null(strstr(out, "minimax run"));
-	free(out);
-	free(err);
+	check_passes(book, false);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -583,18 +594,12 @@ static void test_work__a_stop_stops_the_whole_book_child(void **state)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	print_message("SIGTERM to exit, the child stopped: %.0f ms\n", ms);
 	assert_true(ms < 20000); /* the whole-book run alone takes longer here */
-	assert_int_equal(ts_runf(&out, &err, "%s check %s", ts_joseki(), book), 0);
-	assert_non_null(strstr(out, "a minimax run on this book was stopped before its end"));
-	free(out);
-	free(err);
+	check_passes(book, true);
 	/* (The book never had a minimax: that is the reason the next run gives.) */
 	json_t *mm = ts_run_json(0, "%s minimax %s --json", ts_joseki(), book);
 	assert_true(json_is_false(json_object_get(mm, "incremental")));
 	json_decref(mm);
-	assert_int_equal(ts_runf(&out, &err, "%s check %s", ts_joseki(), book), 0);
-	assert_null(strstr(out, "minimax run"));
-	free(out);
-	free(err);
+	check_passes(book, false);
 	ts_rmtree(dir);
 	free(dir);
 }
