@@ -128,16 +128,22 @@ int bookdb_stamp(BookStamp *out, BookDB *db)
 {
 	char path[BOOKDB_PATH_LEN];
 	struct stat st;
-	MDB_envinfo info;
 	memset(out, 0, sizeof *out);
 	snprintf(path, sizeof path, "%s/data.mdb", db->dir);
 	if (stat(path, &st) != 0) return BOOKDB_EIO;
-	int rc = mdb_env_info(db->env, &info);
-	if (rc) return bdb_xlate(rc);
-	out->dev = (uint64_t)st.st_dev;
-	out->ino = (uint64_t)st.st_ino;
-	out->txnid = (uint64_t)info.me_last_txnid;
-	return 0;
+	BookTxn *t;
+	BookChangesInfo ci;
+	int rc = bookdb_txn_begin(&t, db, false);
+	if (rc < 0) return rc;
+	if ((rc = bookdb_changes_info(&ci, t)) == 0) {
+		out->dev = (uint64_t)st.st_dev;
+		out->ino = (uint64_t)st.st_ino;
+		out->txnid = (uint64_t)mdb_txn_id(t->txn);
+		out->chg_state = (uint64_t)ci.state;
+		out->chg_seq = ci.seq;
+	}
+	bookdb_txn_abort(t);
+	return rc;
 }
 
 uint64_t bookdb_file_size(BookDB *db)

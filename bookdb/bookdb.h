@@ -142,10 +142,15 @@ bool bookdb_same_book(const char *a, const char *b);
  * of LMDB's last committed transaction. Two equal stamps mean nothing was
  * committed to that file in between, so data derived from the book and kept
  * beside it (the selector's snapshot, bookgen/snapshot.h) is still current.
- * A compacted or restored book is another file: another stamp.
+ * A compacted or restored book is another file: another stamp. The change
+ * log's state and last sequence number, read in the same transaction, tell
+ * such data where the writes since begin in the log (bookgen: a snapshot
+ * brought up to date with them, when the log still holds every one).
  */
 typedef struct {
 	uint64_t dev, ino, txnid;
+	uint64_t chg_state; /* BookChangesState as of txnid */
+	uint64_t chg_seq;   /* the last sequence number given out as of txnid */
 } BookStamp;
 JOSEKI_MUST_USE int bookdb_stamp(BookStamp *out, BookDB *db);
 
@@ -333,6 +338,21 @@ void bookdb_changes_iter_free(BookChangesIter *it);
  * transaction; on another error the transaction must be aborted.
  */
 JOSEKI_MUST_USE int bookdb_changes_consume(BookTxn *txn, uint64_t upto);
+
+/*
+ * A hold on the log, for data derived from the book and kept beside it that a
+ * later reader brings up to date from the log (the selector's snapshot,
+ * bookgen/snapshot.h): on, from the last sequence number given out as txn
+ * sees it, bookdb_changes_consume deletes no entry numbered after that, so
+ * the reader finds every write since in the log — unless the log overflows
+ * or the entries it keeps pass half of changes_max, when the hold is dropped
+ * (the reader then finds a gap and starts afresh). Off (or the log not ON),
+ * it is dropped. One hold a book: the last one set. Held entries count in
+ * BookChangesInfo as others do; a consumer that keeps its own position
+ * (minimax reads from the sequence number after its last run's) reads past
+ * them. BOOKDB_EREADONLY on a read transaction.
+ */
+JOSEKI_MUST_USE int bookdb_changes_hold(BookTxn *txn, bool on);
 
 /* Puts the 16-byte big-endian key form (key_to_bytes) into out. */
 static inline void bookdb_key_bytes(Key k, uint8_t out[16])

@@ -22,6 +22,7 @@ extern const char *const DB_NAMES[BOOKDB_NDBS];
  * sequence number given out, 8 bytes little-endian. */
 #define META_CHANGES "changes"
 #define META_CHANGES_SEQ "changes_seq"
+#define META_CHANGES_HOLD "changes_hold"
 
 struct BookDB {
 	MDB_env *env;

@@ -181,20 +181,70 @@ void bookdb_changes_iter_free(BookChangesIter *it)
 	free(it);
 }
 
-int bookdb_changes_consume(BookTxn *t, uint64_t upto)
+/* Whether a hold is set, and its sequence number. */
+static int hold_get(BookTxn *t, bool *set, uint64_t *hold)
+{
+	*set = false;
+	*hold = 0;
+	if (!t->db->has_changes) return 0;
+	MDB_val k = {strlen(META_CHANGES_HOLD), META_CHANGES_HOLD}, v;
+	int rc = mdb_get(t->txn, t->db->dbi[BOOKDB_META], &k, &v);
+	if (rc == MDB_NOTFOUND) return 0;
+	if (rc) return bdb_xlate(rc);
+	if (v.mv_size != 8) return BOOKDB_ECORRUPT;
+	*set = true;
+	*hold = be64_get(v.mv_data);
+	return 0;
+}
+
+int bookdb_changes_hold(BookTxn *t, bool on)
 {
 	if (!t->write) return BOOKDB_EREADONLY;
 	if (!t->txn) return BOOKDB_ELMDB;
 	int rc = bdb_changes_load(t, true);
+	if (rc || !on || t->chg_state != BOOKDB_CHANGES_ON) {
+		bool set;
+		uint64_t hold;
+		if (rc || (rc = hold_get(t, &set, &hold)) || !set) return rc;
+		return bdb_txn_write(t, BOOKDB_META, OP_DEL, META_CHANGES_HOLD,
+		                     strlen(META_CHANGES_HOLD), NULL, 0);
+	}
+	uint8_t hb[8];
+	be64_put(hb, t->chg_seq);
+	return bdb_txn_write(t, BOOKDB_META, OP_PUT, META_CHANGES_HOLD, strlen(META_CHANGES_HOLD),
+	                     hb, 8);
+}
+
+/* Deletes the entries numbered up to upto. */
+static int delete_upto(BookTxn *t, uint64_t upto)
+{
+	uint8_t ub[8];
+	MDB_stat st;
+	be64_put(ub, upto);
+	/* One log entry, replayed as one walk, however many entries go. */
+	int rc = bdb_txn_write(t, BOOKDB_CHANGES, OP_DEL_UPTO, ub, 8, NULL, 0);
 	if (rc) return rc;
-	if (upto && t->chg_entries) {
-		uint8_t ub[8];
-		MDB_stat st;
-		be64_put(ub, upto);
-		/* One log entry, replayed as one walk, however many entries go. */
-		if ((rc = bdb_txn_write(t, BOOKDB_CHANGES, OP_DEL_UPTO, ub, 8, NULL, 0))) return rc;
-		if ((rc = mdb_stat(t->txn, t->db->dbi[BOOKDB_CHANGES], &st))) return bdb_xlate(rc);
-		t->chg_entries = st.ms_entries;
+	if ((rc = mdb_stat(t->txn, t->db->dbi[BOOKDB_CHANGES], &st))) return bdb_xlate(rc);
+	t->chg_entries = st.ms_entries;
+	return 0;
+}
+
+int bookdb_changes_consume(BookTxn *t, uint64_t upto)
+{
+	if (!t->write) return BOOKDB_EREADONLY;
+	if (!t->txn) return BOOKDB_ELMDB;
+	bool set;
+	uint64_t hold;
+	int rc = bdb_changes_load(t, true);
+	if (rc || (rc = hold_get(t, &set, &hold))) return rc;
+	/* A hold keeps what was written after it; an overflow has lost some of
+	 * that already, and past half the log's room the hold gives way. */
+	bool held = set && hold < upto && t->chg_state == BOOKDB_CHANGES_ON;
+	if (upto && t->chg_entries && (rc = delete_upto(t, held ? hold : upto))) return rc;
+	if (set && (!held ? t->chg_state == BOOKDB_CHANGES_OVERFLOW
+	                  : t->chg_entries > t->db->changes_max / 2)) {
+		if ((rc = bookdb_changes_hold(t, false))) return rc;
+		if (held && (rc = delete_upto(t, upto))) return rc;
 	}
 	/* Writes numbered after upto were not seen by the consumer: keep the overflow. */
 	if (t->chg_state == BOOKDB_CHANGES_OVERFLOW && upto >= t->chg_seq)

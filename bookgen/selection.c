@@ -4,7 +4,9 @@
  */
 #include "bookgen/selection.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "shogi/errmsg.h"
@@ -81,6 +83,18 @@ static int keep_key(void *ctx, Key k)
 	return 0;
 }
 
+int selection_hold(BookDB *db, bool on)
+{
+	BookTxn *txn;
+	int rc = bookdb_txn_begin(&txn, db, true);
+	if (rc < 0) return rc;
+	if ((rc = bookdb_changes_hold(txn, on)) < 0) {
+		bookdb_txn_abort(txn);
+		return rc;
+	}
+	return bookdb_txn_commit(txn);
+}
+
 int selection_release_all(Selector *sel)
 {
 	KeyList l = {0};
@@ -103,11 +117,26 @@ int selection_resume(Selector **sel, Plan **plan, BookDB *db, const SelectionSpe
 			errmsg_set(note, SNAP_ERRLEN, rc, "the book's stamp: %s",
 			           bookdb_strerror(rc));
 		else
-			rc = snap_open(&snap, path, &st, note);
+			rc = snap_open_any(&snap, path, note);
+		/* Written since: by a writer the change log can tell of. */
+		const BookStamp *from = rc == 0 ? snap_stamp(snap) : NULL;
+		bool behind = from && memcmp(from, &st, sizeof st) != 0;
+		if (behind && (from->dev != st.dev || from->ino != st.ino))
+			rc = errmsg_set(note, SNAP_ERRLEN, SEL_ESTALE, "selector snapshot %s: %s",
+			                path, "of another book file");
 		if (rc == 0) {
+			SelCatchUp cu;
 			rc = selection_open(sel, plan, db, spec, snap, note);
-			if (rc == 0 && (rc = selection_release_all(*sel)) < 0) {
+			if (rc == 0 && behind && (rc = sel_catch_up(*sel, from, &cu, note)) == 0)
+				snprintf(
+				    note, SNAP_ERRLEN,
+				    "caught up with the book: %llu positions written since, %llu "
+				    "of them in the graph, %llu new to it",
+				    (unsigned long long)cu.keys, (unsigned long long)cu.changed,
+				    (unsigned long long)cu.added);
+			if (rc == 0 && (rc = selection_release_all(*sel)) < 0)
 				errmsg_set(note, SNAP_ERRLEN, rc, "%s", sel_strerror(rc));
+			if (rc < 0 && *sel) {
 				plan_free(*plan);
 				sel_free(*sel);
 				*plan = NULL;
@@ -115,7 +144,10 @@ int selection_resume(Selector **sel, Plan **plan, BookDB *db, const SelectionSpe
 			}
 		}
 		snap_close(snap);
-		if (rc != SEL_ENOSNAP) (void)unlink(path); /* best effort: a stale one is refused */
+		if (rc != SEL_ENOSNAP) {
+			(void)unlink(path); /* best effort: a stale one is refused */
+			(void)selection_hold(db, false);
+		}
 		if (rc == SEL_ENOSNAP) note[0] = 0;
 		if (rc == 0) {
 			*restored = true;

@@ -48,15 +48,27 @@ JOSEKI_MUST_USE int selection_save(const char *path, const BookStamp *st, Select
 
 /*
  * selection_open from the snapshot at path when it is of the book as it is
- * now (path NULL: none), else new. *restored says which; when a snapshot
- * was there but not used, note (SNAP_ERRLEN bytes) says why, else it is
- * empty. The file is removed either way: the run about to write would make
- * it stale. Nothing is left leased (a coordinator's snapshot holds its
- * workers' leases). Errors as selection_open's, from the new selection.
+ * now, or of an earlier state the change log brings it up to (sel_catch_up;
+ * path NULL: none), else new. *restored says which; when a snapshot was
+ * there but not used, note (SNAP_ERRLEN bytes) says why; when it was brought
+ * up to date, what that took; else it is empty. The file is removed either way: the run about to
+ * write would make it stale. Nothing is left leased (a coordinator's snapshot holds its workers'
+ * leases). Errors as selection_open's, from the new selection.
  */
 JOSEKI_MUST_USE int selection_resume(Selector **sel, Plan **plan, BookDB *db,
                                      const SelectionSpec *spec, const char *path, bool *restored,
                                      char *note, char *err);
+
+/*
+ * Sets (on) or drops the book's hold on its change log for the snapshot
+ * (bookdb_changes_hold): set just before a snapshot's stamp is taken, so
+ * that a minimax run before the next start does not delete the writes the
+ * start must catch up with (sel_catch_up); dropped when the snapshot is read
+ * (or refused), since the run that starts then goes on from the book as it
+ * is. Its own write transaction: none may be open in this thread. 0 or a
+ * negative BOOKDB_* code.
+ */
+JOSEKI_MUST_USE int selection_hold(BookDB *db, bool on);
 
 /* Releases every leased position of sel (0 or SEL_ENOMEM). */
 JOSEKI_MUST_USE int selection_release_all(Selector *sel);

@@ -723,6 +723,53 @@ bool sel_g_book_thought(const Selector *s, Key key)
 	return thought;
 }
 
+int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, RetroMove *cand,
+                       uint64_t *parents)
+{
+	if (val && s->bloom) bloom_add(s->bloom, s->bloom_blocks, k);
+	bool thought = val && len && (val[0] & BOOKDB_REC_THOUGHT);
+	int64_t i = sel_g_find_node(s, k);
+	if (i >= 0) {
+		SelNode *n = &s->nodes[i];
+		/* Read from the book when a search first looks at it. */
+		if (n->flags & NF_UNRESOLVED) return 0;
+		if (!thought) return (n->flags & NF_THOUGHT) ? SEL_ESTALE : 0;
+		int r = sel_g_add_raw(s, (uint32_t)i, val, len);
+		if (!r) r = sel_g_invalidate_later(s, (uint32_t)i);
+		return r ? r : 1;
+	}
+	if (!thought) return 0;
+	/* A position new to the graph: its parents in the graph, by the
+	 * retrograde moves (a key found is the position itself). */
+	if (bookdb_record_decode(s->rec, val, len) < 0 ||
+	    bookdb_record_position(s->pos, s->rec, NULL) < 0)
+		return SEL_ECORRUPT;
+	int nc = retro_parents(s->pos, cand), found = 0;
+	for (int c = 0; c < nc; c++) {
+		int64_t j = sel_g_find_node(s, cand[c].key);
+		if (j >= 0 &&
+		    (s->nodes[j].flags & (NF_EXPANDED | NF_THOUGHT)) == (NF_EXPANDED | NF_THOUGHT))
+			cand[found++].key = cand[c].key;
+	}
+	if (!found) return 0; /* a search meets it through the book, if ever */
+	i = create_node(s, k);
+	int r = i < 0 ? (int)i : sel_g_add_raw(s, (uint32_t)i, val, len);
+	for (int c = 0; !r && c < found; c++) {
+		uint32_t j = (uint32_t)sel_g_find_node(s, cand[c].key);
+		const uint8_t *pv;
+		size_t pl;
+		int g = bookdb_get_raw(&pv, &pl, s->txn, cand[c].key);
+		if (g < 0 || !pl || !(pv[0] & BOOKDB_REC_THOUGHT)) {
+			r = g < 0 && g != BOOKDB_ENOTFOUND ? SEL_EBOOK : SEL_ESTALE;
+			break;
+		}
+		/* Built again from the book: the new child gets its edge. */
+		if (!(r = sel_g_add_raw(s, j, pv, pl))) r = sel_g_invalidate_later(s, j);
+		(*parents)++;
+	}
+	return r ? r : 2;
+}
+
 void sel_g_memory(SelStats *out, const Selector *s)
 {
 	out->graph_bytes = s->capnodes * sizeof *s->nodes + s->map.cap * sizeof *s->map.slot +

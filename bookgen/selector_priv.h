@@ -18,6 +18,7 @@
 #include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
+#include "shogi/retro.h"
 
 #define SEL_INF 32767
 
@@ -196,6 +197,20 @@ int sel_g_invalidate_later(Selector *s, uint32_t i);
 /* Lazy mode: whether the book holds key as a thought position (a key the
  * graph has not met; nothing is created). */
 bool sel_g_book_thought(const Selector *s, Key key);
+/*
+ * Catching up with another writer (sel_catch_up): key's record as the book
+ * holds it now (val NULL: none), written since the snapshot. A node of the
+ * graph gets what a result gives it (the new record kept, its ancestors'
+ * bounds cleared); a thought position the graph has not met is made a node
+ * when it is one move from expanded nodes, which are then built again (with
+ * it as their child); the key filter learns the key. Runs with s->txn set.
+ * 0 (nothing to do), 1 (a node changed), 2 (a node added; *parents counts
+ * the nodes built again), SEL_ESTALE for a thought node the book no longer
+ * holds as thought (the graph cannot forget one), or another SEL_E* code.
+ * cand: RETRO_MAX entries of scratch.
+ */
+int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, RetroMove *cand,
+                       uint64_t *parents);
 /* The memory and filter figures of SelStats. */
 void sel_g_memory(SelStats *out, const Selector *s);
 /* Before a search: the pending invalidations; one read transaction for the

@@ -284,3 +284,84 @@ int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
 	s->st.edges = h.edges_built;
 	return 0;
 }
+
+int sel_catch_up(Selector *s, const BookStamp *from, SelCatchUp *out, char *err)
+{
+	memset(out, 0, sizeof *out);
+	if (!s->lazy || !s->db || s->in_call) return SEL_EINVAL;
+	BookStamp now;
+	if (bookdb_stamp(&now, s->db) < 0)
+		return errmsg_set(err, SNAP_ERRLEN, SEL_EBOOK, "selector snapshot: %s",
+		                  "the book's stamp cannot be read");
+	if (now.dev != from->dev || now.ino != from->ino)
+		return errmsg_set(err, SNAP_ERRLEN, SEL_ESTALE, "selector snapshot: %s",
+		                  "of another book file");
+	if (now.txnid == from->txnid) return 0;
+	if (from->chg_state != BOOKDB_CHANGES_ON)
+		return errmsg_set(err, SNAP_ERRLEN, SEL_ESTALE, "selector snapshot: %s",
+		                  "the book was written since, and its change log was not on");
+	BookTxn *txn;
+	if (bookdb_txn_begin(&txn, s->db, false) < 0) return SEL_EBOOK;
+	BookChangesInfo ci;
+	BookChangesIter *it = NULL;
+	KeyMap seen;
+	keymap_init_set(&seen, false);
+	Key *keys = NULL;
+	size_t nkeys = 0, capkeys = 0;
+	RetroMove *cand = NULL;
+	uint64_t expect = from->chg_seq + 1, seq;
+	Key k;
+	const char *why = "the book was written since, and the change log no longer holds every "
+	                  "write (a minimax run consumed it, or it overflowed)";
+	int rc = bookdb_changes_info(&ci, txn) < 0 || bookdb_changes_iter_open(&it, txn, expect) < 0
+	             ? SEL_EBOOK
+	             : 0;
+	/* Every sequence number since, each with its entry. */
+	while (rc == 0 && (rc = bookdb_changes_iter_next(it, &seq, &k)) == 1) {
+		rc = seq == expect++ ? 0 : SEL_ESTALE;
+		int added = rc ? 0 : keymap_add(&seen, k, NULL);
+		if (added < 0 ||
+		    (added && array_grow((void **)&keys, &capkeys, nkeys + 1, sizeof *keys, 1024)))
+			rc = SEL_ENOMEM;
+		else if (added)
+			keys[nkeys++] = k;
+		out->entries++;
+	}
+	if (rc < 0 && rc != SEL_ESTALE && rc != SEL_ENOMEM) rc = SEL_EBOOK;
+	if (rc == 0 && (ci.seq != expect - 1 || ci.state != BOOKDB_CHANGES_ON)) rc = SEL_ESTALE;
+	if (rc == 0 && nkeys > s->nnodes && nkeys > 65536) {
+		why = "more positions written since than the graph holds (a search from scratch "
+		      "reads less)";
+		rc = SEL_ESTALE;
+	}
+	if (rc == 0 && !(cand = malloc(RETRO_MAX * sizeof *cand))) rc = SEL_ENOMEM;
+	out->keys = nkeys;
+	s->txn = txn;
+	for (size_t i = 0; rc == 0 && i < nkeys; i++) {
+		const uint8_t *val;
+		size_t len;
+		int g = bookdb_get_raw(&val, &len, txn, keys[i]);
+		if (g < 0 && g != BOOKDB_ENOTFOUND) {
+			rc = SEL_EBOOK;
+			break;
+		}
+		rc = sel_g_book_changed(s, keys[i], g == 0 ? val : NULL, g == 0 ? len : 0, cand,
+		                        &out->parents);
+		if (rc == 1) out->changed++;
+		if (rc == 2) out->added++;
+		if (rc > 0) rc = 0;
+		if (rc == SEL_ESTALE)
+			why = "a thought position of the graph is no longer thought in the book";
+	}
+	s->txn = NULL;
+	free(cand);
+	free(keys);
+	keymap_free(&seen);
+	bookdb_changes_iter_free(it);
+	bookdb_txn_abort(txn);
+	if (rc == SEL_ESTALE) return errmsg_set(err, SNAP_ERRLEN, rc, "selector snapshot: %s", why);
+	if (rc < 0)
+		return errmsg_set(err, SNAP_ERRLEN, rc, "selector snapshot: catching up: %s",
+		                  sel_strerror(rc));
+	return 0;
+}

@@ -16,7 +16,7 @@
 #include "shogi/grow.h"
 
 #define SNAP_MAGIC "JSKSNAP1"
-#define SNAP_VERSION 1u
+#define SNAP_VERSION 2u
 #define SNAP_MAX_SECTIONS 64
 #define SNAP_PATH_MAX 4096
 
@@ -305,10 +305,12 @@ int snap_open_any(SnapReader **out, const char *path, char *err)
 		rc = rfail(path, err, SEL_ESNAP, "shorter than its header");
 	else if (memcmp(r->head.magic, SNAP_MAGIC, 8) != 0)
 		rc = rfail(path, err, SEL_ESNAP, "not a selector snapshot (bad magic)");
-	else if (r->head.hash != snap_hash(&r->head, offsetof(SnapHeader, hash)))
-		rc = rfail(path, err, SEL_ESNAP, "damaged header (hash)");
+	/* The version first: another version's header may be laid out
+	 * otherwise (version 1's stamp had no change log position). */
 	else if (r->head.version != SNAP_VERSION)
 		rc = rfail(path, err, SEL_ESNAP, "of another version");
+	else if (r->head.hash != snap_hash(&r->head, offsetof(SnapHeader, hash)))
+		rc = rfail(path, err, SEL_ESNAP, "damaged header (hash)");
 	else if (r->head.nsections > SNAP_MAX_SECTIONS ||
 	         r->head.table_off > (uint64_t)st.st_size ||
 	         (uint64_t)st.st_size - r->head.table_off !=

@@ -91,6 +91,29 @@ bool sel_snapshot_ready(const Selector *s);
 JOSEKI_MUST_USE int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err);
 
 /*
+ * Brings a selector restored from a snapshot stamped from (sel_restore) up
+ * to the book as it is now, when another writer (an ingest, a think without
+ * the snapshot, a merge) committed since: the book's change log holds the
+ * key of every record written since from's sequence number on, unless a
+ * minimax run consumed entries past it, the log overflowed, or it was not on
+ * when the snapshot was written. Each record written is given to the
+ * selector as a result is (docs/bookgen.md, "Restarting"). Minimax's own
+ * write-back is not logged and changes nothing the selector reads (values,
+ * not evaluations or moves). 0, SEL_ESTALE with err when the log cannot say
+ * (or says more than a search from scratch would read: more positions than
+ * the graph holds), or another SEL_E* code; on failure the selector must be
+ * freed.
+ */
+typedef struct {
+	uint64_t entries; /* log entries read */
+	uint64_t keys;    /* distinct positions written */
+	uint64_t changed; /* nodes of the graph given their new record */
+	uint64_t added;   /* thought positions new to the graph, under expanded nodes */
+	uint64_t parents; /* expanded nodes built again for them */
+} SelCatchUp;
+JOSEKI_MUST_USE int sel_catch_up(Selector *s, const BookStamp *from, SelCatchUp *out, char *err);
+
+/*
  * The plan's section: its options, roots and weights, and per (root, colour)
  * the leaves served and those queued. plan_restore on a plan fresh from
  * plan_new over the restored selector: SEL_ESNAP with err when the options

@@ -438,7 +438,9 @@ static void save_selection(Think *t)
 	ThinkStats *out = t->out;
 	double t0 = clock_ms_f();
 	BookStamp st;
-	int rc = bookdb_stamp(&st, t->db);
+	/* Held first: the stamp then says where the writes to catch up with begin. */
+	int rc = selection_hold(t->db, true);
+	if (rc == 0) rc = bookdb_stamp(&st, t->db);
 	if (rc < 0)
 		errmsg_set(out->save_note, SNAP_ERRLEN, rc, "the book's stamp: %s",
 		           bookdb_strerror(rc));
@@ -446,6 +448,7 @@ static void save_selection(Think *t)
 		errmsg_set(out->save_note, SNAP_ERRLEN, rc, "%s", sel_strerror(rc));
 	else
 		rc = selection_save(t->opt->snapshot, &st, t->sel, t->plan, out->save_note);
+	if (rc < 0) (void)selection_hold(t->db, false);
 	out->snap_saved = rc == 0;
 	out->save_ms = clock_ms_f() - t0;
 }

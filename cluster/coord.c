@@ -251,15 +251,31 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 		return;
 	}
 	rc = snap_open_any(&snap, c->snap_path, err);
-	uint64_t gen = 0; /* a checkpoint's: its journal replayed */
+	uint64_t gen = 0;      /* a checkpoint's: its journal replayed */
+	bool catch_up = false; /* else the book's change log */
+	SelCatchUp cu = {0};
 	if (rc == 0 && memcmp(snap_stamp(snap), &st, sizeof st) != 0) {
 		rc = co_journal_check(c, snap_stamp(snap), &st, err);
 		gen = snap_stamp(snap)->txnid;
+		if (rc == SEL_ESTALE && snap_stamp(snap)->dev == st.dev &&
+		    snap_stamp(snap)->ino == st.ino) {
+			rc = 0;
+			gen = 0;
+			catch_up = true;
+		}
 	}
 	if (rc == 0) {
+		char jerr[COORD_ERRLEN];
+		snprintf(jerr, sizeof jerr, "%s", err);
 		rc = new_selection(c, opt, snap, err);
 		double r0 = clock_ms_f();
 		if (rc == 0 && gen) rc = co_journal_replay(c, gen, err);
+		if (rc == 0 && catch_up) {
+			char cerr[SNAP_ERRLEN];
+			rc = sel_catch_up(c->sel, snap_stamp(snap), &cu, cerr);
+			/* Why neither the journal nor the change log would do. */
+			if (rc < 0) snprintf(err, COORD_ERRLEN, "%.250s; %.250s", jerr, cerr);
+		}
 		c->snap_replay_ms = clock_ms_f() - r0;
 		if (rc < 0) {
 			sel_free(c->sel);
@@ -268,7 +284,10 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 			c->plan = NULL;
 		}
 	}
-	if (rc != SEL_ENOSNAP) (void)unlink(c->snap_path); /* best effort: a stale one is refused */
+	if (rc != SEL_ENOSNAP) {
+		(void)unlink(c->snap_path); /* best effort: a stale one is refused */
+		(void)selection_hold(c->db, false);
+	}
 	c->snap_restored = rc == 0;
 	c->snap_ms = clock_ms_f() - t0;
 	if (rc < 0 && rc != SEL_ENOSNAP) snprintf(c->snap_note, sizeof c->snap_note, "%s", err);
@@ -278,6 +297,12 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 		         "in %.2f s",
 		         (unsigned long long)c->snap_commits, (unsigned long long)c->snap_replayed,
 		         c->snap_replay_ms / 1000);
+	if (rc == 0 && catch_up)
+		snprintf(c->snap_note, sizeof c->snap_note,
+		         "caught up with the book: %llu positions written since, %llu of them in "
+		         "the graph, %llu new to it, in %.2f s",
+		         (unsigned long long)cu.keys, (unsigned long long)cu.changed,
+		         (unsigned long long)cu.added, c->snap_replay_ms / 1000);
 	snap_close(snap);
 }
 
@@ -355,11 +380,14 @@ int co_snapshot_write(Coord *c, const BookStamp *st, char *err)
 static int save_snapshot(Coord *c, char *err)
 {
 	BookStamp st;
-	int rc = bookdb_stamp(&st, c->db);
+	/* Held first: the stamp then says where the writes to catch up with begin. */
+	int rc = selection_hold(c->db, true);
+	if (rc == 0) rc = bookdb_stamp(&st, c->db);
 	if (rc < 0)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: snapshot: %s",
 		                  bookdb_strerror(rc));
-	return co_snapshot_write(c, &st, err);
+	if ((rc = co_snapshot_write(c, &st, err)) < 0) (void)selection_hold(c->db, false);
+	return rc;
 }
 
 int coord_close(Coord *c, double *save_ms, char *err)

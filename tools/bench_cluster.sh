@@ -105,7 +105,7 @@ pid=
 echo "$line"
 echo "coordinator: $(cat "$tmp/serve.out")"
 # The selector's snapshot: restored at the start (its seconds), saved at the stop.
-restored=$(sed -n 's/.*selector restored from .* in \([0-9.]*\) s.*/\1/p' "$tmp/serve.err")
+restored=$(sed -n 's/.*selector restored from [^ ]* in \([0-9.]*\) s.*/\1/p' "$tmp/serve.err")
 saved=$(sed -n 's/.*selector saved to .* in \([0-9.]*\) s.*/\1/p' "$tmp/serve.err")
 grep -E "not used|snapshot|restored from" "$tmp/serve.err" >&2 || true
 runs=$(sed -n 's/.*minimax runs \([0-9]*\).*/\1/p' "$tmp/serve.out" | tail -n 1)

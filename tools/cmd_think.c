@@ -185,8 +185,9 @@ static void print_snapshot(const ThinkStats *st, const char *path)
 {
 	if (!path) return;
 	if (st->snap_restored)
-		fprintf(stderr, "think: the selector restored from %s in %.2f s\n", path,
-		        st->snap_ms / 1000);
+		fprintf(stderr, "think: the selector restored from %s in %.2f s%s%s%s\n", path,
+		        st->snap_ms / 1000, st->snap_note[0] ? " (" : "", st->snap_note,
+		        st->snap_note[0] ? ")" : "");
 	else if (st->snap_note[0])
 		fprintf(stderr, "think: %s not used (the first search started from scratch): %s\n",
 		        path, st->snap_note);

@@ -411,6 +411,93 @@ static void test_changes__the_log_overflows_at_its_limit(void **state)
 	done(db, dir);
 }
 
+/* Consumes up to upto in a transaction of its own. */
+static void consume(BookDB *db, uint64_t upto)
+{
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_changes_consume(txn, upto), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+}
+
+static void hold(BookDB *db, bool on)
+{
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_changes_hold(txn, on), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+}
+
+/*
+ * A hold (bookdb_changes_hold) keeps the entries written after it through
+ * consumes, those before it go as ever; dropped, the next consume deletes
+ * them. It gives way when the entries kept pass half the log's limit, and
+ * when the log overflows; it is not set while the log is off.
+ */
+static void test_changes__a_hold_keeps_what_was_written_after_it(void **state)
+{
+	(void)state;
+	char *dir, path[4200];
+	BookDB *db = new_book(&dir, path, 40, 0);
+	static Key keys[80];
+	for (uint64_t i = 0; i < 80; i++) keys[i] = key_n(i);
+	/* Off: no hold to set (a later consume deletes everything). */
+	hold(db, true);
+	enable(db);
+	put_n(db, 0, 5); /* 1..5 */
+	hold(db, true);  /* from 5 on */
+	put_n(db, 5, 6); /* 6..11 */
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookdb_changes_hold(txn, true), BOOKDB_EREADONLY);
+	bookdb_txn_abort(txn);
+	consume(db, 11);
+	assert_log(db, 6, keys + 5, 6); /* 1..5 gone, 6..11 kept */
+	consume(db, 3);                 /* below the hold: as ever */
+	assert_log(db, 6, keys + 5, 6);
+	put_n(db, 11, 2); /* 12, 13 */
+	consume(db, 13);
+	assert_log(db, 6, keys + 5, 8);
+	/* A new hold moves it: what was before it goes. */
+	hold(db, true); /* from 13 */
+	put_n(db, 13, 1);
+	consume(db, 14);
+	assert_log(db, 14, keys + 13, 1);
+	/* Dropped: the next consume deletes everything it is given. */
+	hold(db, false);
+	hold(db, false); /* none: nothing to drop */
+	put_n(db, 14, 2);
+	consume(db, 15);
+	assert_log(db, 16, keys + 15, 1);
+	consume(db, 16);
+	/* Past half the limit (20 of 40) kept, it gives way. */
+	hold(db, true); /* from 16 */
+	put_n(db, 16, 20);
+	consume(db, 36);
+	assert_int_equal(info_of(db).entries, 20);
+	put_n(db, 36, 1);
+	consume(db, 37);
+	BookChangesInfo in = info_of(db);
+	assert_int_equal(in.entries, 0);
+	put_n(db, 37, 3);
+	consume(db, 38);
+	assert_log(db, 39, keys + 38, 2); /* the hold is gone */
+	consume(db, 40);
+	/* An overflow drops it at the consume that ends it. */
+	hold(db, true);    /* from 40 */
+	put_n(db, 40, 41); /* 41..81: 40 logged, then the overflow */
+	in = info_of(db);
+	assert_int_equal(in.state, BOOKDB_CHANGES_OVERFLOW);
+	consume(db, in.seq);
+	in = info_of(db);
+	assert_int_equal(in.state, BOOKDB_CHANGES_ON);
+	assert_int_equal(in.entries, 0);
+	put_n(db, 0, 2);
+	consume(db, in.seq + 1);
+	assert_log(db, in.seq + 2, keys + 1, 1); /* no hold: consumed as asked */
+	done(db, dir);
+}
+
 static void test_changes__a_replay_after_map_growth_logs_each_write_once(void **state)
 {
 	(void)state;
@@ -566,6 +653,7 @@ int main(void)
 	    cmocka_unit_test(test_changes__writes_with_tracking_off_are_not_logged),
 	    cmocka_unit_test(test_changes__consume_deletes_exactly_up_to_its_bound),
 	    cmocka_unit_test(test_changes__the_log_overflows_at_its_limit),
+	    cmocka_unit_test(test_changes__a_hold_keeps_what_was_written_after_it),
 	    cmocka_unit_test(test_changes__a_replay_after_map_growth_logs_each_write_once),
 	    cmocka_unit_test(
 	        test_changes__a_version_1_book_is_upgraded_read_write_and_read_read_only),

@@ -24,7 +24,7 @@
 #define TB SNAP_TAG('T', 'E', 'S', 'B')
 #define TC SNAP_TAG('T', 'E', 'S', 'C')
 
-static const BookStamp STAMP = {7, 1234, 99};
+static const BookStamp STAMP = {7, 1234, 99, BOOKDB_CHANGES_ON, 5};
 
 static uint8_t *pattern(size_t n, unsigned seed)
 {

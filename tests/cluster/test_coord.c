@@ -1565,6 +1565,349 @@ static void test_coord__a_snapshot_that_does_not_fit_is_refused_and_said(void **
 	twins_close(&t);
 }
 
+/* The change log of the book in dir switched on (as a first minimax run
+ * leaves it). The book must not be open in this process. */
+static void changes_on(const char *dir)
+{
+	char err[BOOKDB_ERRLEN];
+	BookDB *db;
+	BookTxn *txn;
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_changes_enable(txn), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+}
+
+/* Rounds of the twins in step: each acquire the same positions, each
+ * answered, none thought before. Returns the positions leased. */
+static int in_step(Twins *t, int rounds)
+{
+	char err[COORD_ERRLEN];
+	CoordLease *l[2] = {malloc(sizeof **l), malloc(sizeof **l)};
+	CoordResult *r = malloc(sizeof *r);
+	assert_non_null(l[0]);
+	assert_non_null(l[1]);
+	assert_non_null(r);
+	int leaves = 0;
+	for (int round = 0; round < rounds; round++) {
+		int n = acquire(t->c[0], l[0], &A, 6, T0);
+		assert_int_equal(acquire(t->c[1], l[1], &A, 6, T0), n);
+		for (int i = 0; i < n; i++) {
+			assert_true(key_equal(l[1]->pos[i].key, l[0]->pos[i].key));
+			assert_false(thought(t->db[1], l[1]->pos[i].key));
+		}
+		for (int w = 0; w < 2; w++) {
+			for (int i = 0; i < n; i++) {
+				answer(r, &l[w]->pos[i], 4);
+				assert_int_equal(coord_submit(t->c[w], l[w]->id, &A, r, 1, T0, err),
+				                 1);
+			}
+			assert_int_equal(coord_commit(t->c[w], err), 0);
+		}
+		leaves += n;
+	}
+	free(l[0]);
+	free(l[1]);
+	free(r);
+	return leaves;
+}
+
+/* Twin 1 closed (its snapshot written) and its book with it. */
+static void close_twin(Twins *t)
+{
+	char err[COORD_ERRLEN];
+	assert_int_equal(coord_close(t->c[1], NULL, err), 0);
+	bookdb_free(t->db[1]);
+	t->c[1] = NULL;
+	t->db[1] = NULL;
+}
+
+/* Another writer between twin 1's runs: twin 1 closed, its book opened
+ * (*db) with a write transaction begun (returned). */
+static BookTxn *other_writer_begins(Twins *t, BookDB **db)
+{
+	char err[BOOKDB_ERRLEN];
+	BookTxn *txn;
+	close_twin(t);
+	assert_int_equal(bookdb_open(db, t->dir[1], NULL, err), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, *db, true), 0);
+	return txn;
+}
+
+/* ... and ends (txn committed, the book closed); twin 1 opened again with
+ * its snapshot at path, which must be restored. Returns its note. */
+static const char *other_writer_ends(Twins *t, BookDB *db, BookTxn *txn, const char *path,
+                                     const char *what)
+{
+	const char *note;
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+	reopen_with_snapshot(t, path, PLAN_PV, false);
+	if (!coord_snapshot_restored(t->c[1], &note, NULL)) fail_msg("not restored: %s", note);
+	print_message("%s: %s\n", what, note);
+	return note;
+}
+
+/* A lease of one position from twin 1, answered; its key. */
+static Key lease_one(Twins *t)
+{
+	char err[COORD_ERRLEN];
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	assert_non_null(l);
+	assert_non_null(r);
+	assert_int_equal(acquire(t->c[1], l, &A, 1, T0), 1);
+	Key k = l->pos[0].key;
+	answer(r, &l->pos[0], 4);
+	assert_int_equal(coord_submit(t->c[1], l->id, &A, r, 1, T0, err), 1);
+	assert_int_equal(coord_commit(t->c[1], err), 0);
+	free(l);
+	free(r);
+	return k;
+}
+
+static bool key_in(Key k, const Key *keys, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (key_equal(k, keys[i])) return true;
+	return false;
+}
+
+/* Every move of key's record valued eval (the record must be there). */
+static void revalue(BookTxn *txn, BookRecord *rec, Key key, int eval)
+{
+	assert_int_equal(bookdb_get(rec, txn, key), 0);
+	for (int i = 0; i < rec->nmoves; i++) rec->moves[i].eval = (int16_t)eval;
+	assert_int_equal(bookdb_put(txn, key, rec), 0);
+}
+
+/* Whether the book holds its change log for a snapshot (bookdb_changes_hold:
+ * its meta entry). */
+static bool held(BookTxn *txn)
+{
+	const void *v;
+	size_t vl;
+	return bookdb_kv_get(&v, &vl, txn, BOOKDB_META, "changes_hold", 12) == 0;
+}
+
+/* `joseki minimax DIR --quiet`, which must succeed. */
+static void minimax_quiet(const char *dir)
+{
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, "%s minimax %s --quiet", ts_joseki(), dir);
+	if (rc != 0) fail_msg("minimax: %s", err ? err : "");
+	free(out);
+	free(err);
+}
+
+/* The evaluation of a move as think stores it. */
+static BookMove engine_move(Move m, int eval)
+{
+	return (BookMove){.move = m,
+	                  .flags = BOOKDB_MOVE_EVAL,
+	                  .source = BOOKDB_SOURCE_ENGINE,
+	                  .eval = (int16_t)eval,
+	                  .depth = 10,
+	                  .nodes = 1000};
+}
+
+/*
+ * Another writer between two runs (sel_catch_up). Twin 1 stops; twin 0 goes
+ * on for a round (the round twin 1 would have leased next: they went in
+ * step), and another writer puts that round's records into twin 1's book;
+ * twin 1 starts again from its snapshot, brought up to date from the book's
+ * change log (before, the snapshot was refused), and never leases those
+ * positions (without the catch-up it would lease them again). (It does not
+ * lease exactly what twin 0 does from then on: its graph is built in
+ * another order, and ties between equal values break otherwise.) A record
+ * of the graph changed (the root given a move to a new position, valued
+ * +3000): the next lease is that position. A thought position the graph
+ * has never met, one move (not stored) from the root, with values that make
+ * it the root's best move: the next leases are under it (it was linked to
+ * its parent in the graph). Its values turned (the root avoids it: no lease
+ * under it) and turned back (the root's best again, which the graph's
+ * bounds said otherwise: leases under it; without the bounds cleared, none).
+ * A minimax run between (which writes no change the selector reads) leaves
+ * the snapshot usable, and so does one after another writer's write (the
+ * snapshot's hold on the log kept its entry from the minimax run's
+ * consume); writes the log could not hold (an overflow) make it refused,
+ * with the reason.
+ */
+static void test_coord__a_snapshot_catches_up_with_another_writer(void **state)
+{
+	(void)state;
+	char err[COORD_ERRLEN], want[200], path[4096];
+	Twins t;
+	const char *note;
+	twins_open(&t, PLAN_PV, ts_seed("coord_catch_up") % 1000000, -1);
+	close_twin(&t);
+	changes_on(t.dir[1]);
+	snprintf(path, sizeof path, "%s/selector.snap", t.dir[1]);
+	reopen_with_snapshot(&t, path, PLAN_PV, false);
+	assert_true(in_step(&t, 6) > 6);
+	/* Twin 0's round, written into twin 1's book by another writer. */
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	Key *keys = malloc(200 * sizeof *keys);
+	assert_non_null(l);
+	assert_non_null(r);
+	assert_non_null(rec);
+	assert_non_null(pos);
+	assert_non_null(keys);
+	BookDB *db1;
+	BookTxn *t1 = other_writer_begins(&t, &db1), *t0;
+	int n = acquire(t.c[0], l, &A, 6, T0);
+	assert_true(n > 0);
+	for (int i = 0; i < n; i++) {
+		answer(r, &l->pos[i], 4);
+		assert_int_equal(coord_submit(t.c[0], l->id, &A, r, 1, T0, err), 1);
+	}
+	assert_int_equal(coord_commit(t.c[0], err), 0);
+	assert_int_equal(bookdb_txn_begin(&t0, t.db[0], false), 0);
+	for (int i = 0; i < n; i++) {
+		const uint8_t *val;
+		size_t len;
+		assert_int_equal(bookdb_get_raw(&val, &len, t0, l->pos[i].key), 0);
+		assert_int_equal(bookdb_put_raw(t1, l->pos[i].key, val, len), 0);
+	}
+	bookdb_txn_abort(t0);
+	note = other_writer_ends(&t, db1, t1, path, "another writer's round");
+	snprintf(want, sizeof want, "caught up with the book: %d positions written since, ", n);
+	assert_non_null(strstr(note, want));
+	/* Those positions are thought: never leased again. */
+	size_t nkeys = 0;
+	for (int i = 0; i < n; i++) keys[nkeys++] = l->pos[i].key;
+	assert_true(answer_rounds(t.c[1], t.db[1], 8, keys, &nkeys) > 8);
+	/* A record of the graph changed: the root given a move it did not
+	 * store, to a position the book does not hold, valued +3000. */
+	Move mv[MOVEGEN_MAX], fresh[2];
+	int nfresh = 0;
+	t1 = other_writer_begins(&t, &db1);
+	pos_set_startpos(pos);
+	assert_int_equal(bookdb_get(rec, t1, pos_key(pos)), 0);
+	int nl = movegen_legal(pos, mv);
+	for (int i = 0; i < nl && nfresh < 2; i++) {
+		bool stored = false;
+		for (int k = 0; k < rec->nmoves; k++) stored |= rec->moves[k].move == mv[i];
+		const uint8_t *val;
+		size_t len;
+		if (!stored &&
+		    bookdb_get_raw(&val, &len, t1, pos_key_after(pos, mv[i])) == BOOKDB_ENOTFOUND)
+			fresh[nfresh++] = mv[i];
+	}
+	assert_int_equal(nfresh, 2);
+	rec->moves[rec->nmoves++] = engine_move(fresh[0], 3000);
+	assert_int_equal(bookdb_put(t1, pos_key(pos), rec), 0);
+	note = other_writer_ends(&t, db1, t1, path, "a record of the graph changed");
+	assert_non_null(strstr(note, "1 positions written since, 1 of them in the graph, 0 new"));
+	assert_true(key_equal(lease_one(&t), pos_key_after(pos, fresh[0])));
+	/* A thought position new to the graph, one move from the root by a
+	 * move the root's record does not store, whose moves all lose 5000
+	 * for its mover: the root's best move. */
+	t1 = other_writer_begins(&t, &db1);
+	pos_do_move(pos, fresh[1]);
+	bookdb_record_init(rec, pos);
+	rec->flags = BOOKDB_REC_THOUGHT;
+	rec->think_depth = 10;
+	nl = movegen_legal(pos, mv);
+	rec->nmoves = 3;
+	/* Its children, and every position a legal move after them. */
+	Key near[3 * (MOVEGEN_MAX + 1)];
+	int nnear = 0;
+	for (int i = 0; i < 3; i++) {
+		rec->moves[i] = engine_move(mv[i], -5000);
+		near[nnear++] = pos_key_after(pos, mv[i]);
+	}
+	for (int i = 0; i < 3; i++) {
+		Position *c = malloc(sizeof *c);
+		Move cm[MOVEGEN_MAX];
+		assert_non_null(c);
+		*c = *pos;
+		pos_do_move(c, mv[i]);
+		int ncm = movegen_legal(c, cm);
+		for (int j = 0; j < ncm; j++) near[nnear++] = pos_key_after(c, cm[j]);
+		free(c);
+	}
+	assert_int_equal(bookdb_put(t1, pos_key(pos), rec), 0);
+	note = other_writer_ends(&t, db1, t1, path, "a position new to the graph");
+	assert_non_null(strstr(note, "1 positions written since, 0 of them in the graph, 1 new"));
+	assert_true(key_in(lease_one(&t), near, 3));
+	assert_true(key_in(lease_one(&t), near, nnear)); /* under it still */
+	/* Its moves now all win 5000 for its mover: the root avoids it. */
+	t1 = other_writer_begins(&t, &db1);
+	revalue(t1, rec, pos_key(pos), 5000);
+	other_writer_ends(&t, db1, t1, path, "its values turned");
+	for (int round = 0; round < 3; round++) assert_false(key_in(lease_one(&t), near, nnear));
+	/* It and its children thought since (a root's move off the PV now)
+	 * turned back to lose 5000 for its mover whatever it plays: the root's
+	 * best move again, which the graph's bounds (of it and of the root)
+	 * said otherwise. */
+	t1 = other_writer_begins(&t, &db1);
+	int nthought = 0;
+	for (int i = 0; i < 3; i++) {
+		const uint8_t *val;
+		size_t len;
+		if (bookdb_get_raw(&val, &len, t1, near[i]) != 0) continue;
+		revalue(t1, rec, near[i], 5000);
+		nthought++;
+	}
+	assert_true(nthought >= 1); /* the leases above: one or two of its children */
+	revalue(t1, rec, pos_key(pos), -5000);
+	note = other_writer_ends(&t, db1, t1, path, "turned back");
+	snprintf(want, sizeof want, "%d positions written since, %d of them in the graph",
+	         nthought + 1, nthought + 1);
+	assert_non_null(strstr(note, want));
+	assert_true(key_in(lease_one(&t), near, nnear));
+	/* A minimax run between: still good. */
+	close_twin(&t);
+	minimax_quiet(t.dir[1]);
+	reopen_with_snapshot(&t, path, PLAN_PV, false);
+	if (!coord_snapshot_restored(t.c[1], &note, NULL))
+		fail_msg("not restored after a minimax run: %s", note);
+	print_message("after a minimax run: %s\n", note);
+	assert_non_null(strstr(note, "0 positions written since"));
+	/* Another writer's record, then a minimax run that consumes the log:
+	 * the snapshot's hold kept the entry. (The hold: set at the stop,
+	 * dropped at the start.) */
+	t1 = other_writer_begins(&t, &db1);
+	assert_true(held(t1));
+	revalue(t1, rec, pos_key(pos), -2900);
+	assert_int_equal(bookdb_txn_commit(t1), 0);
+	bookdb_free(db1);
+	minimax_quiet(t.dir[1]);
+	reopen_with_snapshot(&t, path, PLAN_PV, false);
+	if (!coord_snapshot_restored(t.c[1], &note, NULL))
+		fail_msg("not restored after a write and a minimax run: %s", note);
+	print_message("written, then a minimax run: %s\n", note);
+	assert_int_equal(bookdb_txn_begin(&t1, t.db[1], false), 0);
+	assert_false(held(t1));
+	bookdb_txn_abort(t1);
+	assert_non_null(strstr(note, "1 positions written since, 1 of them in the graph"));
+	/* Writes past the log's room (it overflows: writes go unlogged), then a
+	 * minimax run: refused, with the reason. */
+	close_twin(&t);
+	BookDBOptions small = {.changes_max = 2};
+	assert_int_equal(bookdb_open(&db1, t.dir[1], &small, err), 0);
+	assert_int_equal(bookdb_txn_begin(&t1, db1, true), 0);
+	for (int i = 0; i < 3; i++) revalue(t1, rec, pos_key(pos), -5000 + 100 * i);
+	assert_int_equal(bookdb_txn_commit(t1), 0);
+	bookdb_free(db1);
+	minimax_quiet(t.dir[1]);
+	reopen_with_snapshot(&t, path, PLAN_PV, false);
+	assert_false(coord_snapshot_restored(t.c[1], &note, NULL));
+	print_message("the log overflowed, then a minimax run: %s\n", note);
+	assert_non_null(strstr(note, "no longer holds every write"));
+	free(keys);
+	free(l);
+	free(r);
+	free(rec);
+	free(pos);
+	twins_close(&t);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -1590,6 +1933,7 @@ int main(void)
 	    cmocka_unit_test(
 	        test_coord__a_restart_from_the_snapshot_leases_what_an_unbroken_run_does),
 	    cmocka_unit_test(test_coord__a_snapshot_that_does_not_fit_is_refused_and_said),
+	    cmocka_unit_test(test_coord__a_snapshot_catches_up_with_another_writer),
 	    cmocka_unit_test(test_coord__restarts_from_the_snapshot_in_slices_lease_nothing_twice),
 	    cmocka_unit_test(
 	        test_coord__a_crash_after_a_checkpoint_restarts_from_it_with_its_journal),
