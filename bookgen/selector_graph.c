@@ -674,6 +674,12 @@ int sel_g_expand(Selector *s, uint32_t i)
 			__builtin_prefetch(
 			    bloom_block(s->bloom, s->bloom_blocks, s->legal_after[j]));
 	}
+	/* The first search tries first the move minimax valued best (its last
+	 * run's values, when the record has them): the selector's own values
+	 * are much the same, so the other moves are mostly refuted by a null
+	 * window at once. */
+	bool mm = rec->flags & BOOKDB_REC_MINIMAX;
+	int best_value = INT_MIN;
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *bm = &rec->moves[k];
 		if ((bm->flags & BOOKDB_MOVE_AVOIDED) || !pos_is_legal(pos, bm->move)) continue;
@@ -684,6 +690,10 @@ int sel_g_expand(Selector *s, uint32_t i)
 		if ((bm->flags & BOOKDB_MOVE_STATS) && bm->count > 0) f |= EF_KIF;
 		r = add_edge(s, i, (uint32_t)c, bm->move, f, bm->eval);
 		if (r) return r;
+		if (mm && bm->value > best_value) {
+			best_value = bm->value;
+			s->nodes[i].u.e.best = s->nodes[i].u.e.n;
+		}
 		s->nodes[i].u.e.n++;
 	}
 	for (int j = 0; j < nlegal; j++) {
