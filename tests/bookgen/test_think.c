@@ -1375,16 +1375,22 @@ static void test_bookgen__think_stops_on_engine_time(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	/* The probe's lines: four (two roots, each colour), more than 1 s of
+	 * engine time can finish (with two, both games once ended in 0.7 s). */
 	static const char *const runs[] = {
 	    "%s think %s/b --new --engines 2 --nodes 3000 --engine-seconds 1 --quiet",
 	    "%s think %s/b --engines 1 --nodes 3000 --multipv 1 --opponent builtin --probe-plies "
-	    "200 "
-	    "--probe-burst 2 "
-	    "--engine-seconds 1 --quiet",
+	    "200 --probe-burst 2 --roots %s/roots --engine-seconds 1 --quiet",
 	};
+	char roots[4200];
+	snprintf(roots, sizeof roots, "%s/roots", dir);
+	FILE *f = fopen(roots, "w");
+	assert_non_null(f);
+	fputs("startpos\nstartpos moves 7g7f\n", f);
+	assert_int_equal(fclose(f), 0);
 	for (size_t i = 0; i < 2; i++) {
 		double cpu0 = children_cpu_s();
-		assert_int_equal(ts_runf(&out, &err, runs[i], ts_joseki(), dir), 0);
+		assert_int_equal(ts_runf(&out, &err, runs[i], ts_joseki(), dir, dir), 0);
 		double cpu = children_cpu_s() - cpu0, used = engine_s(out);
 		if (used < 1.0 || used > cpu + 0.05 || used > 3.0)
 			fail_msg("run %zu: engine_s %.2f for a budget of 1 s (the command's CPU "
