@@ -755,6 +755,9 @@ int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, Retro
 	    bookdb_record_position(s->pos, s->rec, NULL) < 0)
 		return SEL_ECORRUPT;
 	int nc = retro_parents(s->pos, cand), found = 0;
+	/* Most candidates are in neither graph nor book: their map slots
+	 * fetched together, so that the misses overlap. */
+	for (int c = 0; c < nc; c++) keymap_prefetch(&s->map, cand[c].key);
 	for (int c = 0; c < nc; c++) {
 		int64_t j = sel_g_find_node(s, cand[c].key);
 		if (j >= 0 &&
