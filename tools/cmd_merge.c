@@ -45,6 +45,7 @@ typedef struct {
 	bool progress;
 	bool reported; /* the failure was printed as its source ended */
 	BookmmStats mm;
+	bool mm_busy; /* another minimax run held the book (a coordinator's) */
 } MergeRun;
 
 /* After each source: its failure, and the records that do not decode. */
@@ -78,6 +79,10 @@ static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
 	char msg[BOOKMM_ERRLEN];
 	int rc = bookmm_run(&r->mm, db, &mo, msg);
 	if (r->progress) fputs("\r\033[K", stderr);
+	/* The run under way (a coordinator's, say) or the next one reads the
+	 * merge's writes from the change log: the merge is done. */
+	r->mm_busy = rc == BOOKMM_EBUSY;
+	if (r->mm_busy) return 0;
 	return rc < 0 ? errmsg_set(err, errlen, -1, "%s", msg) : 0;
 }
 
@@ -123,7 +128,9 @@ int cmd_merge(int argc, char **argv)
 	double ms = clock_ms_f() - t0;
 	if (json) {
 		json_t *m = json_null();
-		if (ran_mm)
+		if (ran_mm && run.mm_busy)
+			m = json_pack("{s:b}", "busy", true);
+		else if (ran_mm)
 			m = json_pack("{s:b,s:I,s:I,s:I,s:s}", "incremental", mm.incremental,
 			              "changed", (json_int_t)mm.changed, "affected",
 			              (json_int_t)mm.affected, "rewritten",
@@ -157,7 +164,9 @@ int cmd_merge(int argc, char **argv)
 		printf(" (%llu without kept plies: statistics taken as the larger, not added)",
 		       (unsigned long long)total.games_unlocated);
 	if (total.resumed) printf("; an interrupted merge completed");
-	if (ran_mm)
+	if (ran_mm && run.mm_busy)
+		printf("; minimax left to the run under way on the book (and the next)");
+	else if (ran_mm)
 		printf("; minimax %s (%zu changed, %zu analysed again)",
 		       mm.incremental ? "incremental" : "whole book", mm.changed, mm.affected);
 	printf("; %.0f ms\n", ms);

@@ -16,6 +16,9 @@
 
 #include <cmocka.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <jansson.h>
 
 #include "bookdb/bookdb.h"
@@ -579,6 +582,51 @@ static void test_merge__a_game_mark_keeps_its_plies(void **state)
 	free(pos);
 }
 
+/* ---- another minimax run under way ---- */
+
+/*
+ * A merge into a book whose minimax another process is running (a
+ * coordinator's, holding BOOK/minimax.lock) is done: its own minimax is left
+ * to that run and the next, which read the merge's writes from the change
+ * log; the command says so and succeeds (it failed before, the merge made).
+ * The next minimax run takes them in.
+ */
+static void test_merge__a_minimax_run_under_way_takes_the_merge_in(void **state)
+{
+	(void)state;
+	char *d = ts_mkdtemp();
+	const char *J = ts_joseki();
+	ingest_ab(d, NULL, NULL, false);
+	sh("%s minimax %s/B --quiet && cp -r %s/B %s/C", J, d, d, d);
+	char path[512];
+	int fd[2];
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof path, "%s/%c/minimax.lock", d, "BC"[i]);
+		fd[i] = open(path, O_RDWR | O_CREAT, 0664);
+		assert_true(fd[i] >= 0);
+		assert_int_equal(flock(fd[i], LOCK_EX | LOCK_NB), 0);
+	}
+	json_t *m = ts_run_json(0, "%s merge %s/B %s/A --json --quiet", J, d, d);
+	assert_true(ts_jint(m, "changed") > 0);
+	assert_true(json_is_true(json_object_get(json_object_get(m, "minimax"), "busy")));
+	char *out = NULL, *err = NULL;
+	assert_int_equal(ts_runf(&out, &err, "%s merge %s/C %s/A", J, d, d), 0);
+	assert_non_null(strstr(out, "minimax left to the run under way"));
+	free(out);
+	free(err);
+	close(fd[0]);
+	close(fd[1]);
+	out = err = NULL;
+	assert_int_equal(ts_runf(&out, &err, "%s minimax %s/B", J, d), 0);
+	if (!strstr(out, "incremental:")) fail_msg("not an incremental run: %s", out);
+	assert_null(strstr(out, "incremental: 0 changed"));
+	free(out);
+	free(err);
+	json_decref(m);
+	ts_rmtree(d);
+	free(d);
+}
+
 /* ---- --dry-run ---- */
 
 static void test_merge__dry_run_writes_nothing_and_counts_the_same(void **state)
@@ -1016,6 +1064,7 @@ int main(void)
 	    cmocka_unit_test(test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run),
 	    cmocka_unit_test(test_merge__games_without_kept_plies_never_count_twice),
 	    cmocka_unit_test(test_merge__dry_run_writes_nothing_and_counts_the_same),
+	    cmocka_unit_test(test_merge__a_minimax_run_under_way_takes_the_merge_in),
 	    cmocka_unit_test(test_merge__records_that_do_not_decode_are_skipped_and_named),
 	    cmocka_unit_test(test_merge__kill_9_leaves_whole_batches_and_a_rerun_completes),
 	    cmocka_unit_test(test_merge__several_sources_then_the_minimax_hook),
