@@ -197,6 +197,13 @@ static int hold_get(BookTxn *t, bool *set, uint64_t *hold)
 	return 0;
 }
 
+/* Drops the hold (which must be set). */
+static int hold_drop(BookTxn *t)
+{
+	return bdb_txn_write(t, BOOKDB_META, OP_DEL, META_CHANGES_HOLD, strlen(META_CHANGES_HOLD),
+	                     NULL, 0);
+}
+
 int bookdb_changes_hold(BookTxn *t, bool on)
 {
 	if (!t->write) return BOOKDB_EREADONLY;
@@ -206,8 +213,7 @@ int bookdb_changes_hold(BookTxn *t, bool on)
 		bool set;
 		uint64_t hold;
 		if (rc || (rc = hold_get(t, &set, &hold)) || !set) return rc;
-		return bdb_txn_write(t, BOOKDB_META, OP_DEL, META_CHANGES_HOLD,
-		                     strlen(META_CHANGES_HOLD), NULL, 0);
+		return hold_drop(t);
 	}
 	uint8_t hb[8];
 	be64_put(hb, t->chg_seq);
@@ -243,7 +249,7 @@ int bookdb_changes_consume(BookTxn *t, uint64_t upto)
 	if (upto && t->chg_entries && (rc = delete_upto(t, held ? hold : upto))) return rc;
 	if (set && (!held ? t->chg_state == BOOKDB_CHANGES_OVERFLOW
 	                  : t->chg_entries > t->db->changes_max / 2)) {
-		if ((rc = bookdb_changes_hold(t, false))) return rc;
+		if ((rc = hold_drop(t))) return rc;
 		if (held && (rc = delete_upto(t, upto))) return rc;
 	}
 	/* Writes numbered after upto were not seen by the consumer: keep the overflow. */

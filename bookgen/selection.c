@@ -128,12 +128,7 @@ int selection_resume(Selector **sel, Plan **plan, BookDB *db, const SelectionSpe
 			SelCatchUp cu;
 			rc = selection_open(sel, plan, db, spec, snap, note);
 			if (rc == 0 && behind && (rc = sel_catch_up(*sel, from, &cu, note)) == 0)
-				snprintf(
-				    note, SNAP_ERRLEN,
-				    "caught up with the book: %llu positions written since, %llu "
-				    "of them in the graph, %llu new to it",
-				    (unsigned long long)cu.keys, (unsigned long long)cu.changed,
-				    (unsigned long long)cu.added);
+				sel_catch_up_note(note, SNAP_ERRLEN, &cu);
 			if (rc == 0 && (rc = selection_release_all(*sel)) < 0)
 				errmsg_set(note, SNAP_ERRLEN, rc, "%s", sel_strerror(rc));
 			if (rc < 0 && *sel) {

@@ -754,21 +754,23 @@ int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, Retro
 	if (bookdb_record_decode(s->rec, val, len) < 0 ||
 	    bookdb_record_position(s->pos, s->rec, NULL) < 0)
 		return SEL_ECORRUPT;
-	int nc = retro_parents(s->pos, cand), found = 0;
+	int nc = retro_parents(s->pos, cand);
 	/* Most candidates are in neither graph nor book: their map slots
 	 * fetched together, so that the misses overlap. */
 	for (int c = 0; c < nc; c++) keymap_prefetch(&s->map, cand[c].key);
-	for (int c = 0; c < nc; c++) {
+	int r = 0;
+	for (int c = 0; !r && c < nc; c++) {
 		int64_t j = sel_g_find_node(s, cand[c].key);
-		if (j >= 0 &&
-		    (s->nodes[j].flags & (NF_EXPANDED | NF_THOUGHT)) == (NF_EXPANDED | NF_THOUGHT))
-			cand[found++].key = cand[c].key;
-	}
-	if (!found) return 0; /* a search meets it through the book, if ever */
-	i = create_node(s, k);
-	int r = i < 0 ? (int)i : sel_g_add_raw(s, (uint32_t)i, val, len);
-	for (int c = 0; !r && c < found; c++) {
-		uint32_t j = (uint32_t)sel_g_find_node(s, cand[c].key);
+		if (j < 0 ||
+		    (s->nodes[j].flags & (NF_EXPANDED | NF_THOUGHT)) != (NF_EXPANDED | NF_THOUGHT))
+			continue;
+		/* A parent: the position becomes a node (at the first), the
+		 * parent is built again from the book, the new child getting its
+		 * edge. */
+		if (i < 0) {
+			if ((i = create_node(s, k)) < 0) return (int)i;
+			if ((r = sel_g_add_raw(s, (uint32_t)i, val, len))) break;
+		}
 		const uint8_t *pv;
 		size_t pl;
 		int g = bookdb_get_raw(&pv, &pl, s->txn, cand[c].key);
@@ -776,11 +778,12 @@ int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, Retro
 			r = g < 0 && g != BOOKDB_ENOTFOUND ? SEL_EBOOK : SEL_ESTALE;
 			break;
 		}
-		/* Built again from the book: the new child gets its edge. */
-		if (!(r = sel_g_add_raw(s, j, pv, pl))) r = sel_g_invalidate_later(s, j);
+		if (!(r = sel_g_add_raw(s, (uint32_t)j, pv, pl)))
+			r = sel_g_invalidate_later(s, (uint32_t)j);
 		(*parents)++;
 	}
-	return r ? r : 2;
+	/* No parent: a search meets it through the book, if ever. */
+	return r ? r : i < 0 ? 0 : 2;
 }
 
 void sel_g_memory(SelStats *out, const Selector *s)

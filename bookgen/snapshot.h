@@ -93,7 +93,9 @@ JOSEKI_MUST_USE int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *er
 /*
  * Brings a selector restored from a snapshot stamped from (sel_restore) up
  * to the book as it is now, when another writer (an ingest, a think without
- * the snapshot, a merge) committed since: the book's change log holds the
+ * the snapshot, a merge) committed since — from must be of this book's file
+ * (the caller compared it with bookdb_stamp's, as it must before restoring
+ * anyway), and behind it: the book's change log holds the
  * key of every record written since from's sequence number on, unless a
  * minimax run consumed entries past it, the log overflowed, or it was not on
  * when the snapshot was written. Each record written is given to the
@@ -112,6 +114,9 @@ typedef struct {
 	uint64_t parents; /* expanded nodes built again for them */
 } SelCatchUp;
 JOSEKI_MUST_USE int sel_catch_up(Selector *s, const BookStamp *from, SelCatchUp *out, char *err);
+/* What a catch-up did, for a note: "caught up with the book: N positions
+ * written since, M of them in the graph, K new to it" (len bytes). */
+void sel_catch_up_note(char *out, size_t len, const SelCatchUp *cu);
 
 /*
  * The plan's section: its options, roots and weights, and per (root, colour)

@@ -297,12 +297,12 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 		         "in %.2f s",
 		         (unsigned long long)c->snap_commits, (unsigned long long)c->snap_replayed,
 		         c->snap_replay_ms / 1000);
-	if (rc == 0 && catch_up)
-		snprintf(c->snap_note, sizeof c->snap_note,
-		         "caught up with the book: %llu positions written since, %llu of them in "
-		         "the graph, %llu new to it, in %.2f s",
-		         (unsigned long long)cu.keys, (unsigned long long)cu.changed,
-		         (unsigned long long)cu.added, c->snap_replay_ms / 1000);
+	if (rc == 0 && catch_up) {
+		char what[SNAP_ERRLEN];
+		sel_catch_up_note(what, sizeof what, &cu);
+		snprintf(c->snap_note, sizeof c->snap_note, "%.200s, in %.2f s", what,
+		         c->snap_replay_ms / 1000);
+	}
 	snap_close(snap);
 }
 
