@@ -57,18 +57,9 @@ CONC=${BOOK_CONCURRENCY:-2}
 EXITN=${BOOK_EXIT_NODES:-500000}
 GJITTER=${BOOK_GROW_JITTER:-0}
 
-if [ ! -x "$FS" ]; then
-	echo "bench-book: fairy-stockfish is not installed ($FS): run tools/install-deps.sh" \
-		"(Debian package fairy-stockfish), or set FAIRY_STOCKFISH" >&2
-	exit 1
-fi
-if [ -n "${BOOK_DIR:-}" ]; then
-	W=$BOOK_DIR
-	mkdir -p "$W"
-else
-	W=$(mktemp -d)
-	trap 'rm -rf "$W"' EXIT
-fi
+. "$(dirname "$0")/bench-lib.sh"
+need_fairy bench-book "$FS"
+work_dir "${BOOK_DIR:-}"
 
 grep -v '^#' tests/data/positions/openings-v1.sfen | grep . | head -n "$NOPEN" >"$W/openings.txt"
 n=$(wc -l <"$W/openings.txt")

@@ -25,21 +25,13 @@ ELO0=${STRENGTH_ELO0:--10}
 ELO1=${STRENGTH_ELO1:-10}
 OPENINGS=tests/data/positions/openings-v1.sfen
 
-if [ ! -x "$FSF" ]; then
-	echo "bench-strength: fairy-stockfish is not installed ($FSF not found):" \
-		"run tools/install-deps.sh (apt-get install fairy-stockfish) or set FAIRY_STOCKFISH" >&2
-	exit 1
-fi
+. "$(dirname "$0")/bench-lib.sh"
+need_fairy bench-strength "$FSF"
 [ -x "$J" ] || { echo "bench-strength: $J not found (run make)" >&2; exit 1; }
 [ -f "$OPENINGS" ] || { echo "bench-strength: $OPENINGS not found (run from the repository)" >&2; exit 1; }
 
-if [ -n "${STRENGTH_OUT:-}" ]; then
-	OUT=$STRENGTH_OUT
-	mkdir -p "$OUT"
-else
-	OUT=$(mktemp -d)
-	trap 'rm -rf "$OUT"' EXIT
-fi
+work_dir "${STRENGTH_OUT:-}"
+OUT=$W
 # The built-in engine behind the USI driver, as fairy-stockfish is: both keep
 # their hash over a game and pay the same pipe overhead.
 printf '#!/bin/sh\nexec "%s" usi\n' "$(cd "$(dirname "$J")" && pwd)/$(basename "$J")" >"$OUT/joseki-usi"
