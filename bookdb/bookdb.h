@@ -290,6 +290,8 @@ typedef struct {
 	uint64_t first;   /* sequence number of the first entry; 0 when empty */
 	uint64_t last;    /* sequence number of the last entry; 0 when empty */
 	uint64_t seq;     /* the last sequence number given out (>= last); 0 if none yet */
+	bool held;        /* a hold is set (bookdb_changes_hold): */
+	uint64_t hold;    /* consume keeps the entries after this number */
 } BookChangesInfo;
 
 typedef struct BookChangesIter BookChangesIter;

@@ -118,6 +118,8 @@ int bookdb_changes_enable(BookTxn *t)
 	return rc ? rc : bdb_changes_set_state(t, BOOKDB_CHANGES_ON);
 }
 
+static int hold_get(BookTxn *t, bool *set, uint64_t *hold);
+
 int bookdb_changes_info(BookChangesInfo *out, BookTxn *t)
 {
 	memset(out, 0, sizeof *out);
@@ -128,6 +130,7 @@ int bookdb_changes_info(BookChangesInfo *out, BookTxn *t)
 	out->state = (BookChangesState)t->chg_state;
 	out->entries = t->chg_entries;
 	out->seq = t->chg_seq;
+	if ((rc = hold_get(t, &out->held, &out->hold))) return rc;
 	if (!t->db->has_changes || !t->chg_entries) return 0;
 	MDB_cursor *c;
 	MDB_val k, v;

@@ -166,6 +166,9 @@ json_t *bookdb_stats_json(const BookStats *st)
 	json_object_set_new(o, "pages_free", json_integer((json_int_t)st->space.pages_free));
 	json_object_set_new(o, "corrupt", SCANNED(st->corrupt));
 	json_object_set_new(o, "changes", json_integer((json_int_t)st->changes.entries));
+	json_object_set_new(o, "changes_hold",
+	                    st->changes.held ? json_integer((json_int_t)st->changes.hold)
+	                                     : json_null());
 #undef SCANNED
 	return o;
 }

@@ -115,8 +115,12 @@ int cmd_stats(int argc, char **argv)
 		       (unsigned long long)st.space.pages_used,
 		       (unsigned long long)st.space.pages_free, st.space.page_size);
 		static const char *const tracking[] = {"tracking off", "tracking on", "overflowed"};
-		printf("changes            %llu (%s)\n", (unsigned long long)st.changes.entries,
+		printf("changes            %llu (%s", (unsigned long long)st.changes.entries,
 		       tracking[st.changes.state]);
+		if (st.changes.held)
+			printf("; held after %llu for a selector snapshot",
+			       (unsigned long long)st.changes.hold);
+		printf(")\n");
 		if (st.corrupt)
 			printf("corrupt            %llu (run joseki check)\n",
 			       (unsigned long long)st.corrupt);

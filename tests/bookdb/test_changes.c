@@ -445,8 +445,20 @@ static void test_changes__a_hold_keeps_what_was_written_after_it(void **state)
 	hold(db, true);
 	enable(db);
 	put_n(db, 0, 5); /* 1..5 */
+	assert_false(info_of(db).held);
 	hold(db, true);  /* from 5 on */
 	put_n(db, 5, 6); /* 6..11 */
+	assert_true(info_of(db).held);
+	assert_int_equal(info_of(db).hold, 5);
+	/* stats says so (a reader beside this writer). */
+	json_t *st = ts_run_json(0, "%s stats %s --json", ts_joseki(), path);
+	assert_int_equal(ts_jint(st, "changes_hold"), 5);
+	json_decref(st);
+	char *out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s stats %s", ts_joseki(), path), 0);
+	assert_non_null(strstr(
+	    out, "changes            11 (tracking on; held after 5 for a selector snapshot)"));
+	free(out);
 	BookTxn *txn;
 	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
 	assert_int_equal(bookdb_changes_hold(txn, true), BOOKDB_EREADONLY);
@@ -465,6 +477,10 @@ static void test_changes__a_hold_keeps_what_was_written_after_it(void **state)
 	assert_log(db, 14, keys + 13, 1);
 	/* Dropped: the next consume deletes everything it is given. */
 	hold(db, false);
+	assert_false(info_of(db).held);
+	st = ts_run_json(0, "%s stats %s --json", ts_joseki(), path);
+	assert_true(json_is_null(json_object_get(st, "changes_hold")));
+	json_decref(st);
 	hold(db, false); /* none: nothing to drop */
 	put_n(db, 14, 2);
 	consume(db, 15);
