@@ -13,13 +13,37 @@
 /* Minimax's value of a move without a value (minimax/bookmm.h BOOKMM_NOVALUE). */
 #define NOVALUE INT16_MIN
 
+bool bookdb_move_valued(const BookRecord *rec, const BookMove *m)
+{
+	if (rec->flags & BOOKDB_REC_MINIMAX) return m->value != NOVALUE;
+	return bookdb_move_analysed(m);
+}
+
+int bookdb_move_value(const BookRecord *rec, const BookMove *m)
+{
+	return (rec->flags & BOOKDB_REC_MINIMAX) ? m->value : m->eval;
+}
+
 const char *bookdb_value_source(const BookRecord *rec, const BookMove *m)
 {
-	if (!(rec->flags & BOOKDB_REC_MINIMAX) || m->value == NOVALUE) return NULL;
+	if (!bookdb_move_valued(rec, m)) return NULL;
+	if (!(rec->flags & BOOKDB_REC_MINIMAX))
+		return m->source == BOOKDB_SOURCE_IMPORT ? "imported" : "thought";
+	if (rec->flags & BOOKDB_REC_GAMES) return "games";
 	if (m->dist > 0 || !(m->flags & BOOKDB_MOVE_EVAL)) return "minimax";
 	int e = value_clamp(m->eval);
 	if (m->value != e) return "blend";
-	return m->source == BOOKDB_SOURCE_GAME ? "game" : "thought";
+	return m->source == BOOKDB_SOURCE_GAME     ? "game"
+	       : m->source == BOOKDB_SOURCE_IMPORT ? "imported"
+	                                           : "thought";
+}
+
+const char *bookdb_unvalued_reason(const BookRecord *rec, const BookMove *m)
+{
+	if (bookdb_move_valued(rec, m)) return NULL;
+	if (rec->flags & BOOKDB_REC_GAMES) return "not chosen from the games";
+	if (bookdb_move_commented(m)) return "game comment only";
+	return "not analysed";
 }
 
 static bool move_better(const BookRecord *rec, const BookMove *a, const BookMove *b,
@@ -27,12 +51,12 @@ static bool move_better(const BookRecord *rec, const BookMove *a, const BookMove
 {
 	bool aa = a->flags & BOOKDB_MOVE_AVOIDED, ab = b->flags & BOOKDB_MOVE_AVOIDED;
 	if (!with_avoided && aa != ab) return ab;
-	if (rec->flags & BOOKDB_REC_MINIMAX) {
-		if (a->value != b->value) return a->value > b->value;
-	} else {
-		bool ea = a->flags & BOOKDB_MOVE_EVAL, eb = b->flags & BOOKDB_MOVE_EVAL;
-		if (ea != eb) return ea;
-		if (ea && a->eval != b->eval) return a->eval > b->eval;
+	/* A move with a value before one without, whatever the other knows. */
+	bool va = bookdb_move_valued(rec, a), vb = bookdb_move_valued(rec, b);
+	if (va != vb) return va;
+	if (va) {
+		int x = bookdb_move_value(rec, a), y = bookdb_move_value(rec, b);
+		if (x != y) return x > y;
 	}
 	if (a->count != b->count) return a->count > b->count;
 	return a->move < b->move;
@@ -89,6 +113,7 @@ Move bookdb_best_move(const BookRecord *rec, const Position *pos)
 {
 	for (int i = 0; i < rec->nmoves; i++)
 		if (!(rec->moves[i].flags & BOOKDB_MOVE_AVOIDED) &&
+		    bookdb_move_valued(rec, &rec->moves[i]) &&
 		    pos_is_legal(pos, rec->moves[i].move))
 			return rec->moves[i].move;
 	return MOVE_NONE;
@@ -187,15 +212,15 @@ char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *
 		TEXT_LIT(&t, "true");
 	else
 		TEXT_LIT(&t, "false");
-	/* The first move the book side plays: avoided moves are sorted last. */
-	if (nmoves > 0 && (with_avoided || !(rec->moves[0].flags & BOOKDB_MOVE_AVOIDED))) {
+	/* The first move the book side plays: avoided moves are sorted last,
+	 * moves without a value after those with one. */
+	if (nmoves > 0 && (with_avoided || !(rec->moves[0].flags & BOOKDB_MOVE_AVOIDED)) &&
+	    bookdb_move_valued(rec, &rec->moves[0])) {
 		usi_move_write(rec->moves[0].move, usi);
 		text_key(&t, "bestmove", false);
 		text_string(&t, usi);
-		if (minimax) {
-			text_key(&t, "value", false);
-			text_int(&t, rec->moves[0].value);
-		}
+		text_key(&t, "value", false);
+		text_int(&t, bookdb_move_value(rec, &rec->moves[0]));
 	}
 	if (in_book && (rec->flags & BOOKDB_REC_THOUGHT)) {
 		text_key(&t, "thought_depth", false);
@@ -220,18 +245,24 @@ char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *
 		TEXT_LIT(&t, "{");
 		text_key(&t, "move", true);
 		text_string(&t, usi);
-		if (minimax) {
-			text_key(&t, "value", false);
-			text_int(&t, m->value);
-			text_key(&t, "dist", false);
-			text_int(&t, m->dist);
-			const char *src = bookdb_value_source(rec, m);
-			if (src) {
-				text_key(&t, "value_source", false);
-				text_string(&t, src);
+		/* What the book plays on, and where it comes from; or null and
+		 * why there is none. */
+		text_key(&t, "value", false);
+		const char *src = bookdb_value_source(rec, m);
+		if (src) {
+			text_int(&t, bookdb_move_value(rec, m));
+			if (minimax) {
+				text_key(&t, "dist", false);
+				text_int(&t, m->dist);
 			}
+			text_key(&t, "value_source", false);
+			text_string(&t, src);
+		} else {
+			TEXT_LIT(&t, "null");
+			text_key(&t, "unvalued", false);
+			text_string(&t, bookdb_unvalued_reason(rec, m));
 		}
-		if (m->flags & BOOKDB_MOVE_EVAL) {
+		if (bookdb_move_analysed(m)) {
 			text_key(&t, "eval", false);
 			text_int(&t, m->eval);
 			text_key(&t, "depth", false);
@@ -240,6 +271,10 @@ char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *
 			text_int(&t, (long long)m->nodes);
 			text_key(&t, "source", false);
 			text_int(&t, m->source);
+		} else if (bookdb_move_commented(m)) {
+			/* Another program's opinion, shown as such. */
+			text_key(&t, "game_eval", false);
+			text_int(&t, m->eval);
 		}
 		text_key(&t, "count", false);
 		text_int(&t, m->count);

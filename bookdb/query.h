@@ -4,9 +4,11 @@
  * all order moves and build the JSON object here, so they cannot disagree.
  *
  * Order, best first: moves the book side avoids (BOOKDB_MOVE_AVOIDED, joseki
- * prune) after all others (unless asked: the _ex forms), then by minimax value when minimax has run
- * on the record, else moves with an engine evaluation first, by eval; then by games played; ties by
- * move number so the order is stable.
+ * prune) after all others (unless asked: the _ex forms), then moves with a
+ * value (bookdb_move_valued: the minimax value when minimax has run on the
+ * record, else the move's own analysis) before those without, by value; then
+ * by games played; ties by move number so the order is stable. A game
+ * comment is never a value here.
  */
 #ifndef BOOKDB_QUERY_H
 #define BOOKDB_QUERY_H
@@ -22,14 +24,28 @@
 bool bookdb_move_better(const BookRecord *rec, const BookMove *a, const BookMove *b);
 
 /*
- * Where the minimax value of move m of rec (a record with BOOKDB_REC_MINIMAX)
- * comes from: "thought" (the move's own engine evaluation: an analysis of this
- * position or an imported book), "game" (a game record's evaluation of the
- * move), "blend" (an evaluation blended with the move's win rate), "minimax"
- * (backed up from the position the move leads to; m->dist plies to the leaf),
- * or NULL when the move has no value.
+ * Whether move m of rec has a value the book plays on: its minimax value once
+ * minimax has run on the record (BOOKDB_REC_MINIMAX; BOOKMM_NOVALUE is none),
+ * else its own analysis (bookdb_move_analysed: never a game comment).
+ */
+bool bookdb_move_valued(const BookRecord *rec, const BookMove *m);
+/* That value (the minimax value, else the analysis's eval); meaningful only
+ * when bookdb_move_valued. */
+int bookdb_move_value(const BookRecord *rec, const BookMove *m);
+
+/*
+ * Where the value of move m of rec comes from, or NULL when it has none:
+ * "thought" (the move's own engine analysis: think, a worker), "imported" (an
+ * imported engine book's), "game" (a game record's comment, only when a
+ * minimax run asked for them: --game-evals), "blend" (an evaluation blended
+ * with the move's win rate), "minimax" (backed up from the position the move
+ * leads to; m->dist plies to the leaf), "games" (the move's game results, by
+ * a games-only minimax run: --games-book).
  */
 const char *bookdb_value_source(const BookRecord *rec, const BookMove *m);
+/* Why move m of rec has no value ("game comment only", "not analysed", "not
+ * chosen from the games"), or NULL when it has one. */
+const char *bookdb_unvalued_reason(const BookRecord *rec, const BookMove *m);
 
 /* Sorts rec's moves best first. */
 void bookdb_moves_sort(BookRecord *rec);
@@ -46,19 +62,20 @@ JOSEKI_MUST_USE int bookdb_query_ex(BookRecord *rec, BookTxn *txn, const Positio
                                     bool with_avoided);
 
 /* The first legal move for pos of rec as bookdb_query left it (the book's
- * best), never an avoided one, or MOVE_NONE: what `joseki usi --book` and
- * `match` play. */
+ * best), never an avoided one nor one without a value, or MOVE_NONE (the
+ * engine then thinks): what `joseki usi --book` and `match` play. */
 Move bookdb_best_move(const BookRecord *rec, const Position *pos);
 
 /*
  * The `query --json` text for pos and its record as bookdb_query left it
  * (in_book its result): one compact JSON object and a newline, with sfen, key,
- * in_book, bestmove/value when there are moves, thought_depth, ply, legal_moves
- * (how many legal moves the position has), moves [...] (with value_source once
- * minimax ran); layout in docs/bookdb.md ("query"). Written directly (no JSON
- * library objects: the HTTP server answers with it at tens of thousands a
- * second). Returns a malloc'd NUL-terminated string (its length without the NUL
- * in *len when len is not NULL), or NULL when out of memory.
+ * in_book, bestmove/value when the first move has a value, thought_depth, ply,
+ * legal_moves (how many legal moves the position has), moves [...] (each with
+ * value and value_source, or value null and why: unvalued; eval for an
+ * analysis, game_eval for a game comment); layout in docs/bookdb.md ("query"). Written directly (no
+ * JSON library objects: the HTTP server answers with it at tens of thousands a second). Returns a
+ * malloc'd NUL-terminated string (its length without the NUL in *len when len is not NULL), or NULL
+ * when out of memory.
  */
 char *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos, size_t *len);
 /* As bookdb_query_json; bestmove is left out when the first move is avoided,

@@ -11,6 +11,7 @@
 #ifndef BOOKDB_RECORD_H
 #define BOOKDB_RECORD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,7 +29,11 @@
  * encoder sets and clears this bit from the moves' BOOKDB_MOVE_AVOIDED flags;
  * the decoder sets it when the record has it. */
 #define BOOKDB_REC_AVOID 0x04
-#define BOOKDB_REC_FLAGS_KNOWN 0x07
+/* The minimax values (BOOKDB_REC_MINIMAX) come from the moves' game results
+ * (`minimax --games-book`: a book from games alone, by choice), not from an
+ * analysis. */
+#define BOOKDB_REC_GAMES 0x08
+#define BOOKDB_REC_FLAGS_KNOWN 0x0f
 
 /* Per-move flags. */
 #define BOOKDB_MOVE_EVAL 0x01  /* eval, depth, nodes and source are valid */
@@ -55,6 +60,20 @@ typedef struct {
 	int16_t value;                       /* minimax value (record flag BOOKDB_REC_MINIMAX) */
 	uint16_t dist; /* plies from this move to the leaf the value comes from */
 } BookMove;
+
+/* Whether m's evaluation is an analysis (an engine's, by think or a worker,
+ * or an imported engine book's): a value the book may play on. A game
+ * record's comment is another program's opinion, kept and shown, but not an
+ * analysis (docs/minimax.md, "Where values come from"). */
+static inline bool bookdb_move_analysed(const BookMove *m)
+{
+	return (m->flags & BOOKDB_MOVE_EVAL) && m->source != BOOKDB_SOURCE_GAME;
+}
+/* Whether m's evaluation is a game record's comment. */
+static inline bool bookdb_move_commented(const BookMove *m)
+{
+	return (m->flags & BOOKDB_MOVE_EVAL) && m->source == BOOKDB_SOURCE_GAME;
+}
 
 typedef struct {
 	Piece board[SQ_NB];

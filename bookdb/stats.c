@@ -128,14 +128,14 @@ int bookdb_stats(BookStats *st, BookDB *db, BookTxn *txn, bool full)
 	st->bytes = bookdb_file_size(db);
 	if ((rc = bookdb_space(&st->space, txn))) goto done;
 	pos_set_startpos(pos);
-	if (bookdb_get(rec, txn, pos_key(pos)) == 0 && (rec->flags & BOOKDB_REC_MINIMAX) &&
-	    rec->nmoves > 0) {
-		st->root_known = 1;
-		st->root_value = rec->moves[0].value;
-		for (int i = 1; i < rec->nmoves; i++)
-			if (rec->moves[i].value > st->root_value)
-				st->root_value = rec->moves[i].value;
-	}
+	if (bookdb_get(rec, txn, pos_key(pos)) == 0 && (rec->flags & BOOKDB_REC_MINIMAX))
+		for (int i = 0; i < rec->nmoves; i++) {
+			const BookMove *m = &rec->moves[i];
+			/* The value the book plays on: valued, not avoided. */
+			if (m->value == INT16_MIN || (m->flags & BOOKDB_MOVE_AVOIDED)) continue;
+			if (!st->root_known || m->value > st->root_value) st->root_value = m->value;
+			st->root_known = 1;
+		}
 	rc = 0;
 done:
 	free(rec);

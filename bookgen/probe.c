@@ -193,7 +193,7 @@ static int read_record(Probe *p, Worker *w, const Position *pos)
 	return rc == BOOKDB_ENOTFOUND ? 0 : rc < 0 ? rc : 1;
 }
 
-/* Whether pos is thought in the book with at least lines evaluated moves (or
+/* Whether pos is thought in the book with at least lines analysed moves (or
  * all its legal moves, when fewer; book_mu held, w->rec scratch). 1, 0, or a
  * BOOKDB_* code. */
 static int is_thought(Probe *p, Worker *w, const Position *pos, int lines)
@@ -203,19 +203,18 @@ static int is_thought(Probe *p, Worker *w, const Position *pos, int lines)
 	if (!(w->rec->flags & BOOKDB_REC_THOUGHT)) return 0;
 	int evals = 0;
 	for (int i = 0; i < w->rec->nmoves; i++)
-		if (w->rec->moves[i].flags & BOOKDB_MOVE_EVAL) evals++;
+		if (bookdb_move_analysed(&w->rec->moves[i])) evals++;
 	int legal = movegen_count(pos);
 	return evals >= (lines < legal ? lines : legal);
 }
 
-/* Whether pos's record holds m with an evaluation (book_mu held, w->rec
+/* Whether pos's record holds m with an analysis (book_mu held, w->rec
  * scratch): 1, 0, or a BOOKDB_* code. */
 static int has_reply(Probe *p, Worker *w, const Position *pos, Move m)
 {
 	int rc = read_record(p, w, pos);
 	for (int i = 0; rc == 1 && i < w->rec->nmoves; i++)
-		if (w->rec->moves[i].move == m && (w->rec->moves[i].flags & BOOKDB_MOVE_EVAL))
-			return 1;
+		if (w->rec->moves[i].move == m && bookdb_move_analysed(&w->rec->moves[i])) return 1;
 	return rc < 0 ? rc : 0;
 }
 

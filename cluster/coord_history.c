@@ -290,9 +290,9 @@ int coord_history_put(BookTxn *txn, CoordHistPoint *p, int step_s)
 /* ---- taking a point (the coordinator's service thread) ---- */
 
 /* The book's view of the (first) root, through the writer's transaction:
- * the value of its best move after the last minimax (its engine eval before
- * any) and the book's line from it, best move by best move as /v1/line
- * gives it (up to COORD_HIST_PV_MOVES plies, or a repetition). */
+ * the value of its best move after the last minimax (its analysis before
+ * any; none when no move has a value) and the book's line from it, best move by best move as
+ * /v1/line gives it (up to COORD_HIST_PV_MOVES plies, or a repetition). */
 static int root_line(Coord *c, BookTxn *t, CoordHistPoint *p)
 {
 	p->root_value = COORD_HIST_NO_ROOT;
@@ -307,10 +307,9 @@ static int root_line(Coord *c, BookTxn *t, CoordHistPoint *p)
 		if (rc < 0) return rc;
 		if (rc == 0 || !c->rec->nmoves) break;
 		const BookMove *m = &c->rec->moves[0];
-		if (n == 0)
-			p->root_value = c->rec->flags & BOOKDB_REC_MINIMAX ? m->value
-			                : m->flags & BOOKDB_MOVE_EVAL      ? m->eval
-			                                                   : COORD_HIST_NO_ROOT;
+		/* Only a valued move is the book's (a game comment is not a value). */
+		if (!bookdb_move_valued(c->rec, m) || (m->flags & BOOKDB_MOVE_AVOIDED)) break;
+		if (n == 0) p->root_value = bookdb_move_value(c->rec, m);
 		char mv[USI_MOVE_MAX];
 		usi_move_write(m->move, mv);
 		size_t len = strlen(mv);

@@ -47,10 +47,26 @@ typedef void (*BookmmProgressFn)(void *ctx, const char *phase, size_t done, size
  * a move of an inner node into such a position is a leaf valued by the move's
  * own evaluation when it has one. GAMES: every record is an inner node (a
  * value may be backed up along a lone game line; the behaviour before the
- * policy existed).
+ * policy existed). An evaluation is an analysis (bookdb_move_analysed), or
+ * also a game comment with game_evals.
  */
 typedef enum { BOOKMM_LEAVES_THOUGHT = 0, BOOKMM_LEAVES_GAMES = 1 } BookmmLeaves;
 #define BOOKMM_ANY_DEPTH (-1)
+
+/*
+ * A book from games alone (docs/minimax.md, "Books from games alone"), by
+ * choice: no analysis is a value, each position's moves are valued by their
+ * game results, nothing is backed up. MOST_PLAYED (Bonanza's narrow book): the
+ * move played in the most games (ties: the better score rate), the position's
+ * only valued move; WINRATE (dlshogi's): every move with enough games, by its
+ * score rate. A valued move's value is its score rate p (wins + draws/2 over
+ * games, bounded to 0.01..0.99) as 600 ln(p / (1 - p)) centipawns.
+ */
+typedef enum {
+	BOOKMM_GAMES_NONE = 0,
+	BOOKMM_GAMES_MOST_PLAYED = 1,
+	BOOKMM_GAMES_WINRATE = 2,
+} BookmmGamesBook;
 
 typedef struct {
 	BookmmLeaves leaves;
@@ -59,6 +75,11 @@ typedef struct {
 	uint32_t min_games;   /* THOUGHT: games through a position that make it inner (0: off) */
 	double blend;         /* weight 0..1 of the win rate in a leaf's value (0: off) */
 	uint32_t blend_games; /* least games of a move for the blend (0: 10) */
+	/* Game records' comments ('** in CSA) count as evaluations, as an
+	 * analysis does (off: they are shown, never values). */
+	bool game_evals;
+	BookmmGamesBook games_book; /* a book from games alone (the fields above unused) */
+	uint32_t games_min;         /* games_book: the least games of a valued move (0: 1) */
 } BookmmPolicy;
 
 typedef struct {

@@ -45,18 +45,22 @@ bool bookmm_record_inner(const BookRecord *rec, const BookmmPolicy *p);
  * p->min_games asks for the game counts); false for a record that does not
  * decode. */
 bool bookmm_raw_inner(const uint8_t *raw, size_t len, const BookmmPolicy *p, BookRecord *rec);
-/* The value of move bm as a leaf: its evaluation (clamped to the mate bound),
- * blended with its games' win rate when p->blend asks for it. bm must have
- * BOOKDB_MOVE_EVAL. */
-int16_t bookmm_leaf_value(const BookMove *bm, const BookmmPolicy *p);
+/*
+ * The value of each move of rec as a leaf under policy p, into value[m]
+ * (BOOKMM_NOVALUE: none); returns how many have one. An evaluation
+ * (bookdb_move_analysed; with p->game_evals also a game comment), clamped to
+ * the mate bound and blended with the move's win rate when p->blend asks;
+ * under p->games_book, the moves' game results instead (bookmm.h).
+ */
+int bookmm_leaves(const BookRecord *rec, const BookmmPolicy *p, int16_t *value);
 
 /*
  * A record's moves in the graph. For an inner node (the leaf policy): every
  * legal move whose child is a book node is an edge (listed in the record or
  * not), except a move into a position that is not inner when the record has
- * an evaluation of the move (that evaluation is then the move's leaf value);
+ * a leaf value of the move (bookmm_leaves: that value is then the move's);
  * a node that is not inner has no edges. Then the best leaf among the record's
- * other moves with an evaluation, then, when there is no legal move, a mated
+ * other moves with a leaf value, then, when there is no legal move, a mated
  * leaf (MOVE_NONE, -32000). out holds BOOKMM_NODE_MOVES. *flags gets
  * MMF_WHITE / MMF_INCHECK / MMF_INNER. A record that does not decode or is not
  * a legal position has no moves (returns 0, flags 0): joseki check reports it.

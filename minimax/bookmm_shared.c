@@ -34,6 +34,16 @@ static uint32_t policy_blend_games(const BookmmPolicy *p)
 BookmmPolicy bookmm_policy_norm(const BookmmPolicy *p)
 {
 	BookmmPolicy n = *p;
+	if (n.games_book != BOOKMM_GAMES_NONE) {
+		/* Games alone: nothing else of the policy is used. */
+		BookmmPolicy g = {.leaves = BOOKMM_LEAVES_THOUGHT,
+		                  .min_depth = 1,
+		                  .blend_games = 10,
+		                  .games_book = n.games_book,
+		                  .games_min = n.games_min ? n.games_min : 1};
+		return g;
+	}
+	n.games_min = 0;
 	n.min_depth = policy_min_depth(p) ? policy_min_depth(p) : BOOKMM_ANY_DEPTH;
 	n.blend_games = policy_blend_games(p);
 	if (n.blend < 0) n.blend = 0;
@@ -51,11 +61,14 @@ bool bookmm_policy_equal(const BookmmPolicy *a, const BookmmPolicy *b)
 {
 	BookmmPolicy x = bookmm_policy_norm(a), y = bookmm_policy_norm(b);
 	return x.leaves == y.leaves && x.min_depth == y.min_depth && x.min_games == y.min_games &&
-	       x.blend_games == y.blend_games && x.blend == y.blend;
+	       x.blend_games == y.blend_games && x.blend == y.blend &&
+	       x.game_evals == y.game_evals && x.games_book == y.games_book &&
+	       x.games_min == y.games_min;
 }
 
 bool bookmm_record_inner(const BookRecord *rec, const BookmmPolicy *p)
 {
+	if (p->games_book != BOOKMM_GAMES_NONE) return false;
 	if (p->leaves == BOOKMM_LEAVES_GAMES) return true;
 	if ((rec->flags & BOOKDB_REC_THOUGHT) && rec->think_depth >= policy_min_depth(p))
 		return true;
@@ -68,6 +81,7 @@ bool bookmm_record_inner(const BookRecord *rec, const BookmmPolicy *p)
 
 bool bookmm_raw_inner(const uint8_t *raw, size_t len, const BookmmPolicy *p, BookRecord *rec)
 {
+	if (p->games_book != BOOKMM_GAMES_NONE) return false;
 	if (p->leaves == BOOKMM_LEAVES_GAMES) return true;
 	/* Flags, then min_ply (a varint), then think_depth when THOUGHT. */
 	if (len >= 2 && (raw[0] & BOOKDB_REC_THOUGHT)) {
@@ -79,19 +93,72 @@ bool bookmm_raw_inner(const uint8_t *raw, size_t len, const BookmmPolicy *p, Boo
 	return bookdb_record_decode_moves(rec, raw, len) == 0 && bookmm_record_inner(rec, p);
 }
 
-int16_t bookmm_leaf_value(const BookMove *bm, const BookmmPolicy *p)
+/* A score rate as centipawns, YaneuraOu's logistic: 600 ln(p / (1 - p)),
+ * p bounded to 0.01..0.99. */
+static int rate_cp(const BookMove *bm)
+{
+	double rate = (bm->wins + 0.5 * bm->draws) / bm->count;
+	if (rate < 0.01) rate = 0.01;
+	if (rate > 0.99) rate = 0.99;
+	return (int)lround(600.0 * log(rate / (1 - rate)));
+}
+
+static int16_t eval_leaf(const BookMove *bm, const BookmmPolicy *p)
 {
 	int v = bm->eval;
 	/* A mate score is a proof (or a clamped game claim, docs/ingest.md): no blend. */
 	if (p->blend > 0 && (bm->flags & BOOKDB_MOVE_STATS) && bm->count >= policy_blend_games(p) &&
 	    v > -VALUE_MATE_IN_MAX && v < VALUE_MATE_IN_MAX) {
-		double rate = (bm->wins + 0.5 * bm->draws) / bm->count;
-		if (rate < 0.01) rate = 0.01;
-		if (rate > 0.99) rate = 0.99;
 		double w = p->blend > 1 ? 1 : p->blend;
-		v = (int)lround((1 - w) * v + w * 600.0 * log(rate / (1 - rate)));
+		v = (int)lround((1 - w) * v + w * rate_cp(bm));
 	}
 	return bookmm_clamp(v);
+}
+
+/* Whether a games-only book values move bm (enough games, not avoided). */
+static bool games_ok(const BookMove *bm, const BookmmPolicy *p)
+{
+	return (bm->flags & BOOKDB_MOVE_STATS) && !(bm->flags & BOOKDB_MOVE_AVOIDED) &&
+	       bm->count > 0 && bm->count >= (p->games_min ? p->games_min : 1);
+}
+
+int bookmm_leaves(const BookRecord *rec, const BookmmPolicy *p, int16_t *value)
+{
+	int n = 0;
+	if (p->games_book == BOOKMM_GAMES_NONE) {
+		for (int m = 0; m < rec->nmoves; m++) {
+			const BookMove *bm = &rec->moves[m];
+			bool ev = p->game_evals ? (bm->flags & BOOKDB_MOVE_EVAL) != 0
+			                        : bookdb_move_analysed(bm);
+			value[m] = ev ? eval_leaf(bm, p) : BOOKMM_NOVALUE;
+			n += ev;
+		}
+		return n;
+	}
+	int best = -1;
+	for (int m = 0; m < rec->nmoves; m++) {
+		const BookMove *bm = &rec->moves[m];
+		bool ok = games_ok(bm, p);
+		value[m] = ok && p->games_book == BOOKMM_GAMES_WINRATE ? (int16_t)rate_cp(bm)
+		                                                       : BOOKMM_NOVALUE;
+		n += ok && p->games_book == BOOKMM_GAMES_WINRATE;
+		if (!ok || p->games_book != BOOKMM_GAMES_MOST_PLAYED) continue;
+		const BookMove *b = best >= 0 ? &rec->moves[best] : NULL;
+		/* The most played; ties by score rate, then the smaller move. */
+		if (!b || bm->count > b->count ||
+		    (bm->count == b->count &&
+		     ((uint64_t)(2 * bm->wins + bm->draws) * b->count >
+		          (uint64_t)(2 * b->wins + b->draws) * bm->count ||
+		      ((uint64_t)(2 * bm->wins + bm->draws) * b->count ==
+		           (uint64_t)(2 * b->wins + b->draws) * bm->count &&
+		       bm->move < b->move))))
+			best = m;
+	}
+	if (best >= 0) {
+		value[best] = (int16_t)rate_cp(&rec->moves[best]);
+		n = 1;
+	}
+	return n;
 }
 
 /*
@@ -132,6 +199,8 @@ int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, const uint8_t *raw, size
 		 * not as the policy says: its parents' edges depend on that. */
 		nl = k;
 	}
+	int16_t leafv[BOOKDB_MAX_MOVES];
+	bookmm_leaves(rec, lk->policy, leafv);
 	if (inner) {
 		for (int m = 0; m < nl; m++) child[m] = pos_key_after(pos, legal[m]);
 		if (kd)
@@ -140,13 +209,14 @@ int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, const uint8_t *raw, size
 			uint32_t j = lk->find(lk->ctx, child[m]);
 			if (j == MM_NONE) continue;
 			/* Into a position only games passed through: the move's own
-			 * evaluation (this position's analysis, or the game's comment)
-			 * values it, not whatever that position's line ends in. */
+			 * evaluation (this position's analysis; a game's comment only
+			 * with game_evals) values it, not whatever that position's line
+			 * ends in. */
 			if (lk->policy->leaves != BOOKMM_LEAVES_GAMES && !lk->inner(lk->ctx, j)) {
 				bool evald = false;
 				for (int q = 0; q < rec->nmoves && !evald; q++)
 					evald = rec->moves[q].move == legal[m] &&
-					        (rec->moves[q].flags & BOOKDB_MOVE_EVAL);
+					        leafv[q] != BOOKMM_NOVALUE;
 				if (evald) continue;
 			}
 			out[n++] = (MmMove){legal[m], 0, j};
@@ -159,13 +229,13 @@ int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, const uint8_t *raw, size
 	MmMove best = {MOVE_NONE, 0, MM_NONE};
 	for (int m = 0; m < rec->nmoves; m++) {
 		const BookMove *bm = &rec->moves[m];
-		if (!(bm->flags & BOOKDB_MOVE_EVAL) || (bm->flags & BOOKDB_MOVE_AVOIDED) ||
+		if (leafv[m] == BOOKMM_NOVALUE || (bm->flags & BOOKDB_MOVE_AVOIDED) ||
 		    bm->move == MOVE_NONE)
 			continue;
 		bool edge = false;
 		for (int q = 0; q < nedges && !edge; q++) edge = out[q].move == bm->move;
 		if (edge) continue;
-		int16_t v = bookmm_leaf_value(bm, lk->policy);
+		int16_t v = leafv[m];
 		if (best.move == MOVE_NONE || v > best.value) best = (MmMove){bm->move, v, MM_NONE};
 	}
 	if (best.move != MOVE_NONE) out[n++] = best;
@@ -187,6 +257,10 @@ static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int ned
 	bool changed = false;
 	uint8_t flags = valued ? (uint8_t)(rec->flags | BOOKDB_REC_MINIMAX)
 	                       : (uint8_t)(rec->flags & ~BOOKDB_REC_MINIMAX);
+	flags = valued && p->games_book != BOOKMM_GAMES_NONE ? (uint8_t)(flags | BOOKDB_REC_GAMES)
+	                                                     : (uint8_t)(flags & ~BOOKDB_REC_GAMES);
+	int16_t leafv[BOOKDB_MAX_MOVES];
+	bookmm_leaves(rec, p, leafv);
 	if (flags != rec->flags) changed = true;
 	rec->flags = flags;
 	uint16_t n0 = rec->nmoves;
@@ -203,8 +277,7 @@ static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int ned
 		/* Not an edge: a leaf valued by its evaluation. An avoided move
 		 * shows its own evaluation too (for query --with-avoided); it is no
 		 * part of the node's value. */
-		if (valued && !edge && (rec->moves[m].flags & BOOKDB_MOVE_EVAL))
-			v = bookmm_leaf_value(&rec->moves[m], p);
+		if (valued && !edge && leafv[m] != BOOKMM_NOVALUE) v = leafv[m];
 		if (rec->moves[m].value != v || rec->moves[m].dist != d) changed = true;
 		rec->moves[m].value = v;
 		rec->moves[m].dist = d;
@@ -263,12 +336,14 @@ MmFlags bookmm_core_flags(uint8_t file)
 	return r;
 }
 
-/* meta "mmstate": u32 version (2), u32 0, then u64 stamp, journal_len, seq,
+/* meta "mmstate": u32 version (3), u32 0, then u64 stamp, journal_len, seq,
  * i32 draw_black, draw_white, u64 positions, valued, settled, moves, edges,
  * then the leaf policy: u32 leaves, u32 min_depth, u32 min_games, u32
- * blend_games, i64 blend × 10^6; all little-endian. */
-#define STATE_VERSION 2
-#define STATE_LEN 104
+ * blend_games, i64 blend × 10^6, u8 game_evals, u8 games_book, u16 0, u32
+ * games_min; all little-endian. A state of another version is not read (the
+ * next run is a whole-book one). */
+#define STATE_VERSION 3
+#define STATE_LEN 112
 
 static void put64(uint8_t *p, uint64_t v)
 {
@@ -306,6 +381,10 @@ int bookmm_state_get(BookmmState *out, BookTxn *txn)
 	out->policy.min_games = (uint32_t)b;
 	out->policy.blend_games = (uint32_t)(b >> 32);
 	out->policy.blend = (double)(int64_t)get64(p + 96) / 1e6;
+	uint64_t c = get64(p + 104);
+	out->policy.game_evals = (c & 0xff) != 0;
+	out->policy.games_book = (BookmmGamesBook)((c >> 8) & 0xff);
+	out->policy.games_min = (uint32_t)(c >> 32);
 	return 0;
 }
 
@@ -326,6 +405,8 @@ int bookmm_state_put(BookTxn *txn, const BookmmState *st)
 	put64(p + 80, (uint64_t)q->leaves | (uint64_t)(uint32_t)q->min_depth << 32);
 	put64(p + 88, (uint64_t)q->min_games | (uint64_t)q->blend_games << 32);
 	put64(p + 96, (uint64_t)(int64_t)llround(q->blend * 1e6));
+	put64(p + 104, (uint64_t)(q->game_evals ? 1 : 0) | (uint64_t)(q->games_book & 0xff) << 8 |
+	                   (uint64_t)q->games_min << 32);
 	return bookdb_kv_put(txn, BOOKDB_META, "mmstate", 7, p, sizeof p);
 }
 

@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,8 @@ typedef struct {
 
 typedef struct {
 	Move move, ponder;
-	int value, depth;
+	int value, depth; /* depth: the order's tie-break (minimax: the distance) */
+	int field;        /* the depth field written (ExportOptions.depth_field) */
 } OutMove;
 
 /* One entry of an Apery book, with what orders it: its key, then the
@@ -122,6 +124,18 @@ static bool out_better(const OutMove *a, const OutMove *b, bool minimax)
 	return a->depth > b->depth;
 }
 
+/* The search depth of rec's analysis: its think depth, else its deepest
+ * analysed move's, else 0. */
+static int analysis_depth(const BookRecord *rec)
+{
+	if ((rec->flags & BOOKDB_REC_THOUGHT) && rec->think_depth) return rec->think_depth;
+	int d = 0;
+	for (int k = 0; k < rec->nmoves; k++)
+		if (bookdb_move_analysed(&rec->moves[k]) && rec->moves[k].depth > d)
+			d = rec->moves[k].depth;
+	return d;
+}
+
 /* The moves of rec to write, best first; returns how many. */
 static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *pos,
                          const BookIndex *ix, BookRecord *child, const ExportOptions *opt)
@@ -132,7 +146,7 @@ static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *po
 		const BookMove *m = &rec->moves[k];
 		if (m->move == MOVE_NONE) continue;
 		if ((m->flags & BOOKDB_MOVE_AVOIDED) && !opt->with_avoided) continue;
-		OutMove o = {m->move, MOVE_NONE, 0, 0};
+		OutMove o = {m->move, MOVE_NONE, 0, 0, 0};
 		bool shallow = (m->flags & BOOKDB_MOVE_EVAL) && m->depth < opt->min_depth;
 		if (minimax) {
 			if (m->value == BOOKMM_NOVALUE) continue;
@@ -140,10 +154,17 @@ static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *po
 			if (shallow && m->dist == 0) continue;
 			o.value = m->value;
 			o.depth = m->dist;
+			/* A leaf's own analysis (not a game comment, nor games alone). */
+			o.field = opt->depth_field == EXPORT_DEPTH_DISTANCE ? m->dist
+			          : m->dist == 0 && !(rec->flags & BOOKDB_REC_GAMES) &&
+			                  bookdb_move_analysed(m)
+			              ? m->depth
+			              : 0;
 		} else {
-			if (!(m->flags & BOOKDB_MOVE_EVAL) || shallow) continue;
+			/* Before minimax: the move's own analysis, never a game comment. */
+			if (!bookdb_move_analysed(m) || shallow) continue;
 			o.value = m->eval;
-			o.depth = m->depth;
+			o.depth = o.field = m->depth;
 		}
 		size_t p = n++;
 		while (p > 0 && out_better(&o, &out[p - 1], minimax)) {
@@ -162,12 +183,35 @@ static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *po
 	if (minimax)
 		for (size_t k = 0; k < keep; k++) {
 			if (out[k].depth == 0) continue;
-			if (bookdb_index_get_moves(child, ix, pos_key_after(pos, out[k].move)) ==
-			        0 &&
-			    (child->flags & BOOKDB_REC_MINIMAX))
-				out[k].ponder = best_of(child);
+			if (bookdb_index_get_moves(child, ix, pos_key_after(pos, out[k].move)) != 0)
+				continue;
+			if (child->flags & BOOKDB_REC_MINIMAX) out[k].ponder = best_of(child);
+			/* Backed up: the depth of the analysis of the position it
+			 * leads to, whose value it is (its deepest move's when the
+			 * record does not say). */
+			if (opt->depth_field == EXPORT_DEPTH_SEARCH &&
+			    !(rec->flags & BOOKDB_REC_GAMES))
+				out[k].field = analysis_depth(child);
 		}
 	return keep;
+}
+
+/* What YaneuraOu's defaults would leave out of this position's best move. */
+static void yo_count(ExportStats *st, const BookRecord *rec, const Position *pos,
+                     const OutMove *best)
+{
+	int side = pos->side == WHITE;
+	int limit = side ? EXPORT_YO_WHITE_LIMIT : EXPORT_YO_BLACK_LIMIT;
+	if (st->positions == 0) { /* the first: the extremes start here */
+		st->depth_lo = best->field;
+		st->value_lo[0] = st->value_lo[1] = INT_MAX;
+	}
+	if (best->field < st->depth_lo) st->depth_lo = best->field;
+	if (best->value < st->value_lo[side]) st->value_lo[side] = best->value;
+	if (rec->min_ply > st->ply_hi) st->ply_hi = rec->min_ply;
+	st->yo_shallow += best->field < EXPORT_YO_DEPTH_LIMIT;
+	st->yo_below[side] += best->value < limit;
+	st->yo_late += rec->min_ply > EXPORT_YO_BOOK_MOVES;
 }
 
 static int spill_record(FILE *f, Entry *e, uint64_t off, const BookRecord *rec, const Position *pos,
@@ -184,7 +228,7 @@ static int spill_record(FILE *f, Entry *e, uint64_t off, const BookRecord *rec, 
 		 * route is shown one lower, so an engine prefers the best line. */
 		if (minimax && k > 0 && value == mv[0].value && mv[k].depth != mv[0].depth) value--;
 		size_t ml =
-		    db2016_format_move_count(line, mv[k].move, mv[k].ponder, value, mv[k].depth, 1);
+		    db2016_format_move_count(line, mv[k].move, mv[k].ponder, value, mv[k].field, 1);
 		if (fwrite(line, 1, ml, f) != ml) return -1;
 	}
 	long end = ftell(f);
@@ -249,6 +293,7 @@ static void *run_part(void *arg)
 		if (bookdb_record_position(pos, rec, NULL) < 0) continue;
 		size_t n = pick_moves(mv, rec, pos, p->ix, child, p->opt);
 		if (n == 0) continue;
+		yo_count(&p->st, rec, pos, &mv[0]);
 		if (p->apery) {
 			if (array_grow((void **)&p->ap, &p->apcap, p->nap + n, sizeof *p->ap,
 			               1024) < 0) {
@@ -429,6 +474,18 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		st.positions += parts[t].st.positions;
 		st.moves += parts[t].st.moves;
 		st.minimaxed += parts[t].st.minimaxed;
+		const ExportStats *q = &parts[t].st;
+		if (q->positions == 0) continue;
+		bool first = st.positions == q->positions;
+		if (first || q->depth_lo < st.depth_lo) st.depth_lo = q->depth_lo;
+		for (int c = 0; c < 2; c++) {
+			if (first || q->value_lo[c] < st.value_lo[c])
+				st.value_lo[c] = q->value_lo[c];
+			st.yo_below[c] += q->yo_below[c];
+		}
+		if (q->ply_hi > st.ply_hi) st.ply_hi = q->ply_hi;
+		st.yo_shallow += q->yo_shallow;
+		st.yo_late += q->yo_late;
 	}
 	if (rc < 0) goto done;
 	out = fopen(tmp_path, "wb");

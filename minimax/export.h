@@ -23,6 +23,23 @@ const char *export_strerror(int code);
 
 typedef enum { EXPORT_MOVES_BEST, EXPORT_MOVES_WINDOW, EXPORT_MOVES_ALL } ExportMoves;
 
+/*
+ * The YaneuraOu depth field. SEARCH (the default): the depth of the analysis
+ * a move's value rests on (its own analysis; for a value backed up through
+ * the position it leads to, that position's analysis), which YaneuraOu's
+ * BookDepthLimit compares; 0 for a value from games alone. DISTANCE: plies to
+ * the leaf the value comes from, as YaneuraOu's makebook peta_shock writes it
+ * (0 for a leaf: an engine must then set BookDepthLimit 0).
+ */
+typedef enum { EXPORT_DEPTH_SEARCH = 0, EXPORT_DEPTH_DISTANCE = 1 } ExportDepth;
+
+/* YaneuraOu's defaults that leave book moves out (its options BookDepthLimit,
+ * BookEvalBlackLimit, BookEvalWhiteLimit, BookMoves). */
+#define EXPORT_YO_DEPTH_LIMIT 16
+#define EXPORT_YO_BLACK_LIMIT 0
+#define EXPORT_YO_WHITE_LIMIT (-140)
+#define EXPORT_YO_BOOK_MOVES 16
+
 /* Progress: phase "reading" (records done of total) or "writing" (positions
  * written of total); called every so often from the calling thread. */
 typedef void (*ExportProgressFn)(void *ctx, const char *phase, size_t done, size_t total);
@@ -36,7 +53,8 @@ typedef struct {
 	                              records: one); the output is the same for any number */
 	ExportProgressFn progress; /* may be NULL */
 	void *progress_ctx;
-	bool with_avoided; /* also moves joseki prune marked avoided (left out by default) */
+	bool with_avoided;       /* also moves joseki prune marked avoided (left out by default) */
+	ExportDepth depth_field; /* YaneuraOu: what the depth field says */
 } ExportOptions;
 
 typedef struct {
@@ -46,6 +64,13 @@ typedef struct {
 	size_t minimaxed;  /* positions written with minimax values */
 	size_t entries;    /* Apery: entries written */
 	size_t collisions; /* Apery: entries left out, their key naming another position too */
+	/* What YaneuraOu's defaults would leave out of the positions written
+	 * (their best move): a depth field under EXPORT_YO_DEPTH_LIMIT, a value
+	 * under the side's limit (by the side to move, BLACK/WHITE), a ply past
+	 * EXPORT_YO_BOOK_MOVES; and the extremes: the smallest depth field and
+	 * value of a best move (by side), the largest ply written. */
+	size_t yo_shallow, yo_below[2], yo_late;
+	int depth_lo, value_lo[2], ply_hi;
 } ExportStats;
 
 /*

@@ -154,24 +154,28 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 			end = "not_in_book";
 			break;
 		}
-		if (t_rec.nmoves == 0) {
+		/* The book's move: valued, not avoided (as usi --book plays). */
+		Move best = bookdb_best_move(&t_rec, &t_pos);
+		if (best == MOVE_NONE) {
 			end = "no_book_move";
 			break;
 		}
 		const BookMove *m = &t_rec.moves[0];
+		while (m->move != best) m++;
 		usi_move_write(m->move, usi);
 		json_t *step = json_object();
 		json_object_set_new(step, "ply", json_integer(t_pos.game_ply));
 		json_object_set_new(step, "move", json_string(usi));
-		if (t_rec.flags & BOOKDB_REC_MINIMAX) {
-			json_object_set_new(step, "value", json_integer(m->value));
+		json_object_set_new(step, "value", json_integer(bookdb_move_value(&t_rec, m)));
+		if (t_rec.flags & BOOKDB_REC_MINIMAX)
 			json_object_set_new(step, "dist", json_integer(m->dist));
-			const char *src = bookdb_value_source(&t_rec, m);
-			if (src) json_object_set_new(step, "value_source", json_string(src));
-		}
-		if (m->flags & BOOKDB_MOVE_EVAL) {
+		json_object_set_new(step, "value_source",
+		                    json_string(bookdb_value_source(&t_rec, m)));
+		if (bookdb_move_analysed(m)) {
 			json_object_set_new(step, "eval", json_integer(m->eval));
 			json_object_set_new(step, "depth", json_integer(m->depth));
+		} else if (bookdb_move_commented(m)) {
+			json_object_set_new(step, "game_eval", json_integer(m->eval));
 		}
 		json_object_set_new(step, "count", json_integer(m->count));
 		char name[JA_MOVE_MAX];

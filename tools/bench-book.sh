@@ -5,7 +5,9 @@
 #
 #   1. an opening suite: the first BOOK_OPENINGS (50) real openings of
 #      tests/data/positions/openings-v1.sfen (floodgate games, 12-24 plies);
-#   2. the games-only book: the bundled floodgate games ingested, minimax;
+#   2. the games-only book: the bundled floodgate games ingested, minimax
+#      --games-book most-played (Bonanza's narrow book: each position's most
+#      played move; a book from games alone is a choice, docs/minimax.md);
 #   3. the grown book: the same, then grown for BOOK_SECONDS (300) s on
 #      BOOK_ENGINES (2) engines, 10 engine-minutes counted in the engines' own
 #      CPU time (think --engine-seconds: a busy machine takes longer, the
@@ -67,7 +69,7 @@ echo "bench-book: $n openings, fairy-stockfish at $NODES nodes, book grown for $
 
 rm -rf "$W/games" "$W/grown"
 $J ingest "$W/games" tests/data/floodgate --quiet >/dev/null
-$J minimax "$W/games" --quiet >/dev/null
+$J minimax "$W/games" --games-book most-played --quiet >/dev/null
 $J ingest "$W/grown" tests/data/floodgate --quiet >/dev/null
 $J think "$W/grown" --engine "$FS" --opponent "$FS" --opponent-restart --engines "$ENGINES" --nodes "$TNODES" \
 	--opponent-nodes "$NODES" --opponent-nodes-jitter "$GJITTER" --multipv "$MULTIPV" \
@@ -100,9 +102,9 @@ print("book %s games %d distinct %d book_plies %.1f exit_ply_median %s exit_ply_
 EOF
 }
 play grown grown $((2 * PAIRS)) 0
-play games games $((2 * PAIRS)) 0
+play games games-most-played $((2 * PAIRS)) 0
 if [ "$EXITN" -gt 0 ]; then
-	FAIRY_STOCKFISH=$FS python3 tools/book_exits.py "$W/match-grown.json" "$W/match-games.json" \
+	FAIRY_STOCKFISH=$FS python3 tools/book_exits.py "$W/match-grown.json" "$W/match-games-most-played.json" \
 		"$EXITN" grown
 fi
 if [ "$JGAMES" -gt 0 ]; then

@@ -1,14 +1,18 @@
 /*
  * joseki export BOOK OUT [--format yaneuraou|apery] [--moves best|window|all]
  *              [--window CP] [--min-depth D] [--max-ply N] [--with-avoided]
- *              [--json] [--quiet]
+ *              [--depth-field search|distance] [--json] [--quiet]
  *
  * Writes the book as a YaneuraOu DB2016 book sorted for BookOnTheFly, or as
  * an Apery binary book (--format apery, or an OUT named *.bin)
  * (docs/minimax.md). Defaults: --moves window --window 30. Moves joseki prune
- * marked avoided are left out unless --with-avoided.
+ * marked avoided are left out unless --with-avoided. Only moves with a value
+ * are written (the minimax value, or before minimax the move's own analysis:
+ * never a game comment); a position without one is left out. A YaneuraOu
+ * export lists the engine options that make it play the book as it is.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +37,78 @@ static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
 	fflush(stderr);
 }
 
+/* One YaneuraOu option the book needs, with why (o: JSON object to add it to,
+ * or NULL for text on stdout). */
+static void yo_option(json_t *o, const char *name, const char *value, const char *why)
+{
+	if (o) {
+		json_t *e = json_pack("{s:s,s:s}", "value", value, "why", why);
+		if (e) json_object_set_new(o, name, e);
+		return;
+	}
+	printf("  setoption name %s value %s\n      %s\n", name, value, why);
+}
+
+/* The YaneuraOu options that make an engine play the exported book as it is
+ * (docs/minimax.md, "Playing the book in YaneuraOu"). */
+static void yo_options(json_t *o, const char *out, const ExportStats *st, const ExportOptions *opt)
+{
+	char v[PATH_MAX + 64], why[256];
+	const char *slash = strrchr(out, '/');
+	if (!o) printf("export: for YaneuraOu (whose defaults leave parts of a book out), set:\n");
+	if (slash)
+		snprintf(v, sizeof v, "%.*s", (int)(slash - out), out);
+	else
+		snprintf(v, sizeof v, ".");
+	char dir[PATH_MAX];
+	yo_option(o, "BookDir",
+	          slash == out       ? "/"
+	          : realpath(v, dir) ? dir
+	                             : v,
+	          "the directory of the book file");
+	yo_option(o, "BookFile", slash ? slash + 1 : out, "the book file");
+	yo_option(o, "BookOnTheFly", "true",
+	          "the file is sorted for it: looked up on disk, not read into memory");
+	yo_option(o, "IgnoreBookPly", "true",
+	          "a position is found whatever the ply it is reached at (the file has the "
+	          "smallest)");
+	int moves = st->ply_hi > EXPORT_YO_BOOK_MOVES ? st->ply_hi : EXPORT_YO_BOOK_MOVES;
+	snprintf(v, sizeof v, "%d", moves);
+	snprintf(why, sizeof why,
+	         "the book reaches ply %d; the default %d uses it up to ply %d (%zu positions "
+	         "beyond)",
+	         st->ply_hi, EXPORT_YO_BOOK_MOVES, EXPORT_YO_BOOK_MOVES, st->yo_late);
+	yo_option(o, "BookMoves", v, why);
+	snprintf(v, sizeof v, "%d", st->depth_lo < EXPORT_YO_DEPTH_LIMIT ? st->depth_lo : 16);
+	snprintf(why, sizeof why,
+	         "the shallowest best move has depth %d (%s); the default %d leaves out %zu "
+	         "of %zu positions",
+	         st->depth_lo,
+	         opt->depth_field == EXPORT_DEPTH_DISTANCE ? "plies to its leaf"
+	                                                   : "of its analysis",
+	         EXPORT_YO_DEPTH_LIMIT, st->yo_shallow, st->positions);
+	yo_option(o, "BookDepthLimit", v, why);
+	static const char *const SIDE[2] = {"Black", "White"};
+	static const int LIMIT[2] = {EXPORT_YO_BLACK_LIMIT, EXPORT_YO_WHITE_LIMIT};
+	for (int c = 0; c < 2; c++) {
+		char name[32];
+		snprintf(name, sizeof name, "BookEval%sLimit", SIDE[c]);
+		int lo = st->value_lo[c] == INT_MAX ? LIMIT[c] : st->value_lo[c];
+		snprintf(v, sizeof v, "%d", lo < LIMIT[c] ? lo : LIMIT[c]);
+		snprintf(why, sizeof why,
+		         "%s's lowest best move is valued %d; the default %d leaves out %zu "
+		         "positions (the engine then searches, as it may prefer)",
+		         SIDE[c], lo, LIMIT[c], st->yo_below[c]);
+		yo_option(o, name, v, why);
+	}
+	snprintf(why, sizeof why, "%s",
+	         opt->moves == EXPORT_MOVES_BEST
+	             ? "one move a position here: any value plays it"
+	             : "0 plays the best move alone; the default 30 picks at random among "
+	               "the moves within 30 of it");
+	yo_option(o, "BookEvalDiff", opt->moves == EXPORT_MOVES_BEST ? "30" : "0", why);
+}
+
 int cmd_export(int argc, char **argv)
 {
 	static const int MOVES[] = {EXPORT_MOVES_BEST, EXPORT_MOVES_WINDOW, EXPORT_MOVES_ALL};
@@ -53,6 +129,9 @@ int cmd_export(int argc, char **argv)
 	            "moves with an evaluation at least this deep"),
 	    CLI_NUM("--max-ply", &opt.max_ply, 1, 65535, "N", "positions up to ply N"),
 	    CLI_FLAG("--with-avoided", &opt.with_avoided, "also the moves prune marked avoided"),
+	    CLI_ENUM("--depth-field", &opt.depth_field, "search|distance", NULL,
+	             "YaneuraOu's depth field: the analysis's search depth (default), or the "
+	             "plies to the leaf as makebook peta_shock writes it"),
 	    CLI_JSON(&json),
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
@@ -94,9 +173,18 @@ int cmd_export(int argc, char **argv)
 			json_object_set_new(o, "entries", json_integer((json_int_t)st.entries));
 			json_object_set_new(o, "collisions",
 			                    json_integer((json_int_t)st.collisions));
+		} else if (o) {
+			json_object_set_new(o, "depth_field",
+			                    json_string(opt.depth_field == EXPORT_DEPTH_DISTANCE
+			                                    ? "distance"
+			                                    : "search"));
+			json_t *yo = json_object();
+			if (st.positions) yo_options(yo, out, &st, &opt);
+			json_object_set_new(o, "yaneuraou_options", yo);
 		}
 		if (joseki_print_json(o, 0) < 0) return 1;
 	} else {
+		if (!apery && !quiet && st.positions) yo_options(NULL, out, &st, &opt);
 		printf("export: %zu of %zu positions (%zu with minimax values), %zu moves, wrote "
 		       "%s, %.0f ms\n",
 		       st.positions, st.records, st.minimaxed, st.moves, out, ms);

@@ -1,6 +1,7 @@
 /*
  * joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP] [--leaves thought|games]
- *                [--min-depth D] [--min-games N] [--blend W] [--blend-games N] [--batch N]
+ *                [--min-depth D] [--min-games N] [--blend W] [--blend-games N] [--game-evals]
+ *                [--games-book most-played|winrate [--games-min N]] [--batch N]
  *                [--json] [--quiet]
  *
  * Backs the values up over the book graph and stores them in the records
@@ -48,8 +49,22 @@ static void on_stop(int sig)
 	atomic_store(&g_stop, true);
 }
 
+/* Where the run's values came from, as its summary says it. */
+static void values_said(char *out, size_t n, const BookmmPolicy *p)
+{
+	if (p->games_book != BOOKMM_GAMES_NONE)
+		snprintf(out, n, "games alone (%s, moves of at least %u game%s)",
+		         p->games_book == BOOKMM_GAMES_WINRATE ? "win rate" : "most played",
+		         p->games_min ? p->games_min : 1, p->games_min > 1 ? "s" : "");
+	else if (p->game_evals)
+		snprintf(out, n, "analyses and game comments");
+	else
+		snprintf(out, n, "analyses (game comments shown, not values)");
+}
+
 int cmd_minimax(int argc, char **argv)
 {
+	static const int GAMES_BOOKS[] = {BOOKMM_GAMES_MOST_PLAYED, BOOKMM_GAMES_WINRATE};
 	const char *book = NULL;
 	bool json = false, quiet = false;
 	BookmmOptions opt;
@@ -74,6 +89,14 @@ int cmd_minimax(int argc, char **argv)
 	             "the weight of the win rate in a leaf"),
 	    CLI_NUM("--blend-games", &opt.policy.blend_games, 0, 1000000000, "N",
 	            "the least games of a move for the blend (default 10)"),
+	    CLI_FLAG("--game-evals", &opt.policy.game_evals,
+	             "game comments ('** in CSA) count as evaluations too (default: shown, "
+	             "never values)"),
+	    CLI_ENUM("--games-book", &opt.policy.games_book, "most-played|winrate", GAMES_BOOKS,
+	             "a book from games alone: each position's most played move, or every "
+	             "move by its win rate; no analysis is a value"),
+	    CLI_NUM("--games-min", &opt.policy.games_min, 1, 1000000000, "N",
+	            "... the least games of a book move (default 1)", .needs = "--games-book"),
 	    /* A writer running beside (think, the coordinator) waits for LMDB's lock
 	     * at most one batch. */
 	    CLI_NUM("--batch", &opt.batch, 1, 100000000, "N", "records a write transaction"),
@@ -84,6 +107,13 @@ int cmd_minimax(int argc, char **argv)
 	const CliCmd cmd = {"minimax", opts};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
+	if (opt.policy.games_book != BOOKMM_GAMES_NONE &&
+	    (opt.policy.game_evals || opt.policy.leaves != BOOKMM_LEAVES_THOUGHT ||
+	     min_depth_given || opt.policy.min_games || opt.policy.blend > 0 ||
+	     opt.policy.blend_games))
+		return cli_usage_error(&cmd, "--games-book values moves by their games alone: "
+		                             "--game-evals, --leaves, --min-depth, --min-games "
+		                             "and --blend do not go with it");
 	if (min_depth_given) opt.policy.min_depth = min_depth ? (int)min_depth : BOOKMM_ANY_DEPTH;
 	shogi_init();
 	double t0 = clock_ms_f();
@@ -120,8 +150,9 @@ int cmd_minimax(int argc, char **argv)
 	double ms = clock_ms_f() - t0;
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	char root[16] = "null";
+	char root[16] = "null", values[96];
 	if (st.has_root) snprintf(root, sizeof root, "%d", st.root_value);
+	values_said(values, sizeof values, &opt.policy);
 	if (json) {
 		json_t *reason = json_string(st.full_reason); /* NULL if not UTF-8 (a path) */
 		json_t *o = json_pack(
@@ -134,19 +165,20 @@ int cmd_minimax(int argc, char **argv)
 		    reason ? reason : json_string("(not UTF-8)"), "root_value",
 		    st.has_root ? json_integer(st.root_value) : json_null(), "time_ms",
 		    (json_int_t)(ms + 0.5), "peak_rss_bytes", (json_int_t)ru.ru_maxrss * 1024);
+		json_object_set_new(o, "values", json_string(values));
 		if (joseki_print_json(o, 0) < 0) return 1;
 	} else if (st.incremental) {
 		printf("minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles); "
 		       "incremental: %zu changed, %zu analysed again, %zu records rewritten, "
-		       "root value %s, %.0f ms\n",
+		       "root value %s, %.0f ms; values from %s\n",
 		       st.positions, st.valued, st.settled, st.cyclic, st.changed, st.affected,
-		       st.rewritten, root, ms);
+		       st.rewritten, root, ms, values);
 	} else {
 		printf("minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles), "
 		       "%zu moves (%zu edges), %d sweeps, %zu records rewritten, root value %s, "
-		       "%.0f ms (whole book: %s)\n",
+		       "%.0f ms (whole book: %s); values from %s\n",
 		       st.positions, st.valued, st.settled, st.cyclic, st.moves, st.edges,
-		       st.sweeps, st.rewritten, root, ms, st.full_reason);
+		       st.sweeps, st.rewritten, root, ms, st.full_reason, values);
 	}
 	return 0;
 }

@@ -1,9 +1,10 @@
 /*
  * joseki query BOOK POS [--json] [--with-avoided] — the book's answer for one
  * position (docs/bookdb.md "query"): moves sorted best first, by minimax value
- * when minimax has run, else by engine evaluation, else by games played; moves
- * joseki prune marked avoided last and never the best move, unless
- * --with-avoided.
+ * when minimax has run, else by the move's own analysis; moves without a value
+ * ("–", and why) after those with one, by games played; moves joseki prune
+ * marked avoided last and never the best move, unless --with-avoided. A game
+ * comment is shown in its own column ("game"), never as a value.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -16,6 +17,13 @@
 #include "shogi/position.h"
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
+
+/* printf's width for s so that it takes w columns: an en dash is three
+ * bytes and one column. */
+static int pad_width(const char *s, int w)
+{
+	return strcmp(s, "–") ? w : w + 2;
+}
 
 int cmd_query(int argc, char **argv)
 {
@@ -84,26 +92,38 @@ int cmd_query(int argc, char **argv)
 		} else {
 			printf("ply %d%s\n", rec->min_ply,
 			       (rec->flags & BOOKDB_REC_THOUGHT) ? "" : " (not thought)");
-			printf("%-6s %6s %-12s %6s %5s %8s %8s %6s %8s\n", "move", "value", "from",
-			       "eval", "depth", "count", "wins", "draws", "losses");
+			printf("%-6s %6s %-12s %6s %5s %6s %8s %8s %6s %8s\n", "move", "value",
+			       "from", "eval", "depth", "game", "count", "wins", "draws", "losses");
 			for (int i = 0; i < rec->nmoves; i++) {
 				const BookMove *m = &rec->moves[i];
-				char usi[USI_MOVE_MAX], v[16] = "-", e[16] = "-", d[16] = "-",
-				                        from[24] = "-";
+				/* "–" (an en dash) where there is nothing: width by hand. */
+				char usi[USI_MOVE_MAX], v[16], e[16] = "–", d[16] = "–",
+				                               g[16] = "–", from[40];
 				usi_move_write(m->move, usi);
-				if (minimax) snprintf(v, sizeof v, "%d", m->value);
 				const char *src = bookdb_value_source(rec, m);
-				if (src && m->dist > 0)
-					snprintf(from, sizeof from, "%s/%u", src, m->dist);
-				else if (src)
-					snprintf(from, sizeof from, "%s", src);
-				if (m->flags & BOOKDB_MOVE_EVAL) {
+				if (src) {
+					snprintf(v, sizeof v, "%d", bookdb_move_value(rec, m));
+					if (minimax && m->dist > 0)
+						snprintf(from, sizeof from, "%s/%u", src, m->dist);
+					else
+						snprintf(from, sizeof from, "%s", src);
+				} else {
+					snprintf(v, sizeof v, "–");
+					snprintf(from, sizeof from, "–");
+				}
+				if (bookdb_move_analysed(m)) {
 					snprintf(e, sizeof e, "%d", m->eval);
 					snprintf(d, sizeof d, "%d", m->depth);
+				} else if (bookdb_move_commented(m)) {
+					snprintf(g, sizeof g, "%d", m->eval);
 				}
-				printf("%-6s %6s %-12s %6s %5s %8u %8u %6u %8u%s\n", usi, v, from,
-				       e, d, m->count, m->wins, m->draws, m->losses,
-				       (m->flags & BOOKDB_MOVE_AVOIDED) ? " avoided" : "");
+				printf("%-6s %*s %-*s %*s %*s %*s %8u %8u %6u %8u%s%s%s\n", usi,
+				       pad_width(v, 6), v, pad_width(from, 12), from,
+				       pad_width(e, 6), e, pad_width(d, 5), d, pad_width(g, 6), g,
+				       m->count, m->wins, m->draws, m->losses,
+				       (m->flags & BOOKDB_MOVE_AVOIDED) ? " avoided" : "",
+				       src ? "" : "  unvalued: ",
+				       src ? "" : bookdb_unvalued_reason(rec, m));
 			}
 		}
 	}

@@ -14,7 +14,8 @@
 #      COLD_NODES (20000) nodes, a new process a game, no books: the baseline
 #      (both games of an opening are the same moves);
 #   2. the mirror book: each baseline game from its opening's end to COLD_PLIES
-#      (16) plies after it, as USI game lines, ingested, minimax;
+#      (16) plies after it, as USI game lines, ingested, minimax --games-book
+#      most-played (the games' own moves: a book from games alone);
 #   3. the same match with the mirror book on side A: the game is the baseline
 #      game until A's book ends (COLD_PLIES / 2 book moves), then A's engine
 #      searches for the first time in the game; B's searches are the
@@ -68,7 +69,7 @@ with open(sys.argv[5], "w") as f:
 EOF
 rm -rf "$W/mirror"
 $J ingest "$W/mirror" "$W/mirror.usi" --quiet >/dev/null
-$J minimax "$W/mirror" --quiet >/dev/null
+$J minimax "$W/mirror" --games-book most-played --quiet >/dev/null
 match "$W/mirror" cold
 python3 - "$W/base.json" "$W/cold.json" <<'EOF'
 import json, sys

@@ -208,26 +208,30 @@ function drawMoves() {
     status.textContent = a.legal_moves ? 'In the book, without moves.' : 'No legal moves: the side to move is mated.';
   } else {
     status.className = '';
-    const v = a.value !== undefined ? ` — value ${a.value > 0 ? '+' : ''}${a.value}` : '';
-    status.textContent = `In book: ${a.moves.length} moves${a.thought_depth ? ', analysed at depth ' + a.thought_depth : ''}${v}`;
+    const v = a.bestmove !== undefined ? ` — value ${a.value > 0 ? '+' : ''}${a.value}` : ' — no move of it is analysed: an engine would think here';
+    status.textContent = `In book: ${a.moves.length} moves${a.thought_depth ? ', analysed at depth ' + a.thought_depth : ', not analysed'}${v}`;
   }
   a.moves.forEach((m, i) => {
     const tr = document.createElement('tr');
-    if (i === 0) tr.className = 'best';
+    const valued = m.value !== null && m.value !== undefined;
+    if (i === 0 && a.bestmove !== undefined) tr.className = 'best';
+    if (!valued) tr.classList.add('unvalued');
     const games = m.count || 0;
     const cells = [
-      [i === 0 ? '★' : '', 'star'],
+      [i === 0 && a.bestmove !== undefined ? '★' : '', 'star'],
       [m.name || japanese(pos, m.move, lastTo), 'mv'],
       [m.move, 'usi'],
-      [m.value !== undefined && m.value !== -32768 ? m.value : '–'],
-      [m.value_source ? m.value_source + (m.dist ? '/' + m.dist : '') : '–'],
+      [valued ? m.value : '–', '', valued ? '' : 'no value: ' + (m.unvalued || 'not analysed')],
+      [valued ? m.value_source + (m.dist ? '/' + m.dist : '') : (m.unvalued || 'not analysed'), valued ? '' : 'why'],
       [m.eval !== undefined ? m.eval : '–'],
       [m.depth !== undefined ? m.depth : '–'],
+      [m.game_eval !== undefined ? m.game_eval : '–', '', m.game_eval !== undefined ? "a game record's comment: another program's opinion, not a value" : ''],
       [games],
     ];
-    for (const [text, cls] of cells) {
+    for (const [text, cls, title] of cells) {
       const td = document.createElement('td');
       if (cls) td.className = cls;
+      if (title) td.title = title;
       td.textContent = text;
       tr.appendChild(td);
     }

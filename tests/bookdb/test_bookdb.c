@@ -648,8 +648,12 @@ static void test_bookdb__commands_report_a_synth_book(void **state)
 	assert_string_equal(json_string_value(json_object_get(q, "sfen")), SFEN_STARTPOS);
 	assert_string_equal(json_string_value(json_object_get(q, "key")), hex);
 	assert_true(json_is_true(json_object_get(q, "in_book")));
-	assert_null(json_object_get(q, "value")); /* no minimax yet */
 	json_t *mv = json_object_get(q, "moves");
+	/* No minimax yet: the value is the best move's own analysis. */
+	assert_int_equal(json_integer_value(json_object_get(q, "value")),
+	                 json_integer_value(json_object_get(json_array_get(mv, 0), "eval")));
+	assert_string_equal(
+	    json_string_value(json_object_get(json_array_get(mv, 0), "value_source")), "thought");
 	assert_int_equal(json_array_size(mv), 8);
 	assert_string_equal(json_string_value(json_object_get(q, "bestmove")),
 	                    json_string_value(json_object_get(json_array_get(mv, 0), "move")));

@@ -1,8 +1,9 @@
 /*
  * tests/bookdb/test_query.c — the shared book answer: moves ordered by minimax
- * value once minimax ran, else evaluated moves first by eval, then by games; the
- * JSON object's fields; a position not in the book; a stored record read back
- * through a real LMDB book in that order.
+ * value once minimax ran, else analysed moves first by eval, then by games; a
+ * game comment shown but never a value; the JSON object's fields; a position
+ * not in the book; a stored record read back through a real LMDB book in that
+ * order.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -132,15 +133,22 @@ static void test_bookdb__query_reads_the_record_sorted_and_builds_its_json(void 
 	free(text);
 	assert_true(json_is_true(json_object_get(o, "in_book")));
 	assert_string_equal(json_string_value(json_object_get(o, "bestmove")), "2g2f");
-	assert_null(json_object_get(o, "value")); /* no minimax yet */
+	/* No minimax yet: the values are the moves' own analyses. */
+	assert_int_equal(json_integer_value(json_object_get(o, "value")), 50);
 	json_t *moves = json_object_get(o, "moves");
 	assert_int_equal(json_array_size(moves), 4);
 	json_t *m0 = json_array_get(moves, 0);
 	assert_int_equal(json_integer_value(json_object_get(m0, "eval")), 50);
+	assert_int_equal(json_integer_value(json_object_get(m0, "value")), 50);
+	assert_string_equal(json_string_value(json_object_get(m0, "value_source")), "thought");
+	assert_null(json_object_get(m0, "unvalued"));
 	assert_int_equal(json_integer_value(json_object_get(m0, "count")), 1);
 	/* each move also as a player writes it (shogi/japanese.h) */
 	assert_string_equal(json_string_value(json_object_get(m0, "name")), "▲２六歩");
-	assert_null(json_object_get(json_array_get(moves, 2), "eval"));
+	json_t *m2 = json_array_get(moves, 2);
+	assert_null(json_object_get(m2, "eval"));
+	assert_true(json_is_null(json_object_get(m2, "value")));
+	assert_string_equal(json_string_value(json_object_get(m2, "unvalued")), "not analysed");
 	char sfen[SFEN_MAX];
 	sfen_write(pos, sfen, sizeof sfen);
 	assert_string_equal(json_string_value(json_object_get(o, "sfen")), sfen);
@@ -169,6 +177,88 @@ static void test_bookdb__query_reads_the_record_sorted_and_builds_its_json(void 
 	free(dir);
 }
 
+/* A game comment is shown, never a value: not ranked over an analysed move,
+ * never the best, null with its reason; a position whose moves only have
+ * comments has no book move; the same after minimax (NOVALUE). */
+static void test_bookdb__game_comments_are_shown_not_valued(void **state)
+{
+	(void)state;
+	Position *pos = startpos();
+	BookRecord *rec = record(pos);
+	/* 5g5f: a bot's '** 900 on its own move. */
+	rec->moves[2].flags |= BOOKDB_MOVE_EVAL;
+	rec->moves[2].source = BOOKDB_SOURCE_GAME;
+	rec->moves[2].eval = 900;
+	bookdb_moves_sort(rec);
+	const char *order[4] = {"2g2f", "7g7f", NULL, NULL};
+	Move a = usi(pos, "5g5f"), b = usi(pos, "1g1f");
+	order[2] = a < b ? "5g5f" : "1g1f";
+	order[3] = a < b ? "1g1f" : "5g5f";
+	expect_order(rec, order);
+	assert_int_equal(bookdb_best_move(rec, pos), usi(pos, "2g2f"));
+	char *text = bookdb_query_json(rec, true, pos, NULL);
+	json_t *o = json_loads(text, 0, NULL);
+	free(text);
+	assert_non_null(o);
+	json_t *mv = json_object_get(o, "moves"), *c = NULL;
+	for (size_t i = 0; i < json_array_size(mv); i++)
+		if (!strcmp(json_string_value(json_object_get(json_array_get(mv, i), "move")),
+		            "5g5f"))
+			c = json_array_get(mv, i);
+	assert_non_null(c);
+	assert_true(json_is_null(json_object_get(c, "value")));
+	assert_string_equal(json_string_value(json_object_get(c, "unvalued")), "game comment only");
+	assert_int_equal(json_integer_value(json_object_get(c, "game_eval")), 900);
+	assert_null(json_object_get(c, "eval"));
+	assert_null(json_object_get(c, "value_source"));
+	json_decref(o);
+
+	/* Only comments: no book move, no bestmove. */
+	for (int i = 0; i < rec->nmoves; i++) {
+		rec->moves[i].flags |= BOOKDB_MOVE_EVAL;
+		rec->moves[i].source = BOOKDB_SOURCE_GAME;
+	}
+	bookdb_moves_sort(rec);
+	assert_int_equal(bookdb_best_move(rec, pos), MOVE_NONE);
+	text = bookdb_query_json(rec, true, pos, NULL);
+	o = json_loads(text, 0, NULL);
+	free(text);
+	assert_non_null(o);
+	assert_null(json_object_get(o, "bestmove"));
+	assert_null(json_object_get(o, "value"));
+	json_decref(o);
+
+	/* After minimax: NOVALUE is unvalued, sorted last, never the best. */
+	rec->flags |= BOOKDB_REC_MINIMAX;
+	for (int i = 0; i < rec->nmoves; i++) rec->moves[i].value = INT16_MIN;
+	rec->moves[3].value = -300;
+	rec->moves[3].dist = 2;
+	bookdb_moves_sort(rec);
+	Move only = rec->moves[0].move;
+	assert_int_equal(rec->moves[0].value, -300);
+	assert_int_equal(bookdb_best_move(rec, pos), only);
+	assert_string_equal(bookdb_value_source(rec, &rec->moves[0]), "minimax");
+	assert_null(bookdb_value_source(rec, &rec->moves[1]));
+	assert_string_equal(bookdb_unvalued_reason(rec, &rec->moves[1]), "game comment only");
+	text = bookdb_query_json(rec, true, pos, NULL);
+	o = json_loads(text, 0, NULL);
+	free(text);
+	assert_non_null(o);
+	assert_int_equal(json_integer_value(json_object_get(o, "value")), -300);
+	json_t *last = json_array_get(json_object_get(o, "moves"), 3);
+	assert_true(json_is_null(json_object_get(last, "value")));
+	assert_null(json_object_get(last, "dist"));
+	json_decref(o);
+
+	/* A games-only book: the source says so, the others why not. */
+	rec->flags |= BOOKDB_REC_GAMES;
+	assert_string_equal(bookdb_value_source(rec, &rec->moves[0]), "games");
+	assert_string_equal(bookdb_unvalued_reason(rec, &rec->moves[1]),
+	                    "not chosen from the games");
+	free(rec);
+	free(pos);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -176,6 +266,7 @@ int main(void)
 	    cmocka_unit_test(test_bookdb__moves_sort_by_eval_then_games_before_minimax),
 	    cmocka_unit_test(test_bookdb__moves_sort_by_minimax_value_once_minimax_ran),
 	    cmocka_unit_test(test_bookdb__query_reads_the_record_sorted_and_builds_its_json),
+	    cmocka_unit_test(test_bookdb__game_comments_are_shown_not_valued),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -149,19 +149,37 @@ static void test_export__minimax_values_with_depth_and_ponder(void **state)
 	put(db, SA, 0, (Mv[]){{"3c3d", -20, 9, false}, {"8c8d", -90, 9, false}}, 2);
 	run_minimax(db);
 	bookdb_free(db);
-	/* 7g7f is worth 20 through White's best reply 3c3d (one ply to the leaf). */
+	/* 7g7f is worth 20 through White's best reply 3c3d (one ply to the leaf);
+	 * the depth field says the search depth of the analysis each value rests
+	 * on (7g7f's: SA's, 9), or with --depth-field distance the plies to the
+	 * leaf, as peta_shock writes it. */
 	char *got = export(dir, "--moves all");
+	assert_string_equal(got, HDR "# NOE:2\n" SA "\n3c3d none -20 9 1\n8c8d none -90 9 1\n" S0
+	                             "\n7g7f 3c3d 20 9 1\n2g2f none 10 14 1\n");
+	free(got);
+	got = export(dir, "--moves all --depth-field distance");
 	assert_string_equal(got, HDR "# NOE:2\n" SA "\n3c3d none -20 0 1\n8c8d none -90 0 1\n" S0
 	                             "\n7g7f 3c3d 20 1 1\n2g2f none 10 0 1\n");
 	free(got);
-	got = export(dir, "--moves best");
+	got = export(dir, "--moves best --depth-field distance");
 	assert_string_equal(got,
 	                    HDR "# NOE:2\n" SA "\n3c3d none -20 0 1\n" S0 "\n7g7f 3c3d 20 1 1\n");
 	free(got);
 	/* --min-depth drops shallow engine leaves but keeps backed-up values. */
-	got = export(dir, "--moves all --min-depth 10");
+	got = export(dir, "--moves all --min-depth 10 --depth-field distance");
 	assert_string_equal(got, HDR "# NOE:1\n" S0 "\n7g7f 3c3d 20 1 1\n2g2f none 10 0 1\n");
 	free(got);
+	/* The summary names the YaneuraOu options that play the book as it is. */
+	char *out = NULL;
+	assert_int_equal(
+	    ts_runf(&out, NULL, "%s export %s/book %s/o.db --moves best", ts_joseki(), dir, dir),
+	    0);
+	assert_non_null(strstr(out, "setoption name BookDepthLimit value 9\n"));
+	assert_non_null(strstr(out, "the default 16 leaves out 2 of 2 positions"));
+	assert_non_null(strstr(out, "setoption name BookEvalWhiteLimit value -140\n"));
+	assert_non_null(strstr(out, "setoption name IgnoreBookPly value true\n"));
+	assert_non_null(strstr(out, "setoption name BookFile value o.db\n"));
+	free(out);
 	ts_rmtree(dir);
 	free(dir);
 }

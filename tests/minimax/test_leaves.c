@@ -1,7 +1,8 @@
 /*
  * tests/minimax/test_leaves.c — the leaf policy of joseki minimax (values come
- * from thought, not from a lone game line), game-record mate scores, the
- * win-rate blend, and where query says each value came from.
+ * from thought, not from a lone game line; game comments only with
+ * --game-evals), game-record mate scores, the win-rate blend, and where query
+ * says each value came from.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -84,14 +85,22 @@ static char *planted_book(void)
 static void test_leaves__a_lone_game_line_does_not_decide_the_root(void **state)
 {
 	(void)state;
-	/* The games alone: the line is lone (thought may add other moves along
-	 * it, as the built-in engine's does since it values 7g7f highest). */
+	/* The games alone, their comments taken as values (--game-evals): the
+	 * line is lone (thought may add other moves along it, as the built-in
+	 * engine's does since it values 7g7f highest). */
 	char *dir = ingested_book();
-	json_t *o = ts_run_json(0, "%s minimax %s/b --leaves games --json", ts_joseki(), dir);
+	json_t *o =
+	    ts_run_json(0, "%s minimax %s/b --leaves games --game-evals --json", ts_joseki(), dir);
 	json_decref(o);
 	json_t *q = ts_run_json(0, "%s query %s/b startpos --json", ts_joseki(), dir);
 	long long v = move_int(q, "7g7f", "value");
 	if (v > -30000) fail_msg("--leaves games: 7g7f is valued %lld, a mate was expected", v);
+	json_decref(q);
+	/* Without the comments nothing is valued: the games give positions. */
+	json_decref(ts_run_json(0, "%s minimax %s/b --leaves games --json", ts_joseki(), dir));
+	q = ts_run_json(0, "%s query %s/b startpos --json", ts_joseki(), dir);
+	assert_true(json_is_null(json_object_get(query_move(q, "7g7f"), "value")));
+	assert_null(json_object_get(q, "bestmove"));
 	json_decref(q);
 	think_about(dir);
 
@@ -220,7 +229,8 @@ static void test_leaves__values_far_from_the_engine_are_supported_by_thought_bel
 	char path[512];
 	snprintf(path, sizeof path, "%s/b", dir);
 	size_t checked;
-	json_decref(ts_run_json(0, "%s minimax %s --leaves games --json", ts_joseki(), path));
+	json_decref(
+	    ts_run_json(0, "%s minimax %s --leaves games --game-evals --json", ts_joseki(), path));
 	size_t bad = unsupported(path, &checked);
 	print_message("--leaves games: %zu of %zu thought moves unsupported\n", bad, checked);
 	assert_true(bad > 0);
@@ -237,7 +247,7 @@ static void test_leaves__values_far_from_the_engine_are_supported_by_thought_bel
 static long long stored_eval(const char *path, const char *position, const char *usi)
 {
 	json_t *q = ts_run_json(0, "%s query %s '%s' --json", ts_joseki(), path, position);
-	long long e = move_int(q, usi, "eval");
+	long long e = move_int(q, usi, "game_eval");
 	json_decref(q);
 	return e;
 }
@@ -389,7 +399,15 @@ static void test_leaves__min_depth_min_games_blend_and_value_sources(void **stat
 	assert_string_equal(
 	    json_string_value(json_object_get(query_move(q, "7g7f"), "value_source")), "thought");
 	json_decref(q);
-	/* At the game-only position its own game evaluation is the value. */
+	/* At the game-only position its game comment is shown, not a value. */
+	q = ts_run_json(0, "%s query %s 'startpos moves 7g7f' --json", ts_joseki(), path);
+	assert_true(json_is_null(json_object_get(query_move(q, "3c3d"), "value")));
+	assert_string_equal(json_string_value(json_object_get(query_move(q, "3c3d"), "unvalued")),
+	                    "game comment only");
+	assert_int_equal(move_int(q, "3c3d", "game_eval"), -400);
+	json_decref(q);
+	/* With --game-evals it is the value, as before the rule. */
+	json_decref(ts_run_json(0, "%s minimax %s --game-evals --json", ts_joseki(), path));
 	q = ts_run_json(0, "%s query %s 'startpos moves 7g7f' --json", ts_joseki(), path);
 	assert_int_equal(move_int(q, "3c3d", "value"), -400);
 	assert_string_equal(
@@ -413,12 +431,19 @@ static void test_leaves__min_depth_min_games_blend_and_value_sources(void **stat
 
 	/* --min-depth 3: the depth-2 analysis is not enough; with --min-games 40
 	 * the game position is inner, its move into the shallow one a leaf by
-	 * the game's eval: 7g7f = -(-400) = 400, dist 1. */
-	json_decref(
-	    ts_run_json(0, "%s minimax %s --min-games 40 --min-depth 3 --json", ts_joseki(), path));
+	 * the game's eval when comments count: 7g7f = -(-400) = 400, dist 1;
+	 * without them, an edge to the shallow position's own +700 (dist 2). */
+	json_decref(ts_run_json(0, "%s minimax %s --min-games 40 --min-depth 3 --game-evals --json",
+	                        ts_joseki(), path));
 	q = ts_run_json(0, "%s query %s startpos --json", ts_joseki(), path);
 	assert_int_equal(move_int(q, "7g7f", "value"), 400);
 	assert_int_equal(move_int(q, "7g7f", "dist"), 1);
+	json_decref(q);
+	json_decref(
+	    ts_run_json(0, "%s minimax %s --min-games 40 --min-depth 3 --json", ts_joseki(), path));
+	q = ts_run_json(0, "%s query %s startpos --json", ts_joseki(), path);
+	assert_int_equal(move_int(q, "7g7f", "value"), 700);
+	assert_int_equal(move_int(q, "7g7f", "dist"), 2);
 	json_decref(q);
 
 	/* --blend 0.5 --blend-games 10: 7g7f has 40 games, 10 won: p = 0.25,

@@ -94,7 +94,8 @@ static void check_agreement(const char *in_path)
 	rc = ts_runf(NULL, &err, "%s minimax %s/book --leaves games", ts_joseki(), dir);
 	if (rc != 0) fail_msg("minimax: %s", err);
 	free(err);
-	rc = ts_runf(NULL, &err, "%s export %s/book %s/exp.db --moves all", ts_joseki(), dir, dir);
+	rc = ts_runf(NULL, &err, "%s export %s/book %s/exp.db --moves all --depth-field distance",
+	             ts_joseki(), dir, dir);
 	if (rc != 0) fail_msg("export: %s", err);
 	free(err);
 	rc = ts_runf(NULL, &err, "%s peta-shock %s %s/ps.db --quiet", ts_joseki(), in_path, dir);

@@ -393,8 +393,11 @@ static void test_match__a_side_with_a_book_plays_its_moves(void **state)
 	(void)state;
 	char *dir = ts_mkdtemp();
 	char *o = NULL, *e = NULL;
-	int rc =
-	    ts_runf(&o, &e, "%s ingest %s/book tests/data/floodgate --quiet", ts_joseki(), dir);
+	/* A book from the games alone, by choice: their most played moves. */
+	int rc = ts_runf(&o, &e,
+	                 "%s ingest %s/book tests/data/floodgate --quiet && %s minimax %s/book "
+	                 "--games-book most-played --quiet",
+	                 ts_joseki(), dir, ts_joseki(), dir);
 	assert_int_equal(rc, 0);
 	free(o), free(e);
 	json_t *q = ts_run_json(0, "%s query %s/book startpos --json", ts_joseki(), dir);
@@ -915,8 +918,11 @@ static char *game20_book(const char *dir)
 	assert_int_equal(rc, 0);
 	free(o), free(e);
 	assert_true(asprintf(&book, "%s/book", dir) > 0);
-	rc =
-	    ts_runf(&o, &e, "%s ingest %s %s/book20/game-0001.csa --quiet", ts_joseki(), book, dir);
+	/* Its moves the book's, as a games-only book (minimax --games-book). */
+	rc = ts_runf(&o, &e,
+	             "%s ingest %s %s/book20/game-0001.csa --quiet && %s minimax %s --games-book "
+	             "most-played --quiet",
+	             ts_joseki(), book, dir, ts_joseki(), book);
 	assert_int_equal(rc, 0);
 	free(o), free(e), free(eng);
 	return book;
