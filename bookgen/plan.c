@@ -5,6 +5,7 @@
 #include "bookgen/plan.h"
 #include "bookgen/snapshot.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,11 @@ typedef struct {
 	char sfen[SFEN_MAX];
 } PlanRootSfen;
 
+typedef struct {
+	Key key;
+	char *sfen;
+} PlanPath;
+
 struct Plan {
 	PlanOptions opt;
 	Selector *sel;
@@ -43,6 +49,13 @@ struct Plan {
 	int *order;      /* scratch: slots by deficit */
 	SelLeaf *search; /* scratch: one ranged search's leaves */
 	size_t qmax;     /* ... at most this many */
+	/* The way to the roots, served first (plan_set_paths), then the book's
+	 * line from where the paths start, line_plies deep. */
+	PlanPath *paths;
+	size_t npaths, next_path;
+	bool paths_only;
+	int line_plies; /* 0: no paths */
+	char origin_sfen[SFEN_MAX];
 };
 
 void plan_options_init(PlanOptions *opt)
@@ -62,7 +75,86 @@ void plan_free(Plan *p)
 	free(p->slots);
 	free(p->order);
 	free(p->search);
+	for (size_t i = 0; i < p->npaths; i++) free(p->paths[i].sfen);
+	free(p->paths);
 	free(p);
+}
+
+int plan_set_paths(Plan *p, const char *const *specs, size_t n, bool only, char *err)
+{
+	PlanPath *v = n ? calloc(n, sizeof *v) : NULL;
+	if (n && !v) return SEL_ENOMEM;
+	Position pos;
+	for (size_t i = 0; i < n; i++) {
+		char perr[SHOGI_ERRLEN], sfen[SFEN_MAX];
+		if (position_parse(&pos, specs[i], perr) < 0) {
+			for (size_t k = 0; k < i; k++) free(v[k].sfen);
+			free(v);
+			return errmsg_set(err, SHOGI_ERRLEN, SEL_EINVAL,
+			                  "bad position '%.200s': %.200s", specs[i], perr);
+		}
+		sfen_write(&pos, sfen, sizeof sfen);
+		v[i].key = pos_key(&pos);
+		if (!(v[i].sfen = strdup(sfen))) {
+			for (size_t k = 0; k < i; k++) free(v[k].sfen);
+			free(v);
+			return SEL_ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < p->npaths; i++) free(p->paths[i].sfen);
+	free(p->paths);
+	p->paths = v;
+	p->npaths = n;
+	p->next_path = 0;
+	p->paths_only = only;
+	p->line_plies = 0;
+	if (!n) return 0;
+	/* The first (shallowest) is where the paths start; the roots lie one
+	 * ply below the deepest. */
+	int hi = 0;
+	for (size_t i = 0; i < n; i++) {
+		(void)position_parse(&pos, v[i].sfen, NULL); /* parsed above */
+		if (pos.game_ply > hi) hi = pos.game_ply;
+	}
+	(void)position_parse(&pos, v[0].sfen, NULL);
+	p->line_plies = hi - pos.game_ply + 1;
+	snprintf(p->origin_sfen, sizeof p->origin_sfen, "%s", v[0].sfen);
+	return 0;
+}
+
+bool plan_line(const Plan *p, const char **sfen, int *plies)
+{
+	if (!p->line_plies) return false;
+	*sfen = p->origin_sfen;
+	*plies = p->line_plies;
+	return true;
+}
+
+size_t plan_paths_left(Plan *p)
+{
+	size_t n = 0;
+	for (size_t i = p->next_path; i < p->npaths; i++)
+		n += !sel_is_thought(p->sel, p->paths[i].key);
+	return n;
+}
+
+/* The first path position neither thought nor leased, as a leaf (root 0, no
+ * moves: *pos set here, not from a root): 1, or 0 when none is left. The
+ * thought ones at the front are passed for good; a leased one stays (its
+ * lease may end without an answer). */
+static int next_path(Plan *p, SelLeaf *leaf, Position *pos)
+{
+	while (p->next_path < p->npaths && sel_is_thought(p->sel, p->paths[p->next_path].key))
+		p->next_path++;
+	for (size_t i = p->next_path; i < p->npaths; i++) {
+		const PlanPath *q = &p->paths[i];
+		if (sel_is_leased(p->sel, q->key) || sel_is_thought(p->sel, q->key)) continue;
+		if (sfen_parse(pos, q->sfen, NULL, NULL) < 0) continue; /* parsed before */
+		memset(leaf, 0, sizeof *leaf);
+		leaf->key = q->key;
+		return 1;
+	}
+	return 0;
 }
 
 int plan_new(Plan **out, Selector *sel, const PlanOptions *opt, const char *const *specs,
@@ -211,6 +303,8 @@ static int queue_take(Plan *p, PlanSlot *s, SelLeaf *leaf)
 
 int plan_next(Plan *p, SelLeaf *leaf, Position *pos)
 {
+	if (p->npaths && next_path(p, leaf, pos)) return 1;
+	if (p->paths_only) return 0;
 	sort_slots(p);
 	for (int i = 0; i < p->nslots; i++) {
 		int k = p->order[i];

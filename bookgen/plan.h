@@ -79,6 +79,27 @@ void plan_free(Plan *p);
  */
 JOSEKI_MUST_USE int plan_next(Plan *p, SelLeaf *leaf, Position *pos);
 
+/*
+ * The way to the roots (roots_from_games' and roots_paths_of_specs' paths,
+ * docs/bookgen.md "The way to the roots"): positions plan_next gives before
+ * any root's leaves, in this order, each skipped while it is leased and for
+ * good once thought; such a leaf has root 0 and no moves (*pos is the
+ * position itself). With only, plan_next gives nothing after them (think
+ * --opponent thinks them before its walks). Replaces earlier paths. 0,
+ * SEL_EINVAL with err
+ * (SHOGI_ERRLEN bytes, may be NULL) naming a position that does not parse, or
+ * SEL_ENOMEM.
+ */
+JOSEKI_MUST_USE int plan_set_paths(Plan *p, const char *const *specs, size_t n, bool only,
+                                   char *err);
+/* Path positions not thought yet. */
+size_t plan_paths_left(Plan *p);
+/* Where the paths start (the first given: its SFEN) and how many plies below
+ * it the roots lie: the book's line from there to be kept analysed that deep
+ * (think's line, docs/bookgen.md "The way to the roots"). false without
+ * paths. */
+bool plan_line(const Plan *p, const char **sfen, int *plies);
+
 /* Roots of the plan; the SFEN of root r as added; leaves handed out under it. */
 JOSEKI_MUST_USE int plan_nroots(const Plan *p);
 const char *plan_root_sfen(const Plan *p, int r);

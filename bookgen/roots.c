@@ -139,20 +139,57 @@ static int cmp_ext(const void *a, const void *b)
 	return x->count != y->count ? (x->count > y->count ? -1 : 1) : strcmp(x->spec, y->spec);
 }
 
-/* roots_from_games: the positions at the chosen ply, counted by key. */
+/* Positions counted by key (roots_from_games: those at the chosen ply; its
+ * paths: those before it). */
 typedef struct {
 	Key key; /* first: the key map's stride starts here */
 	char *spec;
 	uint32_t count;
+	int ply; /* plies from the game's first position */
 } GamePos;
 
 typedef struct {
-	Position *pos; /* the replay's position, before each ply's move */
-	int ply, seen; /* plies before the one asked for; plies replayed */
 	GamePos *v;
 	size_t n, cap;
 	KeyMap map;
 	bool oom;
+} PosTally;
+
+/* One more game through key (ply plies in): a new entry gets its SFEN from
+ * sfen, else from pos. Sets t->oom when memory runs out. */
+static void tally(PosTally *t, Key key, int ply, const Position *pos, const char *sfen)
+{
+	if (t->oom) return;
+	if (array_grow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v, 256)) {
+		t->oom = true;
+		return;
+	}
+	t->v[t->n] = (GamePos){.key = key, .ply = ply};
+	int64_t at = keymap_find_or_insert(&t->map, t->v, (uint32_t)t->n);
+	if (at < 0) {
+		t->oom = true;
+	} else if ((size_t)at < t->n) {
+		t->v[at].count++;
+	} else {
+		char buf[SFEN_MAX];
+		if (!sfen) sfen_write(pos, buf, sizeof buf);
+		if (!(t->v[t->n].spec = strdup(sfen ? sfen : buf)))
+			t->oom = true; /* the entry stays, without a spec: never listed */
+		t->v[t->n++].count = 1;
+	}
+}
+
+static void tally_free(PosTally *t)
+{
+	for (size_t i = 0; i < t->n; i++) free(t->v[i].spec);
+	free(t->v);
+	keymap_free(&t->map);
+}
+
+typedef struct {
+	Position *pos; /* the replay's position, before each ply's move */
+	int ply, seen; /* plies before the one asked for; plies replayed */
+	PosTally t;
 } GameRoots;
 
 static void on_game_ply(void *ctx, Key key, Move move, int result)
@@ -160,24 +197,7 @@ static void on_game_ply(void *ctx, Key key, Move move, int result)
 	(void)move;
 	(void)result;
 	GameRoots *g = ctx;
-	if (g->seen++ != g->ply || g->oom) return;
-	if (array_grow((void **)&g->v, &g->cap, g->n + 1, sizeof *g->v, 256)) {
-		g->oom = true;
-		return;
-	}
-	g->v[g->n] = (GamePos){.key = key};
-	int64_t at = keymap_find_or_insert(&g->map, g->v, (uint32_t)g->n);
-	if (at < 0) {
-		g->oom = true;
-	} else if ((size_t)at < g->n) {
-		g->v[at].count++;
-	} else {
-		char sfen[SFEN_MAX];
-		sfen_write(g->pos, sfen, sizeof sfen);
-		if (!(g->v[g->n].spec = strdup(sfen)))
-			g->oom = true; /* the entry stays, without a spec: never listed */
-		g->v[g->n++].count = 1;
-	}
+	if (g->seen++ == g->ply) tally(&g->t, key, g->ply, g->pos, NULL);
 }
 
 static int cmp_game_pos(const void *a, const void *b)
@@ -187,11 +207,135 @@ static int cmp_game_pos(const void *a, const void *b)
 	return strcmp(x->spec ? x->spec : "", y->spec ? y->spec : "");
 }
 
+/* roots_from_games' paths: the positions games pass through on their way to
+ * the chosen roots. */
+typedef struct {
+	Position *pos;
+	int ply, seen;
+	KeyMap *roots; /* the chosen roots (a set) */
+	Key *keys;     /* this game's positions before the root's ply */
+	char (*sfens)[SFEN_MAX];
+	PosTally t;
+} GamePaths;
+
+static void on_path_ply(void *ctx, Key key, Move move, int result)
+{
+	(void)move;
+	(void)result;
+	GamePaths *g = ctx;
+	int at = g->seen++;
+	if (at > g->ply || g->t.oom) return;
+	if (at < g->ply) {
+		g->keys[at] = key;
+		sfen_write(g->pos, g->sfens[at], SFEN_MAX);
+		return;
+	}
+	if (!keymap_has(g->roots, key)) return;
+	for (int k = 0; k < g->ply; k++) tally(&g->t, g->keys[k], k, NULL, g->sfens[k]);
+}
+
+/* Shallowest first, then by the games through them, then by SFEN. */
+static int cmp_path_pos(const void *a, const void *b)
+{
+	const GamePos *x = a, *y = b;
+	if (x->ply != y->ply) return x->ply < y->ply ? -1 : 1;
+	if (x->count != y->count) return x->count > y->count ? -1 : 1;
+	return strcmp(x->spec ? x->spec : "", y->spec ? y->spec : "");
+}
+
+/* The second pass of roots_from_games: every game that reaches one of the
+ * roots (keys in roots) at ply adds the positions before it to paths. */
+static int game_paths(RootList *paths, BookTxn *txn, KeyMap *roots, int ply, Position *pos,
+                      char *err)
+{
+	GamePaths g = {.pos = pos, .ply = ply, .roots = roots};
+	keymap_init(&g.t.map, sizeof(GamePos));
+	BookIter *it = NULL;
+	int ret = ROOTS_ENOMEM, rc;
+	if (ply > 0 && (!(g.keys = malloc((size_t)ply * sizeof *g.keys)) ||
+	                !(g.sfens = malloc((size_t)ply * sizeof *g.sfens))))
+		goto out;
+	if ((rc = bookdb_kv_iter_open(&it, txn, BOOKDB_GAMES)) < 0) {
+		ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_EBOOK, "cannot read the book's games: %s",
+		                 bookdb_strerror(rc));
+		goto out;
+	}
+	const void *k, *v;
+	size_t kl, vl;
+	while ((rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+		BookGame bg;
+		if (bookdb_game_decode(&bg, v, vl) < 0 || !bg.has_plies ||
+		    bg.nplies <= (uint32_t)ply)
+			continue;
+		g.seen = 0;
+		(void)bookdb_game_replay(&bg, pos, on_path_ply, &g); /* counted in pass 1 */
+		if (g.t.oom) goto out;
+	}
+	if (rc < 0) {
+		ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_EBOOK, "cannot read the book's games: %s",
+		                 bookdb_strerror(rc));
+		goto out;
+	}
+	qsort(g.t.v, g.t.n, sizeof *g.t.v, cmp_path_pos);
+	for (size_t i = 0; i < g.t.n; i++)
+		if (g.t.v[i].spec &&
+		    roots_add_weighted(paths, g.t.v[i].spec, (double)g.t.v[i].count) < 0)
+			goto out;
+	ret = 0;
+out:
+	if (ret == ROOTS_ENOMEM) errmsg_set(err, ROOTS_ERRLEN, ROOTS_ENOMEM, "out of memory");
+	tally_free(&g.t);
+	free(g.keys);
+	free(g.sfens);
+	bookdb_iter_free(it);
+	return ret;
+}
+
+int roots_paths_of_specs(RootList *paths, const RootList *roots, char *err)
+{
+	Position *pos = malloc(sizeof *pos);
+	KeyMap seen;
+	keymap_init_set(&seen, false);
+	int ret = ROOTS_ENOMEM;
+	if (!pos) goto out;
+	for (size_t i = 0; i < paths->n; i++) {
+		if (position_parse(pos, paths->specs[i], NULL) < 0) continue;
+		if (keymap_add(&seen, pos_key(pos), NULL) < 0) goto out;
+	}
+	/* Each root's line, from its first position: the shallowest first over
+	 * all roots (ply by ply), as the games' paths are. */
+	for (int depth = 0;; depth++) {
+		bool any = false;
+		for (size_t r = 0; r < roots->n; r++) {
+			char perr[SHOGI_ERRLEN];
+			if (position_parse(pos, roots->specs[r], perr) < 0) {
+				ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_EINPUT,
+				                 "root %zu: bad position: %.300s", r + 1, perr);
+				goto out;
+			}
+			int n = pos_history_len(pos);
+			if (depth >= n) continue;
+			any = true;
+			for (int k = n; k > depth; k--) pos_undo_move(pos);
+			int added = keymap_add(&seen, pos_key(pos), NULL);
+			if (added < 0) goto out;
+			if (added && roots_add_position(paths, pos) < 0) goto out;
+		}
+		if (!any) break;
+	}
+	ret = 0;
+out:
+	if (ret == ROOTS_ENOMEM) errmsg_set(err, ROOTS_ERRLEN, ROOTS_ENOMEM, "out of memory");
+	keymap_free(&seen);
+	free(pos);
+	return ret;
+}
+
 int roots_from_games(RootList *r, BookDB *db, size_t n, int ply, size_t *short_games,
-                     size_t *legacy_games, char *err)
+                     size_t *legacy_games, RootList *paths, char *err)
 {
 	GameRoots g = {.ply = ply < 0 ? 0 : ply};
-	keymap_init(&g.map, sizeof(GamePos));
+	keymap_init(&g.t.map, sizeof(GamePos));
 	size_t nshort = 0, nlegacy = 0;
 	BookTxn *txn = NULL;
 	BookIter *it = NULL;
@@ -218,25 +362,34 @@ int roots_from_games(RootList *r, BookDB *db, size_t n, int ply, size_t *short_g
 		g.seen = 0;
 		if (bookdb_game_replay(&bg, g.pos, on_game_ply, &g) < 0 && g.seen <= g.ply)
 			nlegacy++; /* not replayable up to the ply (check reports it) */
-		if (g.oom) goto out;
+		if (g.t.oom) goto out;
 	}
 	if (rc < 0) {
 		ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_EBOOK, "cannot read the book's games: %s",
 		                 bookdb_strerror(rc));
 		goto out;
 	}
-	qsort(g.v, g.n, sizeof *g.v, cmp_game_pos);
-	for (size_t i = 0; i < g.n && i < n; i++)
-		if (g.v[i].spec && roots_add_weighted(r, g.v[i].spec, (double)g.v[i].count) < 0)
+	qsort(g.t.v, g.t.n, sizeof *g.t.v, cmp_game_pos);
+	KeyMap chosen;
+	keymap_init_set(&chosen, false);
+	for (size_t i = 0; i < g.t.n && i < n; i++) {
+		const GamePos *gp = &g.t.v[i];
+		if (!gp->spec) continue;
+		if (roots_add_weighted(r, gp->spec, (double)gp->count) < 0 ||
+		    keymap_add(&chosen, gp->key, NULL) < 0) {
+			keymap_free(&chosen);
 			goto out;
-	ret = 0;
+		}
+	}
+	ret = paths ? game_paths(paths, txn, &chosen, g.ply, g.pos, err) : 0;
+	keymap_free(&chosen);
+	if (ret < 0) goto done;
 out:
 	if (ret == ROOTS_ENOMEM) errmsg_set(err, ROOTS_ERRLEN, ROOTS_ENOMEM, "out of memory");
+done:
 	if (short_games) *short_games = nshort;
 	if (legacy_games) *legacy_games = nlegacy;
-	for (size_t i = 0; i < g.n; i++) free(g.v[i].spec);
-	free(g.v);
-	keymap_free(&g.map);
+	tally_free(&g.t);
 	bookdb_iter_free(it);
 	bookdb_txn_abort(txn);
 	free(g.pos);

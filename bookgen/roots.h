@@ -60,12 +60,25 @@ JOSEKI_MUST_USE int roots_from_lines(RootList *r, const char *path, char *err);
  * their first position, the n reached by the most games (ties by SFEN), each
  * weighted by that number of games. Games shorter than that, and games kept
  * without their moves (books ingested before the moves were kept), are
- * counted in *short_games and *legacy_games (may be NULL). Returns 0, or
- * ROOTS_EBOOK (err says why) or ROOTS_ENOMEM; an entry that does not decode
- * is counted as legacy (check reports it).
+ * counted in *short_games and *legacy_games (may be NULL). With paths (may be
+ * NULL), also the way there: every position before `ply` of every game that
+ * reaches one of the roots (its first position, usually the start position,
+ * included), distinct, shallowest first, then by the games through it, each
+ * weighted by them. Returns 0, or ROOTS_EBOOK (err says why) or ROOTS_ENOMEM;
+ * an entry that does not decode is counted as legacy (check reports it).
  */
 JOSEKI_MUST_USE int roots_from_games(RootList *r, BookDB *db, size_t n, int ply,
-                                     size_t *short_games, size_t *legacy_games, char *err);
+                                     size_t *short_games, size_t *legacy_games, RootList *paths,
+                                     char *err);
+
+/*
+ * The way to roots given as move lists ("startpos moves 7g7f 3c3d", an SFEN
+ * with moves): each root's positions before its last move, from its first
+ * position on, appended to paths unless there already (by key), the
+ * shallowest of all roots first. A root without moves adds nothing. Returns
+ * 0, or ROOTS_EINPUT (a root that does not parse) or ROOTS_ENOMEM with err.
+ */
+JOSEKI_MUST_USE int roots_paths_of_specs(RootList *paths, const RootList *roots, char *err);
 
 /*
  * Shiba's extension: appends the children, by a move played in ingested games,

@@ -41,6 +41,12 @@ int selection_open(Selector **sel, Plan **plan, BookDB *db, const SelectionSpec 
 		if (!err[0]) errmsg_set(err, SNAP_ERRLEN, rc, "%s", sel_strerror(rc));
 		goto fail;
 	}
+	if ((spec->npaths || spec->paths_only) &&
+	    (rc = plan_set_paths(p, spec->paths, spec->npaths, spec->paths_only, perr)) < 0) {
+		errmsg_set(err, SNAP_ERRLEN, rc, "on the way to the roots: %s",
+		           perr[0] ? perr : sel_strerror(rc));
+		goto fail;
+	}
 	*sel = s;
 	*plan = p;
 	return 0;

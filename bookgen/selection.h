@@ -26,6 +26,11 @@ typedef struct {
 	const char *const *roots; /* position specs; NULL/0: the start position */
 	const double *root_weights;
 	int nroots;
+	/* The way to the roots, thought first (plan_set_paths); only: nothing
+	 * after them. */
+	const char *const *paths;
+	size_t npaths;
+	bool paths_only;
 } SelectionSpec;
 
 /*

@@ -9,6 +9,7 @@
  * selector's snapshot (bookgen/selection.h).
  */
 #include "bookgen/think.h"
+#include "bookdb/query.h"
 #include "bookgen/roots.h"
 #include "bookgen/selection.h"
 
@@ -66,7 +67,16 @@ struct Think {
 	double select_t0;  /* when that plan_next began */
 	bool stopped;      /* a selection was stopped part-way */
 	char last_error[SEARCH_ERRLEN];
+	/* The book's line from where the paths start (plan_line), kept analysed:
+	 * checked after minimax when due (line_due, or line_check_at results). */
+	bool line_due, line_inflight, line_off;
+	Key line_key;
+	uint64_t line_check_at;
+	BookRecord *line_rec;
 };
+
+/* Results after which a line found analysed is looked at again. */
+#define LINE_RECHECK 64
 
 const char *think_strerror(int code)
 {
@@ -194,6 +204,7 @@ static int setup(Think *t)
 	int n = t->n;
 	t->rec = malloc(sizeof *t->rec);
 	t->leaf = malloc(sizeof *t->leaf);
+	if (!(t->line_rec = malloc(sizeof *t->line_rec))) return THINK_ENOMEM;
 	t->slots = calloc((size_t)n, sizeof *t->slots);
 	if (!t->rec || !t->leaf || !t->slots) return THINK_ENOMEM;
 	for (int i = 0; i < n; i++)
@@ -203,7 +214,10 @@ static int setup(Think *t)
 	                      .plan = &opt->plan,
 	                      .roots = opt->roots,
 	                      .root_weights = opt->root_weights,
-	                      .nroots = opt->nroots};
+	                      .nroots = opt->nroots,
+	                      .paths = opt->paths,
+	                      .npaths = opt->npaths,
+	                      .paths_only = opt->paths_only};
 	char serr[SNAP_ERRLEN];
 	double t0 = clock_ms_f();
 	int rc = selection_resume(&t->sel, &t->plan, db, &spec, opt->snapshot,
@@ -244,6 +258,77 @@ static bool next_first(Think *t, Slot *s)
 	return false;
 }
 
+/* The first position of the book's line from where the paths start (the
+ * best move at each ply after minimax, bookdb_best_move) that is not
+ * thought, shallower than the roots: 1 with it in *pos, 0 when the line is
+ * analysed that deep (or ends in a thought position without a book move), <
+ * 0 on a book error. */
+static int line_leaf(Think *t, const char *origin, int plies, Position *pos)
+{
+	BookTxn *txn;
+	int rc = bookdb_txn_begin(&txn, t->db, false);
+	if (rc < 0) return rc;
+	if (position_parse(pos, origin, NULL) < 0) {
+		bookdb_txn_abort(txn);
+		return 0;
+	}
+	for (int ply = 0; ply < plies; ply++) {
+		rc = bookdb_query(t->line_rec, txn, pos);
+		if (rc < 0) break;
+		if (rc == 0 || !(t->line_rec->flags & BOOKDB_REC_THOUGHT)) {
+			rc = 1;
+			break;
+		}
+		Move m = bookdb_best_move(t->line_rec, pos);
+		rc = 0;
+		if (m == MOVE_NONE || pos_history_len(pos) >= POS_MAX_STATES - 1) break;
+		pos_do_move(pos, m);
+	}
+	bookdb_txn_abort(txn);
+	return rc;
+}
+
+/* The next position of the book's line to think (think's line, above) in
+ * slot s when it is due: the book committed and minimax run first (an
+ * incremental run; a whole-book one only on a book that is small, else the
+ * line is left to the selector's roots, said once). Called without the lock;
+ * false when nothing of the line is to be thought now. */
+static bool next_line(Think *t, Slot *s)
+{
+	const ThinkOptions *opt = t->opt;
+	const char *origin;
+	int plies;
+	if (t->line_off || t->line_inflight || !book_minimax_hook_set(opt->minimax) ||
+	    !plan_line(t->plan, &origin, &plies))
+		return false;
+	if (!t->line_due && t->out->thought < t->line_check_at) return false;
+	if (plan_paths_left(t->plan)) return false; /* the paths first */
+	t->line_due = false;
+	t->line_check_at = t->out->thought + LINE_RECHECK;
+	char merr[256] = "the commit failed";
+	if (bookdb_writer_flush(t->w) < 0 ||
+	    opt->minimax->run(opt->minimax->ctx, t->db, merr, sizeof merr) < 0) {
+		t->line_off = true;
+		if (opt->progress)
+			fprintf(stderr,
+			        "think: the book's line from the start is not followed (minimax: "
+			        "%s)\n",
+			        merr);
+		return false;
+	}
+	int rc = line_leaf(t, origin, plies, s->pos);
+	if (rc <= 0) return false;
+	Key k = pos_key(s->pos);
+	if (sel_is_leased(t->sel, k)) {
+		t->line_due = true; /* being thought: look again once it is in */
+		return false;
+	}
+	s->key = k;
+	t->line_key = k;
+	t->line_inflight = true;
+	return true;
+}
+
 /* Gives work to every idle engine: the given positions first, then the
  * selector's leaves. Called and returns with the lock held; *stopping is set
  * on an error. */
@@ -257,7 +342,7 @@ static void hand_out(Think *t, bool *stopping)
 		    t->out->thought + (uint64_t)t->inflight >= opt->max_positions)
 			break;
 		pthread_mutex_unlock(&t->mu);
-		bool forced = next_first(t, s);
+		bool forced = next_first(t, s) || next_line(t, s);
 		t->in_select = !forced;
 		t->select_t0 = clock_ms_f();
 		int rc = forced ? 1 : plan_next(t->plan, t->leaf, s->pos);
@@ -309,6 +394,10 @@ static void collect(Think *t, Slot *s)
 {
 	t->inflight--;
 	s->state = SLOT_IDLE;
+	if (t->line_inflight && key_equal(s->key, t->line_key)) {
+		t->line_inflight = false;
+		t->line_due = true;
+	}
 	if (s->rc < 0) {
 		if (s->rc == SEARCH_ECANCELED) {
 			int rc = sel_release(t->sel, s->key);
@@ -499,6 +588,7 @@ static void teardown(Think *t)
 	pthread_cond_destroy(&t->done_cv);
 	free(t->slots);
 	free(t->leaf);
+	free(t->line_rec);
 	free(t->rec);
 }
 
@@ -546,4 +636,16 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 	rc = think_loop(out, db, &o, err);
 	roots_free(&q);
 	return rc;
+}
+
+int think_paths(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
+{
+	memset(out, 0, sizeof *out);
+	if (err) err[0] = 0;
+	ThinkOptions o = *opt;
+	o.first = NULL;
+	o.nfirst = 0;
+	o.paths_only = true;
+	o.snapshot = NULL;
+	return think_loop(out, db, &o, err);
 }

@@ -88,6 +88,17 @@ typedef struct {
 	 * then the selector takes over. */
 	const char *const *first;
 	size_t nfirst;
+	/* The way to the roots (cli_plan_roots' paths): thought after the
+	 * positions above, before the roots' leaves, each skipped when thought
+	 * (plan_set_paths). paths_only: the run ends when they are thought. */
+	const char *const *paths;
+	size_t npaths;
+	bool paths_only;
+	/* With paths: minimax (may be NULL: not followed), run before the book's
+	 * line from where the paths start is looked at: each position on it
+	 * shallower than the roots (the best move at each ply) is thought before
+	 * the roots' leaves, and looked at again as results come. */
+	const BookMinimaxHook *minimax;
 	/* The key filter's source for the selector (bookmm_hook: minimax's kept
 	 * keys; NULL: a pass over the book). */
 	const BookMinimaxHook *keys;
@@ -135,5 +146,10 @@ JOSEKI_MUST_USE int think_store(BookWriter *w, Selector *sel, BookRecord *rec, K
  * order, then opt->first, then the selector. err: THINK_ERRLEN bytes, may be
  * NULL. */
 JOSEKI_MUST_USE int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err);
+
+/* think_run over opt's paths alone (paths_only; no snapshot, neither the
+ * book's queue nor opt->first), as `think --opponent` and `cycle --probe` do
+ * before their walks: the way to the roots analysed. */
+JOSEKI_MUST_USE int think_paths(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err);
 
 #endif

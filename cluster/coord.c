@@ -222,7 +222,9 @@ static int new_selection(Coord *c, const CoordOptions *opt, SnapReader *snap, ch
 	                      .plan = &opt->plan,
 	                      .roots = opt->roots,
 	                      .root_weights = opt->root_weights,
-	                      .nroots = opt->nroots};
+	                      .nroots = opt->nroots,
+	                      .paths = opt->paths,
+	                      .npaths = opt->npaths};
 	char serr[SNAP_ERRLEN];
 	int rc = selection_open(&c->sel, &c->plan, c->db, &spec, snap, serr);
 	if (rc == SEL_ENOMEM) return COORD_ENOMEM;
@@ -341,6 +343,8 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	c->opt.roots = NULL; /* the plan keeps its own copies */
 	c->opt.root_weights = NULL;
 	c->opt.nroots = 0;
+	c->opt.paths = NULL;
+	c->opt.npaths = 0;
 	if ((rc = co_restore(c, err)) < 0 || (rc = co_queue_extended(c, err)) < 0) goto fail;
 	/* Restored: what the selector holds leased beyond the work state (a
 	 * checkpoint's stock, positions answered since it) is free again. */

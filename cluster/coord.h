@@ -73,6 +73,9 @@ typedef struct {
 	const char *const *roots;   /* position specs; NULL/0: the start position */
 	const double *root_weights; /* NULL: even */
 	int nroots;
+	/* The way to the roots, leased before any root's leaves (plan_set_paths). */
+	const char *const *paths;
+	size_t npaths;
 	/* The periodic minimax (the front end passes bookmm_hook()): called after
 	 * a commit when minimax_every results or minimax_seconds have passed since
 	 * the last call (0: that trigger off). On failure (message in err) the

@@ -538,9 +538,22 @@ static int step_think(void *ctx, BookDB *db, char *err)
 	char terr[THINK_ERRLEN];
 	int rc;
 	if (r->opt->probe.opponents) {
-		/* The lines the match's opponent plays from the roots, walked. */
-		ProbeOptions po = r->opt->probe;
+		/* The way to the roots first, then the lines the match's opponent
+		 * plays from them, walked. */
 		const ThinkOptions *t = &r->opt->think;
+		uint64_t before = 0;
+		if (t->npaths) {
+			if ((rc = think_paths(&r->think, db, t, terr)) < 0)
+				return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ESTEP, "think: %s",
+				                  terr);
+			before = r->think.thought;
+			if (t->stop && *t->stop) {
+				r->st.thought = before;
+				r->stopped = true;
+				return 1;
+			}
+		}
+		ProbeOptions po = r->opt->probe;
 		po.engines = t->engines;
 		po.nworkers = t->nengines;
 		po.budget = t->budget;
@@ -553,8 +566,11 @@ static int step_think(void *ctx, BookDB *db, char *err)
 		po.stop = t->stop;
 		po.minimax = r->opt->minimax;
 		ProbeStats ps;
+		if (po.max_positions)
+			po.max_positions =
+			    po.max_positions > before ? po.max_positions - before : 1;
 		rc = probe_run(&ps, db, &po, terr);
-		r->think.thought = ps.thought;
+		r->think.thought = before + ps.thought;
 	} else {
 		rc = think_run(&r->think, db, &r->opt->think, terr);
 	}

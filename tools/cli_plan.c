@@ -35,7 +35,8 @@ void cli_plan_init(CliPlan *c)
 	memcpy(c->table, t, sizeof t);
 }
 
-int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet, const char *cmd)
+int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet, const char *cmd,
+                   RootList *paths)
 {
 	char err[ROOTS_ERRLEN];
 	if (c->roots_file) {
@@ -47,11 +48,19 @@ int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet, const 
 			joseki_error("%s: --roots: %s holds no position", cmd, c->roots_file);
 			return -1;
 		}
+		if (paths && roots_paths_of_specs(paths, r, err) < 0) {
+			joseki_error("%s: --roots: %s", cmd, err);
+			return -1;
+		}
+		if (paths && paths->n && !quiet)
+			fprintf(stderr, "%s: %zu roots; %zu positions on the way to them first\n",
+			        cmd, r->n, paths->n);
 		return 0;
 	}
 	if (!c->from_games) return 0;
 	size_t before = r->n, nshort, nlegacy;
-	if (roots_from_games(r, db, c->from_games, (int)c->ply, &nshort, &nlegacy, err) < 0) {
+	if (roots_from_games(r, db, c->from_games, (int)c->ply, &nshort, &nlegacy, paths, err) <
+	    0) {
 		joseki_error("%s: --roots-from-games: %s", cmd, err);
 		return -1;
 	}
@@ -64,11 +73,14 @@ int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet, const 
 		    cmd, (unsigned long long)c->ply, nshort, nlegacy);
 		return -1;
 	}
-	if (!quiet)
+	if (!quiet) {
 		fprintf(
 		    stderr,
 		    "%s: %zu roots at ply %llu, reached by %.0f games (%zu games shorter, %zu kept "
-		    "without their moves)\n",
+		    "without their moves)",
 		    cmd, r->n - before, (unsigned long long)c->ply, games, nshort, nlegacy);
+		if (paths) fprintf(stderr, "; %zu positions on the way to them first", paths->n);
+		fputc('\n', stderr);
+	}
 	return 0;
 }

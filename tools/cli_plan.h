@@ -38,10 +38,13 @@ void cli_plan_init(CliPlan *c);
 /*
  * The roots the options give, appended to r (nothing when none were asked
  * for: the start position). db is read for --roots-from-games, and unless
- * quiet a line on stderr says how many games reached the ply. 0, or -1 after
+ * quiet a line on stderr says how many games reached the ply. With paths
+ * (may be NULL), the way to the roots, to be thought first (docs/bookgen.md,
+ * "The way to the roots"): the positions the games pass through on their way
+ * to roots from the games, those of roots given as move lists. 0, or -1 after
  * a message.
  */
 JOSEKI_MUST_USE int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet,
-                                   const char *cmd);
+                                   const char *cmd, RootList *paths);
 
 #endif

@@ -213,8 +213,9 @@ int cmd_cycle(int argc, char **argv)
 		joseki_error("cycle: --openings: %s", err);
 		return 1;
 	}
-	/* Think's roots: --roots / --roots-from-games, else the openings. */
-	RootList roots = {0};
+	/* Think's roots: --roots / --roots-from-games, else the openings; and
+	 * the way to them, thought first. */
+	RootList roots = {0}, paths = {0};
 	if (cp.roots_file || cp.from_games) {
 		BookDB *db = NULL;
 		char berr[BOOKDB_ERRLEN];
@@ -223,10 +224,21 @@ int cmd_cycle(int argc, char **argv)
 			match_openings_free(openings, nopenings);
 			return 1;
 		}
-		rc = cli_plan_roots(&cp, &roots, db, quiet, "cycle");
+		rc = cli_plan_roots(&cp, &roots, db, quiet, "cycle", &paths);
 		bookdb_free(db);
 		if (rc < 0) {
 			match_openings_free(openings, nopenings);
+			roots_free(&roots);
+			roots_free(&paths);
+			return 1;
+		}
+	} else if (nopenings) {
+		RootList ol = {.specs = openings, .n = (size_t)nopenings};
+		char rerr[ROOTS_ERRLEN];
+		if (roots_paths_of_specs(&paths, &ol, rerr) < 0) {
+			joseki_error("cycle: --openings: %s", rerr);
+			match_openings_free(openings, nopenings);
+			roots_free(&paths);
 			return 1;
 		}
 	}
@@ -242,6 +254,7 @@ int cmd_cycle(int argc, char **argv)
 	                              &cycle_stop_flag, "cycle --probe") < 0)
 		goto done;
 	bool progress = !quiet && isatty(2);
+	BookMinimaxHook line_hook = bookmm_hook(NULL);
 	CycleOptions opt = {
 	    .book = book,
 	    .generations = (int)generations,
@@ -279,6 +292,9 @@ int cmd_cycle(int argc, char **argv)
 	            .root_weights = roots.n ? roots.weights : NULL,
 	            .nroots = roots.n ? (int)roots.n : nopenings,
 	            .plan = cp.plan,
+	            .paths = (const char *const *)paths.specs,
+	            .npaths = paths.n,
+	            .minimax = &line_hook,
 	        },
 	    .probe = {.opponents = probe ? opponents : NULL,
 	              .opp_budget = {.kind = SEARCH_BUDGET_NODES, .amount = (uint64_t)nodes},
@@ -307,6 +323,7 @@ done:
 	}
 	match_openings_free(openings, nopenings);
 	roots_free(&roots);
+	roots_free(&paths);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	return ret;

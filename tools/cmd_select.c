@@ -96,7 +96,7 @@ int cmd_select(int argc, char **argv)
 		joseki_error("select: %s", err);
 		goto done;
 	}
-	if (cli_plan_roots(&cp, &roots, db, json || bench, "select") < 0) goto done;
+	if (cli_plan_roots(&cp, &roots, db, json || bench, "select", NULL) < 0) goto done;
 	if ((rc = sel_new(&s, &opt)) < 0) {
 		joseki_error("select: %s", sel_strerror(rc));
 		goto done;

@@ -297,18 +297,25 @@ int cmd_serve(int argc, char **argv)
 			             tokens_path);
 			goto fail;
 		}
-		RootList roots = {0};
-		if (cli_plan_roots(&cp, &roots, db, !opt.log, "serve") < 0) goto fail;
+		RootList roots = {0}, paths = {0};
+		if (cli_plan_roots(&cp, &roots, db, !opt.log, "serve", &paths) < 0) {
+			roots_free(&roots);
+			roots_free(&paths);
+			goto fail;
+		}
 		co.plan = cp.plan;
 		co.roots = (const char *const *)roots.specs;
 		co.root_weights = roots.weights;
 		co.nroots = (int)roots.n;
+		co.paths = (const char *const *)paths.specs;
+		co.npaths = paths.n;
 		snprintf(spath, sizeof spath, "%s/%s", book, SNAP_FILE);
 		if (!no_snapshot) co.snapshot = spath;
 		co.checkpoint_seconds = ckpt_given ? (double)ckpt_s : 300;
 		fprintf(stderr, "serve: loading the selector over %s\n", book);
 		int orc = coord_open(&coord, db, &co, err);
 		roots_free(&roots); /* the coordinator keeps its own copies */
+		roots_free(&paths);
 		if (orc < 0) {
 			joseki_error("serve: %s", err);
 			goto fail;

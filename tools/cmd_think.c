@@ -19,7 +19,10 @@
  * line starts "probe". Ctrl-C / SIGTERM stop cleanly: the
  * engines are told to stop, finished answers are committed, exit 0. Ends with
  * one stdout line: "think thought N failed F time_s T per_s R busy_pct B
- * root_value V commits C exhausted 0|1 engine_s E" (E: the engines' CPU seconds).
+ * root_value V commits C exhausted 0|1 engine_s E root SPEC" (E: the engines'
+ * CPU seconds; V the value of the first root, SPEC: startpos without roots).
+ * With --roots or --roots-from-games, the positions on the way to the roots
+ * (from their games, or their move lists) are thought first.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -52,7 +55,7 @@ static void on_signal(int sig)
  * the root's value and PV, ETA); nothing at "done". */
 static void on_think_progress(void *ctx, const char *phase, const ThinkProgress *p)
 {
-	(void)ctx;
+	const RootList *roots = ctx; /* the value and line printed are the first root's */
 	if (!strcmp(phase, "search")) {
 		if (!p->filter_ready)
 			fprintf(stderr,
@@ -75,7 +78,12 @@ static void on_think_progress(void *ctx, const char *phase, const ThinkProgress 
 	        (unsigned long long)p->thought, p->thought / (el > 0 ? el : 1),
 	        (unsigned long long)p->book_thought, 100.0 * p->busy, el);
 	if (p->has_root) {
-		fprintf(stderr, ", root %+d pv", p->root_value);
+		if (roots && roots->n > 1)
+			fprintf(stderr, ", root 1 of %zu %+d pv", roots->n, p->root_value);
+		else if (roots && roots->n == 1)
+			fprintf(stderr, ", root %+d pv", p->root_value);
+		else
+			fprintf(stderr, ", start position %+d pv", p->root_value);
 		for (int j = 0; j < p->npv; j++) {
 			char mv[USI_MOVE_MAX];
 			usi_move_write(p->pv[j], mv);
@@ -129,6 +137,21 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	if (cli_open_engines(opp, n, oa->engine, oa->opts, oa->nopts, oa->restart, &think_stop_flag,
 	                     "think --opponent") < 0)
 		goto done;
+	/* The way to the roots first, as think without --opponent thinks it. */
+	ThinkStats ts = {0};
+	if (t->npaths) {
+		if (think_paths(&ts, db, t, err) < 0) {
+			joseki_error("%s", err[0] ? err : "think: the way to the roots failed");
+			goto done;
+		}
+		if (t->progress)
+			fprintf(stderr, "think: %llu positions on the way to the roots thought\n",
+			        (unsigned long long)ts.thought);
+		if (think_stop_flag) {
+			ret = 0;
+			goto done;
+		}
+	}
 	ProbeOptions po = {
 	    .engines = engines,
 	    .opponents = opp,
@@ -146,9 +169,18 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	    .book_side = side,
 	    .max_plies = (int)oa->plies,
 	    .burst = (int)oa->burst,
-	    .max_positions = t->max_positions,
-	    .max_seconds = t->max_seconds,
-	    .max_engine_seconds = t->max_engine_seconds,
+	    .max_positions =
+	        t->max_positions
+	            ? (t->max_positions > ts.thought ? t->max_positions - ts.thought : 1)
+	            : 0,
+	    .max_seconds = t->max_seconds
+	                       ? (t->max_seconds > ts.seconds ? t->max_seconds - ts.seconds : 0.001)
+	                       : 0,
+	    .max_engine_seconds = t->max_engine_seconds
+	                              ? (t->max_engine_seconds > ts.engine_seconds
+	                                     ? t->max_engine_seconds - ts.engine_seconds
+	                                     : 0.001)
+	                              : 0,
 	    .stop = &think_stop_flag,
 	    .minimax = bookmm_hook(NULL),
 	    .progress = t->progress ? on_probe_progress : NULL,
@@ -161,12 +193,12 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	    "lines %llu done %llu deepest %d book_plies_per_walk %.1f reach %.2f time_s %.1f "
 	    "per_s %.2f "
 	    "engine_s %.1f\n",
-	    (unsigned long long)st.thought, (unsigned long long)st.failed,
-	    (unsigned long long)st.walks, (unsigned long long)st.restarts,
-	    (unsigned long long)st.opp_moves, (unsigned long long)st.opp_cached,
-	    (unsigned long long)st.opp_replayed, (unsigned long long)st.opp_differ,
-	    (unsigned long long)st.opp_added, (unsigned long long)st.lines,
-	    (unsigned long long)st.done, st.deepest,
+	    (unsigned long long)(st.thought + ts.thought),
+	    (unsigned long long)(st.failed + ts.failed), (unsigned long long)st.walks,
+	    (unsigned long long)st.restarts, (unsigned long long)st.opp_moves,
+	    (unsigned long long)st.opp_cached, (unsigned long long)st.opp_replayed,
+	    (unsigned long long)st.opp_differ, (unsigned long long)st.opp_added,
+	    (unsigned long long)st.lines, (unsigned long long)st.done, st.deepest,
 	    st.walks ? (double)st.book_plies / (double)st.walks : 0.0, st.reach, st.seconds,
 	    st.seconds > 0 ? (double)st.thought / st.seconds : 0.0, st.engine_seconds);
 	if (rc < 0) {
@@ -266,7 +298,7 @@ int cmd_think(int argc, char **argv)
 
 	int ret = 1;
 	BookDB *db = NULL;
-	RootList kl = {0}, roots = {0};
+	RootList kl = {0}, roots = {0}, paths = {0};
 	SearchEngine **engines = calloc(nengines, sizeof *engines);
 	char err[THINK_ERRLEN > BOOKDB_ERRLEN ? THINK_ERRLEN : BOOKDB_ERRLEN];
 	if (!engines) {
@@ -293,7 +325,10 @@ int cmd_think(int argc, char **argv)
 		             orc == BOOKDB_ENOBOOK ? " (think --new starts a new book there)" : "");
 		goto done;
 	}
-	if (cli_plan_roots(&cp, &roots, db, quiet, "think") < 0) goto done;
+	if (cli_plan_roots(&cp, &roots, db, quiet, "think", &paths) < 0) goto done;
+	if (!quiet)
+		for (size_t r = 0; r < roots.n; r++)
+			fprintf(stderr, "think: root %zu: %s\n", r + 1, roots.specs[r]);
 	if (extend) {
 		char rerr[ROOTS_ERRLEN];
 		if (roots_from_extension(&kl, db, rerr) < 0) {
@@ -305,6 +340,16 @@ int cmd_think(int argc, char **argv)
 	                     &think_stop_flag, "think") < 0)
 		goto done;
 	BookMinimaxHook keys = bookmm_hook(NULL);
+	/* The line from the start, followed after minimax: an incremental run,
+	 * or a whole-book one on a book small enough for it to take a moment. */
+	uint64_t nrec = 0;
+	BookTxn *ctxn;
+	if (bookdb_txn_begin(&ctxn, db, false) == 0) {
+		if (bookdb_count(&nrec, ctxn, BOOKDB_POS) < 0) nrec = UINT64_MAX;
+		bookdb_txn_abort(ctxn);
+	}
+	BookmmOptions line_mm = {.no_whole = nrec > 1000000};
+	BookMinimaxHook line_hook = bookmm_hook(&line_mm);
 	char spath[BOOKDB_PATH_LEN];
 	snprintf(spath, sizeof spath, "%s/%s", book, SNAP_FILE);
 	ThinkOptions opt = {
@@ -322,8 +367,12 @@ int cmd_think(int argc, char **argv)
 	    .nroots = (int)roots.n,
 	    .plan = cp.plan,
 	    .progress = quiet ? NULL : on_think_progress,
+	    .progress_ctx = &roots,
 	    .first = (const char *const *)kl.specs,
 	    .nfirst = kl.n,
+	    .paths = (const char *const *)paths.specs,
+	    .npaths = paths.n,
+	    .minimax = &line_hook,
 	    .keys = &keys,
 	    .snapshot = no_snapshot ? NULL : spath,
 	};
@@ -337,12 +386,13 @@ int cmd_think(int argc, char **argv)
 		fprintf(stderr, "think: stopped part-way through a search of the selector's%s\n",
 		        opt.snapshot ? " (kept with it in the snapshot)" : "");
 	print_snapshot(&st, opt.snapshot);
+	/* The root the value is of, last (its spec has spaces). */
 	printf("think thought %llu failed %llu time_s %.1f per_s %.2f busy_pct %.0f root_value %d "
-	       "commits %llu exhausted %d engine_s %.1f\n",
+	       "commits %llu exhausted %d engine_s %.1f root %s\n",
 	       (unsigned long long)st.thought, (unsigned long long)st.failed, st.seconds,
 	       st.seconds > 0 ? st.thought / st.seconds : 0.0, st.busy_pct,
 	       st.root_known ? st.root_value : 0, (unsigned long long)st.commits, st.exhausted,
-	       st.engine_seconds);
+	       st.engine_seconds, roots.n ? roots.specs[0] : "startpos");
 	if (rc < 0) {
 		joseki_error("%s: %s", book, err[0] ? err : think_strerror(rc));
 		goto done;
@@ -353,6 +403,7 @@ done:
 	free(engines);
 	roots_free(&kl);
 	roots_free(&roots);
+	roots_free(&paths);
 	bookdb_free(db);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);

@@ -196,7 +196,7 @@ static void test_roots__roots_from_games_are_the_most_reached_positions(void **s
 	assert_int_equal(bookdb_open(&db, book, NULL, derr), 0);
 	RootList r = {0};
 	size_t nshort = 99, nlegacy = 99;
-	assert_int_equal(roots_from_games(&r, db, 1000, ply, &nshort, &nlegacy, err), 0);
+	assert_int_equal(roots_from_games(&r, db, 1000, ply, &nshort, &nlegacy, NULL, err), 0);
 	assert_int_equal(nshort, 0);
 	assert_int_equal(nlegacy, 0);
 	/* Every position, once, weighted by its games, most reached first. */
@@ -216,14 +216,14 @@ static void test_roots__roots_from_games_are_the_most_reached_positions(void **s
 	roots_free(&r);
 	/* n caps the list, keeping the most reached; a ply no game reaches
 	 * gives nothing, and the games are counted as shorter. */
-	assert_int_equal(roots_from_games(&r, db, 1, ply, NULL, NULL, err), 0);
+	assert_int_equal(roots_from_games(&r, db, 1, ply, NULL, NULL, NULL, err), 0);
 	assert_int_equal(r.n, 1);
 	int most = 0;
 	for (int k = 0; k < pc.n; k++)
 		if (pc.count[k] > most) most = pc.count[k];
 	assert_true(r.weights[0] == (double)most);
 	roots_free(&r);
-	assert_int_equal(roots_from_games(&r, db, 10, 1000, &nshort, NULL, err), 0);
+	assert_int_equal(roots_from_games(&r, db, 10, 1000, &nshort, NULL, NULL, err), 0);
 	assert_int_equal(r.n, 0);
 	assert_int_equal((int)nshort, games);
 	bookdb_free(db);

@@ -612,7 +612,8 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	free(err);
 	rc = ts_runf(&out, &err, "%s query %s/u startpos --json", ts_joseki(), dir);
 	assert_int_equal(rc, 0);
-	assert_non_null(strstr(out, "{\"move\":\"7g7f\",\"eval\":50,\"depth\":3"));
+	assert_non_null(strstr(out, "{\"move\":\"7g7f\",\"value\":50,\"value_source\":"
+	                            "\"thought\",\"eval\":50,\"depth\":3"));
 	free(out);
 	free(err);
 	rc = ts_runf(&out, &err, "%s think %s/u --engine %s/no-such-engine --positions 1 --quiet",
@@ -878,14 +879,17 @@ static void test_bookgen__think_command_grows_only_under_its_roots(void **state)
 	assert_int_equal(rc, 0);
 	free(out);
 	free(err);
-	/* Every thought position lies below a root (reached from one through the
-	 * book's moves); the start position is not thought. */
-	RootList r = {0};
+	/* Every position the games pass through on their way to the roots is
+	 * thought (the way to the roots first); every other thought position lies
+	 * below a root (reached from one through the book's moves) or within the
+	 * roots' 6 plies of the start (the book's line from there). */
+	RootList r = {0}, paths = {0};
 	BookDB *db = NULL;
 	char berr[BOOKDB_ERRLEN], rerr[ROOTS_ERRLEN];
 	assert_int_equal(bookdb_open(&db, book, NULL, berr), 0);
-	assert_int_equal(roots_from_games(&r, db, 2, 6, NULL, NULL, rerr), 0);
+	assert_int_equal(roots_from_games(&r, db, 2, 6, NULL, NULL, &paths, rerr), 0);
 	assert_int_equal(r.n, 2);
+	assert_true(paths.n >= 6 && paths.n < 40);
 	BookTxn *txn;
 	BookRecord *rec = malloc(sizeof *rec);
 	Position *pos = malloc(sizeof *pos);
@@ -913,7 +917,8 @@ static void test_bookgen__think_command_grows_only_under_its_roots(void **state)
 	while (bookdb_iter_next(it, &k, &val, &len) == 1) {
 		if (!len || !(val[0] & BOOKDB_REC_THOUGHT)) continue;
 		thought++;
-		assert_true(keylist_has(&reach, k));
+		assert_int_equal(bookdb_get(rec, txn, k), 0);
+		assert_true(keylist_has(&reach, k) || rec->min_ply <= 6);
 		for (int i = 0; i < 2; i++) {
 			assert_int_equal(position_parse(pos, r.specs[i], NULL), 0);
 			if (key_equal(pos_key(pos), k)) under[i]++;
@@ -922,12 +927,18 @@ static void test_bookgen__think_command_grows_only_under_its_roots(void **state)
 	bookdb_iter_free(it);
 	assert_int_equal(thought, 40);
 	assert_int_equal(under[0] + under[1], 2); /* both roots thought */
+	for (size_t i = 0; i < paths.n; i++) {
+		assert_int_equal(position_parse(pos, paths.specs[i], NULL), 0);
+		assert_true(pos->game_ply <= 6);
+		assert_int_equal(bookdb_get(rec, txn, pos_key(pos)), 0);
+		assert_true(rec->flags & BOOKDB_REC_THOUGHT);
+	}
 	pos_set_startpos(pos);
-	assert_int_not_equal(
-	    bookdb_get(rec, txn, pos_key(pos)) == 0 && (rec->flags & BOOKDB_REC_THOUGHT), 1);
+	assert_true(bookdb_get(rec, txn, pos_key(pos)) == 0 && (rec->flags & BOOKDB_REC_THOUGHT));
 	bookdb_txn_abort(txn);
 	bookdb_free(db);
 	roots_free(&r);
+	roots_free(&paths);
 	free(reach.k);
 	free(rec);
 	free(pos);
