@@ -275,6 +275,14 @@ static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, 
 	mi->time_ms = m->timed ? r->time_ms : -1;
 	if (r->nlines > 0 && r->lines[0].move == r->bestmove) {
 		const SearchLine *l = &r->lines[0];
+		/* The first search after the book: where the book left this side. */
+		if (g->exit_ply[s] == pos_history_len(pos) + 1 && !g->has_exit_eval[s]) {
+			int v = l->value;
+			g->exit_eval[s] = v > MATCH_EXIT_EVAL_MAX    ? MATCH_EXIT_EVAL_MAX
+			                  : v < -MATCH_EXIT_EVAL_MAX ? -MATCH_EXIT_EVAL_MAX
+			                                             : v;
+			g->has_exit_eval[s] = true;
+		}
 		mi->has_eval = true;
 		mi->eval = us == BLACK ? l->value : -l->value;
 		int n = l->pv_len - 1;
@@ -783,7 +791,13 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 		}
 	match_elo(out->wins, out->draws, out->losses, &out->elo, &out->elo_low, &out->elo_high);
 	match_pairs_finish(&out->pairs);
-	for (int s = 0; s < 2; s++) match_exit_stats(&out->exit[s], out, s);
+	for (int s = 0; s < 2; s++) {
+		match_exit_stats(&out->exit[s], out, s);
+		match_exit_eval_stats(&out->exit_eval[s], out, s);
+	}
+	out->exit_gain = out->exit_eval[0].mean - out->exit_eval[1].mean;
+	out->exit_gain_se = sqrt(out->exit_eval[0].se * out->exit_eval[0].se +
+	                         out->exit_eval[1].se * out->exit_eval[1].se);
 done_workers:
 	for (int i = 0; i < started; i++) worker_free(&workers[i]);
 done:

@@ -157,12 +157,16 @@ typedef struct {
 	int opening;   /* index into the openings, -1 for the start position */
 	Color a_color; /* the colour A played */
 	GameEnd end;
-	int winner;          /* BLACK, WHITE, or -1 for a draw */
-	int result;          /* for A: 1 win, 0 draw, -1 loss */
-	int plies;           /* moves in the record, opening included */
-	int book_plies[2];   /* book moves played by A and by B */
-	int exit_ply[2];     /* the move number (1-based, opening included) of A's and of
-	                        B's first engine move; 0 when the side never used its engine */
+	int winner;        /* BLACK, WHITE, or -1 for a draw */
+	int result;        /* for A: 1 win, 0 draw, -1 loss */
+	int plies;         /* moves in the record, opening included */
+	int book_plies[2]; /* book moves played by A and by B */
+	int exit_ply[2];   /* the move number (1-based, opening included) of A's and of
+	                      B's first engine move; 0 when the side never used its engine */
+	/* The side's own evaluation at that first engine move (centipawns for
+	 * the side, bounded to ±MATCH_EXIT_EVAL_MAX); has_exit_eval: it gave one. */
+	int exit_eval[2];
+	bool has_exit_eval[2];
 	int64_t time_ms[2];  /* engine time used by A and by B */
 	int64_t clock_ms[2]; /* with clocks: the main time A and B had left at the end */
 	int engine_moves;    /* moves the engines were asked for */
@@ -183,6 +187,16 @@ typedef struct {
 	double los;                    /* likelihood of superiority of A, 0..1; NAN: no pairs */
 } MatchPairs;
 
+/* An exit evaluation's bound: a mate or a won position weighs no more in a mean. */
+#define MATCH_EXIT_EVAL_MAX 2000
+
+/* A side's evaluations at its exits (MatchGame.exit_eval): how many, their
+ * mean and its standard error (0 with fewer than two). */
+typedef struct {
+	int n;
+	double mean, se;
+} MatchExitEval;
+
 /* Where a side left its book: the exit plies (MatchGame.exit_ply) of the played games. */
 typedef struct {
 	int games; /* games in which the side used its engine */
@@ -192,12 +206,17 @@ typedef struct {
 } MatchExit;
 
 struct MatchResult {
-	int played, wins, draws, losses;  /* games, from A's point of view */
-	double score;                     /* A's points per game (win 1, draw 1/2) */
-	double elo, elo_low, elo_high;    /* Elo difference A − B and its 95% interval */
-	MatchPairs pairs;                 /* the pairs among the played games */
-	double book_plies[2];             /* average book moves per game of A and of B */
-	MatchExit exit[2];                /* A's and B's exit plies */
+	int played, wins, draws, losses; /* games, from A's point of view */
+	double score;                    /* A's points per game (win 1, draw 1/2) */
+	double elo, elo_low, elo_high;   /* Elo difference A − B and its 95% interval */
+	MatchPairs pairs;                /* the pairs among the played games */
+	double book_plies[2];            /* average book moves per game of A and of B */
+	MatchExit exit[2];               /* A's and B's exit plies */
+	MatchExitEval exit_eval[2];      /* A's and B's evaluations there */
+	/* A's exit evaluation less B's: what A's book left it with beyond where
+	 * B's engine started (both the same engine: its own judgement), and the
+	 * standard error of the difference. */
+	double exit_gain, exit_gain_se;
 	bool sprt;                        /* an SPRT ran (MatchOptions.sprt) */
 	double llr, llr_lower, llr_upper; /* its log-likelihood ratio and bounds */
 	int verdict;                      /* MATCH_SPRT_H1, _H0, or _NONE: no bound crossed */
@@ -249,6 +268,8 @@ void match_sprt_bounds(const MatchSprt *s, double *lower, double *upper);
 
 /* The exit plies of side s (0 = A, 1 = B) over r's played games. */
 void match_exit_stats(MatchExit *out, const MatchResult *r, int s);
+/* The exit evaluations of side s over r's played games. */
+void match_exit_eval_stats(MatchExitEval *out, const MatchResult *r, int s);
 
 /* ---- option strings (play/match_opts.c) ---- */
 

@@ -170,3 +170,21 @@ void match_exit_stats(MatchExit *out, const MatchResult *r, int s)
 	out->q3 = quantile(hist, NBINS, n, 0.75);
 	out->max = quantile(hist, NBINS, n, 1);
 }
+
+void match_exit_eval_stats(MatchExitEval *out, const MatchResult *r, int s)
+{
+	memset(out, 0, sizeof *out);
+	double sum = 0, sq = 0;
+	for (int i = 0; i < r->ngames; i++) {
+		const MatchGame *g = &r->games[i];
+		if (!g->played || !g->has_exit_eval[s]) continue;
+		out->n++;
+		sum += g->exit_eval[s];
+		sq += (double)g->exit_eval[s] * g->exit_eval[s];
+	}
+	if (out->n == 0) return;
+	out->mean = sum / out->n;
+	if (out->n < 2) return;
+	double var = (sq - out->n * out->mean * out->mean) / (out->n - 1);
+	out->se = var > 0 ? sqrt(var / out->n) : 0;
+}

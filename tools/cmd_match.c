@@ -166,6 +166,11 @@ static int print_json(const MatchOptions *opt, const MatchResult *r)
 		    o, "exit_plies",
 		    json_pack("[o,o]", side_int(g->exit_ply[0]), side_int(g->exit_ply[1])));
 		json_object_set_new(
+		    o, "exit_evals",
+		    json_pack("[o,o]",
+		              g->has_exit_eval[0] ? json_integer(g->exit_eval[0]) : json_null(),
+		              g->has_exit_eval[1] ? json_integer(g->exit_eval[1]) : json_null()));
+		json_object_set_new(
 		    o, "time_ms",
 		    json_pack("[I,I]", (json_int_t)g->time_ms[0], (json_int_t)g->time_ms[1]));
 		json_object_set_new(o, "clock_ms",
@@ -187,6 +192,21 @@ static int print_json(const MatchOptions *opt, const MatchResult *r)
 	json_object_set_new(o, "nodes_jitter", json_integer(opt->nodes_jitter));
 	json_object_set_new(o, "exit_plies",
 	                    json_pack("{s:o, s:o}", "a", exit_json(r, 0), "b", exit_json(r, 1)));
+	json_t *ee = json_object();
+	for (int s = 0; s < 2; s++) {
+		const MatchExitEval *e = &r->exit_eval[s];
+		json_object_set_new(ee, s ? "b" : "a",
+		                    e->n ? json_pack("{s:i, s:f, s:f}", "games", e->n, "mean",
+		                                     round(e->mean * 10) / 10, "se",
+		                                     round(e->se * 10) / 10)
+		                         : json_null());
+	}
+	json_object_set_new(ee, "gain",
+	                    r->exit_eval[0].n && r->exit_eval[1].n
+	                        ? json_pack("{s:f, s:f}", "mean", round(r->exit_gain * 10) / 10,
+	                                    "se", round(r->exit_gain_se * 10) / 10)
+	                        : json_null());
+	json_object_set_new(o, "exit_evals", ee);
 	json_object_set_new(o, "time_control",
 	                    clocked ? json_pack("{s:o, s:o, s:i}", "a", tc_json(&opt->clock[0]),
 	                                        "b", tc_json(&opt->clock[1]), "margin_ms",
@@ -246,11 +266,15 @@ static void print_text(const MatchOptions *opt, const MatchResult *r)
 		         : r->verdict == MATCH_SPRT_H0 ? "H0"
 		                                       : "no verdict");
 	for (int s = 0; s < 2; s++) exit_text(ex[s], sizeof ex[s], &r->exit[s]);
+	char gain[96] = "";
+	if (r->exit_eval[0].n && r->exit_eval[1].n)
+		snprintf(gain, sizeof gain, ", exit eval A %+.0f B %+.0f: gain %+.0f ± %.0f cp",
+		         r->exit_eval[0].mean, r->exit_eval[1].mean, r->exit_gain, r->exit_gain_se);
 	printf("match A %s%s vs B %s%s: %d games, A +%d =%d -%d, score %.3f, elo %s [%s, %s] "
-	       "(95%%)%s%s, book plies A %.1f B %.1f, exit ply A %s B %s, %s%s\n",
+	       "(95%%)%s%s, book plies A %.1f B %.1f, exit ply A %s B %s%s, %s%s\n",
 	       r->name[0], opt->side[0].book ? "+book" : "", r->name[1],
 	       opt->side[1].book ? "+book" : "", r->played, r->wins, r->draws, r->losses, r->score,
-	       elo, lo, hi, pairs, sprt, r->book_plies[0], r->book_plies[1], ex[0], ex[1],
+	       elo, lo, hi, pairs, sprt, r->book_plies[0], r->book_plies[1], ex[0], ex[1], gain,
 	       opt->out_dir ? "games in " : "games not written", opt->out_dir ? opt->out_dir : "");
 }
 

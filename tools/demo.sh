@@ -15,13 +15,13 @@ $J perft 5
 step "2. Replaying the 15 sample floodgate games under the rules (how each really ended)"
 $J replay tests/data/floodgate/*.csa | tee "$OUT/replay.txt"
 
-step "3. Ingesting them into a book (LMDB store in $OUT/book): moves, results, engine evaluations"
+step "3. Ingesting them into a book (LMDB store in $OUT/book): positions, moves, results, the engines' comments"
 $J ingest "$OUT/book" tests/data/floodgate tests/data/csa-dialects --quiet
 
 step "4. Ingesting again: every game is recognised, nothing changes"
 $J ingest "$OUT/book" tests/data/floodgate tests/data/csa-dialects --quiet
 
-step "5. What the book knows about the start position (mover's wins/draws/losses, floodgate evals)"
+step "5. What the book knows about the start position: games and their comments ('** in CSA: other programs' opinions, in the game column, not values: no move has a value yet)"
 $J query "$OUT/book" startpos
 
 THINK=${DEMO_THINK_SECONDS:-60}
@@ -57,5 +57,17 @@ $J check "$OUT/book"
 step "11. What the book is worth: a short match, the built-in engine with the book (A) against the same engine without it (B), 5 openings x both colours, 20000 nodes a move (the engines play the same game from the same opening, so these 10 games are all there are); records in $OUT/match"
 $J match --engine-a builtin --engine-b builtin --book-a "$OUT/book" --book-b none \
 	--openings "$OUT/openings.txt" --games 10 --nodes 20000 --concurrency 2 --out "$OUT/match"
+
+cat <<'EOF'
+
+How to read it: 10 games cannot show what a book is worth in points. The score's
+95% interval spans hundreds of Elo (the "elo [low, high]" above), so +241 or -241
+would both be noise. The exit evaluation says more with the same games: where A's
+book ended, A's own engine judged its position ("exit eval A"), where B's engine
+began ("B"); "gain" is the difference with its standard error. A gain more than
+two standard errors above 0 means the book left its engine better off than an
+engine starting on its own, by that engine's judgement; within two, these games
+do not tell. What a book adds in games takes hundreds of them: make bench-book.
+EOF
 
 printf '\nDone. The book is %s/book (LMDB), the YaneuraOu book %s/book.db.\nTry: ./joseki query %s/book "startpos moves 2g2f"\n' "$OUT" "$OUT" "$OUT"
