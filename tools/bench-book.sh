@@ -73,7 +73,7 @@ $J minimax "$W/games" --games-book most-played --quiet >/dev/null
 $J ingest "$W/grown" tests/data/floodgate --quiet >/dev/null
 $J think "$W/grown" --engine "$FS" --opponent "$FS" --opponent-restart --engines "$ENGINES" --nodes "$TNODES" \
 	--opponent-nodes "$NODES" --opponent-nodes-jitter "$GJITTER" --multipv "$MULTIPV" \
-	--roots "$W/openings.txt" \
+	--roots "$W/openings.txt" --roots-only \
 	--engine-seconds $((SECS * ENGINES)) --quiet >"$W/think.txt"
 $J minimax "$W/grown" --full --quiet >/dev/null
 echo "bench-book: $(cat "$W/think.txt")" >&2

@@ -23,6 +23,9 @@ void cli_plan_init(CliPlan *c)
 	            .excl = "roots"),
 	    CLI_NUM("--roots-ply", &c->ply, 0, 1000, "K", "... K plies into them (default 8)",
 	            .needs = "--roots-from-games"),
+	    CLI_FLAG("--roots-only", &c->roots_only,
+	             "from the roots alone: not the positions on the way to them first (for "
+	             "games that start at the roots)"),
 	    CLI_ENUM("--select", &c->plan.mode, "cover|pv", MODES,
 	             "cover the lines worth playing (default) or follow the best line"),
 	    CLI_NUM("--window", &c->plan.window, 0, 10000, "CP",
@@ -39,6 +42,7 @@ int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet, const 
                    RootList *paths)
 {
 	char err[ROOTS_ERRLEN];
+	if (c->roots_only) paths = NULL;
 	if (c->roots_file) {
 		if (roots_from_lines(r, c->roots_file, err) < 0) {
 			joseki_error("%s: --roots: %s", cmd, err);

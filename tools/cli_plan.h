@@ -6,6 +6,7 @@
  *   --roots FILE                 one position a line (# comments), weight 1 each
  *   --roots-from-games N         the N positions most reached in the ingested games
  *   --roots-ply K                ... after K plies (default 8)
+ *   --roots-only                 not the positions on the way to the roots
  *   --select cover|pv            the policy (default cover)
  *   --window CP                  cover: the opponent's replies within CP of its best
  *   --book-side black|white|both cover: the colour(s) the book is grown for
@@ -28,7 +29,8 @@ typedef struct {
 	const char *roots_file;
 	uint64_t from_games; /* 0: off */
 	uint64_t ply;
-	CliOpt table[7]; /* the options above: a fragment for a command's table */
+	bool roots_only; /* --roots-only: not the positions on the way to the roots */
+	CliOpt table[8]; /* the options above: a fragment for a command's table */
 } CliPlan;
 
 /* The defaults (plan_options_init, no roots: the start position) and the

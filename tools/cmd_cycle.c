@@ -232,7 +232,7 @@ int cmd_cycle(int argc, char **argv)
 			roots_free(&paths);
 			return 1;
 		}
-	} else if (nopenings) {
+	} else if (nopenings && !cp.roots_only) {
 		RootList ol = {.specs = openings, .n = (size_t)nopenings};
 		char rerr[ROOTS_ERRLEN];
 		if (roots_paths_of_specs(&paths, &ol, rerr) < 0) {

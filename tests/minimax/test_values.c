@@ -330,6 +330,21 @@ static void test_values__the_way_to_roots_given_as_lines_is_thought(void **state
 		if (!json_object_get(q, "thought_depth")) fail_msg("%s is not thought", WAY[i]);
 		json_decref(q);
 	}
+	/* --roots-only: the roots alone (games that start there). */
+	snprintf(book, sizeof book, "%s/only", dir);
+	rc = ts_runf(&out, &err,
+	             "%s think %s --new --roots %s --roots-only --depth 1 --multipv 2 "
+	             "--positions 2 --book-side black",
+	             ts_joseki(), book, roots);
+	assert_int_equal(rc, 0);
+	assert_null(strstr(err, "on the way"));
+	free(out);
+	free(err);
+	for (size_t i = 0; i < sizeof WAY / sizeof *WAY; i++) {
+		json_t *q = query(book, WAY[i]);
+		if (json_object_get(q, "thought_depth")) fail_msg("%s is thought", WAY[i]);
+		json_decref(q);
+	}
 	ts_rmtree(dir);
 	free(dir);
 }
