@@ -16,6 +16,8 @@
 bool bookdb_move_valued(const BookRecord *rec, const BookMove *m)
 {
 	if (rec->flags & BOOKDB_REC_MINIMAX) return m->value != NOVALUE;
+	/* A games-only book's position without a move chosen from its games. */
+	if (rec->flags & BOOKDB_REC_GAMES) return false;
 	return bookdb_move_analysed(m);
 }
 

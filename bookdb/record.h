@@ -29,9 +29,10 @@
  * encoder sets and clears this bit from the moves' BOOKDB_MOVE_AVOIDED flags;
  * the decoder sets it when the record has it. */
 #define BOOKDB_REC_AVOID 0x04
-/* The minimax values (BOOKDB_REC_MINIMAX) come from the moves' game results
- * (`minimax --games-book`: a book from games alone, by choice), not from an
- * analysis. */
+/* The record's values come from the moves' game results (`minimax
+ * --games-book`: a book from games alone, by choice), not from an analysis:
+ * its minimax values (BOOKDB_REC_MINIMAX) when it has a move chosen from its
+ * games, else none (its analyses are no values in such a book). */
 #define BOOKDB_REC_GAMES 0x08
 #define BOOKDB_REC_FLAGS_KNOWN 0x0f
 

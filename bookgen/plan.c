@@ -37,6 +37,7 @@ typedef struct {
 typedef struct {
 	Key key;
 	char *sfen;
+	int ply; /* its move number */
 } PlanPath;
 
 struct Plan {
@@ -49,13 +50,11 @@ struct Plan {
 	int *order;      /* scratch: slots by deficit */
 	SelLeaf *search; /* scratch: one ranged search's leaves */
 	size_t qmax;     /* ... at most this many */
-	/* The way to the roots, served first (plan_set_paths), then the book's
-	 * line from where the paths start, line_plies deep. */
+	/* The way to the roots, served first (plan_set_paths). */
 	PlanPath *paths;
 	size_t npaths, next_path;
 	bool paths_only;
-	int line_plies; /* 0: no paths */
-	char origin_sfen[SFEN_MAX];
+	int roots_ply; /* the move number the roots lie at (one past the deepest path) */
 };
 
 void plan_options_init(PlanOptions *opt)
@@ -95,6 +94,7 @@ int plan_set_paths(Plan *p, const char *const *specs, size_t n, bool only, char 
 		}
 		sfen_write(&pos, sfen, sizeof sfen);
 		v[i].key = pos_key(&pos);
+		v[i].ply = pos.game_ply;
 		if (!(v[i].sfen = strdup(sfen))) {
 			for (size_t k = 0; k < i; k++) free(v[k].sfen);
 			free(v);
@@ -107,26 +107,19 @@ int plan_set_paths(Plan *p, const char *const *specs, size_t n, bool only, char 
 	p->npaths = n;
 	p->next_path = 0;
 	p->paths_only = only;
-	p->line_plies = 0;
-	if (!n) return 0;
-	/* The first (shallowest) is where the paths start; the roots lie one
-	 * ply below the deepest. */
-	int hi = 0;
-	for (size_t i = 0; i < n; i++) {
-		(void)position_parse(&pos, v[i].sfen, NULL); /* parsed above */
-		if (pos.game_ply > hi) hi = pos.game_ply;
-	}
-	(void)position_parse(&pos, v[0].sfen, NULL);
-	p->line_plies = hi - pos.game_ply + 1;
-	snprintf(p->origin_sfen, sizeof p->origin_sfen, "%s", v[0].sfen);
+	/* The roots lie one ply below the deepest. */
+	p->roots_ply = 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].ply + 1 > p->roots_ply) p->roots_ply = v[i].ply + 1;
 	return 0;
 }
 
-bool plan_line(const Plan *p, const char **sfen, int *plies)
+bool plan_path_line(const Plan *p, size_t i, const char **sfen, int *plies)
 {
-	if (!p->line_plies) return false;
-	*sfen = p->origin_sfen;
-	*plies = p->line_plies;
+	if (i >= p->npaths) return false;
+	*sfen = p->paths[i].sfen;
+	*plies = p->roots_ply - p->paths[i].ply;
+	if (*plies < 1) *plies = 1;
 	return true;
 }
 

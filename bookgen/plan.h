@@ -94,11 +94,11 @@ JOSEKI_MUST_USE int plan_set_paths(Plan *p, const char *const *specs, size_t n, 
                                    char *err);
 /* Path positions not thought yet. */
 size_t plan_paths_left(Plan *p);
-/* Where the paths start (the first given: its SFEN) and how many plies below
- * it the roots lie: the book's line from there to be kept analysed that deep
- * (think's line, docs/bookgen.md "The way to the roots"). false without
- * paths. */
-bool plan_line(const Plan *p, const char **sfen, int *plies);
+/* Path position i (its SFEN) and how many plies below it the roots lie: the
+ * book's line from there to be kept analysed that deep (at least one ply;
+ * think's lines, docs/bookgen.md "The way to the roots"). false when there
+ * is no path position i. */
+bool plan_path_line(const Plan *p, size_t i, const char **sfen, int *plies);
 
 /* Roots of the plan; the SFEN of root r as added; leaves handed out under it. */
 JOSEKI_MUST_USE int plan_nroots(const Plan *p);

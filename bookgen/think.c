@@ -67,8 +67,9 @@ struct Think {
 	double select_t0;  /* when that plan_next began */
 	bool stopped;      /* a selection was stopped part-way */
 	char last_error[SEARCH_ERRLEN];
-	/* The book's line from where the paths start (plan_line), kept analysed:
-	 * checked after minimax when due (line_due, or line_check_at results). */
+	/* The book's lines from the positions on the way to the roots
+	 * (plan_path_line), kept analysed: checked after minimax when due
+	 * (line_due, or line_check_at results). */
 	bool line_due, line_inflight, line_off;
 	Key line_key;
 	uint64_t line_check_at;
@@ -258,48 +259,56 @@ static bool next_first(Think *t, Slot *s)
 	return false;
 }
 
-/* The first position of the book's line from where the paths start (the
- * best move at each ply after minimax, bookdb_best_move) that is not
- * thought, shallower than the roots: 1 with it in *pos, 0 when the line is
- * analysed that deep (or ends in a thought position without a book move), <
- * 0 on a book error. */
-static int line_leaf(Think *t, const char *origin, int plies, Position *pos)
+/* The first position of the book's line from pos (the best move at each
+ * ply after minimax, bookdb_best_move) that is not thought, within plies:
+ * 1 with it in *pos, 0 when the line is analysed that deep (or ends in a
+ * thought position without a book move), < 0 on a book error. */
+static int line_leaf(Think *t, BookTxn *txn, int plies, Position *pos)
+{
+	for (int ply = 0; ply < plies; ply++) {
+		int rc = bookdb_query(t->line_rec, txn, pos);
+		if (rc < 0) return rc;
+		if (rc == 0 || !(t->line_rec->flags & BOOKDB_REC_THOUGHT)) return 1;
+		Move m = bookdb_best_move(t->line_rec, pos);
+		if (m == MOVE_NONE || pos_history_len(pos) >= POS_MAX_STATES - 1) return 0;
+		pos_do_move(pos, m);
+	}
+	return 0;
+}
+
+/* The next position to think of the book's lines from the positions on the
+ * way to the roots (each line as deep as the roots lie below its start),
+ * not thought and not leased, in s->pos: 1, or 0 when there is none. */
+static int lines_leaf(Think *t, Slot *s)
 {
 	BookTxn *txn;
-	int rc = bookdb_txn_begin(&txn, t->db, false);
-	if (rc < 0) return rc;
-	if (position_parse(pos, origin, NULL) < 0) {
-		bookdb_txn_abort(txn);
-		return 0;
-	}
-	for (int ply = 0; ply < plies; ply++) {
-		rc = bookdb_query(t->line_rec, txn, pos);
-		if (rc < 0) break;
-		if (rc == 0 || !(t->line_rec->flags & BOOKDB_REC_THOUGHT)) {
-			rc = 1;
-			break;
+	if (bookdb_txn_begin(&txn, t->db, false) < 0) return 0;
+	const char *sfen;
+	int plies, rc = 0;
+	for (size_t i = 0; rc == 0 && plan_path_line(t->plan, i, &sfen, &plies); i++) {
+		if (position_parse(s->pos, sfen, NULL) < 0) continue;
+		rc = line_leaf(t, txn, plies, s->pos);
+		if (rc == 1 && sel_is_leased(t->sel, pos_key(s->pos))) {
+			t->line_due = true; /* being thought: look again once it is in */
+			rc = 0;
 		}
-		Move m = bookdb_best_move(t->line_rec, pos);
-		rc = 0;
-		if (m == MOVE_NONE || pos_history_len(pos) >= POS_MAX_STATES - 1) break;
-		pos_do_move(pos, m);
 	}
 	bookdb_txn_abort(txn);
 	return rc;
 }
 
-/* The next position of the book's line to think (think's line, above) in
- * slot s when it is due: the book committed and minimax run first (an
- * incremental run; a whole-book one only on a book that is small, else the
- * line is left to the selector's roots, said once). Called without the lock;
- * false when nothing of the line is to be thought now. */
+/* The next position of the book's lines (think's lines, above) in slot s
+ * when it is due: the book committed and minimax run first (an incremental
+ * run; a whole-book one only on a book that is small, else the lines are
+ * left to the selector's roots, said once). Called without the lock; false
+ * when nothing of the lines is to be thought now. */
 static bool next_line(Think *t, Slot *s)
 {
 	const ThinkOptions *opt = t->opt;
-	const char *origin;
+	const char *sfen;
 	int plies;
 	if (t->line_off || t->line_inflight || !book_minimax_hook_set(opt->minimax) ||
-	    !plan_line(t->plan, &origin, &plies))
+	    !plan_path_line(t->plan, 0, &sfen, &plies))
 		return false;
 	if (!t->line_due && t->out->thought < t->line_check_at) return false;
 	if (plan_paths_left(t->plan)) return false; /* the paths first */
@@ -311,20 +320,14 @@ static bool next_line(Think *t, Slot *s)
 		t->line_off = true;
 		if (opt->progress)
 			fprintf(stderr,
-			        "think: the book's line from the start is not followed (minimax: "
-			        "%s)\n",
+			        "think: the book's lines on the way to the roots are not followed "
+			        "(minimax: %s)\n",
 			        merr);
 		return false;
 	}
-	int rc = line_leaf(t, origin, plies, s->pos);
-	if (rc <= 0) return false;
-	Key k = pos_key(s->pos);
-	if (sel_is_leased(t->sel, k)) {
-		t->line_due = true; /* being thought: look again once it is in */
-		return false;
-	}
-	s->key = k;
-	t->line_key = k;
+	if (lines_leaf(t, s) != 1) return false;
+	s->key = pos_key(s->pos);
+	t->line_key = s->key;
 	t->line_inflight = true;
 	return true;
 }
@@ -460,8 +463,9 @@ static void progress(Think *t, const char *phase, double now)
 	int rv;
 	bool has;
 	SelLeaf *leaf = t->leaf;
+	/* (Not before the root is thought: its value would be a leaf's 0.) */
 	if (!t->stopped && sel_root_value(&rv, &has, t->sel, 0) == 0 && has &&
-	    sel_select(leaf, t->sel) == 1 && leaf->root == 0) {
+	    sel_select(leaf, t->sel) == 1 && leaf->root == 0 && leaf->nmoves > 0) {
 		p.has_root = true;
 		p.root_value = rv;
 		for (; p.npv < leaf->nmoves && p.npv < THINK_PROGRESS_PV; p.npv++)

@@ -257,8 +257,10 @@ static bool apply(BookRecord *rec, bool valued, const BookmmEdge *edges, int ned
 	bool changed = false;
 	uint8_t flags = valued ? (uint8_t)(rec->flags | BOOKDB_REC_MINIMAX)
 	                       : (uint8_t)(rec->flags & ~BOOKDB_REC_MINIMAX);
-	flags = valued && p->games_book != BOOKMM_GAMES_NONE ? (uint8_t)(flags | BOOKDB_REC_GAMES)
-	                                                     : (uint8_t)(flags & ~BOOKDB_REC_GAMES);
+	/* Every record of a games-only book says so, valued or not: its
+	 * analyses are no values there either. */
+	flags = p->games_book != BOOKMM_GAMES_NONE ? (uint8_t)(flags | BOOKDB_REC_GAMES)
+	                                           : (uint8_t)(flags & ~BOOKDB_REC_GAMES);
 	int16_t leafv[BOOKDB_MAX_MOVES];
 	bookmm_leaves(rec, p, leafv);
 	if (flags != rec->flags) changed = true;

@@ -34,6 +34,7 @@
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "bookdb/index.h"
+#include "bookdb/query.h"
 #include "minimax/bookmm.h"
 #include "minimax/graph.h"
 #include "shogi/notation.h"
@@ -161,8 +162,9 @@ static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *po
 			              ? m->depth
 			              : 0;
 		} else {
-			/* Before minimax: the move's own analysis, never a game comment. */
-			if (!bookdb_move_analysed(m) || shallow) continue;
+			/* Before minimax: the move's own analysis, never a game comment
+			 * (and none in a games-only book). */
+			if (!bookdb_move_valued(rec, m) || shallow) continue;
 			o.value = m->eval;
 			o.depth = o.field = m->depth;
 		}
@@ -294,6 +296,7 @@ static void *run_part(void *arg)
 		size_t n = pick_moves(mv, rec, pos, p->ix, child, p->opt);
 		if (n == 0) continue;
 		yo_count(&p->st, rec, pos, &mv[0]);
+		p->st.from_games += (rec->flags & BOOKDB_REC_GAMES) != 0;
 		if (p->apery) {
 			if (array_grow((void **)&p->ap, &p->apcap, p->nap + n, sizeof *p->ap,
 			               1024) < 0) {
@@ -485,6 +488,7 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		}
 		if (q->ply_hi > st.ply_hi) st.ply_hi = q->ply_hi;
 		st.yo_shallow += q->yo_shallow;
+		st.from_games += q->from_games;
 		st.yo_late += q->yo_late;
 	}
 	if (rc < 0) goto done;

@@ -70,6 +70,7 @@ typedef struct {
 	 * EXPORT_YO_BOOK_MOVES; and the extremes: the smallest depth field and
 	 * value of a best move (by side), the largest ply written. */
 	size_t yo_shallow, yo_below[2], yo_late;
+	size_t from_games; /* positions written whose values come from games alone */
 	int depth_lo, value_lo[2], ply_hi;
 } ExportStats;
 

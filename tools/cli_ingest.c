@@ -153,7 +153,7 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 	double gps = st->seconds > 0 ? st->games_read / st->seconds : 0;
 	printf("%s: %llu files, %llu games read, %llu ingested, %llu skipped, %llu rejected, %llu "
 	       "duplicates; "
-	       "%llu positions, %llu moves, %llu evaluations added; %llu errors; %.1f s (%.0f "
+	       "%llu positions, %llu moves, %llu game comments kept; %llu errors; %.1f s (%.0f "
 	       "games/s)\n",
 	       cmd, (unsigned long long)st->files, (unsigned long long)st->games_read,
 	       (unsigned long long)st->games_ingested, (unsigned long long)st->games_skipped,

@@ -66,7 +66,24 @@ static void yo_options(json_t *o, const char *out, const ExportStats *st, const 
 	          : realpath(v, dir) ? dir
 	                             : v,
 	          "the directory of the book file");
-	yo_option(o, "BookFile", slash ? slash + 1 : out, "the book file");
+	/* YaneuraOu's BookFile is a choice among its own names. */
+	static const char *const NAMES[] = {
+	    "standard_book.db", "yaneura_book1.db", "yaneura_book2.db", "yaneura_book3.db",
+	    "yaneura_book4.db", "user_book1.db",    "user_book2.db",    "user_book3.db"};
+	const char *base = slash ? slash + 1 : out;
+	bool named = false;
+	for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES; i++) named |= !strcmp(base, NAMES[i]);
+	if (named) {
+		yo_option(o, "BookFile", base, "the book file");
+	} else {
+		snprintf(why, sizeof why,
+		         "YaneuraOu's BookFile is one of its own names (user_book1.db ... "
+		         "user_book3.db, standard_book.db, ...): name the file so in BookDir, e.g. "
+		         "ln -s %s user_book1.db there",
+		         base);
+		yo_option(o, "BookFile", "user_book1.db", why);
+	}
+	yo_option(o, "USI_OwnBook", "true", "the engine's own book is used (the default)");
 	yo_option(o, "BookOnTheFly", "true",
 	          "the file is sorted for it: looked up on disk, not read into memory");
 	yo_option(o, "IgnoreBookPly", "true",
@@ -85,6 +102,7 @@ static void yo_options(json_t *o, const char *out, const ExportStats *st, const 
 	         "of %zu positions",
 	         st->depth_lo,
 	         opt->depth_field == EXPORT_DEPTH_DISTANCE ? "plies to its leaf"
+	         : st->from_games                          ? "values from games have none"
 	                                                   : "of its analysis",
 	         EXPORT_YO_DEPTH_LIMIT, st->yo_shallow, st->positions);
 	yo_option(o, "BookDepthLimit", v, why);
@@ -101,12 +119,25 @@ static void yo_options(json_t *o, const char *out, const ExportStats *st, const 
 		         SIDE[c], lo, LIMIT[c], st->yo_below[c]);
 		yo_option(o, name, v, why);
 	}
-	snprintf(why, sizeof why, "%s",
-	         opt->moves == EXPORT_MOVES_BEST
-	             ? "one move a position here: any value plays it"
-	             : "0 plays the best move alone; the default 30 picks at random among "
-	               "the moves within 30 of it");
-	yo_option(o, "BookEvalDiff", opt->moves == EXPORT_MOVES_BEST ? "30" : "0", why);
+	if (opt->moves == EXPORT_MOVES_WINDOW) {
+		snprintf(v, sizeof v, "%d", opt->window);
+		snprintf(why, sizeof why,
+		         "this file holds the moves within %d of the best: the engine picks "
+		         "among them at random (0 plays the best alone)",
+		         opt->window);
+	} else {
+		snprintf(v, sizeof v, "%d", opt->moves == EXPORT_MOVES_BEST ? 30 : 0);
+		snprintf(why, sizeof why, "%s",
+		         opt->moves == EXPORT_MOVES_BEST
+		             ? "one move a position here: any value plays it"
+		             : "every valued move is in the file: 0 plays the best alone");
+	}
+	yo_option(o, "BookEvalDiff", v, why);
+	if (st->from_games && !o)
+		printf("  note: the values of %zu positions come from games alone (minimax "
+		       "--games-book), not analyses: a move won in its only game is +2757, lost "
+		       "-2757; minimax --games-min N trusts only moves of N games or more\n",
+		       st->from_games);
 }
 
 int cmd_export(int argc, char **argv)
@@ -185,9 +216,10 @@ int cmd_export(int argc, char **argv)
 		if (joseki_print_json(o, 0) < 0) return 1;
 	} else {
 		if (!apery && !quiet && st.positions) yo_options(NULL, out, &st, &opt);
-		printf("export: %zu of %zu positions (%zu with minimax values), %zu moves, wrote "
+		printf("export: %zu of %zu positions (%zu with minimax values%s), %zu moves, wrote "
 		       "%s, %.0f ms\n",
-		       st.positions, st.records, st.minimaxed, st.moves, out, ms);
+		       st.positions, st.records, st.minimaxed - st.from_games,
+		       st.from_games ? ", the others from games alone" : "", st.moves, out, ms);
 		if (apery && st.collisions)
 			fprintf(
 			    stderr,

@@ -268,8 +268,11 @@ static void print_text(const MatchOptions *opt, const MatchResult *r)
 	for (int s = 0; s < 2; s++) exit_text(ex[s], sizeof ex[s], &r->exit[s]);
 	char gain[96] = "";
 	if (r->exit_eval[0].n && r->exit_eval[1].n)
-		snprintf(gain, sizeof gain, ", exit eval A %+.0f B %+.0f: gain %+.0f ± %.0f cp",
-		         r->exit_eval[0].mean, r->exit_eval[1].mean, r->exit_gain, r->exit_gain_se);
+		snprintf(gain, sizeof gain,
+		         ", exit eval A %+.0f B %+.0f: gain %+.0f [%+.0f, %+.0f] cp (95%%)",
+		         r->exit_eval[0].mean, r->exit_eval[1].mean, r->exit_gain,
+		         r->exit_gain - 1.96 * r->exit_gain_se,
+		         r->exit_gain + 1.96 * r->exit_gain_se);
 	printf("match A %s%s vs B %s%s: %d games, A +%d =%d -%d, score %.3f, elo %s [%s, %s] "
 	       "(95%%)%s%s, book plies A %.1f B %.1f, exit ply A %s B %s%s, %s%s\n",
 	       r->name[0], opt->side[0].book ? "+book" : "", r->name[1],

@@ -175,10 +175,11 @@ int cmd_minimax(int argc, char **argv)
 		       st.rewritten, root, ms, values);
 	} else {
 		printf("minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles), "
-		       "%zu moves (%zu edges), %d sweeps, %zu records rewritten, root value %s, "
+		       "%zu moves (%zu edges), %d sweep%s, %zu records rewritten, root value %s, "
 		       "%.0f ms (whole book: %s); values from %s\n",
 		       st.positions, st.valued, st.settled, st.cyclic, st.moves, st.edges,
-		       st.sweeps, st.rewritten, root, ms, st.full_reason, values);
+		       st.sweeps, st.sweeps == 1 ? "" : "s", st.rewritten, root, ms, st.full_reason,
+		       values);
 	}
 	return 0;
 }

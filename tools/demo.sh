@@ -64,10 +64,9 @@ How to read it: 10 games cannot show what a book is worth in points. The score's
 95% interval spans hundreds of Elo (the "elo [low, high]" above), so +241 or -241
 would both be noise. The exit evaluation says more with the same games: where A's
 book ended, A's own engine judged its position ("exit eval A"), where B's engine
-began ("B"); "gain" is the difference with its standard error. A gain more than
-two standard errors above 0 means the book left its engine better off than an
-engine starting on its own, by that engine's judgement; within two, these games
-do not tell. What a book adds in games takes hundreds of them: make bench-book.
+began ("B"); "gain" is the difference with its 95% interval. An interval above 0
+means the book left its engine better off than an engine starting on its own,
+by that engine's judgement; one that holds 0, that these games do not tell. What a book adds in games takes hundreds of them: make bench-book.
 EOF
 
 printf '\nDone. The book is %s/book (LMDB), the YaneuraOu book %s/book.db.\nTry: ./joseki query %s/book "startpos moves 2g2f"\n' "$OUT" "$OUT" "$OUT"

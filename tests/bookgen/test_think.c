@@ -506,6 +506,91 @@ static void test_bookgen__think_takes_the_given_positions_first(void **state)
 	free(dir);
 }
 
+/*
+ * The way to the roots, then the book's lines from it (think_paths): every
+ * position on the way is thought first, in order; then, after minimax, the
+ * book's best line from each of them is thought as deep as the roots lie
+ * below it (from the start position 3 plies, from 7g7f 2, ...), and nothing
+ * else: the run ends there. Without minimax the lines are not followed.
+ */
+static void test_bookgen__think_paths_then_the_lines_from_them(void **state)
+{
+	(void)state;
+	static const char *const roots[] = {"startpos moves 7g7f 3c3d 2g2f",
+	                                    "startpos moves 2g2f 8c8d"};
+	static const char *const way[] = {"startpos", "startpos moves 7g7f", "startpos moves 2g2f",
+	                                  "startpos moves 7g7f 3c3d"};
+	RootList rl = {.specs = (char **)roots, .n = 2}, paths = {0};
+	char rerr[ROOTS_ERRLEN], err[THINK_ERRLEN];
+	assert_int_equal(roots_paths_of_specs(&paths, &rl, rerr), 0);
+	assert_int_equal(paths.n, 4);
+	for (size_t i = 0; i < 4; i++)
+		assert_true(key_equal(spec_key(paths.specs[i]), spec_key(way[i])));
+	for (int with_minimax = 0; with_minimax < 2; with_minimax++) {
+		char *dir = ts_mkdtemp();
+		FakeLog *log = calloc(1, sizeof *log);
+		assert_non_null(log);
+		pthread_mutex_init(&log->mu, NULL);
+		BookDB *db = NULL;
+		assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+		SearchEngine *engine = fake_new(log, FAKE_NORMAL);
+		BookMinimaxHook mm = bookmm_hook(NULL);
+		ThinkOptions opt = {.engines = &engine,
+		                    .nengines = 1,
+		                    .budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 7},
+		                    .multipv = 3,
+		                    .commit_every = 4,
+		                    .kif_bonus = 100,
+		                    .roots = roots,
+		                    .nroots = 2,
+		                    .paths = (const char *const *)paths.specs,
+		                    .npaths = paths.n,
+		                    .minimax = with_minimax ? &mm : NULL};
+		plan_options_init(&opt.plan);
+		ThinkStats st;
+		assert_int_equal(think_paths(&st, db, &opt, err), 0);
+		assert_true(st.exhausted);
+		/* One engine: the way first, in its order. */
+		assert_true(log->n >= 4);
+		for (size_t i = 0; i < 4; i++)
+			assert_true(key_equal(log->keys[i], spec_key(way[i])));
+		if (!with_minimax) {
+			assert_int_equal(log->n, 4);
+		} else {
+			assert_true(log->n > 4);
+			char merr[BOOKMM_ERRLEN];
+			assert_int_equal(bookmm_run(NULL, db, NULL, merr), 0);
+			BookTxn *txn;
+			BookRecord *rec = malloc(sizeof *rec);
+			Position *pos = malloc(sizeof *pos);
+			assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+			/* The roots lie at move 4: from the start 3 plies, from 7g7f and
+			 * from 2g2f 2, from 7g7f 3c3d 1. */
+			static const int plies[] = {3, 2, 2, 1};
+			for (size_t i = 0; i < 4; i++) {
+				assert_int_equal(position_parse(pos, way[i], NULL), 0);
+				for (int p = 0; p < plies[i]; p++) {
+					assert_int_equal(bookdb_query(rec, txn, pos), 1);
+					assert_true(rec->flags & BOOKDB_REC_THOUGHT);
+					Move m = bookdb_best_move(rec, pos);
+					assert_true(m != MOVE_NONE);
+					pos_do_move(pos, m);
+				}
+			}
+			bookdb_txn_abort(txn);
+			free(rec);
+			free(pos);
+		}
+		search_free(engine);
+		bookdb_free(db);
+		pthread_mutex_destroy(&log->mu);
+		free(log);
+		ts_rmtree(dir);
+		free(dir);
+	}
+	roots_free(&paths);
+}
+
 static unsigned long long field(const char *out, const char *name)
 {
 	const char *p = strstr(out, name);
@@ -1430,6 +1515,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_stops_on_flag_exhaustion_and_failing_engines),
 	    cmocka_unit_test(test_bookgen__think_restarts_from_its_snapshot_with_the_same_leaves),
 	    cmocka_unit_test(test_bookgen__think_takes_the_given_positions_first),
+	    cmocka_unit_test(test_bookgen__think_paths_then_the_lines_from_them),
 	    cmocka_unit_test(test_bookgen__think_progress_goes_to_the_callback_and_null_is_quiet),
 	    cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
 	    cmocka_unit_test(test_bookgen__think_command_with_misbehaving_engines_under_load),

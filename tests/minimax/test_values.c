@@ -280,7 +280,13 @@ static void test_values__games_alone_are_no_book_until_chosen(void **state)
 	                 0);
 	q = query(book, "startpos");
 	assert_null(json_object_get(q, "bestmove"));
+	/* Its moves say why they have no value, and no analysis would be one. */
+	assert_string_equal(json_string_value(json_object_get(move_of(q, "4i5h"), "unvalued")),
+	                    "not chosen from the games");
 	json_decref(q);
+	m = usi_book_move(book, "startpos");
+	assert_string_equal(m, "");
+	free(m);
 	/* dlshogi's way: every move by its score rate; the bot's 6 wins of 6
 	 * (p bounded to 0.99) beat the rest: 600 ln 99 = 2757. */
 	assert_int_equal(
