@@ -98,11 +98,10 @@ static int check_games(BookCheckStats *st, BookTxn *txn, Position *pos, BookChec
 		if (!bad) continue;
 		st->bad_games++;
 		if (fn) {
-			char msg[200];
-			snprintf(msg, sizeof msg, "game '%.*s': %s", (int)(kl < 80 ? kl : 80),
-			         (const char *)k, bad);
-			for (char *p = msg; *p; p++)
-				if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
+			/* A game's id is a record's bytes (its $EVENT): shown as text. */
+			char msg[200], id[100];
+			snprintf(msg, sizeof msg, "game '%s': %s",
+			         errmsg_escape(id, sizeof id, k, kl), bad);
 			fn(ctx, (Key){0, 0}, msg);
 		}
 	}

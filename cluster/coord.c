@@ -713,12 +713,13 @@ static int lookup(Coord *c, Lease **out, uint64_t id, const CoordWorker *w, char
 static int check_line(Coord *c, SearchLine *sl, const CoordLine *cl, const char *hex, int i,
                       char *err)
 {
-	char perr[SHOGI_ERRLEN];
+	char perr[SHOGI_ERRLEN], q[24];
 	memset(sl, 0, sizeof *sl);
 	if (usi_move_parse_legal(&sl->move, c->pos, cl->move, strlen(cl->move), perr) < 0)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
-		                  "result %s, move %d: '%.20s' is not a legal move here: %s", hex,
-		                  i + 1, cl->move, perr);
+		                  "result %s, move %d: '%s' is not a legal move here: %s", hex,
+		                  i + 1, errmsg_escape(q, sizeof q, cl->move, strlen(cl->move)),
+		                  perr);
 	if (cl->mate ? (cl->score == 0 || cl->score > 1000 || cl->score < -1000)
 	             : (cl->score > VALUE_MATE || cl->score < -VALUE_MATE))
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,

@@ -137,12 +137,13 @@ static void say(Worker *w, const char *fmt, ...) __attribute__((format(printf, 2
 static void say(Worker *w, const char *fmt, ...)
 {
 	if (!w->opt->log) return;
+	/* What the server answered is shown as text, whatever it sent. */
+	char raw[1024], line[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(w->opt->log, "worker: ");
-	vfprintf(w->opt->log, fmt, ap);
-	fputc('\n', w->opt->log);
+	vsnprintf(raw, sizeof raw, fmt, ap);
 	va_end(ap);
+	fprintf(w->opt->log, "worker: %s\n", errmsg_escape(line, sizeof line, raw, strlen(raw)));
 }
 
 /* Waits after a failure: Retry-After when given, else a random share of the

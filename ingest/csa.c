@@ -176,7 +176,7 @@ static int take_from_box(Builder *b, PieceType pt, bool to_hand, const unsigned 
 	if (to_hand && hand_count(b->rec->hand[0], base) + hand_count(b->rec->hand[1], base) >=
 	                   FULL_SET[base]) {
 		char q[40];
-		kifu_quote(q, sizeof q, tok, toklen);
+		errmsg_escape(q, sizeof q, tok, toklen);
 		return kifu_fail(b->r, b->line, "too many %s pieces in hand at '%s'",
 		                 PIECE_NAMES[base], q);
 	}
@@ -190,7 +190,7 @@ static int place(Builder *b, Color c, Square sq, PieceType pt, const unsigned ch
 	char q[40];
 	if (b->al_done) return kifu_fail(b->r, b->line, "piece placed after 00AL");
 	if (rec->board[sq] != PIECE_NONE) {
-		kifu_quote(q, sizeof q, tok, toklen);
+		errmsg_escape(q, sizeof q, tok, toklen);
 		return kifu_fail(b->r, b->line, "square of '%s' is already occupied", q);
 	}
 	int rc = take_from_box(b, pt, false, tok, toklen);
@@ -228,14 +228,14 @@ static int on_pi(Builder *b, const unsigned char *s, size_t n)
 	}
 	if ((n - 2) % 4) {
 		char q[40];
-		kifu_quote(q, sizeof q, s, n);
+		errmsg_escape(q, sizeof q, s, n);
 		return kifu_fail(b->r, b->line, "malformed handicap line '%s'", q);
 	}
 	for (size_t i = 2; i < n; i += 4) {
 		const unsigned char *t = s + i;
 		PieceType pt = piece_parse2(t + 2);
 		char q[40];
-		kifu_quote(q, sizeof q, t, 4);
+		errmsg_escape(q, sizeof q, t, 4);
 		if (!is_digit(t[0]) || !is_digit(t[1]) || t[0] == '0' || t[1] == '0' ||
 		    pt == PT_NONE)
 			return kifu_fail(b->r, b->line, "malformed handicap '%s'", q);
@@ -265,7 +265,7 @@ static int on_row(Builder *b, const unsigned char *s, size_t n)
 		PieceType pt = piece_parse2(s + o + 1);
 		if (pt == PT_NONE) {
 			char q[40];
-			kifu_quote(q, sizeof q, s + o, 3);
+			errmsg_escape(q, sizeof q, s + o, 3);
 			return kifu_fail(b->r, b->line, "unknown piece '%s' on board line P%c", q,
 			                 s[1]);
 		}
@@ -290,13 +290,13 @@ static int on_pieces(Builder *b, const unsigned char *s, size_t n)
 	rec->has_position = true;
 	if ((n - 2) % 4) {
 		char q[40];
-		kifu_quote(q, sizeof q, s, n);
+		errmsg_escape(q, sizeof q, s, n);
 		return kifu_fail(b->r, b->line, "malformed piece line '%s'", q);
 	}
 	for (size_t i = 2; i < n; i += 4) {
 		const unsigned char *t = s + i;
 		char q[40];
-		kifu_quote(q, sizeof q, t, 4);
+		errmsg_escape(q, sizeof q, t, 4);
 		if (!is_digit(t[0]) || !is_digit(t[1]))
 			return kifu_fail(b->r, b->line, "malformed square in '%s'", q);
 		bool hand = t[0] == '0' && t[1] == '0';
@@ -330,7 +330,7 @@ static int on_move(Builder *b, const unsigned char *s, size_t n)
 {
 	KifuRecord *rec = b->rec;
 	char q[40];
-	kifu_quote(q, sizeof q, s, n);
+	errmsg_escape(q, sizeof q, s, n);
 	if (rec->end)
 		return kifu_fail(b->r, b->line, "move '%s' after the end of the game (%%%s)", q,
 		                 rec->special);
@@ -373,7 +373,7 @@ static int on_time(Builder *b, const unsigned char *s, size_t n)
 	return 0;
 bad : {
 	char q[40];
-	kifu_quote(q, sizeof q, s, n);
+	errmsg_escape(q, sizeof q, s, n);
 	return kifu_fail(b->r, b->line, "malformed time '%s'", q);
 }
 }
@@ -388,7 +388,7 @@ static int on_special(Builder *b, const unsigned char *s, size_t n)
 		for (size_t i = 1; i < n; i++)
 			if (s[i] <= 0x20 || s[i] >= 0x7f) {
 				char q[40];
-				kifu_quote(q, sizeof q, s, n);
+				errmsg_escape(q, sizeof q, s, n);
 				return kifu_fail(b->r, b->line, "malformed special move '%s'", q);
 			}
 	}
@@ -407,7 +407,7 @@ static int on_statement(Builder *b, const unsigned char *s, size_t n)
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
 	if (!n) return 0;
 	char q[40];
-	kifu_quote(q, sizeof q, s, n);
+	errmsg_escape(q, sizeof q, s, n);
 	bool was_end = b->last_is_end;
 	b->last_is_end = false;
 	if (!b->any) rec->first_line = b->line;

@@ -243,8 +243,10 @@ long fetch_verify_archive(const char *path, char *err)
 		while ((r = archive_read_data_block(a, &buf, &sz, &off)) == ARCHIVE_OK) {
 		}
 		if (r != ARCHIVE_EOF) {
+			char q[200];
 			errmsg_set(err, FETCH_ERRLEN, -1, "entry '%s' unreadable: %s",
-			           name ? name : "?", archive_error_string(a));
+			           name ? errmsg_escape(q, sizeof q, name, len) : "?",
+			           archive_error_string(a));
 			goto out;
 		}
 		if (csa) count++;

@@ -2,6 +2,7 @@
  * the run; the feeder is feed.c, the parsers parse.c (ingest_priv.h). */
 #include "ingest/ingest.h"
 #include "ingest/ingest_priv.h"
+#include "shogi/errmsg.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -96,11 +97,22 @@ char *ing_printf(const char *fmt, ...)
 
 /* ---- writer ------------------------------------------------------------ */
 
+/* A malloc'ed copy of s shown as text (errmsg_escape), or NULL. */
+static char *shown(const char *s)
+{
+	size_t n = strlen(s), cap = 4 * n + 1;
+	char *t = malloc(cap);
+	if (t) errmsg_escape(t, cap, s, n);
+	return t;
+}
+
+/* The one way into IngestStats.errors: the input's name (an archive entry's,
+ * a directory's) and the message are kept as text a terminal shows as it is. */
 static void stats_error(IngestStats *st, const char *input, int line, const char *msg)
 {
 	st->errors_total++;
 	if (st->nerrors >= INGEST_MAX_ERRORS) return;
-	char *in = ing_strdup(input), *m = ing_strdup(msg);
+	char *in = shown(input), *m = shown(msg);
 	if (!in || !m) {
 		free(in);
 		free(m);

@@ -182,7 +182,7 @@ static int read_hand(Kif *k, Color c, const unsigned char *s, size_t n)
 		PieceType pt = ja_piece_parse((const char *)s + i, n - i, &u);
 		if (pt == PT_NONE || pt > GOLD) {
 			char q[40];
-			kifu_quote(q, sizeof q, s + i, n - i);
+			errmsg_escape(q, sizeof q, s + i, n - i);
 			return kifu_fail(k->r, k->line, "unknown piece in hand at '%s'", q);
 		}
 		i += u;
@@ -222,7 +222,7 @@ static int read_board_row(Kif *k, const unsigned char *s, size_t n)
 		PieceType pt = ja_piece_parse((const char *)s + i, n - i, &u);
 		if (pt == PT_NONE) {
 			char q[40];
-			kifu_quote(q, sizeof q, s + i, n - i);
+			errmsg_escape(q, sizeof q, s + i, n - i);
 			return kifu_fail(k->r, k->line, "unknown piece on the board at '%s'", q);
 		}
 		k->rec->board[sq_make(8 - col, rank)] = piece_make(c, pt);
@@ -266,8 +266,9 @@ static int play(Kif *k, const unsigned char *s, size_t n, int time_ms)
 	int rc = ja_move_parse(&m, k->pos, k->prev_to, (const char *)s, n, err);
 	if (rc != 0) {
 		k->stopped = true;
-		return kifu_set_illegal(k->rec, k->line, "illegal move %.*s (%s)", (int)n,
-		                        (const char *)s, err)
+		char q[40];
+		return kifu_set_illegal(k->rec, k->line, "illegal move %s (%s)",
+		                        errmsg_escape(q, sizeof q, s, n), err)
 		           ? KIFU_ENOMEM
 		           : 0;
 	}
@@ -364,7 +365,7 @@ static int header(Kif *k, const unsigned char *key, size_t kn, const unsigned ch
 		snprintf(name, sizeof name, "%.*s", (int)(vn < 63 ? vn : 63), (const char *)v);
 		if ((k->handicap = kifu_handicap_sfen(name))) return 0;
 		char q[40];
-		kifu_quote(q, sizeof q, v, vn);
+		errmsg_escape(q, sizeof q, v, vn);
 		return kifu_fail(k->r, k->line, "unknown handicap '%s'", q);
 	}
 #undef KEY

@@ -444,30 +444,16 @@ bool kifu_next_line(KifuReader *r, const unsigned char **s, size_t *n)
 	return true;
 }
 
-void kifu_quote(char *out, size_t cap, const unsigned char *s, size_t n)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < n && i < 24 && o + 5 < cap; i++) {
-		if (s[i] >= 0x20 && s[i] < 0x7f)
-			out[o++] = (char)s[i];
-		else
-			o += (size_t)snprintf(out + o, cap - o, "\\x%02X", s[i]);
-	}
-	if (n > 24 && o + 4 < cap) {
-		memcpy(out + o, "...", 3);
-		o += 3;
-	}
-	out[o] = 0;
-}
-
 int kifu_fail(KifuReader *r, int line, const char *fmt, ...)
 {
-	errmsg_set(r->err, sizeof r->err, 0, "%s:%d: ", r->name, line);
-	size_t n = strlen(r->err);
+	char raw[KIFU_ERRLEN];
+	errmsg_set(raw, sizeof raw, 0, "%s:%d: ", r->name, line);
+	size_t n = strlen(raw);
 	va_list ap;
 	va_start(ap, fmt);
-	errmsg_vset(r->err + n, sizeof r->err - n, 0, fmt, ap);
+	errmsg_vset(raw + n, sizeof raw - n, 0, fmt, ap);
 	va_end(ap);
+	errmsg_escape(r->err, sizeof r->err, raw, strlen(raw));
 	r->err_line = line;
 	return KIFU_EPARSE;
 }
@@ -513,10 +499,18 @@ int kifu_set_illegal(KifuRecord *rec, int line, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = NULL;
-	int n = vasprintf(&s, fmt, ap);
+	char *raw = NULL;
+	int n = vasprintf(&raw, fmt, ap);
 	va_end(ap);
 	if (n < 0) return KIFU_ENOMEM;
+	/* Shown as text whatever the record holds (errmsg_escape). */
+	char *s = malloc(KIFU_ERRLEN);
+	if (!s) {
+		free(raw);
+		return KIFU_ENOMEM;
+	}
+	errmsg_escape(s, KIFU_ERRLEN, raw, (size_t)n);
+	free(raw);
 	free(rec->illegal);
 	rec->illegal = s;
 	rec->illegal_line = line;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "ingest/kifu.h"
+#include "shogi/errmsg.h"
 
 struct KifuReader {
 	KifuFormat format;
@@ -30,11 +31,10 @@ struct KifuReader {
 /* Returns the next line (without its end: LF, CR LF or CR) or false at the end. */
 bool kifu_next_line(KifuReader *r, const unsigned char **s, size_t *n);
 
-/* Copies at most 24 bytes of s into out, printable ASCII as is, others as
- * \xNN, so that messages stay readable whatever the input holds. */
-void kifu_quote(char *out, size_t cap, const unsigned char *s, size_t n);
-
-/* Sets the reader's message "name:line: ..." and returns KIFU_EPARSE. */
+/* Sets the reader's message "name:line: ..." and returns KIFU_EPARSE. The
+ * message is escaped whole (errmsg_escape): whatever the input holds, it
+ * shows as text. A token quoted in it is escaped by the caller too
+ * (errmsg_escape into a char q[40]), which bounds it and shows a NUL. */
 int kifu_fail(KifuReader *r, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* The reader's position (allocated once); NULL when out of memory. */
@@ -74,7 +74,8 @@ KifuMove *kifu_add_move(KifuRecord *rec, size_t *cap);
  */
 int kifu_play(KifuRecord *rec, size_t *cap, Position *pos, Move m, int line, int time_ms);
 
-/* rec->illegal = the message, rec->illegal_line = line. 0 or KIFU_ENOMEM. */
+/* rec->illegal = the message (escaped whole, as kifu_fail's), rec->illegal_line =
+ * line. 0 or KIFU_ENOMEM. */
 int kifu_set_illegal(KifuRecord *rec, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

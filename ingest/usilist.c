@@ -78,8 +78,9 @@ int usi_line_record(KifuRecord **out, Position *pos, const char *text, size_t le
 		while (e < len && !is_space(text[e])) e++;
 		Move m;
 		if (usi_move_parse_legal(&m, pos, text + k, e - k, merr) != 0) {
-			if (kifu_set_illegal(rec, line, "illegal move %.*s (%s)",
-			                     (int)(e - k < 16 ? e - k : 16), text + k, merr)) {
+			char q[40];
+			if (kifu_set_illegal(rec, line, "illegal move %s (%s)",
+			                     errmsg_escape(q, sizeof q, text + k, e - k), merr)) {
 				kifu_record_free(rec);
 				return KIFU_ENOMEM;
 			}

@@ -60,10 +60,14 @@ void usi_log_msg(UsiEngine *e, const char *fmt, ...)
 /* Records the failure message (and logs it); returns rc. */
 int usi_fail(UsiEngine *e, int rc, const char *fmt, ...)
 {
+	/* An engine's bytes quoted in it (a bestmove, an info line) are shown
+	 * as text, whatever the engine wrote. */
+	char raw[sizeof e->err];
 	va_list ap;
 	va_start(ap, fmt);
-	errmsg_vset(e->err, sizeof e->err, rc, fmt, ap);
+	errmsg_vset(raw, sizeof raw, rc, fmt, ap);
 	va_end(ap);
+	errmsg_escape(e->err, sizeof e->err, raw, strlen(raw));
 	usi_log_msg(e, "%s", e->err);
 	return rc;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bookdb/query.h"
+#include "shogi/errmsg.h"
 #include "shogi/japanese.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -34,16 +35,13 @@ char *api_json_body(json_t *o)
 
 char *api_error_body(const char *msg)
 {
-	/* A message may quote the request: bytes that are not printable ASCII
-	 * become '?', so that the answer is never refused by the encoder (a 500
-	 * for a client's mistake) and never carries the client's bytes raw. */
+	/* A message may quote the request: shown as text (errmsg_escape), so
+	 * that the answer is never refused by the encoder (a 500 for a client's
+	 * mistake: it takes only UTF-8) and never carries the client's control
+	 * bytes raw. */
 	char safe[1024];
-	size_t n = 0;
-	for (; msg[n] && n + 1 < sizeof safe; n++)
-		safe[n] =
-		    (unsigned char)msg[n] < 0x20 || (unsigned char)msg[n] > 0x7e ? '?' : msg[n];
-	safe[n] = 0;
-	return api_json_body(json_pack("{s:s}", "error", safe));
+	return api_json_body(
+	    json_pack("{s:s}", "error", errmsg_escape(safe, sizeof safe, msg, strlen(msg))));
 }
 
 /* Sets pos from the request's sfen= or position=; 0, or -1 with *body. */

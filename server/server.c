@@ -422,8 +422,12 @@ static enum MHD_Result log_handle(void *cls, struct MHD_Connection *c, const cha
 	enum MHD_Result rc = handle(cls, c, url, method, version, upload, upload_size, con_cls);
 	Req *r = *con_cls;
 	if (s->opt.log && r && r->status && !*upload_size) {
-		char line[256];
-		int n = snprintf(line, sizeof line, "%s %.120s %d %.0fus\n", method, url, r->status,
+		/* The client's bytes are shown as text: a newline or an escape
+		 * sequence in a path (%0a, %1b) forges no line and moves no cursor. */
+		char line[256], m[24], u[160];
+		int n = snprintf(line, sizeof line, "%s %s %d %.0fus\n",
+		                 errmsg_escape(m, sizeof m, method, strlen(method)),
+		                 errmsg_escape(u, sizeof u, url, strlen(url)), r->status,
 		                 since(r->t0) * 1e6);
 		if (n > 0)
 			(void)!write(2, line,

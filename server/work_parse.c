@@ -29,12 +29,16 @@ static int get_str(char *out, size_t cap, json_t *o, const char *k, bool require
 	if (!json_is_string(v)) return fail(err, "\"%s\" must be a string", k);
 	size_t n = json_string_length(v);
 	if (n >= cap) return fail(err, "\"%s\" is longer than %zu bytes", k, cap - 1);
-	const unsigned char *t = (const unsigned char *)json_string_value(v);
-	/* Names and engines are shown in logs and the status: no control
-	 * characters (a NUL among them), which could forge lines there. */
-	for (size_t i = 0; i < n; i++)
-		if (t[i] < 0x20 || t[i] == 0x7f)
-			return fail(err, "\"%s\" holds a control character (byte %zu)", k, i);
+	const char *t = json_string_value(v);
+	/* Names and engines are shown in logs and the status: nothing there
+	 * may need escaping (errmsg_escape: control characters, a NUL, C1
+	 * controls, bidirectional overrides), which could forge lines. */
+	char shown[4 * COORD_ENGINE_MAX + 4]; /* the longest field, every byte escaped */
+	errmsg_escape(shown, sizeof shown, t, n);
+	size_t i = 0;
+	while (i < n && shown[i] == t[i]) i++;
+	if (i < n || shown[i])
+		return fail(err, "\"%s\" holds a control character (byte %zu)", k, i);
 	memcpy(out, t, n + 1);
 	return 0;
 }

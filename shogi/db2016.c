@@ -1,5 +1,6 @@
 /* shogi/db2016.c — streaming reader and line formatters for YaneuraOu DB2016 books. */
 #include "shogi/db2016.h"
+#include "shogi/errmsg.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -65,14 +66,15 @@ static void warnf(Db2016Reader *r, long line, const char *fmt, ...)
 {
 	r->warnings++;
 	if (!r->warn) return;
-	char msg[512];
-	int n = snprintf(msg, sizeof msg, "%s:%ld: ", r->name, line);
-	if (n < 0 || (size_t)n >= sizeof msg) n = 0;
+	char raw[512], msg[512];
+	int n = snprintf(raw, sizeof raw, "%s:%ld: ", r->name, line);
+	if (n < 0 || (size_t)n >= sizeof raw) n = 0;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+	vsnprintf(raw + n, sizeof raw - (size_t)n, fmt, ap);
 	va_end(ap);
-	r->warn(r->warn_ctx, msg);
+	/* The book's bytes are shown as text, whatever they are. */
+	r->warn(r->warn_ctx, errmsg_escape(msg, sizeof msg, raw, strlen(raw)));
 }
 
 int db2016_open_file(Db2016Reader **out, FILE *f, const char *name, unsigned flags,

@@ -22,11 +22,7 @@ static void errf(char *err, const char *fmt, const char *tok, size_t toklen)
 {
 	if (!err) return;
 	char t[48];
-	size_t n = toklen < sizeof t - 1 ? toklen : sizeof t - 1;
-	for (size_t i = 0; i < n; i++) t[i] = isprint((unsigned char)tok[i]) ? tok[i] : '?';
-	t[n] = 0;
-	if (toklen > n && n > 3) memcpy(t + n - 3, "...", 3);
-	errmsg_set(err, SHOGI_ERRLEN, 0, fmt, t);
+	errmsg_set(err, SHOGI_ERRLEN, 0, fmt, errmsg_escape(t, sizeof t, tok, toklen));
 }
 
 static PieceType letter_type(char ch)
@@ -425,10 +421,10 @@ int position_parse(Position *out, const char *spec, char *err)
 		int rc = usi_move_parse(&m, s, l, why);
 		if (rc == 0 && !pos_is_legal(out, m)) rc = SHOGI_EILLEGAL;
 		if (rc < 0) {
-			char tok[16];
-			snprintf(tok, sizeof tok, "%.*s", (int)(l < 15 ? l : 15), s);
+			char tok[24];
 			return errmsg_set(err, SHOGI_ERRLEN, rc, "%s move %d '%s' in position spec",
-			                  rc == SHOGI_EPARSE ? "malformed" : "illegal", index, tok);
+			                  rc == SHOGI_EPARSE ? "malformed" : "illegal", index,
+			                  errmsg_escape(tok, sizeof tok, s, l));
 		}
 		if (pos_history_len(out) >= POS_MAX_STATES - 1) {
 			return errmsg_set(err, SHOGI_ERRLEN, SHOGI_ETOOLONG,

@@ -1,5 +1,6 @@
 /* tools/cli_ingest.c — options and reports shared by ingest, fetch and import. */
 #include "tools/cli_ingest.h"
+#include "shogi/errmsg.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -65,9 +66,11 @@ void cli_ingest_progress(void *ctx, const char *phase, const IngestProgress *p)
 {
 	(void)ctx;
 	double el = p->seconds > 1e-9 ? p->seconds : 1e-9;
+	char dir[64];
 	if (!strcmp(phase, "walk"))
-		fprintf(stderr, "\r  ingest: %llu files looked at (%.0f/s), in %.60s\033[K",
-		        (unsigned long long)p->files, p->files / el, p->dir);
+		fprintf(stderr, "\r  ingest: %llu files looked at (%.0f/s), in %s\033[K",
+		        (unsigned long long)p->files, p->files / el,
+		        errmsg_escape(dir, sizeof dir, p->dir, strlen(p->dir)));
 	else if (!strcmp(phase, "games"))
 		fprintf(stderr, "\r  ingest: %llu games read, %llu ingested, %.0f games/s\033[K",
 		        (unsigned long long)p->games_read, (unsigned long long)p->games_ingested,

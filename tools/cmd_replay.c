@@ -19,6 +19,7 @@
 #include "ingest/kifu.h"
 #include "ingest/replay.h"
 #include "ingest/walk.h"
+#include "shogi/errmsg.h"
 #include "shogi/notation.h"
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
@@ -39,12 +40,11 @@ typedef struct {
 static json_t *jstr(const char *s)
 {
 	if (!s) return json_null();
-	size_t n = strlen(s);
-	char *t = malloc(n + 1);
+	size_t n = strlen(s), cap = 4 * n + 1;
+	char *t = malloc(cap);
 	if (!t) return json_null();
-	for (size_t i = 0; i < n; i++) t[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	t[n] = 0;
-	json_t *j = json_string(t);
+	/* Valid UTF-8 whatever the record held, so always valid JSON. */
+	json_t *j = json_string(errmsg_escape(t, cap, s, n));
 	free(t);
 	return j ? j : json_null();
 }
@@ -79,6 +79,10 @@ static void report(Ctx *c, const char *input, const char *id, const ReplayResult
 	char sfen[SFEN_MAX] = "";
 	if (have_pos) sfen_write(c->pos, sfen, sizeof sfen);
 	c->ngames++;
+	/* The record's own bytes (its name in an archive, its $EVENT, its last
+	 * line's word) are shown as text. */
+	char in[1024];
+	errmsg_escape(in, sizeof in, input, strlen(input));
 	if (c->json) {
 		json_t *g = json_object();
 		json_object_set_new(g, "input", jstr(input));
@@ -98,16 +102,20 @@ static void report(Ctx *c, const char *input, const char *id, const ReplayResult
 			json_object_set_new(g, "variations_skipped", json_integer(variations));
 		json_array_append_new(c->games, g);
 	} else {
-		printf("%s%s%s: %d plies, %s, winner %s", input, id ? ": " : "", id ? id : "",
-		       res->plies, game_end_name(res->end), game_winner_name(res->winner));
-		if (recorded) printf(", recorded %s", recorded);
+		char ev[400], rd[200];
+		printf("%s%s%s: %d plies, %s, winner %s", in, id ? ": " : "",
+		       id ? errmsg_escape(ev, sizeof ev, id, strlen(id)) : "", res->plies,
+		       game_end_name(res->end), game_winner_name(res->winner));
+		if (recorded)
+			printf(", recorded %s",
+			       errmsg_escape(rd, sizeof rd, recorded, strlen(recorded)));
 		if (variations) printf(", %d variations skipped", variations);
 		printf("\n");
 		if (res->error[0]) printf("  error: line %d: %s\n", res->error_line, res->error);
 		if (have_pos) printf("  final: %s\n", sfen);
 	}
 	if (warn && res->error[0])
-		joseki_error("%s:%d: %s (game stopped after %d plies)", input, res->error_line,
+		joseki_error("%s:%d: %s (game stopped after %d plies)", in, res->error_line,
 		             res->error, res->plies);
 }
 
@@ -124,7 +132,9 @@ static void report_unreadable(Ctx *c, const char *input, int line, const char *m
 		report(c, input, NULL, &res, false, NULL, 0, false);
 		c->ngames--; /* listed, but not a replayed game */
 	}
-	joseki_error("%s:%d: %s (record skipped)", input, line, msg);
+	char in[1024];
+	joseki_error("%s:%d: %s (record skipped)",
+	             errmsg_escape(in, sizeof in, input, strlen(input)), line, msg);
 }
 
 /* Reads and replays the games of one input file. */
@@ -147,12 +157,16 @@ static void run_file(Ctx *c, const char *input, const void *buf, size_t len)
 			char prefix[64];
 			int line = kifu_reader_error_line(r);
 			int k = snprintf(prefix, sizeof prefix, ":%d: ", line);
-			const char *at = strstr(m + strlen(input), prefix);
+			size_t skip = strlen(input) <= strlen(m) ? strlen(input) : 0;
+			const char *at = strstr(m + skip, prefix);
 			report_unreadable(c, input, line, at ? at + k : m);
 			continue;
 		}
 		if (rc < 0) {
-			joseki_error("replay: %s: %s", input, kifu_strerror(rc));
+			char in[1024];
+			joseki_error("replay: %s: %s",
+			             errmsg_escape(in, sizeof in, input, strlen(input)),
+			             kifu_strerror(rc));
 			c->status = 1;
 			break;
 		}

@@ -313,6 +313,84 @@ static void test_kifu__illegal_moves_reported_with_their_line(void **state)
 	check_illegal("startpos moves 7g7f 3c3d 5f5e\n", "bad.usi", 2, 1, "illegal move 5f5e");
 }
 
+/* Fails if s holds a byte a terminal would obey (a control, DEL, a C1 CSI). */
+static void shown_as_text(const char *what, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if ((*p < 0x20 && *p != '\n') || *p == 0x7f || (p[0] == 0xc2 && p[1] == 0x9b))
+			fail_msg("%s: byte 0x%02x reaches the terminal raw: %s", what, *p, s);
+}
+
+/* A move holding an xterm title sequence and a bell, in every format: the
+ * reader's and the replay's messages show it escaped, and so do `joseki
+ * replay` and `joseki ingest` on a terminal (stdout, stderr). */
+static void test_kifu__foreign_bytes_in_errors_are_shown_escaped(void **state)
+{
+	(void)state;
+#define PWN "\x1b]0;PWNED\x07\xc2\x9b"
+#define SHOWN "\\x1B]0;PWNED\\x07\\xC2\\x9B"
+	static const struct {
+		const char *name, *text;
+		bool unreadable; /* the reader refuses the record (else the replay stops) */
+	} CASES[] = {
+	    {"pwn.kif",
+	     "手合割：平手\n手数----指手---------消費時間--\n   1 ７六歩(77)\n   2 ３" PWN "(33)\n",
+	     false},
+	    {"pwn.ki2", "先手：a\n\n▲７六歩 △" PWN "\n", false},
+	    {"pwn.usi", "startpos moves 7g7f " PWN "\n", false},
+	    {"pwn.csa", "V2.2\nPI\n+\n+7776FU\n" PWN "\n", true},
+	    {"pwn.jkf",
+	     "{\"initial\": {\"preset\": \"\\u001b]0;PWNED\\u0007\\u009b\"}, \"moves\": [{}]}",
+	     true},
+	};
+	char *dir = ts_mkdtemp();
+	for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+		KifuReader *r;
+		const char *text = CASES[i].text;
+		assert_int_equal(kifu_reader_open_mem(&r, text, strlen(text), CASES[i].name), 0);
+		KifuRecord *rec = NULL;
+		int rc = kifu_reader_next(r, &rec);
+		const char *msg;
+		ReplayResult res;
+		if (CASES[i].unreadable) {
+			assert_int_equal(rc, KIFU_EPARSE);
+			msg = kifu_reader_error(r);
+		} else {
+			assert_int_equal(rc, 1);
+			assert_int_equal(replay_kifu(&res, &g_pos, rec, NULL, NULL), 0);
+			assert_int_equal(res.end, GAME_END_ILLEGAL_MOVE);
+			msg = res.error;
+		}
+		shown_as_text(CASES[i].name, msg);
+		if (!strstr(msg, SHOWN))
+			fail_msg("%s: '%s' does not show '%s'", CASES[i].name, msg, SHOWN);
+		kifu_record_free(rec);
+		kifu_reader_free(r);
+		/* The commands, as a user sees them. */
+		char path[700], *out = NULL, *err = NULL;
+		snprintf(path, sizeof path, "%s/%s", dir, CASES[i].name);
+		assert_int_equal(ts_write_file(path, text, strlen(text)), 0);
+		(void)ts_runf(&out, &err, "%s replay %s", ts_joseki(), path);
+		shown_as_text("replay's stdout", out);
+		shown_as_text("replay's stderr", err);
+		if (!strstr(out, SHOWN) && !strstr(err, SHOWN))
+			fail_msg("replay %s: '%s' '%s' do not show it", CASES[i].name, out, err);
+		free(out);
+		free(err);
+		(void)ts_runf(&out, &err, "%s ingest %s/b %s", ts_joseki(), dir, path);
+		shown_as_text("ingest's stdout", out);
+		shown_as_text("ingest's stderr", err);
+		if (!strstr(err, SHOWN))
+			fail_msg("ingest %s: '%s' does not show it", CASES[i].name, err);
+		free(out);
+		free(err);
+	}
+	ts_rmtree(dir);
+	free(dir);
+#undef PWN
+#undef SHOWN
+}
+
 static void test_kifu__content_says_the_format(void **state)
 {
 	(void)state;
@@ -410,6 +488,7 @@ int main(void)
 	    cmocka_unit_test(test_kifu__handicaps_start_where_they_should),
 	    cmocka_unit_test(test_kifu__unknown_handicap_is_refused),
 	    cmocka_unit_test(test_kifu__illegal_moves_reported_with_their_line),
+	    cmocka_unit_test(test_kifu__foreign_bytes_in_errors_are_shown_escaped),
 	    cmocka_unit_test(test_kifu__content_says_the_format),
 	    cmocka_unit_test(test_kifu__usi_lists),
 	    cmocka_unit_test(test_kifu__the_same_game_in_three_formats_is_ingested_once),

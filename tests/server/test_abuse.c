@@ -525,6 +525,16 @@ static void test_abuse__every_error_is_json_and_no_client_mistake_is_a_5xx(void 
 	    "a bell in a worker name");
 	expect_error(http(p, "POST", "/v1/work/acquire", auth, "{\"worker\":\"a\\nb\",\"max\":1}"),
 	             400, "a newline in a worker name");
+	/* What a terminal obeys or reorders, past the ASCII controls. */
+	expect_error(
+	    http(p, "POST", "/v1/work/acquire", auth, "{\"worker\":\"a\\u009b2Jb\",\"max\":1}"),
+	    400, "a C1 CSI in a worker name");
+	expect_error(
+	    http(p, "POST", "/v1/work/acquire", auth, "{\"worker\":\"a\\u202eb\",\"max\":1}"), 400,
+	    "a right-to-left override in a worker name");
+	expect_error(http(p, "POST", "/v1/work/acquire", auth,
+	                  "{\"worker\":\"w\",\"engine\":\"e\\u001b\",\"max\":1}"),
+	             400, "an escape in an engine name");
 	/* A finished lease: a legal result is taken and ignored, an illegal move refused. */
 	r = http(p, "POST", "/v1/work/acquire", auth, "{\"worker\":\"t\",\"max\":1}");
 	assert_int_equal(r.status, 200);
@@ -794,6 +804,7 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	shogi_init();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (getenv("TEST_FILTER")) cmocka_set_test_filter(getenv("TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_abuse__every_error_is_json_and_no_client_mistake_is_a_5xx),
 	    cmocka_unit_test(test_abuse__a_killed_workers_results_arrive_after_its_restart),

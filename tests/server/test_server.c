@@ -292,6 +292,23 @@ static void test_server__every_endpoint_and_every_error(void **state)
 	assert_non_null(fgets(logline, sizeof logline, s.log));
 	assert_non_null(strstr(logline, "GET /healthz 200 "));
 	assert_non_null(strstr(logline, "us"));
+	/* A path's bytes are shown as text: a newline forges no line, an
+	 * escape sequence (a terminal title, a bell) is not sent raw. */
+	c = curl_easy_init();
+	assert_int_equal(http(c, s.port, "GET", "/a%0aGET%20/fake%20200%201us", NULL, NULL, NULL),
+	                 404);
+	assert_int_equal(http(c, s.port, "GET", "/x%1b]0;PWNED%07", NULL, NULL, NULL), 404);
+	curl_easy_cleanup(c);
+	static const char *const SHOWN[] = {"GET /a\\x0AGET /fake 200 1us 404 ",
+	                                    "GET /x\\x1B]0;PWNED\\x07 404 "};
+	for (int i = 0; i < 2; i++) {
+		assert_non_null(fgets(logline, sizeof logline, s.log));
+		for (const char *p = logline; *p; p++)
+			if (((unsigned char)*p < 0x20 && *p != '\n') || *p == 0x7f)
+				fail_msg("the log shows byte 0x%02x raw: %s", *p, logline);
+		if (strncmp(logline, SHOWN[i], strlen(SHOWN[i])))
+			fail_msg("log line '%s', '%s...' expected", logline, SHOWN[i]);
+	}
 	/* --no-cors. */
 	stop(&s);
 	start(&s, dir, "--quiet --no-cors");
