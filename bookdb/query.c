@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "shogi/japanese.h"
 #include "shogi/movegen.h"
@@ -86,6 +87,16 @@ static void moves_sort(BookRecord *rec, bool with_avoided)
 {
 	SortCtx c = {rec, with_avoided};
 	qsort_r(rec->moves, rec->nmoves, sizeof rec->moves[0], cmp_moves, &c);
+}
+
+int bookdb_query_position(Position *pos, const char *spec, char *err)
+{
+	int rc = position_parse(pos, spec, err);
+	if (rc < 0) return rc;
+	if (pos->king_sq[BLACK] == SQ_NONE || pos->king_sq[WHITE] == SQ_NONE)
+		return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
+		                  "both kings must be on the board (a book holds game positions)");
+	return 0;
 }
 
 void bookdb_moves_sort(BookRecord *rec)

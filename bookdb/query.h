@@ -47,6 +47,17 @@ const char *bookdb_value_source(const BookRecord *rec, const BookMove *m);
  * chosen from the games"), or NULL when it has one. */
 const char *bookdb_unvalued_reason(const BookRecord *rec, const BookMove *m);
 
+/*
+ * The position a query names, as every front end reads it (`joseki query`, the
+ * server's /v1/query and /v1/line): spec is what a USI `position` command takes
+ * (startpos, sfen ..., a bare SFEN; moves ...). A board without both kings is
+ * refused: the rules core takes such boards (problems, perft), but a book holds
+ * game positions only, so a query for one is a mistake, not "not in book".
+ * Returns 0, or SHOGI_EPARSE / SHOGI_EILLEGAL / SHOGI_ETOOLONG with the message
+ * in err (SHOGI_ERRLEN bytes); pos is then undefined.
+ */
+JOSEKI_MUST_USE int bookdb_query_position(Position *pos, const char *spec, char *err);
+
 /* Sorts rec's moves best first. */
 void bookdb_moves_sort(BookRecord *rec);
 

@@ -50,7 +50,7 @@ int cmd_query(int argc, char **argv)
 		joseki_error("out of memory");
 		goto done;
 	}
-	if (position_parse(pos, spec, perr) < 0) {
+	if (bookdb_query_position(pos, spec, perr) < 0) {
 		joseki_error("query: bad position '%s': %s", spec, perr);
 		ret = 2;
 		goto done;

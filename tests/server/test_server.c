@@ -1,7 +1,8 @@
 /*
  * tests/server/test_server.c — joseki serve, the real binary on a free
  * loopback port over a real book: every endpoint and error status, /v1/query
- * byte for byte equal to `joseki query --json` on 200 positions, answers while
+ * byte for byte equal to `joseki query --json` on 200 positions (and both
+ * refusing the same impossible positions with the same words), answers while
  * a writer commits, 1,000 malformed requests, SIGTERM, and the explorer in a
  * real browser (headless Chromium driven by playwright-core).
  */
@@ -368,6 +369,34 @@ static void test_server__query_equals_the_command_byte_for_byte(void **state)
 	}
 	assert_int_equal(n, 200);
 	free(games);
+	/* And they refuse the same positions with the same words: a board
+	 * without kings (the rules core takes it; a book never holds one), with
+	 * one king, a malformed SFEN, an illegal move. */
+	static const char *const BAD[] = {
+	    "sfen 9/9/9/9/9/9/9/9/9 b - 1",
+	    "sfen 4k4/9/9/9/9/9/9/9/9 b - 1",
+	    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNX b - 1",
+	    "startpos moves 7g7f 7g7f",
+	};
+	for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
+		char *esc = curl_easy_escape(c, BAD[i], 0), path[400], *got, *out = NULL,
+		     *err = NULL;
+		snprintf(path, sizeof path, "/v1/query?position=%s", esc);
+		curl_free(esc);
+		assert_int_equal(http(c, s.port, "GET", path, NULL, &got, NULL), 400);
+		json_t *j = json_loads(got, 0, NULL);
+		const char *said = json_string_value(json_object_get(j, "error"));
+		assert_non_null(said);
+		assert_true(!strncmp(said, "bad position: ", 14));
+		int rc = ts_runf(&out, &err, "%s query %s/b '%s'", ts_joseki(), dir, BAD[i]);
+		if (rc != 2 || !strstr(err, said + 14))
+			fail_msg("%s: the server says '%s'; the command exits %d: %s%s", BAD[i],
+			         said, rc, out, err);
+		json_decref(j);
+		free(got);
+		free(out);
+		free(err);
+	}
 	curl_easy_cleanup(c);
 	stop(&s);
 	ts_rmtree(dir);
