@@ -14,19 +14,47 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "shogi/clock.h"
+#include "shogi/grow.h"
 #include "shogi/keymap.h"
 
-/* A connection waiting for its first request's head. */
-typedef struct Pending {
+/* Where a connection is. */
+typedef enum {
+	C_WAITING,   /* here: its first request's head not whole yet */
+	C_HANDED,    /* given to libmicrohttpd, which has not taken it yet */
+	C_READING,   /* libmicrohttpd reads a request, head or body */
+	C_ANSWERING, /* the server answers a whole request: no deadline */
+	C_IDLE,      /* kept alive between requests */
+	C_SHED,      /* closed by the gate while libmicrohttpd held it: counts released */
+	C_DEAD,      /* dropped while waiting: freed after the events at hand */
+} ConnState;
+
+typedef struct Addr Addr;
+
+typedef struct Conn {
 	int fd;
 	struct sockaddr_in sa;
-	int64_t t0; /* ms, accepted */
-	struct Pending *prev, *next;
-} Pending;
+	Addr *a; /* its address's record while it counts (NULL once shed) */
+	ConnState state;
+	bool later;                 /* a request of it was answered: the next is a later one */
+	int64_t t0;                 /* ms, accepted */
+	int64_t deadline;           /* ms: closed then unless answered (0: none) */
+	struct Conn *prev, *next;   /* the waiting queue (oldest first) or the held list */
+	struct Conn *aprev, *anext; /* its address's connections */
+} Conn;
+
+/* A client address with connections open. */
+struct Addr {
+	uint32_t ip;  /* host order */
+	uint32_t idx; /* in Gate.addrs */
+	unsigned n;   /* connections open */
+	Conn *conns;
+	Addr *bprev, *bnext; /* the addresses with as many connections open */
+};
 
 struct Gate {
 	GateOptions o;
@@ -36,54 +64,116 @@ struct Gate {
 	int64_t relisten_ms;
 	pthread_t thread;
 	bool started;
-	pthread_mutex_t mu; /* counts and per_ip */
-	KeyMap per_ip;      /* client address -> open connections */
+	atomic_bool stopping;
+	Conn *dead;         /* dropped connections an event at hand may still name */
+	pthread_mutex_t mu; /* everything below (and the connections' fields) */
+	KeyMap per_ip;      /* client address -> its index in addrs */
+	Addr **addrs;       /* the addresses with connections open */
+	size_t naddrs, caddrs;
+	Addr **bucket; /* bucket[k]: the addresses with k connections open */
+	unsigned top;  /* the most connections one address has open */
 	unsigned open;
-	Pending *head, *tail; /* oldest first */
-	char *buf;            /* GATE_HEAD_MAX + 1 bytes of peeked head */
+	Conn *head, *tail; /* waiting here, oldest first */
+	Conn *held;        /* in libmicrohttpd */
+	Conn **byfd;       /* the connection of a descriptor, from accept to close */
+	size_t nbyfd;
+	int64_t next_due; /* no held connection's deadline is earlier */
+	int64_t wake_at;  /* when the gate's thread wakes next */
+	char *buf;        /* GATE_HEAD_MAX + 1 bytes of peeked head */
 };
 
-static Key addr_key(const struct sockaddr_in *sa)
+static Key addr_key(uint32_t ip)
 {
 	/* Addresses are not random: the map's hi must tell them apart (it does). */
-	return (Key){.lo = 0, .hi = (uint64_t)ntohl(sa->sin_addr.s_addr) + 1};
+	return (Key){.lo = 0, .hi = (uint64_t)ip + 1};
 }
 
-/* Counts one more connection from sa: false (nothing counted) when its
- * address or the whole gate is at its limit; *full says which. */
-static bool count_add(Gate *g, const struct sockaddr_in *sa, bool *full)
+static Addr *addr_of(Gate *g, uint32_t ip)
 {
-	pthread_mutex_lock(&g->mu);
-	*full = g->open >= g->o.max_connections;
-	uint32_t *v = NULL;
-	bool ok = !*full;
-	if (ok && g->o.per_ip) {
-		int r = keymap_add(&g->per_ip, addr_key(sa), &v);
-		if (r < 0) {
-			ok = false;
-		} else {
-			if (*v == KEYMAP_NONE) *v = 0;
-			ok = *v < g->o.per_ip;
-			if (ok) ++*v;
+	uint32_t *v = keymap_value(&g->per_ip, addr_key(ip));
+	return v ? g->addrs[*v] : NULL;
+}
+
+static void bucket_unlink(Gate *g, Addr *a)
+{
+	if (a->bprev)
+		a->bprev->bnext = a->bnext;
+	else
+		g->bucket[a->n] = a->bnext;
+	if (a->bnext) a->bnext->bprev = a->bprev;
+}
+
+static void bucket_push(Gate *g, Addr *a)
+{
+	a->bprev = NULL;
+	a->bnext = g->bucket[a->n];
+	if (a->bnext) a->bnext->bprev = a;
+	g->bucket[a->n] = a;
+}
+
+/* Counts one more connection, c, from its address (mutex held): 0, or 1
+ * when the gate is full, 2 when the address has its share (nothing counted
+ * then). */
+static int count_add(Gate *g, Conn *c)
+{
+	if (g->open >= g->o.max_connections) return 1;
+	uint32_t ip = ntohl(c->sa.sin_addr.s_addr), *v = NULL;
+	Addr *a = addr_of(g, ip);
+	if (!a) {
+		if (array_grow((void **)&g->addrs, &g->caddrs, g->naddrs + 1, sizeof *g->addrs,
+		               64) ||
+		    !(a = calloc(1, sizeof *a)))
+			return 1;
+		if (keymap_add(&g->per_ip, addr_key(ip), &v) < 0) {
+			free(a);
+			return 1;
 		}
+		a->ip = ip;
+		a->idx = *v = (uint32_t)g->naddrs;
+		g->addrs[g->naddrs++] = a;
+	} else if (g->o.per_ip && a->n >= g->o.per_ip) {
+		return 2;
+	} else {
+		bucket_unlink(g, a);
 	}
-	if (ok) g->open++;
-	pthread_mutex_unlock(&g->mu);
-	return ok;
+	a->n++;
+	bucket_push(g, a);
+	if (a->n > g->top) g->top = a->n;
+	c->a = a;
+	c->aprev = NULL;
+	c->anext = a->conns;
+	if (a->conns) a->conns->aprev = c;
+	a->conns = c;
+	g->open++;
+	return 0;
 }
 
-static void count_del(Gate *g, const struct sockaddr_in *sa)
+/* Stops counting c (mutex held). */
+static void count_del(Gate *g, Conn *c)
 {
-	pthread_mutex_lock(&g->mu);
-	if (g->open) g->open--;
-	if (g->o.per_ip) {
-		uint32_t *v = keymap_value(&g->per_ip, addr_key(sa));
-		if (v && *v > 1)
-			--*v;
-		else if (v) /* found just above: it is there to delete */
-			(void)keymap_del(&g->per_ip, NULL, addr_key(sa), NULL);
+	Addr *a = c->a;
+	if (!a) return;
+	c->a = NULL;
+	if (c->aprev)
+		c->aprev->anext = c->anext;
+	else
+		a->conns = c->anext;
+	if (c->anext) c->anext->aprev = c->aprev;
+	g->open--;
+	bucket_unlink(g, a);
+	if (a->n == g->top && !g->bucket[a->n]) g->top--;
+	if (--a->n) {
+		bucket_push(g, a);
+		return;
 	}
-	pthread_mutex_unlock(&g->mu);
+	/* Its last: the record goes, the last one takes its place. */
+	Addr *last = g->addrs[--g->naddrs];
+	g->addrs[a->idx] = last;
+	last->idx = a->idx;
+	uint32_t *v = keymap_value(&g->per_ip, addr_key(last->ip));
+	if (v) *v = last->idx;
+	(void)keymap_del(&g->per_ip, NULL, addr_key(a->ip), NULL); /* it is there */
+	free(a);
 }
 
 unsigned gate_open_connections(Gate *g)
@@ -92,16 +182,6 @@ unsigned gate_open_connections(Gate *g)
 	unsigned n = g->open;
 	pthread_mutex_unlock(&g->mu);
 	return n;
-}
-
-void gate_notify(Gate *g, struct MHD_Connection *c, bool started)
-{
-	/* Counted when accepted (the gate's count goes on in libmicrohttpd). */
-	if (started || !g) return;
-	const union MHD_ConnectionInfo *ci =
-	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
-		count_del(g, (const struct sockaddr_in *)ci->client_addr);
 }
 
 static const char *reason(int status)
@@ -120,10 +200,11 @@ static const char *reason(int status)
 	}
 }
 
-/* Answers {"error": msg} (msg: plain ASCII, no quotes) and closes fd. What
- * the client sent meanwhile is read first, so that the close does not reset
- * the connection before the answer is read. */
-static void answer_close(Gate *g, int fd, int status, const char *msg)
+/* Sends {"error": msg} (msg: plain ASCII, no quotes) with status on fd, as
+ * far as the socket takes it at once, and reads what the client sent
+ * meanwhile, so that a close does not reset the connection before the
+ * answer is read. */
+static void answer(Gate *g, int fd, int status, const char *msg)
 {
 	char out[512];
 	size_t blen = strlen(msg) + 13;
@@ -135,34 +216,95 @@ static void answer_close(Gate *g, int fd, int status, const char *msg)
 	if (n > 0 && (size_t)n < sizeof out)
 		(void)!send(fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	for (int i = 0; i < 64 && recv(fd, g->buf, GATE_HEAD_MAX, MSG_DONTWAIT) > 0; i++) continue;
-	shutdown(fd, SHUT_WR);
-	close(fd);
 	if (g->o.on_status) g->o.on_status(g->o.ctx, status);
 }
 
-static void unlink_pending(Gate *g, Pending *p)
+/* Answers a connection the gate holds and closes it. */
+static void answer_close(Gate *g, int fd, int status, const char *msg)
 {
-	if (p->prev)
-		p->prev->next = p->next;
-	else
-		g->head = p->next;
-	if (p->next)
-		p->next->prev = p->prev;
-	else
-		g->tail = p->prev;
-	epoll_ctl(g->ep, EPOLL_CTL_DEL, p->fd, NULL);
+	answer(g, fd, status, msg);
+	shutdown(fd, SHUT_WR);
+	close(fd);
 }
 
-/* Drops a waiting connection: answered (status > 0) or closed quietly. */
-static void drop(Gate *g, Pending *p, int status, const char *msg)
+static void list_unlink(Conn **head, Conn **tail, Conn *c)
 {
-	unlink_pending(g, p);
-	if (status)
-		answer_close(g, p->fd, status, msg);
+	if (c->prev)
+		c->prev->next = c->next;
 	else
-		close(p->fd);
-	count_del(g, &p->sa);
-	free(p);
+		*head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else if (tail)
+		*tail = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void held_push(Gate *g, Conn *c)
+{
+	c->prev = NULL;
+	c->next = g->held;
+	if (g->held) g->held->prev = c;
+	g->held = c;
+}
+
+/* Forgets a connection (mutex held): its counts (unless shed), its
+ * descriptor's record; then frees it, or, waiting here, keeps it dead until
+ * the events at hand are done (one of them may name it). */
+static void conn_free(Gate *g, Conn *c, bool in_queue)
+{
+	if (in_queue)
+		list_unlink(&g->head, &g->tail, c);
+	else
+		list_unlink(&g->held, NULL, c);
+	count_del(g, c); /* nothing when it was shed */
+	if ((size_t)c->fd < g->nbyfd && g->byfd[c->fd] == c) g->byfd[c->fd] = NULL;
+	if (in_queue) {
+		c->state = C_DEAD;
+		c->next = g->dead;
+		g->dead = c;
+	} else {
+		free(c);
+	}
+}
+
+/* Drops a waiting connection (mutex held): answered (status > 0) or closed
+ * quietly. */
+static void drop(Gate *g, Conn *c, int status, const char *msg)
+{
+	epoll_ctl(g->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	if (status)
+		answer_close(g, c->fd, status, msg);
+	else
+		close(c->fd);
+	conn_free(g, c, true);
+}
+
+/* Closes a connection libmicrohttpd holds (mutex held: it cannot close the
+ * descriptor meanwhile, gate_notify waits for the mutex): answered first
+ * when status > 0 (a request was under way), then shut down both ways, which
+ * libmicrohttpd sees as the client's end and closes. Its counts are released
+ * now, for the connection that needs the room. */
+static void shed(Gate *g, Conn *c, int status, const char *msg)
+{
+	if (status) answer(g, c->fd, status, msg);
+	shutdown(c->fd, SHUT_RDWR);
+	c->state = C_SHED;
+	c->deadline = 0;
+	count_del(g, c);
+}
+
+/* A deadline set from another thread: the gate's thread wakes for it when it
+ * would sleep past it (mutex held). */
+static void note_due(Gate *g, int64_t due)
+{
+	if (due >= g->next_due) return;
+	g->next_due = due;
+	if (due < g->wake_at && g->started) {
+		uint64_t one = 1;
+		g->wake_at = due;
+		(void)!write(g->wake, &one, sizeof one);
+	}
 }
 
 static bool tchar(unsigned char ch)
@@ -222,8 +364,8 @@ int gate_check_head(const char *b, size_t n, const char **msg)
 			*msg = "malformed header line (a name and a colon wanted)";
 			return 400;
 		}
-		for (const char *q = p + 1; q < le; q++)
-			if (((unsigned char)*q < ' ' && *q != '\t') || *q == 0x7f) {
+		for (const char *c = p + 1; c < le; c++)
+			if (((unsigned char)*c < ' ' && *c != '\t') || *c == 0x7f) {
 				*msg = "control character in a header";
 				return 400;
 			}
@@ -232,8 +374,8 @@ int gate_check_head(const char *b, size_t n, const char **msg)
 			while (v < ve && (*v == ' ' || *v == '\t')) v++;
 			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
 			bool digits = ve > v && ve - v <= 15;
-			for (const char *q = v; q < ve && digits; q++)
-				digits = *q >= '0' && *q <= '9';
+			for (const char *c = v; c < ve && digits; c++)
+				digits = *c >= '0' && *c <= '9';
 			if (!digits || length) {
 				*msg = length ? "Content-Length given twice"
 				              : "Content-Length must be a plain number of bytes";
@@ -255,39 +397,99 @@ bad_line:
 }
 
 /* Data (or an end) on a waiting connection; ev: the epoll events. */
-static void examine(Gate *g, Pending *p, uint32_t ev)
+static void examine(Gate *g, Conn *c, uint32_t ev)
 {
-	ssize_t n = recv(p->fd, g->buf, GATE_HEAD_MAX + 1, MSG_PEEK | MSG_DONTWAIT);
+	if (c->state != C_WAITING) return; /* dropped by an earlier event at hand */
+	ssize_t n = recv(c->fd, g->buf, GATE_HEAD_MAX + 1, MSG_PEEK | MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+	pthread_mutex_lock(&g->mu);
 	if (n <= 0) {
-		drop(g, p, 0, NULL);
+		drop(g, c, 0, NULL);
+		pthread_mutex_unlock(&g->mu);
 		return;
 	}
 	const char *msg = NULL;
 	int r = gate_check_head(g->buf, (size_t)n, &msg);
-	if (r == 0 && (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
-		drop(g, p, 0, NULL); /* the client will send no more: the head stays partial */
-		return;
-	}
-	if (r == 0) return;
+	if (r == 0 && (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+		drop(g, c, 0, NULL); /* the client will send no more: the head stays partial */
+	else if (r > 1)
+		drop(g, c, r, msg);
 	if (r != 1) {
-		drop(g, p, r, msg);
+		pthread_mutex_unlock(&g->mu);
 		return;
 	}
-	unlink_pending(g, p);
-	struct sockaddr_in sa = p->sa;
-	int fd = p->fd;
-	free(p);
-	if (MHD_add_connection(g->d, fd, (struct sockaddr *)&sa, sizeof sa) != MHD_YES)
-		count_del(g, &sa); /* libmicrohttpd closed it */
+	/* libmicrohttpd's from here; the deadline of the whole request stands
+	 * (its body may still be on its way). */
+	epoll_ctl(g->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	list_unlink(&g->head, &g->tail, c);
+	c->state = C_HANDED;
+	held_push(g, c);
+	if (c->deadline < g->next_due) g->next_due = c->deadline;
+	int fd = c->fd;
+	struct sockaddr_in sa = c->sa;
+	pthread_mutex_unlock(&g->mu);
+	/* Not under the mutex: libmicrohttpd's threads take it in gate_notify. */
+	if (MHD_add_connection(g->d, fd, (struct sockaddr *)&sa, sizeof sa) != MHD_YES) {
+		/* libmicrohttpd closed it; only this thread accepts, so the
+		 * descriptor is not anyone else's yet. */
+		pthread_mutex_lock(&g->mu);
+		if ((size_t)fd < g->nbyfd && g->byfd[fd] == c) conn_free(g, c, false);
+		pthread_mutex_unlock(&g->mu);
+	}
 }
 
-/* The connection that waited longest makes room; false when none waits. */
-static bool shed_oldest(Gate *g)
+/* The connection to shed for one from an address that holds `mine`
+ * (UINT32_MAX: unknown): one of the busiest address's when that holds two or
+ * more connections more (its connection waiting here longest, else one idle
+ * between requests, else one still sending a request; a request being
+ * answered never), else the connection waiting here longest; NULL when none
+ * may go. Mutex held. */
+static Conn *victim(Gate *g, unsigned mine)
 {
-	if (!g->head) return false;
-	drop(g, g->head, 503, "the server is full; this connection sent no request in time");
+	if (mine != UINT32_MAX && g->top >= mine + 2) {
+		for (Addr *a = g->bucket[g->top]; a; a = a->bnext) {
+			Conn *best = NULL;
+			for (Conn *c = a->conns; c; c = c->anext) {
+				static const int RANK[] = {
+				    [C_WAITING] = 3, [C_IDLE] = 2, [C_READING] = 1};
+				int r = c->state <= C_IDLE ? RANK[c->state] : 0,
+				    br = best ? RANK[best->state] : 0;
+				if (r && (r > br || (r == br && c->t0 < best->t0))) best = c;
+			}
+			if (best) return best;
+		}
+	}
+	return g->head;
+}
+
+/* Makes room for a connection from an address holding `mine` (mutex held):
+ * false when nothing could be shed. */
+static bool make_room(Gate *g, unsigned mine)
+{
+	Conn *v = victim(g, mine);
+	if (!v) return false;
+	static const char FULL[] = "the server is full; this connection made room for another";
+	if (v->state == C_WAITING)
+		drop(g, v, 503, FULL);
+	else
+		shed(g, v, v->state == C_READING ? 503 : 0, FULL);
 	return true;
+}
+
+/* Records fd as c's (mutex held): a record left there is of a descriptor
+ * libmicrohttpd closed without telling (it failed to take a connection),
+ * forgotten now. */
+static int byfd_set(Gate *g, int fd, Conn *c)
+{
+	if ((size_t)fd >= g->nbyfd) {
+		size_t old = g->nbyfd;
+		if (array_grow((void **)&g->byfd, &g->nbyfd, (size_t)fd + 1, sizeof *g->byfd, 1024))
+			return -1;
+		memset(g->byfd + old, 0, (g->nbyfd - old) * sizeof *g->byfd);
+	}
+	if (g->byfd[fd]) conn_free(g, g->byfd[fd], false);
+	g->byfd[fd] = c;
+	return 0;
 }
 
 static void accept_all(Gate *g, int64_t now)
@@ -296,48 +498,79 @@ static void accept_all(Gate *g, int64_t now)
 		struct sockaddr_in sa;
 		socklen_t sl = sizeof sa;
 		int fd = accept4(g->lfd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		pthread_mutex_lock(&g->mu);
 		if (fd < 0) {
 			if ((errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 			     errno == ENOMEM) &&
-			    !shed_oldest(g)) {
+			    !make_room(g, UINT32_MAX)) {
 				/* Out of descriptors with nothing to shed: stop listening
 				 * for a moment instead of spinning on the socket. */
 				epoll_ctl(g->ep, EPOLL_CTL_DEL, g->lfd, NULL);
 				g->listening = false;
 				g->relisten_ms = now + 100;
 			}
+			pthread_mutex_unlock(&g->mu);
 			return;
 		}
-		bool full;
-		if (!count_add(g, &sa, &full)) {
-			if (full && shed_oldest(g) && count_add(g, &sa, &full)) goto take;
-			answer_close(g, fd, 503,
-			             full ? "the server is full"
-			                  : "too many connections from this address");
-			continue;
+		Conn *c = calloc(1, sizeof *c);
+		int why = 1;
+		if (c) {
+			c->sa = sa;
+			why = count_add(g, c);
+			Addr *a = addr_of(g, ntohl(sa.sin_addr.s_addr));
+			if (why == 1 && make_room(g, a ? a->n : 0)) why = count_add(g, c);
 		}
-	take:;
+		if (why) {
+			free(c);
+			c = NULL;
+		}
+		if (c) {
+			c->fd = fd;
+			c->t0 = now;
+			c->deadline = now + g->o.request_ms;
+			c->state = C_WAITING;
+			c->prev = g->tail;
+			if (g->tail)
+				g->tail->next = c;
+			else
+				g->head = c;
+			g->tail = c;
+		}
 		/* Edge-triggered: a peek leaves the bytes in the socket, so a
 		 * level-triggered watch would report a partial head again and again
 		 * (a spin over every trickling connection); an edge is new data. */
-		Pending *p = calloc(1, sizeof *p);
-		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = p};
-		if (!p || epoll_ctl(g->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
-			free(p);
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = c};
+		if (c && (byfd_set(g, fd, c) < 0 || epoll_ctl(g->ep, EPOLL_CTL_ADD, fd, &ev) < 0)) {
+			if ((size_t)fd < g->nbyfd) g->byfd[fd] = NULL;
+			conn_free(g, c, true);
 			close(fd);
-			count_del(g, &sa);
-			continue;
 		}
-		p->fd = fd;
-		p->sa = sa;
-		p->t0 = now;
-		p->prev = g->tail;
-		if (g->tail)
-			g->tail->next = p;
-		else
-			g->head = p;
-		g->tail = p;
+		pthread_mutex_unlock(&g->mu);
+		if (why)
+			answer_close(g, fd, 503,
+			             why == 1 ? "the server is full"
+			                      : "too many connections from this address");
 	}
+}
+
+/* Closes the held connections past their deadlines and finds the next
+ * deadline (mutex held). */
+static void expire_held(Gate *g, int64_t now)
+{
+	int64_t due = INT64_MAX;
+	for (Conn *c = g->held; c; c = c->next) {
+		if (!c->deadline) continue;
+		if (now < c->deadline) {
+			if (c->deadline < due) due = c->deadline;
+		} else if (c->state == C_HANDED) {
+			due = due < now + 20 ? due : now + 20; /* again once libmicrohttpd has it */
+		} else if (c->state == C_READING) {
+			shed(g, c, 408, "the request did not arrive whole in time");
+		} else {
+			shed(g, c, 0, NULL); /* idle too long: no request was under way */
+		}
+	}
+	g->next_due = due;
 }
 
 static void *gate_main(void *arg)
@@ -346,23 +579,33 @@ static void *gate_main(void *arg)
 	struct epoll_event ev[64];
 	for (;;) {
 		int64_t now = clock_ms();
-		int timeout = 1000;
-		if (g->head) {
-			int64_t left = g->head->t0 + g->o.head_ms - now;
-			timeout = left < 0 ? 0 : left < timeout ? (int)left : timeout;
+		pthread_mutex_lock(&g->mu);
+		while (g->head && now >= g->head->deadline)
+			drop(g, g->head, 408, "the request did not arrive whole in time");
+		if (now >= g->next_due) expire_held(g, now);
+		int64_t wake = now + 1000;
+		if (g->head && g->head->deadline < wake) wake = g->head->deadline;
+		if (g->next_due < wake) wake = g->next_due;
+		if (!g->listening && g->relisten_ms < wake) wake = g->relisten_ms;
+		g->wake_at = wake;
+		for (Conn *d; (d = g->dead);) {
+			g->dead = d->next;
+			free(d);
 		}
-		if (!g->listening) timeout = timeout < 100 ? timeout : 100;
-		int n = epoll_wait(g->ep, ev, 64, timeout);
+		pthread_mutex_unlock(&g->mu);
+		int n = epoll_wait(g->ep, ev, 64, wake > now ? (int)(wake - now) : 0);
 		now = clock_ms();
 		for (int i = 0; i < n; i++) {
-			if (ev[i].data.ptr == &g->wake) return NULL;
-			if (ev[i].data.ptr == &g->lfd)
+			if (ev[i].data.ptr == &g->wake) {
+				uint64_t v;
+				(void)!read(g->wake, &v, sizeof v);
+				if (atomic_load(&g->stopping)) return NULL;
+			} else if (ev[i].data.ptr == &g->lfd) {
 				accept_all(g, now);
-			else
+			} else {
 				examine(g, ev[i].data.ptr, ev[i].events);
+			}
 		}
-		while (g->head && now - g->head->t0 >= (int64_t)g->o.head_ms)
-			drop(g, g->head, 408, "the request head did not arrive in time");
 		if (!g->listening && now >= g->relisten_ms) {
 			struct epoll_event le = {.events = EPOLLIN, .data.ptr = &g->lfd};
 			g->listening = epoll_ctl(g->ep, EPOLL_CTL_ADD, g->lfd, &le) == 0;
@@ -371,18 +614,78 @@ static void *gate_main(void *arg)
 	}
 }
 
+void gate_notify(Gate *g, struct MHD_Connection *mc, void **socket_ctx, bool started)
+{
+	if (!g) return;
+	pthread_mutex_lock(&g->mu);
+	if (started) {
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+		int fd = ci ? ci->connect_fd : -1;
+		Conn *c = fd >= 0 && (size_t)fd < g->nbyfd ? g->byfd[fd] : NULL;
+		if (c && c->state == C_HANDED) {
+			c->state = C_READING; /* its first request's head is there */
+			*socket_ctx = c;
+		}
+	} else if (*socket_ctx) {
+		/* Before libmicrohttpd closes the descriptor: the gate, which
+		 * waits for the mutex, never shuts down a descriptor reused. */
+		conn_free(g, *socket_ctx, false);
+		*socket_ctx = NULL;
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
+void gate_request(Gate *g, struct MHD_Connection *mc, GateReqEvent ev)
+{
+	if (!g) return;
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	Conn *c = ci ? ci->socket_context : NULL;
+	if (!c) return;
+	int64_t now = clock_ms();
+	pthread_mutex_lock(&g->mu);
+	if (c->state != C_SHED) {
+		switch (ev) {
+		case GATE_REQ_BEGIN:
+			/* A first request's deadline counts from the accept. */
+			c->state = C_READING;
+			if (c->later) {
+				c->deadline = now + g->o.request_ms;
+				note_due(g, c->deadline);
+			}
+			break;
+		case GATE_REQ_ANSWER:
+			c->state = C_ANSWERING;
+			c->deadline = 0;
+			c->later = true;
+			break;
+		case GATE_REQ_DONE:
+			c->state = C_IDLE;
+			c->later = true;
+			c->deadline = now + g->o.keepalive_ms;
+			note_due(g, c->deadline);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
 int gate_start(Gate **out, int fd, struct MHD_Daemon *d, const GateOptions *opt)
 {
 	*out = NULL;
 	Gate *g = calloc(1, sizeof *g);
 	if (!g) return -1;
 	g->o = *opt;
-	if (!g->o.head_ms) g->o.head_ms = GATE_HEAD_MS;
+	if (!g->o.request_ms) g->o.request_ms = GATE_REQUEST_MS;
+	if (!g->o.keepalive_ms) g->o.keepalive_ms = GATE_KEEPALIVE_MS;
 	g->d = d;
 	g->lfd = fd;
+	g->next_due = INT64_MAX;
 	g->ep = epoll_create1(EPOLL_CLOEXEC);
 	g->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	g->buf = malloc(GATE_HEAD_MAX + 1);
+	g->bucket = calloc((size_t)g->o.max_connections + 1, sizeof *g->bucket);
 	pthread_mutex_init(&g->mu, NULL);
 	keymap_init_set(&g->per_ip, true);
 	struct epoll_event le = {.events = EPOLLIN, .data.ptr = &g->lfd},
@@ -394,7 +697,7 @@ int gate_start(Gate **out, int fd, struct MHD_Daemon *d, const GateOptions *opt)
 	g->listening = true;
 	g->started = true;
 	*out = g;
-	if (g->ep < 0 || g->wake < 0 || !g->buf || fl < 0 ||
+	if (g->ep < 0 || g->wake < 0 || !g->buf || !g->bucket || fl < 0 ||
 	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
 	    epoll_ctl(g->ep, EPOLL_CTL_ADD, fd, &le) < 0 ||
 	    epoll_ctl(g->ep, EPOLL_CTL_ADD, g->wake, &we) < 0 ||
@@ -404,6 +707,7 @@ int gate_start(Gate **out, int fd, struct MHD_Daemon *d, const GateOptions *opt)
 		if (g->ep >= 0) close(g->ep);
 		if (g->wake >= 0) close(g->wake);
 		free(g->buf);
+		free(g->bucket);
 		keymap_free(&g->per_ip);
 		pthread_mutex_destroy(&g->mu);
 		free(g);
@@ -417,10 +721,17 @@ void gate_stop(Gate *g)
 {
 	if (!g || !g->started) return;
 	uint64_t one = 1;
+	atomic_store(&g->stopping, true);
 	(void)!write(g->wake, &one, sizeof one);
 	pthread_join(g->thread, NULL);
-	g->started = false;
+	pthread_mutex_lock(&g->mu);
+	g->started = false; /* no more wakes: the eventfd closes below */
 	while (g->head) drop(g, g->head, 503, "shutting down");
+	for (Conn *d; (d = g->dead);) {
+		g->dead = d->next;
+		free(d);
+	}
+	pthread_mutex_unlock(&g->mu);
 	close(g->lfd);
 	close(g->ep);
 	close(g->wake);
@@ -430,7 +741,17 @@ void gate_free(Gate *g)
 {
 	if (!g) return;
 	gate_stop(g);
+	/* libmicrohttpd has stopped: what it held is closed and forgotten. */
+	while (g->held) {
+		Conn *c = g->held;
+		g->held = c->next;
+		free(c);
+	}
+	for (size_t i = 0; i < g->naddrs; i++) free(g->addrs[i]);
+	free(g->addrs);
 	free(g->buf);
+	free(g->bucket);
+	free(g->byfd);
 	keymap_free(&g->per_ip);
 	pthread_mutex_destroy(&g->mu);
 	free(g);

@@ -2,28 +2,36 @@
  * server/gate.h — the server's accept policy, in front of libmicrohttpd
  * (docs/server.md, "Limits"). libmicrohttpd alone has one global connection
  * cap and a time-out that counts only silence, so a few thousand idle or
- * trickling connections (one header byte a second) held every slot; and the
- * errors it answers itself (a request line or head too large, a malformed
- * request) are HTML. So the listening socket is the gate's:
+ * trickling connections (one byte a second, in a head or in a body) held
+ * every slot; and the errors it answers itself (a request line or head too
+ * large, a malformed request) are HTML. So the listening socket is the
+ * gate's, and it keeps an eye on every connection until it closes:
  *
  *   - per client address at most per_ip connections (open in libmicrohttpd
  *     or waiting here); more are answered 503 and closed at once;
  *   - a new connection waits here until its first request's head is whole
- *     (read with MSG_PEEK: nothing is consumed), at most head_ms; then it is
- *     handed to libmicrohttpd (MHD_add_connection), which reads it again. A
- *     head not whole by then is answered 408 and closed;
+ *     (read with MSG_PEEK: nothing is consumed), then it is handed to
+ *     libmicrohttpd (MHD_add_connection), which reads it again;
+ *   - deadlines for whole requests, head and body: the first request within
+ *     request_ms of the connection's accept, a later one on a kept-alive
+ *     connection whole within request_ms of its request line, which must come
+ *     within keepalive_ms of the last answer. A request not whole by its
+ *     deadline is answered 408 (when a head or a body was under way) and the
+ *     connection closed; a kept-alive one silent too long is closed;
  *   - a first head too long (414, 431) or malformed (400: a bad request line,
  *     a header line without a colon, a Content-Length that is not a plain
  *     number — libmicrohttpd 0.9.75 sent its status line twice for -1) is
  *     answered with JSON here;
- *   - when max connections are open, the oldest connection still waiting
- *     here is shed to make room; with none waiting the new one gets 503.
+ *   - when max connections are open, room is made: a connection from an
+ *     address holding two or more fewer than the busiest address is given
+ *     one of the busiest address's slots (its connection waiting longest, else
+ *     one idle between requests, else one still sending a request: shed 503
+ *     or closed), so that a flood from any number of addresses leaves a slot
+ *     for everyone else; else the connection waiting here longest is shed;
+ *     with none, the new one gets 503.
  *
- * Later requests on a kept-alive connection go straight to libmicrohttpd
- * (its idle time-out applies, and the per-address cap bounds how many such
- * connections one address holds). Every answer of the gate is JSON
- * {"error": "..."} with Connection: close, counted through the status
- * callback.
+ * Every answer of the gate is JSON {"error": "..."} with Connection: close,
+ * counted through the status callback.
  */
 #ifndef SERVER_GATE_H
 #define SERVER_GATE_H
@@ -36,15 +44,18 @@
 struct MHD_Daemon;
 struct MHD_Connection;
 
-#define GATE_URL_MAX 8192      /* a request line longer: 414 */
-#define GATE_HEAD_MAX 24576    /* a first request head longer: 431 */
-#define GATE_HEAD_MS 10000     /* a first request head must be whole within this */
-#define GATE_PER_IP_DEFAULT 64 /* connections per client address */
+#define GATE_URL_MAX 8192       /* a request line longer: 414 */
+#define GATE_HEAD_MAX 24576     /* a first request head longer: 431 */
+#define GATE_REQUEST_MS 10000   /* a request, head and body, must be whole within this */
+#define GATE_KEEPALIVE_MS 30000 /* a kept-alive connection's next request line within this */
+#define GATE_PER_IP_DEFAULT 64  /* connections per client address */
 
 typedef struct {
 	unsigned max_connections; /* open connections in all (gate and libmicrohttpd) */
 	unsigned per_ip;          /* per client address (0: no limit) */
-	unsigned head_ms;         /* deadline of a first request's head (0: GATE_HEAD_MS) */
+	unsigned request_ms;      /* deadline of a whole request (0: GATE_REQUEST_MS) */
+	unsigned
+	    keepalive_ms; /* of a kept-alive connection's next request (0: GATE_KEEPALIVE_MS) */
 	/* Called (from the gate's thread) with the status of every answer the
 	 * gate gives itself, for the metrics; may be NULL. */
 	void (*on_status)(void *ctx, int status);
@@ -66,10 +77,17 @@ JOSEKI_MUST_USE int gate_check_head(const char *b, size_t n, const char **msg);
  * gate's thread, which hands connections to d. 0, or -1 (errno set). */
 JOSEKI_MUST_USE int gate_start(Gate **out, int fd, struct MHD_Daemon *d, const GateOptions *opt);
 
-/* libmicrohttpd's connection notifications (MHD_OPTION_NOTIFY_CONNECTION),
- * so that connections open there count against their address and the cap.
- * started: true when it starts, false when it closes. */
-void gate_notify(Gate *g, struct MHD_Connection *c, bool started);
+/* libmicrohttpd's connection notifications (MHD_OPTION_NOTIFY_CONNECTION):
+ * started true when it takes a connection the gate handed it (*socket_ctx is
+ * then the gate's record of it), false when it closes one. */
+void gate_notify(Gate *g, struct MHD_Connection *c, void **socket_ctx, bool started);
+
+/* What the server tells the gate of a connection's requests, for their
+ * deadlines: a request line read (libmicrohttpd's URI log callback), an
+ * answer queued for a whole request, the request done (its answer sent, or
+ * the connection failed). */
+typedef enum { GATE_REQ_BEGIN, GATE_REQ_ANSWER, GATE_REQ_DONE } GateReqEvent;
+void gate_request(Gate *g, struct MHD_Connection *c, GateReqEvent ev);
 
 /* Connections open in all (waiting in the gate and in libmicrohttpd). */
 unsigned gate_open_connections(Gate *g);

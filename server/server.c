@@ -75,7 +75,9 @@ uint16_t server_port(const Server *s)
 }
 
 typedef struct {
-	int64_t t0; /* clock_ns() at arrival */
+	int64_t t0;    /* clock_ns() at the request line */
+	bool begun;    /* the handler has seen its head */
+	bool answered; /* the gate knows an answer is queued */
 	size_t body;
 	int status;
 	bool work;       /* a /v1/work/ request: its body is kept */
@@ -281,12 +283,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 {
 	(void)version;
 	Server *s = cls;
-	Req *r = *con_cls;
-	if (!r) {
-		if (!(r = calloc(1, sizeof *r))) return MHD_NO;
-		r->t0 = clock_ns();
+	Req *r = *con_cls; /* made at its request line (begin_request) */
+	if (!r) return MHD_NO;
+	if (!r->begun) {
+		r->begun = true;
 		r->work = is_work(s, url);
-		*con_cls = r;
 		return MHD_YES;
 	}
 	/* A body is read to its end (counted, and kept for the work API) before
@@ -387,17 +388,29 @@ static void gate_status(void *ctx, int status)
 static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
                               enum MHD_ConnectionNotificationCode toe)
 {
-	(void)socket_ctx;
 	Server *s = cls;
-	gate_notify(s->gate, c, toe == MHD_CONNECTION_NOTIFY_STARTED);
+	gate_notify(s->gate, c, socket_ctx, toe == MHD_CONNECTION_NOTIFY_STARTED);
+}
+
+/* A request line read (libmicrohttpd's URI log callback, for every request,
+ * the later ones on a kept-alive connection too): its record, and its
+ * deadline at the gate. */
+static void *begin_request(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	(void)uri;
+	Server *s = cls;
+	Req *r = calloc(1, sizeof *r);
+	if (r) r->t0 = clock_ns();
+	gate_request(s->gate, c, GATE_REQ_BEGIN);
+	return r;
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
-	(void)c;
 	(void)toe;
 	Server *s = cls;
+	gate_request(s->gate, c, GATE_REQ_DONE);
 	Req *r = *con_cls;
 	if (!r) return;
 	*con_cls = NULL;
@@ -421,6 +434,11 @@ static enum MHD_Result log_handle(void *cls, struct MHD_Connection *c, const cha
 	Server *s = cls;
 	enum MHD_Result rc = handle(cls, c, url, method, version, upload, upload_size, con_cls);
 	Req *r = *con_cls;
+	if (r && r->status && !r->answered) {
+		/* Whole and answered: no deadline while the server works on it. */
+		r->answered = true;
+		gate_request(s->gate, c, GATE_REQ_ANSWER);
+	}
 	if (s->opt.log && r && r->status && !*upload_size) {
 		/* The client's bytes are shown as text: a newline or an escape
 		 * sequence in a path (%0a, %1b) forges no line and moves no cursor. */
@@ -470,6 +488,10 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err)
 		threads = n > 0 ? (unsigned)n : 1;
 	}
 	unsigned maxc = opt->max_connections ? opt->max_connections : 1024u;
+	/* libmicrohttpd's own time-out (silence) is a backstop behind the
+	 * gate's deadlines: a kept-alive connection is the gate's to close. */
+	unsigned keepalive_s =
+	    (opt->keepalive_ms ? opt->keepalive_ms : GATE_KEEPALIVE_MS) / 1000 + 1;
 	/* Room for every connection the gate lets in, plus the book's files. */
 	struct rlimit nl;
 	if (getrlimit(RLIMIT_NOFILE, &nl) == 0 && nl.rlim_cur < (rlim_t)maxc + 256) {
@@ -484,8 +506,9 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err)
 	        MHD_USE_NO_LISTEN_SOCKET,
 	    0, NULL, NULL, log_handle, s, MHD_OPTION_THREAD_POOL_SIZE, threads,
 	    MHD_OPTION_CONNECTION_LIMIT, maxc + 64 * threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-	    (size_t)CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_NOTIFY_COMPLETED,
-	    completed, s, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s, MHD_OPTION_END);
+	    (size_t)CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, keepalive_s,
+	    MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+	    notify_connection, s, MHD_OPTION_URI_LOG_CALLBACK, begin_request, s, MHD_OPTION_END);
 	if (!s->d) {
 		rc = SERVER_EMHD;
 		errmsg_set(err, SERVER_ERRLEN, rc, "%s:%u: libmicrohttpd did not start", addr,
@@ -496,7 +519,8 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err)
 	                  .per_ip = opt->per_ip == SERVER_PER_IP_OFF ? 0
 	                            : opt->per_ip                    ? opt->per_ip
 	                                                             : GATE_PER_IP_DEFAULT,
-	                  .head_ms = opt->head_ms,
+	                  .request_ms = opt->request_ms,
+	                  .keepalive_ms = opt->keepalive_ms,
 	                  .on_status = gate_status,
 	                  .ctx = s};
 	if (gate_start(&s->gate, s->fd, s->d, &go) < 0) {

@@ -40,9 +40,12 @@ typedef struct {
 	/* Connections per client address (server/gate.h; 0: GATE_PER_IP_DEFAULT,
 	 * SERVER_PER_IP_OFF: no limit, e.g. behind a proxy that limits them). */
 	unsigned per_ip;
-	unsigned head_ms; /* a first request's head must be whole within this (0: 10 s) */
-	bool no_cors;     /* no Access-Control-Allow-Origin: * on the API */
-	bool log;         /* one line a request on stderr */
+	/* A request, head and body, must be whole within request_ms (0: 10 s); a
+	 * kept-alive connection's next request line must come within
+	 * keepalive_ms of the last answer (0: 30 s). server/gate.h. */
+	unsigned request_ms, keepalive_ms;
+	bool no_cors; /* no Access-Control-Allow-Origin: * on the API */
+	bool log;     /* one line a request on stderr */
 	/* The cluster work endpoints (under /v1/work/, server/work_api.h); NULL: none. */
 	struct ApiWork *work;
 } ServerOptions;

@@ -4,10 +4,13 @@
 # at nice 10, one engine) on a synthetic book of BENCH_ABUSE_POSITIONS (100000)
 # positions; tools/flood.py holds 2,000 idle and 1,100 trickling connections
 # (one header byte a second) from one address, then from eight addresses of
-# 127.0.0.0/8, for BENCH_ABUSE_SECONDS (20) while probing /healthz from
-# 127.0.0.1 every 50 ms on a new connection; 3 runs each, the medians.
-# Targets: every probe answered, p99 < 100 ms; with --work, no lease of the
-# worker expires or fails (failed_tries stays 0).
+# 127.0.0.0/8, then 1,280 slow bodies (a whole head, Content-Length: 16000, then
+# one body byte a second) from twenty, for BENCH_ABUSE_SECONDS (20), each flood
+# connection opened again a second after the server ends it, while probing
+# /healthz from 127.0.0.1 every 50 ms on a new connection; 3 runs each, the
+# medians. Targets: every probe answered, p99 < 100 ms; no flood connection held
+# longer than the request deadline (10 s); with --work, no lease of the worker
+# expires or fails (failed_tries stays 0).
 set -eu
 J=${JOSEKI:-./joseki}
 N=${BENCH_ABUSE_POSITIONS:-100000}
@@ -60,18 +63,25 @@ med() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 for mode in ${BENCH_ABUSE_MODES:-serve work}; do
 	start "$mode"
-	for addrs in 1 8; do
+	for flood in "1 --idle 2000 --trickle 1100" "8 --idle 2000 --trickle 1100" \
+		"20 --idle 0 --trickle 0 --slow-body 1280"; do
+		addrs=${flood%% *}
 		: >"$tmp/runs"
 		for r in $(seq "$RUNS"); do
-			python3 "$here/flood.py" --port "$port" --addrs "$addrs" --seconds "$SECS" >>"$tmp/runs"
+			# shellcheck disable=SC2086 # the flood's options, split on purpose
+			python3 "$here/flood.py" --port "$port" --addrs $flood --seconds "$SECS" >>"$tmp/runs"
 		done
 		f=""
 		[ "$mode" = work ] && f=" failed_tries $(failed_tries)"
-		p99=$(awk '{for (i = 1; i < NF; i++) if ($i == "p99_ms") print $(i + 1)}' "$tmp/runs" | med)
-		mx=$(awk '{for (i = 1; i < NF; i++) if ($i == "max_ms") print $(i + 1)}' "$tmp/runs" | med)
-		fails=$(awk '{for (i = 1; i < NF; i++) if ($i == "failures") printf "%s ", $(i + 1)}' "$tmp/runs")
+		field() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}' "$tmp/runs"; }
+		p99=$(field p99_ms | med)
+		mx=$(field max_ms | med)
+		held=$(field held_max_s | sort -n | tail -1)
+		fails=$(field failures | tr '\n' ' ')
 		okp=$(awk '{for (i = 1; i < NF; i++) { if ($i == "ok") o += $(i + 1); if ($i == "probes") p += $(i + 1) }} END {print o "/" p}' "$tmp/runs")
-		echo "abuse $mode addrs $addrs healthz_p99_ms $p99 healthz_max_ms $mx answered $okp$f failures ${fails:-none}  (median of $RUNS, idle 2000 trickle 1100, ${SECS}s; load $(cut -d' ' -f1 /proc/loadavg))"
+		kind="idle 2000 trickle 1100"
+		[ "$addrs" = 20 ] && kind="slow_body 1280"
+		echo "abuse $mode addrs $addrs healthz_p99_ms $p99 healthz_max_ms $mx answered $okp held_max_s $held$f failures ${fails:-none}  (median of $RUNS, $kind, ${SECS}s; load $(cut -d' ' -f1 /proc/loadavg))"
 	done
 	stop
 done

@@ -183,7 +183,8 @@ int cmd_serve(int argc, char **argv)
 	bool quiet = false, work_on = false, lazy_load = false, per_ip_given = false,
 	     history_given = false, no_snapshot = false, ckpt_given = false;
 	uint64_t ckpt_s = 0;
-	uint64_t header_s = 0, per_ip = 0, history_s = 0, lease_s = 0, minimax_s = 0;
+	uint64_t request_s = 0, keepalive_s = 0, per_ip = 0, history_s = 0, lease_s = 0,
+	         minimax_s = 0;
 	int64_t slice_ms = 0;
 	bool slice_given = false;
 	int64_t ahead = 0;
@@ -237,8 +238,14 @@ int cmd_serve(int argc, char **argv)
 	    CLI_NUM("--per-ip-connections", &per_ip, 0, 100000, "N",
 	            "open connections from one address (0: no limit, behind a proxy)",
 	            CLI_TAG(&per_ip_given, true)),
-	    CLI_NUM("--header-seconds", &header_s, 1, 3600, "S",
-	            "a request's head must arrive within S seconds (default 10)"),
+	    CLI_NUM("--request-seconds", &request_s, 1, 3600, "S",
+	            "a request, head and body, must arrive whole within S seconds (default 10)",
+	            .excl = "request"),
+	    CLI_NUM("--header-seconds", &request_s, 1, 3600, "S",
+	            "the old name of --request-seconds", .excl = "request"),
+	    CLI_NUM("--keepalive-seconds", &keepalive_s, 1, 3600, "S",
+	            "a kept-alive connection's next request must start within S seconds of "
+	            "the last answer (default 30)"),
 	    CLI_FLAG("--no-cors", &opt.no_cors, "no Access-Control-Allow-Origin: * on the API"),
 	    CLI_FLAG("--quiet", &quiet, "no line a request on stderr"),
 	    CLI_FLAG("--work", &work_on, "be the cluster coordinator (the options below)"),
@@ -251,7 +258,8 @@ int cmd_serve(int argc, char **argv)
 	char *addr = listen.addr;
 	opt.port = listen.port;
 	opt.log = !quiet;
-	if (header_s) opt.head_ms = (unsigned)header_s * 1000;
+	if (request_s) opt.request_ms = (unsigned)request_s * 1000;
+	if (keepalive_s) opt.keepalive_ms = (unsigned)keepalive_s * 1000;
 	if (per_ip_given) opt.per_ip = per_ip ? (unsigned)per_ip : SERVER_PER_IP_OFF;
 	if (history_given) co.history_seconds = history_s ? (double)history_s : -1; /* 0: none */
 	if (lease_s) co.lease_seconds = (double)lease_s;

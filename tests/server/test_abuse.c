@@ -4,9 +4,13 @@
  *
  *  - connection floods (2,000 idle and 1,100 trickling connections, one
  *    header byte at a time) from one address and from eight addresses of
- *    127.0.0.0/8 (the client sockets bound to them): /healthz keeps answering
- *    from 127.0.0.1, the gate answers the extra connections 503 and the slow
- *    heads 408, and a worker running meanwhile loses no lease;
+ *    127.0.0.0/8 (the client sockets bound to them), and 1,280 slow bodies (a
+ *    whole head, then one body byte at a time) from twenty, more than the
+ *    server's slots: /healthz keeps answering from 127.0.0.1, the gate answers
+ *    the extra connections 503 and the slow ones 408, none is held past the
+ *    request deadline, and a worker running meanwhile loses no lease; on a
+ *    kept-alive connection, a slow later head or body gets 408 and silence
+ *    is closed;
  *  - every error is JSON with an "error" field, none is a 5xx (bad UTF-8, a
  *    NUL, kingless boards, repeated parameters, signed or spaced numbers, a
  *    long URL, large heads, Content-Length: -1, a garbage request line);
@@ -267,6 +271,24 @@ static int connect_from(int a, int port)
 	return fd;
 }
 
+/* Reads one whole answer (its head and Content-Length bytes of body) from fd. */
+static void read_answer(int fd)
+{
+	char buf[4096];
+	size_t n = 0;
+	const char *end = NULL;
+	for (ssize_t k;
+	     !end && n < sizeof buf - 1 && (k = recv(fd, buf + n, sizeof buf - 1 - n, 0)) > 0;) {
+		n += (size_t)k;
+		buf[n] = 0;
+		end = strstr(buf, "\r\n\r\n");
+	}
+	assert_non_null(end);
+	const char *cl = strcasestr(buf, "Content-Length: ");
+	size_t want = (size_t)(end + 4 - buf) + (cl ? strtoul(cl + 16, NULL, 10) : 0);
+	for (ssize_t k; n < want && (k = recv(fd, buf, sizeof buf - 1, 0)) > 0;) n += (size_t)k;
+}
+
 /* Sends raw bytes on a new connection and reads the answer until the server
  * closes or 3 s pass. */
 static char *raw(int port, const char *req, size_t len)
@@ -308,32 +330,42 @@ typedef struct {
 	int probes, ok;
 	double worst_ms;
 	int answered[600]; /* by status */
+	int held;          /* connections the server had neither answered nor closed at the end */
 } FloodOut;
 
 /*
- * Opens idle + trickle connections to port, spread over naddr addresses
- * 127.0.0.2.., interleaved; for secs seconds sends one byte of a request head
- * on each trickling connection every half second and probes /healthz from
- * 127.0.0.1 every 100 ms; then reads what the server answered them.
+ * Opens idle + trickle + slow-body connections to port, spread over naddr
+ * addresses 127.0.0.2.., interleaved; for secs seconds sends one byte of a
+ * request head on each trickling connection and one byte of the body on each
+ * slow-body one (a whole head with Content-Length: 16000 first) every half
+ * second, and probes /healthz from 127.0.0.1 every 100 ms; then reads what
+ * the server answered them, and counts those it still holds.
  */
-static void flood(FloodOut *o, int port, int naddr, int idle, int trickle, double secs)
+static void flood(FloodOut *o, int port, int naddr, int idle, int trickle, int slow, double secs)
 {
 	memset(o, 0, sizeof *o);
-	int n = idle + trickle, *fd = calloc((size_t)n, sizeof *fd),
-	    *pos = calloc((size_t)n, sizeof *pos);
-	bool *slow = calloc((size_t)n, sizeof *slow);
-	for (int i = 0; i < n; i++) {
-		slow[i] = i % (n / trickle + 1) == 0 && trickle > 0;
-		fd[i] = connect_from(2 + i % naddr, port);
-	}
+	int n = idle + trickle + slow, *fd = calloc((size_t)n, sizeof *fd),
+	    *pos = calloc((size_t)n, sizeof *pos), *kind = calloc((size_t)n, sizeof *kind);
 	static const char HEAD[] =
 	    "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaa";
+	static const char BODY_HEAD[] =
+	    "POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: 16000\r\n\r\n";
+	for (int i = 0; i < n; i++) {
+		/* Interleaved: 0 idle, 1 trickling head, 2 slow body. */
+		int k = (int)(((long)i * 7919) % n);
+		kind[i] = k < idle ? 0 : k < idle + trickle ? 1 : 2;
+		fd[i] = connect_from(2 + i % naddr, port);
+		if (fd[i] >= 0 && kind[i] == 2)
+			(void)!send(fd[i], BODY_HEAD, sizeof BODY_HEAD - 1,
+			            MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
 	double end = now_ms() + secs * 1000, next_byte = 0;
 	while (now_ms() < end) {
 		if (now_ms() >= next_byte) {
 			for (int i = 0; i < n; i++)
-				if (slow[i] && fd[i] >= 0 && pos[i] < (int)sizeof HEAD - 1 &&
-				    send(fd[i], HEAD + pos[i], 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
+				if (kind[i] && fd[i] >= 0 && pos[i] < (int)sizeof HEAD - 1 &&
+				    send(fd[i], kind[i] == 1 ? HEAD + pos[i] : "a", 1,
+				         MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
 					pos[i]++;
 			next_byte = now_ms() + 500;
 		}
@@ -354,6 +386,8 @@ static void flood(FloodOut *o, int port, int naddr, int idle, int trickle, doubl
 			int st = atoi(buf + 9);
 			if (st > 0 && st < 600) o->answered[st]++;
 		}
+		/* Still open, nothing said: held past every deadline. */
+		o->held += k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 		/* Reset, not closed: 3,100 sockets a flood in TIME_WAIT would hold
 		 * loopback ports the later tests want. */
 		struct linger lg = {1, 0};
@@ -362,7 +396,7 @@ static void flood(FloodOut *o, int port, int naddr, int idle, int trickle, doubl
 	}
 	free(fd);
 	free(pos);
-	free(slow);
+	free(kind);
 }
 
 static json_t *work_status(Fx *f)
@@ -397,7 +431,7 @@ static void raise_fd_limit(void)
 
 static void floods_against(Fx *f, bool work)
 {
-	static const char *const extra[] = {"--header-seconds", "1", NULL};
+	static const char *const extra[] = {"--request-seconds", "1", NULL};
 	serve(f, work, extra);
 	long long results0 = 0;
 	if (work) {
@@ -410,19 +444,31 @@ static void floods_against(Fx *f, bool work)
 		}
 		assert_true(results0 > 0);
 	}
-	for (int naddr = 1; naddr <= 8; naddr += 7) {
+	/* Idle and trickling heads from one and from eight addresses; slow
+	 * bodies from twenty, 64 each: more than the 1,024 slots. */
+	static const struct {
+		int naddr, idle, trickle, slow;
+	} FLOODS[] = {{1, 2000, 1100, 0}, {8, 2000, 1100, 0}, {20, 0, 0, 1280}};
+	for (size_t k = 0; k < sizeof FLOODS / sizeof *FLOODS; k++) {
 		FloodOut o;
-		flood(&o, f->port, naddr, 2000, 1100, 2.5);
+		flood(&o, f->port, FLOODS[k].naddr, FLOODS[k].idle, FLOODS[k].trickle,
+		      FLOODS[k].slow, 3.0);
 		printf(
-		    "%s, %d address%s: /healthz %d of %d answered (worst %.0f ms); the flood got "
-		    "%d x 503, %d x 408\n",
-		    work ? "serve --work" : "serve", naddr, naddr > 1 ? "es" : "", o.ok, o.probes,
-		    o.worst_ms, o.answered[503], o.answered[408]);
+		    "%s, %d address%s, %s: /healthz %d of %d answered (worst %.0f ms); the flood "
+		    "got %d x 503, %d x 408; %d held at the end\n",
+		    work ? "serve --work" : "serve", FLOODS[k].naddr,
+		    FLOODS[k].naddr > 1 ? "es" : "",
+		    FLOODS[k].slow ? "slow bodies" : "idle and trickling heads", o.ok, o.probes,
+		    o.worst_ms, o.answered[503], o.answered[408], o.held);
 		assert_true(o.probes >= 5);
+		/* Full or not, another address is served. */
 		assert_int_equal(o.ok, o.probes);
-		/* The per-address cap answered the excess, the head deadline the slow. */
+		/* The per-address cap or the full server answered the excess, the
+		 * request deadline the slow ones. */
 		assert_true(o.answered[503] > 0);
 		assert_true(o.answered[408] > 0);
+		/* Nothing outlived the deadline (1 s) while the flood went on (3 s). */
+		assert_int_equal(o.held, 0);
 	}
 	if (work) {
 		json_t *st = work_status(f);
@@ -443,6 +489,70 @@ static void test_abuse__connection_floods_leave_healthz_and_workers_served(void 
 	Fx *f = fixture();
 	floods_against(f, false);
 	floods_against(f, true);
+	fixture_free(f);
+}
+
+/*
+ * On a kept-alive connection after a whole request: a later head sent one
+ * byte at a time, a later body sent one byte at a time, and silence. The
+ * first two are answered 408 and closed at the request deadline (1 s), the
+ * silent one closed at the keep-alive deadline (1 s), none before it.
+ */
+static void test_abuse__slow_and_silent_kept_alive_connections_end_at_their_deadlines(void **state)
+{
+	(void)state;
+	Fx *f = fixture();
+	static const char *const extra[] = {"--request-seconds", "1", "--keepalive-seconds", "1",
+	                                    NULL};
+	serve(f, false, extra);
+	static const struct {
+		const char *what, *first;
+		bool trickle, answered;
+	} CASES[] = {
+	    {"a later head, byte by byte", "GET /healthz HTTP/1.1\r\nHost: x\r\n", true, true},
+	    {"a later body, byte by byte",
+	     "POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: 16000\r\n\r\n", true, true},
+	    {"silence after an answer", "", false, false},
+	};
+	for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+		int fd = connect_from(1, f->port);
+		assert_true(fd >= 0);
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		static const char GOOD[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+		assert_int_equal(send(fd, GOOD, sizeof GOOD - 1, MSG_NOSIGNAL), sizeof GOOD - 1);
+		read_answer(fd);
+		double t0 = now_ms();
+		size_t len = strlen(CASES[i].first);
+		if (len)
+			assert_int_equal(send(fd, CASES[i].first, len, MSG_NOSIGNAL), (ssize_t)len);
+		char buf[512] = "";
+		ssize_t k = -1;
+		/* Bounded: the deadline is 1 s; 20 s only bound a failure. */
+		while (now_ms() - t0 < 20000) {
+			struct pollfd pf = {fd, POLLIN, 0};
+			if (poll(&pf, 1, 200) == 1) {
+				k = recv(fd, buf, sizeof buf - 1, 0);
+				break;
+			}
+			if (CASES[i].trickle) (void)!send(fd, "a", 1, MSG_NOSIGNAL);
+		}
+		double ms = now_ms() - t0;
+		buf[k > 0 ? k : 0] = 0;
+		print_message("%s: %s after %.0f ms\n", CASES[i].what,
+		              k > 0    ? "answered"
+		              : k == 0 ? "closed"
+		                       : "still open",
+		              ms);
+		if (CASES[i].answered) {
+			if (strncmp(buf, "HTTP/1.1 408 ", 13) ||
+			    !json_error(strstr(buf, "\r\n\r\n") + 4))
+				fail_msg("%s: '%s' (a JSON 408 expected)", CASES[i].what, buf);
+		} else if (k != 0) {
+			fail_msg("%s: %zd '%s' (a close expected)", CASES[i].what, k, buf);
+		}
+		assert_true(ms >= 1000 - 1); /* not before its deadline */
+		close(fd);
+	}
 	fixture_free(f);
 }
 
@@ -810,6 +920,8 @@ int main(void)
 	    cmocka_unit_test(test_abuse__a_killed_workers_results_arrive_after_its_restart),
 	    cmocka_unit_test(test_abuse__backups_of_a_live_book_and_a_kill_during_one),
 	    cmocka_unit_test(test_abuse__connection_floods_leave_healthz_and_workers_served),
+	    cmocka_unit_test(
+	        test_abuse__slow_and_silent_kept_alive_connections_end_at_their_deadlines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
