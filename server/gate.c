@@ -191,10 +191,14 @@ static const char *reason(int status)
 		return "Bad Request";
 	case 408:
 		return "Request Timeout";
+	case 411:
+		return "Length Required";
 	case 414:
 		return "URI Too Long";
 	case 431:
 		return "Request Header Fields Too Large";
+	case 501:
+		return "Not Implemented";
 	default:
 		return "Service Unavailable";
 	}
@@ -313,11 +317,67 @@ static bool tchar(unsigned char ch)
 	       (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
-/* Whether [s, e) starts with name (case-insensitive) followed by ':'. */
-static bool header_is(const char *s, const char *e, const char *name)
+static bool name_is(const char *s, size_t n, const char *name)
 {
-	size_t n = strlen(name);
-	return (size_t)(e - s) > n && !strncasecmp(s, name, n) && s[n] == ':';
+	return strlen(name) == n && !strncasecmp(s, name, n);
+}
+
+void gate_field(GateFields *f, const char *name, size_t nlen, const char *v, size_t vlen)
+{
+	f->fields++;
+	while (vlen && (*v == ' ' || *v == '\t')) v++, vlen--;
+	while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t')) vlen--;
+	if (name_is(name, nlen, "Content-Length")) {
+		bool digits = vlen && vlen <= 15;
+		for (size_t i = 0; i < vlen && digits; i++) digits = v[i] >= '0' && v[i] <= '9';
+		f->bad_length |= !digits;
+		f->lengths++;
+	} else if (name_is(name, nlen, "Transfer-Encoding")) {
+		f->codings++;
+		f->chunked |= name_is(v, vlen, "chunked");
+	} else if (name_is(name, nlen, "Authorization")) {
+		f->auths++;
+	} else if (name_is(name, nlen, "Cookie")) {
+		/* libmicrohttpd keeps each cookie, split at ';' and ','. */
+		f->cookies++;
+		for (size_t i = 0; i < vlen; i++) f->cookies += v[i] == ';' || v[i] == ',';
+	}
+}
+
+int gate_fields_verdict(const GateFields *f, const char **msg)
+{
+	if (f->fields > GATE_FIELDS_MAX) {
+		*msg = "more than 100 header fields";
+		return 431;
+	}
+	if (f->cookies > GATE_COOKIES_MAX) {
+		*msg = "more than 100 cookies";
+		return 431;
+	}
+	if (f->bad_length || f->lengths > 1) {
+		*msg = f->bad_length ? "Content-Length must be a plain number of bytes"
+		                     : "Content-Length given twice";
+		return 400;
+	}
+	if (f->lengths && f->codings) {
+		*msg = "both Content-Length and Transfer-Encoding";
+		return 400;
+	}
+	if (f->auths > 1) {
+		*msg = "Authorization given twice";
+		return 400;
+	}
+	if (f->codings == 1 && f->chunked) {
+		*msg =
+		    "a request body needs a Content-Length (chunked transfer coding is not taken)";
+		return 411;
+	}
+	if (f->codings) {
+		*msg =
+		    "transfer coding not implemented (a body is sent as is, with Content-Length)";
+		return 501;
+	}
+	return 0;
 }
 
 int gate_check_head(const char *b, size_t n, const char **msg)
@@ -346,8 +406,17 @@ int gate_check_head(const char *b, size_t n, const char **msg)
 	}
 	if (le - (t + 1) != 8 || strncmp(t + 1, "HTTP/1.", 7) || (t[8] != '0' && t[8] != '1'))
 		goto bad_line;
-	/* The header lines, up to the empty one. */
-	bool length = false, chunked = false;
+	/* libmicrohttpd keeps each URL parameter (split at '&'); past a
+	 * thousand it stopped answering. */
+	const char *q = memchr(target, '?', (size_t)(t - target));
+	unsigned params = q ? 1 : 0;
+	for (; q && q < t; q++) params += *q == '&';
+	if (params > GATE_PARAMS_MAX) {
+		*msg = "request URL with more than 100 parameters";
+		return 414;
+	}
+	/* The header fields, up to the empty line. */
+	GateFields f = {0};
 	for (line = nl + 1;; line = nl + 1) {
 		nl = line < end ? memchr(line, '\n', (size_t)(end - line)) : NULL;
 		if (!nl) {
@@ -369,28 +438,10 @@ int gate_check_head(const char *b, size_t n, const char **msg)
 				*msg = "control character in a header";
 				return 400;
 			}
-		if (header_is(line, le, "Content-Length")) {
-			const char *v = p + 1, *ve = le;
-			while (v < ve && (*v == ' ' || *v == '\t')) v++;
-			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
-			bool digits = ve > v && ve - v <= 15;
-			for (const char *c = v; c < ve && digits; c++)
-				digits = *c >= '0' && *c <= '9';
-			if (!digits || length) {
-				*msg = length ? "Content-Length given twice"
-				              : "Content-Length must be a plain number of bytes";
-				return 400;
-			}
-			length = true;
-		} else if (header_is(line, le, "Transfer-Encoding")) {
-			chunked = true;
-		}
+		gate_field(&f, line, (size_t)(p - line), p + 1, (size_t)(le - p - 1));
 	}
-	if (length && chunked) {
-		*msg = "both Content-Length and Transfer-Encoding";
-		return 400;
-	}
-	return 1;
+	int st = gate_fields_verdict(&f, msg);
+	return st ? st : 1;
 bad_line:
 	*msg = "malformed request line (METHOD /path HTTP/1.1 wanted)";
 	return 400;

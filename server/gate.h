@@ -18,10 +18,10 @@
  *     within keepalive_ms of the last answer. A request not whole by its
  *     deadline is answered 408 (when a head or a body was under way) and the
  *     connection closed; a kept-alive one silent too long is closed;
- *   - a first head too long (414, 431) or malformed (400: a bad request line,
- *     a header line without a colon, a Content-Length that is not a plain
- *     number — libmicrohttpd 0.9.75 sent its status line twice for -1) is
- *     answered with JSON here;
+ *   - a first head too long (414, 431) or malformed (400), or whose fields
+ *     libmicrohttpd would fail on (too many header fields, cookies, URL
+ *     parameters; a transfer coding) is answered with JSON here; the server
+ *     checks a later request's fields the same way (gate_fields_*);
  *   - when max connections are open, room is made: a connection from an
  *     address holding two or more fewer than the busiest address is given
  *     one of the busiest address's slots (its connection waiting longest, else
@@ -49,6 +49,9 @@ struct MHD_Connection;
 #define GATE_REQUEST_MS 10000   /* a request, head and body, must be whole within this */
 #define GATE_KEEPALIVE_MS 30000 /* a kept-alive connection's next request line within this */
 #define GATE_PER_IP_DEFAULT 64  /* connections per client address */
+#define GATE_FIELDS_MAX 100     /* header fields in a request: more, 431 */
+#define GATE_COOKIES_MAX 100    /* cookies in its Cookie headers: more, 431 */
+#define GATE_PARAMS_MAX 100     /* URL parameters: more, 414 */
 
 typedef struct {
 	unsigned max_connections; /* open connections in all (gate and libmicrohttpd) */
@@ -62,13 +65,32 @@ typedef struct {
 	void *ctx;
 } GateOptions;
 
+/*
+ * The header fields of a request, checked whoever parsed them: the gate on a
+ * first request's raw head, the server on what libmicrohttpd parsed of a later
+ * one. gate_field is called once a field (any bytes, not NUL-terminated);
+ * gate_fields_verdict then says 0, or the status with *msg (a static string):
+ * 400 Content-Length not a plain number, given twice, or with
+ * Transfer-Encoding, or Authorization given twice; 411 chunked (a body needs
+ * a Content-Length); 501 another transfer coding; 431 more than
+ * GATE_FIELDS_MAX fields or GATE_COOKIES_MAX cookies.
+ */
+typedef struct {
+	unsigned fields, cookies, lengths, auths, codings;
+	bool bad_length, chunked;
+} GateFields;
+void gate_field(GateFields *f, const char *name, size_t nlen, const char *value, size_t vlen);
+JOSEKI_MUST_USE int gate_fields_verdict(const GateFields *f, const char **msg);
+
 typedef struct Gate Gate;
 
 /*
  * Looks at the n bytes peeked of a connection's first request (any bytes, not
  * NUL-terminated): 0 while its head is not whole, 1 when it is and
- * libmicrohttpd may have it, or an HTTP status (400, 414, 431) with *msg (a
- * static string) for one the gate refuses. Pure; fuzzed
+ * libmicrohttpd may have it, or an HTTP status with *msg (a static string)
+ * for one the gate refuses: 400 a malformed request line or header line, 414
+ * a URL over 8 KB or with more than GATE_PARAMS_MAX parameters, 431 a head
+ * over 24 KB, and gate_fields_verdict's. Pure; fuzzed
  * (tests/fuzz/fuzz_gate_head.c).
  */
 JOSEKI_MUST_USE int gate_check_head(const char *b, size_t n, const char **msg);

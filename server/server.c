@@ -24,10 +24,13 @@
 #include "server/history_api.h"
 #include "server/work_api.h"
 
-#define URL_MAX 8192            /* longer: 414 */
-#define HEADERS_MAX 16384       /* more header bytes: 431 */
-#define BODY_MAX 16384          /* a larger body: 413 (the read-only API takes none) */
-#define CONN_MEMORY (64 * 1024) /* per connection, above the limits checked here */
+#define URL_MAX 8192      /* longer: 414 */
+#define HEADERS_MAX 16384 /* more header bytes: 431 */
+#define BODY_MAX 16384    /* a larger body: 413 (the read-only API takes none) */
+/* Per connection: a first head the gate lets in (24 KB, 100 fields, 100
+ * cookies, 100 URL parameters) and libmicrohttpd's records of its parts fit
+ * with room to spare, so that libmicrohttpd never answers one itself. */
+#define CONN_MEMORY (128 * 1024)
 
 /* Latency histogram bounds, seconds (Prometheus "le"). */
 static const double BUCKETS[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 1};
@@ -173,6 +176,57 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
 	return MHD_YES;
 }
 
+static enum MHD_Result count_one(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value)
+{
+	(void)kind, (void)key, (void)value;
+	++*(size_t *)cls;
+	return MHD_YES;
+}
+
+static enum MHD_Result check_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   size_t key_size, const char *value, size_t value_size)
+{
+	(void)kind;
+	gate_field(cls, key, key_size, value ? value : "", value ? value_size : 0);
+	return MHD_YES;
+}
+
+/*
+ * What is refused as soon as a request's head is read, before its body: the
+ * fields the gate checks on a first request (a later one's reach here only),
+ * a URL or head too large, too many URL parameters, a body announced larger
+ * than the path takes. 0, or the status with *msg. An answer queued now
+ * makes libmicrohttpd close the connection instead of reading the body.
+ */
+static int head_refusal(Req *r, struct MHD_Connection *c, const char *url, const char **msg)
+{
+	GateFields f = {0};
+	MHD_get_connection_values_n(c, MHD_HEADER_KIND, check_field, &f);
+	int st = gate_fields_verdict(&f, msg);
+	if (st) return st;
+	size_t ubytes = strlen(url), hbytes = 0, params = 0;
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_header, &ubytes);
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_one, &params);
+	if (ubytes > URL_MAX || params > GATE_PARAMS_MAX) {
+		*msg = ubytes > URL_MAX ? "request URL too long"
+		                        : "request URL with more than 100 parameters";
+		return 414;
+	}
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &hbytes);
+	if (hbytes > HEADERS_MAX) {
+		*msg = "request headers too large";
+		return 431;
+	}
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+	unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
+	if (len > (r->work ? API_WORK_BODY_MAX : BODY_MAX)) {
+		*msg = r->work ? "request body larger than 1 MiB" : "request body too large";
+		return 413;
+	}
+	return 0;
+}
+
 static const ServerAsset *asset(const char *url)
 {
 	for (const ServerAsset *a = SERVER_ASSETS; a->path; a++)
@@ -288,7 +342,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (!r->begun) {
 		r->begun = true;
 		r->work = is_work(s, url);
-		return MHD_YES;
+		const char *msg;
+		int st = head_refusal(r, c, url, &msg);
+		return st ? reply_error(s, c, r, st, msg) : MHD_YES;
 	}
 	/* A body is read to its end (counted, and kept for the work API) before
 	 * the answer. */
@@ -313,11 +369,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return reply_json(s, c, r, status, body);
 	}
 	if (r->body > BODY_MAX) return reply_error(s, c, r, 413, "request body too large");
-	size_t ubytes = strlen(url), hbytes = 0;
-	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_header, &ubytes);
-	if (ubytes > URL_MAX) return reply_error(s, c, r, 414, "request URL too long");
-	MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &hbytes);
-	if (hbytes > HEADERS_MAX) return reply_error(s, c, r, 431, "request headers too large");
 	bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
 	if (!strcmp(method, MHD_HTTP_METHOD_OPTIONS) && is_route(url)) {
 		/* CORS preflight. */

@@ -14,8 +14,13 @@
  *  - every error is JSON with an "error" field, none is a 5xx (bad UTF-8, a
  *    NUL, kingless boards, repeated parameters, signed or spaced numbers, a
  *    long URL, large heads, Content-Length: -1, a garbage request line);
- *    "bearer" in lower case; 405 with Allow; control characters in a worker
- *    name; an illegal move for a finished lease; token add's refusals;
+ *    what libmicrohttpd used to answer itself (1,000 header fields, a bad chunk
+ *    size, 5 KB of cookies, Transfer-Encoding: gzip, Authorization twice, 200
+ *    URL parameters), as a first and as a later request, is the server's JSON,
+ *    a head at every limit is served, and what libmicrohttpd still answers on
+ *    a later request is exactly what docs/server.md says; "bearer" in lower
+ *    case; 405 with Allow; control characters (and C1 controls, overrides) in
+ *    a worker name; an illegal move for a finished lease; token add's refusals;
  *  - a worker killed with SIGKILL while it held finished, unsent results
  *    (the coordinator stopped meanwhile) sends them after its restart (its
  *    spool); no worker is given a mated position (none reports one failed);
@@ -289,15 +294,22 @@ static void read_answer(int fd)
 	for (ssize_t k; n < want && (k = recv(fd, buf, sizeof buf - 1, 0)) > 0;) n += (size_t)k;
 }
 
-/* Sends raw bytes on a new connection and reads the answer until the server
- * closes or 3 s pass. */
-static char *raw(int port, const char *req, size_t len)
+/* Sends raw bytes on a new connection (later: after a whole GET /healthz
+ * and its answer on it, so that libmicrohttpd reads them as a kept-alive
+ * connection's later request) and reads the answer until the server closes
+ * (*closed) or 3 s pass. */
+static char *raw_on(int port, bool later, const char *req, size_t len, bool *closed)
 {
 	int fd = connect_from(1, port);
 	assert_true(fd >= 0);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	struct timeval tv = {3, 0};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	if (later) {
+		static const char GOOD[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+		assert_int_equal(send(fd, GOOD, sizeof GOOD - 1, MSG_NOSIGNAL), sizeof GOOD - 1);
+		read_answer(fd);
+	}
 	size_t off = 0;
 	while (off < len) {
 		ssize_t k = send(fd, req + off, len - off, MSG_NOSIGNAL);
@@ -306,9 +318,16 @@ static char *raw(int port, const char *req, size_t len)
 	}
 	char *out = calloc(1, 65536);
 	size_t n = 0;
-	for (ssize_t k; n < 65535 && (k = recv(fd, out + n, 65535 - n, 0)) > 0;) n += (size_t)k;
+	ssize_t k = 0;
+	while (n < 65535 && (k = recv(fd, out + n, 65535 - n, 0)) > 0) n += (size_t)k;
+	if (closed) *closed = k == 0 || (k < 0 && errno == ECONNRESET);
 	close(fd);
 	return out;
+}
+
+static char *raw(int port, const char *req, size_t len)
+{
+	return raw_on(port, false, req, len, NULL);
 }
 
 /* The JSON body after a raw answer's head, checked to be an error. */
@@ -558,6 +577,132 @@ static void test_abuse__slow_and_silent_kept_alive_connections_end_at_their_dead
 
 /* ---- errors -------------------------------------------------------------- */
 
+static int occurrences(const char *s, const char *what)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, what)); p += strlen(what)) n++;
+	return n;
+}
+
+/*
+ * Heads libmicrohttpd answered itself (HTML, once with its status line
+ * twice, once not at all), first and later on a kept-alive connection: each
+ * gets the server's JSON now; a head at every limit at once is served; and
+ * what is still libmicrohttpd's on a later request (docs/server.md, "Errors")
+ * is exactly what the page says.
+ */
+static void heads_libmicrohttpd_would_answer(int p, const char *token)
+{
+	char *req = malloc(65536), *big = malloc(200000);
+	int n;
+	/* ~1,000 header fields; a bad chunk size; 5 KB of cookies; a transfer
+	 * coding the server does not know; Authorization twice (the first
+	 * won); 200 URL parameters (libmicrohttpd stopped answering past 1,000). */
+	struct {
+		const char *what;
+		int status;
+		char text[26000];
+	} *c = calloc(6, sizeof *c);
+	n = snprintf(c[0].text, sizeof c[0].text, "GET /healthz HTTP/1.1\r\nHost: x\r\n");
+	for (int i = 0; i < 1000; i++)
+		n += snprintf(c[0].text + n, sizeof c[0].text - (size_t)n, "X-%d: y\r\n", i);
+	strcat(c[0].text, "\r\n");
+	c[0].what = "1,000 header fields", c[0].status = 431;
+	snprintf(c[1].text, sizeof c[1].text,
+	         "POST /v1/query HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+	         "chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n");
+	c[1].what = "a bad chunk size", c[1].status = 411;
+	n = snprintf(c[2].text, sizeof c[2].text,
+	             "GET /healthz HTTP/1.1\r\nHost: x\r\nCookie: a=b");
+	for (int i = 1; i < 1250; i++)
+		n += snprintf(c[2].text + n, sizeof c[2].text - (size_t)n, ";a=b");
+	strcat(c[2].text, "\r\n\r\n");
+	c[2].what = "a 5 KB Cookie of 1,250 cookies", c[2].status = 431;
+	snprintf(c[3].text, sizeof c[3].text,
+	         "POST /v1/query HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\nabc");
+	c[3].what = "Transfer-Encoding: gzip", c[3].status = 501;
+	snprintf(c[4].text, sizeof c[4].text,
+	         "GET /v1/work/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+	         "Authorization: Bearer forged\r\n\r\n",
+	         token);
+	c[4].what = "Authorization twice", c[4].status = 400;
+	n = snprintf(c[5].text, sizeof c[5].text, "GET /healthz?p=0");
+	for (int i = 1; i < 200; i++)
+		n += snprintf(c[5].text + n, sizeof c[5].text - (size_t)n, "&p=%d", i);
+	strcat(c[5].text, " HTTP/1.1\r\nHost: x\r\n\r\n");
+	c[5].what = "200 URL parameters", c[5].status = 414;
+	for (int later = 0; later < 2; later++)
+		for (int i = 0; i < 6; i++) {
+			char what[80];
+			snprintf(what, sizeof what, "%s (%s request)", c[i].what,
+			         later ? "a later" : "a first");
+			bool closed = false;
+			char *ans = raw_on(p, later, c[i].text, strlen(c[i].text), &closed);
+			if (!closed)
+				fail_msg("%s: the connection was left open: '%.200s'", what, ans);
+			expect_raw_error(ans, c[i].status, what);
+		}
+	free(c);
+	/* Every limit at once: 100 URL parameters, 100 header fields, 100
+	 * cookies, 16 KB of fields: the server's answer, not libmicrohttpd's. */
+	n = snprintf(req, 65536, "GET /healthz?p=0");
+	for (int i = 1; i < 100; i++) n += snprintf(req + n, 65536 - (size_t)n, "&p=%d", i);
+	int fields_at = n += snprintf(req + n, 65536 - (size_t)n, " HTTP/1.1\r\n");
+	n += snprintf(req + n, 65536 - (size_t)n, "Host: x\r\nCookie: a0=b");
+	for (int i = 1; i < 100; i++) n += snprintf(req + n, 65536 - (size_t)n, "; a%d=b", i);
+	n += snprintf(req + n, 65536 - (size_t)n, "\r\n");
+	for (int i = 0; i < 97; i++) n += snprintf(req + n, 65536 - (size_t)n, "X-%d: y\r\n", i);
+	n += snprintf(req + n, 65536 - (size_t)n, "X-Pad: ");
+	while (n < fields_at + 16000) req[n++] = 'a';
+	n += snprintf(req + n, 65536 - (size_t)n, "\r\n\r\n");
+	for (int later = 0; later < 2; later++) {
+		char *ans = raw_on(p, later, req, (size_t)n, NULL);
+		if (strncmp(ans, "HTTP/1.1 200 ", 13))
+			fail_msg("a head at every limit (%s): '%.300s'", later ? "later" : "first",
+			         ans);
+		free(ans);
+	}
+	/* Still libmicrohttpd's, on a later request only (it reads those
+	 * itself): what docs/server.md says it sends, and the close. */
+	static const struct {
+		const char *what, *line;
+		int lines;
+	} MHD[] = {{"a Content-Length that is not a number", "HTTP/1.1 400 Bad Request", 2},
+	           {"2,500 cookies", "HTTP/1.1 431 Request Header Fields Too Large", 2},
+	           {"a 140 KB head", "HTTP/1.1 431 Request Header Fields Too Large", 1},
+	           {"a header field without a colon", "HTTP/1.1 400 Bad Request", 1}};
+	for (int i = 0; i < 4; i++) {
+		if (i == 0)
+			n = snprintf(
+			    big, 200000,
+			    "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n");
+		if (i == 1) {
+			n = snprintf(big, 200000, "GET /healthz HTTP/1.1\r\nHost: x\r\nCookie: a");
+			for (int k = 0; k < 2500; k++)
+				n += snprintf(big + n, 200000 - (size_t)n, ";a");
+			n += snprintf(big + n, 200000 - (size_t)n, "\r\n\r\n");
+		}
+		if (i == 2) {
+			n = snprintf(big, 200000, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ");
+			memset(big + n, 'a', 140000);
+			n += 140000;
+			n += snprintf(big + n, 200000 - (size_t)n, "\r\n\r\n");
+		}
+		if (i == 3) n = snprintf(big, 200000, "GET /healthz HTTP/1.1\r\nHost x\r\n\r\n");
+		bool closed = false;
+		char *ans = raw_on(p, true, big, (size_t)n, &closed);
+		if (strncmp(ans, MHD[i].line, strlen(MHD[i].line)) || !strstr(ans, "<html>") ||
+		    occurrences(ans, "HTTP/1.1 ") != MHD[i].lines || !closed)
+			fail_msg(
+			    "later, %s: '%.400s' (libmicrohttpd's %s, %d time(s), then a close, "
+			    "expected)",
+			    MHD[i].what, ans, MHD[i].line, MHD[i].lines);
+		free(ans);
+	}
+	free(req);
+	free(big);
+}
+
 static void test_abuse__every_error_is_json_and_no_client_mistake_is_a_5xx(void **state)
 {
 	(void)state;
@@ -609,6 +754,7 @@ static void test_abuse__every_error_is_json_and_no_client_mistake_is_a_5xx(void 
 	expect_raw_error(raw(p, GARBAGE, sizeof GARBAGE - 1), 400, "a garbage request line");
 	static const char NOCOLON[] = "GET /healthz HTTP/1.1\r\nHost x\r\n\r\n";
 	expect_raw_error(raw(p, NOCOLON, sizeof NOCOLON - 1), 400, "a header without a colon");
+	heads_libmicrohttpd_would_answer(p, f->token);
 	/* A body on the read-only API: the server's own 413. */
 	char *body = malloc(20000);
 	memset(body, 'x', 19999);
