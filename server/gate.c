@@ -388,7 +388,7 @@ int gate_check_head(const char *b, size_t n, const char **msg)
 	const char *nl = memchr(line, '\n', (size_t)(end - line));
 	if (!nl) {
 		if ((size_t)(end - line) > GATE_URL_MAX + 32) {
-			*msg = "request line longer than 8 KB";
+			*msg = "request line too long (over 8 KB)";
 			return 414;
 		}
 		return 0;
@@ -401,7 +401,7 @@ int gate_check_head(const char *b, size_t n, const char **msg)
 	while (t < le && (unsigned char)*t > ' ' && *t != 0x7f) t++;
 	if (t == target || t >= le || *t != ' ') goto bad_line;
 	if ((size_t)(t - target) > GATE_URL_MAX) {
-		*msg = "request URL longer than 8 KB";
+		*msg = "request URL too long (over 8 KB)";
 		return 414;
 	}
 	if (le - (t + 1) != 8 || strncmp(t + 1, "HTTP/1.", 7) || (t[8] != '0' && t[8] != '1'))
@@ -421,7 +421,7 @@ int gate_check_head(const char *b, size_t n, const char **msg)
 		nl = line < end ? memchr(line, '\n', (size_t)(end - line)) : NULL;
 		if (!nl) {
 			if (n > GATE_HEAD_MAX) {
-				*msg = "request head larger than 24 KB";
+				*msg = "request head too large (over 24 KB)";
 				return 431;
 			}
 			return 0;

@@ -209,13 +209,13 @@ static int head_refusal(Req *r, struct MHD_Connection *c, const char *url, const
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_header, &ubytes);
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_one, &params);
 	if (ubytes > URL_MAX || params > GATE_PARAMS_MAX) {
-		*msg = ubytes > URL_MAX ? "request URL too long"
+		*msg = ubytes > URL_MAX ? "request URL too long (over 8 KB)"
 		                        : "request URL with more than 100 parameters";
 		return 414;
 	}
 	MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &hbytes);
 	if (hbytes > HEADERS_MAX) {
-		*msg = "request headers too large";
+		*msg = "request headers too large (over 16 KB)";
 		return 431;
 	}
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
