@@ -9,7 +9,13 @@
  * numbers them one a line ("   1 ７六歩(77)   ( 0:02/00:00:02)"), KI2 writes
  * them as a player does ("▲７六歩    △３四歩"), several a line. Moves are
  * resolved in the position as they are read (shogi/japanese.h). The first
- * "変化：" line ends the main line: the branches after it are counted, not read.
+ * "変化：" line ends the main line: the branches after it are counted, not read
+ * — unless the reader wants the tree (kifu_reader_want_tree): then every
+ * branch is read, and the comments, into KifuRecord.tree. A branch
+ * "変化：N手" is the alternative to move N of the last line read that has a
+ * move N: the lines read after that line and starting after move N are done
+ * (the order Kifu for Windows, ShogiGUI and ShogiHome write them in: a line,
+ * then its branches from the last move back to the first).
  */
 #include "ingest/kifu_priv.h"
 
@@ -17,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shogi/grow.h"
 #include "shogi/japanese.h"
 #include "shogi/notation.h"
 
@@ -166,7 +173,115 @@ typedef struct {
 	bool impossible; /* the start position cannot occur: no move is read */
 	Square prev_to;
 	size_t cap_moves;
+	/* The tree (r->want_tree): the node the next move follows, and the
+	 * lines read so far that a variation may branch from (a stack: each a
+	 * run of nodes from its first move's number on). */
+	bool tree;
+	bool in_main;     /* the main line (its moves are also the record's moves) */
+	bool var_stopped; /* the variation being read has ended */
+	uint32_t cur;
+	struct KifLine {
+		int start;
+		size_t first, len;
+	} * lines;
+	size_t nlines, lines_cap, tree_cap, text_cap;
 } Kif;
+
+/* ---- the tree ------------------------------------------------------------ */
+
+/* Appends node (m after k->cur) to the tree and to the current line. */
+static int tree_add(Kif *k, Move m, int number)
+{
+	KifuRecord *rec = k->rec;
+	if (!k->nlines || k->lines[k->nlines - 1].len == 0) {
+		/* The main line's first move: its number starts the line. */
+		if (!k->nlines) {
+			if (array_grow((void **)&k->lines, &k->lines_cap, 1, sizeof *k->lines, 16))
+				return KIFU_ENOMEM;
+			k->lines[0] = (struct KifLine){number > 0 ? number : 1, 0, 0};
+			k->nlines = 1;
+		}
+	}
+	if (array_grow((void **)&rec->tree, &k->tree_cap, rec->ntree + 1, sizeof *rec->tree, 64))
+		return KIFU_ENOMEM;
+	rec->tree[rec->ntree] = (KifuNode){m, k->cur, 0, 0, k->line};
+	k->cur = (uint32_t)rec->ntree++;
+	k->lines[k->nlines - 1].len++;
+	return 0;
+}
+
+/* A '*' line: the comment of the move before it (the start position's
+ * before the first move). */
+static int tree_comment(Kif *k, const unsigned char *s, size_t n)
+{
+	KifuRecord *rec = k->rec;
+	uint32_t *off, *len;
+	if (k->cur == KIFU_TREE_ROOT && k->in_main) {
+		off = &rec->start_comment_off;
+		len = &rec->start_comment_len;
+	} else if (k->cur != KIFU_TREE_ROOT && !k->var_stopped) {
+		off = &rec->tree[k->cur].comment_off;
+		len = &rec->tree[k->cur].comment_len;
+	} else {
+		return 0; /* before a variation's first move: no move to hold it */
+	}
+	size_t more = n + (*len ? 1 : 0);
+	if (array_grow((void **)&rec->tree_text, &k->text_cap, rec->tree_text_len + more + 1, 1,
+	               256))
+		return KIFU_ENOMEM;
+	if (!*len) *off = (uint32_t)rec->tree_text_len;
+	if (*len) rec->tree_text[rec->tree_text_len++] = '\n';
+	memcpy(rec->tree_text + rec->tree_text_len, s, n);
+	rec->tree_text_len += n;
+	rec->tree_text[rec->tree_text_len] = 0;
+	*len += (uint32_t)more;
+	return 0;
+}
+
+/* "変化：N手": the alternative to move N of the last line read that has one.
+ * Sets the position to the one before it. */
+static int tree_variation(Kif *k, const unsigned char *s, size_t n)
+{
+	KifuRecord *rec = k->rec;
+	k->in_main = false;
+	k->var_stopped = true;
+	size_t i = strlen("変化"), u;
+	if (starts(s + i, n - i, "："))
+		i += 3;
+	else if (i < n && s[i] == ':')
+		i++;
+	while (i < n && ja_space((const char *)s + i, n - i, &u)) i += u;
+	int num = ja_number_parse((const char *)s + i, n - i, &u);
+	while (k->nlines && k->lines[k->nlines - 1].start > num) k->nlines--;
+	const struct KifLine *l = k->nlines ? &k->lines[k->nlines - 1] : NULL;
+	if (num < 1 || !l || (size_t)(num - l->start) >= l->len)
+		return rec->illegal
+		           ? 0
+		           : kifu_set_illegal(rec, k->line,
+		                              "variation %d names no move of a line before it",
+		                              num);
+	uint32_t parent = rec->tree[l->first + (size_t)(num - l->start)].parent;
+	/* The position before it: the start, then the moves down to parent. */
+	size_t depth = 0;
+	for (uint32_t p = parent; p != KIFU_TREE_ROOT; p = rec->tree[p].parent) depth++;
+	Move *path = malloc((depth + 1) * sizeof *path);
+	if (!path) return KIFU_ENOMEM;
+	size_t d = depth;
+	for (uint32_t p = parent; p != KIFU_TREE_ROOT; p = rec->tree[p].parent)
+		path[--d] = rec->tree[p].move;
+	char err[SHOGI_ERRLEN];
+	int rc = kifu_record_position(k->pos, rec, err);
+	for (size_t j = 0; rc == 0 && j < depth; j++) pos_do_move(k->pos, path[j]);
+	k->prev_to = depth ? move_to(path[depth - 1]) : SQ_NONE;
+	free(path);
+	if (rc != 0) return 0;
+	if (array_grow((void **)&k->lines, &k->lines_cap, k->nlines + 1, sizeof *k->lines, 16))
+		return KIFU_ENOMEM;
+	k->lines[k->nlines++] = (struct KifLine){num, rec->ntree, 0};
+	k->cur = parent;
+	k->var_stopped = false;
+	return 0;
+}
 
 /* "飛二 角 金四 銀 桂四 香四 歩十七", "なし": pieces into rec->hand[c]. */
 static int read_hand(Kif *k, Color c, const unsigned char *s, size_t n)
@@ -257,15 +372,20 @@ static int start(Kif *k)
 	return 0;
 }
 
-/* One written move: resolved and played, or the record's moves stop here. */
-static int play(Kif *k, const unsigned char *s, size_t n, int time_ms)
+/* One written move (number: its number in a KIF, 0 in a KI2): resolved and
+ * played, or the line's moves stop here. */
+static int play(Kif *k, const unsigned char *s, size_t n, int time_ms, int number)
 {
 	Move m;
 	char err[SHOGI_ERRLEN];
-	if (k->impossible || k->stopped) return 0;
+	if (k->impossible || (k->in_main ? k->stopped : k->var_stopped)) return 0;
 	int rc = ja_move_parse(&m, k->pos, k->prev_to, (const char *)s, n, err);
 	if (rc != 0) {
-		k->stopped = true;
+		if (k->in_main)
+			k->stopped = true;
+		else
+			k->var_stopped = true;
+		if (!k->in_main && k->rec->illegal) return 0;
 		char q[40];
 		return kifu_set_illegal(k->rec, k->line, "illegal move %s (%s)",
 		                        errmsg_escape(q, sizeof q, s, n), err)
@@ -273,8 +393,17 @@ static int play(Kif *k, const unsigned char *s, size_t n, int time_ms)
 		           : 0;
 	}
 	k->prev_to = move_to(m);
+	if (!k->in_main) {
+		if (pos_history_len(k->pos) >= POS_MAX_STATES - 1) {
+			k->var_stopped = true;
+			return 0;
+		}
+		pos_do_move(k->pos, m);
+		return tree_add(k, m, number);
+	}
 	rc = kifu_play(k->rec, &k->cap_moves, k->pos, m, k->line, time_ms);
 	if (rc == 1) k->stopped = true;
+	if (rc == 0 && k->tree) rc = tree_add(k, m, number);
 	return rc < 0 ? rc : 0;
 }
 
@@ -297,11 +426,11 @@ static int move_time(const unsigned char *s, size_t n)
 }
 
 /* "   1 ７六歩(77)   ( 0:02/00:00:02)+": a KIF move line (s after the number). */
-static int kif_move(Kif *k, const unsigned char *s, size_t n)
+static int kif_move(Kif *k, const unsigned char *s, size_t n, int number)
 {
 	int rc = start(k);
 	if (rc) return rc;
-	if (k->stopped) return 0;
+	if (k->in_main ? k->stopped : k->var_stopped) return 0;
 	trim(&s, &n);
 	if (n && s[n - 1] == '+') n--; /* the mark of a line with variations */
 	trim(&s, &n);
@@ -320,13 +449,17 @@ static int kif_move(Kif *k, const unsigned char *s, size_t n)
 	size_t mn = end;
 	trim(&mv, &mn);
 	GameClaim c = special_move(mv, mn, k->pos->side);
+	if (c != GAME_CLAIM_NONE && !k->in_main) {
+		k->var_stopped = true; /* a variation's ending is no claim of the game's */
+		return 0;
+	}
 	if (c != GAME_CLAIM_NONE) {
 		set_claim(k->rec, c, mv, mn, k->line);
 		k->rec->end_time_ms = time_ms;
 		k->stopped = true;
 		return 0;
 	}
-	return play(k, mv, mn, time_ms);
+	return play(k, mv, mn, time_ms, number);
 }
 
 /* "▲７六歩    △３四歩    ▲２二角成": KI2 moves, several a line. */
@@ -335,13 +468,13 @@ static int ki2_moves(Kif *k, const unsigned char *s, size_t n)
 	int rc = start(k);
 	if (rc) return rc;
 	size_t i = 0;
-	while (i < n && !k->stopped) {
+	while (i < n && !(k->in_main ? k->stopped : k->var_stopped)) {
 		size_t j = i + 3;
 		while (j < n && !is_mark(s + j, n - j)) j += ja_char_len(s[j]);
 		const unsigned char *mv = s + i;
 		size_t mn = (j < n ? j : n) - i;
 		trim(&mv, &mn);
-		if ((rc = play(k, mv, mn, -1))) return rc;
+		if ((rc = play(k, mv, mn, -1, 0))) return rc;
 		i = j;
 	}
 	return 0;
@@ -378,15 +511,18 @@ static int on_line(Kif *k, const unsigned char *s, size_t n)
 	trim(&s, &n);
 	if (!n) return 0;
 	if (!rec->first_line) rec->first_line = k->line;
+	if (s[0] == '*' && k->tree) return tree_comment(k, s + 1, n - 1);
 	if (s[0] == '#' || s[0] == '*' || s[0] == '&') return 0; /* comments, annotations */
 	if (starts(s, n, "変化")) {
-		/* The main line is over: its branches are counted, not read. */
+		/* The main line is over: its branches are counted, and read only
+		 * for the tree. */
 		k->stopped = true;
 		rec->variations++;
-		return 0;
+		return k->tree ? tree_variation(k, s, n) : 0;
 	}
-	if (rec->variations) return 0;
+	if (rec->variations && !k->tree) return 0;
 	if (starts(s, n, "まで")) {
+		if (rec->variations) return 0;
 		if (rec->end == GAME_CLAIM_NONE && (k->started || rec->nmoves)) {
 			GameClaim c = summary_claim(s + 6, n - 6);
 			set_claim(rec, c, s, n, k->line);
@@ -401,7 +537,7 @@ static int on_line(Kif *k, const unsigned char *s, size_t n)
 		size_t i = 0;
 		while (i < n && s[i] >= '0' && s[i] <= '9') i++;
 		if (i < n && (s[i] == ' ' || s[i] == '\t' || starts(s + i, n - i, "　")))
-			return kif_move(k, s + i, n - i);
+			return kif_move(k, s + i, n - i, i <= 6 ? atoi((const char *)s) : 0);
 	}
 	if (n >= 9 && (starts(s, n, "先手番") || starts(s, n, "下手番"))) {
 		k->side = BLACK;
@@ -423,13 +559,19 @@ int kif_next(KifuReader *r, KifuRecord **out)
 {
 	if (r->done) return 0;
 	r->done = true;
-	Kif k = {.r = r, .side = -1, .prev_to = SQ_NONE};
+	Kif k = {.r = r,
+	         .side = -1,
+	         .prev_to = SQ_NONE,
+	         .tree = r->want_tree,
+	         .in_main = true,
+	         .cur = KIFU_TREE_ROOT};
 	k.pos = kifu_reader_pos(r);
 	k.rec = kifu_record_new(r->format);
 	if (!k.pos || !k.rec) {
 		kifu_record_free(k.rec);
 		return KIFU_ENOMEM;
 	}
+	k.rec->start_comment_off = 0;
 	const unsigned char *s;
 	size_t n;
 	int rc = 0;
@@ -440,6 +582,7 @@ int kif_next(KifuReader *r, KifuRecord **out)
 		if ((rc = on_line(&k, s, n))) break;
 	}
 	if (!rc && any) rc = start(&k);
+	free(k.lines);
 	if (rc || !any || !k.rec->first_line) {
 		kifu_record_free(k.rec);
 		return rc ? rc : 0;

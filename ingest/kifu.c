@@ -54,6 +54,8 @@ void kifu_record_free(KifuRecord *rec)
 	free(rec->moves);
 	free(rec->illegal);
 	free(rec->text);
+	free(rec->tree);
+	free(rec->tree_text);
 	free(rec);
 }
 
@@ -420,6 +422,11 @@ int kifu_reader_next(KifuReader *r, KifuRecord **out)
 	default:
 		return csa_next(r, out);
 	}
+}
+
+void kifu_reader_want_tree(KifuReader *r, bool on)
+{
+	r->want_tree = on;
 }
 
 Position *kifu_reader_pos(KifuReader *r)

@@ -19,7 +19,9 @@
  * that names no legal move ends the record's moves there, and the record
  * says so (KifuRecord.illegal), so that the replay reports it like an illegal
  * CSA move. KIF, KI2 and JKF branches (変化, forks) are not read: the main
- * line is, and the record counts what it left out.
+ * line is, and the record counts what it left out — unless the reader is
+ * asked for the tree (kifu_reader_want_tree): KIF and KI2 records then also
+ * hold every move of every variation and every comment (KifuRecord.tree).
  *
  * A record that cannot be read is reported (kifu_reader_error names the input
  * and its line) and skipped: the next call goes on with the following record.
@@ -75,6 +77,21 @@ typedef struct {
 } KifuMove;
 
 /*
+ * One move of a record's tree (KifuRecord.tree): the move, the node it
+ * follows (KIFU_TREE_ROOT: the start position), and its comment (the '*'
+ * lines after it, without the '*', joined by '\n'; in KifuRecord.tree_text).
+ * A node's children are the moves after it in the order the record gives
+ * them: its main continuation first, then its variations (変化) as they come.
+ */
+#define KIFU_TREE_ROOT UINT32_MAX
+typedef struct {
+	Move move;
+	uint32_t parent;
+	uint32_t comment_off, comment_len;
+	int line; /* its line in the input */
+} KifuNode;
+
+/*
  * One game record. All strings are NUL-terminated (NULL when the record does
  * not have them): bytes exactly as in the input for CSA, UTF-8 for the other
  * formats. Owned by the caller, freed with kifu_record_free().
@@ -114,6 +131,18 @@ typedef struct {
 
 	char *text; /* storage for the PVs (see KifuMove.pv_off) */
 	size_t text_len;
+
+	/* The tree (KIF and KI2 read with kifu_reader_want_tree; else empty):
+	 * every move of the main line and of the variations, in the order read
+	 * (a parent before its children). start_comment: the comment before the
+	 * first move (the start position's). A variation that names no move of a
+	 * line before it, or whose move is illegal, ends there; the record's
+	 * illegal says so when nothing else did. */
+	KifuNode *tree;
+	size_t ntree;
+	char *tree_text;
+	size_t tree_text_len;
+	uint32_t start_comment_off, start_comment_len;
 } KifuRecord;
 
 void kifu_record_free(KifuRecord *rec);
@@ -176,6 +205,10 @@ JOSEKI_MUST_USE int kifu_reader_open_file(KifuReader **out, const char *path);
  * after that record), or KIFU_ENOMEM.
  */
 JOSEKI_MUST_USE int kifu_reader_next(KifuReader *r, KifuRecord **out);
+
+/* Asks the reader (KIF, KI2) to read every variation and comment into the
+ * records' tree (KifuRecord.tree); the main line is read as without it. */
+void kifu_reader_want_tree(KifuReader *r, bool on);
 
 /* The message of the last error ("" if none), valid until the next call. */
 const char *kifu_reader_error(const KifuReader *r);

@@ -24,8 +24,9 @@ struct KifuReader {
 	char *name;
 	char err[KIFU_ERRLEN];
 	int err_line;
-	bool done;     /* KIF, KI2, JKF: the file's one record was returned */
-	Position *pos; /* where the text formats resolve their moves (allocated on first use) */
+	bool done;      /* KIF, KI2, JKF: the file's one record was returned */
+	Position *pos;  /* where the text formats resolve their moves (allocated on first use) */
+	bool want_tree; /* KIF, KI2: read the variations and comments (kifu_reader_want_tree) */
 };
 
 /* Returns the next line (without its end: LF, CR LF or CR) or false at the end. */
