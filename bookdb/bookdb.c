@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-const char *const DB_NAMES[BOOKDB_NDBS] = {"meta", "pos", "games", "work", "changes"};
+const char *const DB_NAMES[BOOKDB_NDBS] = {"meta", "pos", "games", "work", "changes", "marks"};
 
 const char *bookdb_strerror(int code)
 {
@@ -256,6 +256,14 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 				                  "database",
 				                  db->dir, ver);
 			}
+		}
+		/* The marks (bookdb/marks.h) came after version 2 without a new
+		 * version: an older build ignores the database. */
+		if (!rc) {
+			rc = mdb_dbi_open(txn, DB_NAMES[BOOKDB_MARKS],
+			                  db->read_only ? 0 : MDB_CREATE, &db->dbi[BOOKDB_MARKS]);
+			db->has_marks = rc == 0;
+			if (rc == MDB_NOTFOUND && db->read_only) rc = 0;
 		}
 		if (!rc && ver != BOOKDB_SCHEMA_VERSION && !db->read_only) rc = put_schema(db, txn);
 		if (!rc)
@@ -627,12 +635,19 @@ int bookdb_txn_commit(BookTxn *t)
 	return bdb_commit_err(dir, rc);
 }
 
+/* Whether db is a database this open of the book does not have (an older
+ * book read read-only): it reads as empty. */
+static bool db_absent(const BookDB *b, BookDbName db)
+{
+	return (db == BOOKDB_CHANGES && !b->has_changes) || (db == BOOKDB_MARKS && !b->has_marks);
+}
+
 int bookdb_kv_get(const void **val, size_t *vlen, BookTxn *t, BookDbName db, const void *key,
                   size_t klen)
 {
 	if (!t->txn) return BOOKDB_ELMDB;
 	if ((unsigned)db >= BOOKDB_NDBS) return BOOKDB_EINVAL;
-	if (db == BOOKDB_CHANGES && !t->db->has_changes) return BOOKDB_ENOTFOUND;
+	if (db_absent(t->db, db)) return BOOKDB_ENOTFOUND;
 	MDB_val k = {klen, (void *)key}, v;
 	int rc = mdb_get(t->txn, t->db->dbi[db], &k, &v);
 	if (rc) return bdb_xlate(rc);
@@ -661,7 +676,7 @@ int bookdb_count(uint64_t *out, BookTxn *t, BookDbName db)
 	MDB_stat st;
 	if (!t->txn) return BOOKDB_ELMDB;
 	if ((unsigned)db >= BOOKDB_NDBS) return BOOKDB_EINVAL;
-	if (db == BOOKDB_CHANGES && !t->db->has_changes) {
+	if (db_absent(t->db, db)) {
 		*out = 0;
 		return 0;
 	}
@@ -676,7 +691,7 @@ int bookdb_pages(uint64_t *pages, unsigned *page_size, BookTxn *t, BookDbName db
 	MDB_stat st;
 	if (!t->txn) return BOOKDB_ELMDB;
 	if ((unsigned)db >= BOOKDB_NDBS) return BOOKDB_EINVAL;
-	bool absent = db == BOOKDB_CHANGES && !t->db->has_changes;
+	bool absent = db_absent(t->db, db);
 	int rc = mdb_stat(t->txn, t->db->dbi[absent ? BOOKDB_META : db], &st);
 	if (rc) return bdb_xlate(rc);
 	if (absent) st.ms_branch_pages = st.ms_leaf_pages = st.ms_overflow_pages = 0;
@@ -734,6 +749,10 @@ int bookdb_kv_iter_open(BookIter **out, BookTxn *t, BookDbName db)
 	if (!t->txn || db < 0 || db >= BOOKDB_NDBS) return BOOKDB_EINVAL;
 	BookIter *it = calloc(1, sizeof *it);
 	if (!it) return BOOKDB_ENOMEM;
+	if (db_absent(t->db, db)) { /* nothing to read: cur stays NULL */
+		*out = it;
+		return 0;
+	}
 	int rc = mdb_cursor_open(t->txn, t->db->dbi[db], &it->cur);
 	if (rc) {
 		free(it);
@@ -763,6 +782,7 @@ int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void
 {
 	MDB_val k, v;
 	int rc;
+	if (!it->cur) return 0;
 	if (!it->started && it->from.mv_data) {
 		k = it->from;
 		rc = mdb_cursor_get(it->cur, &k, &v, MDB_SET_RANGE);
@@ -794,6 +814,6 @@ int bookdb_iter_next(BookIter *it, Key *key, const uint8_t **val, size_t *len)
 void bookdb_iter_free(BookIter *it)
 {
 	if (!it) return;
-	mdb_cursor_close(it->cur);
+	if (it->cur) mdb_cursor_close(it->cur);
 	free(it);
 }

@@ -1,7 +1,7 @@
 /*
  * bookdb/bookdb.h — the book store: one LMDB environment per BOOK directory.
  *
- * A book holds five named databases:
+ * A book holds six named databases:
  *   meta     schema version, creation settings, change-log state (small pairs)
  *   pos      16-byte big-endian Zobrist key (key_to_bytes) -> position record
  *            (bookdb/record.h)
@@ -9,6 +9,8 @@
  *   work     work state (leases) for the cluster; free-form key/value
  *   changes  the change log of pos: 8-byte big-endian sequence number -> the
  *            16-byte key of the pos record written (see "Change log" below)
+ *   marks    the hand marks and prune's marks on book moves (bookdb/marks.h):
+ *            the position's 16-byte key and the move -> kind, source, time, note
  * Byte layouts: docs/bookdb.md.
  *
  * Concurrency rule: ONE writer process at a time, any number of reader processes
@@ -79,6 +81,8 @@ typedef enum {
 	BOOKDB_GAMES,
 	BOOKDB_WORK,
 	BOOKDB_CHANGES,
+	BOOKDB_MARKS, /* made by the first read-write open of a book without it; a
+	                 read-only open of such a book reads it as empty */
 	BOOKDB_NDBS
 } BookDbName;
 

@@ -29,6 +29,7 @@ struct BookDB {
 	MDB_dbi dbi[BOOKDB_NDBS];
 	bool read_only;
 	bool has_changes; /* false only for a version-1 book opened read-only */
+	bool has_marks;   /* false only for a book without marks opened read-only */
 	uint64_t changes_max;
 	char *dir;
 	int writers_fd; /* BOOK/writers.lock, held shared by a read-write open (-1: none) */

@@ -1,5 +1,6 @@
 /* bookdb/check.c — the store's invariants and the repair (see check.h). */
 #include "bookdb/check.h"
+#include "bookdb/marks.h"
 #include "bookdb/game.h"
 
 #include <errno.h>
@@ -109,6 +110,50 @@ static int check_games(BookCheckStats *st, BookTxn *txn, Position *pos, BookChec
 	return rc < 0 ? rc : 0;
 }
 
+/* Reads every entry of the marks database: it must decode and its record
+ * carry the mark; with w, copies the sound ones into w's book. */
+static int check_marks(BookCheckStats *st, BookTxn *txn, BookRecord *rec, BookWriter *w,
+                       BookCheckFn fn, void *ctx)
+{
+	BookIter *it;
+	int rc = bookdb_kv_iter_open(&it, txn, BOOKDB_MARKS);
+	if (rc < 0) return rc;
+	BookMark *mk = malloc(sizeof *mk);
+	if (!mk) rc = BOOKDB_ENOMEM;
+	const void *k, *v;
+	size_t kl, vl;
+	while (rc >= 0 && (rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+		rc = 0;
+		st->mark_entries++;
+		const char *bad = NULL;
+		if (bookdb_mark_decode(mk, k, kl, v, vl) < 0) {
+			bad = "a mark that does not decode";
+			mk->key = kl >= 16 ? key_from_bytes(k) : (Key){0, 0};
+		} else {
+			uint8_t want = mk->kind == BOOKDB_MARK_AVOID ? BOOKDB_MOVE_AVOIDED
+			                                             : BOOKDB_MOVE_PREFERRED;
+			bool flagged = false;
+			if (bookdb_get_moves(rec, txn, mk->key) == 0)
+				for (int i = 0; i < rec->nmoves; i++)
+					if (rec->moves[i].move == mk->move)
+						flagged = rec->moves[i].flags & want;
+			if (!flagged) bad = "a mark whose move does not carry it";
+		}
+		if (bad) {
+			st->bad_marks++;
+			if (fn) fn(ctx, mk->key, bad);
+			continue;
+		}
+		BookTxn *wt;
+		if (w && ((rc = bookdb_writer_txn(&wt, w)) < 0 ||
+		          (rc = bookdb_kv_put(wt, BOOKDB_MARKS, k, kl, v, vl)) < 0))
+			break;
+	}
+	bookdb_iter_free(it);
+	free(mk);
+	return rc < 0 ? rc : 0;
+}
+
 /* Copies the ids of the ingested games (the games database) into w's book. */
 static int copy_games(BookCheckStats *st, BookTxn *txn, BookWriter *w)
 {
@@ -196,6 +241,7 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 	st->minimax_unfinished = bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "mmfull", 6) == 0 ||
 	                         bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "mmrun", 5) == 0;
 	if (w && (rc = copy_games(st, txn, w)) < 0) goto done;
+	if ((rc = check_marks(st, txn, rec, w, fn, ctx)) < 0) goto done;
 	if (w) rc = bookdb_writer_flush(w);
 done:
 	if (rc < 0 && !err[0]) errmsg_set(err, BOOKDB_ERRLEN, rc, "%s", bookdb_strerror(rc));

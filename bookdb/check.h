@@ -43,6 +43,10 @@ typedef struct {
 	/* The games database: entries read, and those that do not decode or
 	 * replay (each reported through fn under key 0, naming the game). */
 	uint64_t game_entries, bad_games;
+	/* The marks database (bookdb/marks.h): entries read, and those that do
+	 * not decode or whose record does not carry the mark (each reported
+	 * through fn under the record's key); copied by a repair. */
+	uint64_t mark_entries, bad_marks;
 	bool merge_unfinished; /* a joseki merge was interrupted (meta "merge") */
 	/* A minimax run was killed or stopped before its end (minimax's marks,
 	 * meta "mmfull" or "mmrun", docs/minimax.md): the values are in part of

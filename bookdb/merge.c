@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bookdb/game.h"
+#include "bookdb/marks.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
@@ -193,6 +194,20 @@ void bookdb_record_merge(BookRecord *out, const BookRecord *a, const BookRecord 
 			m->flags |= BOOKDB_MOVE_AVOIDED; /* avoided in either book: avoided */
 			diff->changed = true;
 		}
+		/* Preferred in either book and avoided in neither: preferred, with
+		 * a's window where a prefers it too. */
+		if (m->flags & BOOKDB_MOVE_AVOIDED) {
+			if (m->flags & BOOKDB_MOVE_PREFERRED) {
+				m->flags &= (uint8_t)~BOOKDB_MOVE_PREFERRED;
+				m->prefer_window = 0;
+				diff->changed = true;
+			}
+		} else if (y && (y->flags & BOOKDB_MOVE_PREFERRED) &&
+		           !(m->flags & BOOKDB_MOVE_PREFERRED)) {
+			m->flags |= BOOKDB_MOVE_PREFERRED;
+			m->prefer_window = y->prefer_window;
+			diff->changed = true;
+		}
 		if (!eval_same(&old, m)) {
 			diff->changed = true;
 			if (w == 2) diff->replaced = true;
@@ -207,7 +222,8 @@ void bookdb_record_merge(BookRecord *out, const BookRecord *a, const BookRecord 
 		m->move = y->move;
 		copy_eval(m, pick_eval(NULL, y, w, etie));
 		merge_stats(m, y, stats_max);
-		m->flags |= y->flags & BOOKDB_MOVE_AVOIDED;
+		m->flags |= y->flags & (BOOKDB_MOVE_AVOIDED | BOOKDB_MOVE_PREFERRED);
+		m->prefer_window = y->prefer_window;
 		diff->changed = diff->moves_added = true;
 		if (m->flags & BOOKDB_MOVE_STATS) diff->stats = true;
 		if (w == 2 && analysis_eval(y)) diff->replaced = true;
@@ -428,12 +444,69 @@ static int write_mark(Merge *m, Key last)
 	return rc;
 }
 
-/* The source's games new to dst, and the mark cleared: the last transaction. */
+/* Whether src holds a mark entry (bookdb/marks.h) dst has not, as t sees
+ * dst: finish copies them. */
+static int marks_new(bool *any, BookTxn *stx, BookTxn *t)
+{
+	*any = false;
+	BookIter *it;
+	int rc = bookdb_kv_iter_open(&it, stx, BOOKDB_MARKS);
+	if (rc < 0) return rc;
+	const void *k, *v, *dv;
+	size_t kl, vl, dvl;
+	while (!*any && (rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+		rc = bookdb_kv_get(&dv, &dvl, t, BOOKDB_MARKS, k, kl);
+		if (rc < 0 && rc != BOOKDB_ENOTFOUND) break;
+		*any = rc == BOOKDB_ENOTFOUND || dvl != vl || memcmp(dv, v, vl);
+		rc = 0;
+	}
+	bookdb_iter_free(it);
+	return rc < 0 ? rc : 0;
+}
+
+/* The source's mark entries (source, time, note of a mark) where dst's
+ * merged record carries that mark and dst has no entry of its kind: a mark
+ * dst has stays dst's. */
+static int copy_marks(Merge *m, BookTxn *t)
+{
+	BookIter *it;
+	int rc = bookdb_kv_iter_open(&it, m->stx, BOOKDB_MARKS);
+	if (rc < 0) return rc;
+	const void *k, *v;
+	size_t kl, vl;
+	BookMark *sm = malloc(sizeof *sm), *dm = malloc(sizeof *dm);
+	if (!sm || !dm) rc = BOOKDB_ENOMEM;
+	while (rc >= 0 && (rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+		rc = 0;
+		if (bookdb_mark_decode(sm, k, kl, v, vl) < 0) continue; /* check names it */
+		int got = bookdb_mark_get(dm, t, sm->key, sm->move);
+		if (got < 0 && got != BOOKDB_ECORRUPT) {
+			rc = got;
+			break;
+		}
+		if (got == 1 && dm->kind == sm->kind) continue;
+		if (bookdb_get_moves(m->a, t, sm->key) < 0) continue;
+		uint8_t want =
+		    sm->kind == BOOKDB_MARK_AVOID ? BOOKDB_MOVE_AVOIDED : BOOKDB_MOVE_PREFERRED;
+		bool flagged = false;
+		for (int i = 0; i < m->a->nmoves; i++)
+			if (m->a->moves[i].move == sm->move) flagged = m->a->moves[i].flags & want;
+		if (flagged) rc = bookdb_kv_put(t, BOOKDB_MARKS, k, kl, v, vl);
+	}
+	bookdb_iter_free(it);
+	free(sm);
+	free(dm);
+	return rc < 0 ? rc : 0;
+}
+
+/* The source's games new to dst, its marks, and the mark cleared: the last
+ * transaction. */
 static int finish(Merge *m)
 {
 	BookTxn *t;
 	int rc = bookdb_writer_txn(&t, m->w);
 	if (rc < 0) return rc;
+	if ((rc = copy_marks(m, t)) < 0) return rc;
 	BookIter *it;
 	if ((rc = bookdb_kv_iter_open(&it, m->stx, BOOKDB_GAMES)) < 0) return rc;
 	const void *k, *v, *dv;
@@ -530,6 +603,8 @@ static int run(Merge *m)
 	if ((rc = source_ident(&m->ident, &m->ident_len, m->src, m->stx)) < 0) return rc;
 	if ((rc = read_mark(m)) < 0) return rc;
 	if ((rc = shared_games(m)) < 0) return rc;
+	bool marks = false;
+	if ((rc = marks_new(&marks, m->stx, m->dtx)) < 0) return rc;
 	if (!m->opt->dry_run) {
 		/* The destination is read through the writer from here on. */
 		bookdb_txn_abort(m->dtx);
@@ -576,7 +651,7 @@ static int run(Merge *m)
 	if (m->opt->dry_run) return 0;
 	/* The last transaction clears the mark: also after a batch that ended on
 	 * the source's last record (st->batches: a mark was written). */
-	if (pending || st->batches || st->games_added || st->resumed) {
+	if (pending || st->batches || st->games_added || st->resumed || marks) {
 		if ((rc = finish(m)) < 0 || (rc = bookdb_writer_flush(m->w)) < 0)
 			return errmsg_set(m->err, BOOKDB_MERGE_ERRLEN, rc, "merging %s into %s: %s",
 			                  bookdb_dir(m->src), bookdb_dir(m->dst),

@@ -83,10 +83,32 @@ static int cmp_moves(const void *pa, const void *pb, void *ctx)
 	return move_better(c->rec, a, b, c->with_avoided) ? -1 : 1;
 }
 
+/* The preferred move the book plays, moved first: the best-ranked preferred
+ * move with a value within its window of the first move's (the best). */
+static void apply_preference(BookRecord *rec, bool with_avoided)
+{
+	if (!(rec->flags & BOOKDB_REC_PREFER) || rec->nmoves < 2) return;
+	const BookMove *best = &rec->moves[0];
+	if (!bookdb_move_valued(rec, best) ||
+	    (!with_avoided && (best->flags & BOOKDB_MOVE_AVOIDED)))
+		return;
+	int bv = bookdb_move_value(rec, best);
+	for (int i = 0; i < rec->nmoves; i++) {
+		const BookMove *m = &rec->moves[i];
+		if (!(m->flags & BOOKDB_MOVE_PREFERRED) || !bookdb_move_valued(rec, m)) continue;
+		if (!bookdb_prefer_fits(bookdb_move_value(rec, m), bv, m->prefer_window)) continue;
+		BookMove p = *m;
+		memmove(&rec->moves[1], &rec->moves[0], (size_t)i * sizeof rec->moves[0]);
+		rec->moves[0] = p;
+		return;
+	}
+}
+
 static void moves_sort(BookRecord *rec, bool with_avoided)
 {
 	SortCtx c = {rec, with_avoided};
 	qsort_r(rec->moves, rec->nmoves, sizeof rec->moves[0], cmp_moves, &c);
+	apply_preference(rec, with_avoided);
 }
 
 int bookdb_query_position(Position *pos, const char *spec, char *err)
@@ -202,11 +224,19 @@ static void text_key(Text *t, const char *key, bool first)
 
 char *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos, size_t *len)
 {
-	return bookdb_query_json_ex(rec, in_book, pos, len, false);
+	return bookdb_query_json_ex(rec, in_book, pos, len, false, NULL, 0);
+}
+
+/* The mark of move m among marks, or NULL. */
+static const BookMark *mark_of(const BookMark *marks, int n, Move m)
+{
+	for (int i = 0; i < n; i++)
+		if (marks[i].move == m) return &marks[i];
+	return NULL;
 }
 
 char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *pos, size_t *len,
-                           bool with_avoided)
+                           bool with_avoided, const BookMark *marks, int nmarks)
 {
 	char hex[KEY_HEX_LEN], sfen[SFEN_MAX], usi[USI_MOVE_MAX];
 	key_to_hex(pos_key(pos), hex);
@@ -300,6 +330,30 @@ char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *
 		if (m->flags & BOOKDB_MOVE_AVOIDED) {
 			text_key(&t, "avoided", false);
 			TEXT_LIT(&t, "true");
+		}
+		if (m->flags & BOOKDB_MOVE_PREFERRED) {
+			text_key(&t, "preferred", false);
+			TEXT_LIT(&t, "true");
+		}
+		const BookMark *mk = mark_of(marks, nmarks, m->move);
+		if (mk) {
+			text_key(&t, "mark", false);
+			TEXT_LIT(&t, "{");
+			text_key(&t, "kind", true);
+			text_string(&t, bookdb_mark_kind_name(mk->kind));
+			text_key(&t, "source", false);
+			text_string(&t, bookdb_mark_source_name(mk->source));
+			if (mk->kind == BOOKDB_MARK_PREFER) {
+				text_key(&t, "window", false);
+				text_int(&t, mk->window);
+			}
+			if (mk->known) {
+				text_key(&t, "time", false);
+				text_int(&t, mk->time);
+				text_key(&t, "note", false);
+				text_string(&t, mk->note);
+			}
+			TEXT_LIT(&t, "}");
 		}
 		/* As a player writes it (▲５八金右, △同　歩), for the explorer; last,
 		 * so that the members before keep their places. */

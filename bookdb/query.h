@@ -8,7 +8,9 @@
  * value (bookdb_move_valued: the minimax value when minimax has run on the
  * record, else the move's own analysis) before those without, by value; then
  * by games played; ties by move number so the order is stable. A game
- * comment is never a value here.
+ * comment is never a value here. Then a preferred move (BOOKDB_MOVE_PREFERRED,
+ * joseki prefer) goes first when it has a value at most its window below the
+ * first move's (of several, the best): the book plays it.
  */
 #ifndef BOOKDB_QUERY_H
 #define BOOKDB_QUERY_H
@@ -17,6 +19,7 @@
 #include <stddef.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/marks.h"
 #include "shogi/position.h"
 #include "shogi/errors.h"
 
@@ -61,6 +64,13 @@ JOSEKI_MUST_USE int bookdb_query_position(Position *pos, const char *spec, char 
 /* Sorts rec's moves best first. */
 void bookdb_moves_sort(BookRecord *rec);
 
+/* Whether a preferred move valued pref is played over the best, valued best:
+ * at most window below it. */
+static inline bool bookdb_prefer_fits(int pref, int best, unsigned window)
+{
+	return pref >= best - (int)window;
+}
+
 /*
  * Reads pos's record from txn into rec with its moves sorted best first.
  * Returns 1 when the position is in the book, 0 when it is not (rec then holds
@@ -91,8 +101,11 @@ Move bookdb_best_move(const BookRecord *rec, const Position *pos);
 char *bookdb_query_json(const BookRecord *rec, bool in_book, const Position *pos, size_t *len);
 /* As bookdb_query_json; bestmove is left out when the first move is avoided,
  * unless with_avoided (the record then sorted by bookdb_query_ex alike).
- * Avoided moves carry "avoided": true. */
+ * Avoided moves carry "avoided": true, preferred ones "preferred": true, and
+ * a marked move its mark from marks[0..nmarks) (bookdb_marks_load; may be
+ * NULL): "mark": {"kind", "source", "window" (prefer), "time", "note" (when
+ * known)}. */
 char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *pos, size_t *len,
-                           bool with_avoided);
+                           bool with_avoided, const BookMark *marks, int nmarks);
 
 #endif

@@ -327,7 +327,8 @@ uint64_t bookdb_nodes_decode(uint8_t code)
 /*
  * Record encoding (value of the `pos` database; docs/bookdb.md):
  *
- *   byte 0         record flags: bit 0 THOUGHT, bit 1 MINIMAX, bit 2 AVOID, others 0
+ *   byte 0         record flags: bit 0 THOUGHT, bit 1 MINIMAX, bit 2 AVOID, bit 3 GAMES,
+ *                  bit 4 PREFER, others 0
  *   varint         min_ply (1..65535)
  *   [1 byte]       think_depth, only when THOUGHT
  *   varint         nmoves (0..BOOKDB_MAX_MOVES)
@@ -344,6 +345,9 @@ uint64_t bookdb_nodes_decode(uint8_t code)
  *   if AVOID:      varint k (1..nmoves), then k varints: the indices of the avoided
  *                  moves, each minus the previous index plus one (the first as it is),
  *                  so strictly increasing and below nmoves
+ *   if PREFER:     varint k (1..nmoves), then k pairs of varints: the index of a
+ *                  preferred move coded as the avoided ones, and its window
+ *                  (0..65535); no move both avoided and preferred
  *   33 bytes       packed position (bookdb_pack_position; fewer without a full set),
  *                  up to the end of the value
  *
@@ -364,10 +368,15 @@ static int encode_head(uint8_t *out, size_t cap, const BookRecord *rec)
 	    (rec->flags & ~BOOKDB_REC_FLAGS_KNOWN) || cap < 2 + BOOKDB_PACKED_MAX + 4)
 		return BOOKDB_EINVAL;
 	uint8_t think = (rec->flags & BOOKDB_REC_THOUGHT) ? rec->think_depth : 0;
-	int navoid = 0;
-	for (int i = 0; i < rec->nmoves; i++)
-		navoid += (rec->moves[i].flags & BOOKDB_MOVE_AVOIDED) != 0;
-	out[pos++] = (uint8_t)((rec->flags & ~BOOKDB_REC_AVOID) | (navoid ? BOOKDB_REC_AVOID : 0));
+	int navoid = 0, nprefer = 0;
+	for (int i = 0; i < rec->nmoves; i++) {
+		uint8_t f = rec->moves[i].flags;
+		if ((f & BOOKDB_MOVE_AVOIDED) && (f & BOOKDB_MOVE_PREFERRED)) return BOOKDB_EINVAL;
+		navoid += (f & BOOKDB_MOVE_AVOIDED) != 0;
+		nprefer += (f & BOOKDB_MOVE_PREFERRED) != 0;
+	}
+	out[pos++] = (uint8_t)((rec->flags & ~(BOOKDB_REC_AVOID | BOOKDB_REC_PREFER)) |
+	                       (navoid ? BOOKDB_REC_AVOID : 0) | (nprefer ? BOOKDB_REC_PREFER : 0));
 	if ((rc = put_varint(out, cap, &pos, rec->min_ply))) return rc;
 	if (rec->flags & BOOKDB_REC_THOUGHT) out[pos++] = think;
 	if ((rc = put_varint(out, cap, &pos, rec->nmoves))) return rc;
@@ -415,6 +424,16 @@ static int encode_head(uint8_t *out, size_t cap, const BookRecord *rec)
 		for (int i = 0, prev = -1; i < rec->nmoves; i++) {
 			if (!(rec->moves[i].flags & BOOKDB_MOVE_AVOIDED)) continue;
 			if ((rc = put_varint(out, cap, &pos, (uint64_t)(i - prev - 1)))) return rc;
+			prev = i;
+		}
+	}
+	if (nprefer) {
+		if ((rc = put_varint(out, cap, &pos, (uint64_t)nprefer))) return rc;
+		for (int i = 0, prev = -1; i < rec->nmoves; i++) {
+			if (!(rec->moves[i].flags & BOOKDB_MOVE_PREFERRED)) continue;
+			if ((rc = put_varint(out, cap, &pos, (uint64_t)(i - prev - 1))) ||
+			    (rc = put_varint(out, cap, &pos, rec->moves[i].prefer_window)))
+				return rc;
 			prev = i;
 		}
 	}
@@ -507,6 +526,21 @@ static int decode_moves(BookRecord *rec, const uint8_t *in, size_t len, size_t *
 			next += gap;
 			if (next >= rec->nmoves) return BOOKDB_ECORRUPT;
 			rec->moves[next++].flags |= BOOKDB_MOVE_AVOIDED;
+		}
+	}
+	if (rec->flags & BOOKDB_REC_PREFER) {
+		uint64_t k, gap, win;
+		if ((rc = get_varint(&k, in, len, &pos, rec->nmoves))) return rc;
+		if (k == 0) return BOOKDB_ECORRUPT;
+		for (uint64_t j = 0, next = 0; j < k; j++) {
+			if ((rc = get_varint(&gap, in, len, &pos, BOOKDB_MAX_MOVES)) ||
+			    (rc = get_varint(&win, in, len, &pos, UINT16_MAX)))
+				return rc;
+			next += gap;
+			if (next >= rec->nmoves || (rec->moves[next].flags & BOOKDB_MOVE_AVOIDED))
+				return BOOKDB_ECORRUPT;
+			rec->moves[next].prefer_window = (uint16_t)win;
+			rec->moves[next++].flags |= BOOKDB_MOVE_PREFERRED;
 		}
 	}
 	*end = pos;

@@ -34,7 +34,11 @@
  * its minimax values (BOOKDB_REC_MINIMAX) when it has a move chosen from its
  * games, else none (its analyses are no values in such a book). */
 #define BOOKDB_REC_GAMES 0x08
-#define BOOKDB_REC_FLAGS_KNOWN 0x0f
+/* Some moves are preferred (joseki prefer): their indices and windows follow
+ * the avoided ones. Set and cleared by the encoder from the moves'
+ * BOOKDB_MOVE_PREFERRED flags, as BOOKDB_REC_AVOID. */
+#define BOOKDB_REC_PREFER 0x10
+#define BOOKDB_REC_FLAGS_KNOWN 0x1f
 
 /* Per-move flags. */
 #define BOOKDB_MOVE_EVAL 0x01  /* eval, depth, nodes and source are valid */
@@ -43,6 +47,12 @@
  * games); kept with its statistics, left out of export, query's best move and
  * minimax unless asked. */
 #define BOOKDB_MOVE_AVOIDED 0x04
+/* The book side plays this move where it is valued within prefer_window
+ * centipawns of the best (joseki prefer: a hand mark); never with
+ * BOOKDB_MOVE_AVOIDED. */
+#define BOOKDB_MOVE_PREFERRED 0x08
+/* The window of a preference when none is given (centipawns). */
+#define BOOKDB_PREFER_WINDOW 50
 
 /* Source ids (engine that produced an evaluation); 0..15 fit the encoding. */
 #define BOOKDB_SOURCE_ENGINE 0 /* an engine's analysis of the position (think) */
@@ -59,7 +69,8 @@ typedef struct {
 	uint64_t nodes; /* nodes searched; stored approximately (3-bit mantissa) */
 	uint32_t count, wins, draws, losses; /* game statistics, mover's view */
 	int16_t value;                       /* minimax value (record flag BOOKDB_REC_MINIMAX) */
-	uint16_t dist; /* plies from this move to the leaf the value comes from */
+	uint16_t dist;          /* plies from this move to the leaf the value comes from */
+	uint16_t prefer_window; /* BOOKDB_MOVE_PREFERRED: how far below the best it is played */
 } BookMove;
 
 /* Whether m's evaluation is an analysis (an engine's, by think or a worker,

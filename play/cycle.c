@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "bookdb/marks.h"
 #include "bookdb/query.h"
 #include "bookgen/roots.h"
 #include "shogi/errmsg.h"
@@ -128,25 +130,39 @@ static int count_avoided(size_t *out, BookTxn *txn, BookRecord *rec)
 	return rc;
 }
 
-/* Marks move m of key's record avoided (or clears every mark when m is
- * MOVE_NONE); *changed tells whether anything was. */
-static int set_mark(BookTxn *txn, Key key, Move m, BookRecord *rec, size_t *changed)
+/* Marks move m of key's record avoided, as prune's mark with a note of the
+ * score (bookdb/marks.h); a move already avoided, or carrying a hand mark
+ * (a player's choice stands), is left as it is. *changed counts the marks
+ * made. */
+static int set_mark(BookTxn *txn, Key key, Move m, BookRecord *rec, size_t *changed, double score,
+                    uint32_t games)
 {
-	int rc = bookdb_get(rec, txn, key);
-	if (rc < 0) return rc;
-	size_t c = 0;
-	for (int i = 0; i < rec->nmoves; i++) {
-		BookMove *bm = &rec->moves[i];
-		if (m == MOVE_NONE && (bm->flags & BOOKDB_MOVE_AVOIDED)) {
-			bm->flags &= (uint8_t)~BOOKDB_MOVE_AVOIDED;
-			c++;
-		} else if (m != MOVE_NONE && bm->move == m && !(bm->flags & BOOKDB_MOVE_AVOIDED)) {
-			bm->flags |= BOOKDB_MOVE_AVOIDED;
-			c++;
+	BookMark *mk = calloc(1, sizeof *mk);
+	if (!mk) return BOOKDB_ENOMEM;
+	int rc = bookdb_mark_get(mk, txn, key, m);
+	if (rc == 1 && mk->source == BOOKDB_MARK_HAND)
+		rc = 0;
+	else if (rc >= 0 || rc == BOOKDB_ECORRUPT) {
+		rc = bookdb_get_moves(rec, txn, key);
+		bool avoided = false;
+		for (int i = 0; rc == 0 && i < rec->nmoves; i++)
+			if (rec->moves[i].move == m)
+				avoided = rec->moves[i].flags & BOOKDB_MOVE_AVOIDED;
+		if (rc == 0 && !avoided) {
+			memset(mk, 0, sizeof *mk);
+			mk->kind = BOOKDB_MARK_AVOID;
+			mk->source = BOOKDB_MARK_PRUNE;
+			mk->known = true;
+			mk->time = (int64_t)time(NULL);
+			snprintf(mk->note, sizeof mk->note, "scored %.2f in %u games", score,
+			         games);
+			bool ch = false;
+			rc = bookdb_mark_set(txn, rec, key, NULL, m, mk, &ch, NULL);
+			*changed += ch;
 		}
 	}
-	*changed += c;
-	return c ? bookdb_put(txn, key, rec) : 0;
+	free(mk);
+	return rc;
 }
 
 int cycle_prune(CyclePruneStats *st, BookDB *db, const CycleGame *games, size_t n,
@@ -202,7 +218,8 @@ int cycle_prune(CyclePruneStats *st, BookDB *db, const CycleGame *games, size_t 
 		}
 		st->moves++;
 		if (played >= min_games && points / played <= opt->max_winrate + 1e-12 &&
-		    (rc = set_mark(w.txn, seen[i].key, seen[i].move, w.rec, &st->marked)) < 0)
+		    (rc = set_mark(w.txn, seen[i].key, seen[i].move, w.rec, &st->marked,
+		                   points / played, played)) < 0)
 			ret = book_fail(err, "cannot mark a move", rc);
 		i = j;
 	}
@@ -214,51 +231,11 @@ int cycle_prune(CyclePruneStats *st, BookDB *db, const CycleGame *games, size_t 
 
 int cycle_prune_undo(size_t *cleared, BookDB *db, char *err)
 {
-	*cleared = 0;
-	BookRecord *rec = malloc(sizeof *rec);
-	Key *keys = NULL;
-	size_t nk = 0, cap = 0;
-	BookTxn *txn = NULL;
-	BookIter *it = NULL;
-	int ret = 0, rc;
-	if (!rec) return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
-	if ((rc = bookdb_txn_begin(&txn, db, true)) < 0 || (rc = bookdb_iter_open(&it, txn)) < 0) {
-		ret = book_fail(err, "cannot write the book", rc);
-		goto out;
-	}
-	Key k;
-	const uint8_t *v;
-	size_t len;
-	while ((rc = bookdb_iter_next(it, &k, &v, &len)) == 1) {
-		if (!len || !(v[0] & BOOKDB_REC_AVOID)) continue;
-		if (array_grow((void **)&keys, &cap, nk + 1, sizeof *keys, 256)) {
-			ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
-			goto out;
-		}
-		keys[nk++] = k;
-	}
-	bookdb_iter_free(it);
-	it = NULL;
-	if (rc < 0) {
-		ret = book_fail(err, "cannot read the book", rc);
-		goto out;
-	}
-	/* Rewritten after the walk, so the cursor never meets its own writes. */
-	for (size_t i = 0; i < nk; i++)
-		if ((rc = set_mark(txn, keys[i], MOVE_NONE, rec, cleared)) < 0 &&
-		    rc != BOOKDB_ECORRUPT) {
-			ret = book_fail(err, "cannot clear a mark", rc);
-			goto out;
-		}
-	rc = bookdb_txn_commit(txn);
-	txn = NULL;
-	if (rc < 0) ret = book_fail(err, "cannot write the book", rc);
-out:
-	bookdb_iter_free(it);
-	bookdb_txn_abort(txn);
-	free(keys);
-	free(rec);
-	return ret;
+	/* Prune's marks only: a player's hand marks stay. */
+	char msg[BOOKDB_MARK_ERRLEN];
+	int rc = bookdb_marks_clear_source(cleared, db, BOOKDB_MARK_PRUNE, msg);
+	if (rc < 0) return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EBOOK, "%s", msg);
+	return 0;
 }
 
 /* ---- extension ---- */

@@ -96,10 +96,16 @@ char *api_query(BookDB *db, const char *sfen, const char *position, int *status)
 	int rc = bookdb_txn_begin(&txn, db, false);
 	if (rc < 0) return book_error(rc, status);
 	rc = bookdb_query(&t_rec, txn, &t_pos);
+	/* The marks' entries (source, time, note) only where the record has a
+	 * mark: most positions cost nothing more. */
+	BookMark *marks = NULL;
+	int nmarks = rc == 1 ? bookdb_marks_load(&marks, txn, pos_key(&t_pos), &t_rec) : 0;
 	bookdb_txn_abort(txn);
-	if (rc < 0) return book_error(rc, status);
+	if (rc < 0 || nmarks < 0) return book_error(rc < 0 ? rc : nmarks, status);
 	*status = 200;
-	return bookdb_query_json(&t_rec, rc == 1, &t_pos, NULL);
+	char *out = bookdb_query_json_ex(&t_rec, rc == 1, &t_pos, NULL, false, marks, nmarks);
+	free(marks);
+	return out;
 }
 
 char *api_line(BookDB *db, const char *sfen, const char *position, const char *plies, int *status)

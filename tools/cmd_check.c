@@ -76,10 +76,14 @@ int cmd_check(int argc, char **argv)
 		printf("%s: a minimax run on this book was stopped before its end: some values are "
 		       "an older run's until the next run (joseki minimax, or a coordinator's)\n",
 		       book);
-	printf("check: %llu records, %llu bad, %llu games, %llu bad\n",
+	printf("check: %llu records, %llu bad, %llu games, %llu bad",
 	       (unsigned long long)st.records, (unsigned long long)st.bad,
 	       (unsigned long long)st.game_entries, (unsigned long long)st.bad_games);
-	st.bad += st.bad_games;
+	if (st.mark_entries)
+		printf(", %llu marks, %llu bad", (unsigned long long)st.mark_entries,
+		       (unsigned long long)st.bad_marks);
+	printf("\n");
+	st.bad += st.bad_games + st.bad_marks;
 	if (repair)
 		printf("repair: %s: %llu records copied, %llu without their faulty moves, %llu "
 		       "dropped, "

@@ -21,6 +21,7 @@
 #include "shogi/errmsg.h"
 #include "shogi/position.h"
 #include "shogi/zobrist.h"
+#include "tools/cli_minimax.h"
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
 
@@ -30,13 +31,6 @@ static void on_progress(void *ctx, const char *src, uint64_t done, uint64_t tota
 	fprintf(stderr, "\rmerge: %s: %llu of %llu positions (%llu%%)\033[K", src,
 	        (unsigned long long)done, (unsigned long long)total,
 	        (unsigned long long)(total ? done * 100 / total : 100));
-	fflush(stderr);
-}
-
-static void on_mm_progress(void *ctx, const char *phase, size_t done, size_t total)
-{
-	(void)ctx;
-	fprintf(stderr, "\rmerge: minimax: %s %zu of %zu\033[K", phase, done, total);
 	fflush(stderr);
 }
 
@@ -74,15 +68,10 @@ static void on_source_done(void *ctx, const char *src, const BookMergeStats *st,
 static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
 {
 	MergeRun *r = ctx;
-	BookmmOptions mo = {0};
-	if (r->progress) mo.progress = on_mm_progress;
 	char msg[BOOKMM_ERRLEN];
-	int rc = bookmm_run(&r->mm, db, &mo, msg);
-	if (r->progress) fputs("\r\033[K", stderr);
 	/* The run under way (a coordinator's, say) or the next one reads the
 	 * merge's writes from the change log: the merge is done. */
-	r->mm_busy = rc == BOOKMM_EBUSY;
-	if (r->mm_busy) return 0;
+	int rc = cli_minimax_after(&r->mm, &r->mm_busy, db, "merge", r->progress, msg);
 	return rc < 0 ? errmsg_set(err, errlen, -1, "%s", msg) : 0;
 }
 

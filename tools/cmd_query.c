@@ -3,13 +3,16 @@
  * position (docs/bookdb.md "query"): moves sorted best first, by minimax value
  * when minimax has run, else by the move's own analysis; moves without a value
  * ("–", and why) after those with one, by games played; moves joseki prune
- * marked avoided last and never the best move, unless --with-avoided. A game
+ * marked avoided last and never the best move, unless --with-avoided; a move
+ * joseki prefer marked first where its value is within its window of the
+ * best. Marks are shown with their source, time and note. A game
  * comment is shown in its own column ("game"), never as a value.
  */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bookdb/bookdb.h"
 #include "bookdb/query.h"
@@ -23,6 +26,30 @@
 static int pad_width(const char *s, int w)
 {
 	return strcmp(s, "–") ? w : w + 2;
+}
+
+/* "  avoided (hand, 2026-11-29 01:02 UTC: note)", "  preferred within 50
+ * (prune)": a marked move's mark, or nothing. */
+static void print_mark(const BookMove *m, const BookMark *marks, int nmarks)
+{
+	const BookMark *mk = NULL;
+	for (int i = 0; i < nmarks && !mk; i++)
+		if (marks[i].move == m->move) mk = &marks[i];
+	if (!mk) return;
+	if (mk->kind == BOOKDB_MARK_AVOID)
+		printf("  avoided");
+	else
+		printf("  preferred within %u", mk->window);
+	printf(" (%s", bookdb_mark_source_name(mk->source));
+	if (mk->known) {
+		char when[32] = "";
+		time_t t = (time_t)mk->time;
+		struct tm tm;
+		if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+		printf(", %s", when);
+		if (mk->note[0]) printf(": %s", mk->note);
+	}
+	printf(")");
 }
 
 int cmd_query(int argc, char **argv)
@@ -44,6 +71,7 @@ int cmd_query(int argc, char **argv)
 	BookRecord *rec = malloc(sizeof *rec);
 	BookDB *db = NULL;
 	BookTxn *txn = NULL;
+	BookMark *marks = NULL;
 	int ret = 1;
 	char perr[SHOGI_ERRLEN], err[BOOKDB_ERRLEN];
 	if (!pos || !rec) {
@@ -73,9 +101,15 @@ int cmd_query(int argc, char **argv)
 		goto done;
 	}
 	int in_book = rc == 1, minimax = (rec->flags & BOOKDB_REC_MINIMAX) != 0;
+	int nmarks = in_book ? bookdb_marks_load(&marks, txn, pos_key(pos), rec) : 0;
+	if (nmarks < 0) {
+		joseki_error("%s: the marks: %s", book, bookdb_strerror(nmarks));
+		goto done;
+	}
 	if (json) {
 		size_t len;
-		char *text = bookdb_query_json_ex(rec, in_book, pos, &len, with_avoided);
+		char *text =
+		    bookdb_query_json_ex(rec, in_book, pos, &len, with_avoided, marks, nmarks);
 		if (!text) {
 			joseki_error("out of memory");
 			goto done;
@@ -117,18 +151,20 @@ int cmd_query(int argc, char **argv)
 				} else if (bookdb_move_commented(m)) {
 					snprintf(g, sizeof g, "%d", m->eval);
 				}
-				printf("%-6s %*s %-*s %*s %*s %*s %8u %8u %6u %8u%s%s%s\n", usi,
+				printf("%-6s %*s %-*s %*s %*s %*s %8u %8u %6u %8u%s%s", usi,
 				       pad_width(v, 6), v, pad_width(from, 12), from,
 				       pad_width(e, 6), e, pad_width(d, 5), d, pad_width(g, 6), g,
 				       m->count, m->wins, m->draws, m->losses,
-				       (m->flags & BOOKDB_MOVE_AVOIDED) ? " avoided" : "",
 				       src ? "" : "  unvalued: ",
 				       src ? "" : bookdb_unvalued_reason(rec, m));
+				print_mark(m, marks, nmarks);
+				printf("\n");
 			}
 		}
 	}
 	ret = 0;
 done:
+	free(marks);
 	bookdb_txn_abort(txn);
 	bookdb_free(db);
 	free(rec);

@@ -36,6 +36,8 @@ JOSEKI_MUST_USE int cmd_match(int argc, char **argv);
 JOSEKI_MUST_USE int cmd_merge(int argc, char **argv);
 JOSEKI_MUST_USE int cmd_extend(int argc, char **argv);
 JOSEKI_MUST_USE int cmd_prune(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_avoid(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_prefer(int argc, char **argv);
 JOSEKI_MUST_USE int cmd_cycle(int argc, char **argv);
 JOSEKI_MUST_USE int cmd_worker(int argc, char **argv);
 

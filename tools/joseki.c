@@ -41,6 +41,8 @@ static const struct {
     {"merge", cmd_merge, "merge joseki books into DST"},
     {"extend", cmd_extend, "queue where the book ran out in games as think's first roots"},
     {"prune", cmd_prune, "mark book moves that lose as avoided"},
+    {"avoid", cmd_avoid, "mark a book move the book never plays (a hand mark, with a note)"},
+    {"prefer", cmd_prefer, "mark a book move the book plays where it is near the best"},
     {"cycle", cmd_cycle, "Shiba's extension/deletion cycle"},
     {"worker", cmd_worker, "think for a coordinator"},
 };

@@ -193,6 +193,21 @@ function drawHands() {
 
 function pct(n, d) { return d ? (100 * n / d).toFixed(1) + '%' : '0'; }
 
+// The move's mark (avoided or preferred, by hand or by prune): a short word,
+// the note beside it, and who made it and when in the cell's title.
+function markCell(m) {
+  const td = document.createElement('td');
+  td.className = 'mark';
+  const mk = m.mark;
+  if (!mk) return td;
+  td.classList.add(mk.kind);
+  const word = mk.kind === 'avoid' ? '✕ avoided' : `◎ preferred (${mk.window})`;
+  td.textContent = word + (mk.note ? ': ' + mk.note : '');
+  const when = mk.time !== undefined ? ', ' + new Date(mk.time * 1000).toISOString().slice(0, 16).replace('T', ' ') + ' UTC' : '';
+  td.title = `${word} — ${mk.source === 'hand' ? 'a hand mark' : "prune's mark"}${when}${mk.note ? ': ' + mk.note : ''}`;
+  return td;
+}
+
 function drawMoves() {
   const a = state.answer, pos = state.pos;
   const status = document.getElementById('status');
@@ -249,6 +264,8 @@ function drawMoves() {
       td.appendChild(bar);
     }
     tr.appendChild(td);
+    tr.appendChild(markCell(m));
+    if (m.avoided) tr.classList.add('avoided');
     tr.dataset.move = m.move;
     tr.addEventListener('click', () => follow(m.move));
     body.appendChild(tr);

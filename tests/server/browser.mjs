@@ -43,6 +43,12 @@ try {
     if (!names.includes('4i5h=▲５八金右')) fail('move names: ' + names.join(' '));
     console.log('ok moves named as a player writes them: ' + names.join(' '));
 
+    // The hand mark test_server.c made (joseki avoid --note 'browser test').
+    const mark = await page.$$eval('#moves tbody tr.avoided td.mark', t => t.map(x => x.textContent + ' | ' + x.title));
+    if (mark.length !== 1 || !mark[0].startsWith('✕ avoided: browser test') || !mark[0].includes('a hand mark'))
+      fail('the hand mark: ' + JSON.stringify(mark));
+    console.log('ok the hand mark shown: ' + mark[0]);
+
     // The best move (first row, starred) is followed by a click on its row.
     const best = await page.getAttribute('#moves tbody tr.best', 'data-move');
     const before = await page.textContent('#moves tbody');

@@ -664,6 +664,16 @@ static void test_server__the_explorer_in_a_real_browser(void **state)
 		skip();
 	}
 	char *dir = make_book();
+	/* A hand mark on the start position's last move, which the table shows. */
+	json_t *q = ts_run_json(0, "%s query %s startpos --json", ts_joseki(), dir);
+	json_t *mv = json_object_get(q, "moves");
+	assert_true(json_array_size(mv) >= 2);
+	const char *last =
+	    json_string_value(json_object_get(json_array_get(mv, json_array_size(mv) - 1), "move"));
+	assert_int_equal(ts_runf(NULL, NULL, "%s avoid %s startpos %s --note 'browser test'",
+	                         ts_joseki(), dir, last),
+	                 0);
+	json_decref(q);
 	Srv s;
 	start(&s, dir, "--quiet");
 	char *out = NULL, *err = NULL;
@@ -675,6 +685,7 @@ static void test_server__the_explorer_in_a_real_browser(void **state)
 	if (rc != 0) fail_msg("browser test (status %d):\n%s%s", rc, out, err);
 	print_message("%s", out);
 	assert_non_null(strstr(out, "ok followed the best move"));
+	assert_non_null(strstr(out, "ok the hand mark shown"));
 	free(out);
 	free(err);
 	stop(&s);

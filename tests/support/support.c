@@ -694,3 +694,49 @@ void ts_some_move(const char *sfen, char *usi)
 	usi_move_write(mv[0], usi);
 	free(pos);
 }
+
+void ts_plant(const char *dir, const char *spec, const char *moves, int depth)
+{
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_non_null(pos);
+	assert_non_null(rec);
+	if (position_parse(pos, spec, NULL) != 0) fail_msg("bad position %s", spec);
+	bookdb_record_init(rec, pos);
+	if (depth > 0) {
+		rec->flags = BOOKDB_REC_THOUGHT;
+		rec->think_depth = (uint8_t)depth;
+	}
+	char *copy = strdup(moves), *save = NULL;
+	for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		char usi[16], ev[16] = "-";
+		unsigned count = 0;
+		if (sscanf(t, "%15[^:]:%15[^:]:%u", usi, ev, &count) < 1)
+			fail_msg("bad move %s", t);
+		BookMove *m = &rec->moves[rec->nmoves++];
+		memset(m, 0, sizeof *m);
+		if (usi_move_parse_legal(&m->move, pos, usi, strlen(usi), NULL) != 0)
+			fail_msg("%s is not legal in %s", usi, spec);
+		if (strcmp(ev, "-")) {
+			m->flags |= BOOKDB_MOVE_EVAL;
+			m->eval = (int16_t)atoi(ev);
+			m->depth = (uint8_t)(depth > 0 ? depth : 1);
+		} else if (!count) {
+			count = 1;
+		}
+		if (count) {
+			m->flags |= BOOKDB_MOVE_STATS;
+			m->count = m->wins = count;
+		}
+	}
+	free(copy);
+	BookDB *db;
+	if (bookdb_open(&db, dir, NULL, NULL) != 0) fail_msg("cannot open %s", dir);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	assert_int_equal(bookdb_put(t, pos_key(pos), rec), 0);
+	assert_int_equal(bookdb_txn_commit(t), 0);
+	bookdb_free(db);
+	free(rec);
+	free(pos);
+}

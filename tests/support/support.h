@@ -13,6 +13,15 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+/*
+ * Plants a record in the book at dir (made when missing): the position spec
+ * (startpos, an SFEN, either with moves) with the moves "usi:eval" or
+ * "usi:eval:count" in moves (space-separated; eval '-' for none: statistics
+ * only, count 1 unless given), thought at depth when depth > 0 (each move's
+ * depth), its game statistics wins = count. Replaces a record already there.
+ */
+void ts_plant(const char *dir, const char *spec, const char *moves, int depth);
+
 /* The first legal move of the position sfen, as USI (usi: at least 8 bytes);
  * fails the test when sfen does not parse or has no legal move. */
 void ts_some_move(const char *sfen, char *usi);

@@ -1,0 +1,408 @@
+/*
+ * tests/bookdb/test_marks.c — hand marks on book moves (joseki avoid, joseki
+ * prefer, bookdb/marks.h) over real LMDB books and the real joseki binary:
+ * a mark is kept with its source, note and time and shown by query; --undo
+ * takes exactly it off (the record's bytes as before, no entry left) and
+ * prune --undo leaves hand marks; an avoided move is never played by usi
+ * --book nor match, a preferred one is where it is valued within its window
+ * and not outside it; the marks survive minimax (whole and incremental),
+ * merge and backup; the record codec round-trips preferences and
+ * refuses a move both avoided and preferred.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "bookdb/bookdb.h"
+#include "bookdb/marks.h"
+#include "bookdb/query.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+#include "tests/support/support.h"
+
+/* The start position: four analysed moves; 7g7f is the best. */
+#define START_MOVES "7g7f:100 6g6f:90 2g2f:80 5g5f:30"
+
+static json_t *query(const char *book, const char *spec)
+{
+	return ts_run_json(0, "%s query %s '%s' --json", ts_joseki(), book, spec);
+}
+
+static json_t *move_of(json_t *q, const char *usi)
+{
+	json_t *m;
+	size_t i;
+	json_array_foreach(json_object_get(q, "moves"), i, m)
+	{
+		if (!strcmp(json_string_value(json_object_get(m, "move")), usi)) return m;
+	}
+	fail_msg("%s is not among the moves", usi);
+	return NULL;
+}
+
+static const char *bestmove(json_t *q)
+{
+	json_t *b = json_object_get(q, "bestmove");
+	return b ? json_string_value(b) : "";
+}
+
+/* What `joseki usi --book` plays at the start ("" when its engine searched). */
+static char *usi_book_move(const char *book)
+{
+	char *out = NULL;
+	assert_int_equal(
+	    ts_runf(&out, NULL,
+	            "printf 'usi\\nisready\\nposition startpos\\ngo depth 1\\nquit\\n' "
+	            "| %s usi --book %s",
+	            ts_joseki(), book),
+	    0);
+	const char *b = strstr(out, "info string book move ");
+	char *m = strdup("");
+	if (b) {
+		b += strlen("info string book move ");
+		free(m);
+		m = strndup(b, strcspn(b, " \n"));
+	}
+	free(out);
+	return m;
+}
+
+/* The first move A plays as Black in a match from the start with book ("":
+ * none from its book). */
+static char *match_first_move(const char *book)
+{
+	json_t *o = ts_run_json(0,
+	                        "%s match --engine-a builtin --engine-b builtin --book-a %s "
+	                        "--games 2 --nodes 200 --max-moves 2 --json --quiet",
+	                        ts_joseki(), book);
+	json_t *g;
+	size_t i;
+	char *m = NULL;
+	json_array_foreach(json_object_get(o, "results"), i, g)
+	{
+		if (strcmp(json_string_value(json_object_get(g, "a_color")), "black")) continue;
+		json_t *bp = json_object_get(g, "book_plies");
+		const char *moves = json_string_value(json_object_get(g, "moves"));
+		const char *first = strstr(moves, "moves ") + 6;
+		m = json_integer_value(json_array_get(bp, 0)) > 0
+		        ? strndup(first, strcspn(first, " "))
+		        : strdup("");
+	}
+	json_decref(o);
+	assert_non_null(m);
+	return m;
+}
+
+static void run_ok(const char *fmt, const char *book, const char *rest)
+{
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, fmt, ts_joseki(), book, rest);
+	if (rc) fail_msg("exit %d: %s%s", rc, out, err);
+	free(out);
+	free(err);
+}
+
+/* The raw bytes of the start position's record, and the marks entries. */
+static uint8_t *start_record(const char *book, size_t *len, uint64_t *entries)
+{
+	BookDB *db;
+	BookDBOptions ro = {.read_only = true};
+	assert_int_equal(bookdb_open(&db, book, &ro, NULL), 0);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	Position pos;
+	pos_set_startpos(&pos);
+	const uint8_t *v;
+	assert_int_equal(bookdb_get_raw(&v, len, t, pos_key(&pos)), 0);
+	uint8_t *copy = malloc(*len);
+	memcpy(copy, v, *len);
+	assert_int_equal(bookdb_count(entries, t, BOOKDB_MARKS), 0);
+	bookdb_txn_abort(t);
+	bookdb_free(db);
+	return copy;
+}
+
+static void
+test_marks__a_mark_is_kept_with_its_note_and_time_and_undo_takes_exactly_it_off(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600];
+	snprintf(book, sizeof book, "%s/book", dir);
+	ts_plant(book, "startpos", START_MOVES, 12);
+	size_t len0, len;
+	uint64_t entries;
+	uint8_t *before = start_record(book, &len0, &entries);
+	assert_int_equal(entries, 0);
+	long long t0 = (long long)time(NULL);
+	/* Without minimax: the record's bytes are compared after --undo. */
+	run_ok("%s avoid %s startpos 7g7f --note 'loses to ▲７六歩 △３四歩' --no-minimax%s", book,
+	       "");
+	long long t1 = (long long)time(NULL);
+	json_t *q = query(book, "startpos");
+	assert_string_equal(bestmove(q), "6g6f");
+	json_t *m = move_of(q, "7g7f");
+	assert_true(json_is_true(json_object_get(m, "avoided")));
+	json_t *mk = json_object_get(m, "mark");
+	assert_string_equal(json_string_value(json_object_get(mk, "kind")), "avoid");
+	assert_string_equal(json_string_value(json_object_get(mk, "source")), "hand");
+	assert_string_equal(json_string_value(json_object_get(mk, "note")),
+	                    "loses to ▲７六歩 △３四歩");
+	long long when = ts_jint(mk, "time");
+	assert_true(when >= t0 && when <= t1);
+	json_decref(q);
+	/* The text form names the mark too. */
+	char *out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s query %s startpos", ts_joseki(), book), 0);
+	assert_non_null(strstr(out, "avoided (hand, "));
+	assert_non_null(strstr(out, ": loses to ▲７六歩 △３四歩)"));
+	free(out);
+
+	/* A prune mark beside it: prune --undo takes prune's off, not the hand mark. */
+	run_ok("%s prefer %s startpos 2g2f --note 'my style' --no-minimax%s", book, "");
+	char games[700];
+	snprintf(games, sizeof games, "%s/lost.csa", dir);
+	static const char LOST[] = "V2.2\nN+book\nN-other\nPI\n+\n+5756FU\n-3334FU\n%TORYO\n";
+	assert_int_equal(ts_write_file(games, LOST, sizeof LOST - 1), 0);
+	run_ok("%s prune %s %s --book-side black --min-games 1", book, games);
+	q = query(book, "startpos");
+	mk = json_object_get(move_of(q, "5g5f"), "mark");
+	assert_string_equal(json_string_value(json_object_get(mk, "source")), "prune");
+	assert_non_null(strstr(json_string_value(json_object_get(mk, "note")), "in 1 games"));
+	json_decref(q);
+	run_ok("%s prune %s --undo%s", book, "");
+	q = query(book, "startpos");
+	assert_null(json_object_get(move_of(q, "5g5f"), "mark"));
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(move_of(q, "7g7f"), "mark"), "note")),
+	    "loses to ▲７六歩 △３四歩");
+	assert_true(json_is_true(json_object_get(move_of(q, "2g2f"), "preferred")));
+	json_decref(q);
+
+	/* --undo of the other kind is refused and names the move; the right
+	 * kind takes exactly the mark off: the record as it was, no entry. */
+	char *err = NULL;
+	assert_int_equal(
+	    ts_runf(NULL, &err, "%s prefer %s startpos 7g7f --undo", ts_joseki(), book), 1);
+	assert_non_null(strstr(err, "7g7f carries no prefer mark"));
+	free(err);
+	run_ok("%s avoid %s startpos 7g7f --undo --no-minimax%s", book, "");
+	run_ok("%s prefer %s startpos ２六歩 --undo --no-minimax%s", book, "");
+	uint8_t *after = start_record(book, &len, &entries);
+	assert_int_equal(entries, 0);
+	assert_int_equal(len, len0);
+	assert_memory_equal(after, before, len0);
+	free(after);
+	free(before);
+	/* A move not legal there, a note that is not text: clear errors. */
+	err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s avoid %s startpos 7g6f", ts_joseki(), book), 2);
+	assert_non_null(strstr(err, "'7g6f' is not a legal move in startpos"));
+	free(err);
+	err = NULL;
+	assert_int_equal(ts_runf(NULL, &err,
+	                         "%s avoid %s startpos 7g7f --note \"$(printf 'a\\001b')\"",
+	                         ts_joseki(), book),
+	                 2);
+	assert_non_null(strstr(err, "--note is not UTF-8 text"));
+	free(err);
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), book), 0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void
+test_marks__an_avoided_move_is_never_played_and_a_preferred_one_within_its_window(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600];
+	snprintf(book, sizeof book, "%s/book", dir);
+	ts_plant(book, "startpos", START_MOVES, 12);
+	run_ok("%s minimax %s --quiet%s", book, "");
+	char *m = usi_book_move(book);
+	assert_string_equal(m, "7g7f");
+	free(m);
+	/* Avoided: neither usi --book nor match plays it. */
+	run_ok("%s avoid %s startpos 7g7f%s", book, "");
+	m = usi_book_move(book);
+	assert_string_equal(m, "6g6f");
+	free(m);
+	m = match_first_move(book);
+	assert_string_equal(m, "6g6f");
+	free(m);
+	/* Preferred within its window (80 is at most 50 below 90): played. */
+	run_ok("%s prefer %s startpos 2g2f%s", book, "");
+	m = usi_book_move(book);
+	assert_string_equal(m, "2g2f");
+	free(m);
+	m = match_first_move(book);
+	assert_string_equal(m, "2g2f");
+	free(m);
+	/* 5g5f (30) is 60 below the best (90): not with a window of 50, with 60. */
+	run_ok("%s prefer %s startpos 2g2f --undo%s", book, "");
+	run_ok("%s prefer %s startpos 5g5f --window 50%s", book, "");
+	m = usi_book_move(book);
+	assert_string_equal(m, "6g6f");
+	free(m);
+	json_t *q = query(book, "startpos");
+	assert_string_equal(bestmove(q), "6g6f");
+	json_decref(q);
+	run_ok("%s prefer %s startpos 5g5f --window 60%s", book, "");
+	m = usi_book_move(book);
+	assert_string_equal(m, "5g5f");
+	free(m);
+	m = match_first_move(book);
+	assert_string_equal(m, "5g5f");
+	free(m);
+	/* Avoiding a preferred move replaces the mark: never played. */
+	run_ok("%s avoid %s startpos 5g5f%s", book, "");
+	q = query(book, "startpos");
+	assert_string_equal(bestmove(q), "6g6f");
+	assert_null(json_object_get(move_of(q, "5g5f"), "preferred"));
+	json_decref(q);
+	/* Every move avoided: no book move at all. */
+	run_ok("%s avoid %s startpos 6g6f%s", book, "");
+	run_ok("%s avoid %s startpos 2g2f%s", book, "");
+	m = usi_book_move(book);
+	assert_string_equal(m, "");
+	free(m);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* The start position's marks as "move kind source note" lines. */
+static char *marks_text(const char *book)
+{
+	json_t *q = query(book, "startpos"), *m;
+	char *text = calloc(1, 4096);
+	size_t i;
+	json_array_foreach(json_object_get(q, "moves"), i, m)
+	{
+		json_t *mk = json_object_get(m, "mark");
+		if (!mk) continue;
+		json_t *note = json_object_get(mk, "note");
+		snprintf(text + strlen(text), 4096 - strlen(text), "%s %s %s %s %lld\n",
+		         json_string_value(json_object_get(m, "move")),
+		         json_string_value(json_object_get(mk, "kind")),
+		         json_string_value(json_object_get(mk, "source")),
+		         note ? json_string_value(note) : "-",
+		         json_object_get(mk, "window") ? ts_jint(mk, "window") : -1);
+	}
+	json_decref(q);
+	return text;
+}
+
+static void test_marks__marks_survive_minimax_merge_and_backup(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600];
+	snprintf(book, sizeof book, "%s/book", dir);
+	ts_plant(book, "startpos", START_MOVES, 12);
+	ts_plant(book, "startpos moves 6g6f", "3c3d:-20 8c8d:-40", 12);
+	run_ok("%s minimax %s --full --quiet%s", book, "");
+	run_ok("%s avoid %s startpos 5g5f --note 'too slow'%s", book, "");
+	run_ok("%s prefer %s startpos 2g2f --window 70 --note 'sharp'%s", book, "");
+	char *want = marks_text(book);
+	assert_string_equal(want, "2g2f prefer hand sharp 70\n5g5f avoid hand too slow -1\n");
+	/* minimax, whole and incremental. */
+	run_ok("%s minimax %s --full --quiet%s", book, "");
+	char *got = marks_text(book);
+	assert_string_equal(got, want);
+	free(got);
+	ts_plant(book, "startpos moves 6g6f", "3c3d:-20 8c8d:-60", 12);
+	run_ok("%s minimax %s --quiet%s", book, "");
+	got = marks_text(book);
+	assert_string_equal(got, want);
+	free(got);
+	/* merge into a new book, and into one with its own note on 2g2f (kept). */
+	char other[700];
+	snprintf(other, sizeof other, "%s/merged", dir);
+	run_ok("%s merge %s %s --quiet", other, book);
+	got = marks_text(other);
+	assert_string_equal(got, want);
+	free(got);
+	snprintf(other, sizeof other, "%s/own", dir);
+	ts_plant(other, "startpos", START_MOVES, 12);
+	run_ok("%s prefer %s startpos 2g2f --window 70 --note 'mine'%s", other, "");
+	run_ok("%s merge %s %s --quiet", other, book);
+	got = marks_text(other);
+	assert_string_equal(got, "2g2f prefer hand mine 70\n5g5f avoid hand too slow -1\n");
+	free(got);
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), other), 0);
+	/* backup. */
+	snprintf(other, sizeof other, "%s/backup", dir);
+	run_ok("%s backup %s %s", book, other);
+	got = marks_text(other);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* The codec: a preference and its window round-trip; a move both avoided
+ * and preferred is refused by the encoder and, in bytes, by the decoder. */
+static void
+test_marks__the_record_keeps_preferences_and_refuses_both_marks_on_one_move(void **state)
+{
+	(void)state;
+	BookRecord *rec = calloc(1, sizeof *rec), *back = calloc(1, sizeof *back);
+	Position pos;
+	pos_set_startpos(&pos);
+	bookdb_record_init(rec, &pos);
+	rec->nmoves = 3;
+	rec->moves[0].move = (Move)0x1234;
+	rec->moves[1].move = (Move)0x1235;
+	rec->moves[1].flags = BOOKDB_MOVE_PREFERRED;
+	rec->moves[1].prefer_window = 300;
+	rec->moves[2].move = (Move)0x1236;
+	rec->moves[2].flags = BOOKDB_MOVE_AVOIDED;
+	uint8_t buf[BOOKDB_RECORD_MAX];
+	int n = bookdb_record_encode(buf, sizeof buf, rec);
+	assert_true(n > 0);
+	assert_int_equal(buf[0], BOOKDB_REC_AVOID | BOOKDB_REC_PREFER);
+	assert_int_equal(bookdb_record_decode(back, buf, (size_t)n), 0);
+	assert_true(back->moves[1].flags & BOOKDB_MOVE_PREFERRED);
+	assert_int_equal(back->moves[1].prefer_window, 300);
+	assert_true(back->moves[2].flags & BOOKDB_MOVE_AVOIDED);
+	assert_false(back->moves[0].flags & (BOOKDB_MOVE_AVOIDED | BOOKDB_MOVE_PREFERRED));
+	/* The avoided list is [2] (3 bytes: flag byte... k=1, gap 2); pointing the
+	 * preference list at index 2 too makes both marks on one move. */
+	rec->moves[1].flags = BOOKDB_MOVE_AVOIDED | BOOKDB_MOVE_PREFERRED;
+	assert_int_equal(bookdb_record_encode(buf, sizeof buf, rec), BOOKDB_EINVAL);
+	rec->moves[1].flags = BOOKDB_MOVE_PREFERRED;
+	n = bookdb_record_encode(buf, sizeof buf, rec);
+	/* Find the preference list (k=1, gap 1, window 300 = 0xac 0x02) and
+	 * point it at the avoided move (gap 2). */
+	int at = -1;
+	for (int i = 0; i + 3 < n; i++)
+		if (buf[i] == 1 && buf[i + 1] == 1 && buf[i + 2] == 0xac && buf[i + 3] == 0x02)
+			at = i;
+	assert_true(at > 0);
+	buf[at + 1] = 2;
+	assert_int_equal(bookdb_record_decode(back, buf, (size_t)n), BOOKDB_ECORRUPT);
+	free(rec);
+	free(back);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(
+	        test_marks__a_mark_is_kept_with_its_note_and_time_and_undo_takes_exactly_it_off),
+	    cmocka_unit_test(
+	        test_marks__an_avoided_move_is_never_played_and_a_preferred_one_within_its_window),
+	    cmocka_unit_test(test_marks__marks_survive_minimax_merge_and_backup),
+	    cmocka_unit_test(
+	        test_marks__the_record_keeps_preferences_and_refuses_both_marks_on_one_move),
+	};
+	shogi_init();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

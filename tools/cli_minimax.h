@@ -1,0 +1,25 @@
+/*
+ * tools/cli_minimax.h — the minimax a command runs after its own writes
+ * (merge, avoid, prefer): incremental over what changed, or the whole book
+ * when it must, and left to the run under way when another one holds the
+ * book (a coordinator's), which reads the writes from the change log.
+ */
+#ifndef TOOLS_CLI_MINIMAX_H
+#define TOOLS_CLI_MINIMAX_H
+
+#include <stdbool.h>
+
+#include "bookdb/bookdb.h"
+#include "minimax/bookmm.h"
+#include "shogi/errors.h"
+
+/*
+ * Runs minimax with the default options over db; prefix names the command
+ * on the progress line (shown when progress). *busy: another run held the
+ * book, nothing was done (returns 0). 0, or < 0 with the message in err
+ * (BOOKMM_ERRLEN).
+ */
+JOSEKI_MUST_USE int cli_minimax_after(BookmmStats *st, bool *busy, BookDB *db, const char *prefix,
+                                      bool progress, char *err);
+
+#endif

@@ -1,0 +1,182 @@
+/*
+ * joseki avoid BOOK POS MOVE [--note TEXT] [--undo] [--no-minimax] [--json]
+ * joseki prefer BOOK POS MOVE [--window CP] [--note TEXT] [--undo] [--no-minimax] [--json]
+ *
+ * Hand marks on book moves (bookdb/marks.h, docs/bookdb.md "Marks"): the
+ * book side never plays an avoided move; it plays a preferred one where the
+ * move is valued at most CP below the best (default 50). The mark is kept in
+ * the book with its note and time, shown by query, the HTTP API and the
+ * explorer; --undo takes exactly that mark off. MOVE is a USI move (7g7f) or
+ * written as a player writes it (７六歩, ▲７六歩(77)). The record is written
+ * through the store (logged for the incremental minimax), then minimax backs
+ * the values up unless --no-minimax.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bookdb/bookdb.h"
+#include "bookdb/marks.h"
+#include "minimax/bookmm.h"
+#include "shogi/japanese.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+#include "tools/cli_minimax.h"
+#include "tools/cli_opt.h"
+#include "tools/commands.h"
+
+/* Whether s is valid UTF-8 without control characters other than tab. */
+static bool note_ok(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		if (*p < 0x20 && *p != '\t') return false;
+		size_t n = *p < 0x80             ? 1
+		           : (*p & 0xE0) == 0xC0 ? 2
+		           : (*p & 0xF0) == 0xE0 ? 3
+		           : (*p & 0xF8) == 0xF0 ? 4
+		                                 : 0;
+		if (!n || (n == 2 && *p < 0xC2)) return false;
+		for (size_t i = 1; i < n; i++)
+			if ((p[i] & 0xC0) != 0x80) return false;
+		p += n;
+	}
+	return true;
+}
+
+static int mark_cmd(int argc, char **argv, BookMarkKind kind)
+{
+	const char *book = NULL, *spec = NULL, *move_text = NULL, *note = "";
+	bool undo = false, no_minimax = false, json = false;
+	uint64_t window = BOOKDB_PREFER_WINDOW;
+	const CliOpt common[] = {
+	    CLI_ARG("BOOK", &book, "the book"),
+	    CLI_ARG("POS", &spec, "the position: startpos, an SFEN, or either with moves ..."),
+	    CLI_ARG("MOVE", &move_text, "the move: USI (7g7f) or as a player writes it (７六歩)"),
+	    CLI_STR("--note", &note, "TEXT", "why, kept with the mark (UTF-8)"),
+	    CLI_FLAG("--undo", &undo, "take this mark off instead"),
+	    CLI_FLAG("--no-minimax", &no_minimax, "no minimax after the mark"),
+	    CLI_JSON(&json),
+	    CLI_TABLE_END,
+	};
+	const CliOpt prefer_opts[] = {
+	    CLI_GROUP(common),
+	    CLI_NUM("--window", &window, 0, 65535, "CP",
+	            "played where its value is at most CP below the best (default 50)"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {kind == BOOKDB_MARK_AVOID ? "avoid" : "prefer",
+	                    kind == BOOKDB_MARK_AVOID ? common : prefer_opts};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
+	if (strlen(note) > BOOKDB_NOTE_MAX)
+		return cli_usage_error(&cmd, "--note is longer than %d bytes", BOOKDB_NOTE_MAX);
+	if (!note_ok(note))
+		return cli_usage_error(&cmd,
+		                       "--note is not UTF-8 text (or holds control characters)");
+	shogi_init();
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	BookMark *mark = calloc(1, sizeof *mark);
+	BookDB *db = NULL;
+	BookTxn *txn = NULL;
+	int ret = 1, rc;
+	char perr[SHOGI_ERRLEN], err[BOOKDB_MARK_ERRLEN], berr[BOOKDB_ERRLEN];
+	if (!pos || !rec || !mark) {
+		joseki_error("out of memory");
+		goto done;
+	}
+	if (position_parse(pos, spec, perr) < 0) {
+		joseki_error("%s: bad position '%s': %s", cmd.name, spec, perr);
+		ret = 2;
+		goto done;
+	}
+	Move m;
+	if (usi_move_parse_legal(&m, pos, move_text, strlen(move_text), NULL) < 0 &&
+	    ja_move_parse(&m, pos, pos_history_len(pos) ? move_to(pos_st(pos)->move) : SQ_NONE,
+	                  move_text, strlen(move_text), perr) < 0) {
+		joseki_error("%s: '%s' is not a legal move in %s (%s)", cmd.name, move_text, spec,
+		             perr);
+		ret = 2;
+		goto done;
+	}
+	BookDBOptions existing = {.must_exist = true};
+	if (bookdb_open(&db, book, &existing, berr) < 0) {
+		db = NULL;
+		joseki_error("%s: %s", cmd.name, berr);
+		goto done;
+	}
+	bool changed = true;
+	if ((rc = bookdb_txn_begin(&txn, db, true)) < 0) {
+		joseki_error("%s: %s: %s", cmd.name, book, bookdb_strerror(rc));
+		goto done;
+	}
+	if (undo) {
+		rc = bookdb_mark_clear(txn, rec, pos_key(pos), m, kind, err);
+	} else {
+		mark->kind = (uint8_t)kind;
+		mark->source = BOOKDB_MARK_HAND;
+		mark->known = true;
+		mark->time = (int64_t)time(NULL);
+		mark->window = (uint16_t)window;
+		snprintf(mark->note, sizeof mark->note, "%s", note);
+		rc = bookdb_mark_set(txn, rec, pos_key(pos), pos, m, mark, &changed, err);
+	}
+	if (rc < 0) {
+		joseki_error("%s: %s: %s in %s: %s", cmd.name, book, move_text, spec, err);
+		goto done;
+	}
+	rc = bookdb_txn_commit(txn);
+	txn = NULL;
+	if (rc < 0) {
+		joseki_error("%s: %s: %s", cmd.name, book, bookdb_strerror(rc));
+		goto done;
+	}
+	BookmmStats mm;
+	bool ran = false, busy = false;
+	char mmerr[BOOKMM_ERRLEN];
+	if (changed && !no_minimax) {
+		if (cli_minimax_after(&mm, &busy, db, cmd.name, false, mmerr) < 0) {
+			joseki_error("%s: the mark is made; minimax: %s: %s", cmd.name, book,
+			             mmerr);
+			goto done;
+		}
+		ran = !busy;
+	}
+	char usi[USI_MOVE_MAX];
+	usi_move_write(m, usi);
+	const char *what = undo ? "cleared" : changed ? "marked" : "unchanged";
+	if (json) {
+		json_t *o =
+		    json_pack("{s:s,s:s,s:s,s:s,s:b}", "kind", bookdb_mark_kind_name(kind), "move",
+		              usi, "position", spec, "result", what, "minimax", ran);
+		if (o && kind == BOOKDB_MARK_PREFER && !undo)
+			json_object_set_new(o, "window", json_integer((json_int_t)window));
+		if (joseki_print_json(o, 0) < 0) goto done;
+	} else {
+		printf("%s %s %s: %s", cmd.name, usi, spec, what);
+		if (busy) printf("; minimax left to the run under way on the book (and the next)");
+		if (ran) printf("; minimax %s", mm.incremental ? "incremental" : "whole book");
+		printf("\n");
+	}
+	ret = 0;
+done:
+	bookdb_txn_abort(txn);
+	bookdb_free(db);
+	free(mark);
+	free(rec);
+	free(pos);
+	return ret;
+}
+
+int cmd_avoid(int argc, char **argv)
+{
+	return mark_cmd(argc, argv, BOOKDB_MARK_AVOID);
+}
+
+int cmd_prefer(int argc, char **argv)
+{
+	return mark_cmd(argc, argv, BOOKDB_MARK_PREFER);
+}
