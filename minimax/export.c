@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "minimax/export_priv.h"
 #include "shogi/apery.h"
 #include "shogi/db2016.h"
 #include "shogi/errmsg.h"
@@ -37,6 +38,7 @@
 #include "bookdb/query.h"
 #include "minimax/bookmm.h"
 #include "minimax/graph.h"
+#include "bookdb/query.h"
 #include "shogi/notation.h"
 
 const char *export_strerror(int code)
@@ -50,6 +52,8 @@ const char *export_strerror(int code)
 		return "out of memory";
 	case EXPORT_EBOOK:
 		return "the book could not be read";
+	case EXPORT_EINVAL:
+		return "bad option";
 	}
 	return "unknown export error";
 }
@@ -60,19 +64,13 @@ typedef struct {
 	uint32_t len;      /* the whole block */
 } Entry;
 
-typedef struct {
-	Move move, ponder;
-	int value, depth; /* depth: the order's tie-break (minimax: the distance) */
-	int field;        /* the depth field written (ExportOptions.depth_field) */
-} OutMove;
-
 /* One entry of an Apery book, with what orders it: its key, then the
  * position it comes from (to tell two positions one key names), then the
  * move's rank (best first). */
 typedef struct {
 	uint64_t key, pos_hi;
 	uint32_t rank;
-	uint16_t move;
+	uint16_t move, count;
 	int32_t score;
 } AperyOut;
 
@@ -137,9 +135,23 @@ static int analysis_depth(const BookRecord *rec)
 	return d;
 }
 
-/* The moves of rec to write, best first; returns how many. */
-static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *pos,
-                         const BookIndex *ix, BookRecord *child, const ExportOptions *opt)
+/* The count field of the moves kept (ExportOptions.count). */
+static void set_counts(OutMove *out, size_t n, const BookRecord *rec, const ExportOptions *opt)
+{
+	uint32_t below = 1;
+	for (size_t k = n; k-- > 0;) {
+		const BookMove *m = &rec->moves[out[k].k];
+		uint32_t games = (m->flags & BOOKDB_MOVE_STATS) ? m->count : 0;
+		uint32_t c = opt->count == EXPORT_COUNT_ONE ? 1 : games ? games : 1;
+		/* VALUE: never fewer than the move ranked below it. */
+		if (opt->count == EXPORT_COUNT_VALUE && c < below) c = below;
+		out[k].count = c;
+		below = c;
+	}
+}
+
+size_t export_pick(OutMove *out, const BookRecord *rec, const Position *pos, const BookIndex *ix,
+                   BookRecord *child, const ExportOptions *opt, unsigned how)
 {
 	bool minimax = rec->flags & BOOKDB_REC_MINIMAX;
 	size_t n = 0;
@@ -147,7 +159,10 @@ static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *po
 		const BookMove *m = &rec->moves[k];
 		if (m->move == MOVE_NONE) continue;
 		if ((m->flags & BOOKDB_MOVE_AVOIDED) && !opt->with_avoided) continue;
-		OutMove o = {m->move, MOVE_NONE, 0, 0, 0};
+		if (opt->min_games &&
+		    (!(m->flags & BOOKDB_MOVE_STATS) || m->count < opt->min_games))
+			continue;
+		OutMove o = {m->move, MOVE_NONE, 0, 0, 0, 1, k};
 		bool shallow = (m->flags & BOOKDB_MOVE_EVAL) && m->depth < opt->min_depth;
 		if (minimax) {
 			if (m->value == BOOKMM_NOVALUE) continue;
@@ -176,11 +191,28 @@ static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *po
 		out[p] = o;
 	}
 	if (n == 0) return 0;
+	/* A preferred move within its window of the best is the one played. */
+	for (size_t p = 1; p < n && (rec->flags & BOOKDB_REC_PREFER); p++) {
+		const BookMove *m = &rec->moves[out[p].k];
+		if (!(m->flags & BOOKDB_MOVE_PREFERRED) ||
+		    !bookdb_prefer_fits(out[p].value, out[0].value, m->prefer_window))
+			continue;
+		OutMove pm = out[p];
+		if (how & PICK_KEEP_ABOVE) {
+			memmove(&out[1], &out[0], p * sizeof *out);
+		} else {
+			memmove(&out[1], &out[p + 1], (n - p - 1) * sizeof *out);
+			n -= p;
+		}
+		out[0] = pm;
+		break;
+	}
 	size_t keep = n;
-	if (opt->moves != EXPORT_MOVES_ALL) {
+	if (!(how & PICK_ALL) && opt->moves != EXPORT_MOVES_ALL) {
 		int floor = out[0].value - (opt->moves == EXPORT_MOVES_WINDOW ? opt->window : 0);
 		keep = 1;
-		while (keep < n && out[keep].value >= floor) keep++;
+		while (opt->moves == EXPORT_MOVES_WINDOW && keep < n && out[keep].value >= floor)
+			keep++;
 	}
 	if (minimax)
 		for (size_t k = 0; k < keep; k++) {
@@ -195,7 +227,91 @@ static size_t pick_moves(OutMove *out, const BookRecord *rec, const Position *po
 			    !(rec->flags & BOOKDB_REC_GAMES))
 				out[k].field = analysis_depth(child);
 		}
+	set_counts(out, keep, rec, opt);
 	return keep;
+}
+
+int export_root_keys(Key *keys, const ExportOptions *opt, char *err)
+{
+	Position *pos = malloc(sizeof *pos);
+	if (!pos) return fail(err, EXPORT_ERRLEN, EXPORT_ENOMEM, "out of memory");
+	char perr[SHOGI_ERRLEN];
+	for (int r = 0; r < opt->nroots; r++) {
+		if (position_parse(pos, opt->roots[r], perr) < 0) {
+			free(pos);
+			return fail(err, EXPORT_ERRLEN, EXPORT_EINVAL, "root %d '%s': %s", r + 1,
+			            opt->roots[r], perr);
+		}
+		keys[r] = pos_key(pos);
+	}
+	free(pos);
+	return 0;
+}
+
+/* With roots: which records (by index position) a game from them reaches
+ * through the moves written (the other side's: every reply written with
+ * PICK_ALL), up to opt->max_ply; a bitmap of n bits in *out (NULL without
+ * roots). Breadth first. 0, or a negative EXPORT_E* code with err. */
+static int reach_from_roots(uint64_t **out, size_t *reached, const BookIndex *ix,
+                            const ExportOptions *opt, char *err)
+{
+	*out = NULL;
+	*reached = 0;
+	if (opt->nroots <= 0) return 0;
+	size_t n = bookdb_index_count(ix);
+	uint64_t *bits = calloc(n / 64 + 1, sizeof *bits);
+	uint32_t *queue = malloc((n + 1) * sizeof *queue);
+	Key *keys = malloc((size_t)opt->nroots * sizeof *keys);
+	BookRecord *rec = malloc(sizeof *rec), *child = malloc(sizeof *child);
+	Position *pos = malloc(sizeof *pos);
+	OutMove *mv = malloc(BOOKDB_MAX_MOVES * sizeof *mv);
+	int rc = 0;
+	size_t head = 0, tail = 0;
+	if (!bits || !queue || !keys || !rec || !child || !pos || !mv) {
+		rc = fail(err, EXPORT_ERRLEN, EXPORT_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = export_root_keys(keys, opt, err)) < 0) goto done;
+	for (int r = 0; r < opt->nroots; r++) {
+		size_t i = bookdb_index_find(ix, keys[r]);
+		if (i == BOOKDB_INDEX_NONE) {
+			rc = fail(err, EXPORT_ERRLEN, EXPORT_EINVAL,
+			          "root %d '%s' is not in the book", r + 1, opt->roots[r]);
+			goto done;
+		}
+		if (bits[i / 64] >> (i % 64) & 1) continue;
+		bits[i / 64] |= 1ULL << (i % 64);
+		queue[tail++] = (uint32_t)i;
+	}
+	while (head < tail) {
+		size_t i = queue[head++];
+		const uint8_t *val;
+		size_t len;
+		bookdb_index_raw(&val, &len, ix, i);
+		if (bookdb_record_decode(rec, val, len) < 0) continue;
+		if (opt->max_ply > 0 && rec->min_ply >= opt->max_ply) continue;
+		if (bookdb_record_position(pos, rec, NULL) < 0) continue;
+		unsigned how = export_side_ours(opt, pos->side) ? 0 : PICK_ALL;
+		size_t k = export_pick(mv, rec, pos, ix, child, opt, how);
+		for (size_t j = 0; j < k; j++) {
+			size_t c = bookdb_index_find(ix, pos_key_after(pos, mv[j].move));
+			if (c == BOOKDB_INDEX_NONE || (bits[c / 64] >> (c % 64) & 1)) continue;
+			bits[c / 64] |= 1ULL << (c % 64);
+			queue[tail++] = (uint32_t)c;
+		}
+	}
+	*out = bits;
+	bits = NULL;
+	*reached = tail;
+done:
+	free(bits);
+	free(queue);
+	free(keys);
+	free(rec);
+	free(child);
+	free(pos);
+	free(mv);
+	return rc;
 }
 
 /* What YaneuraOu's defaults would leave out of this position's best move. */
@@ -229,8 +345,8 @@ static int spill_record(FILE *f, Entry *e, uint64_t off, const BookRecord *rec, 
 		/* As peta-shock writes it: same value as the best by another
 		 * route is shown one lower, so an engine prefers the best line. */
 		if (minimax && k > 0 && value == mv[0].value && mv[k].depth != mv[0].depth) value--;
-		size_t ml =
-		    db2016_format_move_count(line, mv[k].move, mv[k].ponder, value, mv[k].field, 1);
+		size_t ml = db2016_format_move_count(line, mv[k].move, mv[k].ponder, value,
+		                                     mv[k].field, (int)mv[k].count);
 		if (fwrite(line, 1, ml, f) != ml) return -1;
 	}
 	long end = ftell(f);
@@ -247,6 +363,7 @@ static int spill_record(FILE *f, Entry *e, uint64_t off, const BookRecord *rec, 
 typedef struct {
 	const BookIndex *ix;
 	const ExportOptions *opt;
+	const uint64_t *reach; /* with roots: the records reached (else NULL: all) */
 	size_t lo, hi;
 	char *spill_path;
 	FILE *spill;
@@ -290,10 +407,13 @@ static void *run_part(void *arg)
 			if (p->reporter && p->opt->progress)
 				p->opt->progress(p->opt->progress_ctx, "reading", d, p->total);
 		}
+		if (p->reach && !(p->reach[i / 64] >> (i % 64) & 1)) continue;
 		if (bookdb_record_decode(rec, val, len) < 0) continue; /* joseki check reports it */
 		if (p->opt->max_ply > 0 && rec->min_ply > p->opt->max_ply) continue;
+		if (rec->min_ply < p->opt->min_ply) continue;
 		if (bookdb_record_position(pos, rec, NULL) < 0) continue;
-		size_t n = pick_moves(mv, rec, pos, p->ix, child, p->opt);
+		if (!export_side_ours(p->opt, pos->side)) continue;
+		size_t n = export_pick(mv, rec, pos, p->ix, child, p->opt, 0);
 		if (n == 0) continue;
 		yo_count(&p->st, rec, pos, &mv[0]);
 		p->st.from_games += (rec->flags & BOOKDB_REC_GAMES) != 0;
@@ -305,9 +425,13 @@ static void *run_part(void *arg)
 			}
 			uint64_t key = apery_key(pos);
 			for (size_t k = 0; k < n; k++)
-				p->ap[p->nap++] =
-				    (AperyOut){key, pos_key(pos).hi, (uint32_t)k,
-				               apery_move_encode(mv[k].move), mv[k].value};
+				p->ap[p->nap++] = (AperyOut){
+				    key,
+				    pos_key(pos).hi,
+				    (uint32_t)k,
+				    apery_move_encode(mv[k].move),
+				    (uint16_t)(mv[k].count > UINT16_MAX ? UINT16_MAX : mv[k].count),
+				    mv[k].value};
 			p->st.positions++;
 			p->st.moves += n;
 			if (rec->flags & BOOKDB_REC_MINIMAX) p->st.minimaxed++;
@@ -403,7 +527,7 @@ static bool write_merged_apery(FILE *out, Part *parts, int np, const ExportOptio
 		last_key = a->key;
 		last_pos = a->pos_hi;
 		uint8_t buf[APERY_ENTRY_SIZE];
-		AperyEntry e = {a->key, a->move, 1, a->score};
+		AperyEntry e = {a->key, a->move, a->count, a->score};
 		apery_entry_write(buf, &e);
 		if (fwrite(buf, 1, sizeof buf, out) != sizeof buf) return false;
 		st->entries++;
@@ -423,6 +547,7 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 	FILE *out = NULL;
 	BookTxn *txn = NULL;
 	BookIndex *ix = NULL;
+	uint64_t *reach = NULL;
 	int rc = 0, np = 0;
 	if (!tmp_path) {
 		rc = fail(err, errlen, EXPORT_ENOMEM, "out of memory");
@@ -436,6 +561,7 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		goto done;
 	}
 	size_t n = bookdb_index_count(ix);
+	if ((rc = reach_from_roots(&reach, &st.reached, ix, opt, err)) < 0) goto done;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	np = ncpu < 1 ? 1 : (int)ncpu;
 	if (n < 20000) np = 1;
@@ -449,6 +575,7 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		Part *p = &parts[t];
 		p->ix = ix;
 		p->opt = opt;
+		p->reach = reach;
 		p->done = &done;
 		p->total = n;
 		p->reporter = t == 0;
@@ -531,6 +658,7 @@ done:
 	bookdb_index_free(ix);
 	bookdb_txn_abort(txn);
 	free(tmp_path);
+	free(reach);
 	if (stats) *stats = st;
 	return rc;
 }

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "bookdb/bookdb.h"
 
@@ -17,6 +18,7 @@ enum {
 	EXPORT_EIO = ERR_EXPORT - 0,
 	EXPORT_ENOMEM = ERR_EXPORT - 1,
 	EXPORT_EBOOK = ERR_EXPORT - 2,
+	EXPORT_EINVAL = ERR_EXPORT - 3, /* a bad option: a root not in the book, a tree too big */
 };
 
 const char *export_strerror(int code);
@@ -32,6 +34,28 @@ typedef enum { EXPORT_MOVES_BEST, EXPORT_MOVES_WINDOW, EXPORT_MOVES_ALL } Export
  * (0 for a leaf: an engine must then set BookDepthLimit 0).
  */
 typedef enum { EXPORT_DEPTH_SEARCH = 0, EXPORT_DEPTH_DISTANCE = 1 } ExportDepth;
+
+/*
+ * The count field (YaneuraOu's 5th, Apery's count). YaneuraOu orders a
+ * position's moves by count before value (and measures BookEvalDiff and
+ * BookDepthLimit from the first of that order); ConsiderBookMoveCount and
+ * Apery choose in proportion to counts. VALUE (the default): the moves' game
+ * counts, each raised to the count of the move ranked below it where it is
+ * lower, at least 1, so that the count order is the value order (value still
+ * decides) and counts still weigh a random choice by games; with no games
+ * every count is 1. GAMES: the game counts as they are (at least 1): a book
+ * whose most played move comes first whatever its value. ONE: every count 1.
+ */
+typedef enum { EXPORT_COUNT_VALUE = 0, EXPORT_COUNT_GAMES = 1, EXPORT_COUNT_ONE = 2 } ExportCount;
+
+/* The side a partial book is for (ExportOptions.side). */
+typedef enum { EXPORT_SIDE_BOTH = 0, EXPORT_SIDE_BLACK = 1, EXPORT_SIDE_WHITE = 2 } ExportSide;
+
+/* The KIF tree's depth when none is given (ExportOptions.plies). */
+#define EXPORT_KIF_PLIES 8
+#define EXPORT_KIF_MAX_PLIES 256
+/* The most moves a KIF tree may hold (a deeper tree: EXPORT_EINVAL). */
+#define EXPORT_KIF_MAX_MOVES 2000000
 
 /* YaneuraOu's defaults that leave book moves out (its options BookDepthLimit,
  * BookEvalBlackLimit, BookEvalWhiteLimit, BookMoves). */
@@ -55,6 +79,21 @@ typedef struct {
 	void *progress_ctx;
 	bool with_avoided;       /* also moves joseki prune marked avoided (left out by default) */
 	ExportDepth depth_field; /* YaneuraOu: what the depth field says */
+	/* Partial books (docs/minimax.md, "Partial books"). */
+	int min_ply;              /* positions first seen before this ply are left out (0: all) */
+	uint32_t min_games;       /* moves played in fewer games are left out (0: all) */
+	ExportSide side;          /* the book for one side: YaneuraOu and Apery write only its
+	                             positions; every format follows all the other side's
+	                             replies from the roots */
+	const char *const *roots; /* position specs (NULL/0: every position; KIF: the start) */
+	int nroots;
+	ExportCount count; /* YaneuraOu and Apery: the count field */
+	/* KIF and KI2 (export_kif): the tree's depth from its root (0:
+	 * EXPORT_KIF_PLIES), KI2 instead of KIF, Shift_JIS (CP932) instead of
+	 * UTF-8, and the book's name for the header's comment (may be NULL). */
+	int plies;
+	bool ki2, sjis;
+	const char *book_name;
 } ExportOptions;
 
 typedef struct {
@@ -72,6 +111,7 @@ typedef struct {
 	size_t yo_shallow, yo_below[2], yo_late;
 	size_t from_games; /* positions written whose values come from games alone */
 	int depth_lo, value_lo[2], ply_hi;
+	size_t reached; /* with roots: positions reached from them (before the side filter) */
 } ExportStats;
 
 /*
@@ -97,5 +137,21 @@ JOSEKI_MUST_USE int export_yaneuraou(ExportStats *stats, BookDB *db, const char 
  */
 JOSEKI_MUST_USE int export_apery(ExportStats *stats, BookDB *db, const char *out_path,
                                  const ExportOptions *opt, char *err);
+
+/*
+ * Writes the book's tree from opt->roots[0] (the start position without
+ * roots) as a KIF record, or KI2 with opt->ki2, to out_path (through
+ * out_path.tmp): each position's book moves (the moves export_yaneuraou
+ * would write; with opt->side, all of the other side's replies) best first,
+ * the first the main line and the others its variations (変化), to opt->plies
+ * plies; each move's value and source, depth and games in comment lines, a
+ * repetition of the line or a position outside the book ends a line. UTF-8
+ * (`#KIF version=2.0 encoding=UTF-8`), or Shift_JIS with opt->sjis. stats:
+ * positions (expanded), moves (written). Fails as export_yaneuraou, or with
+ * EXPORT_EINVAL for more than one root, a root not in the book or a tree of
+ * more than EXPORT_KIF_MAX_MOVES moves.
+ */
+JOSEKI_MUST_USE int export_kif(ExportStats *stats, BookDB *db, const char *out_path,
+                               const ExportOptions *opt, char *err);
 
 #endif

@@ -310,6 +310,86 @@ size_t ja_move_write(const Position *pos, Move m, Square prev_to, bool mark, con
 	return o.n;
 }
 
+size_t ja_kif_move_write(const Position *pos, Move m, Square prev_to, char out[JA_MOVE_MAX])
+{
+	out[0] = 0;
+	if (!pos_is_legal(pos, m)) return 0;
+	Out o = {out, 0, JA_MOVE_MAX};
+	Square to = move_to(m);
+	if (to == prev_to) {
+		put(&o, "同　");
+	} else {
+		put(&o, FILE_DIGITS[sq_file(to)]);
+		put(&o, RANK_KANJI[sq_rank(to)]);
+	}
+	if (move_is_drop(m)) {
+		put(&o, NAMES[move_drop_type(m)]);
+		put(&o, "打");
+		return o.n;
+	}
+	Square from = move_from(m);
+	PieceType pt = piece_type(pos->board[from]);
+	put(&o, NAMES[pt]);
+	/* KIF writes 成 alone: the origin tells the rest (ShogiHome's reader
+	 * takes no 不成 there). */
+	if (move_is_promote(m)) put(&o, "成");
+	char at[8];
+	snprintf(at, sizeof at, "(%d%d)", sq_file(from) + 1, sq_rank(from) + 1);
+	put(&o, at);
+	return o.n;
+}
+
+size_t ja_board_write(const Position *pos, char *out, size_t cap)
+{
+	Out o = {out, 0, cap};
+	if (cap < 1024) return 0;
+	out[0] = 0;
+	static const PieceType HAND_ORDER[] = {ROOK, BISHOP, GOLD, SILVER, KNIGHT, LANCE, PAWN};
+	for (int side = WHITE;; side = BLACK) {
+		put(&o, side == WHITE ? "後手の持駒：" : "先手の持駒：");
+		bool any = false;
+		for (size_t i = 0; i < sizeof HAND_ORDER / sizeof HAND_ORDER[0]; i++) {
+			int n = hand_count(pos->hand[side], (PieceType)HAND_ORDER[i]);
+			if (!n) continue;
+			put(&o, NAMES[HAND_ORDER[i]]);
+			if (n > 1) {
+				static const char *const TENS[] = {"", "十"};
+				if (n >= 10) put(&o, TENS[1]);
+				if (n % 10) put(&o, RANK_KANJI[n % 10 - 1]);
+			}
+			put(&o, "　");
+			any = true;
+		}
+		if (!any) put(&o, "なし");
+		put(&o, "\n");
+		if (side == BLACK) break;
+		put(&o, "  ９ ８ ７ ６ ５ ４ ３ ２ １\n+---------------------------+\n");
+		for (int rank = 0; rank < 9; rank++) {
+			put(&o, "|");
+			for (int file = 8; file >= 0; file--) {
+				Piece p = pos->board[sq_make(file, rank)];
+				if (p == PIECE_NONE) {
+					put(&o, " ・");
+					continue;
+				}
+				put(&o, piece_color(p) == WHITE ? "v" : " ");
+				PieceType pt = piece_type(p);
+				/* One character a square: 杏 圭 全 for the promoted minors. */
+				static const char *const ONE[PT_NB] = {
+				    "",   "歩", "香", "桂", "銀", "角", "飛", "金",
+				    "玉", "と", "杏", "圭", "全", "馬", "龍"};
+				put(&o, ONE[pt]);
+			}
+			put(&o, "|");
+			put(&o, RANK_KANJI[rank]);
+			put(&o, "\n");
+		}
+		put(&o, "+---------------------------+\n");
+	}
+	put(&o, pos->side == BLACK ? "先手番\n" : "後手番\n");
+	return o.n;
+}
+
 /* ---- parsing ------------------------------------------------------------- */
 
 static int errf(char *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

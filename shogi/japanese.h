@@ -43,6 +43,21 @@ size_t ja_move_write(const Position *pos, Move m, Square prev_to, bool mark, con
                      int nlegal, char out[JA_MOVE_MAX]);
 
 /*
+ * Writes the legal move m of pos as a KIF record's move text into out
+ * (JA_MOVE_MAX bytes): the square (同　 for prev_to), the piece, 成 for a
+ * promotion (a move that does not promote is written without 不成, as the
+ * GUIs write KIF: the origin tells it), 打 for every drop, and the origin:
+ * ７六歩(77), 同　歩(14), ５五角打, ２二角成(88), ２三銀(34). Returns the length;
+ * 0 (and "") when m is not legal in pos.
+ */
+size_t ja_kif_move_write(const Position *pos, Move m, Square prev_to, char out[JA_MOVE_MAX]);
+
+/* The board diagram of a KIF or KI2 record (後手の持駒, the nine ranks,
+ * 先手の持駒, 手番), each line ending with "\n", into out (cap bytes; 1024
+ * always hold it). Returns the length (0 when cap is too small). */
+size_t ja_board_write(const Position *pos, char *out, size_t cap);
+
+/*
  * Parses a written move in pos (s, len bytes of UTF-8; an optional leading
  * mark must be the side to move's) and returns the legal move it names in
  * *out. prev_to is the previous move's square, for 同. Returns 0,

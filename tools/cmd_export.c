@@ -1,15 +1,23 @@
 /*
- * joseki export BOOK OUT [--format yaneuraou|apery] [--moves best|window|all]
- *              [--window CP] [--min-depth D] [--max-ply N] [--with-avoided]
- *              [--depth-field search|distance] [--json] [--quiet]
+ * joseki export BOOK OUT [--format yaneuraou|apery|kif|ki2] [--moves best|window|all]
+ *              [--window CP] [--min-depth D] [--min-games N] [--min-ply N] [--max-ply N]
+ *              [--side black|white] [--root POS]... [--roots FILE] [--with-avoided]
+ *              [--count value|games|one] [--depth-field search|distance]
+ *              [--plies N] [--encoding utf-8|sjis] [--json] [--quiet]
  *
- * Writes the book as a YaneuraOu DB2016 book sorted for BookOnTheFly, or as
- * an Apery binary book (--format apery, or an OUT named *.bin)
- * (docs/minimax.md). Defaults: --moves window --window 30. Moves joseki prune
- * marked avoided are left out unless --with-avoided. Only moves with a value
+ * Writes the book as a YaneuraOu DB2016 book sorted for BookOnTheFly, as an
+ * Apery binary book (--format apery, or an OUT named *.bin), or its tree
+ * from a position as a KIF or KI2 record with variations (--format kif|ki2,
+ * or an OUT named *.kif *.kifu *.ki2 *.ki2u; Shift_JIS for .kif and .ki2)
+ * (docs/minimax.md). Defaults: --moves window --window 30. Moves marked
+ * avoided are left out unless --with-avoided; a preferred move within its
+ * window of the best is the one written first. Only moves with a value
  * are written (the minimax value, or before minimax the move's own analysis:
- * never a game comment); a position without one is left out. A YaneuraOu
- * export lists the engine options that make it play the book as it is.
+ * never a game comment); a position without one is left out. The filters
+ * make partial books (a ply range, one side's positions, moves within CP of
+ * the best, a depth or games floor, the positions reached from roots). A
+ * YaneuraOu export lists the engine options that make it play the book as
+ * it is.
  */
 #include <errno.h>
 #include <limits.h>
@@ -140,29 +148,105 @@ static void yo_options(json_t *o, const char *out, const ExportStats *st, const 
 		       st->from_games);
 }
 
+enum { FORMAT_YANEURAOU, FORMAT_APERY, FORMAT_KIF, FORMAT_KI2 };
+
+/* The format OUT's name says (.bin Apery, .kif/.kifu KIF, .ki2/.ki2u KI2),
+ * and whether its encoding is Shift_JIS (.kif, .ki2). */
+static int format_of(const char *out, bool *sjis)
+{
+	static const struct {
+		const char *ext;
+		int format;
+		bool sjis;
+	} EXT[] = {{".bin", FORMAT_APERY, false},
+	           {".kif", FORMAT_KIF, true},
+	           {".kifu", FORMAT_KIF, false},
+	           {".ki2", FORMAT_KI2, true},
+	           {".ki2u", FORMAT_KI2, false}};
+	size_t n = strlen(out);
+	for (size_t i = 0; i < sizeof EXT / sizeof EXT[0]; i++) {
+		size_t e = strlen(EXT[i].ext);
+		if (n > e && !strcasecmp(out + n - e, EXT[i].ext)) {
+			*sjis = EXT[i].sjis;
+			return EXT[i].format;
+		}
+	}
+	*sjis = false;
+	return FORMAT_YANEURAOU;
+}
+
+/* --roots FILE: one position a line (# comments), appended to roots. */
+static int read_roots(const char *path, char ***roots, int *n)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) return -1;
+	char line[8192];
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\r\n")] = 0;
+		char *s = line;
+		while (*s == ' ' || *s == '\t') s++;
+		if (!*s || *s == '#') continue;
+		char **v = realloc(*roots, (size_t)(*n + 1) * sizeof *v);
+		if (!v || !(v[*n] = strdup(s))) {
+			if (v) *roots = v;
+			fclose(f);
+			return -1;
+		}
+		*roots = v;
+		(*n)++;
+	}
+	fclose(f);
+	return 0;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	static const int MOVES[] = {EXPORT_MOVES_BEST, EXPORT_MOVES_WINDOW, EXPORT_MOVES_ALL};
-	const char *book = NULL, *out = NULL;
+	static const int SIDES[] = {EXPORT_SIDE_BLACK, EXPORT_SIDE_WHITE};
+	enum { MAX_ROOTS = 1024 };
+	const char *book = NULL, *out = NULL, *roots_file = NULL, *root_args[MAX_ROOTS];
+	int nroot_args = 0;
 	bool json = false, quiet = false;
-	int apery = -1; /* -1: as OUT's name says */
+	int format = -1;   /* -1: as OUT's name says */
+	int encoding = -1; /* -1: as OUT's name says; 0 UTF-8, 1 Shift_JIS */
+	uint64_t min_games = 0;
 	ExportOptions opt = {.moves = EXPORT_MOVES_WINDOW, .window = 30};
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
 	    CLI_ARG("OUT", &out, "the file written"),
-	    CLI_ENUM("--format", &apery, "yaneuraou|apery", NULL,
-	             "YaneuraOu DB2016, or Apery's binary book (default: apery for OUT.bin)"),
+	    CLI_ENUM("--format", &format, "yaneuraou|apery|kif|ki2", NULL,
+	             "YaneuraOu DB2016, Apery's binary book, or the tree as a KIF or KI2 record "
+	             "(default: by OUT's name: .bin, .kif .kifu, .ki2 .ki2u; else yaneuraou)"),
 	    CLI_ENUM("--moves", &opt.moves, "best|window|all", MOVES,
 	             "the best move, those within --window of it (default), all"),
 	    CLI_NUM("--window", &opt.window, 0, 64000, "CP",
 	            "the window below the best (default 30)"),
 	    CLI_NUM("--min-depth", &opt.min_depth, 0, 255, "D",
 	            "moves with an evaluation at least this deep"),
+	    CLI_NUM("--min-games", &min_games, 0, UINT32_MAX, "N",
+	            "moves played in at least N games"),
+	    CLI_NUM("--min-ply", &opt.min_ply, 1, 65535, "N", "positions from ply N"),
 	    CLI_NUM("--max-ply", &opt.max_ply, 1, 65535, "N", "positions up to ply N"),
-	    CLI_FLAG("--with-avoided", &opt.with_avoided, "also the moves prune marked avoided"),
+	    CLI_ENUM("--side", &opt.side, "black|white", SIDES,
+	             "the book for one side: its positions only (KIF: the other side's every "
+	             "reply)"),
+	    CLI_STR("--root", root_args, "POS",
+	            "only the positions reached from POS by the moves written (the other side "
+	            "with --side: every reply); KIF: the tree's root (default startpos)",
+	            CLI_MANY(&nroot_args, MAX_ROOTS)),
+	    CLI_STR("--roots", &roots_file, "FILE", "roots as --root, one a line (# comments)"),
+	    CLI_FLAG("--with-avoided", &opt.with_avoided, "also the moves marked avoided"),
+	    CLI_ENUM("--count", &opt.count, "value|games|one", NULL,
+	             "the count field: games, raised so that the count order is the value "
+	             "order (default); games as they are (most played first); 1"),
 	    CLI_ENUM("--depth-field", &opt.depth_field, "search|distance", NULL,
 	             "YaneuraOu's depth field: the analysis's search depth (default), or the "
 	             "plies to the leaf as makebook peta_shock writes it"),
+	    CLI_NUM("--plies", &opt.plies, 1, EXPORT_KIF_MAX_PLIES, "N",
+	            "KIF, KI2: the tree's depth from its root (default 8)"),
+	    CLI_ENUM("--encoding", &encoding, "utf-8|sjis", NULL,
+	             "KIF, KI2: the text's encoding (default: Shift_JIS for .kif and .ki2, "
+	             "else UTF-8)"),
 	    CLI_JSON(&json),
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
@@ -170,6 +254,34 @@ int cmd_export(int argc, char **argv)
 	const CliCmd cmd = {"export", opts};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
+	bool sjis;
+	int by_name = format_of(out, &sjis);
+	if (format < 0) format = by_name;
+	if (encoding >= 0) sjis = encoding == 1;
+	if (format != FORMAT_KIF && format != FORMAT_KI2 && (opt.plies || encoding >= 0))
+		return cli_usage_error(&cmd, "--plies and --encoding are for --format kif or ki2");
+	if (format != FORMAT_KIF && format != FORMAT_KI2) sjis = false;
+	opt.min_games = (uint32_t)min_games;
+	opt.ki2 = format == FORMAT_KI2;
+	opt.sjis = sjis;
+	opt.book_name = book;
+	char **roots = NULL;
+	int nroots = 0;
+	for (int i = 0; i < nroot_args; i++) {
+		char **v = realloc(roots, (size_t)(nroots + 1) * sizeof *v);
+		if (!v || !(v[nroots] = strdup(root_args[i]))) {
+			joseki_error("out of memory");
+			return 1;
+		}
+		roots = v;
+		nroots++;
+	}
+	if (roots_file && read_roots(roots_file, &roots, &nroots) < 0) {
+		joseki_error("export: %s: %s", roots_file, strerror(errno));
+		return 1;
+	}
+	opt.roots = (const char *const *)roots;
+	opt.nroots = nroots;
 	shogi_init();
 	double t0 = clock_ms_f();
 	BookDB *db;
@@ -183,12 +295,14 @@ int cmd_export(int argc, char **argv)
 	char msg[EXPORT_ERRLEN];
 	bool progress = !quiet && isatty(2);
 	if (progress) opt.progress = on_progress;
-	size_t olen = strlen(out);
-	if (apery < 0) apery = olen > 4 && !strcasecmp(out + olen - 4, ".bin");
-	int rc = apery ? export_apery(&st, db, out, &opt, msg)
-	               : export_yaneuraou(&st, db, out, &opt, msg);
+	bool apery = format == FORMAT_APERY, kif = format == FORMAT_KIF || format == FORMAT_KI2;
+	int rc = kif     ? export_kif(&st, db, out, &opt, msg)
+	         : apery ? export_apery(&st, db, out, &opt, msg)
+	                 : export_yaneuraou(&st, db, out, &opt, msg);
 	if (progress) fputs("\r\033[K", stderr);
 	bookdb_free(db);
+	for (int i = 0; i < nroots; i++) free(roots[i]);
+	free(roots);
 	if (rc < 0) {
 		joseki_error("export: %s (nothing written)", msg);
 		return 1;
@@ -199,7 +313,12 @@ int cmd_export(int argc, char **argv)
 		    "{s:I,s:I,s:I,s:I,s:s,s:I}", "records", (json_int_t)st.records, "positions",
 		    (json_int_t)st.positions, "moves", (json_int_t)st.moves, "minimaxed",
 		    (json_int_t)st.minimaxed, "out", out, "time_ms", (json_int_t)(ms + 0.5));
-		if (o && apery) {
+		if (o && nroots)
+			json_object_set_new(o, "reached", json_integer((json_int_t)st.reached));
+		if (o && kif) {
+			json_object_set_new(o, "format", json_string(opt.ki2 ? "ki2" : "kif"));
+			json_object_set_new(o, "encoding", json_string(sjis ? "sjis" : "utf-8"));
+		} else if (o && apery) {
 			json_object_set_new(o, "format", json_string("apery"));
 			json_object_set_new(o, "entries", json_integer((json_int_t)st.entries));
 			json_object_set_new(o, "collisions",
@@ -214,8 +333,16 @@ int cmd_export(int argc, char **argv)
 			json_object_set_new(o, "yaneuraou_options", yo);
 		}
 		if (joseki_print_json(o, 0) < 0) return 1;
+	} else if (kif) {
+		printf("export: a %s tree of %zu positions and %zu moves from %s (%s), wrote %s, "
+		       "%.0f ms\n",
+		       opt.ki2 ? "KI2" : "KIF", st.positions, st.moves,
+		       nroots ? opt.roots[0] : "startpos", sjis ? "Shift_JIS" : "UTF-8", out, ms);
 	} else {
 		if (!apery && !quiet && st.positions) yo_options(NULL, out, &st, &opt);
+		if (nroots)
+			printf("export: %zu positions reached from %d root%s\n", st.reached, nroots,
+			       nroots == 1 ? "" : "s");
 		printf("export: %zu of %zu positions (%zu with minimax values%s), %zu moves, wrote "
 		       "%s, %.0f ms\n",
 		       st.positions, st.records, st.minimaxed - st.from_games,

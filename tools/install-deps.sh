@@ -13,11 +13,16 @@ for p in $PKGS; do
 done
 
 # The explorer's browser test drives Debian's chromium with playwright-core,
-# and the Kubernetes manifests are checked with kubernetes-models and
-# TypeScript (npm, pinned in tests/server/ and tests/deploy/package-lock.json).
+# the Kubernetes manifests are checked with kubernetes-models and TypeScript,
+# and the KIF export is read by tsshogi, a second KIF reader (npm, pinned in
+# tests/server/, tests/deploy/ and tests/minimax/package-lock.json).
 npm_deps() {
-	for d in tests/server tests/deploy; do
-		if [ "$d" = tests/server ]; then m=playwright-core; else m=kubernetes-models; fi
+	for d in tests/server tests/deploy tests/minimax; do
+		case "$d" in
+		tests/server) m=playwright-core ;;
+		tests/deploy) m=kubernetes-models ;;
+		*) m=tsshogi ;;
+		esac
 		[ -d "$d/node_modules/$m" ] && continue
 		if [ "${1:-}" = "--check" ]; then
 			echo "missing: $d/node_modules (npm ci in $d)" >&2

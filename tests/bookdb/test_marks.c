@@ -6,7 +6,7 @@
  * prune --undo leaves hand marks; an avoided move is never played by usi
  * --book nor match, a preferred one is where it is valued within its window
  * and not outside it; the marks survive minimax (whole and incremental),
- * merge and backup; the record codec round-trips preferences and
+ * export, merge and backup; the record codec round-trips preferences and
  * refuses a move both avoided and preferred.
  */
 #include <setjmp.h>
@@ -299,10 +299,10 @@ static char *marks_text(const char *book)
 	return text;
 }
 
-static void test_marks__marks_survive_minimax_merge_and_backup(void **state)
+static void test_marks__marks_survive_minimax_export_merge_and_backup(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp(), book[600];
+	char *dir = ts_mkdtemp(), book[600], path[700];
 	snprintf(book, sizeof book, "%s/book", dir);
 	ts_plant(book, "startpos", START_MOVES, 12);
 	ts_plant(book, "startpos moves 6g6f", "3c3d:-20 8c8d:-40", 12);
@@ -321,6 +321,28 @@ static void test_marks__marks_survive_minimax_merge_and_backup(void **state)
 	got = marks_text(book);
 	assert_string_equal(got, want);
 	free(got);
+	/* export: the avoided move left out, the preferred one first and the
+	 * better one above it (7g7f) left out, since an engine plays the highest
+	 * value; 6g6f (20 after minimax: 3c3d is -20) below it stays; with
+	 * --with-avoided the avoided one comes too. */
+	snprintf(path, sizeof path, "%s/out.db", dir);
+	run_ok("%s export %s %s --moves all --quiet", book, path);
+	char *text = ts_read_file(path, NULL);
+	const char *start =
+	    strstr(text, "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b");
+	assert_non_null(start);
+	const char *line = strchr(start, '\n') + 1;
+	assert_int_equal(strncmp(line, "2g2f none 80 ", 13), 0);
+	line = strchr(line, '\n') + 1;
+	assert_int_equal(strncmp(line, "6g6f 3c3d 20 ", 13), 0);
+	const char *next = strchr(line, '\n') + 1;
+	assert_true(*next == 0 || !strncmp(next, "sfen", 4));
+	free(text);
+	run_ok("%s export %s %s --moves all --with-avoided --quiet", book, path);
+	text = ts_read_file(path, NULL);
+	assert_non_null(strstr(text, "\n5g5f "));
+	assert_null(strstr(text, "\n7g7f "));
+	free(text);
 	/* merge into a new book, and into one with its own note on 2g2f (kept). */
 	char other[700];
 	snprintf(other, sizeof other, "%s/merged", dir);
@@ -399,7 +421,7 @@ int main(void)
 	        test_marks__a_mark_is_kept_with_its_note_and_time_and_undo_takes_exactly_it_off),
 	    cmocka_unit_test(
 	        test_marks__an_avoided_move_is_never_played_and_a_preferred_one_within_its_window),
-	    cmocka_unit_test(test_marks__marks_survive_minimax_merge_and_backup),
+	    cmocka_unit_test(test_marks__marks_survive_minimax_export_merge_and_backup),
 	    cmocka_unit_test(
 	        test_marks__the_record_keeps_preferences_and_refuses_both_marks_on_one_move),
 	};

@@ -381,12 +381,16 @@ static void test_export__bad_arguments_exit_2_and_failures_write_nothing(void **
 	char *err = NULL;
 	const char *bad[] = {"",
 	                     "BOOK",
-	                     "BOOK OUT --format kif",
+	                     "BOOK OUT --format csa",
 	                     "BOOK OUT --moves some",
 	                     "BOOK OUT --window",
 	                     "BOOK OUT --window -5",
 	                     "BOOK OUT --min-depth x",
 	                     "BOOK OUT --max-ply 0",
+	                     "BOOK OUT --plies 4",
+	                     "BOOK OUT.kif --plies 0",
+	                     "BOOK OUT --side both",
+	                     "BOOK OUT --count many",
 	                     "BOOK OUT --bogus",
 	                     "BOOK OUT THIRD"};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
