@@ -150,3 +150,21 @@ int bookdb_index_get(BookRecord *out, const BookIndex *ix, Key key)
 	int rc = bookdb_index_get_raw(&v, &len, ix, key);
 	return rc ? rc : bookdb_record_decode(out, v, len);
 }
+
+int bookdb_walk_init(BookWalk *w, const BookIndex *ix)
+{
+	size_t n = bookdb_index_count(ix);
+	*w = (BookWalk){.seen = calloc(n / 64 + 1, sizeof *w->seen),
+	                .queue = malloc((n + 1) * sizeof *w->queue)};
+	if (w->seen && w->queue) return 0;
+	bookdb_walk_free(w);
+	return BOOKDB_ENOMEM;
+}
+
+void bookdb_walk_free(BookWalk *w)
+{
+	free(w->seen);
+	free(w->queue);
+	w->seen = NULL;
+	w->queue = NULL;
+}

@@ -82,4 +82,36 @@ JOSEKI_MUST_USE int bookdb_index_get_raw(const uint8_t **val, size_t *len, const
 JOSEKI_MUST_USE int bookdb_index_get_moves(BookRecord *out, const BookIndex *ix, Key key);
 JOSEKI_MUST_USE int bookdb_index_get(BookRecord *out, const BookIndex *ix, Key key);
 
+/*
+ * A breadth-first walk over an index's records (export's roots, think
+ * --reanalyse): one bit a record for "met", and a queue of the records met, in
+ * the order met (4 bytes each). bookdb_walk_init: 0 or BOOKDB_ENOMEM.
+ */
+typedef struct {
+	uint64_t *seen;
+	uint32_t *queue;
+	size_t head, tail; /* queue[head..tail): met, not yet taken */
+} BookWalk;
+JOSEKI_MUST_USE int bookdb_walk_init(BookWalk *w, const BookIndex *ix);
+/* Meets record i: queued unless met before (BOOKDB_INDEX_NONE: nothing). */
+static inline void bookdb_walk_meet(BookWalk *w, size_t i)
+{
+	if (i == BOOKDB_INDEX_NONE || (w->seen[i / 64] >> (i % 64) & 1)) return;
+	w->seen[i / 64] |= 1ULL << (i % 64);
+	w->queue[w->tail++] = (uint32_t)i;
+}
+/* The next record to visit into *i: true, or false when the walk is over. */
+static inline bool bookdb_walk_next(BookWalk *w, size_t *i)
+{
+	if (w->head >= w->tail) return false;
+	*i = w->queue[w->head++];
+	return true;
+}
+/* Whether record i was met. */
+static inline bool bookdb_walk_met(const BookWalk *w, size_t i)
+{
+	return w->seen[i / 64] >> (i % 64) & 1;
+}
+void bookdb_walk_free(BookWalk *w);
+
 #endif

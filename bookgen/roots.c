@@ -479,6 +479,14 @@ static bool is_queue_key(const void *key, size_t klen)
 	return klen == QKEY_LEN && !memcmp(key, ROOTS_QUEUE_PREFIX, sizeof ROOTS_QUEUE_PREFIX - 1);
 }
 
+/* Whether key starts with the queue's prefix (keys come in order: once one
+ * does not, the queue is over). */
+static bool in_queue_range(const void *key, size_t klen)
+{
+	size_t n = sizeof ROOTS_QUEUE_PREFIX - 1;
+	return klen >= n && !memcmp(key, ROOTS_QUEUE_PREFIX, n);
+}
+
 /* Whether the book holds the position of queue key qk as thought. */
 static bool queued_thought(BookTxn *txn, const uint8_t *qk)
 {
@@ -531,11 +539,16 @@ int roots_queue_load(RootList *r, BookTxn *txn, char *err)
 	BookIter *it = NULL;
 	QEntry *q = NULL;
 	size_t n = 0, cap = 0;
-	int rc = bookdb_kv_iter_open(&it, txn, BOOKDB_WORK), ret = 0;
+	/* From the queue's first key on: the work database holds others too (the
+	 * coordinator's, re-analysis marks), many of them. */
+	int rc = bookdb_kv_iter_open_at(&it, txn, BOOKDB_WORK, ROOTS_QUEUE_PREFIX,
+	                                sizeof ROOTS_QUEUE_PREFIX - 1),
+	    ret = 0;
 	const void *key, *val;
 	size_t klen, vlen;
 	while (rc == 0 && (rc = bookdb_kv_iter_next(it, &key, &klen, &val, &vlen)) == 1) {
 		rc = 0;
+		if (!in_queue_range(key, klen)) break;
 		if (!is_queue_key(key, klen) || vlen <= 8 || vlen > 8 + SFEN_MAX ||
 		    queued_thought(txn, key))
 			continue;
@@ -581,11 +594,13 @@ int roots_queue_drop_thought(BookTxn *txn, size_t *left)
 	BookIter *it = NULL;
 	uint8_t(*drop)[QKEY_LEN] = NULL;
 	size_t n = 0, cap = 0, stay = 0;
-	int rc = bookdb_kv_iter_open(&it, txn, BOOKDB_WORK);
+	int rc = bookdb_kv_iter_open_at(&it, txn, BOOKDB_WORK, ROOTS_QUEUE_PREFIX,
+	                                sizeof ROOTS_QUEUE_PREFIX - 1);
 	const void *key, *val;
 	size_t klen, vlen;
 	while (rc == 0 && (rc = bookdb_kv_iter_next(it, &key, &klen, &val, &vlen)) == 1) {
 		rc = 0;
+		if (!in_queue_range(key, klen)) break;
 		if (!is_queue_key(key, klen)) continue;
 		if (!queued_thought(txn, key)) {
 			stay++;

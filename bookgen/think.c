@@ -9,7 +9,9 @@
  * selector's snapshot (bookgen/selection.h).
  */
 #include "bookgen/think.h"
+#include "bookdb/merge.h"
 #include "bookdb/query.h"
+#include "bookgen/reanalyse.h"
 #include "bookgen/roots.h"
 #include "bookgen/selection.h"
 
@@ -74,6 +76,10 @@ struct Think {
 	Key line_key;
 	uint64_t line_check_at;
 	BookRecord *line_rec;
+	/* Re-analysis (opt->again): the next of the list, and the new analysis
+	 * of an answer before it is merged into the record. */
+	size_t next_again;
+	BookRecord *again_new;
 };
 
 /* Results after which a line found analysed is looked at again. */
@@ -210,6 +216,7 @@ static int setup(Think *t)
 	if (!t->rec || !t->leaf || !t->slots) return THINK_ENOMEM;
 	for (int i = 0; i < n; i++)
 		if (!(t->slots[i].pos = malloc(sizeof(Position)))) return THINK_ENOMEM;
+	if (opt->again && !(t->again_new = malloc(sizeof *t->again_new))) return THINK_ENOMEM;
 	SelectionSpec spec = {.sel = {.kif_bonus = opt->kif_bonus, .draw_value = 0},
 	                      .keys = opt->keys,
 	                      .plan = &opt->plan,
@@ -253,6 +260,24 @@ static bool next_first(Think *t, Slot *s)
 		if (position_parse(s->pos, spec, NULL) < 0) continue; /* checked by caller */
 		Key k = pos_key(s->pos);
 		if (sel_is_thought(t->sel, k) || sel_is_leased(t->sel, k)) continue;
+		s->key = k;
+		return true;
+	}
+	return false;
+}
+
+/* Re-analysis: the next position of opt->again not in flight, set up in
+ * slot s from its record (read through the writer, which sees every answer
+ * stored); false when none is left. Called without the lock. */
+static bool next_again(Think *t, Slot *s)
+{
+	const ThinkOptions *opt = t->opt;
+	while (t->next_again < opt->nagain) {
+		Key k = opt->again[t->next_again++];
+		if (sel_is_leased(t->sel, k)) continue;
+		if (bookdb_writer_get(t->line_rec, t->w, k) != 0 ||
+		    bookdb_record_position(s->pos, t->line_rec, NULL) < 0)
+			continue; /* gone since the list was made, or damaged: check says so */
 		s->key = k;
 		return true;
 	}
@@ -345,10 +370,11 @@ static void hand_out(Think *t, bool *stopping)
 		    t->out->thought + (uint64_t)t->inflight >= opt->max_positions)
 			break;
 		pthread_mutex_unlock(&t->mu);
-		bool forced = next_first(t, s) || next_line(t, s);
+		bool forced = opt->again ? next_again(t, s) : next_first(t, s) || next_line(t, s);
 		t->in_select = !forced;
 		t->select_t0 = clock_ms_f();
-		int rc = forced ? 1 : plan_next(t->plan, t->leaf, s->pos);
+		/* A re-analysis thinks its list and nothing else. */
+		int rc = forced ? 1 : opt->again ? 0 : plan_next(t->plan, t->leaf, s->pos);
 		t->in_select = false;
 		pthread_mutex_lock(&t->mu);
 		if (rc == SEL_ESTOPPED) { /* the stop flag, heard part-way */
@@ -418,10 +444,47 @@ static void collect(Think *t, Slot *s)
 		return;
 	}
 	t->consecutive_failures = 0;
-	if (think_store(t->w, t->sel, t->rec, s->key, s->pos, &s->res, &t->opt->budget, t->err) < 0)
+	bool replaced = false;
+	int rc = t->opt->again ? think_store_again(t->w, t->sel, t->rec, t->again_new, s->key,
+	                                           s->pos, &s->res, &t->opt->budget,
+	                                           t->opt->campaign, &replaced, t->err)
+	                       : think_store(t->w, t->sel, t->rec, s->key, s->pos, &s->res,
+	                                     &t->opt->budget, t->err);
+	if (rc < 0) {
 		t->ret = THINK_EBOOK;
-	else
+	} else {
 		t->out->thought++;
+		t->out->again_replaced += replaced;
+	}
+}
+
+int think_store_again(BookWriter *w, Selector *sel, BookRecord *rec, BookRecord *b, Key key,
+                      const Position *pos, const SearchResult *res, const SearchBudget *budget,
+                      uint64_t campaign, bool *replaced, char *err)
+{
+	int g = bookdb_writer_get(rec, w, key), rc = 0;
+	if (g < 0 && g != BOOKDB_ENOTFOUND)
+		return errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "think: reading the book: %s",
+		                  bookdb_strerror(g));
+	fill_record(b, false, pos, res, budget);
+	BookMergeDiff d = {.changed = true, .replaced = true};
+	if (g == 0)
+		bookdb_record_merge(rec, rec, b, BOOKDB_PREFER_DEEPER, -1, false, &d);
+	else
+		memcpy(rec, b,
+		       offsetof(BookRecord, moves) + (size_t)b->nmoves * sizeof b->moves[0]);
+	*replaced = d.replaced;
+	uint8_t kb[THINK_AGAIN_KEY_LEN], id[8];
+	think_again_key(kb, key);
+	for (int i = 0; i < 8; i++) id[i] = (uint8_t)(campaign >> (8 * i));
+	BookTxn *txn;
+	if ((d.changed && (g = bookdb_writer_put(w, key, rec)) < 0) ||
+	    (g = bookdb_writer_txn(&txn, w)) < 0 ||
+	    (g = bookdb_kv_put(txn, BOOKDB_WORK, kb, sizeof kb, id, sizeof id)) < 0 ||
+	    (sel && (rc = sel_add_result(sel, key, rec)) < 0))
+		return errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "think: storing a result: %s",
+		                  g < 0 ? bookdb_strerror(g) : sel_strerror(rc));
+	return 0;
 }
 
 int think_store(BookWriter *w, Selector *sel, BookRecord *rec, Key key, const Position *pos,
@@ -464,7 +527,7 @@ static void progress(Think *t, const char *phase, double now)
 	bool has;
 	SelLeaf *leaf = t->leaf;
 	/* (Not before the root is thought: its value would be a leaf's 0.) */
-	if (!t->stopped && sel_root_value(&rv, &has, t->sel, 0) == 0 && has &&
+	if (!t->stopped && !opt->again && sel_root_value(&rv, &has, t->sel, 0) == 0 && has &&
 	    sel_select(leaf, t->sel) == 1 && leaf->root == 0 && leaf->nmoves > 0) {
 		p.has_root = true;
 		p.root_value = rv;
@@ -566,9 +629,12 @@ static void finish(Think *t)
 	out->engine_seconds = engine_ms(t) / 1e3;
 	pthread_mutex_unlock(&t->mu);
 	out->busy_pct = el > 0 ? 100.0 * busy / (t->n * el) : 0;
-	bool has; /* (not after a stopped selection: it would search again) */
-	if (!t->stopped && sel_root_value(&out->root_value, &has, t->sel, 0) == 0)
+	bool has; /* (not after a stopped selection: it would search again; not for a
+	           * re-analysis, which selects nothing) */
+	if (!t->stopped && !t->opt->again && sel_root_value(&out->root_value, &has, t->sel, 0) == 0)
 		out->root_known = has;
+	if (t->opt->again)
+		out->again_left = t->opt->nagain > out->thought ? t->opt->nagain - out->thought : 0;
 	if (t->opt->snapshot && t->ret == 0) save_selection(t);
 }
 
@@ -593,6 +659,7 @@ static void teardown(Think *t)
 	free(t->slots);
 	free(t->leaf);
 	free(t->line_rec);
+	free(t->again_new);
 	free(t->rec);
 }
 
@@ -621,6 +688,7 @@ int think_run(ThinkStats *out, BookDB *db, const ThinkOptions *opt, char *err)
 {
 	memset(out, 0, sizeof *out);
 	if (err) err[0] = 0;
+	if (opt->again) return think_loop(out, db, opt, err); /* its list alone */
 	RootList q = {0};
 	char rerr[ROOTS_ERRLEN];
 	int rc = roots_queue_read(&q, db, rerr);

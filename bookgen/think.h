@@ -107,6 +107,16 @@ typedef struct {
 	 * stopped, without the first search over the book), removed, and written
 	 * again at the end. */
 	const char *snapshot;
+	/* Re-analysis (think --reanalyse, bookgen/reanalyse.h): the positions to
+	 * think again, in this order, thought or not (think_again_list); the run
+	 * thinks nothing else (not the queue, first, paths or the selector's
+	 * leaves). Each answer is stored by the record merge rule (bookdb/merge.h:
+	 * the deeper analysis wins whole, ties to the new one; statistics, marks
+	 * and the other moves stay), and marked done for campaign in the same
+	 * commit. */
+	const Key *again;
+	size_t nagain;
+	uint64_t campaign;
 } ThinkOptions;
 
 typedef struct {
@@ -126,6 +136,10 @@ typedef struct {
 	bool snap_restored, snap_saved;
 	double snap_ms, save_ms;
 	char snap_note[SNAP_ERRLEN], save_note[SNAP_ERRLEN];
+	/* Re-analysis: positions thought again whose old analysis the new one
+	 * replaced (the others kept the deeper one they had), and positions of
+	 * the list left (not handed out, stopped, or failed). */
+	uint64_t again_replaced, again_left;
 } ThinkStats;
 
 /*
@@ -140,6 +154,21 @@ typedef struct {
 JOSEKI_MUST_USE int think_store(BookWriter *w, Selector *sel, BookRecord *rec, Key key,
                                 const Position *pos, const SearchResult *res,
                                 const SearchBudget *budget, char *err);
+
+/*
+ * Stores one re-analysis (think --reanalyse, and the coordinator's): the
+ * answer res for pos merged into the book's record of key by the record merge
+ * rule (bookdb/merge.h: the deeper analysis wins whole, a tie to the new one;
+ * statistics, marks and the other moves stay), written when it changed, and
+ * the position marked done for campaign (bookgen/reanalyse.h), through w, sel
+ * (may be NULL) told. rec and scratch are scratch space; *replaced says
+ * whether the new analysis won. 0, or THINK_EBOOK with err (THINK_ERRLEN,
+ * may be NULL); the writer's transaction must then be discarded.
+ */
+JOSEKI_MUST_USE int think_store_again(BookWriter *w, Selector *sel, BookRecord *rec,
+                                      BookRecord *scratch, Key key, const Position *pos,
+                                      const SearchResult *res, const SearchBudget *budget,
+                                      uint64_t campaign, bool *replaced, char *err);
 
 /* Runs the loop on db (opened read-write). The positions queued in the book
  * (joseki extend, roots_queue_load) not thought yet come first, in queue

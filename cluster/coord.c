@@ -14,6 +14,7 @@
  * the types both files use are in coord_priv.h.
  */
 #include "cluster/coord_priv.h"
+#include "bookgen/reanalyse.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -335,6 +336,9 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	c->opt.snapshot = NULL;
 	int rc = COORD_ENOMEM;
 	if (!c->rec || !c->pos || !c->res || !c->leaf) goto fail;
+	if (opt->again && (!(c->again_rec = malloc(sizeof *c->again_rec)) ||
+	                   !(c->again_new = malloc(sizeof *c->again_new))))
+		goto fail;
 	if (opt->snapshot && !opt->preload) {
 		if (!(c->snap_path = strdup(opt->snapshot))) goto fail;
 		restore_selection(c, opt);
@@ -438,6 +442,8 @@ void coord_free(Coord *c)
 	free(c->buf);
 	free(c->seen);
 	free(c->rec);
+	free(c->again_rec);
+	free(c->again_new);
 	free(c->pos);
 	free(c->res);
 	free(c->leaf);
@@ -448,6 +454,25 @@ void coord_free(Coord *c)
 }
 
 /* ---- acquire ---- */
+
+/* Whether key needs no more analysis: thought (the selector knows), or in
+ * a re-analysis, thought again for the campaign (its mark, read through the
+ * writer: results stored this round count). */
+static bool co_done(Coord *c, Key key)
+{
+	if (!c->opt.again) return sel_is_thought(c->sel, key);
+	uint8_t kb[THINK_AGAIN_KEY_LEN];
+	think_again_key(kb, key);
+	BookTxn *t;
+	const void *v;
+	size_t vl;
+	if (bookdb_writer_txn(&t, c->w) < 0 ||
+	    bookdb_kv_get(&v, &vl, t, BOOKDB_WORK, kb, sizeof kb))
+		return false;
+	uint64_t id = 0;
+	for (size_t i = vl >= 8 ? 8 : 0; i-- > 0;) id = id << 8 | ((const uint8_t *)v)[i];
+	return vl == 8 && id == c->opt.campaign;
+}
 
 /* A position with no legal move (mated: in shogi a side without a move
  * loses) needs no engine: the coordinator stores it as thought with no
@@ -754,7 +779,7 @@ static int classify(Coord *c, const Lease *l, const CoordResult *r, char *err)
 	if (l && i < 0)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "key %s is not in lease %016llx",
 		                  hex, (unsigned long long)l->key.hi);
-	bool done = sel_is_thought(c->sel, r->key);
+	bool done = co_done(c, r->key);
 	if (!l && !done)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
 		                  "key %s is not in this (finished) lease", hex);
@@ -800,7 +825,12 @@ static int store(Coord *c, Lease *l, int i, const CoordResult *r, int64_t now, c
 	for (int m = 0; m < c->res->nlines; m++)
 		check_line(c, &c->res->lines[m], &r->lines[m], "", m, NULL);
 	char terr[THINK_ERRLEN];
-	if (think_store(c->w, c->sel, c->rec, r->key, c->pos, c->res, &c->opt.budget, terr) < 0) {
+	bool replaced = false;
+	if ((c->opt.again
+	         ? think_store_again(c->w, c->sel, c->rec, c->again_new, r->key, c->pos, c->res,
+	                             &c->opt.budget, c->opt.campaign, &replaced, terr)
+	         : think_store(c->w, c->sel, c->rec, r->key, c->pos, c->res, &c->opt.budget,
+	                       terr)) < 0) {
 		c->broken = true;
 		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s", terr);
 	}
@@ -818,6 +848,7 @@ static int store(Coord *c, Lease *l, int i, const CoordResult *r, int64_t now, c
 		}
 	}
 	c->results++;
+	c->again_replaced += replaced;
 	c->since_minimax++;
 	count_results(c, now, 1);
 	return 0;
@@ -874,7 +905,7 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 	if (!l) return 0;
 	bool any_returned = false;
 	for (int i = 0; i < l->n; i++) {
-		if (l->pos[i].state != POS_DONE && sel_is_thought(c->sel, l->pos[i].key)) {
+		if (l->pos[i].state != POS_DONE && co_done(c, l->pos[i].key)) {
 			if (l->pos[i].state == POS_PENDING) l->pending--;
 			l->pos[i].state = POS_DONE;
 			changed = true;
@@ -920,7 +951,7 @@ static int expire(Coord *c, Lease *l, char *err)
 		LPos *lp = &l->pos[i];
 		if (lp->state != POS_PENDING) continue;
 		KeyState *ks = co_key_get(c, lp->key);
-		if (!ks || sel_is_thought(c->sel, lp->key)) {
+		if (!ks || co_done(c, lp->key)) {
 			lp->state = POS_DONE;
 			continue;
 		}
@@ -1101,6 +1132,9 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->results = c->results;
 	out->failed = c->failed;
 	out->mated = c->mated;
+	out->again = c->opt.again != NULL;
+	out->again_replaced = c->again_replaced;
+	out->again_left = c->opt.nagain > c->again_next ? c->opt.nagain - c->again_next : 0;
 	out->minimax_runs = c->minimax_runs;
 	out->select_ms = c->select_ms;
 	out->select_slices = c->sr_slices;

@@ -110,6 +110,14 @@ typedef struct {
 	 * (0: none), so that a start after a crash reads it back with the
 	 * results stored since (coord_ckpt.c). */
 	double checkpoint_seconds;
+	/* Re-analysis (serve --work --reanalyse, bookgen/reanalyse.h): the
+	 * positions to lease, in this order, thought or not, instead of the
+	 * selector's leaves (the paths too); each result stored by the record
+	 * merge rule and marked done for campaign (think_store_again). Not with a
+	 * snapshot. */
+	const Key *again;
+	size_t nagain;
+	uint64_t campaign;
 } CoordOptions;
 
 #define COORD_SLICE_MS 20
@@ -177,7 +185,11 @@ typedef struct {
 	uint64_t results;        /* results stored since start */
 	uint64_t failed;         /* failed tries since start (entries and expiries) */
 	uint64_t mated;          /* positions without a legal move valued by the coordinator */
-	double results_per_s;    /* over the last 60 s */
+	/* Re-analysis (again): results whose analysis replaced the record's, and
+	 * list positions not handed out yet. */
+	bool again;
+	uint64_t again_replaced, again_left;
+	double results_per_s; /* over the last 60 s */
 	uint64_t minimax_runs;
 	bool minimax_running; /* a run is going on (beside the service) */
 	uint64_t book_thought;

@@ -53,6 +53,12 @@ struct Coord {
 	Selector *sel;
 	BookWriter *w;
 	BookRecord *rec;
+	/* Re-analysis (opt.again): the next of the list (the selection's side),
+	 * a record it reads, the new analysis before the merge, and results
+	 * whose analysis won. */
+	size_t again_next;
+	BookRecord *again_rec, *again_new;
+	uint64_t again_replaced;
 	Position *pos;
 	SearchResult *res;
 	SelLeaf *leaf;

@@ -28,6 +28,7 @@
 #include "cluster/coord_priv.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "shogi/clock.h"
 
@@ -58,6 +59,27 @@ static bool sr_yield(void *arg)
 	return quit;
 }
 
+/* Re-analysis: the next of the list not leased, as a leaf in *leaf and its
+ * position (from its record, read in a transaction of this thread's) in
+ * *pos: 1, or 0 when the list is done. */
+static int next_again(Coord *c, SelLeaf *leaf, Position *pos)
+{
+	while (c->again_next < c->opt.nagain) {
+		Key k = c->opt.again[c->again_next++];
+		if (sel_is_leased(c->sel, k)) continue;
+		BookTxn *t;
+		if (bookdb_txn_begin(&t, c->db, false) < 0) return SEL_EBOOK;
+		int rc = bookdb_get(c->again_rec, t, k);
+		bookdb_txn_abort(t);
+		if (rc < 0 || bookdb_record_position(pos, c->again_rec, NULL) < 0)
+			continue; /* gone since the list was made, or damaged: check says so */
+		memset(leaf, 0, sizeof *leaf);
+		leaf->key = k;
+		return 1;
+	}
+	return 0;
+}
+
 /* Leaves into sr_leaf/sr_pos until sr_want of them, the slice's end, no
  * leaf, or an error (sr_rc: plan_next's last result). */
 static void select_leaves(Coord *c)
@@ -66,7 +88,8 @@ static void select_leaves(Coord *c)
 	while (c->sr_n < c->sr_want) {
 		if (c->sr_n > 0 && sr_over(c)) break;
 		int n = c->sr_n;
-		int rc = plan_next(c->plan, &c->sr_leaf[n], &c->sr_pos[n]);
+		int rc = c->opt.again ? next_again(c, &c->sr_leaf[n], &c->sr_pos[n])
+		                      : plan_next(c->plan, &c->sr_leaf[n], &c->sr_pos[n]);
 		/* After a suspension the service may have taken the leaves: the
 		 * new one goes first. */
 		if (rc == 1 && c->sr_n != n) {

@@ -250,24 +250,20 @@ int export_root_keys(Key *keys, const ExportOptions *opt, char *err)
 
 /* With roots: which records (by index position) a game from them reaches
  * through the moves written (the other side's: every reply written with
- * PICK_ALL), up to opt->max_ply; a bitmap of n bits in *out (NULL without
- * roots). Breadth first. 0, or a negative EXPORT_E* code with err. */
-static int reach_from_roots(uint64_t **out, size_t *reached, const BookIndex *ix,
+ * PICK_ALL), up to opt->max_ply: the walk's met records (w->seen NULL
+ * without roots). Breadth first. 0, or a negative EXPORT_E* code with err. */
+static int reach_from_roots(BookWalk *w, size_t *reached, const BookIndex *ix,
                             const ExportOptions *opt, char *err)
 {
-	*out = NULL;
+	*w = (BookWalk){0};
 	*reached = 0;
 	if (opt->nroots <= 0) return 0;
-	size_t n = bookdb_index_count(ix);
-	uint64_t *bits = calloc(n / 64 + 1, sizeof *bits);
-	uint32_t *queue = malloc((n + 1) * sizeof *queue);
 	Key *keys = malloc((size_t)opt->nroots * sizeof *keys);
 	BookRecord *rec = malloc(sizeof *rec), *child = malloc(sizeof *child);
 	Position *pos = malloc(sizeof *pos);
 	OutMove *mv = malloc(BOOKDB_MAX_MOVES * sizeof *mv);
 	int rc = 0;
-	size_t head = 0, tail = 0;
-	if (!bits || !queue || !keys || !rec || !child || !pos || !mv) {
+	if (!keys || !rec || !child || !pos || !mv || bookdb_walk_init(w, ix) < 0) {
 		rc = fail(err, EXPORT_ERRLEN, EXPORT_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -279,12 +275,10 @@ static int reach_from_roots(uint64_t **out, size_t *reached, const BookIndex *ix
 			          "root %d '%s' is not in the book", r + 1, opt->roots[r]);
 			goto done;
 		}
-		if (bits[i / 64] >> (i % 64) & 1) continue;
-		bits[i / 64] |= 1ULL << (i % 64);
-		queue[tail++] = (uint32_t)i;
+		bookdb_walk_meet(w, i);
 	}
-	while (head < tail) {
-		size_t i = queue[head++];
+	size_t i;
+	while (bookdb_walk_next(w, &i)) {
 		const uint8_t *val;
 		size_t len;
 		bookdb_index_raw(&val, &len, ix, i);
@@ -293,19 +287,12 @@ static int reach_from_roots(uint64_t **out, size_t *reached, const BookIndex *ix
 		if (bookdb_record_position(pos, rec, NULL) < 0) continue;
 		unsigned how = export_side_ours(opt, pos->side) ? 0 : PICK_ALL;
 		size_t k = export_pick(mv, rec, pos, ix, child, opt, how);
-		for (size_t j = 0; j < k; j++) {
-			size_t c = bookdb_index_find(ix, pos_key_after(pos, mv[j].move));
-			if (c == BOOKDB_INDEX_NONE || (bits[c / 64] >> (c % 64) & 1)) continue;
-			bits[c / 64] |= 1ULL << (c % 64);
-			queue[tail++] = (uint32_t)c;
-		}
+		for (size_t j = 0; j < k; j++)
+			bookdb_walk_meet(w, bookdb_index_find(ix, pos_key_after(pos, mv[j].move)));
 	}
-	*out = bits;
-	bits = NULL;
-	*reached = tail;
+	*reached = w->tail;
 done:
-	free(bits);
-	free(queue);
+	if (rc < 0) bookdb_walk_free(w);
 	free(keys);
 	free(rec);
 	free(child);
@@ -363,7 +350,7 @@ static int spill_record(FILE *f, Entry *e, uint64_t off, const BookRecord *rec, 
 typedef struct {
 	const BookIndex *ix;
 	const ExportOptions *opt;
-	const uint64_t *reach; /* with roots: the records reached (else NULL: all) */
+	const BookWalk *reach; /* with roots: the records reached (else seen NULL: all) */
 	size_t lo, hi;
 	char *spill_path;
 	FILE *spill;
@@ -407,7 +394,7 @@ static void *run_part(void *arg)
 			if (p->reporter && p->opt->progress)
 				p->opt->progress(p->opt->progress_ctx, "reading", d, p->total);
 		}
-		if (p->reach && !(p->reach[i / 64] >> (i % 64) & 1)) continue;
+		if (p->reach->seen && !bookdb_walk_met(p->reach, i)) continue;
 		if (bookdb_record_decode(rec, val, len) < 0) continue; /* joseki check reports it */
 		if (p->opt->max_ply > 0 && rec->min_ply > p->opt->max_ply) continue;
 		if (rec->min_ply < p->opt->min_ply) continue;
@@ -547,7 +534,7 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 	FILE *out = NULL;
 	BookTxn *txn = NULL;
 	BookIndex *ix = NULL;
-	uint64_t *reach = NULL;
+	BookWalk reach = {0};
 	int rc = 0, np = 0;
 	if (!tmp_path) {
 		rc = fail(err, errlen, EXPORT_ENOMEM, "out of memory");
@@ -575,7 +562,7 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		Part *p = &parts[t];
 		p->ix = ix;
 		p->opt = opt;
-		p->reach = reach;
+		p->reach = &reach;
 		p->done = &done;
 		p->total = n;
 		p->reporter = t == 0;
@@ -658,7 +645,7 @@ done:
 	bookdb_index_free(ix);
 	bookdb_txn_abort(txn);
 	free(tmp_path);
-	free(reach);
+	bookdb_walk_free(&reach);
 	if (stats) *stats = st;
 	return rc;
 }

@@ -317,17 +317,24 @@ static char *status_body(const CoordStatus *st)
 		                       s->engine, "nps", (json_int_t)s->nps, "last_seen_s",
 		                       (json_int_t)((now - s->last_seen_ms) / 1000)));
 	}
-	return dump(json_pack(
-	    "{s:I, s:{s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, "
-	    "s:{s:b, s:s, s:I, s:I, s:f}}",
-	    "queue", (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live,
-	    "expired", (json_int_t)st->leases_expired, "results", (json_int_t)st->results,
-	    "results_per_s", st->results_per_s, "failed_tries", (json_int_t)st->failed, "mated",
-	    (json_int_t)st->mated, "minimax_runs", (json_int_t)st->minimax_runs, "set_aside", aside,
-	    "workers", workers, "selector", "restored", st->snapshot_restored, "note",
-	    st->snapshot_note ? st->snapshot_note : "", "checkpoints", (json_int_t)st->checkpoints,
-	    "checkpoints_failed", (json_int_t)st->checkpoints_failed, "checkpoint_s",
-	    st->checkpoint_ms / 1000));
+	json_t *o =
+	    json_pack("{s:I, s:{s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, "
+	              "s:{s:b, s:s, s:I, s:I, s:f}}",
+	              "queue", (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live,
+	              "expired", (json_int_t)st->leases_expired, "results", (json_int_t)st->results,
+	              "results_per_s", st->results_per_s, "failed_tries", (json_int_t)st->failed,
+	              "mated", (json_int_t)st->mated, "minimax_runs", (json_int_t)st->minimax_runs,
+	              "set_aside", aside, "workers", workers, "selector", "restored",
+	              st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
+	              "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
+	              (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000);
+	/* A re-analysis: its list's progress. */
+	if (o && st->again)
+		json_object_set_new(o, "reanalyse",
+		                    json_pack("{s:I, s:I}", "replaced",
+		                              (json_int_t)st->again_replaced, "left",
+		                              (json_int_t)st->again_left));
+	return dump(o);
 }
 
 /* The lease id after prefix in url: 16 hex digits, nothing after. */

@@ -36,6 +36,7 @@
 #include "server/server.h"
 #include "server/work_api.h"
 #include "shogi/position.h"
+#include "tools/cli_again.h"
 #include "tools/cli_engines.h"
 #include "tools/cli_plan.h"
 #include "tools/commands.h"
@@ -193,6 +194,8 @@ int cmd_serve(int argc, char **argv)
 	cli_budget_init(&cb, 1);
 	CliPlan cp;
 	cli_plan_init(&cp);
+	CliAgain again;
+	cli_again_init(&again);
 	const CliOpt work_opts[] = {
 	    CLI_STR("--tokens", &tokens_path, "FILE", "the workers' tokens (default BOOK/tokens)"),
 	    CLI_NUM("--lease-seconds", &lease_s, 1, 4000000000, "S",
@@ -225,6 +228,7 @@ int cmd_serve(int argc, char **argv)
 	            "of the last rounds; 0: none)",
 	            CLI_TAG(&ahead_given, true)),
 	    CLI_GROUP(cp.table),
+	    CLI_GROUP(again.table),
 	    CLI_TABLE_END,
 	};
 	const CliOpt opts[] = {
@@ -317,8 +321,18 @@ int cmd_serve(int argc, char **argv)
 		co.nroots = (int)roots.n;
 		co.paths = (const char *const *)paths.specs;
 		co.npaths = paths.n;
+		/* A re-analysis leases its list (kept until the end) and keeps no
+		 * snapshot of the selector. */
+		if (again.on && cli_again_prepare(&again, db, &roots, false, "serve") < 0) {
+			roots_free(&roots);
+			roots_free(&paths);
+			goto fail;
+		}
+		co.again = again.keys;
+		co.nagain = again.n;
+		co.campaign = again.campaign;
 		snprintf(spath, sizeof spath, "%s/%s", book, SNAP_FILE);
-		if (!no_snapshot) co.snapshot = spath;
+		if (!no_snapshot && !again.on) co.snapshot = spath;
 		co.checkpoint_seconds = ckpt_given ? (double)ckpt_s : 300;
 		fprintf(stderr, "serve: loading the selector over %s\n", book);
 		int orc = coord_open(&coord, db, &co, err);
@@ -391,6 +405,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	server_tokens_free(tokens);
 	bookdb_free(db);
+	cli_again_free(&again);
 	fprintf(stderr, "serve: stopped\n");
 	if (line[0]) printf("%s\n", line);
 	return status;
@@ -399,5 +414,6 @@ fail:
 	coord_free(coord);
 	server_tokens_free(tokens);
 	bookdb_free(db);
+	cli_again_free(&again);
 	return 1;
 }

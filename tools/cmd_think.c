@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bookdb/bookdb.h"
 #include "bookgen/roots.h"
@@ -38,7 +39,9 @@
 #include "minimax/bookmm.h"
 #include "shogi/notation.h"
 #include "search/usi_engine.h"
+#include "tools/cli_again.h"
 #include "tools/cli_engines.h"
+#include "tools/cli_minimax.h"
 #include "tools/cli_plan.h"
 #include "tools/commands.h"
 
@@ -233,6 +236,8 @@ static void print_snapshot(const ThinkStats *st, const char *path)
 int cmd_think(int argc, char **argv)
 {
 	const char *book = NULL, *kifu = NULL;
+	CliAgain again;
+	cli_again_init(&again);
 	uint64_t max_ply = 128, positions = 0, seconds = 0, engine_seconds = 0;
 	bool quiet = false, extend = false, fresh = false, no_snapshot = false;
 	int kif_bonus = SEL_KIF_BONUS_DEFAULT;
@@ -283,6 +288,7 @@ int cmd_think(int argc, char **argv)
 	    CLI_STR("--opponent", &oa.engine, "builtin|PATH",
 	            "walk the lines this opponent plays from the roots instead"),
 	    CLI_GROUP(opponent, .needs = "--opponent"),
+	    CLI_GROUP(again.table),
 	    CLI_TABLE_END,
 	};
 	const CliCmd cmd = {"think", opts};
@@ -291,6 +297,11 @@ int cmd_think(int argc, char **argv)
 	if (oa.engine && (kifu || extend))
 		return cli_usage_error(
 		    &cmd, "--opponent walks the roots; --from-kifu and --extend do not go with it");
+	if (again.on && (oa.engine || kifu || extend || fresh))
+		return cli_usage_error(&cmd,
+		                       "--reanalyse thinks the book's own positions again; "
+		                       "--opponent, --from-kifu, --extend and --new do not go "
+		                       "with it");
 	if (oa.jitter && !oa.nodes && cb.budget.kind != SEARCH_BUDGET_NODES)
 		return cli_usage_error(&cmd, "--opponent-nodes-jitter needs a nodes budget for the "
 		                             "opponent (--opponent-nodes N, or --nodes N)");
@@ -380,6 +391,17 @@ int cmd_think(int argc, char **argv)
 		ret = run_probe(db, &oa, engines, (int)nengines, &opt, cp.plan.book_side);
 		goto done;
 	}
+	if (again.on) {
+		if (cli_again_prepare(&again, db, &roots, quiet, "think") < 0) goto done;
+		/* Its list and nothing else: no queue, no line, no snapshot. */
+		opt.again = again.keys;
+		opt.nagain = again.n;
+		opt.campaign = again.campaign;
+		opt.first = opt.paths = NULL;
+		opt.nfirst = opt.npaths = 0;
+		opt.minimax = NULL;
+		opt.snapshot = NULL;
+	}
 	ThinkStats st;
 	int rc = think_run(&st, db, &opt, err);
 	if (st.search_stopped && !quiet)
@@ -397,8 +419,28 @@ int cmd_think(int argc, char **argv)
 		joseki_error("%s: %s", book, err[0] ? err : think_strerror(rc));
 		goto done;
 	}
+	if (again.on) {
+		/* The values follow the new analyses. */
+		BookmmStats mm;
+		bool busy = false;
+		char mmerr[BOOKMM_ERRLEN];
+		if (st.thought &&
+		    cli_minimax_after(&mm, &busy, db, "think", !quiet && isatty(2), mmerr) < 0) {
+			joseki_error("think: the analyses are stored; minimax: %s: %s", book,
+			             mmerr);
+			goto done;
+		}
+		printf("reanalyse thought %llu replaced %llu left %llu minimax %s\n",
+		       (unsigned long long)st.thought, (unsigned long long)st.again_replaced,
+		       (unsigned long long)st.again_left,
+		       !st.thought      ? "none"
+		       : busy           ? "left to the run under way"
+		       : mm.incremental ? "incremental"
+		                        : "whole book");
+	}
 	ret = 0;
 done:
+	cli_again_free(&again);
 	for (uint64_t i = 0; i < nengines; i++) search_free(engines[i]);
 	free(engines);
 	roots_free(&kl);

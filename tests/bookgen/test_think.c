@@ -25,6 +25,7 @@
 #include "bookdb/bookdb.h"
 #include "bookdb/query.h"
 #include "bookgen/probe.h"
+#include "bookgen/reanalyse.h"
 #include "bookgen/roots.h"
 #include "bookgen/think.h"
 #include "shogi/movegen.h"
@@ -35,15 +36,19 @@
 
 #define LOG_MAX 4096
 
-/* What every fake engine saw, shared between the worker threads. */
+/* What every fake engine saw, shared between the worker threads; with
+ * stop_flag, raised once stop_at analyses are logged (an interruption). */
 typedef struct {
 	pthread_mutex_t mu;
 	Key keys[LOG_MAX];
 	int n;
+	volatile sig_atomic_t *stop_flag;
+	int stop_at;
 } FakeLog;
 
-/* FAKE_SLOW: as FAKE_NORMAL, taking 20 ms an analysis as an engine would. */
-typedef enum { FAKE_NORMAL, FAKE_RESIGN, FAKE_CRASH, FAKE_SLOW } FakeMode;
+/* FAKE_SLOW: as FAKE_NORMAL, taking 20 ms an analysis as an engine would.
+ * FAKE_DEEP: as FAKE_NORMAL at depth 9. */
+typedef enum { FAKE_NORMAL, FAKE_RESIGN, FAKE_CRASH, FAKE_SLOW, FAKE_DEEP } FakeMode;
 
 typedef struct {
 	SearchEngine base;
@@ -58,6 +63,7 @@ static int fake_analyse(SearchEngine *e, SearchResult *out, const Position *pos,
 	(void)budget;
 	pthread_mutex_lock(&f->log->mu);
 	if (f->log->n < LOG_MAX) f->log->keys[f->log->n++] = pos_key(pos);
+	if (f->log->stop_flag && f->log->n >= f->log->stop_at) *f->log->stop_flag = 1;
 	pthread_mutex_unlock(&f->log->mu);
 	if (f->mode == FAKE_CRASH) return SEARCH_ECRASH;
 	if (f->mode == FAKE_SLOW) usleep(20000);
@@ -74,7 +80,7 @@ static int fake_analyse(SearchEngine *e, SearchResult *out, const Position *pos,
 		l->move = moves[i];
 		l->multipv = i + 1;
 		l->value = (int)((k.lo >> (i * 5)) % 200) - 100; /* deterministic, varied */
-		l->depth = 7;
+		l->depth = f->mode == FAKE_DEEP ? 9 : 7;
 		l->nodes = 1000;
 		l->pv_len = 1;
 		l->pv[0] = moves[i];
@@ -1507,6 +1513,98 @@ static void test_bookgen__think_stops_on_engine_time(void **state)
 	free(dir);
 }
 
+/* Re-analysis (think_run with ThinkOptions.again, bookgen/reanalyse.h):
+ * interrupted by the stop flag part-way, again and again, and run again
+ * until its list is done, it thinks every position of the list once, and
+ * nothing else; each is then as deep as the new analysis. */
+static void test_bookgen__reanalysis_interrupted_and_resumed_thinks_each_position_once(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	FakeLog *log = calloc(1, sizeof *log);
+	pthread_mutex_init(&log->mu, NULL);
+	ThinkStats st;
+	assert_int_equal(run(&st, dir, log, 2, FAKE_NORMAL, 40, NULL), 0);
+	assert_int_equal(st.thought, 40);
+	BookDB *db = NULL;
+	char err[THINK_ERRLEN];
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	ThinkAgainCriteria c = {.below_depth = 8, .source = -1};
+	uint64_t id, id2;
+	assert_int_equal(think_again_campaign(&id, db, &c, err), 0);
+	assert_int_equal(think_again_campaign(&id2, db, &c, err), 0);
+	assert_int_equal(id, id2); /* the same criteria: the same campaign */
+	Key *first = NULL;
+	size_t nfirst, reached;
+	assert_int_equal(think_again_list(&first, &nfirst, &reached, db, &c, id, NULL, 0, err), 0);
+	assert_int_equal(nfirst, 40); /* every thought position lies below the start */
+	memset(log, 0, sizeof *log);
+	pthread_mutex_init(&log->mu, NULL);
+	volatile sig_atomic_t stop = 0;
+	log->stop_flag = &stop;
+	int runs = 0;
+	for (;;) {
+		Key *keys = NULL;
+		size_t n;
+		assert_int_equal(think_again_list(&keys, &n, &reached, db, &c, id, NULL, 0, err),
+		                 0);
+		if (n == 0) {
+			free(keys);
+			break;
+		}
+		assert_true(++runs <= 40);
+		stop = 0;
+		log->stop_at = log->n + 7; /* stopped after 7 more analyses */
+		SearchEngine *engines[2] = {fake_new(log, FAKE_DEEP), fake_new(log, FAKE_DEEP)};
+		ThinkOptions opt = {.engines = engines,
+		                    .nengines = 2,
+		                    .budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 9},
+		                    .multipv = 3,
+		                    .stop = &stop,
+		                    .commit_every = 4,
+		                    .again = keys,
+		                    .nagain = n,
+		                    .campaign = id};
+		assert_int_equal(think_run(&st, db, &opt, err), 0);
+		assert_int_equal(st.again_left, n - st.thought);
+		for (int i = 0; i < 2; i++) search_free(engines[i]);
+		free(keys);
+	}
+	assert_true(runs >= 5); /* interrupted at least four times */
+	/* Each position of the list once, and nothing else. */
+	assert_int_equal(log->n, (int)nfirst);
+	for (int i = 0; i < log->n; i++) {
+		bool listed = false;
+		for (size_t k = 0; k < nfirst && !listed; k++)
+			listed = key_equal(first[k], log->keys[i]);
+		assert_true(listed);
+		for (int j = 0; j < i; j++) assert_false(key_equal(log->keys[i], log->keys[j]));
+	}
+	BookTxn *t;
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	for (size_t k = 0; k < nfirst; k++) {
+		assert_int_equal(bookdb_get(rec, t, first[k]), 0);
+		assert_int_equal(rec->think_depth, 9);
+	}
+	bookdb_txn_abort(t);
+	/* Other criteria: a new campaign, the old marks gone, a new list. */
+	c.below_depth = 10;
+	assert_int_equal(think_again_campaign(&id2, db, &c, err), 0);
+	assert_true(id2 != id);
+	Key *keys = NULL;
+	size_t n;
+	assert_int_equal(think_again_list(&keys, &n, &reached, db, &c, id2, NULL, 0, err), 0);
+	assert_int_equal(n, nfirst);
+	free(keys);
+	free(rec);
+	free(first);
+	bookdb_free(db);
+	free(log);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -1527,6 +1625,8 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__probe_against_a_varying_opponent_keeps_every_reply),
 	    cmocka_unit_test(test_bookgen__think_probes_the_lines_an_opponent_plays),
 	    cmocka_unit_test(test_bookgen__think_stops_on_engine_time),
+	    cmocka_unit_test(
+	        test_bookgen__reanalysis_interrupted_and_resumed_thinks_each_position_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
