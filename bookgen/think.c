@@ -473,15 +473,19 @@ int think_store_again(BookWriter *w, Selector *sel, BookRecord *rec, BookRecord 
 	else
 		memcpy(rec, b,
 		       offsetof(BookRecord, moves) + (size_t)b->nmoves * sizeof b->moves[0]);
+	/* A new analysis that lost changes nothing (not even the moves it
+	 * named that the record lacks): the record stays as it was, and the
+	 * selector's lease is released. */
 	*replaced = d.replaced;
+	bool store = g != 0 || d.replaced;
 	uint8_t kb[THINK_AGAIN_KEY_LEN], id[8];
 	think_again_key(kb, key);
 	for (int i = 0; i < 8; i++) id[i] = (uint8_t)(campaign >> (8 * i));
 	BookTxn *txn;
-	if ((d.changed && (g = bookdb_writer_put(w, key, rec)) < 0) ||
+	if ((store && (g = bookdb_writer_put(w, key, rec)) < 0) ||
 	    (g = bookdb_writer_txn(&txn, w)) < 0 ||
 	    (g = bookdb_kv_put(txn, BOOKDB_WORK, kb, sizeof kb, id, sizeof id)) < 0 ||
-	    (sel && (rc = sel_add_result(sel, key, rec)) < 0))
+	    (sel && (rc = store ? sel_add_result(sel, key, rec) : sel_release(sel, key)) < 0))
 		return errmsg_set(err, THINK_ERRLEN, THINK_EBOOK, "think: storing a result: %s",
 		                  g < 0 ? bookdb_strerror(g) : sel_strerror(rc));
 	return 0;

@@ -161,8 +161,9 @@ JOSEKI_MUST_USE int think_store(BookWriter *w, Selector *sel, BookRecord *rec, K
  * rule (bookdb/merge.h: the deeper analysis wins whole, a tie to the new one;
  * statistics, marks and the other moves stay), written when it changed, and
  * the position marked done for campaign (bookgen/reanalyse.h), through w, sel
- * (may be NULL) told. rec and scratch are scratch space; *replaced says
- * whether the new analysis won. 0, or THINK_EBOOK with err (THINK_ERRLEN,
+ * (may be NULL) told. A new analysis that loses leaves the record as it was.
+ * rec and scratch are scratch space; *replaced says whether the new analysis
+ * won. 0, or THINK_EBOOK with err (THINK_ERRLEN,
  * may be NULL); the writer's transaction must then be discarded.
  */
 JOSEKI_MUST_USE int think_store_again(BookWriter *w, Selector *sel, BookRecord *rec,

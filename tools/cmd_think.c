@@ -424,7 +424,7 @@ int cmd_think(int argc, char **argv)
 		BookmmStats mm;
 		bool busy = false;
 		char mmerr[BOOKMM_ERRLEN];
-		if (st.thought &&
+		if (st.again_replaced &&
 		    cli_minimax_after(&mm, &busy, db, "think", !quiet && isatty(2), mmerr) < 0) {
 			joseki_error("think: the analyses are stored; minimax: %s: %s", book,
 			             mmerr);
@@ -433,10 +433,10 @@ int cmd_think(int argc, char **argv)
 		printf("reanalyse thought %llu replaced %llu left %llu minimax %s\n",
 		       (unsigned long long)st.thought, (unsigned long long)st.again_replaced,
 		       (unsigned long long)st.again_left,
-		       !st.thought      ? "none"
-		       : busy           ? "left to the run under way"
-		       : mm.incremental ? "incremental"
-		                        : "whole book");
+		       !st.again_replaced ? "none"
+		       : busy             ? "left to the run under way"
+		       : mm.incremental   ? "incremental"
+		                          : "whole book");
 	}
 	ret = 0;
 done:

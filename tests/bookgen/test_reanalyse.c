@@ -186,8 +186,10 @@ static void test_reanalyse__raises_depths_and_changes_nothing_else(void **state)
 	                 0);
 	assert_int_equal(thought_of(out), 0);
 	free(out);
-	/* Criteria that name nothing change nothing: every analysis is from
-	 * this book's engines, none imported. */
+	/* Criteria that name nothing change nothing (every analysis is from
+	 * this book's engines, none imported), nor does a shallower new
+	 * analysis (depth 1 against 4: the record stays as it was, minimax
+	 * values and all). */
 	after = all_records(book, &na);
 	out = NULL;
 	assert_int_equal(ts_runf(&out, NULL, "%s think %s --reanalyse --source imported --depth 6",
@@ -195,9 +197,23 @@ static void test_reanalyse__raises_depths_and_changes_nothing_else(void **state)
 	                 0);
 	assert_int_equal(thought_of(out), 0);
 	free(out);
+	out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s think %s --reanalyse --below-depth 10 --depth 1",
+	                         ts_joseki(), book),
+	                 0);
+	assert_int_equal(thought_of(out), 30);
+	assert_non_null(strstr(out, "replaced 0 left 0 minimax none"));
+	free(out);
 	Rec *again = all_records(book, &nb);
-	for (size_t i = 0; i < nb; i++)
-		assert_int_equal(again[i].rec->think_depth, after[i].rec->think_depth);
+	for (size_t i = 0; i < nb; i++) {
+		const BookRecord *x = after[i].rec, *y = again[i].rec;
+		assert_true(x->flags == y->flags && x->think_depth == y->think_depth &&
+		            x->nmoves == y->nmoves);
+		for (int m = 0; m < x->nmoves; m++)
+			assert_true(x->moves[m].move == y->moves[m].move &&
+			            x->moves[m].eval == y->moves[m].eval &&
+			            x->moves[m].value == y->moves[m].value);
+	}
 	free_records(again, nb);
 	free_records(after, na);
 	free_records(before, nb);
