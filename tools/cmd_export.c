@@ -266,30 +266,32 @@ int cmd_export(int argc, char **argv)
 	opt.sjis = sjis;
 	opt.book_name = book;
 	char **roots = NULL;
-	int nroots = 0;
+	int nroots = 0, ret = 1;
+	BookDB *db = NULL;
 	for (int i = 0; i < nroot_args; i++) {
 		char **v = realloc(roots, (size_t)(nroots + 1) * sizeof *v);
 		if (!v || !(v[nroots] = strdup(root_args[i]))) {
+			if (v) roots = v;
 			joseki_error("out of memory");
-			return 1;
+			goto done;
 		}
 		roots = v;
 		nroots++;
 	}
 	if (roots_file && read_roots(roots_file, &roots, &nroots) < 0) {
 		joseki_error("export: %s: %s", roots_file, strerror(errno));
-		return 1;
+		goto done;
 	}
 	opt.roots = (const char *const *)roots;
 	opt.nroots = nroots;
 	shogi_init();
 	double t0 = clock_ms_f();
-	BookDB *db;
 	char err[BOOKDB_ERRLEN];
 	BookDBOptions ro = {.read_only = true};
 	if (bookdb_open(&db, book, &ro, err) < 0) {
+		db = NULL;
 		joseki_error("export: %s", err);
-		return 1;
+		goto done;
 	}
 	ExportStats st;
 	char msg[EXPORT_ERRLEN];
@@ -301,11 +303,10 @@ int cmd_export(int argc, char **argv)
 	                 : export_yaneuraou(&st, db, out, &opt, msg);
 	if (progress) fputs("\r\033[K", stderr);
 	bookdb_free(db);
-	for (int i = 0; i < nroots; i++) free(roots[i]);
-	free(roots);
+	db = NULL;
 	if (rc < 0) {
 		joseki_error("export: %s (nothing written)", msg);
-		return 1;
+		goto done;
 	}
 	double ms = clock_ms_f() - t0;
 	if (json) {
@@ -332,7 +333,7 @@ int cmd_export(int argc, char **argv)
 			if (st.positions) yo_options(yo, out, &st, &opt);
 			json_object_set_new(o, "yaneuraou_options", yo);
 		}
-		if (joseki_print_json(o, 0) < 0) return 1;
+		if (joseki_print_json(o, 0) < 0) goto done;
 	} else if (kif) {
 		printf("export: a %s tree of %zu positions and %zu moves from %s (%s), wrote %s, "
 		       "%.0f ms\n",
@@ -354,5 +355,10 @@ int cmd_export(int argc, char **argv)
 			    "too\n",
 			    st.collisions);
 	}
-	return 0;
+	ret = 0;
+done:
+	bookdb_free(db);
+	for (int i = 0; i < nroots; i++) free(roots[i]);
+	free(roots);
+	return ret;
 }

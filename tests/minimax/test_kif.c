@@ -178,6 +178,32 @@ static void test_kif__the_export_reads_back_as_the_tree_of_the_book(void **state
 		            (NAMES[f][strlen(NAMES[f]) - 1] == 'u'));
 		free(bytes);
 	}
+	/* From another root: a board diagram, moves numbered from 1 after it. */
+	char *rwant = NULL;
+	size_t rlen = 0;
+	static const char RC[] = "joseki: the book from startpos moves 7g7f, 3 plies, every valued "
+	                         "move for both sides";
+	tree_line(&rwant, &rlen, 0, "-", RC, strlen(RC));
+	expect("startpos moves 7g7f", 1, 3, &rwant, &rlen);
+	snprintf(path, sizeof path, "%s/root.kifu", dir);
+	assert_int_equal(
+	    ts_runf(NULL, NULL,
+	            "%s export %s %s --root 'startpos moves 7g7f' --plies 3 --moves all",
+	            ts_joseki(), book, path),
+	    0);
+	char *bytes = ts_read_file(path, NULL);
+	assert_non_null(strstr(bytes, "後手番\n"));
+	assert_non_null(strstr(bytes, "\n   1 ３四歩(33)"));
+	free(bytes);
+	char *rgot = joseki_tree(path);
+	assert_string_equal(rgot, rwant);
+	free(rgot);
+	if (have_tsshogi()) {
+		rgot = tsshogi_tree(path);
+		assert_string_equal(rgot, rwant);
+		free(rgot);
+	}
+	free(rwant);
 	/* Cut by the filters as the YaneuraOu export is: the best move alone,
 	 * 2 plies. */
 	snprintf(path, sizeof path, "%s/best.kifu", dir);
