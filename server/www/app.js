@@ -264,7 +264,16 @@ function drawMoves() {
       td.appendChild(bar);
     }
     tr.appendChild(td);
-    tr.appendChild(markCell(m));
+    const mark = markCell(m);
+    tr.appendChild(mark);
+    // The mark in the first column too: the table may be wider than the window.
+    if (m.mark) {
+      const badge = document.createElement('span');
+      badge.className = 'badge ' + m.mark.kind;
+      badge.textContent = m.mark.kind === 'avoid' ? '✕' : '◎';
+      badge.title = mark.title;
+      tr.querySelector('td.star').appendChild(badge);
+    }
     if (m.avoided) tr.classList.add('avoided');
     tr.dataset.move = m.move;
     tr.addEventListener('click', () => follow(m.move));

@@ -665,12 +665,12 @@ static void test_server__the_explorer_in_a_real_browser(void **state)
 	}
 	char *dir = make_book();
 	/* A hand mark on the start position's last move, which the table shows. */
-	json_t *q = ts_run_json(0, "%s query %s startpos --json", ts_joseki(), dir);
+	json_t *q = ts_run_json(0, "%s query %s/b startpos --json", ts_joseki(), dir);
 	json_t *mv = json_object_get(q, "moves");
 	assert_true(json_array_size(mv) >= 2);
 	const char *last =
 	    json_string_value(json_object_get(json_array_get(mv, json_array_size(mv) - 1), "move"));
-	assert_int_equal(ts_runf(NULL, NULL, "%s avoid %s startpos %s --note 'browser test'",
+	assert_int_equal(ts_runf(NULL, NULL, "%s avoid %s/b startpos %s --note 'browser test'",
 	                         ts_joseki(), dir, last),
 	                 0);
 	json_decref(q);
