@@ -20,8 +20,11 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "bookdb/bookdb.h"
 
 #include "shogi/clock.h"
 #include "shogi/position.h"
@@ -554,11 +557,75 @@ static void answer_first_legal(const Coordinator *s, const char *token, json_t *
 	free(pos);
 }
 
+/* The one child process of pid (the coordinator's minimax child), as its
+ * threads' /proc children lists say; 0 while it has none. */
+static pid_t child_of(pid_t pid)
+{
+	char path[96];
+	pid_t found = 0;
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d) return 0;
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		if (de->d_name[0] == '.') continue;
+		char cp[320];
+		snprintf(cp, sizeof cp, "/proc/%d/task/%s/children", (int)pid, de->d_name);
+		FILE *f = fopen(cp, "r");
+		int c = 0;
+		if (f && fscanf(f, "%d", &c) == 1) found = c;
+		if (f) fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/* A line of /proc/PID/status starting with field ("State:", "ShdPnd:"), or
+ * "" when the process is gone. */
+static void proc_status(pid_t pid, const char *field, char *out, size_t len)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	out[0] = 0;
+	FILE *f = fopen(path, "r");
+	if (!f) return;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, field, strlen(field))) {
+			snprintf(out, len, "%s", line + strlen(field));
+			break;
+		}
+	fclose(f);
+}
+
+/* True when the book at path holds the mark of a whole-book minimax run
+ * under way (meta "mmfull", put at the run's start, cleared at its end). */
+static bool whole_run_marked(const char *path)
+{
+	BookDB *db;
+	char err[BOOKDB_ERRLEN];
+	BookDBOptions ro = {.read_only = true};
+	if (bookdb_open(&db, path, &ro, err) < 0) fail_msg("%s", err);
+	BookTxn *txn;
+	const void *v;
+	size_t vl;
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	bool marked = bookdb_kv_get(&v, &vl, txn, BOOKDB_META, "mmfull", 6) == 0;
+	bookdb_txn_abort(txn);
+	bookdb_free(db);
+	return marked;
+}
+
 /*
  * A coordinator stopped (SIGTERM) while its whole-book minimax child runs (a
- * 1 M-position synthetic book, never backed up: seconds of work) stops the
- * child and exits at once; the book says the run did not finish until the
- * next run, a whole-book one, has done it.
+ * 1 M-position synthetic book, never backed up) stops the child and exits;
+ * the book says the run did not finish until the next run, a whole-book one,
+ * has done it. The stop must land while the child's run is under way on any
+ * machine, however loaded: the test waits until the child has marked the
+ * book (its run has begun), holds it there (SIGSTOP), sends SIGTERM to the
+ * coordinator, waits until the child has the coordinator's SIGTERM pending,
+ * and only then lets it go on (SIGCONT). (It used to send SIGTERM as soon as
+ * the coordinator said it had started the child: on a loaded machine the stop
+ * came before the child had begun its run or after it had ended.)
  */
 static void test_work__a_stop_stops_the_whole_book_child(void **state)
 {
@@ -583,17 +650,47 @@ static void test_work__a_stop_stops_the_whole_book_child(void **state)
 	json_decref(a);
 	assert_true(ts_wait_output(
 	    s.log, "the whole book (no earlier minimax run), in child process", 30000));
-	double t0 = clock_ms_f();
+	/* The child, once its run has marked the book. */
+	pid_t child = 0;
+	bool marked = false;
+	int64_t end = clock_ms() + 120000;
+	while (!marked && clock_ms() < end) {
+		if (!child) child = child_of(s.pid);
+		marked = child && whole_run_marked(book);
+		if (!marked) usleep(2000);
+	}
+	if (!marked) fail_msg("the minimax child (pid %d) never marked the book", (int)child);
+	/* Held, with its mark still there: its run is under way and stays so. */
+	char st[256];
+	assert_int_equal(kill(child, SIGSTOP), 0);
+	end = clock_ms() + 60000;
+	for (;;) {
+		proc_status(child, "State:", st, sizeof st);
+		if (strchr(st, 'T') || !st[0] || clock_ms() >= end) break;
+		usleep(1000);
+	}
+	if (!strchr(st, 'T')) fail_msg("the minimax child did not stop: state '%s'", st);
+	if (!whole_run_marked(book)) fail_msg("the minimax child ended its run before it was held");
 	kill(s.pid, SIGTERM);
-	assert_true(ts_wait_output(s.log, "stopped; the next run does it again", 30000));
-	int st = 0;
-	waitpid(s.pid, &st, 0);
+	/* The coordinator's SIGTERM (15: bit 0x4000) waits in the held child. */
+	bool pending = false;
+	end = clock_ms() + 60000;
+	while (!pending && clock_ms() < end) {
+		proc_status(child, "ShdPnd:", st, sizeof st);
+		pending = strtoull(st, NULL, 16) & (1ull << (SIGTERM - 1));
+		if (!pending) usleep(2000);
+	}
+	if (!pending) fail_msg("the coordinator did not send its minimax child SIGTERM");
+	double t0 = clock_ms_f();
+	assert_int_equal(kill(child, SIGCONT), 0);
+	assert_true(ts_wait_output(s.log, "stopped; the next run does it again", 60000));
+	int wst = 0;
+	waitpid(s.pid, &wst, 0);
 	g_child = 0;
-	double ms = clock_ms_f() - t0;
 	fclose(s.log);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	print_message("SIGTERM to exit, the child stopped: %.0f ms\n", ms);
-	assert_true(ms < 20000); /* the whole-book run alone takes longer here */
+	assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	print_message("the child's SIGTERM delivered to the coordinator's exit: %.0f ms\n",
+	              clock_ms_f() - t0);
 	check_passes(book, true);
 	/* (The book never had a minimax: that is the reason the next run gives.) */
 	json_t *mm = ts_run_json(0, "%s minimax %s --json", ts_joseki(), book);
