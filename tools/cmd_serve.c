@@ -150,6 +150,14 @@ static int serve_minimax_prepare(void *ctx, BookDB *db, const atomic_bool *stop,
 	return whole_book_child(bookdb_dir(db), why, stop, err, errlen);
 }
 
+/* A re-read of the tokens file that failed (the tokens read before stay in
+ * force) or that reads again: one line per version of the file. */
+static void tokens_log(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "serve: tokens: %s\n", msg);
+}
+
 /* Waits for SIGTERM/SIGINT; with work on a terminal, a status line every 10 s.
  * Returns the signal, or 0 when the coordinator failed. */
 static int wait_stop(sigset_t *sigs, ApiWork *work)
@@ -305,10 +313,14 @@ int cmd_serve(int argc, char **argv)
 		snprintf(tpath, sizeof tpath, "%s/tokens", book);
 		if (!tokens_path) tokens_path = tpath;
 		if (server_tokens_open(&tokens, tokens_path, err) < 0) {
-			joseki_error("serve: %s (make one with: joseki token add %s NAME)", err,
-			             tokens_path);
+			if (access(tokens_path, F_OK) < 0)
+				joseki_error("serve: %s (make one with: joseki token add %s NAME)",
+				             err, tokens_path);
+			else
+				joseki_error("serve: %s", err);
 			goto fail;
 		}
+		server_tokens_set_log(tokens, tokens_log, NULL);
 		RootList roots = {0}, paths = {0};
 		if (cli_plan_roots(&cp, &roots, db, !opt.log, "serve", &paths) < 0) {
 			roots_free(&roots);

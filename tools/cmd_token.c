@@ -2,10 +2,11 @@
  * joseki token add FILE NAME [--read]
  *
  * Makes a new worker token (server/tokens.h): its SHA-256 and NAME are
- * appended to FILE (created 0600), the token itself is printed once on stdout
- * and kept nowhere. With --read the token may only read the coordinator's
- * status (for the work page), not lease or submit. Revoke it by deleting its
- * line; a running coordinator notices at the next request.
+ * appended to FILE (created 0600; an existing one of this user's made
+ * owner-only; anything but a regular file, or another user's, refused), the
+ * token itself is printed once on stdout and kept nowhere. With --read the token may only read the
+ * coordinator's status (for the work page), not lease or submit. Revoke it by deleting its line; a
+ * running coordinator notices at the next request.
  */
 #include <stdio.h>
 #include <string.h>

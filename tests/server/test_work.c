@@ -21,6 +21,7 @@
 #include <jansson.h>
 #include <signal.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -348,6 +349,115 @@ static void test_work__tokens_missing_wrong_or_revoked_get_401_and_write_nothing
 	assert_false(startpos_thought(dir));
 	free(body);
 	json_decref(a2);
+}
+
+/* Waits (at most ms) for pid to exit: its status, or -1 when it had not (it
+ * is then killed). */
+static int exit_within(pid_t pid, int ms)
+{
+	int64_t end = clock_ms() + ms;
+	for (;;) {
+		int st = 0;
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (r < 0 || clock_ms() >= end) break;
+		usleep(5000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+/* Starts `serve BOOK --work --quiet EXTRA` with its stderr in the file log. */
+static pid_t serve_logged(const char *book, const char *extra, const char *log)
+{
+	char cmd[2400];
+	snprintf(cmd, sizeof cmd, "exec %s serve %s --work --quiet --listen 127.0.0.1:0 %s 2>%s",
+	         ts_joseki(), book, extra, log);
+	char *argv[] = {"sh", "-c", cmd, NULL};
+	return ts_spawn(argv, NULL, NULL, false);
+}
+
+/* Occurrences of needle in the file at path. */
+static int count_in(const char *path, const char *needle)
+{
+	char *text = ts_read_file(path, NULL);
+	int n = 0;
+	for (const char *p = text; p && (p = strstr(p, needle)); p += strlen(needle)) n++;
+	free(text);
+	return n;
+}
+
+/*
+ * The tokens file must be an owner-only regular file: --tokens naming
+ * /dev/zero, a FIFO, a directory or a file others may write makes the
+ * coordinator refuse to start, at once, naming the file and what to do (it
+ * hung for ever before listening, deaf to SIGTERM, or started admitting
+ * nobody, or took the file others could add tokens to). Replaced by a link to
+ * /dev/zero while it runs, the tokens read before stay in force (every
+ * authenticated request hung for ever, also after the real file was back, and
+ * SIGTERM did not end the process), which is said once, as is the file read
+ * again; SIGTERM then ends it.
+ */
+static void test_work__a_tokens_file_that_is_not_an_owner_only_regular_file(void **state)
+{
+	(void)state;
+	char t1[80], t2[80], book[600], path[700], log[700], fifo[700], sub[700], lax[700];
+	char *dir = make_book(t1, t2);
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(path, sizeof path, "%s/b/tokens", dir);
+	snprintf(log, sizeof log, "%s/serve.log", dir);
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	snprintf(sub, sizeof sub, "%s/sub", dir);
+	snprintf(lax, sizeof lax, "%s/lax", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "cp %s %s && chmod 666 %s", path, lax, lax), 0);
+	const struct {
+		const char *file, *says;
+	} REFUSED[] = {{lax, "chmod 600"},
+	               {"/dev/zero", "a character device"},
+	               {fifo, "a FIFO"},
+	               {sub, "a directory"}};
+	for (size_t i = 0; i < sizeof REFUSED / sizeof *REFUSED; i++) {
+		char extra[800];
+		snprintf(extra, sizeof extra, "--tokens %s", REFUSED[i].file);
+		pid_t pid = serve_logged(book, extra, log);
+		int st = exit_within(pid, 60000);
+		char *said = ts_read_file(log, NULL);
+		if (st != 1 || !strstr(said, REFUSED[i].file) || !strstr(said, REFUSED[i].says))
+			fail_msg(
+			    "--tokens %s: status %d (1 expected, -1: still running after 60 s), "
+			    "said:\n%s",
+			    REFUSED[i].file, st, said);
+		free(said);
+	}
+	/* Running: the file replaced by a link to /dev/zero, then by the real one. */
+	pid_t pid = serve_logged(book, "", log);
+	g_child = pid;
+	if (!ts_wait_file(log, 0, "listening on http://127.0.0.1:", 60000))
+		fail_msg("serve --work did not start");
+	char *said = ts_read_file(log, NULL);
+	Coordinator s = {.pid = pid, .port = atoi(strstr(said, "http://127.0.0.1:") + 17)};
+	free(said);
+	json_decref(status(&s, t1));
+	char real[800];
+	snprintf(real, sizeof real, "%s.real", path);
+	assert_int_equal(rename(path, real), 0);
+	assert_int_equal(symlink("/dev/zero", path), 0);
+	for (int i = 0; i < 20; i++) json_decref(status(&s, i % 2 ? t1 : t2));
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rename(real, path), 0);
+	json_decref(status(&s, t1));
+	assert_true(ts_wait_file(log, 0, "read again: 2 tokens", 60000));
+	assert_int_equal(count_in(log, "a character device"), 1);
+	assert_int_equal(count_in(log, "the tokens read before (2) stay in force"), 1);
+	kill(pid, SIGTERM);
+	int st = exit_within(pid, 60000);
+	g_child = 0;
+	if (st != 0) fail_msg("SIGTERM: status %d (-1: still running after 60 s)", st);
+	ts_rmtree(dir);
+	free(dir);
 }
 
 static void test_work__submissions_outside_the_lease_or_malformed_are_refused(void **state)
@@ -1145,6 +1255,8 @@ int main(void)
 	    cmocka_unit_test_teardown(test_work__a_whole_book_minimax_runs_in_a_child_process,
 	                              kill_left),
 	    cmocka_unit_test_teardown(test_work__a_stop_stops_the_whole_book_child, kill_left),
+	    cmocka_unit_test_teardown(
+	        test_work__a_tokens_file_that_is_not_an_owner_only_regular_file, kill_left),
 	    cmocka_unit_test_setup_teardown(
 	        test_work__a_coordinator_killed_with_sigkill_keeps_its_leases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
