@@ -343,6 +343,9 @@ static int on_move(Builder *b, const unsigned char *s, size_t n)
 		rec->side = s[0] == '+' ? BLACK : WHITE;
 		b->has_side = true;
 	}
+	/* Past what a game can be replayed to, a move is read, not kept (the
+	 * replay says the game is too long at the first one kept past it). */
+	if (rec->nmoves >= KIFU_MOVES_MAX) return 0;
 	KifuMove *m = kifu_add_move(rec, &b->cap_moves);
 	if (!m) return KIFU_ENOMEM;
 	memcpy(m->token, s, 7);

@@ -10,27 +10,32 @@
 #include "ingest/walk.h"
 #include "shogi/clock.h"
 
-/* Hands one input file (or its error) to the parsers; 1 when the run stops. */
-static int feed_unit(void *ctx, char *name, char *buf, size_t len, char *error, int errnum)
+/* Hands one input file or part (or its error) to the parsers, once the
+ * window has room for it; 1 when the run stops. */
+static int feed_unit(void *ctx, WalkFile *f)
 {
 	Pipe *p = ctx;
-	if (errnum == ENOMEM || !name || (!buf && !error)) ing_out_of_memory();
+	if (f->errnum == ENOMEM || !f->name || (!f->buf && !f->error)) ing_out_of_memory();
 	pthread_mutex_lock(&p->mu);
-	while (!p->abort && p->produced - p->consumed >= p->window)
+	while (!p->abort && (p->produced - p->consumed >= p->window ||
+	                     (p->produced > p->consumed && p->inflight + f->len > p->inflight_max)))
 		pthread_cond_wait(&p->cv, &p->mu);
-	if (p->abort || !name) {
+	if (p->abort || !f->name) {
 		bool stop = p->abort;
 		pthread_mutex_unlock(&p->mu);
-		free(name);
-		free(buf);
-		free(error);
+		free(f->name);
+		free(f->buf);
+		free(f->error);
 		return stop;
 	}
 	Unit *u = &p->units[p->produced % p->window];
-	u->name = name;
-	u->buf = buf;
-	u->len = len;
-	u->error = error;
+	u->name = f->name;
+	u->buf = f->buf;
+	u->len = f->len;
+	u->line = f->line;
+	u->format = f->format;
+	u->error = f->error;
+	p->inflight += f->len;
 	Result *r = &p->results[p->produced % p->window];
 	memset(r, 0, sizeof *r);
 	p->produced++;

@@ -361,6 +361,8 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	p.inputs = inputs;
 	p.ninputs = ninputs;
 	p.window = WINDOW;
+	p.inflight_max =
+	    (size_t)(INFLIGHT_PARTS_PER_JOB * opt.jobs + INFLIGHT_PARTS_MIN) * WALK_PART_BYTES;
 	p.t0 = t0;
 	p.units = calloc(p.window, sizeof *p.units);
 	p.results = calloc(p.window, sizeof *p.results);
@@ -444,6 +446,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		u->name = u->error = NULL;
 		pthread_mutex_lock(&p.mu);
 		p.consumed++;
+		p.inflight -= u->len;
 		if (result != INGEST_OK) p.abort = true;
 		pthread_cond_broadcast(&p.cv);
 		pthread_mutex_unlock(&p.mu);

@@ -21,12 +21,15 @@
 
 /* ---- pipeline data ---------------------------------------------------- */
 
-/* One input file's bytes (a file, an archive entry, or stdin). */
+/* One input file's bytes, or a part of them (a file, an archive entry, or
+ * stdin; walk.h). */
 typedef struct {
 	char *name;
 	char *buf;
 	size_t len;
-	char *error; /* the input could not be read: reported, nothing parsed */
+	int line;          /* buf's first line in the input; with error the line it names */
+	KifuFormat format; /* the input's, sniffed from its start */
+	char *error;       /* the input (or its rest) could not be read: reported, nothing parsed */
 } Unit;
 
 /* One move played, as the writer needs it. */
@@ -79,6 +82,10 @@ typedef struct {
 	size_t produced; /* units made by the feeder */
 	size_t taken;    /* units taken by parsers */
 	size_t consumed; /* results the writer has applied */
+	/* Input bytes of the units not yet applied, and the most there may be
+	 * (units wait in the feeder beyond it: the games parsed from them are
+	 * held until the writer applies them). */
+	size_t inflight, inflight_max;
 	bool feed_done;
 	bool abort;
 	/* Progress (opt->progress): both the feeder walking the inputs and the
@@ -91,6 +98,9 @@ typedef struct {
 } Pipe;
 
 #define WINDOW 256
+/* Input bytes in flight: this many parts (walk.h) a parser thread, and some. */
+#define INFLIGHT_PARTS_PER_JOB 2
+#define INFLIGHT_PARTS_MIN 8
 
 /* Memory ran out somewhere in the pipeline (ingest.c: the run then fails with
  * INGEST_ENOMEM; what could not be kept is dropped). */

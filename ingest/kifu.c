@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <iconv.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,6 +390,11 @@ void kifu_reader_free(KifuReader *r)
 	free(r);
 }
 
+void kifu_reader_first_line(KifuReader *r, int line)
+{
+	r->line = line > 0 ? line - 1 : 0;
+}
+
 const char *kifu_reader_error(const KifuReader *r)
 {
 	return r->err;
@@ -447,7 +453,7 @@ bool kifu_next_line(KifuReader *r, const unsigned char **s, size_t *n)
 	if (q < end && *q == '\r') q++;
 	if (q < end && *q == '\n') q++;
 	r->off = (size_t)(q - r->buf);
-	r->line++;
+	if (r->line < INT_MAX) r->line++;
 	return true;
 }
 

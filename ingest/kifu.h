@@ -187,6 +187,15 @@ JOSEKI_MUST_USE int kifu_reader_open_mem(KifuReader **out, const void *buf, size
 JOSEKI_MUST_USE int kifu_reader_open_mem_as(KifuReader **out, const void *buf, size_t len,
                                             const char *name, KifuFormat format);
 
+/* Numbers the reader's lines from line (a part of a larger input that starts
+ * there, walk.h; 1 by default). Call before the first kifu_reader_next. */
+void kifu_reader_first_line(KifuReader *r, int line);
+
+/* The most moves a record keeps: one past what the rules core replays
+ * (POS_MAX_STATES - 1 plies), so that the replay says where the game is too
+ * long; the reader skips the moves after them. */
+#define KIFU_MOVES_MAX POS_MAX_STATES
+
 /*
  * Reads the whole stream f into a malloc'd buffer (*out, the caller's to
  * free; *len bytes). Returns 0, KIFU_EIO (errno tells why) or KIFU_ENOMEM.

@@ -155,7 +155,7 @@ static int collect_ply(void *ctx, const Position *before, Move m, size_t index)
 	PlyCollect *c = ctx;
 	if (before->game_ply > c->max_ply) return 0;
 	Game *g = c->game;
-	if (array_grow((void **)&g->plies, &c->cap, g->nplies + 1, sizeof *g->plies, 64)) {
+	if (array_grow((void **)&g->plies, &c->cap, g->nplies + 1, sizeof *g->plies, 16)) {
 		ing_out_of_memory();
 		return -1;
 	}
@@ -267,14 +267,15 @@ static void parse_record(Result *r, const char *input, KifuRecord *rec, const In
 static void parse_unit(Result *r, const Unit *u, const IngestOptions *opt, Position *pos)
 {
 	if (u->error) {
-		result_error(r, u->name, 0, ing_strdup(u->error));
+		result_error(r, u->name, u->line, ing_strdup(u->error));
 		return;
 	}
 	KifuReader *rd;
-	if (kifu_reader_open_mem(&rd, u->buf, u->len, u->name) < 0) {
+	if (kifu_reader_open_mem_as(&rd, u->buf, u->len, u->name, u->format) < 0) {
 		ing_out_of_memory();
 		return;
 	}
+	kifu_reader_first_line(rd, u->line);
 	for (;;) {
 		KifuRecord *rec = NULL;
 		int rc = kifu_reader_next(rd, &rec);

@@ -206,22 +206,29 @@ typedef struct {
 	char *err;
 } GameWalk;
 
-/* One game file of the walk: its games, replayed. */
-static int walk_file(void *ctx, char *name, char *buf, size_t len, char *error, int errnum)
+/* One game file (or part) of the walk: its games, replayed. */
+static int walk_file(void *ctx, WalkFile *f)
 {
 	GameWalk *w = ctx;
 	int ret = 0;
 	KifuReader *rd = NULL;
-	if (!buf || !name) {
-		ret = errmsg_set(
-		    w->err, REPLAY_ERRLEN, errnum == ENOMEM || !name ? KIFU_ENOMEM : KIFU_EIO,
-		    "%.300s: %.180s", name ? name : "?", error ? error : "out of memory");
+	const char *name = f->name;
+	if (!f->buf || !name) {
+		int code = f->errnum == ENOMEM || !name ? KIFU_ENOMEM : KIFU_EIO;
+		const char *why = f->error ? f->error : "out of memory";
+		if (f->line > 0)
+			ret = errmsg_set(w->err, REPLAY_ERRLEN, code, "%.300s:%d: %.180s", name,
+			                 f->line, why);
+		else
+			ret = errmsg_set(w->err, REPLAY_ERRLEN, code, "%.300s: %.180s",
+			                 name ? name : "?", why);
 		goto out;
 	}
-	if (kifu_reader_open_mem(&rd, buf, len, name) < 0) {
+	if (kifu_reader_open_mem_as(&rd, f->buf, f->len, name, f->format) < 0) {
 		ret = errmsg_set(w->err, REPLAY_ERRLEN, KIFU_ENOMEM, "%.300s: out of memory", name);
 		goto out;
 	}
+	kifu_reader_first_line(rd, f->line);
 	KifuRecord *rec;
 	int rc;
 	while ((rc = kifu_reader_next(rd, &rec)) != 0) {
@@ -239,9 +246,9 @@ static int walk_file(void *ctx, char *name, char *buf, size_t len, char *error, 
 	}
 out:
 	kifu_reader_free(rd);
-	free(name);
-	free(buf);
-	free(error);
+	free(f->name);
+	free(f->buf);
+	free(f->error);
 	return ret;
 }
 

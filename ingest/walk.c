@@ -5,6 +5,7 @@
 #include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,57 +93,130 @@ static char *str_printf(const char *fmt, ...)
 	return s;
 }
 
-/* Hands a file that could not be read to the callback. */
-static int give_error(Walk *w, const char *name, int errnum, const char *fmt, const char *what)
+/* Hands a file that could not be read (from line on, 0: at all) to the
+ * callback. */
+static int give_error(Walk *w, const char *name, int line, int errnum, const char *fmt,
+                      const char *what)
 {
-	char *n = strdup(name), *e = str_printf(fmt, what);
-	return w->opt->file(w->opt->ctx, n, NULL, 0, e, errnum);
+	WalkFile f = {.name = strdup(name),
+	              .line = line,
+	              .error = str_printf(fmt, what),
+	              .errnum = errnum,
+	              .format = KIFU_CSA};
+	return w->opt->file(w->opt->ctx, &f);
 }
 
-static int read_all_fd(int fd, char **out, size_t *len)
+/* A source of an input's bytes: a file descriptor or an archive's entry. */
+typedef struct {
+	int fd;            /* >= 0: read(2) from it */
+	struct archive *a; /* else the entry under way */
+	const char *why;   /* after a failed read: what went wrong (archive) */
+} Source;
+
+static ssize_t source_read(Source *src, char *buf, size_t n)
 {
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-	if (!buf) {
-		errno = ENOMEM;
-		return -1;
+	if (src->fd >= 0) {
+		for (;;) {
+			ssize_t r = read(src->fd, buf, n);
+			if (r >= 0 || errno != EINTR) return r;
+		}
 	}
+	la_ssize_t r = archive_read_data(src->a, buf, n);
+	if (r < 0) src->why = archive_error_string(src->a);
+	return r < 0 ? -1 : (ssize_t)r;
+}
+
+#define READ_CHUNK (64 << 10)
+
+/*
+ * Reads one input (name) from src, handing it on in the parts WalkCut cuts
+ * (walk.h): memory holds at most a part and a record, whatever the input's
+ * size. what says how to name a failed read ("cannot read: %s"). Returns
+ * what the callback returned, or 0.
+ */
+static int read_input(Walk *w, const char *name, Source *src, const char *what, bool *read_failed)
+{
+	*read_failed = false;
+	WalkCut c;
+	walk_cut_init(&c, name);
+	size_t cap = READ_CHUNK * 2, len = 0;
+	char *buf = malloc(cap);
+	bool eof = false;
+	int ret = 0;
+	if (!buf) return give_error(w, name, 0, ENOMEM, what, "out of memory");
 	for (;;) {
-		if (n == cap) {
-			cap *= 2;
-			char *nb = realloc(buf, cap);
+		size_t n;
+		int r = walk_cut_next(&c, buf, len, eof, &n);
+		if (r == WALK_CUT_PART) {
+			/* The part in a buffer of its own; the rest stays. */
+			char *part = n == len ? buf : malloc(n ? n : 1);
+			char *pname = strdup(name);
+			if (!part || !pname) {
+				free(part != buf ? part : NULL);
+				free(pname);
+				ret =
+				    give_error(w, name, c.part_line, ENOMEM, what, "out of memory");
+				break;
+			}
+			if (part != buf) {
+				memcpy(part, buf, n);
+				memmove(buf, buf + n, len - n);
+			} else {
+				buf = NULL;
+				cap = 0;
+			}
+			len -= n;
+			WalkFile f = {.name = pname,
+			              .buf = part,
+			              .len = n,
+			              .line = c.part_line,
+			              .format = (KifuFormat)c.format};
+			if ((ret = w->opt->file(w->opt->ctx, &f))) break;
+			continue;
+		}
+		if (r == WALK_CUT_END) break;
+		if (r == WALK_CUT_ERROR) {
+			if (w->st) w->st->refused++;
+			int line = c.err_line > (uint64_t)INT32_MAX ? INT32_MAX : (int)c.err_line;
+			ret = give_error(w, name, line, 0, "%s", c.err);
+			break;
+		}
+		if (len + READ_CHUNK > cap) {
+			size_t nc = cap ? cap * 2 : READ_CHUNK * 2;
+			while (nc < len + READ_CHUNK) nc *= 2;
+			char *nb = realloc(buf, nc);
 			if (!nb) {
-				free(buf);
-				errno = ENOMEM;
-				return -1;
+				*read_failed = true;
+				ret = give_error(w, name, 0, ENOMEM, what, "out of memory");
+				break;
 			}
 			buf = nb;
+			cap = nc;
 		}
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR) continue;
-		if (r < 0) {
+		ssize_t got = source_read(src, buf + len, READ_CHUNK);
+		if (got < 0) {
 			int e = errno;
-			free(buf);
-			errno = e;
-			return -1;
+			*read_failed = true;
+			ret = give_error(w, name, 0, src->fd >= 0 ? e : 0, what,
+			                 src->fd >= 0 ? strerror(e) : src->why);
+			break;
 		}
-		if (r == 0) break;
-		n += (size_t)r;
+		if (got == 0) eof = true;
+		len += (size_t)got;
 	}
-	*out = buf;
-	*len = n;
-	return 0;
+	free(buf);
+	return ret;
 }
 
 static int walk_archive(Walk *w, const char *path)
 {
 	struct archive *a = archive_read_new();
-	if (!a) return give_error(w, path, ENOMEM, "cannot open archive: %s", "out of memory");
+	if (!a) return give_error(w, path, 0, ENOMEM, "cannot open archive: %s", "out of memory");
 	archive_read_support_filter_all(a);
 	archive_read_support_format_all(a);
 	int rc = archive_read_open_filename(a, path, 1 << 16), ret = 0;
 	if (rc != ARCHIVE_OK) {
-		ret = give_error(w, path, 0, "cannot open archive: %s", archive_error_string(a));
+		ret = give_error(w, path, 0, 0, "cannot open archive: %s", archive_error_string(a));
 		archive_read_free(a);
 		return ret;
 	}
@@ -151,7 +225,7 @@ static int walk_archive(Walk *w, const char *path)
 		rc = archive_read_next_header(a, &e);
 		if (rc == ARCHIVE_EOF) break;
 		if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
-			ret = give_error(w, path, 0,
+			ret = give_error(w, path, 0, 0,
 			                 "archive damaged or truncated: %s (rest skipped)",
 			                 archive_error_string(a));
 			break;
@@ -166,42 +240,21 @@ static int walk_archive(Walk *w, const char *path)
 			archive_read_data_skip(a);
 			continue;
 		}
-		size_t cap = archive_entry_size_is_set(e) && archive_entry_size(e) > 0
-		                 ? (size_t)archive_entry_size(e) + 1
-		                 : 1 << 14;
-		char *buf = malloc(cap);
-		size_t n = 0;
-		bool bad = !buf, oom = !buf;
-		for (; buf;) {
-			if (n + 1 >= cap) {
-				cap *= 2;
-				char *nb = realloc(buf, cap);
-				if (!nb) {
-					bad = oom = true;
-					break;
-				}
-				buf = nb;
-			}
-			la_ssize_t r = archive_read_data(a, buf + n, cap - n - 1);
-			if (r < 0) {
-				bad = true;
-				break;
-			}
-			if (r == 0) break;
-			n += (size_t)r;
-		}
 		char *name = str_printf("%s:%s", path, ename);
-		if (bad) {
-			free(buf);
-			ret = w->opt->file(
-			    w->opt->ctx, name, NULL, 0,
-			    str_printf("archive entry unreadable: %s (rest skipped)",
-			               oom ? "out of memory" : archive_error_string(a)),
-			    oom ? ENOMEM : 0);
+		if (!name) {
+			ret = give_error(w, path, 0, ENOMEM, "archive entry unreadable: %s",
+			                 "out of memory");
 			break;
 		}
 		if (w->st) w->st->entries++;
-		if ((ret = w->opt->file(w->opt->ctx, name, buf, n, NULL, 0))) break;
+		Source src = {.fd = -1, .a = a};
+		bool failed;
+		/* An entry that is no game record is refused alone; one that cannot
+		 * be read ends the archive (its data stream is lost). */
+		ret = read_input(w, name, &src, "archive entry unreadable: %s (rest skipped)",
+		                 &failed);
+		free(name);
+		if (ret || failed) break;
 	}
 	archive_read_free(a);
 	return ret;
@@ -266,7 +319,7 @@ static int walk_dir(Walk *w, const char *path)
 		if (rc) return rc;
 	}
 	DIR *d = opendir(path);
-	if (!d) return give_error(w, path, errno, "cannot open directory: %s", strerror(errno));
+	if (!d) return give_error(w, path, 0, errno, "cannot open directory: %s", strerror(errno));
 	char **names = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
@@ -281,7 +334,7 @@ static int walk_dir(Walk *w, const char *path)
 		if (array_grow((void **)&names, &cap, n + 1, sizeof *names, 64) ||
 		    !(name = str_printf("%s/%s", path, de->d_name))) {
 			free(name);
-			ret = give_error(w, path, ENOMEM, "cannot read directory: %s",
+			ret = give_error(w, path, 0, ENOMEM, "cannot read directory: %s",
 			                 "out of memory");
 			break;
 		}
@@ -301,32 +354,25 @@ static int walk_dir(Walk *w, const char *path)
 
 static int read_file(Walk *w, const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	size_t len;
-	if (!f || read_all_fd(fileno(f), &buf, &len) < 0) {
-		int e = errno;
-		if (f) fclose(f);
-		return give_error(w, path, e, "cannot read: %s", strerror(e));
-	}
-	fclose(f);
-	char *name = strdup(path);
-	return w->opt->file(w->opt->ctx, name, buf, len, NULL, 0);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return give_error(w, path, 0, errno, "cannot read: %s", strerror(errno));
+	Source src = {.fd = fd};
+	bool failed;
+	int ret = read_input(w, path, &src, "cannot read: %s", &failed);
+	close(fd);
+	return ret;
 }
 
 static int walk_path(Walk *w, const char *path, bool named)
 {
 	if (named && !strcmp(path, "-")) {
-		char *buf;
-		size_t len;
-		if (read_all_fd(0, &buf, &len) < 0)
-			return give_error(w, "-", errno, "cannot read standard input: %s",
-			                  strerror(errno));
-		return w->opt->file(w->opt->ctx, strdup("-"), buf, len, NULL, 0);
+		Source src = {.fd = 0};
+		bool failed;
+		return read_input(w, "-", &src, "cannot read standard input: %s", &failed);
 	}
 	struct stat sb;
 	if (stat(path, &sb) < 0) {
-		if (named) return give_error(w, path, errno, "cannot read: %s", strerror(errno));
+		if (named) return give_error(w, path, 0, errno, "cannot read: %s", strerror(errno));
 		/* a link to nothing, or an entry gone meanwhile */
 		if (w->st) w->st->broken++;
 		return 0;

@@ -121,6 +121,9 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 			              "broken_links", (json_int_t)w->broken, "hidden",
 			              (json_int_t)w->hidden));
 		}
+		if (st->walk.refused)
+			json_object_set_new(o, "inputs_refused",
+			                    json_integer((json_int_t)st->walk.refused));
 		if (st->variations)
 			json_object_set_new(o, "variations_skipped",
 			                    json_integer((json_int_t)st->variations));
@@ -145,6 +148,12 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 	if (st->errors_total > st->nerrors)
 		fprintf(stderr, "(%llu more errors not shown)\n",
 		        (unsigned long long)(st->errors_total - st->nerrors));
+	if (st->walk.refused)
+		fprintf(stderr,
+		        "%s: %llu input%s refused: not game records from the line named on (its "
+		        "games before that line are in)\n",
+		        cmd, (unsigned long long)st->walk.refused,
+		        st->walk.refused == 1 ? "" : "s");
 	if (!strcmp(cmd, "import")) {
 		printf("import: %llu positions, %llu moves, %llu evaluations added; %llu errors; "
 		       "%.1f s\n",

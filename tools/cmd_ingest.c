@@ -1,4 +1,8 @@
-/* joseki ingest BOOK INPUT... [filters] [--jobs N] [--json] [--quiet] */
+/* joseki ingest BOOK INPUT... [filters] [--jobs N] [--json] [--quiet]
+ *
+ * Exit 0 when every input was read (a record that could not be read is listed
+ * in the errors, not a failure), 1 when the book could not be written or an
+ * input was refused as no game records (docs/ingest.md, "Limits"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +50,10 @@ int cmd_ingest(int argc, char **argv)
 	if (rc < 0)
 		joseki_error("ingest: %s: %s (batches committed before the failure are kept)", book,
 		             why);
+	/* An input that is no game records (a NUL byte, an endless line: ingest
+	 * /dev/zero) fails the run, the games of the other inputs kept. */
+	bool refused = st.walk.refused > 0;
 	ingest_stats_free(&st);
 	bookdb_free(db);
-	return rc < 0 || printed < 0 ? 1 : 0;
+	return rc < 0 || printed < 0 || refused ? 1 : 0;
 }

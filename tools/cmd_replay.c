@@ -137,15 +137,17 @@ static void report_unreadable(Ctx *c, const char *input, int line, const char *m
 	             errmsg_escape(in, sizeof in, input, strlen(input)), line, msg);
 }
 
-/* Reads and replays the games of one input file. */
-static void run_file(Ctx *c, const char *input, const void *buf, size_t len)
+/* Reads and replays the games of one input file (or part of it, from line on). */
+static void run_file(Ctx *c, const char *input, const void *buf, size_t len, KifuFormat format,
+                     int line)
 {
 	KifuReader *r;
-	if (kifu_reader_open_mem(&r, buf, len, input) != 0) {
+	if (kifu_reader_open_mem_as(&r, buf, len, input, format) != 0) {
 		joseki_error("replay: out of memory");
 		c->status = 1;
 		return;
 	}
+	kifu_reader_first_line(r, line);
 	int before = c->nerrors;
 	for (;;) {
 		KifuRecord *rec;
@@ -155,11 +157,11 @@ static void run_file(Ctx *c, const char *input, const void *buf, size_t len)
 			/* The reader's message already names input:line. */
 			const char *m = kifu_reader_error(r);
 			char prefix[64];
-			int line = kifu_reader_error_line(r);
-			int k = snprintf(prefix, sizeof prefix, ":%d: ", line);
+			int eline = kifu_reader_error_line(r);
+			int k = snprintf(prefix, sizeof prefix, ":%d: ", eline);
 			size_t skip = strlen(input) <= strlen(m) ? strlen(input) : 0;
 			const char *at = strstr(m + skip, prefix);
-			report_unreadable(c, input, line, at ? at + k : m);
+			report_unreadable(c, input, eline, at ? at + k : m);
 			continue;
 		}
 		if (rc < 0) {
@@ -183,23 +185,26 @@ static void run_file(Ctx *c, const char *input, const void *buf, size_t len)
 	if (c->nerrors != before) c->status = 1;
 }
 
-/* One file of the walk (walk.h): its games, or why it could not be read. */
-static int on_file(void *ctx, char *name, char *buf, size_t len, char *error, int errnum)
+/* One file (or part) of the walk (walk.h): its games, or why it could not be read. */
+static int on_file(void *ctx, WalkFile *f)
 {
 	Ctx *c = ctx;
-	if (!buf) {
-		joseki_error("%s: %s (input skipped)", name ? name : "?",
-		             error ? error : strerror(errnum ? errnum : ENOMEM));
+	if (!f->buf) {
+		const char *why = f->error ? f->error : strerror(f->errnum ? f->errnum : ENOMEM);
+		if (f->line > 0)
+			joseki_error("%s:%d: %s", f->name ? f->name : "?", f->line, why);
+		else
+			joseki_error("%s: %s (input skipped)", f->name ? f->name : "?", why);
 		c->status = 1;
-	} else if (!name) {
+	} else if (!f->name) {
 		joseki_error("replay: out of memory");
 		c->status = 1;
 	} else {
-		run_file(c, name, buf, len);
+		run_file(c, f->name, f->buf, f->len, f->format, f->line);
 	}
-	free(name);
-	free(buf);
-	free(error);
+	free(f->name);
+	free(f->buf);
+	free(f->error);
 	return 0;
 }
 

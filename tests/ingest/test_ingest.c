@@ -4,8 +4,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -17,6 +22,7 @@
 #include "bookdb/bookdb.h"
 #include "ingest/ingest.h"
 #include "ingest/kifu.h"
+#include "shogi/clock.h"
 #include "shogi/notation.h"
 #include "tests/support/support.h"
 
@@ -446,6 +452,192 @@ static void test_ingest__archives_and_stdin_give_the_same_book(void **state)
 	free(dir);
 }
 
+/* What a bounded-input run is fed on its standard input (a thread of the
+ * test writes it into a pipe, until the run closes it or limit bytes). */
+typedef struct {
+	int fd;
+	int kind;     /* FEED_ZEROS, FEED_COMMENTS: a game, then comment lines */
+	size_t limit; /* bytes (0: until the reader goes) */
+	size_t written;
+} Feed;
+enum { FEED_ZEROS, FEED_COMMENTS };
+
+static void *feed_main(void *arg)
+{
+	Feed *f = arg;
+	static char chunk[1 << 16];
+	if (f->kind == FEED_ZEROS) {
+		memset(chunk, 0, sizeof chunk);
+	} else {
+		static const char LINE[] =
+		    "# a comment line, as long as a long game's move list is "
+		    "not, repeated for ever and ever and ever\n";
+		size_t n = strlen(LINE), o = 0;
+		for (; o + n <= sizeof chunk; o += n) memcpy(chunk + o, LINE, n);
+		memset(chunk + o, ' ', sizeof chunk - o); /* and a blank line */
+		chunk[sizeof chunk - 1] = '\n';
+		const char *first = "startpos moves 7g7f 3c3d\n";
+		if (write(f->fd, first, strlen(first)) > 0) f->written += strlen(first);
+	}
+	while (!f->limit || f->written < f->limit) {
+		ssize_t w = write(f->fd, chunk, sizeof chunk);
+		if (w <= 0) break; /* EPIPE: the run stopped reading */
+		f->written += (size_t)w;
+	}
+	close(f->fd);
+	return NULL;
+}
+
+/*
+ * Runs `joseki ingest BOOK INPUT --quiet` under a 1 GB address-space limit
+ * (an unbounded reader fails there instead of taking the machine), its
+ * stdin fed by feed (NULL: /dev/null), stderr into *err. Returns its exit
+ * status, *rss_kb its peak resident set, *ms how long it took; a run still
+ * going after 120 s is killed and fails the test.
+ */
+static int run_bounded(const char *book, const char *input, Feed *feed, char **err, long *rss_kb,
+                       double *ms)
+{
+	char errpath[600];
+	snprintf(errpath, sizeof errpath, "%s.stderr", book);
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	double t0 = clock_ms_f();
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit as = {1L << 30, 1L << 30};
+		setrlimit(RLIMIT_AS, &as);
+		int in = feed ? fds[0] : open("/dev/null", O_RDONLY);
+		int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int o = open("/dev/null", O_WRONLY);
+		dup2(in, 0);
+		dup2(o, 1);
+		dup2(e, 2);
+		close(fds[1]);
+		execl(ts_joseki(), "joseki", "ingest", book, input, "--quiet", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[0]);
+	pthread_t th;
+	if (feed) {
+		feed->fd = fds[1];
+		assert_int_equal(pthread_create(&th, NULL, feed_main, feed), 0);
+	} else {
+		close(fds[1]);
+	}
+	int st = 0;
+	struct rusage ru;
+	int64_t end = clock_ms() + 120000;
+	pid_t r;
+	while ((r = wait4(pid, &st, WNOHANG, &ru)) == 0 && clock_ms() < end) usleep(2000);
+	if (r != pid) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		fail_msg("ingest %s: still running after 120 s", input);
+	}
+	*ms = clock_ms_f() - t0;
+	if (feed) pthread_join(th, NULL);
+	*rss_kb = ru.ru_maxrss;
+	*err = ts_read_file(errpath, NULL);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* input (its stdin fed by feed) is refused, exit 1, saying says, in less
+ * than 100 MB. */
+static void expect_refused(const char *book, const char *input, Feed *feed, const char *says)
+{
+	char *err;
+	long rss;
+	double ms;
+	int st = run_bounded(book, input, feed, &err, &rss, &ms);
+	print_message("ingest %s: status %d, %.0f ms, peak RSS %ld KB\n", input, st, ms, rss);
+	if (st != 1 || !strstr(err, says) || !strstr(err, "1 input refused"))
+		fail_msg("%s: status %d, said:\n%s", input, st, err);
+	assert_true(rss < 100 * 1024);
+	free(err);
+}
+
+/*
+ * Input with no end and no game in it: /dev/zero, /dev/urandom, zeros on a
+ * pipe, a line without an end, a CSA record without an end, a KIF file of
+ * endless comments. Each is refused at its first absurd line (a NUL byte, a
+ * line over 1 MiB, a record over 16 MiB) with an error naming the input and
+ * the line, exit 1, in well under 100 MB; the games before that line are in.
+ * An endless stream of real lines is read in flat memory (200 MB of it here).
+ * (Every input was read whole into memory first: ingest /dev/zero reached
+ * 2.5-5.5 GB within 20 s.)
+ */
+static void test_ingest__endless_or_binary_input_is_refused_at_its_first_absurd_line(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], path[700];
+	snprintf(book, sizeof book, "%s/b", dir);
+	signal(SIGPIPE, SIG_IGN);
+	static const struct {
+		const char *input, *says;
+	} DEVICES[] = {{"/dev/zero", "/dev/zero:1: a NUL byte"}, {"/dev/urandom", ": a NUL byte"}};
+	for (size_t i = 0; i < sizeof DEVICES / sizeof *DEVICES; i++)
+		expect_refused(book, DEVICES[i].input, NULL, DEVICES[i].says);
+	/* Zeros on a pipe, for ever. */
+	Feed zeros = {.kind = FEED_ZEROS};
+	expect_refused(book, "-", &zeros, "-:1: a NUL byte");
+	/* A line without an end; a CSA record without an end; a KIF file of
+	 * endless comments: files of 40 MB, each refused at its limit. */
+	static const struct {
+		const char *name, *head, *line, *says;
+	} ENDLESS[] = {
+	    {"line.usi", "startpos moves 7g7f\n", "7g7f ", "line.usi:2: a line longer than 1 MiB"},
+	    {"record.csa", "V2.2\nPI\n+\n+7776FU\n", "'a comment that never ends\n",
+	     "a record longer than 16 MiB (from line 1)"},
+	    {"comments.kif", "手合割：平手\n手数----指手---------消費時間--\n", "*コメント\n",
+	     "comments.kif:"},
+	};
+	for (size_t i = 0; i < sizeof ENDLESS / sizeof *ENDLESS; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, ENDLESS[i].name);
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(ENDLESS[i].head, f);
+		for (size_t n = 0; n < (40u << 20); n += strlen(ENDLESS[i].line))
+			fputs(ENDLESS[i].line, f);
+		fclose(f);
+		expect_refused(book, path, NULL, ENDLESS[i].says);
+		unlink(path);
+	}
+	/* Games, then binary data: the games are in, the rest refused. */
+	snprintf(path, sizeof path, "%s/then.csa", dir);
+	assert_int_equal(
+	    ts_runf(NULL, NULL,
+	            "for f in tests/data/floodgate/*.csa; do cat $f; echo /; done > %s "
+	            "&& head -c 100000 /dev/urandom >> %s",
+	            path, path),
+	    0);
+	char *out = NULL;
+	int st = ts_runf(&out, NULL, "%s ingest %s/then %s --json --quiet", ts_joseki(), dir, path);
+	assert_int_equal(st, 1);
+	json_t *j = json_loads(out, 0, NULL);
+	assert_non_null(j);
+	assert_int_equal(ts_jint(j, "games_ingested"), 15);
+	assert_int_equal(ts_jint(j, "inputs_refused"), 1);
+	json_decref(j);
+	free(out);
+	/* An endless stream of real lines: flat memory, and a run that ends
+	 * with its input. */
+	Feed lines = {.kind = FEED_COMMENTS, .limit = (size_t)200 << 20};
+	char *err;
+	long rss;
+	double ms;
+	st = run_bounded(book, "-", &lines, &err, &rss, &ms);
+	print_message("ingest - (%zu bytes of lines): status %d, %.0f ms, peak RSS %ld KB\n",
+	              lines.written, st, ms, rss);
+	if (st != 0) fail_msg("status %d, said:\n%s", st, err);
+	assert_true(lines.written >= lines.limit);
+	assert_true(rss < 100 * 1024);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /*
  * Memory running out (an address-space limit, `ulimit -v`, at several sizes
  * around what an ingest of 3,000 games needs): every run ends by itself with
@@ -598,6 +790,8 @@ int main(void)
 	    cmocka_unit_test(test_ingest__filters_skip_games),
 	    cmocka_unit_test(test_ingest__illegal_move_keeps_moves_before_it_and_names_the_line),
 	    cmocka_unit_test(test_ingest__archives_and_stdin_give_the_same_book),
+	    cmocka_unit_test(
+	        test_ingest__endless_or_binary_input_is_refused_at_its_first_absurd_line),
 	    cmocka_unit_test(test_ingest__out_of_memory_fails_cleanly),
 	    cmocka_unit_test(test_ingest__progress_goes_to_the_callback_and_null_is_quiet),
 	};

@@ -5,7 +5,8 @@
  * silently); links to a directory already walked, broken links, FIFOs, dot
  * files and files not named as game files are left out and counted;
  * directories are read in byte order, archives entry by entry, with game
- * files of every format.
+ * files of every format; a large input goes on in parts cut between records,
+ * its lines counted as in the whole.
  */
 #include <jansson.h>
 #include <setjmp.h>
@@ -28,16 +29,15 @@ typedef struct {
 	int n, errors;
 } Seen;
 
-static int on_file(void *ctx, char *name, char *buf, size_t len, char *error, int errnum)
+static int on_file(void *ctx, WalkFile *f)
 {
 	Seen *s = ctx;
-	(void)len, (void)errnum;
-	if (error) s->errors++;
-	if (s->n < 64) snprintf(s->names[s->n], sizeof s->names[0], "%s", name);
+	if (f->error) s->errors++;
+	if (s->n < 64) snprintf(s->names[s->n], sizeof s->names[0], "%s", f->name);
 	s->n++;
-	free(name);
-	free(buf);
-	free(error);
+	free(f->name);
+	free(f->buf);
+	free(f->error);
 	return 0;
 }
 
@@ -148,12 +148,157 @@ static void test_walk__archives_hold_games_of_every_format(void **state)
 	free(dir);
 }
 
+/* The line ends of s[0..n) as the readers count them (LF, CR LF, CR). */
+static int line_ends(const char *s, size_t n)
+{
+	int k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '\n' || (s[i] == '\r' && (i + 1 == n || s[i + 1] != '\n'))) k++;
+	return k;
+}
+
+/* The parts of one input: their bytes in order and where each starts. */
+typedef struct {
+	char *text;
+	size_t len;
+	int n, line[256];
+	size_t off[256];
+	KifuFormat format;
+	int errors;
+} Parts;
+
+static int on_part(void *ctx, WalkFile *f)
+{
+	Parts *p = ctx;
+	if (f->error) {
+		p->errors++;
+	} else if (p->n < 256) {
+		p->text = realloc(p->text, p->len + f->len + 1);
+		memcpy(p->text + p->len, f->buf, f->len);
+		p->off[p->n] = p->len;
+		p->line[p->n++] = f->line;
+		p->len += f->len;
+		p->format = f->format;
+	}
+	free(f->name);
+	free(f->buf);
+	free(f->error);
+	return 0;
+}
+
+/*
+ * A large CSA input (the floodgate games over and over, some copies with CR
+ * LF or CR line ends, 2.2 MB) goes on in parts of at least WALK_PART_BYTES
+ * (the last excepted), each cut just after a "/" line, which together are the
+ * input, each numbered from its first line in the input; fed through the
+ * cutter in reads of random sizes it is cut the same way. An illegal move in
+ * its last record is reported at its line in the input, by ingest and replay.
+ */
+static void test_walk__a_large_input_goes_in_parts_cut_between_records(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600];
+	snprintf(path, sizeof path, "%s/big.csa", dir);
+	size_t len = 0, cap = 4 << 20;
+	char *text = malloc(cap);
+	for (int copy = 0; len < (size_t)9 * WALK_PART_BYTES; copy++) {
+		char *games = NULL;
+		assert_int_equal(
+		    ts_runf(&games, NULL,
+		            "for f in tests/data/floodgate/*.csa; do cat $f; echo /; done"),
+		    0);
+		for (char *c = games; *c; c++) {
+			if (*c == '\n' && copy % 3 == 1) text[len++] = '\r';
+			if (*c == '\n' && copy % 3 == 2)
+				text[len++] = '\r';
+			else
+				text[len++] = *c;
+			assert_true(len + 2 < cap);
+		}
+		free(games);
+	}
+	/* The last record: an illegal move, its line known. */
+	const char *bad = "V2.2\nPI\n+\n+7776FU\n-3334FU\n+7775FU\n%TORYO\n";
+	int bad_line = line_ends(text, len) + 6;
+	memcpy(text + len, bad, strlen(bad));
+	len += strlen(bad);
+	assert_int_equal(ts_write_file(path, text, len), 0);
+	Parts p = {0};
+	WalkOptions wo = {.file = on_part, .ctx = &p};
+	const char *in[] = {path};
+	assert_int_equal(walk_inputs(in, 1, &wo, NULL), 0);
+	assert_int_equal(p.errors, 0);
+	assert_int_equal(p.format, KIFU_CSA);
+	assert_true(p.n >= 9);
+	assert_int_equal(p.len, len);
+	assert_memory_equal(p.text, text, len);
+	for (int i = 0; i < p.n; i++) {
+		assert_int_equal(p.line[i], 1 + line_ends(text, p.off[i]));
+		size_t end = i + 1 < p.n ? p.off[i + 1] : len;
+		if (i + 1 < p.n) {
+			assert_true(end - p.off[i] >= WALK_PART_BYTES);
+			/* just after a "/" line */
+			size_t e = end;
+			while (e > 0 && (text[e - 1] == '\n' || text[e - 1] == '\r')) e--;
+			assert_true(e > 0 && text[e - 1] == '/');
+			assert_true(e == 1 || text[e - 2] == '\n' || text[e - 2] == '\r');
+		}
+	}
+	/* In reads of random sizes, through the cutter alone: the same parts. */
+	uint64_t seed = ts_seed("walk_cut");
+	WalkCut c;
+	walk_cut_init(&c, path);
+	size_t have = 0, at = 0;
+	int k = 0;
+	char *buf = malloc(len + 1);
+	for (;;) {
+		size_t n;
+		int r = walk_cut_next(&c, buf, have, at == len, &n);
+		if (r == WALK_CUT_END) break;
+		assert_int_not_equal(r, WALK_CUT_ERROR);
+		if (r == WALK_CUT_PART) {
+			assert_true(k < p.n);
+			assert_int_equal(c.part_line, p.line[k]);
+			assert_int_equal(n, (k + 1 < p.n ? p.off[k + 1] : len) - p.off[k]);
+			memmove(buf, buf + n, have - n);
+			have -= n;
+			k++;
+			continue;
+		}
+		size_t step = 1 + ts_rand(&seed) % 70000;
+		if (step > len - at) step = len - at;
+		memcpy(buf + have, text + at, step);
+		have += step;
+		at += step;
+	}
+	assert_int_equal(k, p.n);
+	free(buf);
+	/* The illegal move, at its line in the whole input. */
+	json_t *o = ts_run_json(0, "%s ingest %s/book %s --json --quiet", ts_joseki(), dir, path);
+	json_t *e = json_array_get(json_object_get(o, "errors"), 0);
+	assert_int_equal(ts_jint(o, "errors_total"), 1);
+	assert_int_equal(ts_jint(e, "line"), bad_line);
+	assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "+7775FU"));
+	json_decref(o);
+	char *out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s replay %s", ts_joseki(), path), 0);
+	char want[64];
+	snprintf(want, sizeof want, "error: line %d:", bad_line);
+	assert_non_null(strstr(out, want));
+	free(out);
+	free(p.text);
+	free(text);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_walk__links_followed_and_what_is_left_out_counted),
 	    cmocka_unit_test(test_walk__ingest_and_replay_read_the_same_links),
 	    cmocka_unit_test(test_walk__archives_hold_games_of_every_format),
+	    cmocka_unit_test(test_walk__a_large_input_goes_in_parts_cut_between_records),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
