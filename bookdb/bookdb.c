@@ -47,6 +47,8 @@ const char *bookdb_strerror(int code)
 		return "invalid argument";
 	case BOOKDB_ENOSPC:
 		return "no space left on device (disk full)";
+	case BOOKDB_ESTOPPED:
+		return "stopped";
 	default:
 		return "unknown bookdb error";
 	}

@@ -57,9 +57,10 @@ enum {
 	BOOKDB_EBUSY = ERR_BOOKDB - 5,     /* too many readers, or the lock is held */
 	BOOKDB_EIO = ERR_BOOKDB - 6,       /* I/O or permission error (errno in the message) */
 	BOOKDB_ENOMEM = ERR_BOOKDB - 7,
-	BOOKDB_ELMDB = ERR_BOOKDB - 8,   /* other LMDB failure */
-	BOOKDB_EINVAL = ERR_BOOKDB - 9,  /* bad argument or field value */
-	BOOKDB_ENOSPC = ERR_BOOKDB - 10, /* disk full */
+	BOOKDB_ELMDB = ERR_BOOKDB - 8,     /* other LMDB failure */
+	BOOKDB_EINVAL = ERR_BOOKDB - 9,    /* bad argument or field value */
+	BOOKDB_ENOSPC = ERR_BOOKDB - 10,   /* disk full */
+	BOOKDB_ESTOPPED = ERR_BOOKDB - 11, /* the caller's stop flag ended a long read */
 };
 const char *bookdb_strerror(int code);
 

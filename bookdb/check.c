@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "shogi/errmsg.h"
+#include "shogi/movegen.h"
 #include "shogi/notation.h"
 
 static void report(BookCheckFn fn, void *ctx, Key key, int *n, const char *fmt, ...)
@@ -71,6 +72,62 @@ int bookdb_check_record(Key key, const uint8_t *val, size_t len, BookRecord *rec
 	}
 	rec->nmoves = (uint16_t)kept;
 	return n;
+}
+
+int bookdb_record_sound(const BookRecord *rec, Key key, const Position *pos, const Move *legal,
+                        int nlegal, char *why)
+{
+	char hex[KEY_HEX_LEN];
+	key_to_hex(key, hex);
+	Key pk = pos_key(pos);
+	if (!key_equal(pk, key)) {
+		char phex[KEY_HEX_LEN];
+		key_to_hex(pk, phex);
+		return errmsg_set(why, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+		                  "record %s: key differs from its position's key %s", hex, phex);
+	}
+	for (int i = 0; i < rec->nmoves; i++) {
+		const BookMove *m = &rec->moves[i];
+		char usi[USI_MOVE_MAX];
+		usi_move_write(m->move, usi);
+		bool legal_move = false;
+		for (int j = 0; j < nlegal && !legal_move; j++) legal_move = legal[j] == m->move;
+		if (!legal_move)
+			return errmsg_set(why, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+			                  "record %s: move %d (%s, 0x%04x) is illegal", hex, i, usi,
+			                  m->move);
+		for (int j = 0; j < i; j++)
+			if (rec->moves[j].move == m->move)
+				return errmsg_set(why, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+				                  "record %s: move %s stored twice", hex, usi);
+		if ((uint64_t)m->wins + m->draws + m->losses > m->count)
+			return errmsg_set(why, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+			                  "record %s: move %s: wins %u + draws %u + losses %u > "
+			                  "count %u",
+			                  hex, usi, m->wins, m->draws, m->losses, m->count);
+	}
+	return 0;
+}
+
+int bookdb_record_read(BookRecord *rec, Position *pos, Move *legal, int *nlegal, Key key,
+                       const uint8_t *val, size_t len, char *why)
+{
+	char hex[KEY_HEX_LEN], err[SHOGI_ERRLEN];
+	*nlegal = 0;
+	int rc = bookdb_record_decode(rec, val, len);
+	if (rc < 0) {
+		key_to_hex(key, hex);
+		return errmsg_set(why, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+		                  "record %s: does not decode (%zu bytes): %s", hex, len,
+		                  bookdb_strerror(rc));
+	}
+	if (bookdb_record_position(pos, rec, err) < 0) {
+		key_to_hex(key, hex);
+		return errmsg_set(why, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+		                  "record %s: impossible position: %s", hex, err);
+	}
+	*nlegal = movegen_legal(pos, legal);
+	return bookdb_record_sound(rec, key, pos, legal, *nlegal, why);
 }
 
 static void no_ply(void *ctx, Key key, Move move, int result)

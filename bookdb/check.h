@@ -29,6 +29,27 @@ typedef void (*BookCheckFn)(void *ctx, Key key, const char *problem);
 JOSEKI_MUST_USE int bookdb_check_record(Key key, const uint8_t *val, size_t len, BookRecord *rec,
                                         Position *pos, bool *moves_only, BookCheckFn fn, void *ctx);
 
+/*
+ * What every reader of a record checks of one it decoded, as check does: rec,
+ * decoded from the record at key, holds the position pos (which the caller
+ * set from it), whose key is key, and every stored move is one of
+ * legal[0..nlegal) (pos's legal moves), stored once, with game statistics that
+ * add up. 0, or BOOKDB_ECORRUPT with what is wrong in why (BOOKDB_ERRLEN
+ * bytes: "record <key>: ...").
+ */
+JOSEKI_MUST_USE int bookdb_record_sound(const BookRecord *rec, Key key, const Position *pos,
+                                        const Move *legal, int nlegal, char *why);
+
+/*
+ * Decodes the record at key (its raw value val, len bytes) into rec, its
+ * position into pos and pos's legal moves into legal (MOVEGEN_MAX; *nlegal
+ * how many), and checks it (bookdb_record_sound). 0, or BOOKDB_ECORRUPT with
+ * what is wrong in why (BOOKDB_ERRLEN bytes): a record that does not decode,
+ * holds an impossible position, or is not sound.
+ */
+JOSEKI_MUST_USE int bookdb_record_read(BookRecord *rec, Position *pos, Move *legal, int *nlegal,
+                                       Key key, const uint8_t *val, size_t len, char *why);
+
 typedef struct {
 	uint64_t records;  /* records read */
 	uint64_t bad;      /* records with problems */

@@ -1,5 +1,6 @@
 /* bookdb/query.c — the book's answer for one position (see query.h). */
 #include "bookdb/query.h"
+#include "bookdb/check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,6 +141,14 @@ int bookdb_query_ex(BookRecord *rec, BookTxn *txn, const Position *pos, bool wit
 		return 0;
 	}
 	if (rc < 0) return rc;
+	/* Read as joseki check reads it: the record holds pos, and its moves
+	 * are legal there (a damaged record is no book move). */
+	Move legal[MOVEGEN_MAX];
+	if (memcmp(rec->board, pos->board, sizeof rec->board) ||
+	    rec->hand[BLACK] != pos->hand[BLACK] || rec->hand[WHITE] != pos->hand[WHITE] ||
+	    rec->side != pos->side ||
+	    bookdb_record_sound(rec, pos_key(pos), pos, legal, movegen_legal(pos, legal), NULL) < 0)
+		return BOOKDB_ECORRUPT;
 	moves_sort(rec, with_avoided);
 	return 1;
 }

@@ -74,7 +74,9 @@ static inline bool bookdb_prefer_fits(int pref, int best, unsigned window)
 /*
  * Reads pos's record from txn into rec with its moves sorted best first.
  * Returns 1 when the position is in the book, 0 when it is not (rec then holds
- * no moves and no flags), or a negative BOOKDB_* error (ECORRUPT ...).
+ * no moves and no flags), or a negative BOOKDB_* error: ECORRUPT also for a
+ * record that is not sound as joseki check has it (another position's, or a
+ * move not legal in pos: bookdb/check.h).
  */
 JOSEKI_MUST_USE int bookdb_query(BookRecord *rec, BookTxn *txn, const Position *pos);
 /* As bookdb_query; with_avoided ranks avoided moves as any other

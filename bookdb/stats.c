@@ -2,6 +2,7 @@
  * bookdb/stats.c — sizes and counts of a book (see stats.h).
  */
 #include "bookdb/stats.h"
+#include "bookdb/check.h"
 #include "shogi/rng.h"
 #include "shogi/errmsg.h"
 #include "shogi/clock.h"
@@ -29,18 +30,17 @@
  */
 
 /*
- * True when some stored move of rec leads to a position in the book. The legal
- * moves are generated once (pos_is_legal would generate them per stored move),
- * and the children's slots are asked for together, so that their memory
- * latencies overlap: joseki stats on a 10 M synth book, 33.0 s -> 23.6 s.
+ * True when some stored move of rec (at pos, whose legal moves are legal[0..nl))
+ * leads to a position in the book. The legal moves are generated once
+ * (pos_is_legal would generate them per stored move), and the children's slots
+ * are asked for together, so that their memory latencies overlap: joseki stats
+ * on a 10 M synth book, 33.0 s -> 23.6 s.
  */
-static int has_child(const KeyMap *ks, const BookRecord *rec, Position *pos)
+static int has_child(const KeyMap *ks, const BookRecord *rec, const Position *pos,
+                     const Move *legal, int nl)
 {
-	Move legal[MOVEGEN_MAX];
 	Key child[BOOKDB_MAX_MOVES];
 	int n = 0;
-	if (bookdb_record_position(pos, rec, NULL) < 0) return 0;
-	int nl = movegen_legal(pos, legal);
 	for (int i = 0; i < rec->nmoves; i++)
 		for (int j = 0; j < nl; j++)
 			if (legal[j] == rec->moves[i].move) {
@@ -54,7 +54,8 @@ static int has_child(const KeyMap *ks, const BookRecord *rec, Position *pos)
 }
 
 /* The whole-book scan: thought, moves, leaves, corrupt (and positions). */
-static int scan(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos)
+static int scan(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos,
+                const atomic_bool *stop)
 {
 	BookIter *it = NULL;
 	uint64_t n = 0;
@@ -67,24 +68,36 @@ static int scan(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos)
 	if (rc) return rc;
 	if (n > SIZE_MAX || keymap_reserve(&ks, NULL, (size_t)n)) return BOOKDB_ENOMEM;
 	if ((rc = bookdb_iter_open(&it, txn))) goto out;
-	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1)
+	/* (A damaged database stops this first pass: positions says how far.) */
+	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
 		if (keymap_add(&ks, key, NULL) < 0) {
 			rc = BOOKDB_ENOMEM;
 			break;
 		}
+		st->positions++;
+	}
 	bookdb_iter_free(it);
 	it = NULL;
-	if (rc < 0 || (rc = bookdb_iter_open(&it, txn))) goto out;
+	if (rc < 0) goto out;
+	st->positions = 0;
+	if ((rc = bookdb_iter_open(&it, txn))) goto out;
 	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
+		if (stop && (st->positions & 0xffff) == 0 && atomic_load(stop)) {
+			rc = BOOKDB_ESTOPPED;
+			break;
+		}
 		st->positions++;
-		if (bookdb_record_decode(rec, val, len)) {
+		/* Counted corrupt as joseki check would find it (bookdb/check.h). */
+		Move legal[MOVEGEN_MAX];
+		int nl;
+		if (bookdb_record_read(rec, pos, legal, &nl, key, val, len, NULL) < 0) {
 			st->corrupt++;
 			continue;
 		}
 		st->thought += (rec->flags & BOOKDB_REC_THOUGHT) != 0;
 		st->minimax_seen |= (rec->flags & BOOKDB_REC_MINIMAX) != 0;
 		st->moves += rec->nmoves;
-		if (!has_child(&ks, rec, pos)) st->leaves++;
+		if (!has_child(&ks, rec, pos, legal, nl)) st->leaves++;
 	}
 out:
 	bookdb_iter_free(it);
@@ -94,6 +107,11 @@ out:
 
 int bookdb_stats(BookStats *st, BookDB *db, BookTxn *txn, bool full)
 {
+	return bookdb_stats_until(st, db, txn, full, NULL);
+}
+
+int bookdb_stats_until(BookStats *st, BookDB *db, BookTxn *txn, bool full, const atomic_bool *stop)
+{
 	memset(st, 0, sizeof *st);
 	BookRecord *rec = malloc(sizeof *rec);
 	Position *pos = malloc(sizeof *pos);
@@ -101,7 +119,7 @@ int bookdb_stats(BookStats *st, BookDB *db, BookTxn *txn, bool full)
 	if (!rec || !pos) goto done;
 	st->scanned = full;
 	if (full)
-		rc = scan(st, txn, rec, pos);
+		rc = scan(st, txn, rec, pos, stop);
 	else
 		rc = bookdb_count(&st->positions, txn, BOOKDB_POS);
 	if (rc < 0) goto done;

@@ -11,6 +11,7 @@
 #ifndef BOOKDB_STATS_H
 #define BOOKDB_STATS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -29,8 +30,14 @@ typedef struct {
 } BookStats;
 
 /* Fills st from txn's snapshot of db; the scan only when full. Returns 0 or a
- * negative BOOKDB_* code. */
+ * negative BOOKDB_* code: BOOKDB_ECORRUPT when the database is damaged past a
+ * record (st then counts what was read before). A record that is not sound
+ * (as joseki check has it, bookdb/check.h) is counted in corrupt. */
 JOSEKI_MUST_USE int bookdb_stats(BookStats *st, BookDB *db, BookTxn *txn, bool full);
+/* As bookdb_stats; the scan ends with BOOKDB_ESTOPPED soon after *stop is set
+ * (stop may be NULL). */
+JOSEKI_MUST_USE int bookdb_stats_until(BookStats *st, BookDB *db, BookTxn *txn, bool full,
+                                       const atomic_bool *stop);
 
 /* One timed run of the lookup benchmark. */
 typedef struct {

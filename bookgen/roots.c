@@ -1,5 +1,7 @@
 /* bookgen/roots.c — positions to think first (see roots.h). */
 #include "bookgen/roots.h"
+#include "bookdb/check.h"
+#include "shogi/movegen.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,9 +418,15 @@ int roots_from_extension(RootList *r, BookDB *db, char *err)
 	size_t len;
 	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
 		if (!len || !(val[0] & BOOKDB_REC_THOUGHT)) continue;
-		if (bookdb_record_decode(rec, val, len) < 0 ||
-		    bookdb_record_position(pos, rec, NULL) < 0)
-			continue; /* joseki check reports such records */
+		/* A record that is not sound fails the run (docs/bookdb.md). */
+		Move legal[MOVEGEN_MAX];
+		int nl;
+		char why[BOOKDB_ERRLEN];
+		if (bookdb_record_read(rec, pos, legal, &nl, key, val, len, why) < 0) {
+			ret = errmsg_set(err, ROOTS_ERRLEN, ROOTS_EBOOK,
+			                 "%s; the book is damaged: joseki check lists what", why);
+			goto out;
+		}
 		for (int i = 0; i < rec->nmoves; i++) {
 			const BookMove *m = &rec->moves[i];
 			if (!(m->flags & BOOKDB_MOVE_STATS) || !m->count ||

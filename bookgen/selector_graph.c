@@ -637,8 +637,11 @@ int sel_g_expand(Selector *s, uint32_t i)
 		else if (g < 0)
 			d = SEL_EBOOK;
 	}
+	/* (A record holding another key's position is damage too, as joseki
+	 * check has it.) */
 	if (!d && len &&
-	    (bookdb_record_decode(rec, val, len) < 0 || bookdb_record_position(pos, rec, NULL) < 0))
+	    (bookdb_record_decode(rec, val, len) < 0 ||
+	     bookdb_record_position(pos, rec, NULL) < 0 || !key_equal(pos_key(pos), n->key)))
 		d = SEL_ECORRUPT;
 	bookdb_txn_abort(own);
 	drop_raw(s, n);

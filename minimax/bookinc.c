@@ -77,7 +77,8 @@ typedef struct {
 	BookRecord *rec;
 	Position *pos;
 	MmMove *moves;
-	uint64_t snap_seq; /* the last change-log number the snapshot saw */
+	uint64_t snap_seq;       /* the last change-log number the snapshot saw */
+	char why[BOOKDB_ERRLEN]; /* a record read that is not sound */
 	int sweeps;
 	bool resumed; /* an earlier run wrote part of its records and stopped */
 } Inc;
@@ -149,16 +150,17 @@ static void contrib(Inc *c, uint32_t x, int sign)
 
 /* Node x's moves from its record (raw bytes of the snapshot); replaces the
  * kept ones when they differ and marks x as a seed. Afterwards c->pos holds
- * x's position when the record has one, which *has_pos says (a position has
- * at least one graph move, an edge, a leaf or the mated leaf, unless every
- * legal move is avoided: then the record is decoded again to tell). */
+ * x's position (*has_pos). A record that is not sound fails the run
+ * (BOOKDB_ECORRUPT, c->why says which and why). */
 static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len, bool *has_pos)
 {
 	uint8_t structure;
 	BookmmLookup lk = {view_find, view_inner, &c->v, &c->opt.policy};
-	int n = bookmm_record_moves(c->moves, &structure, raw, len, c->rec, c->pos, &lk);
-	*has_pos = n > 0 || (bookdb_record_decode(c->rec, raw, len) == 0 &&
-	                     bookdb_record_position(c->pos, c->rec, NULL) == 0);
+	int n = bookmm_record_moves(c->moves, &structure, mmfile_key(&c->v, x), raw, len, c->rec,
+	                            c->pos, &lk, c->why);
+	/* (A sound record holds a position: c->pos.) */
+	*has_pos = n >= 0;
+	if (n < 0) return n;
 	uint32_t old;
 	const MmMove *om = mmfile_moves(&c->v, x, &old);
 	if (!om) return MMFILE_ESTALE;
@@ -270,6 +272,9 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 	if (rc == 0) return 0;
 	if (rc == MMFILE_ESTALE)
 		return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL, "the kept graph is damaged");
+	if (rc == BOOKDB_ECORRUPT && c->why[0])
+		return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EBOOK, "reading the book: %s%s",
+		                  c->why, BOOKMM_DAMAGED);
 	return errmsg_set(why, BOOKMM_ERRLEN,
 	                  rc == MMFILE_ENOMEM || rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 	                  "reading the book: %s",

@@ -137,6 +137,7 @@ typedef struct {
 	MmMove *moves;
 	size_t nmoves, cap;
 	int rc;
+	char why[BOOKDB_ERRLEN];  /* rc LOAD_CORRUPT: the record that is not sound */
 	atomic_size_t *done;      /* records done by all parts */
 	const BookmmOptions *opt; /* progress: reported by the part on the calling thread */
 	bool reporter;
@@ -144,6 +145,7 @@ typedef struct {
 } LoadPart;
 
 #define LOAD_STOPPED (-2) /* a part's rc when opt->stop ended it */
+#define LOAD_CORRUPT (-3) /* a part's rc when a record is not sound (its why says) */
 
 static void *load_part(void *arg)
 {
@@ -175,8 +177,12 @@ static void *load_part(void *arg)
 		const uint8_t *val;
 		size_t len;
 		bookdb_index_raw(&val, &len, b->ix, i);
-		int n = bookmm_record_moves_kd(p->moves + p->nmoves, &p->structure[i], val, len,
-		                               rec, pos, &lk, b->kd);
+		int n = bookmm_record_moves_kd(p->moves + p->nmoves, &p->structure[i], b->keys[i],
+		                               val, len, rec, pos, &lk, b->kd, p->why);
+		if (n < 0) {
+			p->rc = LOAD_CORRUPT;
+			goto out;
+		}
 		p->nmoves += (size_t)n;
 		p->count[i - p->lo] = (uint32_t)n;
 		if ((i - p->lo + 1) % PROGRESS_EVERY == 0) {
@@ -258,9 +264,16 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err)
 	}
 	if (rc == 0) run_parts(parts, nt, false);
 	size_t total = 0;
+	const char *corrupt = NULL;
 	for (int t = 0; t < nt; t++) {
 		if (parts[t].rc < 0) rc = rc == LOAD_STOPPED ? rc : parts[t].rc;
+		if (parts[t].rc == LOAD_CORRUPT && !corrupt) corrupt = parts[t].why;
 		total += parts[t].nmoves;
+	}
+	if (corrupt) {
+		for (int t = 0; t < nt; t++) free(parts[t].moves);
+		return fail(err, BOOKMM_ERRLEN, BOOKMM_EBOOK, "reading the book: %s%s", corrupt,
+		            BOOKMM_DAMAGED);
 	}
 	if (rc == 0 && total >= MM_NONE) rc = -1;
 	if (rc == 0 && !(b->moves = malloc((total + 1) * sizeof *b->moves))) rc = -1;

@@ -62,12 +62,15 @@ int bookmm_leaves(const BookRecord *rec, const BookmmPolicy *p, int16_t *value);
  * a node that is not inner has no edges. Then the best leaf among the record's
  * other moves with a leaf value, then, when there is no legal move, a mated
  * leaf (MOVE_NONE, -32000). out holds BOOKMM_NODE_MOVES. *flags gets
- * MMF_WHITE / MMF_INCHECK / MMF_INNER. A record that does not decode or is not
- * a legal position has no moves (returns 0, flags 0): joseki check reports it.
- * pos and rec are scratch space.
+ * MMF_WHITE / MMF_INCHECK / MMF_INNER. Returns how many, or BOOKDB_ECORRUPT
+ * for a record (at key) that is not sound as joseki check would have it (it
+ * does not decode, holds an impossible position or another key's, or a move
+ * that is not legal there: bookdb_record_read), with what is wrong in why
+ * (BOOKDB_ERRLEN bytes): a damaged book must not be backed up as if those
+ * positions had no moves. pos and rec are scratch space.
  */
-int bookmm_record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
-                        BookRecord *rec, Position *pos, const BookmmLookup *lk);
+int bookmm_record_moves(MmMove *out, uint8_t *flags, Key key, const uint8_t *raw, size_t len,
+                        BookRecord *rec, Position *pos, const BookmmLookup *lk, char *why);
 
 /* The (value, dist) an edge gets in its record (as peta-shock writes it). */
 static inline MmVd bookmm_stored_vd(MmVd child, bool child_loop, bool child_checked)
@@ -154,11 +157,15 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const char *dir,
                        const BookmmOptions *opt, char *err);
 
+/* What a run that met a record that is not sound adds to its message. */
+#define BOOKMM_DAMAGED                                                                             \
+	"; the book is damaged: joseki check lists what, --repair copies what is sound"
+
 /* bookmm_record_moves with kd: when kd is the key directory find searches,
  * its filter words are fetched for every child before the first lookup. */
-int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
+int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, Key key, const uint8_t *raw, size_t len,
                            BookRecord *rec, Position *pos, const BookmmLookup *lk,
-                           const BookKeyDir *kd);
+                           const BookKeyDir *kd, char *why);
 /* A progress callback call, when opt has one. */
 void bookmm_report(const BookmmOptions *opt, const char *phase, size_t done, size_t total);
 

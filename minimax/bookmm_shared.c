@@ -11,6 +11,7 @@
 
 #include "bookdb/index.h"
 #include "minimax/bookmm_priv.h"
+#include "bookdb/check.h"
 #include "minimax/graph.h"
 #include "minimax/mmfile.h"
 #include "shogi/errmsg.h"
@@ -170,20 +171,20 @@ int bookmm_leaves(const BookRecord *rec, const BookmmPolicy *p, int16_t *value)
  * looking the children up one by one, 33.0 s so). The children's keys come
  * first in any case, so that the lookups do not wait on move arithmetic.
  */
-int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
+int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, Key key, const uint8_t *raw, size_t len,
                            BookRecord *rec, Position *pos, const BookmmLookup *lk,
-                           const BookKeyDir *kd)
+                           const BookKeyDir *kd, char *why)
 {
 	*flags = 0;
-	if (bookdb_record_decode(rec, raw, len) < 0 || bookdb_record_position(pos, rec, NULL) < 0)
-		return 0;
+	Move legal[MOVEGEN_MAX];
+	Key child[MOVEGEN_MAX];
+	int nl, rc = bookdb_record_read(rec, pos, legal, &nl, key, raw, len, why);
+	if (rc < 0) return rc;
 	if (pos->side == WHITE) *flags |= MMF_WHITE;
 	if (pos_in_check(pos)) *flags |= MMF_INCHECK;
 	bool inner = bookmm_record_inner(rec, lk->policy);
 	if (inner) *flags |= MMF_INNER;
-	Move legal[MOVEGEN_MAX];
-	Key child[MOVEGEN_MAX];
-	int nl = movegen_legal(pos, legal), nlegal = nl, n = 0;
+	int nlegal = nl, n = 0;
 	/* Moves joseki prune marked avoided are not the side to move's to play:
 	 * neither edges nor leaves (docs/bookgen.md, "The cycle"). */
 	if (rec->flags & BOOKDB_REC_AVOID) {
@@ -244,10 +245,10 @@ int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, const uint8_t *raw, size
 	return n;
 }
 
-int bookmm_record_moves(MmMove *out, uint8_t *flags, const uint8_t *raw, size_t len,
-                        BookRecord *rec, Position *pos, const BookmmLookup *lk)
+int bookmm_record_moves(MmMove *out, uint8_t *flags, Key key, const uint8_t *raw, size_t len,
+                        BookRecord *rec, Position *pos, const BookmmLookup *lk, char *why)
 {
-	return bookmm_record_moves_kd(out, flags, raw, len, rec, pos, lk, NULL);
+	return bookmm_record_moves_kd(out, flags, key, raw, len, rec, pos, lk, NULL, why);
 }
 
 /* Sets rec's minimax fields; returns true when anything changed. */

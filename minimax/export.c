@@ -33,6 +33,8 @@
 #include "shogi/apery.h"
 #include "shogi/db2016.h"
 #include "shogi/errmsg.h"
+#include "bookdb/check.h"
+#include "shogi/movegen.h"
 #include "shogi/grow.h"
 #include "bookdb/index.h"
 #include "bookdb/query.h"
@@ -358,10 +360,11 @@ typedef struct {
 	size_t map_len;
 	Entry *idx;
 	size_t cap;
-	ExportStats st;      /* records, positions (= entries), moves, minimaxed */
-	int rc;              /* 0, EXPORT_ENOMEM or EXPORT_EIO */
-	int err_no;          /* errno of the failed write (EXPORT_EIO) */
-	atomic_size_t *done; /* records read by all parts */
+	ExportStats st;          /* records, positions (= entries), moves, minimaxed */
+	int rc;                  /* 0, EXPORT_ENOMEM, EXPORT_EIO or EXPORT_EBOOK */
+	int err_no;              /* errno of the failed write (EXPORT_EIO) */
+	char why[BOOKDB_ERRLEN]; /* EXPORT_EBOOK: the record that is not sound */
+	atomic_size_t *done;     /* records read by all parts */
 	size_t total;
 	bool reporter; /* the part on the calling thread reports progress */
 	bool apery;    /* an Apery book: entries kept in memory, no spill file */
@@ -395,10 +398,17 @@ static void *run_part(void *arg)
 				p->opt->progress(p->opt->progress_ctx, "reading", d, p->total);
 		}
 		if (p->reach->seen && !bookdb_walk_met(p->reach, i)) continue;
-		if (bookdb_record_decode(rec, val, len) < 0) continue; /* joseki check reports it */
+		/* A record that is not sound fails the export (as joseki check would
+		 * find it): a damaged book must not pass for a smaller one. */
+		Move legal[MOVEGEN_MAX];
+		int nlegal;
+		if (bookdb_record_read(rec, pos, legal, &nlegal, bookdb_index_keys(p->ix)[i], val,
+		                       len, p->why) < 0) {
+			p->rc = EXPORT_EBOOK;
+			goto out;
+		}
 		if (p->opt->max_ply > 0 && rec->min_ply > p->opt->max_ply) continue;
 		if (rec->min_ply < p->opt->min_ply) continue;
-		if (bookdb_record_position(pos, rec, NULL) < 0) continue;
 		if (!export_side_ours(p->opt, pos->side)) continue;
 		size_t n = export_pick(mv, rec, pos, p->ix, child, p->opt, 0);
 		if (n == 0) continue;
@@ -583,10 +593,16 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 	}
 	for (int t = 0; t < np; t++) {
 		if (parts[t].rc < 0 && rc == 0)
-			rc = parts[t].rc == EXPORT_EIO
-			         ? fail(err, errlen, EXPORT_EIO, "%s: write error: %s",
-			                parts[t].spill_path, strerror(parts[t].err_no))
-			         : fail(err, errlen, EXPORT_ENOMEM, "out of memory");
+			rc =
+			    parts[t].rc == EXPORT_EIO
+			        ? fail(err, errlen, EXPORT_EIO, "%s: write error: %s",
+			               parts[t].spill_path, strerror(parts[t].err_no))
+			    : parts[t].rc == EXPORT_EBOOK
+			        ? fail(err, errlen, EXPORT_EBOOK,
+			               "%s; the book is damaged: joseki check lists what, --repair "
+			               "copies what is sound",
+			               parts[t].why)
+			        : fail(err, errlen, EXPORT_ENOMEM, "out of memory");
 		st.records += parts[t].st.records;
 		st.positions += parts[t].st.positions;
 		st.moves += parts[t].st.moves;

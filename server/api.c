@@ -80,35 +80,45 @@ static int parse(Position *pos, const char *sfen, const char *position, int *sta
 	return 0;
 }
 
-static char *book_error(int rc, int *status)
+/* 500, the book cannot be read; damage (a record that is not sound, a page
+ * LMDB cannot follow) is noted in c, at pos. */
+static char *book_error(ApiStatsCache *c, BookDB *db, const Position *pos, int rc, int *status)
 {
 	char msg[128];
 	snprintf(msg, sizeof msg, "the book cannot be read: %s", bookdb_strerror(rc));
+	if (rc == BOOKDB_ECORRUPT && c) {
+		char sfen[SFEN_MAX], what[SFEN_MAX + 80];
+		sfen_write(pos, sfen, sizeof sfen);
+		snprintf(what, sizeof what, "a request met it at sfen %s: %s", sfen,
+		         bookdb_strerror(rc));
+		api_book_damaged(c, db, what);
+	}
 	*status = 500;
 	return api_error_body(msg);
 }
 
-char *api_query(BookDB *db, const char *sfen, const char *position, int *status)
+char *api_query(BookDB *db, ApiStatsCache *c, const char *sfen, const char *position, int *status)
 {
 	char *body;
 	if (parse(&t_pos, sfen, position, status, &body) < 0) return body;
 	BookTxn *txn;
 	int rc = bookdb_txn_begin(&txn, db, false);
-	if (rc < 0) return book_error(rc, status);
+	if (rc < 0) return book_error(c, db, &t_pos, rc, status);
 	rc = bookdb_query(&t_rec, txn, &t_pos);
 	/* The marks' entries (source, time, note) only where the record has a
 	 * mark: most positions cost nothing more. */
 	BookMark *marks = NULL;
 	int nmarks = rc == 1 ? bookdb_marks_load(&marks, txn, pos_key(&t_pos), &t_rec) : 0;
 	bookdb_txn_abort(txn);
-	if (rc < 0 || nmarks < 0) return book_error(rc < 0 ? rc : nmarks, status);
+	if (rc < 0 || nmarks < 0) return book_error(c, db, &t_pos, rc < 0 ? rc : nmarks, status);
 	*status = 200;
 	char *out = bookdb_query_json_ex(&t_rec, rc == 1, &t_pos, NULL, false, marks, nmarks);
 	free(marks);
 	return out;
 }
 
-char *api_line(BookDB *db, const char *sfen, const char *position, const char *plies, int *status)
+char *api_line(BookDB *db, ApiStatsCache *c, const char *sfen, const char *position,
+               const char *plies, int *status)
 {
 	char *body;
 	if (parse(&t_pos, sfen, position, status, &body) < 0) return body;
@@ -137,7 +147,7 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 	if (rc < 0) {
 		json_decref(o);
 		json_decref(line);
-		return book_error(rc, status);
+		return book_error(c, db, &t_pos, rc, status);
 	}
 	/* One snapshot for the whole line: a writer's batch is in all of it or none. */
 	Key seen[513];
@@ -194,7 +204,7 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 	if (rc < 0) {
 		json_decref(o);
 		json_decref(line);
-		return book_error(rc, status);
+		return book_error(c, db, &t_pos, rc, status);
 	}
 	json_object_set_new(o, "line", line);
 	json_object_set_new(o, "end", json_string(end));
@@ -205,11 +215,13 @@ char *api_line(BookDB *db, const char *sfen, const char *position, const char *p
 void api_stats_cache_init(ApiStatsCache *c)
 {
 	memset(c, 0, sizeof *c);
+	atomic_init(&c->stop, false);
 	pthread_mutex_init(&c->mu, NULL);
 }
 
 void api_stats_cache_free(ApiStatsCache *c)
 {
+	atomic_store(&c->stop, true);
 	pthread_mutex_lock(&c->mu);
 	bool running = c->running;
 	pthread_mutex_unlock(&c->mu);
@@ -217,25 +229,89 @@ void api_stats_cache_free(ApiStatsCache *c)
 	pthread_mutex_destroy(&c->mu);
 }
 
+/* Under c->mu. */
+static void damaged_locked(ApiStatsCache *c, BookDB *db, const char *what)
+{
+	if (c->damaged) return;
+	c->damaged = true;
+	snprintf(c->damage, sizeof c->damage, "%s", what);
+	/* server/ is a front end: its failures are said where its log goes. */
+	fprintf(stderr,
+	        "serve: %s: the book is damaged (%s); /healthz says degraded; joseki check %s "
+	        "lists the damage, joseki check %s --repair NEW copies what is sound\n",
+	        bookdb_dir(db), what, bookdb_dir(db), bookdb_dir(db));
+}
+
+void api_book_damaged(ApiStatsCache *c, BookDB *db, const char *what)
+{
+	pthread_mutex_lock(&c->mu);
+	damaged_locked(c, db, what);
+	pthread_mutex_unlock(&c->mu);
+}
+
 static void *scan_main(void *arg)
 {
 	ApiStatsCache *c = arg;
 	BookStats st;
 	BookTxn *txn;
+	memset(&st, 0, sizeof st);
 	int rc = bookdb_txn_begin(&txn, c->db, false);
 	if (rc == 0) {
-		rc = bookdb_stats(&st, c->db, txn, true);
+		rc = bookdb_stats_until(&st, c->db, txn, true, &c->stop);
 		bookdb_txn_abort(txn);
 	}
 	pthread_mutex_lock(&c->mu);
+	char what[200];
 	if (rc == 0) {
 		c->scan = st;
 		c->have = true;
+		c->scan_cut = false;
+		if (st.corrupt) {
+			snprintf(what, sizeof what,
+			         "the scan of every record found %llu that are not sound",
+			         (unsigned long long)st.corrupt);
+			damaged_locked(c, c->db, what);
+		}
+	} else if (rc == BOOKDB_ECORRUPT) {
+		/* The database itself is damaged past a record: what was read, and
+		 * one more corrupt (as joseki check counts it). */
+		c->scan = st;
+		c->scan.corrupt++;
+		c->have = true;
+		c->scan_cut = true;
+		snprintf(what, sizeof what, "the scan of every record stopped after %llu: %s",
+		         (unsigned long long)st.positions, bookdb_strerror(rc));
+		damaged_locked(c, c->db, what);
 	}
 	c->computed_at = time(NULL);
 	c->done = true;
 	pthread_mutex_unlock(&c->mu);
 	return NULL;
+}
+
+/* Under c->mu: collects a scan that has ended; starts one when none runs and
+ * the last is stale (or force). */
+static void scan_locked(BookDB *db, ApiStatsCache *c, bool force)
+{
+	time_t now = time(NULL);
+	bool stale = !c->computed_at || now - c->computed_at >= API_STATS_SCAN_SECONDS;
+	if (c->running && c->done) {
+		/* The last scan has ended: collect its thread. */
+		pthread_join(c->thread, NULL);
+		c->running = false;
+	}
+	if ((stale || force) && !c->running) {
+		c->db = db;
+		c->done = false;
+		c->running = pthread_create(&c->thread, NULL, scan_main, c) == 0;
+	}
+}
+
+void api_stats_scan(BookDB *db, ApiStatsCache *c)
+{
+	pthread_mutex_lock(&c->mu);
+	scan_locked(db, c, true);
+	pthread_mutex_unlock(&c->mu);
 }
 
 char *api_stats(BookDB *db, ApiStatsCache *c, int *status)
@@ -247,21 +323,18 @@ char *api_stats(BookDB *db, ApiStatsCache *c, int *status)
 		rc = bookdb_stats(&st, db, txn, false);
 		bookdb_txn_abort(txn);
 	}
-	if (rc < 0) return book_error(rc, status);
+	if (rc < 0) {
+		if (rc == BOOKDB_ECORRUPT)
+			api_book_damaged(c, db, "/v1/stats: corrupt record or database");
+		*status = 500;
+		char msg[128];
+		snprintf(msg, sizeof msg, "the book cannot be read: %s", bookdb_strerror(rc));
+		return api_error_body(msg);
+	}
 	pthread_mutex_lock(&c->mu);
-	time_t now = time(NULL);
-	bool stale = !c->computed_at || now - c->computed_at >= API_STATS_SCAN_SECONDS;
-	if (c->running && c->done) {
-		/* The last scan has ended: collect its thread. */
-		pthread_join(c->thread, NULL);
-		c->running = false;
-	}
-	if (stale && !c->running) {
-		c->db = db;
-		c->done = false;
-		c->running = pthread_create(&c->thread, NULL, scan_main, c) == 0;
-	}
+	scan_locked(db, c, false);
 	time_t at = c->have ? c->computed_at : 0;
+	bool cut = c->have && c->scan_cut;
 	if (c->have) {
 		st.scanned = true;
 		st.thought = c->scan.thought;
@@ -271,14 +344,21 @@ char *api_stats(BookDB *db, ApiStatsCache *c, int *status)
 	}
 	pthread_mutex_unlock(&c->mu);
 	json_t *o = bookdb_stats_json(&st);
-	if (o)
+	if (o) {
 		json_object_set_new(o, "scan_computed_at",
 		                    at ? json_integer((json_int_t)at) : json_null());
+		/* A scan stopped by damage counted part of the book only. */
+		if (cut)
+			for (const char *const *k =
+			         (const char *const[]){"thought", "moves", "leaves", NULL};
+			     *k; k++)
+				json_object_set_new(o, *k, json_null());
+	}
 	*status = 200;
 	return api_json_body(o);
 }
 
-char *api_health(BookDB *db, int *status)
+char *api_health(BookDB *db, ApiStatsCache *c, int *status)
 {
 	uint64_t n = 0;
 	BookTxn *txn;
@@ -292,5 +372,15 @@ char *api_health(BookDB *db, int *status)
 		return api_error_body(bookdb_strerror(rc));
 	}
 	*status = 200;
+	pthread_mutex_lock(&c->mu);
+	bool damaged = c->damaged;
+	uint64_t corrupt = c->have ? c->scan.corrupt : 0;
+	char what[sizeof c->damage];
+	memcpy(what, c->damage, sizeof what);
+	pthread_mutex_unlock(&c->mu);
+	if (damaged)
+		return api_json_body(json_pack("{s:s,s:I,s:I,s:s}", "status", "degraded",
+		                               "positions", (json_int_t)n, "corrupt",
+		                               (json_int_t)(corrupt ? corrupt : 1), "error", what));
 	return api_json_body(json_pack("{s:s,s:I}", "status", "ok", "positions", (json_int_t)n));
 }

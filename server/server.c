@@ -404,16 +404,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, check_arg, &ac);
 	if (ac.msg[0]) return reply_error(s, c, r, 400, ac.msg);
 	if (!strcmp(url, "/v1/query")) {
-		body = api_query(s->db, arg(c, "sfen"), arg(c, "position"), &status);
+		body = api_query(s->db, &s->cache, arg(c, "sfen"), arg(c, "position"), &status);
 	} else if (!strcmp(url, "/v1/line")) {
-		body =
-		    api_line(s->db, arg(c, "sfen"), arg(c, "position"), arg(c, "plies"), &status);
+		body = api_line(s->db, &s->cache, arg(c, "sfen"), arg(c, "position"),
+		                arg(c, "plies"), &status);
 	} else if (!strcmp(url, "/v1/stats")) {
 		body = api_stats(s->db, &s->cache, &status);
 	} else if (!strcmp(url, "/v1/work/history")) {
 		body = api_work_history(s->db, arg(c, "hours"), &status);
 	} else if (!strcmp(url, "/healthz")) {
-		body = api_health(s->db, &status);
+		body = api_health(s->db, &s->cache, &status);
 	} else if (!strcmp(url, "/metrics")) {
 		char *m = metrics_text(s);
 		if (!m) return reply_error(s, c, r, 500, "out of memory");
@@ -582,6 +582,10 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err)
 		goto fail;
 	}
 	s->fd = -1; /* the gate's now */
+	/* Damage is looked for at once (the scan of /v1/stats): /healthz says
+	 * degraded as soon as it is found. Not for the coordinator, whose first
+	 * search reads the book meanwhile and which meets damage there. */
+	if (!opt->work) api_stats_scan(db, &s->cache);
 	*out = s;
 	return 0;
 fail:

@@ -126,6 +126,13 @@ int cmd_stats(int argc, char **argv)
 			       (unsigned long long)st.corrupt);
 	}
 	ret = 0;
+	/* A damaged book fails, as every other reader of it does. */
+	if (st.corrupt) {
+		joseki_error("%s: %llu records are not sound (damaged: joseki check lists them, "
+		             "--repair copies what is sound)",
+		             book, (unsigned long long)st.corrupt);
+		ret = 1;
+	}
 done:
 	bookdb_txn_abort(txn);
 	bookdb_free(db);

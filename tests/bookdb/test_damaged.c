@@ -16,9 +16,14 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <curl/curl.h>
 #include <jansson.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/record.h"
+#include "shogi/notation.h"
 #include "tests/support/support.h"
 
 /* A small real book: the floodgate fixtures, thought about a little. */
@@ -288,6 +293,222 @@ static void test_damaged__a_read_only_book(void **state)
 	free(dir);
 }
 
+/* A server a failed assertion left running, for the teardown to end. */
+static pid_t g_serve;
+
+static int end_serve(void **state)
+{
+	(void)state;
+	if (g_serve > 0) {
+		kill(g_serve, SIGKILL);
+		waitpid(g_serve, NULL, 0);
+	}
+	g_serve = 0;
+	return 0;
+}
+
+/* GET http://127.0.0.1:port/path: the status, *body (free it) the answer. */
+static long http_get(int port, const char *path, char **body)
+{
+	CURL *c = curl_easy_init();
+	char url[600];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+	TsBuf b = {NULL, 0};
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ts_collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	if (curl_easy_perform(c) != CURLE_OK) fail_msg("GET %s failed", path);
+	long status = 0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(c);
+	*body = b.data ? b.data : strdup("");
+	return status;
+}
+
+/* `serve BOOK` with its stderr in the file log; the port it says. */
+static int serve_logged(pid_t *pid, const char *book, const char *log)
+{
+	char cmd[1600];
+	snprintf(cmd, sizeof cmd, "exec %s serve %s --quiet --listen 127.0.0.1:0 2>%s", ts_joseki(),
+	         book, log);
+	char *argv[] = {"sh", "-c", cmd, NULL};
+	*pid = ts_spawn(argv, NULL, NULL, false);
+	if (!ts_wait_file(log, 0, "listening on http://127.0.0.1:", 60000))
+		fail_msg("serve %s did not start", book);
+	char *said = ts_read_file(log, NULL);
+	int port = atoi(strstr(said, "http://127.0.0.1:") + 17);
+	free(said);
+	return port;
+}
+
+/*
+ * A served book found damaged: the server says so once on stderr (its scan of
+ * every record at start, or a request that met the damage), /healthz answers
+ * 200 {"status": "degraded", ..., "corrupt": K, "error": ...} and /v1/stats
+ * has corrupt set, until it stops (SIGTERM, exit 0). (It answered on with
+ * corrupt null and /healthz ok.)
+ */
+static void expect_served_damaged(const char *book, const char *log, const char *says,
+                                  long long corrupt_at_least)
+{
+	int port = serve_logged(&g_serve, book, log);
+	if (!ts_wait_file(log, 0, "the book is damaged", 60000))
+		fail_msg("serve %s never said the book is damaged", book);
+	char *said = ts_read_file(log, NULL);
+	if (!strstr(said, says)) fail_msg("serve said:\n%s\n(not '%s')", said, says);
+	free(said);
+	char *body;
+	assert_int_equal(http_get(port, "/healthz", &body), 200);
+	json_t *h = json_loads(body, 0, NULL);
+	if (!h || strcmp(json_string_value(json_object_get(h, "status")), "degraded") ||
+	    ts_jint(h, "corrupt") < corrupt_at_least ||
+	    !json_is_string(json_object_get(h, "error")))
+		fail_msg("/healthz: %s", body);
+	json_decref(h);
+	free(body);
+	assert_int_equal(http_get(port, "/v1/stats", &body), 200);
+	json_t *st = json_loads(body, 0, NULL);
+	if (!st || !json_is_integer(json_object_get(st, "corrupt")) ||
+	    ts_jint(st, "corrupt") < corrupt_at_least)
+		fail_msg("/v1/stats: %s", body);
+	json_decref(st);
+	free(body);
+	kill(g_serve, SIGTERM);
+	int wst = 0;
+	waitpid(g_serve, &wst, 0);
+	g_serve = 0;
+	assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	/* Said once. */
+	said = ts_read_file(log, NULL);
+	const char *first = strstr(said, "the book is damaged");
+	assert_null(strstr(first + 1, "the book is damaged"));
+	free(said);
+}
+
+/* Runs `joseki` with fmt (two %s: dir) and expects status 1 and says in its
+ * stderr. */
+static void expect_fails(const char *fmt, const char *dir, const char *says)
+{
+	char *err = run_expecting(fmt, dir, 1);
+	if (!strstr(err, says)) fail_msg("%s: does not say '%s':\n%s", fmt, says, err);
+	free(err);
+}
+
+/*
+ * Records that are not sound (as joseki check has it) fail every reader of
+ * them, naming the record: one that does not decode, one holding another
+ * position, one with a move that is not legal there. minimax (the incremental
+ * run, which reads the changed records, and --full) went on as if those
+ * positions had no moves and exited 0; export left them out; stats counted
+ * only the first kind and exited 0; serve answered /healthz ok.
+ */
+static void test_damaged__records_that_are_not_sound_fail_every_reader(void **state)
+{
+	(void)state;
+	char *dir = make_book(), book[600], log[700];
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(log, sizeof log, "%s/serve.log", dir);
+	free(run_expecting("minimax %s/b --quiet", dir, 0));
+	/* Three records damaged, through the store (so that the change log
+	 * names them for the incremental run). */
+	BookDB *db;
+	char err[BOOKDB_ERRLEN], sfen2[SFEN_MAX];
+	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	BookIter *it;
+	assert_int_equal(bookdb_iter_open(&it, txn), 0);
+	Key keys[3], k;
+	int nk = 0;
+	const uint8_t *v;
+	size_t vl;
+	uint8_t other[BOOKDB_RECORD_MAX];
+	size_t other_len = 0;
+	static BookRecord rec;
+	static Position pos;
+	while (nk < 3 && bookdb_iter_next(it, &k, &v, &vl) == 1) {
+		if (bookdb_record_decode(&rec, v, vl) < 0 || rec.nmoves < 1) continue;
+		if (nk == 2 && rec.side != BLACK) continue;
+		if (nk == 0) {
+			memcpy(other, v, vl);
+			other_len = vl;
+		}
+		keys[nk++] = k;
+	}
+	bookdb_iter_free(it);
+	assert_int_equal(nk, 3);
+	static const uint8_t GARBAGE[] = {0xff, 0xfe, 0x00, 0x17, 0x99, 0x42, 0xff, 0xff, 0x01};
+	assert_int_equal(bookdb_put_raw(txn, keys[0], GARBAGE, sizeof GARBAGE), 0);
+	assert_int_equal(bookdb_get(&rec, txn, keys[1]), 0);
+	assert_int_equal(bookdb_record_position(&pos, &rec, NULL), 0);
+	sfen_write(&pos, sfen2, sizeof sfen2);
+	assert_int_equal(bookdb_put_raw(txn, keys[1], other, other_len), 0);
+	assert_int_equal(bookdb_get(&rec, txn, keys[2]), 0);
+	assert_int_equal(usi_move_parse(&rec.moves[0].move, "3c3d", 4, NULL), 0); /* White's */
+	assert_int_equal(bookdb_put(txn, keys[2], &rec), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+	expect_fails("minimax %s/b --quiet", dir, "the book is damaged");
+	expect_fails("minimax %s/b --full --quiet", dir, "the book is damaged");
+	expect_fails("export %s/b %s/out.db --quiet", dir, "the book is damaged");
+	expect_fails("stats %s/b", dir, "3 records are not sound");
+	expect_fails("check %s/b", dir, "3 bad records");
+	char q[SFEN_MAX + 40];
+	snprintf(q, sizeof q, "query %%s/b \"sfen %s\"", sfen2);
+	expect_fails(q, dir, "corrupt record");
+	expect_served_damaged(book, log, "found 3 that are not sound", 3);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
+ * The database damaged past a record (a compacted book whose branch pages
+ * point past its end: LMDB's "page not found" at any descent): serve's scan
+ * stops there and says so; /v1/stats has corrupt set and the counts it could
+ * not make null; /healthz degraded (before: corrupt null, /healthz ok). The
+ * whole-book minimax, export and stats fail.
+ */
+static void test_damaged__a_damaged_database_is_noticed_by_serve(void **state)
+{
+	(void)state;
+	char *dir = make_book(), path[600], log[700], book[600];
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(path, sizeof path, "%s/b/data.mdb", dir);
+	snprintf(log, sizeof log, "%s/serve.log", dir);
+	free(run_expecting("compact %s/b", dir, 0));
+	/* Every branch page (LMDB's layout: the page number at 0, the flags at
+	 * 10, lower at 12, the node offsets from 16; a branch node's child page
+	 * number in its first 6 bytes) made to point past the end. */
+	size_t len;
+	uint8_t *d = (uint8_t *)ts_read_file(path, &len);
+	const size_t PS = 4096;
+	int branches = 0;
+	for (size_t i = 2; (i + 1) * PS <= len; i++) {
+		uint8_t *pg = d + i * PS;
+		uint64_t pgno;
+		uint16_t flags, lower;
+		memcpy(&pgno, pg, 8);
+		memcpy(&flags, pg + 10, 2);
+		memcpy(&lower, pg + 12, 2);
+		if (pgno != i || !(flags & 1) || lower < 16 || lower > PS) continue;
+		branches++;
+		for (size_t k = 16; k + 2 <= lower; k += 2) {
+			uint16_t off;
+			memcpy(&off, pg + k, 2);
+			if (off + 6u <= PS) memset(pg + off, 0x7f, 6);
+		}
+	}
+	assert_true(branches > 0);
+	assert_int_equal(ts_write_file(path, (const char *)d, len), 0);
+	free(d);
+	expect_fails("stats %s/b", dir, "corrupt record or database");
+	expect_fails("minimax %s/b --full --quiet", dir, "corrupt record or database");
+	expect_served_damaged(book, log, "stopped after", 1);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +516,10 @@ int main(void)
 	    cmocka_unit_test(test_damaged__flipped_bytes_are_found_and_repaired),
 	    cmocka_unit_test(test_damaged__another_schema_version_and_a_missing_lock_file),
 	    cmocka_unit_test(test_damaged__a_read_only_book),
+	    cmocka_unit_test_teardown(test_damaged__records_that_are_not_sound_fail_every_reader,
+	                              end_serve),
+	    cmocka_unit_test_teardown(test_damaged__a_damaged_database_is_noticed_by_serve,
+	                              end_serve),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
