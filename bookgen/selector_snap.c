@@ -47,9 +47,14 @@ bool sel_snapshot_ready(const Selector *s)
 	return s->lazy && !s->in_call && !s->ndefer && !s->err && s->bloom_joined && s->bloom;
 }
 
-int sel_snapshot_write(Selector *s, SnapWriter *w)
+void sel_snapshot_wait(Selector *s)
 {
 	if (!s->in_call) sel_g_filter_wait(s);
+}
+
+int sel_snapshot_write(Selector *s, SnapWriter *w)
+{
+	sel_snapshot_wait(s);
 	if (!s->lazy || s->in_call || s->ndefer || s->err || !s->bloom_joined || !s->bloom)
 		return SEL_EINVAL;
 	SelHead h = {.node_size = sizeof(SelNode),

@@ -88,6 +88,11 @@ JOSEKI_MUST_USE int sel_snapshot_write(Selector *s, SnapWriter *w);
  * (no call suspended, the key filter built and joined): a forked child,
  * which has no other thread, may call it then. */
 bool sel_snapshot_ready(const Selector *s);
+/* Waits until the key filter of a lazy selector is built and joins its
+ * thread (between calls; nothing to wait for otherwise). A search stopped
+ * while it waited for the filter leaves it building: sel_snapshot_ready is
+ * then false until this (or the next call) has waited. */
+void sel_snapshot_wait(Selector *s);
 JOSEKI_MUST_USE int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err);
 
 /*

@@ -1012,8 +1012,11 @@ static void test_bookgen__searches_in_slices_select_what_whole_searches_do(void 
 			if (!yz.ngive && round % 3 == 0) yz.stop_at = yz.calls + 2;
 			int g3 = sel_select(c, z);
 			if (g3 == SEL_ESTOPPED) {
-				/* A stopped search leaves a state that can be saved. */
+				/* A stopped search leaves a state that can be saved, once
+				 * the key filter is in (a loaded machine may still be
+				 * building it when the search stops waiting for it). */
 				zstops++;
+				sel_snapshot_wait(z);
 				assert_true(sel_snapshot_ready(z));
 				yz.stop_at = 0;
 				g3 = sel_select(c, z);

@@ -1482,7 +1482,7 @@ static void test_bookgen__think_stops_on_engine_time(void **state)
 	static const char *const runs[] = {
 	    "%s think %s/b --new --engines 2 --nodes 3000 --engine-seconds 1 --quiet",
 	    "%s think %s/b --engines 1 --nodes 3000 --multipv 1 --opponent builtin --probe-plies "
-	    "200 --probe-burst 2 --roots %s/roots --engine-seconds 1 --quiet",
+	    "200 --probe-burst 2 --roots %s/roots --roots-only --engine-seconds 1 --quiet",
 	};
 	char roots[4200];
 	snprintf(roots, sizeof roots, "%s/roots", dir);
