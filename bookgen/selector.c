@@ -149,7 +149,8 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 	return best;
 }
 
-/* A result's change: the lease gone, a thought position's bytes kept. */
+/* A result's change: the lease gone, a thought position's bytes kept; a
+ * record no longer thought makes its node a leaf again. */
 static int add_result_now(Selector *s, Key key, const uint8_t *enc, size_t len, bool thought)
 {
 	int64_t i = sel_g_find_or_create(s, key);
@@ -159,6 +160,8 @@ static int add_result_now(Selector *s, Key key, const uint8_t *enc, size_t len, 
 	if (thought) {
 		int r = sel_g_add_raw(s, (uint32_t)i, enc, len);
 		if (r) return r;
+	} else if (!(n->flags & NF_UNRESOLVED)) {
+		sel_g_unthink(s, (uint32_t)i);
 	}
 	return sel_g_invalidate_later(s, (uint32_t)i);
 }
@@ -279,7 +282,7 @@ int sel_each_leased(const Selector *s, int (*fn)(void *ctx, Key key), void *ctx)
 bool sel_is_thought(const Selector *s, Key key)
 {
 	const SelDefer *d = deferred(s, key, true);
-	if (d && d->len) return true;
+	if (d) return d->len > 0; /* the last result kept: thought, or taken out */
 	int64_t i = sel_g_find_node(s, key);
 	if (i >= 0 && !(s->nodes[i].flags & NF_UNRESOLVED)) return s->nodes[i].flags & NF_THOUGHT;
 	return s->lazy && sel_g_book_thought(s, key);

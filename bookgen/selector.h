@@ -137,7 +137,9 @@ JOSEKI_MUST_USE int sel_add_root(Selector *s, Key key, Color side);
 /*
  * Records a newly thought position (rec with BOOKDB_REC_THOUGHT, its position
  * and evaluated moves) or a new version of one; releases its lease and clears
- * the bounds of its ancestors.
+ * the bounds of its ancestors. A record without BOOKDB_REC_THOUGHT makes a
+ * thought position a leaf again (its analysis was taken out of the book: the
+ * coordinator's spot checks, docs/cluster.md).
  */
 JOSEKI_MUST_USE int sel_add_result(Selector *s, Key key, const BookRecord *rec);
 /* The same with the record's bytes as the book stores them (len > 0). */

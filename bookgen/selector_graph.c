@@ -359,6 +359,20 @@ int sel_g_add_raw(Selector *s, uint32_t i, const uint8_t *val, size_t len)
 	return 0;
 }
 
+void sel_g_unthink(Selector *s, uint32_t i)
+{
+	SelNode *n = &s->nodes[i];
+	if (!(n->flags & NF_THOUGHT)) return;
+	drop_raw(s, n);
+	/* Its edge block, if any, is left unused: a leaf has none. */
+	n->flags &= (uint8_t) ~(NF_THOUGHT | NF_EXPANDED);
+	n->u.e.off = 0;
+	n->u.e.n = 0;
+	n->u.e.best = NO_BEST;
+	n->bound = B_NONE;
+	s->st.thought--;
+}
+
 int sel_new(Selector **out, const SelOptions *opt)
 {
 	*out = NULL;

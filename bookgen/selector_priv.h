@@ -181,6 +181,9 @@ uint64_t *sel_g_bloom_alloc(size_t bytes);
 /* Keeps node i's record bytes (a thought position) until it is expanded.
  * 0 or SEL_ENOMEM. */
 int sel_g_add_raw(Selector *s, uint32_t i, const uint8_t *val, size_t len);
+/* Node i is a leaf again (its analysis taken out of the book): not thought,
+ * not expanded, no record held. */
+void sel_g_unthink(Selector *s, uint32_t i);
 /* Builds node i's edges (stored moves, then transpositions to nodes in the graph). */
 int sel_g_expand(Selector *s, uint32_t i);
 /* Reads an NF_UNRESOLVED node's record (lazy mode). 0 or SEL_E*. */

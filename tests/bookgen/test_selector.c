@@ -351,6 +351,64 @@ static void test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results
 	free(dir);
 }
 
+/* A record no longer thought (its analysis taken out of the book: the
+ * coordinator's spot checks, docs/cluster.md) makes its node a leaf again:
+ * the leaves are then those a fresh selector finds over the book as it is;
+ * thought again, the node is searched through as before. */
+static void test_bookgen__a_record_no_longer_thought_is_a_leaf_again(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	write_book(dir, WIDE, sizeof WIDE / sizeof WIDE[0]);
+	Selector *s = open_selector(dir, 100);
+	SelLeaf *l = malloc(sizeof *l), *l2 = malloc(sizeof *l2);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_true(l && l2 && rec);
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 7g7f 8c8d", 40);
+	/* 7g7f's analysis taken out: in the book, then in the selector. */
+	const TPos gone = {"startpos moves 7g7f", false, {{NULL, 0, 0}}};
+	Key k = line_key(gone.line);
+	fill_record(rec, &gone);
+	BookDB *db = NULL;
+	BookTxn *txn = NULL;
+	char err[BOOKDB_ERRLEN];
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_put(txn, k, rec), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+	assert_true(sel_is_thought(s, k));
+	assert_int_equal(sel_add_result(s, k, rec), 0);
+	assert_false(sel_is_thought(s, k));
+	/* A fresh selector's leaves, in the same order; among them the root's
+	 * 7g7f itself, a leaf again. */
+	Selector *fresh = open_selector(dir, 100);
+	bool again = false;
+	for (int i = 0; i < 8; i++) {
+		int r1 = sel_select(l, s), r2 = sel_select(l2, fresh);
+		assert_int_equal(r1, r2);
+		if (!r1) break;
+		assert_true(key_equal(l->key, l2->key));
+		assert_int_equal(l->value, l2->value);
+		again |= key_equal(l->key, k);
+		assert_int_equal(sel_lease(s, l->key), 0);
+		assert_int_equal(sel_lease(fresh, l2->key), 0);
+	}
+	assert_true(again);
+	/* Thought again: searched through as before. */
+	fill_record(rec, &WIDE[1]);
+	assert_int_equal(sel_add_result(s, k, rec), 0);
+	assert_true(sel_is_thought(s, k));
+	close_selector(fresh);
+	free(rec);
+	free(l);
+	free(l2);
+	close_selector(s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static const TPos KIF[] = {
     {"startpos", true, {{"7g7f", 30, 0}, {"2g2f", 0, 5}}},
 };
@@ -1208,6 +1266,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__selector_returns_the_pv_leaf_then_the_next_best),
 	    cmocka_unit_test(test_bookgen__selector_bans_a_pv_ending_in_a_cycle),
 	    cmocka_unit_test(test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results),
+	    cmocka_unit_test(test_bookgen__a_record_no_longer_thought_is_a_leaf_again),
 	    cmocka_unit_test(test_bookgen__kif_bonus_changes_the_choice),
 	    cmocka_unit_test(test_bookgen__window_batch_returns_every_leaf_within_the_window),
 	    cmocka_unit_test(test_bookgen__incremental_bounds_agree_with_full_searches),
