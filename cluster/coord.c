@@ -15,6 +15,7 @@
  */
 #include "cluster/coord_priv.h"
 #include "bookgen/reanalyse.h"
+#include "cluster/coord_spot.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -33,6 +34,7 @@
 #include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
+#include "shogi/rng.h"
 
 const char *coord_strerror(int code)
 {
@@ -51,6 +53,8 @@ const char *coord_strerror(int code)
 		return "invalid option";
 	case COORD_EMINIMAX:
 		return "the periodic minimax failed";
+	case COORD_EQUARANTINE:
+		return "the token is in quarantine";
 	}
 	return "unknown coordinator error";
 }
@@ -69,7 +73,7 @@ const CoordOptions *coord_options(const Coord *c)
  * changed). It moves when the array grows: pointers into it last until the
  * next add.
  */
-static void *dense_add(KeyMap *m, void **arr, size_t *cap, size_t *n, size_t size, Key k)
+void *co_dense_add(KeyMap *m, void **arr, size_t *cap, size_t *n, size_t size, Key k)
 {
 	if (array_grow(arr, cap, *n + 1, size, 16)) return NULL;
 	char *e = (char *)*arr + *n * size;
@@ -84,7 +88,7 @@ static void *dense_add(KeyMap *m, void **arr, size_t *cap, size_t *n, size_t siz
 
 /* Removes element i of the dense array arr of *n indexed by m: the last
  * element takes its place (a pointer to the last now points past the end). */
-static void dense_del(KeyMap *m, void *arr, size_t *n, size_t size, size_t i)
+void co_dense_del(KeyMap *m, void *arr, size_t *n, size_t size, size_t i)
 {
 	char *a = arr;
 	Key k;
@@ -111,14 +115,14 @@ KeyState *co_key_get(Coord *c, Key k)
  * pointers last until the next co_key_new or key_forget. */
 KeyState *co_key_new(Coord *c, Key k)
 {
-	return dense_add(&c->key_map, (void **)&c->keys, &c->capkeys, &c->nkeys, sizeof *c->keys,
-	                 k);
+	return co_dense_add(&c->key_map, (void **)&c->keys, &c->capkeys, &c->nkeys, sizeof *c->keys,
+	                    k);
 }
 
 static void key_forget(Coord *c, KeyState *ks)
 {
 	if (ks->where == WHERE_QUEUED) c->queued--;
-	dense_del(&c->key_map, c->keys, &c->nkeys, sizeof *c->keys, (size_t)(ks - c->keys));
+	co_dense_del(&c->key_map, c->keys, &c->nkeys, sizeof *c->keys, (size_t)(ks - c->keys));
 }
 
 int co_queue_push(Coord *c, KeyState *ks)
@@ -131,7 +135,7 @@ int co_queue_push(Coord *c, KeyState *ks)
 	return 0;
 }
 
-static Lease *lease_get(Coord *c, uint64_t id)
+Lease *co_lease_get(Coord *c, uint64_t id)
 {
 	uint32_t i = keymap_find(&c->lease_map, c->leases, (Key){0, id});
 	return i == KEYMAP_NONE ? NULL : &c->leases[i];
@@ -141,8 +145,8 @@ static Lease *lease_get(Coord *c, uint64_t id)
  * copy, or NULL when memory runs out (l is then still the caller's). */
 Lease *co_lease_keep(Coord *c, const Lease *l)
 {
-	Lease *e = dense_add(&c->lease_map, (void **)&c->leases, &c->capleases, &c->nleases,
-	                     sizeof *c->leases, l->key);
+	Lease *e = co_dense_add(&c->lease_map, (void **)&c->leases, &c->capleases, &c->nleases,
+	                        sizeof *c->leases, l->key);
 	if (e) *e = *l;
 	return e;
 }
@@ -151,8 +155,8 @@ Lease *co_lease_keep(Coord *c, const Lease *l)
 static void lease_drop(Coord *c, Lease *l)
 {
 	free(l->pos);
-	dense_del(&c->lease_map, c->leases, &c->nleases, sizeof *c->leases,
-	          (size_t)(l - c->leases));
+	co_dense_del(&c->lease_map, c->leases, &c->nleases, sizeof *c->leases,
+	             (size_t)(l - c->leases));
 }
 
 static void note_worker(Coord *c, const CoordWorker *w, int64_t now)
@@ -326,16 +330,26 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	if (!c) return COORD_ENOMEM;
 	keymap_init(&c->lease_map, sizeof *c->leases);
 	keymap_init(&c->key_map, sizeof *c->keys);
+	keymap_init(&c->check_map, sizeof *c->checks);
 	c->db = db;
 	c->opt = *opt;
 	if (c->opt.lease_seconds <= 0) c->opt.lease_seconds = 600;
+	if (c->opt.spot_rate < 0 || c->opt.spot_rate > 1 || c->opt.spot_new_rate < 0 ||
+	    c->opt.spot_new_rate > 1 || c->opt.spot_tolerance < 0 || c->opt.spot_tolerance > 1) {
+		free(c);
+		return errmsg_set(err, COORD_ERRLEN, COORD_EOPTION, "coordinator: %s",
+		                  "spot check rates and tolerance must be within 0..1");
+	}
+	if (c->opt.spot_tolerance == 0) c->opt.spot_tolerance = COORD_SPOT_TOLERANCE;
+	c->spot_rng = c->opt.spot_seed ? c->opt.spot_seed : (uint64_t)clock_ns();
 	c->rec = malloc(sizeof *c->rec);
 	c->pos = malloc(sizeof *c->pos);
 	c->res = malloc(sizeof *c->res);
 	c->leaf = malloc(sizeof *c->leaf);
+	c->spot_tmp = malloc(sizeof *c->spot_tmp);
 	c->opt.snapshot = NULL;
 	int rc = COORD_ENOMEM;
-	if (!c->rec || !c->pos || !c->res || !c->leaf) goto fail;
+	if (!c->rec || !c->pos || !c->res || !c->leaf || !c->spot_tmp) goto fail;
 	if (opt->again && (!(c->again_rec = malloc(sizeof *c->again_rec)) ||
 	                   !(c->again_new = malloc(sizeof *c->again_new))))
 		goto fail;
@@ -350,6 +364,7 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	c->opt.paths = NULL;
 	c->opt.npaths = 0;
 	if ((rc = co_restore(c, err)) < 0 || (rc = co_queue_extended(c, err)) < 0) goto fail;
+	co_spot_restored(c);
 	/* Restored: what the selector holds leased beyond the work state (a
 	 * checkpoint's stock, positions answered since it) is free again. */
 	size_t strays = 0;
@@ -438,6 +453,9 @@ void coord_free(Coord *c)
 	free(c->keys);
 	keymap_free(&c->lease_map);
 	keymap_free(&c->key_map);
+	co_spot_free(c);
+	keymap_free(&c->check_map);
+	free(c->spot_tmp);
 	free(c->queue);
 	free(c->buf);
 	free(c->seen);
@@ -512,9 +530,10 @@ static int take_queued(Coord *c, Lease *l, int max, const char *worker, char *er
 		    (rc = value_mated(c, ks->key, err)) != 0) {
 			if (rc < 0) break;
 			KeyState gone = {.key = ks->key};
-			bool had_tries = ks->tries > 0;
+			bool had_tries = ks->tries > 0, redo = ks->redo;
 			key_forget(c, ks);
 			rc = had_tries ? co_keyrec_put(c, &gone, err) : 0;
+			if (rc == 0 && redo) rc = co_redo_del(c, gone.key, err);
 			continue;
 		}
 		LPos *lp = &l->pos[l->n++];
@@ -676,9 +695,11 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 	if (max < 1 || max > COORD_MAX_BATCH)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "max must be 1..%d, not %d",
 		                  COORD_MAX_BATCH, max);
+	if (coord_quarantined(c, w->token, err)) return COORD_EQUARANTINE;
 	int rc = co_select_take_in(c, err);
 	if (rc < 0) return rc;
 	note_worker(c, w, now_ms);
+	co_spot_seen(c, w->token, now_ms);
 	c->round_asked += max;
 	Lease lease = {.key = {0, c->next_id}}, *l = &lease; /* kept once it has positions */
 	if (!(l->pos = calloc((size_t)max, sizeof *l->pos))) return COORD_ENOMEM;
@@ -686,12 +707,23 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 	snprintf(l->token, sizeof l->token, "%s", w->token ? w->token : "");
 	snprintf(l->worker, sizeof l->worker, "%s", w->name ? w->name : "");
 	double t0 = clock_ms_f();
-	rc = take_queued(c, l, max, l->worker, err);
+	/* Spot checks first: each holds a result back from the book. */
+	rc = co_spot_take(c, l, max, l->token, err);
+	if (rc == 0) rc = take_queued(c, l, max, l->worker, err);
 	if (rc == 0) rc = take_selected(c, l, max, err);
 	c->select_ms += clock_ms_f() - t0;
 	if (rc < 0 || l->n == 0) {
 		free(l->pos);
 		return rc;
+	}
+	/* Checks go first but not where a worker could tell them: shuffled. */
+	bool checks = false;
+	for (int i = 0; i < l->n; i++) checks |= l->pos[i].check;
+	for (int i = l->n - 1; checks && i > 0; i--) {
+		int j = (int)(rng_next(&c->spot_rng) % (uint64_t)(i + 1));
+		LPos t = l->pos[i];
+		l->pos[i] = l->pos[j];
+		l->pos[j] = t;
 	}
 	l->pending = l->n;
 	if (!(l = co_lease_keep(c, &lease))) {
@@ -726,7 +758,7 @@ static int lookup(Coord *c, Lease **out, uint64_t id, const CoordWorker *w, char
 	if (id == 0 || id >= c->next_id)
 		return errmsg_set(err, COORD_ERRLEN, COORD_ENOLEASE,
 		                  "lease %016llx was never issued", (unsigned long long)id);
-	Lease *l = lease_get(c, id);
+	Lease *l = co_lease_get(c, id);
 	if (l && strcmp(l->token, w->token ? w->token : ""))
 		return errmsg_set(err, COORD_ERRLEN, COORD_ENOLEASE,
 		                  "lease %016llx is not this token's", (unsigned long long)id);
@@ -767,10 +799,13 @@ static int check_line(Coord *c, SearchLine *sl, const CoordLine *cl, const char 
 	return 0;
 }
 
-/* What to do with one result: 0 ignore, 1 store, 2 failed try. A result for
- * a position analysed meanwhile is ignored, but its moves are still checked
- * (against the lease's SFEN, or the book's record when the lease is
- * finished): an illegal move is refused whatever the position's state. */
+/* What to do with one result (RES_*). A result for a position analysed
+ * meanwhile (or held back for a spot check, or already answered from this
+ * lease) is ignored, but its moves are still checked (against the lease's
+ * SFEN, or the book's record when the lease is finished): an illegal move is
+ * refused whatever the position's state. A spot check's answer counts only
+ * while its lease position is pending. */
+enum { RES_IGNORE, RES_STORE, RES_FAILED, RES_CHECK, RES_CHECK_FAILED, RES_DISPROVED };
 static int classify(Coord *c, const Lease *l, const CoordResult *r, char *err)
 {
 	char hex[KEY_HEX_LEN];
@@ -779,11 +814,17 @@ static int classify(Coord *c, const Lease *l, const CoordResult *r, char *err)
 	if (l && i < 0)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "key %s is not in lease %016llx",
 		                  hex, (unsigned long long)l->key.hi);
-	bool done = co_done(c, r->key);
+	bool check = l && l->pos[i].check;
+	bool done = check ? l->pos[i].state != POS_PENDING
+	                  : co_done(c, r->key) || co_spot_check_held(c, r->key) ||
+	                        (l && l->pos[i].state == POS_DONE);
 	if (!l && !done)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
 		                  "key %s is not in this (finished) lease", hex);
-	if (r->failed) return !done && l->pos[i].state == POS_PENDING ? 2 : 0;
+	if (r->failed)
+		return done || l->pos[i].state != POS_PENDING ? RES_IGNORE
+		       : check                                ? RES_CHECK_FAILED
+		                                              : RES_FAILED;
 	if (r->nlines < 1 || r->nlines > COORD_MAX_LINES)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
 		                  "result %s: 1..%d moves wanted, not %d", hex, COORD_MAX_LINES,
@@ -795,7 +836,8 @@ static int classify(Coord *c, const Lease *l, const CoordResult *r, char *err)
 			                  "result %s: stored SFEN: %s", hex, perr);
 	} else {
 		int g = bookdb_writer_get(c->rec, c->w, r->key);
-		if (g == BOOKDB_ENOTFOUND) return 0; /* thought in memory only: nothing to check */
+		if (g == BOOKDB_ENOTFOUND)
+			return RES_IGNORE; /* not in the book: nothing to check */
 		if (g < 0) return co_broken(c, err, "reading an analysed position", g);
 		if (bookdb_record_position(c->pos, c->rec, perr) < 0)
 			return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
@@ -811,16 +853,38 @@ static int classify(Coord *c, const Lease *l, const CoordResult *r, char *err)
 				                  "result %s: move %s given twice", hex,
 				                  r->lines[m].move);
 	}
-	return done ? 0 : 1;
+	if (done) return RES_IGNORE;
+	/* A mate claim the position disproves is no noise: the token lies. */
+	if (co_spot_on(c)) {
+		char why[COORD_ERRLEN];
+		if (co_spot_disproved(c, r, why)) {
+			errmsg_set(err, COORD_ERRLEN, 0, "its result for %s: %s", hex, why);
+			return RES_DISPROVED;
+		}
+	}
+	return check ? RES_CHECK : RES_STORE;
 }
 
-/* Stores one checked result of lease l (position i). */
-static int store(Coord *c, Lease *l, int i, const CoordResult *r, int64_t now, char *err)
+int co_key_done(Coord *c, Key k, char *err)
 {
-	char perr[SHOGI_ERRLEN]; /* it parsed in classify already */
-	if (sfen_parse(c->pos, l->pos[i].sfen, NULL, perr) < 0)
-		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "lease position %d: %s", i,
-		                  perr);
+	KeyState *ks = co_key_get(c, k);
+	if (!ks) return 0;
+	bool had_tries = ks->tries > 0, redo = ks->redo;
+	key_forget(c, ks);
+	int rc = 0;
+	if (had_tries) {
+		KeyState gone = {.key = k};
+		rc = co_keyrec_put(c, &gone, err);
+	}
+	if (rc == 0 && redo) rc = co_redo_del(c, k, err);
+	return rc;
+}
+
+int co_store(Coord *c, const char *sfen, const CoordResult *r, int64_t now, char *err)
+{
+	char perr[SHOGI_ERRLEN]; /* it parsed when it was checked */
+	if (sfen_parse(c->pos, sfen, NULL, perr) < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "stored position: %s", perr);
 	c->res->nlines = r->nlines < SEARCH_MULTIPV_MAX ? r->nlines : SEARCH_MULTIPV_MAX;
 	for (int m = 0; m < c->res->nlines; m++)
 		check_line(c, &c->res->lines[m], &r->lines[m], "", m, NULL);
@@ -837,16 +901,8 @@ static int store(Coord *c, Lease *l, int i, const CoordResult *r, int64_t now, c
 	if (co_journal_note(c, r->key) < 0)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: %s",
 		                  "out of memory");
-	KeyState *ks = co_key_get(c, r->key);
-	if (ks) {
-		bool had_tries = ks->tries > 0;
-		key_forget(c, ks);
-		if (had_tries) {
-			KeyState gone = {.key = r->key};
-			int rc = co_keyrec_put(c, &gone, err);
-			if (rc < 0) return rc;
-		}
-	}
+	int rc = co_key_done(c, r->key, err);
+	if (rc < 0) return rc;
 	c->results++;
 	c->again_replaced += replaced;
 	c->since_minimax++;
@@ -854,16 +910,26 @@ static int store(Coord *c, Lease *l, int i, const CoordResult *r, int64_t now, c
 	return 0;
 }
 
+/* What a request about lease id begins with: the Coord whole, the token
+ * not in quarantine, the selection beside the service taken in, the lease
+ * looked up for w (*l NULL: finished), w noted. 0 or a negative code. */
+static int lease_request(Coord *c, Lease **l, uint64_t id, const CoordWorker *w, int64_t now,
+                         char *err)
+{
+	if (c->broken) return COORD_EBOOK;
+	if (coord_quarantined(c, w->token, err)) return COORD_EQUARANTINE;
+	int rc = co_select_take_in(c, err);
+	if (rc == 0) rc = lookup(c, l, id, w, err);
+	if (rc == 0) note_worker(c, w, now);
+	return rc;
+}
+
 int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult *res, size_t n,
                  int64_t now_ms, char *err)
 {
-	if (c->broken) return COORD_EBOOK;
 	Lease *l;
-	int rc = co_select_take_in(c, err);
+	int rc = lease_request(c, &l, id, w, now_ms, err);
 	if (rc < 0) return rc;
-	rc = lookup(c, &l, id, w, err);
-	if (rc < 0) return rc;
-	note_worker(c, w, now_ms);
 	if (n > COORD_MAX_BATCH)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "at most %d results, not %zu",
 		                  COORD_MAX_BATCH, n);
@@ -877,25 +943,44 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 				                  "key %s given twice", hex);
 			}
 		if ((rc = classify(c, l, &res[i], err)) < 0) return rc;
+		if (rc == RES_DISPROVED) {
+			/* Nothing of the body is written; the token is refused from now on. */
+			char why[COORD_ERRLEN];
+			snprintf(why, sizeof why, "%s", err);
+			if ((rc = co_spot_quarantine(c, w->token, why, now_ms, err)) < 0) return rc;
+			(void)coord_quarantined(c, w->token, err);
+			return COORD_EQUARANTINE;
+		}
 		what[i] = (uint8_t)rc;
 	}
 	int stored = 0;
 	bool changed = false;
 	double t0 = clock_ms_f();
 	for (size_t i = 0; i < n; i++) {
-		if (!what[i]) continue;
+		if (what[i] == RES_IGNORE) continue;
 		int p = find_pos(l, res[i].key);
 		LPos *lp = &l->pos[p];
 		if (lp->state == POS_PENDING) l->pending--;
 		changed = true;
-		if (what[i] == 2) {
+		/* A check of this lease may have become plain work meanwhile: a
+		 * verdict earlier in this body put its token in quarantine. */
+		int kind = what[i];
+		if (!lp->check && kind == RES_CHECK) kind = RES_STORE;
+		if (!lp->check && kind == RES_CHECK_FAILED) kind = RES_FAILED;
+		if (kind == RES_FAILED || kind == RES_CHECK_FAILED) {
 			lp->state = POS_RETURNED;
 			KeyState *ks = co_key_get(c, res[i].key);
-			if (ks && (rc = fail_try(c, ks, l->worker, err)) < 0) return rc;
+			if (kind == RES_CHECK_FAILED)
+				rc = co_spot_return(c, l->key.hi, res[i].key, true, now_ms, err);
+			else if (ks)
+				rc = fail_try(c, ks, l->worker, err);
+			if (rc < 0) return rc;
 			continue;
 		}
 		lp->state = POS_DONE;
-		if ((rc = store(c, l, p, &res[i], now_ms, err)) < 0) return rc;
+		rc = kind == RES_CHECK ? co_spot_answer(c, l, p, &res[i], w, now_ms, err) : 0;
+		if (rc == 0) rc = co_spot_result(c, l, p, &res[i], w, now_ms, err);
+		if (rc < 0) return rc;
 		stored++;
 	}
 	c->store_ms += clock_ms_f() - t0;
@@ -923,19 +1008,17 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 
 /* ---- abort, expiry, commit ---- */
 
-int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, char *err)
+int co_lease_return(Coord *c, Lease *l, int64_t now, char *err)
 {
-	if (c->broken) return COORD_EBOOK;
-	Lease *l;
-	int rc = co_select_take_in(c, err);
-	if (rc < 0) return rc;
-	rc = lookup(c, &l, id, w, err);
-	if (rc < 0 || !l) return rc;
-	note_worker(c, w, now_ms);
 	if (!l->pending) return 0;
 	for (int i = 0; i < l->n; i++) {
 		if (l->pos[i].state != POS_PENDING) continue;
 		l->pos[i].state = POS_RETURNED;
+		if (l->pos[i].check) {
+			int rc = co_spot_return(c, l->key.hi, l->pos[i].key, false, now, err);
+			if (rc < 0) return rc;
+			continue;
+		}
 		KeyState *ks = co_key_get(c, l->pos[i].key);
 		if (ks && ks->where == WHERE_LEASED && ks->lease == l->key.hi &&
 		    co_queue_push(c, ks) < 0)
@@ -945,11 +1028,25 @@ int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, cha
 	return co_lease_put(c, l, err);
 }
 
-static int expire(Coord *c, Lease *l, char *err)
+int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, char *err)
+{
+	Lease *l;
+	int rc = lease_request(c, &l, id, w, now_ms, err);
+	if (rc < 0 || !l) return rc;
+	return co_lease_return(c, l, now_ms, err);
+}
+
+static int expire(Coord *c, Lease *l, int64_t now, char *err)
 {
 	for (int i = 0; i < l->n; i++) {
 		LPos *lp = &l->pos[i];
 		if (lp->state != POS_PENDING) continue;
+		if (lp->check) {
+			lp->state = POS_RETURNED;
+			int rc = co_spot_return(c, l->key.hi, lp->key, true, now, err);
+			if (rc < 0) return rc;
+			continue;
+		}
 		KeyState *ks = co_key_get(c, lp->key);
 		if (!ks || co_done(c, lp->key)) {
 			lp->state = POS_DONE;
@@ -969,7 +1066,8 @@ int coord_commit(Coord *c, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
 	double t0 = clock_ms_f();
-	int rc = co_journal_write(c, err);
+	int rc = co_spot_flush(c, err);
+	if (rc == 0) rc = co_journal_write(c, err);
 	if (rc < 0) return rc;
 	rc = bookdb_writer_flush(c->w);
 	c->commit_ms += clock_ms_f() - t0;
@@ -1074,13 +1172,15 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 	for (size_t i = 0; i < c->nleases; i++) {
 		Lease *l = &c->leases[i];
 		if (l->pending && l->expires_ms <= now_ms) {
-			if ((rc = expire(c, l, err)) < 0) return rc;
+			if ((rc = expire(c, l, now_ms, err)) < 0) return rc;
 		} else if (!l->pending && l->expires_ms + COORD_FORGET_MS <= now_ms) {
 			if ((rc = co_lease_del_rec(c, l->key.hi, err)) < 0) return rc;
 			lease_drop(c, l);
 			i--; /* the last lease moved into i */
 		}
 	}
+	/* Spot checks that cannot be given to anyone are given up. */
+	if ((rc = co_spot_tick(c, now_ms, err)) < 0) return rc;
 	/* The history point and a share of a minimax run's records go in with
 	 * the round's commit. */
 	if ((rc = co_history_tick(c, now_ms, err)) < 0) return rc;
@@ -1178,6 +1278,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 		out->aside[na++].tries = ks->tries;
 	}
 	out->naside = na;
+	if (co_spot_status(c, out) < 0) return COORD_ENOMEM;
 	if (c->nseen && !(out->workers = calloc(c->nseen, sizeof *out->workers)))
 		return COORD_ENOMEM;
 	for (size_t i = 0; i < c->nseen; i++)
@@ -1190,6 +1291,8 @@ void coord_status_free(CoordStatus *st)
 {
 	free(st->aside);
 	free(st->workers);
+	free(st->tokens);
 	st->aside = NULL;
 	st->workers = NULL;
+	st->tokens = NULL;
 }

@@ -20,6 +20,9 @@
  *                     u8 len + last failed worker, u8 len + SFEN
  *   "S", "S" + ...    the selector's journal since its last checkpoint
  *                     (cluster/coord_ckpt.c)
+ *   "C", "P", "Q", "U" the spot checks: checks under way, each token's results
+ *                     since its last good check, each token's counts and
+ *                     quarantine, positions to think again (coord_spot.c)
  * So a coordinator killed at any moment and restarted has exactly the leases,
  * tries and results of its last commit. Leases whose positions are all done
  * are deleted at once (a later submission for such a lease id is recognised
@@ -51,6 +54,7 @@ enum {
 	COORD_EBOOK = ERR_COORD - 3,    /* the book failed; the coordinator must restart */
 	COORD_EOPTION = ERR_COORD - 4,  /* bad option or root at coord_open */
 	COORD_EMINIMAX = ERR_COORD - 5, /* the periodic minimax failed; the coordinator goes on */
+	COORD_EQUARANTINE = ERR_COORD - 6, /* the token is in quarantine (HTTP 403) */
 };
 const char *coord_strerror(int code);
 
@@ -118,6 +122,17 @@ typedef struct {
 	const Key *again;
 	size_t nagain;
 	uint64_t campaign;
+	/* Spot checks (coord_spot.c, docs/cluster.md "Spot checks"): the share
+	 * of a token's results held back and given to another token's worker
+	 * to think again and compare: spot_new_rate for the token's first
+	 * spot_new_results results, spot_rate after. Both rates 0: no spot
+	 * checks (and no mate claim verified). spot_tolerance: winning chances
+	 * (0: COORD_SPOT_TOLERANCE in cluster/coord_spot.h). spot_seed: the
+	 * sampling's random stream (0: from the clock). */
+	double spot_rate, spot_new_rate;
+	uint64_t spot_new_results;
+	double spot_tolerance;
+	uint64_t spot_seed;
 } CoordOptions;
 
 #define COORD_SLICE_MS 20
@@ -178,6 +193,24 @@ typedef struct {
 	int tries;
 } CoordAside;
 
+#define COORD_REASON_MAX 255 /* why a token is in quarantine, bytes */
+
+/* A token's spot checks (kept in the book). */
+typedef struct {
+	char token[COORD_NAME_MAX + 1];
+	uint64_t results;    /* results of it accepted, ever */
+	uint64_t passed;     /* checks of its results that agreed */
+	uint64_t compared;   /* its results compared in checks (checked, or checking) */
+	uint64_t strikes;    /* its results a third check found at fault */
+	uint64_t unverified; /* results stored since its last good check */
+	uint64_t held;       /* results held back for a check now */
+	bool quarantined;
+	int64_t quarantined_ms;            /* since when (unix ms) */
+	uint64_t taken_out;                /* its results taken out of the book then */
+	char reason[COORD_REASON_MAX + 1]; /* why it is in quarantine */
+	char fault[COORD_REASON_MAX + 1];  /* its last fault ("" none) */
+} CoordTokenTrust;
+
 typedef struct {
 	uint64_t queue;          /* positions returned and waiting for a worker */
 	uint64_t leases_live;    /* leases with pending positions, not expired */
@@ -213,6 +246,20 @@ typedef struct {
 	CoordAside *aside; /* malloc'd, naside of them */
 	size_t nworkers;
 	CoordWorkerSeen *workers; /* malloc'd: seen in the last 60 s */
+	/* Spot checks: on or not, the options, the checks now (waiting for a
+	 * worker, leased, waiting for a third opinion after a disagreement) and
+	 * since start (agreed, disagreed, decided against nobody, given up for
+	 * want of another token, short mate claims disproved by the
+	 * coordinator, faults found by a third, tokens put in quarantine,
+	 * results taken out). */
+	bool spot;
+	double spot_rate, spot_new_rate, spot_tolerance;
+	uint64_t spot_new_results;
+	uint64_t spot_waiting, spot_leased, spot_deciding;
+	uint64_t spot_passed, spot_disagreed, spot_undecided, spot_unchecked, spot_disproved,
+	    spot_strikes, spot_quarantines, spot_taken_out;
+	size_t ntokens;
+	CoordTokenTrust *tokens; /* malloc'd: every token that asked for work or sent a result */
 } CoordStatus;
 
 typedef struct Coord Coord;
@@ -255,7 +302,10 @@ JOSEKI_MUST_USE int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *
  * lease, moves legal in its position, values in range); any problem returns
  * COORD_EINVAL with a message and changes nothing. Results for positions
  * already analysed are ignored; late ones (lease expired) are taken. Returns
- * the number of results stored. */
+ * the number of results accepted: stored, held back for a spot check, or
+ * answering one. With spot checks on, a result claiming a mate in 1 or 3
+ * plies (or being mated in 2) that the position disproves puts the token in
+ * quarantine: COORD_EQUARANTINE, nothing of the body written. */
 JOSEKI_MUST_USE int coord_submit(Coord *c, uint64_t id, const CoordWorker *w,
                                  const CoordResult *res, size_t n, int64_t now_ms, char *err);
 
@@ -318,6 +368,11 @@ JOSEKI_MUST_USE int coord_commit(Coord *c, char *err);
 /* A snapshot of the state; free with coord_status_free. */
 JOSEKI_MUST_USE int coord_status(Coord *c, CoordStatus *out, int64_t now_ms);
 void coord_status_free(CoordStatus *st);
+
+/* Whether token is in quarantine (spot checks): then err (COORD_ERRLEN, may
+ * be NULL) says since when and why, and every request of it is refused
+ * (coord_acquire, coord_submit and coord_abort return COORD_EQUARANTINE). */
+bool coord_quarantined(Coord *c, const char *token, char *err);
 
 /* The limits workers are to use (from the options). */
 const CoordOptions *coord_options(const Coord *c);

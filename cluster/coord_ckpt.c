@@ -264,7 +264,7 @@ typedef struct {
 static int note_stray(void *ctx, Key k)
 {
 	Strays *s = ctx;
-	if (co_key_get(s->c, k)) return 0;
+	if (co_key_get(s->c, k) || co_spot_check_held(s->c, k)) return 0;
 	if (array_grow((void **)&s->keys, &s->cap, s->n + 1, sizeof *s->keys, 64)) {
 		s->oom = true;
 		return 1;

@@ -24,8 +24,12 @@ enum { WHERE_QUEUED = 1, WHERE_LEASED, WHERE_ASIDE };
 typedef struct {
 	Key key;
 	uint8_t state;
+	bool check; /* a spot check (coord_spot.c), not a position to analyse */
 	char sfen[SFEN_MAX];
 } LPos;
+
+/* A lease record's state byte of a spot check's position: the state | this. */
+#define LPOS_CHECK 0x80
 
 typedef struct {
 	Key key; /* the lease map's key: hi the lease id, lo 0 */
@@ -41,8 +45,47 @@ typedef struct {
 	uint8_t where, tries;
 	uint64_t lease;                /* WHERE_LEASED: the lease holding it */
 	char last[COORD_NAME_MAX + 1]; /* the worker whose try failed last ("" none) */
+	bool redo; /* its analysis was taken out (spot checks): a "U" record holds it */
 	char sfen[SFEN_MAX];
 } KeyState;
+
+/* Spot checks (coord_spot.c). A token's result stored since its last good
+ * check: its number and position. */
+typedef struct {
+	uint64_t seq;
+	Key key;
+} SpotProv;
+
+typedef struct {
+	char name[COORD_NAME_MAX + 1];
+	uint64_t results;  /* accepted, ever; also numbers them (seq) */
+	uint64_t good_seq; /* the last good check's result (0: none) */
+	uint64_t passed;
+	uint64_t checks;         /* its results compared in a check (as checked or checker) */
+	uint64_t strikes;        /* faults found by a third */
+	uint64_t strike_at;      /* checks at its last fault (0: none) */
+	bool quarantined, dirty; /* dirty: its "Q" record is to be written */
+	int64_t quarantined_ms, last_seen_ms;
+	uint64_t taken_out;
+	char reason[COORD_REASON_MAX + 1]; /* why it is in quarantine */
+	char fault[COORD_REASON_MAX + 1];  /* its last fault */
+	SpotProv *prov;                    /* provisional results, oldest first, from prov_at */
+	size_t nprov, capprov, prov_at;
+} SpotToken;
+
+/* A result held back until another token's worker has thought the same
+ * position (stage 1) and, when the two disagree, a third (stage 2). */
+typedef struct {
+	Key key; /* the check map's key */
+	uint8_t stage, tries;
+	uint64_t lease;   /* the lease it is in (0: waiting) */
+	uint64_t seq;     /* the result's number for its token */
+	int64_t since_ms; /* waiting since */
+	char token[COORD_NAME_MAX + 1], worker[COORD_NAME_MAX + 1];
+	char checker[COORD_NAME_MAX + 1]; /* stage 2: whose check disagreed */
+	char sfen[SFEN_MAX];
+	CoordResult *orig, *second; /* malloc'd; second: the check (stage 2) */
+} SpotCheck;
 
 /* Rounds over which the stock kept ahead is sized (coord_round_begin). */
 #define AHEAD_ROUNDS 16
@@ -156,6 +199,18 @@ struct Coord {
 	int64_t ckpt_last_ms;
 	double ckpt_t0, ckpt_ms;
 	uint64_t ckpts, ckpt_failed;
+	/* Spot checks (coord_spot.c): the tokens that sent results, the checks
+	 * under way (indexed by check_map), the sampling's random stream, the
+	 * counts since start. */
+	SpotToken *stok;
+	size_t nstok, capstok;
+	SpotCheck *checks;
+	size_t nchecks, capchecks;
+	KeyMap check_map;
+	uint64_t spot_rng;
+	uint64_t spot_passed, spot_disagreed, spot_undecided, spot_unchecked, spot_disproved,
+	    spot_strikes, spot_quarantines, spot_taken_out;
+	CoordResult *spot_tmp; /* scratch: a result made canonical */
 };
 
 /* Marks c broken (no later commit) and says what failed in err; returns
@@ -185,6 +240,12 @@ void co_select_begin(Coord *c, int want);
  * for it: then as co_select_step's result, or CO_SELECT_NONE when none was
  * begun. */
 int co_select_hold(Coord *c);
+
+/* coord_store.c: a string as the work records keep it, u8 length then its
+ * bytes (at most 255): the bytes written; read back into out (cap bytes
+ * with the NUL), *p moved past it, or -1 when it does not fit. */
+int co_put_str(uint8_t *p, const char *s);
+int co_get_str(char *out, size_t cap, const uint8_t **p, const uint8_t *end);
 
 /* coord_store.c: the work database, written through c->w (committed with the
  * results by coord_commit). Each returns 0 or co_broken's code. */
@@ -222,6 +283,53 @@ int co_snapshot_write(Coord *c, const BookStamp *st, char *err);
 /* coord.c: the selection beside the service stopped (co_select_hold) and its
  * result taken in; 0 or COORD_EBOOK (c broken). */
 int co_select_take_in(Coord *c, char *err);
+
+/* coord_spot.c: spot checks (docs in the file). co_spot_on: checks are on.
+ * co_spot_seen: the token asked for work. co_spot_take: checks for the
+ * token into l (before anything else). co_spot_result: a checked result of
+ * lease l's position i, stored or held back. co_spot_answer: a check's
+ * answer; 0 when it is no check any more (then the caller stores it).
+ * co_spot_return: a check's lease ended without its answer (tried: a failed
+ * try). co_spot_disproved: 1 when a mate claim of r is false in c->pos (why
+ * filled). co_spot_quarantine: the token refused from now on and its
+ * results since its last good check taken out and queued again.
+ * co_spot_tick: checks given up for want of a token. co_spot_flush: the
+ * tokens' records before a commit. co_spot_restore: a "C", "P", "Q" or "U"
+ * record at open (1: it was one). */
+bool co_spot_on(const Coord *c);
+void co_spot_seen(Coord *c, const char *token, int64_t now);
+int co_spot_take(Coord *c, Lease *l, int max, const char *token, char *err);
+int co_spot_result(Coord *c, Lease *l, int i, const CoordResult *r, const CoordWorker *w,
+                   int64_t now, char *err);
+int co_spot_answer(Coord *c, Lease *l, int i, const CoordResult *r, const CoordWorker *w,
+                   int64_t now, char *err);
+int co_spot_return(Coord *c, uint64_t lease, Key k, bool tried, int64_t now, char *err);
+int co_spot_disproved(Coord *c, const CoordResult *r, char *why);
+int co_spot_quarantine(Coord *c, const char *token, const char *reason, int64_t now, char *err);
+int co_spot_tick(Coord *c, int64_t now, char *err);
+int co_spot_flush(Coord *c, char *err);
+int co_spot_restore(Coord *c, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl);
+/* After co_restore: a check whose lease is gone waits again. */
+void co_spot_restored(Coord *c);
+bool co_spot_check_held(Coord *c, Key k);
+/* The "U" record of a position thought again deleted (its result stored). */
+int co_redo_del(Coord *c, Key k, char *err);
+int co_spot_status(Coord *c, CoordStatus *out);
+void co_spot_free(Coord *c);
+
+/* coord.c: a checked result stored (think_store) in the position sfen,
+ * its KeyState forgotten. */
+int co_store(Coord *c, const char *sfen, const CoordResult *r, int64_t now, char *err);
+/* coord.c: k's KeyState (if any) forgotten, its tries and redo records
+ * deleted: its result was stored or held back. */
+int co_key_done(Coord *c, Key k, char *err);
+/* coord.c: the lease's pending positions returned (abort, quarantine). */
+int co_lease_return(Coord *c, Lease *l, int64_t now, char *err);
+Lease *co_lease_get(Coord *c, uint64_t id);
+/* coord.c: the dense arrays indexed by a key map (an element starts with
+ * its Key): add (NULL when memory runs out) and delete (the last moves in). */
+void *co_dense_add(KeyMap *m, void **arr, size_t *cap, size_t *n, size_t size, Key k);
+void co_dense_del(KeyMap *m, void *arr, size_t *n, size_t size, size_t i);
 
 /* coord.c: the in-memory state. */
 KeyState *co_key_get(Coord *c, Key k);

@@ -29,9 +29,10 @@ static int work_txn(Coord *c, BookTxn **t, char *err)
 	return rc < 0 ? co_broken(c, err, "writing the work state", rc) : 0;
 }
 
-static int put_u8str(uint8_t *p, const char *s)
+int co_put_str(uint8_t *p, const char *s)
 {
 	size_t n = strlen(s);
+	if (n > 255) n = 255;
 	p[0] = (uint8_t)n;
 	memcpy(p + 1, s, n);
 	return (int)n + 1;
@@ -45,15 +46,15 @@ int co_lease_put(Coord *c, const Lease *l, char *err)
 	uint8_t *p = c->buf;
 	uint64_t e = (uint64_t)l->expires_ms;
 	for (int i = 0; i < 8; i++) *p++ = (uint8_t)(e >> (8 * i));
-	p += put_u8str(p, l->token);
-	p += put_u8str(p, l->worker);
+	p += co_put_str(p, l->token);
+	p += co_put_str(p, l->worker);
 	*p++ = (uint8_t)(l->n & 0xff);
 	*p++ = (uint8_t)(l->n >> 8);
 	for (int i = 0; i < l->n; i++) {
-		*p++ = l->pos[i].state;
+		*p++ = (uint8_t)(l->pos[i].state | (l->pos[i].check ? LPOS_CHECK : 0));
 		key_to_bytes(l->pos[i].key, p);
 		p += 16;
-		p += put_u8str(p, l->pos[i].sfen);
+		p += co_put_str(p, l->pos[i].sfen);
 	}
 	uint8_t k[9] = {'L'};
 	be64_put(k + 1, l->key.hi);
@@ -105,15 +106,14 @@ int co_keyrec_put(Coord *c, const KeyState *ks, char *err)
 	uint8_t *p = v;
 	*p++ = ks->tries;
 	*p++ = ks->where == WHERE_ASIDE;
-	p += put_u8str(p, ks->last);
-	p += put_u8str(p, ks->sfen);
+	p += co_put_str(p, ks->last);
+	p += co_put_str(p, ks->sfen);
 	if ((rc = bookdb_kv_put(t, BOOKDB_WORK, k, 17, v, (size_t)(p - v))) < 0)
 		return co_broken(c, err, "writing tries", rc);
 	return 0;
 }
 
-/* Reads a u8-length string into out (cap bytes with NUL); -1 when short. */
-static int get_u8str(char *out, size_t cap, const uint8_t **p, const uint8_t *end)
+int co_get_str(char *out, size_t cap, const uint8_t **p, const uint8_t *end)
 {
 	if (*p >= end) return -1;
 	size_t n = **p;
@@ -132,8 +132,8 @@ static int restore_lease(Coord *c, uint64_t id, const uint8_t *p, const uint8_t 
 	for (int i = 0; i < 8; i++) e |= (uint64_t)p[i] << (8 * i);
 	l->expires_ms = (int64_t)e;
 	p += 8;
-	if (get_u8str(l->token, sizeof l->token, &p, end) < 0 ||
-	    get_u8str(l->worker, sizeof l->worker, &p, end) < 0 || end - p < 2)
+	if (co_get_str(l->token, sizeof l->token, &p, end) < 0 ||
+	    co_get_str(l->worker, sizeof l->worker, &p, end) < 0 || end - p < 2)
 		goto bad;
 	l->n = p[0] | p[1] << 8;
 	p += 2;
@@ -142,11 +142,21 @@ static int restore_lease(Coord *c, uint64_t id, const uint8_t *p, const uint8_t 
 	for (int i = 0; i < l->n; i++) {
 		LPos *lp = &l->pos[i];
 		if (end - p < 17) goto bad;
-		lp->state = *p++;
+		lp->check = *p & LPOS_CHECK;
+		lp->state = *p++ & (uint8_t)~LPOS_CHECK;
 		lp->key = key_from_bytes(p);
 		p += 16;
-		if (get_u8str(lp->sfen, sizeof lp->sfen, &p, end) < 0) goto bad;
-		if (lp->state == POS_PENDING) {
+		if (co_get_str(lp->sfen, sizeof lp->sfen, &p, end) < 0) goto bad;
+		if (lp->state == POS_PENDING && lp->check) {
+			/* The check (restored before the leases) is in this lease. */
+			uint32_t k = keymap_find(&c->check_map, c->checks, lp->key);
+			if (k != KEYMAP_NONE && !c->checks[k].lease) {
+				c->checks[k].lease = id;
+				l->pending++;
+			} else {
+				lp->state = POS_DONE; /* cannot happen: written together */
+			}
+		} else if (lp->state == POS_PENDING) {
 			if (sel_is_thought(c->sel, lp->key)) {
 				lp->state = POS_DONE; /* cannot happen: written together */
 				continue;
@@ -182,8 +192,8 @@ static int restore_key(Coord *c, Key k, const uint8_t *p, const uint8_t *end)
 	if (end - p < 2 || sel_is_thought(c->sel, k)) return 0;
 	KeyState *ks = co_key_get(c, k), tmp = {0};
 	const uint8_t *q = p + 2;
-	if (get_u8str(tmp.last, sizeof tmp.last, &q, end) < 0 ||
-	    get_u8str(tmp.sfen, sizeof tmp.sfen, &q, end) < 0)
+	if (co_get_str(tmp.last, sizeof tmp.last, &q, end) < 0 ||
+	    co_get_str(tmp.sfen, sizeof tmp.sfen, &q, end) < 0)
 		return COORD_EBOOK;
 	bool fresh = !ks;
 	if (fresh) {
@@ -218,10 +228,15 @@ int co_restore(Coord *c, char *err)
 	const void *kv, *vv;
 	size_t kl, vl;
 	c->next_id = 1;
-	/* Keys sort "L" < "N" < "T": leases first, so tries find their leases. */
+	/* Keys sort "C" < "L" < "N" < "P" < "Q" < "T" < "U": checks before the
+	 * leases that hold them, leases before the tries that find them. */
 	while (rc >= 0 && (rc = bookdb_kv_iter_next(it, &kv, &kl, &vv, &vl)) == 1) {
 		const uint8_t *k = kv, *v = vv;
-		rc = 0;
+		rc = co_spot_restore(c, k, kl, v, vl);
+		if (rc != 0) {
+			if (rc > 0) rc = 0;
+			continue;
+		}
 		if (kl == 9 && k[0] == 'L') {
 			rc = restore_lease(c, be64_get(k + 1), v, v + vl);
 		} else if (kl == 1 && k[0] == 'N' && vl == 8) {
@@ -238,7 +253,7 @@ int co_restore(Coord *c, char *err)
 	if (rc < 0)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK,
 		                  "coordinator: the work state in the book does not decode: %s",
-		                  "damaged lease or tries");
+		                  "damaged lease, tries or spot check");
 	return 0;
 }
 
