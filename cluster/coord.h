@@ -133,6 +133,10 @@ typedef struct {
 	uint64_t spot_new_results;
 	double spot_tolerance;
 	uint64_t spot_seed;
+	/* What a quarantine takes out of the book: the token's results since its
+	 * last good check, and at least its last spot_keep (a good check vouches
+	 * for the results before it only as a sample does). 0: none beyond. */
+	uint64_t spot_keep;
 } CoordOptions;
 
 #define COORD_SLICE_MS 20
@@ -203,6 +207,7 @@ typedef struct {
 	uint64_t compared;   /* its results compared in checks (checked, or checking) */
 	uint64_t strikes;    /* its results a third check found at fault */
 	uint64_t unverified; /* results stored since its last good check */
+	uint64_t kept;       /* results a quarantine would take out: those, and its last ones */
 	uint64_t held;       /* results held back for a check now */
 	bool quarantined;
 	int64_t quarantined_ms;            /* since when (unix ms) */

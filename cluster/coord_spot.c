@@ -448,6 +448,20 @@ static CoordResult *canon_copy(Coord *c, const char *sfen, const CoordResult *r)
 
 /* A stored result of token t: numbered, kept as provisional until a good
  * check vouches for it. */
+/* The token's provisional results no longer kept: vouched for by a good
+ * check and older than its last opt.spot_keep results. */
+static int forget_vouched(Coord *c, SpotToken *t, char *err)
+{
+	while (t->prov_at < t->nprov && t->prov[t->prov_at].seq <= t->good_seq &&
+	       t->results - t->prov[t->prov_at].seq >= c->opt.spot_keep) {
+		uint8_t k[2 + COORD_NAME_MAX + 8];
+		int rc = work_del(c, k, prov_key(k, t->name, t->prov[t->prov_at].seq), err);
+		if (rc < 0) return rc;
+		t->prov_at++;
+	}
+	return 0;
+}
+
 static int note(Coord *c, SpotToken *t, Key key, char *err)
 {
 	uint64_t seq = ++t->results;
@@ -462,11 +476,12 @@ static int note(Coord *c, SpotToken *t, Key key, char *err)
 	t->prov[t->nprov++] = (SpotProv){seq, key};
 	uint8_t k[2 + COORD_NAME_MAX + 8], v[16];
 	key_to_bytes(key, v);
-	return work_put(c, k, prov_key(k, t->name, seq), v, sizeof v, err);
+	int rc = work_put(c, k, prov_key(k, t->name, seq), v, sizeof v, err);
+	return rc < 0 ? rc : forget_vouched(c, t, err);
 }
 
 /* A good check of the token's result number seq: its results up to it are
- * vouched for. */
+ * vouched for (and no longer kept once older than its last spot_keep). */
 static int good(Coord *c, const char *token, uint64_t seq, char *err)
 {
 	SpotToken *t = token_get(c, token, false);
@@ -474,13 +489,7 @@ static int good(Coord *c, const char *token, uint64_t seq, char *err)
 	t->passed++;
 	t->dirty = true;
 	if (seq > t->good_seq) t->good_seq = seq;
-	while (t->prov_at < t->nprov && t->prov[t->prov_at].seq <= t->good_seq) {
-		uint8_t k[2 + COORD_NAME_MAX + 8];
-		int rc = work_del(c, k, prov_key(k, t->name, t->prov[t->prov_at].seq), err);
-		if (rc < 0) return rc;
-		t->prov_at++;
-	}
-	return 0;
+	return forget_vouched(c, t, err);
 }
 
 int co_spot_result(Coord *c, Lease *l, int i, const CoordResult *r, const CoordWorker *w,
@@ -831,10 +840,10 @@ int co_spot_quarantine(Coord *c, const char *token, const char *reason, int64_t 
 			rc = check_put(c, k, err);
 		}
 	}
-	/* Its results since its last good check leave the book. */
+	/* Its results since its last good check, and its last spot_keep ones,
+	 * leave the book. */
 	uint64_t taken = 0;
 	for (size_t i = t->prov_at; i < t->nprov && rc == 0; i++) {
-		if (t->prov[i].seq <= t->good_seq) continue;
 		uint8_t k[2 + COORD_NAME_MAX + 8];
 		rc = untrust(c, t->prov[i].key, err);
 		if (rc > 0) taken++;
@@ -985,6 +994,7 @@ int co_spot_status(Coord *c, CoordStatus *out)
 		o->compared = t->checks;
 		for (size_t j = t->prov_at; j < t->nprov; j++)
 			o->unverified += t->prov[j].seq > t->good_seq;
+		o->kept = t->nprov - t->prov_at;
 		for (size_t j = 0; j < c->nchecks; j++)
 			o->held += !strcmp(c->checks[j].token, t->name);
 		o->quarantined = t->quarantined;

@@ -607,6 +607,61 @@ static void test_coord_spot__mate_claims_the_position_disproves_quarantine_at_on
 	free(r);
 }
 
+/* F's three results, then a good check of its fourth vouches for them; then
+ * F lies (grossly): how many of them leave the book with it. */
+static uint64_t vouched_then_lie(Fx *f, uint64_t keep, Key *mine)
+{
+	CoordOptions o = spot_options();
+	o.spot_keep = keep;
+	Coord *c = fx_open(f, &o);
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	alone(c, &F, 3, false, mine);
+	assert_int_equal(acquire(c, l, &A, 1, T0), 1); /* A and B are about */
+	assert_int_equal(acquire(c, l, &B, 1, T0), 1);
+	for (int lie = 0; lie < 2; lie++) {
+		assert_int_equal(acquire(c, l, &F, 1, T0), 1);
+		if (lie)
+			forged(r, &l->pos[0]);
+		else
+			honest(r, &l->pos[0], 3);
+		submit(c, l, &F, r, 1, T0);
+		for (int k = 0; k < 1 + lie; k++) {
+			const CoordWorker *w = k ? &B : &A;
+			assert_int_equal(acquire(c, l, w, 1, T0), 1);
+			honest(r, &l->pos[0], 3);
+			submit(c, l, w, r, 1, T0);
+		}
+		CoordStatus st = status(c, T0);
+		assert_int_equal(trust(&st, "tf")->passed, 1);
+		assert_int_equal(trust(&st, "tf")->unverified, 0);
+		assert_int_equal(trust(&st, "tf")->quarantined, lie == 1);
+		coord_status_free(&st);
+	}
+	CoordStatus st = status(c, T0);
+	uint64_t taken = trust(&st, "tf")->taken_out;
+	coord_status_free(&st);
+	free(l);
+	free(r);
+	return taken;
+}
+
+static void test_coord_spot__a_quarantine_takes_out_the_last_results_vouched_for_too(void **state)
+{
+	Fx *f = *state;
+	Key mine[3];
+	/* As the issue says: only its results since its last good check. */
+	assert_int_equal(vouched_then_lie(f, 0, mine), 0);
+	for (int i = 0; i < 3; i++) assert_int_equal(record(f->db, mine[i], NULL, NULL), 1);
+	fx_close(f);
+	ts_rmtree(f->dir);
+	free(f->dir);
+	f->dir = ts_mkdtemp();
+	/* And at least its last N (serve's --spot-take-out, 1000). */
+	assert_int_equal(vouched_then_lie(f, 1000, mine), 3);
+	for (int i = 0; i < 3; i++) assert_int_equal(record(f->db, mine[i], NULL, NULL), 0);
+}
+
 static void test_coord_spot__a_check_nobody_can_take_is_given_up(void **state)
 {
 	Fx *f = *state;
@@ -706,6 +761,9 @@ int main(void)
 	        setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_coord_spot__mate_claims_the_position_disproves_quarantine_at_once, setup,
+	        teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_coord_spot__a_quarantine_takes_out_the_last_results_vouched_for_too, setup,
 	        teardown),
 	    cmocka_unit_test_setup_teardown(test_coord_spot__a_check_nobody_can_take_is_given_up,
 	                                    setup, teardown),
