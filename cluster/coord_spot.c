@@ -263,8 +263,8 @@ bool coord_quarantined(Coord *c, const char *token, char *err)
 	struct tm tm;
 	if (gmtime_r(&s, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	errmsg_set(err, COORD_ERRLEN, COORD_EQUARANTINE,
-	           "token '%s' is in quarantine since %s (%llu results of it since its last good "
-	           "check taken out of the book): %s; a new token lets the machine work again",
+	           "token '%s' is in quarantine since %s (%llu of its latest results taken out "
+	           "of the book to be thought again): %s; a new token lets the machine work again",
 	           t->name, when, (unsigned long long)t->taken_out, t->reason);
 	return true;
 }

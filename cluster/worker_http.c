@@ -128,7 +128,12 @@ static const char *reply_error(Worker *w, char *buf, size_t cap)
 	buf[0] = 0;
 	json_t *j = r->len ? json_loadb(r->body, r->len, 0, NULL) : NULL;
 	const char *e = json_string_value(json_object_get(j, "error"));
-	snprintf(buf, cap, "%.200s", e ? e : r->len ? r->body : "no message");
+	if (e)
+		snprintf(buf, cap, "%s", e);
+	else if (r->len)
+		snprintf(buf, cap, "%.*s", (int)(r->len < 200 ? r->len : 200), r->body);
+	else
+		snprintf(buf, cap, "no message");
 	json_decref(j);
 	return buf;
 }
@@ -180,7 +185,7 @@ static void server_trouble(Worker *w, const char *what)
 
 static int auth_failed(Worker *w)
 {
-	char eb[256];
+	char eb[400]; /* a quarantine's reason is long (docs/cluster.md) */
 	return errmsg_set(w->err, WORKER_ERRLEN, WORKER_EAUTH,
 	                  "%s refused the token from %s (HTTP %ld: %s); not retrying", w->base,
 	                  w->opt->token_file ? w->opt->token_file : "the command line", w->r.status,

@@ -323,6 +323,7 @@ static char *metrics_text(Server *s)
 		        "joseki_book_positions gauge\n"
 		        "joseki_book_positions %llu\n",
 		        (unsigned long long)positions);
+	if (s->opt.work) api_work_metrics(s->opt.work, f);
 	fprintf(f,
 	        "# HELP joseki_uptime_seconds Seconds since the server started.\n"
 	        "# TYPE joseki_uptime_seconds gauge\njoseki_uptime_seconds %lld\n",

@@ -85,6 +85,11 @@ static void run_op(ApiWork *w, Op *op, int64_t now)
 	                   .engine = op->body.engine[0] ? op->body.engine : NULL,
 	                   .nps = op->body.nps};
 	op->err[0] = 0;
+	/* A token in quarantine (spot checks) is refused whatever it asks. */
+	if (coord_quarantined(w->c, op->token, op->err)) {
+		op->rc = COORD_EQUARANTINE;
+		return;
+	}
 	switch (op->kind) {
 	case OP_ACQUIRE:
 		op->rc = coord_acquire(w->c, op->out, &who, op->body.max, now, op->err);
@@ -298,6 +303,40 @@ static char *acquire_body(const CoordLease *l, const CoordOptions *o, int64_t no
 	                      (json_int_t)(left > 0 ? left : 0), "positions", ps, "limits", lim));
 }
 
+/* The spot checks of the status (docs/cluster.md, "Spot checks"). */
+static json_t *spot_json(const CoordStatus *st)
+{
+	json_t *tokens = json_array();
+	for (size_t i = 0; i < st->ntokens; i++) {
+		const CoordTokenTrust *t = &st->tokens[i];
+		json_t *q = json_null();
+		if (t->quarantined)
+			q = json_pack("{s:I, s:I, s:s}", "since",
+			              (json_int_t)(t->quarantined_ms / 1000), "taken_out",
+			              (json_int_t)t->taken_out, "reason", t->reason);
+		json_array_append_new(
+		    tokens,
+		    json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:o}", "token",
+		              t->token, "results", (json_int_t)t->results, "compared",
+		              (json_int_t)t->compared, "passed", (json_int_t)t->passed, "strikes",
+		              (json_int_t)t->strikes, "last_fault", t->fault, "unverified",
+		              (json_int_t)t->unverified, "kept", (json_int_t)t->kept, "held",
+		              (json_int_t)t->held, "quarantined", q));
+	}
+	return json_pack(
+	    "{s:b, s:f, s:f, s:I, s:f, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, "
+	    "s:I, s:I}, s:I, s:I, s:o}",
+	    "on", st->spot, "rate", st->spot_rate, "new_rate", st->spot_new_rate, "new_results",
+	    (json_int_t)st->spot_new_results, "tolerance", st->spot_tolerance, "checks", "waiting",
+	    (json_int_t)st->spot_waiting, "leased", (json_int_t)st->spot_leased, "deciding",
+	    (json_int_t)st->spot_deciding, "outcomes", "agreed", (json_int_t)st->spot_passed,
+	    "disagreed", (json_int_t)st->spot_disagreed, "undecided",
+	    (json_int_t)st->spot_undecided, "unchecked", (json_int_t)st->spot_unchecked,
+	    "disproved", (json_int_t)st->spot_disproved, "strikes", (json_int_t)st->spot_strikes,
+	    "quarantines", (json_int_t)st->spot_quarantines, "taken_out",
+	    (json_int_t)st->spot_taken_out, "tokens", tokens);
+}
+
 static char *status_body(const CoordStatus *st)
 {
 	json_t *aside = json_array(), *workers = json_array();
@@ -319,7 +358,7 @@ static char *status_body(const CoordStatus *st)
 	}
 	json_t *o =
 	    json_pack("{s:I, s:{s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, "
-	              "s:{s:b, s:s, s:I, s:I, s:f}}",
+	              "s:{s:b, s:s, s:I, s:I, s:f}, s:o}",
 	              "queue", (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live,
 	              "expired", (json_int_t)st->leases_expired, "results", (json_int_t)st->results,
 	              "results_per_s", st->results_per_s, "failed_tries", (json_int_t)st->failed,
@@ -327,7 +366,8 @@ static char *status_body(const CoordStatus *st)
 	              "set_aside", aside, "workers", workers, "selector", "restored",
 	              st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
 	              "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
-	              (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000);
+	              (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
+	              "spot", spot_json(st));
 	/* A re-analysis: its list's progress. */
 	if (o && st->again)
 		json_object_set_new(o, "reanalyse",
@@ -420,6 +460,8 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 		out = error(status, 400, op.err);
 	else if (op.rc == COORD_ENOLEASE)
 		out = error(status, 404, op.err);
+	else if (op.rc == COORD_EQUARANTINE)
+		out = error(status, 403, op.err);
 	else if (op.rc < 0)
 		out = error(status, 500, op.err[0] ? op.err : coord_strerror(op.rc));
 	else if (op.kind == OP_ACQUIRE && op.rc == 0) {
@@ -438,6 +480,53 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 	}
 	free(lease);
 	return out;
+}
+
+void api_work_metrics(ApiWork *w, FILE *f)
+{
+	Op op = {.kind = OP_STATUS};
+	if (submit_op(w, &op) < 0 || op.rc < 0) return; /* left out, not shown as 0 */
+	const CoordStatus *st = &op.st;
+	uint64_t quarantined = 0, unverified = 0;
+	for (size_t i = 0; i < st->ntokens; i++) {
+		quarantined += st->tokens[i].quarantined;
+		unverified += st->tokens[i].unverified;
+	}
+	fprintf(f,
+	        "# HELP joseki_work_spot_checks_total Spot checks of workers' results settled or "
+	        "sent to a third worker since the coordinator started, by outcome.\n"
+	        "# TYPE joseki_work_spot_checks_total counter\n"
+	        "joseki_work_spot_checks_total{outcome=\"agreed\"} %llu\n"
+	        "joseki_work_spot_checks_total{outcome=\"disagreed\"} %llu\n"
+	        "joseki_work_spot_checks_total{outcome=\"undecided\"} %llu\n"
+	        "joseki_work_spot_checks_total{outcome=\"unchecked\"} %llu\n"
+	        "# HELP joseki_work_spot_checks Spot checks under way, by state.\n"
+	        "# TYPE joseki_work_spot_checks gauge\n"
+	        "joseki_work_spot_checks{state=\"waiting\"} %llu\n"
+	        "joseki_work_spot_checks{state=\"leased\"} %llu\n"
+	        "joseki_work_spot_checks{state=\"deciding\"} %llu\n"
+	        "# HELP joseki_work_mate_claims_disproved_total Short mate claims the coordinator "
+	        "disproved since it started.\n"
+	        "# TYPE joseki_work_mate_claims_disproved_total counter\n"
+	        "joseki_work_mate_claims_disproved_total %llu\n"
+	        "# HELP joseki_work_tokens_quarantined Worker tokens in quarantine.\n"
+	        "# TYPE joseki_work_tokens_quarantined gauge\n"
+	        "joseki_work_tokens_quarantined %llu\n"
+	        "# HELP joseki_work_results_taken_out_total Results taken out of the book by "
+	        "quarantines since the coordinator started.\n"
+	        "# TYPE joseki_work_results_taken_out_total counter\n"
+	        "joseki_work_results_taken_out_total %llu\n"
+	        "# HELP joseki_work_results_unverified Results in the book stored since their "
+	        "token's last good check.\n"
+	        "# TYPE joseki_work_results_unverified gauge\n"
+	        "joseki_work_results_unverified %llu\n",
+	        (unsigned long long)st->spot_passed, (unsigned long long)st->spot_disagreed,
+	        (unsigned long long)st->spot_undecided, (unsigned long long)st->spot_unchecked,
+	        (unsigned long long)st->spot_waiting, (unsigned long long)st->spot_leased,
+	        (unsigned long long)st->spot_deciding, (unsigned long long)st->spot_disproved,
+	        (unsigned long long)quarantined, (unsigned long long)st->spot_taken_out,
+	        (unsigned long long)unverified);
+	coord_status_free(&op.st);
 }
 
 void api_work_status_line(ApiWork *w, char *buf, size_t len)
@@ -480,5 +569,16 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len)
 		         (unsigned long long)part[PART_SUBMIT].slow, part[PART_COMMIT].max_ms,
 		         (unsigned long long)part[PART_COMMIT].slow, part[PART_TICK].max_ms,
 		         (unsigned long long)part[PART_TICK].slow);
+	size_t used = strlen(buf);
+	if (op.st.spot && used < len)
+		snprintf(
+		    buf + used, len - used,
+		    "; spot checks %llu waiting, %llu leased, %llu deciding, %llu agreed, %llu "
+		    "disagreed, %llu strikes, %llu quarantines",
+		    (unsigned long long)op.st.spot_waiting, (unsigned long long)op.st.spot_leased,
+		    (unsigned long long)op.st.spot_deciding, (unsigned long long)op.st.spot_passed,
+		    (unsigned long long)op.st.spot_disagreed,
+		    (unsigned long long)op.st.spot_strikes,
+		    (unsigned long long)op.st.spot_quarantines);
 	coord_status_free(&op.st);
 }

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "cluster/coord.h"
 #include "server/tokens.h"
@@ -39,6 +40,10 @@ void api_work_stop(ApiWork *w);
  * no header). */
 char *api_work_handle(ApiWork *w, const char *method, const char *url, const char *auth,
                       const char *body, size_t len, bool too_large, int *status, int *retry_after);
+
+/* The coordinator's lines of /metrics (Prometheus text: the spot checks)
+ * onto f; nothing when the status cannot be had. */
+void api_work_metrics(ApiWork *w, FILE *f);
 
 /* The one-line status ("work: ..." without newline) into buf. */
 void api_work_status_line(ApiWork *w, char *buf, size_t len);

@@ -31,6 +31,7 @@
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "cluster/coord.h"
+#include "cluster/coord_spot.h"
 #include "bookgen/selector.h"
 #include "minimax/bookmm.h"
 #include "server/server.h"
@@ -171,7 +172,7 @@ static int wait_stop(sigset_t *sigs, ApiWork *work)
 		static time_t last;
 		time_t now = time(NULL);
 		if (tty && now - last >= 10) {
-			char line[1024];
+			char line[1536];
 			api_work_status_line(work, line, sizeof line);
 			fprintf(stderr, "%s\n", line);
 			last = now;
@@ -186,7 +187,12 @@ int cmd_serve(int argc, char **argv)
 	ServerOptions opt = {.log = true};
 	/* (Its run is not called: the coordinator calls prepare when there is one.) */
 	CoordOptions co = {.kif_bonus = SEL_KIF_BONUS_DEFAULT,
-	                   .minimax = bookmm_hook(&serve_minimax)};
+	                   .minimax = bookmm_hook(&serve_minimax),
+	                   .spot_rate = 0.01,
+	                   .spot_new_rate = 0.5,
+	                   .spot_new_results = 500,
+	                   .spot_tolerance = COORD_SPOT_TOLERANCE,
+	                   .spot_keep = 1000};
 	co.minimax.prepare = serve_minimax_prepare;
 	const char *tokens_path = NULL;
 	bool quiet = false, work_on = false, lazy_load = false, per_ip_given = false,
@@ -235,6 +241,18 @@ int cmd_serve(int argc, char **argv)
 	            "leaves kept selected ahead of the acquires (default: the most asked in one "
 	            "of the last rounds; 0: none)",
 	            CLI_TAG(&ahead_given, true)),
+	    CLI_REAL("--spot-rate", &co.spot_rate, 0, 1, "R",
+	             "the share of each token's results another token's worker thinks again "
+	             "(default 0.01; 0 with --spot-new-rate 0: no spot checks)"),
+	    CLI_REAL("--spot-new-rate", &co.spot_new_rate, 0, 1, "R",
+	             "... of a token's first --spot-new-results results (default 0.5)"),
+	    CLI_NUM("--spot-new-results", &co.spot_new_results, 0, CLI_NOMAX, "N",
+	            "a token's results checked at the new rate (default 500)"),
+	    CLI_REAL("--spot-tolerance", &co.spot_tolerance, 0.01, 1, "W",
+	             "how far two results may differ, in winning chances (default 0.45)"),
+	    CLI_NUM("--spot-take-out", &co.spot_keep, 0, CLI_NOMAX, "N",
+	            "a token put in quarantine loses its results since its last good check and "
+	            "at least its last N (default 1000)"),
 	    CLI_GROUP(cp.table),
 	    CLI_GROUP(again.table),
 	    CLI_TABLE_END,
@@ -394,7 +412,7 @@ int cmd_serve(int argc, char **argv)
 	else
 		fprintf(stderr, "serve: the coordinator failed; stopping (restart to resume)\n");
 	server_stop(s);
-	char line[1024] = "";
+	char line[1536] = "";
 	if (work) api_work_status_line(work, line, sizeof line);
 	api_work_stop(work);
 	int status = sig ? 0 : 1;

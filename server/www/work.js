@@ -1,7 +1,7 @@
 // joseki work page: the coordinator's history (GET /v1/work/history, public:
 // aggregate figures only) drawn as SVG charts, the book's line from the root
 // and how it changed, and with a token the live status (GET
-// /v1/work/status: workers, set-aside positions). No library, nothing fetched
+// /v1/work/status: workers, set-aside positions, tokens and their spot checks). No library, nothing fetched
 // from elsewhere. The token stays in this tab (sessionStorage).
 'use strict';
 
@@ -235,11 +235,12 @@ async function loadHistory() {
 async function loadLive() {
   const note = document.getElementById('live-note');
   const wb = document.querySelector('#workers tbody'), ab = document.querySelector('#aside tbody');
+  const tb = document.querySelector('#tokens tbody'), spotLine = document.getElementById('spot-status');
   const live = document.getElementById('live-status');
   if (!state.token) {
     note.textContent = 'The workers (names, engines, nodes/s) and the set-aside positions need a token; a read-only one ' +
       '(joseki token add BOOK/tokens NAME --read) can see them but never lease or submit.';
-    wb.textContent = ab.textContent = live.textContent = '';
+    wb.textContent = ab.textContent = tb.textContent = spotLine.textContent = live.textContent = '';
     document.body.classList.remove('has-token');
     return;
   }
@@ -275,11 +276,43 @@ async function loadLive() {
       ab.appendChild(tr);
     }
     if (!j.set_aside.length) { const tr = document.createElement('tr'); tr.appendChild(h('td', 'none')); ab.appendChild(tr); }
+    drawSpot(j.spot, tb, spotLine);
   } catch (e) {
     document.body.classList.remove('has-token');
     note.textContent = 'Live status: ' + e.message + '.';
-    wb.textContent = ab.textContent = live.textContent = '';
+    wb.textContent = ab.textContent = tb.textContent = spotLine.textContent = live.textContent = '';
   }
+}
+
+// The spot checks (docs/cluster.md, "Spot checks"): what is under way and
+// what came of them, and each token: its results, how they fared, and a
+// quarantine with its reason.
+function drawSpot(spot, tb, line) {
+  tb.textContent = '';
+  if (!spot || !spot.on) {
+    line.textContent = 'Spot checks are off (serve --spot-rate 0 --spot-new-rate 0).';
+  } else {
+    const c = spot.checks, o = spot.outcomes, pct = x => fmt(x * 100) + ' %';
+    line.textContent = `Spot checks: ${pct(spot.rate)} of each token's results (${pct(spot.new_rate)} of its first ${spot.new_results}) ` +
+      `thought again by another token, tolerance ${spot.tolerance}; now ${c.waiting} waiting, ${c.leased} leased, ${c.deciding} ` +
+      `waiting for a third; since the start ${o.agreed} agreed, ${o.disagreed} disagreed, ${o.strikes} strikes, ` +
+      `${o.disproved} mate claims disproved, ${spot.quarantines} tokens put in quarantine (${spot.taken_out} results taken out).`;
+  }
+  const tokens = (spot && spot.tokens) || [];
+  for (const t of tokens.sort((a, b) => a.token.localeCompare(b.token))) {
+    const tr = document.createElement('tr');
+    for (const v of [t.token, fmt(t.results), fmt(t.compared), fmt(t.passed), t.strikes, fmt(t.unverified), fmt(t.kept), t.held]) tr.appendChild(h('td', String(v)));
+    let st = 'trusted';
+    if (t.quarantined) {
+      tr.className = 'quarantined';
+      st = `in quarantine since ${new Date(t.quarantined.since * 1000).toLocaleString()} (${t.quarantined.taken_out} results taken out): ${t.quarantined.reason}`;
+    } else if (t.last_fault) {
+      st = 'trusted; last fault: ' + t.last_fault;
+    }
+    tr.appendChild(h('td', st));
+    tb.appendChild(tr);
+  }
+  if (!tokens.length) { const tr = document.createElement('tr'); tr.appendChild(h('td', 'no token has asked for work yet')); tb.appendChild(tr); }
 }
 
 document.querySelectorAll('#range button').forEach(b => b.addEventListener('click', () => {

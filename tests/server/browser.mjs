@@ -2,16 +2,18 @@
 // (Debian's chromium, driven by playwright-core): the start position on the
 // board, a click on the book's best move, the board and the table change, back,
 // an SFEN pasted, and screenshots.
-// tests/server/browser.mjs --work URL SHOT_DIR TOKEN WORKER — the work page
-// (work.html) of a coordinator that has been recording: every chart has
-// points, the summary and the book's line are shown, no worker name without a
-// token; a wrong token is refused; with TOKEN the workers table names WORKER.
+// tests/server/browser.mjs --work URL SHOT_DIR TOKEN WORKER [QUARANTINED] — the
+// work page (work.html) of a coordinator that has been recording: every chart
+// has points, the summary and the book's line are shown, no worker name
+// without a token; a wrong token is refused; with TOKEN the workers table names
+// WORKER, and the tokens table shows the token QUARANTINED in quarantine with
+// its reason.
 // Prints "ok ..." lines; exits non-zero with the reason on the first failure.
 // Run by tests/server/test_server.c.
 import { chromium } from 'playwright-core';
 
 const work = process.argv[2] === '--work';
-const [url, shots, token, worker] = process.argv.slice(work ? 3 : 2);
+const [url, shots, token, worker, quarantined] = process.argv.slice(work ? 3 : 2);
 const fail = msg => { console.error('FAIL ' + msg); process.exit(1); };
 
 const browser = await chromium.launch({
@@ -126,6 +128,14 @@ async function workPage(page) {
   const liveText = await page.textContent('#live-status');
   if (!liveText.includes('results/s')) fail('live status: ' + liveText);
   console.log('ok with the token: workers ' + names.join(', ') + '; ' + liveText.trim());
+  if (quarantined) {
+    await page.waitForSelector('#tokens tr.quarantined');
+    const row = await page.$$eval('#tokens tr.quarantined td', t => t.map(x => x.textContent));
+    if (row[0] !== quarantined || !row[row.length - 1].includes('in quarantine')) fail('tokens table: ' + row.join(' | '));
+    const spot = await page.textContent('#spot-status');
+    if (!spot.includes('1 tokens put in quarantine')) fail('spot checks line: ' + spot);
+    console.log('ok the token ' + quarantined + ' shown in quarantine: ' + row[row.length - 1]);
+  }
   await page.screenshot({ path: shots + '/work-token.png', fullPage: true });
   await page.click('#forget');
   await page.waitForFunction(() => !document.body.classList.contains('has-token'));

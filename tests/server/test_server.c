@@ -706,12 +706,15 @@ static void test_server__the_work_page_in_a_real_browser(void **state)
 		print_message("skipped: JOSEKI_NO_BROWSER is set\n");
 		skip();
 	}
-	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL, wtok[600], rtok[80];
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL, wtok[600], ltok[600], rtok[80];
 	snprintf(wtok, sizeof wtok, "%s/worker.token", dir);
+	snprintf(ltok, sizeof ltok, "%s/liar.token", dir);
 	if (ts_runf(&out, &err,
 	            "%s ingest %s/b tests/data/floodgate --quiet >/dev/null && "
-	            "%s token add %s/b/tokens w1 >%s && %s token add %s/b/tokens dash --read",
-	            ts_joseki(), dir, ts_joseki(), dir, wtok, ts_joseki(), dir) != 0)
+	            "%s token add %s/b/tokens w1 >%s && %s token add %s/b/tokens liar >%s && "
+	            "%s token add %s/b/tokens dash --read",
+	            ts_joseki(), dir, ts_joseki(), dir, wtok, ts_joseki(), dir, ltok, ts_joseki(),
+	            dir) != 0)
 		fail_msg("book and tokens: %s", err);
 	snprintf(rtok, sizeof rtok, "%.64s", out);
 	free(out);
@@ -726,6 +729,19 @@ static void test_server__the_work_page_in_a_real_browser(void **state)
 	            "browserworker --positions 150 --quiet",
 	            ts_joseki(), s.port, wtok) != 0)
 		fail_msg("worker: %s%s", out, err);
+	free(out);
+	free(err);
+	/* A worker whose every result claims a mate in 1 that is none: its token
+	 * is put in quarantine at its first submission (exit 1), for the page's
+	 * tokens table (tests/cluster/fakes/noisy_engine.py forges them). */
+	out = err = NULL;
+	int rc =
+	    ts_runf(&out, &err,
+	            "JOSEKI_BIN=%s FORGE_RATE=1 timeout 60 %s worker --server http://127.0.0.1:%d "
+	            "--token-file %s --name liar --engine tests/cluster/fakes/noisy_engine.py "
+	            "--positions 5 --quiet",
+	            ts_joseki(), ts_joseki(), s.port, ltok);
+	if (rc != 1 || !strstr(err, "in quarantine")) fail_msg("liar: %d: %s%s", rc, out, err);
 	free(out);
 	free(err);
 	/* The history has a point after the worker's last results: its steps
@@ -753,14 +769,15 @@ static void test_server__the_work_page_in_a_real_browser(void **state)
 	curl_easy_cleanup(c);
 	out = err = NULL;
 	const char *logs = getenv("BUILD") ? getenv("BUILD") : "build";
-	int rc = ts_runf(&out, &err,
-	                 "mkdir -p %s/test-logs && timeout 120 node tests/server/browser.mjs "
-	                 "--work http://127.0.0.1:%d %s/test-logs %s browserworker",
-	                 logs, s.port, logs, rtok);
+	rc = ts_runf(&out, &err,
+	             "mkdir -p %s/test-logs && timeout 120 node tests/server/browser.mjs "
+	             "--work http://127.0.0.1:%d %s/test-logs %s browserworker liar",
+	             logs, s.port, logs, rtok);
 	if (rc != 0) fail_msg("browser test (status %d):\n%s%s", rc, out, err);
 	print_message("%s", out);
 	assert_non_null(strstr(out, "ok charts drawn"));
 	assert_non_null(strstr(out, "ok with the token: workers browserworker"));
+	assert_non_null(strstr(out, "ok the token liar shown in quarantine"));
 	free(out);
 	free(err);
 	stop(&s);

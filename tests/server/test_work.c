@@ -86,9 +86,11 @@ static void start(Coordinator *s, const char *dir)
 {
 	char book[600];
 	snprintf(book, sizeof book, "%s/b", dir);
-	s->port =
-	    ts_serve_start(&s->pid, &s->log, book,
-	                   "--work --quiet --depth 3 --lease-seconds 600 --history-seconds 1");
+	/* Without spot checks: every result accepted is stored at once (they
+	 * are tested in tests/cluster/test_spot.c). */
+	s->port = ts_serve_start(&s->pid, &s->log, book,
+	                         "--work --quiet --depth 3 --lease-seconds 600 --history-seconds 1 "
+	                         "--spot-rate 0 --spot-new-rate 0");
 	g_child = s->pid;
 	if (!s->port) fail_msg("serve --work did not say where it listens");
 }
