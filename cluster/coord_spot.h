@@ -15,8 +15,8 @@
  * what noise does, rarely, at small budgets) when
  *
  *   - their best scores' winning chances differ by more than the tolerance
- *     (COORD_SPOT_TOLERANCE by default: +500 and -500 agree, +100 and
- *     +1800 do not, nor a mate and 0);
+ *     (COORD_SPOT_TOLERANCE by default: +500 and -500 agree, 0 and
+ *     +2000 do not, nor a mate and 0);
  *   - one reports a mate for a side and the other does not see that side
  *     ahead by COORD_SPOT_MATE_CP (a mate and +300);
  *   - one's best move is in the other's lines, scored worse than that
