@@ -68,6 +68,9 @@
 /* A second fault within this many compared results of a token's last one
  * puts it in quarantine. */
 #define SPOT_STRIKE_WINDOW 100
+/* At most this many of a token's results are kept for a quarantine to take
+ * out (its "P" records: about 60 bytes each in the book, 24 in memory). */
+#define SPOT_PROV_MAX 100000
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -449,11 +452,14 @@ static CoordResult *canon_copy(Coord *c, const char *sfen, const CoordResult *r)
 /* A stored result of token t: numbered, kept as provisional until a good
  * check vouches for it. */
 /* The token's provisional results no longer kept: vouched for by a good
- * check and older than its last opt.spot_keep results. */
+ * check and older than its last opt.spot_keep results, or beyond the last
+ * SPOT_PROV_MAX (a token never checked: alone, or a cluster of one token). */
 static int forget_vouched(Coord *c, SpotToken *t, char *err)
 {
-	while (t->prov_at < t->nprov && t->prov[t->prov_at].seq <= t->good_seq &&
-	       t->results - t->prov[t->prov_at].seq >= c->opt.spot_keep) {
+	while (t->prov_at < t->nprov &&
+	       ((t->prov[t->prov_at].seq <= t->good_seq &&
+	         t->results - t->prov[t->prov_at].seq >= c->opt.spot_keep) ||
+	        t->nprov - t->prov_at > SPOT_PROV_MAX)) {
 		uint8_t k[2 + COORD_NAME_MAX + 8];
 		int rc = work_del(c, k, prov_key(k, t->name, t->prov[t->prov_at].seq), err);
 		if (rc < 0) return rc;

@@ -40,7 +40,10 @@ static CoordOptions spot_options(void)
 	                  .plan = {.mode = PLAN_PV},
 	                  .spot_new_rate = 1,
 	                  .spot_new_results = 1000,
-	                  .spot_seed = 1};
+	                  .spot_seed = 1,
+	                  /* Whole searches: an acquire's positions never depend on
+	                   * how busy the machine is. */
+	                  .select_slice_ms = -1};
 	return o;
 }
 
