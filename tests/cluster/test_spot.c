@@ -276,8 +276,9 @@ static void test_spot__honest_workers_with_their_noise_are_never_quarantined(voi
 		if (fault && fault[0]) print_message("%s's last fault: %s\n", NAMES[i], fault);
 	}
 	assert_int_equal(num(spot, "quarantines", NULL), 0);
-	assert_true(accepted >= 1500);
-	assert_true(num(o, "agreed", NULL) >= 1000);
+	/* Of the 3,000 searches, up to half answered others' checks. */
+	assert_true(accepted >= 1400);
+	assert_true(num(o, "agreed", NULL) >= 900);
 	json_decref(st);
 	stop_coordinator(f);
 }

@@ -79,6 +79,8 @@ def main():
         child.stdin.flush()
         if line == "quit":
             break
+    # The worker gone (its end of the pipe closed): the engine goes too.
+    child.stdin.close()
     child.wait()
 
 
