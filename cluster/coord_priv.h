@@ -312,6 +312,18 @@ int co_spot_restore(Coord *c, const uint8_t *k, size_t kl, const uint8_t *v, siz
 /* After co_restore: a check whose lease is gone waits again. */
 void co_spot_restored(Coord *c);
 bool co_spot_check_held(Coord *c, Key k);
+/* coord_spot.c: the token's state (create: a new one when unknown; NULL when
+ * memory runs out or, without create, unknown); the check of k, or NULL. */
+SpotToken *co_spot_token(Coord *c, const char *name, bool create);
+SpotCheck *co_spot_check(Coord *c, Key k);
+/* coord_spot_store.c: the spot checks' records (layouts there), written
+ * through c->w; each returns 0 or co_broken's code. co_prov_key: the "P"
+ * key of the token's result seq into out, its length. */
+int co_work_put(Coord *c, const void *k, size_t kl, const void *v, size_t vl, char *err);
+int co_work_del(Coord *c, const void *k, size_t kl, char *err);
+int co_check_put(Coord *c, const SpotCheck *k, char *err);
+size_t co_prov_key(uint8_t *out, const char *token, uint64_t seq);
+int co_redo_put(Coord *c, const KeyState *ks, char *err);
 /* The "U" record of a position thought again deleted (its result stored). */
 int co_redo_del(Coord *c, Key k, char *err);
 int co_spot_status(Coord *c, CoordStatus *out);

@@ -15,52 +15,31 @@
  * mate claim the position itself disproves (a mate in 1 or 3 plies that is
  * none, being mated in 2 that is not) puts the token in quarantine: its
  * requests are refused, its leases returned, its results since its last good
- * check taken out of the book (their records' engine analyses removed, so
- * that minimax and the selector no longer use them) and queued to be thought
- * again, its held results given out as plain work, its checks of others
- * given to others. Noise at small budgets can put two honest results apart
- * now and then (docs/cluster.md has the figures); twice within a window, or
- * grossly, it does not.
+ * check, and at least its last opt.spot_keep, taken out of the book (their
+ * records' engine analyses removed, so that minimax and the selector no
+ * longer use them) and queued to be thought again, its held results given
+ * out as plain work, its checks of others given to others. Noise at small
+ * budgets puts two honest results apart now and then (docs/cluster.md has
+ * the figures); twice within a window, or grossly, it was never seen to.
  *
  * A held result's position stays leased in the selector and out of the book
  * until its check is settled, so nothing in the book tells a check from new
  * work. A check nobody can take (no other token seen for SPOT_WAIT_MS) is
  * given up: the held result is stored unchecked.
  *
- * Kept in the book's work database, written with the results they go with:
- *   "C" + 16-byte key     a check: u8 stage (1, or 2 after a disagreement),
- *                         u8 tries, u64 BE the result's number, u8 len +
- *                         token, u8 len + worker, u8 len + SFEN, the result
- *                         held; stage 2: u8 len + the checker's token, its
- *                         result. A result: u8 lines, each u8 len + USI move,
- *                         u8 mate, u32 BE score, u16 BE depth, u64 BE nodes.
- *   "P" + u8 len + token + u64 BE number
- *                         a result of the token stored since its last good
- *                         check: the 16-byte key
- *   "Q" + token           u8 version (1), u8 quarantined, u64 BE each: results,
- *                         the last good check's number, checks passed,
- *                         quarantined since (unix ms), results taken out,
- *                         results compared, faults, results compared at the
- *                         last fault; then u8 len + why it is in
- *                         quarantine, u8 len + its last fault
- *   "U" + 16-byte key     a position whose analysis was taken out, to think
- *                         again: u8 len + SFEN
- * Which lease holds a check is its lease record's (LPOS_CHECK).
+ * The records that keep them in the book: coord_spot_store.c; the
+ * comparison and the mate claims: coord_spot_rules.c (coord_spot.h).
  */
 #include "cluster/coord_spot.h"
 #include "cluster/coord_priv.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "search/mate.h"
-#include "shogi/be64.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
-#include "shogi/movegen.h"
 #include "shogi/rng.h"
 
 /* A check waits this long for a token that may take it before it is given up. */
@@ -74,150 +53,6 @@
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-/* ---- comparing ---- */
-
-double coord_spot_chance(bool mate, int score)
-{
-	if (mate) return score > 0 ? 1.0 : 0.0;
-	return 1.0 / (1.0 + exp(-score / 600.0));
-}
-
-static int line_value(const CoordLine *l)
-{
-	if (!l->mate) return l->score;
-	return l->score > 0 ? VALUE_MATE - l->score : -VALUE_MATE - l->score;
-}
-
-static const CoordLine *best_line(const CoordResult *r)
-{
-	const CoordLine *b = &r->lines[0];
-	for (int i = 1; i < r->nlines; i++)
-		if (line_value(&r->lines[i]) > line_value(b)) b = &r->lines[i];
-	return b;
-}
-
-static double chance(const CoordLine *l)
-{
-	return coord_spot_chance(l->mate, l->score);
-}
-
-static void score_text(char *out, size_t n, const CoordLine *l)
-{
-	if (l->mate)
-		snprintf(out, n, "%s %d", l->score > 0 ? "mate in" : "mated in",
-		         l->score > 0 ? l->score : -l->score);
-	else
-		snprintf(out, n, "%+d cp", l->score);
-}
-
-static const CoordLine *line_of(const CoordResult *r, const char *move)
-{
-	for (int i = 0; i < r->nlines; i++)
-		if (!strcmp(r->lines[i].move, move)) return &r->lines[i];
-	return NULL;
-}
-
-/* One way of the best-move rule: a's best move, in b's lines, worse than
- * b's best by more than tol. */
-static bool move_refuted(const CoordResult *a, const CoordResult *b, double tol, char *why)
-{
-	const CoordLine *ba = best_line(a), *bb = best_line(b), *m = line_of(b, ba->move);
-	if (!m || chance(bb) - chance(m) <= tol) return false;
-	char s1[32], s2[32];
-	score_text(s1, sizeof s1, m);
-	score_text(s2, sizeof s2, bb);
-	if (why)
-		snprintf(why, COORD_SPOT_WHYLEN,
-		         "best move %s is %s in the other's lines, against %s for %s", ba->move, s1,
-		         s2, bb->move);
-	return true;
-}
-
-/* One way of the mate rule: a mate for a side in x's best, y's best not
- * seeing that side ahead by COORD_SPOT_MATE_CP. */
-static bool mate_unseen(const CoordLine *x, const CoordLine *y)
-{
-	if (!x->mate || y->mate) return false;
-	return x->score > 0 ? y->score < COORD_SPOT_MATE_CP : y->score > -COORD_SPOT_MATE_CP;
-}
-
-/* The side to move ahead by COORD_SPOT_MATE_CP or a mate (1), behind by as
- * much (-1), or neither (0). */
-static int decisive(const CoordLine *l)
-{
-	int v = line_value(l);
-	return v >= COORD_SPOT_MATE_CP ? 1 : v <= -COORD_SPOT_MATE_CP ? -1 : 0;
-}
-
-int coord_spot_compare(const CoordResult *a, const CoordResult *b, double tol, char *why)
-{
-	if (why) why[0] = 0;
-	if (a->failed || b->failed || a->nlines < 1 || b->nlines < 1) {
-		if (why) snprintf(why, COORD_SPOT_WHYLEN, "a result without a line");
-		return COORD_SPOT_APART;
-	}
-	const CoordLine *ba = best_line(a), *bb = best_line(b);
-	char s1[32], s2[32];
-	score_text(s1, sizeof s1, ba);
-	score_text(s2, sizeof s2, bb);
-	int lo = ba->depth < bb->depth ? ba->depth : bb->depth;
-	int hi = ba->depth < bb->depth ? bb->depth : ba->depth;
-	if (lo > 0 && hi > 2 * lo + 8 && !(ba->mate && bb->mate)) {
-		if (why)
-			snprintf(why, COORD_SPOT_WHYLEN, "%s at depth %d against %s at depth %d",
-			         s1, ba->depth, s2, bb->depth);
-		return COORD_SPOT_GROSS;
-	}
-	if (decisive(ba) * decisive(bb) < 0) {
-		if (why) snprintf(why, COORD_SPOT_WHYLEN, "%s against %s", s1, s2);
-		return COORD_SPOT_GROSS;
-	}
-	double wa = chance(ba), wb = chance(bb);
-	if (fabs(wa - wb) > tol) {
-		if (why)
-			snprintf(
-			    why, COORD_SPOT_WHYLEN,
-			    "%s against %s: winning chances %.2f and %.2f, more than %.2f apart",
-			    s1, s2, wa, wb, tol);
-		return COORD_SPOT_APART;
-	}
-	if (mate_unseen(ba, bb) || mate_unseen(bb, ba)) {
-		if (why) snprintf(why, COORD_SPOT_WHYLEN, "%s against %s: a mate not seen", s1, s2);
-		return COORD_SPOT_APART;
-	}
-	if (move_refuted(a, b, tol, why) || move_refuted(b, a, tol, why)) return COORD_SPOT_APART;
-	return COORD_SPOT_AGREE;
-}
-
-/* x only saw less than y and z: no mate where both report one for the same
- * side, its own score on that side. */
-static bool saw_less(const CoordResult *x, const CoordResult *y, const CoordResult *z)
-{
-	const CoordLine *bx = best_line(x), *by = best_line(y), *bz = best_line(z);
-	if (bx->mate || !by->mate || !bz->mate || (by->score > 0) != (bz->score > 0)) return false;
-	return by->score > 0 ? bx->score > 0 : bx->score < 0;
-}
-
-int coord_spot_verdict(const CoordResult *a, const CoordResult *b, const CoordResult *c, double tol,
-                       bool *gross, char *why)
-{
-	char wa[COORD_SPOT_WHYLEN], wb[COORD_SPOT_WHYLEN];
-	int ac = coord_spot_compare(a, c, tol, wa), bc = coord_spot_compare(b, c, tol, wb);
-	*gross = false;
-	if (why) why[0] = 0;
-	if (ac != COORD_SPOT_AGREE && bc == COORD_SPOT_AGREE && !saw_less(a, b, c)) {
-		*gross = ac == COORD_SPOT_GROSS;
-		if (why) snprintf(why, COORD_SPOT_WHYLEN, "%s", wa);
-		return 0;
-	}
-	if (ac == COORD_SPOT_AGREE && bc != COORD_SPOT_AGREE && !saw_less(b, a, c)) {
-		*gross = bc == COORD_SPOT_GROSS;
-		if (why) snprintf(why, COORD_SPOT_WHYLEN, "%s", wb);
-		return 1;
-	}
-	return -1;
-}
-
 /* ---- tokens ---- */
 
 bool co_spot_on(const Coord *c)
@@ -225,7 +60,7 @@ bool co_spot_on(const Coord *c)
 	return c->opt.spot_rate > 0 || c->opt.spot_new_rate > 0;
 }
 
-static SpotToken *token_get(Coord *c, const char *name, bool create)
+SpotToken *co_spot_token(Coord *c, const char *name, bool create)
 {
 	for (size_t i = 0; i < c->nstok; i++)
 		if (!strcmp(c->stok[i].name, name)) return &c->stok[i];
@@ -240,7 +75,7 @@ static SpotToken *token_get(Coord *c, const char *name, bool create)
 void co_spot_seen(Coord *c, const char *token, int64_t now)
 {
 	if (!co_spot_on(c) || !token) return;
-	SpotToken *t = token_get(c, token, true);
+	SpotToken *t = co_spot_token(c, token, true);
 	if (t) t->last_seen_ms = now;
 }
 
@@ -259,7 +94,7 @@ static bool other_token(const Coord *c, const char *a, const char *b, int64_t no
 
 bool coord_quarantined(Coord *c, const char *token, char *err)
 {
-	SpotToken *t = token ? token_get(c, token, false) : NULL;
+	SpotToken *t = token ? co_spot_token(c, token, false) : NULL;
 	if (!t || !t->quarantined) return false;
 	char when[32] = "?";
 	time_t s = (time_t)(t->quarantined_ms / 1000);
@@ -272,144 +107,9 @@ bool coord_quarantined(Coord *c, const char *token, char *err)
 	return true;
 }
 
-/* ---- records ---- */
-
-#define RESULT_MAX (1 + COORD_MAX_LINES * (1 + USI_MOVE_MAX + 8 + 1 + 4 + 2 + 8))
-
-static size_t put_result(uint8_t *p, const CoordResult *r)
-{
-	uint8_t *q = p;
-	*q++ = (uint8_t)r->nlines;
-	for (int i = 0; i < r->nlines; i++) {
-		const CoordLine *l = &r->lines[i];
-		q += co_put_str(q, l->move);
-		*q++ = l->mate;
-		uint32_t s = (uint32_t)l->score;
-		for (int k = 0; k < 4; k++) *q++ = (uint8_t)(s >> (24 - 8 * k));
-		*q++ = (uint8_t)(l->depth >> 8);
-		*q++ = (uint8_t)l->depth;
-		be64_put(q, l->nodes);
-		q += 8;
-	}
-	return (size_t)(q - p);
-}
-
-static int get_result(CoordResult *r, Key key, const uint8_t **p, const uint8_t *end)
-{
-	memset(r, 0, sizeof *r);
-	r->key = key;
-	if (*p >= end) return -1;
-	r->nlines = *(*p)++;
-	if (r->nlines < 1 || r->nlines > COORD_MAX_LINES) return -1;
-	for (int i = 0; i < r->nlines; i++) {
-		CoordLine *l = &r->lines[i];
-		if (co_get_str(l->move, sizeof l->move, p, end) < 0 || end - *p < 15) return -1;
-		const uint8_t *q = *p;
-		l->mate = q[0] != 0;
-		l->score = (int)(int32_t)((uint32_t)q[1] << 24 | (uint32_t)q[2] << 16 |
-		                          (uint32_t)q[3] << 8 | q[4]);
-		l->depth = q[5] << 8 | q[6];
-		l->nodes = be64_get(q + 7);
-		*p += 15;
-	}
-	return 0;
-}
-
-static int work_put(Coord *c, const void *k, size_t kl, const void *v, size_t vl, char *err)
-{
-	BookTxn *t;
-	int rc = bookdb_writer_txn(&t, c->w);
-	if (rc == 0) rc = bookdb_kv_put(t, BOOKDB_WORK, k, kl, v, vl);
-	return rc < 0 ? co_broken(c, err, "writing the spot checks", rc) : 0;
-}
-
-static int work_del(Coord *c, const void *k, size_t kl, char *err)
-{
-	BookTxn *t;
-	int rc = bookdb_writer_txn(&t, c->w);
-	if (rc == 0) rc = bookdb_kv_del(t, BOOKDB_WORK, k, kl);
-	return rc < 0 && rc != BOOKDB_ENOTFOUND ? co_broken(c, err, "writing the spot checks", rc)
-	                                        : 0;
-}
-
-static int check_put(Coord *c, const SpotCheck *k, char *err)
-{
-	size_t need = 2 + 8 + 3 * 256 + SFEN_MAX + 2 * RESULT_MAX + 256;
-	if (array_grow((void **)&c->buf, &c->capbuf, need, 1, 4096))
-		return co_broken(c, err, "writing a spot check", BOOKDB_ENOMEM);
-	uint8_t *p = c->buf;
-	*p++ = k->stage;
-	*p++ = k->tries;
-	be64_put(p, k->seq);
-	p += 8;
-	p += co_put_str(p, k->token);
-	p += co_put_str(p, k->worker);
-	p += co_put_str(p, k->sfen);
-	p += put_result(p, k->orig);
-	if (k->stage == 2) {
-		p += co_put_str(p, k->checker);
-		p += put_result(p, k->second);
-	}
-	uint8_t key[17] = {'C'};
-	key_to_bytes(k->key, key + 1);
-	return work_put(c, key, sizeof key, c->buf, (size_t)(p - c->buf), err);
-}
-
-static size_t prov_key(uint8_t *out, const char *token, uint64_t seq)
-{
-	size_t n = strlen(token);
-	out[0] = 'P';
-	out[1] = (uint8_t)n;
-	memcpy(out + 2, token, n);
-	be64_put(out + 2 + n, seq);
-	return 2 + n + 8;
-}
-
-static int token_put(Coord *c, const SpotToken *t, char *err)
-{
-	uint8_t v[2 + 8 * 8 + 2 * (1 + COORD_REASON_MAX)], *p = v;
-	*p++ = 1;
-	*p++ = t->quarantined;
-	const uint64_t f[8] = {t->results,   t->good_seq, t->passed,  (uint64_t)t->quarantined_ms,
-	                       t->taken_out, t->checks,   t->strikes, t->strike_at};
-	for (int i = 0; i < 8; i++, p += 8) be64_put(p, f[i]);
-	p += co_put_str(p, t->reason);
-	p += co_put_str(p, t->fault);
-	uint8_t k[1 + COORD_NAME_MAX] = {'Q'};
-	size_t n = strlen(t->name);
-	memcpy(k + 1, t->name, n);
-	return work_put(c, k, 1 + n, v, (size_t)(p - v), err);
-}
-
-static int redo_put(Coord *c, const KeyState *ks, char *err)
-{
-	uint8_t k[17] = {'U'}, v[1 + SFEN_MAX];
-	key_to_bytes(ks->key, k + 1);
-	int n = co_put_str(v, ks->sfen);
-	return work_put(c, k, sizeof k, v, (size_t)n, err);
-}
-
-int co_redo_del(Coord *c, Key key, char *err)
-{
-	uint8_t k[17] = {'U'};
-	key_to_bytes(key, k + 1);
-	return work_del(c, k, sizeof k, err);
-}
-
-int co_spot_flush(Coord *c, char *err)
-{
-	for (size_t i = 0; i < c->nstok; i++) {
-		if (!c->stok[i].dirty) continue;
-		int rc = token_put(c, &c->stok[i], err);
-		if (rc < 0) return rc;
-		c->stok[i].dirty = false;
-	}
-	return 0;
-}
-
 /* ---- the checks ---- */
 
-static SpotCheck *check_get(Coord *c, Key k)
+SpotCheck *co_spot_check(Coord *c, Key k)
 {
 	uint32_t i = keymap_find(&c->check_map, c->checks, k);
 	return i == KEYMAP_NONE ? NULL : &c->checks[i];
@@ -417,7 +117,7 @@ static SpotCheck *check_get(Coord *c, Key k)
 
 bool co_spot_check_held(Coord *c, Key k)
 {
-	return c->nchecks && check_get(c, k);
+	return c->nchecks && co_spot_check(c, k);
 }
 
 /* Forgets check k (its record deleted). */
@@ -429,7 +129,7 @@ static int check_drop(Coord *c, SpotCheck *k, char *err)
 	free(k->second);
 	co_dense_del(&c->check_map, c->checks, &c->nchecks, sizeof *c->checks,
 	             (size_t)(k - c->checks));
-	return work_del(c, key, sizeof key, err);
+	return co_work_del(c, key, sizeof key, err);
 }
 
 /* A copy of r with its moves in canonical USI (they were checked legal in
@@ -461,7 +161,7 @@ static int forget_vouched(Coord *c, SpotToken *t, char *err)
 	         t->results - t->prov[t->prov_at].seq >= c->opt.spot_keep) ||
 	        t->nprov - t->prov_at > SPOT_PROV_MAX)) {
 		uint8_t k[2 + COORD_NAME_MAX + 8];
-		int rc = work_del(c, k, prov_key(k, t->name, t->prov[t->prov_at].seq), err);
+		int rc = co_work_del(c, k, co_prov_key(k, t->name, t->prov[t->prov_at].seq), err);
 		if (rc < 0) return rc;
 		t->prov_at++;
 	}
@@ -482,7 +182,7 @@ static int note(Coord *c, SpotToken *t, Key key, char *err)
 	t->prov[t->nprov++] = (SpotProv){seq, key};
 	uint8_t k[2 + COORD_NAME_MAX + 8], v[16];
 	key_to_bytes(key, v);
-	int rc = work_put(c, k, prov_key(k, t->name, seq), v, sizeof v, err);
+	int rc = co_work_put(c, k, co_prov_key(k, t->name, seq), v, sizeof v, err);
 	return rc < 0 ? rc : forget_vouched(c, t, err);
 }
 
@@ -490,7 +190,7 @@ static int note(Coord *c, SpotToken *t, Key key, char *err)
  * vouched for (and no longer kept once older than its last spot_keep). */
 static int good(Coord *c, const char *token, uint64_t seq, char *err)
 {
-	SpotToken *t = token_get(c, token, false);
+	SpotToken *t = co_spot_token(c, token, false);
 	if (!t) return 0;
 	t->passed++;
 	t->dirty = true;
@@ -503,7 +203,7 @@ int co_spot_result(Coord *c, Lease *l, int i, const CoordResult *r, const CoordW
 {
 	const char *sfen = l->pos[i].sfen;
 	SpotToken *t = NULL;
-	if (co_spot_on(c) && !(t = token_get(c, w->token ? w->token : "", true)))
+	if (co_spot_on(c) && !(t = co_spot_token(c, w->token ? w->token : "", true)))
 		return co_broken(c, err, "spot checks", BOOKDB_ENOMEM);
 	double rate = !t                                     ? 0
 	              : t->results < c->opt.spot_new_results ? c->opt.spot_new_rate
@@ -526,7 +226,7 @@ int co_spot_result(Coord *c, Lease *l, int i, const CoordResult *r, const CoordW
 		snprintf(k->worker, sizeof k->worker, "%s", w->name ? w->name : "");
 		snprintf(k->sfen, sizeof k->sfen, "%s", sfen);
 		int rc = co_key_done(c, r->key, err);
-		return rc < 0 ? rc : check_put(c, k, err);
+		return rc < 0 ? rc : co_check_put(c, k, err);
 	}
 	int rc = co_store(c, sfen, r, now, err);
 	if (rc < 0 || !t) return rc;
@@ -563,7 +263,7 @@ static int settle(Coord *c, SpotCheck *k, const CoordResult *r, const char *cred
 	memcpy(sfen, k->sfen, sizeof sfen);
 	int rc = check_drop(c, k, err);
 	if (rc == 0) rc = co_store(c, sfen, res, now, err);
-	SpotToken *t = credit[0] ? token_get(c, credit, true) : NULL;
+	SpotToken *t = credit[0] ? co_spot_token(c, credit, true) : NULL;
 	if (rc == 0 && t) rc = note(c, t, res->key, err);
 	return rc;
 }
@@ -584,7 +284,7 @@ static int give_up(Coord *c, SpotCheck *k, int64_t now, char *err)
  * quarantine. */
 static int fault(Coord *c, const char *name, bool gross, const char *reason, int64_t now, char *err)
 {
-	SpotToken *t = token_get(c, name, true);
+	SpotToken *t = co_spot_token(c, name, true);
 	if (!t) return co_broken(c, err, "spot checks", BOOKDB_ENOMEM);
 	bool again = t->strike_at && t->checks - t->strike_at <= SPOT_STRIKE_WINDOW;
 	t->strikes++;
@@ -602,7 +302,7 @@ static int fault(Coord *c, const char *name, bool gross, const char *reason, int
 /* One more result of the token compared in a check. */
 static void compared(Coord *c, const char *name)
 {
-	SpotToken *t = token_get(c, name, false);
+	SpotToken *t = co_spot_token(c, name, false);
 	if (t) t->checks++, t->dirty = true;
 }
 
@@ -610,7 +310,7 @@ int co_spot_answer(Coord *c, Lease *l, int i, const CoordResult *r, const CoordW
                    int64_t now, char *err)
 {
 	(void)i;
-	SpotCheck *k = check_get(c, r->key);
+	SpotCheck *k = co_spot_check(c, r->key);
 	if (!k || k->lease != l->key.hi) return 0;
 	k->lease = 0;
 	const char *me = w->token ? w->token : "";
@@ -640,7 +340,7 @@ int co_spot_answer(Coord *c, Lease *l, int i, const CoordResult *r, const CoordW
 		k->since_ms = now;
 		snprintf(k->checker, sizeof k->checker, "%s", me);
 		k->second = mine;
-		rc = check_put(c, k, err);
+		rc = co_check_put(c, k, err);
 		return rc < 0 ? rc : 1;
 	}
 	bool gross;
@@ -679,12 +379,12 @@ int co_spot_answer(Coord *c, Lease *l, int i, const CoordResult *r, const CoordW
 
 int co_spot_return(Coord *c, uint64_t lease, Key key, bool tried, int64_t now, char *err)
 {
-	SpotCheck *k = check_get(c, key);
+	SpotCheck *k = co_spot_check(c, key);
 	if (!k || k->lease != lease) return 0;
 	k->lease = 0;
 	k->since_ms = now;
 	if (tried && ++k->tries >= COORD_MAX_TRIES) return give_up(c, k, now, err);
-	return tried ? check_put(c, k, err) : 0;
+	return tried ? co_check_put(c, k, err) : 0;
 }
 
 int co_spot_tick(Coord *c, int64_t now, char *err)
@@ -707,39 +407,9 @@ int co_spot_tick(Coord *c, int64_t now, char *err)
 
 int co_spot_disproved(Coord *c, const CoordResult *r, char *why)
 {
-	Position *pos = c->pos;
-	for (int i = 0; i < r->nlines; i++) {
-		const CoordLine *l = &r->lines[i];
-		if (!l->mate || (l->score != 1 && l->score != 3 && l->score != -2)) continue;
-		Move m;
-		if (usi_move_parse_legal(&m, pos, l->move, strlen(l->move), NULL) < 0) continue;
-		pos_do_move(pos, m);
-		bool holds = true;
-		if (l->score == 1) {
-			holds = movegen_count(pos) == 0;
-		} else if (l->score == -2) {
-			holds = mate_in_1(pos) != MOVE_NONE;
-		} else {
-			Move reply[MOVEGEN_MAX];
-			int n = movegen_legal(pos, reply);
-			for (int k = 0; k < n && holds; k++) {
-				pos_do_move(pos, reply[k]);
-				holds = mate_in_1(pos) != MOVE_NONE;
-				pos_undo_move(pos);
-			}
-		}
-		pos_undo_move(pos);
-		if (!holds) {
-			c->spot_disproved++;
-			int n = l->score > 0 ? l->score : -l->score;
-			errmsg_set(why, COORD_ERRLEN, 0,
-			           "%s, said to %s in %d %s, does not: the position disproves it",
-			           l->move, l->score > 0 ? "mate" : "be mated", n,
-			           n == 1 ? "ply" : "plies");
-			return 1;
-		}
-	}
-	return 0;
+	int rc = coord_spot_disproves(c->pos, r, why);
+	if (rc) c->spot_disproved++;
+	return rc;
 }
 
 /* ---- quarantine ---- */
@@ -813,14 +483,14 @@ static int untrust(Coord *c, Key key, char *err)
 		if (co_queue_push(c, ks) < 0) return co_broken(c, err, "quarantine", BOOKDB_ENOMEM);
 	}
 	ks->redo = true;
-	rc = redo_put(c, ks, err);
+	rc = co_redo_put(c, ks, err);
 	return rc < 0 ? rc : 1;
 }
 
 int co_spot_quarantine(Coord *c, const char *token, const char *reason, int64_t now, char *err)
 {
 	const char *name = token ? token : "";
-	SpotToken *t = token_get(c, name, true);
+	SpotToken *t = co_spot_token(c, name, true);
 	if (!t) return co_broken(c, err, "quarantine", BOOKDB_ENOMEM);
 	if (t->quarantined) return 0;
 	t->quarantined = true;
@@ -843,7 +513,7 @@ int co_spot_quarantine(Coord *c, const char *token, const char *reason, int64_t 
 			k->checker[0] = 0;
 			free(k->second);
 			k->second = NULL;
-			rc = check_put(c, k, err);
+			rc = co_check_put(c, k, err);
 		}
 	}
 	/* Its results since its last good check, and its last spot_keep ones,
@@ -853,111 +523,16 @@ int co_spot_quarantine(Coord *c, const char *token, const char *reason, int64_t 
 		uint8_t k[2 + COORD_NAME_MAX + 8];
 		rc = untrust(c, t->prov[i].key, err);
 		if (rc > 0) taken++;
-		if (rc >= 0) rc = work_del(c, k, prov_key(k, name, t->prov[i].seq), err);
+		if (rc >= 0) rc = co_work_del(c, k, co_prov_key(k, name, t->prov[i].seq), err);
 	}
-	t = token_get(c, name, false); /* the array did not move, but be plain */
+	t = co_spot_token(c, name, false); /* the array did not move, but be plain */
 	t->nprov = t->prov_at = 0;
 	t->taken_out = taken;
 	c->spot_taken_out += taken;
 	return rc < 0 ? rc : 0;
 }
 
-/* ---- restoring, status ---- */
-
-/* A "C" record read back: the check, its position leased in the selector. */
-static int restore_check(Coord *c, Key key, const uint8_t *p, const uint8_t *end)
-{
-	if (check_get(c, key)) return COORD_EBOOK;
-	SpotCheck *s = co_dense_add(&c->check_map, (void **)&c->checks, &c->capchecks, &c->nchecks,
-	                            sizeof *c->checks, key);
-	if (!s) return COORD_ENOMEM;
-	int rc = COORD_ENOMEM;
-	if (!(s->orig = malloc(sizeof *s->orig))) goto fail;
-	rc = COORD_EBOOK;
-	if (end - p < 10) goto fail;
-	s->stage = p[0];
-	s->tries = p[1];
-	s->seq = be64_get(p + 2);
-	p += 10;
-	if ((s->stage != 1 && s->stage != 2) ||
-	    co_get_str(s->token, sizeof s->token, &p, end) < 0 ||
-	    co_get_str(s->worker, sizeof s->worker, &p, end) < 0 ||
-	    co_get_str(s->sfen, sizeof s->sfen, &p, end) < 0 ||
-	    get_result(s->orig, key, &p, end) < 0)
-		goto fail;
-	if (s->stage == 2) {
-		rc = COORD_ENOMEM;
-		if (!(s->second = malloc(sizeof *s->second))) goto fail;
-		rc = COORD_EBOOK;
-		if (co_get_str(s->checker, sizeof s->checker, &p, end) < 0 ||
-		    get_result(s->second, key, &p, end) < 0)
-			goto fail;
-	}
-	if (p != end) goto fail;
-	rc = COORD_ENOMEM;
-	if (!token_get(c, s->token, true) || sel_lease(c->sel, key) < 0) goto fail;
-	return 1;
-fail:
-	free(s->orig);
-	free(s->second);
-	co_dense_del(&c->check_map, c->checks, &c->nchecks, sizeof *c->checks,
-	             (size_t)(s - c->checks));
-	return rc;
-}
-
-int co_spot_restore(Coord *c, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
-{
-	const uint8_t *p = v, *end = v + vl;
-	if (kl == 17 && k[0] == 'C') return restore_check(c, key_from_bytes(k + 1), p, end);
-	if (kl >= 10 && k[0] == 'P') {
-		size_t n = k[1];
-		if (kl != 2 + n + 8 || n > COORD_NAME_MAX || vl != 16) return COORD_EBOOK;
-		char name[COORD_NAME_MAX + 1];
-		memcpy(name, k + 2, n);
-		name[n] = 0;
-		SpotToken *t = token_get(c, name, true);
-		if (!t ||
-		    array_grow((void **)&t->prov, &t->capprov, t->nprov + 1, sizeof *t->prov, 64))
-			return COORD_ENOMEM;
-		t->prov[t->nprov++] = (SpotProv){be64_get(k + 2 + n), key_from_bytes(v)};
-		return 1;
-	}
-	if (kl >= 1 && kl <= 1 + COORD_NAME_MAX && k[0] == 'Q') {
-		char name[COORD_NAME_MAX + 1];
-		memcpy(name, k + 1, kl - 1);
-		name[kl - 1] = 0;
-		SpotToken *t = token_get(c, name, true);
-		if (!t) return COORD_ENOMEM;
-		if (vl < 2 + 8 * 8 || p[0] != 1) return COORD_EBOOK;
-		t->quarantined = p[1] != 0;
-		p += 2;
-		uint64_t *f[8] = {&t->results,   &t->good_seq, &t->passed,  NULL,
-		                  &t->taken_out, &t->checks,   &t->strikes, &t->strike_at};
-		for (int i = 0; i < 8; i++, p += 8)
-			if (f[i]) *f[i] = be64_get(p);
-		t->quarantined_ms = (int64_t)be64_get(p - 5 * 8);
-		if (co_get_str(t->reason, sizeof t->reason, &p, end) < 0 ||
-		    co_get_str(t->fault, sizeof t->fault, &p, end) < 0 || p != end)
-			return COORD_EBOOK;
-		return 1;
-	}
-	if (kl == 17 && k[0] == 'U') {
-		Key key = key_from_bytes(k + 1);
-		char sfen[SFEN_MAX];
-		if (co_get_str(sfen, sizeof sfen, &p, end) < 0 || p != end) return COORD_EBOOK;
-		if (sel_is_thought(c->sel, key)) return 1; /* cannot happen: deleted when stored */
-		KeyState *ks = co_key_get(c, key);
-		if (!ks) {
-			if (!(ks = co_key_new(c, key)) || sel_lease(c->sel, key) < 0 ||
-			    co_queue_push(c, ks) < 0)
-				return COORD_ENOMEM;
-			memcpy(ks->sfen, sfen, sizeof ks->sfen);
-		}
-		ks->redo = true;
-		return 1;
-	}
-	return 0;
-}
+/* ---- status ---- */
 
 void co_spot_restored(Coord *c)
 {

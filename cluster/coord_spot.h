@@ -36,6 +36,7 @@
 #include <stdbool.h>
 
 #include "cluster/coord.h"
+#include "shogi/position.h"
 
 #define COORD_SPOT_TOLERANCE 0.45 /* the default tolerance, in winning chances */
 #define COORD_SPOT_MATE_CP 1000   /* a mate against less than this disagrees */
@@ -64,5 +65,14 @@ int coord_spot_compare(const CoordResult *a, const CoordResult *b, double tol, c
  */
 int coord_spot_verdict(const CoordResult *a, const CoordResult *b, const CoordResult *c, double tol,
                        bool *gross, char *why);
+
+/*
+ * Whether a mate claim of r is false in pos: a line said to mate in 1 ply
+ * (its move leaves no legal reply), in 3 (every reply allows a mate in 1) or
+ * to be mated in 2 (its move allows a mate in 1) that does not. 1 with the
+ * line in why (COORD_SPOT_WHYLEN bytes, may be NULL), or 0. Lines that are
+ * not legal moves in pos are not judged. pos is restored before it returns.
+ */
+int coord_spot_disproves(Position *pos, const CoordResult *r, char *why);
 
 #endif

@@ -1,0 +1,260 @@
+/*
+ * cluster/coord_spot_store.c — the spot checks in the book's work database
+ * (cluster/coord_spot.c), written with the results they go with and read
+ * back at start:
+ *
+ *   "C" + 16-byte key     a check: u8 stage (1, or 2 after a disagreement),
+ *                         u8 tries, u64 BE the result's number, u8 len +
+ *                         token, u8 len + worker, u8 len + SFEN, the result
+ *                         held; stage 2: u8 len + the checker's token, its
+ *                         result. A result: u8 lines, each u8 len + USI move,
+ *                         u8 mate, u32 BE score, u16 BE depth, u64 BE nodes.
+ *   "P" + u8 len + token + u64 BE number
+ *                         a result of the token kept for a quarantine to
+ *                         take out (since its last good check, and its last
+ *                         opt.spot_keep): the 16-byte key
+ *   "Q" + token           u8 version (1), u8 quarantined, u64 BE each: results,
+ *                         the last good check's number, checks passed,
+ *                         quarantined since (unix ms), results taken out,
+ *                         results compared, faults, results compared at the
+ *                         last fault; then u8 len + why it is in
+ *                         quarantine, u8 len + its last fault
+ *   "U" + 16-byte key     a position whose analysis was taken out, to think
+ *                         again: u8 len + SFEN
+ * Which lease holds a check is its lease record's (LPOS_CHECK).
+ */
+#include "cluster/coord_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "shogi/be64.h"
+#include "shogi/grow.h"
+
+#define RESULT_MAX (1 + COORD_MAX_LINES * (1 + USI_MOVE_MAX + 8 + 1 + 4 + 2 + 8))
+
+static size_t put_result(uint8_t *p, const CoordResult *r)
+{
+	uint8_t *q = p;
+	*q++ = (uint8_t)r->nlines;
+	for (int i = 0; i < r->nlines; i++) {
+		const CoordLine *l = &r->lines[i];
+		q += co_put_str(q, l->move);
+		*q++ = l->mate;
+		uint32_t s = (uint32_t)l->score;
+		for (int k = 0; k < 4; k++) *q++ = (uint8_t)(s >> (24 - 8 * k));
+		*q++ = (uint8_t)(l->depth >> 8);
+		*q++ = (uint8_t)l->depth;
+		be64_put(q, l->nodes);
+		q += 8;
+	}
+	return (size_t)(q - p);
+}
+
+static int get_result(CoordResult *r, Key key, const uint8_t **p, const uint8_t *end)
+{
+	memset(r, 0, sizeof *r);
+	r->key = key;
+	if (*p >= end) return -1;
+	r->nlines = *(*p)++;
+	if (r->nlines < 1 || r->nlines > COORD_MAX_LINES) return -1;
+	for (int i = 0; i < r->nlines; i++) {
+		CoordLine *l = &r->lines[i];
+		if (co_get_str(l->move, sizeof l->move, p, end) < 0 || end - *p < 15) return -1;
+		const uint8_t *q = *p;
+		l->mate = q[0] != 0;
+		l->score = (int)(int32_t)((uint32_t)q[1] << 24 | (uint32_t)q[2] << 16 |
+		                          (uint32_t)q[3] << 8 | q[4]);
+		l->depth = q[5] << 8 | q[6];
+		l->nodes = be64_get(q + 7);
+		*p += 15;
+	}
+	return 0;
+}
+
+int co_work_put(Coord *c, const void *k, size_t kl, const void *v, size_t vl, char *err)
+{
+	BookTxn *t;
+	int rc = bookdb_writer_txn(&t, c->w);
+	if (rc == 0) rc = bookdb_kv_put(t, BOOKDB_WORK, k, kl, v, vl);
+	return rc < 0 ? co_broken(c, err, "writing the spot checks", rc) : 0;
+}
+
+int co_work_del(Coord *c, const void *k, size_t kl, char *err)
+{
+	BookTxn *t;
+	int rc = bookdb_writer_txn(&t, c->w);
+	if (rc == 0) rc = bookdb_kv_del(t, BOOKDB_WORK, k, kl);
+	return rc < 0 && rc != BOOKDB_ENOTFOUND ? co_broken(c, err, "writing the spot checks", rc)
+	                                        : 0;
+}
+
+int co_check_put(Coord *c, const SpotCheck *k, char *err)
+{
+	size_t need = 2 + 8 + 3 * 256 + SFEN_MAX + 2 * RESULT_MAX + 256;
+	if (array_grow((void **)&c->buf, &c->capbuf, need, 1, 4096))
+		return co_broken(c, err, "writing a spot check", BOOKDB_ENOMEM);
+	uint8_t *p = c->buf;
+	*p++ = k->stage;
+	*p++ = k->tries;
+	be64_put(p, k->seq);
+	p += 8;
+	p += co_put_str(p, k->token);
+	p += co_put_str(p, k->worker);
+	p += co_put_str(p, k->sfen);
+	p += put_result(p, k->orig);
+	if (k->stage == 2) {
+		p += co_put_str(p, k->checker);
+		p += put_result(p, k->second);
+	}
+	uint8_t key[17] = {'C'};
+	key_to_bytes(k->key, key + 1);
+	return co_work_put(c, key, sizeof key, c->buf, (size_t)(p - c->buf), err);
+}
+
+size_t co_prov_key(uint8_t *out, const char *token, uint64_t seq)
+{
+	size_t n = strlen(token);
+	out[0] = 'P';
+	out[1] = (uint8_t)n;
+	memcpy(out + 2, token, n);
+	be64_put(out + 2 + n, seq);
+	return 2 + n + 8;
+}
+
+static int token_put(Coord *c, const SpotToken *t, char *err)
+{
+	uint8_t v[2 + 8 * 8 + 2 * (1 + COORD_REASON_MAX)], *p = v;
+	*p++ = 1;
+	*p++ = t->quarantined;
+	const uint64_t f[8] = {t->results,   t->good_seq, t->passed,  (uint64_t)t->quarantined_ms,
+	                       t->taken_out, t->checks,   t->strikes, t->strike_at};
+	for (int i = 0; i < 8; i++, p += 8) be64_put(p, f[i]);
+	p += co_put_str(p, t->reason);
+	p += co_put_str(p, t->fault);
+	uint8_t k[1 + COORD_NAME_MAX] = {'Q'};
+	size_t n = strlen(t->name);
+	memcpy(k + 1, t->name, n);
+	return co_work_put(c, k, 1 + n, v, (size_t)(p - v), err);
+}
+
+int co_redo_put(Coord *c, const KeyState *ks, char *err)
+{
+	uint8_t k[17] = {'U'}, v[1 + SFEN_MAX];
+	key_to_bytes(ks->key, k + 1);
+	int n = co_put_str(v, ks->sfen);
+	return co_work_put(c, k, sizeof k, v, (size_t)n, err);
+}
+
+int co_redo_del(Coord *c, Key key, char *err)
+{
+	uint8_t k[17] = {'U'};
+	key_to_bytes(key, k + 1);
+	return co_work_del(c, k, sizeof k, err);
+}
+
+int co_spot_flush(Coord *c, char *err)
+{
+	for (size_t i = 0; i < c->nstok; i++) {
+		if (!c->stok[i].dirty) continue;
+		int rc = token_put(c, &c->stok[i], err);
+		if (rc < 0) return rc;
+		c->stok[i].dirty = false;
+	}
+	return 0;
+}
+
+/* A "C" record read back: the check, its position leased in the selector. */
+static int restore_check(Coord *c, Key key, const uint8_t *p, const uint8_t *end)
+{
+	if (co_spot_check(c, key)) return COORD_EBOOK;
+	SpotCheck *s = co_dense_add(&c->check_map, (void **)&c->checks, &c->capchecks, &c->nchecks,
+	                            sizeof *c->checks, key);
+	if (!s) return COORD_ENOMEM;
+	int rc = COORD_ENOMEM;
+	if (!(s->orig = malloc(sizeof *s->orig))) goto fail;
+	rc = COORD_EBOOK;
+	if (end - p < 10) goto fail;
+	s->stage = p[0];
+	s->tries = p[1];
+	s->seq = be64_get(p + 2);
+	p += 10;
+	if ((s->stage != 1 && s->stage != 2) ||
+	    co_get_str(s->token, sizeof s->token, &p, end) < 0 ||
+	    co_get_str(s->worker, sizeof s->worker, &p, end) < 0 ||
+	    co_get_str(s->sfen, sizeof s->sfen, &p, end) < 0 ||
+	    get_result(s->orig, key, &p, end) < 0)
+		goto fail;
+	if (s->stage == 2) {
+		rc = COORD_ENOMEM;
+		if (!(s->second = malloc(sizeof *s->second))) goto fail;
+		rc = COORD_EBOOK;
+		if (co_get_str(s->checker, sizeof s->checker, &p, end) < 0 ||
+		    get_result(s->second, key, &p, end) < 0)
+			goto fail;
+	}
+	if (p != end) goto fail;
+	rc = COORD_ENOMEM;
+	if (!co_spot_token(c, s->token, true) || sel_lease(c->sel, key) < 0) goto fail;
+	return 1;
+fail:
+	free(s->orig);
+	free(s->second);
+	co_dense_del(&c->check_map, c->checks, &c->nchecks, sizeof *c->checks,
+	             (size_t)(s - c->checks));
+	return rc;
+}
+
+int co_spot_restore(Coord *c, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
+{
+	const uint8_t *p = v, *end = v + vl;
+	if (kl == 17 && k[0] == 'C') return restore_check(c, key_from_bytes(k + 1), p, end);
+	if (kl >= 10 && k[0] == 'P') {
+		size_t n = k[1];
+		if (kl != 2 + n + 8 || n > COORD_NAME_MAX || vl != 16) return COORD_EBOOK;
+		char name[COORD_NAME_MAX + 1];
+		memcpy(name, k + 2, n);
+		name[n] = 0;
+		SpotToken *t = co_spot_token(c, name, true);
+		if (!t ||
+		    array_grow((void **)&t->prov, &t->capprov, t->nprov + 1, sizeof *t->prov, 64))
+			return COORD_ENOMEM;
+		t->prov[t->nprov++] = (SpotProv){be64_get(k + 2 + n), key_from_bytes(v)};
+		return 1;
+	}
+	if (kl >= 1 && kl <= 1 + COORD_NAME_MAX && k[0] == 'Q') {
+		char name[COORD_NAME_MAX + 1];
+		memcpy(name, k + 1, kl - 1);
+		name[kl - 1] = 0;
+		SpotToken *t = co_spot_token(c, name, true);
+		if (!t) return COORD_ENOMEM;
+		if (vl < 2 + 8 * 8 || p[0] != 1) return COORD_EBOOK;
+		t->quarantined = p[1] != 0;
+		p += 2;
+		uint64_t *f[8] = {&t->results,   &t->good_seq, &t->passed,  NULL,
+		                  &t->taken_out, &t->checks,   &t->strikes, &t->strike_at};
+		for (int i = 0; i < 8; i++, p += 8)
+			if (f[i]) *f[i] = be64_get(p);
+		t->quarantined_ms = (int64_t)be64_get(p - 5 * 8);
+		if (co_get_str(t->reason, sizeof t->reason, &p, end) < 0 ||
+		    co_get_str(t->fault, sizeof t->fault, &p, end) < 0 || p != end)
+			return COORD_EBOOK;
+		return 1;
+	}
+	if (kl == 17 && k[0] == 'U') {
+		Key key = key_from_bytes(k + 1);
+		char sfen[SFEN_MAX];
+		if (co_get_str(sfen, sizeof sfen, &p, end) < 0 || p != end) return COORD_EBOOK;
+		if (sel_is_thought(c->sel, key)) return 1; /* cannot happen: deleted when stored */
+		KeyState *ks = co_key_get(c, key);
+		if (!ks) {
+			if (!(ks = co_key_new(c, key)) || sel_lease(c->sel, key) < 0 ||
+			    co_queue_push(c, ks) < 0)
+				return COORD_ENOMEM;
+			memcpy(ks->sfen, sfen, sizeof ks->sfen);
+		}
+		ks->redo = true;
+		return 1;
+	}
+	return 0;
+}
