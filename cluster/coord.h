@@ -22,7 +22,7 @@
  *                     (cluster/coord_ckpt.c)
  *   "C", "P", "Q", "U" the spot checks: checks under way, each token's results
  *                     since its last good check, each token's counts and
- *                     quarantine, positions to think again (coord_spot.c)
+ *                     quarantine, positions to think again (coord_spot_store.c)
  * So a coordinator killed at any moment and restarted has exactly the leases,
  * tries and results of its last commit. Leases whose positions are all done
  * are deleted at once (a later submission for such a lease id is recognised

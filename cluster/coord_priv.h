@@ -291,11 +291,13 @@ int co_select_take_in(Coord *c, char *err);
  * answer; 0 when it is no check any more (then the caller stores it).
  * co_spot_return: a check's lease ended without its answer (tried: a failed
  * try). co_spot_disproved: 1 when a mate claim of r is false in c->pos (why
- * filled). co_spot_quarantine: the token refused from now on and its
- * results since its last good check taken out and queued again.
- * co_spot_tick: checks given up for want of a token. co_spot_flush: the
- * tokens' records before a commit. co_spot_restore: a "C", "P", "Q" or "U"
- * record at open (1: it was one). */
+ * filled, COORD_SPOT_WHYLEN bytes). co_spot_quarantine: the token refused
+ * from now on, its latest results taken out and queued again.
+ * co_spot_tick: checks given up for want of a token. co_spot_restored:
+ * after co_restore, the checks' give-up clocks start at the first tick.
+ * co_spot_check_held: k's result is held for a check. co_spot_token: the
+ * token's state (create: a new one when unknown; NULL when memory runs out
+ * or, without create, unknown). co_spot_check: the check of k, or NULL. */
 bool co_spot_on(const Coord *c);
 void co_spot_seen(Coord *c, const char *token, int64_t now);
 int co_spot_take(Coord *c, Lease *l, int max, const char *token, char *err);
@@ -307,27 +309,28 @@ int co_spot_return(Coord *c, uint64_t lease, Key k, bool tried, int64_t now, cha
 int co_spot_disproved(Coord *c, const CoordResult *r, char *why);
 int co_spot_quarantine(Coord *c, const char *token, const char *reason, int64_t now, char *err);
 int co_spot_tick(Coord *c, int64_t now, char *err);
-int co_spot_flush(Coord *c, char *err);
-int co_spot_restore(Coord *c, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl);
-/* After co_restore: a check whose lease is gone waits again. */
 void co_spot_restored(Coord *c);
 bool co_spot_check_held(Coord *c, Key k);
-/* coord_spot.c: the token's state (create: a new one when unknown; NULL when
- * memory runs out or, without create, unknown); the check of k, or NULL. */
 SpotToken *co_spot_token(Coord *c, const char *name, bool create);
 SpotCheck *co_spot_check(Coord *c, Key k);
+int co_spot_status(Coord *c, CoordStatus *out);
+void co_spot_free(Coord *c);
+
 /* coord_spot_store.c: the spot checks' records (layouts there), written
  * through c->w; each returns 0 or co_broken's code. co_prov_key: the "P"
- * key of the token's result seq into out, its length. */
+ * key of the token's result seq into out, its length. co_redo_del: the "U"
+ * record of a position thought again deleted (its result stored).
+ * co_spot_flush: the tokens' records before a commit. co_spot_restore: a
+ * "C", "P", "Q" or "U" record at open: 1 when it was one, 0 when not, or
+ * COORD_ENOMEM / COORD_EBOOK (it does not decode). */
 int co_work_put(Coord *c, const void *k, size_t kl, const void *v, size_t vl, char *err);
 int co_work_del(Coord *c, const void *k, size_t kl, char *err);
 int co_check_put(Coord *c, const SpotCheck *k, char *err);
 size_t co_prov_key(uint8_t *out, const char *token, uint64_t seq);
 int co_redo_put(Coord *c, const KeyState *ks, char *err);
-/* The "U" record of a position thought again deleted (its result stored). */
 int co_redo_del(Coord *c, Key k, char *err);
-int co_spot_status(Coord *c, CoordStatus *out);
-void co_spot_free(Coord *c);
+int co_spot_flush(Coord *c, char *err);
+int co_spot_restore(Coord *c, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl);
 
 /* coord.c: a checked result stored (think_store) in the position sfen,
  * its KeyState forgotten. */
