@@ -6,7 +6,14 @@
 
 CC       ?= cc
 OPT      ?= -O2 -g
+# Portable by default: ./joseki runs on any CPU of this architecture, so it can be
+# copied to worker nodes (docs/worker.md). NATIVE=1 (or `make native`) tunes it for
+# this machine's CPU instead (-march=native: the benchmarks' build), and a binary
+# built so dies with SIGILL on a CPU without this one's instructions.
+ifeq ($(NATIVE),1)
 ARCH     ?= -march=native
+endif
+ARCH     ?=
 CFLAGS   ?= $(OPT)
 JCFLAGS   = -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. $(ARCH) -pthread
 LIBS      = -llmdb -lcurl -ljansson -lmicrohttpd -larchive -lpthread -lm
@@ -29,7 +36,7 @@ TEST_BIN  = $(TEST_SRC:%.c=$(BUILD)/%)
 LIB       = $(BUILD)/libjoseki.a
 DEPS_OK   = $(BUILD)/.deps-ok
 
-.PHONY: soak all test test-slurm bench bench-book bench-strength tune asan fuzz fuzz-ci demo clean format format-check deps
+.PHONY: native FORCE soak all test test-slurm bench bench-book bench-strength tune asan fuzz fuzz-ci demo clean format format-check deps
 # Keep object files make would otherwise treat as intermediate and delete.
 .SECONDARY:
 
@@ -42,7 +49,20 @@ $(DEPS_OK): tools/install-deps.sh
 
 deps: $(DEPS_OK)
 
-$(BUILD)/%.o: %.c | $(DEPS_OK)
+# The compiler and its flags, kept in the build tree: objects built with other
+# ones (a portable build after a native one, or the other way round) are built
+# again instead of being linked together.
+FLAGS_STAMP = $(BUILD)/.flags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(JCFLAGS) $(CFLAGS)' | cmp -s - $@ || echo '$(CC) $(JCFLAGS) $(CFLAGS)' > $@
+FORCE:
+
+# ./joseki for this machine's CPU (see ARCH above).
+native:
+	$(MAKE) NATIVE=1 joseki
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(JCFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -50,7 +70,7 @@ $(BUILD)/server/assets_data.c: $(WWW_SRC) tools/embed.sh | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	tools/embed.sh $@ $(WWW_SRC)
 
-$(BUILD)/server/assets_data.o: $(BUILD)/server/assets_data.c
+$(BUILD)/server/assets_data.o: $(BUILD)/server/assets_data.c $(FLAGS_STAMP)
 	$(CC) $(JCFLAGS) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
@@ -60,7 +80,7 @@ $(LIB): $(LIB_OBJ)
 joseki: $(TOOL_OBJ) $(LIB)
 	$(CC) $(JCFLAGS) $(CFLAGS) -o $@ $(TOOL_OBJ) $(LIB) $(LIBS)
 
-$(BUILD)/tests/%: tests/%.c $(TSUP_OBJ) $(LIB) | $(DEPS_OK)
+$(BUILD)/tests/%: tests/%.c $(TSUP_OBJ) $(LIB) $(FLAGS_STAMP) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(JCFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TSUP_OBJ) $(LIB) $(LIBS) $(TESTLIBS)
 

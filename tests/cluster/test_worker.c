@@ -886,6 +886,36 @@ static void test_worker__slurm_script_runs_a_worker_and_stops_on_sigterm(void **
 	unsetenv("JOSEKI_SPOOL");
 }
 
+/* The Slurm script and a binary built for another CPU (make native, copied to
+ * a node without its instructions): the worker dies of SIGILL at once, which
+ * another start cannot mend, so the task ends with 1 and says what to do
+ * instead of starting it again every 10 s. */
+static void test_worker__slurm_script_stops_on_a_binary_for_another_cpu(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), bin[600], runs[600], script[1400];
+	snprintf(bin, sizeof bin, "%s/joseki-native", dir);
+	snprintf(runs, sizeof runs, "%s/runs", dir);
+	snprintf(script, sizeof script, "#!/bin/sh\necho run >> %s\nkill -ILL $$\n", runs);
+	assert_int_equal(ts_write_file(bin, script, strlen(script)), 0);
+	assert_int_equal(chmod(bin, 0755), 0);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err,
+	                 "JOSEKI_SERVER=http://127.0.0.1:9 JOSEKI_BIN=%s JOSEKI_SPOOL=%s/spool "
+	                 "timeout 30 bash deploy/slurm/joseki-worker.sbatch",
+	                 bin, dir);
+	if (rc != 1 || !strstr(err, "SIGILL") || !strstr(err, "plain make"))
+		fail_msg("sbatch: exit %d, stderr: %s", rc, err);
+	char *ran = ts_read_file(runs, NULL);
+	assert_non_null(ran);
+	assert_string_equal(ran, "run\n"); /* started once, not again */
+	free(ran);
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_worker__lease_parser_takes_the_protocol_and_refuses_the_rest(void **state)
 {
 	(void)state;
@@ -976,6 +1006,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_worker__lease_parser_takes_the_protocol_and_refuses_the_rest),
 	    cmocka_unit_test(test_worker__result_encoding_follows_the_protocol),
+	    cmocka_unit_test(test_worker__slurm_script_stops_on_a_binary_for_another_cpu),
 	    cmocka_unit_test_setup_teardown(
 	        test_worker__every_position_submitted_once_with_legal_moves, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
