@@ -441,6 +441,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 		result = oom_result(st, result);
 		free_result(r);
 		Unit *u = &p.units[seq % p.window];
+		if (u->error) st->unreadable++;
 		free(u->name);
 		free(u->error);
 		u->name = u->error = NULL;

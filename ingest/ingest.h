@@ -98,6 +98,10 @@ typedef struct {
 	uint64_t plies_stored;
 	uint64_t unreached;    /* import of an Apery book: entries no book line reaches */
 	uint64_t errors_total; /* all errors, also those beyond the list's cap */
+	/* Inputs that could not be read at all (missing, unreadable, a damaged
+	 * archive): listed in errors too, and a failure for the command, where
+	 * a malformed record in a readable file is not. */
+	uint64_t unreadable;
 	size_t nerrors;
 	IngestError errors[INGEST_MAX_ERRORS];
 	double seconds;
@@ -109,8 +113,9 @@ void ingest_stats_free(IngestStats *st);
 /*
  * Ingests inputs into db (opened read-write). Problems with single records or
  * inputs are not failures: they are counted and listed in stats->errors and
- * the run goes on. Returns 0, or a negative code when the book could not be
- * written (the last committed batch stays; nothing half-written).
+ * the run goes on (an input that could not be read is also counted in
+ * stats->unreadable, for the command's exit status). Returns 0, or a negative code when the book
+ * could not be written (the last committed batch stays; nothing half-written).
  */
 JOSEKI_MUST_USE int ingest_run(IngestStats *stats, BookDB *db, const char *const *inputs,
                                size_t ninputs, const IngestOptions *opt);

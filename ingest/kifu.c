@@ -399,6 +399,10 @@ const char *kifu_reader_error(const KifuReader *r)
 {
 	return r->err;
 }
+const char *kifu_reader_error_what(const KifuReader *r)
+{
+	return r->err + r->err_what;
+}
 int kifu_reader_error_line(const KifuReader *r)
 {
 	return r->err_line;
@@ -416,6 +420,7 @@ int kifu_reader_next(KifuReader *r, KifuRecord **out)
 {
 	*out = NULL;
 	r->err[0] = 0;
+	r->err_what = 0;
 	r->err_line = 0;
 	switch (r->format) {
 	case KIFU_KIF:
@@ -467,6 +472,10 @@ int kifu_fail(KifuReader *r, int line, const char *fmt, ...)
 	errmsg_vset(raw + n, sizeof raw - n, 0, fmt, ap);
 	va_end(ap);
 	errmsg_escape(r->err, sizeof r->err, raw, strlen(raw));
+	/* Where the message starts: after the escaped "input:line: ". */
+	char pre[KIFU_ERRLEN];
+	errmsg_escape(pre, sizeof pre, raw, n);
+	r->err_what = strlen(pre) < strlen(r->err) ? strlen(pre) : strlen(r->err);
 	r->err_line = line;
 	return KIFU_EPARSE;
 }

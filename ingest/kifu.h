@@ -221,6 +221,9 @@ void kifu_reader_want_tree(KifuReader *r, bool on);
 
 /* The message of the last error ("" if none), valid until the next call. */
 const char *kifu_reader_error(const KifuReader *r);
+/* The same without its "input:line: " (for a caller that lists the input and
+ * the line apart, as ingest's errors do). */
+const char *kifu_reader_error_what(const KifuReader *r);
 /* The line of the last error (0 if none). */
 JOSEKI_MUST_USE int kifu_reader_error_line(const KifuReader *r);
 /* The input's name as given at open. */

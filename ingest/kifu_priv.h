@@ -23,6 +23,7 @@ struct KifuReader {
 	char *text;  /* KIF/KI2 decoded to UTF-8, when the input was not (owned) */
 	char *name;
 	char err[KIFU_ERRLEN];
+	size_t err_what; /* where err's message starts, after "input:line: " */
 	int err_line;
 	bool done;      /* KIF, KI2, JKF: the file's one record was returned */
 	Position *pos;  /* where the text formats resolve their moves (allocated on first use) */

@@ -285,7 +285,7 @@ static void parse_unit(Result *r, const Unit *u, const IngestOptions *opt, Posit
 			if (!g) break;
 			g->status = GAME_REJECT;
 			result_error(r, u->name, kifu_reader_error_line(rd),
-			             ing_printf("%s (record skipped)", kifu_reader_error(rd)));
+			             ing_printf("%s (record skipped)", kifu_reader_error_what(rd)));
 			continue;
 		}
 		if (rc < 0) {

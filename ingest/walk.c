@@ -46,12 +46,25 @@ uint64_t walk_skipped(const WalkStats *st)
 	return st->not_games + st->special + st->loops + st->broken + st->hidden;
 }
 
+/* Appends to out (cap bytes, o used) as snprintf would; returns the new o. */
+static size_t append(char *out, size_t cap, size_t o, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static size_t append(char *out, size_t cap, size_t o, const char *fmt, ...)
+{
+	if (o + 1 >= cap) return o;
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(out + o, cap - o, fmt, ap);
+	va_end(ap);
+	return k < 0 ? o : (size_t)k < cap - o ? o + (size_t)k : cap - 1;
+}
+
 size_t walk_skipped_text(const WalkStats *st, char *out, size_t cap)
 {
 	const struct {
 		uint64_t n;
 		const char *one, *many;
-	} parts[] = {
+	} parts[WALK_KINDS] = {
 	    {st->not_games, "file not named as a game file", "files not named as game files"},
 	    {st->special, "special file", "special files"},
 	    {st->loops, "link to a directory already walked",
@@ -61,12 +74,14 @@ size_t walk_skipped_text(const WalkStats *st, char *out, size_t cap)
 	};
 	size_t o = 0;
 	if (cap) out[0] = 0;
-	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-		if (!parts[i].n || o >= cap) continue;
-		int k = snprintf(out + o, cap - o, "%s%llu %s", o ? ", " : "",
-		                 (unsigned long long)parts[i].n,
-		                 parts[i].n == 1 ? parts[i].one : parts[i].many);
-		if (k > 0) o += (size_t)k < cap - o ? (size_t)k : cap - o - 1;
+	for (int i = 0; i < WALK_KINDS; i++) {
+		if (!parts[i].n) continue;
+		o = append(out, cap, o, "%s%llu %s (", o ? ", " : "",
+		           (unsigned long long)parts[i].n,
+		           parts[i].n == 1 ? parts[i].one : parts[i].many);
+		for (uint64_t k = 0; k < parts[i].n && k < WALK_NAMES_KEPT; k++)
+			o = append(out, cap, o, "%s%s", k ? ", " : "", st->left_out[i][k]);
+		o = append(out, cap, o, "%s)", parts[i].n > WALK_NAMES_KEPT ? ", ..." : "");
 	}
 	return o;
 }
@@ -91,6 +106,24 @@ static char *str_printf(const char *fmt, ...)
 	if (vasprintf(&s, fmt, ap) < 0) s = NULL;
 	va_end(ap);
 	return s;
+}
+
+/* Counts what is left out, of kind (WALK_NOT_GAME...), and keeps its name
+ * when it is among the first few. */
+static void left_out(Walk *w, int kind, const char *name)
+{
+	if (!w->st) return;
+	uint64_t *n[WALK_KINDS] = {&w->st->not_games, &w->st->special, &w->st->loops,
+	                           &w->st->broken, &w->st->hidden};
+	if (*n[kind] < WALK_NAMES_KEPT) {
+		char *to = w->st->left_out[kind][*n[kind]];
+		size_t len = strlen(name);
+		if (len < WALK_NAME_MAX)
+			memcpy(to, name, len + 1);
+		else
+			snprintf(to, WALK_NAME_MAX, "%.*s...", WALK_NAME_MAX - 4, name);
+	}
+	(*n[kind])++;
 }
 
 /* Hands a file that could not be read (from line on, 0: at all) to the
@@ -236,7 +269,9 @@ static int walk_archive(Walk *w, const char *path)
 			continue;
 		}
 		if (!ename || !walk_game_name(ename)) {
-			if (w->st) w->st->not_games++;
+			char *name = str_printf("%s:%s", path, ename ? ename : "?");
+			left_out(w, WALK_NOT_GAME, name ? name : path);
+			free(name);
 			archive_read_data_skip(a);
 			continue;
 		}
@@ -311,7 +346,7 @@ static bool enter_dir(Walk *w, dev_t dev, ino_t ino)
 static int walk_dir(Walk *w, const char *path)
 {
 	if (pseudo_fs(path)) {
-		if (w->st) w->st->special++;
+		left_out(w, WALK_SPECIAL, path);
 		return 0;
 	}
 	if (w->opt->dir) {
@@ -327,7 +362,9 @@ static int walk_dir(Walk *w, const char *path)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
 		if (de->d_name[0] == '.') {
-			if (w->st) w->st->hidden++;
+			char *name = str_printf("%s/%s", path, de->d_name);
+			left_out(w, WALK_HIDDEN, name ? name : path);
+			free(name);
 			continue;
 		}
 		char *name = NULL;
@@ -374,19 +411,19 @@ static int walk_path(Walk *w, const char *path, bool named)
 	if (stat(path, &sb) < 0) {
 		if (named) return give_error(w, path, 0, errno, "cannot read: %s", strerror(errno));
 		/* a link to nothing, or an entry gone meanwhile */
-		if (w->st) w->st->broken++;
+		left_out(w, WALK_BROKEN, path);
 		return 0;
 	}
 	if (S_ISDIR(sb.st_mode)) {
 		if (!enter_dir(w, sb.st_dev, sb.st_ino)) {
-			if (w->st) w->st->loops++;
+			left_out(w, WALK_LOOP, path);
 			return 0;
 		}
 		return walk_dir(w, path);
 	}
 	if (!named && !S_ISREG(sb.st_mode)) {
 		/* devices, sockets, FIFOs: a read could block forever */
-		if (w->st) w->st->special++;
+		left_out(w, WALK_SPECIAL, path);
 		return 0;
 	}
 	/* A file looked at: every regular file in a directory, and every file
@@ -395,7 +432,7 @@ static int walk_path(Walk *w, const char *path, bool named)
 	if (w->st && (named ? !archive : S_ISREG(sb.st_mode))) w->st->files++;
 	if (archive) return walk_archive(w, path);
 	if (!named && !walk_game_name(path)) {
-		if (w->st) w->st->not_games++;
+		left_out(w, WALK_NOT_GAME, path);
 		return 0;
 	}
 	return read_file(w, path);

@@ -41,6 +41,10 @@
 /* A CSA or USI input goes on in parts of at least this many bytes (all but
  * its last), each cut just after a record. */
 #define WALK_PART_BYTES (256 << 10)
+/* The kinds of what a walk leaves out, in WalkStats' order. */
+enum { WALK_NOT_GAME, WALK_SPECIAL, WALK_LOOP, WALK_BROKEN, WALK_HIDDEN, WALK_KINDS };
+#define WALK_NAMES_KEPT 3 /* names kept of each kind left out */
+#define WALK_NAME_MAX 256 /* bytes of a kept name, NUL included (longer: cut, "...") */
 
 typedef struct {
 	uint64_t files;   /* regular files looked at: in the directories walked, and those named */
@@ -52,15 +56,19 @@ typedef struct {
 	uint64_t hidden;    /* dot files and directories */
 	uint64_t refused;   /* inputs whose reading stopped at a limit (a NUL byte, a line or
 	                       record too long): not game records */
+	/* The first names left out of each kind (WALK_NOT_GAME...), in walk
+	 * order, so that a command can say which ("" past the count). */
+	char left_out[WALK_KINDS][WALK_NAMES_KEPT][WALK_NAME_MAX];
 } WalkStats;
 
 /* All that was left out. */
 uint64_t walk_skipped(const WalkStats *st);
 
 /*
- * "3 not game files, 1 special file, 2 links to directories already walked,
- * 1 broken link, 4 hidden" (only the non-zero ones) into out (cap bytes);
- * "" when nothing was left out. Returns the length.
+ * "3 files not named as game files (d/README, d/notes.txt, d/x.pdf), 1
+ * special file (d/fifo), 5 hidden files (d/.a, d/.b, d/.c, ...)" (only the
+ * non-zero kinds, each with its first names) into out (cap bytes); "" when
+ * nothing was left out. Returns the length.
  */
 size_t walk_skipped_text(const WalkStats *st, char *out, size_t cap);
 

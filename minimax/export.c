@@ -595,8 +595,8 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		if (parts[t].rc < 0 && rc == 0)
 			rc =
 			    parts[t].rc == EXPORT_EIO
-			        ? fail(err, errlen, EXPORT_EIO, "%s: write error: %s",
-			               parts[t].spill_path, strerror(parts[t].err_no))
+			        ? fail(err, errlen, EXPORT_EIO, "%s: cannot write there: %s", out_path,
+			               strerror(parts[t].err_no))
 			    : parts[t].rc == EXPORT_EBOOK
 			        ? fail(err, errlen, EXPORT_EBOOK,
 			               "%s; the book is damaged: joseki check lists what, --repair "
@@ -624,7 +624,8 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 	if (rc < 0) goto done;
 	out = fopen(tmp_path, "wb");
 	if (!out) {
-		rc = fail(err, errlen, EXPORT_EIO, "%s: cannot create", tmp_path);
+		rc = fail(err, errlen, EXPORT_EIO, "%s: cannot write there: %s", out_path,
+		          strerror(errno));
 		goto done;
 	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
@@ -637,12 +638,13 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 	out = NULL;
 	int werr = bad ? errno : 0;
 	if (fclose(o) != 0 || bad) {
-		rc = fail(err, errlen, EXPORT_EIO, "%s: write error: %s", tmp_path,
+		rc = fail(err, errlen, EXPORT_EIO, "%s: write error: %s", out_path,
 		          strerror(werr ? werr : errno));
 		goto done;
 	}
 	if (rename(tmp_path, out_path) != 0) {
-		rc = fail(err, errlen, EXPORT_EIO, "%s: cannot rename to %s", tmp_path, out_path);
+		rc = fail(err, errlen, EXPORT_EIO, "%s: cannot put the written book in place: %s",
+		          out_path, strerror(errno));
 		goto done;
 	}
 	rc = 0;

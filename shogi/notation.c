@@ -312,7 +312,8 @@ int usi_move_parse_legal(Move *out, const Position *pos, const char *s, size_t l
 	int rc = usi_move_parse(&m, s, len, err);
 	if (rc < 0) return rc;
 	if (!pos_is_legal(pos, m)) {
-		errf(err, "illegal move '%s'", s, len);
+		/* The caller names the move: the message says why it fails. */
+		errmsg_set(err, SHOGI_ERRLEN, 0, "%s", "not legal in this position");
 		return SHOGI_EILLEGAL;
 	}
 	*out = m;
@@ -349,29 +350,36 @@ int csa_move_parse(Move *out, const Position *pos, const char *s, size_t len, ch
 	if (tf < 1 || tr < 1) goto bad;
 	Square to = sq_make(tf - 1, tr - 1);
 	Move m;
+	/* The caller names the move: the messages say why it fails. */
 	if (t[0] == '0' && t[1] == '0') {
-		if (pt > GOLD) goto illegal;
+		if (pt > GOLD)
+			return errmsg_set(
+			    err, SHOGI_ERRLEN, SHOGI_EILLEGAL, "%s (%s) cannot be dropped",
+			    pt == KING ? "a king" : "a promoted piece", CSA_PIECE_NAMES[pt]);
 		m = move_make_drop(pt, to);
 	} else {
 		int ff = t[0] - '0', fr = t[1] - '0';
 		if (ff < 1 || fr < 1) goto bad;
 		Square from = sq_make(ff - 1, fr - 1);
 		Piece p = pos->board[from];
-		if (!p || piece_color(p) != pos->side) goto illegal;
+		if (!p || piece_color(p) != pos->side)
+			return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL, "no %s piece on %d%d",
+			                  pos->side == BLACK ? "Black" : "White", ff, fr);
 		PieceType cur = piece_type(p);
 		if (cur == pt)
 			m = move_make(from, to, false);
 		else if (pt_can_promote(cur) && pt == cur + PROMOTE)
 			m = move_make(from, to, true);
 		else
-			goto illegal;
+			return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
+			                  "the piece on %d%d is %s, which cannot become %s", ff, fr,
+			                  CSA_PIECE_NAMES[cur], CSA_PIECE_NAMES[pt]);
 	}
-	if (!pos_is_legal(pos, m)) goto illegal;
+	if (!pos_is_legal(pos, m))
+		return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL, "%s",
+		                  "not legal in this position");
 	*out = m;
 	return SHOGI_OK;
-illegal:
-	errf(err, "illegal move '%s'", s, len);
-	return SHOGI_EILLEGAL;
 bad:
 	errf(err, "malformed CSA move '%s'", s, len);
 	return SHOGI_EPARSE;
@@ -393,25 +401,41 @@ size_t csa_move_write(const Position *pos, Move m, char out[CSA_MOVE_MAX])
 	                        CSA_PIECE_NAMES[pt]);
 }
 
+/* True when s starts with the word w (followed by a blank or the end). */
+static bool word_at(const char *s, const char *w)
+{
+	size_t n = strlen(w);
+	return !strncmp(s, w, n) && (s[n] == 0 || isspace((unsigned char)s[n]));
+}
+
 int position_parse(Position *out, const char *spec, char *err)
 {
 	const char *s = skip_ws(spec);
-	if (!strncmp(s, "position ", 9)) s = skip_ws(s + 9);
+	if (word_at(s, "position")) s = skip_ws(s + 8);
 	const char *rest;
-	if (!strncmp(s, "startpos", 8) && (s[8] == 0 || isspace((unsigned char)s[8]))) {
+	Move first;
+	if (word_at(s, "startpos")) {
 		pos_set_startpos(out);
 		rest = skip_ws(s + 8);
+	} else if (word_at(s, "moves") ||
+	           (*s && usi_move_parse(&first, s, tok_len(s), NULL) == SHOGI_OK)) {
+		/* A bare move list ("7g7f 3c3d", or "moves 7g7f ..."): from the
+		 * start position, as a USI game line (no SFEN board is a move). */
+		pos_set_startpos(out);
+		s = word_at(s, "moves") ? skip_ws(s + 5) : s;
+		goto moves;
 	} else {
 		int rc = sfen_parse(out, s, &rest, err);
 		if (rc < 0) return rc;
 	}
 	if (!*rest) return SHOGI_OK;
-	if (strncmp(rest, "moves", 5) || (rest[5] && !isspace((unsigned char)rest[5]))) {
+	if (!word_at(rest, "moves")) {
 		errf(err, "unexpected '%s' after the position (expected 'moves')", rest,
 		     tok_len(rest));
 		return SHOGI_EPARSE;
 	}
 	s = skip_ws(rest + 5);
+moves:;
 	int index = 0;
 	while (*s) {
 		size_t l = tok_len(s);

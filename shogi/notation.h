@@ -33,13 +33,16 @@ JOSEKI_MUST_USE int usi_move_parse(Move *out, const char *s, size_t len, char *e
 /* Writes the USI form (at most 5 chars + NUL); returns the length. */
 #define USI_MOVE_MAX 8
 size_t usi_move_write(Move m, char out[USI_MOVE_MAX]);
-/* Parses a USI move and checks it is legal in pos. */
+/* Parses a USI move and checks it is legal in pos. An illegal one:
+ * SHOGI_EILLEGAL, err says why without naming the move (the caller does). */
 JOSEKI_MUST_USE int usi_move_parse_legal(Move *out, const Position *pos, const char *s, size_t len,
                                          char *err);
 
 /*
  * CSA moves: "+7776FU" (sign optional when the side is known), the piece
- * named after the move, "00" as origin for a drop. Checks legality in pos.
+ * named after the move, "00" as origin for a drop. Checks legality in pos:
+ * an illegal move is SHOGI_EILLEGAL, err saying why without naming the move
+ * ("no Black piece on 99", "not legal in this position"; the caller does).
  */
 JOSEKI_MUST_USE int csa_move_parse(Move *out, const Position *pos, const char *s, size_t len,
                                    char *err);
@@ -55,8 +58,9 @@ PieceType csa_piece_parse(const char *s);
 /*
  * Parses a position spec as docs/shogi.md gives it: an SFEN, "startpos", or either
  * followed by "moves m1 m2 ...", with an optional leading "position " and/or
- * "sfen ". Each move is checked for legality and made; on an illegal move the
- * error names it and its index.
+ * "sfen "; or a bare move list from the start position ("7g7f 3c3d", as a USI
+ * game line; "moves 7g7f ..." too). Each move is checked for legality and
+ * made; on an illegal move the error names it and its index.
  */
 JOSEKI_MUST_USE int position_parse(Position *out, const char *spec, char *err);
 

@@ -97,6 +97,7 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 		json_object_set_new(o, "moves_added", json_integer((json_int_t)st->moves_added));
 		json_object_set_new(o, "evals_added", json_integer((json_int_t)st->evals_added));
 		json_object_set_new(o, "errors_total", json_integer((json_int_t)st->errors_total));
+		json_object_set_new(o, "unreadable", json_integer((json_int_t)st->unreadable));
 		json_object_set_new(o, "time_ms", json_integer((json_int_t)(st->seconds * 1000)));
 		json_t *errs = json_array();
 		for (size_t i = 0; i < st->nerrors; i++) {
@@ -113,13 +114,23 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 		/* What the walk left out and the branches not read, when there are any. */
 		if (walk_skipped(&st->walk)) {
 			const WalkStats *w = &st->walk;
-			json_object_set_new(
-			    o, "files_skipped",
-			    json_pack("{s:I, s:I, s:I, s:I, s:I}", "not_game_files",
-			              (json_int_t)w->not_games, "special", (json_int_t)w->special,
-			              "links_to_walked_directories", (json_int_t)w->loops,
-			              "broken_links", (json_int_t)w->broken, "hidden",
-			              (json_int_t)w->hidden));
+			json_t *fs = json_pack(
+			    "{s:I, s:I, s:I, s:I, s:I}", "not_game_files", (json_int_t)w->not_games,
+			    "special", (json_int_t)w->special, "links_to_walked_directories",
+			    (json_int_t)w->loops, "broken_links", (json_int_t)w->broken, "hidden",
+			    (json_int_t)w->hidden);
+			/* The first names of each kind, as the text says them. */
+			json_t *names = json_array();
+			const uint64_t n[WALK_KINDS] = {w->not_games, w->special, w->loops,
+			                                w->broken, w->hidden};
+			for (int k = 0; k < WALK_KINDS; k++)
+				for (uint64_t i = 0; i < n[k] && i < WALK_NAMES_KEPT; i++) {
+					json_t *s = json_string(w->left_out[k][i]);
+					json_array_append_new(
+					    names, s ? s : json_string("(name not UTF-8)"));
+				}
+			json_object_set_new(fs, "names", names);
+			json_object_set_new(o, "files_skipped", fs);
 		}
 		if (st->walk.refused)
 			json_object_set_new(o, "inputs_refused",
@@ -132,7 +143,7 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 			                    json_integer((json_int_t)st->unreached));
 		return joseki_print_json(o, 0);
 	}
-	char skipped[256];
+	char skipped[WALK_KINDS * (WALK_NAMES_KEPT + 1) * WALK_NAME_MAX];
 	if (walk_skipped_text(&st->walk, skipped, sizeof skipped))
 		fprintf(stderr, "%s: left out: %s\n", cmd, skipped);
 	if (st->variations)

@@ -50,10 +50,18 @@ int cmd_ingest(int argc, char **argv)
 	if (rc < 0)
 		joseki_error("ingest: %s: %s (batches committed before the failure are kept)", book,
 		             why);
-	/* An input that is no game records (a NUL byte, an endless line: ingest
-	 * /dev/zero) fails the run, the games of the other inputs kept. */
+	/* A missing or unreadable input is a failure (a script must notice);
+	 * malformed records in a readable one are reported and skipped. An
+	 * input that is no game records (a NUL byte, an endless line: ingest
+	 * /dev/zero) fails the run too, the games of the other inputs kept. */
+	else if (st.unreadable)
+		joseki_error("ingest: %llu input%s could not be read (said above); what could be "
+		             "read is in %s",
+		             (unsigned long long)st.unreadable, st.unreadable == 1 ? "" : "s",
+		             book);
 	bool refused = st.walk.refused > 0;
+	int failed = rc < 0 || printed < 0 || st.unreadable || refused;
 	ingest_stats_free(&st);
 	bookdb_free(db);
-	return rc < 0 || printed < 0 || refused ? 1 : 0;
+	return failed ? 1 : 0;
 }

@@ -58,7 +58,9 @@ int cmd_query(int argc, char **argv)
 	bool json = false, with_avoided = false;
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
-	    CLI_ARG("POS", &spec, "the position: startpos, an SFEN, or either with moves ..."),
+	    CLI_ARG("POS", &spec,
+	            "the position: startpos or an SFEN, either with moves ..., or a bare move "
+	            "list from the start (7g7f 3c3d)"),
 	    CLI_FLAG("--json", &json, "the answer as JSON"),
 	    CLI_FLAG("--with-avoided", &with_avoided,
 	             "rank the moves prune marked avoided as the others"),

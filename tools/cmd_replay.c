@@ -239,7 +239,7 @@ int cmd_replay(int argc, char **argv)
 		printf("replayed %d games, %d unreadable records\n", c.ngames, c.nunreadable);
 		json_decref(c.games);
 	}
-	char skipped[256];
+	char skipped[WALK_KINDS * (WALK_NAMES_KEPT + 1) * WALK_NAME_MAX];
 	if (walk_skipped_text(&c.walk, skipped, sizeof skipped))
 		fprintf(stderr, "replay: left out: %s\n", skipped);
 	if (c.variations)

@@ -441,11 +441,13 @@ static void test_ingest__archives_and_stdin_give_the_same_book(void **state)
 	                ts_joseki(), dir);
 	assert_int_equal(ts_jint(j, "games_ingested"), 1);
 	json_decref(j);
-	/* a truncated archive: an error naming it, the entries before the damage kept */
+	/* a truncated archive: an error naming it, the entries before the damage
+	 * kept, and exit 1 (an input not read whole) */
 	assert_int_equal(ts_runf(NULL, NULL, "head -c 20000 %s/g.tar.gz > %s/cut.tar.gz", dir, dir),
 	                 0);
-	j = ts_run_json(0, "%s ingest %s/cut %s/cut.tar.gz --json --quiet", ts_joseki(), dir, dir);
+	j = ts_run_json(1, "%s ingest %s/cut %s/cut.tar.gz --json --quiet", ts_joseki(), dir, dir);
 	assert_true(json_array_size(json_object_get(j, "errors")) >= 1);
+	assert_int_equal(ts_jint(j, "unreadable"), 1);
 	json_decref(j);
 	json_decref(ref);
 	ts_rmtree(dir);

@@ -181,6 +181,17 @@ static void test_server__every_endpoint_and_every_error(void **state)
 	json_decref(j);
 	free(out);
 	free(hdr);
+	/* position= with a bare move list: the start position and those moves,
+	 * as joseki query takes it. */
+	char *full;
+	assert_int_equal(http(c, s.port, "GET", "/v1/query?position=7g7f%203c3d", NULL, &out, NULL),
+	                 200);
+	assert_int_equal(http(c, s.port, "GET", "/v1/query?position=startpos%20moves%207g7f%203c3d",
+	                      NULL, &full, NULL),
+	                 200);
+	assert_string_equal(out, full);
+	free(out);
+	free(full);
 	/* sfen= with a bare SFEN; a position not in the book. */
 	assert_int_equal(http(c, s.port, "GET", "/v1/query?sfen=4k4/9/9/9/9/9/9/9/4K4%20b%20-%201",
 	                      NULL, &out, NULL),

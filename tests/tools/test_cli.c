@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sys/stat.h>
 
 #include "tests/support/support.h"
 
@@ -155,12 +156,84 @@ static void test_cli__values_and_positionals_go_where_the_table_says(void **stat
 	free(dir);
 }
 
+/* Says whether s holds needle; fails naming what was said otherwise. */
+static void said(const char *what, const char *s, const char *needle)
+{
+	if (!s || !strstr(s, needle)) fail_msg("%s: '%s' not said in:\n%s", what, needle, s);
+}
+
+/*
+ * What a command says of the user's inputs: a missing input is a failure
+ * (exit 1) while a malformed record in a readable file is reported and
+ * skipped (exit 0); what the walk left out is named; a record's error names
+ * its file and line once; query takes a bare move list as ingest does; an
+ * export that cannot write names the user's file, not its temporaries.
+ */
+static void test_cli__exit_codes_and_messages_name_the_users_inputs(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL, path[600];
+	/* A missing input among good ones: the good ones are ingested, exit 1. */
+	int rc = ts_runf(&out, &err, "%s ingest %s/b tests/data/floodgate %s/no-such.csa",
+	                 ts_joseki(), dir, dir);
+	if (rc != 1) fail_msg("ingest of a missing input: exit %d (%s)", rc, err);
+	said("ingest", out, "15 ingested");
+	said("ingest", err, "no-such.csa: cannot read: No such file or directory");
+	said("ingest", err, "1 input could not be read");
+	free(out), free(err);
+	/* A malformed record and an illegal move in readable files: exit 0, each
+	 * said once with its file and line; a file left out of a directory named. */
+	snprintf(path, sizeof path, "%s/games", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof path, "%s/games/bad.csa", dir);
+	assert_int_equal(ts_write_file(path, "PI\n+\n+7776XX\n", 13), 0);
+	snprintf(path, sizeof path, "%s/games/illegal.csa", dir);
+	assert_int_equal(ts_write_file(path, "PI\n+\n+9999FU\n", 13), 0);
+	snprintf(path, sizeof path, "%s/games/notes.txt", dir);
+	assert_int_equal(ts_write_file(path, "hello\n", 6), 0);
+	rc = ts_runf(&out, &err, "%s ingest %s/b %s/games", ts_joseki(), dir, dir);
+	if (rc != 0) fail_msg("ingest of malformed records: exit %d (%s)", rc, err);
+	said("ingest", err, "games/bad.csa:3: malformed move '+7776XX' (record skipped)\n");
+	said("ingest", err, "games/illegal.csa:3: illegal move +9999FU (the piece on 99 is KY");
+	if (strstr(strstr(err, "bad.csa:3: ") + 1, "bad.csa:3: "))
+		fail_msg("a place said twice:\n%s", err);
+	said("ingest", err, "left out: 1 file not named as a game file (");
+	said("ingest", err, "games/notes.txt)");
+	free(out), free(err);
+	/* query: a bare move list is the start position and those moves. */
+	char *bare = NULL, *full = NULL;
+	assert_int_equal(ts_runf(&bare, &err, "%s query %s/b '7g7f 3c3d' --json", ts_joseki(), dir),
+	                 0);
+	free(err);
+	assert_int_equal(ts_runf(&full, &err, "%s query %s/b 'startpos moves 7g7f 3c3d' --json",
+	                         ts_joseki(), dir),
+	                 0);
+	free(err);
+	assert_string_equal(bare, full);
+	said("query", bare, "\"sfen\":\"lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/");
+	free(bare), free(full);
+	rc = ts_runf(&out, &err, "%s query %s/b '7g7f 3c3e'", ts_joseki(), dir);
+	assert_int_equal(rc, 2);
+	said("query", err, "illegal move 2 '3c3e'");
+	free(out), free(err);
+	/* export into a directory that cannot be written: the user's file named. */
+	rc = ts_runf(&out, &err, "%s export %s/b %s/no-dir/x.db", ts_joseki(), dir, dir);
+	assert_int_equal(rc, 1);
+	said("export", err, "no-dir/x.db: cannot write there: No such file or directory");
+	if (strstr(err, "spill") || strstr(err, ".tmp"))
+		fail_msg("export named its temporary: %s", err);
+	free(out), free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cli__every_command_has_help_naming_its_options),
 	    cmocka_unit_test(test_cli__bad_usage_reads_the_same_for_every_command),
 	    cmocka_unit_test(test_cli__values_and_positionals_go_where_the_table_says),
+	    cmocka_unit_test(test_cli__exit_codes_and_messages_name_the_users_inputs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
