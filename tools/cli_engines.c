@@ -1,6 +1,7 @@
 /* tools/cli_engines.c — see cli_engines.h. */
 #include "tools/cli_engines.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +20,7 @@ int cli_usi_option(void *dst, char *value, char *msg)
 	return 0;
 }
 
-void cli_engines_init(CliEngines *e, const char *usi_flag, int max_engines)
+void cli_engines_init(CliEngines *e, int max_engines, const char *old_flag)
 {
 	memset(e, 0, sizeof *e);
 	e->path = "builtin";
@@ -29,9 +30,9 @@ void cli_engines_init(CliEngines *e, const char *usi_flag, int max_engines)
 	            "the built-in engine (default) or a USI engine's program"),
 	    CLI_NUM("--engines", &e->n, 1, (unsigned long long)max_engines, "N",
 	            "engines thinking side by side (default 1)"),
-	    CLI_FN(usi_flag, e->opts, cli_usi_option, "NAME=VALUE", "NAME=VALUE",
-	           "a USI option for the engine (setoption), repeatable",
-	           CLI_MANY(&e->nopts, CLI_MAX_USI_OPTIONS)),
+	    CLI_FN("--usi-option", e->opts, cli_usi_option, "NAME=VALUE", "NAME=VALUE",
+	           "a USI option for the engine (setoption), repeatable (default: none)",
+	           CLI_MANY(&e->nopts, CLI_MAX_USI_OPTIONS), .alias = old_flag),
 	    CLI_TABLE_END,
 	};
 	_Static_assert(sizeof t == sizeof e->table, "the table's size");
@@ -43,17 +44,20 @@ void cli_budget_init(CliBudget *b, int multipv)
 	memset(b, 0, sizeof *b);
 	b->budget = (SearchBudget){.kind = SEARCH_BUDGET_NODES, .amount = 100000};
 	b->multipv = multipv;
+	snprintf(b->multipv_help, sizeof b->multipv_help,
+	         "best moves asked of the engine a position (default %d)", multipv);
 	SearchBudget *s = &b->budget;
 	const CliOpt t[] = {
 	    CLI_NUM("--nodes", &s->amount, 1, CLI_NOMAX, "N",
 	            "nodes searched a position (default 100000)",
 	            CLI_TAG(&s->kind, SEARCH_BUDGET_NODES), .excl = "budget"),
-	    CLI_NUM("--movetime", &s->amount, 1, CLI_NOMAX, "MS", "milliseconds a position",
+	    CLI_NUM("--movetime", &s->amount, 1, CLI_NOMAX, "MS",
+	            "milliseconds a position (instead of the default --nodes)",
 	            CLI_TAG(&s->kind, SEARCH_BUDGET_MOVETIME), .excl = "budget"),
-	    CLI_NUM("--depth", &s->amount, 1, CLI_NOMAX, "D", "plies searched a position",
+	    CLI_NUM("--depth", &s->amount, 1, CLI_NOMAX, "D",
+	            "plies searched a position (instead of the default --nodes)",
 	            CLI_TAG(&s->kind, SEARCH_BUDGET_DEPTH), .excl = "budget"),
-	    CLI_NUM("--multipv", &b->multipv, 1, SEARCH_MULTIPV_MAX, "K",
-	            "best moves asked of the engine a position"),
+	    CLI_NUM("--multipv", &b->multipv, 1, SEARCH_MULTIPV_MAX, "K", b->multipv_help),
 	    CLI_TABLE_END,
 	};
 	_Static_assert(sizeof t == sizeof b->table, "the table's size");

@@ -18,9 +18,11 @@
 
 /*
  * --engine builtin|PATH, --engines N (1..max_engines), and the USI options
- * passed to a PATH engine (usi_flag: "--usi-option", worker's "--option"),
- * NAME=VALUE each. Defaults: one built-in engine. The table is a fragment
- * for a command's (CLI_GROUP(e.table)); e must stay where it is.
+ * passed to a PATH engine, --usi-option NAME=VALUE each, in every command
+ * that runs engines (old_flag: an older spelling still taken, said in
+ * --help, e.g. worker's "--option"; NULL: none). Defaults: one built-in
+ * engine. The table is a fragment for a command's (CLI_GROUP(e.table)); e
+ * must stay where it is.
  */
 typedef struct {
 	const char *path;
@@ -30,7 +32,7 @@ typedef struct {
 	CliOpt table[4];
 } CliEngines;
 
-void cli_engines_init(CliEngines *e, const char *usi_flag, int max_engines);
+void cli_engines_init(CliEngines *e, int max_engines, const char *old_flag);
 
 /*
  * --nodes N | --movetime MS | --depth D (one of them; default 100000 nodes)
@@ -40,6 +42,7 @@ void cli_engines_init(CliEngines *e, const char *usi_flag, int max_engines);
 typedef struct {
 	SearchBudget budget;
 	int multipv;
+	char multipv_help[80]; /* --multipv's help line, with its default */
 	CliOpt table[5];
 } CliBudget;
 

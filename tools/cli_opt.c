@@ -422,9 +422,30 @@ void cli_usage(const CliCmd *c, FILE *f)
 	free(t);
 }
 
+/* text from column col on, wrapped at WIDTH with HELP_COL's indent. */
+static void help_text(const char *text, int col)
+{
+	const char *p = text;
+	while (*p) {
+		int room = WIDTH - col, n = (int)strlen(p);
+		if (n > room) {
+			/* The last blank that fits; a word longer than the room stays whole. */
+			int cut = room;
+			while (cut > 0 && p[cut] != ' ') cut--;
+			if (cut == 0) cut = (int)strcspn(p, " ");
+			n = cut;
+		}
+		printf("%.*s\n", n, p);
+		p += n;
+		while (*p == ' ') p++;
+		if (*p) printf("%*s", HELP_COL, "");
+		col = HELP_COL;
+	}
+}
+
 static void help(const Table *t)
 {
-	char w[256];
+	char w[256], text[1024];
 	usage_of(t, stdout);
 	fputc('\n', stdout);
 	for (int k = 0; k < t->n; k++) {
@@ -432,9 +453,16 @@ static void help(const Table *t)
 		if (!o->help) continue;
 		words(w, sizeof w, o);
 		int len = (int)strlen(w);
-		if (len > HELP_COL - 4)
-			printf("  %s\n%*s%s\n", w, HELP_COL, "", o->help);
+		if (o->alias && o->alias[0] == '-')
+			snprintf(text, sizeof text, "%s (%s is its old spelling, still taken)",
+			         o->help, o->alias);
 		else
-			printf("  %-*s%s\n", HELP_COL - 2, w, o->help);
+			snprintf(text, sizeof text, "%s", o->help);
+		if (len > HELP_COL - 4)
+			printf("  %s\n%*s", w, HELP_COL, "");
+		else
+			printf("  %-*s", HELP_COL - 2, w);
+		help_text(text, HELP_COL);
 	}
+	if (t->cmd->doc) printf("\nThe command in full: %s (joseki's source tree)\n", t->cmd->doc);
 }

@@ -10,7 +10,8 @@
  *     start with '-' (`--kif-bonus -50`). A flag takes no value.
  *   - Arguments that are not options are the positionals, in table order
  *     (BOOK, OUT, INPUT...); "-" is a positional (standard input).
- *   - `--help` / `-h` prints the usage and one line per option on stdout.
+ *   - `--help` / `-h` prints the usage and one line per option on stdout
+ *     (an option's other spelling said on its line), then the docs page.
  *   - A bad value: "joseki: CMD: --opt wants WHAT, not 'X'", a missing one
  *     "joseki: CMD: --opt wants WHAT"; unknown options, missing or extra
  *     positionals, options that need another or exclude each other are said
@@ -78,17 +79,22 @@ struct CliOpt {
 	void *tag;             /* when given, tagval is also stored in *tag (tagsize bytes) */
 	size_t tagsize;
 	int tagval;
-	const char *alias;   /* another spelling that means the same ("shrink") */
+	/* Another spelling that means the same ("shrink"); one starting with '-'
+	 * is an old spelling kept for scripts, which --help says. */
+	const char *alias;
 	const char *excl;    /* options with the same word exclude each other */
 	const char *needs;   /* the option this one goes with ("--work") */
 	bool required;       /* an option that must be given; a positional that may not */
 	const CliOpt *group; /* GROUP: the fragment's table; its needs apply to them all */
 };
 
-/* A command: its name as typed ("think") and its table. */
+/* A command: its name as typed ("think"), its table, and the docs page(s)
+ * that describe it ("docs/bookgen.md"; several separated by ", "), which
+ * --help names and whose synopses list the same options (tests/tools/test_cli.c). */
 typedef struct {
 	const char *name;
 	const CliOpt *opts;
+	const char *doc;
 } CliCmd;
 
 /* Trailing arguments are more designators: .required = true, .excl = "budget"... */

@@ -19,7 +19,8 @@ void cli_plan_init(CliPlan *c)
 	            "start from these positions, one a line (default: the start position)",
 	            .excl = "roots"),
 	    CLI_NUM("--roots-from-games", &c->from_games, 1, CLI_NOMAX, "N",
-	            "start from the N positions most reached in the ingested games",
+	            "start from the N positions most reached in the ingested games (default: "
+	            "--roots' default)",
 	            .excl = "roots"),
 	    CLI_NUM("--roots-ply", &c->ply, 0, 1000, "K", "... K plies into them (default 8)",
 	            .needs = "--roots-from-games"),

@@ -37,7 +37,7 @@ int cmd_backup(int argc, char **argv)
 	    CLI_JSON(&json),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"backup", opts};
+	const CliCmd cmd = {"backup", opts, "docs/bookdb.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	char err[BOOKDB_ERRLEN];

@@ -14,11 +14,11 @@ int cmd_bench(int argc, char **argv)
 	int depth = ENGINE_BENCH_DEPTH;
 	bool list = false;
 	const CliOpt opts[] = {
-	    CLI_NUM("--depth", &depth, 1, ENGINE_MAX_PLY - 1, "D", "the search depth"),
+	    CLI_NUM("--depth", &depth, 1, ENGINE_MAX_PLY - 1, "D", "the search depth (default 12)"),
 	    CLI_FLAG("--list", &list, "print the positions instead"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"bench", opts};
+	const CliCmd cmd = {"bench", opts, "docs/search.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	if (list) {

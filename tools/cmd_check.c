@@ -38,10 +38,11 @@ int cmd_check(int argc, char **argv)
 	const char *book = NULL, *repair = NULL;
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
-	    CLI_STR("--repair", &repair, "NEWBOOK", "copy what is sound into the new book NEWBOOK"),
+	    CLI_STR("--repair", &repair, "NEWBOOK",
+	            "copy what is sound into the new book NEWBOOK (default: only check)"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"check", opts};
+	const CliCmd cmd = {"check", opts, "docs/bookdb.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	char err[BOOKDB_ERRLEN];

@@ -22,7 +22,7 @@ int cmd_compact(int argc, char **argv)
 	    CLI_JSON(&json),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"compact", opts};
+	const CliCmd cmd = {"compact", opts, "docs/bookdb.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	int64_t t0 = clock_ms();

@@ -65,7 +65,8 @@ static int games_cmd(int argc, char **argv, bool prune)
 	    CLI_FLAG("--undo", &undo, "clear every mark prune made (no GAMES)"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {prune ? "prune" : "extend", prune ? prune_opts : extend_opts};
+	const CliCmd cmd = {prune ? "prune" : "extend", prune ? prune_opts : extend_opts,
+	                    "docs/cycle.md"};
 	const char *name = cmd.name;
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
@@ -161,7 +162,9 @@ int cmd_cycle(int argc, char **argv)
 	double max_winrate = 0.30;
 	bool quiet = false, probe = false, restart = false;
 	CliEngines ce;
-	cli_engines_init(&ce, "--usi-option", MAX_ENGINES);
+	cli_engines_init(&ce, MAX_ENGINES, NULL);
+	UsiOption oppo[CLI_MAX_USI_OPTIONS];
+	int noppo = 0;
 	CliPlan cp;
 	cli_plan_init(&cp);
 	const CliOpt opts[] = {
@@ -172,19 +175,26 @@ int cmd_cycle(int argc, char **argv)
 	            .required = true),
 	    CLI_STR("--opponent", &opponent, "builtin|PATH",
 	            "the match's opponent (default builtin)"),
+	    CLI_FN("--opponent-option", oppo, cli_usi_option, "NAME=VALUE", "NAME=VALUE",
+	           "a USI option for the opponent's engine, repeatable (default: none)",
+	           CLI_MANY(&noppo, CLI_MAX_USI_OPTIONS)),
 	    CLI_NUM("--nodes", &nodes, 1, 1000000000, "N",
 	            "the match's nodes a move (default 10000)"),
 	    CLI_STR("--openings", &openings_path, "FILE",
-	            "the match's openings (and think's roots unless given)"),
-	    CLI_NUM("--concurrency", &concurrency, 1, 64, "N", "games played side by side"),
-	    CLI_NUM("--max-moves", &max_moves, 0, 1000, "N", "a game is a draw after N moves"),
-	    CLI_NUM("--seed", &seed, 0, 1L << 30, "S", "the match's openings order"),
+	            "the match's openings (and think's roots unless given; default: the start "
+	            "position)"),
+	    CLI_NUM("--concurrency", &concurrency, 1, 64, "N",
+	            "games played side by side (default 1)"),
+	    CLI_NUM("--max-moves", &max_moves, 0, 1000, "N",
+	            "a game is a draw after N moves (default 320)"),
+	    CLI_NUM("--seed", &seed, 0, 1L << 30, "S", "the match's openings order (default 0)"),
 	    CLI_GROUP(ce.table),
 	    CLI_NUM("--think-nodes", &think_nodes, 1, 1000000000, "N",
 	            "think's nodes a position (default 10000)"),
 	    CLI_NUM("--positions", &positions, 0, 1000000000, "N",
 	            "positions think adds a generation (default 100)"),
-	    CLI_NUM("--time", &seconds, 0, 100000000, "S", "think's seconds a generation"),
+	    CLI_NUM("--time", &seconds, 0, 100000000, "S",
+	            "think's seconds a generation (default: no limit)"),
 	    CLI_NUM("--multipv", &multipv, 1, SEARCH_MULTIPV_MAX, "K",
 	            "think's best moves a position (default 4)"),
 	    CLI_NUM("--plies", &plies, 0, POS_MAX_STATES, "N",
@@ -200,7 +210,7 @@ int cmd_cycle(int argc, char **argv)
 	    CLI_GROUP(cp.table),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"cycle", opts};
+	const CliCmd cmd = {"cycle", opts, "docs/cycle.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	int nengines = (int)ce.n;
@@ -250,7 +260,7 @@ int cmd_cycle(int argc, char **argv)
 		goto done;
 	/* --probe: think walks the opponent's lines, the opponent asked as the
 	 * match asks it (its engine, the match's budget). */
-	if (probe && cli_open_engines(opponents, nengines, opponent, NULL, 0, restart,
+	if (probe && cli_open_engines(opponents, nengines, opponent, oppo, noppo, restart,
 	                              &cycle_stop_flag, "cycle --probe") < 0)
 		goto done;
 	bool progress = !quiet && isatty(2);
@@ -265,7 +275,10 @@ int cmd_cycle(int argc, char **argv)
 	                      .options = ce.opts,
 	                      .noptions = ce.nopts,
 	                      .restart = restart},
-	                     {.engine = opponent, .restart = restart}},
+	                     {.engine = opponent,
+	                      .options = oppo,
+	                      .noptions = noppo,
+	                      .restart = restart}},
 	            .games = (int)games,
 	            .budget = {.kind = SEARCH_BUDGET_NODES, .amount = (uint64_t)nodes},
 	            .openings = (const char *const *)openings,

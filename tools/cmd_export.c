@@ -222,19 +222,22 @@ int cmd_export(int argc, char **argv)
 	    CLI_NUM("--window", &opt.window, 0, 64000, "CP",
 	            "the window below the best (default 30)"),
 	    CLI_NUM("--min-depth", &opt.min_depth, 0, 255, "D",
-	            "moves with an evaluation at least this deep"),
+	            "moves with an evaluation at least this deep (default 0: any)"),
 	    CLI_NUM("--min-games", &min_games, 0, UINT32_MAX, "N",
-	            "moves played in at least N games"),
-	    CLI_NUM("--min-ply", &opt.min_ply, 1, 65535, "N", "positions from ply N"),
-	    CLI_NUM("--max-ply", &opt.max_ply, 1, 65535, "N", "positions up to ply N"),
+	            "moves played in at least N games (default 0: any)"),
+	    CLI_NUM("--min-ply", &opt.min_ply, 1, 65535, "N",
+	            "positions from ply N (default 1)"),
+	    CLI_NUM("--max-ply", &opt.max_ply, 1, 65535, "N",
+	            "positions up to ply N (default: every ply)"),
 	    CLI_ENUM("--side", &opt.side, "black|white", SIDES,
 	             "the book for one side: its positions only (KIF: the other side's every "
-	             "reply)"),
+	             "reply; default: both sides)"),
 	    CLI_STR("--root", root_args, "POS",
 	            "only the positions reached from POS by the moves written (the other side "
 	            "with --side: every reply); KIF: the tree's root (default startpos)",
 	            CLI_MANY(&nroot_args, MAX_ROOTS)),
-	    CLI_STR("--roots", &roots_file, "FILE", "roots as --root, one a line (# comments)"),
+	    CLI_STR("--roots", &roots_file, "FILE",
+	            "roots as --root, one a line (# comments; default: none)"),
 	    CLI_FLAG("--with-avoided", &opt.with_avoided, "also the moves marked avoided"),
 	    CLI_ENUM("--count", &opt.count, "value|games|one", NULL,
 	             "the count field: games, raised so that the count order is the value "
@@ -251,7 +254,7 @@ int cmd_export(int argc, char **argv)
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"export", opts};
+	const CliCmd cmd = {"export", opts, "docs/minimax.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	bool sjis;

@@ -167,7 +167,7 @@ int cmd_fetch(int argc, char **argv)
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"fetch", opts};
+	const CliCmd cmd = {"fetch", opts, "docs/fetch.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	if (!to.text) fetch_date_today(to.ymd);

@@ -29,7 +29,7 @@ int cmd_gen_games(int argc, char **argv)
 	    CLI_NUM("--plies", &plies, 60, 1000, "P", "plies a game at most (default 150)"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"gen-games", opts};
+	const CliCmd cmd = {"gen-games", opts, "docs/ingest.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {

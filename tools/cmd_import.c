@@ -37,7 +37,7 @@ int cmd_import(int argc, char **argv)
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"import", opts};
+	const CliCmd cmd = {"import", opts, "docs/ingest.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	BookDB *db;

@@ -29,7 +29,7 @@ int cmd_ingest(int argc, char **argv)
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"ingest", opts};
+	const CliCmd cmd = {"ingest", opts, "docs/ingest.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	if (cli_progress_wanted(quiet)) opt->progress = cli_ingest_progress;

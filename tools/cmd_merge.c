@@ -86,12 +86,13 @@ int cmd_merge(int argc, char **argv)
 	    CLI_REST("SRC", &srcs, 1, "the joseki books merged, one after the other"),
 	    CLI_FLAG("--dry-run", &opt.dry_run, "count what would change, write nothing"),
 	    CLI_FLAG("--no-minimax", &no_minimax, "no minimax after the merge"),
-	    CLI_NUM("--batch", &opt.batch, 1, CLI_NOMAX, "N", "positions a write transaction"),
+	    CLI_NUM("--batch", &opt.batch, 1, CLI_NOMAX, "N",
+	            "positions a write transaction (default 10000)"),
 	    CLI_JSON(&json),
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"merge", opts};
+	const CliCmd cmd = {"merge", opts, "docs/bookdb.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	shogi_init();

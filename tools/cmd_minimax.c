@@ -81,12 +81,12 @@ int cmd_minimax(int argc, char **argv)
 	    CLI_ENUM("--leaves", &opt.policy.leaves, "thought|games", NULL,
 	             "the leaves: thought positions (default) or where the games end"),
 	    CLI_NUM("--min-depth", &min_depth, 0, 255, "D",
-	            "thought: the least think depth of an inner position (0: any)",
+	            "thought: the least think depth of an inner position (default 1; 0: any)",
 	            CLI_TAG(&min_depth_given, true)),
 	    CLI_NUM("--min-games", &opt.policy.min_games, 0, 1000000000, "N",
-	            "... or the least games through it"),
+	            "... or the least games through it (default: none)"),
 	    CLI_REAL("--blend", &opt.policy.blend, 0, 1, "W",
-	             "the weight of the win rate in a leaf"),
+	             "the weight of the win rate in a leaf (default 0: none)"),
 	    CLI_NUM("--blend-games", &opt.policy.blend_games, 0, 1000000000, "N",
 	            "the least games of a move for the blend (default 10)"),
 	    CLI_FLAG("--game-evals", &opt.policy.game_evals,
@@ -94,17 +94,19 @@ int cmd_minimax(int argc, char **argv)
 	             "never values)"),
 	    CLI_ENUM("--games-book", &opt.policy.games_book, "most-played|winrate", GAMES_BOOKS,
 	             "a book from games alone: each position's most played move, or every "
-	             "move by its win rate; no analysis is a value"),
+	             "move by its win rate; no analysis is a value (default: none, values from "
+	             "analyses)"),
 	    CLI_NUM("--games-min", &opt.policy.games_min, 1, 1000000000, "N",
 	            "... the least games of a book move (default 1)", .needs = "--games-book"),
 	    /* A writer running beside (think, the coordinator) waits for LMDB's lock
 	     * at most one batch. */
-	    CLI_NUM("--batch", &opt.batch, 1, 100000000, "N", "records a write transaction"),
+	    CLI_NUM("--batch", &opt.batch, 1, 100000000, "N",
+	            "records a write transaction (default 10000; 1000 incremental)"),
 	    CLI_JSON(&json),
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"minimax", opts};
+	const CliCmd cmd = {"minimax", opts, "docs/minimax.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	if (opt.policy.games_book != BOOKMM_GAMES_NONE &&

@@ -17,12 +17,14 @@ int cmd_perft(int argc, char **argv)
 	const char *spec = "startpos";
 	const CliOpt opts[] = {
 	    CLI_ARG_NUM("DEPTH", &depth, 0, 20, "plies (0 to 20)"),
-	    CLI_STR("--sfen", &spec, "POS",
-	            "from this position (SFEN, or startpos/sfen ... moves ...)"),
+	    CLI_STR(
+	        "--sfen", &spec, "POS",
+	        "from this position (default: the start position; an SFEN, or startpos/sfen ... "
+	        "moves ...)"),
 	    CLI_FLAG("--divide", &divide, "the count under each legal move"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"perft", opts};
+	const CliCmd cmd = {"perft", opts, "docs/shogi.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	static Position pos;

@@ -136,7 +136,7 @@ int cmd_peta_shock(int argc, char **argv)
 		            "the random lines' seed (default 1)"),
 		    CLI_TABLE_END,
 		};
-		const CliCmd cmd = {"peta-shock --gen-bench", opts};
+		const CliCmd cmd = {"peta-shock --gen-bench", opts, "docs/peta-shock.md"};
 		int parsed = cli_parse(&cmd, argc - 1, argv + 1);
 		if (parsed != CLI_GO) return parsed;
 		return gen_bench((size_t)n, out, seed);
@@ -155,7 +155,7 @@ int cmd_peta_shock(int argc, char **argv)
 	    CLI_FLAG("--quiet", &ws.quiet, "no progress, no warnings"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"peta-shock", opts};
+	const CliCmd cmd = {"peta-shock", opts, "docs/peta-shock.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	opt.warn = on_warn;

@@ -66,7 +66,7 @@ int cmd_query(int argc, char **argv)
 	             "rank the moves prune marked avoided as the others"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"query", opts};
+	const CliCmd cmd = {"query", opts, "docs/bookdb.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	Position *pos = malloc(sizeof *pos);

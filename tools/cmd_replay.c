@@ -218,7 +218,7 @@ int cmd_replay(int argc, char **argv)
 	    CLI_FLAG("--json", &c.json, "one JSON object: the games"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"replay", opts};
+	const CliCmd cmd = {"replay", opts, "docs/csa.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	c.pos = malloc(sizeof *c.pos);

@@ -71,7 +71,7 @@ int cmd_select(int argc, char **argv)
 	    CLI_GROUP(cp.table),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"select", opts};
+	const CliCmd cmd = {"select", opts, "docs/bookgen.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	if (bench && count < 1000) count = 1000;

@@ -215,11 +215,11 @@ int cmd_serve(int argc, char **argv)
 	    CLI_NUM("--lease-seconds", &lease_s, 1, 4000000000, "S",
 	            "a lease not answered in S seconds is handed out again (default 600)"),
 	    CLI_NUM("--minimax-every", &co.minimax_every, 0, 4000000000, "N",
-	            "minimax after N results..."),
+	            "minimax after N results (default: by time only)..."),
 	    CLI_NUM("--minimax-seconds", &minimax_s, 0, 4000000000, "S",
 	            "... or S seconds (default 60)"),
 	    CLI_NUM("--history-seconds", &history_s, 0, 86400, "S",
-	            "a point of the work history every S seconds (0: none)",
+	            "a point of the work history every S seconds (default 60; 0: none)",
 	            CLI_TAG(&history_given, true)),
 	    CLI_GROUP(cb.table),
 	    CLI_NUM("--kif-bonus", &co.kif_bonus, -VALUE_MATE, VALUE_MATE, "CP",
@@ -266,7 +266,7 @@ int cmd_serve(int argc, char **argv)
 	    CLI_NUM("--max-connections", &opt.max_connections, 1, 100000, "N",
 	            "open connections in all (default 1024)"),
 	    CLI_NUM("--per-ip-connections", &per_ip, 0, 100000, "N",
-	            "open connections from one address (0: no limit, behind a proxy)",
+	            "open connections from one address (default 64; 0: no limit, behind a proxy)",
 	            CLI_TAG(&per_ip_given, true)),
 	    CLI_NUM("--request-seconds", &request_s, 1, 3600, "S",
 	            "a request, head and body, must arrive whole within S seconds (default 10)",
@@ -282,7 +282,7 @@ int cmd_serve(int argc, char **argv)
 	    CLI_GROUP(work_opts, .needs = "--work"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"serve", opts};
+	const CliCmd cmd = {"serve", opts, "docs/server.md, docs/cluster.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	char *addr = listen.addr;

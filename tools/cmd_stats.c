@@ -47,10 +47,11 @@ int cmd_stats(int argc, char **argv)
 	    CLI_ARG("BOOK", &book, "the book"),
 	    CLI_FLAG("--json", &json, "one JSON object"),
 	    CLI_NUM("--bench-lookups", &bench, 0, LLONG_MAX, "N",
-	            "time N random lookups instead (tools/bench_bookdb.sh)"),
+	            "time N random lookups instead of the figures (tools/bench_bookdb.sh; default: "
+	            "none)"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"stats", opts};
+	const CliCmd cmd = {"stats", opts, "docs/bookdb.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	char err[BOOKDB_ERRLEN];

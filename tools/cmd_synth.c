@@ -35,12 +35,13 @@ int cmd_synth(int argc, char **argv)
 	    CLI_NUM("--positions", &npos, 0, UINT32_MAX - 1, "N", "positions to write",
 	            .required = true),
 	    CLI_NUM("--seed", &seed, 0, CLI_NOMAX, "S", "the generator's seed (default 1)"),
-	    CLI_NUM("--batch", &batch, 1, LLONG_MAX, "B", "positions a write transaction"),
+	    CLI_NUM("--batch", &batch, 1, LLONG_MAX, "B",
+	            "positions a write transaction (default 1000000)"),
 	    CLI_FLAG("--unsorted", &unsorted, "write in generation order, through ordinary puts"),
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"synth", opts};
+	const CliCmd cmd = {"synth", opts, "docs/bookdb.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	char err[BOOKDB_ERRLEN];

@@ -242,7 +242,7 @@ int cmd_think(int argc, char **argv)
 	bool quiet = false, extend = false, fresh = false, no_snapshot = false;
 	int kif_bonus = SEL_KIF_BONUS_DEFAULT;
 	CliEngines ce;
-	cli_engines_init(&ce, "--usi-option", USI_MAX_ENGINES);
+	cli_engines_init(&ce, USI_MAX_ENGINES, NULL);
 	CliBudget cb;
 	cli_budget_init(&cb, 8);
 	CliPlan cp;
@@ -250,18 +250,19 @@ int cmd_think(int argc, char **argv)
 	OpponentArgs oa = {0};
 	const CliOpt opponent[] = {
 	    CLI_FN("--opponent-option", oa.opts, cli_usi_option, "NAME=VALUE", "NAME=VALUE",
-	           "a USI option for the opponent, repeatable",
+	           "a USI option for the opponent's engine, repeatable (default: none)",
 	           CLI_MANY(&oa.nopts, CLI_MAX_USI_OPTIONS)),
 	    CLI_NUM("--opponent-nodes", &oa.nodes, 1, CLI_NOMAX, "N",
 	            "the opponent's nodes a move (default: think's budget)"),
 	    CLI_NUM("--opponent-nodes-jitter", &oa.jitter, 0, 50, "PCT",
 	            "each opponent search's nodes drawn within PCT percent (as match "
-	            "--nodes-jitter): each walk samples a game"),
+	            "--nodes-jitter): each walk samples a game (default 0)"),
 	    CLI_FLAG("--opponent-restart", &oa.restart,
 	             "a new opponent process for every walk's game (as match --restart-engines)"),
-	    CLI_NUM("--probe-plies", &oa.plies, 1, CLI_NOMAX, "N", "walk the lines N plies deep"),
+	    CLI_NUM("--probe-plies", &oa.plies, 1, CLI_NOMAX, "N",
+	            "walk the lines N plies deep (default 32)"),
 	    CLI_NUM("--probe-burst", &oa.burst, 1, CLI_NOMAX, "N",
-	            "positions thought along a walk before the next"),
+	            "positions thought along a walk before the next (default 8)"),
 	    CLI_TABLE_END,
 	};
 	const CliOpt opts[] = {
@@ -269,15 +270,18 @@ int cmd_think(int argc, char **argv)
 	    CLI_FLAG("--new", &fresh, "start a new book at BOOK if there is none"),
 	    CLI_GROUP(ce.table),
 	    CLI_GROUP(cb.table),
-	    CLI_NUM("--positions", &positions, 1, CLI_NOMAX, "N", "stop after N positions"),
-	    CLI_NUM("--time", &seconds, 1, CLI_NOMAX, "S", "stop after S seconds"),
+	    CLI_NUM("--positions", &positions, 1, CLI_NOMAX, "N",
+	            "stop after N positions (default: no limit)"),
+	    CLI_NUM("--time", &seconds, 1, CLI_NOMAX, "S",
+	            "stop after S seconds (default: no limit)"),
 	    CLI_NUM("--engine-seconds", &engine_seconds, 1, CLI_NOMAX, "S",
-	            "stop when the engines have used S seconds of CPU in all"),
+	            "stop when the engines have used S seconds of CPU in all (default: no limit)"),
 	    CLI_NUM("--kif-bonus", &kif_bonus, -VALUE_MATE, VALUE_MATE, "CP",
 	            "the selector's bonus for moves played in games (default 100)"),
 	    CLI_QUIET(&quiet),
 	    CLI_STR("--from-kifu", &kifu, "FILE",
-	            "think the positions along FILE's games first (CSA, or USI lines)"),
+	            "think the positions along FILE's games first (any game file, directory or "
+	            "archive ingest reads; default: none)"),
 	    CLI_NUM("--max-ply", &max_ply, 1, CLI_NOMAX, "N",
 	            "... up to N moves into each game (default 128)", .needs = "--from-kifu"),
 	    CLI_FLAG("--extend", &extend,
@@ -286,12 +290,12 @@ int cmd_think(int argc, char **argv)
 	    CLI_FLAG("--no-snapshot", &no_snapshot,
 	             "neither read nor write the selector's snapshot (BOOK/" SNAP_FILE ")"),
 	    CLI_STR("--opponent", &oa.engine, "builtin|PATH",
-	            "walk the lines this opponent plays from the roots instead"),
+	            "walk the lines this opponent plays from the roots instead (default: none)"),
 	    CLI_GROUP(opponent, .needs = "--opponent"),
 	    CLI_GROUP(again.table),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"think", opts};
+	const CliCmd cmd = {"think", opts, "docs/bookgen.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	if (oa.engine && (kifu || extend))

@@ -28,7 +28,7 @@ int cmd_token(int argc, char **argv)
 	    CLI_FLAG("--read", &read_only, "the token may only read the work status"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"token", opts};
+	const CliCmd cmd = {"token", opts, "docs/cluster.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	char token[TOKENS_TOKEN_LEN + 1], err[TOKENS_ERRLEN];

@@ -32,10 +32,11 @@ int cmd_usi(int argc, char **argv)
 {
 	const char *book = NULL;
 	const CliOpt opts[] = {
-	    CLI_STR("--book", &book, "BOOK", "play the book's best move where it has one"),
+	    CLI_STR("--book", &book, "BOOK",
+	            "play the book's best move where it has one (default: no book)"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"usi", opts};
+	const CliCmd cmd = {"usi", opts, "docs/search.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	UsiServerConfig cfg = {.in = stdin, .out = stdout, .log = stderr};

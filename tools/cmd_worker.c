@@ -1,6 +1,6 @@
 /*
  * joseki worker --server URL --token-file F [--engine builtin|PATH] [--engines N]
- *               [--option NAME=VALUE]... [--name NAME] [--max-backoff S]
+ *               [--usi-option NAME=VALUE]... [--name NAME] [--max-backoff S]
  *               [--positions N] [--journal FILE] [--spool FILE] [--quiet]
  *
  * Thinks for a coordinator (`joseki serve BOOK --work`) until stopped
@@ -70,7 +70,7 @@ int cmd_worker(int argc, char **argv)
 	bool quiet = false;
 	uint64_t max_backoff = 30, positions = 0;
 	CliEngines ce;
-	cli_engines_init(&ce, "--option", WORKER_MAX_ENGINES);
+	cli_engines_init(&ce, WORKER_MAX_ENGINES, "--option");
 	const CliOpt opts[] = {
 	    CLI_STR("--server", &server, "URL", "the coordinator (serve --work)", .required = true),
 	    CLI_STR("--token-file", &token_file, "F", "the file holding this worker's token",
@@ -80,13 +80,16 @@ int cmd_worker(int argc, char **argv)
 	           "the name the coordinator shows (default hostname-pid)"),
 	    CLI_NUM("--max-backoff", &max_backoff, 1, CLI_NOMAX, "S",
 	            "the longest wait between retries (default 30)"),
-	    CLI_NUM("--positions", &positions, 1, CLI_NOMAX, "N", "stop after N results sent"),
-	    CLI_STR("--journal", &journal, "FILE", "append a line a lease, result and abort"),
-	    CLI_STR("--spool", &spool, "FILE", "keep unsent results here for the next run"),
+	    CLI_NUM("--positions", &positions, 1, CLI_NOMAX, "N",
+	            "stop after N results sent (default: run until stopped)"),
+	    CLI_STR("--journal", &journal, "FILE",
+	            "append a line a lease, result and abort (default: none)"),
+	    CLI_STR("--spool", &spool, "FILE",
+	            "keep unsent results here for the next run (default: none)"),
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"worker", opts};
+	const CliCmd cmd = {"worker", opts, "docs/worker.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	uint64_t nengines = ce.n;

@@ -152,7 +152,7 @@ status() { curl -sf -H "Authorization: Bearer $(cat "$T/token")" "$URL/v1/work/s
 status >/dev/null || fail "the coordinator does not answer at $URL"
 
 OPTS=""
-[ "$ENGINE" != builtin ] && OPTS="--option Threads=1 --option Hash=16"
+[ "$ENGINE" != builtin ] && OPTS="--usi-option Threads=1 --usi-option Hash=16"
 JID=$(sbatch --parsable --array=1-$TASKS --cpus-per-task=1 --mem-per-cpu=200M --time=10 \
 	--output="$T/job-%A_%a.log" \
 	--export="ALL,JOSEKI_SERVER=$URL,JOSEKI_BIN=$JOSEKI,JOSEKI_TOKEN_FILE=$T/token,JOSEKI_ENGINE=$ENGINE,JOSEKI_OPTIONS=$OPTS" \

@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    CLI_GROUP(group, .needs = "--on"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"fuzz", opts};
+	const CliCmd cmd = {"fuzz", opts, NULL};
 	int rc = cli_parse(&cmd, argc, argv);
 	if (rc == CLI_GO) {
 		if (!book || depth > 20 || count < 1 || count > 1000 || small > 200 ||

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,8 +93,8 @@ static void test_cli__bad_usage_reads_the_same_for_every_command(void **state)
 	    {"extend B g.csa --book-player ''", "extend: --book-player wants STR, not ''"},
 	    {"serve B --listen nowhere", "serve: --listen wants ADDR:PORT, e.g. 127.0.0.1:8080, "
 	                                 "not 'nowhere'"},
-	    {"worker --server x --token-file f --option novalue",
-	     "worker: --option wants NAME=VALUE, not 'novalue'"},
+	    {"worker --server x --token-file f --usi-option novalue",
+	     "worker: --usi-option wants NAME=VALUE, not 'novalue'"},
 	    {"ingest B x --since yesterday", "ingest: --since wants a date YYYY-MM-DD, not "
 	                                     "'yesterday'"},
 	    /* options and positionals */
@@ -227,6 +228,244 @@ static void test_cli__exit_codes_and_messages_name_the_users_inputs(void **state
 	free(dir);
 }
 
+/* The options of one --help: each "--name" at the start of an option's line,
+ * with the text of its help (wrapped lines joined); old spellings listed apart.
+ * A NULL-terminated malloc'd array of "--name\thelp" strings. */
+typedef struct {
+	char *name, *help;
+	bool required; /* shown without brackets in the usage */
+} HelpOpt;
+
+static int help_options(const char *out, HelpOpt *opts, int max, char **olds, int *nolds)
+{
+	int n = 0;
+	*nolds = 0;
+	const char *body = strstr(out, "\n\n");
+	assert_non_null(body);
+	for (const char *p = strstr(body, "\n  -"); p && n < max; p = strstr(p + 1, "\n  -")) {
+		p += 3;
+		size_t w = strcspn(p, " \n");
+		HelpOpt *o = &opts[n++];
+		o->name = strndup(p, w);
+		/* Its text: to the next line that starts an option or a positional. */
+		const char *end = p, *q = p;
+		for (;;) {
+			const char *nl = strchr(q, '\n');
+			if (!nl || nl[1] == '\n' || !nl[1] ||
+			    (nl[1] == ' ' && nl[2] == ' ' && nl[3] != ' ')) {
+				end = nl ? nl : q + strlen(q);
+				break;
+			}
+			q = nl + 1;
+		}
+		o->help = strndup(p + w, (size_t)(end - p - (ptrdiff_t)w));
+		char usage_form[80];
+		snprintf(usage_form, sizeof usage_form, " %s", o->name);
+		const char *u = strstr(out, usage_form);
+		o->required = u && u < body && (strchr(" ", u[strlen(usage_form)]) || 1) &&
+		              !(u > out && (u[-1] == '[' || u[-1] == '|'));
+		/* An old spelling: "(--option is its old spelling". */
+		const char *old = strstr(o->help, " is its old spelling");
+		if (old) {
+			const char *b = old;
+			while (b > o->help && b[-1] != '(') b--;
+			olds[(*nolds)++] = strndup(b, (size_t)(old - b));
+		}
+	}
+	return n;
+}
+
+/* The options named in the `joseki CMD ...` lines (and their continuation
+ * lines) of the code blocks of the markdown file at path, added to names
+ * (NULL-terminated, at most max). cmd NULL: every command's lines, each
+ * option checked by check(cmd, opt) instead. */
+static int doc_options(const char *path, const char *cmd, char **names, int n, int max)
+{
+	char *text = ts_read_file(path, NULL);
+	if (!text) fail_msg("%s: cannot read", path);
+	bool code = false, in_cmd = false;
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		if (!strncmp(line, "```", 3)) {
+			code = !code;
+			in_cmd = false;
+		} else if (code) {
+			const char *l = line;
+			if (!strncmp(l, "$ ", 2)) l += 2;
+			if (!strncmp(l, "./", 2)) l += 2;
+			char head[80];
+			snprintf(head, sizeof head, "joseki %s", cmd);
+			bool starts = !strncmp(l, head, strlen(head)) &&
+			              (l[strlen(head)] == ' ' || l[strlen(head)] == '\n' ||
+			               l[strlen(head)] == 0);
+			if (starts)
+				in_cmd = true;
+			else if (line[0] != ' ')
+				in_cmd = false;
+			if (in_cmd) {
+				for (const char *q = line; q < line + len; q++) {
+					if (!(q[0] == '-' && q[1] == '-' && q[2] >= 'a' &&
+					      q[2] <= 'z' && (q == line || strchr(" [|(", q[-1]))))
+						continue;
+					size_t w =
+					    strspn(q, "abcdefghijklmnopqrstuvwxyz0123456789-");
+					bool have = false;
+					for (int i = 0; i < n && !have; i++)
+						have = strlen(names[i]) == w &&
+						       !strncmp(names[i], q, w);
+					if (!have && n < max) names[n++] = strndup(q, w);
+					q += w;
+				}
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	free(text);
+	return n;
+}
+
+/* The options README.md's table of commands gives cmd (each code span of a
+ * row's first cell that starts "cmd ": "| `query BOOK POS [--json]`, `stats
+ * BOOK` |"), added to names as doc_options does. */
+static int readme_options(const char *cmd, char **names, int n, int max)
+{
+	char *text = ts_read_file("README.md", NULL), head[80];
+	assert_non_null(text);
+	snprintf(head, sizeof head, "`%s ", cmd);
+	for (char *row = strstr(text, "\n| `"); row; row = strstr(row + 1, "\n| `")) {
+		char *cell_end = strstr(row + 3, " |");
+		if (!cell_end) break;
+		for (char *span = strstr(row + 3, head); span && span < cell_end;
+		     span = strstr(span + 1, head)) {
+			if (span[-1] != ' ' && span[-1] != '|') continue; /* a span's start */
+			char *end = strchr(span + 1, '`');
+			if (!end || end > cell_end) break;
+			for (char *q = span + strlen(head); q < end; q++) {
+				if (!(q[0] == '-' && q[1] == '-' && q[2] >= 'a' && q[2] <= 'z' &&
+				      strchr(" [|(", q[-1])))
+					continue;
+				size_t w = strspn(q, "abcdefghijklmnopqrstuvwxyz0123456789-");
+				bool have = false;
+				for (int i = 0; i < n && !have; i++)
+					have = strlen(names[i]) == w && !strncmp(names[i], q, w);
+				if (!have && n < max) names[n++] = strndup(q, w);
+				q += w;
+			}
+		}
+	}
+	free(text);
+	return n;
+}
+
+/*
+ * Every command's --help and its docs page agree: the page(s) --help names
+ * hold a synopsis (`joseki CMD ...` in a code block) naming every option
+ * --help lists, and every option a `joseki CMD` line of those pages names is
+ * one --help lists (an old spelling included, which the page must mention
+ * too), as is every option README's table of commands gives it. Every option
+ * with a value says its default, unless it is required.
+ */
+static void test_cli__help_and_docs_name_the_same_options(void **state)
+{
+	(void)state;
+	char **names = commands();
+	int problems = 0;
+	for (int c = 0; names[c]; c++) {
+		char *out = NULL;
+		assert_int_equal(ts_runf(&out, NULL, "%s %s --help", ts_joseki(), names[c]), 0);
+		HelpOpt opts[128];
+		char *olds[16];
+		int nolds, n = help_options(out, opts, 128, olds, &nolds);
+		const char *full = strstr(out, "The command in full: ");
+		if (!full) fail_msg("%s --help names no docs page", names[c]);
+		char pages[256];
+		snprintf(pages, sizeof pages, "%.*s", (int)(strstr(full, " (") - full - 21),
+		         full + 21);
+		char *doc[128];
+		int nd = 0;
+		/* "docs/server.md, docs/cluster.md (joseki's source tree)" */
+		for (const char *p = full + 21; !strncmp(p, "docs/", 5);) {
+			size_t w = strcspn(p, ", (\n");
+			char page[128];
+			snprintf(page, sizeof page, "%.*s", (int)w, p);
+			nd = doc_options(page, names[c], doc, nd, 128);
+			p += w;
+			while (*p == ',' || *p == ' ') p++;
+		}
+		for (int i = 0; i < n; i++) {
+			bool found = false;
+			for (int k = 0; k < nd && !found; k++)
+				found = !strcmp(doc[k], opts[i].name);
+			if (!found) {
+				printf("%s: %s is in --help, not in a synopsis of %s\n", names[c],
+				       opts[i].name, pages);
+				problems++;
+			}
+			bool valued = strchr(opts[i].help, ' ') && opts[i].help[0] == ' ' &&
+			              opts[i].help[1] != ' ';
+			if (valued && !opts[i].required && !strstr(opts[i].help, "default")) {
+				printf("%s: %s does not say its default:%s\n", names[c],
+				       opts[i].name, opts[i].help);
+				problems++;
+			}
+		}
+		/* README's table says no option the command does not take either. */
+		int nr = readme_options(names[c], doc, nd, 128);
+		for (int k = 0; k < nr; k++) {
+			bool found = false;
+			for (int i = 0; i < n && !found; i++) found = !strcmp(doc[k], opts[i].name);
+			for (int i = 0; i < nolds && !found; i++) found = !strcmp(doc[k], olds[i]);
+			if (!found) {
+				printf("%s: %s is in %s, not in --help\n", names[c], doc[k],
+				       k < nd ? pages : "README.md");
+				problems++;
+			}
+		}
+		for (int i = 0; i < nolds; i++) {
+			char *page = ts_read_file(pages, NULL), quoted[80];
+			snprintf(quoted, sizeof quoted, "`%s", olds[i]);
+			if (!page || !strstr(page, quoted)) {
+				printf("%s: the old spelling %s is not in %s\n", names[c], olds[i],
+				       pages);
+				problems++;
+			}
+			free(page);
+			free(olds[i]);
+		}
+		for (int i = 0; i < n; i++) free(opts[i].name), free(opts[i].help);
+		for (int k = 0; k < nr; k++) free(doc[k]);
+		free(out);
+		free(names[c]);
+	}
+	free(names);
+	assert_int_equal(problems, 0);
+}
+
+/* The old spellings still work: worker --option as --usi-option. */
+static void test_cli__old_spellings_still_work(void **state)
+{
+	(void)state;
+	char *out = NULL, *err = NULL;
+	/* Parsed as --usi-option is: a value without '=' is refused in its words. */
+	int rc = ts_runf(&out, &err,
+	                 "%s worker --server http://127.0.0.1:9 --token-file /dev/null "
+	                 "--option Threads",
+	                 ts_joseki());
+	assert_int_equal(rc, 2);
+	said("worker --option", err, "--usi-option wants NAME=VALUE, not 'Threads'");
+	free(out), free(err);
+	rc = ts_runf(&out, &err,
+	             "%s worker --server http://127.0.0.1:9 --token-file /dev/null "
+	             "--option Threads=1 --usi-option USI_Hash=16 --engine builtin --positions 1 "
+	             "--max-backoff 1",
+	             ts_joseki());
+	/* Past the parser: the empty token file is what stops it. */
+	said("worker --option", err, "token");
+	if (strstr(err, "unknown option")) fail_msg("--option refused: %s", err);
+	free(out), free(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +473,8 @@ int main(void)
 	    cmocka_unit_test(test_cli__bad_usage_reads_the_same_for_every_command),
 	    cmocka_unit_test(test_cli__values_and_positionals_go_where_the_table_says),
 	    cmocka_unit_test(test_cli__exit_codes_and_messages_name_the_users_inputs),
+	    cmocka_unit_test(test_cli__help_and_docs_name_the_same_options),
+	    cmocka_unit_test(test_cli__old_spellings_still_work),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
