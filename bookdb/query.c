@@ -163,6 +163,30 @@ Move bookdb_best_move(const BookRecord *rec, const Position *pos)
 	return MOVE_NONE;
 }
 
+int bookdb_line(Move *moves, int max, int *value, BookRecord *rec, BookTxn *txn, Position *pos)
+{
+	Key seen[BOOKDB_LINE_MAX + 1];
+	if (max > BOOKDB_LINE_MAX) max = BOOKDB_LINE_MAX;
+	int n = 0;
+	while (n < max) {
+		seen[n] = pos_key(pos);
+		int rc = bookdb_query(rec, txn, pos);
+		if (rc < 0) return rc;
+		Move m = rc ? bookdb_best_move(rec, pos) : MOVE_NONE;
+		if (m == MOVE_NONE) break;
+		if (n == 0)
+			for (int i = 0; i < rec->nmoves; i++)
+				if (rec->moves[i].move == m)
+					*value = bookdb_move_value(rec, &rec->moves[i]);
+		moves[n++] = m;
+		pos_do_move(pos, m);
+		bool again = false;
+		for (int k = 0; k < n && !again; k++) again = key_equal(seen[k], pos_key(pos));
+		if (again) break;
+	}
+	return n;
+}
+
 /* A growing text buffer; oom is set (and nothing more written) when an
  * allocation fails. */
 typedef struct {

@@ -90,6 +90,18 @@ JOSEKI_MUST_USE int bookdb_query_ex(BookRecord *rec, BookTxn *txn, const Positio
 Move bookdb_best_move(const BookRecord *rec, const Position *pos);
 
 /*
+ * The book's line from pos: its move (bookdb_best_move) position after
+ * position, up to max (at most BOOKDB_LINE_MAX) moves, until a position is
+ * not in the book, has no such move, or repeats one of the line's. Fills
+ * moves[0..n) and, when n > 0, *value: the first move's value from pos's side
+ * to move. pos is left at the line's end; rec is scratch. Returns n, or a
+ * negative BOOKDB_* code (reading the book failed).
+ */
+#define BOOKDB_LINE_MAX 64
+JOSEKI_MUST_USE int bookdb_line(Move *moves, int max, int *value, BookRecord *rec, BookTxn *txn,
+                                Position *pos);
+
+/*
  * The `query --json` text for pos and its record as bookdb_query left it
  * (in_book its result): one compact JSON object and a newline, with sfen, key,
  * in_book, bestmove/value when the first move has a value, thought_depth, ply,

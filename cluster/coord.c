@@ -171,10 +171,11 @@ static void note_worker(Coord *c, const CoordWorker *w, int64_t now)
 		    !strcmp(c->seen[i].instance, inst))
 			s = &c->seen[i];
 	if (!s) {
-		/* Forget workers not seen for a minute before growing. */
+		/* Forget workers gone for an hour before growing. */
 		size_t j = 0;
 		for (size_t i = 0; i < c->nseen; i++)
-			if (now - c->seen[i].last_seen_ms < 60000) c->seen[j++] = c->seen[i];
+			if (now - c->seen[i].last_seen_ms < COORD_GONE_MS)
+				c->seen[j++] = c->seen[i];
 		c->nseen = j;
 		if (array_grow((void **)&c->seen, &c->capseen, c->nseen + 1, sizeof *c->seen, 16))
 			return;
@@ -188,6 +189,17 @@ static void note_worker(Coord *c, const CoordWorker *w, int64_t now)
 	if (w->engine && w->engine[0]) snprintf(s->engine, sizeof s->engine, "%s", w->engine);
 	if (w->nps > 0) s->nps = w->nps;
 	s->last_seen_ms = now;
+}
+
+void coord_heartbeat(Coord *c, const CoordWorker *w, bool leaving, int64_t now_ms)
+{
+	note_worker(c, w, now_ms);
+	if (!leaving || !w->name) return;
+	const char *token = w->token ? w->token : "", *inst = w->instance ? w->instance : "";
+	for (size_t i = 0; i < c->nseen; i++)
+		if (!strcmp(c->seen[i].name, w->name) && !strcmp(c->seen[i].token, token) &&
+		    !strcmp(c->seen[i].instance, inst))
+			c->seen[i].left = true;
 }
 
 static void count_results(Coord *c, int64_t now, uint32_t n)
@@ -241,6 +253,30 @@ static int new_selection(Coord *c, const CoordOptions *opt, SnapReader *snap, ch
 	return 0;
 }
 
+/* The reason of a "selector snapshot[ PATH]: reason" message. */
+static const char *snap_reason(const char *msg)
+{
+	const char *colon = strncmp(msg, "selector snapshot", 17) ? NULL : strstr(msg, ": ");
+	return colon ? colon + 2 : msg;
+}
+
+/* Why neither the journal (a) nor the change log (b) could bring a snapshot
+ * up to date, into err, saying once the clause both begin with ("the book
+ * was written since, not by the coordinator alone, and its change log was
+ * not on"). */
+static void snap_reasons(char *err, const char *a, const char *b)
+{
+	a = snap_reason(a);
+	b = snap_reason(b);
+	size_t n = 0;
+	while (a[n] && a[n] == b[n]) n++;
+	while (n > 0 && a[n] && a[n] != ',') n--; /* back to the end of a clause */
+	if (n > 0)
+		snprintf(err, COORD_ERRLEN, "%.250s%.250s", a, b + n);
+	else
+		snprintf(err, COORD_ERRLEN, "%.250s; %.250s", a, b);
+}
+
 /* The selection from the snapshot, when it is of the book as it is: else
  * (none, stale, damaged, of another run) the reason in snap_note and
  * nothing made. The file is removed either way: once this run writes, it
@@ -281,7 +317,7 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 			char cerr[SNAP_ERRLEN];
 			rc = sel_catch_up(c->sel, snap_stamp(snap), &cu, cerr);
 			/* Why neither the journal nor the change log would do. */
-			if (rc < 0) snprintf(err, COORD_ERRLEN, "%.250s; %.250s", jerr, cerr);
+			if (rc < 0) snap_reasons(err, jerr, cerr);
 		}
 		c->snap_replay_ms = clock_ms_f() - r0;
 		if (rc < 0) {
@@ -1279,11 +1315,16 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	}
 	out->naside = na;
 	if (co_spot_status(c, out) < 0) return COORD_ENOMEM;
-	if (c->nseen && !(out->workers = calloc(c->nseen, sizeof *out->workers)))
+	if (c->nseen && (!(out->workers = calloc(c->nseen, sizeof *out->workers)) ||
+	                 !(out->gone = calloc(c->nseen, sizeof *out->gone))))
 		return COORD_ENOMEM;
-	for (size_t i = 0; i < c->nseen; i++)
-		if (now_ms - c->seen[i].last_seen_ms < 60000)
+	for (size_t i = 0; i < c->nseen; i++) {
+		int64_t age = now_ms - c->seen[i].last_seen_ms;
+		if (age < COORD_LIVE_MS && !c->seen[i].left)
 			out->workers[out->nworkers++] = c->seen[i];
+		else if (age < COORD_GONE_MS)
+			out->gone[out->ngone++] = c->seen[i];
+	}
 	return 0;
 }
 
@@ -1292,7 +1333,9 @@ void coord_status_free(CoordStatus *st)
 	free(st->aside);
 	free(st->workers);
 	free(st->tokens);
+	free(st->gone);
 	st->aside = NULL;
 	st->workers = NULL;
 	st->tokens = NULL;
+	st->gone = NULL;
 }

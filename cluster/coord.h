@@ -65,6 +65,11 @@ const char *coord_strerror(int code);
 #define COORD_ENGINE_MAX 128     /* engine names, bytes */
 #define COORD_MAX_TRIES 3        /* failed tries before a position is set aside */
 #define COORD_FORGET_MS 86400000 /* a lease is remembered this long after expiry */
+/* A worker is live when it was heard from in the last COORD_LIVE_MS (joseki
+ * worker sends a heartbeat after COORD_LIVE_MS / 3 without a request) and
+ * did not say it left; one gone (left, or silent) is listed COORD_GONE_MS. */
+#define COORD_LIVE_MS 60000
+#define COORD_GONE_MS 3600000
 
 typedef struct {
 	SearchBudget budget;  /* sent to workers as the limit */
@@ -189,6 +194,7 @@ typedef struct {
 	char engine[COORD_ENGINE_MAX + 1];
 	uint64_t nps;
 	int64_t last_seen_ms;
+	bool left; /* it said it stopped (a heartbeat with leaving) */
 } CoordWorkerSeen;
 
 typedef struct {
@@ -250,7 +256,9 @@ typedef struct {
 	size_t naside;
 	CoordAside *aside; /* malloc'd, naside of them */
 	size_t nworkers;
-	CoordWorkerSeen *workers; /* malloc'd: seen in the last 60 s */
+	CoordWorkerSeen *workers; /* malloc'd: live (heard from in the last COORD_LIVE_MS) */
+	size_t ngone;
+	CoordWorkerSeen *gone; /* malloc'd: gone in the last COORD_GONE_MS (left, or silent) */
 	/* Spot checks: on or not, the options, the checks now (waiting for a
 	 * worker, leased, waiting for a third opinion after a disagreement) and
 	 * since start (agreed, disagreed, decided against nobody, given up for
@@ -313,6 +321,10 @@ JOSEKI_MUST_USE int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *
  * quarantine: COORD_EQUARANTINE, nothing of the body written. */
 JOSEKI_MUST_USE int coord_submit(Coord *c, uint64_t id, const CoordWorker *w,
                                  const CoordResult *res, size_t n, int64_t now_ms, char *err);
+
+/* A worker's heartbeat: it is alive (what it says of itself noted, as with
+ * every request), or with leaving, it stops now and is shown gone at once. */
+void coord_heartbeat(Coord *c, const CoordWorker *w, bool leaving, int64_t now_ms);
 
 /* Returns the lease's pending positions to the queue (no failed try). */
 JOSEKI_MUST_USE int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms,

@@ -299,28 +299,20 @@ static int root_line(Coord *c, BookTxn *t, CoordHistPoint *p)
 	if (plan_nroots(c->plan) < 1 ||
 	    sfen_parse(c->pos, plan_root_sfen(c->plan, 0), NULL, NULL) < 0)
 		return 0;
-	Key seen[COORD_HIST_PV_MOVES + 1];
+	/* Only a valued move is the book's (a game comment is not a value). */
+	Move line[COORD_HIST_PV_MOVES];
+	int value = 0, n = bookdb_line(line, COORD_HIST_PV_MOVES, &value, c->rec, t, c->pos);
+	if (n < 0) return n;
+	if (n > 0) p->root_value = value;
 	char *q = p->pv;
-	for (int n = 0; n < COORD_HIST_PV_MOVES; n++) {
-		seen[n] = pos_key(c->pos);
-		int rc = bookdb_query(c->rec, t, c->pos);
-		if (rc < 0) return rc;
-		if (rc == 0 || !c->rec->nmoves) break;
-		const BookMove *m = &c->rec->moves[0];
-		/* Only a valued move is the book's (a game comment is not a value). */
-		if (!bookdb_move_valued(c->rec, m) || (m->flags & BOOKDB_MOVE_AVOIDED)) break;
-		if (n == 0) p->root_value = bookdb_move_value(c->rec, m);
+	for (int i = 0; i < n; i++) {
 		char mv[USI_MOVE_MAX];
-		usi_move_write(m->move, mv);
+		usi_move_write(line[i], mv);
 		size_t len = strlen(mv);
 		if ((size_t)(q - p->pv) + len + 1 > COORD_HIST_PV_MAX) break;
 		if (q != p->pv) *q++ = ' ';
 		memcpy(q, mv, len);
 		q += len;
-		pos_do_move(c->pos, m->move);
-		bool again = false;
-		for (int k = 0; k <= n && !again; k++) again = key_equal(seen[k], pos_key(c->pos));
-		if (again) break;
 	}
 	*q = 0;
 	return 0;

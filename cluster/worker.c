@@ -224,6 +224,7 @@ static bool limit_reached(Worker *w)
 static int run_loop(Worker *w)
 {
 	const WorkerOptions *opt = w->opt;
+	double heartbeat_ms = (opt->heartbeat_s > 0 ? opt->heartbeat_s : WORKER_HEARTBEAT_S) * 1000;
 	for (;;) {
 		if (opt->stop && *opt->stop) return 0;
 		double now = clock_ms_f();
@@ -252,6 +253,10 @@ static int run_loop(Worker *w)
 			if (opt->max_positions && max > opt->max_positions - w->acquired)
 				max = opt->max_positions - w->acquired;
 			rc = wk_acquire(w, (int)max);
+			acted = true;
+		} else if (now - w->last_post >= heartbeat_ms && now >= w->submit_at) {
+			/* Long searches: no request for a while, and none is due. */
+			rc = wk_heartbeat(w);
 			acted = true;
 		}
 		if (rc < 0) return rc;
@@ -395,7 +400,7 @@ int worker_run(WorkerStats *out, const WorkerOptions *opt, char *err)
 	pthread_mutex_init(&w.mu, NULL);
 	pthread_cond_init(&w.work_cv, NULL);
 	pthread_cond_init(&w.done_cv, NULL);
-	w.start = w.last_progress = clock_ms_f();
+	w.start = w.last_progress = w.last_post = clock_ms_f();
 	double cpu0 = clock_cpu_ms();
 	int rc = setup(&w);
 	if (rc == 0) rc = run_loop(&w);

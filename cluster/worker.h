@@ -31,7 +31,10 @@
  *    same flag), a request in flight is cut short (an acquire only after half
  *    of stop_grace_s: its lease may be granted, and must then be aborted),
  *    what is finished is submitted if the coordinator answers within
- *    stop_grace_s, the rest of every lease is aborted, return 0.
+ *    stop_grace_s, the rest of every lease is aborted, the coordinator is
+ *    told the worker leaves (a heartbeat with leaving), return 0;
+ *  - a worker that has made no request for heartbeat_s (long searches)
+ *    sends a heartbeat, so that the coordinator shows it live.
  */
 #ifndef BOOKGEN_WORKER_H
 #define BOOKGEN_WORKER_H
@@ -57,6 +60,10 @@ const char *worker_strerror(int code);
 #define WORKER_ERRLEN 512
 /* Longest worker name (bytes). */
 #define WORKER_NAME_MAX 64
+/* A heartbeat after this many seconds without a request by default: a third
+ * of the minute after which a coordinator shows a silent worker gone. */
+#define WORKER_HEARTBEAT_S 20
+#define WORKER_HEARTBEAT_MAX_S 59
 /* Longest token accepted (bytes). */
 #define WORKER_TOKEN_MAX 256
 
@@ -80,8 +87,11 @@ typedef struct {
 	const char *name;       /* worker name sent with every request, 1..WORKER_NAME_MAX bytes */
 	SearchEngine **engines; /* one thread each; cancelled by *stop */
 	int nengines;
-	double max_backoff_s;              /* cap of the back-off; 0: 30 */
-	double stop_grace_s;               /* after stop: time to submit and abort; 0: 3 */
+	double max_backoff_s; /* cap of the back-off; 0: 30 */
+	double stop_grace_s;  /* after stop: time to submit and abort; 0: 3 */
+	/* A heartbeat after this long without a request (long searches), so that
+	 * the coordinator does not show the worker gone; 0: WORKER_HEARTBEAT_S. */
+	double heartbeat_s;
 	uint64_t max_positions;            /* stop after this many results are sent; 0: none */
 	const volatile sig_atomic_t *stop; /* raised by a signal handler; may be NULL */
 	uint64_t seed;                     /* back-off randomness; 0: from the clock */

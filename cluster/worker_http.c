@@ -105,6 +105,7 @@ static void post(Worker *w, const char *path, const char *body, double timeout_s
 	r->retry_after = -1;
 	r->cerr[0] = 0;
 	r->sent_ms = unix_ms();
+	w->last_post = clock_ms_f();
 	curl_easy_setopt(w->h, CURLOPT_URL, url);
 	curl_easy_setopt(w->h, CURLOPT_POSTFIELDS, body ? body : "");
 	curl_easy_setopt(w->h, CURLOPT_POSTFIELDSIZE, (long)(body ? strlen(body) : 0));
@@ -436,8 +437,34 @@ Lease *wk_due(Worker *w, double now)
 	return NULL;
 }
 
+/* ---- heartbeat ----------------------------------------------------------- */
+
+/* POST /v1/work/heartbeat: the worker is alive, or with leaving, stops now (the
+ * coordinator shows it gone at once instead of after a minute's silence). The
+ * answer is not looked at but for a refused token: an older coordinator
+ * answers 404, and a failure here is the next request's to meet. */
+static long heartbeat(Worker *w, bool leaving, double timeout_s)
+{
+	json_t *b = json_pack("{s:s, s:s, s:s, s:I, s:b}", "worker", w->opt->name, "instance",
+	                      w->instance, "engine", w->engine_id, "nps",
+	                      (json_int_t)wk_recent_nps(w), "leaving", leaving);
+	char *body = b ? json_dumps(b, JSON_COMPACT) : NULL;
+	json_decref(b);
+	if (!body) return 0;
+	post(w, "/v1/work/heartbeat", body, timeout_s);
+	free(body);
+	return w->r.status;
+}
+
+int wk_heartbeat(Worker *w)
+{
+	long st = heartbeat(w, false, 5);
+	return st == 401 || st == 403 ? auth_failed(w) : 0;
+}
+
 /* After the stop flag: the engines are cancelled and joined; finished results
- * are submitted and every lease's rest aborted, within the grace time. */
+ * are submitted and every lease's rest aborted, within the grace time; then
+ * the coordinator is told the worker leaves. */
 void wk_shut_down(Worker *w)
 {
 	double grace = w->opt->stop_grace_s > 0 ? w->opt->stop_grace_s : 3;
@@ -468,4 +495,6 @@ void wk_shut_down(Worker *w)
 			say(w, "abort of lease %s: %s", l->l.id,
 			    w->r.status ? "refused" : w->r.cerr);
 	}
+	double left = (end - clock_ms_f()) / 1000;
+	if (left > 0.05) (void)heartbeat(w, true, left); /* best effort: it may be gone */
 }

@@ -82,6 +82,7 @@ struct Worker {
 	bool shutting_down; /* after the stop flag: requests are no longer cut short */
 	bool acquiring;     /* an acquire is in flight (not cut short at once on stop) */
 	double stop_seen;   /* ms: when a request in flight first saw the stop flag */
+	double last_post;   /* ms: the last request began (a heartbeat after a silence) */
 	char instance[17];  /* this process's random id, sent with every request */
 	/* The spool (worker_spool.c): -1 when none. */
 	int spool_fd, spool_lock;
@@ -104,8 +105,13 @@ int wk_submit(Worker *w, Lease *l, double timeout_s);
 void wk_drop_finished(Worker *w);
 /* The lease to submit now, if any (lock held). */
 Lease *wk_due(Worker *w, double now);
-/* After the stop flag: finished results submitted, the rest aborted. */
+/* After the stop flag: finished results submitted, the rest aborted, and the
+ * coordinator told the worker leaves. */
 void wk_shut_down(Worker *w);
+/* The worker has made no request for heartbeat_s (long searches):
+ * tells the coordinator it is alive, so that it is not shown gone. 0, or
+ * WORKER_EAUTH when the token is refused (final, as for any request). */
+int wk_heartbeat(Worker *w);
 
 /* worker_spool.c. Opens the spool (WorkerOptions.spool; nothing when NULL):
  * locks it, reads back the results an earlier run left unsent into leases in

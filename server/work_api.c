@@ -21,7 +21,7 @@
  * some 50 times a second rather than once per request. */
 #define ROUND_MS 20
 
-enum { OP_ACQUIRE = 1, OP_SUBMIT, OP_ABORT, OP_STATUS };
+enum { OP_ACQUIRE = 1, OP_SUBMIT, OP_ABORT, OP_STATUS, OP_HEARTBEAT };
 
 typedef struct Op {
 	int kind;
@@ -105,6 +105,10 @@ static void run_op(ApiWork *w, Op *op, int64_t now)
 	case OP_STATUS:
 		op->rc = coord_status(w->c, &op->st, now);
 		break;
+	case OP_HEARTBEAT:
+		coord_heartbeat(w->c, &who, op->body.leaving, now);
+		op->rc = 0;
+		break;
 	}
 }
 
@@ -146,7 +150,7 @@ static void *service(void *arg)
 			run_op(w, op, now);
 			if (op->kind == OP_ACQUIRE || op->kind == OP_SUBMIT)
 				part_add(&one[op->kind == OP_SUBMIT], clock_ms_f() - t);
-			wrote |= op->kind != OP_STATUS;
+			wrote |= op->kind != OP_STATUS && op->kind != OP_HEARTBEAT;
 		}
 		double t1 = clock_ms_f();
 		char err[COORD_ERRLEN] = "";
@@ -155,7 +159,8 @@ static void *service(void *arg)
 		if (wrote && coord_commit(w->c, err) < 0) {
 			/* Nothing of this round is on disk: no answer may say otherwise. */
 			for (Op *op = ops; op; op = op->next)
-				if (op->kind != OP_STATUS && op->rc >= 0) {
+				if (op->kind != OP_STATUS && op->kind != OP_HEARTBEAT &&
+				    op->rc >= 0) {
 					op->rc = COORD_EBOOK;
 					errmsg_set(op->err, sizeof op->err, 0, "%s", err);
 				}
@@ -185,7 +190,15 @@ static void *service(void *arg)
 			/* A failed minimax is said and the service goes on; a broken
 			 * book stops it, as a request's would. */
 			int trc = coord_tick(w->c, now, err);
-			if (trc < 0 && err[0]) fprintf(stderr, "joseki: %s\n", err);
+			if (trc == COORD_EMINIMAX && err[0])
+				fprintf(
+				    stderr,
+				    "joseki: %s (the coordinator goes on and the next run tries "
+				    "again; should every run fail, stop it and run joseki minimax "
+				    "BOOK to see why)\n",
+				    err);
+			else if (trc < 0 && err[0])
+				fprintf(stderr, "joseki: %s\n", err);
 			if (trc == COORD_EBOOK) atomic_store(&w->failed, true);
 		}
 		double t4 = clock_ms_f();
@@ -337,6 +350,21 @@ static json_t *spot_json(const CoordStatus *st)
 	    (json_int_t)st->spot_taken_out, "tokens", tokens);
 }
 
+/* The workers gone in the last hour: stopped (said so), or silent. */
+static json_t *gone_json(const CoordStatus *st, int64_t now)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < st->ngone; i++) {
+		const CoordWorkerSeen *s = &st->gone[i];
+		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s, s:I, s:s}", "name",
+		                                   s->name, "instance", s->instance, "token",
+		                                   s->token, "engine", s->engine, "last_seen_s",
+		                                   (json_int_t)((now - s->last_seen_ms) / 1000),
+		                                   "why", s->left ? "stopped" : "silent"));
+	}
+	return a;
+}
+
 static char *status_body(const CoordStatus *st)
 {
 	json_t *aside = json_array(), *workers = json_array();
@@ -374,6 +402,10 @@ static char *status_body(const CoordStatus *st)
 		                    json_pack("{s:I, s:I}", "replaced",
 		                              (json_int_t)st->again_replaced, "left",
 		                              (json_int_t)st->again_left));
+}
+
+	              (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000);
+	if (o) json_object_set_new(o, "workers_gone", gone_json(st, now));
 	return dump(o);
 }
 
@@ -429,19 +461,23 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 		op.kind = OP_SUBMIT;
 	} else if (!lease_of(&op.lease, url, "/v1/work/abort/")) {
 		op.kind = OP_ABORT;
+	} else if (!strcmp(url, "/v1/work/heartbeat")) {
+		op.kind = OP_HEARTBEAT;
 	} else {
 		return error(status, 404,
 		             "no such work path (see /v1/work/acquire, /v1/work/submit/LEASE, "
-		             "/v1/work/abort/LEASE, /v1/work/status; LEASE: 16 hex digits)");
+		             "/v1/work/abort/LEASE, /v1/work/heartbeat, /v1/work/status; LEASE: 16 "
+		             "hex digits)");
 	}
 	if (op.kind != OP_STATUS && !post) return error(status, 405, "this work path takes POST");
 	if (op.kind != OP_STATUS && read_only)
 		return error(status, 403, "this token may only read the status (a --read token)");
 	if (too_large) return error(status, 413, "request body larger than 1 MiB");
-	int prc = op.kind == OP_ACQUIRE  ? api_parse_acquire(&op.body, body, len, perr)
-	          : op.kind == OP_SUBMIT ? api_parse_submit(&op.body, body, len, perr)
-	          : op.kind == OP_ABORT  ? api_parse_abort(&op.body, body, len, perr)
-	                                 : 0;
+	int prc = op.kind == OP_ACQUIRE     ? api_parse_acquire(&op.body, body, len, perr)
+	          : op.kind == OP_SUBMIT    ? api_parse_submit(&op.body, body, len, perr)
+	          : op.kind == OP_ABORT     ? api_parse_abort(&op.body, body, len, perr)
+	          : op.kind == OP_HEARTBEAT ? api_parse_heartbeat(&op.body, body, len, perr)
+	                                    : 0;
 	if (prc < 0) return error(status, 400, perr);
 	CoordLease *lease = NULL;
 	if (op.kind == OP_ACQUIRE && !(op.out = lease = malloc(sizeof *lease))) {
@@ -529,35 +565,50 @@ void api_work_metrics(ApiWork *w, FILE *f)
 	coord_status_free(&op.st);
 }
 
-void api_work_status_line(ApiWork *w, char *buf, size_t len)
+int api_work_status(ApiWork *w, CoordStatus *st)
 {
 	Op op = {.kind = OP_STATUS};
-	if (submit_op(w, &op) < 0 || op.rc < 0) {
+	if (submit_op(w, &op) < 0) {
+		memset(st, 0, sizeof *st);
+		return -1;
+	}
+	*st = op.st;
+	return op.rc < 0 ? -1 : 0;
+}
+
+void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
+{
+	CoordStatus st;
+	if (api_work_status(w, &st) < 0) {
+		coord_status_free(&st);
 		snprintf(buf, len, "work: no status");
 		return;
 	}
 	uint64_t nps = 0;
-	for (size_t i = 0; i < op.st.nworkers; i++) nps += op.st.workers[i].nps;
+	for (size_t i = 0; i < st.nworkers; i++) nps += st.workers[i].nps;
 	pthread_mutex_lock(&w->mu);
 	uint64_t rounds = w->rounds;
 	Part part[PART_NB];
 	memcpy(part, w->part, sizeof part);
 	pthread_mutex_unlock(&w->mu);
-	int n = snprintf(
-	    buf, len,
-	    "work: %llu results (%.1f/s), queue %llu, leases %llu live %llu expired, "
-	    "set aside %zu, workers %zu (%.1f Mnps), minimax runs %llu (last %.0f ms); "
-	    "time in select %.0f ms (suspended %llu times; %llu acquires ended with it suspended; "
-	    "beside the service %.0f ms, %llu leaves), "
-	    "store %.0f ms, commit %.0f ms, minimax %.0f ms (its writes %.0f ms)",
-	    (unsigned long long)op.st.results, op.st.results_per_s, (unsigned long long)op.st.queue,
-	    (unsigned long long)op.st.leases_live, (unsigned long long)op.st.leases_expired,
-	    op.st.naside, op.st.nworkers, nps / 1e6, (unsigned long long)op.st.minimax_runs,
-	    op.st.last_minimax_ms, op.st.select_ms, (unsigned long long)op.st.select_slices,
-	    (unsigned long long)op.st.select_short, op.st.select_ahead_ms,
-	    (unsigned long long)op.st.select_ahead_leaves, op.st.store_ms, op.st.commit_ms,
-	    op.st.minimax_ms, op.st.minimax_apply_ms);
-	if (n >= 0 && (size_t)n < len)
+	int n = snprintf(buf, len,
+	                 "work: %llu results (%.1f/s), queue %llu, leases %llu live %llu expired, "
+	                 "set aside %zu, workers %zu live %zu gone (%.1f Mnps), minimax runs %llu "
+	                 "(last %.0f ms)",
+	                 (unsigned long long)st.results, st.results_per_s,
+	                 (unsigned long long)st.queue, (unsigned long long)st.leases_live,
+	                 (unsigned long long)st.leases_expired, st.naside, st.nworkers, st.ngone,
+	                 nps / 1e6, (unsigned long long)st.minimax_runs, st.last_minimax_ms);
+	if (internals && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n,
+		              "; time in select %.0f ms (suspended %llu times; %llu acquires ended "
+		              "with it suspended; beside the service %.0f ms, %llu leaves), "
+		              "store %.0f ms, commit %.0f ms, minimax %.0f ms (its writes %.0f ms)",
+		              st.select_ms, (unsigned long long)st.select_slices,
+		              (unsigned long long)st.select_short, st.select_ahead_ms,
+		              (unsigned long long)st.select_ahead_leaves, st.store_ms, st.commit_ms,
+		              st.minimax_ms, st.minimax_apply_ms);
+	if (internals && n >= 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n,
 		         "; rounds %llu, longest (over %d ms): wait for a round %.0f ms (%llu), "
 		         "requests %.0f ms (%llu; one acquire %.0f ms (%llu), one submit %.0f ms "
@@ -570,15 +621,15 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len)
 		         (unsigned long long)part[PART_COMMIT].slow, part[PART_TICK].max_ms,
 		         (unsigned long long)part[PART_TICK].slow);
 	size_t used = strlen(buf);
-	if (op.st.spot && used < len)
+	if (st.spot && used < len)
 		snprintf(
 		    buf + used, len - used,
 		    "; spot checks %llu waiting, %llu leased, %llu deciding, %llu agreed, %llu "
 		    "disagreed, %llu strikes, %llu quarantines",
-		    (unsigned long long)op.st.spot_waiting, (unsigned long long)op.st.spot_leased,
-		    (unsigned long long)op.st.spot_deciding, (unsigned long long)op.st.spot_passed,
-		    (unsigned long long)op.st.spot_disagreed,
-		    (unsigned long long)op.st.spot_strikes,
-		    (unsigned long long)op.st.spot_quarantines);
-	coord_status_free(&op.st);
+		    (unsigned long long)st.spot_waiting, (unsigned long long)st.spot_leased,
+		    (unsigned long long)st.spot_deciding, (unsigned long long)st.spot_passed,
+		    (unsigned long long)st.spot_disagreed,
+		    (unsigned long long)st.spot_strikes,
+		    (unsigned long long)st.spot_quarantines);
+	coord_status_free(&st);
 }

@@ -1,7 +1,8 @@
 /*
  * server/work_api.h — the cluster work endpoints (docs/cluster.md) over a
  * cluster/coord.h Coordinator: POST /v1/work/acquire, /v1/work/submit/{lease},
- * /v1/work/abort/{lease}, GET /v1/work/status, each behind a bearer token
+ * /v1/work/abort/{lease}, /v1/work/heartbeat, GET /v1/work/status, each behind
+ * a bearer token
  * (server/tokens.h).
  *
  * One service thread owns the Coord (and so the book's only write
@@ -45,8 +46,16 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
  * onto f; nothing when the status cannot be had. */
 void api_work_metrics(ApiWork *w, FILE *f);
 
-/* The one-line status ("work: ..." without newline) into buf. */
-void api_work_status_line(ApiWork *w, char *buf, size_t len);
+/* The coordinator's status now, taken by the service thread between rounds
+ * (free it with coord_status_free, also after a failure). 0, or -1 when the
+ * service has stopped or the status could not be taken. */
+JOSEKI_MUST_USE int api_work_status(ApiWork *w, CoordStatus *st);
+
+/* The run's figures in one line ("work: N results ..." without newline) into
+ * buf: results, queue, leases, workers live and gone, minimax runs; with
+ * internals, where the service thread's time went too (selection, store,
+ * commit, minimax, the longest parts of its rounds). */
+void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals);
 
 /* True once the coordinator failed (book error): the process should exit and
  * be restarted; requests meanwhile get 500. */

@@ -116,6 +116,20 @@ int api_parse_abort(ApiWorkBody *out, const char *body, size_t len, char *err)
 	return rc;
 }
 
+int api_parse_heartbeat(ApiWorkBody *out, const char *body, size_t len, char *err)
+{
+	memset(out, 0, sizeof *out);
+	json_t *o;
+	if (load(&o, body, len, false, err) < 0) return -1;
+	int rc = common(out, o, false, err);
+	json_t *l = json_object_get(o, "leaving");
+	if (rc == 0 && l && !json_is_boolean(l))
+		rc = fail(err, "\"leaving\" must be true or false");
+	out->leaving = json_is_true(l);
+	json_decref(o);
+	return rc;
+}
+
 static int parse_line(CoordLine *l, json_t *m, const char *where, char *err)
 {
 	if (!json_is_object(m)) return fail(err, "%smust be an object", where);

@@ -8,6 +8,7 @@
 #ifndef SERVER_WORK_PARSE_H
 #define SERVER_WORK_PARSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,7 @@ typedef struct {
 	char engine[COORD_ENGINE_MAX + 1];
 	uint64_t nps;
 	int max;              /* acquire only */
+	bool leaving;         /* heartbeat only: the worker stops now */
 	CoordResult *results; /* submit only: malloc'd */
 	size_t nresults;
 } ApiWorkBody;
@@ -34,6 +36,8 @@ JOSEKI_MUST_USE int api_parse_acquire(ApiWorkBody *out, const char *body, size_t
 JOSEKI_MUST_USE int api_parse_submit(ApiWorkBody *out, const char *body, size_t len, char *err);
 /* Abort's optional body: empty, or {"worker": "name"}. */
 JOSEKI_MUST_USE int api_parse_abort(ApiWorkBody *out, const char *body, size_t len, char *err);
+/* {"worker": ..., "engine": ..., "nps": ..., "leaving": true|false} */
+JOSEKI_MUST_USE int api_parse_heartbeat(ApiWorkBody *out, const char *body, size_t len, char *err);
 void api_work_body_free(ApiWorkBody *b);
 
 #endif

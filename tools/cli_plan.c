@@ -89,3 +89,21 @@ int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet, const 
 	}
 	return 0;
 }
+
+void cli_snapshot_unused(const char *cmd, const char *path, const char *note, bool past)
+{
+	/* "selector snapshot PATH: why" or "selector snapshot: why": the why. */
+	const char *why = note;
+	if (!strncmp(why, "selector snapshot", 17)) {
+		const char *colon = strstr(why, ": ");
+		if (colon) why = colon + 2;
+	}
+	/* Options that differ: the only case where the user can have it used. */
+	bool options = strstr(why, "of a run with") || strstr(why, "kif bonus");
+	fprintf(stderr, "%s: %s not used: %s; the first search %s from scratch (%s)\n", cmd, path,
+	        why, past ? "started" : "starts",
+	        options ? "to use it, give the options of the run that wrote it: --roots or "
+	                  "--roots-from-games, --select, --window, --book-side, --kif-bonus"
+	                : "nothing to do: a start from scratch costs time once, and a snapshot is "
+	                  "saved again at the stop");
+}

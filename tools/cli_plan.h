@@ -49,4 +49,12 @@ void cli_plan_init(CliPlan *c);
 JOSEKI_MUST_USE int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet,
                                    const char *cmd, RootList *paths);
 
+/*
+ * "CMD: PATH not used: WHY; the first search starts from scratch (WHAT TO DO)"
+ * on stderr, for a selector snapshot that was not read back (note: why, as
+ * the selector said it; its "selector snapshot ...: " is dropped, the path
+ * being said first). past: "started" (think says it after its run).
+ */
+void cli_snapshot_unused(const char *cmd, const char *path, const char *note, bool past);
+
 #endif

@@ -10,12 +10,18 @@
  * --work makes it the cluster coordinator (docs/cluster.md): the book is
  * opened read-write, the /v1/work/ endpoints hand out leases of selected
  * leaves to workers holding a token from --tokens (default BOOK/tokens), and
- * a status line goes to stderr every 10 s when it is a terminal.
+ * a status line for the operator goes to stderr every 10 s when it is a
+ * terminal (--status-seconds S: every S s, terminal or not), at most 120
+ * columns: the book's positions and thought ones, the results and their
+ * rate, the workers live and gone, the ETA of a budget (--positions,
+ * --time), and the first root's value and line; --verbose adds the service
+ * thread's timings. At the stop, the run's figures on stdout.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +33,7 @@
 #include <unistd.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/query.h"
 #include "bookgen/snapshot.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
@@ -36,8 +43,10 @@
 #include "minimax/bookmm.h"
 #include "server/server.h"
 #include "server/work_api.h"
+#include "shogi/notation.h"
 #include "shogi/position.h"
 #include "tools/cli_again.h"
+#include "shogi/spec.h"
 #include "tools/cli_engines.h"
 #include "tools/cli_plan.h"
 #include "tools/commands.h"
@@ -159,24 +168,175 @@ static void tokens_log(void *ctx, const char *msg)
 	fprintf(stderr, "serve: tokens: %s\n", msg);
 }
 
-/* Waits for SIGTERM/SIGINT; with work on a terminal, a status line every 10 s.
- * Returns the signal, or 0 when the coordinator failed. */
-static int wait_stop(sigset_t *sigs, ApiWork *work)
+/* The operator's console (serve --work): what its line says besides the
+ * coordinator's status, and how often it is said. */
+#define CONSOLE_WIDTH 120
+typedef struct {
+	BookDB *db;
+	const char *root; /* the first root's spec ("startpos" without roots) */
+	size_t nroots;
+	double every_s;       /* a line every this many seconds; 0: none */
+	bool verbose;         /* and the internals line after it */
+	uint64_t max_results; /* --positions: stop after this many results (0: none) */
+	double max_s;         /* --time: stop after this many seconds (0: none) */
+	double start_ms;
+	Position *pos;
+	BookRecord *rec;
+} Console;
+
+/* 12345, 201.3k, 15.02M, 1.20G */
+static void count_text(char *out, size_t n, double v)
 {
-	bool tty = work && isatty(2);
+	if (v < 1e4)
+		snprintf(out, n, "%.0f", v);
+	else if (v < 1e6)
+		snprintf(out, n, "%.1fk", v / 1e3);
+	else if (v < 1e9)
+		snprintf(out, n, "%.*fM", v < 1e7 ? 2 : 1, v / 1e6);
+	else
+		snprintf(out, n, "%.2fG", v / 1e9);
+}
+
+/* 45s, 12m30s, 3h05m, 2d04h */
+static void duration_text(char *out, size_t n, double s)
+{
+	long t = s > 0 ? (long)(s + 0.5) : 0;
+	if (t < 60)
+		snprintf(out, n, "%lds", t);
+	else if (t < 3600)
+		snprintf(out, n, "%ldm%02lds", t / 60, t % 60);
+	else if (t < 86400)
+		snprintf(out, n, "%ldh%02ldm", t / 3600, t % 3600 / 60);
+	else
+		snprintf(out, n, "%ldd%02ldh", t / 86400, t % 86400 / 3600);
+}
+
+/* Appends to buf (cap bytes, *len used) when it fits within CONSOLE_WIDTH. */
+static bool put(char *buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool put(char *buf, size_t *len, const char *fmt, ...)
+{
+	char part[CONSOLE_WIDTH + 1];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(part, sizeof part, fmt, ap);
+	va_end(ap);
+	if (n < 0 || *len + (size_t)n > CONSOLE_WIDTH) return false;
+	memcpy(buf + *len, part, (size_t)n + 1);
+	*len += (size_t)n;
+	return true;
+}
+
+/*
+ * The operator's line (at most CONSOLE_WIDTH columns, ASCII):
+ *   work 12m30s: book 1.52M pos, 128.3k thought (+2013, 3.4/s); workers 2
+ *   live, 1 gone; eta 1h05m; start +20 2g2f 8c8d 2f2e 4a3b ...
+ * (+2013: the results stored by this run.) The root is the first one the
+ * coordinator grows from ("start" for the start position, "root 1/3" with
+ * several: listed at the start); its line as much as fits. With the largest
+ * figures (15.02M pos, 123 workers, eta 12h10m) the root's name and value
+ * still fit.
+ */
+static void console_line(char *buf, Console *k, const CoordStatus *st)
+{
+	double el = (clock_ms_f() - k->start_ms) / 1000;
+	char a[32], b[32], c[32];
+	uint64_t positions = 0;
+	Move line[BOOKDB_LINE_MAX];
+	int value = 0, n = 0;
+	BookTxn *txn;
+	if (bookdb_txn_begin(&txn, k->db, false) == 0) {
+		if (bookdb_count(&positions, txn, BOOKDB_POS) < 0) positions = 0;
+		if (position_parse(k->pos, k->root, NULL) == 0)
+			n = bookdb_line(line, BOOKDB_LINE_MAX, &value, k->rec, txn, k->pos);
+		bookdb_txn_abort(txn);
+	}
+	size_t len = 0;
+	buf[0] = 0;
+	duration_text(a, sizeof a, el);
+	(void)put(buf, &len, "work %s: ", a);
+	count_text(a, sizeof a, (double)positions);
+	count_text(b, sizeof b, (double)st->book_thought);
+	count_text(c, sizeof c, (double)st->results);
+	/* The rate over the last minute (the coordinator's), or since the start
+	 * in the first minute. */
+	double rate = el >= 60 || el <= 0 ? st->results_per_s : (double)st->results / el;
+	(void)put(buf, &len, "book %s pos, %s thought (+%s, %.*f/s); ", a, b, c, rate < 100 ? 1 : 0,
+	          rate);
+	(void)put(buf, &len, "workers %zu live, %zu gone", st->nworkers, st->ngone);
+	if (st->spot_quarantines)
+		(void)put(buf, &len, ", %llu quarantined",
+		          (unsigned long long)st->spot_quarantines);
+	/* The budget's end: the nearer of --positions at the last minute's rate
+	 * and --time. */
+	double eta = -1;
+	if (k->max_results && rate > 0)
+		eta = (double)(k->max_results > st->results ? k->max_results - st->results : 0) /
+		      rate;
+	if (k->max_s > 0 && (eta < 0 || k->max_s - el < eta)) eta = k->max_s - el;
+	if (eta >= 0) {
+		duration_text(a, sizeof a, eta);
+		(void)put(buf, &len, "; eta %s", a);
+	} else if (k->max_results) {
+		(void)put(buf, &len, "; eta ?"); /* no results yet */
+	}
+	if (k->nroots > 1)
+		snprintf(a, sizeof a, "root 1/%zu", k->nroots);
+	else
+		snprintf(a, sizeof a, "%s", strcmp(k->root, "startpos") ? "root" : "start");
+	if (n <= 0) {
+		(void)put(buf, &len, "; %s: no book move yet", a);
+		return;
+	}
+	if (!put(buf, &len, "; %s %+d", a, value)) return;
+	/* The line, as much of it as fits, "..." when cut. */
+	for (int i = 0; i < n; i++) {
+		char mv[USI_MOVE_MAX];
+		usi_move_write(line[i], mv);
+		bool last = i + 1 == n;
+		if (len + 1 + strlen(mv) + (last ? 0 : 4) > CONSOLE_WIDTH) {
+			(void)put(buf, &len, " ...");
+			break;
+		}
+		(void)put(buf, &len, " %s", mv);
+	}
+}
+
+/* How wait_stop ended besides a signal. */
+enum { STOP_FAILED = 0, STOP_BUDGET = -1 };
+
+/* Waits for SIGTERM/SIGINT, the budget (--positions, --time) or the
+ * coordinator's failure; with work, the console's line every k->every_s.
+ * Returns the signal, STOP_BUDGET or STOP_FAILED. */
+static int wait_stop(sigset_t *sigs, ApiWork *work, Console *k)
+{
+	double last = clock_ms_f();
 	for (;;) {
 		struct timespec ts = {.tv_sec = work ? 1 : 3600};
 		int sig = sigtimedwait(sigs, NULL, &ts);
 		if (sig > 0) return sig;
-		if (work && api_work_failed(work)) return 0;
-		static time_t last;
-		time_t now = time(NULL);
-		if (tty && now - last >= 10) {
-			char line[1536];
-			api_work_status_line(work, line, sizeof line);
-			fprintf(stderr, "%s\n", line);
-			last = now;
+		if (!work) continue;
+		if (api_work_failed(work)) return STOP_FAILED;
+		double now = clock_ms_f();
+		bool say = k->every_s > 0 && now - last >= k->every_s * 1000;
+		if (!say && !k->max_results && !(k->max_s > 0)) continue;
+		CoordStatus st;
+		if (api_work_status(work, &st) == 0) {
+			if (say) {
+				char line[CONSOLE_WIDTH + 1];
+				console_line(line, k, &st);
+				fprintf(stderr, "%s\n", line);
+				last = now;
+			}
 		}
+		bool done = (k->max_results && st.results >= k->max_results) ||
+		            (k->max_s > 0 && now - k->start_ms >= k->max_s * 1000);
+		coord_status_free(&st);
+		if (say && k->verbose) {
+			char line[1024];
+			api_work_status_line(work, line, sizeof line, true);
+			fprintf(stderr, "%s\n", line);
+		}
+		if (done) return STOP_BUDGET;
 	}
 }
 
@@ -204,6 +364,9 @@ int cmd_serve(int argc, char **argv)
 	bool slice_given = false;
 	int64_t ahead = 0;
 	bool ahead_given = false;
+	Console con = {.every_s = isatty(2) ? 10 : 0};
+	uint64_t status_s = 0, max_time = 0;
+	bool status_given = false;
 	CliBudget cb;
 	cli_budget_init(&cb, 1);
 	CliPlan cp;
@@ -218,6 +381,16 @@ int cmd_serve(int argc, char **argv)
 	            "minimax after N results (default: by time only)..."),
 	    CLI_NUM("--minimax-seconds", &minimax_s, 0, 4000000000, "S",
 	            "... or S seconds (default 60)"),
+	    CLI_NUM("--positions", &con.max_results, 1, CLI_NOMAX, "N",
+	            "stop after N results (default: run until stopped)"),
+	    CLI_NUM("--time", &max_time, 1, CLI_NOMAX, "S",
+	            "stop after S seconds (default: run until stopped)"),
+	    CLI_NUM("--status-seconds", &status_s, 0, 86400, "S",
+	            "a status line on stderr every S seconds (default 10 on a terminal, else "
+	            "none; 0: none)",
+	            CLI_TAG(&status_given, true)),
+	    CLI_FLAG("--verbose", &con.verbose,
+	             "the service thread's timings after each status line and in the summary"),
 	    CLI_NUM("--history-seconds", &history_s, 0, 86400, "S",
 	            "a point of the work history every S seconds (default 60; 0: none)",
 	            CLI_TAG(&history_given, true)),
@@ -296,6 +469,8 @@ int cmd_serve(int argc, char **argv)
 	if (slice_given)
 		co.select_slice_ms = slice_ms < 0 ? -1 : slice_ms ? (double)slice_ms : 1e-3;
 	if (ahead_given) co.select_ahead = ahead ? ahead : -1; /* 0: none */
+	if (status_given) con.every_s = (double)status_s;
+	con.max_s = (double)max_time;
 	co.minimax_seconds = (double)minimax_s;
 	co.budget = cb.budget;
 	co.multipv = cb.multipv;
@@ -311,6 +486,7 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	char err[COORD_ERRLEN];
 	char spath[BOOKDB_PATH_LEN]; /* the snapshot's path: co.snapshot points here */
+	static char root1[POSITION_SPEC_MAX(POS_MAX_STATES)]; /* con.root */
 	BookDB *db = NULL;
 	ServerTokens *tokens = NULL;
 	Coord *coord = NULL;
@@ -361,6 +537,11 @@ int cmd_serve(int argc, char **argv)
 		co.again = again.keys;
 		co.nagain = again.n;
 		co.campaign = again.campaign;
+		/* The roots, said once: the console's line names the first. */
+		for (size_t r = 0; r < roots.n; r++)
+			fprintf(stderr, "serve: root %zu: %s\n", r + 1, roots.specs[r]);
+		snprintf(root1, sizeof root1, "%s", roots.n ? roots.specs[0] : "startpos");
+		con.nroots = roots.n ? roots.n : 1;
 		snprintf(spath, sizeof spath, "%s/%s", book, SNAP_FILE);
 		if (!no_snapshot && !again.on) co.snapshot = spath;
 		co.checkpoint_seconds = ckpt_given ? (double)ckpt_s : 300;
@@ -378,9 +559,7 @@ int cmd_serve(int argc, char **argv)
 			fprintf(stderr, "serve: the selector restored from %s in %.2f s%s%s%s\n",
 			        spath, sms / 1000, note[0] ? " (" : "", note, note[0] ? ")" : "");
 		else if (note[0])
-			fprintf(stderr,
-			        "serve: %s not used (the first search starts from scratch): %s\n",
-			        spath, note);
+			cli_snapshot_unused("serve", spath, note, false);
 		if (api_work_start(&work, coord, tokens) < 0) {
 			joseki_error("serve: cannot start the work thread");
 			goto fail;
@@ -405,22 +584,34 @@ int cmd_serve(int argc, char **argv)
 	}
 	fprintf(stderr, "serve: %s: %llu positions; listening on http://%s:%u/%s\n", book,
 	        (unsigned long long)positions, addr, server_port(s), work ? " (work)" : "");
-	int sig = wait_stop(&sigs, work);
-	if (sig)
+	con.db = db;
+	con.root = root1[0] ? root1 : "startpos";
+	con.start_ms = clock_ms_f();
+	con.pos = malloc(sizeof *con.pos);
+	con.rec = malloc(sizeof *con.rec);
+	if (work && (!con.pos || !con.rec)) con.every_s = 0; /* no room: no line */
+	int sig = wait_stop(&sigs, work, &con);
+	free(con.pos);
+	free(con.rec);
+	if (sig > 0)
 		fprintf(stderr, "serve: %s: finishing the requests in flight\n",
 		        sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	else if (sig == STOP_BUDGET)
+		fprintf(stderr,
+		        "serve: the budget (%s) is spent: finishing the requests in flight\n",
+		        con.max_results ? "--positions" : "--time");
 	else
 		fprintf(stderr, "serve: the coordinator failed; stopping (restart to resume)\n");
 	server_stop(s);
 	char line[1536] = "";
-	if (work) api_work_status_line(work, line, sizeof line);
+	if (work) api_work_status_line(work, line, sizeof line, con.verbose);
 	api_work_stop(work);
-	int status = sig ? 0 : 1;
+	int status = sig != STOP_FAILED ? 0 : 1;
 	char cerr[COORD_ERRLEN] = "";
 	/* The service committed its last round; whatever is left is committed
 	 * here, where a failure can still be said (coord_free's cannot), and the
 	 * selector's snapshot written for the next start. */
-	if (sig && coord) {
+	if (sig != STOP_FAILED && coord) {
 		double save_ms;
 		crc = coord_close(coord, &save_ms, cerr);
 		if (crc < 0) {

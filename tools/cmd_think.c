@@ -224,8 +224,7 @@ static void print_snapshot(const ThinkStats *st, const char *path)
 		        st->snap_ms / 1000, st->snap_note[0] ? " (" : "", st->snap_note,
 		        st->snap_note[0] ? ")" : "");
 	else if (st->snap_note[0])
-		fprintf(stderr, "think: %s not used (the first search started from scratch): %s\n",
-		        path, st->snap_note);
+		cli_snapshot_unused("think", path, st->snap_note, true);
 	if (st->snap_saved)
 		fprintf(stderr, "think: the selector saved to %s in %.2f s\n", path,
 		        st->save_ms / 1000);

@@ -68,7 +68,7 @@ int cmd_worker(int argc, char **argv)
 {
 	const char *server = NULL, *token_file = NULL, *name = NULL, *journal = NULL, *spool = NULL;
 	bool quiet = false;
-	uint64_t max_backoff = 30, positions = 0;
+	uint64_t max_backoff = 30, positions = 0, heartbeat = WORKER_HEARTBEAT_S;
 	CliEngines ce;
 	cli_engines_init(&ce, WORKER_MAX_ENGINES, "--option");
 	const CliOpt opts[] = {
@@ -82,6 +82,9 @@ int cmd_worker(int argc, char **argv)
 	            "the longest wait between retries (default 30)"),
 	    CLI_NUM("--positions", &positions, 1, CLI_NOMAX, "N",
 	            "stop after N results sent (default: run until stopped)"),
+	    CLI_NUM("--heartbeat-seconds", &heartbeat, 1, WORKER_HEARTBEAT_MAX_S, "S",
+	            "tell the coordinator the worker is alive after S seconds without a request "
+	            "(long searches; default 20)"),
 	    CLI_STR("--journal", &journal, "FILE",
 	            "append a line a lease, result and abort (default: none)"),
 	    CLI_STR("--spool", &spool, "FILE",
@@ -129,6 +132,7 @@ int cmd_worker(int argc, char **argv)
 		    .engines = engines,
 		    .nengines = n,
 		    .max_backoff_s = (double)max_backoff,
+		    .heartbeat_s = (double)heartbeat,
 		    .max_positions = positions,
 		    .stop = &worker_stop_flag,
 		    .progress = !quiet && isatty(2) ? on_progress : NULL,

@@ -292,6 +292,56 @@ test_coord__expiry_returns_positions_to_another_worker_and_late_results_count(vo
 	free(dir);
 }
 
+/* Workers live and gone: a worker heard from in the last minute is live, one
+ * silent for a minute is gone, and so at once is one that says it leaves (its
+ * heartbeat with leaving, as joseki worker stops); a heartbeat keeps a worker
+ * busy with long searches live; gone ones are listed for an hour. Before, a
+ * stopped worker was counted for its minute, and its leases were live. */
+static void test_coord__workers_live_and_gone(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	BookDB *db;
+	Coord *c = open_coord(&db, dir);
+	seed_book(c, 1);
+	CoordLease *l = malloc(sizeof *l);
+	assert_int_equal(acquire(c, l, &A, 1, T0), 1);
+	assert_int_equal(acquire(c, l, &B, 1, T0), 1);
+	assert_int_equal(acquire(c, l, &C, 1, T0), 1);
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0 + 1000), 0);
+	assert_int_equal(st.nworkers, 3);
+	assert_int_equal(st.ngone, 0);
+	coord_status_free(&st);
+	/* B stops: gone at once, said to have stopped. */
+	coord_heartbeat(c, &B, true, T0 + 2000);
+	/* A thinks long, and says it is alive; C says nothing. */
+	coord_heartbeat(c, &A, false, T0 + 40000);
+	assert_int_equal(coord_status(c, &st, T0 + 3000), 0);
+	assert_int_equal(st.nworkers, 2);
+	assert_int_equal(st.ngone, 1);
+	assert_string_equal(st.gone[0].name, "beta");
+	assert_true(st.gone[0].left);
+	coord_status_free(&st);
+	assert_int_equal(coord_status(c, &st, T0 + 61000), 0);
+	assert_int_equal(st.nworkers, 1);
+	assert_string_equal(st.workers[0].name, "alpha");
+	assert_int_equal(st.ngone, 2); /* beta stopped, gamma silent */
+	for (size_t i = 0; i < st.ngone; i++)
+		assert_true(st.gone[i].left == !strcmp(st.gone[i].name, "beta"));
+	coord_status_free(&st);
+	/* An hour later they are forgotten. */
+	coord_heartbeat(c, &A, false, T0 + 3700000);
+	assert_int_equal(coord_status(c, &st, T0 + 3700000), 0);
+	assert_int_equal(st.nworkers, 1);
+	assert_int_equal(st.ngone, 0);
+	coord_status_free(&st);
+	free(l);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* A lease whose every position was analysed by someone else (a late result
  * of an expired lease) is finished by its worker's submission, even though
  * that submission changes nothing: it must not stay live (counted in the
@@ -1918,6 +1968,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__refused_submissions_write_nothing),
 	    cmocka_unit_test(
 	        test_coord__expiry_returns_positions_to_another_worker_and_late_results_count),
+	    cmocka_unit_test(test_coord__workers_live_and_gone),
 	    cmocka_unit_test(test_coord__a_lease_answered_only_by_ignored_results_is_finished),
 	    cmocka_unit_test(test_coord__abort_returns_positions_at_once_without_a_try),
 	    cmocka_unit_test(test_coord__three_failed_tries_set_a_position_aside),

@@ -598,13 +598,19 @@ static void test_worker__sigterm_aborts_the_lease_and_exits_0(void **state)
 	unsetenv("CRASH_SFENS");
 	unsetenv("HANG_SFENS");
 	start_fake(f, 0, "", "{\"movetime\": 20000}");
-	const char *extra[] = {"--engine", eng, NULL};
+	const char *extra[] = {"--engine", eng, "--heartbeat-seconds", "1", NULL};
 	start_worker(f, f->token, extra);
 	assert_true(ts_wait_file(go_log, 0, "position", 20000));
+	/* Silent while it thinks: a heartbeat says it is alive. */
+	assert_true(ts_wait_file(f->record, 0, "\"leaving\": false", 20000));
 	term_worker(f);
 	unsetenv("GO_LOG");
 	json_t *ev = events(f);
 	assert_true(count_ev(ev, "abort", 204) >= 1);
+	/* Its last word: it leaves (the coordinator shows it gone at once). */
+	json_t *last = json_array_get(ev, json_array_size(ev) - 1);
+	assert_string_equal(json_string_value(json_object_get(last, "ev")), "heartbeat");
+	assert_true(json_is_true(json_object_get(last, "leaving")));
 	int mv[NPOS_MAX], fl[NPOS_MAX];
 	count_results(f, ev, mv, fl);
 	/* Cancelled, not failed, and not waited for: no 20 s search ended. */

@@ -1241,11 +1241,125 @@ static void test_work__a_restart_after_sigkill_reads_the_last_checkpoint(void **
 	free(err);
 }
 
+/* The workers of the console's test, killed by its teardown if it fails. */
+static pid_t g_workers[2];
+
+static int kill_workers_left(void **state)
+{
+	for (int i = 0; i < 2; i++)
+		if (g_workers[i] > 0) {
+			kill(g_workers[i], SIGKILL);
+			waitpid(g_workers[i], NULL, 0);
+			g_workers[i] = 0;
+		}
+	return kill_left(state);
+}
+
+/*
+ * The console (serve --work --status-seconds 1 --verbose --positions N):
+ * every status line fits 120 columns and says the book's positions and
+ * thought ones, the results and their rate, the workers live and gone, the
+ * ETA of the budget and the first root's value and line, the root named
+ * (the roots listed at the start); a worker stopped with SIGTERM is gone
+ * at once (it was counted for its minute, its leases live for theirs); the
+ * service's timings follow each line only with --verbose; the budget stops
+ * the coordinator with exit 0.
+ */
+static void test_work__the_console_says_what_an_operator_needs(void **state)
+{
+	(void)state;
+	char t1[80], t2[80], book[600], roots[600], tokf[600], cmd[2400];
+	char *dir = make_book(t1, t2);
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(roots, sizeof roots, "%s/roots", dir);
+	snprintf(tokf, sizeof tokf, "%s/tok", dir);
+	const char *rl = "startpos\nstartpos moves 7g7f\n";
+	assert_int_equal(ts_write_file(roots, rl, strlen(rl)), 0);
+	assert_int_equal(ts_write_file(tokf, t1, 64), 0);
+	Coordinator s;
+	snprintf(cmd, sizeof cmd,
+	         "--work --quiet --movetime 10 --status-seconds 1 --verbose --positions 600 "
+	         "--minimax-seconds 1 --roots %s",
+	         roots);
+	s.port = ts_serve_start(&s.pid, &s.log, book, cmd);
+	g_child = s.pid;
+	assert_true(s.port > 0);
+	pid_t *w = g_workers;
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof cmd,
+		         "exec %s worker --server http://127.0.0.1:%d --token-file %s --name w%c "
+		         "--quiet",
+		         ts_joseki(), s.port, tokf, 'a' + i);
+		char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+		w[i] = ts_spawn(argv, "/dev/null", "/dev/null", false);
+	}
+	char *text = NULL;
+	size_t len = 0;
+	if (!ts_read_until(s.log, &text, &len, "workers 2 live, 0 gone", 60000))
+		fail_msg("no line with both workers:\n%s", text);
+	kill(w[1], SIGTERM);
+	int st = 0;
+	assert_int_equal(waitpid(w[1], &st, 0), w[1]);
+	w[1] = 0;
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	size_t mark = len;
+	if (!ts_read_until(s.log, &text, &len, "workers 1 live, 1 gone", 30000))
+		fail_msg("the stopped worker is not shown gone:\n%s", text + mark);
+	json_t *j = status(&s, t1);
+	json_t *gone = json_array_get(json_object_get(j, "workers_gone"), 0);
+	assert_string_equal(json_string_value(json_object_get(gone, "name")), "wb");
+	assert_string_equal(json_string_value(json_object_get(gone, "why")), "stopped");
+	assert_int_equal(json_array_size(json_object_get(j, "workers")), 1);
+	json_decref(j);
+	/* The budget: the coordinator stops by itself, exit 0. */
+	if (!ts_read_until(s.log, &text, &len, "serve: stopped", 120000))
+		fail_msg("the budget did not stop the coordinator:\n%s", text + mark);
+	assert_int_equal(waitpid(s.pid, &st, 0), s.pid);
+	g_child = 0;
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fclose(s.log);
+	kill(w[0], SIGTERM);
+	waitpid(w[0], NULL, 0);
+	w[0] = 0;
+	print_message("%s", text);
+	assert_non_null(strstr(text, "the budget (--positions) is spent"));
+	int lines = 0, verbose = 0;
+	bool valued = false;
+	for (char *l = text; l && *l;) {
+		char *nl = strchr(l, '\n');
+		size_t n = nl ? (size_t)(nl - l) : strlen(l);
+		if (!strncmp(l, "work ", 5)) {
+			lines++;
+			if (n > 120) fail_msg("a line of %zu columns: %.*s", n, (int)n, l);
+			for (const char *q = l; q < l + n; q++)
+				if (*q < 0x20 || *q > 0x7e) fail_msg("not ASCII: %.*s", (int)n, l);
+			static const char *const SAYS[] = {
+			    ": book ", " pos, ", " thought (+", "/s); workers ",
+			    " live, ", " gone",  "; eta ",      "; root 1/2"};
+			for (size_t k = 0; k < sizeof SAYS / sizeof SAYS[0]; k++)
+				if (!memmem(l, n, SAYS[k], strlen(SAYS[k])))
+					fail_msg("no '%s' in: %.*s", SAYS[k], (int)n, l);
+			valued |= memmem(l, n, "root 1/2 +", 10) || memmem(l, n, "root 1/2 -", 10);
+			/* --verbose: the service's timings on the next line. */
+			verbose +=
+			    nl && !strncmp(nl + 1, "work: ", 6) && strstr(nl + 1, "time in select");
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	assert_true(lines >= 3);
+	assert_int_equal(verbose, lines);
+	assert_true(valued); /* the root's value and line once minimax ran */
+	free(text);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
 	atexit(kill_child);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (getenv("TEST_FILTER")) cmocka_set_test_filter(getenv("TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_work__a_search_in_slices_answers_204_retry_1_until_done,
 	                              kill_left),
@@ -1268,6 +1382,8 @@ int main(void)
 	        test_work__a_restart_after_sigterm_reads_the_selector_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_work__a_restart_after_sigkill_reads_the_last_checkpoint, setup, teardown),
+	    cmocka_unit_test_teardown(test_work__the_console_says_what_an_operator_needs,
+	                              kill_workers_left),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

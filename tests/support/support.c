@@ -437,30 +437,29 @@ bool ts_wait_file(const char *path, size_t from, const char *needle, int timeout
 	}
 }
 
-bool ts_wait_output(FILE *f, const char *needle, int timeout_ms)
+bool ts_read_until(FILE *f, char **text, size_t *len, const char *needle, int timeout_ms)
 {
 	/* What stdio has buffered already is read first, then the descriptor. */
 	int fd = fileno(f);
 	int fl = fcntl(fd, F_GETFL);
 	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-	char *text = NULL;
-	size_t len = 0, cap = 0;
+	size_t from = *len, cap = *text ? *len + 1 : 0;
 	bool found = false;
 	int64_t end = clock_ms() + timeout_ms;
 	for (;;) {
 		int c;
 		while ((c = getc(f)) != EOF) {
-			if (len + 2 > cap) {
+			if (*len + 2 > cap) {
 				cap = cap ? cap * 2 : 4096;
-				char *t = realloc(text, cap);
+				char *t = realloc(*text, cap);
 				assert_non_null(t);
-				text = t;
+				*text = t;
 			}
-			text[len++] = (char)c;
-			text[len] = 0;
-			if (c == '\n' && strstr(text, needle)) break;
+			(*text)[(*len)++] = (char)c;
+			(*text)[*len] = 0;
+			if (c == '\n' && strstr(*text + from, needle)) break;
 		}
-		if (text && strstr(text, needle)) {
+		if (*text && strstr(*text + from, needle)) {
 			found = true;
 			break;
 		}
@@ -473,6 +472,14 @@ bool ts_wait_output(FILE *f, const char *needle, int timeout_ms)
 	}
 	clearerr(f);
 	fcntl(fd, F_SETFL, fl);
+	return found;
+}
+
+bool ts_wait_output(FILE *f, const char *needle, int timeout_ms)
+{
+	char *text = NULL;
+	size_t len = 0;
+	bool found = ts_read_until(f, &text, &len, needle, timeout_ms);
 	if (!found)
 		fprintf(stderr, "ts_wait_output: no \"%s\" within %d ms; got:\n%s\n", needle,
 		        timeout_ms, text ? text : "");

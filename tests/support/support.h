@@ -111,6 +111,9 @@ long ts_book_check_thought(const char *dir, int max_depth, long *nonzero);
  * on stderr) at EOF or after timeout_ms. What it read is consumed.
  */
 bool ts_wait_output(FILE *f, const char *needle, int timeout_ms);
+/* The same, keeping what it read: appended to *text (malloc'd, NUL-ended;
+ * *len its length), and needle looked for in what this call read. */
+bool ts_read_until(FILE *f, char **text, size_t *len, const char *needle, int timeout_ms);
 /* Until the file at path (a child's log, its stderr) holds needle at or after
  * byte from (ts_file_size before the event waited for); false (what it holds
  * printed on stderr) after timeout_ms. */

@@ -14,6 +14,7 @@ answers 204 with Retry-After; records every request as one JSON line in the
    "keys": [...], "worker": ..., "engine": ..., "nps": ..., "max": N}
   {"ev": "submit", "t": ..., "peer": ..., "lease": id, "status": N, "body": {...}}
   {"ev": "abort", "t": ..., "peer": ..., "lease": id, "status": N}
+  {"ev": "heartbeat", "t": ..., "peer": ..., "worker": ..., "leaving": bool, "status": 204}
 
 --state FILE keeps the positions handed out and the leases, so a fake killed
 and started again on the same --port goes on where it stopped (a coordinator
@@ -135,6 +136,11 @@ class H(BaseHTTPRequestHandler):
                 return self.answer(400, {"error": "bad JSON"})
             if ep == "acquire":
                 return self.acquire(ev, body)
+            if ep == "heartbeat":
+                ev.update({"worker": body.get("worker"), "leaving": body.get("leaving")})
+                ev["status"] = 204
+                record(ev)
+                return self.answer(204)
             if ep in ("submit", "abort"):
                 if lease not in S["leases"]:
                     ev["status"] = 404
