@@ -43,7 +43,8 @@ static uint64_t get_le(const uint8_t **p, int n)
 size_t coord_hist_encode(uint8_t *out, const CoordHistPoint *p)
 {
 	uint8_t *q = out;
-	*q++ = 1;
+	size_t rl = p->nroots > 0 ? strnlen(p->root, COORD_HIST_ROOT_MAX) : 0;
+	*q++ = rl ? 2 : 1;
 	q = put_le(q, p->span_s, 4);
 	q = put_le(q, p->results, 8);
 	q = put_le(q, p->failed, 8);
@@ -58,7 +59,21 @@ size_t coord_hist_encode(uint8_t *out, const CoordHistPoint *p)
 	size_t n = strnlen(p->pv, COORD_HIST_PV_MAX);
 	*q++ = (uint8_t)n;
 	memcpy(q, p->pv, n);
-	return (size_t)(q - out) + n;
+	q += n;
+	if (rl) {
+		*q++ = (uint8_t)(p->nroots > 255 ? 255 : p->nroots);
+		*q++ = (uint8_t)rl;
+		memcpy(q, p->root, rl);
+		q += rl;
+	}
+	return (size_t)(q - out);
+}
+
+/* The bytes of an SFEN: pieces, digits, '/', '+', the side, hands, '-', spaces. */
+static bool sfen_byte(uint8_t b)
+{
+	return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') ||
+	       b == '/' || b == '+' || b == '-' || b == ' ';
 }
 
 /* The bytes of a line of USI moves: "7g7f", "P*5e", "8h2b+", spaces. */
@@ -72,9 +87,15 @@ int coord_hist_decode(CoordHistPoint *p, const uint8_t *key, size_t klen, const 
                       size_t vlen)
 {
 	if (klen < 1 || key[0] != 'H') return 0;
-	const size_t fixed = COORD_HIST_VAL_MAX - COORD_HIST_PV_MAX;
+	const size_t fixed = COORD_HIST_V1_FIXED;
 	if (klen != COORD_HIST_KEY_LEN || key[1] >= COORD_HIST_TIERS || vlen < fixed ||
-	    val[0] != 1 || vlen != fixed + val[fixed - 1] || val[fixed - 1] > COORD_HIST_PV_MAX)
+	    (val[0] != 1 && val[0] != 2) || val[fixed - 1] > COORD_HIST_PV_MAX)
+		return -1;
+	size_t pvl = val[fixed - 1], rest = fixed + pvl; /* the root's, version 2 */
+	if (val[0] == 1
+	        ? vlen != rest
+	        : vlen < rest + 2 || val[rest] == 0 || val[rest + 1] == 0 ||
+	              val[rest + 1] > COORD_HIST_ROOT_MAX || vlen != rest + 2 + val[rest + 1])
 		return -1;
 	memset(p, 0, sizeof *p);
 	p->tier = key[1];
@@ -98,6 +119,15 @@ int coord_hist_decode(CoordHistPoint *p, const uint8_t *key, size_t klen, const 
 		if (!pv_byte(q[i])) return -1;
 	memcpy(p->pv, q, n);
 	p->pv[n] = 0;
+	q += n;
+	if (val[0] == 2) {
+		p->nroots = *q++;
+		size_t rl = *q++;
+		for (size_t i = 0; i < rl; i++)
+			if (!sfen_byte(q[i])) return -1;
+		memcpy(p->root, q, rl);
+		p->root[rl] = 0;
+	}
 	return 1;
 }
 
@@ -299,6 +329,8 @@ static int root_line(Coord *c, BookTxn *t, CoordHistPoint *p)
 	if (plan_nroots(c->plan) < 1 ||
 	    sfen_parse(c->pos, plan_root_sfen(c->plan, 0), NULL, NULL) < 0)
 		return 0;
+	snprintf(p->root, sizeof p->root, "%s", plan_root_sfen(c->plan, 0));
+	p->nroots = plan_nroots(c->plan);
 	/* Only a valued move is the book's (a game comment is not a value). */
 	Move line[COORD_HIST_PV_MOVES];
 	int value = 0, n = bookdb_line(line, COORD_HIST_PV_MOVES, &value, c->rec, t, c->pos);

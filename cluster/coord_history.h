@@ -21,11 +21,14 @@
  * Layout (work database):
  *   key   "H", u8 tier, u64 BE t          t: unix seconds at the end of the
  *                                          point's span (a multiple of it)
- *   value u8 version (1), u32 LE span_s (seconds of coordinator time the point
- *         covers: up to its step, less after a start), u64 LE results,
- *         failed, positions, thought, nps; i32 LE root value (INT32_MIN:
- *         none); u32 LE workers, queue, leases, aside; u8 pv length, pv
- *         (USI moves separated by spaces)
+ *   value u8 version (1 or 2), u32 LE span_s (seconds of coordinator time
+ *         the point covers: up to its step, less after a start), u64 LE
+ *         results, failed, positions, thought, nps; i32 LE root value
+ *         (INT32_MIN: none); u32 LE workers, queue, leases, aside; u8 pv
+ *         length, pv (USI moves separated by spaces); version 2 only: u8 the
+ *         number of roots (1..255, more said as 255), u8 root length (1..),
+ *         the first root's SFEN, whose value and line the point gives
+ *         (version 1, written before: the root was not recorded)
  */
 #ifndef CLUSTER_COORD_HISTORY_H
 #define CLUSTER_COORD_HISTORY_H
@@ -43,10 +46,12 @@
 #define COORD_HIST_KEEP0 2880  /* points kept a tier */
 #define COORD_HIST_KEEP1 2880
 #define COORD_HIST_KEEP2 2920
-#define COORD_HIST_PV_MOVES 12 /* moves of the root's line kept */
-#define COORD_HIST_PV_MAX 96   /* bytes of the line */
+#define COORD_HIST_PV_MOVES 12  /* moves of the root's line kept */
+#define COORD_HIST_PV_MAX 96    /* bytes of the line */
+#define COORD_HIST_ROOT_MAX 159 /* bytes of the root's SFEN (SFEN_MAX less its NUL) */
 #define COORD_HIST_KEY_LEN 10
-#define COORD_HIST_VAL_MAX (1 + 4 + 5 * 8 + 4 + 4 * 4 + 1 + COORD_HIST_PV_MAX)
+#define COORD_HIST_V1_FIXED (1 + 4 + 5 * 8 + 4 + 4 * 4 + 1) /* all but the line */
+#define COORD_HIST_VAL_MAX (COORD_HIST_V1_FIXED + COORD_HIST_PV_MAX + 2 + COORD_HIST_ROOT_MAX)
 #define COORD_HIST_NO_ROOT INT32_MIN
 
 typedef struct {
@@ -59,6 +64,10 @@ typedef struct {
 	uint32_t workers, queue, leases, aside;
 	uint64_t nps;                   /* the workers' nodes/s together */
 	char pv[COORD_HIST_PV_MAX + 1]; /* the root's line (USI moves) */
+	/* The root the value and line are of: the first of nroots (SFEN; "" and
+	 * 0: not recorded, a point of an older build). */
+	char root[COORD_HIST_ROOT_MAX + 1];
+	int nroots;
 } CoordHistPoint;
 
 /* The key of p (COORD_HIST_KEY_LEN bytes). */
@@ -69,7 +78,10 @@ size_t coord_hist_encode(uint8_t *out, const CoordHistPoint *p);
  * Decodes a work-database entry into p: 1 when it is a history point, 0 when
  * the key is not one ("H" prefix), -1 when it is but does not decode (wrong
  * lengths, version, tier, a line with other bytes than USI moves and
- * spaces). Any bytes may be passed (fuzzed: tests/fuzz/fuzz_coord_history.c).
+ * spaces, a root with other bytes than an SFEN's). Any bytes may be passed
+ * (fuzzed: tests/fuzz/fuzz_coord_history.c). A point without a root encodes
+ * as version 1, one with a root as version 2: a decoded point encodes back
+ * to the same bytes.
  */
 JOSEKI_MUST_USE int coord_hist_decode(CoordHistPoint *p, const uint8_t *key, size_t klen,
                                       const uint8_t *val, size_t vlen);

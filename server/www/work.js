@@ -25,11 +25,13 @@ function h(tag, text, cls) {
 function fmt(n) {
   if (n === null || n === undefined || Number.isNaN(n)) return '–';
   const a = Math.abs(n);
-  if (a >= 1e9) return (n / 1e9).toFixed(a >= 1e10 ? 0 : 1) + 'G';
-  if (a >= 1e6) return (n / 1e6).toFixed(a >= 1e7 ? 0 : 1) + 'M';
-  if (a >= 1e4) return (n / 1e3).toFixed(a >= 1e5 ? 0 : 1) + 'k';
+  // 12k, not 12.0k: an axis's round ticks read round.
+  const unit = (v, u, d) => v.toFixed(d).replace(/\.0$/, '') + u;
+  if (a >= 1e9) return unit(n / 1e9, 'G', a >= 1e10 ? 0 : 1);
+  if (a >= 1e6) return unit(n / 1e6, 'M', a >= 1e7 ? 0 : 1);
+  if (a >= 1e4) return unit(n / 1e3, 'k', a >= 1e5 ? 0 : 1);
   if (a >= 100 || Number.isInteger(n)) return String(Math.round(n));
-  return n.toFixed(a >= 10 ? 1 : 2);
+  return String(+n.toFixed(a >= 10 ? 1 : 2));
 }
 
 function clock(t, range) {
@@ -59,9 +61,26 @@ function steps(points) {
   return st;
 }
 
-// One chart: series [{get: point -> value or null, cls, right}] over
+// An axis from lo to hi in round steps (1, 2 or 5 times a power of ten,
+// whole numbers for counts), about four of them: {lo, hi, ticks}.
+function niceAxis(lo, hi, integer) {
+  if (hi <= lo) hi = lo + 1;
+  const raw = (hi - lo) / 4, p = Math.pow(10, Math.floor(Math.log10(raw)));
+  let step = [1, 2, 5, 10].map(m => m * p).find(s => s >= raw * 0.999);
+  if (integer) step = Math.max(1, Math.ceil(step));
+  lo = Math.floor(lo / step + 1e-9) * step;
+  hi = Math.ceil(hi / step - 1e-9) * step;
+  if (hi <= lo) hi = lo + step;
+  const ticks = [];
+  for (let k = 0; lo + k * step <= hi + step / 2; k++) ticks.push(+(lo + k * step).toPrecision(12));
+  return { lo, hi, ticks };
+}
+
+// One chart: series [{get: point -> value or null, cls, right, integer}] over
 // state.points between t0 and t1. Lines break at gaps (the coordinator was
-// down). The svg gets data-points: the points drawn.
+// down). Each axis has round ticks, whole numbers for a series of counts. The
+// svg gets data-points (the points drawn), data-ticks and data-ticks-right
+// (the ticks' values).
 function chart(id, series, opts = {}) {
   const svg = document.getElementById(id);
   svg.textContent = '';
@@ -79,19 +98,21 @@ function chart(id, series, opts = {}) {
     if (lo === Infinity) { lo = 0; hi = 1; }
     if (opts.zero !== false || lo > 0) lo = Math.min(lo, 0);
     if (opts.symmetric) { const m = Math.max(Math.abs(lo), Math.abs(hi), 50); lo = -m; hi = m; }
-    if (hi === lo) hi = lo + 1;
-    hi += (hi - lo) * 0.08;
-    return { lo, hi, y: v => T + ph - (v - lo) / (hi - lo) * ph };
+    const integer = series.filter(s => !!s.right === right).every(s => s.integer);
+    const a = niceAxis(lo, hi, integer);
+    return { lo: a.lo, hi: a.hi, ticks: a.ticks, y: v => T + ph - (v - a.lo) / (a.hi - a.lo) * ph };
   });
   svg.appendChild(el('rect', { x: L, y: T, width: pw, height: ph, class: 'plot' }));
-  for (let i = 0; i <= 4; i++) {
-    const a = axes[0], v = a.lo + (a.hi - a.lo) * i / 4, y = a.y(v);
+  for (const v of axes[0].ticks) {
+    const y = axes[0].y(v);
     svg.appendChild(el('line', { x1: L, x2: L + pw, y1: y, y2: y, class: 'grid' }));
     svg.appendChild(el('text', { x: L - 6, y: y + 4, 'text-anchor': 'end', class: 'tick' }, fmt(v)));
-    if (R > 12) {
-      const b = axes[1], w = b.lo + (b.hi - b.lo) * i / 4;
-      svg.appendChild(el('text', { x: L + pw + 6, y: y + 4, class: 'tick' }, fmt(w)));
-    }
+  }
+  svg.dataset.ticks = axes[0].ticks.join(' ');
+  if (R > 12) {
+    for (const v of axes[1].ticks)
+      svg.appendChild(el('text', { x: L + pw + 6, y: axes[1].y(v) + 4, class: 'tick' }, fmt(v)));
+    svg.dataset.ticksRight = axes[1].ticks.join(' ');
   }
   if (opts.symmetric) {
     const y = axes[0].y(0);
@@ -176,10 +197,61 @@ function drawSummary() {
     ' ' + pts.length + ' points in range, one every ' + fmt(step) + ' s recently, coarser further back.';
 }
 
+const START_SFEN = 'lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1';
+
+// The explorer's link to a position: the root and the first k moves of a line.
+function explorerLink(root, moves) {
+  const base = root === START_SFEN ? 'startpos' : 'sfen ' + root;
+  return '/#position=' + encodeURIComponent(base + (moves.length ? ' moves ' + moves.join(' ') : ''));
+}
+
+// A line as a player writes it (the server's names; USI where it has none),
+// each move a link to the explorer at the position after it.
+function lineNodes(p) {
+  const span = document.createElement('span'), usi = p.pv ? p.pv.split(' ') : [];
+  usi.forEach((m, i) => {
+    const name = p.pv_names && p.pv_names[i] ? p.pv_names[i] : m;
+    if (i) span.appendChild(document.createTextNode(' '));
+    if (p.root) {
+      const a = h('a', name, 'move');
+      a.href = explorerLink(p.root, usi.slice(0, i + 1));
+      a.title = m;
+      span.appendChild(a);
+    } else {
+      span.appendChild(h('span', name, 'move'));
+    }
+  });
+  return span;
+}
+
+// Which root a point's value and line are of, linked to the explorer.
+function rootNodes(p) {
+  const span = document.createElement('span');
+  if (!p.root) {
+    span.textContent = 'The root was not recorded (a point of an older coordinator).';
+    return span;
+  }
+  span.appendChild(document.createTextNode('From '));
+  const a = h('a', p.root === START_SFEN ? 'the start position' : 'the root ' + p.root, p.root === START_SFEN ? '' : 'usi');
+  a.href = explorerLink(p.root, []);
+  a.id = 'root-link';
+  span.appendChild(a);
+  if (p.roots > 1) span.appendChild(document.createTextNode(' (the first of the coordinator\'s ' + p.roots + ' roots)'));
+  span.appendChild(document.createTextNode(':'));
+  return span;
+}
+
 function drawLine() {
   const pts = state.points, last = pts[pts.length - 1];
-  const pv = document.getElementById('pv');
-  pv.textContent = last && last.pv ? (last.root_value !== null ? (last.root_value > 0 ? '+' : '') + last.root_value + '  ' : '') + last.pv : 'No line yet.';
+  const pv = document.getElementById('pv'), root = document.getElementById('root');
+  pv.textContent = root.textContent = '';
+  if (last) root.appendChild(rootNodes(last));
+  if (last && last.pv) {
+    if (last.root_value !== null) pv.appendChild(h('span', (last.root_value > 0 ? '+' : '') + last.root_value, 'value'));
+    pv.appendChild(lineNodes(last));
+  } else {
+    pv.textContent = 'No line yet: no move from the root has a value.';
+  }
   // Where the first moves of the line changed, newest first.
   const body = document.querySelector('#changes tbody');
   body.textContent = '';
@@ -195,7 +267,9 @@ function drawLine() {
     const tr = document.createElement('tr');
     tr.appendChild(h('td', clock(p.t, state.hours * 3600 || 1e9)));
     tr.appendChild(h('td', p.root_value === null ? '–' : (p.root_value > 0 ? '+' : '') + p.root_value));
-    tr.appendChild(h('td', p.pv, 'usi'));
+    const td = document.createElement('td');
+    td.appendChild(lineNodes(p));
+    tr.appendChild(td);
     body.appendChild(tr);
   }
 }
@@ -209,9 +283,9 @@ function drawAll() {
   state.t0 = first ? Math.max(from, first.t - lead) : (state.hours ? from : state.now - 3600);
   drawSummary();
   chart('chart-rate', [{ name: 'results/s', get: rate }]);
-  chart('chart-book', [{ name: 'positions', get: p => p.positions }, { name: 'thought', get: p => p.thought }]);
-  chart('chart-root', [{ name: 'value', get: p => p.root_value }], { symmetric: true });
-  chart('chart-workers', [{ name: 'nodes/s', get: p => p.nps }, { name: 'workers', get: p => p.workers, right: true }]);
+  chart('chart-book', [{ name: 'positions', get: p => p.positions, integer: true }, { name: 'thought', get: p => p.thought, integer: true }]);
+  chart('chart-root', [{ name: 'value', get: p => p.root_value, integer: true }], { symmetric: true });
+  chart('chart-workers', [{ name: 'nodes/s', get: p => p.nps, integer: true }, { name: 'workers', get: p => p.workers, right: true, integer: true }]);
   drawLine();
 }
 

@@ -102,6 +102,32 @@ static void test_coord_history__layout_round_trips_and_refuses_damage(void **sta
 	snprintf(p.pv, sizeof p.pv, "7g7f\n");
 	n = coord_hist_encode(v, &p);
 	assert_int_equal(coord_hist_decode(&q, k, sizeof k, v, n), -1);
+	/* With its root (version 2): the root's SFEN and the number of roots. */
+	p = point(DAY0 + 60, 42);
+	snprintf(p.root, sizeof p.root,
+	         "lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2");
+	p.nroots = 3;
+	n = coord_hist_encode(v, &p);
+	assert_int_equal(v[0], 2);
+	assert_int_equal(coord_hist_decode(&q, k, sizeof k, v, n), 1);
+	assert_memory_equal(&p, &q, sizeof p);
+	/* ... without: version 1, as an older build wrote it. */
+	p.root[0] = 0;
+	p.nroots = 0;
+	size_t n1 = coord_hist_encode(v, &p);
+	assert_int_equal(v[0], 1);
+	assert_int_equal(n1 + 2 + 65, n);
+	/* Damaged: a root with a byte no SFEN has, or of length 0, or cut. */
+	snprintf(p.root, sizeof p.root, "4k4/9/9/9/9/9/9/9/4K4 b -\n1");
+	p.nroots = 1;
+	n = coord_hist_encode(v, &p);
+	assert_int_equal(coord_hist_decode(&q, k, sizeof k, v, n), -1);
+	snprintf(p.root, sizeof p.root, "4k4/9/9/9/9/9/9/9/4K4 b - 1");
+	n = coord_hist_encode(v, &p);
+	assert_int_equal(coord_hist_decode(&q, k, sizeof k, v, n), 1);
+	assert_int_equal(coord_hist_decode(&q, k, sizeof k, v, n - 1), -1);
+	v[n - 28] = 0; /* the root's length, before its 27 bytes */
+	assert_int_equal(coord_hist_decode(&q, k, sizeof k, v, n), -1);
 }
 
 /* Puts points every minute from `from` for n minutes (a commit every 200). */

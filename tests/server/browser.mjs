@@ -4,10 +4,12 @@
 // an SFEN pasted, and screenshots.
 // tests/server/browser.mjs --work URL SHOT_DIR TOKEN WORKER [QUARANTINED] — the
 // work page (work.html) of a coordinator that has been recording: every chart
-// has points, the summary and the book's line are shown, no worker name
-// without a token; a wrong token is refused; with TOKEN the workers table names
-// WORKER, and the tokens table shows the token QUARANTINED in quarantine with
-// its reason.
+// has points and round ticks (whole numbers for counts), the summary and the
+// book's line are shown, its root named and linked to the explorer, its moves
+// as a player writes them, each a link to the explorer; no worker name
+// without a token; a wrong token is refused; with TOKEN the workers table
+// names WORKER, and the tokens table shows the token QUARANTINED in
+// quarantine with its reason.
 // Prints "ok ..." lines; exits non-zero with the reason on the first failure.
 // Run by tests/server/test_server.c.
 import { chromium } from 'playwright-core';
@@ -103,15 +105,43 @@ async function workPage(page) {
   }
   const counts = await page.$$eval('svg.chart', s => s.map(x => x.id + ' ' + x.dataset.points));
   console.log('ok charts drawn: ' + counts.join(', '));
+  // Round ticks (1, 2 or 5 times a power of ten apart), whole numbers for counts.
+  for (const id of ['chart-rate', 'chart-book', 'chart-root', 'chart-workers']) {
+    const axes = await page.$eval('#' + id, s => [s.dataset.ticks, s.dataset.ticksRight]);
+    if (axes[0] === undefined || (id === 'chart-workers' && axes[1] === undefined)) fail(id + ': no ticks');
+    axes.forEach((t, right) => {
+      if (t === undefined) return;
+      const v = t.split(' ').map(Number), step = v[1] - v[0];
+      const mant = step / Math.pow(10, Math.floor(Math.log10(step) + 1e-9));
+      if (v.length < 2 || ![1, 2, 5].some(m => Math.abs(mant - m) < 1e-6)) fail(`${id}: ticks ${t} are not round`);
+      for (let i = 1; i < v.length; i++) if (Math.abs(v[i] - v[i - 1] - step) > step * 1e-6) fail(`${id}: ticks ${t} uneven`);
+      if (id !== 'chart-rate' && v.some(x => !Number.isInteger(x))) fail(`${id}: counts ticked ${t}`);
+    });
+  }
+  const labels = await page.$$eval('#chart-workers text.tick', t => t.map(x => x.textContent));
+  console.log('ok round ticks; the workers chart: ' + labels.join(' '));
   const cards = await page.$$eval('#summary .card', c => c.map(x => x.textContent));
   if (!cards.some(c => c.includes('book positions'))) fail('no summary: ' + cards.join(' | '));
+  // The line: its root named and linked to the explorer, its moves as a player writes them.
+  const root = await page.textContent('#root');
+  const href = await page.getAttribute('#root-link', 'href').catch(() => null);
+  if (!root.includes('start position') || href !== '/#position=startpos') fail(`the root: '${root}' ${href}`);
+  const moves = await page.$$eval('#pv a.move', a => a.map(x => [x.textContent, x.getAttribute('href'), x.title]));
+  if (!moves.length || !/^[▲△][１-９同]/.test(moves[0][0])) fail('the line is not in Japanese: ' + JSON.stringify(moves));
+  if (moves[0][1] !== '/#position=' + encodeURIComponent('startpos moves ' + moves[0][2])) fail('a move\'s link: ' + moves[0][1]);
   const pv = await page.textContent('#pv');
-  if (!/[1-9][a-i][1-9][a-i]/.test(pv)) fail('no line from the root: ' + pv);
-  console.log('ok summary (' + cards.length + ' figures) and the root line: ' + pv.trim());
+  console.log('ok summary (' + cards.length + ' figures); ' + root.trim() + ' ' + pv.trim());
   const body = await page.textContent('body');
   if (body.includes(worker)) fail('the worker\'s name is shown without a token');
   if (await page.isVisible('#workers')) fail('the workers table is shown without a token');
   await page.screenshot({ path: shots + '/work.png', fullPage: true });
+  // A move of the line opens the explorer at the position after it.
+  await page.click('#pv a.move');
+  await page.waitForFunction(m => location.pathname === '/' && location.hash.includes(encodeURIComponent(m)), moves[0][2]);
+  await page.waitForSelector('#moves tbody tr');
+  console.log('ok the line\'s first move opens the explorer at ' + decodeURIComponent(await page.evaluate(() => location.hash)));
+  await page.goBack();
+  await page.waitForSelector('#pv a.move');
   // A range button redraws from the server.
   await page.click('#range button[data-hours="1"]');
   await page.waitForFunction(() => document.querySelector('#range button.on').dataset.hours === '1');

@@ -949,6 +949,22 @@ static void test_work__history_is_public_read_tokens_only_read_and_it_survives(v
 	const char *best = json_string_value(json_object_get(q, "bestmove"));
 	assert_non_null(best);
 	assert_int_equal(strncmp(json_string_value(json_object_get(last, "pv")), best, 4), 0);
+	/* ... which root they are of, and the moves as a player writes them
+	 * (the query's name for its best move). */
+	assert_string_equal(json_string_value(json_object_get(last, "root")),
+	                    "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1");
+	assert_int_equal(jget(last, "roots", NULL), 1);
+	const char *name = NULL;
+	json_t *mv;
+	size_t mi;
+	json_array_foreach(json_object_get(q, "moves"), mi, mv)
+	{
+		if (!strcmp(json_string_value(json_object_get(mv, "move")), best))
+			name = json_string_value(json_object_get(mv, "name"));
+	}
+	assert_non_null(name);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(last, "pv_names"), 0)),
+	                    name);
 	json_decref(q);
 	json_decref(h);
 	/* Bad hours: 400; anything but GET: 405. */
