@@ -1,7 +1,8 @@
 // joseki book explorer: the board (SVG drawn here), the book's moves for the
 // position, click to follow. The position lives in the URL hash
 // (#position=startpos moves 7g7f), so the browser's back/forward and a shared
-// link work. Everything comes from this server's /v1 API.
+// link work. Everything comes from this server's /v1 API; until its answer is
+// in, the page says it is loading (body.loading) instead of showing nothing.
 'use strict';
 
 const KANJI = { P: '歩', L: '香', N: '桂', S: '銀', G: '金', B: '角', R: '飛', K: '玉',
@@ -208,6 +209,73 @@ function markCell(m) {
   return td;
 }
 
+function h(tag, text, cls) {
+  const e = document.createElement(tag);
+  e.textContent = text;
+  if (cls) e.className = cls;
+  return e;
+}
+
+// A move without a value: "not analysed" in its value's place (what the
+// command line's "unvalued" says, put for a player), the detail where its
+// value's source would be: a game comment is another program's opinion,
+// not an analysis.
+function whyUnvalued(m) {
+  const why = m.unvalued || 'not analysed';
+  return why === 'not analysed' || why === 'game comment only' ? ['not analysed', why === 'game comment only' ? 'game comment only' : '–'] : [why, '–'];
+}
+
+// The games through a move: their number, a bar (won, drawn, lost, and no
+// result: games whose record ends without a winner or a draw) and the numbers.
+function wdlCell(m) {
+  const td = document.createElement('td');
+  td.className = 'wdl';
+  const games = m.count || 0;
+  td.appendChild(h('span', String(games), 'games'));
+  if (!games) return td;
+  const none = Math.max(0, games - m.wins - m.draws - m.losses);
+  const bar = document.createElement('span');
+  bar.className = 'bar';
+  bar.title = `${m.wins} won, ${m.draws} drawn, ${m.losses} lost` + (none ? `, ${none} without a result` : '') +
+    ' (the mover\'s side)';
+  for (const [k, n] of [['w', m.wins], ['d', m.draws], ['l', m.losses], ['n', none]]) {
+    const s = document.createElement('span');
+    s.className = k;
+    s.style.width = pct(n, games);
+    bar.appendChild(s);
+  }
+  td.appendChild(bar);
+  const nums = document.createElement('span');
+  nums.className = 'nums';
+  nums.textContent = `${m.wins} / ${m.draws} / ${m.losses}` + (none ? ` (${none} no result)` : '');
+  td.appendChild(nums);
+  return td;
+}
+
+// While the book's answer is on its way: said, not an empty board.
+function setLoading(on, spec) {
+  document.body.classList.toggle('loading', on);
+  if (!on) return;
+  const status = document.getElementById('status');
+  status.className = 'loading';
+  status.textContent = 'Loading the book\'s answer for ' + (spec === 'startpos' ? 'the start position' : spec) + '…';
+  if (!state.pos) {
+    const body = document.querySelector('#moves tbody');
+    body.textContent = '';
+    const tr = document.createElement('tr'), td = document.createElement('td');
+    td.colSpan = 10;
+    td.className = 'placeholder';
+    td.textContent = 'loading the moves…';
+    tr.appendChild(td);
+    body.appendChild(tr);
+    const svg = document.getElementById('board');
+    svg.textContent = '';
+    svg.appendChild(el('rect', { x: B0 - 6, y: T0 - 6, width: 9 * C + 12, height: 9 * C + 12, fill: '#d9b26a', rx: 4 }));
+    svg.appendChild(el('rect', { x: B0, y: T0, width: 9 * C, height: 9 * C, fill: '#eccb86', stroke: '#3b2a14', 'stroke-width': 2 }));
+    svg.appendChild(el('text', { x: B0 + 4.5 * C, y: T0 + 4.5 * C, 'text-anchor': 'middle', 'font-size': 22, fill: '#5a4a30', id: 'board-loading' }, 'Loading the position…'));
+  }
+}
+
 function drawMoves() {
   const a = state.answer, pos = state.pos;
   const status = document.getElementById('status');
@@ -221,27 +289,30 @@ function drawMoves() {
   } else if (!a.moves.length) {
     status.className = 'out';
     status.textContent = a.legal_moves ? 'In the book, without moves.' : 'No legal moves: the side to move is mated.';
+  } else if (a.bestmove === undefined) {
+    status.className = 'unanalysed';
+    status.textContent = `In book, not analysed: none of its ${a.moves.length} moves has a value yet, so the book has no move here ` +
+      '(an engine thinks here; think or a worker would analyse it). Game comments are shown, never used as values.';
   } else {
     status.className = '';
-    const v = a.bestmove !== undefined ? ` — value ${a.value > 0 ? '+' : ''}${a.value}` : ' — no move of it is analysed: an engine would think here';
-    status.textContent = `In book: ${a.moves.length} moves${a.thought_depth ? ', analysed at depth ' + a.thought_depth : ', not analysed'}${v}`;
+    const unvalued = a.moves.filter(m => m.value === null || m.value === undefined).length;
+    status.textContent = `In book: ${a.moves.length} moves${a.thought_depth ? ', analysed at depth ' + a.thought_depth : ''}` +
+      ` — value ${a.value > 0 ? '+' : ''}${a.value}` + (unvalued ? `; ${unvalued} not analysed` : '');
   }
   a.moves.forEach((m, i) => {
     const tr = document.createElement('tr');
     const valued = m.value !== null && m.value !== undefined;
     if (i === 0 && a.bestmove !== undefined) tr.className = 'best';
     if (!valued) tr.classList.add('unvalued');
-    const games = m.count || 0;
     const cells = [
       [i === 0 && a.bestmove !== undefined ? '★' : '', 'star'],
       [m.name || japanese(pos, m.move, lastTo), 'mv'],
       [m.move, 'usi'],
-      [valued ? m.value : '–', '', valued ? '' : 'no value: ' + (m.unvalued || 'not analysed')],
-      [valued ? m.value_source + (m.dist ? '/' + m.dist : '') : (m.unvalued || 'not analysed'), valued ? '' : 'why'],
+      [valued ? m.value : whyUnvalued(m)[0], valued ? '' : 'why nw', valued ? '' : 'no value: the book never plays it; ' + (m.unvalued || 'not analysed')],
+      [valued ? m.value_source + (m.dist ? '/' + m.dist : '') : whyUnvalued(m)[1], valued ? '' : 'why'],
       [m.eval !== undefined ? m.eval : '–'],
       [m.depth !== undefined ? m.depth : '–'],
       [m.game_eval !== undefined ? m.game_eval : '–', '', m.game_eval !== undefined ? "a game record's comment: another program's opinion, not a value" : ''],
-      [games],
     ];
     for (const [text, cls, title] of cells) {
       const td = document.createElement('td');
@@ -250,20 +321,7 @@ function drawMoves() {
       td.textContent = text;
       tr.appendChild(td);
     }
-    const td = document.createElement('td');
-    if (games) {
-      const bar = document.createElement('span');
-      bar.className = 'bar';
-      bar.title = `${m.wins} won, ${m.draws} drawn, ${m.losses} lost`;
-      for (const [k, n] of [['w', m.wins], ['d', m.draws], ['l', m.losses]]) {
-        const s = document.createElement('span');
-        s.className = k;
-        s.style.width = pct(n, games);
-        bar.appendChild(s);
-      }
-      td.appendChild(bar);
-    }
-    tr.appendChild(td);
+    tr.appendChild(wdlCell(m));
     const mark = markCell(m);
     tr.appendChild(mark);
     // The mark in the first column too: the table may be wider than the window.
@@ -314,14 +372,17 @@ async function fetchPosition(spec) {
 }
 
 async function load(spec) {
+  setLoading(true, spec);
   try {
     const a = await fetchPosition(spec);
     state.spec = spec;
     state.answer = a;
     state.pos = parseSfen(a.sfen);
     state.sel = null;
+    setLoading(false);
     render();
   } catch (e) {
+    setLoading(false);
     const status = document.getElementById('status');
     status.className = 'out';
     status.textContent = 'Cannot show that position: ' + e.message;
@@ -396,7 +457,9 @@ document.getElementById('goto').addEventListener('submit', e => {
   e.preventDefault();
   let t = document.getElementById('spec').value.trim().replace(/^position\s+/, '');
   if (!t) return;
-  if (!t.startsWith('startpos') && !t.startsWith('sfen ')) t = 'sfen ' + t;
+  // A bare move list is from the start position (as joseki query takes it).
+  if (/^([1-9][a-i][1-9][a-i]\+?|[PLNSGBR]\*[1-9][a-i])(\s|$)/.test(t)) t = 'startpos moves ' + t;
+  else if (!t.startsWith('startpos') && !t.startsWith('sfen ')) t = 'sfen ' + t;
   go(t);
 });
 window.addEventListener('hashchange', () => load(specFromHash()));

@@ -1,10 +1,12 @@
 // tests/server/browser.mjs URL SHOT_DIR — the explorer in a real browser
-// (Debian's chromium, driven by playwright-core): the start position on the
-// board, a click on the book's best move, the board and the table change, back,
-// an SFEN pasted, and screenshots.
-// tests/server/browser.mjs --work URL SHOT_DIR TOKEN WORKER [QUARANTINED] — the
-// work page (work.html) of a coordinator that has been recording: every chart
-// has points and round ticks (whole numbers for counts), the summary and the
+// (Debian's chromium, driven by playwright-core): the loading state while the
+// book's answer is held back, the start position on the board, won / drawn /
+// lost in numbers and the legend, a click on the book's best move, the board
+// and the table change, back, an SFEN pasted, a bare move list typed to a
+// position no engine analysed ("not analysed"), and screenshots.
+// tests/server/browser.mjs --work URL SHOT_DIR TOKEN WORKER [QUARANTINED] — the work page
+// (work.html) of a coordinator that has been recording: every chart has
+// points and round ticks (whole numbers for counts), the summary and the
 // book's line are shown, its root named and linked to the explorer, its moves
 // as a player writes them, each a link to the explorer; no worker name
 // without a token; a wrong token is refused; with TOKEN the workers table
@@ -32,8 +34,22 @@ try {
     await workPage(page);
     if (errors.length) fail('page errors: ' + errors.join('; '));
   } else {
+    // The loading state: with the book's answer held back, the page says it
+    // is loading (it showed an empty board).
+    let release;
+    const held = new Promise(r => (release = r));
+    await page.route(/\/v1\/query\?/, async route => { await held; await route.continue(); });
     await page.goto(url + '/');
-    await page.waitForSelector('#moves tbody tr');
+    await page.waitForSelector('body.loading #board-loading');
+    const loading = await page.textContent('#status');
+    const placeholder = await page.textContent('#moves tbody');
+    if (!loading.includes('Loading') || !placeholder.includes('loading')) fail(`loading state: '${loading}' '${placeholder}'`);
+    await page.screenshot({ path: shots + '/explorer-loading.png' });
+    console.log('ok loading: ' + loading.trim());
+    release();
+    await page.waitForSelector('#moves tbody tr[data-move]');
+    await page.unroute(/\/v1\/query\?/);
+    if (await page.$('body.loading')) fail('still loading after the answer came');
 
     // The start position: 40 pieces, Black's king (玉) on 5i, Black to move.
     const pieces = await page.$$eval('#board g.piece', g => g.length);
@@ -42,6 +58,15 @@ try {
     if (!turn.includes('Black')) fail('turn: ' + turn);
     console.log('ok start position: 40 pieces, ' + turn.trim());
 
+    // The games through each move in numbers beside the bar, and a legend
+    // that says what the colours (grey: no result) and the columns mean.
+    const wdl = await page.$$eval('#moves tbody td.wdl .nums', n => n.map(x => x.textContent));
+    if (!wdl.length || !wdl.every(t => /^\d+ \/ \d+ \/ \d+( \(\d+ no result\))?$/.test(t))) fail('won/drawn/lost: ' + wdl.join(', '));
+    const legend = await page.textContent('#legend');
+    for (const w of ['won', 'drawn', 'lost', 'no result', 'not analysed', 'game comment'])
+      if (!legend.includes(w)) fail(`the legend does not say '${w}': ${legend}`);
+    if (!(await page.isVisible('#legend'))) fail('the legend is hidden');
+    console.log('ok won/drawn/lost in numbers (' + wdl.join(', ') + ') and a legend');
     // Moves as a player writes them: two golds reach 5h, the book's 4i5h is ▲５八金右.
     const names = await page.$$eval('#moves tbody tr', rows => rows.map(r => r.dataset.move + '=' + r.querySelector('td.mv').textContent));
     if (!names.includes('4i5h=▲５八金右')) fail('move names: ' + names.join(' '));
@@ -88,6 +113,21 @@ try {
     await page.click('#board rect[data-sq="7d"]');
     await page.waitForFunction(() => location.hash.includes('7c7d'));
     console.log('ok a move made by clicking piece and square');
+
+    // A bare move list typed into the box (as joseki query takes it): a
+    // position of the games the engine has not analysed. A move without a
+    // value says "not analysed" where its value would be, as the command line
+    // does (value null, unvalued: why), and so does the position.
+    await page.fill('#spec', '4i5h 8c8d 5h4h 8d8e 6i7h');
+    await page.click('#goto button');
+    await page.waitForFunction(() => decodeURIComponent(location.hash).includes('startpos moves 4i5h 8c8d 5h4h 8d8e 6i7h'));
+    await page.waitForFunction(() => document.querySelector('#turn').textContent.includes('White'));
+    const unvalued = await page.$$eval('#moves tbody tr.unvalued', r => r.map(x => x.dataset.move + ': ' + x.children[3].textContent + ' (' + x.children[4].textContent + ')'));
+    if (!unvalued.length || !unvalued.every(t => t.includes('not analysed'))) fail('unvalued moves: ' + unvalued.join(', '));
+    const said = await page.textContent('#status');
+    if (!said.includes('not analysed')) fail('the position: ' + said);
+    console.log('ok moves without a value say so: ' + unvalued.join(', ') + '; ' + said.trim());
+    await page.screenshot({ path: shots + '/explorer-unanalysed.png' });
     if (errors.length) fail('page errors: ' + errors.join('; '));
   }
 } finally {
