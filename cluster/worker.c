@@ -409,6 +409,8 @@ int worker_run(WorkerStats *out, const WorkerOptions *opt, char *err)
 		w.state = "stopping";
 		w.shutting_down = true;
 		wk_shut_down(&w);
+	} else if (rc == 0) {
+		wk_leave(&w, 3); /* --positions done: it stops too */
 	}
 	if (opt->progress) progress(&w, "done", clock_ms_f());
 	out->seconds = (clock_ms_f() - w.start) / 1e3;

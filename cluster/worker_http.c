@@ -462,6 +462,11 @@ int wk_heartbeat(Worker *w)
 	return st == 401 || st == 403 ? auth_failed(w) : 0;
 }
 
+void wk_leave(Worker *w, double timeout_s)
+{
+	(void)heartbeat(w, true, timeout_s); /* best effort: it may be gone */
+}
+
 /* After the stop flag: the engines are cancelled and joined; finished results
  * are submitted and every lease's rest aborted, within the grace time; then
  * the coordinator is told the worker leaves. */
@@ -496,5 +501,5 @@ void wk_shut_down(Worker *w)
 			    w->r.status ? "refused" : w->r.cerr);
 	}
 	double left = (end - clock_ms_f()) / 1000;
-	if (left > 0.05) (void)heartbeat(w, true, left); /* best effort: it may be gone */
+	if (left > 0.05) wk_leave(w, left);
 }

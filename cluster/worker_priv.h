@@ -112,6 +112,9 @@ void wk_shut_down(Worker *w);
  * tells the coordinator it is alive, so that it is not shown gone. 0, or
  * WORKER_EAUTH when the token is refused (final, as for any request). */
 int wk_heartbeat(Worker *w);
+/* Tells the coordinator the worker leaves (it shows it gone at once); best
+ * effort, within timeout_s. */
+void wk_leave(Worker *w, double timeout_s);
 
 /* worker_spool.c. Opens the spool (WorkerOptions.spool; nothing when NULL):
  * locks it, reads back the results an earlier run left unsent into leases in

@@ -69,7 +69,7 @@ if [ ! -f "$BOOK/.bench-ready" ]; then
 fi
 $J token add "$tmp/tokens" bench >"$tmp/token" 2>/dev/null
 
-$JS serve "$BOOK" --work --tokens "$tmp/tokens" --listen 127.0.0.1:0 --quiet --nodes 1000 \
+$JS serve "$BOOK" --work --tokens "$tmp/tokens" --listen 127.0.0.1:0 --quiet --verbose --nodes 1000 \
 	--minimax-seconds "$MMS" $wopt ${BENCH_CLUSTER_SERVE_OPTS:-} >"$tmp/serve.out" 2>"$tmp/serve.err" &
 pid=$!
 t0=$(date +%s.%N)

@@ -327,17 +327,22 @@ async function loadLive() {
     document.body.classList.add('has-token');
     note.textContent = '';
     live.textContent = `now: ${fmt(j.results_per_s)} results/s over the last minute, ${fmt(j.results)} results since the coordinator started, ` +
+      `workers ${j.workers.length} live, ${(j.workers_gone || []).length} gone in the last hour, ` +
       `queue ${j.queue}, leases ${j.leases.live} live ${j.leases.expired} expired, ${j.failed_tries} failed tries, ${j.minimax_runs} minimax runs`;
     wb.textContent = '';
-    for (const w of j.workers.sort((a, b) => a.name.localeCompare(b.name))) {
+    // The live workers, then those gone in the last hour (stopped, or silent
+    // for a minute), greyed.
+    const gone = (j.workers_gone || []).map(w => Object.assign({ gone: true }, w));
+    for (const w of j.workers.sort((a, b) => a.name.localeCompare(b.name)).concat(gone)) {
       const tr = document.createElement('tr');
+      if (w.gone) tr.className = 'gone';
       tr.appendChild(h('td', w.name));
       tr.appendChild(h('td', w.engine || '–'));
-      tr.appendChild(h('td', fmt(w.nps)));
-      tr.appendChild(h('td', w.last_seen_s + ' s ago'));
+      tr.appendChild(h('td', w.gone ? '–' : fmt(w.nps)));
+      tr.appendChild(h('td', ago(w.last_seen_s) + (w.gone ? (w.why === 'stopped' ? ': stopped' : ': silent, gone') : '')));
       wb.appendChild(tr);
     }
-    if (!j.workers.length) { const tr = document.createElement('tr'); tr.appendChild(h('td', 'no worker seen in the last minute')); wb.appendChild(tr); }
+    if (!j.workers.length && !gone.length) { const tr = document.createElement('tr'); tr.appendChild(h('td', 'no worker in the last hour')); wb.appendChild(tr); }
     ab.textContent = '';
     for (const a of j.set_aside) {
       const tr = document.createElement('tr');
