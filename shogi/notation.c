@@ -312,8 +312,7 @@ int usi_move_parse_legal(Move *out, const Position *pos, const char *s, size_t l
 	int rc = usi_move_parse(&m, s, len, err);
 	if (rc < 0) return rc;
 	if (!pos_is_legal(pos, m)) {
-		/* The caller names the move: the message says why it fails. */
-		errmsg_set(err, SHOGI_ERRLEN, 0, "%s", "not legal in this position");
+		errf(err, "'%s' is not legal in this position", s, len);
 		return SHOGI_EILLEGAL;
 	}
 	*out = m;

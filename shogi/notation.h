@@ -34,7 +34,7 @@ JOSEKI_MUST_USE int usi_move_parse(Move *out, const char *s, size_t len, char *e
 #define USI_MOVE_MAX 8
 size_t usi_move_write(Move m, char out[USI_MOVE_MAX]);
 /* Parses a USI move and checks it is legal in pos. An illegal one:
- * SHOGI_EILLEGAL, err says why without naming the move (the caller does). */
+ * SHOGI_EILLEGAL, err naming it ("'7g7e' is not legal in this position"). */
 JOSEKI_MUST_USE int usi_move_parse_legal(Move *out, const Position *pos, const char *s, size_t len,
                                          char *err);
 

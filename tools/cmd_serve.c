@@ -179,6 +179,7 @@ typedef struct {
 	bool verbose;         /* and the internals line after it */
 	uint64_t max_results; /* --positions: stop after this many results (0: none) */
 	double max_s;         /* --time: stop after this many seconds (0: none) */
+	const char *spent;    /* which of them stopped the run */
 	double start_ms;
 	Position *pos;
 	BookRecord *rec;
@@ -328,8 +329,10 @@ static int wait_stop(sigset_t *sigs, ApiWork *work, Console *k)
 				last = now;
 			}
 		}
-		bool done = (k->max_results && st.results >= k->max_results) ||
-		            (k->max_s > 0 && now - k->start_ms >= k->max_s * 1000);
+		k->spent = k->max_results && st.results >= k->max_results         ? "--positions"
+		           : k->max_s > 0 && now - k->start_ms >= k->max_s * 1000 ? "--time"
+		                                                                  : NULL;
+		bool done = k->spent != NULL;
 		coord_status_free(&st);
 		if (say && k->verbose) {
 			char line[1024];
@@ -599,7 +602,7 @@ int cmd_serve(int argc, char **argv)
 	else if (sig == STOP_BUDGET)
 		fprintf(stderr,
 		        "serve: the budget (%s) is spent: finishing the requests in flight\n",
-		        con.max_results ? "--positions" : "--time");
+		        con.spent);
 	else
 		fprintf(stderr, "serve: the coordinator failed; stopping (restart to resume)\n");
 	server_stop(s);

@@ -1328,8 +1328,10 @@ static void test_work__the_console_says_what_an_operator_needs(void **state)
 	assert_int_equal(json_array_size(json_object_get(j, "workers")), 1);
 	json_decref(j);
 	/* The budget: the coordinator stops by itself, exit 0. */
-	if (!ts_read_until(s.log, &text, &len, "serve: stopped", 120000))
-		fail_msg("the budget did not stop the coordinator:\n%s", text + mark);
+	if (!ts_read_until(s.log, &text, &len, "serve: stopped", 120000)) {
+		fputs(text + mark, stderr); /* whole: a failure's message is cut short */
+		fail_msg("the budget did not stop the coordinator (what it said: above)");
+	}
 	assert_int_equal(waitpid(s.pid, &st, 0), s.pid);
 	g_child = 0;
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);

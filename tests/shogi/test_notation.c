@@ -429,11 +429,10 @@ static const char *run_bad_case(const BadCase *c, char *err)
 		if (rc >= 0) return "accepted";
 		if (rc != SHOGI_EPARSE && rc != SHOGI_EILLEGAL) return "unexpected error code";
 		if (!shogi_strerror(rc)) return "no shogi_strerror";
-		/* A move that parses but is not legal: the message says why, and
-		 * the caller names the move ("illegal move +7776KI (the piece on 77
-		 * is FU, ...)"), so the reason need not repeat it. */
-		bool reason =
-		    rc == SHOGI_EILLEGAL && (c->kind == BAD_USI_LEGAL || c->kind == BAD_CSA);
+		/* A CSA move that parses but is not legal: the message says why,
+		 * and the caller names the move ("illegal move +7776KI (the piece
+		 * on 77 is FU, ...)"), so the reason need not repeat it. */
+		bool reason = rc == SHOGI_EILLEGAL && c->kind == BAD_CSA;
 		if (pass == 0) {
 			if (err[0] == '\0') return "empty error message";
 			if (strlen(err) >= SHOGI_ERRLEN) return "message too long";
