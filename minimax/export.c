@@ -595,8 +595,8 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		if (parts[t].rc < 0 && rc == 0)
 			rc =
 			    parts[t].rc == EXPORT_EIO
-			        ? fail(err, errlen, EXPORT_EIO, "%s: cannot write there: %s", out_path,
-			               strerror(parts[t].err_no))
+			        ? fail(err, errlen, EXPORT_EIO, "%s: cannot write there: %s",
+			               out_path, strerror(parts[t].err_no))
 			    : parts[t].rc == EXPORT_EBOOK
 			        ? fail(err, errlen, EXPORT_EBOOK,
 			               "%s; the book is damaged: joseki check lists what, --repair "

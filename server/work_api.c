@@ -384,27 +384,23 @@ static char *status_body(const CoordStatus *st)
 		                       s->engine, "nps", (json_int_t)s->nps, "last_seen_s",
 		                       (json_int_t)((now - s->last_seen_ms) / 1000)));
 	}
-	json_t *o =
-	    json_pack("{s:I, s:{s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, "
-	              "s:{s:b, s:s, s:I, s:I, s:f}, s:o}",
-	              "queue", (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live,
-	              "expired", (json_int_t)st->leases_expired, "results", (json_int_t)st->results,
-	              "results_per_s", st->results_per_s, "failed_tries", (json_int_t)st->failed,
-	              "mated", (json_int_t)st->mated, "minimax_runs", (json_int_t)st->minimax_runs,
-	              "set_aside", aside, "workers", workers, "selector", "restored",
-	              st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
-	              "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
-	              (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
-	              "spot", spot_json(st));
+	json_t *o = json_pack(
+	    "{s:I, s:{s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, "
+	    "s:{s:b, s:s, s:I, s:I, s:f}, s:o}",
+	    "queue", (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live,
+	    "expired", (json_int_t)st->leases_expired, "results", (json_int_t)st->results,
+	    "results_per_s", st->results_per_s, "failed_tries", (json_int_t)st->failed, "mated",
+	    (json_int_t)st->mated, "minimax_runs", (json_int_t)st->minimax_runs, "set_aside", aside,
+	    "workers", workers, "selector", "restored", st->snapshot_restored, "note",
+	    st->snapshot_note ? st->snapshot_note : "", "checkpoints", (json_int_t)st->checkpoints,
+	    "checkpoints_failed", (json_int_t)st->checkpoints_failed, "checkpoint_s",
+	    st->checkpoint_ms / 1000, "spot", spot_json(st));
 	/* A re-analysis: its list's progress. */
 	if (o && st->again)
 		json_object_set_new(o, "reanalyse",
 		                    json_pack("{s:I, s:I}", "replaced",
 		                              (json_int_t)st->again_replaced, "left",
 		                              (json_int_t)st->again_left));
-}
-
-	              (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000);
 	if (o) json_object_set_new(o, "workers_gone", gone_json(st, now));
 	return dump(o);
 }
@@ -628,8 +624,7 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 		    "disagreed, %llu strikes, %llu quarantines",
 		    (unsigned long long)st.spot_waiting, (unsigned long long)st.spot_leased,
 		    (unsigned long long)st.spot_deciding, (unsigned long long)st.spot_passed,
-		    (unsigned long long)st.spot_disagreed,
-		    (unsigned long long)st.spot_strikes,
+		    (unsigned long long)st.spot_disagreed, (unsigned long long)st.spot_strikes,
 		    (unsigned long long)st.spot_quarantines);
 	coord_status_free(&st);
 }

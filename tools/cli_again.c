@@ -15,11 +15,14 @@ void cli_again_init(CliAgain *a)
 	             "think again the thought positions under the roots that the criteria "
 	             "below name (every one without them); the deeper analysis stays"),
 	    CLI_NUM("--below-depth", &a->criteria.below_depth, 1, 255, "D",
-	            "... whose analysis is shallower than D", .needs = "--reanalyse"),
+	            "... whose analysis is shallower than D (default: any depth)",
+	            .needs = "--reanalyse"),
 	    CLI_NUM("--below-nodes", &a->criteria.below_nodes, 1, CLI_NOMAX, "N",
-	            "... whose analysis searched fewer than N nodes", .needs = "--reanalyse"),
+	            "... whose analysis searched fewer than N nodes (default: any)",
+	            .needs = "--reanalyse"),
 	    CLI_ENUM("--source", &a->criteria.source, "imported|thought", SOURCES,
-	             "... whose analysis came from an imported book, or this book's engines",
+	             "... whose analysis came from an imported book, or this book's engines "
+	             "(default: either)",
 	             .needs = "--reanalyse"),
 	    CLI_TABLE_END,
 	};

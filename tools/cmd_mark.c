@@ -55,7 +55,7 @@ static int mark_cmd(int argc, char **argv, BookMarkKind kind)
 	    CLI_ARG("BOOK", &book, "the book"),
 	    CLI_ARG("POS", &spec, "the position: startpos, an SFEN, or either with moves ..."),
 	    CLI_ARG("MOVE", &move_text, "the move: USI (7g7f) or as a player writes it (７六歩)"),
-	    CLI_STR("--note", &note, "TEXT", "why, kept with the mark (UTF-8)"),
+	    CLI_STR("--note", &note, "TEXT", "why, kept with the mark (UTF-8; default: none)"),
 	    CLI_FLAG("--undo", &undo, "take this mark off instead"),
 	    CLI_FLAG("--no-minimax", &no_minimax, "no minimax after the mark"),
 	    CLI_JSON(&json),
@@ -68,7 +68,7 @@ static int mark_cmd(int argc, char **argv, BookMarkKind kind)
 	    CLI_TABLE_END,
 	};
 	const CliCmd cmd = {kind == BOOKDB_MARK_AVOID ? "avoid" : "prefer",
-	                    kind == BOOKDB_MARK_AVOID ? common : prefer_opts};
+	                    kind == BOOKDB_MARK_AVOID ? common : prefer_opts, "docs/bookdb.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	if (strlen(note) > BOOKDB_NOTE_MAX)

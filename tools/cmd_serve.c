@@ -446,9 +446,7 @@ int cmd_serve(int argc, char **argv)
 	            CLI_TAG(&per_ip_given, true)),
 	    CLI_NUM("--request-seconds", &request_s, 1, 3600, "S",
 	            "a request, head and body, must arrive whole within S seconds (default 10)",
-	            .excl = "request"),
-	    CLI_NUM("--header-seconds", &request_s, 1, 3600, "S",
-	            "the old name of --request-seconds", .excl = "request"),
+	            .alias = "--header-seconds"),
 	    CLI_NUM("--keepalive-seconds", &keepalive_s, 1, 3600, "S",
 	            "a kept-alive connection's next request must start within S seconds of "
 	            "the last answer (default 30)"),
