@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/cold_exit.sh: does a book cost its engine by leaving it cold? (docs/match.md,
+# tools/cold_exit.sh: does a book cost its engine by leaving it cold? (docs/notes/match.md,
 # "The engine's state at the book's exit").
 #
 # A side that plays from its book starts its engine only where the book ends:

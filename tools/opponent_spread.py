@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""How many replies a book must cover against a varying opponent (docs/match.md,
-"Against a varying opponent: how wide the book must be").
+"""How many replies a book must cover against a varying opponent (docs/notes/match.md,
+"How wide a book must be against a varying opponent").
 
 usage: tools/opponent_spread.py [-n OPENINGS] [-d DRAWS] [-j PCT] [--nodes N]
                                 [--book-nodes N] [--steps S] [FILE]

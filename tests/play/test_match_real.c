@@ -101,7 +101,7 @@ static void check_spread_line(const char *out, const char *head)
 	for (int i = 1; i < 5; i++) assert_true(k[i] >= k[i - 1]);
 }
 
-/* tools/opponent_spread.py (docs/match.md) with fairy-stockfish: two
+/* tools/opponent_spread.py (docs/notes/match.md) with fairy-stockfish: two
  * openings, six games of two opponent moves each; a line that is no
  * position is named with its file and line. */
 static void test_play__opponent_spread_measures_fairy_stockfish(void **state)
