@@ -19,8 +19,8 @@
  * records' engine analyses removed, so that minimax and the selector no
  * longer use them) and queued to be thought again, its held results given
  * out as plain work, its checks of others given to others. Noise at small
- * budgets puts two honest results apart now and then (docs/cluster.md has
- * the figures); twice within a window, or grossly, it was never seen to.
+ * budgets puts two honest results apart now and then (docs/notes/cluster.md
+ * has the figures); twice within a window, or grossly, it was never seen to.
  *
  * A held result's position stays leased in the selector and out of the book
  * until its check is settled, so nothing in the book tells a check from new

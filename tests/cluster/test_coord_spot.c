@@ -241,7 +241,7 @@ static void test_coord_spot__the_comparison_allows_noise_and_not_lies(void **sta
 	line(a, 0, "7g7f", false, 40, 12);
 	line(b, 0, "2g2f", false, -250, 14);
 	assert_int_equal(coord_spot_compare(a, b, tol, why), COORD_SPOT_AGREE);
-	/* The worst pair measured at nodes 3,000 (docs/cluster.md): +1948 and +61
+	/* The worst pair measured at nodes 3,000 (docs/notes/cluster.md): +1948 and +61
 	 * (0.44 apart); at 10,000, +2014 and +59 (0.44); at 1,000, +1985 and -107
 	 * (0.51). */
 	line(a, 0, "B*2a", false, 1948, 6);
