@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/bench_bookdb.sh — the book store's figures (docs/bookdb.md), run by `make bench`.
+# tools/bench_bookdb.sh — the book store's figures (docs/notes/bookdb.md), run by `make bench`.
 #
 # Builds a synthetic book (8 analysed moves a position) of BOOKDB_BENCH_POSITIONS
 # positions (default 1000000; set 10000000 for the 10-million-position figures)

@@ -1,5 +1,6 @@
 #!/bin/sh
-# tools/bench_merge.sh — joseki merge's figures (docs/bookdb.md, "Merge"), run by `make bench`.
+# tools/bench_merge.sh — joseki merge's figures (docs/notes/bookdb.md, "Merge"), run by
+# `make bench`.
 #
 # Two synthetic books of MERGE_BENCH_POSITIONS positions each (default 1000000;
 # different seeds, so they share only the positions near the start) are merged:
