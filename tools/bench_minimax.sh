@@ -1,6 +1,6 @@
 #!/bin/sh
 # tools/bench_minimax.sh — minimax and export on a synthetic book (the figures
-# of docs/minimax.md), run by `make bench`. MINIMAX_BENCH_POSITIONS positions (default
+# of docs/notes/minimax.md), run by `make bench`. MINIMAX_BENCH_POSITIONS positions (default
 # 10000000; about 5 minutes and 4 GB of disk), BENCH_RUNS runs each (default 3):
 #   minimax --full           the whole book (median time, peak RSS)
 #   think 1000 + minimax     1,000 new results from the built-in engine
