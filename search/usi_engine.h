@@ -156,7 +156,8 @@ int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget 
  * Driver overhead figure: analyses pos count times with budget and returns
  * the mean wall time per position in microseconds in *us_per_position.
  * With an engine that answers instantly this is the driver's own cost per
- * analysed position (pipes, parsing, legality checks). See docs/search.md.
+ * analysed position (pipes, parsing, legality checks). See docs/notes/search.md,
+ * "Driver overhead".
  */
 JOSEKI_MUST_USE int usi_engine_bench_overhead(double *us_per_position, UsiEngine *e,
                                               const Position *pos, const SearchBudget *budget,
