@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/bench_abuse.sh — /healthz under connection floods (docs/server.md,
+# tools/bench_abuse.sh — /healthz under connection floods (docs/notes/server.md,
 # "Limits"): `joseki serve` and `joseki serve --work` (with a worker thinking,
 # at nice 10, one engine) on a synthetic book of BENCH_ABUSE_POSITIONS (100000)
 # positions; tools/flood.py holds 2,000 idle and 1,100 trickling connections

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""tools/flood.py — the connection floods of tools/bench_abuse.sh (docs/server.md, "Limits").
+"""tools/flood.py — the connection floods of tools/bench_abuse.sh (docs/notes/server.md,
+"Limits").
 
 Opens, interleaved, from ADDRS addresses 127.0.0.2.. (the client sockets bound to them):
 IDLE connections that send nothing, TRICKLE connections that send one byte of a request
