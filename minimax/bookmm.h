@@ -40,8 +40,8 @@ const char *bookmm_strerror(int code);
 typedef void (*BookmmProgressFn)(void *ctx, const char *phase, size_t done, size_t total);
 
 /*
- * Which positions count as inner nodes of the minimax (docs/minimax.md, "Leaf
- * policy"). THOUGHT (the default): a position an engine analysed at depth >=
+ * Which positions count as inner nodes of the minimax (docs/minimax.md, "The
+ * leaf policy"). THOUGHT (the default): a position an engine analysed at depth >=
  * min_depth, or whose games number at least min_games (when min_games > 0);
  * every other record is a leaf, valued by its own moves' evaluations only, and
  * a move of an inner node into such a position is a leaf valued by the move's
@@ -54,7 +54,7 @@ typedef enum { BOOKMM_LEAVES_THOUGHT = 0, BOOKMM_LEAVES_GAMES = 1 } BookmmLeaves
 #define BOOKMM_ANY_DEPTH (-1)
 
 /*
- * A book from games alone (docs/minimax.md, "Books from games alone"), by
+ * A book from games alone (docs/minimax.md, "Where values come from"), by
  * choice: no analysis is a value, each position's moves are valued by their
  * game results, nothing is backed up. MOST_PLAYED (Bonanza's narrow book): the
  * move played in the most games (ties: the better score rate), the position's

@@ -186,7 +186,7 @@ int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, Key key, const uint8_t *
 	if (inner) *flags |= MMF_INNER;
 	int nlegal = nl, n = 0;
 	/* Moves joseki prune marked avoided are not the side to move's to play:
-	 * neither edges nor leaves (docs/bookgen.md, "The cycle"). */
+	 * neither edges nor leaves (docs/cycle.md). */
 	if (rec->flags & BOOKDB_REC_AVOID) {
 		int k = 0;
 		for (int m = 0; m < nl; m++) {
