@@ -687,8 +687,7 @@ static int make_lines(Probe *p)
 {
 	const ProbeOptions *o = p->opt;
 	int nroots = o->roots && o->nroots > 0 ? o->nroots : 1;
-	int per = o->book_side == PLAN_SIDE_BOTH ? 2 : 1;
-	p->lines = calloc((size_t)nroots * (size_t)per, sizeof *p->lines);
+	p->lines = calloc((size_t)nroots * 2, sizeof *p->lines);
 	if (!p->lines) return THINK_ENOMEM;
 	Position *pos = malloc(sizeof *pos);
 	if (!pos) return THINK_ENOMEM;
@@ -703,13 +702,16 @@ static int make_lines(Probe *p)
 			                 wt > 0 ? perr : "weight not above 0");
 			break;
 		}
+		PlanSide side =
+		    o->root_sides && o->roots && o->nroots > 0 ? o->root_sides[r] : o->book_side;
+		int per = side == PLAN_SIDE_BOTH ? 2 : 1;
 		for (int k = 0; k < per; k++) {
 			Line *l = &p->lines[p->nlines++];
 			l->root = r;
 			l->weight = wt;
-			l->book = o->book_side == PLAN_SIDE_WHITE                           ? WHITE
-			          : o->book_side == PLAN_SIDE_BLACK || (per == 2 && k == 0) ? BLACK
-			                                                                    : WHITE;
+			l->book = side == PLAN_SIDE_WHITE                           ? WHITE
+			          : side == PLAN_SIDE_BLACK || (per == 2 && k == 0) ? BLACK
+			                                                            : WHITE;
 		}
 	}
 	free(pos);

@@ -90,9 +90,12 @@ typedef struct {
 	const double *root_weights;
 	int nroots;
 	PlanSide book_side; /* the colour(s) the book plays */
-	int max_plies;      /* plies of a walk from its root; 0: 32 */
-	int burst;          /* new positions a walk thinks before it yields; 0: 8 */
-	int max_moves;      /* a walk ends at this game length, as match's --max-moves; 0: 320 */
+	/* Per root, the colour(s) the book plays from it (NULL: book_side for
+	 * every root): the cycle walks each lost game's line alone. */
+	const PlanSide *root_sides;
+	int max_plies; /* plies of a walk from its root; 0: 32 */
+	int burst;     /* new positions a walk thinks before it yields; 0: 8 */
+	int max_moves; /* a walk ends at this game length, as match's --max-moves; 0: 320 */
 	uint64_t max_positions;    /* 0: no limit */
 	double max_seconds;        /* 0: no limit */
 	double max_engine_seconds; /* both engines' time in all (SearchMeter); 0: no limit */
