@@ -35,19 +35,25 @@ const char *cycle_strerror(int code)
 	return "unknown cycle error";
 }
 
-/* The game's moves into moves (POS_MAX_STATES), pos left at its start. */
-static int game_setup(Position *pos, Move *moves, int *n, const CycleGame *g, size_t index,
-                      char *err)
+/*
+ * The game's moves into moves (POS_MAX_STATES), pos left after its opening
+ * (its start_ply first moves, played as given: the rules look at the moves
+ * after them), *first the index of the next move.
+ */
+static int game_setup(Position *pos, Move *moves, int *n, int *first, const CycleGame *g,
+                      size_t index, char *err)
 {
 	char perr[SHOGI_ERRLEN];
 	if (!g->spec || (g->book_color != BLACK && g->book_color != WHITE) || g->result < -1 ||
-	    g->result > 1)
+	    g->result > 1 || g->opponent < 0 || g->opponent >= CYCLE_OPPONENTS_MAX ||
+	    g->start_ply < 0)
 		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EINVAL, "game %zu: bad game", index + 1);
 	if (position_parse(pos, g->spec, perr) < 0)
 		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EINVAL, "game %zu: %s", index + 1, perr);
 	*n = pos_history_len(pos);
 	for (int i = 0; i < *n; i++) moves[i] = pos->states[i + 1].move;
-	for (int i = 0; i < *n; i++) pos_undo_move(pos);
+	*first = g->start_ply < *n ? g->start_ply : *n;
+	for (int i = *n; i > *first; i--) pos_undo_move(pos);
 	return 0;
 }
 
@@ -56,7 +62,7 @@ static int book_fail(char *err, const char *what, int rc)
 	return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EBOOK, "%s: %s", what, bookdb_strerror(rc));
 }
 
-/* What prune and extend walk the games with, and their transaction. */
+/* What the rules walk the games with, in the caller's transaction. */
 typedef struct {
 	Position *pos;
 	BookRecord *rec;
@@ -64,41 +70,67 @@ typedef struct {
 	BookTxn *txn;
 } Walk;
 
-static int walk_begin(Walk *w, BookDB *db, bool write, char *err)
+static int walk_begin(Walk *w, BookTxn *txn, char *err)
 {
 	memset(w, 0, sizeof *w);
+	w->txn = txn;
 	w->pos = malloc(sizeof *w->pos);
 	w->rec = malloc(sizeof *w->rec);
 	w->moves = malloc(POS_MAX_STATES * sizeof *w->moves);
 	if (!w->pos || !w->rec || !w->moves)
 		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
-	int rc = bookdb_txn_begin(&w->txn, db, write);
-	return rc < 0 ? book_fail(err, write ? "cannot write the book" : "cannot read the book", rc)
-	              : 0;
+	return 0;
 }
 
-/* Commits the walk's transaction (when ret is 0) and frees the rest. */
-static int walk_end(Walk *w, int ret, char *err)
+static int walk_end(Walk *w, int ret)
 {
-	if (ret == 0 && w->txn) {
-		int rc = bookdb_txn_commit(w->txn);
-		w->txn = NULL;
-		if (rc < 0) ret = book_fail(err, "cannot write the book", rc);
-	}
-	bookdb_txn_abort(w->txn);
 	free(w->moves);
 	free(w->rec);
 	free(w->pos);
 	return ret;
 }
 
+/* Runs fn in a write transaction of db's own, committed when fn returns 0. */
+static int in_write_txn(BookDB *db, int (*fn)(void *ctx, BookTxn *txn, char *err), void *ctx,
+                        char *err)
+{
+	BookTxn *txn;
+	int rc = bookdb_txn_begin(&txn, db, true);
+	if (rc < 0) return book_fail(err, "cannot write the book", rc);
+	int ret = fn(ctx, txn, err);
+	if (ret == 0) {
+		rc = bookdb_txn_commit(txn);
+		return rc < 0 ? book_fail(err, "cannot write the book", rc) : 0;
+	}
+	bookdb_txn_abort(txn);
+	return ret;
+}
+
+/* The book's move at pos now into *m (MOVE_NONE: none), its record sorted
+ * in rec (bookdb_query's order). 0 or a BOOKDB_* code. */
+static int book_choice(BookTxn *txn, BookRecord *rec, const Position *pos, Move *m)
+{
+	int rc = bookdb_query(rec, txn, pos);
+	*m = rc == 1 ? bookdb_best_move(rec, pos) : MOVE_NONE;
+	return rc < 0 ? rc : 0;
+}
+
+/* Whether the book could play m at pos: in rec, not avoided, valued, legal. */
+static bool playable(const BookRecord *rec, const BookMove *bm, const Position *pos)
+{
+	return !(bm->flags & BOOKDB_MOVE_AVOIDED) && bookdb_move_valued(rec, bm) &&
+	       pos_is_legal(pos, bm->move);
+}
+
 /* ---- deletion ---- */
 
+/* A book move of the book side in a game, with the game's opponent and result. */
 typedef struct {
 	Key key;
 	Move move;
-	uint32_t game;
+	uint8_t opponent;
 	int8_t result;
+	uint32_t game;
 } Seen;
 
 static int cmp_seen(const void *a, const void *b)
@@ -107,7 +139,92 @@ static int cmp_seen(const void *a, const void *b)
 	int c = key_cmp(x->key, y->key);
 	if (c) return c;
 	if (x->move != y->move) return x->move < y->move ? -1 : 1;
+	if (x->opponent != y->opponent) return x->opponent < y->opponent ? -1 : 1;
 	return x->game < y->game ? -1 : x->game > y->game;
+}
+
+static bool same_group(const Seen *a, const Seen *b)
+{
+	return key_equal(a->key, b->key) && a->move == b->move && a->opponent == b->opponent;
+}
+
+/* The book side's moves of the games that the book's records list (the
+ * opening's moves left out), sorted by position, move, opponent and game. */
+typedef struct {
+	Seen *v;
+	size_t n, cap;
+} SeenList;
+
+static int collect_seen(SeenList *sl, Walk *w, const CycleGame *games, size_t n, char *err)
+{
+	Position *pos = w->pos;
+	int ret = 0, rc;
+	for (size_t g = 0; g < n && ret == 0; g++) {
+		int nm, first;
+		if ((ret = game_setup(pos, w->moves, &nm, &first, &games[g], g, err)) < 0) break;
+		for (int i = first; i < nm && ret == 0; i++) {
+			if ((int)pos->side == games[g].book_color &&
+			    (rc = bookdb_get_moves(w->rec, w->txn, pos_key(pos))) !=
+			        BOOKDB_ENOTFOUND) {
+				if (rc < 0) ret = book_fail(err, "cannot read the book", rc);
+				for (int k = 0; ret == 0 && k < w->rec->nmoves; k++) {
+					if (w->rec->moves[k].move != w->moves[i]) continue;
+					if (array_grow((void **)&sl->v, &sl->cap, sl->n + 1,
+					               sizeof *sl->v, 256))
+						ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM,
+						                 "out of memory");
+					else
+						sl->v[sl->n++] =
+						    (Seen){pos_key(pos), w->moves[i],
+						           (uint8_t)games[g].opponent,
+						           (int8_t)games[g].result, (uint32_t)g};
+					break;
+				}
+			}
+			pos_do_move(pos, w->moves[i]);
+		}
+	}
+	if (ret == 0) qsort(sl->v, sl->n, sizeof *sl->v, cmp_seen);
+	return ret;
+}
+
+/* The note a prune mark carries. */
+typedef char MarkNote[64];
+
+/* Whether the group of moves from v[i] (one position, move and opponent)
+ * loses badly against its opponent; *end gets the group's end, note what
+ * the mark would say. */
+static bool loses_badly(const Seen *v, size_t n, size_t i, const CyclePruneOptions *opt,
+                        size_t *end, MarkNote note)
+{
+	size_t j = i;
+	double points = 0;
+	uint32_t played = 0;
+	for (; j < n && same_group(&v[j], &v[i]); j++) {
+		if (j > i && v[j].game == v[j - 1].game) continue; /* once a game */
+		played++;
+		points += v[j].result > 0 ? 1.0 : v[j].result == 0 ? 0.5 : 0.0;
+	}
+	*end = j;
+	snprintf(note, sizeof(MarkNote), "scored %.2f in %u games against opponent %d",
+	         points / played, played, v[i].opponent + 1);
+	uint32_t min_games = opt->min_games ? opt->min_games : 1;
+	return played >= min_games && points / played <= opt->max_winrate + 1e-12;
+}
+
+/* The first of sl's entries for (key, move, opponent), or sl->n. */
+static size_t seen_find(const SeenList *sl, Key key, Move move, int opponent)
+{
+	Seen probe = {key, move, (uint8_t)opponent, 0, 0};
+	size_t lo = 0, hi = sl->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cmp_seen(&sl->v[mid], &probe) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sl->n && same_group(&sl->v[lo], &probe) ? lo : sl->n;
 }
 
 /* Moves marked avoided among the records of txn. */
@@ -130,12 +247,20 @@ static int count_avoided(size_t *out, BookTxn *txn, BookRecord *rec)
 	return rc;
 }
 
-/* Marks move m of key's record avoided, as prune's mark with a note of the
- * score (bookdb/marks.h); a move already avoided, or carrying a hand mark
- * (a player's choice stands), is left as it is. *changed counts the marks
- * made. */
-static int set_mark(BookTxn *txn, Key key, Move m, BookRecord *rec, size_t *changed, double score,
-                    uint32_t games)
+int cycle_avoided_txn(size_t *avoided, BookTxn *txn, char *err)
+{
+	BookRecord *rec = malloc(sizeof *rec);
+	if (!rec) return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
+	int rc = count_avoided(avoided, txn, rec);
+	free(rec);
+	return rc < 0 ? book_fail(err, "cannot read the book", rc) : 0;
+}
+
+/* Marks move m of key's record avoided, as prune's mark with note (see
+ * bookdb/marks.h); a move already avoided, or carrying a hand mark (a
+ * player's choice stands), is left as it is. *changed counts the marks made. */
+static int set_mark(BookTxn *txn, Key key, Move m, BookRecord *rec, size_t *changed,
+                    const char *note)
 {
 	BookMark *mk = calloc(1, sizeof *mk);
 	if (!mk) return BOOKDB_ENOMEM;
@@ -154,8 +279,7 @@ static int set_mark(BookTxn *txn, Key key, Move m, BookRecord *rec, size_t *chan
 			mk->source = BOOKDB_MARK_PRUNE;
 			mk->known = true;
 			mk->time = (int64_t)time(NULL);
-			snprintf(mk->note, sizeof mk->note, "scored %.2f in %u games", score,
-			         games);
+			snprintf(mk->note, sizeof mk->note, "%s", note);
 			bool ch = false;
 			rc = bookdb_mark_set(txn, rec, key, NULL, m, mk, &ch, NULL);
 			*changed += ch;
@@ -165,68 +289,53 @@ static int set_mark(BookTxn *txn, Key key, Move m, BookRecord *rec, size_t *chan
 	return rc;
 }
 
+int cycle_prune_txn(CyclePruneStats *st, BookTxn *txn, const CycleGame *games, size_t n,
+                    const CyclePruneOptions *opt, char *err)
+{
+	memset(st, 0, sizeof *st);
+	Walk w;
+	SeenList sl = {0};
+	int ret = walk_begin(&w, txn, err), rc;
+	if (ret == 0) ret = collect_seen(&sl, &w, games, n, err);
+	if (ret == 0) st->games = n;
+	for (size_t i = 0, end; i < sl.n && ret == 0; i = end) {
+		/* Hefeweizen's rule: losing badly against one opponent is enough. */
+		if (i == 0 || !key_equal(sl.v[i].key, sl.v[i - 1].key) ||
+		    sl.v[i].move != sl.v[i - 1].move)
+			st->moves++;
+		MarkNote note;
+		if (!loses_badly(sl.v, sl.n, i, opt, &end, note)) continue;
+		size_t before = st->marked;
+		if ((rc = set_mark(txn, sl.v[i].key, sl.v[i].move, w.rec, &st->marked, note)) <
+		    0)
+			ret = book_fail(err, "cannot mark a move", rc);
+		st->opp_marked[sl.v[i].opponent] += st->marked - before;
+	}
+	if (ret == 0 && (rc = count_avoided(&st->avoided, txn, w.rec)) < 0)
+		ret = book_fail(err, "cannot read the book", rc);
+	free(sl.v);
+	return walk_end(&w, ret);
+}
+
+typedef struct {
+	CyclePruneStats *st;
+	const CycleGame *games;
+	size_t n;
+	const CyclePruneOptions *opt;
+} PruneCall;
+
+static int prune_call(void *ctx, BookTxn *txn, char *err)
+{
+	PruneCall *c = ctx;
+	return cycle_prune_txn(c->st, txn, c->games, c->n, c->opt, err);
+}
+
 int cycle_prune(CyclePruneStats *st, BookDB *db, const CycleGame *games, size_t n,
                 const CyclePruneOptions *opt, char *err)
 {
 	memset(st, 0, sizeof *st);
-	Walk w;
-	Seen *seen = NULL;
-	size_t ns = 0, cap = 0;
-	int ret = walk_begin(&w, db, false, err), rc;
-	Position *pos = w.pos;
-	for (size_t g = 0; g < n && ret == 0; g++) {
-		int nm;
-		if ((ret = game_setup(pos, w.moves, &nm, &games[g], g, err)) < 0) break;
-		st->games++;
-		for (int i = 0; i < nm && ret == 0; i++) {
-			if ((int)pos->side == games[g].book_color &&
-			    (rc = bookdb_get_moves(w.rec, w.txn, pos_key(pos))) !=
-			        BOOKDB_ENOTFOUND) {
-				if (rc < 0) ret = book_fail(err, "cannot read the book", rc);
-				for (int k = 0; ret == 0 && k < w.rec->nmoves; k++) {
-					if (w.rec->moves[k].move != w.moves[i]) continue;
-					if (array_grow((void **)&seen, &cap, ns + 1, sizeof *seen,
-					               256))
-						ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM,
-						                 "out of memory");
-					else
-						seen[ns++] =
-						    (Seen){pos_key(pos), w.moves[i], (uint32_t)g,
-						           (int8_t)games[g].result};
-					break;
-				}
-			}
-			pos_do_move(pos, w.moves[i]);
-		}
-	}
-	/* Then the marks, in a write transaction of their own. */
-	bookdb_txn_abort(w.txn);
-	w.txn = NULL;
-	if (ret == 0 && (rc = bookdb_txn_begin(&w.txn, db, true)) < 0)
-		ret = book_fail(err, "cannot write the book", rc);
-	qsort(seen, ns, sizeof *seen, cmp_seen);
-	uint32_t min_games = opt->min_games ? opt->min_games : 1;
-	for (size_t i = 0; i < ns && ret == 0;) {
-		size_t j = i;
-		double points = 0;
-		uint32_t played = 0;
-		for (; j < ns && !key_cmp(seen[j].key, seen[i].key) && seen[j].move == seen[i].move;
-		     j++) {
-			if (j > i && seen[j].game == seen[j - 1].game) continue; /* once a game */
-			played++;
-			points += seen[j].result > 0 ? 1.0 : seen[j].result == 0 ? 0.5 : 0.0;
-		}
-		st->moves++;
-		if (played >= min_games && points / played <= opt->max_winrate + 1e-12 &&
-		    (rc = set_mark(w.txn, seen[i].key, seen[i].move, w.rec, &st->marked,
-		                   points / played, played)) < 0)
-			ret = book_fail(err, "cannot mark a move", rc);
-		i = j;
-	}
-	if (ret == 0 && (rc = count_avoided(&st->avoided, w.txn, w.rec)) < 0)
-		ret = book_fail(err, "cannot read the book", rc);
-	free(seen);
-	return walk_end(&w, ret, err);
+	PruneCall c = {st, games, n, opt};
+	return in_write_txn(db, prune_call, &c, err);
 }
 
 int cycle_prune_undo(size_t *cleared, BookDB *db, char *err)
@@ -247,454 +356,282 @@ static bool is_thought(BookTxn *txn, Key k)
 	return bookdb_get_raw(&v, &len, txn, k) == 0 && len && (v[0] & BOOKDB_REC_THOUGHT);
 }
 
-int cycle_extend(CycleExtendStats *st, BookDB *db, const CycleGame *games, size_t n, int plies,
-                 char *err)
+void cycle_keys_free(CycleKeys *k)
+{
+	free(k->keys);
+	free(k->owners);
+	memset(k, 0, sizeof *k);
+}
+
+static int keys_add(CycleKeys *k, Key key, int owner)
+{
+	size_t cap = k->cap;
+	if (array_grow((void **)&k->keys, &cap, k->n + 1, sizeof *k->keys, 64)) return -1;
+	if (array_grow((void **)&k->owners, &k->cap, k->n + 1, sizeof *k->owners, 64)) return -1;
+	k->keys[k->n] = key;
+	k->owners[k->n++] = (uint8_t)owner;
+	return 0;
+}
+
+/* Game g (set up by game_setup: pos after its opening, at move first) played
+ * up to its first position of the book side without a book move: the index
+ * of the next move there in *at, or nm + 1 when the book lasted the game. */
+static int find_exit(Walk *w, const CycleGame *g, int nm, int first, int *at)
+{
+	Position *pos = w->pos;
+	for (*at = first; *at <= nm; (*at)++) {
+		if ((int)pos->side == g->book_color) {
+			Move m;
+			int rc = book_choice(w->txn, w->rec, pos, &m);
+			if (rc < 0) return rc;
+			if (m == MOVE_NONE) return 0;
+		}
+		if (*at < nm) pos_do_move(pos, w->moves[*at]);
+	}
+	return 0;
+}
+
+int cycle_extend_txn(CycleExtendStats *st, BookTxn *txn, const CycleGame *games, size_t n,
+                     int plies, CycleKeys *queued, char *err)
 {
 	memset(st, 0, sizeof *st);
 	if (plies < 0)
 		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EINVAL, "--plies must not be negative");
 	Walk w;
 	Move legal[MOVEGEN_MAX];
-	int ret = walk_begin(&w, db, true, err), rc;
+	int *exit_at = calloc(n ? n : 1, sizeof *exit_at);
+	int ret = walk_begin(&w, txn, err), rc;
+	if (!exit_at && ret == 0)
+		ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
 	Position *pos = w.pos;
+	/* Where each game ran out of book. */
 	for (size_t g = 0; g < n && ret == 0; g++) {
-		int nm, i;
-		if ((ret = game_setup(pos, w.moves, &nm, &games[g], g, err)) < 0) break;
+		int nm, first;
+		if ((ret = game_setup(pos, w.moves, &nm, &first, &games[g], g, err)) < 0) break;
 		st->games++;
-		/* The first position of the book side without a book move. */
-		for (i = 0; i <= nm; i++) {
-			if ((int)pos->side == games[g].book_color) {
-				if ((rc = bookdb_query(w.rec, w.txn, pos)) < 0) {
-					ret = book_fail(err, "cannot read the book", rc);
-					break;
-				}
-				if (bookdb_best_move(w.rec, pos) == MOVE_NONE) break;
-			}
-			if (i < nm) pos_do_move(pos, w.moves[i]);
-		}
-		if (ret || i > nm) continue;
-		st->ran_out++;
-		for (int j = i; j <= nm && j <= i + plies && ret == 0; j++) {
+		if ((rc = find_exit(&w, &games[g], nm, first, &exit_at[g])) < 0)
+			ret = book_fail(err, "cannot read the book", rc);
+		else if (exit_at[g] <= nm)
+			st->ran_out++;
+	}
+	/* Then each game's first position from there, then each one's second... */
+	for (int k = 0; k <= plies && ret == 0; k++) {
+		for (size_t g = 0; g < n && ret == 0; g++) {
+			int nm, first;
+			if ((ret = game_setup(pos, w.moves, &nm, &first, &games[g], g, err)) < 0)
+				break;
+			int at = exit_at[g] + k;
+			if (exit_at[g] > nm || at > nm) continue;
+			for (int i = first; i < at; i++) pos_do_move(pos, w.moves[i]);
 			bool added = false;
 			/* A game's last position may be mate: nothing to think there. */
-			if (!is_thought(w.txn, pos_key(pos)) && movegen_legal(pos, legal) > 0 &&
-			    (rc = roots_queue_add(w.txn, pos, &added)) < 0)
+			if (!is_thought(txn, pos_key(pos)) && movegen_legal(pos, legal) > 0 &&
+			    (rc = roots_queue_add(txn, pos, &added)) < 0)
 				ret = book_fail(err, "cannot queue a root", rc);
+			if (added && queued &&
+			    keys_add(queued, pos_key(pos), games[g].opponent) < 0)
+				ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
 			st->queued += added;
-			if (j < nm) pos_do_move(pos, w.moves[j]);
+			st->opp_queued[games[g].opponent] += added;
 		}
 	}
-	if (ret == 0 && (rc = roots_queue_drop_thought(w.txn, &st->pending)) < 0)
+	if (ret == 0 && (rc = roots_queue_drop_thought(txn, &st->pending)) < 0)
 		ret = book_fail(err, "cannot update the root queue", rc);
-	return walk_end(&w, ret, err);
+	free(exit_at);
+	return walk_end(&w, ret);
 }
 
-/* ---- the whole cycle ---- */
+typedef struct {
+	CycleExtendStats *st;
+	const CycleGame *games;
+	size_t n;
+	int plies;
+} ExtendCall;
+
+static int extend_call(void *ctx, BookTxn *txn, char *err)
+{
+	ExtendCall *c = ctx;
+	return cycle_extend_txn(c->st, txn, c->games, c->n, c->plies, NULL, err);
+}
+
+int cycle_extend(CycleExtendStats *st, BookDB *db, const CycleGame *games, size_t n, int plies,
+                 char *err)
+{
+	memset(st, 0, sizeof *st);
+	ExtendCall c = {st, games, n, plies};
+	return in_write_txn(db, extend_call, &c, err);
+}
+
+/* ---- backtracking, and keeping what won ---- */
+
+/* A book move of the book side on a game's line, as the book plays it now. */
+typedef struct {
+	Key key;
+	Move move;
+	bool alternative; /* the position keeps another move the book could play */
+} Decision;
+
+/* Whether rec holds m with a value (avoided or not). */
+static bool in_record(const BookRecord *rec, Move m)
+{
+	for (int k = 0; k < rec->nmoves; k++)
+		if (rec->moves[k].move == m) return bookdb_move_valued(rec, &rec->moves[k]);
+	return false;
+}
 
 /*
- * meta "cycle": "G S Q T M" in ASCII: generations finished, the last step
- * finished of generation G + 1 (0 none, then STEP_*), and that generation's
- * figures so far (queued, thought, marked).
- * meta "cycle_games": that generation's games: "W D L\n", then one
- * "<book colour b|w> <result 1|0|-1> <spec>\n" a game.
+ * Game g replayed over the book as it is now, from after its opening, with
+ * the book's choices at the book side's positions, up to the first where the
+ * book has no move (the engine's from there: the game's own again) or the
+ * game's end: *differs set when the book chooses another move than the game
+ * somewhere (the walk stops there, pos at that position, w->rec its sorted
+ * record, *at its move index); else dec[0..*nd) are the book moves it plays.
+ * With strict, a position where the book has no move but holds the game's
+ * move with a value (the book played it, and no longer can) differs too.
  */
-enum { STEP_NONE, STEP_MATCH, STEP_PRUNE, STEP_EXTEND, STEP_THINK };
-
-typedef struct {
-	int gen, step;
-	unsigned long long queued, thought, marked;
-} CycleState;
-
-static int state_get(CycleState *s, BookTxn *txn)
+static int replay_book(Walk *w, const CycleGame *g, int nm, int first, bool strict, Decision *dec,
+                       int *nd, bool *differs, int *at)
 {
-	memset(s, 0, sizeof *s);
-	const void *v;
-	size_t len;
-	int rc = bookdb_kv_get(&v, &len, txn, BOOKDB_META, "cycle", 5);
-	if (rc == BOOKDB_ENOTFOUND) return 0;
-	if (rc < 0) return rc;
-	char buf[128];
-	if (len >= sizeof buf) return BOOKDB_ECORRUPT;
-	memcpy(buf, v, len);
-	buf[len] = 0;
-	if (sscanf(buf, "%d %d %llu %llu %llu", &s->gen, &s->step, &s->queued, &s->thought,
-	           &s->marked) != 5 ||
-	    s->gen < 0 || s->step < STEP_NONE || s->step > STEP_THINK)
-		return BOOKDB_ECORRUPT;
-	return 0;
-}
-
-static int state_put(BookTxn *txn, const CycleState *s)
-{
-	char buf[128];
-	int n = snprintf(buf, sizeof buf, "%d %d %llu %llu %llu", s->gen, s->step, s->queued,
-	                 s->thought, s->marked);
-	return bookdb_kv_put(txn, BOOKDB_META, "cycle", 5, buf, (size_t)n);
-}
-
-int cycle_generations_done(int *done, BookDB *db)
-{
-	BookTxn *txn;
-	CycleState s;
-	*done = 0;
-	if (bookdb_txn_begin(&txn, db, false) < 0) return CYCLE_EBOOK;
-	int rc = state_get(&s, txn);
-	bookdb_txn_abort(txn);
-	if (rc < 0) return CYCLE_EBOOK;
-	*done = s.gen;
-	return 0;
-}
-
-void cycle_games_free(CycleGameSet *gs)
-{
-	free(gs->text);
-	free(gs->games);
-	memset(gs, 0, sizeof *gs);
-}
-
-/* A decimal number lo..hi at *p, followed by `end`; advances *p past both. */
-static bool parse_num(char **p, long lo, long hi, char end, long *out)
-{
-	char *e;
-	if (**p != '-' && (**p < '0' || **p > '9')) return false;
-	errno = 0;
-	long v = strtol(*p, &e, 10);
-	if (errno || e == *p || v < lo || v > hi || *e != end) return false;
-	*out = v;
-	*p = e + 1;
-	return true;
-}
-
-int cycle_games_parse(CycleGameSet *gs, const void *bytes, size_t len)
-{
-	memset(gs, 0, sizeof *gs);
-	size_t cap = 0;
-	if (memchr(bytes, 0, len)) return BOOKDB_ECORRUPT;
-	if (!(gs->text = malloc(len + 1))) return BOOKDB_ENOMEM;
-	memcpy(gs->text, bytes, len);
-	gs->text[len] = 0;
-	char *p = gs->text;
-	long w, d, l, r;
-	if (!parse_num(&p, 0, INT32_MAX, ' ', &w) || !parse_num(&p, 0, INT32_MAX, ' ', &d) ||
-	    !parse_num(&p, 0, INT32_MAX, '\n', &l))
-		return BOOKDB_ECORRUPT;
-	gs->wins = (int)w;
-	gs->draws = (int)d;
-	gs->losses = (int)l;
-	while (*p) {
-		char *nl = strchr(p, '\n');
-		if (!nl) return BOOKDB_ECORRUPT; /* every line ends with a newline */
-		*nl = 0;
-		char c = *p;
-		if ((c != 'b' && c != 'w') || p[1] != ' ') return BOOKDB_ECORRUPT;
-		p += 2;
-		if (!parse_num(&p, -1, 1, ' ', &r) || !*p) return BOOKDB_ECORRUPT;
-		if (array_grow((void **)&gs->games, &cap, gs->n + 1, sizeof *gs->games, 64))
-			return BOOKDB_ENOMEM;
-		gs->games[gs->n++] = (CycleGame){p, c == 'b' ? BLACK : WHITE, (int)r};
-		p = nl + 1;
-	}
-	return 0;
-}
-
-static int games_load(CycleGameSet *gs, BookTxn *txn)
-{
-	const void *v;
-	size_t len;
-	int rc = bookdb_kv_get(&v, &len, txn, BOOKDB_META, "cycle_games", 11);
-	return rc < 0 ? rc : cycle_games_parse(gs, v, len);
-}
-
-/* Stores the match's games (from A's side) as meta "cycle_games". */
-static int games_put(BookTxn *txn, const MatchResult *mr)
-{
-	size_t cap = 64, n;
-	for (int i = 0; i < mr->ngames; i++)
-		if (mr->games[i].played && mr->games[i].usi) cap += strlen(mr->games[i].usi) + 16;
-	char *buf = malloc(cap);
-	if (!buf) return BOOKDB_ENOMEM;
-	n = (size_t)snprintf(buf, cap, "%d %d %d\n", mr->wins, mr->draws, mr->losses);
-	for (int i = 0; i < mr->ngames; i++) {
-		const MatchGame *g = &mr->games[i];
-		if (!g->played || !g->usi) continue;
-		n += (size_t)snprintf(buf + n, cap - n, "%c %d %s\n",
-		                      g->a_color == BLACK ? 'b' : 'w', g->result, g->usi);
-	}
-	int rc = bookdb_kv_put(txn, BOOKDB_META, "cycle_games", 11, buf, n);
-	free(buf);
-	return rc;
-}
-
-/* Opens the book, runs fn, writes the state s (when s) in its own
- * transaction, closes. */
-typedef int (*StepFn)(void *ctx, BookDB *db, char *err);
-
-static int with_book(const char *book, StepFn fn, void *ctx, const CycleState *s, char *err)
-{
-	BookDB *db = NULL;
-	char berr[BOOKDB_ERRLEN];
-	if (bookdb_open(&db, book, NULL, berr) < 0)
-		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EBOOK, "%s", berr);
-	int ret = fn ? fn(ctx, db, err) : 0;
-	if (ret == 0 && s) {
-		BookTxn *txn;
-		int rc = bookdb_txn_begin(&txn, db, true);
-		if (rc == 0 && (rc = state_put(txn, s)) < 0) bookdb_txn_abort(txn);
-		if (rc == 0) rc = bookdb_txn_commit(txn);
-		if (rc < 0) ret = book_fail(err, "cannot save the cycle's state", rc);
-	}
-	bookdb_free(db);
-	return ret;
-}
-
-typedef struct {
-	const CycleOptions *opt;
-	CycleState st;
-	CycleGameSet games;
-	MatchResult *mr;
-	CyclePruneStats prune;
-	CycleExtendStats extend;
-	ThinkStats think;
-	bool stopped;
-} Run;
-
-static int step_read_state(void *ctx, BookDB *db, char *err)
-{
-	Run *r = ctx;
-	BookTxn *txn;
-	int rc = bookdb_txn_begin(&txn, db, false);
-	if (rc == 0) {
-		rc = state_get(&r->st, txn);
-		bookdb_txn_abort(txn);
-	}
-	return rc < 0 ? book_fail(err, "cannot read the cycle's state", rc) : 0;
-}
-
-static int step_save_games(void *ctx, BookDB *db, char *err)
-{
-	Run *r = ctx;
-	BookTxn *txn;
-	int rc = bookdb_txn_begin(&txn, db, true);
-	if (rc == 0 && (rc = games_put(txn, r->mr)) < 0) bookdb_txn_abort(txn);
-	if (rc == 0) rc = bookdb_txn_commit(txn);
-	return rc < 0 ? book_fail(err, "cannot save the games", rc) : 0;
-}
-
-static int step_load_games(void *ctx, BookDB *db, char *err)
-{
-	Run *r = ctx;
-	BookTxn *txn;
-	cycle_games_free(&r->games);
-	int rc = bookdb_txn_begin(&txn, db, false);
-	if (rc == 0) {
-		rc = games_load(&r->games, txn);
-		bookdb_txn_abort(txn);
-	}
-	return rc < 0 ? book_fail(err, "cannot read the generation's games", rc) : 0;
-}
-
-static int step_prune(void *ctx, BookDB *db, char *err)
-{
-	Run *r = ctx;
-	int rc = cycle_prune(&r->prune, db, r->games.games, r->games.n, &r->opt->prune, err);
-	r->st.marked = r->prune.marked;
-	return rc;
-}
-
-static int step_extend(void *ctx, BookDB *db, char *err)
-{
-	Run *r = ctx;
-	int rc = cycle_extend(&r->extend, db, r->games.games, r->games.n, r->opt->plies, err);
-	r->st.queued = r->extend.queued;
-	return rc;
-}
-
-static int step_think(void *ctx, BookDB *db, char *err)
-{
-	Run *r = ctx;
-	char terr[THINK_ERRLEN];
-	int rc;
-	if (r->opt->probe.opponents) {
-		/* The way to the roots first, then the lines the match's opponent
-		 * plays from them, walked. */
-		const ThinkOptions *t = &r->opt->think;
-		uint64_t before = 0;
-		if (t->npaths) {
-			if ((rc = think_paths(&r->think, db, t, terr)) < 0)
-				return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ESTEP, "think: %s",
-				                  terr);
-			before = r->think.thought;
-			if (t->stop && *t->stop) {
-				r->st.thought = before;
-				r->stopped = true;
-				return 1;
+	Position *pos = w->pos;
+	*nd = 0;
+	*differs = false;
+	for (*at = first; *at < nm; (*at)++) {
+		if ((int)pos->side == g->book_color) {
+			Move m;
+			int rc = book_choice(w->txn, w->rec, pos, &m);
+			if (rc < 0) return rc;
+			if (m == MOVE_NONE) {
+				*differs = strict && in_record(w->rec, w->moves[*at]);
+				return 0;
 			}
+			if (m != w->moves[*at]) {
+				*differs = true;
+				return 0;
+			}
+			bool alt = false;
+			for (int k = 0; k < w->rec->nmoves && !alt; k++)
+				alt = w->rec->moves[k].move != m &&
+				      playable(w->rec, &w->rec->moves[k], pos);
+			dec[(*nd)++] = (Decision){pos_key(pos), m, alt};
 		}
-		ProbeOptions po = r->opt->probe;
-		po.engines = t->engines;
-		po.nworkers = t->nengines;
-		po.budget = t->budget;
-		po.multipv = t->multipv;
-		po.roots = t->roots;
-		po.root_weights = t->root_weights;
-		po.nroots = t->nroots;
-		po.max_positions = t->max_positions;
-		po.max_seconds = t->max_seconds;
-		po.stop = t->stop;
-		po.minimax = r->opt->minimax;
-		ProbeStats ps;
-		if (po.max_positions)
-			po.max_positions =
-			    po.max_positions > before ? po.max_positions - before : 1;
-		rc = probe_run(&ps, db, &po, terr);
-		r->think.thought = before + ps.thought;
-	} else {
-		rc = think_run(&r->think, db, &r->opt->think, terr);
-	}
-	if (rc < 0) return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ESTEP, "think: %s", terr);
-	r->st.thought = r->think.thought;
-	if (r->opt->stop && *r->opt->stop) {
-		r->stopped = true;
-		return 1; /* not finished: the state is not advanced */
+		pos_do_move(pos, w->moves[*at]);
 	}
 	return 0;
 }
 
-static int step_minimax(void *ctx, BookDB *db, char *err)
+int cycle_backtrack_txn(CycleBacktrackStats *st, BookTxn *txn, const CycleGame *games, size_t n,
+                        const CyclePruneOptions *opt, char *err)
 {
-	Run *r = ctx;
-	char merr[CYCLE_ERRLEN - 16];
-	if (!book_minimax_hook_set(&r->opt->minimax)) return 0;
-	merr[0] = 0;
-	if (book_minimax_hook_run(&r->opt->minimax, db, merr, sizeof merr))
-		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ESTEP, "minimax: %s", merr);
-	return 0;
-}
-
-static int step_count_avoided(void *ctx, BookDB *db, char *err)
-{
-	Run *r = ctx;
-	BookTxn *txn;
-	BookRecord *rec = malloc(sizeof *rec);
-	if (!rec) return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
-	int rc = bookdb_txn_begin(&txn, db, false);
-	if (rc == 0) {
-		rc = count_avoided(&r->prune.avoided, txn, rec);
-		bookdb_txn_abort(txn);
-	}
-	free(rec);
-	return rc < 0 ? book_fail(err, "cannot read the book", rc) : 0;
-}
-
-static void announce(const CycleOptions *opt, int gen, const char *step)
-{
-	if (opt->on_step) opt->on_step(opt->ctx, gen, step);
-}
-
-/* Runs one step unless the state says it is done; advances the state. */
-#define STEP(num, name, fn)                                                                        \
-	do {                                                                                       \
-		if (r.st.step < (num)) {                                                           \
-			if (opt->stop && *opt->stop) goto stopped;                                 \
-			announce(opt, gen, name);                                                  \
-			CycleState next = r.st;                                                    \
-			next.step = (num);                                                         \
-			ret = with_book(opt->book, fn, &r, NULL, err);                             \
-			if (ret > 0) goto stopped;                                                 \
-			if (ret < 0) goto out;                                                     \
-			next.queued = r.st.queued;                                                 \
-			next.thought = r.st.thought;                                               \
-			next.marked = r.st.marked;                                                 \
-			if ((ret = with_book(opt->book, NULL, NULL, &next, err)) < 0) goto out;    \
-			r.st = next;                                                               \
-		}                                                                                  \
-	} while (0)
-
-int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err)
-{
-	Run r = {.opt = opt};
-	int ret = 0;
-	*done = 0;
-	*stopped = false;
-	if (!opt->book || opt->generations < 1 || opt->plies < 0)
-		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EINVAL,
-		                  "cycle: a book, --generations >= 1 and --plies >= 0 are needed");
-	char dir[BOOKDB_PATH_LEN], gdir[BOOKDB_PATH_LEN + 32];
-	if (strlen(opt->book) > BOOKDB_DIR_MAX)
-		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EINVAL,
-		                  "cycle: the book path is too long");
-	snprintf(dir, sizeof dir, "%s/cycle", opt->book);
-	/* Creates the book if needed, then reads where the last run stopped. */
-	if ((ret = with_book(opt->book, step_read_state, &r, NULL, err)) < 0) return ret;
-	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
-		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EBOOK, "%s: %s", dir, strerror(errno));
-	while (r.st.gen < opt->generations) {
-		int gen = r.st.gen + 1;
-		bool resumed = r.st.step > STEP_NONE;
-		memset(&r.prune, 0, sizeof r.prune);
-		memset(&r.extend, 0, sizeof r.extend);
-		memset(&r.think, 0, sizeof r.think);
-		if (r.st.step < STEP_MATCH) {
-			if (opt->stop && *opt->stop) goto stopped;
-			announce(opt, gen, "match");
-			MatchOptions mo = opt->match;
-			MatchResult mr;
-			char merr[MATCH_ERRLEN];
-			snprintf(gdir, sizeof gdir, "%s/gen-%04d", dir, gen);
-			mo.side[0].book = opt->book;
-			/* Another shuffle of the openings each generation. */
-			mo.seed = opt->match.seed + (uint64_t)(gen - 1);
-			mo.out_dir = gdir;
-			mo.cancel = opt->stop;
-			int rc = match_run(&mr, &mo, merr);
-			if (rc < 0) {
-				ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ESTEP, "match: %s", merr);
-				goto out;
-			}
-			if (opt->stop && *opt->stop) {
-				match_result_free(&mr);
-				goto stopped;
-			}
-			r.mr = &mr;
-			CycleState next = {gen - 1, STEP_MATCH, 0, 0, 0};
-			ret = with_book(opt->book, step_save_games, &r, &next, err);
-			r.mr = NULL;
-			match_result_free(&mr);
-			if (ret < 0) goto out;
-			r.st = next;
+	memset(st, 0, sizeof *st);
+	Walk w;
+	SeenList sl = {0};
+	Decision *dec = malloc(POS_MAX_STATES * sizeof *dec);
+	int ret = walk_begin(&w, txn, err), rc;
+	if (!dec && ret == 0) ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
+	if (ret == 0) ret = collect_seen(&sl, &w, games, n, err);
+	for (size_t g = 0; g < n && ret == 0; g++) {
+		const CycleGame *gm = &games[g];
+		if (gm->result >= 0) continue;
+		int nm, first, nd, at;
+		bool differs;
+		if ((ret = game_setup(w.pos, w.moves, &nm, &first, gm, g, err)) < 0) break;
+		st->lost++;
+		if ((rc = replay_book(&w, gm, nm, first, false, dec, &nd, &differs, &at)) < 0) {
+			ret = book_fail(err, "cannot read the book", rc);
+			break;
 		}
-		if ((ret = with_book(opt->book, step_load_games, &r, NULL, err)) < 0) goto out;
-		STEP(STEP_PRUNE, "prune", step_prune);
-		STEP(STEP_EXTEND, "extend", step_extend);
-		STEP(STEP_THINK, "think", step_think);
-		if (opt->stop && *opt->stop) goto stopped;
-		announce(opt, gen, "minimax");
-		CycleState next = {gen, STEP_NONE, 0, 0, 0};
-		if ((ret = with_book(opt->book, step_minimax, &r, NULL, err)) < 0 ||
-		    (ret = with_book(opt->book, step_count_avoided, &r, &next, err)) < 0)
-			goto out;
-		CycleGenStats gs = {
-		    .generation = gen,
-		    .games = r.games.wins + r.games.draws + r.games.losses,
-		    .wins = r.games.wins,
-		    .draws = r.games.draws,
-		    .losses = r.games.losses,
-		    .queued = (size_t)r.st.queued,
-		    .thought = r.st.thought,
-		    .marked = (size_t)r.st.marked,
-		    .avoided = r.prune.avoided,
-		    .resumed = resumed,
-		};
-		gs.score = gs.games ? (gs.wins + 0.5 * gs.draws) / gs.games : 0;
-		r.st = next;
-		if (opt->on_generation) opt->on_generation(opt->ctx, &gs);
+		if (differs) {
+			st->changed++;
+			continue;
+		}
+		/* The last decision that can change, deepest first. */
+		bool marked = false;
+		for (int d = nd - 1; d >= 0 && !marked && ret == 0; d--) {
+			size_t i = seen_find(&sl, dec[d].key, dec[d].move, gm->opponent), end;
+			MarkNote note;
+			if (!dec[d].alternative || i == sl.n ||
+			    !loses_badly(sl.v, sl.n, i, opt, &end, note))
+				continue;
+			size_t c = 0;
+			if ((rc = set_mark(txn, dec[d].key, dec[d].move, w.rec, &c, note)) < 0)
+				ret = book_fail(err, "cannot mark a move", rc);
+			marked = c > 0;
+		}
+		if (marked) {
+			st->marked++;
+			st->opp_marked[gm->opponent]++;
+		} else if (ret == 0) {
+			st->stuck++;
+			st->opp_stuck[gm->opponent]++;
+		}
 	}
-	goto out;
-stopped:
-	*stopped = true;
-	ret = 0;
-out:
-	*done = r.st.gen;
-	cycle_games_free(&r.games);
-	return ret;
+	free(sl.v);
+	free(dec);
+	return walk_end(&w, ret);
+}
+
+int cycle_keep_won_txn(CycleKeepStats *st, BookTxn *txn, const CycleGame *games, size_t n,
+                       char *err)
+{
+	memset(st, 0, sizeof *st);
+	Walk w;
+	Decision *dec = malloc(POS_MAX_STATES * sizeof *dec);
+	int ret = walk_begin(&w, txn, err), rc;
+	if (!dec && ret == 0) ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
+	for (size_t g = 0; g < n && ret == 0; g++) {
+		const CycleGame *gm = &games[g];
+		if (gm->result <= 0) continue;
+		int nm, first, nd, at;
+		if ((ret = game_setup(w.pos, w.moves, &nm, &first, gm, g, err)) < 0) break;
+		st->won++;
+		bool kept = true, lost = false;
+		for (;;) {
+			bool differs;
+			if ((rc = replay_book(&w, gm, nm, first, true, dec, &nd, &differs, &at)) <
+			    0) {
+				ret = book_fail(err, "cannot read the book", rc);
+				break;
+			}
+			if (!differs) break;
+			/* Every move the book now ranks above the game's is marked; when
+			 * the book does not hold the game's move, the game's engine chose
+			 * it there: every move is, and the engine chooses it again. */
+			kept = false;
+			Move played = w.moves[at];
+			Key key = pos_key(w.pos);
+			int k = 0;
+			while (k < w.rec->nmoves && w.rec->moves[k].move != played) k++;
+			if (k < w.rec->nmoves && !playable(w.rec, &w.rec->moves[k], w.pos)) {
+				lost = true;
+				break;
+			}
+			Move above[BOOKDB_MAX_MOVES];
+			int na = 0;
+			for (int i = 0; i < w.rec->nmoves && i < k; i++)
+				if (playable(w.rec, &w.rec->moves[i], w.pos))
+					above[na++] = w.rec->moves[i].move;
+			size_t before = st->marked;
+			MarkNote note;
+			snprintf(note, sizeof note, "above a won game's move (game %zu)", g + 1);
+			for (int i = 0; i < na && ret == 0; i++)
+				if ((rc = set_mark(txn, key, above[i], w.rec, &st->marked, note)) < 0)
+					ret = book_fail(err, "cannot mark a move", rc);
+			if (ret == 0 && st->marked == before) { /* nothing to mark: cannot be */
+				lost = true;
+				break;
+			}
+			/* Replayed again: the book may differ further on as well. */
+			if (ret == 0 &&
+			    (ret = game_setup(w.pos, w.moves, &nm, &first, gm, g, err)) < 0)
+				break;
+		}
+		if (lost) {
+			st->lost++;
+			st->opp_lost[gm->opponent]++;
+		} else if (kept && ret == 0) {
+			st->kept++;
+		}
+	}
+	free(dec);
+	return walk_end(&w, ret);
 }

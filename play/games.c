@@ -54,7 +54,7 @@ static int take_game(void *ctx, const char *input, const KifuRecord *rec, int rc
 		free(spec);
 		return errmsg_set(err, REPLAY_ERRLEN, KIFU_ENOMEM, "out of memory");
 	}
-	g->games[g->n++] = (CycleGame){spec, side, result};
+	g->games[g->n++] = (CycleGame){.spec = spec, .book_color = side, .result = result};
 	return 0;
 }
 

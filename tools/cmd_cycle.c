@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "bookdb/bookdb.h"
 #include "play/cycle.h"
 #include "play/games.h"
@@ -132,52 +134,162 @@ static void on_signal(int sig)
 	cycle_stop_flag = 1;
 }
 
+/* The book side's book moves a game and its exit ply's median in a row. */
+static double row_book_plies(const CycleRow *r)
+{
+	return r->games ? (double)r->book_moves / r->games : 0;
+}
+
+static double row_score(const CycleRow *r)
+{
+	return r->games ? (r->wins + 0.5 * r->draws) / r->games : 0;
+}
+
 static void on_generation(void *ctx, const CycleGenStats *g)
 {
-	(void)ctx;
+	bool json = ((const bool *)ctx)[1];
+	if (json) return;
 	printf("cycle generation %d games %d score %.3f (+%d =%d -%d) queued %zu thought %llu "
 	       "avoided_new %zu avoided %zu%s\n",
 	       g->generation, g->games, g->score, g->wins, g->draws, g->losses, g->queued,
 	       (unsigned long long)g->thought, g->marked, g->avoided,
 	       g->resumed ? " (resumed)" : "");
+	for (int i = 0; i < g->nrows; i++) {
+		const CycleRow *r = &g->rows[i];
+		printf(
+		    "cycle generation %d opponent %d games %d score %.3f (+%d =%d -%d) book_plies "
+		    "%.1f exit_ply %d thought %llu engine_s %.1f avoided_new %llu repeats %llu "
+		    "won_lost %llu %s\n",
+		    r->generation, r->opponent, r->games, row_score(r), r->wins, r->draws,
+		    r->losses, row_book_plies(r), r->exit_median, (unsigned long long)r->thought,
+		    r->engine_ms / 1e3, (unsigned long long)r->marked,
+		    (unsigned long long)r->repeats, (unsigned long long)r->won_lost, r->name);
+	}
 	fflush(stdout);
 }
 
 static void on_step(void *ctx, int gen, const char *step)
 {
 	if (*(bool *)ctx) {
-		fprintf(stderr, "\rcycle: generation %d: %-8s", gen, step);
+		fprintf(stderr, "\rcycle: generation %d: %-9s", gen, step);
 		fflush(stderr);
 	}
 }
 
+/* The table kept in the book, as text or JSON. */
+static int print_table(const char *book, int done, uint64_t generations, bool stopped, bool json)
+{
+	BookDB *db = NULL;
+	char berr[BOOKDB_ERRLEN];
+	CycleTable t = {0};
+	if (bookdb_open(&db, book, NULL, berr) < 0 || cycle_table_read(&t, db) < 0) {
+		joseki_error("cycle: %s: cannot read the table%s%s", book, db ? "" : ": ",
+		             db ? "" : berr);
+		bookdb_free(db);
+		return -1;
+	}
+	bookdb_free(db);
+	if (json) {
+		json_t *rows = json_array();
+		for (size_t i = 0; i < t.n; i++) {
+			const CycleRow *r = &t.rows[i];
+			json_array_append_new(
+			    rows,
+			    json_pack(
+			        "{s:i, s:i, s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:{s:i, s:i, s:i, "
+			        "s:i}, s:I, s:I, s:I, s:I, s:I, s:f}",
+			        "generation", r->generation, "opponent", r->opponent, "name",
+			        r->name, "games", r->games, "wins", r->wins, "draws", r->draws,
+			        "losses", r->losses, "score", row_score(r), "book_plies",
+			        row_book_plies(r), "exit_ply", "games", r->exits, "q1", r->exit_q1,
+			        "median", r->exit_median, "q3", r->exit_q3, "queued",
+			        (json_int_t)r->queued, "thought", (json_int_t)r->thought, "avoided",
+			        (json_int_t)r->marked, "repeats", (json_int_t)r->repeats,
+			        "won_lost", (json_int_t)r->won_lost, "engine_seconds",
+			        r->engine_ms / 1e3));
+		}
+		json_t *o = json_pack("{s:i, s:I, s:b, s:o}", "generations", done, "of",
+		                      (json_int_t)generations, "stopped", stopped, "table", rows);
+		char *text = json_dumps(o, JSON_COMPACT);
+		if (text) puts(text);
+		free(text);
+		json_decref(o);
+	} else if (t.n) {
+		printf("cycle table\n  gen  opp  games  score    +W   =D   -L  book_plies  exit_ply"
+		       "  thought  engine_s  avoided  repeats  won_lost  opponent\n");
+		for (size_t i = 0; i < t.n; i++) {
+			const CycleRow *r = &t.rows[i];
+			char exit[16] = "-";
+			if (r->exits) snprintf(exit, sizeof exit, "%d", r->exit_median);
+			printf(
+			    "  %3d  %3d  %5d  %.3f  %4d %4d %4d  %10.1f  %8s  %7llu  %8.1f  %7llu  "
+			    "%7llu  %8llu  %s\n",
+			    r->generation, r->opponent, r->games, row_score(r), r->wins, r->draws,
+			    r->losses, row_book_plies(r), exit, (unsigned long long)r->thought,
+			    r->engine_ms / 1e3, (unsigned long long)r->marked,
+			    (unsigned long long)r->repeats, (unsigned long long)r->won_lost,
+			    r->name);
+		}
+	}
+	cycle_table_free(&t);
+	return 0;
+}
+
+/* --opponent-option belongs to the --opponent before it: the parser counts
+ * the --opponents given so far here. */
+typedef struct {
+	UsiOption o;
+	int owner;
+} OppOption;
+
+static const int *opponents_given;
+
+static int opp_option(void *dst, char *value, char *msg)
+{
+	OppOption *o = dst;
+	if (*opponents_given == 0) {
+		snprintf(msg, CLI_MSGLEN, "--opponent-option goes after the --opponent it is for");
+		return -1;
+	}
+	o->owner = *opponents_given - 1;
+	return cli_usi_option(&o->o, value, msg);
+}
+
 int cmd_cycle(int argc, char **argv)
 {
-	enum { MAX_ENGINES = 256 };
-	const char *book = NULL, *opponent = "builtin", *openings_path = NULL;
+	enum { MAX_ENGINES = 256, MAX_OPP_OPTIONS = 4 * CLI_MAX_USI_OPTIONS };
+	static const int DELETES[] = {CYCLE_DELETE_LAST, CYCLE_DELETE_ALL, CYCLE_DELETE_NONE};
+	static const int EXTENDS[] = {CYCLE_EXTEND_LOST, CYCLE_EXTEND_ALL, CYCLE_EXTEND_NONE};
+	const char *book = NULL, *openings_path = NULL, *opp_path[CYCLE_OPPONENTS_MAX] = {0};
+	static OppOption opp_opts[MAX_OPP_OPTIONS];
+	int nopp = 0, nopp_opts = 0, delete_rule = CYCLE_DELETE_LAST,
+	    extend_rule = CYCLE_EXTEND_LOST;
 	uint64_t generations = 0, games = 0, nodes = 10000, concurrency = 1, max_moves = 0,
-	         seed = 0;
-	uint64_t think_nodes = 10000, positions = 0, seconds = 0, plies = 8, min_games = 2;
+	         seed = 0, probe_plies = 0;
+	uint64_t think_nodes = 10000, positions = 0, seconds = 0, plies = 8, min_games = 1;
+	double engine_seconds = 0;
 	int multipv = 4;
 	double max_winrate = 0.30;
-	bool quiet = false, probe = false, restart = false;
+	bool quiet = false, probe = false, restart = false, json = false;
 	CliEngines ce;
 	cli_engines_init(&ce, MAX_ENGINES, NULL);
 	UsiOption oppo[CLI_MAX_USI_OPTIONS];
 	int noppo = 0;
 	CliPlan cp;
 	cli_plan_init(&cp);
+	opponents_given = &nopp;
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
 	    CLI_NUM("--generations", &generations, 1, 100000, "G", "generations to run",
 	            .required = true),
-	    CLI_NUM("--games", &games, 1, 1000000, "N", "match games a generation",
+	    CLI_NUM("--games", &games, 1, 1000000, "N", "match games a generation, per opponent",
 	            .required = true),
-	    CLI_STR("--opponent", &opponent, "builtin|PATH",
-	            "the match's opponent (default builtin)"),
-	    CLI_FN("--opponent-option", oppo, cli_usi_option, "NAME=VALUE", "NAME=VALUE",
-	           "a USI option for the opponent's engine, repeatable (default: none)",
-	           CLI_MANY(&noppo, CLI_MAX_USI_OPTIONS)),
+	    CLI_STR("--opponent", opp_path, "builtin|PATH",
+	            "an opponent (repeatable; default one built-in engine)",
+	            CLI_MANY(&nopp, CYCLE_OPPONENTS_MAX)),
+	    CLI_FN("--opponent-option", opp_opts, opp_option, "NAME=VALUE", "NAME=VALUE",
+	           "a USI option (setoption) for the --opponent before it, repeatable",
+	           CLI_MANY(&nopp_opts, MAX_OPP_OPTIONS)),
 	    CLI_NUM("--nodes", &nodes, 1, 1000000000, "N",
 	            "the match's nodes a move (default 10000)"),
 	    CLI_STR("--openings", &openings_path, "FILE",
@@ -195,17 +307,29 @@ int cmd_cycle(int argc, char **argv)
 	            "positions think adds a generation (default 100)"),
 	    CLI_NUM("--time", &seconds, 0, 100000000, "S",
 	            "think's seconds a generation (default: no limit)"),
+	    CLI_REAL("--engine-seconds", &engine_seconds, 0, 1e9, "S",
+	             "think's engine time a generation, the engines' own CPU time (default: no "
+	             "limit)"),
 	    CLI_NUM("--multipv", &multipv, 1, SEARCH_MULTIPV_MAX, "K",
 	            "think's best moves a position (default 4)"),
 	    CLI_NUM("--plies", &plies, 0, POS_MAX_STATES, "N",
 	            "extend: the plies queued after the book ran out (default 8)"),
+	    CLI_ENUM("--delete", &delete_rule, "last|all|none", DELETES,
+	             "prune: each lost game's last decision, or every losing move (default last)"),
+	    CLI_ENUM("--extend", &extend_rule, "lost|all|none", EXTENDS,
+	             "the games the book follows further (default lost)"),
 	    CLI_REAL("--max-winrate", &max_winrate, 0, 1, "R",
-	             "prune: the book's score below which a move is avoided (default 0.30)"),
+	             "prune: a move loses badly scoring at most R against an opponent (default "
+	             "0.30)"),
 	    CLI_NUM("--min-games", &min_games, 0, 1000000000, "N",
-	            "prune: ... over at least N games (default 2)"),
-	    CLI_FLAG("--probe", &probe, "think walks the opponent's lines (think --opponent)"),
+	            "prune: ... over at least N games against it (default 1)"),
+	    CLI_FLAG("--probe", &probe,
+	             "think walks the lines the opponents play (think --opponent)"),
+	    CLI_NUM("--probe-plies", &probe_plies, 1, POS_MAX_STATES - 1, "N",
+	            "--probe: a walk's plies from its opening (default 32)", .needs = "--probe"),
 	    CLI_FLAG("--restart-engines", &restart,
 	             "the match's engines and the probe's opponents: a new process every game"),
+	    CLI_JSON(&json),
 	    CLI_QUIET(&quiet),
 	    CLI_GROUP(cp.table),
 	    CLI_TABLE_END,
@@ -214,7 +338,19 @@ int cmd_cycle(int argc, char **argv)
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	int nengines = (int)ce.n;
-	if (!positions && !seconds) positions = 100;
+	if (!positions && !seconds && !(engine_seconds > 0)) positions = 100;
+	if (nopp == 0) opp_path[nopp++] = "builtin";
+	/* Each opponent with its own options, in the order given. */
+	static UsiOption oopts[MAX_OPP_OPTIONS];
+	MatchSide sides[CYCLE_OPPONENTS_MAX];
+	int no = 0;
+	for (int j = 0; j < nopp; j++) {
+		sides[j] =
+		    (MatchSide){.engine = opp_path[j], .options = oopts + no, .restart = restart};
+		for (int k = 0; k < nopp_opts; k++)
+			if (opp_opts[k].owner == j) oopts[no++] = opp_opts[k].o;
+		sides[j].noptions = (int)(oopts + no - sides[j].options);
+	}
 	shogi_init();
 	char **openings = NULL;
 	int nopenings = 0, ret = 1, rc;
@@ -252,18 +388,27 @@ int cmd_cycle(int argc, char **argv)
 			return 1;
 		}
 	}
-	SearchEngine *engines[MAX_ENGINES] = {0}, *opponents[MAX_ENGINES] = {0};
+	SearchEngine *engines[MAX_ENGINES] = {0}, **opponents = NULL;
 	cycle_stop_flag = 0;
 	joseki_catch_stop(on_signal);
 	if (cli_open_engines(engines, nengines, ce.path, ce.opts, ce.nopts, false, &cycle_stop_flag,
 	                     "cycle") < 0)
 		goto done;
-	/* --probe: think walks the opponent's lines, the opponent asked as the
-	 * match asks it (its engine, the match's budget). */
-	if (probe && cli_open_engines(opponents, nengines, opponent, oppo, noppo, restart,
-	                              &cycle_stop_flag, "cycle --probe") < 0)
-		goto done;
-	bool progress = !quiet && isatty(2);
+	/* --probe: think walks each opponent's lines, the opponent asked as the
+	 * match asks it (its engine and options, the match's budget). */
+	if (probe) {
+		opponents = calloc((size_t)nopp * (size_t)nengines, sizeof *opponents);
+		if (!opponents) {
+			joseki_error("out of memory");
+			goto done;
+		}
+		for (int j = 0; j < nopp; j++)
+			if (cli_open_engines(opponents + (size_t)j * (size_t)nengines, nengines,
+			                     sides[j].engine, sides[j].options, sides[j].noptions,
+			                     restart, &cycle_stop_flag, "cycle --probe") < 0)
+				goto done;
+	}
+	bool ctx[2] = {!quiet && !json && isatty(2), json};
 	BookMinimaxHook line_hook = bookmm_hook(NULL);
 	CycleOptions opt = {
 	    .book = book,
@@ -275,10 +420,7 @@ int cmd_cycle(int argc, char **argv)
 	                      .options = ce.opts,
 	                      .noptions = ce.nopts,
 	                      .restart = restart},
-	                     {.engine = opponent,
-	                      .options = oppo,
-	                      .noptions = noppo,
-	                      .restart = restart}},
+	                     sides[0]},
 	            .games = (int)games,
 	            .budget = {.kind = SEARCH_BUDGET_NODES, .amount = (uint64_t)nodes},
 	            .openings = (const char *const *)openings,
@@ -287,7 +429,11 @@ int cmd_cycle(int argc, char **argv)
 	            .max_moves = (int)max_moves,
 	            .seed = (uint64_t)seed,
 	        },
+	    .opponents = sides,
+	    .nopponents = nopp,
 	    .prune = {.max_winrate = max_winrate, .min_games = (uint32_t)min_games},
+	    .delete_rule = (CycleDelete)delete_rule,
+	    .extend_rule = (CycleExtend)extend_rule,
 	    .plies = (int)plies,
 	    .think =
 	        {
@@ -297,6 +443,7 @@ int cmd_cycle(int argc, char **argv)
 	            .multipv = multipv,
 	            .max_positions = (uint64_t)positions,
 	            .max_seconds = (double)seconds,
+	            .max_engine_seconds = engine_seconds,
 	            .stop = &cycle_stop_flag,
 	            .kif_bonus = SEL_KIF_BONUS_DEFAULT,
 	            /* The selector searches from the roots given, else from the
@@ -309,31 +456,34 @@ int cmd_cycle(int argc, char **argv)
 	            .npaths = paths.n,
 	            .minimax = &line_hook,
 	        },
-	    .probe = {.opponents = probe ? opponents : NULL,
+	    .probe = {.opponents = opponents,
 	              .opp_budget = {.kind = SEARCH_BUDGET_NODES, .amount = (uint64_t)nodes},
-	              .book_side = cp.plan.book_side},
+	              .book_side = cp.plan.book_side,
+	              .max_plies = (int)probe_plies,
+	              .max_moves = (int)max_moves},
 	    .minimax = bookmm_hook(NULL),
 	    .stop = &cycle_stop_flag,
 	    .on_generation = on_generation,
 	    .on_step = on_step,
-	    .ctx = &progress,
+	    .ctx = ctx,
 	};
 	int done;
 	bool stopped;
 	rc = cycle_run(&done, &stopped, &opt, err);
-	if (progress) fputs("\r\033[K", stderr);
+	if (ctx[0]) fputs("\r\033[K", stderr);
 	if (rc < 0) {
 		joseki_error("cycle: %s: %s", book, err);
 		goto done;
 	}
-	printf("cycle generations %d of %llu%s\n", done, (unsigned long long)generations,
-	       stopped ? " (stopped: run the same command to resume)" : "");
+	if (print_table(book, done, generations, stopped, json) < 0) goto done;
+	if (!json)
+		printf("cycle generations %d of %llu%s\n", done, (unsigned long long)generations,
+		       stopped ? " (stopped: run the same command to resume)" : "");
 	ret = 0;
 done:
-	for (int i = 0; i < MAX_ENGINES; i++) {
-		search_free(engines[i]);
-		search_free(opponents[i]);
-	}
+	for (int i = 0; i < MAX_ENGINES; i++) search_free(engines[i]);
+	for (int i = 0; opponents && i < nopp * nengines; i++) search_free(opponents[i]);
+	free(opponents);
 	match_openings_free(openings, nopenings);
 	roots_free(&roots);
 	roots_free(&paths);

@@ -119,9 +119,12 @@ static void test_cycle__prune_marks_moves_at_the_threshold_and_undo_clears_them(
 	/* Black is the book side: 7g7f scores 1/3, 2g2f 1/4, 5g5f (statistics
 	 * only) 0/1. White's 3c3d, in the book too, is not the book side's. */
 	CycleGame g[] = {
-	    {"startpos moves 7g7f 3c3d", BLACK, -1}, {"startpos moves 7g7f 3c3d 2g2f", BLACK, -1},
-	    {"startpos moves 7g7f 3c3d", BLACK, 1},  {"startpos moves 2g2f 8c8d", BLACK, -1},
-	    {"startpos moves 2g2f", BLACK, 0},       {"startpos moves 5g5f", BLACK, -1},
+	    {"startpos moves 7g7f 3c3d", BLACK, -1, 0, 0, 0},
+	    {"startpos moves 7g7f 3c3d 2g2f", BLACK, -1, 0, 0, 0},
+	    {"startpos moves 7g7f 3c3d", BLACK, 1, 0, 0, 0},
+	    {"startpos moves 2g2f 8c8d", BLACK, -1, 0, 0, 0},
+	    {"startpos moves 2g2f", BLACK, 0, 0, 0, 0},
+	    {"startpos moves 5g5f", BLACK, -1, 0, 0, 0},
 	};
 	CyclePruneStats st;
 	/* At least 3 games: only 7g7f has them, and 1/3 is above 0.30. */
@@ -158,7 +161,7 @@ static void test_cycle__prune_marks_moves_at_the_threshold_and_undo_clears_them(
 	/* A game passing one position twice counts once for its move. */
 	static const PlantMove KING[] = {{"5i4h", 0}};
 	plant(db, "startpos", KING, 1, true);
-	CycleGame twice = {"startpos moves 5i4h 5a4b 4h5i 4b5a 5i4h 5a4b", BLACK, -1};
+	CycleGame twice = {"startpos moves 5i4h 5a4b 4h5i 4b5a 5i4h 5a4b", BLACK, -1, 0, 0, 0};
 	o.min_games = 2;
 	assert_int_equal(cycle_prune(&st, db, &twice, 1, &o, err), 0);
 	assert_int_equal(st.marked, 0);
@@ -167,8 +170,8 @@ static void test_cycle__prune_marks_moves_at_the_threshold_and_undo_clears_them(
 	assert_int_equal(st.marked, 1);
 	/* A bad game is named, and nothing is marked. */
 	plant(db, "startpos", START, 3, true);
-	CycleGame bad[] = {{"startpos moves 2g2f", BLACK, -1},
-	                   {"startpos moves 7g7f 7g7f", BLACK, -1}};
+	CycleGame bad[] = {{"startpos moves 2g2f", BLACK, -1, 0, 0, 0},
+	                   {"startpos moves 7g7f 7g7f", BLACK, -1, 0, 0, 0}};
 	assert_int_equal(cycle_prune(&st, db, bad, 2, &o, err), CYCLE_EINVAL);
 	assert_non_null(strstr(err, "game 2"));
 	get(rec, db, "startpos");
@@ -186,6 +189,217 @@ static void test_cycle__prune_marks_moves_at_the_threshold_and_undo_clears_them(
 	assert_int_equal(cycle_prune_undo(&cleared, db, err), 0);
 	assert_int_equal(cleared, 0);
 	free(rec);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* Hefeweizen's rule: a move that wins against one opponent and loses against
+ * another is deleted, where the games pooled would keep it. */
+static void test_cycle__prune_deletes_what_loses_badly_against_one_opponent(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], err[CYCLE_ERRLEN];
+	BookDB *db = open_book(dir, path, sizeof path);
+	static const PlantMove START[] = {{"7g7f", 100}, {"2g2f", 50}};
+	plant(db, "startpos", START, 2, true);
+	CycleGame g[] = {
+	    {"startpos moves 7g7f", BLACK, 1, 0, 0, 0},
+	    {"startpos moves 7g7f 3c3d", BLACK, 1, 0, 0, 0},
+	    {"startpos moves 7g7f 8c8d", BLACK, -1, 1, 0, 0},
+	    {"startpos moves 2g2f", BLACK, 1, 1, 0, 0},
+	    {"startpos moves 2g2f 8c8d", BLACK, 0, 1, 0, 0},
+	};
+	CyclePruneStats st;
+	CyclePruneOptions o = {.max_winrate = 0.30, .min_games = 1};
+	/* Pooled, 7g7f scores 2/3: all the games as one opponent's keep it. */
+	CycleGame pooled[5];
+	memcpy(pooled, g, sizeof g);
+	for (int i = 0; i < 5; i++) pooled[i].opponent = 0;
+	assert_int_equal(cycle_prune(&st, db, pooled, 5, &o, err), 0);
+	assert_int_equal(st.marked, 0);
+	/* Against opponent 2 alone it scores 0: deleted, and counted for it. */
+	assert_int_equal(cycle_prune(&st, db, g, 5, &o, err), 0);
+	assert_int_equal(st.moves, 2);
+	assert_int_equal(st.marked, 1);
+	assert_int_equal(st.opp_marked[0], 0);
+	assert_int_equal(st.opp_marked[1], 1);
+	BookRecord *rec = malloc(sizeof *rec);
+	get(rec, db, "startpos");
+	assert_true(avoided(rec, "7g7f"));
+	assert_false(avoided(rec, "2g2f"));
+	/* An opponent out of range is a bad game. */
+	CycleGame bad = {"startpos moves 2g2f", BLACK, -1, CYCLE_OPPONENTS_MAX, 0, 0};
+	assert_int_equal(cycle_prune(&st, db, &bad, 1, &o, err), CYCLE_EINVAL);
+	free(rec);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* cycle_backtrack_txn (or cycle_keep_won_txn when keep) in a write
+ * transaction of its own. */
+static void backtrack(BookDB *db, CycleBacktrackStats *bs, CycleKeepStats *ks, const CycleGame *g,
+                      size_t n, const CyclePruneOptions *o)
+{
+	char err[CYCLE_ERRLEN];
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	if (bs) assert_int_equal(cycle_backtrack_txn(bs, t, g, n, o, err), 0);
+	if (ks) assert_int_equal(cycle_keep_won_txn(ks, t, g, n, err), 0);
+	assert_int_equal(bookdb_txn_commit(t), 0);
+}
+
+/* The book's move at spec now (its usi text in out). */
+static void book_move(BookDB *db, const char *spec, char *out)
+{
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_int_equal(position_parse(pos, spec, NULL), 0);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(bookdb_query(rec, t, pos), 1);
+	usi_move_write(bookdb_best_move(rec, pos), out);
+	bookdb_txn_abort(t);
+	free(rec);
+	free(pos);
+}
+
+#define P2 "startpos moves 7g7f 3c3d"
+#define P3 "startpos moves 7g7f 3c3d 2g2f 8c8d"
+
+/*
+ * The depth-first search over the book's alternatives: a lost game the book
+ * would play again has its last decision with an alternative changed (a
+ * position with none left passes it to the one above), a game the book no
+ * longer plays is left alone, the opening's moves are not the book's, and a
+ * move that did not lose badly against the game's opponent is not changed.
+ */
+static void test_cycle__backtracking_changes_the_last_decision_of_a_lost_game(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], usi[USI_MOVE_MAX];
+	BookDB *db = open_book(dir, path, sizeof path);
+	static const PlantMove START[] = {{"7g7f", 100}, {"2g2f", 50}};
+	static const PlantMove M2[] = {{"2g2f", 80}, {"6g6f", 40}};
+	static const PlantMove M3[] = {{"2f2e", 60}}; /* no alternative */
+	plant(db, "startpos", START, 2, true);
+	plant(db, P2, M2, 2, true);
+	plant(db, P3, M3, 1, true);
+	CyclePruneOptions o = {.max_winrate = 0.30, .min_games = 1};
+	CycleBacktrackStats bs;
+	/* Lost with the book's moves at the start, P2 and P3: P3 has no
+	 * alternative, so P2's 2g2f goes. A won game and a draw are not looked at. */
+	CycleGame lost = {P3 " 2f2e 8d8e 6i7h", BLACK, -1, 0, 0, 0};
+	CycleGame g[] = {lost,
+	                 {"startpos moves 2g2f", BLACK, 1, 0, 0, 0},
+	                 {"startpos moves 2g2f 8c8d", BLACK, 0, 0, 0, 0}};
+	backtrack(db, &bs, NULL, g, 3, &o);
+	assert_int_equal(bs.lost, 1);
+	assert_int_equal(bs.marked, 1);
+	assert_int_equal(bs.opp_marked[0], 1);
+	assert_int_equal(bs.changed, 0);
+	BookRecord *rec = malloc(sizeof *rec);
+	get(rec, db, P2);
+	assert_true(avoided(rec, "2g2f"));
+	book_move(db, P2, usi);
+	assert_string_equal(usi, "6g6f");
+	/* Again: the book no longer plays that game; nothing more is marked. */
+	backtrack(db, &bs, NULL, &lost, 1, &o);
+	assert_int_equal(bs.changed, 1);
+	assert_int_equal(bs.marked, 0);
+	/* The next try at P2 loses too: P2 has nothing left, the decision one
+	 * level up changes. */
+	CycleGame lost2 = {P2 " 6g6f 8c8d", BLACK, -1, 0, 0, 0};
+	backtrack(db, &bs, NULL, &lost2, 1, &o);
+	assert_int_equal(bs.marked, 1);
+	get(rec, db, "startpos");
+	assert_true(avoided(rec, "7g7f"));
+	/* With its first two plies the opening's (start_ply 2), the start's move
+	 * is not the book's: nothing is left to change. */
+	plant(db, "startpos", START, 2, true);
+	CycleGame opening = {P2 " 6g6f 8c8d", BLACK, -1, 0, 0, 2};
+	backtrack(db, &bs, NULL, &opening, 1, &o);
+	assert_int_equal(bs.marked, 0);
+	assert_int_equal(bs.stuck, 1);
+	assert_int_equal(bs.opp_stuck[0], 1);
+	/* A move that also won against the same opponent (1/2; a game from an
+	 * opening that ends at P2) does not lose badly: the decision above
+	 * changes instead; against another opponent it would (Hefeweizen's rule,
+	 * per opponent). */
+	plant(db, P2, M2, 2, true);
+	CycleGame shared[] = {lost, {P2 " 2g2f 8c8d 2f2e 3a3b", BLACK, 1, 0, 0, 2}};
+	backtrack(db, &bs, NULL, shared, 2, &o);
+	assert_int_equal(bs.marked, 1);
+	get(rec, db, P2);
+	assert_false(avoided(rec, "2g2f"));
+	get(rec, db, "startpos");
+	assert_true(avoided(rec, "7g7f"));
+	plant(db, "startpos", START, 2, true);
+	shared[1].opponent = 1;
+	backtrack(db, &bs, NULL, shared, 2, &o);
+	assert_int_equal(bs.marked, 1);
+	get(rec, db, P2);
+	assert_true(avoided(rec, "2g2f"));
+	free(rec);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
+ * What won is kept: where the book would now choose another move than a won
+ * game's, the moves it ranks above the game's are avoided; where its record
+ * does not hold the game's move (the game's engine played it: a position
+ * that got a record since, as the probe stores the opponent's positions of
+ * the other colour's line), every move is, and the engine plays it again; a
+ * game's move avoided since cannot be brought back.
+ */
+static void test_cycle__a_won_game_is_kept_when_values_move(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], usi[USI_MOVE_MAX];
+	BookDB *db = open_book(dir, path, sizeof path);
+	static const PlantMove START[] = {{"7g7f", 100}, {"2g2f", 50}, {"5g5f", 20}};
+	static const PlantMove REPLY[] = {{"2g2f", 30}}; /* as the probe stores one */
+	plant(db, "startpos", START, 3, true);
+	plant(db, P2, REPLY, 1, true);
+	CycleGame won[] = {{"startpos moves 2g2f 8c8d", BLACK, 1, 0, 0, 0},
+	                   {P2 " 6g6f 8c8d", BLACK, 1, 1, 0, 2},
+	                   {"startpos moves 5g5f", BLACK, -1, 0, 0, 0}};
+	CycleKeepStats ks;
+	backtrack(db, NULL, &ks, won, 3, NULL);
+	assert_int_equal(ks.won, 2);
+	assert_int_equal(ks.marked, 2); /* 7g7f (5g5f ranks below 2g2f); P2's 2g2f */
+	assert_int_equal(ks.kept, 0);
+	assert_int_equal(ks.lost, 0);
+	book_move(db, "startpos", usi);
+	assert_string_equal(usi, "2g2f");
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	BookTxn *t;
+	assert_int_equal(position_parse(pos, P2, NULL), 0);
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(bookdb_query(rec, t, pos), 1);
+	assert_int_equal(bookdb_best_move(rec, pos), MOVE_NONE); /* the engine's again */
+	bookdb_txn_abort(t);
+	backtrack(db, NULL, &ks, won, 3, NULL);
+	assert_int_equal(ks.kept, 2);
+	assert_int_equal(ks.marked, 0);
+	get(rec, db, "startpos");
+	assert_true(avoided(rec, "7g7f"));
+	assert_false(avoided(rec, "5g5f"));
+	/* The first game's 2g2f avoided (another game's loss): lost track of. */
+	CyclePruneOptions o = {.max_winrate = 0.30, .min_games = 1};
+	CycleGame lost = {"startpos moves 2g2f", BLACK, -1, 1, 0, 0};
+	CyclePruneStats ps;
+	char err[CYCLE_ERRLEN];
+	assert_int_equal(cycle_prune(&ps, db, &lost, 1, &o, err), 0);
+	backtrack(db, NULL, &ks, won, 1, NULL);
+	assert_int_equal(ks.lost, 1);
+	assert_int_equal(ks.opp_lost[0], 1);
+	free(rec);
+	free(pos);
 	bookdb_free(db);
 	ts_rmtree(dir);
 	free(dir);
@@ -209,7 +423,7 @@ static void test_cycle__export_query_and_minimax_leave_avoided_moves_out(void **
 	BookDB *db = open_book(dir, path, sizeof path);
 	static const PlantMove START[] = {{"7g7f", 100}, {"2g2f", 50}};
 	plant(db, "startpos", START, 2, true);
-	CycleGame lost = {"startpos moves 7g7f", BLACK, -1};
+	CycleGame lost = {"startpos moves 7g7f", BLACK, -1, 0, 0, 0};
 	CyclePruneStats st;
 	CyclePruneOptions o = {.max_winrate = 0.3, .min_games = 1};
 	char *out = run_ok("%s minimax %s --full --json", path, "");
@@ -263,7 +477,8 @@ static void test_cycle__export_query_and_minimax_leave_avoided_moves_out(void **
 	/* Every move avoided: no value, no best move (not "mated"). */
 	free(run_ok("%s prune %s --undo%s", path, ""));
 	db = open_book(dir, path, sizeof path);
-	CycleGame both[] = {{"startpos moves 7g7f", BLACK, -1}, {"startpos moves 2g2f", BLACK, -1}};
+	CycleGame both[] = {{"startpos moves 7g7f", BLACK, -1, 0, 0, 0},
+	                    {"startpos moves 2g2f", BLACK, -1, 0, 0, 0}};
 	assert_int_equal(cycle_prune(&st, db, both, 2, &o, err), 0);
 	assert_int_equal(st.avoided, 2);
 	bookdb_free(db);
@@ -290,7 +505,7 @@ test_cycle__extend_queues_where_the_book_ran_out_and_think_takes_them_first(void
 	/* White is out of book at once, which is not the book side's business;
 	 * Black's book runs out after 7g7f 3c3d (ply 2). */
 	static const char *GAME = "startpos moves 7g7f 3c3d 2g2f 8c8d 2f2e 8d8e";
-	CycleGame g[] = {{GAME, BLACK, -1}, {"startpos moves 7g7f", BLACK, 1}};
+	CycleGame g[] = {{GAME, BLACK, -1, 0, 0, 0}, {"startpos moves 7g7f", BLACK, 1, 0, 0, 0}};
 	CycleExtendStats st;
 	assert_int_equal(cycle_extend(&st, db, g, 2, 2, err), 0);
 	assert_int_equal(st.games, 2);
@@ -377,7 +592,7 @@ test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_ris
 	planted_book(dir, path, sizeof path, open_path, sizeof open_path);
 	char cmd[2000], *out = NULL, *err = NULL;
 	const char *args = "--games 2 --nodes 2000 --think-nodes 300 --positions 2 --multipv 2 "
-	                   "--max-winrate 0.3 --min-games 1 --quiet";
+	                   "--max-winrate 0.3 --min-games 1 --delete all --quiet";
 	snprintf(cmd, sizeof cmd, "%s cycle %s --generations 1 --openings %s %s", ts_joseki(), path,
 	         open_path, args);
 	int rc = ts_run(cmd, &out, &err);
@@ -539,6 +754,7 @@ static void test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in(void **sta
 	              .nopenings = 1,
 	              .concurrency = 1},
 	    .prune = {.max_winrate = 0.3, .min_games = 1},
+	    .delete_rule = CYCLE_DELETE_ALL,
 	    .plies = 4,
 	    .think = {.engines = &eng,
 	              .nengines = 1,
@@ -599,7 +815,7 @@ static void test_cycle__a_usi_engine_plays_and_thinks(void **state)
 	int rc = ts_runf(&out, &err,
 	                 "%s cycle %s --generations 1 --openings %s --engine %s --engines 2 "
 	                 "--usi-option USI_Hash=16 --games 2 --nodes 2000 --think-nodes 300 "
-	                 "--positions 4 --max-winrate 0.3 --min-games 1 --quiet",
+	                 "--positions 4 --max-winrate 0.3 --min-games 1 --delete all --quiet",
 	                 ts_joseki(), path, open_path, eng);
 	if (rc) fail_msg("exit %d\n%s%s", rc, out, err);
 	assert_non_null(strstr(out, "cycle generation 1 games 2 score 0.000 (+0 =0 -2)"));
@@ -612,6 +828,121 @@ static void test_cycle__a_usi_engine_plays_and_thinks(void **state)
 	            ts_joseki(), path, dir);
 	assert_int_equal(rc, 1);
 	assert_non_null(strstr(err, "missing"));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* The book's kept games of the generation (meta "cycle_games"). */
+static void kept_games(const char *path, CycleGameSet *gs)
+{
+	BookDB *db;
+	assert_int_equal(bookdb_open(&db, path, NULL, NULL), 0);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	const void *v;
+	size_t len;
+	assert_int_equal(bookdb_kv_get(&v, &len, t, BOOKDB_META, "cycle_games", 11), 0);
+	assert_int_equal(cycle_games_parse(gs, v, len), 0);
+	bookdb_txn_abort(t);
+	bookdb_free(db);
+}
+
+/* An executable script at dir/name. */
+static void script(char *path, size_t len, const char *dir, const char *name, const char *body)
+{
+	snprintf(path, len, "%s/%s", dir, name);
+	char text[3000];
+	int n = snprintf(text, sizeof text, "#!/bin/sh\n%s\n", body);
+	assert_int_equal(ts_write_file(path, text, (size_t)n), 0);
+	assert_int_equal(chmod(path, 0755), 0);
+}
+
+/*
+ * Two opponents, each with its own options: each engine is started with its
+ * own setoption lines and no other's (both record what they are told); each
+ * plays the book with either colour in turn; each has its row; and the
+ * planted book's P*1e, which wins against the first (a fake engine that
+ * resigns) and loses against the second (joseki usi), is deleted for losing
+ * badly against the second alone (the games pooled score 0.5).
+ */
+static void test_cycle__several_opponents_each_with_its_options(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], open_path[700], e1[700], e2[700], body[2600];
+	char cwd[1024], t1[700], t2[700];
+	planted_book(dir, path, sizeof path, open_path, sizeof open_path);
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	snprintf(t1, sizeof t1, "%s/t1", dir);
+	snprintf(t2, sizeof t2, "%s/t2", dir);
+	snprintf(body, sizeof body,
+	         "exec python3 -S '%s/tests/search/fakes/fake_engine.py' "
+	         "--transcript '%s'",
+	         cwd, t1);
+	script(e1, sizeof e1, dir, "fake.sh", body);
+	snprintf(body, sizeof body, "tee -a '%s' | '%s' usi", t2, ts_joseki());
+	script(e2, sizeof e2, dir, "usi.sh", body);
+	json_t *o = ts_run_json(0,
+	                        "%s cycle %s --generations 1 --openings %s --games 4 --opponent %s "
+	                        "--opponent-option Tag=one --opponent-option USI_Hash=16 "
+	                        "--opponent %s --opponent-option Tag=two --nodes 2000 "
+	                        "--think-nodes 300 --positions 2 --multipv 2 --delete all --json "
+	                        "--quiet",
+	                        ts_joseki(), path, open_path, e1, e2);
+	char *a = ts_read_file(t1, NULL), *b = ts_read_file(t2, NULL);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(strstr(a, "setoption name Tag value one\n"));
+	assert_non_null(strstr(a, "setoption name USI_Hash value 16\n"));
+	assert_null(strstr(a, "value two"));
+	assert_non_null(strstr(b, "setoption name Tag value two\n"));
+	assert_null(strstr(b, "value one"));
+	assert_null(strstr(b, "USI_Hash"));
+	free(a);
+	free(b);
+	/* One row an opponent: 4 games each, won against the fake, lost to joseki. */
+	json_t *rows = json_object_get(o, "table");
+	assert_int_equal(json_array_size(rows), 2);
+	for (int j = 0; j < 2; j++) {
+		json_t *r = json_array_get(rows, (size_t)j);
+		assert_int_equal(ts_jint(r, "generation"), 1);
+		assert_int_equal(ts_jint(r, "opponent"), j + 1);
+		assert_int_equal(ts_jint(r, "games"), 4);
+		assert_int_equal(ts_jint(r, j ? "losses" : "wins"), 4);
+		assert_int_equal(ts_jint(r, "avoided"), j);
+	}
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 0), "name")),
+	                       "FakeEngine"));
+	json_decref(o);
+	/* Each opponent's games: the book Black, then White, then Black... */
+	CycleGameSet gs;
+	kept_games(path, &gs);
+	assert_int_equal(gs.n, 8);
+	int turn[2] = {0, 0};
+	for (size_t i = 0; i < gs.n; i++) {
+		const CycleGame *g = &gs.games[i];
+		assert_true(g->opponent == 0 || g->opponent == 1);
+		assert_int_equal(g->book_color, turn[g->opponent]++ % 2 ? WHITE : BLACK);
+		assert_int_equal(g->opening, 1);
+		assert_int_equal(g->result, g->opponent ? -1 : 1);
+	}
+	assert_int_equal(turn[0], 4);
+	assert_int_equal(turn[1], 4);
+	cycle_games_free(&gs);
+	BookDB *db = open_book(dir, path, sizeof path);
+	BookRecord *rec = malloc(sizeof *rec);
+	get(rec, db, PLANTED);
+	assert_true(avoided(rec, "P*1e"));
+	free(rec);
+	bookdb_free(db);
+	/* --opponent-option before any --opponent is bad usage. */
+	char *out = NULL, *err = NULL;
+	assert_int_equal(ts_runf(&out, &err,
+	                         "%s cycle %s --generations 2 --games 2 --opponent-option Tag=x",
+	                         ts_joseki(), path),
+	                 2);
+	assert_non_null(strstr(err, "goes after the --opponent"));
 	free(out);
 	free(err);
 	ts_rmtree(dir);
@@ -672,10 +1003,11 @@ static void test_cycle__probe_grows_the_lines_the_opponent_plays(void **state)
 	static const char O[] = "startpos moves 7g7f 3c3d\nstartpos moves 2g2f 8c8d\n";
 	assert_int_equal(ts_write_file(open_path, O, sizeof O - 1), 0);
 	char *out = NULL, *err = NULL;
-	int rc = ts_runf(&out, &err,
-	                 "%s cycle %s --generations 2 --openings %s --games 4 --nodes 2000 "
-	                 "--think-nodes 2000 --multipv 3 --positions 24 --probe --quiet",
-	                 ts_joseki(), book, open_path);
+	int rc =
+	    ts_runf(&out, &err,
+	            "%s cycle %s --generations 2 --openings %s --games 4 --nodes 2000 "
+	            "--think-nodes 2000 --multipv 3 --positions 24 --probe --extend all --quiet",
+	            ts_joseki(), book, open_path);
 	if (rc) fail_msg("exit %d\n%s%s", rc, out, err);
 	assert_non_null(strstr(out, "cycle generations 2 of 2"));
 	free(out);
@@ -697,8 +1029,27 @@ static void test_cycle__probe_grows_the_lines_the_opponent_plays(void **state)
 
 #define GENS "600"
 
-/* kill -9 at random moments of a cycle: the book passes check after each,
- * and the same command then finishes the cycle from where it was. */
+/* The table's rows of the generations done, checked whole: each with a row
+ * for each of the two opponents, of two games each. */
+static void check_rows(const CycleTable *t, int done)
+{
+	int seen = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const CycleRow *r = &t->rows[i];
+		if (r->generation > done) continue;
+		assert_int_equal(r->games, 2);
+		assert_int_equal(r->wins + r->draws + r->losses, 2);
+		assert_int_equal(r->opponent, (int)(i % 2) + 1);
+		assert_int_equal(r->generation, (int)(i / 2) + 1);
+		seen++;
+	}
+	assert_int_equal(seen, 2 * done);
+}
+
+/* kill -9 at random moments of a cycle against two opponents: the book
+ * passes check after each, the table keeps a whole row for each opponent of
+ * every generation done, and those rows never change afterwards; the same
+ * command then finishes the cycle from where it was. */
 static void test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_again(void **state)
 {
 	(void)state;
@@ -714,6 +1065,10 @@ static void test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_aga
 	                      GENS,
 	                      "--games",
 	                      "2",
+	                      "--opponent",
+	                      "builtin",
+	                      "--opponent",
+	                      "builtin",
 	                      "--nodes",
 	                      "2000",
 	                      "--think-nodes",
@@ -722,11 +1077,14 @@ static void test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_aga
 	                      think,
 	                      "--min-games",
 	                      "1",
+	                      "--delete",
+	                      "all",
 	                      "--openings",
 	                      open_path,
 	                      "--quiet",
 	                      NULL};
 	int done_before = 0, killed = 0;
+	CycleTable before = {0};
 	for (int round = 0; round < 10; round++) {
 		pid_t pid = fork();
 		assert_true(pid >= 0);
@@ -746,26 +1104,44 @@ static void test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_aga
 		int prev = done_before;
 		assert_int_equal(cycle_generations_done(&done_before, b2), 0);
 		assert_true(done_before >= prev); /* nothing done is ever undone */
+		CycleTable t;
+		assert_int_equal(cycle_table_read(&t, b2), 0);
 		bookdb_free(b2);
+		check_rows(&t, done_before);
+		/* The rows of the generations done before stay as they were. */
+		assert_true(t.n >= (size_t)(2 * prev));
+		for (int i = 0; i < 2 * prev; i++)
+			assert_memory_equal(&t.rows[i], &before.rows[i], sizeof t.rows[i]);
+		cycle_table_free(&before);
+		before = t;
 	}
 	/* The kills landed inside the cycle: it takes far longer than they let
 	 * it run (a generation of this small book takes a few ms). */
 	assert_true(killed >= 5);
 	assert_true(done_before < atoi(GENS));
 	char *out = NULL, *err = NULL;
-	int rc =
-	    ts_runf(&out, &err,
-	            "%s cycle %s --generations " GENS " --games 2 --nodes 2000 --think-nodes 300 "
-	            "--positions %s --min-games 1 --openings %s --quiet",
-	            ts_joseki(), path, think, open_path);
+	int rc = ts_runf(&out, &err,
+	                 "%s cycle %s --generations " GENS
+	                 " --games 2 --opponent builtin --opponent builtin "
+	                 "--nodes 2000 --think-nodes 300 --positions %s --min-games 1 --delete all "
+	                 "--openings %s --quiet",
+	                 ts_joseki(), path, think, open_path);
 	if (rc) fail_msg("exit %d\n%s%s", rc, out, err);
 	assert_non_null(strstr(out, "cycle generations " GENS " of " GENS));
+	assert_non_null(strstr(out, "cycle table\n"));
 	free(out);
 	free(err);
 	BookDB *db = open_book(dir, path, sizeof path);
 	int done;
 	assert_int_equal(cycle_generations_done(&done, db), 0);
 	assert_int_equal(done, atoi(GENS));
+	CycleTable t;
+	assert_int_equal(cycle_table_read(&t, db), 0);
+	check_rows(&t, done);
+	for (int i = 0; i < 2 * done_before; i++)
+		assert_memory_equal(&t.rows[i], &before.rows[i], sizeof t.rows[i]);
+	cycle_table_free(&t);
+	cycle_table_free(&before);
 	BookRecord *rec = malloc(sizeof *rec);
 	get(rec, db, PLANTED);
 	assert_true(avoided(rec, "P*1e"));
@@ -780,6 +1156,9 @@ int main(void)
 	shogi_init();
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cycle__prune_marks_moves_at_the_threshold_and_undo_clears_them),
+	    cmocka_unit_test(test_cycle__prune_deletes_what_loses_badly_against_one_opponent),
+	    cmocka_unit_test(test_cycle__backtracking_changes_the_last_decision_of_a_lost_game),
+	    cmocka_unit_test(test_cycle__a_won_game_is_kept_when_values_move),
 	    cmocka_unit_test(test_cycle__export_query_and_minimax_leave_avoided_moves_out),
 	    cmocka_unit_test(
 	        test_cycle__extend_queues_where_the_book_ran_out_and_think_takes_them_first),
@@ -788,6 +1167,7 @@ int main(void)
 	    cmocka_unit_test(test_cycle__a_usi_engine_plays_and_thinks),
 	    cmocka_unit_test(test_cycle__probe_grows_the_lines_the_opponent_plays),
 	    cmocka_unit_test(test_cycle__restart_engines_starts_a_process_a_game),
+	    cmocka_unit_test(test_cycle__several_opponents_each_with_its_options),
 	    cmocka_unit_test(test_cycle__the_kept_games_parse_back_and_bad_ones_are_refused),
 	    cmocka_unit_test(test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in),
 	    cmocka_unit_test(
