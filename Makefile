@@ -36,7 +36,7 @@ TEST_BIN  = $(TEST_SRC:%.c=$(BUILD)/%)
 LIB       = $(BUILD)/libjoseki.a
 DEPS_OK   = $(BUILD)/.deps-ok
 
-.PHONY: native FORCE soak all test test-slurm bench bench-book bench-strength tune asan fuzz fuzz-ci demo clean format format-check deps
+.PHONY: native FORCE soak all test test-slurm bench bench-book bench-cycle bench-strength tune asan fuzz fuzz-ci demo clean format format-check deps
 # Keep object files make would otherwise treat as intermediate and delete.
 .SECONDARY:
 
@@ -158,6 +158,12 @@ demo: joseki
 # 45 minutes on 2 idle cores; tools/bench-book.sh says how to size it).
 bench-book: joseki
 	@tools/bench-book.sh
+
+# Shiba's cycle against the opponent the book is made for, then against one it
+# never met (one to three hours on 2 cores; tools/bench-cycle.sh says how to
+# size it; BENCH_CYCLE_SMOKE=1 is CI's short form, tests/play/test_bench_cycle.c).
+bench-cycle: joseki
+	@tools/bench-cycle.sh
 
 FORMAT_SRC = $(LIB_SRC) $(TOOL_SRC) tools/tune/tune.c $(TEST_SRC) $(TSUP_SRC) $(FUZZ_SRC) $(wildcard */*.h tests/*/*.h)
 format:

@@ -63,8 +63,7 @@ GJITTER=${BOOK_GROW_JITTER:-0}
 need_fairy bench-book "$FS"
 work_dir "${BOOK_DIR:-}"
 
-grep -v '^#' tests/data/positions/openings-v1.sfen | grep . | head -n "$NOPEN" >"$W/openings.txt"
-n=$(wc -l <"$W/openings.txt")
+suite "$NOPEN"
 echo "bench-book: $n openings, fairy-stockfish at $NODES nodes, book grown for $((SECS * ENGINES)) engine-seconds ($TNODES nodes, MultiPV $MULTIPV; load $(cut -d' ' -f1 /proc/loadavg))" >&2
 
 rm -rf "$W/games" "$W/grown"

@@ -30,3 +30,10 @@ work_dir() {
 		trap 'rm -rf "$W"' EXIT
 	fi
 }
+
+# suite N: the first N real openings of tests/data/positions/openings-v1.sfen
+# (floodgate games, 12-24 plies) into $W/openings.txt; n gets how many.
+suite() {
+	grep -v '^#' tests/data/positions/openings-v1.sfen | grep . | head -n "$1" >"$W/openings.txt"
+	n=$(wc -l <"$W/openings.txt")
+}
