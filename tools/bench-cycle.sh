@@ -116,5 +116,23 @@ EOF
 echo "against fairy-stockfish with its nodes drawn within $JITTER% (the opponent the book never met):"
 play "$W/book" book
 play none no-book
+# Game by game (the same opening, colour and node draws): the book's points
+# less the engine's alone, as a score of the book over none.
+python3 - "$W/match-book.json" "$W/match-no-book.json" <<'EOF'
+import json, math, sys
+a, b = (json.load(open(f))["results"] for f in sys.argv[1:3])
+pts = {"win": 1.0, "draw": 0.5, "loss": 0.0}
+d = [(1 + pts[x["result"]] - pts[y["result"]]) / 2 for x, y in zip(a, b)
+     if x["result"] in pts and y["result"] in pts]
+n = len(d)
+m = sum(d) / n
+se = math.sqrt(sum((x - m) ** 2 for x in d) / n / n)
+elo = lambda s: "inf" if s <= 0 or s >= 1 else "%+.0f" % (-400 * math.log10(1 / s - 1) + 0.0)
+lo, hi = m - 1.96 * se, m + 1.96 * se
+print("unmet book over no-book games %d score %.3f [%.3f, %.3f] elo %s [%s, %s] "
+      "better %d same %d worse %d" % (n, m, lo, hi, elo(m), elo(lo), elo(hi),
+                                      sum(x > 0.5 for x in d), sum(x == 0.5 for x in d),
+                                      sum(x < 0.5 for x in d)))
+EOF
 echo "bench-cycle: $(($(date +%s) - start)) s in all" >&2
-echo "(goals: the score rises generation by generation to >= $GOAL within 8 generations and <= 30 engine-minutes of thinking; against the unmet opponent the book no worse than none, score >= 0.50)"
+echo "(goals: the score rises generation by generation to >= $GOAL within 8 generations and <= 30 engine-minutes of thinking; against the unmet opponent the book no worse than none: its score over none, game by game, >= 0.50)"

@@ -67,6 +67,13 @@ void cli_budget_init(CliBudget *b, int multipv)
 int cli_open_engines(SearchEngine **engines, int n, const char *engine, const UsiOption *opts,
                      int nopts, bool restart, const volatile sig_atomic_t *cancel, const char *cmd)
 {
+	return cli_open_engines_cfg(engines, n, engine, opts, nopts, restart, cancel, cmd, NULL);
+}
+
+int cli_open_engines_cfg(SearchEngine **engines, int n, const char *engine, const UsiOption *opts,
+                         int nopts, bool restart, const volatile sig_atomic_t *cancel,
+                         const char *cmd, const UsiEngineConfig *base)
+{
 	if (!strcmp(engine, "builtin")) {
 		for (int i = 0; i < n; i++) {
 			int rc = builtin_engine_new(&engines[i], 16, cancel);
@@ -81,7 +88,10 @@ int cli_open_engines(SearchEngine **engines, int n, const char *engine, const Us
 	 * long as one. */
 	UsiEngineConfig cfg;
 	char uerr[SEARCH_ERRLEN];
-	usi_engine_config_init(&cfg);
+	if (base)
+		cfg = *base;
+	else
+		usi_engine_config_init(&cfg);
 	cfg.path = engine;
 	cfg.options = opts;
 	cfg.noptions = nopts;

@@ -62,5 +62,10 @@ JOSEKI_MUST_USE int cli_usi_option(void *dst, char *value, char *msg);
 JOSEKI_MUST_USE int cli_open_engines(SearchEngine **engines, int n, const char *engine,
                                      const UsiOption *opts, int nopts, bool restart,
                                      const volatile sig_atomic_t *cancel, const char *cmd);
+/* The same with the driver's settings of base (timeouts; NULL: the defaults). */
+JOSEKI_MUST_USE int cli_open_engines_cfg(SearchEngine **engines, int n, const char *engine,
+                                         const UsiOption *opts, int nopts, bool restart,
+                                         const volatile sig_atomic_t *cancel, const char *cmd,
+                                         const UsiEngineConfig *base);
 
 #endif

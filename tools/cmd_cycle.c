@@ -388,11 +388,17 @@ int cmd_cycle(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* A search at a node budget stopped at the driver's hard limit (a busy
+	 * machine) is another search than the same line gets the next time: the
+	 * USI engines are allowed as slow as 5,000 nodes a second. */
+	UsiEngineConfig usi;
+	usi_engine_config_init(&usi);
+	usi.nps_floor = 5000;
 	SearchEngine *engines[MAX_ENGINES] = {0}, **opponents = NULL;
 	cycle_stop_flag = 0;
 	joseki_catch_stop(on_signal);
-	if (cli_open_engines(engines, nengines, ce.path, ce.opts, ce.nopts, false, &cycle_stop_flag,
-	                     "cycle") < 0)
+	if (cli_open_engines_cfg(engines, nengines, ce.path, ce.opts, ce.nopts, false,
+	                         &cycle_stop_flag, "cycle", &usi) < 0)
 		goto done;
 	/* --probe: think walks each opponent's lines, the opponent asked as the
 	 * match asks it (its engine and options, the match's budget). */
@@ -403,9 +409,10 @@ int cmd_cycle(int argc, char **argv)
 			goto done;
 		}
 		for (int j = 0; j < nopp; j++)
-			if (cli_open_engines(opponents + (size_t)j * (size_t)nengines, nengines,
-			                     sides[j].engine, sides[j].options, sides[j].noptions,
-			                     restart, &cycle_stop_flag, "cycle --probe") < 0)
+			if (cli_open_engines_cfg(opponents + (size_t)j * (size_t)nengines, nengines,
+			                         sides[j].engine, sides[j].options,
+			                         sides[j].noptions, restart, &cycle_stop_flag,
+			                         "cycle --probe", &usi) < 0)
 				goto done;
 	}
 	bool ctx[2] = {!quiet && !json && isatty(2), json};
@@ -428,6 +435,7 @@ int cmd_cycle(int argc, char **argv)
 	            .concurrency = (int)concurrency,
 	            .max_moves = (int)max_moves,
 	            .seed = (uint64_t)seed,
+	            .usi = &usi,
 	        },
 	    .opponents = sides,
 	    .nopponents = nopp,

@@ -4,8 +4,9 @@
  * Debian's fairy-stockfish (a missing engine fails the test, naming
  * tools/install-deps.sh), with two openings, one generation and small budgets,
  * so that the benchmark cannot rot: it prints the cycle's table with the
- * generation's row, the engine-minutes of thinking, and a line for each match
- * against the opponent the book never met, with and without the book.
+ * generation's row, the engine-minutes of thinking, a line for each match
+ * against the opponent the book never met, with and without the book, and
+ * the book's score over none, game by game.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,6 +39,7 @@ static void test_bench_cycle__the_smoke_form_prints_every_table(void **state)
 	assert_non_null(strstr(out, " engine-minutes in 1 generations\n"));
 	assert_non_null(strstr(out, "\nunmet book games 4 book_plies "));
 	assert_non_null(strstr(out, "\nunmet no-book games 4 book_plies 0.0 score "));
+	assert_non_null(strstr(out, "\nunmet book over no-book games 4 score "));
 	assert_non_null(strstr(out, "(goals: "));
 	free(out);
 	free(err);
