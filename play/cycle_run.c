@@ -333,13 +333,12 @@ typedef struct {
 	double opp_engine_s[CYCLE_OPPONENTS_MAX];
 	size_t round_marked; /* the last backtracking or keeping transaction's marks */
 	size_t avoided;
-	bool stopped;
 } Run;
 
-/* Opens the book, runs fn with a write transaction (when write; fn NULL:
- * nothing), writes the state s (when s) in the same transaction, commits,
- * closes. A step whose effect is in one transaction is so atomic with its
- * state. fn returns 0, > 0 (stopped: nothing committed) or CYCLE_E*. */
+/* Opens the book, runs fn (NULL: nothing) in a write transaction, writes the
+ * state s (when s) in the same transaction, commits, closes: a step whose
+ * effect is one transaction is so atomic with its state. fn returns 0 or
+ * CYCLE_E* (nothing committed). */
 typedef int (*TxnFn)(Run *r, BookDB *db, BookTxn *txn, char *err);
 
 static int with_txn(Run *r, TxnFn fn, const CycleState *s, char *err)
@@ -646,10 +645,7 @@ static int step_think(Run *r, BookDB *db, char *err)
 		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ESTEP, "think: %s", terr);
 	}
 	r->st.thought = r->think.thought;
-	if (o->stop && *o->stop) {
-		r->stopped = true;
-		return 1; /* not finished: the state is not advanced */
-	}
+	if (o->stop && *o->stop) return 1; /* not finished: the state is not advanced */
 	return 0;
 }
 
@@ -761,11 +757,9 @@ static void announce(const CycleOptions *opt, int gen, const char *step)
 			announce(opt, gen, name);                                                  \
 			CycleState before = r.st;                                                  \
 			r.st.step = (num);                                                         \
-			ret = with_txn(&r, fn, &r.st, err);                                        \
-			if (ret < 0) goto out;                                                     \
-			if (ret > 0) {                                                             \
+			if ((ret = with_txn(&r, fn, &r.st, err)) < 0) {                            \
 				r.st = before;                                                     \
-				goto stopped;                                                      \
+				goto out;                                                          \
 			}                                                                          \
 		}                                                                                  \
 	} while (0)
