@@ -370,6 +370,7 @@ static int play_game(Worker *w, int index, MatchGame *g)
 	for (int s = 0; s < 2; s++) search_new_game(w->eng[s]);
 	bool in_book[2] = {m->book[0] != NULL, m->book[1] != NULL};
 	int64_t left[2] = {opt->clock[0].main_ms, opt->clock[1].main_ms};
+	for (int s = 0; s < 2; s++) g->exit_clock_ms[s][0] = g->exit_clock_ms[s][1] = -1;
 	GameEnd end;
 	int winner = -1;
 	while ((end = judge(pos, m->max_moves, &winner)) == GAME_END_NONE) {
@@ -395,7 +396,10 @@ static int play_game(Worker *w, int index, MatchGame *g)
 			}
 		}
 		if (mv == MOVE_NONE) {
-			if (!g->exit_ply[s]) g->exit_ply[s] = ply + 1;
+			if (!g->exit_ply[s]) {
+				g->exit_ply[s] = ply + 1;
+				memcpy(g->exit_clock_ms[s], left, sizeof left);
+			}
 			int e = engine_move(w, s, &mv, mi, w->pv[ply], g, index, &winner, left);
 			if (e < 0) return 1;
 			if (e != GAME_END_NONE) {

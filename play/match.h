@@ -169,9 +169,14 @@ typedef struct {
 	bool has_exit_eval[2];
 	int64_t time_ms[2];  /* engine time used by A and by B */
 	int64_t clock_ms[2]; /* with clocks: the main time A and B had left at the end */
-	int engine_moves;    /* moves the engines were asked for */
-	char detail[160];    /* what went wrong (crash, timeout, illegal move), else "" */
-	char *usi;           /* the game as a position spec ("startpos moves ..."); malloc'd */
+	/* With clocks: the main time A and B had left at A's exit ply ([0]) and
+	 * at B's ([1]) (a book move costs none: how much a side's book saved it
+	 * is the other side's time spent by then); -1 for a side that never used
+	 * its engine. */
+	int64_t exit_clock_ms[2][2];
+	int engine_moves; /* moves the engines were asked for */
+	char detail[160]; /* what went wrong (crash, timeout, illegal move), else "" */
+	char *usi;        /* the game as a position spec ("startpos moves ..."); malloc'd */
 } MatchGame;
 
 /* Pentanomial counts of the pairs, from A's point of view. */

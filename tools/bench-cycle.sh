@@ -24,13 +24,19 @@
 #      (match --nodes-jitter: other games than the ones the book was made
 #      against), CYCLE_UNMET_GAMES (2 x CYCLE_OPENINGS) games, the built-in
 #      engine with the book, then the same engine without it, the same seed
-#      (the same node draws).
+#      (the same node draws);
+#   5. on clocks, where a book move costs no time: the built-in engine with the
+#      finished book against the same engine without it, CYCLE_CLOCK_GAMES (2 x
+#      CYCLE_OPENINGS; 0 leaves it out) games at CYCLE_TC (10+0.1: 10 s and
+#      0.1 s a move, Fischer): the score, and at the book side's exit the main
+#      time each side had left (the book side has all of its own).
 #
 # Prints the cycle's table (a row a generation: score, book plies, exit ply,
 # positions thought, engine-seconds, moves avoided), the engine-minutes of
-# thinking in all, and one line per match against the unmet opponent (score,
-# Elo with its 95% interval from the pairs, book plies). Work files go to
-# CYCLE_DIR (a temporary directory, removed unless given).
+# thinking in all, one line per match against the unmet opponent (score, Elo
+# with its 95% interval from the pairs, book plies) and the book's score over
+# none game by game, and the clocked match's line. Work files go to CYCLE_DIR
+# (a temporary directory, removed unless given).
 #
 # BENCH_CYCLE_SMOKE=1: the smoke form CI runs (tests/play/test_bench_cycle.c):
 # 2 openings, one generation, 2,000 nodes, a few seconds of thinking, so that
@@ -39,7 +45,7 @@ set -eu
 J=${JOSEKI:-./joseki}
 FS=${FAIRY_STOCKFISH:-/usr/games/fairy-stockfish}
 if [ "${BENCH_CYCLE_SMOKE:-0}" = 1 ]; then
-	NOPEN=2 GENS=1 NODES=2000 TNODES=2000 SECS=2 UNMET=4
+	NOPEN=2 GENS=1 NODES=2000 TNODES=2000 SECS=2 UNMET=4 CLOCK=2 TC=1+0.05
 else
 	NOPEN=${CYCLE_OPENINGS:-50}
 	GENS=${CYCLE_GENERATIONS:-8}
@@ -47,6 +53,8 @@ else
 	TNODES=${CYCLE_THINK_NODES:-100000}
 	SECS=${CYCLE_ENGINE_SECONDS:-225}
 	UNMET=${CYCLE_UNMET_GAMES:-$((2 * NOPEN))}
+	CLOCK=${CYCLE_CLOCK_GAMES:-$((2 * NOPEN))}
+	TC=${CYCLE_TC:-10+0.1}
 fi
 GOAL=${CYCLE_GOAL:-0.90}
 MULTIPV=${CYCLE_MULTIPV:-2}
@@ -134,5 +142,27 @@ print("unmet book over no-book games %d score %.3f [%.3f, %.3f] elo %s [%s, %s] 
                                       sum(x > 0.5 for x in d), sum(x == 0.5 for x in d),
                                       sum(x < 0.5 for x in d)))
 EOF
+if [ "$CLOCK" -gt 0 ]; then
+	$J match --engine-a builtin --engine-b builtin --book-a "$W/book" --book-b none \
+		--openings "$W/openings.txt" --games "$CLOCK" --tc "$TC" --concurrency "$CONC" \
+		--json --quiet --out "$W/match-clock" >"$W/match-clock.json"
+	python3 - "$W/match-clock.json" "$TC" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+res = d["results"]
+pr = d["pairs"]
+at = [r["exit_clock_ms"][0] for r in res if r["exit_clock_ms"][0]]
+med = lambda v: sorted(v)[len(v) // 2] if v else 0
+f = lambda x: "inf" if x is None else "%+.0f" % x
+late = sum(r["end"] == "time_up" for r in res)
+print("clock %s book over no-book games %d book_plies %.1f score %.3f (+%d =%d -%d) elo %s "
+      "[%s, %s] at the book's exit (median ply %s): its clock %.1f s, the other's %.1f s "
+      "(saved %.1f s) time_up %d" % (
+          sys.argv[2], len(res), d["book_plies"]["a"], d["score"], d["wins"], d["draws"],
+          d["losses"], f(pr["elo"]), f(pr["elo_low"]), f(pr["elo_high"]),
+          d["exit_plies"]["a"].get("median"), med([a for a, b in at]) / 1e3,
+          med([b for a, b in at]) / 1e3, med([a - b for a, b in at]) / 1e3, late))
+EOF
+fi
 echo "bench-cycle: $(($(date +%s) - start)) s in all" >&2
-echo "(goals: the score rises generation by generation to >= $GOAL within 8 generations and <= 30 engine-minutes of thinking; against the unmet opponent the book no worse than none: its score over none, game by game, >= 0.50)"
+echo "(goals: the score rises generation by generation to >= $GOAL within 8 generations and <= 30 engine-minutes of thinking; against the unmet opponent the book no worse than none: its score over none, game by game, >= 0.50; on clocks the book side ahead, its clock at the exit quoted)"

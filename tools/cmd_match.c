@@ -177,6 +177,14 @@ static int print_json(const MatchOptions *opt, const MatchResult *r)
 		                    clocked ? json_pack("[I,I]", (json_int_t)g->clock_ms[0],
 		                                        (json_int_t)g->clock_ms[1])
 		                            : json_null());
+		json_t *ec = json_array();
+		for (int s = 0; s < 2; s++)
+			json_array_append_new(
+			    ec, clocked && g->exit_clock_ms[s][0] >= 0
+			            ? json_pack("[I,I]", (json_int_t)g->exit_clock_ms[s][0],
+			                        (json_int_t)g->exit_clock_ms[s][1])
+			            : json_null());
+		json_object_set_new(o, "exit_clock_ms", ec);
 		json_array_append_new(games, o);
 	}
 	json_t *o = json_pack(

@@ -5,8 +5,9 @@
  * tools/install-deps.sh), with two openings, one generation and small budgets,
  * so that the benchmark cannot rot: it prints the cycle's table with the
  * generation's row, the engine-minutes of thinking, a line for each match
- * against the opponent the book never met, with and without the book, and
- * the book's score over none, game by game.
+ * against the opponent the book never met, with and without the book, the
+ * book's score over none game by game, and the clocked match of the book
+ * against none with the clocks at the book's exit.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,6 +41,8 @@ static void test_bench_cycle__the_smoke_form_prints_every_table(void **state)
 	assert_non_null(strstr(out, "\nunmet book games 4 book_plies "));
 	assert_non_null(strstr(out, "\nunmet no-book games 4 book_plies 0.0 score "));
 	assert_non_null(strstr(out, "\nunmet book over no-book games 4 score "));
+	assert_non_null(strstr(out, "\nclock 1+0.05 book over no-book games 2 book_plies "));
+	assert_non_null(strstr(out, " at the book's exit (median ply "));
 	assert_non_null(strstr(out, "(goals: "));
 	free(out);
 	free(err);

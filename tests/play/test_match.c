@@ -957,6 +957,13 @@ static void test_match__a_book_move_costs_no_clock(void **state)
 	/* B's clock ran down by its ten moves of 100 ms (sudden death: no increment). */
 	for (int i = 1; i < nb; i++) assert_true(gb[i].wtime <= gb[i - 1].wtime - 100);
 	assert_true(ga[0].wtime <= gb[nb - 1].wtime - 100);
+	/* The clocks at each side's exit: at A's, A's whole main time and B's
+	 * clock as A's engine was told it; at B's (its first move), both whole. */
+	json_t *ec = json_object_get(g, "exit_clock_ms");
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(ec, 0), 0)), 2000);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(ec, 0), 1)), ga[0].wtime);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(ec, 1), 0)), 2000);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(ec, 1), 1)), 2000);
 	/* Only A's resignation cost A time. */
 	long long used_a = json_integer_value(jarr(g, "time_ms", 0));
 	assert_int_equal(json_integer_value(jarr(g, "clock_ms", 0)), 2000 - used_a);
