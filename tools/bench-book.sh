@@ -32,7 +32,18 @@
 #      search's nodes drawn within BOOK_JITTER (5) percent of BOOK_NODES
 #      (match --nodes-jitter): other games than the one a deterministic
 #      engine plays per opening and colour, and an opponent whose replies the
-#      walks did not all meet. BOOK_JITTER_GAMES=0 leaves it out.
+#      walks did not all meet. BOOK_JITTER_GAMES=0 leaves it out;
+#   7. book against book at equal compute (BOOK_SELFPLAY=0 leaves it out):
+#      the book a user would make with the same engine-minutes instead,
+#      fairy-stockfish's self-play from the suite at BOOK_NODES, each
+#      search's nodes drawn within BOOK_JITTER percent (other games than the
+#      one an opening and colour give), a new process a game, in batches
+#      until the engines' CPU time reaches the grown book's (BOOK_SECONDS x
+#      BOOK_ENGINES), ingested and minimaxed with the games-only policy
+#      (minimax --games-book most-played); then the grown book (A) against
+#      it (B), both with fairy-stockfish at BOOK_NODES, BOOK_PAIRS pairs:
+#      score, each side's book plies, each side's exit evaluation and the
+#      gain A - B (match's exit evaluations, docs/match.md).
 #
 # Prints per book: book plies a game, exit plies, score, Elo with its 95%
 # interval from the pairs, LOS, one line each; the exits line; the goals.
@@ -58,6 +69,7 @@ JITTER=${BOOK_JITTER:-5}
 CONC=${BOOK_CONCURRENCY:-2}
 EXITN=${BOOK_EXIT_NODES:-500000}
 GJITTER=${BOOK_GROW_JITTER:-0}
+SELFPLAY=${BOOK_SELFPLAY:-1}
 
 . "$(dirname "$0")/bench-lib.sh"
 need_fairy bench-book "$FS"
@@ -77,10 +89,10 @@ $J think "$W/grown" --engine "$FS" --opponent "$FS" --opponent-restart --engines
 $J minimax "$W/grown" --full --quiet >/dev/null
 echo "bench-book: $(cat "$W/think.txt")" >&2
 
-# One match: A = fairy-stockfish with BOOK ($1), B = without; $2 names it,
-# $3 the games, $4 the node jitter (percent).
+# One match: A = fairy-stockfish with BOOK ($1), B = with BOOK $5 (default
+# none); $2 names it, $3 the games, $4 the node jitter (percent).
 play() {
-	$J match --engine-a "$FS" --engine-b "$FS" --book-a "$W/$1" --book-b none \
+	$J match --engine-a "$FS" --engine-b "$FS" --book-a "$W/$1" --book-b "${5:-none}" \
 		--openings "$W/openings.txt" --games "$3" --nodes "$NODES" --nodes-jitter "$4" \
 		--concurrency "$CONC" --restart-engines --json --quiet --out "$W/match-$2" >"$W/match-$2.json"
 	python3 - "$W/match-$2.json" "$2" <<'EOF'
@@ -98,6 +110,11 @@ print("book %s games %d distinct %d book_plies %.1f exit_ply_median %s exit_ply_
     ex.get("q3"), d["score"], d["wins"], d["draws"], d["losses"], pr["count"],
     "/".join(str(x) for x in pr["pentanomial"]), f(pr["elo"]), f(pr["elo_low"]),
     f(pr["elo_high"]), "n/a" if pr["los"] is None else "%.3f" % pr["los"]))
+ee = d["exit_evals"]
+if d["book_plies"]["b"] > 0 and ee["gain"]:
+    print("  against a book: book_plies B %.1f exit eval A %+.0f B %+.0f gain %+.0f se %.0f cp" % (
+        d["book_plies"]["b"], ee["a"]["mean"], ee["b"]["mean"], ee["gain"]["mean"],
+        ee["gain"]["se"]))
 EOF
 }
 play grown grown $((2 * PAIRS)) 0
@@ -109,4 +126,30 @@ fi
 if [ "$JGAMES" -gt 0 ]; then
 	play grown "grown-jitter$JITTER" "$JGAMES" "$JITTER"
 fi
-echo "(goals: the grown book >= 8 book plies a game, score >= 0.55 with the Elo interval's low end above 0 over >= 400 games, and better than the games-only book)"
+if [ "$SELFPLAY" = 1 ]; then
+	# Self-play games until the engines have had the grown book's CPU time.
+	rm -rf "$W/selfplay" "$W/selfplay-book"
+	mkdir -p "$W/selfplay"
+	python3 - "$J" "$FS" "$W" "$NODES" "$JITTER" "$((SECS * ENGINES))" "$CONC" <<'EOF'
+import resource, subprocess, sys
+j, fs, w, nodes, jitter, budget, conc = sys.argv[1:8]
+budget, used, batch, games = float(budget), 0.0, 0, 0
+while used < budget:
+    # A batch of about what is left, at the rate so far (10 games first).
+    n = 10 if not games else max(2, min(50, int((budget - used) / (used / games)) + 1))
+    batch += 1
+    subprocess.run([j, "match", "--engine-a", fs, "--engine-b", fs, "--openings",
+                    w + "/openings.txt", "--games", str(n), "--nodes", nodes, "--nodes-jitter",
+                    jitter, "--seed", str(batch), "--concurrency", conc, "--restart-engines",
+                    "--quiet", "--out", "%s/selfplay/batch-%03d" % (w, batch)],
+                   check=True, stdout=subprocess.DEVNULL)
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used, games = ru.ru_utime + ru.ru_stime, games + n
+print("bench-book: selfplay games %d engine_s %.1f (the grown book's %.0f)" % (games, used, budget),
+      file=sys.stderr)
+EOF
+	$J ingest "$W/selfplay-book" tests/data/floodgate "$W/selfplay" --quiet >/dev/null
+	$J minimax "$W/selfplay-book" --games-book most-played --quiet >/dev/null
+	play grown grown-vs-selfplay $((2 * PAIRS)) 0 "$W/selfplay-book"
+fi
+echo "(goals: the grown book >= 8 book plies a game, score >= 0.55 with the Elo interval's low end above 0 over >= 400 games, better than the games-only book, and ahead of the self-play book of the same engine-minutes in score and exit gain)"
