@@ -949,6 +949,56 @@ static void test_cycle__several_opponents_each_with_its_options(void **state)
 	free(dir);
 }
 
+/*
+ * A search at a node budget is the one the budget asks for, also on a busy
+ * machine: an opponent that takes 2.5 s for 2,000 nodes (a scripted engine
+ * that sleeps) is stopped by the USI driver's usual hard limit (2.06 s: 2,000
+ * nodes at 100,000 a second, times 3, plus 2 s) in a match, and not in the
+ * cycle's, which allows 5,000 nodes a second.
+ */
+static void test_cycle__a_slow_opponent_is_not_stopped_at_the_usual_hard_limit(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], open_path[700], eng[700], body[2600], cwd[1024];
+	planted_book(dir, path, sizeof path, open_path, sizeof open_path);
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	/* Black's move at the start and White's after the book's P*1e: mates. */
+	snprintf(body, sizeof body,
+	         "exec python3 -S '%s/tests/search/fakes/script_engine.py' --moves "
+	         "'G*5b@2500 G*5h@2500'",
+	         cwd);
+	script(eng, sizeof eng, dir, "slow.sh", body);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err,
+	                 "%s match --engine-a builtin --engine-b %s --book-a %s --openings %s "
+	                 "--games 1 --nodes 2000 --out %s/match --quiet",
+	                 ts_joseki(), eng, path, open_path, dir);
+	if (rc) fail_msg("match: exit %d\n%s%s", rc, out, err);
+	free(out);
+	free(err);
+	char log[800];
+	snprintf(log, sizeof log, "%s/match/engine-b-1.log", dir);
+	char *text = ts_read_file(log, NULL);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "hard limit of 2060 ms passed"));
+	free(text);
+	rc = ts_runf(&out, &err,
+	             "%s cycle %s --generations 1 --openings %s --games 2 --opponent %s "
+	             "--nodes 2000 --think-nodes 300 --positions 2 --quiet",
+	             ts_joseki(), path, open_path, eng);
+	if (rc) fail_msg("cycle: exit %d\n%s%s", rc, out, err);
+	assert_non_null(strstr(out, "score 0.000 (+0 =0 -2)"));
+	free(out);
+	free(err);
+	snprintf(log, sizeof log, "%s/cycle/gen-0001/engine-b-1.log", path);
+	text = ts_read_file(log, NULL);
+	assert_non_null(text);
+	assert_null(strstr(text, "hard limit"));
+	free(text);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* cycle --restart-engines: the match's engines get a new process every game
  * (a USI engine that notes each start: more starts than without). */
 static void test_cycle__restart_engines_starts_a_process_a_game(void **state)
@@ -1168,6 +1218,7 @@ int main(void)
 	    cmocka_unit_test(test_cycle__probe_grows_the_lines_the_opponent_plays),
 	    cmocka_unit_test(test_cycle__restart_engines_starts_a_process_a_game),
 	    cmocka_unit_test(test_cycle__several_opponents_each_with_its_options),
+	    cmocka_unit_test(test_cycle__a_slow_opponent_is_not_stopped_at_the_usual_hard_limit),
 	    cmocka_unit_test(test_cycle__the_kept_games_parse_back_and_bad_ones_are_refused),
 	    cmocka_unit_test(test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in),
 	    cmocka_unit_test(
