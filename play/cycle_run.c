@@ -341,24 +341,35 @@ typedef struct {
  * CYCLE_E* (nothing committed). */
 typedef int (*TxnFn)(Run *r, BookDB *db, BookTxn *txn, char *err);
 
-static int with_txn(Run *r, TxnFn fn, const CycleState *s, char *err)
+static int in_txn(Run *r, TxnFn fn, const CycleState *s, bool write, char *err)
 {
 	BookDB *db = NULL;
 	BookTxn *txn = NULL;
 	char berr[BOOKDB_ERRLEN];
 	if (bookdb_open(&db, r->opt->book, NULL, berr) < 0)
 		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EBOOK, "%s", berr);
-	int ret = 0, rc = bookdb_txn_begin(&txn, db, true);
+	int ret = 0, rc = bookdb_txn_begin(&txn, db, write);
 	if (rc < 0) ret = book_fail(err, "cannot write the book", rc);
 	if (ret == 0 && fn) ret = fn(r, db, txn, err);
 	if (ret == 0 && s && (rc = state_put(txn, s)) < 0)
 		ret = book_fail(err, "cannot save the cycle's state", rc);
-	if (ret == 0 && (rc = bookdb_txn_commit(txn)) < 0)
+	if (ret == 0 && write && (rc = bookdb_txn_commit(txn)) < 0)
 		ret = book_fail(err, "cannot write the book", rc);
-	else if (ret != 0)
+	else if (ret != 0 || !write)
 		bookdb_txn_abort(txn);
 	bookdb_free(db);
 	return ret;
+}
+
+static int with_txn(Run *r, TxnFn fn, const CycleState *s, char *err)
+{
+	return in_txn(r, fn, s, true, err);
+}
+
+/* fn in a read transaction (opening the book makes it when missing). */
+static int with_read(Run *r, TxnFn fn, char *err)
+{
+	return in_txn(r, fn, NULL, false, err);
 }
 
 /* Opens the book for a step that makes transactions of its own (think,
@@ -805,7 +816,7 @@ static int play_matches(Run *r, const char *dir, char *err)
 		r->mr = NULL;
 		match_result_free(&mr);
 		if (ret < 0) return ret;
-		if ((ret = with_txn(r, load_state, NULL, err)) < 0) return ret;
+		if ((ret = with_read(r, load_state, err)) < 0) return ret;
 	}
 	return 0;
 }
@@ -828,7 +839,7 @@ int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err)
 		                  "cycle: the book path is too long");
 	snprintf(dir, sizeof dir, "%s/cycle", opt->book);
 	/* Creates the book if needed, then reads where the last run stopped. */
-	if ((ret = with_txn(&r, load_state, NULL, err)) < 0) goto out;
+	if ((ret = with_read(&r, load_state, err)) < 0) goto out;
 	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
 		ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_EBOOK, "%s: %s", dir, strerror(errno));
 		goto out;
