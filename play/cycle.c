@@ -306,8 +306,7 @@ int cycle_prune_txn(CyclePruneStats *st, BookTxn *txn, const CycleGame *games, s
 		MarkNote note;
 		if (!loses_badly(sl.v, sl.n, i, opt, &end, note)) continue;
 		size_t before = st->marked;
-		if ((rc = set_mark(txn, sl.v[i].key, sl.v[i].move, w.rec, &st->marked, note)) <
-		    0)
+		if ((rc = set_mark(txn, sl.v[i].key, sl.v[i].move, w.rec, &st->marked, note)) < 0)
 			ret = book_fail(err, "cannot mark a move", rc);
 		st->opp_marked[sl.v[i].opponent] += st->marked - before;
 	}
@@ -614,7 +613,8 @@ int cycle_keep_won_txn(CycleKeepStats *st, BookTxn *txn, const CycleGame *games,
 			MarkNote note;
 			snprintf(note, sizeof note, "above a won game's move (game %zu)", g + 1);
 			for (int i = 0; i < na && ret == 0; i++)
-				if ((rc = set_mark(txn, key, above[i], w.rec, &st->marked, note)) < 0)
+				if ((rc = set_mark(txn, key, above[i], w.rec, &st->marked, note)) <
+				    0)
 					ret = book_fail(err, "cannot mark a move", rc);
 			if (ret == 0 && st->marked == before) { /* nothing to mark: cannot be */
 				lost = true;

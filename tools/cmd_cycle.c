@@ -273,8 +273,6 @@ int cmd_cycle(int argc, char **argv)
 	bool quiet = false, probe = false, restart = false, json = false;
 	CliEngines ce;
 	cli_engines_init(&ce, MAX_ENGINES, NULL);
-	UsiOption oppo[CLI_MAX_USI_OPTIONS];
-	int noppo = 0;
 	CliPlan cp;
 	cli_plan_init(&cp);
 	opponents_given = &nopp;
@@ -288,7 +286,8 @@ int cmd_cycle(int argc, char **argv)
 	            "an opponent (repeatable; default one built-in engine)",
 	            CLI_MANY(&nopp, CYCLE_OPPONENTS_MAX)),
 	    CLI_FN("--opponent-option", opp_opts, opp_option, "NAME=VALUE", "NAME=VALUE",
-	           "a USI option (setoption) for the --opponent before it, repeatable",
+	           "a USI option (setoption) for the --opponent before it, repeatable (default: "
+	           "none)",
 	           CLI_MANY(&nopp_opts, MAX_OPP_OPTIONS)),
 	    CLI_NUM("--nodes", &nodes, 1, 1000000000, "N",
 	            "the match's nodes a move (default 10000)"),
