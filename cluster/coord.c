@@ -1276,6 +1276,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->select_slices = c->sr_slices;
 	out->select_ahead_ms = c->sr_ahead_ms;
 	out->select_ahead_leaves = c->sr_ahead_leaves;
+	out->selected = (uint64_t)c->sr_n;
 	out->select_short = c->sr_busy;
 	out->store_ms = c->store_ms;
 	out->commit_ms = c->commit_ms;

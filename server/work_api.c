@@ -386,7 +386,7 @@ static char *status_body(const CoordStatus *st)
 	}
 	json_t *o = json_pack(
 	    "{s:I, s:{s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, "
-	    "s:{s:b, s:s, s:I, s:I, s:f}, s:o}",
+	    "s:{s:b, s:s, s:I, s:I, s:f, s:I}, s:o}",
 	    "queue", (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live,
 	    "expired", (json_int_t)st->leases_expired, "results", (json_int_t)st->results,
 	    "results_per_s", st->results_per_s, "failed_tries", (json_int_t)st->failed, "mated",
@@ -394,7 +394,7 @@ static char *status_body(const CoordStatus *st)
 	    "workers", workers, "selector", "restored", st->snapshot_restored, "note",
 	    st->snapshot_note ? st->snapshot_note : "", "checkpoints", (json_int_t)st->checkpoints,
 	    "checkpoints_failed", (json_int_t)st->checkpoints_failed, "checkpoint_s",
-	    st->checkpoint_ms / 1000, "spot", spot_json(st));
+	    st->checkpoint_ms / 1000, "selected", (json_int_t)st->selected, "spot", spot_json(st));
 	/* A re-analysis: its list's progress. */
 	if (o && st->again)
 		json_object_set_new(o, "reanalyse",

@@ -1073,10 +1073,19 @@ static void test_work__a_search_in_slices_answers_204_retry_1_until_done(void **
 	                         "--select-ahead 0");
 	g_child = s->pid;
 	assert_true(s->port > 0);
-	sleep(2); /* alone, it selects between requests */
+	/* Alone, it selects between requests: its first search ends with
+	 * leaves selected, which the status shows (the status is no acquire and
+	 * starts no search). */
+	for (;;) {
+		json_t *j = status(s, tok);
+		long long q = jget(j, "selector", "selected");
+		json_decref(j);
+		if (q > 0) break;
+		usleep(20000);
+	}
 	long retry;
 	long st = acquire_raw(s, tok, &out, &retry);
-	if (st != 200) fail_msg("the first acquire after 2 s: %ld %s", st, out);
+	if (st != 200) fail_msg("the first acquire once positions were queued: %ld %s", st, out);
 	free(out);
 	/* Until a lease came after a busy answer. Not more: the cover policy's
 	 * next search after its batch of this book is spent finds no leaf (204
