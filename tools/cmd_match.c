@@ -414,6 +414,13 @@ int cmd_match(int argc, char **argv)
 		if (match_stop_flag)
 			joseki_error("match: interrupted after %d of %d games", r.played, r.ngames);
 		ret = json ? print_json(&opt, &r) : (print_text(&opt, &r), 0);
+		/* A book that gave no move in any game checked nothing. */
+		for (int sd = 0; sd < 2; sd++)
+			if (opt.side[sd].book && r.played > 0 && r.book_plies[sd] == 0)
+				joseki_error("match: %c's book %s gave no move in any game: the "
+				             "openings lie outside it (query it on an opening's "
+				             "position; docs/match.md)",
+				             'A' + sd, book[sd]);
 		match_result_free(&r);
 	}
 	match_openings_free(openings, opt.nopenings);

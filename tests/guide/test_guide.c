@@ -113,7 +113,7 @@ static void test_guide__the_guide_s_commands_make_what_it_says(void **state)
 	/* The budgets, cut down. */
 	sh = replace(sh, "--engine-seconds 3600", "--engine-seconds 12");
 	sh = replace(sh, "--nodes 200000 --engine-seconds", "--nodes 20000 --engine-seconds");
-	sh = replace(sh, "--games 200 --nodes 20000", "--games 4 --nodes 5000");
+	sh = replace(sh, "--games 100 --nodes 20000", "--games 4 --nodes 5000");
 	sh = replace(sh, "--roots-from-games 20 --nodes 200000",
 	             "--roots-from-games 5 --nodes 20000");
 	sh = replace(sh, "--positions 20", "--positions 6");
@@ -154,6 +154,11 @@ static void test_guide__the_guide_s_commands_make_what_it_says(void **state)
 	/* 5: the match's summary and records. */
 	assert_non_null(strstr(out, "match A "));
 	assert_non_null(strstr(out, "exit eval A "));
+	/* ... and A played from its book. */
+	const char *bp = strstr(out, "book plies A ");
+	assert_non_null(bp);
+	assert_true(strtod(bp + strlen("book plies A "), NULL) > 0);
+	assert_null(strstr(err, "gave no move in any game"));
 	snprintf(path, sizeof path, "%s/match/game-0004.csa", dir);
 	assert_int_equal(access(path, R_OK), 0);
 	/* The cluster: the worker's results are in the book, the backup checks. */

@@ -418,6 +418,27 @@ static void test_match__a_side_with_a_book_plays_its_moves(void **state)
 	assert_true(json_real_value(json_object_get(json_object_get(m, "book_plies"), "b")) == 0.0);
 	json_decref(m);
 	json_decref(q);
+	/* From openings the book does not hold, it checks nothing, and says so;
+	 * from the start position it says nothing. */
+	char path[600];
+	snprintf(path, sizeof path, "%s/far.txt", dir);
+	const char *far = "startpos moves 1g1f 9c9d 9g9f 1c1d 5g5f 5c5d\n";
+	assert_int_equal(ts_write_file(path, far, strlen(far)), 0);
+	rc = ts_runf(&o, &e,
+	             "%s match --engine-a builtin --engine-b builtin --book-a %s/book --games 2 "
+	             "--nodes 300 --max-moves 12 --openings %s",
+	             ts_joseki(), dir, path);
+	assert_int_equal(rc, 0);
+	if (!strstr(e, "A's book") || !strstr(e, "gave no move in any game"))
+		fail_msg("no word of the unused book: %s", e);
+	free(o), free(e);
+	rc = ts_runf(&o, &e,
+	             "%s match --engine-a builtin --engine-b builtin --book-a %s/book --games 2 "
+	             "--nodes 300 --max-moves 12",
+	             ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	assert_null(strstr(e, "gave no move"));
+	free(o), free(e);
 	ts_rmtree(dir);
 	free(dir);
 }
