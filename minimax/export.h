@@ -80,14 +80,15 @@ typedef struct {
 	bool with_avoided;       /* also moves joseki prune marked avoided (left out by default) */
 	ExportDepth depth_field; /* YaneuraOu: what the depth field says */
 	/* Partial books (docs/minimax.md, "Partial books"). */
-	int min_ply;              /* positions first seen before this ply are left out (0: all) */
+	int min_ply;              /* positions first seen before this ply are left out (0: all;
+	                             export_kif: refused) */
 	uint32_t min_games;       /* moves played in fewer games are left out (0: all) */
 	ExportSide side;          /* the book for one side: YaneuraOu and Apery write only its
 	                             positions; every format follows all the other side's
 	                             replies from the roots */
 	const char *const *roots; /* position specs (NULL/0: every position; KIF: the start) */
 	int nroots;
-	ExportCount count; /* YaneuraOu and Apery: the count field */
+	ExportCount count; /* YaneuraOu and Apery: the count field (KIF: none) */
 	/* KIF and KI2 (export_kif): the tree's depth from its root (0:
 	 * EXPORT_KIF_PLIES), KI2 instead of KIF, Shift_JIS (CP932) instead of
 	 * UTF-8, and the book's name for the header's comment (may be NULL). */
@@ -112,6 +113,7 @@ typedef struct {
 	size_t from_games; /* positions written whose values come from games alone */
 	int depth_lo, value_lo[2], ply_hi;
 	size_t reached; /* with roots: positions reached from them (before the side filter) */
+	int tree_plies; /* KIF, KI2: the longest line of the tree, plies */
 } ExportStats;
 
 /*
@@ -147,9 +149,12 @@ JOSEKI_MUST_USE int export_apery(ExportStats *stats, BookDB *db, const char *out
  * plies; each move's value and source, depth and games in comment lines, a
  * repetition of the line or a position outside the book ends a line. UTF-8
  * (`#KIF version=2.0 encoding=UTF-8`), or Shift_JIS with opt->sjis. stats:
- * positions (expanded), moves (written). Fails as export_yaneuraou, or with
- * EXPORT_EINVAL for more than one root, a root not in the book or a tree of
- * more than EXPORT_KIF_MAX_MOVES moves.
+ * positions (expanded), moves (written), tree_plies (the longest line, which
+ * the start position's comment states with the options that cut it). Fails
+ * as export_yaneuraou, or with EXPORT_EINVAL for more than one root, a root
+ * not in the book, a tree of more than EXPORT_KIF_MAX_MOVES moves, or
+ * opt->min_ply (a tree starts at its root; opt->max_ply and opt->plies cut
+ * it). opt->count is not used (a tree has no count field).
  */
 JOSEKI_MUST_USE int export_kif(ExportStats *stats, BookDB *db, const char *out_path,
                                const ExportOptions *opt, char *err);

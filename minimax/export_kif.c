@@ -49,6 +49,7 @@ typedef struct {
 	size_t tlen, tcap;
 	Key path[EXPORT_KIF_MAX_PLIES + 2];
 	int plies;
+	int deepest;      /* the longest line's plies */
 	BookRecord *recs; /* one a depth (the recursion's records) */
 	BookRecord *child;
 	OutMove *mv; /* one array a depth */
@@ -171,6 +172,7 @@ static void build(Kif *k, uint32_t node, Position *pos, int depth)
 			k->nodes[prev].next = c;
 		prev = c;
 		k->st->moves++;
+		if (depth + 1 > k->deepest) k->deepest = depth + 1;
 		pos_do_move(pos, mv[i].move);
 		/* A position of the line again: the line repeats, and ends. */
 		bool rep = false;
@@ -251,6 +253,20 @@ static const char *moves_name(const ExportOptions *opt, char *buf, size_t n)
 	return buf;
 }
 
+/* The options that cut the tree, as given ("--plies 6, --max-ply 2"). */
+static const char *cuts(const Kif *k, char *buf, size_t n)
+{
+	const ExportOptions *opt = k->opt;
+	int len = snprintf(buf, n, "--plies %d", k->plies);
+	if (opt->max_ply > 0 && len >= 0 && (size_t)len < n)
+		len += snprintf(buf + len, n - (size_t)len, ", --max-ply %d", opt->max_ply);
+	if (opt->min_depth > 0 && len >= 0 && (size_t)len < n)
+		len += snprintf(buf + len, n - (size_t)len, ", --min-depth %d", opt->min_depth);
+	if (opt->min_games > 0 && len >= 0 && (size_t)len < n)
+		len += snprintf(buf + len, n - (size_t)len, ", --min-games %u", opt->min_games);
+	return buf;
+}
+
 /* Converts the UTF-8 file at from into Shift_JIS (CP932) at to. */
 static int to_sjis(const char *from, const char *to, char *err)
 {
@@ -317,6 +333,11 @@ int export_kif(ExportStats *stats, BookDB *db, const char *out_path, const Expor
 		          opt->nroots);
 		goto done;
 	}
+	if (opt->min_ply > 0) {
+		rc = fail(err, EXPORT_ERRLEN, EXPORT_EINVAL,
+		          "a KIF record starts at its root: no --min-ply (give the root)");
+		goto done;
+	}
 	const char *spec = opt->nroots ? opt->roots[0] : "startpos";
 	char perr[SHOGI_ERRLEN];
 	if (position_parse(pos, spec, perr) < 0) {
@@ -361,7 +382,7 @@ int export_kif(ExportStats *stats, BookDB *db, const char *out_path, const Expor
 		free(start);
 		goto done;
 	}
-	char mv[64];
+	char mv[64], cut[128];
 	pos_set_startpos(pos);
 	bool startpos = key_equal(root, pos_key(pos));
 	if (!opt->sjis)
@@ -379,7 +400,9 @@ int export_kif(ExportStats *stats, BookDB *db, const char *out_path, const Expor
 	}
 	fputs("先手：\n後手：\n", f);
 	if (!opt->ki2) fputs("手数----指手---------消費時間--\n", f);
-	fprintf(f, "*joseki: the book from %s, %d plies, %s%s%s\n", spec, k.plies,
+	/* The tree's real depth, then what cut it. */
+	fprintf(f, "*joseki: the book from %s, %d pl%s deep (%s), %s%s%s\n", spec, k.deepest,
+	        k.deepest == 1 ? "y" : "ies", cuts(&k, cut, sizeof cut),
 	        moves_name(opt, mv, sizeof mv),
 	        opt->side == EXPORT_SIDE_BOTH    ? " for both sides"
 	        : opt->side == EXPORT_SIDE_BLACK ? " for Black (White: every reply)"
@@ -418,6 +441,7 @@ done:
 	free(pos);
 	free(tmp);
 	free(tmp8);
+	st.tree_plies = k.deepest;
 	if (stats) *stats = st;
 	return rc;
 }

@@ -15,9 +15,12 @@
  * are written (the minimax value, or before minimax the move's own analysis:
  * never a game comment); a position without one is left out. The filters
  * make partial books (a ply range, one side's positions, moves within CP of
- * the best, a depth or games floor, the positions reached from roots). A
- * YaneuraOu export lists the engine options that make it play the book as
- * it is.
+ * the best, a depth or games floor, the positions reached from roots); a
+ * KIF or KI2 tree takes them all but --min-ply (it starts at its root) and
+ * has no count field (--count). Filters that contradict each other or would
+ * be ignored (--min-ply past --max-ply, --window without --moves window) are
+ * usage errors. A YaneuraOu export lists the engine options that make it
+ * play the book as it is.
  */
 #include <errno.h>
 #include <limits.h>
@@ -210,6 +213,7 @@ int cmd_export(int argc, char **argv)
 	int format = -1;   /* -1: as OUT's name says */
 	int encoding = -1; /* -1: as OUT's name says; 0 UTF-8, 1 Shift_JIS */
 	uint64_t min_games = 0;
+	bool window_given = false, count_given = false;
 	ExportOptions opt = {.moves = EXPORT_MOVES_WINDOW, .window = 30};
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
@@ -220,12 +224,14 @@ int cmd_export(int argc, char **argv)
 	    CLI_ENUM("--moves", &opt.moves, "best|window|all", MOVES,
 	             "the best move, those within --window of it (default), all"),
 	    CLI_NUM("--window", &opt.window, 0, 64000, "CP",
-	            "the window below the best (default 30)"),
+	            "with --moves window: the window below the best (default 30)",
+	            CLI_TAG(&window_given, true)),
 	    CLI_NUM("--min-depth", &opt.min_depth, 0, 255, "D",
 	            "moves with an evaluation at least this deep (default 0: any)"),
 	    CLI_NUM("--min-games", &min_games, 0, UINT32_MAX, "N",
 	            "moves played in at least N games (default 0: any)"),
-	    CLI_NUM("--min-ply", &opt.min_ply, 1, 65535, "N", "positions from ply N (default 1)"),
+	    CLI_NUM("--min-ply", &opt.min_ply, 1, 65535, "N",
+	            "YaneuraOu, Apery: positions from ply N (default 1)"),
 	    CLI_NUM("--max-ply", &opt.max_ply, 1, 65535, "N",
 	            "positions up to ply N (default: every ply)"),
 	    CLI_ENUM("--side", &opt.side, "black|white", SIDES,
@@ -239,8 +245,9 @@ int cmd_export(int argc, char **argv)
 	            "roots as --root, one a line (# comments; default: none)"),
 	    CLI_FLAG("--with-avoided", &opt.with_avoided, "also the moves marked avoided"),
 	    CLI_ENUM("--count", &opt.count, "value|games|one", NULL,
-	             "the count field: games, raised so that the count order is the value "
-	             "order (default); games as they are (most played first); 1"),
+	             "YaneuraOu, Apery: the count field: games, raised so that the count order "
+	             "is the value order (default); games as they are (most played first); 1",
+	             CLI_TAG(&count_given, true)),
 	    CLI_ENUM("--depth-field", &opt.depth_field, "search|distance", NULL,
 	             "YaneuraOu's depth field: the analysis's search depth (default), or the "
 	             "plies to the leaf as makebook peta_shock writes it"),
@@ -260,9 +267,31 @@ int cmd_export(int argc, char **argv)
 	int by_name = format_of(out, &sjis);
 	if (format < 0) format = by_name;
 	if (encoding >= 0) sjis = encoding == 1;
-	if (format != FORMAT_KIF && format != FORMAT_KI2 && (opt.plies || encoding >= 0))
+	bool tree = format == FORMAT_KIF || format == FORMAT_KI2;
+	if (!tree && (opt.plies || encoding >= 0))
 		return cli_usage_error(&cmd, "--plies and --encoding are for --format kif or ki2");
-	if (format != FORMAT_KIF && format != FORMAT_KI2) sjis = false;
+	/* A tree starts at its root and has no count field. */
+	if (tree && (opt.min_ply || count_given))
+		return cli_usage_error(
+		    &cmd,
+		    "%s is for the yaneuraou and apery formats: a KIF or KI2 tree "
+		    "%s",
+		    opt.min_ply ? "--min-ply" : "--count",
+		    opt.min_ply ? "starts at its root (give --root the position "
+		                  "to start from; --max-ply and --plies cut it)"
+		                : "has no count field");
+	if (opt.min_ply && opt.max_ply && opt.min_ply > opt.max_ply)
+		return cli_usage_error(&cmd,
+		                       "--min-ply %d is past --max-ply %d: no position is left",
+		                       opt.min_ply, opt.max_ply);
+	if (window_given && opt.moves != EXPORT_MOVES_WINDOW)
+		return cli_usage_error(&cmd,
+		                       "--window is for --moves window (the default); --moves %s "
+		                       "writes %s",
+		                       opt.moves == EXPORT_MOVES_ALL ? "all" : "best",
+		                       opt.moves == EXPORT_MOVES_ALL ? "every valued move"
+		                                                     : "the best move alone");
+	if (!tree) sjis = false;
 	opt.min_games = (uint32_t)min_games;
 	opt.ki2 = format == FORMAT_KI2;
 	opt.sjis = sjis;
@@ -299,7 +328,7 @@ int cmd_export(int argc, char **argv)
 	char msg[EXPORT_ERRLEN];
 	bool progress = !quiet && isatty(2);
 	if (progress) opt.progress = on_progress;
-	bool apery = format == FORMAT_APERY, kif = format == FORMAT_KIF || format == FORMAT_KI2;
+	bool apery = format == FORMAT_APERY, kif = tree;
 	int rc = kif     ? export_kif(&st, db, out, &opt, msg)
 	         : apery ? export_apery(&st, db, out, &opt, msg)
 	                 : export_yaneuraou(&st, db, out, &opt, msg);
@@ -320,6 +349,7 @@ int cmd_export(int argc, char **argv)
 			json_object_set_new(o, "reached", json_integer((json_int_t)st.reached));
 		if (o && kif) {
 			json_object_set_new(o, "format", json_string(opt.ki2 ? "ki2" : "kif"));
+			json_object_set_new(o, "plies", json_integer(st.tree_plies));
 			json_object_set_new(o, "encoding", json_string(sjis ? "sjis" : "utf-8"));
 		} else if (o && apery) {
 			json_object_set_new(o, "format", json_string("apery"));
@@ -337,10 +367,11 @@ int cmd_export(int argc, char **argv)
 		}
 		if (joseki_print_json(o, 0) < 0) goto done;
 	} else if (kif) {
-		printf("export: a %s tree of %zu positions and %zu moves from %s (%s), wrote %s, "
-		       "%.0f ms\n",
-		       opt.ki2 ? "KI2" : "KIF", st.positions, st.moves,
-		       nroots ? opt.roots[0] : "startpos", sjis ? "Shift_JIS" : "UTF-8", out, ms);
+		printf("export: a %s tree of %zu positions and %zu moves, %d pl%s deep, from %s "
+		       "(%s), wrote %s, %.0f ms\n",
+		       opt.ki2 ? "KI2" : "KIF", st.positions, st.moves, st.tree_plies,
+		       st.tree_plies == 1 ? "y" : "ies", nroots ? opt.roots[0] : "startpos",
+		       sjis ? "Shift_JIS" : "UTF-8", out, ms);
 	} else {
 		if (!apery && !quiet && st.positions) yo_options(NULL, out, &st, &opt);
 		if (nroots)

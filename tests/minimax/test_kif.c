@@ -149,6 +149,17 @@ static void expect(const char *spec, int depth, int plies, char **out, size_t *l
 	}
 }
 
+/* The tree an export of spec to plies must read back as: the start's
+ * comment, then expect's moves. */
+static char *want_tree(const char *comment, const char *spec, int plies)
+{
+	char *out = NULL;
+	size_t len = 0;
+	tree_line(&out, &len, 0, "-", comment, strlen(comment));
+	expect(spec, 1, plies, &out, &len);
+	return out;
+}
+
 static void test_kif__the_export_reads_back_as_the_tree_of_the_book(void **state)
 {
 	(void)state;
@@ -156,13 +167,11 @@ static void test_kif__the_export_reads_back_as_the_tree_of_the_book(void **state
 	snprintf(book, sizeof book, "%s/book", dir);
 	for (size_t i = 0; i < NBOOK; i++)
 		ts_plant(book, BOOK[i].spec, BOOK[i].moves, BOOK[i].depth);
-	char *want = NULL;
-	size_t wlen = 0;
-	tree_line(&want, &wlen, 0, "-",
-	          "joseki: the book from startpos, 6 plies, every valued move for both sides",
-	          strlen("joseki: the book from startpos, 6 plies, every valued move for both "
-	                 "sides"));
-	expect("startpos", 1, 6, &want, &wlen);
+	/* The start's comment says how deep the tree is (its longest line: the
+	 * book ends 4 plies in) and what may cut it. */
+	char *want = want_tree("joseki: the book from startpos, 4 plies deep (--plies 6), every "
+	                       "valued move for both sides",
+	                       "startpos", 6);
 	static const char *const NAMES[] = {"book.kifu", "book.kif", "book.ki2u", "book.ki2"};
 	for (size_t f = 0; f < 4; f++) {
 		snprintf(path, sizeof path, "%s/%s", dir, NAMES[f]);
@@ -179,12 +188,9 @@ static void test_kif__the_export_reads_back_as_the_tree_of_the_book(void **state
 		free(bytes);
 	}
 	/* From another root: a board diagram, moves numbered from 1 after it. */
-	char *rwant = NULL;
-	size_t rlen = 0;
-	static const char RC[] = "joseki: the book from startpos moves 7g7f, 3 plies, every valued "
-	                         "move for both sides";
-	tree_line(&rwant, &rlen, 0, "-", RC, strlen(RC));
-	expect("startpos moves 7g7f", 1, 3, &rwant, &rlen);
+	char *rwant = want_tree("joseki: the book from startpos moves 7g7f, 3 plies deep (--plies "
+	                        "3), every valued move for both sides",
+	                        "startpos moves 7g7f", 3);
 	snprintf(path, sizeof path, "%s/root.kifu", dir);
 	assert_int_equal(
 	    ts_runf(NULL, NULL,
@@ -228,6 +234,83 @@ static void test_kif__the_export_reads_back_as_the_tree_of_the_book(void **state
 		print_message("tsshogi missing: the second reader's check was not run\n");
 	}
 	free(want);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* Every line of a tree (joseki_tree's) at depth d starting with move usi. */
+static bool has_line(const char *tree, int d, const char *usi)
+{
+	char needle[32];
+	snprintf(needle, sizeof needle, "\n%d %s ", d, usi);
+	return strstr(tree, needle) != NULL;
+}
+
+/* The filters cut the tree as the docs say (--max-ply, --min-games,
+ * --min-depth), the start's comment states the depth the tree really has
+ * and the options that cut it, and --min-ply and --count, which a tree
+ * cannot take, are usage errors. */
+static void test_kif__the_filters_cut_the_tree_and_its_comment_says_how_deep(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[700], path[800];
+	snprintf(book, sizeof book, "%s/book", dir);
+	plant_tree(book);
+	snprintf(path, sizeof path, "%s/cut.kifu", dir);
+	/* --max-ply 2: the positions up to ply 2 have their moves written, the
+	 * tree is 2 plies deep although --plies allows 6. */
+	char *out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s export %s %s --plies 6 --max-ply 2 --moves all",
+	                         ts_joseki(), book, path),
+	                 0);
+	assert_non_null(strstr(out, "2 plies deep"));
+	free(out);
+	char *want = want_tree("joseki: the book from startpos, 2 plies deep (--plies 6, --max-ply "
+	                       "2), every valued move for both sides",
+	                       "startpos", 2);
+	char *got = joseki_tree(path);
+	if (strcmp(got, want)) fail_msg("--max-ply 2:\nwanted:\n%s\ngot:\n%s", want, got);
+	free(got);
+	free(want);
+	/* --min-games 4: only moves of 4 games or more (7g7f 10, 3c3d 6, 8c8d
+	 * 4, then 2g2f 5 and 4, then 8c8d 5). */
+	assert_int_equal(ts_runf(NULL, NULL, "%s export %s %s --plies 6 --moves all --min-games 4",
+	                         ts_joseki(), book, path),
+	                 0);
+	got = joseki_tree(path);
+	assert_true(has_line(got, 1, "7g7f") && has_line(got, 2, "3c3d") &&
+	            has_line(got, 2, "8c8d") && has_line(got, 3, "2g2f") &&
+	            has_line(got, 4, "8c8d"));
+	assert_false(has_line(got, 1, "2g2f") || has_line(got, 1, "5g5f") ||
+	             has_line(got, 2, "4c4d") || has_line(got, 3, "6i7h") ||
+	             has_line(got, 4, "4c4d"));
+	assert_non_null(strstr(got, "4 plies deep (--plies 6, --min-games 4)"));
+	free(got);
+	/* --min-depth 10: the moves of positions analysed shallower (depths 9,
+	 * 8 and 6) go, those of 10 and deeper stay. */
+	assert_int_equal(ts_runf(NULL, NULL, "%s export %s %s --plies 6 --moves all --min-depth 10",
+	                         ts_joseki(), book, path),
+	                 0);
+	got = joseki_tree(path);
+	assert_non_null(strstr(got, "depth 20"));
+	assert_non_null(strstr(got, "depth 10"));
+	assert_null(strstr(got, "depth 9"));
+	assert_null(strstr(got, "depth 8"));
+	assert_null(strstr(got, "depth 6"));
+	assert_true(has_line(got, 4, "4c4d"));
+	free(got);
+	/* What a tree cannot take: a usage error naming it, nothing written. */
+	static const char *const BAD[] = {"--min-ply 5 --plies 4", "--count games"};
+	snprintf(path, sizeof path, "%s/bad.kifu", dir);
+	for (size_t i = 0; i < 2; i++) {
+		char *err = NULL, opt[16];
+		snprintf(opt, sizeof opt, "%.*s", (int)strcspn(BAD[i], " "), BAD[i]);
+		int rc = ts_runf(NULL, &err, "%s export %s %s %s", ts_joseki(), book, path, BAD[i]);
+		if (rc != 2 || !strstr(err, opt) || !strstr(err, "KIF"))
+			fail_msg("export %s: exit %d, said '%s'", BAD[i], rc, err);
+		assert_null(ts_read_file(path, NULL));
+		free(err);
+	}
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -321,6 +404,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_kif__the_export_reads_back_as_the_tree_of_the_book),
+	    cmocka_unit_test(test_kif__the_filters_cut_the_tree_and_its_comment_says_how_deep),
 	    cmocka_unit_test(test_kif__both_readers_agree_on_a_gui_export_and_the_bundled_book),
 	};
 	shogi_init();

@@ -265,6 +265,40 @@ static void test_partial__each_filter_gives_the_positions_the_test_computes(void
 	free(dir);
 }
 
+/* Filters that contradict each other, or one that the rest would make
+ * ignored, are usage errors naming them (exit 2, nothing written); their
+ * meaningful neighbours still write. */
+static void test_partial__contradictory_or_ignored_filters_are_usage_errors(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *book = plant_book(dir), out[800];
+	snprintf(out, sizeof out, "%s/e.db", dir);
+	static const struct {
+		const char *args, *says[2];
+	} BAD[] = {
+	    {"--min-ply 10 --max-ply 5", {"--min-ply 10", "--max-ply 5"}},
+	    {"--moves all --window 5", {"--window", "--moves all"}},
+	    {"--moves best --window 5", {"--window", "--moves best"}},
+	};
+	for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
+		char *o = NULL, *e = NULL;
+		int rc = ts_runf(&o, &e, "%s export %s %s %s", ts_joseki(), book, out, BAD[i].args);
+		if (rc != 2 || !strstr(e, BAD[i].says[0]) || !strstr(e, BAD[i].says[1]))
+			fail_msg("export %s: exit %d, said '%s'", BAD[i].args, rc, e);
+		assert_string_equal(o, "");
+		assert_null(ts_read_file(out, NULL));
+		free(o);
+		free(e);
+	}
+	/* A range of one ply, a window with the window's moves: written. */
+	check(book, dir, "--min-ply 3 --max-ply 3 --moves all",
+	      &(Filter){.min_ply = 3, .max_ply = 3, .side = -1, .window = -1});
+	check(book, dir, "--moves window --window 10", &(Filter){.side = -1, .window = 10});
+	ts_rmtree(dir);
+	free(book);
+	free(dir);
+}
+
 /* The start position's move lines of a YaneuraOu export: "move count". */
 static char *start_lines(const char *path)
 {
@@ -362,6 +396,7 @@ int main(void)
 	    cmocka_unit_test(test_partial__each_filter_gives_the_positions_the_test_computes),
 	    cmocka_unit_test(
 	        test_partial__the_count_field_keeps_value_deciding_unless_asked_for_games),
+	    cmocka_unit_test(test_partial__contradictory_or_ignored_filters_are_usage_errors),
 	};
 	shogi_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);
