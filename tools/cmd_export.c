@@ -20,7 +20,7 @@
  * has no count field (--count). Filters that contradict each other or would
  * be ignored (--min-ply past --max-ply, --window without --moves window) are
  * usage errors. A YaneuraOu export lists the engine options that make it
- * play the book as it is.
+ * play the book as it is (those of a side it has positions of).
  */
 #include <errno.h>
 #include <limits.h>
@@ -120,9 +120,11 @@ static void yo_options(json_t *o, const char *out, const ExportStats *st, const 
 	static const char *const SIDE[2] = {"Black", "White"};
 	static const int LIMIT[2] = {EXPORT_YO_BLACK_LIMIT, EXPORT_YO_WHITE_LIMIT};
 	for (int c = 0; c < 2; c++) {
+		/* Nothing to say of a side the file has no position of. */
+		if (st->value_lo[c] == INT_MAX) continue;
 		char name[32];
 		snprintf(name, sizeof name, "BookEval%sLimit", SIDE[c]);
-		int lo = st->value_lo[c] == INT_MAX ? LIMIT[c] : st->value_lo[c];
+		int lo = st->value_lo[c];
 		snprintf(v, sizeof v, "%d", lo < LIMIT[c] ? lo : LIMIT[c]);
 		snprintf(why, sizeof why,
 		         "%s's lowest best move is valued %d; the default %d leaves out %zu "

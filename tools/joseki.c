@@ -32,7 +32,7 @@ static const struct {
     {"select", cmd_select, "leaves the selector would send next"},
     {"think", cmd_think, "grow the book"},
     {"minimax", cmd_minimax, "back values up over the book (incremental unless --full)"},
-    {"export", cmd_export, "write a YaneuraOu or Apery book"},
+    {"export", cmd_export, "write a YaneuraOu or Apery book, or the tree as a KIF or KI2 record"},
     {"peta-shock", cmd_peta_shock, "YaneuraOu makebook peta_shock"},
     {"usi", cmd_usi, "the built-in engine as a USI engine on stdin/stdout"},
     {"bench", cmd_bench, "fixed-depth search of the bench positions"},

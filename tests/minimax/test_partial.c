@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "shogi/apery.h"
 #include "shogi/notation.h"
@@ -299,6 +300,46 @@ static void test_partial__contradictory_or_ignored_filters_are_usage_errors(void
 	free(dir);
 }
 
+/* The YaneuraOu options printed after an export speak of the sides the
+ * file has positions of: no BookEvalBlackLimit for a book of White's
+ * positions (--side white, or a root whose reach holds only White's). */
+static void test_partial__yaneuraou_advice_names_only_the_sides_the_file_has(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *book = plant_book(dir), out[800];
+	snprintf(out, sizeof out, "%s/w.db", dir);
+	static const char *const WHITE_ONLY[] = {"--side white",
+	                                         "--root 'startpos moves 7g7f' --max-ply 2"};
+	for (size_t i = 0; i < 2; i++) {
+		char *o = NULL;
+		assert_int_equal(ts_runf(&o, NULL, "%s export %s %s %s --moves all", ts_joseki(),
+		                         book, out, WHITE_ONLY[i]),
+		                 0);
+		char *text = ts_read_file(out, NULL);
+		assert_null(strstr(text, " b ")); /* no Black position in the file */
+		assert_non_null(strstr(text, " w "));
+		free(text);
+		if (strstr(o, "BookEvalBlackLimit") || !strstr(o, "BookEvalWhiteLimit"))
+			fail_msg("export %s said:\n%s", WHITE_ONLY[i], o);
+		free(o);
+		json_t *j = ts_run_json(0, "%s export %s %s %s --moves all --json", ts_joseki(),
+		                        book, out, WHITE_ONLY[i]);
+		json_t *yo = json_object_get(j, "yaneuraou_options");
+		assert_null(json_object_get(yo, "BookEvalBlackLimit"));
+		assert_non_null(json_object_get(yo, "BookEvalWhiteLimit"));
+		json_decref(j);
+	}
+	/* Both sides: both limits. */
+	char *o = NULL;
+	assert_int_equal(ts_runf(&o, NULL, "%s export %s %s", ts_joseki(), book, out), 0);
+	assert_non_null(strstr(o, "BookEvalBlackLimit"));
+	assert_non_null(strstr(o, "BookEvalWhiteLimit"));
+	free(o);
+	ts_rmtree(dir);
+	free(book);
+	free(dir);
+}
+
 /* The start position's move lines of a YaneuraOu export: "move count". */
 static char *start_lines(const char *path)
 {
@@ -397,6 +438,7 @@ int main(void)
 	    cmocka_unit_test(
 	        test_partial__the_count_field_keeps_value_deciding_unless_asked_for_games),
 	    cmocka_unit_test(test_partial__contradictory_or_ignored_filters_are_usage_errors),
+	    cmocka_unit_test(test_partial__yaneuraou_advice_names_only_the_sides_the_file_has),
 	};
 	shogi_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);

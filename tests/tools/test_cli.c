@@ -70,6 +70,24 @@ static void test_cli__every_command_has_help_naming_its_options(void **state)
 	free(names);
 }
 
+/* `joseki help` says what each command writes: export's line names every
+ * format it writes. */
+static void test_cli__help_names_every_format_export_writes(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s help", ts_joseki()), 0);
+	const char *line = strstr(out, "\n  export ");
+	assert_non_null(line);
+	char text[200];
+	snprintf(text, sizeof text, "%.*s", (int)strcspn(line + 1, "\n"), line + 1);
+	static const char *const FORMATS[] = {"YaneuraOu", "Apery", "KIF", "KI2"};
+	for (size_t i = 0; i < 4; i++)
+		if (!strstr(text, FORMATS[i]))
+			fail_msg("help's export line lacks %s: '%s'", FORMATS[i], text);
+	free(out);
+}
+
 static void test_cli__bad_usage_reads_the_same_for_every_command(void **state)
 {
 	(void)state;
@@ -478,6 +496,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cli__every_command_has_help_naming_its_options),
+	    cmocka_unit_test(test_cli__help_names_every_format_export_writes),
 	    cmocka_unit_test(test_cli__bad_usage_reads_the_same_for_every_command),
 	    cmocka_unit_test(test_cli__values_and_positionals_go_where_the_table_says),
 	    cmocka_unit_test(test_cli__exit_codes_and_messages_name_the_users_inputs),
