@@ -28,6 +28,19 @@ int bookdb_move_value(const BookRecord *rec, const BookMove *m)
 	return (rec->flags & BOOKDB_REC_MINIMAX) ? m->value : m->eval;
 }
 
+bool bookdb_position_value(int *value, const BookRecord *rec)
+{
+	bool known = false;
+	for (int i = 0; i < rec->nmoves; i++) {
+		const BookMove *m = &rec->moves[i];
+		if ((m->flags & BOOKDB_MOVE_AVOIDED) || !bookdb_move_valued(rec, m)) continue;
+		int v = bookdb_move_value(rec, m);
+		if (!known || v > *value) *value = v;
+		known = true;
+	}
+	return known;
+}
+
 const char *bookdb_value_source(const BookRecord *rec, const BookMove *m)
 {
 	if (!bookdb_move_valued(rec, m)) return NULL;

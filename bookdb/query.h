@@ -36,6 +36,13 @@ bool bookdb_move_valued(const BookRecord *rec, const BookMove *m);
  * when bookdb_move_valued. */
 int bookdb_move_value(const BookRecord *rec, const BookMove *m);
 
+/* The position's value for its side to move: the best value of rec's valued
+ * moves not avoided (minimax's value once it has run on the record, else the
+ * analysis's best); a preference does not change it (what the book gives up
+ * by its choice is at most the window). False, *value untouched, when no
+ * such move has a value. */
+bool bookdb_position_value(int *value, const BookRecord *rec);
+
 /*
  * Where the value of move m of rec comes from, or NULL when it has none:
  * "thought" (the move's own engine analysis: think, a worker), "imported" (an

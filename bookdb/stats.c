@@ -7,6 +7,7 @@
 #include "shogi/errmsg.h"
 #include "shogi/clock.h"
 #include "bookdb/index.h"
+#include "bookdb/query.h"
 #include "shogi/keymap.h"
 
 #include <jansson.h>
@@ -147,13 +148,7 @@ int bookdb_stats_until(BookStats *st, BookDB *db, BookTxn *txn, bool full, const
 	if ((rc = bookdb_space(&st->space, txn))) goto done;
 	pos_set_startpos(pos);
 	if (bookdb_get(rec, txn, pos_key(pos)) == 0 && (rec->flags & BOOKDB_REC_MINIMAX))
-		for (int i = 0; i < rec->nmoves; i++) {
-			const BookMove *m = &rec->moves[i];
-			/* The value the book plays on: valued, not avoided. */
-			if (m->value == INT16_MIN || (m->flags & BOOKDB_MOVE_AVOIDED)) continue;
-			if (!st->root_known || m->value > st->root_value) st->root_value = m->value;
-			st->root_known = 1;
-		}
+		st->root_known = bookdb_position_value(&st->root_value, rec);
 	rc = 0;
 done:
 	free(rec);

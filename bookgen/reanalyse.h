@@ -34,7 +34,10 @@ typedef struct {
 } ThinkAgainCriteria;
 
 /* The criteria as text ("depth<20 nodes<100000 source=imported"), the
- * campaign's name in the book; out holds THINK_AGAIN_TEXT bytes. */
+ * campaign's name in the book: every criterion, those not given too ("depth<0
+ * nodes<0 source=any"), and never to change (a campaign under way would
+ * start again). Users see the criteria as given (tools/cli_again.c). out
+ * holds THINK_AGAIN_TEXT bytes. */
 #define THINK_AGAIN_TEXT 96
 void think_again_text(const ThinkAgainCriteria *c, char out[THINK_AGAIN_TEXT]);
 

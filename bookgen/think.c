@@ -163,14 +163,23 @@ static void fill_record(BookRecord *rec, bool found, const Position *pos, const 
 	rec->think_depth = (uint8_t)depth;
 }
 
-/* Seconds left by the time or position limit, el seconds in; -1: no limit. */
+/* A re-analysis: the positions of its list not thought yet. */
+static uint64_t again_left(const Think *t)
+{
+	uint64_t thought = t->out->thought;
+	return t->opt->nagain > thought ? t->opt->nagain - thought : 0;
+}
+
+/* Seconds left by the time or position limit (a re-analysis: also the end of
+ * its list), el seconds in; -1: no limit. */
 static double eta(const Think *t, double el)
 {
 	const ThinkOptions *opt = t->opt;
-	uint64_t thought = t->out->thought;
+	uint64_t thought = t->out->thought, limit = opt->max_positions;
 	if (opt->max_seconds > 0) return opt->max_seconds > el ? opt->max_seconds - el : 0.0;
-	if (opt->max_positions && thought)
-		return el * (double)(opt->max_positions - thought) / (double)thought;
+	if (opt->again && (!limit || opt->nagain < limit)) limit = opt->nagain;
+	if (limit && thought)
+		return el * (double)(limit > thought ? limit - thought : 0) / (double)thought;
 	return -1;
 }
 
@@ -524,6 +533,11 @@ static void progress(Think *t, const char *phase, double now)
 	                   .busy = busy / (t->n * (now - t->start)),
 	                   .seconds = el,
 	                   .eta = -1};
+	if (opt->again) {
+		p.again_listed = opt->nagain;
+		p.again_left = again_left(t);
+		p.again_replaced = t->out->again_replaced;
+	}
 	/* The root's value and PV (the line to the next leaf; cheap: the bounds
 	 * make it a re-search of the PV; not after a selection stopped part-way,
 	 * which would search again). */
@@ -637,8 +651,7 @@ static void finish(Think *t)
 	           * re-analysis, which selects nothing) */
 	if (!t->stopped && !t->opt->again && sel_root_value(&out->root_value, &has, t->sel, 0) == 0)
 		out->root_known = has;
-	if (t->opt->again)
-		out->again_left = t->opt->nagain > out->thought ? t->opt->nagain - out->thought : 0;
+	if (t->opt->again) out->again_left = again_left(t);
 	if (t->opt->snapshot && t->ret == 0) save_selection(t);
 }
 

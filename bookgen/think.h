@@ -49,16 +49,23 @@ const char *think_strerror(int code);
 #define THINK_PROGRESS_PV 8
 typedef struct {
 	uint64_t thought;      /* positions analysed and stored by this run */
-	uint64_t book_thought; /* positions the book holds analysed (SelStats.thought) */
+	uint64_t book_thought; /* positions the book holds analysed, this run's among them
+	                          (SelStats.thought) */
 	double busy;           /* share of the engines' time spent analysing, 0..1 */
 	double seconds;        /* since the loop began */
 	bool has_root;         /* the first root has a value: root_value, pv */
 	int root_value;
 	int npv; /* the line to the next leaf, at most THINK_PROGRESS_PV moves */
 	Move pv[THINK_PROGRESS_PV];
-	double eta;        /* seconds left by the time or position limit; < 0: no limit */
+	double eta;        /* seconds left by the time or position limit (a re-analysis: also
+	                      its list's end); < 0: no limit */
 	uint64_t expanded; /* "search": positions the selector has expanded so far */
 	bool filter_ready; /* "search": the key filter is built (the search waits for it) */
+	/* A re-analysis (ThinkOptions.again; again_listed 0 otherwise): the
+	 * positions of its list, those left (not thought yet: in flight, failed
+	 * or not handed out; ThinkStats.again_left at the end), and those whose
+	 * new analysis replaced the old. */
+	uint64_t again_listed, again_left, again_replaced;
 } ThinkProgress;
 typedef void (*ThinkProgressFn)(void *ctx, const char *phase, const ThinkProgress *p);
 

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tools/commands.h"
 
@@ -29,11 +30,30 @@ void cli_again_init(CliAgain *a)
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) a->table[i] = t[i];
 }
 
+/* The criteria as the user gave them ("--below-depth 10 --source imported";
+ * none: "every thought position"). (The campaign's name in the book,
+ * think_again_text, names every criterion and must not change.) */
+static void given_text(const ThinkAgainCriteria *c, char *out, size_t n)
+{
+	int len = 0;
+	out[0] = 0;
+	if (c->below_depth > 0)
+		len += snprintf(out + len, n - (size_t)len, " --below-depth %d", c->below_depth);
+	if (c->below_nodes > 0 && (size_t)len < n)
+		len += snprintf(out + len, n - (size_t)len, " --below-nodes %llu",
+		                (unsigned long long)c->below_nodes);
+	if (c->source >= 0 && (size_t)len < n)
+		snprintf(out + len, n - (size_t)len, " --source %s",
+		         c->source == BOOKDB_SOURCE_IMPORT ? "imported" : "thought");
+	if (!out[0]) snprintf(out, n, " every thought position");
+	memmove(out, out + 1, strlen(out)); /* the leading space */
+}
+
 int cli_again_prepare(CliAgain *a, BookDB *db, const RootList *roots, bool quiet, const char *cmd)
 {
 	char err[THINK_AGAIN_ERRLEN], text[THINK_AGAIN_TEXT];
 	size_t reached;
-	think_again_text(&a->criteria, text);
+	given_text(&a->criteria, text, sizeof text);
 	if (think_again_campaign(&a->campaign, db, &a->criteria, err) < 0 ||
 	    think_again_list(&a->keys, &a->n, &reached, db, &a->criteria, a->campaign,
 	                     (const char *const *)roots->specs, (int)roots->n, err) < 0) {

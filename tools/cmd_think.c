@@ -20,9 +20,14 @@
  * engines are told to stop, finished answers are committed, exit 0. Ends with
  * one stdout line: "think thought N failed F time_s T per_s R busy_pct B
  * root_value V commits C exhausted 0|1 engine_s E root SPEC" (E: the engines'
- * CPU seconds; V the value of the first root, SPEC: startpos without roots).
- * With --roots or --roots-from-games, the positions on the way to the roots
- * (from their games, or their move lists) are thought first.
+ * CPU seconds; V the value of the first root, "none" when it has none; SPEC:
+ * startpos without roots). With --roots or --roots-from-games, the positions
+ * on the way to the roots (from their games, or their move lists) are
+ * thought first. With --reanalyse (tools/cli_again.h) it thinks its list
+ * alone, runs minimax over what that replaced, and ends with one line instead:
+ * "reanalyse thought N failed F replaced R left L time_s T per_s R busy_pct B
+ * root_value V commits C engine_s E minimax none|incremental|whole-book|
+ * deferred|failed root SPEC" (V: the book's value of SPEC after that minimax).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -31,6 +36,7 @@
 #include <unistd.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/query.h"
 #include "bookgen/roots.h"
 #include "bookgen/probe.h"
 #include "bookgen/selector.h"
@@ -54,8 +60,9 @@ static void on_signal(int sig)
 	think_stop_flag = 1;
 }
 
-/* A ThinkProgressFn: a status line on stderr (positions, rate, engines busy,
- * the root's value and PV, ETA); nothing at "done". */
+/* A ThinkProgressFn: a status line on stderr (positions, the book's thought
+ * positions or a re-analysis's list left, rate, engines busy, the root's
+ * value and PV, ETA); nothing at "done". */
 static void on_think_progress(void *ctx, const char *phase, const ThinkProgress *p)
 {
 	const RootList *roots = ctx; /* the value and line printed are the first root's */
@@ -75,11 +82,15 @@ static void on_think_progress(void *ctx, const char *phase, const ThinkProgress 
 	}
 	if (strcmp(phase, "status")) return;
 	double el = p->seconds;
-	fprintf(stderr,
-	        "think: %llu thought, %.1f/s, book %llu thought, engines busy %.0f%%, "
-	        "elapsed %.0fs",
-	        (unsigned long long)p->thought, p->thought / (el > 0 ? el : 1),
-	        (unsigned long long)p->book_thought, 100.0 * p->busy, el);
+	if (p->again_listed)
+		fprintf(stderr, "think: %llu thought again (%llu replaced), left %llu of %llu",
+		        (unsigned long long)p->thought, (unsigned long long)p->again_replaced,
+		        (unsigned long long)p->again_left, (unsigned long long)p->again_listed);
+	else
+		fprintf(stderr, "think: %llu thought (%llu in the book)",
+		        (unsigned long long)p->thought, (unsigned long long)p->book_thought);
+	fprintf(stderr, ", %.1f/s, engines busy %.0f%%, elapsed %.0fs",
+	        p->thought / (el > 0 ? el : 1), 100.0 * p->busy, el);
 	if (p->has_root) {
 		if (roots && roots->n > 1)
 			fprintf(stderr, ", root 1 of %zu %+d pv", roots->n, p->root_value);
@@ -213,6 +224,74 @@ done:
 	for (int i = 0; i < n; i++) search_free(opp[i]);
 	free(opp);
 	return ret;
+}
+
+/* A root's value for the summary: the number, or "none" when it has none. */
+static void value_text(char out[16], bool known, int value)
+{
+	if (known)
+		snprintf(out, 16, "%d", value);
+	else
+		snprintf(out, 16, "none");
+}
+
+/* The book's value of the position spec for its side to move
+ * (bookdb_position_value: minimax's, before any minimax its analysis's).
+ * False when the book has no valued move there (or cannot be read). */
+static bool book_value(int *value, BookDB *db, const char *spec)
+{
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	BookTxn *t;
+	bool known = false;
+	if (pos && rec && position_parse(pos, spec, NULL) == 0 &&
+	    bookdb_txn_begin(&t, db, false) == 0) {
+		known = bookdb_query(rec, t, pos) == 1 && bookdb_position_value(value, rec);
+		bookdb_txn_abort(t);
+	}
+	free(pos);
+	free(rec);
+	return known;
+}
+
+/* The end of think --reanalyse: minimax over what the new analyses replaced,
+ * then the one summary line, with the book's value of the root (spec) after
+ * it. rc, err: think_run's. The exit status: 0, or 1 after a message. */
+static int reanalyse_end(BookDB *db, const char *book, const ThinkStats *st, int rc,
+                         const char *err, const char *spec, bool quiet)
+{
+	BookmmStats mm;
+	bool busy = false;
+	char mmerr[BOOKMM_ERRLEN];
+	int mrc = 0;
+	const char *how = "none";
+	if (rc >= 0 && st->again_replaced) {
+		mrc = cli_minimax_after(&mm, &busy, db, "think", !quiet && isatty(2), mmerr);
+		how = mrc < 0          ? "failed"
+		      : busy           ? "deferred"
+		      : mm.incremental ? "incremental"
+		                       : "whole-book";
+	}
+	int v = 0;
+	char value[16];
+	bool known = book_value(&v, db, spec);
+	value_text(value, known, v);
+	/* The root the value is of, last (its spec has spaces). */
+	printf("reanalyse thought %llu failed %llu replaced %llu left %llu time_s %.1f per_s %.2f "
+	       "busy_pct %.0f root_value %s commits %llu engine_s %.1f minimax %s root %s\n",
+	       (unsigned long long)st->thought, (unsigned long long)st->failed,
+	       (unsigned long long)st->again_replaced, (unsigned long long)st->again_left,
+	       st->seconds, st->seconds > 0 ? st->thought / st->seconds : 0.0, st->busy_pct, value,
+	       (unsigned long long)st->commits, st->engine_seconds, how, spec);
+	if (rc < 0) {
+		joseki_error("%s: %s", book, err[0] ? err : think_strerror(rc));
+		return 1;
+	}
+	if (mrc < 0) {
+		joseki_error("think: the analyses are stored; minimax: %s: %s", book, mmerr);
+		return 1;
+	}
+	return 0;
 }
 
 /* What became of the selector's snapshot (path; NULL: none), on stderr. */
@@ -411,35 +490,23 @@ int cmd_think(int argc, char **argv)
 		fprintf(stderr, "think: stopped part-way through a search of the selector's%s\n",
 		        opt.snapshot ? " (kept with it in the snapshot)" : "");
 	print_snapshot(&st, opt.snapshot);
+	const char *spec = roots.n ? roots.specs[0] : "startpos";
+	if (again.on) {
+		/* The values follow the new analyses; one line says it all. */
+		ret = reanalyse_end(db, book, &st, rc, err, spec, quiet);
+		goto done;
+	}
+	char value[16];
+	value_text(value, st.root_known, st.root_value);
 	/* The root the value is of, last (its spec has spaces). */
-	printf("think thought %llu failed %llu time_s %.1f per_s %.2f busy_pct %.0f root_value %d "
+	printf("think thought %llu failed %llu time_s %.1f per_s %.2f busy_pct %.0f root_value %s "
 	       "commits %llu exhausted %d engine_s %.1f root %s\n",
 	       (unsigned long long)st.thought, (unsigned long long)st.failed, st.seconds,
-	       st.seconds > 0 ? st.thought / st.seconds : 0.0, st.busy_pct,
-	       st.root_known ? st.root_value : 0, (unsigned long long)st.commits, st.exhausted,
-	       st.engine_seconds, roots.n ? roots.specs[0] : "startpos");
+	       st.seconds > 0 ? st.thought / st.seconds : 0.0, st.busy_pct, value,
+	       (unsigned long long)st.commits, st.exhausted, st.engine_seconds, spec);
 	if (rc < 0) {
 		joseki_error("%s: %s", book, err[0] ? err : think_strerror(rc));
 		goto done;
-	}
-	if (again.on) {
-		/* The values follow the new analyses. */
-		BookmmStats mm;
-		bool busy = false;
-		char mmerr[BOOKMM_ERRLEN];
-		if (st.again_replaced &&
-		    cli_minimax_after(&mm, &busy, db, "think", !quiet && isatty(2), mmerr) < 0) {
-			joseki_error("think: the analyses are stored; minimax: %s: %s", book,
-			             mmerr);
-			goto done;
-		}
-		printf("reanalyse thought %llu replaced %llu left %llu minimax %s\n",
-		       (unsigned long long)st.thought, (unsigned long long)st.again_replaced,
-		       (unsigned long long)st.again_left,
-		       !st.again_replaced ? "none"
-		       : busy             ? "left to the run under way"
-		       : mm.incremental   ? "incremental"
-		                          : "whole book");
 	}
 	ret = 0;
 done:

@@ -147,12 +147,57 @@ static size_t compare(const Rec *before, size_t nb, const Rec *after, size_t na)
 	return deepened;
 }
 
-/* The "think thought N" of a run's summary. */
+/* The "reanalyse thought N" of a run's summary. */
 static long long thought_of(const char *out)
 {
 	const char *p = strstr(out, "reanalyse thought ");
 	assert_non_null(p);
 	return atoll(p + strlen("reanalyse thought "));
+}
+
+/* The summary is out's one line: "reanalyse thought ..." and nothing else
+ * (no "think thought" line), whose root_value is the start position's value
+ * in the book after the run's minimax: the best value query shows among its
+ * moves not avoided (the hand mark prefers another, which does not change
+ * it). */
+static void one_line_with_the_root_value(const char *out, const char *book)
+{
+	assert_int_equal(strncmp(out, "reanalyse thought ", 18), 0);
+	const char *nl = strchr(out, '\n');
+	assert_non_null(nl);
+	assert_string_equal(nl + 1, "");
+	json_t *q = ts_run_json(0, "%s query %s startpos --json", ts_joseki(), book), *m;
+	long long best = 0;
+	bool any = false;
+	size_t i;
+	json_array_foreach(json_object_get(q, "moves"), i, m)
+	{
+		json_t *v = json_object_get(m, "value");
+		if (!json_is_integer(v) || json_is_true(json_object_get(m, "avoided"))) continue;
+		if (!any || json_integer_value(v) > best) best = json_integer_value(v);
+		any = true;
+	}
+	assert_true(any);
+	char want[64];
+	snprintf(want, sizeof want, " root_value %lld ", best);
+	json_decref(q);
+	if (!strstr(out, want)) fail_msg("wanted '%s' in: %s", want, out);
+	assert_non_null(strstr(out, " root startpos\n"));
+}
+
+/* Runs argv (stdout to outpath, stderr to errpath), stops it with SIGTERM
+ * once its stderr says needle, and returns its stdout (free it) once it has
+ * exited 0. */
+static char *run_until(char *const argv[], const char *outpath, const char *errpath,
+                       const char *needle)
+{
+	pid_t pid = ts_spawn(argv, outpath, errpath, false);
+	assert_true(ts_wait_file(errpath, 0, needle, 120000));
+	kill(pid, SIGTERM);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return ts_read_file(outpath, NULL);
 }
 
 static void test_reanalyse__raises_depths_and_changes_nothing_else(void **state)
@@ -171,9 +216,11 @@ static void test_reanalyse__raises_depths_and_changes_nothing_else(void **state)
 	assert_int_equal(ts_runf(&out, &err, "%s think %s --reanalyse --below-depth 4 --depth 4",
 	                         ts_joseki(), book),
 	                 0);
-	assert_non_null(strstr(err, "re-analysis (depth<4 nodes<0 source=any): 30 positions"));
+	assert_non_null(strstr(err, "re-analysis (--below-depth 4): 30 positions"));
 	assert_int_equal(thought_of(out), 30);
-	assert_non_null(strstr(out, "left 0"));
+	assert_non_null(strstr(out, " replaced 30 left 0 "));
+	assert_non_null(strstr(out, " minimax incremental "));
+	one_line_with_the_root_value(out, book);
 	free(out);
 	free(err);
 	Rec *after = all_records(book, &na);
@@ -202,7 +249,9 @@ static void test_reanalyse__raises_depths_and_changes_nothing_else(void **state)
 	                         ts_joseki(), book),
 	                 0);
 	assert_int_equal(thought_of(out), 30);
-	assert_non_null(strstr(out, "replaced 0 left 0 minimax none"));
+	assert_non_null(strstr(out, " replaced 0 left 0 "));
+	assert_non_null(strstr(out, " minimax none "));
+	one_line_with_the_root_value(out, book);
 	free(out);
 	Rec *again = all_records(book, &nb);
 	for (size_t i = 0; i < nb; i++) {
@@ -249,13 +298,7 @@ static void test_reanalyse__stopped_and_resumed_it_thinks_each_position_once(voi
 	char *const argv[] = {(char *)ts_joseki(), "think", book,      "--reanalyse",
 	                      "--below-depth",     "4",     "--depth", "7",
 	                      "--multipv",         "8",     NULL};
-	pid_t pid = ts_spawn(argv, outpath, errpath, false);
-	assert_true(ts_wait_file(errpath, 0, "positions to think again", 60000));
-	kill(pid, SIGTERM);
-	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	char *out = ts_read_file(outpath, NULL);
+	char *out = run_until(argv, outpath, errpath, "positions to think again");
 	long long mid = thought_of(out);
 	assert_true(mid < 18); /* stopped part-way: some of the 18 left */
 	sum += mid;
@@ -267,9 +310,55 @@ static void test_reanalyse__stopped_and_resumed_it_thinks_each_position_once(voi
 	                         ts_joseki(), book),
 	                 0);
 	sum += thought_of(out);
-	assert_non_null(strstr(out, "left 0"));
+	assert_non_null(strstr(out, " left 0 "));
 	free(out);
 	assert_int_equal(sum, 30);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* The progress line of a re-analysis says how many of its list are left
+ * (with how many were thought and replaced), not the book's count of
+ * thought positions; the header names the criteria given and no others. A
+ * run at a depth that keeps the engine busy, stopped by SIGTERM once a
+ * progress line is out: each line's thought and left make the list's 30,
+ * and so do the summary's. */
+static void test_reanalyse__the_progress_line_says_how_many_of_the_list_are_left(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], outpath[700], errpath[700];
+	snprintf(book, sizeof book, "%s/book", dir);
+	snprintf(outpath, sizeof outpath, "%s/think.out", dir);
+	snprintf(errpath, sizeof errpath, "%s/think.err", dir);
+	shallow_book(book);
+	char *const argv[] = {
+	    (char *)ts_joseki(), "think", book, "--reanalyse", "--below-depth", "4",
+	    "--depth",           "12",    NULL};
+	char *out = run_until(argv, outpath, errpath, " of 30, ");
+	char *err = ts_read_file(errpath, NULL);
+	assert_non_null(strstr(err, "think: re-analysis (--below-depth 4): 30 positions"));
+	int lines = 0;
+	for (char *l = strstr(err, "think: "); l; l = strstr(l + 1, "\nthink: ")) {
+		if (*l == '\n') l++;
+		unsigned long long thought, replaced, left, listed;
+		if (sscanf(l, "think: %llu thought again (%llu replaced), left %llu of %llu,",
+		           &thought, &replaced, &left, &listed) != 4)
+			continue;
+		assert_int_equal(listed, 30);
+		assert_int_equal(thought + left, 30);
+		assert_true(replaced <= thought);
+		assert_true(strncmp(l, "think: ", 7) == 0 && !strstr(l, " in the book"));
+		lines++;
+	}
+	assert_true(lines >= 1);
+	assert_null(strstr(err, "nodes<"));
+	assert_null(strstr(err, "book "));
+	free(err);
+	long long thought = thought_of(out);
+	const char *left = strstr(out, " left ");
+	assert_non_null(left);
+	assert_int_equal(thought + atoll(left + 6), 30);
+	free(out);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -332,7 +421,7 @@ static void test_reanalyse__a_coordinator_and_its_worker_deepen_the_list(void **
 	pid_t coord = ts_spawn(sargv, out, log, false);
 	assert_true(ts_wait_file(log, 0, "listening on http://127.0.0.1:", 60000));
 	char *l = ts_read_file(log, NULL);
-	assert_non_null(strstr(l, "re-analysis (depth<4 nodes<0 source=any): 30 positions"));
+	assert_non_null(strstr(l, "re-analysis (--below-depth 4): 30 positions"));
 	int port = atoi(strstr(l, "http://127.0.0.1:") + 17);
 	free(l);
 	char url[128];
@@ -387,6 +476,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_reanalyse__raises_depths_and_changes_nothing_else),
 	    cmocka_unit_test(test_reanalyse__stopped_and_resumed_it_thinks_each_position_once),
+	    cmocka_unit_test(test_reanalyse__the_progress_line_says_how_many_of_the_list_are_left),
 	    cmocka_unit_test(test_reanalyse__a_coordinator_and_its_worker_deepen_the_list),
 	};
 	shogi_init();

@@ -1518,6 +1518,19 @@ static void test_bookgen__think_stops_on_engine_time(void **state)
 	free(dir);
 }
 
+/* A ThinkProgressFn of a re-analysis: every report says the list's size and
+ * how many of it are left (those not thought), with no root (nothing is
+ * selected); the last report is kept in ctx. */
+static void again_progress(void *ctx, const char *phase, const ThinkProgress *p)
+{
+	assert_true(p->again_listed > 0);
+	assert_int_equal(p->again_left, p->again_listed - p->thought);
+	assert_true(p->again_replaced <= p->thought);
+	assert_false(p->has_root);
+	(void)phase;
+	*(ThinkProgress *)ctx = *p;
+}
+
 /* Re-analysis (think_run with ThinkOptions.again, bookgen/reanalyse.h):
  * interrupted by the stop flag part-way, again and again, and run again
  * until its list is done, it thinks every position of the list once, and
@@ -1561,6 +1574,7 @@ static void test_bookgen__reanalysis_interrupted_and_resumed_thinks_each_positio
 		stop = 0;
 		log->stop_at = log->n + 7; /* stopped after 7 more analyses */
 		SearchEngine *engines[2] = {fake_new(log, FAKE_DEEP), fake_new(log, FAKE_DEEP)};
+		ThinkProgress last = {0};
 		ThinkOptions opt = {.engines = engines,
 		                    .nengines = 2,
 		                    .budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 9},
@@ -1569,9 +1583,15 @@ static void test_bookgen__reanalysis_interrupted_and_resumed_thinks_each_positio
 		                    .commit_every = 4,
 		                    .again = keys,
 		                    .nagain = n,
-		                    .campaign = id};
+		                    .campaign = id,
+		                    .progress = again_progress,
+		                    .progress_ctx = &last};
 		assert_int_equal(think_run(&st, db, &opt, err), 0);
 		assert_int_equal(st.again_left, n - st.thought);
+		/* The last report ("done") says what the run's figures say. */
+		assert_int_equal(last.again_listed, n);
+		assert_int_equal(last.again_left, st.again_left);
+		assert_int_equal(last.again_replaced, st.again_replaced);
 		for (int i = 0; i < 2; i++) search_free(engines[i]);
 		free(keys);
 	}
