@@ -1630,6 +1630,130 @@ static void test_bookgen__reanalysis_interrupted_and_resumed_thinks_each_positio
 	free(dir);
 }
 
+/* One move of a planted record: the k-th legal move (movegen order, as the
+ * fake engines answer), with an engine's evaluation (nodes > 0) or a game
+ * comment (nodes 0). */
+typedef struct {
+	int k, eval;
+	uint64_t nodes;
+} PlantMove;
+
+/* Plants spec's record, thought at depth 7 (the fake engines' depth), with
+ * moves pm; returns its key. */
+static Key plant_again(BookDB *db, const char *spec, const PlantMove *pm, int n)
+{
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	Move legal[MOVEGEN_MAX];
+	assert_int_equal(position_parse(pos, spec, NULL), 0);
+	assert_true(movegen_legal(pos, legal) > 8);
+	bookdb_record_init(rec, pos);
+	rec->flags = BOOKDB_REC_THOUGHT;
+	rec->think_depth = 7;
+	for (int i = 0; i < n; i++) {
+		BookMove *m = &rec->moves[rec->nmoves++];
+		memset(m, 0, sizeof *m);
+		m->move = legal[pm[i].k];
+		m->flags = BOOKDB_MOVE_EVAL;
+		m->eval = (int16_t)pm[i].eval;
+		m->depth = 7;
+		m->nodes = pm[i].nodes;
+		m->source = pm[i].nodes ? BOOKDB_SOURCE_ENGINE : BOOKDB_SOURCE_GAME;
+	}
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_put(txn, pos_key(pos), rec), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	Key k = pos_key(pos);
+	free(rec);
+	free(pos);
+	return k;
+}
+
+/* The move of rec that is the k-th legal move of spec. */
+static const BookMove *move_k(const BookRecord *rec, const char *spec, int k)
+{
+	Position pos;
+	Move legal[MOVEGEN_MAX];
+	assert_int_equal(position_parse(&pos, spec, NULL), 0);
+	movegen_legal(&pos, legal);
+	for (int i = 0; i < rec->nmoves; i++)
+		if (rec->moves[i].move == legal[k]) return &rec->moves[i];
+	fail_msg("%s: legal move %d is not in the record", spec, k);
+	return NULL;
+}
+
+/* What re-analysis does to a record (docs/bookgen.md, "Re-analysis"): at the
+ * stored depth, the analysis that searched more nodes wins (depths and
+ * nodes of different engines are compared as they are). Where the new one
+ * wins, each move it evaluates takes its evaluation, a game comment on such
+ * a move included (one evaluation a move in the record), a move it does not
+ * evaluate keeps its game comment, and a move only the old analysis
+ * evaluated loses that evaluation; where it loses, the record stays as it
+ * was. */
+static void
+test_bookgen__reanalysis_at_equal_depth_goes_by_nodes_and_takes_the_comments_it_evaluates(
+    void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[THINK_ERRLEN];
+	BookDB *db = NULL;
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	/* The fake engines answer at depth 7, 1000 nodes a move, the first 2
+	 * legal moves with --multipv 2. */
+	static const char *const WIN = "startpos", *const LOSE = "startpos moves 7g7f";
+	const PlantMove win[] = {{0, 11, 500}, {1, 123, 0}, {5, 77, 0}, {6, 33, 500}};
+	const PlantMove lose[] = {{0, 11, 5000}, {1, 123, 0}, {5, 77, 0}};
+	Key keys[2] = {plant_again(db, WIN, win, 4), plant_again(db, LOSE, lose, 3)};
+	ThinkAgainCriteria c = {.source = -1};
+	uint64_t id;
+	assert_int_equal(think_again_campaign(&id, db, &c, err), 0);
+	FakeLog *log = calloc(1, sizeof *log);
+	pthread_mutex_init(&log->mu, NULL);
+	SearchEngine *engines[1] = {fake_new(log, FAKE_NORMAL)};
+	ThinkOptions opt = {.engines = engines,
+	                    .nengines = 1,
+	                    .budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 7},
+	                    .multipv = 2,
+	                    .again = keys,
+	                    .nagain = 2,
+	                    .campaign = id};
+	ThinkStats st;
+	assert_int_equal(think_run(&st, db, &opt, err), 0);
+	assert_int_equal(st.thought, 2);
+	assert_int_equal(st.again_replaced, 1);
+	BookTxn *t;
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	/* More nodes at the same depth: the new analysis won. */
+	assert_int_equal(bookdb_get(rec, t, keys[0]), 0);
+	const BookMove *m = move_k(rec, WIN, 0);
+	assert_true(bookdb_move_analysed(m) && m->nodes >= 900); /* the new one's */
+	m = move_k(rec, WIN, 1); /* its game comment, evaluated: gone */
+	assert_true(bookdb_move_analysed(m));
+	assert_int_equal(m->source, BOOKDB_SOURCE_ENGINE);
+	m = move_k(rec, WIN, 5); /* not evaluated: its game comment stays */
+	assert_true(bookdb_move_commented(m));
+	assert_int_equal(m->eval, 77);
+	m = move_k(rec, WIN, 6); /* the old analysis's alone: it goes, the move stays */
+	assert_false(m->flags & BOOKDB_MOVE_EVAL);
+	/* Fewer nodes at the same depth: the old analysis stays, comments and all. */
+	assert_int_equal(bookdb_get(rec, t, keys[1]), 0);
+	assert_int_equal(rec->nmoves, 3);
+	m = move_k(rec, LOSE, 0);
+	assert_true(bookdb_move_analysed(m) && m->nodes >= 4000 && m->eval == 11);
+	m = move_k(rec, LOSE, 1);
+	assert_true(bookdb_move_commented(m) && m->eval == 123);
+	bookdb_txn_abort(t);
+	free(rec);
+	search_free(engines[0]);
+	pthread_mutex_destroy(&log->mu);
+	free(log);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -1652,6 +1776,8 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_stops_on_engine_time),
 	    cmocka_unit_test(
 	        test_bookgen__reanalysis_interrupted_and_resumed_thinks_each_position_once),
+	    cmocka_unit_test(
+	        test_bookgen__reanalysis_at_equal_depth_goes_by_nodes_and_takes_the_comments_it_evaluates),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
