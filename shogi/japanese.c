@@ -13,21 +13,6 @@
 
 static const char *const NAMES[PT_NB] = {"",   "歩", "香",   "桂",   "銀",   "角", "飛", "金",
                                          "玉", "と", "成香", "成桂", "成銀", "馬", "龍"};
-static const char *const ENGLISH[PT_NB] = {"",
-                                           "pawn",
-                                           "lance",
-                                           "knight",
-                                           "silver",
-                                           "bishop",
-                                           "rook",
-                                           "gold",
-                                           "king",
-                                           "promoted pawn",
-                                           "promoted lance",
-                                           "promoted knight",
-                                           "promoted silver",
-                                           "horse",
-                                           "dragon"};
 static const char *const FILE_DIGITS[9] = {"１", "２", "３", "４", "５", "６", "７", "８", "９"};
 static const char *const RANK_KANJI[9] = {"一", "二", "三", "四", "五", "六", "七", "八", "九"};
 
@@ -506,13 +491,13 @@ int ja_move_parse(Move *out, const Position *pos, Square prev_to, const char *s,
 		Piece p = pos->board[from];
 		PieceType have = piece_type(p);
 		if (!p || piece_color(p) != c || have != pt)
-			return errf(err, SHOGI_EILLEGAL, "%s has no %s on %c%c", side, ENGLISH[pt],
-			            '1' + sq_file(from), 'a' + sq_rank(from));
+			return errf(err, SHOGI_EILLEGAL, "%s has no %s on %c%c", side,
+			            PIECE_ENGLISH[pt], '1' + sq_file(from), 'a' + sq_rank(from));
 		Move m = move_make(from, to, promote);
 		if (!pos_is_legal(pos, m))
 			return errf(err, SHOGI_EILLEGAL, "%s's %s cannot move from %c%c to %s%s",
-			            side, ENGLISH[pt], '1' + sq_file(from), 'a' + sq_rank(from), at,
-			            promote ? " and promote" : "");
+			            side, PIECE_ENGLISH[pt], '1' + sq_file(from),
+			            'a' + sq_rank(from), at, promote ? " and promote" : "");
 		*out = m;
 		return 0;
 	}
@@ -523,7 +508,7 @@ int ja_move_parse(Move *out, const Position *pos, Square prev_to, const char *s,
 		Move m = move_make_drop(pt, to);
 		if (pt > GOLD || !pos_is_legal(pos, m))
 			return errf(err, SHOGI_EILLEGAL, "%s cannot drop a %s on %s", side,
-			            ENGLISH[pt], at);
+			            PIECE_ENGLISH[pt], at);
 		*out = m;
 		return 0;
 	}
@@ -547,7 +532,7 @@ int ja_move_parse(Move *out, const Position *pos, Square prev_to, const char *s,
 	}
 	if (nk == 0)
 		return errf(err, SHOGI_EILLEGAL, "%s has no %s that can move to %s%s", side,
-		            ENGLISH[pt], at, (want_pos || want_mot) ? " as written" : "");
+		            PIECE_ENGLISH[pt], at, (want_pos || want_mot) ? " as written" : "");
 	if (nk > 1) {
 		char list[64] = "";
 		size_t o = 0;
@@ -556,18 +541,18 @@ int ja_move_parse(Move *out, const Position *pos, Square prev_to, const char *s,
 			                      '1' + sq_file(keep[k]), 'a' + sq_rank(keep[k]));
 		return errf(err, SHOGI_EILLEGAL,
 		            "ambiguous: %d of %s's %ss can move to %s (from %s)", nk, side,
-		            ENGLISH[pt], at, list);
+		            PIECE_ENGLISH[pt], at, list);
 	}
 	Move m = move_make(keep[0], to, promote);
 	if (!pos_is_legal(pos, m)) {
 		if (promote)
 			return errf(err, SHOGI_EILLEGAL, "%s's %s cannot promote moving to %s",
-			            side, ENGLISH[pt], at);
+			            side, PIECE_ENGLISH[pt], at);
 		/* no 成 written where promotion is forced: the record means it */
 		Move mp = move_make(keep[0], to, true);
 		if (nopromote || !pos_is_legal(pos, mp))
 			return errf(err, SHOGI_EILLEGAL, "%s's %s must promote moving to %s", side,
-			            ENGLISH[pt], at);
+			            PIECE_ENGLISH[pt], at);
 		m = mp;
 	}
 	*out = m;

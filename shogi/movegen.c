@@ -1,6 +1,8 @@
 /* shogi/movegen.c — fully legal move generation and perft. */
 #include "shogi/movegen.h"
 
+#include "shogi/errmsg.h"
+
 typedef struct {
 	const Position *pos;
 	Color us, them;
@@ -324,4 +326,112 @@ uint64_t perft(Position *pos, int depth)
 		pos_undo_move(pos);
 	}
 	return total;
+}
+
+const char *const PIECE_ENGLISH[PT_NB] = {"",
+                                          "pawn",
+                                          "lance",
+                                          "knight",
+                                          "silver",
+                                          "bishop",
+                                          "rook",
+                                          "gold",
+                                          "king",
+                                          "promoted pawn",
+                                          "promoted lance",
+                                          "promoted knight",
+                                          "promoted silver",
+                                          "horse",
+                                          "dragon"};
+
+static const char *color_name(Color c)
+{
+	return c == BLACK ? "Black" : "White";
+}
+
+/* A square as USI writes it ("7g") into out. */
+static const char *sq_name(Square sq, char out[3])
+{
+	out[0] = (char)('1' + sq_file(sq));
+	out[1] = (char)('a' + sq_rank(sq));
+	out[2] = 0;
+	return out;
+}
+
+#define WHY(...) errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL, __VA_ARGS__)
+
+/* Why drop m breaks the rules (movegen_is_legal's order, a reason each). */
+static int why_drop(const Position *pos, Move m, char *err)
+{
+	Color us = pos->side;
+	PieceType pt = move_drop_type(m);
+	Square to = move_to(m);
+	char t[3];
+	sq_name(to, t);
+	if (pt < PAWN || pt > GOLD || move_is_promote(m)) return WHY("no such drop");
+	if (!hand_has(pos->hand[us], pt))
+		return WHY("%s has no %s in hand", color_name(us), PIECE_ENGLISH[pt]);
+	Piece on = pos->board[to];
+	if (on != PIECE_NONE)
+		return WHY("%s is not empty: %s's %s is there", t, color_name(piece_color(on)),
+		           PIECE_ENGLISH[piece_type(on)]);
+	if (bb_test(dead_squares(us, pt), to))
+		return WHY("a %s dropped on %s could never move", PIECE_ENGLISH[pt], t);
+	if (pt == PAWN && bb_any(bb_and(pos_pieces(pos, us, PAWN), FILE_BB[sq_file(to)])))
+		return WHY("%s has an unpromoted pawn on file %d already (two pawns, nifu)",
+		           color_name(us), sq_file(to) + 1);
+	if (bb_any(pos_st(pos)->checkers))
+		return WHY("%s's king is in check, and the drop does not stop it", color_name(us));
+	return WHY("a pawn dropped to give mate (uchifuzume)");
+}
+
+/* Why board move m breaks the rules. */
+static int why_board(const Position *pos, Move m, char *err)
+{
+	Color us = pos->side, them = color_flip(us);
+	Square from = move_from(m), to = move_to(m), ksq = pos->king_sq[us];
+	if (from >= SQ_NB) return WHY("no such move");
+	char f[3], t[3];
+	sq_name(from, f);
+	sq_name(to, t);
+	Piece p = pos->board[from];
+	if (p == PIECE_NONE) return WHY("there is no piece on %s", f);
+	PieceType pt = piece_type(p);
+	if (piece_color(p) != us)
+		return WHY("the %s on %s is %s's, and %s is to move", PIECE_ENGLISH[pt], f,
+		           color_name(them), color_name(us));
+	if (!bb_test(bb_piece_attacks(p, from, pos->occupied), to))
+		return bb_test(bb_piece_attacks(p, from, bb_make(0, 0)), to)
+		           ? WHY("the %s on %s cannot move to %s: the way is blocked",
+		                 PIECE_ENGLISH[pt], f, t)
+		           : WHY("the %s on %s cannot move to %s", PIECE_ENGLISH[pt], f, t);
+	Piece cap = pos->board[to];
+	if (cap != PIECE_NONE && piece_color(cap) == us)
+		return WHY("the %s on %s cannot take %s's own %s on %s", PIECE_ENGLISH[pt], f,
+		           color_name(us), PIECE_ENGLISH[piece_type(cap)], t);
+	if (cap != PIECE_NONE && piece_type(cap) == KING)
+		return WHY("a king is never taken (%s's king on %s)", color_name(them), t);
+	if (move_is_promote(m) && !pt_can_promote(pt))
+		return WHY("a %s cannot promote", PIECE_ENGLISH[pt]);
+	if (move_is_promote(m) && !(sq_in_zone(us, from) || sq_in_zone(us, to)))
+		return WHY("the %s on %s cannot promote: neither %s nor %s is in %s's promotion "
+		           "zone",
+		           PIECE_ENGLISH[pt], f, f, t, color_name(us));
+	if (!move_is_promote(m) && bb_test(dead_squares(us, pt), to))
+		return WHY("the %s must promote on %s (it could never move again)",
+		           PIECE_ENGLISH[pt], t);
+	if (pt == KING) return WHY("the king would be in check on %s", t);
+	if (ksq != SQ_NONE && bb_more_than_one(pos_st(pos)->checkers))
+		return WHY("%s's king is in double check: only the king can move", color_name(us));
+	return WHY("it leaves %s's king in check", color_name(us));
+}
+
+int movegen_why_illegal(const Position *pos, Move m, char *err)
+{
+	if (movegen_is_legal(pos, m)) return SHOGI_OK;
+	if (movegen_count(pos) == 0)
+		return WHY("the game is over: %s, to move, %s", color_name(pos->side),
+		           pos_in_check(pos) ? "is checkmated" : "has no legal move");
+	if (m == MOVE_NONE || m == MOVE_NULL || move_to(m) >= SQ_NB) return WHY("no such move");
+	return move_is_drop(m) ? why_drop(pos, m, err) : why_board(pos, m, err);
 }

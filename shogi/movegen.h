@@ -36,6 +36,19 @@ static inline int movegen_legal(const Position *pos, Move *out)
 bool movegen_is_legal(const Position *pos, Move m);
 
 /*
+ * Why m is not legal in pos: SHOGI_OK when it is, else SHOGI_EILLEGAL with the
+ * rule it breaks in err (SHOGI_ERRLEN bytes, may be NULL), squares as USI
+ * writes them: "the game is over: Black, to move, is checkmated", "the pawn on 3c is White's, and
+ * Black is to move", "the pawn on 7g cannot move to 7e", "the rook on 2h cannot move to 2a: the way
+ * is blocked", "Black has no bishop in hand", "it leaves Black's king in check". For any 16-bit
+ * value, as movegen_is_legal.
+ */
+JOSEKI_MUST_USE int movegen_why_illegal(const Position *pos, Move m, char *err);
+
+/* The pieces' English names ("pawn", ..., "promoted pawn", "horse", "dragon"). */
+extern const char *const PIECE_ENGLISH[PT_NB];
+
+/*
  * Pieces of colour blockers that stand alone (in occ) between a slider of
  * colour sliders and ksq, the square of the king of the colour other than
  * sliders: with blockers that king's colour, its pinned pieces; with blockers

@@ -311,10 +311,11 @@ int usi_move_parse_legal(Move *out, const Position *pos, const char *s, size_t l
 	Move m;
 	int rc = usi_move_parse(&m, s, len, err);
 	if (rc < 0) return rc;
-	if (!pos_is_legal(pos, m)) {
-		errf(err, "'%s' is not legal in this position", s, len);
-		return SHOGI_EILLEGAL;
-	}
+	char why[SHOGI_ERRLEN], t[48];
+	if (movegen_why_illegal(pos, m, why) < 0)
+		return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
+		                  "'%s' is not legal in this position: %s",
+		                  errmsg_escape(t, sizeof t, s, len), why);
 	*out = m;
 	return SHOGI_OK;
 }

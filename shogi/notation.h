@@ -34,7 +34,8 @@ JOSEKI_MUST_USE int usi_move_parse(Move *out, const char *s, size_t len, char *e
 #define USI_MOVE_MAX 8
 size_t usi_move_write(Move m, char out[USI_MOVE_MAX]);
 /* Parses a USI move and checks it is legal in pos. An illegal one:
- * SHOGI_EILLEGAL, err naming it ("'7g7e' is not legal in this position"). */
+ * SHOGI_EILLEGAL, err naming it and the rule it breaks ("'7g7e' is not legal
+ * in this position: the pawn on 7g cannot move to 7e"; movegen_why_illegal). */
 JOSEKI_MUST_USE int usi_move_parse_legal(Move *out, const Position *pos, const char *s, size_t len,
                                          char *err);
 

@@ -21,6 +21,7 @@
 #include "bookdb/marks.h"
 #include "minimax/bookmm.h"
 #include "shogi/japanese.h"
+#include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 #include "tools/cli_minimax.h"
@@ -93,10 +94,15 @@ static int mark_cmd(int argc, char **argv, BookMarkKind kind)
 		ret = 2;
 		goto done;
 	}
+	/* A USI move (7g7f) says why it is not legal; anything else is read as a
+	 * player writes it. */
 	Move m;
-	if (usi_move_parse_legal(&m, pos, move_text, strlen(move_text), NULL) < 0 &&
-	    ja_move_parse(&m, pos, pos_history_len(pos) ? move_to(pos_st(pos)->move) : SQ_NONE,
-	                  move_text, strlen(move_text), perr) < 0) {
+	size_t mlen = strlen(move_text);
+	if (usi_move_parse(&m, move_text, mlen, NULL) == SHOGI_OK
+	        ? movegen_why_illegal(pos, m, perr) < 0
+	        : ja_move_parse(&m, pos,
+	                        pos_history_len(pos) ? move_to(pos_st(pos)->move) : SQ_NONE,
+	                        move_text, mlen, perr) < 0) {
 		joseki_error("%s: '%s' is not a legal move in %s (%s)", cmd.name, move_text, spec,
 		             perr);
 		ret = 2;

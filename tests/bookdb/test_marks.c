@@ -369,6 +369,45 @@ static void test_marks__marks_survive_minimax_export_merge_and_backup(void **sta
 	free(dir);
 }
 
+/* A USI move that parses but is not legal is refused with the rule it
+ * breaks (not as a Japanese move without a square), nothing written. */
+static void test_marks__an_illegal_move_is_refused_with_the_rule_it_breaks(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600];
+	snprintf(book, sizeof book, "%s/book", dir);
+	ts_plant(book, "startpos", START_MOVES, 12);
+	static const struct {
+		const char *pos, *move, *why;
+	} cases[] = {
+	    {"startpos", "3c3d", "(the pawn on 3c is White's, and Black is to move)"},
+	    {"startpos", "7g7e", "(the pawn on 7g cannot move to 7e)"},
+	    {"startpos moves 7g7f 3c3d 8h2b", "2g2f",
+	     "(the pawn on 2g is Black's, and White is to move)"},
+	    {"sfen 4k4/4G4/4G4/9/9/9/9/9/4K4 w - 1", "5a4a",
+	     "(the game is over: White, to move, is checkmated)"},
+	    {"startpos", "７五歩", "(Black has no pawn that can move to 7e)"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *err = NULL;
+		assert_int_equal(ts_runf(NULL, &err, "%s avoid %s '%s' %s", ts_joseki(), book,
+		                         cases[i].pos, cases[i].move),
+		                 2);
+		char want[300];
+		snprintf(want, sizeof want, "'%s' is not a legal move in %s %s", cases[i].move,
+		         cases[i].pos, cases[i].why);
+		if (!strstr(err, want)) fail_msg("%s: not '%s'", err, want);
+		assert_null(strstr(err, "no square in the move"));
+		free(err);
+	}
+	size_t len;
+	uint64_t entries;
+	free(start_record(book, &len, &entries));
+	assert_int_equal(entries, 0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* The codec: a preference and its window round-trip; a move both avoided
  * and preferred is refused by the encoder and, in bytes, by the decoder. */
 static void
@@ -424,6 +463,7 @@ int main(void)
 	    cmocka_unit_test(test_marks__marks_survive_minimax_export_merge_and_backup),
 	    cmocka_unit_test(
 	        test_marks__the_record_keeps_preferences_and_refuses_both_marks_on_one_move),
+	    cmocka_unit_test(test_marks__an_illegal_move_is_refused_with_the_rule_it_breaks),
 	};
 	shogi_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -387,6 +387,77 @@ static void test_movegen__never_captures_a_king(void **state)
 	}
 }
 
+/*
+ * movegen_why_illegal names the rule a move breaks, one case a rule; and for
+ * every 16-bit value of each position it says "legal" exactly when
+ * movegen_is_legal does, with a reason otherwise.
+ */
+static void test_movegen__an_illegal_move_says_which_rule_it_breaks(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *pos, *move, *why;
+	} cases[] = {
+	    {"startpos", "3c3d", "the pawn on 3c is White's, and Black is to move"},
+	    {"startpos", "7g7e", "the pawn on 7g cannot move to 7e"},
+	    {"startpos", "5e5d", "there is no piece on 5e"},
+	    {"startpos", "2h2a", "the rook on 2h cannot move to 2a: the way is blocked"},
+	    {"startpos", "5i4i", "the king on 5i cannot take Black's own gold on 4i"},
+	    {"startpos", "6i6h+", "a gold cannot promote"},
+	    {"startpos", "7g7f+",
+	     "the pawn on 7g cannot promote: neither 7g nor 7f is in Black's promotion zone"},
+	    {"startpos", "P*5e", "Black has no pawn in hand"},
+	    {"startpos moves 7g7f 3c3d 8h2b", "2g2f",
+	     "the pawn on 2g is Black's, and White is to move"},
+	    {"sfen 4k4/P8/9/9/9/9/9/9/4K4 b - 1", "9b9a",
+	     "the pawn must promote on 9a (it could never move again)"},
+	    {"sfen 4k4/9/9/9/9/9/4P4/9/4K4 b P 1", "P*5e",
+	     "Black has an unpromoted pawn on file 5 already (two pawns, nifu)"},
+	    {"sfen 4k4/9/9/9/9/9/4P4/9/4K4 b G 1", "G*5g",
+	     "5g is not empty: Black's pawn is there"},
+	    {"sfen 4k4/9/9/9/9/9/9/9/4K4 b N 1", "N*5b", "a knight dropped on 5b could never move"},
+	    {"sfen 8k/6S2/8G/9/9/9/9/9/4K4 b P 1", "P*1b",
+	     "a pawn dropped to give mate (uchifuzume)"},
+	    {"sfen 4k4/9/9/9/4r4/9/9/9/4K4 b G 1", "G*4h",
+	     "Black's king is in check, and the drop does not stop it"},
+	    {"sfen 4k4/9/9/9/4r4/9/4G4/9/4K4 b - 1", "5g4g", "it leaves Black's king in check"},
+	    {"sfen 4k4/9/4G4/9/9/9/9/9/4K4 w - 1", "5a5b", "the king would be in check on 5b"},
+	    {"sfen k8/9/9/9/4r3b/9/9/9/3GK4 b - 1", "6i6h",
+	     "Black's king is in double check: only the king can move"},
+	    {"sfen 4k4/4G4/4G4/9/9/9/9/9/4K4 w - 1", "5a4a",
+	     "the game is over: White, to move, is checkmated"},
+	};
+	static Position pos;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char err[SHOGI_ERRLEN] = "";
+		if (position_parse(&pos, cases[i].pos, err) < 0)
+			fail_msg("%s: %s", cases[i].pos, err);
+		Move m = MOVE_NONE;
+		assert_int_equal(usi_move_parse(&m, cases[i].move, strlen(cases[i].move), NULL), 0);
+		assert_false(movegen_is_legal(&pos, m));
+		assert_int_equal(movegen_why_illegal(&pos, m, err), SHOGI_EILLEGAL);
+		if (strcmp(err, cases[i].why))
+			fail_msg("%s %s: '%s', not '%s'", cases[i].pos, cases[i].move, err,
+			         cases[i].why);
+		/* usi_move_parse_legal names the move and the rule. */
+		char want[2 * SHOGI_ERRLEN];
+		snprintf(want, sizeof want, "'%s' is not legal in this position: %s", cases[i].move,
+		         cases[i].why);
+		assert_int_equal(
+		    usi_move_parse_legal(&m, &pos, cases[i].move, strlen(cases[i].move), err),
+		    SHOGI_EILLEGAL);
+		assert_string_equal(err, want);
+		for (uint32_t v = 0; v < 65536; v++) {
+			err[0] = 0;
+			bool legal = movegen_is_legal(&pos, (Move)v);
+			int rc = movegen_why_illegal(&pos, (Move)v, err);
+			if (rc != (legal ? SHOGI_OK : SHOGI_EILLEGAL) || (!legal && !err[0]))
+				fail_msg("%s: %04x: legal %d, why_illegal %d '%s'", cases[i].pos, v,
+				         legal, rc, err);
+		}
+	}
+}
+
 int main(void)
 {
 	shogi_init();
@@ -397,6 +468,7 @@ int main(void)
 	    cmocka_unit_test(test_movegen__sampled_positions_agree_with_is_legal),
 	    cmocka_unit_test(test_movegen__no_legal_moves_is_zero),
 	    cmocka_unit_test(test_movegen__never_captures_a_king),
+	    cmocka_unit_test(test_movegen__an_illegal_move_says_which_rule_it_breaks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
