@@ -167,12 +167,10 @@ int bookdb_mark_set(BookTxn *txn, BookRecord *rec, Key key, const Position *pos,
 		if (!pos || !pos_is_legal(pos, move))
 			return errmsg_set(err, BOOKDB_MARK_ERRLEN, BOOKDB_EINVAL,
 			                  "%s is not a %s move there", usi, pos ? "legal" : "book");
-		if (rec->nmoves >= BOOKDB_MAX_MOVES)
+		/* Unvalued (not played) until an analysis or minimax values it. */
+		if (!(m = bookdb_record_add_move(rec, move)))
 			return errmsg_set(err, BOOKDB_MARK_ERRLEN, BOOKDB_EINVAL,
 			                  "the record holds no more moves");
-		m = &rec->moves[rec->nmoves++];
-		memset(m, 0, sizeof *m);
-		m->move = move;
 		*changed = true;
 	}
 	uint8_t want = kind_flag(mark->kind), other = kind_flag(3 - mark->kind);

@@ -12,12 +12,9 @@
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 
-/* Minimax's value of a move without a value (minimax/bookmm.h BOOKMM_NOVALUE). */
-#define NOVALUE INT16_MIN
-
 bool bookdb_move_valued(const BookRecord *rec, const BookMove *m)
 {
-	if (rec->flags & BOOKDB_REC_MINIMAX) return m->value != NOVALUE;
+	if (rec->flags & BOOKDB_REC_MINIMAX) return m->value != BOOKDB_NOVALUE;
 	/* A games-only book's position without a move chosen from its games. */
 	if (rec->flags & BOOKDB_REC_GAMES) return false;
 	return bookdb_move_analysed(m);

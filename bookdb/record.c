@@ -600,3 +600,13 @@ int bookdb_record_encode_packed(uint8_t *out, size_t cap, const BookRecord *rec,
 	memcpy(out + pos, packed, packed_len);
 	return pos + (int)packed_len;
 }
+
+BookMove *bookdb_record_add_move(BookRecord *rec, Move move)
+{
+	if (rec->nmoves >= BOOKDB_MAX_MOVES) return NULL;
+	BookMove *m = &rec->moves[rec->nmoves++];
+	memset(m, 0, sizeof *m);
+	m->move = move;
+	if (rec->flags & BOOKDB_REC_MINIMAX) m->value = BOOKDB_NOVALUE;
+	return m;
+}

@@ -51,6 +51,10 @@
  * centipawns of the best (joseki prefer: a hand mark); never with
  * BOOKDB_MOVE_AVOIDED. */
 #define BOOKDB_MOVE_PREFERRED 0x08
+/* A move's value in a record minimax has run on (BOOKDB_REC_MINIMAX) when it
+ * has none: not analysed, and no line of the book below it is valued
+ * (minimax/bookmm.h's BOOKMM_NOVALUE is this value). */
+#define BOOKDB_NOVALUE INT16_MIN
 /* The window of a preference when none is given (centipawns). */
 #define BOOKDB_PREFER_WINDOW 50
 
@@ -104,6 +108,12 @@ typedef struct {
 
 /* Clears rec and copies the position (board, hands, side, game_ply as min_ply). */
 void bookdb_record_init(BookRecord *rec, const Position *pos);
+
+/* Appends move to rec as a move the book knows nothing of yet: no analysis, no
+ * games and, in a record minimax has run on, no value (BOOKDB_NOVALUE) until an
+ * analysis or the next minimax run values it. NULL when rec holds
+ * BOOKDB_MAX_MOVES moves already. */
+BookMove *bookdb_record_add_move(BookRecord *rec, Move move);
 
 /*
  * Sets pos to the record's position with move number min_ply (validated by

@@ -22,7 +22,7 @@
 #include "bookdb/minimax_hook.h"
 
 /* Value stored for a move minimax could not value (no eval, no book child). */
-#define BOOKMM_NOVALUE INT16_MIN
+#define BOOKMM_NOVALUE BOOKDB_NOVALUE
 
 enum {
 	BOOKMM_OK = 0,

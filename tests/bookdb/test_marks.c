@@ -408,6 +408,130 @@ static void test_marks__an_illegal_move_is_refused_with_the_rule_it_breaks(void 
 	free(dir);
 }
 
+/* The position after 6g6f: White's two analysed replies (-20 the best). */
+#define AFTER_6G6F "startpos moves 6g6f"
+
+/* Whether the export of book (--moves all) writes move as a move of the
+ * position after 6g6f. */
+static bool exported_after_6g6f(const char *book, const char *dir, const char *move)
+{
+	char path[700];
+	snprintf(path, sizeof path, "%s/out.db", dir);
+	run_ok("%s export %s %s --moves all --quiet", book, path);
+	char *text = ts_read_file(path, NULL);
+	const char *at =
+	    strstr(text, "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/3P5/PPP1PPPPP/1B5R1/LNSGKGSNL w");
+	if (!at) { /* no move of it exported */
+		free(text);
+		return false;
+	}
+	const char *end = strstr(at + 4, "\nsfen ");
+	size_t n = end ? (size_t)(end - at) : strlen(at);
+	char *block = strndup(at, n), want[32];
+	snprintf(want, sizeof want, "\n%s ", move);
+	bool found = strstr(block, want) != NULL;
+	free(block);
+	free(text);
+	return found;
+}
+
+/* An analysis of move in spec's record, as think writes it (the rest of the
+ * record, its marks included, as it is). */
+static void analyse(const char *book, const char *spec, const char *usi, int eval)
+{
+	Position pos;
+	assert_int_equal(position_parse(&pos, spec, NULL), 0);
+	BookRecord *rec = malloc(sizeof *rec);
+	BookDB *db;
+	assert_int_equal(bookdb_open(&db, book, NULL, NULL), 0);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	assert_int_equal(bookdb_get(rec, t, pos_key(&pos)), 0);
+	Move mv;
+	assert_int_equal(usi_move_parse(&mv, usi, strlen(usi), NULL), 0);
+	BookMove *m = NULL;
+	for (int i = 0; i < rec->nmoves; i++)
+		if (rec->moves[i].move == mv) m = &rec->moves[i];
+	assert_non_null(m);
+	m->flags |= BOOKDB_MOVE_EVAL;
+	m->eval = (int16_t)eval;
+	m->depth = 12;
+	assert_int_equal(bookdb_put(t, pos_key(&pos), rec), 0);
+	assert_int_equal(bookdb_txn_commit(t), 0);
+	bookdb_free(db);
+	free(rec);
+}
+
+/* A legal move the record lacks, added by a mark, is unvalued until an
+ * analysis or minimax values it: shown without a value (why: not analysed),
+ * never the best move, never exported; where no move of the position is
+ * valued the book has no move there. With and without --no-minimax, and after
+ * minimax. */
+static void test_marks__a_move_a_mark_adds_is_unvalued_until_valued(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600];
+	snprintf(book, sizeof book, "%s/book", dir);
+	ts_plant(book, "startpos", START_MOVES, 12);
+	ts_plant(book, AFTER_6G6F, "3c3d:-20 8c8d:-40", 12);
+	run_ok("%s minimax %s --full --quiet%s", book, "");
+	for (int with_minimax = 0; with_minimax < 2; with_minimax++) {
+		const char *mm = with_minimax ? "" : " --no-minimax";
+		/* Preferred: within its window of -20 were 0 a value, so played. */
+		run_ok("%s prefer %s '" AFTER_6G6F "' 9c9d%s", book, mm);
+		json_t *q = query(book, AFTER_6G6F);
+		assert_string_equal(bestmove(q), "3c3d");
+		assert_int_equal(ts_jint(q, "value"), -20);
+		json_t *m = move_of(q, "9c9d");
+		assert_true(json_is_null(json_object_get(m, "value")));
+		assert_null(json_object_get(m, "value_source"));
+		assert_string_equal(json_string_value(json_object_get(m, "unvalued")),
+		                    "not analysed");
+		assert_true(json_is_true(json_object_get(m, "preferred")));
+		json_decref(q);
+		char *out = NULL;
+		assert_int_equal(
+		    ts_runf(&out, NULL, "%s query %s '" AFTER_6G6F "'", ts_joseki(), book), 0);
+		const char *line = strstr(out, "\n9c9d ");
+		assert_non_null(line);
+		assert_non_null(strstr(line, "unvalued: not analysed"));
+		assert_null(strstr(line, "minimax"));
+		free(out);
+		assert_false(exported_after_6g6f(book, dir, "9c9d"));
+		assert_true(exported_after_6g6f(book, dir, "3c3d"));
+		/* Every valued move avoided: no book move there, the added one
+		 * included (it is no value of the position either). */
+		run_ok("%s avoid %s '" AFTER_6G6F "' 3c3d%s", book, mm);
+		run_ok("%s avoid %s '" AFTER_6G6F "' 8c8d%s", book, mm);
+		q = query(book, AFTER_6G6F);
+		assert_null(json_object_get(q, "bestmove"));
+		assert_null(json_object_get(q, "value"));
+		json_decref(q);
+		assert_false(exported_after_6g6f(book, dir, "9c9d"));
+		/* minimax afterwards (whole book): still unvalued. */
+		run_ok("%s minimax %s --full --quiet%s", book, "");
+		q = query(book, AFTER_6G6F);
+		assert_null(json_object_get(q, "bestmove"));
+		assert_true(json_is_null(json_object_get(move_of(q, "9c9d"), "value")));
+		json_decref(q);
+		run_ok("%s avoid %s '" AFTER_6G6F "' 3c3d --undo%s", book, mm);
+		run_ok("%s avoid %s '" AFTER_6G6F "' 8c8d --undo%s", book, mm);
+		run_ok("%s prefer %s '" AFTER_6G6F "' 9c9d --undo%s", book, mm);
+		run_ok("%s minimax %s --full --quiet%s", book, "");
+	}
+	/* Once analysed it is valued and, preferred within its window, played. */
+	run_ok("%s prefer %s '" AFTER_6G6F "' 9c9d --no-minimax%s", book, "");
+	analyse(book, AFTER_6G6F, "9c9d", -50);
+	run_ok("%s minimax %s --full --quiet%s", book, "");
+	json_t *q = query(book, AFTER_6G6F);
+	assert_string_equal(bestmove(q), "9c9d");
+	assert_int_equal(ts_jint(move_of(q, "9c9d"), "value"), -50);
+	json_decref(q);
+	assert_true(exported_after_6g6f(book, dir, "9c9d"));
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* The codec: a preference and its window round-trip; a move both avoided
  * and preferred is refused by the encoder and, in bytes, by the decoder. */
 static void
@@ -464,6 +588,7 @@ int main(void)
 	    cmocka_unit_test(
 	        test_marks__the_record_keeps_preferences_and_refuses_both_marks_on_one_move),
 	    cmocka_unit_test(test_marks__an_illegal_move_is_refused_with_the_rule_it_breaks),
+	    cmocka_unit_test(test_marks__a_move_a_mark_adds_is_unvalued_until_valued),
 	};
 	shogi_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);
