@@ -26,58 +26,180 @@ void bookdb_mark_key(uint8_t out[BOOKDB_MARK_KEY_LEN], Key key, Move move)
 	out[17] = (uint8_t)move;
 }
 
-int bookdb_mark_decode(BookMark *out, const void *key, size_t klen, const void *val, size_t vlen)
+/* The kind byte: the kind, and bits. */
+#define KB_KIND 0x03
+#define KB_ADDED 0x04 /* the mark added the move to the record */
+#define KB_PRIOR 0x08 /* the mark it replaced follows the note */
+/* The replaced mark's byte: its kind, and whether its entry follows. */
+#define PB_ENTRY 0x80
+
+static bool kind_ok(int kind)
 {
-	const uint8_t *k = key, *v = val;
-	if (klen != BOOKDB_MARK_KEY_LEN || vlen < 10 || vlen - 10 > BOOKDB_NOTE_MAX)
+	return kind == BOOKDB_MARK_AVOID || kind == BOOKDB_MARK_PREFER;
+}
+
+/* One mark of an entry's value into out (key and move left as they are; the
+ * mark it replaced left as bytes): 0 or BOOKDB_ECORRUPT. */
+static int level_decode(BookMark *out, const uint8_t *v, size_t vlen)
+{
+	if (vlen < 10) return BOOKDB_ECORRUPT;
+	uint8_t kb = v[0];
+	if ((kb & ~(KB_KIND | KB_ADDED | KB_PRIOR)) || !kind_ok(kb & KB_KIND) ||
+	    (v[1] != BOOKDB_MARK_HAND && v[1] != BOOKDB_MARK_PRUNE))
 		return BOOKDB_ECORRUPT;
-	if ((v[0] != BOOKDB_MARK_AVOID && v[0] != BOOKDB_MARK_PREFER) ||
-	    (v[1] != BOOKDB_MARK_HAND && v[1] != BOOKDB_MARK_PRUNE) || memchr(v + 10, 0, vlen - 10))
-		return BOOKDB_ECORRUPT;
-	out->key = key_from_bytes(k);
-	out->move = (Move)(k[16] << 8 | k[17]);
-	out->kind = v[0];
+	const uint8_t *note = v + 10;
+	size_t n = vlen - 10;
+	out->prior_kind = 0;
+	out->prior_window = 0;
+	out->prior = NULL;
+	out->prior_len = 0;
+	if (kb & KB_PRIOR) {
+		if (vlen < 12) return BOOKDB_ECORRUPT;
+		n = (size_t)(v[10] | v[11] << 8);
+		if (n > BOOKDB_NOTE_MAX || vlen - 12 < n + 3) return BOOKDB_ECORRUPT;
+		note = v + 12;
+		const uint8_t *p = note + n;
+		size_t rest = vlen - 12 - n - 3;
+		if ((p[0] & ~(KB_KIND | PB_ENTRY)) || !kind_ok(p[0] & KB_KIND) ||
+		    ((p[0] & PB_ENTRY) != 0) != (rest > 0))
+			return BOOKDB_ECORRUPT;
+		out->prior_kind = p[0] & KB_KIND;
+		out->prior_window = (uint16_t)(p[1] | p[2] << 8);
+		if (rest) {
+			out->prior = p + 3;
+			out->prior_len = rest;
+		}
+	}
+	if (n > BOOKDB_NOTE_MAX || memchr(note, 0, n)) return BOOKDB_ECORRUPT;
+	out->kind = kb & KB_KIND;
 	out->source = v[1];
+	out->added = kb & KB_ADDED;
 	out->known = true;
 	uint64_t t = 0;
 	for (int i = 7; i >= 0; i--) t = t << 8 | v[2 + i];
 	out->time = (int64_t)t;
 	out->window = 0;
-	memcpy(out->note, v + 10, vlen - 10);
-	out->note[vlen - 10] = 0;
+	memcpy(out->note, note, n);
+	out->note[n] = 0;
 	return 0;
 }
 
-int bookdb_mark_get(BookMark *out, BookTxn *txn, Key key, Move move)
+int bookdb_mark_decode(BookMark *out, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	if (klen != BOOKDB_MARK_KEY_LEN || level_decode(out, val, vlen) < 0) return BOOKDB_ECORRUPT;
+	const uint8_t *k = key;
+	out->key = key_from_bytes(k);
+	out->move = (Move)(k[16] << 8 | k[17]);
+	/* The marks it replaced: each decodes and is of the kind its
+	 * replacement says, at most BOOKDB_MARK_LEVELS in all. */
+	BookMark lv;
+	int kind = out->prior_kind, levels = 1;
+	const uint8_t *end = out->prior + out->prior_len;
+	for (const uint8_t *p = out->prior; p; p = lv.prior) {
+		if (++levels > BOOKDB_MARK_LEVELS || level_decode(&lv, p, (size_t)(end - p)) < 0 ||
+		    lv.kind != kind)
+			return BOOKDB_ECORRUPT;
+		kind = lv.prior_kind;
+	}
+	return 0;
+}
+
+/* (key, move)'s entry: 1 with *out and its value (*raw, *rawlen, as
+ * bookdb_kv_get gives it), 0 when there is none, or a negative code
+ * (BOOKDB_ECORRUPT: it does not decode). */
+static int entry_get(BookMark *out, const uint8_t **raw, size_t *rawlen, BookTxn *txn, Key key,
+                     Move move)
 {
 	uint8_t kb[BOOKDB_MARK_KEY_LEN];
 	bookdb_mark_key(kb, key, move);
 	const void *v;
-	size_t vlen;
-	int rc = bookdb_kv_get(&v, &vlen, txn, BOOKDB_MARKS, kb, sizeof kb);
+	int rc = bookdb_kv_get(&v, rawlen, txn, BOOKDB_MARKS, kb, sizeof kb);
 	if (rc == BOOKDB_ENOTFOUND) return 0;
 	if (rc < 0) return rc;
-	rc = bookdb_mark_decode(out, kb, sizeof kb, v, vlen);
+	*raw = v;
+	rc = bookdb_mark_decode(out, kb, sizeof kb, v, *rawlen);
 	return rc < 0 ? rc : 1;
+}
+
+int bookdb_mark_get(BookMark *out, BookTxn *txn, Key key, Move move)
+{
+	const uint8_t *raw;
+	size_t len;
+	return entry_get(out, &raw, &len, txn, key, move);
 }
 
 size_t bookdb_mark_encode(uint8_t *v, const BookMark *m)
 {
-	size_t n = strnlen(m->note, BOOKDB_NOTE_MAX);
-	v[0] = m->kind;
+	size_t n = strnlen(m->note, BOOKDB_NOTE_MAX), o = 10;
+	bool prior = kind_ok(m->prior_kind);
+	v[0] = (uint8_t)(m->kind | (m->added ? KB_ADDED : 0) | (prior ? KB_PRIOR : 0));
 	v[1] = m->source;
 	uint64_t t = (uint64_t)m->time;
 	for (int i = 0; i < 8; i++) v[2 + i] = (uint8_t)(t >> (8 * i));
-	memcpy(v + 10, m->note, n);
-	return 10 + n;
+	if (prior) {
+		v[o++] = (uint8_t)n;
+		v[o++] = (uint8_t)(n >> 8);
+	}
+	memcpy(v + o, m->note, n);
+	o += n;
+	if (prior) {
+		bool entry = m->prior && m->prior_len;
+		v[o++] = (uint8_t)(m->prior_kind | (entry ? PB_ENTRY : 0));
+		v[o++] = (uint8_t)m->prior_window;
+		v[o++] = (uint8_t)(m->prior_window >> 8);
+		if (entry) memcpy(v + o, m->prior, m->prior_len);
+		o += entry ? m->prior_len : 0;
+	}
+	return o;
 }
 
-static int mark_put(BookTxn *txn, const BookMark *m)
+/*
+ * The value v (len bytes, an entry that decodes) with its first levels marks
+ * only into out (levels >= 1; the last kept one without the mark it replaced:
+ * its undo then leaves the move unmarked); returns the length. The marks kept
+ * are v's bytes as they are: each one's replaced mark runs to the end.
+ */
+static size_t chain_cut(uint8_t *out, const uint8_t *v, size_t len, int levels)
 {
-	uint8_t kb[BOOKDB_MARK_KEY_LEN], v[BOOKDB_MARK_VALUE_MAX];
-	bookdb_mark_key(kb, m->key, m->move);
-	size_t n = bookdb_mark_encode(v, m);
-	return bookdb_kv_put(txn, BOOKDB_MARKS, kb, sizeof kb, v, n);
+	size_t o = 0;
+	for (int i = 1;; i++) {
+		const uint8_t *l = v + o;
+		if (!(l[0] & KB_PRIOR)) break;
+		size_t n = (size_t)(l[10] | l[11] << 8);
+		if (i == levels) {
+			memcpy(out, v, o);
+			out[o] = (uint8_t)(l[0] & ~KB_PRIOR);
+			memcpy(out + o + 1, l + 1, 9);
+			memcpy(out + o + 10, l + 12, n);
+			return o + 10 + n;
+		}
+		if (!(l[12 + n] & PB_ENTRY)) break;
+		o += 15 + n;
+	}
+	memcpy(out, v, len);
+	return len;
+}
+
+/* How many of v's marks come before the first one of source (a record flag
+ * alone counting as prune's) below the first: 0 when there is none. */
+static int levels_before(const uint8_t *v, int source)
+{
+	size_t o = 0;
+	for (int i = 1;; i++) {
+		const uint8_t *l = v + o;
+		if (i > 1 && l[1] == source) return i - 1;
+		if (!(l[0] & KB_PRIOR)) return 0;
+		size_t n = (size_t)(l[10] | l[11] << 8);
+		if (!(l[12 + n] & PB_ENTRY)) return source == BOOKDB_MARK_PRUNE ? i : 0;
+		o += 15 + n;
+	}
+}
+
+static int mark_put(BookTxn *txn, Key key, Move move, const uint8_t *v, size_t len)
+{
+	uint8_t kb[BOOKDB_MARK_KEY_LEN];
+	bookdb_mark_key(kb, key, move);
+	return bookdb_kv_put(txn, BOOKDB_MARKS, kb, sizeof kb, v, len);
 }
 
 static int mark_del(BookTxn *txn, Key key, Move move)
@@ -145,24 +267,57 @@ static BookMove *find_move(BookRecord *rec, Move move)
 	return NULL;
 }
 
+static int fail(char *err, int rc)
+{
+	return errmsg_set(err, BOOKDB_MARK_ERRLEN, rc, "%s", bookdb_strerror(rc));
+}
+
 /* key's record into rec; 0, or a code with err saying why. */
 static int load(BookRecord *rec, BookTxn *txn, Key key, char *err)
 {
 	int rc = bookdb_get(rec, txn, key);
 	if (rc == BOOKDB_ENOTFOUND)
 		return errmsg_set(err, BOOKDB_MARK_ERRLEN, rc, "the position is not in the book");
-	return rc < 0 ? errmsg_set(err, BOOKDB_MARK_ERRLEN, rc, "%s", bookdb_strerror(rc)) : 0;
+	return rc < 0 ? fail(err, rc) : 0;
 }
 
-int bookdb_mark_set(BookTxn *txn, BookRecord *rec, Key key, const Position *pos, Move move,
-                    const BookMark *mark, bool *changed, char *err)
+/* The scratch space of a mark's writes: the entry found and the one to put
+ * (encoded before any write: the found one's bytes are the store's). */
+typedef struct {
+	BookMark old, put;
+	uint8_t val[BOOKDB_MARK_VALUE_MAX], cut[BOOKDB_MARK_VALUE_MAX];
+} Scratch;
+
+static int mark_set(Scratch *sc, BookTxn *txn, BookRecord *rec, Key key, const Position *pos,
+                    Move move, const BookMark *mark, bool *changed, char *err)
 {
-	*changed = false;
 	char usi[USI_MOVE_MAX];
 	usi_move_write(move, usi);
 	int rc = load(rec, txn, key, err);
 	if (rc < 0) return rc;
 	BookMove *m = find_move(rec, move);
+	/* What the mark finds: the move's mark, with its entry when of its kind. */
+	int cur = !m                                   ? 0
+	          : (m->flags & BOOKDB_MOVE_AVOIDED)   ? BOOKDB_MARK_AVOID
+	          : (m->flags & BOOKDB_MOVE_PREFERRED) ? BOOKDB_MARK_PREFER
+	                                               : 0;
+	const uint8_t *raw = NULL;
+	size_t rawlen = 0;
+	int got = cur ? entry_get(&sc->old, &raw, &rawlen, txn, key, move) : 0;
+	if (got < 0 && got != BOOKDB_ECORRUPT) return fail(err, got);
+	bool have = got == 1 && sc->old.kind == cur;
+	/* The same kind from the same source: the note and window change, what
+	 * the first such mark found stays. */
+	bool same = have && cur == mark->kind && sc->old.source == mark->source;
+	BookMark *put = &sc->put;
+	*put = *mark;
+	put->key = key;
+	put->move = move;
+	put->added = false;
+	put->prior_kind = 0;
+	put->prior_window = 0;
+	put->prior = NULL;
+	put->prior_len = 0;
 	if (!m) {
 		if (!pos || !pos_is_legal(pos, move))
 			return errmsg_set(err, BOOKDB_MARK_ERRLEN, BOOKDB_EINVAL,
@@ -171,37 +326,54 @@ int bookdb_mark_set(BookTxn *txn, BookRecord *rec, Key key, const Position *pos,
 		if (!(m = bookdb_record_add_move(rec, move)))
 			return errmsg_set(err, BOOKDB_MARK_ERRLEN, BOOKDB_EINVAL,
 			                  "the record holds no more moves");
+		put->added = true;
 		*changed = true;
+	} else if (same) {
+		put->added = sc->old.added;
+		put->prior_kind = sc->old.prior_kind;
+		put->prior_window = sc->old.prior_window;
+		put->prior = sc->old.prior;
+		put->prior_len = sc->old.prior_len;
+	} else if (cur) {
+		/* Replaced: kept in the entry, for --undo (the oldest marks go). */
+		put->added = have && sc->old.added;
+		put->prior_kind = (uint8_t)cur;
+		put->prior_window = cur == BOOKDB_MARK_PREFER ? m->prefer_window : 0;
+		if (have) {
+			put->prior_len = chain_cut(sc->cut, raw, rawlen, BOOKDB_MARK_LEVELS - 1);
+			put->prior = sc->cut;
+		}
 	}
+	bool entry_changed = !same || strcmp(sc->old.note, mark->note) != 0;
+	size_t vlen = entry_changed ? bookdb_mark_encode(sc->val, put) : 0;
 	uint8_t want = kind_flag(mark->kind), other = kind_flag(3 - mark->kind);
 	uint16_t window = mark->kind == BOOKDB_MARK_PREFER ? mark->window : 0;
 	bool rec_changed = *changed || (m->flags & (want | other)) != want ||
 	                   (mark->kind == BOOKDB_MARK_PREFER && m->prefer_window != window);
 	m->flags = (uint8_t)((m->flags & ~other) | want);
 	m->prefer_window = window;
-	BookMark old;
-	rc = bookdb_mark_get(&old, txn, key, move);
-	if (rc < 0 && rc != BOOKDB_ECORRUPT)
-		return errmsg_set(err, BOOKDB_MARK_ERRLEN, rc, "%s", bookdb_strerror(rc));
-	bool entry_changed = rc != 1 || old.kind != mark->kind || old.source != mark->source ||
-	                     strcmp(old.note, mark->note) != 0;
 	*changed = rec_changed || entry_changed;
 	/* The record only when its moves change: a note alone is no change to
 	 * what minimax reads (the change log sees record writes). */
-	if (rec_changed && (rc = bookdb_put(txn, key, rec)) < 0)
-		return errmsg_set(err, BOOKDB_MARK_ERRLEN, rc, "%s", bookdb_strerror(rc));
-	if (entry_changed) {
-		BookMark put = *mark;
-		put.key = key;
-		put.move = move;
-		if ((rc = mark_put(txn, &put)) < 0)
-			return errmsg_set(err, BOOKDB_MARK_ERRLEN, rc, "%s", bookdb_strerror(rc));
-	}
+	if (rec_changed && (rc = bookdb_put(txn, key, rec)) < 0) return fail(err, rc);
+	if (entry_changed && (rc = mark_put(txn, key, move, sc->val, vlen)) < 0)
+		return fail(err, rc);
 	return 0;
 }
 
-int bookdb_mark_clear(BookTxn *txn, BookRecord *rec, Key key, Move move, BookMarkKind kind,
-                      char *err)
+int bookdb_mark_set(BookTxn *txn, BookRecord *rec, Key key, const Position *pos, Move move,
+                    const BookMark *mark, bool *changed, char *err)
+{
+	*changed = false;
+	Scratch *sc = malloc(sizeof *sc);
+	if (!sc) return fail(err, BOOKDB_ENOMEM);
+	int rc = mark_set(sc, txn, rec, key, pos, move, mark, changed, err);
+	free(sc);
+	return rc;
+}
+
+static int mark_clear(Scratch *sc, BookTxn *txn, BookRecord *rec, Key key, Move move,
+                      BookMarkKind kind, char *err)
 {
 	char usi[USI_MOVE_MAX];
 	usi_move_write(move, usi);
@@ -212,11 +384,41 @@ int bookdb_mark_clear(BookTxn *txn, BookRecord *rec, Key key, Move move, BookMar
 	if (!m || !(m->flags & flag))
 		return errmsg_set(err, BOOKDB_MARK_ERRLEN, BOOKDB_ENOTFOUND,
 		                  "%s carries no %s mark", usi, bookdb_mark_kind_name(kind));
-	m->flags &= (uint8_t)~flag;
-	m->prefer_window = 0;
-	if ((rc = bookdb_put(txn, key, rec)) < 0 || (rc = mark_del(txn, key, move)) < 0)
-		return errmsg_set(err, BOOKDB_MARK_ERRLEN, rc, "%s", bookdb_strerror(rc));
+	const uint8_t *raw;
+	size_t rawlen, vlen = 0;
+	int got = entry_get(&sc->old, &raw, &rawlen, txn, key, move);
+	if (got < 0 && got != BOOKDB_ECORRUPT) return fail(err, got);
+	const BookMark *old = got == 1 && sc->old.kind == kind ? &sc->old : NULL;
+	if (old && old->prior_kind) {
+		/* The mark it replaced comes back, with its entry. */
+		m->flags = (uint8_t)((m->flags & ~(BOOKDB_MOVE_AVOIDED | BOOKDB_MOVE_PREFERRED)) |
+		                     kind_flag(old->prior_kind));
+		m->prefer_window = old->prior_kind == BOOKDB_MARK_PREFER ? old->prior_window : 0;
+		if (old->prior) memcpy(sc->val, old->prior, vlen = old->prior_len);
+	} else {
+		m->flags &= (uint8_t)~flag;
+		m->prefer_window = 0;
+		/* A move the mark added goes again, unless it has since been
+		 * analysed or played. */
+		if (old && old->added && !(m->flags & (BOOKDB_MOVE_EVAL | BOOKDB_MOVE_STATS))) {
+			memmove(m, m + 1, (size_t)(rec->moves + rec->nmoves - (m + 1)) * sizeof *m);
+			rec->nmoves--;
+		}
+	}
+	if ((rc = bookdb_put(txn, key, rec)) < 0 ||
+	    (rc = vlen ? mark_put(txn, key, move, sc->val, vlen) : mark_del(txn, key, move)) < 0)
+		return fail(err, rc);
 	return 0;
+}
+
+int bookdb_mark_clear(BookTxn *txn, BookRecord *rec, Key key, Move move, BookMarkKind kind,
+                      char *err)
+{
+	Scratch *sc = malloc(sizeof *sc);
+	if (!sc) return fail(err, BOOKDB_ENOMEM);
+	int rc = mark_clear(sc, txn, rec, key, move, kind, err);
+	free(sc);
+	return rc;
 }
 
 /* One marked move to clear: its record and move. */
@@ -224,13 +426,30 @@ typedef struct {
 	Key key;
 	Move move;
 	bool flag; /* the record carries the flag (else only a stale entry) */
+	int keep;  /* > 0: another source's mark stays, with its first keep marks */
 } Clear;
 
-static int add_clear(Clear **v, size_t *n, size_t *cap, Key key, Move move, bool flag)
+static int add_clear(Clear **v, size_t *n, size_t *cap, Key key, Move move, bool flag, int keep)
 {
 	if (array_grow((void **)v, cap, *n + 1, sizeof **v, 256)) return BOOKDB_ENOMEM;
-	(*v)[(*n)++] = (Clear){key, move, flag};
+	(*v)[(*n)++] = (Clear){key, move, flag, keep};
 	return 0;
+}
+
+/* (key, move)'s entry with its first keep marks only. */
+static int forget_marks(BookTxn *txn, Key key, Move move, int keep)
+{
+	Scratch *sc = malloc(sizeof *sc);
+	if (!sc) return BOOKDB_ENOMEM;
+	const uint8_t *raw;
+	size_t len;
+	int rc = entry_get(&sc->old, &raw, &len, txn, key, move);
+	if (rc == 1) {
+		size_t n = chain_cut(sc->val, raw, len, keep);
+		rc = mark_put(txn, key, move, sc->val, n);
+	}
+	free(sc);
+	return rc < 0 ? rc : 0;
 }
 
 int bookdb_marks_clear_source(size_t *cleared, BookDB *db, BookMarkSource source, char *err)
@@ -260,19 +479,24 @@ int bookdb_marks_clear_source(size_t *cleared, BookDB *db, BookMarkSource source
 			if (got < 0 && got != BOOKDB_ECORRUPT) rc = got;
 			int src = got == 1 ? mk.source : BOOKDB_MARK_PRUNE;
 			if (!rc && src == (int)source)
-				rc = add_clear(&cl, &ncl, &cap, k, m->move, true);
+				rc = add_clear(&cl, &ncl, &cap, k, m->move, true, 0);
 		}
 	}
 	bookdb_iter_free(it);
 	it = NULL;
-	/* Then the entries of source's whose record lost its flag. */
+	/* Then the entries of source's whose record lost its flag, and the other
+	 * source's marks that replaced one of source's. */
 	if (!rc) rc = bookdb_kv_iter_open(&it, txn, BOOKDB_MARKS);
 	const void *kp, *vp;
 	size_t kl;
 	while (!rc && (rc = bookdb_kv_iter_next(it, &kp, &kl, &vp, &len)) == 1) {
 		rc = 0;
-		if (bookdb_mark_decode(&mk, kp, kl, vp, len) < 0 || mk.source != (int)source)
+		if (bookdb_mark_decode(&mk, kp, kl, vp, len) < 0) continue;
+		if (mk.source != (int)source) {
+			int keep = levels_before(vp, (int)source);
+			if (keep) rc = add_clear(&cl, &ncl, &cap, mk.key, mk.move, false, keep);
 			continue;
+		}
 		int got = bookdb_get_moves(rec, txn, mk.key);
 		if (got < 0 && got != BOOKDB_ENOTFOUND && got != BOOKDB_ECORRUPT) {
 			rc = got;
@@ -280,12 +504,16 @@ int bookdb_marks_clear_source(size_t *cleared, BookDB *db, BookMarkSource source
 		}
 		const BookMove *m = got == 0 ? find_move(rec, mk.move) : NULL;
 		if (!m || !(m->flags & kind_flag(mk.kind)))
-			rc = add_clear(&cl, &ncl, &cap, mk.key, mk.move, false);
+			rc = add_clear(&cl, &ncl, &cap, mk.key, mk.move, false, 0);
 	}
 	bookdb_iter_free(it);
 	it = NULL;
 	/* Written after the walks, so that no cursor meets its own writes. */
 	for (size_t i = 0; i < ncl && !rc; i++) {
+		if (cl[i].keep) {
+			if ((rc = forget_marks(txn, cl[i].key, cl[i].move, cl[i].keep)) < 0) break;
+			continue;
+		}
 		if (cl[i].flag) {
 			if ((rc = bookdb_get(rec, txn, cl[i].key)) < 0) break;
 			BookMove *m = find_move(rec, cl[i].move);

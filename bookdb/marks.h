@@ -11,12 +11,18 @@
  *
  *   key    the position's 16-byte key (key_to_bytes) and the move, u16
  *          big-endian (so a position's marks are one key range)
- *   value  u8 kind (1 avoid, 2 prefer), u8 source (0 hand, 1 prune), i64 unix
- *          time little-endian, then the note (UTF-8, no NUL, at most
- *          BOOKDB_NOTE_MAX bytes) to the end
+ *   value  u8 kind (1 avoid, 2 prefer; bit 2: the mark added the move to the
+ *          record; bit 3: an earlier mark follows), u8 source (0 hand, 1
+ *          prune), i64 unix time little-endian, then the note (UTF-8, no NUL,
+ *          at most BOOKDB_NOTE_MAX bytes) to the end; with bit 3 the note's
+ *          length (u16 little-endian) comes before it, and after it the mark
+ *          this one replaced: u8 its kind (bit 7: its entry follows), u16 its
+ *          window, then its entry's value (the same layout) to the end
  *
- * A record flag without an entry is a mark made before the entries existed
- * (prune's): source prune, time and note unknown. Layout: docs/bookdb.md.
+ * So --undo restores what the mark found: the mark it replaced (with its
+ * entry), or none and, when the mark added the move, no move. A record flag
+ * without an entry is a mark made before the entries existed (prune's):
+ * source prune, time and note unknown. Layout: docs/bookdb.md.
  */
 #ifndef BOOKDB_MARKS_H
 #define BOOKDB_MARKS_H
@@ -34,6 +40,9 @@ typedef enum { BOOKDB_MARK_HAND = 0, BOOKDB_MARK_PRUNE = 1 } BookMarkSource;
 
 #define BOOKDB_NOTE_MAX 1000
 #define BOOKDB_MARK_KEY_LEN 18
+/* Most marks one entry holds: the move's mark and those it replaced (an older
+ * one is forgotten: its undo leaves the move unmarked). */
+#define BOOKDB_MARK_LEVELS 8
 /* A mark's message buffer (NUL included). */
 #define BOOKDB_MARK_ERRLEN 512
 
@@ -46,6 +55,14 @@ typedef struct {
 	int64_t time;    /* unix seconds */
 	uint16_t window; /* a preference's window (from the record) */
 	char note[BOOKDB_NOTE_MAX + 1];
+	bool added; /* the mark added the move to the record (its undo takes it out) */
+	/* The mark this one replaced, which its undo restores: its kind (0: none),
+	 * its window and its entry's value (prior_len bytes; NULL: a record flag
+	 * alone), pointing into the value decoded. */
+	uint8_t prior_kind;
+	uint16_t prior_window;
+	const uint8_t *prior;
+	size_t prior_len;
 } BookMark;
 
 /* "avoid", "prefer"; "hand", "prune". */
@@ -57,16 +74,19 @@ void bookdb_mark_key(uint8_t out[BOOKDB_MARK_KEY_LEN], Key key, Move move);
 
 /*
  * Decodes one entry of the marks database (any bytes: 0, or BOOKDB_ECORRUPT
- * for a key that is not 18 bytes, an unknown kind or source, a value shorter
- * than 10 bytes, a note longer than BOOKDB_NOTE_MAX or holding a NUL). out's
- * window is left 0 (the record holds it).
+ * for a key that is not 18 bytes, an unknown kind, bit or source, a value
+ * shorter than 10 bytes, a note longer than BOOKDB_NOTE_MAX or holding a NUL,
+ * a replaced mark that does not decode, whose entry is not of its kind, or
+ * more than BOOKDB_MARK_LEVELS marks). out's window is left 0 (the record
+ * holds it); out->prior points into val.
  */
 JOSEKI_MUST_USE int bookdb_mark_decode(BookMark *out, const void *key, size_t klen, const void *val,
                                        size_t vlen);
 
 /* The value of m's entry into val (at least BOOKDB_MARK_VALUE_MAX bytes; the
- * note cut at BOOKDB_NOTE_MAX bytes); returns its length. */
-#define BOOKDB_MARK_VALUE_MAX (10 + BOOKDB_NOTE_MAX)
+ * note cut at BOOKDB_NOTE_MAX bytes; m->prior as it is, as decoded or cut by
+ * bookdb_mark_set); returns its length. */
+#define BOOKDB_MARK_VALUE_MAX (BOOKDB_MARK_LEVELS * (15 + BOOKDB_NOTE_MAX))
 size_t bookdb_mark_encode(uint8_t *val, const BookMark *m);
 
 /* The entry of (key, move): 1 with *out, 0 when there is none, or a negative
@@ -90,8 +110,12 @@ JOSEKI_MUST_USE int bookdb_marks_load(BookMark **out, BookTxn *txn, Key key, con
  * Marks move of key's record (write transaction txn; rec is scratch space):
  * mark->kind avoid or prefer (the other kind's flag is cleared), its window
  * (prefer), source, time and note kept in the entry. A move the record lacks
- * is added to it (without evaluation) when it is legal in pos (NULL: no
- * move is added). *changed tells whether the record or the entry changed.
+ * is added to it (unvalued: bookdb_record_add_move) when it is legal in pos
+ * (NULL: no move is added). The entry keeps what the mark found for
+ * bookdb_mark_clear: the mark it replaces (another kind, or another source's),
+ * or that it added the move; marking again with the same kind and source
+ * changes the note and window only. *changed tells whether the record or the
+ * entry changed.
  * Returns 0; BOOKDB_ENOTFOUND when key is not in the book, BOOKDB_EINVAL when
  * the move cannot be added (err, BOOKDB_MARK_ERRLEN, may be NULL, says which),
  * or another negative BOOKDB_ code (the transaction must then be aborted).
@@ -100,7 +124,10 @@ JOSEKI_MUST_USE int bookdb_mark_set(BookTxn *txn, BookRecord *rec, Key key, cons
                                     Move move, const BookMark *mark, bool *changed, char *err);
 
 /*
- * Takes the mark of kind off move of key's record, and its entry:
+ * Takes the mark of kind off move of key's record and restores what the mark
+ * found: the mark it replaced with that one's entry, or no mark, no entry and,
+ * when the mark added the move and nothing since gave it an analysis or
+ * games, no move (the record's bytes as before the mark).
  * BOOKDB_ENOTFOUND (err says so) when the move carries no such mark; else as
  * bookdb_mark_set.
  */
@@ -111,7 +138,8 @@ JOSEKI_MUST_USE int bookdb_mark_clear(BookTxn *txn, BookRecord *rec, Key key, Mo
  * Clears, in one write transaction, every mark whose source is source (a
  * record flag without an entry counts as prune's), and entries of that source
  * whose record no longer carries the flag; hand marks stay when source is
- * prune and the other way round. *cleared counts the moves unmarked. 0 or a
+ * prune and the other way round, forgetting the marks of source they
+ * replaced (their undo no longer restores them). *cleared counts the moves unmarked. 0 or a
  * negative BOOKDB_ code with the message in err.
  */
 JOSEKI_MUST_USE int bookdb_marks_clear_source(size_t *cleared, BookDB *db, BookMarkSource source,

@@ -444,6 +444,22 @@ static int write_mark(Merge *m, Key last)
 	return rc;
 }
 
+/* A source's entry as dst gets it, into sm and out (BOOKDB_MARK_VALUE_MAX
+ * bytes): the mark alone, without what it found in the source's record (the
+ * mark it replaced, that it added the move), which dst's record need not
+ * share: its undo in dst takes the mark off. Returns the length, or
+ * BOOKDB_ECORRUPT (check names it). */
+static int mark_as_copied(BookMark *sm, uint8_t *out, const void *k, size_t kl, const void *v,
+                          size_t vl)
+{
+	if (bookdb_mark_decode(sm, k, kl, v, vl) < 0) return BOOKDB_ECORRUPT;
+	sm->added = false;
+	sm->prior_kind = 0;
+	sm->prior = NULL;
+	sm->prior_len = 0;
+	return (int)bookdb_mark_encode(out, sm);
+}
+
 /* Whether src holds a mark entry (bookdb/marks.h) dst has not, as t sees
  * dst: finish copies them. */
 static int marks_new(bool *any, BookTxn *stx, BookTxn *t)
@@ -454,13 +470,20 @@ static int marks_new(bool *any, BookTxn *stx, BookTxn *t)
 	if (rc < 0) return rc;
 	const void *k, *v, *dv;
 	size_t kl, vl, dvl;
-	while (!*any && (rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+	BookMark *sm = malloc(sizeof *sm);
+	uint8_t *cv = malloc(BOOKDB_MARK_VALUE_MAX);
+	if (!sm || !cv) rc = BOOKDB_ENOMEM;
+	while (rc >= 0 && !*any && (rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+		int cl = mark_as_copied(sm, cv, k, kl, v, vl);
 		rc = bookdb_kv_get(&dv, &dvl, t, BOOKDB_MARKS, k, kl);
 		if (rc < 0 && rc != BOOKDB_ENOTFOUND) break;
-		*any = rc == BOOKDB_ENOTFOUND || dvl != vl || memcmp(dv, v, vl);
+		*any = cl >= 0 &&
+		       (rc == BOOKDB_ENOTFOUND || dvl != (size_t)cl || memcmp(dv, cv, (size_t)cl));
 		rc = 0;
 	}
 	bookdb_iter_free(it);
+	free(sm);
+	free(cv);
 	return rc < 0 ? rc : 0;
 }
 
@@ -475,10 +498,12 @@ static int copy_marks(Merge *m, BookTxn *t)
 	const void *k, *v;
 	size_t kl, vl;
 	BookMark *sm = malloc(sizeof *sm), *dm = malloc(sizeof *dm);
-	if (!sm || !dm) rc = BOOKDB_ENOMEM;
+	uint8_t *cv = malloc(BOOKDB_MARK_VALUE_MAX);
+	if (!sm || !dm || !cv) rc = BOOKDB_ENOMEM;
 	while (rc >= 0 && (rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
 		rc = 0;
-		if (bookdb_mark_decode(sm, k, kl, v, vl) < 0) continue; /* check names it */
+		int cl = mark_as_copied(sm, cv, k, kl, v, vl);
+		if (cl < 0) continue; /* check names it */
 		int got = bookdb_mark_get(dm, t, sm->key, sm->move);
 		if (got < 0 && got != BOOKDB_ECORRUPT) {
 			rc = got;
@@ -491,11 +516,12 @@ static int copy_marks(Merge *m, BookTxn *t)
 		bool flagged = false;
 		for (int i = 0; i < m->a->nmoves; i++)
 			if (m->a->moves[i].move == sm->move) flagged = m->a->moves[i].flags & want;
-		if (flagged) rc = bookdb_kv_put(t, BOOKDB_MARKS, k, kl, v, vl);
+		if (flagged) rc = bookdb_kv_put(t, BOOKDB_MARKS, k, kl, cv, (size_t)cl);
 	}
 	bookdb_iter_free(it);
 	free(sm);
 	free(dm);
+	free(cv);
 	return rc < 0 ? rc : 0;
 }
 

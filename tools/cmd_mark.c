@@ -6,7 +6,8 @@
  * book side never plays an avoided move; it plays a preferred one where the
  * move is valued at most CP below the best (default 50). The mark is kept in
  * the book with its note and time, shown by query, the HTTP API and the
- * explorer; --undo takes exactly that mark off. MOVE is a USI move (7g7f) or
+ * explorer; --undo takes exactly that mark off, restoring what it found (the
+ * mark it replaced, or no move where it added one). MOVE is a USI move (7g7f) or
  * written as a player writes it (７六歩, ▲７六歩(77)). The record is written
  * through the store (logged for the incremental minimax), then minimax backs
  * the values up unless --no-minimax.

@@ -177,9 +177,19 @@ test_marks__a_mark_is_kept_with_its_note_and_time_and_undo_takes_exactly_it_off(
 	assert_string_equal(json_string_value(json_object_get(mk, "source")), "prune");
 	assert_non_null(strstr(json_string_value(json_object_get(mk, "note")), "in 1 games"));
 	json_decref(q);
+	/* A hand mark over prune's stays through prune --undo, which makes its
+	 * own --undo forget prune's: the move is then unmarked. */
+	run_ok("%s prefer %s startpos 5g5f --note 'over prune' --no-minimax%s", book, "");
 	run_ok("%s prune %s --undo%s", book, "");
 	q = query(book, "startpos");
+	mk = json_object_get(move_of(q, "5g5f"), "mark");
+	assert_string_equal(json_string_value(json_object_get(mk, "source")), "hand");
+	assert_string_equal(json_string_value(json_object_get(mk, "kind")), "prefer");
+	json_decref(q);
+	run_ok("%s prefer %s startpos 5g5f --undo --no-minimax%s", book, "");
+	q = query(book, "startpos");
 	assert_null(json_object_get(move_of(q, "5g5f"), "mark"));
+	assert_null(json_object_get(move_of(q, "5g5f"), "avoided"));
 	assert_string_equal(
 	    json_string_value(json_object_get(json_object_get(move_of(q, "7g7f"), "mark"), "note")),
 	    "loses to ▲７六歩 △３四歩");
@@ -532,6 +542,122 @@ static void test_marks__a_move_a_mark_adds_is_unvalued_until_valued(void **state
 	free(dir);
 }
 
+/* The start position's query as JSON text. */
+static char *query_text(const char *book)
+{
+	json_t *q = query(book, "startpos");
+	char *t = json_dumps(q, JSON_SORT_KEYS);
+	json_decref(q);
+	return t;
+}
+
+/* Whether the start position's record and the marks database are what they
+ * were (bytes, entries) and query says the same. */
+static void assert_as_before(const char *book, const uint8_t *rec0, size_t len0, uint64_t entries0,
+                             const char *query0, const char *what)
+{
+	size_t len;
+	uint64_t entries;
+	uint8_t *rec = start_record(book, &len, &entries);
+	char *q = query_text(book);
+	if (len != len0 || memcmp(rec, rec0, len0) || entries != entries0 || strcmp(q, query0))
+		fail_msg("%s: not as before the mark:\n%s\nbefore:\n%s", what, q, query0);
+	free(q);
+	free(rec);
+}
+
+/* --undo restores the record the mark found: for avoid and prefer, on a move
+ * the record had and one it lacked (taken out again), with and without
+ * minimax; a mark that replaced another kind's brings that one back with its
+ * note; a move the mark added and an analysis valued since stays. */
+static void test_marks__undo_restores_the_record_the_mark_found(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600];
+	snprintf(book, sizeof book, "%s/book", dir);
+	ts_plant(book, "startpos", START_MOVES, 12);
+	run_ok("%s minimax %s --full --quiet%s", book, "");
+	size_t len0;
+	uint64_t entries0;
+	uint8_t *rec0 = start_record(book, &len0, &entries0);
+	char *query0 = query_text(book);
+	static const char *const KINDS[] = {"avoid", "prefer"};
+	static const char *const MOVES[] = {"7g7f", "8g8f"}; /* had, lacked */
+	for (int k = 0; k < 2; k++)
+		for (int mv = 0; mv < 2; mv++)
+			for (int mm = 0; mm < 2; mm++) {
+				const char *opt = mm ? "" : " --no-minimax";
+				char what[64], rest[64];
+				snprintf(what, sizeof what, "%s %s%s", KINDS[k], MOVES[mv], opt);
+				snprintf(rest, sizeof rest, "%s --note n%s", MOVES[mv], opt);
+				char *out = NULL, *err = NULL;
+				if (ts_runf(&out, &err, "%s %s %s startpos %s", ts_joseki(),
+				            KINDS[k], book, rest))
+					fail_msg("%s: %s", what, err);
+				free(out);
+				free(err);
+				json_t *q = query(book, "startpos");
+				json_t *mark = json_object_get(move_of(q, MOVES[mv]), "mark");
+				assert_string_equal(
+				    json_string_value(json_object_get(mark, "kind")), KINDS[k]);
+				json_decref(q);
+				snprintf(rest, sizeof rest, "%s --undo%s", MOVES[mv], opt);
+				out = err = NULL;
+				if (ts_runf(&out, &err, "%s %s %s startpos %s", ts_joseki(),
+				            KINDS[k], book, rest))
+					fail_msg("%s --undo: %s", what, err);
+				free(out);
+				free(err);
+				assert_as_before(book, rec0, len0, entries0, query0, what);
+			}
+	/* A mark replaced by the other kind comes back with its note and time. */
+	run_ok("%s avoid %s startpos 6g6f --note 'first' --no-minimax%s", book, "");
+	json_t *q = query(book, "startpos");
+	long long t0 = ts_jint(json_object_get(move_of(q, "6g6f"), "mark"), "time");
+	json_decref(q);
+	run_ok("%s prefer %s startpos 6g6f --note 'second' --window 70 --no-minimax%s", book, "");
+	run_ok("%s avoid %s startpos 6g6f --note 'third' --no-minimax%s", book, "");
+	run_ok("%s avoid %s startpos 6g6f --undo --no-minimax%s", book, "");
+	q = query(book, "startpos");
+	json_t *mk = json_object_get(move_of(q, "6g6f"), "mark");
+	assert_string_equal(json_string_value(json_object_get(mk, "kind")), "prefer");
+	assert_string_equal(json_string_value(json_object_get(mk, "note")), "second");
+	assert_int_equal(ts_jint(mk, "window"), 70);
+	json_decref(q);
+	run_ok("%s prefer %s startpos 6g6f --undo --no-minimax%s", book, "");
+	q = query(book, "startpos");
+	mk = json_object_get(move_of(q, "6g6f"), "mark");
+	assert_string_equal(json_string_value(json_object_get(mk, "kind")), "avoid");
+	assert_string_equal(json_string_value(json_object_get(mk, "note")), "first");
+	assert_int_equal(ts_jint(mk, "time"), t0);
+	json_decref(q);
+	run_ok("%s avoid %s startpos 6g6f --undo --no-minimax%s", book, "");
+	assert_as_before(book, rec0, len0, entries0, query0, "avoid, prefer, avoid 6g6f undone");
+	/* On a move it added: the move goes with the last undo. */
+	run_ok("%s avoid %s startpos 8g8f --no-minimax%s", book, "");
+	run_ok("%s prefer %s startpos 8g8f --no-minimax%s", book, "");
+	run_ok("%s prefer %s startpos 8g8f --undo --no-minimax%s", book, "");
+	q = query(book, "startpos");
+	assert_true(json_is_true(json_object_get(move_of(q, "8g8f"), "avoided")));
+	json_decref(q);
+	run_ok("%s avoid %s startpos 8g8f --undo --no-minimax%s", book, "");
+	assert_as_before(book, rec0, len0, entries0, query0, "avoid, prefer 8g8f undone");
+	/* Analysed since the mark added it: the move and its analysis stay. */
+	run_ok("%s prefer %s startpos 8g8f --no-minimax%s", book, "");
+	analyse(book, "startpos", "8g8f", 20);
+	run_ok("%s prefer %s startpos 8g8f --undo%s", book, "");
+	q = query(book, "startpos");
+	json_t *m = move_of(q, "8g8f");
+	assert_int_equal(ts_jint(m, "eval"), 20);
+	assert_null(json_object_get(m, "mark"));
+	json_decref(q);
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), book), 0);
+	free(query0);
+	free(rec0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* The codec: a preference and its window round-trip; a move both avoided
  * and preferred is refused by the encoder and, in bytes, by the decoder. */
 static void
@@ -589,6 +715,7 @@ int main(void)
 	        test_marks__the_record_keeps_preferences_and_refuses_both_marks_on_one_move),
 	    cmocka_unit_test(test_marks__an_illegal_move_is_refused_with_the_rule_it_breaks),
 	    cmocka_unit_test(test_marks__a_move_a_mark_adds_is_unvalued_until_valued),
+	    cmocka_unit_test(test_marks__undo_restores_the_record_the_mark_found),
 	};
 	shogi_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);

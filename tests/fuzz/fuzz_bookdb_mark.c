@@ -34,7 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (m.kind != BOOKDB_MARK_AVOID && m.kind != BOOKDB_MARK_PREFER) abort();
 		if (m.source != BOOKDB_MARK_HAND && m.source != BOOKDB_MARK_PRUNE) abort();
 		size_t n = strlen(m.note);
-		if (n > BOOKDB_NOTE_MAX || n != size - klen - 10) abort();
+		if (n > BOOKDB_NOTE_MAX || (!m.prior_kind && n != size - klen - 10)) abort();
+		if (m.prior && (m.prior < val || m.prior + m.prior_len != val + (size - klen)))
+			abort();
 		uint8_t kb[BOOKDB_MARK_KEY_LEN], vb[BOOKDB_MARK_VALUE_MAX];
 		bookdb_mark_key(kb, m.key, m.move);
 		size_t vl = bookdb_mark_encode(vb, &m);
