@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
@@ -260,6 +261,38 @@ int bookdb_marks_load(BookMark **out, BookTxn *txn, Key key, const BookRecord *r
 	return rc;
 }
 
+int bookdb_marks_each(BookTxn *txn, BookMarksFn fn, void *ctx)
+{
+	BookRecord *rec = malloc(sizeof *rec);
+	BookIter *it = NULL;
+	int rc = rec ? bookdb_iter_open(&it, txn) : BOOKDB_ENOMEM;
+	Key k;
+	const uint8_t *v;
+	size_t len;
+	while (!rc && (rc = bookdb_iter_next(it, &k, &v, &len)) == 1) {
+		rc = 0;
+		if (!len || !(v[0] & (BOOKDB_REC_AVOID | BOOKDB_REC_PREFER))) continue;
+		if (bookdb_record_decode(rec, v, len) < 0) continue; /* check names it */
+		BookMark *marks;
+		int n = bookdb_marks_load(&marks, txn, k, rec);
+		if (n < 0) rc = n;
+		if (n > 0) rc = fn(ctx, rec, marks, n);
+		free(marks);
+	}
+	bookdb_iter_free(it);
+	free(rec);
+	return rc;
+}
+
+const char *bookdb_mark_when(int64_t time, char out[BOOKDB_MARK_WHEN_MAX])
+{
+	time_t t = (time_t)time;
+	struct tm tm;
+	out[0] = 0;
+	if (gmtime_r(&t, &tm)) strftime(out, BOOKDB_MARK_WHEN_MAX, "%Y-%m-%d %H:%M UTC", &tm);
+	return out;
+}
+
 static BookMove *find_move(BookRecord *rec, Move move)
 {
 	for (int i = 0; i < rec->nmoves; i++)
@@ -452,6 +485,24 @@ static int forget_marks(BookTxn *txn, Key key, Move move, int keep)
 	return rc < 0 ? rc : 0;
 }
 
+/* bookdb_marks_clear_source's list of the marks of one source. */
+typedef struct {
+	Clear **cl;
+	size_t *n, *cap;
+	int source;
+} Collect;
+
+static int collect(void *ctx, const BookRecord *rec, const BookMark *marks, int n)
+{
+	(void)rec;
+	const Collect *c = ctx;
+	int rc = 0;
+	for (int i = 0; i < n && !rc; i++)
+		if (marks[i].source == c->source)
+			rc = add_clear(c->cl, c->n, c->cap, marks[i].key, marks[i].move, true, 0);
+	return rc;
+}
+
 int bookdb_marks_clear_source(size_t *cleared, BookDB *db, BookMarkSource source, char *err)
 {
 	*cleared = 0;
@@ -463,32 +514,14 @@ int bookdb_marks_clear_source(size_t *cleared, BookDB *db, BookMarkSource source
 	BookMark mk;
 	int rc = rec ? 0 : BOOKDB_ENOMEM;
 	if (!rc) rc = bookdb_txn_begin(&txn, db, true);
-	if (!rc) rc = bookdb_iter_open(&it, txn);
 	/* The records first: every marked move whose mark is source's. */
-	Key k;
-	const uint8_t *v;
-	size_t len;
-	while (!rc && (rc = bookdb_iter_next(it, &k, &v, &len)) == 1) {
-		rc = 0;
-		if (!len || !(v[0] & (BOOKDB_REC_AVOID | BOOKDB_REC_PREFER))) continue;
-		if (bookdb_record_decode_moves(rec, v, len) < 0) continue; /* check reports it */
-		for (int i = 0; i < rec->nmoves && !rc; i++) {
-			const BookMove *m = &rec->moves[i];
-			if (!(m->flags & (BOOKDB_MOVE_AVOIDED | BOOKDB_MOVE_PREFERRED))) continue;
-			int got = bookdb_mark_get(&mk, txn, k, m->move);
-			if (got < 0 && got != BOOKDB_ECORRUPT) rc = got;
-			int src = got == 1 ? mk.source : BOOKDB_MARK_PRUNE;
-			if (!rc && src == (int)source)
-				rc = add_clear(&cl, &ncl, &cap, k, m->move, true, 0);
-		}
-	}
-	bookdb_iter_free(it);
-	it = NULL;
+	Collect c = {&cl, &ncl, &cap, (int)source};
+	if (!rc) rc = bookdb_marks_each(txn, collect, &c);
 	/* Then the entries of source's whose record lost its flag, and the other
 	 * source's marks that replaced one of source's. */
 	if (!rc) rc = bookdb_kv_iter_open(&it, txn, BOOKDB_MARKS);
 	const void *kp, *vp;
-	size_t kl;
+	size_t kl, len;
 	while (!rc && (rc = bookdb_kv_iter_next(it, &kp, &kl, &vp, &len)) == 1) {
 		rc = 0;
 		if (bookdb_mark_decode(&mk, kp, kl, vp, len) < 0) continue;

@@ -107,6 +107,21 @@ JOSEKI_MUST_USE int bookdb_marks_of(BookMark *out, int max, BookTxn *txn, Key ke
 JOSEKI_MUST_USE int bookdb_marks_load(BookMark **out, BookTxn *txn, Key key, const BookRecord *rec);
 
 /*
+ * Calls fn for every record of txn's book that carries a mark, in the order
+ * of the keys, with the record (decoded whole: bookdb_record_position gives
+ * its position) and its marks as bookdb_marks_of gives them. Stops at fn's
+ * first nonzero return, which it returns; else 0, or a negative BOOKDB_ code.
+ * A record that does not decode is passed over (check names it).
+ */
+typedef int (*BookMarksFn)(void *ctx, const BookRecord *rec, const BookMark *marks, int n);
+JOSEKI_MUST_USE int bookdb_marks_each(BookTxn *txn, BookMarksFn fn, void *ctx);
+
+/* When a mark was made, as query and `joseki marks` write it ("2026-11-29
+ * 01:10 UTC") into out (at least BOOKDB_MARK_WHEN_MAX bytes). */
+#define BOOKDB_MARK_WHEN_MAX 32
+const char *bookdb_mark_when(int64_t time, char out[BOOKDB_MARK_WHEN_MAX]);
+
+/*
  * Marks move of key's record (write transaction txn; rec is scratch space):
  * mark->kind avoid or prefer (the other kind's flag is cleared), its window
  * (prefer), source, time and note kept in the entry. A move the record lacks

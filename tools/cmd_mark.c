@@ -1,6 +1,7 @@
 /*
  * joseki avoid BOOK POS MOVE [--note TEXT] [--undo] [--no-minimax] [--json]
  * joseki prefer BOOK POS MOVE [--window CP] [--note TEXT] [--undo] [--no-minimax] [--json]
+ * joseki marks BOOK [--json]
  *
  * Hand marks on book moves (bookdb/marks.h, docs/bookdb.md "Marks"): the
  * book side never plays an avoided move; it plays a preferred one where the
@@ -10,7 +11,8 @@
  * mark it replaced, or no move where it added one). MOVE is a USI move (7g7f) or
  * written as a player writes it (７六歩, ▲７六歩(77)). The record is written
  * through the store (logged for the incremental minimax), then minimax backs
- * the values up unless --no-minimax.
+ * the values up unless --no-minimax. `joseki marks` lists the book's marks,
+ * prune's too.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -186,4 +188,91 @@ int cmd_avoid(int argc, char **argv)
 int cmd_prefer(int argc, char **argv)
 {
 	return mark_cmd(argc, argv, BOOKDB_MARK_PREFER);
+}
+
+/* What `joseki marks` lists: the JSON array, or NULL for text lines. */
+typedef struct {
+	json_t *arr;
+	size_t n;
+} MarksOut;
+
+static int list_marks(void *ctx, const BookRecord *rec, const BookMark *marks, int n)
+{
+	MarksOut *o = ctx;
+	Position *pos = malloc(sizeof *pos);
+	if (!pos) return BOOKDB_ENOMEM;
+	char sfen[SFEN_MAX] = "", usi[USI_MOVE_MAX], when[BOOKDB_MARK_WHEN_MAX];
+	if (bookdb_record_position(pos, rec, NULL) == 0) sfen_write(pos, sfen, sizeof sfen);
+	free(pos);
+	for (int i = 0; i < n; i++) {
+		const BookMark *mk = &marks[i];
+		usi_move_write(mk->move, usi);
+		const char *kind = bookdb_mark_kind_name(mk->kind),
+		           *source = bookdb_mark_source_name(mk->source);
+		o->n++;
+		if (!o->arr) {
+			printf("%s\t%s\t%s", sfen, usi, kind);
+			if (mk->kind == BOOKDB_MARK_PREFER) printf(" %u", mk->window);
+			printf("\t%s\t%s\t%s\n", source,
+			       mk->known ? bookdb_mark_when(mk->time, when) : "–",
+			       mk->known ? mk->note : "");
+			continue;
+		}
+		json_t *m = json_pack("{s:s,s:s,s:s,s:s}", "sfen", sfen, "move", usi, "kind", kind,
+		                      "source", source);
+		if (!m) return BOOKDB_ENOMEM;
+		if (mk->kind == BOOKDB_MARK_PREFER)
+			json_object_set_new(m, "window", json_integer(mk->window));
+		json_object_set_new(m, "time",
+		                    mk->known ? json_integer((json_int_t)mk->time) : json_null());
+		json_object_set_new(m, "note", mk->known ? json_string(mk->note) : json_null());
+		if (json_array_append_new(o->arr, m) < 0) return BOOKDB_ENOMEM;
+	}
+	return 0;
+}
+
+int cmd_marks(int argc, char **argv)
+{
+	const char *book = NULL;
+	bool json = false;
+	const CliOpt opts[] = {
+	    CLI_ARG("BOOK", &book, "the book"),
+	    CLI_FLAG("--json", &json, "one JSON array, an object a mark, instead of the lines"),
+	    CLI_TABLE_END,
+	};
+	const CliCmd cmd = {"marks", opts, "docs/bookdb.md"};
+	int parsed = cli_parse(&cmd, argc, argv);
+	if (parsed != CLI_GO) return parsed;
+	shogi_init();
+	BookDB *db = NULL;
+	BookTxn *txn = NULL;
+	MarksOut out = {json ? json_array() : NULL, 0};
+	char err[BOOKDB_ERRLEN];
+	int ret = 1, rc;
+	BookDBOptions ro = {.read_only = true};
+	if (json && !out.arr) {
+		joseki_error("out of memory");
+		goto done;
+	}
+	if (bookdb_open(&db, book, &ro, err) < 0) {
+		db = NULL;
+		joseki_error("marks: %s", err);
+		goto done;
+	}
+	if ((rc = bookdb_txn_begin(&txn, db, false)) < 0 ||
+	    (rc = bookdb_marks_each(txn, list_marks, &out)) < 0) {
+		joseki_error("marks: %s: %s", book, bookdb_strerror(rc));
+		goto done;
+	}
+	if (json) {
+		json_t *arr = out.arr;
+		out.arr = NULL;
+		if (joseki_print_json(arr, 0) < 0) goto done;
+	}
+	ret = 0;
+done:
+	json_decref(out.arr);
+	bookdb_txn_abort(txn);
+	bookdb_free(db);
+	return ret;
 }

@@ -42,11 +42,8 @@ static void print_mark(const BookMove *m, const BookMark *marks, int nmarks)
 		printf("  preferred within %u", mk->window);
 	printf(" (%s", bookdb_mark_source_name(mk->source));
 	if (mk->known) {
-		char when[32] = "";
-		time_t t = (time_t)mk->time;
-		struct tm tm;
-		if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
-		printf(", %s", when);
+		char when[BOOKDB_MARK_WHEN_MAX];
+		printf(", %s", bookdb_mark_when(mk->time, when));
 		if (mk->note[0]) printf(": %s", mk->note);
 	}
 	printf(")");

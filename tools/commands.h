@@ -38,6 +38,7 @@ JOSEKI_MUST_USE int cmd_extend(int argc, char **argv);
 JOSEKI_MUST_USE int cmd_prune(int argc, char **argv);
 JOSEKI_MUST_USE int cmd_avoid(int argc, char **argv);
 JOSEKI_MUST_USE int cmd_prefer(int argc, char **argv);
+JOSEKI_MUST_USE int cmd_marks(int argc, char **argv);
 JOSEKI_MUST_USE int cmd_cycle(int argc, char **argv);
 JOSEKI_MUST_USE int cmd_worker(int argc, char **argv);
 

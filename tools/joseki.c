@@ -43,6 +43,7 @@ static const struct {
     {"prune", cmd_prune, "mark book moves that lose as avoided"},
     {"avoid", cmd_avoid, "mark a book move the book never plays (a hand mark, with a note)"},
     {"prefer", cmd_prefer, "mark a book move the book plays where it is near the best"},
+    {"marks", cmd_marks, "list the book's avoided and preferred moves"},
     {"cycle", cmd_cycle, "Shiba's extension/deletion cycle"},
     {"worker", cmd_worker, "think for a coordinator"},
 };

@@ -658,6 +658,111 @@ static void test_marks__undo_restores_the_record_the_mark_found(void **state)
 	free(dir);
 }
 
+/* joseki marks lists every mark of the book, hand marks and prune's: a line
+ * a mark (SFEN, move, kind, source, time, note; tabs between), or one JSON
+ * array; none in a book without marks. */
+static void test_marks__marks_lists_every_mark_of_the_book(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600];
+	snprintf(book, sizeof book, "%s/book", dir);
+	ts_plant(book, "startpos", START_MOVES, 12);
+	ts_plant(book, AFTER_6G6F, "3c3d:-20 8c8d:-40", 12);
+	char *out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s marks %s", ts_joseki(), book), 0);
+	assert_string_equal(out, "");
+	free(out);
+	json_t *a = ts_run_json(0, "%s marks %s --json", ts_joseki(), book);
+	assert_true(json_is_array(a));
+	assert_int_equal(json_array_size(a), 0);
+	json_decref(a);
+	long long t0 = (long long)time(NULL);
+	run_ok("%s avoid %s startpos 7g7f --note 'loses	to ▲７六歩' --no-minimax%s", book, "");
+	run_ok("%s prefer %s '" AFTER_6G6F "' 8c8d --window 70 --no-minimax%s", book, "");
+	long long t1 = (long long)time(NULL);
+	char games[700];
+	snprintf(games, sizeof games, "%s/lost.csa", dir);
+	static const char LOST[] = "V2.2\nN+book\nN-other\nPI\n+\n+5756FU\n-3334FU\n%TORYO\n";
+	assert_int_equal(ts_write_file(games, LOST, sizeof LOST - 1), 0);
+	run_ok("%s prune %s %s --book-side black --min-games 1", book, games);
+	static const char START[] =
+	    "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1",
+	                  AFTER[] =
+	                      "lnsgkgsnl/1r5b1/ppppppppp/9/9/3P5/PPP1PPPPP/1B5R1/LNSGKGSNL w - 2";
+	/* JSON: every mark, with its position, as query shows it. */
+	a = ts_run_json(0, "%s marks %s --json", ts_joseki(), book);
+	assert_int_equal(json_array_size(a), 3);
+	int seen = 0;
+	json_t *m;
+	size_t i;
+	json_array_foreach(a, i, m)
+	{
+		const char *sfen = json_string_value(json_object_get(m, "sfen")),
+		           *move = json_string_value(json_object_get(m, "move")),
+		           *kind = json_string_value(json_object_get(m, "kind")),
+		           *source = json_string_value(json_object_get(m, "source")),
+		           *note = json_string_value(json_object_get(m, "note"));
+		long long t = ts_jint(m, "time");
+		assert_true(t >= t0);
+		if (!strcmp(move, "7g7f")) {
+			assert_string_equal(sfen, START);
+			assert_string_equal(kind, "avoid");
+			assert_string_equal(source, "hand");
+			assert_string_equal(note, "loses	to ▲７六歩");
+			assert_true(t <= t1);
+			assert_null(json_object_get(m, "window"));
+			seen |= 1;
+		} else if (!strcmp(move, "8c8d")) {
+			assert_string_equal(sfen, AFTER);
+			assert_string_equal(kind, "prefer");
+			assert_int_equal(ts_jint(m, "window"), 70);
+			assert_string_equal(source, "hand");
+			seen |= 2;
+		} else if (!strcmp(move, "5g5f")) {
+			assert_string_equal(sfen, START);
+			assert_string_equal(kind, "avoid");
+			assert_string_equal(source, "prune");
+			assert_non_null(strstr(note, "in 1 games"));
+			seen |= 4;
+		} else {
+			fail_msg("a mark on %s", move);
+		}
+	}
+	assert_int_equal(seen, 7);
+	json_decref(a);
+	/* Text: a line a mark, the fields between tabs; the SFEN is a POS that
+	 * --undo takes. */
+	out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s marks %s", ts_joseki(), book), 0);
+	int lines = 0;
+	for (char *l = out; *l; l = strchr(l, '\n') + 1) lines++;
+	assert_int_equal(lines, 3);
+	char want[400];
+	snprintf(want, sizeof want, "%s\t8c8d\tprefer 70\thand\t", AFTER);
+	assert_non_null(strstr(out, want));
+	snprintf(want, sizeof want, "%s\t7g7f\tavoid\thand\t", START);
+	char *l = strstr(out, want);
+	assert_non_null(l);
+	l += strlen(want);
+	assert_non_null(strstr(l, " UTC\tloses	to ▲７六歩\n"));
+	free(out);
+	char *err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s prefer %s '%s' 8c8d --undo --no-minimax",
+	                         ts_joseki(), book, AFTER),
+	                 0);
+	free(err);
+	a = ts_run_json(0, "%s marks %s --json", ts_joseki(), book);
+	assert_int_equal(json_array_size(a), 2);
+	json_decref(a);
+	/* A book that is not there: said, exit 1. */
+	err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s marks %s/none", ts_joseki(), dir), 1);
+	assert_non_null(strstr(err, "marks: "));
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* The codec: a preference and its window round-trip; a move both avoided
  * and preferred is refused by the encoder and, in bytes, by the decoder. */
 static void
@@ -716,6 +821,7 @@ int main(void)
 	    cmocka_unit_test(test_marks__an_illegal_move_is_refused_with_the_rule_it_breaks),
 	    cmocka_unit_test(test_marks__a_move_a_mark_adds_is_unvalued_until_valued),
 	    cmocka_unit_test(test_marks__undo_restores_the_record_the_mark_found),
+	    cmocka_unit_test(test_marks__marks_lists_every_mark_of_the_book),
 	};
 	shogi_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);
