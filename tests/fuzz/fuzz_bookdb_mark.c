@@ -3,8 +3,11 @@
  * entries (bookdb/marks.h): the input's first 18 bytes (or fewer) are the
  * key, the rest the value; bookdb_mark_decode returns 0 or BOOKDB_ECORRUPT
  * and never reads outside them, and an entry that decodes has a known kind
- * and source, a note without NUL of at most BOOKDB_NOTE_MAX bytes, and
- * encodes back to the same key and value.
+ * and source, a note without NUL of at most BOOKDB_NOTE_MAX bytes, the mark
+ * it replaced (if any) inside the value and at its end, and encodes back to
+ * the same key and value. Seeds: an avoid, a prefer, a mark that replaced
+ * one with an entry (replaced) and one that replaced a record flag alone
+ * (replaced_flag).
  */
 #include <stdint.h>
 #include <stdlib.h>
