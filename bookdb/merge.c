@@ -217,9 +217,7 @@ void bookdb_record_merge(BookRecord *out, const BookRecord *a, const BookRecord 
 	for (int j = 0; j < b->nmoves && out->nmoves < BOOKDB_MAX_MOVES; j++) {
 		const BookMove *y = &b->moves[j];
 		if (find_move(a, y->move)) continue;
-		BookMove *m = &out->moves[out->nmoves++];
-		memset(m, 0, sizeof *m);
-		m->move = y->move;
+		BookMove *m = bookdb_record_add_move(out, y->move);
 		copy_eval(m, pick_eval(NULL, y, w, etie));
 		merge_stats(m, y, stats_max);
 		m->flags |= y->flags & (BOOKDB_MOVE_AVOIDED | BOOKDB_MOVE_PREFERRED);

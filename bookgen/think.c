@@ -143,10 +143,7 @@ static void fill_record(BookRecord *rec, bool found, const Position *pos, const 
 		for (int k = 0; k < rec->nmoves; k++)
 			if (rec->moves[k].move == l->move) m = &rec->moves[k];
 		if (!m) {
-			if (rec->nmoves >= BOOKDB_MAX_MOVES) continue;
-			m = &rec->moves[rec->nmoves++];
-			memset(m, 0, sizeof *m);
-			m->move = l->move;
+			if (!(m = bookdb_record_add_move(rec, l->move))) continue;
 		}
 		int v = value_clamp(l->value);
 		int d = l->depth > 255 ? 255 : l->depth < 0 ? 0 : l->depth;

@@ -245,7 +245,7 @@ typedef struct {
 	/* Selecting beside the service (coord_select_ahead): time, leaves found. */
 	double select_ahead_ms;
 	uint64_t select_ahead_leaves;
-	uint64_t selected; /* leaves selected now, waiting for an acquire */
+	uint64_t selected;       /* leaves selected now, waiting for an acquire */
 	double minimax_apply_ms; /* the service writing minimax's records (in minimax_ms too) */
 	/* The start: the selector restored from the snapshot; else why not ("" when
 	 * there was none; owned by the Coord, valid while it lives). */

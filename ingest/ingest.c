@@ -164,10 +164,7 @@ static void add_ply(Writer *wr, BookRecord *rec, const Ply *p, GameWinner winner
 			break;
 		}
 	if (!bm) {
-		if (rec->nmoves >= BOOKDB_MAX_MOVES) return;
-		bm = &rec->moves[rec->nmoves++];
-		memset(bm, 0, sizeof *bm);
-		bm->move = p->move;
+		if (!(bm = bookdb_record_add_move(rec, p->move))) return; /* unvalued */
 		wr->st->moves_added++;
 	}
 	Color mover = (Color)p->mover;

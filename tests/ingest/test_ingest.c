@@ -219,6 +219,41 @@ static void test_ingest__second_run_adds_nothing(void **state)
 
 /* The first moves of the games that start from the start position, counted
  * straight from the records. */
+/* A game ingested into a minimaxed book adds its new moves unvalued: they are
+ * not the book's move with a value of 0 before minimax gives them one. */
+static void test_ingest__a_new_move_in_a_minimaxed_book_is_unvalued(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600];
+	assert_int_equal(
+	    ts_runf(NULL, NULL,
+	            "%s ingest %s/book " FIXTURES " --quiet && %s think %s/book "
+	            "--positions 3 --nodes 1000 --multipv 1 --quiet && %s minimax %s/book --quiet",
+	            ts_joseki(), dir, ts_joseki(), dir, ts_joseki(), dir),
+	    0);
+	snprintf(path, sizeof path, "%s/g.usi", dir);
+	const char *g = "startpos moves 9i9h 1c1d\n";
+	assert_int_equal(ts_write_file(path, g, strlen(g)), 0);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s/book %s --quiet", ts_joseki(), dir, path), 0);
+	json_t *q = ts_run_json(0, "%s query %s/book startpos --json", ts_joseki(), dir);
+	json_t *moves = json_object_get(q, "moves"), *m;
+	size_t i;
+	bool seen = false;
+	json_array_foreach(moves, i, m)
+	{
+		if (strcmp(json_string_value(json_object_get(m, "move")), "9i9h")) continue;
+		seen = true;
+		if (!json_is_null(json_object_get(m, "value"))) fail_msg("%s", json_dumps(m, 0));
+		assert_non_null(json_string_value(json_object_get(m, "unvalued")));
+	}
+	assert_true(seen);
+	assert_string_not_equal(json_string_value(json_object_get(q, "bestmove")), "9i9h");
+	json_decref(q);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_ingest__query_startpos_shows_first_moves_with_counts(void **state)
 {
 	(void)state;
@@ -788,6 +823,7 @@ int main(void)
 	    cmocka_unit_test(test_ingest__a_walk_skips_special_files_links_and_proc),
 	    cmocka_unit_test(test_ingest__second_run_adds_nothing),
 	    cmocka_unit_test(test_ingest__query_startpos_shows_first_moves_with_counts),
+	    cmocka_unit_test(test_ingest__a_new_move_in_a_minimaxed_book_is_unvalued),
 	    cmocka_unit_test(test_ingest__evaluations_become_the_movers_view),
 	    cmocka_unit_test(test_ingest__filters_skip_games),
 	    cmocka_unit_test(test_ingest__illegal_move_keeps_moves_before_it_and_names_the_line),
