@@ -161,6 +161,7 @@ static int grow_map(BookDB *db)
 {
 	size_t cur = bookdb_map_size(db);
 	int rc = mdb_env_set_mapsize(db->env, cur * 2);
+	bdb_damage_watch(db, true);
 	return rc ? bdb_xlate(rc) : 0;
 }
 
@@ -171,6 +172,7 @@ static int begin_raw(MDB_txn **out, BookDB *db, bool write)
 		/* Another process grew the map: adopt its size and retry. */
 		if (rc == MDB_MAP_RESIZED && tries < 3) {
 			if ((rc = mdb_env_set_mapsize(db->env, 0))) return bdb_xlate(rc);
+			bdb_damage_watch(db, true);
 			continue;
 		}
 		return bdb_xlate(rc);
@@ -384,13 +386,16 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	/* Writers share this lock; joseki compact takes it alone (it replaces
 	 * the data file, which a writer must not have open). */
 	if (!opt->read_only && (rc = bdb_writers_lock(db, LOCK_SH, err))) goto fail;
-	if ((rc = mdb_env_create(&db->env)) || (rc = mdb_env_set_maxdbs(db->env, 8)) ||
-	    (rc = mdb_env_set_maxreaders(db->env, 256)) ||
+	if ((rc = mdb_env_create(&db->env))) goto fail_lmdb;
+	/* LMDB's assertions name the book from here on (damage.h). */
+	bdb_damage_watch(db, false);
+	if ((rc = mdb_env_set_maxdbs(db->env, 8)) || (rc = mdb_env_set_maxreaders(db->env, 256)) ||
 	    (rc = mdb_env_set_mapsize(db->env, opt->map_size ? opt->map_size : DEFAULT_MAP_SIZE)))
 		goto fail_lmdb;
 	unsigned flags =
 	    MDB_NOTLS | (opt->read_only ? MDB_RDONLY : 0) | (opt->no_sync ? MDB_NOSYNC : 0);
 	if ((rc = mdb_env_open(db->env, dir, flags, 0664))) goto fail_lmdb;
+	bdb_damage_watch(db, true);
 	if (exists && (rc = check_file_size(db, path, err))) goto fail;
 	if (exists) {
 		/* Adopt the size the last writer left, then honour a larger request. */
@@ -399,6 +404,7 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 		if (!opt->read_only && bookdb_map_size(db) < want &&
 		    (rc = mdb_env_set_mapsize(db->env, want)))
 			goto fail_lmdb;
+		bdb_damage_watch(db, true);
 	}
 	if ((rc = open_dbs(db, opt, err))) goto fail;
 	*out = db;
@@ -416,6 +422,7 @@ fail:
 void bookdb_free(BookDB *db)
 {
 	if (!db) return;
+	bdb_damage_unwatch(db);
 	if (db->env) mdb_env_close(db->env);
 	if (db->writers_fd >= 0) close(db->writers_fd);
 	free(db->dir);

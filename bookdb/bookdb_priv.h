@@ -35,6 +35,16 @@ struct BookDB {
 	int writers_fd; /* BOOK/writers.lock, held shared by a read-write open (-1: none) */
 };
 
+/* bookdb/damage.c: registers db (its directory, its map, LMDB's assertion
+ * callback) for naming it when LMDB stops on a bad page; again after
+ * mdb_env_open (opened: the map is there) and whenever the map moved
+ * (mdb_env_set_mapsize). */
+void bdb_damage_watch(BookDB *db, bool opened);
+void bdb_damage_unwatch(const BookDB *db);
+/* db is check --repair's new book, written as partial (removed when LMDB
+ * stops on the damaged one); (NULL, NULL) when done. */
+void bdb_damage_output(const BookDB *db, const char *partial);
+
 /* Operations of the replay log. OP_DEL_UPTO deletes the changes entries whose
  * 8-byte key is <= the logged key (bookdb_changes_consume). */
 enum { OP_PUT = 1, OP_DEL = 2, OP_APPEND = 3, OP_DEL_UPTO = 4 };

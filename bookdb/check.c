@@ -1,5 +1,7 @@
 /* bookdb/check.c — the store's invariants and the repair (see check.h). */
 #include "bookdb/check.h"
+#include "bookdb/bookdb_priv.h"
+#include "bookdb/damage.h"
 #include "bookdb/marks.h"
 #include "bookdb/game.h"
 
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "shogi/errmsg.h"
 #include "shogi/movegen.h"
@@ -230,6 +233,19 @@ static int copy_games(BookCheckStats *st, BookTxn *txn, BookWriter *w)
 	return rc < 0 ? rc : 0;
 }
 
+/* Removes a repair's half-written book: the files a new book holds, then the
+ * directory. */
+static void remove_partial(const char *tmp)
+{
+	static const char *const FILES[] = {"data.mdb", "lock.mdb", "writers.lock"};
+	char p[BOOKDB_PATH_LEN + 32];
+	for (size_t i = 0; i < sizeof FILES / sizeof *FILES; i++) {
+		snprintf(p, sizeof p, "%s/%s", tmp, FILES[i]);
+		unlink(p);
+	}
+	rmdir(tmp);
+}
+
 int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookCheckFn fn, void *ctx,
                  char *err)
 {
@@ -241,17 +257,29 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 	BookWriter *w = NULL;
 	BookRecord *rec = malloc(sizeof *rec);
 	Position *pos = malloc(sizeof *pos);
+	/* The repair is written as NEW.partial and renamed to NEW at the end:
+	 * a run that failed, or that LMDB ended on a bad page (damage.h), leaves
+	 * no NEW behind, and what a killed one left is removed by the next. */
+	char partial[BOOKDB_PATH_LEN] = "";
 	int rc = BOOKDB_ENOMEM;
 	if (!rec || !pos) goto done;
 	if (repair_dir) {
 		struct stat sb;
+		if (strlen(repair_dir) > BOOKDB_DIR_MAX - 16) {
+			rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EINVAL,
+			                "%.100s...: the path is too long", repair_dir);
+			goto done;
+		}
 		if (stat(repair_dir, &sb) == 0) {
 			rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EINVAL,
 			                "%.200s: exists already (the repair writes a new book)",
 			                repair_dir);
 			goto done;
 		}
-		if ((rc = bookdb_open(&out, repair_dir, NULL, err)) < 0) goto done;
+		snprintf(partial, sizeof partial, "%s.partial", repair_dir);
+		remove_partial(partial);
+		if ((rc = bookdb_open(&out, partial, NULL, err)) < 0) goto done;
+		bdb_damage_output(out, partial);
 		if ((rc = bookdb_writer_new(&w, out, 10000)) < 0) goto done;
 	}
 	if ((rc = bookdb_txn_begin(&txn, db, false)) < 0 || (rc = bookdb_iter_open(&it, txn)) < 0)
@@ -306,6 +334,14 @@ done:
 	bookdb_txn_abort(txn);
 	bookdb_writer_free(w);
 	bookdb_free(out);
+	if (partial[0]) {
+		bdb_damage_output(NULL, NULL);
+		/* The one step that makes NEW, once the new book is closed. */
+		if (rc == 0 && rename(partial, repair_dir) < 0)
+			rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EIO, "%.200s: %s", repair_dir,
+			                strerror(errno));
+		if (rc < 0) remove_partial(partial);
+	}
 	free(rec);
 	free(pos);
 	return rc < 0 ? rc : 0;

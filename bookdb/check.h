@@ -79,7 +79,10 @@ typedef struct {
  * Checks every record of db. With repair_dir, also writes every sound record
  * (and every record whose faults are in its moves only, without those moves)
  * and the ids of the ingested games into a new book there (which must not
- * exist yet: BOOKDB_EINVAL with a message). Returns 0 when the check ran
+ * exist yet: BOOKDB_EINVAL with a message), written as repair_dir.partial
+ * (a stale one removed first) and renamed at the end; on failure, or when
+ * LMDB stops on a bad page of db (bookdb/damage.h), no repair_dir is left.
+ * Returns 0 when the check ran
  * (st says what it found), or a negative BOOKDB_* code with a message in err
  * (BOOKDB_ERRLEN bytes).
  */

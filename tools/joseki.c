@@ -4,9 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
+#include "bookdb/damage.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
 
@@ -81,6 +84,63 @@ int joseki_print_json(json_t *o, size_t flags)
 	return 0;
 }
 
+/*
+ * A book damaged below its records (bookdb/damage.h): LMDB follows a bad page
+ * out of its map (SIGSEGV, SIGBUS) or fails an assertion. Either is said on
+ * one line naming the book and the command, and the process exits
+ * BOOKDB_EXIT_DAMAGED, check --repair's half-written book removed. A fault
+ * neither in liblmdb's code nor in a book's map is a bug of ours and keeps
+ * its default action (a core dump).
+ */
+static const char *g_command = "";
+static char g_line[8192];
+
+static _Noreturn void damaged(const char *dir, const char *how)
+{
+	bookdb_damage_cleanup();
+	size_t n = bookdb_damage_format(g_line, sizeof g_line, g_command, dir, how);
+	if (write(STDERR_FILENO, g_line, n) < 0) { /* nowhere else to say it */
+	}
+	_exit(BOOKDB_EXIT_DAMAGED);
+}
+
+static const void *fault_pc(const void *uc)
+{
+	const ucontext_t *u = uc;
+#if defined(__x86_64__) && defined(REG_RIP)
+	return (const void *)u->uc_mcontext.gregs[REG_RIP];
+#elif defined(__i386__) && defined(REG_EIP)
+	return (const void *)u->uc_mcontext.gregs[REG_EIP];
+#elif defined(__aarch64__)
+	return (const void *)u->uc_mcontext.pc;
+#else
+	(void)u;
+	return NULL; /* only faults inside a book's map are recognised */
+#endif
+}
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	/* Only the kernel's own faults: kill -SEGV is no page of a book. */
+	const char *dir = si->si_code > 0 ? bookdb_damage_book(si->si_addr, fault_pc(uc)) : NULL;
+	if (dir) damaged(dir, sig == SIGBUS ? "SIGBUS" : "SIGSEGV");
+	/* Not ours: the default action, at once (a fault again on return). */
+	signal(sig, SIG_DFL);
+	if (si->si_code <= 0) raise(sig);
+}
+
+static void catch_damage(void)
+{
+	bookdb_damage_on(damaged);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: joseki COMMAND [ARGS...]   (joseki COMMAND --help: its arguments)\n\n"
@@ -100,6 +160,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	shogi_init();
+	g_command = argv[1];
+	catch_damage();
 	/* Not listed: the coordinator benchmark's load generator (tools/bench_cluster.sh). */
 	if (!strcmp(argv[1], "bench-work")) return cmd_bench_work(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
