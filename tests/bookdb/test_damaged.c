@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/damage.h"
 #include "bookdb/record.h"
 #include "shogi/notation.h"
 #include "tests/support/support.h"
@@ -509,6 +510,141 @@ static void test_damaged__a_damaged_database_is_noticed_by_serve(void **state)
 	free(dir);
 }
 
+/*
+ * Damage below the records, as a tester made it: 30 single-bit flips over the
+ * pages past the first 4 of a 30,000-position synth book (whole: 5 pages of
+ * random bytes instead), seed after seed until a copy makes LMDB stop on a bad
+ * page. It used to end stats, check, check --repair and export by SIGSEGV
+ * (status 139) with no word, or by LMDB's assertion `IS_LEAF(mp)` (134);
+ * serve died the same way. Now each says on one line that BOOK's database file
+ * is damaged below its records, naming the book and the command, and exits 3
+ * (BOOKDB_EXIT_DAMAGED), and check --repair leaves no NEW (nor NEW.partial),
+ * so it can be run again. Returns the seed found.
+ */
+static uint64_t damage_until_lmdb_stops(const char *dir, bool whole, const char *says)
+{
+	char path[600], orig[600];
+	snprintf(orig, sizeof orig, "%s/orig", dir);
+	snprintf(path, sizeof path, "%s/b/data.mdb", dir);
+	if (ts_runf(NULL, NULL, "%s synth %s --positions 30000 --quiet", ts_joseki(), orig) != 0)
+		fail_msg("synth failed");
+	size_t len;
+	char *data = ts_read_file(strcat(orig, "/data.mdb"), &len);
+	assert_non_null(data);
+	const size_t PS = 4096, npages = len / PS;
+	assert_true(npages > 100);
+	char bookdir[600];
+	snprintf(bookdir, sizeof bookdir, "%s/b", dir);
+	assert_int_equal(mkdir(bookdir, 0755), 0);
+	for (uint64_t seed = 1; seed <= 60; seed++) {
+		uint64_t r = seed * 0x9e3779b97f4a7c15ULL + (whole ? 7 : 0);
+		char *bad = malloc(len);
+		memcpy(bad, data, len);
+		if (whole)
+			for (int k = 0; k < 5; k++) {
+				size_t p = 4 + ts_rand(&r) % (npages - 4);
+				for (size_t i = 0; i < PS; i++) bad[p * PS + i] = (char)ts_rand(&r);
+			}
+		else
+			for (int k = 0; k < 30; k++) {
+				size_t p = 4 + ts_rand(&r) % (npages - 4),
+				       o = 16 + ts_rand(&r) % (PS - 16);
+				bad[p * PS + o] ^= (char)(1u << (ts_rand(&r) % 8));
+			}
+		assert_int_equal(ts_write_file(path, bad, len), 0);
+		free(bad);
+		char *err = NULL;
+		int rc = ts_runf(NULL, &err, "timeout 60 %s stats %s/b", ts_joseki(), dir);
+		if (rc >= 124)
+			fail_msg("seed %llu: stats ended with status %d (a signal?):\n%s",
+			         (unsigned long long)seed, rc, err);
+		bool found = rc == BOOKDB_EXIT_DAMAGED;
+		if (found && !strstr(err, says))
+			fail_msg("seed %llu: stats does not say '%s':\n%s",
+			         (unsigned long long)seed, says, err);
+		free(err);
+		if (found) {
+			free(data);
+			return seed;
+		}
+	}
+	fail_msg("no seed of 60 made LMDB stop on a bad page");
+	return 0;
+}
+
+/* Runs `joseki` with fmt (two %s: dir) over the damaged book dir/b: status 3,
+ * one line on stderr naming the book, the command and the damage. */
+static void expect_damaged(const char *fmt, const char *dir, const char *cmd)
+{
+	char *err = run_expecting(fmt, dir, BOOKDB_EXIT_DAMAGED);
+	char want[800];
+	snprintf(want, sizeof want,
+	         "joseki: %s: %s/b: the book's database file is damaged below its records "
+	         "(LMDB stopped at a bad page: ",
+	         cmd, dir);
+	const char *at = strstr(err, want);
+	if (!at || !strstr(at, "restore ") || !strstr(at, "from a backup") ||
+	    strchr(at, '\n') != err + strlen(err) - 1)
+		fail_msg("%s: the message is not the one line expected:\n%s", fmt, err);
+	free(err);
+}
+
+static void expect_missing(const char *dir, const char *name)
+{
+	char p[700];
+	struct stat sb;
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	if (stat(p, &sb) == 0) fail_msg("%s was left behind", p);
+}
+
+static void every_reader_says_damaged(const char *dir)
+{
+	expect_damaged("stats %s/b", dir, "stats");
+	expect_damaged("stats %s/b --json", dir, "stats");
+	expect_damaged("check %s/b", dir, "check");
+	expect_damaged("export %s/b %s/out.db --quiet", dir, "export");
+	expect_missing(dir, "out.db");
+	expect_missing(dir, "out.db.tmp");
+	/* The repair stops too, leaves nothing, and may be run again. */
+	for (int i = 0; i < 2; i++) {
+		expect_damaged("check %s/b --repair %s/rep", dir, "check");
+		expect_missing(dir, "rep");
+		expect_missing(dir, "rep.partial");
+	}
+	/* A query's descent may miss the bad page; it never ends by a signal,
+	 * and a failure names the book. */
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, "timeout 60 %s query %s/b startpos", ts_joseki(), dir);
+	if (rc >= 124 || (rc != 0 && !strstr(err, dir))) fail_msg("query: status %d\n%s", rc, err);
+	free(out);
+	free(err);
+	/* serve scans every record at start: it stops there, saying so. */
+	expect_damaged("serve %s/b --quiet --listen 127.0.0.1:0", dir, "serve");
+}
+
+static void test_damaged__a_page_lmdb_cannot_follow_is_said_not_crashed_on(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	uint64_t seed = damage_until_lmdb_stops(dir, false, "SIGSEGV");
+	print_message("flipped bits, seed %llu: LMDB stopped on a bad page\n",
+	              (unsigned long long)seed);
+	every_reader_says_damaged(dir);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_damaged__an_lmdb_assertion_on_a_bad_page_is_said_not_crashed_on(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	uint64_t seed = damage_until_lmdb_stops(dir, true, "Assertion");
+	print_message("random pages, seed %llu: LMDB's assertion\n", (unsigned long long)seed);
+	every_reader_says_damaged(dir);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -520,6 +656,8 @@ int main(void)
 	                              end_serve),
 	    cmocka_unit_test_teardown(test_damaged__a_damaged_database_is_noticed_by_serve,
 	                              end_serve),
+	    cmocka_unit_test(test_damaged__a_page_lmdb_cannot_follow_is_said_not_crashed_on),
+	    cmocka_unit_test(test_damaged__an_lmdb_assertion_on_a_bad_page_is_said_not_crashed_on),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
