@@ -2,7 +2,9 @@
  * tools/commands.h — the joseki subcommands. Each lives in tools/cmd_<name>.c
  * and is a thin front end over the modules: parse arguments, call the library,
  * print. A command returns the process exit status: 0 success, 1 failure
- * (message on stderr starting "joseki: "), 2 bad usage.
+ * (message on stderr starting "joseki: "), 2 bad usage; any command stops
+ * with 3 when LMDB meets a book damaged below its records (bookdb/damage.h,
+ * the handler in joseki.c).
  */
 #ifndef TOOLS_COMMANDS_H
 #define TOOLS_COMMANDS_H

@@ -645,6 +645,27 @@ static void test_damaged__an_lmdb_assertion_on_a_bad_page_is_said_not_crashed_on
 	free(dir);
 }
 
+/* A fault that is not the book's keeps its default action: kill -SEGV of a
+ * server on a sound book ends it by the signal, without the damage line. */
+static void test_damaged__a_fault_not_in_lmdb_is_not_taken_for_damage(void **state)
+{
+	(void)state;
+	char *dir = make_book(), book[600], log[700];
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(log, sizeof log, "%s/serve.log", dir);
+	serve_logged(&g_serve, book, log);
+	kill(g_serve, SIGSEGV);
+	int wst = 0;
+	waitpid(g_serve, &wst, 0);
+	g_serve = 0;
+	assert_true(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGSEGV);
+	char *said = ts_read_file(log, NULL);
+	assert_null(strstr(said, "damaged below its records"));
+	free(said);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -658,6 +679,8 @@ int main(void)
 	                              end_serve),
 	    cmocka_unit_test(test_damaged__a_page_lmdb_cannot_follow_is_said_not_crashed_on),
 	    cmocka_unit_test(test_damaged__an_lmdb_assertion_on_a_bad_page_is_said_not_crashed_on),
+	    cmocka_unit_test_teardown(test_damaged__a_fault_not_in_lmdb_is_not_taken_for_damage,
+	                              end_serve),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
