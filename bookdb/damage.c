@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* One open environment. state: 0 free, 1 being written, 2 in use (read by a
@@ -85,6 +86,33 @@ static Slot *slot_of(const BookDB *db)
 	return NULL;
 }
 
+/*
+ * The map of dir/data.mdb in this process ([*lo, *hi), 0 when none is found):
+ * the mapping of that file's inode in /proc/self/maps of mapsize bytes
+ * (mdb_env_info's me_mapaddr is only set for a fixed map).
+ */
+static void find_map(const char *dir, size_t mapsize, uintptr_t *lo, uintptr_t *hi)
+{
+	char path[BOOKDB_PATH_LEN], line[BOOKDB_PATH_LEN + 200];
+	struct stat st;
+	*lo = *hi = 0;
+	snprintf(path, sizeof path, "%s/data.mdb", dir);
+	FILE *f = stat(path, &st) == 0 ? fopen("/proc/self/maps", "re") : NULL;
+	if (!f) return;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long a, b, off, ino;
+		unsigned maj, mnr;
+		char perms[8];
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &a, &b, perms, &off, &maj, &mnr,
+		           &ino) != 7)
+			continue;
+		if (ino != (unsigned long)st.st_ino || off != 0 || b - a != mapsize) continue;
+		*lo = a;
+		*hi = b;
+	}
+	fclose(f);
+}
+
 void bdb_damage_watch(BookDB *db, bool opened)
 {
 	pthread_once(&g_code_once, find_code);
@@ -100,8 +128,10 @@ void bdb_damage_watch(BookDB *db, bool opened)
 	if (s) { /* no slot left: the book is named only through the code range */
 		atomic_store(&s->state, 1);
 		s->owner = db;
-		s->lo = (uintptr_t)info.me_mapaddr;
-		s->hi = info.me_mapaddr ? s->lo + info.me_mapsize : 0;
+		uintptr_t lo = 0, hi = 0;
+		if (opened) find_map(db->dir, info.me_mapsize, &lo, &hi);
+		s->lo = lo;
+		s->hi = hi;
 		snprintf(s->dir, sizeof s->dir, "%s", db->dir);
 		atomic_store(&s->state, 2);
 	}

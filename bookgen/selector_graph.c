@@ -99,7 +99,8 @@ static int64_t fetch(Selector *s, Key k)
 	int rc = bookdb_get_raw(&val, &len, txn, k);
 	int64_t i = -1;
 	if (rc == 0) {
-		i = len ? create_node(s, k) : SEL_ECORRUPT;
+		/* A length no record has: a damaged leaf node (read past it, a SIGBUS). */
+		i = len && len <= BOOKDB_RECORD_MAX ? create_node(s, k) : SEL_ECORRUPT;
 		if (i >= 0 && (val[0] & BOOKDB_REC_THOUGHT)) {
 			int r = sel_g_add_raw(s, (uint32_t)i, val, len);
 			if (r) i = r;
