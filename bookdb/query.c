@@ -126,10 +126,20 @@ int bookdb_query_position(Position *pos, const char *spec, char *err)
 {
 	int rc = position_parse(pos, spec, err);
 	if (rc < 0) return rc;
-	if (pos->king_sq[BLACK] == SQ_NONE || pos->king_sq[WHITE] == SQ_NONE)
-		return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
-		                  "both kings must be on the board (a book holds game positions)");
-	return 0;
+	/* The set-up position too, when moves follow: they keep the kings and
+	 * the pieces, but not a check on the side not to move. */
+	int n = pos_history_len(pos);
+	if (n > 0) {
+		Move moves[POS_MAX_STATES];
+		for (int i = 0; i < n; i++) moves[i] = pos->states[i + 1].move;
+		for (int i = 0; i < n; i++) pos_undo_move(pos);
+		char why[SHOGI_ERRLEN];
+		if ((rc = pos_check_game(pos, why)) < 0)
+			return errmsg_set(err, SHOGI_ERRLEN, rc,
+			                  "the position before the moves: %s", why);
+		for (int i = 0; i < n; i++) pos_do_move(pos, moves[i]);
+	}
+	return pos_check_game(pos, err);
 }
 
 void bookdb_moves_sort(BookRecord *rec)

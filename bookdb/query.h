@@ -60,9 +60,12 @@ const char *bookdb_unvalued_reason(const BookRecord *rec, const BookMove *m);
 /*
  * The position a query names, as every front end reads it (`joseki query`, the
  * server's /v1/query and /v1/line): spec is what a USI `position` command takes
- * (startpos, sfen ..., a bare SFEN; moves ...). A board without both kings is
- * refused: the rules core takes such boards (problems, perft), but a book holds
- * game positions only, so a query for one is a mistake, not "not in book".
+ * (startpos, sfen ..., a bare SFEN; moves ...). What no game reaches is
+ * refused (pos_check_game: a board without both kings, more pieces of a kind
+ * than a set has, the side not to move in check; the position given and the
+ * one its moves lead to): the rules core takes such boards (problems,
+ * perft), but a book holds game positions only, so a query for one is a
+ * mistake, not "not in book".
  * Returns 0, or SHOGI_EPARSE / SHOGI_EILLEGAL / SHOGI_ETOOLONG with the message
  * in err (SHOGI_ERRLEN bytes); pos is then undefined.
  */

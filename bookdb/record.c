@@ -65,8 +65,8 @@ static const struct {
     {0xe, 4} /* gold */,
 };
 
-/* Pieces of each unpromoted type in a set (index PAWN..KING). */
-static const uint8_t SET_COUNT[KING + 1] = {0, 18, 4, 4, 4, 2, 2, 4, 1};
+/* Pieces of each unpromoted type in a set: SET_COUNT (shogi/position.h; the
+ * kings, one a side, are checked on their own). */
 
 /*
  * Decoding tables, generated from the codes above (index: the next 8 bits for

@@ -194,6 +194,43 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 	return SHOGI_OK;
 }
 
+const uint8_t SET_COUNT[PT_NB] = {0, 18, 4, 4, 4, 2, 2, 4, 2};
+
+int pos_check_game(const Position *pos, char *err)
+{
+	static const char *const COLOR_NAME[] = {"black", "white"};
+	bool no_black = pos->king_sq[BLACK] == SQ_NONE, no_white = pos->king_sq[WHITE] == SQ_NONE;
+	if (no_black || no_white)
+		return errmsg_set(
+		    err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
+		    "%s: both kings must be on the board (a book holds game positions)",
+		    no_black && no_white ? "no kings"
+		    : no_black           ? "no black king"
+		                         : "no white king");
+	int total[PT_NB] = {0};
+	for (Square sq = 0; sq < SQ_NB; sq++)
+		if (pos->board[sq]) total[pt_unpromote(piece_type(pos->board[sq]))]++;
+	for (int pt = PAWN; pt <= KING; pt++) {
+		if (pt != KING)
+			total[pt] += hand_count(pos->hand[BLACK], (PieceType)pt) +
+			             hand_count(pos->hand[WHITE], (PieceType)pt);
+		if (total[pt] > SET_COUNT[pt]) {
+			static const char *const NAMES[] = {"",        "pawns",   "lances",
+			                                    "knights", "silvers", "bishops",
+			                                    "rooks",   "golds",   "kings"};
+			return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
+			                  "%d %s (board and hands, promoted counted): a set has %d",
+			                  total[pt], NAMES[pt], SET_COUNT[pt]);
+		}
+	}
+	Color them = color_flip(pos->side);
+	if (pos_attacked(pos, pos->side, pos->king_sq[them]))
+		return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
+		                  "the %s king is in check with %s to move (it could be captured)",
+		                  COLOR_NAME[them], COLOR_NAME[pos->side]);
+	return SHOGI_OK;
+}
+
 void pos_set_startpos(Position *pos)
 {
 	Piece board[SQ_NB] = {0};

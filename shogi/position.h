@@ -106,6 +106,19 @@ void pos_set_startpos(Position *pos);
 JOSEKI_MUST_USE int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB],
                             Color side, int game_ply, char *err);
 
+/*
+ * Checks what pos_set takes on purpose and a game from the start position
+ * never reaches (a book holds game positions only: bookdb_query_position):
+ * both kings on the board; no more pieces of a kind, board and both hands,
+ * promoted ones counted as their base kind, than one set has (SET_COUNT:
+ * king 2, rook 2, bishop 2, gold 4, silver 4, knight 4, lance 4, pawn 18);
+ * and the side not to move not in check (its king could be taken). Returns
+ * 0 or SHOGI_EILLEGAL with the reason in err (SHOGI_ERRLEN bytes, may be
+ * NULL), e.g. "3 rooks (board and hands, promoted counted): a set has 2".
+ */
+extern const uint8_t SET_COUNT[PT_NB];
+JOSEKI_MUST_USE int pos_check_game(const Position *pos, char *err);
+
 /* Makes a legal move (undefined for an illegal one). The caller ensures
  * pos_history_len(pos) < POS_MAX_STATES - 1. */
 void pos_do_move(Position *pos, Move m);

@@ -382,12 +382,32 @@ static void test_server__query_equals_the_command_byte_for_byte(void **state)
 	free(games);
 	/* And they refuse the same positions with the same words: a board
 	 * without kings (the rules core takes it; a book never holds one), with
-	 * one king, a malformed SFEN, an illegal move. */
+	 * one king, a malformed SFEN, an illegal move; more of a kind than a
+	 * set has (three rooks, 19 pawns, the start position with a pawn in
+	 * hand), the side not to move in check (given, or before the moves). */
 	static const char *const BAD[] = {
 	    "sfen 9/9/9/9/9/9/9/9/9 b - 1",
 	    "sfen 4k4/9/9/9/9/9/9/9/9 b - 1",
 	    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNX b - 1",
 	    "startpos moves 7g7f 7g7f",
+	    "sfen 4k4/9/9/9/9/9/9/9/4K4 b 3R 1",
+	    "sfen 4k4/9/9/9/9/9/9/9/4K4 b 19P 1",
+	    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b P 1",
+	    "sfen 4k4/4R4/9/9/9/9/9/9/4K4 b - 1",
+	    "sfen 4k4/4R4/9/9/9/9/9/9/4K4 b - 1 moves 5i4i",
+	};
+	/* The reason each of those says (the server's words after "bad
+	 * position: "), the new ones checked word for word. */
+	static const char *const WHY[] = {
+	    "no kings: both kings must be on the board",
+	    "no black king: both kings must be on the board",
+	    NULL,
+	    NULL,
+	    "3 rooks (board and hands, promoted counted): a set has 2",
+	    "19 pawns (board and hands, promoted counted): a set has 18",
+	    "19 pawns (board and hands, promoted counted): a set has 18",
+	    "the white king is in check with black to move (it could be captured)",
+	    "the position before the moves: the white king is in check with black to move",
 	};
 	for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
 		char *esc = curl_easy_escape(c, BAD[i], 0), path[400], *got, *out = NULL,
@@ -399,6 +419,8 @@ static void test_server__query_equals_the_command_byte_for_byte(void **state)
 		const char *said = json_string_value(json_object_get(j, "error"));
 		assert_non_null(said);
 		assert_true(!strncmp(said, "bad position: ", 14));
+		if (WHY[i] && !strstr(said, WHY[i]))
+			fail_msg("%s: the server says '%s', not '%s'", BAD[i], said, WHY[i]);
 		int rc = ts_runf(&out, &err, "%s query %s/b '%s'", ts_joseki(), dir, BAD[i]);
 		if (rc != 2 || !strstr(err, said + 14))
 			fail_msg("%s: the server says '%s'; the command exits %d: %s%s", BAD[i],
