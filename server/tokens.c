@@ -315,10 +315,11 @@ bool server_tokens_check_ro(ServerTokens *t, const char *token, char *name, bool
 int server_tokens_add(const char *path, const char *name, bool read_only, char *token, char *err)
 {
 	size_t nl = strlen(name);
+	char shown[128];
 	if (!name_ok(name, nl))
 		return errmsg_set(err, TOKENS_ERRLEN, TOKENS_EINVAL,
-		                  "token name '%.80s': 1..64 letters, digits, '.', '_' or '-'",
-		                  name);
+		                  "token name '%s': 1..64 letters, digits, '.', '_' or '-'",
+		                  errmsg_escape(shown, sizeof shown, name, nl));
 	uint8_t raw[32];
 	size_t got = 0;
 	while (got < sizeof raw) {

@@ -16,6 +16,7 @@
 
 #include "bookdb/bookdb.h"
 #include "bookdb/query.h"
+#include "shogi/errmsg.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 #include "tools/cli_opt.h"
@@ -78,7 +79,9 @@ int cmd_query(int argc, char **argv)
 		goto done;
 	}
 	if (bookdb_query_position(pos, spec, perr) < 0) {
-		joseki_error("query: bad position '%s': %s", spec, perr);
+		char shown[512];
+		joseki_error("query: bad position '%s': %s",
+		             errmsg_escape(shown, sizeof shown, spec, strlen(spec)), perr);
 		ret = 2;
 		goto done;
 	}

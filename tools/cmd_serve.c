@@ -165,7 +165,9 @@ static int serve_minimax_prepare(void *ctx, BookDB *db, const atomic_bool *stop,
 static void tokens_log(void *ctx, const char *msg)
 {
 	(void)ctx;
-	fprintf(stderr, "serve: tokens: %s\n", msg);
+	char shown[TOKENS_ERRLEN * 4];
+	fprintf(stderr, "serve: tokens: %s\n",
+	        errmsg_escape(shown, sizeof shown, msg, strlen(msg)));
 }
 
 /* The operator's console (serve --work): what its line says besides the

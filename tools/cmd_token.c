@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "server/tokens.h"
+#include "shogi/errmsg.h"
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
 
@@ -37,7 +38,9 @@ int cmd_token(int argc, char **argv)
 		return 1;
 	}
 	printf("%s\n", token);
+	char shown[4 * 1024];
 	fprintf(stderr, "token: '%s'%s added to %s; the token is shown only now\n", name,
-	        read_only ? " (read only)" : "", file);
+	        read_only ? " (read only)" : "",
+	        errmsg_escape(shown, sizeof shown, file, strlen(file)));
 	return 0;
 }

@@ -47,7 +47,9 @@ JOSEKI_MUST_USE int cmd_worker(int argc, char **argv);
 /* Installs handler for SIGINT and SIGTERM (a command's clean stop on Ctrl-C). */
 void joseki_catch_stop(void (*handler)(int));
 
-/* Prints "joseki: <message>\n" on stderr (printf-style). */
+/* Prints "joseki: <message>\n" on stderr (printf-style), the message
+ * escaped (errmsg_escape: no control byte of a typed path or name, or of a
+ * file's text, reaches the terminal raw). */
 void joseki_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints o as one line of compact JSON on stdout (dump flags added to

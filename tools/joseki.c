@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "bookdb/damage.h"
+#include "shogi/errmsg.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
 
@@ -63,12 +64,25 @@ void joseki_catch_stop(void (*handler)(int))
 
 void joseki_error(const char *fmt, ...)
 {
+	/* Escaped as a whole: a message carries what the operator typed (a
+	 * path, a position, a name) and what a file or a server said. */
+	char small[1024], *msg = small;
 	va_list ap;
-	fputs("joseki: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	int n = vsnprintf(small, sizeof small, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1))) {
+		va_start(ap, fmt);
+		vsnprintf(msg, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	if (!msg) msg = small; /* cut short, but said */
+	size_t len = n < 0 ? 0 : strlen(msg), cap = 4 * len + 4;
+	char *out = malloc(cap), cut[1024];
+	fprintf(stderr, "joseki: %s\n",
+	        out ? errmsg_escape(out, cap, msg, len) : errmsg_escape(cut, sizeof cut, msg, len));
+	free(out);
+	if (msg != small) free(msg);
 }
 
 int joseki_print_json(json_t *o, size_t flags)

@@ -246,6 +246,54 @@ static void test_cli__exit_codes_and_messages_name_the_users_inputs(void **state
 	free(dir);
 }
 
+/*
+ * What the operator types (a token name, a book's or a tokens file's path,
+ * a position) is said escaped (errmsg_escape's \xNN), never raw: an escape
+ * sequence in it would retitle or clear the terminal.
+ */
+static void test_cli__typed_text_is_said_escaped(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err, "%s ingest %s/book tests/data/floodgate", ts_joseki(), dir);
+	if (rc != 0) fail_msg("ingest: exit %d (%s)", rc, err);
+	free(out), free(err);
+	/* %1$s the directory, %2$s the bytes ESC ] 0 ; pwned BEL (a title) ESC
+	 * [ 2 J, made by the shell; what each says of them, escaped. */
+	static const struct {
+		int rc;
+		const char *args, *said;
+	} CASES[] = {
+	    /* A token's name. */
+	    {1, "token add %1$s/tokens %2$s",
+	     "token name '\\x1B]0;pwned\\x07\\x1B[2J': 1..64 letters"},
+	    /* The tokens file's path, in what token add says it added to. */
+	    {0, "token add %1$s/t%2$s w1",
+	     "/t\\x1B]0;pwned\\x07\\x1B[2J; the token is shown only now"},
+	    /* A book's path that is no book. */
+	    {1, "query %1$s/b%2$s startpos", "/b\\x1B]0;pwned\\x07\\x1B[2J: no book there"},
+	    /* serve --work's missing tokens file (named twice in its advice). */
+	    {1, "serve %1$s/book --work --listen 127.0.0.1:0 --tokens %1$s/t2%2$s",
+	     "/t2\\x1B]0;pwned\\x07\\x1B[2J: No such file or directory"},
+	    /* The position as given, not only the move found bad in it. */
+	    {2, "query %1$s/book 'startpos moves '%2$s",
+	     "bad position 'startpos moves \\x1B]0;pwned\\x07\\x1B[2J': malformed"},
+	};
+	for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+		char args[700];
+		snprintf(args, sizeof args, CASES[i].args, dir,
+		         "\"$(printf '\\033]0;pwned\\007\\033[2J')\"");
+		rc = ts_runf(&out, &err, "%s %s", ts_joseki(), args);
+		if (rc != CASES[i].rc) fail_msg("%s: exit %d (%s)", args, rc, err);
+		if (strchr(err, 0x1b) || strchr(err, 0x07))
+			fail_msg("%s: a control byte said raw:\n%s", args, err);
+		said(args, err, CASES[i].said);
+		free(out), free(err);
+	}
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* The options of one --help: each "--name" at the start of an option's line,
  * with the text of its help (wrapped lines joined); old spellings listed apart.
  * A NULL-terminated malloc'd array of "--name\thelp" strings. */
@@ -500,6 +548,7 @@ int main(void)
 	    cmocka_unit_test(test_cli__bad_usage_reads_the_same_for_every_command),
 	    cmocka_unit_test(test_cli__values_and_positionals_go_where_the_table_says),
 	    cmocka_unit_test(test_cli__exit_codes_and_messages_name_the_users_inputs),
+	    cmocka_unit_test(test_cli__typed_text_is_said_escaped),
 	    cmocka_unit_test(test_cli__help_and_docs_name_the_same_options),
 	    cmocka_unit_test(test_cli__old_spellings_still_work),
 	};
