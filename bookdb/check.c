@@ -329,7 +329,13 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 	if ((rc = check_marks(st, txn, rec, w, fn, ctx)) < 0) goto done;
 	if (w) rc = bookdb_writer_flush(w);
 done:
-	if (rc < 0 && !err[0]) errmsg_set(err, BOOKDB_ERRLEN, rc, "%s", bookdb_strerror(rc));
+	/* Every message names what it is about (the new book's own say it). */
+	if (rc < 0 && !err[0] && repair_dir)
+		errmsg_set(err, BOOKDB_ERRLEN, rc, "%.200s, repaired into %.200s: %s",
+		           bookdb_dir(db), repair_dir, bookdb_strerror(rc));
+	else if (rc < 0 && !err[0])
+		errmsg_set(err, BOOKDB_ERRLEN, rc, "%.200s: %s", bookdb_dir(db),
+		           bookdb_strerror(rc));
 	bookdb_iter_free(it);
 	bookdb_txn_abort(txn);
 	bookdb_writer_free(w);

@@ -84,7 +84,8 @@ typedef struct {
  * LMDB stops on a bad page of db (bookdb/damage.h), no repair_dir is left.
  * Returns 0 when the check ran
  * (st says what it found), or a negative BOOKDB_* code with a message in err
- * (BOOKDB_ERRLEN bytes).
+ * (BOOKDB_ERRLEN bytes) that names the book it is about, once ("NEW: exists
+ * already ...").
  */
 JOSEKI_MUST_USE int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir,
                                  BookCheckFn fn, void *ctx, char *err);

@@ -57,8 +57,7 @@ int cmd_check(int argc, char **argv)
 	int rc = bookdb_check(&st, db, repair, on_problem, &o, err);
 	bookdb_free(db);
 	if (rc < 0) {
-		joseki_error("check: %s%s%s", repair ? repair : book, err[0] == '/' ? "" : ": ",
-		             err);
+		joseki_error("check: %s", err); /* it names the book */
 		return 1;
 	}
 	if (st.stopped) {

@@ -294,6 +294,49 @@ static void test_cli__typed_text_is_said_escaped(void **state)
 	free(dir);
 }
 
+/*
+ * check --repair NEW where NEW exists: one message naming NEW once, relative
+ * or absolute, exit 1, and nothing written into it.
+ */
+static void test_cli__check_repair_into_an_existing_path_names_it_once(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL, want[700];
+	int rc = ts_runf(&out, &err, "%s ingest %s/b tests/data/floodgate", ts_joseki(), dir);
+	if (rc != 0) fail_msg("ingest: exit %d (%s)", rc, err);
+	free(out), free(err);
+	rc = ts_runf(&out, &err, "mkdir %s/existsdir", dir);
+	assert_int_equal(rc, 0);
+	free(out), free(err);
+	/* Absolute. */
+	rc = ts_runf(&out, &err, "%s check %s/b --repair %s/existsdir", ts_joseki(), dir, dir);
+	assert_int_equal(rc, 1);
+	snprintf(want, sizeof want,
+	         "joseki: check: %s/existsdir: exists already (the repair writes a new book)\n",
+	         dir);
+	assert_string_equal(err, want);
+	free(out), free(err);
+	/* Relative (run from dir). */
+	rc = ts_runf(&out, &err, "cd %s && %s check b --repair existsdir", dir, ts_joseki());
+	assert_int_equal(rc, 1);
+	assert_string_equal(
+	    err, "joseki: check: existsdir: exists already (the repair writes a new book)\n");
+	free(out), free(err);
+	/* A new book that cannot be made: its path once too. */
+	rc = ts_runf(&out, &err, "%s check %s/b --repair %s/no-dir/new", ts_joseki(), dir, dir);
+	assert_int_equal(rc, 1);
+	snprintf(want, sizeof want, "%s/no-dir/new", dir);
+	said("check", err, want);
+	if (strstr(strstr(err, want) + 1, want)) fail_msg("the path said twice: %s", err);
+	free(out), free(err);
+	rc = ts_runf(&out, NULL, "ls -A %s/existsdir", dir);
+	assert_int_equal(rc, 0);
+	assert_string_equal(out, "");
+	free(out);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* The options of one --help: each "--name" at the start of an option's line,
  * with the text of its help (wrapped lines joined); old spellings listed apart.
  * A NULL-terminated malloc'd array of "--name\thelp" strings. */
@@ -549,6 +592,7 @@ int main(void)
 	    cmocka_unit_test(test_cli__values_and_positionals_go_where_the_table_says),
 	    cmocka_unit_test(test_cli__exit_codes_and_messages_name_the_users_inputs),
 	    cmocka_unit_test(test_cli__typed_text_is_said_escaped),
+	    cmocka_unit_test(test_cli__check_repair_into_an_existing_path_names_it_once),
 	    cmocka_unit_test(test_cli__help_and_docs_name_the_same_options),
 	    cmocka_unit_test(test_cli__old_spellings_still_work),
 	};
