@@ -522,33 +522,15 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static int builtin_hash(size_t *mb, const MatchSide *side, char *err)
-{
-	*mb = 0;
-	for (int i = 0; i < side->noptions; i++) {
-		const UsiOption *o = &side->options[i];
-		char *end;
-		long v = strtol(o->value, &end, 10);
-		if ((strcmp(o->name, "USI_Hash") && strcmp(o->name, "Hash")) || *end || v < 1 ||
-		    v > 65536) {
-			return errmsg_set(
-			    err, MATCH_ERRLEN, MATCH_EINVAL,
-			    "builtin engine: option %s=%s not taken (only USI_Hash=1..65536)",
-			    o->name, o->value);
-		}
-		*mb = (size_t)v;
-	}
-	return 0;
-}
-
 static int open_engine(Worker *w, int s, char *err)
 {
 	const MatchOptions *opt = w->m->opt;
 	const MatchSide *side = &opt->side[s];
 	if (!strcmp(side->engine, "builtin")) {
-		size_t mb;
-		int rc = builtin_hash(&mb, side, err);
-		if (rc < 0) return rc;
+		size_t mb = 0; /* the engine's default */
+		char serr[SEARCH_ERRLEN];
+		if (builtin_engine_options(&mb, side->options, side->noptions, serr) < 0)
+			return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "%s", serr);
 		if (builtin_engine_new(&w->eng[s], mb, &w->m->halt) < 0)
 			return errmsg_set(err, MATCH_ERRLEN, MATCH_ENOMEM,
 			                  "builtin engine: out of memory");

@@ -2,6 +2,7 @@
 #include "search/builtin.h"
 #include "shogi/errmsg.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,30 @@ static const SearchEngineOps BUILTIN_OPS = {
     .last_error = builtin_last_error,
     .cpu_ms = builtin_cpu_ms,
 };
+
+int builtin_engine_options(size_t *hash_mb, const UsiOption *opts, int n, char *err)
+{
+	size_t mb = *hash_mb;
+	for (int i = 0; i < n; i++) {
+		const UsiOption *o = &opts[i];
+		char *end;
+		errno = 0;
+		long v = strtol(o->value, &end, 10);
+		bool number = end != o->value && !*end && errno == 0;
+		bool hash = !strcmp(o->name, "USI_Hash") || !strcmp(o->name, "Hash");
+		if (hash && number && v >= 1 && v <= USI_HASH_MAX_MB) {
+			mb = (size_t)v;
+		} else if (!(!strcmp(o->name, "Threads") && number && v == 1)) {
+			return errmsg_set(
+			    err, SEARCH_ERRLEN, SEARCH_EINVAL,
+			    "builtin engine: option %s=%s not taken (it takes USI_Hash "
+			    "or Hash=1..%d and Threads=1)",
+			    o->name, o->value, USI_HASH_MAX_MB);
+		}
+	}
+	*hash_mb = mb;
+	return 0;
+}
 
 int builtin_engine_new(SearchEngine **out, size_t hash_mb, const volatile sig_atomic_t *cancel)
 {

@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "search/search.h"
+#include "search/usi_engine.h"
 #include "shogi/errors.h"
 
 /*
@@ -27,5 +28,17 @@
  */
 JOSEKI_MUST_USE int builtin_engine_new(SearchEngine **out, size_t hash_mb,
                                        const volatile sig_atomic_t *cancel);
+
+/*
+ * The built-in engine's settings from the USI options a command was given
+ * for it (--usi-option, match's --option-a): USI_Hash or Hash, 1..65536 MB of
+ * hash, into *hash_mb (left as it was when none is given), and Threads=1 (it
+ * searches with one thread), the options `joseki usi` lists. Returns 0, or
+ * SEARCH_EINVAL with "builtin engine: option NAME=VALUE not taken (...)" in
+ * err (SEARCH_ERRLEN bytes) for any other option or value; *hash_mb is then
+ * untouched.
+ */
+JOSEKI_MUST_USE int builtin_engine_options(size_t *hash_mb, const UsiOption *opts, int n,
+                                           char *err);
 
 #endif

@@ -10,6 +10,7 @@
 #include "search/usi_engine.h"
 #include "search/usi_engine_priv.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,6 +29,7 @@
 #include "search/usi_info.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
+#include "shogi/grow.h"
 #include "shogi/notation.h"
 #include "shogi/spec.h"
 
@@ -57,6 +60,41 @@ static int crashed(UsiEngine *e, const char *when)
 	return usi_fail(e, SEARCH_ECRASH, "%s: engine ended %s (%s)", e->path, when, how);
 }
 
+/* Forgets the option names the last process listed. */
+static void forget_listed(UsiEngine *e)
+{
+	for (size_t i = 0; i < e->nlisted; i++) free(e->listed[i]);
+	e->nlisted = 0;
+}
+
+/*
+ * Keeps the name of an "option name N type ..." line (rest: what follows
+ * "option"); N may hold blanks ("Debug Log File"), and ends at " type ".
+ * Lines without a name are ignored. 0, or -1 when memory runs out.
+ */
+static int list_option(UsiEngine *e, const char *rest, size_t n)
+{
+	while (n > 0 && (*rest == ' ' || *rest == '\t')) rest++, n--;
+	if (n < 5 || memcmp(rest, "name", 4) != 0 || (rest[4] != ' ' && rest[4] != '\t')) return 0;
+	rest += 5, n -= 5;
+	while (n > 0 && (*rest == ' ' || *rest == '\t')) rest++, n--;
+	size_t w = 0;
+	while (w < n && !(w + 6 <= n && (rest[w] == ' ' || rest[w] == '\t') &&
+	                  !memcmp(rest + w + 1, "type", 4) &&
+	                  (w + 5 == n || rest[w + 5] == ' ' || rest[w + 5] == '\t')))
+		w++;
+	while (w > 0 && (rest[w - 1] == ' ' || rest[w - 1] == '\t')) w--;
+	if (w == 0) return 0;
+	char *name = strndup(rest, w);
+	if (!name || array_grow((void **)&e->listed, &e->listed_cap, e->nlisted + 1,
+	                        sizeof *e->listed, 32) < 0) {
+		free(name);
+		return -1;
+	}
+	e->listed[e->nlisted++] = name;
+	return 0;
+}
+
 /* Reads lines until one starting with word; others are ignored. */
 static int wait_for(UsiEngine *e, const char *word, int64_t deadline, const char *when)
 {
@@ -74,7 +112,10 @@ static int wait_for(UsiEngine *e, const char *word, int64_t deadline, const char
 			                e->path, word, e->cfg.handshake_timeout_ms, when);
 		if (r != LINE_OK) continue;
 		if (starts_word(line, len, word, NULL)) return 0;
-		if (starts_word(line, len, "id", &rest)) {
+		if (starts_word(line, len, "option", &rest)) {
+			if (list_option(e, rest, (size_t)(line + len - rest)) < 0)
+				return usi_fail(e, SEARCH_ENOMEM, "%s: out of memory", e->path);
+		} else if (starts_word(line, len, "id", &rest)) {
 			size_t n = (size_t)(line + len - rest);
 			while (n > 0 && *rest == ' ') rest++, n--;
 			if (n > 5 && memcmp(rest, "name ", 5) == 0) {
@@ -122,6 +163,106 @@ static int ready_and_new_game(UsiEngine *e)
 	return 0;
 }
 
+/* The edit distance of a and b, letters compared without their case (the
+ * first 64 bytes of each: option names are short). */
+static int distance(const char *a, const char *b)
+{
+	enum { MAXN = 64 };
+	size_t na = strnlen(a, MAXN), nb = strnlen(b, MAXN);
+	int row[MAXN + 1];
+	for (size_t j = 0; j <= nb; j++) row[j] = (int)j;
+	for (size_t i = 1; i <= na; i++) {
+		int diag = row[0];
+		row[0] = (int)i;
+		for (size_t j = 1; j <= nb; j++) {
+			int up = row[j];
+			int same =
+			    tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+			int best = diag + !same;
+			if (up + 1 < best) best = up + 1;
+			if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[nb];
+}
+
+/* "A, B, C": the (at most) three names the engine listed nearest to name. */
+static void nearest(const UsiEngine *e, const char *name, char *out, size_t len)
+{
+	size_t pick[3];
+	int dist[3], k = 0;
+	for (size_t i = 0; i < e->nlisted; i++) {
+		int d = distance(name, e->listed[i]);
+		/* Insertion into the kept three, the earlier listed first on a tie. */
+		int at = k;
+		while (at > 0 && dist[at - 1] > d) at--;
+		if (at >= 3) continue;
+		for (int j = (k < 3 ? k : 2); j > at; j--)
+			pick[j] = pick[j - 1], dist[j] = dist[j - 1];
+		pick[at] = i;
+		dist[at] = d;
+		if (k < 3) k++;
+	}
+	size_t used = 0;
+	out[0] = '\0';
+	for (int j = 0; j < k && used < len; j++) {
+		int r = snprintf(out + used, len - used, "%s%s", j ? ", " : "", e->listed[pick[j]]);
+		if (r < 0) break;
+		used += (size_t)r;
+	}
+}
+
+/*
+ * Checks the configured options against the names the engine listed: an
+ * option it lists in another case is renamed to its spelling (and said
+ * through cfg.notice, this once: the name then matches at a restart); one it
+ * does not list fails the start with SEARCH_EINVAL.
+ */
+static int check_options(UsiEngine *e)
+{
+	for (int i = 0; i < e->cfg.noptions; i++) {
+		UsiOption *o = &e->options[i];
+		const char *other = NULL;
+		bool exact = false;
+		for (size_t k = 0; k < e->nlisted && !exact; k++) {
+			if (!strcmp(o->name, e->listed[k]))
+				exact = true;
+			else if (!other && !strcasecmp(o->name, e->listed[k]))
+				other = e->listed[k];
+		}
+		if (exact) continue;
+		if (other) {
+			char raw[SEARCH_ERRLEN], msg[SEARCH_ERRLEN];
+			snprintf(raw, sizeof raw, "%s: option %s sent as %s, the spelling %s lists",
+			         e->path, o->name, other, usi_engine_name(e));
+			char *name = strdup(other);
+			if (!name) return usi_fail(e, SEARCH_ENOMEM, "%s: out of memory", e->path);
+			free((char *)o->name);
+			o->name = name;
+			usi_log_msg(e, "%s", raw);
+			if (e->cfg.notice) {
+				errmsg_escape(msg, sizeof msg, raw, strlen(raw));
+				e->cfg.notice(e->cfg.notice_ctx, msg);
+			}
+			continue;
+		}
+		if (!e->nlisted)
+			return usi_fail(
+			    e, SEARCH_EINVAL,
+			    "%s: option %s=%s not taken: the engine (%s) lists no options", e->path,
+			    o->name, o->value, usi_engine_name(e));
+		char near[160];
+		nearest(e, o->name, near, sizeof near);
+		return usi_fail(e, SEARCH_EINVAL,
+		                "%s: option %s=%s not taken: the engine (%s) lists no %s; the "
+		                "nearest it lists: %s",
+		                e->path, o->name, o->value, usi_engine_name(e), o->name, near);
+	}
+	return 0;
+}
+
 /* Spawns and handshakes; on failure no process is left. */
 static int start(UsiEngine *e)
 {
@@ -130,9 +271,11 @@ static int start(UsiEngine *e)
 
 	if ((rc = usi_spawn(e)) < 0) return rc;
 	e->searched = false;
+	forget_listed(e);
 	if ((rc = usi_write_all(e, "usi\n", 4)) < 0) goto err;
 	if ((rc = wait_for(e, "usiok", clock_ms() + e->cfg.handshake_timeout_ms, "after usi")) < 0)
 		goto err;
+	if ((rc = check_options(e)) < 0) goto err;
 	for (int i = 0; i < e->cfg.noptions; i++) {
 		int n = snprintf(line, sizeof line, "setoption name %s value %s\n",
 		                 e->options[i].name, e->options[i].value);
@@ -621,6 +764,8 @@ void usi_engine_free(UsiEngine *e)
 		free((char *)e->options[i].value);
 	}
 	free(e->options);
+	forget_listed(e);
+	free(e->listed);
 	free(e->path);
 	free(e->log_path);
 	free(e);
@@ -748,11 +893,17 @@ int usi_engine_open_many(UsiEngine **out, const UsiEngineConfig *cfg, int n, cha
 	for (; started < n; started++)
 		if (pthread_create(&th[started], NULL, open_thread, &jobs[started]) != 0) break;
 	for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+	/* Which engine failed is said unless every one failed alike (an option
+	 * none of them takes, a program that is not there). */
+	bool alike = true;
+	for (int i = 1; i < n && alike; i++)
+		alike = jobs[i].rc == jobs[0].rc && !strcmp(jobs[i].err, jobs[0].err);
 	int rc = 0;
 	for (int i = 0; i < n; i++)
 		if (jobs[i].rc < 0 && rc == 0)
-			rc = errmsg_set(err, SEARCH_ERRLEN, jobs[i].rc, "engine %d of %d: %s",
-			                i + 1, n, jobs[i].err);
+			rc = alike ? errmsg_set(err, SEARCH_ERRLEN, jobs[i].rc, "%s", jobs[i].err)
+			           : errmsg_set(err, SEARCH_ERRLEN, jobs[i].rc,
+			                        "engine %d of %d: %s", i + 1, n, jobs[i].err);
 	for (int i = 0; i < n; i++) {
 		if (rc < 0)
 			usi_engine_free(jobs[i].e);

@@ -6,7 +6,7 @@
  * and its stderr appended to a log file, in a process group of its own (so a
  * script engine's children die with it). The driver speaks USI:
  *
- *   usi → id name … / usiok        (handshake timeout)
+ *   usi → id name … / option name N type … / usiok   (handshake timeout)
  *   setoption name N value V       (each configured option, in order)
  *   isready → readyok              (handshake timeout)
  *   usinewgame
@@ -15,6 +15,14 @@
  *   go nodes N | go movetime MS | go depth D
  *   go btime B wtime W [binc I winc J] [byoyomi Y]   (a clock budget)
  *   info … / bestmove M [ponder P]
+ *
+ * Every configured option must be one the engine listed (`option name N`):
+ * one it did not list fails the start (SEARCH_EINVAL, naming the option, the
+ * engine and the names it lists nearest to it), since an engine ignores a
+ * setoption it does not know and a mistyped USI_Hash or EvalDir would go
+ * unnoticed. A name the engine lists in another case (usi_hash for
+ * USI_Hash) is sent in the engine's spelling, which some engines need, and
+ * said through the config's notice callback.
  *
  * Engines known by their id name to take only the USI time controls in go
  * (gpsshogi: `go movetime` aborts it) get a movetime budget as
@@ -87,6 +95,15 @@ typedef struct {
 	 * SEARCH_ECANCELED without retrying. Must outlive the engine.
 	 */
 	const volatile sig_atomic_t *cancel;
+	/*
+	 * Optional: called with what an engine's start has to say that is not an
+	 * error (an option sent in the engine's spelling of its name), once per
+	 * UsiEngine (a restart says nothing again), from the thread that opens
+	 * it (usi_engine_open_many: several at once). The message names the
+	 * program; foreign bytes in it are escaped. NULL: nothing is said.
+	 */
+	void (*notice)(void *ctx, const char *msg);
+	void *notice_ctx;
 } UsiEngineConfig;
 
 /* Fills *cfg with the defaults above and no path. */
@@ -95,9 +112,9 @@ void usi_engine_config_init(UsiEngineConfig *cfg);
 /*
  * Starts the engine and completes the handshake. The config's strings are
  * copied. Returns 0 with *out set, or SEARCH_EINVAL (no path, bad option
- * text), SEARCH_ESPAWN, SEARCH_EHANDSHAKE, SEARCH_ECRASH, SEARCH_EIO or
- * SEARCH_ENOMEM with a message in err (SEARCH_ERRLEN bytes, may be NULL);
- * *out is NULL then and no process is left behind.
+ * text, an option the engine does not list), SEARCH_ESPAWN, SEARCH_EHANDSHAKE, SEARCH_ECRASH,
+ * SEARCH_EIO or SEARCH_ENOMEM with a message in err (SEARCH_ERRLEN bytes, may be NULL); *out is
+ * NULL then and no process is left behind.
  */
 JOSEKI_MUST_USE int usi_engine_open(UsiEngine **out, const UsiEngineConfig *cfg, char *err);
 
@@ -171,7 +188,8 @@ JOSEKI_MUST_USE int usi_engine_bench_overhead(double *us_per_position, UsiEngine
  * --engines 8` waits for the slowest, not for the sum). Each engine is then
  * used by one thread at a time (think gives one to each of its workers).
  * Returns 0 with out[0..n) set, or SEARCH_EINVAL for n, or the first failing
- * engine's error (message in err naming which: "engine 2 of 8: ..."); then
+ * engine's error (message in err naming which, "engine 2 of 8: ...",
+ * unless every engine failed alike); then
  * every out[i] is NULL and no process is left.
  */
 JOSEKI_MUST_USE int usi_engine_open_many(UsiEngine **out, const UsiEngineConfig *cfg, int n,

@@ -30,6 +30,10 @@ struct UsiEngine {
 	char **argv; /* argv[0] = path, NULL-terminated */
 	UsiOption *options;
 	char *log_path;
+	/* The option names the running engine listed after usi ("option name
+	 * N type ..."), to check the configured ones against (usi_engine.c). */
+	char **listed;
+	size_t nlisted, listed_cap;
 
 	int log_fd;    /* driver messages; -1 when not logging */
 	int stderr_fd; /* what the engine's stderr goes to */

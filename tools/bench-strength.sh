@@ -71,7 +71,7 @@ llr_decided() {
 # play MS GAMES SEED: one match of GAMES games at MS ms a move into $OUT/MS-SEED.json.
 play() {
 	$J match --engine-a "$OUT/joseki-usi" --engine-b "$FSF" --option-b Threads=1 \
-		--option-b USI_Hash=16 --openings "$OPENINGS" --games "$2" --movetime "$1" \
+		--option-b Hash=16 --openings "$OPENINGS" --games "$2" --movetime "$1" \
 		--concurrency "$CONC" --seed "$3" --json --quiet --out "$OUT/games-$1-$3" \
 		>"$OUT/$1-$3.json" || { echo "bench-strength: joseki match failed" >&2; exit 1; }
 }

@@ -1,6 +1,7 @@
 /* tools/cli_engines.c — see cli_engines.h. */
 #include "tools/cli_engines.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,33 @@ int cli_usi_option(void *dst, char *value, char *msg)
 	o->name = value;
 	o->value = eq + 1;
 	return 0;
+}
+
+/* The notices said so far: N engines opened side by side say the same one N
+ * times, and it is printed once. */
+static pthread_mutex_t notice_lock = PTHREAD_MUTEX_INITIALIZER;
+static char notices[16][SEARCH_ERRLEN];
+static int nnotices;
+
+/* A UsiEngineConfig notice: "joseki: CMD: MESSAGE" on stderr, once. */
+static void say_notice(void *ctx, const char *msg)
+{
+	const char *cmd = ctx;
+	pthread_mutex_lock(&notice_lock);
+	bool said = false;
+	for (int i = 0; i < nnotices && !said; i++) said = !strcmp(notices[i], msg);
+	if (!said) {
+		joseki_error("%s: %s", cmd, msg);
+		if (nnotices < (int)(sizeof notices / sizeof *notices))
+			snprintf(notices[nnotices++], sizeof *notices, "%s", msg);
+	}
+	pthread_mutex_unlock(&notice_lock);
+}
+
+void cli_usi_notices(UsiEngineConfig *cfg, const char *cmd)
+{
+	cfg->notice = say_notice;
+	cfg->notice_ctx = (void *)(uintptr_t)cmd; /* read only, as a const char * */
 }
 
 void cli_engines_init(CliEngines *e, int max_engines, const char *old_flag)
@@ -75,8 +103,14 @@ int cli_open_engines_cfg(SearchEngine **engines, int n, const char *engine, cons
                          const char *cmd, const UsiEngineConfig *base)
 {
 	if (!strcmp(engine, "builtin")) {
+		size_t mb = 16;
+		char berr[SEARCH_ERRLEN];
+		if (builtin_engine_options(&mb, opts, nopts, berr) < 0) {
+			joseki_error("%s: %s", cmd, berr);
+			return -1;
+		}
 		for (int i = 0; i < n; i++) {
-			int rc = builtin_engine_new(&engines[i], 16, cancel);
+			int rc = builtin_engine_new(&engines[i], mb, cancel);
 			if (rc < 0) {
 				joseki_error("%s: built-in engine: %s", cmd, search_strerror(rc));
 				return -1;
@@ -97,13 +131,18 @@ int cli_open_engines_cfg(SearchEngine **engines, int n, const char *engine, cons
 	cfg.noptions = nopts;
 	cfg.restart_each_game = restart;
 	cfg.cancel = cancel;
+	if (!cfg.notice) cli_usi_notices(&cfg, cmd);
 	UsiEngine **ue = calloc((size_t)n, sizeof *ue);
 	if (!ue) {
 		joseki_error("out of memory");
 		return -1;
 	}
 	if (usi_engine_open_many(ue, &cfg, n, uerr) < 0) {
-		joseki_error("%s: engine '%s': %s", cmd, engine, uerr);
+		/* The driver's messages mostly name the program: said once. */
+		if (strstr(uerr, engine))
+			joseki_error("%s: %s", cmd, uerr);
+		else
+			joseki_error("%s: engine '%s': %s", cmd, engine, uerr);
 		free(ue);
 		return -1;
 	}

@@ -52,8 +52,17 @@ void cli_budget_init(CliBudget *b, int multipv);
 JOSEKI_MUST_USE int cli_usi_option(void *dst, char *value, char *msg);
 
 /*
- * Starts n engines: "builtin" (in-process, 16 MB hash each) or the USI
- * program at path engine with the options (handshakes side by side); cancel
+ * Makes cfg's engines say their notices (an option sent in the engine's
+ * spelling of its name) on stderr as "joseki: CMD: ...", each message once
+ * however many engines say it. cmd must outlive the engines.
+ */
+void cli_usi_notices(UsiEngineConfig *cfg, const char *cmd);
+
+/*
+ * Starts n engines: "builtin" (in-process, 16 MB hash each, or the USI_Hash
+ * given; any option but USI_Hash, Hash and Threads=1 is refused) or the USI
+ * program at path engine with the options (handshakes side by side; its
+ * notices said as cli_usi_notices says them); cancel
  * is polled by every engine (the command's stop flag); with restart, a USI
  * engine starts a new process for every new game (UsiEngineConfig's
  * restart_each_game). 0, or -1 after a message on stderr; engines[] may then

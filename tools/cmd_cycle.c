@@ -393,6 +393,7 @@ int cmd_cycle(int argc, char **argv)
 	UsiEngineConfig usi;
 	usi_engine_config_init(&usi);
 	usi.nps_floor = 5000;
+	cli_usi_notices(&usi, "cycle");
 	SearchEngine *engines[MAX_ENGINES] = {0}, **opponents = NULL;
 	cycle_stop_flag = 0;
 	joseki_catch_stop(on_signal);

@@ -299,6 +299,10 @@ int cmd_match(int argc, char **argv)
 	int64_t byo[2] = {0, 0};
 	MatchSprt sprt;
 	opt.time_margin_ms = MATCH_TIME_MARGIN_DEFAULT;
+	UsiEngineConfig usi;
+	usi_engine_config_init(&usi);
+	cli_usi_notices(&usi, "match");
+	opt.usi = &usi;
 	const char *openings_path = NULL, *book[2] = {NULL, NULL};
 	bool json = false, quiet = false, restart = false;
 	int kind = -1; /* the kind of --nodes or --movetime when given */

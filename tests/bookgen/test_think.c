@@ -730,6 +730,69 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	free(dir);
 }
 
+/* How many times needle is in s. */
+static int occurrences(const char *s, const char *needle)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p++) n++;
+	return n;
+}
+
+/*
+ * --usi-option names an option the engine takes: a USI engine (the search
+ * module's fake, which lists MultiPV, USI_Hash, Threads, EvalDir and "Debug
+ * Log File") that does not list it stops think at the start, exit 1, with
+ * one line naming the option, the engine and its nearest names; one it lists
+ * in another case is sent in its spelling, said once for all the engines;
+ * the built-in engine takes USI_Hash and Threads=1 only.
+ */
+static void test_bookgen__think_refuses_an_option_the_engine_does_not_take(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	const char *fake = "tests/search/fakes/fake_engine.py";
+	int rc = ts_runf(&out, &err,
+	                 "%s think %s/u --new --engine %s --engines 2 --usi-option Threads=1 "
+	                 "--usi-option EvalDri=/e --nodes 1000 --positions 1 --quiet",
+	                 ts_joseki(), dir, fake);
+	if (rc != 1) fail_msg("exit %d: %s%s", rc, out, err);
+	char want[600];
+	snprintf(want, sizeof want,
+	         "joseki: think: %s: option EvalDri=/e not taken: the engine (FakeEngine ok) "
+	         "lists no EvalDri; the nearest it lists: EvalDir, ",
+	         fake);
+	if (strncmp(err, want, strlen(want))) fail_msg("said: %s", err);
+	assert_int_equal(occurrences(err, "\n"), 1);
+	free(out), free(err);
+	rc = ts_runf(&out, &err,
+	             "%s think %s/u --engine %s --engines 2 --usi-option threads=1 --nodes 1000 "
+	             "--positions 2 --quiet",
+	             ts_joseki(), dir, fake);
+	if (rc != 0) fail_msg("exit %d: %s%s", rc, out, err);
+	assert_int_equal(field(out, "think thought "), 2);
+	snprintf(want, sizeof want,
+	         "joseki: think: %s: option threads sent as Threads, the spelling FakeEngine ok "
+	         "lists\n",
+	         fake);
+	if (occurrences(err, want) != 1) fail_msg("said: %s", err);
+	free(out), free(err);
+	rc = ts_runf(&out, &err, "%s think %s/u --usi-option Bogus=1 --depth 1 --positions 1",
+	             ts_joseki(), dir);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "joseki: think: builtin engine: option Bogus=1 not taken (it "
+	                            "takes USI_Hash or Hash=1..65536 and Threads=1)\n"));
+	free(out), free(err);
+	rc = ts_runf(&out, &err,
+	             "%s think %s/u --usi-option USI_Hash=8 --usi-option Threads=1 --depth 1 "
+	             "--positions 1 --quiet",
+	             ts_joseki(), dir);
+	if (rc != 0) fail_msg("exit %d: %s%s", rc, out, err);
+	assert_int_equal(field(out, "think thought "), 1);
+	free(out), free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* Engines that misbehave under load: 8 engines of which the script's starts
  * crash in the middle of a search, hang (never answer go, ignore stop), mix
  * unreadable lines into their answers, or flood 5,000 info lines per answer.
@@ -1757,6 +1820,7 @@ test_bookgen__reanalysis_at_equal_depth_goes_by_nodes_and_takes_the_comments_it_
 int main(void)
 {
 	shogi_init();
+	if (getenv("TEST_FILTER")) cmocka_set_test_filter(getenv("TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bookgen__think_grows_the_book_and_resumes_without_repeats),
 	    cmocka_unit_test(test_bookgen__think_stops_on_flag_exhaustion_and_failing_engines),
@@ -1765,6 +1829,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_paths_then_the_lines_from_them),
 	    cmocka_unit_test(test_bookgen__think_progress_goes_to_the_callback_and_null_is_quiet),
 	    cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
+	    cmocka_unit_test(test_bookgen__think_refuses_an_option_the_engine_does_not_take),
 	    cmocka_unit_test(test_bookgen__think_command_with_misbehaving_engines_under_load),
 	    cmocka_unit_test(test_bookgen__think_command_from_kifu),
 	    cmocka_unit_test(test_bookgen__think_command_extends_along_ingested_games),

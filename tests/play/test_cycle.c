@@ -885,19 +885,19 @@ static void test_cycle__several_opponents_each_with_its_options(void **state)
 	script(e2, sizeof e2, dir, "usi.sh", body);
 	json_t *o = ts_run_json(0,
 	                        "%s cycle %s --generations 1 --openings %s --games 4 --opponent %s "
-	                        "--opponent-option Tag=one --opponent-option USI_Hash=16 "
-	                        "--opponent %s --opponent-option Tag=two --nodes 2000 "
+	                        "--opponent-option EvalDir=one --opponent-option USI_Hash=16 "
+	                        "--opponent %s --opponent-option Threads=1 --nodes 2000 "
 	                        "--think-nodes 300 --positions 2 --multipv 2 --delete all --json "
 	                        "--quiet",
 	                        ts_joseki(), path, open_path, e1, e2);
 	char *a = ts_read_file(t1, NULL), *b = ts_read_file(t2, NULL);
 	assert_non_null(a);
 	assert_non_null(b);
-	assert_non_null(strstr(a, "setoption name Tag value one\n"));
+	assert_non_null(strstr(a, "setoption name EvalDir value one\n"));
 	assert_non_null(strstr(a, "setoption name USI_Hash value 16\n"));
-	assert_null(strstr(a, "value two"));
-	assert_non_null(strstr(b, "setoption name Tag value two\n"));
-	assert_null(strstr(b, "value one"));
+	assert_null(strstr(a, "Threads"));
+	assert_non_null(strstr(b, "setoption name Threads value 1\n"));
+	assert_null(strstr(b, "EvalDir"));
 	assert_null(strstr(b, "USI_Hash"));
 	free(a);
 	free(b);
@@ -1204,6 +1204,7 @@ static void test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_aga
 int main(void)
 {
 	shogi_init();
+	if (getenv("TEST_FILTER")) cmocka_set_test_filter(getenv("TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cycle__prune_marks_moves_at_the_threshold_and_undo_clears_them),
 	    cmocka_unit_test(test_cycle__prune_deletes_what_loses_badly_against_one_opponent),

@@ -76,10 +76,10 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Runs the fake with the given per-start script of modes. */
-static int open_fake(Fixture *f, const char *script)
+/* The fake's arguments in f->cfg: the per-start script of modes, the state
+ * file that counts the starts, the transcript. */
+static void fake_argv(Fixture *f, const char *script)
 {
-	char err[SEARCH_ERRLEN];
 	f->argv[0] = "--script";
 	f->argv[1] = script;
 	f->argv[2] = "--state";
@@ -88,6 +88,13 @@ static int open_fake(Fixture *f, const char *script)
 	f->argv[5] = f->transcript;
 	f->argv[6] = NULL;
 	f->cfg.argv = f->argv;
+}
+
+/* Runs the fake with the given per-start script of modes. */
+static int open_fake(Fixture *f, const char *script)
+{
+	char err[SEARCH_ERRLEN];
+	fake_argv(f, script);
 	int rc = usi_engine_open(&f->e, &f->cfg, err);
 	if (rc < 0) print_message("open: %s\n", err);
 	return rc;
@@ -197,6 +204,101 @@ static void test_search__usi_options_and_new_game_are_sent(void **state)
 	                           "setoption name MultiPV value 1\nposition startpos\n"
 	                           "go movetime 50\nposition startpos\ngo movetime 50\n"));
 	free(tr);
+}
+
+/* What a notice callback was told: how often, and the last message. */
+typedef struct {
+	int count;
+	char last[SEARCH_ERRLEN];
+} Notices;
+
+static void count_notice(void *ctx, const char *msg)
+{
+	Notices *n = ctx;
+	n->count++;
+	snprintf(n->last, sizeof n->last, "%s", msg);
+}
+
+/*
+ * An option the engine does not list (the fake lists MultiPV, USI_Hash,
+ * Threads, EvalDir and "Debug Log File") fails the start with a message
+ * naming the option, the engine and the names it lists nearest, and leaves
+ * no process; the names are read whole, blanks included.
+ */
+static void test_search__usi_an_option_the_engine_does_not_list_fails_the_start(void **state)
+{
+	Fixture *f = *state;
+	char err[SEARCH_ERRLEN];
+	UsiOption typo[] = {{"Threads", "1"}, {"USI_Hahs", "256"}};
+	f->cfg.options = typo;
+	f->cfg.noptions = 2;
+	assert_int_equal(open_fake(f, "ok"), SEARCH_EINVAL);
+	assert_null(f->e);
+	assert_int_equal(usi_engine_open(&f->e, &f->cfg, err), SEARCH_EINVAL);
+	print_message("%s\n", err);
+	assert_non_null(strstr(err,
+	                       FAKE ": option USI_Hahs=256 not taken: the engine (FakeEngine "
+	                            "ok) lists no USI_Hahs; the nearest it lists: USI_Hash, "));
+	/* The engine was asked nothing after its list: no setoption, no isready. */
+	char *tr = ts_read_file(f->transcript, NULL);
+	assert_non_null(tr);
+	assert_null(strstr(tr, "setoption"));
+	assert_null(strstr(tr, "isready"));
+	free(tr);
+	/* A name with blanks is one the engine lists, as are the others. */
+	UsiOption good[] = {{"Debug Log File", "x.log"}, {"EvalDir", "/e"}, {"USI_Hash", "8"}};
+	f->cfg.options = good;
+	f->cfg.noptions = 3;
+	assert_int_equal(open_fake(f, "ok"), 0);
+	assert_int_equal(analyse(f, "startpos", 1), 0);
+	tr = ts_read_file(f->transcript, NULL);
+	assert_non_null(strstr(tr, "setoption name Debug Log File value x.log\n"
+	                           "setoption name EvalDir value /e\n"
+	                           "setoption name USI_Hash value 8\nisready\n"));
+	free(tr);
+	usi_engine_free(f->e);
+	f->e = NULL;
+	/* An engine that lists no option takes none, not even one another lists. */
+	f->cfg.noptions = 1;
+	f->argv[1] = "bare";
+	assert_int_equal(usi_engine_open(&f->e, &f->cfg, err), SEARCH_EINVAL);
+	assert_non_null(strstr(err, "option Debug Log File=x.log not taken: the engine "
+	                            "(FakeEngine bare) lists no options"));
+}
+
+/*
+ * A name the engine lists in another case is sent in the engine's spelling
+ * and said once through the notice callback, not again when the engine is
+ * started again after a crash.
+ */
+static void test_search__usi_an_option_in_another_case_is_sent_as_the_engine_spells_it(void **state)
+{
+	Fixture *f = *state;
+	Notices n = {0, ""};
+	UsiOption opts[] = {{"threads", "2"}, {"USI_Hash", "8"}};
+	f->cfg.options = opts;
+	f->cfg.noptions = 2;
+	f->cfg.notice = count_notice;
+	f->cfg.notice_ctx = &n;
+	assert_int_equal(open_fake(f, "crash_go,ok"), 0);
+	assert_int_equal(n.count, 1);
+	assert_string_equal(n.last, FAKE ": option threads sent as Threads, the spelling "
+	                                 "FakeEngine crash_go lists");
+	assert_int_equal(analyse(f, "startpos", 3), 0);
+	assert_int_equal(f->res.attempts, 2); /* a second process, started the same way */
+	assert_int_equal(n.count, 1);
+	char *tr = ts_read_file(f->transcript, NULL);
+	assert_null(strstr(tr, "name threads"));
+	const char *first = strstr(tr, "usi\nsetoption name Threads value 2\n"
+	                               "setoption name USI_Hash value 8\nisready\n");
+	assert_non_null(first);
+	assert_non_null(strstr(first + 1, "usi\nsetoption name Threads value 2\n"
+	                                  "setoption name USI_Hash value 8\nisready\n"));
+	free(tr);
+	/* The driver's log says it too. */
+	char *log = ts_read_file(f->log, NULL);
+	assert_non_null(strstr(log, "option threads sent as Threads"));
+	free(log);
 }
 
 /* restart_each_game: a new game ends the process (quit, nothing killed) and
@@ -771,12 +873,7 @@ static void test_search__usi_open_many_starts_independent_engines(void **state)
 	SearchResult *res = calloc(1, sizeof *res);
 
 	/* the state file is shared: exactly one of the engines crashes on its first go */
-	f->argv[0] = "--script";
-	f->argv[1] = "crash_go,ok";
-	f->argv[2] = "--state";
-	f->argv[3] = f->state;
-	f->argv[4] = NULL;
-	f->cfg.argv = f->argv;
+	fake_argv(f, "crash_go,ok");
 	assert_int_equal(usi_engine_open_many(e, &f->cfg, N, err), 0);
 	for (int i = 0; i < N; i++) {
 		assert_non_null(e[i]);
@@ -800,6 +897,8 @@ static void test_search__usi_open_many_starts_independent_engines(void **state)
 	free(res);
 }
 
+/* A failure leaves no engine; the message names the engine that failed,
+ * unless every one failed alike. */
 static void test_search__usi_open_many_failure_leaves_nothing(void **state)
 {
 	Fixture *f = *state;
@@ -809,7 +908,16 @@ static void test_search__usi_open_many_failure_leaves_nothing(void **state)
 	assert_int_equal(usi_engine_open_many(e, &f->cfg, 2, err), SEARCH_ESPAWN);
 	assert_null(e[0]);
 	assert_null(e[1]);
-	assert_non_null(strstr(err, "engine 1 of 2"));
+	assert_int_equal(strncmp(err, "tests/search/fakes/no-such-engine: ", 35), 0);
+	/* One of the two (the first to start: they share the state file) exits at usi. */
+	f->cfg.path = FAKE;
+	fake_argv(f, "crash_usi,ok");
+	e[0] = e[1] = (UsiEngine *)1;
+	assert_int_equal(usi_engine_open_many(e, &f->cfg, 2, err), SEARCH_ECRASH);
+	assert_null(e[0]);
+	assert_null(e[1]);
+	if (strncmp(err, "engine 1 of 2: ", 15) && strncmp(err, "engine 2 of 2: ", 15))
+		fail_msg("%s", err);
 	assert_int_equal(usi_engine_open_many(e, &f->cfg, 0, err), SEARCH_EINVAL);
 }
 
@@ -910,6 +1018,8 @@ int main(int argc, char **argv)
 	    T(test_search__usi_normal_engine_answers),
 	    T(test_search__usi_mate_scores_count_plies),
 	    T(test_search__usi_options_and_new_game_are_sent),
+	    T(test_search__usi_an_option_the_engine_does_not_list_fails_the_start),
+	    T(test_search__usi_an_option_in_another_case_is_sent_as_the_engine_spells_it),
 	    T(test_search__usi_restart_each_game_starts_a_new_process),
 	    T(test_search__usi_bad_input_does_not_touch_the_engine),
 	    T(test_search__usi_crash_is_retried_once),

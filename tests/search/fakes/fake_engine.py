@@ -23,6 +23,7 @@ can say "crash on the first engine, behave on the second". Modes:
   overlong     a 100 kB line and chatter that is not USI, then the ok answer
   badpv        the ok answer, except that MultiPV 2 starts with an illegal move
                and the PV of MultiPV 1 turns illegal after two moves
+  bare         lists no option after usi; answers as ok otherwise
   timeonly     calls itself "gpsshogi (fake)" and, as gpsshogi's gpsusi does,
                aborts on a go with anything but the time controls (btime
                wtime byoyomi binc winc infinite); answers as ok otherwise
@@ -47,6 +48,14 @@ KNOWN = {
     "sfen " + MATE_SFEN: [("G*5b", "mate 1", "G*5b"),
                           ("G*4b", "cp 800", "G*4b 5a6a")],
 }
+
+
+# The options listed after usi (the driver refuses to set any other).
+OPTIONS = ["MultiPV type spin default 1 min 1 max 500",
+           "USI_Hash type spin default 16 min 1 max 1024",
+           "Threads type spin default 1 min 1 max 8",
+           "EvalDir type string default eval",
+           "Debug Log File type string default <empty>"]
 
 
 def out(s):
@@ -153,7 +162,9 @@ def main():
                 sys.exit(2)
             out("id name " + ("gpsshogi (fake)" if mode == "timeonly" else "FakeEngine " + mode))
             out("id author joseki tests")
-            out("option name MultiPV type spin default 1 min 1 max 500")
+            if mode != "bare":
+                for o in OPTIONS:
+                    out("option name " + o)
             if mode != "stall_usi":
                 out("usiok")
         elif line == "isready":
