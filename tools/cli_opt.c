@@ -16,6 +16,7 @@ typedef struct {
 	const CliOpt *o;
 	const char *needs; /* its own, else its group's */
 	int given;
+	bool said_old; /* "--x is an old spelling of --y" said */
 } Flat;
 
 typedef struct {
@@ -23,6 +24,11 @@ typedef struct {
 	Flat f[MAX_FLAT];
 	int n;
 } Table;
+
+static bool positional(const CliOpt *o)
+{
+	return o->name[0] != '-';
+}
 
 static void flatten(Table *t, const CliOpt *opts, const char *needs)
 {
@@ -32,13 +38,11 @@ static void flatten(Table *t, const CliOpt *opts, const char *needs)
 			continue;
 		}
 		assert(t->n < MAX_FLAT);
-		t->f[t->n++] = (Flat){o, o->needs ? o->needs : needs, 0};
+		/* Every option has a help line: one --help does not show is one
+		 * the docs cannot be checked against (tests/tools/test_cli.c). */
+		assert(o->help || positional(o));
+		t->f[t->n++] = (Flat){o, o->needs ? o->needs : needs, 0, false};
 	}
-}
-
-static bool positional(const CliOpt *o)
-{
-	return o->name[0] != '-';
 }
 
 static void vsay(const CliCmd *c, const char *fmt, va_list ap)
@@ -325,6 +329,13 @@ int cli_parse(const CliCmd *c, int argc, char **argv)
 			Flat *e = &t->f[k];
 			const CliOpt *o = e->o;
 			char *v = NULL;
+			/* An old spelling works and says so, once: scripts move on. */
+			if (o->alias && o->alias[0] == '-' && !strcmp(a, o->alias) &&
+			    !e->said_old) {
+				fprintf(stderr, "joseki: %s: %s is an old spelling of %s\n",
+				        c->name, o->alias, o->name);
+				e->said_old = true;
+			}
 			if (o->kind != CLI_FLAG && i + 1 >= argc)
 				rc = bad_value(t, o, NULL);
 			else if (o->max && e->given >= o->max)

@@ -64,7 +64,7 @@ struct CliOpt {
 	/* "--nodes"; a positional's word ("BOOK"): a name without a leading '-'. */
 	const char *name;
 	const char *meta; /* the value's word in the usage ("N", "FILE"); ENUM: its names */
-	const char *help; /* the line --help shows; NULL: left out of usage and --help */
+	const char *help; /* the line --help shows (every option has one) */
 	void *dst;        /* where the value goes */
 	size_t size;      /* sizeof *dst: integer destinations of 1, 2, 4 or 8 bytes */
 	long long
@@ -80,7 +80,8 @@ struct CliOpt {
 	size_t tagsize;
 	int tagval;
 	/* Another spelling that means the same ("shrink"); one starting with '-'
-	 * is an old spelling kept for scripts, which --help says. */
+	 * is an old spelling kept for scripts, which --help says and which, when
+	 * used, says "joseki: CMD: --old is an old spelling of --new" on stderr. */
 	const char *alias;
 	const char *excl;    /* options with the same word exclude each other */
 	const char *needs;   /* the option this one goes with ("--work") */

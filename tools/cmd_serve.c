@@ -403,8 +403,11 @@ int cmd_serve(int argc, char **argv)
 	    CLI_NUM("--kif-bonus", &co.kif_bonus, -VALUE_MATE, VALUE_MATE, "CP",
 	            "the selector's bonus for moves played in games (default 100)"),
 	    CLI_FLAG("--preload", &co.preload,
-	             "the selector reads every key at start (default: each on first use)"),
-	    CLI_FLAG("--lazy-load", &lazy_load, NULL), /* the default, kept for older scripts */
+	             "the selector reads every key at start (default: each on first use)",
+	             .excl = "load"),
+	    CLI_FLAG("--lazy-load", &lazy_load,
+	             "the selector reads each key on first use (the default, said explicitly)",
+	             .excl = "load"),
 	    CLI_FLAG("--no-snapshot", &no_snapshot,
 	             "neither read nor write the selector's snapshot (BOOK/" SNAP_FILE ")"),
 	    CLI_NUM("--checkpoint-seconds", &ckpt_s, 0, 4000000000, "S",

@@ -559,7 +559,17 @@ static void test_cli__help_and_docs_name_the_same_options(void **state)
 	assert_int_equal(problems, 0);
 }
 
-/* The old spellings still work: worker --option as --usi-option. */
+/* How many times needle is in s. */
+static int occurrences(const char *s, const char *needle)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p++) n++;
+	return n;
+}
+
+/* The old spellings still work (worker --option as --usi-option, serve
+ * --header-seconds as --request-seconds), each saying once on stderr that
+ * it is one; the new spelling says nothing. */
 static void test_cli__old_spellings_still_work(void **state)
 {
 	(void)state;
@@ -574,17 +584,54 @@ static void test_cli__old_spellings_still_work(void **state)
 	free(out), free(err);
 	rc = ts_runf(&out, &err,
 	             "%s worker --server http://127.0.0.1:9 --token-file /dev/null "
-	             "--option Threads=1 --usi-option USI_Hash=16 --engine builtin --positions 1 "
-	             "--max-backoff 1",
+	             "--option Threads=1 --usi-option USI_Hash=16 --option Hash=8 --engine builtin "
+	             "--positions 1 --max-backoff 1",
 	             ts_joseki());
 	/* Past the parser: the empty token file is what stops it. */
 	said("worker --option", err, "token");
 	if (strstr(err, "unknown option")) fail_msg("--option refused: %s", err);
+	const char *old = "joseki: worker: --option is an old spelling of --usi-option\n";
+	if (occurrences(err, old) != 1 || strncmp(err, old, strlen(old)))
+		fail_msg("not said once, first: %s", err);
+	free(out), free(err);
+	rc = ts_runf(&out, &err,
+	             "%s worker --server http://127.0.0.1:9 --token-file /dev/null "
+	             "--usi-option Threads=1 --engine builtin",
+	             ts_joseki());
+	if (strstr(err, "old spelling")) fail_msg("the new spelling said: %s", err);
+	free(out), free(err);
+	char *dir = ts_mkdtemp();
+	rc = ts_runf(&out, &err, "%s serve %s/none --header-seconds 5", ts_joseki(), dir);
+	assert_int_equal(rc, 1); /* no book there */
+	said("serve --header-seconds", err,
+	     "joseki: serve: --header-seconds is an old spelling of --request-seconds\n");
+	free(out), free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* serve's --lazy-load (the default, said explicitly) is in --help and may not
+ * be given with --preload, its opposite. Options --help does not show cannot
+ * be checked against the docs: the parser asserts that every option has a
+ * help line, so that every command's --help (the first test) would abort. */
+static void test_cli__serve_lazy_load_is_in_help_and_excludes_preload(void **state)
+{
+	(void)state;
+	char *out = NULL, *err = NULL;
+	assert_int_equal(ts_runf(&out, &err, "%s serve --help", ts_joseki()), 0);
+	said("serve --help", out, "[--preload|--lazy-load]");
+	said("serve --help", out, "\n  --lazy-load ");
+	free(out), free(err);
+	int rc = ts_runf(&out, &err, "%s serve B --work --preload --lazy-load", ts_joseki());
+	assert_int_equal(rc, 2);
+	said("serve --preload --lazy-load", err,
+	     "joseki: serve: give one of --preload, --lazy-load");
 	free(out), free(err);
 }
 
 int main(void)
 {
+	if (getenv("TEST_FILTER")) cmocka_set_test_filter(getenv("TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cli__every_command_has_help_naming_its_options),
 	    cmocka_unit_test(test_cli__help_names_every_format_export_writes),
@@ -595,6 +642,7 @@ int main(void)
 	    cmocka_unit_test(test_cli__check_repair_into_an_existing_path_names_it_once),
 	    cmocka_unit_test(test_cli__help_and_docs_name_the_same_options),
 	    cmocka_unit_test(test_cli__old_spellings_still_work),
+	    cmocka_unit_test(test_cli__serve_lazy_load_is_in_help_and_excludes_preload),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
