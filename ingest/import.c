@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "bookdb/merge.h"
@@ -50,6 +51,51 @@ static void on_warn(void *ctx, const char *msg)
 		free(e->message);
 		st->nerrors--;
 	}
+}
+
+static void import_error(IngestStats *st, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void import_error(IngestStats *st, const char *path, const char *fmt, ...)
+{
+	st->errors_total++;
+	if (st->nerrors >= INGEST_MAX_ERRORS) return;
+	IngestError *e = &st->errors[st->nerrors];
+	va_list ap;
+	va_start(ap, fmt);
+	char *m = NULL;
+	if (vasprintf(&m, fmt, ap) < 0) m = NULL;
+	va_end(ap);
+	e->input = strdup(path);
+	e->line = 0;
+	e->message = m;
+	if (!e->input || !e->message) {
+		free(e->input);
+		free(e->message);
+		return;
+	}
+	st->nerrors++;
+}
+
+/* Forgets the errors said so far of one file (st holds that file's alone). */
+static void drop_errors(IngestStats *st)
+{
+	for (size_t i = 0; i < st->nerrors; i++) {
+		free(st->errors[i].input);
+		free(st->errors[i].message);
+	}
+	st->nerrors = 0;
+	st->errors_total = 0;
+}
+
+/* The reader's failure rc (errno as the read left it) said for path: the
+ * code to return. */
+static int read_failed(IngestStats *st, const char *path, int rc)
+{
+	if (rc == DB2016_EIO)
+		import_error(st, path, "cannot read: %s", strerror(errno));
+	else
+		import_error(st, path, "%s", db2016_strerror(rc));
+	return rc == DB2016_ENOMEM ? INGEST_ENOMEM : INGEST_EIO;
 }
 
 /* One move of a book file: its value (the mover's) and depth. */
@@ -122,10 +168,7 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, BookPrefer pref
 	WarnCtx wc = {st, path};
 	Db2016Reader *r;
 	int rc = db2016_open(&r, path, 0, on_warn, &wc);
-	if (rc < 0) {
-		on_warn(&wc, db2016_strerror(rc));
-		return INGEST_EIO;
-	}
+	if (rc < 0) return read_failed(st, path, rc);
 	BookWriter *w;
 	rc = bookdb_writer_new(&w, db, 20000);
 	if (rc < 0) {
@@ -157,8 +200,12 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, BookPrefer pref
 		if (progress && ++n % 65536 == 0) progress(progress_ctx, "positions", n, 0);
 	}
 	free(mv);
-	if (rc < 0 && result == INGEST_OK) {
-		on_warn(&wc, db2016_strerror(rc));
+	if (rc < 0 && result == INGEST_OK) result = read_failed(st, path, rc);
+	/* Nothing in it was a book's: not a book, rather than a book of errors
+	 * (its lines' warnings say nothing then). */
+	if (result == INGEST_OK && !db2016_has_header(r) && db2016_records(r) == 0) {
+		drop_errors(st);
+		import_error(st, path, "not a YaneuraOu/Apery book: no header and no record");
 		result = INGEST_EIO;
 	}
 	if (result == INGEST_OK && bookdb_writer_flush(w) < 0) result = INGEST_EBOOK;
@@ -172,29 +219,6 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, BookPrefer pref
 }
 
 /* ---- Apery books ------------------------------------------------------------ */
-
-static void import_error(IngestStats *st, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void import_error(IngestStats *st, const char *path, const char *fmt, ...)
-{
-	st->errors_total++;
-	if (st->nerrors >= INGEST_MAX_ERRORS) return;
-	IngestError *e = &st->errors[st->nerrors];
-	va_list ap;
-	va_start(ap, fmt);
-	char *m = NULL;
-	if (vasprintf(&m, fmt, ap) < 0) m = NULL;
-	va_end(ap);
-	e->input = strdup(path);
-	e->line = 0;
-	e->message = m;
-	if (!e->input || !e->message) {
-		free(e->input);
-		free(e->message);
-		return;
-	}
-	st->nerrors++;
-}
 
 typedef struct {
 	IngestStats *st;
@@ -299,6 +323,18 @@ out:
 int import_book(IngestStats *st, BookDB *db, const char *path, BookPrefer prefer,
                 ImportProgressFn progress, void *progress_ctx)
 {
+	/* Said as ingest says them, before a reader meets them as an I/O error. */
+	struct stat sb;
+	bool missing = stat(path, &sb) < 0;
+	if (missing || S_ISDIR(sb.st_mode)) {
+		int e = errno;
+		memset(st, 0, sizeof *st);
+		if (missing)
+			import_error(st, path, "cannot read: %s", strerror(e));
+		else
+			import_error(st, path, "is a directory");
+		return INGEST_EIO;
+	}
 	return import_is_apery(path) ? import_apery(st, db, path, prefer, progress, progress_ctx)
 	                             : import_db2016(st, db, path, prefer, progress, progress_ctx);
 }

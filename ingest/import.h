@@ -30,7 +30,10 @@ typedef void (*ImportProgressFn)(void *ctx, const char *phase, uint64_t done, ui
 /*
  * Imports path into db (opened read-write). Counts go into stats
  * (positions_added, moves_added, evals_added, errors; games_* stay 0).
- * Returns 0, INGEST_EIO when the file cannot be read, or INGEST_EBOOK.
+ * Returns 0, INGEST_EIO when the file cannot be read ("cannot read: <why>"
+ * in the errors) or nothing in it is a book's (no header and no record: "not
+ * a YaneuraOu/Apery book: ...", its lines' warnings dropped), INGEST_ENOMEM
+ * or INGEST_EBOOK.
  */
 JOSEKI_MUST_USE int import_db2016(IngestStats *stats, BookDB *db, const char *path,
                                   BookPrefer prefer, ImportProgressFn progress, void *progress_ctx);
@@ -54,7 +57,10 @@ JOSEKI_MUST_USE int import_apery(IngestStats *stats, BookDB *db, const char *pat
  * of 16-byte entries (a DB2016 book is text). */
 bool import_is_apery(const char *path);
 
-/* import_apery or import_db2016, as import_is_apery says. */
+/* import_apery or import_db2016, as import_is_apery says; a path that is not
+ * there or is a directory is INGEST_EIO first, said in stats' errors as
+ * ingest says it ("cannot read: No such file or directory", "is a
+ * directory"). */
 JOSEKI_MUST_USE int import_book(IngestStats *stats, BookDB *db, const char *path, BookPrefer prefer,
                                 ImportProgressFn progress, void *progress_ctx);
 

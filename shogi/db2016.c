@@ -44,6 +44,7 @@ struct Db2016Reader {
 
 	size_t records, warnings, sfen_lines, first_ordinal;
 	bool eof;
+	bool header; /* line 1 was the header */
 };
 
 const char *db2016_strerror(int code)
@@ -129,6 +130,11 @@ void db2016_close(Db2016Reader *r)
 size_t db2016_records(const Db2016Reader *r)
 {
 	return r->records;
+}
+
+bool db2016_has_header(const Db2016Reader *r)
+{
+	return r->header;
 }
 size_t db2016_warnings(const Db2016Reader *r)
 {
@@ -296,6 +302,8 @@ static int read_line_opt(Db2016Reader *r, size_t *len, bool sfen_only)
 	/* (line 1 belongs to the range starting at byte 0 that is not empty) */
 	if (r->lineno == 1 && r->line_start < r->end && strcmp(r->line, DB2016_HEADER) != 0)
 		warnf(r, 1, "missing '%s' header, reading on", DB2016_HEADER);
+	else if (r->lineno == 1 && r->line_start < r->end)
+		r->header = true;
 	return 1;
 }
 

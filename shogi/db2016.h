@@ -99,6 +99,8 @@ JOSEKI_MUST_USE int db2016_next(Db2016Reader *r, Db2016Record *rec);
 
 /* Counters since open: records returned, warnings issued, lines read. */
 size_t db2016_records(const Db2016Reader *r);
+/* True once line 1 was read and is the header (a range not starting at byte 0: false). */
+bool db2016_has_header(const Db2016Reader *r);
 size_t db2016_warnings(const Db2016Reader *r);
 long db2016_lines(const Db2016Reader *r);
 

@@ -50,6 +50,7 @@ int cmd_import(int argc, char **argv)
 	IngestStats total;
 	memset(&total, 0, sizeof total);
 	int status = 0;
+	size_t unread = files.n; /* the file that could not be read as a book, if any */
 	for (size_t k = 0; k < files.n; k++) {
 		IngestStats st;
 		int rc = import_book(&st, db, files.v[k], prefer,
@@ -69,12 +70,20 @@ int cmd_import(int argc, char **argv)
 			}
 		}
 		if (rc < 0) {
-			joseki_error("import: %s: %s", files.v[k], ingest_strerror(rc));
+			/* An unreadable file's cause is in its errors, said below. */
+			if (rc == INGEST_EIO)
+				unread = k;
+			else
+				joseki_error("import: %s: %s", files.v[k], ingest_strerror(rc));
 			status = 1;
 			break;
 		}
 	}
 	if (cli_ingest_report(&total, json, "import") < 0) status = 1;
+	if (unread < files.n)
+		joseki_error("import: stopped at %s (said above): %s%s", files.v[unread],
+		             unread ? "the files before it are in " : "nothing imported",
+		             unread ? book : "");
 	ingest_stats_free(&total);
 	bookdb_free(db);
 	return status;

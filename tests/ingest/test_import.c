@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bookdb/bookdb.h"
 #include "ingest/import.h"
@@ -109,14 +110,67 @@ static void test_import__fixture_books_import_cleanly(void **state)
 	}
 }
 
-static void test_import__missing_file_is_a_clear_error(void **state)
+/* Runs `joseki import BOOK FILE`, expecting exit 1 and stderr to be exactly
+ * the two lines want (the cause) and then how the run stopped. */
+static void import_fails_saying(const char *dir, const char *file, const char *want)
+{
+	char *out = NULL, *err = NULL, whole[2000];
+	int rc = ts_runf(&out, &err, "%s import %s/book %s --quiet", ts_joseki(), dir, file);
+	snprintf(whole, sizeof whole,
+	         "%s\njoseki: import: stopped at %s (said above): nothing "
+	         "imported\n",
+	         want, file);
+	if (rc != 1 || strcmp(err, whole)) fail_msg("exit %d, said:\n%s", rc, err);
+	assert_non_null(strstr(out, "import: 0 positions, 0 moves, 0 evaluations added; 1 errors"));
+	free(out);
+	free(err);
+}
+
+/*
+ * A file that cannot be read as a book says why, as ingest says it (not "I/O
+ * error"), exit 1: a missing file, a directory, and a file nothing of which
+ * is a book's (no header, no record: a CSA game) — one line, not its lines'
+ * warnings. A book with a bad record stays a book: the record is reported and
+ * skipped, exit 0 (every_variant_of_the_format), and so does one without its
+ * header (said, read on).
+ */
+static void test_import__a_file_that_is_no_book_says_why(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	char *err = NULL;
-	assert_int_equal(ts_runf(NULL, &err, "%s import %s/book %s/nope.db", ts_joseki(), dir, dir),
-	                 1);
-	assert_non_null(strstr(err, "nope.db"));
+	char path[4200], want[4400];
+	snprintf(path, sizeof path, "%s/nope.db", dir);
+	snprintf(want, sizeof want, "%s: cannot read: No such file or directory", path);
+	import_fails_saying(dir, path, want);
+	snprintf(path, sizeof path, "%s/d0", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(want, sizeof want, "%s: is a directory", path);
+	import_fails_saying(dir, path, want);
+	snprintf(path, sizeof path, "%s/bad.csa", dir);
+	const char *csa = "V2.2\nPI\n+\n+7776FU\n-3334FU\n%TORYO\n";
+	assert_int_equal(ts_write_file(path, csa, strlen(csa)), 0);
+	snprintf(want, sizeof want, "%s: not a YaneuraOu/Apery book: no header and no record",
+	         path);
+	import_fails_saying(dir, path, want);
+	/* Without its header, a book's records are still read. */
+	snprintf(path, sizeof path, "%s/headless.db", dir);
+	const char *body = strchr(BOOK, '\n') + 1;
+	assert_int_equal(ts_write_file(path, body, strlen(body)), 0);
+	json_t *j = ts_run_json(0, "%s import %s/book %s --json --quiet", ts_joseki(), dir, path);
+	assert_int_equal(ts_jint(j, "positions_added"), 3);
+	assert_int_equal(json_array_size(json_object_get(j, "errors")), 2); /* header, line 11 */
+	json_decref(j);
+	/* The files before the one that is no book are in; the run stops there. */
+	char *out = NULL, *err = NULL;
+	char bad[4200];
+	snprintf(bad, sizeof bad, "%s/bad.csa", dir);
+	assert_int_equal(
+	    ts_runf(&out, &err, "%s import %s/book %s %s --quiet", ts_joseki(), dir, path, bad), 1);
+	snprintf(want, sizeof want,
+	         "joseki: import: stopped at %s (said above): the files before it are in %s/book\n",
+	         bad, dir);
+	if (!strstr(err, want)) fail_msg("said: %s", err);
+	free(out);
 	free(err);
 	assert_int_equal(ts_runf(NULL, NULL, "%s import %s/book", ts_joseki(), dir), 2);
 	ts_rmtree(dir);
@@ -430,7 +484,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_import__every_variant_of_the_format),
 	    cmocka_unit_test(test_import__fixture_books_import_cleanly),
-	    cmocka_unit_test(test_import__missing_file_is_a_clear_error),
+	    cmocka_unit_test(test_import__a_file_that_is_no_book_says_why),
 	    cmocka_unit_test(test_import__several_files_prefer_deeper_first_or_last),
 	    cmocka_unit_test(test_import__apery_book_same_as_its_db2016_twin),
 	    cmocka_unit_test(test_import__apery_round_trip_of_a_synthetic_book),
