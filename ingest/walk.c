@@ -343,9 +343,29 @@ static bool enter_dir(Walk *w, dev_t dev, ino_t ino)
 	return true;
 }
 
-static int walk_dir(Walk *w, const char *path)
+/* The first failure to list the directory at path (opendir, or readdir on
+ * its entries: /proc/1/map_files opens and then refuses them), 0 if none. */
+static int list_error(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d) return errno;
+	int e;
+	do {
+		errno = 0;
+	} while (readdir(d));
+	e = errno;
+	closedir(d);
+	return e;
+}
+
+/* Walks the directory at path; named: given on the command line. A kernel
+ * file system's is left out, but a named one that cannot be listed is an
+ * error, as any directory that cannot be listed is. */
+static int walk_dir(Walk *w, const char *path, bool named)
 {
 	if (pseudo_fs(path)) {
+		int e = named ? list_error(path) : 0;
+		if (e) return give_error(w, path, 0, e, "cannot read directory: %s", strerror(e));
 		left_out(w, WALK_SPECIAL, path);
 		return 0;
 	}
@@ -359,7 +379,17 @@ static int walk_dir(Walk *w, const char *path)
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	int ret = 0;
-	while ((de = readdir(d))) {
+	/* A directory opened may still fail to give its entries (an I/O error; a
+	 * kernel file system's, as /proc/1/map_files, is met above). */
+	for (;;) {
+		errno = 0;
+		if (!(de = readdir(d))) {
+			int e = errno;
+			if (e)
+				ret = give_error(w, path, 0, e, "cannot read directory: %s",
+				                 strerror(e));
+			break;
+		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
 		if (de->d_name[0] == '.') {
 			char *name = str_printf("%s/%s", path, de->d_name);
@@ -419,7 +449,7 @@ static int walk_path(Walk *w, const char *path, bool named)
 			left_out(w, WALK_LOOP, path);
 			return 0;
 		}
-		return walk_dir(w, path);
+		return walk_dir(w, path, named);
 	}
 	if (!named && !S_ISREG(sb.st_mode)) {
 		/* devices, sockets, FIFOs: a read could block forever */

@@ -817,6 +817,7 @@ static void test_ingest__progress_goes_to_the_callback_and_null_is_quiet(void **
 int main(void)
 {
 	shogi_init();
+	if (getenv("TEST_FILTER")) cmocka_set_test_filter(getenv("TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ingest__fixture_games_ingest_without_errors_and_counts_add_up),
 	    cmocka_unit_test(test_ingest__an_extreme_position_among_ordinary_games),

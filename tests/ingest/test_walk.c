@@ -15,6 +15,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -296,6 +299,71 @@ static void test_walk__a_large_input_goes_in_parts_cut_between_records(void **st
 	free(dir);
 }
 
+/* True when this process cannot list dir's entries (opendir or readdir fails). */
+static bool unlistable(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d) return true;
+	bool failed = false;
+	for (;;) {
+		errno = 0;
+		if (!readdir(d)) {
+			failed = errno != 0;
+			break;
+		}
+	}
+	closedir(d);
+	return failed;
+}
+
+/*
+ * A directory named that cannot be listed is an error naming it (ingest exits
+ * 1), not a special file left out: /proc/1/map_files, which opens but refuses
+ * its entries (EPERM from getdents without CAP_SYS_ADMIN, root too) and is on
+ * a kernel file system (whose directories are left out, a named one too, when
+ * they can be listed); else, not as root, a directory of mode 000.
+ */
+static void test_walk__a_directory_named_that_cannot_be_listed_is_an_error(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), closed[600];
+	snprintf(closed, sizeof closed, "%s/closed", dir);
+	assert_int_equal(mkdir(closed, 0), 0);
+	const char *target = unlistable("/proc/1/map_files") ? "/proc/1/map_files"
+	                     : unlistable(closed)            ? closed
+	                                                     : NULL;
+	if (!target) {
+		print_message("skipped: no directory here refuses to be listed (/proc/1/map_files "
+		              "is listed with CAP_SYS_ADMIN, and root lists a directory of mode "
+		              "000)\n");
+		chmod(closed, 0700);
+		ts_rmtree(dir);
+		free(dir);
+		skip();
+	}
+	print_message("unlistable: %s\n", target);
+	Seen *s = calloc(1, sizeof *s);
+	WalkStats st = {0};
+	WalkOptions wo = {.file = on_file, .ctx = s};
+	const char *in[] = {target};
+	assert_int_equal(walk_inputs(in, 1, &wo, &st), 0);
+	assert_int_equal(s->errors, 1);
+	assert_string_equal(s->names[0], target);
+	assert_int_equal(walk_skipped(&st), 0);
+	free(s);
+	char *out = NULL, *err = NULL, want[700];
+	int rc = ts_runf(&out, &err, "%s ingest %s/b %s", ts_joseki(), dir, target);
+	snprintf(want, sizeof want, "%s: cannot ", target);
+	if (rc != 1 || !strstr(err, want) || strstr(err, "left out"))
+		fail_msg("exit %d:\n%s", rc, err);
+	assert_non_null(strstr(err, "joseki: ingest: 1 input could not be read (said above)"));
+	free(out);
+	free(err);
+	chmod(closed, 0700);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -303,6 +371,7 @@ int main(void)
 	    cmocka_unit_test(test_walk__ingest_and_replay_read_the_same_links),
 	    cmocka_unit_test(test_walk__archives_hold_games_of_every_format),
 	    cmocka_unit_test(test_walk__a_large_input_goes_in_parts_cut_between_records),
+	    cmocka_unit_test(test_walk__a_directory_named_that_cannot_be_listed_is_an_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
