@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -572,6 +573,50 @@ int api_work_status(ApiWork *w, CoordStatus *st)
 	return op.rc < 0 ? -1 : 0;
 }
 
+/* Lines of at most STATUS_WIDTH columns, each starting "work: ", built a
+ * clause at a time into a caller's buffer (cut short when it is full). */
+#define STATUS_WIDTH 120
+typedef struct {
+	char *buf;
+	size_t len, used, line; /* line: where the current line starts */
+	bool fresh;             /* no clause on the current line yet */
+} StatusLines;
+
+static void status_put(StatusLines *l, const char *s)
+{
+	size_t n = strlen(s);
+	if (l->used + n >= l->len) n = l->len - 1 - l->used;
+	memcpy(l->buf + l->used, s, n);
+	l->used += n;
+	l->buf[l->used] = '\0';
+}
+
+/* Starts a line: the figures that follow belong together. */
+static void status_line(StatusLines *l)
+{
+	if (l->used) status_put(l, "\n");
+	l->line = l->used;
+	status_put(l, "work: ");
+	l->fresh = true;
+}
+
+/* One clause, after ", " on the current line, or on a line of its own when
+ * it would pass the width. */
+static void status_clause(StatusLines *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void status_clause(StatusLines *l, const char *fmt, ...)
+{
+	char c[STATUS_WIDTH];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c, sizeof c, fmt, ap);
+	va_end(ap);
+	if (!l->fresh && l->used - l->line + 2 + strlen(c) > STATUS_WIDTH) status_line(l);
+	if (!l->fresh) status_put(l, ", ");
+	status_put(l, c);
+	l->fresh = false;
+}
+
 void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 {
 	CoordStatus st;
@@ -587,44 +632,60 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 	Part part[PART_NB];
 	memcpy(part, w->part, sizeof part);
 	pthread_mutex_unlock(&w->mu);
-	int n = snprintf(buf, len,
-	                 "work: %llu results (%.1f/s), queue %llu, leases %llu live %llu expired, "
-	                 "set aside %zu, workers %zu live %zu gone (%.1f Mnps), minimax runs %llu "
-	                 "(last %.0f ms)",
-	                 (unsigned long long)st.results, st.results_per_s,
-	                 (unsigned long long)st.queue, (unsigned long long)st.leases_live,
-	                 (unsigned long long)st.leases_expired, st.naside, st.nworkers, st.ngone,
-	                 nps / 1e6, (unsigned long long)st.minimax_runs, st.last_minimax_ms);
-	if (internals && n >= 0 && (size_t)n < len)
-		n += snprintf(buf + n, len - (size_t)n,
-		              "; time in select %.0f ms (suspended %llu times; %llu acquires ended "
-		              "with it suspended; beside the service %.0f ms, %llu leaves), "
-		              "store %.0f ms, commit %.0f ms, minimax %.0f ms (its writes %.0f ms)",
-		              st.select_ms, (unsigned long long)st.select_slices,
-		              (unsigned long long)st.select_short, st.select_ahead_ms,
-		              (unsigned long long)st.select_ahead_leaves, st.store_ms, st.commit_ms,
-		              st.minimax_ms, st.minimax_apply_ms);
-	if (internals && n >= 0 && (size_t)n < len)
-		snprintf(buf + n, len - (size_t)n,
-		         "; rounds %llu, longest (over %d ms): wait for a round %.0f ms (%llu), "
-		         "requests %.0f ms (%llu; one acquire %.0f ms (%llu), one submit %.0f ms "
-		         "(%llu)), commit %.0f ms (%llu), tick %.0f ms (%llu)",
-		         (unsigned long long)rounds, SLOW_MS, part[PART_WAIT].max_ms,
-		         (unsigned long long)part[PART_WAIT].slow, part[PART_OPS].max_ms,
-		         (unsigned long long)part[PART_OPS].slow, part[PART_ACQUIRE].max_ms,
-		         (unsigned long long)part[PART_ACQUIRE].slow, part[PART_SUBMIT].max_ms,
-		         (unsigned long long)part[PART_SUBMIT].slow, part[PART_COMMIT].max_ms,
-		         (unsigned long long)part[PART_COMMIT].slow, part[PART_TICK].max_ms,
-		         (unsigned long long)part[PART_TICK].slow);
-	size_t used = strlen(buf);
-	if (st.spot && used < len)
-		snprintf(
-		    buf + used, len - used,
-		    "; spot checks %llu waiting, %llu leased, %llu deciding, %llu agreed, %llu "
-		    "disagreed, %llu strikes, %llu quarantines",
-		    (unsigned long long)st.spot_waiting, (unsigned long long)st.spot_leased,
-		    (unsigned long long)st.spot_deciding, (unsigned long long)st.spot_passed,
-		    (unsigned long long)st.spot_disagreed, (unsigned long long)st.spot_strikes,
-		    (unsigned long long)st.spot_quarantines);
+	if (!len) {
+		coord_status_free(&st);
+		return;
+	}
+	StatusLines l = {buf, len, 0, 0, true};
+	buf[0] = '\0';
+	status_line(&l);
+	status_clause(&l, "%llu results (%.1f/s)", (unsigned long long)st.results,
+	              st.results_per_s);
+	status_clause(&l, "queue %llu", (unsigned long long)st.queue);
+	status_clause(&l, "leases %llu live %llu expired", (unsigned long long)st.leases_live,
+	              (unsigned long long)st.leases_expired);
+	status_clause(&l, "set aside %zu", st.naside);
+	status_line(&l);
+	status_clause(&l, "workers %zu live %zu gone (%.1f Mnps)", st.nworkers, st.ngone,
+	              nps / 1e6);
+	status_clause(&l, "minimax runs %llu (last %.0f ms)", (unsigned long long)st.minimax_runs,
+	              st.last_minimax_ms);
+	if (internals) {
+		status_line(&l);
+		status_clause(&l, "time in select %.0f ms", st.select_ms);
+		status_clause(&l, "suspended %llu times", (unsigned long long)st.select_slices);
+		status_clause(&l, "%llu acquires ended with it suspended",
+		              (unsigned long long)st.select_short);
+		status_clause(&l, "beside the service %.0f ms and %llu leaves", st.select_ahead_ms,
+		              (unsigned long long)st.select_ahead_leaves);
+		status_clause(&l, "store %.0f ms", st.store_ms);
+		status_clause(&l, "commit %.0f ms", st.commit_ms);
+		status_clause(&l, "minimax %.0f ms (its writes %.0f ms)", st.minimax_ms,
+		              st.minimax_apply_ms);
+		status_line(&l);
+		status_clause(&l, "rounds %llu", (unsigned long long)rounds);
+		status_clause(&l, "longest over %d ms: wait for a round %.0f ms (%llu)", SLOW_MS,
+		              part[PART_WAIT].max_ms, (unsigned long long)part[PART_WAIT].slow);
+		status_clause(&l, "requests %.0f ms (%llu)", part[PART_OPS].max_ms,
+		              (unsigned long long)part[PART_OPS].slow);
+		status_clause(&l, "one acquire %.0f ms (%llu)", part[PART_ACQUIRE].max_ms,
+		              (unsigned long long)part[PART_ACQUIRE].slow);
+		status_clause(&l, "one submit %.0f ms (%llu)", part[PART_SUBMIT].max_ms,
+		              (unsigned long long)part[PART_SUBMIT].slow);
+		status_clause(&l, "commit %.0f ms (%llu)", part[PART_COMMIT].max_ms,
+		              (unsigned long long)part[PART_COMMIT].slow);
+		status_clause(&l, "tick %.0f ms (%llu)", part[PART_TICK].max_ms,
+		              (unsigned long long)part[PART_TICK].slow);
+	}
+	if (st.spot) {
+		status_line(&l);
+		status_clause(&l, "spot checks %llu waiting", (unsigned long long)st.spot_waiting);
+		status_clause(&l, "%llu leased", (unsigned long long)st.spot_leased);
+		status_clause(&l, "%llu deciding", (unsigned long long)st.spot_deciding);
+		status_clause(&l, "%llu agreed", (unsigned long long)st.spot_passed);
+		status_clause(&l, "%llu disagreed", (unsigned long long)st.spot_disagreed);
+		status_clause(&l, "%llu strikes", (unsigned long long)st.spot_strikes);
+		status_clause(&l, "%llu quarantines", (unsigned long long)st.spot_quarantines);
+	}
 	coord_status_free(&st);
 }

@@ -51,10 +51,12 @@ void api_work_metrics(ApiWork *w, FILE *f);
  * service has stopped or the status could not be taken. */
 JOSEKI_MUST_USE int api_work_status(ApiWork *w, CoordStatus *st);
 
-/* The run's figures in one line ("work: N results ..." without newline) into
- * buf: results, queue, leases, workers live and gone, minimax runs; with
- * internals, where the service thread's time went too (selection, store,
- * commit, minimax, the longest parts of its rounds). */
+/* The run's figures into buf as lines of at most 120 columns, each starting
+ * "work: " (separated by newlines, none after the last): results, queue,
+ * leases; workers live and gone, minimax runs; with internals, where the
+ * service thread's time went (selection, store, commit, minimax; the longest
+ * parts of its rounds); the spot checks when they run. Cut short when buf is
+ * full. */
 void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals);
 
 /* True once the coordinator failed (book error): the process should exit and

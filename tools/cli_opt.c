@@ -433,25 +433,30 @@ void cli_usage(const CliCmd *c, FILE *f)
 	free(t);
 }
 
-/* text from column col on, wrapped at WIDTH with HELP_COL's indent. */
-static void help_text(const char *text, int col)
+void cli_wrap(FILE *f, const char *text, int col, int indent, int width)
 {
 	const char *p = text;
 	while (*p) {
-		int room = WIDTH - col, n = (int)strlen(p);
+		int room = width - col, n = (int)strlen(p);
 		if (n > room) {
 			/* The last blank that fits; a word longer than the room stays whole. */
-			int cut = room;
+			int cut = room > 0 ? room : 0;
 			while (cut > 0 && p[cut] != ' ') cut--;
 			if (cut == 0) cut = (int)strcspn(p, " ");
 			n = cut;
 		}
-		printf("%.*s\n", n, p);
+		fprintf(f, "%.*s\n", n, p);
 		p += n;
 		while (*p == ' ') p++;
-		if (*p) printf("%*s", HELP_COL, "");
-		col = HELP_COL;
+		if (*p) fprintf(f, "%*s", indent, "");
+		col = indent;
 	}
+}
+
+/* text from column col on, wrapped at WIDTH with HELP_COL's indent. */
+static void help_text(const char *text, int col)
+{
+	cli_wrap(stdout, text, col, HELP_COL, WIDTH);
 }
 
 static void help(const Table *t)

@@ -178,4 +178,15 @@ int cli_usage_error(const CliCmd *c, const char *fmt, ...) __attribute__((format
  * columns) on f. */
 void cli_usage(const CliCmd *c, FILE *f);
 
+/* Console lines fit this many columns (a terminal's 120, docs/STYLE.md). */
+#define CLI_CONSOLE_WIDTH 120
+
+/*
+ * text on f, from column col of the current line on (what is before it is
+ * the caller's), wrapped at blanks to width columns, each further line
+ * indented by indent blanks, ended with a newline. A word longer than the
+ * room stays whole.
+ */
+void cli_wrap(FILE *f, const char *text, int col, int indent, int width);
+
 #endif

@@ -100,10 +100,12 @@ void cli_snapshot_unused(const char *cmd, const char *path, const char *note, bo
 	}
 	/* Options that differ: the only case where the user can have it used. */
 	bool options = strstr(why, "of a run with") || strstr(why, "kif bonus");
-	fprintf(stderr, "%s: %s not used: %s; the first search %s from scratch (%s)\n", cmd, path,
-	        why, past ? "started" : "starts",
-	        options ? "to use it, give the options of the run that wrote it: --roots or "
-	                  "--roots-from-games, --select, --window, --book-side, --kif-bonus"
-	                : "nothing to do: a start from scratch costs time once, and a snapshot is "
-	                  "saved again at the stop");
+	char text[1024];
+	snprintf(text, sizeof text, "%s: %s not used: %s; the first search %s from scratch (%s)",
+	         cmd, path, why, past ? "started" : "starts",
+	         options ? "to use it, give the options of the run that wrote it: --roots or "
+	                   "--roots-from-games, --select, --window, --book-side, --kif-bonus"
+	                 : "nothing to do: a start from scratch costs time once, and a snapshot "
+	                   "is saved again at the stop");
+	cli_wrap(stderr, text, 0, 2, CLI_CONSOLE_WIDTH);
 }

@@ -57,7 +57,8 @@ static void yo_option(json_t *o, const char *name, const char *value, const char
 		if (e) json_object_set_new(o, name, e);
 		return;
 	}
-	printf("  setoption name %s value %s\n      %s\n", name, value, why);
+	printf("  setoption name %s value %s\n      ", name, value);
+	cli_wrap(stdout, why, 6, 6, CLI_CONSOLE_WIDTH);
 }
 
 /* The YaneuraOu options that make an engine play the exported book as it is

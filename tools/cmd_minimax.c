@@ -168,20 +168,31 @@ int cmd_minimax(int argc, char **argv)
 		    st.has_root ? json_integer(st.root_value) : json_null(), "time_ms",
 		    (json_int_t)(ms + 0.5), "peak_rss_bytes", (json_int_t)ru.ru_maxrss * 1024);
 		json_object_set_new(o, "values", json_string(values));
-		if (joseki_print_json(o, 0) < 0) return 1;
-	} else if (st.incremental) {
-		printf("minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles); "
-		       "incremental: %zu changed, %zu analysed again, %zu records rewritten, "
-		       "root value %s, %.0f ms; values from %s\n",
-		       st.positions, st.valued, st.settled, st.cyclic, st.changed, st.affected,
-		       st.rewritten, root, ms, values);
-	} else {
-		printf("minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles), "
-		       "%zu moves (%zu edges), %d sweep%s, %zu records rewritten, root value %s, "
-		       "%.0f ms (whole book: %s); values from %s\n",
-		       st.positions, st.valued, st.settled, st.cyclic, st.moves, st.edges,
-		       st.sweeps, st.sweeps == 1 ? "" : "s", st.rewritten, root, ms, st.full_reason,
-		       values);
+		return joseki_print_json(o, 0) < 0 ? 1 : 0;
 	}
+	/* The summary in lines that fit the console (a coordinator's whole-book
+	 * child writes it among serve's lines): the graph, the run, the values. */
+	char line[3][512];
+	snprintf(line[0], sizeof line[0],
+	         "minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles)%s",
+	         st.positions, st.valued, st.settled, st.cyclic, st.incremental ? ";" : ",");
+	if (st.incremental) {
+		snprintf(
+		    line[1], sizeof line[1],
+		    "  incremental: %zu changed, %zu analysed again, %zu records rewritten, root "
+		    "value %s, %.0f ms;",
+		    st.changed, st.affected, st.rewritten, root, ms);
+	} else {
+		size_t n = strlen(line[0]);
+		snprintf(line[0] + n, sizeof line[0] - n, " %zu moves (%zu edges),", st.moves,
+		         st.edges);
+		snprintf(line[1], sizeof line[1],
+		         "  %d sweep%s, %zu records rewritten, root value %s, %.0f ms (whole book: "
+		         "%s);",
+		         st.sweeps, st.sweeps == 1 ? "" : "s", st.rewritten, root, ms,
+		         st.full_reason);
+	}
+	snprintf(line[2], sizeof line[2], "  values from %s", values);
+	for (int i = 0; i < 3; i++) cli_wrap(stdout, line[i], 0, 2, CLI_CONSOLE_WIDTH);
 	return 0;
 }

@@ -172,7 +172,6 @@ static void tokens_log(void *ctx, const char *msg)
 
 /* The operator's console (serve --work): what its line says besides the
  * coordinator's status, and how often it is said. */
-#define CONSOLE_WIDTH 120
 typedef struct {
 	BookDB *db;
 	const char *root; /* the first root's spec ("startpos" without roots) */
@@ -214,23 +213,23 @@ static void duration_text(char *out, size_t n, double s)
 		snprintf(out, n, "%ldd%02ldh", t / 86400, t % 86400 / 3600);
 }
 
-/* Appends to buf (cap bytes, *len used) when it fits within CONSOLE_WIDTH. */
+/* Appends to buf (cap bytes, *len used) when it fits within CLI_CONSOLE_WIDTH. */
 static bool put(char *buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool put(char *buf, size_t *len, const char *fmt, ...)
 {
-	char part[CONSOLE_WIDTH + 1];
+	char part[CLI_CONSOLE_WIDTH + 1];
 	va_list ap;
 	va_start(ap, fmt);
 	int n = vsnprintf(part, sizeof part, fmt, ap);
 	va_end(ap);
-	if (n < 0 || *len + (size_t)n > CONSOLE_WIDTH) return false;
+	if (n < 0 || *len + (size_t)n > CLI_CONSOLE_WIDTH) return false;
 	memcpy(buf + *len, part, (size_t)n + 1);
 	*len += (size_t)n;
 	return true;
 }
 
 /*
- * The operator's line (at most CONSOLE_WIDTH columns, ASCII):
+ * The operator's line (at most CLI_CONSOLE_WIDTH columns, ASCII):
  *   work 12m30s: book 1.52M pos, 128.3k thought (+2013, 3.4/s); workers 2
  *   live, 1 gone; eta 1h05m; start +20 2g2f 8c8d 2f2e 4a3b ...
  * (+2013: the results stored by this run.) The root is the first one the
@@ -296,7 +295,7 @@ static void console_line(char *buf, Console *k, const CoordStatus *st)
 		char mv[USI_MOVE_MAX];
 		usi_move_write(line[i], mv);
 		bool last = i + 1 == n;
-		if (len + 1 + strlen(mv) + (last ? 0 : 4) > CONSOLE_WIDTH) {
+		if (len + 1 + strlen(mv) + (last ? 0 : 4) > CLI_CONSOLE_WIDTH) {
 			(void)put(buf, &len, " ...");
 			break;
 		}
@@ -325,7 +324,7 @@ static int wait_stop(sigset_t *sigs, ApiWork *work, Console *k)
 		CoordStatus st;
 		if (api_work_status(work, &st) == 0) {
 			if (say) {
-				char line[CONSOLE_WIDTH + 1];
+				char line[CLI_CONSOLE_WIDTH + 1];
 				console_line(line, k, &st);
 				fprintf(stderr, "%s\n", line);
 				last = now;
@@ -337,7 +336,7 @@ static int wait_stop(sigset_t *sigs, ApiWork *work, Console *k)
 		bool done = k->spent != NULL;
 		coord_status_free(&st);
 		if (say && k->verbose) {
-			char line[1024];
+			char line[2048];
 			api_work_status_line(work, line, sizeof line, true);
 			fprintf(stderr, "%s\n", line);
 		}
@@ -609,7 +608,7 @@ int cmd_serve(int argc, char **argv)
 	else
 		fprintf(stderr, "serve: the coordinator failed; stopping (restart to resume)\n");
 	server_stop(s);
-	char line[1536] = "";
+	char line[2048] = "";
 	if (work) api_work_status_line(work, line, sizeof line, con.verbose);
 	api_work_stop(work);
 	int status = sig != STOP_FAILED ? 0 : 1;

@@ -169,11 +169,43 @@ static void test_export__minimax_values_with_depth_and_ponder(void **state)
 	got = export(dir, "--moves all --min-depth 10 --depth-field distance");
 	assert_string_equal(got, HDR "# NOE:1\n" S0 "\n7g7f 3c3d 20 1 1\n2g2f none 10 0 1\n");
 	free(got);
-	/* The summary names the YaneuraOu options that play the book as it is. */
+	/* The summary names the YaneuraOu options that play the book as it is,
+	 * each with why, in lines that fit 120 columns (the whys wrapped, their
+	 * further lines indented as their first). */
 	char *out = NULL;
 	assert_int_equal(
 	    ts_runf(&out, NULL, "%s export %s/book %s/o.db --moves best", ts_joseki(), dir, dir),
 	    0);
+	/* Each line fits; a why's further lines are joined to it again in one. */
+	char *one = calloc(1, strlen(out) + 1);
+	size_t used = 0;
+	int whys = 0, further = 0, options = 0;
+	bool in_why = false;
+	for (const char *l = out; *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t n = nl ? (size_t)(nl - l) : strlen(l);
+		if (n > 120) fail_msg("a line of %zu columns: %.*s", n, (int)n, l);
+		bool why = !strncmp(l, "      ", 6);
+		options += !strncmp(l, "  setoption name ", 17);
+		if (why && in_why) {
+			one[used - 1] = ' '; /* the newline before it */
+			memcpy(one + used, l + 6, n - 6);
+			used += n - 6;
+			further++;
+		} else {
+			memcpy(one + used, l, n);
+			used += n;
+			whys += why;
+		}
+		if (nl) one[used++] = '\n';
+		in_why = why;
+		l += n + (nl != NULL);
+	}
+	assert_true(options >= 10);
+	assert_int_equal(whys, options); /* one a setoption line */
+	assert_true(further > 0);        /* BookFile's is long */
+	free(out);
+	out = one;
 	assert_non_null(strstr(out, "setoption name BookDepthLimit value 9\n"));
 	assert_non_null(strstr(out, "the default 16 leaves out 2 of 2 positions"));
 	assert_non_null(strstr(out, "setoption name BookEvalWhiteLimit value -140\n"));

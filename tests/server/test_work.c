@@ -82,17 +82,53 @@ static char *make_book(char tok1[80], char tok2[80])
 	return dir;
 }
 
-static void start(Coordinator *s, const char *dir)
+/* start, keeping what the coordinator said up to its start line in said. */
+static void start_said(Coordinator *s, const char *dir, char *said, size_t len)
 {
 	char book[600];
 	snprintf(book, sizeof book, "%s/b", dir);
 	/* Without spot checks: every result accepted is stored at once (they
 	 * are tested in tests/cluster/test_spot.c). */
-	s->port = ts_serve_start(&s->pid, &s->log, book,
-	                         "--work --quiet --depth 3 --lease-seconds 600 --history-seconds 1 "
-	                         "--spot-rate 0 --spot-new-rate 0");
+	s->port = ts_serve_start_said(&s->pid, &s->log, book,
+	                              "--work --quiet --depth 3 --lease-seconds 600 "
+	                              "--history-seconds 1 --spot-rate 0 --spot-new-rate 0",
+	                              said, len);
 	g_child = s->pid;
 	if (!s->port) fail_msg("serve --work did not say where it listens");
+}
+
+static void start(Coordinator *s, const char *dir)
+{
+	start_said(s, dir, NULL, 0);
+}
+
+/* Every line of text fits the console's 120 columns (issue 44); what names
+ * the text in the failure. */
+static void lines_fit(const char *what, const char *text)
+{
+	for (const char *l = text; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t n = nl ? (size_t)(nl - l) : strlen(l);
+		if (n > 120) fail_msg("%s: a line of %zu columns: %.*s", what, n, (int)n, l);
+		l = nl ? nl + 1 : NULL;
+	}
+}
+
+/* text with its wrapped lines joined again ("\n  " read as one blank). */
+static char *unwrapped(const char *text)
+{
+	char *u = strdup(text), *o = u;
+	assert_non_null(u);
+	for (const char *p = text; *p; p++) {
+		if (p[0] == '\n' && p[1] == ' ' && p[2] == ' ') {
+			*o++ = ' ';
+			p += 2;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = 0;
+	return u;
 }
 
 static void stop(Coordinator *s, int sig)
@@ -1186,7 +1222,17 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	assert_int_equal(
 	    ts_runf(NULL, &err, "%s minimax %s/b --quiet >/dev/null", ts_joseki(), dir), 0);
 	free(err);
-	start(s, dir);
+	/* It says why on stderr, with what to do, in lines that fit 120 columns. */
+	char start_said_text[8192];
+	start_said(s, dir, start_said_text, sizeof start_said_text);
+	lines_fit("serve's start", start_said_text);
+	char *one = unwrapped(start_said_text);
+	snprintf(want, sizeof want, "serve: %s not used: ", snap);
+	if (!strstr(one, want) || !strstr(one, "written since") ||
+	    !strstr(one, "; the first search starts from scratch (nothing to do: a start from "
+	                 "scratch costs time once, and a snapshot is saved again at the stop)\n"))
+		fail_msg("said:\n%s", start_said_text);
+	free(one);
 	assert_false(selector_restored(s, t1, note, sizeof note));
 	print_message("after a minimax: %s\n", note);
 	assert_non_null(strstr(note, "written since"));
@@ -1305,9 +1351,10 @@ static void test_work__the_console_says_what_an_operator_needs(void **state)
 	assert_int_equal(ts_write_file(roots, rl, strlen(rl)), 0);
 	assert_int_equal(ts_write_file(tokf, t1, 64), 0);
 	Coordinator s;
+	/* stdout (the summary at the stop) into the log too. */
 	snprintf(cmd, sizeof cmd,
 	         "--work --quiet --movetime 10 --status-seconds 1 --verbose --positions 200 "
-	         "--time 40 --minimax-seconds 1 --roots %s",
+	         "--time 40 --minimax-seconds 1 --roots %s 1>&2",
 	         roots);
 	s.port = ts_serve_start(&s.pid, &s.log, book, cmd);
 	g_child = s.pid;
@@ -1347,6 +1394,9 @@ static void test_work__the_console_says_what_an_operator_needs(void **state)
 	assert_int_equal(waitpid(s.pid, &st, 0), s.pid);
 	g_child = 0;
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* The summary after the stop, to the end of what it wrote. */
+	size_t stopped = len;
+	(void)ts_read_until(s.log, &text, &len, "(never said)", 30000);
 	fclose(s.log);
 	kill(w[0], SIGTERM);
 	waitpid(w[0], NULL, 0);
@@ -1378,6 +1428,16 @@ static void test_work__the_console_says_what_an_operator_needs(void **state)
 	}
 	assert_true(lines >= 3);
 	assert_int_equal(verbose, lines);
+	/* Every line fits 120 columns: the operator's, the service's timings,
+	 * the spot checks, and the summary at the stop, several lines of
+	 * "work: ..." (results and leases; workers and minimax runs; timings;
+	 * spot checks). */
+	lines_fit("serve --work", text);
+	const char *sum = text + stopped;
+	if (!strstr(sum, "\nwork: ") || !strstr(sum, " results (") ||
+	    !strstr(sum, "\nwork: workers ") || !strstr(sum, "minimax runs ") ||
+	    !strstr(sum, "\nwork: time in select ") || !strstr(sum, "\nwork: spot checks "))
+		fail_msg("the summary: %s", sum);
 	assert_true(valued); /* the root's value and line once minimax ran */
 	free(text);
 	ts_rmtree(dir);

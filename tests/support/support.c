@@ -251,6 +251,14 @@ size_t ts_collect(char *p, size_t size, size_t n, void *buf)
 
 int ts_serve_start(pid_t *pid, FILE **log, const char *book, const char *extra)
 {
+	return ts_serve_start_said(pid, log, book, extra, NULL, 0);
+}
+
+int ts_serve_start_said(pid_t *pid, FILE **log, const char *book, const char *extra, char *said,
+                        size_t len)
+{
+	size_t used = 0;
+	if (said && len) said[0] = '\0';
 	int fds[2];
 	if (pipe(fds) < 0) return 0;
 	*pid = fork();
@@ -268,6 +276,11 @@ int ts_serve_start(pid_t *pid, FILE **log, const char *book, const char *extra)
 	*log = fdopen(fds[0], "r");
 	char line[1024];
 	while (fgets(line, sizeof line, *log)) {
+		size_t n = strlen(line);
+		if (said && used + n < len) {
+			memcpy(said + used, line, n + 1);
+			used += n;
+		}
 		const char *p = strstr(line, "http://127.0.0.1:");
 		if (p && strstr(line, "positions")) return atoi(p + 17);
 	}

@@ -68,6 +68,10 @@ size_t ts_collect(char *p, size_t size, size_t n, void *buf);
 /* Starts `JOSEKI serve BOOK --listen 127.0.0.1:0 EXTRA` as a child with its
  * stderr in *log; returns the port from its start line (0: it never said). */
 int ts_serve_start(pid_t *pid, FILE **log, const char *book, const char *extra);
+/* The same, keeping what it said up to its start line, that line included,
+ * in said (len bytes, cut short when longer). */
+int ts_serve_start_said(pid_t *pid, FILE **log, const char *book, const char *extra, char *said,
+                        size_t len);
 
 /* Starts argv[0] (looked up in PATH) as a child: stdin /dev/null, stdout and
  * stderr to the files out and err (NULL: /dev/null), truncated, or appended
