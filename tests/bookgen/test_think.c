@@ -730,14 +730,6 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	free(dir);
 }
 
-/* How many times needle is in s. */
-static int occurrences(const char *s, const char *needle)
-{
-	int n = 0;
-	for (const char *p = s; (p = strstr(p, needle)); p++) n++;
-	return n;
-}
-
 /*
  * --usi-option names an option the engine takes: a USI engine (the search
  * module's fake, which lists MultiPV, USI_Hash, Threads, EvalDir and "Debug
@@ -762,7 +754,7 @@ static void test_bookgen__think_refuses_an_option_the_engine_does_not_take(void 
 	         "lists no EvalDri; the nearest it lists: EvalDir, ",
 	         fake);
 	if (strncmp(err, want, strlen(want))) fail_msg("said: %s", err);
-	assert_int_equal(occurrences(err, "\n"), 1);
+	assert_int_equal(ts_occurrences(err, "\n"), 1);
 	free(out), free(err);
 	rc = ts_runf(&out, &err,
 	             "%s think %s/u --engine %s --engines 2 --usi-option threads=1 --nodes 1000 "
@@ -774,7 +766,7 @@ static void test_bookgen__think_refuses_an_option_the_engine_does_not_take(void 
 	         "joseki: think: %s: option threads sent as Threads, the spelling FakeEngine ok "
 	         "lists\n",
 	         fake);
-	if (occurrences(err, want) != 1) fail_msg("said: %s", err);
+	if (ts_occurrences(err, want) != 1) fail_msg("said: %s", err);
 	free(out), free(err);
 	rc = ts_runf(&out, &err, "%s think %s/u --usi-option Bogus=1 --depth 1 --positions 1",
 	             ts_joseki(), dir);

@@ -577,13 +577,6 @@ static void test_abuse__slow_and_silent_kept_alive_connections_end_at_their_dead
 
 /* ---- errors -------------------------------------------------------------- */
 
-static int occurrences(const char *s, const char *what)
-{
-	int n = 0;
-	for (const char *p = s; (p = strstr(p, what)); p += strlen(what)) n++;
-	return n;
-}
-
 /*
  * Heads libmicrohttpd answered itself (HTML, once with its status line
  * twice, once not at all), first and later on a kept-alive connection: each
@@ -692,7 +685,7 @@ static void heads_libmicrohttpd_would_answer(int p, const char *token)
 		bool closed = false;
 		char *ans = raw_on(p, true, big, (size_t)n, &closed);
 		if (strncmp(ans, MHD[i].line, strlen(MHD[i].line)) || !strstr(ans, "<html>") ||
-		    occurrences(ans, "HTTP/1.1 ") != MHD[i].lines || !closed)
+		    ts_occurrences(ans, "HTTP/1.1 ") != MHD[i].lines || !closed)
 			fail_msg(
 			    "later, %s: '%.400s' (libmicrohttpd's %s, %d time(s), then a close, "
 			    "expected)",

@@ -249,6 +249,13 @@ size_t ts_collect(char *p, size_t size, size_t n, void *buf)
 	return size * n;
 }
 
+int ts_occurrences(const char *s, const char *needle)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle)) n++;
+	return n;
+}
+
 int ts_serve_start(pid_t *pid, FILE **log, const char *book, const char *extra)
 {
 	return ts_serve_start_said(pid, log, book, extra, NULL, 0);

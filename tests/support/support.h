@@ -65,6 +65,9 @@ typedef struct {
 } TsBuf;
 size_t ts_collect(char *p, size_t size, size_t n, void *buf);
 
+/* How many times needle (not empty) is in s, not overlapping. */
+int ts_occurrences(const char *s, const char *needle);
+
 /* Starts `JOSEKI serve BOOK --listen 127.0.0.1:0 EXTRA` as a child with its
  * stderr in *log; returns the port from its start line (0: it never said). */
 int ts_serve_start(pid_t *pid, FILE **log, const char *book, const char *extra);

@@ -559,14 +559,6 @@ static void test_cli__help_and_docs_name_the_same_options(void **state)
 	assert_int_equal(problems, 0);
 }
 
-/* How many times needle is in s. */
-static int occurrences(const char *s, const char *needle)
-{
-	int n = 0;
-	for (const char *p = s; (p = strstr(p, needle)); p++) n++;
-	return n;
-}
-
 /* The old spellings still work (worker --option as --usi-option, serve
  * --header-seconds as --request-seconds), each saying once on stderr that
  * it is one; the new spelling says nothing. */
@@ -591,7 +583,7 @@ static void test_cli__old_spellings_still_work(void **state)
 	said("worker --option", err, "token");
 	if (strstr(err, "unknown option")) fail_msg("--option refused: %s", err);
 	const char *old = "joseki: worker: --option is an old spelling of --usi-option\n";
-	if (occurrences(err, old) != 1 || strncmp(err, old, strlen(old)))
+	if (ts_occurrences(err, old) != 1 || strncmp(err, old, strlen(old)))
 		fail_msg("not said once, first: %s", err);
 	free(out), free(err);
 	rc = ts_runf(&out, &err,
