@@ -651,7 +651,26 @@ static int batch_root(Selector *s, Batch *b, int r)
 	int e = root_value(&v, &has, s, r);
 	if (e || !has) return e;
 	b->root_value = v;
-	if (b->mode == SEL_BATCH_COVER) return cover_root(s, b, root);
+	if (b->mode == SEL_BATCH_COVER) {
+		int ret = cover_root(s, b, root);
+		if (ret || b->count > first || b->count >= b->max) return ret;
+		/* Nothing passed the bars though the root has a leaf: its value
+		 * comes from a cycle (a move back into the path, valued as a
+		 * draw), which the walk skips as no leaf. Without this the cover
+		 * policy found nothing for good (a coordinator answered 204 at
+		 * every start while the book had work). The PV selection bans
+		 * the cycle's move and gives the leaf, and the walks after it go
+		 * past the ban. */
+		SelLeaf *l = &b->out[b->count];
+		int got = select_root(l, s, r);
+		if (got < 0) return got;
+		int64_t i = got ? sel_g_find_node(s, l->key) : -1;
+		if (i >= 0 && s->nodes[i].stamp != b->stamp) {
+			s->nodes[i].stamp = b->stamp;
+			b->count++;
+		}
+		return 0;
+	}
 	int ret = collect(s, b, root, 0);
 	return ret ? ret : sort_leaves(b->out + first, b->count - first, v, false);
 }

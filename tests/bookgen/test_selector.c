@@ -229,6 +229,16 @@ static const TPos CYCLE[] = {
     {"startpos moves 2h3h 8b7b 3h2h", true, {{"7b8b", 0, 0}, {"3c3d", -300, 0}}},
 };
 
+/* The root of CYCLE has a leaf, and the repetition is its best line. */
+static void assert_root_draws(Selector *s)
+{
+	int v;
+	bool has;
+	assert_int_equal(sel_root_value(&v, &has, s, 0), 0);
+	assert_true(has);
+	assert_int_equal(v, 0);
+}
+
 static void test_bookgen__selector_bans_a_pv_ending_in_a_cycle(void **state)
 {
 	(void)state;
@@ -238,11 +248,7 @@ static void test_bookgen__selector_bans_a_pv_ending_in_a_cycle(void **state)
 	SelLeaf *l = malloc(sizeof *l);
 	SelStats st;
 	assert_non_null(l);
-	int v;
-	bool has;
-	assert_int_equal(sel_root_value(&v, &has, s, 0), 0);
-	assert_true(has);
-	assert_int_equal(v, 0); /* the repetition is the best line */
+	assert_root_draws(s);
 	assert_int_equal(sel_select(l, s), 1);
 	sel_get_stats(&st, s);
 	assert_int_equal(st.bans, 1);
@@ -260,6 +266,48 @@ static void test_bookgen__selector_bans_a_pv_ending_in_a_cycle(void **state)
 	}
 	assert_int_equal(n, 4); /* 3c3d x2 (distinct plies), 7g7f x2 */
 	free(l);
+	close_selector(s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
+ * The cover walk over the same cycle. Its root value is the repetition's 0,
+ * and the walk skips a move back into its path (it is no leaf), so nothing
+ * passed the bars: a coordinator under the cover policy answered 204 for
+ * good while the book had these leaves (met after restarts from the
+ * selector's snapshot, whose graph kept such a cycle). The cycle's move is
+ * banned, as a PV selection does, and the walk finds the leaves.
+ */
+static void test_bookgen__selector_cover_past_a_cycle(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	write_book(dir, CYCLE, sizeof CYCLE / sizeof CYCLE[0]);
+	Selector *s = open_selector(dir, 100);
+	SelLeaf *out = calloc(16, sizeof *out);
+	SelStats st;
+	assert_non_null(out);
+	assert_root_draws(s);
+	int n = sel_select_cover(out, 16, 16, s, 0, 30, BLACK);
+	assert_true(n >= 1);
+	sel_get_stats(&st, s);
+	assert_true(st.bans >= 1);
+	assert_leaf(&out[0], "startpos moves 2h3h 3c3d", 200);
+	/* Leased one after another, every leaf of the book comes out, for
+	 * either book side, and then nothing. */
+	for (int side = 0; side < 2; side++) {
+		Selector *z = open_selector(dir, 100);
+		int got = 0;
+		while ((n = sel_select_cover(out, 16, 1, z, 0, 30, side)) > 0) {
+			assert_int_equal(sel_lease(z, out[0].key), 0);
+			assert_true(++got < 10);
+		}
+		assert_int_equal(n, 0);
+		assert_true(got >= 1);
+		close_selector(z);
+	}
+	free(out);
 	close_selector(s);
 	ts_rmtree(dir);
 	free(dir);
@@ -1265,6 +1313,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bookgen__selector_returns_the_pv_leaf_then_the_next_best),
 	    cmocka_unit_test(test_bookgen__selector_bans_a_pv_ending_in_a_cycle),
+	    cmocka_unit_test(test_bookgen__selector_cover_past_a_cycle),
 	    cmocka_unit_test(test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results),
 	    cmocka_unit_test(test_bookgen__a_record_no_longer_thought_is_a_leaf_again),
 	    cmocka_unit_test(test_bookgen__kif_bonus_changes_the_choice),
