@@ -41,13 +41,7 @@ typedef struct {
 
 static Key line_key(const char *line)
 {
-	Position *pos = malloc(sizeof *pos);
-	char err[SHOGI_ERRLEN];
-	assert_non_null(pos);
-	assert_int_equal(position_parse(pos, line, err), 0);
-	Key k = pos_key(pos);
-	free(pos);
-	return k;
+	return ts_line_key(line);
 }
 
 static void fill_record(BookRecord *rec, const TPos *tp)

@@ -1958,6 +1958,98 @@ static void test_coord__a_snapshot_catches_up_with_another_writer(void **state)
 	twins_close(&t);
 }
 
+/*
+ * A book whose best line is a repetition: 2h3h 8b7b 3h2h 7b8b comes back to
+ * the start position, and every way out of it is bad for the side that
+ * leaves (tests/bookgen/test_selector.c's CYCLE). Its leaves: 7g7f, 2h3h
+ * 3c3d, 2h3h 8b7b 7g7f, 2h3h 8b7b 3h2h 3c3d. The cover walk skips a move
+ * back into its path, and the root's value was the repetition's: it found
+ * nothing, and the coordinator answered every acquire with no position (204)
+ * while the book had these four, at every start from its snapshot too (met
+ * in a cluster trial: a graph kept in the snapshot with such a cycle, 0
+ * positions at every restart). Now each acquire gets positions until all
+ * four are leased; a lease left to expire unsubmitted comes back after a
+ * restart from the snapshot, to another worker, with the rest.
+ */
+static void test_coord__a_repetition_as_the_best_line_leaves_the_cover_policy_work(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *line;
+		const char *mv[2];
+		int eval[2];
+	} book[] = {
+	    {"startpos", {"2h3h", "7g7f"}, {0, -100}},
+	    {"startpos moves 2h3h", {"8b7b", "3c3d"}, {0, -200}},
+	    {"startpos moves 2h3h 8b7b", {"3h2h", "7g7f"}, {0, -200}},
+	    {"startpos moves 2h3h 8b7b 3h2h", {"7b8b", "3c3d"}, {0, -300}},
+	};
+	const char *leaves[] = {"startpos moves 7g7f", "startpos moves 2h3h 3c3d",
+	                        "startpos moves 2h3h 8b7b 7g7f",
+	                        "startpos moves 2h3h 8b7b 3h2h 3c3d"};
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN], path[4096];
+	BookDB *db;
+	BookTxn *txn;
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	assert_non_null(rec);
+	assert_non_null(pos);
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	for (size_t i = 0; i < sizeof book / sizeof *book; i++) {
+		assert_int_equal(position_parse(pos, book[i].line, err), 0);
+		bookdb_record_init(rec, pos);
+		rec->flags |= BOOKDB_REC_THOUGHT;
+		for (int k = 0; k < 2; k++) {
+			Move m;
+			assert_int_equal(usi_move_parse_legal(&m, pos, book[i].mv[k],
+			                                      strlen(book[i].mv[k]), err),
+			                 0);
+			rec->moves[rec->nmoves++] = engine_move(m, book[i].eval[k]);
+		}
+		assert_int_equal(bookdb_put(txn, pos_key(pos), rec), 0);
+	}
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+	free(rec);
+	free(pos);
+	snprintf(path, sizeof path, "%s/selector.snap", dir);
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                  .multipv = 3,
+	                  .lease_seconds = 60,
+	                  .plan = {.mode = PLAN_COVER, .window = 30},
+	                  .select_slice_ms = -1,
+	                  .snapshot = path};
+	Coord *c = open_coord_with(&db, dir, &o);
+	CoordLease *l = malloc(sizeof *l);
+	assert_non_null(l);
+	/* One position, never submitted; the stop writes the snapshot. */
+	assert_int_equal(acquire(c, l, &A, 1, T0), 1);
+	Key first = l->pos[0].key;
+	int seen[4] = {0};
+	for (int k = 0; k < 4; k++) seen[k] += key_equal(first, ts_line_key(leaves[k]));
+	assert_int_equal(coord_close(c, NULL, err), 0);
+	bookdb_free(db);
+	/* Restarted from it after the lease expired: the expired position and
+	 * the three others, to another worker, and then nothing. */
+	c = open_coord_with(&db, dir, &o);
+	assert_true(coord_snapshot_restored(c, NULL, NULL));
+	assert_int_equal(coord_tick(c, T0 + 61000, err), 0);
+	int got = 0, n;
+	while ((n = acquire(c, l, &B, 1, T0 + 62000)) > 0) {
+		assert_true(++got <= 4);
+		for (int k = 0; k < 4; k++)
+			seen[k] += key_equal(l->pos[0].key, ts_line_key(leaves[k]));
+	}
+	assert_int_equal(got, 4);
+	for (int k = 0; k < 4; k++)
+		assert_int_equal(seen[k], 1 + (key_equal(first, ts_line_key(leaves[k]))));
+	free(l);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -1988,6 +2080,8 @@ int main(void)
 	    cmocka_unit_test(test_coord__restarts_from_the_snapshot_in_slices_lease_nothing_twice),
 	    cmocka_unit_test(
 	        test_coord__a_crash_after_a_checkpoint_restarts_from_it_with_its_journal),
+	    cmocka_unit_test(
+	        test_coord__a_repetition_as_the_best_line_leaves_the_cover_policy_work),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

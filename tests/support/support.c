@@ -767,3 +767,14 @@ void ts_plant(const char *dir, const char *spec, const char *moves, int depth)
 	free(rec);
 	free(pos);
 }
+
+Key ts_line_key(const char *line)
+{
+	Position *pos = malloc(sizeof *pos);
+	char err[SHOGI_ERRLEN];
+	assert_non_null(pos);
+	if (position_parse(pos, line, err) < 0) fail_msg("%s: %s", line, err);
+	Key k = pos_key(pos);
+	free(pos);
+	return k;
+}

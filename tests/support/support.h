@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "shogi/zobrist.h"
+
 /*
  * Plants a record in the book at dir (made when missing): the position spec
  * (startpos, an SFEN, either with moves) with the moves "usi:eval" or
@@ -198,6 +200,9 @@ uint64_t ts_progress_last(const TsProgress *p);
  */
 int ts_stderr_begin(const char *path);
 char *ts_stderr_end(int saved, const char *path);
+
+/* The key of a position spec ("startpos moves ..."), which must parse. */
+Key ts_line_key(const char *line);
 
 unsigned long long ts_seed(const char *test_name);
 /* The next number of a splitmix64 stream (state: any 64-bit value, e.g. a seed). */
