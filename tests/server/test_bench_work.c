@@ -132,7 +132,7 @@ static void test_bench_work__paced_sends_exactly_the_scheduled_acquires(void **s
 	double rounds = field(line, "rounds"); /* requests share rounds of 20 ms */
 	assert_true(rounds >= 1 && rounds <= 2 * 200 + 2);
 	assert_non_null(strstr(line, "longest over 50 ms: wait for a round "));
-	assert_non_null(strstr(line, "ms (")); /* counts, not cut short */
+	assert_non_null(strstr(line, "ms ("));  /* counts, not cut short */
 	assert_non_null(strstr(line, "tick ")); /* its clauses wrap at 120 columns */
 	free(line);
 }
