@@ -1,6 +1,6 @@
 #!/bin/sh
 # make bench-cycle: what a book is worth against the opponents it is made for
-# (docs/cycle.md, "Measurements"). Shiba's cycle with the built-in engine as
+# (measured: docs/notes/cycle.md). Shiba's cycle with the built-in engine as
 # the book side and Debian's fairy-stockfish as the virtual opponent:
 #
 #   1. an opening suite: the first CYCLE_OPENINGS (50) real openings of
