@@ -302,25 +302,6 @@ static size_t journal_results(const char *path, char (*keys)[KEY_HEX_LEN], size_
 	return n;
 }
 
-/* Whether the book (read beside the coordinator) holds key as thought. */
-static bool thought(const char *book, const char *hex)
-{
-	BookDB *db;
-	char err[BOOKDB_ERRLEN];
-	BookDBOptions ro = {.read_only = true};
-	assert_int_equal(bookdb_open(&db, book, &ro, err), 0);
-	BookTxn *t;
-	BookRecord *rec = malloc(sizeof *rec);
-	Key k;
-	assert_int_equal(key_from_hex(&k, hex), 0);
-	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
-	bool th = bookdb_get(rec, t, k) == 0 && (rec->flags & BOOKDB_REC_THOUGHT);
-	bookdb_txn_abort(t);
-	bookdb_free(db);
-	free(rec);
-	return th;
-}
-
 /* Thinks every position the run thought again with the honest engine, into
  * a copy of the book as it was before the run; returns how many. */
 static long think_again(const char *from, const char *into)
@@ -439,7 +420,7 @@ static void test_spot__a_forger_is_quarantined_and_the_book_is_the_honest_one(vo
 	assert_true(nk >= (size_t)results / 2);
 	int64_t end = clock_ms() + 240000;
 	for (size_t i = 0; i < nk; i++)
-		while (!thought(f->book, keys[i])) {
+		while (!ts_book_thought(f->book, keys[i])) {
 			if (clock_ms() > end)
 				fail_msg("%s (the forger's) never thought again", keys[i]);
 			usleep(100000);

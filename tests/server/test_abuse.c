@@ -865,24 +865,6 @@ static int unsent_keys(const char *spool, char keys[][33], int max)
 	return n;
 }
 
-static bool thought(const char *book, const char *hex)
-{
-	BookDB *db;
-	char err[BOOKDB_ERRLEN];
-	BookDBOptions ro = {.read_only = true};
-	assert_int_equal(bookdb_open(&db, book, &ro, err), 0);
-	BookTxn *t;
-	BookRecord *rec = malloc(sizeof *rec);
-	Key k;
-	assert_int_equal(key_from_hex(&k, hex), 0);
-	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
-	bool th = bookdb_get(rec, t, k) == 0 && (rec->flags & BOOKDB_REC_THOUGHT);
-	bookdb_txn_abort(t);
-	bookdb_free(db);
-	free(rec);
-	return th;
-}
-
 static void test_abuse__a_killed_workers_results_arrive_after_its_restart(void **state)
 {
 	(void)state;
@@ -913,7 +895,7 @@ static void test_abuse__a_killed_workers_results_arrive_after_its_restart(void *
 	 * the coordinator committed just before it stopped, whose answer did not
 	 * reach the worker (sent again after the restart, and taken as known). */
 	int stored = 0;
-	for (int i = 0; i < n; i++) stored += thought(f->book, keys[i]);
+	for (int i = 0; i < n; i++) stored += ts_book_thought(f->book, keys[i]);
 	print_message("killed worker: %d results unsent, %d of them stored before it died\n", n,
 	              stored);
 	/* Started again on the same spool: it sends them first. */
@@ -928,7 +910,7 @@ static void test_abuse__a_killed_workers_results_arrive_after_its_restart(void *
 	if (!strstr(o, want)) fail_msg("'%s' does not say%s", o, want);
 	free(o);
 	for (int i = 0; i < n; i++)
-		if (!thought(f->book, keys[i])) fail_msg("%s was not stored", keys[i]);
+		if (!ts_book_thought(f->book, keys[i])) fail_msg("%s was not stored", keys[i]);
 	/* No mated position was leased: no worker reported one it could not think. */
 	assert_int_equal(count_prefix(j1, "failed"), 0);
 	assert_int_equal(count_prefix(j2, "failed"), 0);

@@ -778,3 +778,21 @@ Key ts_line_key(const char *line)
 	free(pos);
 	return k;
 }
+
+bool ts_book_thought(const char *book, const char *hex)
+{
+	BookDB *db;
+	char err[BOOKDB_ERRLEN];
+	BookDBOptions ro = {.read_only = true};
+	assert_int_equal(bookdb_open(&db, book, &ro, err), 0);
+	BookTxn *t;
+	BookRecord *rec = malloc(sizeof *rec);
+	Key k;
+	assert_int_equal(key_from_hex(&k, hex), 0);
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	bool th = bookdb_get(rec, t, k) == 0 && (rec->flags & BOOKDB_REC_THOUGHT);
+	bookdb_txn_abort(t);
+	bookdb_free(db);
+	free(rec);
+	return th;
+}

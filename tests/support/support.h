@@ -208,4 +208,8 @@ unsigned long long ts_seed(const char *test_name);
 /* The next number of a splitmix64 stream (state: any 64-bit value, e.g. a seed). */
 uint64_t ts_rand(uint64_t *state);
 
+/* Whether the book at path book (opened read-only, beside a writer) holds the
+ * position of key hex (32 hex digits) as thought. */
+bool ts_book_thought(const char *book, const char *hex);
+
 #endif
