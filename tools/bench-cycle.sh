@@ -36,7 +36,9 @@
 # thinking in all, one line per match against the unmet opponent (score, Elo
 # with its 95% interval from the pairs, book plies) and the book's score over
 # none game by game, and the clocked match's line. Work files go to CYCLE_DIR
-# (a temporary directory, removed unless given).
+# (a temporary directory, removed unless given). CYCLE_RESUME=1 with CYCLE_DIR
+# carries on with the book already there (a run that was stopped: the cycle
+# resumes mid-generation after kill -9, the generations done are not redone).
 #
 # BENCH_CYCLE_SMOKE=1: the smoke form CI runs (tests/play/test_bench_cycle.c):
 # 2 openings, one generation, 2,000 nodes, a few seconds of thinking, so that
@@ -70,8 +72,12 @@ work_dir "${CYCLE_DIR:-}"
 suite "$NOPEN"
 echo "bench-cycle: $n openings, the built-in engine with the book against fairy-stockfish at $NODES nodes; thinking $TNODES nodes, MultiPV $MULTIPV, $SECS engine-seconds a generation (load $(cut -d' ' -f1 /proc/loadavg))" >&2
 
-rm -rf "$W/book"
-$J ingest "$W/book" tests/data/floodgate --quiet >/dev/null
+if [ "${CYCLE_RESUME:-0}" = 1 ] && [ -d "$W/book" ]; then
+	echo "bench-cycle: carrying on with $W/book" >&2
+else
+	rm -rf "$W/book"
+	$J ingest "$W/book" tests/data/floodgate --quiet >/dev/null
+fi
 start=$(date +%s)
 g=0
 while [ "$g" -lt "$GENS" ]; do

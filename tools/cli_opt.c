@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "shogi/memuse.h"
 
 #define MAX_FLAT 128 /* entries of one command, its fragments included */
 #define WIDTH 100    /* usage lines are wrapped here */
@@ -51,6 +52,12 @@ static void vsay(const CliCmd *c, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	cli_usage(c, stderr);
+}
+
+int cli_parse_memory(void *dst, char *value, char *msg)
+{
+	(void)msg;
+	return memuse_parse_size(value, dst);
 }
 
 int cli_usage_error(const CliCmd *c, const char *fmt, ...)

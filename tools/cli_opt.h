@@ -160,6 +160,16 @@ typedef struct {
 #define CLI_JSON(d) CLI_FLAG("--json", d, "one JSON object instead of the summary line")
 #define CLI_QUIET(d) CLI_FLAG("--quiet", d, "no progress line")
 
+/* `--memory SIZE` (shogi/memuse.h: `256M`, `8G`; at least 1 MiB) into a
+ * uint64_t of bytes, said the same way by every command with a whole-book
+ * pass; its default (a quarter of RAM) is the command's to set. */
+int cli_parse_memory(void *dst, char *value, char *msg);
+#define CLI_MEMORY(d)                                                                              \
+	CLI_FN(                                                                                    \
+	    "--memory", d, cli_parse_memory, "SIZE", "a size such as 256M or 8G, at least 1M",     \
+	    "memory the pass may use before it works in sorted runs on disk (default a quarter "   \
+	    "of RAM)")
+
 /*
  * Parses argv[1..argc-1] (argv[0] is the command) against c's table: stores
  * the values given, leaves the destinations of options not given as they

@@ -1,0 +1,124 @@
+/* shogi/memuse.c — peak anonymous memory and the pass budget (memuse.h). */
+#include "shogi/memuse.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static _Atomic uint64_t peak;
+static atomic_bool started;
+
+uint64_t memuse_anon_now(void)
+{
+	/* statm: size resident shared text lib data dt, in pages; shared is the
+	 * resident file-backed and shared-memory pages (RssFile + RssShmem). */
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (!f) return 0;
+	unsigned long long size, res, shared;
+	int n = fscanf(f, "%llu %llu %llu", &size, &res, &shared);
+	fclose(f);
+	if (n != 3 || shared > res) return 0;
+	return (uint64_t)(res - shared) * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void sample(void)
+{
+	uint64_t now = memuse_anon_now(), p = atomic_load(&peak);
+	while (now > p && !atomic_compare_exchange_weak(&peak, &p, now)) {
+	}
+}
+
+static void *sampler(void *arg)
+{
+	(void)arg;
+	struct timespec ts = {0, 10 * 1000 * 1000};
+	for (;;) {
+		sample();
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+int memuse_start(void)
+{
+	if (atomic_exchange(&started, true)) return 0;
+	sample();
+	pthread_t t;
+	pthread_attr_t a;
+	if (pthread_attr_init(&a)) return -1;
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	int rc = pthread_create(&t, &a, sampler, NULL);
+	pthread_attr_destroy(&a);
+	return rc ? -1 : 0;
+}
+
+uint64_t memuse_anon_peak(void)
+{
+	sample();
+	return atomic_load(&peak);
+}
+
+uint64_t memuse_default_budget(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+	uint64_t b = ram / 4;
+	return b < (64ull << 20) ? 64ull << 20 : b;
+}
+
+int memuse_parse_size(const char *s, uint64_t *out)
+{
+	if (!s || !isdigit((unsigned char)*s)) return -1;
+	char *end;
+	double v = strtod(s, &end);
+	double mult = 1;
+	if (*end) {
+		switch (toupper((unsigned char)*end)) {
+		case 'K':
+			mult = 1024.0;
+			break;
+		case 'M':
+			mult = 1024.0 * 1024;
+			break;
+		case 'G':
+			mult = 1024.0 * 1024 * 1024;
+			break;
+		case 'T':
+			mult = 1024.0 * 1024 * 1024 * 1024;
+			break;
+		default:
+			return -1;
+		}
+		end++;
+		if (!strcmp(end, "iB") || !strcmp(end, "ib") || !strcmp(end, "B") ||
+		    !strcmp(end, "b"))
+			end += strlen(end);
+		if (*end) return -1;
+	}
+	double bytes = v * mult;
+	if (!(bytes >= 1024.0 * 1024) || bytes > 1e19) return -1;
+	*out = (uint64_t)bytes;
+	return 0;
+}
+
+const char *memuse_format(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	int u = 0;
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0 || v >= 100 || v == (double)(uint64_t)v)
+		snprintf(buf, len, "%.0f %s", v, unit[u]);
+	else
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+	return buf;
+}

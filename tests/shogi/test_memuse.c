@@ -1,0 +1,103 @@
+/*
+ * tests/shogi/test_memuse.c — the memory meter and the pass budget: sizes as
+ * `--memory` takes them (units, decimals, the least, what is refused), the
+ * default budget a quarter of RAM, and the anonymous peak seeing memory that
+ * was touched and given back (while a mapped file's pages do not count).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "shogi/memuse.h"
+
+static void test_parse_size(void **state)
+{
+	(void)state;
+	uint64_t v = 7;
+	assert_int_equal(memuse_parse_size("256M", &v), 0);
+	assert_int_equal(v, 256ull << 20);
+	assert_int_equal(memuse_parse_size("8G", &v), 0);
+	assert_int_equal(v, 8ull << 30);
+	assert_int_equal(memuse_parse_size("8g", &v), 0);
+	assert_int_equal(v, 8ull << 30);
+	assert_int_equal(memuse_parse_size("1.5GiB", &v), 0);
+	assert_int_equal(v, 3ull << 29);
+	assert_int_equal(memuse_parse_size("2048KB", &v), 0);
+	assert_int_equal(v, 2ull << 20);
+	assert_int_equal(memuse_parse_size("1T", &v), 0);
+	assert_int_equal(v, 1ull << 40);
+	assert_int_equal(memuse_parse_size("1048576", &v), 0);
+	assert_int_equal(v, 1ull << 20);
+	v = 7;
+	const char *bad[] = {"",     "M",    "-1G", "1X",  "1GG", "1Gx",
+	                     "1000", "0.5M", " 1G", "1 G", NULL};
+	for (int i = 0; bad[i]; i++) {
+		assert_int_equal(memuse_parse_size(bad[i], &v), -1);
+		assert_int_equal(v, 7);
+	}
+	char buf[32];
+	assert_string_equal(memuse_format(256ull << 20, buf, sizeof buf), "256 MiB");
+	assert_string_equal(memuse_format(3ull << 29, buf, sizeof buf), "1.5 GiB");
+	assert_string_equal(memuse_format(512, buf, sizeof buf), "512 B");
+}
+
+static void test_default_budget(void **state)
+{
+	(void)state;
+	uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t b = memuse_default_budget();
+	assert_true(b >= 64ull << 20);
+	if (ram / 4 >= 64ull << 20) assert_true(b == ram / 4);
+}
+
+static void test_peak(void **state)
+{
+	(void)state;
+	assert_int_equal(memuse_start(), 0);
+	assert_int_equal(memuse_start(), 0); /* once */
+	uint64_t before = memuse_anon_peak();
+	assert_true(memuse_anon_now() > 0);
+	/* A file's pages, mapped and read, are not anonymous. */
+	char path[] = "/tmp/joseki-memuse-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	size_t flen = 64u << 20;
+	assert_int_equal(ftruncate(fd, (off_t)flen), 0);
+	volatile unsigned char *fm = mmap(NULL, flen, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(fm != MAP_FAILED);
+	unsigned sum = 0;
+	for (size_t i = 0; i < flen; i += 4096) sum += fm[i];
+	assert_int_equal(sum, 0);
+	assert_true(memuse_anon_peak() < before + (16u << 20));
+	munmap((void *)fm, flen);
+	close(fd);
+	/* 96 MiB touched, then given back: the peak keeps it. */
+	size_t len = 96u << 20;
+	unsigned char *p =
+	    mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(p != MAP_FAILED);
+	memset(p, 1, len);
+	assert_true(memuse_anon_now() >= before + len - (8u << 20));
+	munmap(p, len);
+	assert_true(memuse_anon_now() < before + (16u << 20));
+	assert_true(memuse_anon_peak() >= before + len - (8u << 20));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_parse_size),
+	    cmocka_unit_test(test_default_budget),
+	    cmocka_unit_test(test_peak),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
