@@ -1,0 +1,68 @@
+/*
+ * shogi/extsort.h — sorting more records than memory holds: an external merge
+ * sort, as database engines sort, for whole-book passes under `--memory`.
+ *
+ * Records (byte strings of any length up to EXTSORT_MAX_RECORD) are added one
+ * at a time; while they fit in the budget they are kept in memory, and when
+ * the next one would not, the ones held are sorted and written to disk as a
+ * sorted run. At the end the runs are merged (several levels when there are
+ * more runs than the budget can give a read buffer each) and the records come
+ * back in order, one at a time. When everything fitted, nothing touched the
+ * disk.
+ *
+ * The sort is stable: records the comparison calls equal come back in the
+ * order they were added, so that a pass gives the same output whatever its
+ * budget.
+ *
+ * Run files are made in the directory given and unlinked at once (only their
+ * descriptors keep them), so a process killed at any moment leaves no run
+ * behind: a crash costs the pass, never disk space.
+ */
+#ifndef SHOGI_EXTSORT_H
+#define SHOGI_EXTSORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shogi/errors.h"
+
+#define EXTSORT_MAX_RECORD (1u << 24) /* bytes of one record at most */
+#define EXTSORT_MIN_BUDGET (1u << 20) /* the least budget taken (smaller: this) */
+
+/* <0, 0, >0 as a sorts before, with or after b. */
+typedef int (*ExtSortCmp)(const void *a, size_t alen, const void *b, size_t blen, void *ctx);
+
+typedef struct ExtSort ExtSort;
+
+typedef struct {
+	uint64_t records, bytes; /* added */
+	uint64_t runs;           /* sorted runs written to disk (0: all in memory) */
+	uint64_t merge_passes;   /* merge levels before the last (0: one merge, or none) */
+	uint64_t disk_bytes;     /* bytes written to run files in all */
+} ExtSortStats;
+
+/*
+ * A sorter that keeps at most about budget bytes of records and bookkeeping in
+ * memory (EXTSORT_MIN_BUDGET at least), writing runs into dir (NULL: $TMPDIR or
+ * /tmp). Returns 0, or -1 with errno (ENOMEM).
+ */
+JOSEKI_MUST_USE int extsort_open(ExtSort **out, const char *dir, uint64_t budget, ExtSortCmp cmp,
+                                 void *ctx);
+
+/* Adds a record (copied). 0, or -1 with errno (EINVAL for a record over
+ * EXTSORT_MAX_RECORD or after extsort_finish; a write error of a run). */
+JOSEKI_MUST_USE int extsort_add(ExtSort *s, const void *rec, size_t len);
+
+/* Ends the input and prepares the merge. 0, or -1 with errno. */
+JOSEKI_MUST_USE int extsort_finish(ExtSort *s);
+
+/* The next record in order: 1 with *rec (valid until the next call) and *len,
+ * 0 at the end, -1 with errno on a read error. */
+JOSEKI_MUST_USE int extsort_next(ExtSort *s, const void **rec, size_t *len);
+
+void extsort_stats(const ExtSort *s, ExtSortStats *st);
+
+/* Frees everything; the run files go with their descriptors. */
+void extsort_free(ExtSort *s);
+
+#endif

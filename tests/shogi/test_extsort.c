@@ -1,0 +1,168 @@
+/*
+ * tests/shogi/test_extsort.c — the external merge sort: the same order as an
+ * in-memory stable sort whatever the budget (all in memory, a few runs, more
+ * runs than one merge takes: several levels), records of varied lengths and
+ * empty ones, equal records in the order they were added, no file left in the
+ * run directory at any time after a run is made, and the errors it owes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "shogi/extsort.h"
+#include "shogi/rng.h"
+
+/* Records: a 4-byte key (compared) then a 4-byte serial and padding. */
+static int cmp_key(const void *a, size_t al, const void *b, size_t bl, void *ctx)
+{
+	int *calls = ctx;
+	(*calls)++;
+	assert_true(al >= 8 && bl >= 8);
+	uint32_t x, y;
+	memcpy(&x, a, 4);
+	memcpy(&y, b, 4);
+	return x < y ? -1 : x > y;
+}
+
+typedef struct {
+	uint32_t key, serial;
+} Ref;
+
+static int ref_cmp(const void *a, const void *b)
+{
+	const Ref *x = a, *y = b;
+	if (x->key != y->key) return x->key < y->key ? -1 : 1;
+	return x->serial < y->serial ? -1 : x->serial > y->serial;
+}
+
+static int files_in(const char *dir)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+	closedir(d);
+	return n;
+}
+
+/* n records with keys below keys (many equal), padded to 8..8+pad bytes. */
+static void sort_and_check(uint64_t budget, uint32_t n, uint32_t keys, uint32_t pad,
+                           uint64_t want_runs_min, uint64_t want_passes_min)
+{
+	char dir[] = "/tmp/joseki-extsort-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int calls = 0;
+	ExtSort *s;
+	assert_int_equal(extsort_open(&s, dir, budget, cmp_key, &calls), 0);
+	Ref *ref = malloc(n * sizeof *ref);
+	uint8_t buf[8 + 4096];
+	uint64_t rng = 7;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t key = (uint32_t)(rng_next(&rng) % keys), len = 8 + (pad ? i % pad : 0);
+		memcpy(buf, &key, 4);
+		memcpy(buf + 4, &i, 4);
+		memset(buf + 8, (int)(i & 0xff), len - 8);
+		assert_int_equal(extsort_add(s, buf, len), 0);
+		ref[i] = (Ref){key, i};
+		if (i % 50000 == 0) assert_int_equal(files_in(dir), 0);
+	}
+	assert_int_equal(extsort_finish(s), 0);
+	assert_int_equal(files_in(dir), 0);
+	uint8_t one = 0;
+	assert_int_equal(extsort_add(s, &one, 1), -1);
+	assert_int_equal(errno, EINVAL);
+	qsort(ref, n, sizeof *ref, ref_cmp);
+	const void *rec;
+	size_t len;
+	for (uint32_t i = 0; i < n; i++) {
+		assert_int_equal(extsort_next(s, &rec, &len), 1);
+		uint32_t key, serial;
+		memcpy(&key, rec, 4);
+		memcpy(&serial, (const uint8_t *)rec + 4, 4);
+		assert_int_equal(key, ref[i].key);
+		assert_int_equal(serial, ref[i].serial);
+		assert_int_equal(len, 8 + (pad ? serial % pad : 0));
+		for (size_t j = 8; j < len; j++)
+			assert_int_equal(((const uint8_t *)rec)[j], serial & 0xff);
+	}
+	assert_int_equal(extsort_next(s, &rec, &len), 0);
+	assert_int_equal(extsort_next(s, &rec, &len), 0);
+	ExtSortStats st;
+	extsort_stats(s, &st);
+	assert_int_equal(st.records, n);
+	assert_true(st.runs >= want_runs_min);
+	assert_true(st.merge_passes >= want_passes_min);
+	if (want_runs_min == 0) assert_int_equal(st.runs, 0);
+	if (want_runs_min == 0) assert_int_equal(st.disk_bytes, 0);
+	extsort_free(s);
+	free(ref);
+	assert_int_equal(files_in(dir), 0);
+	rmdir(dir);
+}
+
+static void test_in_memory(void **state)
+{
+	(void)state;
+	sort_and_check(64u << 20, 100000, 1000, 40, 0, 0);
+}
+
+static void test_runs(void **state)
+{
+	(void)state;
+	/* 1 MiB against ~6 MB of records: a handful of runs, one merge. */
+	sort_and_check(1u << 20, 200000, 5000, 40, 4, 0);
+}
+
+static void test_levels(void **state)
+{
+	(void)state;
+	/* 1 MiB merges 4 runs at once: 30 MB of records make ~45 runs, so that
+	 * runs are merged in levels before the last. */
+	sort_and_check(1u << 20, 250000, 1u << 30, 200, 20, 1);
+}
+
+static void test_edges(void **state)
+{
+	(void)state;
+	int calls = 0;
+	ExtSort *s;
+	assert_int_equal(extsort_open(&s, NULL, 0, cmp_key, &calls), 0);
+	const void *rec;
+	size_t len;
+	assert_int_equal(extsort_next(s, &rec, &len), -1); /* before finish */
+	assert_int_equal(extsort_add(s, "", (size_t)EXTSORT_MAX_RECORD + 1), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(extsort_finish(s), 0);
+	assert_int_equal(extsort_next(s, &rec, &len), 0); /* nothing added */
+	extsort_free(s);
+	/* A directory that is not there: the first run cannot be made. */
+	assert_int_equal(extsort_open(&s, "/nonexistent/joseki", 1u << 20, cmp_key, &calls), 0);
+	uint8_t big[8 + 4096] = {0};
+	int rc = 0;
+	for (int i = 0; i < 1000 && rc == 0; i++) rc = extsort_add(s, big, sizeof big);
+	assert_int_equal(rc, -1);
+	assert_int_equal(errno, ENOENT);
+	extsort_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_in_memory),
+	    cmocka_unit_test(test_runs),
+	    cmocka_unit_test(test_levels),
+	    cmocka_unit_test(test_edges),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
