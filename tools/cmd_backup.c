@@ -60,14 +60,18 @@ int cmd_backup(int argc, char **argv)
 	}
 	long long ms = (long long)(clock_ms() - t0);
 	if (json)
-		return joseki_print_json(json_pack("{s:s,s:I,s:I,s:I,s:b,s:I}", "dir", dir,
-		                                   "records", (json_int_t)st.check.records, "bytes",
-		                                   (json_int_t)st.bytes, "source_bytes",
-		                                   (json_int_t)st.source_bytes, "compact", compact,
-		                                   "time_ms", (json_int_t)ms),
-		                         0) < 0;
-	printf("backup: %s -> %s: %llu records, %llu bytes (source %llu)%s, checked, %lld ms\n",
+		return joseki_print_json(
+		           joseki_with_peak(json_pack("{s:s,s:I,s:I,s:I,s:b,s:I}", "dir", dir,
+		                                      "records", (json_int_t)st.check.records,
+		                                      "bytes", (json_int_t)st.bytes, "source_bytes",
+		                                      (json_int_t)st.source_bytes, "compact",
+		                                      compact, "time_ms", (json_int_t)ms)),
+		           0) < 0;
+	char peak[32];
+	printf("backup: %s -> %s: %llu records, %llu bytes (source %llu)%s, checked, %lld ms, peak "
+	       "memory %s\n",
 	       book, dir, (unsigned long long)st.check.records, (unsigned long long)st.bytes,
-	       (unsigned long long)st.source_bytes, compact ? ", compacted" : "", ms);
+	       (unsigned long long)st.source_bytes, compact ? ", compacted" : "", ms,
+	       joseki_peak_memory(peak, sizeof peak));
 	return 0;
 }

@@ -35,12 +35,15 @@ int cmd_compact(int argc, char **argv)
 	}
 	long long ms = (long long)(clock_ms() - t0);
 	if (json)
-		return joseki_print_json(json_pack("{s:I,s:I,s:I}", "bytes_before",
-		                                   (json_int_t)before, "bytes_after",
-		                                   (json_int_t)after, "time_ms", (json_int_t)ms),
-		                         0) < 0;
-	printf("compact: %s: %llu bytes before, %llu after (%.0f%%), %lld ms\n", book,
-	       (unsigned long long)before, (unsigned long long)after,
-	       before ? 100.0 * (double)after / (double)before : 100.0, ms);
+		return joseki_print_json(
+		           joseki_with_peak(json_pack(
+		               "{s:I,s:I,s:I}", "bytes_before", (json_int_t)before, "bytes_after",
+		               (json_int_t)after, "time_ms", (json_int_t)ms)),
+		           0) < 0;
+	char peak[32];
+	printf("compact: %s: %llu bytes before, %llu after (%.0f%%), %lld ms, peak memory %s\n",
+	       book, (unsigned long long)before, (unsigned long long)after,
+	       before ? 100.0 * (double)after / (double)before : 100.0, ms,
+	       joseki_peak_memory(peak, sizeof peak));
 	return 0;
 }

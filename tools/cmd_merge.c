@@ -139,7 +139,7 @@ int cmd_merge(int argc, char **argv)
 		    "resumed", total.resumed, "minimax", m ? m : json_null(), "time_ms",
 		    (json_int_t)(ms + 0.5), "bad_src", (json_int_t)total.bad_src, "bad_dst",
 		    (json_int_t)total.bad_dst);
-		return joseki_print_json(o, 0) < 0 ? 1 : 0;
+		return joseki_print_json(joseki_with_peak(o), 0) < 0 ? 1 : 0;
 	}
 	const char *would = opt.dry_run ? "would be " : "";
 	printf("merge%s: %llu positions read: %llu %sadded, %llu %sreplaced, %llu %sstats merged "
@@ -159,6 +159,7 @@ int cmd_merge(int argc, char **argv)
 	else if (ran_mm)
 		printf("; minimax %s (%zu changed, %zu analysed again)",
 		       mm.incremental ? "incremental" : "whole book", mm.changed, mm.affected);
-	printf("; %.0f ms\n", ms);
+	char peak[32];
+	printf("; %.0f ms, peak memory %s\n", ms, joseki_peak_memory(peak, sizeof peak));
 	return 0;
 }

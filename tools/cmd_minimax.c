@@ -168,6 +168,7 @@ int cmd_minimax(int argc, char **argv)
 		    st.has_root ? json_integer(st.root_value) : json_null(), "time_ms",
 		    (json_int_t)(ms + 0.5), "peak_rss_bytes", (json_int_t)ru.ru_maxrss * 1024);
 		json_object_set_new(o, "values", json_string(values));
+		joseki_with_peak(o);
 		return joseki_print_json(o, 0) < 0 ? 1 : 0;
 	}
 	/* The summary in lines that fit the console (a coordinator's whole-book
@@ -192,7 +193,9 @@ int cmd_minimax(int argc, char **argv)
 		         st.sweeps, st.sweeps == 1 ? "" : "s", st.rewritten, root, ms,
 		         st.full_reason);
 	}
-	snprintf(line[2], sizeof line[2], "  values from %s", values);
+	char peak[32];
+	snprintf(line[2], sizeof line[2], "  values from %s; peak memory %s", values,
+	         joseki_peak_memory(peak, sizeof peak));
 	for (int i = 0; i < 3; i++) cli_wrap(stdout, line[i], 0, 2, CLI_CONSOLE_WIDTH);
 	return 0;
 }

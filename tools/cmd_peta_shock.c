@@ -28,6 +28,7 @@
 #include "shogi/notation.h"
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
+#include "shogi/memuse.h"
 
 #define MAX_REPORTED 100 /* warnings printed before the rest are only counted */
 
@@ -183,8 +184,8 @@ int cmd_peta_shock(int argc, char **argv)
 	       st.nodes, st.moves, st.edges, st.converged_moves, st.const_nodes,
 	       st.nodes - st.const_nodes, st.check_loop1, st.check_loop2, st.warnings, out);
 	printf("peta-shock positions %zu time_ms %.0f peak_rss_kb %ld read_ms %.0f edges_ms %.0f "
-	       "analyse_ms %.0f write_ms %.0f\n",
+	       "analyse_ms %.0f write_ms %.0f peak_anon_kb %llu\n",
 	       st.nodes, ms, (long)ru.ru_maxrss, st.read_ms, st.edges_ms, st.analyse_ms,
-	       st.write_ms);
+	       st.write_ms, (unsigned long long)(memuse_anon_peak() / 1024));
 	return 0;
 }

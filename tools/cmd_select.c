@@ -27,6 +27,7 @@
 #include "shogi/position.h"
 #include "tools/cli_plan.h"
 #include "tools/commands.h"
+#include "shogi/memuse.h"
 
 #define LINE_CAP (SEL_MAX_PLY * 7 + 2 * SFEN_MAX)
 
@@ -155,11 +156,12 @@ int cmd_select(int argc, char **argv)
 		sel_get_stats(&ss, s);
 		printf("select positions %llu load_ms %.0f first_ms %.0f first_cpu_ms %.0f "
 		       "leaves_per_s %.0f rss_kb %ld expansions %llu visits %llu fetches %llu "
-		       "filter_kept %d filter_ms %.0f\n",
+		       "filter_kept %d filter_ms %.0f peak_anon_kb %llu\n",
 		       (unsigned long long)npos, t_load, t_first, cpu_first,
 		       dt > 0 && n > 1 ? (n - 1) * 1000.0 / dt : 0.0, peak_rss_kb(),
 		       (unsigned long long)ss.expansions, (unsigned long long)ss.visits,
-		       (unsigned long long)ss.fetches, ss.filter_kept, ss.filter_ms);
+		       (unsigned long long)ss.fetches, ss.filter_kept, ss.filter_ms,
+		       (unsigned long long)(memuse_anon_peak() / 1024));
 		ret = 0;
 		goto done;
 	}

@@ -58,4 +58,10 @@ void joseki_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct json_t;
 JOSEKI_MUST_USE int joseki_print_json(struct json_t *o, size_t flags);
 
+/* The process's peak anonymous memory so far (shogi/memuse.h: the sampler
+ * runs from the command's start), as a summary line says it ("212 MiB"), in
+ * buf; and into o as "peak_anon_bytes" (o may be NULL). */
+const char *joseki_peak_memory(char *buf, size_t len);
+struct json_t *joseki_with_peak(struct json_t *o);
+
 #endif

@@ -13,6 +13,7 @@
 #include "shogi/errmsg.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
+#include "shogi/memuse.h"
 
 static const struct {
 	const char *name;
@@ -83,6 +84,19 @@ void joseki_error(const char *fmt, ...)
 	        out ? errmsg_escape(out, cap, msg, len) : errmsg_escape(cut, sizeof cut, msg, len));
 	free(out);
 	if (msg != small) free(msg);
+}
+
+const char *joseki_peak_memory(char *buf, size_t len)
+{
+	return memuse_format(memuse_anon_peak(), buf, len);
+}
+
+json_t *joseki_with_peak(json_t *o)
+{
+	if (o)
+		json_object_set_new(o, "peak_anon_bytes",
+		                    json_integer((json_int_t)memuse_anon_peak()));
+	return o;
 }
 
 int joseki_print_json(json_t *o, size_t flags)
@@ -176,6 +190,7 @@ int main(int argc, char **argv)
 	shogi_init();
 	g_command = argv[1];
 	catch_damage();
+	memuse_start();
 	/* Not listed: the coordinator benchmark's load generator (tools/bench_cluster.sh). */
 	if (!strcmp(argv[1], "bench-work")) return cmd_bench_work(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)

@@ -62,6 +62,11 @@ static void test_compact__frees_the_pages_and_keeps_every_record(void **state)
 	/* Minimax goes on incrementally from its kept state. */
 	json_t *m = ts_run_json(0, "%s minimax %s/b --json", ts_joseki(), dir);
 	assert_true(json_is_true(json_object_get(m, "incremental")));
+	/* Its own memory at the peak (shogi/memuse.h), not the book's mapped pages:
+	 * more than nothing, less than what it reported resident. */
+	assert_true(ts_jint(m, "peak_anon_bytes") > 0);
+	assert_true(ts_jint(m, "peak_anon_bytes") <= ts_jint(m, "peak_rss_bytes"));
+	assert_true(ts_jint(c, "peak_anon_bytes") > 0);
 	json_decref(m);
 	json_decref(s0);
 	json_decref(s1);
