@@ -77,16 +77,17 @@ static int item_cmp(const void *a, const void *b, void *arg)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* A new run file, unlinked at once. */
-static FILE *new_run_file(const ExtSort *s)
+FILE *extsort_temp_file(const char *dir)
 {
-	size_t plen = strlen(s->dir) + 32;
+	if (!dir) dir = getenv("TMPDIR");
+	if (!dir || !*dir) dir = "/tmp";
+	size_t plen = strlen(dir) + 32;
 	char *path = malloc(plen);
 	if (!path) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	snprintf(path, plen, "%s/joseki-sort-XXXXXX", s->dir);
+	snprintf(path, plen, "%s/joseki-sort-XXXXXX", dir);
 	int fd = mkstemp(path);
 	if (fd >= 0) unlink(path);
 	free(path);
@@ -94,6 +95,12 @@ static FILE *new_run_file(const ExtSort *s)
 	FILE *f = fdopen(fd, "w+b");
 	if (!f) close(fd);
 	return f;
+}
+
+/* A new run file, unlinked at once. */
+static FILE *new_run_file(const ExtSort *s)
+{
+	return extsort_temp_file(s->dir);
 }
 
 static int put_record(FILE *f, const void *rec, uint32_t len)

@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "shogi/errors.h"
 
@@ -61,6 +62,11 @@ JOSEKI_MUST_USE int extsort_finish(ExtSort *s);
 JOSEKI_MUST_USE int extsort_next(ExtSort *s, const void **rec, size_t *len);
 
 void extsort_stats(const ExtSort *s, ExtSortStats *st);
+
+/* A new temporary file in dir (NULL: $TMPDIR or /tmp), open for reading and
+ * writing and already unlinked, as the runs are: for a pass's own spill
+ * files. NULL with errno on failure. */
+FILE *extsort_temp_file(const char *dir);
 
 /* Frees everything; the run files go with their descriptors. */
 void extsort_free(ExtSort *s);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "bookdb/check.h"
 #include "bookdb/synth.h"
@@ -30,13 +31,21 @@ static BookDB *open_book(const char *dir, const char *name)
 	return db;
 }
 
-static void synth(BookDB *db, uint64_t n, uint64_t seed, bool unsorted)
+static BookSynthStats synth_mem(BookDB *db, uint64_t n, uint64_t seed, bool unsorted,
+                                uint64_t memory, const char *tmpdir)
 {
 	char err[BOOKDB_ERRLEN];
-	BookSynthOptions o = {.positions = n, .seed = seed, .unsorted = unsorted};
+	BookSynthOptions o = {
+	    .positions = n, .seed = seed, .unsorted = unsorted, .memory = memory, .tmpdir = tmpdir};
 	BookSynthStats st;
 	if (bookdb_synth(&st, db, &o, err)) fail_msg("synth: %s", err);
 	assert_int_equal(st.positions, n);
+	return st;
+}
+
+static void synth(BookDB *db, uint64_t n, uint64_t seed, bool unsorted)
+{
+	synth_mem(db, n, seed, unsorted, 0, NULL);
 }
 
 static uint64_t count(BookDB *db)
@@ -115,11 +124,131 @@ static void test_synth__sound_deterministic_books(void **state)
 	free(dir);
 }
 
+/* The names in dir that start with joseki- (the sort's and synth's temporary
+ * files). */
+static int temp_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d) return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "joseki-", 7)) n++;
+	closedir(d);
+	return n;
+}
+
+static void test_synth__same_book_whatever_the_memory(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	BookDB *a = open_book(dir, "a"), *b = open_book(dir, "b"), *u = open_book(dir, "u");
+	/* 20,000 positions: about 2.5 MB of records, past a 1 MiB budget. */
+	BookSynthStats sa = synth_mem(a, 20000, 3, false, 0, dir);
+	BookSynthStats sb = synth_mem(b, 20000, 3, false, 1 << 20, dir);
+	synth_mem(u, 20000, 3, true, 1 << 20, dir);
+	assert_int_equal(sa.sort_runs, 0); /* all in memory */
+	assert_true(sb.sort_runs > 1);     /* sorted runs on disk */
+	assert_true(sb.visits > sb.positions);
+	assert_true(same(a, b));
+	assert_true(same(a, u));
+	assert_int_equal(temp_files(dir), 0);
+	/* Into books that have positions: the book's are left out, the same way. */
+	sa = synth_mem(a, 15000, 4, false, 0, dir);
+	sb = synth_mem(b, 15000, 4, false, 1 << 20, dir);
+	assert_int_equal(sa.sort_runs, 0);
+	assert_true(sb.sort_runs > 1);
+	assert_int_equal(count(a), 35000);
+	assert_true(same(a, b));
+	char err[BOOKDB_ERRLEN];
+	BookCheckStats cs;
+	assert_int_equal(bookdb_check(&cs, b, NULL, NULL, NULL, err), 0);
+	assert_int_equal(cs.records, 35000);
+	assert_int_equal(cs.bad, 0);
+	bookdb_free(a);
+	bookdb_free(b);
+	bookdb_free(u);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* 1 when every record of part is in whole with the same bytes. */
+static int subset(BookDB *part, BookDB *whole)
+{
+	BookTxn *tp, *tw;
+	BookIter *it;
+	assert_int_equal(bookdb_txn_begin(&tp, part, false), 0);
+	assert_int_equal(bookdb_txn_begin(&tw, whole, false), 0);
+	assert_int_equal(bookdb_iter_open(&it, tp), 0);
+	int ok = 1, r;
+	Key k;
+	const uint8_t *v, *w;
+	size_t lv, lw;
+	while (ok && (r = bookdb_iter_next(it, &k, &v, &lv)) == 1)
+		ok = bookdb_get_raw(&w, &lw, tw, k) == 0 && lw == lv && !memcmp(v, w, lv);
+	bookdb_iter_free(it);
+	bookdb_txn_abort(tp);
+	bookdb_txn_abort(tw);
+	return ok;
+}
+
+/* kill -9 at random moments of synth in sorted runs: the book opens, passes
+ * check and holds only records of the uninterrupted run; no temporary file is
+ * left beside it. */
+static void test_synth__kill_9_out_of_core(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_synth__kill_9_out_of_core");
+	char *dir = ts_mkdtemp(), *err = NULL;
+	int rc = ts_runf(NULL, &err, "%s synth %s/ref --positions 60000 --memory 1M --quiet",
+	                 ts_joseki(), dir);
+	if (rc != 0) fail_msg("reference: %s", err);
+	free(err);
+	BookDB *ref = open_book(dir, "ref");
+	int killed = 0, partial = 0;
+	for (int round = 0; round < 8; round++) {
+		unsigned us = (unsigned)(ts_rand(&rng) % 500000);
+		char *out = NULL, book[600];
+		snprintf(book, sizeof book, "%s/k%d", dir, round);
+		rc = ts_runf(
+		    &out, NULL,
+		    "%s synth %s --positions 60000 --memory 1M --batch 4000 --quiet "
+		    ">/dev/null 2>&1 & p=$!; sleep 0.%06u; kill -9 $p 2>/dev/null; wait $p; "
+		    "echo rc=$?",
+		    ts_joseki(), book, us);
+		assert_int_equal(rc, 0);
+		if (strstr(out, "rc=137")) killed++;
+		free(out);
+		if (temp_files(book))
+			fail_msg("round %d (after %u us): a temporary file left", round, us);
+		char path[700];
+		snprintf(path, sizeof path, "%s/data.mdb", book);
+		if (ts_file_size(path) == 0) continue; /* killed before the book was made */
+		err = NULL;
+		rc = ts_runf(NULL, &err, "%s check %s", ts_joseki(), book);
+		if (rc != 0) fail_msg("round %d (killed after %u us): check: %s", round, us, err);
+		free(err);
+		BookDB *k = open_book(dir, book + strlen(dir) + 1);
+		uint64_t n = count(k);
+		if (n > 0 && n < 60000) partial++;
+		if (!subset(k, ref)) fail_msg("round %d: a record not the full run's", round);
+		bookdb_free(k);
+	}
+	print_message("%d of 8 runs killed mid-way, %d with part of the book written\n", killed,
+	              partial);
+	assert_true(killed > 0);
+	bookdb_free(ref);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_synth__sound_deterministic_books),
+	    cmocka_unit_test(test_synth__same_book_whatever_the_memory),
+	    cmocka_unit_test(test_synth__kill_9_out_of_core),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
