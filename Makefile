@@ -36,7 +36,7 @@ TEST_BIN  = $(TEST_SRC:%.c=$(BUILD)/%)
 LIB       = $(BUILD)/libjoseki.a
 DEPS_OK   = $(BUILD)/.deps-ok
 
-.PHONY: native FORCE soak all test test-slurm bench bench-book bench-cycle bench-strength tune asan fuzz fuzz-ci demo clean format format-check deps
+.PHONY: native FORCE soak all test test-slurm bench bench-book bench-cycle bench-scale bench-strength tune asan fuzz fuzz-ci demo clean format format-check deps
 # Keep object files make would otherwise treat as intermediate and delete.
 .SECONDARY:
 
@@ -164,6 +164,13 @@ bench-book: joseki
 # size it; BENCH_CYCLE_SMOKE=1 is CI's short form, tests/play/test_bench_cycle.c).
 bench-cycle: joseki
 	@tools/bench-cycle.sh
+
+# Every whole-book command on a synthetic book of SCALE_POSITIONS (default 100 M) and of
+# SCALE_SMALL (10 M): wall, CPU, peak anonymous memory, disk, and how each grows between
+# the two (tools/bench-scale.sh; hours at 100 M; SCALE_SMOKE=1 is CI's short form,
+# tests/tools/test_bench_scale.c). Not part of make test.
+bench-scale: joseki
+	@JOSEKI=$(CURDIR)/joseki tools/bench-scale.sh
 
 FORMAT_SRC = $(LIB_SRC) $(TOOL_SRC) tools/tune/tune.c $(TEST_SRC) $(TSUP_SRC) $(FUZZ_SRC) $(wildcard */*.h tests/*/*.h)
 format:

@@ -1,0 +1,112 @@
+/*
+ * tests/tools/test_bench_scale.c — `make bench-scale` in its smoke form
+ * (SCALE_SMOKE=1 tools/bench-scale.sh: 20,000 and 100,000 positions), so that
+ * the benchmark cannot rot: every command's line at both sizes with each
+ * figure, none failed, a growth line for each; and the refusal of a work
+ * directory without the disk for the size asked.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tests/support/support.h"
+
+static const char *const commands[] = {
+    "synth",
+    "minimax-full",
+    "minimax-incremental",
+    "export-yaneuraou",
+    "peta-shock",
+    "export-apery",
+    "export-partial",
+    "merge",
+    "check",
+    "backup",
+    "compact",
+    "stats",
+    "query",
+    "select",
+    "serve",
+    "serve-work",
+};
+
+static void test_bench_scale__the_smoke_form_measures_every_command(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	int rc =
+	    ts_runf(&out, &err, "SCALE_SMOKE=1 JOSEKI=%s SCALE_DIR=%s/work tools/bench-scale.sh",
+	            ts_joseki(), dir);
+	if (rc != 0) fail_msg("bench-scale: exit %d\n%s%s", rc, out, err);
+	if (strstr(out, " failed (")) fail_msg("a command failed:\n%s", out);
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		const int sizes[] = {20000, 100000};
+		for (int k = 0; k < 2; k++) {
+			char want[128];
+			snprintf(want, sizeof want, "bench-scale: %s positions %d wall_s ",
+			         commands[i], sizes[k]);
+			const char *line = strstr(out, want);
+			if (!line) fail_msg("no line '%s...':\n%s", want, out);
+			const char *end = strchr(line, '\n');
+			assert_non_null(end);
+			char *l = strndup(line, (size_t)(end - line));
+			assert_non_null(strstr(l, " cpu_s "));
+			assert_non_null(strstr(l, " peak_anon_mb "));
+			assert_non_null(strstr(l, " positions_per_s "));
+			/* Every command wrote or read a book or a file: bytes on disk. */
+			const char *d = strstr(l, " disk_bytes ");
+			assert_non_null(d);
+			assert_true(strtoull(d + 12, NULL, 10) > 0);
+			if (!strcmp(commands[i], "serve"))
+				assert_non_null(strstr(l, " first_query_s "));
+			if (!strcmp(commands[i], "serve-work"))
+				assert_non_null(strstr(l, " first_acquire_s "));
+			free(l);
+		}
+		char growth[128];
+		snprintf(growth, sizeof growth, "bench-scale: %s growth time_exponent ",
+		         commands[i]);
+		if (!strstr(out, growth)) fail_msg("no growth line for %s:\n%s", commands[i], out);
+	}
+	/* The synthetic book is the size asked, at both sizes. */
+	assert_non_null(strstr(out, "bench-scale: synth positions 100000 "));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_bench_scale__refuses_a_disk_without_room(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	/* 10^15 positions: no disk here has the room. */
+	int rc =
+	    ts_runf(&out, &err,
+	            "SCALE_POSITIONS=1000000000000000 SCALE_SMALL=1000 JOSEKI=%s SCALE_DIR=%s/work "
+	            "tools/bench-scale.sh",
+	            ts_joseki(), dir);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "GiB free"));
+	assert_non_null(strstr(err, "set SCALE_DIR to a disk with room"));
+	assert_null(strstr(out, "bench-scale: synth"));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_bench_scale__the_smoke_form_measures_every_command),
+	    cmocka_unit_test(test_bench_scale__refuses_a_disk_without_room),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,281 @@
+#!/bin/sh
+# tools/bench-scale.sh — `make bench-scale`: every whole-book command on a synthetic book of
+# SCALE_POSITIONS positions (default 100000000), then again how its time and memory grow from
+# SCALE_SMALL (default 10000000) to that: the measure of issue 43, "a billion positions on one
+# machine" (docs/notes/bookdb.md, "Scale"). Not part of `make test`.
+#
+# The commands, in this order, each on the book the one before left (sizes: a book of N):
+#   synth, minimax --full, minimax (incremental: after N/1000 + 100 positions more, added by an
+#   untimed synth), export (yaneuraou, apery, and a partial one: --max-ply 40 --min-depth 15),
+#   peta-shock on the exported YaneuraOu book, merge (the book into a new one: a whole-book
+#   merge, then its minimax), check, backup, compact, stats, query startpos, select --count 10
+#   (the first leaves; it keeps its snapshot in the book, left there), serve (listening, then the first /v1/query answered) and serve --work
+#   (the coordinator: listening, then the first acquire answered, through `joseki bench-work`
+#   with one client). Each prints one line
+#     bench-scale: CMD positions N wall_s W cpu_s C peak_anon_mb M disk_bytes D positions_per_s R
+#   W wall seconds (the services: from the start to the first answer; their line adds listen_s
+#   and first_query_s or first_acquire_s), C user+system CPU seconds of the command and its
+#   children, M the peak of the anonymous resident memory (resident less file-backed and
+#   shared: a mapped book's pages are not counted) summed over the command's joseki
+#   processes, sampled from /proc every 0.1 s from outside, so commands that do not print it
+#   are measured too (a peak shorter than that may be missed); D the bytes of what the
+#   command wrote (the book for synth, minimax, compact; the output file or directory for
+#   export, peta-shock, merge, backup), or of the book it read; R = N / W. A command that
+#   fails or runs past SCALE_TIMEOUT seconds (default 3600) prints
+#     bench-scale: CMD positions N failed (reason)
+#   and the bench goes on. Then a line a command measured at both sizes:
+#     bench-scale: CMD growth time_exponent E memory_exponent F
+#   E = ln(W_N / W_small) / ln(N / small), the same for M (1: linear; 0: flat).
+#
+# SCALE_DIR: the work directory (default a new one under /var/tmp, removed at the end; one
+# given is kept, its books removed as each size ends). The bench refuses to start when its
+# file system has less free than 300 bytes a position of N (the book, about 100 bytes a
+# position, a copy of it for merge, backup or compact, and one export at a time; each side
+# output is removed once measured). SCALE_MEMORY (e.g. 1G) is passed as --memory to every
+# command whose --help lists it. SCALE_SMOKE=1: a tiny form, 100,000 and 20,000 positions
+# unless given, that tests/tools/test_bench_scale.c runs so that this script cannot rot.
+set -u
+J=${JOSEKI:-./joseki}
+if [ "${SCALE_SMOKE:-0}" = 1 ]; then
+	N=${SCALE_POSITIONS:-100000}
+	SMALL=${SCALE_SMALL:-20000}
+else
+	N=${SCALE_POSITIONS:-100000000}
+	SMALL=${SCALE_SMALL:-10000000}
+fi
+TIMEOUT=${SCALE_TIMEOUT:-3600}
+MEM=${SCALE_MEMORY:-}
+PER_POS=300 # bytes of free disk a position of N the bench needs
+
+if [ "$SMALL" -ge "$N" ]; then
+	echo "bench-scale: SCALE_SMALL ($SMALL) must be below SCALE_POSITIONS ($N)" >&2
+	exit 2
+fi
+if [ -n "${SCALE_DIR:-}" ]; then
+	W=$SCALE_DIR
+	mkdir -p "$W" || exit 1
+else
+	W=$(mktemp -d /var/tmp/joseki-scale.XXXXXX) || exit 1
+fi
+pids=
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	if [ -z "${SCALE_DIR:-}" ]; then rm -rf "$W"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+avail=$(df -Pk "$W" | awk 'NR == 2 {print $4}')
+need=$((N * PER_POS / 1024))
+if [ "$avail" -lt "$need" ]; then
+	echo "bench-scale: $W has $((avail / 1048576)) GiB free; $N positions need about" \
+		"$((need / 1048576 + 1)) GiB ($PER_POS bytes a position: the book, a copy of it for" \
+		"merge, backup and compact, one export at a time): set SCALE_DIR to a disk with room" \
+		"or SCALE_POSITIONS lower" >&2
+	exit 1
+fi
+echo "bench-scale: positions $N and $SMALL in $W (timeout ${TIMEOUT} s a command${MEM:+, --memory $MEM})" >&2
+
+# memopt CMD: --memory SCALE_MEMORY when CMD takes it.
+memopt() {
+	if [ -n "$MEM" ] && $J "$1" --help 2>&1 | grep -q -- '--memory'; then
+		echo "--memory $MEM"
+	fi
+}
+
+# anon PID...: the anonymous resident kB summed over PIDs and their joseki descendants.
+anon_tree() {
+	total=0
+	todo=$*
+	while [ -n "$todo" ]; do
+		set -- $todo
+		p=$1
+		shift
+		todo=$*
+		kids=$(cat /proc/"$p"/task/*/children 2>/dev/null)
+		todo="$todo $kids"
+		todo=$(echo $todo)
+		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = joseki ] || continue
+		a=$(awk -v ps="$(getconf PAGESIZE)" '{print ($2 - $3) * ps / 1024}' /proc/"$p"/statm 2>/dev/null)
+		total=$((total + ${a:-0}))
+	done
+	echo "$total"
+}
+
+# sample PID: the peak of anon_tree PID every 0.1 s while PID lives, into $W/peak_kb.
+sample() {
+	peak=0
+	while kill -0 "$1" 2>/dev/null; do
+		a=$(anon_tree "$1")
+		[ "$a" -gt "$peak" ] && peak=$a && echo "$peak" >"$W/peak_kb"
+		sleep 0.1
+	done
+}
+
+# result CMD N WALL CPU PEAK_KB DISK [EXTRA]: the line, and the figures for the growth.
+result() {
+	awk -v c="$1" -v n="$2" -v w="$3" -v cpu="$4" -v kb="$5" -v d="$6" -v x="${7:-}" 'BEGIN {
+		printf "bench-scale: %s positions %d wall_s %.2f cpu_s %.2f peak_anon_mb %.0f disk_bytes %d positions_per_s %.0f%s\n",
+		    c, n, w, cpu, kb / 1024, d, (w > 0 ? n / w : 0), (x != "" ? " " x : "")
+	}'
+	echo "$1 $2 $3 $5" >>"$W/results"
+}
+
+failed() {
+	echo "bench-scale: $1 positions $2 failed ($3)"
+}
+
+bytes() { du -sb "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+
+# measure CMD N OUT ARGS...: runs ARGS (a joseki command) within the timeout, measured;
+# OUT is what its disk_bytes counts.
+measure() {
+	c=$1 n=$2 out=$3
+	shift 3
+	echo 0 >"$W/peak_kb"
+	t0=$(date +%s.%N)
+	/usr/bin/time -f "%U %S" -o "$W/time" timeout "$TIMEOUT" "$@" >"$W/out" 2>"$W/err" &
+	tp=$!
+	sample "$tp"
+	wait "$tp"
+	rc=$?
+	t1=$(date +%s.%N)
+	if [ "$rc" = 124 ]; then
+		failed "$c" "$n" "timeout after $TIMEOUT s"
+		return 1
+	elif [ "$rc" != 0 ]; then
+		failed "$c" "$n" "exit $rc: $(grep -v '^Command exited' "$W/err" | tail -n 1)"
+		return 1
+	fi
+	wall=$(echo "$t0 $t1" | awk '{print $2 - $1}')
+	cpu=$(tail -n 1 "$W/time" | awk '{print $1 + $2}')
+	result "$c" "$n" "$wall" "$cpu" "$(cat "$W/peak_kb")" "$(bytes "$out")"
+}
+
+# port_of FILE: the port of the first http://127.0.0.1:PORT/ in FILE.
+port_of() { sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$1" | head -n 1; }
+
+# service CMD N BOOK FIRST ARGS...: starts a service (ARGS), waits for it to listen (listen_s),
+# then for FIRST's answer (a shell command run with $port set; prints the seconds it took
+# itself, or nothing to be timed from outside); CPU and peak while it ran; then stops it.
+service() {
+	c=$1 n=$2 book=$3 first=$4
+	shift 4
+	echo 0 >"$W/peak_kb"
+	t0=$(date +%s.%N)
+	"$@" >"$W/out" 2>"$W/err" &
+	sp=$!
+	pids="$pids $sp"
+	sample "$sp" &
+	smp=$!
+	port=
+	while [ -z "$port" ]; do
+		if ! kill -0 "$sp" 2>/dev/null; then
+			kill "$smp" 2>/dev/null
+			failed "$c" "$n" "it did not start: $(tail -n 1 "$W/err")"
+			return 1
+		fi
+		if [ "$(echo "$t0 $(date +%s.%N)" | awk '{print int($2 - $1)}')" -ge "$TIMEOUT" ]; then
+			kill "$sp" "$smp" 2>/dev/null
+			wait "$sp" 2>/dev/null
+			failed "$c" "$n" "not listening after $TIMEOUT s"
+			return 1
+		fi
+		port=$(port_of "$W/err")
+		[ -n "$port" ] || sleep 0.05
+	done
+	t1=$(date +%s.%N)
+	own=$(port=$port timeout "$TIMEOUT" sh -c "$first" 2>"$W/first.err")
+	frc=$?
+	t2=$(date +%s.%N)
+	hz=$(getconf CLK_TCK)
+	cpu=$(awk -v hz="$hz" '{print ($14 + $15 + $16 + $17) / hz}' /proc/"$sp"/stat)
+	kill -TERM "$sp" 2>/dev/null
+	wait "$sp" 2>/dev/null
+	wait "$smp" 2>/dev/null
+	if [ "$frc" != 0 ]; then
+		failed "$c" "$n" "first answer: exit $frc: $(tail -n 1 "$W/first.err")"
+		return 1
+	fi
+	listen=$(echo "$t0 $t1" | awk '{print $2 - $1}')
+	if [ -n "$own" ]; then
+		wall=$(echo "$listen $own" | awk '{print $1 + $2}')
+	else
+		wall=$(echo "$t0 $t2" | awk '{print $2 - $1}')
+	fi
+	what=first_query_s
+	[ "$c" = serve-work ] && what=first_acquire_s
+	result "$c" "$n" "$wall" "$cpu" "$(cat "$W/peak_kb")" "$(bytes "$book")" \
+		"$(echo "$listen $wall" | awk -v w="$what" '{printf "listen_s %.2f %s %.2f", $1, w, $2}')"
+}
+
+# suite N: every command on a new book of N positions.
+suite() {
+	n=$1
+	B=$W/book-$n
+	rm -rf "$B"
+	measure synth "$n" "$B" $J synth "$B" --positions "$n" --quiet $(memopt synth) || return
+	measure minimax-full "$n" "$B" $J minimax "$B" --full --quiet $(memopt minimax)
+	if $J synth "$B" --positions $((n / 1000 + 100)) --seed 2 --quiet >/dev/null 2>"$W/err"; then
+		measure minimax-incremental "$n" "$B" $J minimax "$B" --quiet $(memopt minimax)
+	else
+		failed minimax-incremental "$n" "adding positions: $(tail -n 1 "$W/err")"
+	fi
+	ex=$(memopt export)
+	measure export-yaneuraou "$n" "$W/yo.db" $J export "$B" "$W/yo.db" --quiet $ex
+	if [ -f "$W/yo.db" ]; then
+		measure peta-shock "$n" "$W/ps.db" $J peta-shock "$W/yo.db" "$W/ps.db" --quiet \
+			$(memopt peta-shock)
+	else
+		failed peta-shock "$n" "no exported book"
+	fi
+	rm -f "$W/yo.db" "$W/ps.db"
+	measure export-apery "$n" "$W/ap.bin" $J export "$B" "$W/ap.bin" --format apery --quiet $ex
+	rm -f "$W/ap.bin"
+	measure export-partial "$n" "$W/part.db" $J export "$B" "$W/part.db" --max-ply 40 \
+		--min-depth 15 --quiet $ex
+	rm -f "$W/part.db"
+	rm -rf "$W/merged"
+	measure merge "$n" "$W/merged" $J merge "$W/merged" "$B" --quiet $(memopt merge)
+	rm -rf "$W/merged"
+	measure check "$n" "$B" $J check "$B" $(memopt check)
+	rm -rf "$W/backup"
+	measure backup "$n" "$W/backup" $J backup "$B" "$W/backup" $(memopt backup)
+	rm -rf "$W/backup"
+	measure compact "$n" "$B" $J compact "$B" $(memopt compact)
+	measure stats "$n" "$B" $J stats "$B" $(memopt stats)
+	measure query "$n" "$B" $J query "$B" startpos
+	measure select "$n" "$B" $J select "$B" --count 10 $(memopt select)
+	service serve "$n" "$B" \
+		'curl -sf "http://127.0.0.1:$port/v1/query?position=startpos" >/dev/null' \
+		$J serve "$B" --listen 127.0.0.1:0 --quiet
+	rm -f "$W/tokens"
+	if $J token add "$W/tokens" bench >"$W/token" 2>"$W/err"; then
+		# bench-work's first acquire (--rate: waited for alone, up to 10 minutes, while the
+		# coordinator's first search runs) is timed from its own start: added to listen_s.
+		service serve-work "$n" "$B" \
+			"$J bench-work --server http://127.0.0.1:\$port --token-file $W/token --clients 1 --rate 1 --seconds 1 --max 1 | sed -n 's/.*first_acquire_ms \\([0-9.-]*\\).*/\\1/p' | awk '\$1 > 0 {print \$1 / 1000; ok = 1} END {exit !ok}'" \
+			$J serve "$B" --work --tokens "$W/tokens" --listen 127.0.0.1:0 --quiet --nodes 1000 \
+			--no-snapshot
+	else
+		failed serve-work "$n" "token: $(tail -n 1 "$W/err")"
+	fi
+	rm -rf "$B"
+}
+
+: >"$W/results"
+suite "$SMALL"
+suite "$N"
+# The growth from SMALL to N, for each command measured at both.
+awk -v s="$SMALL" -v n="$N" '
+	$2 == s {ws[$1] = $3; ms[$1] = $4}
+	$2 == n {order[++k] = $1; wn[$1] = $3; mn[$1] = $4}
+	END {
+		for (i = 1; i <= k; i++) {
+			c = order[i]
+			if (!(c in ws)) continue
+			te = ws[c] > 0 && wn[c] > 0 ? sprintf("%.2f", log(wn[c] / ws[c]) / log(n / s)) : "n/a"
+			me = ms[c] > 0 && mn[c] > 0 ? sprintf("%.2f", log(mn[c] / ms[c]) / log(n / s)) : "n/a"
+			printf "bench-scale: %s growth time_exponent %s memory_exponent %s\n", c, te, me
+		}
+	}' "$W/results"
