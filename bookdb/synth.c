@@ -23,7 +23,7 @@
 /* Bytes a position costs the in-memory path at most (entry, key map, record,
  * growth): a round of more positions than budget / this goes through the
  * external sort. */
-#define SYNTH_MEM_PER_POS 256
+#define SYNTH_MEM_PER_POS 320
 /* Bytes of a write transaction's dirty pages and replay log a put costs: the
  * default batch is cut to budget / this. */
 #define SYNTH_TXN_PER_PUT 512

@@ -18,7 +18,7 @@
  * book, not always reached by its edges from the start.)
  *
  * How: in rounds. While the positions still wanted are more than the budget
- * holds (about 256 bytes each), a round makes exactly that many visits, sorts
+ * holds (about 320 bytes each), a round makes exactly that many visits, sorts
  * them by key through the external sort (shogi/extsort.h: stable, so a key's
  * first visit comes first; runs on disk in tmpdir beyond the budget), and
  * writes each key's first visit unless the book has it: appended into an

@@ -24,8 +24,10 @@
 #   fails or runs past SCALE_TIMEOUT seconds (default 3600) prints
 #     bench-scale: CMD positions N failed (reason)
 #   and the bench goes on. Then a line a command measured at both sizes:
-#     bench-scale: CMD growth time_exponent E memory_exponent F
-#   E = ln(W_N / W_small) / ln(N / small), the same for M (1: linear; 0: flat).
+#     bench-scale: CMD growth time_exponent E cpu_exponent G memory_exponent F
+#   E = ln(W_N / W_small) / ln(N / small), G and F the same of C and M (1: linear; 0: flat;
+#   n/a where a figure was 0, a run too short for the sampler). On a shared machine the
+#   wall times follow its load: G is the one to trust.
 #
 # SCALE_DIR: the work directory (default a new one under /var/tmp, removed at the end; one
 # given is kept, its books removed as each size ends). The bench refuses to start when its
@@ -118,7 +120,7 @@ result() {
 		printf "bench-scale: %s positions %d wall_s %.2f cpu_s %.2f peak_anon_mb %.0f disk_bytes %d positions_per_s %.0f%s\n",
 		    c, n, w, cpu, kb / 1024, d, (w > 0 ? n / w : 0), (x != "" ? " " x : "")
 	}'
-	echo "$1 $2 $3 $5" >>"$W/results"
+	echo "$1 $2 $3 $5 $4" >>"$W/results"
 }
 
 failed() {
@@ -268,14 +270,15 @@ suite "$SMALL"
 suite "$N"
 # The growth from SMALL to N, for each command measured at both.
 awk -v s="$SMALL" -v n="$N" '
-	$2 == s {ws[$1] = $3; ms[$1] = $4}
-	$2 == n {order[++k] = $1; wn[$1] = $3; mn[$1] = $4}
+	$2 == s {ws[$1] = $3; ms[$1] = $4; cs[$1] = $5}
+	$2 == n {order[++k] = $1; wn[$1] = $3; mn[$1] = $4; cn[$1] = $5}
 	END {
 		for (i = 1; i <= k; i++) {
 			c = order[i]
 			if (!(c in ws)) continue
 			te = ws[c] > 0 && wn[c] > 0 ? sprintf("%.2f", log(wn[c] / ws[c]) / log(n / s)) : "n/a"
+			ce = cs[c] > 0 && cn[c] > 0 ? sprintf("%.2f", log(cn[c] / cs[c]) / log(n / s)) : "n/a"
 			me = ms[c] > 0 && mn[c] > 0 ? sprintf("%.2f", log(mn[c] / ms[c]) / log(n / s)) : "n/a"
-			printf "bench-scale: %s growth time_exponent %s memory_exponent %s\n", c, te, me
+			printf "bench-scale: %s growth time_exponent %s cpu_exponent %s memory_exponent %s\n", c, te, ce, me
 		}
 	}' "$W/results"
