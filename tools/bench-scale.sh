@@ -31,9 +31,9 @@
 #
 # SCALE_DIR: the work directory (default a new one under /var/tmp, removed at the end; one
 # given is kept, its books removed as each size ends). The bench refuses to start when its
-# file system has less free than 300 bytes a position of N (the book, about 100 bytes a
-# position, a copy of it for merge, backup or compact, and one export at a time; each side
-# output is removed once measured). SCALE_MEMORY (e.g. 1G) is passed as --memory to every
+# file system has less free than 600 bytes a position of N (measured at 10 M: the book about
+# 100 bytes a position after synth, 260 with minimax's graph file; the merged copy 175; an
+# export's output and its spill files 210; each side output is removed once measured). SCALE_MEMORY (e.g. 1G) is passed as --memory to every
 # command whose --help lists it. SCALE_SMOKE=1: a tiny form, 100,000 and 20,000 positions
 # unless given, that tests/tools/test_bench_scale.c runs so that this script cannot rot.
 set -u
@@ -47,7 +47,7 @@ else
 fi
 TIMEOUT=${SCALE_TIMEOUT:-3600}
 MEM=${SCALE_MEMORY:-}
-PER_POS=300 # bytes of free disk a position of N the bench needs
+PER_POS=600 # bytes of free disk a position of N the bench needs
 
 if [ "$SMALL" -ge "$N" ]; then
 	echo "bench-scale: SCALE_SMALL ($SMALL) must be below SCALE_POSITIONS ($N)" >&2
@@ -71,8 +71,8 @@ avail=$(df -Pk "$W" | awk 'NR == 2 {print $4}')
 need=$((N * PER_POS / 1024))
 if [ "$avail" -lt "$need" ]; then
 	echo "bench-scale: $W has $((avail / 1048576)) GiB free; $N positions need about" \
-		"$((need / 1048576 + 1)) GiB ($PER_POS bytes a position: the book, a copy of it for" \
-		"merge, backup and compact, one export at a time): set SCALE_DIR to a disk with room" \
+		"$((need / 1048576 + 1)) GiB ($PER_POS bytes a position: the book and its minimax" \
+		"graph, a copy of it for merge, backup and compact, one export at a time): set SCALE_DIR to a disk with room" \
 		"or SCALE_POSITIONS lower" >&2
 	exit 1
 fi
@@ -117,7 +117,7 @@ sample() {
 # result CMD N WALL CPU PEAK_KB DISK [EXTRA]: the line, and the figures for the growth.
 result() {
 	awk -v c="$1" -v n="$2" -v w="$3" -v cpu="$4" -v kb="$5" -v d="$6" -v x="${7:-}" 'BEGIN {
-		printf "bench-scale: %s positions %d wall_s %.2f cpu_s %.2f peak_anon_mb %.0f disk_bytes %d positions_per_s %.0f%s\n",
+		printf "bench-scale: %s positions %d wall_s %.2f cpu_s %.2f peak_anon_mb %.0f disk_bytes %.0f positions_per_s %.0f%s\n",
 		    c, n, w, cpu, kb / 1024, d, (w > 0 ? n / w : 0), (x != "" ? " " x : "")
 	}'
 	echo "$1 $2 $3 $5 $4" >>"$W/results"
