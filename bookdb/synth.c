@@ -425,7 +425,8 @@ static int round_sorted(Synth *s, uint64_t visits, BookTxn *rtxn, FILE **found, 
 		size_t len;
 		int got = extsort_next(xs, &p, &len);
 		if (got < 0) goto sort_fail;
-		FoundHead h = {0};
+		FoundHead h;
+		memset(&h, 0, sizeof h); /* the padding too: it is written */
 		if (got) memcpy(&h.key, p, sizeof h.key);
 		/* The found entries before this key go over as they are. */
 		while (ohave && (!got || key_cmp(oh.key, h.key) < 0)) {
