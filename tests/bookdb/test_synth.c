@@ -248,6 +248,13 @@ static void test_synth__kill_9_out_of_core(void **state)
 		if (ts_file_size(path) == 0) continue; /* killed before the book was made */
 		err = NULL;
 		rc = ts_runf(NULL, &err, "%s check %s", ts_joseki(), book);
+		/* Killed before the first commit, which makes the book's databases
+		 * and schema at once: an LMDB file that is no book yet (the next
+		 * writer makes it), never a half-made one. */
+		if (rc != 0 && err && strstr(err, "not a joseki book") && !strstr(err, "schema")) {
+			free(err);
+			continue;
+		}
 		if (rc != 0) fail_msg("round %d (killed after %u us): check: %s", round, us, err);
 		free(err);
 		BookDB *k = open_book(dir, book + strlen(dir) + 1);
