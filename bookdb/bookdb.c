@@ -196,7 +196,8 @@ static int init_meta(BookDB *db, MDB_txn *txn, const BookDBOptions *opt)
 	         "{\"schema\": %d, \"created\": %lld, \"settings\": \"%s\"}", BOOKDB_SCHEMA_VERSION,
 	         (long long)time(NULL), opt && opt->settings ? opt->settings : "");
 	MDB_val k2 = {7, "created"}, v2 = {strlen(settings), settings};
-	return mdb_put(txn, db->dbi[BOOKDB_META], &k2, &v2, 0);
+	rc = mdb_put(txn, db->dbi[BOOKDB_META], &k2, &v2, 0);
+	return rc ? rc : bdb_counts_init(txn, db->dbi[BOOKDB_META]);
 }
 
 /*
@@ -604,6 +605,13 @@ int bookdb_txn_commit(BookTxn *t)
 		txn_free(t);
 		return BOOKDB_ELMDB;
 	}
+	/* The kept counts, stamped with this commit (counts.c), when it commits
+	 * anything: a write transaction that wrote nothing commits nothing, and
+	 * LMDB gives it no id. */
+	if (t->write && t->log_len && (rc = bdb_counts_commit(t))) {
+		bookdb_txn_abort(t);
+		return rc;
+	}
 	/* The last sequence number given out survives consumed entries and overflow
 	 * in meta; written once per transaction, and logged for a replay. */
 	if (t->chg_dirty) {
@@ -659,6 +667,7 @@ int bookdb_kv_get(const void **val, size_t *vlen, BookTxn *t, BookDbName db, con
 	if (db_absent(t->db, db)) return BOOKDB_ENOTFOUND;
 	MDB_val k = {klen, (void *)key}, v;
 	int rc = mdb_get(t->txn, t->db->dbi[db], &k, &v);
+	bdb_pos_reads_tls += db == BOOKDB_POS;
 	if (rc) return bdb_xlate(rc);
 	*val = v.mv_data;
 	*vlen = v.mv_size;
@@ -767,6 +776,7 @@ int bookdb_kv_iter_open(BookIter **out, BookTxn *t, BookDbName db)
 		free(it);
 		return bdb_xlate(rc);
 	}
+	it->pos = db == BOOKDB_POS;
 	*out = it;
 	return 0;
 }
@@ -799,6 +809,7 @@ int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void
 		rc = mdb_cursor_get(it->cur, &k, &v, it->started ? MDB_NEXT : MDB_FIRST);
 	}
 	it->started = true;
+	bdb_pos_reads_tls += it->pos;
 	if (rc == MDB_NOTFOUND) return 0;
 	if (rc) return bdb_xlate(rc);
 	*key = k.mv_data;

@@ -361,6 +361,61 @@ JOSEKI_MUST_USE int bookdb_changes_consume(BookTxn *txn, uint64_t upto);
  */
 JOSEKI_MUST_USE int bookdb_changes_hold(BookTxn *txn, bool on);
 
+/*
+ * ---- Kept counts ----
+ *
+ * The store keeps counts of its records in meta, written by every write
+ * transaction that commits anything, in that transaction: a kill -9 loses
+ * them with the records they describe, never one without the other. Each
+ * pos write adds what its record holds and takes off what the record it
+ * replaces held (one lookup of the old record before the write; none for an
+ * append). A book without them (made before they were kept), or one written
+ * since by a build that does not keep them, or compacted (LMDB numbers a
+ * compacting copy's transaction 1), is counted again, one pass over the
+ * records' heads, by its next write transaction's commit; until then readers
+ * are told they are not kept. docs/bookdb.md, "Kept counts".
+ */
+typedef struct {
+	bool kept;        /* the counts describe the records as txn sees them; else 0 */
+	uint64_t thought; /* records with BOOKDB_REC_THOUGHT */
+	uint64_t moves;   /* the records' nmoves, summed */
+} BookCounts;
+/* The kept counts as txn sees them (a write transaction: its own writes in).
+ * A record whose head does not decode counts in neither (bookdb_record_peek).
+ * Returns 0 (out->kept false when there are none to trust) or a negative
+ * BOOKDB_* code. */
+JOSEKI_MUST_USE int bookdb_counts(BookCounts *out, BookTxn *txn);
+/* The same counted now, one pass over the records' heads (the pages of the
+ * whole pos database), with the positions passed: for checks and tests. */
+JOSEKI_MUST_USE int bookdb_counts_recount(BookCounts *out, uint64_t *positions, BookTxn *txn);
+
+/* What the last whole-book scan (joseki stats --scan) counted, kept in meta:
+ * what cannot be kept by a record's own change (a new position makes its
+ * parents no leaves; soundness needs the rules). */
+typedef struct {
+	bool known;   /* a scan was stored */
+	bool current; /* no commit since the one that stored it, as txn sees it */
+	int64_t time; /* when it was counted (unix seconds) */
+	uint64_t seq; /* the change log's last sequence number given out then */
+	uint64_t leaves, corrupt;
+} BookScanKept;
+/* Reads it (known false when none). 0 or a negative BOOKDB_* code. */
+JOSEKI_MUST_USE int bookdb_scan_get(BookScanKept *out, BookTxn *txn);
+/* Stores s (known and current ignored), counted in the snapshot whose id is
+ * at (bookdb_txn_id of the scan's read transaction), in the write
+ * transaction txn, which must write nothing else: current after its commit
+ * when no commit came between the snapshot and txn. BOOKDB_EREADONLY on a
+ * read transaction. */
+JOSEKI_MUST_USE int bookdb_scan_put(BookTxn *txn, uint64_t at, const BookScanKept *s);
+/* LMDB's id of txn: a read transaction's is its snapshot's (the last commit
+ * it sees), a write transaction's the one its commit will have. */
+uint64_t bookdb_txn_id(const BookTxn *txn);
+/* Records of pos this thread has read through the store (bookdb_get*,
+ * bookdb_kv_get on pos, each step of an iterator over pos) since it began:
+ * how a test tells a reader that reads no records. Not the snapshot index's
+ * reads, nor the store's own (the kept counts). */
+uint64_t bookdb_pos_reads(void);
+
 /* Puts the 16-byte big-endian key form (key_to_bytes) into out. */
 static inline void bookdb_key_bytes(Key k, uint8_t out[16])
 {

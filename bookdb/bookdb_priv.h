@@ -23,6 +23,9 @@ extern const char *const DB_NAMES[BOOKDB_NDBS];
 #define META_CHANGES "changes"
 #define META_CHANGES_SEQ "changes_seq"
 #define META_CHANGES_HOLD "changes_hold"
+/* Meta keys of the kept counts and the last scan's (counts.c). */
+#define META_COUNTS "counts"
+#define META_SCAN "scan"
 
 struct BookDB {
 	MDB_env *env;
@@ -73,12 +76,18 @@ struct BookTxn {
 	bool chg_dirty;   /* chg_seq advanced: written to meta at commit */
 	uint8_t chg_state;
 	uint64_t chg_seq, chg_entries;
+	/* The kept counts (counts.c), read at the first pos write or at commit;
+	 * cnt_valid: they describe the records, and this transaction's writes
+	 * are added to them as it makes them (else its commit counts them all). */
+	bool cnt_loaded, cnt_valid;
+	uint64_t cnt_pos, cnt_thought, cnt_moves;
 	uint8_t *log;
 	size_t log_len, log_cap;
 };
 
 struct BookIter {
 	MDB_cursor *cur;
+	bool pos; /* over the pos database: its steps count in bookdb_pos_reads */
 	bool started;
 	MDB_val from; /* bookdb_kv_iter_open_at: the first call seeks here (mv_data NULL: none) */
 	uint8_t from_buf[64];
@@ -120,7 +129,21 @@ int bdb_writers_lock(BookDB *db, int how, char *err);
 int bdb_changes_load(BookTxn *t, bool counts);
 int bdb_changes_set_state(BookTxn *t, uint8_t state);
 int bdb_changes_note(BookTxn *t, const uint8_t kb[16]);
-/* Every write to pos: the write, then its change-log entry. */
+/* counts.c: what a pos write replaces, read before it (bdb_counts_before)
+ * and taken off the kept counts with the new record added after it
+ * (bdb_counts_after); the counts written at commit. */
+typedef struct {
+	bool had;
+	uint64_t thought, moves;
+} BookCountsDelta;
+int bdb_counts_before(BookTxn *t, int op, const uint8_t kb[16], BookCountsDelta *d);
+void bdb_counts_after(BookTxn *t, const BookCountsDelta *d, int op, const void *val, size_t len);
+int bdb_counts_commit(BookTxn *t);
+/* A new book's counts (none of anything), in its first transaction; an LMDB
+ * code. */
+int bdb_counts_init(MDB_txn *txn, MDB_dbi meta);
+extern _Thread_local uint64_t bdb_pos_reads_tls;
+/* Every write to pos: the kept counts, the write, then its change-log entry. */
 int bdb_pos_write(BookTxn *t, int op, const uint8_t kb[16], const void *val, size_t len);
 
 #endif

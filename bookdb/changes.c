@@ -90,12 +90,19 @@ int bdb_changes_note(BookTxn *t, const uint8_t kb[16])
 	return 0;
 }
 
-/* Every write to pos goes through here: the write, then its change-log entry. */
+/* Every write to pos goes through here: the kept counts (counts.c), the
+ * write, then its change-log entry. */
 int bdb_pos_write(BookTxn *t, int op, const uint8_t kb[16], const void *val, size_t len)
 {
-	int rc = bdb_txn_write(t, BOOKDB_POS, op, kb, 16, val, len);
-	if (rc || !t->track) return rc;
-	return bdb_changes_note(t, kb);
+	BookCountsDelta d;
+	int rc;
+	if (!t->write) return BOOKDB_EREADONLY;
+	if (!t->txn) return BOOKDB_ELMDB;
+	if ((rc = bdb_counts_before(t, op, kb, &d)) ||
+	    (rc = bdb_txn_write(t, BOOKDB_POS, op, kb, 16, val, len)))
+		return rc;
+	bdb_counts_after(t, &d, op, val, len);
+	return t->track ? bdb_changes_note(t, kb) : 0;
 }
 
 /* ---- change log: state and consumers ---- */

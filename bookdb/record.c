@@ -451,24 +451,46 @@ int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec)
 }
 
 /* Decodes everything but the position; *end receives where the packing starts. */
-static int decode_moves(BookRecord *rec, const uint8_t *in, size_t len, size_t *end)
+/* The head of a record, up to its first move: flags, min_ply, think_depth
+ * and nmoves; *pos is where the moves begin. */
+static int decode_head(BookRecordHead *h, const uint8_t *in, size_t len, size_t *pos)
 {
-	size_t pos = 0;
 	uint64_t v;
 	int rc;
+	*pos = 0;
 	if (len < 1) return BOOKDB_ECORRUPT;
-	rec->flags = in[pos++];
-	if (rec->flags & ~BOOKDB_REC_FLAGS_KNOWN) return BOOKDB_ECORRUPT;
-	if ((rc = get_varint(&v, in, len, &pos, UINT16_MAX))) return rc;
+	h->flags = in[(*pos)++];
+	if (h->flags & ~BOOKDB_REC_FLAGS_KNOWN) return BOOKDB_ECORRUPT;
+	if ((rc = get_varint(&v, in, len, pos, UINT16_MAX))) return rc;
 	if (v == 0) return BOOKDB_ECORRUPT;
-	rec->min_ply = (uint16_t)v;
-	rec->think_depth = 0;
-	if (rec->flags & BOOKDB_REC_THOUGHT) {
-		if (pos >= len) return BOOKDB_ECORRUPT;
-		rec->think_depth = in[pos++];
+	h->min_ply = (uint16_t)v;
+	h->think_depth = 0;
+	if (h->flags & BOOKDB_REC_THOUGHT) {
+		if (*pos >= len) return BOOKDB_ECORRUPT;
+		h->think_depth = in[(*pos)++];
 	}
-	if ((rc = get_varint(&v, in, len, &pos, BOOKDB_MAX_MOVES))) return rc;
-	rec->nmoves = (uint16_t)v;
+	if ((rc = get_varint(&v, in, len, pos, BOOKDB_MAX_MOVES))) return rc;
+	h->nmoves = (uint16_t)v;
+	return 0;
+}
+
+int bookdb_record_peek(BookRecordHead *h, const uint8_t *in, size_t len)
+{
+	size_t pos;
+	return decode_head(h, in, len, &pos);
+}
+
+static int decode_moves(BookRecord *rec, const uint8_t *in, size_t len, size_t *end)
+{
+	size_t pos;
+	uint64_t v;
+	BookRecordHead h;
+	int rc = decode_head(&h, in, len, &pos);
+	if (rc) return rc;
+	rec->flags = h.flags;
+	rec->min_ply = h.min_ply;
+	rec->think_depth = h.think_depth;
+	rec->nmoves = h.nmoves;
 	int prev_eval = 0, prev_value = 0;
 	uint8_t prev_nodes = 0;
 	for (int i = 0; i < rec->nmoves; i++) {

@@ -162,6 +162,21 @@ JOSEKI_MUST_USE int bookdb_record_encode_packed(uint8_t *out, size_t cap, const 
  */
 JOSEKI_MUST_USE int bookdb_record_decode(BookRecord *rec, const uint8_t *in, size_t len);
 
+/* A record's head, what bookdb_record_peek reads. */
+typedef struct {
+	uint8_t flags; /* BOOKDB_REC_* */
+	uint8_t think_depth;
+	uint16_t min_ply, nmoves;
+} BookRecordHead;
+
+/*
+ * Reads only the head of the encoded record (its first 3 to 7 bytes: flags,
+ * min_ply, think_depth, nmoves), as bookdb_record_decode checks them, for the
+ * counts the store keeps on every write (docs/bookdb.md, "Kept counts").
+ * Returns 0, or BOOKDB_ECORRUPT (h then undefined); says nothing of the rest.
+ */
+JOSEKI_MUST_USE int bookdb_record_peek(BookRecordHead *h, const uint8_t *in, size_t len);
+
 /*
  * As bookdb_record_decode but leaves the position fields (board, hand, side)
  * untouched and does not check the packing: for lookups by a caller that

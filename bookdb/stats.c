@@ -13,6 +13,9 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "shogi/memuse.h"
 
 #include "shogi/movegen.h"
 
@@ -88,6 +91,13 @@ static int scan(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos,
 			break;
 		}
 		st->positions++;
+		/* thought and moves as the store keeps them: from the head, a
+		 * record that is not sound too when its head decodes. */
+		BookRecordHead h;
+		if (bookdb_record_peek(&h, val, len) == 0) {
+			st->thought += (h.flags & BOOKDB_REC_THOUGHT) != 0;
+			st->moves += h.nmoves;
+		}
 		/* Counted corrupt as joseki check would find it (bookdb/check.h). */
 		Move legal[MOVEGEN_MAX];
 		int nl;
@@ -95,9 +105,7 @@ static int scan(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos,
 			st->corrupt++;
 			continue;
 		}
-		st->thought += (rec->flags & BOOKDB_REC_THOUGHT) != 0;
 		st->minimax_seen |= (rec->flags & BOOKDB_REC_MINIMAX) != 0;
-		st->moves += rec->nmoves;
 		if (!has_child(&ks, rec, pos, legal, nl)) st->leaves++;
 	}
 out:
@@ -119,10 +127,29 @@ int bookdb_stats_until(BookStats *st, BookDB *db, BookTxn *txn, bool full, const
 	int rc = BOOKDB_ENOMEM;
 	if (!rec || !pos) goto done;
 	st->scanned = full;
-	if (full)
+	st->txnid = bookdb_txn_id(txn);
+	if ((rc = bookdb_counts(&st->counts, txn))) goto done;
+	if (full) {
+		(void)memuse_start(); /* without its thread the peak is sampled at the end only */
+		st->leaves_time = (int64_t)time(NULL);
 		rc = scan(st, txn, rec, pos, stop);
-	else
-		rc = bookdb_count(&st->positions, txn, BOOKDB_POS);
+		st->memory_peak = memuse_anon_peak();
+		st->counts_known = st->leaves_known = st->leaves_current = true;
+	} else {
+		/* Read, not counted: the kept counts and the last scan's. */
+		BookScanKept last;
+		if ((rc = bookdb_count(&st->positions, txn, BOOKDB_POS)) ||
+		    (rc = bookdb_scan_get(&last, txn)))
+			goto done;
+		st->counts_known = st->counts.kept;
+		st->thought = st->counts.thought;
+		st->moves = st->counts.moves;
+		st->leaves_known = last.known;
+		st->leaves_current = last.current;
+		st->leaves_time = last.time;
+		st->leaves = last.leaves;
+		st->corrupt = last.corrupt;
+	}
 	if (rc < 0) goto done;
 	if ((rc = bookdb_count(&st->games, txn, BOOKDB_GAMES))) goto done;
 	if ((rc = bookdb_changes_info(&st->changes, txn))) goto done;
@@ -156,18 +183,41 @@ done:
 	return rc;
 }
 
+int bookdb_stats_keep(BookDB *db, const BookStats *st, bool *differed)
+{
+	BookTxn *w;
+	BookScanKept s = {.time = st->leaves_time,
+	                  .seq = st->changes.seq,
+	                  .leaves = st->leaves,
+	                  .corrupt = st->corrupt};
+	*differed = st->scanned && st->counts.kept &&
+	            (st->counts.thought != st->thought || st->counts.moves != st->moves);
+	int rc = bookdb_txn_begin(&w, db, true);
+	if (rc) return rc;
+	/* Counts that disagree with the records are dropped: the commit counts
+	 * them again (bookdb.h, "Kept counts"). */
+	if ((rc = bookdb_scan_put(w, st->txnid, &s)) ||
+	    (*differed && (rc = bookdb_kv_del(w, BOOKDB_META, "counts", 6)) < 0 &&
+	     rc != BOOKDB_ENOTFOUND)) {
+		bookdb_txn_abort(w);
+		return rc;
+	}
+	return bookdb_txn_commit(w);
+}
+
 json_t *bookdb_stats_json(const BookStats *st)
 {
 	double bpp = st->positions ? (double)st->bytes_used / st->positions : 0;
 	json_t *o = json_object();
 	if (!o) return NULL;
-		/* The scan's fields are null when it did not run (the server's cheap answer). */
-#define SCANNED(v) (st->scanned ? json_integer((json_int_t)(v)) : json_null())
+		/* What is not known is null: thought and moves of a book whose counts
+		 * are not kept, leaves and corrupt before the first scan. */
+#define KNOWN(k, v) ((k) ? json_integer((json_int_t)(v)) : json_null())
 	json_object_set_new(o, "positions", json_integer((json_int_t)st->positions));
-	json_object_set_new(o, "thought", SCANNED(st->thought));
-	json_object_set_new(o, "moves", SCANNED(st->moves));
+	json_object_set_new(o, "thought", KNOWN(st->counts_known, st->thought));
+	json_object_set_new(o, "moves", KNOWN(st->counts_known, st->moves));
 	json_object_set_new(o, "games", json_integer((json_int_t)st->games));
-	json_object_set_new(o, "leaves", SCANNED(st->leaves));
+	json_object_set_new(o, "leaves", KNOWN(st->leaves_known, st->leaves));
 	json_object_set_new(o, "cyclic", st->cyclic_known ? json_integer(st->cyclic) : json_null());
 	json_object_set_new(o, "root_value",
 	                    st->root_known ? json_integer(st->root_value) : json_null());
@@ -177,12 +227,17 @@ json_t *bookdb_stats_json(const BookStats *st)
 	json_object_set_new(o, "page_size", json_integer(st->space.page_size));
 	json_object_set_new(o, "pages_used", json_integer((json_int_t)st->space.pages_used));
 	json_object_set_new(o, "pages_free", json_integer((json_int_t)st->space.pages_free));
-	json_object_set_new(o, "corrupt", SCANNED(st->corrupt));
+	json_object_set_new(o, "corrupt", KNOWN(st->leaves_known, st->corrupt));
 	json_object_set_new(o, "changes", json_integer((json_int_t)st->changes.entries));
 	json_object_set_new(o, "changes_hold",
 	                    st->changes.held ? json_integer((json_int_t)st->changes.hold)
 	                                     : json_null());
-#undef SCANNED
+	json_object_set_new(o, "counts_kept", json_boolean(st->counts.kept));
+	json_object_set_new(o, "leaves_at", KNOWN(st->leaves_known, st->leaves_time));
+	json_object_set_new(o, "leaves_current",
+	                    st->leaves_known ? json_boolean(st->leaves_current) : json_null());
+	json_object_set_new(o, "memory_peak", KNOWN(st->scanned, st->memory_peak));
+#undef KNOWN
 	return o;
 }
 

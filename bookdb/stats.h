@@ -2,11 +2,15 @@
  * bookdb/stats.h — sizes and counts of a book: what `joseki stats` prints and
  * the HTTP server's /v1/stats answers, built in one place.
  *
- * positions, games, the change log, pages and bytes, the start position's
- * minimax value and the last minimax run's cyclic count are cheap (database
- * statistics and a few lookups); thought, moves, leaves (positions none of
- * whose stored moves leads to a book position) and corrupt need a scan of
- * every record (seconds to minutes on a large book).
+ * By default everything is read, not counted: positions, games, the change
+ * log, pages and bytes are database statistics, thought and moves the counts
+ * the store keeps (bookdb_counts), leaves and corrupt what the last stored
+ * scan counted (bookdb_scan_get), the start position's minimax value and the
+ * last minimax run's cyclic count a few lookups; no record is read but the
+ * start position's. The whole-book scan (`stats --scan`) counts thought,
+ * moves, leaves (positions none of whose stored moves leads to a book
+ * position) and corrupt over every record (seconds to minutes on a large
+ * book, and 8 bytes of memory a position for the leaves).
  */
 #ifndef BOOKDB_STATS_H
 #define BOOKDB_STATS_H
@@ -19,8 +23,15 @@
 #include "shogi/errors.h"
 
 typedef struct {
-	bool scanned; /* thought, moves, leaves and corrupt were counted (the whole-book scan) */
+	bool scanned; /* thought, moves, leaves and corrupt were counted now (the scan) */
 	uint64_t positions, thought, moves, games, leaves, corrupt, bytes, bytes_used;
+	bool counts_known;    /* thought and moves: scanned, or kept (counts.kept) */
+	bool leaves_known;    /* leaves and corrupt: scanned, or a stored scan's */
+	bool leaves_current;  /* and no commit came after the snapshot they count */
+	int64_t leaves_time;  /* when they were counted (unix seconds) */
+	uint64_t txnid;       /* the snapshot's id (bookdb_txn_id) */
+	BookCounts counts;    /* the kept counts as read (the scan compares them) */
+	uint64_t memory_peak; /* scanned: the process's peak anonymous memory (bytes) */
 	BookSpace space;
 	BookChangesInfo changes;
 	int minimax_seen, root_known;
@@ -32,12 +43,22 @@ typedef struct {
 /* Fills st from txn's snapshot of db; the scan only when full. Returns 0 or a
  * negative BOOKDB_* code: BOOKDB_ECORRUPT when the database is damaged past a
  * record (st then counts what was read before). A record that is not sound
- * (as joseki check has it, bookdb/check.h) is counted in corrupt. */
+ * (as joseki check has it, bookdb/check.h) is counted in corrupt; thought and
+ * moves count every record whose head decodes, as the kept counts do. */
 JOSEKI_MUST_USE int bookdb_stats(BookStats *st, BookDB *db, BookTxn *txn, bool full);
 /* As bookdb_stats; the scan ends with BOOKDB_ESTOPPED soon after *stop is set
  * (stop may be NULL). */
 JOSEKI_MUST_USE int bookdb_stats_until(BookStats *st, BookDB *db, BookTxn *txn, bool full,
                                        const atomic_bool *stop);
+/*
+ * Keeps what the scan st counted (leaves, corrupt, when) in db's meta, in a
+ * write transaction of its own: current until the next commit when nothing
+ * was committed since st's snapshot. When the kept counts disagreed with the
+ * scan's (*differed set: a write that bypassed them), they are counted again
+ * in the same commit. Returns 0 or a negative BOOKDB_* code (BOOKDB_EREADONLY
+ * for a book opened read-only).
+ */
+JOSEKI_MUST_USE int bookdb_stats_keep(BookDB *db, const BookStats *st, bool *differed);
 
 /* One timed run of the lookup benchmark. */
 typedef struct {
@@ -66,8 +87,8 @@ typedef struct {
 JOSEKI_MUST_USE int bookdb_bench_lookups(BookLookupBench *out, BookTxn *txn, BookRecord *rec,
                                          uint64_t n, char *err);
 
-/* The `stats --json` object (the scan's fields null without it); NULL when
- * out of memory. */
+/* The `stats --json` object (a field not known null); NULL when out of
+ * memory. */
 struct json_t;
 struct json_t *bookdb_stats_json(const BookStats *st);
 

@@ -334,13 +334,21 @@ char *api_stats(BookDB *db, ApiStatsCache *c, int *status)
 	pthread_mutex_lock(&c->mu);
 	scan_locked(db, c, false);
 	time_t at = c->have ? c->computed_at : 0;
-	bool cut = c->have && c->scan_cut;
+	bool cut = c->have && c->scan_cut, counts_cut = cut && !st.counts_known;
+	/* thought and moves are kept by the store; the background scan adds
+	 * leaves and corrupt, fresher than a stored scan's, and the counts of a
+	 * book that keeps none. */
 	if (c->have) {
-		st.scanned = true;
-		st.thought = c->scan.thought;
-		st.moves = c->scan.moves;
+		st.leaves_known = true;
+		st.leaves_current = c->scan.txnid == st.txnid;
+		st.leaves_time = c->scan.leaves_time;
 		st.leaves = c->scan.leaves;
 		st.corrupt = c->scan.corrupt;
+		if (!st.counts_known) {
+			st.counts_known = true;
+			st.thought = c->scan.thought;
+			st.moves = c->scan.moves;
+		}
 	}
 	pthread_mutex_unlock(&c->mu);
 	json_t *o = bookdb_stats_json(&st);
@@ -348,11 +356,11 @@ char *api_stats(BookDB *db, ApiStatsCache *c, int *status)
 		json_object_set_new(o, "scan_computed_at",
 		                    at ? json_integer((json_int_t)at) : json_null());
 		/* A scan stopped by damage counted part of the book only. */
-		if (cut)
-			for (const char *const *k =
-			         (const char *const[]){"thought", "moves", "leaves", NULL};
-			     *k; k++)
-				json_object_set_new(o, *k, json_null());
+		if (cut) json_object_set_new(o, "leaves", json_null());
+		if (counts_cut) {
+			json_object_set_new(o, "thought", json_null());
+			json_object_set_new(o, "moves", json_null());
+		}
 	}
 	*status = 200;
 	return api_json_body(o);

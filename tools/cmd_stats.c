@@ -1,11 +1,15 @@
 /*
- * joseki stats BOOK [--json] [--bench-lookups N]
+ * joseki stats BOOK [--json] [--scan] [--bench-lookups N]
  *
  * Sizes and counts (docs/bookdb.md): positions, thought, moves, games, leaves
  * (positions none of whose stored moves leads to a position in the book),
- * cyclic (as of the last minimax run) and root_value (null until minimax has run), bytes (data file
- * size), plus bytes_used (pages in use), bytes_per_position and changes (entries in the change log,
- * docs/bookdb.md).
+ * cyclic (as of the last minimax run) and root_value (null until minimax has
+ * run), bytes (data file size), plus bytes_used (pages in use),
+ * bytes_per_position and changes (entries in the change log, docs/bookdb.md).
+ * By default read, not counted, whatever the book's size: thought and moves
+ * are the counts the store keeps, leaves and corrupt the last scan's. --scan
+ * counts them over every record, and keeps leaves and corrupt in the book
+ * (when it can be written).
  *
  * --bench-lookups N (for tools/bench_bookdb.sh): instead, samples N keys of the
  * book, then times N random point lookups in one read transaction on the warm
@@ -26,6 +30,7 @@
 
 #include "bookdb/bookdb.h"
 #include "bookdb/stats.h"
+#include "shogi/memuse.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
 #include "tools/cli_opt.h"
@@ -38,14 +43,41 @@ static void print_lookups(const BookLookupTime *t)
 	       t->cpu_ms, t->cpu_ms > 0 ? t->n / (t->cpu_ms / 1e3) : 0.0);
 }
 
+/* The leaves line: counted now, or when the last scan counted them. */
+static void print_leaves(const BookStats *st, bool full, bool kept, const char *keep_err)
+{
+	if (!st->leaves_known) {
+		printf("leaves             - (not counted yet: joseki stats --scan)\n");
+		return;
+	}
+	if (full) {
+		printf("leaves             %llu (counted now; %s)\n",
+		       (unsigned long long)st->leaves,
+		       kept ? "kept in the book" : "not kept: the book cannot be written");
+		if (!kept && keep_err[0]) printf("                   (%s)\n", keep_err);
+		return;
+	}
+	char when[64] = "?";
+	time_t t = (time_t)st->leaves_time;
+	struct tm tm;
+	if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+	printf("leaves             %llu (as of the scan of %s; %s)\n",
+	       (unsigned long long)st->leaves, when,
+	       st->leaves_current ? "nothing written since" : "written since: joseki stats --scan");
+}
+
 int cmd_stats(int argc, char **argv)
 {
 	const char *book = NULL;
-	bool json = false;
+	bool json = false, full = false;
 	uint64_t bench = 0;
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
 	    CLI_FLAG("--json", &json, "one JSON object"),
+	    CLI_FLAG("--scan", &full,
+	             "count thought, moves, leaves and corrupt over every record, and keep leaves "
+	             "and corrupt in the book (by default they are read: the kept counts, the last "
+	             "scan's)"),
 	    CLI_NUM("--bench-lookups", &bench, 0, LLONG_MAX, "N",
 	            "time N random lookups instead of the figures (tools/bench_bookdb.sh; default: "
 	            "none)"),
@@ -61,8 +93,12 @@ int cmd_stats(int argc, char **argv)
 	Position *pos = malloc(sizeof *pos);
 	int ret = 1, rc;
 	BookStats st = {0};
-	BookDBOptions opt = {.read_only = true};
-	if ((rc = bookdb_open(&db, book, &opt, err))) {
+	BookDBOptions opt = {.read_only = true}, rw = {.must_exist = true};
+	/* The scan keeps what it counted: the book opened to write, unless it
+	 * cannot be (a read-only file system, a compaction under way). */
+	char keep_err[BOOKDB_ERRLEN] = "";
+	bool can_keep = full && !bench && bookdb_open(&db, book, &rw, keep_err) == 0;
+	if (!can_keep && (rc = bookdb_open(&db, book, &opt, err))) {
 		joseki_error("%s", err);
 		goto done;
 	}
@@ -87,9 +123,25 @@ int cmd_stats(int argc, char **argv)
 		ret = 0;
 		goto done;
 	}
-	if ((rc = bookdb_stats(&st, db, txn, true))) {
+	if ((rc = bookdb_stats(&st, db, txn, full))) {
 		joseki_error("%s: %s", book, bookdb_strerror(rc));
 		goto done;
+	}
+	bookdb_txn_abort(txn);
+	txn = NULL;
+	if (full && can_keep) {
+		bool differed = false;
+		if ((rc = bookdb_stats_keep(db, &st, &differed))) {
+			joseki_error("%s: keeping the scan's counts: %s", book,
+			             bookdb_strerror(rc));
+			goto done;
+		}
+		if (differed)
+			joseki_error(
+			    "%s: the kept counts (thought %llu, moves %llu) differed from the "
+			    "records'; counted again",
+			    book, (unsigned long long)st.counts.thought,
+			    (unsigned long long)st.counts.moves);
 	}
 	double bpp = st.positions ? (double)st.bytes_used / st.positions : 0;
 	if (json) {
@@ -97,10 +149,19 @@ int cmd_stats(int argc, char **argv)
 			goto done;
 	} else {
 		printf("positions          %llu\n", (unsigned long long)st.positions);
-		printf("thought            %llu\n", (unsigned long long)st.thought);
-		printf("moves              %llu\n", (unsigned long long)st.moves);
+		if (st.counts_known) {
+			printf("thought            %llu\n", (unsigned long long)st.thought);
+			printf("moves              %llu\n", (unsigned long long)st.moves);
+		} else {
+			printf(
+			    "thought            - (not kept: the book was last written by a joseki "
+			    "that keeps none, or compacted;\n"
+			    "                   its next write counts them, or joseki stats "
+			    "--scan)\n");
+			printf("moves              - (not kept)\n");
+		}
 		printf("games              %llu\n", (unsigned long long)st.games);
-		printf("leaves             %llu\n", (unsigned long long)st.leaves);
+		print_leaves(&st, full, can_keep, keep_err);
 		if (st.cyclic_known)
 			printf("cyclic             %lld (as of the last minimax run)\n", st.cyclic);
 		if (st.root_known)
@@ -123,12 +184,19 @@ int cmd_stats(int argc, char **argv)
 			       (unsigned long long)st.changes.hold);
 		printf(")\n");
 		if (st.corrupt)
-			printf("corrupt            %llu (run joseki check)\n",
-			       (unsigned long long)st.corrupt);
+			printf("corrupt            %llu (%s; run joseki check)\n",
+			       (unsigned long long)st.corrupt,
+			       full ? "counted now" : "the last scan's");
+		if (full) {
+			char mb[32];
+			printf("memory             %s peak (anonymous: the scan's key set)\n",
+			       memuse_format(st.memory_peak, mb, sizeof mb));
+		}
 	}
 	ret = 0;
-	/* A damaged book fails, as every other reader of it does. */
-	if (st.corrupt) {
+	/* A damaged book fails, as every other reader of it does: found now, or
+	 * by the last scan with nothing written since. */
+	if (st.corrupt && (full || st.leaves_current)) {
 		joseki_error("%s: %llu records are not sound (damaged: joseki check lists them, "
 		             "--repair copies what is sound)",
 		             book, (unsigned long long)st.corrupt);

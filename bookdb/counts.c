@@ -1,0 +1,239 @@
+/* bookdb/counts.c — the counts the store keeps of its records, and what the
+ * last whole-book scan counted (docs/bookdb.md, "Kept counts"). */
+#include "bookdb/bookdb.h"
+#include "bookdb/bookdb_priv.h"
+
+#include <string.h>
+
+/*
+ * meta "counts", 32 bytes little-endian: the stamp (LMDB's id of the
+ * transaction that wrote it), then positions, thought and moves as of that
+ * transaction. Every write transaction of this store that commits anything
+ * writes it again with its own id; so it describes the records exactly when
+ * its stamp is the id of the last commit (a reader's snapshot id, a writer's
+ * id less one) and its positions are the pos database's entries. A commit
+ * it did not write — a build from before kept counts, a compacting copy,
+ * which numbers its transaction 1 — breaks the first, and the counts are not
+ * trusted until a write of this store counts them again, in its own commit.
+ */
+#define COUNTS_LEN 32
+
+/* meta "scan", 40 bytes little-endian: the stamp (as above: the scan is
+ * current while no commit followed it, else 0), the unix time of the scan,
+ * the change log's last sequence number then, leaves, corrupt. */
+#define SCAN_LEN 40
+
+_Thread_local uint64_t bdb_pos_reads_tls;
+
+uint64_t bookdb_pos_reads(void)
+{
+	return bdb_pos_reads_tls;
+}
+
+uint64_t bookdb_txn_id(const BookTxn *t)
+{
+	return t->txn ? (uint64_t)mdb_txn_id(t->txn) : 0;
+}
+
+/* The id of the last commit as t sees it: a write transaction has the next. */
+static uint64_t last_commit(const BookTxn *t)
+{
+	uint64_t id = bookdb_txn_id(t);
+	return t->write && id ? id - 1 : id;
+}
+
+/* What one record's bytes add to the counts: a record whose head does not
+ * read adds nothing (it is still one of positions). */
+static void record_counts(uint64_t *thought, uint64_t *moves, const void *val, size_t len)
+{
+	BookRecordHead h;
+	*thought = *moves = 0;
+	if (bookdb_record_peek(&h, val, len) < 0) return;
+	*thought = (h.flags & BOOKDB_REC_THOUGHT) != 0;
+	*moves = h.nmoves;
+}
+
+static int pos_entries(BookTxn *t, uint64_t *n)
+{
+	MDB_stat st;
+	int rc = mdb_stat(t->txn, t->db->dbi[BOOKDB_POS], &st);
+	if (rc) return bdb_xlate(rc);
+	*n = st.ms_entries;
+	return 0;
+}
+
+/* Reads meta "counts" and whether it describes t's records (before t's own
+ * writes). */
+static int counts_read(BookTxn *t, bool *valid, uint64_t *positions, uint64_t *thought,
+                       uint64_t *moves)
+{
+	MDB_val k = {strlen(META_COUNTS), META_COUNTS}, v;
+	uint64_t n = 0;
+	*valid = false;
+	*positions = *thought = *moves = 0;
+	int rc = mdb_get(t->txn, t->db->dbi[BOOKDB_META], &k, &v);
+	if (rc == MDB_NOTFOUND) return 0;
+	if (rc) return bdb_xlate(rc);
+	if (v.mv_size != COUNTS_LEN) return 0; /* not ours to read: counted again */
+	const uint8_t *p = v.mv_data;
+	*positions = le64_get(p + 8);
+	*thought = le64_get(p + 16);
+	*moves = le64_get(p + 24);
+	if ((rc = pos_entries(t, &n))) return rc;
+	*valid = le64_get(p) == last_commit(t) && *positions == n;
+	return 0;
+}
+
+/* Once per write transaction, before its first pos write (or at its commit). */
+static int counts_load(BookTxn *t)
+{
+	bool valid;
+	int rc = counts_read(t, &valid, &t->cnt_pos, &t->cnt_thought, &t->cnt_moves);
+	if (rc) return rc;
+	t->cnt_loaded = true;
+	t->cnt_valid = valid;
+	return 0;
+}
+
+/* One pass over the records' heads in t's view. */
+static int recount(BookTxn *t, uint64_t *positions, uint64_t *thought, uint64_t *moves)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	*positions = *thought = *moves = 0;
+	int rc = mdb_cursor_open(t->txn, t->db->dbi[BOOKDB_POS], &c);
+	if (rc) return bdb_xlate(rc);
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		uint64_t th, mv;
+		record_counts(&th, &mv, v.mv_data, v.mv_size);
+		++*positions;
+		*thought += th;
+		*moves += mv;
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? 0 : bdb_xlate(rc);
+}
+
+int bdb_counts_before(BookTxn *t, int op, const uint8_t kb[16], BookCountsDelta *d)
+{
+	memset(d, 0, sizeof *d);
+	if (!t->cnt_loaded) {
+		int rc = counts_load(t);
+		if (rc) return rc;
+	}
+	/* Not kept in this transaction: its commit counts them all. An append
+	 * replaces nothing (its key is past every key). */
+	if (!t->cnt_valid || op == OP_APPEND) return 0;
+	MDB_val k = {16, (void *)kb}, v;
+	int rc = mdb_get(t->txn, t->db->dbi[BOOKDB_POS], &k, &v);
+	if (rc == MDB_NOTFOUND) return 0;
+	if (rc) return bdb_xlate(rc);
+	d->had = true;
+	record_counts(&d->thought, &d->moves, v.mv_data, v.mv_size);
+	return 0;
+}
+
+void bdb_counts_after(BookTxn *t, const BookCountsDelta *d, int op, const void *val, size_t len)
+{
+	if (!t->cnt_valid) return;
+	t->cnt_pos -= d->had;
+	t->cnt_thought -= d->thought;
+	t->cnt_moves -= d->moves;
+	if (op == OP_DEL) return;
+	uint64_t th, mv;
+	record_counts(&th, &mv, val, len);
+	t->cnt_pos++;
+	t->cnt_thought += th;
+	t->cnt_moves += mv;
+}
+
+int bdb_counts_commit(BookTxn *t)
+{
+	int rc;
+	uint64_t n = 0;
+	if (!t->cnt_loaded && (rc = counts_load(t))) return rc;
+	/* The deltas must have met every pos write: were one missed, the count
+	 * of positions would say so (and the pass below mends it). */
+	if (t->cnt_valid && ((rc = pos_entries(t, &n)) || n != t->cnt_pos)) {
+		if (rc) return rc;
+		t->cnt_valid = false;
+	}
+	if (!t->cnt_valid && (rc = recount(t, &t->cnt_pos, &t->cnt_thought, &t->cnt_moves)))
+		return rc;
+	t->cnt_valid = true;
+	uint8_t b[COUNTS_LEN];
+	le64_put(b, bookdb_txn_id(t));
+	le64_put(b + 8, t->cnt_pos);
+	le64_put(b + 16, t->cnt_thought);
+	le64_put(b + 24, t->cnt_moves);
+	return bdb_txn_write(t, BOOKDB_META, OP_PUT, META_COUNTS, strlen(META_COUNTS), b,
+	                     COUNTS_LEN);
+}
+
+int bdb_counts_init(MDB_txn *txn, MDB_dbi meta)
+{
+	uint8_t b[COUNTS_LEN] = {0};
+	le64_put(b, (uint64_t)mdb_txn_id(txn));
+	MDB_val k = {strlen(META_COUNTS), META_COUNTS}, v = {COUNTS_LEN, b};
+	return mdb_put(txn, meta, &k, &v, 0);
+}
+
+int bookdb_counts(BookCounts *out, BookTxn *t)
+{
+	memset(out, 0, sizeof *out);
+	if (!t->txn) return BOOKDB_ELMDB;
+	uint64_t positions;
+	if (t->write && t->cnt_loaded) {
+		out->kept = t->cnt_valid;
+		out->thought = t->cnt_thought;
+		out->moves = t->cnt_moves;
+		return 0;
+	}
+	int rc = counts_read(t, &out->kept, &positions, &out->thought, &out->moves);
+	if (!out->kept) out->thought = out->moves = 0;
+	return rc;
+}
+
+int bookdb_counts_recount(BookCounts *out, uint64_t *positions, BookTxn *t)
+{
+	memset(out, 0, sizeof *out);
+	if (!t->txn) return BOOKDB_ELMDB;
+	int rc = recount(t, positions, &out->thought, &out->moves);
+	out->kept = rc == 0;
+	return rc;
+}
+
+int bookdb_scan_get(BookScanKept *out, BookTxn *t)
+{
+	memset(out, 0, sizeof *out);
+	if (!t->txn) return BOOKDB_ELMDB;
+	MDB_val k = {strlen(META_SCAN), META_SCAN}, v;
+	int rc = mdb_get(t->txn, t->db->dbi[BOOKDB_META], &k, &v);
+	if (rc == MDB_NOTFOUND) return 0;
+	if (rc) return bdb_xlate(rc);
+	if (v.mv_size != SCAN_LEN) return 0; /* not ours to read */
+	const uint8_t *p = v.mv_data;
+	out->known = true;
+	out->current = le64_get(p) == last_commit(t);
+	out->time = (int64_t)le64_get(p + 8);
+	out->seq = le64_get(p + 16);
+	out->leaves = le64_get(p + 24);
+	out->corrupt = le64_get(p + 32);
+	return 0;
+}
+
+int bookdb_scan_put(BookTxn *t, uint64_t at, const BookScanKept *s)
+{
+	if (!t->write) return BOOKDB_EREADONLY;
+	if (!t->txn) return BOOKDB_ELMDB;
+	uint8_t b[SCAN_LEN];
+	/* Current after this commit only if none came between the scan's
+	 * snapshot and it (this commit writes meta alone). */
+	le64_put(b, at && at == last_commit(t) ? bookdb_txn_id(t) : 0);
+	le64_put(b + 8, (uint64_t)s->time);
+	le64_put(b + 16, s->seq);
+	le64_put(b + 24, s->leaves);
+	le64_put(b + 32, s->corrupt);
+	return bdb_txn_write(t, BOOKDB_META, OP_PUT, META_SCAN, strlen(META_SCAN), b, SCAN_LEN);
+}
