@@ -142,6 +142,10 @@ int bdb_counts_commit(BookTxn *t);
 /* A new book's counts (none of anything), in its first transaction; an LMDB
  * code. */
 int bdb_counts_init(MDB_txn *txn, MDB_dbi meta);
+/* The compacting copy at path (one file): the kept counts and the scan
+ * stamped with its transaction when they were current in the source, else
+ * dropped; an LMDB code. */
+int bdb_counts_restamp_copy(const char *path, bool counts_ok, bool scan_ok);
 extern _Thread_local uint64_t bdb_pos_reads_tls;
 /* Every write to pos: the kept counts, the write, then its change-log entry. */
 int bdb_pos_write(BookTxn *t, int op, const uint8_t kb[16], const void *val, size_t len);

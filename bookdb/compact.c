@@ -60,7 +60,22 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", tmp, strerror(e));
 		goto done;
 	}
-	if ((rc = mdb_env_copyfd2(db->env, fd, MDB_CP_COMPACT)) || fsync(fd) < 0) {
+	/* What is current in the book now stays so in the copy, which LMDB
+	 * numbers afresh (bookdb.h, "Kept counts"): no writer can commit in
+	 * between (the lock above). */
+	BookTxn *t;
+	BookCounts counts;
+	BookScanKept scan = {0};
+	if ((rc = bookdb_txn_begin(&t, db, false)) == 0) {
+		if ((rc = bookdb_counts(&counts, t)) == 0) rc = bookdb_scan_get(&scan, t);
+		bookdb_txn_abort(t);
+	}
+	if (rc) {
+		rc = errmsg_set(err, BOOKDB_ERRLEN, rc, "%.200s: %s", dir, bookdb_strerror(rc));
+		goto done;
+	}
+	if ((rc = mdb_env_copyfd2(db->env, fd, MDB_CP_COMPACT)) ||
+	    (rc = bdb_counts_restamp_copy(tmp, counts.kept, scan.current)) || fsync(fd) < 0) {
 		int e = rc ? rc : errno;
 		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", tmp,
 		                rc ? mdb_strerror(rc) : strerror(e));

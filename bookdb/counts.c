@@ -3,7 +3,10 @@
 #include "bookdb/bookdb.h"
 #include "bookdb/bookdb_priv.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /*
  * meta "counts", 32 bytes little-endian: the stamp (LMDB's id of the
@@ -236,4 +239,70 @@ int bookdb_scan_put(BookTxn *t, uint64_t at, const BookScanKept *s)
 	le64_put(b + 24, s->leaves);
 	le64_put(b + 32, s->corrupt);
 	return bdb_txn_write(t, BOOKDB_META, OP_PUT, META_SCAN, strlen(META_SCAN), b, SCAN_LEN);
+}
+
+/*
+ * A compacting copy (LMDB numbers its one transaction 1) keeps what was
+ * current in the book it copied: the copy at path, not yet the book, gets
+ * one write transaction of its own that stamps the kept counts and the
+ * scan with its id when they were current in the source (counts_ok,
+ * scan_ok), else drops them (the next write counts them again). Returns an
+ * LMDB code.
+ */
+int bdb_counts_restamp_copy(const char *path, bool counts_ok, bool scan_ok)
+{
+	MDB_env *env;
+	MDB_txn *txn = NULL;
+	MDB_dbi meta;
+	struct {
+		const char *key;
+		bool ok;
+	} e[2] = {{META_COUNTS, counts_ok}, {META_SCAN, scan_ok}};
+	int rc = mdb_env_create(&env);
+	if (rc) return rc;
+	/* The copy is as large as its pages: room for a few more. */
+	if ((rc = mdb_env_set_maxdbs(env, 8)) || (rc = mdb_env_set_mapsize(env, 0)) ||
+	    (rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK, 0664)))
+		goto done;
+	MDB_envinfo info;
+	if ((rc = mdb_env_info(env, &info)) ||
+	    (rc = mdb_env_set_mapsize(env, info.me_mapsize + ((size_t)16 << 20))) ||
+	    (rc = mdb_txn_begin(env, NULL, 0, &txn)) ||
+	    (rc = mdb_dbi_open(txn, DB_NAMES[BOOKDB_META], 0, &meta)))
+		goto done;
+	for (int i = 0; i < 2 && !rc; i++) {
+		MDB_val k = {strlen(e[i].key), (void *)e[i].key}, v;
+		if ((rc = mdb_get(txn, meta, &k, &v)) == MDB_NOTFOUND) {
+			rc = 0;
+			continue;
+		}
+		if (rc) break;
+		if (!e[i].ok || v.mv_size < 8) {
+			rc = mdb_del(txn, meta, &k, NULL);
+			continue;
+		}
+		uint8_t b[64];
+		size_t n = v.mv_size < sizeof b ? v.mv_size : sizeof b;
+		memcpy(b, v.mv_data, n);
+		le64_put(b, (uint64_t)mdb_txn_id(txn));
+		MDB_val nv = {n, b};
+		rc = mdb_put(txn, meta, &k, &nv, 0);
+	}
+	if (!rc) {
+		rc = mdb_txn_commit(txn);
+		txn = NULL;
+	}
+	/* As every commit of the store (pad_file in bookdb.c): the file as long
+	 * as the pages it counts, a page LMDB freed unwritten included. */
+	struct stat st;
+	if (!rc && !mdb_env_info(env, &info) && stat(path, &st) == 0) {
+		MDB_stat ms;
+		uint64_t need = 0;
+		if (!mdb_env_stat(env, &ms)) need = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
+		if ((uint64_t)st.st_size < need && truncate(path, (off_t)need) < 0) rc = errno;
+	}
+done:
+	if (txn) mdb_txn_abort(txn);
+	mdb_env_close(env);
+	return rc;
 }

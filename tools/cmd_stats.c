@@ -52,8 +52,7 @@ static void print_leaves(const BookStats *st, bool full, bool kept, const char *
 	}
 	if (full) {
 		printf("leaves             %llu (counted now; %s)\n",
-		       (unsigned long long)st->leaves,
-		       kept ? "kept in the book" : "not kept: the book cannot be written");
+		       (unsigned long long)st->leaves, kept ? "kept in the book" : "not kept");
 		if (!kept && keep_err[0]) printf("                   (%s)\n", keep_err);
 		return;
 	}
@@ -94,11 +93,9 @@ int cmd_stats(int argc, char **argv)
 	int ret = 1, rc;
 	BookStats st = {0};
 	BookDBOptions opt = {.read_only = true}, rw = {.must_exist = true};
-	/* The scan keeps what it counted: the book opened to write, unless it
-	 * cannot be (a read-only file system, a compaction under way). */
 	char keep_err[BOOKDB_ERRLEN] = "";
-	bool can_keep = full && !bench && bookdb_open(&db, book, &rw, keep_err) == 0;
-	if (!can_keep && (rc = bookdb_open(&db, book, &opt, err))) {
+	bool kept = false;
+	if ((rc = bookdb_open(&db, book, &opt, err))) {
 		joseki_error("%s", err);
 		goto done;
 	}
@@ -129,7 +126,17 @@ int cmd_stats(int argc, char **argv)
 	}
 	bookdb_txn_abort(txn);
 	txn = NULL;
-	if (full && can_keep) {
+	/* The scan keeps what it counted, the book opened again to write (the
+	 * scan itself reads as any reader, beside writers and compact), unless
+	 * it cannot be (a read-only file system, a compaction under way) or
+	 * must not: a book found damaged is not written to (a commit walks
+	 * LMDB's pages, which may be damaged too; check --repair copies it). */
+	bookdb_free(db);
+	db = NULL;
+	if (full && st.corrupt)
+		snprintf(keep_err, sizeof keep_err, "the book is damaged: nothing written to it");
+	else if (full && bookdb_open(&db, book, &rw, keep_err) == 0) {
+		kept = true;
 		bool differed = false;
 		if ((rc = bookdb_stats_keep(db, &st, &differed))) {
 			joseki_error("%s: keeping the scan's counts: %s", book,
@@ -161,7 +168,7 @@ int cmd_stats(int argc, char **argv)
 			printf("moves              - (not kept)\n");
 		}
 		printf("games              %llu\n", (unsigned long long)st.games);
-		print_leaves(&st, full, can_keep, keep_err);
+		print_leaves(&st, full, kept, keep_err);
 		if (st.cyclic_known)
 			printf("cyclic             %lld (as of the last minimax run)\n", st.cyclic);
 		if (st.root_known)

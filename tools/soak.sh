@@ -27,8 +27,10 @@
 # position the answers are the same. (Left to the selector instead, a resumed
 # run may choose other leaves than an uninterrupted one: the selector's
 # transposition edges depend on the order its graph was built in.)
-# Compared at the end: `export --moves all` byte for byte, `stats --json`
-# (without the page counts, which depend on history), and `query startpos --json`.
+# Compared at the end: `export --moves all` byte for byte, `stats --json` (the
+# counts kept through the kills) and `stats --scan --json` (counted; both
+# without the page counts, which depend on history, and the scan's time and
+# memory), and `query startpos --json`.
 set -u
 J=${JOSEKI:-$(pwd)/joseki}
 KILLS=${SOAK_KILLS:-100}
@@ -95,7 +97,11 @@ summary() {
 	local book=$1 name=$2
 	"$J" export "$book" "$tmp/$name.db" --moves all --quiet >/dev/null ||
 		die "export of $book failed"
-	"$J" stats "$book" --json | sed -E 's/"(bytes[a-z_]*|page[a-z_]*)":[0-9.]*,?//g' >"$tmp/$name.stats"
+	# The kept counts first (read, as a killed writer left them), then the
+	# scan's (counted): both must equal the reference's.
+	"$J" stats "$book" --json | sed -E 's/"(bytes[a-z_]*|page[a-z_]*|leaves[a-z_]*|corrupt)":[0-9.a-z]*,?//g' >"$tmp/$name.stats"
+	"$J" stats "$book" --scan --json |
+		sed -E 's/"(bytes[a-z_]*|page[a-z_]*|leaves_at|memory_peak)":[0-9.a-z]*,?//g' >>"$tmp/$name.stats"
 	"$J" query "$book" startpos --json >"$tmp/$name.query" || die "query on $book failed"
 }
 

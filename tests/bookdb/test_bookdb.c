@@ -627,7 +627,7 @@ static void test_bookdb__commands_report_a_synth_book(void **state)
 	free(out);
 	free(err);
 
-	json_t *st = run_json("%s stats %s --json%s", path, "");
+	json_t *st = run_json("%s stats %s --json%s", path, " --scan");
 	assert_int_equal(json_integer_value(json_object_get(st, "positions")), 3000);
 	assert_int_equal(json_integer_value(json_object_get(st, "thought")), 3000);
 	json_int_t moves = json_integer_value(json_object_get(st, "moves"));
@@ -817,7 +817,7 @@ static void test_bookdb__query_and_stats_show_minimax_values_once_stored(void **
 		    json_integer_value(json_object_get(json_array_get(mv, (size_t)i), "value")),
 		    sorted[i]);
 	json_decref(q);
-	json_t *st = run_json("%s stats %s --json%s", path, "");
+	json_t *st = run_json("%s stats %s --json%s", path, " --scan");
 	assert_int_equal(json_integer_value(json_object_get(st, "root_value")), 55);
 	assert_int_equal(json_integer_value(json_object_get(st, "leaves")), 1);
 	json_decref(st);

@@ -52,7 +52,9 @@ static void test_compact__frees_the_pages_and_keeps_every_record(void **state)
 	assert_true(ts_jint(c, "bytes_after") < ts_jint(c, "bytes_before"));
 	assert_int_equal(ts_jint(c, "bytes_before"), ts_jint(s0, "bytes"));
 	json_t *s1 = ts_run_json(0, "%s stats %s/b --json", ts_joseki(), dir);
-	assert_int_equal(ts_jint(s1, "pages_free"), 0);
+	/* But the pages that the one transaction stamping the kept counts on
+	 * the copy frees (the meta database's leaf, the main root). */
+	assert_true(ts_jint(s1, "pages_free") <= 3);
 	assert_int_equal(ts_jint(s1, "pages_used"), ts_jint(s0, "pages_used"));
 	assert_int_equal(ts_jint(s1, "positions"), ts_jint(s0, "positions"));
 	assert_int_equal(ts_jint(s1, "bytes"), ts_jint(c, "bytes_after"));

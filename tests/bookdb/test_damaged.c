@@ -49,7 +49,7 @@ static void every_command(const char *dir, bool expect_ok, const char *must_say)
 {
 	static const char *const CMDS[] = {
 	    "check %s/b",
-	    "stats %s/b",
+	    "stats %s/b --scan",
 	    "query %s/b startpos",
 	    "minimax %s/b --quiet",
 	    "export %s/b %s/out.db --quiet",
@@ -100,7 +100,7 @@ static void test_damaged__a_truncated_data_file_is_refused_by_every_command(void
 		/* Readers refuse. (Writers may take an empty file for a new book:
 		 * LMDB's own rule; a non-empty one they refuse too.) */
 		err = NULL;
-		rc = ts_runf(NULL, &err, "%s stats %s/b", ts_joseki(), dir);
+		rc = ts_runf(NULL, &err, "%s stats %s/b --scan", ts_joseki(), dir);
 		assert_int_equal(rc, 1);
 		free(err);
 		if (SIZES[i] >= 8192) every_command(dir, false, "shorter than the book");
@@ -143,7 +143,7 @@ static void test_damaged__flipped_bytes_are_found_and_repaired(void **state)
 		assert_int_equal(ts_write_file(path, bad, len), 0);
 		free(bad);
 		/* No signal, no hang, whatever the commands make of it. */
-		static const char *const READERS[] = {"check %s/b", "stats %s/b",
+		static const char *const READERS[] = {"check %s/b", "stats %s/b --scan",
 		                                      "query %s/b startpos",
 		                                      "export %s/b %s/out.db --quiet"};
 		for (size_t i = 0; i < sizeof READERS / sizeof READERS[0]; i++) {
@@ -265,7 +265,7 @@ static void test_damaged__a_read_only_book(void **state)
 	free(err);
 	static const char *const READERS[] = {
 	    "check %s/ro",
-	    "stats %s/ro --json",
+	    "stats %s/ro --scan --json",
 	    "query %s/ro startpos --json",
 	    "export %s/ro %s/out.db --quiet",
 	    "select %s/ro",
@@ -453,7 +453,7 @@ static void test_damaged__records_that_are_not_sound_fail_every_reader(void **st
 	expect_fails("minimax %s/b --quiet", dir, "the book is damaged");
 	expect_fails("minimax %s/b --full --quiet", dir, "the book is damaged");
 	expect_fails("export %s/b %s/out.db --quiet", dir, "the book is damaged");
-	expect_fails("stats %s/b", dir, "3 records are not sound");
+	expect_fails("stats %s/b --scan", dir, "3 records are not sound");
 	expect_fails("check %s/b", dir, "3 bad records");
 	char q[SFEN_MAX + 40];
 	snprintf(q, sizeof q, "query %%s/b \"sfen %s\"", sfen2);
@@ -503,7 +503,7 @@ static void test_damaged__a_damaged_database_is_noticed_by_serve(void **state)
 	assert_true(branches > 0);
 	assert_int_equal(ts_write_file(path, (const char *)d, len), 0);
 	free(d);
-	expect_fails("stats %s/b", dir, "corrupt record or database");
+	expect_fails("stats %s/b --scan", dir, "corrupt record or database");
 	expect_fails("minimax %s/b --full --quiet", dir, "corrupt record or database");
 	expect_served_damaged(book, log, "stopped after", 1);
 	ts_rmtree(dir);
@@ -553,7 +553,7 @@ static uint64_t damage_until_lmdb_stops(const char *dir, bool whole, const char 
 		assert_int_equal(ts_write_file(path, bad, len), 0);
 		free(bad);
 		char *err = NULL;
-		int rc = ts_runf(NULL, &err, "timeout 60 %s stats %s/b", ts_joseki(), dir);
+		int rc = ts_runf(NULL, &err, "timeout 60 %s stats %s/b --scan", ts_joseki(), dir);
 		if (rc >= 124)
 			fail_msg("seed %llu: stats ended with status %d (a signal?):\n%s",
 			         (unsigned long long)seed, rc, err);
@@ -603,8 +603,8 @@ static void expect_missing(const char *dir, const char *name)
 
 static void every_reader_says_damaged(const char *dir)
 {
-	expect_damaged("stats %s/b", dir, "stats");
-	expect_damaged("stats %s/b --json", dir, "stats");
+	expect_damaged("stats %s/b --scan", dir, "stats");
+	expect_damaged("stats %s/b --scan --json", dir, "stats");
 	expect_damaged("check %s/b", dir, "check");
 	expect_damaged("export %s/b %s/out.db --quiet", dir, "export");
 	expect_missing(dir, "out.db");
