@@ -189,8 +189,8 @@ int bookdb_counts(BookCounts *out, BookTxn *t)
 	uint64_t positions;
 	if (t->write && t->cnt_loaded) {
 		out->kept = t->cnt_valid;
-		out->thought = t->cnt_thought;
-		out->moves = t->cnt_moves;
+		out->thought = t->cnt_valid ? t->cnt_thought : 0;
+		out->moves = t->cnt_valid ? t->cnt_moves : 0;
 		return 0;
 	}
 	int rc = counts_read(t, &out->kept, &positions, &out->thought, &out->moves);
