@@ -15,8 +15,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "shogi/memuse.h"
-
 #include "shogi/movegen.h"
 
 /*
@@ -130,10 +128,8 @@ int bookdb_stats_until(BookStats *st, BookDB *db, BookTxn *txn, bool full, const
 	st->txnid = bookdb_txn_id(txn);
 	if ((rc = bookdb_counts(&st->counts, txn))) goto done;
 	if (full) {
-		(void)memuse_start(); /* without its thread the peak is sampled at the end only */
 		st->leaves_time = (int64_t)time(NULL);
 		rc = scan(st, txn, rec, pos, stop);
-		st->memory_peak = memuse_anon_peak();
 		st->counts_known = st->leaves_known = st->leaves_current = true;
 	} else {
 		/* Read, not counted: the kept counts and the last scan's. */
@@ -236,7 +232,6 @@ json_t *bookdb_stats_json(const BookStats *st)
 	json_object_set_new(o, "leaves_at", KNOWN(st->leaves_known, st->leaves_time));
 	json_object_set_new(o, "leaves_current",
 	                    st->leaves_known ? json_boolean(st->leaves_current) : json_null());
-	json_object_set_new(o, "memory_peak", KNOWN(st->scanned, st->memory_peak));
 #undef KNOWN
 	return o;
 }

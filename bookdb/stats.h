@@ -25,13 +25,12 @@
 typedef struct {
 	bool scanned; /* thought, moves, leaves and corrupt were counted now (the scan) */
 	uint64_t positions, thought, moves, games, leaves, corrupt, bytes, bytes_used;
-	bool counts_known;    /* thought and moves: scanned, or kept (counts.kept) */
-	bool leaves_known;    /* leaves and corrupt: scanned, or a stored scan's */
-	bool leaves_current;  /* and no commit came after the snapshot they count */
-	int64_t leaves_time;  /* when they were counted (unix seconds) */
-	uint64_t txnid;       /* the snapshot's id (bookdb_txn_id) */
-	BookCounts counts;    /* the kept counts as read (the scan compares them) */
-	uint64_t memory_peak; /* scanned: the process's peak anonymous memory (bytes) */
+	bool counts_known;   /* thought and moves: scanned, or kept (counts.kept) */
+	bool leaves_known;   /* leaves and corrupt: scanned, or a stored scan's */
+	bool leaves_current; /* and no commit came after the snapshot they count */
+	int64_t leaves_time; /* when they were counted (unix seconds) */
+	uint64_t txnid;      /* the snapshot's id (bookdb_txn_id) */
+	BookCounts counts;   /* the kept counts as read (the scan compares them) */
 	BookSpace space;
 	BookChangesInfo changes;
 	int minimax_seen, root_known;

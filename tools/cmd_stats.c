@@ -30,7 +30,6 @@
 
 #include "bookdb/bookdb.h"
 #include "bookdb/stats.h"
-#include "shogi/memuse.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
 #include "tools/cli_opt.h"
@@ -152,7 +151,9 @@ int cmd_stats(int argc, char **argv)
 	}
 	double bpp = st.positions ? (double)st.bytes_used / st.positions : 0;
 	if (json) {
-		if (joseki_print_json(bookdb_stats_json(&st), JSON_REAL_PRECISION(6)) < 0)
+		/* The scan's memory is the command's (the server's scan is not). */
+		json_t *o = bookdb_stats_json(&st);
+		if (joseki_print_json(full ? joseki_with_peak(o) : o, JSON_REAL_PRECISION(6)) < 0)
 			goto done;
 	} else {
 		printf("positions          %llu\n", (unsigned long long)st.positions);
@@ -195,9 +196,9 @@ int cmd_stats(int argc, char **argv)
 			       (unsigned long long)st.corrupt,
 			       full ? "counted now" : "the last scan's");
 		if (full) {
-			char mb[32];
-			printf("memory             %s peak (anonymous: the scan's key set)\n",
-			       memuse_format(st.memory_peak, mb, sizeof mb));
+			char peak[32];
+			printf("peak memory        %s (the scan's key set)\n",
+			       joseki_peak_memory(peak, sizeof peak));
 		}
 	}
 	ret = 0;

@@ -101,7 +101,7 @@ summary() {
 	# scan's (counted): both must equal the reference's.
 	"$J" stats "$book" --json | sed -E 's/"(bytes[a-z_]*|page[a-z_]*|leaves[a-z_]*|corrupt)":[0-9.a-z]*,?//g' >"$tmp/$name.stats"
 	"$J" stats "$book" --scan --json |
-		sed -E 's/"(bytes[a-z_]*|page[a-z_]*|leaves_at|memory_peak)":[0-9.a-z]*,?//g' >>"$tmp/$name.stats"
+		sed -E 's/"(bytes[a-z_]*|page[a-z_]*|leaves_at|peak_anon_bytes)":[0-9.a-z]*,?//g' >>"$tmp/$name.stats"
 	"$J" query "$book" startpos --json >"$tmp/$name.query" || die "query on $book failed"
 }
 
