@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,15 @@ int memuse_start(void)
 	 * thread-local storage (joseki's is large), so a small stack makes
 	 * pthread_create fail (EINVAL), and the peak would be the one sample above
 	 * and the one at the end. Only the pages touched are resident. */
+	/* Started at a command's start, before the command sets how it takes
+	 * signals (serve blocks SIGTERM in every thread but the one that waits
+	 * for it): the sampler blocks them all, so that the kernel never hands
+	 * it one, whose default action would end the process. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&t, &a, sampler, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&a);
 	return rc ? -1 : 0;
 }
