@@ -2,6 +2,7 @@
 #include "shogi/extsort.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,10 +78,21 @@ static int item_cmp(const void *a, const void *b, void *arg)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* Made without a name where the file system can (O_TMPFILE), so that a kill
+ * at any moment leaves none; else named and unlinked at once (a kill between
+ * the two leaves it). */
 FILE *extsort_temp_file(const char *dir)
 {
 	if (!dir) dir = getenv("TMPDIR");
 	if (!dir || !*dir) dir = "/tmp";
+#ifdef O_TMPFILE
+	int tfd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (tfd >= 0) {
+		FILE *tf = fdopen(tfd, "w+b");
+		if (!tf) close(tfd);
+		return tf;
+	}
+#endif
 	size_t plen = strlen(dir) + 32;
 	char *path = malloc(plen);
 	if (!path) {

@@ -14,8 +14,9 @@
  * order they were added, so that a pass gives the same output whatever its
  * budget.
  *
- * Run files are made in the directory given and unlinked at once (only their
- * descriptors keep them), so a process killed at any moment leaves no run
+ * Run files are made in the directory given without a name (O_TMPFILE;
+ * where the file system cannot, named and unlinked at once), so only their
+ * descriptors keep them and a process killed at any moment leaves no run
  * behind: a crash costs the pass, never disk space.
  */
 #ifndef SHOGI_EXTSORT_H
