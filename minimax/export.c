@@ -1,19 +1,15 @@
 /*
- * minimax/export.c — YaneuraOu book export.
+ * minimax/export.c — YaneuraOu and Apery book export, within a memory budget.
  *
- * Sorting 10 million records by their SFEN line must not hold the text in
- * memory: each record's text block ("sfen ..." line and move lines) is
- * appended to a spill file, and only a 16-byte index entry per record (offset,
- * SFEN line length, block length) is kept. The entries are sorted comparing the
- * SFEN lines in the memory-mapped spill file (the page cache holds the text,
- * not the heap), then the blocks are copied in order to OUT.tmp, which is
- * renamed to OUT.
- *
- * The book is read through a snapshot index (bookdb/index.h): one pass of
- * keys, then every record and every ponder lookup (the child's best move)
- * from memory. The records are split in key ranges, one thread a core; each
- * part writes and sorts its own spill file, and the parts are merged while
- * OUT is written.
+ * A book may be larger than memory: the export holds nothing per record of
+ * the whole book. One pass reads the records in key order through an LMDB
+ * cursor (worker threads decode them), and everything after it — the ponder
+ * and depth field a move takes from the position it leads to, the order of
+ * the text blocks by their SFEN line, the order of Apery's entries — goes
+ * through external sorts (shogi/extsort.h) under ExportOptions.memory: in
+ * memory while they fit, sorted runs on disk beside OUT when not. The
+ * streams are described above pass_record. OUT is written to OUT.tmp and
+ * renamed at the end.
  */
 #include "minimax/export.h"
 
@@ -25,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,11 +31,13 @@
 #include "bookdb/check.h"
 #include "shogi/movegen.h"
 #include "shogi/grow.h"
-#include "bookdb/index.h"
+#include "shogi/extsort.h"
+#include "shogi/keymap.h"
+#include "shogi/memuse.h"
+#include "shogi/zobrist.h"
 #include "bookdb/query.h"
 #include "minimax/bookmm.h"
 #include "minimax/graph.h"
-#include "bookdb/query.h"
 #include "shogi/notation.h"
 
 const char *export_strerror(int code)
@@ -59,12 +56,6 @@ const char *export_strerror(int code)
 	}
 	return "unknown export error";
 }
-
-typedef struct {
-	uint64_t off;
-	uint32_t sfen_len; /* "sfen ..." without the newline */
-	uint32_t len;      /* the whole block */
-} Entry;
 
 /* One entry of an Apery book, with what orders it: its key, then the
  * position it comes from (to tell two positions one key names), then the
@@ -85,17 +76,6 @@ static int cmp_apery(const void *a, const void *b)
 }
 
 #define fail errmsg_set
-
-/* strcmp order of two lines that contain no NUL (a prefix sorts first). */
-static int cmp_entries(const void *a, const void *b, void *ctx)
-{
-	const char *base = ctx;
-	const Entry *x = a, *y = b;
-	uint32_t n = x->sfen_len < y->sfen_len ? x->sfen_len : y->sfen_len;
-	int c = memcmp(base + x->off, base + y->off, n);
-	if (c) return c;
-	return (x->sfen_len > y->sfen_len) - (x->sfen_len < y->sfen_len);
-}
 
 /* The best move of a minimaxed record (MOVE_NONE if none has a value). */
 static Move best_of(const BookRecord *r)
@@ -152,7 +132,23 @@ static void set_counts(OutMove *out, size_t n, const BookRecord *rec, const Expo
 	}
 }
 
-size_t export_pick(OutMove *out, const BookRecord *rec, const Position *pos, const BookIndex *ix,
+void export_child_info(ExportChild *c, const BookRecord *child)
+{
+	c->best = (child->flags & BOOKDB_REC_MINIMAX) ? best_of(child) : MOVE_NONE;
+	c->depth = analysis_depth(child);
+}
+
+void export_child_apply(OutMove *o, const ExportChild *c, unsigned rec_flags,
+                        const ExportOptions *opt)
+{
+	o->ponder = c->best;
+	/* Backed up: the depth of the analysis of the position it leads to,
+	 * whose value it is (its deepest move's when the record does not say). */
+	if (opt->depth_field == EXPORT_DEPTH_SEARCH && !(rec_flags & BOOKDB_REC_GAMES))
+		o->field = c->depth;
+}
+
+size_t export_pick(OutMove *out, const BookRecord *rec, const Position *pos, BookTxn *txn,
                    BookRecord *child, const ExportOptions *opt, unsigned how)
 {
 	bool minimax = rec->flags & BOOKDB_REC_MINIMAX;
@@ -216,18 +212,14 @@ size_t export_pick(OutMove *out, const BookRecord *rec, const Position *pos, con
 		while (opt->moves == EXPORT_MOVES_WINDOW && keep < n && out[keep].value >= floor)
 			keep++;
 	}
-	if (minimax)
+	if (minimax && txn)
 		for (size_t k = 0; k < keep; k++) {
-			if (out[k].depth == 0) continue;
-			if (bookdb_index_get_moves(child, ix, pos_key_after(pos, out[k].move)) != 0)
+			if (!export_needs_child(rec->flags, &out[k])) continue;
+			if (bookdb_get_moves(child, txn, pos_key_after(pos, out[k].move)) != 0)
 				continue;
-			if (child->flags & BOOKDB_REC_MINIMAX) out[k].ponder = best_of(child);
-			/* Backed up: the depth of the analysis of the position it
-			 * leads to, whose value it is (its deepest move's when the
-			 * record does not say). */
-			if (opt->depth_field == EXPORT_DEPTH_SEARCH &&
-			    !(rec->flags & BOOKDB_REC_GAMES))
-				out[k].field = analysis_depth(child);
+			ExportChild c;
+			export_child_info(&c, child);
+			export_child_apply(&out[k], &c, rec->flags, opt);
 		}
 	set_counts(out, keep, rec, opt);
 	return keep;
@@ -250,64 +242,99 @@ int export_root_keys(Key *keys, const ExportOptions *opt, char *err)
 	return 0;
 }
 
-/* With roots: which records (by index position) a game from them reaches
- * through the moves written (the other side's: every reply written with
- * PICK_ALL), up to opt->max_ply: the walk's met records (w->seen NULL
- * without roots). Breadth first. 0, or a negative EXPORT_E* code with err. */
-static int reach_from_roots(BookWalk *w, size_t *reached, const BookIndex *ix,
-                            const ExportOptions *opt, char *err)
+/* A breadth-first walk's keys met, in the order met, and a map over them. */
+typedef struct {
+	Key *keys;
+	size_t n, cap;
+	KeyMap map;
+} Met;
+
+/* Meets k: appended unless met before. 0, or -1 out of memory. */
+static int meet(Met *w, Key k)
 {
-	*w = (BookWalk){0};
-	*reached = 0;
+	if (keymap_find(&w->map, w->keys, k) != KEYMAP_NONE) return 0;
+	if (array_grow((void **)&w->keys, &w->cap, w->n + 1, sizeof *w->keys, 1024) < 0) return -1;
+	w->keys[w->n] = k;
+	if (keymap_find_or_insert(&w->map, w->keys, (uint32_t)w->n) < 0) return -1;
+	w->n++;
+	return 0;
+}
+
+static int cmp_keys(const void *a, const void *b)
+{
+	return key_cmp(*(const Key *)a, *(const Key *)b);
+}
+
+/*
+ * With roots: the keys of the records a game from them reaches through the
+ * moves written (the other side's: every reply written, PICK_ALL), up to
+ * opt->max_ply, breadth first, each looked up in the book; sorted, into *out
+ * (*n of them; NULL and 0 without roots). The walk keeps the keys met and a
+ * key map over them: about 48 bytes a position reached, none for the rest of
+ * the book. 0, or a negative EXPORT_E* code with err.
+ */
+static int reach_from_roots(Key **out, size_t *n, BookTxn *txn, const ExportOptions *opt, char *err)
+{
+	*out = NULL;
+	*n = 0;
 	if (opt->nroots <= 0) return 0;
-	Key *keys = malloc((size_t)opt->nroots * sizeof *keys);
-	BookRecord *rec = malloc(sizeof *rec), *child = malloc(sizeof *child);
+	Met w = {0};
+	keymap_init(&w.map, sizeof(Key));
+	Key *roots = malloc((size_t)opt->nroots * sizeof *roots);
+	BookRecord *rec = malloc(sizeof *rec);
 	Position *pos = malloc(sizeof *pos);
 	OutMove *mv = malloc(BOOKDB_MAX_MOVES * sizeof *mv);
 	int rc = 0;
-	if (!keys || !rec || !child || !pos || !mv || bookdb_walk_init(w, ix) < 0) {
-		rc = fail(err, EXPORT_ERRLEN, EXPORT_ENOMEM, "out of memory");
-		goto done;
-	}
-	if ((rc = export_root_keys(keys, opt, err)) < 0) goto done;
+	const uint8_t *val;
+	size_t len;
+	if (!roots || !rec || !pos || !mv) goto nomem;
+	if ((rc = export_root_keys(roots, opt, err)) < 0) goto done;
 	for (int r = 0; r < opt->nroots; r++) {
-		size_t i = bookdb_index_find(ix, keys[r]);
-		if (i == BOOKDB_INDEX_NONE) {
+		if (bookdb_get_raw(&val, &len, txn, roots[r]) != 0) {
 			rc = fail(err, EXPORT_ERRLEN, EXPORT_EINVAL,
 			          "root %d '%s' is not in the book", r + 1, opt->roots[r]);
 			goto done;
 		}
-		bookdb_walk_meet(w, i);
+		if (meet(&w, roots[r]) < 0) goto nomem;
 	}
-	size_t i;
-	while (bookdb_walk_next(w, &i)) {
-		const uint8_t *val;
-		size_t len;
-		bookdb_index_raw(&val, &len, ix, i);
-		if (bookdb_record_decode(rec, val, len) < 0) continue;
+	for (size_t head = 0; head < w.n; head++) {
+		if (bookdb_get_raw(&val, &len, txn, w.keys[head]) != 0 ||
+		    bookdb_record_decode(rec, val, len) < 0)
+			continue;
 		if (opt->max_ply > 0 && rec->min_ply >= opt->max_ply) continue;
 		if (bookdb_record_position(pos, rec, NULL) < 0) continue;
 		unsigned how = export_side_ours(opt, pos->side) ? 0 : PICK_ALL;
-		size_t k = export_pick(mv, rec, pos, ix, child, opt, how);
-		for (size_t j = 0; j < k; j++)
-			bookdb_walk_meet(w, bookdb_index_find(ix, pos_key_after(pos, mv[j].move)));
+		size_t m = export_pick(mv, rec, pos, NULL, NULL, opt, how);
+		for (size_t j = 0; j < m; j++) {
+			Key c = pos_key_after(pos, mv[j].move);
+			if (keymap_find(&w.map, w.keys, c) != KEYMAP_NONE ||
+			    bookdb_get_raw(&val, &len, txn, c) != 0)
+				continue;
+			if (meet(&w, c) < 0) goto nomem;
+		}
 	}
-	*reached = w->tail;
+	qsort(w.keys, w.n, sizeof *w.keys, cmp_keys);
+	*out = w.keys;
+	*n = w.n;
+	w.keys = NULL;
+	goto done;
+nomem:
+	rc = fail(err, EXPORT_ERRLEN, EXPORT_ENOMEM, "out of memory");
 done:
-	if (rc < 0) bookdb_walk_free(w);
-	free(keys);
+	keymap_free(&w.map);
+	free(w.keys);
+	free(roots);
 	free(rec);
-	free(child);
 	free(pos);
 	free(mv);
 	return rc;
 }
 
-/* What YaneuraOu's defaults would leave out of this position's best move. */
-static void yo_count(ExportStats *st, const BookRecord *rec, const Position *pos,
-                     const OutMove *best)
+/* What YaneuraOu's defaults would leave out of this position's best move
+ * (min_ply: the record's; white: White to move). */
+static void yo_count(ExportStats *st, int min_ply, bool white, const OutMove *best)
 {
-	int side = pos->side == WHITE;
+	int side = white;
 	int limit = side ? EXPORT_YO_WHITE_LIMIT : EXPORT_YO_BLACK_LIMIT;
 	if (st->positions == 0) { /* the first: the extremes start here */
 		st->depth_lo = best->field;
@@ -315,220 +342,550 @@ static void yo_count(ExportStats *st, const BookRecord *rec, const Position *pos
 	}
 	if (best->field < st->depth_lo) st->depth_lo = best->field;
 	if (best->value < st->value_lo[side]) st->value_lo[side] = best->value;
-	if (rec->min_ply > st->ply_hi) st->ply_hi = rec->min_ply;
+	if (min_ply > st->ply_hi) st->ply_hi = min_ply;
 	st->yo_shallow += best->field < EXPORT_YO_DEPTH_LIMIT;
 	st->yo_below[side] += best->value < limit;
-	st->yo_late += rec->min_ply > EXPORT_YO_BOOK_MOVES;
+	st->yo_late += min_ply > EXPORT_YO_BOOK_MOVES;
 }
 
-static int spill_record(FILE *f, Entry *e, uint64_t off, const BookRecord *rec, const Position *pos,
-                        const OutMove *mv, size_t n)
+/*
+ * The pass over the book, in key order through one cursor, and the sorts
+ * that follow it. Every stream between them is an external sort (shogi/
+ * extsort.h) of byte records under a share of the budget: in memory while
+ * it fits, sorted runs on disk beside OUT when not. Integers that order a
+ * record are big-endian at its start, so that its order is memcmp's over
+ * that prefix (cmp_prefix, the prefix length as the context):
+ *
+ *   child   every record a move's line may take something from: key(16)
+ *           best move(2) analysis depth(2)                   by key
+ *   req     a move whose value is backed up through the position it leads
+ *           to: that position's key(16) the record's ordinal(8) the move's
+ *           slot(1)                                           by key
+ *   blk     a position to write, its moves not yet finished: ordinal(8)
+ *           min_ply(2) flags(1) White(1) moves(2) SFEN line length(2),
+ *           the SFEN line (with its newline), the OutMoves   by ordinal
+ *   ans     what a request found: ordinal(8) slot(1) best move(2) depth(2)
+ *                                                             by ordinal
+ *   sfen    a finished text block: its SFEN line's length(2), the block
+ *                                                  by the SFEN line
+ *   apery   an Apery book's entries (AperyOut)     by cmp_apery
+ *
+ * The ordinal numbers the records in key order. The requests meet the
+ * children in one merge (a sort-merge join: no record is looked up), the
+ * answers meet the positions in another, and the finished blocks are sorted
+ * by their SFEN line into OUT.tmp. Workers (one a core) read the records the
+ * cursor hands them in batches; everything they add is ordered by its
+ * content, so the output is the same for any number of workers and any
+ * budget.
+ */
+enum { S_CHILD, S_REQ, S_BLK, S_ANS, S_SFEN, S_APERY, S_N };
+
+#define EXPORT_MAX_THREADS 16
+#define BATCH 2048
+#define RING 8
+#define PROGRESS_EVERY 65536
+
+typedef struct {
+	Key key;
+	const uint8_t *val;
+	size_t len;
+} Item;
+
+typedef struct {
+	Item it[BATCH];
+	size_t n;
+	uint64_t ord; /* the ordinal of it[0] */
+} Batch;
+
+typedef struct {
+	const ExportOptions *opt;
+	bool apery;
+	const Key *reached; /* with roots: the keys reached, sorted (else NULL) */
+	size_t nreached;
+	ExtSort *s[S_N];
+	pthread_mutex_t sm; /* the sorters and the totals */
+	pthread_mutex_t qm; /* the queue of batches */
+	pthread_cond_t qput, qtake;
+	Batch *ring[RING];
+	size_t qhead, qn;
+	bool eof;
+	atomic_int failed;
+	int rc;                  /* the first failure: EXPORT_E* */
+	int err_no;              /* EXPORT_EIO, EXPORT_ENOMEM: errno */
+	char why[BOOKDB_ERRLEN]; /* EXPORT_EBOOK: the record that is not sound */
+	ExportStats st;          /* positions, moves, minimaxed, from_games (apery: entries) */
+	atomic_size_t done;
+	size_t total;
+} Pass;
+
+static void put_be(uint8_t *p, uint64_t v, int n)
 {
-	char line[DB2016_LINE_MAX];
-	size_t sl = db2016_format_sfen(line, pos, rec->min_ply);
-	bool minimax = rec->flags & BOOKDB_REC_MINIMAX;
-	long start = ftell(f);
-	if (fwrite(line, 1, sl, f) != sl) return -1;
+	for (int i = n; i-- > 0; v >>= 8) p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < n; i++) v = v << 8 | p[i];
+	return v;
+}
+
+static int cmp_prefix(const void *a, size_t alen, const void *b, size_t blen, void *ctx)
+{
+	(void)alen;
+	(void)blen;
+	return memcmp(a, b, (size_t)(uintptr_t)ctx);
+}
+
+/* Two text blocks by their SFEN lines (strcmp order: a prefix first), then
+ * by the rest, so that the order is one whatever the order of adding. */
+static int cmp_sfen(const void *a, size_t alen, const void *b, size_t blen, void *ctx)
+{
+	(void)ctx;
+	const uint8_t *x = a, *y = b;
+	size_t xl = x[0] | (size_t)x[1] << 8, yl = y[0] | (size_t)y[1] << 8;
+	int c = memcmp(x + 2, y + 2, xl < yl ? xl : yl);
+	if (c || xl != yl) return c ? c : xl < yl ? -1 : 1;
+	c = memcmp(x, y, alen < blen ? alen : blen);
+	return c ? c : (alen > blen) - (alen < blen);
+}
+
+static int cmp_apery_rec(const void *a, size_t alen, const void *b, size_t blen, void *ctx)
+{
+	(void)alen;
+	(void)blen;
+	(void)ctx;
+	return cmp_apery(a, b);
+}
+
+/* Records a failure of the pass (the first one counts). */
+static void pass_fail(Pass *ps, int rc, const char *why)
+{
+	pthread_mutex_lock(&ps->sm);
+	if (!ps->rc) {
+		ps->rc = rc;
+		ps->err_no = errno;
+		if (why) snprintf(ps->why, sizeof ps->why, "%s", why);
+	}
+	pthread_mutex_unlock(&ps->sm);
+	atomic_store(&ps->failed, 1);
+}
+
+/* Adds a record to sorter i (the lock held). */
+static int put(Pass *ps, int i, const void *rec, size_t len)
+{
+	if (extsort_add(ps->s[i], rec, len) == 0) return 0;
+	int e = errno;
+	pthread_mutex_unlock(&ps->sm);
+	errno = e;
+	pass_fail(ps, e == ENOMEM ? EXPORT_ENOMEM : EXPORT_EIO, NULL);
+	pthread_mutex_lock(&ps->sm);
+	return -1;
+}
+
+/* A worker's scratch space. */
+typedef struct {
+	BookRecord *rec;
+	Position *pos;
+	OutMove *mv;
+	uint8_t *buf; /* a blk record */
+	char why[BOOKDB_ERRLEN];
+} Scratch;
+
+static bool reached(const Pass *ps, Key k)
+{
+	size_t lo = 0, hi = ps->nreached;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = key_cmp(ps->reached[mid], k);
+		if (c == 0) return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* One record of the pass (its ordinal ord): what it gives its parents'
+ * lines (child), and, when it is written, its block and requests, or its
+ * Apery entries. 0, or -1 when the pass failed. */
+static int pass_record(Pass *ps, Scratch *w, const Item *it, uint64_t ord)
+{
+	const ExportOptions *opt = ps->opt;
+	BookRecord *rec = w->rec;
+	Position *pos = w->pos;
+	bool in = !ps->reached || reached(ps, it->key);
+	if (in) {
+		/* A record that is not sound fails the export (as joseki check
+		 * would find it): a damaged book must not pass for a smaller one. */
+		Move legal[MOVEGEN_MAX];
+		int nlegal;
+		if (bookdb_record_read(rec, pos, legal, &nlegal, it->key, it->val, it->len,
+		                       w->why) < 0) {
+			pass_fail(ps, EXPORT_EBOOK, w->why);
+			return -1;
+		}
+	} else if (ps->apery || bookdb_record_decode_moves(rec, it->val, it->len) < 0) {
+		return 0;
+	}
+	uint8_t cr[20];
+	ExportChild c = {MOVE_NONE, 0};
+	if (!ps->apery) {
+		export_child_info(&c, rec);
+		key_to_bytes(it->key, cr);
+		put_be(cr + 16, c.best, 2);
+		put_be(cr + 18, (uint64_t)c.depth, 2);
+	}
+	size_t n = 0;
+	if (in && !(opt->max_ply > 0 && rec->min_ply > opt->max_ply) &&
+	    rec->min_ply >= opt->min_ply && export_side_ours(opt, pos->side))
+		n = export_pick(w->mv, rec, pos, NULL, NULL, opt, 0);
+	uint8_t *b = w->buf;
+	size_t bl = 0;
+	if (n && !ps->apery) {
+		char line[DB2016_LINE_MAX];
+		size_t sl = db2016_format_sfen(line, pos, rec->min_ply);
+		put_be(b, ord, 8);
+		put_be(b + 8, (uint64_t)rec->min_ply, 2);
+		b[10] = rec->flags;
+		b[11] = pos->side == WHITE;
+		put_be(b + 12, n, 2);
+		put_be(b + 14, sl, 2);
+		memcpy(b + 16, line, sl);
+		memcpy(b + 16 + sl, w->mv, n * sizeof *w->mv);
+		bl = 16 + sl + n * sizeof *w->mv;
+	}
+	pthread_mutex_lock(&ps->sm);
+	int rc = 0;
+	if (!ps->apery && (c.best != MOVE_NONE || c.depth)) rc = put(ps, S_CHILD, cr, sizeof cr);
+	if (n && !rc) {
+		ps->st.positions++;
+		ps->st.moves += n;
+		if (rec->flags & BOOKDB_REC_MINIMAX) ps->st.minimaxed++;
+		ps->st.from_games += (rec->flags & BOOKDB_REC_GAMES) != 0;
+	}
+	if (n && !rc && ps->apery) {
+		uint64_t key = apery_key(pos);
+		for (size_t k = 0; k < n && !rc; k++) {
+			const OutMove *m = &w->mv[k];
+			AperyOut a = {key,
+			              pos_key(pos).hi,
+			              (uint32_t)k,
+			              apery_move_encode(m->move),
+			              (uint16_t)(m->count > UINT16_MAX ? UINT16_MAX : m->count),
+			              m->value};
+			rc = put(ps, S_APERY, &a, sizeof a);
+		}
+	} else if (n && !rc) {
+		rc = put(ps, S_BLK, b, bl);
+		for (size_t k = 0; k < n && !rc; k++) {
+			if (!export_needs_child(rec->flags, &w->mv[k])) continue;
+			uint8_t q[25];
+			key_to_bytes(pos_key_after(pos, w->mv[k].move), q);
+			put_be(q + 16, ord, 8);
+			q[24] = (uint8_t)k;
+			rc = put(ps, S_REQ, q, sizeof q);
+		}
+	}
+	pthread_mutex_unlock(&ps->sm);
+	return rc;
+}
+
+static int scratch_init(Scratch *w)
+{
+	w->rec = malloc(sizeof *w->rec);
+	w->pos = malloc(sizeof *w->pos);
+	w->mv = malloc(BOOKDB_MAX_MOVES * sizeof *w->mv);
+	w->buf = malloc(16 + DB2016_LINE_MAX + BOOKDB_MAX_MOVES * sizeof(OutMove));
+	return w->rec && w->pos && w->mv && w->buf ? 0 : -1;
+}
+
+static void scratch_free(Scratch *w)
+{
+	free(w->rec);
+	free(w->pos);
+	free(w->mv);
+	free(w->buf);
+}
+
+static void pass_batch(Pass *ps, Scratch *w, const Batch *b)
+{
+	for (size_t i = 0; i < b->n && !atomic_load(&ps->failed); i++)
+		if (pass_record(ps, w, &b->it[i], b->ord + i) < 0) return;
+	atomic_fetch_add(&ps->done, b->n);
+}
+
+/* A worker: batches from the queue until it is empty and ended. */
+static void *pass_worker(void *arg)
+{
+	Pass *ps = arg;
+	Scratch w;
+	if (scratch_init(&w) < 0) pass_fail(ps, EXPORT_ENOMEM, NULL);
+	for (;;) {
+		pthread_mutex_lock(&ps->qm);
+		while (!ps->qn && !ps->eof) pthread_cond_wait(&ps->qtake, &ps->qm);
+		if (!ps->qn) {
+			pthread_mutex_unlock(&ps->qm);
+			break;
+		}
+		Batch *b = ps->ring[ps->qhead];
+		ps->qhead = (ps->qhead + 1) % RING;
+		ps->qn--;
+		pthread_cond_signal(&ps->qput);
+		pthread_mutex_unlock(&ps->qm);
+		if (!atomic_load(&ps->failed)) pass_batch(ps, &w, b);
+		free(b);
+	}
+	scratch_free(&w);
+	return NULL;
+}
+
+/* The cursor's pass: batches of records handed to nt workers (nt 1: done
+ * here). 0, or -1 when the pass failed (ps->rc says how). */
+static int pass_run(Pass *ps, BookTxn *txn, int nt)
+{
+	BookIter *iter = NULL;
+	pthread_t tid[EXPORT_MAX_THREADS];
+	int started = 0, rc = bookdb_iter_open(&iter, txn);
+	Scratch w = {0};
+	if (rc < 0) {
+		pass_fail(ps, EXPORT_EBOOK, bookdb_strerror(rc));
+		return -1;
+	}
+	for (int t = 0; nt > 1 && t < nt; t++)
+		if (pthread_create(&tid[t], NULL, pass_worker, ps) == 0) started++;
+	if (nt > 1 && !started) nt = 1; /* no thread: the work is done here */
+	if (nt <= 1 && scratch_init(&w) < 0) pass_fail(ps, EXPORT_ENOMEM, NULL);
+	uint64_t ord = 0;
+	size_t reported = 0;
+	while (!atomic_load(&ps->failed)) {
+		Batch *b = malloc(sizeof *b);
+		if (!b) {
+			pass_fail(ps, EXPORT_ENOMEM, NULL);
+			break;
+		}
+		b->n = 0;
+		b->ord = ord;
+		while (b->n < BATCH) {
+			Item *it = &b->it[b->n];
+			rc = bookdb_iter_next(iter, &it->key, &it->val, &it->len);
+			if (rc <= 0) break;
+			b->n++;
+		}
+		ord += b->n;
+		if (rc < 0) pass_fail(ps, EXPORT_EBOOK, bookdb_strerror(rc));
+		if (nt <= 1) {
+			if (!atomic_load(&ps->failed)) pass_batch(ps, &w, b);
+			free(b);
+		} else {
+			pthread_mutex_lock(&ps->qm);
+			while (ps->qn == RING) pthread_cond_wait(&ps->qput, &ps->qm);
+			ps->ring[(ps->qhead + ps->qn) % RING] = b;
+			ps->qn++;
+			pthread_cond_signal(&ps->qtake);
+			pthread_mutex_unlock(&ps->qm);
+		}
+		size_t d = atomic_load(&ps->done);
+		if (ps->opt->progress && d >= reported + PROGRESS_EVERY) {
+			ps->opt->progress(ps->opt->progress_ctx, "reading", d, ps->total);
+			reported = d;
+		}
+		if (rc <= 0) break;
+	}
+	pthread_mutex_lock(&ps->qm);
+	ps->eof = true;
+	pthread_cond_broadcast(&ps->qtake);
+	pthread_mutex_unlock(&ps->qm);
+	for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+	/* Batches left when the pass failed. */
+	for (; ps->qn; ps->qn--, ps->qhead = (ps->qhead + 1) % RING) free(ps->ring[ps->qhead]);
+	/* A record that is not sound: the cursor still walks to the end, as a
+	 * pass that read the keys first did, so that a page LMDB cannot follow
+	 * further on is said as such (docs/bookdb.md, "A damaged book") rather
+	 * than as the record met first. */
+	if (ps->rc == EXPORT_EBOOK && rc > 0) {
+		Item it;
+		while (bookdb_iter_next(iter, &it.key, &it.val, &it.len) > 0) {
+		}
+	}
+	scratch_free(&w);
+	bookdb_iter_free(iter);
+	ps->st.records = ord;
+	return atomic_load(&ps->failed) ? -1 : 0;
+}
+
+/* The requests meet the children (both by key): an answer for each request
+ * whose position is a record with something to give. 0, or -1. */
+static int join_children(Pass *ps)
+{
+	if (extsort_finish(ps->s[S_CHILD]) < 0 || extsort_finish(ps->s[S_REQ]) < 0) return -1;
+	const void *c = NULL, *r;
+	size_t cl, rl;
+	int hc = extsort_next(ps->s[S_CHILD], &c, &cl), hr;
+	while ((hr = extsort_next(ps->s[S_REQ], &r, &rl)) == 1) {
+		while (hc == 1 && memcmp(c, r, 16) < 0) hc = extsort_next(ps->s[S_CHILD], &c, &cl);
+		if (hc < 0) return -1;
+		if (hc == 0 || memcmp(c, r, 16) != 0) continue;
+		uint8_t a[13];
+		memcpy(a, (const uint8_t *)r + 16, 9);
+		memcpy(a + 9, (const uint8_t *)c + 16, 4);
+		if (extsort_add(ps->s[S_ANS], a, sizeof a) < 0) return -1;
+	}
+	return hr;
+}
+
+/* A position's text block: its SFEN line (sl bytes with the newline) and
+ * its move lines, into out; returns the length. */
+static size_t format_block(char *out, const char *sfen, size_t sl, bool minimax, const OutMove *mv,
+                           size_t n)
+{
+	memcpy(out, sfen, sl);
+	size_t len = sl;
 	for (size_t k = 0; k < n; k++) {
 		int value = mv[k].value;
 		/* As peta-shock writes it: same value as the best by another
 		 * route is shown one lower, so an engine prefers the best line. */
 		if (minimax && k > 0 && value == mv[0].value && mv[k].depth != mv[0].depth) value--;
-		size_t ml = db2016_format_move_count(line, mv[k].move, mv[k].ponder, value,
-		                                     mv[k].field, (int)mv[k].count);
-		if (fwrite(line, 1, ml, f) != ml) return -1;
+		len += db2016_format_move_count(out + len, mv[k].move, mv[k].ponder, value,
+		                                mv[k].field, (int)mv[k].count);
 	}
-	long end = ftell(f);
-	if (start < 0 || end < 0) return -1;
-	e->off = off;
-	e->sfen_len = (uint32_t)(sl - 1); /* "sfen ..." without the newline */
-	e->len = (uint32_t)(end - start);
-	return 0;
+	return len;
 }
 
-#define EXPORT_MAX_THREADS 16
-
-/* One key range of the records: its own spill file, entries and counts. */
-typedef struct {
-	const BookIndex *ix;
-	const ExportOptions *opt;
-	const BookWalk *reach; /* with roots: the records reached (else seen NULL: all) */
-	size_t lo, hi;
-	char *spill_path;
-	FILE *spill;
-	char *map;
-	size_t map_len;
-	Entry *idx;
-	size_t cap;
-	ExportStats st;          /* records, positions (= entries), moves, minimaxed */
-	int rc;                  /* 0, EXPORT_ENOMEM, EXPORT_EIO or EXPORT_EBOOK */
-	int err_no;              /* errno of the failed write (EXPORT_EIO) */
-	char why[BOOKDB_ERRLEN]; /* EXPORT_EBOOK: the record that is not sound */
-	atomic_size_t *done;     /* records read by all parts */
-	size_t total;
-	bool reporter; /* the part on the calling thread reports progress */
-	bool apery;    /* an Apery book: entries kept in memory, no spill file */
-	AperyOut *ap;
-	size_t nap, apcap;
-} Part;
-
-#define PROGRESS_EVERY 65536
-
-/* Writes a part's blocks to its spill file, then maps it and sorts its entries. */
-static void *run_part(void *arg)
+/* The positions (by ordinal) meet their answers (by ordinal, slot): each
+ * block finished, counted for YaneuraOu's options and sorted by its SFEN
+ * line. 0, or -1. */
+static int finish_blocks(Pass *ps, ExportStats *st)
 {
-	Part *p = arg;
-	BookRecord *rec = malloc(sizeof *rec), *child = malloc(sizeof *child);
-	Position *pos = malloc(sizeof *pos);
+	if (extsort_finish(ps->s[S_BLK]) < 0 || extsort_finish(ps->s[S_ANS]) < 0) return -1;
 	OutMove *mv = malloc(BOOKDB_MAX_MOVES * sizeof *mv);
-	uint64_t off = 0;
-	p->rc = EXPORT_ENOMEM;
-	if (!rec || !child || !pos || !mv) goto out;
-	p->rc = EXPORT_EIO;
-	if (!p->apery && !(p->spill = fopen(p->spill_path, "w+b"))) goto out;
-	if (p->spill) setvbuf(p->spill, NULL, _IOFBF, 1 << 20);
-	for (size_t i = p->lo; i < p->hi; i++) {
-		const uint8_t *val;
-		size_t len;
-		bookdb_index_raw(&val, &len, p->ix, i);
-		p->st.records++;
-		if (p->st.records % PROGRESS_EVERY == 0) {
-			size_t d = atomic_fetch_add(p->done, PROGRESS_EVERY) + PROGRESS_EVERY;
-			if (p->reporter && p->opt->progress)
-				p->opt->progress(p->opt->progress_ctx, "reading", d, p->total);
-		}
-		if (p->reach->seen && !bookdb_walk_met(p->reach, i)) continue;
-		/* A record that is not sound fails the export (as joseki check would
-		 * find it): a damaged book must not pass for a smaller one. */
-		Move legal[MOVEGEN_MAX];
-		int nlegal;
-		if (bookdb_record_read(rec, pos, legal, &nlegal, bookdb_index_keys(p->ix)[i], val,
-		                       len, p->why) < 0) {
-			p->rc = EXPORT_EBOOK;
-			goto out;
-		}
-		if (p->opt->max_ply > 0 && rec->min_ply > p->opt->max_ply) continue;
-		if (rec->min_ply < p->opt->min_ply) continue;
-		if (!export_side_ours(p->opt, pos->side)) continue;
-		size_t n = export_pick(mv, rec, pos, p->ix, child, p->opt, 0);
-		if (n == 0) continue;
-		yo_count(&p->st, rec, pos, &mv[0]);
-		p->st.from_games += (rec->flags & BOOKDB_REC_GAMES) != 0;
-		if (p->apery) {
-			if (array_grow((void **)&p->ap, &p->apcap, p->nap + n, sizeof *p->ap,
-			               1024) < 0) {
-				p->rc = EXPORT_ENOMEM;
-				goto out;
-			}
-			uint64_t key = apery_key(pos);
-			for (size_t k = 0; k < n; k++)
-				p->ap[p->nap++] = (AperyOut){
-				    key,
-				    pos_key(pos).hi,
-				    (uint32_t)k,
-				    apery_move_encode(mv[k].move),
-				    (uint16_t)(mv[k].count > UINT16_MAX ? UINT16_MAX : mv[k].count),
-				    mv[k].value};
-			p->st.positions++;
-			p->st.moves += n;
-			if (rec->flags & BOOKDB_REC_MINIMAX) p->st.minimaxed++;
-			continue;
-		}
-		if (array_grow((void **)&p->idx, &p->cap, p->st.positions + 1, sizeof *p->idx,
-		               1024) < 0) {
-			p->rc = EXPORT_ENOMEM;
-			goto out;
-		}
-		if (spill_record(p->spill, &p->idx[p->st.positions], off, rec, pos, mv, n) < 0)
-			goto out;
-		off += p->idx[p->st.positions].len;
-		p->st.positions++;
-		p->st.moves += n;
-		if (rec->flags & BOOKDB_REC_MINIMAX) p->st.minimaxed++;
+	uint8_t *text = malloc(2 + (size_t)(BOOKDB_MAX_MOVES + 1) * DB2016_LINE_MAX);
+	int rc = -1;
+	if (!mv || !text) {
+		errno = ENOMEM;
+		goto done;
 	}
-	if (p->apery) {
-		qsort(p->ap, p->nap, sizeof *p->ap, cmp_apery);
-		p->rc = 0;
-		goto out;
-	}
-	if (fflush(p->spill) != 0) goto out;
-	p->map_len = off;
-	if (off) {
-		p->map = mmap(NULL, off, PROT_READ, MAP_PRIVATE, fileno(p->spill), 0);
-		if (p->map == MAP_FAILED) {
-			p->map = NULL;
-			p->rc = EXPORT_ENOMEM;
-			goto out;
+	const uint8_t *b, *a = NULL;
+	size_t bl, al;
+	int hb, ha = extsort_next(ps->s[S_ANS], (const void **)&a, &al);
+	ExportStats ys = {0};
+	while ((hb = extsort_next(ps->s[S_BLK], (const void **)&b, &bl)) == 1) {
+		int min_ply = (int)get_be(b + 8, 2);
+		unsigned flags = b[10];
+		bool white = b[11];
+		size_t n = get_be(b + 12, 2), sl = get_be(b + 14, 2);
+		memcpy(mv, b + 16 + sl, n * sizeof *mv);
+		for (; ha == 1 && memcmp(a, b, 8) <= 0;
+		     ha = extsort_next(ps->s[S_ANS], (const void **)&a, &al)) {
+			if (memcmp(a, b, 8) < 0 || a[8] >= n) continue;
+			ExportChild c = {(Move)get_be(a + 9, 2), (int)get_be(a + 11, 2)};
+			export_child_apply(&mv[a[8]], &c, flags, ps->opt);
 		}
-		qsort_r(p->idx, p->st.positions, sizeof *p->idx, cmp_entries, p->map);
+		if (ha < 0) goto done;
+		yo_count(&ys, min_ply, white, &mv[0]);
+		ys.positions++;
+		size_t len = format_block((char *)text + 2, (const char *)b + 16, sl,
+		                          flags & BOOKDB_REC_MINIMAX, mv, n);
+		text[0] = (uint8_t)(sl - 1); /* the line without its newline */
+		text[1] = (uint8_t)((sl - 1) >> 8);
+		if (extsort_add(ps->s[S_SFEN], text, len + 2) < 0) goto done;
 	}
-	p->rc = 0;
-out:
-	if (p->rc == EXPORT_EIO) p->err_no = errno;
-	free(rec);
-	free(child);
-	free(pos);
+	if (hb < 0) goto done;
+	st->yo_shallow = ys.yo_shallow;
+	st->yo_below[0] = ys.yo_below[0];
+	st->yo_below[1] = ys.yo_below[1];
+	st->yo_late = ys.yo_late;
+	st->depth_lo = ys.depth_lo;
+	st->value_lo[0] = ys.value_lo[0];
+	st->value_lo[1] = ys.value_lo[1];
+	st->ply_hi = ys.ply_hi;
+	rc = 0;
+done:
 	free(mv);
-	return NULL;
+	free(text);
+	return rc;
 }
 
-/* The parts' sorted entries merged into OUT (a linear scan of the heads: few parts). */
-static bool write_merged(FILE *out, Part *parts, int np, const ExportOptions *opt, size_t total)
+/* The sorted blocks into out after the header. false on a write error. */
+static bool write_blocks(FILE *out, Pass *ps, const ExportOptions *opt, size_t total)
 {
-	size_t at[EXPORT_MAX_THREADS] = {0};
-	for (size_t k = 0;; k++) {
+	char header[DB2016_LINE_MAX];
+	size_t hl = db2016_format_header(header, total);
+	if (fwrite(header, 1, hl, out) != hl) return false;
+	const uint8_t *r;
+	size_t len;
+	int h;
+	for (size_t k = 0; (h = extsort_next(ps->s[S_SFEN], (const void **)&r, &len)) == 1; k++) {
 		if (opt->progress && k % PROGRESS_EVERY == 0)
 			opt->progress(opt->progress_ctx, "writing", k, total);
-		int best = -1;
-		for (int t = 0; t < np; t++) {
-			if (at[t] >= parts[t].st.positions) continue;
-			if (best < 0) {
-				best = t;
-				continue;
-			}
-			const Entry *x = &parts[t].idx[at[t]], *y = &parts[best].idx[at[best]];
-			uint32_t n = x->sfen_len < y->sfen_len ? x->sfen_len : y->sfen_len;
-			int c = memcmp(parts[t].map + x->off, parts[best].map + y->off, n);
-			if (c < 0 || (c == 0 && x->sfen_len < y->sfen_len)) best = t;
-		}
-		if (best < 0) return true;
-		const Entry *e = &parts[best].idx[at[best]++];
-		if (fwrite(parts[best].map + e->off, 1, e->len, out) != e->len) return false;
+		if (fwrite(r + 2, 1, len - 2, out) != len - 2) return false;
 	}
+	return h == 0;
 }
 
-/* The parts' sorted Apery entries merged into OUT: 16 bytes each, by key. Of
- * two positions one key names, the first (the smaller joseki key) is kept. */
-static bool write_merged_apery(FILE *out, Part *parts, int np, const ExportOptions *opt,
-                               ExportStats *st)
+/* The sorted Apery entries into out: 16 bytes each, by key. Of two
+ * positions one key names, the first (the smaller joseki key) is kept. */
+static bool write_apery(FILE *out, Pass *ps, const ExportOptions *opt, ExportStats *st)
 {
-	size_t at[EXPORT_MAX_THREADS] = {0};
 	uint64_t last_key = 0, last_pos = 0;
 	bool any = false;
-	for (size_t k = 0;; k++) {
+	const void *r;
+	size_t len;
+	int h;
+	for (size_t k = 0; (h = extsort_next(ps->s[S_APERY], &r, &len)) == 1; k++) {
 		if (opt->progress && k % PROGRESS_EVERY == 0)
 			opt->progress(opt->progress_ctx, "writing", k, st->moves);
-		int best = -1;
-		for (int t = 0; t < np; t++)
-			if (at[t] < parts[t].nap &&
-			    (best < 0 ||
-			     cmp_apery(&parts[t].ap[at[t]], &parts[best].ap[at[best]]) < 0))
-				best = t;
-		if (best < 0) return true;
-		const AperyOut *a = &parts[best].ap[at[best]++];
-		if (any && a->key == last_key && a->pos_hi != last_pos) {
+		AperyOut a;
+		memcpy(&a, r, sizeof a);
+		if (any && a.key == last_key && a.pos_hi != last_pos) {
 			st->collisions++;
 			continue;
 		}
 		any = true;
-		last_key = a->key;
-		last_pos = a->pos_hi;
+		last_key = a.key;
+		last_pos = a.pos_hi;
 		uint8_t buf[APERY_ENTRY_SIZE];
-		AperyEntry e = {a->key, a->move, a->count, a->score};
+		AperyEntry e = {a.key, a.move, a.count, a.score};
 		apery_entry_write(buf, &e);
 		if (fwrite(buf, 1, sizeof buf, out) != sizeof buf) return false;
 		st->entries++;
 	}
+	return h == 0;
+}
+
+/* The sorters of a pass, each with its share of the budget (the streams
+ * alive at once never hold more than the budget between them). */
+static int open_sorters(Pass *ps, const char *dir, uint64_t budget)
+{
+	static const struct {
+		int share; /* eighths of the budget */
+		ExtSortCmp cmp;
+		uintptr_t prefix;
+	} S[S_N] = {
+	    [S_CHILD] = {1, cmp_prefix, 16}, [S_REQ] = {1, cmp_prefix, 25},
+	    [S_BLK] = {3, cmp_prefix, 8},    [S_ANS] = {1, cmp_prefix, 9},
+	    [S_SFEN] = {3, cmp_sfen, 0},     [S_APERY] = {6, cmp_apery_rec, 0},
+	};
+	for (int i = 0; i < S_N; i++) {
+		if ((i == S_APERY) != ps->apery) continue;
+		if (extsort_open(&ps->s[i], dir, budget / 8 * (uint64_t)S[i].share, S[i].cmp,
+		                 (void *)S[i].prefix) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The temporary runs' disk bytes of all sorters so far, into st. */
+static void sorters_done(Pass *ps, ExportStats *st, int i)
+{
+	if (!ps->s[i]) return;
+	ExtSortStats x;
+	extsort_stats(ps->s[i], &x);
+	st->spill_bytes += x.disk_bytes;
+	st->runs += x.runs;
+	extsort_free(ps->s[i]);
+	ps->s[i] = NULL;
 }
 
 static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
@@ -537,91 +894,92 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 	const size_t errlen = EXPORT_ERRLEN;
 	ExportStats st;
 	memset(&st, 0, sizeof st);
-	Part parts[EXPORT_MAX_THREADS];
-	memset(parts, 0, sizeof parts);
+	Pass ps;
+	memset(&ps, 0, sizeof ps);
+	ps.opt = opt;
+	ps.apery = apery;
+	pthread_mutex_init(&ps.sm, NULL);
+	pthread_mutex_init(&ps.qm, NULL);
+	pthread_cond_init(&ps.qput, NULL);
+	pthread_cond_init(&ps.qtake, NULL);
+	atomic_init(&ps.failed, 0);
+	atomic_init(&ps.done, 0);
 	size_t plen = strlen(out_path) + 32;
-	char *tmp_path = malloc(plen);
+	char *tmp_path = malloc(plen), *dir = strdup(out_path);
 	FILE *out = NULL;
 	BookTxn *txn = NULL;
-	BookIndex *ix = NULL;
-	BookWalk reach = {0};
-	int rc = 0, np = 0;
-	if (!tmp_path) {
+	Key *reach = NULL;
+	int rc = 0;
+	if (!tmp_path || !dir) {
 		rc = fail(err, errlen, EXPORT_ENOMEM, "out of memory");
 		goto done;
 	}
 	snprintf(tmp_path, plen, "%s.tmp", out_path);
-	if ((rc = bookdb_txn_begin(&txn, db, false)) == 0) rc = bookdb_index_build(&ix, txn);
+	/* The runs go beside OUT. */
+	char *slash = strrchr(dir, '/');
+	if (slash == dir)
+		dir[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		strcpy(dir, ".");
+	uint64_t count = 0;
+	if ((rc = bookdb_txn_begin(&txn, db, false)) == 0)
+		rc = bookdb_count(&count, txn, BOOKDB_POS);
 	if (rc < 0) {
 		rc = fail(err, errlen, rc == BOOKDB_ENOMEM ? EXPORT_ENOMEM : EXPORT_EBOOK,
 		          "cannot read the book: %s", bookdb_strerror(rc));
 		goto done;
 	}
-	size_t n = bookdb_index_count(ix);
-	if ((rc = reach_from_roots(&reach, &st.reached, ix, opt, err)) < 0) goto done;
+	if ((rc = reach_from_roots(&reach, &st.reached, txn, opt, err)) < 0) goto done;
+	ps.reached = reach;
+	ps.nreached = st.reached;
+	ps.total = (size_t)count;
+	uint64_t budget = opt->memory ? opt->memory : memuse_default_budget();
+	if (open_sorters(&ps, dir, budget) < 0) {
+		rc = fail(err, errlen, EXPORT_ENOMEM, "out of memory");
+		goto done;
+	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	np = ncpu < 1 ? 1 : (int)ncpu;
-	if (n < 20000) np = 1;
-	if (opt->threads > 0) np = opt->threads;
-	if (np > EXPORT_MAX_THREADS) np = EXPORT_MAX_THREADS;
-	pthread_t tid[EXPORT_MAX_THREADS];
-	bool started[EXPORT_MAX_THREADS] = {false};
-	atomic_size_t done;
-	atomic_init(&done, 0);
-	for (int t = 0; t < np; t++) {
-		Part *p = &parts[t];
-		p->ix = ix;
-		p->opt = opt;
-		p->reach = &reach;
-		p->done = &done;
-		p->total = n;
-		p->reporter = t == 0;
-		p->apery = apery;
-		p->lo = n * (size_t)t / (size_t)np;
-		p->hi = n * (size_t)(t + 1) / (size_t)np;
-		p->rc = EXPORT_ENOMEM;
-		if (!(p->spill_path = malloc(plen))) continue;
-		snprintf(p->spill_path, plen, "%s.spill%d", out_path, t);
-		if (t > 0 && pthread_create(&tid[t], NULL, run_part, p) == 0) started[t] = true;
+	int nt = ncpu < 1 ? 1 : (int)ncpu;
+	if (count < 20000) nt = 1;
+	if (opt->threads > 0) nt = opt->threads;
+	if (nt > EXPORT_MAX_THREADS) nt = EXPORT_MAX_THREADS;
+	bool ok = pass_run(&ps, txn, nt) == 0;
+	st.records = ps.st.records;
+	st.positions = ps.st.positions;
+	st.moves = ps.st.moves;
+	st.minimaxed = ps.st.minimaxed;
+	st.from_games = ps.st.from_games;
+	if (ok && !apery) {
+		ok = join_children(&ps) == 0;
+		if (!ok) ps.err_no = errno;
+		sorters_done(&ps, &st, S_CHILD);
+		sorters_done(&ps, &st, S_REQ);
+		if (ok && !(ok = finish_blocks(&ps, &st) == 0)) ps.err_no = errno;
+		sorters_done(&ps, &st, S_BLK);
+		sorters_done(&ps, &st, S_ANS);
+		if (ok && !(ok = extsort_finish(ps.s[S_SFEN]) == 0)) ps.err_no = errno;
+	} else if (ok && !(ok = extsort_finish(ps.s[S_APERY]) == 0)) {
+		ps.err_no = errno;
 	}
-	if (parts[0].spill_path) run_part(&parts[0]);
-	for (int t = 1; t < np; t++) {
-		if (started[t])
-			pthread_join(tid[t], NULL);
-		else if (parts[t].spill_path)
-			run_part(&parts[t]);
+	if (!ok) {
+		int e = ps.err_no;
+		rc = ps.rc == EXPORT_EBOOK
+		         ? fail(err, errlen, EXPORT_EBOOK,
+		                "%s; the book is damaged: joseki check lists what, --repair copies "
+		                "what is sound",
+		                ps.why)
+		     : ps.rc == EXPORT_ENOMEM || e == ENOMEM
+		         ? fail(err, errlen, EXPORT_ENOMEM, "out of memory")
+		         : fail(err, errlen, EXPORT_EIO,
+		                "%s: cannot write the sorted runs beside it: %s", out_path,
+		                strerror(e ? e : EIO));
+		goto done;
 	}
-	for (int t = 0; t < np; t++) {
-		if (parts[t].rc < 0 && rc == 0)
-			rc =
-			    parts[t].rc == EXPORT_EIO
-			        ? fail(err, errlen, EXPORT_EIO, "%s: cannot write there: %s",
-			               out_path, strerror(parts[t].err_no))
-			    : parts[t].rc == EXPORT_EBOOK
-			        ? fail(err, errlen, EXPORT_EBOOK,
-			               "%s; the book is damaged: joseki check lists what, --repair "
-			               "copies what is sound",
-			               parts[t].why)
-			        : fail(err, errlen, EXPORT_ENOMEM, "out of memory");
-		st.records += parts[t].st.records;
-		st.positions += parts[t].st.positions;
-		st.moves += parts[t].st.moves;
-		st.minimaxed += parts[t].st.minimaxed;
-		const ExportStats *q = &parts[t].st;
-		if (q->positions == 0) continue;
-		bool first = st.positions == q->positions;
-		if (first || q->depth_lo < st.depth_lo) st.depth_lo = q->depth_lo;
-		for (int c = 0; c < 2; c++) {
-			if (first || q->value_lo[c] < st.value_lo[c])
-				st.value_lo[c] = q->value_lo[c];
-			st.yo_below[c] += q->yo_below[c];
-		}
-		if (q->ply_hi > st.ply_hi) st.ply_hi = q->ply_hi;
-		st.yo_shallow += q->yo_shallow;
-		st.from_games += q->from_games;
-		st.yo_late += q->yo_late;
-	}
-	if (rc < 0) goto done;
+	/* The book is read: its snapshot is let go before the writing. */
+	bookdb_txn_abort(txn);
+	txn = NULL;
 	out = fopen(tmp_path, "wb");
 	if (!out) {
 		rc = fail(err, errlen, EXPORT_EIO, "%s: cannot write there: %s", out_path,
@@ -629,11 +987,8 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		goto done;
 	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
-	char header[DB2016_LINE_MAX];
-	size_t hl = db2016_format_header(header, st.positions);
-	bool bad = apery ? !write_merged_apery(out, parts, np, opt, &st)
-	                 : fwrite(header, 1, hl, out) != hl ||
-	                       !write_merged(out, parts, np, opt, st.positions);
+	bool bad =
+	    apery ? !write_apery(out, &ps, opt, &st) : !write_blocks(out, &ps, opt, st.positions);
 	FILE *o = out;
 	out = NULL;
 	int werr = bad ? errno : 0;
@@ -649,21 +1004,17 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 	}
 	rc = 0;
 done:
-	for (int t = 0; t < np; t++) {
-		Part *p = &parts[t];
-		if (p->map) munmap(p->map, p->map_len);
-		if (p->spill) fclose(p->spill);
-		if (p->spill_path) unlink(p->spill_path);
-		free(p->spill_path);
-		free(p->idx);
-		free(p->ap);
-	}
+	for (int i = 0; i < S_N; i++) sorters_done(&ps, &st, i);
 	if (out) fclose(out);
 	if (rc < 0 && tmp_path) unlink(tmp_path);
-	bookdb_index_free(ix);
 	bookdb_txn_abort(txn);
 	free(tmp_path);
-	bookdb_walk_free(&reach);
+	free(dir);
+	free(reach);
+	pthread_mutex_destroy(&ps.sm);
+	pthread_mutex_destroy(&ps.qm);
+	pthread_cond_destroy(&ps.qput);
+	pthread_cond_destroy(&ps.qtake);
 	if (stats) *stats = st;
 	return rc;
 }

@@ -89,6 +89,9 @@ typedef struct {
 	const char *const *roots; /* position specs (NULL/0: every position; KIF: the start) */
 	int nroots;
 	ExportCount count; /* YaneuraOu and Apery: the count field (KIF: none) */
+	/* YaneuraOu and Apery: the memory the sorts may hold before they work
+	 * in sorted runs on disk beside OUT (0: memuse_default_budget()). */
+	uint64_t memory;
 	/* KIF and KI2 (export_kif): the tree's depth from its root (0:
 	 * EXPORT_KIF_PLIES), KI2 instead of KIF, Shift_JIS (CP932) instead of
 	 * UTF-8, and the book's name for the header's comment (may be NULL). */
@@ -114,6 +117,9 @@ typedef struct {
 	int depth_lo, value_lo[2], ply_hi;
 	size_t reached; /* with roots: positions reached from them (before the side filter) */
 	int tree_plies; /* KIF, KI2: the longest line of the tree, plies */
+	/* YaneuraOu, Apery: bytes written to sorted runs on disk (0: all sorted in
+	 * memory), and how many runs. */
+	uint64_t spill_bytes, runs;
 } ExportStats;
 
 /*

@@ -41,7 +41,6 @@ typedef struct {
 
 typedef struct {
 	const ExportOptions *opt;
-	const BookIndex *ix;
 	BookTxn *txn;
 	Node *nodes;
 	size_t n, cap;
@@ -145,11 +144,11 @@ static void build(Kif *k, uint32_t node, Position *pos, int depth)
 {
 	if (k->rc < 0 || depth >= k->plies) return;
 	BookRecord *rec = &k->recs[depth];
-	if (bookdb_index_get(rec, k->ix, pos_key(pos)) != 0) return;
+	if (bookdb_get(rec, k->txn, pos_key(pos)) != 0) return;
 	if (k->opt->max_ply > 0 && rec->min_ply > k->opt->max_ply) return;
 	OutMove *mv = &k->mv[(size_t)depth * BOOKDB_MAX_MOVES];
 	unsigned how = PICK_KEEP_ABOVE | (export_side_ours(k->opt, pos->side) ? 0 : PICK_ALL);
-	size_t n = export_pick(mv, rec, pos, k->ix, k->child, k->opt, how);
+	size_t n = export_pick(mv, rec, pos, k->txn, k->child, k->opt, how);
 	if (!n) return;
 	k->st->positions++;
 	BookMark *marks = NULL;
@@ -321,7 +320,6 @@ int export_kif(ExportStats *stats, BookDB *db, const char *out_path, const Expor
 	k.recs = malloc((size_t)(k.plies + 1) * sizeof *k.recs);
 	k.child = malloc(sizeof *k.child);
 	k.mv = malloc((size_t)(k.plies + 1) * BOOKDB_MAX_MOVES * sizeof *k.mv);
-	BookIndex *ix = NULL;
 	if (!tmp || !tmp8 || !pos || !k.recs || !k.child || !k.mv) {
 		rc = fail(err, EXPORT_ERRLEN, EXPORT_ENOMEM, "out of memory");
 		goto done;
@@ -345,18 +343,21 @@ int export_kif(ExportStats *stats, BookDB *db, const char *out_path, const Expor
 		goto done;
 	}
 	root = pos_key(pos);
-	if ((rc = bookdb_txn_begin(&k.txn, db, false)) == 0) rc = bookdb_index_build(&ix, k.txn);
+	uint64_t nrec = 0;
+	if ((rc = bookdb_txn_begin(&k.txn, db, false)) == 0)
+		rc = bookdb_count(&nrec, k.txn, BOOKDB_POS);
 	if (rc < 0) {
 		rc = fail(err, EXPORT_ERRLEN, rc == BOOKDB_ENOMEM ? EXPORT_ENOMEM : EXPORT_EBOOK,
 		          "cannot read the book: %s", bookdb_strerror(rc));
 		goto done;
 	}
-	st.records = bookdb_index_count(ix);
-	if (bookdb_index_find(ix, root) == BOOKDB_INDEX_NONE) {
+	st.records = (size_t)nrec;
+	const uint8_t *rv;
+	size_t rl;
+	if (bookdb_get_raw(&rv, &rl, k.txn, root) != 0) {
 		rc = fail(err, EXPORT_ERRLEN, EXPORT_EINVAL, "root '%s' is not in the book", spec);
 		goto done;
 	}
-	k.ix = ix;
 	/* The root is node 0, a move of none; the record starts from its
 	 * position alone (no moves before it to write). */
 	Position *start = malloc(sizeof *start);
@@ -431,7 +432,6 @@ done:
 	if (f) fclose(f);
 	if (tmp8) unlink(tmp8);
 	if (rc < 0 && tmp) unlink(tmp);
-	bookdb_index_free(ix);
 	bookdb_txn_abort(k.txn);
 	free(k.nodes);
 	free(k.text);

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bookdb/index.h"
+#include "bookdb/bookdb.h"
 #include "minimax/export.h"
 
 /* One move to write. */
@@ -22,6 +22,25 @@ typedef struct {
 	uint32_t count;   /* the count field (ExportOptions.count) */
 	int k;            /* the move's index in its record */
 } OutMove;
+
+/* What a move's line takes from the record it leads to (a minimax value
+ * backed up through it): its best move, the ponder (MOVE_NONE unless it is
+ * minimaxed), and the depth of its analysis (the depth field). */
+typedef struct {
+	Move best;
+	int depth;
+} ExportChild;
+void export_child_info(ExportChild *c, const BookRecord *child);
+/* Sets o's ponder and depth field from its child c (rec_flags: the flags of
+ * the record o is a move of). */
+void export_child_apply(OutMove *o, const ExportChild *c, unsigned rec_flags,
+                        const ExportOptions *opt);
+/* Whether o (a move of a record with rec_flags) takes anything from its
+ * child: a minimax value backed up through it. */
+static inline bool export_needs_child(unsigned rec_flags, const OutMove *o)
+{
+	return (rec_flags & BOOKDB_REC_MINIMAX) && o->depth != 0;
+}
 
 /* export_pick's ways. */
 enum {
@@ -41,10 +60,11 @@ enum {
  * least opt->min_games games; a preferred move valued within its window of
  * the best first (how: PICK_*); cut by opt->moves and opt->window unless
  * PICK_ALL. After minimax, the ponder (the child's best move) and the depth
- * field from the child record through ix (child: scratch space). Returns how
- * many.
+ * field from the child record read through txn (child: scratch space; txn
+ * NULL: not looked up, export_child_info gives the child's part and
+ * export_child_apply sets it later). Returns how many.
  */
-size_t export_pick(OutMove *out, const BookRecord *rec, const Position *pos, const BookIndex *ix,
+size_t export_pick(OutMove *out, const BookRecord *rec, const Position *pos, BookTxn *txn,
                    BookRecord *child, const ExportOptions *opt, unsigned how);
 
 /* Whether the position (side to move c) is the side's a partial book is for

@@ -34,6 +34,7 @@
 #include <jansson.h>
 
 #include "shogi/clock.h"
+#include "shogi/memuse.h"
 #include "minimax/export.h"
 #include "shogi/position.h"
 #include "tools/cli_opt.h"
@@ -259,6 +260,7 @@ int cmd_export(int argc, char **argv)
 	    CLI_ENUM("--encoding", &encoding, "utf-8|sjis", NULL,
 	             "KIF, KI2: the text's encoding (default: Shift_JIS for .kif and .ki2, "
 	             "else UTF-8)"),
+	    CLI_MEMORY(&opt.memory),
 	    CLI_JSON(&json),
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
@@ -319,6 +321,7 @@ int cmd_export(int argc, char **argv)
 	opt.roots = (const char *const *)roots;
 	opt.nroots = nroots;
 	shogi_init();
+	(void)memuse_start(); /* without its thread the peak is sampled at the end only */
 	double t0 = clock_ms_f();
 	char err[BOOKDB_ERRLEN];
 	BookDBOptions ro = {.read_only = true};
@@ -343,11 +346,19 @@ int cmd_export(int argc, char **argv)
 		goto done;
 	}
 	double ms = clock_ms_f() - t0;
+	uint64_t peak = memuse_anon_peak();
+	char peak_text[32], spill_text[32];
+	memuse_format(peak, peak_text, sizeof peak_text);
+	memuse_format(st.spill_bytes, spill_text, sizeof spill_text);
 	if (json) {
 		json_t *o = json_pack(
 		    "{s:I,s:I,s:I,s:I,s:s,s:I}", "records", (json_int_t)st.records, "positions",
 		    (json_int_t)st.positions, "moves", (json_int_t)st.moves, "minimaxed",
 		    (json_int_t)st.minimaxed, "out", out, "time_ms", (json_int_t)(ms + 0.5));
+		if (o) json_object_set_new(o, "peak_anon_bytes", json_integer((json_int_t)peak));
+		if (o && !kif)
+			json_object_set_new(o, "spill_bytes",
+			                    json_integer((json_int_t)st.spill_bytes));
 		if (o && nroots)
 			json_object_set_new(o, "reached", json_integer((json_int_t)st.reached));
 		if (o && kif) {
@@ -370,20 +381,28 @@ int cmd_export(int argc, char **argv)
 		}
 		if (joseki_print_json(o, 0) < 0) goto done;
 	} else if (kif) {
-		printf("export: a %s tree of %zu positions and %zu moves, %d pl%s deep, from %s "
-		       "(%s), wrote %s, %.0f ms\n",
-		       opt.ki2 ? "KI2" : "KIF", st.positions, st.moves, st.tree_plies,
-		       st.tree_plies == 1 ? "y" : "ies", nroots ? opt.roots[0] : "startpos",
-		       sjis ? "Shift_JIS" : "UTF-8", out, ms);
+		char line[PATH_MAX + 512];
+		snprintf(line, sizeof line,
+		         "export: a %s tree of %zu positions and %zu moves, %d pl%s deep, from %s "
+		         "(%s), wrote %s, %.0f ms, peak %s anonymous",
+		         opt.ki2 ? "KI2" : "KIF", st.positions, st.moves, st.tree_plies,
+		         st.tree_plies == 1 ? "y" : "ies", nroots ? opt.roots[0] : "startpos",
+		         sjis ? "Shift_JIS" : "UTF-8", out, ms, peak_text);
+		cli_wrap(stdout, line, 0, 2, CLI_CONSOLE_WIDTH);
 	} else {
 		if (!apery && !quiet && st.positions) yo_options(NULL, out, &st, &opt);
 		if (nroots)
 			printf("export: %zu positions reached from %d root%s\n", st.reached, nroots,
 			       nroots == 1 ? "" : "s");
-		printf("export: %zu of %zu positions (%zu with minimax values%s), %zu moves, wrote "
-		       "%s, %.0f ms\n",
-		       st.positions, st.records, st.minimaxed - st.from_games,
-		       st.from_games ? ", the others from games alone" : "", st.moves, out, ms);
+		char line[PATH_MAX + 512];
+		snprintf(
+		    line, sizeof line,
+		    "export: %zu of %zu positions (%zu with minimax values%s), %zu moves, wrote "
+		    "%s, %.0f ms, peak %s anonymous, %s sorted on disk",
+		    st.positions, st.records, st.minimaxed - st.from_games,
+		    st.from_games ? ", the others from games alone" : "", st.moves, out, ms,
+		    peak_text, st.spill_bytes ? spill_text : "none");
+		cli_wrap(stdout, line, 0, 2, CLI_CONSOLE_WIDTH);
 		if (apery && st.collisions)
 			fprintf(
 			    stderr,

@@ -5,7 +5,9 @@
  * sorted by the bytes of its sfen lines, canonical (smallest ply), and an
  * engine-style bisection over byte offsets finds every position.
  */
+#include <dirent.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,10 +16,15 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 
 #include "bookdb/bookdb.h"
 #include "minimax/bookmm.h"
 #include "minimax/export.h"
+#include "shogi/clock.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -360,13 +367,28 @@ static void test_export__random_books_are_sorted_canonical_and_bisectable(void *
 	free(dir);
 }
 
-static void test_export__parts_written_at_once_merge_to_the_same_book(void **state)
+/* The file a library export wrote (caller frees), with its stats. */
+static char *export_lib(BookDB *db, const char *path, ExportOptions o, bool apery, ExportStats *st,
+                        size_t *len)
+{
+	char err[EXPORT_ERRLEN] = "";
+	int rc =
+	    apery ? export_apery(st, db, path, &o, err) : export_yaneuraou(st, db, path, &o, err);
+	if (rc)
+		fail_msg("export (threads %d, memory %llu): %s", o.threads,
+		         (unsigned long long)o.memory, err);
+	char *text = ts_read_file(path, len);
+	assert_non_null(text);
+	return text;
+}
+
+/* One part or three, all in memory or in sorted runs on disk under a budget
+ * of 1 MiB: the same bytes, YaneuraOu and Apery. */
+static void test_export__parts_and_budgets_give_the_same_book(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp(), book[600], one[600], many[600];
+	char *dir = ts_mkdtemp(), book[600], path[600];
 	snprintf(book, sizeof book, "%s/book", dir);
-	snprintf(one, sizeof one, "%s/one.db", dir);
-	snprintf(many, sizeof many, "%s/many.db", dir);
 	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 30000 --seed 5 --quiet",
 	                         ts_joseki(), book),
 	                 0);
@@ -374,34 +396,203 @@ static void test_export__parts_written_at_once_merge_to_the_same_book(void **sta
 	assert_int_equal(bookdb_open(&db, book, NULL, NULL), 0);
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass == 1) run_minimax(db);
-		ExportOptions o = {.moves = EXPORT_MOVES_ALL, .threads = 1};
-		ExportStats s1, s3;
-		char err[EXPORT_ERRLEN] = "";
-		if (export_yaneuraou(&s1, db, one, &o, err)) fail_msg("one part: %s", err);
-		o.threads = 3;
-		if (export_yaneuraou(&s3, db, many, &o, err)) fail_msg("three parts: %s", err);
-		assert_int_equal(s1.positions, s3.positions);
-		assert_int_equal(s1.moves, s3.moves);
-		assert_true(s1.positions > 20000);
-		size_t l1, l3;
-		char *a = ts_read_file(one, &l1), *b = ts_read_file(many, &l3);
-		assert_int_equal(l1, l3);
-		assert_memory_equal(a, b, l1);
-		/* And that one order is the sorted one (lines compared as strcmp would). */
-		const char *prev = NULL;
-		for (const char *p = strstr(b, "\nsfen "); p; p = strstr(p + 1, "\nsfen ")) {
-			if (prev) {
-				size_t x = strcspn(prev + 1, "\n"), y = strcspn(p + 1, "\n");
-				int c = memcmp(prev + 1, p + 1, x < y ? x : y);
-				if (c > 0 || (c == 0 && x >= y))
-					fail_msg("not sorted at byte %zu", (size_t)(p - b));
+		for (int apery = 0; apery < 2; apery++) {
+			ExportOptions o = {.moves = EXPORT_MOVES_ALL, .threads = 1};
+			ExportStats s1, sk;
+			size_t l1, lk;
+			snprintf(path, sizeof path, "%s/one.%s", dir, apery ? "bin" : "db");
+			char *a = export_lib(db, path, o, apery, &s1, &l1);
+			assert_true(s1.positions > 20000);
+			assert_int_equal(s1.spill_bytes, 0); /* the default budget holds it */
+			static const struct {
+				int threads;
+				uint64_t memory;
+			} K[] = {{3, 0}, {1, 1u << 20}, {3, 1u << 20}};
+			for (size_t k = 0; k < sizeof K / sizeof *K; k++) {
+				o.threads = K[k].threads;
+				o.memory = K[k].memory;
+				char *b = export_lib(db, path, o, apery, &sk, &lk);
+				if (l1 != lk || memcmp(a, b, l1))
+					fail_msg("%s, %d parts, memory %llu: other bytes",
+					         apery ? "apery" : "yaneuraou", o.threads,
+					         (unsigned long long)o.memory);
+				assert_int_equal(s1.positions, sk.positions);
+				assert_int_equal(s1.moves, sk.moves);
+				/* 1 MiB: the sorts went to disk. */
+				if (o.memory) assert_true(sk.spill_bytes > 0);
+				free(b);
 			}
-			prev = p;
+			if (!apery) {
+				/* And that one order is the sorted one (lines compared as
+				 * strcmp would). */
+				const char *prev = NULL;
+				for (const char *p = strstr(a, "\nsfen "); p;
+				     p = strstr(p + 1, "\nsfen ")) {
+					if (prev) {
+						size_t x = strcspn(prev + 1, "\n"),
+						       y = strcspn(p + 1, "\n");
+						int c = memcmp(prev + 1, p + 1, x < y ? x : y);
+						if (c > 0 || (c == 0 && x >= y))
+							fail_msg("not sorted at byte %zu",
+							         (size_t)(p - a));
+					}
+					prev = p;
+				}
+			}
+			free(a);
 		}
+	}
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* A book of ingested games (600 generated floodgate-style ones and the
+ * floodgate fixtures) and an imported YaneuraOu book, minimaxed: every
+ * format and filter writes the same bytes under --memory 1M (sorted runs on
+ * disk) as with the default budget (all in memory). */
+static void test_export__a_real_book_exports_the_same_bytes_within_one_megabyte(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s gen-games %s/games --games 600 --seed 7", ts_joseki(), dir), 0);
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s ingest %s/book %s/games tests/data/floodgate --quiet",
+	                         ts_joseki(), dir, dir),
+	                 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s import %s/book tests/data/apery/yaneuraou.db",
+	                         ts_joseki(), dir),
+	                 0);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s minimax %s/book --game-evals --quiet", ts_joseki(), dir), 0);
+	static const char *const ARGS[] = {
+	    "",
+	    "--moves all",
+	    "--format apery --moves all",
+	    "--format apery --moves best --count games",
+	    "--depth-field distance --count games --moves all",
+	    "--root startpos --moves all",
+	    "--root startpos --side black --max-ply 30",
+	    "--min-games 2 --moves all",
+	    "--min-ply 10 --max-ply 40 --side white --min-depth 1",
+	};
+	bool spilled = false;
+	for (size_t k = 0; k < sizeof ARGS / sizeof *ARGS; k++) {
+		char path[2][600];
+		long long positions[2];
+		for (int m = 0; m < 2; m++) {
+			snprintf(path[m], sizeof path[m], "%s/out%d.db", dir, m);
+			json_t *o = ts_run_json(0, "%s export %s/book %s %s --json%s", ts_joseki(),
+			                        dir, path[m], ARGS[k], m ? " --memory 1M" : "");
+			positions[m] = ts_jint(o, "positions");
+			if (m)
+				spilled |= ts_jint(o, "spill_bytes") > 0;
+			else
+				assert_int_equal(ts_jint(o, "spill_bytes"), 0);
+			assert_true(ts_jint(o, "peak_anon_bytes") > 0);
+			json_decref(o);
+		}
+		size_t l0, l1;
+		char *a = ts_read_file(path[0], &l0), *b = ts_read_file(path[1], &l1);
+		assert_non_null(a);
+		assert_non_null(b);
+		if (l0 != l1 || memcmp(a, b, l0)) fail_msg("export %s: other bytes in 1M", ARGS[k]);
+		assert_int_equal(positions[0], positions[1]);
+		if (k < 2) assert_true(positions[0] > 10000);
 		free(a);
 		free(b);
 	}
-	bookdb_free(db);
+	assert_true(spilled);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* Only out.db.tmp (or nothing) and out.db itself when want_out: what a
+ * killed export may leave in its directory. Returns whether out.db is there. */
+static bool only_output_left(const char *dir)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	bool out = false;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+		if (!strcmp(e->d_name, "out.db")) {
+			out = true;
+			continue;
+		}
+		if (strcmp(e->d_name, "out.db.tmp")) fail_msg("%s/%s left behind", dir, e->d_name);
+	}
+	closedir(d);
+	return out;
+}
+
+/* kill -9 at random moments of an export in sorted runs on disk: no OUT
+ * (never a half-written one), nothing beside it but OUT.tmp (the runs are
+ * unlinked as they are made), and the next export writes the same book. */
+static void test_export__killed_mid_export_leaves_no_output_and_no_runs(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_export__killed_mid_export_leaves_no_output_and_no_runs");
+	char *dir = ts_mkdtemp(), book[600], outdir[620], out[700], ref[700];
+	snprintf(book, sizeof book, "%s/book", dir);
+	snprintf(outdir, sizeof outdir, "%s/o", dir);
+	snprintf(out, sizeof out, "%s/out.db", outdir);
+	snprintf(ref, sizeof ref, "%s/ref.db", dir);
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 60000 --seed 9 --quiet",
+	                         ts_joseki(), book),
+	                 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s --full --quiet", ts_joseki(), book), 0);
+	long long t0 = (long long)clock_ms();
+	assert_int_equal(ts_runf(NULL, NULL, "%s export %s %s --moves all --memory 1M --quiet",
+	                         ts_joseki(), book, ref),
+	                 0);
+	long long span = (long long)clock_ms() - t0 + 1;
+	size_t lr;
+	char *want = ts_read_file(ref, &lr);
+	assert_non_null(want);
+	assert_int_equal(mkdir(outdir, 0755), 0);
+	int killed = 0;
+	for (int round = 0; round < 8; round++) {
+		char *argv[] = {(char *)ts_joseki(), "export", book,      out, "--moves", "all",
+		                "--memory",          "1M",     "--quiet", NULL};
+		pid_t pid = ts_spawn(argv, NULL, NULL, false);
+		struct timespec d = {0, 0};
+		long long ms = (long long)(ts_rand(&rng) % (uint64_t)span);
+		d.tv_sec = ms / 1000;
+		d.tv_nsec = (ms % 1000) * 1000000L;
+		nanosleep(&d, NULL);
+		kill(pid, SIGKILL);
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (WIFSIGNALED(status)) {
+			killed++;
+			assert_false(only_output_left(outdir));
+		} else {
+			/* It ended first: the whole book. */
+			assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+			assert_true(only_output_left(outdir));
+			size_t l;
+			char *got = ts_read_file(out, &l);
+			assert_true(l == lr && !memcmp(got, want, lr));
+			free(got);
+			unlink(out);
+		}
+	}
+	assert_true(killed > 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s export %s %s --moves all --memory 1M --quiet",
+	                         ts_joseki(), book, out),
+	                 0);
+	assert_true(only_output_left(outdir));
+	char tmp[720];
+	snprintf(tmp, sizeof tmp, "%s.tmp", out);
+	assert_null(ts_read_file(tmp, NULL));
+	size_t l;
+	char *got = ts_read_file(out, &l);
+	assert_true(l == lr && !memcmp(got, want, lr));
+	free(got);
+	free(want);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -446,7 +637,9 @@ int main(void)
 	    cmocka_unit_test(test_export__engine_evaluations_before_minimax),
 	    cmocka_unit_test(test_export__minimax_values_with_depth_and_ponder),
 	    cmocka_unit_test(test_export__random_books_are_sorted_canonical_and_bisectable),
-	    cmocka_unit_test(test_export__parts_written_at_once_merge_to_the_same_book),
+	    cmocka_unit_test(test_export__parts_and_budgets_give_the_same_book),
+	    cmocka_unit_test(test_export__a_real_book_exports_the_same_bytes_within_one_megabyte),
+	    cmocka_unit_test(test_export__killed_mid_export_leaves_no_output_and_no_runs),
 	    cmocka_unit_test(test_export__bad_arguments_exit_2_and_failures_write_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
