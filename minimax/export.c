@@ -32,7 +32,6 @@
 #include "shogi/movegen.h"
 #include "shogi/grow.h"
 #include "shogi/extsort.h"
-#include "shogi/keymap.h"
 #include "shogi/memuse.h"
 #include "shogi/zobrist.h"
 #include "bookdb/query.h"
@@ -242,94 +241,6 @@ int export_root_keys(Key *keys, const ExportOptions *opt, char *err)
 	return 0;
 }
 
-/* A breadth-first walk's keys met, in the order met, and a map over them. */
-typedef struct {
-	Key *keys;
-	size_t n, cap;
-	KeyMap map;
-} Met;
-
-/* Meets k: appended unless met before. 0, or -1 out of memory. */
-static int meet(Met *w, Key k)
-{
-	if (keymap_find(&w->map, w->keys, k) != KEYMAP_NONE) return 0;
-	if (array_grow((void **)&w->keys, &w->cap, w->n + 1, sizeof *w->keys, 1024) < 0) return -1;
-	w->keys[w->n] = k;
-	if (keymap_find_or_insert(&w->map, w->keys, (uint32_t)w->n) < 0) return -1;
-	w->n++;
-	return 0;
-}
-
-static int cmp_keys(const void *a, const void *b)
-{
-	return key_cmp(*(const Key *)a, *(const Key *)b);
-}
-
-/*
- * With roots: the keys of the records a game from them reaches through the
- * moves written (the other side's: every reply written, PICK_ALL), up to
- * opt->max_ply, breadth first, each looked up in the book; sorted, into *out
- * (*n of them; NULL and 0 without roots). The walk keeps the keys met and a
- * key map over them: about 48 bytes a position reached, none for the rest of
- * the book. 0, or a negative EXPORT_E* code with err.
- */
-static int reach_from_roots(Key **out, size_t *n, BookTxn *txn, const ExportOptions *opt, char *err)
-{
-	*out = NULL;
-	*n = 0;
-	if (opt->nroots <= 0) return 0;
-	Met w = {0};
-	keymap_init(&w.map, sizeof(Key));
-	Key *roots = malloc((size_t)opt->nroots * sizeof *roots);
-	BookRecord *rec = malloc(sizeof *rec);
-	Position *pos = malloc(sizeof *pos);
-	OutMove *mv = malloc(BOOKDB_MAX_MOVES * sizeof *mv);
-	int rc = 0;
-	const uint8_t *val;
-	size_t len;
-	if (!roots || !rec || !pos || !mv) goto nomem;
-	if ((rc = export_root_keys(roots, opt, err)) < 0) goto done;
-	for (int r = 0; r < opt->nroots; r++) {
-		if (bookdb_get_raw(&val, &len, txn, roots[r]) != 0) {
-			rc = fail(err, EXPORT_ERRLEN, EXPORT_EINVAL,
-			          "root %d '%s' is not in the book", r + 1, opt->roots[r]);
-			goto done;
-		}
-		if (meet(&w, roots[r]) < 0) goto nomem;
-	}
-	for (size_t head = 0; head < w.n; head++) {
-		if (bookdb_get_raw(&val, &len, txn, w.keys[head]) != 0 ||
-		    bookdb_record_decode(rec, val, len) < 0)
-			continue;
-		if (opt->max_ply > 0 && rec->min_ply >= opt->max_ply) continue;
-		if (bookdb_record_position(pos, rec, NULL) < 0) continue;
-		unsigned how = export_side_ours(opt, pos->side) ? 0 : PICK_ALL;
-		size_t m = export_pick(mv, rec, pos, NULL, NULL, opt, how);
-		for (size_t j = 0; j < m; j++) {
-			Key c = pos_key_after(pos, mv[j].move);
-			if (keymap_find(&w.map, w.keys, c) != KEYMAP_NONE ||
-			    bookdb_get_raw(&val, &len, txn, c) != 0)
-				continue;
-			if (meet(&w, c) < 0) goto nomem;
-		}
-	}
-	qsort(w.keys, w.n, sizeof *w.keys, cmp_keys);
-	*out = w.keys;
-	*n = w.n;
-	w.keys = NULL;
-	goto done;
-nomem:
-	rc = fail(err, EXPORT_ERRLEN, EXPORT_ENOMEM, "out of memory");
-done:
-	keymap_free(&w.map);
-	free(w.keys);
-	free(roots);
-	free(rec);
-	free(pos);
-	free(mv);
-	return rc;
-}
-
 /* What YaneuraOu's defaults would leave out of this position's best move
  * (min_ply: the record's; white: White to move). */
 static void yo_count(ExportStats *st, int min_ply, bool white, const OutMove *best)
@@ -389,6 +300,7 @@ typedef struct {
 	Key key;
 	const uint8_t *val;
 	size_t len;
+	bool in; /* reached from the roots (or no roots given) */
 } Item;
 
 typedef struct {
@@ -400,8 +312,7 @@ typedef struct {
 typedef struct {
 	const ExportOptions *opt;
 	bool apery;
-	const Key *reached; /* with roots: the keys reached, sorted (else NULL) */
-	size_t nreached;
+	ExtSort *reach; /* with roots: the keys reached, sorted, finished (else NULL) */
 	ExtSort *s[S_N];
 	pthread_mutex_t sm; /* the sorters and the totals */
 	pthread_mutex_t qm; /* the queue of batches */
@@ -483,6 +394,163 @@ static int put(Pass *ps, int i, const void *rec, size_t len)
 	return -1;
 }
 
+/* Adds key k to s as 16 big-endian bytes (memcmp order: key order). */
+static int add_key(ExtSort *s, Key k)
+{
+	uint8_t b[16];
+	key_to_bytes(k, b);
+	return extsort_add(s, b, sizeof b);
+}
+
+static int keys_open(ExtSort **s, const char *dir, uint64_t budget)
+{
+	return extsort_open(s, dir, budget, cmp_prefix, (void *)(uintptr_t)16);
+}
+
+/*
+ * The next level of a breadth-first walk: the keys met (c, sorted, with
+ * repeats) merged with the keys visited (*v, sorted) into the next frontier
+ * (*f: those of c not visited, once each) and the next visited set (both).
+ * *v is replaced; c is read to its end. 0, or -1 with errno.
+ */
+static int walk_level(ExtSort **v, ExtSort **f, ExtSort *c, const char *dir, uint64_t share,
+                      uint64_t *spilled)
+{
+	ExtSort *nv = NULL;
+	*f = NULL;
+	if (extsort_finish(c) < 0 || keys_open(&nv, dir, share) < 0 || keys_open(f, dir, share) < 0)
+		goto fail;
+	const uint8_t *ck = NULL, *vk = NULL;
+	size_t len;
+	uint8_t last[16];
+	bool any = false;
+	int hc = extsort_next(c, (const void **)&ck, &len),
+	    hv = extsort_next(*v, (const void **)&vk, &len);
+	while (hc == 1 || hv == 1) {
+		int cmp = hc != 1 ? 1 : hv != 1 ? -1 : memcmp(ck, vk, 16);
+		if (cmp > 0) {
+			if (extsort_add(nv, vk, 16) < 0) goto fail;
+			hv = extsort_next(*v, (const void **)&vk, &len);
+			continue;
+		}
+		if (cmp < 0 && (!any || memcmp(last, ck, 16))) {
+			memcpy(last, ck, 16);
+			any = true;
+			if (extsort_add(*f, ck, 16) < 0 || extsort_add(nv, ck, 16) < 0) goto fail;
+		}
+		hc = extsort_next(c, (const void **)&ck, &len);
+	}
+	if (hc < 0 || hv < 0 || extsort_finish(nv) < 0 || extsort_finish(*f) < 0) goto fail;
+	ExtSortStats st;
+	extsort_stats(*v, &st);
+	*spilled += st.disk_bytes;
+	extsort_stats(c, &st);
+	*spilled += st.disk_bytes;
+	extsort_free(*v);
+	*v = nv;
+	return 0;
+fail:
+	extsort_free(nv);
+	extsort_free(*f);
+	*f = NULL;
+	return -1;
+}
+
+/*
+ * With roots: the keys of the records a game from them reaches through the
+ * moves written (the other side's: every reply written, PICK_ALL), up to
+ * opt->max_ply, into *out (sorted, finished for reading; NULL without roots)
+ * and their number into *n. Breadth first, level by level, within budget:
+ * the frontier's records are looked up in key order, the children they lead
+ * to that are in the book are sorted, and the sorted keys visited so far
+ * give the next frontier in one merge (walk_level) — sorted runs on disk
+ * beside OUT when they do not fit, no map of the positions met. 0, or a
+ * negative EXPORT_E* code with err.
+ */
+static int reach_from_roots(ExtSort **out, size_t *n, uint64_t *spilled, BookTxn *txn,
+                            const ExportOptions *opt, const char *dir, uint64_t budget, char *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (opt->nroots <= 0) return 0;
+	uint64_t share = budget / 4;
+	ExtSort *v = NULL, *f = NULL, *c = NULL;
+	Key *roots = malloc((size_t)opt->nroots * sizeof *roots);
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	OutMove *mv = malloc(BOOKDB_MAX_MOVES * sizeof *mv);
+	int rc = 0;
+	const uint8_t *val;
+	size_t len;
+	if (!roots || !rec || !pos || !mv) {
+		errno = ENOMEM;
+		goto sys;
+	}
+	if ((rc = export_root_keys(roots, opt, err)) < 0) goto done;
+	if (keys_open(&v, dir, share) < 0 || extsort_finish(v) < 0 || keys_open(&c, dir, share) < 0)
+		goto sys;
+	for (int r = 0; r < opt->nroots; r++) {
+		if (bookdb_get_raw(&val, &len, txn, roots[r]) != 0) {
+			rc = fail(err, EXPORT_ERRLEN, EXPORT_EINVAL,
+			          "root %d '%s' is not in the book", r + 1, opt->roots[r]);
+			goto done;
+		}
+		if (add_key(c, roots[r]) < 0) goto sys;
+	}
+	for (;;) {
+		int h = walk_level(&v, &f, c, dir, share, spilled);
+		extsort_free(c);
+		c = NULL;
+		if (h < 0) goto sys;
+		const uint8_t *fk;
+		if ((h = extsort_next(f, (const void **)&fk, &len)) <= 0) {
+			if (h < 0) goto sys;
+			break; /* nothing new: the walk is over */
+		}
+		if (keys_open(&c, dir, share) < 0) goto sys;
+		for (; h == 1; h = extsort_next(f, (const void **)&fk, &len)) {
+			if (bookdb_get_raw(&val, &len, txn, key_from_bytes(fk)) != 0 ||
+			    bookdb_record_decode(rec, val, len) < 0)
+				continue;
+			if (opt->max_ply > 0 && rec->min_ply >= opt->max_ply) continue;
+			if (bookdb_record_position(pos, rec, NULL) < 0) continue;
+			unsigned how = export_side_ours(opt, pos->side) ? 0 : PICK_ALL;
+			size_t m = export_pick(mv, rec, pos, NULL, NULL, opt, how);
+			for (size_t j = 0; j < m; j++) {
+				Key k = pos_key_after(pos, mv[j].move);
+				if (bookdb_get_raw(&val, &len, txn, k) == 0 && add_key(c, k) < 0)
+					goto sys;
+			}
+		}
+		if (h < 0) goto sys;
+		ExtSortStats fs;
+		extsort_stats(f, &fs);
+		*spilled += fs.disk_bytes;
+		extsort_free(f);
+		f = NULL;
+	}
+	ExtSortStats st;
+	extsort_stats(v, &st);
+	*n = (size_t)st.records;
+	*out = v;
+	v = NULL;
+	goto done;
+sys:
+	rc = errno == ENOMEM ? fail(err, EXPORT_ERRLEN, EXPORT_ENOMEM, "out of memory")
+	                     : fail(err, EXPORT_ERRLEN, EXPORT_EIO,
+	                            "the walk from the roots: sorted runs beside the output: %s",
+	                            strerror(errno ? errno : EIO));
+done:
+	extsort_free(v);
+	extsort_free(f);
+	extsort_free(c);
+	free(roots);
+	free(rec);
+	free(pos);
+	free(mv);
+	return rc;
+}
+
 /* A worker's scratch space. */
 typedef struct {
 	BookRecord *rec;
@@ -492,21 +560,6 @@ typedef struct {
 	char why[BOOKDB_ERRLEN];
 } Scratch;
 
-static bool reached(const Pass *ps, Key k)
-{
-	size_t lo = 0, hi = ps->nreached;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = key_cmp(ps->reached[mid], k);
-		if (c == 0) return true;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
-}
-
 /* One record of the pass (its ordinal ord): what it gives its parents'
  * lines (child), and, when it is written, its block and requests, or its
  * Apery entries. 0, or -1 when the pass failed. */
@@ -515,7 +568,7 @@ static int pass_record(Pass *ps, Scratch *w, const Item *it, uint64_t ord)
 	const ExportOptions *opt = ps->opt;
 	BookRecord *rec = w->rec;
 	Position *pos = w->pos;
-	bool in = !ps->reached || reached(ps, it->key);
+	bool in = it->in;
 	if (in) {
 		/* A record that is not sound fails the export (as joseki check
 		 * would find it): a damaged book must not pass for a smaller one. */
@@ -526,12 +579,14 @@ static int pass_record(Pass *ps, Scratch *w, const Item *it, uint64_t ord)
 			pass_fail(ps, EXPORT_EBOOK, w->why);
 			return -1;
 		}
-	} else if (ps->apery || bookdb_record_decode_moves(rec, it->val, it->len) < 0) {
+	} else if (ps->apery || ps->reach ||
+	           bookdb_record_decode_moves(rec, it->val, it->len) < 0) {
 		return 0;
 	}
 	uint8_t cr[20];
 	ExportChild c = {MOVE_NONE, 0};
-	if (!ps->apery) {
+	/* With roots the requests are few: join_children looks them up. */
+	if (!ps->apery && !ps->reach) {
 		export_child_info(&c, rec);
 		key_to_bytes(it->key, cr);
 		put_be(cr + 16, c.best, 2);
@@ -659,6 +714,10 @@ static int pass_run(Pass *ps, BookTxn *txn, int nt)
 	if (nt <= 1 && scratch_init(&w) < 0) pass_fail(ps, EXPORT_ENOMEM, NULL);
 	uint64_t ord = 0;
 	size_t reported = 0;
+	/* The keys reached, merged with the cursor's: both in key order. */
+	const uint8_t *rk = NULL;
+	size_t rl;
+	int rh = ps->reach ? extsort_next(ps->reach, (const void **)&rk, &rl) : 0;
 	while (!atomic_load(&ps->failed)) {
 		Batch *b = malloc(sizeof *b);
 		if (!b) {
@@ -671,6 +730,18 @@ static int pass_run(Pass *ps, BookTxn *txn, int nt)
 			Item *it = &b->it[b->n];
 			rc = bookdb_iter_next(iter, &it->key, &it->val, &it->len);
 			if (rc <= 0) break;
+			it->in = !ps->reach;
+			if (ps->reach) {
+				uint8_t kb[16];
+				key_to_bytes(it->key, kb);
+				while (rh == 1 && memcmp(rk, kb, 16) < 0)
+					rh = extsort_next(ps->reach, (const void **)&rk, &rl);
+				it->in = rh == 1 && !memcmp(rk, kb, 16);
+				if (rh < 0) {
+					pass_fail(ps, EXPORT_EIO, NULL);
+					break;
+				}
+			}
 			b->n++;
 		}
 		ord += b->n;
@@ -716,23 +787,51 @@ static int pass_run(Pass *ps, BookTxn *txn, int nt)
 }
 
 /* The requests meet the children (both by key): an answer for each request
- * whose position is a record with something to give. 0, or -1. */
-static int join_children(Pass *ps)
+ * whose position is a record with something to give. With roots (a partial
+ * book: few requests for a whole book's list) each requested position is
+ * looked up in txn instead, in key order. 0, or -1. */
+static int join_children(Pass *ps, BookTxn *txn)
 {
 	if (extsort_finish(ps->s[S_CHILD]) < 0 || extsort_finish(ps->s[S_REQ]) < 0) return -1;
 	const void *c = NULL, *r;
 	size_t cl, rl;
-	int hc = extsort_next(ps->s[S_CHILD], &c, &cl), hr;
+	uint8_t looked[20] = {0};
+	BookRecord *rec = ps->reach ? malloc(sizeof *rec) : NULL;
+	if (ps->reach && !rec) {
+		errno = ENOMEM;
+		return -1;
+	}
+	int hc = ps->reach ? 0 : extsort_next(ps->s[S_CHILD], &c, &cl), hr;
 	while ((hr = extsort_next(ps->s[S_REQ], &r, &rl)) == 1) {
-		while (hc == 1 && memcmp(c, r, 16) < 0) hc = extsort_next(ps->s[S_CHILD], &c, &cl);
-		if (hc < 0) return -1;
-		if (hc == 0 || memcmp(c, r, 16) != 0) continue;
+		if (ps->reach) {
+			/* The child's part, once a key: looked[16..20) as a child record. */
+			if (hc == 0 || memcmp(looked, r, 16)) {
+				ExportChild x = {MOVE_NONE, 0};
+				memcpy(looked, r, 16);
+				if (bookdb_get_moves(rec, txn, key_from_bytes(r)) == 0)
+					export_child_info(&x, rec);
+				put_be(looked + 16, x.best, 2);
+				put_be(looked + 18, (uint64_t)x.depth, 2);
+				hc = 1;
+			}
+			c = looked;
+		} else {
+			while (hc == 1 && memcmp(c, r, 16) < 0)
+				hc = extsort_next(ps->s[S_CHILD], &c, &cl);
+			if (hc < 0) break;
+			if (hc == 0 || memcmp(c, r, 16) != 0) continue;
+		}
 		uint8_t a[13];
 		memcpy(a, (const uint8_t *)r + 16, 9);
 		memcpy(a + 9, (const uint8_t *)c + 16, 4);
-		if (extsort_add(ps->s[S_ANS], a, sizeof a) < 0) return -1;
+		if (get_be(a + 9, 2) == MOVE_NONE && get_be(a + 11, 2) == 0) continue;
+		if (extsort_add(ps->s[S_ANS], a, sizeof a) < 0) {
+			hr = -1;
+			break;
+		}
 	}
-	return hr;
+	free(rec);
+	return hc < 0 ? -1 : hr;
 }
 
 /* A position's text block: its SFEN line (sl bytes with the newline) and
@@ -908,7 +1007,7 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 	char *tmp_path = malloc(plen), *dir = strdup(out_path);
 	FILE *out = NULL;
 	BookTxn *txn = NULL;
-	Key *reach = NULL;
+	ExtSort *reach = NULL;
 	int rc = 0;
 	if (!tmp_path || !dir) {
 		rc = fail(err, errlen, EXPORT_ENOMEM, "out of memory");
@@ -931,12 +1030,14 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		          "cannot read the book: %s", bookdb_strerror(rc));
 		goto done;
 	}
-	if ((rc = reach_from_roots(&reach, &st.reached, txn, opt, err)) < 0) goto done;
-	ps.reached = reach;
-	ps.nreached = st.reached;
-	ps.total = (size_t)count;
 	uint64_t budget = opt->memory ? opt->memory : memuse_default_budget();
-	if (open_sorters(&ps, dir, budget) < 0) {
+	if ((rc = reach_from_roots(&reach, &st.reached, &st.spill_bytes, txn, opt, dir, budget,
+	                           err)) < 0)
+		goto done;
+	ps.reach = reach;
+	ps.total = (size_t)count;
+	/* The keys reached are read beside the pass with a quarter of it. */
+	if (open_sorters(&ps, dir, reach ? budget / 4 * 3 : budget) < 0) {
 		rc = fail(err, errlen, EXPORT_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -952,7 +1053,7 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 	st.minimaxed = ps.st.minimaxed;
 	st.from_games = ps.st.from_games;
 	if (ok && !apery) {
-		ok = join_children(&ps) == 0;
+		ok = join_children(&ps, txn) == 0;
 		if (!ok) ps.err_no = errno;
 		sorters_done(&ps, &st, S_CHILD);
 		sorters_done(&ps, &st, S_REQ);
@@ -1010,7 +1111,12 @@ done:
 	bookdb_txn_abort(txn);
 	free(tmp_path);
 	free(dir);
-	free(reach);
+	if (reach) {
+		ExtSortStats rs;
+		extsort_stats(reach, &rs);
+		st.spill_bytes += rs.disk_bytes;
+		extsort_free(reach);
+	}
 	pthread_mutex_destroy(&ps.sm);
 	pthread_mutex_destroy(&ps.qm);
 	pthread_cond_destroy(&ps.qput);
