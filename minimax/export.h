@@ -69,12 +69,12 @@ typedef enum { EXPORT_SIDE_BOTH = 0, EXPORT_SIDE_BLACK = 1, EXPORT_SIDE_WHITE = 
 typedef void (*ExportProgressFn)(void *ctx, const char *phase, size_t done, size_t total);
 
 typedef struct {
-	ExportMoves moves;         /* which moves of a position are written */
-	int window;                /* EXPORT_MOVES_WINDOW: at most this far below the best */
-	int min_depth;             /* engine evaluations shallower than this are left out */
-	int max_ply;               /* positions first seen after this ply are left out (0: all) */
-	int threads;               /* parts written at once (0: one a core; books under 20,000
-	                              records: one); the output is the same for any number */
+	ExportMoves moves; /* which moves of a position are written */
+	int window;        /* EXPORT_MOVES_WINDOW: at most this far below the best */
+	int min_depth;     /* engine evaluations shallower than this are left out */
+	int max_ply;       /* positions first seen after this ply are left out (0: all) */
+	int threads;       /* workers reading records at once (0: one a core; books under 20,000
+	                      records: one); the output is the same for any number */
 	ExportProgressFn progress; /* may be NULL */
 	void *progress_ctx;
 	bool with_avoided;       /* also moves joseki prune marked avoided (left out by default) */
@@ -124,9 +124,11 @@ typedef struct {
 
 /*
  * Writes db as a YaneuraOu book to out_path (through out_path.tmp, renamed at
- * the end). Records are sorted by the bytes of their "sfen ..." line. On
- * failure returns a negative EXPORT_E* code with the message in err
- * (EXPORT_ERRLEN bytes).
+ * the end). Records are sorted by the bytes of their "sfen ..." line. Holds
+ * about opt->memory at most (sorted runs, without names, in out_path's
+ * directory beyond it). On failure returns a negative EXPORT_E* code with the
+ * message in err (EXPORT_ERRLEN bytes); out_path is untouched and
+ * out_path.tmp removed.
  */
 #define EXPORT_ERRLEN 512
 JOSEKI_MUST_USE int export_yaneuraou(ExportStats *stats, BookDB *db, const char *out_path,
