@@ -321,7 +321,6 @@ int cmd_export(int argc, char **argv)
 	opt.roots = (const char *const *)roots;
 	opt.nroots = nroots;
 	shogi_init();
-	(void)memuse_start(); /* without its thread the peak is sampled at the end only */
 	double t0 = clock_ms_f();
 	char err[BOOKDB_ERRLEN];
 	BookDBOptions ro = {.read_only = true};
@@ -384,7 +383,7 @@ int cmd_export(int argc, char **argv)
 		char line[PATH_MAX + 512];
 		snprintf(line, sizeof line,
 		         "export: a %s tree of %zu positions and %zu moves, %d pl%s deep, from %s "
-		         "(%s), wrote %s, %.0f ms, peak %s anonymous",
+		         "(%s), wrote %s, %.0f ms, peak memory %s",
 		         opt.ki2 ? "KI2" : "KIF", st.positions, st.moves, st.tree_plies,
 		         st.tree_plies == 1 ? "y" : "ies", nroots ? opt.roots[0] : "startpos",
 		         sjis ? "Shift_JIS" : "UTF-8", out, ms, peak_text);
@@ -398,7 +397,7 @@ int cmd_export(int argc, char **argv)
 		snprintf(
 		    line, sizeof line,
 		    "export: %zu of %zu positions (%zu with minimax values%s), %zu moves, wrote "
-		    "%s, %.0f ms, peak %s anonymous, %s sorted on disk",
+		    "%s, %.0f ms, peak memory %s, %s sorted on disk",
 		    st.positions, st.records, st.minimaxed - st.from_games,
 		    st.from_games ? ", the others from games alone" : "", st.moves, out, ms,
 		    peak_text, st.spill_bytes ? spill_text : "none");
