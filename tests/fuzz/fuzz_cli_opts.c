@@ -3,7 +3,8 @@
  * parser (tools/cli_opt.c): the input, split at NUL bytes, is an argv parsed
  * against a table with every kind of entry (flag, signed and unsigned
  * numbers, real, text, names, a parser of its own, repeatable, positionals,
- * the rest, a group that needs an option, options that exclude each other).
+ * the rest, a group that needs an option, options that exclude each other,
+ * a --memory size).
  * The parse ends in go, help or a usage error; when it goes on, every value
  * is in its range and the rest are the arguments given.
  */
@@ -56,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	static const int SIDES[] = {7, 8, 9};
 	bool flag = false, on = false;
-	uint64_t count = 5, rep[3] = {0, 0, 0};
+	uint64_t count = 5, rep[3] = {0, 0, 0}, mem = 7;
 	int sign = -7, nrep = 0, side = 0, depth = -1;
 	unsigned char small = 3;
 	double rate = 0.5;
@@ -81,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    CLI_FN("--even", &even, parse_even, "E", NULL, "even"),
 	    CLI_NUM("--rep", rep, 0, CLI_NOMAX, "N", "rep", CLI_MANY(&nrep, 3)),
 	    CLI_GROUP(group, .needs = "--on"),
+	    CLI_MEMORY(&mem),
 	    CLI_TABLE_END,
 	};
 	const CliCmd cmd = {"fuzz", opts, NULL};
@@ -89,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!book || depth > 20 || count < 1 || count > 1000 || small > 200 ||
 		    sign < -32000 || sign > 32000 || !(rate >= 0 && rate <= 1) || (str && !*str) ||
 		    (side != 0 && (side < 7 || side > 9)) || even % 2 || nrep > 3 ||
-		    (rest.n && !rest.v))
+		    (rest.n && !rest.v) || (mem != 7 && mem < (1u << 20)))
 			abort();
 		for (size_t i = 0; i < rest.n; i++)
 			if (!rest.v[i] || (rest.v[i][0] == '-' && rest.v[i][1])) abort();
