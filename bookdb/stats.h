@@ -10,7 +10,11 @@
  * start position's. The whole-book scan (`stats --scan`) counts thought,
  * moves, leaves (positions none of whose stored moves leads to a book
  * position) and corrupt over every record (seconds to minutes on a large
- * book, and 8 bytes of memory a position for the leaves).
+ * book). The leaves are found through a set of the book's keys in memory
+ * (about 24 bytes a position) while that fits the scan's memory budget, and
+ * beyond it by a sort-merge join: every stored move's child key, sorted on
+ * disk (shogi/extsort.h), met with the book's keys in their order, one bit a
+ * position in memory.
  */
 #ifndef BOOKDB_STATS_H
 #define BOOKDB_STATS_H
@@ -37,6 +41,7 @@ typedef struct {
 	int root_value;
 	int cyclic_known; /* meta "minimax" (the last run's summary) says how many */
 	long long cyclic;
+	uint64_t sorted_bytes; /* the scan's leaves join: bytes sorted on disk (0: in memory) */
 } BookStats;
 
 /* Fills st from txn's snapshot of db; the scan only when full. Returns 0 or a
@@ -49,6 +54,10 @@ JOSEKI_MUST_USE int bookdb_stats(BookStats *st, BookDB *db, BookTxn *txn, bool f
  * (stop may be NULL). */
 JOSEKI_MUST_USE int bookdb_stats_until(BookStats *st, BookDB *db, BookTxn *txn, bool full,
                                        const atomic_bool *stop);
+/* As bookdb_stats_until, the scan within memory bytes (0: memuse_default_budget,
+ * a quarter of RAM): past it, the leaves are counted by the join above. */
+JOSEKI_MUST_USE int bookdb_stats_budget(BookStats *st, BookDB *db, BookTxn *txn, bool full,
+                                        const atomic_bool *stop, uint64_t memory);
 /*
  * Keeps what the scan st counted (leaves, corrupt, when) in db's meta, in a
  * write transaction of its own: current until the next commit when nothing

@@ -68,7 +68,7 @@ int cmd_stats(int argc, char **argv)
 {
 	const char *book = NULL;
 	bool json = false, full = false;
-	uint64_t bench = 0;
+	uint64_t bench = 0, memory = 0;
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
 	    CLI_FLAG("--json", &json, "one JSON object"),
@@ -76,6 +76,12 @@ int cmd_stats(int argc, char **argv)
 	             "count thought, moves, leaves and corrupt over every record, and keep leaves "
 	             "and corrupt in the book (by default they are read: the kept counts, the last "
 	             "scan's)"),
+	    CLI_FN(
+	        "--memory", &memory, cli_parse_memory, "SIZE",
+	        "a size such as 256M or 8G, at least 1M",
+	        "memory the scan may use (default a quarter of RAM): past it, leaves are counted "
+	        "by sorted runs on disk",
+	        .needs = "--scan"),
 	    CLI_NUM("--bench-lookups", &bench, 0, LLONG_MAX, "N",
 	            "time N random lookups instead of the figures (tools/bench_bookdb.sh; default: "
 	            "none)"),
@@ -119,7 +125,7 @@ int cmd_stats(int argc, char **argv)
 		ret = 0;
 		goto done;
 	}
-	if ((rc = bookdb_stats(&st, db, txn, full))) {
+	if ((rc = bookdb_stats_budget(&st, db, txn, full, NULL, memory))) {
 		joseki_error("%s: %s", book, bookdb_strerror(rc));
 		goto done;
 	}
@@ -153,6 +159,9 @@ int cmd_stats(int argc, char **argv)
 	if (json) {
 		/* The scan's memory is the command's (the server's scan is not). */
 		json_t *o = bookdb_stats_json(&st);
+		if (o && full)
+			json_object_set_new(o, "sorted_bytes",
+			                    json_integer((json_int_t)st.sorted_bytes));
 		if (joseki_print_json(full ? joseki_with_peak(o) : o, JSON_REAL_PRECISION(6)) < 0)
 			goto done;
 	} else {
@@ -197,8 +206,14 @@ int cmd_stats(int argc, char **argv)
 			       full ? "counted now" : "the last scan's");
 		if (full) {
 			char peak[32];
-			printf("peak memory        %s (the scan's key set)\n",
-			       joseki_peak_memory(peak, sizeof peak));
+			if (st.sorted_bytes)
+				printf("peak memory        %s (leaves by sorted runs: %.1f MB on "
+				       "disk)\n",
+				       joseki_peak_memory(peak, sizeof peak),
+				       st.sorted_bytes / 1e6);
+			else
+				printf("peak memory        %s (the scan's key set)\n",
+				       joseki_peak_memory(peak, sizeof peak));
 		}
 	}
 	ret = 0;

@@ -2,7 +2,9 @@
  * tests/bookdb/test_stats.c — bookdb/stats.h in-process: the counts of a
  * synthetic book (positions, thought, moves) with and without the scan, and
  * the lookup benchmark (every way timed over the asked count, the index built
- * over every position, an empty book refused with a message).
+ * over every position, an empty book refused with a message); the scan past
+ * its memory budget (the leaves by a sort-merge join on disk) counting what
+ * the scan in memory counts, records that are not sound included.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "bookdb/stats.h"
 #include "bookdb/synth.h"
@@ -69,11 +72,65 @@ static void test_stats__counts_and_the_lookup_benchmark(void **state)
 	free(dir);
 }
 
+static void test_stats__the_scan_past_its_budget_counts_the_same(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], err[BOOKDB_ERRLEN];
+	snprintf(path, sizeof path, "%s/b", dir);
+	BookDB *db;
+	BookDBOptions o = {.no_sync = true};
+	if (bookdb_open(&db, path, &o, err)) fail_msg("%s", err);
+	BookSynthOptions so = {.positions = 60000, .seed = 5};
+	BookSynthStats ss;
+	assert_int_equal(bookdb_synth(&ss, db, &so, err), 0);
+	/* Two records that are not sound: counted corrupt, neither leaf nor not. */
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	static const uint8_t junk[] = {0xff, 0xff, 0xff};
+	assert_int_equal(bookdb_put_raw(txn, (Key){1, 2}, junk, sizeof junk), 0);
+	assert_int_equal(bookdb_put_raw(txn, (Key){~0ull, ~0ull}, junk, 1), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	BookStats mem, disk;
+	assert_int_equal(bookdb_stats_budget(&mem, db, txn, true, NULL, 0), 0);
+	assert_int_equal(mem.sorted_bytes, 0);
+	assert_int_equal(bookdb_stats_budget(&disk, db, txn, true, NULL, 1u << 20), 0);
+	assert_true(disk.sorted_bytes > 0); /* the join's runs went to disk */
+	assert_int_equal(disk.positions, mem.positions);
+	assert_int_equal(disk.positions, 60002);
+	assert_int_equal(disk.corrupt, 2);
+	assert_int_equal(disk.corrupt, mem.corrupt);
+	assert_int_equal(disk.thought, mem.thought);
+	assert_int_equal(disk.moves, mem.moves);
+	assert_int_equal(disk.minimax_seen, mem.minimax_seen);
+	assert_true(mem.leaves > 0 && mem.leaves < 60000);
+	assert_int_equal(disk.leaves, mem.leaves);
+	bookdb_txn_abort(txn);
+	bookdb_free(db);
+	/* The command: the same JSON figures, --memory only with --scan. */
+	json_t *a =
+	    ts_run_json(1, "%s stats %s --scan --json", ts_joseki(), path); /* exit 1: damaged */
+	json_t *b = ts_run_json(1, "%s stats %s --scan --json --memory 1M", ts_joseki(), path);
+	assert_int_equal(ts_jint(a, "leaves"), (json_int_t)mem.leaves);
+	assert_int_equal(ts_jint(b, "leaves"), (json_int_t)mem.leaves);
+	assert_int_equal(ts_jint(a, "sorted_bytes"), 0);
+	assert_true(ts_jint(b, "sorted_bytes") > 0);
+	json_decref(a);
+	json_decref(b);
+	char *e = NULL;
+	assert_int_equal(ts_runf(NULL, &e, "%s stats %s --memory 1M", ts_joseki(), path), 2);
+	assert_non_null(strstr(e, "--scan"));
+	free(e);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_stats__counts_and_the_lookup_benchmark),
+	    cmocka_unit_test(test_stats__the_scan_past_its_budget_counts_the_same),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
