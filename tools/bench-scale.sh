@@ -38,6 +38,9 @@
 # unless given, that tests/tools/test_bench_scale.c runs so that this script cannot rot.
 set -u
 J=${JOSEKI:-./joseki}
+# The name the kernel gives its processes (/proc/PID/comm: the file's name, 15
+# bytes at most), whatever JOSEKI is called (a copy, joseki-bench).
+JCOMM=$(basename "$J" | cut -c1-15)
 if [ "${SCALE_SMOKE:-0}" = 1 ]; then
 	N=${SCALE_POSITIONS:-100000}
 	SMALL=${SCALE_SMALL:-20000}
@@ -97,7 +100,7 @@ anon_tree() {
 		kids=$(cat /proc/"$p"/task/*/children 2>/dev/null)
 		todo="$todo $kids"
 		todo=$(echo $todo)
-		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = joseki ] || continue
+		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = "$JCOMM" ] || continue
 		a=$(awk -v ps="$(getconf PAGESIZE)" '{print ($2 - $3) * ps / 1024}' /proc/"$p"/statm 2>/dev/null)
 		total=$((total + ${a:-0}))
 	done
