@@ -8,7 +8,7 @@
 #   synth, minimax --full, minimax (incremental: after N/1000 + 100 positions more, added by an
 #   untimed synth), export (yaneuraou, apery, and a partial one: --max-ply 40 --min-depth 15),
 #   peta-shock on the exported YaneuraOu book, merge (the book into a new one: a whole-book
-#   merge, then its minimax), check, backup, compact, stats, query startpos, select --count 10
+#   merge, then its minimax), check, backup, compact, stats, stats --scan, query startpos, select --count 10
 #   (the first leaves; it keeps its snapshot in the book, left there), serve (listening, then the first /v1/query answered) and serve --work
 #   (the coordinator: listening, then the first acquire answered, through `joseki bench-work`
 #   with one client). Each prints one line
@@ -248,7 +248,8 @@ suite() {
 	measure backup "$n" "$W/backup" $J backup "$B" "$W/backup" $(memopt backup)
 	rm -rf "$W/backup"
 	measure compact "$n" "$B" $J compact "$B" $(memopt compact)
-	measure stats "$n" "$B" $J stats "$B" $(memopt stats)
+	measure stats "$n" "$B" $J stats "$B"
+	measure stats-scan "$n" "$B" $J stats "$B" --scan $(memopt stats)
 	measure query "$n" "$B" $J query "$B" startpos
 	measure select "$n" "$B" $J select "$B" --count 10 $(memopt select)
 	service serve "$n" "$B" \
