@@ -18,8 +18,10 @@
  *    `minimax --full` then `export` give the same file as the same
  *    positions thought by the honest engine into a copy of the book.
  *  - A forger whose lie the coordinator cannot disprove itself (mate 5 at
- *    depth 1000): found by the spot checks alone, within its first 500
- *    results.
+ *    depth 1000): found by the spot checks alone. (How soon depends on which
+ *    positions it is given and when the others think them: 98 to 715 results
+ *    in the runs seen; the figures are docs/notes/cluster.md's, the test
+ *    asserts it is found, within 2,000.)
  * TEST_SPOT_KEEP=1 keeps the run's directory.
  */
 #include <setjmp.h>
@@ -463,7 +465,7 @@ static void test_spot__a_lie_the_coordinator_cannot_disprove_is_found_by_the_che
 	assert_true(json_is_object(q));
 	const char *reason = json_string_value(json_object_get(q, "reason"));
 	print_message("quarantined after %lld results: %s\n", num(tf, "results", NULL), reason);
-	assert_true(num(tf, "results", NULL) <= 500);
+	assert_true(num(tf, "results", NULL) <= 2000);
 	assert_non_null(strstr(reason, "depth 1000"));
 	assert_int_equal(num(json_object_get(st, "spot"), "outcomes", "disproved"), 0);
 	json_decref(st);
