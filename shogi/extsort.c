@@ -292,11 +292,10 @@ static int start_merge(ExtSort *s, Run *runs, size_t k, size_t bufsz)
 }
 
 /* The least record of the merge: 1 with it, 0 at the end, -1 on an error. */
-static int merge_next(ExtSort *s, const void **rec, size_t *len, Reader **from)
+static int merge_next(ExtSort *s, const void **rec, size_t *len)
 {
 	if (!s->nheap) return 0;
 	Reader *r = &s->rd[s->heap[0]];
-	*from = r;
 	*rec = r->rec;
 	*len = r->len;
 	return 1;
@@ -346,8 +345,7 @@ int extsort_finish(ExtSort *s)
 			int rc = start_merge(s, s->runs + g, k, (size_t)(s->budget / (k + 1)));
 			const void *rec;
 			size_t len;
-			Reader *from;
-			while (!rc && merge_next(s, &rec, &len, &from) == 1) {
+			while (!rc && merge_next(s, &rec, &len) == 1) {
 				rc = put_record(f, rec, (uint32_t)len);
 				s->st.disk_bytes += 4 + len;
 				if (!rc) rc = merge_advance(s);
@@ -393,8 +391,7 @@ int extsort_next(ExtSort *s, const void **rec, size_t *len)
 		s->pending = 0;
 		if (merge_advance(s)) return -1;
 	}
-	Reader *from;
-	int got = merge_next(s, rec, len, &from);
+	int got = merge_next(s, rec, len);
 	s->pending = got == 1;
 	return got;
 }
