@@ -30,6 +30,7 @@ static const char *const commands[] = {
     "backup",
     "compact",
     "stats",
+    "stats-scan",
     "query",
     "select",
     "serve",
@@ -40,9 +41,10 @@ static void test_bench_scale__the_smoke_form_measures_every_command(void **state
 {
 	(void)state;
 	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
-	int rc =
-	    ts_runf(&out, &err, "SCALE_SMOKE=1 JOSEKI=%s SCALE_DIR=%s/work tools/bench-scale.sh",
-	            ts_joseki(), dir);
+	int rc = ts_runf(
+	    &out, &err,
+	    "SCALE_SMOKE=1 SCALE_MEMORY=64M JOSEKI=%s SCALE_DIR=%s/work tools/bench-scale.sh",
+	    ts_joseki(), dir);
 	if (rc != 0) fail_msg("bench-scale: exit %d\n%s%s", rc, out, err);
 	if (strstr(out, " failed (")) fail_msg("a command failed:\n%s", out);
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
