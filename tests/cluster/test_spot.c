@@ -413,7 +413,13 @@ static void test_spot__a_forger_is_quarantined_and_the_book_is_the_honest_one(vo
 	print_message("quarantined after %lld accepted results (%lld taken out): %s\n", results,
 	              taken, json_string_value(json_object_get(q, "reason")));
 	assert_true(results <= 500);
-	assert_true(taken >= 1); /* its results stored unchecked before the lie */
+	/* Its results stored before the lie are taken out. Half of a new
+	 * token's results are held for checks, not stored, and the forger,
+	 * started last, may spend its first searches on a backlog of others'
+	 * checks (a CI run met a quarantine with none taken out): with 20
+	 * results, that none was stored has odds of 2^-20. */
+	assert_true(taken <= results);
+	if (results >= 20) assert_true(taken >= 1);
 	json_decref(st);
 	/* Every result it had accepted ends up thought: those taken out and its
 	 * held ones again, by the others. */
