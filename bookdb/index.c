@@ -11,6 +11,8 @@
 
 #include <stdlib.h>
 
+#include "shogi/bigmem.h"
+
 #define ALIGN 16 /* of every array: a Key's */
 
 typedef struct {
@@ -48,7 +50,7 @@ int bookdb_index_build(BookIndex **out, BookTxn *txn)
 	BookIndex *ix = calloc(1, sizeof *ix);
 	BookIter *it = NULL;
 	/* Zeroed for the filter; fresh pages of a large block are zero anyway. */
-	if (!ix || !(ix->mem = calloc(1, len))) {
+	if (!ix || !(ix->mem = bigmem_alloc(len))) {
 		free(ix);
 		return BOOKDB_ENOMEM;
 	}
@@ -87,7 +89,7 @@ bad:
 void bookdb_index_free(BookIndex *ix)
 {
 	if (!ix) return;
-	free(ix->mem);
+	bigmem_free(ix->mem);
 	free(ix);
 }
 

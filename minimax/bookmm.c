@@ -25,6 +25,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "shogi/bigmem.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
@@ -88,12 +89,12 @@ static void bg_free(BookGraph *b)
 {
 	mm_graph_free(&b->g);
 	bookdb_index_free(b->ix);
-	free(b->structure);
-	free(b->inner);
-	free(b->mstart);
-	free(b->moves);
-	free(b->pstart);
-	free(b->parents);
+	bigmem_free(b->structure);
+	bigmem_free(b->inner);
+	bigmem_free(b->mstart);
+	bigmem_free(b->moves);
+	bigmem_free(b->pstart);
+	bigmem_free(b->parents);
 }
 
 /* Nearly every legal move leads outside the book: the filter turns those
@@ -171,8 +172,8 @@ static void *load_part(void *arg)
 	}
 	BookmmLookup lk = {map_find, map_inner, b, b->policy};
 	for (uint32_t i = p->lo; i < p->hi; i++) {
-		if (array_grow((void **)&p->moves, &p->cap, p->nmoves + BOOKMM_NODE_MOVES,
-		               sizeof *p->moves, 1024) < 0)
+		if (bigmem_grow((void **)&p->moves, &p->cap, p->nmoves + BOOKMM_NODE_MOVES,
+		                sizeof *p->moves, 1024) < 0)
 			goto out;
 		const uint8_t *val;
 		size_t len;
@@ -231,9 +232,9 @@ static int stopped(char *err, const char *where)
 static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err)
 {
 	size_t n = b->n;
-	b->structure = calloc(n + 1, 1);
-	b->inner = calloc(n + 1, 1);
-	b->mstart = calloc(n + 2, sizeof *b->mstart);
+	b->structure = bigmem_alloc(n + 1);
+	b->inner = bigmem_alloc(n + 1);
+	b->mstart = bigmem_alloc((n + 2) * sizeof *b->mstart);
 	if (!b->structure || !b->inner || !b->mstart)
 		return fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -271,23 +272,35 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err)
 		total += parts[t].nmoves;
 	}
 	if (corrupt) {
-		for (int t = 0; t < nt; t++) free(parts[t].moves);
+		for (int t = 0; t < nt; t++) bigmem_free(parts[t].moves);
 		return fail(err, BOOKMM_ERRLEN, BOOKMM_EBOOK, "reading the book: %s%s", corrupt,
 		            BOOKMM_DAMAGED);
 	}
 	if (rc == 0 && total >= MM_NONE) rc = -1;
-	if (rc == 0 && !(b->moves = malloc((total + 1) * sizeof *b->moves))) rc = -1;
+	/* The parts' arrays joined: the first grown to hold the others (not a
+	 * second copy of every move), each freed once copied. */
 	if (rc == 0) {
-		b->nmoves = 0;
-		for (int t = 0; t < nt; t++) {
+		MmMove *all = bigmem_realloc(parts[0].moves, (total + 1) * sizeof *all);
+		if (!all) {
+			rc = -1;
+		} else {
+			parts[0].moves = NULL;
+			b->moves = all;
+		}
+	}
+	if (rc == 0) {
+		b->nmoves = parts[0].nmoves;
+		for (int t = 1; t < nt; t++) {
 			memcpy(b->moves + b->nmoves, parts[t].moves,
 			       parts[t].nmoves * sizeof *b->moves);
 			b->nmoves += parts[t].nmoves;
+			bigmem_free(parts[t].moves);
+			parts[t].moves = NULL;
 		}
 		b->mstart[0] = 0;
 		for (size_t i = 0; i < n; i++) b->mstart[i + 1] += b->mstart[i];
 	}
-	for (int t = 0; t < nt; t++) free(parts[t].moves);
+	for (int t = 0; t < nt; t++) bigmem_free(parts[t].moves);
 	if (rc == LOAD_STOPPED) return stopped(err, "reading the moves");
 	return rc < 0 ? fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory") : 0;
 }
@@ -303,13 +316,13 @@ static int build_analysis(BookGraph *b)
 	size_t n = b->n;
 	MmGraph *g = &b->g;
 	g->n = n;
-	g->flags = calloc(n + 1, sizeof *g->flags);
-	g->vd = calloc(n + 1, sizeof *g->vd);
-	g->mstart = malloc((n + 1) * sizeof *g->mstart);
-	g->moves = malloc((b->nmoves + 1) * sizeof *g->moves);
-	uint32_t *queue = malloc((n + 1) * sizeof *queue);
+	g->flags = bigmem_alloc((n + 1) * sizeof *g->flags);
+	g->vd = bigmem_alloc((n + 1) * sizeof *g->vd);
+	g->mstart = bigmem_alloc((n + 1) * sizeof *g->mstart);
+	g->moves = bigmem_alloc((b->nmoves + 1) * sizeof *g->moves);
+	uint32_t *queue = bigmem_alloc((n + 1) * sizeof *queue);
 	if (!g->flags || !g->vd || !g->mstart || !g->moves || !queue) {
-		free(queue);
+		bigmem_free(queue);
 		return -1;
 	}
 	size_t qn = 0;
@@ -329,7 +342,7 @@ static int build_analysis(BookGraph *b)
 			queue[qn++] = p;
 		}
 	}
-	free(queue);
+	bigmem_free(queue);
 	size_t w = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		g->mstart[i] = (uint32_t)w;
@@ -502,7 +515,7 @@ static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const cha
                       const BookmmOptions *opt, uint64_t seq, char *err)
 {
 	const MmGraph *g = &b->g;
-	uint8_t *ff = malloc(b->n + 1);
+	uint8_t *ff = bigmem_alloc(b->n + 1);
 	if (!ff) return fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	for (size_t i = 0; i < b->n; i++) ff[i] = bookmm_file_flags(g->flags[i], b->structure[i]);
 	BookmmState s = {.stamp = new_stamp(),
@@ -520,7 +533,7 @@ static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const cha
 	bookmm_report(opt, "graph", 0, 0);
 	int rc = mmfile_write(dir, s.stamp, draw, b->n, b->keys, ff, g->vd, b->mstart, b->moves,
 	                      b->pstart, b->parents, msg);
-	free(ff);
+	bigmem_free(ff);
 	if (rc < 0)
 		return fail(err, BOOKMM_ERRLEN, rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 		            "keeping the graph: %s", msg);

@@ -4,6 +4,7 @@
  */
 #include "minimax/graph.h"
 
+#include "shogi/bigmem.h"
 #include "shogi/grow.h"
 
 #include <stdarg.h>
@@ -13,7 +14,7 @@
 
 int mm_push_move(MmGraph *g, MmMove m)
 {
-	if (array_grow((void **)&g->moves, &g->moves_cap, g->nmoves + 1, sizeof *g->moves, 1024) <
+	if (bigmem_grow((void **)&g->moves, &g->moves_cap, g->nmoves + 1, sizeof *g->moves, 1024) <
 	    0)
 		return -1;
 	g->moves[g->nmoves++] = m;
@@ -22,10 +23,10 @@ int mm_push_move(MmGraph *g, MmMove m)
 
 void mm_graph_free(MmGraph *g)
 {
-	free(g->flags);
-	free(g->vd);
-	free(g->mstart);
-	free(g->moves);
+	bigmem_free(g->flags);
+	bigmem_free(g->vd);
+	bigmem_free(g->mstart);
+	bigmem_free(g->moves);
 	g->flags = NULL;
 	g->vd = NULL;
 	g->mstart = NULL;
@@ -216,17 +217,17 @@ int mm_backup(MmGraph *g, MmStats *st)
 	memset(st, 0, sizeof *st);
 	size_t n = g->n;
 	if (!g->vd) {
-		g->vd = malloc((n + 1) * sizeof *g->vd);
+		g->vd = bigmem_alloc((n + 1) * sizeof *g->vd);
 		if (!g->vd) return -1;
 	}
-	uint32_t *comp = malloc((n + 1) * sizeof *comp);
+	uint32_t *comp = bigmem_alloc((n + 1) * sizeof *comp);
 	if (!comp) return -1;
 	long nc = mm_scc(g, comp);
-	uint32_t *cstart = nc >= 0 ? calloc((size_t)nc + 2, sizeof *cstart) : NULL;
-	uint32_t *mem = malloc((n + 1) * sizeof *mem);
-	uint16_t *sweep = g->yo_peel ? malloc((n + 1) * sizeof *sweep) : NULL;
+	uint32_t *cstart = nc >= 0 ? bigmem_alloc(((size_t)nc + 2) * sizeof *cstart) : NULL;
+	uint32_t *mem = bigmem_alloc((n + 1) * sizeof *mem);
+	uint16_t *sweep = g->yo_peel ? bigmem_alloc((n + 1) * sizeof *sweep) : NULL;
 	if (nc < 0 || !cstart || !mem || (g->yo_peel && !sweep)) {
-		free(comp), free(cstart), free(mem), free(sweep);
+		bigmem_free(comp), bigmem_free(cstart), bigmem_free(mem), bigmem_free(sweep);
 		return -1;
 	}
 	/* Members of each component, in index order (a counting sort). */
@@ -271,7 +272,7 @@ int mm_backup(MmGraph *g, MmStats *st)
 		int sw = relax_component(g, m, nm);
 		if (sw > st->relax_sweeps) st->relax_sweeps = sw;
 	}
-	free(comp), free(cstart), free(mem), free(sweep);
+	bigmem_free(comp), bigmem_free(cstart), bigmem_free(mem), bigmem_free(sweep);
 	return rc;
 }
 
@@ -285,11 +286,12 @@ int mm_backup(MmGraph *g, MmStats *st)
 long mm_scc(const MmGraph *g, uint32_t *comp)
 {
 	size_t n = g->n;
-	uint32_t *index = malloc(n * sizeof *index), *low = malloc(n * sizeof *low);
-	uint32_t *stack = malloc(n * sizeof *stack), *cs = malloc(n * sizeof *cs);
-	uint32_t *ck = malloc(n * sizeof *ck);
+	uint32_t *index = bigmem_alloc(n * sizeof *index), *low = bigmem_alloc(n * sizeof *low);
+	uint32_t *stack = bigmem_alloc(n * sizeof *stack), *cs = bigmem_alloc(n * sizeof *cs);
+	uint32_t *ck = bigmem_alloc(n * sizeof *ck);
 	if (!index || !low || !stack || !cs || !ck) {
-		free(index), free(low), free(stack), free(cs), free(ck);
+		bigmem_free(index), bigmem_free(low), bigmem_free(stack), bigmem_free(cs),
+		    bigmem_free(ck);
 		return -1;
 	}
 	memset(index, 0xff, n * sizeof *index);
@@ -333,6 +335,6 @@ long mm_scc(const MmGraph *g, uint32_t *comp)
 			}
 		}
 	}
-	free(index), free(low), free(stack), free(cs), free(ck);
+	bigmem_free(index), bigmem_free(low), bigmem_free(stack), bigmem_free(cs), bigmem_free(ck);
 	return ncomp;
 }

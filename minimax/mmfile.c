@@ -12,6 +12,7 @@
 
 #include "bookdb/bookdb.h"
 
+#include "shogi/bigmem.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 
@@ -154,14 +155,14 @@ int mmfile_parents(uint32_t **pstart_out, uint32_t **parents_out, size_t n, cons
                    const MmMove *moves)
 {
 	size_t nmoves = mstart[n];
-	uint32_t *pstart = calloc(n + 2, sizeof *pstart);
+	uint32_t *pstart = bigmem_alloc((n + 2) * sizeof *pstart);
 	if (!pstart) return MMFILE_ENOMEM;
 	for (size_t k = 0; k < nmoves; k++)
 		if (moves[k].next != MM_NONE) pstart[moves[k].next + 2]++;
 	for (size_t i = 0; i < n; i++) pstart[i + 2] += pstart[i + 1];
-	uint32_t *parents = malloc((pstart[n + 1] + 1) * sizeof *parents);
+	uint32_t *parents = bigmem_alloc((pstart[n + 1] + 1) * sizeof *parents);
 	if (!parents) {
-		free(pstart);
+		bigmem_free(pstart);
 		return MMFILE_ENOMEM;
 	}
 	for (uint32_t p = 0; p < n; p++)
@@ -182,8 +183,8 @@ int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, c
 	size_t nmoves = mstart[n], npar = pstart[n];
 	unsigned dbits = bookdb_keydir_dir_bits(n), blog = keyfilter_log2(n);
 	size_t ndir = bookdb_keydir_dir_len(dbits), nbloom = keyfilter_words(blog);
-	uint32_t *dirv = malloc(ndir * sizeof *dirv);
-	uint64_t *bloom = calloc(nbloom, sizeof *bloom);
+	uint32_t *dirv = bigmem_alloc(ndir * sizeof *dirv);
+	uint64_t *bloom = bigmem_alloc(nbloom * sizeof *bloom);
 	int rc = MMFILE_ENOMEM, fd = -1;
 	if (!dirv || !bloom) goto out;
 	BookKeyDir kd;
@@ -237,8 +238,8 @@ out:
 		fail(err, MMFILE_ERRLEN, rc, "out of memory");
 	if (fd >= 0) close(fd);
 	if (rc) unlink(tmp);
-	free(dirv);
-	free(bloom);
+	bigmem_free(dirv);
+	bigmem_free(bloom);
 	return rc;
 }
 

@@ -43,6 +43,7 @@
 
 #include "minimax/graph.h"
 #include "minimax/petashock_priv.h"
+#include "shogi/bigmem.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
@@ -241,7 +242,7 @@ done:
 static int append(void **dst, size_t have, const void *src, size_t n, size_t sz)
 {
 	if (!n) return 0;
-	void *d = realloc(*dst, (have + n) * sz);
+	void *d = bigmem_realloc(*dst, (have + n) * sz);
 	if (!d) return -1;
 	memcpy((char *)d + have * sz, src, n * sz);
 	*dst = d;
@@ -272,7 +273,7 @@ static int join_nodes(PsRun *p)
 	g->leaves = b0->leaves;
 	nleaves = b0->nleaves;
 	b0->flags = NULL, b0->lstart = NULL, b0->keys = NULL, b0->leaves = NULL;
-	if (!g->lstart && !(g->lstart = calloc(1, sizeof *g->lstart)))
+	if (!g->lstart && !(g->lstart = bigmem_alloc(sizeof *g->lstart)))
 		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	for (int k = 1; k < p->nparts; k++) {
 		NodeBuf *b = &p->part[k].nb;
@@ -450,8 +451,8 @@ static void *part_edges(void *arg)
 static int read_edges(PsRun *p)
 {
 	Graph *g = &p->g;
-	g->m.vd = malloc((g->m.n + 1) * sizeof *g->m.vd);
-	g->m.mstart = malloc((g->m.n + 1) * sizeof *g->m.mstart);
+	g->m.vd = bigmem_alloc((g->m.n + 1) * sizeof *g->m.vd);
+	g->m.mstart = bigmem_alloc((g->m.n + 1) * sizeof *g->m.mstart);
 	if (!g->m.vd || !g->m.mstart)
 		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	g->m.mstart[0] = 0;
@@ -460,8 +461,8 @@ static int read_edges(PsRun *p)
 	for (int k = 0; k < p->nparts; k++) {
 		PsPart *pt = &p->part[k];
 		size_t want = g->lstart[pt->node0 + pt->n] - g->lstart[pt->node0] + pt->n + 1;
-		if (array_grow((void **)&pt->eb.moves, &pt->eb.cap, want, sizeof *pt->eb.moves,
-		               1024))
+		if (bigmem_grow((void **)&pt->eb.moves, &pt->eb.cap, want, sizeof *pt->eb.moves,
+		                1024))
 			return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	}
 	run_parts(p, part_edges);
@@ -479,19 +480,19 @@ static int read_edges(PsRun *p)
 		if (k == 0) continue;
 		for (size_t i = pt->node0; i < pt->node0 + pt->n; i++)
 			g->m.mstart[i + 1] += (uint32_t)g->m.nmoves;
-		if (array_grow((void **)&g->m.moves, &g->m.moves_cap, g->m.nmoves + pt->eb.n,
-		               sizeof *g->m.moves, 1024))
+		if (bigmem_grow((void **)&g->m.moves, &g->m.moves_cap, g->m.nmoves + pt->eb.n,
+		                sizeof *g->m.moves, 1024))
 			return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 		memcpy(g->m.moves + g->m.nmoves, pt->eb.moves, pt->eb.n * sizeof *g->m.moves);
 		g->m.nmoves += pt->eb.n;
-		free(pt->eb.moves);
+		bigmem_free(pt->eb.moves);
 		pt->eb.moves = NULL;
 	}
-	free(g->leaves);
+	bigmem_free(g->leaves);
 	g->leaves = NULL;
-	free(g->lstart);
+	bigmem_free(g->lstart);
 	g->lstart = NULL;
-	free(g->keys);
+	bigmem_free(g->keys);
 	g->keys = NULL;
 	keymap_free(&g->map);
 	p->st.moves = g->m.nmoves;
@@ -666,7 +667,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		free(pt->skip);
 		for (size_t j = 0; j < pt->wb.n; j++) free(pt->wb.msg[j]);
 		free(pt->wb.msg);
-		free(pt->eb.moves);
+		bigmem_free(pt->eb.moves);
 		free(pt->out_path);
 		free(pt->tmp);
 		free(pt->tmp2);

@@ -13,25 +13,26 @@
 #include "minimax/petashock_priv.h"
 #include "minimax/yo_order.h"
 #include "shogi/grow.h"
+#include "shogi/bigmem.h"
 #include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 
 void ps_nodebuf_free(NodeBuf *b)
 {
-	free(b->flags);
-	free(b->lstart);
-	free(b->keys);
-	free(b->leaves);
+	bigmem_free(b->flags);
+	bigmem_free(b->lstart);
+	bigmem_free(b->keys);
+	bigmem_free(b->leaves);
 	memset(b, 0, sizeof *b);
 }
 
 void ps_graph_free(Graph *g)
 {
 	mm_graph_free(&g->m);
-	free(g->lstart);
-	free(g->leaves);
-	free(g->keys);
+	bigmem_free(g->lstart);
+	bigmem_free(g->leaves);
+	bigmem_free(g->keys);
 	keymap_free(&g->map);
 }
 
@@ -88,13 +89,13 @@ int ps_add_node(NodeBuf *b, const Db2016Record *rec)
 {
 	if (b->n + 2 > b->cap) {
 		size_t nc = b->cap ? b->cap * 2 : 1024;
-		MmFlags *f = realloc(b->flags, nc * sizeof *f);
+		MmFlags *f = bigmem_realloc(b->flags, nc * sizeof *f);
 		if (!f) return PETASHOCK_ENOMEM;
 		b->flags = f;
-		uint32_t *ls = realloc(b->lstart, (nc + 1) * sizeof *ls);
+		uint32_t *ls = bigmem_realloc(b->lstart, (nc + 1) * sizeof *ls);
 		if (!ls) return PETASHOCK_ENOMEM;
 		b->lstart = ls;
-		Key *k = realloc(b->keys, nc * sizeof *k);
+		Key *k = bigmem_realloc(b->keys, nc * sizeof *k);
 		if (!k) return PETASHOCK_ENOMEM;
 		b->keys = k;
 		b->cap = nc;
@@ -107,8 +108,8 @@ int ps_add_node(NodeBuf *b, const Db2016Record *rec)
 	b->keys[i] = white ? pos_key(pos) : flipped_key(pos);
 	b->flags[i] = (MmFlags)((white ? F_WHITE : 0) | (pos_in_check(pos) ? F_CHECKED : 0));
 	b->lstart[i] = (uint32_t)b->nleaves;
-	if (array_grow((void **)&b->leaves, &b->leaves_cap, b->nleaves + rec->nmoves,
-	               sizeof *b->leaves, 1024))
+	if (bigmem_grow((void **)&b->leaves, &b->leaves_cap, b->nleaves + rec->nmoves,
+	                sizeof *b->leaves, 1024))
 		return PETASHOCK_ENOMEM;
 	for (size_t k = 0; k < rec->nmoves; k++) {
 		const Db2016Move *m = &rec->moves[k];
@@ -202,8 +203,8 @@ int ps_add_edges(const Graph *g, uint32_t i, const Position *bpos, EdgeBuf *eb)
 	}
 	const PsLeaf *lv = g->leaves + g->lstart[i];
 	size_t nl = g->lstart[i + 1] - g->lstart[i];
-	if (array_grow((void **)&eb->moves, &eb->cap, eb->n + (size_t)ne + nl, sizeof *eb->moves,
-	               1024))
+	if (bigmem_grow((void **)&eb->moves, &eb->cap, eb->n + (size_t)ne + nl, sizeof *eb->moves,
+	                1024))
 		return PETASHOCK_ENOMEM;
 	PsMove *base = eb->moves + eb->n;
 	size_t cnt = 0;

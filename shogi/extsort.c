@@ -1,6 +1,8 @@
 /* shogi/extsort.c — an external merge sort (extsort.h). */
 #include "shogi/extsort.h"
 
+#include "shogi/bigmem.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -78,31 +80,9 @@ static int item_cmp(const void *a, const void *b, void *arg)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* Made without a name where the file system can (O_TMPFILE), so that a kill
- * at any moment leaves none; else named and unlinked at once (a kill between
- * the two leaves it). */
 FILE *extsort_temp_file(const char *dir)
 {
-	if (!dir) dir = getenv("TMPDIR");
-	if (!dir || !*dir) dir = "/tmp";
-#ifdef O_TMPFILE
-	int tfd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (tfd >= 0) {
-		FILE *tf = fdopen(tfd, "w+b");
-		if (!tf) close(tfd);
-		return tf;
-	}
-#endif
-	size_t plen = strlen(dir) + 32;
-	char *path = malloc(plen);
-	if (!path) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	snprintf(path, plen, "%s/joseki-sort-XXXXXX", dir);
-	int fd = mkstemp(path);
-	if (fd >= 0) unlink(path);
-	free(path);
+	int fd = bigmem_temp_fd(dir);
 	if (fd < 0) return NULL;
 	FILE *f = fdopen(fd, "w+b");
 	if (!f) close(fd);

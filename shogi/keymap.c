@@ -3,6 +3,8 @@
  */
 #include "shogi/keymap.h"
 
+#include "shogi/bigmem.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,9 +29,9 @@ void keymap_init_set(KeyMap *m, bool values)
 
 void keymap_free(KeyMap *m)
 {
-	free(m->slot);
-	free(m->val);
-	free(m->filter);
+	bigmem_free(m->slot);
+	bigmem_free(m->val);
+	bigmem_free(m->filter);
 	size_t stride = m->stride;
 	bool values = m->values;
 	memset(m, 0, sizeof *m);
@@ -55,11 +57,11 @@ int keymap_reserve(KeyMap *m, const void *keys, size_t n)
 		cap *= 2;
 	}
 	while (((size_t)1 << log2) < cap) log2++;
-	uint64_t *slot = calloc(cap, sizeof *slot);
-	uint32_t *val = m->values ? malloc(cap * sizeof *val) : NULL;
+	uint64_t *slot = bigmem_alloc(cap * sizeof *slot);
+	uint32_t *val = m->values ? bigmem_alloc(cap * sizeof *val) : NULL;
 	if (!slot || (m->values && !val)) {
-		free(slot);
-		free(val);
+		bigmem_free(slot);
+		bigmem_free(val);
 		return -1;
 	}
 	KeyMap nm = *m;
@@ -75,8 +77,8 @@ int keymap_reserve(KeyMap *m, const void *keys, size_t n)
 		slot[j] = s;
 		if (val) val[j] = m->val[i];
 	}
-	free(m->slot);
-	free(m->val);
+	bigmem_free(m->slot);
+	bigmem_free(m->val);
 	*m = nm;
 	return 0;
 }
@@ -123,10 +125,10 @@ int keymap_del(KeyMap *m, const void *keys, Key k, uint32_t *out)
 int keymap_filter_build(KeyMap *m, const void *keys)
 {
 	assert(m->stride);
-	free(m->filter);
+	bigmem_free(m->filter);
 	m->filter = NULL;
 	unsigned log2 = keyfilter_log2(m->n);
-	uint64_t *f = calloc(keyfilter_words(log2), sizeof *f);
+	uint64_t *f = bigmem_alloc(keyfilter_words(log2) * sizeof *f);
 	if (!f) return -1;
 	uint64_t mask = ((uint64_t)1 << log2) - 1;
 	for (size_t i = 0; i < m->cap; i++)

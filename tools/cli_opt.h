@@ -167,8 +167,8 @@ int cli_parse_memory(void *dst, char *value, char *msg);
 #define CLI_MEMORY(d)                                                                              \
 	CLI_FN(                                                                                    \
 	    "--memory", d, cli_parse_memory, "SIZE", "a size such as 256M or 8G, at least 1M",     \
-	    "memory the pass may use before it works in sorted runs on disk (default a quarter "   \
-	    "of RAM)")
+	    "memory the pass may use before it works on disk, in sorted runs or arrays in files "  \
+	    "(default a quarter of RAM)")
 
 /*
  * Parses argv[1..argc-1] (argv[0] is the command) against c's table: stores

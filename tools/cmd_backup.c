@@ -67,7 +67,7 @@ int cmd_backup(int argc, char **argv)
 		                                      (json_int_t)st.source_bytes, "compact",
 		                                      compact, "time_ms", (json_int_t)ms)),
 		           0) < 0;
-	char peak[32];
+	char peak[JOSEKI_PEAK_LEN];
 	printf("backup: %s -> %s: %llu records, %llu bytes (source %llu)%s, checked, %lld ms, peak "
 	       "memory %s\n",
 	       book, dir, (unsigned long long)st.check.records, (unsigned long long)st.bytes,

@@ -82,7 +82,7 @@ int cmd_check(int argc, char **argv)
 	if (st.mark_entries)
 		printf(", %llu marks, %llu bad", (unsigned long long)st.mark_entries,
 		       (unsigned long long)st.bad_marks);
-	char peak[32];
+	char peak[JOSEKI_PEAK_LEN];
 	printf("; peak memory %s\n", joseki_peak_memory(peak, sizeof peak));
 	st.bad += st.bad_games + st.bad_marks;
 	if (repair)

@@ -40,7 +40,7 @@ int cmd_compact(int argc, char **argv)
 		               "{s:I,s:I,s:I}", "bytes_before", (json_int_t)before, "bytes_after",
 		               (json_int_t)after, "time_ms", (json_int_t)ms)),
 		           0) < 0;
-	char peak[32];
+	char peak[JOSEKI_PEAK_LEN];
 	printf("compact: %s: %llu bytes before, %llu after (%.0f%%), %lld ms, peak memory %s\n",
 	       book, (unsigned long long)before, (unsigned long long)after,
 	       before ? 100.0 * (double)after / (double)before : 100.0, ms,

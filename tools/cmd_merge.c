@@ -17,8 +17,10 @@
 
 #include "bookdb/merge.h"
 #include "minimax/bookmm.h"
+#include "shogi/bigmem.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
+#include "shogi/memuse.h"
 #include "shogi/position.h"
 #include "shogi/zobrist.h"
 #include "tools/cli_minimax.h"
@@ -39,7 +41,8 @@ typedef struct {
 	bool progress;
 	bool reported; /* the failure was printed as its source ended */
 	BookmmStats mm;
-	bool mm_busy; /* another minimax run held the book (a coordinator's) */
+	bool mm_busy;    /* another minimax run held the book (a coordinator's) */
+	uint64_t memory; /* --memory: minimax's budget */
 } MergeRun;
 
 /* After each source: its failure, and the records that do not decode. */
@@ -69,6 +72,7 @@ static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
 {
 	MergeRun *r = ctx;
 	char msg[BOOKMM_ERRLEN];
+	bigmem_configure(r->memory, bookdb_dir(db));
 	/* The run under way (a coordinator's, say) or the next one reads the
 	 * merge's writes from the change log: the merge is done. */
 	int rc = cli_minimax_after(&r->mm, &r->mm_busy, db, "merge", r->progress, msg);
@@ -81,6 +85,7 @@ int cmd_merge(int argc, char **argv)
 	CliArgs srcs = {0};
 	bool json = false, quiet = false, no_minimax = false;
 	BookMergeOptions opt = {0};
+	uint64_t memory = memuse_default_budget();
 	const CliOpt opts[] = {
 	    CLI_ARG("DST", &dst, "the book merged into (made if there is none)"),
 	    CLI_REST("SRC", &srcs, 1, "the joseki books merged, one after the other"),
@@ -88,6 +93,7 @@ int cmd_merge(int argc, char **argv)
 	    CLI_FLAG("--no-minimax", &no_minimax, "no minimax after the merge"),
 	    CLI_NUM("--batch", &opt.batch, 1, CLI_NOMAX, "N",
 	            "positions a write transaction (default 10000)"),
+	    CLI_MEMORY(&memory),
 	    CLI_JSON(&json),
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
@@ -99,7 +105,7 @@ int cmd_merge(int argc, char **argv)
 	double t0 = clock_ms_f();
 	char err[BOOKDB_MERGE_ERRLEN];
 	BookDBOptions dopt = {.read_only = opt.dry_run};
-	MergeRun run = {.dst = dst, .progress = !quiet && isatty(2)};
+	MergeRun run = {.dst = dst, .progress = !quiet && isatty(2), .memory = memory};
 	BookMergeBooksOptions mo = {.each = opt,
 	                            .progress = run.progress ? on_progress : NULL,
 	                            .source_done = on_source_done,
@@ -159,7 +165,7 @@ int cmd_merge(int argc, char **argv)
 	else if (ran_mm)
 		printf("; minimax %s (%zu changed, %zu analysed again)",
 		       mm.incremental ? "incremental" : "whole book", mm.changed, mm.affected);
-	char peak[32];
+	char peak[JOSEKI_PEAK_LEN];
 	printf("; %.0f ms, peak memory %s\n", ms, joseki_peak_memory(peak, sizeof peak));
 	return 0;
 }

@@ -22,7 +22,9 @@
 
 #include <jansson.h>
 
+#include "shogi/bigmem.h"
 #include "shogi/clock.h"
+#include "shogi/memuse.h"
 #include "minimax/bookmm.h"
 #include "shogi/position.h"
 #include "tools/cli_opt.h"
@@ -69,7 +71,7 @@ int cmd_minimax(int argc, char **argv)
 	bool json = false, quiet = false;
 	BookmmOptions opt;
 	memset(&opt, 0, sizeof opt);
-	uint64_t min_depth = 0;
+	uint64_t min_depth = 0, memory = memuse_default_budget();
 	bool min_depth_given = false;
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
@@ -102,6 +104,7 @@ int cmd_minimax(int argc, char **argv)
 	     * at most one batch. */
 	    CLI_NUM("--batch", &opt.batch, 1, 100000000, "N",
 	            "records a write transaction (default 10000; 1000 incremental)"),
+	    CLI_MEMORY(&memory),
 	    CLI_JSON(&json),
 	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
@@ -127,6 +130,7 @@ int cmd_minimax(int argc, char **argv)
 		joseki_error("minimax: %s", err);
 		return 1;
 	}
+	bigmem_configure(memory, bookdb_dir(db));
 	BookmmStats st;
 	char msg[BOOKMM_ERRLEN];
 	/* Progress on a terminal: only a whole-book run takes long enough to show. */
@@ -193,7 +197,7 @@ int cmd_minimax(int argc, char **argv)
 		         st.sweeps, st.sweeps == 1 ? "" : "s", st.rewritten, root, ms,
 		         st.full_reason);
 	}
-	char peak[32];
+	char peak[JOSEKI_PEAK_LEN];
 	snprintf(line[2], sizeof line[2], "  values from %s; peak memory %s", values,
 	         joseki_peak_memory(peak, sizeof peak));
 	for (int i = 0; i < 3; i++) cli_wrap(stdout, line[i], 0, 2, CLI_CONSOLE_WIDTH);

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shogi/bigmem.h"
 #include "shogi/rng.h"
 #include "shogi/clock.h"
 #include "shogi/db2016.h"
@@ -146,6 +147,7 @@ int cmd_peta_shock(int argc, char **argv)
 	const char *in = NULL, *out = NULL;
 	PetashockOptions opt = {0};
 	WarnState ws = {0, false};
+	uint64_t memory = memuse_default_budget();
 	const CliOpt opts[] = {
 	    CLI_ARG("IN.db", &in, "a YaneuraOu DB2016 book"),
 	    CLI_ARG("OUT.db", &out, "the minimaxed book written"),
@@ -153,6 +155,7 @@ int cmd_peta_shock(int argc, char **argv)
 	             .alias = "shrink"),
 	    CLI_NUM("--threads", &opt.threads, 1, 8, "N",
 	            "threads (default: one per core, at most 8)"),
+	    CLI_MEMORY(&memory),
 	    CLI_FLAG("--quiet", &ws.quiet, "no progress, no warnings"),
 	    CLI_TABLE_END,
 	};
@@ -161,6 +164,15 @@ int cmd_peta_shock(int argc, char **argv)
 	if (parsed != CLI_GO) return parsed;
 	opt.warn = on_warn;
 	opt.warn_ctx = &ws;
+	/* Arrays past the budget go beside the output. */
+	char outdir[4096];
+	snprintf(outdir, sizeof outdir, "%s", out);
+	char *slash = strrchr(outdir, '/');
+	if (slash)
+		slash[slash == outdir] = 0;
+	else
+		snprintf(outdir, sizeof outdir, ".");
+	bigmem_configure(memory, outdir);
 	bool progress = !ws.quiet && isatty(2);
 	if (progress) opt.progress = on_progress;
 	double t0 = clock_ms_f();
@@ -183,9 +195,12 @@ int cmd_peta_shock(int argc, char **argv)
 	       "wrote %s\n",
 	       st.nodes, st.moves, st.edges, st.converged_moves, st.const_nodes,
 	       st.nodes - st.const_nodes, st.check_loop1, st.check_loop2, st.warnings, out);
+	BigmemStats bs;
+	bigmem_stats(&bs);
 	printf("peta-shock positions %zu time_ms %.0f peak_rss_kb %ld read_ms %.0f edges_ms %.0f "
-	       "analyse_ms %.0f write_ms %.0f peak_anon_kb %llu\n",
+	       "analyse_ms %.0f write_ms %.0f peak_anon_kb %llu files_kb %llu\n",
 	       st.nodes, ms, (long)ru.ru_maxrss, st.read_ms, st.edges_ms, st.analyse_ms,
-	       st.write_ms, (unsigned long long)(memuse_anon_peak() / 1024));
+	       st.write_ms, (unsigned long long)(memuse_anon_peak() / 1024),
+	       (unsigned long long)(bs.file_peak / 1024));
 	return 0;
 }

@@ -35,6 +35,7 @@
 #include "bookdb/bookdb.h"
 #include "bookdb/query.h"
 #include "bookgen/snapshot.h"
+#include "shogi/bigmem.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "cluster/coord.h"
@@ -463,6 +464,11 @@ int cmd_serve(int argc, char **argv)
 	const CliCmd cmd = {"serve", opts, "docs/server.md, docs/cluster.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
+	/* No array of the service goes to a file (shogi/bigmem.h): a file's
+	 * pages are shared with the checkpoint's forked child, which must see
+	 * the memory as it was at the fork (copy-on-write), not as the service
+	 * goes on changing it. */
+	bigmem_configure(0, NULL);
 	char *addr = listen.addr;
 	opt.port = listen.port;
 	opt.log = !quiet;

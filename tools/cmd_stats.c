@@ -205,7 +205,7 @@ int cmd_stats(int argc, char **argv)
 			       (unsigned long long)st.corrupt,
 			       full ? "counted now" : "the last scan's");
 		if (full) {
-			char peak[32];
+			char peak[JOSEKI_PEAK_LEN];
 			if (st.sorted_bytes)
 				printf("peak memory        %s (leaves by sorted runs: %.1f MB on "
 				       "disk)\n",

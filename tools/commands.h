@@ -59,8 +59,11 @@ struct json_t;
 JOSEKI_MUST_USE int joseki_print_json(struct json_t *o, size_t flags);
 
 /* The process's peak anonymous memory so far (shogi/memuse.h: the sampler
- * runs from the command's start), as a summary line says it ("212 MiB"), in
- * buf; and into o as "peak_anon_bytes" (o may be NULL). */
+ * runs from the command's start), as a summary line says it ("212 MiB"), and
+ * when arrays went past the budget into files, the most held there ("212 MiB,
+ * 1.2 GiB of arrays in files"), in buf (JOSEKI_PEAK_LEN bytes); and into o as
+ * "peak_anon_bytes" and "arrays_in_files_bytes" (o may be NULL). */
+#define JOSEKI_PEAK_LEN 80
 const char *joseki_peak_memory(char *buf, size_t len);
 struct json_t *joseki_with_peak(struct json_t *o);
 

@@ -13,6 +13,7 @@
 #include "shogi/errmsg.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
+#include "shogi/bigmem.h"
 #include "shogi/memuse.h"
 
 static const struct {
@@ -88,14 +89,28 @@ void joseki_error(const char *fmt, ...)
 
 const char *joseki_peak_memory(char *buf, size_t len)
 {
-	return memuse_format(memuse_anon_peak(), buf, len);
+	char a[24], f[24];
+	BigmemStats bs;
+	bigmem_stats(&bs);
+	memuse_format(memuse_anon_peak(), a, sizeof a);
+	if (bs.file_peak)
+		snprintf(buf, len, "%s, %s of arrays in files", a,
+		         memuse_format(bs.file_peak, f, sizeof f));
+	else
+		snprintf(buf, len, "%s", a);
+	return buf;
 }
 
 json_t *joseki_with_peak(json_t *o)
 {
-	if (o)
+	BigmemStats bs;
+	bigmem_stats(&bs);
+	if (o) {
 		json_object_set_new(o, "peak_anon_bytes",
 		                    json_integer((json_int_t)memuse_anon_peak()));
+		json_object_set_new(o, "arrays_in_files_bytes",
+		                    json_integer((json_int_t)bs.file_peak));
+	}
 	return o;
 }
 
@@ -191,6 +206,9 @@ int main(int argc, char **argv)
 	g_command = argv[1];
 	catch_damage();
 	memuse_start();
+	/* Large arrays past a quarter of RAM go to files ($TMPDIR); the
+	 * commands with --memory say their budget and their book's directory. */
+	bigmem_configure(memuse_default_budget(), NULL);
 	/* Not listed: the coordinator benchmark's load generator (tools/bench_cluster.sh). */
 	if (!strcmp(argv[1], "bench-work")) return cmd_bench_work(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)

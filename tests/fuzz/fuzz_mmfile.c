@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "minimax/mmfile.h"
+#include "shogi/bigmem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -79,8 +80,8 @@ static void setup(void)
 	if (mmfile_parents(&pstart, &parents, N, mstart, moves) ||
 	    mmfile_write(dir, 42, draw, N, keys, flags, vd, mstart, moves, pstart, parents, NULL))
 		abort();
-	free(pstart);
-	free(parents);
+	bigmem_free(pstart);
+	bigmem_free(parents);
 	FILE *f = fopen(graph, "rb");
 	struct stat st;
 	if (!f || stat(graph, &st) < 0) abort();

@@ -1247,6 +1247,18 @@ static void copy_book(const char *from, const char *to)
  * change log not consumed (or never switched on), which a finished run leaves
  * empty when nothing else writes. *between: it stopped between two of its
  * write transactions (the book marked "mmrun"). */
+/* Twin books of the same synth book (positions, a seed drawn from rng), the
+ * first's path in book. */
+static void synth_twins(Twins *t, char *book, size_t cap, int positions, uint64_t rng)
+{
+	*t = (Twins){.da = ts_mkdtemp(), .db = ts_mkdtemp()};
+	snprintf(book, cap, "%s/book", t->da);
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions %d --seed %llu --quiet",
+	                         ts_joseki(), book, positions, (unsigned long long)(rng % 1000)),
+	                 0);
+	copy_book(t->da, t->db);
+}
+
 static bool run_unfinished(const char *book, bool *between)
 {
 	BookDB *db;
@@ -1270,13 +1282,9 @@ static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void 
 {
 	(void)state;
 	uint64_t rng = ts_seed("test_minimax__killed_runs_leave_a_book_the_next_run_gets_right");
-	Twins t = {.da = ts_mkdtemp(), .db = ts_mkdtemp()};
+	Twins t;
 	char book[600];
-	snprintf(book, sizeof book, "%s/book", t.da);
-	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 20000 --seed %llu --quiet",
-	                         ts_joseki(), book, (unsigned long long)(rng % 1000)),
-	                 0);
-	copy_book(t.da, t.db);
+	synth_twins(&t, book, sizeof book, 20000, rng);
 	char lock[700];
 	snprintf(lock, sizeof lock, "%s/writers.lock", book);
 	int killed = 0, mid = 0, between = 0;
@@ -1292,8 +1300,9 @@ static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void 
 			if (!freopen("/dev/null", "w", stdout)) _exit(126);
 			/* Small batches: a run commits its records in many transactions,
 			 * so kills land between them too. */
-			execl(ts_joseki(), ts_joseki(), "minimax", book, "--batch", "7", "--quiet",
-			      (char *)NULL);
+			/* Half of them with their arrays in files (--memory 1M). */
+			execl(ts_joseki(), ts_joseki(), "minimax", book, "--batch", "7", "--memory",
+			      round % 2 ? "1M" : "1G", "--quiet", (char *)NULL);
 			_exit(127);
 		}
 		if (round % 4 != 3 && ts_wait_flocked(lock, pid, 60000)) {
@@ -1326,6 +1335,69 @@ static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void 
 	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), book), 0);
 	twins_open(&t, 0);
 	same_books_as(t.a, t.b, false);
+	twins_free(&t);
+}
+
+/* The graph file of a book, without its stamp (bytes 16..23 of the header,
+ * a run's own random number). */
+static char *graph_unstamped(const char *dir, size_t *len)
+{
+	char path[700];
+	snprintf(path, sizeof path, "%s/book/minimax.graph", dir);
+	char *s = ts_read_file(path, len);
+	assert_non_null(s);
+	assert_true(*len > 24);
+	memset(s + 16, 0, 8);
+	return s;
+}
+
+/* A run whose graph arrays went to files (--memory 1M) stores the same values
+ * and keeps the same graph as one in memory: whole-book, then incremental. */
+static void test_minimax__a_run_past_its_memory_budget_equals_one_within_it(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_minimax__a_run_past_its_memory_budget_equals_one_within_it");
+	Twins t;
+	char book[600];
+	synth_twins(&t, book, sizeof book, 30000, rng);
+	for (int round = 0; round < 2; round++) {
+		const char *full = round == 0 ? " --full" : "";
+		char *out = NULL;
+		assert_int_equal(
+		    ts_runf(&out, NULL, "%s minimax %s%s --json", ts_joseki(), book, full), 0);
+		json_t *a = json_loads(out, 0, NULL);
+		assert_non_null(a);
+		free(out);
+		assert_int_equal(ts_runf(&out, NULL, "%s minimax %s/book%s --memory 1M --json",
+		                         ts_joseki(), t.db, full),
+		                 0);
+		json_t *b = json_loads(out, 0, NULL);
+		assert_non_null(b);
+		free(out);
+		/* Within the default budget nothing went to a file; within 1M the
+		 * whole-book run's arrays did. */
+		assert_int_equal(json_integer_value(json_object_get(a, "arrays_in_files_bytes")),
+		                 0);
+		json_int_t filed = json_integer_value(json_object_get(b, "arrays_in_files_bytes"));
+		print_message("%s run: %lld bytes of arrays in files\n",
+		              round ? "incremental" : "whole-book", (long long)filed);
+		if (round == 0) assert_true(filed > 1000000);
+		assert_true(
+		    json_equal(json_object_get(a, "root_value"), json_object_get(b, "root_value")));
+		json_decref(a);
+		json_decref(b);
+		twins_open(&t, 0);
+		same_books_as(t.a, t.b, true);
+		if (round == 0)
+			for (int k = 0; k < 40; k++) random_result(t.a, t.b, &rng);
+		twins_close(&t);
+		size_t la, lb;
+		char *ga = graph_unstamped(t.da, &la), *gb = graph_unstamped(t.db, &lb);
+		assert_int_equal(la, lb);
+		assert_memory_equal(ga, gb, la);
+		free(ga);
+		free(gb);
+	}
 	twins_free(&t);
 }
 
@@ -1419,6 +1491,7 @@ int main(void)
 	    cmocka_unit_test(test_minimax__kept_graph_vouches_for_every_key_or_refuses),
 	    cmocka_unit_test(test_minimax__a_run_applied_by_another_writer_equals_the_whole_book),
 	    cmocka_unit_test(test_minimax__killed_runs_leave_a_book_the_next_run_gets_right),
+	    cmocka_unit_test(test_minimax__a_run_past_its_memory_budget_equals_one_within_it),
 	    cmocka_unit_test(test_minimax__incremental_after_think_equals_full),
 	    cmocka_unit_test(test_minimax__command_prints_json_and_rejects_bad_arguments),
 	};

@@ -607,6 +607,47 @@ static void test_petashock__more_threads_than_bytes_reads_each_line_once(void **
 	}
 }
 
+/* The figure after name in peta-shock's benchmark line of out. */
+static long long bench_field(const char *out, const char *name)
+{
+	const char *line = strstr(out, "peta-shock positions ");
+	assert_non_null(line);
+	const char *f = strstr(line, name);
+	if (!f) fail_msg("no %s in %s", name, line);
+	return atoll(f + strlen(name));
+}
+
+/* Past its --memory, the graph's arrays in files beside the output: the same
+ * bytes written. */
+static void test_petashock__a_run_past_its_memory_budget_writes_the_same_book(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s peta-shock --gen-bench 100000 %s/in.db", ts_joseki(), dir), 0);
+	char *out = NULL;
+	assert_int_equal(
+	    ts_runf(&out, NULL, "%s peta-shock %s/in.db %s/a.db --quiet", ts_joseki(), dir, dir),
+	    0);
+	assert_int_equal(bench_field(out, " files_kb "), 0);
+	free(out);
+	assert_int_equal(ts_runf(&out, NULL, "%s peta-shock %s/in.db %s/b.db --quiet --memory 1M",
+	                         ts_joseki(), dir, dir),
+	                 0);
+	long long filed = bench_field(out, " files_kb "), anon = bench_field(out, " peak_anon_kb ");
+	print_message("within 1M: %lld KiB anonymous at the peak, %lld KiB of arrays in files\n",
+	              anon, filed);
+	assert_true(filed > 1024);
+	free(out);
+	assert_int_equal(ts_runf(NULL, NULL, "cmp %s/a.db %s/b.db", dir, dir), 0);
+	/* Nothing left beside the output. */
+	assert_int_equal(ts_runf(&out, NULL, "ls %s", dir), 0);
+	assert_string_equal(out, "a.db\nb.db\nin.db\n");
+	free(out);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -628,6 +669,7 @@ int main(void)
 	    cmocka_unit_test(test_petashock__bad_input_lines_are_reported_and_skipped),
 	    cmocka_unit_test(test_petashock__more_threads_than_bytes_reads_each_line_once),
 	    cmocka_unit_test(test_petashock__command_errors_write_nothing),
+	    cmocka_unit_test(test_petashock__a_run_past_its_memory_budget_writes_the_same_book),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

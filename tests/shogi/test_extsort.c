@@ -5,7 +5,6 @@
  * empty ones, equal records in the order they were added, no file left in the
  * run directory at any time after a run is made, and the errors it owes.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +19,7 @@
 
 #include "shogi/extsort.h"
 #include "shogi/rng.h"
+#include "tests/support/support.h"
 
 /* Records: a 4-byte key (compared) then a 4-byte serial and padding. */
 static int cmp_key(const void *a, size_t al, const void *b, size_t bl, void *ctx)
@@ -44,18 +44,6 @@ static int ref_cmp(const void *a, const void *b)
 	return x->serial < y->serial ? -1 : x->serial > y->serial;
 }
 
-static int files_in(const char *dir)
-{
-	DIR *d = opendir(dir);
-	assert_non_null(d);
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-	closedir(d);
-	return n;
-}
-
 /* n records with keys below keys (many equal), padded to 8..8+pad bytes. */
 static void sort_and_check(uint64_t budget, uint32_t n, uint32_t keys, uint32_t pad,
                            uint64_t want_runs_min, uint64_t want_passes_min)
@@ -75,10 +63,10 @@ static void sort_and_check(uint64_t budget, uint32_t n, uint32_t keys, uint32_t 
 		memset(buf + 8, (int)(i & 0xff), len - 8);
 		assert_int_equal(extsort_add(s, buf, len), 0);
 		ref[i] = (Ref){key, i};
-		if (i % 50000 == 0) assert_int_equal(files_in(dir), 0);
+		if (i % 50000 == 0) assert_int_equal(ts_files_in(dir), 0);
 	}
 	assert_int_equal(extsort_finish(s), 0);
-	assert_int_equal(files_in(dir), 0);
+	assert_int_equal(ts_files_in(dir), 0);
 	uint8_t one = 0;
 	assert_int_equal(extsort_add(s, &one, 1), -1);
 	assert_int_equal(errno, EINVAL);
@@ -107,7 +95,7 @@ static void sort_and_check(uint64_t budget, uint32_t n, uint32_t keys, uint32_t 
 	if (want_runs_min == 0) assert_int_equal(st.disk_bytes, 0);
 	extsort_free(s);
 	free(ref);
-	assert_int_equal(files_in(dir), 0);
+	assert_int_equal(ts_files_in(dir), 0);
 	rmdir(dir);
 }
 

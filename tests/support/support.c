@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -47,6 +48,18 @@ void ts_rmtree(const char *path)
 	char cmd[4200];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
 	if (system(cmd) != 0) fprintf(stderr, "ts_rmtree: could not remove %s\n", path);
+}
+
+int ts_files_in(const char *dir)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+	closedir(d);
+	return n;
 }
 
 const char *ts_joseki(void)

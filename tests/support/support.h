@@ -32,6 +32,9 @@ void ts_some_move(const char *sfen, char *usi);
 char *ts_mkdtemp(void);
 /* Removes a directory tree (rm -rf); accepts NULL. */
 void ts_rmtree(const char *path);
+/* How many entries a directory holds (. and .. not counted); fails the test
+ * when it cannot be read. */
+int ts_files_in(const char *dir);
 /* Path of the joseki binary under test: $JOSEKI, else "./joseki". */
 const char *ts_joseki(void);
 /*

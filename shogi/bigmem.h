@@ -1,0 +1,70 @@
+/*
+ * shogi/bigmem.h — the large arrays of a whole-book pass (a graph, a key
+ * index, their work arrays) within the pass's budget (`--memory SIZE`).
+ *
+ * While the arrays of the process fit in the budget they are anonymous
+ * memory, as malloc's would be. An array that would take the process's
+ * arrays past it is made in a file instead: an unlinked file in the directory
+ * configured (the book's), mapped shared, so that its pages are the kernel's
+ * page cache, written out and read back as memory requires, as LMDB's map
+ * holds the book. Nothing else changes for the code that uses them (the same
+ * pointers, the same values), and a process killed at any moment leaves no
+ * file behind (O_TMPFILE; where the file system cannot, named and unlinked at
+ * once).
+ *
+ * Arrays under BIGMEM_SMALL bytes are malloc's, and count in no budget. The
+ * arrays are zeroed when made. Any pointer may be given to bigmem_free and
+ * bigmem_realloc: one of malloc's is freed and grown as malloc's (moved to a
+ * mapping when it grows past BIGMEM_SMALL), so that a structure can be freed
+ * the same way whichever way its arrays were made. Thread-safe.
+ */
+#ifndef SHOGI_BIGMEM_H
+#define SHOGI_BIGMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shogi/errors.h"
+#include "shogi/grow.h"
+
+#define BIGMEM_SMALL (1u << 20) /* bytes: smaller arrays are malloc's */
+
+/*
+ * Sets the process's budget for its large arrays (bytes; 0: no limit, every
+ * array anonymous) and where arrays past it go (NULL: $TMPDIR or /tmp).
+ * Arrays already made stay where they are. A quarter of the budget is left
+ * for everything else a pass holds (its buffers, LMDB's own).
+ */
+void bigmem_configure(uint64_t budget, const char *dir);
+
+/* A zeroed array of bytes bytes; NULL with errno on failure. */
+JOSEKI_MUST_USE void *bigmem_alloc(size_t bytes);
+
+/* Grows or shrinks p (NULL: bigmem_alloc) to bytes, its contents kept (the
+ * new tail's are unspecified, as realloc's); NULL with errno (p untouched) on
+ * failure. An anonymous array that would pass the budget moves to a file. */
+JOSEKI_MUST_USE void *bigmem_realloc(void *p, size_t bytes);
+
+/* array_grow (shogi/grow.h) with bigmem_realloc. */
+JOSEKI_MUST_USE static inline int bigmem_grow(void **arr, size_t *cap, size_t need, size_t elem,
+                                              size_t min_cap)
+{
+	return array_grow_by(bigmem_realloc, arr, cap, need, elem, min_cap);
+}
+
+/* Frees p (bigmem's, or malloc's: then free(p)); NULL does nothing. */
+void bigmem_free(void *p);
+
+typedef struct {
+	uint64_t anon_bytes, file_bytes; /* held now */
+	uint64_t file_peak;              /* the most held in files at once */
+	uint64_t files;                  /* arrays ever made in a file */
+} BigmemStats;
+
+void bigmem_stats(BigmemStats *out);
+
+/* A new unlinked temporary file in dir (NULL: $TMPDIR or /tmp), open for
+ * reading and writing: a descriptor, or -1 with errno. */
+int bigmem_temp_fd(const char *dir);
+
+#endif
