@@ -37,6 +37,69 @@ int bookdb_space(BookSpace *out, BookTxn *t)
 	return 0;
 }
 
+/*
+ * The book's databases rebuilt into a new LMDB file at path, each in key
+ * order with MDB_APPEND: every leaf page is filled before the next is begun.
+ * (LMDB's compacting copy only leaves the free pages out; pages split by
+ * records that grew — minimax's values — stay half full, so a book after a
+ * whole-book minimax run took twice the bytes of one before it.) Commits
+ * every COPY_BATCH bytes, unsynced; synced once at the end. 0 or an LMDB
+ * error / errno.
+ */
+#define COPY_BATCH ((size_t)32 << 20)
+
+static int rebuild(BookDB *db, const char *path)
+{
+	MDB_env *env;
+	MDB_txn *rd = NULL, *wr = NULL;
+	MDB_cursor *cur = NULL;
+	int rc = mdb_env_create(&env);
+	if (rc) return rc;
+	/* Never larger than the pages the book uses now (the same records, in
+	 * fuller pages): its file's size, and room for the restamp. */
+	size_t map = (size_t)bookdb_file_size(db) + ((size_t)64 << 20);
+	if ((rc = mdb_env_set_maxdbs(env, 8)) || (rc = mdb_env_set_mapsize(env, map)) ||
+	    (rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC, 0664)) ||
+	    (rc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &rd)))
+		goto done;
+	for (int d = 0; d < BOOKDB_NDBS && !rc; d++) {
+		MDB_dbi from, to;
+		if ((rc = mdb_dbi_open(rd, DB_NAMES[d], 0, &from)) == MDB_NOTFOUND) {
+			rc = 0; /* a database this book does not have (an old schema) */
+			continue;
+		}
+		if (rc || (rc = mdb_txn_begin(env, NULL, 0, &wr)) ||
+		    (rc = mdb_dbi_open(wr, DB_NAMES[d], MDB_CREATE, &to)) ||
+		    (rc = mdb_cursor_open(rd, from, &cur)))
+			break;
+		MDB_val k, v;
+		size_t batch = 0;
+		for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+		     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+			if ((rc = mdb_put(wr, to, &k, &v, MDB_APPEND))) break;
+			if ((batch += k.mv_size + v.mv_size + 16) >= COPY_BATCH) {
+				rc = mdb_txn_commit(wr);
+				wr = NULL;
+				if (rc || (rc = mdb_txn_begin(env, NULL, 0, &wr))) break;
+				batch = 0;
+			}
+		}
+		if (rc == MDB_NOTFOUND) rc = 0;
+		mdb_cursor_close(cur);
+		cur = NULL;
+		if (!rc)
+			rc = mdb_txn_commit(wr);
+		else
+			mdb_txn_abort(wr);
+		wr = NULL;
+	}
+	if (!rc) rc = mdb_env_sync(env, 1);
+done:
+	if (rd) mdb_txn_abort(rd);
+	mdb_env_close(env);
+	return rc;
+}
+
 int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err)
 {
 	*before = *after = 0;
@@ -54,12 +117,6 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 	*before = bookdb_file_size(db);
 	/* A copy left by a compaction killed before its rename is not the book. */
 	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0664);
-	if (fd < 0) {
-		int e = errno;
-		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", tmp, strerror(e));
-		goto done;
-	}
 	/* What is current in the book now stays so in the copy, which LMDB
 	 * numbers afresh (bookdb.h, "Kept counts"): no writer can commit in
 	 * between (the lock above). */
@@ -74,11 +131,13 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 		rc = errmsg_set(err, BOOKDB_ERRLEN, rc, "%.200s: %s", dir, bookdb_strerror(rc));
 		goto done;
 	}
-	if ((rc = mdb_env_copyfd2(db->env, fd, MDB_CP_COMPACT)) ||
-	    (rc = bdb_counts_restamp_copy(tmp, counts.kept, scan.current)) || fsync(fd) < 0) {
+	if ((rc = rebuild(db, tmp)) ||
+	    (rc = bdb_counts_restamp_copy(tmp, counts.kept, scan.current)) ||
+	    (fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) < 0) {
 		int e = rc ? rc : errno;
 		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", tmp,
 		                rc ? mdb_strerror(rc) : strerror(e));
+		unlink(tmp);
 		goto done;
 	}
 	close(fd);
