@@ -48,14 +48,22 @@ static void remove_partial(const char *tmp)
 typedef struct {
 	MDB_env *env;
 	int fd, rc;
-	unsigned flags;
+	bool compact;     /* rebuilt into full pages (bdb_rebuild) at path */
+	const char *path; /* the copy's data file (fd) */
+	uint64_t src_bytes;
 	atomic_bool done;
 } Copy;
 
 static void *copy_main(void *arg)
 {
 	Copy *c = arg;
-	c->rc = mdb_env_copyfd2(c->env, c->fd, c->flags);
+	/* A rebuilt copy's transactions are numbered afresh: the kept counts it
+	 * copied (stamped with the source's) are dropped rather than left to a
+	 * stamp that might match by chance; its next write counts them. */
+	if (!c->compact)
+		c->rc = mdb_env_copyfd2(c->env, c->fd, 0);
+	else if ((c->rc = bdb_rebuild(c->env, c->src_bytes, c->path)) == 0)
+		c->rc = bdb_counts_restamp_copy(c->path, false, false);
 	atomic_store(&c->done, true);
 	return NULL;
 }
@@ -82,7 +90,7 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 		                  tmp, strerror(errno));
 	st->source_bytes = bookdb_file_size(db);
 	int rc = 0;
-	Copy c = {.env = db->env, .flags = compact ? MDB_CP_COMPACT : 0};
+	Copy c = {.env = db->env, .compact = compact, .path = data, .src_bytes = st->source_bytes};
 	c.fd = open(data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0664);
 	pthread_t th;
 	if (c.fd < 0) {

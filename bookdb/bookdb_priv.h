@@ -150,4 +150,15 @@ extern _Thread_local uint64_t bdb_pos_reads_tls;
 /* Every write to pos: the kept counts, the write, then its change-log entry. */
 int bdb_pos_write(BookTxn *t, int op, const uint8_t kb[16], const void *val, size_t len);
 
+/*
+ * The databases of the book open in src (a snapshot of it; src_bytes its
+ * file's size) rebuilt into a new LMDB file at path (empty or missing), each
+ * in key order with MDB_APPEND: every leaf page is filled before the next is
+ * begun. LMDB's compacting copy only leaves the free pages out, and pages
+ * split by records that grew in place (minimax's values) stay half full: a
+ * book after a whole-book minimax run took twice the bytes of one before it.
+ * Synced at the end. 0, or an LMDB error or errno.
+ */
+int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path);
+
 #endif

@@ -37,18 +37,11 @@ int bookdb_space(BookSpace *out, BookTxn *t)
 	return 0;
 }
 
-/*
- * The book's databases rebuilt into a new LMDB file at path, each in key
- * order with MDB_APPEND: every leaf page is filled before the next is begun.
- * (LMDB's compacting copy only leaves the free pages out; pages split by
- * records that grew — minimax's values — stay half full, so a book after a
- * whole-book minimax run took twice the bytes of one before it.) Commits
- * every COPY_BATCH bytes, unsynced; synced once at the end. 0 or an LMDB
- * error / errno.
- */
+/* (bookdb_priv.h) Commits every COPY_BATCH bytes, unsynced; synced once at
+ * the end. */
 #define COPY_BATCH ((size_t)32 << 20)
 
-static int rebuild(BookDB *db, const char *path)
+int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path)
 {
 	MDB_env *env;
 	MDB_txn *rd = NULL, *wr = NULL;
@@ -57,10 +50,10 @@ static int rebuild(BookDB *db, const char *path)
 	if (rc) return rc;
 	/* Never larger than the pages the book uses now (the same records, in
 	 * fuller pages): its file's size, and room for the restamp. */
-	size_t map = (size_t)bookdb_file_size(db) + ((size_t)64 << 20);
+	size_t map = (size_t)src_bytes + ((size_t)64 << 20);
 	if ((rc = mdb_env_set_maxdbs(env, 8)) || (rc = mdb_env_set_mapsize(env, map)) ||
 	    (rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC, 0664)) ||
-	    (rc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &rd)))
+	    (rc = mdb_txn_begin(src, NULL, MDB_RDONLY, &rd)))
 		goto done;
 	for (int d = 0; d < BOOKDB_NDBS && !rc; d++) {
 		MDB_dbi from, to;
@@ -131,7 +124,7 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 		rc = errmsg_set(err, BOOKDB_ERRLEN, rc, "%.200s: %s", dir, bookdb_strerror(rc));
 		goto done;
 	}
-	if ((rc = rebuild(db, tmp)) ||
+	if ((rc = bdb_rebuild(db->env, bookdb_file_size(db), tmp)) ||
 	    (rc = bdb_counts_restamp_copy(tmp, counts.kept, scan.current)) ||
 	    (fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) < 0) {
 		int e = rc ? rc : errno;

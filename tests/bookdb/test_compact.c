@@ -48,6 +48,13 @@ static void test_compact__frees_the_pages_and_keeps_every_record(void **state)
 	json_t *s0 = ts_run_json(0, "%s stats %s/b --json", ts_joseki(), dir);
 	assert_true(ts_jint(s0, "pages_free") > 0);
 	char *before = export_all(dir);
+	/* A compacting backup packs its copy as compact does. */
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s backup %s/b %s/bk --compact --json", ts_joseki(), dir, dir), 0);
+	json_t *sb = ts_run_json(0, "%s stats %s/bk --json", ts_joseki(), dir);
+	assert_true(ts_jint(sb, "pages_used") * 10 < ts_jint(s0, "pages_used") * 7);
+	assert_int_equal(ts_jint(sb, "positions"), ts_jint(s0, "positions"));
+	json_decref(sb);
 	json_t *c = ts_run_json(0, "%s compact %s/b --json", ts_joseki(), dir);
 	assert_true(ts_jint(c, "bytes_after") < ts_jint(c, "bytes_before"));
 	assert_int_equal(ts_jint(c, "bytes_before"), ts_jint(s0, "bytes"));
