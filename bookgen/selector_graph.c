@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "shogi/bigmem.h"
 #include "shogi/clock.h"
 #include "shogi/grow.h"
 #include "shogi/notation.h"
@@ -68,8 +69,8 @@ int64_t sel_g_find_node(const Selector *s, Key k)
 int sel_g_reserve_nodes(Selector *s, size_t n)
 {
 	if (n >= INT32_MAX) return SEL_EFULL;
-	int r = (array_grow((void **)&s->nodes, &s->capnodes, n, sizeof *s->nodes, 64) ? SEL_ENOMEM
-	                                                                               : 0);
+	int r = (bigmem_grow((void **)&s->nodes, &s->capnodes, n, sizeof *s->nodes, 64) ? SEL_ENOMEM
+	                                                                                : 0);
 	if (r) return r;
 	return keymap_reserve(&s->map, node_keys(s), n) ? SEL_ENOMEM : 0;
 }
@@ -412,13 +413,13 @@ void sel_free(Selector *s)
 	bloom_join(s);
 	free(s->bloom);
 	for (size_t i = 0; s->nodes && i < s->nnodes; i++) drop_raw(s, &s->nodes[i]);
-	free(s->nodes);
+	bigmem_free(s->nodes);
 	keymap_free(&s->map);
-	free(s->edges);
-	free(s->links);
+	bigmem_free(s->edges);
+	bigmem_free(s->links);
 	free(s->roots);
 	free(s->stack);
-	free(s->pending);
+	bigmem_free(s->pending);
 	free(s->rec);
 	free(s->pos);
 	free(s->enc);
@@ -593,7 +594,7 @@ int sel_add_root(Selector *s, Key key, Color side)
 
 static int add_link(Selector *s, uint32_t child, uint32_t parent)
 {
-	int r = (array_grow((void **)&s->links, &s->caplinks, s->nlinks + 1, sizeof *s->links, 64)
+	int r = (bigmem_grow((void **)&s->links, &s->caplinks, s->nlinks + 1, sizeof *s->links, 64)
 	             ? SEL_ENOMEM
 	             : 0);
 	if (r) return r;
@@ -607,7 +608,7 @@ static int add_link(Selector *s, uint32_t child, uint32_t parent)
 static int add_edge(Selector *s, uint32_t parent, uint32_t child, Move m, uint8_t flags, int eval)
 {
 	if (s->nedges >= UINT32_MAX) return SEL_EFULL;
-	int r = (array_grow((void **)&s->edges, &s->capedges, s->nedges + 1, sizeof *s->edges, 64)
+	int r = (bigmem_grow((void **)&s->edges, &s->capedges, s->nedges + 1, sizeof *s->edges, 64)
 	             ? SEL_ENOMEM
 	             : 0);
 	if (r) return r;
@@ -732,8 +733,8 @@ int sel_g_expand(Selector *s, uint32_t i)
 
 int sel_g_invalidate_later(Selector *s, uint32_t i)
 {
-	if (array_grow((void **)&s->pending, &s->cappending, s->npending + 1, sizeof *s->pending,
-	               64))
+	if (bigmem_grow((void **)&s->pending, &s->cappending, s->npending + 1, sizeof *s->pending,
+	                64))
 		return SEL_ENOMEM;
 	s->pending[s->npending++] = i;
 	return 0;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shogi/bigmem.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 
@@ -200,7 +201,7 @@ static int read_array(SnapReader *r, uint32_t tag, void **arr, size_t *cap, uint
 {
 	int rc = expect(r, tag, n, elem, err);
 	if (rc) return rc;
-	if (array_grow(arr, cap, n ? (size_t)n : 1, elem, 64)) return SEL_ENOMEM;
+	if (bigmem_grow(arr, cap, n ? (size_t)n : 1, elem, 64)) return SEL_ENOMEM;
 	return snap_read(r, tag, *arr, n * elem, err);
 }
 
@@ -255,10 +256,10 @@ int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
 	size_t bcap = 0;
 	if ((rc = read_array(r, T_RAW, (void **)&blob, &bcap, h.raw_bytes, 1, err)) ||
 	    (rc = take_raw(s, blob, h.raw_bytes, err))) {
-		free(blob);
+		bigmem_free(blob);
 		return restore_fail(s, rc);
 	}
-	free(blob);
+	bigmem_free(blob);
 	/* The key map, from the nodes. */
 	for (size_t i = 0; i < s->nnodes; i++) {
 		int64_t put = keymap_find_or_insert(

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "shogi/bigmem.h"
 #include "shogi/clock.h"
 #include "bookdb/bookdb.h"
 #include "bookgen/roots.h"
@@ -58,6 +59,7 @@ int cmd_select(int argc, char **argv)
 	const char *book = NULL;
 	long count = 10;
 	bool json = false, bench = false, preload = false;
+	uint64_t memory = memuse_default_budget();
 	SelOptions opt = {.kif_bonus = SEL_KIF_BONUS_DEFAULT, .draw_value = 0};
 	CliPlan cp;
 	cli_plan_init(&cp);
@@ -69,6 +71,7 @@ int cmd_select(int argc, char **argv)
 	            "the bonus for moves played in games (default 100)"),
 	    CLI_FLAG("--preload", &preload, "read every position at start"),
 	    CLI_FLAG("--bench", &bench, "one line of timings instead"),
+	    CLI_MEMORY(&memory),
 	    CLI_GROUP(cp.table),
 	    CLI_TABLE_END,
 	};
@@ -76,6 +79,9 @@ int cmd_select(int argc, char **argv)
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	if (bench && count < 1000) count = 1000;
+	/* The selector's arrays past the budget go to files in $TMPDIR (a
+	 * reader: the book's directory may not be writable). */
+	bigmem_configure(memory, NULL);
 
 	int ret = 1;
 	BookDB *db = NULL;
@@ -154,14 +160,17 @@ int cmd_select(int argc, char **argv)
 		}
 		SelStats ss;
 		sel_get_stats(&ss, s);
+		BigmemStats bs;
+		bigmem_stats(&bs);
 		printf("select positions %llu load_ms %.0f first_ms %.0f first_cpu_ms %.0f "
 		       "leaves_per_s %.0f rss_kb %ld expansions %llu visits %llu fetches %llu "
-		       "filter_kept %d filter_ms %.0f peak_anon_kb %llu\n",
+		       "filter_kept %d filter_ms %.0f peak_anon_kb %llu files_kb %llu\n",
 		       (unsigned long long)npos, t_load, t_first, cpu_first,
 		       dt > 0 && n > 1 ? (n - 1) * 1000.0 / dt : 0.0, peak_rss_kb(),
 		       (unsigned long long)ss.expansions, (unsigned long long)ss.visits,
 		       (unsigned long long)ss.fetches, ss.filter_kept, ss.filter_ms,
-		       (unsigned long long)(memuse_anon_peak() / 1024));
+		       (unsigned long long)(memuse_anon_peak() / 1024),
+		       (unsigned long long)(bs.file_peak / 1024));
 		ret = 0;
 		goto done;
 	}

@@ -1263,6 +1263,43 @@ static int leaves_of(const char *book, PlanMode mode, Key *keys, int n, uint64_t
  * with those values taken out, under both policies, and the first search
  * expands fewer positions.
  */
+/* Past its --memory the selector's arrays are files ($TMPDIR): the same
+ * leaves, lazily and preloaded. */
+static void test_bookgen__select_past_its_memory_budget_selects_the_same_leaves(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s synth %s/b --positions 300000 --seed 4 --quiet && "
+	                         "%s minimax %s/b --full --quiet",
+	                         ts_joseki(), dir, ts_joseki(), dir),
+	                 0);
+	for (int preload = 0; preload < 2; preload++) {
+		const char *p = preload ? " --preload" : "";
+		char *a = NULL, *b = NULL, *line = NULL;
+		assert_int_equal(
+		    ts_runf(&a, NULL, "%s select %s/b --count 40 --json%s", ts_joseki(), dir, p),
+		    0);
+		assert_int_equal(ts_runf(&b, NULL, "%s select %s/b --count 40 --json --memory 1M%s",
+		                         ts_joseki(), dir, p),
+		                 0);
+		assert_true(strlen(a) > 1000);
+		assert_string_equal(a, b);
+		assert_int_equal(ts_runf(&line, NULL, "%s select %s/b --bench --memory 1M%s",
+		                         ts_joseki(), dir, p),
+		                 0);
+		const char *f = strstr(line, " files_kb ");
+		assert_non_null(f);
+		print_message("%s", line);
+		assert_true(atoll(f + 10) > 1024);
+		free(a);
+		free(b);
+		free(line);
+	}
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_bookgen__minimax_values_order_the_search_and_change_no_leaf(void **state)
 {
 	(void)state;
@@ -1320,6 +1357,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__plan_shares_the_leaves_by_root_weight),
 	    cmocka_unit_test(test_bookgen__unthought_root_is_the_first_leaf),
 	    cmocka_unit_test(test_bookgen__select_command_prints_json_leaves),
+	    cmocka_unit_test(test_bookgen__select_past_its_memory_budget_selects_the_same_leaves),
 	    cmocka_unit_test(test_bookgen__minimax_values_order_the_search_and_change_no_leaf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
