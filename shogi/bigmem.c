@@ -33,6 +33,7 @@ static size_t nblocks, capblocks;
 static uint64_t budget; /* 0: no limit */
 static char *spill_dir;
 static BigmemStats stats;
+static char failure[320]; /* the last file that could not be made, and why */
 
 void bigmem_configure(uint64_t bytes, const char *dir)
 {
@@ -96,6 +97,13 @@ static void note_file(size_t len)
 	if (stats.file_bytes > stats.file_peak) stats.file_peak = stats.file_bytes;
 }
 
+/* Why a file could not be made or grown (lock held). */
+static void note_failure(int e)
+{
+	const char *dir = spill_dir ? spill_dir : getenv("TMPDIR");
+	snprintf(failure, sizeof failure, "%.240s: %s", dir && *dir ? dir : "/tmp", strerror(e));
+}
+
 /* A new mapping of len bytes (anonymous or in a new file); the lock is held. */
 static int map_new(Block *b, size_t len, bool file)
 {
@@ -109,24 +117,20 @@ static int map_new(Block *b, size_t len, bool file)
 		return 0;
 	}
 	int fd = bigmem_temp_fd(spill_dir);
-	if (fd < 0) return -1;
-	if (file_grow(fd, 0, len) != 0) {
-		int e = errno;
-		close(fd);
-		errno = e;
-		return -1;
+	if (fd >= 0 && file_grow(fd, 0, len) == 0) {
+		b->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (b->base != MAP_FAILED) {
+			b->fd = fd;
+			stats.files++;
+			note_file(len);
+			return 0;
+		}
 	}
-	b->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (b->base == MAP_FAILED) {
-		int e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	b->fd = fd;
-	stats.files++;
-	note_file(len);
-	return 0;
+	int e = errno;
+	note_failure(e);
+	if (fd >= 0) close(fd);
+	errno = e;
+	return -1;
 }
 
 static void unmap(const Block *b)
@@ -220,7 +224,10 @@ void *bigmem_realloc(void *p, size_t bytes)
 	} else if (b->fd < 0 && len > b->len && past_budget(len - b->len)) {
 		if (to_file(b, len, old < bytes ? old : bytes) == 0) out = b->base;
 	} else if (b->fd >= 0) {
-		if (len > b->len && file_grow(b->fd, b->len, len) != 0) goto out;
+		if (len > b->len && file_grow(b->fd, b->len, len) != 0) {
+			note_failure(errno);
+			goto out;
+		}
 		void *np = mremap(b->base, b->len, len, MREMAP_MAYMOVE);
 		if (np == MAP_FAILED) goto out;
 		if (len < b->len) (void)ftruncate(b->fd, (off_t)len);
@@ -239,6 +246,15 @@ void *bigmem_realloc(void *p, size_t bytes)
 out:
 	pthread_mutex_unlock(&lock);
 	return out;
+}
+
+int bigmem_failure(char *buf, size_t len)
+{
+	pthread_mutex_lock(&lock);
+	int any = failure[0] != 0;
+	if (any) snprintf(buf, len, "%s", failure);
+	pthread_mutex_unlock(&lock);
+	return any;
 }
 
 void bigmem_stats(BigmemStats *out)

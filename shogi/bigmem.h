@@ -63,6 +63,11 @@ typedef struct {
 
 void bigmem_stats(BigmemStats *out);
 
+/* Why the last array that was to be a file could not be made ("DIR: No
+ * space left on device"), in buf: 1, or 0 when none failed. A caller whose
+ * pass failed "out of memory" says it: the disk, not the memory, ran out. */
+int bigmem_failure(char *buf, size_t len);
+
 /* A new unlinked temporary file in dir (NULL: $TMPDIR or /tmp), open for
  * reading and writing: a descriptor, or -1 with errno. */
 int bigmem_temp_fd(const char *dir);

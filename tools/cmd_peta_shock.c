@@ -181,7 +181,9 @@ int cmd_peta_shock(int argc, char **argv)
 	int rc = petashock_run(&st, in, out, &opt, err);
 	if (progress) fputc('\n', stderr);
 	if (rc < 0) {
-		joseki_error("peta-shock: %s (nothing written)", err);
+		char spill[JOSEKI_SPILL_LEN];
+		joseki_error("peta-shock: %s%s (nothing written)", err,
+		             joseki_spill_failure(spill, sizeof spill));
 		return 1;
 	}
 	double ms = clock_ms_f() - t0;

@@ -101,6 +101,16 @@ const char *joseki_peak_memory(char *buf, size_t len)
 	return buf;
 }
 
+const char *joseki_spill_failure(char *buf, size_t len)
+{
+	char why[330];
+	if (bigmem_failure(why, sizeof why))
+		snprintf(buf, len, "; arrays past --memory: %s", why);
+	else if (len)
+		buf[0] = 0;
+	return buf;
+}
+
 json_t *joseki_with_peak(json_t *o)
 {
 	BigmemStats bs;

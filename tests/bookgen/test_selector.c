@@ -1296,6 +1296,16 @@ static void test_bookgen__select_past_its_memory_budget_selects_the_same_leaves(
 		free(b);
 		free(line);
 	}
+	/* Where the files cannot be made, a clear error, not a crash. */
+	char *err = NULL;
+	assert_int_equal(ts_runf(NULL, &err,
+	                         "TMPDIR=%s/none %s select %s/b --count 5 --preload --memory 1M",
+	                         dir, ts_joseki(), dir),
+	                 1);
+	print_message("%s", err);
+	assert_non_null(strstr(err, "arrays past --memory: "));
+	assert_non_null(strstr(err, "/none: No such file or directory"));
+	free(err);
 	ts_rmtree(dir);
 	free(dir);
 }
