@@ -41,53 +41,91 @@ int bookdb_space(BookSpace *out, BookTxn *t)
  * the end. */
 #define COPY_BATCH ((size_t)32 << 20)
 
+/* One database of rd copied into env under the same name and flags, in key
+ * order with MDB_APPEND (MDB_APPENDDUP for sorted duplicates). */
+static int copy_db(MDB_env *env, MDB_txn *rd, const char *name)
+{
+	MDB_dbi from, to;
+	unsigned flags;
+	MDB_txn *wr = NULL;
+	MDB_cursor *cur = NULL;
+	int rc = mdb_dbi_open(rd, name, 0, &from);
+	if (!rc) rc = mdb_dbi_flags(rd, from, &flags);
+	if (!rc) rc = mdb_txn_begin(env, NULL, 0, &wr);
+	if (!rc) rc = mdb_dbi_open(wr, name, (flags & ~(unsigned)MDB_CREATE) | MDB_CREATE, &to);
+	if (!rc) rc = mdb_cursor_open(rd, from, &cur);
+	unsigned put = flags & MDB_DUPSORT ? MDB_APPENDDUP : MDB_APPEND;
+	MDB_val k, v;
+	size_t batch = 0;
+	for (int op = MDB_FIRST; !rc; op = MDB_NEXT) {
+		if ((rc = mdb_cursor_get(cur, &k, &v, (MDB_cursor_op)op))) {
+			if (rc == MDB_NOTFOUND) rc = 0; /* the end */
+			break;
+		}
+		if ((rc = mdb_put(wr, to, &k, &v, put))) break;
+		if ((batch += k.mv_size + v.mv_size + 16) >= COPY_BATCH) {
+			rc = mdb_txn_commit(wr);
+			wr = NULL;
+			if (!rc) rc = mdb_txn_begin(env, NULL, 0, &wr);
+			batch = 0;
+		}
+	}
+	if (cur) mdb_cursor_close(cur);
+	if (!rc) {
+		rc = mdb_txn_commit(wr);
+		wr = NULL;
+	}
+	if (wr) mdb_txn_abort(wr);
+	return rc;
+}
+
 int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path)
 {
 	MDB_env *env;
-	MDB_txn *rd = NULL, *wr = NULL;
+	MDB_txn *rd = NULL;
 	MDB_cursor *cur = NULL;
+	char **names = NULL;
+	size_t nnames = 0;
 	int rc = mdb_env_create(&env);
 	if (rc) return rc;
 	/* Never larger than the pages the book uses now (the same records, in
 	 * fuller pages): its file's size, and room for the restamp. */
 	size_t map = (size_t)src_bytes + ((size_t)64 << 20);
-	if ((rc = mdb_env_set_maxdbs(env, 8)) || (rc = mdb_env_set_mapsize(env, map)) ||
+	MDB_dbi main_db;
+	if ((rc = mdb_env_set_maxdbs(env, 32)) || (rc = mdb_env_set_mapsize(env, map)) ||
 	    (rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC, 0664)) ||
-	    (rc = mdb_txn_begin(src, NULL, MDB_RDONLY, &rd)))
+	    (rc = mdb_txn_begin(src, NULL, MDB_RDONLY, &rd)) ||
+	    (rc = mdb_dbi_open(rd, NULL, 0, &main_db)) || (rc = mdb_cursor_open(rd, main_db, &cur)))
 		goto done;
-	for (int d = 0; d < BOOKDB_NDBS && !rc; d++) {
-		MDB_dbi from, to;
-		if ((rc = mdb_dbi_open(rd, DB_NAMES[d], 0, &from)) == MDB_NOTFOUND) {
-			rc = 0; /* a database this book does not have (an old schema) */
-			continue;
-		}
-		if (rc || (rc = mdb_txn_begin(env, NULL, 0, &wr)) ||
-		    (rc = mdb_dbi_open(wr, DB_NAMES[d], MDB_CREATE, &to)) ||
-		    (rc = mdb_cursor_open(rd, from, &cur)))
+	/* Every named database the file holds (its main database lists them),
+	 * not only those this build knows: a newer build's stays. */
+	MDB_val k, v;
+	for (int op = MDB_FIRST; !rc; op = MDB_NEXT) {
+		if ((rc = mdb_cursor_get(cur, &k, &v, (MDB_cursor_op)op))) {
+			if (rc == MDB_NOTFOUND) rc = 0; /* the end */
 			break;
-		MDB_val k, v;
-		size_t batch = 0;
-		for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-		     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-			if ((rc = mdb_put(wr, to, &k, &v, MDB_APPEND))) break;
-			if ((batch += k.mv_size + v.mv_size + 16) >= COPY_BATCH) {
-				rc = mdb_txn_commit(wr);
-				wr = NULL;
-				if (rc || (rc = mdb_txn_begin(env, NULL, 0, &wr))) break;
-				batch = 0;
-			}
 		}
-		if (rc == MDB_NOTFOUND) rc = 0;
-		mdb_cursor_close(cur);
-		cur = NULL;
-		if (!rc)
-			rc = mdb_txn_commit(wr);
-		else
-			mdb_txn_abort(wr);
-		wr = NULL;
+		char **nn = realloc(names, (nnames + 1) * sizeof *nn);
+		char *name = malloc(k.mv_size + 1);
+		if (!nn || !name) {
+			if (nn) names = nn;
+			free(name);
+			rc = ENOMEM;
+			break;
+		}
+		names = nn;
+		memcpy(name, k.mv_data, k.mv_size);
+		name[k.mv_size] = 0;
+		names[nnames++] = name;
 	}
+	mdb_cursor_close(cur);
+	/* A key of the main database that is no database (MDB_INCOMPATIBLE) is
+	 * not what a book holds: refused rather than left out. */
+	for (size_t i = 0; i < nnames && !rc; i++) rc = copy_db(env, rd, names[i]);
 	if (!rc) rc = mdb_env_sync(env, 1);
 done:
+	for (size_t i = 0; i < nnames; i++) free(names[i]);
+	free(names);
 	if (rd) mdb_txn_abort(rd);
 	mdb_env_close(env);
 	return rc;
@@ -139,6 +177,7 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 	 * switches the book, and either name is a complete book. */
 	if (rename(tmp, path) < 0) {
 		int e = errno;
+		unlink(tmp);
 		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", path, strerror(e));
 		goto done;
 	}

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "shogi/be64.h"
+#include "shogi/bigmem.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
@@ -137,6 +138,16 @@ void co_checkpoint_reap(Coord *c, bool wait)
 int coord_checkpoint(Coord *c, int64_t now_ms, char *err)
 {
 	if (!c->snap_path || c->broken || c->opt.preload) return 0;
+	/* The child writes the memory as it was at the fork (copy-on-write):
+	 * an array in a shared file mapping (shogi/bigmem.h) would go on
+	 * changing under it. serve keeps every array in memory; a process that
+	 * did not gets no checkpoint rather than a torn one. */
+	BigmemStats bs;
+	bigmem_stats(&bs);
+	if (bs.file_bytes) {
+		c->ckpt_failed++;
+		return 0;
+	}
 	co_checkpoint_reap(c, false);
 	if (c->ckpt_pid > 0) return 0; /* one at a time */
 	int rc = co_select_take_in(c, err);

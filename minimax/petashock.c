@@ -673,7 +673,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		free(pt->tmp2);
 	}
 	ps_graph_free(&p->g);
-	free(p->skip);
+	bigmem_free(p->skip);
 	if (stats) *stats = p->st;
 	free(p);
 	return rc;

@@ -104,33 +104,32 @@ static void note_failure(int e)
 	snprintf(failure, sizeof failure, "%.240s: %s", dir && *dir ? dir : "/tmp", strerror(e));
 }
 
-/* A new mapping of len bytes (anonymous or in a new file); the lock is held. */
+/* A new mapping of len bytes, in a new file when file asks; the lock is
+ * held. A file that cannot be made (a full disk, no such directory) is noted
+ * (bigmem_failure) and the array made in memory instead: never worse than
+ * before there was a budget. */
 static int map_new(Block *b, size_t len, bool file)
 {
 	b->len = len;
 	b->fd = -1;
-	if (!file) {
-		b->base =
-		    mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (b->base == MAP_FAILED) return -1;
-		stats.anon_bytes += len;
-		return 0;
-	}
-	int fd = bigmem_temp_fd(spill_dir);
-	if (fd >= 0 && file_grow(fd, 0, len) == 0) {
-		b->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (b->base != MAP_FAILED) {
-			b->fd = fd;
-			stats.files++;
-			note_file(len);
-			return 0;
+	if (file) {
+		int fd = bigmem_temp_fd(spill_dir);
+		if (fd >= 0 && file_grow(fd, 0, len) == 0) {
+			b->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			if (b->base != MAP_FAILED) {
+				b->fd = fd;
+				stats.files++;
+				note_file(len);
+				return 0;
+			}
 		}
+		note_failure(errno);
+		if (fd >= 0) close(fd);
 	}
-	int e = errno;
-	note_failure(e);
-	if (fd >= 0) close(fd);
-	errno = e;
-	return -1;
+	b->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b->base == MAP_FAILED) return -1;
+	stats.anon_bytes += len;
+	return 0;
 }
 
 static void unmap(const Block *b)
@@ -190,11 +189,12 @@ void bigmem_free(void *p)
 	if (!b) free(p);
 }
 
-/* Moves block b into a file of len bytes, its first keep bytes copied. */
-static int to_file(Block *b, size_t len, size_t keep)
+/* Moves block b into a new mapping of len bytes (map_new's file), its first
+ * keep bytes copied. */
+static int move_block(Block *b, size_t len, size_t keep, bool file)
 {
 	Block nb = {.bytes = b->bytes};
-	if (map_new(&nb, len, true) < 0) return -1;
+	if (map_new(&nb, len, file) < 0) return -1;
 	memcpy(nb.base, b->base, keep);
 	unmap(b);
 	*b = nb;
@@ -222,12 +222,12 @@ void *bigmem_realloc(void *p, size_t bytes)
 	if (len == b->len) {
 		out = b->base;
 	} else if (b->fd < 0 && len > b->len && past_budget(len - b->len)) {
-		if (to_file(b, len, old < bytes ? old : bytes) == 0) out = b->base;
+		if (move_block(b, len, old < bytes ? old : bytes, true) == 0) out = b->base;
+	} else if (b->fd >= 0 && len > b->len && file_grow(b->fd, b->len, len) != 0) {
+		/* Its file cannot grow: the array goes on in memory. */
+		note_failure(errno);
+		if (move_block(b, len, old < bytes ? old : bytes, false) == 0) out = b->base;
 	} else if (b->fd >= 0) {
-		if (len > b->len && file_grow(b->fd, b->len, len) != 0) {
-			note_failure(errno);
-			goto out;
-		}
 		void *np = mremap(b->base, b->len, len, MREMAP_MAYMOVE);
 		if (np == MAP_FAILED) goto out;
 		if (len < b->len) (void)ftruncate(b->fd, (off_t)len);

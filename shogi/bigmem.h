@@ -63,9 +63,10 @@ typedef struct {
 
 void bigmem_stats(BigmemStats *out);
 
-/* Why the last array that was to be a file could not be made ("DIR: No
- * space left on device"), in buf: 1, or 0 when none failed. A caller whose
- * pass failed "out of memory" says it: the disk, not the memory, ran out. */
+/* Why the last array that was to be a file could not be made or grown
+ * ("DIR: No space left on device"), in buf: 1, or 0 when none failed. Such an
+ * array is made (or goes on) in memory instead, past the budget: a command
+ * says so (the disk ran out, not the memory). */
 int bigmem_failure(char *buf, size_t len);
 
 /* A new unlinked temporary file in dir (NULL: $TMPDIR or /tmp), open for

@@ -76,10 +76,7 @@ static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
 	/* The run under way (a coordinator's, say) or the next one reads the
 	 * merge's writes from the change log: the merge is done. */
 	int rc = cli_minimax_after(&r->mm, &r->mm_busy, db, "merge", r->progress, msg);
-	char spill[JOSEKI_SPILL_LEN];
-	return rc < 0 ? errmsg_set(err, errlen, -1, "%s%s", msg,
-	                           joseki_spill_failure(spill, sizeof spill))
-	              : 0;
+	return rc < 0 ? errmsg_set(err, errlen, -1, "%s", msg) : 0;
 }
 
 int cmd_merge(int argc, char **argv)

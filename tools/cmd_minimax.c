@@ -150,9 +150,7 @@ int cmd_minimax(int argc, char **argv)
 		return 128 + sig;
 	}
 	if (rc < 0) {
-		char spill[JOSEKI_SPILL_LEN];
-		joseki_error("minimax: %s: %s%s", book, msg,
-		             joseki_spill_failure(spill, sizeof spill));
+		joseki_error("minimax: %s: %s", book, msg);
 		return 1;
 	}
 	double ms = clock_ms_f() - t0;

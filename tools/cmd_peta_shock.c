@@ -181,9 +181,7 @@ int cmd_peta_shock(int argc, char **argv)
 	int rc = petashock_run(&st, in, out, &opt, err);
 	if (progress) fputc('\n', stderr);
 	if (rc < 0) {
-		char spill[JOSEKI_SPILL_LEN];
-		joseki_error("peta-shock: %s%s (nothing written)", err,
-		             joseki_spill_failure(spill, sizeof spill));
+		joseki_error("peta-shock: %s (nothing written)", err);
 		return 1;
 	}
 	double ms = clock_ms_f() - t0;

@@ -113,9 +113,7 @@ int cmd_select(int argc, char **argv)
 	 * the book's keys (a pass over the book otherwise). */
 	BookMinimaxHook keys = bookmm_hook(NULL);
 	if ((rc = preload ? sel_load(s, db) : sel_attach(s, db, &keys)) < 0) {
-		char spill[JOSEKI_SPILL_LEN];
-		joseki_error("select: loading '%s': %s%s", book, sel_strerror(rc),
-		             joseki_spill_failure(spill, sizeof spill));
+		joseki_error("select: loading '%s': %s", book, sel_strerror(rc));
 		goto done;
 	}
 	double t_load = clock_ms_f() - t0;

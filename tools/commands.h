@@ -64,11 +64,6 @@ JOSEKI_MUST_USE int joseki_print_json(struct json_t *o, size_t flags);
  * 1.2 GiB of arrays in files"), in buf (JOSEKI_PEAK_LEN bytes); and into o as
  * "peak_anon_bytes" and "arrays_in_files_bytes" (o may be NULL). */
 #define JOSEKI_PEAK_LEN 80
-/* What a failed pass adds to its message when an array past its --memory
- * could not be made in a file (shogi/bigmem.h: "; arrays past --memory:
- * DIR: No space left on device"), or "", in buf (JOSEKI_SPILL_LEN bytes). */
-#define JOSEKI_SPILL_LEN 400
-const char *joseki_spill_failure(char *buf, size_t len);
 const char *joseki_peak_memory(char *buf, size_t len);
 struct json_t *joseki_with_peak(struct json_t *o);
 

@@ -101,16 +101,6 @@ const char *joseki_peak_memory(char *buf, size_t len)
 	return buf;
 }
 
-const char *joseki_spill_failure(char *buf, size_t len)
-{
-	char why[330];
-	if (bigmem_failure(why, sizeof why))
-		snprintf(buf, len, "; arrays past --memory: %s", why);
-	else if (len)
-		buf[0] = 0;
-	return buf;
-}
-
 json_t *joseki_with_peak(json_t *o)
 {
 	BigmemStats bs;
@@ -222,7 +212,16 @@ int main(int argc, char **argv)
 	/* Not listed: the coordinator benchmark's load generator (tools/bench_cluster.sh). */
 	if (!strcmp(argv[1], "bench-work")) return cmd_bench_work(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
-		if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].fn(argc - 1, argv + 1);
+		if (!strcmp(argv[1], COMMANDS[i].name)) {
+			int rc = COMMANDS[i].fn(argc - 1, argv + 1);
+			/* Arrays past the budget that no file could take stayed in
+			 * memory (shogi/bigmem.h): the command went on, and says so. */
+			char why[330];
+			if (bigmem_failure(why, sizeof why))
+				joseki_error("%s: arrays past --memory were kept in memory: %s",
+				             argv[1], why);
+			return rc;
+		}
 	joseki_error("unknown command '%s' (try 'joseki help')", argv[1]);
 	return 2;
 }

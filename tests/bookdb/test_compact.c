@@ -1,10 +1,12 @@
 /*
  * tests/bookdb/test_compact.c — joseki compact: the book without its free
- * pages, the same records, refused while a writer has the book open, and safe
- * against kill -9 at any moment; stats shows the pages.
+ * pages and in full ones, the same records, a database this build does not
+ * know kept, refused while a writer has the book open, and safe against kill
+ * -9 at any moment; stats shows the pages.
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 
 #include <cmocka.h>
 #include <jansson.h>
+#include <lmdb.h>
 
 #include "tests/support/support.h"
 
@@ -171,10 +174,73 @@ static void test_compact__survives_kill_9_at_any_moment(void **state)
 	free(dir);
 }
 
+/* A named database of the file, put there by a newer build, kept by compact
+ * and by backup --compact (the rebuild copies every database the file lists,
+ * not only those this build knows). */
+/* The book's LMDB file opened directly, its database "future" (made when
+ * write) in a transaction. */
+static MDB_env *open_future(const char *book, bool write, MDB_txn **txn, MDB_dbi *dbi)
+{
+	MDB_env *env;
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_set_maxdbs(env, 16), 0);
+	assert_int_equal(mdb_env_set_mapsize(env, (size_t)1 << 30), 0);
+	assert_int_equal(mdb_env_open(env, book, write ? 0 : MDB_RDONLY, 0664), 0);
+	assert_int_equal(mdb_txn_begin(env, NULL, write ? 0 : MDB_RDONLY, txn), 0);
+	assert_int_equal(mdb_dbi_open(*txn, "future", write ? MDB_CREATE : 0, dbi), 0);
+	return env;
+}
+
+static void put_future(const char *book, const char *key, const char *val)
+{
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_env *env = open_future(book, true, &txn, &dbi);
+	MDB_val k = {strlen(key), (void *)key}, v = {strlen(val), (void *)val};
+	assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
+	assert_int_equal(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+static void assert_future(const char *book, const char *key, const char *val)
+{
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_env *env = open_future(book, false, &txn, &dbi);
+	MDB_val k = {strlen(key), (void *)key}, v;
+	assert_int_equal(mdb_get(txn, dbi, &k, &v), 0);
+	assert_int_equal(v.mv_size, strlen(val));
+	assert_memory_equal(v.mv_data, val, v.mv_size);
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+}
+
+static void test_compact__keeps_a_database_this_build_does_not_know(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char book[600], copy[600];
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(copy, sizeof copy, "%s/bk", dir);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s synth %s --positions 3000 --seed 5 --quiet", ts_joseki(), book),
+	    0);
+	put_future(book, "seen", "by a newer build");
+	assert_int_equal(ts_runf(NULL, NULL, "%s compact %s", ts_joseki(), book), 0);
+	assert_future(book, "seen", "by a newer build");
+	assert_int_equal(ts_runf(NULL, NULL, "%s backup %s %s --compact", ts_joseki(), book, copy),
+	                 0);
+	assert_future(copy, "seen", "by a newer build");
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), book), 0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_compact__frees_the_pages_and_keeps_every_record),
+	    cmocka_unit_test(test_compact__keeps_a_database_this_build_does_not_know),
 	    cmocka_unit_test(test_compact__refused_while_a_writer_has_the_book),
 	    cmocka_unit_test(test_compact__survives_kill_9_at_any_moment),
 	};

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "minimax/mmfile.h"
+#include "shogi/bigmem.h"
 #include "tests/support/support.h"
 
 /* ---- the model ------------------------------------------------------------------- */
@@ -149,7 +150,7 @@ static void model_write(const Model *md, const char *dir, uint64_t stamp)
 	int rc = mmfile_write(dir, stamp, DRAW, md->n, md->keys, md->flags, md->vd, mstart, moves,
 	                      pstart, parents, err);
 	if (rc) fail_msg("mmfile_write: %d %s", rc, err);
-	free(mstart), free(moves), free(pstart), free(parents);
+	free(mstart), free(moves), bigmem_free(pstart), bigmem_free(parents);
 }
 
 /* ---- comparing a view with the model ------------------------------------------------ */
@@ -328,7 +329,7 @@ static void test_mmfile__parents_are_the_reverse_edges(void **state)
 			for (size_t q = 0; q < nw; q++)
 				assert_int_equal(parents[pstart[c] + q], want[q]);
 		}
-		free(mstart), free(moves), free(pstart), free(parents);
+		free(mstart), free(moves), bigmem_free(pstart), bigmem_free(parents);
 	}
 }
 
