@@ -393,6 +393,7 @@ typedef struct {
 	uint32_t *pending; /* nodes whose records change, not rewritten yet */
 	size_t npending, cap;
 	size_t rewritten;
+	uint64_t bytes; /* of the records rewritten */
 } WriteBack;
 
 /* Rewrites the pending records, each from its newest version (a writer
@@ -419,8 +420,10 @@ static int write_pending(WriteBack *wb)
 		                       wb->edges, ne, wb->opt->full, &wb->opt->policy);
 		/* n <= 0: unchanged, or not a record (joseki check reports it) */
 		if (n > 0 &&
-		    (rc = bookdb_writer_put_raw(wb->w, wb->b->keys[i], wb->buf, (size_t)n)) == 0)
+		    (rc = bookdb_writer_put_raw(wb->w, wb->b->keys[i], wb->buf, (size_t)n)) == 0) {
 			wb->rewritten++;
+			wb->bytes += (uint64_t)n;
+		}
 	}
 	wb->npending = 0;
 	return rc < 0 ? rc : bookdb_writer_flush(wb->w);
@@ -480,6 +483,7 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 	}
 	rc = write_pending(&wb);
 	st->rewritten += wb.rewritten;
+	if (opt->full) st->record_bytes += wb.bytes;
 out:
 	bookdb_txn_abort(rd);
 	bookdb_writer_free(wb.w);

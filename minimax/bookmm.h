@@ -109,6 +109,9 @@ typedef struct {
 	size_t cyclic;    /* valued records settled by relaxation (on or above cycles) */
 	int sweeps;       /* peel sweeps + relax sweeps */
 	size_t rewritten; /* records written back */
+	/* --full: the bytes of the records written back (every record: what the
+	 * book's records take, their keys and LMDB's own bytes aside) */
+	uint64_t record_bytes;
 	bool has_root;    /* the start position is a valued record */
 	int root_value;   /* its value for the side to move */
 	bool incremental; /* only what changed since the last run was analysed */

@@ -41,13 +41,20 @@ static void test_compact__frees_the_pages_and_keeps_every_record(void **state)
 	char *dir = ts_mkdtemp();
 	char *err = NULL;
 	/* Two whole-book minimax runs rewrite every record twice: free pages. */
-	int rc = ts_runf(
-	    NULL, &err,
-	    "%s synth %s/b --positions 20000 --seed 3 --quiet && %s minimax %s/b --full --quiet && "
-	    "%s minimax %s/b --full --quiet",
-	    ts_joseki(), dir, ts_joseki(), dir, ts_joseki(), dir);
+	int rc = ts_runf(NULL, &err,
+	                 "%s synth %s/b --positions 20000 --seed 3 --quiet && %s minimax %s/b "
+	                 "--full --quiet",
+	                 ts_joseki(), dir, ts_joseki(), dir);
 	if (rc != 0) fail_msg("setup: %s", err);
 	free(err);
+	/* The second run says what the book takes and what it would in full
+	 * pages: far apart (its text says to compact). */
+	json_t *m0 = ts_run_json(0, "%s minimax %s/b --full --json", ts_joseki(), dir);
+	double took = json_real_value(json_object_get(m0, "bytes_per_position")),
+	       packed = json_real_value(json_object_get(m0, "packed_bytes_per_position"));
+	print_message("after minimax: %.1f bytes a position, %.1f packed\n", took, packed);
+	assert_true(packed > 50 && took > 1.3 * packed);
+	json_decref(m0);
 	json_t *s0 = ts_run_json(0, "%s stats %s/b --json", ts_joseki(), dir);
 	assert_true(ts_jint(s0, "pages_free") > 0);
 	char *before = export_all(dir);
@@ -71,6 +78,9 @@ static void test_compact__frees_the_pages_and_keeps_every_record(void **state)
 	              (long long)ts_jint(s0, "pages_used"), (long long)ts_jint(s1, "pages_used"),
 	              json_real_value(json_object_get(s1, "bytes_per_position")));
 	assert_true(ts_jint(s1, "pages_used") * 10 < ts_jint(s0, "pages_used") * 7);
+	/* As packed as minimax reckoned (within 5 %). */
+	double now = json_real_value(json_object_get(s1, "bytes_per_position"));
+	assert_true(now < packed * 1.05 && now > packed * 0.95);
 	assert_int_equal(ts_jint(s1, "positions"), ts_jint(s0, "positions"));
 	assert_int_equal(ts_jint(s1, "bytes"), ts_jint(c, "bytes_after"));
 	char *after = export_all(dir);
