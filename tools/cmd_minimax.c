@@ -193,7 +193,7 @@ int cmd_minimax(int argc, char **argv)
 		json_object_set_new(o, "packed_bytes_per_position",
 		                    packed > 0 ? json_real(packed) : json_null());
 		joseki_with_peak(o);
-		return joseki_print_json(o, 0) < 0 ? 1 : 0;
+		return joseki_print_json(o, JSON_REAL_PRECISION(6)) < 0 ? 1 : 0;
 	}
 	/* The summary in lines that fit the console (a coordinator's whole-book
 	 * child writes it among serve's lines): the graph, the run, the values. */

@@ -23,6 +23,7 @@
  */
 #include <jansson.h>
 #include <limits.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +127,15 @@ int cmd_stats(int argc, char **argv)
 		goto done;
 	}
 	if ((rc = bookdb_stats_budget(&st, db, txn, full, NULL, memory))) {
-		joseki_error("%s: %s", book, bookdb_strerror(rc));
+		int e = errno;
+		const char *tmp = getenv("TMPDIR");
+		/* A scan past its budget writes sorted runs in $TMPDIR: say where. */
+		if (rc == BOOKDB_EIO && full)
+			joseki_error(
+			    "%s: %s (reading the book, or writing its sorted runs in %s: %s)", book,
+			    bookdb_strerror(rc), tmp && *tmp ? tmp : "/tmp", strerror(e));
+		else
+			joseki_error("%s: %s", book, bookdb_strerror(rc));
 		goto done;
 	}
 	bookdb_txn_abort(txn);
