@@ -26,6 +26,7 @@
 
 #include "minimax/export_priv.h"
 #include "shogi/apery.h"
+#include "shogi/bigmem.h"
 #include "shogi/db2016.h"
 #include "shogi/errmsg.h"
 #include "bookdb/check.h"
@@ -1004,7 +1005,7 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 	atomic_init(&ps.failed, 0);
 	atomic_init(&ps.done, 0);
 	size_t plen = strlen(out_path) + 32;
-	char *tmp_path = malloc(plen), *dir = strdup(out_path);
+	char *tmp_path = malloc(plen), *dir = malloc(plen);
 	FILE *out = NULL;
 	BookTxn *txn = NULL;
 	ExtSort *reach = NULL;
@@ -1014,14 +1015,7 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		goto done;
 	}
 	snprintf(tmp_path, plen, "%s.tmp", out_path);
-	/* The runs go beside OUT. */
-	char *slash = strrchr(dir, '/');
-	if (slash == dir)
-		dir[1] = 0;
-	else if (slash)
-		*slash = 0;
-	else
-		strcpy(dir, ".");
+	bigmem_dir_of(dir, plen, out_path); /* the runs go beside OUT */
 	uint64_t count = 0;
 	if ((rc = bookdb_txn_begin(&txn, db, false)) == 0)
 		rc = bookdb_count(&count, txn, BOOKDB_POS);

@@ -44,10 +44,27 @@ void bigmem_configure(uint64_t bytes, const char *dir)
 	pthread_mutex_unlock(&lock);
 }
 
-int bigmem_temp_fd(const char *dir)
+/* dir, or where temporary files go without one: $TMPDIR, else /tmp. */
+static const char *temp_dir(const char *dir)
 {
 	if (!dir) dir = getenv("TMPDIR");
-	if (!dir || !*dir) dir = "/tmp";
+	return dir && *dir ? dir : "/tmp";
+}
+
+void bigmem_dir_of(char *out, size_t cap, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(out, cap, ".");
+	else if (slash == path)
+		snprintf(out, cap, "/");
+	else
+		snprintf(out, cap, "%.*s", (int)(slash - path), path);
+}
+
+int bigmem_temp_fd(const char *dir)
+{
+	dir = temp_dir(dir);
 #ifdef O_TMPFILE
 	int tfd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (tfd >= 0) return tfd;
@@ -100,8 +117,7 @@ static void note_file(size_t len)
 /* Why a file could not be made or grown (lock held). */
 static void note_failure(int e)
 {
-	const char *dir = spill_dir ? spill_dir : getenv("TMPDIR");
-	snprintf(failure, sizeof failure, "%.240s: %s", dir && *dir ? dir : "/tmp", strerror(e));
+	snprintf(failure, sizeof failure, "%.240s: %s", temp_dir(spill_dir), strerror(e));
 }
 
 /* A new mapping of len bytes, in a new file when file asks; the lock is
@@ -227,18 +243,17 @@ void *bigmem_realloc(void *p, size_t bytes)
 		/* Its file cannot grow: the array goes on in memory. */
 		note_failure(errno);
 		if (move_block(b, len, old < bytes ? old : bytes, false) == 0) out = b->base;
-	} else if (b->fd >= 0) {
-		void *np = mremap(b->base, b->len, len, MREMAP_MAYMOVE);
-		if (np == MAP_FAILED) goto out;
-		if (len < b->len) (void)ftruncate(b->fd, (off_t)len);
-		stats.file_bytes -= b->len;
-		note_file(len);
-		b->base = out = np;
-		b->len = len;
 	} else {
+		/* Grown or shrunk where it is (its file already grown). */
 		void *np = mremap(b->base, b->len, len, MREMAP_MAYMOVE);
 		if (np == MAP_FAILED) goto out;
-		stats.anon_bytes = stats.anon_bytes - b->len + len;
+		if (b->fd < 0) {
+			stats.anon_bytes = stats.anon_bytes - b->len + len;
+		} else {
+			if (len < b->len) (void)ftruncate(b->fd, (off_t)len);
+			stats.file_bytes -= b->len;
+			note_file(len);
+		}
 		b->base = out = np;
 		b->len = len;
 	}

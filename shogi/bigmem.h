@@ -73,4 +73,9 @@ int bigmem_failure(char *buf, size_t len);
  * reading and writing: a descriptor, or -1 with errno. */
 int bigmem_temp_fd(const char *dir);
 
+/* The directory a file at path is in ("." for a bare name, "/" for one at
+ * the root), in out (cap bytes): where a pass puts its temporary files
+ * beside its output. */
+void bigmem_dir_of(char *out, size_t cap, const char *path);
+
 #endif

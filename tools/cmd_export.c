@@ -33,6 +33,7 @@
 
 #include <jansson.h>
 
+#include "shogi/bigmem.h"
 #include "shogi/clock.h"
 #include "shogi/memuse.h"
 #include "minimax/export.h"
@@ -67,23 +68,15 @@ static void yo_option(json_t *o, const char *name, const char *value, const char
 static void yo_options(json_t *o, const char *out, const ExportStats *st, const ExportOptions *opt)
 {
 	char v[PATH_MAX + 64], why[256];
-	const char *slash = strrchr(out, '/');
 	if (!o) printf("export: for YaneuraOu (whose defaults leave parts of a book out), set:\n");
-	if (slash)
-		snprintf(v, sizeof v, "%.*s", (int)(slash - out), out);
-	else
-		snprintf(v, sizeof v, ".");
+	bigmem_dir_of(v, sizeof v, out);
 	char dir[PATH_MAX];
-	yo_option(o, "BookDir",
-	          slash == out       ? "/"
-	          : realpath(v, dir) ? dir
-	                             : v,
-	          "the directory of the book file");
+	yo_option(o, "BookDir", realpath(v, dir) ? dir : v, "the directory of the book file");
 	/* YaneuraOu's BookFile is a choice among its own names. */
 	static const char *const NAMES[] = {
 	    "standard_book.db", "yaneura_book1.db", "yaneura_book2.db", "yaneura_book3.db",
 	    "yaneura_book4.db", "user_book1.db",    "user_book2.db",    "user_book3.db"};
-	const char *base = slash ? slash + 1 : out;
+	const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
 	bool named = false;
 	for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES; i++) named |= !strcmp(base, NAMES[i]);
 	if (named) {

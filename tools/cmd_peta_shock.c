@@ -166,12 +166,7 @@ int cmd_peta_shock(int argc, char **argv)
 	opt.warn_ctx = &ws;
 	/* Arrays past the budget go beside the output. */
 	char outdir[4096];
-	snprintf(outdir, sizeof outdir, "%s", out);
-	char *slash = strrchr(outdir, '/');
-	if (slash)
-		slash[slash == outdir] = 0;
-	else
-		snprintf(outdir, sizeof outdir, ".");
+	bigmem_dir_of(outdir, sizeof outdir, out);
 	bigmem_configure(memory, outdir);
 	bool progress = !ws.quiet && isatty(2);
 	if (progress) opt.progress = on_progress;

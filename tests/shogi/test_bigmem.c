@@ -190,6 +190,20 @@ static void test_bigmem__where_no_file_can_be_made_the_array_stays_in_memory(voi
 	bigmem_configure(0, NULL);
 }
 
+static void test_bigmem__the_directory_of_a_path(void **state)
+{
+	(void)state;
+	char d[64];
+	bigmem_dir_of(d, sizeof d, "out.db");
+	assert_string_equal(d, ".");
+	bigmem_dir_of(d, sizeof d, "/out.db");
+	assert_string_equal(d, "/");
+	bigmem_dir_of(d, sizeof d, "/var/tmp/books/out.db");
+	assert_string_equal(d, "/var/tmp/books");
+	bigmem_dir_of(d, sizeof d, "books/out.db");
+	assert_string_equal(d, "books");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +212,7 @@ int main(void)
 	    cmocka_unit_test(test_bigmem__past_the_budget_arrays_are_files_not_anonymous_memory),
 	    cmocka_unit_test(test_bigmem__pointers_of_malloc_are_freed_and_grown_as_malloc_s),
 	    cmocka_unit_test(test_bigmem__where_no_file_can_be_made_the_array_stays_in_memory),
+	    cmocka_unit_test(test_bigmem__the_directory_of_a_path),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
