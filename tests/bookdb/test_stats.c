@@ -22,14 +22,22 @@
 #include "shogi/position.h"
 #include "tests/support/support.h"
 
+/* A new book dir/b (its path in path), unsynced. */
+static BookDB *new_book(const char *dir, char *path, size_t cap)
+{
+	char err[BOOKDB_ERRLEN];
+	snprintf(path, cap, "%s/b", dir);
+	BookDB *db;
+	BookDBOptions o = {.no_sync = true};
+	if (bookdb_open(&db, path, &o, err)) fail_msg("%s", err);
+	return db;
+}
+
 static void test_stats__counts_and_the_lookup_benchmark(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp(), path[600], err[BOOKDB_ERRLEN];
-	snprintf(path, sizeof path, "%s/b", dir);
-	BookDB *db;
-	BookDBOptions o = {.no_sync = true};
-	if (bookdb_open(&db, path, &o, err)) fail_msg("%s", err);
+	BookDB *db = new_book(dir, path, sizeof path);
 	BookTxn *txn;
 	BookRecord *rec = malloc(sizeof *rec);
 	BookLookupBench lb;
@@ -76,10 +84,7 @@ static void test_stats__the_scan_past_its_budget_counts_the_same(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp(), path[600], err[BOOKDB_ERRLEN];
-	snprintf(path, sizeof path, "%s/b", dir);
-	BookDB *db;
-	BookDBOptions o = {.no_sync = true};
-	if (bookdb_open(&db, path, &o, err)) fail_msg("%s", err);
+	BookDB *db = new_book(dir, path, sizeof path);
 	BookSynthOptions so = {.positions = 60000, .seed = 5};
 	BookSynthStats ss;
 	assert_int_equal(bookdb_synth(&ss, db, &so, err), 0);
