@@ -324,11 +324,19 @@ uint64_t bookdb_nodes_decode(uint8_t code)
 #define MF_DEPTH 0x04 /* a depth byte follows (else depth = think_depth) */
 #define MF_NODES 0x08 /* a nodes byte follows (else the previous move's nodes code) */
 
+/* Record flag bit of the encoding only (never in BookRecord.flags): with
+ * MINIMAX, every move's value is coded against its own eval (against the
+ * previous move's value when it has none) with its dist folded in, so that a
+ * move valued by its own analysis (a leaf of the book: value = eval, dist 0)
+ * takes one byte. Every record with MINIMAX is written so; a record without
+ * it (written before it existed) is read in the older form. */
+#define RF_VREL 0x20
+
 /*
  * Record encoding (value of the `pos` database; docs/bookdb.md):
  *
  *   byte 0         record flags: bit 0 THOUGHT, bit 1 MINIMAX, bit 2 AVOID, bit 3 GAMES,
- *                  bit 4 PREFER, others 0
+ *                  bit 4 PREFER, bit 5 VREL (set exactly when MINIMAX is), others 0
  *   varint         min_ply (1..65535)
  *   [1 byte]       think_depth, only when THOUGHT
  *   varint         nmoves (0..BOOKDB_MAX_MOVES)
@@ -341,7 +349,11 @@ uint64_t bookdb_nodes_decode(uint8_t code)
  *       if NODES:  1 byte nodes code (bookdb_nodes_code); without NODES the code of
  *                  the previous move with EVAL (0 for the first)
  *     if STATS:    varints count, wins, draws, losses
- *     if MINIMAX:  zigzag varint (value - previous value, starting at 0), varint dist
+ *     if MINIMAX:  varint (zigzag(value - ref) * 2 + (dist != 0)), then varint (dist - 1)
+ *                  when dist != 0; ref is the move's eval when it has EVAL, else the
+ *                  previous move's value (0 for the first). A record with MINIMAX
+ *                  but not VREL (older builds) has instead zigzag varint (value -
+ *                  previous value, starting at 0), varint dist: read, never written.
  *   if AVOID:      varint k (1..nmoves), then k varints: the indices of the avoided
  *                  moves, each minus the previous index plus one (the first as it is),
  *                  so strictly increasing and below nmoves
@@ -375,8 +387,10 @@ static int encode_head(uint8_t *out, size_t cap, const BookRecord *rec)
 		navoid += (f & BOOKDB_MOVE_AVOIDED) != 0;
 		nprefer += (f & BOOKDB_MOVE_PREFERRED) != 0;
 	}
+	bool minimax = rec->flags & BOOKDB_REC_MINIMAX;
 	out[pos++] = (uint8_t)((rec->flags & ~(BOOKDB_REC_AVOID | BOOKDB_REC_PREFER)) |
-	                       (navoid ? BOOKDB_REC_AVOID : 0) | (nprefer ? BOOKDB_REC_PREFER : 0));
+	                       (navoid ? BOOKDB_REC_AVOID : 0) | (nprefer ? BOOKDB_REC_PREFER : 0) |
+	                       (minimax ? RF_VREL : 0));
 	if ((rc = put_varint(out, cap, &pos, rec->min_ply))) return rc;
 	if (rec->flags & BOOKDB_REC_THOUGHT) out[pos++] = think;
 	if ((rc = put_varint(out, cap, &pos, rec->nmoves))) return rc;
@@ -412,9 +426,11 @@ static int encode_head(uint8_t *out, size_t cap, const BookRecord *rec)
 			    (rc = put_varint(out, cap, &pos, m->losses)))
 				return rc;
 		}
-		if (rec->flags & BOOKDB_REC_MINIMAX) {
-			if ((rc = put_varint(out, cap, &pos, zigzag(m->value - prev_value))) ||
-			    (rc = put_varint(out, cap, &pos, m->dist)))
+		if (minimax) {
+			int ref = (mf & BOOKDB_MOVE_EVAL) ? m->eval : prev_value;
+			if ((rc = put_varint(out, cap, &pos,
+			                     zigzag(m->value - ref) << 1 | (m->dist != 0))) ||
+			    (m->dist && (rc = put_varint(out, cap, &pos, m->dist - 1u))))
 				return rc;
 			prev_value = m->value;
 		}
@@ -453,14 +469,17 @@ int bookdb_record_encode(uint8_t *out, size_t cap, const BookRecord *rec)
 /* Decodes everything but the position; *end receives where the packing starts. */
 /* The head of a record, up to its first move: flags, min_ply, think_depth
  * and nmoves; *pos is where the moves begin. */
-static int decode_head(BookRecordHead *h, const uint8_t *in, size_t len, size_t *pos)
+static int decode_head(BookRecordHead *h, bool *vrel, const uint8_t *in, size_t len, size_t *pos)
 {
 	uint64_t v;
 	int rc;
 	*pos = 0;
 	if (len < 1) return BOOKDB_ECORRUPT;
 	h->flags = in[(*pos)++];
-	if (h->flags & ~BOOKDB_REC_FLAGS_KNOWN) return BOOKDB_ECORRUPT;
+	if (h->flags & ~(BOOKDB_REC_FLAGS_KNOWN | RF_VREL)) return BOOKDB_ECORRUPT;
+	if ((h->flags & RF_VREL) && !(h->flags & BOOKDB_REC_MINIMAX)) return BOOKDB_ECORRUPT;
+	*vrel = h->flags & RF_VREL;
+	h->flags &= (uint8_t)~RF_VREL;
 	if ((rc = get_varint(&v, in, len, pos, UINT16_MAX))) return rc;
 	if (v == 0) return BOOKDB_ECORRUPT;
 	h->min_ply = (uint16_t)v;
@@ -477,7 +496,8 @@ static int decode_head(BookRecordHead *h, const uint8_t *in, size_t len, size_t 
 int bookdb_record_peek(BookRecordHead *h, const uint8_t *in, size_t len)
 {
 	size_t pos;
-	return decode_head(h, in, len, &pos);
+	bool vrel;
+	return decode_head(h, &vrel, in, len, &pos);
 }
 
 static int decode_moves(BookRecord *rec, const uint8_t *in, size_t len, size_t *end)
@@ -485,7 +505,8 @@ static int decode_moves(BookRecord *rec, const uint8_t *in, size_t len, size_t *
 	size_t pos;
 	uint64_t v;
 	BookRecordHead h;
-	int rc = decode_head(&h, in, len, &pos);
+	bool vrel;
+	int rc = decode_head(&h, &vrel, in, len, &pos);
 	if (rc) return rc;
 	rec->flags = h.flags;
 	rec->min_ply = h.min_ply;
@@ -532,7 +553,19 @@ static int decode_moves(BookRecord *rec, const uint8_t *in, size_t len, size_t *
 			m->draws = (uint32_t)s[2];
 			m->losses = (uint32_t)s[3];
 		}
-		if (rec->flags & BOOKDB_REC_MINIMAX) {
+		if (vrel) {
+			int ref = (mf & BOOKDB_MOVE_EVAL) ? m->eval : prev_value;
+			if ((rc = get_varint(&v, in, len, &pos, 0x7ffff))) return rc;
+			int64_t value = ref + unzigzag(v >> 1);
+			if (value < INT16_MIN || value > INT16_MAX) return BOOKDB_ECORRUPT;
+			m->value = (int16_t)value;
+			m->dist = 0;
+			if (v & 1) {
+				if ((rc = get_varint(&v, in, len, &pos, UINT16_MAX - 1))) return rc;
+				m->dist = (uint16_t)(v + 1);
+			}
+			prev_value = m->value;
+		} else if (rec->flags & BOOKDB_REC_MINIMAX) {
 			if ((rc = get_delta16(&m->value, prev_value, in, len, &pos))) return rc;
 			prev_value = m->value;
 			if ((rc = get_varint(&v, in, len, &pos, UINT16_MAX))) return rc;

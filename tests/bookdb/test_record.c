@@ -274,6 +274,85 @@ static void test_record__avoided_marks_round_trip_and_have_one_encoding(void **s
 	assert_int_equal(bookdb_record_decode(&dec, bad, (size_t)lp), BOOKDB_ECORRUPT);
 }
 
+/* Minimax values: a move valued by its own analysis (a leaf of the book: value
+ * = eval, dist 0) takes one byte; each value is coded against its move's eval
+ * (the previous value without one), its dist folded in. A record written in
+ * the older form (values against the previous value, dist apart, no flag bit
+ * 5) is read as before and written back in the new one. */
+static void
+test_record__minimax_values_a_leaf_takes_one_byte_and_the_older_form_is_read(void **state)
+{
+	(void)state;
+	static Position pos;
+	static BookRecord rec, dec;
+	pos_set_startpos(&pos);
+	Move legal[MOVEGEN_MAX];
+	assert_true(movegen_legal(&pos, legal) > 2);
+	bookdb_record_init(&rec, &pos);
+	rec.nmoves = 1;
+	rec.moves[0] = (BookMove){.move = legal[0], .flags = BOOKDB_MOVE_EVAL, .eval = 1234};
+	uint8_t plain[256], valued[256], old[256], again[256];
+	int lp = bookdb_record_encode(plain, sizeof plain, &rec);
+	rec.flags = BOOKDB_REC_MINIMAX;
+	rec.moves[0].value = 1234;
+	int lv = bookdb_record_encode(valued, sizeof valued, &rec);
+	assert_true(lp > 0);
+	assert_int_equal(lv, lp + 1);
+	assert_int_equal(valued[0], BOOKDB_REC_MINIMAX | 0x20);
+	assert_int_equal(bookdb_record_decode(&dec, valued, (size_t)lv), 0);
+	assert_int_equal(dec.flags, BOOKDB_REC_MINIMAX); /* bit 5 is the encoding's */
+	assert_int_equal(dec.moves[0].value, 1234);
+
+	/* The older form, byte by byte: flags MINIMAX, min_ply 1, 2 moves; an
+	 * analysed one (eval 10: zigzag 20) valued 10 (zigzag 20) at dist 0, then
+	 * a bare one valued -5 (-15 from 10: zigzag 29) at dist 3. */
+	uint8_t packed[BOOKDB_PACKED_MAX];
+	int np = bookdb_pack_position(packed, pos.board, pos.hand, pos.side);
+	assert_true(np > 0);
+	const uint8_t head[] = {0x02, 0x01, 0x02}, a[] = {0x01, 0x14, 0x14, 0x00},
+	              b[] = {0x00, 0x1d, 0x03};
+	size_t lo = 0;
+	memcpy(old + lo, head, sizeof head), lo += sizeof head;
+	old[lo++] = (uint8_t)(legal[1] & 0xff), old[lo++] = (uint8_t)(legal[1] >> 8);
+	memcpy(old + lo, a, sizeof a), lo += sizeof a;
+	old[lo++] = (uint8_t)(legal[2] & 0xff), old[lo++] = (uint8_t)(legal[2] >> 8);
+	memcpy(old + lo, b, sizeof b), lo += sizeof b;
+	memcpy(old + lo, packed, (size_t)np), lo += (size_t)np;
+	assert_int_equal(bookdb_record_decode(&dec, old, lo), 0);
+	assert_int_equal(dec.flags, BOOKDB_REC_MINIMAX);
+	assert_int_equal(dec.nmoves, 2);
+	assert_int_equal(dec.moves[0].eval, 10);
+	assert_int_equal(dec.moves[0].value, 10);
+	assert_int_equal(dec.moves[0].dist, 0);
+	assert_int_equal(dec.moves[1].flags, 0);
+	assert_int_equal(dec.moves[1].value, -5);
+	assert_int_equal(dec.moves[1].dist, 3);
+	/* Written back in the new form: the leaf's value one byte (0), the bare
+	 * move's -15 from the value before (zigzag 29, times 2, plus 1: a dist
+	 * follows) and its dist less one. */
+	int la = bookdb_record_encode(again, sizeof again, &dec);
+	assert_int_equal(la, (int)lo - 1);
+	const uint8_t na[] = {0x01, 0x14, 0x00}, nb[] = {0x00, 0x3b, 0x02};
+	assert_int_equal(again[0], BOOKDB_REC_MINIMAX | 0x20);
+	assert_memory_equal(again + 5, na, sizeof na);
+	assert_memory_equal(again + 10, nb, sizeof nb);
+	assert_int_equal(bookdb_record_decode(&rec, again, (size_t)la), 0);
+	assert_memory_equal(rec.moves, dec.moves, 2 * sizeof *rec.moves);
+
+	/* Bit 5 without MINIMAX, and a dist past 65535, are corruption. */
+	memcpy(old, plain, (size_t)lp);
+	old[0] |= 0x20;
+	assert_int_equal(bookdb_record_decode(&dec, old, (size_t)lp), BOOKDB_ECORRUPT);
+	memcpy(old, again, 10);
+	const uint8_t far[] = {0x00, 0x3b, 0xff, 0xff, 0x03};
+	memcpy(old + 10, far, sizeof far);
+	memcpy(old + 15, again + 13, (size_t)la - 13);
+	assert_int_equal(bookdb_record_decode(&dec, old, (size_t)la + 2), BOOKDB_ECORRUPT);
+	old[12] = 0xfe; /* 65534 + 1: the largest dist */
+	assert_int_equal(bookdb_record_decode(&dec, old, (size_t)la + 2), 0);
+	assert_int_equal(dec.moves[1].dist, 65535);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -284,6 +363,8 @@ int main(void)
 	    cmocka_unit_test(test_record__move_numbers_past_one_byte_and_past_16_bits),
 	    cmocka_unit_test(test_record__six_hundred_moves_with_every_field),
 	    cmocka_unit_test(test_record__avoided_marks_round_trip_and_have_one_encoding),
+	    cmocka_unit_test(
+	        test_record__minimax_values_a_leaf_takes_one_byte_and_the_older_form_is_read),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
