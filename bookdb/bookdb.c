@@ -547,8 +547,10 @@ static int replay_log(BookTxn *t)
 static int grow_and_replay(BookTxn *t)
 {
 	for (;;) {
-		mdb_txn_abort(t->txn);
+		mdb_txn_abort(t->txn); /* (and rw_cur with it) */
 		t->txn = NULL;
+		t->rw_cur = NULL;
+		t->rw_at = false;
 		int rc = grow_map(t->db);
 		if (rc) return rc;
 		if ((rc = begin_raw(&t->txn, t->db, true))) return rc;
@@ -564,6 +566,7 @@ int bdb_txn_write(BookTxn *t, BookDbName db, int op, const void *k, size_t kl, c
 	if (!t->write) return BOOKDB_EREADONLY;
 	if (!t->txn) return BOOKDB_ELMDB;
 	if ((unsigned)db >= BOOKDB_NDBS || kl == 0 || kl > 511) return BOOKDB_EINVAL;
+	t->rw_at = false;
 	int rc = log_append(t, db, op, k, kl, v, vl);
 	if (rc) return rc;
 	rc = apply(t, t->log + t->log_len - (LOG_HEADER + kl + vl));
@@ -751,6 +754,57 @@ int bookdb_put_raw(BookTxn *t, Key key, const uint8_t *val, size_t len)
 	uint8_t kb[16];
 	key_to_bytes(key, kb);
 	return bdb_pos_write(t, OP_PUT, kb, val, len);
+}
+
+/* Stands t's rewrite cursor on the record of kb: the next one after where it
+ * stands when that is it (calls in key order), else by a search. */
+static int rewrite_seek(BookTxn *t, const uint8_t kb[16], MDB_val *v)
+{
+	MDB_val k = {16, (void *)kb};
+	int rc;
+	if (!t->rw_cur && (rc = mdb_cursor_open(t->txn, t->db->dbi[BOOKDB_POS], &t->rw_cur)))
+		return rc;
+	if (t->rw_at) {
+		MDB_val nk;
+		t->rw_at = false;
+		rc = mdb_cursor_get(t->rw_cur, &nk, v, MDB_NEXT);
+		if (rc == 0 && nk.mv_size == 16 && memcmp(nk.mv_data, kb, 16) == 0) return 0;
+		if (rc && rc != MDB_NOTFOUND) return rc;
+	}
+	return mdb_cursor_get(t->rw_cur, &k, v, MDB_SET_KEY);
+}
+
+int bookdb_rewrite(BookTxn *t, Key key, BookRewriteFn fn, void *ctx, uint8_t *out)
+{
+	if (!t->write) return BOOKDB_EREADONLY;
+	if (!t->txn) return BOOKDB_ELMDB;
+	if (db_absent(t->db, BOOKDB_POS)) return BOOKDB_ENOTFOUND;
+	uint8_t kb[16];
+	key_to_bytes(key, kb);
+	MDB_val v;
+	int rc = rewrite_seek(t, kb, &v);
+	if (rc) return rc == MDB_NOTFOUND ? BOOKDB_ENOTFOUND : bdb_xlate(rc);
+	t->rw_at = true;
+	int n = fn(ctx, v.mv_data, v.mv_size, out);
+	if (n <= 0) return n;
+	/* As bdb_pos_write, but over the record the cursor stands on: what it
+	 * replaces is read already, and LMDB writes where the cursor is. */
+	BookCountsDelta d;
+	if ((rc = bdb_counts_replacing(t, v.mv_data, v.mv_size, &d)) ||
+	    (rc = log_append(t, BOOKDB_POS, OP_PUT, kb, 16, out, (size_t)n)))
+		return rc;
+	MDB_val k = {16, kb}, nv = {(size_t)n, out};
+	rc = mdb_cursor_put(t->rw_cur, &k, &nv, MDB_CURRENT);
+	if (rc == MDB_MAP_FULL) {
+		rc = grow_and_replay(t);
+	} else if (rc) {
+		t->rw_at = false;
+		rc = bdb_xlate(rc);
+	}
+	if (rc) return rc;
+	bdb_counts_after(t, &d, OP_PUT, out, (size_t)n);
+	if (t->track && (rc = bdb_changes_note(t, kb))) return rc;
+	return n;
 }
 
 int bookdb_put(BookTxn *t, Key key, const BookRecord *rec)

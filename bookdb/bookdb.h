@@ -183,6 +183,18 @@ JOSEKI_MUST_USE int bookdb_get_raw(const uint8_t **val, size_t *len, BookTxn *tx
 JOSEKI_MUST_USE int bookdb_put(BookTxn *txn, Key key, const BookRecord *rec);
 /* Stores raw bytes under key in the pos database (no check); as bookdb_put. */
 JOSEKI_MUST_USE int bookdb_put_raw(BookTxn *txn, Key key, const uint8_t *val, size_t len);
+/*
+ * Rewrites the record of key in txn (a write transaction): fn gets its bytes
+ * and writes the new ones to out (BOOKDB_RECORD_MAX bytes), returning their
+ * length, 0 to leave the record as it is, or a negative code. Returns what fn
+ * returned, or BOOKDB_ENOTFOUND (fn not called) when the book has no record
+ * of key. The write is a bookdb_put_raw's (change log, kept counts), but calls
+ * in key order walk one cursor: no B-tree search for the record, none for what
+ * it replaces, none for the put (a whole-book minimax's write-back).
+ */
+typedef int (*BookRewriteFn)(void *ctx, const uint8_t *raw, size_t len, uint8_t *out);
+JOSEKI_MUST_USE int bookdb_rewrite(BookTxn *txn, Key key, BookRewriteFn fn, void *ctx,
+                                   uint8_t *out);
 
 /* Generic access to any named database (meta, games, work; pos too, with
  * 16-byte keys only (else BOOKDB_EINVAL), logged as bookdb_put; changes is
@@ -227,6 +239,10 @@ JOSEKI_MUST_USE int bookdb_writer_new(BookWriter **out, BookDB *db, size_t batch
 bool bookdb_writer_open(const BookWriter *w);
 JOSEKI_MUST_USE int bookdb_writer_put(BookWriter *w, Key key, const BookRecord *rec);
 JOSEKI_MUST_USE int bookdb_writer_put_raw(BookWriter *w, Key key, const uint8_t *val, size_t len);
+/* bookdb_rewrite in the writer's transaction; a record rewritten counts in the
+ * batch. */
+JOSEKI_MUST_USE int bookdb_writer_rewrite(BookWriter *w, Key key, BookRewriteFn fn, void *ctx,
+                                          uint8_t *out);
 /*
  * Bulk loading: stores raw bytes under a key greater than every key in the
  * book (LMDB's append mode: pages are filled completely, no search). Returns
@@ -249,7 +265,7 @@ void bookdb_writer_free(BookWriter *w);
  * The store records which pos records were written, for consumers that redo
  * work only for those (joseki minimax), as a feed with no knowledge of them.
  * While the book's tracking state is BOOKDB_CHANGES_ON, every write to pos —
- * bookdb_put, bookdb_put_raw, bookdb_writer_put, bookdb_writer_put_raw,
+ * bookdb_put, bookdb_put_raw, bookdb_writer_put, bookdb_writer_put_raw, bookdb_rewrite,
  * bookdb_writer_append, and bookdb_kv_put / bookdb_kv_del on BOOKDB_POS (a
  * delete is logged even when the key was absent) — appends one entry (the
  * next sequence number -> the record's key) to the changes database in the

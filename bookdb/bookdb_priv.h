@@ -83,6 +83,11 @@ struct BookTxn {
 	uint64_t cnt_pos, cnt_thought, cnt_moves;
 	uint8_t *log;
 	size_t log_len, log_cap;
+	/* bookdb_rewrite's cursor on pos (NULL until its first call, and after
+	 * the transaction was begun again); rw_at: it stands on the record the
+	 * last call read or wrote, and no other write came since. */
+	MDB_cursor *rw_cur;
+	bool rw_at;
 };
 
 struct BookIter {
@@ -137,6 +142,8 @@ typedef struct {
 	uint64_t thought, moves;
 } BookCountsDelta;
 int bdb_counts_before(BookTxn *t, int op, const uint8_t kb[16], BookCountsDelta *d);
+/* bdb_counts_before for a put over the record old, already read. */
+int bdb_counts_replacing(BookTxn *t, const void *old, size_t len, BookCountsDelta *d);
 void bdb_counts_after(BookTxn *t, const BookCountsDelta *d, int op, const void *val, size_t len);
 int bdb_counts_commit(BookTxn *t);
 /* A new book's counts (none of anything), in its first transaction; an LMDB

@@ -80,34 +80,37 @@ int bookdb_check_record(Key key, const uint8_t *val, size_t len, BookRecord *rec
 int bookdb_record_sound(const BookRecord *rec, Key key, const Position *pos, const Move *legal,
                         int nlegal, char *why)
 {
-	char hex[KEY_HEX_LEN];
-	key_to_hex(key, hex);
+	/* The names (hex key, USI move) are written only for a record that is
+	 * not sound: minimax reads every record of the book through here. */
+	char hex[KEY_HEX_LEN], usi[USI_MOVE_MAX];
 	Key pk = pos_key(pos);
 	if (!key_equal(pk, key)) {
 		char phex[KEY_HEX_LEN];
+		key_to_hex(key, hex);
 		key_to_hex(pk, phex);
 		return errmsg_set(why, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
 		                  "record %s: key differs from its position's key %s", hex, phex);
 	}
 	for (int i = 0; i < rec->nmoves; i++) {
 		const BookMove *m = &rec->moves[i];
-		char usi[USI_MOVE_MAX];
-		usi_move_write(m->move, usi);
-		bool legal_move = false;
+		bool legal_move = false, twice = false;
 		for (int j = 0; j < nlegal && !legal_move; j++) legal_move = legal[j] == m->move;
+		for (int j = 0; j < i && !twice; j++) twice = rec->moves[j].move == m->move;
+		bool counts = (uint64_t)m->wins + m->draws + m->losses <= m->count;
+		if (legal_move && !twice && counts) continue;
+		key_to_hex(key, hex);
+		usi_move_write(m->move, usi);
 		if (!legal_move)
 			return errmsg_set(why, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
 			                  "record %s: move %d (%s, 0x%04x) is illegal", hex, i, usi,
 			                  m->move);
-		for (int j = 0; j < i; j++)
-			if (rec->moves[j].move == m->move)
-				return errmsg_set(why, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
-				                  "record %s: move %s stored twice", hex, usi);
-		if ((uint64_t)m->wins + m->draws + m->losses > m->count)
+		if (twice)
 			return errmsg_set(why, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
-			                  "record %s: move %s: wins %u + draws %u + losses %u > "
-			                  "count %u",
-			                  hex, usi, m->wins, m->draws, m->losses, m->count);
+			                  "record %s: move %s stored twice", hex, usi);
+		return errmsg_set(why, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+		                  "record %s: move %s: wins %u + draws %u + losses %u > "
+		                  "count %u",
+		                  hex, usi, m->wins, m->draws, m->losses, m->count);
 	}
 	return 0;
 }

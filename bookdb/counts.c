@@ -132,8 +132,19 @@ int bdb_counts_before(BookTxn *t, int op, const uint8_t kb[16], BookCountsDelta 
 	int rc = mdb_get(t->txn, t->db->dbi[BOOKDB_POS], &k, &v);
 	if (rc == MDB_NOTFOUND) return 0;
 	if (rc) return bdb_xlate(rc);
+	return bdb_counts_replacing(t, v.mv_data, v.mv_size, d);
+}
+
+int bdb_counts_replacing(BookTxn *t, const void *old, size_t len, BookCountsDelta *d)
+{
+	memset(d, 0, sizeof *d);
+	if (!t->cnt_loaded) {
+		int rc = counts_load(t);
+		if (rc) return rc;
+	}
+	if (!t->cnt_valid) return 0;
 	d->had = true;
-	record_counts(&d->thought, &d->moves, v.mv_data, v.mv_size);
+	record_counts(&d->thought, &d->moves, old, len);
 	return 0;
 }
 

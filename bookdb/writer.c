@@ -62,6 +62,17 @@ int bookdb_writer_put_raw(BookWriter *w, Key key, const uint8_t *val, size_t len
 	return 0;
 }
 
+int bookdb_writer_rewrite(BookWriter *w, Key key, BookRewriteFn fn, void *ctx, uint8_t *out)
+{
+	BookTxn *t;
+	int rc = bookdb_writer_txn(&t, w);
+	if (rc) return rc;
+	int n = bookdb_rewrite(t, key, fn, ctx, out);
+	if (n <= 0) return n;
+	if (++w->pending >= w->batch && (rc = bookdb_writer_flush(w))) return rc;
+	return n;
+}
+
 int bookdb_writer_append(BookWriter *w, Key key, const uint8_t *val, size_t len)
 {
 	BookTxn *t;

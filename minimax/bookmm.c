@@ -391,38 +391,41 @@ typedef struct {
 	BookmmEdge *edges;
 	const BookmmOptions *opt;
 	uint32_t *pending; /* nodes whose records change, not rewritten yet */
+	uint32_t at;       /* the node rewrite_node rewrites */
 	size_t npending, cap;
 	size_t rewritten;
 	uint64_t bytes; /* of the records rewritten */
 } WriteBack;
 
+/* The new bytes of node wb->at's record from its newest bytes (raw), for
+ * bookdb_rewrite; 0 when unchanged, or not a record (joseki check reports it). */
+static int rewrite_node(void *ctx, const uint8_t *raw, size_t len, uint8_t *out)
+{
+	WriteBack *wb = ctx;
+	const MmGraph *g = &wb->b->g;
+	uint32_t i = wb->at;
+	int ne = node_edges(wb->edges, g, i);
+	int n = bookmm_rewrite(out, raw, len, wb->rec, g->flags[i] & F_VALUED, wb->edges, ne,
+	                       wb->opt->full, &wb->opt->policy);
+	return n > 0 ? n : 0;
+}
+
 /* Rewrites the pending records, each from its newest version (a writer
  * beside may have stored a result since the scan's snapshot: a change the
- * log holds for the next run), in one write transaction, committed. */
+ * log holds for the next run), in one write transaction, committed. The
+ * pending nodes are in key order: bookdb_rewrite walks one cursor. */
 static int write_pending(WriteBack *wb)
 {
-	const MmGraph *g = &wb->b->g;
 	int rc = 0;
 	for (size_t j = 0; j < wb->npending && rc == 0; j++) {
-		uint32_t i = wb->pending[j];
-		BookTxn *wt;
-		const uint8_t *raw;
-		size_t len;
-		if ((rc = bookdb_writer_txn(&wt, wb->w)) < 0) break;
-		rc = bookdb_get_raw(&raw, &len, wt, wb->b->keys[i]);
+		wb->at = wb->pending[j];
+		rc = bookdb_writer_rewrite(wb->w, wb->b->keys[wb->at], rewrite_node, wb, wb->buf);
 		if (rc == BOOKDB_ENOTFOUND) { /* deleted since: nothing to store */
 			rc = 0;
-			continue;
-		}
-		if (rc < 0) break;
-		int ne = node_edges(wb->edges, g, i);
-		int n = bookmm_rewrite(wb->buf, raw, len, wb->rec, g->flags[i] & F_VALUED,
-		                       wb->edges, ne, wb->opt->full, &wb->opt->policy);
-		/* n <= 0: unchanged, or not a record (joseki check reports it) */
-		if (n > 0 &&
-		    (rc = bookdb_writer_put_raw(wb->w, wb->b->keys[i], wb->buf, (size_t)n)) == 0) {
+		} else if (rc > 0) {
 			wb->rewritten++;
-			wb->bytes += (uint64_t)n;
+			wb->bytes += (uint64_t)rc;
+			rc = 0;
 		}
 	}
 	wb->npending = 0;

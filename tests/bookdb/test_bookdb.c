@@ -396,6 +396,147 @@ static void test_bookdb__map_grows_by_itself(void **state)
 	free(dir);
 }
 
+/* bookdb_rewrite's function for the test below, by the number of its call:
+ * every record gets minimax values (it grows), every fifth loses its last
+ * move, every eleventh is left as it is. */
+typedef struct {
+	int calls;
+	BookRecord rec;
+} RewriteCtx;
+
+static int rewrite_grow(void *ctx, const uint8_t *raw, size_t len, uint8_t *out)
+{
+	RewriteCtx *c = ctx;
+	int k = c->calls++;
+	if (k % 11 == 3) return 0;
+	if (bookdb_record_decode(&c->rec, raw, len)) return BOOKDB_ECORRUPT;
+	c->rec.flags |= BOOKDB_REC_MINIMAX;
+	for (int i = 0; i < c->rec.nmoves; i++) {
+		c->rec.moves[i].value = (int16_t)(1000 - 7 * i - k % 13);
+		c->rec.moves[i].dist = (uint16_t)(k % 5);
+	}
+	if (k % 5 == 1 && c->rec.nmoves > 1) c->rec.nmoves--;
+	return bookdb_record_encode(out, BOOKDB_RECORD_MAX, &c->rec);
+}
+
+static int cmp_key16(const void *a, const void *b)
+{
+	const Key *x = a, *y = b;
+	return x->hi != y->hi ? (x->hi < y->hi ? -1 : 1) : (x->lo < y->lo ? -1 : x->lo > y->lo);
+}
+
+/* Rewriting in key order walks one cursor; the records, the kept counts and
+ * the change log come out as puts would leave them, also where the map grows
+ * under the rewrite, a call out of order searches, and a key is missing. */
+static void test_bookdb__rewrite_in_key_order_writes_as_puts_do(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[4200], err[BOOKDB_ERRLEN];
+	snprintf(path, sizeof path, "%s/book", dir);
+	BookDB *db;
+	BookWriter *w;
+	BookTxn *t;
+	static Position pos;
+	static BookRecord back;
+	static RewriteCtx ctx, want;
+	enum { N = 4000 };
+	static Key keys[N];
+	static uint8_t out[BOOKDB_RECORD_MAX], expect[BOOKDB_RECORD_MAX];
+	uint64_t rng = 11;
+	BookDBOptions opt = {.map_size = 256 << 10, .no_sync = true};
+	assert_int_equal(bookdb_open(&db, path, &opt, err), 0);
+	assert_int_equal(bookdb_writer_new(&w, db, 5000), 0);
+	int n = 0;
+	for (int i = 0; i < N; i++) {
+		random_position(&pos, &rng, 4 + i % 60);
+		random_record(&back, &pos, &rng, 8, 0);
+		keys[n] = pos_key(&pos);
+		int rc = bookdb_writer_put(w, keys[n], &back);
+		assert_int_equal(rc, 0);
+		n++;
+	}
+	assert_int_equal(bookdb_writer_flush(w), 0);
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	assert_int_equal(bookdb_changes_enable(t), 0);
+	assert_int_equal(bookdb_txn_commit(t), 0);
+	qsort(keys, (size_t)n, sizeof *keys, cmp_key16);
+	int m = 0; /* distinct keys */
+	for (int i = 0; i < n; i++)
+		if (i == 0 || cmp_key16(&keys[i], &keys[m - 1])) keys[m++] = keys[i];
+	/* What each record should become: the function on a copy of it. */
+	static uint8_t *before[N];
+	static size_t before_len[N];
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	for (int i = 0; i < m; i++) {
+		const uint8_t *raw;
+		assert_int_equal(bookdb_get_raw(&raw, &before_len[i], t, keys[i]), 0);
+		before[i] = malloc(before_len[i]);
+		memcpy(before[i], raw, before_len[i]);
+	}
+	bookdb_txn_abort(t);
+	size_t map_before = bookdb_map_size(db);
+	/* In key order, but the 100th after the 105th (a search), and a key the
+	 * book does not hold (fn not called). */
+	int rewritten = 0;
+	Key none = {0x0123456789abcdefULL, 0x1ULL};
+	int order[N], no = 0;
+	for (int i = 0; i < m; i++) order[no++] = i;
+	order[100] = 105, order[105] = 100;
+	for (int j = 0; j < no; j++) {
+		int i = order[j];
+		int rc = bookdb_writer_rewrite(w, keys[i], rewrite_grow, &ctx, out);
+		assert_true(rc >= 0);
+		rewritten += rc > 0;
+		if (j == 50) {
+			int calls = ctx.calls;
+			assert_int_equal(bookdb_writer_rewrite(w, none, rewrite_grow, &ctx, out),
+			                 BOOKDB_ENOTFOUND);
+			assert_int_equal(ctx.calls, calls);
+		}
+	}
+	assert_int_equal(bookdb_writer_flush(w), 0);
+	assert_true(bookdb_map_size(db) > map_before); /* grown during the rewrite */
+	assert_true(rewritten > m / 2);
+	/* Every record as the function made it (or as it was). */
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	uint64_t moves = 0;
+	for (int j = 0; j < no; j++) {
+		int i = order[j];
+		const uint8_t *raw;
+		size_t len;
+		assert_int_equal(bookdb_get_raw(&raw, &len, t, keys[i]), 0);
+		int e = rewrite_grow(&want, before[i], before_len[i], expect);
+		if (e == 0) {
+			assert_int_equal(len, before_len[i]);
+			assert_memory_equal(raw, before[i], len);
+		} else {
+			assert_int_equal(len, (size_t)e);
+			assert_memory_equal(raw, expect, len);
+		}
+		assert_int_equal(bookdb_record_decode(&back, raw, len), 0);
+		moves += back.nmoves;
+	}
+	/* Kept counts as a recount gives them; one change-log entry a rewrite. */
+	BookCounts kept, counted;
+	uint64_t positions;
+	assert_int_equal(bookdb_counts(&kept, t), 0);
+	assert_int_equal(bookdb_counts_recount(&counted, &positions, t), 0);
+	assert_true(kept.kept);
+	assert_int_equal(positions, (uint64_t)m);
+	assert_int_equal(kept.moves, moves);
+	assert_int_equal(kept.moves, counted.moves);
+	assert_int_equal(kept.thought, counted.thought);
+	BookChangesInfo ci;
+	assert_int_equal(bookdb_changes_info(&ci, t), 0);
+	assert_int_equal(ci.entries, (uint64_t)rewritten);
+	bookdb_txn_abort(t);
+	for (int i = 0; i < m; i++) free(before[i]);
+	bookdb_writer_free(w);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_bookdb__append_refuses_keys_out_of_order(void **state)
 {
 	(void)state;
@@ -996,6 +1137,7 @@ int main(void)
 	    cmocka_unit_test(test_bookdb__put_get_iterate),
 	    cmocka_unit_test(test_bookdb__other_schema_version_is_refused),
 	    cmocka_unit_test(test_bookdb__map_grows_by_itself),
+	    cmocka_unit_test(test_bookdb__rewrite_in_key_order_writes_as_puts_do),
 	    cmocka_unit_test(test_bookdb__append_refuses_keys_out_of_order),
 	    cmocka_unit_test(test_bookdb__killed_writer_loses_at_most_its_open_batch),
 	    cmocka_unit_test(test_bookdb__commands_report_a_synth_book),
