@@ -46,7 +46,7 @@ int bookdb_space(BookSpace *out, BookTxn *t)
 static int copy_db(MDB_env *env, MDB_txn *rd, const char *name)
 {
 	MDB_dbi from, to;
-	unsigned flags;
+	unsigned flags = 0;
 	MDB_txn *wr = NULL;
 	MDB_cursor *cur = NULL;
 	int rc = mdb_dbi_open(rd, name, 0, &from);

@@ -34,3 +34,35 @@ void bookdb_keydir_fill(BookKeyDir *out, const Key *keys, size_t n, uint32_t *di
 	}
 	*out = (BookKeyDir){keys, n, dir, dir_bits, filter, mask};
 }
+
+void bookdb_keydir_find_many(const BookKeyDir *d, const Key *k, size_t n, size_t *out)
+{
+	enum { STEP = 64 };
+	for (size_t at = 0; at < n; at += STEP) {
+		size_t m = n - at < STEP ? n - at : STEP, nh = 0;
+		const Key *kk = k + at;
+		size_t *oo = out + at;
+		uint8_t hit[STEP];
+		size_t lo[STEP], end[STEP];
+		for (size_t i = 0; i < m; i++) bookdb_keydir_prefetch(d, kk[i]);
+		for (size_t i = 0; i < m; i++) {
+			oo[i] = BOOKDB_KEYDIR_NONE;
+			if (!keyfilter_maybe(d->filter, d->filter_mask, kk[i])) continue;
+			size_t b = (size_t)(kk[i].hi >> (64 - d->dir_bits));
+			__builtin_prefetch(&d->dir[b]);
+			hit[nh++] = (uint8_t)i;
+		}
+		for (size_t h = 0; h < nh; h++) {
+			size_t b = (size_t)(kk[hit[h]].hi >> (64 - d->dir_bits));
+			lo[h] = d->dir[b];
+			end[h] = d->dir[b + 1] < d->n ? d->dir[b + 1] : d->n;
+			if (lo[h] < end[h]) __builtin_prefetch(&d->keys[lo[h]]);
+		}
+		for (size_t h = 0; h < nh; h++)
+			for (size_t i = lo[h]; i < end[h]; i++)
+				if (key_equal(d->keys[i], kk[hit[h]])) {
+					oo[hit[h]] = i;
+					break;
+				}
+	}
+}

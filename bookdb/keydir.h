@@ -90,4 +90,13 @@ static inline size_t bookdb_keydir_find(const BookKeyDir *d, Key k)
 	return BOOKDB_KEYDIR_NONE;
 }
 
+/*
+ * bookdb_keydir_find for each of k[0..n): out[i] is k[i]'s index or
+ * BOOKDB_KEYDIR_NONE. The keys go through each step together (filter words,
+ * then the directory entries of those that pass, then their buckets), each
+ * step's memory fetched for all before the first is read: the misses of a
+ * step overlap instead of following one another.
+ */
+void bookdb_keydir_find_many(const BookKeyDir *d, const Key *k, size_t n, size_t *out);
+
 #endif

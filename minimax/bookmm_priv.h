@@ -162,7 +162,8 @@ int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const
 	"; the book is damaged: joseki check lists what, --repair copies what is sound"
 
 /* bookmm_record_moves with kd: when kd is the key directory find searches,
- * its filter words are fetched for every child before the first lookup. */
+ * the children are looked up in it together (bookdb_keydir_find_many), not
+ * through find one by one. */
 int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, Key key, const uint8_t *raw, size_t len,
                            BookRecord *rec, Position *pos, const BookmmLookup *lk,
                            const BookKeyDir *kd, char *why);

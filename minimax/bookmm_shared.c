@@ -203,11 +203,13 @@ int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, Key key, const uint8_t *
 	int16_t leafv[BOOKDB_MAX_MOVES];
 	bookmm_leaves(rec, lk->policy, leafv);
 	if (inner) {
+		size_t found[MOVEGEN_MAX];
 		for (int m = 0; m < nl; m++) child[m] = pos_key_after(pos, legal[m]);
-		if (kd)
-			for (int m = 0; m < nl; m++) bookdb_keydir_prefetch(kd, child[m]);
+		if (kd) bookdb_keydir_find_many(kd, child, (size_t)nl, found);
 		for (int m = 0; m < nl; m++) {
-			uint32_t j = lk->find(lk->ctx, child[m]);
+			uint32_t j = !kd                              ? lk->find(lk->ctx, child[m])
+			             : found[m] == BOOKDB_KEYDIR_NONE ? MM_NONE
+			                                              : (uint32_t)found[m];
 			if (j == MM_NONE) continue;
 			/* Into a position only games passed through: the move's own
 			 * evaluation (this position's analysis; a game's comment only

@@ -178,7 +178,7 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 	}
 	for (int c = 0; c < COLOR_NB; c++)
 		for (int f = 0; f < FILE_NB; f++)
-			if (bb_count(bb_and(pos_pieces(pos, (Color)c, PAWN), FILE_BB[f])) > 1) {
+			if (bb_more_than_one(bb_and(pos_pieces(pos, (Color)c, PAWN), FILE_BB[f]))) {
 				snprintf(msg, sizeof msg, "two %s pawns on file %d (nifu)",
 				         c == BLACK ? "black" : "white", f + 1);
 				set_err(err, msg);

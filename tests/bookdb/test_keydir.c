@@ -159,6 +159,39 @@ static void test_keydir__find_agrees_with_a_binary_search(void **state)
 	}
 }
 
+/* Keys looked up together (a position's children: up to 593, in steps of
+ * 64 inside) get what one by one would: present, absent, repeated, none. */
+static void test_keydir__find_many_agrees_with_find(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("find_many_agrees_with_find");
+	static const size_t SIZES[] = {1, 40, 5000, 200000};
+	for (size_t s = 0; s < sizeof SIZES / sizeof *SIZES; s++) {
+		size_t n = SIZES[s];
+		Key *keys = sorted_keys(n, &rng, 0);
+		Dir d;
+		dir_build(&d, keys, n);
+		static Key batch[600];
+		static size_t many[600];
+		static const size_t COUNTS[] = {0, 1, 63, 64, 65, 128, 200, 593, 600};
+		for (size_t c = 0; c < sizeof COUNTS / sizeof *COUNTS; c++) {
+			size_t m = COUNTS[c];
+			for (size_t i = 0; i < m; i++) {
+				Key k = keys[ts_rand(&rng) % n];
+				if (ts_rand(&rng) % 3 == 0) k.lo ^= 1ULL << (ts_rand(&rng) % 64);
+				batch[i] = k;
+			}
+			for (size_t i = 0; i < 600; i++) many[i] = 7; /* past m: untouched */
+			bookdb_keydir_find_many(&d.kd, batch, m, many);
+			for (size_t i = 0; i < m; i++)
+				assert_int_equal(many[i], bsearch_index(keys, n, batch[i]));
+			for (size_t i = m; i < 600; i++) assert_int_equal(many[i], 7);
+		}
+		dir_free(&d);
+		free(keys);
+	}
+}
+
 static void test_keydir__damaged_directory_stays_within_the_keys(void **state)
 {
 	(void)state;
@@ -182,6 +215,14 @@ static void test_keydir__damaged_directory_stays_within_the_keys(void **state)
 		size_t i = bookdb_keydir_find(&d.kd, k);
 		assert_true(i == BOOKDB_KEYDIR_NONE || (i < n && key_equal(keys[i], k)));
 	}
+	/* Together, the same answers. */
+	Key batch[150];
+	size_t many[150];
+	for (int t = 0; t < 150; t++)
+		batch[t] = t % 2 ? keys[ts_rand(&rng) % n] : (Key){ts_rand(&rng), ts_rand(&rng)};
+	bookdb_keydir_find_many(&d.kd, batch, 150, many);
+	for (int t = 0; t < 150; t++)
+		assert_int_equal(many[t], bookdb_keydir_find(&d.kd, batch[t]));
 	dir_free(&d);
 	free(keys);
 }
@@ -192,6 +233,7 @@ int main(void)
 	    cmocka_unit_test(test_keydir__sizes_follow_the_graph_file_rules),
 	    cmocka_unit_test(test_keydir__fill_matches_the_format_definition),
 	    cmocka_unit_test(test_keydir__find_agrees_with_a_binary_search),
+	    cmocka_unit_test(test_keydir__find_many_agrees_with_find),
 	    cmocka_unit_test(test_keydir__damaged_directory_stays_within_the_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
