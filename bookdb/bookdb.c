@@ -239,14 +239,16 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 				ver = v.mv_size == 4 ? (unsigned)(p[0] | p[1] << 8 | p[2] << 16 |
 				                                  (unsigned)p[3] << 24)
 				                     : 0;
-				if (ver != 1 && ver != BOOKDB_SCHEMA_VERSION) {
+				if (ver < 1 || ver > BOOKDB_SCHEMA_VERSION) {
 					mdb_txn_abort(txn);
 					return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EVERSION,
 					                  "%s: book has schema version %u, this "
 					                  "joseki reads "
-					                  "versions 1 and %d (rebuild or convert "
-					                  "the book)",
-					                  db->dir, ver, BOOKDB_SCHEMA_VERSION);
+					                  "versions 1 to %d (%s)",
+					                  db->dir, ver, BOOKDB_SCHEMA_VERSION,
+					                  ver > BOOKDB_SCHEMA_VERSION
+					                      ? "a newer joseki wrote it"
+					                      : "rebuild or convert the book");
 				}
 			}
 		}

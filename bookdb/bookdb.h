@@ -36,10 +36,13 @@
 #include "bookdb/record.h"
 #include "shogi/zobrist.h"
 
-/* Version of the on-disk layout. A book of version 1 (no changes database) is
- * upgraded in place when opened read-write and read as it is when opened
- * read-only; a book of any other version is refused. */
-#define BOOKDB_SCHEMA_VERSION 2
+/* Version of the on-disk layout. A book of version 1 (no changes database) or
+ * 2 (no record with minimax values coded against the analyses: record.c's
+ * RF_VREL) is upgraded in place when opened read-write and read as it is when
+ * opened read-only; a book of any other version is refused. Version 3 is what
+ * keeps a build that reads only version 2 from taking the newer records for
+ * damage (and `check --repair` from dropping them). */
+#define BOOKDB_SCHEMA_VERSION 3
 
 /* Entries the change log holds at most (BookDBOptions.changes_max overrides it):
  * a write that would log one more sets the log's state to overflow instead. */

@@ -348,6 +348,67 @@ static void test_bookdb__other_schema_version_is_refused(void **state)
 	free(dir);
 }
 
+/* The schema stamped in a book's meta (a byte, little-endian u32). */
+static unsigned schema_in(const char *path, bool read_only)
+{
+	char err[BOOKDB_ERRLEN];
+	BookDB *db;
+	BookTxn *txn;
+	BookDBOptions opt = {.read_only = read_only};
+	const void *v;
+	size_t len;
+	assert_int_equal(bookdb_open(&db, path, &opt, err), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookdb_kv_get(&v, &len, txn, BOOKDB_META, "schema", 6), 0);
+	assert_int_equal(len, 4);
+	unsigned ver = ((const uint8_t *)v)[0];
+	bookdb_txn_abort(txn);
+	bookdb_free(db);
+	return ver;
+}
+
+/* A version-2 book (before minimax values were coded against the analyses)
+ * is read as it is and upgraded by a read-write open; one stamped past this
+ * build's version is refused with a message saying a newer joseki wrote it. */
+static void test_bookdb__version_2_is_upgraded_and_a_newer_one_named(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[4200], err[BOOKDB_ERRLEN];
+	snprintf(path, sizeof path, "%s/book", dir);
+	BookDB *db;
+	BookTxn *txn;
+	static Position pos;
+	static BookRecord rec, back;
+	pos_set_startpos(&pos);
+	bookdb_record_init(&rec, &pos);
+	assert_int_equal(bookdb_open(&db, path, NULL, err), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	static const uint8_t V2[4] = {2, 0, 0, 0};
+	assert_int_equal(bookdb_kv_put(txn, BOOKDB_META, "schema", 6, V2, 4), 0);
+	assert_int_equal(bookdb_put(txn, pos_key(&pos), &rec), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+	assert_int_equal(schema_in(path, true), 2); /* read, not stamped */
+	char *out = NULL, *errs = NULL;
+	assert_int_equal(ts_runf(&out, &errs, "%s query %s startpos", ts_joseki(), path), 0);
+	free(out);
+	free(errs);
+	assert_int_equal(schema_in(path, false), BOOKDB_SCHEMA_VERSION);
+	assert_int_equal(bookdb_open(&db, path, NULL, err), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookdb_get(&back, txn, pos_key(&pos)), 0);
+	bookdb_txn_abort(txn);
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	uint8_t next[4] = {BOOKDB_SCHEMA_VERSION + 1, 0, 0, 0};
+	assert_int_equal(bookdb_kv_put(txn, BOOKDB_META, "schema", 6, next, 4), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+	assert_int_equal(bookdb_open(&db, path, NULL, err), BOOKDB_EVERSION);
+	assert_non_null(strstr(err, "a newer joseki wrote it"));
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_bookdb__map_grows_by_itself(void **state)
 {
 	(void)state;
@@ -1136,6 +1197,7 @@ int main(void)
 	    cmocka_unit_test(test_bookdb__nodes_keep_three_significant_bits),
 	    cmocka_unit_test(test_bookdb__put_get_iterate),
 	    cmocka_unit_test(test_bookdb__other_schema_version_is_refused),
+	    cmocka_unit_test(test_bookdb__version_2_is_upgraded_and_a_newer_one_named),
 	    cmocka_unit_test(test_bookdb__map_grows_by_itself),
 	    cmocka_unit_test(test_bookdb__rewrite_in_key_order_writes_as_puts_do),
 	    cmocka_unit_test(test_bookdb__append_refuses_keys_out_of_order),

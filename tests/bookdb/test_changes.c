@@ -650,7 +650,7 @@ static void test_changes__a_version_1_book_is_upgraded_read_write_and_read_read_
 	put_n(db, 500, 3);
 	assert_int_equal(info_of(db).entries, 3);
 	bookdb_free(db);
-	assert_int_equal(bookdb_open(&db, path, &ro, err), 0); /* and stays version 2 */
+	assert_int_equal(bookdb_open(&db, path, &ro, err), 0); /* and stays upgraded */
 	assert_int_equal(schema_of(db), BOOKDB_SCHEMA_VERSION);
 	assert_int_equal(info_of(db).entries, 3);
 	bookdb_free(db);
