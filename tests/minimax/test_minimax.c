@@ -1401,6 +1401,47 @@ static void test_minimax__a_run_past_its_memory_budget_equals_one_within_it(void
 	twins_free(&t);
 }
 
+/* A whole-book run's progress: at the start of its write-back, results are
+ * stored into the book it runs on (and its twin), as a writer beside would. */
+typedef struct {
+	Twins *t;
+	uint64_t *rng;
+	int stored;
+} Beside;
+
+static void store_beside(void *ctx, const char *phase, size_t done, size_t total)
+{
+	(void)total;
+	Beside *b = ctx;
+	if (strcmp(phase, "writing") != 0 || done != 0 || b->stored) return;
+	for (int k = 0; k < 30; k++) random_result(b->t->a, b->t->b, b->rng);
+	b->stored = 30;
+}
+
+/* The write-back rewrites each record from its newest bytes: results stored
+ * between the run's snapshot and its writes stay, and the next (incremental)
+ * run values them as a whole-book run of a book that had them all along. */
+static void test_minimax__results_stored_during_the_write_back_stay(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_minimax__results_stored_during_the_write_back_stay");
+	Twins t = {0};
+	twins_open(&t, 0);
+	for (int k = 0; k < 120; k++) random_result(t.a, t.b, &rng);
+	for (int k = 0; k < 10; k++) check_walk(t.a, t.b, &rng);
+	Beside beside = {&t, &rng, 0};
+	BookmmOptions during = {.full = true, .progress = store_beside, .progress_ctx = &beside},
+	              inc = {0}, full = {.full = true};
+	BookmmStats st;
+	run_ok(&st, t.a, &during);
+	assert_int_equal(beside.stored, 30);
+	run_ok(&st, t.a, &inc);
+	assert_true(st.incremental);
+	run_ok(&st, t.b, &full);
+	same_books_as(t.a, t.b, false);
+	twins_free(&t);
+}
+
 static void test_minimax__incremental_after_think_equals_full(void **state)
 {
 	(void)state;
@@ -1492,6 +1533,7 @@ int main(void)
 	    cmocka_unit_test(test_minimax__a_run_applied_by_another_writer_equals_the_whole_book),
 	    cmocka_unit_test(test_minimax__killed_runs_leave_a_book_the_next_run_gets_right),
 	    cmocka_unit_test(test_minimax__a_run_past_its_memory_budget_equals_one_within_it),
+	    cmocka_unit_test(test_minimax__results_stored_during_the_write_back_stay),
 	    cmocka_unit_test(test_minimax__incremental_after_think_equals_full),
 	    cmocka_unit_test(test_minimax__command_prints_json_and_rejects_bad_arguments),
 	};
