@@ -93,8 +93,7 @@ int bookdb_record_sound(const BookRecord *rec, Key key, const Position *pos, con
 	}
 	for (int i = 0; i < rec->nmoves; i++) {
 		const BookMove *m = &rec->moves[i];
-		bool legal_move = false, twice = false;
-		for (int j = 0; j < nlegal && !legal_move; j++) legal_move = legal[j] == m->move;
+		bool legal_move = movegen_listed(legal, nlegal, m->move), twice = false;
 		for (int j = 0; j < i && !twice; j++) twice = rec->moves[j].move == m->move;
 		bool counts = (uint64_t)m->wins + m->draws + m->losses <= m->count;
 		if (legal_move && !twice && counts) continue;

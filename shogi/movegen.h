@@ -14,6 +14,10 @@
 #include "shogi/position.h"
 #include "shogi/errors.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #define MOVEGEN_MAX 600
 
 typedef enum {
@@ -28,6 +32,23 @@ static inline int movegen_legal(const Position *pos, Move *out)
 {
 	return movegen(pos, GEN_ALL, out);
 }
+/* Whether m is one of list[0..n): eight moves a compare where SSE2 is (every
+ * x86-64), for readers that check every record's moves against the legal ones. */
+static inline bool movegen_listed(const Move *list, int n, Move m)
+{
+	int j = 0;
+#ifdef __SSE2__
+	__m128i v = _mm_set1_epi16((short)m);
+	for (; j + 8 <= n; j += 8)
+		if (_mm_movemask_epi8(
+		        _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(list + j)), v)))
+			return true;
+#endif
+	for (; j < n; j++)
+		if (list[j] == m) return true;
+	return false;
+}
+
 /*
  * The same answer as pos_is_legal (m is one of movegen_legal's moves) for any
  * 16-bit value, without generating the moves: what a search asks of a move it

@@ -458,6 +458,27 @@ static void test_movegen__an_illegal_move_says_which_rule_it_breaks(void **state
 	}
 }
 
+/* movegen_listed finds a move at every place of lists of every length
+ * (around the eight-move steps) and never one that is not there. */
+static void test_movegen__listed_finds_every_place_of_every_length(void **state)
+{
+	(void)state;
+	static Position pos;
+	Move legal[MOVEGEN_MAX];
+	assert_int_equal(
+	    sfen_parse(&pos, "R8/2K1S1SSk/4B4/9/9/9/9/9/1L1L1L3 b RBGSNLP3g3n17p 1", NULL, NULL),
+	    0);
+	int n = movegen_legal(&pos, legal);
+	assert_int_equal(n, 593);
+	for (int len = 0; len <= 40; len++) {
+		for (int i = 0; i < len; i++) assert_true(movegen_listed(legal, len, legal[i]));
+		for (int i = len; i < n; i++) assert_false(movegen_listed(legal, len, legal[i]));
+		assert_false(movegen_listed(legal, len, MOVE_NONE));
+	}
+	for (int i = 0; i < n; i++) assert_true(movegen_listed(legal, n, legal[i]));
+	assert_false(movegen_listed(legal, n, (Move)0xffff));
+}
+
 int main(void)
 {
 	shogi_init();
@@ -467,6 +488,7 @@ int main(void)
 	    cmocka_unit_test(test_movegen__generated_moves_agree_with_is_legal),
 	    cmocka_unit_test(test_movegen__sampled_positions_agree_with_is_legal),
 	    cmocka_unit_test(test_movegen__no_legal_moves_is_zero),
+	    cmocka_unit_test(test_movegen__listed_finds_every_place_of_every_length),
 	    cmocka_unit_test(test_movegen__never_captures_a_king),
 	    cmocka_unit_test(test_movegen__an_illegal_move_says_which_rule_it_breaks),
 	};
