@@ -43,6 +43,8 @@
 #include "bookgen/think.h"
 #include "ingest/replay.h"
 #include "minimax/bookmm.h"
+#include "shogi/bigmem.h"
+#include "shogi/memuse.h"
 #include "shogi/notation.h"
 #include "search/usi_engine.h"
 #include "tools/cli_again.h"
@@ -314,6 +316,7 @@ static void print_snapshot(const ThinkStats *st, const char *path)
 int cmd_think(int argc, char **argv)
 {
 	const char *book = NULL, *kifu = NULL;
+	uint64_t memory = memuse_default_budget();
 	CliAgain again;
 	cli_again_init(&again);
 	uint64_t max_ply = 128, positions = 0, seconds = 0, engine_seconds = 0;
@@ -346,6 +349,7 @@ int cmd_think(int argc, char **argv)
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book (a new one with --new)"),
 	    CLI_FLAG("--new", &fresh, "start a new book at BOOK if there is none"),
+	    CLI_MEMORY(&memory),
 	    CLI_GROUP(ce.table),
 	    CLI_GROUP(cb.table),
 	    CLI_NUM("--positions", &positions, 1, CLI_NOMAX, "N",
@@ -418,6 +422,9 @@ int cmd_think(int argc, char **argv)
 		             orc == BOOKDB_ENOBOOK ? " (think --new starts a new book there)" : "");
 		goto done;
 	}
+	/* The selector's and minimax's arrays past the budget: files beside the
+	 * book, as minimax's own. */
+	bigmem_configure(memory, bookdb_dir(db));
 	if (cli_plan_roots(&cp, &roots, db, quiet, "think", &paths) < 0) goto done;
 	if (!quiet)
 		for (size_t r = 0; r < roots.n; r++)

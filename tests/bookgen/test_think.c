@@ -738,6 +738,34 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
  * in another case is sent in its spelling, said once for all the engines;
  * the built-in engine takes USI_Hash and Threads=1 only.
  */
+/* think --memory: the selector's and minimax's arrays past the budget go to
+ * files beside the book; the book grows the same as within the default. */
+static void test_bookgen__think_within_a_tiny_memory_budget_grows_the_same_book(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s/a --positions 200000 --seed 5 --quiet",
+	                         ts_joseki(), dir),
+	                 0);
+	assert_int_equal(ts_runf(NULL, NULL, "cp -r %s/a %s/b", dir, dir), 0);
+	static const char *const BUDGET[] = {"", " --memory 1M"};
+	for (int k = 0; k < 2; k++) {
+		char *out = NULL, *err = NULL;
+		int rc = ts_runf(&out, &err, "%s think %s/%c --depth 1 --positions 30 --quiet%s",
+		                 ts_joseki(), dir, 'a' + k, BUDGET[k]);
+		if (rc != 0) fail_msg("think%s: %s", BUDGET[k], err);
+		assert_int_equal(field(out, "think thought "), 30);
+		free(out);
+		free(err);
+		assert_int_equal(ts_runf(NULL, NULL, "%s export %s/%c %s/%c.db --quiet",
+		                         ts_joseki(), dir, 'a' + k, dir, 'a' + k),
+		                 0);
+	}
+	assert_int_equal(ts_runf(NULL, NULL, "cmp %s/a.db %s/b.db", dir, dir), 0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_bookgen__think_refuses_an_option_the_engine_does_not_take(void **state)
 {
 	(void)state;
@@ -1821,6 +1849,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_paths_then_the_lines_from_them),
 	    cmocka_unit_test(test_bookgen__think_progress_goes_to_the_callback_and_null_is_quiet),
 	    cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
+	    cmocka_unit_test(test_bookgen__think_within_a_tiny_memory_budget_grows_the_same_book),
 	    cmocka_unit_test(test_bookgen__think_refuses_an_option_the_engine_does_not_take),
 	    cmocka_unit_test(test_bookgen__think_command_with_misbehaving_engines_under_load),
 	    cmocka_unit_test(test_bookgen__think_command_from_kifu),
