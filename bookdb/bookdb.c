@@ -568,7 +568,9 @@ int bdb_txn_write(BookTxn *t, BookDbName db, int op, const void *k, size_t kl, c
 	if (!t->write) return BOOKDB_EREADONLY;
 	if (!t->txn) return BOOKDB_ELMDB;
 	if ((unsigned)db >= BOOKDB_NDBS || kl == 0 || kl > 511) return BOOKDB_EINVAL;
-	t->rw_at = false;
+	/* A pos write may move what bookdb_rewrite's cursor stands on; others
+	 * (the change log's notes among them) do not. */
+	if (db == BOOKDB_POS) t->rw_at = false;
 	int rc = log_append(t, db, op, k, kl, v, vl);
 	if (rc) return rc;
 	rc = apply(t, t->log + t->log_len - (LOG_HEADER + kl + vl));
@@ -786,8 +788,11 @@ int bookdb_rewrite(BookTxn *t, Key key, BookRewriteFn fn, void *ctx, uint8_t *ou
 	MDB_val v;
 	int rc = rewrite_seek(t, kb, &v);
 	if (rc) return rc == MDB_NOTFOUND ? BOOKDB_ENOTFOUND : bdb_xlate(rc);
+	bdb_pos_reads_tls++;
 	t->rw_at = true;
 	int n = fn(ctx, v.mv_data, v.mv_size, out);
+	/* fn may not write to pos (bookdb.h): the cursor and v would be stale. */
+	if (!t->rw_at || !t->rw_cur) return BOOKDB_EINVAL;
 	if (n <= 0) return n;
 	/* As bdb_pos_write, but over the record the cursor stands on: what it
 	 * replaces is read already, and LMDB writes where the cursor is. */
@@ -799,7 +804,8 @@ int bookdb_rewrite(BookTxn *t, Key key, BookRewriteFn fn, void *ctx, uint8_t *ou
 	rc = mdb_cursor_put(t->rw_cur, &k, &nv, MDB_CURRENT);
 	if (rc == MDB_MAP_FULL) {
 		rc = grow_and_replay(t);
-	} else if (rc) {
+	} else if (rc) { /* not done: not in the log a replay would apply */
+		t->log_len -= LOG_HEADER + 16 + (size_t)n;
 		t->rw_at = false;
 		rc = bdb_xlate(rc);
 	}

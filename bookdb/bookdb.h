@@ -189,11 +189,12 @@ JOSEKI_MUST_USE int bookdb_put_raw(BookTxn *txn, Key key, const uint8_t *val, si
 /*
  * Rewrites the record of key in txn (a write transaction): fn gets its bytes
  * and writes the new ones to out (BOOKDB_RECORD_MAX bytes), returning their
- * length, 0 to leave the record as it is, or a negative code. Returns what fn
- * returned, or BOOKDB_ENOTFOUND (fn not called) when the book has no record
- * of key. The write is a bookdb_put_raw's (change log, kept counts), but calls
- * in key order walk one cursor: no B-tree search for the record, none for what
- * it replaces, none for the put (a whole-book minimax's write-back).
+ * length, 0 to leave the record as it is, or a negative code; it must not
+ * write to pos in txn (BOOKDB_EINVAL). Returns what fn returned, or
+ * BOOKDB_ENOTFOUND (fn not called) when the book has no record of key. The write is a
+ * bookdb_put_raw's (change log, kept counts), but calls in key order walk one cursor: no B-tree
+ * search for the record, none for what it replaces, none for the put (a whole-book minimax's
+ * write-back).
  */
 typedef int (*BookRewriteFn)(void *ctx, const uint8_t *raw, size_t len, uint8_t *out);
 JOSEKI_MUST_USE int bookdb_rewrite(BookTxn *txn, Key key, BookRewriteFn fn, void *ctx,

@@ -480,6 +480,16 @@ static int rewrite_grow(void *ctx, const uint8_t *raw, size_t len, uint8_t *out)
 	return bookdb_record_encode(out, BOOKDB_RECORD_MAX, &c->rec);
 }
 
+/* A rewrite function that breaks the rule: it writes to pos in the
+ * transaction (ctx) it is called in. */
+static int rewrite_writes(void *ctx, const uint8_t *raw, size_t len, uint8_t *out)
+{
+	Key other = {1, 2};
+	memcpy(out, raw, len);
+	if (bookdb_put_raw(ctx, other, raw, len)) return BOOKDB_ECORRUPT;
+	return (int)len;
+}
+
 static int cmp_key16(const void *a, const void *b)
 {
 	const Key *x = a, *y = b;
@@ -590,6 +600,11 @@ static void test_bookdb__rewrite_in_key_order_writes_as_puts_do(void **state)
 	BookChangesInfo ci;
 	assert_int_equal(bookdb_changes_info(&ci, t), 0);
 	assert_int_equal(ci.entries, (uint64_t)rewritten);
+	bookdb_txn_abort(t);
+	/* A function that writes to pos itself is refused: the cursor and the
+	 * bytes it was handed would be stale. */
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	assert_int_equal(bookdb_rewrite(t, keys[0], rewrite_writes, t, out), BOOKDB_EINVAL);
 	bookdb_txn_abort(t);
 	for (int i = 0; i < m; i++) free(before[i]);
 	bookdb_writer_free(w);

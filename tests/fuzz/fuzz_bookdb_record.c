@@ -43,6 +43,10 @@ static void check(const uint8_t *in, size_t size)
 			static BookRecord again;
 			if (n <= 0 || bookdb_record_decode(&again, buf, (size_t)n) != 0 ||
 			    again.flags != rec.flags || again.nmoves != rec.nmoves ||
+			    again.min_ply != rec.min_ply || again.think_depth != rec.think_depth ||
+			    again.side != rec.side ||
+			    memcmp(again.board, rec.board, sizeof rec.board) ||
+			    memcmp(again.hand, rec.hand, sizeof rec.hand) ||
 			    memcmp(again.moves, rec.moves, rec.nmoves * sizeof *rec.moves) != 0)
 				abort();
 		} else if (n != (int)size || memcmp(buf, copy, size) != 0) {
