@@ -50,10 +50,11 @@ void bookdb_keydir_find_many(const BookKeyDir *d, const Key *k, size_t n, size_t
 			if (!keyfilter_maybe(d->filter, d->filter_mask, kk[i])) continue;
 			size_t b = (size_t)(kk[i].hi >> (64 - d->dir_bits));
 			__builtin_prefetch(&d->dir[b]);
+			lo[nh] = b; /* the bucket, until the next step reads where it starts */
 			hit[nh++] = (uint8_t)i;
 		}
 		for (size_t h = 0; h < nh; h++) {
-			size_t b = (size_t)(kk[hit[h]].hi >> (64 - d->dir_bits));
+			size_t b = lo[h];
 			lo[h] = d->dir[b];
 			end[h] = d->dir[b + 1] < d->n ? d->dir[b + 1] : d->n;
 			if (lo[h] < end[h]) __builtin_prefetch(&d->keys[lo[h]]);

@@ -44,8 +44,7 @@ void bigmem_configure(uint64_t bytes, const char *dir)
 	pthread_mutex_unlock(&lock);
 }
 
-/* dir, or where temporary files go without one: $TMPDIR, else /tmp. */
-static const char *temp_dir(const char *dir)
+const char *bigmem_temp_dir(const char *dir)
 {
 	if (!dir) dir = getenv("TMPDIR");
 	return dir && *dir ? dir : "/tmp";
@@ -64,7 +63,7 @@ void bigmem_dir_of(char *out, size_t cap, const char *path)
 
 int bigmem_temp_fd(const char *dir)
 {
-	dir = temp_dir(dir);
+	dir = bigmem_temp_dir(dir);
 #ifdef O_TMPFILE
 	int tfd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (tfd >= 0) return tfd;
@@ -117,7 +116,7 @@ static void note_file(size_t len)
 /* Why a file could not be made or grown (lock held). */
 static void note_failure(int e)
 {
-	snprintf(failure, sizeof failure, "%.240s: %s", temp_dir(spill_dir), strerror(e));
+	snprintf(failure, sizeof failure, "%.240s: %s", bigmem_temp_dir(spill_dir), strerror(e));
 }
 
 /* A new mapping of len bytes, in a new file when file asks; the lock is

@@ -69,6 +69,9 @@ void bigmem_stats(BigmemStats *out);
  * says so (the disk ran out, not the memory). */
 int bigmem_failure(char *buf, size_t len);
 
+/* dir, or where temporary files go without one: $TMPDIR, else /tmp. */
+const char *bigmem_temp_dir(const char *dir);
+
 /* A new unlinked temporary file in dir (NULL: $TMPDIR or /tmp), open for
  * reading and writing: a descriptor, or -1 with errno. */
 int bigmem_temp_fd(const char *dir);

@@ -56,9 +56,7 @@ int extsort_open(ExtSort **out, const char *dir, uint64_t budget, ExtSortCmp cmp
 {
 	*out = NULL;
 	ExtSort *s = calloc(1, sizeof *s);
-	if (!dir) dir = getenv("TMPDIR");
-	if (!dir || !*dir) dir = "/tmp";
-	if (!s || !(s->dir = strdup(dir))) {
+	if (!s || !(s->dir = strdup(bigmem_temp_dir(dir)))) {
 		free(s);
 		errno = ENOMEM;
 		return -1;

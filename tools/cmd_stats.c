@@ -31,6 +31,7 @@
 
 #include "bookdb/bookdb.h"
 #include "bookdb/stats.h"
+#include "shogi/bigmem.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
 #include "tools/cli_opt.h"
@@ -128,12 +129,11 @@ int cmd_stats(int argc, char **argv)
 	}
 	if ((rc = bookdb_stats_budget(&st, db, txn, full, NULL, memory))) {
 		int e = errno;
-		const char *tmp = getenv("TMPDIR");
 		/* A scan past its budget writes sorted runs in $TMPDIR: say where. */
 		if (rc == BOOKDB_EIO && full)
 			joseki_error(
 			    "%s: %s (reading the book, or writing its sorted runs in %s: %s)", book,
-			    bookdb_strerror(rc), tmp && *tmp ? tmp : "/tmp", strerror(e));
+			    bookdb_strerror(rc), bigmem_temp_dir(NULL), strerror(e));
 		else
 			joseki_error("%s: %s", book, bookdb_strerror(rc));
 		goto done;

@@ -480,6 +480,11 @@ static int rewrite_grow(void *ctx, const uint8_t *raw, size_t len, uint8_t *out)
 	return bookdb_record_encode(out, BOOKDB_RECORD_MAX, &c->rec);
 }
 
+static int cmp_key(const void *a, const void *b)
+{
+	return key_cmp(*(const Key *)a, *(const Key *)b);
+}
+
 /* A rewrite function that breaks the rule: it writes to pos in the
  * transaction (ctx) it is called in. */
 static int rewrite_writes(void *ctx, const uint8_t *raw, size_t len, uint8_t *out)
@@ -488,12 +493,6 @@ static int rewrite_writes(void *ctx, const uint8_t *raw, size_t len, uint8_t *ou
 	memcpy(out, raw, len);
 	if (bookdb_put_raw(ctx, other, raw, len)) return BOOKDB_ECORRUPT;
 	return (int)len;
-}
-
-static int cmp_key16(const void *a, const void *b)
-{
-	const Key *x = a, *y = b;
-	return x->hi != y->hi ? (x->hi < y->hi ? -1 : 1) : (x->lo < y->lo ? -1 : x->lo > y->lo);
 }
 
 /* Rewriting in key order walks one cursor; the records, the kept counts and
@@ -530,10 +529,10 @@ static void test_bookdb__rewrite_in_key_order_writes_as_puts_do(void **state)
 	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
 	assert_int_equal(bookdb_changes_enable(t), 0);
 	assert_int_equal(bookdb_txn_commit(t), 0);
-	qsort(keys, (size_t)n, sizeof *keys, cmp_key16);
+	qsort(keys, (size_t)n, sizeof *keys, cmp_key);
 	int m = 0; /* distinct keys */
 	for (int i = 0; i < n; i++)
-		if (i == 0 || cmp_key16(&keys[i], &keys[m - 1])) keys[m++] = keys[i];
+		if (i == 0 || cmp_key(&keys[i], &keys[m - 1])) keys[m++] = keys[i];
 	/* What each record should become: the function on a copy of it. */
 	static uint8_t *before[N];
 	static size_t before_len[N];
@@ -929,11 +928,6 @@ static int book_children(BookTxn *txn, Key key, Key *out)
 		if (bookdb_get_raw(&v, &len, txn, c) == 0) out[n++] = c;
 	}
 	return n;
-}
-
-static int cmp_key(const void *a, const void *b)
-{
-	return key_cmp(*(const Key *)a, *(const Key *)b);
 }
 
 static void test_bookdb__synth_book_has_transpositions_and_cycles(void **state)
