@@ -470,6 +470,16 @@ typedef struct {
 	bool alternative; /* the position keeps another move the book could play */
 } Decision;
 
+/* walk_begin, and room for a game's decisions in *dec (freed by the caller,
+ * also on failure). */
+static int walk_begin_decisions(Walk *w, Decision **dec, BookTxn *txn, char *err)
+{
+	*dec = malloc(POS_MAX_STATES * sizeof **dec);
+	int ret = walk_begin(w, txn, err);
+	if (!*dec && ret == 0) ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
+	return ret;
+}
+
 /* Whether rec holds m with a value (avoided or not). */
 static bool in_record(const BookRecord *rec, Move m)
 {
@@ -524,9 +534,8 @@ int cycle_backtrack_txn(CycleBacktrackStats *st, BookTxn *txn, const CycleGame *
 	memset(st, 0, sizeof *st);
 	Walk w;
 	SeenList sl = {0};
-	Decision *dec = malloc(POS_MAX_STATES * sizeof *dec);
-	int ret = walk_begin(&w, txn, err), rc;
-	if (!dec && ret == 0) ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
+	Decision *dec;
+	int ret = walk_begin_decisions(&w, &dec, txn, err), rc;
 	if (ret == 0) ret = collect_seen(&sl, &w, games, n, err);
 	for (size_t g = 0; g < n && ret == 0; g++) {
 		const CycleGame *gm = &games[g];
@@ -574,9 +583,8 @@ int cycle_keep_won_txn(CycleKeepStats *st, BookTxn *txn, const CycleGame *games,
 {
 	memset(st, 0, sizeof *st);
 	Walk w;
-	Decision *dec = malloc(POS_MAX_STATES * sizeof *dec);
-	int ret = walk_begin(&w, txn, err), rc;
-	if (!dec && ret == 0) ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
+	Decision *dec;
+	int ret = walk_begin_decisions(&w, &dec, txn, err), rc;
 	for (size_t g = 0; g < n && ret == 0; g++) {
 		const CycleGame *gm = &games[g];
 		if (gm->result <= 0) continue;
@@ -631,6 +639,40 @@ int cycle_keep_won_txn(CycleKeepStats *st, BookTxn *txn, const CycleGame *games,
 		} else if (kept && ret == 0) {
 			st->kept++;
 		}
+	}
+	free(dec);
+	return walk_end(&w, ret);
+}
+
+/* Whether games a and b were played from the same opening, with the book
+ * side in the same colour, against the same opponent. */
+static bool same_slot(const CycleGame *a, const CycleGame *b)
+{
+	return a->opponent == b->opponent && a->opening == b->opening &&
+	       a->book_color == b->book_color;
+}
+
+int cycle_replays_txn(size_t *count, bool *replay, BookTxn *txn, const CycleGame *games, size_t n,
+                      char *err)
+{
+	*count = 0;
+	for (size_t g = 0; g < n; g++) replay[g] = false;
+	Walk w;
+	Decision *dec;
+	int ret = walk_begin_decisions(&w, &dec, txn, err), rc;
+	for (size_t g = 0; g < n && ret == 0; g++) {
+		const CycleGame *gm = &games[g];
+		if (gm->result >= 0 || gm->opening < 0) continue;
+		bool last = true; /* of its opening, colour and opponent */
+		for (size_t h = g + 1; h < n && last; h++) last = !same_slot(gm, &games[h]);
+		if (!last) continue;
+		int nm, first, nd, at;
+		bool differs;
+		if ((ret = game_setup(w.pos, w.moves, &nm, &first, gm, g, err)) < 0) break;
+		if ((rc = replay_book(&w, gm, nm, first, false, dec, &nd, &differs, &at)) < 0)
+			ret = book_fail(err, "cannot read the book", rc);
+		else if (differs)
+			replay[g] = true, (*count)++;
 	}
 	free(dec);
 	return walk_end(&w, ret);

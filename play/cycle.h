@@ -150,6 +150,21 @@ typedef struct {
 JOSEKI_MUST_USE int cycle_keep_won_txn(CycleKeepStats *st, BookTxn *txn, const CycleGame *games,
                                        size_t n, char *err);
 
+/*
+ * The lost games worth playing again (cycle --retries): of the games played
+ * from each opening with the book side in each colour against each opponent,
+ * the last one (games later in the array are newer), when the book side
+ * lost it and the book, as it is now, would play it differently (it chooses
+ * another move somewhere on its line: a decision backtracking changed, or a
+ * line think followed further). Against an opponent that plays the same
+ * game from the same position, any other game is the same again. Sets
+ * replay[g] for those (false for the rest), *count to how many. Games of an
+ * opening not known (opening < 0) are not. In the caller's transaction (read
+ * only). 0, CYCLE_EINVAL, CYCLE_EBOOK or CYCLE_ENOMEM.
+ */
+JOSEKI_MUST_USE int cycle_replays_txn(size_t *count, bool *replay, BookTxn *txn,
+                                      const CycleGame *games, size_t n, char *err);
+
 /* ---- extension ---- */
 
 typedef struct {
@@ -244,6 +259,8 @@ typedef struct {
 	uint64_t repeats;   /* lost games the book would still play again as they were */
 	uint64_t won_lost;  /* won games the book no longer plays */
 	uint64_t engine_ms; /* think's engine time for it (the engines' own CPU time) */
+	int retried;        /* lost games played again (--retries), not in games ... */
+	int retry_wins;     /* ... and of them, won */
 	char name[64];      /* the opponent engine's name */
 } CycleRow;
 
@@ -255,7 +272,9 @@ typedef struct {
 /*
  * Parses len bytes of meta "cycle_table": one line a row, "G J GAMES W D L
  * BOOK EXITS Q1 MEDIAN Q3 QUEUED THOUGHT MARKED REPEATS WON_LOST ENGINE_MS NAME\n" (the
- * numbers decimal, the name the rest of the line). 0, BOOKDB_ECORRUPT or
+ * numbers decimal, the name the rest of the line); when the first line is
+ * "v2", each row has RETRIED RETRY_WINS after ENGINE_MS (a table without it
+ * was written before --retries: those are 0). 0, BOOKDB_ECORRUPT or
  * BOOKDB_ENOMEM; free with cycle_table_free, also after a failure.
  */
 JOSEKI_MUST_USE int cycle_table_parse(CycleTable *t, const void *bytes, size_t len);
@@ -291,6 +310,14 @@ typedef struct {
 	int nopponents; /* 1..CYCLE_OPPONENTS_MAX */
 	CyclePruneOptions prune;
 	CycleDelete delete_rule;
+	/* With CYCLE_DELETE_LAST: after a generation's backtracking, up to this
+	 * many rounds of playing again the lost games the book now plays
+	 * differently (cycle_replays_txn; the same opening, colour and opponent,
+	 * in BOOK/cycle/gen-NNNN/retry-K), then backtracking and keeping over
+	 * them; a round with nothing to play ends them. No thinking: each round
+	 * tries the next alternative of each lost line. The generation's score is
+	 * its first match's. */
+	int retries;
 	CycleExtend extend_rule;
 	int plies;          /* extend: positions after the first out of book */
 	ThinkOptions think; /* first is the queue's (think_run); roots: the openings, or --roots */

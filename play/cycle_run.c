@@ -17,11 +17,11 @@
 #include "shogi/position.h"
 
 /*
- * meta "cycle": "G S Q T M J" in ASCII: generations finished, the last step
+ * meta "cycle": "G S Q T M J R" in ASCII: generations finished, the last step
  * finished of generation G + 1 (0 none, then STEP_*), that generation's
- * figures so far (queued, thought, marked), and while S is 0 the opponents
- * whose match is over (books written before several opponents hold the
- * first five).
+ * figures so far (queued, thought, marked), while S is 0 the opponents
+ * whose match is over, and the rounds of --retries done (books written
+ * before several opponents hold the first five, before --retries six).
  * meta "cycle_games": that generation's games (cycle_games_parse).
  * meta "cycle_table": the table, one row a generation and opponent
  * (cycle_table_parse).
@@ -37,6 +37,7 @@ typedef struct {
 	int gen, step;
 	unsigned long long queued, thought, marked;
 	int matched; /* step 0: opponents whose match is over */
+	int retried; /* --retries: rounds done */
 } CycleState;
 
 static int book_fail(char *err, const char *what, int rc)
@@ -56,10 +57,10 @@ static int state_get(CycleState *s, BookTxn *txn)
 	if (len >= sizeof buf) return BOOKDB_ECORRUPT;
 	memcpy(buf, v, len);
 	buf[len] = 0;
-	int n = sscanf(buf, "%d %d %llu %llu %llu %d", &s->gen, &s->step, &s->queued, &s->thought,
-	               &s->marked, &s->matched);
+	int n = sscanf(buf, "%d %d %llu %llu %llu %d %d", &s->gen, &s->step, &s->queued,
+	               &s->thought, &s->marked, &s->matched, &s->retried);
 	if (n < 5 || s->gen < 0 || s->step < STEP_NONE || s->step > STEP_MINIMAX ||
-	    s->matched < 0 || s->matched > CYCLE_OPPONENTS_MAX)
+	    s->matched < 0 || s->matched > CYCLE_OPPONENTS_MAX || s->retried < 0)
 		return BOOKDB_ECORRUPT;
 	return 0;
 }
@@ -67,8 +68,8 @@ static int state_get(CycleState *s, BookTxn *txn)
 static int state_put(BookTxn *txn, const CycleState *s)
 {
 	char buf[160];
-	int n = snprintf(buf, sizeof buf, "%d %d %llu %llu %llu %d", s->gen, s->step, s->queued,
-	                 s->thought, s->marked, s->matched);
+	int n = snprintf(buf, sizeof buf, "%d %d %llu %llu %llu %d %d", s->gen, s->step, s->queued,
+	                 s->thought, s->marked, s->matched, s->retried);
 	return bookdb_kv_put(txn, BOOKDB_META, "cycle", 5, buf, (size_t)n);
 }
 
@@ -160,16 +161,23 @@ static int games_load(CycleGameSet *gs, BookTxn *txn)
 }
 
 /* Stores meta "cycle_games": the games in gs (those of the opponents before;
- * NULL: none) and match mr's against opponent opp. */
-static int games_put(BookTxn *txn, const CycleGameSet *gs, const MatchResult *mr, int opp)
+ * NULL: none), then those of matches mr[0..nmr), mr[k] against opponent
+ * opp + k; with tally, their results count in the first line (the
+ * generation's W D L), else it stays gs's (games played again). */
+static int games_put(BookTxn *txn, const CycleGameSet *gs, const MatchResult *mr, int nmr, int opp,
+                     bool tally)
 {
 	size_t cap = 64, n;
 	for (size_t i = 0; gs && i < gs->n; i++) cap += strlen(gs->games[i].spec) + 48;
-	for (int i = 0; i < mr->ngames; i++)
-		if (mr->games[i].played && mr->games[i].usi) cap += strlen(mr->games[i].usi) + 48;
+	int w = 0, d = 0, l = 0;
+	for (int k = 0; k < nmr; k++) {
+		for (int i = 0; i < mr[k].ngames; i++)
+			if (mr[k].games[i].played && mr[k].games[i].usi)
+				cap += strlen(mr[k].games[i].usi) + 48;
+		if (tally) w += mr[k].wins, d += mr[k].draws, l += mr[k].losses;
+	}
 	char *buf = malloc(cap);
 	if (!buf) return BOOKDB_ENOMEM;
-	int w = mr->wins, d = mr->draws, l = mr->losses;
 	if (gs) {
 		w += gs->wins;
 		d += gs->draws;
@@ -182,13 +190,14 @@ static int games_put(BookTxn *txn, const CycleGameSet *gs, const MatchResult *mr
 		                      g->book_color == BLACK ? 'b' : 'w', g->opponent + 1,
 		                      g->opening, g->result, g->spec);
 	}
-	for (int i = 0; i < mr->ngames; i++) {
-		const MatchGame *g = &mr->games[i];
-		if (!g->played || !g->usi) continue;
-		n += (size_t)snprintf(buf + n, cap - n, "%c%d:%d %d %s\n",
-		                      g->a_color == BLACK ? 'b' : 'w', opp + 1, g->opening + 1,
-		                      g->result, g->usi);
-	}
+	for (int k = 0; k < nmr; k++)
+		for (int i = 0; i < mr[k].ngames; i++) {
+			const MatchGame *g = &mr[k].games[i];
+			if (!g->played || !g->usi) continue;
+			n += (size_t)snprintf(buf + n, cap - n, "%c%d:%d %d %s\n",
+			                      g->a_color == BLACK ? 'b' : 'w', opp + k + 1,
+			                      g->opening + 1, g->result, g->usi);
+		}
 	int rc = bookdb_kv_put(txn, BOOKDB_META, "cycle_games", 11, buf, n);
 	free(buf);
 	return rc;
@@ -210,16 +219,21 @@ int cycle_table_parse(CycleTable *t, const void *bytes, size_t len)
 	if (!text) return BOOKDB_ENOMEM;
 	memcpy(text, bytes, len);
 	text[len] = 0;
-	int ret = 0;
-	for (char *p = text; *p && ret == 0;) {
+	int ret = 0, nnum = 17;
+	char *p = text;
+	if (!strncmp(p, "v2\n", 3)) { /* rows with the retries' figures */
+		nnum = 19;
+		p += 3;
+	}
+	while (*p && ret == 0) {
 		char *nl = strchr(p, '\n');
 		if (!nl) {
 			ret = BOOKDB_ECORRUPT;
 			break;
 		}
 		*nl = 0;
-		long v[17];
-		for (int k = 0; k < 17 && ret == 0; k++)
+		long v[19] = {0};
+		for (int k = 0; k < nnum && ret == 0; k++)
 			if (!parse_num(&p, k < 2 ? 1 : 0, k == 1 ? CYCLE_OPPONENTS_MAX : INT32_MAX,
 			               ' ', &v[k]))
 				ret = BOOKDB_ECORRUPT;
@@ -245,7 +259,9 @@ int cycle_table_parse(CycleTable *t, const void *bytes, size_t len)
 		                .marked = (uint64_t)v[13],
 		                .repeats = (uint64_t)v[14],
 		                .won_lost = (uint64_t)v[15],
-		                .engine_ms = (uint64_t)v[16]};
+		                .engine_ms = (uint64_t)v[16],
+		                .retried = (int)v[17],
+		                .retry_wins = (int)v[18]};
 		snprintf(r->name, sizeof r->name, "%s", p);
 		p = nl + 1;
 	}
@@ -278,9 +294,10 @@ int cycle_table_read(CycleTable *t, BookDB *db)
 
 static int table_put(BookTxn *txn, const CycleTable *t)
 {
-	size_t cap = 1 + t->n * (17 * 21 + 64 + 2), n = 0;
+	size_t cap = 4 + t->n * (19 * 21 + 64 + 2), n = 0;
 	char *buf = malloc(cap);
 	if (!buf) return BOOKDB_ENOMEM;
+	n += (size_t)snprintf(buf, cap, "v2\n");
 	for (size_t i = 0; i < t->n; i++) {
 		const CycleRow *r = &t->rows[i];
 		char name[sizeof r->name];
@@ -290,13 +307,14 @@ static int table_put(BookTxn *txn, const CycleTable *t)
 		name[k] = 0;
 		n += (size_t)snprintf(
 		    buf + n, cap - n,
-		    "%d %d %d %d %d %d %d %d %d %d %d %llu %llu %llu %llu %llu %llu "
+		    "%d %d %d %d %d %d %d %d %d %d %d %llu %llu %llu %llu %llu %llu %d %d "
 		    "%s\n",
 		    r->generation, r->opponent, r->games, r->wins, r->draws, r->losses,
 		    r->book_moves, r->exits, r->exit_q1, r->exit_median, r->exit_q3,
 		    (unsigned long long)r->queued, (unsigned long long)r->thought,
 		    (unsigned long long)r->marked, (unsigned long long)r->repeats,
-		    (unsigned long long)r->won_lost, (unsigned long long)r->engine_ms, name);
+		    (unsigned long long)r->won_lost, (unsigned long long)r->engine_ms, r->retried,
+		    r->retry_wins, name);
 	}
 	int rc = bookdb_kv_put(txn, BOOKDB_META, "cycle_table", 11, buf, n);
 	free(buf);
@@ -333,6 +351,9 @@ typedef struct {
 	double opp_engine_s[CYCLE_OPPONENTS_MAX];
 	size_t round_marked; /* the last backtracking or keeping transaction's marks */
 	size_t avoided;
+	bool *replay;          /* --retries: per game of `games`, to be played again ... */
+	size_t nreplay;        /* ... how many */
+	MatchResult *retry_mr; /* a round's matches, one an opponent */
 } Run;
 
 /* Opens the book, runs fn (NULL: nothing) in a write transaction, writes the
@@ -427,7 +448,7 @@ static int save_match(Run *r, BookDB *db, BookTxn *txn, char *err)
 {
 	(void)db;
 	const MatchResult *mr = r->mr;
-	int rc = games_put(txn, r->opp ? &r->games : NULL, mr, r->opp);
+	int rc = games_put(txn, r->opp ? &r->games : NULL, mr, 1, r->opp, true);
 	CycleRow *row = rc < 0 ? NULL : table_row(&r->table, r->gen, r->opp + 1);
 	if (!row) return book_fail(err, "cannot save the games", rc < 0 ? rc : BOOKDB_ENOMEM);
 	*row = (CycleRow){.generation = r->gen,
@@ -821,6 +842,129 @@ static int play_matches(Run *r, const char *dir, char *err)
 	return 0;
 }
 
+/* Backtracking and keeping, until neither marks anything (each round's
+ * marks and figures with the state: a rerun goes on). 0, 1 when stopped, or
+ * CYCLE_E*. */
+static int backtrack_rounds(Run *r, int gen, char *err)
+{
+	const CycleOptions *opt = r->opt;
+	int ret;
+	for (int round = 0; round < KEEP_ROUNDS; round++) {
+		size_t any = 0;
+		if (opt->stop && *opt->stop) return 1;
+		announce(opt, gen, "backtrack");
+		if ((ret = with_txn(r, step_backtrack, NULL, err)) < 0) return ret;
+		any += r->round_marked;
+		if (r->round_marked && (ret = with_book(r, step_minimax, NULL, err)) < 0)
+			return ret;
+		if ((ret = with_txn(r, step_keep, NULL, err)) < 0) return ret;
+		any += r->round_marked;
+		if (r->round_marked && (ret = with_book(r, step_minimax, NULL, err)) < 0)
+			return ret;
+		if (!any) break;
+	}
+	return 0;
+}
+
+/* --retries: the games to play again (cycle_replays_txn) into r->replay. */
+static int find_replays(Run *r, BookDB *db, BookTxn *txn, char *err)
+{
+	(void)db;
+	free(r->replay);
+	r->nreplay = 0;
+	r->replay = calloc(r->games.n ? r->games.n : 1, sizeof *r->replay);
+	if (!r->replay) return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
+	return cycle_replays_txn(&r->nreplay, r->replay, txn, r->games.games, r->games.n, err);
+}
+
+/* A round's games after the generation's (its W D L unchanged), its
+ * figures in the rows. */
+static int save_retries(Run *r, BookDB *db, BookTxn *txn, char *err)
+{
+	(void)db;
+	int rc = games_put(txn, &r->games, r->retry_mr, r->nopp, 0, false);
+	if (rc < 0) return book_fail(err, "cannot save the games", rc);
+	for (int j = 0; j < r->nopp; j++) {
+		CycleRow *row = gen_row(r, j);
+		if (!row) return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
+		row->retried += r->retry_mr[j].played;
+		row->retry_wins += r->retry_mr[j].wins;
+	}
+	return save_table(r, txn, err);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* One round of --retries: the lost games the book now plays differently,
+ * played again against their opponents (each the same game of the
+ * generation's match: opening, colours, seed), their games and figures
+ * written with the round counted, in one transaction (a round stopped
+ * before it is played again). 0 (r->nreplay: games to play; 0: none, the
+ * rounds are over), 1 when stopped, or CYCLE_E*. */
+static int retry_round(Run *r, const char *dir, char *err)
+{
+	const CycleOptions *opt = r->opt;
+	int ret = with_read(r, find_replays, err);
+	if (ret < 0 || r->nreplay == 0) return ret;
+	MatchResult mr[CYCLE_OPPONENTS_MAX];
+	memset(mr, 0, sizeof mr);
+	int *only = malloc(r->games.n * sizeof *only);
+	char gdir[BOOKDB_PATH_LEN + 32], rdir[BOOKDB_PATH_LEN + 64], odir[BOOKDB_PATH_LEN + 96];
+	snprintf(gdir, sizeof gdir, "%s/gen-%04d", dir, r->gen);
+	snprintf(rdir, sizeof rdir, "%s/retry-%d", gdir, r->st.retried + 1);
+	if (!only) ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
+	for (const char *d = gdir; ret == 0 && d; d = d == gdir ? rdir : NULL)
+		if (mkdir(d, 0777) < 0 && errno != EEXIST)
+			ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_EBOOK, "%s: %s", d,
+			                 strerror(errno));
+	for (int j = 0; j < r->nopp && ret == 0; j++) {
+		MatchOptions mo = opt->match;
+		if (opt->opponents) mo.side[1] = opt->opponents[j];
+		mo.side[0].book = opt->book;
+		mo.seed = opt->match.seed + (uint64_t)(r->gen - 1); /* the generation's match */
+		int k = 0;
+		for (size_t g = 0; g < r->games.n; g++) {
+			const CycleGame *gm = &r->games.games[g];
+			if (!r->replay[g] || gm->opponent != j) continue;
+			int idx = match_game_index(&mo, gm->opening - 1, (Color)gm->book_color);
+			if (idx >= 0) only[k++] = idx;
+		}
+		if (!k) continue;
+		qsort(only, (size_t)k, sizeof *only, cmp_int);
+		int u = 0;
+		for (int i = 0; i < k; i++)
+			if (!u || only[i] != only[u - 1]) only[u++] = only[i];
+		mo.only = only;
+		mo.nonly = u;
+		mo.out_dir = rdir;
+		if (r->nopp > 1) {
+			snprintf(odir, sizeof odir, "%s/opponent-%d", rdir, j + 1);
+			mo.out_dir = odir;
+		}
+		mo.cancel = opt->stop;
+		char merr[MATCH_ERRLEN];
+		if (match_run(&mr[j], &mo, merr) < 0)
+			ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ESTEP, "match: %s", merr);
+		else if (opt->stop && *opt->stop)
+			ret = 1;
+	}
+	if (ret == 0) {
+		CycleState next = r->st;
+		next.retried++;
+		r->retry_mr = mr;
+		ret = with_txn(r, save_retries, &next, err);
+		r->retry_mr = NULL;
+		if (ret == 0 && (ret = with_read(r, load_state, err)) == 0) games_openings(r);
+	}
+	for (int j = 0; j < r->nopp; j++) match_result_free(&mr[j]);
+	free(only);
+	return ret;
+}
+
 int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err)
 {
 	Run r = {.opt = opt, .nopp = opt->opponents ? opt->nopponents : 1};
@@ -830,6 +974,9 @@ int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err)
 	if (!opt->book || opt->generations < 1 || opt->plies < 0)
 		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EINVAL,
 		                  "cycle: a book, --generations >= 1 and --plies >= 0 are needed");
+	if (opt->retries < 0 || (opt->retries > 0 && opt->delete_rule != CYCLE_DELETE_LAST))
+		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EINVAL,
+		                  "cycle: --retries needs --delete last (and is at least 0)");
 	if (r.nopp < 1 || r.nopp > CYCLE_OPPONENTS_MAX)
 		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EINVAL,
 		                  "cycle: 1 to %d opponents are needed", CYCLE_OPPONENTS_MAX);
@@ -873,23 +1020,16 @@ int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err)
 			r.st = next;
 		}
 		if (opt->delete_rule == CYCLE_DELETE_LAST) {
-			/* Backtracking and keeping, until neither marks anything (each
-			 * round's marks and figures with the state: a rerun goes on). */
-			for (int round = 0; round < KEEP_ROUNDS; round++) {
-				size_t any = 0;
+			if ((ret = backtrack_rounds(&r, gen, err)) > 0) goto stopped;
+			if (ret < 0) goto out;
+			while (r.st.retried < opt->retries) {
 				if (opt->stop && *opt->stop) goto stopped;
-				announce(opt, gen, "backtrack");
-				if ((ret = with_txn(&r, step_backtrack, NULL, err)) < 0) goto out;
-				any += r.round_marked;
-				if (r.round_marked &&
-				    (ret = with_book(&r, step_minimax, NULL, err)) < 0)
-					goto out;
-				if ((ret = with_txn(&r, step_keep, NULL, err)) < 0) goto out;
-				any += r.round_marked;
-				if (r.round_marked &&
-				    (ret = with_book(&r, step_minimax, NULL, err)) < 0)
-					goto out;
-				if (!any) break;
+				announce(opt, gen, "retry");
+				if ((ret = retry_round(&r, dir, err)) > 0) goto stopped;
+				if (ret < 0) goto out;
+				if (!r.nreplay) break;
+				if ((ret = backtrack_rounds(&r, gen, err)) > 0) goto stopped;
+				if (ret < 0) goto out;
 			}
 		}
 		CycleState next = {.gen = gen};
@@ -924,5 +1064,6 @@ out:
 	cycle_games_free(&r.games);
 	cycle_table_free(&r.table);
 	cycle_keys_free(&r.queued);
+	free(r.replay);
 	return ret;
 }

@@ -100,7 +100,8 @@ struct Match {
 	bool timed;          /* moves take wall time: T lines in the records */
 	BookDB *book[2];     /* per side; may be the same handle */
 	int *order;          /* pair -> opening index */
-	atomic_int next;     /* next game to hand out */
+	atomic_int next;     /* next game to hand out (of opt->only, when given) */
+	int ngames;          /* games to play: opt->games, or opt->nonly */
 	atomic_int finished; /* workers that have returned */
 	/* The engines' cancel flag: raised when the caller's is (copied by
 	 * match_run while the workers play) or when the SPRT has its verdict. */
@@ -428,10 +429,10 @@ static void progress(Match *m, const char *phase)
 	const MatchOptions *opt = m->opt;
 	double now = clock_s();
 	if (!opt->progress ||
-	    (!strcmp(phase, "game") && now - m->last_progress < 1.0 && m->done < opt->games))
+	    (!strcmp(phase, "game") && now - m->last_progress < 1.0 && m->done < m->ngames))
 		return;
 	m->last_progress = now;
-	MatchProgress p = {m->done,           opt->games, now - m->start,
+	MatchProgress p = {m->done,           m->ngames,  now - m->start,
 	                   opt->sprt != NULL, m->decided, m->res};
 	opt->progress(opt->progress_ctx, phase, &p);
 }
@@ -450,7 +451,7 @@ static void sprt_step(Match *m)
 		return;
 	m->decided = true;
 	m->halt = 1; /* the games in flight are abandoned */
-	atomic_store(&m->next, m->opt->games);
+	atomic_store(&m->next, m->ngames);
 }
 
 /* Counts game index (under the lock); a pair counts when its second game does. */
@@ -493,8 +494,9 @@ static void *worker_main(void *arg)
 	Worker *w = arg;
 	Match *m = w->m;
 	for (;;) {
-		int i = atomic_fetch_add(&m->next, 1);
-		if (i >= m->opt->games || cancelled(m)) break;
+		int k = atomic_fetch_add(&m->next, 1);
+		if (k >= m->ngames || cancelled(m)) break;
+		int i = m->opt->only ? m->opt->only[k] : k;
 		MatchGame *g = &m->res->games[i];
 		int rc = play_game(w, i, g);
 		if (rc == 1) g->played = false;
@@ -511,7 +513,7 @@ static void *worker_main(void *arg)
 		}
 		pthread_mutex_unlock(&m->lock);
 		if (rc < 0) {
-			atomic_store(&m->next, m->opt->games); /* stop handing out games */
+			atomic_store(&m->next, m->ngames); /* stop handing out games */
 			break;
 		}
 	}
@@ -593,6 +595,16 @@ static int check_options(const MatchOptions *opt, int max_moves, char *err)
 {
 	if (opt->games < 1)
 		return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "--games must be at least 1");
+	if (opt->only) {
+		bool ok = opt->nonly >= 1;
+		for (int k = 0; k < opt->nonly && ok; k++)
+			ok = opt->only[k] >= 0 && opt->only[k] < opt->games &&
+			     (k == 0 || opt->only[k] > opt->only[k - 1]);
+		if (!ok)
+			return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL,
+			                  "the games to play must be ascending indices below %d",
+			                  opt->games);
+	}
 	if (opt->concurrency < 1 || opt->concurrency > MATCH_CONCURRENCY_MAX)
 		return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "--concurrency must be 1..%d",
 		                  MATCH_CONCURRENCY_MAX);
@@ -693,6 +705,21 @@ static int *shuffled(int n, uint64_t seed)
 	return order;
 }
 
+int match_game_index(const MatchOptions *opt, int opening, Color a)
+{
+	if (opt->nopenings <= 0) {
+		if (opening != -1) return -1;
+		int i = a == BLACK ? 0 : 1;
+		return i < opt->games ? i : -1;
+	}
+	int *order = shuffled(opt->nopenings, opt->seed);
+	int found = -1;
+	for (int p = 0; order && 2 * p < opt->games && found < 0; p++)
+		if (order[p % opt->nopenings] == opening) found = 2 * p + (a == BLACK ? 0 : 1);
+	free(order);
+	return found < opt->games ? found : -1;
+}
+
 void match_result_free(MatchResult *r)
 {
 	if (!r) return;
@@ -712,14 +739,17 @@ int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 	if (opt->out_dir && mkdir(opt->out_dir, 0777) < 0 && errno != EEXIST)
 		return errmsg_set(err, MATCH_ERRLEN, MATCH_EIO, "%s: %s", opt->out_dir,
 		                  strerror(errno));
-	Match m = {.opt = opt, .max_moves = max_moves, .res = out};
+	Match m = {.opt = opt,
+	           .max_moves = max_moves,
+	           .res = out,
+	           .ngames = opt->only ? opt->nonly : opt->games};
 	m.clocked = opt->budget.kind == SEARCH_BUDGET_CLOCK;
 	m.timed = m.clocked || opt->budget.kind == SEARCH_BUDGET_MOVETIME;
 	if (opt->sprt) {
 		out->sprt = true;
 		match_sprt_bounds(opt->sprt, &out->llr_lower, &out->llr_upper);
 	}
-	int nworkers = opt->concurrency < opt->games ? opt->concurrency : opt->games;
+	int nworkers = opt->concurrency < m.ngames ? opt->concurrency : m.ngames;
 	Worker *workers = calloc((size_t)nworkers, sizeof *workers);
 	out->games = calloc((size_t)opt->games, sizeof *out->games);
 	m.counted = calloc((size_t)opt->games, sizeof *m.counted);

@@ -149,7 +149,19 @@ typedef struct {
 	const volatile sig_atomic_t *cancel;
 	/* Driver settings for USI engines (timeouts...); NULL: the defaults. */
 	const UsiEngineConfig *usi;
+	/* Only these game indices (0-based, each below games, ascending) of the
+	 * match are played, as they would be in the whole match (the same
+	 * opening, colours and node draws); the others are not (played false).
+	 * NULL: every game. */
+	const int *only;
+	int nonly;
 } MatchOptions;
+
+/* The index of the first game of opt's match (opt->games games, opt->seed's
+ * order of the openings) that plays opening (an index into opt->openings; -1
+ * the start position, when there are none) with A as colour a; -1 when the
+ * match plays no such game. */
+int match_game_index(const MatchOptions *opt, int opening, Color a);
 
 /* One game, from A's point of view. */
 typedef struct {

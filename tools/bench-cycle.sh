@@ -18,7 +18,10 @@
 #      CYCLE_THINK_NODES (100000) nodes, MultiPV CYCLE_MULTIPV (2), for
 #      CYCLE_ENGINE_SECONDS (225) engine-seconds a generation on
 #      CYCLE_ENGINES (2) engines (the engines' own CPU time: a busy machine
-#      takes longer, the engines think as much); minimax;
+#      takes longer, the engines think as much); minimax; then up to
+#      CYCLE_RETRIES (3) rounds of playing again the lost games the book now
+#      plays differently (cycle --retries: no thinking, each round tries the
+#      next alternative of each lost line), each followed by backtracking;
 #   4. the finished book against an opponent it never met: fairy-stockfish
 #      with each search's nodes drawn within CYCLE_JITTER (5) percent
 #      (match --nodes-jitter: other games than the ones the book was made
@@ -47,7 +50,7 @@ set -eu
 J=${JOSEKI:-./joseki}
 FS=${FAIRY_STOCKFISH:-/usr/games/fairy-stockfish}
 if [ "${BENCH_CYCLE_SMOKE:-0}" = 1 ]; then
-	NOPEN=2 GENS=1 NODES=2000 TNODES=2000 SECS=2 UNMET=4 CLOCK=2 TC=1+0.05
+	NOPEN=2 GENS=1 NODES=2000 TNODES=2000 SECS=2 UNMET=4 CLOCK=2 TC=1+0.05 RETRIES=1
 else
 	NOPEN=${CYCLE_OPENINGS:-50}
 	GENS=${CYCLE_GENERATIONS:-8}
@@ -57,6 +60,7 @@ else
 	UNMET=${CYCLE_UNMET_GAMES:-$((2 * NOPEN))}
 	CLOCK=${CYCLE_CLOCK_GAMES:-$((2 * NOPEN))}
 	TC=${CYCLE_TC:-10+0.1}
+	RETRIES=${CYCLE_RETRIES:-3}
 fi
 GOAL=${CYCLE_GOAL:-0.90}
 MULTIPV=${CYCLE_MULTIPV:-2}
@@ -85,7 +89,8 @@ while [ "$g" -lt "$GENS" ]; do
 	$J cycle "$W/book" --generations "$g" --games $((2 * n)) --openings "$W/openings.txt" \
 		--opponent "$FS" --nodes "$NODES" --restart-engines --concurrency "$CONC" \
 		--engines "$ENGINES" --probe --probe-plies "$PLIES" --think-nodes "$TNODES" \
-		--multipv "$MULTIPV" --engine-seconds "$SECS" --roots-only --json --quiet >"$W/cycle.json"
+		--multipv "$MULTIPV" --engine-seconds "$SECS" --retries "$RETRIES" --roots-only --json \
+		--quiet >"$W/cycle.json"
 	score=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["table"][-1]["score"])' "$W/cycle.json")
 	echo "bench-cycle: generation $g score $score ($(($(date +%s) - start)) s)" >&2
 	if python3 -c 'import sys; sys.exit(float(sys.argv[1]) < float(sys.argv[2]))' "$score" "$GOAL"; then
@@ -96,16 +101,20 @@ python3 - "$W/cycle.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 print("cycle table (the book side against fairy-stockfish)")
-print("  gen  games  score    +W  =D  -L  book_plies  exit_ply  thought  engine_s  avoided  repeats  won_lost")
+print("  gen  games  score    +W  =D  -L  book_plies  exit_ply  thought  engine_s  avoided  repeats  won_lost  retried  retry_won")
 total = 0.0
+games = 0
 for r in d["table"]:
     total += r["engine_seconds"]
+    games += r["games"] + r.get("retried", 0)
     ex = r["exit_ply"]
-    print("  %3d  %5d  %.3f  %4d %3d %3d  %10.1f  %8s  %7d  %8.1f  %7d  %7d  %8d" % (
+    print("  %3d  %5d  %.3f  %4d %3d %3d  %10.1f  %8s  %7d  %8.1f  %7d  %7d  %8d  %7d  %9d" % (
         r["generation"], r["games"], r["score"], r["wins"], r["draws"], r["losses"],
         r["book_plies"], ex["median"] if ex["games"] else "-", r["thought"],
-        r["engine_seconds"], r["avoided"], r["repeats"], r["won_lost"]))
-print("thinking: %.1f engine-minutes in %d generations" % (total / 60, len(d["table"])))
+        r["engine_seconds"], r["avoided"], r["repeats"], r["won_lost"],
+        r.get("retried", 0), r.get("retry_wins", 0)))
+print("thinking: %.1f engine-minutes in %d generations; %d games played (matches and retries)" % (
+    total / 60, len(d["table"]), games))
 EOF
 
 # The book against an opponent it never met, then the same engine without it.

@@ -159,11 +159,12 @@ static void on_generation(void *ctx, const CycleGenStats *g)
 		printf(
 		    "cycle generation %d opponent %d games %d score %.3f (+%d =%d -%d) book_plies "
 		    "%.1f exit_ply %d thought %llu engine_s %.1f avoided_new %llu repeats %llu "
-		    "won_lost %llu %s\n",
+		    "won_lost %llu retried %d retry_wins %d %s\n",
 		    r->generation, r->opponent, r->games, row_score(r), r->wins, r->draws,
 		    r->losses, row_book_plies(r), r->exit_median, (unsigned long long)r->thought,
 		    r->engine_ms / 1e3, (unsigned long long)r->marked,
-		    (unsigned long long)r->repeats, (unsigned long long)r->won_lost, r->name);
+		    (unsigned long long)r->repeats, (unsigned long long)r->won_lost, r->retried,
+		    r->retry_wins, r->name);
 	}
 	fflush(stdout);
 }
@@ -197,7 +198,7 @@ static int print_table(const char *book, int done, uint64_t generations, bool st
 			    rows,
 			    json_pack(
 			        "{s:i, s:i, s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:{s:i, s:i, s:i, "
-			        "s:i}, s:I, s:I, s:I, s:I, s:I, s:f}",
+			        "s:i}, s:I, s:I, s:I, s:I, s:I, s:f, s:i, s:i}",
 			        "generation", r->generation, "opponent", r->opponent, "name",
 			        r->name, "games", r->games, "wins", r->wins, "draws", r->draws,
 			        "losses", r->losses, "score", row_score(r), "book_plies",
@@ -206,7 +207,8 @@ static int print_table(const char *book, int done, uint64_t generations, bool st
 			        (json_int_t)r->queued, "thought", (json_int_t)r->thought, "avoided",
 			        (json_int_t)r->marked, "repeats", (json_int_t)r->repeats,
 			        "won_lost", (json_int_t)r->won_lost, "engine_seconds",
-			        r->engine_ms / 1e3));
+			        r->engine_ms / 1e3, "retried", r->retried, "retry_wins",
+			        r->retry_wins));
 		}
 		json_t *o = json_pack("{s:i, s:I, s:b, s:o}", "generations", done, "of",
 		                      (json_int_t)generations, "stopped", stopped, "table", rows);
@@ -216,19 +218,20 @@ static int print_table(const char *book, int done, uint64_t generations, bool st
 		json_decref(o);
 	} else if (t.n) {
 		printf("cycle table\n  gen  opp  games  score    +W   =D   -L  book_plies  exit_ply"
-		       "  thought  engine_s  avoided  repeats  won_lost  opponent\n");
+		       "  thought  engine_s  avoided  repeats  won_lost  retried  retry_won  "
+		       "opponent\n");
 		for (size_t i = 0; i < t.n; i++) {
 			const CycleRow *r = &t.rows[i];
 			char exit[16] = "-";
 			if (r->exits) snprintf(exit, sizeof exit, "%d", r->exit_median);
 			printf(
 			    "  %3d  %3d  %5d  %.3f  %4d %4d %4d  %10.1f  %8s  %7llu  %8.1f  %7llu  "
-			    "%7llu  %8llu  %s\n",
+			    "%7llu  %8llu  %7d  %9d  %s\n",
 			    r->generation, r->opponent, r->games, row_score(r), r->wins, r->draws,
 			    r->losses, row_book_plies(r), exit, (unsigned long long)r->thought,
 			    r->engine_ms / 1e3, (unsigned long long)r->marked,
 			    (unsigned long long)r->repeats, (unsigned long long)r->won_lost,
-			    r->name);
+			    r->retried, r->retry_wins, r->name);
 		}
 	}
 	cycle_table_free(&t);
@@ -265,7 +268,7 @@ int cmd_cycle(int argc, char **argv)
 	int nopp = 0, nopp_opts = 0, delete_rule = CYCLE_DELETE_LAST,
 	    extend_rule = CYCLE_EXTEND_LOST;
 	uint64_t generations = 0, games = 0, nodes = 10000, concurrency = 1, max_moves = 0,
-	         seed = 0, probe_plies = 0;
+	         seed = 0, probe_plies = 0, retries = 0;
 	uint64_t think_nodes = 10000, positions = 0, seconds = 0, plies = 8, min_games = 1;
 	double engine_seconds = 0;
 	int multipv = 4;
@@ -315,6 +318,9 @@ int cmd_cycle(int argc, char **argv)
 	            "extend: the plies queued after the book ran out (default 8)"),
 	    CLI_ENUM("--delete", &delete_rule, "last|all|none", DELETES,
 	             "prune: each lost game's last decision, or every losing move (default last)"),
+	    CLI_NUM("--retries", &retries, 0, 1000, "N",
+	            "--delete last: rounds a generation of playing the lost games again where the "
+	            "book now plays them differently (default 0)"),
 	    CLI_ENUM("--extend", &extend_rule, "lost|all|none", EXTENDS,
 	             "the games the book follows further (default lost)"),
 	    CLI_REAL("--max-winrate", &max_winrate, 0, 1, "R",
@@ -441,6 +447,7 @@ int cmd_cycle(int argc, char **argv)
 	    .nopponents = nopp,
 	    .prune = {.max_winrate = max_winrate, .min_games = (uint32_t)min_games},
 	    .delete_rule = (CycleDelete)delete_rule,
+	    .retries = (int)retries,
 	    .extend_rule = (CycleExtend)extend_rule,
 	    .plies = (int)plies,
 	    .think =

@@ -9,8 +9,8 @@
  * opponent in range, an opening not negative and a non-empty spec lying
  * inside the parsed text, which position_parse then reads without crashing
  * (it may refuse it: the cycle's steps check each game); a table's rows have
- * a generation from 1, an opponent in range, counts not negative and a name
- * ending within its buffer.
+ * a generation from 1, an opponent in range, counts not negative (the
+ * retries' too, in a "v2" table) and a name ending within its buffer.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,7 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const CycleRow *r = &t.rows[i];
 		if (r->generation < 1 || r->opponent < 1 || r->opponent > CYCLE_OPPONENTS_MAX ||
 		    r->games < 0 || r->wins < 0 || r->draws < 0 || r->losses < 0 ||
-		    r->book_moves < 0 || r->exits < 0 || !memchr(r->name, 0, sizeof r->name))
+		    r->book_moves < 0 || r->exits < 0 || r->retried < 0 || r->retry_wins < 0 ||
+		    !memchr(r->name, 0, sizeof r->name))
 			abort();
 	}
 	cycle_table_free(&t);

@@ -37,7 +37,8 @@ static void test_bench_cycle__the_smoke_form_prints_every_table(void **state)
 	const char *row = strstr(out, "\n    1      4  ");
 	if (!row) fail_msg("no row for generation 1:\n%s", out);
 	assert_non_null(strstr(out, "\nthinking: "));
-	assert_non_null(strstr(out, " engine-minutes in 1 generations\n"));
+	assert_non_null(strstr(out, " engine-minutes in 1 generations; "));
+	assert_non_null(strstr(out, " games played (matches and retries)\n"));
 	assert_non_null(strstr(out, "\nunmet book games 4 book_plies "));
 	assert_non_null(strstr(out, "\nunmet no-book games 4 book_plies 0.0 score "));
 	assert_non_null(strstr(out, "\nunmet book over no-book games 4 score "));

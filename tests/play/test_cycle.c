@@ -348,6 +348,79 @@ static void test_cycle__backtracking_changes_the_last_decision_of_a_lost_game(vo
 }
 
 /*
+ * --retries plays again, of each opening, colour and opponent's games, the
+ * newest, when it was lost and the book now plays it differently: a lost
+ * game whose last decision backtracking changed is; one the book would
+ * play again as it was, a won one, an older game of the same slot and one
+ * of an opening not known are not.
+ */
+static void
+test_cycle__the_games_played_again_are_the_newest_lost_ones_the_book_changed(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], err[CYCLE_ERRLEN];
+	BookDB *db = open_book(dir, path, sizeof path);
+	static const PlantMove START[] = {{"7g7f", 100}, {"2g2f", 50}};
+	static const PlantMove M2[] = {{"2g2f", 80}, {"6g6f", 40}};
+	static const PlantMove M3[] = {{"2f2e", 60}};
+	plant(db, "startpos", START, 2, true);
+	plant(db, P2, M2, 2, true);
+	plant(db, P3, M3, 1, true);
+	CycleGame g[] = {
+	    /* 0: lost, opening 1, Black, opponent 0: an older game of slot 3's */
+	    {P3 " 2f2e 8d8e 6i7h", BLACK, -1, 0, 1, 0},
+	    /* 1: won */
+	    {"startpos moves 2g2f", BLACK, 1, 0, 2, 0},
+	    /* 2: lost against opponent 1 from the same opening: its own slot */
+	    {P3 " 2f2e 8d8e 6i7h", BLACK, -1, 1, 1, 0},
+	    /* 3: the newest of slot (0, 1, Black) */
+	    {P3 " 2f2e 8d8e 6i7h", BLACK, -1, 0, 1, 0},
+	    /* 4: lost as White, a line the book has nothing for */
+	    {"startpos moves 7g7f 3c3d", WHITE, -1, 0, 3, 0},
+	};
+	bool replay[5];
+	size_t count;
+	BookTxn *t;
+	/* Before backtracking the book plays each lost game as it was. */
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(cycle_replays_txn(&count, replay, t, g, 5, err), 0);
+	bookdb_txn_abort(t);
+	assert_int_equal(count, 0);
+	for (int i = 0; i < 5; i++) assert_false(replay[i]);
+	CyclePruneOptions o = {.max_winrate = 0.30, .min_games = 1};
+	CycleBacktrackStats bs;
+	backtrack(db, &bs, NULL, g, 5, &o);
+	assert_int_equal(bs.marked, 1); /* P2's 2g2f: the book now plays 6g6f there */
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(cycle_replays_txn(&count, replay, t, g, 5, err), 0);
+	assert_int_equal(count, 2);
+	assert_false(replay[0]);
+	assert_false(replay[1]);
+	assert_true(replay[2]);
+	assert_true(replay[3]);
+	assert_false(replay[4]);
+	/* An opening not known (a game read from a file) is not played again. */
+	g[0].opening = g[2].opening = g[3].opening = -1;
+	assert_int_equal(cycle_replays_txn(&count, replay, t, g, 5, err), 0);
+	assert_int_equal(count, 0);
+	/* Game 0, no longer of game 3's slot, is the newest of its own. */
+	g[0].opening = 1;
+	assert_int_equal(cycle_replays_txn(&count, replay, t, g, 5, err), 0);
+	assert_int_equal(count, 1);
+	assert_true(replay[0]);
+	g[0].opening = -1;
+	/* A bad game is named. */
+	g[3].opening = 1;
+	g[3].spec = "startpos moves 7g7f 7g7f";
+	assert_int_equal(cycle_replays_txn(&count, replay, t, g, 5, err), CYCLE_EINVAL);
+	assert_non_null(strstr(err, "game 4"));
+	bookdb_txn_abort(t);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
  * What won is kept: where the book would now choose another move than a won
  * game's, the moves it ranks above the game's are avoided; where its record
  * does not hold the game's move (the game's engine played it: a position
@@ -732,19 +805,21 @@ static void note_generation(void *ctx, const CycleGenStats *g)
 	c->generations++;
 }
 
-static void test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in(void **state)
+/* The in-process cycle over the planted book in a new dir: one generation
+ * of 2 games, the built-in engine on both sides and for think (*eng, stopped
+ * by c's flag), with c's callbacks. */
+static CycleOptions stop_options(char **dir, char *path, size_t pathlen, StopCtx *c,
+                                 SearchEngine **eng, const char **openings, CycleDelete del)
 {
-	(void)state;
-	char *dir = ts_mkdtemp(), path[600], err[CYCLE_ERRLEN];
-	BookDB *db = open_book(dir, path, sizeof path);
+	*dir = ts_mkdtemp();
+	BookDB *db = open_book(*dir, path, pathlen);
 	static const PlantMove P[] = {{"P*1e", 500}, {"G*5b", 300}};
 	plant(db, PLANTED, P, 2, true);
 	bookdb_free(db);
-	StopCtx c = {0};
-	SearchEngine *eng;
-	assert_int_equal(builtin_engine_new(&eng, 16, &c.stop), 0);
-	const char *openings[] = {PLANTED};
-	CycleOptions o = {
+	memset(c, 0, sizeof *c);
+	assert_int_equal(builtin_engine_new(eng, 16, &c->stop), 0);
+	openings[0] = PLANTED;
+	return (CycleOptions){
 	    .book = path,
 	    .generations = 1,
 	    .match = {.side = {{.engine = "builtin"}, {.engine = "builtin"}},
@@ -754,22 +829,33 @@ static void test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in(void **sta
 	              .nopenings = 1,
 	              .concurrency = 1},
 	    .prune = {.max_winrate = 0.3, .min_games = 1},
-	    .delete_rule = CYCLE_DELETE_ALL,
+	    .delete_rule = del,
 	    .plies = 4,
-	    .think = {.engines = &eng,
+	    .think = {.engines = eng,
 	              .nengines = 1,
 	              .budget = {.kind = SEARCH_BUDGET_NODES, .amount = 300},
 	              .multipv = 2,
 	              .max_positions = 1,
-	              .stop = &c.stop,
+	              .stop = &c->stop,
 	              .roots = openings,
 	              .nroots = 1},
 	    .minimax = bookmm_hook(NULL),
-	    .stop = &c.stop,
+	    .stop = &c->stop,
 	    .on_generation = note_generation,
 	    .on_step = note_step,
-	    .ctx = &c,
+	    .ctx = c,
 	};
+}
+
+static void test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in(void **state)
+{
+	(void)state;
+	char *dir, path[600], err[CYCLE_ERRLEN];
+	StopCtx c;
+	SearchEngine *eng;
+	const char *openings[1];
+	CycleOptions o =
+	    stop_options(&dir, path, sizeof path, &c, &eng, openings, CYCLE_DELETE_ALL);
 	int done;
 	bool stopped;
 	/* Stopped as extend begins: extend (one transaction) ends, and match,
@@ -794,6 +880,134 @@ static void test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in(void **sta
 	assert_int_equal(c.last.losses, 2);
 	assert_int_equal(c.last.marked, 1); /* prune's figure, kept across the stop */
 	assert_int_equal(c.last.avoided, 1);
+	search_free(eng);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
+ * --retries on the planted book: generation 1 loses both games; backtracking
+ * turns the book from P*1e to G*5b, and the lost Black game, played again
+ * within the generation (its record under retry-1), is won; the White game,
+ * which the book has no say in, is not played again. The generation's score
+ * stays its match's; the table counts the game played again and its win, in
+ * the text, the JSON and the book (v2 rows), and an older table without them
+ * still reads. Stopped as the round begins, the same run resumes with it.
+ */
+static void test_cycle__retries_play_the_lost_games_again_within_the_generation(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], open_path[700], rec_path[800];
+	planted_book(dir, path, sizeof path, open_path, sizeof open_path);
+	char cmd[2000], *out = NULL, *err = NULL;
+	const char *args = "--games 2 --nodes 2000 --think-nodes 300 --positions 2 --multipv 2 "
+	                   "--delete last --retries 2 --quiet";
+	snprintf(cmd, sizeof cmd, "%s cycle %s --generations 1 --openings %s %s", ts_joseki(), path,
+	         open_path, args);
+	int rc = ts_run(cmd, &out, &err);
+	if (rc) fail_msg("%s: exit %d\n%s%s", cmd, rc, out, err);
+	assert_non_null(strstr(out, "cycle generation 1 games 2 score 0.000 (+0 =0 -2)"));
+	assert_non_null(strstr(out, "repeats 1 won_lost 0 retried 1 retry_wins 1 "));
+	assert_non_null(strstr(out, "retried  retry_won  opponent"));
+	free(out);
+	free(err);
+	snprintf(rec_path, sizeof rec_path, "%s/cycle/gen-0001/retry-1/game-0001.csa", path);
+	char *csa = ts_read_file(rec_path, NULL);
+	assert_non_null(csa);
+	assert_non_null(strstr(csa, "+0052KI")); /* G*5b, from the book */
+	free(csa);
+	snprintf(rec_path, sizeof rec_path, "%s/cycle/gen-0001/retry-1/game-0002.csa", path);
+	assert_null(ts_read_file(rec_path, NULL));
+	/* Generation 2's match wins the Black game; nothing is left to play again. */
+	snprintf(cmd, sizeof cmd, "%s cycle %s --generations 2 --openings %s %s --json",
+	         ts_joseki(), path, open_path, args);
+	rc = ts_run(cmd, &out, &err);
+	if (rc) fail_msg("%s: exit %d\n%s%s", cmd, rc, out, err);
+	json_error_t je;
+	json_t *j = json_loads(out, 0, &je);
+	assert_non_null(j);
+	json_t *rows = json_object_get(j, "table");
+	assert_int_equal(json_array_size(rows), 2);
+	json_t *r1 = json_array_get(rows, 0), *r2 = json_array_get(rows, 1);
+	assert_int_equal(ts_jint(r1, "retried"), 1);
+	assert_int_equal(ts_jint(r1, "retry_wins"), 1);
+	assert_int_equal(ts_jint(r1, "losses"), 2);
+	assert_int_equal(ts_jint(r2, "wins"), 1);
+	assert_int_equal(ts_jint(r2, "retried"), 0);
+	json_decref(j);
+	free(out);
+	free(err);
+	/* Only with --delete last. */
+	rc = ts_runf(&out, &err,
+	             "%s cycle %s --generations 3 --openings %s --games 2 --delete all "
+	             "--retries 1 --quiet",
+	             ts_joseki(), path, open_path);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "--retries needs --delete last"));
+	free(out);
+	free(err);
+	/* A table written before --retries (17 numbers a row) reads with 0s. */
+	static const char OLD[] = "1 1 2 0 0 2 0 2 1 1 1 0 2 1 1 0 500 Some Engine 1.0\n";
+	CycleTable tb;
+	assert_int_equal(cycle_table_parse(&tb, OLD, sizeof OLD - 1), 0);
+	assert_int_equal(tb.n, 1);
+	assert_int_equal(tb.rows[0].engine_ms, 500);
+	assert_int_equal(tb.rows[0].retried, 0);
+	assert_string_equal(tb.rows[0].name, "Some Engine 1.0");
+	cycle_table_free(&tb);
+	static const char NEW[] = "v2\n1 1 2 0 0 2 0 2 1 1 1 0 2 1 1 0 500 7 3 Some Engine\n";
+	assert_int_equal(cycle_table_parse(&tb, NEW, sizeof NEW - 1), 0);
+	assert_int_equal(tb.rows[0].retried, 7);
+	assert_int_equal(tb.rows[0].retry_wins, 3);
+	assert_string_equal(tb.rows[0].name, "Some Engine");
+	cycle_table_free(&tb);
+	static const char SHORT[] = "v2\n1 1 2 0 0 2 0 2 1 1 1 0 2 1 1 0 500\n";
+	assert_int_equal(cycle_table_parse(&tb, SHORT, sizeof SHORT - 1), BOOKDB_ECORRUPT);
+	cycle_table_free(&tb);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+static void test_cycle__a_stopped_retry_round_is_played_when_run_again(void **state)
+{
+	(void)state;
+	char *dir, path[600], err[CYCLE_ERRLEN];
+	StopCtx c;
+	SearchEngine *eng;
+	const char *openings[1];
+	CycleOptions o =
+	    stop_options(&dir, path, sizeof path, &c, &eng, openings, CYCLE_DELETE_LAST);
+	o.retries = 1;
+	int done;
+	bool stopped;
+	c.stop_at = "retry";
+	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
+	assert_true(stopped);
+	assert_int_equal(done, 0);
+	assert_non_null(strstr(c.steps, "1:minimax 1:backtrack "));
+	size_t l = strlen(c.steps);
+	assert_string_equal(c.steps + l - 8, "1:retry ");
+	c.stop = 0;
+	c.stop_at = NULL;
+	c.steps[0] = 0;
+	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
+	assert_false(stopped);
+	assert_int_equal(done, 1);
+	/* Backtracking again marks nothing; the round is played, and after it
+	 * backtracking finds nothing to change. */
+	assert_string_equal(c.steps, "1:backtrack 1:retry 1:backtrack ");
+	assert_int_equal(c.last.nrows, 1);
+	assert_int_equal(c.last.rows[0].retried, 1);
+	assert_int_equal(c.last.rows[0].retry_wins, 1);
+	assert_int_equal(c.last.losses, 2); /* the generation's match */
+	/* Another generation: the match wins with G*5b; the lost White game
+	 * cannot change: no round is played. */
+	o.generations = 2;
+	c.steps[0] = 0;
+	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
+	assert_int_equal(done, 2);
+	assert_int_equal(c.last.wins, 1);
+	assert_int_equal(c.last.rows[0].retried, 0);
 	search_free(eng);
 	ts_rmtree(dir);
 	free(dir);
@@ -1209,6 +1423,8 @@ int main(void)
 	    cmocka_unit_test(test_cycle__prune_marks_moves_at_the_threshold_and_undo_clears_them),
 	    cmocka_unit_test(test_cycle__prune_deletes_what_loses_badly_against_one_opponent),
 	    cmocka_unit_test(test_cycle__backtracking_changes_the_last_decision_of_a_lost_game),
+	    cmocka_unit_test(
+	        test_cycle__the_games_played_again_are_the_newest_lost_ones_the_book_changed),
 	    cmocka_unit_test(test_cycle__a_won_game_is_kept_when_values_move),
 	    cmocka_unit_test(test_cycle__export_query_and_minimax_leave_avoided_moves_out),
 	    cmocka_unit_test(
@@ -1216,6 +1432,8 @@ int main(void)
 	    cmocka_unit_test(
 	        test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_rises),
 	    cmocka_unit_test(test_cycle__a_usi_engine_plays_and_thinks),
+	    cmocka_unit_test(test_cycle__retries_play_the_lost_games_again_within_the_generation),
+	    cmocka_unit_test(test_cycle__a_stopped_retry_round_is_played_when_run_again),
 	    cmocka_unit_test(test_cycle__probe_grows_the_lines_the_opponent_plays),
 	    cmocka_unit_test(test_cycle__restart_engines_starts_a_process_a_game),
 	    cmocka_unit_test(test_cycle__several_opponents_each_with_its_options),

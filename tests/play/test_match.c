@@ -242,6 +242,72 @@ static void test_match__progress_goes_to_the_callback_and_null_is_quiet(void **s
 	free(dir);
 }
 
+/* opt.only: the games given are played as they are in the whole match (the
+ * same opening, colours, node draws and so moves), the others not at all;
+ * match_game_index finds each game of the whole match by its opening and
+ * colour. */
+static void test_match__only_the_games_given_are_played_as_in_the_whole_match(void **state)
+{
+	(void)state;
+	static const char *const openings[] = {"startpos moves 7g7f", "startpos moves 2g2f 8c8d",
+	                                       "startpos moves 7g7f 3c3d"};
+	MatchOptions o = {
+	    .side = {{.engine = "builtin"}, {.engine = "builtin"}},
+	    .games = 6,
+	    .budget = {.kind = SEARCH_BUDGET_NODES, .amount = 1500},
+	    .openings = openings,
+	    .nopenings = 3,
+	    .concurrency = 2,
+	    .max_moves = 40,
+	    .seed = 5,
+	    .nodes_jitter = 20,
+	};
+	MatchResult all, part;
+	char err[MATCH_ERRLEN];
+	assert_int_equal(match_run(&all, &o, err), 0);
+	assert_int_equal(all.played, 6);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(match_game_index(&o, all.games[i].opening, all.games[i].a_color),
+		                 i);
+	static const int only[] = {1, 4};
+	o.only = only;
+	o.nonly = 2;
+	assert_int_equal(match_run(&part, &o, err), 0);
+	assert_int_equal(part.played, 2);
+	assert_int_equal(part.ngames, 6);
+	for (int i = 0; i < 6; i++) {
+		const MatchGame *a = &all.games[i], *b = &part.games[i];
+		assert_int_equal(b->played, i == 1 || i == 4);
+		if (!b->played) continue;
+		assert_int_equal(b->opening, a->opening);
+		assert_int_equal(b->a_color, a->a_color);
+		assert_string_equal(b->usi, a->usi);
+		assert_int_equal(b->result, a->result);
+	}
+	assert_int_equal(part.wins + part.draws + part.losses, 2);
+	match_result_free(&part);
+	match_result_free(&all);
+	/* Indices out of order, out of range, or none: refused. */
+	static const int unordered[] = {4, 1}, beyond[] = {6};
+	const int *bad[] = {unordered, beyond, only};
+	const int nbad[] = {2, 1, 0};
+	for (int k = 0; k < 3; k++) {
+		o.only = bad[k];
+		o.nonly = nbad[k];
+		assert_int_equal(match_run(&part, &o, err), MATCH_EINVAL);
+		assert_non_null(strstr(err, "ascending indices below 6"));
+	}
+	/* An opening the match does not play, and the start position without
+	 * openings: game 0 is Black's, game 1 White's. */
+	assert_int_equal(match_game_index(&o, 3, BLACK), -1);
+	assert_int_equal(match_game_index(&o, -1, BLACK), -1);
+	o.nopenings = 0;
+	assert_int_equal(match_game_index(&o, -1, WHITE), 1);
+	assert_int_equal(match_game_index(&o, 0, BLACK), -1);
+	o.games = 1;
+	assert_int_equal(match_game_index(&o, -1, WHITE), -1);
+}
+
 static void test_match__perpetual_check_loses_for_the_checking_side(void **state)
 {
 	(void)state;
@@ -1342,6 +1408,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_match__builtin_is_deterministic_for_a_seed),
+	    cmocka_unit_test(test_match__only_the_games_given_are_played_as_in_the_whole_match),
 	    cmocka_unit_test(test_match__perpetual_check_loses_for_the_checking_side),
 	    cmocka_unit_test(test_match__declarations_are_judged_by_the_rules),
 	    cmocka_unit_test(test_match__crash_and_illegal_move_lose_and_the_match_goes_on),
