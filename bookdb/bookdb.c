@@ -167,6 +167,7 @@ static int grow_map(BookDB *db)
 
 static int begin_raw(MDB_txn **out, BookDB *db, bool write)
 {
+	if (!db->env) return BOOKDB_ELMDB; /* lost in bookdb_rebuild_rewrite */
 	for (int tries = 0;; tries++) {
 		int rc = mdb_txn_begin(db->env, NULL, write ? 0 : MDB_RDONLY, out);
 		/* Another process grew the map: adopt its size and retry. */
@@ -347,6 +348,66 @@ static int check_file_size(BookDB *db, const char *path, char *err)
 	                  db->dir, (unsigned long long)st.st_size, (unsigned long long)need);
 }
 
+/* db's environment opened on dir/data.mdb (exists: the file was there) and
+ * its databases; 0 or a code with err. */
+static int env_open(BookDB *db, const BookDBOptions *opt, bool exists, char *err)
+{
+	char path[BOOKDB_PATH_LEN];
+	snprintf(path, sizeof path, "%s/data.mdb", db->dir);
+	int rc;
+	if ((rc = mdb_env_create(&db->env))) goto fail_lmdb;
+	/* LMDB's assertions name the book from here on (damage.h). */
+	bdb_damage_watch(db, false);
+	if ((rc = mdb_env_set_maxdbs(db->env, 8)) || (rc = mdb_env_set_maxreaders(db->env, 256)) ||
+	    (rc = mdb_env_set_mapsize(db->env, opt->map_size ? opt->map_size : DEFAULT_MAP_SIZE)))
+		goto fail_lmdb;
+	unsigned flags =
+	    MDB_NOTLS | (opt->read_only ? MDB_RDONLY : 0) | (opt->no_sync ? MDB_NOSYNC : 0);
+	if ((rc = mdb_env_open(db->env, db->dir, flags, 0664))) goto fail_lmdb;
+	bdb_damage_watch(db, true);
+	if (exists && (rc = check_file_size(db, path, err))) return rc;
+	if (exists) {
+		/* Adopt the size the last writer left, then honour a larger request. */
+		size_t want = opt->map_size ? opt->map_size : DEFAULT_MAP_SIZE;
+		if ((rc = mdb_env_set_mapsize(db->env, 0))) goto fail_lmdb;
+		if (!opt->read_only && bookdb_map_size(db) < want &&
+		    (rc = mdb_env_set_mapsize(db->env, want)))
+			goto fail_lmdb;
+		bdb_damage_watch(db, true);
+	}
+	if ((rc = open_dbs(db, opt, err))) return rc;
+	return 0;
+fail_lmdb:
+	return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(rc), "%s: %s", db->dir, mdb_strerror(rc));
+}
+
+bool bookdb_file_current(BookDB *db)
+{
+	char path[BOOKDB_PATH_LEN];
+	struct stat a, b;
+	int fd = -1;
+	snprintf(path, sizeof path, "%s/data.mdb", db->dir);
+	return db->env && mdb_env_get_fd(db->env, &fd) == 0 && fstat(fd, &a) == 0 &&
+	       stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+int bookdb_reopen(BookDB *db, char *err)
+{
+	unsigned flags = 0;
+	if (db->env) mdb_env_get_flags(db->env, &flags);
+	BookDBOptions o = {
+	    .read_only = db->read_only, .must_exist = true, .no_sync = (flags & MDB_NOSYNC) != 0};
+	bdb_damage_unwatch(db);
+	if (db->env) mdb_env_close(db->env);
+	db->env = NULL;
+	int rc = env_open(db, &o, true, err);
+	if (rc && db->env) {
+		mdb_env_close(db->env);
+		db->env = NULL;
+	}
+	return rc;
+}
+
 int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *err)
 {
 	BookDBOptions defaults = {0};
@@ -389,32 +450,9 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	/* Writers share this lock; joseki compact takes it alone (it replaces
 	 * the data file, which a writer must not have open). */
 	if (!opt->read_only && (rc = bdb_writers_lock(db, LOCK_SH, err))) goto fail;
-	if ((rc = mdb_env_create(&db->env))) goto fail_lmdb;
-	/* LMDB's assertions name the book from here on (damage.h). */
-	bdb_damage_watch(db, false);
-	if ((rc = mdb_env_set_maxdbs(db->env, 8)) || (rc = mdb_env_set_maxreaders(db->env, 256)) ||
-	    (rc = mdb_env_set_mapsize(db->env, opt->map_size ? opt->map_size : DEFAULT_MAP_SIZE)))
-		goto fail_lmdb;
-	unsigned flags =
-	    MDB_NOTLS | (opt->read_only ? MDB_RDONLY : 0) | (opt->no_sync ? MDB_NOSYNC : 0);
-	if ((rc = mdb_env_open(db->env, dir, flags, 0664))) goto fail_lmdb;
-	bdb_damage_watch(db, true);
-	if (exists && (rc = check_file_size(db, path, err))) goto fail;
-	if (exists) {
-		/* Adopt the size the last writer left, then honour a larger request. */
-		size_t want = opt->map_size ? opt->map_size : DEFAULT_MAP_SIZE;
-		if ((rc = mdb_env_set_mapsize(db->env, 0))) goto fail_lmdb;
-		if (!opt->read_only && bookdb_map_size(db) < want &&
-		    (rc = mdb_env_set_mapsize(db->env, want)))
-			goto fail_lmdb;
-		bdb_damage_watch(db, true);
-	}
-	if ((rc = open_dbs(db, opt, err))) goto fail;
+	if ((rc = env_open(db, opt, exists, err))) goto fail;
 	*out = db;
 	return 0;
-fail_lmdb:
-	rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(rc), "%s: %s", dir, mdb_strerror(rc));
-	goto fail;
 fail_msg:
 	errmsg_set(err, BOOKDB_ERRLEN, rc, "%.200s: %s", dir, bookdb_strerror(rc));
 fail:

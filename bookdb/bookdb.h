@@ -137,6 +137,45 @@ JOSEKI_MUST_USE int bookdb_space(BookSpace *out, BookTxn *t);
  * size. Returns 0 or a negative BOOKDB_ code with a message in err.
  */
 JOSEKI_MUST_USE int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err);
+/*
+ * A record's new bytes for bookdb_rebuild_rewrite, given its key and bytes:
+ * written to out (BOOKDB_RECORD_MAX bytes), their length returned; 0 keeps
+ * the record as it is; a negative code stops the rebuild (the book stays as
+ * it was).
+ */
+typedef int (*BookRebuildFn)(void *ctx, Key key, const uint8_t *raw, size_t len, uint8_t *out);
+/*
+ * Every record of pos rewritten through fn, in key order, into a new file
+ * built as bookdb_compact builds it (full pages, then fsync, rename over
+ * data.mdb, fsync of the directory: a kill -9 at any moment leaves the old
+ * book or the new one whole), and db then reading and writing the new file.
+ * Records grown in place split their pages half full (a whole-book minimax
+ * doubled a book's bytes); rebuilt, every page is full. The writes are not
+ * tracked (the change log sees none) and the kept counts stay (dropped, to
+ * be counted again, if fn changed a record's moves or thought flag). db must
+ * be open read-write, with no transaction or writer of it open; it must be
+ * the only writer: its writers lock is taken alone for the rebuild (other
+ * writers are refused meanwhile; readers go on with the file they have
+ * open) and shared again after. Returns 0 (*rewritten: the records fn
+ * rewrote; *before, *after: the file's bytes), BOOKDB_EBUSY when another
+ * writer has the book open (nothing done: the caller may rewrite in place,
+ * bookdb_rewrite), fn's code, or another negative code with err (the book as
+ * it was; db still usable unless the code is BOOKDB_ESTALE: the book was
+ * replaced under it).
+ */
+JOSEKI_MUST_USE int bookdb_rebuild_rewrite(BookDB *db, BookRebuildFn fn, void *ctx,
+                                           uint64_t *rewritten, uint64_t *before, uint64_t *after,
+                                           char *err);
+/* Whether BOOK/data.mdb is still the file db has open: false once it was
+ * replaced (joseki compact, or a whole-book minimax that rebuilt the book),
+ * when db goes on reading the book as it was; false too when either cannot
+ * be looked at. A stat of the file: cheap, not free. */
+bool bookdb_file_current(BookDB *db);
+/* db opened again on BOOK/data.mdb as it is now (read-only or not, as
+ * before; a writer keeps its writers lock). No transaction, writer or
+ * iterator of db may be open, in any thread. 0, or a code with err: db then
+ * reads nothing (every transaction fails) until a later call succeeds. */
+JOSEKI_MUST_USE int bookdb_reopen(BookDB *db, char *err);
 /* The BOOK directory the book was opened from (owned by db). Derived data
  * kept beside the store (minimax's graph) lives there too. */
 const char *bookdb_dir(const BookDB *db);

@@ -157,6 +157,16 @@ extern _Thread_local uint64_t bdb_pos_reads_tls;
 /* Every write to pos: the kept counts, the write, then its change-log entry. */
 int bdb_pos_write(BookTxn *t, int op, const uint8_t kb[16], const void *val, size_t len);
 
+/* What bdb_rebuild does to pos's records on the way (bookdb_rebuild_rewrite). */
+typedef struct {
+	BookRebuildFn fn;
+	void *ctx;
+	uint8_t *buf;     /* BOOKDB_RECORD_MAX bytes: fn's output */
+	bool counts_same; /* set by the caller; cleared when a record's count changes */
+	int fn_rc;        /* fn's negative code, when it stopped the copy */
+	uint64_t rewritten;
+} BdbTransform;
+
 /*
  * The databases of the book open in src (a snapshot of it; src_bytes its
  * file's size) rebuilt into a new LMDB file at path (empty or missing), each
@@ -164,8 +174,10 @@ int bdb_pos_write(BookTxn *t, int op, const uint8_t kb[16], const void *val, siz
  * begun. LMDB's compacting copy only leaves the free pages out, and pages
  * split by records that grew in place (minimax's values) stay half full: a
  * book after a whole-book minimax run took twice the bytes of one before it.
- * Synced at the end. 0, or an LMDB error or errno.
+ * pos's records through tf (NULL: copied as they are). Synced at the end.
+ * 0, or an LMDB error or errno (MDB_PANIC with tf->fn_rc when tf's function
+ * stopped it).
  */
-int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path);
+int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path, BdbTransform *tf);
 
 #endif

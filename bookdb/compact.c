@@ -37,14 +37,39 @@ int bookdb_space(BookSpace *out, BookTxn *t)
 	return 0;
 }
 
+/* tf's function over one record of pos (v: its new bytes, in tf->buf, when
+ * it gives some); whether the counts stay as they were is noted. 0, an
+ * LMDB code, or tf's code (kept in tf->fn_rc, returned as MDB_PANIC). */
+static int transform(BdbTransform *tf, const MDB_val *k, MDB_val *v)
+{
+	if (k->mv_size != 16) return 0; /* not a record (check reports it): as it is */
+	int n = tf->fn(tf->ctx, key_from_bytes(k->mv_data), v->mv_data, v->mv_size, tf->buf);
+	if (n < 0) {
+		tf->fn_rc = n;
+		return MDB_PANIC;
+	}
+	if (n == 0) return 0;
+	BookRecordHead a, b;
+	if (bookdb_record_peek(&a, v->mv_data, v->mv_size) < 0 ||
+	    bookdb_record_peek(&b, tf->buf, (size_t)n) < 0 || a.nmoves != b.nmoves ||
+	    (a.flags & BOOKDB_REC_THOUGHT) != (b.flags & BOOKDB_REC_THOUGHT))
+		tf->counts_same = false;
+	tf->rewritten++;
+	v->mv_data = tf->buf;
+	v->mv_size = (size_t)n;
+	return 0;
+}
+
 /* (bookdb_priv.h) Commits every COPY_BATCH bytes, unsynced; synced once at
  * the end. */
 #define COPY_BATCH ((size_t)32 << 20)
 
 /* One database of rd copied into env under the same name and flags, in key
- * order with MDB_APPEND (MDB_APPENDDUP for sorted duplicates). */
-static int copy_db(MDB_env *env, MDB_txn *rd, const char *name)
+ * order with MDB_APPEND (MDB_APPENDDUP for sorted duplicates); pos's records
+ * through tf when given. */
+static int copy_db(MDB_env *env, MDB_txn *rd, const char *name, BdbTransform *tf)
 {
+	if (tf && strcmp(name, DB_NAMES[BOOKDB_POS])) tf = NULL;
 	MDB_dbi from, to;
 	unsigned flags = 0;
 	MDB_txn *wr = NULL;
@@ -62,6 +87,7 @@ static int copy_db(MDB_env *env, MDB_txn *rd, const char *name)
 			if (rc == MDB_NOTFOUND) rc = 0; /* the end */
 			break;
 		}
+		if (tf && (rc = transform(tf, &k, &v))) break;
 		if ((rc = mdb_put(wr, to, &k, &v, put))) break;
 		if ((batch += k.mv_size + v.mv_size + 16) >= COPY_BATCH) {
 			rc = mdb_txn_commit(wr);
@@ -79,7 +105,7 @@ static int copy_db(MDB_env *env, MDB_txn *rd, const char *name)
 	return rc;
 }
 
-int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path)
+int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path, BdbTransform *tf)
 {
 	MDB_env *env;
 	MDB_txn *rd = NULL;
@@ -89,8 +115,9 @@ int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path)
 	int rc = mdb_env_create(&env);
 	if (rc) return rc;
 	/* Never larger than the pages the book uses now (the same records, in
-	 * fuller pages): its file's size, and room for the restamp. */
-	size_t map = (size_t)src_bytes + ((size_t)64 << 20);
+	 * fuller pages): its file's size, and room for the restamp; records a
+	 * transform rewrites may each grow, to at most twice the size. */
+	size_t map = (size_t)src_bytes * (tf ? 2 : 1) + ((size_t)64 << 20);
 	MDB_dbi main_db;
 	if ((rc = mdb_env_set_maxdbs(env, 32)) || (rc = mdb_env_set_mapsize(env, map)) ||
 	    (rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC, 0664)) ||
@@ -121,7 +148,7 @@ int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path)
 	mdb_cursor_close(cur);
 	/* A key of the main database that is no database (MDB_INCOMPATIBLE) is
 	 * not what a book holds: refused rather than left out. */
-	for (size_t i = 0; i < nnames && !rc; i++) rc = copy_db(env, rd, names[i]);
+	for (size_t i = 0; i < nnames && !rc; i++) rc = copy_db(env, rd, names[i], tf);
 	if (!rc) rc = mdb_env_sync(env, 1);
 done:
 	for (size_t i = 0; i < nnames; i++) free(names[i]);
@@ -131,55 +158,60 @@ done:
 	return rc;
 }
 
-int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err)
+/*
+ * The book open in db rebuilt (pos's records through tf, when given) into
+ * dir/data.mdb.compact and renamed over data.mdb, its kept counts and scan
+ * stamped into the copy when they were current (and tf kept the counts).
+ * The caller holds the writers lock alone. 0 or a code with err.
+ */
+static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint64_t *after,
+                           char *err)
 {
-	*before = *after = 0;
-	if (err) err[0] = 0;
-	BookDB *db = NULL;
-	BookDBOptions ro = {.read_only = true};
-	int rc = bookdb_open(&db, dir, &ro, err); /* refuses a path over BOOKDB_DIR_MAX */
-	if (rc) return rc;
+	const char *dir = bookdb_dir(db);
 	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/data.mdb", dir);
 	snprintf(tmp, sizeof tmp, "%s/data.mdb.compact", dir);
 	int fd = -1;
-	/* No writer may have the data file open while it is replaced. */
-	if ((rc = bdb_writers_lock(db, LOCK_EX, err))) goto done;
 	*before = bookdb_file_size(db);
 	/* A copy left by a compaction killed before its rename is not the book. */
 	unlink(tmp);
 	/* What is current in the book now stays so in the copy, which LMDB
 	 * numbers afresh (bookdb.h, "Kept counts"): no writer can commit in
-	 * between (the lock above). */
+	 * between (the lock). */
 	BookTxn *t;
 	BookCounts counts;
 	BookScanKept scan = {0};
+	int rc;
 	if ((rc = bookdb_txn_begin(&t, db, false)) == 0) {
 		if ((rc = bookdb_counts(&counts, t)) == 0) rc = bookdb_scan_get(&scan, t);
 		bookdb_txn_abort(t);
 	}
-	if (rc) {
-		rc = errmsg_set(err, BOOKDB_ERRLEN, rc, "%.200s: %s", dir, bookdb_strerror(rc));
-		goto done;
+	if (rc) return errmsg_set(err, BOOKDB_ERRLEN, rc, "%.200s: %s", dir, bookdb_strerror(rc));
+	if (tf) tf->counts_same = true;
+	if ((rc = bdb_rebuild(db->env, *before, tmp, tf)) == MDB_PANIC && tf && tf->fn_rc) {
+		unlink(tmp);
+		return tf->fn_rc;
 	}
-	if ((rc = bdb_rebuild(db->env, bookdb_file_size(db), tmp)) ||
-	    (rc = bdb_counts_restamp_copy(tmp, counts.kept, scan.current)) ||
+	/* A record rewritten writes the book: the last scan is not current. */
+	bool counts_ok = counts.kept && (!tf || tf->counts_same);
+	bool scan_ok = scan.current && (!tf || !tf->rewritten);
+	if (rc || (rc = bdb_counts_restamp_copy(tmp, counts_ok, scan_ok)) ||
 	    (fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) < 0) {
 		int e = rc ? rc : errno;
 		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", tmp,
 		                rc ? mdb_strerror(rc) : strerror(e));
+		if (fd >= 0) close(fd);
 		unlink(tmp);
-		goto done;
+		return rc;
 	}
 	close(fd);
-	fd = -1;
 	/* The copy is whole and on disk: the rename is the one step that
 	 * switches the book, and either name is a complete book. */
 	if (rename(tmp, path) < 0) {
 		int e = errno;
 		unlink(tmp);
-		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", path, strerror(e));
-		goto done;
+		return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", path,
+		                  strerror(e));
 	}
 	*after = bookdb_file_size(db);
 	/* The rename is durable once the directory is on disk: until then a
@@ -190,19 +222,66 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 	if (dfd < 0 || (fsync(dfd) < 0 && errno != EINVAL)) {
 		int e = errno;
 		if (dfd >= 0) close(dfd);
-		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e),
-		                "%.200s: the compacted book is in place, but syncing the directory "
-		                "failed (%s): a crash now may bring back the uncompacted one",
-		                dir, strerror(e));
-		goto done;
+		return errmsg_set(
+		    err, BOOKDB_ERRLEN, bdb_xlate(e),
+		    "%.200s: the compacted book is in place, but syncing the directory "
+		    "failed (%s): a crash now may bring back the uncompacted one",
+		    dir, strerror(e));
 	}
 	close(dfd);
-	rc = 0;
-done:
-	if (fd >= 0) {
-		close(fd);
-		unlink(tmp);
-	}
+	return 0;
+}
+
+int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err)
+{
+	*before = *after = 0;
+	if (err) err[0] = 0;
+	BookDB *db = NULL;
+	BookDBOptions ro = {.read_only = true};
+	int rc = bookdb_open(&db, dir, &ro, err); /* refuses a path over BOOKDB_DIR_MAX */
+	if (rc) return rc;
+	/* No writer may have the data file open while it is replaced. */
+	if ((rc = bdb_writers_lock(db, LOCK_EX, err)) == 0)
+		rc = replace_rebuilt(db, NULL, before, after, err);
 	bookdb_free(db);
+	return rc;
+}
+
+int bookdb_rebuild_rewrite(BookDB *db, BookRebuildFn fn, void *ctx, uint64_t *rewritten,
+                           uint64_t *before, uint64_t *after, char *err)
+{
+	*rewritten = *before = *after = 0;
+	if (err) err[0] = 0;
+	if (db->read_only || db->writers_fd < 0) return BOOKDB_EREADONLY;
+	/* The shared lock becomes the sole one: refused at once while another
+	 * writer holds it. Linux drops the shared lock when the change is
+	 * refused: it is taken again, and a book replaced in that moment (a
+	 * compaction) is not the one db reads. */
+	if (flock(db->writers_fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		if (flock(db->writers_fd, LOCK_SH | LOCK_NB) < 0 || !bookdb_file_current(db))
+			return errmsg_set(
+			    err, BOOKDB_ERRLEN, BOOKDB_EBUSY,
+			    "%.200s: the book was being compacted meanwhile: run again",
+			    bookdb_dir(db));
+		return e == EWOULDBLOCK
+		           ? BOOKDB_EBUSY
+		           : errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s/writers.lock: %s",
+		                        bookdb_dir(db), strerror(e));
+	}
+	BdbTransform tf = {.fn = fn, .ctx = ctx, .buf = malloc(BOOKDB_RECORD_MAX)};
+	int rc = tf.buf ? replace_rebuilt(db, &tf, before, after, err)
+	                : errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ENOMEM, "out of memory");
+	free(tf.buf);
+	*rewritten = tf.rewritten;
+	/* The new file, once in place, is the one db works on. */
+	if (!bookdb_file_current(db)) {
+		char rerr[BOOKDB_ERRLEN];
+		int r2 = bookdb_reopen(db, rerr);
+		if (r2 && !rc) rc = errmsg_set(err, BOOKDB_ERRLEN, r2, "%s", rerr);
+	}
+	if (flock(db->writers_fd, LOCK_SH | LOCK_NB) < 0 && !rc)
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%.200s/writers.lock: %s",
+		                bookdb_dir(db), strerror(errno));
 	return rc;
 }

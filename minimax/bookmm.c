@@ -432,6 +432,54 @@ static int write_pending(WriteBack *wb)
 	return rc < 0 ? rc : bookdb_writer_flush(wb->w);
 }
 
+/* bookdb_rebuild_rewrite's function: the records in key order, the graph's
+ * nodes too; a record not in the graph (stored since the scan) stays as it
+ * is. */
+static int rebuild_node(void *ctx, Key key, const uint8_t *raw, size_t len, uint8_t *out)
+{
+	WriteBack *wb = ctx;
+	const BookGraph *b = wb->b;
+	while (wb->at < b->n && key_cmp(b->keys[wb->at], key) < 0) {
+		if (++wb->at % PROGRESS_EVERY == 0) {
+			bookmm_report(wb->opt, "writing", wb->at, b->n);
+			if (bookmm_stopped(wb->opt)) return BOOKDB_ESTOPPED;
+		}
+	}
+	if (wb->at == b->n || key_cmp(b->keys[wb->at], key) != 0) return 0;
+	int n = rewrite_node(wb, raw, len, out);
+	if (n > 0) wb->bytes += (uint64_t)n;
+	return n;
+}
+
+/* --full's write-back as a rebuild of the book (bookdb_rebuild_rewrite):
+ * 1 when another writer has the book open (then in place), 0 done, or a
+ * negative code. */
+static int write_rebuilt(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOptions *opt,
+                         char *err)
+{
+	WriteBack wb = {.b = b, .opt = opt};
+	wb.rec = malloc(sizeof *wb.rec);
+	wb.edges = malloc(BOOKMM_NODE_MOVES * sizeof *wb.edges);
+	char berr[BOOKDB_ERRLEN];
+	uint64_t rewritten = 0;
+	int rc = BOOKDB_ENOMEM;
+	bookmm_report(opt, "writing", 0, b->n);
+	if (wb.rec && wb.edges)
+		rc = bookdb_rebuild_rewrite(db, rebuild_node, &wb, &rewritten, &st->bytes_before,
+		                            &st->bytes_after, berr);
+	free(wb.rec);
+	free(wb.edges);
+	if (rc == BOOKDB_EBUSY && !berr[0]) return 1;
+	if (rc == BOOKDB_ESTOPPED) return stopped(err, "writing the records");
+	if (rc < 0)
+		return fail(err, BOOKMM_ERRLEN, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
+		            "writing the book: %s", berr[0] ? berr : bookdb_strerror(rc));
+	st->rebuilt = true;
+	st->rewritten += (size_t)rewritten;
+	st->record_bytes += wb.bytes;
+	return 0;
+}
+
 /*
  * Writes the values back. Without --full most records are unchanged: each is
  * compared in a read snapshot (renewed every PROGRESS_EVERY records, so that
@@ -678,7 +726,8 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	st.sweeps = ms.peel_sweeps + ms.relax_sweeps;
 	st.changed = st.affected = st.positions;
 	root_value(&st, &b);
-	rc = write_back(&st, &b, db, opt, err);
+	rc = opt->full && !opt->in_place ? write_rebuilt(&st, &b, db, opt, err) : 1;
+	if (rc == 1) rc = write_back(&st, &b, db, opt, err);
 	if (rc == 0) rc = keep_graph(&st, &b, db, dir, opt, ci.seq, err);
 done:
 	bg_free(&b);

@@ -85,7 +85,12 @@ typedef struct {
 typedef struct {
 	int draw_black, draw_white; /* value of a repetition for the side to move */
 	BookmmPolicy policy;
-	bool full;    /* rewrite every record, changed or not */
+	bool full; /* rewrite every record, changed or not */
+	/* With full: rewrite the records where they are (bookdb_rewrite) even
+	 * when the book could be rebuilt into a new file with full pages
+	 * (bookdb_rebuild_rewrite: done when this run is the book's only
+	 * writer; readers that stay open go on with the old file). */
+	bool in_place;
 	size_t batch; /* records per write transaction (0: 10000 whole-book, 1000 incremental) */
 	BookmmProgressFn progress; /* may be NULL */
 	void *progress_ctx;
@@ -112,11 +117,13 @@ typedef struct {
 	/* --full: the bytes of the records written back (every record: what the
 	 * book's records take, their keys and LMDB's own bytes aside) */
 	uint64_t record_bytes;
-	bool has_root;    /* the start position is a valued record */
-	int root_value;   /* its value for the side to move */
-	bool incremental; /* only what changed since the last run was analysed */
-	size_t changed;   /* records changed since the last run (all, for a whole-book run) */
-	size_t affected;  /* nodes analysed again: the changed ones and everything above them */
+	bool rebuilt; /* --full: the book was rebuilt into a new file (not rewritten in place) */
+	uint64_t bytes_before, bytes_after; /* rebuilt: the book's file before and after */
+	bool has_root;                      /* the start position is a valued record */
+	int root_value;                     /* its value for the side to move */
+	bool incremental;                   /* only what changed since the last run was analysed */
+	size_t changed;  /* records changed since the last run (all, for a whole-book run) */
+	size_t affected; /* nodes analysed again: the changed ones and everything above them */
 	char full_reason[160]; /* why the whole book was analysed ("" when incremental) */
 } BookmmStats;
 

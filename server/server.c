@@ -52,6 +52,10 @@ struct Server {
 	atomic_ullong buckets[NBUCKETS + 1];
 	atomic_ullong latency_us;
 	ApiStatsCache cache;
+	/* Requests read db under the read side; follow_book reopens it under
+	 * the write side. */
+	pthread_rwlock_t dblock;
+	atomic_llong checked_ms; /* when follow_book last looked at the file */
 };
 
 const char *server_strerror(int code)
@@ -332,6 +336,44 @@ static char *metrics_text(Server *s)
 	return buf;
 }
 
+/*
+ * A plain serve (no --work: then it writes, and nothing replaces the file
+ * under a writer) follows its book: once BOOK/data.mdb is another file
+ * (joseki compact, or a whole-book minimax that rebuilt the book), the next
+ * request, looking at most once a second, opens the new one; the requests
+ * in flight end on the old one first.
+ */
+static void follow_book(Server *s)
+{
+	if (s->opt.work) return;
+	long long now = (long long)clock_ms_f();
+	if (now - atomic_load(&s->checked_ms) < 1000) return;
+	atomic_store(&s->checked_ms, now);
+	if (bookdb_file_current(s->db)) return;
+	pthread_rwlock_wrlock(&s->dblock);
+	if (!bookdb_file_current(s->db)) {
+		char err[BOOKDB_ERRLEN], line[BOOKDB_ERRLEN + 128];
+		/* The last scan counted the old file (and its thread reads db). */
+		api_stats_cache_free(&s->cache);
+		api_stats_cache_init(&s->cache);
+		int rc = bookdb_reopen(s->db, err);
+		if (rc == 0)
+			api_stats_scan(s->db, &s->cache); /* damage looked for, as at the start */
+		int n = rc < 0 ? snprintf(line, sizeof line,
+		                          "serve: %s: the book's file was replaced, and opening "
+		                          "the new one failed: %s\n",
+		                          bookdb_dir(s->db), err)
+		               : snprintf(line, sizeof line,
+		                          "serve: %s: the book's file was replaced (compact, or "
+		                          "minimax --full): serving the new one\n",
+		                          bookdb_dir(s->db));
+		if (n > 0)
+			(void)!write(2, line,
+			             (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+	}
+	pthread_rwlock_unlock(&s->dblock);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls)
@@ -404,6 +446,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	ArgCheck ac = {{0}, ""};
 	MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, check_arg, &ac);
 	if (ac.msg[0]) return reply_error(s, c, r, 400, ac.msg);
+	follow_book(s);
+	pthread_rwlock_rdlock(&s->dblock);
 	if (!strcmp(url, "/v1/query")) {
 		body = api_query(s->db, &s->cache, arg(c, "sfen"), arg(c, "position"), &status);
 	} else if (!strcmp(url, "/v1/line")) {
@@ -417,10 +461,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		body = api_health(s->db, &s->cache, &status);
 	} else if (!strcmp(url, "/metrics")) {
 		char *m = metrics_text(s);
+		pthread_rwlock_unlock(&s->dblock);
 		if (!m) return reply_error(s, c, r, 500, "out of memory");
 		return reply(s, c, r, 200, "text/plain; version=0.0.4; charset=utf-8", m, strlen(m),
 		             false);
 	}
+	pthread_rwlock_unlock(&s->dblock);
 	return reply_json(s, c, r, status, body);
 }
 
@@ -516,6 +562,14 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err)
 	s->fd = -1;
 	s->started = time(NULL);
 	api_stats_cache_init(&s->cache);
+	/* A writer waiting (follow_book) goes before new readers: requests that
+	 * never stop must not starve it. */
+	pthread_rwlockattr_t ra;
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&s->dblock, &ra);
+	pthread_rwlockattr_destroy(&ra);
+	atomic_init(&s->checked_ms, (long long)clock_ms_f());
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(opt->port)};
 	const char *addr = opt->addr ? opt->addr : "127.0.0.1";
 	int rc = SERVER_EINVAL;
@@ -592,6 +646,7 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err)
 fail:
 	if (s->fd >= 0) close(s->fd);
 	api_stats_cache_free(&s->cache);
+	pthread_rwlock_destroy(&s->dblock);
 	free(s);
 	return rc;
 }
@@ -613,5 +668,6 @@ void server_stop(Server *s)
 	MHD_stop_daemon(s->d);
 	gate_free(s->gate);
 	api_stats_cache_free(&s->cache);
+	pthread_rwlock_destroy(&s->dblock);
 	free(s);
 }

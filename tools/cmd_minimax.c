@@ -76,6 +76,10 @@ int cmd_minimax(int argc, char **argv)
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
 	    CLI_FLAG("--full", &opt.full, "analyse the whole book and rewrite every record"),
+	    CLI_FLAG("--in-place", &opt.in_place,
+	             "--full: rewrite the records where they are, not into a new file with full "
+	             "pages",
+	             .needs = "--full"),
 	    CLI_NUM("--draw-black", &opt.draw_black, -VALUE_MATE, VALUE_MATE, "CP",
 	            "a draw's value for Black (default 0)"),
 	    CLI_NUM("--draw-white", &opt.draw_white, -VALUE_MATE, VALUE_MATE, "CP",
@@ -192,6 +196,13 @@ int cmd_minimax(int argc, char **argv)
 		                    per_pos > 0 ? json_real(per_pos) : json_null());
 		json_object_set_new(o, "packed_bytes_per_position",
 		                    packed > 0 ? json_real(packed) : json_null());
+		json_object_set_new(o, "rebuilt", json_boolean(st.rebuilt));
+		json_object_set_new(o, "file_bytes_before",
+		                    st.rebuilt ? json_integer((json_int_t)st.bytes_before)
+		                               : json_null());
+		json_object_set_new(o, "file_bytes_after",
+		                    st.rebuilt ? json_integer((json_int_t)st.bytes_after)
+		                               : json_null());
 		joseki_with_peak(o);
 		return joseki_print_json(o, JSON_REAL_PRECISION(6)) < 0 ? 1 : 0;
 	}
@@ -221,7 +232,12 @@ int cmd_minimax(int argc, char **argv)
 	snprintf(line[2], sizeof line[2], "  values from %s; peak memory %s", values,
 	         joseki_peak_memory(peak, sizeof peak));
 	int nl = 3;
-	if (packed > 0 && per_pos > 1.3 * packed)
+	if (st.rebuilt)
+		snprintf(line[nl++], sizeof line[3],
+		         "  the book rebuilt with full pages: %.1f MB -> %.1f MB, %.0f bytes a "
+		         "position",
+		         st.bytes_before / 1e6, st.bytes_after / 1e6, per_pos);
+	else if (packed > 0 && per_pos > 1.3 * packed)
 		snprintf(line[nl++], sizeof line[3],
 		         "  the book takes %.0f bytes a position, its records %.0f in full pages: "
 		         "joseki compact (no writer running) packs them",

@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <lmdb.h>
 
+#include "bookdb/bookdb.h"
 #include "tests/support/support.h"
 
 /* The YaneuraOu export of book dir/b (every move), as one string. */
@@ -43,13 +44,14 @@ static void test_compact__frees_the_pages_and_keeps_every_record(void **state)
 	/* Two whole-book minimax runs rewrite every record twice: free pages. */
 	int rc = ts_runf(NULL, &err,
 	                 "%s synth %s/b --positions 20000 --seed 3 --quiet && %s minimax %s/b "
-	                 "--full --quiet",
+	                 "--full --in-place --quiet",
 	                 ts_joseki(), dir, ts_joseki(), dir);
 	if (rc != 0) fail_msg("setup: %s", err);
 	free(err);
 	/* The second run says what the book takes and what it would in full
 	 * pages: far apart (its text says to compact). */
-	json_t *m0 = ts_run_json(0, "%s minimax %s/b --full --json", ts_joseki(), dir);
+	json_t *m0 = ts_run_json(0, "%s minimax %s/b --full --in-place --json", ts_joseki(), dir);
+	assert_false(json_is_true(json_object_get(m0, "rebuilt")));
 	double took = json_real_value(json_object_get(m0, "bytes_per_position")),
 	       packed = json_real_value(json_object_get(m0, "packed_bytes_per_position"));
 	print_message("after minimax: %.1f bytes a position, %.1f packed\n", took, packed);
@@ -145,11 +147,10 @@ static void test_compact__survives_kill_9_at_any_moment(void **state)
 	uint64_t rng = ts_seed("test_compact__survives_kill_9_at_any_moment");
 	char *dir = ts_mkdtemp();
 	char *err = NULL;
-	int rc = ts_runf(
-	    NULL, &err,
-	    "%s synth %s/b --positions 80000 --seed 5 --quiet && %s minimax %s/b --full --quiet && "
-	    "%s minimax %s/b --full --quiet",
-	    ts_joseki(), dir, ts_joseki(), dir, ts_joseki(), dir);
+	int rc = ts_runf(NULL, &err,
+	                 "%s synth %s/b --positions 80000 --seed 5 --quiet && %s minimax %s/b "
+	                 "--full --in-place --quiet && %s minimax %s/b --full --in-place --quiet",
+	                 ts_joseki(), dir, ts_joseki(), dir, ts_joseki(), dir);
 	if (rc != 0) fail_msg("setup: %s", err);
 	free(err);
 	char *want = export_all(dir);
@@ -246,6 +247,267 @@ static void test_compact__keeps_a_database_this_build_does_not_know(void **state
 	free(dir);
 }
 
+/*
+ * A whole-book minimax rebuilds the book into full pages (bookdb_rebuild_rewrite):
+ * as packed as compact packs, the same values as the run in place, every
+ * database kept, incremental afterwards; with another writer open it writes
+ * in place and the writer goes on; kill -9 at any moment of it leaves a
+ * whole book with the same records.
+ */
+static void test_compact__a_whole_book_minimax_writes_full_pages(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_compact__a_whole_book_minimax_writes_full_pages");
+	char *dir = ts_mkdtemp(), *err = NULL;
+	int rc = ts_runf(NULL, &err,
+	                 "%s synth %s/b --positions 20000 --seed 3 --quiet && cp -r %s/b %s/p",
+	                 ts_joseki(), dir, dir, dir);
+	if (rc != 0) fail_msg("setup: %s", err);
+	free(err);
+	char book[600];
+	snprintf(book, sizeof book, "%s/b", dir);
+	put_future(book, "seen", "by a newer build");
+	json_t *m = ts_run_json(0, "%s minimax %s/b --full --json", ts_joseki(), dir);
+	json_t *ip = ts_run_json(0, "%s minimax %s/p --full --in-place --json", ts_joseki(), dir);
+	assert_true(json_is_true(json_object_get(m, "rebuilt")));
+	assert_false(json_is_true(json_object_get(ip, "rebuilt")));
+	double took = json_real_value(json_object_get(m, "bytes_per_position")),
+	       packed = json_real_value(json_object_get(m, "packed_bytes_per_position")),
+	       took_ip = json_real_value(json_object_get(ip, "bytes_per_position"));
+	print_message("minimax --full: %.1f bytes a position rebuilt, %.1f in place, %.1f packed\n",
+	              took, took_ip, packed);
+	assert_true(took < packed * 1.05 && took > packed * 0.95);
+	assert_true(took_ip > 1.3 * packed);
+	assert_int_equal(ts_jint(m, "rewritten"), 20000);
+	json_t *s = ts_run_json(0, "%s stats %s/b --json", ts_joseki(), dir);
+	/* (then the run's last transaction, which keeps its state, adds a page or two) */
+	assert_in_range(ts_jint(s, "bytes"), ts_jint(m, "file_bytes_after"),
+	                ts_jint(m, "file_bytes_after") + 65536);
+	assert_int_equal(ts_jint(s, "positions"), 20000);
+	assert_true(ts_jint(s, "pages_free") <= 16);
+	json_decref(s);
+	/* The same values as in place. */
+	char *a = export_all(dir);
+	char cmd[1400];
+	snprintf(cmd, sizeof cmd, "%s/b", dir);
+	char moved[700];
+	snprintf(moved, sizeof moved, "%s/rebuilt", dir);
+	assert_int_equal(rename(cmd, moved), 0);
+	snprintf(moved, sizeof moved, "%s/p", dir);
+	assert_int_equal(rename(moved, cmd), 0);
+	char *b = export_all(dir);
+	assert_string_equal(a, b);
+	free(b);
+	assert_int_equal(rename(cmd, moved), 0);
+	snprintf(moved, sizeof moved, "%s/rebuilt", dir);
+	assert_int_equal(rename(moved, cmd), 0);
+	assert_future(book, "seen", "by a newer build");
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), book), 0);
+	json_t *inc = ts_run_json(0, "%s minimax %s --json", ts_joseki(), book);
+	assert_true(json_is_true(json_object_get(inc, "incremental")));
+	json_decref(inc);
+	json_decref(m);
+	json_decref(ip);
+	/* kill -9 at random moments of the rebuild: a whole book every time,
+	 * with the same values (each run computes the same ones); no copy left
+	 * once a run ends. */
+	int killed = 0;
+	for (int round = 0; round < 6; round++) {
+		unsigned us = (unsigned)(ts_rand(&rng) % 150000);
+		char *out = NULL;
+		rc =
+		    ts_runf(&out, NULL,
+		            "%s minimax %s --full >/dev/null 2>&1 & p=$!; sleep 0.%06u; kill -9 $p "
+		            "2>/dev/null; wait $p; echo rc=$?",
+		            ts_joseki(), book, us);
+		assert_int_equal(rc, 0);
+		if (strstr(out, "rc=137")) killed++;
+		free(out);
+		err = NULL;
+		if (ts_runf(NULL, &err, "%s check %s", ts_joseki(), book) != 0)
+			fail_msg("round %d (killed after %u us): check: %s", round, us, err);
+		free(err);
+		char *got = export_all(dir);
+		if (strcmp(got, a)) fail_msg("round %d: the values changed", round);
+		free(got);
+	}
+	print_message("%d of 6 runs killed mid-way\n", killed);
+	assert_true(killed > 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s --full --quiet", ts_joseki(), book), 0);
+	snprintf(cmd, sizeof cmd, "%s/data.mdb.compact", book);
+	assert_null(ts_read_file(cmd, NULL));
+	free(a);
+	/* Another writer (think) has the book open: in place, and think goes on. */
+	char fg[600], lock[700];
+	snprintf(fg, sizeof fg, "%s/fg", dir);
+	snprintf(lock, sizeof lock, "%s/writers.lock", fg);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s tests/data/floodgate --quiet", ts_joseki(), fg), 0);
+	char *think[] = {(char *)ts_joseki(), "think", fg, "--depth", "2", "--time", "5",
+	                 "--quiet",           NULL};
+	pid_t p = ts_spawn(think, NULL, NULL, false);
+	assert_true(ts_wait_flocked(lock, p, 60000));
+	json_t *w = ts_run_json(0, "%s minimax %s --full --json", ts_joseki(), fg);
+	assert_false(json_is_true(json_object_get(w, "rebuilt")));
+	assert_true(json_is_null(json_object_get(w, "file_bytes_after")));
+	json_decref(w);
+	int st = 0;
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), fg), 0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* bookdb_rebuild_rewrite's function for the test below: each record's first
+ * move's eval one higher (drop: the last move left out instead); stop: a
+ * code at that many calls. */
+typedef struct {
+	int calls, stop_at;
+	bool drop;
+} Bump;
+
+static int bump(void *ctx, Key key, const uint8_t *raw, size_t len, uint8_t *out)
+{
+	(void)key;
+	Bump *b = ctx;
+	if (++b->calls == b->stop_at) return BOOKDB_ESTOPPED;
+	BookRecord rec;
+	if (bookdb_record_decode(&rec, raw, len) < 0 || rec.nmoves < 2) return 0;
+	if (b->drop)
+		rec.nmoves--;
+	else
+		rec.moves[0].eval++;
+	return bookdb_record_encode(out, BOOKDB_RECORD_MAX, &rec);
+}
+
+/* The first move's eval of every record with two moves or more, summed, and
+ * how many moves in all (db's view now). */
+static void sum_book(BookDB *db, long long *evals, long long *moves)
+{
+	BookTxn *t;
+	BookIter *it;
+	Key k;
+	const uint8_t *v;
+	size_t len;
+	BookRecord rec;
+	*evals = *moves = 0;
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(bookdb_iter_open(&it, t), 0);
+	while (bookdb_iter_next(it, &k, &v, &len) == 1) {
+		assert_int_equal(bookdb_record_decode(&rec, v, len), 0);
+		if (rec.nmoves >= 2) *evals += rec.moves[0].eval;
+		*moves += rec.nmoves;
+	}
+	bookdb_iter_free(it);
+	bookdb_txn_abort(t);
+}
+
+/*
+ * bookdb_rebuild_rewrite: every record through the function, the book
+ * then read and written through the same handle; a reader opened before
+ * reads the old file until bookdb_reopen; refused (BOOKDB_EBUSY, nothing
+ * done) while another writer has the book; the function's code stops it
+ * with the book as it was; the kept counts stay when the function keeps
+ * them, and are counted again by the next write when it does not.
+ */
+static void test_compact__rebuild_rewrite_through_a_function(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], err[BOOKDB_ERRLEN];
+	snprintf(book, sizeof book, "%s/b", dir);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s synth %s --positions 3000 --seed 9 --quiet", ts_joseki(), book),
+	    0);
+	BookDB *db, *rd, *other;
+	BookDBOptions ro = {.read_only = true};
+	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
+	assert_int_equal(bookdb_open(&rd, book, &ro, err), 0);
+	long long e0, m0, e, m;
+	sum_book(db, &e0, &m0);
+	/* Another writer: refused, nothing done, the lock shared again. */
+	assert_int_equal(bookdb_open(&other, book, NULL, err), 0);
+	Bump b = {0};
+	uint64_t n, before, after;
+	assert_int_equal(bookdb_rebuild_rewrite(db, bump, &b, &n, &before, &after, err),
+	                 BOOKDB_EBUSY);
+	assert_string_equal(err, "");
+	assert_int_equal(b.calls, 0);
+	bookdb_free(other);
+	char *out = NULL;
+	assert_int_equal(ts_runf(NULL, &out, "%s compact %s", ts_joseki(), book), 1);
+	assert_non_null(strstr(out, "a writer has the book open")); /* db's lock is held */
+	free(out);
+	/* Stopped by the function: the book as it was, no copy left. */
+	b = (Bump){.stop_at = 1000};
+	assert_int_equal(bookdb_rebuild_rewrite(db, bump, &b, &n, &before, &after, err),
+	                 BOOKDB_ESTOPPED);
+	assert_true(bookdb_file_current(db));
+	sum_book(db, &e, &m);
+	assert_true(e == e0 && m == m0);
+	char tmp[700];
+	snprintf(tmp, sizeof tmp, "%s/data.mdb.compact", book);
+	assert_null(ts_read_file(tmp, NULL));
+	/* Done: every record rewritten, read and written through db. */
+	b = (Bump){0};
+	assert_int_equal(bookdb_rebuild_rewrite(db, bump, &b, &n, &before, &after, err), 0);
+	assert_int_equal(b.calls, 3000);
+	assert_true(n > 0 && n <= 3000);
+	assert_true(before > 0 && after > 0);
+	assert_true(bookdb_file_current(db));
+	sum_book(db, &e, &m);
+	assert_int_equal(e, e0 + (long long)n);
+	assert_int_equal(m, m0);
+	BookTxn *t;
+	BookCounts c;
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(bookdb_counts(&c, t), 0);
+	assert_true(c.kept);
+	assert_int_equal(c.moves, (uint64_t)m0);
+	bookdb_txn_abort(t);
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	assert_int_equal(bookdb_kv_put(t, BOOKDB_META, "after", 5, "x", 1), 0);
+	assert_int_equal(bookdb_txn_commit(t), 0);
+	/* The reader opened before reads the old file, until it opens again. */
+	assert_false(bookdb_file_current(rd));
+	sum_book(rd, &e, &m);
+	assert_int_equal(e, e0);
+	assert_int_equal(bookdb_reopen(rd, err), 0);
+	assert_true(bookdb_file_current(rd));
+	sum_book(rd, &e, &m);
+	assert_int_equal(e, e0 + (long long)n);
+	const void *v;
+	size_t vl;
+	assert_int_equal(bookdb_txn_begin(&t, rd, false), 0);
+	assert_int_equal(bookdb_kv_get(&v, &vl, t, BOOKDB_META, "after", 5), 0);
+	bookdb_txn_abort(t);
+	/* Moves left out: the counts are not kept, and the next write counts them. */
+	b = (Bump){.drop = true};
+	assert_int_equal(bookdb_rebuild_rewrite(db, bump, &b, &n, &before, &after, err), 0);
+	sum_book(db, &e, &m);
+	assert_int_equal(m, m0 - (long long)n);
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(bookdb_counts(&c, t), 0);
+	assert_false(c.kept);
+	bookdb_txn_abort(t);
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	assert_int_equal(bookdb_kv_put(t, BOOKDB_META, "after", 5, "y", 1), 0);
+	assert_int_equal(bookdb_txn_commit(t), 0);
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	assert_int_equal(bookdb_counts(&c, t), 0);
+	assert_true(c.kept);
+	assert_int_equal(c.moves, (uint64_t)m);
+	bookdb_txn_abort(t);
+	/* A read-only handle cannot. */
+	assert_int_equal(bookdb_rebuild_rewrite(rd, bump, &b, &n, &before, &after, err),
+	                 BOOKDB_EREADONLY);
+	bookdb_free(rd);
+	bookdb_free(db);
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), book), 0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -253,6 +515,8 @@ int main(void)
 	    cmocka_unit_test(test_compact__keeps_a_database_this_build_does_not_know),
 	    cmocka_unit_test(test_compact__refused_while_a_writer_has_the_book),
 	    cmocka_unit_test(test_compact__survives_kill_9_at_any_moment),
+	    cmocka_unit_test(test_compact__a_whole_book_minimax_writes_full_pages),
+	    cmocka_unit_test(test_compact__rebuild_rewrite_through_a_function),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -531,6 +531,87 @@ static void test_server__answers_while_a_writer_commits(void **state)
 	free(dir);
 }
 
+/*
+ * The book's file replaced under a plain serve (a whole-book minimax rebuilt
+ * it into a new file, then a hand mark went to the new file): the server
+ * answers every request meanwhile and, from a request a second later on,
+ * serves the new file, equal to the command's answer byte for byte; the
+ * same after joseki compact.
+ */
+static void test_server__follows_a_book_file_replaced_under_it(void **state)
+{
+	(void)state;
+	char *dir = make_book();
+	Srv s;
+	start(&s, dir, "--quiet");
+	volatile int stop_flag = 0;
+	Client cl[2];
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++) {
+		cl[i] = (Client){s.port, &stop_flag, 0, 0, ""};
+		pthread_create(&th[i], NULL, client_main, &cl[i]);
+	}
+	CURL *c = curl_easy_init();
+	char *before;
+	assert_int_equal(http(c, s.port, "GET", "/v1/query?position=startpos", NULL, &before, NULL),
+	                 200);
+	for (int round = 0; round < 2; round++) {
+		char *err = NULL;
+		int rc =
+		    round == 0
+		        ? ts_runf(NULL, &err, "%s minimax %s/b --full --quiet", ts_joseki(), dir)
+		        : ts_runf(NULL, &err, "%s compact %s/b >/dev/null", ts_joseki(), dir);
+		if (rc != 0) fail_msg("round %d: %s", round, err);
+		free(err);
+		/* The book's best move at the start avoided: written to the new file. */
+		char *want = NULL, *best = NULL;
+		assert_int_equal(
+		    ts_runf(&best, NULL,
+		            "%s query %s/b startpos --json | python3 -c 'import json,sys; "
+		            "print(json.load(sys.stdin)[\"bestmove\"], end=\"\")'",
+		            ts_joseki(), dir),
+		    0);
+		assert_int_equal(ts_runf(NULL, NULL,
+		                         "%s avoid %s/b startpos %s --note round%d >/dev/null",
+		                         ts_joseki(), dir, best, round),
+		                 0);
+		assert_int_equal(
+		    ts_runf(&want, NULL, "%s query %s/b startpos --json", ts_joseki(), dir), 0);
+		assert_string_not_equal(want, before);
+		char *got = NULL;
+		int tries = 0;
+		for (; tries < 600; tries++) { /* until it follows (a look a second) */
+			free(got);
+			assert_int_equal(
+			    http(c, s.port, "GET", "/v1/query?position=startpos", NULL, &got, NULL),
+			    200);
+			if (!strcmp(got, want)) break;
+			usleep(50000);
+		}
+		if (strcmp(got, want))
+			fail_msg("round %d: the server still answers\n%s\nnot\n%s", round, got,
+			         want);
+		free(before);
+		before = got;
+		free(want);
+		free(best);
+	}
+	stop_flag = 1;
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		if (cl[i].bad)
+			fail_msg("client %d: %ld bad answers, first: %s", i, cl[i].bad,
+			         cl[i].first_bad);
+	}
+	free(before);
+	curl_easy_cleanup(c);
+	stop(&s);
+	char path[600];
+	snprintf(path, sizeof path, "%s/b", dir);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* Sends raw bytes on a fresh connection; returns what came back (NUL-terminated). */
 static char *raw(int port, const char *req, size_t len)
 {
@@ -835,6 +916,7 @@ int main(void)
 	    cmocka_unit_test(test_server__every_endpoint_and_every_error),
 	    cmocka_unit_test(test_server__query_equals_the_command_byte_for_byte),
 	    cmocka_unit_test(test_server__answers_while_a_writer_commits),
+	    cmocka_unit_test(test_server__follows_a_book_file_replaced_under_it),
 	    cmocka_unit_test(test_server__a_thousand_malformed_requests),
 	    cmocka_unit_test(test_server__sigterm_answers_503_then_exits_0),
 	    cmocka_unit_test(test_server__the_explorer_in_a_real_browser),
