@@ -315,7 +315,8 @@ int bdb_writers_lock(BookDB *db, int how, char *err)
 	    : how == LOCK_EX
 	        ? "a writer has the book open (think, ingest, minimax ...): try again when "
 	          "it is done"
-	        : "the book is being compacted: try again when joseki compact is done");
+	        : "the book is being written anew (joseki compact, or a minimax --full that "
+	          "rebuilds it): try again when it is done");
 }
 
 /*
@@ -348,9 +349,36 @@ static int check_file_size(BookDB *db, const char *path, char *err)
 	                  db->dir, (unsigned long long)st.st_size, (unsigned long long)need);
 }
 
+static int env_open_locked(BookDB *db, const BookDBOptions *opt, bool exists, char *err);
+
+int bdb_open_lock(const char *dir, int how)
+{
+	char path[BOOKDB_PATH_LEN];
+	snprintf(path, sizeof path, "%s/open.lock", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0664);
+	if (fd < 0) fd = open(path, O_RDONLY | O_CLOEXEC); /* a reader without write access */
+	if (fd < 0) return -1;
+	while (flock(fd, how) < 0)
+		if (errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+	return fd;
+}
+
 /* db's environment opened on dir/data.mdb (exists: the file was there) and
  * its databases; 0 or a code with err. */
 static int env_open(BookDB *db, const BookDBOptions *opt, bool exists, char *err)
+{
+	/* LMDB's lock file must belong to the data file it is opened with: a
+	 * data file replaced (bdb_open_lock) is not opened half way. */
+	int lk = bdb_open_lock(db->dir, LOCK_SH);
+	int rc = env_open_locked(db, opt, exists, err);
+	if (lk >= 0) close(lk);
+	return rc;
+}
+
+static int env_open_locked(BookDB *db, const BookDBOptions *opt, bool exists, char *err)
 {
 	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/data.mdb", db->dir);

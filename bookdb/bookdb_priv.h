@@ -130,6 +130,20 @@ int bdb_commit_err(const char *dir, int rc); /* a failed commit: ENOSPC told apa
 int bdb_txn_write(BookTxn *t, BookDbName db, int op, const void *k, size_t kl, const void *v,
                   size_t vl); /* a logged write (replayed on map growth) */
 int bdb_writers_lock(BookDB *db, int how, char *err);
+/*
+ * BOOK/open.lock, taken with flock (how: LOCK_SH or LOCK_EX, waiting): every
+ * open of the book's LMDB environment holds it shared; a data file is put in
+ * place of another (compact, a whole-book minimax's rebuild) with it held
+ * alone, and LMDB's lock file removed in the same step. LMDB keeps its last
+ * transaction id in the lock file's shared memory, which only the first
+ * process to open the lock file sets from the data file: a process that
+ * opened the new data file beside a lock file still open elsewhere on the
+ * old one (a serve reading it) would number its commits after the old file's
+ * and lose them. Returns the descriptor (close it to let go), or -1 when the
+ * file cannot be opened (a book on a read-only file system: nothing can
+ * replace its files either).
+ */
+int bdb_open_lock(const char *dir, int how);
 /* changes.c */
 int bdb_changes_load(BookTxn *t, bool counts);
 int bdb_changes_set_state(BookTxn *t, uint8_t state);

@@ -206,9 +206,17 @@ static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint6
 	}
 	close(fd);
 	/* The copy is whole and on disk: the rename is the one step that
-	 * switches the book, and either name is a complete book. */
-	if (rename(tmp, path) < 0) {
-		int e = errno;
+	 * switches the book, and either name is a complete book. LMDB's lock
+	 * file goes with the old one (bdb_open_lock): the processes that have
+	 * it open keep it, with the old file; the first to open the new file
+	 * makes a new one. */
+	char lockf[BOOKDB_PATH_LEN];
+	snprintf(lockf, sizeof lockf, "%s/lock.mdb", dir);
+	int lk = bdb_open_lock(dir, LOCK_EX);
+	int rrc = rename(tmp, path), e = errno;
+	if (rrc == 0) unlink(lockf);
+	if (lk >= 0) close(lk);
+	if (rrc < 0) {
 		unlink(tmp);
 		return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", path,
 		                  strerror(e));

@@ -469,7 +469,10 @@ static int write_rebuilt(BookmmStats *st, BookGraph *b, BookDB *db, const Bookmm
 		                            &st->bytes_after, berr);
 	free(wb.rec);
 	free(wb.edges);
-	if (rc == BOOKDB_EBUSY && !berr[0]) return 1;
+	if (rc == BOOKDB_EBUSY && !berr[0]) {
+		st->rebuild_busy = true;
+		return 1;
+	}
 	if (rc == BOOKDB_ESTOPPED) return stopped(err, "writing the records");
 	if (rc < 0)
 		return fail(err, BOOKMM_ERRLEN, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,

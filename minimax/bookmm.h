@@ -118,6 +118,7 @@ typedef struct {
 	 * book's records take, their keys and LMDB's own bytes aside) */
 	uint64_t record_bytes;
 	bool rebuilt; /* --full: the book was rebuilt into a new file (not rewritten in place) */
+	bool rebuild_busy; /* --full: not rebuilt, as another writer had the book open */
 	uint64_t bytes_before, bytes_after; /* rebuilt: the book's file before and after */
 	bool has_root;                      /* the start position is a valued record */
 	int root_value;                     /* its value for the side to move */

@@ -976,7 +976,7 @@ int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err)
 		                  "cycle: a book, --generations >= 1 and --plies >= 0 are needed");
 	if (opt->retries < 0 || (opt->retries > 0 && opt->delete_rule != CYCLE_DELETE_LAST))
 		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EINVAL,
-		                  "cycle: --retries needs --delete last (and is at least 0)");
+		                  "cycle: --retries needs --delete last, and at least 0");
 	if (r.nopp < 1 || r.nopp > CYCLE_OPPONENTS_MAX)
 		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EINVAL,
 		                  "cycle: 1 to %d opponents are needed", CYCLE_OPPONENTS_MAX);

@@ -101,14 +101,14 @@ python3 - "$W/cycle.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 print("cycle table (the book side against fairy-stockfish)")
-print("  gen  games  score    +W  =D  -L  book_plies  exit_ply  thought  engine_s  avoided  repeats  won_lost  retried  retry_won")
+print("  gen  games  score    +W  =D  -L  book_plies  exit_ply  thought  engine_s  avoided  repeats  won_lost  retried  retry_wins")
 total = 0.0
 games = 0
 for r in d["table"]:
     total += r["engine_seconds"]
     games += r["games"] + r.get("retried", 0)
     ex = r["exit_ply"]
-    print("  %3d  %5d  %.3f  %4d %3d %3d  %10.1f  %8s  %7d  %8.1f  %7d  %7d  %8d  %7d  %9d" % (
+    print("  %3d  %5d  %.3f  %4d %3d %3d  %10.1f  %8s  %7d  %8.1f  %7d  %7d  %8d  %7d  %10d" % (
         r["generation"], r["games"], r["score"], r["wins"], r["draws"], r["losses"],
         r["book_plies"], ex["median"] if ex["games"] else "-", r["thought"],
         r["engine_seconds"], r["avoided"], r["repeats"], r["won_lost"],

@@ -149,6 +149,7 @@ static void on_generation(void *ctx, const CycleGenStats *g)
 {
 	bool json = ((const bool *)ctx)[1];
 	if (json) return;
+	if (((const bool *)ctx)[0]) fputs("\r\033[K", stderr); /* the step shown, cleared */
 	printf("cycle generation %d games %d score %.3f (+%d =%d -%d) queued %zu thought %llu "
 	       "avoided_new %zu avoided %zu%s\n",
 	       g->generation, g->games, g->score, g->wins, g->draws, g->losses, g->queued,
@@ -218,7 +219,7 @@ static int print_table(const char *book, int done, uint64_t generations, bool st
 		json_decref(o);
 	} else if (t.n) {
 		printf("cycle table\n  gen  opp  games  score    +W   =D   -L  book_plies  exit_ply"
-		       "  thought  engine_s  avoided  repeats  won_lost  retried  retry_won  "
+		       "  thought  engine_s  avoided  repeats  won_lost  retried  retry_wins  "
 		       "opponent\n");
 		for (size_t i = 0; i < t.n; i++) {
 			const CycleRow *r = &t.rows[i];
@@ -226,7 +227,7 @@ static int print_table(const char *book, int done, uint64_t generations, bool st
 			if (r->exits) snprintf(exit, sizeof exit, "%d", r->exit_median);
 			printf(
 			    "  %3d  %3d  %5d  %.3f  %4d %4d %4d  %10.1f  %8s  %7llu  %8.1f  %7llu  "
-			    "%7llu  %8llu  %7d  %9d  %s\n",
+			    "%7llu  %8llu  %7d  %10d  %s\n",
 			    r->generation, r->opponent, r->games, row_score(r), r->wins, r->draws,
 			    r->losses, row_book_plies(r), exit, (unsigned long long)r->thought,
 			    r->engine_ms / 1e3, (unsigned long long)r->marked,
@@ -342,6 +343,10 @@ int cmd_cycle(int argc, char **argv)
 	const CliCmd cmd = {"cycle", opts, "docs/cycle.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
+	if (retries > 0 && delete_rule != CYCLE_DELETE_LAST)
+		return cli_usage_error(&cmd,
+		                       "--retries plays lost games again after --delete last's "
+		                       "backtracking: it needs --delete last");
 	int nengines = (int)ce.n;
 	if (!positions && !seconds && !(engine_seconds > 0)) positions = 100;
 	if (nopp == 0) opp_path[nopp++] = "builtin";

@@ -208,7 +208,7 @@ int cmd_minimax(int argc, char **argv)
 	}
 	/* The summary in lines that fit the console (a coordinator's whole-book
 	 * child writes it among serve's lines): the graph, the run, the values. */
-	char line[4][512];
+	char line[5][512];
 	snprintf(line[0], sizeof line[0],
 	         "minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles)%s",
 	         st.positions, st.valued, st.settled, st.cyclic, st.incremental ? ";" : ",");
@@ -237,7 +237,10 @@ int cmd_minimax(int argc, char **argv)
 		         "  the book rebuilt with full pages: %.1f MB -> %.1f MB, %.0f bytes a "
 		         "position",
 		         st.bytes_before / 1e6, st.bytes_after / 1e6, per_pos);
-	else if (packed > 0 && per_pos > 1.3 * packed)
+	if (st.rebuild_busy)
+		snprintf(line[nl++], sizeof line[3],
+		         "  another writer had the book open: the records were rewritten in place");
+	if (!st.rebuilt && packed > 0 && per_pos > 1.3 * packed)
 		snprintf(line[nl++], sizeof line[3],
 		         "  the book takes %.0f bytes a position, its records %.0f in full pages: "
 		         "joseki compact (no writer running) packs them",

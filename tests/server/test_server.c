@@ -20,6 +20,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -563,6 +564,14 @@ static void test_server__follows_a_book_file_replaced_under_it(void **state)
 		        : ts_runf(NULL, &err, "%s compact %s/b >/dev/null", ts_joseki(), dir);
 		if (rc != 0) fail_msg("round %d: %s", round, err);
 		free(err);
+		/* Whatever wrote the new file last, its commits stand, the server
+		 * holding the old file open beside it: the next run goes on from
+		 * the state the last one kept. */
+		json_t *mm = ts_run_json(0, "%s minimax %s/b --json", ts_joseki(), dir);
+		if (!json_is_true(json_object_get(mm, "incremental")))
+			fail_msg("round %d: minimax after the file was replaced: %s", round,
+			         json_string_value(json_object_get(mm, "full_reason")));
+		json_decref(mm);
 		/* The book's best move at the start avoided: written to the new file. */
 		char *want = NULL, *best = NULL;
 		assert_int_equal(
@@ -608,6 +617,76 @@ static void test_server__follows_a_book_file_replaced_under_it(void **state)
 	stop(&s);
 	char path[600];
 	snprintf(path, sizeof path, "%s/b", dir);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* Requests until the server says (on its stderr, s->log, with --quiet its
+ * only lines) that it serves the book's new file. */
+static void wait_followed(Srv *s, CURL *c)
+{
+	char line[1024];
+	for (int i = 0; i < 600; i++) {
+		char *got;
+		assert_int_equal(
+		    http(c, s->port, "GET", "/v1/query?position=startpos", NULL, &got, NULL), 200);
+		free(got);
+		struct pollfd p = {.fd = fileno(s->log), .events = POLLIN};
+		if (poll(&p, 1, 100) == 1 && fgets(line, sizeof line, s->log)) {
+			if (strstr(line, "serving the new one")) return;
+			fail_msg("serve said: %s", line);
+		}
+	}
+	fail_msg("serve did not follow the book's new file");
+}
+
+/*
+ * LMDB keeps its last transaction id in its lock file's shared memory: a
+ * serve holding the old file's lock file open beside a writer of the new
+ * file gave the writer the old file's ids, and a book with fewer commits
+ * before than its rebuild made (a synthetic one) lost every commit after
+ * it. The lock file now goes with the old file: minimax --full under a
+ * serve keeps its state, and the next run is incremental; so after compact.
+ */
+static void test_server__commits_after_a_rebuild_under_a_server_stand(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s synth %s/b --positions 20000 --quiet", ts_joseki(), dir), 0);
+	Srv s;
+	start(&s, dir, "--quiet");
+	CURL *c = curl_easy_init();
+	char *got;
+	assert_int_equal(http(c, s.port, "GET", "/v1/query?position=startpos", NULL, &got, NULL),
+	                 200);
+	free(got);
+	static const char *const steps[] = {"minimax %s/b --full --quiet", "compact %s/b"},
+	                         *names[] = {"minimax --full", "compact"};
+	for (int k = 0; k < 2; k++) {
+		char fmt[128];
+		snprintf(fmt, sizeof fmt, "%%s %s >/dev/null", steps[k]);
+		assert_int_equal(ts_runf(NULL, NULL, fmt, ts_joseki(), dir), 0);
+		/* The server lets go of the old file (and its lock file): the
+		 * commits made since are those the next process finds. */
+		wait_followed(&s, c);
+		json_t *m0 = ts_run_json(0, "%s minimax %s/b --json", ts_joseki(), dir);
+		if (!json_is_true(json_object_get(m0, "incremental")))
+			fail_msg("after %s: minimax: %s", names[k],
+			         json_string_value(json_object_get(m0, "full_reason")));
+		json_decref(m0);
+		assert_int_equal(ts_runf(NULL, NULL, "%s avoid %s/b startpos 7g7f%s >/dev/null",
+		                         ts_joseki(), dir, k ? " --undo" : ""),
+		                 0);
+		json_t *mm = ts_run_json(0, "%s minimax %s/b --json", ts_joseki(), dir);
+		if (!json_is_true(json_object_get(mm, "incremental")))
+			fail_msg("after %s: minimax: %s", names[k],
+			         json_string_value(json_object_get(mm, "full_reason")));
+		json_decref(mm);
+		assert_int_equal(ts_runf(NULL, NULL, "%s check %s/b", ts_joseki(), dir), 0);
+	}
+	curl_easy_cleanup(c);
+	stop(&s);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -917,6 +996,7 @@ int main(void)
 	    cmocka_unit_test(test_server__query_equals_the_command_byte_for_byte),
 	    cmocka_unit_test(test_server__answers_while_a_writer_commits),
 	    cmocka_unit_test(test_server__follows_a_book_file_replaced_under_it),
+	    cmocka_unit_test(test_server__commits_after_a_rebuild_under_a_server_stand),
 	    cmocka_unit_test(test_server__a_thousand_malformed_requests),
 	    cmocka_unit_test(test_server__sigterm_answers_503_then_exits_0),
 	    cmocka_unit_test(test_server__the_explorer_in_a_real_browser),
