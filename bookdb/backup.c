@@ -36,7 +36,7 @@ static int fsync_parent(const char *path)
 /* Removes a temporary copy: only the files a copy holds, then the directory. */
 static void remove_partial(const char *tmp)
 {
-	static const char *const FILES[] = {"data.mdb", "lock.mdb"};
+	static const char *const FILES[] = {"data.mdb", "lock.mdb", "open.lock"};
 	char p[BOOKDB_PATH_LEN + 32];
 	for (size_t i = 0; i < sizeof FILES / sizeof *FILES; i++) {
 		snprintf(p, sizeof p, "%s/%s", tmp, FILES[i]);

@@ -49,6 +49,8 @@ const char *bookdb_strerror(int code)
 		return "no space left on device (disk full)";
 	case BOOKDB_ESTOPPED:
 		return "stopped";
+	case BOOKDB_ESTALE:
+		return "the book's file was replaced";
 	default:
 		return "unknown bookdb error";
 	}
@@ -366,6 +368,64 @@ int bdb_open_lock(const char *dir, int how)
 	return fd;
 }
 
+/* open.lock's content (bdb_lock_owner_put): the data file LMDB's lock file
+ * belongs to; false when none is written (a book never switched). */
+static bool lock_owner_get(int lk, uint64_t *dev, uint64_t *ino)
+{
+	char b[64];
+	ssize_t n = pread(lk, b, sizeof b - 1, 0);
+	if (n <= 0) return false;
+	b[n] = 0;
+	unsigned long long d, i;
+	if (sscanf(b, "%llu %llu", &d, &i) != 2) return false;
+	*dev = d;
+	*ino = i;
+	return true;
+}
+
+int bdb_lock_owner_put(int lk, const char *dir)
+{
+	char path[BOOKDB_PATH_LEN], b[64];
+	struct stat st;
+	snprintf(path, sizeof path, "%s/data.mdb", dir);
+	if (stat(path, &st) < 0) return -1;
+	int n = snprintf(b, sizeof b, "%llu %llu\n", (unsigned long long)st.st_dev,
+	                 (unsigned long long)st.st_ino);
+	if (pwrite(lk, b, (size_t)n, 0) != n || ftruncate(lk, n) < 0 || fdatasync(lk) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * Under open.lock shared (lk): when the data file is not the one LMDB's lock
+ * file belongs to (a switch killed between its rename and the lock file's
+ * removal, or a data file put there by hand), the lock file is removed,
+ * with open.lock held alone, so that the first to open the data file makes
+ * a new one. Nothing when the owner cannot be written (a reader without
+ * write access): removing the lock file again at every open would split the
+ * book's users between two lock files.
+ */
+static void lock_file_mend(int lk, const char *dir)
+{
+	char path[BOOKDB_PATH_LEN], lockf[BOOKDB_PATH_LEN];
+	snprintf(path, sizeof path, "%s/data.mdb", dir);
+	snprintf(lockf, sizeof lockf, "%s/lock.mdb", dir);
+	for (int tries = 0; tries < 4; tries++) {
+		uint64_t dev, ino;
+		struct stat st;
+		if (!lock_owner_get(lk, &dev, &ino) || stat(path, &st) < 0 ||
+		    ((uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino))
+			return;
+		/* (A change of lock lets go first: the owner is read again.) */
+		if (flock(lk, LOCK_EX) < 0) return;
+		if (lock_owner_get(lk, &dev, &ino) && stat(path, &st) == 0 &&
+		    ((uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino) &&
+		    bdb_lock_owner_put(lk, dir) == 0)
+			unlink(lockf);
+		if (flock(lk, LOCK_SH) < 0) return;
+	}
+}
+
 /* db's environment opened on dir/data.mdb (exists: the file was there) and
  * its databases; 0 or a code with err. */
 static int env_open(BookDB *db, const BookDBOptions *opt, bool exists, char *err)
@@ -373,6 +433,7 @@ static int env_open(BookDB *db, const BookDBOptions *opt, bool exists, char *err
 	/* LMDB's lock file must belong to the data file it is opened with: a
 	 * data file replaced (bdb_open_lock) is not opened half way. */
 	int lk = bdb_open_lock(db->dir, LOCK_SH);
+	if (lk >= 0) lock_file_mend(lk, db->dir);
 	int rc = env_open_locked(db, opt, exists, err);
 	if (lk >= 0) close(lk);
 	return rc;

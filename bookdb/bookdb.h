@@ -64,6 +64,7 @@ enum {
 	BOOKDB_EINVAL = ERR_BOOKDB - 9,    /* bad argument or field value */
 	BOOKDB_ENOSPC = ERR_BOOKDB - 10,   /* disk full */
 	BOOKDB_ESTOPPED = ERR_BOOKDB - 11, /* the caller's stop flag ended a long read */
+	BOOKDB_ESTALE = ERR_BOOKDB - 12,   /* the book's file was replaced under the handle */
 };
 const char *bookdb_strerror(int code);
 
@@ -159,9 +160,10 @@ typedef int (*BookRebuildFn)(void *ctx, Key key, const uint8_t *raw, size_t len,
  * open) and shared again after. Returns 0 (*rewritten: the records fn
  * rewrote; *before, *after: the file's bytes), BOOKDB_EBUSY when another
  * writer has the book open (nothing done: the caller may rewrite in place,
- * bookdb_rewrite), fn's code, or another negative code with err (the book as
- * it was; db still usable unless the code is BOOKDB_ESTALE: the book was
- * replaced under it).
+ * bookdb_rewrite), BOOKDB_ESTALE when the book was written anew by another
+ * process (a compaction) in the moment the lock changed hands (db reads the
+ * old file and holds no lock: free it and open the book again), fn's code,
+ * or another negative code with err (the book as it was).
  */
 JOSEKI_MUST_USE int bookdb_rebuild_rewrite(BookDB *db, BookRebuildFn fn, void *ctx,
                                            uint64_t *rewritten, uint64_t *before, uint64_t *after,

@@ -144,6 +144,12 @@ int bdb_writers_lock(BookDB *db, int how, char *err);
  * replace its files either).
  */
 int bdb_open_lock(const char *dir, int how);
+/* Writes into open.lock (lk, held alone) that LMDB's lock file belongs to
+ * dir/data.mdb as it is now; 0 or -1. A switch writes the old data file's
+ * before its rename and the new one's after removing the lock file: an open
+ * that finds another data file than the one written (a switch killed in
+ * between) removes the lock file first. */
+int bdb_lock_owner_put(int lk, const char *dir);
 /* changes.c */
 int bdb_changes_load(BookTxn *t, bool counts);
 int bdb_changes_set_state(BookTxn *t, uint8_t state);

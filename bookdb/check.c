@@ -239,7 +239,7 @@ static int copy_games(BookCheckStats *st, BookTxn *txn, BookWriter *w)
  * directory. */
 static void remove_partial(const char *tmp)
 {
-	static const char *const FILES[] = {"data.mdb", "lock.mdb", "writers.lock"};
+	static const char *const FILES[] = {"data.mdb", "lock.mdb", "writers.lock", "open.lock"};
 	char p[BOOKDB_PATH_LEN + 32];
 	for (size_t i = 0; i < sizeof FILES / sizeof *FILES; i++) {
 		snprintf(p, sizeof p, "%s/%s", tmp, FILES[i]);

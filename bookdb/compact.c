@@ -213,8 +213,13 @@ static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint6
 	char lockf[BOOKDB_PATH_LEN];
 	snprintf(lockf, sizeof lockf, "%s/lock.mdb", dir);
 	int lk = bdb_open_lock(dir, LOCK_EX);
+	/* Killed between the rename and the removal, the next open removes it. */
+	if (lk >= 0) (void)bdb_lock_owner_put(lk, dir);
 	int rrc = rename(tmp, path), e = errno;
-	if (rrc == 0) unlink(lockf);
+	if (rrc == 0) {
+		unlink(lockf);
+		if (lk >= 0) (void)bdb_lock_owner_put(lk, dir);
+	}
 	if (lk >= 0) close(lk);
 	if (rrc < 0) {
 		unlink(tmp);

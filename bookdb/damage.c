@@ -223,7 +223,7 @@ size_t bookdb_damage_format(char *buf, size_t cap, const char *cmd, const char *
 void bookdb_damage_cleanup(void)
 {
 	if (!atomic_load(&g_partial_set)) return;
-	static const char *const FILES[] = {"data.mdb", "lock.mdb", "writers.lock"};
+	static const char *const FILES[] = {"data.mdb", "lock.mdb", "writers.lock", "open.lock"};
 	char p[BOOKDB_PATH_LEN + 32];
 	for (size_t i = 0; i < sizeof FILES / sizeof *FILES; i++) {
 		size_t n = 0;

@@ -460,7 +460,7 @@ static int write_rebuilt(BookmmStats *st, BookGraph *b, BookDB *db, const Bookmm
 	WriteBack wb = {.b = b, .opt = opt};
 	wb.rec = malloc(sizeof *wb.rec);
 	wb.edges = malloc(BOOKMM_NODE_MOVES * sizeof *wb.edges);
-	char berr[BOOKDB_ERRLEN];
+	char berr[BOOKDB_ERRLEN] = "";
 	uint64_t rewritten = 0;
 	int rc = BOOKDB_ENOMEM;
 	bookmm_report(opt, "writing", 0, b->n);

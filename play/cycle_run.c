@@ -848,7 +848,11 @@ static int play_matches(Run *r, const char *dir, char *err)
 static int backtrack_rounds(Run *r, int gen, char *err)
 {
 	const CycleOptions *opt = r->opt;
-	int ret;
+	/* The values as the marks so far leave them: a run killed between a
+	 * round's marks and the minimax after it resumes here. (Incremental:
+	 * nothing to do when nothing changed.) */
+	int ret = with_book(r, step_minimax, NULL, err);
+	if (ret < 0) return ret;
 	for (int round = 0; round < KEEP_ROUNDS; round++) {
 		size_t any = 0;
 		if (opt->stop && *opt->stop) return 1;
@@ -912,6 +916,7 @@ static int retry_round(Run *r, const char *dir, char *err)
 	if (ret < 0 || r->nreplay == 0) return ret;
 	MatchResult mr[CYCLE_OPPONENTS_MAX];
 	memset(mr, 0, sizeof mr);
+	int queued = 0;
 	int *only = malloc(r->games.n * sizeof *only);
 	char gdir[BOOKDB_PATH_LEN + 32], rdir[BOOKDB_PATH_LEN + 64], odir[BOOKDB_PATH_LEN + 96];
 	snprintf(gdir, sizeof gdir, "%s/gen-%04d", dir, r->gen);
@@ -934,6 +939,7 @@ static int retry_round(Run *r, const char *dir, char *err)
 			if (idx >= 0) only[k++] = idx;
 		}
 		if (!k) continue;
+		queued += k;
 		qsort(only, (size_t)k, sizeof *only, cmp_int);
 		int u = 0;
 		for (int i = 0; i < k; i++)
@@ -952,7 +958,8 @@ static int retry_round(Run *r, const char *dir, char *err)
 		else if (opt->stop && *opt->stop)
 			ret = 1;
 	}
-	if (ret == 0) {
+	if (ret == 0 && !queued) r->nreplay = 0; /* none the match can play again */
+	if (ret == 0 && queued) {
 		CycleState next = r->st;
 		next.retried++;
 		r->retry_mr = mr;

@@ -346,10 +346,16 @@ static char *metrics_text(Server *s)
 static void follow_book(Server *s)
 {
 	if (s->opt.work) return;
-	long long now = (long long)clock_ms_f();
-	if (now - atomic_load(&s->checked_ms) < 1000) return;
-	atomic_store(&s->checked_ms, now);
-	if (bookdb_file_current(s->db)) return;
+	long long now = (long long)clock_ms_f(), last = atomic_load(&s->checked_ms);
+	/* One request a second looks (the others go on at once). */
+	if (now - last < 1000 || !atomic_compare_exchange_strong(&s->checked_ms, &last, now))
+		return;
+	/* The handle is looked at under the read side: a reopen under way has
+	 * the write side. */
+	pthread_rwlock_rdlock(&s->dblock);
+	bool current = bookdb_file_current(s->db);
+	pthread_rwlock_unlock(&s->dblock);
+	if (current) return;
 	pthread_rwlock_wrlock(&s->dblock);
 	if (!bookdb_file_current(s->db)) {
 		char err[BOOKDB_ERRLEN], line[BOOKDB_ERRLEN + 128];

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -508,6 +510,82 @@ static void test_compact__rebuild_rewrite_through_a_function(void **state)
 	free(dir);
 }
 
+/*
+ * A switch killed between its rename and the removal of LMDB's lock file
+ * (simulated: open.lock names the old data file, as the switch writes it
+ * before its rename; the new data file renamed in; the old lock file left,
+ * held by a reader of the old file): the next open removes the lock file,
+ * so a writer's commit on the new file stands once everyone has let go.
+ */
+static void test_compact__an_open_mends_a_switch_killed_half_way(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], copy[600], path[700], from[700], err[BOOKDB_ERRLEN];
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(copy, sizeof copy, "%s/c", dir);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s synth %s --positions 3000 --seed 4 --quiet", ts_joseki(), book),
+	    0);
+	/* As the switch writes it: the data file the lock file belongs to. */
+	struct stat st;
+	snprintf(path, sizeof path, "%s/data.mdb", book);
+	assert_int_equal(stat(path, &st), 0);
+	char owner[64];
+	int n = snprintf(owner, sizeof owner, "%llu %llu\n", (unsigned long long)st.st_dev,
+	                 (unsigned long long)st.st_ino);
+	snprintf(from, sizeof from, "%s/open.lock", book);
+	assert_int_equal(ts_write_file(from, owner, (size_t)n), 0);
+	BookDB *rd, *w;
+	BookDBOptions ro = {.read_only = true};
+	/* The reader of the old file: another process (LMDB's lock file is
+	 * shared between processes; two handles of one process are not). */
+	int go[2], ready[2];
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(ready), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		char c = 0;
+		BookTxn *ct;
+		if (bookdb_open(&rd, book, &ro, err) < 0 || bookdb_txn_begin(&ct, rd, false) < 0)
+			_exit(1);
+		bookdb_txn_abort(ct);
+		(void)!write(ready[1], "r", 1);
+		(void)!read(go[0], &c, 1);
+		bookdb_free(rd);
+		_exit(0);
+	}
+	char c;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s backup %s %s --compact >/dev/null", ts_joseki(), book, copy),
+	    0);
+	snprintf(from, sizeof from, "%s/data.mdb", copy);
+	assert_int_equal(rename(from, path), 0);
+	assert_int_equal(bookdb_open(&w, book, NULL, err), 0);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, w, true), 0);
+	assert_int_equal(bookdb_kv_put(t, BOOKDB_META, "mended", 6, "yes", 3), 0);
+	assert_int_equal(bookdb_txn_commit(t), 0);
+	bookdb_free(w);
+	assert_int_equal(write(go[1], "g", 1), 1);
+	int status;
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(go[0]), close(go[1]), close(ready[0]), close(ready[1]);
+	assert_int_equal(bookdb_open(&rd, book, &ro, err), 0);
+	const void *v;
+	size_t vl;
+	assert_int_equal(bookdb_txn_begin(&t, rd, false), 0);
+	assert_int_equal(bookdb_kv_get(&v, &vl, t, BOOKDB_META, "mended", 6), 0);
+	assert_int_equal(vl, 3);
+	bookdb_txn_abort(t);
+	bookdb_free(rd);
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), book), 0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -517,6 +595,7 @@ int main(void)
 	    cmocka_unit_test(test_compact__survives_kill_9_at_any_moment),
 	    cmocka_unit_test(test_compact__a_whole_book_minimax_writes_full_pages),
 	    cmocka_unit_test(test_compact__rebuild_rewrite_through_a_function),
+	    cmocka_unit_test(test_compact__an_open_mends_a_switch_killed_half_way),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
