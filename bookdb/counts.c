@@ -257,8 +257,9 @@ int bookdb_scan_put(BookTxn *t, uint64_t at, const BookScanKept *s)
  * current in the book it copied: the copy at path, not yet the book, gets
  * one write transaction of its own that stamps the kept counts and the
  * scan with its id when they were current in the source (counts_ok,
- * scan_ok), else drops them (the next write counts them again). Returns an
- * LMDB code.
+ * scan_ok); else the counts are dropped (the next write counts them again)
+ * and the scan keeps its figures, stamped 0 (not current). Returns an LMDB
+ * code.
  */
 int bdb_counts_restamp_copy(const char *path, bool counts_ok, bool scan_ok)
 {
@@ -288,14 +289,18 @@ int bdb_counts_restamp_copy(const char *path, bool counts_ok, bool scan_ok)
 			continue;
 		}
 		if (rc) break;
-		if (!e[i].ok || v.mv_size < 8) {
+		/* Counts not current are dropped (counted again); a scan not
+		 * current keeps its figures, stamped 0 (known, not current), as
+		 * any commit after it leaves it. */
+		bool scan = i == 1;
+		if (v.mv_size < 8 || (!e[i].ok && !scan)) {
 			rc = mdb_del(txn, meta, &k, NULL);
 			continue;
 		}
 		uint8_t b[64];
 		size_t n = v.mv_size < sizeof b ? v.mv_size : sizeof b;
 		memcpy(b, v.mv_data, n);
-		le64_put(b, (uint64_t)mdb_txn_id(txn));
+		le64_put(b, e[i].ok ? (uint64_t)mdb_txn_id(txn) : 0);
 		MDB_val nv = {n, b};
 		rc = mdb_put(txn, meta, &k, &nv, 0);
 	}
