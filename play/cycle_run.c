@@ -796,6 +796,28 @@ static void announce(const CycleOptions *opt, int gen, const char *step)
 		}                                                                                  \
 	} while (0)
 
+/* Opponent j's match of generation r->gen as the cycle plays it: the book
+ * side with the book against the opponent, the generation's shuffle of the
+ * openings (a game played again is the same game only with the same one),
+ * its records in dir, or dir/opponent-J (built in odir, len bytes) with
+ * several opponents. */
+static MatchOptions gen_match(const Run *r, int j, const char *dir, char *odir, size_t len)
+{
+	const CycleOptions *opt = r->opt;
+	MatchOptions mo = opt->match;
+	if (opt->opponents) mo.side[1] = opt->opponents[j];
+	mo.side[0].book = opt->book;
+	/* Another shuffle of the openings each generation. */
+	mo.seed = opt->match.seed + (uint64_t)(r->gen - 1);
+	mo.out_dir = dir;
+	if (r->nopp > 1) {
+		snprintf(odir, len, "%s/opponent-%d", dir, j + 1);
+		mo.out_dir = odir;
+	}
+	mo.cancel = opt->stop;
+	return mo;
+}
+
 /* The matches of the generation not played yet, one an opponent. */
 static int play_matches(Run *r, const char *dir, char *err)
 {
@@ -806,22 +828,12 @@ static int play_matches(Run *r, const char *dir, char *err)
 		if (opt->stop && *opt->stop) return 1;
 		int j = r->st.matched;
 		announce(opt, r->gen, "match");
-		MatchOptions mo = opt->match;
 		MatchResult mr;
 		char merr[MATCH_ERRLEN];
-		if (opt->opponents) mo.side[1] = opt->opponents[j];
-		mo.side[0].book = opt->book;
-		/* Another shuffle of the openings each generation. */
-		mo.seed = opt->match.seed + (uint64_t)(r->gen - 1);
-		mo.out_dir = gdir;
-		if (r->nopp > 1) {
-			if (mkdir(gdir, 0777) < 0 && errno != EEXIST)
-				return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EBOOK, "%s: %s", gdir,
-				                  strerror(errno));
-			snprintf(odir, sizeof odir, "%s/opponent-%d", gdir, j + 1);
-			mo.out_dir = odir;
-		}
-		mo.cancel = opt->stop;
+		if (r->nopp > 1 && mkdir(gdir, 0777) < 0 && errno != EEXIST)
+			return errmsg_set(err, CYCLE_ERRLEN, CYCLE_EBOOK, "%s: %s", gdir,
+			                  strerror(errno));
+		MatchOptions mo = gen_match(r, j, gdir, odir, sizeof odir);
 		if (match_run(&mr, &mo, merr) < 0)
 			return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ESTEP, "match: %s", merr);
 		if (opt->stop && *opt->stop) {
@@ -927,10 +939,7 @@ static int retry_round(Run *r, const char *dir, char *err)
 			ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_EBOOK, "%s: %s", d,
 			                 strerror(errno));
 	for (int j = 0; j < r->nopp && ret == 0; j++) {
-		MatchOptions mo = opt->match;
-		if (opt->opponents) mo.side[1] = opt->opponents[j];
-		mo.side[0].book = opt->book;
-		mo.seed = opt->match.seed + (uint64_t)(r->gen - 1); /* the generation's match */
+		MatchOptions mo = gen_match(r, j, rdir, odir, sizeof odir);
 		int k = 0;
 		for (size_t g = 0; g < r->games.n; g++) {
 			const CycleGame *gm = &r->games.games[g];
@@ -946,12 +955,6 @@ static int retry_round(Run *r, const char *dir, char *err)
 			if (!u || only[i] != only[u - 1]) only[u++] = only[i];
 		mo.only = only;
 		mo.nonly = u;
-		mo.out_dir = rdir;
-		if (r->nopp > 1) {
-			snprintf(odir, sizeof odir, "%s/opponent-%d", rdir, j + 1);
-			mo.out_dir = odir;
-		}
-		mo.cancel = opt->stop;
 		char merr[MATCH_ERRLEN];
 		if (match_run(&mr[j], &mo, merr) < 0)
 			ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ESTEP, "match: %s", merr);
