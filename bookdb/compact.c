@@ -235,11 +235,10 @@ static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint6
 	if (dfd < 0 || (fsync(dfd) < 0 && errno != EINVAL)) {
 		int e = errno;
 		if (dfd >= 0) close(dfd);
-		return errmsg_set(
-		    err, BOOKDB_ERRLEN, bdb_xlate(e),
-		    "%.200s: the compacted book is in place, but syncing the directory "
-		    "failed (%s): a crash now may bring back the uncompacted one",
-		    dir, strerror(e));
+		return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e),
+		                  "%.200s: the new book is in place, but syncing the directory "
+		                  "failed (%s): a crash now may bring back the old one",
+		                  dir, strerror(e));
 	}
 	close(dfd);
 	return 0;
@@ -273,10 +272,10 @@ int bookdb_rebuild_rewrite(BookDB *db, BookRebuildFn fn, void *ctx, uint64_t *re
 	if (flock(db->writers_fd, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno;
 		if (flock(db->writers_fd, LOCK_SH | LOCK_NB) < 0 || !bookdb_file_current(db))
-			return errmsg_set(
-			    err, BOOKDB_ERRLEN, BOOKDB_EBUSY,
-			    "%.200s: the book was being compacted meanwhile: run again",
-			    bookdb_dir(db));
+			return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ESTALE,
+			                  "%.200s: the book was written anew meanwhile (joseki "
+			                  "compact): run again",
+			                  bookdb_dir(db));
 		return e == EWOULDBLOCK
 		           ? BOOKDB_EBUSY
 		           : errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s/writers.lock: %s",
