@@ -368,19 +368,20 @@ int bdb_open_lock(const char *dir, int how)
 	return fd;
 }
 
-/* open.lock's content (bdb_lock_owner_put): the data file LMDB's lock file
- * belongs to; false when none is written (a book never switched). */
-static bool lock_owner_get(int lk, uint64_t *dev, uint64_t *ino)
+/* Whether open.lock (lk) names a data file LMDB's lock file belongs to
+ * (bdb_lock_owner_put), and dir/data.mdb is another one; false when none is
+ * named (a book never switched) or data.mdb cannot be looked at. */
+static bool lock_owner_differs(int lk, const char *dir)
 {
-	char b[64];
+	char b[64], path[BOOKDB_PATH_LEN];
 	ssize_t n = pread(lk, b, sizeof b - 1, 0);
 	if (n <= 0) return false;
 	b[n] = 0;
-	unsigned long long d, i;
-	if (sscanf(b, "%llu %llu", &d, &i) != 2) return false;
-	*dev = d;
-	*ino = i;
-	return true;
+	unsigned long long dev, ino;
+	struct stat st;
+	snprintf(path, sizeof path, "%s/data.mdb", dir);
+	if (sscanf(b, "%llu %llu", &dev, &ino) != 2 || stat(path, &st) < 0) return false;
+	return (unsigned long long)st.st_dev != dev || (unsigned long long)st.st_ino != ino;
 }
 
 int bdb_lock_owner_put(int lk, const char *dir)
@@ -407,21 +408,12 @@ int bdb_lock_owner_put(int lk, const char *dir)
  */
 static void lock_file_mend(int lk, const char *dir)
 {
-	char path[BOOKDB_PATH_LEN], lockf[BOOKDB_PATH_LEN];
-	snprintf(path, sizeof path, "%s/data.mdb", dir);
+	char lockf[BOOKDB_PATH_LEN];
 	snprintf(lockf, sizeof lockf, "%s/lock.mdb", dir);
-	for (int tries = 0; tries < 4; tries++) {
-		uint64_t dev, ino;
-		struct stat st;
-		if (!lock_owner_get(lk, &dev, &ino) || stat(path, &st) < 0 ||
-		    ((uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino))
-			return;
+	for (int tries = 0; tries < 4 && lock_owner_differs(lk, dir); tries++) {
 		/* (A change of lock lets go first: the owner is read again.) */
 		if (flock(lk, LOCK_EX) < 0) return;
-		if (lock_owner_get(lk, &dev, &ino) && stat(path, &st) == 0 &&
-		    ((uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino) &&
-		    bdb_lock_owner_put(lk, dir) == 0)
-			unlink(lockf);
+		if (lock_owner_differs(lk, dir) && bdb_lock_owner_put(lk, dir) == 0) unlink(lockf);
 		if (flock(lk, LOCK_SH) < 0) return;
 	}
 }
