@@ -657,25 +657,34 @@ static void planted_book(const char *dir, char *path, size_t pathlen, char *open
 	assert_int_equal(ts_write_file(open_path, PLANTED "\n", strlen(PLANTED) + 1), 0);
 }
 
+/* `joseki cycle BOOK --generations G --openings OPEN ARGS` (path, open_path:
+ * planted_book's), which must exit 0; its stdout (free it). */
+static char *cycle_ok(const char *path, const char *open_path, int gens, const char *args)
+{
+	char cmd[2000], *out = NULL, *err = NULL;
+	snprintf(cmd, sizeof cmd, "%s cycle %s --generations %d --openings %s %s", ts_joseki(),
+	         path, gens, open_path, args);
+	int rc = ts_run(cmd, &out, &err);
+	if (rc) fail_msg("%s: exit %d\n%s%s", cmd, rc, out, err);
+	free(err);
+	return out;
+}
+
 static void
 test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_rises(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp(), path[600], open_path[700];
 	planted_book(dir, path, sizeof path, open_path, sizeof open_path);
-	char cmd[2000], *out = NULL, *err = NULL;
+	char *out = NULL, *err = NULL;
 	const char *args = "--games 2 --nodes 2000 --think-nodes 300 --positions 2 --multipv 2 "
 	                   "--max-winrate 0.3 --min-games 1 --delete all --quiet";
-	snprintf(cmd, sizeof cmd, "%s cycle %s --generations 1 --openings %s %s", ts_joseki(), path,
-	         open_path, args);
-	int rc = ts_run(cmd, &out, &err);
-	if (rc) fail_msg("%s: exit %d\n%s%s", cmd, rc, out, err);
+	out = cycle_ok(path, open_path, 1, args);
 	/* Generation 1: the book's P*1e loses, the engine as Black mates the book. */
 	assert_non_null(strstr(out, "cycle generation 1 games 2 score 0.000 (+0 =0 -2)"));
 	assert_non_null(strstr(out, "avoided_new 1 avoided 1"));
 	assert_non_null(strstr(out, "cycle generations 1 of 1"));
 	free(out);
-	free(err);
 	BookDB *db = open_book(dir, path, sizeof path);
 	BookRecord *rec = malloc(sizeof *rec);
 	get(rec, db, PLANTED);
@@ -684,20 +693,14 @@ test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_ris
 	bookdb_free(db);
 	/* The same command again has nothing left to do; asked for two, it goes
 	 * on with generation 2 only. */
-	rc = ts_run(cmd, &out, &err);
-	assert_int_equal(rc, 0);
+	out = cycle_ok(path, open_path, 1, args);
 	assert_null(strstr(out, "cycle generation "));
 	assert_non_null(strstr(out, "cycle generations 1 of 1"));
 	free(out);
-	free(err);
-	snprintf(cmd, sizeof cmd, "%s cycle %s --generations 2 --openings %s %s", ts_joseki(), path,
-	         open_path, args);
-	rc = ts_run(cmd, &out, &err);
-	if (rc) fail_msg("%s: exit %d\n%s%s", cmd, rc, out, err);
+	out = cycle_ok(path, open_path, 2, args);
 	assert_null(strstr(out, "cycle generation 1 "));
 	assert_non_null(strstr(out, "cycle generation 2 games 2 score 0.500 (+1 =0 -1)"));
 	free(out);
-	free(err);
 	/* The CSA records match wrote give prune the same verdict: the book side
 	 * is told by its player name. */
 	char gen1[700];
@@ -716,7 +719,7 @@ test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_ris
 	snprintf(bad, sizeof bad, "%s/bad.csa", dir);
 	static const char BAD[] = "V2.2\nPI\n+\n+7776FU\n-3334FU\n+8822ZZ\n";
 	assert_int_equal(ts_write_file(bad, BAD, sizeof BAD - 1), 0);
-	rc = ts_runf(&out, &err, "%s prune %s %s", ts_joseki(), path, bad);
+	int rc = ts_runf(&out, &err, "%s prune %s %s", ts_joseki(), path, bad);
 	assert_int_equal(rc, 1);
 	assert_non_null(strstr(err, bad));
 	free(out);
@@ -899,18 +902,14 @@ static void test_cycle__retries_play_the_lost_games_again_within_the_generation(
 	(void)state;
 	char *dir = ts_mkdtemp(), path[600], open_path[700], rec_path[800];
 	planted_book(dir, path, sizeof path, open_path, sizeof open_path);
-	char cmd[2000], *out = NULL, *err = NULL;
+	char *out = NULL, *err = NULL;
 	const char *args = "--games 2 --nodes 2000 --think-nodes 300 --positions 2 --multipv 2 "
 	                   "--delete last --retries 2 --quiet";
-	snprintf(cmd, sizeof cmd, "%s cycle %s --generations 1 --openings %s %s", ts_joseki(), path,
-	         open_path, args);
-	int rc = ts_run(cmd, &out, &err);
-	if (rc) fail_msg("%s: exit %d\n%s%s", cmd, rc, out, err);
+	out = cycle_ok(path, open_path, 1, args);
 	assert_non_null(strstr(out, "cycle generation 1 games 2 score 0.000 (+0 =0 -2)"));
 	assert_non_null(strstr(out, "repeats 1 won_lost 0 retried 1 retry_wins 1 "));
 	assert_non_null(strstr(out, "retried  retry_wins  opponent"));
 	free(out);
-	free(err);
 	snprintf(rec_path, sizeof rec_path, "%s/cycle/gen-0001/retry-1/game-0001.csa", path);
 	char *csa = ts_read_file(rec_path, NULL);
 	assert_non_null(csa);
@@ -919,10 +918,9 @@ static void test_cycle__retries_play_the_lost_games_again_within_the_generation(
 	snprintf(rec_path, sizeof rec_path, "%s/cycle/gen-0001/retry-1/game-0002.csa", path);
 	assert_null(ts_read_file(rec_path, NULL));
 	/* Generation 2's match wins the Black game; nothing is left to play again. */
-	snprintf(cmd, sizeof cmd, "%s cycle %s --generations 2 --openings %s %s --json",
-	         ts_joseki(), path, open_path, args);
-	rc = ts_run(cmd, &out, &err);
-	if (rc) fail_msg("%s: exit %d\n%s%s", cmd, rc, out, err);
+	char json_args[300];
+	snprintf(json_args, sizeof json_args, "%s --json", args);
+	out = cycle_ok(path, open_path, 2, json_args);
 	json_error_t je;
 	json_t *j = json_loads(out, 0, &je);
 	assert_non_null(j);
@@ -938,10 +936,10 @@ static void test_cycle__retries_play_the_lost_games_again_within_the_generation(
 	free(out);
 	free(err);
 	/* Only with --delete last. */
-	rc = ts_runf(&out, &err,
-	             "%s cycle %s --generations 3 --openings %s --games 2 --delete all "
-	             "--retries 1 --quiet",
-	             ts_joseki(), path, open_path);
+	int rc = ts_runf(&out, &err,
+	                 "%s cycle %s --generations 3 --openings %s --games 2 --delete all "
+	                 "--retries 1 --quiet",
+	                 ts_joseki(), path, open_path);
 	assert_int_equal(rc, 2);
 	assert_non_null(strstr(err, "--retries plays lost games again after --delete last"));
 	free(out);
