@@ -485,6 +485,30 @@ static void *client_main(void *arg)
 	return NULL;
 }
 
+/* n clients (client_main) querying the server at port until *stop is set. */
+static void clients_start(Client *cl, pthread_t *th, int n, int port, volatile int *stop)
+{
+	for (int i = 0; i < n; i++) {
+		cl[i] = (Client){port, stop, 0, 0, ""};
+		pthread_create(&th[i], NULL, client_main, &cl[i]);
+	}
+}
+
+/* Stops and joins them; a bad answer fails the test. The answers in all. */
+static long clients_stop(Client *cl, pthread_t *th, int n, volatile int *stop)
+{
+	*stop = 1;
+	long total = 0;
+	for (int i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		total += cl[i].requests;
+		if (cl[i].bad)
+			fail_msg("client %d: %ld bad answers, first: %s", i, cl[i].bad,
+			         cl[i].first_bad);
+	}
+	return total;
+}
+
 /* 4 clients query for 10 s while `joseki ingest` and `joseki think` write the
  * same book: no error, every answer whole. */
 static void test_server__answers_while_a_writer_commits(void **state)
@@ -503,10 +527,7 @@ static void test_server__answers_while_a_writer_commits(void **state)
 	volatile int stop_flag = 0;
 	Client cl[4];
 	pthread_t th[4];
-	for (int i = 0; i < 4; i++) {
-		cl[i] = (Client){s.port, &stop_flag, 0, 0, ""};
-		pthread_create(&th[i], NULL, client_main, &cl[i]);
-	}
+	clients_start(cl, th, 4, s.port, &stop_flag);
 	time_t t0 = time(NULL);
 	char *err = NULL;
 	int rc = ts_runf(NULL, &err,
@@ -516,15 +537,7 @@ static void test_server__answers_while_a_writer_commits(void **state)
 	if (rc != 0) fail_msg("writer: %s", err);
 	free(err);
 	while (time(NULL) - t0 < 10) usleep(100000);
-	stop_flag = 1;
-	long total = 0;
-	for (int i = 0; i < 4; i++) {
-		pthread_join(th[i], NULL);
-		total += cl[i].requests;
-		if (cl[i].bad)
-			fail_msg("client %d: %ld bad answers, first: %s", i, cl[i].bad,
-			         cl[i].first_bad);
-	}
+	long total = clients_stop(cl, th, 4, &stop_flag);
 	print_message("%ld answers while the book was written\n", total);
 	assert_true(total > 100);
 	stop(&s);
@@ -548,10 +561,7 @@ static void test_server__follows_a_book_file_replaced_under_it(void **state)
 	volatile int stop_flag = 0;
 	Client cl[2];
 	pthread_t th[2];
-	for (int i = 0; i < 2; i++) {
-		cl[i] = (Client){s.port, &stop_flag, 0, 0, ""};
-		pthread_create(&th[i], NULL, client_main, &cl[i]);
-	}
+	clients_start(cl, th, 2, s.port, &stop_flag);
 	CURL *c = curl_easy_init();
 	char *before;
 	assert_int_equal(http(c, s.port, "GET", "/v1/query?position=startpos", NULL, &before, NULL),
@@ -605,18 +615,10 @@ static void test_server__follows_a_book_file_replaced_under_it(void **state)
 		free(want);
 		free(best);
 	}
-	stop_flag = 1;
-	for (int i = 0; i < 2; i++) {
-		pthread_join(th[i], NULL);
-		if (cl[i].bad)
-			fail_msg("client %d: %ld bad answers, first: %s", i, cl[i].bad,
-			         cl[i].first_bad);
-	}
+	clients_stop(cl, th, 2, &stop_flag);
 	free(before);
 	curl_easy_cleanup(c);
 	stop(&s);
-	char path[600];
-	snprintf(path, sizeof path, "%s/b", dir);
 	ts_rmtree(dir);
 	free(dir);
 }
