@@ -59,14 +59,6 @@ static int has_child(const KeyMap *ks, const BookRecord *rec, const Position *po
  * memcmp order), then the number of the record it comes from (u64). */
 #define REQ_LEN (16 + 8)
 
-static int req_cmp(const void *a, size_t al, const void *b, size_t bl, void *ctx)
-{
-	(void)al;
-	(void)bl;
-	(void)ctx;
-	return memcmp(a, b, 16);
-}
-
 /* The stored moves of rec (at pos, legal moves legal[0..nl)) that are legal,
  * as children's keys into child; returns how many. */
 static int children(Key *child, const BookRecord *rec, const Position *pos, const Move *legal,
@@ -122,7 +114,8 @@ static int scan_join(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos
 	uint8_t *bit = calloc(n / 8 + 1, 1);
 	uint64_t share = memory > n / 8 ? memory - n / 8 : 0;
 	int rc = BOOKDB_ENOMEM;
-	if (!bit || extsort_open(&xs, NULL, share, req_cmp, NULL)) goto out;
+	if (!bit || extsort_open(&xs, NULL, share, extsort_cmp_bytes, (void *)(uintptr_t)16))
+		goto out;
 	if ((rc = bookdb_iter_open(&it, txn))) goto out;
 	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
 		if (stop && (st->positions & 0xffff) == 0 && atomic_load(stop)) {

@@ -27,6 +27,7 @@
 #include "minimax/export_priv.h"
 #include "shogi/apery.h"
 #include "shogi/bigmem.h"
+#include "shogi/clock.h"
 #include "shogi/db2016.h"
 #include "shogi/errmsg.h"
 #include "bookdb/check.h"
@@ -266,7 +267,7 @@ static void yo_count(ExportStats *st, int min_ply, bool white, const OutMove *be
  * extsort.h) of byte records under a share of the budget: in memory while
  * it fits, sorted runs on disk beside OUT when not. Integers that order a
  * record are big-endian at its start, so that its order is memcmp's over
- * that prefix (cmp_prefix, the prefix length as the context):
+ * that prefix (extsort_cmp_bytes, the prefix length as the context):
  *
  *   child   every record a move's line may take something from: key(16)
  *           best move(2) analysis depth(2)                   by key
@@ -342,13 +343,6 @@ static uint64_t get_be(const uint8_t *p, int n)
 	return v;
 }
 
-static int cmp_prefix(const void *a, size_t alen, const void *b, size_t blen, void *ctx)
-{
-	(void)alen;
-	(void)blen;
-	return memcmp(a, b, (size_t)(uintptr_t)ctx);
-}
-
 /* Two text blocks by their SFEN lines (strcmp order: a prefix first), then
  * by the rest, so that the order is one whatever the order of adding. */
 static int cmp_sfen(const void *a, size_t alen, const void *b, size_t blen, void *ctx)
@@ -405,7 +399,7 @@ static int add_key(ExtSort *s, Key k)
 
 static int keys_open(ExtSort **s, const char *dir, uint64_t budget)
 {
-	return extsort_open(s, dir, budget, cmp_prefix, (void *)(uintptr_t)16);
+	return extsort_open(s, dir, budget, extsort_cmp_bytes, (void *)(uintptr_t)16);
 }
 
 /*
@@ -963,9 +957,12 @@ static int open_sorters(Pass *ps, const char *dir, uint64_t budget)
 		ExtSortCmp cmp;
 		uintptr_t prefix;
 	} S[S_N] = {
-	    [S_CHILD] = {1, cmp_prefix, 16}, [S_REQ] = {1, cmp_prefix, 25},
-	    [S_BLK] = {3, cmp_prefix, 8},    [S_ANS] = {1, cmp_prefix, 9},
-	    [S_SFEN] = {3, cmp_sfen, 0},     [S_APERY] = {6, cmp_apery_rec, 0},
+	    [S_CHILD] = {1, extsort_cmp_bytes, 16},
+	    [S_REQ] = {1, extsort_cmp_bytes, 25},
+	    [S_BLK] = {3, extsort_cmp_bytes, 8},
+	    [S_ANS] = {1, extsort_cmp_bytes, 9},
+	    [S_SFEN] = {3, cmp_sfen, 0},
+	    [S_APERY] = {6, cmp_apery_rec, 0},
 	};
 	for (int i = 0; i < S_N; i++) {
 		if ((i == S_APERY) != ps->apery) continue;
@@ -1040,7 +1037,10 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 	if (count < 20000) nt = 1;
 	if (opt->threads > 0) nt = opt->threads;
 	if (nt > EXPORT_MAX_THREADS) nt = EXPORT_MAX_THREADS;
+	double t0 = clock_ms_f();
 	bool ok = pass_run(&ps, txn, nt) == 0;
+	double t1 = clock_ms_f();
+	st.read_ms = t1 - t0;
 	st.records = ps.st.records;
 	st.positions = ps.st.positions;
 	st.moves = ps.st.moves;
@@ -1051,10 +1051,13 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		if (!ok) ps.err_no = errno;
 		sorters_done(&ps, &st, S_CHILD);
 		sorters_done(&ps, &st, S_REQ);
+		double t2 = clock_ms_f();
+		st.join_ms = t2 - t1;
 		if (ok && !(ok = finish_blocks(&ps, &st) == 0)) ps.err_no = errno;
 		sorters_done(&ps, &st, S_BLK);
 		sorters_done(&ps, &st, S_ANS);
 		if (ok && !(ok = extsort_finish(ps.s[S_SFEN]) == 0)) ps.err_no = errno;
+		st.blocks_ms = clock_ms_f() - t2;
 	} else if (ok && !(ok = extsort_finish(ps.s[S_APERY]) == 0)) {
 		ps.err_no = errno;
 	}
@@ -1082,12 +1085,15 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		goto done;
 	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
+	double t3 = clock_ms_f();
 	bool bad =
 	    apery ? !write_apery(out, &ps, opt, &st) : !write_blocks(out, &ps, opt, st.positions);
 	FILE *o = out;
 	out = NULL;
 	int werr = bad ? errno : 0;
-	if (fclose(o) != 0 || bad) {
+	bool closed = fclose(o) == 0;
+	st.write_ms = clock_ms_f() - t3;
+	if (!closed || bad) {
 		rc = fail(err, errlen, EXPORT_EIO, "%s: write error: %s", out_path,
 		          strerror(werr ? werr : errno));
 		goto done;

@@ -5,17 +5,43 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 /* A record held in memory: where it is in the arena (offsets grow with the
- * order of adding, which makes the sort stable) and its length. */
+ * order of adding, which makes the sort stable) and its length, in one word
+ * (ol: the offset above ITEM_LEN_BITS bits of length); and with
+ * extsort_cmp_bytes, its first 8 bytes as a big-endian number (pre), so that
+ * most comparisons need not read the arena. */
 typedef struct {
-	uint64_t off;
-	uint32_t len;
+	uint64_t pre;
+	uint64_t ol;
 } Item;
+
+#define ITEM_LEN_BITS 25 /* EXTSORT_MAX_RECORD fits */
+#define ITEM_MAX_OFF (UINT64_C(1) << (64 - ITEM_LEN_BITS))
+_Static_assert(EXTSORT_MAX_RECORD < (1u << ITEM_LEN_BITS), "record length in an item");
+
+static inline uint64_t item_off(const Item *it)
+{
+	return it->ol >> ITEM_LEN_BITS;
+}
+
+static inline uint32_t item_len(const Item *it)
+{
+	return (uint32_t)(it->ol & ((UINT64_C(1) << ITEM_LEN_BITS) - 1));
+}
+
+int extsort_cmp_bytes(const void *a, size_t alen, const void *b, size_t blen, void *ctx)
+{
+	(void)alen;
+	(void)blen;
+	return memcmp(a, b, (size_t)(uintptr_t)ctx);
+}
 
 /* A sorted run on disk: its stream (the file is already unlinked). */
 typedef struct {
@@ -50,7 +76,27 @@ struct ExtSort {
 	size_t *heap; /* reader indices, least first */
 	size_t nheap;
 	ExtSortStats st;
+	/* A run being sorted and written by a thread of its own while records
+	 * are added into the other buffer (at most one at a time). */
+	int spilling;
+	pthread_t thr;
+	uint8_t *sp_arena;
+	Item *sp_items;
+	size_t sp_n, sp_cap, sp_icap;
+	FILE *sp_file;
+	int sp_errno;
+	uint64_t sp_disk;
 };
+
+/* What the sort of a buffer compares with (bytes: extsort_cmp_bytes' n). */
+typedef struct {
+	ExtSortCmp cmp;
+	void *ctx;
+	const uint8_t *arena;
+	size_t bytes;
+} SortCtx;
+
+static size_t cmp_bytes_of(const ExtSort *s);
 
 int extsort_open(ExtSort **out, const char *dir, uint64_t budget, ExtSortCmp cmp, void *ctx)
 {
@@ -69,13 +115,74 @@ int extsort_open(ExtSort **out, const char *dir, uint64_t budget, ExtSortCmp cmp
 }
 
 /* qsort_r's comparison: the caller's, then the order of adding. */
+/* extsort_cmp_bytes' n for s (0: another comparison). */
+static size_t cmp_bytes_of(const ExtSort *s)
+{
+	return s->cmp == extsort_cmp_bytes ? (size_t)(uintptr_t)s->ctx : 0;
+}
+
 static int item_cmp(const void *a, const void *b, void *arg)
 {
-	const ExtSort *s = arg;
+	const SortCtx *k = arg;
 	const Item *x = a, *y = b;
-	int c = s->cmp(s->arena + x->off, x->len, s->arena + y->off, y->len, s->ctx);
+	const uint8_t *ra = k->arena + item_off(x), *rb = k->arena + item_off(y);
+	int c;
+	if (k->bytes) {
+		if (x->pre != y->pre) return x->pre < y->pre ? -1 : 1;
+		c = k->bytes > 8 ? memcmp(ra + 8, rb + 8, k->bytes - 8) : 0;
+	} else {
+		c = k->cmp(ra, item_len(x), rb, item_len(y), k->ctx);
+	}
 	if (c) return c;
-	return x->off < y->off ? -1 : x->off > y->off;
+	return x->ol < y->ol ? -1 : x->ol > y->ol;
+}
+
+static void sort_items(const ExtSort *s, const uint8_t *arena, Item *items, size_t n)
+{
+	SortCtx k = {s->cmp, s->ctx, arena, cmp_bytes_of(s)};
+	qsort_r(items, n, sizeof *items, item_cmp, &k);
+}
+
+typedef struct {
+	SortCtx k;
+	Item *items;
+	size_t n;
+} Half;
+
+static void *sort_half(void *arg)
+{
+	Half *h = arg;
+	qsort_r(h->items, h->n, sizeof *h->items, item_cmp, &h->k);
+	return NULL;
+}
+
+/* The records held, sorted in place with two threads when there are many
+ * (the halves sorted side by side, then merged); one when a thread or the
+ * merge's array cannot be had. The order is the same either way. */
+static void sort_held(ExtSort *s)
+{
+	size_t n = s->n, h = n / 2;
+	/* The merge's array, where the budget has room for it. */
+	bool room = (uint64_t)s->cap + (s->icap + n) * sizeof(Item) <= s->budget;
+	Item *out = n >= 65536 && room ? malloc(n * sizeof *out) : NULL;
+	pthread_t t;
+	Half a = {{s->cmp, s->ctx, s->arena, cmp_bytes_of(s)}, s->items, h};
+	if (!out || pthread_create(&t, NULL, sort_half, &a) != 0) {
+		free(out);
+		sort_items(s, s->arena, s->items, n);
+		return;
+	}
+	sort_items(s, s->arena, s->items + h, n - h);
+	pthread_join(t, NULL);
+	size_t i = 0, j = h, o = 0;
+	while (i < h && j < n)
+		out[o++] =
+		    item_cmp(&s->items[j], &s->items[i], &a.k) < 0 ? s->items[j++] : s->items[i++];
+	while (i < h) out[o++] = s->items[i++];
+	while (j < n) out[o++] = s->items[j++];
+	free(s->items);
+	s->items = out;
+	s->icap = n;
 }
 
 FILE *extsort_temp_file(const char *dir)
@@ -119,30 +226,114 @@ static int add_run(ExtSort *s, FILE *f)
 	return 0;
 }
 
-/* Sorts the records held and writes them out as a run. */
-static int spill(ExtSort *s)
+/* Sorts n records of a buffer and writes them into a new run file: the
+ * file, or NULL with errno. */
+static FILE *write_run(const ExtSort *s, const uint8_t *arena, Item *items, size_t n,
+                       uint64_t *disk)
 {
-	qsort_r(s->items, s->n, sizeof *s->items, item_cmp, s);
+	sort_items(s, arena, items, n);
 	FILE *f = new_run_file(s);
-	if (!f) return -1;
+	if (!f) return NULL;
 	char *buf = malloc(1 << 20);
 	if (buf) setvbuf(f, buf, _IOFBF, 1 << 20);
 	int rc = 0;
-	for (size_t i = 0; i < s->n && !rc; i++) {
-		rc = put_record(f, s->arena + s->items[i].off, s->items[i].len);
-		s->st.disk_bytes += 4 + s->items[i].len;
+	for (size_t i = 0; i < n && !rc; i++) {
+		rc = put_record(f, arena + item_off(&items[i]), item_len(&items[i]));
+		*disk += 4 + item_len(&items[i]);
 	}
 	if (!rc && fflush(f)) rc = -1;
 	int e = errno;
 	setvbuf(f, NULL, _IONBF, 0);
 	free(buf);
-	if (rc || add_run(s, f)) {
+	if (rc) {
 		fclose(f);
+		errno = e ? e : EIO;
+		return NULL;
+	}
+	return f;
+}
+
+static void *spill_main(void *arg)
+{
+	ExtSort *s = arg;
+	s->sp_file = write_run(s, s->sp_arena, s->sp_items, s->sp_n, &s->sp_disk);
+	s->sp_errno = s->sp_file ? 0 : errno;
+	return NULL;
+}
+
+/* Lists the run spill_main wrote. 0, or -1 with errno. */
+static int spill_collect(ExtSort *s)
+{
+	s->st.disk_bytes += s->sp_disk;
+	s->sp_disk = 0;
+	FILE *f = s->sp_file;
+	s->sp_file = NULL;
+	if (!f) {
+		errno = s->sp_errno ? s->sp_errno : EIO;
+		return -1;
+	}
+	if (add_run(s, f)) {
+		fclose(f);
+		return -1;
+	}
+	return 0;
+}
+
+/* Waits for the run being written, and lists it. 0, or -1 with errno. */
+static int spill_wait(ExtSort *s)
+{
+	if (!s->spilling) return 0;
+	pthread_join(s->thr, NULL);
+	s->spilling = 0;
+	return spill_collect(s);
+}
+
+/* The records held written out as a run: the first run and the last here,
+ * the ones between by a thread while the next buffer fills (each buffer then
+ * holds half the budget, so that the two stay within it). */
+static int spill(ExtSort *s, int last)
+{
+	if (spill_wait(s)) return -1;
+	if (s->nruns && !last) {
+		uint8_t *a = s->sp_arena;
+		Item *it = s->sp_items;
+		size_t c = s->sp_cap, ic = s->sp_icap;
+		s->sp_arena = s->arena;
+		s->sp_items = s->items;
+		s->sp_cap = s->cap;
+		s->sp_icap = s->icap;
+		s->sp_n = s->n;
+		s->arena = a;
+		s->items = it;
+		s->cap = c;
+		s->icap = ic;
+		s->n = 0;
+		s->used = 0;
+		if (pthread_create(&s->thr, NULL, spill_main, s) == 0) {
+			s->spilling = 1;
+			return 0;
+		}
+		spill_main(s); /* no thread: the run is written here */
+		return spill_collect(s);
+	}
+	FILE *f = write_run(s, s->arena, s->items, s->n, &s->st.disk_bytes);
+	if (!f || add_run(s, f)) {
+		int e = errno;
+		if (f) fclose(f);
 		errno = e ? e : EIO;
 		return -1;
 	}
 	s->n = 0;
 	s->used = 0;
+	if (!last) {
+		/* The first buffer was sized for the whole budget: the next
+		 * ones grow again to half of it. */
+		free(s->arena);
+		free(s->items);
+		s->arena = NULL;
+		s->items = NULL;
+		s->cap = s->icap = 0;
+	}
 	return 0;
 }
 
@@ -168,13 +359,24 @@ int extsort_add(ExtSort *s, const void *rec, size_t len)
 		return -1;
 	}
 	uint64_t after = (uint64_t)s->used + len + (uint64_t)(s->n + 1) * sizeof(Item);
-	/* The arrays double as they fill: count what they may reach. */
-	if (s->n && after + after / 2 > s->budget && spill(s)) return -1;
+	/* The arrays double as they fill: count what they may reach. Once a
+	 * run is written, two buffers share the budget. */
+	uint64_t room = s->nruns || s->spilling ? s->budget / 2 : s->budget;
+	if (s->n && (after + after / 2 > room || s->used + len >= ITEM_MAX_OFF) && spill(s, 0))
+		return -1;
 	if (grow((void **)&s->arena, &s->cap, s->used + len, 1) ||
 	    grow((void **)&s->items, &s->icap, s->n + 1, sizeof(Item)))
 		return -1;
 	memcpy(s->arena + s->used, rec, len);
-	s->items[s->n++] = (Item){s->used, (uint32_t)len};
+	uint64_t pre = 0;
+	size_t nb = cmp_bytes_of(s);
+	if (nb) {
+		size_t k = nb < 8 ? nb : 8;
+		if (k > len) k = len;
+		for (size_t i = 0; i < 8; i++)
+			pre = pre << 8 | (i < k ? ((const uint8_t *)rec)[i] : 0);
+	}
+	s->items[s->n++] = (Item){pre, (uint64_t)s->used << ITEM_LEN_BITS | len};
 	s->used += len;
 	s->st.records++;
 	s->st.bytes += len;
@@ -293,16 +495,19 @@ int extsort_finish(ExtSort *s)
 {
 	if (s->finished) return 0;
 	s->finished = 1;
+	if (spill_wait(s)) return -1;
 	if (!s->nruns) {
-		qsort_r(s->items, s->n, sizeof *s->items, item_cmp, s);
+		sort_held(s);
 		return 0;
 	}
-	if (s->n && spill(s)) return -1;
+	if (s->n && spill(s, 1)) return -1;
 	free(s->arena);
 	free(s->items);
-	s->arena = NULL;
-	s->items = NULL;
-	s->cap = s->icap = 0;
+	free(s->sp_arena);
+	free(s->sp_items);
+	s->arena = s->sp_arena = NULL;
+	s->items = s->sp_items = NULL;
+	s->cap = s->icap = s->sp_cap = s->sp_icap = 0;
 	/* Each run merged at once gets a read buffer of at least 256 KiB. */
 	size_t fanin = (size_t)(s->budget / (256u << 10));
 	if (fanin < 2) fanin = 2;
@@ -360,8 +565,8 @@ int extsort_next(ExtSort *s, const void **rec, size_t *len)
 	if (!s->rd) {
 		if (s->next_mem >= s->n) return 0;
 		const Item *it = &s->items[s->next_mem++];
-		*rec = s->arena + it->off;
-		*len = it->len;
+		*rec = s->arena + item_off(it);
+		*len = item_len(it);
 		return 1;
 	}
 	/* The record given last time is replaced now, not before. */
@@ -382,6 +587,12 @@ void extsort_stats(const ExtSort *s, ExtSortStats *st)
 void extsort_free(ExtSort *s)
 {
 	if (!s) return;
+	if (s->spilling) {
+		pthread_join(s->thr, NULL);
+		if (s->sp_file) fclose(s->sp_file);
+	}
+	free(s->sp_arena);
+	free(s->sp_items);
 	free_readers(s);
 	for (size_t i = 0; i < s->nruns; i++) fclose(s->runs[i].f);
 	free(s->runs);

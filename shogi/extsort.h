@@ -14,6 +14,11 @@
  * order they were added, so that a pass gives the same output whatever its
  * budget.
  *
+ * Sorting uses a second thread where it can: a run is sorted and written by
+ * a thread of its own while the next records are added (the two buffers then
+ * share the budget), and records that all fit are sorted in two halves side
+ * by side. The comparison may therefore be called from two threads at once.
+ *
  * Run files are made in the directory given without a name (O_TMPFILE;
  * where the file system cannot, named and unlinked at once), so only their
  * descriptors keep them and a process killed at any moment leaves no run
@@ -35,6 +40,12 @@
 typedef int (*ExtSortCmp)(const void *a, size_t alen, const void *b, size_t blen, void *ctx);
 
 typedef struct ExtSort ExtSort;
+
+/* The comparison of records by their first n bytes, as memcmp orders them
+ * (ctx: n, as (void *)(uintptr_t)n; every record at least n bytes long).
+ * Given as the sorter's comparison it lets the sort compare a record's first
+ * 8 bytes as a number kept beside it, without calling back. */
+int extsort_cmp_bytes(const void *a, size_t alen, const void *b, size_t blen, void *ctx);
 
 typedef struct {
 	uint64_t records, bytes; /* added */

@@ -76,11 +76,15 @@ uint64_t memuse_anon_peak(void)
 	return atomic_load(&peak);
 }
 
-uint64_t memuse_default_budget(void)
+uint64_t memuse_ram(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-	uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
-	uint64_t b = ram / 4;
+	return pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+}
+
+uint64_t memuse_default_budget(void)
+{
+	uint64_t b = memuse_ram() / 4;
 	return b < (64ull << 20) ? 64ull << 20 : b;
 }
 

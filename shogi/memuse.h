@@ -34,6 +34,9 @@ uint64_t memuse_anon_peak(void);
  * (physical pages), at least 64 MiB. */
 uint64_t memuse_default_budget(void);
 
+/* The machine's physical memory in bytes (0 when it cannot be read). */
+uint64_t memuse_ram(void);
+
 /*
  * Parses a size as `--memory` takes it: a whole or decimal number with an
  * optional unit K, M, G or T (powers of 1024; `k`, `KB`, `KiB`, `m`... the

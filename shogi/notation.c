@@ -208,28 +208,53 @@ int sfen_parse(Position *out, const char *sfen, const char **rest, char *err)
 	return SHOGI_OK;
 }
 
+/* v (>= 0) in decimal at p; returns the digits written. */
+static size_t put_uint(char *p, unsigned v)
+{
+	char d[12];
+	size_t k = 0;
+	do d[k++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	for (size_t i = 0; i < k; i++) p[i] = d[k - 1 - i];
+	return k;
+}
+
+/* A piece letter of the side c: SFEN_LETTERS' upper case for black, lower
+ * for white (ASCII letters: the case bit). */
+static inline char side_letter(PieceType pt, Color c)
+{
+	char ch = SFEN_LETTERS[pt];
+	return c == BLACK ? ch : (char)(ch | 0x20);
+}
+
 size_t sfen_write_ply(const Position *pos, int ply, char *out, size_t len)
 {
 	char buf[SFEN_MAX];
 	size_t n = 0;
+	/* A rank's occupied squares as bits first (file 9 first, as written),
+	 * then the pieces alone: a branch on every square mispredicts often,
+	 * and whole-book exports write every position's line. */
 	for (int rank = 0; rank < 9; rank++) {
-		int empty = 0;
-		for (int file = 8; file >= 0; file--) {
-			Piece p = pos->board[sq_make(file, rank)];
-			if (!p) {
-				empty++;
-				continue;
-			}
-			if (empty) buf[n++] = (char)('0' + empty);
-			empty = 0;
-			PieceType pt = piece_type(p);
-			if (pt > KING) buf[n++] = '+';
-			char ch = SFEN_LETTERS[pt];
-			buf[n++] = piece_color(p) == BLACK ? ch : (char)tolower(ch);
+		Piece row[9];
+		unsigned occ = 0;
+		for (int i = 0; i < 9; i++) {
+			row[i] = pos->board[sq_make(8 - i, rank)];
+			occ |= (unsigned)(row[i] != 0) << i;
 		}
-		if (empty) buf[n++] = (char)('0' + empty);
-		if (rank < 8) buf[n++] = '/';
+		int at = 0; /* the next square of the rank to write */
+		for (; occ; occ &= occ - 1) {
+			int i = __builtin_ctz(occ);
+			if (i > at) buf[n++] = (char)('0' + i - at);
+			PieceType pt = piece_type(row[i]);
+			buf[n] = '+';
+			n += pt > KING;
+			buf[n++] = side_letter(pt, piece_color(row[i]));
+			at = i + 1;
+		}
+		if (at < 9) buf[n++] = (char)('0' + 9 - at);
+		buf[n++] = '/';
 	}
+	n--; /* the last rank has no '/' */
 	buf[n++] = ' ';
 	buf[n++] = pos->side == BLACK ? 'b' : 'w';
 	buf[n++] = ' ';
@@ -239,13 +264,23 @@ size_t sfen_write_ply(const Position *pos, int ply, char *out, size_t len)
 			PieceType pt = HAND_ORDER[i];
 			int k = hand_count(pos->hand[c], pt);
 			if (!k) continue;
-			if (k > 1) n += (size_t)snprintf(buf + n, sizeof buf - n, "%d", k);
-			buf[n++] = c == BLACK ? SFEN_LETTERS[pt] : (char)tolower(SFEN_LETTERS[pt]);
+			if (k > 1) n += put_uint(buf + n, (unsigned)k);
+			buf[n++] = side_letter(pt, (Color)c);
 		}
 	if (n == hstart) buf[n++] = '-';
-	n += (size_t)snprintf(buf + n, sizeof buf - n, " %d", ply);
+	buf[n++] = ' ';
+	if (ply < 0) {
+		buf[n++] = '-';
+		n += put_uint(buf + n, 0u - (unsigned)ply);
+	} else {
+		n += put_uint(buf + n, (unsigned)ply);
+	}
 	buf[n] = 0;
-	if (len) snprintf(out, len, "%s", buf);
+	if (len) {
+		size_t k = n < len ? n : len - 1; /* as snprintf: cut, ended */
+		memcpy(out, buf, k);
+		out[k] = 0;
+	}
 	return n;
 }
 

@@ -56,8 +56,18 @@ static void vsay(const CliCmd *c, const char *fmt, va_list ap)
 
 int cli_parse_memory(void *dst, char *value, char *msg)
 {
-	(void)msg;
-	return memuse_parse_size(value, dst);
+	uint64_t *b = dst, ram = memuse_ram();
+	if (memuse_parse_size(value, b) < 0) return -1;
+	if (ram && *b > ram) {
+		char have[32];
+		memuse_format(ram, have, sizeof have);
+		snprintf(msg, CLI_MSGLEN,
+		         "--memory %s: more than this machine's memory (%s); the budget is what "
+		         "the pass may hold in memory before it sorts on disk",
+		         value, have);
+		return -1;
+	}
+	return 0;
 }
 
 int cli_usage_error(const CliCmd *c, const char *fmt, ...)

@@ -348,9 +348,16 @@ int cmd_export(int argc, char **argv)
 		    (json_int_t)st.positions, "moves", (json_int_t)st.moves, "minimaxed",
 		    (json_int_t)st.minimaxed, "out", out, "time_ms", (json_int_t)(ms + 0.5));
 		if (o) json_object_set_new(o, "peak_anon_bytes", json_integer((json_int_t)peak));
-		if (o && !kif)
+		if (o && !kif) {
 			json_object_set_new(o, "spill_bytes",
 			                    json_integer((json_int_t)st.spill_bytes));
+			json_object_set_new(o, "phases_ms",
+			                    json_pack("{s:I,s:I,s:I,s:I}", "read",
+			                              (json_int_t)(st.read_ms + 0.5), "join",
+			                              (json_int_t)(st.join_ms + 0.5), "blocks",
+			                              (json_int_t)(st.blocks_ms + 0.5), "write",
+			                              (json_int_t)(st.write_ms + 0.5)));
+		}
 		if (o && nroots)
 			json_object_set_new(o, "reached", json_integer((json_int_t)st.reached));
 		if (o && kif) {

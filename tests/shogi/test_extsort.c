@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <setjmp.h>
+#include <stdbool.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,8 +26,8 @@
 /* Records: a 4-byte key (compared) then a 4-byte serial and padding. */
 static int cmp_key(const void *a, size_t al, const void *b, size_t bl, void *ctx)
 {
-	int *calls = ctx;
-	(*calls)++;
+	atomic_int *calls = ctx; /* the sort may compare on two threads at once */
+	atomic_fetch_add(calls, 1);
 	assert_true(al >= 8 && bl >= 8);
 	uint32_t x, y;
 	memcpy(&x, a, 4);
@@ -50,7 +52,7 @@ static void sort_and_check(uint64_t budget, uint32_t n, uint32_t keys, uint32_t 
 {
 	char dir[] = "/tmp/joseki-extsort-XXXXXX";
 	assert_non_null(mkdtemp(dir));
-	int calls = 0;
+	atomic_int calls = 0;
 	ExtSort *s;
 	assert_int_equal(extsort_open(&s, dir, budget, cmp_key, &calls), 0);
 	Ref *ref = malloc(n * sizeof *ref);
@@ -123,7 +125,7 @@ static void test_levels(void **state)
 static void test_edges(void **state)
 {
 	(void)state;
-	int calls = 0;
+	atomic_int calls = 0;
 	ExtSort *s;
 	assert_int_equal(extsort_open(&s, NULL, 0, cmp_key, &calls), 0);
 	const void *rec;
@@ -144,13 +146,105 @@ static void test_edges(void **state)
 	extsort_free(s);
 }
 
+typedef struct {
+	uint8_t key[12];
+	uint32_t serial;
+} RefBytes;
+
+static int ref_bytes_cmp(const void *a, const void *b)
+{
+	const RefBytes *x = a, *y = b;
+	int c = memcmp(x->key, y->key, sizeof x->key);
+	if (c) return c;
+	return x->serial < y->serial ? -1 : x->serial > y->serial;
+}
+
+/* extsort_cmp_bytes over 12 bytes (the first 8 kept as a number beside each
+ * record, the other 4 read): memcmp's order, ties in the order of adding,
+ * in memory (two halves side by side) and in runs written by the thread. */
+static void bytes_check(uint64_t budget, uint32_t n, bool want_runs)
+{
+	ExtSort *s;
+	assert_int_equal(extsort_open(&s, NULL, budget, extsort_cmp_bytes, (void *)(uintptr_t)12),
+	                 0);
+	RefBytes *ref = malloc(n * sizeof *ref);
+	uint64_t rng = 11;
+	uint8_t buf[64];
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t r = rng_next(&rng);
+		/* Few distinct first 8 bytes, many equal 12-byte keys. */
+		memset(buf, 0, 12);
+		buf[(r >> 8) % 8] = (uint8_t)(r % 3 + 0x7f);
+		buf[8 + (r >> 16) % 4] = (uint8_t)((r >> 24) % 4);
+		memcpy(buf + 12, &i, 4);
+		size_t len = 16 + i % 40;
+		memset(buf + 16, (int)(i & 0xff), len - 16);
+		assert_int_equal(extsort_add(s, buf, len), 0);
+		memcpy(ref[i].key, buf, 12);
+		ref[i].serial = i;
+	}
+	assert_int_equal(extsort_finish(s), 0);
+	qsort(ref, n, sizeof *ref, ref_bytes_cmp);
+	const void *rec;
+	size_t len;
+	for (uint32_t i = 0; i < n; i++) {
+		assert_int_equal(extsort_next(s, &rec, &len), 1);
+		uint32_t serial;
+		memcpy(&serial, (const uint8_t *)rec + 12, 4);
+		assert_memory_equal(rec, ref[i].key, 12);
+		assert_int_equal(serial, ref[i].serial);
+		assert_int_equal(len, 16 + serial % 40);
+	}
+	assert_int_equal(extsort_next(s, &rec, &len), 0);
+	ExtSortStats st;
+	extsort_stats(s, &st);
+	if (want_runs)
+		assert_true(st.runs >= 3);
+	else
+		assert_int_equal(st.runs, 0);
+	extsort_free(s);
+	free(ref);
+}
+
+static void test_bytes(void **state)
+{
+	(void)state;
+	bytes_check(64u << 20, 300000, false);
+	bytes_check(1u << 20, 300000, true);
+}
+
+/* A run that the thread cannot write (its directory gone after the first
+ * run): the failure comes back from a later add or from finish, with the
+ * reason, and freeing is clean. */
+static void test_thread_failure(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/joseki-extsort-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	atomic_int calls = 0;
+	ExtSort *s;
+	assert_int_equal(extsort_open(&s, dir, 1u << 20, cmp_key, &calls), 0);
+	uint8_t big[8 + 1024] = {0};
+	ExtSortStats st = {0};
+	while (st.runs == 0) {
+		assert_int_equal(extsort_add(s, big, sizeof big), 0);
+		extsort_stats(s, &st);
+	}
+	assert_int_equal(rmdir(dir), 0);
+	int rc = 0;
+	for (int i = 0; i < 5000 && rc == 0; i++) rc = extsort_add(s, big, sizeof big);
+	if (rc == 0) rc = extsort_finish(s);
+	assert_int_equal(rc, -1);
+	assert_int_equal(errno, ENOENT);
+	extsort_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_in_memory),
-	    cmocka_unit_test(test_runs),
-	    cmocka_unit_test(test_levels),
-	    cmocka_unit_test(test_edges),
+	    cmocka_unit_test(test_in_memory), cmocka_unit_test(test_runs),
+	    cmocka_unit_test(test_levels),    cmocka_unit_test(test_edges),
+	    cmocka_unit_test(test_bytes),     cmocka_unit_test(test_thread_failure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

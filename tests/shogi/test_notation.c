@@ -150,6 +150,12 @@ static void test_notation__sfen_round_trip_is_identity_on_canonical_sfens(void *
 	sfen_write_ply(&start, 42, out, sizeof out);
 	assert_string_equal(out,
 	                    "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 42");
+	/* A short buffer: cut and ended, as snprintf; the length is the whole. */
+	char cut[10];
+	assert_int_equal(sfen_write_ply(&start, 1000000, cut, sizeof cut),
+	                 strlen(SFEN_STARTPOS) + 6);
+	assert_string_equal(cut, "lnsgkgsnl");
+	assert_int_equal(sfen_write_ply(&start, 7, NULL, 0), strlen(SFEN_STARTPOS));
 }
 
 static void test_notation__sfen_round_trip_along_games_and_specs(void **state)
