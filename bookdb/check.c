@@ -93,7 +93,9 @@ int bookdb_record_sound(const BookRecord *rec, Key key, const Position *pos, con
 	}
 	for (int i = 0; i < rec->nmoves; i++) {
 		const BookMove *m = &rec->moves[i];
-		bool legal_move = movegen_listed(legal, nlegal, m->move), twice = false;
+		bool legal_move = legal ? movegen_listed(legal, nlegal, m->move)
+		                        : movegen_is_legal(pos, m->move),
+		     twice = false;
 		for (int j = 0; j < i && !twice; j++) twice = rec->moves[j].move == m->move;
 		bool counts = (uint64_t)m->wins + m->draws + m->losses <= m->count;
 		if (legal_move && !twice && counts) continue;
@@ -131,7 +133,7 @@ int bookdb_record_read(BookRecord *rec, Position *pos, Move *legal, int *nlegal,
 		return errmsg_set(why, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
 		                  "record %s: impossible position: %s", hex, err);
 	}
-	*nlegal = movegen_legal(pos, legal);
+	if (legal) *nlegal = movegen_legal(pos, legal);
 	return bookdb_record_sound(rec, key, pos, legal, *nlegal, why);
 }
 

@@ -33,8 +33,9 @@ JOSEKI_MUST_USE int bookdb_check_record(Key key, const uint8_t *val, size_t len,
  * What every reader of a record checks of one it decoded, as check does: rec,
  * decoded from the record at key, holds the position pos (which the caller
  * set from it), whose key is key, and every stored move is one of
- * legal[0..nlegal) (pos's legal moves), stored once, with game statistics that
- * add up. 0, or BOOKDB_ECORRUPT with what is wrong in why (BOOKDB_ERRLEN
+ * legal[0..nlegal) (pos's legal moves; legal NULL: each move is tested alone,
+ * movegen_is_legal, for readers that need no list), stored once, with game
+ * statistics that add up. 0, or BOOKDB_ECORRUPT with what is wrong in why (BOOKDB_ERRLEN
  * bytes: "record <key>: ...").
  */
 JOSEKI_MUST_USE int bookdb_record_sound(const BookRecord *rec, Key key, const Position *pos,
@@ -43,7 +44,8 @@ JOSEKI_MUST_USE int bookdb_record_sound(const BookRecord *rec, Key key, const Po
 /*
  * Decodes the record at key (its raw value val, len bytes) into rec, its
  * position into pos and pos's legal moves into legal (MOVEGEN_MAX; *nlegal
- * how many), and checks it (bookdb_record_sound). 0, or BOOKDB_ECORRUPT with
+ * how many; legal NULL: no list, *nlegal 0, the moves tested one by one),
+ * and checks it (bookdb_record_sound). 0, or BOOKDB_ECORRUPT with
  * what is wrong in why (BOOKDB_ERRLEN bytes): a record that does not decode,
  * holds an impossible position, or is not sound.
  */

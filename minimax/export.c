@@ -567,10 +567,9 @@ static int pass_record(Pass *ps, Scratch *w, const Item *it, uint64_t ord)
 	if (in) {
 		/* A record that is not sound fails the export (as joseki check
 		 * would find it): a damaged book must not pass for a smaller one. */
-		Move legal[MOVEGEN_MAX];
 		int nlegal;
-		if (bookdb_record_read(rec, pos, legal, &nlegal, it->key, it->val, it->len,
-		                       w->why) < 0) {
+		if (bookdb_record_read(rec, pos, NULL, &nlegal, it->key, it->val, it->len, w->why) <
+		    0) {
 			pass_fail(ps, EXPORT_EBOOK, w->why);
 			return -1;
 		}

@@ -467,6 +467,50 @@ static void test_damaged__records_that_are_not_sound_fail_every_reader(void **st
 }
 
 /*
+ * One record whose first move is not legal there (Black to move, White's
+ * pawn's move stored), nothing else damaged: export, which tests each stored
+ * move alone instead of listing the legal ones, fails on it and names it,
+ * as check does.
+ */
+static void test_damaged__an_illegal_stored_move_fails_export(void **state)
+{
+	(void)state;
+	char *dir = make_book(), book[600];
+	snprintf(book, sizeof book, "%s/b", dir);
+	free(run_expecting("minimax %s/b --quiet", dir, 0));
+	free(run_expecting("export %s/b %s/out.db --quiet", dir, 0));
+	BookDB *db;
+	char err[BOOKDB_ERRLEN], hex[KEY_HEX_LEN];
+	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	BookIter *it;
+	assert_int_equal(bookdb_iter_open(&it, txn), 0);
+	Key k;
+	const uint8_t *v;
+	size_t vl;
+	static BookRecord rec;
+	bool found = false;
+	while (!found && bookdb_iter_next(it, &k, &v, &vl) == 1)
+		found =
+		    bookdb_record_decode(&rec, v, vl) == 0 && rec.nmoves >= 1 && rec.side == BLACK;
+	bookdb_iter_free(it);
+	assert_true(found);
+	assert_int_equal(usi_move_parse(&rec.moves[0].move, "3c3d", 4, NULL), 0);
+	assert_int_equal(bookdb_put(txn, k, &rec), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+	key_to_hex(k, hex);
+	char says[KEY_HEX_LEN + 64];
+	snprintf(says, sizeof says, "record %s: move 0 (3c3d", hex);
+	expect_fails("export %s/b %s/out2.db --quiet", dir, says);
+	expect_fails("export %s/b %s/out2.db --quiet", dir, "is illegal");
+	expect_fails("check %s/b", dir, "1 bad records");
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
  * The database damaged past a record (a compacted book whose branch pages
  * point past its end: LMDB's "page not found" at any descent): serve's scan
  * stops there and says so; /v1/stats has corrupt set and the counts it could
@@ -680,6 +724,7 @@ int main(void)
 	    cmocka_unit_test(test_damaged__flipped_bytes_are_found_and_repaired),
 	    cmocka_unit_test(test_damaged__another_schema_version_and_a_missing_lock_file),
 	    cmocka_unit_test(test_damaged__a_read_only_book),
+	    cmocka_unit_test(test_damaged__an_illegal_stored_move_fails_export),
 	    cmocka_unit_test_teardown(test_damaged__records_that_are_not_sound_fail_every_reader,
 	                              end_serve),
 	    cmocka_unit_test_teardown(test_damaged__a_damaged_database_is_noticed_by_serve,
