@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -258,6 +259,10 @@ static void *spill_main(void *arg)
 	ExtSort *s = arg;
 	s->sp_file = write_run(s, s->sp_arena, s->sp_items, s->sp_n, &s->sp_disk);
 	s->sp_errno = s->sp_file ? 0 : errno;
+	/* The sort's scratch came from this thread's malloc arena, which keeps
+	 * freed pages unless asked: given back, they do not count against the
+	 * budget while the next buffer fills. */
+	malloc_trim(0);
 	return NULL;
 }
 
@@ -361,7 +366,7 @@ int extsort_add(ExtSort *s, const void *rec, size_t len)
 	uint64_t after = (uint64_t)s->used + len + (uint64_t)(s->n + 1) * sizeof(Item);
 	/* The arrays double as they fill: count what they may reach. Once a
 	 * run is written, two buffers share the budget. */
-	uint64_t room = s->nruns || s->spilling ? s->budget / 2 : s->budget;
+	uint64_t room = s->nruns || s->spilling ? s->budget / 5 * 2 : s->budget;
 	if (s->n && (after + after / 2 > room || s->used + len >= ITEM_MAX_OFF) && spill(s, 0))
 		return -1;
 	if (grow((void **)&s->arena, &s->cap, s->used + len, 1) ||
@@ -491,6 +496,12 @@ static int merge_advance(ExtSort *s)
 	return 0;
 }
 
+/* The read buffer of each of k runs merged at once. */
+static size_t merge_buffer(const ExtSort *s, size_t k)
+{
+	return (size_t)(s->budget / 2 / (k + 1));
+}
+
 int extsort_finish(ExtSort *s)
 {
 	if (s->finished) return 0;
@@ -508,8 +519,11 @@ int extsort_finish(ExtSort *s)
 	s->arena = s->sp_arena = NULL;
 	s->items = s->sp_items = NULL;
 	s->cap = s->icap = s->sp_cap = s->sp_icap = 0;
-	/* Each run merged at once gets a read buffer of at least 256 KiB. */
-	size_t fanin = (size_t)(s->budget / (256u << 10));
+	/* Each run merged at once gets a read buffer of at least 256 KiB, and
+	 * the buffers together half the budget: the rest is the caller's, who
+	 * reads the merge into structures of its own (and the merge's output
+	 * stream, in a level before the last). */
+	size_t fanin = (size_t)(s->budget / (512u << 10));
 	if (fanin < 2) fanin = 2;
 	if (fanin > 256) fanin = 256;
 	while (s->nruns > fanin) {
@@ -525,7 +539,7 @@ int extsort_finish(ExtSort *s)
 			if (!f) return -1;
 			char *wbuf = malloc(1 << 20);
 			if (wbuf) setvbuf(f, wbuf, _IOFBF, 1 << 20);
-			int rc = start_merge(s, s->runs + g, k, (size_t)(s->budget / (k + 1)));
+			int rc = start_merge(s, s->runs + g, k, merge_buffer(s, k));
 			const void *rec;
 			size_t len;
 			while (!rc && merge_next(s, &rec, &len) == 1) {
@@ -553,7 +567,7 @@ int extsort_finish(ExtSort *s)
 	}
 	size_t k = s->nruns;
 	s->nruns = 0; /* the readers own them now */
-	return start_merge(s, s->runs, k, (size_t)(s->budget / (k + 1)));
+	return start_merge(s, s->runs, k, merge_buffer(s, k));
 }
 
 int extsort_next(ExtSort *s, const void **rec, size_t *len)

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "shogi/extsort.h"
+#include "shogi/memuse.h"
 #include "shogi/rng.h"
 #include "tests/support/support.h"
 
@@ -239,12 +240,51 @@ static void test_thread_failure(void **state)
 	extsort_free(s);
 }
 
+/* The sorter's own memory within its budget, while records are added (two
+ * buffers, one being written by the thread) and while the runs are merged
+ * (the read buffers): the process's anonymous peak (shogi/memuse.h, sampled)
+ * above what it held before. First of the tests, so that the peak is this
+ * one's. */
+static void test_within_budget(void **state)
+{
+	(void)state;
+	assert_int_equal(memuse_start(), 0);
+	uint64_t base = memuse_anon_now(), budget = 24u << 20;
+	ExtSort *s;
+	assert_int_equal(extsort_open(&s, NULL, budget, extsort_cmp_bytes, (void *)(uintptr_t)16),
+	                 0);
+	uint8_t rec[40] = {0};
+	uint64_t rng = 5;
+	for (uint32_t i = 0; i < 3000000; i++) { /* 120 MB of records, 48 MB of items */
+		uint64_t r = rng_next(&rng);
+		memcpy(rec, &r, 8);
+		memcpy(rec + 8, &i, 4);
+		assert_int_equal(extsort_add(s, rec, sizeof rec), 0);
+	}
+	assert_int_equal(extsort_finish(s), 0);
+	const void *out;
+	size_t len;
+	uint64_t n = 0;
+	while (extsort_next(s, &out, &len) == 1) n++;
+	assert_int_equal(n, 3000000);
+	ExtSortStats st;
+	extsort_stats(s, &st);
+	assert_true(st.runs >= 5);
+	extsort_free(s);
+	uint64_t peak = memuse_anon_peak();
+	if (peak > base + budget)
+		fail_msg("peak %llu MiB above the %llu MiB before: over the budget of %llu MiB",
+		         (unsigned long long)((peak - base) >> 20),
+		         (unsigned long long)(base >> 20), (unsigned long long)(budget >> 20));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_in_memory), cmocka_unit_test(test_runs),
-	    cmocka_unit_test(test_levels),    cmocka_unit_test(test_edges),
-	    cmocka_unit_test(test_bytes),     cmocka_unit_test(test_thread_failure),
+	    cmocka_unit_test(test_within_budget),  cmocka_unit_test(test_in_memory),
+	    cmocka_unit_test(test_runs),           cmocka_unit_test(test_levels),
+	    cmocka_unit_test(test_edges),          cmocka_unit_test(test_bytes),
+	    cmocka_unit_test(test_thread_failure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
