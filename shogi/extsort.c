@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -58,15 +57,21 @@ typedef struct {
 	int done;
 } Reader;
 
+/* Records held in memory: their bytes (arena, used of cap) and items (n of
+ * icap). */
+typedef struct {
+	uint8_t *arena;
+	size_t used, cap;
+	Item *items;
+	size_t n, icap;
+} Buffer;
+
 struct ExtSort {
 	char *dir;
 	uint64_t budget;
 	ExtSortCmp cmp;
 	void *ctx;
-	uint8_t *arena;
-	size_t used, cap;
-	Item *items;
-	size_t n, icap;
+	Buffer b; /* the records being added */
 	Run *runs;
 	size_t nruns, rcap;
 	int finished;
@@ -81,9 +86,7 @@ struct ExtSort {
 	 * are added into the other buffer (at most one at a time). */
 	int spilling;
 	pthread_t thr;
-	uint8_t *sp_arena;
-	Item *sp_items;
-	size_t sp_n, sp_cap, sp_icap;
+	Buffer sp; /* its records (kept for the next buffer after) */
 	FILE *sp_file;
 	int sp_errno;
 	uint64_t sp_disk;
@@ -115,13 +118,13 @@ int extsort_open(ExtSort **out, const char *dir, uint64_t budget, ExtSortCmp cmp
 	return 0;
 }
 
-/* qsort_r's comparison: the caller's, then the order of adding. */
 /* extsort_cmp_bytes' n for s (0: another comparison). */
 static size_t cmp_bytes_of(const ExtSort *s)
 {
 	return s->cmp == extsort_cmp_bytes ? (size_t)(uintptr_t)s->ctx : 0;
 }
 
+/* qsort_r's comparison: the caller's, then the order of adding. */
 static int item_cmp(const void *a, const void *b, void *arg)
 {
 	const SortCtx *k = arg;
@@ -138,23 +141,24 @@ static int item_cmp(const void *a, const void *b, void *arg)
 	return x->ol < y->ol ? -1 : x->ol > y->ol;
 }
 
-static void sort_items(const ExtSort *s, const uint8_t *arena, Item *items, size_t n)
-{
-	SortCtx k = {s->cmp, s->ctx, arena, cmp_bytes_of(s)};
-	qsort_r(items, n, sizeof *items, item_cmp, &k);
-}
-
+/* A sort of n items (records in k.arena) in place: qsort_r's, run on this
+ * thread or another. */
 typedef struct {
 	SortCtx k;
 	Item *items;
 	size_t n;
-} Half;
+} SortJob;
 
-static void *sort_half(void *arg)
+static void *sort_job(void *arg)
 {
-	Half *h = arg;
-	qsort_r(h->items, h->n, sizeof *h->items, item_cmp, &h->k);
+	SortJob *j = arg;
+	qsort_r(j->items, j->n, sizeof *j->items, item_cmp, &j->k);
 	return NULL;
+}
+
+static SortJob sort_of(const ExtSort *s, const Buffer *b, size_t from, size_t n)
+{
+	return (SortJob){{s->cmp, s->ctx, b->arena, cmp_bytes_of(s)}, b->items + from, n};
 }
 
 /* The records held, sorted in place with two threads when there are many
@@ -162,28 +166,29 @@ static void *sort_half(void *arg)
  * merge's array cannot be had. The order is the same either way. */
 static void sort_held(ExtSort *s)
 {
-	size_t n = s->n, h = n / 2;
+	size_t n = s->b.n, h = n / 2;
 	/* The merge's array, where the budget has room for it. */
-	bool room = (uint64_t)s->cap + (s->icap + n) * sizeof(Item) <= s->budget;
+	bool room = (uint64_t)s->b.cap + (s->b.icap + n) * sizeof(Item) <= s->budget;
 	Item *out = n >= 65536 && room ? malloc(n * sizeof *out) : NULL;
 	pthread_t t;
-	Half a = {{s->cmp, s->ctx, s->arena, cmp_bytes_of(s)}, s->items, h};
-	if (!out || pthread_create(&t, NULL, sort_half, &a) != 0) {
+	SortJob a = sort_of(s, &s->b, 0, h), z = sort_of(s, &s->b, h, n - h);
+	if (!out || pthread_create(&t, NULL, sort_job, &a) != 0) {
 		free(out);
-		sort_items(s, s->arena, s->items, n);
+		SortJob all = sort_of(s, &s->b, 0, n);
+		sort_job(&all);
 		return;
 	}
-	sort_items(s, s->arena, s->items + h, n - h);
+	sort_job(&z);
 	pthread_join(t, NULL);
 	size_t i = 0, j = h, o = 0;
 	while (i < h && j < n)
-		out[o++] =
-		    item_cmp(&s->items[j], &s->items[i], &a.k) < 0 ? s->items[j++] : s->items[i++];
-	while (i < h) out[o++] = s->items[i++];
-	while (j < n) out[o++] = s->items[j++];
-	free(s->items);
-	s->items = out;
-	s->icap = n;
+		out[o++] = item_cmp(&s->b.items[j], &s->b.items[i], &a.k) < 0 ? s->b.items[j++]
+		                                                              : s->b.items[i++];
+	while (i < h) out[o++] = s->b.items[i++];
+	while (j < n) out[o++] = s->b.items[j++];
+	free(s->b.items);
+	s->b.items = out;
+	s->b.icap = n;
 }
 
 FILE *extsort_temp_file(const char *dir)
@@ -227,20 +232,21 @@ static int add_run(ExtSort *s, FILE *f)
 	return 0;
 }
 
-/* Sorts n records of a buffer and writes them into a new run file: the
+/* Sorts the records of buffer b and writes them into a new run file: the
  * file, or NULL with errno. */
-static FILE *write_run(const ExtSort *s, const uint8_t *arena, Item *items, size_t n,
-                       uint64_t *disk)
+static FILE *write_run(const ExtSort *s, const Buffer *b, uint64_t *disk)
 {
-	sort_items(s, arena, items, n);
+	SortJob job = sort_of(s, b, 0, b->n);
+	sort_job(&job);
 	FILE *f = new_run_file(s);
 	if (!f) return NULL;
 	char *buf = malloc(1 << 20);
 	if (buf) setvbuf(f, buf, _IOFBF, 1 << 20);
 	int rc = 0;
-	for (size_t i = 0; i < n && !rc; i++) {
-		rc = put_record(f, arena + item_off(&items[i]), item_len(&items[i]));
-		*disk += 4 + item_len(&items[i]);
+	for (size_t i = 0; i < b->n && !rc; i++) {
+		const Item *it = &b->items[i];
+		rc = put_record(f, b->arena + item_off(it), item_len(it));
+		*disk += 4 + item_len(it);
 	}
 	if (!rc && fflush(f)) rc = -1;
 	int e = errno;
@@ -254,15 +260,18 @@ static FILE *write_run(const ExtSort *s, const uint8_t *arena, Item *items, size
 	return f;
 }
 
+static void buffer_free(Buffer *b)
+{
+	free(b->arena);
+	free(b->items);
+	*b = (Buffer){0};
+}
+
 static void *spill_main(void *arg)
 {
 	ExtSort *s = arg;
-	s->sp_file = write_run(s, s->sp_arena, s->sp_items, s->sp_n, &s->sp_disk);
+	s->sp_file = write_run(s, &s->sp, &s->sp_disk);
 	s->sp_errno = s->sp_file ? 0 : errno;
-	/* The sort's scratch came from this thread's malloc arena, which keeps
-	 * freed pages unless asked: given back, they do not count against the
-	 * budget while the next buffer fills. */
-	malloc_trim(0);
 	return NULL;
 }
 
@@ -295,25 +304,17 @@ static int spill_wait(ExtSort *s)
 
 /* The records held written out as a run: the first run and the last here,
  * the ones between by a thread while the next buffer fills (each buffer then
- * holds half the budget, so that the two stay within it). */
+ * holds two fifths of the budget, extsort_add, so that the two stay within
+ * it). */
 static int spill(ExtSort *s, int last)
 {
 	if (spill_wait(s)) return -1;
 	if (s->nruns && !last) {
-		uint8_t *a = s->sp_arena;
-		Item *it = s->sp_items;
-		size_t c = s->sp_cap, ic = s->sp_icap;
-		s->sp_arena = s->arena;
-		s->sp_items = s->items;
-		s->sp_cap = s->cap;
-		s->sp_icap = s->icap;
-		s->sp_n = s->n;
-		s->arena = a;
-		s->items = it;
-		s->cap = c;
-		s->icap = ic;
-		s->n = 0;
-		s->used = 0;
+		Buffer free_one = s->sp;
+		s->sp = s->b;
+		s->b = free_one;
+		s->b.n = 0;
+		s->b.used = 0;
 		if (pthread_create(&s->thr, NULL, spill_main, s) == 0) {
 			s->spilling = 1;
 			return 0;
@@ -321,23 +322,19 @@ static int spill(ExtSort *s, int last)
 		spill_main(s); /* no thread: the run is written here */
 		return spill_collect(s);
 	}
-	FILE *f = write_run(s, s->arena, s->items, s->n, &s->st.disk_bytes);
+	FILE *f = write_run(s, &s->b, &s->st.disk_bytes);
 	if (!f || add_run(s, f)) {
 		int e = errno;
 		if (f) fclose(f);
 		errno = e ? e : EIO;
 		return -1;
 	}
-	s->n = 0;
-	s->used = 0;
+	s->b.n = 0;
+	s->b.used = 0;
 	if (!last) {
 		/* The first buffer was sized for the whole budget: the next
 		 * ones grow again to half of it. */
-		free(s->arena);
-		free(s->items);
-		s->arena = NULL;
-		s->items = NULL;
-		s->cap = s->icap = 0;
+		buffer_free(&s->b);
 	}
 	return 0;
 }
@@ -363,16 +360,16 @@ int extsort_add(ExtSort *s, const void *rec, size_t len)
 		errno = EINVAL;
 		return -1;
 	}
-	uint64_t after = (uint64_t)s->used + len + (uint64_t)(s->n + 1) * sizeof(Item);
+	uint64_t after = (uint64_t)s->b.used + len + (uint64_t)(s->b.n + 1) * sizeof(Item);
 	/* The arrays double as they fill: count what they may reach. Once a
 	 * run is written, two buffers share the budget. */
 	uint64_t room = s->nruns || s->spilling ? s->budget / 5 * 2 : s->budget;
-	if (s->n && (after + after / 2 > room || s->used + len >= ITEM_MAX_OFF) && spill(s, 0))
+	if (s->b.n && (after + after / 2 > room || s->b.used + len >= ITEM_MAX_OFF) && spill(s, 0))
 		return -1;
-	if (grow((void **)&s->arena, &s->cap, s->used + len, 1) ||
-	    grow((void **)&s->items, &s->icap, s->n + 1, sizeof(Item)))
+	if (grow((void **)&s->b.arena, &s->b.cap, s->b.used + len, 1) ||
+	    grow((void **)&s->b.items, &s->b.icap, s->b.n + 1, sizeof(Item)))
 		return -1;
-	memcpy(s->arena + s->used, rec, len);
+	memcpy(s->b.arena + s->b.used, rec, len);
 	uint64_t pre = 0;
 	size_t nb = cmp_bytes_of(s);
 	if (nb) {
@@ -381,8 +378,8 @@ int extsort_add(ExtSort *s, const void *rec, size_t len)
 		for (size_t i = 0; i < 8; i++)
 			pre = pre << 8 | (i < k ? ((const uint8_t *)rec)[i] : 0);
 	}
-	s->items[s->n++] = (Item){pre, (uint64_t)s->used << ITEM_LEN_BITS | len};
-	s->used += len;
+	s->b.items[s->b.n++] = (Item){pre, (uint64_t)s->b.used << ITEM_LEN_BITS | len};
+	s->b.used += len;
 	s->st.records++;
 	s->st.bytes += len;
 	return 0;
@@ -511,14 +508,9 @@ int extsort_finish(ExtSort *s)
 		sort_held(s);
 		return 0;
 	}
-	if (s->n && spill(s, 1)) return -1;
-	free(s->arena);
-	free(s->items);
-	free(s->sp_arena);
-	free(s->sp_items);
-	s->arena = s->sp_arena = NULL;
-	s->items = s->sp_items = NULL;
-	s->cap = s->icap = s->sp_cap = s->sp_icap = 0;
+	if (s->b.n && spill(s, 1)) return -1;
+	buffer_free(&s->b);
+	buffer_free(&s->sp);
 	/* Each run merged at once gets a read buffer of at least 256 KiB, and
 	 * the buffers together half the budget: the rest is the caller's, who
 	 * reads the merge into structures of its own (and the merge's output
@@ -577,9 +569,9 @@ int extsort_next(ExtSort *s, const void **rec, size_t *len)
 		return -1;
 	}
 	if (!s->rd) {
-		if (s->next_mem >= s->n) return 0;
-		const Item *it = &s->items[s->next_mem++];
-		*rec = s->arena + item_off(it);
+		if (s->next_mem >= s->b.n) return 0;
+		const Item *it = &s->b.items[s->next_mem++];
+		*rec = s->b.arena + item_off(it);
 		*len = item_len(it);
 		return 1;
 	}
@@ -605,13 +597,11 @@ void extsort_free(ExtSort *s)
 		pthread_join(s->thr, NULL);
 		if (s->sp_file) fclose(s->sp_file);
 	}
-	free(s->sp_arena);
-	free(s->sp_items);
+	buffer_free(&s->sp);
 	free_readers(s);
 	for (size_t i = 0; i < s->nruns; i++) fclose(s->runs[i].f);
 	free(s->runs);
-	free(s->arena);
-	free(s->items);
+	buffer_free(&s->b);
 	free(s->dir);
 	free(s);
 }
