@@ -399,6 +399,17 @@ static void expect_fails(const char *fmt, const char *dir, const char *says)
 	free(err);
 }
 
+/* The record at k (Black to move, a move stored) with its first move made
+ * White's pawn's 3c3d: not legal there. */
+static void put_illegal_move(BookTxn *txn, Key k)
+{
+	static BookRecord rec;
+	assert_int_equal(bookdb_get(&rec, txn, k), 0);
+	assert_true(rec.side == BLACK && rec.nmoves >= 1);
+	assert_int_equal(usi_move_parse(&rec.moves[0].move, "3c3d", 4, NULL), 0);
+	assert_int_equal(bookdb_put(txn, k, &rec), 0);
+}
+
 /*
  * Records that are not sound (as joseki check has it) fail every reader of
  * them, naming the record: one that does not decode, one holding another
@@ -448,9 +459,7 @@ static void test_damaged__records_that_are_not_sound_fail_every_reader(void **st
 	assert_int_equal(bookdb_record_position(&pos, &rec, NULL), 0);
 	sfen_write(&pos, sfen2, sizeof sfen2);
 	assert_int_equal(bookdb_put_raw(txn, keys[1], other, other_len), 0);
-	assert_int_equal(bookdb_get(&rec, txn, keys[2]), 0);
-	assert_int_equal(usi_move_parse(&rec.moves[0].move, "3c3d", 4, NULL), 0); /* White's */
-	assert_int_equal(bookdb_put(txn, keys[2], &rec), 0);
+	put_illegal_move(txn, keys[2]);
 	assert_int_equal(bookdb_txn_commit(txn), 0);
 	bookdb_free(db);
 	expect_fails("minimax %s/b --quiet", dir, "the book is damaged");
@@ -496,8 +505,7 @@ static void test_damaged__an_illegal_stored_move_fails_export(void **state)
 		    bookdb_record_decode(&rec, v, vl) == 0 && rec.nmoves >= 1 && rec.side == BLACK;
 	bookdb_iter_free(it);
 	assert_true(found);
-	assert_int_equal(usi_move_parse(&rec.moves[0].move, "3c3d", 4, NULL), 0);
-	assert_int_equal(bookdb_put(txn, k, &rec), 0);
+	put_illegal_move(txn, k);
 	assert_int_equal(bookdb_txn_commit(txn), 0);
 	bookdb_free(db);
 	key_to_hex(k, hex);
