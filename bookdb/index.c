@@ -1,8 +1,10 @@
 /*
  * bookdb/index.c — the snapshot index (bookdb/index.h).
  *
- * All arrays live in one allocation sized before the cursor pass, so nothing
- * grows or moves while it runs: keys, record addresses, directory, filter.
+ * The arrays live in two allocations sized before the cursor pass, so nothing
+ * grows or moves while it runs: the record addresses in one (so that
+ * bookdb_index_drop_records can give them back), the keys, directory and
+ * filter in the other.
  * (Transparent huge pages were tried: at 10 M records they made the build
  * 2.5 times slower, the kernel zeroing and compacting on the first touch, for
  * lookups hardly faster, the record's own page missing the TLB anyway.)
@@ -23,8 +25,8 @@ typedef struct {
 struct BookIndex {
 	BookKeyDir kd;
 	Key *keys;
-	IndexRec *recs;
-	void *mem; /* keys, recs, directory, filter */
+	IndexRec *recs; /* NULL once dropped */
+	void *mem;      /* keys, directory, filter */
 	size_t mem_len;
 };
 
@@ -42,22 +44,21 @@ int bookdb_index_build(BookIndex **out, BookTxn *txn)
 	if (count >= UINT32_MAX) return BOOKDB_ENOMEM; /* directory entries are u32 */
 	size_t n = (size_t)count;
 	unsigned dbits = bookdb_keydir_dir_bits(n), flog = keyfilter_log2(n);
-	size_t off_recs = align_up(n * sizeof(Key), ALIGN);
-	size_t off_dir = off_recs + align_up(n * sizeof(IndexRec), ALIGN);
+	size_t off_dir = align_up(n * sizeof(Key), ALIGN);
 	size_t off_filter =
 	    off_dir + align_up(bookdb_keydir_dir_len(dbits) * sizeof(uint32_t), ALIGN);
 	size_t len = off_filter + keyfilter_words(flog) * sizeof(uint64_t);
 	BookIndex *ix = calloc(1, sizeof *ix);
 	BookIter *it = NULL;
 	/* Zeroed for the filter; fresh pages of a large block are zero anyway. */
-	if (!ix || !(ix->mem = bigmem_alloc(len))) {
-		free(ix);
+	if (!ix || !(ix->mem = bigmem_alloc(len)) ||
+	    !(ix->recs = bigmem_alloc((n + 1) * sizeof *ix->recs))) {
+		bookdb_index_free(ix);
 		return BOOKDB_ENOMEM;
 	}
 	ix->mem_len = len;
 	uint8_t *base = ix->mem;
 	ix->keys = (Key *)base;
-	ix->recs = (IndexRec *)(base + off_recs);
 	if ((rc = bookdb_iter_open(&it, txn))) goto bad;
 	size_t i = 0;
 	Key k;
@@ -90,6 +91,7 @@ void bookdb_index_free(BookIndex *ix)
 {
 	if (!ix) return;
 	bigmem_free(ix->mem);
+	bigmem_free(ix->recs);
 	free(ix);
 }
 
@@ -98,9 +100,15 @@ size_t bookdb_index_count(const BookIndex *ix)
 	return ix->kd.n;
 }
 
+void bookdb_index_drop_records(BookIndex *ix)
+{
+	bigmem_free(ix->recs);
+	ix->recs = NULL;
+}
+
 size_t bookdb_index_bytes(const BookIndex *ix)
 {
-	return ix->mem_len + sizeof *ix;
+	return ix->mem_len + (ix->recs ? (ix->kd.n + 1) * sizeof *ix->recs : 0) + sizeof *ix;
 }
 
 size_t bookdb_index_find(const BookIndex *ix, Key key)

@@ -13,7 +13,8 @@
  * itself — three dependent misses. Most absent keys cost one filter word.
  *
  * Memory: 32 bytes a record (the key, the record's address and length) plus
- * 2 to 4 of directory and 1 to 2 of filter: about 37 bytes, 370 MB at 10 M.
+ * 2 to 4 of directory and 1 to 2 of filter: about 37 bytes, 370 MB at 10 M;
+ * 21 once the addresses are dropped (bookdb_index_drop_records).
  * Build time and lookup rates measured: docs/bookdb.md, "Snapshot index".
  *
  * Lifetime: an index belongs to the transaction it was built from. It holds
@@ -56,6 +57,11 @@ typedef struct BookIndex BookIndex;
 JOSEKI_MUST_USE int bookdb_index_build(BookIndex **out, BookTxn *txn);
 /* Frees the index. Accepts NULL. */
 void bookdb_index_free(BookIndex *ix);
+
+/* Gives back the memory of the records' addresses (16 bytes a record) of a
+ * pass that has read every record it needs: after it, only the keys,
+ * bookdb_index_find and the key directory may be used. */
+void bookdb_index_drop_records(BookIndex *ix);
 
 /* Records in the index. */
 size_t bookdb_index_count(const BookIndex *ix);

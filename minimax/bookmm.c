@@ -81,13 +81,25 @@ typedef struct {
 	uint32_t *mstart; /* every move: edges to any book node, leaves */
 	MmMove *moves;
 	size_t nmoves;
-	uint32_t *pstart, *parents;
-	MmGraph g; /* the analysis: valued nodes, edges to valued nodes */
+	uint32_t *pstart, *parents; /* while the valued nodes are found, then again for the file */
+	/* The analysis: valued nodes, edges to valued nodes. Its moves are
+	 * mstart and moves themselves, the edges to nodes without a value taken
+	 * out in place (into dropped) and put back for the file after the
+	 * write-back (restore_moves); its mstart is mstart when none is. */
+	MmGraph g;
+	struct Dropped {
+		uint32_t at; /* where it stood in moves */
+		MmMove m;
+	} * dropped;
+	size_t ndropped;
 } BookGraph;
 
 static void bg_free(BookGraph *b)
 {
+	if (b->g.moves == b->moves) b->g.moves = NULL;
+	if (b->g.mstart == b->mstart) b->g.mstart = NULL;
 	mm_graph_free(&b->g);
+	bigmem_free(b->dropped);
 	bookdb_index_free(b->ix);
 	bigmem_free(b->structure);
 	bigmem_free(b->inner);
@@ -309,7 +321,11 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err)
  * The analysis graph. A node has a value when it has a leaf or an edge to a
  * node with a value (found from the leaves up, through the reverse edges).
  * Edges to nodes without one are left out (a position nobody evaluated says
- * nothing), and those nodes are frozen out of the analysis.
+ * nothing), and those nodes are frozen out of the analysis. The graph's own
+ * arrays serve: the edges left out are taken out of moves in place and kept
+ * aside (none, in a book whose every position has a value), and the reverse
+ * edges are freed (restore_moves makes both whole again for the file).
+ * Memory: 6 bytes a node, and 12 a move left out.
  */
 static int build_analysis(BookGraph *b)
 {
@@ -318,10 +334,8 @@ static int build_analysis(BookGraph *b)
 	g->n = n;
 	g->flags = bigmem_alloc((n + 1) * sizeof *g->flags);
 	g->vd = bigmem_alloc((n + 1) * sizeof *g->vd);
-	g->mstart = bigmem_alloc((n + 1) * sizeof *g->mstart);
-	g->moves = bigmem_alloc((b->nmoves + 1) * sizeof *g->moves);
 	uint32_t *queue = bigmem_alloc((n + 1) * sizeof *queue);
-	if (!g->flags || !g->vd || !g->mstart || !g->moves || !queue) {
+	if (!g->flags || !g->vd || !queue) {
 		bigmem_free(queue);
 		return -1;
 	}
@@ -343,25 +357,71 @@ static int build_analysis(BookGraph *b)
 		}
 	}
 	bigmem_free(queue);
-	size_t w = 0;
+	bigmem_free(b->pstart);
+	bigmem_free(b->parents);
+	b->pstart = b->parents = NULL;
+	size_t drop = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		g->mstart[i] = (uint32_t)w;
 		if (b->structure[i] & MMF_WHITE) g->flags[i] |= MM_F_WHITE;
 		if (!(g->flags[i] & F_VALUED)) {
 			/* Settled out of the way: nothing leads here. */
 			g->flags[i] |= MM_F_CONST | MM_F_FROZEN;
+			drop += b->mstart[i + 1] - b->mstart[i];
 			continue;
 		}
 		if (b->structure[i] & MMF_INCHECK) g->flags[i] |= MM_F_CHECKED;
 		for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++) {
 			uint32_t j = b->moves[k].next;
-			if (j != MM_NONE && !(g->flags[j] & F_VALUED)) continue;
-			g->moves[w++] = b->moves[k];
+			drop += j != MM_NONE && !(g->flags[j] & F_VALUED);
+		}
+	}
+	g->moves = b->moves;
+	g->nmoves = b->nmoves - drop;
+	if (!drop) {
+		g->mstart = b->mstart;
+		return 0;
+	}
+	g->mstart = bigmem_alloc((n + 1) * sizeof *g->mstart);
+	b->dropped = bigmem_alloc(drop * sizeof *b->dropped);
+	if (!g->mstart || !b->dropped) return -1;
+	size_t w = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		g->mstart[i] = (uint32_t)w;
+		bool valued = g->flags[i] & F_VALUED;
+		for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++) {
+			uint32_t j = b->moves[k].next;
+			if (!valued || (j != MM_NONE && !(g->flags[j] & F_VALUED)))
+				b->dropped[b->ndropped++] = (struct Dropped){k, b->moves[k]};
+			else
+				b->moves[w++] = b->moves[k];
 		}
 	}
 	g->mstart[n] = (uint32_t)w;
-	g->nmoves = w;
 	return 0;
+}
+
+/* The graph whole again after the analysis (the moves build_analysis took
+ * out put back where they stood, the reverse edges made anew), for the
+ * file; the analysis graph's moves are then not to be read. 0 or -1. */
+static int restore_moves(BookGraph *b)
+{
+	MmGraph *g = &b->g;
+	if (b->ndropped) {
+		/* From the end: a kept move goes to where it stood, never before
+		 * where it is now, so none is overwritten before it is moved. */
+		size_t d = b->ndropped, src = g->nmoves;
+		for (size_t k = b->nmoves; k-- > 0;)
+			b->moves[k] =
+			    d && b->dropped[d - 1].at == k ? b->dropped[--d].m : b->moves[--src];
+		bigmem_free(b->dropped);
+		b->dropped = NULL;
+		b->ndropped = 0;
+		bigmem_free(g->mstart);
+	}
+	g->mstart = NULL;
+	g->moves = NULL;
+	g->nmoves = 0;
+	return mmfile_parents(&b->pstart, &b->parents, b->n, b->mstart, b->moves) < 0 ? -1 : 0;
 }
 
 /* ---- the whole-book run: write-back and the kept graph -------------------------- */
@@ -692,6 +752,10 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	rc = load_keys(&b, txn, err);
 	if (rc == 0) rc = load_moves(&b, opt, err);
 	bookdb_txn_abort(txn);
+	/* The records are read: their addresses and the inner marks go. */
+	if (b.ix) bookdb_index_drop_records(b.ix);
+	bigmem_free(b.inner);
+	b.inner = NULL;
 	if (rc < 0) goto done;
 	if (bookmm_stopped(opt)) {
 		rc = stopped(err, "building the graph");
@@ -731,6 +795,8 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	root_value(&st, &b);
 	rc = opt->full && !opt->in_place ? write_rebuilt(&st, &b, db, opt, err) : 1;
 	if (rc == 1) rc = write_back(&st, &b, db, opt, err);
+	if (rc == 0 && restore_moves(&b) < 0)
+		rc = fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	if (rc == 0) rc = keep_graph(&st, &b, db, dir, opt, ci.seq, err);
 done:
 	bg_free(&b);

@@ -279,62 +279,75 @@ int mm_backup(MmGraph *g, MmStats *st)
 /* ---- strongly connected components ------------------------------------------- */
 
 /*
- * Tarjan's algorithm without recursion. comp[i] gets node i's component;
- * components are numbered children first (a component's edges lead only to
- * components with smaller numbers or to itself). Returns the count, or -1.
+ * Pearce's algorithm ("A space-efficient algorithm for finding strongly
+ * connected components", 2016) without recursion: Tarjan's depth-first
+ * search, in which one number a node serves for its visit index, its low
+ * link and, once its component is complete, the component (counted down
+ * from n - 1, above every index still in use, so that an edge into a
+ * finished component never lowers a link). Besides comp it needs two stacks
+ * of a word a node and one of a word and a byte: 13 bytes a node, where
+ * Tarjan's index and low arrays made it 20. The components complete in the
+ * same order as Tarjan's and are numbered the same: comp[i] gets node i's
+ * component, children first (a component's edges lead only to components
+ * with smaller numbers or to itself). Returns the count, or -1.
  */
 long mm_scc(const MmGraph *g, uint32_t *comp)
 {
 	size_t n = g->n;
-	uint32_t *index = bigmem_alloc(n * sizeof *index), *low = bigmem_alloc(n * sizeof *low);
+	if (n == 0) return 0;
 	uint32_t *stack = bigmem_alloc(n * sizeof *stack), *cs = bigmem_alloc(n * sizeof *cs);
 	uint32_t *ck = bigmem_alloc(n * sizeof *ck);
-	if (!index || !low || !stack || !cs || !ck) {
-		bigmem_free(index), bigmem_free(low), bigmem_free(stack), bigmem_free(cs),
-		    bigmem_free(ck);
+	uint8_t *root = bigmem_alloc(n);
+	if (!stack || !cs || !ck || !root) {
+		bigmem_free(stack), bigmem_free(cs), bigmem_free(ck), bigmem_free(root);
 		return -1;
 	}
-	memset(index, 0xff, n * sizeof *index);
-	uint32_t next = 0, ncomp = 0;
+	uint32_t *rindex = comp; /* 0: not visited */
+	memset(rindex, 0, n * sizeof *rindex);
+	uint32_t index = 1, c = (uint32_t)(n - 1);
 	size_t sp = 0, csp = 0;
 	for (uint32_t r = 0; r < n; r++) {
-		if (index[r] != MM_NONE) continue;
+		if (rindex[r]) continue;
 		cs[csp] = r;
-		ck[csp++] = g->mstart[r];
-		index[r] = low[r] = next++;
-		stack[sp++] = r;
-		comp[r] = MM_NONE;
+		ck[csp] = g->mstart[r];
+		root[csp++] = 1;
+		rindex[r] = index++;
 		while (csp) {
 			uint32_t v = cs[csp - 1];
 			if (ck[csp - 1] < g->mstart[v + 1]) {
 				uint32_t w = g->moves[ck[csp - 1]++].next;
 				if (w == MM_NONE) continue;
-				if (index[w] == MM_NONE) {
-					index[w] = low[w] = next++;
-					stack[sp++] = w;
-					comp[w] = MM_NONE;
+				if (!rindex[w]) {
+					rindex[w] = index++;
 					cs[csp] = w;
-					ck[csp++] = g->mstart[w];
-				} else if (comp[w] == MM_NONE && index[w] < low[v]) {
-					low[v] = index[w];
+					ck[csp] = g->mstart[w];
+					root[csp++] = 1;
+				} else if (rindex[w] < rindex[v]) {
+					rindex[v] = rindex[w];
+					root[csp - 1] = 0;
 				}
 				continue;
 			}
-			csp--;
-			if (low[v] == index[v]) {
-				uint32_t w;
-				do {
-					w = stack[--sp];
-					comp[w] = ncomp;
-				} while (w != v);
-				ncomp++;
+			bool is_root = root[--csp];
+			if (is_root) {
+				/* v and the nodes above it on the stack: one component. */
+				index--;
+				while (sp && rindex[v] <= rindex[stack[sp - 1]]) {
+					rindex[stack[--sp]] = c;
+					index--;
+				}
+				rindex[v] = c--;
+			} else {
+				stack[sp++] = v;
 			}
-			if (csp) {
-				uint32_t u = cs[csp - 1];
-				if (low[v] < low[u]) low[u] = low[v];
+			if (csp && rindex[v] < rindex[cs[csp - 1]]) {
+				rindex[cs[csp - 1]] = rindex[v];
+				root[csp - 1] = 0;
 			}
 		}
 	}
-	bigmem_free(index), bigmem_free(low), bigmem_free(stack), bigmem_free(cs), bigmem_free(ck);
-	return ncomp;
+	bigmem_free(stack), bigmem_free(cs), bigmem_free(ck), bigmem_free(root);
+	/* Completed first: 0. */
+	for (size_t i = 0; i < n; i++) comp[i] = (uint32_t)(n - 1) - comp[i];
+	return (long)((uint32_t)(n - 1) - c);
 }

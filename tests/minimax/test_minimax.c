@@ -28,6 +28,8 @@
 
 #include "bookdb/bookdb.h"
 #include "minimax/bookmm.h"
+#include "minimax/bookmm_priv.h"
+#include "minimax/mmfile.h"
 #include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -441,6 +443,21 @@ static bool g_mark_thought;
 static uint8_t g_force_depth;
 
 /* Stores an eval of move m at pos in both books (merged into the record). */
+/* The record of pos as txn has it (or a new one) and its move m (appended,
+ * zeroed, when the record lacks it). */
+static BookMove *record_move(BookRecord *rec, BookTxn *txn, const Position *pos, Move m)
+{
+	if (bookdb_get(rec, txn, pos_key(pos)) != 0) bookdb_record_init(rec, pos);
+	int k = 0;
+	while (k < rec->nmoves && rec->moves[k].move != m) k++;
+	if (k == rec->nmoves) {
+		memset(&rec->moves[k], 0, sizeof rec->moves[k]);
+		rec->moves[k].move = m;
+		rec->nmoves++;
+	}
+	return &rec->moves[k];
+}
+
 static void add_result(BookDB *a, BookDB *b, const Position *pos, Move m, int eval)
 {
 	static uint64_t depth_rng = 12345;
@@ -451,17 +468,10 @@ static void add_result(BookDB *a, BookDB *b, const Position *pos, Move m, int ev
 	for (int d = 0; d < 2; d++) {
 		BookTxn *txn;
 		assert_int_equal(bookdb_txn_begin(&txn, dbs[d], true), 0);
-		if (bookdb_get(rec, txn, pos_key(pos)) != 0) bookdb_record_init(rec, pos);
-		int k = 0;
-		while (k < rec->nmoves && rec->moves[k].move != m) k++;
-		if (k == rec->nmoves) {
-			memset(&rec->moves[k], 0, sizeof rec->moves[k]);
-			rec->moves[k].move = m;
-			rec->nmoves++;
-		}
-		rec->moves[k].flags |= BOOKDB_MOVE_EVAL;
-		rec->moves[k].eval = (int16_t)eval;
-		rec->moves[k].depth = 10;
+		BookMove *bm = record_move(rec, txn, pos, m);
+		bm->flags |= BOOKDB_MOVE_EVAL;
+		bm->eval = (int16_t)eval;
+		bm->depth = 10;
 		if (g_mark_thought &&
 		    (!(rec->flags & BOOKDB_REC_THOUGHT) || rec->think_depth < depth)) {
 			rec->flags |= BOOKDB_REC_THOUGHT;
@@ -478,16 +488,23 @@ static void add_result(BookDB *a, BookDB *b, const Position *pos, Move m, int ev
 static const char *const ROOTS[] = {NULL, "4k4/9/4R4/9/9/9/9/9/K8 w - 1",
                                     "4k4/9/9/9/9/9/9/9/4K4 b - 1"};
 
-/* An eval of a random move at the end of a random walk from a random root, in
- * both books. */
-static void random_result(BookDB *a, BookDB *b, uint64_t *rng)
+/* A random one of ROOTS set up in pos; its SFEN (NULL: the start position). */
+static const char *random_root(Position *pos, uint64_t *rng)
 {
-	Position *pos = malloc(sizeof *pos);
 	const char *root = ROOTS[ts_rand(rng) % (sizeof ROOTS / sizeof *ROOTS)];
 	if (root)
 		assert_int_equal(sfen_parse(pos, root, NULL, NULL), 0);
 	else
 		pos_set_startpos(pos);
+	return root;
+}
+
+/* An eval of a random move at the end of a random walk from a random root, in
+ * both books. */
+static void random_result(BookDB *a, BookDB *b, uint64_t *rng)
+{
+	Position *pos = malloc(sizeof *pos);
+	const char *root = random_root(pos, rng);
 	int len = (int)(ts_rand(rng) % (root ? 12 : 8));
 	/* From the rook's root, checks are preferred: in-check positions that
 	 * meet again make perpetual-check loops. */
@@ -596,6 +613,34 @@ static size_t canonical(uint8_t *out, const uint8_t *v, size_t len)
 	assert_true(n > 0);
 	free(r);
 	return (size_t)n;
+}
+
+/* A game's line in both books, as ingest stores one: a walk of 4 to 13 plies
+ * from a random root, every position with the move played, counted, and no
+ * value. */
+static void game_line(BookDB *a, BookDB *b, uint64_t *rng)
+{
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	random_root(pos, rng);
+	int len = 4 + (int)(ts_rand(rng) % 10);
+	for (int ply = 0; ply < len; ply++) {
+		Move m = pick_move(pos, rng, false);
+		if (m == MOVE_NONE) break;
+		BookDB *dbs[2] = {a, b};
+		for (int d = 0; d < 2; d++) {
+			BookTxn *txn;
+			assert_int_equal(bookdb_txn_begin(&txn, dbs[d], true), 0);
+			BookMove *bm = record_move(rec, txn, pos, m);
+			bm->flags |= BOOKDB_MOVE_STATS;
+			bm->count++;
+			assert_int_equal(bookdb_put(txn, pos_key(pos), rec), 0);
+			assert_int_equal(bookdb_txn_commit(txn), 0);
+		}
+		pos_do_move(pos, m);
+	}
+	free(rec);
+	free(pos);
 }
 
 /* Both books hold the same bytes for every position (exact), or the same
@@ -780,6 +825,83 @@ static void random_batches(const char *name, BookmmLeaves leaves)
 	assert_int_equal(sa.rewritten, 0);
 	twins_free(&t);
 	g_mark_thought = false;
+}
+
+/* The graph book's last whole-book run kept (in dir): every node's edges
+ * lead where their moves lead, and the analysis's edges (into positions with
+ * a value) are among them. Returns how many of its edges lead into positions
+ * without a value (the analysis left them out). */
+static size_t kept_graph_is_the_book(BookDB *db, const char *dir)
+{
+	BookTxn *txn;
+	BookmmState st;
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookmm_state_get(&st, txn), 0);
+	MmView v;
+	char err[MMFILE_ERRLEN];
+	if (mmfile_open(&v, dir, st.stamp, st.journal_len, err) != 0) fail_msg("%s", err);
+	BookIter *it;
+	assert_int_equal(bookdb_iter_open(&it, txn), 0);
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	Key k;
+	const uint8_t *val;
+	size_t len, nodes = 0, edges = 0;
+	while (bookdb_iter_next(it, &k, &val, &len) == 1) {
+		uint32_t i = mmfile_find(&v, k);
+		assert_int_not_equal(i, MM_NONE);
+		assert_int_equal(bookdb_record_decode(rec, val, len), 0);
+		assert_int_equal(bookdb_record_position(pos, rec, NULL), 0);
+		uint32_t n;
+		const MmMove *m = mmfile_moves(&v, i, &n);
+		for (uint32_t q = 0; q < n; q++) {
+			if (m[q].next == MM_NONE) continue;
+			assert_true(
+			    key_equal(mmfile_key(&v, m[q].next), pos_key_after(pos, m[q].move)));
+			edges++;
+		}
+		nodes++;
+	}
+	assert_int_equal(nodes, st.positions);
+	assert_true(edges >= st.edges);
+	bookdb_iter_free(it);
+	mmfile_close(&v);
+	bookdb_txn_abort(txn);
+	free(rec);
+	free(pos);
+	return edges - st.edges;
+}
+
+/* Games' lines among the results: positions without a value, whose moves
+ * the analysis leaves out and the kept graph holds. Incremental runs on the
+ * kept graph equal whole-book runs, and the graph is the book's. */
+static void test_minimax__positions_without_a_value_stay_in_the_kept_graph(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_minimax__positions_without_a_value_stay_in_the_kept_graph");
+	Twins t = {0};
+	twins_open(&t, 0);
+	/* Every record an inner node: the lines are chains of edges. */
+	BookmmOptions inc = {.policy.leaves = BOOKMM_LEAVES_GAMES}, full = inc;
+	full.full = true;
+	BookmmStats sa, sb;
+	char dir[700];
+	snprintf(dir, sizeof dir, "%s/book", t.db);
+	size_t left_out = 0;
+	for (int batch = 0; batch < 6; batch++) {
+		for (int k = 0; k < 40; k++) game_line(t.a, t.b, &rng);
+		for (int k = 0; k < 30; k++) random_result(t.a, t.b, &rng);
+		run_ok(&sa, t.a, &inc);
+		run_ok(&sb, t.b, &full);
+		assert_int_equal(sa.incremental, batch > 0);
+		assert_true(sb.valued < sb.positions);
+		assert_int_equal(sa.valued, sb.valued);
+		assert_int_equal(sa.edges, sb.edges);
+		same_books(t.a, t.b);
+		left_out += kept_graph_is_the_book(t.b, dir);
+	}
+	assert_true(left_out > 0);
+	twins_free(&t);
 }
 
 static void test_minimax__incremental_equals_full_after_random_batches(void **state)
@@ -1352,14 +1474,15 @@ static char *graph_unstamped(const char *dir, size_t *len)
 }
 
 /* A run whose graph arrays went to files (--memory 1M) stores the same values
- * and keeps the same graph as one in memory: whole-book, then incremental. */
+ * and keeps the same graph as one in memory: whole-book, then incremental.
+ * 80,000 positions: arrays under 1 MiB are malloc's and go to no file. */
 static void test_minimax__a_run_past_its_memory_budget_equals_one_within_it(void **state)
 {
 	(void)state;
 	uint64_t rng = ts_seed("test_minimax__a_run_past_its_memory_budget_equals_one_within_it");
 	Twins t;
 	char book[600];
-	synth_twins(&t, book, sizeof book, 30000, rng);
+	synth_twins(&t, book, sizeof book, 80000, rng);
 	for (int round = 0; round < 2; round++) {
 		const char *full = round == 0 ? " --full" : "";
 		char *out = NULL;
@@ -1523,6 +1646,7 @@ int main(void)
 	    cmocka_unit_test(test_minimax__per_side_draw_values_decide_who_repeats),
 	    cmocka_unit_test(test_minimax__perpetual_check_loses_for_the_checker),
 	    cmocka_unit_test(test_minimax__incremental_equals_full_after_random_batches),
+	    cmocka_unit_test(test_minimax__positions_without_a_value_stay_in_the_kept_graph),
 	    cmocka_unit_test(test_minimax__incremental_equals_full_under_the_thought_policy),
 	    cmocka_unit_test(
 	        test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must),
