@@ -401,9 +401,9 @@ static int build_analysis(BookGraph *b)
 }
 
 /* The graph whole again after the analysis (the moves build_analysis took
- * out put back where they stood, the reverse edges made anew), for the
- * file; the analysis graph's moves are then not to be read. 0 or -1. */
-static int restore_moves(BookGraph *b)
+ * out put back where they stood), for the write-back (node_edges) and the
+ * file; the analysis graph's moves are then not to be read. */
+static void restore_moves(BookGraph *b)
 {
 	MmGraph *g = &b->g;
 	if (b->ndropped) {
@@ -421,18 +421,58 @@ static int restore_moves(BookGraph *b)
 	g->mstart = NULL;
 	g->moves = NULL;
 	g->nmoves = 0;
-	return mmfile_parents(&b->pstart, &b->parents, b->n, b->mstart, b->moves) < 0 ? -1 : 0;
+}
+
+/*
+ * The graph file, written (minimax.graph.tmp) by a thread of its own while
+ * the records are written back: after the analysis both only read the graph.
+ * It takes the place of the old file once the records are written
+ * (keep_graph), so that a run stopped or failed before then leaves the old
+ * graph and its state as they were.
+ */
+typedef struct {
+	BookGraph *b;
+	const char *dir;
+	uint64_t stamp;
+	atomic_bool quit; /* the run failed or stopped: give up */
+	int rc;           /* 0, BOOKMM_ENOMEM or BOOKMM_EBOOK (msg says) */
+	char msg[MMFILE_ERRLEN];
+} GraphFile;
+
+static void *graph_file_main(void *arg)
+{
+	GraphFile *f = arg;
+	BookGraph *b = f->b;
+	const MmGraph *g = &b->g;
+	uint8_t *ff = bigmem_alloc(b->n + 1);
+	f->rc = BOOKMM_ENOMEM;
+	snprintf(f->msg, sizeof f->msg, "out of memory");
+	if (!ff || mmfile_parents(&b->pstart, &b->parents, b->n, b->mstart, b->moves) < 0) {
+		bigmem_free(ff);
+		return NULL;
+	}
+	for (size_t i = 0; i < b->n; i++) ff[i] = bookmm_file_flags(g->flags[i], b->structure[i]);
+	int draw[2] = {g->draw[BLACK], g->draw[WHITE]};
+	int rc = mmfile_write_tmp(f->dir, f->stamp, draw, b->n, b->keys, ff, g->vd, b->mstart,
+	                          b->moves, b->pstart, b->parents, &f->quit, f->msg);
+	bigmem_free(ff);
+	f->rc = rc == 0 ? 0 : rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK;
+	return NULL;
 }
 
 /* ---- the whole-book run: write-back and the kept graph -------------------------- */
 
-/* The edges of node i as the record stores their values; returns how many. */
-static int node_edges(BookmmEdge *edges, const MmGraph *g, uint32_t i)
+/* The edges of node i as the record stores their values (the analysis
+ * graph's: none for a node without a value, none into one), read from the
+ * whole graph; returns how many. */
+static int node_edges(BookmmEdge *edges, const BookGraph *b, uint32_t i)
 {
+	const MmGraph *g = &b->g;
 	int ne = 0;
-	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
-		const MmMove *m = &g->moves[k];
-		if (m->next == MM_NONE) continue;
+	if (!(g->flags[i] & F_VALUED)) return 0;
+	for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++) {
+		const MmMove *m = &b->moves[k];
+		if (m->next == MM_NONE || !(g->flags[m->next] & F_VALUED)) continue;
 		MmFlags cf = g->flags[m->next];
 		edges[ne++] = (BookmmEdge){
 		    m->move, bookmm_stored_vd(g->vd[m->next], cf & MM_F_LOOP, cf & MM_F_CHECKED)};
@@ -464,7 +504,7 @@ static int rewrite_node(void *ctx, const uint8_t *raw, size_t len, uint8_t *out)
 	WriteBack *wb = ctx;
 	const MmGraph *g = &wb->b->g;
 	uint32_t i = wb->at;
-	int ne = node_edges(wb->edges, g, i);
+	int ne = node_edges(wb->edges, wb->b, i);
 	int n = bookmm_rewrite(out, raw, len, wb->rec, g->flags[i] & F_VALUED, wb->edges, ne,
 	                       wb->opt->full, &wb->opt->policy);
 	return n > 0 ? n : 0;
@@ -587,7 +627,7 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 			rc = bookdb_get_raw(&raw, &len, rd, b->keys[i]);
 			if (rc == BOOKDB_ENOTFOUND) continue;
 			if (rc < 0) goto out;
-			int ne = node_edges(wb.edges, g, i);
+			int ne = node_edges(wb.edges, b, i);
 			if (bookmm_rewrite(wb.buf, raw, len, wb.rec, g->flags[i] & F_VALUED,
 			                   wb.edges, ne, false, &opt->policy) <= 0)
 				continue;
@@ -627,16 +667,13 @@ static uint64_t new_stamp(void)
 	return s ? s : 1;
 }
 
-/* Keeps the graph for later runs and records it, the consumed change log and
- * the summary in the book, in one transaction. */
-static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const char *dir,
+/* Keeps the graph file f wrote for later runs and records it, the consumed
+ * change log and the summary in the book, in one transaction. */
+static int keep_graph(const BookmmStats *st, const GraphFile *f, BookDB *db,
                       const BookmmOptions *opt, uint64_t seq, char *err)
 {
-	const MmGraph *g = &b->g;
-	uint8_t *ff = bigmem_alloc(b->n + 1);
-	if (!ff) return fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
-	for (size_t i = 0; i < b->n; i++) ff[i] = bookmm_file_flags(g->flags[i], b->structure[i]);
-	BookmmState s = {.stamp = new_stamp(),
+	const MmGraph *g = &f->b->g;
+	BookmmState s = {.stamp = f->stamp,
 	                 .journal_len = MMFILE_JOURNAL_EMPTY,
 	                 .seq = seq,
 	                 .draw = {g->draw[BLACK], g->draw[WHITE]},
@@ -646,15 +683,10 @@ static int keep_graph(const BookmmStats *st, BookGraph *b, BookDB *db, const cha
 	                 .settled = st->settled,
 	                 .moves = st->moves,
 	                 .edges = st->edges};
-	int draw[2] = {g->draw[BLACK], g->draw[WHITE]};
 	char msg[MMFILE_ERRLEN];
-	bookmm_report(opt, "graph", 0, 0);
-	int rc = mmfile_write(dir, s.stamp, draw, b->n, b->keys, ff, g->vd, b->mstart, b->moves,
-	                      b->pstart, b->parents, msg);
-	bigmem_free(ff);
-	if (rc < 0)
-		return fail(err, BOOKMM_ERRLEN, rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
-		            "keeping the graph: %s", msg);
+	if (f->rc) return fail(err, BOOKMM_ERRLEN, f->rc, "keeping the graph: %s", f->msg);
+	int rc = mmfile_commit(f->dir, f->stamp, msg);
+	if (rc < 0) return fail(err, BOOKMM_ERRLEN, BOOKMM_EBOOK, "keeping the graph: %s", msg);
 	BookTxn *txn;
 	if ((rc = bookdb_txn_begin(&txn, db, true)) < 0) goto bad;
 	bookdb_txn_set_tracking(txn, false);
@@ -705,6 +737,9 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	BookGraph b;
 	memset(&b, 0, sizeof b);
 	b.policy = &opt->policy;
+	/* A graph file a killed run left half-written (the lock: no other run
+	 * is writing one): its disk back before this run needs it. */
+	mmfile_discard(dir);
 	/* The change log is on before the snapshot is taken, so that whatever
 	 * is written after it is logged for the next run. An overflowed log is
 	 * emptied and on again too: this run reads every record the snapshot
@@ -793,11 +828,19 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	st.sweeps = ms.peel_sweeps + ms.relax_sweeps;
 	st.changed = st.affected = st.positions;
 	root_value(&st, &b);
+	restore_moves(&b);
+	GraphFile gf = {.b = &b, .dir = dir, .stamp = new_stamp()};
+	atomic_init(&gf.quit, false);
+	pthread_t gt;
+	bool threaded = pthread_create(&gt, NULL, graph_file_main, &gf) == 0;
+	if (!threaded) graph_file_main(&gf);
 	rc = opt->full && !opt->in_place ? write_rebuilt(&st, &b, db, opt, err) : 1;
 	if (rc == 1) rc = write_back(&st, &b, db, opt, err);
-	if (rc == 0 && restore_moves(&b) < 0)
-		rc = fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
-	if (rc == 0) rc = keep_graph(&st, &b, db, dir, opt, ci.seq, err);
+	if (rc != 0) atomic_store(&gf.quit, true);
+	bookmm_report(opt, "graph", 0, 0);
+	if (threaded) pthread_join(gt, NULL);
+	if (rc == 0) rc = keep_graph(&st, &gf, db, opt, ci.seq, err);
+	if (rc != 0) mmfile_discard(dir);
 done:
 	bg_free(&b);
 	*stats = st;

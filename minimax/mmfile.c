@@ -114,11 +114,17 @@ static size_t align8(size_t x)
 
 /* ---- writing ------------------------------------------------------------------ */
 
-static int write_all(int fd, const void *p, size_t len)
+/* len bytes at p into fd, 64 MiB a call; -1 (errno ECANCELED) as soon as
+ * *stop turns true (stop may be NULL). */
+static int write_all_or_stop(int fd, const void *p, size_t len, const atomic_bool *stop)
 {
 	const uint8_t *b = p;
 	while (len) {
-		ssize_t w = write(fd, b, len > ((size_t)1 << 30) ? (size_t)1 << 30 : len);
+		if (stop && atomic_load(stop)) {
+			errno = ECANCELED;
+			return -1;
+		}
+		ssize_t w = write(fd, b, len > ((size_t)1 << 26) ? (size_t)1 << 26 : len);
 		if (w < 0 && errno == EINTR) continue;
 		if (w <= 0) return -1;
 		b += w;
@@ -127,10 +133,16 @@ static int write_all(int fd, const void *p, size_t len)
 	return 0;
 }
 
-static int write_section(int fd, uint64_t *pos, const void *p, size_t len)
+static int write_all(int fd, const void *p, size_t len)
+{
+	return write_all_or_stop(fd, p, len, NULL);
+}
+
+static int write_section(int fd, uint64_t *pos, const void *p, size_t len,
+                         const atomic_bool *stop)
 {
 	static const uint8_t zero[8];
-	if (len && write_all(fd, p, len) < 0) return -1;
+	if (len && write_all_or_stop(fd, p, len, stop) < 0) return -1;
 	size_t pad = align8(*pos + len) - (*pos + len);
 	if (pad && write_all(fd, zero, pad) < 0) return -1;
 	*pos += len + pad;
@@ -173,13 +185,20 @@ int mmfile_parents(uint32_t **pstart_out, uint32_t **parents_out, size_t n, cons
 	return 0;
 }
 
-int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, const Key *keys,
-                 const uint8_t *flags, const MmVd *vd, const uint32_t *mstart, const MmMove *moves,
-                 const uint32_t *pstart, const uint32_t *parents, char *err)
+/* dir's graph file and its temporary name. */
+static void graph_paths(char path[BOOKDB_PATH_LEN], char tmp[BOOKDB_PATH_LEN + 8], const char *dir)
+{
+	snprintf(path, BOOKDB_PATH_LEN, "%s/%s", dir, MMFILE_GRAPH);
+	snprintf(tmp, BOOKDB_PATH_LEN + 8, "%s.tmp", path);
+}
+
+int mmfile_write_tmp(const char *dir, uint64_t stamp, const int draw[2], size_t n, const Key *keys,
+                     const uint8_t *flags, const MmVd *vd, const uint32_t *mstart,
+                     const MmMove *moves, const uint32_t *pstart, const uint32_t *parents,
+                     const atomic_bool *stop, char *err)
 {
 	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN + 8];
-	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	graph_paths(path, tmp, dir);
 	size_t nmoves = mstart[n], npar = pstart[n];
 	unsigned dbits = bookdb_keydir_dir_bits(n), blog = keyfilter_log2(n);
 	size_t ndir = bookdb_keydir_dir_len(dbits), nbloom = keyfilter_words(blog);
@@ -218,22 +237,19 @@ int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, c
 	if (fd < 0) goto out;
 	uint64_t pos = 0;
 	const void *data[SEC_END] = {keys, dirv, bloom, flags, vd, mstart, moves, pstart, parents};
-	if (write_section(fd, &pos, hb, sizeof hb) < 0) goto out;
+	if (write_section(fd, &pos, hb, sizeof hb, stop) < 0) goto out;
 	for (int s = 0; s < SEC_END; s++)
-		if (write_section(fd, &pos, data[s], sizes[s]) < 0) goto out;
+		if (write_section(fd, &pos, data[s], sizes[s], stop) < 0) goto out;
 	if (fsync(fd) < 0) goto out;
 	if (close(fd) < 0) {
 		fd = -1;
 		goto out;
 	}
 	fd = -1;
-	char jpath[BOOKDB_PATH_LEN];
-	snprintf(jpath, sizeof jpath, "%s/%s", dir, MMFILE_JOURNAL);
-	if (rename(tmp, path) < 0 || write_journal_header(jpath, stamp) < 0) goto out;
 	rc = 0;
 out:
 	if (rc == MMFILE_EIO)
-		fail(err, MMFILE_ERRLEN, rc, "%s: %s", path, strerror(errno));
+		fail(err, MMFILE_ERRLEN, rc, "%s: %s", tmp, strerror(errno));
 	else if (rc)
 		fail(err, MMFILE_ERRLEN, rc, "out of memory");
 	if (fd >= 0) close(fd);
@@ -241,6 +257,37 @@ out:
 	bigmem_free(dirv);
 	bigmem_free(bloom);
 	return rc;
+}
+
+int mmfile_commit(const char *dir, uint64_t stamp, char *err)
+{
+	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN + 8], jpath[BOOKDB_PATH_LEN];
+	graph_paths(path, tmp, dir);
+	snprintf(jpath, sizeof jpath, "%s/%s", dir, MMFILE_JOURNAL);
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return fail(err, MMFILE_ERRLEN, MMFILE_EIO, "%s: %s", path, strerror(e));
+	}
+	if (write_journal_header(jpath, stamp) < 0)
+		return fail(err, MMFILE_ERRLEN, MMFILE_EIO, "%s: %s", jpath, strerror(errno));
+	return 0;
+}
+
+void mmfile_discard(const char *dir)
+{
+	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN + 8];
+	graph_paths(path, tmp, dir);
+	unlink(tmp);
+}
+
+int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, const Key *keys,
+                 const uint8_t *flags, const MmVd *vd, const uint32_t *mstart, const MmMove *moves,
+                 const uint32_t *pstart, const uint32_t *parents, char *err)
+{
+	int rc = mmfile_write_tmp(dir, stamp, draw, n, keys, flags, vd, mstart, moves, pstart,
+	                          parents, NULL, err);
+	return rc ? rc : mmfile_commit(dir, stamp, err);
 }
 
 /* ---- small hash tables of the overlay ---------------------------------------- */

@@ -134,6 +134,20 @@ JOSEKI_MUST_USE int mmfile_write(const char *dir, uint64_t stamp, const int draw
                                  const uint32_t *mstart, const MmMove *moves,
                                  const uint32_t *pstart, const uint32_t *parents, char *err);
 
+/* mmfile_write in two steps, for a writer that has more to do before the
+ * new graph may replace the old one: mmfile_write_tmp writes and fsyncs
+ * dir/minimax.graph.tmp (removed on failure; it gives up, MMFILE_EIO, as soon
+ * as *stop turns true: stop may be NULL); mmfile_commit renames it over
+ * dir/minimax.graph and writes the empty journal; mmfile_discard removes it
+ * instead (also one a killed run left). */
+JOSEKI_MUST_USE int mmfile_write_tmp(const char *dir, uint64_t stamp, const int draw[2], size_t n,
+                                     const Key *keys, const uint8_t *flags, const MmVd *vd,
+                                     const uint32_t *mstart, const MmMove *moves,
+                                     const uint32_t *pstart, const uint32_t *parents,
+                                     const atomic_bool *stop, char *err);
+JOSEKI_MUST_USE int mmfile_commit(const char *dir, uint64_t stamp, char *err);
+void mmfile_discard(const char *dir);
+
 /* Bytes of an empty journal (its header): the journal length after mmfile_write. */
 #define MMFILE_JOURNAL_EMPTY 32
 
