@@ -142,7 +142,8 @@ JOSEKI_MUST_USE int bookdb_compact(const char *dir, uint64_t *before, uint64_t *
  * A record's new bytes for bookdb_rebuild_rewrite, given its key and bytes:
  * written to out (BOOKDB_RECORD_MAX bytes), their length returned; 0 keeps
  * the record as it is; a negative code stops the rebuild (the book stays as
- * it was).
+ * it was). It is called in key order, one call at a time, on a thread of
+ * its own (while the records it rewrote are written on the calling one).
  */
 typedef int (*BookRebuildFn)(void *ctx, Key key, const uint8_t *raw, size_t len, uint8_t *out);
 /*

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,184 @@ static int transform(BdbTransform *tf, const MDB_val *k, MDB_val *v)
  * the end. */
 #define COPY_BATCH ((size_t)32 << 20)
 
+/* One record into the copy, *wr committed and begun anew every COPY_BATCH
+ * bytes (*batch: the bytes since). 0 or an LMDB code. */
+static int put_copy(MDB_env *env, MDB_txn **wr, MDB_dbi to, MDB_val *k, MDB_val *v, unsigned put,
+                    size_t *batch)
+{
+	int rc = mdb_put(*wr, to, k, v, put);
+	if (!rc && (*batch += k->mv_size + v->mv_size + 16) >= COPY_BATCH) {
+		rc = mdb_txn_commit(*wr);
+		*wr = NULL;
+		if (!rc) rc = mdb_txn_begin(env, NULL, 0, wr);
+		*batch = 0;
+	}
+	return rc;
+}
+
+/*
+ * pos's records through tf with tf's function on a thread of its own: the
+ * cursor's records go to it in batches, and while it rewrites one batch the
+ * one before is put (two batches, in turn). The function is called in key
+ * order, one call at a time, as on the copying thread; the record bytes
+ * handed to it are the read transaction's, which outlives the thread.
+ */
+#define PIPE_RECORDS 4096
+
+typedef struct {
+	MDB_val k[PIPE_RECORDS], v[PIPE_RECORDS];
+	size_t off[PIPE_RECORDS]; /* a rewritten record's bytes in out; SIZE_MAX: as it was */
+	size_t n;
+	uint8_t *out;
+	size_t out_len, out_cap;
+	int rc;    /* transform's code for record n (the batch ends before it) */
+	bool last; /* the cursor's last records */
+	int state; /* PIPE_EMPTY, PIPE_FILLED (the thread's), PIPE_DONE (to put) */
+} PipeBatch;
+
+enum { PIPE_EMPTY, PIPE_FILLED, PIPE_DONE };
+
+typedef struct {
+	BdbTransform *tf;
+	PipeBatch b[2];
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	bool quit; /* the copy failed: no more batches */
+} Pipe;
+
+/* The thread: batch 0, 1, 0, ... rewritten as they are filled. */
+static void *pipe_main(void *arg)
+{
+	Pipe *p = arg;
+	for (int i = 0;; i ^= 1) {
+		PipeBatch *b = &p->b[i];
+		pthread_mutex_lock(&p->m);
+		while (b->state != PIPE_FILLED && !p->quit) pthread_cond_wait(&p->c, &p->m);
+		bool go = b->state == PIPE_FILLED;
+		pthread_mutex_unlock(&p->m);
+		if (!go) return NULL;
+		b->out_len = 0;
+		for (size_t j = 0; j < b->n; j++) {
+			b->off[j] = SIZE_MAX;
+			int rc = transform(p->tf, &b->k[j], &b->v[j]);
+			if (rc == 0 && b->v[j].mv_data == p->tf->buf) {
+				size_t len = b->v[j].mv_size;
+				if (b->out_len + len > b->out_cap) {
+					size_t cap = (b->out_len + len) * 2;
+					uint8_t *o = realloc(b->out, cap);
+					if (o) {
+						b->out = o;
+						b->out_cap = cap;
+					} else {
+						rc = ENOMEM;
+					}
+				}
+				if (rc == 0) {
+					memcpy(b->out + b->out_len, p->tf->buf, len);
+					b->off[j] = b->out_len;
+					b->out_len += len;
+				}
+			}
+			if (rc) {
+				b->rc = rc;
+				b->n = j;
+				break;
+			}
+		}
+		bool last = b->last || b->rc;
+		pthread_mutex_lock(&p->m);
+		b->state = PIPE_DONE;
+		pthread_cond_broadcast(&p->c);
+		pthread_mutex_unlock(&p->m);
+		if (last) return NULL;
+	}
+}
+
+/* Up to PIPE_RECORDS of the cursor's records into b (op: where the cursor
+ * goes first); 0 or an LMDB code. */
+static int pipe_fill(PipeBatch *b, MDB_cursor *cur, int *op)
+{
+	b->n = 0;
+	b->rc = 0;
+	while (b->n < PIPE_RECORDS) {
+		int rc = mdb_cursor_get(cur, &b->k[b->n], &b->v[b->n], (MDB_cursor_op)*op);
+		*op = MDB_NEXT;
+		if (rc == MDB_NOTFOUND) {
+			b->last = true;
+			return 0;
+		}
+		if (rc) return rc;
+		b->n++;
+	}
+	return 0;
+}
+
+/* copy_db's loop for pos through tf (wr, to: the copy's; *wr the transaction
+ * open at the end). 0, an LMDB code, or -1 when no thread could be made
+ * (nothing done). */
+static int copy_piped(MDB_env *env, MDB_txn **wr, MDB_dbi to, MDB_cursor *cur, unsigned put,
+                      BdbTransform *tf)
+{
+	Pipe *p = calloc(1, sizeof *p);
+	if (!p) return -1;
+	p->tf = tf;
+	pthread_mutex_init(&p->m, NULL);
+	pthread_cond_init(&p->c, NULL);
+	pthread_t t;
+	if (pthread_create(&t, NULL, pipe_main, p) != 0) {
+		pthread_mutex_destroy(&p->m);
+		pthread_cond_destroy(&p->c);
+		free(p);
+		return -1;
+	}
+	int rc = 0, op = MDB_FIRST;
+	size_t batch = 0;
+	/* Batch i is filled while the thread rewrites the other, then put. */
+	for (int i = 0, filled = 0; !rc; i ^= 1) {
+		PipeBatch *b = &p->b[i], *next = &p->b[i ^ 1];
+		if (!filled) { /* the first */
+			if ((rc = pipe_fill(b, cur, &op))) break;
+			pthread_mutex_lock(&p->m);
+			b->state = PIPE_FILLED;
+			pthread_cond_broadcast(&p->c);
+			pthread_mutex_unlock(&p->m);
+			filled = 1;
+		}
+		if (!b->last) {
+			if ((rc = pipe_fill(next, cur, &op))) break;
+			pthread_mutex_lock(&p->m);
+			next->state = PIPE_FILLED;
+			pthread_cond_broadcast(&p->c);
+			pthread_mutex_unlock(&p->m);
+		}
+		pthread_mutex_lock(&p->m);
+		while (b->state != PIPE_DONE) pthread_cond_wait(&p->c, &p->m);
+		pthread_mutex_unlock(&p->m);
+		for (size_t j = 0; j < b->n && !rc; j++) {
+			MDB_val v = b->v[j];
+			if (b->off[j] != SIZE_MAX) v.mv_data = b->out + b->off[j];
+			rc = put_copy(env, wr, to, &b->k[j], &v, put, &batch);
+		}
+		if (!rc) rc = b->rc;
+		bool last = b->last;
+		pthread_mutex_lock(&p->m);
+		b->state = PIPE_EMPTY;
+		pthread_mutex_unlock(&p->m);
+		if (last) break;
+	}
+	pthread_mutex_lock(&p->m);
+	p->quit = true;
+	pthread_cond_broadcast(&p->c);
+	pthread_mutex_unlock(&p->m);
+	pthread_join(t, NULL);
+	pthread_mutex_destroy(&p->m);
+	pthread_cond_destroy(&p->c);
+	free(p->b[0].out);
+	free(p->b[1].out);
+	free(p);
+	return rc;
+}
+
 /* One database of rd copied into env under the same name and flags, in key
  * order with MDB_APPEND (MDB_APPENDDUP for sorted duplicates); pos's records
  * through tf when given. */
@@ -82,19 +261,19 @@ static int copy_db(MDB_env *env, MDB_txn *rd, const char *name, BdbTransform *tf
 	unsigned put = flags & MDB_DUPSORT ? MDB_APPENDDUP : MDB_APPEND;
 	MDB_val k, v;
 	size_t batch = 0;
-	for (int op = MDB_FIRST; !rc; op = MDB_NEXT) {
+	bool piped = false;
+	if (!rc && tf) {
+		int pr = copy_piped(env, &wr, to, cur, put, tf);
+		piped = pr != -1; /* -1: no thread, the records are rewritten here */
+		if (piped) rc = pr;
+	}
+	for (int op = MDB_FIRST; !rc && !piped; op = MDB_NEXT) {
 		if ((rc = mdb_cursor_get(cur, &k, &v, (MDB_cursor_op)op))) {
 			if (rc == MDB_NOTFOUND) rc = 0; /* the end */
 			break;
 		}
 		if (tf && (rc = transform(tf, &k, &v))) break;
-		if ((rc = mdb_put(wr, to, &k, &v, put))) break;
-		if ((batch += k.mv_size + v.mv_size + 16) >= COPY_BATCH) {
-			rc = mdb_txn_commit(wr);
-			wr = NULL;
-			if (!rc) rc = mdb_txn_begin(env, NULL, 0, &wr);
-			batch = 0;
-		}
+		if ((rc = put_copy(env, &wr, to, &k, &v, put, &batch))) break;
 	}
 	if (cur) mdb_cursor_close(cur);
 	if (!rc) {

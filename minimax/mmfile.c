@@ -138,8 +138,7 @@ static int write_all(int fd, const void *p, size_t len)
 	return write_all_or_stop(fd, p, len, NULL);
 }
 
-static int write_section(int fd, uint64_t *pos, const void *p, size_t len,
-                         const atomic_bool *stop)
+static int write_section(int fd, uint64_t *pos, const void *p, size_t len, const atomic_bool *stop)
 {
 	static const uint8_t zero[8];
 	if (len && write_all_or_stop(fd, p, len, stop) < 0) return -1;
