@@ -531,6 +531,13 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	/* Writers share this lock; joseki compact takes it alone (it replaces
 	 * the data file, which a writer must not have open). */
 	if (!opt->read_only && (rc = bdb_writers_lock(db, LOCK_SH, err))) goto fail;
+	if (!opt->read_only) {
+		/* A copy a rebuild killed before its rename left (as large as the
+		 * book): no rebuild runs while a writer holds the lock shared. */
+		char copy[BOOKDB_PATH_LEN + 32];
+		snprintf(copy, sizeof copy, "%s/data.mdb.compact", dir);
+		(void)unlink(copy);
+	}
 	if ((rc = env_open(db, opt, exists, err))) goto fail;
 	*out = db;
 	return 0;
