@@ -1,7 +1,10 @@
 /*
  * joseki usi [--book BOOK]: the built-in engine as a USI engine on stdin and
  * stdout (search/usi_server.h); with --book it plays the book's best legal
- * move (bookdb/query.h's order) where the book knows the position.
+ * move (bookdb/query.h's order) where the book knows the position. The book
+ * is followed: once BOOK/data.mdb is another file (joseki compact, or a
+ * whole-book minimax that rebuilt the book), the next book move is looked up
+ * in the new one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,14 @@ typedef struct {
 static Move book_move(void *ctx, const Position *pos)
 {
 	Book *b = ctx;
+	if (!bookdb_file_current(b->db)) {
+		char err[BOOKDB_ERRLEN];
+		if (bookdb_reopen(b->db, err) < 0)
+			fprintf(stderr,
+			        "usi: the book's file was replaced, and opening the new one "
+			        "failed: %s\n",
+			        err);
+	}
 	BookTxn *txn;
 	if (bookdb_txn_begin(&txn, b->db, false) < 0) return MOVE_NONE;
 	int rc = bookdb_query(b->rec, txn, pos);

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "bookdb/bookdb.h"
 #include "search/engine.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -350,6 +351,47 @@ static void test_usi_cmd__bench_node_count_is_deterministic(void **state)
 	assert_int_equal(ts_runf(NULL, NULL, "%s bench --depth 0", ts_joseki()), 2);
 }
 
+/* usi --book follows its book: once BOOK/data.mdb is another file (as a
+ * compaction or a whole-book minimax leaves it: renamed over, LMDB's lock
+ * file removed), the next book move is the new file's. The book is empty
+ * first (the start position searched), then a synthetic book's (which holds
+ * the start position). */
+static void test_usi_cmd__book_follows_a_rebuilt_book(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], err[BOOKDB_ERRLEN];
+	snprintf(book, sizeof book, "%s/book", dir);
+	BookDB *db;
+	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
+	bookdb_free(db);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s synth %s/full --positions 200 --quiet", ts_joseki(), dir), 0);
+	char *out = NULL;
+	/* The file is replaced once the first answer is out (an event, not a
+	 * time: the loop waits for the line). */
+	int rc = ts_runf(&out, NULL,
+	                 "cd %s && mkfifo in && { %s usi --book book <in >out & p=$!; exec 3>in; "
+	                 "printf 'position startpos\ngo depth 2\n' >&3; "
+	                 "until grep -q '^bestmove' out; do sleep 0.05; done; "
+	                 "mv full/data.mdb book/data.mdb && rm -f book/lock.mdb; "
+	                 "printf 'position startpos\ngo depth 2\nquit\n' >&3; exec 3>&-; "
+	                 "wait $p; cat out; }",
+	                 dir, ts_joseki());
+	assert_int_equal(rc, 0);
+	assert_int_equal(count_lines_starting(out, "bestmove "), 2);
+	/* The empty book: a search. The new file: its book move, after the
+	 * first answer. */
+	const char *first = strstr(out, "\nbestmove ");
+	const char *bm = strstr(out, "info string book move ");
+	assert_non_null(first);
+	assert_non_null(strstr(out, "info depth 2 "));
+	assert_non_null(bm);
+	assert_true(bm > first);
+	free(out);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -363,6 +405,7 @@ int main(void)
 	    cmocka_unit_test(test_usi_cmd__mated_resigns_and_declaration_wins),
 	    cmocka_unit_test(test_usi_cmd__bad_position_is_reported_and_the_old_one_kept),
 	    cmocka_unit_test(test_usi_cmd__book_answers_known_positions_and_searches_the_rest),
+	    cmocka_unit_test(test_usi_cmd__book_follows_a_rebuilt_book),
 	    cmocka_unit_test(test_usi_cmd__bench_list_matches_the_fixture),
 	    cmocka_unit_test(test_usi_cmd__bench_node_count_is_deterministic),
 	};
