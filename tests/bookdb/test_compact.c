@@ -334,8 +334,8 @@ static void test_compact__a_whole_book_minimax_writes_full_pages(void **state)
 	json_decref(m);
 	json_decref(ip);
 	/* kill -9 at random moments of the rebuild: a whole book every time,
-	 * with the same values (each run computes the same ones); no copy left
-	 * once a run ends. */
+	 * with the same values (each run computes the same ones); no copy and
+	 * no half-written graph file left once a run ends. */
 	int killed = 0;
 	for (int round = 0; round < 6; round++) {
 		unsigned us = (unsigned)(ts_rand(&rng) % 150000);
@@ -360,6 +360,9 @@ static void test_compact__a_whole_book_minimax_writes_full_pages(void **state)
 	assert_true(killed > 0);
 	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s --full --quiet", ts_joseki(), book), 0);
 	snprintf(cmd, sizeof cmd, "%s/data.mdb.compact", book);
+	assert_null(ts_read_file(cmd, NULL));
+	/* Nor the graph file a killed run was writing beside the records. */
+	snprintf(cmd, sizeof cmd, "%s/minimax.graph.tmp", book);
 	assert_null(ts_read_file(cmd, NULL));
 	free(a);
 	/* Another writer (think) has the book open: in place, and think goes on. */
