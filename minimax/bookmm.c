@@ -84,8 +84,8 @@ typedef struct {
 	uint32_t *pstart, *parents; /* while the valued nodes are found, then again for the file */
 	/* The analysis: valued nodes, edges to valued nodes. Its moves are
 	 * mstart and moves themselves, the edges to nodes without a value taken
-	 * out in place (into dropped) and put back for the file after the
-	 * write-back (restore_moves); its mstart is mstart when none is. */
+	 * out in place (into dropped) and put back once it is done
+	 * (restore_moves); its mstart is mstart when none is. */
 	MmGraph g;
 	struct Dropped {
 		uint32_t at; /* where it stood in moves */
@@ -323,8 +323,9 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err)
  * Edges to nodes without one are left out (a position nobody evaluated says
  * nothing), and those nodes are frozen out of the analysis. The graph's own
  * arrays serve: the edges left out are taken out of moves in place and kept
- * aside (none, in a book whose every position has a value), and the reverse
- * edges are freed (restore_moves makes both whole again for the file).
+ * aside (none, in a book whose every position has a value; restore_moves puts
+ * them back), and the reverse edges are freed (the graph file's thread makes
+ * them anew).
  * Memory: 6 bytes a node, and 12 a move left out.
  */
 static int build_analysis(BookGraph *b)
