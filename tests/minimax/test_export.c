@@ -242,17 +242,10 @@ static void random_book(BookDB *db, uint64_t *rng, int lines)
 			Move m = legal[ts_rand(rng) % (uint64_t)(n < 6 ? n : 6)];
 			BookTxn *txn;
 			assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
-			if (bookdb_get(rec, txn, pos_key(pos)) != 0) bookdb_record_init(rec, pos);
-			int q = 0;
-			while (q < rec->nmoves && rec->moves[q].move != m) q++;
-			if (q == rec->nmoves) {
-				memset(&rec->moves[q], 0, sizeof rec->moves[q]);
-				rec->moves[q].move = m;
-				rec->nmoves++;
-			}
-			rec->moves[q].flags = BOOKDB_MOVE_EVAL;
-			rec->moves[q].eval = (int16_t)((int)(ts_rand(rng) % 400) - 200);
-			rec->moves[q].depth = 10;
+			BookMove *bm = ts_record_move(rec, txn, pos, m);
+			bm->flags = BOOKDB_MOVE_EVAL;
+			bm->eval = (int16_t)((int)(ts_rand(rng) % 400) - 200);
+			bm->depth = 10;
 			assert_int_equal(bookdb_put(txn, pos_key(pos), rec), 0);
 			assert_int_equal(bookdb_txn_commit(txn), 0);
 			pos_do_move(pos, m);

@@ -443,21 +443,6 @@ static bool g_mark_thought;
 static uint8_t g_force_depth;
 
 /* Stores an eval of move m at pos in both books (merged into the record). */
-/* The record of pos as txn has it (or a new one) and its move m (appended,
- * zeroed, when the record lacks it). */
-static BookMove *record_move(BookRecord *rec, BookTxn *txn, const Position *pos, Move m)
-{
-	if (bookdb_get(rec, txn, pos_key(pos)) != 0) bookdb_record_init(rec, pos);
-	int k = 0;
-	while (k < rec->nmoves && rec->moves[k].move != m) k++;
-	if (k == rec->nmoves) {
-		memset(&rec->moves[k], 0, sizeof rec->moves[k]);
-		rec->moves[k].move = m;
-		rec->nmoves++;
-	}
-	return &rec->moves[k];
-}
-
 static void add_result(BookDB *a, BookDB *b, const Position *pos, Move m, int eval)
 {
 	static uint64_t depth_rng = 12345;
@@ -468,7 +453,7 @@ static void add_result(BookDB *a, BookDB *b, const Position *pos, Move m, int ev
 	for (int d = 0; d < 2; d++) {
 		BookTxn *txn;
 		assert_int_equal(bookdb_txn_begin(&txn, dbs[d], true), 0);
-		BookMove *bm = record_move(rec, txn, pos, m);
+		BookMove *bm = ts_record_move(rec, txn, pos, m);
 		bm->flags |= BOOKDB_MOVE_EVAL;
 		bm->eval = (int16_t)eval;
 		bm->depth = 10;
@@ -631,7 +616,7 @@ static void game_line(BookDB *a, BookDB *b, uint64_t *rng)
 		for (int d = 0; d < 2; d++) {
 			BookTxn *txn;
 			assert_int_equal(bookdb_txn_begin(&txn, dbs[d], true), 0);
-			BookMove *bm = record_move(rec, txn, pos, m);
+			BookMove *bm = ts_record_move(rec, txn, pos, m);
 			bm->flags |= BOOKDB_MOVE_STATS;
 			bm->count++;
 			assert_int_equal(bookdb_put(txn, pos_key(pos), rec), 0);

@@ -735,6 +735,19 @@ void ts_some_move(const char *sfen, char *usi)
 	free(pos);
 }
 
+BookMove *ts_record_move(BookRecord *rec, BookTxn *txn, const Position *pos, Move m)
+{
+	if (bookdb_get(rec, txn, pos_key(pos)) != 0) bookdb_record_init(rec, pos);
+	int k = 0;
+	while (k < rec->nmoves && rec->moves[k].move != m) k++;
+	if (k == rec->nmoves) {
+		memset(&rec->moves[k], 0, sizeof rec->moves[k]);
+		rec->moves[k].move = m;
+		rec->nmoves++;
+	}
+	return &rec->moves[k];
+}
+
 void ts_plant(const char *dir, const char *spec, const char *moves, int depth)
 {
 	Position *pos = malloc(sizeof *pos);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "bookdb/bookdb.h"
 #include "shogi/zobrist.h"
 
 /*
@@ -23,6 +24,9 @@
  * depth), its game statistics wins = count. Replaces a record already there.
  */
 void ts_plant(const char *dir, const char *spec, const char *moves, int depth);
+/* The record of pos as txn has it (or a new one) in rec, and its move m
+ * (appended, zeroed, when the record lacks it). */
+BookMove *ts_record_move(BookRecord *rec, BookTxn *txn, const Position *pos, Move m);
 
 /* The first legal move of the position sfen, as USI (usi: at least 8 bytes);
  * fails the test when sfen does not parse or has no legal move. */
