@@ -333,7 +333,7 @@ static int spill(ExtSort *s, int last)
 	s->b.used = 0;
 	if (!last) {
 		/* The first buffer was sized for the whole budget: the next
-		 * ones grow again to half of it. */
+		 * ones grow again to two fifths of it. */
 		buffer_free(&s->b);
 	}
 	return 0;
