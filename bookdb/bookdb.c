@@ -535,7 +535,7 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 		/* A copy a rebuild killed before its rename left (as large as the
 		 * book): no rebuild runs while a writer holds the lock shared. */
 		char copy[BOOKDB_PATH_LEN + 32];
-		snprintf(copy, sizeof copy, "%s/data.mdb.compact", dir);
+		snprintf(copy, sizeof copy, "%s/" BDB_REBUILD_COPY, dir);
 		(void)unlink(copy);
 	}
 	if ((rc = env_open(db, opt, exists, err))) goto fail;

@@ -177,6 +177,10 @@ extern _Thread_local uint64_t bdb_pos_reads_tls;
 /* Every write to pos: the kept counts, the write, then its change-log entry. */
 int bdb_pos_write(BookTxn *t, int op, const uint8_t kb[16], const void *val, size_t len);
 
+/* The new file a rebuild (compact, bookdb_rebuild_rewrite) writes in BOOK
+ * before renaming it over data.mdb. */
+#define BDB_REBUILD_COPY "data.mdb.compact"
+
 /* What bdb_rebuild does to pos's records on the way (bookdb_rebuild_rewrite). */
 typedef struct {
 	BookRebuildFn fn;

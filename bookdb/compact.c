@@ -349,7 +349,7 @@ static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint6
 	const char *dir = bookdb_dir(db);
 	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/data.mdb", dir);
-	snprintf(tmp, sizeof tmp, "%s/data.mdb.compact", dir);
+	snprintf(tmp, sizeof tmp, "%s/" BDB_REBUILD_COPY, dir);
 	int fd = -1;
 	*before = bookdb_file_size(db);
 	/* A copy left by a compaction killed before its rename is not the book. */
