@@ -34,7 +34,13 @@
 # file system has less free than 600 bytes a position of N (measured at 10 M: the book about
 # 100 bytes a position after synth, 260 with minimax's graph file; the merged copy 175; an
 # export's output and its spill files 210; each side output is removed once measured). SCALE_MEMORY (e.g. 1G) is passed as --memory to every
-# command whose --help lists it. SCALE_SMOKE=1: a tiny form, 100,000 and 20,000 positions
+# command whose --help lists it. SCALE_RAM (e.g. 2400M) runs the bench inside a memory
+# control group of that size (Linux cgroup v1 or v2; root only): the commands' own memory and
+# the page cache they fill together stay within it, as on a machine with that RAM. So a book
+# ten times smaller than this machine's share stands for one ten times larger: 10^8
+# positions with SCALE_RAM=2400M (and SCALE_MEMORY=800M) are 10^9 on 24 GB with
+# --memory 8G, the size whose disk this machine lacks. A command the kernel kills for going
+# over it fails ("killed"). SCALE_SMOKE=1: a tiny form, 100,000 and 20,000 positions
 # unless given, that tests/tools/test_bench_scale.c runs so that this script cannot rot.
 set -u
 J=${JOSEKI:-./joseki}
@@ -50,6 +56,7 @@ else
 fi
 TIMEOUT=${SCALE_TIMEOUT:-3600}
 MEM=${SCALE_MEMORY:-}
+RAM=${SCALE_RAM:-}
 PER_POS=600 # bytes of free disk a position of N the bench needs
 
 if [ "$SMALL" -ge "$N" ]; then
@@ -63,8 +70,14 @@ else
 	W=$(mktemp -d /var/tmp/joseki-scale.XXXXXX) || exit 1
 fi
 pids=
+CG=    # the memory control group the bench runs in (SCALE_RAM), made by ram_group
+CGTOP= # the hierarchy's top group, where the bench goes back before removing CG
 cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	if [ -n "$CG" ]; then
+		echo $$ >"$CGTOP/cgroup.procs" 2>/dev/null
+		rmdir "$CG" 2>/dev/null
+	fi
 	if [ -z "${SCALE_DIR:-}" ]; then rm -rf "$W"; fi
 }
 trap cleanup EXIT
@@ -79,7 +92,45 @@ if [ "$avail" -lt "$need" ]; then
 		"or SCALE_POSITIONS lower" >&2
 	exit 1
 fi
-echo "bench-scale: positions $N and $SMALL in $W (timeout ${TIMEOUT} s a command${MEM:+, --memory $MEM})" >&2
+# ram_group BYTES: the bench (this shell, and so every command it starts) into a new memory
+# control group of BYTES; 1 with the reason on stderr when it cannot be made.
+ram_group() {
+	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		CGTOP=/sys/fs/cgroup
+		grep -qw memory "$CGTOP/cgroup.controllers" || {
+			echo "no memory controller in $CGTOP" >&2
+			return 1
+		}
+		grep -qw memory "$CGTOP/cgroup.subtree_control" ||
+			echo +memory >"$CGTOP/cgroup.subtree_control" || return 1
+		limit=memory.max
+	elif [ -d /sys/fs/cgroup/memory ]; then
+		CGTOP=/sys/fs/cgroup/memory
+		limit=memory.limit_in_bytes
+	else
+		echo "no memory control groups under /sys/fs/cgroup" >&2
+		return 1
+	fi
+	mkdir "$CGTOP/joseki-scale.$$" || return 1
+	CG=$CGTOP/joseki-scale.$$
+	echo "$1" >"$CG/$limit" || return 1
+	# No swap for the group either, where the kernel counts it apart (v2).
+	[ ! -f "$CG/memory.swap.max" ] || echo 0 >"$CG/memory.swap.max" 2>/dev/null
+	echo $$ >"$CG/cgroup.procs"
+}
+if [ -n "$RAM" ]; then
+	ram_bytes=$(numfmt --from=iec "$RAM" 2>/dev/null)
+	if [ -z "$ram_bytes" ] || [ "$ram_bytes" -lt 16777216 ]; then
+		echo "bench-scale: SCALE_RAM '$RAM' is not a size of 16M or more (e.g. 2400M, 8G)" >&2
+		exit 2
+	fi
+	if ! ram_group "$ram_bytes" 2>"$W/cg.err"; then
+		echo "bench-scale: SCALE_RAM=$RAM: cannot make a memory control group" \
+			"($(tail -n 1 "$W/cg.err"); it needs root and Linux control groups)" >&2
+		exit 1
+	fi
+fi
+echo "bench-scale: positions $N and $SMALL in $W (timeout ${TIMEOUT} s a command${MEM:+, --memory $MEM}${RAM:+, within $RAM of memory and page cache: $CG})" >&2
 
 # memopt CMD: --memory SCALE_MEMORY when CMD takes it.
 memopt() {
@@ -147,6 +198,9 @@ measure() {
 	t1=$(date +%s.%N)
 	if [ "$rc" = 124 ]; then
 		failed "$c" "$n" "timeout after $TIMEOUT s"
+		return 1
+	elif [ "$rc" = 137 ] && [ -n "$RAM" ]; then
+		failed "$c" "$n" "killed: over SCALE_RAM ($RAM) in memory of its own"
 		return 1
 	elif [ "$rc" != 0 ]; then
 		failed "$c" "$n" "exit $rc: $(grep -v '^Command exited' "$W/err" | tail -n 1)"

@@ -7,11 +7,14 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -104,11 +107,78 @@ static void test_bench_scale__refuses_a_disk_without_room(void **state)
 	free(dir);
 }
 
+/* Whether this process could make a memory control group (SCALE_RAM): root,
+ * with the memory controller of cgroup v2 or v1 mounted. */
+static bool can_make_memory_group(void)
+{
+	if (geteuid() != 0) return false;
+	char *text = ts_read_file("/sys/fs/cgroup/cgroup.controllers", NULL);
+	if (text) {
+		bool yes = strstr(text, "memory") != NULL;
+		free(text);
+		return yes;
+	}
+	struct stat st;
+	return stat("/sys/fs/cgroup/memory/cgroup.procs", &st) == 0;
+}
+
+static void test_bench_scale__runs_within_a_memory_group(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err,
+	                 "SCALE_SMOKE=1 SCALE_POSITIONS=10000 SCALE_SMALL=2000 SCALE_RAM=1G "
+	                 "JOSEKI=%s SCALE_DIR=%s/work tools/bench-scale.sh",
+	                 ts_joseki(), dir);
+	if (can_make_memory_group()) {
+		if (rc != 0) fail_msg("bench-scale: exit %d\n%s%s", rc, out, err);
+		/* The header names the group; it is gone once the bench ends. */
+		const char *at = strstr(err, "within 1G of memory and page cache: ");
+		if (!at) fail_msg("no memory group in the header:\n%s", err);
+		at += strlen("within 1G of memory and page cache: ");
+		char group[512];
+		size_t len = strcspn(at, ")\n");
+		assert_true(len > 0 && len < sizeof group);
+		memcpy(group, at, len);
+		group[len] = '\0';
+		assert_non_null(strstr(group, "/joseki-scale."));
+		struct stat st;
+		assert_int_not_equal(stat(group, &st), 0);
+		if (strstr(out, " failed (")) fail_msg("a command failed:\n%s", out);
+		for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+			char want[128];
+			snprintf(want, sizeof want, "bench-scale: %s positions 10000 wall_s ",
+			         commands[i]);
+			if (!strstr(out, want)) fail_msg("no line '%s...':\n%s", want, out);
+		}
+	} else {
+		assert_int_equal(rc, 1);
+		assert_non_null(strstr(err, "cannot make a memory control group"));
+		assert_null(strstr(out, "bench-scale: synth"));
+	}
+	free(out);
+	free(err);
+	out = err = NULL;
+	/* A size that is not one is refused before anything runs. */
+	rc = ts_runf(&out, &err,
+	             "SCALE_SMOKE=1 SCALE_RAM=lots JOSEKI=%s SCALE_DIR=%s/work "
+	             "tools/bench-scale.sh",
+	             ts_joseki(), dir);
+	assert_int_equal(rc, 2);
+	assert_non_null(strstr(err, "SCALE_RAM 'lots' is not a size"));
+	assert_null(strstr(out, "bench-scale: synth"));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bench_scale__the_smoke_form_measures_every_command),
 	    cmocka_unit_test(test_bench_scale__refuses_a_disk_without_room),
+	    cmocka_unit_test(test_bench_scale__runs_within_a_memory_group),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
