@@ -25,9 +25,11 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "shogi/be64.h"
 #include "shogi/bigmem.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
+#include "shogi/extsort.h"
 #include "shogi/grow.h"
 #include "bookdb/index.h"
 #include "minimax/bookmm_priv.h"
@@ -82,6 +84,10 @@ typedef struct {
 	MmMove *moves;
 	size_t nmoves;
 	uint32_t *pstart, *parents; /* while the valued nodes are found, then again for the file */
+	bool sorted;       /* the children were looked up in sorted runs (lookups_sorted) */
+	uint64_t *rfilter; /* sorted: the keys' sharp filter (keyfilter3), for the requests */
+	uint64_t rfilter_mask;
+	uint64_t sorted_bytes; /* what those runs wrote to disk */
 	/* The analysis: valued nodes, edges to valued nodes. Its moves are
 	 * mstart and moves themselves, the edges to nodes without a value taken
 	 * out in place (into dropped) and put back once it is done
@@ -107,6 +113,7 @@ static void bg_free(BookGraph *b)
 	bigmem_free(b->moves);
 	bigmem_free(b->pstart);
 	bigmem_free(b->parents);
+	bigmem_free(b->rfilter);
 }
 
 /* Nearly every legal move leads outside the book: the filter turns those
@@ -140,8 +147,42 @@ static int load_keys(BookGraph *b, BookTxn *txn, char *err)
 	return 0;
 }
 
+/*
+ * Children looked up in sorted runs. A book whose key index (keys, directory,
+ * filter) takes more than half of what the budget gives arrays has it in
+ * files (shogi/bigmem.h), and one random lookup a child in it waits on the
+ * disk once the book is larger than memory. Then pass 2 is a sort-merge
+ * join, as the export's is: every legal move's child that passes the filter
+ * is a request (the child's key, the node, the move's slot), sorted by key;
+ * the requests meet the keys in key order (the index's pages read once, in
+ * order); each one found is an answer (node, slot, the child's node, whether
+ * it is inner), sorted by node; the records are read again and meet their
+ * answers in node order. The same graph as the lookups give.
+ */
+#define REQ_LEN 22 /* key (16, big-endian: byte order is key order), node (4), slot (2) */
+#define ANS_LEN                                                                                    \
+	11 /* node (4), slot (2) (big-endian: byte order is their order), child (4), inner (1) */
+
+/* Whether the children are looked up in sorted runs (above). */
+static bool lookups_sorted(const BookGraph *b)
+{
+	uint64_t budget = bigmem_budget();
+	const BookKeyDir *kd = b->kd;
+	uint64_t index = (uint64_t)kd->n * sizeof(Key) +
+	                 bookdb_keydir_dir_len(kd->dir_bits) * sizeof(uint32_t) +
+	                 (kd->filter_mask + 1) / 8;
+	return budget && index > budget / 4 * 3 / 2;
+}
+
 /* Pass 2 of one range of nodes, in a thread of its own: their moves (into its
  * own array) and structure bits, from the snapshot's bytes. */
+typedef enum {
+	PASS_INNER,    /* only mark which nodes are inner (before the moves) */
+	PASS_MOVES,    /* the moves, children looked up in the index */
+	PASS_REQUESTS, /* sorted lookups: the children's requests */
+	PASS_ANSWERS,  /* sorted lookups: the moves, children from the answers */
+} LoadPass;
+
 typedef struct {
 	const BookGraph *b;
 	uint8_t *structure;
@@ -154,11 +195,29 @@ typedef struct {
 	atomic_size_t *done;      /* records done by all parts */
 	const BookmmOptions *opt; /* progress: reported by the part on the calling thread */
 	bool reporter;
-	bool inner_pass; /* only mark which nodes are inner (before the moves) */
+	LoadPass pass;
+	ExtSort *req, *ans; /* sorted lookups: this part's requests, and the answers to its nodes */
+	int err_no;         /* rc LOAD_IO: errno of a sort */
 } LoadPart;
 
 #define LOAD_STOPPED (-2) /* a part's rc when opt->stop ended it */
 #define LOAD_CORRUPT (-3) /* a part's rc when a record is not sound (its why says) */
+#define LOAD_IO (-4)      /* a part's rc when a sorter failed (err_no says) */
+
+/* Node i's requests: its inner children that may be book nodes. */
+static int add_requests(LoadPart *p, const BookmmChildren *c, uint32_t i)
+{
+	const BookGraph *b = p->b;
+	uint8_t r[REQ_LEN];
+	for (int m = 0; c->inner && m < c->nl; m++) {
+		if (!keyfilter3_maybe(b->rfilter, b->rfilter_mask, c->child[m])) continue;
+		key_to_bytes(c->child[m], r);
+		be_put(r + 16, i, 4);
+		be_put(r + 20, (uint64_t)m, 2);
+		if (extsort_add(p->req, r, REQ_LEN) < 0) return -1;
+	}
+	return 0;
+}
 
 static void *load_part(void *arg)
 {
@@ -166,9 +225,10 @@ static void *load_part(void *arg)
 	const BookGraph *b = p->b;
 	BookRecord *rec = malloc(sizeof *rec);
 	Position *pos = malloc(sizeof *pos);
+	BookmmChildren *c = malloc(sizeof *c);
 	p->rc = -1;
-	if (!rec || !pos) goto out;
-	if (p->inner_pass) {
+	if (!rec || !pos || !c) goto out;
+	if (p->pass == PASS_INNER) {
 		for (uint32_t i = p->lo; i < p->hi; i++) {
 			if ((i - p->lo) % PROGRESS_EVERY == 0 && bookmm_stopped(p->opt)) {
 				p->rc = LOAD_STOPPED;
@@ -183,24 +243,73 @@ static void *load_part(void *arg)
 		goto out;
 	}
 	BookmmLookup lk = {map_find, map_inner, b, b->policy};
+	/* PASS_ANSWERS: the next answer to this part's nodes. */
+	const uint8_t *a = NULL;
+	size_t alen;
+	int ha = 0;
+	if (p->pass == PASS_ANSWERS) {
+		if (extsort_finish(p->ans) < 0 ||
+		    (ha = extsort_next(p->ans, (const void **)&a, &alen)) < 0) {
+			p->rc = LOAD_IO;
+			p->err_no = errno;
+			goto out;
+		}
+	}
 	for (uint32_t i = p->lo; i < p->hi; i++) {
-		if (bigmem_grow((void **)&p->moves, &p->cap, p->nmoves + BOOKMM_NODE_MOVES,
+		if (p->pass != PASS_REQUESTS &&
+		    bigmem_grow((void **)&p->moves, &p->cap, p->nmoves + BOOKMM_NODE_MOVES,
 		                sizeof *p->moves, 1024) < 0)
 			goto out;
 		const uint8_t *val;
 		size_t len;
 		bookdb_index_raw(&val, &len, b->ix, i);
-		int n = bookmm_record_moves_kd(p->moves + p->nmoves, &p->structure[i], b->keys[i],
-		                               val, len, rec, pos, &lk, b->kd, p->why);
+		int n = 0;
+		if (p->pass == PASS_MOVES) {
+			n = bookmm_record_moves_kd(p->moves + p->nmoves, &p->structure[i],
+			                           b->keys[i], val, len, rec, pos, c, &lk, b->kd,
+			                           p->why);
+		} else {
+			uint8_t flags;
+			n = bookmm_record_children(c, &flags, b->keys[i], val, len, rec, pos,
+			                           b->policy, p->pass == PASS_REQUESTS, p->why);
+			if (n == 0 && p->pass == PASS_REQUESTS && add_requests(p, c, i) < 0) {
+				p->rc = LOAD_IO;
+				p->err_no = errno;
+				goto out;
+			}
+			if (n == 0 && p->pass == PASS_ANSWERS) {
+				uint32_t found[MOVEGEN_MAX];
+				uint8_t inner[MOVEGEN_MAX];
+				for (int m = 0; m < c->nl; m++) found[m] = MM_NONE;
+				for (; ha == 1 && be_get(a, 4) <= i;
+				     ha = extsort_next(p->ans, (const void **)&a, &alen)) {
+					uint64_t m = be_get(a + 4, 2);
+					if (be_get(a, 4) < i || m >= (uint64_t)c->nl) continue;
+					found[m] = (uint32_t)be_get(a + 6, 4);
+					inner[m] = a[10];
+				}
+				if (ha < 0) {
+					p->rc = LOAD_IO;
+					p->err_no = errno;
+					goto out;
+				}
+				p->structure[i] = flags;
+				n = bookmm_record_edges(p->moves + p->nmoves, c, rec, &lk, found,
+				                        inner);
+			}
+		}
 		if (n < 0) {
 			p->rc = LOAD_CORRUPT;
 			goto out;
 		}
 		p->nmoves += (size_t)n;
-		p->count[i - p->lo] = (uint32_t)n;
+		if (p->pass != PASS_REQUESTS) p->count[i - p->lo] = (uint32_t)n;
 		if ((i - p->lo + 1) % PROGRESS_EVERY == 0) {
 			size_t d = atomic_fetch_add(p->done, PROGRESS_EVERY) + PROGRESS_EVERY;
-			if (p->reporter) bookmm_report(p->opt, "moves", d, b->n);
+			if (p->reporter)
+				bookmm_report(p->opt,
+				              p->pass == PASS_REQUESTS ? "children" : "moves", d,
+				              b->n);
 			if (bookmm_stopped(p->opt)) {
 				p->rc = LOAD_STOPPED;
 				goto out;
@@ -211,16 +320,17 @@ static void *load_part(void *arg)
 out:
 	free(rec);
 	free(pos);
+	free(c);
 	return NULL;
 }
 
 /* Runs load_part over the parts, the first on the calling thread. */
-static void run_parts(LoadPart *parts, int nt, bool inner_pass)
+static void run_parts(LoadPart *parts, int nt, LoadPass pass)
 {
 	pthread_t tid[BOOKMM_MAX_THREADS];
 	bool started[BOOKMM_MAX_THREADS] = {false};
 	for (int t = 0; t < nt; t++) {
-		parts[t].inner_pass = inner_pass;
+		parts[t].pass = pass;
 		parts[t].rc = -1;
 		if (t > 0 && pthread_create(&tid[t], NULL, load_part, &parts[t]) == 0)
 			started[t] = true;
@@ -234,14 +344,68 @@ static void run_parts(LoadPart *parts, int nt, bool inner_pass)
 	}
 }
 
+/* The parts' requests (each sorted by key) meet the keys: an answer for each
+ * child that is a book node, to the part that holds the node asking. 0,
+ * LOAD_STOPPED, or LOAD_IO with *err_no. */
+static int join_requests(BookGraph *b, LoadPart *parts, int nt, const BookmmOptions *opt,
+                         int *err_no)
+{
+	const uint8_t *r[BOOKMM_MAX_THREADS];
+	int h[BOOKMM_MAX_THREADS];
+	size_t len, total = 0, done = 0;
+	for (int t = 0; t < nt; t++) {
+		ExtSortStats ss;
+		if (extsort_finish(parts[t].req) < 0) goto io;
+		extsort_stats(parts[t].req, &ss);
+		total += ss.records;
+		if ((h[t] = extsort_next(parts[t].req, (const void **)&r[t], &len)) < 0) goto io;
+	}
+	bookmm_report(opt, "lookups", 0, total);
+	for (;;) {
+		int t = -1;
+		for (int u = 0; u < nt; u++)
+			if (h[u] == 1 && (t < 0 || memcmp(r[u], r[t], REQ_LEN) < 0)) t = u;
+		if (t < 0) break;
+		size_t j = bookdb_keydir_find(b->kd, key_from_bytes(r[t]));
+		if (j != BOOKDB_KEYDIR_NONE) {
+			uint32_t node = (uint32_t)be_get(r[t] + 16, 4);
+			int to = 0;
+			while (to + 1 < nt && node >= parts[to + 1].lo) to++;
+			uint8_t a[ANS_LEN];
+			memcpy(a, r[t] + 16, 6);
+			be_put(a + 6, j, 4);
+			a[10] = b->inner[j];
+			if (extsort_add(parts[to].ans, a, ANS_LEN) < 0) goto io;
+		}
+		if ((h[t] = extsort_next(parts[t].req, (const void **)&r[t], &len)) < 0) goto io;
+		if (++done % PROGRESS_EVERY == 0) {
+			bookmm_report(opt, "lookups", done, total);
+			if (bookmm_stopped(opt)) return LOAD_STOPPED;
+		}
+	}
+	/* The requests are done with: their runs' disk back. */
+	for (int t = 0; t < nt; t++) {
+		ExtSortStats ss;
+		extsort_stats(parts[t].req, &ss);
+		b->sorted_bytes += ss.disk_bytes;
+		extsort_free(parts[t].req);
+		parts[t].req = NULL;
+	}
+	return 0;
+io:
+	*err_no = errno;
+	return LOAD_IO;
+}
+
 /* BOOKMM_ESTOPPED, saying where. */
 static int stopped(char *err, const char *where)
 {
 	return fail(err, BOOKMM_ERRLEN, BOOKMM_ESTOPPED, "stopped while %s", where);
 }
 
-/* Pass 2: the moves of every node, the ranges in parallel (one per core). */
-static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err)
+/* Pass 2: the moves of every node, the ranges in parallel (one per core);
+ * dir: where sorted runs go. */
+static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, char *err)
 {
 	size_t n = b->n;
 	b->structure = bigmem_alloc(n + 1);
@@ -256,7 +420,11 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err)
 	memset(parts, 0, sizeof parts);
 	atomic_size_t done;
 	atomic_init(&done, 0);
-	int rc = 0;
+	int rc = 0, err_no = 0;
+	b->sorted = lookups_sorted(b);
+	/* Each sorter's share: a quarter of the budget (the rest is the
+	 * arrays'), for the parts' requests and answers. */
+	uint64_t share = bigmem_budget() / 4 / (uint64_t)(2 * nt);
 	for (int t = 0; t < nt; t++) {
 		LoadPart *p = &parts[t];
 		p->b = b;
@@ -268,20 +436,59 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err)
 		p->hi = (uint32_t)(n * (size_t)(t + 1) / (size_t)nt);
 		/* Each part's counts go straight into mstart, shifted by one. */
 		p->count = b->mstart + 1 + p->lo;
+		if (b->sorted && (extsort_open(&p->req, dir, share, extsort_cmp_bytes,
+		                               (void *)(uintptr_t)REQ_LEN) < 0 ||
+		                  extsort_open(&p->ans, dir, share, extsort_cmp_bytes,
+		                               (void *)(uintptr_t)6) < 0))
+			rc = -1;
 	}
 	/* The policy's inner marks first (every part's moves read the others'). */
-	if (b->policy->leaves != BOOKMM_LEAVES_GAMES) {
-		run_parts(parts, nt, true);
+	if (rc == 0 && b->policy->leaves != BOOKMM_LEAVES_GAMES) {
+		run_parts(parts, nt, PASS_INNER);
 		for (int t = 0; t < nt; t++)
 			if (parts[t].rc < 0) rc = rc == LOAD_STOPPED ? rc : parts[t].rc;
 	}
-	if (rc == 0) run_parts(parts, nt, false);
+	if (rc == 0 && b->sorted) {
+		unsigned w = keyfilter3_log2(n);
+		b->rfilter_mask = ((uint64_t)1 << w) - 1;
+		b->rfilter = bigmem_alloc(((size_t)1 << w) * sizeof *b->rfilter);
+		if (!b->rfilter) rc = -1;
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			keyfilter3_add(b->rfilter, b->rfilter_mask, b->keys[i]);
+	}
+	if (rc == 0 && b->sorted) {
+		run_parts(parts, nt, PASS_REQUESTS);
+		bigmem_free(b->rfilter);
+		b->rfilter = NULL;
+		for (int t = 0; t < nt; t++) {
+			if (parts[t].rc == LOAD_IO && !err_no) err_no = parts[t].err_no;
+			if (parts[t].rc < 0) rc = rc == LOAD_STOPPED ? rc : parts[t].rc;
+		}
+		if (rc == 0) rc = join_requests(b, parts, nt, opt, &err_no);
+		atomic_store(&done, 0);
+	}
+	if (rc == 0) run_parts(parts, nt, b->sorted ? PASS_ANSWERS : PASS_MOVES);
 	size_t total = 0;
 	const char *corrupt = NULL;
 	for (int t = 0; t < nt; t++) {
+		if (parts[t].rc == LOAD_IO && !err_no) err_no = parts[t].err_no;
 		if (parts[t].rc < 0) rc = rc == LOAD_STOPPED ? rc : parts[t].rc;
 		if (parts[t].rc == LOAD_CORRUPT && !corrupt) corrupt = parts[t].why;
 		total += parts[t].nmoves;
+	}
+	for (int t = 0; t < nt; t++) {
+		ExtSortStats ss;
+		if (parts[t].ans) {
+			extsort_stats(parts[t].ans, &ss);
+			b->sorted_bytes += ss.disk_bytes;
+		}
+		if (parts[t].req) {
+			extsort_stats(parts[t].req, &ss);
+			b->sorted_bytes += ss.disk_bytes;
+		}
+		extsort_free(parts[t].req);
+		extsort_free(parts[t].ans);
+		parts[t].req = parts[t].ans = NULL;
 	}
 	if (corrupt) {
 		for (int t = 0; t < nt; t++) bigmem_free(parts[t].moves);
@@ -314,6 +521,10 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, char *err)
 	}
 	for (int t = 0; t < nt; t++) bigmem_free(parts[t].moves);
 	if (rc == LOAD_STOPPED) return stopped(err, "reading the moves");
+	if (rc == LOAD_IO && err_no != ENOMEM)
+		return fail(err, BOOKMM_ERRLEN, BOOKMM_EBOOK,
+		            "looking the children up in sorted runs in %s: %s",
+		            bigmem_temp_dir(dir), strerror(err_no));
 	return rc < 0 ? fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory") : 0;
 }
 
@@ -786,7 +997,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	}
 	bookmm_report(opt, "index", 0, 0);
 	rc = load_keys(&b, txn, err);
-	if (rc == 0) rc = load_moves(&b, opt, err);
+	if (rc == 0) rc = load_moves(&b, opt, dir, err);
 	bookdb_txn_abort(txn);
 	/* The records are read: their addresses and the inner marks go. */
 	if (b.ix) bookdb_index_drop_records(b.ix);
@@ -828,6 +1039,8 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	st.cyclic = st.valued - st.settled;
 	st.sweeps = ms.peel_sweeps + ms.relax_sweeps;
 	st.changed = st.affected = st.positions;
+	st.lookups_sorted = b.sorted;
+	st.sorted_bytes = b.sorted_bytes;
 	root_value(&st, &b);
 	restore_moves(&b);
 	GraphFile gf = {.b = &b, .dir = dir, .stamp = new_stamp()};

@@ -34,9 +34,11 @@ enum {
 };
 const char *bookmm_strerror(int code);
 
-/* Progress of a whole-book run: phase "index", "moves", "analysis", "writing" or
- * "graph"; done of total records (0 of 0 for a phase without a count). Called
- * every so often from the calling thread. */
+/* Progress of a whole-book run: phase "index", ("children", "lookups" when
+ * the children are looked up in sorted runs), "moves", "analysis", "writing"
+ * or "graph"; done of total records (of the children to look up, for
+ * "lookups"; 0 of 0 for a phase without a count). Called every so often from
+ * the calling thread. */
 typedef void (*BookmmProgressFn)(void *ctx, const char *phase, size_t done, size_t total);
 
 /*
@@ -126,6 +128,11 @@ typedef struct {
 	size_t changed;  /* records changed since the last run (all, for a whole-book run) */
 	size_t affected; /* nodes analysed again: the changed ones and everything above them */
 	char full_reason[160]; /* why the whole book was analysed ("" when incremental) */
+	/* A whole-book run whose key index was past half the arrays' budget
+	 * looked the children up in sorted runs (docs/minimax.md), which wrote
+	 * sorted_bytes to disk (0: they fitted in memory). */
+	bool lookups_sorted;
+	uint64_t sorted_bytes;
 } BookmmStats;
 
 /*

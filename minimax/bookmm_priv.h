@@ -13,6 +13,7 @@
 #include "bookdb/keydir.h"
 #include "minimax/bookmm.h"
 #include "minimax/graph.h"
+#include "shogi/movegen.h"
 #include "shogi/position.h"
 
 #define BOOKMM_BATCH 10000
@@ -161,12 +162,39 @@ int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const
 #define BOOKMM_DAMAGED                                                                             \
 	"; the book is damaged: joseki check lists what, --repair copies what is sound"
 
-/* bookmm_record_moves with kd: when kd is the key directory find searches,
- * the children are looked up in it together (bookdb_keydir_find_many), not
- * through find one by one. */
+/* A record's moves in two steps (bookmm_record_moves is both): first what
+ * the record is (bookmm_record_children), then, once its children are
+ * looked up, its graph moves (bookmm_record_edges). */
+typedef struct {
+	Move legal[MOVEGEN_MAX]; /* the legal moves, the avoided ones taken out */
+	Key child[MOVEGEN_MAX];  /* with keys, for an inner record: the position each leads to */
+	int nl;                  /* legal moves in legal[] */
+	int nlegal;              /* legal moves, avoided or not (0: mated) */
+	bool inner;              /* an inner node of the leaf policy (MMF_INNER) */
+	int16_t leafv[BOOKDB_MAX_MOVES]; /* bookmm_leaves of the record's moves */
+} BookmmChildren;
+
+/* Decodes and checks the record as bookmm_record_moves does, into rec, pos
+ * and c (the children's keys only when keys asks: a caller that has its
+ * children's nodes already needs none), *flags as there. 0, or
+ * BOOKDB_ECORRUPT with why. */
+int bookmm_record_children(BookmmChildren *c, uint8_t *flags, Key key, const uint8_t *raw,
+                           size_t len, BookRecord *rec, Position *pos, const BookmmPolicy *policy,
+                           bool keys, char *why);
+
+/* The graph moves of the record c and rec hold (bookmm_record_moves), given
+ * found[m], the node of c->legal[m]'s child or MM_NONE (read only for an
+ * inner record), and found_inner[m], whether that node is an inner one (NULL:
+ * lk->inner says). out holds BOOKMM_NODE_MOVES; returns how many. */
+int bookmm_record_edges(MmMove *out, const BookmmChildren *c, const BookRecord *rec,
+                        const BookmmLookup *lk, const uint32_t *found, const uint8_t *found_inner);
+
+/* bookmm_record_moves with c as scratch space and kd: when kd is the key
+ * directory find searches, the children are looked up in it together
+ * (bookdb_keydir_find_many), not through find one by one. */
 int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, Key key, const uint8_t *raw, size_t len,
-                           BookRecord *rec, Position *pos, const BookmmLookup *lk,
-                           const BookKeyDir *kd, char *why);
+                           BookRecord *rec, Position *pos, BookmmChildren *c,
+                           const BookmmLookup *lk, const BookKeyDir *kd, char *why);
 /* A progress callback call, when opt has one. */
 void bookmm_report(const BookmmOptions *opt, const char *phase, size_t done, size_t total);
 

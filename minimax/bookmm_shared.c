@@ -171,20 +171,18 @@ int bookmm_leaves(const BookRecord *rec, const BookmmPolicy *p, int16_t *value)
  * looking the children up one by one, 33.0 s so). The children's keys come
  * first in any case, so that the lookups do not wait on move arithmetic.
  */
-int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, Key key, const uint8_t *raw, size_t len,
-                           BookRecord *rec, Position *pos, const BookmmLookup *lk,
-                           const BookKeyDir *kd, char *why)
+int bookmm_record_children(BookmmChildren *c, uint8_t *flags, Key key, const uint8_t *raw,
+                           size_t len, BookRecord *rec, Position *pos, const BookmmPolicy *policy,
+                           bool keys, char *why)
 {
 	*flags = 0;
-	Move legal[MOVEGEN_MAX];
-	Key child[MOVEGEN_MAX];
-	int nl, rc = bookdb_record_read(rec, pos, legal, &nl, key, raw, len, why);
+	int nl, rc = bookdb_record_read(rec, pos, c->legal, &nl, key, raw, len, why);
 	if (rc < 0) return rc;
 	if (pos->side == WHITE) *flags |= MMF_WHITE;
 	if (pos_in_check(pos)) *flags |= MMF_INCHECK;
-	bool inner = bookmm_record_inner(rec, lk->policy);
-	if (inner) *flags |= MMF_INNER;
-	int nlegal = nl, n = 0;
+	c->inner = bookmm_record_inner(rec, policy);
+	if (c->inner) *flags |= MMF_INNER;
+	c->nlegal = nl;
 	/* Moves joseki prune marked avoided are not the side to move's to play:
 	 * neither edges nor leaves (docs/cycle.md). */
 	if (rec->flags & BOOKDB_REC_AVOID) {
@@ -192,38 +190,41 @@ int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, Key key, const uint8_t *
 		for (int m = 0; m < nl; m++) {
 			bool avoided = false;
 			for (int q = 0; q < rec->nmoves && !avoided; q++)
-				avoided = rec->moves[q].move == legal[m] &&
+				avoided = rec->moves[q].move == c->legal[m] &&
 				          (rec->moves[q].flags & BOOKDB_MOVE_AVOIDED);
-			if (!avoided) legal[k++] = legal[m];
+			if (!avoided) c->legal[k++] = c->legal[m];
 		}
 		/* Every move avoided: no value (not mated). The node stays inner or
 		 * not as the policy says: its parents' edges depend on that. */
 		nl = k;
 	}
-	int16_t leafv[BOOKDB_MAX_MOVES];
-	bookmm_leaves(rec, lk->policy, leafv);
-	if (inner) {
-		size_t found[MOVEGEN_MAX];
-		for (int m = 0; m < nl; m++) child[m] = pos_key_after(pos, legal[m]);
-		if (kd) bookdb_keydir_find_many(kd, child, (size_t)nl, found);
-		for (int m = 0; m < nl; m++) {
-			uint32_t j = !kd                              ? lk->find(lk->ctx, child[m])
-			             : found[m] == BOOKDB_KEYDIR_NONE ? MM_NONE
-			                                              : (uint32_t)found[m];
-			if (j == MM_NONE) continue;
-			/* Into a position only games passed through: the move's own
-			 * evaluation (this position's analysis; a game's comment only
-			 * with game_evals) values it, not whatever that position's line
-			 * ends in. */
-			if (lk->policy->leaves != BOOKMM_LEAVES_GAMES && !lk->inner(lk->ctx, j)) {
-				bool evald = false;
-				for (int q = 0; q < rec->nmoves && !evald; q++)
-					evald = rec->moves[q].move == legal[m] &&
-					        leafv[q] != BOOKMM_NOVALUE;
-				if (evald) continue;
-			}
-			out[n++] = (MmMove){legal[m], 0, j};
+	c->nl = nl;
+	bookmm_leaves(rec, policy, c->leafv);
+	if (keys && c->inner)
+		for (int m = 0; m < nl; m++) c->child[m] = pos_key_after(pos, c->legal[m]);
+	return 0;
+}
+
+int bookmm_record_edges(MmMove *out, const BookmmChildren *c, const BookRecord *rec,
+                        const BookmmLookup *lk, const uint32_t *found, const uint8_t *found_inner)
+{
+	int n = 0;
+	for (int m = 0; c->inner && m < c->nl; m++) {
+		uint32_t j = found[m];
+		if (j == MM_NONE) continue;
+		/* Into a position only games passed through: the move's own
+		 * evaluation (this position's analysis; a game's comment only
+		 * with game_evals) values it, not whatever that position's line
+		 * ends in. */
+		bool inner = found_inner ? found_inner[m] : lk->inner(lk->ctx, j);
+		if (lk->policy->leaves != BOOKMM_LEAVES_GAMES && !inner) {
+			bool evald = false;
+			for (int q = 0; q < rec->nmoves && !evald; q++)
+				evald = rec->moves[q].move == c->legal[m] &&
+				        c->leafv[q] != BOOKMM_NOVALUE;
+			if (evald) continue;
 		}
+		out[n++] = (MmMove){c->legal[m], 0, j};
 	}
 	/* Of the leaves only the best one matters to the analysis (equal leaves
 	 * are the same (value, 0) pair): keeping one makes the relaxation sweeps
@@ -232,25 +233,44 @@ int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, Key key, const uint8_t *
 	MmMove best = {MOVE_NONE, 0, MM_NONE};
 	for (int m = 0; m < rec->nmoves; m++) {
 		const BookMove *bm = &rec->moves[m];
-		if (leafv[m] == BOOKMM_NOVALUE || (bm->flags & BOOKDB_MOVE_AVOIDED) ||
+		if (c->leafv[m] == BOOKMM_NOVALUE || (bm->flags & BOOKDB_MOVE_AVOIDED) ||
 		    bm->move == MOVE_NONE)
 			continue;
 		bool edge = false;
 		for (int q = 0; q < nedges && !edge; q++) edge = out[q].move == bm->move;
 		if (edge) continue;
-		int16_t v = leafv[m];
+		int16_t v = c->leafv[m];
 		if (best.move == MOVE_NONE || v > best.value) best = (MmMove){bm->move, v, MM_NONE};
 	}
 	if (best.move != MOVE_NONE) out[n++] = best;
 	/* No legal move: mated (a drop-pawn mate, a stalemate alike). */
-	if (nlegal == 0) out[n++] = (MmMove){MOVE_NONE, -MM_VALUE_MAX, MM_NONE};
+	if (c->nlegal == 0) out[n++] = (MmMove){MOVE_NONE, -MM_VALUE_MAX, MM_NONE};
 	return n;
+}
+
+int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, Key key, const uint8_t *raw, size_t len,
+                           BookRecord *rec, Position *pos, BookmmChildren *c,
+                           const BookmmLookup *lk, const BookKeyDir *kd, char *why)
+{
+	int rc = bookmm_record_children(c, flags, key, raw, len, rec, pos, lk->policy, true, why);
+	if (rc < 0) return rc;
+	uint32_t found[MOVEGEN_MAX];
+	if (c->inner) {
+		size_t at[MOVEGEN_MAX];
+		if (kd) bookdb_keydir_find_many(kd, c->child, (size_t)c->nl, at);
+		for (int m = 0; m < c->nl; m++)
+			found[m] = !kd                           ? lk->find(lk->ctx, c->child[m])
+			           : at[m] == BOOKDB_KEYDIR_NONE ? MM_NONE
+			                                         : (uint32_t)at[m];
+	}
+	return bookmm_record_edges(out, c, rec, lk, found, NULL);
 }
 
 int bookmm_record_moves(MmMove *out, uint8_t *flags, Key key, const uint8_t *raw, size_t len,
                         BookRecord *rec, Position *pos, const BookmmLookup *lk, char *why)
 {
-	return bookmm_record_moves_kd(out, flags, key, raw, len, rec, pos, lk, NULL, why);
+	BookmmChildren c;
+	return bookmm_record_moves_kd(out, flags, key, raw, len, rec, pos, &c, lk, NULL, why);
 }
 
 /* Sets rec's minimax fields; returns true when anything changed. */

@@ -26,6 +26,7 @@
 
 #include "minimax/export_priv.h"
 #include "shogi/apery.h"
+#include "shogi/be64.h"
 #include "shogi/bigmem.h"
 #include "shogi/clock.h"
 #include "shogi/db2016.h"
@@ -331,18 +332,6 @@ typedef struct {
 	size_t total;
 } Pass;
 
-static void put_be(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = n; i-- > 0; v >>= 8) p[i] = (uint8_t)v;
-}
-
-static uint64_t get_be(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < n; i++) v = v << 8 | p[i];
-	return v;
-}
-
 /* Two text blocks by their SFEN lines (strcmp order: a prefix first), then
  * by the rest, so that the order is one whatever the order of adding. */
 static int cmp_sfen(const void *a, size_t alen, const void *b, size_t blen, void *ctx)
@@ -583,8 +572,8 @@ static int pass_record(Pass *ps, Scratch *w, const Item *it, uint64_t ord)
 	if (!ps->apery && !ps->reach) {
 		export_child_info(&c, rec);
 		key_to_bytes(it->key, cr);
-		put_be(cr + 16, c.best, 2);
-		put_be(cr + 18, (uint64_t)c.depth, 2);
+		be_put(cr + 16, c.best, 2);
+		be_put(cr + 18, (uint64_t)c.depth, 2);
 	}
 	size_t n = 0;
 	if (in && !(opt->max_ply > 0 && rec->min_ply > opt->max_ply) &&
@@ -595,12 +584,12 @@ static int pass_record(Pass *ps, Scratch *w, const Item *it, uint64_t ord)
 	if (n && !ps->apery) {
 		char line[DB2016_LINE_MAX];
 		size_t sl = db2016_format_sfen(line, pos, rec->min_ply);
-		put_be(b, ord, 8);
-		put_be(b + 8, (uint64_t)rec->min_ply, 2);
+		be_put(b, ord, 8);
+		be_put(b + 8, (uint64_t)rec->min_ply, 2);
 		b[10] = rec->flags;
 		b[11] = pos->side == WHITE;
-		put_be(b + 12, n, 2);
-		put_be(b + 14, sl, 2);
+		be_put(b + 12, n, 2);
+		be_put(b + 14, sl, 2);
 		memcpy(b + 16, line, sl);
 		memcpy(b + 16 + sl, w->mv, n * sizeof *w->mv);
 		bl = 16 + sl + n * sizeof *w->mv;
@@ -632,7 +621,7 @@ static int pass_record(Pass *ps, Scratch *w, const Item *it, uint64_t ord)
 			if (!export_needs_child(rec->flags, &w->mv[k])) continue;
 			uint8_t q[25];
 			key_to_bytes(pos_key_after(pos, w->mv[k].move), q);
-			put_be(q + 16, ord, 8);
+			be_put(q + 16, ord, 8);
 			q[24] = (uint8_t)k;
 			rc = put(ps, S_REQ, q, sizeof q);
 		}
@@ -804,8 +793,8 @@ static int join_children(Pass *ps, BookTxn *txn)
 				memcpy(looked, r, 16);
 				if (bookdb_get_moves(rec, txn, key_from_bytes(r)) == 0)
 					export_child_info(&x, rec);
-				put_be(looked + 16, x.best, 2);
-				put_be(looked + 18, (uint64_t)x.depth, 2);
+				be_put(looked + 16, x.best, 2);
+				be_put(looked + 18, (uint64_t)x.depth, 2);
 				hc = 1;
 			}
 			c = looked;
@@ -818,7 +807,7 @@ static int join_children(Pass *ps, BookTxn *txn)
 		uint8_t a[13];
 		memcpy(a, (const uint8_t *)r + 16, 9);
 		memcpy(a + 9, (const uint8_t *)c + 16, 4);
-		if (get_be(a + 9, 2) == MOVE_NONE && get_be(a + 11, 2) == 0) continue;
+		if (be_get(a + 9, 2) == MOVE_NONE && be_get(a + 11, 2) == 0) continue;
 		if (extsort_add(ps->s[S_ANS], a, sizeof a) < 0) {
 			hr = -1;
 			break;
@@ -864,15 +853,15 @@ static int finish_blocks(Pass *ps, ExportStats *st)
 	int hb, ha = extsort_next(ps->s[S_ANS], (const void **)&a, &al);
 	ExportStats ys = {0};
 	while ((hb = extsort_next(ps->s[S_BLK], (const void **)&b, &bl)) == 1) {
-		int min_ply = (int)get_be(b + 8, 2);
+		int min_ply = (int)be_get(b + 8, 2);
 		unsigned flags = b[10];
 		bool white = b[11];
-		size_t n = get_be(b + 12, 2), sl = get_be(b + 14, 2);
+		size_t n = be_get(b + 12, 2), sl = be_get(b + 14, 2);
 		memcpy(mv, b + 16 + sl, n * sizeof *mv);
 		for (; ha == 1 && memcmp(a, b, 8) <= 0;
 		     ha = extsort_next(ps->s[S_ANS], (const void **)&a, &al)) {
 			if (memcmp(a, b, 8) < 0 || a[8] >= n) continue;
-			ExportChild c = {(Move)get_be(a + 9, 2), (int)get_be(a + 11, 2)};
+			ExportChild c = {(Move)be_get(a + 9, 2), (int)be_get(a + 11, 2)};
 			export_child_apply(&mv[a[8]], &c, flags, ps->opt);
 		}
 		if (ha < 0) goto done;

@@ -44,6 +44,14 @@ void bigmem_configure(uint64_t bytes, const char *dir)
 	pthread_mutex_unlock(&lock);
 }
 
+uint64_t bigmem_budget(void)
+{
+	pthread_mutex_lock(&lock);
+	uint64_t b = budget;
+	pthread_mutex_unlock(&lock);
+	return b;
+}
+
 const char *bigmem_temp_dir(const char *dir)
 {
 	if (!dir) dir = getenv("TMPDIR");

@@ -37,6 +37,9 @@
  */
 void bigmem_configure(uint64_t budget, const char *dir);
 
+/* The budget bigmem_configure set (0: none). */
+uint64_t bigmem_budget(void);
+
 /* A zeroed array of bytes bytes; NULL with errno on failure. */
 JOSEKI_MUST_USE void *bigmem_alloc(size_t bytes);
 

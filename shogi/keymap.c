@@ -15,6 +15,13 @@ unsigned keyfilter_log2(size_t n)
 	return f;
 }
 
+unsigned keyfilter3_log2(size_t n)
+{
+	unsigned w = 4;
+	while (w < 40 && ((uint64_t)64 << w) < (uint64_t)n * 16) w++;
+	return w;
+}
+
 void keymap_init(KeyMap *m, size_t stride)
 {
 	memset(m, 0, sizeof *m);

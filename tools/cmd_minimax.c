@@ -35,8 +35,8 @@ static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
 {
 	(void)ctx;
 	if (total)
-		fprintf(stderr, "\rminimax: %-8s %zu of %zu positions (%zu%%)   ", phase, done,
-		        total, done * 100 / total);
+		fprintf(stderr, "\rminimax: %-8s %zu of %zu %s (%zu%%)   ", phase, done, total,
+		        strcmp(phase, "lookups") ? "positions" : "children", done * 100 / total);
 	else
 		fprintf(stderr, "\rminimax: %-8s                                        ", phase);
 	fflush(stderr);
@@ -203,12 +203,14 @@ int cmd_minimax(int argc, char **argv)
 		json_object_set_new(o, "file_bytes_after",
 		                    st.rebuilt ? json_integer((json_int_t)st.bytes_after)
 		                               : json_null());
+		json_object_set_new(o, "lookups_sorted", json_boolean(st.lookups_sorted));
+		json_object_set_new(o, "sorted_bytes", json_integer((json_int_t)st.sorted_bytes));
 		joseki_with_peak(o);
 		return joseki_print_json(o, JSON_REAL_PRECISION(6)) < 0 ? 1 : 0;
 	}
 	/* The summary in lines that fit the console (a coordinator's whole-book
 	 * child writes it among serve's lines): the graph, the run, the values. */
-	char line[5][512];
+	char line[6][512];
 	snprintf(line[0], sizeof line[0],
 	         "minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles)%s",
 	         st.positions, st.valued, st.settled, st.cyclic, st.incremental ? ";" : ",");
@@ -237,6 +239,11 @@ int cmd_minimax(int argc, char **argv)
 		         "  the book rebuilt with full pages: %.1f MB -> %.1f MB, %.0f bytes a "
 		         "position",
 		         st.bytes_before / 1e6, st.bytes_after / 1e6, per_pos);
+	if (st.lookups_sorted)
+		snprintf(line[nl++], sizeof line[3],
+		         "  the key index past half the budget: children looked up in sorted runs "
+		         "(%.1f MB on disk)",
+		         st.sorted_bytes / 1e6);
 	if (st.rebuild_busy)
 		snprintf(line[nl++], sizeof line[3],
 		         "  another writer had the book open: the records were rewritten in place");

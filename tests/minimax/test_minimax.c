@@ -1458,8 +1458,9 @@ static char *graph_unstamped(const char *dir, size_t *len)
 	return s;
 }
 
-/* A run whose graph arrays went to files (--memory 1M) stores the same values
- * and keeps the same graph as one in memory: whole-book, then incremental.
+/* A run whose graph arrays went to files (--memory 1M) and whose children
+ * were looked up in sorted runs on disk stores the same values and keeps the
+ * same graph as one in memory: whole-book, then incremental.
  * 80,000 positions: arrays under 1 MiB are malloc's and go to no file. */
 static void test_minimax__a_run_past_its_memory_budget_equals_one_within_it(void **state)
 {
@@ -1490,6 +1491,15 @@ static void test_minimax__a_run_past_its_memory_budget_equals_one_within_it(void
 		print_message("%s run: %lld bytes of arrays in files\n",
 		              round ? "incremental" : "whole-book", (long long)filed);
 		if (round == 0) assert_true(filed > 1000000);
+		/* Past half of the 1M budget the whole-book run looked the children
+		 * up in sorted runs, on disk; within the default one in the index. */
+		assert_false(json_is_true(json_object_get(a, "lookups_sorted")));
+		assert_int_equal(json_integer_value(json_object_get(a, "sorted_bytes")), 0);
+		if (round == 0) {
+			assert_true(json_is_true(json_object_get(b, "lookups_sorted")));
+			assert_true(json_integer_value(json_object_get(b, "sorted_bytes")) >
+			            1000000);
+		}
 		assert_true(
 		    json_equal(json_object_get(a, "root_value"), json_object_get(b, "root_value")));
 		json_decref(a);
