@@ -216,8 +216,8 @@ int bookmm_record_edges(MmMove *out, const BookmmChildren *c, const BookRecord *
 		 * evaluation (this position's analysis; a game's comment only
 		 * with game_evals) values it, not whatever that position's line
 		 * ends in. */
-		bool inner = found_inner ? found_inner[m] : lk->inner(lk->ctx, j);
-		if (lk->policy->leaves != BOOKMM_LEAVES_GAMES && !inner) {
+		if (lk->policy->leaves != BOOKMM_LEAVES_GAMES &&
+		    !(found_inner ? found_inner[m] : lk->inner(lk->ctx, j))) {
 			bool evald = false;
 			for (int q = 0; q < rec->nmoves && !evald; q++)
 				evald = rec->moves[q].move == c->legal[m] &&
