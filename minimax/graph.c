@@ -223,6 +223,10 @@ int mm_backup(MmGraph *g, MmStats *st)
 	uint32_t *comp = bigmem_alloc((n + 1) * sizeof *comp);
 	if (!comp) return -1;
 	long nc = mm_scc(g, comp);
+	if (nc == MM_STOPPED) {
+		bigmem_free(comp);
+		return MM_STOPPED;
+	}
 	uint32_t *cstart = nc >= 0 ? bigmem_alloc(((size_t)nc + 2) * sizeof *cstart) : NULL;
 	uint32_t *mem = bigmem_alloc((n + 1) * sizeof *mem);
 	uint16_t *sweep = g->yo_peel ? bigmem_alloc((n + 1) * sizeof *sweep) : NULL;
@@ -289,7 +293,8 @@ int mm_backup(MmGraph *g, MmStats *st)
  * Tarjan's index and low arrays made it 20. The components complete in the
  * same order as Tarjan's and are numbered the same: comp[i] gets node i's
  * component, children first (a component's edges lead only to components
- * with smaller numbers or to itself). Returns the count, or -1.
+ * with smaller numbers or to itself). Returns the count, -1, or MM_STOPPED
+ * when g->stop turned true (checked every 65,536 nodes visited).
  */
 long mm_scc(const MmGraph *g, uint32_t *comp)
 {
@@ -306,7 +311,8 @@ long mm_scc(const MmGraph *g, uint32_t *comp)
 	memset(rindex, 0, n * sizeof *rindex);
 	uint32_t index = 1, c = (uint32_t)(n - 1);
 	size_t sp = 0, csp = 0;
-	for (uint32_t r = 0; r < n; r++) {
+	bool nstop = false;
+	for (uint32_t r = 0; r < n && !nstop; r++) {
 		if (rindex[r]) continue;
 		cs[csp] = r;
 		ck[csp] = g->mstart[r];
@@ -318,6 +324,12 @@ long mm_scc(const MmGraph *g, uint32_t *comp)
 				uint32_t w = g->moves[ck[csp - 1]++].next;
 				if (w == MM_NONE) continue;
 				if (!rindex[w]) {
+					/* A search that waits on the disk (its arrays in
+					 * files) still stops within a moment. */
+					if ((index & 0xffff) == 0 && stopped(g)) {
+						nstop = true;
+						break;
+					}
 					rindex[w] = index++;
 					cs[csp] = w;
 					ck[csp] = g->mstart[w];
@@ -347,6 +359,7 @@ long mm_scc(const MmGraph *g, uint32_t *comp)
 		}
 	}
 	bigmem_free(stack), bigmem_free(cs), bigmem_free(ck), bigmem_free(root);
+	if (nstop) return MM_STOPPED;
 	/* Completed first: 0. */
 	for (size_t i = 0; i < n; i++) comp[i] = (uint32_t)(n - 1) - comp[i];
 	return (long)((uint32_t)(n - 1) - c);

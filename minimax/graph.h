@@ -118,7 +118,8 @@ JOSEKI_MUST_USE int mm_backup(MmGraph *g, MmStats *st);
 /* Frees the arrays (not g itself). */
 void mm_graph_free(MmGraph *g);
 
-/* Strongly connected components, children first; count or -1. */
+/* Strongly connected components, children first; count, -1, or MM_STOPPED
+ * (g->stop turned true). */
 long mm_scc(const MmGraph *g, uint32_t *comp);
 
 #endif

@@ -744,6 +744,36 @@ static void test_graph__random_cyclic_graphs_equal_the_game_value(void **state)
 	assert_true(cyclic_rounds > 500);
 }
 
+/* A stop asked of a cycle search on a graph larger than it searches between
+ * two checks (a chain of 200,000 nodes: one deep search, checked every 65,536
+ * nodes visited) ends it: the search of a book whose arrays wait on the disk
+ * stops within a moment. mm_backup says so too. Without the stop the same
+ * graph has its 200,000 components. */
+static atomic_bool chain_stop;
+
+static void test_graph__a_cycle_search_stops_when_asked(void **state)
+{
+	(void)state;
+	size_t n = 200000;
+	GB b;
+	gb_begin(&b, n);
+	for (uint32_t i = 0; i + 1 < n; i++) gb_edge(&b, i, i + 1);
+	gb_leaf(&b, (uint32_t)n - 1, 5);
+	for (uint32_t k = b.cur + 1; k <= n; k++) b.g.mstart[k] = (uint32_t)b.g.nmoves;
+	b.cur = (uint32_t)n;
+	uint32_t *comp = malloc(n * sizeof *comp);
+	assert_non_null(comp);
+	b.g.stop = &chain_stop;
+	atomic_store(&chain_stop, false);
+	assert_int_equal(mm_scc(&b.g, comp), (long)n);
+	atomic_store(&chain_stop, true);
+	assert_int_equal(mm_scc(&b.g, comp), MM_STOPPED);
+	MmStats st;
+	assert_int_equal(mm_backup(&b.g, &st), MM_STOPPED);
+	free(comp);
+	gb_free(&b);
+}
+
 /* Random graphs: same component exactly when mutually reachable; every edge
  * leads to the same component or one numbered lower (children first). */
 static void test_graph__scc_matches_reachability(void **state)
@@ -821,6 +851,7 @@ int main(void)
 	    cmocka_unit_test(test_graph__random_dags_equal_exact_negamax),
 	    cmocka_unit_test(test_graph__random_cyclic_graphs_equal_the_game_value),
 	    cmocka_unit_test(test_graph__scc_matches_reachability),
+	    cmocka_unit_test(test_graph__a_cycle_search_stops_when_asked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
