@@ -78,6 +78,7 @@ typedef struct {
 	const Key *keys;
 	const BookKeyDir *kd;
 	uint8_t *structure; /* MMF_WHITE / MMF_INCHECK / MMF_INNER */
+	uint16_t *ply;      /* per node: its record's min_ply (until the analysis is numbered) */
 	uint8_t *inner;     /* per node: an inner node of the leaf policy (pass 2 only) */
 	const BookmmPolicy *policy;
 	uint32_t *mstart; /* every move: edges to any book node, leaves */
@@ -88,26 +89,22 @@ typedef struct {
 	uint64_t *rfilter; /* sorted: the keys' sharp filter (keyfilter3), for the requests */
 	uint64_t rfilter_mask;
 	uint64_t sorted_bytes; /* what those runs wrote to disk */
-	/* The analysis: valued nodes, edges to valued nodes. Its moves are
-	 * mstart and moves themselves, the edges to nodes without a value taken
-	 * out in place (into dropped) and put back once it is done
-	 * (restore_moves); its mstart is mstart when none is. */
+	/* The analysis: valued nodes, edges to valued nodes, in the analysis
+	 * form (graph.h; freed once it is done), its nodes numbered deepest
+	 * first (order[j]: the key index of its node j) until it is done; then
+	 * its flags and values in key order. */
 	MmGraph g;
-	struct Dropped {
-		uint32_t at; /* where it stood in moves */
-		MmMove m;
-	} * dropped;
-	size_t ndropped;
+	uint32_t *order;
+	size_t kept_moves, kept_edges; /* the moves and edges it counts */
 } BookGraph;
 
 static void bg_free(BookGraph *b)
 {
-	if (b->g.moves == b->moves) b->g.moves = NULL;
-	if (b->g.mstart == b->mstart) b->g.mstart = NULL;
 	mm_graph_free(&b->g);
-	bigmem_free(b->dropped);
 	bookdb_index_free(b->ix);
 	bigmem_free(b->structure);
+	bigmem_free(b->ply);
+	bigmem_free(b->order);
 	bigmem_free(b->inner);
 	bigmem_free(b->mstart);
 	bigmem_free(b->moves);
@@ -303,7 +300,10 @@ static void *load_part(void *arg)
 			goto out;
 		}
 		p->nmoves += (size_t)n;
-		if (p->pass != PASS_REQUESTS) p->count[i - p->lo] = (uint32_t)n;
+		if (p->pass != PASS_REQUESTS) {
+			p->count[i - p->lo] = (uint32_t)n;
+			b->ply[i] = rec->min_ply;
+		}
 		if ((i - p->lo + 1) % PROGRESS_EVERY == 0) {
 			size_t d = atomic_fetch_add(p->done, PROGRESS_EVERY) + PROGRESS_EVERY;
 			if (p->reporter)
@@ -411,7 +411,8 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, c
 	b->structure = bigmem_alloc(n + 1);
 	b->inner = bigmem_alloc(n + 1);
 	b->mstart = bigmem_alloc((n + 2) * sizeof *b->mstart);
-	if (!b->structure || !b->inner || !b->mstart)
+	b->ply = bigmem_alloc((n + 1) * sizeof *b->ply);
+	if (!b->structure || !b->inner || !b->mstart || !b->ply)
 		return fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int nt = ncpu < 1 ? 1 : ncpu > BOOKMM_MAX_THREADS ? BOOKMM_MAX_THREADS : (int)ncpu;
@@ -529,33 +530,73 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, c
 }
 
 /*
+ * The analysis's numbering: deepest first (min_ply descending, key order
+ * within a ply). A book's moves lead one ply deeper, nearly all of them: in
+ * this order a node's children were numbered just before it, so the cycle
+ * search, which starts from each node in turn, finds them done, and the
+ * nodes it reads at once lie together (two plies' worth), where in key order
+ * they lie anywhere in arrays that may be larger than memory. order[j] gets
+ * node j's key index; pos[i], key index i's node. 0 or -1.
+ */
+static int number_deepest_first(BookGraph *b, uint32_t **posp)
+{
+	size_t n = b->n;
+	uint32_t *order = bigmem_alloc((n + 1) * sizeof *order);
+	uint32_t *pos = bigmem_alloc((n + 1) * sizeof *pos);
+	size_t *at = calloc(UINT16_MAX + 2, sizeof *at);
+	if (!order || !pos || !at) {
+		bigmem_free(order), bigmem_free(pos), free(at);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) at[b->ply[i]]++;
+	size_t start = 0;
+	for (long p = UINT16_MAX; p >= 0; p--) {
+		size_t c = at[p];
+		at[p] = start;
+		start += c;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		size_t j = at[b->ply[i]]++;
+		order[j] = i;
+		pos[i] = (uint32_t)j;
+	}
+	free(at);
+	bigmem_free(b->ply);
+	b->ply = NULL;
+	b->order = order;
+	*posp = pos;
+	return 0;
+}
+
+/*
  * The analysis graph. A node has a value when it has a leaf or an edge to a
  * node with a value (found from the leaves up, through the reverse edges).
  * Edges to nodes without one are left out (a position nobody evaluated says
- * nothing), and those nodes are frozen out of the analysis. The graph's own
- * arrays serve: the edges left out are taken out of moves in place and kept
- * aside (none, in a book whose every position has a value; restore_moves puts
- * them back), and the reverse edges are freed (the graph file's thread makes
- * them anew).
- * Memory: 6 bytes a node, and 12 a move left out.
+ * nothing), and those nodes are frozen out of the analysis. It is the
+ * analysis form (graph.h), numbered deepest first (number_deepest_first):
+ * a node's children and its best leaf, where the moves (the write-back's, the
+ * graph file's) wait in key order; the reverse edges are freed (the graph
+ * file's thread makes them anew). Its cycles are relaxed in key order
+ * (g->rank), as they would be in the key order's numbering.
+ * Memory: 16 bytes a node (flags, values, edge starts, best leaves, order)
+ * and 4 an edge; while it is made, 6 more a node.
  */
 static int build_analysis(BookGraph *b)
 {
 	size_t n = b->n;
 	MmGraph *g = &b->g;
 	g->n = n;
-	g->flags = bigmem_alloc((n + 1) * sizeof *g->flags);
-	g->vd = bigmem_alloc((n + 1) * sizeof *g->vd);
-	uint32_t *queue = bigmem_alloc((n + 1) * sizeof *queue);
-	if (!g->flags || !g->vd || !queue) {
-		bigmem_free(queue);
+	MmFlags *kf = bigmem_alloc((n + 1) * sizeof *kf); /* in key order */
+	uint32_t *queue = bigmem_alloc((n + 1) * sizeof *queue), *pos = NULL;
+	if (!kf || !queue) {
+		bigmem_free(kf), bigmem_free(queue);
 		return -1;
 	}
 	size_t qn = 0;
 	for (uint32_t i = 0; i < n; i++)
 		for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++)
 			if (b->moves[k].next == MM_NONE) {
-				g->flags[i] |= F_VALUED;
+				kf[i] |= F_VALUED;
 				queue[qn++] = i;
 				break;
 			}
@@ -563,8 +604,8 @@ static int build_analysis(BookGraph *b)
 		uint32_t c = queue[h];
 		for (uint32_t k = b->pstart[c]; k < b->pstart[c + 1]; k++) {
 			uint32_t p = b->parents[k];
-			if (g->flags[p] & F_VALUED) continue;
-			g->flags[p] |= F_VALUED;
+			if (kf[p] & F_VALUED) continue;
+			kf[p] |= F_VALUED;
 			queue[qn++] = p;
 		}
 	}
@@ -572,67 +613,87 @@ static int build_analysis(BookGraph *b)
 	bigmem_free(b->pstart);
 	bigmem_free(b->parents);
 	b->pstart = b->parents = NULL;
-	size_t drop = 0;
+	if (number_deepest_first(b, &pos) < 0) {
+		bigmem_free(kf);
+		return -1;
+	}
+	g->rank = b->order;
+	g->flags = bigmem_alloc((n + 1) * sizeof *g->flags);
+	g->vd = bigmem_alloc((n + 1) * sizeof *g->vd);
+	g->estart = bigmem_alloc((n + 2) * sizeof *g->estart);
+	g->leaf = bigmem_alloc((n + 1) * sizeof *g->leaf);
+	if (!g->flags || !g->vd || !g->estart || !g->leaf) {
+		bigmem_free(kf), bigmem_free(pos);
+		return -1;
+	}
+	/* Each node's flags and count of edges, at its number (estart[j + 1]). */
 	for (uint32_t i = 0; i < n; i++) {
-		if (b->structure[i] & MMF_WHITE) g->flags[i] |= MM_F_WHITE;
-		if (!(g->flags[i] & F_VALUED)) {
+		MmFlags f = kf[i] & F_VALUED;
+		if (b->structure[i] & MMF_WHITE) f |= MM_F_WHITE;
+		if (!(f & F_VALUED)) {
 			/* Settled out of the way: nothing leads here. */
-			g->flags[i] |= MM_F_CONST | MM_F_FROZEN;
-			drop += b->mstart[i + 1] - b->mstart[i];
+			g->flags[pos[i]] = f | MM_F_CONST | MM_F_FROZEN;
 			continue;
 		}
-		if (b->structure[i] & MMF_INCHECK) g->flags[i] |= MM_F_CHECKED;
+		if (b->structure[i] & MMF_INCHECK) f |= MM_F_CHECKED;
+		uint32_t ne = 0;
 		for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++) {
-			uint32_t j = b->moves[k].next;
-			drop += j != MM_NONE && !(g->flags[j] & F_VALUED);
+			uint32_t c = b->moves[k].next;
+			if (c == MM_NONE) {
+				b->kept_moves++;
+				int16_t v = b->moves[k].value;
+				if (!(f & MM_F_LEAF) || v > g->leaf[pos[i]]) g->leaf[pos[i]] = v;
+				f |= MM_F_LEAF;
+			} else {
+				ne += (kf[c] & F_VALUED) != 0;
+			}
 		}
+		g->flags[pos[i]] = f;
+		g->estart[pos[i] + 1] = ne;
 	}
-	g->moves = b->moves;
-	g->nmoves = b->nmoves - drop;
-	if (!drop) {
-		g->mstart = b->mstart;
-		return 0;
+	for (size_t j = 0; j < n; j++) g->estart[j + 1] += g->estart[j];
+	b->kept_edges = g->estart[n];
+	b->kept_moves += b->kept_edges;
+	g->edge = bigmem_alloc((b->kept_edges + 1) * sizeof *g->edge);
+	if (!g->edge) {
+		bigmem_free(kf), bigmem_free(pos);
+		return -1;
 	}
-	g->mstart = bigmem_alloc((n + 1) * sizeof *g->mstart);
-	b->dropped = bigmem_alloc(drop * sizeof *b->dropped);
-	if (!g->mstart || !b->dropped) return -1;
-	size_t w = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		g->mstart[i] = (uint32_t)w;
-		bool valued = g->flags[i] & F_VALUED;
+		if (!(kf[i] & F_VALUED)) continue;
+		uint32_t w = g->estart[pos[i]];
 		for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++) {
-			uint32_t j = b->moves[k].next;
-			if (!valued || (j != MM_NONE && !(g->flags[j] & F_VALUED)))
-				b->dropped[b->ndropped++] = (struct Dropped){k, b->moves[k]};
-			else
-				b->moves[w++] = b->moves[k];
+			uint32_t c = b->moves[k].next;
+			if (c != MM_NONE && (kf[c] & F_VALUED)) g->edge[w++] = pos[c];
 		}
 	}
-	g->mstart[n] = (uint32_t)w;
+	bigmem_free(kf);
+	bigmem_free(pos);
 	return 0;
 }
 
-/* The graph whole again after the analysis (the moves build_analysis took
- * out put back where they stood), for the write-back (node_edges) and the
- * file; the analysis graph's moves are then not to be read. */
-static void restore_moves(BookGraph *b)
+/* Once the analysis is done: its form goes, and its flags and values are put
+ * in key order (what the write-back and the graph file read). 0 or -1. */
+static int number_by_key(BookGraph *b)
 {
 	MmGraph *g = &b->g;
-	if (b->ndropped) {
-		/* From the end: a kept move goes to where it stood, never before
-		 * where it is now, so none is overwritten before it is moved. */
-		size_t d = b->ndropped, src = g->nmoves;
-		for (size_t k = b->nmoves; k-- > 0;)
-			b->moves[k] =
-			    d && b->dropped[d - 1].at == k ? b->dropped[--d].m : b->moves[--src];
-		bigmem_free(b->dropped);
-		b->dropped = NULL;
-		b->ndropped = 0;
-		bigmem_free(g->mstart);
+	mm_graph_free_edges(g);
+	g->rank = NULL;
+	MmFlags *kf = bigmem_alloc((b->n + 1) * sizeof *kf);
+	MmVd *kv = bigmem_alloc((b->n + 1) * sizeof *kv);
+	if (!kf || !kv) {
+		bigmem_free(kf), bigmem_free(kv);
+		return -1;
 	}
-	g->mstart = NULL;
-	g->moves = NULL;
-	g->nmoves = 0;
+	for (size_t j = 0; j < b->n; j++) {
+		kf[b->order[j]] = g->flags[j];
+		kv[b->order[j]] = g->vd[j];
+	}
+	bigmem_free(g->flags), bigmem_free(g->vd), bigmem_free(b->order);
+	g->flags = kf;
+	g->vd = kv;
+	b->order = NULL;
+	return 0;
 }
 
 /*
@@ -930,8 +991,9 @@ static void root_value(BookmmStats *st, const BookGraph *b)
 	free(start);
 	if (r == MM_NONE || !(g->flags[r] & F_VALUED)) return;
 	MmVd best = {-MM_VALUE_INF, MM_DEPTH_MAX};
-	for (uint32_t k = g->mstart[r]; k < g->mstart[r + 1]; k++) {
-		const MmMove *m = &g->moves[k];
+	for (uint32_t k = b->mstart[r]; k < b->mstart[r + 1]; k++) {
+		const MmMove *m = &b->moves[k];
+		if (m->next != MM_NONE && !(g->flags[m->next] & F_VALUED)) continue;
 		MmVd v = m->next == MM_NONE
 		             ? (MmVd){m->value, 0}
 		             : bookmm_stored_vd(g->vd[m->next], g->flags[m->next] & MM_F_LOOP,
@@ -1023,14 +1085,13 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 		rc = stopped(err, "analysing");
 		goto done;
 	}
-	if (rc < 0) {
+	if (rc < 0 || number_by_key(&b) < 0) {
 		rc = fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 		goto done;
 	}
 	st.positions = g->n;
-	st.moves = g->nmoves;
-	for (size_t k = 0; k < g->nmoves; k++)
-		if (g->moves[k].next != MM_NONE) st.edges++;
+	st.moves = b.kept_moves;
+	st.edges = b.kept_edges;
 	for (uint32_t i = 0; i < g->n; i++) {
 		if (!(g->flags[i] & F_VALUED)) continue;
 		st.valued++;
@@ -1042,7 +1103,6 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	st.lookups_sorted = b.sorted;
 	st.sorted_bytes = b.sorted_bytes;
 	root_value(&st, &b);
-	restore_moves(&b);
 	GraphFile gf = {.b = &b, .dir = dir, .stamp = new_stamp()};
 	atomic_init(&gf.quit, false);
 	pthread_t gt;

@@ -27,10 +27,50 @@ void mm_graph_free(MmGraph *g)
 	bigmem_free(g->vd);
 	bigmem_free(g->mstart);
 	bigmem_free(g->moves);
+	mm_graph_free_edges(g);
 	g->flags = NULL;
 	g->vd = NULL;
 	g->mstart = NULL;
 	g->moves = NULL;
+}
+
+/* The analysis form from the moves form (without leaves: the edges alone,
+ * flags untouched): 0 or -1 (out of memory). */
+static int make_edges(MmGraph *g, bool leaves)
+{
+	size_t n = g->n, ne = 0, total = g->mstart[n];
+	for (size_t k = 0; k < total; k++) ne += g->moves[k].next != MM_NONE;
+	g->estart = bigmem_alloc((n + 1) * sizeof *g->estart);
+	g->edge = bigmem_alloc((ne + 1) * sizeof *g->edge);
+	g->leaf = leaves ? bigmem_alloc((n + 1) * sizeof *g->leaf) : NULL;
+	if (!g->estart || !g->edge || (leaves && !g->leaf)) return -1;
+	size_t w = 0;
+	for (size_t i = 0; i < n; i++) {
+		g->estart[i] = (uint32_t)w;
+		if (leaves) g->flags[i] &= (MmFlags)~MM_F_LEAF;
+		for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
+			const MmMove *m = &g->moves[k];
+			if (m->next != MM_NONE) {
+				g->edge[w++] = m->next;
+			} else if (!leaves) {
+				continue;
+			} else if (!(g->flags[i] & MM_F_LEAF) || m->value > g->leaf[i]) {
+				g->leaf[i] = m->value;
+				g->flags[i] |= MM_F_LEAF;
+			}
+		}
+	}
+	g->estart[n] = (uint32_t)w;
+	return 0;
+}
+
+void mm_graph_free_edges(MmGraph *g)
+{
+	bigmem_free(g->estart);
+	bigmem_free(g->edge);
+	bigmem_free(g->leaf);
+	g->estart = g->edge = NULL;
+	g->leaf = NULL;
 }
 
 /* ---- the backward analysis ---------------------------------------------------- */
@@ -40,12 +80,17 @@ static inline int side_of(const MmGraph *g, uint32_t i)
 	return (g->flags[i] & MM_F_WHITE) ? 1 : 0;
 }
 
-/* The best move's (value, depth) from node i's own side. */
+/* The best move's (value, depth) from node i's own side: its best leaf's
+ * or an edge's. */
 static inline MmVd best_move(const MmGraph *g, uint32_t i)
 {
 	MmVd best = {-MM_VALUE_INF, MM_DEPTH_MAX};
-	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
-		MmVd v = mm_move_vd(g, &g->moves[k]);
+	if (g->flags[i] & MM_F_LEAF) {
+		MmVd v = {g->leaf[i], 0};
+		if (mm_vd_better(v, best)) best = v;
+	}
+	for (uint32_t k = g->estart[i]; k < g->estart[i + 1]; k++) {
+		MmVd v = g->vd[g->edge[k]];
 		if (mm_vd_better(v, best)) best = v;
 	}
 	return best;
@@ -71,13 +116,10 @@ static inline MmVd for_parent(const MmGraph *g, uint32_t i, MmVd best, bool cap_
 /* True when some node two plies ahead of i carries the given flag. */
 static bool two_ahead(const MmGraph *g, uint32_t i, MmFlags flag)
 {
-	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
-		uint32_t j = g->moves[k].next;
-		if (j == MM_NONE) continue;
-		for (uint32_t k2 = g->mstart[j]; k2 < g->mstart[j + 1]; k2++) {
-			uint32_t j2 = g->moves[k2].next;
-			if (j2 != MM_NONE && (g->flags[j2] & flag)) return true;
-		}
+	for (uint32_t k = g->estart[i]; k < g->estart[i + 1]; k++) {
+		uint32_t j = g->edge[k];
+		for (uint32_t k2 = g->estart[j]; k2 < g->estart[j + 1]; k2++)
+			if (g->flags[g->edge[k2]] & flag) return true;
 	}
 	return false;
 }
@@ -112,12 +154,10 @@ static void extract_check_loops(MmGraph *g, MmStats *st)
 	 * A frozen node's children already carry what its survivorship gave them. */
 	for (uint32_t i = 0; i < g->n; i++) {
 		if ((g->flags[i] & (MM_F_SURVIVOR | MM_F_FROZEN)) != MM_F_SURVIVOR) continue;
-		for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
-			uint32_t j = g->moves[k].next;
-			if (j == MM_NONE) continue;
-			for (uint32_t k2 = g->mstart[j]; k2 < g->mstart[j + 1]; k2++) {
-				uint32_t j2 = g->moves[k2].next;
-				if (j2 != MM_NONE && (g->flags[j2] & MM_F_SURVIVOR)) {
+		for (uint32_t k = g->estart[i]; k < g->estart[i + 1]; k++) {
+			uint32_t j = g->edge[k];
+			for (uint32_t k2 = g->estart[j]; k2 < g->estart[j + 1]; k2++) {
+				if (g->flags[g->edge[k2]] & MM_F_SURVIVOR) {
 					/* A frozen child that is not on a loop yet would
 					 * become one: its caller must analyse it too. */
 					if ((g->flags[j] & (MM_F_FROZEN | MM_F_LOOP)) ==
@@ -146,15 +186,12 @@ static MmVd dfs_loop(MmGraph *g, uint32_t i)
 	}
 	g->flags[i] |= MM_F_PATH;
 	MmVd best = {-MM_VALUE_INF, 0};
-	for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
-		const MmMove *m = &g->moves[k];
-		MmVd v;
-		if (m->next == MM_NONE) {
-			v.value = m->value;
-			v.depth = 0;
-		} else {
-			v = dfs_loop(g, m->next);
-		}
+	if (g->flags[i] & MM_F_LEAF) {
+		MmVd v = {g->leaf[i], 0};
+		if (mm_vd_better(v, best)) best = v;
+	}
+	for (uint32_t k = g->estart[i]; k < g->estart[i + 1]; k++) {
+		MmVd v = dfs_loop(g, g->edge[k]);
 		if (mm_vd_better(v, best)) best = v;
 	}
 	g->flags[i] &= (MmFlags)~MM_F_PATH;
@@ -173,7 +210,7 @@ static void init_cycle_node(MmGraph *g, uint32_t i)
 }
 
 /*
- * Relaxes one component (members in index order): in-place sweeps over its
+ * Relaxes one component (members in rank order): in-place sweeps over its
  * non-loop nodes, each followed by a path-aware walk from every loop node,
  * until a sweep changes nothing or the cap. Returns the sweeps.
  */
@@ -198,89 +235,29 @@ static int relax_component(MmGraph *g, const uint32_t *mem, size_t nm)
 	return sweeps;
 }
 
-/*
- * The analysis, one strongly connected component at a time, children first
- * (docs/minimax.md): a node on no cycle is settled from its moves in one
- * step — "const" (exact, no ply cap) when everything below it is const, else
- * with the ply cap of a line that went round a cycle; a cycle is relaxed on
- * its own from its starting values, its exits already final. YaneuraOu's
- * sweeps over the whole book reach the same values; with yo_peel, a node that
- * its 256 in-place peel sweeps (in index order) would not reach is not const.
- */
+/* ---- strongly connected components ------------------------------------------- */
+
+/* A component complete, its nodes in g->rank's order (index order without
+ * one): 0, or what ends the search. */
+typedef int (*ComponentFn)(void *ctx, uint32_t *mem, size_t nm);
+
 static bool stopped(const MmGraph *g)
 {
 	return g->stop && atomic_load(g->stop);
 }
 
-int mm_backup(MmGraph *g, MmStats *st)
+static int cmp_u32(const void *a, const void *b)
 {
-	memset(st, 0, sizeof *st);
-	size_t n = g->n;
-	if (!g->vd) {
-		g->vd = bigmem_alloc((n + 1) * sizeof *g->vd);
-		if (!g->vd) return -1;
-	}
-	uint32_t *comp = bigmem_alloc((n + 1) * sizeof *comp);
-	if (!comp) return -1;
-	long nc = mm_scc(g, comp);
-	if (nc == MM_STOPPED) {
-		bigmem_free(comp);
-		return MM_STOPPED;
-	}
-	uint32_t *cstart = nc >= 0 ? bigmem_alloc(((size_t)nc + 2) * sizeof *cstart) : NULL;
-	uint32_t *mem = bigmem_alloc((n + 1) * sizeof *mem);
-	uint16_t *sweep = g->yo_peel ? bigmem_alloc((n + 1) * sizeof *sweep) : NULL;
-	if (nc < 0 || !cstart || !mem || (g->yo_peel && !sweep)) {
-		bigmem_free(comp), bigmem_free(cstart), bigmem_free(mem), bigmem_free(sweep);
-		return -1;
-	}
-	/* Members of each component, in index order (a counting sort). */
-	for (size_t i = 0; i < n; i++) cstart[comp[i] + 2]++;
-	for (long c = 0; c < nc; c++) cstart[c + 2] += cstart[c + 1];
-	for (uint32_t i = 0; i < n; i++) mem[cstart[comp[i] + 1]++] = i;
-	int rc = stopped(g) ? MM_STOPPED : 0;
-	if (rc == 0) extract_check_loops(g, st);
-	st->peel_sweeps = 1;
-	for (long c = 0; c < nc && rc == 0; c++) {
-		if ((c & 0xffff) == 0 && stopped(g)) {
-			rc = MM_STOPPED;
-			break;
-		}
-		const uint32_t *m = mem + cstart[c];
-		size_t nm = cstart[c + 1] - cstart[c];
-		uint32_t i = m[0];
-		if (g->flags[i] & MM_F_FROZEN) continue;
-		if (nm == 1 && !(g->flags[i] & MM_F_LOOP)) {
-			bool exact = true;
-			unsigned sw = 1;
-			for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1] && exact; k++) {
-				uint32_t j = g->moves[k].next;
-				if (j == MM_NONE) continue;
-				if (!(g->flags[j] & MM_F_CONST))
-					exact = false;
-				else if (sweep && (unsigned)(sweep[j] + (j > i)) > sw)
-					sw = (unsigned)(sweep[j] + (j > i));
-			}
-			if (exact && sweep) {
-				if (sw > MM_MAX_PLY) exact = false;
-				sweep[i] = (uint16_t)sw;
-			}
-			g->vd[i] = for_parent(g, i, best_move(g, i), !exact);
-			if (exact) {
-				g->flags[i] |= MM_F_CONST;
-				st->const_nodes++;
-				if (sw > (unsigned)st->peel_sweeps) st->peel_sweeps = (int)sw;
-			}
-			continue;
-		}
-		int sw = relax_component(g, m, nm);
-		if (sw > st->relax_sweeps) st->relax_sweeps = sw;
-	}
-	bigmem_free(comp), bigmem_free(cstart), bigmem_free(mem), bigmem_free(sweep);
-	return rc;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
 }
 
-/* ---- strongly connected components ------------------------------------------- */
+static int cmp_rank(const void *a, const void *b, void *ctx)
+{
+	const uint32_t *rank = ctx;
+	uint32_t x = rank[*(const uint32_t *)a], y = rank[*(const uint32_t *)b];
+	return (x > y) - (x < y);
+}
 
 /*
  * Pearce's algorithm ("A space-efficient algorithm for finding strongly
@@ -288,15 +265,15 @@ int mm_backup(MmGraph *g, MmStats *st)
  * search, in which one number a node serves for its visit index, its low
  * link and, once its component is complete, the component (counted down
  * from n - 1, above every index still in use, so that an edge into a
- * finished component never lowers a link). Besides comp it needs two stacks
- * of a word a node and one of a word and a byte: 13 bytes a node, where
- * Tarjan's index and low arrays made it 20. The components complete in the
- * same order as Tarjan's and are numbered the same: comp[i] gets node i's
- * component, children first (a component's edges lead only to components
- * with smaller numbers or to itself). Returns the count, -1, or MM_STOPPED
- * when g->stop turned true (checked every 65,536 nodes visited).
+ * finished component never lowers a link). Besides rindex it needs two
+ * stacks of a word a node and one of a word and a byte: 13 bytes a node at
+ * most, touched only as deep as the search goes. The components complete
+ * children first (a component's edges lead only to components completed
+ * before it, or to itself); each is given to done (when not NULL) as it
+ * completes. Returns the count of components, -1, MM_STOPPED when g->stop
+ * turned true (checked every 65,536 nodes visited), or what done returned.
  */
-long mm_scc(const MmGraph *g, uint32_t *comp)
+static long scc_walk(const MmGraph *g, uint32_t *rindex, ComponentFn done, void *ctx)
 {
 	size_t n = g->n;
 	if (n == 0) return 0;
@@ -307,32 +284,30 @@ long mm_scc(const MmGraph *g, uint32_t *comp)
 		bigmem_free(stack), bigmem_free(cs), bigmem_free(ck), bigmem_free(root);
 		return -1;
 	}
-	uint32_t *rindex = comp; /* 0: not visited */
-	memset(rindex, 0, n * sizeof *rindex);
+	memset(rindex, 0, n * sizeof *rindex); /* 0: not visited */
 	uint32_t index = 1, c = (uint32_t)(n - 1);
 	size_t sp = 0, csp = 0;
-	bool nstop = false;
-	for (uint32_t r = 0; r < n && !nstop; r++) {
+	long rc = 0;
+	for (uint32_t r = 0; r < n && rc == 0; r++) {
 		if (rindex[r]) continue;
 		cs[csp] = r;
-		ck[csp] = g->mstart[r];
+		ck[csp] = g->estart[r];
 		root[csp++] = 1;
 		rindex[r] = index++;
 		while (csp) {
 			uint32_t v = cs[csp - 1];
-			if (ck[csp - 1] < g->mstart[v + 1]) {
-				uint32_t w = g->moves[ck[csp - 1]++].next;
-				if (w == MM_NONE) continue;
+			if (ck[csp - 1] < g->estart[v + 1]) {
+				uint32_t w = g->edge[ck[csp - 1]++];
 				if (!rindex[w]) {
 					/* A search that waits on the disk (its arrays in
 					 * files) still stops within a moment. */
 					if ((index & 0xffff) == 0 && stopped(g)) {
-						nstop = true;
+						rc = MM_STOPPED;
 						break;
 					}
 					rindex[w] = index++;
 					cs[csp] = w;
-					ck[csp] = g->mstart[w];
+					ck[csp] = g->estart[w];
 					root[csp++] = 1;
 				} else if (rindex[w] < rindex[v]) {
 					rindex[v] = rindex[w];
@@ -343,12 +318,24 @@ long mm_scc(const MmGraph *g, uint32_t *comp)
 			bool is_root = root[--csp];
 			if (is_root) {
 				/* v and the nodes above it on the stack: one component. */
+				size_t top = sp;
 				index--;
 				while (sp && rindex[v] <= rindex[stack[sp - 1]]) {
 					rindex[stack[--sp]] = c;
 					index--;
 				}
 				rindex[v] = c--;
+				if (done) {
+					/* The stack has room: v is not on it. */
+					stack[top] = v;
+					size_t nm = top - sp + 1;
+					if (nm > 1 && g->rank)
+						qsort_r(stack + sp, nm, sizeof *stack, cmp_rank,
+						        (void *)g->rank);
+					else if (nm > 1)
+						qsort(stack + sp, nm, sizeof *stack, cmp_u32);
+					if ((rc = done(ctx, stack + sp, nm)) != 0) break;
+				}
 			} else {
 				stack[sp++] = v;
 			}
@@ -359,8 +346,111 @@ long mm_scc(const MmGraph *g, uint32_t *comp)
 		}
 	}
 	bigmem_free(stack), bigmem_free(cs), bigmem_free(ck), bigmem_free(root);
-	if (nstop) return MM_STOPPED;
+	return rc != 0 ? rc : (long)((uint32_t)(n - 1) - c);
+}
+
+/* Strongly connected components, children first (graph.h). */
+long mm_scc(const MmGraph *g, uint32_t *comp)
+{
+	MmGraph t = *g;
+	if (!t.edge && make_edges(&t, false) < 0) {
+		mm_graph_free_edges(&t);
+		return -1;
+	}
+	long nc = scc_walk(&t, comp, NULL, NULL);
+	if (!g->edge) mm_graph_free_edges(&t);
+	if (nc < 0) return nc;
 	/* Completed first: 0. */
-	for (size_t i = 0; i < n; i++) comp[i] = (uint32_t)(n - 1) - comp[i];
-	return (long)((uint32_t)(n - 1) - c);
+	for (size_t i = 0; i < g->n; i++) comp[i] = (uint32_t)(g->n - 1) - comp[i];
+	return nc;
+}
+
+/* ---- the analysis, a component at a time -------------------------------------- */
+
+typedef struct {
+	MmGraph *g;
+	MmStats *st;
+	uint16_t *sweep; /* yo_peel: the peel sweep that would settle each node */
+	size_t comps;
+} Backup;
+
+/*
+ * One strongly connected component, its exits final (docs/minimax.md): a
+ * node on no cycle is settled from its moves in one step — "const" (exact,
+ * no ply cap) when everything below it is const, else with the ply cap of a
+ * line that went round a cycle; a cycle is relaxed on its own from its
+ * starting values. YaneuraOu's sweeps over the whole book reach the same
+ * values; with yo_peel, a node that its 256 in-place peel sweeps (in index
+ * order) would not reach is not const.
+ */
+static int settle_component(void *ctx, uint32_t *m, size_t nm)
+{
+	Backup *bk = ctx;
+	MmGraph *g = bk->g;
+	MmStats *st = bk->st;
+	if ((++bk->comps & 0xffff) == 0 && stopped(g)) return MM_STOPPED;
+	uint32_t i = m[0];
+	if (g->flags[i] & MM_F_FROZEN) return 0;
+	if (nm == 1 && !(g->flags[i] & MM_F_LOOP)) {
+		bool exact = true;
+		unsigned sw = 1;
+		uint16_t *sweep = bk->sweep;
+		for (uint32_t k = g->estart[i]; k < g->estart[i + 1] && exact; k++) {
+			uint32_t j = g->edge[k];
+			if (!(g->flags[j] & MM_F_CONST))
+				exact = false;
+			else if (sweep && (unsigned)(sweep[j] + (j > i)) > sw)
+				sw = (unsigned)(sweep[j] + (j > i));
+		}
+		if (exact && sweep) {
+			if (sw > MM_MAX_PLY) exact = false;
+			sweep[i] = (uint16_t)sw;
+		}
+		g->vd[i] = for_parent(g, i, best_move(g, i), !exact);
+		if (exact) {
+			g->flags[i] |= MM_F_CONST;
+			st->const_nodes++;
+			if (sw > (unsigned)st->peel_sweeps) st->peel_sweeps = (int)sw;
+		}
+		return 0;
+	}
+	int sw = relax_component(g, m, nm);
+	if (sw > st->relax_sweeps) st->relax_sweeps = sw;
+	return 0;
+}
+
+/*
+ * The analysis: the perpetual-check loops first (they depend on nothing
+ * else), then each component as the search completes it. Memory: rindex, 4
+ * bytes a node, and the search's stacks (as deep as it goes), besides the
+ * graph's arrays (the analysis form made from the moves form when the caller
+ * gave none).
+ */
+int mm_backup(MmGraph *g, MmStats *st)
+{
+	memset(st, 0, sizeof *st);
+	size_t n = g->n;
+	if (!g->vd) {
+		g->vd = bigmem_alloc((n + 1) * sizeof *g->vd);
+		if (!g->vd) return -1;
+	}
+	bool made = !g->edge;
+	Backup bk = {g, st, NULL, 0};
+	uint32_t *rindex = bigmem_alloc((n + 1) * sizeof *rindex);
+	if (g->yo_peel) bk.sweep = bigmem_alloc((n + 1) * sizeof *bk.sweep);
+	long rc =
+	    !rindex || (g->yo_peel && !bk.sweep) || (made && make_edges(g, true) < 0) ? -1 : 0;
+	if (rc == 0 && stopped(g)) rc = MM_STOPPED;
+	if (rc == 0) {
+		extract_check_loops(g, st);
+		st->peel_sweeps = 1;
+		rc = scc_walk(g, rindex, settle_component, &bk);
+	}
+	if (made) {
+		/* The caller's flags as it gave them (the moves form is its). */
+		mm_graph_free_edges(g);
+		for (size_t i = 0; i < n; i++) g->flags[i] &= (MmFlags)~MM_F_LEAF;
+	}
+	bigmem_free(rindex), bigmem_free(bk.sweep);
+	return rc < 0 ? (int)rc : 0;
 }

@@ -6,8 +6,9 @@
  * value, the (value, depth) comparison with the 9997/9998/9999 depths).
  *
  * A node's vd is always its value and depth *as seen by its parent* (the side
- * that moved into it). Callers fill n, flags (MM_F_CHECKED, MM_F_WHITE), mstart
- * and moves, then call mm_backup.
+ * that moved into it). Callers fill n, flags (MM_F_CHECKED, MM_F_WHITE) and
+ * either the moves form (mstart and moves) or the analysis form (estart, edge,
+ * leaf and MM_F_LEAF), then call mm_backup.
  */
 #ifndef MINIMAX_GRAPH_H
 #define MINIMAX_GRAPH_H
@@ -43,6 +44,7 @@ enum {
 	 * perpetual-check loop (a survivor above it, one below): its given flags
 	 * are out of date, so the caller must analyse it as well. */
 	MM_F_STALE = 0x100,
+	MM_F_LEAF = 0x200, /* the analysis form: leaf[i] is the node's best leaf */
 };
 
 typedef struct {
@@ -61,9 +63,26 @@ typedef struct {
 	size_t n;
 	MmFlags *flags;
 	MmVd *vd;
-	uint32_t *mstart; /* moves of node i are moves[mstart[i]..mstart[i+1]) */
+	/* The moves form: moves of node i are moves[mstart[i]..mstart[i+1]). */
+	uint32_t *mstart;
 	MmMove *moves;
 	size_t nmoves, moves_cap;
+	/*
+	 * The analysis form, all the analysis reads: node i's edges are its
+	 * children edge[estart[i]..estart[i+1]) (in its moves' order), and of its
+	 * leaves only the best counts (the order of moves never changes which
+	 * (value, depth) is best): leaf[i], when flags[i] has MM_F_LEAF. 6 bytes a
+	 * node and 4 an edge, where the moves form takes 4 a node and 8 a move.
+	 * When edge is NULL mm_backup makes it from the moves form for the run
+	 * (and frees it after).
+	 */
+	uint32_t *estart, *edge;
+	int16_t *leaf;
+	/* May be NULL: the order in which a cycle's nodes are relaxed, rank[i]
+	 * for node i (a caller that numbered the nodes for the analysis's sake
+	 * gives their own order, so that the values do not depend on it); NULL:
+	 * index order. */
+	const uint32_t *rank;
 	/* Value of a repetition for the side to move, Black and White (0 for
 	 * peta-shock; with 0/0 the analysis is exactly YaneuraOu's). */
 	int16_t draw[2];
@@ -104,9 +123,9 @@ static inline MmVd mm_move_vd(const MmGraph *g, const MmMove *m)
 /* Appends a move to g->moves; 0 or -1 (out of memory). */
 JOSEKI_MUST_USE int mm_push_move(MmGraph *g, MmMove m);
 
-/* Runs the analysis (peel, check loops, start values, relax); allocates
- * g->vd if NULL. Returns 0, -1 (out of memory) or MM_STOPPED (g->stop set:
- * the values are then partial). Precondition: a frozen node
+/* Runs the analysis (check loops, then each strongly connected component as
+ * the search completes it, children first); allocates g->vd if NULL. Returns 0, -1 (out of memory)
+ * or MM_STOPPED (g->stop set: the values are then partial). Precondition: a frozen node
  * (MM_F_FROZEN) is never on a cycle with unfrozen nodes: every strongly
  * connected component is frozen whole or not at all (the incremental run
  * freezes only the children of its analysed set, whose components it analyses
@@ -115,8 +134,11 @@ JOSEKI_MUST_USE int mm_push_move(MmGraph *g, MmMove m);
 #define MM_STOPPED (-2)
 JOSEKI_MUST_USE int mm_backup(MmGraph *g, MmStats *st);
 
-/* Frees the arrays (not g itself). */
+/* Frees the arrays, both forms (not g itself). */
 void mm_graph_free(MmGraph *g);
+
+/* Frees the analysis form alone (the values, flags and moves stay). */
+void mm_graph_free_edges(MmGraph *g);
 
 /* Strongly connected components, children first; count, -1, or MM_STOPPED
  * (g->stop turned true). */

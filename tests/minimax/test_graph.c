@@ -693,6 +693,29 @@ static int ref_game(const MmGraph *g, uint32_t i, bool *on_path)
 }
 
 /*
+ * A random bipartite graph of n nodes (even nodes Black, odd nodes White, as
+ * positions alternate): each node has min_moves + [0, spread) moves, a third
+ * of them leaves (and every move to a node of its own colour), and is in
+ * check with probability 1/checks (0: never).
+ */
+static void random_graph(GB *b, uint64_t *rng, size_t n, int min_moves, int spread, int checks)
+{
+	gb_begin(b, n);
+	for (uint32_t i = 0; i < n; i++) {
+		int moves = min_moves + (int)(ts_rand(rng) % (uint64_t)spread);
+		for (int k = 0; k < moves; k++) {
+			uint32_t j = (uint32_t)(ts_rand(rng) % n);
+			if ((j % 2) != (i % 2) && ts_rand(rng) % 3)
+				gb_edge(b, i, j);
+			else
+				gb_leaf(b, i, LEAF_VALUES[ts_rand(rng) % 8]);
+		}
+		if (i % 2) b->g.flags[i] |= MM_F_WHITE;
+		if (checks && ts_rand(rng) % (uint64_t)checks == 0) b->g.flags[i] |= MM_F_CHECKED;
+	}
+}
+
+/*
  * Random bipartite graphs with cycles (even nodes Black, odd nodes White, as
  * positions alternate), no checks, draw values 0/0: every node's value is the
  * game value, and every value is its best move's value negated (the fixed
@@ -706,19 +729,7 @@ static void test_graph__random_cyclic_graphs_equal_the_game_value(void **state)
 	for (int round = 0; round < 2000; round++) {
 		size_t n = 2 + ts_rand(&rng) % 7;
 		GB b;
-		gb_begin(&b, n);
-		for (uint32_t i = 0; i < n; i++) {
-			int moves = 1 + (int)(ts_rand(&rng) % 3);
-			for (int k = 0; k < moves; k++) {
-				/* a node of the other colour, or a leaf */
-				uint32_t j = (uint32_t)(ts_rand(&rng) % n);
-				if ((j % 2) != (i % 2) && ts_rand(&rng) % 3)
-					gb_edge(&b, i, j);
-				else
-					gb_leaf(&b, i, LEAF_VALUES[ts_rand(&rng) % 8]);
-			}
-			if (i % 2) b.g.flags[i] |= MM_F_WHITE;
-		}
+		random_graph(&b, &rng, n, 1, 3, 0);
 		MmStats st = gb_run(&b);
 		assert_true(st.relax_sweeps < MM_RELAX_SWEEPS);
 		cyclic_rounds += st.const_nodes < n;
@@ -742,6 +753,94 @@ static void test_graph__random_cyclic_graphs_equal_the_game_value(void **state)
 	}
 	printf("rounds with a cycle: %d of 2000\n", cyclic_rounds);
 	assert_true(cyclic_rounds > 500);
+}
+
+/*
+ * The analysis form a caller gives (edges, best leaf: what minimax gives) and
+ * the moves form mm_backup turns into it give the same values and flags, on
+ * random graphs with cycles, several leaves a node and nodes in check (so
+ * perpetual-check loops); the moves form's caller gets its flags back
+ * without MM_F_LEAF. So does the analysis form numbered in another order
+ * (minimax numbers its nodes deepest first), with the first order as its
+ * rank.
+ */
+static void test_graph__the_analysis_form_equals_the_moves_form(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_graph__the_analysis_form_equals_the_moves_form");
+	int loops = 0;
+	for (int round = 0; round < 1000; round++) {
+		size_t n = 2 + ts_rand(&rng) % 30;
+		GB b;
+		random_graph(&b, &rng, n, 0, 5, 3);
+		for (uint32_t k = b.cur + 1; k <= n; k++) b.g.mstart[k] = (uint32_t)b.g.nmoves;
+		b.cur = (uint32_t)n;
+		/* The analysis form, made here as a caller would: in the same
+		 * numbering, then in a shuffled one (node i is numbered at[i]). */
+		uint32_t at[2][32], rank[32];
+		for (uint32_t i = 0; i < n; i++) at[0][i] = at[1][i] = i;
+		for (uint32_t i = (uint32_t)n - 1; i > 0; i--) {
+			uint32_t k = (uint32_t)(ts_rand(&rng) % (i + 1)), t = at[1][i];
+			at[1][i] = at[1][k];
+			at[1][k] = t;
+		}
+		for (uint32_t i = 0; i < n; i++) rank[at[1][i]] = i;
+		MmGraph a[2];
+		MmStats sm, sa[2];
+		for (int f = 0; f < 2; f++) {
+			MmGraph *x = &a[f];
+			*x = (MmGraph){.n = n, .rank = f ? rank : NULL};
+			x->flags = calloc(n + 1, sizeof *x->flags);
+			x->estart = calloc(n + 1, sizeof *x->estart);
+			x->edge = calloc(b.g.nmoves + 1, sizeof *x->edge);
+			x->leaf = calloc(n + 1, sizeof *x->leaf);
+			assert_true(x->flags && x->estart && x->edge && x->leaf);
+			uint32_t w = 0;
+			for (uint32_t j = 0; j < n; j++) {
+				uint32_t i = f ? rank[j] : j;
+				x->flags[j] = b.g.flags[i];
+				x->estart[j] = w;
+				for (uint32_t k = b.g.mstart[i]; k < b.g.mstart[i + 1]; k++) {
+					const MmMove *m = &b.g.moves[k];
+					if (m->next != MM_NONE) {
+						x->edge[w++] = at[f][m->next];
+					} else if (!(x->flags[j] & MM_F_LEAF) ||
+					           m->value > x->leaf[j]) {
+						x->leaf[j] = m->value;
+						x->flags[j] |= MM_F_LEAF;
+					}
+				}
+			}
+			x->estart[n] = w;
+			assert_int_equal(mm_backup(x, &sa[f]), 0);
+		}
+		assert_int_equal(mm_backup(&b.g, &sm), 0);
+		assert_null(b.g.estart);
+		for (int f = 0; f < 2; f++) {
+			assert_int_equal(sm.const_nodes, sa[f].const_nodes);
+			assert_int_equal(sm.check_loop2, sa[f].check_loop2);
+		}
+		assert_int_equal(sm.relax_sweeps, sa[0].relax_sweeps);
+		loops += sm.check_loop2 > 0;
+		for (uint32_t i = 0; i < n; i++) {
+			assert_false(b.g.flags[i] & MM_F_LEAF);
+			for (int f = 0; f < 2; f++) {
+				uint32_t j = at[f][i];
+				MmVd v = a[f].vd[j];
+				assert_int_equal(b.g.flags[i], a[f].flags[j] & (MmFlags)~MM_F_LEAF);
+				if (b.g.vd[i].value != v.value || b.g.vd[i].depth != v.depth)
+					fail_msg("round %d node %u: moves form (%d, %d), analysis "
+					         "form %d (%d, %d)",
+					         round, i, b.g.vd[i].value, b.g.vd[i].depth, f,
+					         v.value, v.depth);
+			}
+		}
+		mm_graph_free(&a[0]);
+		mm_graph_free(&a[1]);
+		gb_free(&b);
+	}
+	printf("rounds with a perpetual-check loop: %d of 1000\n", loops);
+	assert_true(loops > 50);
 }
 
 /* A stop asked of a cycle search on a graph larger than it searches between
@@ -852,6 +951,7 @@ int main(void)
 	    cmocka_unit_test(test_graph__random_cyclic_graphs_equal_the_game_value),
 	    cmocka_unit_test(test_graph__scc_matches_reachability),
 	    cmocka_unit_test(test_graph__a_cycle_search_stops_when_asked),
+	    cmocka_unit_test(test_graph__the_analysis_form_equals_the_moves_form),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
