@@ -61,10 +61,16 @@ static void gb_leaf(GB *b, uint32_t i, int value)
 	gb_move(b, i, MM_NONE, value);
 }
 
-static MmStats gb_run(GB *b)
+/* The last nodes' move starts: the graph is whole. */
+static void gb_end(GB *b)
 {
 	for (uint32_t k = b->cur + 1; k <= b->g.n; k++) b->g.mstart[k] = (uint32_t)b->g.nmoves;
 	b->cur = (uint32_t)b->g.n;
+}
+
+static MmStats gb_run(GB *b)
+{
+	gb_end(b);
 	MmStats st;
 	assert_int_equal(mm_backup(&b->g, &st), 0);
 	return st;
@@ -773,8 +779,7 @@ static void test_graph__the_analysis_form_equals_the_moves_form(void **state)
 		size_t n = 2 + ts_rand(&rng) % 30;
 		GB b;
 		random_graph(&b, &rng, n, 0, 5, 3);
-		for (uint32_t k = b.cur + 1; k <= n; k++) b.g.mstart[k] = (uint32_t)b.g.nmoves;
-		b.cur = (uint32_t)n;
+		gb_end(&b);
 		/* The analysis form, made here as a caller would: in the same
 		 * numbering, then in a shuffled one (node i is numbered at[i]). */
 		uint32_t at[2][32], rank[32];
@@ -858,8 +863,7 @@ static void test_graph__a_cycle_search_stops_when_asked(void **state)
 	gb_begin(&b, n);
 	for (uint32_t i = 0; i + 1 < n; i++) gb_edge(&b, i, i + 1);
 	gb_leaf(&b, (uint32_t)n - 1, 5);
-	for (uint32_t k = b.cur + 1; k <= n; k++) b.g.mstart[k] = (uint32_t)b.g.nmoves;
-	b.cur = (uint32_t)n;
+	gb_end(&b);
 	uint32_t *comp = malloc(n * sizeof *comp);
 	assert_non_null(comp);
 	b.g.stop = &chain_stop;
@@ -893,8 +897,7 @@ static void test_graph__scc_matches_reachability(void **state)
 					gb_edge(&b, i, (uint32_t)(ts_rand(&rng) % n));
 			}
 		}
-		for (uint32_t k = b.cur + 1; k <= n; k++) b.g.mstart[k] = (uint32_t)b.g.nmoves;
-		b.cur = (uint32_t)n;
+		gb_end(&b);
 		/* reachability by Floyd–Warshall over booleans */
 		bool *r = calloc(n * n, sizeof *r);
 		uint32_t *comp = malloc(n * sizeof *comp);
