@@ -30,6 +30,7 @@
 #include "minimax/bookmm.h"
 #include "minimax/bookmm_priv.h"
 #include "minimax/mmfile.h"
+#include "shogi/bigmem.h"
 #include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -1458,6 +1459,17 @@ static char *graph_unstamped(const char *dir, size_t *len)
 	return s;
 }
 
+/* The twins keep the same graph file, but for its stamp. */
+static void same_graphs(const Twins *t)
+{
+	size_t la, lb;
+	char *ga = graph_unstamped(t->da, &la), *gb = graph_unstamped(t->db, &lb);
+	assert_int_equal(la, lb);
+	assert_memory_equal(ga, gb, la);
+	free(ga);
+	free(gb);
+}
+
 /* A run whose graph arrays went to files (--memory 1M) and whose children
  * were looked up in sorted runs on disk stores the same values and keeps the
  * same graph as one in memory: whole-book, then incremental.
@@ -1509,13 +1521,85 @@ static void test_minimax__a_run_past_its_memory_budget_equals_one_within_it(void
 		if (round == 0)
 			for (int k = 0; k < 40; k++) random_result(t.a, t.b, &rng);
 		twins_close(&t);
-		size_t la, lb;
-		char *ga = graph_unstamped(t.da, &la), *gb = graph_unstamped(t.db, &lb);
-		assert_int_equal(la, lb);
-		assert_memory_equal(ga, gb, la);
-		free(ga);
-		free(gb);
+		same_graphs(&t);
 	}
+	twins_free(&t);
+}
+
+/* The phases a run went through, in order; a stop asked at one of them. */
+typedef struct {
+	char seen[16][16];
+	int n;
+	const char *stop_at;
+	atomic_bool *stop;
+} PhaseLog;
+
+static void log_phase(void *ctx, const char *phase, size_t done, size_t total)
+{
+	(void)done;
+	(void)total;
+	PhaseLog *l = ctx;
+	if (l->n < 16 && (l->n == 0 || strcmp(l->seen[l->n - 1], phase)))
+		snprintf(l->seen[l->n++], sizeof l->seen[0], "%s", phase);
+	if (l->stop_at && !strcmp(phase, l->stop_at)) atomic_store(l->stop, true);
+}
+
+/* Where phase first came in the log: its index, or -1. */
+static int phase_at(const PhaseLog *l, const char *phase)
+{
+	for (int k = 0; k < l->n; k++)
+		if (!strcmp(l->seen[k], phase)) return k;
+	return -1;
+}
+
+/*
+ * A whole-book run with arrays in files writes the graph file before the
+ * records (beside them they would take the page cache from each other), one
+ * within its budget beside them; the same book and graph either way. Stopped
+ * while it writes the graph first, it leaves neither the book's records nor
+ * a graph file touched (none kept, no temporary one).
+ */
+static void test_minimax__with_arrays_in_files_the_graph_is_written_first(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_minimax__with_arrays_in_files_the_graph_is_written_first");
+	Twins t;
+	char book[600], path[700];
+	synth_twins(&t, book, sizeof book, 80000, rng);
+	twins_open(&t, 0);
+	atomic_bool stop;
+	atomic_init(&stop, false);
+	PhaseLog stopped = {.stop_at = "graph", .stop = &stop}, first = {0}, beside = {0};
+	BookmmOptions o = {
+	    .full = true, .progress = log_phase, .progress_ctx = &stopped, .stop = &stop};
+	BookmmStats st;
+	char err[BOOKMM_ERRLEN] = "";
+	bigmem_configure(1u << 20, book);
+	assert_int_equal(bookmm_run(&st, t.a, &o, err), BOOKMM_ESTOPPED);
+	assert_non_null(strstr(err, "writing the graph"));
+	assert_true(phase_at(&stopped, "graph") > phase_at(&stopped, "analysis"));
+	assert_int_equal(phase_at(&stopped, "writing"), -1);
+	same_books_as(t.a, t.b, false);
+	snprintf(path, sizeof path, "%s/minimax.graph", book);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof path, "%s/minimax.graph.tmp", book);
+	assert_int_equal(access(path, F_OK), -1);
+	BigmemStats bs;
+	bigmem_stats(&bs);
+	assert_true(bs.file_peak > 1000000);
+	o = (BookmmOptions){.full = true, .progress = log_phase, .progress_ctx = &first};
+	run_ok(&st, t.a, &o);
+	assert_true(phase_at(&first, "graph") >= 0);
+	assert_true(phase_at(&first, "graph") < phase_at(&first, "writing"));
+	assert_true(!strcmp(first.seen[first.n - 1], "writing"));
+	bigmem_configure(0, NULL);
+	o.progress_ctx = &beside;
+	run_ok(&st, t.b, &o);
+	assert_true(phase_at(&beside, "writing") >= 0);
+	assert_true(phase_at(&beside, "writing") < phase_at(&beside, "graph"));
+	same_books_as(t.a, t.b, true);
+	twins_close(&t);
+	same_graphs(&t);
 	twins_free(&t);
 }
 
@@ -1652,6 +1736,7 @@ int main(void)
 	    cmocka_unit_test(test_minimax__a_run_applied_by_another_writer_equals_the_whole_book),
 	    cmocka_unit_test(test_minimax__killed_runs_leave_a_book_the_next_run_gets_right),
 	    cmocka_unit_test(test_minimax__a_run_past_its_memory_budget_equals_one_within_it),
+	    cmocka_unit_test(test_minimax__with_arrays_in_files_the_graph_is_written_first),
 	    cmocka_unit_test(test_minimax__results_stored_during_the_write_back_stay),
 	    cmocka_unit_test(test_minimax__incremental_after_think_equals_full),
 	    cmocka_unit_test(test_minimax__command_prints_json_and_rejects_bad_arguments),
