@@ -536,17 +536,17 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, c
  * this order a node's children were numbered just before it, so the cycle
  * search, which starts from each node in turn, finds them done, and the
  * nodes it reads at once lie together (two plies' worth), where in key order
- * they lie anywhere in arrays that may be larger than memory. order[j] gets
- * node j's key index; pos[i], key index i's node. 0 or -1.
+ * they lie anywhere in arrays that may be larger than memory. pos[i] gets
+ * key index i's number (b->order, the other way, is made from it once the
+ * graph is: not both at once). 0 or -1.
  */
 static int number_deepest_first(BookGraph *b, uint32_t **posp)
 {
 	size_t n = b->n;
-	uint32_t *order = bigmem_alloc((n + 1) * sizeof *order);
 	uint32_t *pos = bigmem_alloc((n + 1) * sizeof *pos);
 	size_t *at = calloc(UINT16_MAX + 2, sizeof *at);
-	if (!order || !pos || !at) {
-		bigmem_free(order), bigmem_free(pos), free(at);
+	if (!pos || !at) {
+		bigmem_free(pos), free(at);
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) at[b->ply[i]]++;
@@ -556,15 +556,10 @@ static int number_deepest_first(BookGraph *b, uint32_t **posp)
 		at[p] = start;
 		start += c;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		size_t j = at[b->ply[i]]++;
-		order[j] = i;
-		pos[i] = (uint32_t)j;
-	}
+	for (uint32_t i = 0; i < n; i++) pos[i] = (uint32_t)at[b->ply[i]]++;
 	free(at);
 	bigmem_free(b->ply);
 	b->ply = NULL;
-	b->order = order;
 	*posp = pos;
 	return 0;
 }
@@ -580,7 +575,7 @@ static int number_deepest_first(BookGraph *b, uint32_t **posp)
  * file's thread makes them anew). Its cycles are relaxed in key order
  * (g->rank), as they would be in the key order's numbering.
  * Memory: 16 bytes a node (flags, values, edge starts, best leaves, order)
- * and 4 an edge; while it is made, 6 more a node.
+ * and 4 an edge; while it is made, 2 more a node.
  */
 static int build_analysis(BookGraph *b)
 {
@@ -618,7 +613,6 @@ static int build_analysis(BookGraph *b)
 		bigmem_free(kf);
 		return -1;
 	}
-	g->rank = b->order;
 	g->flags = bigmem_alloc((n + 1) * sizeof *g->flags);
 	g->vd = bigmem_alloc((n + 1) * sizeof *g->vd);
 	g->estart = bigmem_alloc((n + 2) * sizeof *g->estart);
@@ -669,7 +663,14 @@ static int build_analysis(BookGraph *b)
 		}
 	}
 	bigmem_free(kf);
+	b->order = bigmem_alloc((n + 1) * sizeof *b->order);
+	if (!b->order) {
+		bigmem_free(pos);
+		return -1;
+	}
+	for (uint32_t i = 0; i < n; i++) b->order[pos[i]] = i;
 	bigmem_free(pos);
+	g->rank = b->order;
 	return 0;
 }
 
