@@ -96,7 +96,6 @@ typedef struct {
 	MmGraph g;
 	uint32_t *order;
 	size_t kept_moves, kept_edges; /* the moves and edges it counts */
-	bool graph_file_first;         /* written before the records, not beside them */
 } BookGraph;
 
 static void bg_free(BookGraph *b)
@@ -631,19 +630,17 @@ static int build_analysis(BookGraph *b)
 			continue;
 		}
 		if (b->structure[i] & MMF_INCHECK) f |= MM_F_CHECKED;
+		g->flags[pos[i]] = f;
 		uint32_t ne = 0;
 		for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++) {
 			uint32_t c = b->moves[k].next;
 			if (c == MM_NONE) {
 				b->kept_moves++;
-				int16_t v = b->moves[k].value;
-				if (!(f & MM_F_LEAF) || v > g->leaf[pos[i]]) g->leaf[pos[i]] = v;
-				f |= MM_F_LEAF;
+				mm_leaf_add(g, pos[i], b->moves[k].value);
 			} else {
 				ne += (kf[c] & F_VALUED) != 0;
 			}
 		}
-		g->flags[pos[i]] = f;
 		g->estart[pos[i] + 1] = ne;
 	}
 	for (size_t j = 0; j < n; j++) g->estart[j + 1] += g->estart[j];
@@ -1119,8 +1116,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	 * other, 9 s and 19 s): the file comes first. */
 	BigmemStats bs;
 	bigmem_stats(&bs);
-	b.graph_file_first = bs.file_bytes > 0;
-	bool threaded = !b.graph_file_first && pthread_create(&gt, NULL, graph_file_main, &gf) == 0;
+	bool threaded = bs.file_bytes == 0 && pthread_create(&gt, NULL, graph_file_main, &gf) == 0;
 	if (!threaded) {
 		bookmm_report(opt, "graph", 0, 0);
 		if (opt->stop) gf.until = opt->stop;

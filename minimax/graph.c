@@ -50,14 +50,10 @@ static int make_edges(MmGraph *g, bool leaves)
 		if (leaves) g->flags[i] &= (MmFlags)~MM_F_LEAF;
 		for (uint32_t k = g->mstart[i]; k < g->mstart[i + 1]; k++) {
 			const MmMove *m = &g->moves[k];
-			if (m->next != MM_NONE) {
+			if (m->next != MM_NONE)
 				g->edge[w++] = m->next;
-			} else if (!leaves) {
-				continue;
-			} else if (!(g->flags[i] & MM_F_LEAF) || m->value > g->leaf[i]) {
-				g->leaf[i] = m->value;
-				g->flags[i] |= MM_F_LEAF;
-			}
+			else if (leaves)
+				mm_leaf_add(g, (uint32_t)i, m->value);
 		}
 	}
 	g->estart[n] = (uint32_t)w;
@@ -80,15 +76,19 @@ static inline int side_of(const MmGraph *g, uint32_t i)
 	return (g->flags[i] & MM_F_WHITE) ? 1 : 0;
 }
 
+/* best, or node i's best leaf (depth 0) when that is better. */
+static inline MmVd with_leaf(const MmGraph *g, uint32_t i, MmVd best)
+{
+	if (!(g->flags[i] & MM_F_LEAF)) return best;
+	MmVd v = {g->leaf[i], 0};
+	return mm_vd_better(v, best) ? v : best;
+}
+
 /* The best move's (value, depth) from node i's own side: its best leaf's
  * or an edge's. */
 static inline MmVd best_move(const MmGraph *g, uint32_t i)
 {
-	MmVd best = {-MM_VALUE_INF, MM_DEPTH_MAX};
-	if (g->flags[i] & MM_F_LEAF) {
-		MmVd v = {g->leaf[i], 0};
-		if (mm_vd_better(v, best)) best = v;
-	}
+	MmVd best = with_leaf(g, i, (MmVd){-MM_VALUE_INF, MM_DEPTH_MAX});
 	for (uint32_t k = g->estart[i]; k < g->estart[i + 1]; k++) {
 		MmVd v = g->vd[g->edge[k]];
 		if (mm_vd_better(v, best)) best = v;
@@ -185,11 +185,7 @@ static MmVd dfs_loop(MmGraph *g, uint32_t i)
 		return v;
 	}
 	g->flags[i] |= MM_F_PATH;
-	MmVd best = {-MM_VALUE_INF, 0};
-	if (g->flags[i] & MM_F_LEAF) {
-		MmVd v = {g->leaf[i], 0};
-		if (mm_vd_better(v, best)) best = v;
-	}
+	MmVd best = with_leaf(g, i, (MmVd){-MM_VALUE_INF, 0});
 	for (uint32_t k = g->estart[i]; k < g->estart[i + 1]; k++) {
 		MmVd v = dfs_loop(g, g->edge[k]);
 		if (mm_vd_better(v, best)) best = v;

@@ -807,13 +807,10 @@ static void test_graph__the_analysis_form_equals_the_moves_form(void **state)
 				x->estart[j] = w;
 				for (uint32_t k = b.g.mstart[i]; k < b.g.mstart[i + 1]; k++) {
 					const MmMove *m = &b.g.moves[k];
-					if (m->next != MM_NONE) {
+					if (m->next != MM_NONE)
 						x->edge[w++] = at[f][m->next];
-					} else if (!(x->flags[j] & MM_F_LEAF) ||
-					           m->value > x->leaf[j]) {
-						x->leaf[j] = m->value;
-						x->flags[j] |= MM_F_LEAF;
-					}
+					else
+						mm_leaf_add(x, j, m->value);
 				}
 			}
 			x->estart[n] = w;
