@@ -5,6 +5,7 @@
 #include "bookdb/bookdb_priv.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
+#include "shogi/memuse.h"
 
 #include <errno.h>
 #include <lmdb.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -442,8 +444,8 @@ static int env_open_locked(BookDB *db, const BookDBOptions *opt, bool exists, ch
 	if ((rc = mdb_env_set_maxdbs(db->env, 8)) || (rc = mdb_env_set_maxreaders(db->env, 256)) ||
 	    (rc = mdb_env_set_mapsize(db->env, opt->map_size ? opt->map_size : DEFAULT_MAP_SIZE)))
 		goto fail_lmdb;
-	unsigned flags =
-	    MDB_NOTLS | (opt->read_only ? MDB_RDONLY : 0) | (opt->no_sync ? MDB_NOSYNC : 0);
+	unsigned flags = MDB_NOTLS | (opt->read_only ? MDB_RDONLY : 0) |
+	                 (opt->no_sync ? MDB_NOSYNC : 0) | (db->random ? MDB_NORDAHEAD : 0);
 	if ((rc = mdb_env_open(db->env, db->dir, flags, 0664))) goto fail_lmdb;
 	bdb_damage_watch(db, true);
 	if (exists && (rc = check_file_size(db, path, err))) return rc;
@@ -476,8 +478,11 @@ int bookdb_reopen(BookDB *db, char *err)
 {
 	unsigned flags = 0;
 	if (db->env) mdb_env_get_flags(db->env, &flags);
-	BookDBOptions o = {
-	    .read_only = db->read_only, .must_exist = true, .no_sync = (flags & MDB_NOSYNC) != 0};
+	BookDBOptions o = {.read_only = db->read_only,
+	                   .must_exist = true,
+	                   .no_sync = (flags & MDB_NOSYNC) != 0,
+	                   .random = db->random,
+	                   .random_above = 1};
 	bdb_damage_unwatch(db);
 	if (db->env) mdb_env_close(db->env);
 	db->env = NULL;
@@ -509,6 +514,9 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/data.mdb", dir);
 	bool exists = stat(path, &st) == 0;
+	uint64_t size = exists ? (uint64_t)st.st_size : 0;
+	db->random = opt->random && (opt->random_above ? size > opt->random_above
+	                                               : memuse_too_large_to_cache(size));
 	if (!exists && (opt->read_only || opt->must_exist)) {
 		rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ENOBOOK, "%s: no book there", dir);
 		goto fail;
@@ -965,6 +973,7 @@ int bookdb_kv_iter_open(BookIter **out, BookTxn *t, BookDbName db)
 		return bdb_xlate(rc);
 	}
 	it->pos = db == BOOKDB_POS;
+	it->ahead_asked = t->db->random;
 	*out = it;
 	return 0;
 }
@@ -984,6 +993,27 @@ int bookdb_iter_open(BookIter **out, BookTxn *t)
 	return bookdb_kv_iter_open(out, t, BOOKDB_POS);
 }
 
+/*
+ * A pass over a book opened for random reads asks for its pages ahead itself
+ * (without, a cold pass waits for each 4 KiB page in turn: 3x slower). The
+ * leaf pages of a book written in key order (a rebuilt or compacted one) lie
+ * in the file in key order, so the pages past the current one are the pass's
+ * next; where they are not, the window is only read for nothing.
+ */
+enum { SCAN_AHEAD = 2 << 20 };
+
+static void scan_ahead(BookIter *it, const void *at)
+{
+	static uintptr_t page_mask;
+	if (!page_mask) page_mask = ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
+	const char *p = at;
+	if (it->ahead_to && p >= it->ahead_from && p < it->ahead_to - SCAN_AHEAD / 2) return;
+	char *from = (char *)((uintptr_t)p & page_mask);
+	(void)madvise(from, SCAN_AHEAD, MADV_WILLNEED);
+	it->ahead_from = from;
+	it->ahead_to = from + SCAN_AHEAD;
+}
+
 int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void **val,
                         size_t *vlen)
 {
@@ -1000,6 +1030,7 @@ int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void
 	bdb_pos_reads_tls += it->pos;
 	if (rc == MDB_NOTFOUND) return 0;
 	if (rc) return bdb_xlate(rc);
+	if (it->ahead_asked) scan_ahead(it, k.mv_data);
 	*key = k.mv_data;
 	*klen = k.mv_size;
 	*val = v.mv_data;

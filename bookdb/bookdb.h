@@ -98,8 +98,16 @@ typedef struct {
 	                    "DIR: no book there", as for a mistyped path) */
 	size_t map_size; /* initial map size in bytes for a new or small book; 0: 256 MiB */
 	bool no_sync;    /* do not fsync on commit (safe against process crashes, not OS ones) */
-	const char *settings; /* creation settings stored in meta "settings" (new books) */
-	uint64_t changes_max; /* entries the change log may hold; 0: BOOKDB_CHANGES_MAX */
+	bool random;     /* the process reads the book at random (a search, a server), not in
+	                    passes: when the book is larger than half the memory the process
+	                    may have (memuse_too_large_to_cache), no read-ahead (LMDB's
+	                    MDB_NORDAHEAD), so that a read costs the page it needs, not a
+	                    window evicting the pages the next reads need; its passes
+	                    (BookIter) ask for the pages ahead themselves */
+	uint64_t random_above; /* with random: no read-ahead for a book larger than these
+	                          bytes instead (1: any book) */
+	const char *settings;  /* creation settings stored in meta "settings" (new books) */
+	uint64_t changes_max;  /* entries the change log may hold; 0: BOOKDB_CHANGES_MAX */
 } BookDBOptions;
 
 typedef struct BookDB BookDB;

@@ -31,6 +31,7 @@ struct BookDB {
 	MDB_env *env;
 	MDB_dbi dbi[BOOKDB_NDBS];
 	bool read_only;
+	bool random;      /* opened for random reads: no read-ahead (BookDBOptions.random) */
 	bool has_changes; /* false only for a version-1 book opened read-only */
 	bool has_marks;   /* false only for a book without marks opened read-only */
 	uint64_t changes_max;
@@ -94,6 +95,9 @@ struct BookIter {
 	MDB_cursor *cur;
 	bool pos; /* over the pos database: its steps count in bookdb_pos_reads */
 	bool started;
+	bool ahead_asked; /* the book is read at random (BookDBOptions.random): the pass asks
+	                     for the pages ahead itself, [ahead_from, ahead_to) last */
+	const char *ahead_from, *ahead_to;
 	MDB_val from; /* bookdb_kv_iter_open_at: the first call seeks here (mv_data NULL: none) */
 	uint8_t from_buf[64];
 };

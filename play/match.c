@@ -680,7 +680,7 @@ static int open_books(Match *m, char *err)
 			continue;
 		}
 		char berr[BOOKDB_ERRLEN];
-		BookDBOptions bo = {.read_only = true};
+		BookDBOptions bo = {.read_only = true, .random = true};
 		if (bookdb_open(&m->book[s], dir, &bo, berr) < 0)
 			return errmsg_set(err, MATCH_ERRLEN, MATCH_EBOOK, "book %c: %s",
 			                  s ? 'B' : 'A', berr);

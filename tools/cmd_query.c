@@ -85,7 +85,7 @@ int cmd_query(int argc, char **argv)
 		ret = 2;
 		goto done;
 	}
-	BookDBOptions opt = {.read_only = true};
+	BookDBOptions opt = {.read_only = true, .random = true};
 	int rc = bookdb_open(&db, book, &opt, err);
 	if (rc) {
 		joseki_error("%s", err);

@@ -98,7 +98,7 @@ int cmd_select(int argc, char **argv)
 		joseki_error("out of memory");
 		goto done;
 	}
-	BookDBOptions bo = {.read_only = true};
+	BookDBOptions bo = {.read_only = true, .random = true};
 	if ((rc = bookdb_open(&db, book, &bo, err)) < 0) {
 		joseki_error("select: %s", err);
 		goto done;

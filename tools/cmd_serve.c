@@ -506,9 +506,10 @@ int cmd_serve(int argc, char **argv)
 	/* The coordinator writes: read-write, with a map large enough that it
 	 * never grows under the server's readers; either way, a book that is not
 	 * there is an error, not a new one. */
-	BookDBOptions bo = work_on
-	                       ? (BookDBOptions){.must_exist = true, .map_size = (size_t)1 << 38}
-	                       : (BookDBOptions){.read_only = true};
+	BookDBOptions bo =
+	    work_on
+	        ? (BookDBOptions){.must_exist = true, .map_size = (size_t)1 << 38, .random = true}
+	        : (BookDBOptions){.read_only = true, .random = true};
 	if (bookdb_open(&db, book, &bo, err) < 0) {
 		joseki_error("serve: %s", err);
 		return 1;

@@ -415,7 +415,7 @@ int cmd_think(int argc, char **argv)
 		}
 	}
 	/* A mistyped path is not a new book: that takes --new. */
-	BookDBOptions bo = {.must_exist = !fresh};
+	BookDBOptions bo = {.must_exist = !fresh, .random = true};
 	int orc = bookdb_open(&db, book, &bo, err);
 	if (orc < 0) {
 		joseki_error("think: %s%s", err,

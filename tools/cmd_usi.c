@@ -55,7 +55,7 @@ int cmd_usi(int argc, char **argv)
 	int ret = 1;
 	if (book) {
 		char err[BOOKDB_ERRLEN];
-		BookDBOptions opt = {.read_only = true};
+		BookDBOptions opt = {.read_only = true, .random = true};
 		if (bookdb_open(&b.db, book, &opt, err) < 0) {
 			joseki_error("usi: %s", err);
 			goto done;

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <cmocka.h>
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/synth.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -279,6 +282,124 @@ static void test_bookdb__put_get_iterate(void **state)
 	/* A read transaction cannot write. */
 	assert_int_equal(bookdb_kv_put(txn, BOOKDB_WORK, "k", 1, "v", 1), BOOKDB_EREADONLY);
 	bookdb_txn_abort(txn);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* A pass over db: the records read, and a hash of their keys and values in order. */
+static uint64_t pass_digest(BookDB *db, uint64_t *n)
+{
+	BookTxn *txn;
+	BookIter *it;
+	Key k;
+	const uint8_t *val;
+	size_t len;
+	uint64_t h = 1469598103934665603ULL;
+	int rc;
+	*n = 0;
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookdb_iter_open(&it, txn), 0);
+	while ((rc = bookdb_iter_next(it, &k, &val, &len)) == 1) {
+		h = (h ^ k.hi ^ (k.lo << 1)) * 1099511628211ULL;
+		for (size_t i = 0; i < len; i++) h = (h ^ val[i]) * 1099511628211ULL;
+		++*n;
+	}
+	assert_int_equal(rc, 0);
+	bookdb_iter_free(it);
+	bookdb_txn_abort(txn);
+	return h;
+}
+
+/* The pages of the file at path in the page cache now (mincore over a map of it). */
+static size_t resident_pages(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = ((size_t)st.st_size + page - 1) / page;
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(map != MAP_FAILED);
+	unsigned char *in = malloc(pages);
+	assert_non_null(in);
+	assert_int_equal(mincore(map, (size_t)st.st_size, in), 0);
+	size_t n = 0;
+	for (size_t i = 0; i < pages; i++) n += in[i] & 1;
+	free(in);
+	munmap(map, (size_t)st.st_size);
+	close(fd);
+	return n;
+}
+
+/* Drops path's pages from the page cache: true when the file system let it. */
+static bool evict(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	fdatasync(fd);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	close(fd);
+	return resident_pages(path) < 64;
+}
+
+/* One record read by a pass over db (opened for random reads), its pages
+ * evicted first: the pages ahead of it come in (well past the handful a
+ * lookup reads), asked for by the pass itself. Waits for them (the kernel
+ * reads them in the background), for at most a minute. */
+static void pass_reads_ahead(BookDB *db, const char *data)
+{
+	if (!evict(data)) {
+		print_message("    (the file system keeps %s's pages: read-ahead not observable)\n",
+		              data);
+		return;
+	}
+	BookTxn *txn;
+	BookIter *it;
+	Key k;
+	const uint8_t *val;
+	size_t len;
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookdb_iter_open(&it, txn), 0);
+	assert_int_equal(bookdb_iter_next(it, &k, &val, &len), 1);
+	size_t n = 0;
+	for (int i = 0; i < 60000 && (n = resident_pages(data)) < 256; i++) usleep(1000);
+	assert_true(n >= 256);
+	bookdb_iter_free(it);
+	bookdb_txn_abort(txn);
+}
+
+/* A book opened for random reads (BookDBOptions.random: no read-ahead) gives
+ * a pass the same records as one opened for passes, the pass asking for the
+ * pages ahead itself; the option survives a reopen. */
+static void test_bookdb__a_pass_over_a_book_read_at_random_reads_ahead(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[4200], data[4300], err[BOOKDB_ERRLEN];
+	snprintf(path, sizeof path, "%s/book", dir);
+	snprintf(data, sizeof data, "%s/data.mdb", path);
+	BookDB *db;
+	assert_int_equal(bookdb_open(&db, path, NULL, err), 0);
+	BookSynthOptions so = {.positions = 60000, .seed = 5};
+	BookSynthStats st;
+	assert_int_equal(bookdb_synth(&st, db, &so, err), 0);
+	uint64_t n, m;
+	uint64_t h = pass_digest(db, &n);
+	assert_int_equal(n, 60000);
+	bookdb_free(db);
+
+	/* (The pages a process has mapped stay in the cache: each check starts
+	 * from a book just opened.) */
+	BookDBOptions ro = {.read_only = true, .random = true, .random_above = 1};
+	assert_int_equal(bookdb_open(&db, path, &ro, err), 0);
+	pass_reads_ahead(db, data);
+	assert_true(pass_digest(db, &m) == h);
+	assert_int_equal(m, n);
+	bookdb_free(db);
+	assert_int_equal(bookdb_open(&db, path, &ro, err), 0);
+	assert_int_equal(bookdb_reopen(db, err), 0);
+	pass_reads_ahead(db, data);
+	assert_true(pass_digest(db, &m) == h);
 	bookdb_free(db);
 	ts_rmtree(dir);
 	free(dir);
@@ -1205,6 +1326,7 @@ int main(void)
 	    cmocka_unit_test(test_bookdb__packing_rebuilds_random_positions),
 	    cmocka_unit_test(test_bookdb__nodes_keep_three_significant_bits),
 	    cmocka_unit_test(test_bookdb__put_get_iterate),
+	    cmocka_unit_test(test_bookdb__a_pass_over_a_book_read_at_random_reads_ahead),
 	    cmocka_unit_test(test_bookdb__other_schema_version_is_refused),
 	    cmocka_unit_test(test_bookdb__version_2_is_upgraded_and_a_newer_one_named),
 	    cmocka_unit_test(test_bookdb__map_grows_by_itself),
