@@ -76,10 +76,97 @@ uint64_t memuse_anon_peak(void)
 	return atomic_load(&peak);
 }
 
+/* The number in file (a control group's limit), or UINT64_MAX when there is
+ * none ("max", a file that is not there). */
+static uint64_t read_limit(const char *file)
+{
+	FILE *f = fopen(file, "r");
+	if (!f) return UINT64_MAX;
+	unsigned long long v;
+	int n = fscanf(f, "%llu", &v);
+	fclose(f);
+	return n == 1 ? (uint64_t)v : UINT64_MAX;
+}
+
+/* The least of name's limits in the group at root/path and its ancestors. */
+static uint64_t least_limit(const char *root, const char *path, const char *name)
+{
+	char dir[4096], file[4200];
+	size_t top = strlen(root);
+	size_t plen = strlen(path);
+	if (top + plen >= sizeof dir) return UINT64_MAX;
+	memcpy(dir, root, top);
+	memcpy(dir + top, path, plen + 1);
+	uint64_t least = UINT64_MAX;
+	for (;;) {
+		if (snprintf(file, sizeof file, "%s/%s", dir, name) >= (int)sizeof file) break;
+		uint64_t l = read_limit(file);
+		if (l < least) least = l;
+		char *slash = strrchr(dir + top, '/');
+		if (!slash) break;
+		*slash = 0;
+	}
+	return least;
+}
+
+uint64_t memuse_group_limit(const char *groups, const char *root)
+{
+	/* Lines "ID:CONTROLLERS:PATH": version 1's memory controller has a line
+	 * of its own; version 2's one hierarchy is "0::PATH". */
+	char v1[4096] = "", v2[4096] = "";
+	const char *line = groups;
+	while (line && *line) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		const char *c1 = memchr(line, ':', len);
+		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
+		if (c2 && c2[1] == '/') {
+			size_t plen = len - (size_t)(c2 + 1 - line);
+			char ctl[256];
+			size_t clen = (size_t)(c2 - c1 - 1);
+			if (plen < sizeof v1 && clen < sizeof ctl) {
+				memcpy(ctl, c1 + 1, clen);
+				ctl[clen] = 0;
+				bool memory = false;
+				for (char *t = strtok(ctl, ","); t; t = strtok(NULL, ","))
+					memory |= !strcmp(t, "memory");
+				char *to = memory                             ? v1
+				           : !clen && !strncmp(line, "0:", 2) ? v2
+				                                              : NULL;
+				if (to) {
+					memcpy(to, c2 + 1, plen);
+					to[plen] = 0;
+				}
+			}
+		}
+		line = end ? end + 1 : NULL;
+	}
+	char dir[4200];
+	if (*v1) {
+		snprintf(dir, sizeof dir, "%s/memory", root);
+		return least_limit(dir, v1, "memory.limit_in_bytes");
+	}
+	if (*v2) return least_limit(root, v2, "memory.max");
+	return UINT64_MAX;
+}
+
 uint64_t memuse_ram(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-	return pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+	uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+	char groups[8192];
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	size_t n = f ? fread(groups, 1, sizeof groups - 1, f) : 0;
+	if (f) fclose(f);
+	groups[n] = 0;
+	uint64_t limit = memuse_group_limit(groups, "/sys/fs/cgroup");
+	return limit < ram || !ram ? (limit == UINT64_MAX ? 0 : limit) : ram;
+}
+
+bool memuse_too_large_to_cache(uint64_t bytes)
+{
+	uint64_t ram = memuse_ram();
+	return ram && bytes > ram / 2;
 }
 
 uint64_t memuse_default_budget(void)

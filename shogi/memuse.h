@@ -34,8 +34,22 @@ uint64_t memuse_anon_peak(void);
  * (physical pages), at least 64 MiB. */
 uint64_t memuse_default_budget(void);
 
-/* The machine's physical memory in bytes (0 when it cannot be read). */
+/* The memory the process may have in bytes: the machine's physical memory,
+ * or its control group's limit where that is lower (a container's, a Slurm
+ * job's, systemd's MemoryMax); 0 when neither can be read. */
 uint64_t memuse_ram(void);
+
+/* A file of bytes read at random is better read without the kernel's
+ * read-ahead: it is larger than half the memory the process may have, so
+ * the windows read around each page would evict the pages later reads need
+ * (smaller, read-ahead soon has the file in the page cache in large reads). */
+bool memuse_too_large_to_cache(uint64_t bytes);
+
+/* The memory limit of the control groups a process is in, the least of its
+ * group's and its ancestors': groups is /proc/self/cgroup's text, root the
+ * control groups' mount (/sys/fs/cgroup; version 1's memory hierarchy
+ * under root/memory). UINT64_MAX when no group limits it. */
+uint64_t memuse_group_limit(const char *groups, const char *root);
 
 /*
  * Parses a size as `--memory` takes it: a whole or decimal number with an

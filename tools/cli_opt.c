@@ -62,8 +62,9 @@ int cli_parse_memory(void *dst, char *value, char *msg)
 		char have[32];
 		memuse_format(ram, have, sizeof have);
 		snprintf(msg, CLI_MSGLEN,
-		         "--memory %s: more than this machine's memory (%s); the budget is what "
-		         "the pass may hold in memory before it sorts on disk",
+		         "--memory %s: more than the memory this process may have (%s: the "
+		         "machine's, or its control group's limit); the budget is what the pass "
+		         "may hold in memory before it sorts on disk",
 		         value, have);
 		return -1;
 	}

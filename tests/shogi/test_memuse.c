@@ -52,10 +52,60 @@ static void test_parse_size(void **state)
 static void test_default_budget(void **state)
 {
 	(void)state;
-	uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t ram = memuse_ram();
+	assert_true(ram > 0 && ram <= phys);
 	uint64_t b = memuse_default_budget();
 	assert_true(b >= 64ull << 20);
 	if (ram / 4 >= 64ull << 20) assert_true(b == ram / 4);
+}
+
+/* limit FILE: writes "text\n" into dir/file, the directories made. */
+static void put_limit(const char *dir, const char *rel, const char *text)
+{
+	char path[512], cmd[600];
+	snprintf(path, sizeof path, "%s/%s", dir, rel);
+	snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", path);
+	assert_int_equal(system(cmd), 0);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", text);
+	fclose(f);
+}
+
+/* A control group's limit is the least of its own and its ancestors', in
+ * either version's hierarchy; no limit (v1's huge number, v2's "max", no
+ * file) is none. */
+static void test_group_limit(void **state)
+{
+	(void)state;
+	char root[] = "/tmp/joseki-memuse-XXXXXX";
+	assert_non_null(mkdtemp(root));
+	/* Version 2: the group /a/b is limited by a (3 GiB), not by b ("max"). */
+	put_limit(root, "memory.max", "max");
+	put_limit(root, "a/memory.max", "3221225472");
+	put_limit(root, "a/b/memory.max", "max");
+	assert_true(memuse_group_limit("0::/a/b\n", root) == 3221225472ull);
+	/* ... and by itself where it is the lower. */
+	put_limit(root, "a/b/memory.max", "251658240");
+	assert_true(memuse_group_limit("0::/a/b\n", root) == 251658240ull);
+	/* A group with no limit anywhere, and a process in none. */
+	assert_true(memuse_group_limit("0::/c\n", root) == UINT64_MAX);
+	assert_true(memuse_group_limit("", root) == UINT64_MAX);
+	/* Version 1: the memory controller's line, among others; its
+	 * "unlimited" is a huge number, the lower limit counts. */
+	put_limit(root, "memory/memory.limit_in_bytes", "9223372036854771712");
+	put_limit(root, "memory/job/memory.limit_in_bytes", "9223372036854771712");
+	put_limit(root, "memory/job/step/memory.limit_in_bytes", "1073741824");
+	const char *v1 = "12:pids:/job\n9:cpuset,cpu:/x\n4:memory:/job/step\n1:name=systemd:/job\n";
+	assert_true(memuse_group_limit(v1, root) == 1073741824ull);
+	/* The memory line wins over a version-2 line beside it (a hybrid). */
+	char hybrid[256];
+	snprintf(hybrid, sizeof hybrid, "%s0::/a/b\n", v1);
+	assert_true(memuse_group_limit(hybrid, root) == 1073741824ull);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
 }
 
 static void test_peak(void **state)
@@ -100,6 +150,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_size),
 	    cmocka_unit_test(test_default_budget),
+	    cmocka_unit_test(test_group_limit),
 	    cmocka_unit_test(test_peak),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

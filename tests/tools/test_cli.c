@@ -115,8 +115,8 @@ static void test_cli__bad_usage_reads_the_same_for_every_command(void **state)
 	     "worker: --usi-option wants NAME=VALUE, not 'novalue'"},
 	    {"ingest B x --since yesterday", "ingest: --since wants a date YYYY-MM-DD, not "
 	                                     "'yesterday'"},
-	    {"export B O --memory 99999T", "export: --memory 99999T: more than this machine's "
-	                                   "memory ("},
+	    {"export B O --memory 99999T", "export: --memory 99999T: more than the memory this "
+	                                   "process may have ("},
 	    /* options and positionals */
 	    {"stats B --bogus", "stats: unknown option '--bogus'"},
 	    {"compact B C", "compact: unexpected argument 'C'"},
