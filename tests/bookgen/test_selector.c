@@ -21,6 +21,7 @@
 #include "bookgen/selector.h"
 #include "bookgen/snapshot.h"
 #include "minimax/bookmm.h"
+#include "shogi/bigmem.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -1317,6 +1318,50 @@ static void test_bookgen__select_past_its_memory_budget_selects_the_same_leaves(
 	free(dir);
 }
 
+/* The graph's bytes of a lazy selector just attached to book. */
+static uint64_t attached_graph_bytes(const char *book)
+{
+	BookDB *db = NULL;
+	Selector *z = lazy_selector(&db, book, false);
+	SelStats st;
+	sel_get_stats(&st, z);
+	sel_free(z);
+	bookdb_free(db);
+	return st.graph_bytes;
+}
+
+/* The key map made at attach is for as many nodes as the book has
+ * positions, but for at most an eighth of the budget (16 bytes a node): on
+ * 20,000 positions with a budget of 1 MiB, 8,192 nodes' worth; a search grows
+ * it as it needs, and selects the same leaves. */
+static void test_bookgen__the_key_map_made_at_attach_keeps_to_an_eighth_of_the_budget(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[4096];
+	snprintf(book, sizeof book, "%s/b", dir);
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 20000 --seed 9 --quiet",
+	                         ts_joseki(), book),
+	                 0);
+	uint64_t whole = attached_graph_bytes(book);
+	Key a[30], b[30];
+	uint64_t fa, fb;
+	int na = leaves_of(book, PLAN_COVER, a, 30, &fa);
+	bigmem_configure(1 << 20, NULL);
+	uint64_t capped = attached_graph_bytes(book);
+	int nb = leaves_of(book, PLAN_COVER, b, 30, &fb);
+	bigmem_configure(0, NULL);
+	print_message("    graph at attach: %llu bytes, %llu with 1 MiB\n",
+	              (unsigned long long)whole, (unsigned long long)capped);
+	assert_true(whole >= 40000 * 8);                  /* 2 slots of 8 bytes a position */
+	assert_true(capped <= (1 << 20) / 8 + 64 * 1024); /* the map, and the first nodes */
+	assert_int_equal(na, 30);
+	assert_int_equal(nb, na);
+	assert_memory_equal(a, b, sizeof a);
+	assert_true(fa == fb);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_bookgen__minimax_values_order_the_search_and_change_no_leaf(void **state)
 {
 	(void)state;
@@ -1375,6 +1420,8 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__unthought_root_is_the_first_leaf),
 	    cmocka_unit_test(test_bookgen__select_command_prints_json_leaves),
 	    cmocka_unit_test(test_bookgen__select_past_its_memory_budget_selects_the_same_leaves),
+	    cmocka_unit_test(
+	        test_bookgen__the_key_map_made_at_attach_keeps_to_an_eighth_of_the_budget),
 	    cmocka_unit_test(test_bookgen__minimax_values_order_the_search_and_change_no_leaf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
