@@ -134,10 +134,11 @@ JOSEKI_MUST_USE int mm_push_move(MmGraph *g, MmMove m);
 /* Runs the analysis (check loops, then each strongly connected component as
  * the search completes it, children first); allocates g->vd if NULL.
  * Returns 0, -1 (out of memory) or MM_STOPPED (g->stop set: the values are
- * then partial). Precondition: a frozen node (MM_F_FROZEN) is never on a cycle with unfrozen nodes:
- * every strongly connected component is frozen whole or not at all (the incremental run freezes
- * only the children of its analysed set, whose components it analyses whole); otherwise a frozen
- * value may be overwritten or an unfrozen one left unset. */
+ * then partial). Precondition: a frozen node (MM_F_FROZEN) is never on a
+ * cycle with unfrozen nodes: every strongly connected component is frozen
+ * whole or not at all (the incremental run freezes only the children of its
+ * analysed set, whose components it analyses whole); otherwise a frozen value
+ * may be overwritten or an unfrozen one left unset. */
 #define MM_STOPPED (-2)
 JOSEKI_MUST_USE int mm_backup(MmGraph *g, MmStats *st);
 

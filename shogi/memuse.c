@@ -128,7 +128,9 @@ uint64_t memuse_group_limit(const char *groups, const char *root)
 				memcpy(ctl, c1 + 1, clen);
 				ctl[clen] = 0;
 				bool memory = false;
-				for (char *t = strtok(ctl, ","); t; t = strtok(NULL, ","))
+				char *save;
+				for (char *t = strtok_r(ctl, ",", &save); t;
+				     t = strtok_r(NULL, ",", &save))
 					memory |= !strcmp(t, "memory");
 				char *to = memory                             ? v1
 				           : !clen && !strncmp(line, "0:", 2) ? v2
@@ -160,7 +162,8 @@ uint64_t memuse_ram(void)
 	if (f) fclose(f);
 	groups[n] = 0;
 	uint64_t limit = memuse_group_limit(groups, "/sys/fs/cgroup");
-	return limit < ram || !ram ? (limit == UINT64_MAX ? 0 : limit) : ram;
+	uint64_t least = ram && ram < limit ? ram : limit;
+	return least == UINT64_MAX ? 0 : least;
 }
 
 bool memuse_too_large_to_cache(uint64_t bytes)

@@ -30,8 +30,8 @@ uint64_t memuse_anon_now(void);
  * too). */
 uint64_t memuse_anon_peak(void);
 
-/* The default budget of a whole-book pass: a quarter of the machine's RAM
- * (physical pages), at least 64 MiB. */
+/* The default budget of a whole-book pass: a quarter of the memory the
+ * process may have (memuse_ram), at least 64 MiB. */
 uint64_t memuse_default_budget(void);
 
 /* The memory the process may have in bytes: the machine's physical memory,

@@ -11,12 +11,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "shogi/memuse.h"
+#include "tests/support/support.h"
 
 static void test_parse_size(void **state)
 {
@@ -60,17 +63,18 @@ static void test_default_budget(void **state)
 	if (ram / 4 >= 64ull << 20) assert_true(b == ram / 4);
 }
 
-/* limit FILE: writes "text\n" into dir/file, the directories made. */
+/* Writes "text\n" into dir/rel, the directories on the way made. */
 static void put_limit(const char *dir, const char *rel, const char *text)
 {
-	char path[512], cmd[600];
+	char path[4200], line[64];
 	snprintf(path, sizeof path, "%s/%s", dir, rel);
-	snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", path);
-	assert_int_equal(system(cmd), 0);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fprintf(f, "%s\n", text);
-	fclose(f);
+	for (char *s = strchr(path + strlen(dir) + 1, '/'); s; s = strchr(s + 1, '/')) {
+		*s = 0;
+		assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+		*s = '/';
+	}
+	snprintf(line, sizeof line, "%s\n", text);
+	assert_int_equal(ts_write_file(path, line, strlen(line)), 0);
 }
 
 /* A control group's limit is the least of its own and its ancestors', in
@@ -79,8 +83,7 @@ static void put_limit(const char *dir, const char *rel, const char *text)
 static void test_group_limit(void **state)
 {
 	(void)state;
-	char root[] = "/tmp/joseki-memuse-XXXXXX";
-	assert_non_null(mkdtemp(root));
+	char *root = ts_mkdtemp();
 	/* Version 2: the group /a/b is limited by a (3 GiB), not by b ("max"). */
 	put_limit(root, "memory.max", "max");
 	put_limit(root, "a/memory.max", "3221225472");
@@ -103,9 +106,8 @@ static void test_group_limit(void **state)
 	char hybrid[256];
 	snprintf(hybrid, sizeof hybrid, "%s0::/a/b\n", v1);
 	assert_true(memuse_group_limit(hybrid, root) == 1073741824ull);
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-	assert_int_equal(system(cmd), 0);
+	ts_rmtree(root);
+	free(root);
 }
 
 static void test_peak(void **state)
