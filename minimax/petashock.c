@@ -28,12 +28,14 @@
  *
  * This file: the parallel driver (parts, threads, joins, warnings, temporary
  * files, petashock_run). The graph passes themselves (a record as a node, a
- * node's edges, a node written out) are minimax/petashock_graph.c; what both
- * share is minimax/petashock_priv.h.
+ * node's edges, a node written out) are minimax/petashock_graph.c; step 2
+ * past the memory budget, a join on disk, is minimax/petashock_disk.c; what
+ * they share is minimax/petashock_priv.h.
  */
 #include "minimax/petashock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +77,11 @@ static void report(const PetashockOptions *opt, const char *phase, size_t done)
 	if (opt && opt->progress) opt->progress(opt->progress_ctx, phase, done);
 }
 
+void ps_report(const PsRun *p, const char *phase, size_t done)
+{
+	report(p->opt, phase, done);
+}
+
 /* ---- driver ------------------------------------------------------------------------- */
 
 /*
@@ -85,16 +92,6 @@ static void report(const PetashockOptions *opt, const char *phase, size_t done)
  * passes warnings on as they come; the others keep theirs and hand them on
  * in order after the join.
  */
-#define PS_MAX_PARTS 8
-#define PS_PART_MIN_BYTES (4u << 20) /* automatic: a part per 4 MiB at most */
-#define PS_WARN_KEEP 10000           /* warnings a part keeps word for word */
-
-typedef struct {
-	char **msg;
-	size_t n, cap;
-	size_t dropped; /* further warnings, counted only */
-} WarnBuf;
-
 static void warnbuf_add(void *ctx, const char *msg)
 {
 	WarnBuf *w = ctx;
@@ -107,48 +104,7 @@ static void warnbuf_add(void *ctx, const char *msg)
 	w->msg[w->n++] = copy;
 }
 
-struct PsRun;
-
-typedef struct {
-	struct PsRun *run;
-	int k;
-	uint64_t start, end; /* bytes of the file */
-	long first_line;
-	size_t first_ordinal; /* of its first "sfen" line in the file */
-	size_t node0, n;      /* its nodes: node0 .. node0 + n - 1 */
-	size_t skip0;         /* its first entry in the run's skip list */
-	int rc;
-	char err[256];
-	Position *tmp, *tmp2;
-	/* pass 1 */
-	NodeBuf nb;
-	size_t *skip, nskip, skip_cap; /* ordinals (counted from the part) of bad records */
-	size_t sfen_lines, warnings;
-	WarnBuf wb;
-	/* pass 2 */
-	EdgeBuf eb;
-	/* pass 3 */
-	FILE *out;
-	char *out_path;
-} PsPart;
-
-/* One run's state, shared by its passes. */
-typedef struct PsRun {
-	const char *in_path, *out_path;
-	const PetashockOptions *opt;
-	char *err;
-	size_t errlen;
-	PetashockStats st;
-	Graph g;
-	int nparts;
-	PsPart part[PS_MAX_PARTS];
-	/* Ordinals of records the reader skipped (bad SFEN) in pass 1, skipped
-	 * again by ordinal in the passes that do not parse. */
-	size_t *skip, nskip;
-} PsRun;
-
-/* Runs fn on every part, part 0 in this thread, the others in their own. */
-static void run_parts(PsRun *p, void *(*fn)(void *))
+void ps_run_parts(PsRun *p, void *(*fn)(void *))
 {
 	pthread_t tid[PS_MAX_PARTS];
 	bool started[PS_MAX_PARTS] = {false};
@@ -163,8 +119,7 @@ static void run_parts(PsRun *p, void *(*fn)(void *))
 	}
 }
 
-/* The first failing part's error as the run's, or 0. */
-static int parts_failed(PsRun *p)
+int ps_parts_failed(PsRun *p)
 {
 	for (int k = 0; k < p->nparts; k++)
 		if (p->part[k].rc < 0)
@@ -172,20 +127,18 @@ static int parts_failed(PsRun *p)
 	return 0;
 }
 
-#define part_fail(pt, code, ...) ((pt)->rc = fail((pt)->err, sizeof(pt)->err, code, __VA_ARGS__))
-
 /* Opens a reader on the part's bytes. */
 static int part_open(PsPart *pt, Db2016Reader **r, unsigned flags, Db2016WarnFn warn, void *ctx)
 {
 	PsRun *p = pt->run;
 	int rc = db2016_open(r, p->in_path, flags, warn, ctx);
 	if (rc < 0)
-		return part_fail(pt, PETASHOCK_EIO, "%s: cannot open: %s", p->in_path,
-		                 rc == DB2016_EIO ? "I/O error" : db2016_strerror(rc));
+		return ps_part_fail(pt, PETASHOCK_EIO, "%s: cannot open: %s", p->in_path,
+		                    rc == DB2016_EIO ? "I/O error" : db2016_strerror(rc));
 	if (p->nparts > 1 &&
 	    db2016_set_range(*r, pt->start, pt->k + 1 < p->nparts ? pt->end : UINT64_MAX,
 	                     pt->first_line, pt->first_ordinal) < 0)
-		return part_fail(pt, PETASHOCK_EIO, "%s: cannot seek", p->in_path);
+		return ps_part_fail(pt, PETASHOCK_EIO, "%s: cannot seek", p->in_path);
 	return 0;
 }
 
@@ -206,13 +159,14 @@ static void *part_read_nodes(void *arg)
 	int rc;
 	while ((rc = db2016_next(r, &rec)) == 1) {
 		if (pt->nb.n >= PS_NONE - 1) {
-			part_fail(pt, PETASHOCK_ENOMEM, "%s: too many positions", pt->run->in_path);
+			ps_part_fail(pt, PETASHOCK_ENOMEM, "%s: too many positions",
+			             pt->run->in_path);
 			goto done;
 		}
 		for (size_t o = pt->nb.n + pt->nskip; o < rec.ordinal - pt->first_ordinal; o++) {
 			if (array_grow((void **)&pt->skip, &pt->skip_cap, pt->nskip + 1,
 			               sizeof *pt->skip, 1024)) {
-				part_fail(pt, PETASHOCK_ENOMEM, "out of memory");
+				ps_part_fail(pt, PETASHOCK_ENOMEM, "out of memory");
 				goto done;
 			}
 			pt->skip[pt->nskip++] = o;
@@ -220,14 +174,14 @@ static void *part_read_nodes(void *arg)
 		if (pt->k == 0 && pt->nb.n % PS_PROGRESS_EVERY == 0)
 			report(opt, "reading", pt->nb.n * (size_t)pt->run->nparts);
 		if ((rc = ps_add_node(&pt->nb, &rec)) < 0) {
-			part_fail(pt, rc, "%s:%ld: %s", pt->run->in_path, rec.line,
-			          petashock_strerror(rc));
+			ps_part_fail(pt, rc, "%s:%ld: %s", pt->run->in_path, rec.line,
+			             petashock_strerror(rc));
 			goto done;
 		}
 	}
 	if (rc < 0) {
-		part_fail(pt, PETASHOCK_EIO, "%s: read error after line %ld", pt->run->in_path,
-		          db2016_lines(r));
+		ps_part_fail(pt, PETASHOCK_EIO, "%s: read error after line %ld", pt->run->in_path,
+		             db2016_lines(r));
 		goto done;
 	}
 	pt->n = pt->nb.n;
@@ -301,13 +255,19 @@ static int join_nodes(PsRun *p)
 		free(pt->skip);
 		pt->skip = NULL;
 	}
-	/* Later records override earlier ones with the same key: insert in order. */
-	if (ps_put_all(&g->map, g->keys, n) < 0)
-		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	p->st.nodes = n;
 	p->st.in_check = 0;
 	for (size_t i = 0; i < n; i++)
 		if (g->m.flags[i] & F_CHECKED) p->st.in_check++;
+	/* The key map when it fits the budget; else pass 2 joins on disk. */
+	const PetashockOptions *opt = p->opt;
+	p->buckets =
+	    opt && opt->disk_buckets ? opt->disk_buckets : ps_disk_buckets(n, bigmem_budget());
+	p->st.buckets = p->buckets;
+	if (p->buckets) return 0;
+	/* Later records override earlier ones with the same key: insert in order. */
+	if (ps_put_all(&g->map, g->keys, n) < 0)
+		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	if (keymap_filter_build(&g->map, g->keys) < 0)
 		return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	return 0;
@@ -375,9 +335,9 @@ static int read_nodes(PsRun *p)
 {
 	int rc = plan_parts(p);
 	if (rc < 0) return rc;
-	run_parts(p, part_read_nodes);
+	ps_run_parts(p, part_read_nodes);
 	replay_warnings(p);
-	if ((rc = parts_failed(p)) < 0) return rc;
+	if ((rc = ps_parts_failed(p)) < 0) return rc;
 	return join_nodes(p);
 }
 
@@ -398,15 +358,12 @@ static int next_kept(const PsRun *p, Db2016Reader *r, Db2016Record *rec, size_t 
 
 static int part_changed(PsPart *pt)
 {
-	return part_fail(pt, PETASHOCK_ECHANGED, "%s: input changed between passes",
-	                 pt->run->in_path);
+	return ps_part_fail(pt, PETASHOCK_ECHANGED, "%s: input changed between passes",
+	                    pt->run->in_path);
 }
 
-/* Calls fn on each record of the part that pass 1 kept as a node, with the
- * node's index; stops at fn's first failure (fn sets pt->rc). */
-static void part_each(PsPart *pt, const char *phase,
-                      int (*fn)(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx),
-                      void *ctx)
+void ps_part_each(PsPart *pt, const char *phase,
+                  int (*fn)(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx), void *ctx)
 {
 	PsRun *p = pt->run;
 	Db2016Reader *r = NULL;
@@ -426,24 +383,30 @@ done:
 	db2016_close(r);
 }
 
+int ps_black_position(PsPart *pt, const Db2016Record *rec, const Position **bpos)
+{
+	if (sfen_parse(pt->tmp, rec->sfen, NULL, NULL) < 0 ||
+	    (pt->tmp->side == WHITE && ps_flip_position(pt->tmp2, pt->tmp) < 0))
+		return ps_part_fail(pt, PETASHOCK_ECHANGED, "%s:%ld: input changed between passes",
+		                    pt->run->in_path, rec->line);
+	*bpos = pt->tmp->side == WHITE ? pt->tmp2 : pt->tmp;
+	return 0;
+}
+
 /* Node i's moves (edges to other nodes, or leaves). */
 static int edges_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
 {
 	(void)ctx;
-	const Position *bpos = pt->tmp;
-	if (sfen_parse(pt->tmp, rec->sfen, NULL, NULL) < 0 ||
-	    (pt->tmp->side == WHITE && ps_flip_position(pt->tmp2, pt->tmp) < 0))
-		return part_fail(pt, PETASHOCK_ECHANGED, "%s:%ld: input changed between passes",
-		                 pt->run->in_path, rec->line);
-	if (pt->tmp->side == WHITE) bpos = pt->tmp2;
+	const Position *bpos;
+	if (ps_black_position(pt, rec, &bpos) < 0) return -1;
 	int rc = ps_add_edges(&pt->run->g, i, bpos, &pt->eb);
-	return rc < 0 ? part_fail(pt, rc, "out of memory") : 0;
+	return rc < 0 ? ps_part_fail(pt, rc, "out of memory") : 0;
 }
 
 /* Pass 2 of one part. */
 static void *part_edges(void *arg)
 {
-	part_each(arg, "edges", edges_of, NULL);
+	ps_part_each(arg, "edges", edges_of, NULL);
 	return NULL;
 }
 
@@ -465,9 +428,11 @@ static int read_edges(PsRun *p)
 		                1024))
 			return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 	}
-	run_parts(p, part_edges);
-	int rc = parts_failed(p);
+	int rc = p->buckets ? ps_disk_join(p) : 0;
 	if (rc < 0) return rc;
+	ps_run_parts(p, p->buckets ? ps_disk_part_edges : part_edges);
+	ps_disk_free(p);
+	if ((rc = ps_parts_failed(p)) < 0) return rc;
 	/* Part 0's moves become the graph's; the others are appended, their
 	 * offsets made global. */
 	g->m.moves = p->part[0].eb.moves;
@@ -523,7 +488,7 @@ static int write_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
 	const PsRun *p = pt->run;
 	if (ps_write_node(pt->out, &p->g, i, rec->sfen, rec->sfen_len, p->opt && p->opt->shrink,
 	                  ctx) < 0)
-		return part_fail(pt, PETASHOCK_EIO, "%s: write error", pt->out_path);
+		return ps_part_fail(pt, PETASHOCK_EIO, "%s: write error", pt->out_path);
 	return 0;
 }
 
@@ -538,12 +503,12 @@ static void *part_write(void *arg)
 			maxm = g->m.mstart[i + 1] - g->m.mstart[i];
 	OutMove *obuf = malloc(maxm * sizeof *obuf);
 	if (!obuf) {
-		part_fail(pt, PETASHOCK_ENOMEM, "out of memory");
+		ps_part_fail(pt, PETASHOCK_ENOMEM, "out of memory");
 		return NULL;
 	}
-	part_each(pt, "writing", write_of, obuf);
+	ps_part_each(pt, "writing", write_of, obuf);
 	if (pt->rc == 0 && fflush(pt->out) != 0)
-		part_fail(pt, PETASHOCK_EIO, "%s: write error", pt->out_path);
+		ps_part_fail(pt, PETASHOCK_EIO, "%s: write error", pt->out_path);
 	free(obuf);
 	return NULL;
 }
@@ -584,26 +549,57 @@ static int append_file(int to, int from)
 	return rc;
 }
 
-/* Pass 3: the book with the backed-up values, to a temporary file renamed
- * over out_path when whole (each part after the first writes its own
- * temporary file, appended in order). */
+/* Part 0's output file, which becomes OUT: made without a name in dir
+ * (O_TMPFILE) and linked as path only when whole, so that a run killed at any
+ * moment leaves nothing; where that cannot be done, named path from the
+ * start (*named). A descriptor, or -1. */
+static int output_fd(const char *dir, const char *path, bool *named)
+{
+#ifdef O_TMPFILE
+	if (access("/proc/self/fd", X_OK) == 0) {
+		int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+		if (fd >= 0) {
+			*named = false;
+			return fd;
+		}
+	}
+#endif
+	*named = true;
+	return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+}
+
+/* Gives the unnamed file fd the name path. 0 or -1. */
+static int name_fd(int fd, const char *path)
+{
+	char proc[64];
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	unlink(path); /* a killed run's, with this pid */
+	return linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+}
+
+/* Pass 3: the book with the backed-up values, to OUT.tmp<pid> (unnamed until
+ * whole where the file system allows) renamed over out_path when whole; each
+ * part after the first writes an unnamed temporary file, appended in order. */
 static int write_book(PsRun *p)
 {
 	int rc = 0;
+	char dir[4096];
+	bigmem_dir_of(dir, sizeof dir, p->out_path);
 	size_t plen = strlen(p->out_path) + 48;
+	bool named = true;
 	for (int k = 0; k < p->nparts && !rc; k++) {
 		PsPart *pt = &p->part[k];
 		if (!(pt->out_path = malloc(plen))) {
 			rc = fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
 			break;
 		}
-		snprintf(pt->out_path, plen, k ? "%s.tmp%ld.%d" : "%s.tmp%ld", p->out_path,
-		         (long)getpid(), k);
-		if (!(pt->out = fopen(pt->out_path, k ? "w+b" : "wb"))) {
-			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot create",
-			          pt->out_path);
-			free(pt->out_path);
-			pt->out_path = NULL;
+		snprintf(pt->out_path, plen, "%s.tmp%ld", p->out_path, (long)getpid());
+		int fd = k ? bigmem_temp_fd(dir) : output_fd(dir, pt->out_path, &named);
+		if (fd < 0 || !(pt->out = fdopen(fd, k ? "w+b" : "wb"))) {
+			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot create: %s",
+			          k ? dir : pt->out_path, strerror(errno));
+			if (fd >= 0) close(fd);
+			if (k == 0 && named && fd >= 0) remove(pt->out_path);
 			break;
 		}
 		setvbuf(pt->out, NULL, _IOFBF, 1 << 20);
@@ -613,8 +609,8 @@ static int write_book(PsRun *p)
 	if (!rc && fwrite(header, 1, hl, p->part[0].out) != hl)
 		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", p->part[0].out_path);
 	if (!rc) {
-		run_parts(p, part_write);
-		rc = parts_failed(p);
+		ps_run_parts(p, part_write);
+		rc = ps_parts_failed(p);
 	}
 	FILE *out = p->part[0].out;
 	for (int k = 1; k < p->nparts && !rc; k++) {
@@ -624,20 +620,28 @@ static int write_book(PsRun *p)
 			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error",
 			          p->part[0].out_path);
 	}
-	for (int k = p->nparts - 1; k >= 0; k--) {
-		PsPart *pt = &p->part[k];
-		if (!pt->out) continue;
-		int closed = fclose(pt->out);
-		pt->out = NULL;
-		if (k == 0 && !rc && closed != 0)
-			rc =
-			    fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", pt->out_path);
-		if (k == 0 && !rc && rename(pt->out_path, p->out_path) != 0)
-			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot rename to %s",
-			          pt->out_path, p->out_path);
-		else if (k > 0 || rc)
-			remove(pt->out_path);
+	for (int k = p->nparts - 1; k >= 1; k--)
+		if (p->part[k].out) fclose(p->part[k].out), p->part[k].out = NULL;
+	PsPart *p0 = &p->part[0];
+	if (!out) return rc;
+	bool has_name = named;
+	if (!rc && fflush(out) != 0)
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", p0->out_path);
+	if (!rc && !named) {
+		if (name_fd(fileno(out), p0->out_path) == 0)
+			has_name = true;
+		else
+			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot create: %s",
+			          p0->out_path, strerror(errno));
 	}
+	int closed = fclose(out);
+	p0->out = NULL;
+	if (!rc && closed != 0)
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", p0->out_path);
+	if (!rc && rename(p0->out_path, p->out_path) != 0)
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot rename to %s", p0->out_path,
+		          p->out_path);
+	if (rc && has_name) remove(p0->out_path);
 	return rc;
 }
 
@@ -672,6 +676,7 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		free(pt->tmp);
 		free(pt->tmp2);
 	}
+	ps_disk_free(p);
 	ps_graph_free(&p->g);
 	bigmem_free(p->skip);
 	if (stats) *stats = p->st;

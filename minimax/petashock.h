@@ -5,9 +5,12 @@
  * docs/minimax.md and docs/peta-shock.md), and writes the minimaxed book.
  *
  * The graph is held compactly: nodes and moves in flat arrays, a hash table
- * from 128-bit key to node index; the input is streamed (read three times:
- * records and moves, transposition edges, SFEN lines for the output), never
- * held as text; each of these passes runs over parts of the file in parallel.
+ * from 128-bit key to node index while the edges are found (or, past the
+ * memory budget, a join on disk in buckets of keys instead:
+ * minimax/petashock_disk.c); the input is streamed (read three times:
+ * records and moves, transposition edges, SFEN lines for the output; four
+ * with the join on disk), never held as text; each of these passes runs over
+ * parts of the file in parallel.
  */
 #ifndef MINIMAX_PETASHOCK_H
 #define MINIMAX_PETASHOCK_H
@@ -44,6 +47,10 @@ typedef struct {
 	 * output is the same for any number. Callbacks come from the calling
 	 * thread only. */
 	int threads;
+	/* Pass 2 (the edges) on disk in this many buckets of keys, whatever the
+	 * budget (tests); 0: on disk only when the key map would not fit the
+	 * memory budget (shogi/bigmem.h's). */
+	unsigned disk_buckets;
 } PetashockOptions;
 
 typedef struct {
@@ -58,6 +65,8 @@ typedef struct {
 	int peel_sweeps;        /* sweeps of the acyclic peel */
 	int relax_sweeps;       /* sweeps of the relaxation */
 	size_t warnings;        /* input lines reported and skipped */
+	unsigned buckets;       /* pass 2 on disk in this many buckets of keys (0: in memory) */
+	uint64_t disk_bytes;    /* written to its temporary files */
 	/* Wall time of each phase in ms: reading the records, finding the edges,
 	 * the back-up, writing the output. */
 	double read_ms, edges_ms, analyse_ms, write_ms;

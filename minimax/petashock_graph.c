@@ -124,12 +124,6 @@ int ps_add_node(NodeBuf *b, const Db2016Record *rec)
 
 /* ---- pass 2: transposition edges ------------------------------------------------ */
 
-typedef struct {
-	uint32_t rank;
-	Move move;
-	uint32_t next;
-} EdgeCand;
-
 /*
  * found[i] = keymap_find(m, keys, ks[i]) for i < n, in three sweeps that each
  * start the next one's memory reads first (filter words, then the home slots
@@ -161,46 +155,44 @@ int ps_put_all(KeyMap *m, const Key *keys, size_t n)
 	return 0;
 }
 
-int ps_add_edges(const Graph *g, uint32_t i, const Position *bpos, EdgeBuf *eb)
+/* cand[0..ne) (ne >= 2, in legal-move order) in YaneuraOu's order: by its
+ * generation groups, then exact ties as its legal-move list has them. */
+static void order_edges(const Position *bpos, const Move *legal, int n, EdgeCand *cand, int ne,
+                        uint64_t *seen)
 {
-	Move legal[MOVEGEN_MAX];
-	EdgeCand cand[MOVEGEN_MAX];
-	int n = movegen_legal(bpos, legal), ne = 0;
 	bool in_check = pos_in_check(bpos);
-	Key child[MOVEGEN_MAX];
-	uint32_t found[MOVEGEN_MAX];
-	for (int k = 0; k < n; k++) child[k] = pos_key_after(bpos, legal[k]);
-	find_many(&g->map, g->keys, child, n, found);
-	for (int k = 0; k < n; k++) {
-		uint32_t j = found[k];
-		if (j == PS_NONE) continue;
-		EdgeCand c = {yo_gen_rank(bpos, legal[k], in_check), legal[k], j};
-		int p = ne++;
+	for (int k = 0; k < ne; k++) {
+		EdgeCand c = cand[k];
+		c.rank = yo_gen_rank(bpos, c.move, in_check);
+		int p = k;
 		while (p > 0 && cand[p - 1].rank > c.rank) {
 			cand[p] = cand[p - 1];
 			p--;
 		}
 		cand[p] = c;
 	}
-	if (ne >= 2) {
-		/* Exact ties keep this order in the output: use YaneuraOu's. */
-		Move order[YO_LIST_MAX];
-		int no = yo_legal_order(order, bpos, legal, n, eb->seen);
-		for (int k = 0; k < ne; k++) {
-			int at = 0;
-			while (at < no && order[at] != cand[k].move) at++;
-			cand[k].rank = (uint32_t)at;
-		}
-		for (int k = 1; k < ne; k++) {
-			EdgeCand c = cand[k];
-			int p = k;
-			while (p > 0 && cand[p - 1].rank > c.rank) {
-				cand[p] = cand[p - 1];
-				p--;
-			}
-			cand[p] = c;
-		}
+	Move order[YO_LIST_MAX];
+	int no = yo_legal_order(order, bpos, legal, n, seen);
+	for (int k = 0; k < ne; k++) {
+		int at = 0;
+		while (at < no && order[at] != cand[k].move) at++;
+		cand[k].rank = (uint32_t)at;
 	}
+	for (int k = 1; k < ne; k++) {
+		EdgeCand c = cand[k];
+		int p = k;
+		while (p > 0 && cand[p - 1].rank > c.rank) {
+			cand[p] = cand[p - 1];
+			p--;
+		}
+		cand[p] = c;
+	}
+}
+
+int ps_put_moves(const Graph *g, uint32_t i, const Position *bpos, const Move *legal, int n,
+                 EdgeCand *cand, int ne, EdgeBuf *eb)
+{
+	if (ne >= 2) order_edges(bpos, legal, n, cand, ne, eb->seen);
 	const PsLeaf *lv = g->leaves + g->lstart[i];
 	size_t nl = g->lstart[i + 1] - g->lstart[i];
 	if (bigmem_grow((void **)&eb->moves, &eb->cap, eb->n + (size_t)ne + nl, sizeof *eb->moves,
@@ -229,6 +221,21 @@ int ps_add_edges(const Graph *g, uint32_t i, const Position *bpos, EdgeBuf *eb)
 	eb->n += cnt;
 	g->m.mstart[i + 1] = (uint32_t)eb->n;
 	return 0;
+}
+
+int ps_add_edges(const Graph *g, uint32_t i, const Position *bpos, EdgeBuf *eb)
+{
+	Move legal[MOVEGEN_MAX];
+	EdgeCand cand[MOVEGEN_MAX];
+	int n = movegen_legal(bpos, legal), ne = 0;
+	Key child[MOVEGEN_MAX];
+	uint32_t found[MOVEGEN_MAX];
+	for (int k = 0; k < n; k++) child[k] = pos_key_after(bpos, legal[k]);
+	find_many(&g->map, g->keys, child, n, found);
+	for (int k = 0; k < n; k++)
+		if (found[k] != PS_NONE)
+			cand[ne++] = (EdgeCand){0, (uint16_t)k, legal[k], found[k]};
+	return ps_put_moves(g, i, bpos, legal, n, cand, ne, eb);
 }
 
 /* ---- pass 3: output ----------------------------------------------------------------- */

@@ -1,9 +1,10 @@
 /*
- * minimax/petashock_priv.h — what peta-shock's two files share: the graph and
- * the per-part buffers (petashock_graph.c: the graph passes, i.e. records as
+ * minimax/petashock_priv.h — what peta-shock's three files share: the graph,
+ * the run and its parts (petashock_graph.c: the graph passes, i.e. records as
  * nodes, transposition edges, a node with its backed-up values written out;
  * petashock.c: the parallel driver, i.e. parts, threads, joins, warnings,
- * temporary files, petashock_run). Not for use outside minimax/.
+ * temporary files, petashock_run; petashock_disk.c: the edges found by a join
+ * on disk past the memory budget). Not for use outside minimax/.
  */
 #ifndef MINIMAX_PETASHOCK_PRIV_H
 #define MINIMAX_PETASHOCK_PRIV_H
@@ -15,6 +16,7 @@
 
 #include "minimax/graph.h"
 #include "minimax/petashock.h"
+#include "shogi/errmsg.h"
 #include "shogi/keymap.h"
 #include "shogi/position.h"
 
@@ -65,6 +67,96 @@ typedef struct {
 	Vd vd;
 } OutMove;
 
+/* ---- the driver's run and parts (minimax/petashock.c) -------------------- */
+
+#define PS_MAX_PARTS 8
+#define PS_PART_MIN_BYTES (4u << 20) /* automatic: a part per 4 MiB at most */
+#define PS_WARN_KEEP 10000           /* warnings a part keeps word for word */
+
+typedef struct {
+	char **msg;
+	size_t n, cap;
+	size_t dropped; /* further warnings, counted only */
+} WarnBuf;
+
+struct PsRun;
+typedef struct PsDisk PsDisk;         /* the edges found on disk (petashock_disk.c) */
+typedef struct PsPartDisk PsPartDisk; /* a part's share of it */
+
+typedef struct {
+	struct PsRun *run;
+	int k;
+	uint64_t start, end; /* bytes of the file */
+	long first_line;
+	size_t first_ordinal; /* of its first "sfen" line in the file */
+	size_t node0, n;      /* its nodes: node0 .. node0 + n - 1 */
+	size_t skip0;         /* its first entry in the run's skip list */
+	int rc;
+	char err[256];
+	Position *tmp, *tmp2;
+	/* pass 1 */
+	NodeBuf nb;
+	size_t *skip, nskip, skip_cap; /* ordinals (counted from the part) of bad records */
+	size_t sfen_lines, warnings;
+	WarnBuf wb;
+	/* pass 2 */
+	EdgeBuf eb;
+	PsPartDisk *disk; /* on disk: its buffers and its edges' reader */
+	/* pass 3 */
+	FILE *out;
+	char *out_path;
+} PsPart;
+
+/* One run's state, shared by its passes. */
+typedef struct PsRun {
+	const char *in_path, *out_path;
+	const PetashockOptions *opt;
+	char *err;
+	size_t errlen;
+	PetashockStats st;
+	Graph g;
+	int nparts;
+	PsPart part[PS_MAX_PARTS];
+	/* Ordinals of records the reader skipped (bad SFEN) in pass 1, skipped
+	 * again by ordinal in the passes that do not parse. */
+	size_t *skip, nskip;
+	unsigned buckets; /* pass 2 on disk in this many buckets of keys; 0: in memory */
+	PsDisk *disk;
+} PsRun;
+
+#define ps_fail errmsg_set
+#define ps_part_fail(pt, code, ...)                                                                \
+	((pt)->rc = ps_fail((pt)->err, sizeof(pt)->err, code, __VA_ARGS__))
+
+/* Runs fn on every part, part 0 in this thread, the others in their own. */
+void ps_run_parts(PsRun *p, void *(*fn)(void *));
+/* The first failing part's error as the run's, or 0. */
+int ps_parts_failed(PsRun *p);
+/* Calls fn on each record of the part that pass 1 kept as a node, with the
+ * node's index; stops at fn's first failure (fn sets pt->rc). */
+void ps_part_each(PsPart *pt, const char *phase,
+                  int (*fn)(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx), void *ctx);
+/* The record's position as the node holds it (Black to move): *bpos is
+ * pt->tmp or pt->tmp2. 0, or the part's failure (the input changed). */
+int ps_black_position(PsPart *pt, const Db2016Record *rec, const Position **bpos);
+/* Progress of the run (part 0 only). */
+void ps_report(const PsRun *p, const char *phase, size_t done);
+
+/* ---- pass 2 on disk (minimax/petashock_disk.c) ------------------------------ */
+
+/* The buckets pass 2 takes on disk for n keys within budget bytes (0: it
+ * runs in memory, the key map fitting). */
+unsigned ps_disk_buckets(size_t n, uint64_t budget);
+/* Finds every node's edges by a join on disk (the key map never made):
+ * afterwards ps_disk_edges gives each part its nodes' moves. 0 or the
+ * run's failure. */
+int ps_disk_join(PsRun *p);
+/* Pass 2 of one part from the join's edges (run by ps_run_parts). */
+void *ps_disk_part_edges(void *arg);
+void ps_disk_free(PsRun *p);
+
+/* ---- the graph passes (minimax/petashock_graph.c) ----------------------------- */
+
 void ps_nodebuf_free(NodeBuf *b);
 void ps_graph_free(Graph *g);
 /* The position rotated 180°, colours, hands and side to move swapped. */
@@ -76,6 +168,22 @@ int ps_put_all(KeyMap *m, const Key *keys, size_t n);
 /* Pass 2: node i's moves (bpos: its Black-to-move position) into eb. 0 or
  * PETASHOCK_ENOMEM. */
 int ps_add_edges(const Graph *g, uint32_t i, const Position *bpos, EdgeBuf *eb);
+
+/* An edge of a node: its legal move number k (movegen_legal's order), the
+ * move, the child node; rank: scratch for the ordering. */
+typedef struct {
+	uint32_t rank;
+	uint16_t k;
+	Move move;
+	uint32_t next;
+} EdgeCand;
+
+/* Node i's moves into eb: its edges cand[0..ne) given in legal-move order
+ * (put in YaneuraOu's order here: bpos, legal[0..n) are its position and
+ * legal moves, only read when ne >= 2), then its listed moves that are not
+ * edges, as leaves. 0 or PETASHOCK_ENOMEM. */
+int ps_put_moves(const Graph *g, uint32_t i, const Position *bpos, const Move *legal, int n,
+                 EdgeCand *cand, int ne, EdgeBuf *eb);
 /* Pass 3: node i with its backed-up values to f (buf: room for its moves).
  * 0 or PETASHOCK_EIO. */
 int ps_write_node(FILE *f, const Graph *g, uint32_t i, const char *sfen, size_t sfen_len,

@@ -40,10 +40,19 @@ void keymap_free(KeyMap *m)
 	bigmem_free(m->val);
 	bigmem_free(m->filter);
 	size_t stride = m->stride;
-	bool values = m->values;
+	bool values = m->values, heap = m->heap;
 	memset(m, 0, sizeof *m);
 	m->stride = stride;
 	m->values = values;
+	m->heap = heap;
+}
+
+void keymap_clear(KeyMap *m)
+{
+	if (m->cap) memset(m->slot, 0, m->cap * sizeof *m->slot);
+	bigmem_free(m->filter);
+	m->filter = NULL;
+	m->n = 0;
 }
 
 /* The first empty slot from i on (mask = slots - 1). */
@@ -64,8 +73,10 @@ int keymap_reserve(KeyMap *m, const void *keys, size_t n)
 		cap *= 2;
 	}
 	while (((size_t)1 << log2) < cap) log2++;
-	uint64_t *slot = bigmem_alloc(cap * sizeof *slot);
-	uint32_t *val = m->values ? bigmem_alloc(cap * sizeof *val) : NULL;
+	uint64_t *slot = m->heap ? calloc(cap, sizeof *slot) : bigmem_alloc(cap * sizeof *slot);
+	uint32_t *val = !m->values ? NULL
+	                : m->heap  ? calloc(cap, sizeof *val)
+	                           : bigmem_alloc(cap * sizeof *val);
 	if (!slot || (m->values && !val)) {
 		bigmem_free(slot);
 		bigmem_free(val);

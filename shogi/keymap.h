@@ -118,6 +118,10 @@ typedef struct {
 	bool values;          /* sets: keep a u32 value a key */
 	uint64_t *filter;     /* index maps after keymap_filter_build, else NULL */
 	uint64_t filter_mask; /* 2^f - 1 */
+	/* Slots from calloc, never an array in a file (shogi/bigmem.h): for a
+	 * map its pass sized to fit its own share of the budget, probed at
+	 * random. Set after keymap_init; kept by keymap_free. */
+	bool heap;
 } KeyMap;
 
 /* An empty index map over keys stride bytes apart (stride >= sizeof(Key)). */
@@ -126,6 +130,8 @@ void keymap_init(KeyMap *m, size_t stride);
 void keymap_init_set(KeyMap *m, bool values);
 /* Frees the map's memory and leaves it empty (of the same kind). */
 void keymap_free(KeyMap *m);
+/* Empties the map and keeps its room (a filter goes). */
+void keymap_clear(KeyMap *m);
 
 /*
  * Makes room for n entries in all, so that inserting up to n never allocates.

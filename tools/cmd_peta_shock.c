@@ -192,10 +192,17 @@ int cmd_peta_shock(int argc, char **argv)
 	       st.nodes - st.const_nodes, st.check_loop1, st.check_loop2, st.warnings, out);
 	BigmemStats bs;
 	bigmem_stats(&bs);
+	if (st.buckets)
+		printf(
+		    "peta-shock: the edges were found on disk, in %u buckets of keys (%.0f MiB of "
+		    "temporary files)\n",
+		    st.buckets, (double)st.disk_bytes / (1 << 20));
 	printf("peta-shock positions %zu time_ms %.0f peak_rss_kb %ld read_ms %.0f edges_ms %.0f "
-	       "analyse_ms %.0f write_ms %.0f peak_anon_kb %llu files_kb %llu\n",
+	       "analyse_ms %.0f write_ms %.0f peak_anon_kb %llu files_kb %llu buckets %u "
+	       "disk_kb %llu\n",
 	       st.nodes, ms, (long)ru.ru_maxrss, st.read_ms, st.edges_ms, st.analyse_ms,
 	       st.write_ms, (unsigned long long)(memuse_anon_peak() / 1024),
-	       (unsigned long long)(bs.file_peak / 1024));
+	       (unsigned long long)(bs.file_peak / 1024), st.buckets,
+	       (unsigned long long)(st.disk_bytes / 1024));
 	return 0;
 }

@@ -14,10 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "minimax/petashock.h"
+#include "shogi/clock.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -36,33 +40,49 @@ static char *strip_cr(char *s)
 	return s;
 }
 
-/* Runs the library on `input` with `threads` threads; returns the written
- * book (caller frees). */
-static char *run_threads(const char *input, bool shrink, int threads, PetashockStats *st)
+/* Runs the library on `input` with `threads` threads, its edges found on
+ * disk in `buckets` buckets of keys (0: in memory); returns the written book
+ * (caller frees). */
+static char *run_disk(const char *input, bool shrink, int threads, unsigned buckets,
+                      PetashockStats *st)
 {
 	char *dir = ts_mkdtemp();
 	char in[512], out[512], err[PETASHOCK_ERRLEN] = "";
 	snprintf(in, sizeof in, "%s/in.db", dir);
 	snprintf(out, sizeof out, "%s/out.db", dir);
 	assert_int_equal(ts_write_file(in, input, strlen(input)), 0);
-	PetashockOptions opt = {shrink, NULL, NULL, NULL, NULL, threads};
+	PetashockOptions opt = {shrink, NULL, NULL, NULL, NULL, threads, buckets};
 	int rc = petashock_run(st, in, out, &opt, err);
 	if (rc != 0) fail_msg("petashock_run: %d %s", rc, err);
 	char *text = ts_read_file(out, NULL);
 	assert_non_null(text);
+	/* Nothing beside the output: the join's files had no names. */
+	assert_int_equal(ts_files_in(dir), 2);
 	ts_rmtree(dir);
 	free(dir);
 	return text;
 }
 
+static char *run_threads(const char *input, bool shrink, int threads, PetashockStats *st)
+{
+	return run_disk(input, shrink, threads, 0, st);
+}
+
 /* As run_threads with one thread; the file cut into 2 and 3 parts read side
- * by side must give the same book and counts. */
+ * by side, and the edges found on disk (in 1 and 3 buckets of keys, with 1
+ * and 2 threads), must give the same book and counts. */
 static char *run_text(const char *input, bool shrink, PetashockStats *st)
 {
 	PetashockStats one, many;
 	char *text = run_threads(input, shrink, 1, &one);
-	for (int t = 2; t <= 3; t++) {
-		char *other = run_threads(input, shrink, t, &many);
+	assert_int_equal(one.buckets, 0);
+	const struct {
+		int threads;
+		unsigned buckets;
+	} runs[] = {{2, 0}, {3, 0}, {1, 1}, {2, 3}};
+	for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+		char *other = run_disk(input, shrink, runs[r].threads, runs[r].buckets, &many);
+		assert_int_equal(many.buckets, runs[r].buckets);
 		assert_string_equal(other, text);
 		assert_int_equal(many.nodes, one.nodes);
 		assert_int_equal(many.moves, one.moves);
@@ -90,6 +110,14 @@ static void check_fixture(const char *name, const char *flag)
 	assert_non_null(got);
 	assert_string_equal(got, expected);
 	assert_non_null(strstr(out, "peta-shock positions "));
+	/* The edges found on disk: the same bytes. */
+	snprintf(path, sizeof path, "%s%s_in.db", FIX, name);
+	char *input = ts_read_file(path, NULL);
+	assert_non_null(input);
+	char *disk = run_disk(input, strstr(flag, "shrink") != NULL, 2, 4, NULL);
+	assert_string_equal(disk, expected);
+	free(disk);
+	free(input);
 	free(expected);
 	free(got);
 	free(out);
@@ -617,8 +645,8 @@ static long long bench_field(const char *out, const char *name)
 	return atoll(f + strlen(name));
 }
 
-/* Past its --memory, the graph's arrays in files beside the output: the same
- * bytes written. */
+/* Past its --memory, the graph's arrays in files beside the output and the
+ * edges found on disk: the same bytes written. */
 static void test_petashock__a_run_past_its_memory_budget_writes_the_same_book(void **state)
 {
 	(void)state;
@@ -630,20 +658,79 @@ static void test_petashock__a_run_past_its_memory_budget_writes_the_same_book(vo
 	    ts_runf(&out, NULL, "%s peta-shock %s/in.db %s/a.db --quiet", ts_joseki(), dir, dir),
 	    0);
 	assert_int_equal(bench_field(out, " files_kb "), 0);
+	assert_int_equal(bench_field(out, " buckets "), 0);
 	free(out);
 	assert_int_equal(ts_runf(&out, NULL, "%s peta-shock %s/in.db %s/b.db --quiet --memory 1M",
 	                         ts_joseki(), dir, dir),
 	                 0);
 	long long filed = bench_field(out, " files_kb "), anon = bench_field(out, " peak_anon_kb ");
-	print_message("within 1M: %lld KiB anonymous at the peak, %lld KiB of arrays in files\n",
-	              anon, filed);
+	long long buckets = bench_field(out, " buckets "), disk = bench_field(out, " disk_kb ");
+	print_message("within 1M: %lld KiB anonymous at the peak, %lld KiB of arrays in files, "
+	              "edges in %lld buckets (%lld KiB on disk)\n",
+	              anon, filed, buckets, disk);
 	assert_true(filed > 1024);
+	assert_true(buckets > 1);
+	assert_true(disk > 1024);
+	assert_non_null(strstr(out, "the edges were found on disk"));
 	free(out);
 	assert_int_equal(ts_runf(NULL, NULL, "cmp %s/a.db %s/b.db", dir, dir), 0);
 	/* Nothing left beside the output. */
 	assert_int_equal(ts_runf(&out, NULL, "ls %s", dir), 0);
 	assert_string_equal(out, "a.db\nb.db\nin.db\n");
 	free(out);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* kill -9 at random moments of runs within 1M (arrays in files, the edges
+ * found on disk): no output, never a half-written one, and nothing else
+ * beside it (every temporary file was unnamed); the next run writes the
+ * same book. */
+static void test_petashock__killed_mid_run_leaves_nothing_behind(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_petashock__killed_mid_run_leaves_nothing_behind");
+	char *dir = ts_mkdtemp(), in[600], outdir[620], out[700], ref[700];
+	snprintf(in, sizeof in, "%s/in.db", dir);
+	snprintf(outdir, sizeof outdir, "%s/o", dir);
+	snprintf(out, sizeof out, "%s/out.db", outdir);
+	snprintf(ref, sizeof ref, "%s/ref.db", dir);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s peta-shock --gen-bench 200000 %s", ts_joseki(), in), 0);
+	long long t0 = (long long)clock_ms();
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s peta-shock %s %s --memory 1M --quiet", ts_joseki(), in, ref),
+	    0);
+	long long span = (long long)clock_ms() - t0 + 1;
+	size_t lr;
+	char *want = ts_read_file(ref, &lr);
+	assert_non_null(want);
+	assert_int_equal(mkdir(outdir, 0755), 0);
+	int killed = 0;
+	for (int round = 0; round < 8; round++) {
+		char *argv[] = {(char *)ts_joseki(), "peta-shock", in,        out,
+		                "--memory",          "1M",         "--quiet", NULL};
+		/* The last round is never killed. */
+		if (round < 7 && ts_run_killed(argv, span, &rng)) {
+			killed++;
+			assert_int_equal(ts_files_in(outdir), 0);
+			continue;
+		}
+		if (round == 7)
+			assert_int_equal(ts_runf(NULL, NULL,
+			                         "%s peta-shock %s %s --memory 1M --quiet",
+			                         ts_joseki(), in, out),
+			                 0);
+		/* It ended: the whole book, alone. */
+		assert_int_equal(ts_files_in(outdir), 1);
+		size_t l;
+		char *got = ts_read_file(out, &l);
+		assert_true(l == lr && !memcmp(got, want, lr));
+		free(got);
+		unlink(out);
+	}
+	assert_true(killed > 0);
+	free(want);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -670,6 +757,7 @@ int main(void)
 	    cmocka_unit_test(test_petashock__more_threads_than_bytes_reads_each_line_once),
 	    cmocka_unit_test(test_petashock__command_errors_write_nothing),
 	    cmocka_unit_test(test_petashock__a_run_past_its_memory_budget_writes_the_same_book),
+	    cmocka_unit_test(test_petashock__killed_mid_run_leaves_nothing_behind),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

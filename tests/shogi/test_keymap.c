@@ -270,6 +270,37 @@ static void test_keymap__reserve_makes_room_so_inserts_do_not_move_the_table(voi
 	free(k);
 }
 
+/* A map in the heap, emptied and filled again in the same room (peta-shock's
+ * buckets on disk): nothing of the last fill is found, the new fill is. */
+static void test_keymap__a_cleared_heap_map_keeps_its_room_and_forgets_its_keys(void **state)
+{
+	(void)state;
+	uint64_t st = ts_seed(__func__);
+	enum { N = 5000 };
+	Key *k = malloc(2 * N * sizeof *k);
+	assert_non_null(k);
+	for (size_t i = 0; i < 2 * N; i++) k[i] = rand_key(&st);
+	KeyMap m;
+	keymap_init(&m, sizeof(Key));
+	m.heap = true;
+	assert_int_equal(keymap_reserve(&m, k, N), 0);
+	uint64_t *slot = m.slot;
+	size_t cap = m.cap;
+	for (uint32_t i = 0; i < N; i++) assert_int_equal(keymap_put(&m, k, i), 0);
+	keymap_clear(&m);
+	assert_int_equal(m.n, 0);
+	for (uint32_t i = 0; i < N; i++) assert_int_equal(keymap_find(&m, k, k[i]), KEYMAP_NONE);
+	/* The second half of the keys, at indexes N..2N-1. */
+	for (uint32_t i = N; i < 2 * N; i++) assert_int_equal(keymap_put(&m, k, i), 0);
+	assert_ptr_equal(m.slot, slot);
+	assert_int_equal(m.cap, cap);
+	for (uint32_t i = 0; i < N; i++) assert_int_equal(keymap_find(&m, k, k[i]), KEYMAP_NONE);
+	for (uint32_t i = N; i < 2 * N; i++) assert_int_equal(keymap_find(&m, k, k[i]), i);
+	keymap_free(&m);
+	assert_true(m.heap);
+	free(k);
+}
+
 static void test_keymap__the_filter_never_turns_a_held_key_away(void **state)
 {
 	(void)state;
@@ -650,6 +681,7 @@ int main(void)
 	    cmocka_unit_test(test_keymap__a_set_holds_its_keys_and_values_across_growth),
 	    cmocka_unit_test(test_keymap__iteration_visits_each_entry_once),
 	    cmocka_unit_test(test_keymap__reserve_makes_room_so_inserts_do_not_move_the_table),
+	    cmocka_unit_test(test_keymap__a_cleared_heap_map_keeps_its_room_and_forgets_its_keys),
 	    cmocka_unit_test(test_keymap__the_filter_never_turns_a_held_key_away),
 	    cmocka_unit_test(test_keymap__keys_alike_in_one_half_are_told_apart_through_the_filter),
 	    cmocka_unit_test(test_keymap__the_filter_bit_and_size_are_the_graph_files),

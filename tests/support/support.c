@@ -325,6 +325,20 @@ pid_t ts_spawn(char *const argv[], const char *out, const char *err, bool append
 	return pid;
 }
 
+bool ts_run_killed(char *const argv[], long long span_ms, uint64_t *rng)
+{
+	pid_t pid = ts_spawn(argv, NULL, NULL, false);
+	long long ms = (long long)(ts_rand(rng) % (uint64_t)(span_ms > 0 ? span_ms : 1));
+	struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&d, NULL);
+	kill(pid, SIGKILL);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status)) return true;
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return false;
+}
+
 const char *ts_real_engine(const char *name)
 {
 	static char path[2][64];

@@ -89,6 +89,10 @@ int ts_serve_start_said(pid_t *pid, FILE **log, const char *book, const char *ex
  * stderr to the files out and err (NULL: /dev/null), truncated, or appended
  * to when append. Returns its pid (asserts that fork worked). */
 pid_t ts_spawn(char *const argv[], const char *out, const char *err, bool append);
+/* Runs argv (its output to /dev/null) and kills it with SIGKILL after a
+ * random moment in [0, span_ms) drawn from *rng: true when the kill landed,
+ * false when the command had ended first (asserting that it ended with 0). */
+bool ts_run_killed(char *const argv[], long long span_ms, uint64_t *rng);
 
 /*
  * The real USI engines Debian ships, which tools/install-deps.sh installs:
