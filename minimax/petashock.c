@@ -134,7 +134,7 @@ static int part_open(PsPart *pt, Db2016Reader **r, unsigned flags, Db2016WarnFn 
 	int rc = db2016_open(r, p->in_path, flags, warn, ctx);
 	if (rc < 0)
 		return ps_part_fail(pt, PETASHOCK_EIO, "%s: cannot open: %s", p->in_path,
-		                    rc == DB2016_EIO ? "I/O error" : db2016_strerror(rc));
+		                    rc == DB2016_EIO ? strerror(errno) : db2016_strerror(rc));
 	if (p->nparts > 1 &&
 	    db2016_set_range(*r, pt->start, pt->k + 1 < p->nparts ? pt->end : UINT64_MAX,
 	                     pt->first_line, pt->first_ordinal) < 0)
@@ -299,9 +299,17 @@ static int plan_parts(PsRun *p)
 {
 	struct stat sb;
 	int want = p->opt ? p->opt->threads : 0;
-	if (stat(p->in_path, &sb) != 0)
+	int fd = open(p->in_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &sb) != 0) {
+		int e = errno;
+		if (fd >= 0) close(fd);
 		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot open: %s", p->in_path,
-		            strerror(errno));
+		            strerror(e));
+	}
+	close(fd);
+	if (S_ISDIR(sb.st_mode))
+		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot open: %s", p->in_path,
+		            strerror(EISDIR));
 	if (want <= 0) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		want = cpus < 1 ? 1 : (int)(cpus > PS_MAX_PARTS ? PS_MAX_PARTS : cpus);
@@ -549,6 +557,26 @@ static int append_file(int to, int from)
 	return rc;
 }
 
+/* What would stop the output being written at the end, found before the
+ * work: OUT a directory, or its directory not one this process can write in. */
+static int check_output(PsRun *p)
+{
+	char dir[4096];
+	struct stat sb;
+	bigmem_dir_of(dir, sizeof dir, p->out_path);
+	if (stat(p->out_path, &sb) == 0 && S_ISDIR(sb.st_mode))
+		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot write: %s", p->out_path,
+		            strerror(EISDIR));
+	int e = stat(dir, &sb) != 0             ? errno
+	        : !S_ISDIR(sb.st_mode)          ? ENOTDIR
+	        : access(dir, W_OK | X_OK) != 0 ? errno
+	                                        : 0;
+	if (e)
+		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot create: %s", p->out_path,
+		            strerror(e));
+	return 0;
+}
+
 /* Part 0's output file, which becomes OUT: made without a name in dir
  * (O_TMPFILE) and linked as path only when whole, so that a run killed at any
  * moment leaves nothing; where that cannot be done, named path from the
@@ -568,12 +596,12 @@ static int output_fd(const char *dir, const char *path, bool *named)
 	return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 }
 
-/* Gives the unnamed file fd the name path. 0 or -1. */
+/* Gives the unnamed file fd the name path: 0, or -1 with errno (EEXIST when
+ * path is taken). */
 static int name_fd(int fd, const char *path)
 {
 	char proc[64];
 	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-	unlink(path); /* a killed run's, with this pid */
 	return linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
 }
 
@@ -597,7 +625,7 @@ static int write_book(PsRun *p)
 		int fd = k ? bigmem_temp_fd(dir) : output_fd(dir, pt->out_path, &named);
 		if (fd < 0 || !(pt->out = fdopen(fd, k ? "w+b" : "wb"))) {
 			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot create: %s",
-			          k ? dir : pt->out_path, strerror(errno));
+			          k ? dir : p->out_path, strerror(errno));
 			if (fd >= 0) close(fd);
 			if (k == 0 && named && fd >= 0) remove(pt->out_path);
 			break;
@@ -627,18 +655,27 @@ static int write_book(PsRun *p)
 	bool has_name = named;
 	if (!rc && fflush(out) != 0)
 		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", p0->out_path);
+	/* The unnamed file takes OUT's name at once when OUT is not there; else
+	 * OUT.tmp<pid>'s, renamed over OUT (a kill between the two leaves that
+	 * whole file). */
+	bool done = false;
 	if (!rc && !named) {
-		if (name_fd(fileno(out), p0->out_path) == 0)
-			has_name = true;
-		else
+		if (name_fd(fileno(out), p->out_path) == 0) {
+			done = true;
+		} else if (errno == EEXIST) {
+			unlink(p0->out_path); /* a killed run's, with this pid */
+			if (name_fd(fileno(out), p0->out_path) == 0) has_name = true;
+		}
+		if (!done && !has_name)
 			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot create: %s",
-			          p0->out_path, strerror(errno));
+			          p->out_path, strerror(errno));
 	}
 	int closed = fclose(out);
 	p0->out = NULL;
 	if (!rc && closed != 0)
-		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", p0->out_path);
-	if (!rc && rename(p0->out_path, p->out_path) != 0)
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", p->out_path);
+	if (done && rc) remove(p->out_path);
+	if (!rc && !done && rename(p0->out_path, p->out_path) != 0)
 		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot rename to %s", p0->out_path,
 		          p->out_path);
 	if (rc && has_name) remove(p0->out_path);
@@ -657,7 +694,8 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 	p->err = err;
 	p->errlen = errlen;
 	double t = clock_ms_f(), t2;
-	int rc = read_nodes(p);
+	int rc = check_output(p);
+	if (!rc) rc = read_nodes(p);
 	p->st.read_ms = (t2 = clock_ms_f()) - t;
 	if (!rc) rc = read_edges(p);
 	p->st.edges_ms = (t = clock_ms_f()) - t2;

@@ -32,8 +32,9 @@ enum {
 };
 const char *petashock_strerror(int code);
 
-/* Progress: phase is "reading", "edges", "peel", "relax" or "writing"; done
- * counts records (or sweeps for peel and relax). Called every so often. */
+/* Progress: phase is "reading", "edges", "joining" (the edges on disk: keys
+ * of the buckets joined so far), "peel", "relax" or "writing"; done counts
+ * records (or sweeps for peel and relax). Called every so often. */
 typedef void (*PetashockProgressFn)(void *ctx, const char *phase, size_t done);
 
 typedef struct {

@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -182,6 +183,25 @@ void ps_disk_free(PsRun *p)
 	p->disk = NULL;
 }
 
+/* Buckets whose files can all be open at once: the soft limit on open files
+ * raised as far as the hard one allows, else fewer (fuller) buckets. */
+static unsigned fit_open_files(unsigned nb)
+{
+	enum { SPARE = 64 }; /* the input's readers, the sorter's runs, arrays in files */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return nb;
+	rlim_t want = (rlim_t)nb + SPARE;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		rlim_t was = rl.rlim_cur;
+		rl.rlim_cur =
+		    rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0) rl.rlim_cur = was;
+		if (rl.rlim_cur < want)
+			nb = rl.rlim_cur > SPARE ? (unsigned)(rl.rlim_cur - SPARE) : 1;
+	}
+	return nb;
+}
+
 /* The run's disk state: bucket files, each part's buffers. */
 static int disk_open(PsRun *p)
 {
@@ -191,7 +211,8 @@ static int disk_open(PsRun *p)
 	d->edges_fd = -1;
 	pthread_mutex_init(&d->lock, NULL);
 	bigmem_dir_of(d->dir, sizeof d->dir, p->out_path);
-	d->nb = p->buckets;
+	d->nb = p->buckets = fit_open_files(p->buckets);
+	p->st.buckets = d->nb;
 	d->fd = malloc(d->nb * sizeof *d->fd);
 	d->end = calloc(d->nb, sizeof *d->end);
 	d->nkeys = calloc(d->nb, sizeof *d->nkeys);

@@ -154,7 +154,7 @@ int cmd_peta_shock(int argc, char **argv)
 	    CLI_FLAG("--shrink", &opt.shrink, "write only the moves with the best value",
 	             .alias = "shrink"),
 	    CLI_NUM("--threads", &opt.threads, 1, 8, "N",
-	            "threads (default: one per core, at most 8)"),
+	            "threads (default: one per core, at most one per 4 MiB of input; 1 to 8)"),
 	    CLI_MEMORY(&memory),
 	    CLI_FLAG("--quiet", &ws.quiet, "no progress, no warnings"),
 	    CLI_TABLE_END,

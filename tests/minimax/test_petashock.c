@@ -613,6 +613,28 @@ static void test_petashock__command_errors_write_nothing(void **state)
 	err = NULL;
 	assert_int_equal(ts_runf(NULL, &err, "%s peta-shock a.db b.db --bogus", ts_joseki()), 2);
 	free(err);
+	/* An output that could not be written at the end is refused at once,
+	 * named as the user gave it: OUT a directory, OUT's directory missing,
+	 * the input a directory. */
+	char in[600];
+	snprintf(in, sizeof in, "%s/in.db", dir);
+	const char *book = HDR "sfen " START " b - 1\n7g7f none 5 0\n";
+	assert_int_equal(ts_write_file(in, book, strlen(book)), 0);
+	const struct {
+		const char *in, *out, *says;
+	} bad[] = {{"in.db", "", "Is a directory"},
+	           {"in.db", "nodir/out.db", "nodir/out.db: cannot create: No such file"},
+	           {"", "out.db", "cannot open: Is a directory"}};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		err = NULL;
+		assert_int_equal(ts_runf(NULL, &err, "%s peta-shock %s/%s %s/%s", ts_joseki(), dir,
+		                         bad[i].in, dir, bad[i].out),
+		                 1);
+		if (!strstr(err, bad[i].says)) fail_msg("%s: wanted '%s'", err, bad[i].says);
+		assert_null(strstr(err, ".tmp"));
+		free(err);
+	}
+	assert_int_equal(ts_files_in(dir), 1);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -673,6 +695,18 @@ static void test_petashock__a_run_past_its_memory_budget_writes_the_same_book(vo
 	assert_true(disk > 1024);
 	assert_non_null(strstr(out, "the edges were found on disk"));
 	free(out);
+	/* Fewer files may be open than it wants buckets: fewer, fuller buckets. */
+	assert_int_equal(
+	    ts_runf(&out, NULL,
+	            "ulimit -n 96 && %s peta-shock %s/in.db %s/c.db --quiet --memory 1M",
+	            ts_joseki(), dir, dir),
+	    0);
+	long long fewer = bench_field(out, " buckets ");
+	print_message("with 96 files open at most: %lld buckets\n", fewer);
+	assert_true(fewer > 1 && fewer < buckets && fewer <= 96);
+	free(out);
+	assert_int_equal(ts_runf(NULL, NULL, "cmp %s/a.db %s/c.db && rm %s/c.db", dir, dir, dir),
+	                 0);
 	assert_int_equal(ts_runf(NULL, NULL, "cmp %s/a.db %s/b.db", dir, dir), 0);
 	/* Nothing left beside the output. */
 	assert_int_equal(ts_runf(&out, NULL, "ls %s", dir), 0);
@@ -683,9 +717,9 @@ static void test_petashock__a_run_past_its_memory_budget_writes_the_same_book(vo
 }
 
 /* kill -9 at random moments of runs within 1M (arrays in files, the edges
- * found on disk): no output, never a half-written one, and nothing else
- * beside it (every temporary file was unnamed); the next run writes the
- * same book. */
+ * found on disk): no output, never a half-written one, an old OUT (every
+ * other round has one) as it was, and nothing else beside it (every
+ * temporary file was unnamed); the next run writes the same book. */
 static void test_petashock__killed_mid_run_leaves_nothing_behind(void **state)
 {
 	(void)state;
@@ -710,10 +744,18 @@ static void test_petashock__killed_mid_run_leaves_nothing_behind(void **state)
 	for (int round = 0; round < 8; round++) {
 		char *argv[] = {(char *)ts_joseki(), "peta-shock", in,        out,
 		                "--memory",          "1M",         "--quiet", NULL};
+		bool old = round % 2;
+		if (old) assert_int_equal(ts_write_file(out, "old", 3), 0);
 		/* The last round is never killed. */
 		if (round < 7 && ts_run_killed(argv, span, &rng)) {
 			killed++;
-			assert_int_equal(ts_files_in(outdir), 0);
+			assert_int_equal(ts_files_in(outdir), old);
+			if (old) {
+				char *was = ts_read_file(out, NULL);
+				assert_string_equal(was, "old");
+				free(was);
+				unlink(out);
+			}
 			continue;
 		}
 		if (round == 7)
