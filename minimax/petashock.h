@@ -8,8 +8,8 @@
  * from 128-bit key to node index while the edges are found (or, past the
  * memory budget, a join on disk in buckets of keys instead:
  * minimax/petashock_disk.c); the input is streamed (read three times:
- * records and moves, transposition edges, SFEN lines for the output; four
- * with the join on disk), never held as text; each of these passes runs over
+ * records and moves, transposition edges, SFEN lines for the output), never
+ * held as text; each of these passes runs over
  * parts of the file in parallel.
  */
 #ifndef MINIMAX_PETASHOCK_H

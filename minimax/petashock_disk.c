@@ -9,16 +9,17 @@
  *      budget; a sharp filter of all of them (keyfilter3, shogi/keymap.h) is
  *      made in memory;
  *   2. candidates: the parts read the input side by side; each legal move's
- *      child key that passes the filter goes, with its node and its number
- *      among the legal moves, to its key's bucket file;
+ *      child key that passes the filter goes, with its node and its place in
+ *      YaneuraOu's legal-move order (yo_legal_order, made only for a node with
+ *      two candidates or more: its edges' order in the output), to its key's
+ *      bucket file;
  *   3. join: a bucket at a time, a key map of its keys (inserted in node
  *      order, so a later record still wins), each of its candidates looked up;
- *      the hits are the edges (node, move number, move, child), sorted by node
- *      and move number (shogi/extsort.h) into one file;
- *   4. edges: the parts read the input once more and give each node its
- *      edges from that file (ps_put_moves, as in memory; the position is
- *      parsed and its moves generated again only for a node with two edges or
- *      more, whose order needs them).
+ *      the hits are the edges (node, place, move, child), sorted by node and
+ *      place (shogi/extsort.h) into one file;
+ *   4. edges: the parts go through their nodes and give each its edges from
+ *      that file, already in order, and its leaves (ps_put_moves, as in
+ *      memory), without reading the input again.
  *
  * The moves are the same, in the same order, as pass 2 in memory. Its files
  * are unlinked temporary files beside the output: a process killed at any
@@ -35,19 +36,22 @@
 #include "shogi/bigmem.h"
 #include "shogi/extsort.h"
 #include "shogi/keymap.h"
+#include "minimax/yo_order.h"
 #include "shogi/movegen.h"
 
-/* A bucket file's record: a node's own key (k == REC_KEY), or a candidate
- * child key of node `node` by its legal move number k. */
+/* A bucket file's record: a node's own key (at == REC_KEY), or a candidate
+ * child key of node `node` by its move, the at'th in YaneuraOu's legal-move
+ * order (0 when the node has no other candidate). */
 typedef struct {
 	Key key;
 	uint32_t node;
-	uint16_t k;
+	uint16_t at;
 	uint16_t move;
 } BucketRec;
 
 #define REC_KEY 0xffff
-#define EDGE_LEN 12         /* an edge: node (BE32), k (BE16), move, child */
+#define EDGE_LEN 12 /* an edge: node (BE32), at (BE16), move, child */
+#define PROGRESS_EVERY 65536
 #define PART_BUF 170        /* records a part holds for a bucket before writing (4 KiB) */
 #define MAX_BUCKETS 512     /* each a file descriptor */
 #define BUCKET_KEY_BYTES 52 /* a bucket's memory for a key at most: key, node, 2-4 slots */
@@ -265,16 +269,22 @@ static int cands_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
 	PsDisk *d = pt->run->disk;
 	const Position *bpos;
 	if (ps_black_position(pt, rec, &bpos) < 0) return -1;
-	Move legal[MOVEGEN_MAX];
+	Move legal[MOVEGEN_MAX], order[YO_LIST_MAX];
 	Key child[MOVEGEN_MAX];
-	int n = movegen_legal(bpos, legal);
+	int n = movegen_legal(bpos, legal), pass[MOVEGEN_MAX], np = 0;
 	for (int k = 0; k < n; k++) {
 		child[k] = pos_key_after(bpos, legal[k]);
 		__builtin_prefetch(&d->filter[child[k].lo & d->filter_mask]);
 	}
-	for (int k = 0; k < n; k++) {
-		if (!keyfilter3_maybe(d->filter, d->filter_mask, child[k])) continue;
-		BucketRec r = {child[k], i, (uint16_t)k, (uint16_t)legal[k]};
+	for (int k = 0; k < n; k++)
+		if (keyfilter3_maybe(d->filter, d->filter_mask, child[k])) pass[np++] = k;
+	/* Two edges or more go out in YaneuraOu's legal-move order, which lists
+	 * every legal move once (petashock_graph.c's order_edges). */
+	int no = np >= 2 ? yo_legal_order(order, bpos, legal, n, pt->eb.seen) : 0;
+	for (int j = 0; j < np; j++) {
+		int k = pass[j], at = 0;
+		while (at < no && order[at] != legal[k]) at++;
+		BucketRec r = {child[k], i, (uint16_t)at, (uint16_t)legal[k]};
 		if (put_rec(d, pt->disk, &r) < 0) {
 			int e = errno;
 			ps_part_fail(pt, PETASHOCK_EIO, "%s: cannot write a temporary file: %s",
@@ -351,7 +361,7 @@ static int join_buckets(PsRun *p, ExtSort *es)
 				if (at == KEYMAP_NONE) continue;
 				unsigned char e[EDGE_LEN];
 				put_be32(e, r->node);
-				e[4] = (unsigned char)(r->k >> 8), e[5] = (unsigned char)r->k;
+				e[4] = (unsigned char)(r->at >> 8), e[5] = (unsigned char)r->at;
 				memcpy(e + 6, &r->move, 2);
 				memcpy(e + 8, &node[at], 4);
 				if (extsort_add(es, e, sizeof e) < 0) {
@@ -455,9 +465,8 @@ static int peek_edge(PsDisk *d, PsPartDisk *pd, const unsigned char **e)
 }
 
 /* Step 4, a node: its edges from the file, then its moves. */
-static int edges_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
+static int edges_of(PsPart *pt, uint32_t i)
 {
-	(void)ctx;
 	PsRun *p = pt->run;
 	PsPartDisk *pd = pt->disk;
 	EdgeCand cand[MOVEGEN_MAX];
@@ -465,7 +474,7 @@ static int edges_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
 	const unsigned char *e;
 	while ((got = peek_edge(p->disk, pd, &e)) == 1 && get_be32(e) == i) {
 		if (ne == MOVEGEN_MAX) break;
-		EdgeCand c = {0, (uint16_t)(e[4] << 8 | e[5]), MOVE_NONE, 0};
+		EdgeCand c = {0, 0, MOVE_NONE, 0};
 		uint16_t mv;
 		memcpy(&mv, e + 6, 2);
 		memcpy(&c.next, e + 8, 4);
@@ -476,19 +485,7 @@ static int edges_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
 	if (got < 0)
 		return ps_part_fail(pt, PETASHOCK_EIO, "%s: cannot read a temporary file: %s",
 		                    p->disk->dir, strerror(errno));
-	const Position *bpos = NULL;
-	Move legal[MOVEGEN_MAX];
-	int n = 0;
-	if (ne >= 2) {
-		if (ps_black_position(pt, rec, &bpos) < 0) return -1;
-		n = movegen_legal(bpos, legal);
-		for (int k = 0; k < ne; k++)
-			if (cand[k].k >= n || legal[cand[k].k] != cand[k].move)
-				return ps_part_fail(pt, PETASHOCK_ECHANGED,
-				                    "%s:%ld: input changed between passes",
-				                    p->in_path, rec->line);
-	}
-	int rc = ps_put_moves(&p->g, i, bpos, legal, n, cand, ne, &pt->eb);
+	int rc = ps_put_moves(&p->g, i, NULL, NULL, 0, cand, ne, &pt->eb);
 	return rc < 0 ? ps_part_fail(pt, rc, "out of memory") : 0;
 }
 
@@ -504,10 +501,13 @@ void *ps_disk_part_edges(void *arg)
 	pd->epos = d->part_first[pt->k] * EDGE_LEN;
 	pd->eend = d->part_first[pt->k + 1] * EDGE_LEN;
 	pd->elen = pd->eat = 0;
-	ps_part_each(pt, "edges", edges_of, NULL);
+	for (size_t i = pt->node0; i < pt->node0 + pt->n; i++) {
+		if (pt->k == 0 && i % PROGRESS_EVERY == 0)
+			ps_report(pt->run, "edges", i * (size_t)pt->run->nparts);
+		if (edges_of(pt, (uint32_t)i) < 0) return NULL;
+	}
 	const unsigned char *e;
-	if (pt->rc == 0 && peek_edge(d, pd, &e) != 0)
-		ps_part_fail(pt, PETASHOCK_ECHANGED, "%s: input changed between passes",
-		             pt->run->in_path);
+	if (peek_edge(d, pd, &e) != 0) /* an edge of no node of the part */
+		ps_part_fail(pt, PETASHOCK_EIO, "%s: a temporary file is not as written", d->dir);
 	return NULL;
 }

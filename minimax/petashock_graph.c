@@ -192,7 +192,7 @@ static void order_edges(const Position *bpos, const Move *legal, int n, EdgeCand
 int ps_put_moves(const Graph *g, uint32_t i, const Position *bpos, const Move *legal, int n,
                  EdgeCand *cand, int ne, EdgeBuf *eb)
 {
-	if (ne >= 2) order_edges(bpos, legal, n, cand, ne, eb->seen);
+	if (ne >= 2 && bpos) order_edges(bpos, legal, n, cand, ne, eb->seen);
 	const PsLeaf *lv = g->leaves + g->lstart[i];
 	size_t nl = g->lstart[i + 1] - g->lstart[i];
 	if (bigmem_grow((void **)&eb->moves, &eb->cap, eb->n + (size_t)ne + nl, sizeof *eb->moves,

@@ -180,8 +180,9 @@ typedef struct {
 
 /* Node i's moves into eb: its edges cand[0..ne) given in legal-move order
  * (put in YaneuraOu's order here: bpos, legal[0..n) are its position and
- * legal moves, only read when ne >= 2), then its listed moves that are not
- * edges, as leaves. 0 or PETASHOCK_ENOMEM. */
+ * legal moves, only read when ne >= 2; bpos NULL: cand is in that order
+ * already), then its listed moves that are not edges, as leaves. 0 or
+ * PETASHOCK_ENOMEM. */
 int ps_put_moves(const Graph *g, uint32_t i, const Position *bpos, const Move *legal, int n,
                  EdgeCand *cand, int ne, EdgeBuf *eb);
 /* Pass 3: node i with its backed-up values to f (buf: room for its moves).
