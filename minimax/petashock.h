@@ -9,8 +9,8 @@
  * memory budget, a join on disk in buckets of keys instead:
  * minimax/petashock_disk.c); the input is streamed (read three times:
  * records and moves, transposition edges, SFEN lines for the output), never
- * held as text; each of these passes runs over
- * parts of the file in parallel.
+ * held as text; each of these passes runs over parts of the file in
+ * parallel.
  */
 #ifndef MINIMAX_PETASHOCK_H
 #define MINIMAX_PETASHOCK_H
