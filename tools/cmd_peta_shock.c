@@ -183,6 +183,12 @@ int cmd_peta_shock(int argc, char **argv)
 	if (ws.seen > MAX_REPORTED && !ws.quiet)
 		joseki_error("peta-shock: %zu more input problems not shown",
 		             ws.seen - MAX_REPORTED);
+	/* As YaneuraOu, an empty book in, an empty book out; but say so, since
+	 * it is more often the wrong file than an empty book. */
+	if (st.nodes == 0 && !ws.quiet)
+		joseki_error("peta-shock: %s: no positions in it (a YaneuraOu book's positions are "
+		             "'sfen' lines); wrote an empty book",
+		             in);
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	printf("peta-shock: %zu positions, %zu moves (%zu edges, %zu transpositions), "

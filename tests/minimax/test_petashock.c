@@ -589,6 +589,21 @@ static void test_petashock__bad_input_lines_are_reported_and_skipped(void **stat
 	assert_string_equal(got, HDR "# NOE:1\nsfen " START " b - 1\n7g7f none 5 0\n");
 	free(got);
 	free(err);
+	/* A file with no positions at all (empty, or not a book): an empty book,
+	 * and a word that it was. */
+	const char *nothing[] = {"", "\x7f"
+	                             "ELF\x02\x01\x01\n\x01\x02garbage\n"};
+	for (size_t i = 0; i < sizeof nothing / sizeof *nothing; i++) {
+		assert_int_equal(ts_write_file(in, nothing[i], strlen(nothing[i])), 0);
+		err = NULL;
+		assert_int_equal(
+		    ts_runf(NULL, &err, "%s peta-shock %s %s/out.db", ts_joseki(), in, dir), 0);
+		if (!strstr(err, "in.db: no positions in it")) fail_msg("said: %s", err);
+		free(err);
+		got = ts_read_file(path, NULL);
+		assert_string_equal(got, HDR "# NOE:0\n");
+		free(got);
+	}
 	ts_rmtree(dir);
 	free(dir);
 }
