@@ -72,7 +72,7 @@ struct PsDisk {
 struct PsPartDisk {
 	BucketRec *buf; /* PART_BUF a bucket */
 	uint32_t *fill;
-	/* pass 4: the part's edges */
+	/* step 4: the part's edges */
 	unsigned char *ebuf;
 	uint64_t epos, eend; /* bytes of the edges file still to read */
 	size_t elen, eat;    /* bytes in ebuf, bytes of it taken */
