@@ -496,7 +496,8 @@ static int write_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
 	const PsRun *p = pt->run;
 	if (ps_write_node(pt->out, &p->g, i, rec->sfen, rec->sfen_len, p->opt && p->opt->shrink,
 	                  ctx) < 0)
-		return ps_part_fail(pt, PETASHOCK_EIO, "%s: write error", pt->out_path);
+		return ps_part_fail(pt, PETASHOCK_EIO, "%s: write error: %s", pt->run->out_path,
+		                    strerror(errno));
 	return 0;
 }
 
@@ -516,7 +517,8 @@ static void *part_write(void *arg)
 	}
 	ps_part_each(pt, "writing", write_of, obuf);
 	if (pt->rc == 0 && fflush(pt->out) != 0)
-		ps_part_fail(pt, PETASHOCK_EIO, "%s: write error", pt->out_path);
+		ps_part_fail(pt, PETASHOCK_EIO, "%s: write error: %s", pt->run->out_path,
+		             strerror(errno));
 	free(obuf);
 	return NULL;
 }
@@ -635,7 +637,8 @@ static int write_book(PsRun *p)
 	char header[DB2016_LINE_MAX];
 	size_t hl = db2016_format_header(header, p->g.m.n);
 	if (!rc && fwrite(header, 1, hl, p->part[0].out) != hl)
-		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", p->part[0].out_path);
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error: %s", p->out_path,
+		          strerror(errno));
 	if (!rc) {
 		ps_run_parts(p, part_write);
 		rc = ps_parts_failed(p);
@@ -645,8 +648,8 @@ static int write_book(PsRun *p)
 		PsPart *pt = &p->part[k];
 		if (fflush(out) != 0 || fseeko(pt->out, 0, SEEK_SET) != 0 ||
 		    append_file(fileno(out), fileno(pt->out)) < 0)
-			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error",
-			          p->part[0].out_path);
+			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error: %s",
+			          p->out_path, strerror(errno));
 	}
 	for (int k = p->nparts - 1; k >= 1; k--)
 		if (p->part[k].out) fclose(p->part[k].out), p->part[k].out = NULL;
@@ -654,7 +657,8 @@ static int write_book(PsRun *p)
 	if (!out) return rc;
 	bool has_name = named;
 	if (!rc && fflush(out) != 0)
-		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", p0->out_path);
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error: %s", p->out_path,
+		          strerror(errno));
 	/* The unnamed file takes OUT's name at once when OUT is not there; else
 	 * OUT.tmp<pid>'s, renamed over OUT (a kill between the two leaves that
 	 * whole file). */
@@ -673,11 +677,12 @@ static int write_book(PsRun *p)
 	int closed = fclose(out);
 	p0->out = NULL;
 	if (!rc && closed != 0)
-		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error", p->out_path);
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error: %s", p->out_path,
+		          strerror(errno));
 	if (done && rc) remove(p->out_path);
 	if (!rc && !done && rename(p0->out_path, p->out_path) != 0)
-		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot rename to %s", p0->out_path,
-		          p->out_path);
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot rename to %s: %s",
+		          p0->out_path, p->out_path, strerror(errno));
 	if (rc && has_name) remove(p0->out_path);
 	return rc;
 }

@@ -1,9 +1,9 @@
 /*
  * tests/bookdb/test_diskfull.c — a full disk under every writing command
- * (ingest, think, minimax, export, compact) on a small tmpfs mounted for the
- * test: a clear error naming the book (or file) and "no space left", exit 1,
- * the book still opens and passes check, and once space is freed the same
- * command succeeds with nothing lost or doubled.
+ * (ingest, think, minimax, export, peta-shock, compact) on a small tmpfs
+ * mounted for the test: a clear error naming the book (or file) and "no
+ * space left", exit 1, the book still opens and passes check, and once space
+ * is freed the same command succeeds with nothing lost or doubled.
  *
  * The tmpfs is mounted in a mount namespace of the test's own
  * (ts_private_mounts: as root, or as a plain user through a user namespace),
@@ -135,6 +135,13 @@ static void test_diskfull__every_writer_stops_cleanly_and_resumes(void **state)
 	full_then_free(f, "think %s --depth 1 --positions 3000 --quiet", book);
 	full_then_free(f, "minimax %s --full --quiet", book);
 	full_then_free(f, "export %s %s.db --quiet", "b.db");
+	/* peta-shock on that export: its output; then, on a book of 100,000
+	 * positions within 1M, the temporary files of its join on disk. */
+	full_then_free(f, "peta-shock %s.db %s.ps --quiet", "b.ps");
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s peta-shock --gen-bench 100000 %s.gen", ts_joseki(), book), 0);
+	full_then_free(f, "peta-shock %s.gen %s.ps --memory 1M --quiet",
+	               "cannot write a temporary file");
 	/* The whole-book minimax and the export freed pages: compact has work. */
 	full_then_free(f, "compact %s", "data.mdb.compact");
 	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), book), 0);
