@@ -70,8 +70,6 @@ const char *petashock_strerror(int code)
 
 #define fail errmsg_set
 
-#define PS_PROGRESS_EVERY 65536
-
 static void report(const PetashockOptions *opt, const char *phase, size_t done)
 {
 	if (opt && opt->progress) opt->progress(opt->progress_ctx, phase, done);
@@ -615,21 +613,21 @@ static int write_book(PsRun *p)
 	int rc = 0;
 	char dir[4096];
 	bigmem_dir_of(dir, sizeof dir, p->out_path);
+	/* OUT.tmp<pid>: part 0's file's name before it becomes OUT, when it
+	 * has one. */
 	size_t plen = strlen(p->out_path) + 48;
+	char *tmp = malloc(plen);
+	if (!tmp) return fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
+	snprintf(tmp, plen, "%s.tmp%ld", p->out_path, (long)getpid());
 	bool named = true;
 	for (int k = 0; k < p->nparts && !rc; k++) {
 		PsPart *pt = &p->part[k];
-		if (!(pt->out_path = malloc(plen))) {
-			rc = fail(p->err, p->errlen, PETASHOCK_ENOMEM, "out of memory");
-			break;
-		}
-		snprintf(pt->out_path, plen, "%s.tmp%ld", p->out_path, (long)getpid());
-		int fd = k ? bigmem_temp_fd(dir) : output_fd(dir, pt->out_path, &named);
+		int fd = k ? bigmem_temp_fd(dir) : output_fd(dir, tmp, &named);
 		if (fd < 0 || !(pt->out = fdopen(fd, k ? "w+b" : "wb"))) {
 			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot create: %s",
 			          k ? dir : p->out_path, strerror(errno));
 			if (fd >= 0) close(fd);
-			if (k == 0 && named && fd >= 0) remove(pt->out_path);
+			if (k == 0 && named && fd >= 0) remove(tmp);
 			break;
 		}
 		setvbuf(pt->out, NULL, _IOFBF, 1 << 20);
@@ -654,7 +652,10 @@ static int write_book(PsRun *p)
 	for (int k = p->nparts - 1; k >= 1; k--)
 		if (p->part[k].out) fclose(p->part[k].out), p->part[k].out = NULL;
 	PsPart *p0 = &p->part[0];
-	if (!out) return rc;
+	if (!out) {
+		free(tmp);
+		return rc;
+	}
 	bool has_name = named;
 	if (!rc && fflush(out) != 0)
 		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error: %s", p->out_path,
@@ -667,8 +668,8 @@ static int write_book(PsRun *p)
 		if (name_fd(fileno(out), p->out_path) == 0) {
 			done = true;
 		} else if (errno == EEXIST) {
-			unlink(p0->out_path); /* a killed run's, with this pid */
-			if (name_fd(fileno(out), p0->out_path) == 0) has_name = true;
+			unlink(tmp); /* a killed run's, with this pid */
+			if (name_fd(fileno(out), tmp) == 0) has_name = true;
 		}
 		if (!done && !has_name)
 			rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot create: %s",
@@ -680,10 +681,11 @@ static int write_book(PsRun *p)
 		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: write error: %s", p->out_path,
 		          strerror(errno));
 	if (done && rc) remove(p->out_path);
-	if (!rc && !done && rename(p0->out_path, p->out_path) != 0)
-		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot rename to %s: %s",
-		          p0->out_path, p->out_path, strerror(errno));
-	if (rc && has_name) remove(p0->out_path);
+	if (!rc && !done && rename(tmp, p->out_path) != 0)
+		rc = fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot rename to %s: %s", tmp,
+		          p->out_path, strerror(errno));
+	if (rc && has_name) remove(tmp);
+	free(tmp);
 	return rc;
 }
 
@@ -715,7 +717,6 @@ int petashock_run(PetashockStats *stats, const char *in_path, const char *out_pa
 		for (size_t j = 0; j < pt->wb.n; j++) free(pt->wb.msg[j]);
 		free(pt->wb.msg);
 		bigmem_free(pt->eb.moves);
-		free(pt->out_path);
 		free(pt->tmp);
 		free(pt->tmp2);
 	}

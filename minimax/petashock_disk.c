@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "minimax/petashock_priv.h"
+#include "shogi/be64.h"
 #include "shogi/bigmem.h"
 #include "shogi/extsort.h"
 #include "shogi/keymap.h"
@@ -50,8 +51,7 @@ typedef struct {
 } BucketRec;
 
 #define REC_KEY 0xffff
-#define EDGE_LEN 12 /* an edge: node (BE32), at (BE16), move, child */
-#define PROGRESS_EVERY 65536
+#define EDGE_LEN 12         /* an edge: node (BE32), at (BE16), move, child */
 #define PART_BUF 170        /* records a part holds for a bucket before writing (4 KiB) */
 #define MAX_BUCKETS 512     /* each a file descriptor */
 #define BUCKET_KEY_BYTES 52 /* a bucket's memory for a key at most: key, node, 2-4 slots */
@@ -129,6 +129,13 @@ static int disk_error(PsRun *p, const char *what)
 {
 	return ps_fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot %s a temporary file: %s",
 	               p->disk->dir, what, strerror(errno));
+}
+
+/* The part's failure on a temporary file (what: "read", "write"), from errno. */
+static int part_disk_error(PsPart *pt, const char *what)
+{
+	return ps_part_fail(pt, PETASHOCK_EIO, "%s: cannot %s a temporary file: %s",
+	                    pt->run->disk->dir, what, strerror(errno));
 }
 
 /* Writes the part's records held for bucket b. 0 or -1 with errno. */
@@ -278,19 +285,13 @@ static int cands_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
 	}
 	for (int k = 0; k < n; k++)
 		if (keyfilter3_maybe(d->filter, d->filter_mask, child[k])) pass[np++] = k;
-	/* Two edges or more go out in YaneuraOu's legal-move order, which lists
-	 * every legal move once (petashock_graph.c's order_edges). */
+	/* Two edges or more go out in YaneuraOu's legal-move order (the place
+	 * ps_yo_place gives, as petashock_graph.c's order_edges puts them). */
 	int no = np >= 2 ? yo_legal_order(order, bpos, legal, n, pt->eb.seen) : 0;
 	for (int j = 0; j < np; j++) {
-		int k = pass[j], at = 0;
-		while (at < no && order[at] != legal[k]) at++;
+		int k = pass[j], at = no ? ps_yo_place(order, no, legal[k]) : 0;
 		BucketRec r = {child[k], i, (uint16_t)at, (uint16_t)legal[k]};
-		if (put_rec(d, pt->disk, &r) < 0) {
-			int e = errno;
-			ps_part_fail(pt, PETASHOCK_EIO, "%s: cannot write a temporary file: %s",
-			             d->dir, strerror(e));
-			return -1;
-		}
+		if (put_rec(d, pt->disk, &r) < 0) return part_disk_error(pt, "write");
 	}
 	return 0;
 }
@@ -299,21 +300,8 @@ static void *part_cands(void *arg)
 {
 	PsPart *pt = arg;
 	ps_part_each(pt, "edges", cands_of, NULL);
-	if (pt->rc == 0 && flush_all(pt->run->disk, pt->disk) < 0)
-		ps_part_fail(pt, PETASHOCK_EIO, "%s: cannot write a temporary file: %s",
-		             pt->run->disk->dir, strerror(errno));
+	if (pt->rc == 0 && flush_all(pt->run->disk, pt->disk) < 0) part_disk_error(pt, "write");
 	return NULL;
-}
-
-static void put_be32(unsigned char *b, uint32_t v)
-{
-	b[0] = (unsigned char)(v >> 24), b[1] = (unsigned char)(v >> 16);
-	b[2] = (unsigned char)(v >> 8), b[3] = (unsigned char)v;
-}
-
-static uint32_t get_be32(const unsigned char *b)
-{
-	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
 /* Step 3: each bucket's candidates against its keys; the hits to es. */
@@ -360,8 +348,8 @@ static int join_buckets(PsRun *p, ExtSort *es)
 				uint32_t at = keymap_find(&map, keys, r->key);
 				if (at == KEYMAP_NONE) continue;
 				unsigned char e[EDGE_LEN];
-				put_be32(e, r->node);
-				e[4] = (unsigned char)(r->at >> 8), e[5] = (unsigned char)r->at;
+				be_put(e, r->node, 4);
+				be_put(e + 4, r->at, 2);
 				memcpy(e + 6, &r->move, 2);
 				memcpy(e + 8, &node[at], 4);
 				if (extsort_add(es, e, sizeof e) < 0) {
@@ -396,7 +384,7 @@ static int write_edges(PsRun *p, ExtSort *es)
 	size_t rlen;
 	int got;
 	while ((got = extsort_next(es, &rec, &rlen)) == 1) {
-		uint32_t parent = get_be32(rec);
+		uint32_t parent = (uint32_t)be_get(rec, 4);
 		while (kp < p->nparts && parent >= p->part[kp].node0) d->part_first[kp++] = count;
 		if (len + EDGE_LEN > READ_CHUNK) {
 			if (pwrite_full(d->edges_fd, buf, len, off) < 0) break;
@@ -472,9 +460,9 @@ static int edges_of(PsPart *pt, uint32_t i)
 	EdgeCand cand[MOVEGEN_MAX];
 	int ne = 0, got;
 	const unsigned char *e;
-	while ((got = peek_edge(p->disk, pd, &e)) == 1 && get_be32(e) == i) {
+	while ((got = peek_edge(p->disk, pd, &e)) == 1 && be_get(e, 4) == i) {
 		if (ne == MOVEGEN_MAX) break;
-		EdgeCand c = {0, 0, MOVE_NONE, 0};
+		EdgeCand c = {0, MOVE_NONE, 0};
 		uint16_t mv;
 		memcpy(&mv, e + 6, 2);
 		memcpy(&c.next, e + 8, 4);
@@ -482,9 +470,7 @@ static int edges_of(PsPart *pt, uint32_t i)
 		cand[ne++] = c;
 		pd->eat += EDGE_LEN;
 	}
-	if (got < 0)
-		return ps_part_fail(pt, PETASHOCK_EIO, "%s: cannot read a temporary file: %s",
-		                    p->disk->dir, strerror(errno));
+	if (got < 0) return part_disk_error(pt, "read");
 	int rc = ps_put_moves(&p->g, i, NULL, NULL, 0, cand, ne, &pt->eb);
 	return rc < 0 ? ps_part_fail(pt, rc, "out of memory") : 0;
 }
@@ -502,7 +488,7 @@ void *ps_disk_part_edges(void *arg)
 	pd->eend = d->part_first[pt->k + 1] * EDGE_LEN;
 	pd->elen = pd->eat = 0;
 	for (size_t i = pt->node0; i < pt->node0 + pt->n; i++) {
-		if (pt->k == 0 && i % PROGRESS_EVERY == 0)
+		if (pt->k == 0 && i % PS_PROGRESS_EVERY == 0)
 			ps_report(pt->run, "edges", i * (size_t)pt->run->nparts);
 		if (edges_of(pt, (uint32_t)i) < 0) return NULL;
 	}

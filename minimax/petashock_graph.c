@@ -155,29 +155,14 @@ int ps_put_all(KeyMap *m, const Key *keys, size_t n)
 	return 0;
 }
 
-/* cand[0..ne) (ne >= 2, in legal-move order) in YaneuraOu's order: by its
- * generation groups, then exact ties as its legal-move list has them. */
+/* cand[0..ne) (ne >= 2) in YaneuraOu's order: as its legal-move list has
+ * them (ps_yo_place). */
 static void order_edges(const Position *bpos, const Move *legal, int n, EdgeCand *cand, int ne,
                         uint64_t *seen)
 {
-	bool in_check = pos_in_check(bpos);
-	for (int k = 0; k < ne; k++) {
-		EdgeCand c = cand[k];
-		c.rank = yo_gen_rank(bpos, c.move, in_check);
-		int p = k;
-		while (p > 0 && cand[p - 1].rank > c.rank) {
-			cand[p] = cand[p - 1];
-			p--;
-		}
-		cand[p] = c;
-	}
 	Move order[YO_LIST_MAX];
 	int no = yo_legal_order(order, bpos, legal, n, seen);
-	for (int k = 0; k < ne; k++) {
-		int at = 0;
-		while (at < no && order[at] != cand[k].move) at++;
-		cand[k].rank = (uint32_t)at;
-	}
+	for (int k = 0; k < ne; k++) cand[k].rank = (uint32_t)ps_yo_place(order, no, cand[k].move);
 	for (int k = 1; k < ne; k++) {
 		EdgeCand c = cand[k];
 		int p = k;
@@ -233,8 +218,7 @@ int ps_add_edges(const Graph *g, uint32_t i, const Position *bpos, EdgeBuf *eb)
 	for (int k = 0; k < n; k++) child[k] = pos_key_after(bpos, legal[k]);
 	find_many(&g->map, g->keys, child, n, found);
 	for (int k = 0; k < n; k++)
-		if (found[k] != PS_NONE)
-			cand[ne++] = (EdgeCand){0, (uint16_t)k, legal[k], found[k]};
+		if (found[k] != PS_NONE) cand[ne++] = (EdgeCand){0, legal[k], found[k]};
 	return ps_put_moves(g, i, bpos, legal, n, cand, ne, eb);
 }
 

@@ -72,6 +72,7 @@ typedef struct {
 #define PS_MAX_PARTS 8
 #define PS_PART_MIN_BYTES (4u << 20) /* automatic: a part per 4 MiB at most */
 #define PS_WARN_KEEP 10000           /* warnings a part keeps word for word */
+#define PS_PROGRESS_EVERY 65536      /* records between progress calls (part 0's) */
 
 typedef struct {
 	char **msg;
@@ -104,7 +105,6 @@ typedef struct {
 	PsPartDisk *disk; /* on disk: its buffers and its edges' reader */
 	/* pass 3 */
 	FILE *out;
-	char *out_path;
 } PsPart;
 
 /* One run's state, shared by its passes. */
@@ -169,20 +169,27 @@ int ps_put_all(KeyMap *m, const Key *keys, size_t n);
  * PETASHOCK_ENOMEM. */
 int ps_add_edges(const Graph *g, uint32_t i, const Position *bpos, EdgeBuf *eb);
 
-/* An edge of a node: its legal move number k (movegen_legal's order), the
- * move, the child node; rank: scratch for the ordering. */
+/* An edge of a node: the move, the child node; rank: scratch for the
+ * ordering. */
 typedef struct {
 	uint32_t rank;
-	uint16_t k;
 	Move move;
 	uint32_t next;
 } EdgeCand;
 
-/* Node i's moves into eb: its edges cand[0..ne) given in legal-move order
- * (put in YaneuraOu's order here: bpos, legal[0..n) are its position and
- * legal moves, only read when ne >= 2; bpos NULL: cand is in that order
- * already), then its listed moves that are not edges, as leaves. 0 or
- * PETASHOCK_ENOMEM. */
+/* m's place in order[0..no), YaneuraOu's legal-move list (yo_legal_order),
+ * which lists every legal move once: a node's edges go out in this order. */
+static inline int ps_yo_place(const Move *order, int no, Move m)
+{
+	int at = 0;
+	while (at < no && order[at] != m) at++;
+	return at;
+}
+
+/* Node i's moves into eb: its edges cand[0..ne) (put in YaneuraOu's order
+ * here: bpos, legal[0..n) are its position and legal moves, only read when
+ * ne >= 2; bpos NULL: cand is in that order already), then its listed moves
+ * that are not edges, as leaves. 0 or PETASHOCK_ENOMEM. */
 int ps_put_moves(const Graph *g, uint32_t i, const Position *bpos, const Move *legal, int n,
                  EdgeCand *cand, int ne, EdgeBuf *eb);
 /* Pass 3: node i with its backed-up values to f (buf: room for its moves).
