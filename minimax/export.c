@@ -280,8 +280,9 @@ static void yo_count(ExportStats *st, int min_ply, bool white, const OutMove *be
  *           the SFEN line (with its newline), the OutMoves   by ordinal
  *   ans     what a request found: ordinal(8) slot(1) best move(2) depth(2)
  *                                                             by ordinal
- *   sfen    a finished text block: its SFEN line's length(2), the block
- *                                                  by the SFEN line
+ *   sfen    a finished text block, its SFEN line first: by its bytes
+ *           (extsort_cmp_tail), which is by the SFEN line (the newline
+ *           sorts before any character of a line: a prefix first)
  *   apery   an Apery book's entries (AperyOut)     by cmp_apery
  *
  * The ordinal numbers the records in key order. The requests meet the
@@ -331,19 +332,6 @@ typedef struct {
 	atomic_size_t done;
 	size_t total;
 } Pass;
-
-/* Two text blocks by their SFEN lines (strcmp order: a prefix first), then
- * by the rest, so that the order is one whatever the order of adding. */
-static int cmp_sfen(const void *a, size_t alen, const void *b, size_t blen, void *ctx)
-{
-	(void)ctx;
-	const uint8_t *x = a, *y = b;
-	size_t xl = x[0] | (size_t)x[1] << 8, yl = y[0] | (size_t)y[1] << 8;
-	int c = memcmp(x + 2, y + 2, xl < yl ? xl : yl);
-	if (c || xl != yl) return c ? c : xl < yl ? -1 : 1;
-	c = memcmp(x, y, alen < blen ? alen : blen);
-	return c ? c : (alen > blen) - (alen < blen);
-}
 
 static int cmp_apery_rec(const void *a, size_t alen, const void *b, size_t blen, void *ctx)
 {
@@ -842,7 +830,7 @@ static int finish_blocks(Pass *ps, ExportStats *st)
 {
 	if (extsort_finish(ps->s[S_BLK]) < 0 || extsort_finish(ps->s[S_ANS]) < 0) return -1;
 	OutMove *mv = malloc(BOOKDB_MAX_MOVES * sizeof *mv);
-	uint8_t *text = malloc(2 + (size_t)(BOOKDB_MAX_MOVES + 1) * DB2016_LINE_MAX);
+	uint8_t *text = malloc((size_t)(BOOKDB_MAX_MOVES + 1) * DB2016_LINE_MAX);
 	int rc = -1;
 	if (!mv || !text) {
 		errno = ENOMEM;
@@ -867,11 +855,9 @@ static int finish_blocks(Pass *ps, ExportStats *st)
 		if (ha < 0) goto done;
 		yo_count(&ys, min_ply, white, &mv[0]);
 		ys.positions++;
-		size_t len = format_block((char *)text + 2, (const char *)b + 16, sl,
+		size_t len = format_block((char *)text, (const char *)b + 16, sl,
 		                          flags & BOOKDB_REC_MINIMAX, mv, n);
-		text[0] = (uint8_t)(sl - 1); /* the line without its newline */
-		text[1] = (uint8_t)((sl - 1) >> 8);
-		if (extsort_add(ps->s[S_SFEN], text, len + 2) < 0) goto done;
+		if (extsort_add(ps->s[S_SFEN], text, len) < 0) goto done;
 	}
 	if (hb < 0) goto done;
 	st->yo_shallow = ys.yo_shallow;
@@ -901,7 +887,7 @@ static bool write_blocks(FILE *out, Pass *ps, const ExportOptions *opt, size_t t
 	for (size_t k = 0; (h = extsort_next(ps->s[S_SFEN], (const void **)&r, &len)) == 1; k++) {
 		if (opt->progress && k % PROGRESS_EVERY == 0)
 			opt->progress(opt->progress_ctx, "writing", k, total);
-		if (fwrite(r + 2, 1, len - 2, out) != len - 2) return false;
+		if (fwrite(r, 1, len, out) != len) return false;
 	}
 	return h == 0;
 }
@@ -945,12 +931,9 @@ static int open_sorters(Pass *ps, const char *dir, uint64_t budget)
 		ExtSortCmp cmp;
 		uintptr_t prefix;
 	} S[S_N] = {
-	    [S_CHILD] = {1, extsort_cmp_bytes, 16},
-	    [S_REQ] = {1, extsort_cmp_bytes, 25},
-	    [S_BLK] = {3, extsort_cmp_bytes, 8},
-	    [S_ANS] = {1, extsort_cmp_bytes, 9},
-	    [S_SFEN] = {3, cmp_sfen, 0},
-	    [S_APERY] = {6, cmp_apery_rec, 0},
+	    [S_CHILD] = {1, extsort_cmp_bytes, 16}, [S_REQ] = {1, extsort_cmp_bytes, 25},
+	    [S_BLK] = {3, extsort_cmp_bytes, 8},    [S_ANS] = {1, extsort_cmp_bytes, 9},
+	    [S_SFEN] = {3, extsort_cmp_tail, 0},    [S_APERY] = {6, cmp_apery_rec, 0},
 	};
 	for (int i = 0; i < S_N; i++) {
 		if ((i == S_APERY) != ps->apery) continue;

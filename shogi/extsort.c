@@ -43,6 +43,14 @@ int extsort_cmp_bytes(const void *a, size_t alen, const void *b, size_t blen, vo
 	return memcmp(a, b, (size_t)(uintptr_t)ctx);
 }
 
+int extsort_cmp_tail(const void *a, size_t alen, const void *b, size_t blen, void *ctx)
+{
+	size_t start = (size_t)(uintptr_t)ctx;
+	size_t la = alen > start ? alen - start : 0, lb = blen > start ? blen - start : 0;
+	int c = memcmp((const uint8_t *)a + start, (const uint8_t *)b + start, la < lb ? la : lb);
+	return c ? c : (la > lb) - (la < lb);
+}
+
 /* A sorted run on disk: its stream (the file is already unlinked). */
 typedef struct {
 	FILE *f;
@@ -92,12 +100,19 @@ struct ExtSort {
 	uint64_t sp_disk;
 };
 
-/* What the sort of a buffer compares with (bytes: extsort_cmp_bytes' n). */
+/* How a sorter orders its records, as the sort of a buffer sees it: by the
+ * caller's comparison (KEY_CMP), or as byte strings (KEY_BYTES: the first
+ * `bytes` bytes; KEY_TAIL: from byte `start` to the end, a prefix first),
+ * whose digits of 8 bytes the sort reads itself. */
+enum { KEY_CMP, KEY_BYTES, KEY_TAIL };
+
 typedef struct {
 	ExtSortCmp cmp;
 	void *ctx;
 	const uint8_t *arena;
-	size_t bytes;
+	int kind;
+	size_t bytes; /* KEY_BYTES: the key's length */
+	size_t start; /* KEY_TAIL: where the key starts in the record */
 } SortCtx;
 
 static size_t cmp_bytes_of(const ExtSort *s);
@@ -124,25 +139,194 @@ static size_t cmp_bytes_of(const ExtSort *s)
 	return s->cmp == extsort_cmp_bytes ? (size_t)(uintptr_t)s->ctx : 0;
 }
 
-/* qsort_r's comparison: the caller's, then the order of adding. */
-static int item_cmp(const void *a, const void *b, void *arg)
+static SortCtx sort_ctx(const ExtSort *s, const uint8_t *arena)
 {
-	const SortCtx *k = arg;
-	const Item *x = a, *y = b;
-	const uint8_t *ra = k->arena + item_off(x), *rb = k->arena + item_off(y);
+	SortCtx k = {s->cmp, s->ctx, arena, KEY_CMP, 0, 0};
+	if (s->cmp == extsort_cmp_bytes) {
+		k.kind = KEY_BYTES;
+		k.bytes = (size_t)(uintptr_t)s->ctx;
+	} else if (s->cmp == extsort_cmp_tail) {
+		k.kind = KEY_TAIL;
+		k.start = (size_t)(uintptr_t)s->ctx;
+	}
+	return k;
+}
+
+/* The length of an item's key (KEY_BYTES, KEY_TAIL). */
+static inline size_t key_len(const SortCtx *k, const Item *it)
+{
+	if (k->kind == KEY_BYTES) return k->bytes;
+	size_t len = item_len(it);
+	return len > k->start ? len - k->start : 0;
+}
+
+static inline const uint8_t *key_of(const SortCtx *k, const Item *it)
+{
+	return k->arena + item_off(it) + k->start;
+}
+
+/* The key's bytes d..d+7 as a big-endian number, zeros past its end. */
+static inline uint64_t digit_at(const uint8_t *p, size_t len, size_t d)
+{
+	if (d + 8 <= len) {
+		uint64_t x;
+		memcpy(&x, p + d, 8);
+		return __builtin_bswap64(x);
+	}
+	uint64_t v = 0;
+	for (size_t i = 0; i < 8; i++) v = v << 8 | (d + i < len ? p[d + i] : 0);
+	return v;
+}
+
+/* Two keys whose bytes before d are the same (zeros past an end counting as
+ * bytes): by their bytes from d, a prefix first. */
+static int cmp_from(const SortCtx *k, const Item *x, const Item *y, size_t d)
+{
+	size_t lx = key_len(k, x), ly = key_len(k, y), m = lx < ly ? lx : ly;
+	int c = d < m ? memcmp(key_of(k, x) + d, key_of(k, y) + d, m - d) : 0;
+	if (c || k->kind == KEY_BYTES) return c;
+	return (lx > ly) - (lx < ly);
+}
+
+/* Items in order: the caller's order (KEY_BYTES, KEY_TAIL: pre holds the
+ * key's digit at d, the bytes before it the same in both), then the order of
+ * adding. */
+static int item_cmp_at(const SortCtx *k, const Item *x, const Item *y, size_t d)
+{
 	int c;
-	if (k->bytes) {
+	if (k->kind != KEY_CMP) {
 		if (x->pre != y->pre) return x->pre < y->pre ? -1 : 1;
-		c = k->bytes > 8 ? memcmp(ra + 8, rb + 8, k->bytes - 8) : 0;
+		c = cmp_from(k, x, y, d + 8);
 	} else {
-		c = k->cmp(ra, item_len(x), rb, item_len(y), k->ctx);
+		c = k->cmp(k->arena + item_off(x), item_len(x), k->arena + item_off(y), item_len(y),
+		           k->ctx);
 	}
 	if (c) return c;
 	return x->ol < y->ol ? -1 : x->ol > y->ol;
 }
 
-/* A sort of n items (records in k.arena) in place: qsort_r's, run on this
- * thread or another. */
+/* qsort_r's comparison: item_cmp_at at the depth given. */
+typedef struct {
+	const SortCtx *k;
+	size_t d;
+} AtDepth;
+
+static int item_cmp(const void *a, const void *b, void *arg)
+{
+	const AtDepth *at = arg;
+	return item_cmp_at(at->k, a, b, at->d);
+}
+
+static void sort_compare(const SortCtx *k, Item *a, size_t n, size_t d)
+{
+	AtDepth at = {k, d};
+	qsort_r(a, n, sizeof *a, item_cmp, &at);
+}
+
+/*
+ * The byte-string sort: a three-way quicksort on the keys' digits of 8 bytes
+ * (Bentley and Sedgewick's multikey quicksort, a digit a word), so that keys
+ * sharing long prefixes (SFEN lines all start alike) are not compared from
+ * their first byte again and again: the items whose digit at d is the
+ * pivot's are sorted on their digit at d + 8, read once each. Ties end in
+ * the order of adding, so the order is item_cmp's, as a stable sort's. On
+ * return every item's pre is its digit at d again.
+ */
+#define MK_SMALL 16
+#define MK_DEEPEST 4096 /* key bytes compared by digits; deeper, by memcmp */
+
+static inline void item_swap(Item *a, Item *b)
+{
+	Item t = *a;
+	*a = *b;
+	*b = t;
+}
+
+static void mk_sort(const SortCtx *k, Item *a, size_t n, size_t d);
+
+static void insertion_sort(const SortCtx *k, Item *a, size_t n, size_t d)
+{
+	for (size_t i = 1; i < n; i++) {
+		Item t = a[i];
+		size_t j = i;
+		while (j > 0 && item_cmp_at(k, &t, &a[j - 1], d) < 0) {
+			a[j] = a[j - 1];
+			j--;
+		}
+		a[j] = t;
+	}
+}
+
+static inline uint64_t median3(uint64_t x, uint64_t y, uint64_t z)
+{
+	return x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y);
+}
+
+static uint64_t pivot_of(const Item *a, size_t n)
+{
+	if (n < 512) return median3(a[0].pre, a[n / 2].pre, a[n - 1].pre);
+	size_t e = n / 8;
+	return median3(median3(a[0].pre, a[e].pre, a[2 * e].pre),
+	               median3(a[3 * e].pre, a[4 * e].pre, a[5 * e].pre),
+	               median3(a[6 * e].pre, a[7 * e].pre, a[n - 1].pre));
+}
+
+/* Items whose digit at d is p: sorted on the bytes after it, pre p again
+ * after. */
+static void sort_equal(const SortCtx *k, Item *a, size_t n, size_t d, uint64_t p)
+{
+	size_t next = d + 8;
+	bool deeper = false;
+	for (size_t i = 0; i < n && !deeper; i++) deeper = key_len(k, &a[i]) > next;
+	if (!deeper || next > MK_DEEPEST) {
+		/* Nothing more to read by digits (or too far): compared whole. */
+		sort_compare(k, a, n, d);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (i + 16 < n) __builtin_prefetch(key_of(k, &a[i + 16]) + next);
+		a[i].pre = digit_at(key_of(k, &a[i]), key_len(k, &a[i]), next);
+	}
+	mk_sort(k, a, n, next);
+	for (size_t i = 0; i < n; i++) a[i].pre = p;
+}
+
+static void mk_sort(const SortCtx *k, Item *a, size_t n, size_t d)
+{
+	/* Past twice the levels a fair pivot needs: compared instead. */
+	int levels = 8;
+	for (size_t m = n; m > 1; m >>= 1) levels += 2;
+	while (n > MK_SMALL) {
+		if (levels-- <= 0) {
+			sort_compare(k, a, n, d);
+			return;
+		}
+		uint64_t p = pivot_of(a, n);
+		size_t lt = 0, i = 0, gt = n;
+		while (i < gt) {
+			if (a[i].pre < p)
+				item_swap(&a[lt++], &a[i++]);
+			else if (a[i].pre > p)
+				item_swap(&a[i], &a[--gt]);
+			else
+				i++;
+		}
+		if (gt - lt > 1) sort_equal(k, a + lt, gt - lt, d, p);
+		/* The smaller side on the stack, the larger in this loop. */
+		if (lt < n - gt) {
+			mk_sort(k, a, lt, d);
+			a += gt;
+			n -= gt;
+		} else {
+			mk_sort(k, a + gt, n - gt, d);
+			n = lt;
+		}
+	}
+	insertion_sort(k, a, n, d);
+}
+
+/* A sort of n items (records in k.arena) in place, on this thread or
+ * another. */
 typedef struct {
 	SortCtx k;
 	Item *items;
@@ -152,18 +336,56 @@ typedef struct {
 static void *sort_job(void *arg)
 {
 	SortJob *j = arg;
-	qsort_r(j->items, j->n, sizeof *j->items, item_cmp, &j->k);
+	if (j->k.kind == KEY_CMP)
+		sort_compare(&j->k, j->items, j->n, 0);
+	else
+		mk_sort(&j->k, j->items, j->n, 0);
 	return NULL;
 }
 
 static SortJob sort_of(const ExtSort *s, const Buffer *b, size_t from, size_t n)
 {
-	return (SortJob){{s->cmp, s->ctx, b->arena, cmp_bytes_of(s)}, b->items + from, n};
+	return (SortJob){sort_ctx(s, b->arena), b->items + from, n};
+}
+
+/* Two sorted halves of n items (the first h of them, the rest) merged into
+ * out: the first half of out from the front, on this thread or another, the
+ * rest from the back. The order is total (ties: the order of adding), so the
+ * two ends meet exactly. */
+typedef struct {
+	const SortCtx *k;
+	const Item *x, *y; /* the halves */
+	size_t nx, ny;
+	Item *out;
+	size_t front; /* items taken from the front; the rest from the back */
+} MergeJob;
+
+static void *merge_front(void *arg)
+{
+	MergeJob *m = arg;
+	size_t i = 0, j = 0;
+	for (size_t o = 0; o < m->front; o++)
+		m->out[o] =
+		    j >= m->ny || (i < m->nx && item_cmp_at(m->k, &m->y[j], &m->x[i], 0) >= 0)
+		        ? m->x[i++]
+		        : m->y[j++];
+	return NULL;
+}
+
+static void merge_back(MergeJob *m)
+{
+	size_t i = m->nx, j = m->ny;
+	for (size_t o = m->nx + m->ny; o-- > m->front;)
+		m->out[o] =
+		    i == 0 || (j > 0 && item_cmp_at(m->k, &m->y[j - 1], &m->x[i - 1], 0) > 0)
+		        ? m->y[--j]
+		        : m->x[--i];
 }
 
 /* The records held, sorted in place with two threads when there are many
- * (the halves sorted side by side, then merged); one when a thread or the
- * merge's array cannot be had. The order is the same either way. */
+ * (the halves sorted side by side, then merged from both ends); one when a
+ * thread or the merge's array cannot be had. The order is the same either
+ * way. */
 static void sort_held(ExtSort *s)
 {
 	size_t n = s->b.n, h = n / 2;
@@ -180,12 +402,14 @@ static void sort_held(ExtSort *s)
 	}
 	sort_job(&z);
 	pthread_join(t, NULL);
-	size_t i = 0, j = h, o = 0;
-	while (i < h && j < n)
-		out[o++] = item_cmp(&s->b.items[j], &s->b.items[i], &a.k) < 0 ? s->b.items[j++]
-		                                                              : s->b.items[i++];
-	while (i < h) out[o++] = s->b.items[i++];
-	while (j < n) out[o++] = s->b.items[j++];
+	MergeJob m = {&a.k, s->b.items, s->b.items + h, h, n - h, out, n / 2};
+	if (pthread_create(&t, NULL, merge_front, &m) == 0) {
+		merge_back(&m);
+		pthread_join(t, NULL);
+	} else {
+		m.front = n;
+		merge_front(&m);
+	}
 	free(s->b.items);
 	s->b.items = out;
 	s->b.icap = n;
@@ -373,10 +597,10 @@ int extsort_add(ExtSort *s, const void *rec, size_t len)
 	uint64_t pre = 0;
 	size_t nb = cmp_bytes_of(s);
 	if (nb) {
-		size_t k = nb < 8 ? nb : 8;
-		if (k > len) k = len;
-		for (size_t i = 0; i < 8; i++)
-			pre = pre << 8 | (i < k ? ((const uint8_t *)rec)[i] : 0);
+		pre = digit_at(rec, nb < len ? nb : len, 0);
+	} else if (s->cmp == extsort_cmp_tail) {
+		size_t start = (size_t)(uintptr_t)s->ctx;
+		pre = len > start ? digit_at((const uint8_t *)rec + start, len - start, 0) : 0;
 	}
 	s->b.items[s->b.n++] = (Item){pre, (uint64_t)s->b.used << ITEM_LEN_BITS | len};
 	s->b.used += len;
@@ -562,6 +786,9 @@ int extsort_finish(ExtSort *s)
 	return start_merge(s, s->runs, k, merge_buffer(s, k));
 }
 
+/* Records ahead of the one given whose bytes are fetched meanwhile. */
+#define NEXT_AHEAD 8
+
 int extsort_next(ExtSort *s, const void **rec, size_t *len)
 {
 	if (!s->finished) {
@@ -570,6 +797,14 @@ int extsort_next(ExtSort *s, const void **rec, size_t *len)
 	}
 	if (!s->rd) {
 		if (s->next_mem >= s->b.n) return 0;
+		/* The records are where they were added, in another order:
+		 * fetched a few ahead, their misses overlap. */
+		if (s->next_mem + NEXT_AHEAD < s->b.n) {
+			const Item *ahead = &s->b.items[s->next_mem + NEXT_AHEAD];
+			const uint8_t *r = s->b.arena + item_off(ahead);
+			__builtin_prefetch(r);
+			if (item_len(ahead) > 64) __builtin_prefetch(r + 64);
+		}
 		const Item *it = &s->b.items[s->next_mem++];
 		*rec = s->b.arena + item_off(it);
 		*len = item_len(it);

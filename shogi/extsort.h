@@ -17,7 +17,10 @@
  * Sorting uses a second thread where it can: a run is sorted and written by
  * a thread of its own while the next records are added (the two buffers then
  * share the budget), and records that all fit are sorted in two halves side
- * by side. The comparison may therefore be called from two threads at once.
+ * by side, then merged from both ends at once. The comparison may therefore
+ * be called from two threads at once. Under the two byte-string comparisons
+ * below (extsort_cmp_bytes, extsort_cmp_tail) the sort in memory reads the
+ * records itself, 8 bytes at a time, and never calls back.
  *
  * Run files are made in the directory given without a name (O_TMPFILE;
  * where the file system cannot, named and unlinked at once), so only their
@@ -46,6 +49,13 @@ typedef struct ExtSort ExtSort;
  * Given as the sorter's comparison it lets the sort compare a record's first
  * 8 bytes as a number kept beside it, without calling back. */
 int extsort_cmp_bytes(const void *a, size_t alen, const void *b, size_t blen, void *ctx);
+
+/* The comparison of records as byte strings from their byte n to their end,
+ * as memcmp orders them and a prefix before what it starts (ctx: n, as
+ * (void *)(uintptr_t)n). Given as the sorter's comparison it lets the sort
+ * read the strings 8 bytes at a time, each byte about once however long the
+ * prefixes the records share (a multikey quicksort). */
+int extsort_cmp_tail(const void *a, size_t alen, const void *b, size_t blen, void *ctx);
 
 typedef struct {
 	uint64_t records, bytes; /* added */

@@ -147,6 +147,22 @@ static void test_edges(void **state)
 	extsort_free(s);
 }
 
+/* The end of a sorter's records: nothing more, runs on disk or none as
+ * wanted; frees it. */
+static void end_check(ExtSort *s, bool want_runs)
+{
+	const void *rec;
+	size_t len;
+	assert_int_equal(extsort_next(s, &rec, &len), 0);
+	ExtSortStats st;
+	extsort_stats(s, &st);
+	if (want_runs)
+		assert_true(st.runs >= 3);
+	else
+		assert_int_equal(st.runs, 0);
+	extsort_free(s);
+}
+
 typedef struct {
 	uint8_t key[12];
 	uint32_t serial;
@@ -196,14 +212,7 @@ static void bytes_check(uint64_t budget, uint32_t n, bool want_runs)
 		assert_int_equal(serial, ref[i].serial);
 		assert_int_equal(len, 16 + serial % 40);
 	}
-	assert_int_equal(extsort_next(s, &rec, &len), 0);
-	ExtSortStats st;
-	extsort_stats(s, &st);
-	if (want_runs)
-		assert_true(st.runs >= 3);
-	else
-		assert_int_equal(st.runs, 0);
-	extsort_free(s);
+	end_check(s, want_runs);
 	free(ref);
 }
 
@@ -212,6 +221,79 @@ static void test_bytes(void **state)
 	(void)state;
 	bytes_check(64u << 20, 300000, false);
 	bytes_check(1u << 20, 300000, true);
+}
+
+typedef struct {
+	uint8_t key[80];
+	uint32_t len, serial;
+} RefTail;
+
+static int ref_tail_cmp(const void *a, const void *b)
+{
+	const RefTail *x = a, *y = b;
+	int c = memcmp(x->key, y->key, x->len < y->len ? x->len : y->len);
+	if (c) return c;
+	if (x->len != y->len) return x->len < y->len ? -1 : 1;
+	return x->serial < y->serial ? -1 : x->serial > y->serial;
+}
+
+/* extsort_cmp_tail from byte 4 (a serial before it): keys of 0..79 bytes
+ * sharing long prefixes (as SFEN lines do, 15 bytes alike and more), with
+ * zero bytes in them and at their ends (which must not pass for the end of
+ * a shorter key), many equal: memcmp's order, a prefix first, ties in the
+ * order of adding, in memory and in runs. */
+static void tail_check(uint64_t budget, uint32_t n, bool want_runs)
+{
+	ExtSort *s;
+	assert_int_equal(extsort_open(&s, NULL, budget, extsort_cmp_tail, (void *)(uintptr_t)4), 0);
+	RefTail *ref = malloc(n * sizeof *ref);
+	uint64_t rng = 13;
+	static const uint8_t ALPHA[] = {0, 'a', 'b', 0xff};
+	static const char COMMON[] = "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/";
+	uint8_t buf[4 + 80];
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t r = rng_next(&rng);
+		uint32_t len = (uint32_t)(r % 80);
+		/* Most keys start with the same 15..40 bytes. */
+		uint32_t common = r >> 8 & 3 ? 15 + (uint32_t)(r >> 16) % 20 : 0;
+		for (uint32_t j = 0; j < len; j++)
+			buf[4 + j] = j < common ? (uint8_t)COMMON[j]
+			                        : ALPHA[rng_next(&rng) % (j < common + 6 ? 2 : 4)];
+		memcpy(buf, &i, 4);
+		assert_int_equal(extsort_add(s, buf, 4 + len), 0);
+		memcpy(ref[i].key, buf + 4, len);
+		ref[i].len = len;
+		ref[i].serial = i;
+	}
+	assert_int_equal(extsort_finish(s), 0);
+	qsort(ref, n, sizeof *ref, ref_tail_cmp);
+	const void *rec;
+	size_t len;
+	for (uint32_t i = 0; i < n; i++) {
+		assert_int_equal(extsort_next(s, &rec, &len), 1);
+		uint32_t serial;
+		memcpy(&serial, rec, 4);
+		assert_int_equal(serial, ref[i].serial);
+		assert_int_equal(len, 4 + ref[i].len);
+		assert_memory_equal((const uint8_t *)rec + 4, ref[i].key, ref[i].len);
+	}
+	end_check(s, want_runs);
+	free(ref);
+}
+
+static void test_tail(void **state)
+{
+	(void)state;
+	/* The comparison itself: a prefix first, a zero byte is not an end, the
+	 * bytes before n not compared. */
+	void *c4 = (void *)(uintptr_t)4;
+	assert_true(extsort_cmp_tail("....ab", 6, "....ab\0", 7, c4) < 0);
+	assert_true(extsort_cmp_tail("....ab\0", 7, "....ab", 6, c4) > 0);
+	assert_true(extsort_cmp_tail("....b", 5, "....ab", 6, c4) > 0);
+	assert_true(extsort_cmp_tail("xxxxab", 6, "yyyyab", 6, c4) == 0);
+	assert_true(extsort_cmp_tail("...", 3, "....", 4, c4) == 0);
+	tail_check(64u << 20, 300000, false);
+	tail_check(1u << 20, 300000, true);
 }
 
 /* A run that the thread cannot write (its directory gone after the first
@@ -281,10 +363,10 @@ static void test_within_budget(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_within_budget),  cmocka_unit_test(test_in_memory),
-	    cmocka_unit_test(test_runs),           cmocka_unit_test(test_levels),
-	    cmocka_unit_test(test_edges),          cmocka_unit_test(test_bytes),
-	    cmocka_unit_test(test_thread_failure),
+	    cmocka_unit_test(test_within_budget), cmocka_unit_test(test_in_memory),
+	    cmocka_unit_test(test_runs),          cmocka_unit_test(test_levels),
+	    cmocka_unit_test(test_edges),         cmocka_unit_test(test_bytes),
+	    cmocka_unit_test(test_tail),          cmocka_unit_test(test_thread_failure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
