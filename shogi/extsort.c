@@ -51,17 +51,28 @@ int extsort_cmp_tail(const void *a, size_t alen, const void *b, size_t blen, voi
 	return c ? c : (la > lb) - (la < lb);
 }
 
-/* A sorted run on disk: its stream (the file is already unlinked). */
+/* The least read buffer of a run being merged: the runs are read 64 KiB at
+ * a time at least (the kernel's read-ahead keeps each stream going), so that
+ * a budget of 80 MiB merges some 300 runs at once. */
+#define MERGE_MIN_BUFFER (64u << 10)
+
+/* A sorted run on disk: its stream (the file is already unlinked), written
+ * through stdio and read back with pread. */
 typedef struct {
 	FILE *f;
-	char *buf; /* the stream's buffer while it is read */
 } Run;
 
-/* A run being merged: its current record. */
+/* A run being merged: its current record, which points into the read buffer
+ * (or, for one that does not fit there, into own). */
 typedef struct {
 	Run run;
-	uint8_t *rec;
-	size_t len, cap;
+	const uint8_t *rec;
+	size_t len;
+	uint8_t *buf; /* the read buffer: bytes at..end not yet taken */
+	size_t bufsz, at, end;
+	uint64_t off; /* the file offset of buf[end] */
+	uint8_t *own; /* a record longer than the buffer */
+	size_t cap;
 	int done;
 } Reader;
 
@@ -451,7 +462,7 @@ static int add_run(ExtSort *s, FILE *f)
 		s->runs = r;
 		s->rcap = c;
 	}
-	s->runs[s->nruns++] = (Run){f, NULL};
+	s->runs[s->nruns++] = (Run){f};
 	s->st.runs++;
 	return 0;
 }
@@ -609,28 +620,79 @@ int extsort_add(ExtSort *s, const void *rec, size_t len)
 	return 0;
 }
 
+/* Reads the file into dst until want bytes or its end: the bytes read, or
+ * -1 with errno. */
+static ssize_t read_full(Reader *r, uint8_t *dst, size_t want)
+{
+	size_t got = 0;
+	while (got < want) {
+		ssize_t k = pread(fileno(r->run.f), dst + got, want - got, (off_t)r->off);
+		if (k < 0 && errno == EINTR) continue;
+		if (k < 0) return -1;
+		if (k == 0) break;
+		got += (size_t)k;
+		r->off += (uint64_t)k;
+	}
+	return (ssize_t)got;
+}
+
+/* At least need bytes in the buffer from r->at, the ones there moved to its
+ * front first; fewer only at the end of the file. -1 with errno. */
+static int fill(Reader *r, size_t need)
+{
+	if (r->end - r->at >= need) return 0;
+	memmove(r->buf, r->buf + r->at, r->end - r->at);
+	r->end -= r->at;
+	r->at = 0;
+	ssize_t k = read_full(r, r->buf + r->end, r->bufsz - r->end);
+	if (k < 0) return -1;
+	r->end += (size_t)k;
+	return 0;
+}
+
 /* Reads r's next record; r->done at the end. 0, or -1 on an error. */
 static int reader_next(Reader *r)
 {
 	uint32_t len;
-	if (fread(&len, sizeof len, 1, r->run.f) != 1) {
-		if (ferror(r->run.f)) {
-			errno = EIO;
-			return -1;
-		}
+	if (fill(r, sizeof len)) return -1;
+	if (r->end == r->at) {
 		r->done = 1;
 		return 0;
 	}
+	if (r->end - r->at < sizeof len) {
+		errno = EIO; /* a cut record */
+		return -1;
+	}
+	memcpy(&len, r->buf + r->at, sizeof len);
+	r->at += sizeof len;
 	if (len > EXTSORT_MAX_RECORD) {
 		errno = EIO;
 		return -1;
 	}
-	if (grow((void **)&r->rec, &r->cap, len ? len : 1, 1)) return -1;
-	if (len && fread(r->rec, len, 1, r->run.f) != 1) {
+	r->len = len;
+	if (len <= r->bufsz) {
+		if (fill(r, len)) return -1;
+		if (r->end - r->at < len) {
+			errno = EIO;
+			return -1;
+		}
+		r->rec = r->buf + r->at;
+		r->at += len;
+		return 0;
+	}
+	/* Longer than the buffer: what it holds, then the rest straight from
+	 * the file. */
+	if (grow((void **)&r->own, &r->cap, len, 1)) return -1;
+	size_t have = r->end - r->at;
+	memcpy(r->own, r->buf + r->at, have);
+	r->at = r->end = 0;
+	ssize_t k = read_full(r, r->own + have, len - have);
+	if (k < 0) return -1;
+	if ((size_t)k != len - have) {
 		errno = EIO;
 		return -1;
 	}
-	r->len = len;
+	r->rec = r->own;
 	return 0;
 }
 
@@ -659,8 +721,8 @@ static void free_readers(ExtSort *s)
 {
 	for (size_t i = 0; i < s->nrd; i++) {
 		if (s->rd[i].run.f) fclose(s->rd[i].run.f);
-		free(s->rd[i].run.buf);
-		free(s->rd[i].rec);
+		free(s->rd[i].buf);
+		free(s->rd[i].own);
 	}
 	free(s->rd);
 	free(s->heap);
@@ -688,8 +750,11 @@ static int start_merge(ExtSort *s, Run *runs, size_t k, size_t bufsz)
 	for (size_t i = 0; i < k; i++) s->rd[i].run = runs[i];
 	for (size_t i = 0; i < k; i++) {
 		Reader *r = &s->rd[i];
-		if (fseek(r->run.f, 0, SEEK_SET)) return -1;
-		if ((r->run.buf = malloc(bufsz))) setvbuf(r->run.f, r->run.buf, _IOFBF, bufsz);
+		r->bufsz = bufsz < MERGE_MIN_BUFFER ? MERGE_MIN_BUFFER : bufsz;
+		if (!(r->buf = malloc(r->bufsz))) {
+			errno = ENOMEM;
+			return -1;
+		}
 		if (reader_next(r)) return -1;
 		if (!r->done) s->heap[s->nheap++] = i;
 	}
@@ -735,11 +800,11 @@ int extsort_finish(ExtSort *s)
 	if (s->b.n && spill(s, 1)) return -1;
 	buffer_free(&s->b);
 	buffer_free(&s->sp);
-	/* Each run merged at once gets a read buffer of at least 256 KiB, and
-	 * the buffers together half the budget: the rest is the caller's, who
-	 * reads the merge into structures of its own (and the merge's output
-	 * stream, in a level before the last). */
-	size_t fanin = (size_t)(s->budget / (512u << 10));
+	/* Each run merged at once gets a read buffer of at least
+	 * MERGE_MIN_BUFFER, and the buffers together half the budget: the rest
+	 * is the caller's, who reads the merge into structures of its own (and
+	 * the merge's output stream, in a level before the last). */
+	size_t fanin = (size_t)(s->budget / (2 * MERGE_MIN_BUFFER));
 	if (fanin < 2) fanin = 2;
 	if (fanin > 256) fanin = 256;
 	while (s->nruns > fanin) {
@@ -775,7 +840,7 @@ int extsort_finish(ExtSort *s)
 				errno = e ? e : EIO;
 				return -1;
 			}
-			s->runs[nnew++] = (Run){f, NULL};
+			s->runs[nnew++] = (Run){f};
 			s->st.runs++;
 		}
 		s->nruns = nnew;

@@ -118,7 +118,7 @@ static void test_runs(void **state)
 static void test_levels(void **state)
 {
 	(void)state;
-	/* 1 MiB merges 4 runs at once: 30 MB of records make ~45 runs, so that
+	/* 1 MiB merges 8 runs at once: 30 MB of records make ~45 runs, so that
 	 * runs are merged in levels before the last. */
 	sort_and_check(1u << 20, 250000, 1u << 30, 200, 20, 1);
 }
@@ -145,6 +145,50 @@ static void test_edges(void **state)
 	assert_int_equal(rc, -1);
 	assert_int_equal(errno, ENOENT);
 	extsort_free(s);
+}
+
+/* Records longer than a merge's read buffer (64 KiB and more, up to 300 KB)
+ * among short ones, in runs: each comes back whole, in order. */
+static void test_long_records(void **state)
+{
+	(void)state;
+	atomic_int calls = 0;
+	ExtSort *s;
+	assert_int_equal(extsort_open(&s, NULL, 1u << 20, cmp_key, &calls), 0);
+	enum { N = 400, LONG = 300000 };
+	uint8_t *buf = malloc(LONG);
+	Ref ref[N];
+	uint64_t rng = 17;
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t key = (uint32_t)(rng_next(&rng) % 1000);
+		size_t len = i % 3 ? 8 + i : LONG - i;
+		memcpy(buf, &key, 4);
+		memcpy(buf + 4, &i, 4);
+		for (size_t j = 8; j < len; j++) buf[j] = (uint8_t)(i + j);
+		assert_int_equal(extsort_add(s, buf, len), 0);
+		ref[i] = (Ref){key, i};
+	}
+	assert_int_equal(extsort_finish(s), 0);
+	qsort(ref, N, sizeof *ref, ref_cmp);
+	for (uint32_t i = 0; i < N; i++) {
+		const uint8_t *rec;
+		size_t len;
+		assert_int_equal(extsort_next(s, (const void **)&rec, &len), 1);
+		uint32_t serial = ref[i].serial;
+		assert_int_equal(len, serial % 3 ? 8 + serial : LONG - serial);
+		assert_memory_equal(rec + 4, &serial, 4);
+		for (size_t j = 8; j < len; j++)
+			if (rec[j] != (uint8_t)(serial + j))
+				fail_msg("record %u byte %zu", serial, j);
+	}
+	ExtSortStats st;
+	extsort_stats(s, &st);
+	assert_true(st.runs >= 10);
+	const void *rec;
+	size_t len;
+	assert_int_equal(extsort_next(s, &rec, &len), 0);
+	extsort_free(s);
+	free(buf);
 }
 
 /* The end of a sorter's records: nothing more, runs on disk or none as
@@ -363,10 +407,11 @@ static void test_within_budget(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_within_budget), cmocka_unit_test(test_in_memory),
-	    cmocka_unit_test(test_runs),          cmocka_unit_test(test_levels),
-	    cmocka_unit_test(test_edges),         cmocka_unit_test(test_bytes),
-	    cmocka_unit_test(test_tail),          cmocka_unit_test(test_thread_failure),
+	    cmocka_unit_test(test_within_budget),  cmocka_unit_test(test_in_memory),
+	    cmocka_unit_test(test_runs),           cmocka_unit_test(test_levels),
+	    cmocka_unit_test(test_edges),          cmocka_unit_test(test_bytes),
+	    cmocka_unit_test(test_tail),           cmocka_unit_test(test_long_records),
+	    cmocka_unit_test(test_thread_failure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
