@@ -68,6 +68,7 @@ typedef struct {
 	Run run;
 	const uint8_t *rec;
 	size_t len;
+	uint64_t pre; /* rec's first digit (rec_pre) */
 	uint8_t *buf; /* the read buffer: bytes at..end not yet taken */
 	size_t bufsz, at, end;
 	uint64_t off; /* the file offset of buf[end] */
@@ -95,11 +96,10 @@ struct ExtSort {
 	size_t nruns, rcap;
 	int finished;
 	size_t next_mem; /* all in memory: the next item to give */
-	int pending;     /* merging: the record given last is the heap's least */
+	int pending;     /* merging: the record given last is the tree's winner */
 	Reader *rd;      /* the last merge's readers */
 	size_t nrd;
-	size_t *heap; /* reader indices, least first */
-	size_t nheap;
+	size_t *tree; /* the merge's tree of losers (replay) */
 	ExtSortStats st;
 	/* A run being sorted and written by a thread of its own while records
 	 * are added into the other buffer (at most one at a time). */
@@ -589,6 +589,17 @@ static int grow(void **p, size_t *cap, size_t need, size_t unit)
 	return 0;
 }
 
+/* A record's first digit under the byte-string comparisons (0 under
+ * another). */
+static uint64_t rec_pre(const ExtSort *s, const void *rec, size_t len)
+{
+	size_t nb = cmp_bytes_of(s);
+	if (nb) return digit_at(rec, nb < len ? nb : len, 0);
+	if (s->cmp != extsort_cmp_tail) return 0;
+	size_t start = (size_t)(uintptr_t)s->ctx;
+	return len > start ? digit_at((const uint8_t *)rec + start, len - start, 0) : 0;
+}
+
 int extsort_add(ExtSort *s, const void *rec, size_t len)
 {
 	if (s->finished || len > EXTSORT_MAX_RECORD) {
@@ -605,15 +616,8 @@ int extsort_add(ExtSort *s, const void *rec, size_t len)
 	    grow((void **)&s->b.items, &s->b.icap, s->b.n + 1, sizeof(Item)))
 		return -1;
 	memcpy(s->b.arena + s->b.used, rec, len);
-	uint64_t pre = 0;
-	size_t nb = cmp_bytes_of(s);
-	if (nb) {
-		pre = digit_at(rec, nb < len ? nb : len, 0);
-	} else if (s->cmp == extsort_cmp_tail) {
-		size_t start = (size_t)(uintptr_t)s->ctx;
-		pre = len > start ? digit_at((const uint8_t *)rec + start, len - start, 0) : 0;
-	}
-	s->b.items[s->b.n++] = (Item){pre, (uint64_t)s->b.used << ITEM_LEN_BITS | len};
+	s->b.items[s->b.n++] =
+	    (Item){rec_pre(s, rec, len), (uint64_t)s->b.used << ITEM_LEN_BITS | len};
 	s->b.used += len;
 	s->st.records++;
 	s->st.bytes += len;
@@ -696,25 +700,33 @@ static int reader_next(Reader *r)
 	return 0;
 }
 
-/* Reader a before reader b: their records, then the earlier run. */
-static int rd_less(const ExtSort *s, const Reader *rd, size_t a, size_t b)
+/* Reader a before reader b: their records (an ended reader after every
+ * other), then the earlier run. */
+static bool rd_less(const ExtSort *s, size_t a, size_t b)
 {
-	int c = s->cmp(rd[a].rec, rd[a].len, rd[b].rec, rd[b].len, s->ctx);
+	const Reader *x = &s->rd[a], *y = &s->rd[b];
+	if (x->done || y->done) return !x->done && y->done;
+	if (x->pre != y->pre) return x->pre < y->pre;
+	int c = s->cmp(x->rec, x->len, y->rec, y->len, s->ctx);
 	return c < 0 || (c == 0 && a < b);
 }
 
-static void sift_down(ExtSort *s, size_t i)
+/*
+ * The merge is a tree of losers (Knuth's tournament): s->tree[n] for the
+ * inner nodes 1..k-1 (the children of n are 2n and 2n + 1; leaf k + i is
+ * reader i) holds the reader that lost there, s->tree[0] the winner. The
+ * winner's next record plays its way up from its leaf: one comparison a
+ * level, where a heap takes two.
+ */
+static void replay(ExtSort *s, size_t w)
 {
-	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		if (l < s->nheap && rd_less(s, s->rd, s->heap[l], s->heap[m])) m = l;
-		if (l + 1 < s->nheap && rd_less(s, s->rd, s->heap[l + 1], s->heap[m])) m = l + 1;
-		if (m == i) return;
-		size_t t = s->heap[i];
-		s->heap[i] = s->heap[m];
-		s->heap[m] = t;
-		i = m;
-	}
+	for (size_t n = (w + s->nrd) / 2; n >= 1; n /= 2)
+		if (rd_less(s, s->tree[n], w)) {
+			size_t t = s->tree[n];
+			s->tree[n] = w;
+			w = t;
+		}
+	s->tree[0] = w;
 }
 
 static void free_readers(ExtSort *s)
@@ -725,24 +737,33 @@ static void free_readers(ExtSort *s)
 		free(s->rd[i].own);
 	}
 	free(s->rd);
-	free(s->heap);
+	free(s->tree);
 	s->rd = NULL;
-	s->heap = NULL;
-	s->nrd = s->nheap = 0;
+	s->tree = NULL;
+	s->nrd = 0;
+}
+
+/* The next record of reader i and its first digit. 0, or -1. */
+static int rd_next(ExtSort *s, size_t i)
+{
+	Reader *r = &s->rd[i];
+	if (reader_next(r)) return -1;
+	r->pre = r->done ? 0 : rec_pre(s, r->rec, r->len);
+	return 0;
 }
 
 /* Opens runs[0..k) (taken from the list) for a merge with bufsz-byte
- * buffers, each at its first record, into s->rd and the heap. */
+ * buffers, each at its first record, into s->rd and the tree. */
 static int start_merge(ExtSort *s, Run *runs, size_t k, size_t bufsz)
 {
 	s->rd = calloc(k, sizeof *s->rd);
-	s->heap = malloc(k * sizeof *s->heap);
-	if (!s->rd || !s->heap) {
+	s->tree = malloc(2 * k * sizeof *s->tree);
+	if (!s->rd || !s->tree) {
 		for (size_t i = 0; i < k; i++) fclose(runs[i].f);
 		free(s->rd);
-		free(s->heap);
+		free(s->tree);
 		s->rd = NULL;
-		s->heap = NULL;
+		s->tree = NULL;
 		errno = ENOMEM;
 		return -1;
 	}
@@ -755,18 +776,26 @@ static int start_merge(ExtSort *s, Run *runs, size_t k, size_t bufsz)
 			errno = ENOMEM;
 			return -1;
 		}
-		if (reader_next(r)) return -1;
-		if (!r->done) s->heap[s->nheap++] = i;
+		if (rd_next(s, i)) return -1;
 	}
-	for (size_t i = s->nheap / 2; i-- > 0;) sift_down(s, i);
+	/* The first tournament, from the leaves up: the winner at inner node n
+	 * is kept at tree[k + n] while it is played. */
+	for (size_t n = k - 1; n >= 1; n--) {
+		size_t c = 2 * n, a = c < k ? s->tree[k + c] : c - k,
+		       b = c + 1 < k ? s->tree[k + c + 1] : c + 1 - k;
+		bool bw = rd_less(s, b, a);
+		s->tree[n] = bw ? a : b;
+		s->tree[k + n] = bw ? b : a;
+	}
+	s->tree[0] = k > 1 ? s->tree[k + 1] : 0;
 	return 0;
 }
 
 /* The least record of the merge: 1 with it, 0 at the end, -1 on an error. */
 static int merge_next(ExtSort *s, const void **rec, size_t *len)
 {
-	if (!s->nheap) return 0;
-	Reader *r = &s->rd[s->heap[0]];
+	if (!s->nrd || s->rd[s->tree[0]].done) return 0;
+	Reader *r = &s->rd[s->tree[0]];
 	*rec = r->rec;
 	*len = r->len;
 	return 1;
@@ -775,13 +804,11 @@ static int merge_next(ExtSort *s, const void **rec, size_t *len)
 /* Advances the reader whose record merge_next gave. */
 static int merge_advance(ExtSort *s)
 {
-	Reader *r = &s->rd[s->heap[0]];
-	if (reader_next(r)) return -1;
-	if (r->done) s->heap[0] = s->heap[--s->nheap];
-	if (s->nheap) sift_down(s, 0);
+	size_t w = s->tree[0];
+	if (rd_next(s, w)) return -1;
+	replay(s, w);
 	return 0;
 }
-
 /* The read buffer of each of k runs merged at once. */
 static size_t merge_buffer(const ExtSort *s, size_t k)
 {
