@@ -281,7 +281,7 @@ static int cands_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
 	int n = movegen_legal(bpos, legal), pass[MOVEGEN_MAX], np = 0;
 	for (int k = 0; k < n; k++) {
 		child[k] = pos_key_after(bpos, legal[k]);
-		__builtin_prefetch(&d->filter[child[k].lo & d->filter_mask]);
+		keyfilter3_prefetch(d->filter, d->filter_mask, child[k]);
 	}
 	for (int k = 0; k < n; k++)
 		if (keyfilter3_maybe(d->filter, d->filter_mask, child[k])) pass[np++] = k;

@@ -106,6 +106,13 @@ static inline bool keyfilter3_maybe(const uint64_t *words, uint64_t mask, Key k)
 	return (words[k.lo & mask] & b) == b;
 }
 
+/* Starts fetching k's word, for a caller about to ask of many keys: their
+ * misses then overlap. */
+static inline void keyfilter3_prefetch(const uint64_t *words, uint64_t mask, Key k)
+{
+	__builtin_prefetch(&words[k.lo & mask]);
+}
+
 /* ---- the map ----------------------------------------------------------------- */
 
 typedef struct {
