@@ -724,12 +724,16 @@ static void test_coord__a_mated_position_is_valued_not_leased(void **state)
 	BookDB *db;
 	/* White's king on 5a, Black's gold on 5b guarded by the pawn on 5c: mate. */
 	static const char *const roots[] = {"sfen 4k4/4G4/4P4/9/9/9/9/9/4K4 w - 1", "startpos"};
+	/* Whole searches in the acquire (no selection thread, no slice of
+	 * wall-clock time): a slice cut short on a loaded machine could end
+	 * before the search had met the mated root. */
 	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
 	                  .multipv = 1,
 	                  .lease_seconds = 60,
 	                  .plan = {.mode = PLAN_PV},
 	                  .roots = roots,
-	                  .nroots = 2};
+	                  .nroots = 2,
+	                  .select_slice_ms = -1};
 	Coord *c = open_coord_with(&db, dir, &o);
 	CoordLease *l = malloc(sizeof *l);
 	Position *pos = malloc(sizeof *pos);
