@@ -206,12 +206,13 @@ static int add_requests(LoadPart *p, const BookmmChildren *c, uint32_t i)
 {
 	const BookGraph *b = p->b;
 	uint8_t r[REQ_LEN];
+	if (!c->inner) return 0;
 	/* The filter's words at random: all asked for before the first is
 	 * read, their misses overlap (a sixth of a whole-book run at 10 M
 	 * positions waited on them one by one). */
-	for (int m = 0; c->inner && m < c->nl; m++)
+	for (int m = 0; m < c->nl; m++)
 		keyfilter3_prefetch(b->rfilter, b->rfilter_mask, c->child[m]);
-	for (int m = 0; c->inner && m < c->nl; m++) {
+	for (int m = 0; m < c->nl; m++) {
 		if (!keyfilter3_maybe(b->rfilter, b->rfilter_mask, c->child[m])) continue;
 		key_to_bytes(c->child[m], r);
 		be_put(r + 16, i, 4);

@@ -126,8 +126,6 @@ typedef struct {
 	size_t start; /* KEY_TAIL: where the key starts in the record */
 } SortCtx;
 
-static size_t cmp_bytes_of(const ExtSort *s);
-
 int extsort_open(ExtSort **out, const char *dir, uint64_t budget, ExtSortCmp cmp, void *ctx)
 {
 	*out = NULL;
@@ -144,12 +142,6 @@ int extsort_open(ExtSort **out, const char *dir, uint64_t budget, ExtSortCmp cmp
 	return 0;
 }
 
-/* extsort_cmp_bytes' n for s (0: another comparison). */
-static size_t cmp_bytes_of(const ExtSort *s)
-{
-	return s->cmp == extsort_cmp_bytes ? (size_t)(uintptr_t)s->ctx : 0;
-}
-
 static SortCtx sort_ctx(const ExtSort *s, const uint8_t *arena)
 {
 	SortCtx k = {s->cmp, s->ctx, arena, KEY_CMP, 0, 0};
@@ -163,12 +155,17 @@ static SortCtx sort_ctx(const ExtSort *s, const uint8_t *arena)
 	return k;
 }
 
-/* The length of an item's key (KEY_BYTES, KEY_TAIL). */
+/* The length of the key of a record of len bytes (KEY_BYTES, KEY_TAIL),
+ * within the record. */
+static inline size_t rec_key_len(const SortCtx *k, size_t len)
+{
+	if (k->kind == KEY_BYTES) return k->bytes < len ? k->bytes : len;
+	return len > k->start ? len - k->start : 0;
+}
+
 static inline size_t key_len(const SortCtx *k, const Item *it)
 {
-	if (k->kind == KEY_BYTES) return k->bytes;
-	size_t len = item_len(it);
-	return len > k->start ? len - k->start : 0;
+	return rec_key_len(k, item_len(it));
 }
 
 static inline const uint8_t *key_of(const SortCtx *k, const Item *it)
@@ -593,11 +590,9 @@ static int grow(void **p, size_t *cap, size_t need, size_t unit)
  * another). */
 static uint64_t rec_pre(const ExtSort *s, const void *rec, size_t len)
 {
-	size_t nb = cmp_bytes_of(s);
-	if (nb) return digit_at(rec, nb < len ? nb : len, 0);
-	if (s->cmp != extsort_cmp_tail) return 0;
-	size_t start = (size_t)(uintptr_t)s->ctx;
-	return len > start ? digit_at((const uint8_t *)rec + start, len - start, 0) : 0;
+	SortCtx k = sort_ctx(s, NULL);
+	if (k.kind == KEY_CMP) return 0;
+	return digit_at((const uint8_t *)rec + k.start, rec_key_len(&k, len), 0);
 }
 
 int extsort_add(ExtSort *s, const void *rec, size_t len)
