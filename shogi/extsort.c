@@ -56,6 +56,15 @@ int extsort_cmp_tail(const void *a, size_t alen, const void *b, size_t blen, voi
  * a budget of 80 MiB merges some 300 runs at once. */
 #define MERGE_MIN_BUFFER (64u << 10)
 
+/* Merging runs with buffers smaller than this, each reader asks the kernel
+ * for its next buffer's bytes as it takes a buffer (the file then read with
+ * no read-ahead of the kernel's own): many runs at once, each read ahead by
+ * the kernel's window (up to 8 MiB a stream here), would throw each other's
+ * pages out of a page cache the size of the budget before they are read.
+ * Read ahead so, the bytes in flight are the buffers' own, as the budget
+ * says; and a run read from the back is read ahead at all. */
+#define MERGE_OWN_AHEAD (8u << 20)
+
 /* A sorted run on disk: its stream (the file is already unlinked), written
  * through stdio and read back with pread. */
 typedef struct {
@@ -63,19 +72,36 @@ typedef struct {
 } Run;
 
 /* A run being merged: its current record, which points into the read buffer
- * (or, for one that does not fit there, into own). */
+ * (or, for one that does not fit there, into own). A reader from the front
+ * takes the bytes at..end of its buffer from the front, one from the back
+ * (the run's last record first) from the end. */
 typedef struct {
-	Run run;
+	Run run; /* the file, which a reader from the front owns */
+	int fd;
+	bool back;
+	bool ahead;   /* reads its next buffer ahead itself (MERGE_OWN_AHEAD) */
+	size_t trail; /* bytes after each record: its length again (two-ended) */
 	const uint8_t *rec;
 	size_t len;
 	uint64_t pre; /* rec's first digit (rec_pre) */
 	uint8_t *buf; /* the read buffer: bytes at..end not yet taken */
 	size_t bufsz, at, end;
-	uint64_t off; /* the file offset of buf[end] */
+	uint64_t off; /* the file offset of buf[end] (from the back: of buf[at]) */
 	uint8_t *own; /* a record longer than the buffer */
 	size_t cap;
 	int done;
 } Reader;
+
+/* A merge of runs: its readers and its tree of losers (replay). From the
+ * back it gives the records in the reverse order. */
+typedef struct {
+	Reader *rd;
+	size_t nrd;
+	size_t *tree;
+	bool back;
+	int pending;   /* the record given last is the tree's winner */
+	uint64_t left; /* records this end may still give */
+} Merge;
 
 /* Records held in memory: their bytes (arena, used of cap) and items (n of
  * icap). */
@@ -95,11 +121,13 @@ struct ExtSort {
 	Run *runs;
 	size_t nruns, rcap;
 	int finished;
+	bool ends;       /* read from both ends (extsort_both_ends) */
 	size_t next_mem; /* all in memory: the next item to give */
-	int pending;     /* merging: the record given last is the tree's winner */
-	Reader *rd;      /* the last merge's readers */
-	size_t nrd;
-	size_t *tree; /* the merge's tree of losers (replay) */
+	size_t mem_back; /* ... and, from both ends, the items the back has left */
+	size_t mem_front;
+	bool merging;
+	Merge m;  /* the last merge (from the front) */
+	Merge mb; /* from the back, with both ends */
 	ExtSortStats st;
 	/* A run being sorted and written by a thread of its own while records
 	 * are added into the other buffer (at most one at a time). */
@@ -438,9 +466,12 @@ static FILE *new_run_file(const ExtSort *s)
 	return extsort_temp_file(s->dir);
 }
 
-static int put_record(FILE *f, const void *rec, uint32_t len)
+/* A record into a run: its length, its bytes and, in a sorter read from both
+ * ends, its length again (a reader from the back meets that first). */
+static int put_record(FILE *f, const void *rec, uint32_t len, bool ends)
 {
-	if (fwrite(&len, sizeof len, 1, f) != 1 || (len && fwrite(rec, len, 1, f) != 1)) {
+	if (fwrite(&len, sizeof len, 1, f) != 1 || (len && fwrite(rec, len, 1, f) != 1) ||
+	    (ends && fwrite(&len, sizeof len, 1, f) != 1)) {
 		if (!errno) errno = EIO;
 		return -1;
 	}
@@ -477,8 +508,8 @@ static FILE *write_run(const ExtSort *s, const Buffer *b, uint64_t *disk)
 	int rc = 0;
 	for (size_t i = 0; i < b->n && !rc; i++) {
 		const Item *it = &b->items[i];
-		rc = put_record(f, b->arena + item_off(it), item_len(it));
-		*disk += 4 + item_len(it);
+		rc = put_record(f, b->arena + item_off(it), item_len(it), s->ends);
+		*disk += 4 + 4 * s->ends + item_len(it);
 	}
 	if (!rc && fflush(f)) rc = -1;
 	int e = errno;
@@ -619,18 +650,17 @@ int extsort_add(ExtSort *s, const void *rec, size_t len)
 	return 0;
 }
 
-/* Reads the file into dst until want bytes or its end: the bytes read, or
- * -1 with errno. */
-static ssize_t read_full(Reader *r, uint8_t *dst, size_t want)
+/* Reads the file fd at off into dst until want bytes or its end: the bytes
+ * read, or -1 with errno. */
+static ssize_t read_at(int fd, uint8_t *dst, size_t want, uint64_t off)
 {
 	size_t got = 0;
 	while (got < want) {
-		ssize_t k = pread(fileno(r->run.f), dst + got, want - got, (off_t)r->off);
+		ssize_t k = pread(fd, dst + got, want - got, (off_t)(off + got));
 		if (k < 0 && errno == EINTR) continue;
 		if (k < 0) return -1;
 		if (k == 0) break;
 		got += (size_t)k;
-		r->off += (uint64_t)k;
 	}
 	return (ssize_t)got;
 }
@@ -643,171 +673,273 @@ static int fill(Reader *r, size_t need)
 	memmove(r->buf, r->buf + r->at, r->end - r->at);
 	r->end -= r->at;
 	r->at = 0;
-	ssize_t k = read_full(r, r->buf + r->end, r->bufsz - r->end);
+	ssize_t k = read_at(r->fd, r->buf + r->end, r->bufsz - r->end, r->off);
 	if (k < 0) return -1;
 	r->end += (size_t)k;
+	r->off += (uint64_t)k;
+	if (k && r->ahead)
+		(void)posix_fadvise(r->fd, (off_t)r->off, (off_t)r->bufsz, POSIX_FADV_WILLNEED);
 	return 0;
 }
 
-/* Reads r's next record; r->done at the end. 0, or -1 on an error. */
+/* From the back: at least need bytes in the buffer before r->end, the ones
+ * there moved to its end first; fewer only at the start of the file. */
+static int fill_back(Reader *r, size_t need)
+{
+	size_t have = r->end - r->at;
+	if (have >= need) return 0;
+	memmove(r->buf + r->bufsz - have, r->buf + r->at, have);
+	r->end = r->bufsz;
+	r->at = r->bufsz - have;
+	size_t want = r->at < r->off ? r->at : (size_t)r->off;
+	ssize_t k = read_at(r->fd, r->buf + r->at - want, want, r->off - want);
+	if (k < 0) return -1;
+	if ((size_t)k != want) {
+		errno = EIO; /* the run is shorter than it was */
+		return -1;
+	}
+	r->at -= want;
+	r->off -= want;
+	/* The kernel reads ahead of a file read forwards, not backwards. */
+	uint64_t next = r->off < r->bufsz ? r->off : r->bufsz;
+	if (next && r->ahead)
+		(void)posix_fadvise(r->fd, (off_t)(r->off - next), (off_t)next,
+		                    POSIX_FADV_WILLNEED);
+	return 0;
+}
+
+static int cut_record(void)
+{
+	errno = EIO;
+	return -1;
+}
+
+/* From the back: r's record before the one it gave last (its run's last
+ * first); r->done at the run's start. 0, or -1 on an error. */
+static int reader_prev(Reader *r)
+{
+	uint32_t len, head;
+	if (fill_back(r, sizeof len)) return -1;
+	if (r->end == r->at) {
+		r->done = 1;
+		return 0;
+	}
+	if (r->end - r->at < sizeof len) return cut_record();
+	memcpy(&len, r->buf + r->end - sizeof len, sizeof len);
+	r->end -= sizeof len;
+	if (len > EXTSORT_MAX_RECORD) return cut_record();
+	r->len = len;
+	size_t whole = sizeof head + len;
+	if (whole <= r->bufsz) {
+		if (fill_back(r, whole)) return -1;
+		if (r->end - r->at < whole) return cut_record();
+		r->end -= len;
+		r->rec = r->buf + r->end;
+		r->end -= sizeof head;
+		memcpy(&head, r->buf + r->end, sizeof head);
+		return head == len ? 0 : cut_record();
+	}
+	/* Longer than the buffer: its end, held there, then the rest straight
+	 * from the file before it. */
+	if (grow((void **)&r->own, &r->cap, whole, 1)) return -1;
+	size_t have = r->end - r->at, rest = whole - have;
+	memcpy(r->own + rest, r->buf + r->at, have);
+	r->at = r->end = r->bufsz;
+	if (r->off < rest) return cut_record();
+	ssize_t k = read_at(r->fd, r->own, rest, r->off - rest);
+	if (k < 0) return -1;
+	if ((size_t)k != rest) return cut_record();
+	r->off -= rest;
+	memcpy(&head, r->own, sizeof head);
+	r->rec = r->own + sizeof head;
+	return head == len ? 0 : cut_record();
+}
+
+/* Reads r's next record (from the back: the one before); r->done at the
+ * end. 0, or -1 on an error. */
 static int reader_next(Reader *r)
 {
+	if (r->back) return reader_prev(r);
 	uint32_t len;
 	if (fill(r, sizeof len)) return -1;
 	if (r->end == r->at) {
 		r->done = 1;
 		return 0;
 	}
-	if (r->end - r->at < sizeof len) {
-		errno = EIO; /* a cut record */
-		return -1;
-	}
+	if (r->end - r->at < sizeof len) return cut_record();
 	memcpy(&len, r->buf + r->at, sizeof len);
 	r->at += sizeof len;
-	if (len > EXTSORT_MAX_RECORD) {
-		errno = EIO;
-		return -1;
-	}
+	if (len > EXTSORT_MAX_RECORD) return cut_record();
 	r->len = len;
-	if (len <= r->bufsz) {
-		if (fill(r, len)) return -1;
-		if (r->end - r->at < len) {
-			errno = EIO;
-			return -1;
-		}
+	size_t whole = len + r->trail;
+	if (whole <= r->bufsz) {
+		if (fill(r, whole)) return -1;
+		if (r->end - r->at < whole) return cut_record();
 		r->rec = r->buf + r->at;
-		r->at += len;
+		r->at += whole;
 		return 0;
 	}
 	/* Longer than the buffer: what it holds, then the rest straight from
 	 * the file. */
-	if (grow((void **)&r->own, &r->cap, len, 1)) return -1;
-	size_t have = r->end - r->at;
+	if (grow((void **)&r->own, &r->cap, whole, 1)) return -1;
+	size_t have = r->end - r->at, rest = whole - have;
 	memcpy(r->own, r->buf + r->at, have);
 	r->at = r->end = 0;
-	ssize_t k = read_full(r, r->own + have, len - have);
+	ssize_t k = read_at(r->fd, r->own + have, rest, r->off);
 	if (k < 0) return -1;
-	if ((size_t)k != len - have) {
-		errno = EIO;
-		return -1;
-	}
+	r->off += (uint64_t)k;
+	if ((size_t)k != rest) return cut_record();
 	r->rec = r->own;
 	return 0;
 }
 
-/* Reader a before reader b: their records (an ended reader after every
- * other), then the earlier run. */
-static bool rd_less(const ExtSort *s, size_t a, size_t b)
+/* Reader a before reader b in m: their records (an ended reader after every
+ * other), then the earlier run; from the back, the other way round. */
+static bool rd_less(const ExtSort *s, const Merge *m, size_t a, size_t b)
 {
-	const Reader *x = &s->rd[a], *y = &s->rd[b];
+	const Reader *x = &m->rd[a], *y = &m->rd[b];
 	if (x->done || y->done) return !x->done && y->done;
-	if (x->pre != y->pre) return x->pre < y->pre;
+	if (x->pre != y->pre) return (x->pre < y->pre) != m->back;
 	int c = s->cmp(x->rec, x->len, y->rec, y->len, s->ctx);
-	return c < 0 || (c == 0 && a < b);
+	if (m->back) c = -c;
+	return c < 0 || (c == 0 && (a < b) != m->back);
 }
 
 /*
- * The merge is a tree of losers (Knuth's tournament): s->tree[n] for the
+ * The merge is a tree of losers (Knuth's tournament): m->tree[n] for the
  * inner nodes 1..k-1 (the children of n are 2n and 2n + 1; leaf k + i is
- * reader i) holds the reader that lost there, s->tree[0] the winner. The
+ * reader i) holds the reader that lost there, m->tree[0] the winner. The
  * winner's next record plays its way up from its leaf: one comparison a
  * level, where a heap takes two.
  */
-static void replay(ExtSort *s, size_t w)
+static void replay(const ExtSort *s, Merge *m, size_t w)
 {
-	for (size_t n = (w + s->nrd) / 2; n >= 1; n /= 2)
-		if (rd_less(s, s->tree[n], w)) {
-			size_t t = s->tree[n];
-			s->tree[n] = w;
+	for (size_t n = (w + m->nrd) / 2; n >= 1; n /= 2)
+		if (rd_less(s, m, m->tree[n], w)) {
+			size_t t = m->tree[n];
+			m->tree[n] = w;
 			w = t;
 		}
-	s->tree[0] = w;
+	m->tree[0] = w;
 }
 
-static void free_readers(ExtSort *s)
+static void free_merge(Merge *m)
 {
-	for (size_t i = 0; i < s->nrd; i++) {
-		if (s->rd[i].run.f) fclose(s->rd[i].run.f);
-		free(s->rd[i].buf);
-		free(s->rd[i].own);
+	for (size_t i = 0; i < m->nrd; i++) {
+		if (m->rd[i].run.f) fclose(m->rd[i].run.f);
+		free(m->rd[i].buf);
+		free(m->rd[i].own);
 	}
-	free(s->rd);
-	free(s->tree);
-	s->rd = NULL;
-	s->tree = NULL;
-	s->nrd = 0;
+	free(m->rd);
+	free(m->tree);
+	*m = (Merge){0};
 }
 
-/* The next record of reader i and its first digit. 0, or -1. */
-static int rd_next(ExtSort *s, size_t i)
+/* The next record of reader i of m and its first digit. 0, or -1. */
+static int rd_next(const ExtSort *s, Merge *m, size_t i)
 {
-	Reader *r = &s->rd[i];
+	Reader *r = &m->rd[i];
 	if (reader_next(r)) return -1;
 	r->pre = r->done ? 0 : rec_pre(s, r->rec, r->len);
 	return 0;
 }
 
-/* Opens runs[0..k) (taken from the list) for a merge with bufsz-byte
- * buffers, each at its first record, into s->rd and the tree. */
-static int start_merge(ExtSort *s, Run *runs, size_t k, size_t bufsz)
+/* Opens runs[0..k) for a merge into m with bufsz-byte buffers, each at its
+ * first record (back: at its last), and plays the first tournament. From
+ * the front the readers take the runs from the list (they own them). */
+static int start_merge(const ExtSort *s, Merge *m, Run *runs, size_t k, size_t bufsz, bool back)
 {
-	s->rd = calloc(k, sizeof *s->rd);
-	s->tree = malloc(2 * k * sizeof *s->tree);
-	if (!s->rd || !s->tree) {
-		for (size_t i = 0; i < k; i++) fclose(runs[i].f);
-		free(s->rd);
-		free(s->tree);
-		s->rd = NULL;
-		s->tree = NULL;
+	*m = (Merge){
+	    .rd = calloc(k, sizeof *m->rd), .tree = malloc(2 * k * sizeof *m->tree), .back = back};
+	if (!m->rd || !m->tree) {
+		for (size_t i = 0; i < k && !back; i++) fclose(runs[i].f);
+		free(m->rd);
+		free(m->tree);
+		*m = (Merge){0};
 		errno = ENOMEM;
 		return -1;
 	}
-	s->nrd = k;
-	for (size_t i = 0; i < k; i++) s->rd[i].run = runs[i];
+	m->nrd = k;
 	for (size_t i = 0; i < k; i++) {
-		Reader *r = &s->rd[i];
-		r->bufsz = bufsz < MERGE_MIN_BUFFER ? MERGE_MIN_BUFFER : bufsz;
+		m->rd[i] = (Reader){.run = back ? (Run){NULL} : runs[i],
+		                    .fd = fileno(runs[i].f),
+		                    .back = back,
+		                    .trail = s->ends ? sizeof(uint32_t) : 0};
+		if (bufsz < MERGE_OWN_AHEAD) {
+			(void)posix_fadvise(m->rd[i].fd, 0, 0, POSIX_FADV_RANDOM);
+			m->rd[i].ahead = true;
+		}
+		if (back) {
+			/* Read from the end: the buffer empty, before it the file. */
+			off_t end = lseek(m->rd[i].fd, 0, SEEK_END);
+			if (end < 0) return -1;
+			m->rd[i].off = (uint64_t)end;
+			m->rd[i].at = m->rd[i].end = bufsz;
+		}
+	}
+	for (size_t i = 0; i < k; i++) {
+		Reader *r = &m->rd[i];
+		r->bufsz = bufsz;
 		if (!(r->buf = malloc(r->bufsz))) {
 			errno = ENOMEM;
 			return -1;
 		}
-		if (rd_next(s, i)) return -1;
+		if (rd_next(s, m, i)) return -1;
 	}
 	/* The first tournament, from the leaves up: the winner at inner node n
 	 * is kept at tree[k + n] while it is played. */
 	for (size_t n = k - 1; n >= 1; n--) {
-		size_t c = 2 * n, a = c < k ? s->tree[k + c] : c - k,
-		       b = c + 1 < k ? s->tree[k + c + 1] : c + 1 - k;
-		bool bw = rd_less(s, b, a);
-		s->tree[n] = bw ? a : b;
-		s->tree[k + n] = bw ? b : a;
+		size_t c = 2 * n, a = c < k ? m->tree[k + c] : c - k,
+		       b = c + 1 < k ? m->tree[k + c + 1] : c + 1 - k;
+		bool bw = rd_less(s, m, b, a);
+		m->tree[n] = bw ? a : b;
+		m->tree[k + n] = bw ? b : a;
 	}
-	s->tree[0] = k > 1 ? s->tree[k + 1] : 0;
+	m->tree[0] = k > 1 ? m->tree[k + 1] : 0;
 	return 0;
 }
 
-/* The least record of the merge: 1 with it, 0 at the end, -1 on an error. */
-static int merge_next(ExtSort *s, const void **rec, size_t *len)
+/* The least record of m (from the back: the greatest): 1 with it, 0 at the
+ * end, -1 on an error. */
+static int merge_next(const Merge *m, const void **rec, size_t *len)
 {
-	if (!s->nrd || s->rd[s->tree[0]].done) return 0;
-	Reader *r = &s->rd[s->tree[0]];
+	if (!m->nrd || m->rd[m->tree[0]].done) return 0;
+	const Reader *r = &m->rd[m->tree[0]];
 	*rec = r->rec;
 	*len = r->len;
 	return 1;
 }
 
 /* Advances the reader whose record merge_next gave. */
-static int merge_advance(ExtSort *s)
+static int merge_advance(const ExtSort *s, Merge *m)
 {
-	size_t w = s->tree[0];
-	if (rd_next(s, w)) return -1;
-	replay(s, w);
+	size_t w = m->tree[0];
+	if (rd_next(s, m, w)) return -1;
+	replay(s, m, w);
 	return 0;
 }
-/* The read buffer of each of k runs merged at once. */
-static size_t merge_buffer(const ExtSort *s, size_t k)
+
+/* The next record m gives the caller, within its share: the record given
+ * last time is replaced now, not before. 1, 0 at the end, -1. */
+static int merge_give(const ExtSort *s, Merge *m, const void **rec, size_t *len)
 {
-	return (size_t)(s->budget / 2 / (k + 1));
+	if (m->pending) {
+		m->pending = 0;
+		if (merge_advance(s, m)) return -1;
+	}
+	if (!m->left) return 0;
+	int got = merge_next(m, rec, len);
+	m->pending = got == 1;
+	m->left -= got == 1;
+	return got;
+}
+
+/* The read buffer of each of k runs merged at once by `ways` merges (two:
+ * from both ends). */
+static size_t merge_buffer(const ExtSort *s, size_t k, size_t ways)
+{
+	size_t b = (size_t)(s->budget / 2 / (k + 1)) / ways;
+	return b < MERGE_MIN_BUFFER / ways ? MERGE_MIN_BUFFER / ways : b;
 }
 
 int extsort_finish(ExtSort *s)
@@ -815,8 +947,12 @@ int extsort_finish(ExtSort *s)
 	if (s->finished) return 0;
 	s->finished = 1;
 	if (spill_wait(s)) return -1;
+	/* From both ends the front gives the first half (rounded up). */
+	uint64_t front = s->ends ? s->st.records - s->st.records / 2 : s->st.records;
 	if (!s->nruns) {
 		sort_held(s);
+		s->mem_front = (size_t)front;
+		s->mem_back = s->b.n;
 		return 0;
 	}
 	if (s->b.n && spill(s, 1)) return -1;
@@ -842,19 +978,20 @@ int extsort_finish(ExtSort *s)
 			if (!f) return -1;
 			char *wbuf = malloc(1 << 20);
 			if (wbuf) setvbuf(f, wbuf, _IOFBF, 1 << 20);
-			int rc = start_merge(s, s->runs + g, k, merge_buffer(s, k));
+			Merge m;
+			int rc = start_merge(s, &m, s->runs + g, k, merge_buffer(s, k, 1), false);
 			const void *rec;
 			size_t len;
-			while (!rc && merge_next(s, &rec, &len) == 1) {
-				rc = put_record(f, rec, (uint32_t)len);
-				s->st.disk_bytes += 4 + len;
-				if (!rc) rc = merge_advance(s);
+			while (!rc && merge_next(&m, &rec, &len) == 1) {
+				rc = put_record(f, rec, (uint32_t)len, s->ends);
+				s->st.disk_bytes += 4 + 4 * s->ends + len;
+				if (!rc) rc = merge_advance(s, &m);
 			}
 			if (!rc && fflush(f)) rc = -1;
 			int e = errno;
 			setvbuf(f, NULL, _IONBF, 0);
 			free(wbuf);
-			free_readers(s);
+			free_merge(&m);
 			if (rc) {
 				fclose(f);
 				for (size_t i = g + k; i < s->nruns; i++) fclose(s->runs[i].f);
@@ -868,13 +1005,36 @@ int extsort_finish(ExtSort *s)
 		s->nruns = nnew;
 		s->st.merge_passes++;
 	}
-	size_t k = s->nruns;
+	size_t k = s->nruns, ways = s->ends ? 2 : 1;
 	s->nruns = 0; /* the readers own them now */
-	return start_merge(s, s->runs, k, merge_buffer(s, k));
+	s->merging = true;
+	if (start_merge(s, &s->m, s->runs, k, merge_buffer(s, k, ways), false)) return -1;
+	s->m.left = front;
+	if (s->ends && start_merge(s, &s->mb, s->runs, k, merge_buffer(s, k, ways), true))
+		return -1;
+	s->mb.left = s->st.records - front;
+	return 0;
 }
 
 /* Records ahead of the one given whose bytes are fetched meanwhile. */
 #define NEXT_AHEAD 8
+
+/* Item i of the records held in memory, into *rec and *len, with the one
+ * `ahead` items on (negative: before) fetched meanwhile: the records are
+ * where they were added, in another order, and their misses overlap. */
+static void mem_give(const ExtSort *s, size_t i, ptrdiff_t ahead, const void **rec, size_t *len)
+{
+	size_t a = i + (size_t)ahead;
+	if (a < s->b.n) {
+		const Item *it = &s->b.items[a];
+		const uint8_t *r = s->b.arena + item_off(it);
+		__builtin_prefetch(r);
+		if (item_len(it) > 64) __builtin_prefetch(r + 64);
+	}
+	const Item *it = &s->b.items[i];
+	*rec = s->b.arena + item_off(it);
+	*len = item_len(it);
+}
 
 int extsort_next(ExtSort *s, const void **rec, size_t *len)
 {
@@ -882,29 +1042,27 @@ int extsort_next(ExtSort *s, const void **rec, size_t *len)
 		errno = EINVAL;
 		return -1;
 	}
-	if (!s->rd) {
-		if (s->next_mem >= s->b.n) return 0;
-		/* The records are where they were added, in another order:
-		 * fetched a few ahead, their misses overlap. */
-		if (s->next_mem + NEXT_AHEAD < s->b.n) {
-			const Item *ahead = &s->b.items[s->next_mem + NEXT_AHEAD];
-			const uint8_t *r = s->b.arena + item_off(ahead);
-			__builtin_prefetch(r);
-			if (item_len(ahead) > 64) __builtin_prefetch(r + 64);
-		}
-		const Item *it = &s->b.items[s->next_mem++];
-		*rec = s->b.arena + item_off(it);
-		*len = item_len(it);
-		return 1;
+	if (s->merging) return merge_give(s, &s->m, rec, len);
+	if (s->next_mem >= s->mem_front) return 0;
+	mem_give(s, s->next_mem++, NEXT_AHEAD, rec, len);
+	return 1;
+}
+
+int extsort_next_back(ExtSort *s, const void **rec, size_t *len)
+{
+	if (!s->finished || !s->ends) {
+		errno = EINVAL;
+		return -1;
 	}
-	/* The record given last time is replaced now, not before. */
-	if (s->pending) {
-		s->pending = 0;
-		if (merge_advance(s)) return -1;
-	}
-	int got = merge_next(s, rec, len);
-	s->pending = got == 1;
-	return got;
+	if (s->merging) return merge_give(s, &s->mb, rec, len);
+	if (s->mem_back <= s->mem_front) return 0;
+	mem_give(s, --s->mem_back, -NEXT_AHEAD, rec, len);
+	return 1;
+}
+
+void extsort_both_ends(ExtSort *s)
+{
+	if (!s->st.records && !s->finished) s->ends = true;
 }
 
 void extsort_stats(const ExtSort *s, ExtSortStats *st)
@@ -920,7 +1078,8 @@ void extsort_free(ExtSort *s)
 		if (s->sp_file) fclose(s->sp_file);
 	}
 	buffer_free(&s->sp);
-	free_readers(s);
+	free_merge(&s->mb); /* its readers read the front's files */
+	free_merge(&s->m);
 	for (size_t i = 0; i < s->nruns; i++) fclose(s->runs[i].f);
 	free(s->runs);
 	buffer_free(&s->b);

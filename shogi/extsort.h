@@ -83,6 +83,23 @@ JOSEKI_MUST_USE int extsort_finish(ExtSort *s);
  * 0 at the end, -1 with errno on a read error. */
 JOSEKI_MUST_USE int extsort_next(ExtSort *s, const void **rec, size_t *len);
 
+/*
+ * Reading from both ends at once, on two threads: a sorter told so before
+ * its first record (its runs then keep each record's length after it too,
+ * 4 bytes more a record) gives, after extsort_finish, the first half of the
+ * records (rounded up) through extsort_next and the rest through
+ * extsort_next_back, the last first. The two may be called from two threads
+ * at once; each end has its own read buffers, half the size. Together they
+ * give every record once, in the same order as one end would.
+ */
+void extsort_both_ends(ExtSort *s);
+
+/* From the back of a sorter read from both ends: the record before the one
+ * given last (the greatest first), as extsort_next gives. 1, 0 at the end of
+ * this end's share, -1 with errno (EINVAL: not a sorter read from both ends,
+ * or not finished). */
+JOSEKI_MUST_USE int extsort_next_back(ExtSort *s, const void **rec, size_t *len);
+
 void extsort_stats(const ExtSort *s, ExtSortStats *st);
 
 /* A new temporary file in dir (NULL: $TMPDIR or /tmp), open for reading and

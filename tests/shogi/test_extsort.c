@@ -6,6 +6,7 @@
  * run directory at any time after a run is made, and the errors it owes.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdatomic.h>
@@ -340,6 +341,161 @@ static void test_tail(void **state)
 	tail_check(1u << 20, 300000, true);
 }
 
+/* Records for the two-ended checks: record i of a kind into buf (room for
+ * 300 KB), its length. */
+typedef size_t (*MakeRecord)(uint8_t *buf, uint32_t i, uint64_t *rng);
+
+/* cmp_key's records, many keys equal, 8..208 bytes. */
+static size_t rec_keyed(uint8_t *buf, uint32_t i, uint64_t *rng)
+{
+	uint32_t key = (uint32_t)(rng_next(rng) % 3000);
+	size_t len = 8 + i % 200;
+	memcpy(buf, &key, 4);
+	memcpy(buf + 4, &i, 4);
+	memset(buf + 8, (int)(i & 0xff), len - 8);
+	return len;
+}
+
+/* cmp_key's records, one in five longer than a merge's read buffer. */
+static size_t rec_long(uint8_t *buf, uint32_t i, uint64_t *rng)
+{
+	uint32_t key = (uint32_t)(rng_next(rng) % 50);
+	size_t len = i % 5 ? 8 + i % 100 : 40000 + (size_t)(rng_next(rng) % 260000);
+	memcpy(buf, &key, 4);
+	memcpy(buf + 4, &i, 4);
+	for (size_t j = 8; j < len; j++) buf[j] = (uint8_t)(i + j);
+	return len;
+}
+
+/* extsort_cmp_tail's records from byte 4: SFEN-like keys, many equal, most
+ * alike in their first 8 bytes (then told apart further on), a quarter not. */
+static size_t rec_tail(uint8_t *buf, uint32_t i, uint64_t *rng)
+{
+	static const char COMMON[] = "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/";
+	uint64_t r = rng_next(rng);
+	size_t len = 20 + r % 12, common = (r >> 8) % 4 ? 16 : 2 + (r >> 12) % 6;
+	memcpy(buf, &i, 4);
+	for (size_t j = 0; j < len; j++)
+		buf[4 + j] = j < common ? (uint8_t)COMMON[j] : (uint8_t)('a' + rng_next(rng) % 2);
+	return 4 + len;
+}
+
+typedef struct {
+	ExtSort *s;
+	uint8_t **rec;
+	size_t *len, n, cap;
+	int rc;
+} EndRead;
+
+/* One end of a sorter read whole: copies of its records, in the order given. */
+static void *read_end(void *arg)
+{
+	EndRead *e = arg;
+	const void *r;
+	size_t len;
+	bool back = e->rc == 1;
+	while ((e->rc = back ? extsort_next_back(e->s, &r, &len) : extsort_next(e->s, &r, &len)) ==
+	       1) {
+		if (e->n == e->cap) {
+			e->cap = e->cap ? 2 * e->cap : 1024;
+			e->rec = realloc(e->rec, e->cap * sizeof *e->rec);
+			e->len = realloc(e->len, e->cap * sizeof *e->len);
+		}
+		e->rec[e->n] = malloc(len ? len : 1);
+		memcpy(e->rec[e->n], r, len);
+		e->len[e->n++] = len;
+	}
+	return NULL;
+}
+
+static void end_free(EndRead *e)
+{
+	for (size_t i = 0; i < e->n; i++) free(e->rec[i]);
+	free(e->rec);
+	free(e->len);
+}
+
+/* n records of a kind into a sorter read from both ends, on two threads at
+ * once, and into a sorter read from the front alone: the front half then the
+ * back half reversed are the one sorter's records, byte for byte; each end
+ * stops at its share; a plain sorter has no back. */
+static void ends_check(uint64_t budget, ExtSortCmp cmp, void *ctx, MakeRecord make, uint32_t n,
+                       uint64_t want_runs_min, uint64_t want_passes_min)
+{
+	ExtSort *two, *one;
+	assert_int_equal(extsort_open(&two, NULL, budget, cmp, ctx), 0);
+	assert_int_equal(extsort_open(&one, NULL, budget, cmp, ctx), 0);
+	extsort_both_ends(two);
+	uint8_t *buf = malloc(300000);
+	uint64_t rng = 23;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t len = make(buf, i, &rng);
+		assert_int_equal(extsort_add(two, buf, len), 0);
+		assert_int_equal(extsort_add(one, buf, len), 0);
+	}
+	free(buf);
+	assert_int_equal(extsort_finish(two), 0);
+	assert_int_equal(extsort_finish(one), 0);
+	const void *r;
+	size_t len;
+	assert_int_equal(extsort_next_back(one, &r, &len), -1);
+	assert_int_equal(errno, EINVAL);
+	EndRead front = {.s = two}, back = {.s = two, .rc = 1}, all = {.s = one};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, read_end, &back), 0);
+	read_end(&front);
+	pthread_join(t, NULL);
+	read_end(&all);
+	assert_int_equal(front.rc, 0);
+	assert_int_equal(back.rc, 0);
+	assert_int_equal(all.rc, 0);
+	assert_int_equal(front.n, n - n / 2);
+	assert_int_equal(back.n, n / 2);
+	assert_int_equal(all.n, n);
+	for (size_t i = 0; i < n; i++) {
+		bool f = i < front.n;
+		size_t j = f ? i : n - 1 - i;
+		const EndRead *e = f ? &front : &back;
+		if (e->len[j] != all.len[i] || memcmp(e->rec[j], all.rec[i], all.len[i]))
+			fail_msg("record %zu of %u differs (%s end)", i, n, f ? "front" : "back");
+	}
+	/* Each end stays at its end. */
+	assert_int_equal(extsort_next(two, &r, &len), 0);
+	assert_int_equal(extsort_next_back(two, &r, &len), 0);
+	ExtSortStats a, b;
+	extsort_stats(two, &a);
+	extsort_stats(one, &b);
+	assert_int_equal(a.runs, b.runs);
+	assert_true(a.runs >= want_runs_min);
+	assert_true(a.merge_passes >= want_passes_min);
+	/* The lengths after the records: 4 bytes more each, in every run. */
+	if (a.runs) assert_true(a.disk_bytes >= b.disk_bytes + 4 * (uint64_t)n);
+	end_free(&front);
+	end_free(&back);
+	end_free(&all);
+	extsort_free(two);
+	extsort_free(one);
+}
+
+static void test_both_ends(void **state)
+{
+	(void)state;
+	atomic_int calls = 0;
+	void *c4 = (void *)(uintptr_t)4;
+	/* Nothing, one record, two, in memory. */
+	ends_check(64u << 20, cmp_key, &calls, rec_keyed, 0, 0, 0);
+	ends_check(64u << 20, cmp_key, &calls, rec_keyed, 1, 0, 0);
+	ends_check(64u << 20, cmp_key, &calls, rec_keyed, 2, 0, 0);
+	/* Many equal keys: in memory, in runs (one merge), in levels. */
+	ends_check(64u << 20, cmp_key, &calls, rec_keyed, 100001, 0, 0);
+	ends_check(1u << 20, cmp_key, &calls, rec_keyed, 100001, 8, 0);
+	ends_check(1u << 20, cmp_key, &calls, rec_keyed, 250000, 20, 1);
+	/* Records longer than a read buffer, read from the back. */
+	ends_check(1u << 20, cmp_key, &calls, rec_long, 301, 10, 0);
+	/* The byte-string order: first digits compared as numbers. */
+	ends_check(1u << 20, extsort_cmp_tail, c4, rec_tail, 200000, 3, 0);
+}
+
 /* A run that the thread cannot write (its directory gone after the first
  * run): the failure comes back from a later add or from finish, with the
  * reason, and freeing is clean. */
@@ -411,7 +567,7 @@ int main(void)
 	    cmocka_unit_test(test_runs),           cmocka_unit_test(test_levels),
 	    cmocka_unit_test(test_edges),          cmocka_unit_test(test_bytes),
 	    cmocka_unit_test(test_tail),           cmocka_unit_test(test_long_records),
-	    cmocka_unit_test(test_thread_failure),
+	    cmocka_unit_test(test_thread_failure), cmocka_unit_test(test_both_ends),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
