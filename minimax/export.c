@@ -288,10 +288,11 @@ static void yo_count(ExportStats *st, int min_ply, bool white, const OutMove *be
  * The ordinal numbers the records in key order. The requests meet the
  * children in one merge (a sort-merge join: no record is looked up), the
  * answers meet the positions in another, and the finished blocks are sorted
- * by their SFEN line into OUT.tmp. Workers (one a core) read the records the
- * cursor hands them in batches; everything they add is ordered by its
- * content, so the output is the same for any number of workers and any
- * budget.
+ * by their SFEN line into OUT.tmp (written from both ends at once, the back
+ * half by a thread of its own). Workers (one a core) read the records the
+ * cursor hands them in batches and add what a batch gives under one lock;
+ * everything they add is ordered by its content, so the output is the same
+ * for any number of workers and any budget.
  */
 enum { S_CHILD, S_REQ, S_BLK, S_ANS, S_SFEN, S_APERY, S_N };
 
@@ -523,14 +524,64 @@ done:
 	return rc;
 }
 
-/* A worker's scratch space. */
+/* A worker's scratch space, and the records it has made from a batch,
+ * added to the sorters together, under one lock a batch rather than a few a
+ * record: each staged as its sorter (1 byte), length (4) and bytes. */
 typedef struct {
 	BookRecord *rec;
 	Position *pos;
 	OutMove *mv;
 	uint8_t *buf; /* a blk record */
+	uint8_t *stage;
+	size_t staged, cap;
+	ExportStats st; /* positions, moves, minimaxed, from_games of the batch */
 	char why[BOOKDB_ERRLEN];
 } Scratch;
+
+/* Stages a record for sorter i. 0, or -1 when the pass failed. */
+static int stage(Pass *ps, Scratch *w, int i, const void *rec, size_t len)
+{
+	if (w->staged + 5 + len > w->cap) {
+		size_t c = w->cap ? w->cap : 1u << 16;
+		while (c < w->staged + 5 + len) c *= 2;
+		uint8_t *p = realloc(w->stage, c);
+		if (!p) {
+			pass_fail(ps, EXPORT_ENOMEM, NULL);
+			return -1;
+		}
+		w->stage = p;
+		w->cap = c;
+	}
+	uint8_t *p = w->stage + w->staged;
+	p[0] = (uint8_t)i;
+	uint32_t l = (uint32_t)len;
+	memcpy(p + 1, &l, 4);
+	memcpy(p + 5, rec, len);
+	w->staged += 5 + len;
+	return 0;
+}
+
+/* The records staged, into their sorters, and the batch's counts into the
+ * pass's. 0, or -1 when the pass failed. */
+static int stage_flush(Pass *ps, Scratch *w)
+{
+	int rc = 0;
+	pthread_mutex_lock(&ps->sm);
+	for (size_t at = 0; at < w->staged && !rc;) {
+		uint32_t l;
+		memcpy(&l, w->stage + at + 1, 4);
+		rc = put(ps, w->stage[at], w->stage + at + 5, l);
+		at += 5 + l;
+	}
+	ps->st.positions += w->st.positions;
+	ps->st.moves += w->st.moves;
+	ps->st.minimaxed += w->st.minimaxed;
+	ps->st.from_games += w->st.from_games;
+	pthread_mutex_unlock(&ps->sm);
+	w->staged = 0;
+	memset(&w->st, 0, sizeof w->st);
+	return rc;
+}
 
 /* One record of the pass (its ordinal ord): what it gives its parents'
  * lines (child), and, when it is written, its block and requests, or its
@@ -582,14 +633,14 @@ static int pass_record(Pass *ps, Scratch *w, const Item *it, uint64_t ord)
 		memcpy(b + 16 + sl, w->mv, n * sizeof *w->mv);
 		bl = 16 + sl + n * sizeof *w->mv;
 	}
-	pthread_mutex_lock(&ps->sm);
 	int rc = 0;
-	if (!ps->apery && (c.best != MOVE_NONE || c.depth)) rc = put(ps, S_CHILD, cr, sizeof cr);
+	if (!ps->apery && (c.best != MOVE_NONE || c.depth))
+		rc = stage(ps, w, S_CHILD, cr, sizeof cr);
 	if (n && !rc) {
-		ps->st.positions++;
-		ps->st.moves += n;
-		if (rec->flags & BOOKDB_REC_MINIMAX) ps->st.minimaxed++;
-		ps->st.from_games += (rec->flags & BOOKDB_REC_GAMES) != 0;
+		w->st.positions++;
+		w->st.moves += n;
+		if (rec->flags & BOOKDB_REC_MINIMAX) w->st.minimaxed++;
+		w->st.from_games += (rec->flags & BOOKDB_REC_GAMES) != 0;
 	}
 	if (n && !rc && ps->apery) {
 		uint64_t key = apery_key(pos);
@@ -601,25 +652,25 @@ static int pass_record(Pass *ps, Scratch *w, const Item *it, uint64_t ord)
 			              apery_move_encode(m->move),
 			              (uint16_t)(m->count > UINT16_MAX ? UINT16_MAX : m->count),
 			              m->value};
-			rc = put(ps, S_APERY, &a, sizeof a);
+			rc = stage(ps, w, S_APERY, &a, sizeof a);
 		}
 	} else if (n && !rc) {
-		rc = put(ps, S_BLK, b, bl);
+		rc = stage(ps, w, S_BLK, b, bl);
 		for (size_t k = 0; k < n && !rc; k++) {
 			if (!export_needs_child(rec->flags, &w->mv[k])) continue;
 			uint8_t q[25];
 			key_to_bytes(pos_key_after(pos, w->mv[k].move), q);
 			be_put(q + 16, ord, 8);
 			q[24] = (uint8_t)k;
-			rc = put(ps, S_REQ, q, sizeof q);
+			rc = stage(ps, w, S_REQ, q, sizeof q);
 		}
 	}
-	pthread_mutex_unlock(&ps->sm);
 	return rc;
 }
 
 static int scratch_init(Scratch *w)
 {
+	*w = (Scratch){0};
 	w->rec = malloc(sizeof *w->rec);
 	w->pos = malloc(sizeof *w->pos);
 	w->mv = malloc(BOOKDB_MAX_MOVES * sizeof *w->mv);
@@ -629,6 +680,7 @@ static int scratch_init(Scratch *w)
 
 static void scratch_free(Scratch *w)
 {
+	free(w->stage);
 	free(w->rec);
 	free(w->pos);
 	free(w->mv);
@@ -639,6 +691,7 @@ static void pass_batch(Pass *ps, Scratch *w, const Batch *b)
 {
 	for (size_t i = 0; i < b->n && !atomic_load(&ps->failed); i++)
 		if (pass_record(ps, w, &b->it[i], b->ord + i) < 0) return;
+	if (stage_flush(ps, w) < 0) return;
 	atomic_fetch_add(&ps->done, b->n);
 }
 
@@ -875,21 +928,107 @@ done:
 	return rc;
 }
 
-/* The sorted blocks into out after the header. false on a write error. */
+/* The back half of the sorted blocks, written on a thread of its own from
+ * the file's end backwards while the front half is written in order: the
+ * blocks' length is known, so the two halves meet where they should. */
+typedef struct {
+	ExtSort *s;
+	int fd;
+	uint64_t start; /* where the part written so far starts in the file */
+	int err;        /* errno of a failure, or 0 */
+} BackHalf;
+
+#define BACK_BUFFER (1u << 20)
+
+static int pwrite_full(int fd, const void *p, size_t n, uint64_t off)
+{
+	for (size_t done = 0; done < n;) {
+		ssize_t k = pwrite(fd, (const char *)p + done, n - done, (off_t)(off + done));
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) return k < 0 ? errno : EIO;
+		done += (size_t)k;
+	}
+	return 0;
+}
+
+/* buf[at..BACK_BUFFER) just before w->start. */
+static void back_flush(BackHalf *w, const uint8_t *buf, size_t at)
+{
+	size_t n = BACK_BUFFER - at;
+	if (!n || w->err) return;
+	w->start -= n;
+	w->err = pwrite_full(w->fd, buf + at, n, w->start);
+}
+
+static void *write_back(void *arg)
+{
+	BackHalf *w = arg;
+	uint8_t *buf = malloc(BACK_BUFFER);
+	if (!buf) {
+		w->err = ENOMEM;
+		return NULL;
+	}
+	size_t at = BACK_BUFFER; /* buf[at..) goes just before w->start */
+	const void *r;
+	size_t len;
+	int h;
+	while (!w->err && (h = extsort_next_back(w->s, &r, &len)) == 1) {
+		if (len > at) {
+			back_flush(w, buf, at);
+			at = BACK_BUFFER;
+		}
+		if (len > BACK_BUFFER) {
+			w->start -= len;
+			if (!w->err) w->err = pwrite_full(w->fd, r, len, w->start);
+			continue;
+		}
+		at -= len;
+		memcpy(buf + at, r, len);
+	}
+	if (!w->err && h < 0) w->err = errno ? errno : EIO;
+	back_flush(w, buf, at);
+	free(buf);
+	return NULL;
+}
+
+/* The sorted blocks into out after the header, from both ends at once: the
+ * front half here, the back half by write_back. false on a write error, with
+ * errno. */
 static bool write_blocks(FILE *out, Pass *ps, const ExportOptions *opt, size_t total)
 {
 	char header[DB2016_LINE_MAX];
 	size_t hl = db2016_format_header(header, total);
 	if (fwrite(header, 1, hl, out) != hl) return false;
+	ExtSortStats ss;
+	extsort_stats(ps->s[S_SFEN], &ss);
+	BackHalf w = {ps->s[S_SFEN], fileno(out), hl + ss.bytes, 0};
+	pthread_t t;
+	bool threaded = pthread_create(&t, NULL, write_back, &w) == 0;
 	const uint8_t *r;
 	size_t len;
 	int h;
+	uint64_t at = hl;
 	for (size_t k = 0; (h = extsort_next(ps->s[S_SFEN], (const void **)&r, &len)) == 1; k++) {
 		if (opt->progress && k % PROGRESS_EVERY == 0)
-			opt->progress(opt->progress_ctx, "writing", k, total);
-		if (fwrite(r, 1, len, out) != len) return false;
+			opt->progress(opt->progress_ctx, "writing", 2 * k, total);
+		if (fwrite(r, 1, len, out) != len) break;
+		at += len;
 	}
-	return h == 0;
+	int e = h < 0 ? errno : 0;
+	if (threaded)
+		pthread_join(t, NULL);
+	else
+		write_back(&w);
+	if (h == 1) return false; /* fwrite's errno */
+	if (e || w.err) {
+		errno = e ? e : w.err;
+		return false;
+	}
+	if (at != w.start) {
+		errno = EIO; /* the halves do not meet: never, but never a torn book */
+		return false;
+	}
+	return true;
 }
 
 /* The sorted Apery entries into out: 16 bytes each, by key. Of two
@@ -1003,6 +1142,7 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		rc = fail(err, errlen, EXPORT_ENOMEM, "out of memory");
 		goto done;
 	}
+	if (!apery) extsort_both_ends(ps.s[S_SFEN]); /* written from both ends */
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int nt = ncpu < 1 ? 1 : (int)ncpu;
 	if (count < 20000) nt = 1;
