@@ -150,15 +150,23 @@ static int load_keys(BookGraph *b, BookTxn *txn, char *err)
  * files (shogi/bigmem.h), and one random lookup a child in it waits on the
  * disk once the book is larger than memory. Then pass 2 is a sort-merge
  * join, as the export's is: every legal move's child that passes the filter
- * is a request (the child's key, the node, the move's slot), sorted by key;
- * the requests meet the keys in key order (the index's pages read once, in
- * order); each one found is an answer (node, slot, the child's node, whether
- * it is inner), sorted by node; the records are read again and meet their
- * answers in node order. The same graph as the lookups give.
+ * is a request (the child's key, the node, the move's slot, the move), sorted
+ * by key; the requests meet the keys in key order (the index's pages read
+ * once, in order); each one found is an answer (node, slot, the child's node,
+ * whether it is inner, the move), sorted by node; the records are read again
+ * and meet their answers in node order, their moves decoded alone: the first
+ * reading set up each position and left what the second needs of it (the
+ * structure bits, and S_MATED), so the second makes no position and no move
+ * list. The same graph as the lookups give.
  */
-#define REQ_LEN 22 /* key (16, big-endian: byte order is key order), node (4), slot (2) */
+#define REQ_LEN 24 /* key (16, big-endian: byte order is key order), node (4), slot (2), move (2)  \
+	            */
 #define ANS_LEN                                                                                    \
-	11 /* node (4), slot (2) (big-endian: byte order is their order), child (4), inner (1) */
+	13 /* node (4), slot (2) (big-endian: byte order is their order), child (4), inner (1),    \
+	      move (2) */
+/* A structure bit of the sorted lookups' first reading, for the second: the
+ * position has no legal move (cleared by the second: not a stored flag). */
+#define S_MATED MMF_VALUED
 
 /* Whether the children are looked up in sorted runs (above). */
 static bool lookups_sorted(const BookGraph *b)
@@ -217,6 +225,7 @@ static int add_requests(LoadPart *p, const BookmmChildren *c, uint32_t i)
 		key_to_bytes(c->child[m], r);
 		be_put(r + 16, i, 4);
 		be_put(r + 20, (uint64_t)m, 2);
+		be_put(r + 22, c->legal[m], 2);
 		if (extsort_add(p->req, r, REQ_LEN) < 0) return -1;
 	}
 	return 0;
@@ -267,38 +276,47 @@ static void *load_part(void *arg)
 		size_t len;
 		bookdb_index_raw(&val, &len, b->ix, i);
 		int n = 0;
-		if (p->pass == PASS_MOVES) {
+		if (p->pass == PASS_ANSWERS) {
+			/* The record's moves alone: its position was set up and
+			 * checked by the first reading (PASS_REQUESTS). */
+			if (bookdb_record_decode_moves(rec, val, len) < 0) {
+				n = -1;
+				snprintf(p->why, sizeof p->why,
+				         "a record changed between readings");
+			} else {
+				BookmmFound f[MOVEGEN_MAX];
+				int nf = 0;
+				for (; ha == 1 && be_get(a, 4) <= i;
+				     ha = extsort_next(p->ans, (const void **)&a, &alen))
+					if (be_get(a, 4) == i && nf < MOVEGEN_MAX)
+						f[nf++] = (BookmmFound){(Move)be_get(a + 11, 2),
+						                        (uint32_t)be_get(a + 6, 4),
+						                        a[10] != 0};
+				if (ha < 0) {
+					p->rc = LOAD_IO;
+					p->err_no = errno;
+					goto out;
+				}
+				bookmm_leaves(rec, b->policy, c->leafv);
+				bool mated = p->structure[i] & S_MATED;
+				p->structure[i] &= (uint8_t)~S_MATED;
+				n = bookmm_found_edges(p->moves + p->nmoves, rec, c->leafv,
+				                       mated ? 0 : 1, &lk, f,
+				                       p->structure[i] & MMF_INNER ? nf : 0);
+			}
+		} else if (p->pass == PASS_MOVES) {
 			n = bookmm_record_moves_kd(p->moves + p->nmoves, &p->structure[i],
 			                           b->keys[i], val, len, rec, pos, c, &lk, b->kd,
 			                           p->why);
 		} else {
 			uint8_t flags;
 			n = bookmm_record_children(c, &flags, b->keys[i], val, len, rec, pos,
-			                           b->policy, p->pass == PASS_REQUESTS, p->why);
-			if (n == 0 && p->pass == PASS_REQUESTS && add_requests(p, c, i) < 0) {
+			                           b->policy, true, p->why);
+			if (n == 0) p->structure[i] = flags | (c->nlegal == 0 ? S_MATED : 0);
+			if (n == 0 && add_requests(p, c, i) < 0) {
 				p->rc = LOAD_IO;
 				p->err_no = errno;
 				goto out;
-			}
-			if (n == 0 && p->pass == PASS_ANSWERS) {
-				uint32_t found[MOVEGEN_MAX];
-				uint8_t inner[MOVEGEN_MAX];
-				for (int m = 0; m < c->nl; m++) found[m] = MM_NONE;
-				for (; ha == 1 && be_get(a, 4) <= i;
-				     ha = extsort_next(p->ans, (const void **)&a, &alen)) {
-					uint64_t m = be_get(a + 4, 2);
-					if (be_get(a, 4) < i || m >= (uint64_t)c->nl) continue;
-					found[m] = (uint32_t)be_get(a + 6, 4);
-					inner[m] = a[10];
-				}
-				if (ha < 0) {
-					p->rc = LOAD_IO;
-					p->err_no = errno;
-					goto out;
-				}
-				p->structure[i] = flags;
-				n = bookmm_record_edges(p->moves + p->nmoves, c, rec, &lk, found,
-				                        inner);
 			}
 		}
 		if (n < 0) {
@@ -381,6 +399,7 @@ static int join_requests(BookGraph *b, LoadPart *parts, int nt, const BookmmOpti
 			memcpy(a, r[t] + 16, 6);
 			be_put(a + 6, j, 4);
 			a[10] = b->inner[j];
+			memcpy(a + 11, r[t] + 22, 2);
 			if (extsort_add(parts[to].ans, a, ANS_LEN) < 0) goto io;
 		}
 		if ((h[t] = extsort_next(parts[t].req, (const void **)&r[t], &len)) < 0) goto io;

@@ -189,6 +189,21 @@ int bookmm_record_children(BookmmChildren *c, uint8_t *flags, Key key, const uin
 int bookmm_record_edges(MmMove *out, const BookmmChildren *c, const BookRecord *rec,
                         const BookmmLookup *lk, const uint32_t *found, const uint8_t *found_inner);
 
+/* A child found: the legal move to it, its node, whether that is inner. */
+typedef struct {
+	Move move;
+	uint32_t node;
+	bool inner;
+} BookmmFound;
+
+/* bookmm_record_edges from what it reads of c alone: the record's leaf
+ * values (bookmm_leaves), its legal moves' count (0: mated), and f[0..nf),
+ * the children found, in the order of the legal moves (none for a record
+ * that is not inner). So a caller that has them need not set up the
+ * position again. */
+int bookmm_found_edges(MmMove *out, const BookRecord *rec, const int16_t *leafv, int nlegal,
+                       const BookmmLookup *lk, const BookmmFound *f, int nf);
+
 /* bookmm_record_moves with c as scratch space and kd: when kd is the key
  * directory find searches, the children are looked up in it together
  * (bookdb_keydir_find_many), not through find one by one. */

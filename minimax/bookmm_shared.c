@@ -208,23 +208,34 @@ int bookmm_record_children(BookmmChildren *c, uint8_t *flags, Key key, const uin
 int bookmm_record_edges(MmMove *out, const BookmmChildren *c, const BookRecord *rec,
                         const BookmmLookup *lk, const uint32_t *found, const uint8_t *found_inner)
 {
+	BookmmFound f[MOVEGEN_MAX];
+	int k = 0;
+	for (int m = 0; c->inner && m < c->nl; m++)
+		if (found[m] != MM_NONE)
+			f[k++] = (BookmmFound){
+			    c->legal[m], found[m],
+			    lk->policy->leaves == BOOKMM_LEAVES_GAMES ||
+			        (found_inner ? found_inner[m] != 0 : lk->inner(lk->ctx, found[m]))};
+	return bookmm_found_edges(out, rec, c->leafv, c->nlegal, lk, f, k);
+}
+
+int bookmm_found_edges(MmMove *out, const BookRecord *rec, const int16_t *leafv, int nlegal,
+                       const BookmmLookup *lk, const BookmmFound *f, int nf)
+{
 	int n = 0;
-	for (int m = 0; c->inner && m < c->nl; m++) {
-		uint32_t j = found[m];
-		if (j == MM_NONE) continue;
+	for (int k = 0; k < nf; k++) {
 		/* Into a position only games passed through: the move's own
 		 * evaluation (this position's analysis; a game's comment only
 		 * with game_evals) values it, not whatever that position's line
 		 * ends in. */
-		if (lk->policy->leaves != BOOKMM_LEAVES_GAMES &&
-		    !(found_inner ? found_inner[m] : lk->inner(lk->ctx, j))) {
+		if (lk->policy->leaves != BOOKMM_LEAVES_GAMES && !f[k].inner) {
 			bool evald = false;
 			for (int q = 0; q < rec->nmoves && !evald; q++)
-				evald = rec->moves[q].move == c->legal[m] &&
-				        c->leafv[q] != BOOKMM_NOVALUE;
+				evald =
+				    rec->moves[q].move == f[k].move && leafv[q] != BOOKMM_NOVALUE;
 			if (evald) continue;
 		}
-		out[n++] = (MmMove){c->legal[m], 0, j};
+		out[n++] = (MmMove){f[k].move, 0, f[k].node};
 	}
 	/* Of the leaves only the best one matters to the analysis (equal leaves
 	 * are the same (value, 0) pair): keeping one makes the relaxation sweeps
@@ -233,18 +244,18 @@ int bookmm_record_edges(MmMove *out, const BookmmChildren *c, const BookRecord *
 	MmMove best = {MOVE_NONE, 0, MM_NONE};
 	for (int m = 0; m < rec->nmoves; m++) {
 		const BookMove *bm = &rec->moves[m];
-		if (c->leafv[m] == BOOKMM_NOVALUE || (bm->flags & BOOKDB_MOVE_AVOIDED) ||
+		if (leafv[m] == BOOKMM_NOVALUE || (bm->flags & BOOKDB_MOVE_AVOIDED) ||
 		    bm->move == MOVE_NONE)
 			continue;
 		bool edge = false;
 		for (int q = 0; q < nedges && !edge; q++) edge = out[q].move == bm->move;
 		if (edge) continue;
-		int16_t v = c->leafv[m];
+		int16_t v = leafv[m];
 		if (best.move == MOVE_NONE || v > best.value) best = (MmMove){bm->move, v, MM_NONE};
 	}
 	if (best.move != MOVE_NONE) out[n++] = best;
 	/* No legal move: mated (a drop-pawn mate, a stalemate alike). */
-	if (c->nlegal == 0) out[n++] = (MmMove){MOVE_NONE, -MM_VALUE_MAX, MM_NONE};
+	if (nlegal == 0) out[n++] = (MmMove){MOVE_NONE, -MM_VALUE_MAX, MM_NONE};
 	return n;
 }
 

@@ -193,12 +193,18 @@ typedef struct {
 	int eval;
 } EvalMove;
 
-static void put_record(BookDB *db, const char *sfen, const EvalMove *moves, int n)
+/* A record of the moves given; thought at think_depth when that is not 0. */
+static void put_record_at(BookDB *db, const char *sfen, const EvalMove *moves, int n,
+                          int think_depth)
 {
 	Position *pos = malloc(sizeof *pos);
 	BookRecord *rec = malloc(sizeof *rec);
 	assert_int_equal(sfen_parse(pos, sfen, NULL, NULL), 0);
 	bookdb_record_init(rec, pos);
+	if (think_depth) {
+		rec->flags |= BOOKDB_REC_THOUGHT;
+		rec->think_depth = (uint8_t)think_depth;
+	}
 	for (int k = 0; k < n; k++) {
 		Move m;
 		assert_int_equal(
@@ -216,6 +222,11 @@ static void put_record(BookDB *db, const char *sfen, const EvalMove *moves, int 
 	assert_int_equal(bookdb_txn_commit(txn), 0);
 	free(pos);
 	free(rec);
+}
+
+static void put_record(BookDB *db, const char *sfen, const EvalMove *moves, int n)
+{
+	put_record_at(db, sfen, moves, n, 0);
 }
 
 /* The stored value and dist of one move of a position (fails if absent). */
@@ -1481,6 +1492,19 @@ static void test_minimax__a_run_past_its_memory_budget_equals_one_within_it(void
 	Twins t;
 	char book[600];
 	synth_twins(&t, book, sizeof book, 80000, rng);
+	/* A mate in the book: the mated position a node (no legal move: its
+	 * value from no child), the drop into it an edge. The sorted lookups
+	 * read a record twice; the second reading knows it mated from the
+	 * first. */
+	static const char BEFORE[] = "8k/9/8P/9/9/9/9/9/K8 b G2r2b3g4s4n4l17p 1",
+	                  MATED[] = "8k/8G/8P/9/9/9/9/9/K8 w 2r2b3g4s4n4l17p 2";
+	static const EvalMove DROP[] = {{"G*1b", -50}, {"9i8h", 20}};
+	twins_open(&t, 0);
+	for (int d = 0; d < 2; d++) {
+		put_record_at(d ? t.b : t.a, BEFORE, DROP, 2, 20);
+		put_record_at(d ? t.b : t.a, MATED, NULL, 0, 20);
+	}
+	twins_close(&t);
 	for (int round = 0; round < 2; round++) {
 		const char *full = round == 0 ? " --full" : "";
 		char *out = NULL;
@@ -1518,6 +1542,9 @@ static void test_minimax__a_run_past_its_memory_budget_equals_one_within_it(void
 		json_decref(b);
 		twins_open(&t, 0);
 		same_books_as(t.a, t.b, true);
+		int v, dist;
+		stored(t.b, BEFORE, "G*1b", &v, &dist);
+		assert_true(v > MM_VALUE_MAX - 100); /* mates, in either run */
 		if (round == 0)
 			for (int k = 0; k < 40; k++) random_result(t.a, t.b, &rng);
 		twins_close(&t);
