@@ -159,11 +159,11 @@ static int load_keys(BookGraph *b, BookTxn *txn, char *err)
  * structure bits, and S_MATED), so the second makes no position and no move
  * list. The same graph as the lookups give.
  */
-#define REQ_LEN 24 /* key (16, big-endian: byte order is key order), node (4), slot (2), move (2)  \
-	            */
-#define ANS_LEN                                                                                    \
-	13 /* node (4), slot (2) (big-endian: byte order is their order), child (4), inner (1),    \
-	      move (2) */
+/* A request: key (16, big-endian: byte order is key order), node (4), slot
+ * (2), move (2). An answer: node (4), slot (2) (big-endian: byte order is
+ * their order), child (4), inner (1), move (2). */
+#define REQ_LEN 24
+#define ANS_LEN 13
 /* A structure bit of the sorted lookups' first reading, for the second: the
  * position has no legal move (cleared by the second: not a stored flag). */
 #define S_MATED MMF_VALUED
