@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "minimax/mmfile.h"
+#include "tests/fuzz/fuzz_tmp.h"
 #include "shogi/bigmem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -58,6 +59,7 @@ static void setup(void)
 {
 	snprintf(dir, sizeof dir, "/tmp/fuzz_mmfile_%ld", (long)getpid());
 	mkdir(dir, 0777);
+	fuzz_tmp_at_exit(dir, 1);
 	snprintf(graph, sizeof graph, "%s/%s", dir, MMFILE_GRAPH);
 	snprintf(journal, sizeof journal, "%s/%s", dir, MMFILE_JOURNAL);
 	Key keys[N];

@@ -24,6 +24,7 @@
 #include "bookgen/plan.h"
 #include "bookgen/snapshot.h"
 #include "shogi/position.h"
+#include "tests/fuzz/fuzz_tmp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -88,6 +89,7 @@ static void setup(void)
 {
 	shogi_init();
 	snprintf(dir, sizeof dir, "/tmp/fuzz_selector_snap_%ld", (long)getpid());
+	fuzz_tmp_at_exit(dir, 1);
 	snprintf(path, sizeof path, "%s/%s", dir, SNAP_FILE);
 	plan_options_init(&popt);
 	popt.mode = PLAN_PV;

@@ -15,6 +15,7 @@
 
 #include "server/sha256.h"
 #include "server/tokens.h"
+#include "tests/fuzz/fuzz_tmp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,6 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fd < 0) {
 		snprintf(path, sizeof path, "/tmp/fuzz_tokens.XXXXXX");
 		if ((fd = mkstemp(path)) < 0) abort();
+		fuzz_tmp_at_exit(path, 0);
 	}
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, data, size, 0) != (ssize_t)size ||
 	    fchmod(fd, 0600) < 0)
