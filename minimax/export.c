@@ -940,24 +940,13 @@ typedef struct {
 
 #define BACK_BUFFER (1u << 20)
 
-static int pwrite_full(int fd, const void *p, size_t n, uint64_t off)
-{
-	for (size_t done = 0; done < n;) {
-		ssize_t k = pwrite(fd, (const char *)p + done, n - done, (off_t)(off + done));
-		if (k < 0 && errno == EINTR) continue;
-		if (k <= 0) return k < 0 ? errno : EIO;
-		done += (size_t)k;
-	}
-	return 0;
-}
-
 /* buf[at..BACK_BUFFER) just before w->start. */
 static void back_flush(BackHalf *w, const uint8_t *buf, size_t at)
 {
 	size_t n = BACK_BUFFER - at;
 	if (!n || w->err) return;
 	w->start -= n;
-	w->err = pwrite_full(w->fd, buf + at, n, w->start);
+	if (bigmem_pwrite_full(w->fd, buf + at, n, w->start) < 0) w->err = errno;
 }
 
 static void *write_back(void *arg)
@@ -979,7 +968,8 @@ static void *write_back(void *arg)
 		}
 		if (len > BACK_BUFFER) {
 			w->start -= len;
-			if (!w->err) w->err = pwrite_full(w->fd, r, len, w->start);
+			if (!w->err && bigmem_pwrite_full(w->fd, r, len, w->start) < 0)
+				w->err = errno;
 			continue;
 		}
 		at -= len;

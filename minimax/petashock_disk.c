@@ -98,33 +98,6 @@ unsigned ps_disk_buckets(size_t n, uint64_t budget)
 	return want > MAX_BUCKETS ? MAX_BUCKETS : (unsigned)want;
 }
 
-static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const char *b = buf;
-	while (len) {
-		ssize_t w = pwrite(fd, b, len, (off_t)off);
-		if (w < 0 && errno == EINTR) continue;
-		if (w <= 0) return -1;
-		b += w, len -= (size_t)w, off += (uint64_t)w;
-	}
-	return 0;
-}
-
-/* Reads up to len bytes at off: the count (short only at the end), or -1. */
-static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	char *b = buf;
-	size_t got = 0;
-	while (got < len) {
-		ssize_t r = pread(fd, b + got, len - got, (off_t)(off + got));
-		if (r < 0 && errno == EINTR) continue;
-		if (r < 0) return -1;
-		if (r == 0) break;
-		got += (size_t)r;
-	}
-	return (ssize_t)got;
-}
-
 static int disk_error(PsRun *p, const char *what)
 {
 	return ps_fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot %s a temporary file: %s",
@@ -148,7 +121,7 @@ static int flush_bucket(PsDisk *d, PsPartDisk *pd, unsigned b)
 	d->end[b] += len;
 	pthread_mutex_unlock(&d->lock);
 	pd->fill[b] = 0;
-	return pwrite_full(d->fd[b], pd->buf + (size_t)b * PART_BUF, len, off);
+	return bigmem_pwrite_full(d->fd[b], pd->buf + (size_t)b * PART_BUF, len, off);
 }
 
 static int put_rec(PsDisk *d, PsPartDisk *pd, const BucketRec *r)
@@ -327,7 +300,7 @@ static int join_buckets(PsRun *p, ExtSort *es)
 		size_t nk = 0;
 		while (off < end && !rc) {
 			size_t want = end - off < READ_CHUNK ? (size_t)(end - off) : READ_CHUNK;
-			ssize_t got = pread_full(d->fd[b], buf, want, off);
+			ssize_t got = bigmem_pread_full(d->fd[b], buf, want, off);
 			if (got < 0 || (size_t)got != want || want % sizeof *buf) {
 				rc = disk_error(p, "read");
 				break;
@@ -387,7 +360,7 @@ static int write_edges(PsRun *p, ExtSort *es)
 		uint32_t parent = (uint32_t)be_get(rec, 4);
 		while (kp < p->nparts && parent >= p->part[kp].node0) d->part_first[kp++] = count;
 		if (len + EDGE_LEN > READ_CHUNK) {
-			if (pwrite_full(d->edges_fd, buf, len, off) < 0) break;
+			if (bigmem_pwrite_full(d->edges_fd, buf, len, off) < 0) break;
 			off += len;
 			len = 0;
 		}
@@ -398,7 +371,7 @@ static int write_edges(PsRun *p, ExtSort *es)
 	while (kp <= p->nparts) d->part_first[kp++] = count;
 	if (got < 0)
 		rc = disk_error(p, "read");
-	else if (got == 1 || pwrite_full(d->edges_fd, buf, len, off) < 0)
+	else if (got == 1 || bigmem_pwrite_full(d->edges_fd, buf, len, off) < 0)
 		rc = disk_error(p, "write");
 	p->st.disk_bytes += count * EDGE_LEN;
 	free(buf);
@@ -442,7 +415,8 @@ static int peek_edge(PsDisk *d, PsPartDisk *pd, const unsigned char **e)
 		if (pd->epos >= pd->eend) return 0;
 		uint64_t want = pd->eend - pd->epos;
 		if (want > READ_CHUNK) want = READ_CHUNK;
-		if (pread_full(d->edges_fd, pd->ebuf, (size_t)want, pd->epos) != (ssize_t)want)
+		if (bigmem_pread_full(d->edges_fd, pd->ebuf, (size_t)want, pd->epos) !=
+		    (ssize_t)want)
 			return -1;
 		pd->epos += want;
 		pd->elen = (size_t)want;

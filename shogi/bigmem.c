@@ -69,6 +69,33 @@ void bigmem_dir_of(char *out, size_t cap, const char *path)
 		snprintf(out, cap, "%.*s", (int)(slash - path), path);
 }
 
+ssize_t bigmem_pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t k = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+		if (k < 0 && errno == EINTR) continue;
+		if (k < 0) return -1;
+		if (k == 0) break;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
+}
+
+int bigmem_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t k = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) {
+			if (k == 0) errno = EIO;
+			return -1;
+		}
+		done += (size_t)k;
+	}
+	return 0;
+}
+
 int bigmem_temp_fd(const char *dir)
 {
 	dir = bigmem_temp_dir(dir);

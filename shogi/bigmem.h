@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "shogi/errors.h"
 #include "shogi/grow.h"
@@ -78,6 +79,13 @@ const char *bigmem_temp_dir(const char *dir);
 /* A new unlinked temporary file in dir (NULL: $TMPDIR or /tmp), open for
  * reading and writing: a descriptor, or -1 with errno. */
 int bigmem_temp_fd(const char *dir);
+
+/* A pass's temporary files read and written whole at an offset (EINTR
+ * retried): bigmem_pread_full reads up to len bytes, the count (short only
+ * at the file's end) or -1 with errno; bigmem_pwrite_full writes len bytes,
+ * 0 or -1 with errno (EIO when the file takes none). */
+ssize_t bigmem_pread_full(int fd, void *buf, size_t len, uint64_t off);
+int bigmem_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
 
 /* The directory a file at path is in ("." for a bare name, "/" for one at
  * the root), in out (cap bytes): where a pass puts its temporary files

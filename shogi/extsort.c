@@ -650,21 +650,6 @@ int extsort_add(ExtSort *s, const void *rec, size_t len)
 	return 0;
 }
 
-/* Reads the file fd at off into dst until want bytes or its end: the bytes
- * read, or -1 with errno. */
-static ssize_t read_at(int fd, uint8_t *dst, size_t want, uint64_t off)
-{
-	size_t got = 0;
-	while (got < want) {
-		ssize_t k = pread(fd, dst + got, want - got, (off_t)(off + got));
-		if (k < 0 && errno == EINTR) continue;
-		if (k < 0) return -1;
-		if (k == 0) break;
-		got += (size_t)k;
-	}
-	return (ssize_t)got;
-}
-
 /* At least need bytes in the buffer from r->at, the ones there moved to its
  * front first; fewer only at the end of the file. -1 with errno. */
 static int fill(Reader *r, size_t need)
@@ -673,7 +658,7 @@ static int fill(Reader *r, size_t need)
 	memmove(r->buf, r->buf + r->at, r->end - r->at);
 	r->end -= r->at;
 	r->at = 0;
-	ssize_t k = read_at(r->fd, r->buf + r->end, r->bufsz - r->end, r->off);
+	ssize_t k = bigmem_pread_full(r->fd, r->buf + r->end, r->bufsz - r->end, r->off);
 	if (k < 0) return -1;
 	r->end += (size_t)k;
 	r->off += (uint64_t)k;
@@ -692,7 +677,7 @@ static int fill_back(Reader *r, size_t need)
 	r->end = r->bufsz;
 	r->at = r->bufsz - have;
 	size_t want = r->at < r->off ? r->at : (size_t)r->off;
-	ssize_t k = read_at(r->fd, r->buf + r->at - want, want, r->off - want);
+	ssize_t k = bigmem_pread_full(r->fd, r->buf + r->at - want, want, r->off - want);
 	if (k < 0) return -1;
 	if ((size_t)k != want) {
 		errno = EIO; /* the run is shorter than it was */
@@ -746,7 +731,7 @@ static int reader_prev(Reader *r)
 	memcpy(r->own + rest, r->buf + r->at, have);
 	r->at = r->end = r->bufsz;
 	if (r->off < rest) return cut_record();
-	ssize_t k = read_at(r->fd, r->own, rest, r->off - rest);
+	ssize_t k = bigmem_pread_full(r->fd, r->own, rest, r->off - rest);
 	if (k < 0) return -1;
 	if ((size_t)k != rest) return cut_record();
 	r->off -= rest;
@@ -785,7 +770,7 @@ static int reader_next(Reader *r)
 	size_t have = r->end - r->at, rest = whole - have;
 	memcpy(r->own, r->buf + r->at, have);
 	r->at = r->end = 0;
-	ssize_t k = read_at(r->fd, r->own + have, rest, r->off);
+	ssize_t k = bigmem_pread_full(r->fd, r->own + have, rest, r->off);
 	if (k < 0) return -1;
 	r->off += (uint64_t)k;
 	if ((size_t)k != rest) return cut_record();
