@@ -125,8 +125,7 @@ struct ExtSort {
 	size_t next_mem; /* all in memory: the next item to give */
 	size_t mem_back; /* ... and, from both ends, the items the back has left */
 	size_t mem_front;
-	bool merging;
-	Merge m;  /* the last merge (from the front) */
+	Merge m;  /* the last merge (from the front; rd NULL: none, all in memory) */
 	Merge mb; /* from the back, with both ends */
 	ExtSortStats st;
 	/* A run being sorted and written by a thread of its own while records
@@ -467,14 +466,16 @@ static FILE *new_run_file(const ExtSort *s)
 }
 
 /* A record into a run: its length, its bytes and, in a sorter read from both
- * ends, its length again (a reader from the back meets that first). */
-static int put_record(FILE *f, const void *rec, uint32_t len, bool ends)
+ * ends, its length again (a reader from the back meets that first); *disk
+ * counts the bytes. */
+static int put_record(FILE *f, const void *rec, uint32_t len, bool ends, uint64_t *disk)
 {
 	if (fwrite(&len, sizeof len, 1, f) != 1 || (len && fwrite(rec, len, 1, f) != 1) ||
 	    (ends && fwrite(&len, sizeof len, 1, f) != 1)) {
 		if (!errno) errno = EIO;
 		return -1;
 	}
+	*disk += sizeof len * (1 + ends) + len;
 	return 0;
 }
 
@@ -508,8 +509,7 @@ static FILE *write_run(const ExtSort *s, const Buffer *b, uint64_t *disk)
 	int rc = 0;
 	for (size_t i = 0; i < b->n && !rc; i++) {
 		const Item *it = &b->items[i];
-		rc = put_record(f, b->arena + item_off(it), item_len(it), s->ends);
-		*disk += 4 + 4 * s->ends + item_len(it);
+		rc = put_record(f, b->arena + item_off(it), item_len(it), s->ends, disk);
 	}
 	if (!rc && fflush(f)) rc = -1;
 	int e = errno;
@@ -968,8 +968,7 @@ int extsort_finish(ExtSort *s)
 			const void *rec;
 			size_t len;
 			while (!rc && merge_next(&m, &rec, &len) == 1) {
-				rc = put_record(f, rec, (uint32_t)len, s->ends);
-				s->st.disk_bytes += 4 + 4 * s->ends + len;
+				rc = put_record(f, rec, (uint32_t)len, s->ends, &s->st.disk_bytes);
 				if (!rc) rc = merge_advance(s, &m);
 			}
 			if (!rc && fflush(f)) rc = -1;
@@ -992,7 +991,6 @@ int extsort_finish(ExtSort *s)
 	}
 	size_t k = s->nruns, ways = s->ends ? 2 : 1;
 	s->nruns = 0; /* the readers own them now */
-	s->merging = true;
 	if (start_merge(s, &s->m, s->runs, k, merge_buffer(s, k, ways), false)) return -1;
 	s->m.left = front;
 	if (s->ends && start_merge(s, &s->mb, s->runs, k, merge_buffer(s, k, ways), true))
@@ -1027,7 +1025,7 @@ int extsort_next(ExtSort *s, const void **rec, size_t *len)
 		errno = EINVAL;
 		return -1;
 	}
-	if (s->merging) return merge_give(s, &s->m, rec, len);
+	if (s->m.rd) return merge_give(s, &s->m, rec, len);
 	if (s->next_mem >= s->mem_front) return 0;
 	mem_give(s, s->next_mem++, NEXT_AHEAD, rec, len);
 	return 1;
@@ -1039,7 +1037,7 @@ int extsort_next_back(ExtSort *s, const void **rec, size_t *len)
 		errno = EINVAL;
 		return -1;
 	}
-	if (s->merging) return merge_give(s, &s->mb, rec, len);
+	if (s->m.rd) return merge_give(s, &s->mb, rec, len);
 	if (s->mem_back <= s->mem_front) return 0;
 	mem_give(s, --s->mem_back, -NEXT_AHEAD, rec, len);
 	return 1;
