@@ -998,18 +998,23 @@ static bool write_blocks(FILE *out, Pass *ps, const ExportOptions *opt, size_t t
 	size_t len;
 	int h;
 	uint64_t at = hl;
+	int e = 0;
 	for (size_t k = 0; (h = extsort_next(ps->s[S_SFEN], (const void **)&r, &len)) == 1; k++) {
 		if (opt->progress && k % PROGRESS_EVERY == 0)
 			opt->progress(opt->progress_ctx, "writing", 2 * k, total);
-		if (fwrite(r, 1, len, out) != len) break;
+		if (fwrite(r, 1, len, out) != len) {
+			e = errno ? errno : EIO;
+			break;
+		}
 		at += len;
 	}
-	int e = h < 0 ? errno : 0;
+	if (h < 0) e = errno;
+	/* (errno kept: the back half's thread, or its work done here, may
+	 * change it.) */
 	if (threaded)
 		pthread_join(t, NULL);
 	else
 		write_back(&w);
-	if (h == 1) return false; /* fwrite's errno */
 	if (e || w.err) {
 		errno = e ? e : w.err;
 		return false;
