@@ -231,6 +231,36 @@ static int add_requests(LoadPart *p, const BookmmChildren *c, uint32_t i)
 	return 0;
 }
 
+/* PASS_ANSWERS for node i: its record's moves alone (its position was set
+ * up and checked by the first reading, PASS_REQUESTS, which left its
+ * structure bits and S_MATED), and its answers, the part's next ones from *a
+ * (*ha: extsort_next's last code), made into its graph moves. Their number,
+ * LOAD_CORRUPT, or LOAD_IO (p->err_no says). */
+static int answer_edges(LoadPart *p, uint32_t i, const uint8_t *val, size_t len, BookRecord *rec,
+                        BookmmChildren *c, const BookmmLookup *lk, const uint8_t **a, int *ha)
+{
+	if (bookdb_record_decode_moves(rec, val, len) < 0) {
+		snprintf(p->why, sizeof p->why, "a record changed between readings");
+		return LOAD_CORRUPT;
+	}
+	BookmmFound f[MOVEGEN_MAX];
+	int nf = 0;
+	size_t alen;
+	for (; *ha == 1 && be_get(*a, 4) <= i; *ha = extsort_next(p->ans, (const void **)a, &alen))
+		if (be_get(*a, 4) == i && nf < MOVEGEN_MAX)
+			f[nf++] = (BookmmFound){(Move)be_get(*a + 11, 2),
+			                        (uint32_t)be_get(*a + 6, 4), (*a)[10] != 0};
+	if (*ha < 0) {
+		p->err_no = errno;
+		return LOAD_IO;
+	}
+	bookmm_leaves(rec, p->b->policy, c->leafv);
+	bool mated = p->structure[i] & S_MATED;
+	p->structure[i] &= (uint8_t)~S_MATED;
+	return bookmm_found_edges(p->moves + p->nmoves, rec, c->leafv, mated, lk, f,
+	                          p->structure[i] & MMF_INNER ? nf : 0);
+}
+
 static void *load_part(void *arg)
 {
 	LoadPart *p = arg;
@@ -277,32 +307,10 @@ static void *load_part(void *arg)
 		bookdb_index_raw(&val, &len, b->ix, i);
 		int n = 0;
 		if (p->pass == PASS_ANSWERS) {
-			/* The record's moves alone: its position was set up and
-			 * checked by the first reading (PASS_REQUESTS). */
-			if (bookdb_record_decode_moves(rec, val, len) < 0) {
-				n = -1;
-				snprintf(p->why, sizeof p->why,
-				         "a record changed between readings");
-			} else {
-				BookmmFound f[MOVEGEN_MAX];
-				int nf = 0;
-				for (; ha == 1 && be_get(a, 4) <= i;
-				     ha = extsort_next(p->ans, (const void **)&a, &alen))
-					if (be_get(a, 4) == i && nf < MOVEGEN_MAX)
-						f[nf++] = (BookmmFound){(Move)be_get(a + 11, 2),
-						                        (uint32_t)be_get(a + 6, 4),
-						                        a[10] != 0};
-				if (ha < 0) {
-					p->rc = LOAD_IO;
-					p->err_no = errno;
-					goto out;
-				}
-				bookmm_leaves(rec, b->policy, c->leafv);
-				bool mated = p->structure[i] & S_MATED;
-				p->structure[i] &= (uint8_t)~S_MATED;
-				n = bookmm_found_edges(p->moves + p->nmoves, rec, c->leafv,
-				                       mated ? 0 : 1, &lk, f,
-				                       p->structure[i] & MMF_INNER ? nf : 0);
+			n = answer_edges(p, i, val, len, rec, c, &lk, &a, &ha);
+			if (n == LOAD_IO) {
+				p->rc = LOAD_IO;
+				goto out;
 			}
 		} else if (p->pass == PASS_MOVES) {
 			n = bookmm_record_moves_kd(p->moves + p->nmoves, &p->structure[i],

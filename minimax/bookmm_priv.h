@@ -197,11 +197,11 @@ typedef struct {
 } BookmmFound;
 
 /* bookmm_record_edges from what it reads of c alone: the record's leaf
- * values (bookmm_leaves), its legal moves' count (0: mated), and f[0..nf),
- * the children found, in the order of the legal moves (none for a record
- * that is not inner). So a caller that has them need not set up the
+ * values (bookmm_leaves), whether it has no legal move (mated), and
+ * f[0..nf), the children found, in the order of the legal moves (none for a
+ * record that is not inner). So a caller that has them need not set up the
  * position again. */
-int bookmm_found_edges(MmMove *out, const BookRecord *rec, const int16_t *leafv, int nlegal,
+int bookmm_found_edges(MmMove *out, const BookRecord *rec, const int16_t *leafv, bool mated,
                        const BookmmLookup *lk, const BookmmFound *f, int nf);
 
 /* bookmm_record_moves with c as scratch space and kd: when kd is the key

@@ -216,10 +216,10 @@ int bookmm_record_edges(MmMove *out, const BookmmChildren *c, const BookRecord *
 			    c->legal[m], found[m],
 			    lk->policy->leaves == BOOKMM_LEAVES_GAMES ||
 			        (found_inner ? found_inner[m] != 0 : lk->inner(lk->ctx, found[m]))};
-	return bookmm_found_edges(out, rec, c->leafv, c->nlegal, lk, f, k);
+	return bookmm_found_edges(out, rec, c->leafv, c->nlegal == 0, lk, f, k);
 }
 
-int bookmm_found_edges(MmMove *out, const BookRecord *rec, const int16_t *leafv, int nlegal,
+int bookmm_found_edges(MmMove *out, const BookRecord *rec, const int16_t *leafv, bool mated,
                        const BookmmLookup *lk, const BookmmFound *f, int nf)
 {
 	int n = 0;
@@ -255,7 +255,7 @@ int bookmm_found_edges(MmMove *out, const BookRecord *rec, const int16_t *leafv,
 	}
 	if (best.move != MOVE_NONE) out[n++] = best;
 	/* No legal move: mated (a drop-pawn mate, a stalemate alike). */
-	if (nlegal == 0) out[n++] = (MmMove){MOVE_NONE, -MM_VALUE_MAX, MM_NONE};
+	if (mated) out[n++] = (MmMove){MOVE_NONE, -MM_VALUE_MAX, MM_NONE};
 	return n;
 }
 
