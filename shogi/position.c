@@ -109,6 +109,52 @@ static Bitboard compute_checkers(const Position *pos)
 	return pos_attackers_to(pos, color_flip(pos->side), k, pos->occupied);
 }
 
+/* Bit i of the byte: whether byte i of x is not zero (its high bit, set or
+ * carried into), and whether its colour bit (0x10) is set; one multiply
+ * gathers the eight. */
+static inline uint64_t bytes_nonzero(uint64_t x)
+{
+	const uint64_t low7 = UINT64_C(0x7f7f7f7f7f7f7f7f);
+	uint64_t hi = (x | ((x & low7) + low7)) & ~low7;
+	return (hi >> 7) * UINT64_C(0x0102040810204080) >> 56;
+}
+static inline uint64_t bytes_white(uint64_t x)
+{
+	return ((x >> 4) & UINT64_C(0x0101010101010101)) * UINT64_C(0x0102040810204080) >> 56;
+}
+
+/* The occupied squares of a board and the white pieces' ones, as bitboards,
+ * eight squares a load. (A square at a time, the compiler kept the words in
+ * memory, each square waiting on the store before it: a quarter of
+ * pos_set; and three bitboards set a piece at a time were as much again.)
+ * The pieces' codes are checked after: a colour bit is 0x10. */
+static void board_masks(const Piece board[SQ_NB], uint64_t occ[2], Bitboard *all, Bitboard *white)
+{
+	uint64_t o[2] = {0, 0}, w[2] = {0, 0};
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	_Static_assert(SQ_NB == 81, "ten words and one square");
+	for (int i = 0; i < 10; i++) {
+		uint64_t x;
+		memcpy(&x, board + 8 * i, 8);
+		o[i >> 3] |= bytes_nonzero(x) << (8 * (i & 7));
+		w[i >> 3] |= bytes_white(x) << (8 * (i & 7));
+	}
+	o[1] |= (uint64_t)(board[80] != 0) << 16;
+	w[1] |= (uint64_t)((board[80] >> 4) & 1) << 16;
+#else
+	for (int sq = 0; sq < SQ_NB; sq++) {
+		o[sq >> 6] |= (uint64_t)(board[sq] != 0) << (sq & 63);
+		w[sq >> 6] |= (uint64_t)((board[sq] >> 4) & 1) << (sq & 63);
+	}
+#endif
+	occ[0] = o[0];
+	occ[1] = o[1];
+	/* Bitboards hold squares 0-62 in their first word, 63-80 in the second. */
+	const uint64_t first = (UINT64_C(1) << 63) - 1;
+	*all = bb_make(o[0] & first, o[0] >> 63 | o[1] << 1);
+	*white = bb_make(w[0] & first, w[0] >> 63 | w[1] << 1);
+}
+
 int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], Color side,
             int game_ply, char *err)
 {
@@ -122,8 +168,12 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 	/* The occupied squares first, without a branch, then those alone: a
 	 * branch on every square mispredicts on about half of them (the book's
 	 * whole-book passes set up every position it holds). */
-	uint64_t occ[2] = {0, 0};
-	for (int sq = 0; sq < SQ_NB; sq++) occ[sq >> 6] |= (uint64_t)(board[sq] != 0) << (sq & 63);
+	uint64_t occ[2];
+	Bitboard white;
+	board_masks(board, occ, &pos->occupied, &white);
+	pos->by_color[WHITE] = white;
+	pos->by_color[BLACK] = bb_andnot(pos->occupied, white);
+	memcpy(pos->board, board, sizeof pos->board);
 	for (int w = 0; w < 2; w++)
 		for (uint64_t bits = occ[w]; bits; bits &= bits - 1) {
 			Square sq = (Square)(w * 64 + __builtin_ctzll(bits));
@@ -134,16 +184,6 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 				set_err(err, "invalid piece code on the board");
 				return SHOGI_EILLEGAL;
 			}
-			int rr = rank_rel(c, sq_rank(sq));
-			if (((pt == PAWN || pt == LANCE) && rr == 0) || (pt == KNIGHT && rr < 2)) {
-				snprintf(msg, sizeof msg, "%s on %d%c can never move",
-				         pt == PAWN    ? "pawn"
-				         : pt == LANCE ? "lance"
-				                       : "knight",
-				         sq_file(sq) + 1, 'a' + sq_rank(sq));
-				set_err(err, msg);
-				return SHOGI_EILLEGAL;
-			}
 			if (pt == KING) {
 				if (pos->king_sq[c] != SQ_NONE) {
 					set_err(err,
@@ -152,10 +192,32 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 				}
 				pos->king_sq[c] = sq;
 			}
-			put_piece(pos, p, sq);
+			bb_set(&pos->by_type[pt], sq);
 			bk = key_xor(bk, ZOB_PSQ[p][sq]);
 			total[pt_unpromote(pt)]++; /* kings too, in their own slot */
 		}
+	/* Pieces that can never move, on the bitboards at once (a test a piece,
+	 * on its type, mispredicted often): the first such square named. */
+	Bitboard stuck = bb_make(0, 0);
+	for (int c = 0; c < COLOR_NB; c++) {
+		Bitboard last = RANK_BB[c == BLACK ? 0 : 8];
+		Bitboard last2 = bb_or(last, RANK_BB[c == BLACK ? 1 : 7]);
+		Bitboard pl = bb_or(pos->by_type[PAWN], pos->by_type[LANCE]);
+		stuck = bb_or(stuck,
+		              bb_and(pos->by_color[c],
+		                     bb_or(bb_and(pl, last), bb_and(pos->by_type[KNIGHT], last2))));
+	}
+	if (bb_any(stuck)) {
+		Square sq = bb_lsb(stuck);
+		PieceType pt = piece_type(board[sq]);
+		snprintf(msg, sizeof msg, "%s on %d%c can never move",
+		         pt == PAWN    ? "pawn"
+		         : pt == LANCE ? "lance"
+		                       : "knight",
+		         sq_file(sq) + 1, 'a' + sq_rank(sq));
+		set_err(err, msg);
+		return SHOGI_EILLEGAL;
+	}
 	for (int c = 0; c < COLOR_NB; c++) {
 		pos->hand[c] = hand[c];
 		for (int pt = PAWN; pt <= GOLD; pt++) {

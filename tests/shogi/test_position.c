@@ -119,6 +119,85 @@ static void test_position__what_no_game_reaches_is_refused_by_pos_check_game(voi
 	assert_int_equal(pos_check_game(&pos, NULL), 0);
 }
 
+/* pos_set finds pieces that can never move on its bitboards, of both
+ * colours, and names the first square (in square order) that has one; the
+ * same kinds one rank short of that, or promoted, are taken. */
+static void test_position__pieces_that_can_never_move_are_refused_by_square(void **state)
+{
+	(void)state;
+	static Position pos;
+	static const struct {
+		const char *sfen, *why; /* why NULL: taken */
+	} CASES[] = {
+	    {"P3k4/9/9/9/9/9/9/9/4K4 b - 1", "pawn on 9a can never move"},
+	    {"4k3L/9/9/9/9/9/9/9/4K4 b - 1", "lance on 1a can never move"},
+	    {"4k4/4N4/9/9/9/9/9/9/4K4 b - 1", "knight on 5b can never move"},
+	    {"4k4/9/9/9/9/9/9/9/p3K4 b - 1", "pawn on 9i can never move"},
+	    {"4k4/9/9/9/9/9/9/9/4K3l b - 1", "lance on 1i can never move"},
+	    {"4k4/9/9/9/9/9/9/n8/4K4 b - 1", "knight on 9h can never move"},
+	    /* Two at once: the first square (file 1 comes before file 9). */
+	    {"P3k3N/9/9/9/9/9/9/9/4K4 b - 1", "knight on 1a can never move"},
+	    {"+P3k3+L/1+N7/9/9/9/9/9/+n8/+p3K3+l b - 1", NULL},
+	    {"4k4/9/N8/9/9/9/9/9/4K4 b - 1", NULL},  /* a knight on rank c moves */
+	    {"p3k4/9/9/9/9/9/9/9/4K3P b - 1", NULL}, /* each at the other's far rank */
+	    {"4k4/9/9/9/9/9/9/n8/4K4 w - 1", "knight on 9h"},
+	};
+	for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+		char err[SHOGI_ERRLEN] = "";
+		int rc = sfen_parse(&pos, CASES[i].sfen, NULL, err);
+		if (!CASES[i].why && rc != 0) fail_msg("%s: refused: %s", CASES[i].sfen, err);
+		if (CASES[i].why && (rc != SHOGI_EILLEGAL || !strstr(err, CASES[i].why)))
+			fail_msg("%s: %d '%s', not '%s'", CASES[i].sfen, rc, err, CASES[i].why);
+	}
+}
+
+/* Every position of long random games, set up afresh by pos_set from its
+ * board, hands and side, has the bitboards, keys and checkers that the moves
+ * made gave it: pos_set finds its occupied squares and colours eight
+ * squares at a time, and these games put pieces on all 81 (squares 62-64 at
+ * the words' seams and 80, the last, among them). */
+static void test_position__pos_set_agrees_with_the_moves_made(void **state)
+{
+	(void)state;
+	static Position pos, fresh;
+	static Move moves[MOVEGEN_MAX];
+	uint64_t seed = 0x9e3779b97f4a7c15u;
+	int positions = 0;
+	bool seen[SQ_NB][2] = {{false}};
+	for (int game = 0; game < 40; game++) {
+		pos_set_startpos(&pos);
+		for (int ply = 0; ply < 300; ply++) {
+			char err[SHOGI_ERRLEN] = "";
+			assert_int_equal(
+			    pos_set(&fresh, pos.board, pos.hand, pos.side, pos.game_ply, err), 0);
+			for (int c = 0; c < COLOR_NB; c++)
+				assert_memory_equal(&fresh.by_color[c], &pos.by_color[c],
+				                    sizeof(Bitboard));
+			for (int pt = 0; pt < PT_NB; pt++)
+				assert_memory_equal(&fresh.by_type[pt], &pos.by_type[pt],
+				                    sizeof(Bitboard));
+			assert_memory_equal(&fresh.occupied, &pos.occupied, sizeof(Bitboard));
+			assert_memory_equal(&pos_st(&fresh)->checkers, &pos_st(&pos)->checkers,
+			                    sizeof(Bitboard));
+			assert_true(key_equal(pos_key(&fresh), pos_key(&pos)));
+			assert_int_equal(fresh.king_sq[BLACK], pos.king_sq[BLACK]);
+			assert_int_equal(fresh.king_sq[WHITE], pos.king_sq[WHITE]);
+			for (int sq = 0; sq < SQ_NB; sq++)
+				if (pos.board[sq]) seen[sq][piece_color(pos.board[sq])] = true;
+			positions++;
+			int n = movegen_legal(&pos, moves);
+			if (n == 0 || pos.nstates >= POS_MAX_STATES) break;
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			pos_do_move(&pos, moves[seed % (uint64_t)n]);
+		}
+	}
+	/* The games reached every square with pieces of both colours. */
+	for (int sq = 0; sq < SQ_NB; sq++)
+		if (!seen[sq][BLACK] || !seen[sq][WHITE])
+			fail_msg("square %d never held a piece of each colour", sq);
+	assert_true(positions > 5000);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -127,6 +206,8 @@ int main(void)
 	        test_position__king_in_check_of_the_side_not_to_move_is_never_captured),
 	    cmocka_unit_test(test_position__material_beyond_what_a_hand_can_count_is_refused),
 	    cmocka_unit_test(test_position__what_no_game_reaches_is_refused_by_pos_check_game),
+	    cmocka_unit_test(test_position__pieces_that_can_never_move_are_refused_by_square),
+	    cmocka_unit_test(test_position__pos_set_agrees_with_the_moves_made),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
