@@ -263,7 +263,7 @@ static int put_varint(uint8_t *out, size_t cap, size_t *pos, uint64_t v)
 	return 0;
 }
 
-static int get_varint(uint64_t *v, const uint8_t *in, size_t len, size_t *pos, uint64_t max)
+static int get_varint_long(uint64_t *v, const uint8_t *in, size_t len, size_t *pos, uint64_t max)
 {
 	uint64_t r = 0;
 	for (int shift = 0; shift < 64; shift += 7) {
@@ -280,6 +280,18 @@ static int get_varint(uint64_t *v, const uint8_t *in, size_t len, size_t *pos, u
 		}
 	}
 	return BOOKDB_ECORRUPT;
+}
+
+/* A varint at in[*pos] of at most max. Most are one byte (counts, small
+ * deltas): those inline, the rest by get_varint_long. */
+static inline int get_varint(uint64_t *v, const uint8_t *in, size_t len, size_t *pos, uint64_t max)
+{
+	if (*pos < len && in[*pos] < 0x80) {
+		if (in[*pos] > max) return BOOKDB_ECORRUPT;
+		*v = in[(*pos)++];
+		return 0;
+	}
+	return get_varint_long(v, in, len, pos, max);
 }
 
 static uint64_t zigzag(int64_t v)
