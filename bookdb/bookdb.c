@@ -160,6 +160,13 @@ uint64_t bookdb_file_size(BookDB *db)
 	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
+uint64_t bookdb_free_bytes(BookDB *db)
+{
+	struct statvfs vs;
+	if (statvfs(db->dir, &vs) != 0) return UINT64_MAX;
+	return (uint64_t)vs.f_bavail * vs.f_frsize;
+}
+
 /* Doubles the map. No transaction of this process may be open. */
 static int grow_map(BookDB *db)
 {

@@ -129,6 +129,9 @@ void bookdb_free(BookDB *db);
 size_t bookdb_map_size(BookDB *db);
 /* Bytes of the data file on disk. */
 uint64_t bookdb_file_size(BookDB *db);
+/* Bytes free to this user on the file system that holds the book
+ * (UINT64_MAX when it cannot be told). */
+uint64_t bookdb_free_bytes(BookDB *db);
 /* Pages of the data file as t sees them: page_size bytes each; pages up to
  * the last one in use, pages_used by the databases (and the two meta pages),
  * pages_free the rest (free, or taken by commits newer than t). */

@@ -377,8 +377,16 @@ static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint6
 	if (rc || (rc = bdb_counts_restamp_copy(tmp, counts_ok, scan_ok)) ||
 	    (fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) < 0) {
 		int e = rc ? rc : errno;
-		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", tmp,
-		                rc ? mdb_strerror(rc) : strerror(e));
+		/* LMDB gives a short write, what a disk filled by the copy
+		 * gives, as EIO: told apart by the room left, before the copy
+		 * is removed. */
+		int code = bdb_commit_err(dir, e);
+		rc = errmsg_set(err, BOOKDB_ERRLEN, code, "%.200s: %s", tmp,
+		                code == BOOKDB_ENOSPC
+		                    ? "No space left on device (writing the book anew needs room "
+		                      "for a copy beside it)"
+		                : rc ? mdb_strerror(rc)
+		                     : strerror(e));
 		if (fd >= 0) close(fd);
 		unlink(tmp);
 		return rc;

@@ -1163,7 +1163,24 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 			goto done;
 		}
 	}
-	rc = opt->full && !opt->in_place ? write_rebuilt(&st, &b, db, opt, err) : 1;
+	/* Written anew, the book needs room for a copy beside it until the
+	 * rename: about its file's size, a tenth more when the records grow,
+	 * and the graph file being written beside (some 54 bytes a position).
+	 * Without that room the records are rewritten in place, which needs
+	 * room for a batch's pages. */
+	bool rebuild = opt->full && !opt->in_place;
+	if (rebuild) {
+		uint64_t need = bookdb_file_size(db) / 10 * 11 +
+		                (threaded ? (uint64_t)b.n * 64 : 0) + ((uint64_t)16 << 20);
+		uint64_t room = bookdb_free_bytes(db);
+		if (room < need) {
+			rebuild = false;
+			st.rebuild_no_room = true;
+			st.room_free = room;
+			st.room_needed = need;
+		}
+	}
+	rc = rebuild ? write_rebuilt(&st, &b, db, opt, err) : 1;
 	if (rc == 1) rc = write_back(&st, &b, db, opt, err);
 	if (rc != 0) atomic_store(&gf.quit, true);
 	if (threaded) {

@@ -121,6 +121,10 @@ typedef struct {
 	uint64_t record_bytes;
 	bool rebuilt; /* --full: the book was rebuilt into a new file (not rewritten in place) */
 	bool rebuild_busy; /* --full: not rebuilt, as another writer had the book open */
+	/* --full: not rebuilt, as the disk had no room for a copy of the book
+	 * (room_free bytes free, about room_needed needed) */
+	bool rebuild_no_room;
+	uint64_t room_free, room_needed;
 	uint64_t bytes_before, bytes_after; /* rebuilt: the book's file before and after */
 	bool has_root;                      /* the start position is a valued record */
 	int root_value;                     /* its value for the side to move */

@@ -210,7 +210,7 @@ int cmd_minimax(int argc, char **argv)
 	}
 	/* The summary in lines that fit the console (a coordinator's whole-book
 	 * child writes it among serve's lines): the graph, the run, the values. */
-	char line[6][512];
+	char line[8][512];
 	snprintf(line[0], sizeof line[0],
 	         "minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles)%s",
 	         st.positions, st.valued, st.settled, st.cyclic, st.incremental ? ";" : ",");
@@ -247,6 +247,12 @@ int cmd_minimax(int argc, char **argv)
 	if (st.rebuild_busy)
 		snprintf(line[nl++], sizeof line[3],
 		         "  another writer had the book open: the records were rewritten in place");
+	if (st.rebuild_no_room)
+		snprintf(
+		    line[nl++], sizeof line[3],
+		    "  no room on the disk for the book written anew (%.1f MB free, about %.1f MB "
+		    "needed beside it): the records were rewritten in place",
+		    st.room_free / 1e6, st.room_needed / 1e6);
 	if (!st.rebuilt && packed > 0 && per_pos > 1.3 * packed)
 		snprintf(line[nl++], sizeof line[3],
 		         "  the book takes %.0f bytes a position, its records %.0f in full pages: "

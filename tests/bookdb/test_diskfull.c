@@ -147,11 +147,66 @@ static void test_diskfull__every_writer_stops_cleanly_and_resumes(void **state)
 	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), book), 0);
 }
 
+/* minimax --full writes the book anew when its disk has room for a copy
+ * beside it; without that room it rewrites the records in place and says so,
+ * where it once failed at its very end: the same values as a run with room,
+ * and the book passes check. */
+static void test_diskfull__minimax_without_room_for_a_copy_writes_in_place(void **state)
+{
+	Fixture *f = *state;
+	char *err = NULL, *out = NULL;
+	assert_int_equal(ts_runf(NULL, NULL, "mkdir -p %s", f->mnt), 0);
+	char why[300];
+	if (ts_private_mounts(why, sizeof why) != 0) {
+		print_message("skipped: cannot mount a tmpfs to fill: %s\n", why);
+		skip();
+	}
+	/* A valued book of 100,000 positions (11 MB) and its graph file (5.5 MB)
+	 * fit, with room for the pages a batch rewrites, but not a second book. */
+	if (ts_runf(NULL, &err, "mount -t tmpfs -o size=24m tmpfs %s", f->mnt) != 0) {
+		print_message("skipped: cannot mount a tmpfs here (%s)\n",
+		              err && *err ? err : "no permission");
+		free(err);
+		skip();
+	}
+	free(err);
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s synth %s/ref --positions 100000 --quiet >/dev/null && "
+	                         "%s minimax %s/ref --full --quiet && rm %s/ref/minimax.graph && "
+	                         "cp -r %s/ref %s/b",
+	                         ts_joseki(), f->dir, ts_joseki(), f->dir, f->dir, f->dir, f->mnt),
+	                 0);
+	/* The reference: the same run where there is room (written anew). */
+	out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s minimax %s/ref --full", ts_joseki(), f->dir), 0);
+	assert_non_null(strstr(out, "the book rebuilt with full pages"));
+	free(out);
+	out = NULL;
+	err = NULL;
+	int rc = ts_runf(&out, &err, "%s minimax %s/b --full", ts_joseki(), f->mnt);
+	if (rc != 0) fail_msg("minimax without room for a copy: status %d\n%s", rc, err);
+	if (!strstr(out, "no room on the disk for the book written anew"))
+		fail_msg("the text does not say the book was not written anew:\n%s", out);
+	assert_null(strstr(out, "the book rebuilt"));
+	free(out);
+	free(err);
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s/b", ts_joseki(), f->mnt), 0);
+	/* The values are the reference's: their exports are equal, byte for byte. */
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s export %s/b %s/b.db --quiet && %s export %s/ref %s/ref.db "
+	                         "--quiet && cmp %s/b.db %s/ref.db",
+	                         ts_joseki(), f->mnt, f->dir, ts_joseki(), f->dir, f->dir, f->dir,
+	                         f->dir),
+	                 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_diskfull__every_writer_stops_cleanly_and_resumes,
 	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_diskfull__minimax_without_room_for_a_copy_writes_in_place, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
