@@ -47,6 +47,26 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* A tmpfs of size at f->mnt, in a mount namespace of the test's own; the
+ * test is skipped, saying why, where none can be mounted. */
+static void mount_or_skip(const Fixture *f, const char *size)
+{
+	char *err = NULL;
+	assert_int_equal(ts_runf(NULL, NULL, "mkdir -p %s", f->mnt), 0);
+	char why[300];
+	if (ts_private_mounts(why, sizeof why) != 0) {
+		print_message("skipped: cannot mount a tmpfs to fill: %s\n", why);
+		skip();
+	}
+	if (ts_runf(NULL, &err, "mount -t tmpfs -o size=%s tmpfs %s", size, f->mnt) != 0) {
+		print_message("skipped: cannot mount a tmpfs here (%s)\n",
+		              err && *err ? err : "no permission");
+		free(err);
+		skip();
+	}
+	free(err);
+}
+
 /* Fills the tmpfs to the last byte. */
 static void fill(const Fixture *f)
 {
@@ -95,20 +115,7 @@ static void full_then_free(const Fixture *f, const char *cmd, const char *what)
 static void test_diskfull__every_writer_stops_cleanly_and_resumes(void **state)
 {
 	Fixture *f = *state;
-	char *err = NULL;
-	assert_int_equal(ts_runf(NULL, NULL, "mkdir -p %s", f->mnt), 0);
-	char why[300];
-	if (ts_private_mounts(why, sizeof why) != 0) {
-		print_message("skipped: cannot mount a tmpfs to fill: %s\n", why);
-		skip();
-	}
-	if (ts_runf(NULL, &err, "mount -t tmpfs -o size=96m tmpfs %s", f->mnt) != 0) {
-		print_message("skipped: cannot mount a tmpfs here (%s)\n",
-		              err && *err ? err : "no permission");
-		free(err);
-		skip();
-	}
-	free(err);
+	mount_or_skip(f, "96m");
 	/* The fixtures, then 1,000 generated games; the reference book takes both. */
 	assert_int_equal(ts_runf(NULL, NULL,
 	                         "%s gen-games %s/g2 --games 1000 --seed 2 >/dev/null && "
@@ -155,21 +162,9 @@ static void test_diskfull__minimax_without_room_for_a_copy_writes_in_place(void 
 {
 	Fixture *f = *state;
 	char *err = NULL, *out = NULL;
-	assert_int_equal(ts_runf(NULL, NULL, "mkdir -p %s", f->mnt), 0);
-	char why[300];
-	if (ts_private_mounts(why, sizeof why) != 0) {
-		print_message("skipped: cannot mount a tmpfs to fill: %s\n", why);
-		skip();
-	}
 	/* A valued book of 100,000 positions (11 MB) and its graph file (5.5 MB)
 	 * fit, with room for the pages a batch rewrites, but not a second book. */
-	if (ts_runf(NULL, &err, "mount -t tmpfs -o size=24m tmpfs %s", f->mnt) != 0) {
-		print_message("skipped: cannot mount a tmpfs here (%s)\n",
-		              err && *err ? err : "no permission");
-		free(err);
-		skip();
-	}
-	free(err);
+	mount_or_skip(f, "24m");
 	assert_int_equal(ts_runf(NULL, NULL,
 	                         "%s synth %s/ref --positions 100000 --quiet >/dev/null && "
 	                         "%s minimax %s/ref --full --quiet && rm %s/ref/minimax.graph && "
