@@ -65,14 +65,20 @@ const char *bookdb_strerror(int code)
  * — as EIO. Told apart by the space left where the book is (under 16 MiB: the
  * disk is full, which the user can fix; else an I/O error).
  */
+/* Bytes free to this user on the file system that holds dir (UINT64_MAX
+ * when it cannot be told). */
+static uint64_t dir_free_bytes(const char *dir)
+{
+	struct statvfs vs;
+	if (statvfs(dir, &vs) != 0) return UINT64_MAX;
+	return (uint64_t)vs.f_bavail * vs.f_frsize;
+}
+
 int bdb_commit_err(const char *dir, int rc)
 {
 	int r = bdb_xlate(rc);
 	if (r != BOOKDB_EIO) return r;
-	struct statvfs vs;
-	if (statvfs(dir, &vs) == 0 && (uint64_t)vs.f_bavail * vs.f_frsize < (16u << 20))
-		return BOOKDB_ENOSPC;
-	return r;
+	return dir_free_bytes(dir) < (16u << 20) ? BOOKDB_ENOSPC : r;
 }
 
 int bdb_xlate(int rc)
@@ -162,9 +168,7 @@ uint64_t bookdb_file_size(BookDB *db)
 
 uint64_t bookdb_free_bytes(BookDB *db)
 {
-	struct statvfs vs;
-	if (statvfs(db->dir, &vs) != 0) return UINT64_MAX;
-	return (uint64_t)vs.f_bavail * vs.f_frsize;
+	return dir_free_bytes(db->dir);
 }
 
 /* Doubles the map. No transaction of this process may be open. */
