@@ -128,7 +128,7 @@ static inline uint64_t bytes_white(uint64_t x)
  * memory, each square waiting on the store before it: a quarter of
  * pos_set; and three bitboards set a piece at a time were as much again.)
  * The pieces' codes are checked after: a colour bit is 0x10. */
-static void board_masks(const Piece board[SQ_NB], uint64_t occ[2], Bitboard *all, Bitboard *white)
+static void board_masks(const Piece board[SQ_NB], Bitboard *all, Bitboard *white)
 {
 	uint64_t o[2] = {0, 0}, w[2] = {0, 0};
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -147,8 +147,6 @@ static void board_masks(const Piece board[SQ_NB], uint64_t occ[2], Bitboard *all
 		w[sq >> 6] |= (uint64_t)((board[sq] >> 4) & 1) << (sq & 63);
 	}
 #endif
-	occ[0] = o[0];
-	occ[1] = o[1];
 	/* Bitboards hold squares 0-62 in their first word, 63-80 in the second. */
 	const uint64_t first = (UINT64_C(1) << 63) - 1;
 	*all = bb_make(o[0] & first, o[0] >> 63 | o[1] << 1);
@@ -168,34 +166,31 @@ int pos_set(Position *pos, const Piece board[SQ_NB], const Hand hand[COLOR_NB], 
 	/* The occupied squares first, without a branch, then those alone: a
 	 * branch on every square mispredicts on about half of them (the book's
 	 * whole-book passes set up every position it holds). */
-	uint64_t occ[2];
 	Bitboard white;
-	board_masks(board, occ, &pos->occupied, &white);
+	board_masks(board, &pos->occupied, &white);
 	pos->by_color[WHITE] = white;
 	pos->by_color[BLACK] = bb_andnot(pos->occupied, white);
 	memcpy(pos->board, board, sizeof pos->board);
-	for (int w = 0; w < 2; w++)
-		for (uint64_t bits = occ[w]; bits; bits &= bits - 1) {
-			Square sq = (Square)(w * 64 + __builtin_ctzll(bits));
-			Piece p = board[sq];
-			PieceType pt = piece_type(p);
-			Color c = piece_color(p);
-			if (pt == PT_NONE || pt >= PT_NB || (p & 0xe0)) {
-				set_err(err, "invalid piece code on the board");
+	for (Bitboard bits = pos->occupied; bb_any(bits);) {
+		Square sq = bb_pop(&bits);
+		Piece p = board[sq];
+		PieceType pt = piece_type(p);
+		Color c = piece_color(p);
+		if (pt == PT_NONE || pt >= PT_NB || (p & 0xe0)) {
+			set_err(err, "invalid piece code on the board");
+			return SHOGI_EILLEGAL;
+		}
+		if (pt == KING) {
+			if (pos->king_sq[c] != SQ_NONE) {
+				set_err(err, c == BLACK ? "two black kings" : "two white kings");
 				return SHOGI_EILLEGAL;
 			}
-			if (pt == KING) {
-				if (pos->king_sq[c] != SQ_NONE) {
-					set_err(err,
-					        c == BLACK ? "two black kings" : "two white kings");
-					return SHOGI_EILLEGAL;
-				}
-				pos->king_sq[c] = sq;
-			}
-			bb_set(&pos->by_type[pt], sq);
-			bk = key_xor(bk, ZOB_PSQ[p][sq]);
-			total[pt_unpromote(pt)]++; /* kings too, in their own slot */
+			pos->king_sq[c] = sq;
 		}
+		bb_set(&pos->by_type[pt], sq);
+		bk = key_xor(bk, ZOB_PSQ[p][sq]);
+		total[pt_unpromote(pt)]++; /* kings too, in their own slot */
+	}
 	/* Pieces that can never move, on the bitboards at once (a test a piece,
 	 * on its type, mispredicted often): the first such square named. */
 	Bitboard stuck = bb_make(0, 0);
