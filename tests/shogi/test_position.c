@@ -74,6 +74,15 @@ static void test_position__material_beyond_what_a_hand_can_count_is_refused(void
  * kind), a missing king, the side not to move in check; and takes a full
  * set, a handicap set-up and a check on the side to move.
  */
+/* A check's verdict rc (message err) on sfen: taken when why is NULL, else
+ * refused as illegal with why in its message. */
+static void expect_verdict(const char *sfen, const char *why, int rc, const char *err)
+{
+	if (!why && rc != 0) fail_msg("%s: refused: %s", sfen, err);
+	if (why && (rc != SHOGI_EILLEGAL || !strstr(err, why)))
+		fail_msg("%s: %d '%s', not '%s'", sfen, rc, err, why);
+}
+
 static void test_position__what_no_game_reaches_is_refused_by_pos_check_game(void **state)
 {
 	(void)state;
@@ -107,10 +116,7 @@ static void test_position__what_no_game_reaches_is_refused_by_pos_check_game(voi
 	for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
 		char err[SHOGI_ERRLEN] = "";
 		assert_int_equal(sfen_parse(&pos, CASES[i].sfen, NULL, err), 0);
-		int rc = pos_check_game(&pos, err);
-		if (!CASES[i].why && rc != 0) fail_msg("%s: refused: %s", CASES[i].sfen, err);
-		if (CASES[i].why && (rc != SHOGI_EILLEGAL || !strstr(err, CASES[i].why)))
-			fail_msg("%s: %d '%s', not '%s'", CASES[i].sfen, rc, err, CASES[i].why);
+		expect_verdict(CASES[i].sfen, CASES[i].why, pos_check_game(&pos, err), err);
 	}
 	/* Every position of a game from the start is taken (a game's check on the
 	 * side to move included). */
@@ -144,10 +150,8 @@ static void test_position__pieces_that_can_never_move_are_refused_by_square(void
 	};
 	for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
 		char err[SHOGI_ERRLEN] = "";
-		int rc = sfen_parse(&pos, CASES[i].sfen, NULL, err);
-		if (!CASES[i].why && rc != 0) fail_msg("%s: refused: %s", CASES[i].sfen, err);
-		if (CASES[i].why && (rc != SHOGI_EILLEGAL || !strstr(err, CASES[i].why)))
-			fail_msg("%s: %d '%s', not '%s'", CASES[i].sfen, rc, err, CASES[i].why);
+		expect_verdict(CASES[i].sfen, CASES[i].why,
+		               sfen_parse(&pos, CASES[i].sfen, NULL, err), err);
 	}
 }
 
