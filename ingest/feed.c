@@ -47,8 +47,10 @@ static int feed_unit(void *ctx, WalkFile *f)
 void ing_progress(Pipe *p, const char *phase, IngestProgress *pr, bool force)
 {
 	if (!p->opt->progress) return;
-	double t = clock_s();
+	/* The clock is read under the lock: read before it, a thread's time
+	 * could be older than the last report another thread has just made. */
 	pthread_mutex_lock(&p->mu);
+	double t = clock_s();
 	double every = p->opt->progress_interval_s > 0 ? p->opt->progress_interval_s : 0.25;
 	bool due = force || t - p->last_progress > every;
 	if (due) p->last_progress = t;
