@@ -131,6 +131,12 @@ if [ -n "$RAM" ]; then
 	fi
 fi
 echo "bench-scale: positions $N and $SMALL in $W (timeout ${TIMEOUT} s a command${MEM:+, --memory $MEM}${RAM:+, within $RAM of memory and page cache: $CG})" >&2
+# Online discard makes every close of a large file wait for the device (docs/bookdb.md).
+if findmnt -no OPTIONS -T "$W" 2>/dev/null | tr ',' '\n' | grep -qx discard; then
+	echo "bench-scale: $W is on a file system mounted with online discard: each sorted" \
+		"run and replaced book waits for its blocks to be discarded as it is freed" \
+		"(docs/bookdb.md, \"Online discard\"); the times include it" >&2
+fi
 
 # memopt CMD: --memory SCALE_MEMORY when CMD takes it.
 memopt() {
