@@ -131,12 +131,20 @@ if [ -n "$RAM" ]; then
 	fi
 fi
 echo "bench-scale: positions $N and $SMALL in $W (timeout ${TIMEOUT} s a command${MEM:+, --memory $MEM}${RAM:+, within $RAM of memory and page cache: $CG})" >&2
-# Online discard makes every close of a large file wait for the device (docs/bookdb.md).
-if findmnt -no OPTIONS -T "$W" 2>/dev/null | tr ',' '\n' | grep -qx discard; then
-	echo "bench-scale: $W is on a file system mounted with online discard: each sorted" \
-		"run and replaced book waits for its blocks to be discarded as it is freed" \
-		"(docs/bookdb.md, \"Online discard\"); the times include it" >&2
-fi
+# Online discard makes the commands wait as they free files (docs/bookdb.md): said for the
+# work directory and $TMPDIR, once a file system.
+seen=
+for d in "$W" "${TMPDIR:-/tmp}"; do
+	mnt=$(findmnt -no TARGET -T "$d" 2>/dev/null) || continue
+	case " $seen " in *" $mnt "*) continue ;; esac
+	seen="$seen $mnt"
+	if findmnt -no OPTIONS -T "$d" | tr ',' '\n' | grep -qx discard; then
+		echo "bench-scale: $d is on a file system mounted with online discard ($mnt):" \
+			"the commands wait for the device as they free their sorted runs and" \
+			"replaced books, about 10 % of the time in docs/notes/bookdb.md (run 15);" \
+			"remount it with nodiscard or use another disk (docs/bookdb.md, \"Online discard\")" >&2
+	fi
+done
 
 # memopt CMD: --memory SCALE_MEMORY when CMD takes it.
 memopt() {
