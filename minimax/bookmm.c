@@ -393,13 +393,18 @@ static int join_requests(BookGraph *b, LoadPart *parts, int nt, const BookmmOpti
 		if ((h[t] = extsort_next(parts[t].req, (const void **)&r[t], &len)) < 0) goto io;
 	}
 	bookmm_report(opt, "lookups", 0, total);
+	/* The requests come in key order, and so do the keys: the keys are
+	 * walked beside them (j), read once in order, where looking each one
+	 * up read the key filter at random. */
+	size_t j = 0;
 	for (;;) {
 		int t = -1;
 		for (int u = 0; u < nt; u++)
 			if (h[u] == 1 && (t < 0 || memcmp(r[u], r[t], REQ_LEN) < 0)) t = u;
 		if (t < 0) break;
-		size_t j = bookdb_keydir_find(b->kd, key_from_bytes(r[t]));
-		if (j != BOOKDB_KEYDIR_NONE) {
+		Key k = key_from_bytes(r[t]);
+		while (j < b->n && key_cmp(b->keys[j], k) < 0) j++;
+		if (j < b->n && key_cmp(b->keys[j], k) == 0) {
 			uint32_t node = (uint32_t)be_get(r[t] + 16, 4);
 			int to = 0;
 			while (to + 1 < nt && node >= parts[to + 1].lo) to++;
@@ -787,6 +792,26 @@ static int node_edges(BookmmEdge *edges, const BookGraph *b, uint32_t i)
 	return ne;
 }
 
+/* How many nodes ahead of the one written its children's values are asked
+ * for: the nodes are in key order and their children anywhere, so each of
+ * node_edges' reads of a child misses the caches (waited for one by one,
+ * they took a third of the rebuild's writing at 10 M positions). */
+#define EDGES_AHEAD 16
+
+/* Starts fetching what node_edges will read of node i's children (i may be
+ * past the last node). Changes nothing. */
+static void prefetch_edges(const BookGraph *b, uint32_t i)
+{
+	const MmGraph *g = &b->g;
+	if (i >= g->n) return;
+	for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++) {
+		uint32_t c = b->moves[k].next;
+		if (c == MM_NONE) continue;
+		__builtin_prefetch(&g->flags[c]);
+		__builtin_prefetch(&g->vd[c]);
+	}
+}
+
 /* Records a write transaction of a run without --full rewrites at most. */
 #define WRITE_PENDING 256
 
@@ -853,6 +878,7 @@ static int rebuild_node(void *ctx, Key key, const uint8_t *raw, size_t len, uint
 		}
 	}
 	if (wb->at == b->n || key_cmp(b->keys[wb->at], key) != 0) return 0;
+	prefetch_edges(b, wb->at + EDGES_AHEAD);
 	int n = rewrite_node(wb, raw, len, out);
 	if (n > 0) wb->bytes += (uint64_t)n;
 	return n;
