@@ -1137,11 +1137,14 @@ static void test_minimax__a_stopped_run_leaves_a_book_the_next_run_gets_right(vo
 	run_ok(&sb, b, &full);
 	assert_false(sa.incremental);
 	same_books_as(a, b, false);
-	/* An incremental run and a plan, stopped before they start. */
+	/* An incremental run and a plan, stopped before they start: the run
+	 * hears it while it reads the changes (a long log on a book larger
+	 * than memory took minutes), not only once it analyses them. */
 	for (int k = 0; k < 3; k++) random_result(a, b, &rng);
 	atomic_init(&flag, true);
 	BookmmOptions stopped = {.stop = &flag};
 	assert_int_equal(bookmm_run(&sa, a, &stopped, err), BOOKMM_ESTOPPED);
+	assert_non_null(strstr(err, "stopped while reading the changes"));
 	BookMinimaxPlan *plan = (BookMinimaxPlan *)&flag; /* set to NULL by prepare */
 	assert_int_equal(bookmm_prepare(&plan, &sa, a, &stopped, err), BOOKMM_ESTOPPED);
 	assert_null(plan);
