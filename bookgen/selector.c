@@ -75,7 +75,7 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 		if (e.flags & EF_BANNED) continue;
 		const SelNode *cn = &s->nodes[e.child];
 		if (cn->flags & NF_LEASED) continue;
-		int r = sel_g_resolve(s, (uint32_t)e.child);
+		int r = sel_g_resolve_in(s, i, (uint32_t)e.child);
 		if (r) {
 			if (!s->err) s->err = r;
 			continue;
@@ -426,7 +426,7 @@ static int collect(Selector *s, Batch *b, uint32_t i, int ply)
 		if (e.flags & EF_BANNED) continue;
 		const SelNode *cn = &s->nodes[e.child];
 		if (cn->flags & (NF_LEASED | NF_ONPATH)) continue;
-		if ((ret = sel_g_resolve(s, (uint32_t)e.child))) break;
+		if ((ret = sel_g_resolve_in(s, i, (uint32_t)e.child))) break;
 		if (cn->flags & NF_THOUGHT) {
 			if (ply + 1 >= SEL_MAX_PLY) continue;
 			int v =
@@ -583,7 +583,7 @@ static int cover_node(Selector *s, Batch *b, Cover *c, int32_t e)
 		if (ed.flags & EF_BANNED) continue;
 		const SelNode *cn = &s->nodes[ed.child];
 		if ((cn->flags & (NF_LEASED | NF_ONPATH)) || cn->stamp == b->stamp) continue;
-		if ((ret = sel_g_resolve(s, (uint32_t)ed.child))) break;
+		if ((ret = sel_g_resolve_in(s, ce.node, (uint32_t)ed.child))) break;
 		if (cn->flags & NF_THOUGHT) {
 			int cv = -search(s, (uint32_t)ed.child, -bar, -bar + 1, ply + 1, false, &rm,
 			                 &nl);
@@ -729,6 +729,11 @@ void sel_get_stats(SelStats *out, const Selector *s)
 {
 	*out = s->st;
 	sel_g_memory(out, s);
+	if (s->ahead) {
+		BookPrefetchStats ps;
+		bookdb_prefetch_stats(&ps, s->ahead);
+		out->read_ahead = ps.asked;
+	}
 }
 
 void sel_clear_bounds(Selector *s)

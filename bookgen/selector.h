@@ -97,6 +97,7 @@ typedef struct {
 	uint64_t edges;       /* edges built */
 	uint64_t fetches;     /* lazy mode: LMDB lookups */
 	uint64_t filtered;    /* lazy mode: lookups the key filter spared */
+	uint64_t read_ahead;  /* keys handed to the threads that read the book ahead */
 	bool filter_ready;    /* lazy mode: the key filter is built */
 	bool filter_kept;     /* ... from the keys minimax keeps (not a pass over the book) */
 	double filter_ms;     /* ... in this many milliseconds */
@@ -145,6 +146,14 @@ JOSEKI_MUST_USE int sel_add_result(Selector *s, Key key, const BookRecord *rec);
 /* The same with the record's bytes as the book stores them (len > 0). */
 JOSEKI_MUST_USE int sel_add_result_raw(Selector *s, Key key, const uint8_t *val, size_t len);
 
+/* Hands n keys whose records the caller will soon read or write (a batch of
+ * results about to be stored) to the threads that read the book ahead, as
+ * the searches do with the children they will read next: on a book larger
+ * than memory several reads from disk are in flight at once. Nothing is
+ * returned, nothing waits; without a book (sel_load, sel_attach) or a
+ * selector (s NULL), nothing is done. May be called while a call is suspended. */
+void sel_read_ahead(Selector *s, const Key *keys, size_t n);
+
 /* Marks key as being thought about (absent for selection) / no longer. */
 JOSEKI_MUST_USE int sel_lease(Selector *s, Key key);
 JOSEKI_MUST_USE int sel_release(Selector *s, Key key);
@@ -162,8 +171,8 @@ bool sel_is_thought(const Selector *s, Key key);
  * records read) and while it waits for the key filter. fn may keep the search
  * suspended as long as it likes, typically handing the selector to another
  * thread meanwhile (one thread at a time), which may then call only
- * sel_add_result, sel_lease, sel_release, sel_is_thought, sel_is_leased and
- * sel_get_stats. The first three are kept and applied in order when the call
+ * sel_add_result, sel_lease, sel_release, sel_is_thought, sel_is_leased,
+ * sel_read_ahead and sel_get_stats. The first three are kept and applied in order when the call
  * returns: the search sees the graph as it was when it began, the queries
  * answer with the kept changes. So a search in slices selects what the same
  * search run at once at its start would. fn returning true stops the search:

@@ -271,7 +271,7 @@ out:
 
 int sel_g_resolve_slow(Selector *s, uint32_t i)
 {
-	s->nodes[i].flags &= (uint8_t)~NF_UNRESOLVED;
+	s->nodes[i].flags &= (uint8_t) ~(NF_UNRESOLVED | NF_AHEAD);
 	s->st.fetches++;
 	BookTxn *own, *txn = read_txn(s, &own);
 	if (!txn) return SEL_EBOOK;
@@ -286,6 +286,42 @@ int sel_g_resolve_slow(Selector *s, uint32_t i)
 		r = SEL_EBOOK;
 	bookdb_txn_abort(own);
 	return r;
+}
+
+/* Threads reading ahead: enough for the disk to have several reads in flight
+ * (they wait on it, not on the cores). */
+#define AHEAD_THREADS 8
+
+void sel_g_read_ahead(Selector *s, const Key *keys, size_t n)
+{
+	if (!n || !s->db || s->ahead_failed) return;
+	if (!s->ahead && bookdb_prefetch_open(&s->ahead, s->db, AHEAD_THREADS) < 0) {
+		s->ahead_failed = true;
+		return;
+	}
+	bookdb_prefetch_keys(s->ahead, keys, n);
+}
+
+void sel_read_ahead(Selector *s, const Key *keys, size_t n)
+{
+	if (s) sel_g_read_ahead(s, keys, n);
+}
+
+void sel_g_siblings_ahead(Selector *s, uint32_t parent, uint32_t child)
+{
+	const SelNode *p = &s->nodes[parent];
+	if (!(p->flags & NF_EXPANDED)) return;
+	Key keys[64];
+	size_t n = 0;
+	for (uint32_t k = 0; k < p->u.e.n && n < 64; k++) {
+		uint32_t c = (uint32_t)s->edges[p->u.e.off + k].child;
+		SelNode *cn = &s->nodes[c];
+		if (c == child || (cn->flags & (NF_UNRESOLVED | NF_AHEAD)) != NF_UNRESOLVED)
+			continue;
+		cn->flags |= NF_AHEAD;
+		keys[n++] = cn->key;
+	}
+	sel_g_read_ahead(s, keys, n);
 }
 
 /*
@@ -410,6 +446,7 @@ static void bloom_join(Selector *s)
 void sel_free(Selector *s)
 {
 	if (!s) return;
+	bookdb_prefetch_close(s->ahead);
 	atomic_store(&s->bloom_cancel, 1);
 	bloom_join(s);
 	free(s->bloom);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "bookdb/minimax_hook.h"
+#include "bookdb/prefetch.h"
 #include "bookgen/selector.h"
 #include "shogi/keymap.h"
 #include "shogi/movegen.h"
@@ -44,6 +45,9 @@
  * read only when a search first looks at it (sel_g_resolve): many children
  * are never looked at (a cut-off before them). */
 #define NF_UNRESOLVED 0x40
+/* An NF_UNRESOLVED node whose record was handed to the read-ahead threads
+ * (sel_g_resolve_in): not handed again. */
+#define NF_AHEAD 0x80
 
 /* Edge flags. */
 #define EF_EVAL 0x01
@@ -142,6 +146,10 @@ struct Selector {
 	bool filter_kept;          /* the filter came from them */
 	double filter_ms;          /* the filter's build */
 	size_t raw_bytes;          /* record bytes held (NF_RAW) */
+	/* Threads reading records ahead (sel_g_read_ahead), started at the
+	 * first need; ahead_failed: they could not be. */
+	BookPrefetch *ahead;
+	bool ahead_failed;
 	SelStats st;
 	/* Slices (sel_set_yield): the function, its visit count, whether it
 	 * stopped the search; in_call while a public call runs, when the changes
@@ -188,9 +196,20 @@ void sel_g_unthink(Selector *s, uint32_t i);
 int sel_g_expand(Selector *s, uint32_t i);
 /* Reads an NF_UNRESOLVED node's record (lazy mode). 0 or SEL_E*. */
 int sel_g_resolve_slow(Selector *s, uint32_t i);
-static inline int sel_g_resolve(Selector *s, uint32_t i)
+/* Hands n keys to the threads reading the book ahead (started if need be). */
+void sel_g_read_ahead(Selector *s, const Key *keys, size_t n);
+/* Node parent's children still to be read, but child, handed to the
+ * read-ahead threads (each once: NF_AHEAD). */
+void sel_g_siblings_ahead(Selector *s, uint32_t parent, uint32_t child);
+/* Reads parent's child's record if it is NF_UNRESOLVED. A search about to
+ * read one child's record from the book mostly reads its siblings' next, so
+ * they are read ahead meanwhile (a book larger than memory: several reads in
+ * flight at once, where each waited alone). 0 or SEL_E*. */
+static inline int sel_g_resolve_in(Selector *s, uint32_t parent, uint32_t child)
 {
-	return (s->nodes[i].flags & NF_UNRESOLVED) ? sel_g_resolve_slow(s, i) : 0;
+	if (!(s->nodes[child].flags & NF_UNRESOLVED)) return 0;
+	sel_g_siblings_ahead(s, parent, child);
+	return sel_g_resolve_slow(s, child);
 }
 /* Clears the bounds of node i and of every node that can reach it (and of
  * the pending ones' too), now. */

@@ -85,7 +85,8 @@ int sel_snapshot_write(Selector *s, SnapWriter *w)
 		}
 	int rc;
 	if ((rc = snap_section(w, T_HEAD)) || (rc = snap_write(w, &h, sizeof h))) return rc;
-	/* The nodes in chunks, a held record's pointer as 0. */
+	/* The nodes in chunks, a held record's pointer as 0, nothing read ahead
+	 * (the next process's read-ahead threads have read nothing). */
 	if ((rc = snap_section(w, T_NODES))) return rc;
 	enum { CHUNK = 4096 };
 	SelNode *chunk = malloc(CHUNK * sizeof *chunk);
@@ -93,8 +94,10 @@ int sel_snapshot_write(Selector *s, SnapWriter *w)
 	for (size_t i = 0; i < s->nnodes && !rc; i += CHUNK) {
 		size_t n = s->nnodes - i < CHUNK ? s->nnodes - i : CHUNK;
 		memcpy(chunk, s->nodes + i, n * sizeof *chunk);
-		for (size_t j = 0; j < n; j++)
+		for (size_t j = 0; j < n; j++) {
 			if (chunk[j].flags & NF_RAW) chunk[j].u.raw = NULL;
+			chunk[j].flags &= (uint8_t)~NF_AHEAD;
+		}
 		rc = snap_write(w, chunk, n * sizeof *chunk);
 	}
 	free(chunk);

@@ -969,6 +969,11 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 	if (n > COORD_MAX_BATCH)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "at most %d results, not %zu",
 		                  COORD_MAX_BATCH, n);
+	/* Each result's store reads its record's page: on a book larger than
+	 * memory, reads from disk, all asked for now rather than one by one. */
+	Key keys[COORD_MAX_BATCH];
+	for (size_t i = 0; i < n; i++) keys[i] = res[i].key;
+	sel_read_ahead(c->sel, keys, n);
 	uint8_t what[COORD_MAX_BATCH];
 	for (size_t i = 0; i < n; i++) {
 		for (size_t k = 0; k < i; k++)

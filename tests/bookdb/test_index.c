@@ -29,28 +29,6 @@ static Key random_key(uint64_t *rng)
 	return k;
 }
 
-typedef struct {
-	char *dir;
-	char path[4200];
-	BookDB *db;
-} Book;
-
-static void book_open(Book *b)
-{
-	char err[BOOKDB_ERRLEN];
-	BookDBOptions opt = {.no_sync = true};
-	b->dir = ts_mkdtemp();
-	snprintf(b->path, sizeof b->path, "%s/book", b->dir);
-	if (bookdb_open(&b->db, b->path, &opt, err)) fail_msg("%s", err);
-}
-
-static void book_close(Book *b)
-{
-	bookdb_free(b->db);
-	ts_rmtree(b->dir);
-	free(b->dir);
-}
-
 /* Stores keys[0..n) with bytes of their own (1 to 24 of them, from the key),
  * in one write transaction, so that each record can be told apart. */
 static void put_keys(BookTxn *txn, const Key *keys, size_t n)
@@ -64,7 +42,7 @@ static void put_keys(BookTxn *txn, const Key *keys, size_t n)
 	}
 }
 
-static void store(Book *b, const Key *keys, size_t n)
+static void store(TsBook *b, const Key *keys, size_t n)
 {
 	BookTxn *txn;
 	assert_int_equal(bookdb_txn_begin(&txn, b->db, true), 0);
@@ -73,7 +51,7 @@ static void store(Book *b, const Key *keys, size_t n)
 }
 
 /* A read transaction on the book and the index built from it. */
-static BookIndex *index_of(Book *b, BookTxn **txn)
+static BookIndex *index_of(TsBook *b, BookTxn **txn)
 {
 	BookIndex *ix;
 	assert_int_equal(bookdb_txn_begin(txn, b->db, false), 0);
@@ -81,11 +59,11 @@ static BookIndex *index_of(Book *b, BookTxn **txn)
 	return ix;
 }
 
-static void index_done(BookIndex *ix, BookTxn *txn, Book *b)
+static void index_done(BookIndex *ix, BookTxn *txn, TsBook *b)
 {
 	bookdb_index_free(ix);
 	bookdb_txn_abort(txn);
-	book_close(b);
+	ts_book_close(b);
 }
 
 /* Every key of the book is found at its place in key order, with the record
@@ -134,9 +112,9 @@ static int check_absent(const BookIndex *ix, BookTxn *txn, Key k)
 }
 
 /* A new book holding keys[0..n), and its index, checked against it. */
-static BookIndex *stored_index(Book *b, BookTxn **txn, const Key *keys, size_t n)
+static BookIndex *stored_index(TsBook *b, BookTxn **txn, const Key *keys, size_t n)
 {
-	book_open(b);
+	ts_book_open(b);
 	store(b, keys, n);
 	BookIndex *ix = index_of(b, txn);
 	check_all_present(ix, *txn);
@@ -150,7 +128,7 @@ static void test_index__finds_every_key_of_a_random_book_and_no_other(void **sta
 	enum { N = 20000 };
 	Key *keys = malloc(N * sizeof *keys);
 	for (size_t i = 0; i < N; i++) keys[i] = random_key(&rng);
-	Book b;
+	TsBook b;
 	BookTxn *txn;
 	BookIndex *ix = stored_index(&b, &txn, keys, N);
 	assert_true(bookdb_index_bytes(ix) >= N * 32);
@@ -192,7 +170,7 @@ static void test_index__agrees_with_get_on_a_synth_book(void **state)
 {
 	(void)state;
 	unsigned long long seed = ts_seed("agrees_with_get_on_a_synth_book");
-	Book b;
+	TsBook b;
 	b.dir = ts_mkdtemp();
 	snprintf(b.path, sizeof b.path, "%s/book", b.dir);
 	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 3000 --seed %llu --quiet",
@@ -225,8 +203,8 @@ static void test_index__agrees_with_get_on_a_synth_book(void **state)
 static void test_index__empty_book(void **state)
 {
 	(void)state;
-	Book b;
-	book_open(&b);
+	TsBook b;
+	ts_book_open(&b);
 	BookTxn *txn;
 	BookIndex *ix = index_of(&b, &txn);
 	assert_int_equal(bookdb_index_count(ix), 0);
@@ -238,14 +216,14 @@ static void test_index__empty_book(void **state)
 	bookdb_index_free(ix);
 	bookdb_index_free(NULL);
 	bookdb_txn_abort(txn);
-	book_close(&b);
+	ts_book_close(&b);
 }
 
 static void test_index__one_record(void **state)
 {
 	(void)state;
 	Key k = {0x0123456789abcdefULL, 0xfedcba9876543210ULL};
-	Book b;
+	TsBook b;
 	BookTxn *txn;
 	BookIndex *ix = stored_index(&b, &txn, &k, 1);
 	assert_int_equal(bookdb_index_find(ix, k), 0);
@@ -273,7 +251,7 @@ static void test_index__keys_at_the_extremes(void **state)
 	    {0, 0x7fffffffffffffffULL},
 	};
 	size_t n = sizeof keys / sizeof keys[0];
-	Book b;
+	TsBook b;
 	BookTxn *txn;
 	BookIndex *ix = stored_index(&b, &txn, keys, n);
 	assert_int_equal(bookdb_index_find(ix, keys[0]), 0);
@@ -301,7 +279,7 @@ static void test_index__many_keys_in_one_bucket(void **state)
 		keys[i] = random_key(&rng);
 		if (i < CROWD) keys[i].hi = 0x5a5a5a0000000000ULL | (keys[i].hi >> 24);
 	}
-	Book b;
+	TsBook b;
 	BookTxn *txn;
 	BookIndex *ix = stored_index(&b, &txn, keys, N);
 	for (int i = 0; i < 20000; i++) {
@@ -320,8 +298,8 @@ static void test_index__holds_its_transaction_view_and_keys_outlive_it(void **st
 	enum { N = 1000 };
 	Key keys[N + 1];
 	for (size_t i = 0; i <= N; i++) keys[i] = random_key(&rng);
-	Book b;
-	book_open(&b);
+	TsBook b;
+	ts_book_open(&b);
 	store(&b, keys, N / 2);
 	/* A write transaction: the committed half and its own uncommitted half. */
 	BookTxn *txn;
@@ -343,7 +321,7 @@ static void test_index__holds_its_transaction_view_and_keys_outlive_it(void **st
 		assert_int_equal(bookdb_keydir_find(bookdb_index_dir(ix), keys[i]), at);
 	}
 	bookdb_index_free(ix);
-	book_close(&b);
+	ts_book_close(&b);
 }
 
 int main(void)

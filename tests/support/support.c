@@ -42,6 +42,22 @@ char *ts_mkdtemp(void)
 	return strdup(buf);
 }
 
+void ts_book_open(TsBook *b)
+{
+	char err[BOOKDB_ERRLEN];
+	BookDBOptions opt = {.no_sync = true};
+	b->dir = ts_mkdtemp();
+	snprintf(b->path, sizeof b->path, "%s/book", b->dir);
+	if (bookdb_open(&b->db, b->path, &opt, err)) fail_msg("%s", err);
+}
+
+void ts_book_close(TsBook *b)
+{
+	bookdb_free(b->db);
+	ts_rmtree(b->dir);
+	free(b->dir);
+}
+
 void ts_rmtree(const char *path)
 {
 	if (!path || !*path) return;

@@ -34,6 +34,15 @@ void ts_some_move(const char *sfen, char *usi);
 
 /* Creates a fresh directory under $TMPDIR (or /tmp); the caller frees the path. */
 char *ts_mkdtemp(void);
+/* A fresh empty book (no_sync) at DIR/book, DIR a new ts_mkdtemp directory;
+ * ts_book_close frees it and removes DIR. */
+typedef struct {
+	char *dir;
+	char path[4200];
+	BookDB *db;
+} TsBook;
+void ts_book_open(TsBook *b);
+void ts_book_close(TsBook *b);
 /* Removes a directory tree (rm -rf); accepts NULL. */
 void ts_rmtree(const char *path);
 /* How many entries a directory holds (. and .. not counted); fails the test

@@ -1,0 +1,128 @@
+/* bookdb/prefetch.c — records read ahead by threads (bookdb/prefetch.h). */
+#include "bookdb/prefetch.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+/* Keys waiting at most: a few searches' worth of children. */
+#define STACK_KEYS 1024
+#define MAX_THREADS 64
+
+struct BookPrefetch {
+	BookDB *db;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	/* A ring: the keys waiting are ring[(bottom + j) % STACK_KEYS] for
+	 * j < n, the top (read next) at j = n - 1. */
+	Key ring[STACK_KEYS];
+	size_t bottom, n;
+	bool quit;
+	int nthreads;
+	pthread_t tid[MAX_THREADS];
+	BookPrefetchStats st;
+};
+
+/* Brings in the pages of key's record (or of the place it would go). */
+static void read_one(BookDB *db, Key key)
+{
+	BookTxn *t;
+	if (bookdb_txn_begin(&t, db, false) < 0) return;
+	const uint8_t *val;
+	size_t len;
+	if (bookdb_get_raw(&val, &len, t, key) == 0 && len) {
+		/* A record longer than a page lies on pages of its own, which the
+		 * lookup does not read: one byte of each. */
+		volatile uint8_t sink = val[0];
+		for (size_t off = 4096 - ((uintptr_t)val & 4095); off < len; off += 4096)
+			sink = val[off];
+		sink = val[len - 1];
+		(void)sink;
+	}
+	bookdb_txn_abort(t);
+}
+
+static void *worker(void *arg)
+{
+	BookPrefetch *pf = arg;
+	pthread_mutex_lock(&pf->mu);
+	for (;;) {
+		while (!pf->n && !pf->quit) pthread_cond_wait(&pf->cv, &pf->mu);
+		if (pf->quit) break;
+		Key k = pf->ring[(pf->bottom + --pf->n) % STACK_KEYS];
+		pf->st.read++;
+		pthread_mutex_unlock(&pf->mu);
+		read_one(pf->db, k);
+		pthread_mutex_lock(&pf->mu);
+	}
+	pthread_mutex_unlock(&pf->mu);
+	return NULL;
+}
+
+int bookdb_prefetch_open(BookPrefetch **out, BookDB *db, int threads)
+{
+	*out = NULL;
+	if (threads < 1) threads = 1;
+	if (threads > MAX_THREADS) threads = MAX_THREADS;
+	BookPrefetch *pf = calloc(1, sizeof *pf);
+	if (!pf) return BOOKDB_ENOMEM;
+	pf->db = db;
+	pthread_mutex_init(&pf->mu, NULL);
+	pthread_cond_init(&pf->cv, NULL);
+	/* Small stacks: a lookup needs little. */
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	for (int i = 0; i < threads; i++) {
+		if (pthread_create(&pf->tid[i], &attr, worker, pf) != 0) break;
+		pf->nthreads++;
+	}
+	pthread_attr_destroy(&attr);
+	if (!pf->nthreads) {
+		bookdb_prefetch_close(pf);
+		return BOOKDB_EIO;
+	}
+	*out = pf;
+	return 0;
+}
+
+void bookdb_prefetch_keys(BookPrefetch *pf, const Key *keys, size_t n)
+{
+	if (!n) return;
+	pthread_mutex_lock(&pf->mu);
+	pf->st.asked += n;
+	/* keys[0] last: on top. */
+	for (size_t j = n; j-- > 0;) {
+		if (pf->n == STACK_KEYS) {
+			pf->bottom = (pf->bottom + 1) % STACK_KEYS;
+			pf->n--;
+			pf->st.dropped++;
+		}
+		pf->ring[(pf->bottom + pf->n++) % STACK_KEYS] = keys[j];
+	}
+	if (n == 1)
+		pthread_cond_signal(&pf->cv);
+	else
+		pthread_cond_broadcast(&pf->cv);
+	pthread_mutex_unlock(&pf->mu);
+}
+
+void bookdb_prefetch_stats(BookPrefetchStats *out, BookPrefetch *pf)
+{
+	pthread_mutex_lock(&pf->mu);
+	*out = pf->st;
+	pthread_mutex_unlock(&pf->mu);
+}
+
+void bookdb_prefetch_close(BookPrefetch *pf)
+{
+	if (!pf) return;
+	pthread_mutex_lock(&pf->mu);
+	pf->quit = true;
+	pthread_cond_broadcast(&pf->cv);
+	pthread_mutex_unlock(&pf->mu);
+	for (int i = 0; i < pf->nthreads; i++) pthread_join(pf->tid[i], NULL);
+	pthread_mutex_destroy(&pf->mu);
+	pthread_cond_destroy(&pf->cv);
+	free(pf);
+}
