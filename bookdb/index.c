@@ -37,6 +37,11 @@ static size_t align_up(size_t x, size_t a)
 
 int bookdb_index_build(BookIndex **out, BookTxn *txn)
 {
+	return bookdb_index_build_until(out, txn, NULL);
+}
+
+int bookdb_index_build_until(BookIndex **out, BookTxn *txn, const atomic_bool *stop)
+{
 	*out = NULL;
 	uint64_t count;
 	int rc = bookdb_count(&count, txn, BOOKDB_POS);
@@ -65,6 +70,10 @@ int bookdb_index_build(BookIndex **out, BookTxn *txn)
 	const uint8_t *val;
 	size_t vlen;
 	while ((rc = bookdb_iter_next(it, &k, &val, &vlen)) == 1) {
+		if (stop && (i & 0xffff) == 0 && atomic_load(stop)) {
+			rc = BOOKDB_ESTOPPED;
+			goto bad;
+		}
 		/* More records than counted, or out of order: not the database
 		 * bookdb_count described. */
 		if (i == n || (i && key_cmp(ix->keys[i - 1], k) >= 0)) {

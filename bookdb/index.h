@@ -33,6 +33,7 @@
 #ifndef BOOKDB_INDEX_H
 #define BOOKDB_INDEX_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,10 @@ typedef struct BookIndex BookIndex;
  * The caller frees the index with bookdb_index_free (see the lifetime above).
  */
 JOSEKI_MUST_USE int bookdb_index_build(BookIndex **out, BookTxn *txn);
+/* As bookdb_index_build; the pass ends with BOOKDB_ESTOPPED soon after *stop is
+ * set (stop may be NULL): on a book larger than memory it reads for minutes. */
+JOSEKI_MUST_USE int bookdb_index_build_until(BookIndex **out, BookTxn *txn,
+                                             const atomic_bool *stop);
 /* Frees the index. Accepts NULL. */
 void bookdb_index_free(BookIndex *ix);
 

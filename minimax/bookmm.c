@@ -128,10 +128,13 @@ static bool map_inner(const void *ctx, uint32_t node)
 	return b->inner[node];
 }
 
+static int stopped(char *err, const char *where);
+
 /* Pass 1: every key, in key order, and where its record lies in the snapshot. */
-static int load_keys(BookGraph *b, BookTxn *txn, char *err)
+static int load_keys(BookGraph *b, const BookmmOptions *opt, BookTxn *txn, char *err)
 {
-	int rc = bookdb_index_build(&b->ix, txn);
+	int rc = bookdb_index_build_until(&b->ix, txn, opt->stop);
+	if (rc == BOOKDB_ESTOPPED) return stopped(err, "reading the keys");
 	if (rc == BOOKDB_ENOMEM) return fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	if (rc < 0)
 		return fail(err, BOOKMM_ERRLEN, BOOKMM_EBOOK, "reading the book: %s",
@@ -1118,7 +1121,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 		goto done;
 	}
 	bookmm_report(opt, "index", 0, 0);
-	rc = load_keys(&b, txn, err);
+	rc = load_keys(&b, opt, txn, err);
 	if (rc == 0) rc = load_moves(&b, opt, dir, err);
 	bookdb_txn_abort(txn);
 	/* The records are read: their addresses and the inner marks go. */

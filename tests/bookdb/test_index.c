@@ -324,6 +324,34 @@ static void test_index__holds_its_transaction_view_and_keys_outlive_it(void **st
 	ts_book_close(&b);
 }
 
+/* A pass told to stop (bookdb_index_build_until) ends with BOOKDB_ESTOPPED and
+ * no index; not told, it builds the same index as bookdb_index_build. */
+static void test_index__a_pass_told_to_stop_ends(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("a_pass_told_to_stop_ends");
+	enum { N = 1000 };
+	Key keys[N];
+	for (size_t i = 0; i < N; i++) keys[i] = random_key(&rng);
+	TsBook b;
+	ts_book_open(&b);
+	store(&b, keys, N);
+	BookTxn *txn;
+	BookIndex *ix = (BookIndex *)&rng;
+	atomic_bool stop;
+	atomic_init(&stop, true);
+	assert_int_equal(bookdb_txn_begin(&txn, b.db, false), 0);
+	assert_int_equal(bookdb_index_build_until(&ix, txn, &stop), BOOKDB_ESTOPPED);
+	assert_null(ix);
+	atomic_store(&stop, false);
+	assert_int_equal(bookdb_index_build_until(&ix, txn, &stop), 0);
+	assert_int_equal(bookdb_index_count(ix), N);
+	check_all_present(ix, txn);
+	bookdb_index_free(ix);
+	bookdb_txn_abort(txn);
+	ts_book_close(&b);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -335,6 +363,7 @@ int main(void)
 	    cmocka_unit_test(test_index__keys_at_the_extremes),
 	    cmocka_unit_test(test_index__many_keys_in_one_bucket),
 	    cmocka_unit_test(test_index__holds_its_transaction_view_and_keys_outlive_it),
+	    cmocka_unit_test(test_index__a_pass_told_to_stop_ends),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
