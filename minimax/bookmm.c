@@ -128,13 +128,11 @@ static bool map_inner(const void *ctx, uint32_t node)
 	return b->inner[node];
 }
 
-static int stopped(char *err, const char *where);
-
 /* Pass 1: every key, in key order, and where its record lies in the snapshot. */
 static int load_keys(BookGraph *b, const BookmmOptions *opt, BookTxn *txn, char *err)
 {
 	int rc = bookdb_index_build_until(&b->ix, txn, opt->stop);
-	if (rc == BOOKDB_ESTOPPED) return stopped(err, "reading the keys");
+	if (rc == BOOKDB_ESTOPPED) return bookmm_stop_error(err, "reading the keys");
 	if (rc == BOOKDB_ENOMEM) return fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	if (rc < 0)
 		return fail(err, BOOKMM_ERRLEN, BOOKMM_EBOOK, "reading the book: %s",
@@ -438,12 +436,6 @@ io:
 	return LOAD_IO;
 }
 
-/* BOOKMM_ESTOPPED, saying where. */
-static int stopped(char *err, const char *where)
-{
-	return fail(err, BOOKMM_ERRLEN, BOOKMM_ESTOPPED, "stopped while %s", where);
-}
-
 /* Pass 2: the moves of every node, the ranges in parallel (one per core);
  * dir: where sorted runs go. */
 static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, char *err)
@@ -562,7 +554,7 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, c
 		for (size_t i = 0; i < n; i++) b->mstart[i + 1] += b->mstart[i];
 	}
 	for (int t = 0; t < nt; t++) bigmem_free(parts[t].moves);
-	if (rc == LOAD_STOPPED) return stopped(err, "reading the moves");
+	if (rc == LOAD_STOPPED) return bookmm_stop_error(err, "reading the moves");
 	if (rc == LOAD_IO && err_no != ENOMEM)
 		return fail(err, BOOKMM_ERRLEN, BOOKMM_EBOOK,
 		            "looking the children up in sorted runs in %s: %s",
@@ -909,7 +901,7 @@ static int write_rebuilt(BookmmStats *st, BookGraph *b, BookDB *db, const Bookmm
 		st->rebuild_busy = true;
 		return 1;
 	}
-	if (rc == BOOKDB_ESTOPPED) return stopped(err, "writing the records");
+	if (rc == BOOKDB_ESTOPPED) return bookmm_stop_error(err, "writing the records");
 	if (rc < 0)
 		return fail(err, BOOKMM_ERRLEN, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 		            "writing the book: %s", berr[0] ? berr : bookdb_strerror(rc));
@@ -984,7 +976,7 @@ out:
 	if (rc < 0)
 		return fail(err, BOOKMM_ERRLEN, rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 		            "writing the book: %s", bookdb_strerror(rc));
-	return was_stopped ? stopped(err, "writing the records") : 0;
+	return was_stopped ? bookmm_stop_error(err, "writing the records") : 0;
 }
 
 /* A stamp no earlier graph file of this book carries. */
@@ -1130,7 +1122,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	b.inner = NULL;
 	if (rc < 0) goto done;
 	if (bookmm_stopped(opt)) {
-		rc = stopped(err, "building the graph");
+		rc = bookmm_stop_error(err, "building the graph");
 		goto done;
 	}
 	if (mmfile_parents(&b.pstart, &b.parents, b.n, b.mstart, b.moves) < 0 ||
@@ -1145,7 +1137,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	bookmm_report(opt, "analysis", 0, 0);
 	g->stop = opt->stop;
 	if ((rc = mm_backup(g, &ms)) == MM_STOPPED) {
-		rc = stopped(err, "analysing");
+		rc = bookmm_stop_error(err, "analysing");
 		goto done;
 	}
 	if (rc < 0 || number_by_key(&b) < 0) {
@@ -1184,7 +1176,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 		if (opt->stop) gf.until = opt->stop;
 		graph_file_main(&gf);
 		if (bookmm_stopped(opt))
-			rc = stopped(err, "writing the graph");
+			rc = bookmm_stop_error(err, "writing the graph");
 		else if (gf.rc)
 			rc = fail(err, BOOKMM_ERRLEN, gf.rc, "writing the graph: %s", gf.msg);
 		if (rc != 0) {
@@ -1262,7 +1254,7 @@ static int run_or_full(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db,
 		rc = plan ? bookmm_inc_prepare(plan, &st, db, dir, opt, why)
 		          : bookmm_incremental(&st, db, dir, opt, why);
 	if (rc == BOOKMM_EFULL && bookmm_stopped(opt)) {
-		rc = stopped(err, "starting");
+		rc = bookmm_stop_error(err, "starting");
 	} else if (rc == BOOKMM_EFULL && opt->no_whole) {
 		snprintf(st.full_reason, sizeof st.full_reason, "%s", why);
 		rc = errmsg_set(err, BOOKMM_ERRLEN, BOOKMM_EWHOLE, "%s", why);

@@ -136,6 +136,8 @@ static inline bool bookmm_stopped(const BookmmOptions *opt)
 {
 	return opt->stop && atomic_load(opt->stop);
 }
+/* BOOKMM_ESTOPPED, with "stopped while WHERE" in err (BOOKMM_ERRLEN). */
+int bookmm_stop_error(char *err, const char *where);
 
 /* The human-readable summary under meta key "minimax". */
 int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions *opt);

@@ -471,3 +471,8 @@ void bookmm_report(const BookmmOptions *opt, const char *phase, size_t done, siz
 {
 	if (opt->progress) opt->progress(opt->progress_ctx, phase, done, total);
 }
+
+int bookmm_stop_error(char *err, const char *where)
+{
+	return fail(err, BOOKMM_ERRLEN, BOOKMM_ESTOPPED, "stopped while %s", where);
+}
