@@ -292,19 +292,14 @@ int sel_g_resolve_slow(Selector *s, uint32_t i)
  * (they wait on it, not on the cores). */
 #define AHEAD_THREADS 8
 
-void sel_g_read_ahead(Selector *s, const Key *keys, size_t n)
+void sel_read_ahead(Selector *s, const Key *keys, size_t n)
 {
-	if (!n || !s->db || s->ahead_failed) return;
+	if (!s || !n || !s->db || s->ahead_failed) return;
 	if (!s->ahead && bookdb_prefetch_open(&s->ahead, s->db, AHEAD_THREADS) < 0) {
 		s->ahead_failed = true;
 		return;
 	}
 	bookdb_prefetch_keys(s->ahead, keys, n);
-}
-
-void sel_read_ahead(Selector *s, const Key *keys, size_t n)
-{
-	if (s) sel_g_read_ahead(s, keys, n);
 }
 
 void sel_g_siblings_ahead(Selector *s, uint32_t parent, uint32_t child)
@@ -321,7 +316,7 @@ void sel_g_siblings_ahead(Selector *s, uint32_t parent, uint32_t child)
 		cn->flags |= NF_AHEAD;
 		keys[n++] = cn->key;
 	}
-	sel_g_read_ahead(s, keys, n);
+	sel_read_ahead(s, keys, n);
 }
 
 /*

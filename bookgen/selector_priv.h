@@ -146,7 +146,7 @@ struct Selector {
 	bool filter_kept;          /* the filter came from them */
 	double filter_ms;          /* the filter's build */
 	size_t raw_bytes;          /* record bytes held (NF_RAW) */
-	/* Threads reading records ahead (sel_g_read_ahead), started at the
+	/* Threads reading records ahead (sel_read_ahead), started at the
 	 * first need; ahead_failed: they could not be. */
 	BookPrefetch *ahead;
 	bool ahead_failed;
@@ -196,8 +196,6 @@ void sel_g_unthink(Selector *s, uint32_t i);
 int sel_g_expand(Selector *s, uint32_t i);
 /* Reads an NF_UNRESOLVED node's record (lazy mode). 0 or SEL_E*. */
 int sel_g_resolve_slow(Selector *s, uint32_t i);
-/* Hands n keys to the threads reading the book ahead (started if need be). */
-void sel_g_read_ahead(Selector *s, const Key *keys, size_t n);
 /* Node parent's children still to be read, but child, handed to the
  * read-ahead threads (each once: NF_AHEAD). */
 void sel_g_siblings_ahead(Selector *s, uint32_t parent, uint32_t child);
