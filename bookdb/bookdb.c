@@ -985,6 +985,7 @@ int bookdb_kv_iter_open(BookIter **out, BookTxn *t, BookDbName db)
 	}
 	it->pos = db == BOOKDB_POS;
 	it->ahead_asked = t->db->random;
+	it->txn = t->txn;
 	*out = it;
 	return 0;
 }
@@ -1004,27 +1005,6 @@ int bookdb_iter_open(BookIter **out, BookTxn *t)
 	return bookdb_kv_iter_open(out, t, BOOKDB_POS);
 }
 
-/*
- * A pass over a book opened for random reads asks for its pages ahead itself
- * (without, a cold pass waits for each 4 KiB page in turn: 3x slower). The
- * leaf pages of a book written in key order (a rebuilt or compacted one) lie
- * in the file in key order, so the pages past the current one are the pass's
- * next; where they are not, the window is only read for nothing.
- */
-enum { SCAN_AHEAD = 2 << 20 };
-
-static void scan_ahead(BookIter *it, const void *at)
-{
-	static uintptr_t page_mask;
-	if (!page_mask) page_mask = ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
-	const char *p = at;
-	if (it->ahead_to && p >= it->ahead_from && p < it->ahead_to - SCAN_AHEAD / 2) return;
-	char *from = (char *)((uintptr_t)p & page_mask);
-	(void)madvise(from, SCAN_AHEAD, MADV_WILLNEED);
-	it->ahead_from = from;
-	it->ahead_to = from + SCAN_AHEAD;
-}
-
 int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void **val,
                         size_t *vlen)
 {
@@ -1037,11 +1017,20 @@ int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void
 	} else {
 		rc = mdb_cursor_get(it->cur, &k, &v, it->started ? MDB_NEXT : MDB_FIRST);
 	}
+	bool first = !it->started;
 	it->started = true;
 	bdb_pos_reads_tls += it->pos;
 	if (rc == MDB_NOTFOUND) return 0;
 	if (rc) return bdb_xlate(rc);
-	if (it->ahead_asked) scan_ahead(it, k.mv_data);
+	/* A book read at random: the pass reads ahead on threads of its own
+	 * (bookdb/scan.c; without, a cold pass waits for each 4 KiB page in turn,
+	 * in whatever order the pages lie in the file). */
+	if (it->ahead_asked && it->pos && first && k.mv_size >= 4)
+		it->sa = bdb_scan_ahead_start(it->txn, mdb_cursor_dbi(it->cur), k.mv_data);
+	if (it->sa)
+		bdb_scan_ahead_at(it->sa, k.mv_data);
+	else if (it->ahead_asked)
+		bdb_ahead_meet(&it->ahead, k.mv_data);
 	*key = k.mv_data;
 	*klen = k.mv_size;
 	*val = v.mv_data;
@@ -1061,9 +1050,15 @@ int bookdb_iter_next(BookIter *it, Key *key, const uint8_t **val, size_t *len)
 	return 1;
 }
 
+uint64_t bookdb_iter_read_ahead(const BookIter *it)
+{
+	return it ? bdb_scan_ahead_chunks(it->sa) : 0;
+}
+
 void bookdb_iter_free(BookIter *it)
 {
 	if (!it) return;
+	bdb_scan_ahead_stop(it->sa);
 	if (it->cur) mdb_cursor_close(it->cur);
 	free(it);
 }

@@ -103,7 +103,7 @@ typedef struct {
 	                    may have (memuse_too_large_to_cache), no read-ahead (LMDB's
 	                    MDB_NORDAHEAD), so that a read costs the page it needs, not a
 	                    window evicting the pages the next reads need; its passes
-	                    (BookIter) ask for the pages ahead themselves */
+	                    over the pos database read ahead on threads (BookIter) */
 	uint64_t random_above; /* with random: no read-ahead for a book larger than these
 	                          bytes instead (1: any book) */
 	const char *settings;  /* creation settings stored in meta "settings" (new books) */
@@ -270,9 +270,18 @@ JOSEKI_MUST_USE int bookdb_pages(uint64_t *pages, unsigned *page_size, BookTxn *
 /*
  * Iterates over the pos database in key order. bookdb_iter_next returns 1 and
  * fills key/val/len (val valid until the next call), 0 at the end, or an error.
+ *
+ * On a book opened for random reads (BookDBOptions.random, in effect), a pass
+ * over the pos database reads ahead on 16 threads of its own from its first
+ * step to bookdb_iter_free: they walk the parts of the key space just ahead of
+ * it, each in a read transaction of its own, so that many pages are read at
+ * once whatever order they lie in, in the file (a book grown by small writes:
+ * docs/bookdb.md, "Whole-book passes on a grown book"). bookdb_iter_read_ahead counts the
+ * parts they walked (0: none, as on any other book).
  */
 JOSEKI_MUST_USE int bookdb_iter_open(BookIter **out, BookTxn *txn);
 JOSEKI_MUST_USE int bookdb_iter_next(BookIter *it, Key *key, const uint8_t **val, size_t *len);
+uint64_t bookdb_iter_read_ahead(const BookIter *it);
 void bookdb_iter_free(BookIter *it);
 /* The same over any named database (BOOKDB_EINVAL for another value);
  * bookdb_kv_iter_next returns 1 with the raw key and value (valid until the

@@ -91,13 +91,44 @@ struct BookTxn {
 	bool rw_at;
 };
 
+/*
+ * Passes read ahead (bookdb/scan.c): helper threads walk the chunks of the
+ * pos database's (dbi's) key space just ahead of a pass in txn (the keys are
+ * hashes, spread evenly), each in a read transaction of its own, so that many
+ * of its pages are read at once. Only in a map without the kernel's
+ * read-ahead (MDB_NORDAHEAD: BookDBOptions.random in effect), where a page is
+ * read alone; bdb_scan_ahead_start returns NULL there, when the database is
+ * too small to cut or when no thread starts (the pass reads alone). from is
+ * the first key the pass reads (4 bytes of it at least), NULL for the first.
+ * bdb_scan_ahead_at tells the helpers the pass's key; _chunks counts the
+ * chunks they walked; _stop joins them and frees (NULL accepted).
+ */
+typedef struct BdbScanAhead BdbScanAhead;
+/* A pass that meets page after page in file order (a database written in key
+ * order) asks the kernel for a window ahead of it, doubling (16 KiB to 1 MiB)
+ * as long as that goes on: bdb_ahead_meet at each record, from a zeroed
+ * BdbAhead. Where the pages jump about, it asks for nothing. */
+typedef struct {
+	uintptr_t last;     /* the page last met */
+	uintptr_t asked_to; /* the end of the window last asked for */
+	size_t win;         /* the last window's length (0: not in a run) */
+} BdbAhead;
+void bdb_ahead_meet(BdbAhead *a, const void *p);
+BdbScanAhead *bdb_scan_ahead_start(MDB_txn *txn, MDB_dbi dbi, const void *from);
+void bdb_scan_ahead_at(BdbScanAhead *sa, const void *key);
+uint64_t bdb_scan_ahead_chunks(const BdbScanAhead *sa);
+void bdb_scan_ahead_stop(BdbScanAhead *sa);
+
 struct BookIter {
 	MDB_cursor *cur;
-	bool pos; /* over the pos database: its steps count in bookdb_pos_reads */
+	MDB_txn *txn;
+	BdbScanAhead *sa; /* the pass's helpers, started at its first step */
+	bool pos;         /* over the pos database: its steps count in bookdb_pos_reads */
 	bool started;
-	bool ahead_asked; /* the book is read at random (BookDBOptions.random): the pass asks
-	                     for the pages ahead itself, [ahead_from, ahead_to) last */
-	const char *ahead_from, *ahead_to;
+	bool ahead_asked; /* a pass over a book read at random (BookDBOptions.random): it
+	                     reads ahead itself, on threads of its own over pos (sa),
+	                     else where its pages follow each other (ahead) */
+	BdbAhead ahead;
 	MDB_val from; /* bookdb_kv_iter_open_at: the first call seeks here (mv_data NULL: none) */
 	uint8_t from_buf[64];
 };

@@ -98,24 +98,26 @@ static int counts_load(BookTxn *t)
 	return 0;
 }
 
-/* One pass over the records' heads in t's view. */
+/* One pass over the records' heads in t's view (a BookIter: it reads ahead
+ * on a book read at random). */
 static int recount(BookTxn *t, uint64_t *positions, uint64_t *thought, uint64_t *moves)
 {
-	MDB_cursor *c;
-	MDB_val k, v;
+	BookIter *it;
+	Key k;
+	const uint8_t *v;
+	size_t len;
 	*positions = *thought = *moves = 0;
-	int rc = mdb_cursor_open(t->txn, t->db->dbi[BOOKDB_POS], &c);
-	if (rc) return bdb_xlate(rc);
-	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
-	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+	int rc = bookdb_iter_open(&it, t);
+	if (rc) return rc;
+	while ((rc = bookdb_iter_next(it, &k, &v, &len)) == 1) {
 		uint64_t th, mv;
-		record_counts(&th, &mv, v.mv_data, v.mv_size);
+		record_counts(&th, &mv, v, len);
 		++*positions;
 		*thought += th;
 		*moves += mv;
 	}
-	mdb_cursor_close(c);
-	return rc == MDB_NOTFOUND ? 0 : bdb_xlate(rc);
+	bookdb_iter_free(it);
+	return rc;
 }
 
 int bdb_counts_before(BookTxn *t, int op, const uint8_t kb[16], BookCountsDelta *d)

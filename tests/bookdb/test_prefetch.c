@@ -4,7 +4,11 @@
  * enough to lie on pages of their own), while a writer commits beside the
  * threads; a full stack drops its oldest keys, exactly as many as it has no
  * room for; closing with keys waiting stops the threads at once; after all
- * of it the book reads back as it was written. Every test uses a fresh
+ * of it the book reads back as it was written. A pass over a book read at
+ * random (bookdb_iter_open, BookDBOptions.random) reads ahead on threads of
+ * its own and still reads exactly its snapshot, from the first key or from
+ * one in the middle, while a writer commits; freed part way, its threads are
+ * joined; a book not read at random has none. Every test uses a fresh
  * mkdtemp book.
  */
 #include <setjmp.h>
@@ -163,12 +167,156 @@ static void test_prefetch__closing_with_keys_waiting(void **state)
 	ts_book_close(&b);
 }
 
+/* The book reopened for random reads, whatever its size. */
+static void reopen_random(TsBook *b)
+{
+	char err[BOOKDB_ERRLEN];
+	bookdb_free(b->db);
+	BookDBOptions opt = {.no_sync = true, .random = true, .random_above = 1};
+	if (bookdb_open(&b->db, b->path, &opt, err)) fail_msg("%s", err);
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	return key_cmp(*(const Key *)a, *(const Key *)b);
+}
+
+/* Waits until the pass's threads walked a part of the book (a minute at most). */
+static void wait_read_ahead(const BookIter *it)
+{
+	for (int k = 0; k < 60000 && bookdb_iter_read_ahead(it) == 0; k++)
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	assert_true(bookdb_iter_read_ahead(it) > 0);
+}
+
+/* Reads the pass to its end: exactly keys[from..n) in order, their records
+ * as written (i of key keys[j] found through index). */
+static void read_rest(BookIter *it, const Key *keys, const size_t *index, size_t from, size_t n)
+{
+	Key k;
+	const uint8_t *val;
+	size_t len, j = from;
+	int rc;
+	while ((rc = bookdb_iter_next(it, &k, &val, &len)) == 1) {
+		assert_true(j < n);
+		assert_true(key_cmp(k, keys[j]) == 0);
+		size_t i = index[j];
+		assert_int_equal(len, rec_len(i));
+		assert_int_equal(val[0], rec_byte(i, 0));
+		assert_int_equal(val[len - 1], rec_byte(i, len - 1));
+		j++;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(j, n);
+}
+
+#define PASS_N 20000
+
+/* A pass over the positions from the first, in a read transaction of its own. */
+static BookIter *open_pass(TsBook *b, BookTxn **txn)
+{
+	BookIter *it;
+	assert_int_equal(bookdb_txn_begin(txn, b->db, false), 0);
+	assert_int_equal(bookdb_iter_open(&it, *txn), 0);
+	return it;
+}
+
+/* Records 0..n's keys in order (keys), and which record each is (index). */
+static void sorted_keys(Key *keys, size_t *index, size_t n)
+{
+	for (size_t i = 0; i < n; i++) keys[i] = key_of(i);
+	qsort(keys, n, sizeof *keys, cmp_key);
+	for (size_t i = 0; i < n; i++) {
+		Key want = key_of(i);
+		Key *at = bsearch(&want, keys, n, sizeof *keys, cmp_key);
+		assert_non_null(at);
+		index[at - keys] = i;
+	}
+}
+
+static void test_prefetch__a_pass_reads_ahead_and_reads_its_snapshot(void **state)
+{
+	(void)state;
+	TsBook b;
+	ts_book_open(&b);
+	store(&b, 0, PASS_N);
+	reopen_random(&b);
+	Key *keys = malloc((PASS_N + 2000) * sizeof *keys);
+	size_t *index = malloc((PASS_N + 2000) * sizeof *index);
+	assert_non_null(keys);
+	assert_non_null(index);
+	for (int from_middle = 0; from_middle < 2; from_middle++) {
+		BookTxn *txn;
+		BookIter *it = open_pass(&b, &txn);
+		/* The snapshot: the first PASS_N records, and the writer's of the
+		 * pass before. */
+		size_t n = PASS_N + 1000 * (size_t)from_middle;
+		sorted_keys(keys, index, n);
+		size_t first = from_middle ? n / 3 : 0;
+		if (from_middle) { /* from a key in the middle instead */
+			uint8_t kb[16];
+			key_to_bytes(keys[first], kb);
+			bookdb_iter_free(it);
+			assert_int_equal(bookdb_kv_iter_open_at(&it, txn, BOOKDB_POS, kb, 16), 0);
+		}
+		Key k;
+		const uint8_t *val;
+		size_t len;
+		assert_int_equal(bookdb_iter_next(it, &k, &val, &len), 1);
+		assert_true(key_cmp(k, keys[first]) == 0);
+		wait_read_ahead(it);
+		/* A writer adds records while the pass goes on: not in its snapshot. */
+		store(&b, PASS_N + 1000 * (size_t)from_middle,
+		      PASS_N + 1000 * (size_t)(from_middle + 1));
+		read_rest(it, keys, index, first + 1, n);
+		bookdb_iter_free(it);
+		bookdb_txn_abort(txn);
+	}
+	/* Freed part way, again and again: the threads are joined each time. */
+	for (int round = 0; round < 20; round++) {
+		BookTxn *txn;
+		BookIter *it = open_pass(&b, &txn);
+		Key k;
+		const uint8_t *val;
+		size_t len;
+		for (int s = 0; s < 1 + round * 50; s++)
+			assert_int_equal(bookdb_iter_next(it, &k, &val, &len), 1);
+		bookdb_iter_free(it);
+		bookdb_txn_abort(txn);
+	}
+	check_book(&b, PASS_N + 2000);
+	free(keys);
+	free(index);
+	ts_book_close(&b);
+}
+
+static void test_prefetch__a_book_not_read_at_random_has_no_threads(void **state)
+{
+	(void)state;
+	TsBook b;
+	ts_book_open(&b);
+	store(&b, 0, PASS_N);
+	BookTxn *txn;
+	BookIter *it = open_pass(&b, &txn);
+	Key k;
+	const uint8_t *val;
+	size_t len, n = 0;
+	while (bookdb_iter_next(it, &k, &val, &len) == 1) n++;
+	assert_int_equal(n, PASS_N);
+	assert_int_equal(bookdb_iter_read_ahead(it), 0);
+	bookdb_iter_free(it);
+	bookdb_txn_abort(txn);
+	ts_book_close(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_prefetch__reads_every_key_handed_in_beside_a_writer),
 	    cmocka_unit_test(test_prefetch__a_full_stack_drops_its_oldest_keys),
 	    cmocka_unit_test(test_prefetch__closing_with_keys_waiting),
+	    cmocka_unit_test(test_prefetch__a_pass_reads_ahead_and_reads_its_snapshot),
+	    cmocka_unit_test(test_prefetch__a_book_not_read_at_random_has_no_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
