@@ -130,7 +130,7 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	/* The copy is whole on disk: check it as joseki check would. */
 	if (progress) progress(ctx, "check", 0, 0);
 	BookDB *copy = NULL;
-	BookDBOptions ro = {.read_only = true};
+	BookDBOptions ro = {.read_only = true, .random = true}; /* passes read ahead: bookdb.h */
 	if ((rc = bookdb_open(&copy, tmp, &ro, err)) < 0) goto fail;
 	rc = bookdb_check(&st->check, copy, NULL, NULL, NULL, err);
 	bookdb_free(copy);

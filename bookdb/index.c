@@ -12,7 +12,9 @@
 #include "bookdb/index.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 
+#include "bookdb/bookdb_priv.h"
 #include "shogi/bigmem.h"
 
 #define ALIGN 16 /* of every array: a Key's */
@@ -28,7 +30,14 @@ struct BookIndex {
 	IndexRec *recs; /* NULL once dropped */
 	void *mem;      /* keys, directory, filter */
 	size_t mem_len;
+	bool read_ahead; /* the book is read at random: passes ask for pages ahead */
 };
+
+/* bookdb_index_read_ahead: how many records ahead of the pass, asked for
+ * this many at a time; a request's largest length. */
+#define AHEAD_RECORDS 4096
+#define AHEAD_STEP 256
+#define AHEAD_RUN_MAX (1u << 20)
 
 static size_t align_up(size_t x, size_t a)
 {
@@ -62,6 +71,7 @@ int bookdb_index_build_until(BookIndex **out, BookTxn *txn, const atomic_bool *s
 		return BOOKDB_ENOMEM;
 	}
 	ix->mem_len = len;
+	ix->read_ahead = txn->db->random;
 	uint8_t *base = ix->mem;
 	ix->keys = (Key *)base;
 	if ((rc = bookdb_iter_open(&it, txn))) goto bad;
@@ -102,6 +112,33 @@ void bookdb_index_free(BookIndex *ix)
 	bigmem_free(ix->mem);
 	bigmem_free(ix->recs);
 	free(ix);
+}
+
+static void will_need(uintptr_t from, uintptr_t to)
+{
+	if (to > from) (void)madvise((void *)from, to - from, MADV_WILLNEED);
+}
+
+void bookdb_index_read_ahead(const BookIndex *ix, BookIndexAhead *a, size_t i, size_t end)
+{
+	if (!ix->read_ahead || !ix->recs || a->upto >= i + AHEAD_RECORDS - AHEAD_STEP) return;
+	size_t j = a->upto > i ? a->upto : i;
+	size_t to = i + AHEAD_RECORDS < end ? i + AHEAD_RECORDS : end;
+	/* The run of pages to ask for: [from, upto). */
+	uintptr_t from = 0, upto = 0, mask = ~(uintptr_t)4095;
+	for (; j < to; j++) {
+		uintptr_t p0 = (uintptr_t)ix->recs[j].val & mask;
+		uintptr_t p1 = ((uintptr_t)ix->recs[j].val + ix->recs[j].len + 4095) & mask;
+		if (from && p0 >= from && p0 <= upto && p1 - from <= AHEAD_RUN_MAX) {
+			if (p1 > upto) upto = p1;
+			continue;
+		}
+		will_need(from, upto);
+		from = p0;
+		upto = p1;
+	}
+	will_need(from, upto);
+	if (to > a->upto) a->upto = to;
 }
 
 size_t bookdb_index_count(const BookIndex *ix)

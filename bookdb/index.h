@@ -63,6 +63,20 @@ JOSEKI_MUST_USE int bookdb_index_build_until(BookIndex **out, BookTxn *txn,
 /* Frees the index. Accepts NULL. */
 void bookdb_index_free(BookIndex *ix);
 
+/*
+ * A pass over the records in index order (key order), on a book read at
+ * random (BookDBOptions.random in effect: the kernel reads no page the pass
+ * did not ask for), asks for the pages of the records ahead of it, so that
+ * many are read at once wherever they lie in the file: before record i, call
+ * bookdb_index_read_ahead(ix, &a, i, end), end being where the pass stops, a
+ * zeroed BookIndexAhead a for each pass. Pages in file order go as one
+ * request. On any other book, or once the records are dropped, nothing.
+ */
+typedef struct {
+	size_t upto; /* the records asked for end here */
+} BookIndexAhead;
+void bookdb_index_read_ahead(const BookIndex *ix, BookIndexAhead *a, size_t i, size_t end);
+
 /* Gives back the memory of the records' addresses (16 bytes a record) of a
  * pass that has read every record it needs: after it, only the keys,
  * bookdb_index_find and the key directory may be used. */

@@ -762,7 +762,7 @@ int bookdb_merge_books(BookMergeStats *total, bool *ran_minimax, const char *dst
 	int rc = 0;
 	for (size_t k = 0; k < n && rc == 0; k++) {
 		if (bookdb_same_book(dst_dir, srcs[k])) continue; /* dst itself: opened below */
-		BookDBOptions ro = {.read_only = true};
+		BookDBOptions ro = {.read_only = true, .random = true}; /* passes read ahead */
 		rc = bookdb_open(&src[k], srcs[k], &ro, err);
 	}
 	if (rc == 0 && (rc = bookdb_open(&dst, dst_dir, dst_opt, err)) == BOOKDB_ENOBOOK &&

@@ -271,6 +271,9 @@ static void *load_part(void *arg)
 	BookmmChildren *c = malloc(sizeof *c);
 	p->rc = -1;
 	if (!rec || !pos || !c) goto out;
+	/* The records' pages asked for ahead of the pass (a book read at
+	 * random: bookdb/index.h). */
+	BookIndexAhead ahead = {0};
 	if (p->pass == PASS_INNER) {
 		for (uint32_t i = p->lo; i < p->hi; i++) {
 			if ((i - p->lo) % PROGRESS_EVERY == 0 && bookmm_stopped(p->opt)) {
@@ -279,6 +282,7 @@ static void *load_part(void *arg)
 			}
 			const uint8_t *val;
 			size_t len;
+			bookdb_index_read_ahead(b->ix, &ahead, i, p->hi);
 			bookdb_index_raw(&val, &len, b->ix, i);
 			b->inner[i] = bookmm_raw_inner(val, len, b->policy, rec);
 		}
@@ -305,6 +309,7 @@ static void *load_part(void *arg)
 			goto out;
 		const uint8_t *val;
 		size_t len;
+		bookdb_index_read_ahead(b->ix, &ahead, i, p->hi);
 		bookdb_index_raw(&val, &len, b->ix, i);
 		int n = 0;
 		if (p->pass == PASS_ANSWERS) {

@@ -47,7 +47,7 @@ int cmd_check(int argc, char **argv)
 	if (parsed != CLI_GO) return parsed;
 	char err[BOOKDB_ERRLEN];
 	BookDB *db = NULL;
-	BookDBOptions opt = {.read_only = true};
+	BookDBOptions opt = {.read_only = true, .random = true}; /* passes read ahead: bookdb.h */
 	if (bookdb_open(&db, book, &opt, err)) {
 		joseki_error("%s", err);
 		return 1;

@@ -316,7 +316,7 @@ int cmd_export(int argc, char **argv)
 	shogi_init();
 	double t0 = clock_ms_f();
 	char err[BOOKDB_ERRLEN];
-	BookDBOptions ro = {.read_only = true};
+	BookDBOptions ro = {.read_only = true, .random = true}; /* passes read ahead: bookdb.h */
 	if (bookdb_open(&db, book, &ro, err) < 0) {
 		db = NULL;
 		joseki_error("export: %s", err);

@@ -129,7 +129,11 @@ int cmd_minimax(int argc, char **argv)
 	BookDB *db;
 	char err[BOOKDB_ERRLEN];
 	/* A missing book is an error, not a new empty book. */
-	BookDBOptions existing = {.must_exist = true};
+	/* Read at random: a book larger than memory is read in passes that ask for
+	 * their pages ahead themselves (bookdb/bookdb.h), not through the kernel's
+	 * read-around, which reads megabytes at each jump of a book grown by small
+	 * writes. */
+	BookDBOptions existing = {.must_exist = true, .random = true};
 	if (bookdb_open(&db, book, &existing, err) < 0) {
 		joseki_error("minimax: %s", err);
 		return 1;

@@ -99,7 +99,9 @@ int cmd_stats(int argc, char **argv)
 	Position *pos = malloc(sizeof *pos);
 	int ret = 1, rc;
 	BookStats st = {0};
-	BookDBOptions opt = {.read_only = true}, rw = {.must_exist = true};
+	/* Read at random: passes read ahead themselves (bookdb.h). */
+	BookDBOptions opt = {.read_only = true, .random = true},
+	              rw = {.must_exist = true, .random = true};
 	char keep_err[BOOKDB_ERRLEN] = "";
 	bool kept = false;
 	if ((rc = bookdb_open(&db, book, &opt, err))) {

@@ -1487,6 +1487,44 @@ static void same_graphs(const Twins *t)
 	free(gb);
 }
 
+/* A whole-book run on a book read at random (BookDBOptions.random, in effect
+ * whatever its size: the run reads ahead of its passes, on threads for the
+ * keys, by asking for the records' pages for the moves, and the rewrite reads
+ * ahead on threads) stores the same values and keeps the same graph as one
+ * on the book read with the kernel's read-ahead. */
+static void test_minimax__a_run_reading_ahead_equals_one_that_does_not(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_minimax__a_run_reading_ahead_equals_one_that_does_not");
+	Twins t;
+	char book[600];
+	synth_twins(&t, book, sizeof book, 30000, rng);
+	char pb[600];
+	snprintf(pb, sizeof pb, "%s/book", t.db);
+	for (int round = 0; round < 2; round++) {
+		twins_open(&t, 0);
+		/* b again, read at random. */
+		bookdb_free(t.b);
+		BookDBOptions o = {.no_sync = true, .random = true, .random_above = 1};
+		assert_int_equal(bookdb_open(&t.b, pb, &o, NULL), 0);
+		BookmmOptions opt = {.full = round == 0};
+		BookmmStats sa, sb;
+		char err[BOOKMM_ERRLEN] = "";
+		if (bookmm_run(&sa, t.a, &opt, err) != 0) fail_msg("bookmm_run: %s", err);
+		if (bookmm_run(&sb, t.b, &opt, err) != 0) fail_msg("bookmm_run: %s", err);
+		assert_true(sa.positions >= 30000);
+		assert_int_equal(sb.positions, sa.positions);
+		assert_int_equal(sb.root_value, sa.root_value);
+		assert_int_equal(sb.settled, sa.settled);
+		same_books_as(t.a, t.b, true);
+		if (round == 0)
+			for (int k = 0; k < 40; k++) random_result(t.a, t.b, &rng);
+		twins_close(&t);
+		same_graphs(&t);
+	}
+	twins_free(&t);
+}
+
 /* A run whose graph arrays went to files (--memory 1M) and whose children
  * were looked up in sorted runs on disk stores the same values and keeps the
  * same graph as one in memory: whole-book, then incremental.
@@ -1769,6 +1807,7 @@ int main(void)
 	    cmocka_unit_test(test_minimax__a_run_applied_by_another_writer_equals_the_whole_book),
 	    cmocka_unit_test(test_minimax__killed_runs_leave_a_book_the_next_run_gets_right),
 	    cmocka_unit_test(test_minimax__a_run_past_its_memory_budget_equals_one_within_it),
+	    cmocka_unit_test(test_minimax__a_run_reading_ahead_equals_one_that_does_not),
 	    cmocka_unit_test(test_minimax__with_arrays_in_files_the_graph_is_written_first),
 	    cmocka_unit_test(test_minimax__results_stored_during_the_write_back_stay),
 	    cmocka_unit_test(test_minimax__incremental_after_think_equals_full),
