@@ -984,8 +984,7 @@ int bookdb_kv_iter_open(BookIter **out, BookTxn *t, BookDbName db)
 		return bdb_xlate(rc);
 	}
 	it->pos = db == BOOKDB_POS;
-	it->ahead_asked = t->db->random;
-	it->txn = t->txn;
+	bdb_pass_ahead_init(&it->ahead, t->txn, t->db->dbi[db], it->pos);
 	*out = it;
 	return 0;
 }
@@ -1017,20 +1016,14 @@ int bookdb_kv_iter_next(BookIter *it, const void **key, size_t *klen, const void
 	} else {
 		rc = mdb_cursor_get(it->cur, &k, &v, it->started ? MDB_NEXT : MDB_FIRST);
 	}
-	bool first = !it->started;
 	it->started = true;
 	bdb_pos_reads_tls += it->pos;
 	if (rc == MDB_NOTFOUND) return 0;
 	if (rc) return bdb_xlate(rc);
-	/* A book read at random: the pass reads ahead on threads of its own
-	 * (bookdb/scan.c; without, a cold pass waits for each 4 KiB page in turn,
-	 * in whatever order the pages lie in the file). */
-	if (it->ahead_asked && it->pos && first && k.mv_size >= 4)
-		it->sa = bdb_scan_ahead_start(it->txn, mdb_cursor_dbi(it->cur), k.mv_data);
-	if (it->sa)
-		bdb_scan_ahead_at(it->sa, k.mv_data);
-	else if (it->ahead_asked)
-		bdb_ahead_meet(&it->ahead, k.mv_data);
+	/* A book read at random: the pass reads ahead itself (bookdb/scan.c;
+	 * without, a cold pass waits for each 4 KiB page in turn, in whatever
+	 * order the pages lie in the file). */
+	bdb_pass_ahead_step(&it->ahead, &k);
 	*key = k.mv_data;
 	*klen = k.mv_size;
 	*val = v.mv_data;
@@ -1052,13 +1045,13 @@ int bookdb_iter_next(BookIter *it, Key *key, const uint8_t **val, size_t *len)
 
 uint64_t bookdb_iter_read_ahead(const BookIter *it)
 {
-	return it ? bdb_scan_ahead_chunks(it->sa) : 0;
+	return it ? bdb_pass_ahead_chunks(&it->ahead) : 0;
 }
 
 void bookdb_iter_free(BookIter *it)
 {
 	if (!it) return;
-	bdb_scan_ahead_stop(it->sa);
+	bdb_pass_ahead_end(&it->ahead);
 	if (it->cur) mdb_cursor_close(it->cur);
 	free(it);
 }

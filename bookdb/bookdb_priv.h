@@ -92,43 +92,45 @@ struct BookTxn {
 };
 
 /*
- * Passes read ahead (bookdb/scan.c): helper threads walk the chunks of the
- * pos database's (dbi's) key space just ahead of a pass in txn (the keys are
- * hashes, spread evenly), each in a read transaction of its own, so that many
- * of its pages are read at once. Only in a map without the kernel's
- * read-ahead (MDB_NORDAHEAD: BookDBOptions.random in effect), where a page is
- * read alone; bdb_scan_ahead_start returns NULL there, when the database is
- * too small to cut or when no thread starts (the pass reads alone). from is
- * the first key the pass reads (4 bytes of it at least), NULL for the first.
- * bdb_scan_ahead_at tells the helpers the pass's key; _chunks counts the
- * chunks they walked; _stop joins them and frees (NULL accepted).
+ * Passes read ahead (bookdb/scan.c), where the map has no kernel read-ahead
+ * (MDB_NORDAHEAD: BookDBOptions.random in effect) and a page is read alone.
+ * A pass over the pos database (hashed keys, spread evenly) gets helper
+ * threads that walk the chunks of its key space just ahead of it, each in a
+ * read transaction of its own, so that many of its pages are read at once;
+ * a pass over another database, or one too small to cut, or one whose threads
+ * do not start, asks the kernel for a window ahead where it meets page after
+ * page in file order (a database written in key order), doubling (16 KiB to
+ * 1 MiB) as long as that goes on, and for nothing where the pages jump about.
+ * bdb_pass_ahead_init before the pass (pos: over the pos database), then
+ * bdb_pass_ahead_step with each key the pass reads (the threads start at the
+ * first), bdb_pass_ahead_end after it (joins the threads); _chunks counts the
+ * chunks the threads walked.
  */
 typedef struct BdbScanAhead BdbScanAhead;
-/* A pass that meets page after page in file order (a database written in key
- * order) asks the kernel for a window ahead of it, doubling (16 KiB to 1 MiB)
- * as long as that goes on: bdb_ahead_meet at each record, from a zeroed
- * BdbAhead. Where the pages jump about, it asks for nothing. */
 typedef struct {
 	uintptr_t last;     /* the page last met */
 	uintptr_t asked_to; /* the end of the window last asked for */
 	size_t win;         /* the last window's length (0: not in a run) */
 } BdbAhead;
-void bdb_ahead_meet(BdbAhead *a, const void *p);
-BdbScanAhead *bdb_scan_ahead_start(MDB_txn *txn, MDB_dbi dbi, const void *from);
-void bdb_scan_ahead_at(BdbScanAhead *sa, const void *key);
-uint64_t bdb_scan_ahead_chunks(const BdbScanAhead *sa);
-void bdb_scan_ahead_stop(BdbScanAhead *sa);
+typedef struct {
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	bool on;      /* the map has no kernel read-ahead */
+	bool pos;     /* over the pos database: threads */
+	bool started; /* the first key was met */
+	BdbScanAhead *sa;
+	BdbAhead window;
+} BdbPassAhead;
+void bdb_pass_ahead_init(BdbPassAhead *p, MDB_txn *txn, MDB_dbi dbi, bool pos);
+void bdb_pass_ahead_step(BdbPassAhead *p, const MDB_val *key);
+uint64_t bdb_pass_ahead_chunks(const BdbPassAhead *p);
+void bdb_pass_ahead_end(BdbPassAhead *p);
 
 struct BookIter {
 	MDB_cursor *cur;
-	MDB_txn *txn;
-	BdbScanAhead *sa; /* the pass's helpers, started at its first step */
-	bool pos;         /* over the pos database: its steps count in bookdb_pos_reads */
+	BdbPassAhead ahead; /* on a book read at random, the pass reads ahead itself */
+	bool pos;           /* over the pos database: its steps count in bookdb_pos_reads */
 	bool started;
-	bool ahead_asked; /* a pass over a book read at random (BookDBOptions.random): it
-	                     reads ahead itself, on threads of its own over pos (sa),
-	                     else where its pages follow each other (ahead) */
-	BdbAhead ahead;
 	MDB_val from; /* bookdb_kv_iter_open_at: the first call seeks here (mv_data NULL: none) */
 	uint8_t from_buf[64];
 };

@@ -160,7 +160,7 @@ static void *pipe_main(void *arg)
 
 /* Up to PIPE_RECORDS of the cursor's records into b (op: where the cursor
  * goes first); 0 or an LMDB code. */
-static int pipe_fill(PipeBatch *b, MDB_cursor *cur, int *op, BdbScanAhead *sa)
+static int pipe_fill(PipeBatch *b, MDB_cursor *cur, int *op, BdbPassAhead *ahead)
 {
 	b->n = 0;
 	b->rc = 0;
@@ -172,9 +172,9 @@ static int pipe_fill(PipeBatch *b, MDB_cursor *cur, int *op, BdbScanAhead *sa)
 			return 0;
 		}
 		if (rc) return rc;
+		bdb_pass_ahead_step(ahead, &b->k[b->n]);
 		b->n++;
 	}
-	if (sa && b->k[b->n - 1].mv_size >= 4) bdb_scan_ahead_at(sa, b->k[b->n - 1].mv_data);
 	return 0;
 }
 
@@ -182,7 +182,7 @@ static int pipe_fill(PipeBatch *b, MDB_cursor *cur, int *op, BdbScanAhead *sa)
  * open at the end). 0, an LMDB code, or -1 when no thread could be made
  * (nothing done). */
 static int copy_piped(MDB_env *env, MDB_txn **wr, MDB_dbi to, MDB_cursor *cur, unsigned put,
-                      BdbTransform *tf, BdbScanAhead *sa)
+                      BdbTransform *tf, BdbPassAhead *ahead)
 {
 	Pipe *p = calloc(1, sizeof *p);
 	if (!p) return -1;
@@ -202,7 +202,7 @@ static int copy_piped(MDB_env *env, MDB_txn **wr, MDB_dbi to, MDB_cursor *cur, u
 	for (int i = 0, filled = 0; !rc; i ^= 1) {
 		PipeBatch *b = &p->b[i], *next = &p->b[i ^ 1];
 		if (!filled) { /* the first */
-			if ((rc = pipe_fill(b, cur, &op, sa))) break;
+			if ((rc = pipe_fill(b, cur, &op, ahead))) break;
 			pthread_mutex_lock(&p->m);
 			b->state = PIPE_FILLED;
 			pthread_cond_broadcast(&p->c);
@@ -210,7 +210,7 @@ static int copy_piped(MDB_env *env, MDB_txn **wr, MDB_dbi to, MDB_cursor *cur, u
 			filled = 1;
 		}
 		if (!b->last) {
-			if ((rc = pipe_fill(next, cur, &op, sa))) break;
+			if ((rc = pipe_fill(next, cur, &op, ahead))) break;
 			pthread_mutex_lock(&p->m);
 			next->state = PIPE_FILLED;
 			pthread_cond_broadcast(&p->c);
@@ -250,7 +250,7 @@ static int copy_piped(MDB_env *env, MDB_txn **wr, MDB_dbi to, MDB_cursor *cur, u
 static int copy_db(MDB_env *env, MDB_txn *rd, const char *name, BdbTransform *tf)
 {
 	if (tf && strcmp(name, DB_NAMES[BOOKDB_POS])) tf = NULL;
-	MDB_dbi from, to;
+	MDB_dbi from = 0, to;
 	unsigned flags = 0;
 	MDB_txn *wr = NULL;
 	MDB_cursor *cur = NULL;
@@ -263,17 +263,12 @@ static int copy_db(MDB_env *env, MDB_txn *rd, const char *name, BdbTransform *tf
 	MDB_val k, v;
 	size_t batch = 0;
 	bool piped = false;
-	/* The positions read ahead on threads where the source has no kernel
-	 * read-ahead (a book larger than memory, opened for random reads). */
-	BdbScanAhead *sa = !rc && !strcmp(name, DB_NAMES[BOOKDB_POS])
-	                       ? bdb_scan_ahead_start(rd, from, NULL)
-	                       : NULL;
-	unsigned env_flags = 0;
-	bool nordahead =
-	    !mdb_env_get_flags(mdb_txn_env(rd), &env_flags) && (env_flags & MDB_NORDAHEAD);
-	BdbAhead ahead = {0};
+	/* The source read ahead where it has no kernel read-ahead (a book
+	 * larger than memory, opened for random reads: bookdb/scan.c). */
+	BdbPassAhead ahead;
+	bdb_pass_ahead_init(&ahead, rd, from, !strcmp(name, DB_NAMES[BOOKDB_POS]));
 	if (!rc && tf) {
-		int pr = copy_piped(env, &wr, to, cur, put, tf, sa);
+		int pr = copy_piped(env, &wr, to, cur, put, tf, &ahead);
 		piped = pr != -1; /* -1: no thread, the records are rewritten here */
 		if (piped) rc = pr;
 	}
@@ -282,14 +277,11 @@ static int copy_db(MDB_env *env, MDB_txn *rd, const char *name, BdbTransform *tf
 			if (rc == MDB_NOTFOUND) rc = 0; /* the end */
 			break;
 		}
-		if (sa && k.mv_size >= 4)
-			bdb_scan_ahead_at(sa, k.mv_data);
-		else if (nordahead)
-			bdb_ahead_meet(&ahead, k.mv_data);
+		bdb_pass_ahead_step(&ahead, &k);
 		if (tf && (rc = transform(tf, &k, &v))) break;
 		if ((rc = put_copy(env, &wr, to, &k, &v, put, &batch))) break;
 	}
-	bdb_scan_ahead_stop(sa);
+	bdb_pass_ahead_end(&ahead);
 	if (cur) mdb_cursor_close(cur);
 	if (!rc) {
 		rc = mdb_txn_commit(wr);

@@ -22,9 +22,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "bookdb/bookdb_priv.h"
 #include "shogi/memuse.h"
@@ -57,7 +55,7 @@ static uint32_t chunk_of(const BdbScanAhead *sa, const void *key)
 	return top >> (32 - sa->bits);
 }
 
-void bdb_ahead_meet(BdbAhead *a, const void *p)
+static void ahead_meet(BdbAhead *a, const void *p)
 {
 	uintptr_t page = (uintptr_t)p & ~(uintptr_t)4095;
 	if (page == a->last) return;
@@ -83,7 +81,7 @@ static void walk_chunk(BdbScanAhead *sa, MDB_cursor *cur, uint32_t c, BdbAhead *
 	int rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
 	while (rc == 0 && k.mv_size >= 4 && chunk_of(sa, k.mv_data) == c &&
 	       !atomic_load_explicit(&sa->quit, memory_order_relaxed)) {
-		bdb_ahead_meet(a, k.mv_data);
+		ahead_meet(a, k.mv_data);
 		/* A record longer than a page lies on pages of its own. */
 		volatile const uint8_t *val = v.mv_data;
 		for (size_t off = 0; off < v.mv_size; off += 4096) (void)val[off];
@@ -128,17 +126,17 @@ static void *helper_main(void *arg)
 	return NULL;
 }
 
-BdbScanAhead *bdb_scan_ahead_start(MDB_txn *txn, MDB_dbi dbi, const void *from)
+static void scan_stop(BdbScanAhead *sa);
+
+/* The threads for a pass whose first key is from; NULL when the database is
+ * too small to cut or no thread starts. */
+static BdbScanAhead *scan_start(MDB_txn *txn, MDB_dbi dbi, const void *from)
 {
-	MDB_env *env = mdb_txn_env(txn);
-	unsigned flags;
 	MDB_stat ms;
-	if (mdb_env_get_flags(env, &flags) || !(flags & MDB_NORDAHEAD) || mdb_stat(txn, dbi, &ms) ||
-	    ms.ms_leaf_pages < 2 * CHUNK_PAGES)
-		return NULL;
+	if (mdb_stat(txn, dbi, &ms) || ms.ms_leaf_pages < 2 * CHUNK_PAGES) return NULL;
 	BdbScanAhead *sa = calloc(1, sizeof *sa);
 	if (!sa) return NULL;
-	sa->env = env;
+	sa->env = mdb_txn_env(txn);
 	sa->dbi = dbi;
 	sa->bits = 8;
 	while (sa->bits < 24 && ((size_t)1 << sa->bits) * CHUNK_PAGES < ms.ms_leaf_pages)
@@ -153,7 +151,7 @@ BdbScanAhead *bdb_scan_ahead_start(MDB_txn *txn, MDB_dbi dbi, const void *from)
 	uint64_t ram = memuse_ram(), window = ram && ram / 64 < WINDOW_MAX ? ram / 64 : WINDOW_MAX;
 	sa->window = (uint32_t)(window / chunk_bytes);
 	if (sa->window < 2 * SCAN_THREADS) sa->window = 2 * SCAN_THREADS;
-	uint32_t at = from ? chunk_of(sa, from) : 0;
+	uint32_t at = chunk_of(sa, from);
 	sa->next = at;
 	atomic_init(&sa->at, at);
 	atomic_init(&sa->quit, false);
@@ -165,13 +163,14 @@ BdbScanAhead *bdb_scan_ahead_start(MDB_txn *txn, MDB_dbi dbi, const void *from)
 		sa->nthreads++;
 	}
 	if (sa->nthreads == 0) {
-		bdb_scan_ahead_stop(sa);
+		scan_stop(sa);
 		return NULL;
 	}
 	return sa;
 }
 
-void bdb_scan_ahead_at(BdbScanAhead *sa, const void *key)
+/* Tells the threads the pass's key. */
+static void scan_at(BdbScanAhead *sa, const void *key)
 {
 	uint32_t c = chunk_of(sa, key);
 	if (c == (uint32_t)atomic_load_explicit(&sa->at, memory_order_relaxed)) return;
@@ -181,14 +180,8 @@ void bdb_scan_ahead_at(BdbScanAhead *sa, const void *key)
 	pthread_mutex_unlock(&sa->mu);
 }
 
-uint64_t bdb_scan_ahead_chunks(const BdbScanAhead *sa)
+static void scan_stop(BdbScanAhead *sa)
 {
-	return sa ? (uint64_t)atomic_load(&((BdbScanAhead *)sa)->chunks) : 0;
-}
-
-void bdb_scan_ahead_stop(BdbScanAhead *sa)
-{
-	if (!sa) return;
 	atomic_store(&sa->quit, true);
 	pthread_mutex_lock(&sa->mu);
 	pthread_cond_broadcast(&sa->cv);
@@ -197,4 +190,39 @@ void bdb_scan_ahead_stop(BdbScanAhead *sa)
 	pthread_cond_destroy(&sa->cv);
 	pthread_mutex_destroy(&sa->mu);
 	free(sa);
+}
+
+void bdb_pass_ahead_init(BdbPassAhead *p, MDB_txn *txn, MDB_dbi dbi, bool pos)
+{
+	unsigned flags = 0;
+	*p = (BdbPassAhead){.txn = txn,
+	                    .dbi = dbi,
+	                    .pos = pos,
+	                    .on = !mdb_env_get_flags(mdb_txn_env(txn), &flags) &&
+	                          (flags & MDB_NORDAHEAD)};
+}
+
+void bdb_pass_ahead_step(BdbPassAhead *p, const MDB_val *key)
+{
+	if (!p->on) return;
+	bool hashed = p->pos && key->mv_size >= 4;
+	if (!p->started) {
+		p->started = true;
+		if (hashed) p->sa = scan_start(p->txn, p->dbi, key->mv_data);
+	}
+	if (p->sa && hashed)
+		scan_at(p->sa, key->mv_data);
+	else if (!p->sa)
+		ahead_meet(&p->window, key->mv_data);
+}
+
+uint64_t bdb_pass_ahead_chunks(const BdbPassAhead *p)
+{
+	return p->sa ? (uint64_t)atomic_load(&p->sa->chunks) : 0;
+}
+
+void bdb_pass_ahead_end(BdbPassAhead *p)
+{
+	if (p->sa) scan_stop(p->sa);
+	p->sa = NULL;
 }
