@@ -157,3 +157,17 @@ int selection_resume(Selector **sel, Plan **plan, BookDB *db, const SelectionSpe
 	}
 	return selection_open(sel, plan, db, spec, NULL, err);
 }
+
+uint64_t selection_book_thought(BookDB *db, const Selector *sel, uint64_t uncommitted)
+{
+	BookTxn *txn = NULL;
+	BookCounts c = {0};
+	if (bookdb_txn_begin(&txn, db, false) == 0) {
+		if (bookdb_counts(&c, txn) < 0) c.kept = false;
+		bookdb_txn_abort(txn);
+	}
+	if (c.kept) return c.thought + uncommitted;
+	SelStats ss;
+	sel_get_stats(&ss, sel);
+	return ss.thought;
+}

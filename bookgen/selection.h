@@ -75,6 +75,12 @@ JOSEKI_MUST_USE int selection_resume(Selector **sel, Plan **plan, BookDB *db,
  */
 JOSEKI_MUST_USE int selection_hold(BookDB *db, bool on);
 
+/* The positions the book holds thought: its kept counts (bookdb_counts) as
+ * a new read transaction sees them, plus the caller's results stored but not
+ * yet committed (uncommitted); for a book without kept counts, the thought
+ * nodes sel holds (fewer once it is trimmed: sel_trim). */
+uint64_t selection_book_thought(BookDB *db, const Selector *sel, uint64_t uncommitted);
+
 /* Releases every leased position of sel (0 or SEL_ENOMEM). */
 JOSEKI_MUST_USE int selection_release_all(Selector *sel);
 

@@ -62,6 +62,7 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 		n = &s->nodes[i];
 	}
 	s->st.visits++;
+	n->seen = s->epoch;
 	n->flags = (uint8_t)((n->flags & ~NF_STALE) | NF_ONPATH);
 	n->ply = (uint16_t)ply;
 	s->pvlen[ply] = 0;
@@ -153,7 +154,7 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
  * record no longer thought makes its node a leaf again. */
 static int add_result_now(Selector *s, Key key, const uint8_t *enc, size_t len, bool thought)
 {
-	int64_t i = sel_g_find_or_create(s, key);
+	int64_t i = sel_g_node_for_change(s, key);
 	if (i < 0) return (int)i;
 	SelNode *n = &s->nodes[i];
 	n->flags &= (uint8_t)~NF_LEASED;
@@ -168,7 +169,7 @@ static int add_result_now(Selector *s, Key key, const uint8_t *enc, size_t len, 
 
 static int lease_now(Selector *s, Key key, bool on)
 {
-	int64_t i = on ? sel_g_find_or_create(s, key) : sel_g_find_node(s, key);
+	int64_t i = on ? sel_g_node_for_change(s, key) : sel_g_find_node(s, key);
 	if (i < 0) return on ? (int)i : 0;
 	/* No change, nothing to clear (a restarted coordinator leases again
 	 * what its snapshot holds leased). */
@@ -419,6 +420,7 @@ static int collect(Selector *s, Batch *b, uint32_t i, int ply)
 	}
 	s->nodes[i].flags |= NF_ONPATH;
 	s->nodes[i].ply = (uint16_t)ply;
+	s->nodes[i].seen = s->epoch;
 	int ret = 0;
 	int ne = s->nodes[i].u.e.n;
 	for (int k = 0; k < ne && !ret; k++) {
@@ -577,6 +579,7 @@ static int cover_node(Selector *s, Batch *b, Cover *c, int32_t e)
 	if (!(s->nodes[ce.node].flags & NF_EXPANDED) && (ret = sel_g_expand(s, ce.node))) goto out;
 	s->nodes[ce.node].flags |= NF_ONPATH;
 	s->nodes[ce.node].ply = (uint16_t)ply;
+	s->nodes[ce.node].seen = s->epoch;
 	int ne = s->nodes[ce.node].u.e.n;
 	for (int k = 0; k < ne && !ret; k++) {
 		SelEdge ed = s->edges[s->nodes[ce.node].u.e.off + (uint32_t)k];

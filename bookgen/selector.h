@@ -98,6 +98,9 @@ typedef struct {
 	uint64_t fetches;     /* lazy mode: LMDB lookups */
 	uint64_t filtered;    /* lazy mode: lookups the key filter spared */
 	uint64_t read_ahead;  /* keys handed to the threads that read the book ahead */
+	uint64_t trims;       /* sel_trim runs that dropped part of the graph */
+	uint64_t trimmed;     /* nodes they dropped */
+	uint64_t trim_clears; /* every bound cleared: a change to a node new after a trim */
 	bool filter_ready;    /* lazy mode: the key filter is built */
 	bool filter_kept;     /* ... from the keys minimax keeps (not a pass over the book) */
 	double filter_ms;     /* ... in this many milliseconds */
@@ -231,6 +234,23 @@ JOSEKI_MUST_USE int sel_nroots(const Selector *s);
 JOSEKI_MUST_USE int sel_root_value(int *value, bool *has_leaf, Selector *s, int r);
 
 void sel_get_stats(SelStats *out, const Selector *s);
+
+/*
+ * Keeps a lazy selector's memory within budget bytes: its key filter and
+ * node map (made for the book's size when it attached) and its graph (nodes,
+ * edges, parent links: what grows). Past the budget, the nodes least recently
+ * visited lose their edges (a thought one keeps its bound, and is built
+ * again from the book when a search needs more than that) and what no kept
+ * node leads to is dropped, until the graph takes about half of what the
+ * filter and the map leave. What is selected stays exact: the graph is a
+ * cache of the book (docs/bookgen.md, "The graph within a budget"). Call it
+ * between calls, and only when every result given to sel_add_result is in
+ * the book as a new read transaction sees it (committed): a node built again
+ * reads its record from the book. Nothing happens within a suspended call or
+ * for a selector that is not lazy. Returns the nodes dropped (0: nothing to
+ * do), or SEL_ENOMEM (the graph unchanged).
+ */
+int64_t sel_trim(Selector *s, uint64_t budget);
 
 /* Forgets every stored bound (the next selection searches from scratch): for
  * checking the incremental bounds against a full search, and after changes

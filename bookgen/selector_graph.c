@@ -587,10 +587,39 @@ static int flush_invalidations(Selector *s)
 	return 0;
 }
 
+int sel_g_flush(Selector *s)
+{
+	return flush_invalidations(s);
+}
+
+int64_t sel_g_node_for_change(Selector *s, Key k)
+{
+	int64_t i = sel_g_find_node(s, k);
+	if (i >= 0) return i;
+	i = sel_g_find_or_create(s, k);
+	if (i >= 0 && s->trimmed) s->orphaned = true;
+	return i;
+}
+
 int sel_g_call_begin(Selector *s)
 {
 	int r = flush_invalidations(s);
 	if (r) return r;
+	/* A change to a node the graph had not met, after a trim: it may lie
+	 * below a part trimmed away, above which no walk reaches (sel_trim). */
+	if (s->orphaned) {
+		for (size_t i = 0; i < s->nnodes; i++) s->nodes[i].bound = B_NONE;
+		s->orphaned = false;
+		s->st.trim_clears++;
+	}
+	if (++s->epoch == UINT16_MAX) {
+		/* Ages kept relative: the oldest half merged into age "old". */
+		for (size_t i = 0; i < s->nnodes; i++) {
+			uint16_t v = s->nodes[i].seen;
+			s->nodes[i].seen = v > 0x8000 ? (uint16_t)(v - 0x8000) : 0;
+		}
+		s->epoch -= 0x8000;
+	}
 	/* A search before the filter meets every child of every legal move in
 	 * LMDB (a B-tree walk each, most of them for keys the book does not
 	 * hold): waiting for the one pass that builds the filter is quicker. */
@@ -632,7 +661,7 @@ int sel_add_root(Selector *s, Key key, Color side)
 	return (int)s->nroots++;
 }
 
-static int add_link(Selector *s, uint32_t child, uint32_t parent)
+int sel_g_add_link(Selector *s, uint32_t child, uint32_t parent)
 {
 	int r = (bigmem_grow((void **)&s->links, &s->caplinks, s->nlinks + 1, sizeof *s->links, 64)
 	             ? SEL_ENOMEM
@@ -658,7 +687,7 @@ static int add_edge(Selector *s, uint32_t parent, uint32_t child, Move m, uint8_
 	e->move = m;
 	e->flags = flags;
 	s->st.edges++;
-	return add_link(s, child, parent);
+	return sel_g_add_link(s, child, parent);
 }
 
 /*
@@ -705,6 +734,7 @@ int sel_g_expand(Selector *s, uint32_t i)
 	n->u.e.off = (uint32_t)s->nedges;
 	n->u.e.best = NO_BEST;
 	n->flags |= NF_EXPANDED;
+	n->seen = s->epoch;
 	if (d < 0) {
 		if (!s->err) s->err = d;
 		return d;
@@ -841,7 +871,9 @@ int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, Retro
 			r = sel_g_invalidate_later(s, (uint32_t)j);
 		(*parents)++;
 	}
-	/* No parent: a search meets it through the book, if ever. */
+	/* No parent: a search meets it through the book, if ever (but a parent
+	 * trimmed away may have been searched: sel_trim). */
+	if (!r && i < 0 && s->trimmed) s->orphaned = true;
 	return r ? r : i < 0 ? 0 : 2;
 }
 

@@ -79,9 +79,12 @@ typedef struct {
 	uint32_t stamp;   /* visit mark of the last invalidation walk or batch */
 	int16_t value;
 	uint16_t ply; /* path ply while NF_ONPATH */
+	uint16_t
+	    seen; /* the call that last visited it (Selector.epoch): sel_trim keeps the recent */
 	uint8_t flags;
 	uint8_t bound;
 } SelNode;
+_Static_assert(sizeof(SelNode) == 40, "a node is 40 bytes");
 
 typedef struct {
 	int32_t child;
@@ -129,6 +132,12 @@ struct Selector {
 	 * ancestors shared by many changes are visited once. */
 	uint32_t *pending;
 	size_t npending, cappending;
+	/* sel_trim: the calls counted (SelNode.seen); whether it ever dropped
+	 * nodes (then a change to a node new to the graph may lie below a
+	 * dropped part, whose ancestors' bounds no walk can reach: orphaned
+	 * asks the next call to clear every bound). */
+	uint16_t epoch;
+	bool trimmed, orphaned;
 	int err;      /* first error met during a search (corrupt record) */
 	BookDB *db;   /* the book (sel_load, sel_attach): records read at expansion */
 	bool lazy;    /* sel_attach: positions read on first use */
@@ -231,6 +240,13 @@ bool sel_g_book_thought(const Selector *s, Key key);
  */
 int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, RetroMove *cand,
                        uint64_t *parents);
+/* Node k's index for a change (a lease, a result), created if absent; a node
+ * created after a trim sets s->orphaned. */
+int64_t sel_g_node_for_change(Selector *s, Key k);
+/* Appends a parent link (child's parent is parent). 0 or SEL_ENOMEM. */
+int sel_g_add_link(Selector *s, uint32_t child, uint32_t parent);
+/* Clears the pending invalidations now (the walk of sel_g_call_begin). */
+int sel_g_flush(Selector *s);
 /* The memory and filter figures of SelStats. */
 void sel_g_memory(SelStats *out, const Selector *s);
 /* Before a search: the pending invalidations; one read transaction for the

@@ -38,7 +38,7 @@ typedef struct {
 	uint64_t nraw, raw_bytes; /* NF_RAW nodes; their records' bytes */
 	uint64_t bloom_bytes, bloom_blocks, map_cap;
 	uint32_t stamp, next_root;
-	uint32_t filter_kept, pad;
+	uint32_t filter_kept, trimmed; /* trimmed: sel_trim dropped nodes (0 before it existed) */
 	double filter_ms;
 	uint64_t thought, edges_built;
 } SelHead;
@@ -73,6 +73,7 @@ int sel_snapshot_write(Selector *s, SnapWriter *w)
 	             .stamp = s->stamp,
 	             .next_root = (uint32_t)s->next_root,
 	             .filter_kept = s->filter_kept,
+	             .trimmed = s->trimmed,
 	             .filter_ms = s->filter_ms,
 	             .thought = s->st.thought,
 	             .edges_built = s->st.edges};
@@ -241,8 +242,10 @@ int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
 	                   (size_t)h.map_cap / 2))
 		return rc ? rc : SEL_ENOMEM;
 	if ((rc = snap_read(r, T_NODES, s->nodes, h.nnodes * sizeof(SelNode), err))) return rc;
-	for (size_t i = 0; i < h.nnodes; i++)
+	for (size_t i = 0; i < h.nnodes; i++) {
 		if (s->nodes[i].flags & NF_RAW) s->nodes[i].u.raw = NULL;
+		s->nodes[i].seen = 0; /* ages count from the restore (sel_trim) */
+	}
 	s->nnodes = (size_t)h.nnodes;
 	uint8_t *blob = NULL;
 	if ((rc = read_array(r, T_EDGES, (void **)&s->edges, &s->capedges, h.nedges,
@@ -291,6 +294,7 @@ int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
 	s->next_root = h.next_root;
 	s->st.nodes = s->nnodes;
 	s->st.thought = h.thought;
+	s->trimmed = h.trimmed != 0;
 	s->st.edges = h.edges_built;
 	return 0;
 }

@@ -62,6 +62,7 @@ struct Think {
 	char *err;
 	int ret; /* 0, or the THINK_E* the run ends with */
 	double start, last_commit, last_progress;
+	uint64_t thought_committed; /* out->thought at the last commit */
 	int inflight, consecutive_failures;
 	size_t next_first; /* next of opt->first to try */
 	bool exhausted;    /* hand out nothing more (nothing left, or an error) */
@@ -81,6 +82,20 @@ struct Think {
 	size_t next_again;
 	BookRecord *again_new;
 };
+
+/* Commits the writer's transaction (think_flush), noting what it held. */
+static int think_flush(Think *t)
+{
+	int rc = bookdb_writer_flush(t->w);
+	if (rc >= 0) t->thought_committed = t->out->thought;
+	return rc;
+}
+
+/* Results stored since the last commit. */
+static uint64_t uncommitted(const Think *t)
+{
+	return t->out->thought - t->thought_committed;
+}
 
 /* Results after which a line found analysed is looked at again. */
 #define LINE_RECHECK 64
@@ -197,7 +212,8 @@ static bool think_yield(void *ctx)
 		sel_get_stats(&ss, t->sel);
 		double el = (now - t->start) / 1e3;
 		ThinkProgress p = {.thought = t->out->thought,
-		                   .book_thought = ss.thought,
+		                   .book_thought =
+		                       selection_book_thought(t->db, t->sel, uncommitted(t)),
 		                   .seconds = el,
 		                   .eta = eta(t, el),
 		                   .expanded = ss.expansions,
@@ -346,7 +362,7 @@ static bool next_line(Think *t, Slot *s)
 	t->line_due = false;
 	t->line_check_at = t->out->thought + LINE_RECHECK;
 	char merr[256] = "the commit failed";
-	if (bookdb_writer_flush(t->w) < 0 ||
+	if (think_flush(t) < 0 ||
 	    opt->minimax->run(opt->minimax->ctx, t->db, merr, sizeof merr) < 0) {
 		t->line_off = true;
 		if (opt->progress)
@@ -526,7 +542,7 @@ static void progress(Think *t, const char *phase, double now)
 	SelStats ss;
 	sel_get_stats(&ss, t->sel);
 	ThinkProgress p = {.thought = thought,
-	                   .book_thought = ss.thought,
+	                   .book_thought = selection_book_thought(t->db, t->sel, uncommitted(t)),
 	                   .busy = busy / (t->n * (now - t->start)),
 	                   .seconds = el,
 	                   .eta = -1};
@@ -587,10 +603,14 @@ static void run_loop(Think *t)
 		if (t->ret < 0) t->exhausted = true; /* hand out nothing more; collect, leave */
 		now = clock_ms_f();
 		if (now - t->last_commit >= 1000) {
-			if (bookdb_writer_flush(t->w) < 0 && !t->ret) {
+			if (think_flush(t) < 0 && !t->ret) {
 				t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: %s",
 				                    "commit failed");
 				t->exhausted = true;
+			} else if (opt->select_memory && t->sel) {
+				/* All its results committed: the graph may be trimmed
+				 * (out of memory for that: it stays as it is). */
+				(void)sel_trim(t->sel, opt->select_memory);
 			}
 			t->last_commit = now;
 		}
@@ -633,7 +653,7 @@ static void finish(Think *t)
 		                    "think: every analysis failed: %.200s", t->last_error);
 	out->exhausted = t->exhausted && t->ret == 0;
 	out->search_stopped = t->stopped;
-	if (bookdb_writer_flush(t->w) < 0 && !t->ret)
+	if (think_flush(t) < 0 && !t->ret)
 		t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: %s",
 		                    "final commit failed");
 	out->commits = bookdb_writer_commits(t->w);

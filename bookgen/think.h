@@ -50,7 +50,7 @@ const char *think_strerror(int code);
 typedef struct {
 	uint64_t thought;      /* positions analysed and stored by this run */
 	uint64_t book_thought; /* positions the book holds analysed, this run's among them
-	                          (SelStats.thought) */
+	                          (its kept counts: selection_book_thought) */
 	double busy;           /* share of the engines' time spent analysing, 0..1 */
 	double seconds;        /* since the loop began */
 	bool has_root;         /* the first root has a value: root_value, pv */
@@ -109,6 +109,9 @@ typedef struct {
 	/* The key filter's source for the selector (bookmm_hook: minimax's kept
 	 * keys; NULL: a pass over the book). */
 	const BookMinimaxHook *keys;
+	/* The selector's memory (sel_trim: key filter, node map, graph), kept
+	 * within it after each commit; 0: no limit. */
+	uint64_t select_memory;
 	/* The selector's snapshot (BOOK/selector.snap; NULL: none): read at the
 	 * start when it is of the book as it is (the run goes on where the last
 	 * stopped, without the first search over the book), removed, and written

@@ -1227,6 +1227,15 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 	if ((rc = co_history_tick(c, now_ms, err)) < 0) return rc;
 	if ((rc = minimax_apply(c, COORD_APPLY_MS, err)) < 0) return rc;
 	if ((rc = coord_commit(c, err)) < 0) return rc;
+	/* Everything given to the selector is committed: its graph may be
+	 * trimmed to its budget (nodes built again read the book). */
+	if (c->opt.select_memory) {
+		double t0 = clock_ms_f();
+		/* (Out of memory for its work arrays: the graph stays as it
+		 * is, and the next tick tries again.) */
+		(void)sel_trim(c->sel, c->opt.select_memory);
+		c->trim_ms += clock_ms_f() - t0;
+	}
 	/* A checkpoint of the selector every checkpoint_seconds (from the first
 	 * tick), right after this commit. */
 	co_checkpoint_reap(c, false);
@@ -1294,9 +1303,15 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->checkpoints = c->ckpts; /* a child's end is taken in by each tick */
 	out->checkpoints_failed = c->ckpt_failed;
 	out->checkpoint_ms = c->ckpt_ms;
+	out->book_thought = selection_book_thought(c->db, c->sel, 0);
 	SelStats ss;
 	sel_get_stats(&ss, c->sel);
-	out->book_thought = ss.thought;
+	out->select_nodes = ss.nodes;
+	out->select_bytes = ss.graph_bytes + ss.record_bytes + ss.filter_bytes;
+	out->select_record_bytes = ss.record_bytes;
+	out->select_trims = ss.trims;
+	out->select_trimmed = ss.trimmed;
+	out->trim_ms = c->trim_ms;
 	for (size_t i = 0; i < c->nleases; i++) {
 		const Lease *l = &c->leases[i];
 		if (l->pending && l->expires_ms > now_ms)

@@ -96,6 +96,9 @@ typedef struct {
 	 * (a start of seconds per 10 M positions; no LMDB lookup for a node met
 	 * later). Default lazy: positions read as the selector meets them. */
 	bool preload;
+	/* The selector's memory (sel_trim: key filter, node map, graph), kept
+	 * within it after each tick's commit; 0: no limit. */
+	uint64_t select_memory;
 	/* The history (cluster/coord_history.h): a point every history_seconds
 	 * (0: 60; < 0: none), kept in the book's work database. */
 	double history_seconds;
@@ -237,6 +240,11 @@ typedef struct {
 	uint64_t minimax_runs;
 	bool minimax_running; /* a run is going on (beside the service) */
 	uint64_t book_thought;
+	/* The selector's graph: nodes held, its memory (SelStats' graph, record
+	 * and filter bytes), trims that dropped nodes and the nodes they
+	 * dropped, and the time they took (ms). */
+	uint64_t select_nodes, select_bytes, select_record_bytes, select_trims, select_trimmed;
+	double trim_ms;
 	/* Where the coordinator's time went since start, ms. */
 	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;
 	/* Selection in slices: searches suspended at a slice's end; acquires

@@ -122,7 +122,7 @@ struct Coord {
 	size_t nseen, capseen;
 	uint64_t results, failed, mated, minimax_runs, since_minimax;
 	int64_t last_minimax_ms;
-	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms;
+	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms, trim_ms;
 	int64_t sec_stamp[60];
 	uint32_t sec_count[60];
 	/* The periodic minimax, on a thread of its own (coord_tick starts it,

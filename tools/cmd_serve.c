@@ -44,6 +44,7 @@
 #include "minimax/bookmm.h"
 #include "server/server.h"
 #include "server/work_api.h"
+#include "shogi/memuse.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 #include "tools/cli_again.h"
@@ -359,6 +360,7 @@ int cmd_serve(int argc, char **argv)
 	                   .spot_tolerance = COORD_SPOT_TOLERANCE,
 	                   .spot_keep = 1000};
 	co.minimax.prepare = serve_minimax_prepare;
+	uint64_t memory = memuse_default_budget();
 	const char *tokens_path = NULL;
 	bool quiet = false, work_on = false, lazy_load = false, per_ip_given = false,
 	     history_given = false, no_snapshot = false, ckpt_given = false;
@@ -408,6 +410,10 @@ int cmd_serve(int argc, char **argv)
 	    CLI_FLAG("--lazy-load", &lazy_load,
 	             "the selector reads each key on first use (the default, said explicitly)",
 	             .excl = "load"),
+	    CLI_FN("--memory", &memory, cli_parse_memory, "SIZE",
+	           "a size such as 256M or 8G, at least 1M",
+	           "the selector keeps to half of SIZE: its key filter and node map, and its graph "
+	           "trimmed of what it visited least lately (default a quarter of RAM)"),
 	    CLI_FLAG("--no-snapshot", &no_snapshot,
 	             "neither read nor write the selector's snapshot (BOOK/" SNAP_FILE ")"),
 	    CLI_NUM("--checkpoint-seconds", &ckpt_s, 0, 4000000000, "S",
@@ -485,6 +491,7 @@ int cmd_serve(int argc, char **argv)
 	co.minimax_seconds = (double)minimax_s;
 	co.budget = cb.budget;
 	co.multipv = cb.multipv;
+	co.select_memory = memory / 2;
 	if (work_on && !co.minimax_every && !co.minimax_seconds) co.minimax_seconds = 60;
 	opt.addr = addr;
 	shogi_init();

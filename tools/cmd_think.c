@@ -475,6 +475,7 @@ int cmd_think(int argc, char **argv)
 	    .minimax = &line_hook,
 	    .keys = &keys,
 	    .snapshot = no_snapshot ? NULL : spath,
+	    .select_memory = memory / 2,
 	};
 	if (oa.engine) {
 		ret = run_probe(db, &oa, engines, (int)nengines, &opt, cp.plan.book_side);

@@ -1021,6 +1021,210 @@ static void test_bookgen__bounds_stay_exact_with_many_leases_outstanding(void **
 }
 
 /*
+ * The graph within a budget (sel_trim), on a synthetic book, in the
+ * coordinator's pattern: leases outstanding, results and releases coming back
+ * in another order. Three lazy selectors: t1 trimmed to almost nothing after
+ * every call, t2 trimmed in part whenever its graph passes a small budget, u
+ * never; r (u's twin) forgets its bounds before each search.
+ *
+ * While the book does not change (leases and releases only) all four find
+ * the same value at every step, and the same leaf but where two tie (a trim
+ * forgets which move the last search tried first below what it dropped).
+ * Once results come (written to the book and committed, as sel_trim
+ * requires), a node built again after a trim sees the positions thought
+ * since as transpositions, where the whole graph's node built before does
+ * not, so values may part: then each trimmed selector's value with its
+ * bounds must equal its value with them all cleared, which is what the
+ * links a trim adds keep true (and, for a late result to a leaf a trim may
+ * have dropped, the clearing of every bound). A trimmed selector's
+ * snapshot restores to the same leaves as it selects.
+ */
+static void put_committed(BookDB *db, Key key, const BookRecord *rec)
+{
+	BookTxn *txn = NULL;
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	assert_int_equal(bookdb_put(txn, key, rec), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+}
+
+/* s's root value with its bounds equals r's with none (r may be s). */
+static void assert_root_values_agree(Selector *s, Selector *r)
+{
+	int v1, v2;
+	bool h1, h2;
+	assert_int_equal(sel_root_value(&v1, &h1, s, 0), 0);
+	sel_clear_bounds(r);
+	assert_int_equal(sel_root_value(&v2, &h2, r, 0), 0);
+	assert_int_equal(h1, h2);
+	assert_int_equal(v1, v2);
+}
+
+static void test_bookgen__a_trimmed_graph_selects_what_the_whole_one_does(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[4096], err[BOOKDB_ERRLEN];
+	unsigned long long seed = synth_book(book, sizeof book, dir, "trimmed_graph");
+	BookDB *db = NULL;
+	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
+	enum { NSEL = 4, BATCH = 8, HELD = 4, STILL = 20, ROUNDS = 60 };
+	Selector *sel[NSEL]; /* t1, t2, u, r */
+	const uint64_t budget[2] = {1, 100u << 10};
+	for (int k = 0; k < NSEL; k++) {
+		assert_int_equal(sel_new(&sel[k], NULL), 0);
+		assert_int_equal(sel_attach(sel[k], db, NULL), 0);
+		assert_int_equal(sel_add_root(sel[k], line_key("startpos"), BLACK), 0);
+	}
+	SelLeaf *held = calloc(BATCH * (HELD + 1), sizeof *held), *b = malloc(sizeof *b);
+	SelLeaf late[BATCH];
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_non_null(held);
+	assert_non_null(b);
+	assert_non_null(pos);
+	assert_non_null(rec);
+	int nheld = 0, same = 0, ties = 0, exact = 0, thought = 0, nlate = 0, latecount = 0;
+	uint64_t least_after_trim = UINT64_MAX;
+	for (int round = 0; round < ROUNDS; round++) {
+		bool still = round < STILL; /* the book unchanged */
+		for (int i = 0; i < BATCH; i++) {
+			/* r's leaf in held; the others' compared with it while the
+			 * book is still, else each trimmed one's bounds checked. */
+			sel_clear_bounds(sel[3]);
+			int g = sel_select(&held[nheld], sel[3]);
+			for (int k = 0; k < 3; k++) {
+				if (!still) {
+					assert_true(sel_select(b, sel[k]) >= 0);
+					if (k < 2 && i % 2 == 1) {
+						assert_root_values_agree(sel[k], sel[k]);
+						exact++;
+					}
+					continue;
+				}
+				assert_int_equal(sel_select(b, sel[k]), g);
+				if (g != 1) continue;
+				assert_int_equal(b->value, held[nheld].value);
+				same++;
+				if (key_equal(b->key, held[nheld].key)) continue;
+				assert_false(sel_is_thought(sel[3], b->key));
+				assert_false(sel_is_leased(sel[3], b->key));
+				ties++;
+			}
+			if (!g) break;
+			for (int k = 0; k < NSEL; k++)
+				assert_int_equal(sel_lease(sel[k], held[nheld].key), 0);
+			nheld++;
+			for (int k = 0; k < 2; k++) assert_true(sel_trim(sel[k], budget[k]) >= 0);
+			SelStats st;
+			sel_get_stats(&st, sel[0]);
+			if (st.trims && st.nodes < least_after_trim) least_after_trim = st.nodes;
+		}
+		if (nheld < BATCH * HELD && round % 7 != 6) continue;
+		/* The oldest lease comes back, newest first: thought once the
+		 * book may change, every fifth released. */
+		/* A late result: a leaf released in an earlier round, which t1's
+		 * trims have dropped since (unless it was selected and leased
+		 * again). */
+		if (!still && nlate) {
+			SelLeaf *a = &late[--nlate];
+			bool leased = false;
+			for (int h = 0; h < nheld; h++)
+				if (key_equal(held[h].key, a->key)) leased = true;
+			if (!leased && !sel_is_thought(sel[2], a->key)) {
+				think_leaf(rec, pos, a, seed + (unsigned)round * 977);
+				put_committed(db, a->key, rec);
+				for (int j = 0; j < NSEL; j++)
+					assert_int_equal(sel_add_result(sel[j], a->key, rec), 0);
+				thought++;
+				latecount++;
+			}
+		}
+		int k = nheld < BATCH ? nheld : BATCH;
+		for (int i = k - 1; i >= 0; i--) {
+			SelLeaf *a = &held[i];
+			if (still || (round + i) % 5 == 0) {
+				for (int j = 0; j < NSEL; j++)
+					assert_int_equal(sel_release(sel[j], a->key), 0);
+				if (!still && nlate < BATCH) late[nlate++] = *a;
+				continue;
+			}
+			think_leaf(rec, pos, a, seed + (unsigned)(round * 131 + i * 7));
+			put_committed(db, a->key, rec);
+			for (int j = 0; j < NSEL; j++)
+				assert_int_equal(sel_add_result(sel[j], a->key, rec), 0);
+			thought++;
+		}
+		memmove(held, held + k, (size_t)(nheld - k) * sizeof *held);
+		nheld -= k;
+		for (int j = 0; j < 2; j++) {
+			assert_true(sel_trim(sel[j], budget[j]) >= 0);
+			if (!still) assert_root_values_agree(sel[j], sel[j]);
+		}
+	}
+	assert_true(same > 300);
+	assert_true(ties < same / 10);
+	assert_true(exact > 250);
+	assert_true(thought > 80);
+	assert_true(latecount > 3);
+	SelStats s1, s2, su;
+	sel_get_stats(&s1, sel[0]);
+	sel_get_stats(&s2, sel[1]);
+	sel_get_stats(&su, sel[2]);
+	/* t1 was trimmed after every call, to little more than the roots and
+	 * the leases; t2 now and then; u never. A late result cleared t1's
+	 * bounds. The trims cost expansions again, not other values. */
+	fprintf(stderr,
+	        "trimmed: %d leaves the same (%d by a tie), %d bound checks, %d results (%d late); "
+	        "t1 %llu trims, t2 %llu (%llu nodes dropped); u %llu nodes\n",
+	        same, ties, exact, thought, latecount, (unsigned long long)s1.trims,
+	        (unsigned long long)s2.trims, (unsigned long long)s2.trimmed,
+	        (unsigned long long)su.nodes);
+	assert_true(s1.trims >= (uint64_t)ROUNDS * 4);
+	assert_true(least_after_trim < su.nodes / 4);
+	assert_true(s1.trim_clears > 0);
+	assert_true(s2.trims > 0 && s2.trims < s1.trims);
+	assert_true(s2.trimmed > 0);
+	assert_int_equal(su.trims, 0);
+	assert_int_equal(su.trim_clears, 0);
+	assert_true(s1.expansions > su.expansions);
+	/* t2's snapshot, restored: the same leaves as t2 goes on selecting. */
+	char snap[4200], serr[SNAP_ERRLEN];
+	snprintf(snap, sizeof snap, "%s/t2.snap", dir);
+	BookStamp stamp;
+	assert_int_equal(bookdb_stamp(&stamp, db), 0);
+	SnapWriter *w = NULL;
+	assert_int_equal(snap_create(&w, snap, &stamp, serr), 0);
+	assert_int_equal(sel_snapshot_write(sel[1], w), 0);
+	assert_int_equal(snap_commit(w, serr), 0);
+	SnapReader *rd = NULL;
+	Selector *t3 = NULL;
+	assert_int_equal(snap_open(&rd, snap, &stamp, serr), 0);
+	assert_int_equal(sel_new(&t3, NULL), 0);
+	assert_int_equal(sel_restore(t3, db, rd, serr), 0);
+	snap_close(rd);
+	assert_int_equal(sel_add_root(t3, line_key("startpos"), BLACK), 0);
+	for (int i = 0; i < 20; i++) {
+		int g1 = sel_select(b, t3), g2 = sel_select(&held[0], sel[1]);
+		assert_int_equal(g1, g2);
+		if (!g1) break;
+		assert_true(key_equal(b->key, held[0].key));
+		assert_int_equal(b->value, held[0].value);
+		assert_int_equal(sel_lease(t3, b->key), 0);
+		assert_int_equal(sel_lease(sel[1], b->key), 0);
+		assert_true(sel_trim(t3, budget[1]) >= 0);
+		assert_true(sel_trim(sel[1], budget[1]) >= 0);
+	}
+	sel_free(t3);
+	for (int k = 0; k < NSEL; k++) sel_free(sel[k]);
+	bookdb_free(db);
+	free(pos);
+	free(rec);
+	free(held);
+	free(b);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
  * Searching in slices (sel_set_yield), as the coordinator does: a selector
  * whose searches yield, and whose yield function makes the changes the
  * coordinator's other requests make meanwhile (results, releases), selects at
@@ -1148,13 +1352,7 @@ static void test_bookgen__searches_in_slices_select_what_whole_searches_do(void 
 		memcpy(held, fresh, (size_t)n * sizeof *held);
 		if (n < BATCH) break;
 	}
-	int v1, v2;
-	bool h1, h2;
-	assert_int_equal(sel_root_value(&v1, &h1, s, 0), 0);
-	sel_clear_bounds(r);
-	assert_int_equal(sel_root_value(&v2, &h2, r, 0), 0);
-	assert_int_equal(h1, h2);
-	assert_int_equal(v1, v2);
+	assert_root_values_agree(s, r);
 	print_message("slices: %d steps, %d and %d stops, %d and %d yields, %d and %d changes in "
 	              "them\n",
 	              steps, stops, zstops, ys.calls, yz.calls, ys.given_in_call, yz.given_in_call);
@@ -1416,6 +1614,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__incremental_bounds_agree_with_full_searches),
 	    cmocka_unit_test(test_bookgen__bounds_stay_exact_with_many_leases_outstanding),
 	    cmocka_unit_test(test_bookgen__searches_in_slices_select_what_whole_searches_do),
+	    cmocka_unit_test(test_bookgen__a_trimmed_graph_selects_what_the_whole_one_does),
 	    cmocka_unit_test(
 	        test_bookgen__cover_batch_follows_the_book_side_best_and_the_replies_in_window),
 	    cmocka_unit_test(test_bookgen__plan_shares_the_leaves_by_root_weight),

@@ -129,12 +129,15 @@ static int start_coordinator(Fx *f, int port)
 	snprintf(lease, sizeof lease, "%d", LEASE_S);
 	/* Without spot checks: an accepted result is in the book at once, and a
 	 * position once analysed is never leased again, which the checks below
-	 * rely on (spot checks: tests/cluster/test_spot.c). */
-	char *argv[] = {(char *)ts_joseki(), "serve", f->book,           "--work",
-	                "--listen",          listen,  "--movetime",      "30",
-	                "--multipv",         "2",     "--lease-seconds", lease,
-	                "--minimax-every",   "15",    "--spot-rate",     "0",
-	                "--spot-new-rate",   "0",     "--quiet",         NULL};
+	 * rely on (spot checks: tests/cluster/test_spot.c). --memory 2M: the
+	 * selector keeps to 1 MB, its graph trimmed after a commit past it
+	 * (docs/bookgen.md, "The graph within a budget"; the trims themselves:
+	 * tests/cluster/test_coord.c). */
+	char *argv[] = {
+	    (char *)ts_joseki(), "serve", f->book,       "--work", "--listen",        listen,
+	    "--movetime",        "30",    "--multipv",   "2",      "--lease-seconds", lease,
+	    "--minimax-every",   "15",    "--spot-rate", "0",      "--spot-new-rate", "0",
+	    "--memory",          "2M",    "--quiet",     NULL};
 	f->coord = ts_spawn(argv, f->out, f->log, true);
 	for (int i = 0; i < 600; i++) {
 		char *s = ts_read_file(f->log, NULL);

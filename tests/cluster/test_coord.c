@@ -1122,6 +1122,112 @@ static void slices_run(int mode, unsigned long long seed)
 	twins_close(&t);
 }
 
+/*
+ * The selector within the coordinator's memory (CoordOptions.select_memory,
+ * serve --work --memory): a coordinator whose budget holds nothing but the
+ * selector's fixed parts trims the graph after every tick's commit, and still
+ * leases only positions the book does not hold thought, none twice, stores
+ * every result, and finds as many leaves as its twin that is never trimmed;
+ * their first leases, before any result, are the same. Its snapshot, written
+ * at the end, restores.
+ */
+static bool key_in(Key k, const Key *keys, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (key_equal(k, keys[i])) return true;
+	return false;
+}
+
+static void test_coord__a_trimmed_selector_leases_right_within_a_tiny_memory(void **state)
+{
+	(void)state;
+	unsigned long long seed = seed_with_leaves(PLAN_PV, ts_seed("coord_trim") % 1000000);
+	char err[COORD_ERRLEN];
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                  .multipv = 3,
+	                  .lease_seconds = 600,
+	                  .plan = {.mode = PLAN_PV, .window = 30},
+	                  .select_slice_ms = -1};
+	char *dir[2], snap[4200];
+	BookDB *db[2];
+	Coord *c[2];
+	for (int i = 0; i < 2; i++) {
+		dir[i] = ts_mkdtemp();
+		synth_into(dir[i], seed);
+		o.select_memory = i ? 1 : 0;
+		snprintf(snap, sizeof snap, "%s/selector.snap", dir[i]);
+		o.snapshot = i ? snap : NULL;
+		c[i] = open_coord_with(&db[i], dir[i], &o);
+	}
+	enum { ROUNDS = 30, PER = 8 };
+	Key *seen[2];
+	int nseen[2] = {0, 0};
+	CoordLease *l = malloc(sizeof *l), *first = malloc(sizeof *first);
+	CoordResult *r = malloc(sizeof *r);
+	assert_non_null(l);
+	assert_non_null(first);
+	assert_non_null(r);
+	for (int i = 0; i < 2; i++) {
+		seen[i] = malloc(ROUNDS * PER * sizeof **seen);
+		assert_non_null(seen[i]);
+	}
+	for (int round = 0; round < ROUNDS; round++) {
+		int64_t now = T0 + round * 1000;
+		int got[2];
+		for (int i = 0; i < 2; i++) {
+			got[i] = acquire(c[i], l, &A, PER, now);
+			if (round == 0 && i == 0) *first = *l;
+			for (int k = 0; k < l->n; k++) {
+				Key key = l->pos[k].key;
+				assert_false(thought(db[i], key));
+				assert_false(key_in(key, seen[i], nseen[i]));
+				seen[i][nseen[i]++] = key;
+				if (round == 0 && i == 1)
+					assert_true(key_equal(key, first->pos[k].key));
+				answer(r, &l->pos[k], 4);
+				assert_int_equal(coord_submit(c[i], l->id, &A, r, 1, now, err), 1);
+			}
+			assert_int_equal(coord_commit(c[i], err), 0);
+			for (int k = 0; k < l->n; k++) assert_true(thought(db[i], l->pos[k].key));
+			assert_int_equal(coord_tick(c[i], now + 500, err), 0);
+		}
+		assert_int_equal(got[0], PER);
+		assert_int_equal(got[1], PER);
+	}
+	CoordStatus st[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(coord_status(c[i], &st[i], T0 + ROUNDS * 1000), 0);
+	print_message(
+	    "trimmed coordinator: %llu trims, %llu nodes dropped; %llu nodes held, the "
+	    "untrimmed twin %llu\n",
+	    (unsigned long long)st[1].select_trims, (unsigned long long)st[1].select_trimmed,
+	    (unsigned long long)st[1].select_nodes, (unsigned long long)st[0].select_nodes);
+	assert_int_equal(st[0].select_trims, 0);
+	assert_true(st[1].select_trims >= ROUNDS / 2);
+	assert_true(st[1].select_nodes < st[0].select_nodes);
+	assert_int_equal(st[1].results, ROUNDS * PER);
+	for (int i = 0; i < 2; i++) coord_status_free(&st[i]);
+	/* Stopped and opened again: its snapshot restores, and it goes on. */
+	assert_int_equal(coord_close(c[1], NULL, err), 0);
+	assert_int_equal(coord_open(&c[1], db[1], &o, err), 0);
+	const char *note = NULL;
+	assert_true(coord_snapshot_restored(c[1], &note, NULL));
+	assert_int_equal(acquire(c[1], l, &A, PER, T0 + ROUNDS * 1000), PER);
+	for (int k = 0; k < l->n; k++) {
+		assert_false(thought(db[1], l->pos[k].key));
+		assert_false(key_in(l->pos[k].key, seen[1], nseen[1]));
+	}
+	for (int i = 0; i < 2; i++) {
+		close_coord(c[i], db[i]);
+		ts_rmtree(dir[i]);
+		free(dir[i]);
+		free(seen[i]);
+	}
+	free(l);
+	free(first);
+	free(r);
+}
+
 static void test_coord__selection_in_slices_leases_what_whole_searches_do(void **state)
 {
 	(void)state;
@@ -1722,13 +1828,6 @@ static Key lease_one(Twins *t)
 	return k;
 }
 
-static bool key_in(Key k, const Key *keys, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (key_equal(k, keys[i])) return true;
-	return false;
-}
-
 /*
  * Whether the selection can reach k in twin 1's book from the start position
  * without passing through avoid: k is a thought position reached by legal
@@ -2203,6 +2302,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__minimax_period_failure_and_worker_instances),
 	    cmocka_unit_test(test_coord__close_stops_a_minimax_under_way),
 	    cmocka_unit_test(test_coord__selection_in_slices_leases_what_whole_searches_do),
+	    cmocka_unit_test(test_coord__a_trimmed_selector_leases_right_within_a_tiny_memory),
 	    cmocka_unit_test(
 	        test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select),
 	    cmocka_unit_test(
