@@ -108,6 +108,10 @@ typedef struct {
 	 * as allocated), record bytes held until their nodes are expanded, and
 	 * lazy mode's key filter. The book's pages are LMDB's mapping. */
 	uint64_t graph_bytes, record_bytes, filter_bytes;
+	/* What sel_trim holds to its budget: the nodes, edges and links in use,
+	 * the node map and the key filter (the arrays' room beyond what is in
+	 * use is not counted: a trim leaves it for the graph to grow into). */
+	uint64_t used_bytes;
 } SelStats;
 
 typedef struct Selector Selector;

@@ -877,8 +877,16 @@ int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, Retro
 	return r ? r : i < 0 ? 0 : 2;
 }
 
+uint64_t sel_g_used_bytes(const Selector *s)
+{
+	return (uint64_t)s->nnodes * sizeof(SelNode) + (uint64_t)s->nedges * sizeof(SelEdge) +
+	       (uint64_t)s->nlinks * sizeof(SelLink) + (uint64_t)s->map.cap * sizeof *s->map.slot +
+	       (s->bloom_joined && s->bloom ? s->bloom_bytes : 0);
+}
+
 void sel_g_memory(SelStats *out, const Selector *s)
 {
+	out->used_bytes = sel_g_used_bytes(s);
 	out->graph_bytes = s->capnodes * sizeof *s->nodes + s->map.cap * sizeof *s->map.slot +
 	                   s->capedges * sizeof *s->edges + s->caplinks * sizeof *s->links;
 	out->record_bytes = s->raw_bytes;

@@ -247,6 +247,8 @@ int64_t sel_g_node_for_change(Selector *s, Key k);
 int sel_g_add_link(Selector *s, uint32_t child, uint32_t parent);
 /* Clears the pending invalidations now (the walk of sel_g_call_begin). */
 int sel_g_flush(Selector *s);
+/* What sel_trim holds to its budget (SelStats.used_bytes). */
+uint64_t sel_g_used_bytes(const Selector *s);
 /* The memory and filter figures of SelStats. */
 void sel_g_memory(SelStats *out, const Selector *s);
 /* Before a search: the pending invalidations; one read transaction for the

@@ -33,13 +33,6 @@ typedef struct {
 	uint32_t child, parent;
 } Pair;
 
-/* What the nodes, edges and links use (not their arrays' room). */
-static uint64_t used_bytes(const Selector *s)
-{
-	return (uint64_t)s->nnodes * sizeof(SelNode) + (uint64_t)s->nedges * sizeof(SelEdge) +
-	       (uint64_t)s->nlinks * sizeof(SelLink);
-}
-
 static inline unsigned age_of(const Selector *s, const SelNode *n)
 {
 	return (uint16_t)(s->epoch - n->seen);
@@ -224,7 +217,7 @@ int64_t sel_trim(Selector *s, uint64_t budget)
 	 * selector attached) and the key filter. */
 	uint64_t fixed = (uint64_t)s->map.cap * sizeof *s->map.slot +
 	                 (s->bloom_joined && s->bloom ? s->bloom_bytes : 0);
-	if (used_bytes(s) + fixed <= budget) return 0;
+	if (sel_g_used_bytes(s) <= budget) return 0;
 	int r = sel_g_flush(s);
 	if (r) return r;
 	uint64_t target = (budget > fixed ? budget - fixed : 0) / 2;

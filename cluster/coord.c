@@ -1307,7 +1307,8 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	SelStats ss;
 	sel_get_stats(&ss, c->sel);
 	out->select_nodes = ss.nodes;
-	out->select_bytes = ss.graph_bytes + ss.record_bytes + ss.filter_bytes;
+	out->select_bytes = ss.used_bytes;
+	out->select_budget = c->opt.select_memory;
 	out->select_record_bytes = ss.record_bytes;
 	out->select_trims = ss.trims;
 	out->select_trimmed = ss.trimmed;

@@ -240,10 +240,12 @@ typedef struct {
 	uint64_t minimax_runs;
 	bool minimax_running; /* a run is going on (beside the service) */
 	uint64_t book_thought;
-	/* The selector's graph: nodes held, its memory (SelStats' graph, record
-	 * and filter bytes), trims that dropped nodes and the nodes they
+	/* The selector: nodes held, the memory its budget counts
+	 * (SelStats.used_bytes) and the budget (CoordOptions.select_memory),
+	 * record bytes held, trims that dropped nodes and the nodes they
 	 * dropped, and the time they took (ms). */
-	uint64_t select_nodes, select_bytes, select_record_bytes, select_trims, select_trimmed;
+	uint64_t select_nodes, select_bytes, select_budget, select_record_bytes, select_trims,
+	    select_trimmed;
 	double trim_ms;
 	/* Where the coordinator's time went since start, ms. */
 	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;

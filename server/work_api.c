@@ -658,13 +658,12 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 		              (unsigned long long)st.select_short);
 		status_clause(&l, "beside the service %.0f ms and %llu leaves", st.select_ahead_ms,
 		              (unsigned long long)st.select_ahead_leaves);
-		status_clause(
-		    &l,
-		    "graph %llu nodes, %.0f MB (records %.0f MB), %llu trims (%.0f ms, %llu "
-		    "nodes dropped)",
-		    (unsigned long long)st.select_nodes, st.select_bytes / 1e6,
-		    st.select_record_bytes / 1e6, (unsigned long long)st.select_trims, st.trim_ms,
-		    (unsigned long long)st.select_trimmed);
+		status_clause(&l, "selector %llu nodes, %.0f MB of %.0f MB (records %.0f MB)",
+		              (unsigned long long)st.select_nodes, st.select_bytes / 1e6,
+		              st.select_budget / 1e6, st.select_record_bytes / 1e6);
+		status_clause(&l, "trims %llu (%.0f ms, %llu nodes dropped)",
+		              (unsigned long long)st.select_trims, st.trim_ms,
+		              (unsigned long long)st.select_trimmed);
 		status_clause(&l, "store %.0f ms", st.store_ms);
 		status_clause(&l, "commit %.0f ms", st.commit_ms);
 		status_clause(&l, "minimax %.0f ms (its writes %.0f ms)", st.minimax_ms,

@@ -562,7 +562,8 @@ int cmd_serve(int argc, char **argv)
 		snprintf(root1, sizeof root1, "%s", roots.n ? roots.specs[0] : "startpos");
 		con.nroots = roots.n ? roots.n : 1;
 		snprintf(spath, sizeof spath, "%s/%s", book, SNAP_FILE);
-		if (!no_snapshot && !again.on) co.snapshot = spath;
+		/* (--preload: none; a whole load is not written.) */
+		if (!no_snapshot && !again.on && !co.preload) co.snapshot = spath;
 		co.checkpoint_seconds = ckpt_given ? (double)ckpt_s : 300;
 		fprintf(stderr, "serve: loading the selector over %s\n", book);
 		int orc = coord_open(&coord, db, &co, err);
