@@ -22,6 +22,7 @@ int selection_open(Selector **sel, Plan **plan, BookDB *db, const SelectionSpec 
 	Plan *p = NULL;
 	int rc = sel_new(&s, &spec->sel);
 	if (rc < 0) return rc;
+	sel_set_memory(s, spec->memory);
 	rc = snap            ? sel_restore(s, db, snap, err)
 	     : spec->preload ? sel_load(s, db)
 	                     : sel_attach(s, db, spec->keys);

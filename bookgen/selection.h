@@ -31,6 +31,9 @@ typedef struct {
 	const char *const *paths;
 	size_t npaths;
 	bool paths_only;
+	/* The selector's budget (sel_set_memory; 0: none given), which the
+	 * caller then keeps with sel_trim. */
+	uint64_t memory;
 } SelectionSpec;
 
 /*

@@ -256,6 +256,13 @@ void sel_get_stats(SelStats *out, const Selector *s);
  */
 int64_t sel_trim(Selector *s, uint64_t budget);
 
+/* The budget s will be trimmed to (bytes; 0: none given), set before
+ * sel_attach: the node map made there is then at most a 128th of it, in
+ * nodes (16 bytes a node: an eighth of it), not of the process's budget
+ * (bigmem_budget, else memuse_default_budget), so that a small budget
+ * leaves the graph room. */
+void sel_set_memory(Selector *s, uint64_t budget);
+
 /* Forgets every stored bound (the next selection searches from scratch): for
  * checking the incremental bounds against a full search, and after changes
  * made behind the selector's back. */

@@ -511,6 +511,11 @@ done:
 	return r;
 }
 
+void sel_set_memory(Selector *s, uint64_t budget)
+{
+	s->memory = budget;
+}
+
 int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys)
 {
 	s->db = db;
@@ -519,8 +524,9 @@ int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys)
 	/* The node map sized for the book at once: growing it later rehashes
 	 * every node met so far in one go (about 1 s at 8 M nodes), a stall in
 	 * the middle of a search. Its slots are touched as nodes come. But at
-	 * most an eighth of the budget (16 bytes a node; with no budget, as the
-	 * coordinator's, of the default one): a map past it is made
+	 * most an eighth of the budget (16 bytes a node): the selector's own
+	 * (sel_set_memory: the coordinator's and think's), else the process's,
+	 * else the default one. A map past the process's budget is made
 	 * in a file, and a file touched at random in a slot a page, dirty pages
 	 * written back to make room for the next, costs minutes (a 256 MB map
 	 * for 10 M positions in 240 MB: 1,000 leaves in 330 s, not 2 s). */
@@ -529,7 +535,9 @@ int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys)
 	if (bookdb_txn_begin(&txn, db, false) == 0 && bookdb_count(&count, txn, BOOKDB_POS) == 0 &&
 	    count > 0) {
 		size_t want = count < SEL_RESERVE_MAX ? (size_t)count : SEL_RESERVE_MAX;
-		uint64_t budget = bigmem_budget() ? bigmem_budget() : memuse_default_budget();
+		uint64_t budget = s->memory         ? s->memory
+		                  : bigmem_budget() ? bigmem_budget()
+		                                    : memuse_default_budget();
 		if (want > budget / 128) want = (size_t)(budget / 128);
 		if (keymap_reserve(&s->map, s->nodes, want) < 0) {
 			bookdb_txn_abort(txn);

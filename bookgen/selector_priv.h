@@ -138,10 +138,11 @@ struct Selector {
 	 * asks the next call to clear every bound). */
 	uint16_t epoch;
 	bool trimmed, orphaned;
-	int err;      /* first error met during a search (corrupt record) */
-	BookDB *db;   /* the book (sel_load, sel_attach): records read at expansion */
-	bool lazy;    /* sel_attach: positions read on first use */
-	BookTxn *txn; /* the read transaction of the running public call */
+	uint64_t memory; /* sel_set_memory (0: none) */
+	int err;         /* first error met during a search (corrupt record) */
+	BookDB *db;      /* the book (sel_load, sel_attach): records read at expansion */
+	bool lazy;       /* sel_attach: positions read on first use */
+	BookTxn *txn;    /* the read transaction of the running public call */
 	/* Lazy mode: a blocked Bloom filter of the book's keys (one 64-byte
 	 * block a key), built by a background thread; once ready, a key it
 	 * rules out is not looked up in LMDB. A search waits for it. */

@@ -247,7 +247,8 @@ static int setup(Think *t)
 	                      .nroots = opt->nroots,
 	                      .paths = opt->paths,
 	                      .npaths = opt->npaths,
-	                      .paths_only = opt->paths_only};
+	                      .paths_only = opt->paths_only,
+	                      .memory = opt->select_memory};
 	char serr[SNAP_ERRLEN];
 	double t0 = clock_ms_f();
 	int rc = selection_resume(&t->sel, &t->plan, db, &spec, opt->snapshot,

@@ -241,7 +241,8 @@ static int new_selection(Coord *c, const CoordOptions *opt, SnapReader *snap, ch
 	                      .root_weights = opt->root_weights,
 	                      .nroots = opt->nroots,
 	                      .paths = opt->paths,
-	                      .npaths = opt->npaths};
+	                      .npaths = opt->npaths,
+	                      .memory = opt->select_memory};
 	char serr[SNAP_ERRLEN];
 	int rc = selection_open(&c->sel, &c->plan, c->db, &spec, snap, serr);
 	if (rc == SEL_ENOMEM) return COORD_ENOMEM;

@@ -1519,10 +1519,16 @@ static void test_bookgen__select_past_its_memory_budget_selects_the_same_leaves(
 }
 
 /* The graph's bytes of a lazy selector just attached to book. */
-static uint64_t attached_graph_bytes(const char *book)
+static uint64_t attached_graph_bytes(const char *book, uint64_t memory)
 {
 	BookDB *db = NULL;
-	Selector *z = lazy_selector(&db, book, false);
+	Selector *z = NULL;
+	char err[BOOKDB_ERRLEN];
+	BookDBOptions o = {.read_only = true};
+	assert_int_equal(bookdb_open(&db, book, &o, err), 0);
+	assert_int_equal(sel_new(&z, NULL), 0);
+	sel_set_memory(z, memory);
+	assert_int_equal(sel_attach(z, db, NULL), 0);
 	SelStats st;
 	sel_get_stats(&st, z);
 	sel_free(z);
@@ -1533,7 +1539,8 @@ static uint64_t attached_graph_bytes(const char *book)
 /* The key map made at attach is for as many nodes as the book has
  * positions, but for at most an eighth of the budget (16 bytes a node): on
  * 20,000 positions with a budget of 1 MiB, 8,192 nodes' worth; a search grows
- * it as it needs, and selects the same leaves. */
+ * it as it needs, and selects the same leaves. The selector's own budget
+ * (sel_set_memory, the coordinator's) caps it the same way. */
 static void test_bookgen__the_key_map_made_at_attach_keeps_to_an_eighth_of_the_budget(void **state)
 {
 	(void)state;
@@ -1542,18 +1549,19 @@ static void test_bookgen__the_key_map_made_at_attach_keeps_to_an_eighth_of_the_b
 	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 20000 --seed 9 --quiet",
 	                         ts_joseki(), book),
 	                 0);
-	uint64_t whole = attached_graph_bytes(book);
+	uint64_t whole = attached_graph_bytes(book, 0);
 	Key a[30], b[30];
 	uint64_t fa, fb;
 	int na = leaves_of(book, PLAN_COVER, a, 30, &fa);
 	bigmem_configure(1 << 20, NULL);
-	uint64_t capped = attached_graph_bytes(book);
+	uint64_t capped = attached_graph_bytes(book, 0);
 	int nb = leaves_of(book, PLAN_COVER, b, 30, &fb);
 	bigmem_configure(0, NULL);
 	print_message("    graph at attach: %llu bytes, %llu with 1 MiB\n",
 	              (unsigned long long)whole, (unsigned long long)capped);
 	assert_true(whole >= 40000 * 8);                  /* 2 slots of 8 bytes a position */
 	assert_true(capped <= (1 << 20) / 8 + 64 * 1024); /* the map, and the first nodes */
+	assert_true(attached_graph_bytes(book, 1 << 20) <= (1 << 20) / 8 + 64 * 1024);
 	assert_int_equal(na, 30);
 	assert_int_equal(nb, na);
 	assert_memory_equal(a, b, sizeof a);
