@@ -246,8 +246,10 @@ void sel_get_stats(SelStats *out, const Selector *s);
  * visited lose their edges (a thought one keeps its bound, and is built
  * again from the book when a search needs more than that) and what no kept
  * node leads to is dropped, until the graph takes about half of what the
- * filter and the map leave. What is selected stays exact: the graph is a
- * cache of the book (docs/bookgen.md, "The graph within a budget"). Call it
+ * filter and the map leave. The bounds stay exact, the graph being a cache
+ * of the book, but in one rare case (a position dropped from below an
+ * edgeless node, met again by another path, then changed: docs/bookgen.md,
+ * "Known limits" and "The graph within a budget"). Call it
  * between calls, and only when every result given to sel_add_result is in
  * the book as a new read transaction sees it (committed): a node built again
  * reads its record from the book. Nothing happens within a suspended call or

@@ -16,7 +16,9 @@
  * invalidation walk follows. A change to a node the graph no longer holds
  * (a late result for a lease released meanwhile) may lie below a dropped
  * part too, where no link leads: the next call then clears every bound
- * (Selector.orphaned).
+ * (Selector.orphaned). What escapes: a node dropped here and made again
+ * later by another path (a transposition), then changed; nothing links it
+ * to the edgeless node it was below (docs/bookgen.md, "Known limits").
  */
 #include "bookgen/selector_priv.h"
 
@@ -28,6 +30,9 @@
 #include "shogi/grow.h"
 
 enum { DROP = 0, KEEP = 1, KEEP_EDGES = 2 };
+
+/* u.e.off of a node a trim took the edges of (until it is built again). */
+#define EDGELESS UINT32_MAX
 
 typedef struct {
 	uint32_t child, parent;
@@ -104,14 +109,16 @@ static int add_pair(Pair **p, size_t *n, size_t *cap, uint32_t child, uint32_t p
 	return 0;
 }
 
-/* Whether a change below node n can make a bound stale: its own (an
- * edgeless node left by an earlier trim keeps it) or, when it is expanded,
- * those above it that used its value. A node neither expanded nor bounded
- * was not searched since its bound was cleared, by a walk that went on
- * above it. */
+/* Whether a change below node n can make a bound stale: its own, or those
+ * above it that used its value: when it is expanded, or was until a trim took
+ * its edges (EDGELESS) — with its bound, or without one when its value
+ * depended on a repetition above it (no bound stored), and its ancestors'
+ * bounds on it. A node that is neither was never searched, or not since a
+ * walk cleared its bound and went on above it. */
 static inline bool below_matters(const SelNode *n)
 {
-	return (n->flags & NF_EXPANDED) || n->bound != B_NONE;
+	return (n->flags & NF_EXPANDED) || n->bound != B_NONE ||
+	       (!(n->flags & NF_RAW) && n->u.e.off == EDGELESS);
 }
 
 /*
@@ -183,7 +190,7 @@ static void compact(Selector *s, const uint8_t *keep, uint32_t *newidx, uint64_t
 			/* Edgeless: built again from the book when a search needs
 			 * more than its bound. */
 			m.flags &= (uint8_t)~NF_EXPANDED;
-			m.u.e.off = 0;
+			m.u.e.off = EDGELESS;
 			m.u.e.n = 0;
 			m.u.e.best = NO_BEST;
 		}
