@@ -1073,11 +1073,14 @@ static void assert_root_values_agree(Selector *s, Selector *r)
 	assert_int_equal(v1, v2);
 }
 
-static void test_bookgen__a_trimmed_graph_selects_what_the_whole_one_does(void **state)
+/* One run from seed; strict: a seed known to part nowhere (below). */
+static void trimmed_run(unsigned long long seed, bool strict)
 {
-	(void)state;
 	char *dir = ts_mkdtemp(), book[4096], err[BOOKDB_ERRLEN];
-	unsigned long long seed = synth_book(book, sizeof book, dir, "trimmed_graph");
+	snprintf(book, sizeof book, "%s/b", dir);
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 3000 --seed %llu --quiet",
+	                         ts_joseki(), book, seed % 1000000),
+	                 0);
 	BookDB *db = NULL;
 	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
 	enum { NSEL = 4, BATCH = 8, HELD = 4, STILL = 20, ROUNDS = 60 };
@@ -1109,8 +1112,10 @@ static void test_bookgen__a_trimmed_graph_selects_what_the_whole_one_does(void *
 			for (int k = 0; k < 3; k++) {
 				int gk = sel_select(b, sel[k]);
 				assert_true(gk >= 0);
-				/* Each trimmed one's own bounds, every other step. */
-				if (k < 2 && i % 2 == 1) {
+				/* Each trimmed one's own bounds, every other step once
+				 * results come (a check clears them: while the book is
+				 * still, they are left to pile up over many trims). */
+				if (!still && k < 2 && i % 2 == 1) {
 					if (!bounds_exact(sel[k])) stale++;
 					exact++;
 				}
@@ -1184,7 +1189,7 @@ static void test_bookgen__a_trimmed_graph_selects_what_the_whole_one_does(void *
 		}
 	}
 	assert_true(ties < same / 10);
-	assert_true(exact > 400);
+	assert_true(exact > 250);
 	/* The one way a bound goes stale (docs/bookgen.md, "Known limits"): a
 	 * change at a position a trim dropped from below an edgeless node, met
 	 * again since by another path. Rare: 0 in 197 of 201 seeds tried, at
@@ -1196,6 +1201,10 @@ static void test_bookgen__a_trimmed_graph_selects_what_the_whole_one_does(void *
 	 * likely a ban made along another of two tied lines.) */
 	assert_true(same >= 480);  /* the whole graph's 160 and 320, and the trimmed ones' */
 	assert_true(parted <= 80); /* 320 steps while the book is still but a quarter */
+	if (strict) {
+		assert_int_equal(parted, 0);
+		assert_true(stale <= 2);
+	}
 	assert_true(thought > 80);
 	assert_true(latecount > 3);
 	SelStats s1, s2, su;
@@ -1256,6 +1265,22 @@ static void test_bookgen__a_trimmed_graph_selects_what_the_whole_one_does(void *
 	free(b);
 	ts_rmtree(dir);
 	free(dir);
+}
+
+/* A seed given (TEST_SEED) runs alone, within the tolerances; else three
+ * seeds on which nothing parts (nor on seeds 1 to 10), so that a trim that
+ * loses a link shows: with the shortcut links left out, 35, 9 and 27 steps
+ * part on them; with the edgeless nodes' links dropped, 5, 8 and 7. */
+static void test_bookgen__a_trimmed_graph_selects_what_the_whole_one_does(void **state)
+{
+	(void)state;
+	const char *given = getenv("TEST_SEED");
+	if (given && *given) {
+		trimmed_run(ts_seed("trimmed_graph"), false);
+		return;
+	}
+	static const unsigned long long SEEDS[] = {2, 4, 7};
+	for (size_t i = 0; i < sizeof SEEDS / sizeof *SEEDS; i++) trimmed_run(SEEDS[i], true);
 }
 
 /*
