@@ -616,7 +616,7 @@ int sel_g_call_begin(Selector *s)
 	/* A change to a node the graph had not met, after a trim: it may lie
 	 * below a part trimmed away, above which no walk reaches (sel_trim). */
 	if (s->orphaned) {
-		for (size_t i = 0; i < s->nnodes; i++) s->nodes[i].bound = B_NONE;
+		sel_clear_bounds(s);
 		s->orphaned = false;
 		s->st.trim_clears++;
 	}
@@ -885,11 +885,16 @@ int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, Retro
 	return r ? r : i < 0 ? 0 : 2;
 }
 
+uint64_t sel_g_fixed_bytes(const Selector *s)
+{
+	return (uint64_t)s->map.cap * sizeof *s->map.slot +
+	       (s->bloom_joined && s->bloom ? s->bloom_bytes : 0);
+}
+
 uint64_t sel_g_used_bytes(const Selector *s)
 {
 	return (uint64_t)s->nnodes * sizeof(SelNode) + (uint64_t)s->nedges * sizeof(SelEdge) +
-	       (uint64_t)s->nlinks * sizeof(SelLink) + (uint64_t)s->map.cap * sizeof *s->map.slot +
-	       (s->bloom_joined && s->bloom ? s->bloom_bytes : 0);
+	       (uint64_t)s->nlinks * sizeof(SelLink) + sel_g_fixed_bytes(s);
 }
 
 void sel_g_memory(SelStats *out, const Selector *s)

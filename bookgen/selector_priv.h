@@ -248,8 +248,11 @@ int64_t sel_g_node_for_change(Selector *s, Key k);
 int sel_g_add_link(Selector *s, uint32_t child, uint32_t parent);
 /* Clears the pending invalidations now (the walk of sel_g_call_begin). */
 int sel_g_flush(Selector *s);
-/* What sel_trim holds to its budget (SelStats.used_bytes). */
+/* What sel_trim holds to its budget (SelStats.used_bytes): the graph's
+ * nodes, edges and links in use, and what does not shrink: the node map
+ * (sized when the selector attached) and the key filter (fixed bytes). */
 uint64_t sel_g_used_bytes(const Selector *s);
+uint64_t sel_g_fixed_bytes(const Selector *s);
 /* The memory and filter figures of SelStats. */
 void sel_g_memory(SelStats *out, const Selector *s);
 /* Before a search: the pending invalidations; one read transaction for the

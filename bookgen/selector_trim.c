@@ -220,11 +220,8 @@ static void compact(Selector *s, const uint8_t *keep, uint32_t *newidx, uint64_t
 int64_t sel_trim(Selector *s, uint64_t budget)
 {
 	if (!s->lazy || s->in_call || s->ndefer) return 0;
-	/* What does not shrink: the node map (sized for the book when the
-	 * selector attached) and the key filter. */
-	uint64_t fixed = (uint64_t)s->map.cap * sizeof *s->map.slot +
-	                 (s->bloom_joined && s->bloom ? s->bloom_bytes : 0);
 	if (sel_g_used_bytes(s) <= budget) return 0;
+	uint64_t fixed = sel_g_fixed_bytes(s);
 	int r = sel_g_flush(s);
 	if (r) return r;
 	uint64_t target = (budget > fixed ? budget - fixed : 0) / 2;
