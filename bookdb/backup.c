@@ -63,7 +63,7 @@ static void *copy_main(void *arg)
 	if (!c->compact)
 		c->rc = mdb_env_copyfd2(c->env, c->fd, 0);
 	else if ((c->rc = bdb_rebuild(c->env, c->src_bytes, c->path, NULL)) == 0)
-		c->rc = bdb_counts_restamp_copy(c->path, false, false);
+		c->rc = bdb_counts_restamp_copy(c->path, false, false, NULL);
 	atomic_store(&c->done, true);
 	return NULL;
 }

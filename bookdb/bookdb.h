@@ -214,6 +214,21 @@ typedef struct {
 	uint64_t chg_seq;   /* the last sequence number given out as of txnid */
 } BookStamp;
 JOSEKI_MUST_USE int bookdb_stamp(BookStamp *out, BookDB *db);
+/*
+ * A stamp of a file this book's data file was written anew from. A book
+ * rebuilt (bookdb_compact, bookdb_rebuild_rewrite: joseki compact, a
+ * whole-book minimax) holds the same positions in another file, and keeps
+ * the stamps of the files it came from (the last BOOKDB_ORIGINS, newest
+ * first; a backup keeps none). When old names one of them and is no newer
+ * than it was then, old is rewritten as this file reads it: the stamp the
+ * new file had right after the rebuild when old was its source's stamp then
+ * (nothing written in between), else with txnid 0 and old's change-log
+ * sequence number, so that a comparison sees writes to catch up with from
+ * there (the log is copied with the book). Returns 1 rewritten, 0 not one of
+ * them (old left as it was), or a negative code.
+ */
+#define BOOKDB_ORIGINS 4
+JOSEKI_MUST_USE int bookdb_stamp_carry(BookStamp *old, BookDB *db);
 
 /* Begins a transaction (write: only one at a time, blocks while another process
  * writes). The caller ends it with bookdb_txn_commit or bookdb_txn_abort. */

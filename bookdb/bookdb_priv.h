@@ -26,6 +26,9 @@ extern const char *const DB_NAMES[BOOKDB_NDBS];
 /* Meta keys of the kept counts and the last scan's (counts.c). */
 #define META_COUNTS "counts"
 #define META_SCAN "scan"
+/* Meta key of the stamps of the files a book was written anew from (counts.c,
+ * bookdb_stamp_carry). */
+#define META_ORIGIN "origin"
 
 struct BookDB {
 	MDB_env *env;
@@ -208,8 +211,10 @@ int bdb_counts_commit(BookTxn *t);
 int bdb_counts_init(MDB_txn *txn, MDB_dbi meta);
 /* The compacting copy at path (one file): the kept counts and the scan
  * stamped with its transaction when they were current in the source, else
- * dropped; an LMDB code. */
-int bdb_counts_restamp_copy(const char *path, bool counts_ok, bool scan_ok);
+ * dropped; src, the source's stamp, put first among the files the copy was
+ * written from (NULL: the copy is not the book's next file, a backup: that
+ * list dropped); an LMDB code. */
+int bdb_counts_restamp_copy(const char *path, bool counts_ok, bool scan_ok, const BookStamp *src);
 extern _Thread_local uint64_t bdb_pos_reads_tls;
 /* Every write to pos: the kept counts, the write, then its change-log entry. */
 int bdb_pos_write(BookTxn *t, int op, const uint8_t kb[16], const void *val, size_t len);

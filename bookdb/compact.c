@@ -372,6 +372,9 @@ static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint6
 		if ((rc = bookdb_counts(&counts, t)) == 0) rc = bookdb_scan_get(&scan, t);
 		bookdb_txn_abort(t);
 	}
+	/* The stamp data kept beside the book carries (bookdb_stamp_carry). */
+	BookStamp src;
+	if (rc == 0) rc = bookdb_stamp(&src, db);
 	if (rc) return errmsg_set(err, BOOKDB_ERRLEN, rc, "%.200s: %s", dir, bookdb_strerror(rc));
 	if (tf) tf->counts_same = true;
 	if ((rc = bdb_rebuild(db->env, *before, tmp, tf)) == MDB_PANIC && tf && tf->fn_rc) {
@@ -381,7 +384,7 @@ static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint6
 	/* A record rewritten writes the book: the last scan is not current. */
 	bool counts_ok = counts.kept && (!tf || tf->counts_same);
 	bool scan_ok = scan.current && (!tf || !tf->rewritten);
-	if (rc || (rc = bdb_counts_restamp_copy(tmp, counts_ok, scan_ok)) ||
+	if (rc || (rc = bdb_counts_restamp_copy(tmp, counts_ok, scan_ok, &src)) ||
 	    (fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) < 0) {
 		int e = rc ? rc : errno;
 		/* LMDB gives a short write, what a disk filled by the copy

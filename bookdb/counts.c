@@ -263,7 +263,86 @@ int bookdb_scan_put(BookTxn *t, uint64_t at, const BookScanKept *s)
  * and the scan keeps its figures, stamped 0 (not current). Returns an LMDB
  * code.
  */
-int bdb_counts_restamp_copy(const char *path, bool counts_ok, bool scan_ok)
+/*
+ * meta "origin": the files the book was written anew from. 8 bytes
+ * little-endian, the id of the transaction that stamped the copy (the new
+ * file's last one then), and up to BOOKDB_ORIGINS stamps of 40 bytes
+ * (device, inode, transaction id, change log's state and last sequence
+ * number, each 8 bytes little-endian), the newest first.
+ */
+#define ORIGIN_STAMP 40
+
+static void stamp_put(uint8_t *b, const BookStamp *s)
+{
+	le64_put(b, s->dev);
+	le64_put(b + 8, s->ino);
+	le64_put(b + 16, s->txnid);
+	le64_put(b + 24, s->chg_state);
+	le64_put(b + 32, s->chg_seq);
+}
+
+static void stamp_get(BookStamp *s, const uint8_t *b)
+{
+	s->dev = le64_get(b);
+	s->ino = le64_get(b + 8);
+	s->txnid = le64_get(b + 16);
+	s->chg_state = le64_get(b + 24);
+	s->chg_seq = le64_get(b + 32);
+}
+
+/* The copy's origin (in txn, its restamp): src first, then the source's
+ * own, which the copy holds as it was; src NULL drops it. */
+static int origin_restamp(MDB_txn *txn, MDB_dbi meta, const BookStamp *src)
+{
+	MDB_val k = {strlen(META_ORIGIN), META_ORIGIN}, v;
+	int rc = mdb_get(txn, meta, &k, &v);
+	if (rc && rc != MDB_NOTFOUND) return rc;
+	if (!src) return rc ? 0 : mdb_del(txn, meta, &k, NULL);
+	uint8_t b[8 + BOOKDB_ORIGINS * ORIGIN_STAMP];
+	le64_put(b, (uint64_t)mdb_txn_id(txn));
+	stamp_put(b + 8, src);
+	size_t n = 1;
+	for (size_t at = 8; rc == 0 && n < BOOKDB_ORIGINS && at + ORIGIN_STAMP <= v.mv_size;
+	     at += ORIGIN_STAMP)
+		memcpy(b + 8 + ORIGIN_STAMP * n++, (const uint8_t *)v.mv_data + at, ORIGIN_STAMP);
+	MDB_val nv = {8 + ORIGIN_STAMP * n, b};
+	return mdb_put(txn, meta, &k, &nv, 0);
+}
+
+int bookdb_stamp_carry(BookStamp *old, BookDB *db)
+{
+	BookStamp now;
+	int rc = bookdb_stamp(&now, db);
+	if (rc < 0) return rc;
+	if (old->dev == now.dev && old->ino == now.ino) return 0;
+	BookTxn *t;
+	if ((rc = bookdb_txn_begin(&t, db, false)) < 0) return rc;
+	MDB_val k = {strlen(META_ORIGIN), META_ORIGIN}, v;
+	rc = mdb_get(t->txn, db->dbi[BOOKDB_META], &k, &v);
+	if (rc) {
+		bookdb_txn_abort(t);
+		return rc == MDB_NOTFOUND ? 0 : bdb_xlate(rc);
+	}
+	const uint8_t *b = v.mv_data;
+	uint64_t made = v.mv_size >= 8 ? le64_get(b) : 0;
+	int found = 0;
+	for (size_t at = 8; !found && at + ORIGIN_STAMP <= v.mv_size; at += ORIGIN_STAMP) {
+		BookStamp e;
+		stamp_get(&e, b + at);
+		if (e.dev != old->dev || e.ino != old->ino || old->txnid > e.txnid ||
+		    old->chg_seq > e.chg_seq)
+			continue;
+		found = 1;
+		bool same = at == 8 && memcmp(&e, old, sizeof e) == 0;
+		old->dev = now.dev;
+		old->ino = now.ino;
+		old->txnid = same ? made : 0;
+	}
+	bookdb_txn_abort(t);
+	return found;
+}
+
+int bdb_counts_restamp_copy(const char *path, bool counts_ok, bool scan_ok, const BookStamp *src)
 {
 	MDB_env *env;
 	MDB_txn *txn = NULL;
@@ -306,6 +385,7 @@ int bdb_counts_restamp_copy(const char *path, bool counts_ok, bool scan_ok)
 		MDB_val nv = {n, b};
 		rc = mdb_put(txn, meta, &k, &nv, 0);
 	}
+	if (!rc) rc = origin_restamp(txn, meta, src);
 	if (!rc) {
 		rc = mdb_txn_commit(txn);
 		txn = NULL;

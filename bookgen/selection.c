@@ -125,8 +125,16 @@ int selection_resume(Selector **sel, Plan **plan, BookDB *db, const SelectionSpe
 			           bookdb_strerror(rc));
 		else
 			rc = snap_open_any(&snap, path, note);
-		/* Written since: by a writer the change log can tell of. */
-		const BookStamp *from = rc == 0 ? snap_stamp(snap) : NULL;
+		/* Written since: by a writer the change log can tell of; of the
+		 * file the book was written anew from, as this one reads it. */
+		BookStamp fst = {0};
+		const BookStamp *from = NULL;
+		bool carried = false;
+		if (rc == 0) {
+			fst = *snap_stamp(snap);
+			from = &fst;
+			carried = bookdb_stamp_carry(&fst, db) == 1;
+		}
 		bool behind = from && memcmp(from, &st, sizeof st) != 0;
 		if (behind && (from->dev != st.dev || from->ino != st.ino))
 			rc = errmsg_set(note, SNAP_ERRLEN, SEL_ESTALE, "selector snapshot %s: %s",
@@ -136,6 +144,11 @@ int selection_resume(Selector **sel, Plan **plan, BookDB *db, const SelectionSpe
 			rc = selection_open(sel, plan, db, spec, snap, note);
 			if (rc == 0 && behind && (rc = sel_catch_up(*sel, from, &cu, note)) == 0)
 				sel_catch_up_note(note, SNAP_ERRLEN, &cu);
+			if (rc == 0 && carried) {
+				size_t n = strlen(note);
+				snprintf(note + n, SNAP_ERRLEN - n, "%s%s", n ? "; " : "",
+				         SNAP_CARRIED);
+			}
 			if (rc == 0 && (rc = selection_release_all(*sel)) < 0)
 				errmsg_set(note, SNAP_ERRLEN, rc, "%s", sel_strerror(rc));
 			if (rc < 0 && *sel) {

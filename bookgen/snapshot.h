@@ -122,6 +122,9 @@ JOSEKI_MUST_USE int sel_catch_up(Selector *s, const BookStamp *from, SelCatchUp 
 /* What a catch-up did, for a note: "caught up with the book: N positions
  * written since, M of them in the graph, K new to it" (len bytes). */
 void sel_catch_up_note(char *out, size_t len, const SelCatchUp *cu);
+/* What a start says of a snapshot of the file the book was written anew from
+ * (bookdb_stamp_carry). */
+#define SNAP_CARRIED "written before the book was written anew (compact, a whole-book minimax)"
 
 /*
  * The plan's section: its options, roots and weights, and per (root, colour)

@@ -298,11 +298,18 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 	uint64_t gen = 0;      /* a checkpoint's: its journal replayed */
 	bool catch_up = false; /* else the book's change log */
 	SelCatchUp cu = {0};
-	if (rc == 0 && memcmp(snap_stamp(snap), &st, sizeof st) != 0) {
-		rc = co_journal_check(c, snap_stamp(snap), &st, err);
-		gen = snap_stamp(snap)->txnid;
-		if (rc == SEL_ESTALE && snap_stamp(snap)->dev == st.dev &&
-		    snap_stamp(snap)->ino == st.ino) {
+	/* Of the file the book was written anew from (a compact, a whole-book
+	 * minimax), as this one reads it. */
+	BookStamp from = {0};
+	bool carried = false;
+	if (rc == 0) {
+		from = *snap_stamp(snap);
+		carried = bookdb_stamp_carry(&from, c->db) == 1;
+	}
+	if (rc == 0 && memcmp(&from, &st, sizeof st) != 0) {
+		rc = co_journal_check(c, &from, &st, err);
+		gen = from.txnid;
+		if (rc == SEL_ESTALE && from.dev == st.dev && from.ino == st.ino) {
 			rc = 0;
 			gen = 0;
 			catch_up = true;
@@ -316,7 +323,7 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 		if (rc == 0 && gen) rc = co_journal_replay(c, gen, err);
 		if (rc == 0 && catch_up) {
 			char cerr[SNAP_ERRLEN];
-			rc = sel_catch_up(c->sel, snap_stamp(snap), &cu, cerr);
+			rc = sel_catch_up(c->sel, &from, &cu, cerr);
 			/* Why neither the journal nor the change log would do. */
 			if (rc < 0) snap_reasons(err, jerr, cerr);
 		}
@@ -344,8 +351,11 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 	if (rc == 0 && catch_up) {
 		char what[SNAP_ERRLEN];
 		sel_catch_up_note(what, sizeof what, &cu);
-		snprintf(c->snap_note, sizeof c->snap_note, "%.200s, in %.2f s", what,
-		         c->snap_replay_ms / 1000);
+		snprintf(c->snap_note, sizeof c->snap_note, "%.150s, in %.2f s%s%s", what,
+		         c->snap_replay_ms / 1000, carried ? "; " : "",
+		         carried ? SNAP_CARRIED : "");
+	} else if (rc == 0 && carried) {
+		snprintf(c->snap_note, sizeof c->snap_note, "%s", SNAP_CARRIED);
 	}
 	snap_close(snap);
 }

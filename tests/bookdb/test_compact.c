@@ -539,6 +539,161 @@ static void test_compact__rebuild_rewrite_through_a_function(void **state)
 	free(dir);
 }
 
+static BookStamp stamp_of(const char *book)
+{
+	BookDB *db;
+	char err[BOOKDB_ERRLEN];
+	BookStamp st;
+	if (bookdb_open(&db, book, NULL, err) != 0) fail_msg("open: %s", err);
+	assert_int_equal(bookdb_stamp(&st, db), 0);
+	bookdb_free(db);
+	return st;
+}
+
+/* bookdb_stamp_carry on the book in book for old: its return, *out the stamp. */
+static int carry_in(const char *book, BookStamp old, BookStamp *out)
+{
+	BookDB *db;
+	char err[BOOKDB_ERRLEN];
+	if (bookdb_open(&db, book, NULL, err) != 0) fail_msg("open: %s", err);
+	int rc = bookdb_stamp_carry(&old, db);
+	bookdb_free(db);
+	*out = old;
+	return rc;
+}
+
+/* Readers of the files replaced, held open to the end of the test: a file
+ * system gives a freed inode to the next file made, and a stamp names a
+ * file by its inode. */
+static BookDB *g_held[8];
+static int g_nheld;
+
+static void hold_file(const char *book)
+{
+	BookDBOptions ro = {.read_only = true};
+	char err[BOOKDB_ERRLEN];
+	assert_true(g_nheld < 8);
+	if (bookdb_open(&g_held[g_nheld++], book, &ro, err) != 0) fail_msg("open: %s", err);
+}
+
+static void compact_book(const char *book)
+{
+	uint64_t before, after;
+	char err[BOOKDB_ERRLEN];
+	hold_file(book);
+	if (bookdb_compact(book, &before, &after, err) != 0) fail_msg("compact: %s", err);
+}
+
+/*
+ * A book written anew keeps the stamps of the files it came from, so that
+ * data stamped with the old file (the selector's snapshot) carries over:
+ * exactly (the new file's stamp right after the rebuild) when nothing was
+ * written between, else as behind from its change-log sequence number, whose
+ * entries the new file still holds. Four files back; not a backup's copy,
+ * another book, the file itself, or a stamp newer than the one kept. (The
+ * old files are held open by readers, as a coordinator's process may hold
+ * one: else the file system may give a new file the inode of an old one.)
+ */
+static void test_compact__a_stamp_carries_to_the_file_written_anew(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], other[600], bk[600], err[BOOKDB_ERRLEN];
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(other, sizeof other, "%s/o", dir);
+	snprintf(bk, sizeof bk, "%s/bk", dir);
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s synth %s --positions 2000 --seed 5 --quiet && cp -r %s %s",
+	                         ts_joseki(), book, book, other),
+	                 0);
+	BookDB *db;
+	BookTxn *t;
+	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	assert_int_equal(bookdb_changes_enable(t), 0);
+	assert_int_equal(bookdb_txn_commit(t), 0);
+	bookdb_free(db);
+	BookStamp s0 = stamp_of(book), got;
+	assert_int_equal(s0.chg_state, BOOKDB_CHANGES_ON);
+	/* Not written anew yet: nothing to carry; the file itself is left. */
+	assert_int_equal(carry_in(book, s0, &got), 0);
+	assert_memory_equal(&got, &s0, sizeof got);
+	compact_book(book);
+	BookStamp s1 = stamp_of(book);
+	assert_false(s1.dev == s0.dev && s1.ino == s0.ino);
+	assert_int_equal(s1.chg_seq, s0.chg_seq);
+	assert_int_equal(carry_in(book, s0, &got), 1);
+	assert_memory_equal(&got, &s1, sizeof got); /* exactly: nothing written between */
+	assert_int_equal(carry_in(book, s1, &got), 0);
+	/* Another book (a copy of the same) carries nothing, and is not carried. */
+	assert_int_equal(carry_in(other, s0, &got), 0);
+	assert_int_equal(carry_in(book, stamp_of(other), &got), 0);
+	/* A position written, then written anew: s1 carries exactly, s0 as
+	 * behind from its sequence number, whose entries are still there. */
+	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	BookIter *it;
+	const uint8_t *val;
+	size_t len;
+	Key k;
+	assert_int_equal(bookdb_iter_open(&it, t), 0);
+	assert_int_equal(bookdb_iter_next(it, &k, &val, &len), 1);
+	uint8_t copy[BOOKDB_RECORD_MAX];
+	memcpy(copy, val, len);
+	bookdb_iter_free(it);
+	assert_int_equal(bookdb_put_raw(t, k, copy, len), 0);
+	assert_int_equal(bookdb_txn_commit(t), 0);
+	bookdb_free(db);
+	BookStamp s2 = stamp_of(book);
+	assert_int_equal(s2.chg_seq, s1.chg_seq + 1);
+	compact_book(book);
+	BookStamp s3 = stamp_of(book);
+	assert_int_equal(carry_in(book, s2, &got), 1);
+	assert_memory_equal(&got, &s3, sizeof got);
+	assert_int_equal(carry_in(book, s1, &got), 1);
+	assert_true(got.dev == s3.dev && got.ino == s3.ino);
+	assert_int_equal(got.txnid, 0); /* behind: written since */
+	assert_int_equal(got.chg_seq, s1.chg_seq);
+	assert_int_equal(carry_in(book, s0, &got), 1);
+	assert_int_equal(got.txnid, 0);
+	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	BookChangesIter *ci;
+	uint64_t seq;
+	Key ck;
+	assert_int_equal(bookdb_changes_iter_open(&ci, t, s1.chg_seq + 1), 0);
+	assert_int_equal(bookdb_changes_iter_next(ci, &seq, &ck), 1);
+	assert_int_equal(seq, s1.chg_seq + 1);
+	assert_true(key_equal(ck, k));
+	bookdb_changes_iter_free(ci);
+	bookdb_txn_abort(t);
+	bookdb_free(db);
+	/* Newer than the stamp kept: a file the book was never written from. */
+	BookStamp late = s2;
+	late.txnid++;
+	assert_int_equal(carry_in(book, late, &got), 0);
+	/* A whole-book minimax that rebuilds the book carries too. */
+	hold_file(book);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s --full --quiet", ts_joseki(), book), 0);
+	BookStamp s4 = stamp_of(book);
+	assert_false(s4.dev == s3.dev && s4.ino == s3.ino);
+	assert_int_equal(carry_in(book, s3, &got), 1);
+	assert_true(got.dev == s4.dev && got.ino == s4.ino);
+	/* A backup's copy keeps none (it is not the book's next file). */
+	assert_int_equal(ts_runf(NULL, NULL, "%s backup %s %s --compact", ts_joseki(), book, bk),
+	                 0);
+	assert_int_equal(carry_in(bk, s3, &got), 0);
+	assert_int_equal(carry_in(bk, s0, &got), 0);
+	/* The last BOOKDB_ORIGINS files: two more, and s0 is forgotten. */
+	compact_book(book);
+	assert_int_equal(carry_in(book, s0, &got), 1);
+	compact_book(book);
+	assert_int_equal(carry_in(book, s0, &got), 0);
+	assert_int_equal(carry_in(book, s2, &got), 1);
+	while (g_nheld > 0) bookdb_free(g_held[--g_nheld]);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /*
  * A switch killed between its rename and the removal of LMDB's lock file
  * (simulated: open.lock names the old data file, as the switch writes it
@@ -624,6 +779,7 @@ int main(void)
 	    cmocka_unit_test(test_compact__survives_kill_9_at_any_moment),
 	    cmocka_unit_test(test_compact__a_whole_book_minimax_writes_full_pages),
 	    cmocka_unit_test(test_compact__rebuild_rewrite_through_a_function),
+	    cmocka_unit_test(test_compact__a_stamp_carries_to_the_file_written_anew),
 	    cmocka_unit_test(test_compact__an_open_mends_a_switch_killed_half_way),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,7 @@
 #include "cluster/coord.h"
 #include "cluster/coord_history.h"
 #include "bookgen/roots.h"
+#include "bookgen/snapshot.h"
 #include "shogi/clock.h"
 #include "shogi/keymap.h"
 #include "shogi/movegen.h"
@@ -956,6 +957,10 @@ static void synth_into(const char *dir, unsigned long long seed)
 	free(err);
 }
 
+/* Whether reopen_sliced compacts the book between the close and the open
+ * (joseki compact: the book written anew, another file); twins_open clears it. */
+static bool g_compact_between;
+
 /* Two coordinators over two copies of one synthetic book, under one
  * policy: [0] with every search whole in its acquire, [1] with slice_ms. */
 typedef struct {
@@ -986,6 +991,7 @@ static unsigned long long seed_with_leaves(int mode, unsigned long long seed)
 
 static void twins_open(Twins *t, int mode, unsigned long long seed, double slice_ms)
 {
+	g_compact_between = false;
 	seed = seed_with_leaves(mode, seed);
 	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
 	                  .multipv = 3,
@@ -1360,6 +1366,11 @@ static Coord *reopen_sliced(Twins *t, const char *path, int mode, bool close_fir
 		int rc = coord_close(t->c[1], NULL, err);
 		if (rc < 0) fail_msg("coord_close: %s", err);
 		bookdb_free(t->db[1]);
+		char *cerr = NULL;
+		if (g_compact_between &&
+		    ts_runf(NULL, &cerr, "%s compact %s", ts_joseki(), t->dir[1]) != 0)
+			fail_msg("compact: %s", cerr ? cerr : "");
+		free(cerr);
 	}
 	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
 	                  .multipv = 3,
@@ -1389,6 +1400,8 @@ static Coord *twins_with_snapshot(Twins *t, char *path, size_t len, int mode,
  * restarts fall between an acquire and its results (the lease is restored
  * from the book, its positions leased in the restored selector). Every
  * restart is restored from the snapshot, which is then gone from the disk.
+ * Every other restart comes after a compaction of the book (another file, the
+ * same positions): the snapshot carries over (bookdb_stamp_carry) and says so.
  */
 static void snapshot_run(int mode, unsigned long long seed)
 {
@@ -1403,7 +1416,7 @@ static void snapshot_run(int mode, unsigned long long seed)
 	assert_non_null(lw);
 	assert_non_null(ls);
 	assert_non_null(r);
-	int leaves = 0, restarts = 0, mid = 0;
+	int leaves = 0, restarts = 0, mid = 0, compacted = 0;
 	for (int round = 0; round < 40; round++) {
 		int n = acquire(t.c[0], lw, &A, 6, T0);
 		int m = acquire(t.c[1], ls, &A, 6, T0);
@@ -1415,13 +1428,16 @@ static void snapshot_run(int mode, unsigned long long seed)
 		if (n == 0) break;
 		leaves += n;
 		bool restart = round % 4 == 3, between = round % 8 == 3;
+		g_compact_between = round % 16 >= 8;
 		if (restart && between) {
 			/* Closed with the lease out: the restarted one takes its results. */
 			reopen_with_snapshot(&t, path, mode, true);
 			assert_true(coord_snapshot_restored(t.c[1], &note, NULL));
 			assert_false(access(path, F_OK) == 0);
+			assert_int_equal(strstr(note, SNAP_CARRIED) != NULL, g_compact_between);
 			restarts++;
 			mid++;
+			compacted += g_compact_between;
 		}
 		for (int i = 0; i < n; i++) {
 			answer(r, &lw->pos[i], 4);
@@ -1436,13 +1452,18 @@ static void snapshot_run(int mode, unsigned long long seed)
 			if (!coord_snapshot_restored(t.c[1], &note, NULL))
 				fail_msg("not restored: %s", note);
 			assert_false(access(path, F_OK) == 0);
+			assert_int_equal(strstr(note, SNAP_CARRIED) != NULL, g_compact_between);
 			restarts++;
+			compacted += g_compact_between;
 		}
 	}
-	print_message("snapshot (%s): %d leaves, %d restarts (%d with a lease out)\n",
-	              mode == PLAN_PV ? "pv" : "cover", leaves, restarts, mid);
+	g_compact_between = false;
+	print_message("snapshot (%s): %d leaves, %d restarts (%d with a lease out, %d after a "
+	              "compaction)\n",
+	              mode == PLAN_PV ? "pv" : "cover", leaves, restarts, mid, compacted);
 	assert_true(leaves > 60);
 	assert_true(restarts >= 5);
+	assert_true(compacted >= 2);
 	free(lw);
 	free(ls);
 	free(r);
