@@ -1,0 +1,46 @@
+/*
+ * bookgen/provisional.h — leaves from the book's own values, for while the
+ * selector cannot answer yet (docs/cluster.md, "Provisional leaves").
+ *
+ * The selector's first search from scratch over a large book takes as long
+ * as the thought part it must search (minutes at 10⁹ positions). Meanwhile a
+ * coordinator can hand out leaves the book's stored values point to: from a
+ * root, depth first, at each thought position its moves by their stored
+ * value, best first (minimax's per-move value when its last run left one,
+ * else the engine's evaluation; a value that comes from a repetition last,
+ * as no leaf ends its line), into thought children and out to the first
+ * children that are not thought. On a book minimax has valued, the first
+ * leaf is the end of the book's principal variation, which is the selector's
+ * leaf but for what it counts and the book's values do not (the kif bonus,
+ * leases, results since the last minimax run, the path's repetitions). It
+ * reads one record a ply, in a read transaction of its own, and uses no
+ * selector: it may run while a selector's search is suspended.
+ */
+#ifndef BOOKGEN_PROVISIONAL_H
+#define BOOKGEN_PROVISIONAL_H
+
+#include <stdbool.h>
+
+#include "bookdb/bookdb.h"
+#include "bookgen/selector.h"
+#include "shogi/position.h"
+
+/* Whether key is not to be handed out (leased, thought since, handed out). */
+typedef bool (*ProvTakenFn)(void *ctx, Key key);
+
+/*
+ * Up to n leaves under the root root_sfen (its index root in the leaves), in
+ * the order above: leaves[i] (key, value of the leaf move from the root
+ * side's view, the moves from the root) and pos[i] its position. Skips the
+ * keys taken(ctx, key) names, avoided moves, moves with neither a value nor
+ * an analysis, moves back into the line walked, lines past SEL_MAX_PLY.
+ * Reads at most max_reads records (0: 4,096). Returns the number found
+ * (0 when the root is not thought, everything is taken, or the reads ran
+ * out), SEL_EINVAL for a root that does not parse, SEL_ENOMEM, SEL_EBOOK or
+ * SEL_ECORRUPT.
+ */
+JOSEKI_MUST_USE int prov_leaves(SelLeaf *leaves, Position *pos, int n, BookDB *db,
+                                const char *root_sfen, int root, ProvTakenFn taken, void *ctx,
+                                int max_reads);
+
+#endif

@@ -1,0 +1,180 @@
+/*
+ * tests/bookgen/test_provisional.c — provisional leaves (bookgen/provisional.h)
+ * on a synthetic book minimax has valued: the first is the end of the book's
+ * principal variation, the one a selector without kif bonus finds; every one
+ * is a legal line from the root to a position the book has not thought; what
+ * is taken is skipped without changing the order of the rest; the reads are
+ * bounded; a root the book has not thought gives none.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bookdb/bookdb.h"
+#include "bookgen/provisional.h"
+#include "bookgen/selector.h"
+#include "shogi/notation.h"
+#include "shogi/position.h"
+#include "tests/support/support.h"
+
+#define N 60
+
+/* Keys taken: a list. */
+typedef struct {
+	Key keys[N];
+	int n;
+} Taken;
+
+static bool taken_fn(void *ctx, Key key)
+{
+	const Taken *t = ctx;
+	for (int i = 0; i < t->n; i++)
+		if (key_equal(t->keys[i], key)) return true;
+	return false;
+}
+
+static void test_provisional__leaves_follow_the_books_values(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], err[BOOKDB_ERRLEN];
+	snprintf(book, sizeof book, "%s/b", dir);
+	unsigned long long seed = ts_seed("provisional") % 1000000;
+	char *out = NULL, *serr = NULL;
+	if (ts_runf(&out, &serr,
+	            "%s synth %s --positions 20000 --seed %llu --quiet && %s minimax %s --quiet",
+	            ts_joseki(), book, seed, ts_joseki(), book) != 0)
+		fail_msg("setup: %s", serr ? serr : "");
+	free(out);
+	free(serr);
+	BookDB *db;
+	BookDBOptions ro = {.read_only = true};
+	assert_int_equal(bookdb_open(&db, book, &ro, err), 0);
+	SelLeaf *lv = calloc(N, sizeof *lv), *again = calloc(N, sizeof *again);
+	Position *pos = calloc(N, sizeof *pos), *p2 = calloc(N, sizeof *p2), *p = malloc(sizeof *p);
+	assert_true(lv && again && pos && p2 && p);
+	Taken none = {.n = 0};
+	int n = prov_leaves(lv, pos, N, db, SFEN_STARTPOS, 0, taken_fn, &none, 0);
+	print_message("seed %llu: %d leaves, the first at %d plies, value %d\n", seed, n,
+	              n ? lv[0].nmoves : 0, n ? lv[0].value : 0);
+	assert_int_equal(n, N);
+	/* Each a legal line to a position the book has not thought, none twice. */
+	BookTxn *t;
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_non_null(rec);
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(sfen_parse(p, SFEN_STARTPOS, NULL, NULL), 0);
+		for (int j = 0; j < lv[i].nmoves; j++) {
+			assert_true(pos_is_legal(p, lv[i].moves[j]));
+			pos_do_move(p, lv[i].moves[j]);
+		}
+		assert_true(key_equal(pos_key(p), lv[i].key));
+		assert_true(key_equal(pos_key(&pos[i]), lv[i].key));
+		assert_int_equal(lv[i].root, 0);
+		int g = bookdb_get(rec, t, lv[i].key);
+		assert_true(g == BOOKDB_ENOTFOUND || (g == 0 && !(rec->flags & BOOKDB_REC_THOUGHT)));
+		for (int j = 0; j < i; j++) assert_false(key_equal(lv[i].key, lv[j].key));
+	}
+	/* The first follows the book's values: at each ply, a move valued
+	 * better than the one taken (a repetition's value aside) leads back into
+	 * the line or to a thought position (whose lines found no leaf); where
+	 * none did and no repetition is valued, each value is the leaf's. */
+	Key line[SEL_MAX_PLY + 1];
+	assert_int_equal(sfen_parse(p, SFEN_STARTPOS, NULL, NULL), 0);
+	bool cycles = false, leaf_valued = true;
+	for (int j = 0; j < lv[0].nmoves; j++) {
+		line[j] = pos_key(p);
+		assert_int_equal(bookdb_get(rec, t, pos_key(p)), 0);
+		assert_true(rec->flags & BOOKDB_REC_MINIMAX);
+		int at = -1;
+		for (int i = 0; i < rec->nmoves; i++)
+			if (rec->moves[i].move == lv[0].moves[j]) at = i;
+		assert_true(at >= 0);
+		cycles |= rec->moves[at].dist >= 9997;
+		int taken_value = rec->moves[at].value;
+		for (int i = 0; i < rec->nmoves; i++) {
+			const BookMove *m = &rec->moves[i];
+			if (m->value == BOOKDB_NOVALUE) continue;
+			if (m->dist >= 9997) {
+				cycles = true;
+				continue;
+			}
+			if (m->value <= taken_value) continue;
+			pos_do_move(p, m->move);
+			bool back = false;
+			for (int k = 0; k <= j; k++) back |= key_equal(line[k], pos_key(p));
+			BookRecord *cr = malloc(sizeof *cr);
+			assert_non_null(cr);
+			bool thought =
+			    bookdb_get(cr, t, pos_key(p)) == 0 && (cr->flags & BOOKDB_REC_THOUGHT);
+			free(cr);
+			pos_undo_move(p);
+			assert_true(back || thought);
+			cycles = true; /* a line left: the leaf's value is another */
+		}
+		leaf_valued &= (j % 2 == 0 ? taken_value : -taken_value) == lv[0].value;
+		pos_do_move(p, lv[0].moves[j]);
+	}
+	bookdb_txn_abort(t);
+	assert_true(leaf_valued || cycles);
+	/* A selector over the same book without the kif bonus leads to it too
+	 * (the synthetic book has no games: the bonus would change nothing)
+	 * when no repetition meets the line: the selector bans a line that
+	 * repeats and searches the others, where the book's values do not say
+	 * which leaf is best. */
+	Selector *s;
+	SelOptions so = {.kif_bonus = 0};
+	assert_int_equal(sel_new(&s, &so), 0);
+	assert_int_equal(sel_attach(s, db, NULL), 0);
+	assert_int_equal(sel_add_root(s, ts_line_key("startpos"), BLACK), 0);
+	SelLeaf *sl = malloc(sizeof *sl);
+	assert_non_null(sl);
+	assert_int_equal(sel_select(sl, s), 1);
+	print_message("selector: %d plies, value %d%s\n", sl->nmoves, sl->value,
+	              cycles ? " (repetitions beside the line)" : "");
+	if (!cycles) {
+		assert_int_equal(sl->value, lv[0].value);
+		assert_true(key_equal(sl->key, lv[0].key));
+	}
+	free(sl);
+	sel_free(s);
+	/* The first ten taken: the others come in the same order. */
+	Taken ten = {.n = 10};
+	for (int i = 0; i < 10; i++) ten.keys[i] = lv[i].key;
+	int m = prov_leaves(again, p2, N - 10, db, SFEN_STARTPOS, 0, taken_fn, &ten, 0);
+	assert_int_equal(m, N - 10);
+	for (int i = 0; i < m; i++) assert_true(key_equal(again[i].key, lv[10 + i].key));
+	/* Bounded reads: the root and a few plies. */
+	m = prov_leaves(again, p2, N, db, SFEN_STARTPOS, 0, taken_fn, &none, 3);
+	assert_true(m < 3);
+	/* A root the book has not thought: none; a root that does not parse. */
+	assert_int_equal(prov_leaves(again, p2, N, db, "9/9/9/9/4k4/9/9/9/4K4 b RBGSNLP 1", 0,
+	                             taken_fn, &none, 0),
+	                 0);
+	assert_int_equal(prov_leaves(again, p2, N, db, "not a position", 0, taken_fn, &none, 0),
+	                 SEL_EINVAL);
+	free(rec);
+	free(lv);
+	free(again);
+	free(pos);
+	free(p2);
+	free(p);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	shogi_init();
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_provisional__leaves_follow_the_books_values),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
