@@ -11,9 +11,9 @@
 
 typedef struct {
 	Move move;
-	int value;   /* the mover's view */
-	bool cycle;  /* the value is a repetition's: no leaf at the end of its line */
-	int index;   /* in the record: ties keep its order */
+	int value;  /* the mover's view */
+	bool cycle; /* the value is a repetition's: no leaf at the end of its line */
+	int index;  /* in the record: ties keep its order */
 } PMove;
 
 /* A minimax dist that says the value comes from a repetition (docs/minimax.md:
@@ -84,8 +84,8 @@ static bool found_already(const SelLeaf *leaves, int found, Key k)
 	return false;
 }
 
-int prov_leaves(SelLeaf *leaves, Position *pos, int n, BookDB *db, const char *root_sfen,
-                int root, ProvTakenFn taken, void *ctx, int max_reads)
+int prov_leaves(SelLeaf *leaves, Position *pos, int n, BookDB *db, const char *root_sfen, int root,
+                ProvTakenFn taken, void *ctx, int max_reads)
 {
 	if (max_reads <= 0) max_reads = PROV_READS_DEFAULT;
 	Position *p = malloc(sizeof *p);
@@ -134,7 +134,8 @@ int prov_leaves(SelLeaf *leaves, Position *pos, int n, BookDB *db, const char *r
 			l->key = k;
 			l->value = depth % 2 == 0 ? pm.value : -pm.value;
 			l->nmoves = depth + 1;
-			for (int i = 0; i < depth; i++) l->moves[i] = w->lv[i].mv[w->lv[i].next - 1].move;
+			for (int i = 0; i < depth; i++)
+				l->moves[i] = w->lv[i].mv[w->lv[i].next - 1].move;
 			l->moves[depth] = pm.move;
 			pos[found++] = *p;
 			pos_undo_move(p);

@@ -78,16 +78,17 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 		assert_true(key_equal(pos_key(&pos[i]), lv[i].key));
 		assert_int_equal(lv[i].root, 0);
 		int g = bookdb_get(rec, t, lv[i].key);
-		assert_true(g == BOOKDB_ENOTFOUND || (g == 0 && !(rec->flags & BOOKDB_REC_THOUGHT)));
+		assert_true(g == BOOKDB_ENOTFOUND ||
+		            (g == 0 && !(rec->flags & BOOKDB_REC_THOUGHT)));
 		for (int j = 0; j < i; j++) assert_false(key_equal(lv[i].key, lv[j].key));
 	}
 	/* The first follows the book's values: at each ply, a move valued
 	 * better than the one taken (a repetition's value aside) leads back into
-	 * the line or to a thought position (whose lines found no leaf); where
-	 * none did and no repetition is valued, each value is the leaf's. */
+	 * the line; where none does and no repetition is valued, each value is
+	 * the leaf's. */
 	Key line[SEL_MAX_PLY + 1];
 	assert_int_equal(sfen_parse(p, SFEN_STARTPOS, NULL, NULL), 0);
-	bool cycles = false, leaf_valued = true;
+	bool cycles = false, leaf_valued = true, left = false;
 	for (int j = 0; j < lv[0].nmoves; j++) {
 		line[j] = pos_key(p);
 		assert_int_equal(bookdb_get(rec, t, pos_key(p)), 0);
@@ -115,13 +116,18 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 			    bookdb_get(cr, t, pos_key(p)) == 0 && (cr->flags & BOOKDB_REC_THOUGHT);
 			free(cr);
 			pos_undo_move(p);
+			/* Better, and not back into the line: never, as a thought
+			 * position none of whose lines ends in a leaf (every one
+			 * repeats) has a repetition's value, tried last. */
 			assert_true(back || thought);
-			cycles = true; /* a line left: the leaf's value is another */
+			cycles |= back;
+			left |= !back;
 		}
 		leaf_valued &= (j % 2 == 0 ? taken_value : -taken_value) == lv[0].value;
 		pos_do_move(p, lv[0].moves[j]);
 	}
 	bookdb_txn_abort(t);
+	assert_false(left);
 	assert_true(leaf_valued || cycles);
 	/* A selector over the same book without the kif bonus leads to it too
 	 * (the synthetic book has no games: the bonus would change nothing)
