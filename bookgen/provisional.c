@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bookdb/record.h"
+#include "shogi/keymap.h"
 #include "shogi/notation.h"
 
 #define PROV_READS_DEFAULT 4096
@@ -24,7 +25,6 @@ typedef struct {
 typedef struct {
 	PMove *mv;
 	int n, next;
-	Key key;
 } Level;
 
 typedef struct {
@@ -43,7 +43,7 @@ static int by_value(const void *a, const void *b)
 /* rec's moves worth walking into lv, best first (ties in the record's order),
  * those valued by a repetition last: the selector, which bans a line that
  * repeats, finds its leaf in another. */
-static int level_fill(Level *lv, const BookRecord *rec, Key key)
+static int level_fill(Level *lv, const BookRecord *rec)
 {
 	if (!lv->mv && !(lv->mv = malloc(BOOKDB_MAX_MOVES * sizeof *lv->mv))) return SEL_ENOMEM;
 	bool mm = rec->flags & BOOKDB_REC_MINIMAX;
@@ -66,56 +66,95 @@ static int level_fill(Level *lv, const BookRecord *rec, Key key)
 	qsort(lv->mv, (size_t)n, sizeof *lv->mv, by_value);
 	lv->n = n;
 	lv->next = 0;
-	lv->key = key;
 	return 0;
 }
 
-static bool on_line(const Walk *w, int depth, Key k)
+/* seen: the positions the walk has met, thought (entered once: on the line
+ * or walked already, by another order of the same moves) or not (handed
+ * out, or taken): none is met twice, and the walk is as long as the part of
+ * the book it covers, not as the number of its lines. */
+struct ProvWalk {
+	Walk w;
+	Position p;
+	KeyMap seen;
+	char *sfen;
+	int root, depth;
+	bool begun, done;
+};
+
+int prov_open(ProvWalk **out, const char *root_sfen, int root)
 {
-	for (int i = 0; i <= depth; i++)
-		if (key_equal(w->lv[i].key, k)) return true;
-	return false;
+	*out = NULL;
+	ProvWalk *pw = calloc(1, sizeof *pw);
+	if (!pw || !(pw->sfen = strdup(root_sfen))) {
+		free(pw);
+		return SEL_ENOMEM;
+	}
+	if (sfen_parse(&pw->p, root_sfen, NULL, NULL) < 0) {
+		prov_free(pw);
+		return SEL_EINVAL;
+	}
+	pw->root = root;
+	keymap_init_set(&pw->seen, false);
+	*out = pw;
+	return 0;
 }
 
-static bool found_already(const SelLeaf *leaves, int found, Key k)
+void prov_free(ProvWalk *pw)
 {
-	for (int i = 0; i < found; i++)
-		if (key_equal(leaves[i].key, k)) return true;
-	return false;
+	if (!pw) return;
+	for (int i = 0; i <= SEL_MAX_PLY; i++) free(pw->w.lv[i].mv);
+	keymap_free(&pw->seen);
+	free(pw->sfen);
+	free(pw);
 }
 
-int prov_leaves(SelLeaf *leaves, Position *pos, int n, BookDB *db, const char *root_sfen, int root,
-                ProvTakenFn taken, void *ctx, int max_reads)
+/* The root's moves (its record read), or done when it is not thought. */
+static int walk_begin(ProvWalk *pw, BookTxn *txn)
+{
+	pw->begun = true;
+	Key k = pos_key(&pw->p);
+	int g = bookdb_get(&pw->w.rec, txn, k);
+	if (g == BOOKDB_ENOTFOUND || (g == 0 && !(pw->w.rec.flags & BOOKDB_REC_THOUGHT))) {
+		pw->done = true;
+		return 0;
+	}
+	if (g < 0) return g == BOOKDB_ECORRUPT ? SEL_ECORRUPT : SEL_EBOOK;
+	if (keymap_add(&pw->seen, k, NULL) < 0) return SEL_ENOMEM;
+	return level_fill(&pw->w.lv[0], &pw->w.rec);
+}
+
+int prov_next(ProvWalk *pw, SelLeaf *leaves, Position *pos, int n, BookDB *db, ProvTakenFn taken,
+              void *ctx, int max_reads)
 {
 	if (max_reads <= 0) max_reads = PROV_READS_DEFAULT;
-	Position *p = malloc(sizeof *p);
-	Walk *w = calloc(1, sizeof *w);
+	if (pw->done) return 0;
 	BookTxn *txn = NULL;
-	int rc = p && w ? 0 : SEL_ENOMEM, found = 0, depth = 0, reads = 0;
-	if (rc == 0 && sfen_parse(p, root_sfen, NULL, NULL) < 0) rc = SEL_EINVAL;
-	if (rc == 0 && bookdb_txn_begin(&txn, db, false) < 0) rc = SEL_EBOOK;
-	if (rc == 0) {
-		int g = bookdb_get(&w->rec, txn, pos_key(p));
+	if (bookdb_txn_begin(&txn, db, false) < 0) return SEL_EBOOK;
+	Walk *w = &pw->w;
+	Position *p = &pw->p;
+	int rc = 0, found = 0, reads = 0;
+	if (!pw->begun) {
+		rc = walk_begin(pw, txn);
 		reads++;
-		if (g == BOOKDB_ENOTFOUND || (g == 0 && !(w->rec.flags & BOOKDB_REC_THOUGHT)))
-			goto done;
-		rc = g == BOOKDB_ECORRUPT ? SEL_ECORRUPT
-		     : g < 0              ? SEL_EBOOK
-		                          : level_fill(&w->lv[0], &w->rec, pos_key(p));
 	}
-	while (rc == 0 && found < n && reads < max_reads) {
+	while (rc == 0 && !pw->done && found < n && reads < max_reads) {
+		int depth = pw->depth;
 		Level *lv = &w->lv[depth];
 		if (lv->next == lv->n) {
-			if (depth == 0) break;
+			if (depth == 0) {
+				pw->done = true;
+				break;
+			}
 			pos_undo_move(p);
-			depth--;
+			pw->depth--;
 			continue;
 		}
 		PMove pm = lv->mv[lv->next++];
 		if (!pos_is_legal(p, pm.move)) continue;
 		pos_do_move(p, pm.move);
 		Key k = pos_key(p);
-		if (on_line(w, depth, k) || found_already(leaves, found, k) || taken(ctx, k)) {
+		if (keymap_has(&pw->seen, k)) {
 			pos_undo_move(p);
 			continue;
 		}
@@ -124,13 +163,25 @@ int prov_leaves(SelLeaf *leaves, Position *pos, int n, BookDB *db, const char *r
 		int g = bookdb_get_raw(&val, &len, txn, k);
 		reads++;
 		if (g < 0 && g != BOOKDB_ENOTFOUND) {
+			pos_undo_move(p);
+			lv->next--; /* tried again at the next call */
 			rc = SEL_EBOOK;
 			break;
 		}
 		bool thought = g == 0 && len > 0 && (val[0] & BOOKDB_REC_THOUGHT);
+		if (keymap_add(&pw->seen, k, NULL) < 0) {
+			pos_undo_move(p);
+			lv->next--;
+			rc = SEL_ENOMEM;
+			break;
+		}
+		if (!thought && taken(ctx, k)) {
+			pos_undo_move(p);
+			continue;
+		}
 		if (!thought) {
 			SelLeaf *l = &leaves[found];
-			l->root = root;
+			l->root = pw->root;
 			l->key = k;
 			l->value = depth % 2 == 0 ? pm.value : -pm.value;
 			l->nmoves = depth + 1;
@@ -146,17 +197,27 @@ int prov_leaves(SelLeaf *leaves, Position *pos, int n, BookDB *db, const char *r
 			continue;
 		}
 		if (bookdb_record_decode(&w->rec, val, len) < 0) {
+			pos_undo_move(p);
 			rc = SEL_ECORRUPT;
 			break;
 		}
-		if ((rc = level_fill(&w->lv[depth + 1], &w->rec, k)) < 0) break;
-		depth++;
+		if ((rc = level_fill(&w->lv[depth + 1], &w->rec)) < 0) {
+			pos_undo_move(p);
+			break;
+		}
+		pw->depth++;
 	}
-done:
-	if (txn) bookdb_txn_abort(txn);
-	if (w)
-		for (int i = 0; i <= SEL_MAX_PLY; i++) free(w->lv[i].mv);
-	free(w);
-	free(p);
+	bookdb_txn_abort(txn);
 	return rc < 0 ? rc : found;
+}
+
+int prov_leaves(SelLeaf *leaves, Position *pos, int n, BookDB *db, const char *root_sfen, int root,
+                ProvTakenFn taken, void *ctx, int max_reads)
+{
+	ProvWalk *pw;
+	int rc = prov_open(&pw, root_sfen, root);
+	if (rc < 0) return rc;
+	rc = prov_next(pw, leaves, pos, n, db, taken, ctx, max_reads);
+	prov_free(pw);
+	return rc;
 }

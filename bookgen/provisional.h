@@ -25,15 +25,17 @@
 #include "bookgen/selector.h"
 #include "shogi/position.h"
 
-/* Whether key is not to be handed out (leased, thought since, handed out). */
+/* Whether key, a position the book has not thought, is not to be handed out
+ * (leased, thought since the last commit, handed out otherwise). */
 typedef bool (*ProvTakenFn)(void *ctx, Key key);
 
 /*
  * Up to n leaves under the root root_sfen (its index root in the leaves), in
  * the order above: leaves[i] (key, value of the leaf move from the root
- * side's view, the moves from the root) and pos[i] its position. Skips the
- * keys taken(ctx, key) names, avoided moves, moves with neither a value nor
- * an analysis, moves back into the line walked, lines past SEL_MAX_PLY.
+ * side's view, the moves from the root) and pos[i] its position. Meets each
+ * position once (a transposition's later ways, and a move back into the line
+ * walked, are passed over). Skips the leaves taken(ctx, key) names, avoided
+ * moves, moves with neither a value nor an analysis, lines past SEL_MAX_PLY.
  * Reads at most max_reads records (0: 4,096). Returns the number found
  * (0 when the root is not thought, everything is taken, or the reads ran
  * out), SEL_EINVAL for a root that does not parse, SEL_ENOMEM, SEL_EBOOK or
@@ -42,5 +44,20 @@ typedef bool (*ProvTakenFn)(void *ctx, Key key);
 JOSEKI_MUST_USE int prov_leaves(SelLeaf *leaves, Position *pos, int n, BookDB *db,
                                 const char *root_sfen, int root, ProvTakenFn taken, void *ctx,
                                 int max_reads);
+
+/*
+ * The same walk kept between calls: each prov_next goes on where the last
+ * stopped (a new read transaction each, so it sees what was committed
+ * between), so that n leaves at a time cost the reads of n leaves, not of
+ * every leaf handed out before them. A position thought since a call is not
+ * met again: the walk has passed it. prov_next returns 0 for good once the
+ * walk has tried every line. prov_open: SEL_EINVAL for a root that does not
+ * parse, SEL_ENOMEM.
+ */
+typedef struct ProvWalk ProvWalk;
+JOSEKI_MUST_USE int prov_open(ProvWalk **out, const char *root_sfen, int root);
+JOSEKI_MUST_USE int prov_next(ProvWalk *w, SelLeaf *leaves, Position *pos, int n, BookDB *db,
+                              ProvTakenFn taken, void *ctx, int max_reads);
+void prov_free(ProvWalk *w);
 
 #endif

@@ -14,6 +14,7 @@
  * the types both files use are in coord_priv.h.
  */
 #include "cluster/coord_priv.h"
+#include "bookgen/provisional.h"
 #include "bookgen/reanalyse.h"
 #include "cluster/coord_spot.h"
 
@@ -425,6 +426,7 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	}
 	if (c->opt.select_slice_ms == 0) c->opt.select_slice_ms = COORD_SLICE_MS;
 	if ((rc = co_select_start(c)) < 0) goto fail;
+	c->open_ms = clock_ms_f();
 	*out = c;
 	return 0;
 fail:
@@ -512,6 +514,10 @@ void coord_free(Coord *c)
 	free(c->pos);
 	free(c->res);
 	free(c->leaf);
+	free(c->prov_leaf);
+	free(c->prov_pos);
+	for (int r = 0; c->prov_walk && r < plan_nroots(c->plan); r++) prov_free(c->prov_walk[r]);
+	free(c->prov_walk);
 	plan_free(c->plan);
 	free(c->snap_path);
 	free(c->sj_keys);
@@ -639,6 +645,49 @@ static int take_found(Coord *c, Lease *l, int max, char *err)
 	return rc;
 }
 
+/* Provisional leaves (bookgen/provisional.h): a key not to hand out. */
+static bool prov_taken(void *ctx, Key k)
+{
+	Coord *c = ctx;
+	return sel_is_leased(c->sel, k) || sel_is_thought(c->sel, k) || co_key_get(c, k) != NULL;
+}
+
+/* While the selector's first search is suspended and has gone on past
+ * opt.provisional_after_ms: leaves from the book's own values into l (up to
+ * max), roots in turn, each leased in the selector (kept until the search
+ * returns, which then selects around them). */
+static int take_provisional(Coord *c, Lease *l, int max, char *err)
+{
+	if (c->opt.provisional_after_ms <= 0 || c->sr_answered || !c->select_busy || c->opt.again ||
+	    clock_ms_f() - c->open_ms < c->opt.provisional_after_ms)
+		return 0;
+	if (!c->prov_leaf && !(c->prov_leaf = calloc(COORD_MAX_BATCH, sizeof *c->prov_leaf)))
+		return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
+	if (!c->prov_pos && !(c->prov_pos = calloc(COORD_MAX_BATCH, sizeof *c->prov_pos)))
+		return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
+	int nroots = plan_nroots(c->plan);
+	if (!c->prov_walk && !(c->prov_walk = calloc((size_t)nroots, sizeof *c->prov_walk)))
+		return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
+	for (int tried = 0; tried < nroots && l->n < max; tried++) {
+		int r = c->prov_root++ % nroots, n;
+		if (!c->prov_walk[r] &&
+		    (n = prov_open(&c->prov_walk[r], plan_root_sfen(c->plan, r), r)) < 0)
+			return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
+		n = prov_next(c->prov_walk[r], c->prov_leaf, c->prov_pos, max - l->n, c->db,
+		              prov_taken, c, 0);
+		if (n < 0) return co_broken(c, err, "provisional leaves", BOOKDB_EIO);
+		for (int i = 0; i < n; i++) {
+			int rc = sel_lease(c->sel, c->prov_leaf[i].key);
+			if (rc < 0) return select_failed(c, rc, err);
+			*c->pos = c->prov_pos[i];
+			int before = l->n;
+			if ((rc = lease_leaf(c, l, &c->prov_leaf[i], err)) < 0) return rc;
+			c->provisional += (uint64_t)(l->n - before);
+		}
+	}
+	return 0;
+}
+
 /* New leaves from the selector into l (up to max), for a slice of time (the
  * round's, when the service began one). */
 static int take_selected(Coord *c, Lease *l, int max, char *err)
@@ -659,6 +708,7 @@ static int take_selected(Coord *c, Lease *l, int max, char *err)
 		c->sr_busy++;
 	}
 	if ((rc = take_found(c, l, max, err)) < 0) return rc;
+	if (l->n < max && (rc = take_provisional(c, l, max, err)) < 0) return rc;
 	/* Short of positions for want of time: the selection goes on between
 	 * requests for what was missing. */
 	c->sr_demand = c->select_busy || (l->n < max && c->sr_rc == 1) ? max - l->n : 0;
@@ -1302,6 +1352,8 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->select_ahead_ms = c->sr_ahead_ms;
 	out->select_ahead_leaves = c->sr_ahead_leaves;
 	out->selected = (uint64_t)c->sr_n;
+	out->provisional = c->provisional;
+	out->select_answered = c->sr_answered;
 	out->select_short = c->sr_busy;
 	out->store_ms = c->store_ms;
 	out->commit_ms = c->commit_ms;

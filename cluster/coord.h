@@ -114,6 +114,13 @@ typedef struct {
 	 * N > 0, N; < 0, none (the selection goes on between requests only with
 	 * a suspended search, the first one, or what the last acquire lacked). */
 	int select_ahead;
+	/* Provisional leaves (bookgen/provisional.h): once the selector's first
+	 * search has gone on this many ms since the coordinator opened without
+	 * a leaf (a search from scratch over a large book), an acquire that
+	 * finds the search suspended is answered with the leaves the book's
+	 * own values lead to, until the search is done. 0: never (the acquire
+	 * waits for the search). */
+	double provisional_after_ms;
 	/* The selector's snapshot (bookgen/snapshot.h; NULL: none): read at
 	 * coord_open when it is of the book as it is now (then removed, used or
 	 * not), written by coord_close. Not with preload. */
@@ -255,7 +262,11 @@ typedef struct {
 	/* Selecting beside the service (coord_select_ahead): time, leaves found. */
 	double select_ahead_ms;
 	uint64_t select_ahead_leaves;
-	uint64_t selected;       /* leaves selected now, waiting for an acquire */
+	uint64_t selected; /* leaves selected now, waiting for an acquire */
+	/* Positions leased as provisional leaves (opt.provisional_after_ms);
+	 * whether the selector has answered yet (its first search done). */
+	uint64_t provisional;
+	bool select_answered;
 	double minimax_apply_ms; /* the service writing minimax's records (in minimax_ms too) */
 	/* The start: the selector restored from the snapshot; else why not ("" when
 	 * there was none; owned by the Coord, valid while it lives). */

@@ -164,7 +164,19 @@ struct Coord {
 	 * one was (with fewer positions than asked, or none: a 204 with a short
 	 * Retry-After). */
 	uint64_t sr_slices, sr_busy;
-	bool select_busy;   /* the last acquire left a search suspended */
+	bool select_busy; /* the last acquire left a search suspended */
+	/* Provisional leaves (CoordOptions.provisional_after_ms): sr_answered
+	 * once a selection call returned with a leaf or none (written by the
+	 * selection thread, read by the service while it waits or is
+	 * suspended); open_ms when the coordinator opened; the positions
+	 * leased so, the next root to walk, and the walk's arrays. */
+	bool sr_answered;
+	double open_ms;
+	uint64_t provisional;
+	int prov_root;
+	SelLeaf *prov_leaf;
+	Position *prov_pos;
+	struct ProvWalk **prov_walk; /* a walk for each root, kept between acquires */
 	double round_until; /* coord_round_begin: the round's selection ends then (0: none) */
 	/* The selection beside the service (coord_select_ahead, co_select_begin):
 	 * sr_bg while such a slice was begun and not yet held (written by the

@@ -97,7 +97,15 @@ static void select_leaves(Coord *c)
 			c->sr_pos[c->sr_n] = c->sr_pos[n];
 		}
 		c->sr_rc = rc;
+		if (rc == 0 || rc == 1) c->sr_answered = true;
 		if (rc != 1) break;
+		/* Leased meanwhile as a provisional leaf (coord.c), while the
+		 * search was suspended, and maybe thought since: its lease or
+		 * result, applied as the search returned, has the next search
+		 * select around it. */
+		if (!c->opt.again && (sel_is_leased(c->sel, c->sr_leaf[c->sr_n].key) ||
+		                      sel_is_thought(c->sel, c->sr_leaf[c->sr_n].key)))
+			continue;
 		/* Leased before the next search, which must not select it again. */
 		if ((c->sr_rc = sel_lease(c->sel, c->sr_leaf[c->sr_n].key)) < 0) break;
 		c->sr_n++;

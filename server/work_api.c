@@ -385,17 +385,22 @@ static char *status_body(const CoordStatus *st)
 		                       s->engine, "nps", (json_int_t)s->nps, "last_seen_s",
 		                       (json_int_t)((now - s->last_seen_ms) / 1000)));
 	}
+	json_t *sel = json_pack(
+	    "{s:b, s:s, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I}", "restored",
+	    st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
+	    "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
+	    (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
+	    "selected", (json_int_t)st->selected, "answered", st->select_answered, "provisional",
+	    (json_int_t)st->provisional, "nodes", (json_int_t)st->select_nodes, "bytes",
+	    (json_int_t)st->select_bytes, "budget", (json_int_t)st->select_budget, "trims",
+	    (json_int_t)st->select_trims, "trimmed", (json_int_t)st->select_trimmed);
 	json_t *o = json_pack(
-	    "{s:I, s:{s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, "
-	    "s:{s:b, s:s, s:I, s:I, s:f, s:I}, s:o}",
-	    "queue", (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live,
-	    "expired", (json_int_t)st->leases_expired, "results", (json_int_t)st->results,
-	    "results_per_s", st->results_per_s, "failed_tries", (json_int_t)st->failed, "mated",
+	    "{s:I, s:{s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "queue",
+	    (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live, "expired",
+	    (json_int_t)st->leases_expired, "results", (json_int_t)st->results, "results_per_s",
+	    st->results_per_s, "failed_tries", (json_int_t)st->failed, "mated",
 	    (json_int_t)st->mated, "minimax_runs", (json_int_t)st->minimax_runs, "set_aside", aside,
-	    "workers", workers, "selector", "restored", st->snapshot_restored, "note",
-	    st->snapshot_note ? st->snapshot_note : "", "checkpoints", (json_int_t)st->checkpoints,
-	    "checkpoints_failed", (json_int_t)st->checkpoints_failed, "checkpoint_s",
-	    st->checkpoint_ms / 1000, "selected", (json_int_t)st->selected, "spot", spot_json(st));
+	    "workers", workers, "selector", sel, "spot", spot_json(st));
 	/* A re-analysis: its list's progress. */
 	if (o && st->again)
 		json_object_set_new(o, "reanalyse",
@@ -559,6 +564,29 @@ void api_work_metrics(ApiWork *w, FILE *f)
 	        (unsigned long long)st->spot_deciding, (unsigned long long)st->spot_disproved,
 	        (unsigned long long)quarantined, (unsigned long long)st->spot_taken_out,
 	        (unsigned long long)unverified);
+	fprintf(f,
+	        "# HELP joseki_work_selector_nodes Positions the selector's graph holds.\n"
+	        "# TYPE joseki_work_selector_nodes gauge\n"
+	        "joseki_work_selector_nodes %llu\n"
+	        "# HELP joseki_work_selector_bytes The selector's memory as its budget counts it "
+	        "(key filter, node map, graph).\n"
+	        "# TYPE joseki_work_selector_bytes gauge\n"
+	        "joseki_work_selector_bytes %llu\n"
+	        "# HELP joseki_work_selector_budget_bytes The selector's budget (half of serve's "
+	        "--memory).\n"
+	        "# TYPE joseki_work_selector_budget_bytes gauge\n"
+	        "joseki_work_selector_budget_bytes %llu\n"
+	        "# HELP joseki_work_selector_trims_total Trims of the selector's graph since the "
+	        "coordinator started.\n"
+	        "# TYPE joseki_work_selector_trims_total counter\n"
+	        "joseki_work_selector_trims_total %llu\n"
+	        "# HELP joseki_work_provisional_leaves_total Positions leased as provisional "
+	        "leaves (the book's own values) while the first search was under way.\n"
+	        "# TYPE joseki_work_provisional_leaves_total counter\n"
+	        "joseki_work_provisional_leaves_total %llu\n",
+	        (unsigned long long)st->select_nodes, (unsigned long long)st->select_bytes,
+	        (unsigned long long)st->select_budget, (unsigned long long)st->select_trims,
+	        (unsigned long long)st->provisional);
 	coord_status_free(&op.st);
 }
 
@@ -658,6 +686,10 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 		              (unsigned long long)st.select_short);
 		status_clause(&l, "beside the service %.0f ms and %llu leaves", st.select_ahead_ms,
 		              (unsigned long long)st.select_ahead_leaves);
+		if (st.provisional)
+			status_clause(&l, "provisional leaves %llu%s",
+			              (unsigned long long)st.provisional,
+			              st.select_answered ? "" : " (the first search under way)");
 		status_clause(&l, "selector %llu nodes, %.0f MB of %.0f MB (records %.0f MB)",
 		              (unsigned long long)st.select_nodes, st.select_bytes / 1e6,
 		              st.select_budget / 1e6, st.select_record_bytes / 1e6);

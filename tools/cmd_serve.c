@@ -371,6 +371,7 @@ int cmd_serve(int argc, char **argv)
 	bool slice_given = false;
 	int64_t ahead = 0;
 	bool ahead_given = false;
+	double provisional_s = 2;
 	Console con = {.every_s = isatty(2) ? 10 : 0};
 	uint64_t status_s = 0, max_time = 0;
 	bool status_given = false;
@@ -428,6 +429,10 @@ int cmd_serve(int argc, char **argv)
 	            "leaves kept selected ahead of the acquires (default: the most asked in one "
 	            "of the last rounds; 0: none)",
 	            CLI_TAG(&ahead_given, true)),
+	    CLI_REAL(
+	        "--provisional-after", &provisional_s, 0, 86400, "S",
+	        "while the selector's first search has gone on S seconds, acquires get the "
+	        "leaves the book's minimax values lead to (default 2; 0: wait for the search)"),
 	    CLI_REAL("--spot-rate", &co.spot_rate, 0, 1, "R",
 	             "the share of each token's results another token's worker thinks again "
 	             "(default 0.01; 0 with --spot-new-rate 0: no spot checks)"),
@@ -486,6 +491,7 @@ int cmd_serve(int argc, char **argv)
 	if (slice_given)
 		co.select_slice_ms = slice_ms < 0 ? -1 : slice_ms ? (double)slice_ms : 1e-3;
 	if (ahead_given) co.select_ahead = ahead ? ahead : -1; /* 0: none */
+	co.provisional_after_ms = provisional_s * 1000;        /* 0: never */
 	if (status_given) con.every_s = (double)status_s;
 	con.max_s = (double)max_time;
 	co.minimax_seconds = (double)minimax_s;

@@ -19,6 +19,7 @@
 #include "bookdb/bookdb.h"
 #include "bookgen/provisional.h"
 #include "bookgen/selector.h"
+#include "shogi/keymap.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 #include "tests/support/support.h"
@@ -156,6 +157,40 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 	int m = prov_leaves(again, p2, N - 10, db, SFEN_STARTPOS, 0, taken_fn, &ten, 0);
 	assert_int_equal(m, N - 10);
 	for (int i = 0; i < m; i++) assert_true(key_equal(again[i].key, lv[10 + i].key));
+	/* A walk kept between calls goes on where it stopped: 10, then 7 at a
+	 * time, the same leaves in the same order; then, done, none. */
+	ProvWalk *pw;
+	assert_int_equal(prov_open(&pw, SFEN_STARTPOS, 0), 0);
+	int got = prov_next(pw, again, p2, 10, db, taken_fn, &none, 0);
+	assert_int_equal(got, 10);
+	while (got < N) {
+		int k = prov_next(pw, again + got, p2 + got, N - got < 7 ? N - got : 7, db,
+		                  taken_fn, &none, 0);
+		assert_true(k > 0);
+		got += k;
+	}
+	for (int i = 0; i < N; i++) {
+		assert_true(key_equal(again[i].key, lv[i].key));
+		assert_int_equal(again[i].nmoves, lv[i].nmoves);
+		assert_memory_equal(again[i].moves, lv[i].moves,
+		                    lv[i].nmoves * sizeof *lv[i].moves);
+	}
+	/* To its end: no leaf twice (each position is met once). */
+	KeyMap all;
+	keymap_init_set(&all, false);
+	for (int i = 0; i < N; i++) assert_int_equal(keymap_add(&all, lv[i].key, NULL), 1);
+	int total = N;
+	while ((m = prov_next(pw, again, p2, N, db, taken_fn, &none, 0)) > 0) {
+		total += m;
+		for (int i = 0; i < m; i++)
+			assert_int_equal(keymap_add(&all, again[i].key, NULL), 1);
+	}
+	keymap_free(&all);
+	assert_int_equal(m, 0);
+	assert_int_equal(prov_next(pw, again, p2, N, db, taken_fn, &none, 0), 0);
+	print_message("the walk ended after %d leaves\n", total);
+	prov_free(pw);
+	assert_int_equal(prov_open(&pw, "not a position", 0), SEL_EINVAL);
 	/* Bounded reads: the root and a few plies. */
 	m = prov_leaves(again, p2, N, db, SFEN_STARTPOS, 0, taken_fn, &none, 3);
 	assert_true(m < 3);

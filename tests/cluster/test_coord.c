@@ -1025,6 +1025,81 @@ static void twins_close(Twins *t)
 }
 
 /*
+ * Provisional leaves (opt.provisional_after_ms): a coordinator whose first
+ * search over a 20,000-position book minimax has valued is cut into slices
+ * of a microsecond, and which answers with the book's own values at once,
+ * hands out positions while that search is suspended (counted as
+ * provisional), then, once the search is done, none provisional any more.
+ * Over the rounds no position is leased twice or once thought, and every
+ * lease is answered and stored.
+ */
+static void test_coord__provisional_leaves_while_the_first_search_runs(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *serr = NULL, err[COORD_ERRLEN];
+	unsigned long long seed = ts_seed("coord_provisional") % 1000000;
+	if (ts_runf(&out, &serr,
+	            "%s synth %s --positions 20000 --seed %llu --quiet && %s minimax %s --quiet",
+	            ts_joseki(), dir, seed, ts_joseki(), dir) != 0)
+		fail_msg("setup: %s", serr ? serr : "");
+	free(out);
+	free(serr);
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                  .multipv = 3,
+	                  .lease_seconds = 600,
+	                  .plan = {.mode = PLAN_PV},
+	                  .select_slice_ms = 0.001,
+	                  .select_ahead = -1,
+	                  .provisional_after_ms = 0.001};
+	BookDB *db;
+	Coord *c = open_coord_with(&db, dir, &o);
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	enum { MAXK = 4096 };
+	Key *seen = malloc(MAXK * sizeof *seen);
+	assert_true(l && r && seen);
+	int nseen = 0, before = 0, after = 0, rounds = 0;
+	uint64_t prov_at_answer = 0;
+	bool answered = false;
+	for (; rounds < 4000 && (!answered || after < 40); rounds++) {
+		int n = acquire(c, l, &A, 8, T0);
+		CoordStatus st;
+		assert_int_equal(coord_status(c, &st, T0), 0);
+		if (!answered && st.select_answered) prov_at_answer = st.provisional;
+		if (answered) assert_int_equal(st.provisional, prov_at_answer);
+		answered = st.select_answered;
+		coord_status_free(&st);
+		for (int i = 0; i < n; i++) {
+			assert_false(thought(db, l->pos[i].key));
+			for (int j = 0; j < nseen; j++)
+				assert_false(key_equal(seen[j], l->pos[i].key));
+			assert_true(nseen < MAXK);
+			seen[nseen++] = l->pos[i].key;
+			answer(r, &l->pos[i], 4);
+			assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+		}
+		*(answered ? &after : &before) += n;
+		assert_int_equal(coord_commit(c, err), 0);
+		/* The search goes on between requests: a slice (each runs some
+		 * visits, however short: it ends in a few hundred rounds). */
+		assert_int_equal(coord_select_idle(c, 0.05, err), 0);
+	}
+	print_message("provisional: seed %llu, %d positions before the first search was done "
+	              "(%llu provisional), %d after, %d rounds\n",
+	              seed, before, (unsigned long long)prov_at_answer, after, rounds);
+	assert_true(answered);
+	assert_true(prov_at_answer > 0);
+	assert_true(after >= 40);
+	for (int i = 0; i < nseen; i++) assert_true(thought(db, seen[i]));
+	free(seen);
+	free(l);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
  * Selection in slices (opt.select_slice_ms): a coordinator whose searches
  * are cut into slices of microseconds, answering acquires with fewer positions
  * or none while a search is suspended (coord_select_busy) and going on
@@ -2323,6 +2398,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__minimax_period_failure_and_worker_instances),
 	    cmocka_unit_test(test_coord__close_stops_a_minimax_under_way),
 	    cmocka_unit_test(test_coord__selection_in_slices_leases_what_whole_searches_do),
+	    cmocka_unit_test(test_coord__provisional_leaves_while_the_first_search_runs),
 	    cmocka_unit_test(test_coord__a_trimmed_selector_leases_right_within_a_tiny_memory),
 	    cmocka_unit_test(
 	        test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select),

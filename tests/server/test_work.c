@@ -868,7 +868,25 @@ static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void *
 	start(s, dir);
 	json_t *st = status(s, t1);
 	assert_int_equal(jget(st, "leases", "live"), 1);
+	/* The selector's figures: restored, its first search done at once (no
+	 * provisional leaf), its graph within its budget; /metrics says the same. */
+	json_t *sel = json_object_get(st, "selector");
+	assert_true(json_is_true(json_object_get(sel, "answered")));
+	assert_int_equal(jget(st, "selector", "provisional"), 0);
+	long long nodes = jget(st, "selector", "nodes");
+	assert_true(nodes > 0);
+	assert_true(jget(st, "selector", "bytes") > 0);
+	assert_true(jget(st, "selector", "bytes") <= jget(st, "selector", "budget"));
 	json_decref(st);
+	char *metrics = NULL;
+	assert_int_equal(call(s, NULL, "GET", "/metrics", NULL, 0, &metrics), 200);
+	/* (The selection beside the service may have met more nodes since.) */
+	const char *at = strstr(metrics, "\njoseki_work_selector_nodes ");
+	if (!at || atoll(at + strlen("\njoseki_work_selector_nodes ")) < nodes ||
+	    !strstr(metrics, "\njoseki_work_provisional_leaves_total 0\n") ||
+	    !strstr(metrics, "\njoseki_work_selector_budget_bytes "))
+		fail_msg("the selector's lines are not in:\n%s", metrics);
+	free(metrics);
 	/* Its positions are not handed out again while the lease lives. */
 	char *o2;
 	long code = post(s, t2, "/v1/work/acquire", "{\"worker\": \"w2\", \"max\": 8}", &o2);
