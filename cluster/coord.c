@@ -207,6 +207,7 @@ static void count_results(Coord *c, int64_t now, uint32_t n)
 {
 	int64_t sec = now / 1000;
 	int i = (int)(sec % 60);
+	if (!c->sec_first) c->sec_first = sec;
 	if (c->sec_stamp[i] != sec) {
 		c->sec_stamp[i] = sec;
 		c->sec_count[i] = 0;
@@ -1387,7 +1388,9 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	uint64_t sum = 0;
 	for (int i = 0; i < 60; i++)
 		if (c->sec_stamp[i] > sec - 60 && c->sec_stamp[i] <= sec) sum += c->sec_count[i];
-	out->results_per_s = (double)sum / 60.0;
+	/* Over the last 60 s, or since the first result when that was less. */
+	int64_t span = c->sec_first && sec - c->sec_first + 1 < 60 ? sec - c->sec_first + 1 : 60;
+	out->results_per_s = (double)sum / (double)(span > 0 ? span : 1);
 	size_t na = 0, capa = 0;
 	for (size_t i = 0; i < c->nkeys; i++) {
 		const KeyState *ks = &c->keys[i];

@@ -125,6 +125,7 @@ struct Coord {
 	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms, trim_ms;
 	int64_t sec_stamp[60];
 	uint32_t sec_count[60];
+	int64_t sec_first; /* the second of the first result counted (0: none yet) */
 	/* The periodic minimax, on a thread of its own (coord_tick starts it,
 	 * collects it when done): it reads its own snapshot and writes in its
 	 * own transactions, which LMDB puts between the service's commits. */

@@ -157,6 +157,15 @@ static void test_coord__lease_submit_idempotent_and_stored(void **state)
 	assert_int_equal(coord_status(c, &st, T0), 0);
 	assert_int_equal(st.results, 1);
 	assert_int_equal(st.leases_live, 0);
+	/* The rate: over the last 60 s, or since the first result (its second
+	 * counted whole) when that is less. */
+	assert_true(st.results_per_s == 1.0);
+	coord_status_free(&st);
+	assert_int_equal(coord_status(c, &st, T0 + 3000), 0);
+	assert_true(st.results_per_s == 0.25);
+	coord_status_free(&st);
+	assert_int_equal(coord_status(c, &st, T0 + 100000), 0);
+	assert_true(st.results_per_s == 0.0);
 	coord_status_free(&st);
 	/* Four children now: two leases never share a position. */
 	assert_int_equal(acquire(c, l, &A, 2, T0), 2);
