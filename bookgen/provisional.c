@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bookdb/record.h"
+#include "shogi/clock.h"
 #include "shogi/keymap.h"
 #include "shogi/notation.h"
 
@@ -124,10 +125,20 @@ static int walk_begin(ProvWalk *pw, BookTxn *txn)
 	return level_fill(&pw->w.lv[0], &pw->w.rec);
 }
 
-int prov_next(ProvWalk *pw, SelLeaf *leaves, Position *pos, int n, BookDB *db, ProvTakenFn taken,
-              void *ctx, int max_reads)
+/* The keys of level lv's moves from p, to the caller's read-ahead. */
+static void level_ahead(const ProvAsk *ask, const Level *lv, const Position *p)
 {
-	if (max_reads <= 0) max_reads = PROV_READS_DEFAULT;
+	if (!ask->ahead || lv->n == 0) return;
+	Key keys[BOOKDB_MAX_MOVES];
+	size_t n = 0;
+	for (int i = 0; i < lv->n; i++)
+		if (pos_is_legal(p, lv->mv[i].move)) keys[n++] = pos_key_after(p, lv->mv[i].move);
+	ask->ahead(ask->ctx, keys, n);
+}
+
+int prov_next(ProvWalk *pw, SelLeaf *leaves, Position *pos, int n, BookDB *db, const ProvAsk *ask)
+{
+	int max_reads = ask->max_reads > 0 ? ask->max_reads : PROV_READS_DEFAULT;
 	if (pw->done) return 0;
 	BookTxn *txn = NULL;
 	if (bookdb_txn_begin(&txn, db, false) < 0) return SEL_EBOOK;
@@ -137,8 +148,10 @@ int prov_next(ProvWalk *pw, SelLeaf *leaves, Position *pos, int n, BookDB *db, P
 	if (!pw->begun) {
 		rc = walk_begin(pw, txn);
 		reads++;
+		if (rc == 0 && !pw->done) level_ahead(ask, &w->lv[0], p);
 	}
 	while (rc == 0 && !pw->done && found < n && reads < max_reads) {
+		if (ask->until_ms > 0 && reads % 8 == 0 && clock_ms_f() >= ask->until_ms) break;
 		int depth = pw->depth;
 		Level *lv = &w->lv[depth];
 		if (lv->next == lv->n) {
@@ -175,7 +188,7 @@ int prov_next(ProvWalk *pw, SelLeaf *leaves, Position *pos, int n, BookDB *db, P
 			rc = SEL_ENOMEM;
 			break;
 		}
-		if (!thought && taken(ctx, k)) {
+		if (!thought && ask->taken(ask->ctx, k)) {
 			pos_undo_move(p);
 			continue;
 		}
@@ -205,6 +218,7 @@ int prov_next(ProvWalk *pw, SelLeaf *leaves, Position *pos, int n, BookDB *db, P
 			pos_undo_move(p);
 			break;
 		}
+		level_ahead(ask, &w->lv[depth + 1], p);
 		pw->depth++;
 	}
 	bookdb_txn_abort(txn);
@@ -217,7 +231,8 @@ int prov_leaves(SelLeaf *leaves, Position *pos, int n, BookDB *db, const char *r
 	ProvWalk *pw;
 	int rc = prov_open(&pw, root_sfen, root);
 	if (rc < 0) return rc;
-	rc = prov_next(pw, leaves, pos, n, db, taken, ctx, max_reads);
+	ProvAsk ask = {.taken = taken, .ctx = ctx, .max_reads = max_reads};
+	rc = prov_next(pw, leaves, pos, n, db, &ask);
 	prov_free(pw);
 	return rc;
 }

@@ -29,6 +29,19 @@
  * (leased, thought since the last commit, handed out otherwise). */
 typedef bool (*ProvTakenFn)(void *ctx, Key key);
 
+/* What a walk asks of its caller (ProvWalk): taken above; ahead, when not
+ * NULL, is handed the keys of a position's moves as the walk enters it,
+ * before it reads them one by one (sel_read_ahead: on a book larger than
+ * memory the reads are then in flight together); until_ms, when > 0, the
+ * clock_ms_f() time at which a call returns with what it has found. */
+typedef struct {
+	ProvTakenFn taken;
+	void (*ahead)(void *ctx, const Key *keys, size_t n);
+	void *ctx;
+	int max_reads; /* records read at most a call (0: 4,096) */
+	double until_ms;
+} ProvAsk;
+
 /*
  * Up to n leaves under the root root_sfen (its index root in the leaves), in
  * the order above: leaves[i] (key, value of the leaf move from the root
@@ -51,13 +64,14 @@ JOSEKI_MUST_USE int prov_leaves(SelLeaf *leaves, Position *pos, int n, BookDB *d
  * between), so that n leaves at a time cost the reads of n leaves, not of
  * every leaf handed out before them. A position thought since a call is not
  * met again: the walk has passed it. prov_next returns 0 for good once the
- * walk has tried every line. prov_open: SEL_EINVAL for a root that does not
- * parse, SEL_ENOMEM.
+ * walk has tried every line, and may return fewer than n before that, at
+ * ask->until_ms or ask->max_reads. prov_open: SEL_EINVAL for a root that
+ * does not parse, SEL_ENOMEM.
  */
 typedef struct ProvWalk ProvWalk;
 JOSEKI_MUST_USE int prov_open(ProvWalk **out, const char *root_sfen, int root);
 JOSEKI_MUST_USE int prov_next(ProvWalk *w, SelLeaf *leaves, Position *pos, int n, BookDB *db,
-                              ProvTakenFn taken, void *ctx, int max_reads);
+                              const ProvAsk *ask);
 void prov_free(ProvWalk *w);
 
 #endif

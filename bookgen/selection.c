@@ -23,6 +23,7 @@ int selection_open(Selector **sel, Plan **plan, BookDB *db, const SelectionSpec 
 	int rc = sel_new(&s, &spec->sel);
 	if (rc < 0) return rc;
 	sel_set_memory(s, spec->memory);
+	sel_defer_filter(s, spec->defer_filter);
 	rc = snap            ? sel_restore(s, db, snap, err)
 	     : spec->preload ? sel_load(s, db)
 	                     : sel_attach(s, db, spec->keys);

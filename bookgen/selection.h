@@ -34,6 +34,8 @@ typedef struct {
 	/* The selector's budget (sel_set_memory; 0: none given), which the
 	 * caller then keeps with sel_trim. */
 	uint64_t memory;
+	/* The key filter's thread started by the caller (sel_defer_filter). */
+	bool defer_filter;
 } SelectionSpec;
 
 /*

@@ -265,6 +265,13 @@ int64_t sel_trim(Selector *s, uint64_t budget);
  * leaves the graph room. */
 void sel_set_memory(Selector *s, uint64_t budget);
 
+/* Lazy mode: with defer set before sel_attach, the thread that builds the
+ * key filter is not started there but by sel_start_filter, or by the first
+ * search that needs it: a caller with reads of its own to make at its start
+ * (the coordinator's work state) has the disk to itself meanwhile. */
+void sel_defer_filter(Selector *s, bool defer);
+void sel_start_filter(Selector *s);
+
 /* Forgets every stored bound (the next selection searches from scratch): for
  * checking the incremental bounds against a full search, and after changes
  * made behind the selector's back. */

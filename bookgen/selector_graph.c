@@ -516,6 +516,19 @@ void sel_set_memory(Selector *s, uint64_t budget)
 	s->memory = budget;
 }
 
+void sel_defer_filter(Selector *s, bool defer)
+{
+	s->bloom_deferred = defer;
+}
+
+void sel_start_filter(Selector *s)
+{
+	/* Without the filter every selection still works, only slower. */
+	if (s->lazy && s->db && !s->bloom_started && !s->bloom_joined &&
+	    pthread_create(&s->bloom_thread, NULL, bloom_build, s) == 0)
+		s->bloom_started = true;
+}
+
 int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys)
 {
 	s->db = db;
@@ -545,9 +558,7 @@ int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys)
 		}
 	}
 	bookdb_txn_abort(txn);
-	/* Without the filter every selection still works, only slower. */
-	if (!s->bloom_started && pthread_create(&s->bloom_thread, NULL, bloom_build, s) == 0)
-		s->bloom_started = true;
+	if (!s->bloom_deferred) sel_start_filter(s);
 	return 0;
 }
 
@@ -632,6 +643,7 @@ int sel_g_call_begin(Selector *s)
 	 * LMDB (a B-tree walk each, most of them for keys the book does not
 	 * hold): waiting for the one pass that builds the filter is quicker. */
 	if (s->lazy) {
+		sel_start_filter(s); /* deferred (sel_defer_filter) until now */
 		/* Slices: the wait is polled, so that the search can be suspended. */
 		struct timespec ms = {0, 1000000};
 		while (s->yield && s->bloom_started && !s->bloom_joined &&
@@ -647,6 +659,7 @@ int sel_g_call_begin(Selector *s)
 
 void sel_g_filter_wait(Selector *s)
 {
+	if (s->lazy) sel_start_filter(s);
 	if (s->lazy) bloom_join(s);
 }
 

@@ -152,6 +152,7 @@ struct Selector {
 	atomic_int bloom_ready, bloom_cancel, bloom_finished;
 	pthread_t bloom_thread;
 	bool bloom_started, bloom_joined;
+	bool bloom_deferred;       /* sel_defer_filter: started by sel_start_filter or a search */
 	BookMinimaxHook keys_hook; /* its keys, when offered, fill the filter */
 	bool filter_kept;          /* the filter came from them */
 	double filter_ms;          /* the filter's build */

@@ -244,7 +244,11 @@ static int new_selection(Coord *c, const CoordOptions *opt, SnapReader *snap, ch
 	                      .nroots = opt->nroots,
 	                      .paths = opt->paths,
 	                      .npaths = opt->npaths,
-	                      .memory = opt->select_memory};
+	                      .memory = opt->select_memory,
+	                      /* After the work state is read (coord_open): on a book
+	                       * larger than memory the filter's pass over minimax's
+	                       * keys would have the disk, and that reading wait. */
+	                      .defer_filter = true};
 	char serr[SNAP_ERRLEN];
 	int rc = selection_open(&c->sel, &c->plan, c->db, &spec, snap, serr);
 	if (rc == SEL_ENOMEM) return COORD_ENOMEM;
@@ -413,6 +417,7 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	c->opt.paths = NULL;
 	c->opt.npaths = 0;
 	if ((rc = co_restore(c, err)) < 0 || (rc = co_queue_extended(c, err)) < 0) goto fail;
+	sel_start_filter(c->sel);
 	co_spot_restored(c);
 	/* Restored: what the selector holds leased beyond the work state (a
 	 * checkpoint's stock, positions answered since it) is free again. */
@@ -653,10 +658,19 @@ static bool prov_taken(void *ctx, Key k)
 	return sel_is_leased(c->sel, k) || sel_is_thought(c->sel, k) || co_key_get(c, k) != NULL;
 }
 
+/* The keys a provisional walk is about to read, read ahead on the
+ * selector's threads (several reads from the disk in flight at once). */
+static void prov_ahead(void *ctx, const Key *keys, size_t n)
+{
+	Coord *c = ctx;
+	sel_read_ahead(c->sel, keys, n);
+}
+
 /* While the selector's first search is suspended and has gone on past
  * opt.provisional_after_ms: leaves from the book's own values into l (up to
  * max), roots in turn, each leased in the selector (kept until the search
- * returns, which then selects around them). */
+ * returns, which then selects around them), for at most a slice of time:
+ * on a book larger than memory each read may wait for the disk. */
 static int take_provisional(Coord *c, Lease *l, int max, char *err)
 {
 	if (c->opt.provisional_after_ms <= 0 || c->sr_answered || !c->select_busy || c->opt.again ||
@@ -666,6 +680,9 @@ static int take_provisional(Coord *c, Lease *l, int max, char *err)
 		return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
 	if (!c->prov_pos && !(c->prov_pos = calloc(COORD_MAX_BATCH, sizeof *c->prov_pos)))
 		return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
+	double ms = c->opt.select_slice_ms > 0 ? c->opt.select_slice_ms : COORD_SLICE_MS;
+	ProvAsk ask = {
+	    .taken = prov_taken, .ahead = prov_ahead, .ctx = c, .until_ms = clock_ms_f() + ms};
 	int nroots = plan_nroots(c->plan);
 	if (!c->prov_walk && !(c->prov_walk = calloc((size_t)nroots, sizeof *c->prov_walk)))
 		return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
@@ -674,8 +691,7 @@ static int take_provisional(Coord *c, Lease *l, int max, char *err)
 		if (!c->prov_walk[r] &&
 		    (n = prov_open(&c->prov_walk[r], plan_root_sfen(c->plan, r), r)) < 0)
 			return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
-		n = prov_next(c->prov_walk[r], c->prov_leaf, c->prov_pos, max - l->n, c->db,
-		              prov_taken, c, 0);
+		n = prov_next(c->prov_walk[r], c->prov_leaf, c->prov_pos, max - l->n, c->db, &ask);
 		if (n < 0) return co_broken(c, err, "provisional leaves", BOOKDB_EIO);
 		for (int i = 0; i < n; i++) {
 			int rc = sel_lease(c->sel, c->prov_leaf[i].key);

@@ -19,6 +19,7 @@
 #include "bookdb/bookdb.h"
 #include "bookgen/provisional.h"
 #include "bookgen/selector.h"
+#include "shogi/clock.h"
 #include "shogi/keymap.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
@@ -31,6 +32,15 @@ typedef struct {
 	Key keys[N];
 	int n;
 } Taken;
+
+/* Keys handed to the read-ahead. */
+static size_t g_ahead;
+static void ahead_fn(void *ctx, const Key *keys, size_t n)
+{
+	(void)ctx;
+	(void)keys;
+	g_ahead += n;
+}
 
 static bool taken_fn(void *ctx, Key key)
 {
@@ -161,11 +171,11 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 	 * time, the same leaves in the same order; then, done, none. */
 	ProvWalk *pw;
 	assert_int_equal(prov_open(&pw, SFEN_STARTPOS, 0), 0);
-	int got = prov_next(pw, again, p2, 10, db, taken_fn, &none, 0);
+	ProvAsk ask = {.taken = taken_fn, .ahead = ahead_fn, .ctx = &none};
+	int got = prov_next(pw, again, p2, 10, db, &ask);
 	assert_int_equal(got, 10);
 	while (got < N) {
-		int k = prov_next(pw, again + got, p2 + got, N - got < 7 ? N - got : 7, db,
-		                  taken_fn, &none, 0);
+		int k = prov_next(pw, again + got, p2 + got, N - got < 7 ? N - got : 7, db, &ask);
 		assert_true(k > 0);
 		got += k;
 	}
@@ -180,15 +190,28 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 	keymap_init_set(&all, false);
 	for (int i = 0; i < N; i++) assert_int_equal(keymap_add(&all, lv[i].key, NULL), 1);
 	int total = N;
-	while ((m = prov_next(pw, again, p2, N, db, taken_fn, &none, 0)) > 0) {
+	while ((m = prov_next(pw, again, p2, N, db, &ask)) > 0) {
 		total += m;
 		for (int i = 0; i < m; i++)
 			assert_int_equal(keymap_add(&all, again[i].key, NULL), 1);
 	}
 	keymap_free(&all);
 	assert_int_equal(m, 0);
-	assert_int_equal(prov_next(pw, again, p2, N, db, taken_fn, &none, 0), 0);
+	assert_int_equal(prov_next(pw, again, p2, N, db, &ask), 0);
+	/* Every position entered had its moves' keys read ahead first: among
+	 * them every leaf. */
+	assert_true(g_ahead > 0);
 	print_message("the walk ended after %d leaves\n", total);
+	prov_free(pw);
+	/* A call past its time returns after a few reads with what it has; the
+	 * walk goes on from there, the same leaves in the same order. */
+	assert_int_equal(prov_open(&pw, SFEN_STARTPOS, 0), 0);
+	ProvAsk late = {.taken = taken_fn, .ctx = &none, .until_ms = clock_ms_f() - 1};
+	int first = prov_next(pw, again, p2, N, db, &late);
+	assert_true(first >= 0 && first < 8);
+	got = first;
+	while (got < N) got += prov_next(pw, again + got, p2 + got, N - got, db, &ask);
+	for (int i = 0; i < N; i++) assert_true(key_equal(again[i].key, lv[i].key));
 	prov_free(pw);
 	assert_int_equal(prov_open(&pw, "not a position", 0), SEL_EINVAL);
 	/* Bounded reads: the root and a few plies. */
