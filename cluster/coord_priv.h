@@ -49,13 +49,7 @@ typedef struct {
 	char sfen[SFEN_MAX];
 } KeyState;
 
-/* Spot checks (coord_spot.c). A token's result stored since its last good
- * check: its number and position. */
-typedef struct {
-	uint64_t seq;
-	Key key;
-} SpotProv;
-
+/* Spot checks (coord_spot.c): a token. */
 typedef struct {
 	char name[COORD_NAME_MAX + 1];
 	uint64_t results;  /* accepted, ever; also numbers them (seq) */
@@ -69,8 +63,16 @@ typedef struct {
 	uint64_t taken_out;
 	char reason[COORD_REASON_MAX + 1]; /* why it is in quarantine */
 	char fault[COORD_REASON_MAX + 1];  /* its last fault */
-	SpotProv *prov;                    /* provisional results, oldest first, from prov_at */
-	size_t nprov, capprov, prov_at;
+	/* Its results kept for a quarantine to take out, each a "P" record in
+	 * the book (coord_spot_store.c) holding its position, read only by a
+	 * quarantine: how many, how many of them after its last good check,
+	 * and the number of the oldest (0: none). Kept in its "K" record, so
+	 * that a start does not read the "P" records. */
+	uint64_t kept, unverified, first;
+	/* At the start: its "K" record read (the counts above, as of its
+	 * results kept_at and results taken out kept_taken). */
+	bool kept_known;
+	uint64_t kept_at, kept_taken;
 } SpotToken;
 
 /* A result held back until another token's worker has thought the same
@@ -338,6 +340,15 @@ void co_spot_free(Coord *c);
  * COORD_ENOMEM / COORD_EBOOK (it does not decode). */
 int co_work_put(Coord *c, const void *k, size_t kl, const void *v, size_t vl, char *err);
 int co_work_del(Coord *c, const void *k, size_t kl, char *err);
+/* At the start, after the work state: the "P" records counted for each
+ * token without a "K" record as of its results (written by a build that
+ * keeps none). 0 or COORD_EBOOK. */
+int co_spot_count_kept(Coord *c, BookTxn *t);
+/* The numbers of token's "P" records from seq on, through the writer's
+ * transaction, in order, each with its position, to fn until it returns
+ * non-zero (returned); 0 at the end, or co_broken's code. */
+int co_prov_each(Coord *c, const char *token, uint64_t seq,
+                 int (*fn)(void *ctx, uint64_t seq, Key key), void *ctx, char *err);
 int co_check_put(Coord *c, const SpotCheck *k, char *err);
 size_t co_prov_key(uint8_t *out, const char *token, uint64_t seq);
 int co_redo_put(Coord *c, const KeyState *ks, char *err);

@@ -154,16 +154,28 @@ static CoordResult *canon_copy(Coord *c, const char *sfen, const CoordResult *r)
 /* The token's provisional results no longer kept: vouched for by a good
  * check and older than its last opt.spot_keep results, or beyond the last
  * SPOT_PROV_MAX (a token never checked: alone, or a cluster of one token). */
+/* co_prov_each: the first number met. */
+static int first_seq(void *ctx, uint64_t seq, Key key)
+{
+	(void)key;
+	*(uint64_t *)ctx = seq;
+	return 1;
+}
+
 static int forget_vouched(Coord *c, SpotToken *t, char *err)
 {
-	while (t->prov_at < t->nprov &&
-	       ((t->prov[t->prov_at].seq <= t->good_seq &&
-	         t->results - t->prov[t->prov_at].seq >= c->opt.spot_keep) ||
-	        t->nprov - t->prov_at > SPOT_PROV_MAX)) {
+	while (t->kept && ((t->first <= t->good_seq && t->results - t->first >= c->opt.spot_keep) ||
+	                   t->kept > SPOT_PROV_MAX)) {
 		uint8_t k[2 + COORD_NAME_MAX + 8];
-		int rc = co_work_del(c, k, co_prov_key(k, t->name, t->prov[t->prov_at].seq), err);
+		int rc = co_work_del(c, k, co_prov_key(k, t->name, t->first), err);
 		if (rc < 0) return rc;
-		t->prov_at++;
+		if (t->first > t->good_seq) t->unverified--;
+		t->dirty = true;
+		uint64_t next = 0;
+		if (--t->kept &&
+		    (rc = co_prov_each(c, t->name, t->first + 1, first_seq, &next, err)) < 0)
+			return rc;
+		t->first = t->kept ? next : 0;
 	}
 	return 0;
 }
@@ -172,18 +184,26 @@ static int note(Coord *c, SpotToken *t, Key key, char *err)
 {
 	uint64_t seq = ++t->results;
 	t->dirty = true;
-	if (t->prov_at > 64 && t->prov_at * 2 > t->nprov) {
-		memmove(t->prov, t->prov + t->prov_at, (t->nprov - t->prov_at) * sizeof *t->prov);
-		t->nprov -= t->prov_at;
-		t->prov_at = 0;
-	}
-	if (array_grow((void **)&t->prov, &t->capprov, t->nprov + 1, sizeof *t->prov, 64))
-		return co_broken(c, err, "spot checks", BOOKDB_ENOMEM);
-	t->prov[t->nprov++] = (SpotProv){seq, key};
+	if (!t->kept++) t->first = seq;
+	t->unverified++; /* after its last good check, which is of an earlier result */
 	uint8_t k[2 + COORD_NAME_MAX + 8], v[16];
 	key_to_bytes(key, v);
 	int rc = co_work_put(c, k, co_prov_key(k, t->name, seq), v, sizeof v, err);
 	return rc < 0 ? rc : forget_vouched(c, t, err);
+}
+
+/* co_prov_each: the records numbered up to upto. */
+typedef struct {
+	uint64_t upto, n;
+} VouchCount;
+
+static int count_upto(void *ctx, uint64_t seq, Key key)
+{
+	(void)key;
+	VouchCount *v = ctx;
+	if (seq > v->upto) return 1;
+	v->n++;
+	return 0;
 }
 
 /* A good check of the token's result number seq: its results up to it are
@@ -194,7 +214,17 @@ static int good(Coord *c, const char *token, uint64_t seq, char *err)
 	if (!t) return 0;
 	t->passed++;
 	t->dirty = true;
-	if (seq > t->good_seq) t->good_seq = seq;
+	if (seq > t->good_seq) {
+		/* Its kept results up to seq are vouched for now. */
+		if (t->kept) {
+			VouchCount v = {seq, 0};
+			uint64_t from = t->good_seq + 1 > t->first ? t->good_seq + 1 : t->first;
+			int rc = co_prov_each(c, t->name, from, count_upto, &v, err);
+			if (rc < 0) return rc;
+			t->unverified -= v.n < t->unverified ? v.n : t->unverified;
+		}
+		t->good_seq = seq;
+	}
 	return forget_vouched(c, t, err);
 }
 
@@ -445,6 +475,30 @@ static int check_to_work(Coord *c, SpotCheck *k, char *err)
  * evaluations and thought mark; moves left without games or marks
  * dropped) and the position queued to be thought again. 1 when it was
  * thought, 0 when there was nothing to take out. */
+/* co_prov_each: every record, into a list (1 when memory runs out). */
+typedef struct {
+	uint64_t *seq;
+	Key *key;
+	size_t n, cap;
+} ProvList;
+
+static int prov_collect(void *ctx, uint64_t seq, Key key)
+{
+	ProvList *l = ctx;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 1024;
+		uint64_t *s = realloc(l->seq, cap * sizeof *s);
+		if (s) l->seq = s;
+		Key *k = realloc(l->key, cap * sizeof *k);
+		if (k) l->key = k;
+		if (!s || !k) return 1;
+		l->cap = cap;
+	}
+	l->seq[l->n] = seq;
+	l->key[l->n++] = key;
+	return 0;
+}
+
 static int untrust(Coord *c, Key key, char *err)
 {
 	BookRecord *rec = c->rec;
@@ -519,14 +573,21 @@ int co_spot_quarantine(Coord *c, const char *token, const char *reason, int64_t 
 	/* Its results since its last good check, and its last spot_keep ones,
 	 * leave the book. */
 	uint64_t taken = 0;
-	for (size_t i = t->prov_at; i < t->nprov && rc == 0; i++) {
+	/* Its kept results, read from the book first (the walk must not meet
+	 * its own deletions), then taken out. */
+	ProvList pl = {0};
+	if (rc == 0 && t->kept) rc = co_prov_each(c, name, t->first, prov_collect, &pl, err);
+	if (rc > 0) rc = co_broken(c, err, "spot checks", BOOKDB_ENOMEM);
+	for (size_t i = 0; i < pl.n && rc == 0; i++) {
 		uint8_t k[2 + COORD_NAME_MAX + 8];
-		rc = untrust(c, t->prov[i].key, err);
+		rc = untrust(c, pl.key[i], err);
 		if (rc > 0) taken++;
-		if (rc >= 0) rc = co_work_del(c, k, co_prov_key(k, name, t->prov[i].seq), err);
+		if (rc >= 0) rc = co_work_del(c, k, co_prov_key(k, name, pl.seq[i]), err);
 	}
+	free(pl.seq);
+	free(pl.key);
 	t = co_spot_token(c, name, false); /* the array did not move, but be plain */
-	t->nprov = t->prov_at = 0;
+	t->kept = t->unverified = t->first = 0;
 	t->taken_out = taken;
 	c->spot_taken_out += taken;
 	return rc < 0 ? rc : 0;
@@ -573,9 +634,8 @@ int co_spot_status(Coord *c, CoordStatus *out)
 		o->passed = t->passed;
 		o->strikes = t->strikes;
 		o->compared = t->checks;
-		for (size_t j = t->prov_at; j < t->nprov; j++)
-			o->unverified += t->prov[j].seq > t->good_seq;
-		o->kept = t->nprov - t->prov_at;
+		o->unverified = t->unverified;
+		o->kept = t->kept;
 		for (size_t j = 0; j < c->nchecks; j++)
 			o->held += !strcmp(c->checks[j].token, t->name);
 		o->quarantined = t->quarantined;
@@ -594,6 +654,6 @@ void co_spot_free(Coord *c)
 		free(c->checks[i].second);
 	}
 	free(c->checks);
-	for (size_t i = 0; i < c->nstok; i++) free(c->stok[i].prov);
+
 	free(c->stok);
 }

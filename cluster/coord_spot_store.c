@@ -13,6 +13,10 @@
  *                         a result of the token kept for a quarantine to
  *                         take out (since its last good check, and its last
  *                         opt.spot_keep): the 16-byte key
+ *   "K" + token           u64 BE each: its "Q" record's results and results
+ *                         taken out then, and the count of its "P"
+ *                         records, of those after its last good check, the
+ *                         number of the oldest (0: none); written with "Q"
  *   "Q" + token           u8 version (1), u8 quarantined, u64 BE each: results,
  *                         the last good check's number, checks passed,
  *                         quarantined since (unix ms), results taken out,
@@ -80,6 +84,60 @@ int co_work_put(Coord *c, const void *k, size_t kl, const void *v, size_t vl, ch
 	return rc < 0 ? co_broken(c, err, "writing the spot checks", rc) : 0;
 }
 
+int co_spot_count_kept(Coord *c, BookTxn *t)
+{
+	for (size_t i = 0; i < c->nstok; i++) {
+		SpotToken *s = &c->stok[i];
+		/* Its "K" record as of its results: else written by a build that
+		 * keeps none, or before it (counted again, written at the next
+		 * commit). */
+		if (s->kept_known && s->kept_at == s->results && s->kept_taken == s->taken_out)
+			continue;
+		uint8_t from[2 + COORD_NAME_MAX + 8];
+		size_t fl = co_prov_key(from, s->name, 0);
+		BookIter *it;
+		const void *kv, *vv;
+		size_t kl, vl;
+		int rc = bookdb_kv_iter_open_at(&it, t, BOOKDB_WORK, from, fl);
+		if (rc < 0) return COORD_EBOOK;
+		s->kept = s->unverified = s->first = 0;
+		while ((rc = bookdb_kv_iter_next(it, &kv, &kl, &vv, &vl)) == 1 && kl == fl &&
+		       !memcmp(kv, from, fl - 8)) {
+			uint64_t seq = be64_get((const uint8_t *)kv + fl - 8);
+			if (!s->kept++) s->first = seq;
+			s->unverified += seq > s->good_seq;
+		}
+		bookdb_iter_free(it);
+		if (rc < 0) return COORD_EBOOK;
+		s->kept_known = true;
+		s->kept_at = s->results;
+		s->kept_taken = s->taken_out;
+		s->dirty = true; /* its "K" record written at the next commit */
+	}
+	return 0;
+}
+
+int co_prov_each(Coord *c, const char *token, uint64_t seq,
+                 int (*fn)(void *ctx, uint64_t seq, Key key), void *ctx, char *err)
+{
+	BookTxn *t;
+	BookIter *it;
+	uint8_t from[2 + COORD_NAME_MAX + 8];
+	size_t fl = co_prov_key(from, token, seq);
+	int rc = bookdb_writer_txn(&t, c->w);
+	if (rc == 0) rc = bookdb_kv_iter_open_at(&it, t, BOOKDB_WORK, from, fl);
+	if (rc < 0) return co_broken(c, err, "reading the spot checks", rc);
+	const void *kv, *vv;
+	size_t kl, vl;
+	int r = 0;
+	while (r == 0 && (rc = bookdb_kv_iter_next(it, &kv, &kl, &vv, &vl)) == 1 && kl == fl &&
+	       !memcmp(kv, from, fl - 8) && vl == 16)
+		r = fn(ctx, be64_get((const uint8_t *)kv + fl - 8), key_from_bytes(vv));
+	bookdb_iter_free(it);
+	if (rc < 0) return co_broken(c, err, "reading the spot checks", rc);
+	return r;
+}
+
 int co_work_del(Coord *c, const void *k, size_t kl, char *err)
 {
 	BookTxn *t;
@@ -135,7 +193,15 @@ static int token_put(Coord *c, const SpotToken *t, char *err)
 	uint8_t k[1 + COORD_NAME_MAX] = {'Q'};
 	size_t n = strlen(t->name);
 	memcpy(k + 1, t->name, n);
-	return co_work_put(c, k, 1 + n, v, (size_t)(p - v), err);
+	int rc = co_work_put(c, k, 1 + n, v, (size_t)(p - v), err);
+	/* "K": its "P" records' counts, as of its results then (a build that
+	 * keeps no "K" ignores it, and one that finds it behind the "Q"
+	 * record's results counts the "P" records again). */
+	uint8_t kv[5 * 8];
+	const uint64_t g[5] = {t->results, t->taken_out, t->kept, t->unverified, t->first};
+	for (int i = 0; i < 5; i++) be64_put(kv + 8 * i, g[i]);
+	k[0] = 'K';
+	return rc < 0 ? rc : co_work_put(c, k, 1 + n, kv, sizeof kv, err);
 }
 
 int co_redo_put(Coord *c, const KeyState *ks, char *err)
@@ -209,19 +275,9 @@ int co_spot_restore(Coord *c, const uint8_t *k, size_t kl, const uint8_t *v, siz
 {
 	const uint8_t *p = v, *end = v + vl;
 	if (kl == 17 && k[0] == 'C') return restore_check(c, key_from_bytes(k + 1), p, end);
-	if (kl >= 10 && k[0] == 'P') {
-		size_t n = k[1];
-		if (kl != 2 + n + 8 || n > COORD_NAME_MAX || vl != 16) return COORD_EBOOK;
-		char name[COORD_NAME_MAX + 1];
-		memcpy(name, k + 2, n);
-		name[n] = 0;
-		SpotToken *t = co_spot_token(c, name, true);
-		if (!t ||
-		    array_grow((void **)&t->prov, &t->capprov, t->nprov + 1, sizeof *t->prov, 64))
-			return COORD_ENOMEM;
-		t->prov[t->nprov++] = (SpotProv){be64_get(k + 2 + n), key_from_bytes(v)};
-		return 1;
-	}
+	/* "P": not read at the start (the "Q" record counts them;
+	 * co_spot_count_kept for one of before). */
+	if (kl >= 10 && k[0] == 'P') return 1;
 	if (kl >= 1 && kl <= 1 + COORD_NAME_MAX && k[0] == 'Q') {
 		char name[COORD_NAME_MAX + 1];
 		memcpy(name, k + 1, kl - 1);
@@ -239,6 +295,21 @@ int co_spot_restore(Coord *c, const uint8_t *k, size_t kl, const uint8_t *v, siz
 		if (co_get_str(t->reason, sizeof t->reason, &p, end) < 0 ||
 		    co_get_str(t->fault, sizeof t->fault, &p, end) < 0 || p != end)
 			return COORD_EBOOK;
+		return 1;
+	}
+	if (kl >= 1 && kl <= 1 + COORD_NAME_MAX && k[0] == 'K') {
+		char name[COORD_NAME_MAX + 1];
+		memcpy(name, k + 1, kl - 1);
+		name[kl - 1] = 0;
+		SpotToken *t = co_spot_token(c, name, true);
+		if (!t) return COORD_ENOMEM;
+		if (vl != 5 * 8) return COORD_EBOOK;
+		t->kept_at = be64_get(p);
+		t->kept_taken = be64_get(p + 8);
+		t->kept = be64_get(p + 16);
+		t->unverified = be64_get(p + 24);
+		t->first = be64_get(p + 32);
+		t->kept_known = true;
 		return 1;
 	}
 	if (kl == 17 && k[0] == 'U') {

@@ -4,8 +4,6 @@
  * position's failed tries written through the results' BookWriter, and read
  * back at start (restore), with the roots joseki extend queued.
  */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,118 +212,7 @@ static int restore_key(Coord *c, Key k, const uint8_t *p, const uint8_t *end)
 	return 0;
 }
 
-/* ---- reading the spot checks' records ahead ----
- *
- * A book read at random (BookDBOptions.random) reads the work database one
- * page from the disk at a time, and the records each token's results keep
- * for a quarantine ("P", up to 100,000 a token) are most of it: 5-6 s of a
- * start over a 10^8 book in 2.4 GB went to them. Threads walk parts of
- * their key range (each token's results' numbers cut in equal parts, from
- * its "Q" record's count) ahead of the restore, so that many of their pages
- * are read at once. */
-#define AHEAD_THREADS 16
-#define AHEAD_KEY (2 + COORD_NAME_MAX + 8)
-
-typedef struct {
-	uint8_t from[AHEAD_KEY], to[AHEAD_KEY];
-	size_t flen, tlen;
-} AheadPart;
-
-typedef struct {
-	BookDB *db;
-	AheadPart *parts;
-	size_t nparts;
-	atomic_size_t next;
-	atomic_bool stop;
-} WorkAhead;
-
-/* LMDB's order of keys: bytes, then length. */
-static int key_cmp_raw(const void *a, size_t al, const void *b, size_t bl)
-{
-	int d = memcmp(a, b, al < bl ? al : bl);
-	return d ? d : (al > bl) - (al < bl);
-}
-
-static void *ahead_thread(void *arg)
-{
-	WorkAhead *w = arg;
-	BookTxn *t;
-	if (bookdb_txn_begin(&t, w->db, false) < 0) return NULL;
-	size_t i;
-	while (!atomic_load(&w->stop) && (i = atomic_fetch_add(&w->next, 1)) < w->nparts) {
-		const AheadPart *p = &w->parts[i];
-		BookIter *it;
-		if (bookdb_kv_iter_open_at(&it, t, BOOKDB_WORK, p->from, p->flen) < 0) continue;
-		const void *k, *v;
-		size_t kl, vl;
-		while (!atomic_load(&w->stop) && bookdb_kv_iter_next(it, &k, &kl, &v, &vl) == 1 &&
-		       key_cmp_raw(k, kl, p->to, p->tlen) < 0)
-			;
-		bookdb_iter_free(it);
-	}
-	bookdb_txn_abort(t);
-	return NULL;
-}
-
-/* The parts of every token's "P" range, from the "Q" records; the threads
- * started (*nthreads of them). */
-static void work_ahead_start(WorkAhead *w, Coord *c, pthread_t *tid, int *nthreads)
-{
-	*nthreads = 0;
-	BookTxn *t;
-	BookIter *it;
-	if (bookdb_txn_begin(&t, c->db, false) < 0) return;
-	size_t cap = 0;
-	if (bookdb_kv_iter_open_at(&it, t, BOOKDB_WORK, "Q", 1) == 0) {
-		const void *kv, *vv;
-		size_t kl, vl;
-		while (bookdb_kv_iter_next(it, &kv, &kl, &vv, &vl) == 1) {
-			const uint8_t *k = kv, *v = vv;
-			if (kl < 1 || k[0] != 'Q') break;
-			if (kl > 1 + COORD_NAME_MAX || vl < 10) continue;
-			char name[COORD_NAME_MAX + 1];
-			memcpy(name, k + 1, kl - 1);
-			name[kl - 1] = 0;
-			uint64_t results = be64_get(v + 2), per = results / 64 + 1;
-			for (uint64_t s = 0; s <= results; s += per) {
-				if (array_grow((void **)&w->parts, &cap, w->nparts + 1,
-				               sizeof *w->parts, 16))
-					break;
-				AheadPart *p = &w->parts[w->nparts++];
-				p->flen = co_prov_key(p->from, name, s);
-				p->tlen = co_prov_key(p->to, name, s + per);
-			}
-		}
-		bookdb_iter_free(it);
-	}
-	bookdb_txn_abort(t);
-	if (w->nparts < 2) return; /* a few pages: not worth threads */
-	w->db = c->db;
-	for (int i = 0; i < AHEAD_THREADS && (size_t)i < w->nparts; i++)
-		if (pthread_create(&tid[*nthreads], NULL, ahead_thread, w) == 0) (*nthreads)++;
-}
-
-static void work_ahead_stop(WorkAhead *w, pthread_t *tid, int nthreads)
-{
-	atomic_store(&w->stop, true);
-	for (int i = 0; i < nthreads; i++) pthread_join(tid[i], NULL);
-	free(w->parts);
-}
-
-static int restore_work(Coord *c, char *err);
-
 int co_restore(Coord *c, char *err)
-{
-	WorkAhead ahead = {0};
-	pthread_t ahead_tid[AHEAD_THREADS];
-	int nahead = 0;
-	work_ahead_start(&ahead, c, ahead_tid, &nahead);
-	int rc = restore_work(c, err);
-	work_ahead_stop(&ahead, ahead_tid, nahead);
-	return rc;
-}
-
-static int restore_work(Coord *c, char *err)
 {
 	BookTxn *t;
 	BookIter *it;
@@ -345,6 +232,17 @@ static int restore_work(Coord *c, char *err)
 	 * leases that hold them, leases before the tries that find them. */
 	while (rc >= 0 && (rc = bookdb_kv_iter_next(it, &kv, &kl, &vv, &vl)) == 1) {
 		const uint8_t *k = kv, *v = vv;
+		/* The spot checks' "P" records (up to 100,000 a token) are passed
+		 * over: the "Q" records count them. On a book larger than memory
+		 * each of their pages was a read from the disk, most of a start. */
+		if (kl >= 1 && k[0] == 'P') {
+			bookdb_iter_free(it);
+			if ((rc = bookdb_kv_iter_open_at(&it, t, BOOKDB_WORK, "Q", 1)) < 0) {
+				it = NULL;
+				break;
+			}
+			continue;
+		}
 		rc = co_spot_restore(c, k, kl, v, vl);
 		if (rc != 0) {
 			if (rc > 0) rc = 0;
@@ -359,6 +257,7 @@ static int restore_work(Coord *c, char *err)
 		}
 	}
 	bookdb_iter_free(it);
+	if (rc >= 0) rc = co_spot_count_kept(c, t);
 	bookdb_txn_abort(t);
 	if (rc == COORD_ENOMEM)
 		return errmsg_set(err, COORD_ERRLEN, rc, "coordinator: %s",

@@ -689,6 +689,18 @@ static void test_coord_spot__a_check_nobody_can_take_is_given_up(void **state)
 	free(r);
 }
 
+/* F's next position answered with a mate claim it disproves: quarantined. */
+static void mate_lie(Coord *c, CoordLease *lf, CoordResult *r)
+{
+	char err[COORD_ERRLEN];
+	assert_int_equal(acquire(c, lf, &F, 1, T0), 1);
+	honest(r, &lf->pos[0], 3);
+	r->lines[0].mate = true;
+	r->lines[0].score = 1;
+	assert_int_equal(coord_submit(c, lf->id, &F, r, 1, T0, err), COORD_EQUARANTINE);
+	assert_int_equal(coord_commit(c, err), 0);
+}
+
 static void test_coord_spot__checks_and_quarantines_outlive_a_restart(void **state)
 {
 	Fx *f = *state;
@@ -718,12 +730,7 @@ static void test_coord_spot__checks_and_quarantines_outlive_a_restart(void **sta
 	submit(c, lb, &B, r, 1, T0);
 	assert_int_equal(record(db, k, NULL, NULL), 1);
 	/* F lies about a mate: quarantined, its three results queued again. */
-	assert_int_equal(acquire(c, lf, &F, 1, T0), 1);
-	honest(r, &lf->pos[0], 3);
-	r->lines[0].mate = true;
-	r->lines[0].score = 1;
-	assert_int_equal(coord_submit(c, lf->id, &F, r, 1, T0, err), COORD_EQUARANTINE);
-	assert_int_equal(coord_commit(c, err), 0);
+	mate_lie(c, lf, r);
 	for (int i = 0; i < 3; i++) assert_int_equal(record(db, fk[i], NULL, NULL), 0);
 	fx_close(f);
 	c = fx_open(f, NULL);
@@ -742,6 +749,69 @@ static void test_coord_spot__checks_and_quarantines_outlive_a_restart(void **sta
 	free(lf);
 	free(la);
 	free(lb);
+	free(r);
+}
+
+/*
+ * A token's kept results ("P" records) are counted in its "Q" record, so a
+ * start reads none of them. A "Q" record of before (version 1, without the
+ * counts) has them counted from the book once, and the next commit writes
+ * the counts; a quarantine after a restart takes out what was kept.
+ */
+static void test_coord_spot__kept_results_counted_without_reading_them(void **state)
+{
+	Fx *f = *state;
+	char err[COORD_ERRLEN];
+	Coord *c = fx_open(f, NULL);
+	Key fk[4];
+	alone(c, &F, 4, false, fk);
+	CoordStatus st = status(c, T0);
+	assert_int_equal(trust(&st, "tf")->kept, 4);
+	assert_int_equal(trust(&st, "tf")->unverified, 4);
+	coord_status_free(&st);
+	fx_close(f);
+	/* As a build that keeps no "K" record leaves it: the "K" record gone,
+	 * or behind its "Q" record (results stored since). */
+	for (int round = 0; round < 2; round++) {
+		BookDB *db;
+		BookTxn *t;
+		assert_int_equal(bookdb_open(&db, f->dir, NULL, err), 0);
+		assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+		const void *v;
+		size_t vl;
+		assert_int_equal(bookdb_kv_get(&v, &vl, t, BOOKDB_WORK, "Ktf", 3), 0);
+		assert_int_equal(vl, 40);
+		if (round == 0) {
+			assert_int_equal(bookdb_kv_del(t, BOOKDB_WORK, "Ktf", 3), 0);
+		} else {
+			uint8_t behind[40];
+			memcpy(behind, v, 40);
+			behind[7]--;    /* its results one fewer than the "Q" record's */
+			behind[23] = 9; /* and a count that is not the book's */
+			assert_int_equal(bookdb_kv_put(t, BOOKDB_WORK, "Ktf", 3, behind, 40), 0);
+		}
+		assert_int_equal(bookdb_txn_commit(t), 0);
+		bookdb_free(db);
+		c = fx_open(f, NULL);
+		st = status(c, T0);
+		assert_int_equal(trust(&st, "tf")->kept, 4);
+		assert_int_equal(trust(&st, "tf")->unverified, 4);
+		coord_status_free(&st);
+		assert_int_equal(coord_commit(c, err), 0); /* writes the "K" record again */
+		fx_close(f);
+	}
+	/* Restarted once more (the counts from the record): a mate lie puts
+	 * it in quarantine, and its four results are taken out. */
+	c = fx_open(f, NULL);
+	CoordLease *lf = malloc(sizeof *lf);
+	CoordResult *r = calloc(COORD_MAX_BATCH, sizeof *r);
+	mate_lie(c, lf, r);
+	st = status(c, T0);
+	assert_int_equal(trust(&st, "tf")->taken_out, 4);
+	assert_int_equal(trust(&st, "tf")->kept, 0);
+	coord_status_free(&st);
+	for (int i = 0; i < 4; i++) assert_int_equal(record(f->db, fk[i], NULL, NULL), 0);
+	free(lf);
 	free(r);
 }
 
@@ -772,6 +842,8 @@ int main(void)
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_coord_spot__checks_and_quarantines_outlive_a_restart, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_coord_spot__kept_results_counted_without_reading_them, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
