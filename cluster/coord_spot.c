@@ -169,7 +169,7 @@ static int forget_vouched(Coord *c, SpotToken *t, char *err)
 		uint8_t k[2 + COORD_NAME_MAX + 8];
 		int rc = co_work_del(c, k, co_prov_key(k, t->name, t->first), err);
 		if (rc < 0) return rc;
-		if (t->first > t->good_seq) t->unverified--;
+		if (t->first > t->good_seq && t->unverified) t->unverified--;
 		t->dirty = true;
 		uint64_t next = 0;
 		if (--t->kept &&
