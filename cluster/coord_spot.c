@@ -151,9 +151,6 @@ static CoordResult *canon_copy(Coord *c, const char *sfen, const CoordResult *r)
 
 /* A stored result of token t: numbered, kept as provisional until a good
  * check vouches for it. */
-/* The token's provisional results no longer kept: vouched for by a good
- * check and older than its last opt.spot_keep results, or beyond the last
- * SPOT_PROV_MAX (a token never checked: alone, or a cluster of one token). */
 /* co_prov_each: the first number met. */
 static int first_seq(void *ctx, uint64_t seq, Key key)
 {
@@ -162,6 +159,9 @@ static int first_seq(void *ctx, uint64_t seq, Key key)
 	return 1;
 }
 
+/* The token's provisional results no longer kept: vouched for by a good
+ * check and older than its last opt.spot_keep results, or beyond the last
+ * SPOT_PROV_MAX (a token never checked: alone, or a cluster of one token). */
 static int forget_vouched(Coord *c, SpotToken *t, char *err)
 {
 	while (t->kept && ((t->first <= t->good_seq && t->results - t->first >= c->opt.spot_keep) ||
@@ -471,34 +471,29 @@ static int check_to_work(Coord *c, SpotCheck *k, char *err)
 	return co_queue_push(c, ks) < 0 ? co_broken(c, err, "quarantine", BOOKDB_ENOMEM) : 0;
 }
 
-/* The analysis of position key taken out of the book (its engine
- * evaluations and thought mark; moves left without games or marks
- * dropped) and the position queued to be thought again. 1 when it was
- * thought, 0 when there was nothing to take out. */
 /* co_prov_each: every record, into a list (1 when memory runs out). */
 typedef struct {
-	uint64_t *seq;
-	Key *key;
+	uint64_t seq;
+	Key key;
+} ProvRec;
+
+typedef struct {
+	ProvRec *r;
 	size_t n, cap;
 } ProvList;
 
 static int prov_collect(void *ctx, uint64_t seq, Key key)
 {
 	ProvList *l = ctx;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 1024;
-		uint64_t *s = realloc(l->seq, cap * sizeof *s);
-		if (s) l->seq = s;
-		Key *k = realloc(l->key, cap * sizeof *k);
-		if (k) l->key = k;
-		if (!s || !k) return 1;
-		l->cap = cap;
-	}
-	l->seq[l->n] = seq;
-	l->key[l->n++] = key;
+	if (array_grow((void **)&l->r, &l->cap, l->n + 1, sizeof *l->r, 1024)) return 1;
+	l->r[l->n++] = (ProvRec){seq, key};
 	return 0;
 }
 
+/* The analysis of position key taken out of the book (its engine
+ * evaluations and thought mark; moves left without games or marks
+ * dropped) and the position queued to be thought again. 1 when it was
+ * thought, 0 when there was nothing to take out. */
 static int untrust(Coord *c, Key key, char *err)
 {
 	BookRecord *rec = c->rec;
@@ -580,12 +575,11 @@ int co_spot_quarantine(Coord *c, const char *token, const char *reason, int64_t 
 	if (rc > 0) rc = co_broken(c, err, "spot checks", BOOKDB_ENOMEM);
 	for (size_t i = 0; i < pl.n && rc == 0; i++) {
 		uint8_t k[2 + COORD_NAME_MAX + 8];
-		rc = untrust(c, pl.key[i], err);
+		rc = untrust(c, pl.r[i].key, err);
 		if (rc > 0) taken++;
-		if (rc >= 0) rc = co_work_del(c, k, co_prov_key(k, name, pl.seq[i]), err);
+		if (rc >= 0) rc = co_work_del(c, k, co_prov_key(k, name, pl.r[i].seq), err);
 	}
-	free(pl.seq);
-	free(pl.key);
+	free(pl.r);
 	t = co_spot_token(c, name, false); /* the array did not move, but be plain */
 	t->kept = t->unverified = t->first = 0;
 	t->taken_out = taken;
@@ -654,6 +648,5 @@ void co_spot_free(Coord *c)
 		free(c->checks[i].second);
 	}
 	free(c->checks);
-
 	free(c->stok);
 }

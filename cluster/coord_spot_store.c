@@ -84,6 +84,37 @@ int co_work_put(Coord *c, const void *k, size_t kl, const void *v, size_t vl, ch
 	return rc < 0 ? co_broken(c, err, "writing the spot checks", rc) : 0;
 }
 
+/* The numbers of token's "P" records from seq on, in t, each with its
+ * position, to fn until it returns non-zero (returned): 0 at the end, or a
+ * negative BOOKDB_* code. */
+static int prov_walk(BookTxn *t, const char *token, uint64_t seq,
+                     int (*fn)(void *ctx, uint64_t seq, Key key), void *ctx)
+{
+	BookIter *it;
+	uint8_t from[2 + COORD_NAME_MAX + 8];
+	size_t fl = co_prov_key(from, token, seq);
+	int rc = bookdb_kv_iter_open_at(&it, t, BOOKDB_WORK, from, fl);
+	if (rc < 0) return rc;
+	const void *kv, *vv;
+	size_t kl, vl;
+	int r = 0;
+	while (r == 0 && (rc = bookdb_kv_iter_next(it, &kv, &kl, &vv, &vl)) == 1 && kl == fl &&
+	       !memcmp(kv, from, fl - 8) && vl == 16)
+		r = fn(ctx, be64_get((const uint8_t *)kv + fl - 8), key_from_bytes(vv));
+	bookdb_iter_free(it);
+	return rc < 0 ? rc : r;
+}
+
+/* prov_walk: a token's records counted. */
+static int count_kept(void *ctx, uint64_t seq, Key key)
+{
+	(void)key;
+	SpotToken *s = ctx;
+	if (!s->kept++) s->first = seq;
+	s->unverified += seq > s->good_seq;
+	return 0;
+}
+
 int co_spot_count_kept(Coord *c, BookTxn *t)
 {
 	for (size_t i = 0; i < c->nstok; i++) {
@@ -93,22 +124,8 @@ int co_spot_count_kept(Coord *c, BookTxn *t)
 		 * commit). */
 		if (s->kept_known && s->kept_at == s->results && s->kept_taken == s->taken_out)
 			continue;
-		uint8_t from[2 + COORD_NAME_MAX + 8];
-		size_t fl = co_prov_key(from, s->name, 0);
-		BookIter *it;
-		const void *kv, *vv;
-		size_t kl, vl;
-		int rc = bookdb_kv_iter_open_at(&it, t, BOOKDB_WORK, from, fl);
-		if (rc < 0) return COORD_EBOOK;
 		s->kept = s->unverified = s->first = 0;
-		while ((rc = bookdb_kv_iter_next(it, &kv, &kl, &vv, &vl)) == 1 && kl == fl &&
-		       !memcmp(kv, from, fl - 8)) {
-			uint64_t seq = be64_get((const uint8_t *)kv + fl - 8);
-			if (!s->kept++) s->first = seq;
-			s->unverified += seq > s->good_seq;
-		}
-		bookdb_iter_free(it);
-		if (rc < 0) return COORD_EBOOK;
+		if (prov_walk(t, s->name, 0, count_kept, s) < 0) return COORD_EBOOK;
 		s->kept_known = true;
 		s->kept_at = s->results;
 		s->kept_taken = s->taken_out;
@@ -121,21 +138,9 @@ int co_prov_each(Coord *c, const char *token, uint64_t seq,
                  int (*fn)(void *ctx, uint64_t seq, Key key), void *ctx, char *err)
 {
 	BookTxn *t;
-	BookIter *it;
-	uint8_t from[2 + COORD_NAME_MAX + 8];
-	size_t fl = co_prov_key(from, token, seq);
 	int rc = bookdb_writer_txn(&t, c->w);
-	if (rc == 0) rc = bookdb_kv_iter_open_at(&it, t, BOOKDB_WORK, from, fl);
-	if (rc < 0) return co_broken(c, err, "reading the spot checks", rc);
-	const void *kv, *vv;
-	size_t kl, vl;
-	int r = 0;
-	while (r == 0 && (rc = bookdb_kv_iter_next(it, &kv, &kl, &vv, &vl)) == 1 && kl == fl &&
-	       !memcmp(kv, from, fl - 8) && vl == 16)
-		r = fn(ctx, be64_get((const uint8_t *)kv + fl - 8), key_from_bytes(vv));
-	bookdb_iter_free(it);
-	if (rc < 0) return co_broken(c, err, "reading the spot checks", rc);
-	return r;
+	if (rc == 0) rc = prov_walk(t, token, seq, fn, ctx);
+	return rc < 0 ? co_broken(c, err, "reading the spot checks", rc) : rc;
 }
 
 int co_work_del(Coord *c, const void *k, size_t kl, char *err)
@@ -275,8 +280,8 @@ int co_spot_restore(Coord *c, const uint8_t *k, size_t kl, const uint8_t *v, siz
 {
 	const uint8_t *p = v, *end = v + vl;
 	if (kl == 17 && k[0] == 'C') return restore_check(c, key_from_bytes(k + 1), p, end);
-	/* "P": not read at the start (the "Q" record counts them;
-	 * co_spot_count_kept for one of before). */
+	/* "P": not read at the start (the "K" record counts them;
+	 * co_spot_count_kept when it is missing or behind). */
 	if (kl >= 10 && k[0] == 'P') return 1;
 	if (kl >= 1 && kl <= 1 + COORD_NAME_MAX && k[0] == 'Q') {
 		char name[COORD_NAME_MAX + 1];

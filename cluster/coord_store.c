@@ -233,7 +233,7 @@ int co_restore(Coord *c, char *err)
 	while (rc >= 0 && (rc = bookdb_kv_iter_next(it, &kv, &kl, &vv, &vl)) == 1) {
 		const uint8_t *k = kv, *v = vv;
 		/* The spot checks' "P" records (up to 100,000 a token) are passed
-		 * over: the "Q" records count them. On a book larger than memory
+		 * over: the "K" records count them. On a book larger than memory
 		 * each of their pages was a read from the disk, most of a start. */
 		if (kl >= 1 && k[0] == 'P') {
 			bookdb_iter_free(it);
