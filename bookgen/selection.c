@@ -129,13 +129,8 @@ int selection_resume(Selector **sel, Plan **plan, BookDB *db, const SelectionSpe
 		/* Written since: by a writer the change log can tell of; of the
 		 * file the book was written anew from, as this one reads it. */
 		BookStamp fst = {0};
-		const BookStamp *from = NULL;
-		bool carried = false;
-		if (rc == 0) {
-			fst = *snap_stamp(snap);
-			from = &fst;
-			carried = bookdb_stamp_carry(&fst, db) == 1;
-		}
+		const BookStamp *from = rc == 0 ? &fst : NULL;
+		bool carried = rc == 0 && snap_stamp_in(&fst, snap, db);
 		bool behind = from && memcmp(from, &st, sizeof st) != 0;
 		if (behind && (from->dev != st.dev || from->ino != st.ino))
 			rc = errmsg_set(note, SNAP_ERRLEN, SEL_ESTALE, "selector snapshot %s: %s",

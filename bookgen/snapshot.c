@@ -279,9 +279,10 @@ int snap_open(SnapReader **out, const char *path, const BookStamp *stamp, char *
 	return rc;
 }
 
-const BookStamp *snap_stamp(const SnapReader *r)
+bool snap_stamp_in(BookStamp *out, const SnapReader *r, BookDB *db)
 {
-	return &r->head.stamp;
+	*out = r->head.stamp;
+	return bookdb_stamp_carry(out, db) == 1;
 }
 
 int snap_open_any(SnapReader **out, const char *path, char *err)

@@ -66,7 +66,11 @@ JOSEKI_MUST_USE int snap_open(SnapReader **out, const char *path, const BookStam
  * caller that can bring an older snapshot up to date: the coordinator's
  * checkpoints). */
 JOSEKI_MUST_USE int snap_open_any(SnapReader **out, const char *path, char *err);
-const BookStamp *snap_stamp(const SnapReader *r);
+/* The stamp r was written for, as db's data file reads it into *out: when
+ * the book was written anew since from the file r names (compact, a
+ * whole-book minimax), carried over (bookdb_stamp_carry) and true; else as
+ * it is, false. */
+bool snap_stamp_in(BookStamp *out, const SnapReader *r, BookDB *db);
 /* Whether section tag is there, and its length. */
 bool snap_has(const SnapReader *r, uint32_t tag, uint64_t *len);
 /* Reads the whole of section tag (len bytes, its length) into buf and checks

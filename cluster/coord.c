@@ -307,11 +307,7 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 	/* Of the file the book was written anew from (a compact, a whole-book
 	 * minimax), as this one reads it. */
 	BookStamp from = {0};
-	bool carried = false;
-	if (rc == 0) {
-		from = *snap_stamp(snap);
-		carried = bookdb_stamp_carry(&from, c->db) == 1;
-	}
+	bool carried = rc == 0 && snap_stamp_in(&from, snap, c->db);
 	if (rc == 0 && memcmp(&from, &st, sizeof st) != 0) {
 		rc = co_journal_check(c, &from, &st, err);
 		gen = from.txnid;
