@@ -224,15 +224,3 @@ int prov_next(ProvWalk *pw, SelLeaf *leaves, Position *pos, int n, BookDB *db, c
 	bookdb_txn_abort(txn);
 	return rc < 0 ? rc : found;
 }
-
-int prov_leaves(SelLeaf *leaves, Position *pos, int n, BookDB *db, const char *root_sfen, int root,
-                ProvTakenFn taken, void *ctx, int max_reads)
-{
-	ProvWalk *pw;
-	int rc = prov_open(&pw, root_sfen, root);
-	if (rc < 0) return rc;
-	ProvAsk ask = {.taken = taken, .ctx = ctx, .max_reads = max_reads};
-	rc = prov_next(pw, leaves, pos, n, db, &ask);
-	prov_free(pw);
-	return rc;
-}

@@ -43,30 +43,21 @@ typedef struct {
 } ProvAsk;
 
 /*
- * Up to n leaves under the root root_sfen (its index root in the leaves), in
- * the order above: leaves[i] (key, value of the leaf move from the root
- * side's view, the moves from the root) and pos[i] its position. Meets each
- * position once (a transposition's later ways, and a move back into the line
- * walked, are passed over). Skips the leaves taken(ctx, key) names, avoided
- * moves, moves with neither a value nor an analysis, lines past SEL_MAX_PLY.
- * Reads at most max_reads records (0: 4,096). Returns the number found
- * (0 when the root is not thought, everything is taken, or the reads ran
- * out), SEL_EINVAL for a root that does not parse, SEL_ENOMEM, SEL_EBOOK or
- * SEL_ECORRUPT.
- */
-JOSEKI_MUST_USE int prov_leaves(SelLeaf *leaves, Position *pos, int n, BookDB *db,
-                                const char *root_sfen, int root, ProvTakenFn taken, void *ctx,
-                                int max_reads);
-
-/*
- * The same walk kept between calls: each prov_next goes on where the last
- * stopped (a new read transaction each, so it sees what was committed
- * between), so that n leaves at a time cost the reads of n leaves, not of
- * every leaf handed out before them. A position thought since a call is not
- * met again: the walk has passed it. prov_next returns 0 for good once the
- * walk has tried every line, and may return fewer than n before that, at
- * ask->until_ms or ask->max_reads. prov_open: SEL_EINVAL for a root that
- * does not parse, SEL_ENOMEM.
+ * A walk from the root root_sfen (its index root in the leaves), kept
+ * between calls. Each prov_next gives up to n leaves more, in the order
+ * above: leaves[i] (key, value of the leaf move from the root side's view,
+ * the moves from the root) and pos[i] its position. It meets each position
+ * once (a transposition's later ways, and a move back into the line walked,
+ * are passed over) and skips the leaves ask->taken names, avoided moves,
+ * moves with neither a value nor an analysis, lines past SEL_MAX_PLY. Each
+ * call goes on where the last stopped, in a read transaction of its own (so
+ * it sees what was committed between): n leaves at a time cost the reads of
+ * n leaves, not of every leaf handed out before them, and a position
+ * thought since a call is not met again. Returns the number found (fewer
+ * than n at ask->until_ms or ask->max_reads; 0 for good once every line is
+ * tried, or when the root is not thought), SEL_ENOMEM, SEL_EBOOK or
+ * SEL_ECORRUPT. prov_open: SEL_EINVAL for a root that does not parse,
+ * SEL_ENOMEM.
  */
 typedef struct ProvWalk ProvWalk;
 JOSEKI_MUST_USE int prov_open(ProvWalk **out, const char *root_sfen, int root);

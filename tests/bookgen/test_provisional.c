@@ -50,6 +50,19 @@ static bool taken_fn(void *ctx, Key key)
 	return false;
 }
 
+/* Up to n leaves of a walk from root_sfen, opened for the call. */
+static int walk_once(SelLeaf *leaves, Position *pos, int n, BookDB *db, const char *root_sfen,
+                     const Taken *taken, int max_reads)
+{
+	ProvWalk *pw;
+	int rc = prov_open(&pw, root_sfen, 0);
+	if (rc < 0) return rc;
+	ProvAsk ask = {.taken = taken_fn, .ctx = (void *)taken, .max_reads = max_reads};
+	rc = prov_next(pw, leaves, pos, n, db, &ask);
+	prov_free(pw);
+	return rc;
+}
+
 static void test_provisional__leaves_follow_the_books_values(void **state)
 {
 	(void)state;
@@ -70,7 +83,7 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 	Position *pos = calloc(N, sizeof *pos), *p2 = calloc(N, sizeof *p2), *p = malloc(sizeof *p);
 	assert_true(lv && again && pos && p2 && p);
 	Taken none = {.n = 0};
-	int n = prov_leaves(lv, pos, N, db, SFEN_STARTPOS, 0, taken_fn, &none, 0);
+	int n = walk_once(lv, pos, N, db, SFEN_STARTPOS, &none, 0);
 	print_message("seed %llu: %d leaves, the first at %d plies, value %d\n", seed, n,
 	              n ? lv[0].nmoves : 0, n ? lv[0].value : 0);
 	assert_int_equal(n, N);
@@ -164,7 +177,7 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 	/* The first ten taken: the others come in the same order. */
 	Taken ten = {.n = 10};
 	for (int i = 0; i < 10; i++) ten.keys[i] = lv[i].key;
-	int m = prov_leaves(again, p2, N - 10, db, SFEN_STARTPOS, 0, taken_fn, &ten, 0);
+	int m = walk_once(again, p2, N - 10, db, SFEN_STARTPOS, &ten, 0);
 	assert_int_equal(m, N - 10);
 	for (int i = 0; i < m; i++) assert_true(key_equal(again[i].key, lv[10 + i].key));
 	/* A walk kept between calls goes on where it stopped: 10, then 7 at a
@@ -215,14 +228,12 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 	prov_free(pw);
 	assert_int_equal(prov_open(&pw, "not a position", 0), SEL_EINVAL);
 	/* Bounded reads: the root and a few plies. */
-	m = prov_leaves(again, p2, N, db, SFEN_STARTPOS, 0, taken_fn, &none, 3);
+	m = walk_once(again, p2, N, db, SFEN_STARTPOS, &none, 3);
 	assert_true(m < 3);
 	/* A root the book has not thought: none; a root that does not parse. */
-	assert_int_equal(prov_leaves(again, p2, N, db, "9/9/9/9/4k4/9/9/9/4K4 b RBGSNLP 1", 0,
-	                             taken_fn, &none, 0),
+	assert_int_equal(walk_once(again, p2, N, db, "9/9/9/9/4k4/9/9/9/4K4 b RBGSNLP 1", &none, 0),
 	                 0);
-	assert_int_equal(prov_leaves(again, p2, N, db, "not a position", 0, taken_fn, &none, 0),
-	                 SEL_EINVAL);
+	assert_int_equal(walk_once(again, p2, N, db, "not a position", &none, 0), SEL_EINVAL);
 	free(rec);
 	free(lv);
 	free(again);
