@@ -266,6 +266,12 @@ uint64_t ts_rand(uint64_t *state)
 	return rng_next(state);
 }
 
+unsigned ts_kill_span_us(double whole_ms)
+{
+	double us = whole_ms * 900;
+	return us < 1000 ? 1000 : us > 999999 ? 999999 : (unsigned)us;
+}
+
 size_t ts_collect(char *p, size_t size, size_t n, void *buf)
 {
 	TsBuf *b = buf;

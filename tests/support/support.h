@@ -227,6 +227,10 @@ Key ts_line_key(const char *line);
 unsigned long long ts_seed(const char *test_name);
 /* The next number of a splitmix64 stream (state: any 64-bit value, e.g. a seed). */
 uint64_t ts_rand(uint64_t *state);
+/* For a kill -9 at a random moment of a command that took whole_ms here in
+ * full: the span (microseconds, for `sleep 0.%06u`) to draw the moment from,
+ * nine tenths of it (at least 1 ms, below a second). */
+unsigned ts_kill_span_us(double whole_ms);
 
 /* Whether the book at path book (opened read-only, beside a writer) holds the
  * position of key hex (32 hex digits) as thought. */
