@@ -1375,7 +1375,11 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->minimax_running = c->mm_running || c->mm_plan;
 	out->minimax_apply_ms = c->apply_ms;
 	out->snapshot_restored = c->snap_restored;
-	out->snapshot_note = c->snap_note;
+	/* None: said so too (an empty note reads as "no reason"). */
+	out->snapshot_note = c->snap_note[0] || c->snap_restored ? c->snap_note
+	                     : c->snap_path ? "no snapshot: the first search starts from scratch"
+	                                    : "no snapshot kept (--no-snapshot, --preload or "
+	                                      "--reanalyse): the first search starts from scratch";
 	out->checkpoints = c->ckpts; /* a child's end is taken in by each tick */
 	out->checkpoints_failed = c->ckpt_failed;
 	out->checkpoint_ms = c->ckpt_ms;

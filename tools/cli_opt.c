@@ -204,7 +204,9 @@ static int take(const Table *t, const CliOpt *o, char *v, int given)
 	case CLI_REAL: {
 		char *end;
 		double d = strtod(v, &end);
-		if (!*v || *end || !isfinite(d) || d < o->rlo || d > o->rhi)
+		/* Decimal only: strtod also reads "0x10", "inf", " 1". */
+		if (!*v || *end || v[strspn(v, "0123456789.eE+-")] || !isfinite(d) || d < o->rlo ||
+		    d > o->rhi)
 			return bad_value(t, o, v);
 		assert(o->size == sizeof d);
 		memcpy(dst, &d, sizeof d);

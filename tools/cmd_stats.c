@@ -194,6 +194,9 @@ int cmd_stats(int argc, char **argv)
 			printf("cyclic             %lld (as of the last minimax run)\n", st.cyclic);
 		if (st.root_known)
 			printf("root_value         %d\n", st.root_value);
+		else if (st.cyclic_known)
+			printf("root_value         - (the start position has no value: no thought "
+			       "position below it)\n");
 		else
 			printf("root_value         - (minimax not run)\n");
 		printf("bytes              %llu\n", (unsigned long long)st.bytes);

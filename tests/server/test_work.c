@@ -1213,7 +1213,7 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	char note[512], snap[700], *err = NULL;
 	snprintf(snap, sizeof snap, "%s/b/selector.snap", dir);
 	assert_false(selector_restored(s, t1, note, sizeof note));
-	assert_string_equal(note, "");
+	assert_string_equal(note, "no snapshot: the first search starts from scratch");
 	think_start(s, t1);
 	json_t *a = acquire(s, t1, "w1", 3);
 	assert_true(json_array_size(json_object_get(a, "positions")) >= 1);

@@ -106,6 +106,11 @@ static void test_cli__bad_usage_reads_the_same_for_every_command(void **state)
 	    {"select B --kif-bonus -40000",
 	     "select: --kif-bonus wants a number from -32000 to 32000, not '-40000'"},
 	    {"minimax B --blend 1.5", "minimax: --blend wants a number from 0 to 1, not '1.5'"},
+	    /* decimal only (strtod alone reads these) */
+	    {"minimax B --blend 0x1", "minimax: --blend wants a number from 0 to 1, not '0x1'"},
+	    {"minimax B --blend ' 1'", "minimax: --blend wants a number from 0 to 1, not ' 1'"},
+	    {"serve B --work --provisional-after inf",
+	     "serve: --provisional-after wants a number from 0 to 86400, not 'inf'"},
 	    {"think B --select best", "think: --select wants cover or pv, not 'best'"},
 	    {"think B --book-side red", "think: --book-side wants black, white or both, not 'red'"},
 	    {"extend B g.csa --book-player ''", "extend: --book-player wants STR, not ''"},
