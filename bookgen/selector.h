@@ -112,6 +112,10 @@ typedef struct {
 	 * the node map and the key filter (the arrays' room beyond what is in
 	 * use is not counted: a trim leaves it for the graph to grow into). */
 	uint64_t used_bytes;
+	/* What of it is made for the book at the start and does not shrink:
+	 * the node map and the key filter (lazy mode; its size to be while
+	 * its thread builds it). The graph has the rest of a budget. */
+	uint64_t fixed_bytes;
 } SelStats;
 
 typedef struct Selector Selector;

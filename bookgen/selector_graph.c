@@ -151,6 +151,15 @@ static bool bloom_maybe(const Selector *s, Key k)
 	return true;
 }
 
+/* The key filter's bytes for a book of count positions: 16 to 32 bits a
+ * key, in a power of two of 64-byte blocks. */
+static size_t filter_bytes_for(uint64_t count)
+{
+	uint64_t blocks = 1;
+	while (blocks * 512 < count * 16) blocks *= 2;
+	return (size_t)blocks * 64;
+}
+
 static inline bool bloom_is_ready(const Selector *s)
 {
 	return s->bloom_joined
@@ -231,9 +240,8 @@ static void *bloom_build(void *arg)
 	BloomFill f = {0};
 	if (bookdb_txn_begin(&txn, s->db, false) < 0) goto out;
 	if (bookdb_count(&count, txn, BOOKDB_POS) < 0) goto out;
-	uint64_t blocks = 1;
-	while (blocks * 512 < count * 16) blocks *= 2;
-	size_t bytes = (size_t)blocks * 64;
+	size_t bytes = filter_bytes_for(count);
+	uint64_t blocks = bytes / 64;
 	if (!(f.bloom = sel_g_bloom_alloc(bytes))) goto out;
 	f.blocks = blocks - 1;
 	/* The keys minimax keeps, when it vouches for them all: a read of a
@@ -547,6 +555,7 @@ int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys)
 	uint64_t count = 0;
 	if (bookdb_txn_begin(&txn, db, false) == 0 && bookdb_count(&count, txn, BOOKDB_POS) == 0 &&
 	    count > 0) {
+		s->bloom_expect = filter_bytes_for(count);
 		size_t want = count < SEL_RESERVE_MAX ? (size_t)count : SEL_RESERVE_MAX;
 		uint64_t budget = s->memory         ? s->memory
 		                  : bigmem_budget() ? bigmem_budget()
@@ -920,6 +929,9 @@ void sel_g_memory(SelStats *out, const Selector *s)
 	bool ready = atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
 	out->filter_ready = ready;
 	out->filter_bytes = ready ? s->bloom_bytes : 0;
+	out->fixed_bytes = (uint64_t)s->map.cap * sizeof *s->map.slot + (ready     ? s->bloom_bytes
+	                                                                 : s->lazy ? s->bloom_expect
+	                                                                           : 0);
 	out->filter_kept = ready && s->filter_kept;
 	out->filter_ms = ready ? s->filter_ms : 0;
 }

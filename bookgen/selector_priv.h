@@ -148,6 +148,7 @@ struct Selector {
 	 * rules out is not looked up in LMDB. A search waits for it. */
 	uint64_t *bloom;
 	size_t bloom_bytes;
+	size_t bloom_expect;   /* sel_attach: the filter's bytes once built (filter_bytes_for) */
 	uint64_t bloom_blocks; /* blocks - 1 */
 	atomic_int bloom_ready, bloom_cancel, bloom_finished;
 	pthread_t bloom_thread;

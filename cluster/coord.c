@@ -1388,6 +1388,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	sel_get_stats(&ss, c->sel);
 	out->select_nodes = ss.nodes;
 	out->select_bytes = ss.used_bytes;
+	out->select_fixed = ss.fixed_bytes;
 	out->select_budget = c->opt.select_memory;
 	out->select_record_bytes = ss.record_bytes;
 	out->select_trims = ss.trims;

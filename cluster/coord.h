@@ -250,9 +250,11 @@ typedef struct {
 	/* The selector: nodes held, the memory its budget counts
 	 * (SelStats.used_bytes) and the budget (CoordOptions.select_memory),
 	 * record bytes held, trims that dropped nodes and the nodes they
-	 * dropped, and the time they took (ms). */
+	 * dropped, and the time they took (ms); of the bytes, the part made
+	 * for the book at the start (SelStats.fixed_bytes: the key filter and
+	 * node map), the graph having the rest of the budget. */
 	uint64_t select_nodes, select_bytes, select_budget, select_record_bytes, select_trims,
-	    select_trimmed;
+	    select_trimmed, select_fixed;
 	double trim_ms;
 	/* Where the coordinator's time went since start, ms. */
 	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;

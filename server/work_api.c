@@ -386,14 +386,15 @@ static char *status_body(const CoordStatus *st)
 		                       (json_int_t)((now - s->last_seen_ms) / 1000)));
 	}
 	json_t *sel = json_pack(
-	    "{s:b, s:s, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I}", "restored",
+	    "{s:b, s:s, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "restored",
 	    st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
 	    "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
 	    (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
 	    "selected", (json_int_t)st->selected, "answered", st->select_answered, "provisional",
 	    (json_int_t)st->provisional, "nodes", (json_int_t)st->select_nodes, "bytes",
-	    (json_int_t)st->select_bytes, "budget", (json_int_t)st->select_budget, "trims",
-	    (json_int_t)st->select_trims, "trimmed", (json_int_t)st->select_trimmed);
+	    (json_int_t)st->select_bytes, "fixed", (json_int_t)st->select_fixed, "budget",
+	    (json_int_t)st->select_budget, "trims", (json_int_t)st->select_trims, "trimmed",
+	    (json_int_t)st->select_trimmed);
 	json_t *o = json_pack(
 	    "{s:I, s:{s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "queue",
 	    (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live, "expired",
@@ -690,9 +691,12 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 			status_clause(&l, "provisional leaves %llu%s",
 			              (unsigned long long)st.provisional,
 			              st.select_answered ? "" : " (the first search under way)");
-		status_clause(&l, "selector %llu nodes, %.0f MB of %.0f MB (records %.0f MB)",
+		status_clause(&l,
+		              "selector %llu nodes, %.0f MB of %.0f MB (filter and map %.0f MB, "
+		              "records %.0f MB)",
 		              (unsigned long long)st.select_nodes, st.select_bytes / 1e6,
-		              st.select_budget / 1e6, st.select_record_bytes / 1e6);
+		              st.select_budget / 1e6, st.select_fixed / 1e6,
+		              st.select_record_bytes / 1e6);
 		status_clause(&l, "trims %llu (%.0f ms, %llu nodes dropped)",
 		              (unsigned long long)st.select_trims, st.trim_ms,
 		              (unsigned long long)st.select_trimmed);

@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,6 +347,42 @@ static int wait_stop(sigset_t *sigs, ApiWork *work, Console *k)
 	}
 }
 
+/* A selector's budget whose key filter and node map leave its graph less
+ * than they take, and less than GRAPH_ROOM: said once at the start. The
+ * graph is then trimmed at nearly every commit and built again from the
+ * book, and the selection falls behind the workers (at 10^8 positions with
+ * 83 MB of room: 420-800 results/s, against 1,994 with 470 MB;
+ * docs/cluster.md, --memory). */
+#define GRAPH_ROOM ((uint64_t)256 << 20)
+#define GRAPH_WANT ((uint64_t)512 << 20)
+static void warn_graph_room(Coord *coord, uint64_t budget)
+{
+	CoordStatus st;
+	if (!budget || coord_status(coord, &st, 0) < 0) return;
+	uint64_t fixed = st.select_fixed;
+	coord_status_free(&st);
+	uint64_t room = budget > fixed ? budget - fixed : 0;
+	if (room >= GRAPH_ROOM || room >= fixed) return;
+	/* Room for the graph of a book this size: the filter and map's size
+	 * again, at most GRAPH_WANT (what kept the rate at 10^8). */
+	uint64_t want_room = 2 * fixed < GRAPH_WANT ? 2 * fixed : GRAPH_WANT;
+	double want = 2.0 * (double)(fixed + want_room);
+	char wtext[32];
+	if (want >= (double)(1 << 30))
+		snprintf(wtext, sizeof wtext, "%.1fG", ceil(want / (1 << 30) * 10) / 10);
+	else
+		snprintf(wtext, sizeof wtext, "%.0fM", ceil(want / (1 << 20)));
+	char text[512], b[24], r[24], f[24];
+	snprintf(text, sizeof text,
+	         "serve: the selector's budget (%s, half of --memory) leaves its graph %s beside "
+	         "its key filter and node map (%s): trimmed at nearly every commit, the graph is "
+	         "read from the book again and again and the selection falls behind; --memory "
+	         "%s or more keeps it",
+	         memuse_format(budget, b, sizeof b), memuse_format(room, r, sizeof r),
+	         memuse_format(fixed, f, sizeof f), wtext);
+	cli_wrap(stderr, text, 0, 2, CLI_CONSOLE_WIDTH);
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	const char *book = NULL;
@@ -586,6 +623,7 @@ int cmd_serve(int argc, char **argv)
 			        spath, sms / 1000, note[0] ? " (" : "", note, note[0] ? ")" : "");
 		else if (note[0])
 			cli_snapshot_unused("serve", spath, note, false);
+		warn_graph_room(coord, co.select_memory);
 		if (api_work_start(&work, coord, tokens) < 0) {
 			joseki_error("serve: cannot start the work thread");
 			goto fail;

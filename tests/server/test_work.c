@@ -1095,6 +1095,25 @@ static long acquire_raw(const Coordinator *s, const char *token, char **out, lon
 	return st;
 }
 
+/* A synthetic book of n positions at dir/b (its path in book) with a token
+ * "w" (64 characters, in tok). */
+static void synth_with_token(char *book, size_t cap, const char *dir, int n, int seed, char *tok)
+{
+	char *out = NULL, *err = NULL;
+	snprintf(book, cap, "%s/b", dir);
+	if (ts_runf(NULL, &err, "%s synth %s --positions %d --seed %d --quiet", ts_joseki(), book,
+	            n, seed) != 0)
+		fail_msg("synth: %s", err);
+	free(err);
+	err = NULL;
+	if (ts_runf(&out, &err, "%s token add %s/tokens w", ts_joseki(), book) != 0)
+		fail_msg("token add: %s", err);
+	memcpy(tok, out, 64);
+	tok[64] = 0;
+	free(out);
+	free(err);
+}
+
 /*
  * Selection in slices over HTTP: with the shortest slices (a search of the
  * thought book takes many) and no stock selected ahead (--select-ahead 0, so
@@ -1108,19 +1127,8 @@ static long acquire_raw(const Coordinator *s, const char *token, char **out, lon
 static void test_work__a_search_in_slices_answers_204_retry_1_until_done(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL, tok[80], book[600];
-	snprintf(book, sizeof book, "%s/b", dir);
-	if (ts_runf(NULL, &err, "%s synth %s --positions 3000 --seed 7 --quiet", ts_joseki(),
-	            book) != 0)
-		fail_msg("synth: %s", err);
-	free(err);
-	err = NULL;
-	if (ts_runf(&out, &err, "%s token add %s/tokens w", ts_joseki(), book) != 0)
-		fail_msg("token add: %s", err);
-	memcpy(tok, out, 64);
-	tok[64] = 0;
-	free(out);
-	free(err);
+	char *dir = ts_mkdtemp(), *out = NULL, tok[80], book[600];
+	synth_with_token(book, sizeof book, dir, 3000, 7, tok);
 	Coordinator co, *s = &co;
 	s->port = ts_serve_start(&s->pid, &s->log, book,
 	                         "--work --quiet --depth 3 --select cover --select-slice-ms 0 "
@@ -1179,6 +1187,59 @@ static void test_work__a_search_in_slices_answers_204_retry_1_until_done(void **
 	assert_true(after_busy >= 1);
 	assert_true(leased >= 6);
 	stop(s, SIGTERM);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
+ * serve --work --memory too small for the selector's graph beside its key
+ * filter and node map (made for the book at the start) says so at the start,
+ * with a --memory that holds it; the status shows the fixed part. Given that
+ * much, it says nothing.
+ */
+static void test_work__a_budget_that_leaves_the_graph_no_room_is_said(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), tok[80], book[600], said[8192];
+	synth_with_token(book, sizeof book, dir, 100000, 5, tok);
+	const char *want = NULL;
+	for (int round = 0; round < 2; round++) {
+		Coordinator co, *s = &co;
+		char opts[200];
+		snprintf(opts, sizeof opts, "--work --quiet --depth 3 --no-snapshot --memory %s",
+		         round ? want : "1M");
+		s->port = ts_serve_start_said(&s->pid, &s->log, book, opts, said, sizeof said);
+		g_child = s->pid;
+		assert_true(s->port > 0);
+		lines_fit("serve's start", said);
+		char *one = unwrapped(said);
+		const char *w = strstr(one, "leaves its graph");
+		json_t *st = status(s, tok);
+		long long fixed = jget(st, "selector", "fixed");
+		long long budget = jget(st, "selector", "budget");
+		json_decref(st);
+		print_message("--memory %s: fixed %lld of %lld bytes\n", round ? want : "1M", fixed,
+		              budget);
+		assert_true(fixed > 0);
+		if (round == 0) {
+			/* Half of 1 MiB, the filter and map more than half of it. */
+			assert_int_equal(budget, 512 * 1024);
+			assert_true(fixed > budget / 2 && fixed < budget);
+			if (!w || !strstr(one, "beside its key filter and node map"))
+				fail_msg("not said:\n%s", said);
+			const char *m = strstr(one, "; --memory ");
+			assert_non_null(m);
+			static char size[32];
+			sscanf(m + strlen("; --memory "), "%31s", size);
+			want = size;
+		} else {
+			/* The --memory it named: room enough, nothing said. */
+			assert_true(budget - fixed >= fixed);
+			if (w) fail_msg("said with --memory %s:\n%s", want, said);
+		}
+		free(one);
+		stop(s, SIGTERM);
+	}
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -1481,6 +1542,8 @@ int main(void)
 	if (getenv("TEST_FILTER")) cmocka_set_test_filter(getenv("TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_work__a_search_in_slices_answers_204_retry_1_until_done,
+	                              kill_left),
+	    cmocka_unit_test_teardown(test_work__a_budget_that_leaves_the_graph_no_room_is_said,
 	                              kill_left),
 	    cmocka_unit_test_setup_teardown(
 	        test_work__tokens_missing_wrong_or_revoked_get_401_and_write_nothing, setup,
