@@ -277,6 +277,31 @@ out:
 	return NULL;
 }
 
+/* sel_restore's filter: its section of the snapshot read on this thread,
+ * while the restored selector is already in use; a section that cannot be
+ * read or is damaged is built from the book instead. */
+static void *bloom_load(void *arg)
+{
+	Selector *s = arg;
+	pthread_setname_np(pthread_self(), "sel-filter");
+	double t0 = clock_ms_f();
+	uint64_t *b = sel_g_bloom_alloc((size_t)s->bloom_src.len);
+	int rc = b ? snap_section_read(&s->bloom_src, b) : SEL_ENOMEM;
+	snap_section_close(&s->bloom_src);
+	if (rc) {
+		free(b);
+		return bloom_build(s);
+	}
+	s->bloom = b;
+	s->bloom_bytes = (size_t)s->bloom_src.len;
+	s->bloom_blocks = s->bloom_src_blocks;
+	s->filter_kept = s->bloom_src_kept;
+	s->filter_ms = s->bloom_src_ms + (clock_ms_f() - t0);
+	atomic_store_explicit(&s->bloom_ready, 1, memory_order_release);
+	atomic_store_explicit(&s->bloom_finished, 1, memory_order_release);
+	return NULL;
+}
+
 int sel_g_resolve_slow(Selector *s, uint32_t i)
 {
 	s->nodes[i].flags &= (uint8_t) ~(NF_UNRESOLVED | NF_AHEAD);
@@ -422,6 +447,7 @@ int sel_new(Selector **out, const SelOptions *opt)
 	if (!s) return SEL_ENOMEM;
 	s->opt.kif_bonus = SEL_KIF_BONUS_DEFAULT;
 	if (opt) s->opt = *opt;
+	s->bloom_src.fd = -1;
 	keymap_init(&s->map, sizeof(SelNode));
 	keymap_init_set(&s->defer_map, true);
 	s->rec = malloc(sizeof *s->rec);
@@ -441,9 +467,15 @@ static void bloom_join(Selector *s)
 	if (!s->bloom_started || s->bloom_joined) return;
 	pthread_join(s->bloom_thread, NULL);
 	s->bloom_joined = true;
-	/* From now on the filter holds the graph's keys as well (create_node). */
+	/* From now on the filter holds the graph's keys as well (create_node),
+	 * and the keys the book gained meanwhile (sel_g_book_changed). */
 	for (size_t i = 0; s->bloom && i < s->nnodes; i++)
 		bloom_add(s->bloom, s->bloom_blocks, s->nodes[i].key);
+	for (size_t i = 0; s->bloom && i < s->nlater; i++)
+		bloom_add(s->bloom, s->bloom_blocks, s->bloom_later[i]);
+	free(s->bloom_later);
+	s->bloom_later = NULL;
+	s->nlater = s->caplater = 0;
 }
 
 void sel_free(Selector *s)
@@ -452,6 +484,8 @@ void sel_free(Selector *s)
 	bookdb_prefetch_close(s->ahead);
 	atomic_store(&s->bloom_cancel, 1);
 	bloom_join(s);
+	snap_section_close(&s->bloom_src);
+	free(s->bloom_later);
 	free(s->bloom);
 	for (size_t i = 0; s->nodes && i < s->nnodes; i++) drop_raw(s, &s->nodes[i]);
 	bigmem_free(s->nodes);
@@ -519,6 +553,20 @@ done:
 	return r;
 }
 
+/* The budget the node map is sized within: the selector's own
+ * (sel_set_memory: the coordinator's and think's), else the process's, else
+ * the default one. */
+static uint64_t map_budget(const Selector *s)
+{
+	return s->memory ? s->memory : bigmem_budget() ? bigmem_budget() : memuse_default_budget();
+}
+
+void sel_g_fix_map(Selector *s)
+{
+	uint64_t map = (uint64_t)s->map.cap * sizeof *s->map.slot, most = map_budget(s) / 8;
+	s->map_fixed = map < most ? map : most;
+}
+
 void sel_set_memory(Selector *s, uint64_t budget)
 {
 	s->memory = budget;
@@ -533,7 +581,8 @@ void sel_start_filter(Selector *s)
 {
 	/* Without the filter every selection still works, only slower. */
 	if (s->lazy && s->db && !s->bloom_started && !s->bloom_joined &&
-	    pthread_create(&s->bloom_thread, NULL, bloom_build, s) == 0)
+	    pthread_create(&s->bloom_thread, NULL, s->bloom_src.fd >= 0 ? bloom_load : bloom_build,
+	                   s) == 0)
 		s->bloom_started = true;
 }
 
@@ -557,15 +606,14 @@ int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys)
 	    count > 0) {
 		s->bloom_expect = filter_bytes_for(count);
 		size_t want = count < SEL_RESERVE_MAX ? (size_t)count : SEL_RESERVE_MAX;
-		uint64_t budget = s->memory         ? s->memory
-		                  : bigmem_budget() ? bigmem_budget()
-		                                    : memuse_default_budget();
+		uint64_t budget = map_budget(s);
 		if (want > budget / 128) want = (size_t)(budget / 128);
 		if (keymap_reserve(&s->map, s->nodes, want) < 0) {
 			bookdb_txn_abort(txn);
 			return SEL_ENOMEM;
 		}
 	}
+	sel_g_fix_map(s);
 	bookdb_txn_abort(txn);
 	if (!s->bloom_deferred) sel_start_filter(s);
 	return 0;
@@ -855,7 +903,16 @@ bool sel_g_book_thought(const Selector *s, Key key)
 int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, RetroMove *cand,
                        uint64_t *parents)
 {
-	if (val && s->bloom) bloom_add(s->bloom, s->bloom_blocks, k);
+	if (val && s->bloom_joined && s->bloom) {
+		bloom_add(s->bloom, s->bloom_blocks, k);
+	} else if (val && s->lazy && !s->bloom_joined) {
+		/* The filter's thread may be reading a filter older than this
+		 * (a snapshot's): the key goes in at the join. */
+		if (array_grow((void **)&s->bloom_later, &s->caplater, s->nlater + 1,
+		               sizeof *s->bloom_later, 64))
+			return SEL_ENOMEM;
+		s->bloom_later[s->nlater++] = k;
+	}
 	bool thought = val && len && (val[0] & BOOKDB_REC_THOUGHT);
 	int64_t i = sel_g_find_node(s, k);
 	if (i >= 0) {
@@ -929,9 +986,10 @@ void sel_g_memory(SelStats *out, const Selector *s)
 	bool ready = atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
 	out->filter_ready = ready;
 	out->filter_bytes = ready ? s->bloom_bytes : 0;
-	out->fixed_bytes = (uint64_t)s->map.cap * sizeof *s->map.slot + (ready     ? s->bloom_bytes
-	                                                                 : s->lazy ? s->bloom_expect
-	                                                                           : 0);
+	uint64_t map = (uint64_t)s->map.cap * sizeof *s->map.slot;
+	out->fixed_bytes = (map < s->map_fixed ? map : s->map_fixed) + (ready     ? s->bloom_bytes
+	                                                                : s->lazy ? s->bloom_expect
+	                                                                          : 0);
 	out->filter_kept = ready && s->filter_kept;
 	out->filter_ms = ready ? s->filter_ms : 0;
 }

@@ -16,6 +16,7 @@
 #include "bookdb/minimax_hook.h"
 #include "bookdb/prefetch.h"
 #include "bookgen/selector.h"
+#include "bookgen/snapshot.h"
 #include "shogi/keymap.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
@@ -149,11 +150,21 @@ struct Selector {
 	uint64_t *bloom;
 	size_t bloom_bytes;
 	size_t bloom_expect;   /* sel_attach: the filter's bytes once built (filter_bytes_for) */
+	uint64_t map_fixed;    /* the node map's bytes as made for the book (sel_g_fix_map) */
 	uint64_t bloom_blocks; /* blocks - 1 */
 	atomic_int bloom_ready, bloom_cancel, bloom_finished;
 	pthread_t bloom_thread;
 	bool bloom_started, bloom_joined;
-	bool bloom_deferred;       /* sel_defer_filter: started by sel_start_filter or a search */
+	bool bloom_deferred; /* sel_defer_filter: started by sel_start_filter or a search */
+	/* sel_restore: the filter's section of the snapshot, read by the
+	 * filter's thread instead of a build (fd -1: none); keys the book
+	 * gained while it was not joined, added at the join. */
+	SnapSection bloom_src;
+	uint64_t bloom_src_blocks;
+	bool bloom_src_kept;
+	double bloom_src_ms;
+	Key *bloom_later;
+	size_t nlater, caplater;
 	BookMinimaxHook keys_hook; /* its keys, when offered, fill the filter */
 	bool filter_kept;          /* the filter came from them */
 	double filter_ms;          /* the filter's build */
@@ -255,6 +266,9 @@ int sel_g_flush(Selector *s);
  * (sized when the selector attached) and the key filter (fixed bytes). */
 uint64_t sel_g_used_bytes(const Selector *s);
 uint64_t sel_g_fixed_bytes(const Selector *s);
+/* The node map's size now is what was made for the book (SelStats.fixed_bytes:
+ * at most an eighth of the budget; what it grows by later is the graph's). */
+void sel_g_fix_map(Selector *s);
 /* The memory and filter figures of SelStats. */
 void sel_g_memory(SelStats *out, const Selector *s);
 /* Before a search: the pending invalidations; one read transaction for the

@@ -273,23 +273,20 @@ int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
 		if (put < 0) return restore_fail(s, SEL_ENOMEM);
 		if (put != (int64_t)i) return restore_fail(s, damaged(err, "a key twice", i));
 	}
-	/* The key filter: built, joined. */
-	s->bloom = sel_g_bloom_alloc((size_t)h.bloom_bytes);
-	if (!s->bloom) return restore_fail(s, SEL_ENOMEM);
-	if ((rc = snap_read(r, T_BLOOM, s->bloom, h.bloom_bytes, err))) {
-		free(s->bloom);
-		s->bloom = NULL;
+	/* The key filter (at 10^9 positions 2 GB, most of the snapshot): read
+	 * by the filter's thread while the selector is in use, as a build
+	 * would be (a search waits for it); the book's keys added meanwhile
+	 * go in at the join. */
+	if ((rc = snap_section_take(&s->bloom_src, r, T_BLOOM, h.bloom_bytes, err)))
 		return restore_fail(s, rc);
-	}
-	s->bloom_bytes = (size_t)h.bloom_bytes;
-	s->bloom_blocks = h.bloom_blocks;
-	s->filter_kept = h.filter_kept;
-	s->filter_ms = h.filter_ms;
-	s->bloom_joined = true;
-	atomic_store(&s->bloom_ready, 1);
-	atomic_store(&s->bloom_finished, 1);
+	s->bloom_src_blocks = h.bloom_blocks;
+	s->bloom_src_kept = h.filter_kept;
+	s->bloom_src_ms = h.filter_ms;
+	s->bloom_expect = (size_t)h.bloom_bytes;
+	sel_g_fix_map(s);
 	s->db = db;
 	s->lazy = true;
+	if (!s->bloom_deferred) sel_start_filter(s);
 	s->stamp = h.stamp;
 	s->next_root = h.next_root;
 	s->st.nodes = s->nnodes;

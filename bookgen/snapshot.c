@@ -349,26 +349,57 @@ bool snap_has(const SnapReader *r, uint32_t tag, uint64_t *len)
 	return e != NULL;
 }
 
-int snap_read(SnapReader *r, uint32_t tag, void *buf, uint64_t len, char *err)
+/* Section tag of len bytes: its entry, or SEL_ESNAP with err. */
+static int entry(const SnapEntry **out, SnapReader *r, uint32_t tag, uint64_t len, char *err)
 {
-	const SnapEntry *e = find(r, tag);
+	const SnapEntry *e = *out = find(r, tag);
+	if (e && e->len == len) return 0;
 	char what[96];
 	char t[5] = {(char)(tag & 0xff), (char)(tag >> 8 & 0xff), (char)(tag >> 16 & 0xff),
 	             (char)(tag >> 24), 0};
-	if (!e || e->len != len) {
-		snprintf(what, sizeof what, "section %s %s", t,
-		         e ? "of another length" : "missing");
-		return rfail(r->path, err, SEL_ESNAP, what);
-	}
-	if (!read_at(r->fd, buf, (size_t)len, e->off)) {
+	snprintf(what, sizeof what, "section %s %s", t, e ? "of another length" : "missing");
+	return rfail(r->path, err, SEL_ESNAP, what);
+}
+
+int snap_section_read(const SnapSection *sec, void *buf)
+{
+	if (!read_at(sec->fd, buf, (size_t)sec->len, sec->off)) return SEL_EIO;
+	return snap_hash(buf, (size_t)sec->len) == sec->hash ? 0 : SEL_ESNAP;
+}
+
+int snap_read(SnapReader *r, uint32_t tag, void *buf, uint64_t len, char *err)
+{
+	const SnapEntry *e;
+	int rc = entry(&e, r, tag, len, err);
+	if (rc) return rc;
+	SnapSection sec = {.fd = r->fd, .off = e->off, .len = len, .hash = e->hash};
+	errno = 0;
+	if ((rc = snap_section_read(&sec, buf)) == 0) return 0;
+	char what[96];
+	char t[5] = {(char)(tag & 0xff), (char)(tag >> 8 & 0xff), (char)(tag >> 16 & 0xff),
+	             (char)(tag >> 24), 0};
+	if (rc == SEL_EIO)
 		snprintf(what, sizeof what, "section %s: %s", t, strerror(errno ? errno : EIO));
-		return rfail(r->path, err, SEL_EIO, what);
-	}
-	if (snap_hash(buf, (size_t)len) != e->hash) {
+	else
 		snprintf(what, sizeof what, "section %s damaged (hash)", t);
-		return rfail(r->path, err, SEL_ESNAP, what);
-	}
+	return rfail(r->path, err, rc, what);
+}
+
+int snap_section_take(SnapSection *out, SnapReader *r, uint32_t tag, uint64_t len, char *err)
+{
+	const SnapEntry *e;
+	int rc = entry(&e, r, tag, len, err);
+	if (rc) return rc;
+	int fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0) return rfail(r->path, err, SEL_EIO, strerror(errno));
+	*out = (SnapSection){.fd = fd, .off = e->off, .len = len, .hash = e->hash};
 	return 0;
+}
+
+void snap_section_close(SnapSection *sec)
+{
+	if (sec->fd >= 0) close(sec->fd);
+	sec->fd = -1;
 }
 
 void snap_close(SnapReader *r)

@@ -78,6 +78,19 @@ bool snap_has(const SnapReader *r, uint32_t tag, uint64_t *len);
  * with err. */
 JOSEKI_MUST_USE int snap_read(SnapReader *r, uint32_t tag, void *buf, uint64_t len, char *err);
 void snap_close(SnapReader *r);
+/* A section to be read later, by another thread, after snap_close (its own
+ * descriptor of the file, which may be unlinked meanwhile). */
+typedef struct {
+	int fd; /* -1: none */
+	uint64_t off, len, hash;
+} SnapSection;
+/* Section tag (len bytes, its length) kept in *out to be read later: 0, or
+ * SEL_ESNAP (absent, another length) / SEL_EIO with err. */
+JOSEKI_MUST_USE int snap_section_take(SnapSection *out, SnapReader *r, uint32_t tag, uint64_t len,
+                                      char *err);
+/* Reads the whole of it into buf and checks its hash: 0, SEL_EIO, SEL_ESNAP. */
+JOSEKI_MUST_USE int snap_section_read(const SnapSection *sec, void *buf);
+void snap_section_close(SnapSection *sec);
 
 /*
  * The selector's sections. sel_snapshot_write: s between calls (no search

@@ -348,25 +348,27 @@ static int wait_stop(sigset_t *sigs, ApiWork *work, Console *k)
 }
 
 /* A selector's budget whose key filter and node map leave its graph less
- * than they take, and less than GRAPH_ROOM: said once at the start. The
- * graph is then trimmed at nearly every commit and built again from the
- * book, and the selection falls behind the workers (at 10^8 positions with
- * 83 MB of room: 420-800 results/s, against 1,994 with 470 MB;
- * docs/cluster.md, --memory). */
+ * room than GRAPH_ROOM, or than 16 bytes a position of a smaller book: said
+ * once at the start, with a --memory that leaves it GRAPH_WANT (32 bytes a
+ * position of a smaller book). Short of that the graph is trimmed at nearly
+ * every commit and built again from the book, and the selection falls behind
+ * the workers (at 10^8 positions 80 MiB of room gave 420-800 results/s, 290
+ * MB 1,908, 470 MB 1,994; docs/cluster.md, --memory). --preload trims
+ * nothing. */
 #define GRAPH_ROOM ((uint64_t)256 << 20)
 #define GRAPH_WANT ((uint64_t)512 << 20)
-static void warn_graph_room(Coord *coord, uint64_t budget)
+static void warn_graph_room(Coord *coord, uint64_t budget, uint64_t positions)
 {
 	CoordStatus st;
 	if (!budget || coord_status(coord, &st, 0) < 0) return;
 	uint64_t fixed = st.select_fixed;
 	coord_status_free(&st);
 	uint64_t room = budget > fixed ? budget - fixed : 0;
-	if (room >= GRAPH_ROOM || room >= fixed) return;
-	/* Room for the graph of a book this size: the filter and map's size
-	 * again, at most GRAPH_WANT (what kept the rate at 10^8). */
-	uint64_t want_room = 2 * fixed < GRAPH_WANT ? 2 * fixed : GRAPH_WANT;
-	double want = 2.0 * (double)(fixed + want_room);
+	uint64_t least = positions * 16 < GRAPH_ROOM ? positions * 16 : GRAPH_ROOM;
+	if (room >= least) return;
+	/* The node map takes at most an eighth of the budget. */
+	uint64_t want_room = positions * 32 < GRAPH_WANT ? positions * 32 : GRAPH_WANT;
+	double want = 2.0 * 8 / 7 * (double)(fixed + want_room);
 	char wtext[32];
 	if (want >= (double)(1 << 30))
 		snprintf(wtext, sizeof wtext, "%.1fG", ceil(want / (1 << 30) * 10) / 10);
@@ -623,7 +625,15 @@ int cmd_serve(int argc, char **argv)
 			        spath, sms / 1000, note[0] ? " (" : "", note, note[0] ? ")" : "");
 		else if (note[0])
 			cli_snapshot_unused("serve", spath, note, false);
-		warn_graph_room(coord, co.select_memory);
+		if (!co.preload) {
+			uint64_t npos = 0;
+			BookTxn *t;
+			if (bookdb_txn_begin(&t, db, false) == 0) {
+				(void)bookdb_count(&npos, t, BOOKDB_POS);
+				bookdb_txn_abort(t);
+			}
+			warn_graph_room(coord, co.select_memory, npos);
+		}
 		if (api_work_start(&work, coord, tokens) < 0) {
 			joseki_error("serve: cannot start the work thread");
 			goto fail;
