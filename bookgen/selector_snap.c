@@ -43,6 +43,12 @@ typedef struct {
 	uint64_t thought, edges_built;
 } SelHead;
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
 bool sel_snapshot_ready(const Selector *s)
 {
 	return s->lazy && !s->in_call && !s->ndefer && !s->err && s->bloom_joined && s->bloom;
@@ -58,6 +64,18 @@ int sel_snapshot_write(Selector *s, SnapWriter *w)
 	sel_snapshot_wait(s);
 	if (!s->lazy || s->in_call || s->ndefer || s->err || !s->bloom_joined || !s->bloom)
 		return SEL_EINVAL;
+	/* Each change pushes its node on the pending list, a node changed
+	 * twice twice: written once each, as the restore checks it (no more
+	 * entries than nodes; a run stopped seconds into its first search had
+	 * 4 for 3 nodes, and its snapshot was refused as damaged). The order
+	 * does not matter: their ancestors' bounds are cleared in one walk. */
+	if (s->npending > 1) {
+		qsort(s->pending, s->npending, sizeof *s->pending, cmp_u32);
+		size_t n = 1;
+		for (size_t i = 1; i < s->npending; i++)
+			if (s->pending[i] != s->pending[n - 1]) s->pending[n++] = s->pending[i];
+		s->npending = n;
+	}
 	SelHead h = {.node_size = sizeof(SelNode),
 	             .edge_size = sizeof(SelEdge),
 	             .link_size = sizeof(SelLink),

@@ -986,6 +986,55 @@ static void test_bookgen__a_restored_filter_is_read_beside_the_selector(void **s
 	free(dir);
 }
 
+/*
+ * The pending list (nodes whose ancestors' bounds are still to be cleared)
+ * holds a node once per change: a snapshot of a small graph changed often
+ * (a coordinator stopped seconds into its first search: 4 entries for 3
+ * nodes) is written with each node once and restores, where the restore
+ * refused it as damaged ("the counts").
+ */
+static void test_bookgen__a_snapshot_of_nodes_changed_twice_restores(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[4096], path[4200], serr[SNAP_ERRLEN];
+	(void)synth_book(book, sizeof book, dir, "pending_twice");
+	BookDB *db = NULL;
+	Selector *a = lazy_selector(&db, book, false), *b = NULL;
+	Key k = line_key("startpos moves 7g7f");
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(sel_lease(a, k), 0);
+		assert_int_equal(sel_release(a, k), 0);
+	}
+	SelStats st;
+	sel_get_stats(&st, a);
+	assert_true(st.nodes < 6); /* fewer nodes than changes */
+	BookStamp stamp;
+	assert_int_equal(bookdb_stamp(&stamp, db), 0);
+	snprintf(path, sizeof path, "%s/s.snap", dir);
+	SnapWriter *w = NULL;
+	assert_int_equal(snap_create(&w, path, &stamp, serr), 0);
+	assert_int_equal(sel_snapshot_write(a, w), 0);
+	assert_int_equal(snap_commit(w, serr), 0);
+	SnapReader *rd = NULL;
+	assert_int_equal(snap_open(&rd, path, &stamp, serr), 0);
+	assert_int_equal(sel_new(&b, NULL), 0);
+	if (sel_restore(b, db, rd, serr) != 0) fail_msg("restore: %s", serr);
+	snap_close(rd);
+	assert_int_equal(sel_add_root(b, line_key("startpos"), BLACK), 0);
+	SelLeaf *l = malloc(sizeof *l), *m = malloc(sizeof *m);
+	assert_true(l && m);
+	assert_int_equal(sel_select(l, a), 1);
+	assert_int_equal(sel_select(m, b), 1);
+	assert_true(key_equal(l->key, m->key));
+	free(l);
+	free(m);
+	sel_free(a);
+	sel_free(b);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_bookgen__incremental_bounds_agree_with_full_searches(void **state)
 {
 	(void)state;
@@ -1805,6 +1854,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__kif_bonus_changes_the_choice),
 	    cmocka_unit_test(test_bookgen__window_batch_returns_every_leaf_within_the_window),
 	    cmocka_unit_test(test_bookgen__a_restored_filter_is_read_beside_the_selector),
+	    cmocka_unit_test(test_bookgen__a_snapshot_of_nodes_changed_twice_restores),
 	    cmocka_unit_test(test_bookgen__incremental_bounds_agree_with_full_searches),
 	    cmocka_unit_test(test_bookgen__a_deferred_filter_starts_with_the_first_search),
 	    cmocka_unit_test(test_bookgen__bounds_stay_exact_with_many_leases_outstanding),
