@@ -160,10 +160,13 @@ static size_t filter_bytes_for(uint64_t count)
 	return (size_t)blocks * 64;
 }
 
+/* A snapshot's filter (sel_restore) is used once joined only: until then it
+ * lacks the keys the book gained since the snapshot (sel_g_book_changed). */
 static inline bool bloom_is_ready(const Selector *s)
 {
-	return s->bloom_joined
-	           ? s->bloom != NULL
+	return s->bloom_joined ? s->bloom != NULL
+	       : s->bloom_src_used
+	           ? false
 	           : atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
 }
 
@@ -701,14 +704,19 @@ int sel_g_call_begin(Selector *s)
 	 * hold): waiting for the one pass that builds the filter is quicker. */
 	if (s->lazy) {
 		sel_start_filter(s); /* deferred (sel_defer_filter) until now */
+		/* A restored graph holds the positions its searches meet: they go
+		 * on while the thread reads the filter (a lookup meanwhile asks
+		 * LMDB), which is joined once read. */
+		bool wait = !s->bloom_src_used ||
+		            atomic_load_explicit(&s->bloom_finished, memory_order_acquire);
 		/* Slices: the wait is polled, so that the search can be suspended. */
 		struct timespec ms = {0, 1000000};
-		while (s->yield && s->bloom_started && !s->bloom_joined &&
+		while (wait && s->yield && s->bloom_started && !s->bloom_joined &&
 		       !atomic_load_explicit(&s->bloom_finished, memory_order_acquire)) {
 			if (sel_g_yield(s, SEL_YIELD_VISITS)) return SEL_ESTOPPED;
 			nanosleep(&ms, NULL);
 		}
-		bloom_join(s);
+		if (wait) bloom_join(s);
 	}
 	if (!s->db || s->txn) return 0;
 	return bookdb_txn_begin(&s->txn, s->db, false) < 0 ? SEL_EBOOK : 0;

@@ -160,6 +160,7 @@ struct Selector {
 	 * filter's thread instead of a build (fd -1: none); keys the book
 	 * gained while it was not joined, added at the join. */
 	SnapSection bloom_src;
+	bool bloom_src_used; /* the filter is (being) read from a snapshot */
 	uint64_t bloom_src_blocks;
 	bool bloom_src_kept;
 	double bloom_src_ms;

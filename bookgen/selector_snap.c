@@ -297,6 +297,7 @@ int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
 	 * go in at the join. */
 	if ((rc = snap_section_take(&s->bloom_src, r, T_BLOOM, h.bloom_bytes, err)))
 		return restore_fail(s, rc);
+	s->bloom_src_used = true;
 	s->bloom_src_blocks = h.bloom_blocks;
 	s->bloom_src_kept = h.filter_kept;
 	s->bloom_src_ms = h.filter_ms;
