@@ -268,6 +268,9 @@ int64_t sel_trim(Selector *s, uint64_t budget);
  * (bigmem_budget, else memuse_default_budget), so that a small budget
  * leaves the graph room. */
 void sel_set_memory(Selector *s, uint64_t budget);
+/* The key filter's bytes for a book of count positions (lazy mode: 16 to 32
+ * bits a key, in a power of two of 64-byte blocks). */
+size_t sel_filter_bytes(uint64_t count);
 
 /* Lazy mode: with defer set before sel_attach, the thread that builds the
  * key filter is not started there but by sel_start_filter, or by the first

@@ -151,9 +151,7 @@ static bool bloom_maybe(const Selector *s, Key k)
 	return true;
 }
 
-/* The key filter's bytes for a book of count positions: 16 to 32 bits a
- * key, in a power of two of 64-byte blocks. */
-static size_t filter_bytes_for(uint64_t count)
+size_t sel_filter_bytes(uint64_t count)
 {
 	uint64_t blocks = 1;
 	while (blocks * 512 < count * 16) blocks *= 2;
@@ -243,7 +241,7 @@ static void *bloom_build(void *arg)
 	BloomFill f = {0};
 	if (bookdb_txn_begin(&txn, s->db, false) < 0) goto out;
 	if (bookdb_count(&count, txn, BOOKDB_POS) < 0) goto out;
-	size_t bytes = filter_bytes_for(count);
+	size_t bytes = sel_filter_bytes(count);
 	uint64_t blocks = bytes / 64;
 	if (!(f.bloom = sel_g_bloom_alloc(bytes))) goto out;
 	f.blocks = blocks - 1;
@@ -607,7 +605,7 @@ int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys)
 	uint64_t count = 0;
 	if (bookdb_txn_begin(&txn, db, false) == 0 && bookdb_count(&count, txn, BOOKDB_POS) == 0 &&
 	    count > 0) {
-		s->bloom_expect = filter_bytes_for(count);
+		s->bloom_expect = sel_filter_bytes(count);
 		size_t want = count < SEL_RESERVE_MAX ? (size_t)count : SEL_RESERVE_MAX;
 		uint64_t budget = map_budget(s);
 		if (want > budget / 128) want = (size_t)(budget / 128);
@@ -720,6 +718,13 @@ int sel_g_call_begin(Selector *s)
 	}
 	if (!s->db || s->txn) return 0;
 	return bookdb_txn_begin(&s->txn, s->db, false) < 0 ? SEL_EBOOK : 0;
+}
+
+void sel_g_filter_join_done(Selector *s)
+{
+	if (s->bloom_started && !s->bloom_joined &&
+	    atomic_load_explicit(&s->bloom_finished, memory_order_acquire))
+		bloom_join(s);
 }
 
 void sel_g_filter_wait(Selector *s)
@@ -974,8 +979,11 @@ int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, Retro
 
 uint64_t sel_g_fixed_bytes(const Selector *s)
 {
-	return (uint64_t)s->map.cap * sizeof *s->map.slot +
-	       (s->bloom_joined && s->bloom ? s->bloom_bytes : 0);
+	/* The filter once its thread made it, joined or not. */
+	bool made = s->bloom_joined
+	                ? s->bloom != NULL
+	                : atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
+	return (uint64_t)s->map.cap * sizeof *s->map.slot + (made ? s->bloom_bytes : 0);
 }
 
 uint64_t sel_g_used_bytes(const Selector *s)

@@ -270,6 +270,8 @@ uint64_t sel_g_fixed_bytes(const Selector *s);
 /* The node map's size now is what was made for the book (SelStats.fixed_bytes:
  * at most an eighth of the budget; what it grows by later is the graph's). */
 void sel_g_fix_map(Selector *s);
+/* Joins the filter's thread if it has finished (never waits). */
+void sel_g_filter_join_done(Selector *s);
 /* The memory and filter figures of SelStats. */
 void sel_g_memory(SelStats *out, const Selector *s);
 /* Before a search: the pending invalidations; one read transaction for the

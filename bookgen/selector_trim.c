@@ -220,6 +220,9 @@ static void compact(Selector *s, const uint8_t *keep, uint32_t *newidx, uint64_t
 int64_t sel_trim(Selector *s, uint64_t budget)
 {
 	if (!s->lazy || s->in_call || s->ndefer) return 0;
+	/* A filter its thread has made is joined here too, between calls (a
+	 * restored selector's search does not wait for it). */
+	sel_g_filter_join_done(s);
 	if (sel_g_used_bytes(s) <= budget) return 0;
 	uint64_t fixed = sel_g_fixed_bytes(s);
 	int r = sel_g_flush(s);

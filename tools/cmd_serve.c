@@ -366,9 +366,10 @@ static void warn_graph_room(Coord *coord, uint64_t budget, uint64_t positions)
 	uint64_t room = budget > fixed ? budget - fixed : 0;
 	uint64_t least = positions * 16 < GRAPH_ROOM ? positions * 16 : GRAPH_ROOM;
 	if (room >= least) return;
-	/* The node map takes at most an eighth of the budget. */
+	/* The key filter and the room, the node map at most an eighth of the
+	 * budget: one size for the book, whatever was given. */
 	uint64_t want_room = positions * 32 < GRAPH_WANT ? positions * 32 : GRAPH_WANT;
-	double want = 2.0 * 8 / 7 * (double)(fixed + want_room);
+	double want = 2.0 * 8 / 7 * (double)(sel_filter_bytes(positions) + want_room);
 	char wtext[32];
 	if (want >= (double)(1 << 30))
 		snprintf(wtext, sizeof wtext, "%.1fG", ceil(want / (1 << 30) * 10) / 10);
