@@ -212,8 +212,21 @@ static void compact(Selector *s, const uint8_t *keep, uint32_t *newidx, uint64_t
 	for (size_t k = 0; k < npairs; k++)
 		(void)sel_g_add_link(s, newidx[pairs[k].child], newidx[pairs[k].parent]);
 	for (size_t r = 0; r < s->nroots; r++) s->roots[r].node = newidx[s->roots[r].node];
-	keymap_clear(&s->map);
 	const void *keys = (const char *)s->nodes + offsetof(SelNode, key);
+	/* A map the graph grew past what was made for the book (sel_g_fix_map)
+	 * goes back to that size when the kept nodes fit: else it keeps its
+	 * size for good, and every later trim leaves the graph less room. */
+	size_t fixed_slots = (size_t)(s->map_fixed / sizeof *s->map.slot);
+	KeyMap nm;
+	keymap_init(&nm, sizeof(SelNode));
+	if (s->map.cap > fixed_slots && nn < fixed_slots / 2 &&
+	    keymap_reserve(&nm, keys, fixed_slots / 2) == 0 && nm.cap < s->map.cap) {
+		keymap_free(&s->map);
+		s->map = nm;
+	} else {
+		keymap_free(&nm);
+		keymap_clear(&s->map);
+	}
 	for (size_t i = 0; i < nn; i++) (void)keymap_find_or_insert(&s->map, keys, (uint32_t)i);
 }
 
