@@ -15,6 +15,7 @@
 #include "server/api.h"
 #include "server/work_parse.h"
 #include "shogi/clock.h"
+#include "shogi/memuse.h"
 
 #define TICK_MS 100
 /* Rounds (one commit each) start at most this often: requests arriving in
@@ -691,12 +692,13 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 			status_clause(&l, "provisional leaves %llu%s",
 			              (unsigned long long)st.provisional,
 			              st.select_answered ? "" : " (the first search under way)");
-		status_clause(&l,
-		              "selector %llu nodes, %.0f MB of %.0f MB (filter and map %.0f MB, "
-		              "records %.0f MB)",
-		              (unsigned long long)st.select_nodes, st.select_bytes / 1e6,
-		              st.select_budget / 1e6, st.select_fixed / 1e6,
-		              st.select_record_bytes / 1e6);
+		char sb[24], sg[24], sf[24], sr[24];
+		status_clause(&l, "selector %llu nodes, %s of %s (filter and map %s, records %s)",
+		              (unsigned long long)st.select_nodes,
+		              memuse_format(st.select_bytes, sb, sizeof sb),
+		              memuse_format(st.select_budget, sg, sizeof sg),
+		              memuse_format(st.select_fixed, sf, sizeof sf),
+		              memuse_format(st.select_record_bytes, sr, sizeof sr));
 		status_clause(&l, "trims %llu (%.0f ms, %llu nodes dropped)",
 		              (unsigned long long)st.select_trims, st.trim_ms,
 		              (unsigned long long)st.select_trimmed);

@@ -246,7 +246,7 @@ int cmd_bench_work(int argc, char **argv)
 	            "results/s asked for: acquires paced, open loop (default 0: closed loop)"),
 	    CLI_TABLE_END,
 	};
-	const CliCmd cmd = {"bench-work", opts, "docs/notes/cluster.md"};
+	const CliCmd cmd = {"bench-work", opts, "docs/cluster.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	char tok[256] = "", auth[300];
