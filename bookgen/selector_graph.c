@@ -158,14 +158,18 @@ size_t sel_filter_bytes(uint64_t count)
 	return (size_t)blocks * 64;
 }
 
+/* Whether the filter's thread has made the filter (s->bloom and its sizes
+ * written before, by a build or a snapshot's read), joined or not. */
+static inline bool bloom_made(const Selector *s)
+{
+	return atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
+}
+
 /* A snapshot's filter (sel_restore) is used once joined only: until then it
  * lacks the keys the book gained since the snapshot (sel_g_book_changed). */
 static inline bool bloom_is_ready(const Selector *s)
 {
-	return s->bloom_joined ? s->bloom != NULL
-	       : s->bloom_src_used
-	           ? false
-	           : atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
+	return s->bloom_joined ? s->bloom != NULL : !s->bloom_src_used && bloom_made(s);
 }
 
 /* k's node if the graph (or, lazily, the book) has it; -1 if not. Once the
@@ -702,19 +706,22 @@ int sel_g_call_begin(Selector *s)
 	 * hold): waiting for the one pass that builds the filter is quicker. */
 	if (s->lazy) {
 		sel_start_filter(s); /* deferred (sel_defer_filter) until now */
-		/* A restored graph holds the positions its searches meet: they go
-		 * on while the thread reads the filter (a lookup meanwhile asks
-		 * LMDB), which is joined once read. */
-		bool wait = !s->bloom_src_used ||
-		            atomic_load_explicit(&s->bloom_finished, memory_order_acquire);
-		/* Slices: the wait is polled, so that the search can be suspended. */
-		struct timespec ms = {0, 1000000};
-		while (wait && s->yield && s->bloom_started && !s->bloom_joined &&
-		       !atomic_load_explicit(&s->bloom_finished, memory_order_acquire)) {
-			if (sel_g_yield(s, SEL_YIELD_VISITS)) return SEL_ESTOPPED;
-			nanosleep(&ms, NULL);
+		if (s->bloom_src_used) {
+			/* A restored graph holds the positions its searches meet:
+			 * they go on while the thread reads the filter (a lookup
+			 * meanwhile asks LMDB), which is joined once read. */
+			sel_g_filter_join_done(s);
+		} else {
+			/* Slices: the wait is polled, so that the search can be
+			 * suspended. */
+			struct timespec ms = {0, 1000000};
+			while (s->yield && s->bloom_started && !s->bloom_joined &&
+			       !atomic_load_explicit(&s->bloom_finished, memory_order_acquire)) {
+				if (sel_g_yield(s, SEL_YIELD_VISITS)) return SEL_ESTOPPED;
+				nanosleep(&ms, NULL);
+			}
+			bloom_join(s);
 		}
-		if (wait) bloom_join(s);
 	}
 	if (!s->db || s->txn) return 0;
 	return bookdb_txn_begin(&s->txn, s->db, false) < 0 ? SEL_EBOOK : 0;
@@ -980,10 +987,7 @@ int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, Retro
 uint64_t sel_g_fixed_bytes(const Selector *s)
 {
 	/* The filter once its thread made it, joined or not. */
-	bool made = s->bloom_joined
-	                ? s->bloom != NULL
-	                : atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
-	return (uint64_t)s->map.cap * sizeof *s->map.slot + (made ? s->bloom_bytes : 0);
+	return (uint64_t)s->map.cap * sizeof *s->map.slot + (bloom_made(s) ? s->bloom_bytes : 0);
 }
 
 uint64_t sel_g_used_bytes(const Selector *s)
@@ -999,7 +1003,7 @@ void sel_g_memory(SelStats *out, const Selector *s)
 	                   s->capedges * sizeof *s->edges + s->caplinks * sizeof *s->links;
 	out->record_bytes = s->raw_bytes;
 	/* Written by the filter's thread before it said ready. */
-	bool ready = atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
+	bool ready = bloom_made(s);
 	out->filter_ready = ready;
 	out->filter_bytes = ready ? s->bloom_bytes : 0;
 	uint64_t map = (uint64_t)s->map.cap * sizeof *s->map.slot;

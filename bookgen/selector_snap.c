@@ -292,9 +292,9 @@ int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
 		if (put != (int64_t)i) return restore_fail(s, damaged(err, "a key twice", i));
 	}
 	/* The key filter (at 10^9 positions 2 GB, most of the snapshot): read
-	 * by the filter's thread while the selector is in use, as a build
-	 * would be (a search waits for it); the book's keys added meanwhile
-	 * go in at the join. */
+	 * by the filter's thread while the selector is in use (its searches
+	 * do not wait for it: LMDB answers their lookups meanwhile); the
+	 * book's keys added meanwhile go in at the join. */
 	if ((rc = snap_section_take(&s->bloom_src, r, T_BLOOM, h.bloom_bytes, err)))
 		return restore_fail(s, rc);
 	s->bloom_src_used = true;

@@ -349,15 +349,25 @@ bool snap_has(const SnapReader *r, uint32_t tag, uint64_t *len)
 	return e != NULL;
 }
 
+/* A section's tag as its four letters, in t. */
+static const char *tag_name(char t[5], uint32_t tag)
+{
+	t[0] = (char)(tag & 0xff);
+	t[1] = (char)(tag >> 8 & 0xff);
+	t[2] = (char)(tag >> 16 & 0xff);
+	t[3] = (char)(tag >> 24);
+	t[4] = 0;
+	return t;
+}
+
 /* Section tag of len bytes: its entry, or SEL_ESNAP with err. */
 static int entry(const SnapEntry **out, SnapReader *r, uint32_t tag, uint64_t len, char *err)
 {
 	const SnapEntry *e = *out = find(r, tag);
 	if (e && e->len == len) return 0;
-	char what[96];
-	char t[5] = {(char)(tag & 0xff), (char)(tag >> 8 & 0xff), (char)(tag >> 16 & 0xff),
-	             (char)(tag >> 24), 0};
-	snprintf(what, sizeof what, "section %s %s", t, e ? "of another length" : "missing");
+	char what[96], t[5];
+	snprintf(what, sizeof what, "section %s %s", tag_name(t, tag),
+	         e ? "of another length" : "missing");
 	return rfail(r->path, err, SEL_ESNAP, what);
 }
 
@@ -375,13 +385,12 @@ int snap_read(SnapReader *r, uint32_t tag, void *buf, uint64_t len, char *err)
 	SnapSection sec = {.fd = r->fd, .off = e->off, .len = len, .hash = e->hash};
 	errno = 0;
 	if ((rc = snap_section_read(&sec, buf)) == 0) return 0;
-	char what[96];
-	char t[5] = {(char)(tag & 0xff), (char)(tag >> 8 & 0xff), (char)(tag >> 16 & 0xff),
-	             (char)(tag >> 24), 0};
+	char what[96], t[5];
 	if (rc == SEL_EIO)
-		snprintf(what, sizeof what, "section %s: %s", t, strerror(errno ? errno : EIO));
+		snprintf(what, sizeof what, "section %s: %s", tag_name(t, tag),
+		         strerror(errno ? errno : EIO));
 	else
-		snprintf(what, sizeof what, "section %s damaged (hash)", t);
+		snprintf(what, sizeof what, "section %s damaged (hash)", tag_name(t, tag));
 	return rfail(r->path, err, rc, what);
 }
 

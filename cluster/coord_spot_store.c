@@ -276,6 +276,16 @@ fail:
 	return rc;
 }
 
+/* The token a "Q" or "K" record's key names (the letter, then the name:
+ * 1..COORD_NAME_MAX bytes), made when new; NULL when out of memory. */
+static SpotToken *token_of_key(Coord *c, const uint8_t *k, size_t kl)
+{
+	char name[COORD_NAME_MAX + 1];
+	memcpy(name, k + 1, kl - 1);
+	name[kl - 1] = 0;
+	return co_spot_token(c, name, true);
+}
+
 int co_spot_restore(Coord *c, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
 {
 	const uint8_t *p = v, *end = v + vl;
@@ -284,10 +294,7 @@ int co_spot_restore(Coord *c, const uint8_t *k, size_t kl, const uint8_t *v, siz
 	 * co_spot_count_kept when it is missing or behind). */
 	if (kl >= 10 && k[0] == 'P') return 1;
 	if (kl >= 1 && kl <= 1 + COORD_NAME_MAX && k[0] == 'Q') {
-		char name[COORD_NAME_MAX + 1];
-		memcpy(name, k + 1, kl - 1);
-		name[kl - 1] = 0;
-		SpotToken *t = co_spot_token(c, name, true);
+		SpotToken *t = token_of_key(c, k, kl);
 		if (!t) return COORD_ENOMEM;
 		if (vl < 2 + 8 * 8 || p[0] != 1) return COORD_EBOOK;
 		t->quarantined = p[1] != 0;
@@ -303,10 +310,7 @@ int co_spot_restore(Coord *c, const uint8_t *k, size_t kl, const uint8_t *v, siz
 		return 1;
 	}
 	if (kl >= 1 && kl <= 1 + COORD_NAME_MAX && k[0] == 'K') {
-		char name[COORD_NAME_MAX + 1];
-		memcpy(name, k + 1, kl - 1);
-		name[kl - 1] = 0;
-		SpotToken *t = co_spot_token(c, name, true);
+		SpotToken *t = token_of_key(c, k, kl);
 		if (!t) return COORD_ENOMEM;
 		if (vl != 5 * 8) return COORD_EBOOK;
 		t->kept_at = be64_get(p);

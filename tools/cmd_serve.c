@@ -626,15 +626,6 @@ int cmd_serve(int argc, char **argv)
 			        spath, sms / 1000, note[0] ? " (" : "", note, note[0] ? ")" : "");
 		else if (note[0])
 			cli_snapshot_unused("serve", spath, note, false);
-		if (!co.preload) {
-			uint64_t npos = 0;
-			BookTxn *t;
-			if (bookdb_txn_begin(&t, db, false) == 0) {
-				(void)bookdb_count(&npos, t, BOOKDB_POS);
-				bookdb_txn_abort(t);
-			}
-			warn_graph_room(coord, co.select_memory, npos);
-		}
 		if (api_work_start(&work, coord, tokens) < 0) {
 			joseki_error("serve: cannot start the work thread");
 			goto fail;
@@ -653,6 +644,7 @@ int cmd_serve(int argc, char **argv)
 		joseki_error("serve: %s: counting the positions: %s", book, bookdb_strerror(crc));
 		goto fail;
 	}
+	if (work && !co.preload) warn_graph_room(coord, co.select_memory, positions);
 	if (server_start(&s, db, &opt, err) < 0) {
 		joseki_error("serve: %s", err);
 		goto fail;
