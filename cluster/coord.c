@@ -1174,6 +1174,7 @@ static int expire(Coord *c, Lease *l, int64_t now, char *err)
 		}
 	}
 	l->pending = 0;
+	l->expired = true;
 	return co_lease_put(c, l, err);
 }
 
@@ -1398,8 +1399,10 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 		const Lease *l = &c->leases[i];
 		if (l->pending && l->expires_ms > now_ms)
 			out->leases_live++;
-		else
+		else if (l->pending || l->expired)
 			out->leases_expired++;
+		else
+			out->leases_returned++;
 	}
 	int64_t sec = now_ms / 1000;
 	uint64_t sum = 0;

@@ -233,12 +233,15 @@ typedef struct {
 } CoordTokenTrust;
 
 typedef struct {
-	uint64_t queue;          /* positions returned and waiting for a worker */
-	uint64_t leases_live;    /* leases with pending positions, not expired */
-	uint64_t leases_expired; /* kept leases past their expiry */
-	uint64_t results;        /* results stored since start */
-	uint64_t failed;         /* failed tries since start (entries and expiries) */
-	uint64_t mated;          /* positions without a legal move valued by the coordinator */
+	uint64_t queue;           /* positions returned and waiting for a worker */
+	uint64_t leases_live;     /* leases with pending positions, not expired */
+	uint64_t leases_expired;  /* kept leases that expired with positions pending (since
+	                           * this start, or pending past their expiry) */
+	uint64_t leases_returned; /* kept leases their worker gave back (an abort), and
+	                           * those restored not pending */
+	uint64_t results;         /* results stored since start */
+	uint64_t failed;          /* failed tries since start (entries and expiries) */
+	uint64_t mated;           /* positions without a legal move valued by the coordinator */
 	/* Re-analysis (again): results whose analysis replaced the record's, and
 	 * list positions not handed out yet. */
 	bool again;

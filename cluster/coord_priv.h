@@ -37,6 +37,7 @@ typedef struct {
 	char token[COORD_NAME_MAX + 1];
 	char worker[COORD_NAME_MAX + 1];
 	int n, pending;
+	bool expired; /* it expired with positions pending (since this start) */
 	LPos *pos;
 } Lease;
 

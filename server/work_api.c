@@ -397,12 +397,13 @@ static char *status_body(const CoordStatus *st)
 	    (json_int_t)st->select_budget, "trims", (json_int_t)st->select_trims, "trimmed",
 	    (json_int_t)st->select_trimmed);
 	json_t *o = json_pack(
-	    "{s:I, s:{s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "queue",
+	    "{s:I, s:{s:I, s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "queue",
 	    (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live, "expired",
-	    (json_int_t)st->leases_expired, "results", (json_int_t)st->results, "results_per_s",
-	    st->results_per_s, "failed_tries", (json_int_t)st->failed, "mated",
-	    (json_int_t)st->mated, "minimax_runs", (json_int_t)st->minimax_runs, "set_aside", aside,
-	    "workers", workers, "selector", sel, "spot", spot_json(st));
+	    (json_int_t)st->leases_expired, "returned", (json_int_t)st->leases_returned, "results",
+	    (json_int_t)st->results, "results_per_s", st->results_per_s, "failed_tries",
+	    (json_int_t)st->failed, "mated", (json_int_t)st->mated, "minimax_runs",
+	    (json_int_t)st->minimax_runs, "set_aside", aside, "workers", workers, "selector", sel,
+	    "spot", spot_json(st));
 	/* A re-analysis: its list's progress. */
 	if (o && st->again)
 		json_object_set_new(o, "reanalyse",
@@ -672,8 +673,9 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 	status_clause(&l, "%llu results (%.1f/s)", (unsigned long long)st.results,
 	              st.results_per_s);
 	status_clause(&l, "queue %llu", (unsigned long long)st.queue);
-	status_clause(&l, "leases %llu live %llu expired", (unsigned long long)st.leases_live,
-	              (unsigned long long)st.leases_expired);
+	status_clause(&l, "leases %llu live %llu expired %llu returned",
+	              (unsigned long long)st.leases_live, (unsigned long long)st.leases_expired,
+	              (unsigned long long)st.leases_returned);
 	status_clause(&l, "set aside %zu", st.naside);
 	status_line(&l);
 	status_clause(&l, "workers %zu live %zu gone (%.1f Mnps)", st.nworkers, st.ngone,
