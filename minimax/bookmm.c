@@ -27,6 +27,7 @@
 
 #include "shogi/be64.h"
 #include "shogi/bigmem.h"
+#include "shogi/parfor.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/extsort.h"
@@ -210,17 +211,26 @@ typedef struct {
 #define LOAD_CORRUPT (-3) /* a part's rc when a record is not sound (its why says) */
 #define LOAD_IO (-4)      /* a part's rc when a sorter failed (err_no says) */
 
-/* Node i's requests: its inner children that may be book nodes. */
+/* Node i's children's keys (c's legal moves from pos), their filter words
+ * asked for as each key is made: the misses (some 80 a position, at random
+ * in a filter of 2-4 bytes a book position) overlap the work on the next
+ * position, which add_requests waits for before it reads them. */
+static void child_keys(const LoadPart *p, BookmmChildren *c, const Position *pos)
+{
+	const BookGraph *b = p->b;
+	for (int m = 0; m < c->nl; m++) {
+		c->child[m] = pos_key_after(pos, c->legal[m]);
+		keyfilter3_prefetch(b->rfilter, b->rfilter_mask, c->child[m]);
+	}
+}
+
+/* Node i's requests: its inner children that may be book nodes (their keys
+ * made by child_keys, a position before). */
 static int add_requests(LoadPart *p, const BookmmChildren *c, uint32_t i)
 {
 	const BookGraph *b = p->b;
 	uint8_t r[REQ_LEN];
 	if (!c->inner) return 0;
-	/* The filter's words at random: all asked for before the first is
-	 * read, their misses overlap (a sixth of a whole-book run at 10 M
-	 * positions waited on them one by one). */
-	for (int m = 0; m < c->nl; m++)
-		keyfilter3_prefetch(b->rfilter, b->rfilter_mask, c->child[m]);
 	for (int m = 0; m < c->nl; m++) {
 		if (!keyfilter3_maybe(b->rfilter, b->rfilter_mask, c->child[m])) continue;
 		key_to_bytes(c->child[m], r);
@@ -269,8 +279,12 @@ static void *load_part(void *arg)
 	BookRecord *rec = malloc(sizeof *rec);
 	Position *pos = malloc(sizeof *pos);
 	BookmmChildren *c = malloc(sizeof *c);
+	/* PASS_REQUESTS: the position before's children, asked for one position
+	 * late (child_keys); held is its node, or UINT32_MAX for none. */
+	BookmmChildren *prev = p->pass == PASS_REQUESTS ? malloc(sizeof *prev) : NULL;
+	uint32_t held = UINT32_MAX;
 	p->rc = -1;
-	if (!rec || !pos || !c) goto out;
+	if (!rec || !pos || !c || (p->pass == PASS_REQUESTS && !prev)) goto out;
 	/* The records' pages asked for ahead of the pass (a book read at
 	 * random: bookdb/index.h). */
 	BookIndexAhead ahead = {0};
@@ -325,12 +339,19 @@ static void *load_part(void *arg)
 		} else {
 			uint8_t flags;
 			n = bookmm_record_children(c, &flags, b->keys[i], val, len, rec, pos,
-			                           b->policy, true, p->why);
-			if (n == 0) p->structure[i] = flags | (c->nlegal == 0 ? S_MATED : 0);
-			if (n == 0 && add_requests(p, c, i) < 0) {
-				p->rc = LOAD_IO;
-				p->err_no = errno;
-				goto out;
+			                           b->policy, false, p->why);
+			if (n == 0) {
+				p->structure[i] = flags | (c->nlegal == 0 ? S_MATED : 0);
+				if (c->inner) child_keys(p, c, pos);
+				if (held != UINT32_MAX && add_requests(p, prev, held) < 0) {
+					p->rc = LOAD_IO;
+					p->err_no = errno;
+					goto out;
+				}
+				BookmmChildren *t = prev;
+				prev = c;
+				c = t;
+				held = i;
 			}
 		}
 		if (n < 0) {
@@ -354,32 +375,36 @@ static void *load_part(void *arg)
 			}
 		}
 	}
+	if (held != UINT32_MAX && add_requests(p, prev, held) < 0) {
+		p->rc = LOAD_IO;
+		p->err_no = errno;
+		goto out;
+	}
 	p->rc = 0;
 out:
 	free(rec);
 	free(pos);
 	free(c);
+	free(prev);
 	return NULL;
 }
 
-/* Runs load_part over the parts, the first on the calling thread. */
+/* Runs load_part over the parts, one a thread, the first on the calling
+ * thread. */
+_Static_assert(BOOKMM_MAX_THREADS <= PARFOR_MAX, "a part a thread");
+static void run_part(void *ctx, size_t lo, size_t hi, int t)
+{
+	(void)t;
+	for (size_t i = lo; i < hi; i++) load_part((LoadPart *)ctx + i);
+}
+
 static void run_parts(LoadPart *parts, int nt, LoadPass pass)
 {
-	pthread_t tid[BOOKMM_MAX_THREADS];
-	bool started[BOOKMM_MAX_THREADS] = {false};
 	for (int t = 0; t < nt; t++) {
 		parts[t].pass = pass;
 		parts[t].rc = -1;
-		if (t > 0 && pthread_create(&tid[t], NULL, load_part, &parts[t]) == 0)
-			started[t] = true;
 	}
-	load_part(&parts[0]);
-	for (int t = 1; t < nt; t++) {
-		if (started[t])
-			pthread_join(tid[t], NULL);
-		else
-			load_part(&parts[t]);
-	}
+	parfor((size_t)nt, nt, run_part, parts);
 }
 
 /* The parts' requests (each sorted by key) meet the keys: an answer for each
@@ -601,6 +626,90 @@ static int number_deepest_first(BookGraph *b, uint32_t **posp)
 	return 0;
 }
 
+/* The analysis form's loops over the nodes in key order (build_analysis,
+ * number_by_key), in ranges on threads (shogi/parfor.h): each node's number
+ * is its own (pos is a permutation), so the ranges write apart, and their
+ * reads and writes at random wait on memory side by side. */
+typedef struct {
+	BookGraph *b;
+	const MmFlags *kf; /* valued marks, key order */
+	const uint32_t *pos;
+	size_t leaves[PARFOR_MAX]; /* leaves kept, a range each */
+	MmFlags *nf;               /* number_by_key: flags and values in key order */
+	MmVd *nv;
+} FormCtx;
+
+/* Each node's flags, best leaf and count of edges, at its number. */
+static void form_flags(void *arg, size_t lo, size_t hi, int t)
+{
+	FormCtx *x = arg;
+	BookGraph *b = x->b;
+	MmGraph *g = &b->g;
+	const MmFlags *kf = x->kf;
+	const uint32_t *pos = x->pos;
+	size_t leaves = 0;
+	for (size_t i = lo; i < hi; i++) {
+		MmFlags f = kf[i] & F_VALUED;
+		if (b->structure[i] & MMF_WHITE) f |= MM_F_WHITE;
+		if (!(f & F_VALUED)) {
+			/* Settled out of the way: nothing leads here. */
+			g->flags[pos[i]] = f | MM_F_CONST | MM_F_FROZEN;
+			continue;
+		}
+		if (b->structure[i] & MMF_INCHECK) f |= MM_F_CHECKED;
+		g->flags[pos[i]] = f;
+		uint32_t ne = 0;
+		for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++) {
+			uint32_t c = b->moves[k].next;
+			if (c == MM_NONE) {
+				leaves++;
+				mm_leaf_add(g, pos[i], b->moves[k].value);
+			} else {
+				ne += (kf[c] & F_VALUED) != 0;
+			}
+		}
+		g->estart[pos[i] + 1] = ne;
+	}
+	x->leaves[t] = leaves;
+}
+
+/* Each valued node's edges, to its children's numbers. */
+static void form_edges(void *arg, size_t lo, size_t hi, int t)
+{
+	(void)t;
+	FormCtx *x = arg;
+	BookGraph *b = x->b;
+	MmGraph *g = &b->g;
+	for (size_t i = lo; i < hi; i++) {
+		if (!(x->kf[i] & F_VALUED)) continue;
+		uint32_t w = g->estart[x->pos[i]];
+		for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++) {
+			uint32_t c = b->moves[k].next;
+			if (c != MM_NONE && (x->kf[c] & F_VALUED)) g->edge[w++] = x->pos[c];
+		}
+	}
+}
+
+/* The numbering the other way: order[number] = key index. */
+static void form_order(void *arg, size_t lo, size_t hi, int t)
+{
+	(void)t;
+	FormCtx *x = arg;
+	for (size_t i = lo; i < hi; i++) x->b->order[x->pos[i]] = (uint32_t)i;
+}
+
+/* The flags and values put back in key order. */
+static void form_by_key(void *arg, size_t lo, size_t hi, int t)
+{
+	(void)t;
+	FormCtx *x = arg;
+	const BookGraph *b = x->b;
+	for (size_t j = lo; j < hi; j++) {
+		x->nf[b->order[j]] = b->g.flags[j];
+		x->nv[b->order[j]] = b->g.vd[j];
+	}
+}
+
 /*
  * The analysis graph. A node has a value when it has a leaf or an edge to a
  * node with a value (found from the leaves up, through the reverse edges).
@@ -658,29 +767,10 @@ static int build_analysis(BookGraph *b)
 		bigmem_free(kf), bigmem_free(pos);
 		return -1;
 	}
-	/* Each node's flags and count of edges, at its number (estart[j + 1]). */
-	for (uint32_t i = 0; i < n; i++) {
-		MmFlags f = kf[i] & F_VALUED;
-		if (b->structure[i] & MMF_WHITE) f |= MM_F_WHITE;
-		if (!(f & F_VALUED)) {
-			/* Settled out of the way: nothing leads here. */
-			g->flags[pos[i]] = f | MM_F_CONST | MM_F_FROZEN;
-			continue;
-		}
-		if (b->structure[i] & MMF_INCHECK) f |= MM_F_CHECKED;
-		g->flags[pos[i]] = f;
-		uint32_t ne = 0;
-		for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++) {
-			uint32_t c = b->moves[k].next;
-			if (c == MM_NONE) {
-				b->kept_moves++;
-				mm_leaf_add(g, pos[i], b->moves[k].value);
-			} else {
-				ne += (kf[c] & F_VALUED) != 0;
-			}
-		}
-		g->estart[pos[i] + 1] = ne;
-	}
+	int nt = parfor_threads(n, 4096);
+	FormCtx x = {.b = b, .kf = kf, .pos = pos};
+	parfor(n, nt, form_flags, &x);
+	for (int t = 0; t < nt; t++) b->kept_moves += x.leaves[t];
 	for (size_t j = 0; j < n; j++) g->estart[j + 1] += g->estart[j];
 	b->kept_edges = g->estart[n];
 	b->kept_moves += b->kept_edges;
@@ -689,21 +779,14 @@ static int build_analysis(BookGraph *b)
 		bigmem_free(kf), bigmem_free(pos);
 		return -1;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		if (!(kf[i] & F_VALUED)) continue;
-		uint32_t w = g->estart[pos[i]];
-		for (uint32_t k = b->mstart[i]; k < b->mstart[i + 1]; k++) {
-			uint32_t c = b->moves[k].next;
-			if (c != MM_NONE && (kf[c] & F_VALUED)) g->edge[w++] = pos[c];
-		}
-	}
+	parfor(n, nt, form_edges, &x);
 	bigmem_free(kf);
 	b->order = bigmem_alloc((n + 1) * sizeof *b->order);
 	if (!b->order) {
 		bigmem_free(pos);
 		return -1;
 	}
-	for (uint32_t i = 0; i < n; i++) b->order[pos[i]] = i;
+	parfor(n, nt, form_order, &x);
 	bigmem_free(pos);
 	g->rank = b->order;
 	return 0;
@@ -716,19 +799,17 @@ static int number_by_key(BookGraph *b)
 	MmGraph *g = &b->g;
 	mm_graph_free_edges(g);
 	g->rank = NULL;
-	MmFlags *kf = bigmem_alloc((b->n + 1) * sizeof *kf);
-	MmVd *kv = bigmem_alloc((b->n + 1) * sizeof *kv);
-	if (!kf || !kv) {
-		bigmem_free(kf), bigmem_free(kv);
+	FormCtx x = {.b = b,
+	             .nf = bigmem_alloc((b->n + 1) * sizeof *x.nf),
+	             .nv = bigmem_alloc((b->n + 1) * sizeof *x.nv)};
+	if (!x.nf || !x.nv) {
+		bigmem_free(x.nf), bigmem_free(x.nv);
 		return -1;
 	}
-	for (size_t j = 0; j < b->n; j++) {
-		kf[b->order[j]] = g->flags[j];
-		kv[b->order[j]] = g->vd[j];
-	}
+	parfor(b->n, parfor_threads(b->n, 4096), form_by_key, &x);
 	bigmem_free(g->flags), bigmem_free(g->vd), bigmem_free(b->order);
-	g->flags = kf;
-	g->vd = kv;
+	g->flags = x.nf;
+	g->vd = x.nv;
 	b->order = NULL;
 	return 0;
 }

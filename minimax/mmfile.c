@@ -13,6 +13,7 @@
 #include "bookdb/bookdb.h"
 
 #include "shogi/bigmem.h"
+#include "shogi/parfor.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "shogi/memuse.h"
@@ -163,25 +164,51 @@ static int write_journal_header(const char *path, uint64_t stamp)
 	return rc;
 }
 
+/* mmfile_parents's passes, in ranges of the children (shogi/parfor.h): each
+ * range reads every move and counts or places only its children's parents,
+ * so that every parent list is in the parents' order, whatever the threads. */
+typedef struct {
+	size_t n;
+	const uint32_t *mstart;
+	const MmMove *moves;
+	uint32_t *pstart, *parents; /* parents NULL: the counting pass */
+} ParentsCtx;
+
+static void parents_range(void *arg, size_t lo, size_t hi, int t)
+{
+	(void)t;
+	ParentsCtx *x = arg;
+	uint32_t *pstart = x->pstart;
+	if (!x->parents) {
+		for (size_t k = 0; k < x->mstart[x->n]; k++) {
+			uint32_t c = x->moves[k].next;
+			if (c != MM_NONE && c >= lo && c < hi) pstart[c + 2]++;
+		}
+		return;
+	}
+	for (uint32_t p = 0; p < x->n; p++)
+		for (uint32_t k = x->mstart[p]; k < x->mstart[p + 1]; k++) {
+			uint32_t c = x->moves[k].next;
+			if (c != MM_NONE && c >= lo && c < hi) x->parents[pstart[c + 1]++] = p;
+		}
+}
+
 int mmfile_parents(uint32_t **pstart_out, uint32_t **parents_out, size_t n, const uint32_t *mstart,
                    const MmMove *moves)
 {
-	size_t nmoves = mstart[n];
-	uint32_t *pstart = bigmem_alloc((n + 2) * sizeof *pstart);
-	if (!pstart) return MMFILE_ENOMEM;
-	for (size_t k = 0; k < nmoves; k++)
-		if (moves[k].next != MM_NONE) pstart[moves[k].next + 2]++;
-	for (size_t i = 0; i < n; i++) pstart[i + 2] += pstart[i + 1];
-	uint32_t *parents = bigmem_alloc((pstart[n + 1] + 1) * sizeof *parents);
-	if (!parents) {
-		bigmem_free(pstart);
+	ParentsCtx x = {n, mstart, moves, bigmem_alloc((n + 2) * sizeof *x.pstart), NULL};
+	if (!x.pstart) return MMFILE_ENOMEM;
+	int nt = parfor_threads(n, 4096);
+	parfor(n, nt, parents_range, &x);
+	for (size_t i = 0; i < n; i++) x.pstart[i + 2] += x.pstart[i + 1];
+	x.parents = bigmem_alloc((x.pstart[n + 1] + 1) * sizeof *x.parents);
+	if (!x.parents) {
+		bigmem_free(x.pstart);
 		return MMFILE_ENOMEM;
 	}
-	for (uint32_t p = 0; p < n; p++)
-		for (uint32_t k = mstart[p]; k < mstart[p + 1]; k++)
-			if (moves[k].next != MM_NONE) parents[pstart[moves[k].next + 1]++] = p;
-	*pstart_out = pstart;
-	*parents_out = parents;
+	parfor(n, nt, parents_range, &x);
+	*pstart_out = x.pstart;
+	*parents_out = x.parents;
 	return 0;
 }
 

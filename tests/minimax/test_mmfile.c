@@ -295,26 +295,38 @@ static size_t file_len(const char *dir, const char *name)
 
 /* ---- tests ------------------------------------------------------------------------------ */
 
+/* A random graph of n nodes in the moves form: 0..5 moves a node, three in
+ * four of them edges. Its moves' count. */
+static size_t random_graph(uint64_t *rng, size_t n, uint32_t **mstart_out, MmMove **moves_out)
+{
+	uint32_t *mstart = malloc((n + 1) * sizeof *mstart);
+	MmMove *moves = malloc((6 * n + 1) * sizeof *moves);
+	assert_true(mstart && moves);
+	size_t w = 0;
+	for (size_t i = 0; i < n; i++) {
+		mstart[i] = (uint32_t)w;
+		int k = (int)(ts_rand(rng) % 6);
+		for (int q = 0; q < k; q++) {
+			uint64_t r = ts_rand(rng);
+			moves[w++] =
+			    (MmMove){(uint16_t)q, 0, r % 4 ? (uint32_t)((r >> 8) % n) : MM_NONE};
+		}
+	}
+	mstart[n] = (uint32_t)w;
+	*mstart_out = mstart;
+	*moves_out = moves;
+	return w;
+}
+
 static void test_mmfile__parents_are_the_reverse_edges(void **state)
 {
 	(void)state;
 	uint64_t rng = ts_seed("test_mmfile__parents_are_the_reverse_edges");
 	for (int round = 0; round < 200; round++) {
 		size_t n = 1 + ts_rand(&rng) % 60;
-		uint32_t *mstart = malloc((n + 1) * sizeof *mstart);
-		MmMove *moves = malloc((6 * n + 1) * sizeof *moves);
-		assert_true(mstart && moves);
-		size_t w = 0;
-		for (size_t i = 0; i < n; i++) {
-			mstart[i] = (uint32_t)w;
-			int k = (int)(ts_rand(&rng) % 6);
-			for (int q = 0; q < k; q++) {
-				uint64_t r = ts_rand(&rng);
-				moves[w++] = (MmMove){(uint16_t)q, 0,
-				                      r % 4 ? (uint32_t)((r >> 8) % n) : MM_NONE};
-			}
-		}
-		mstart[n] = (uint32_t)w;
+		uint32_t *mstart;
+		MmMove *moves;
+		random_graph(&rng, n, &mstart, &moves);
 		uint32_t *pstart, *parents;
 		assert_int_equal(mmfile_parents(&pstart, &parents, n, mstart, moves), 0);
 		assert_int_equal(pstart[0], 0);
@@ -329,6 +341,32 @@ static void test_mmfile__parents_are_the_reverse_edges(void **state)
 			for (size_t q = 0; q < nw; q++)
 				assert_int_equal(parents[pstart[c] + q], want[q]);
 		}
+		free(mstart), free(moves), bigmem_free(pstart), bigmem_free(parents);
+	}
+	/* Graphs large enough to be cut into ranges on threads (shogi/parfor.h):
+	 * the same lists, each in its parents' order, as one pass places them. */
+	for (int round = 0; round < 4; round++) {
+		size_t n = 5000 + ts_rand(&rng) % 40000;
+		uint32_t *mstart;
+		MmMove *moves;
+		size_t w = random_graph(&rng, n, &mstart, &moves);
+		uint32_t *want_start = calloc(n + 1, sizeof *want_start),
+		         *want = malloc((w + 1) * 4), *fill = calloc(n + 1, sizeof *fill);
+		assert_true(want_start && want && fill);
+		for (size_t k = 0; k < w; k++)
+			if (moves[k].next != MM_NONE) want_start[moves[k].next + 1]++;
+		for (size_t c = 0; c < n; c++) want_start[c + 1] += want_start[c];
+		for (uint32_t p = 0; p < n; p++)
+			for (uint32_t k = mstart[p]; k < mstart[p + 1]; k++)
+				if (moves[k].next != MM_NONE) {
+					uint32_t c = moves[k].next;
+					want[want_start[c] + fill[c]++] = p;
+				}
+		uint32_t *pstart, *parents;
+		assert_int_equal(mmfile_parents(&pstart, &parents, n, mstart, moves), 0);
+		assert_memory_equal(pstart, want_start, (n + 1) * sizeof *pstart);
+		assert_memory_equal(parents, want, want_start[n] * sizeof *parents);
+		free(want_start), free(want), free(fill);
 		free(mstart), free(moves), bigmem_free(pstart), bigmem_free(parents);
 	}
 }
