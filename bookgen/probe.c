@@ -485,6 +485,44 @@ static int line_reach(Probe *p, Worker *w, int li)
 	return reach;
 }
 
+/* Line li's reach as a match against the opponent gets it (after the run,
+ * its workers stopped; w's position, path and engine): line_reach's, asking
+ * the opponent where no walk met its reply (a result stored after a line's
+ * last walk can turn its book choice into a position no walk reached), as a
+ * match asks it (opponent_move). A varying opponent's replies are a sample:
+ * its reach is line_reach's. */
+static int line_reach_played(Probe *p, Worker *w, int li)
+{
+	if (p->opt->opp_jitter > 0) return line_reach(p, w, li);
+	const Line *l = &p->lines[li];
+	int max_plies, max_moves;
+	walk_limits(p->opt, &max_plies, &max_moves);
+	if (position_parse(w->pos, line_root(p, l), NULL) < 0) return 0;
+	int plies = 0, reach = 0;
+	while (plies < max_plies && !game_over(w->pos, max_moves)) {
+		Move m;
+		int got;
+		if (w->pos->side == l->book) {
+			pthread_mutex_lock(&p->book_mu);
+			got = book_choice(p, w, w->pos, &m);
+			pthread_mutex_unlock(&p->book_mu);
+			if (got < 0) return got;
+			reach += got;
+		} else {
+			pthread_mutex_lock(&p->mu);
+			bool known = replies_get(&p->replies, walk_key(li, w->path, plies), &m);
+			pthread_mutex_unlock(&p->mu);
+			bool searched;
+			got = known ? m != MOVE_NONE
+			            : opponent_move(p, w, li, plies, true, &m, &searched);
+		}
+		if (got <= 0) break;
+		pos_do_move(w->pos, m);
+		w->path[plies++] = m;
+	}
+	return reach;
+}
+
 /* One walk of line l that thinks at most burst new positions: returns the
  * positions it thought, or < 0 on an error. */
 static int walk(Probe *p, Worker *w, int li, int burst)
@@ -815,11 +853,12 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 		}
 		if (!opt->progress) pthread_join(w->thread, NULL);
 	}
-	/* Every line's reach read again after the last walk (a later result may
-	 * have turned a line's choices after its own last walk). */
-	if (!ret && !p.ret && p.workers && p.workers[0].scratch && p.workers[0].rec) {
+	/* Every line's reach played again after the last walk (a later result
+	 * may have turned a line's choices after its own last walk). */
+	if (!ret && !p.ret && p.workers && p.workers[0].scratch && p.workers[0].rec &&
+	    p.workers[0].pos) {
 		for (int i = 0; i < p.nlines && !ret; i++) {
-			int r = line_reach(&p, &p.workers[0], i);
+			int r = line_reach_played(&p, &p.workers[0], i);
 			if (r < 0)
 				ret = errmsg_set(err, THINK_ERRLEN, THINK_EBOOK,
 				                 "probe: reading the book: %s", bookdb_strerror(r));
