@@ -1023,22 +1023,33 @@ int co_store(Coord *c, const char *sfen, const CoordResult *r, int64_t now, char
 /* What a request about lease id begins with: the Coord whole, the token
  * not in quarantine, the selection beside the service taken in, the lease
  * looked up for w (*l NULL: finished), w noted. 0 or a negative code. */
-static int lease_request(Coord *c, Lease **l, uint64_t id, const CoordWorker *w, int64_t now,
-                         char *err)
+/* A request on lease id: the lease in *l (NULL when finished). One that names
+ * no worker (an abort's empty body) is taken as the lease's worker's (*w then
+ * points at named) and adds no worker of its own to the status. */
+static int lease_request(Coord *c, Lease **l, uint64_t id, const CoordWorker **w,
+                         CoordWorker *named, int64_t now, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
-	if (coord_quarantined(c, w->token, err)) return COORD_EQUARANTINE;
+	if (coord_quarantined(c, (*w)->token, err)) return COORD_EQUARANTINE;
 	int rc = co_select_take_in(c, err);
-	if (rc == 0) rc = lookup(c, l, id, w, err);
-	if (rc == 0) note_worker(c, w, now);
-	return rc;
+	if (rc == 0) rc = lookup(c, l, id, *w, err);
+	if (rc < 0) return rc;
+	if ((*w)->name) {
+		note_worker(c, *w, now);
+	} else {
+		*named = **w;
+		named->name = *l ? (*l)->worker : NULL;
+		*w = named;
+	}
+	return 0;
 }
 
 int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult *res, size_t n,
                  int64_t now_ms, char *err)
 {
 	Lease *l;
-	int rc = lease_request(c, &l, id, w, now_ms, err);
+	CoordWorker named;
+	int rc = lease_request(c, &l, id, &w, &named, now_ms, err);
 	if (rc < 0) return rc;
 	if (n > COORD_MAX_BATCH)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL, "at most %d results, not %zu",
@@ -1146,7 +1157,8 @@ int co_lease_return(Coord *c, Lease *l, int64_t now, char *err)
 int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, char *err)
 {
 	Lease *l;
-	int rc = lease_request(c, &l, id, w, now_ms, err);
+	CoordWorker named;
+	int rc = lease_request(c, &l, id, &w, &named, now_ms, err);
 	if (rc < 0 || !l) return rc;
 	return co_lease_return(c, l, now_ms, err);
 }

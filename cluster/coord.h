@@ -159,7 +159,9 @@ typedef struct {
 /* Who is asking (the token's name authenticates; the worker fields inform). */
 typedef struct {
 	const char *token; /* the token's name from the tokens file */
-	const char *name;  /* the worker's name */
+	/* The worker's name. NULL on a submit or an abort: the lease's worker,
+	 * and no worker of its own in the status (an abort's empty body). */
+	const char *name;
 	/* The worker process's random id (may be NULL): two workers given the
 	 * same name stay two in the status. */
 	const char *instance;

@@ -144,7 +144,9 @@ static enum MHD_Result reply(Server *s, struct MHD_Connection *c, Req *r, int st
 		MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
 	if (status == 405)
 		MHD_add_response_header(resp, "Allow", r->allow ? r->allow : "GET, HEAD, OPTIONS");
-	if (status == 503 || (r->work && status == 204)) {
+	/* A 204 of the work API is "none yet" only to an acquire (which sets its
+	 * retry_after); a submit's or an abort's 204 is done, nothing to retry. */
+	if (status == 503 || (r->work && status == 204 && r->retry_after > 0)) {
 		char ra[16];
 		snprintf(ra, sizeof ra, "%d",
 		         r->retry_after > 0 ? r->retry_after : API_WORK_RETRY_S);

@@ -81,8 +81,13 @@ static int64_t now_ms(void)
 
 static void run_op(ApiWork *w, Op *op, int64_t now)
 {
+	/* Unnamed, a worker is its token; on a lease (submit, abort), the lease's
+	 * worker (cluster/coord.h). */
+	bool on_lease = op->kind == OP_SUBMIT || op->kind == OP_ABORT;
 	CoordWorker who = {.token = op->token,
-	                   .name = op->body.worker[0] ? op->body.worker : op->token,
+	                   .name = op->body.worker[0] ? op->body.worker
+	                           : on_lease         ? NULL
+	                                              : op->token,
 	                   .instance = op->body.instance,
 	                   .engine = op->body.engine[0] ? op->body.engine : NULL,
 	                   .nps = op->body.nps};
@@ -680,8 +685,11 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 	status_line(&l);
 	status_clause(&l, "workers %zu live %zu gone (%.1f Mnps)", st.nworkers, st.ngone,
 	              nps / 1e6);
-	status_clause(&l, "minimax runs %llu (last %.0f ms)", (unsigned long long)st.minimax_runs,
-	              st.last_minimax_ms);
+	if (st.minimax_runs)
+		status_clause(&l, "minimax runs %llu (last %.0f ms)",
+		              (unsigned long long)st.minimax_runs, st.last_minimax_ms);
+	else
+		status_clause(&l, "minimax runs 0");
 	if (internals) {
 		status_line(&l);
 		status_clause(&l, "time in select %.0f ms", st.select_ms);

@@ -81,16 +81,18 @@ static int parse_listen(void *dst, char *v, char *msg)
 extern char **environ;
 
 /* A whole-book minimax of book in a `joseki minimax` child process (this
- * executable), niced, its summary on stderr, sent SIGTERM once *stop is set
- * (it then stops within a second). 0, BOOK_MINIMAX_STOPPED or -1 with a
- * message. */
-static int whole_book_child(const char *book, const char *why, const atomic_bool *stop, char *err,
-                            size_t errlen)
+ * executable) within memory bytes (its --memory, in whole MiB), niced, its
+ * summary on stderr, sent SIGTERM once *stop is set (it then stops within a
+ * second). 0, BOOK_MINIMAX_STOPPED or -1 with a message. */
+static int whole_book_child(const char *book, const char *why, uint64_t memory,
+                            const atomic_bool *stop, char *err, size_t errlen)
 {
 	/* This very executable, even when its file was replaced or removed
 	 * since (a coordinator runs for months; an upgrade restarts it). */
 	const char *exe = "/proc/self/exe";
-	char *argv[] = {"joseki", "minimax", (char *)book, "--quiet", NULL};
+	char mem[24];
+	snprintf(mem, sizeof mem, "%lluM", (unsigned long long)(memory >> 20));
+	char *argv[] = {"joseki", "minimax", (char *)book, "--memory", mem, "--quiet", NULL};
 	/* The child gets the signals serve blocks in every thread back, and
 	 * SIGPIPE's default action; its stdout (the summary) goes to stderr. */
 	posix_spawn_file_actions_t fa;
@@ -117,8 +119,8 @@ static int whole_book_child(const char *book, const char *why, const atomic_bool
 	if (errno == 0) (void)setpriority(PRIO_PROCESS, (id_t)pid, prio + 10 > 19 ? 19 : prio + 10);
 	/* Its disk reads and writes after the service's (the idle class). */
 	(void)syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, (int)pid, 3 << 13 /* IDLE */);
-	fprintf(stderr, "serve: minimax: the whole book (%s), in child process %d\n", why,
-	        (int)pid);
+	fprintf(stderr, "serve: minimax: the whole book (%s), in child process %d (--memory %s)\n",
+	        why, (int)pid, mem);
 	bool killed = false;
 	int status = 0;
 	for (;;) {
@@ -153,6 +155,10 @@ static int whole_book_child(const char *book, const char *why, const atomic_bool
  * most one of the run's short write transactions (docs/minimax.md).
  */
 static const BookmmOptions serve_minimax = {.no_whole = true};
+/* The whole-book child's --memory: the half of serve's that its selector does
+ * not take, in whole MiB (at least the 1 MiB a budget may be), set once at the
+ * start. */
+static uint64_t whole_book_memory = 1u << 20;
 static int serve_minimax_prepare(void *ctx, BookDB *db, const atomic_bool *stop,
                                  BookMinimaxPlan **plan, char *err, size_t errlen)
 {
@@ -160,7 +166,7 @@ static int serve_minimax_prepare(void *ctx, BookDB *db, const atomic_bool *stop,
 	if (rc != BOOKMM_EWHOLE) return rc;
 	char why[BOOKMM_ERRLEN];
 	snprintf(why, sizeof why, "%s", err);
-	return whole_book_child(bookdb_dir(db), why, stop, err, errlen);
+	return whole_book_child(bookdb_dir(db), why, whole_book_memory, stop, err, errlen);
 }
 
 /* A re-read of the tokens file that failed (the tokens read before stay in
@@ -454,7 +460,8 @@ int cmd_serve(int argc, char **argv)
 	    CLI_FN("--memory", &memory, cli_parse_memory, "SIZE",
 	           "a size such as 256M or 8G, at least 1M",
 	           "the selector keeps to half of SIZE: its key filter and node map, and its graph "
-	           "trimmed of what it visited least lately (default a quarter of RAM)"),
+	           "trimmed of what it visited least lately; a whole-book minimax child to the "
+	           "other half (default a quarter of RAM)"),
 	    CLI_FLAG("--no-snapshot", &no_snapshot,
 	             "neither read nor write the selector's snapshot (BOOK/" SNAP_FILE ")"),
 	    CLI_NUM("--checkpoint-seconds", &ckpt_s, 0, 4000000000, "S",
@@ -538,6 +545,8 @@ int cmd_serve(int argc, char **argv)
 	co.budget = cb.budget;
 	co.multipv = cb.multipv;
 	co.select_memory = memory / 2;
+	if (memory - co.select_memory > whole_book_memory)
+		whole_book_memory = memory - co.select_memory;
 	if (work_on && !co.minimax_every && !co.minimax_seconds) co.minimax_seconds = 60;
 	opt.addr = addr;
 	shogi_init();

@@ -167,9 +167,18 @@ static void stop_said(Coordinator *s, char *out, size_t len)
 	fclose(s->log);
 }
 
-/* One request with an optional token; the status, *out the body (free it). */
-static long call(const Coordinator *s, const char *token, const char *method, const char *path,
-                 const char *body, size_t len, char **out)
+/* The Retry-After of an answer (0: none). */
+static size_t grab_retry(char *buf, size_t size, size_t n, void *ud)
+{
+	size_t len = size * n;
+	if (len > 12 && !strncasecmp(buf, "Retry-After:", 12)) *(long *)ud = atol(buf + 12);
+	return len;
+}
+
+/* One request with an optional token; the status, *out the body (free it),
+ * *retry its Retry-After (0: none) unless retry is NULL. */
+static long call_retry(const Coordinator *s, const char *token, const char *method,
+                       const char *path, const char *body, size_t len, char **out, long *retry)
 {
 	CURL *c = curl_easy_init();
 	char url[512], auth[200];
@@ -189,6 +198,11 @@ static long call(const Coordinator *s, const char *token, const char *method, co
 	}
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ts_collect);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	if (retry) {
+		*retry = 0;
+		curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, grab_retry);
+		curl_easy_setopt(c, CURLOPT_HEADERDATA, retry);
+	}
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
 	CURLcode rc = curl_easy_perform(c);
 	if (rc != CURLE_OK) fail_msg("%s %s: %s", method, path, curl_easy_strerror(rc));
@@ -203,10 +217,22 @@ static long call(const Coordinator *s, const char *token, const char *method, co
 	return status;
 }
 
+static long call(const Coordinator *s, const char *token, const char *method, const char *path,
+                 const char *body, size_t len, char **out)
+{
+	return call_retry(s, token, method, path, body, len, out, NULL);
+}
+
 static long post(const Coordinator *s, const char *token, const char *path, const char *body,
                  char **out)
 {
 	return call(s, token, "POST", path, body, body ? strlen(body) : 0, out);
+}
+
+static long acquire_raw(const Coordinator *s, const char *token, char **out, long *retry)
+{
+	static const char body[] = "{\"worker\": \"w\", \"max\": 2}";
+	return call_retry(s, token, "POST", "/v1/work/acquire", body, strlen(body), out, retry);
 }
 
 /* Expects status want and a JSON error mentioning says. */
@@ -346,6 +372,41 @@ static void finish(Fx *f)
 {
 	stop(&f->s, SIGTERM);
 	f->running = false;
+}
+
+/*
+ * An abort may come with an empty body: the lease's positions go back to the
+ * queue at once, the lease counts as returned, and the request is the lease's
+ * worker's: the status lists no second worker named after the token (w1) as
+ * it did.
+ */
+static void test_work__an_abort_without_a_body_returns_the_lease(void **state)
+{
+	Fx *f = *state;
+	Coordinator *s = &f->s;
+	json_t *a = acquire(s, f->t1, "curl-a", 2);
+	size_t n = json_array_size(json_object_get(a, "positions"));
+	assert_true(n >= 1);
+	char path[64];
+	snprintf(path, sizeof path, "/v1/work/abort/%s", lease_id(a));
+	json_decref(a);
+	/* Done: nothing to try again later (no Retry-After, which an acquire's 204 has). */
+	char *out;
+	long retry;
+	assert_int_equal(call_retry(s, f->t1, "POST", path, "", 0, &out, &retry), 204);
+	assert_int_equal(retry, 0);
+	free(out);
+	json_t *st = status(s, f->t1);
+	assert_int_equal(jget(st, "leases", "live"), 0);
+	assert_int_equal(jget(st, "leases", "expired"), 0);
+	assert_int_equal(jget(st, "leases", "returned"), 1);
+	assert_true(jget(st, "queue", NULL) >= (long long)n);
+	assert_int_equal(jget(st, "failed_tries", NULL), 0);
+	json_t *w = json_object_get(st, "workers");
+	assert_int_equal(json_array_size(w), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(w, 0), "name")),
+	                    "curl-a");
+	json_decref(st);
 }
 
 static void test_work__tokens_missing_wrong_or_revoked_get_401_and_write_nothing(void **state)
@@ -705,6 +766,18 @@ static void answer_first_legal(const Coordinator *s, const char *token, json_t *
 	free(pos);
 }
 
+/* Starts a coordinator on book (serve's arguments extra) and submits one
+ * result with token: its first minimax run is then due. */
+static void serve_one_result(Coordinator *s, const char *book, const char *token, const char *extra)
+{
+	s->port = ts_serve_start(&s->pid, &s->log, book, extra);
+	g_child = s->pid;
+	if (!s->port) fail_msg("serve --work did not say where it listens");
+	json_t *a = acquire(s, token, "w1", 1);
+	answer_first_legal(s, token, a);
+	json_decref(a);
+}
+
 /* The one child process of pid (the coordinator's minimax child), as its
  * threads' /proc children lists say; 0 while it has none. */
 static pid_t child_of(pid_t pid)
@@ -789,13 +862,8 @@ static void test_work__a_stop_stops_the_whole_book_child(void **state)
 	free(out);
 	free(err);
 	Coordinator s;
-	s.port = ts_serve_start(&s.pid, &s.log, book,
-	                        "--work --quiet --depth 3 --lease-seconds 600 --minimax-seconds 1");
-	g_child = s.pid;
-	if (!s.port) fail_msg("serve --work did not say where it listens");
-	json_t *a = acquire(&s, tok, "w1", 1);
-	answer_first_legal(&s, tok, a);
-	json_decref(a);
+	serve_one_result(&s, book, tok,
+	                 "--work --quiet --depth 3 --lease-seconds 600 --minimax-seconds 1");
 	assert_true(ts_wait_output(
 	    s.log, "the whole book (no earlier minimax run), in child process", 30000));
 	/* The child, once its run has marked the book. */
@@ -1068,40 +1136,6 @@ static void test_work__history_is_public_read_tokens_only_read_and_it_survives(v
 	stop(&plain, SIGTERM);
 }
 
-/* The Retry-After of an answer (0: none). */
-static size_t grab_retry(char *buf, size_t size, size_t n, void *ud)
-{
-	size_t len = size * n;
-	if (len > 12 && !strncasecmp(buf, "Retry-After:", 12)) *(long *)ud = atol(buf + 12);
-	return len;
-}
-
-static long acquire_raw(const Coordinator *s, const char *token, char **out, long *retry)
-{
-	CURL *c = curl_easy_init();
-	char url[200], auth[200];
-	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/work/acquire", s->port);
-	snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-	struct curl_slist *h = curl_slist_append(NULL, auth);
-	TsBuf b = {NULL, 0};
-	*retry = 0;
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, "{\"worker\": \"w\", \"max\": 2}");
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ts_collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, grab_retry);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, retry);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-	if (curl_easy_perform(c) != CURLE_OK) fail_msg("acquire: no answer");
-	long st = 0;
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	*out = b.data ? b.data : strdup("");
-	return st;
-}
-
 /* Submits a legal move (ts_some_move) for each position of the lease in
  * the acquire answer text, each 204. */
 static void submit_some_moves(const Coordinator *s, const char *token, const char *text)
@@ -1138,6 +1172,33 @@ static void synth_with_token(char *book, size_t cap, const char *dir, int n, int
 	tok[64] = 0;
 	free(out);
 	free(err);
+}
+
+/*
+ * serve's --memory holds the whole-book child too: the selector takes half of
+ * it, the `joseki minimax` child the other half as its --memory (said on the
+ * line that starts it). Half of 2M on a book of 30,000 positions puts the key
+ * index past half of the child's budget: it looks the children up in sorted
+ * runs, which it says; with its own default budget it would not.
+ */
+static void test_work__the_whole_book_child_gets_the_other_half_of_the_memory(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], tok[65];
+	synth_with_token(book, sizeof book, dir, 30000, 3, tok);
+	Coordinator s;
+	serve_one_result(&s, book, tok,
+	                 "--work --depth 3 --lease-seconds 600 --minimax-seconds 1 --memory 2M");
+	/* The end of the line that starts the child ("serve: minimax: the whole
+	 * book (no earlier minimax run), in child process PID (--memory 1M)"). */
+	assert_true(ts_wait_output(s.log, "(--memory 1M)", 30000));
+	/* The child's summary: its second line, then the fourth. */
+	assert_true(ts_wait_output(s.log, "(whole book: no earlier minimax run)", 60000));
+	assert_true(ts_wait_output(s.log, "children looked up in sorted runs", 30000));
+	stop(&s, SIGTERM);
+	check_passes(book, false);
+	ts_rmtree(dir);
+	free(dir);
 }
 
 /*
@@ -1584,6 +1645,8 @@ int main(void)
 	                              kill_left),
 	    cmocka_unit_test_teardown(test_work__a_budget_that_leaves_the_graph_no_room_is_said,
 	                              kill_left),
+	    cmocka_unit_test_setup_teardown(test_work__an_abort_without_a_body_returns_the_lease,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_work__tokens_missing_wrong_or_revoked_get_401_and_write_nothing, setup,
 	        teardown),
@@ -1592,6 +1655,8 @@ int main(void)
 	    cmocka_unit_test_teardown(test_work__a_whole_book_minimax_runs_in_a_child_process,
 	                              kill_left),
 	    cmocka_unit_test_teardown(test_work__a_stop_stops_the_whole_book_child, kill_left),
+	    cmocka_unit_test_teardown(
+	        test_work__the_whole_book_child_gets_the_other_half_of_the_memory, kill_left),
 	    cmocka_unit_test_teardown(
 	        test_work__a_tokens_file_that_is_not_an_owner_only_regular_file, kill_left),
 	    cmocka_unit_test_setup_teardown(
