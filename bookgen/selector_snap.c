@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shogi/u32sort.h"
 #include "shogi/bigmem.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
@@ -43,12 +44,6 @@ typedef struct {
 	uint64_t thought, edges_built;
 } SelHead;
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return (x > y) - (x < y);
-}
-
 bool sel_snapshot_ready(const Selector *s)
 {
 	return s->lazy && !s->in_call && !s->ndefer && !s->err && s->bloom_joined && s->bloom;
@@ -70,7 +65,7 @@ int sel_snapshot_write(Selector *s, SnapWriter *w)
 	 * 4 for 3 nodes, and its snapshot was refused as damaged). The order
 	 * does not matter: their ancestors' bounds are cleared in one walk. */
 	if (s->npending > 1) {
-		qsort(s->pending, s->npending, sizeof *s->pending, cmp_u32);
+		u32_sort(s->pending, s->npending);
 		size_t n = 1;
 		for (size_t i = 1; i < s->npending; i++)
 			if (s->pending[i] != s->pending[n - 1]) s->pending[n++] = s->pending[i];

@@ -4,6 +4,7 @@
  */
 #include "minimax/graph.h"
 
+#include "shogi/u32sort.h"
 #include "shogi/bigmem.h"
 #include "shogi/grow.h"
 
@@ -242,12 +243,6 @@ static bool stopped(const MmGraph *g)
 	return g->stop && atomic_load(g->stop);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return (x > y) - (x < y);
-}
-
 static int cmp_rank(const void *a, const void *b, void *ctx)
 {
 	const uint32_t *rank = ctx;
@@ -329,7 +324,7 @@ static long scc_walk(const MmGraph *g, uint32_t *rindex, ComponentFn done, void 
 						qsort_r(stack + sp, nm, sizeof *stack, cmp_rank,
 						        (void *)g->rank);
 					else if (nm > 1)
-						qsort(stack + sp, nm, sizeof *stack, cmp_u32);
+						u32_sort(stack + sp, nm);
 					if ((rc = done(ctx, stack + sp, nm)) != 0) break;
 				}
 			} else {
