@@ -166,10 +166,14 @@ static void note_worker(Coord *c, const CoordWorker *w, int64_t now)
 	const char *token = w->token ? w->token : "", *inst = w->instance ? w->instance : "";
 	CoordWorkerSeen *s = NULL;
 	/* One entry per worker process: a name given to two workers (or under
-	 * two tokens) stays two entries. */
+	 * two tokens) stays two entries. A request that says no instance (an
+	 * abort's body of a name alone) is the named worker's, whichever. */
 	for (size_t i = 0; i < c->nseen && !s; i++)
 		if (!strcmp(c->seen[i].name, w->name) && !strcmp(c->seen[i].token, token) &&
 		    !strcmp(c->seen[i].instance, inst))
+			s = &c->seen[i];
+	for (size_t i = 0; i < c->nseen && !s && !inst[0]; i++)
+		if (!strcmp(c->seen[i].name, w->name) && !strcmp(c->seen[i].token, token))
 			s = &c->seen[i];
 	if (!s) {
 		/* Forget workers gone for an hour before growing. */

@@ -675,8 +675,8 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 	StatusLines l = {buf, len, 0, 0, true};
 	buf[0] = '\0';
 	status_line(&l);
-	status_clause(&l, "%llu results (%.1f/s)", (unsigned long long)st.results,
-	              st.results_per_s);
+	status_clause(&l, "%llu result%s (%.1f/s)", (unsigned long long)st.results,
+	              st.results == 1 ? "" : "s", st.results_per_s);
 	status_clause(&l, "queue %llu", (unsigned long long)st.queue);
 	status_clause(&l, "leases %llu live %llu expired %llu returned",
 	              (unsigned long long)st.leases_live, (unsigned long long)st.leases_expired,

@@ -877,6 +877,14 @@ static void test_coord__minimax_period_failure_and_worker_instances(void **state
 	assert_string_equal(st.workers[0].name, st.workers[1].name);
 	assert_string_not_equal(st.workers[0].instance, st.workers[1].instance);
 	coord_status_free(&st);
+	/* A request naming the worker without its instance (an abort's body of a
+	 * name alone) is one of those two, not a third. */
+	CoordWorker bare = A;
+	bare.instance = NULL;
+	coord_heartbeat(c, &bare, false, T0 + 59000);
+	assert_int_equal(coord_status(c, &st, T0 + 59000), 0);
+	assert_int_equal(st.nworkers, 2);
+	coord_status_free(&st);
 	free(l);
 	free(r);
 	close_coord(c, db);
