@@ -1026,10 +1026,9 @@ int co_store(Coord *c, const char *sfen, const CoordResult *r, int64_t now, char
 
 /* What a request about lease id begins with: the Coord whole, the token
  * not in quarantine, the selection beside the service taken in, the lease
- * looked up for w (*l NULL: finished), w noted. 0 or a negative code. */
-/* A request on lease id: the lease in *l (NULL when finished). One that names
- * no worker (an abort's empty body) is taken as the lease's worker's (*w then
- * points at named) and adds no worker of its own to the status. */
+ * looked up for *w (*l NULL: finished), *w noted. One that names no worker
+ * (an abort's empty body) is taken as the lease's worker's (*w then points at
+ * named) and adds no worker of its own to the status. 0 or a negative code. */
 static int lease_request(Coord *c, Lease **l, uint64_t id, const CoordWorker **w,
                          CoordWorker *named, int64_t now, char *err)
 {

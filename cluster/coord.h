@@ -239,8 +239,8 @@ typedef struct {
 	uint64_t leases_live;     /* leases with pending positions, not expired */
 	uint64_t leases_expired;  /* kept leases that expired with positions pending (since
 	                           * this start, or pending past their expiry) */
-	uint64_t leases_returned; /* kept leases their worker gave back (an abort), and
-	                           * those restored not pending */
+	uint64_t leases_returned; /* kept leases closed otherwise (an abort, a failed entry),
+	                           * and those restored not pending */
 	uint64_t results;         /* results stored since start */
 	uint64_t failed;          /* failed tries since start (entries and expiries) */
 	uint64_t mated;           /* positions without a legal move valued by the coordinator */

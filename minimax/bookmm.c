@@ -767,7 +767,7 @@ static int build_analysis(BookGraph *b)
 		bigmem_free(kf), bigmem_free(pos);
 		return -1;
 	}
-	int nt = parfor_threads(n, 4096);
+	int nt = parfor_threads(n, PARFOR_MIN_ITEMS);
 	FormCtx x = {.b = b, .kf = kf, .pos = pos};
 	parfor(n, nt, form_flags, &x);
 	for (int t = 0; t < nt; t++) b->kept_moves += x.leaves[t];
@@ -806,7 +806,7 @@ static int number_by_key(BookGraph *b)
 		bigmem_free(x.nf), bigmem_free(x.nv);
 		return -1;
 	}
-	parfor(b->n, parfor_threads(b->n, 4096), form_by_key, &x);
+	parfor(b->n, parfor_threads(b->n, PARFOR_MIN_ITEMS), form_by_key, &x);
 	bigmem_free(g->flags), bigmem_free(g->vd), bigmem_free(b->order);
 	g->flags = x.nf;
 	g->vd = x.nv;

@@ -198,7 +198,7 @@ int mmfile_parents(uint32_t **pstart_out, uint32_t **parents_out, size_t n, cons
 {
 	ParentsCtx x = {n, mstart, moves, bigmem_alloc((n + 2) * sizeof *x.pstart), NULL};
 	if (!x.pstart) return MMFILE_ENOMEM;
-	int nt = parfor_threads(n, 4096);
+	int nt = parfor_threads(n, PARFOR_MIN_ITEMS);
 	parfor(n, nt, parents_range, &x);
 	for (size_t i = 0; i < n; i++) x.pstart[i + 2] += x.pstart[i + 1];
 	x.parents = bigmem_alloc((x.pstart[n + 1] + 1) * sizeof *x.parents);

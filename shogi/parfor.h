@@ -15,6 +15,8 @@
 #include <stddef.h>
 
 #define PARFOR_MAX 16 /* ranges at most */
+/* The items under which the whole-book passes keep a loop on one thread. */
+#define PARFOR_MIN_ITEMS 4096
 
 /* One range: [lo, hi) of the loop, t its number (0..nt-1). */
 typedef void (*ParforFn)(void *ctx, size_t lo, size_t hi, int t);
