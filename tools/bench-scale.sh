@@ -42,6 +42,15 @@
 # --memory 8G, the size whose disk this machine lacks. A command the kernel kills for going
 # over it fails ("killed"). SCALE_SMOKE=1: a tiny form, 100,000 and 20,000 positions
 # unless given, that tests/tools/test_bench_scale.c runs so that this script cannot rot.
+#
+# SCALE_ONLY (e.g. "minimax-full select serve-work"): only these commands (synth always, the
+# book being made by it), and the free disk asked for is what they need (below, need_of):
+# the size a disk holds a book of for minimax but not for the copies and exports. Where
+# SCALE_RATIO=1, the smaller size runs within SCALE_RAM and SCALE_MEMORY scaled down by
+# SCALE_SMALL / SCALE_POSITIONS, so both sizes stand for the same machine and the growth
+# lines say how time grows at a fixed ratio of book to memory (10^8 in 2400M and 2*10^8 in
+# 4800M are both 10^9 on 24 GB). SCALE_COLD=1 (root): the page cache dropped before each
+# command, as after a restart.
 set -u
 J=${JOSEKI:-./joseki}
 # The name the kernel gives its processes (/proc/PID/comm: the file's name, 15
@@ -57,7 +66,43 @@ fi
 TIMEOUT=${SCALE_TIMEOUT:-3600}
 MEM=${SCALE_MEMORY:-}
 RAM=${SCALE_RAM:-}
-PER_POS=600 # bytes of free disk a position of N the bench needs
+ONLY=${SCALE_ONLY:-}
+RATIO=${SCALE_RATIO:-0}
+COMMANDS="synth minimax-full minimax-incremental export-yaneuraou peta-shock export-apery
+export-partial merge check backup compact stats stats-scan query select serve serve-work"
+for c in $ONLY; do
+	case " $(echo $COMMANDS) " in *" $c "*) ;; *)
+		echo "bench-scale: SCALE_ONLY: no command '$c' (the commands: $(echo $COMMANDS))" >&2
+		exit 2
+		;;
+	esac
+done
+# wanted CMD: whether CMD is measured (all of them without SCALE_ONLY).
+wanted() {
+	[ -z "$ONLY" ] || [ "$1" = synth ] && return 0
+	case " $(echo $ONLY) " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+# need_of CMD: bytes of free disk a position CMD needs, with what the commands before it
+# leave (measured at 10 M: the book about 100 bytes a position after synth, 110 written anew
+# by minimax beside the old one, 55 its graph file, 60 its arrays in files at the ratio; the
+# merged copy 175; an export's output and its spill files 210; each side output is removed
+# once measured).
+need_of() {
+	case $1 in
+	synth) echo 110 ;;
+	export-* | merge | backup | compact) echo 600 ;;
+	peta-shock) echo 600 ;;
+	*) echo 340 ;;
+	esac
+}
+PER_POS=0 # bytes of free disk a position of N the bench needs: the most of its commands'
+for c in $COMMANDS; do
+	if wanted "$c"; then
+		k=$(need_of "$c")
+		[ "$k" -gt "$PER_POS" ] && PER_POS=$k
+	fi
+done
 
 if [ "$SMALL" -ge "$N" ]; then
 	echo "bench-scale: SCALE_SMALL ($SMALL) must be below SCALE_POSITIONS ($N)" >&2
@@ -88,8 +133,8 @@ need=$((N * PER_POS / 1024))
 if [ "$avail" -lt "$need" ]; then
 	echo "bench-scale: $W has $((avail / 1048576)) GiB free; $N positions need about" \
 		"$((need / 1048576 + 1)) GiB ($PER_POS bytes a position: the book and its minimax" \
-		"graph, a copy of it for merge, backup and compact, one export at a time): set SCALE_DIR to a disk with room" \
-		"or SCALE_POSITIONS lower" >&2
+		"graph, a copy of it for merge, backup and compact, one export at a time): set SCALE_DIR to a disk with room," \
+		"SCALE_POSITIONS lower or SCALE_ONLY to the commands it holds" >&2
 	exit 1
 fi
 # ram_group BYTES: the bench (this shell, and so every command it starts) into a new memory
@@ -148,8 +193,8 @@ done
 
 # memopt CMD: --memory SCALE_MEMORY when CMD takes it.
 memopt() {
-	if [ -n "$MEM" ] && $J "$1" --help 2>&1 | grep -q -- '--memory'; then
-		echo "--memory $MEM"
+	if [ -n "$MEMN" ] && $J "$1" --help 2>&1 | grep -q -- '--memory'; then
+		echo "--memory $MEMN"
 	fi
 }
 
@@ -197,11 +242,20 @@ failed() {
 
 bytes() { du -sb "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
 
+# cold: the page cache dropped (SCALE_COLD=1), so the command reads its book from the disk.
+cold() {
+	[ "${SCALE_COLD:-0}" = 1 ] || return 0
+	sync
+	echo 3 >/proc/sys/vm/drop_caches 2>/dev/null ||
+		echo "bench-scale: SCALE_COLD: cannot drop the page cache (it needs root)" >&2
+}
+
 # measure CMD N OUT ARGS...: runs ARGS (a joseki command) within the timeout, measured;
 # OUT is what its disk_bytes counts.
 measure() {
 	c=$1 n=$2 out=$3
 	shift 3
+	cold
 	echo 0 >"$W/peak_kb"
 	t0=$(date +%s.%N)
 	/usr/bin/time -f "%U %S" -o "$W/time" timeout "$TIMEOUT" "$@" >"$W/out" 2>"$W/err" &
@@ -234,6 +288,7 @@ port_of() { sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$1" | head -
 service() {
 	c=$1 n=$2 book=$3 first=$4
 	shift 4
+	cold
 	echo 0 >"$W/peak_kb"
 	t0=$(date +%s.%N)
 	"$@" >"$W/out" 2>"$W/err" &
@@ -282,49 +337,85 @@ service() {
 		"$(echo "$listen $wall" | awk -v w="$what" '{printf "listen_s %.2f %s %.2f", $1, w, $2}')"
 }
 
-# suite N: every command on a new book of N positions.
+# budget N: the group's limit and the --memory for the size N (SCALE_RATIO: scaled by N /
+# SCALE_POSITIONS), said on stderr.
+budget() {
+	MEMN=$MEM
+	if [ "$RATIO" = 1 ] && [ -n "$MEM" ]; then
+		mb=$(($(numfmt --from=iec "$MEM") / 1048576 * $1 / N))
+		[ "$mb" -ge 1 ] || mb=1
+		MEMN=${mb}M
+	fi
+	ram=
+	if [ -n "$CG" ]; then
+		ram=$((ram_bytes / 1048576 * $1 / N))M
+		[ "$RATIO" = 1 ] || ram=$RAM
+		echo "$(numfmt --from=iec "$ram")" >"$CG/$limit" || return 1
+	fi
+	echo "bench-scale: $1 positions${MEMN:+, --memory $MEMN}${ram:+, within $ram}" >&2
+}
+
+# suite N: every command (SCALE_ONLY: those asked for) on a new book of N positions.
 suite() {
 	n=$1
 	B=$W/book-$n
 	rm -rf "$B"
+	budget "$n" || {
+		failed synth "$n" "cannot set the memory control group's limit"
+		return
+	}
 	measure synth "$n" "$B" $J synth "$B" --positions "$n" --quiet $(memopt synth) || return
-	measure minimax-full "$n" "$B" $J minimax "$B" --full --quiet $(memopt minimax)
-	if $J synth "$B" --positions $((n / 1000 + 100)) --seed 2 --quiet >/dev/null 2>"$W/err"; then
+	wanted minimax-full && measure minimax-full "$n" "$B" $J minimax "$B" --full --quiet $(memopt minimax)
+	if ! wanted minimax-incremental; then
+		:
+	elif $J synth "$B" --positions $((n / 1000 + 100)) --seed 2 --quiet >/dev/null 2>"$W/err"; then
 		measure minimax-incremental "$n" "$B" $J minimax "$B" --quiet $(memopt minimax)
 	else
 		failed minimax-incremental "$n" "adding positions: $(tail -n 1 "$W/err")"
 	fi
 	ex=$(memopt export)
-	measure export-yaneuraou "$n" "$W/yo.db" $J export "$B" "$W/yo.db" --quiet $ex
-	if [ -f "$W/yo.db" ]; then
+	if wanted export-yaneuraou; then
+		measure export-yaneuraou "$n" "$W/yo.db" $J export "$B" "$W/yo.db" --quiet $ex
+	elif wanted peta-shock; then
+		$J export "$B" "$W/yo.db" --quiet $ex >/dev/null 2>"$W/err"
+	fi
+	if ! wanted peta-shock; then
+		:
+	elif [ -f "$W/yo.db" ]; then
 		measure peta-shock "$n" "$W/ps.db" $J peta-shock "$W/yo.db" "$W/ps.db" --quiet \
 			$(memopt peta-shock)
 	else
 		failed peta-shock "$n" "no exported book"
 	fi
 	rm -f "$W/yo.db" "$W/ps.db"
-	measure export-apery "$n" "$W/ap.bin" $J export "$B" "$W/ap.bin" --format apery --quiet $ex
-	rm -f "$W/ap.bin"
-	measure export-partial "$n" "$W/part.db" $J export "$B" "$W/part.db" --max-ply 40 \
-		--min-depth 15 --quiet $ex
-	rm -f "$W/part.db"
+	if wanted export-apery; then
+		measure export-apery "$n" "$W/ap.bin" $J export "$B" "$W/ap.bin" --format apery --quiet $ex
+		rm -f "$W/ap.bin"
+	fi
+	if wanted export-partial; then
+		measure export-partial "$n" "$W/part.db" $J export "$B" "$W/part.db" --max-ply 40 \
+			--min-depth 15 --quiet $ex
+		rm -f "$W/part.db"
+	fi
 	rm -rf "$W/merged"
-	measure merge "$n" "$W/merged" $J merge "$W/merged" "$B" --quiet $(memopt merge)
+	wanted merge && measure merge "$n" "$W/merged" $J merge "$W/merged" "$B" --quiet $(memopt merge)
 	rm -rf "$W/merged"
-	measure check "$n" "$B" $J check "$B" $(memopt check)
+	wanted check && measure check "$n" "$B" $J check "$B" $(memopt check)
 	rm -rf "$W/backup"
-	measure backup "$n" "$W/backup" $J backup "$B" "$W/backup" $(memopt backup)
+	wanted backup && measure backup "$n" "$W/backup" $J backup "$B" "$W/backup" $(memopt backup)
 	rm -rf "$W/backup"
-	measure compact "$n" "$B" $J compact "$B" $(memopt compact)
-	measure stats "$n" "$B" $J stats "$B"
-	measure stats-scan "$n" "$B" $J stats "$B" --scan $(memopt stats)
-	measure query "$n" "$B" $J query "$B" startpos
-	measure select "$n" "$B" $J select "$B" --count 10 $(memopt select)
-	service serve "$n" "$B" \
+	wanted compact && measure compact "$n" "$B" $J compact "$B" $(memopt compact)
+	wanted stats && measure stats "$n" "$B" $J stats "$B"
+	wanted stats-scan && measure stats-scan "$n" "$B" $J stats "$B" --scan $(memopt stats)
+	wanted query && measure query "$n" "$B" $J query "$B" startpos
+	wanted select && measure select "$n" "$B" $J select "$B" --count 10 $(memopt select)
+	wanted serve && service serve "$n" "$B" \
 		'curl -sf "http://127.0.0.1:$port/v1/query?position=startpos" >/dev/null' \
 		$J serve "$B" --listen 127.0.0.1:0 --quiet
 	rm -f "$W/tokens"
-	if $J token add "$W/tokens" bench >"$W/token" 2>"$W/err"; then
+	if ! wanted serve-work; then
+		:
+	elif $J token add "$W/tokens" bench >"$W/token" 2>"$W/err"; then
 		# bench-work's first acquire (--rate: waited for alone, up to 10 minutes, while the
 		# coordinator's first search runs) is timed from its own start: added to listen_s.
 		service serve-work "$n" "$B" \

@@ -2,8 +2,8 @@
  * tests/tools/test_bench_scale.c — `make bench-scale` in its smoke form
  * (SCALE_SMOKE=1 tools/bench-scale.sh: 20,000 and 100,000 positions), so that
  * the benchmark cannot rot: every command's line at both sizes with each
- * figure, none failed, a growth line for each; and the refusal of a work
- * directory without the disk for the size asked.
+ * figure, none failed, a growth line for each; the refusal of a work
+ * directory without the disk for the size asked; SCALE_ONLY, SCALE_RATIO.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -120,6 +120,63 @@ static void test_bench_scale__refuses_a_disk_without_room(void **state)
 	free(dir);
 }
 
+/* SCALE_ONLY: those commands and synth, at both sizes, with their growth lines;
+ * the disk asked for is theirs; a name that is no command is refused. */
+static void test_bench_scale__measures_only_the_commands_asked_for(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err,
+	                 "SCALE_SMOKE=1 SCALE_POSITIONS=10000 SCALE_SMALL=2000 "
+	                 "SCALE_ONLY='minimax-full stats' JOSEKI=%s SCALE_DIR=%s/work "
+	                 "tools/bench-scale.sh",
+	                 ts_joseki(), dir);
+	if (rc != 0) fail_msg("bench-scale: exit %d\n%s%s", rc, out, err);
+	if (strstr(out, " failed (")) fail_msg("a command failed:\n%s", out);
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		bool asked = !strcmp(commands[i], "synth") ||
+		             !strcmp(commands[i], "minimax-full") || !strcmp(commands[i], "stats");
+		char want[128];
+		snprintf(want, sizeof want, "bench-scale: %s positions ", commands[i]);
+		const char *first = strstr(out, want);
+		if (!asked) {
+			if (first) fail_msg("a line for %s, not asked for:\n%s", commands[i], out);
+			continue;
+		}
+		if (!first || !strstr(first + 1, want))
+			fail_msg("not two lines for %s:\n%s", commands[i], out);
+		snprintf(want, sizeof want, "bench-scale: %s growth ", commands[i]);
+		if (!strstr(out, want)) fail_msg("no growth line for %s:\n%s", commands[i], out);
+	}
+	free(out);
+	free(err);
+	out = err = NULL;
+	/* The disk asked for: minimax's 340 bytes a position, not the copies' 600. */
+	for (int only = 0; only < 2; only++) {
+		rc = ts_runf(&out, &err,
+		             "SCALE_POSITIONS=1000000000000000 SCALE_SMALL=1000 %s JOSEKI=%s "
+		             "SCALE_DIR=%s/work tools/bench-scale.sh",
+		             only ? "SCALE_ONLY='minimax-full select'" : "", ts_joseki(), dir);
+		assert_int_equal(rc, 1);
+		if (!strstr(err, only ? "(340 bytes a position" : "(600 bytes a position"))
+			fail_msg("SCALE_ONLY %d: not the disk asked for:\n%s", only, err);
+		free(out);
+		free(err);
+		out = err = NULL;
+	}
+	rc = ts_runf(&out, &err,
+	             "SCALE_SMOKE=1 SCALE_ONLY='minimax-full exprot' JOSEKI=%s SCALE_DIR=%s/work "
+	             "tools/bench-scale.sh",
+	             ts_joseki(), dir);
+	assert_int_equal(rc, 2);
+	assert_non_null(strstr(err, "SCALE_ONLY: no command 'exprot'"));
+	assert_null(strstr(out, "bench-scale: synth"));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* Whether this process could make a memory control group (SCALE_RAM): root,
  * with the memory controller of cgroup v2 or v1 mounted. */
 static bool can_make_memory_group(void)
@@ -172,6 +229,24 @@ static void test_bench_scale__runs_within_a_memory_group(void **state)
 	free(out);
 	free(err);
 	out = err = NULL;
+	if (can_make_memory_group()) {
+		/* SCALE_RATIO: the smaller size within the group and budget scaled down
+		 * (1024 MiB and 64 MiB times 2000 / 10000, in whole MiB). */
+		rc = ts_runf(&out, &err,
+		             "SCALE_SMOKE=1 SCALE_POSITIONS=10000 SCALE_SMALL=2000 SCALE_RAM=1G "
+		             "SCALE_MEMORY=64M SCALE_RATIO=1 SCALE_ONLY=minimax-full JOSEKI=%s "
+		             "SCALE_DIR=%s/work tools/bench-scale.sh",
+		             ts_joseki(), dir);
+		if (rc != 0) fail_msg("bench-scale: exit %d\n%s%s", rc, out, err);
+		if (strstr(out, " failed (")) fail_msg("a command failed:\n%s", out);
+		if (!strstr(err, "bench-scale: 2000 positions, --memory 12M, within 204M\n") ||
+		    !strstr(err, "bench-scale: 10000 positions, --memory 64M, within 1024M\n"))
+			fail_msg("not the budgets scaled:\n%s", err);
+		assert_non_null(strstr(out, "bench-scale: minimax-full growth "));
+		free(out);
+		free(err);
+		out = err = NULL;
+	}
 	/* A size that is not one is refused before anything runs. */
 	rc = ts_runf(&out, &err,
 	             "SCALE_SMOKE=1 SCALE_RAM=lots JOSEKI=%s SCALE_DIR=%s/work "
@@ -191,6 +266,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bench_scale__the_smoke_form_measures_every_command),
 	    cmocka_unit_test(test_bench_scale__refuses_a_disk_without_room),
+	    cmocka_unit_test(test_bench_scale__measures_only_the_commands_asked_for),
 	    cmocka_unit_test(test_bench_scale__runs_within_a_memory_group),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
