@@ -139,7 +139,8 @@ static enum MHD_Result reply(Server *s, struct MHD_Connection *c, Req *r, int st
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, "Content-Type", type);
+	/* A 204 has no content, so no type of it. */
+	if (status != 204) MHD_add_response_header(resp, "Content-Type", type);
 	if (api && !s->opt.no_cors)
 		MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
 	if (status == 405)

@@ -167,11 +167,16 @@ static void stop_said(Coordinator *s, char *out, size_t len)
 	fclose(s->log);
 }
 
-/* The Retry-After of an answer (0: none). */
+/* Whether call_retry's last answer had a Content-Type (which a 204 has no
+ * content to have). */
+static bool last_had_type;
+
+/* The Retry-After of an answer (0: none), and whether it has a Content-Type. */
 static size_t grab_retry(char *buf, size_t size, size_t n, void *ud)
 {
 	size_t len = size * n;
 	if (len > 12 && !strncasecmp(buf, "Retry-After:", 12)) *(long *)ud = atol(buf + 12);
+	if (len > 13 && !strncasecmp(buf, "Content-Type:", 13)) last_had_type = true;
 	return len;
 }
 
@@ -200,6 +205,7 @@ static long call_retry(const Coordinator *s, const char *token, const char *meth
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	if (retry) {
 		*retry = 0;
+		last_had_type = false;
 		curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, grab_retry);
 		curl_easy_setopt(c, CURLOPT_HEADERDATA, retry);
 	}
@@ -395,6 +401,7 @@ static void test_work__an_abort_without_a_body_returns_the_lease(void **state)
 	long retry;
 	assert_int_equal(call_retry(s, f->t1, "POST", path, "", 0, &out, &retry), 204);
 	assert_int_equal(retry, 0);
+	assert_false(last_had_type); /* no content, so no type of it */
 	free(out);
 	json_t *st = status(s, f->t1);
 	assert_int_equal(jget(st, "leases", "live"), 0);
