@@ -175,6 +175,12 @@ if [ -n "$RAM" ]; then
 		exit 1
 	fi
 fi
+if [ "${limit:-}" = memory.limit_in_bytes ]; then
+	echo "bench-scale: SCALE_RAM on cgroup v1: a v1 group reclaims its page cache in the" \
+		"commands' own page faults, which made minimax --full at 10^8 in 2400M four times" \
+		"as slow as the same run without the group (docs/notes/bookdb.md, run 19): the" \
+		"ratio of book to memory stands for a larger machine on cgroup v2" >&2
+fi
 echo "bench-scale: positions $N and $SMALL in $W (timeout ${TIMEOUT} s a command${MEM:+, --memory $MEM}${RAM:+, within $RAM of memory and page cache: $CG})" >&2
 # Online discard makes the commands wait as they free files (docs/bookdb.md): said for the
 # work directory and $TMPDIR, once a file system.
