@@ -43,14 +43,17 @@
 # over it fails ("killed"). SCALE_SMOKE=1: a tiny form, 100,000 and 20,000 positions
 # unless given, that tests/tools/test_bench_scale.c runs so that this script cannot rot.
 #
-# SCALE_ONLY (e.g. "minimax-full select serve-work"): only these commands (synth always, the
-# book being made by it), and the free disk asked for is what they need (below, need_of):
-# the size a disk holds a book of for minimax but not for the copies and exports. Where
+# SCALE_ONLY (e.g. "minimax-full select serve-work"; the names: COMMANDS below): only these
+# commands (synth always, the book being made by it; peta-shock's input exported untimed
+# when export-yaneuraou is not asked for), and the free disk asked for is what they need
+# (below, need_of: 110 bytes a position for synth, 340 with minimax and the readers, 600
+# with a copy or an export): the size a disk holds a book of for minimax but not for the
+# copies and exports. Blank: every command. Where
 # SCALE_RATIO=1, the smaller size runs within SCALE_RAM and SCALE_MEMORY scaled down by
 # SCALE_SMALL / SCALE_POSITIONS, so both sizes stand for the same machine and the growth
 # lines say how time grows at a fixed ratio of book to memory (10^8 in 2400M and 2*10^8 in
-# 4800M are both 10^9 on 24 GB). SCALE_COLD=1 (root): the page cache dropped before each
-# command, as after a restart.
+# 4800M are both 10^9 on 24 GB). SCALE_COLD=1 (root): the whole machine's page cache
+# dropped before each command, as after a restart (refused without root).
 set -u
 J=${JOSEKI:-./joseki}
 # The name the kernel gives its processes (/proc/PID/comm: the file's name, 15
@@ -66,8 +69,13 @@ fi
 TIMEOUT=${SCALE_TIMEOUT:-3600}
 MEM=${SCALE_MEMORY:-}
 RAM=${SCALE_RAM:-}
-ONLY=${SCALE_ONLY:-}
+ONLY=$(echo ${SCALE_ONLY:-}) # blank: every command
 RATIO=${SCALE_RATIO:-0}
+case $RATIO in 0 | 1) ;; *)
+	echo "bench-scale: SCALE_RATIO '$RATIO' is not 0 or 1" >&2
+	exit 2
+	;;
+esac
 COMMANDS="synth minimax-full minimax-incremental export-yaneuraou peta-shock export-apery
 export-partial merge check backup compact stats stats-scan query select serve serve-work"
 for c in $ONLY; do
@@ -94,6 +102,14 @@ need_of() {
 	export-* | merge | backup | compact) echo 600 ;;
 	peta-shock) echo 600 ;;
 	*) echo 340 ;;
+	esac
+}
+# need_what BYTES: what need_of's figure is for.
+need_what() {
+	case $1 in
+	110) echo "the book" ;;
+	340) echo "the book, its copy written anew by minimax, its graph file and arrays in files" ;;
+	*) echo "the book and its minimax graph, a copy of it for merge, backup and compact, one export at a time" ;;
 	esac
 }
 PER_POS=0 # bytes of free disk a position of N the bench needs: the most of its commands'
@@ -132,9 +148,8 @@ avail=$(df -Pk "$W" | awk 'NR == 2 {print $4}')
 need=$((N * PER_POS / 1024))
 if [ "$avail" -lt "$need" ]; then
 	echo "bench-scale: $W has $((avail / 1048576)) GiB free; $N positions need about" \
-		"$((need / 1048576 + 1)) GiB ($PER_POS bytes a position: the book and its minimax" \
-		"graph, a copy of it for merge, backup and compact, one export at a time): set SCALE_DIR to a disk with room," \
-		"SCALE_POSITIONS lower or SCALE_ONLY to the commands it holds" >&2
+		"$((need / 1048576 + 1)) GiB ($PER_POS bytes a position: $(need_what "$PER_POS")):" \
+		"set SCALE_DIR to a disk with room, SCALE_POSITIONS lower or SCALE_ONLY to the commands it holds" >&2
 	exit 1
 fi
 # ram_group BYTES: the bench (this shell, and so every command it starts) into a new memory
@@ -178,10 +193,16 @@ fi
 if [ "${limit:-}" = memory.limit_in_bytes ]; then
 	echo "bench-scale: SCALE_RAM on cgroup v1: a v1 group reclaims its page cache in the" \
 		"commands' own page faults, which made minimax --full at 10^8 in 2400M four times" \
-		"as slow as the same run without the group (docs/notes/bookdb.md, run 19): the" \
-		"ratio of book to memory stands for a larger machine on cgroup v2" >&2
+		"as slow as the same run without the group (docs/notes/bookdb.md, run 19); the" \
+		"bench goes on, but for times that stand for a machine with that RAM use a host" \
+		"with cgroup v2 (or leave SCALE_RAM out)" >&2
 fi
-echo "bench-scale: positions $N and $SMALL in $W (timeout ${TIMEOUT} s a command${MEM:+, --memory $MEM}${RAM:+, within $RAM of memory and page cache: $CG})" >&2
+COLD=${SCALE_COLD:-0}
+if [ "$COLD" = 1 ] && ! { sync && echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
+	echo "bench-scale: SCALE_COLD=1: cannot drop the page cache (it needs root)" >&2
+	exit 1
+fi
+echo "bench-scale: positions $N and $SMALL in $W (timeout ${TIMEOUT} s a command${MEM:+, --memory $MEM}${RAM:+, within $RAM of memory and page cache: $CG}$([ "$COLD" = 1 ] && echo ', the whole machine'"'"'s page cache dropped before each command'))" >&2
 # Online discard makes the commands wait as they free files (docs/bookdb.md): said for the
 # work directory and $TMPDIR, once a file system.
 seen=
@@ -250,10 +271,9 @@ bytes() { du -sb "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
 
 # cold: the page cache dropped (SCALE_COLD=1), so the command reads its book from the disk.
 cold() {
-	[ "${SCALE_COLD:-0}" = 1 ] || return 0
+	[ "$COLD" = 1 ] || return 0
 	sync
-	echo 3 >/proc/sys/vm/drop_caches 2>/dev/null ||
-		echo "bench-scale: SCALE_COLD: cannot drop the page cache (it needs root)" >&2
+	echo 3 >/proc/sys/vm/drop_caches
 }
 
 # measure CMD N OUT ARGS...: runs ARGS (a joseki command) within the timeout, measured;
@@ -274,7 +294,7 @@ measure() {
 		failed "$c" "$n" "timeout after $TIMEOUT s"
 		return 1
 	elif [ "$rc" = 137 ] && [ -n "$RAM" ]; then
-		failed "$c" "$n" "killed: over SCALE_RAM ($RAM) in memory of its own"
+		failed "$c" "$n" "killed: over its memory group ($RAMN) in memory of its own"
 		return 1
 	elif [ "$rc" != 0 ]; then
 		failed "$c" "$n" "exit $rc: $(grep -v '^Command exited' "$W/err" | tail -n 1)"
@@ -352,13 +372,16 @@ budget() {
 		[ "$mb" -ge 1 ] || mb=1
 		MEMN=${mb}M
 	fi
-	ram=
+	RAMN=
 	if [ -n "$CG" ]; then
-		ram=$((ram_bytes / 1048576 * $1 / N))M
-		[ "$RATIO" = 1 ] || ram=$RAM
-		echo "$(numfmt --from=iec "$ram")" >"$CG/$limit" || return 1
+		# (At least 16M, as SCALE_RAM: the bench's own shell is in the group.)
+		mb=$((ram_bytes / 1048576 * $1 / N))
+		[ "$mb" -ge 16 ] || mb=16
+		RAMN=${mb}M
+		[ "$RATIO" = 1 ] || RAMN=$((ram_bytes / 1048576))M
+		echo "$(numfmt --from=iec "$RAMN")" >"$CG/$limit" || return 1
 	fi
-	echo "bench-scale: $1 positions${MEMN:+, --memory $MEMN}${ram:+, within $ram}" >&2
+	echo "bench-scale: $1 positions${MEMN:+, --memory $MEMN}${RAMN:+, within $RAMN}" >&2
 }
 
 # suite N: every command (SCALE_ONLY: those asked for) on a new book of N positions.
@@ -370,7 +393,13 @@ suite() {
 		failed synth "$n" "cannot set the memory control group's limit"
 		return
 	}
-	measure synth "$n" "$B" $J synth "$B" --positions "$n" --quiet $(memopt synth) || return
+	if ! measure synth "$n" "$B" $J synth "$B" --positions "$n" --quiet $(memopt synth); then
+		# No book: each command of this size said so.
+		for c in $COMMANDS; do
+			[ "$c" != synth ] && wanted "$c" && failed "$c" "$n" "no book: synth failed"
+		done
+		return
+	fi
 	wanted minimax-full && measure minimax-full "$n" "$B" $J minimax "$B" --full --quiet $(memopt minimax)
 	if ! wanted minimax-incremental; then
 		:

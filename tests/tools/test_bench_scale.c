@@ -120,6 +120,20 @@ static void test_bench_scale__refuses_a_disk_without_room(void **state)
 	free(dir);
 }
 
+/* The smoke form with env is refused (exit 2) before anything runs, saying why. */
+static void refused(const char *dir, const char *env, const char *why)
+{
+	char *out = NULL, *err = NULL;
+	int rc =
+	    ts_runf(&out, &err, "SCALE_SMOKE=1 %s JOSEKI=%s SCALE_DIR=%s/work tools/bench-scale.sh",
+	            env, ts_joseki(), dir);
+	assert_int_equal(rc, 2);
+	if (!strstr(err, why)) fail_msg("%s: not '%s':\n%s", env, why, err);
+	assert_null(strstr(out, "bench-scale: synth"));
+	free(out);
+	free(err);
+}
+
 /* SCALE_ONLY: those commands and synth, at both sizes, with their growth lines;
  * the disk asked for is theirs; a name that is no command is refused. */
 static void test_bench_scale__measures_only_the_commands_asked_for(void **state)
@@ -164,15 +178,9 @@ static void test_bench_scale__measures_only_the_commands_asked_for(void **state)
 		free(err);
 		out = err = NULL;
 	}
-	rc = ts_runf(&out, &err,
-	             "SCALE_SMOKE=1 SCALE_ONLY='minimax-full exprot' JOSEKI=%s SCALE_DIR=%s/work "
-	             "tools/bench-scale.sh",
-	             ts_joseki(), dir);
-	assert_int_equal(rc, 2);
-	assert_non_null(strstr(err, "SCALE_ONLY: no command 'exprot'"));
-	assert_null(strstr(out, "bench-scale: synth"));
-	free(out);
-	free(err);
+	refused(dir, "SCALE_ONLY='minimax-full exprot'", "SCALE_ONLY: no command 'exprot'");
+	/* A SCALE_RATIO that is neither 0 nor 1 is refused, not taken for 0. */
+	refused(dir, "SCALE_RATIO=yes", "SCALE_RATIO 'yes' is not 0 or 1");
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -251,15 +259,7 @@ static void test_bench_scale__runs_within_a_memory_group(void **state)
 		out = err = NULL;
 	}
 	/* A size that is not one is refused before anything runs. */
-	rc = ts_runf(&out, &err,
-	             "SCALE_SMOKE=1 SCALE_RAM=lots JOSEKI=%s SCALE_DIR=%s/work "
-	             "tools/bench-scale.sh",
-	             ts_joseki(), dir);
-	assert_int_equal(rc, 2);
-	assert_non_null(strstr(err, "SCALE_RAM 'lots' is not a size"));
-	assert_null(strstr(out, "bench-scale: synth"));
-	free(out);
-	free(err);
+	refused(dir, "SCALE_RAM=lots", "SCALE_RAM 'lots' is not a size");
 	ts_rmtree(dir);
 	free(dir);
 }
