@@ -76,11 +76,12 @@ case $RATIO in 0 | 1) ;; *)
 	exit 2
 	;;
 esac
-COMMANDS="synth minimax-full minimax-incremental export-yaneuraou peta-shock export-apery
-export-partial merge check backup compact stats stats-scan query select serve serve-work"
+COMMANDS="synth minimax-full minimax-incremental export-yaneuraou peta-shock export-apery"
+COMMANDS="$COMMANDS export-partial merge check backup compact stats stats-scan query select"
+COMMANDS="$COMMANDS serve serve-work"
 for c in $ONLY; do
-	case " $(echo $COMMANDS) " in *" $c "*) ;; *)
-		echo "bench-scale: SCALE_ONLY: no command '$c' (the commands: $(echo $COMMANDS))" >&2
+	case " $COMMANDS " in *" $c "*) ;; *)
+		echo "bench-scale: SCALE_ONLY: no command '$c' (the commands: $COMMANDS)" >&2
 		exit 2
 		;;
 	esac
@@ -88,7 +89,7 @@ done
 # wanted CMD: whether CMD is measured (all of them without SCALE_ONLY).
 wanted() {
 	[ -z "$ONLY" ] || [ "$1" = synth ] && return 0
-	case " $(echo $ONLY) " in *" $1 "*) return 0 ;; esac
+	case " $ONLY " in *" $1 "*) return 0 ;; esac
 	return 1
 }
 # need_of CMD: bytes of free disk a position CMD needs, with what the commands before it
@@ -99,8 +100,7 @@ wanted() {
 need_of() {
 	case $1 in
 	synth) echo 110 ;;
-	export-* | merge | backup | compact) echo 600 ;;
-	peta-shock) echo 600 ;;
+	export-* | peta-shock | merge | backup | compact) echo 600 ;;
 	*) echo 340 ;;
 	esac
 }
@@ -374,11 +374,11 @@ budget() {
 	fi
 	RAMN=
 	if [ -n "$CG" ]; then
+		mb=$((ram_bytes / 1048576))
+		[ "$RATIO" = 1 ] && mb=$((mb * $1 / N))
 		# (At least 16M, as SCALE_RAM: the bench's own shell is in the group.)
-		mb=$((ram_bytes / 1048576 * $1 / N))
 		[ "$mb" -ge 16 ] || mb=16
 		RAMN=${mb}M
-		[ "$RATIO" = 1 ] || RAMN=$((ram_bytes / 1048576))M
 		echo "$(numfmt --from=iec "$RAMN")" >"$CG/$limit" || return 1
 	fi
 	echo "bench-scale: $1 positions${MEMN:+, --memory $MEMN}${RAMN:+, within $RAMN}" >&2

@@ -40,16 +40,21 @@ static const char *const commands[] = {
     "serve-work",
 };
 
+/* The bench with env in dir: it ends well, no command failed; *out and *err
+ * its output (free them). */
+static void bench_ok(const char *dir, const char *env, char **out, char **err)
+{
+	int rc = ts_runf(out, err, "%s JOSEKI=%s SCALE_DIR=%s/work tools/bench-scale.sh", env,
+	                 ts_joseki(), dir);
+	if (rc != 0) fail_msg("bench-scale %s: exit %d\n%s%s", env, rc, *out, *err);
+	if (strstr(*out, " failed (")) fail_msg("%s: a command failed:\n%s", env, *out);
+}
+
 static void test_bench_scale__the_smoke_form_measures_every_command(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
-	int rc = ts_runf(
-	    &out, &err,
-	    "SCALE_SMOKE=1 SCALE_MEMORY=64M JOSEKI=%s SCALE_DIR=%s/work tools/bench-scale.sh",
-	    ts_joseki(), dir);
-	if (rc != 0) fail_msg("bench-scale: exit %d\n%s%s", rc, out, err);
-	if (strstr(out, " failed (")) fail_msg("a command failed:\n%s", out);
+	bench_ok(dir, "SCALE_SMOKE=1 SCALE_MEMORY=64M", &out, &err);
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
 		const int sizes[] = {20000, 100000};
 		for (int k = 0; k < 2; k++) {
@@ -140,13 +145,10 @@ static void test_bench_scale__measures_only_the_commands_asked_for(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
-	int rc = ts_runf(&out, &err,
-	                 "SCALE_SMOKE=1 SCALE_POSITIONS=10000 SCALE_SMALL=2000 "
-	                 "SCALE_ONLY='minimax-full stats' JOSEKI=%s SCALE_DIR=%s/work "
-	                 "tools/bench-scale.sh",
-	                 ts_joseki(), dir);
-	if (rc != 0) fail_msg("bench-scale: exit %d\n%s%s", rc, out, err);
-	if (strstr(out, " failed (")) fail_msg("a command failed:\n%s", out);
+	bench_ok(
+	    dir,
+	    "SCALE_SMOKE=1 SCALE_POSITIONS=10000 SCALE_SMALL=2000 SCALE_ONLY='minimax-full stats'",
+	    &out, &err);
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
 		bool asked = !strcmp(commands[i], "synth") ||
 		             !strcmp(commands[i], "minimax-full") || !strcmp(commands[i], "stats");
@@ -167,10 +169,10 @@ static void test_bench_scale__measures_only_the_commands_asked_for(void **state)
 	out = err = NULL;
 	/* The disk asked for: minimax's 340 bytes a position, not the copies' 600. */
 	for (int only = 0; only < 2; only++) {
-		rc = ts_runf(&out, &err,
-		             "SCALE_POSITIONS=1000000000000000 SCALE_SMALL=1000 %s JOSEKI=%s "
-		             "SCALE_DIR=%s/work tools/bench-scale.sh",
-		             only ? "SCALE_ONLY='minimax-full select'" : "", ts_joseki(), dir);
+		int rc = ts_runf(&out, &err,
+		                 "SCALE_POSITIONS=1000000000000000 SCALE_SMALL=1000 %s JOSEKI=%s "
+		                 "SCALE_DIR=%s/work tools/bench-scale.sh",
+		                 only ? "SCALE_ONLY='minimax-full select'" : "", ts_joseki(), dir);
 		assert_int_equal(rc, 1);
 		if (!strstr(err, only ? "(340 bytes a position" : "(600 bytes a position"))
 			fail_msg("SCALE_ONLY %d: not the disk asked for:\n%s", only, err);
@@ -243,13 +245,10 @@ static void test_bench_scale__runs_within_a_memory_group(void **state)
 	if (can_make_memory_group()) {
 		/* SCALE_RATIO: the smaller size within the group and budget scaled down
 		 * (1024 MiB and 64 MiB times 2000 / 10000, in whole MiB). */
-		rc = ts_runf(&out, &err,
-		             "SCALE_SMOKE=1 SCALE_POSITIONS=10000 SCALE_SMALL=2000 SCALE_RAM=1G "
-		             "SCALE_MEMORY=64M SCALE_RATIO=1 SCALE_ONLY=minimax-full JOSEKI=%s "
-		             "SCALE_DIR=%s/work tools/bench-scale.sh",
-		             ts_joseki(), dir);
-		if (rc != 0) fail_msg("bench-scale: exit %d\n%s%s", rc, out, err);
-		if (strstr(out, " failed (")) fail_msg("a command failed:\n%s", out);
+		bench_ok(dir,
+		         "SCALE_SMOKE=1 SCALE_POSITIONS=10000 SCALE_SMALL=2000 SCALE_RAM=1G "
+		         "SCALE_MEMORY=64M SCALE_RATIO=1 SCALE_ONLY=minimax-full",
+		         &out, &err);
 		if (!strstr(err, "bench-scale: 2000 positions, --memory 12M, within 204M\n") ||
 		    !strstr(err, "bench-scale: 10000 positions, --memory 64M, within 1024M\n"))
 			fail_msg("not the budgets scaled:\n%s", err);
