@@ -152,15 +152,44 @@ uint64_t memuse_group_limit(const char *groups, const char *root)
 	return UINT64_MAX;
 }
 
+/* The kB of the line "name: N kB" in meminfo, 0 when there is none. */
+static uint64_t meminfo_kb(const char *meminfo, const char *name)
+{
+	size_t len = strlen(name);
+	for (const char *l = meminfo; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		unsigned long long kb;
+		if (!strncmp(l, name, len) && l[len] == ':' &&
+		    sscanf(l + len + 1, "%llu", &kb) == 1)
+			return (uint64_t)kb;
+	}
+	return 0;
+}
+
+uint64_t memuse_unusable(const char *meminfo)
+{
+	return (meminfo_kb(meminfo, "Unevictable") + meminfo_kb(meminfo, "Hugetlb")) * 1024;
+}
+
+/* The first size - 1 bytes of file into buf, terminated; "" when it cannot
+ * be read. */
+static void read_text(const char *file, char *buf, size_t size)
+{
+	FILE *f = fopen(file, "r");
+	size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+	if (f) fclose(f);
+	buf[n] = 0;
+}
+
 uint64_t memuse_ram(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
 	uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
-	char groups[8192];
-	FILE *f = fopen("/proc/self/cgroup", "r");
-	size_t n = f ? fread(groups, 1, sizeof groups - 1, f) : 0;
-	if (f) fclose(f);
-	groups[n] = 0;
+	char text[8192];
+	read_text("/proc/meminfo", text, sizeof text);
+	uint64_t locked = memuse_unusable(text);
+	if (locked < ram) ram -= locked;
+	char *groups = text;
+	read_text("/proc/self/cgroup", groups, sizeof text);
 	uint64_t limit = memuse_group_limit(groups, "/sys/fs/cgroup");
 	uint64_t least = ram && ram < limit ? ram : limit;
 	return least == UINT64_MAX ? 0 : least;

@@ -34,10 +34,18 @@ uint64_t memuse_anon_peak(void);
  * process may have (memuse_ram), at least 64 MiB. */
 uint64_t memuse_default_budget(void);
 
-/* The memory the process may have in bytes: the machine's physical memory,
- * or its control group's limit where that is lower (a container's, a Slurm
- * job's, systemd's MemoryMax); 0 when neither can be read. */
+/* The memory the process may have in bytes: the machine's physical memory
+ * less what no page cache can ever use (memuse_unusable), or its control
+ * group's limit where that is lower (a container's, a Slurm job's, systemd's
+ * MemoryMax); 0 when neither can be read. */
 uint64_t memuse_ram(void);
+
+/* Of a machine's memory, the bytes locked out of the page cache: the
+ * unevictable pages (mlock'ed by any process: a database's locked buffer
+ * pool, a memory hold that makes a machine look smaller) and the huge pages
+ * reserved for hugetlbfs, from meminfo, /proc/meminfo's text ("Unevictable:"
+ * and "Hugetlb:", in kB); 0 when it names neither. */
+uint64_t memuse_unusable(const char *meminfo);
 
 /* A file of bytes read at random is better read without the kernel's
  * read-ahead: it is larger than half the memory the process may have, so

@@ -1,8 +1,9 @@
 /*
  * tests/shogi/test_memuse.c — the memory meter and the pass budget: sizes as
  * `--memory` takes them (units, decimals, the least, what is refused), the
- * default budget a quarter of RAM, and the anonymous peak seeing memory that
- * was touched and given back (while a mapped file's pages do not count).
+ * default budget a quarter of RAM, the memory locked out of the page cache
+ * taken from it, and the anonymous peak seeing memory that was touched and
+ * given back (while a mapped file's pages do not count).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <errno.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,6 +63,64 @@ static void test_default_budget(void **state)
 	uint64_t b = memuse_default_budget();
 	assert_true(b >= 64ull << 20);
 	if (ram / 4 >= 64ull << 20) assert_true(b == ram / 4);
+}
+
+/* /proc/meminfo's text into buf. */
+static void read_meminfo(char *buf, size_t size)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	assert_non_null(f);
+	size_t n = fread(buf, 1, size - 1, f);
+	fclose(f);
+	buf[n] = 0;
+}
+
+/* Memory locked out of the page cache (another process's mlock, a hold
+ * that makes the machine look smaller, huge pages reserved) is not memory
+ * the process may have: memuse_ram leaves it out. */
+static void test_locked_memory(void **state)
+{
+	(void)state;
+	const char *info = "MemTotal:       24683548 kB\n"
+	                   "Unevictable:    21874820 kB\n"
+	                   "Mlocked:        21864484 kB\n"
+	                   "HugePages_Total:       4\n"
+	                   "Hugetlb:           8192 kB\n";
+	assert_true(memuse_unusable(info) == (21874820ull + 8192) * 1024);
+	assert_true(memuse_unusable("MemTotal: 100 kB\nUnevictableX: 5 kB\n") == 0);
+	assert_true(memuse_unusable("") == 0);
+
+	/* A real lock, as large as the limit allows (up to 32 MiB). */
+	struct rlimit rl;
+	assert_int_equal(getrlimit(RLIMIT_MEMLOCK, &rl), 0);
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_MEMLOCK, &rl);
+		assert_int_equal(getrlimit(RLIMIT_MEMLOCK, &rl), 0);
+	}
+	size_t len = 32u << 20;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < len) len = (size_t)rl.rlim_cur & ~4095ul;
+	if (geteuid() == 0) len = 32u << 20;
+	if (len < (4u << 20)) {
+		print_message("test_locked_memory: RLIMIT_MEMLOCK %zu bytes: no real lock tried\n",
+		              len);
+		return;
+	}
+	char text[8192];
+	read_meminfo(text, sizeof text);
+	uint64_t phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t ram0 = memuse_ram();
+	/* Whether the machine's memory is what bounds it (no control group's
+	 * limit below it): then the lock shows. */
+	bool machine = ram0 == phys - memuse_unusable(text);
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(p != MAP_FAILED);
+	assert_int_equal(mlock(p, len), 0);
+	uint64_t ram1 = memuse_ram();
+	munlock(p, len);
+	munmap(p, len);
+	assert_true(ram1 <= ram0 + (1u << 20));
+	if (machine) assert_true(ram1 + len <= ram0 + (1u << 20));
 }
 
 /* Writes "text\n" into dir/rel, the directories on the way made. */
@@ -150,9 +210,8 @@ static void test_peak(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_size),
-	    cmocka_unit_test(test_default_budget),
-	    cmocka_unit_test(test_group_limit),
+	    cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_default_budget),
+	    cmocka_unit_test(test_locked_memory), cmocka_unit_test(test_group_limit),
 	    cmocka_unit_test(test_peak),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
