@@ -37,3 +37,45 @@ suite() {
 	grep -v '^#' tests/data/positions/openings-v1.sfen | grep . | head -n "$1" >"$W/openings.txt"
 	n=$(wc -l <"$W/openings.txt")
 }
+
+# hold_memory NAME BYTES FILE: the machine made to look as if it had BYTES of memory (a
+# benchmark's stand-in for a smaller machine): the last hold given back, then all of its
+# memory above BYTES held locked by $MEMHOLD (tools/memhold/memhold.c; default
+# build/memhold beside this script's tools/), less what is locked already (another
+# program's counts as held); its process in HELD, its words in FILE, what it holds said on
+# stderr; 1 with the reason there when it cannot be. The hold ends with the script (or at
+# hold_release). Needs root.
+HELD=
+hold_memory() {
+	hold_release
+	h=$(awk -v want="$2" '/^(MemTotal|Unevictable|Hugetlb):/ {
+		kb[$1] = $2
+	} END {
+		printf "%.0f", (kb["MemTotal:"] - kb["Unevictable:"] - kb["Hugetlb:"]) * 1024 - want
+	}' /proc/meminfo)
+	if [ "$h" -le 0 ]; then
+		echo "$1: the machine has no more than $(($2 / 1048576))M: nothing held" >&2
+		return 0
+	fi
+	: >"$3"
+	"${MEMHOLD:-$(dirname "$0")/../build/memhold}" "$h" $$ >"$3" 2>&1 &
+	HELD=$!
+	until grep -q '^held' "$3"; do
+		if ! kill -0 "$HELD" 2>/dev/null; then
+			echo "$1: cannot hold the machine's memory: $(cat "$3")" >&2
+			HELD=
+			return 1
+		fi
+		sleep 0.2
+	done
+	echo "$1: $(cat "$3") of the machine's memory, $(($2 / 1048576))M left" >&2
+}
+
+# hold_release: the memory hold_memory held given back (nothing when none).
+hold_release() {
+	if [ -n "$HELD" ]; then
+		kill "$HELD" 2>/dev/null
+		wait "$HELD" 2>/dev/null
+		HELD=
+	fi
+}

@@ -40,7 +40,12 @@
 # ten times smaller than this machine's share stands for one ten times larger: 10^8
 # positions with SCALE_RAM=2400M (and SCALE_MEMORY=800M) are 10^9 on 24 GB with
 # --memory 8G, the size whose disk this machine lacks. A command the kernel kills for going
-# over it fails ("killed"). SCALE_SMOKE=1: a tiny form, 100,000 and 20,000 positions
+# over it fails ("killed"). SCALE_HOLD=1 (root) makes the machine that size another way:
+# no group, but the rest of its memory held locked for the while (MEMHOLD, the program of
+# tools/memhold/memhold.c that `make bench-scale` builds), so the page cache is what is left
+# and the kernel reclaims it as on a machine with that RAM; joseki's commands count locked
+# memory out of theirs (their defaults follow). The machine must be otherwise idle, since
+# everything on it is squeezed. SCALE_SMOKE=1: a tiny form, 100,000 and 20,000 positions
 # unless given, that tests/tools/test_bench_scale.c runs so that this script cannot rot.
 #
 # SCALE_ONLY (e.g. "minimax-full select serve-work"; the names: COMMANDS below): only these
@@ -55,6 +60,7 @@
 # 4800M are both 10^9 on 24 GB). SCALE_COLD=1 (root): the whole machine's page cache
 # dropped before each command, as after a restart (refused without root).
 set -u
+. "$(dirname "$0")/bench-lib.sh"
 J=${JOSEKI:-./joseki}
 # The name the kernel gives its processes (/proc/PID/comm: the file's name, 15
 # bytes at most), whatever JOSEKI is called (a copy, joseki-bench).
@@ -69,6 +75,17 @@ fi
 TIMEOUT=${SCALE_TIMEOUT:-3600}
 MEM=${SCALE_MEMORY:-}
 RAM=${SCALE_RAM:-}
+HOLD=${SCALE_HOLD:-0}
+case $HOLD in 0 | 1) ;; *)
+	echo "bench-scale: SCALE_HOLD '$HOLD' is not 0 or 1" >&2
+	exit 2
+	;;
+esac
+if [ "$HOLD" = 1 ] && [ -z "$RAM" ]; then
+	echo "bench-scale: SCALE_HOLD=1 holds what is above SCALE_RAM: give SCALE_RAM too" >&2
+	exit 2
+fi
+MEMHOLD=${MEMHOLD:-$(dirname "$0")/../build/memhold}
 ONLY=$(echo ${SCALE_ONLY:-}) # blank: every command
 RATIO=${SCALE_RATIO:-0}
 case $RATIO in 0 | 1) ;; *)
@@ -135,6 +152,7 @@ CG=    # the memory control group the bench runs in (SCALE_RAM), made by ram_gro
 CGTOP= # the hierarchy's top group, where the bench goes back before removing CG
 cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	hold_release
 	if [ -n "$CG" ]; then
 		echo $$ >"$CGTOP/cgroup.procs" 2>/dev/null
 		rmdir "$CG" 2>/dev/null
@@ -184,7 +202,16 @@ if [ -n "$RAM" ]; then
 		echo "bench-scale: SCALE_RAM '$RAM' is not a size of 16M or more (e.g. 2400M, 8G)" >&2
 		exit 2
 	fi
-	if ! ram_group "$ram_bytes" 2>"$W/cg.err"; then
+	if [ "$HOLD" = 1 ]; then
+		if [ "$(id -u)" != 0 ]; then
+			echo "bench-scale: SCALE_HOLD=1: locking memory needs root" >&2
+			exit 1
+		fi
+		if [ ! -x "$MEMHOLD" ]; then
+			echo "bench-scale: SCALE_HOLD=1: no memory hold program at $MEMHOLD (make build/memhold)" >&2
+			exit 1
+		fi
+	elif ! ram_group "$ram_bytes" 2>"$W/cg.err"; then
 		echo "bench-scale: SCALE_RAM=$RAM: cannot make a memory control group" \
 			"($(tail -n 1 "$W/cg.err"); it needs root and Linux control groups)" >&2
 		exit 1
@@ -192,17 +219,17 @@ if [ -n "$RAM" ]; then
 fi
 if [ "${limit:-}" = memory.limit_in_bytes ]; then
 	echo "bench-scale: SCALE_RAM on cgroup v1: a v1 group reclaims its page cache in the" \
-		"commands' own page faults, which made minimax --full at 10^8 in 2400M four times" \
-		"as slow as the same run without the group (docs/notes/bookdb.md, run 19); the" \
-		"bench goes on, but for times that stand for a machine with that RAM use a host" \
-		"with cgroup v2 (or leave SCALE_RAM out)" >&2
+		"commands' own page faults; on the host of docs/notes/bookdb.md (runs 19 and 20)" \
+		"minimax --full at 10^8 in 2400M took four times as long as on a v2 host, and" \
+		"longer still with that host held to 2400M (SCALE_HOLD=1): compare its times" \
+		"only with runs on the same host and way" >&2
 fi
 COLD=${SCALE_COLD:-0}
 if [ "$COLD" = 1 ] && ! { sync && echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
 	echo "bench-scale: SCALE_COLD=1: cannot drop the page cache (it needs root)" >&2
 	exit 1
 fi
-echo "bench-scale: positions $N and $SMALL in $W (timeout ${TIMEOUT} s a command${MEM:+, --memory $MEM}${RAM:+, within $RAM of memory and page cache: $CG}$([ "$COLD" = 1 ] && echo ', the whole machine'"'"'s page cache dropped before each command'))" >&2
+echo "bench-scale: positions $N and $SMALL in $W (timeout ${TIMEOUT} s a command${MEM:+, --memory $MEM}${RAM:+, within $RAM of memory and page cache: ${CG:-the rest held}}$([ "$COLD" = 1 ] && echo ', the whole machine'"'"'s page cache dropped before each command'))" >&2
 # Online discard makes the commands wait as they free files (docs/bookdb.md): said for the
 # work directory and $TMPDIR, once a file system.
 seen=
@@ -293,8 +320,11 @@ measure() {
 	if [ "$rc" = 124 ]; then
 		failed "$c" "$n" "timeout after $TIMEOUT s"
 		return 1
-	elif [ "$rc" = 137 ] && [ -n "$RAM" ]; then
+	elif [ "$rc" = 137 ] && [ -n "$CG" ]; then
 		failed "$c" "$n" "killed: over its memory group ($RAMN) in memory of its own"
+		return 1
+	elif [ "$rc" = 137 ] && [ -n "$HELD" ]; then
+		failed "$c" "$n" "killed: out of memory, the machine held to $RAMN"
 		return 1
 	elif [ "$rc" != 0 ]; then
 		failed "$c" "$n" "exit $rc: $(grep -v '^Command exited' "$W/err" | tail -n 1)"
@@ -380,6 +410,11 @@ budget() {
 		[ "$mb" -ge 16 ] || mb=16
 		RAMN=${mb}M
 		echo "$(numfmt --from=iec "$RAMN")" >"$CG/$limit" || return 1
+	elif [ "$HOLD" = 1 ]; then
+		mb=$((ram_bytes / 1048576))
+		[ "$RATIO" = 1 ] && mb=$((mb * $1 / N))
+		RAMN=${mb}M
+		hold_memory bench-scale "$((mb * 1048576))" "$W/hold.out" || return 1
 	fi
 	echo "bench-scale: $1 positions${MEMN:+, --memory $MEMN}${RAMN:+, within $RAMN}" >&2
 }
@@ -390,7 +425,7 @@ suite() {
 	B=$W/book-$n
 	rm -rf "$B"
 	budget "$n" || {
-		failed synth "$n" "cannot set the memory control group's limit"
+		failed synth "$n" "cannot hold the machine to its memory (SCALE_RAM)"
 		return
 	}
 	if ! measure synth "$n" "$B" $J synth "$B" --positions "$n" --quiet $(memopt synth); then

@@ -30,11 +30,17 @@
 # results/s. BENCH_CLUSTER_SERVE_OPTS adds serve options (e.g. --preload);
 # JOSEKI_SERVE runs another build's coordinator under the same load generator.
 #
+# BENCH_CLUSTER_RAM (e.g. 2400M; root) runs the coordinator on a machine made to look as
+# if it had that memory: the rest held locked for the run (tools/bench-lib.sh,
+# hold_memory; `make build/memhold` first), so the page cache is what is left. 10^8
+# positions in 2400M stand for 10^9 on 24 GB.
+#
 # The book is built once and kept (building 15M positions takes minutes):
 # BENCH_CLUSTER_BOOK (default /tmp/joseki-bench-cluster-$N); each run adds its
 # results to it. The first run also gives it a full minimax, so the
 # coordinator's periodic runs are incremental ones, as in production.
 set -eu
+. "$(dirname "$0")/bench-lib.sh"
 J=${JOSEKI:-./joseki}
 # The coordinator's binary (default the same), to compare two builds under one load generator.
 JS=${JOSEKI_SERVE:-$J}
@@ -56,6 +62,7 @@ tmp=$(mktemp -d)
 pid=
 cleanup() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	hold_release
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -68,6 +75,13 @@ if [ ! -f "$BOOK/.bench-ready" ]; then
 	touch "$BOOK/.bench-ready"
 fi
 $J token add "$tmp/tokens" bench >"$tmp/token" 2>/dev/null
+if [ -n "${BENCH_CLUSTER_RAM:-}" ]; then
+	ram_bytes=$(numfmt --from=iec "$BENCH_CLUSTER_RAM" 2>/dev/null) || {
+		echo "bench_cluster: BENCH_CLUSTER_RAM '$BENCH_CLUSTER_RAM' is not a size (e.g. 2400M)" >&2
+		exit 2
+	}
+	hold_memory bench_cluster "$ram_bytes" "$tmp/hold.out"
+fi
 
 $JS serve "$BOOK" --work --tokens "$tmp/tokens" --listen 127.0.0.1:0 --quiet --verbose --nodes 1000 \
 	--minimax-seconds "$MMS" $wopt ${BENCH_CLUSTER_SERVE_OPTS:-} >"$tmp/serve.out" 2>"$tmp/serve.err" &

@@ -3,7 +3,8 @@
  * (SCALE_SMOKE=1 tools/bench-scale.sh: 20,000 and 100,000 positions), so that
  * the benchmark cannot rot: every command's line at both sizes with each
  * figure, none failed, a growth line for each; the refusal of a work
- * directory without the disk for the size asked; SCALE_ONLY, SCALE_RATIO.
+ * directory without the disk for the size asked; SCALE_ONLY, SCALE_RATIO,
+ * SCALE_RAM in a memory group and held (SCALE_HOLD).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -263,6 +264,72 @@ static void test_bench_scale__runs_within_a_memory_group(void **state)
 	free(dir);
 }
 
+/* The machine's memory less what is locked already (the figure the bench
+ * holds down from), in MiB. */
+static uint64_t unlocked_mib(void)
+{
+	char *text = ts_read_file("/proc/meminfo", NULL);
+	assert_non_null(text);
+	unsigned long long total = 0, unevictable = 0, hugetlb = 0;
+	for (char *l = text; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		(void)sscanf(l, "MemTotal: %llu", &total);
+		(void)sscanf(l, "Unevictable: %llu", &unevictable);
+		(void)sscanf(l, "Hugetlb: %llu", &hugetlb);
+	}
+	free(text);
+	assert_true(total > unevictable + hugetlb);
+	return (total - unevictable - hugetlb) / 1024;
+}
+
+/* SCALE_HOLD: the machine held to SCALE_RAM by locking the rest of its memory
+ * (tools/memhold), given back at the end; refused without SCALE_RAM or root. */
+static void test_bench_scale__holds_the_machine_to_its_memory(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+	refused(dir, "SCALE_HOLD=2 SCALE_RAM=1G", "SCALE_HOLD '2' is not 0 or 1");
+	refused(dir, "SCALE_HOLD=1", "SCALE_HOLD=1 holds what is above SCALE_RAM");
+	/* 64 MiB held: SCALE_RAM the rest less that. */
+	uint64_t ram = unlocked_mib() - 64;
+	char env[256];
+	snprintf(
+	    env, sizeof env,
+	    "SCALE_SMOKE=1 SCALE_POSITIONS=10000 SCALE_SMALL=2000 SCALE_RAM=%lluM SCALE_HOLD=1 "
+	    "SCALE_ONLY=stats MEMHOLD=%s/memhold",
+	    (unsigned long long)ram, build);
+	if (geteuid() != 0) {
+		char *o = NULL, *e = NULL;
+		int rc = ts_runf(&o, &e, "%s JOSEKI=%s SCALE_DIR=%s/work tools/bench-scale.sh", env,
+		                 ts_joseki(), dir);
+		assert_int_equal(rc, 1);
+		assert_non_null(strstr(e, "SCALE_HOLD=1: locking memory needs root"));
+		free(o);
+		free(e);
+	} else {
+		bench_ok(dir, env, &out, &err);
+		/* Held at each size (60-68 MiB: what others lock may move meanwhile). */
+		int sizes = 0;
+		for (const char *at = err; (at = strstr(at, "bench-scale: held ")); at++) {
+			unsigned mib = 0;
+			assert_int_equal(sscanf(at, "bench-scale: held %u MiB", &mib), 1);
+			if (mib < 60 || mib > 68)
+				fail_msg("held %u MiB, not about 64:\n%s", mib, err);
+			sizes++;
+		}
+		if (sizes != 2) fail_msg("not held at each size:\n%s", err);
+		assert_non_null(strstr(out, "bench-scale: stats growth "));
+		/* Given back: nothing of the bench's is locked any more. */
+		uint64_t after = unlocked_mib();
+		if (after + 32 < ram + 64)
+			fail_msg("still held: %llu MiB unlocked", (unsigned long long)after);
+	}
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +337,7 @@ int main(void)
 	    cmocka_unit_test(test_bench_scale__refuses_a_disk_without_room),
 	    cmocka_unit_test(test_bench_scale__measures_only_the_commands_asked_for),
 	    cmocka_unit_test(test_bench_scale__runs_within_a_memory_group),
+	    cmocka_unit_test(test_bench_scale__holds_the_machine_to_its_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
