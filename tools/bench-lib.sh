@@ -38,28 +38,50 @@ suite() {
 	n=$(wc -l <"$W/openings.txt")
 }
 
+# iec_bytes SIZE: the bytes of a size as joseki's --memory takes it (2400M, 8G, 1.5G, 3g,
+# 3GB, 3GiB: powers of 1024), nothing when it is not one.
+iec_bytes() {
+	echo "$1" | tr a-z A-Z | sed 's/I\{0,1\}B$//' | numfmt --from=iec 2>/dev/null || true
+}
+
 # hold_memory NAME BYTES FILE: the machine made to look as if it had BYTES of memory (a
-# benchmark's stand-in for a smaller machine): the last hold given back, then all of its
-# memory above BYTES held locked by $MEMHOLD (tools/memhold/memhold.c; default
-# build/memhold beside this script's tools/), less what is locked already (another
-# program's counts as held); its process in HELD, its words in FILE, what it holds said on
-# stderr; 1 with the reason there when it cannot be. The hold ends with the script (or at
-# hold_release). Needs root.
+# benchmark's stand-in for a smaller machine): the last hold given back (unless it held the
+# same), then all of its memory above BYTES held locked by $MEMHOLD
+# (tools/memhold/memhold.c; default build/memhold beside this script's tools/), less what
+# is locked already (another program's counts as held); its process in HELD, its words in
+# FILE, what it holds said on stderr; 1 with the reason there when it cannot be. Less than
+# 1024M is not left (the machine's own services need room): 1024M instead, said. Locking
+# takes about a second a GB. The hold ends with the script (or at hold_release). Needs
+# root; the machine otherwise idle (what other processes hold is not counted).
 HELD=
+HELD_FOR=
 hold_memory() {
+	want=$2
+	if [ "$want" -lt 1073741824 ]; then
+		echo "$1: $((want / 1048576))M would leave the machine too little to run on: 1024M left instead" >&2
+		want=1073741824
+	fi
+	[ -n "$HELD" ] && [ "$HELD_FOR" = "$want" ] && kill -0 "$HELD" 2>/dev/null && return 0
 	hold_release
-	h=$(awk -v want="$2" '/^(MemTotal|Unevictable|Hugetlb):/ {
+	h=$(awk -v want="$want" '/^(MemTotal|Unevictable|Hugetlb):/ {
 		kb[$1] = $2
 	} END {
 		printf "%.0f", (kb["MemTotal:"] - kb["Unevictable:"] - kb["Hugetlb:"]) * 1024 - want
 	}' /proc/meminfo)
 	if [ "$h" -le 0 ]; then
-		echo "$1: the machine has no more than $(($2 / 1048576))M: nothing held" >&2
+		echo "$1: $((want / 1048576))M is not less than what this machine has unlocked" \
+			"($(((h + want) / 1048576))M): nothing held, the whole machine used" >&2
 		return 0
 	fi
+	memhold=${MEMHOLD:-$(dirname "$0")/../build/memhold}
+	if [ ! -x "$memhold" ]; then
+		echo "$1: no memory hold program at $memhold (make build/memhold)" >&2
+		return 1
+	fi
 	: >"$3"
-	"${MEMHOLD:-$(dirname "$0")/../build/memhold}" "$h" $$ >"$3" 2>&1 &
+	"$memhold" "$h" $$ >"$3" 2>&1 &
 	HELD=$!
+	HELD_FOR=$want
 	until grep -q '^held' "$3"; do
 		if ! kill -0 "$HELD" 2>/dev/null; then
 			echo "$1: cannot hold the machine's memory: $(cat "$3")" >&2
@@ -68,14 +90,15 @@ hold_memory() {
 		fi
 		sleep 0.2
 	done
-	echo "$1: $(cat "$3") of the machine's memory, $(($2 / 1048576))M left" >&2
+	echo "$1: $(cat "$3") of the machine's memory, $((want / 1048576))M left" >&2
 }
 
 # hold_release: the memory hold_memory held given back (nothing when none).
 hold_release() {
 	if [ -n "$HELD" ]; then
-		kill "$HELD" 2>/dev/null
-		wait "$HELD" 2>/dev/null
+		kill "$HELD" 2>/dev/null || true
+		wait "$HELD" 2>/dev/null || true
 		HELD=
+		HELD_FOR=
 	fi
 }

@@ -197,7 +197,7 @@ ram_group() {
 	echo $$ >"$CG/cgroup.procs"
 }
 if [ -n "$RAM" ]; then
-	ram_bytes=$(numfmt --from=iec "$RAM" 2>/dev/null)
+	ram_bytes=$(iec_bytes "$RAM")
 	if [ -z "$ram_bytes" ] || [ "$ram_bytes" -lt 16777216 ]; then
 		echo "bench-scale: SCALE_RAM '$RAM' is not a size of 16M or more (e.g. 2400M, 8G)" >&2
 		exit 2
@@ -398,7 +398,7 @@ service() {
 budget() {
 	MEMN=$MEM
 	if [ "$RATIO" = 1 ] && [ -n "$MEM" ]; then
-		mb=$(($(numfmt --from=iec "$MEM") / 1048576 * $1 / N))
+		mb=$(($(iec_bytes "$MEM") / 1048576 * $1 / N))
 		[ "$mb" -ge 1 ] || mb=1
 		MEMN=${mb}M
 	fi
@@ -415,6 +415,7 @@ budget() {
 		[ "$RATIO" = 1 ] && mb=$((mb * $1 / N))
 		RAMN=${mb}M
 		hold_memory bench-scale "$((mb * 1048576))" "$W/hold.out" || return 1
+		[ -z "$HELD_FOR" ] || RAMN=$((HELD_FOR / 1048576))M
 	fi
 	echo "bench-scale: $1 positions${MEMN:+, --memory $MEMN}${RAMN:+, within $RAMN}" >&2
 }
@@ -425,7 +426,7 @@ suite() {
 	B=$W/book-$n
 	rm -rf "$B"
 	budget "$n" || {
-		failed synth "$n" "cannot hold the machine to its memory (SCALE_RAM)"
+		failed synth "$n" "cannot hold the memory to SCALE_RAM (its group's limit or its hold)"
 		return
 	}
 	if ! measure synth "$n" "$B" $J synth "$B" --positions "$n" --quiet $(memopt synth); then

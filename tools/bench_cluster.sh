@@ -57,11 +57,23 @@ RATE=${BENCH_CLUSTER_RATE:-0}
 # checkpoint, if BENCH_CLUSTER_SERVE_OPTS asks for them often enough, e.g.
 # --checkpoint-seconds 20).
 SIG=${BENCH_CLUSTER_SIGNAL:-TERM}
+if ! command -v "$J" >/dev/null; then
+	echo "bench_cluster: no joseki at $J: run it from the source tree after make, or set JOSEKI" >&2
+	exit 1
+fi
+ram_bytes=
+if [ -n "${BENCH_CLUSTER_RAM:-}" ]; then
+	ram_bytes=$(iec_bytes "$BENCH_CLUSTER_RAM")
+	if [ -z "$ram_bytes" ]; then
+		echo "bench_cluster: BENCH_CLUSTER_RAM '$BENCH_CLUSTER_RAM' is not a size (e.g. 2400M, 8G)" >&2
+		exit 2
+	fi
+fi
 wopt="--select $SELECT"
 tmp=$(mktemp -d)
 pid=
 cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; fi
 	hold_release
 	rm -rf "$tmp"
 }
@@ -75,13 +87,7 @@ if [ ! -f "$BOOK/.bench-ready" ]; then
 	touch "$BOOK/.bench-ready"
 fi
 $J token add "$tmp/tokens" bench >"$tmp/token" 2>/dev/null
-if [ -n "${BENCH_CLUSTER_RAM:-}" ]; then
-	ram_bytes=$(numfmt --from=iec "$BENCH_CLUSTER_RAM" 2>/dev/null) || {
-		echo "bench_cluster: BENCH_CLUSTER_RAM '$BENCH_CLUSTER_RAM' is not a size (e.g. 2400M)" >&2
-		exit 2
-	}
-	hold_memory bench_cluster "$ram_bytes" "$tmp/hold.out"
-fi
+[ -z "$ram_bytes" ] || hold_memory bench_cluster "$ram_bytes" "$tmp/hold.out"
 
 $JS serve "$BOOK" --work --tokens "$tmp/tokens" --listen 127.0.0.1:0 --quiet --verbose --nodes 1000 \
 	--minimax-seconds "$MMS" $wopt ${BENCH_CLUSTER_SERVE_OPTS:-} >"$tmp/serve.out" 2>"$tmp/serve.err" &

@@ -63,8 +63,8 @@ int cli_parse_memory(void *dst, char *value, char *msg)
 		memuse_format(ram, have, sizeof have);
 		snprintf(msg, CLI_MSGLEN,
 		         "--memory %s: more than the memory this process may have (%s: the "
-		         "machine's, or its control group's limit); the budget is what the command "
-		         "may hold in memory",
+		         "machine's less what is locked, or its control group's limit); the budget "
+		         "is what the command may hold in memory",
 		         value, have);
 		return -1;
 	}
