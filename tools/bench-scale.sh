@@ -155,7 +155,11 @@ cleanup() {
 	hold_release
 	if [ -n "$CG" ]; then
 		echo $$ >"$CGTOP/cgroup.procs" 2>/dev/null
-		rmdir "$CG" 2>/dev/null
+		# (A process of the bench's that is still ending keeps the group a moment.)
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			rmdir "$CG" 2>/dev/null && break
+			sleep 0.2
+		done
 	fi
 	if [ -z "${SCALE_DIR:-}" ]; then rm -rf "$W"; fi
 }
