@@ -65,16 +65,6 @@ static void test_default_budget(void **state)
 	if (ram / 4 >= 64ull << 20) assert_true(b == ram / 4);
 }
 
-/* /proc/meminfo's text into buf. */
-static void read_meminfo(char *buf, size_t size)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	assert_non_null(f);
-	size_t n = fread(buf, 1, size - 1, f);
-	fclose(f);
-	buf[n] = 0;
-}
-
 /* Memory locked out of the page cache (another process's mlock, a hold
  * that makes the machine look smaller, huge pages reserved) is not memory
  * the process may have: memuse_ram leaves it out. */
@@ -106,13 +96,14 @@ static void test_locked_memory(void **state)
 		              len);
 		return;
 	}
-	char text[8192];
-	read_meminfo(text, sizeof text);
+	char *text = ts_read_file("/proc/meminfo", NULL);
+	assert_non_null(text);
 	uint64_t phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t ram0 = memuse_ram();
 	/* Whether the machine's memory is what bounds it (no control group's
 	 * limit below it): then the lock shows. */
 	bool machine = ram0 == phys - memuse_unusable(text);
+	free(text);
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(p != MAP_FAILED);
 	assert_int_equal(mlock(p, len), 0);

@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "shogi/memuse.h"
 #include "tests/support/support.h"
 
 static const char *const commands[] = {
@@ -270,15 +271,11 @@ static uint64_t unlocked_mib(void)
 {
 	char *text = ts_read_file("/proc/meminfo", NULL);
 	assert_non_null(text);
-	unsigned long long total = 0, unevictable = 0, hugetlb = 0;
-	for (char *l = text; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-		(void)sscanf(l, "MemTotal: %llu", &total);
-		(void)sscanf(l, "Unevictable: %llu", &unevictable);
-		(void)sscanf(l, "Hugetlb: %llu", &hugetlb);
-	}
+	uint64_t phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t locked = memuse_unusable(text);
 	free(text);
-	assert_true(total > unevictable + hugetlb);
-	return (total - unevictable - hugetlb) / 1024;
+	assert_true(phys > locked);
+	return (phys - locked) >> 20;
 }
 
 /* SCALE_HOLD: the machine held to SCALE_RAM by locking the rest of its memory
