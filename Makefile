@@ -169,9 +169,9 @@ bench-cycle: joseki
 # Every whole-book command on a synthetic book of SCALE_POSITIONS (default 100 M) and of
 # SCALE_SMALL (10 M): wall, CPU, peak anonymous memory, disk, and how each grows between
 # the two (tools/bench-scale.sh; hours at 100 M; SCALE_SMOKE=1 is CI's short form,
-# tests/tools/test_bench_scale.c). Not part of make test.
+# tests/tools/test_bench_scale.c; MEMHOLD: another hold program). Not part of make test.
 bench-scale: joseki $(BUILD)/memhold
-	@JOSEKI=$(CURDIR)/joseki MEMHOLD=$(CURDIR)/$(BUILD)/memhold tools/bench-scale.sh
+	@JOSEKI=$(CURDIR)/joseki MEMHOLD="$${MEMHOLD:-$(CURDIR)/$(BUILD)/memhold}" tools/bench-scale.sh
 
 # A memory hold that makes the machine look smaller to the benchmarks (SCALE_HOLD=1,
 # BENCH_CLUSTER_RAM): tools/memhold/memhold.c.

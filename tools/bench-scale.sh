@@ -51,14 +51,16 @@
 # SCALE_ONLY (e.g. "minimax-full select serve-work"; the names: COMMANDS below): only these
 # commands (synth always, the book being made by it; peta-shock's input exported untimed
 # when export-yaneuraou is not asked for), and the free disk asked for is what they need
-# (below, need_of: 110 bytes a position for synth, 340 with minimax and the readers, 600
-# with a copy or an export): the size a disk holds a book of for minimax but not for the
-# copies and exports. Blank: every command. Where
+# (below, need_of: 110 bytes a position for synth and the commands that only read the book,
+# 340 with minimax, 600 with a copy or an export): the size a disk holds a book of for
+# minimax but not for the copies and exports, or for the readers but not for minimax. Blank: every command. Where
 # SCALE_RATIO=1, the smaller size runs within SCALE_RAM and SCALE_MEMORY scaled down by
 # SCALE_SMALL / SCALE_POSITIONS, so both sizes stand for the same machine and the growth
 # lines say how time grows at a fixed ratio of book to memory (10^8 in 2400M and 2*10^8 in
 # 4800M are both 10^9 on 24 GB). SCALE_COLD=1 (root): the whole machine's page cache
-# dropped before each command, as after a restart (refused without root).
+# dropped before each command, as after a restart (refused without root). SCALE_KEEP=1 (with
+# SCALE_DIR): the book of SCALE_POSITIONS left in SCALE_DIR/book-N at the end, for
+# measurements of one's own.
 set -u
 . "$(dirname "$0")/bench-lib.sh"
 J=${JOSEKI:-./joseki}
@@ -73,6 +75,11 @@ else
 	SMALL=${SCALE_SMALL:-10000000}
 fi
 TIMEOUT=${SCALE_TIMEOUT:-3600}
+KEEP=${SCALE_KEEP:-0}
+if [ "$KEEP" != 0 ] && { [ "$KEEP" != 1 ] || [ -z "${SCALE_DIR:-}" ]; }; then
+	echo "bench-scale: SCALE_KEEP=1 keeps the book in SCALE_DIR: set SCALE_DIR too (SCALE_KEEP is 0 or 1)" >&2
+	exit 2
+fi
 MEM=${SCALE_MEMORY:-}
 RAM=${SCALE_RAM:-}
 HOLD=${SCALE_HOLD:-0}
@@ -116,15 +123,15 @@ wanted() {
 # once measured).
 need_of() {
 	case $1 in
-	synth) echo 110 ;;
+	minimax-*) echo 340 ;;
 	export-* | peta-shock | merge | backup | compact) echo 600 ;;
-	*) echo 340 ;;
+	*) echo 110 ;;
 	esac
 }
 # need_what BYTES: what need_of's figure is for.
 need_what() {
 	case $1 in
-	110) echo "the book" ;;
+	110) echo "the book (synth and the commands that only read it)" ;;
 	340) echo "the book, its copy written anew by minimax, its graph file and arrays in files" ;;
 	*) echo "the book and its minimax graph, a copy of it for merge, backup and compact, one export at a time" ;;
 	esac
@@ -500,7 +507,7 @@ suite() {
 	else
 		failed serve-work "$n" "token: $(tail -n 1 "$W/err")"
 	fi
-	rm -rf "$B"
+	[ "$KEEP" = 1 ] && [ "$n" = "$N" ] || rm -rf "$B"
 }
 
 : >"$W/results"

@@ -78,12 +78,12 @@ int cmd_stats(int argc, char **argv)
 	             "count thought, moves, leaves and corrupt over every record, and keep leaves "
 	             "and corrupt in the book (by default they are read: the kept counts, the last "
 	             "scan's)"),
-	    CLI_FN(
-	        "--memory", &memory, cli_parse_memory, "SIZE",
-	        "a size such as 256M or 8G, at least 1M",
-	        "memory the scan may use (default a quarter of RAM): past it, leaves are counted "
-	        "by sorted runs on disk",
-	        .needs = "--scan"),
+	    CLI_FN("--memory", &memory, cli_parse_memory, "SIZE",
+	           "a size such as 256M or 8G, at least 1M",
+	           "memory the scan may use (default a quarter of the memory joseki may have): "
+	           "past it, leaves are counted "
+	           "by sorted runs on disk",
+	           .needs = "--scan"),
 	    CLI_NUM("--bench-lookups", &bench, 0, LLONG_MAX, "N",
 	            "time N random lookups instead of the figures (tools/bench_bookdb.sh; default: "
 	            "none)"),

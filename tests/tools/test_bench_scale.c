@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -142,14 +143,15 @@ static void refused(const char *dir, const char *env, const char *why)
 }
 
 /* SCALE_ONLY: those commands and synth, at both sizes, with their growth lines;
- * the disk asked for is theirs; a name that is no command is refused. */
+ * the disk asked for is theirs; a name that is no command is refused; SCALE_KEEP. */
 static void test_bench_scale__measures_only_the_commands_asked_for(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
 	bench_ok(
 	    dir,
-	    "SCALE_SMOKE=1 SCALE_POSITIONS=10000 SCALE_SMALL=2000 SCALE_ONLY='minimax-full stats'",
+	    "SCALE_SMOKE=1 SCALE_POSITIONS=10000 SCALE_SMALL=2000 SCALE_ONLY='minimax-full stats' "
+	    "SCALE_KEEP=1",
 	    &out, &err);
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
 		bool asked = !strcmp(commands[i], "synth") ||
@@ -169,20 +171,36 @@ static void test_bench_scale__measures_only_the_commands_asked_for(void **state)
 	free(out);
 	free(err);
 	out = err = NULL;
-	/* The disk asked for: minimax's 340 bytes a position, not the copies' 600. */
-	for (int only = 0; only < 2; only++) {
+	/* SCALE_KEEP=1: the book of SCALE_POSITIONS left in SCALE_DIR, the smaller one not. */
+	char book[PATH_MAX];
+	snprintf(book, sizeof book, "%s/work/book-10000/data.mdb", dir);
+	assert_true(access(book, F_OK) == 0);
+	snprintf(book, sizeof book, "%s/work/book-2000", dir);
+	assert_true(access(book, F_OK) != 0);
+	/* The disk asked for: minimax's 340 bytes a position, not the copies' 600; the
+	 * book's 110 for commands that only read it. */
+	static const struct {
+		const char *only, *need;
+	} disk[] = {
+	    {"", "(600 bytes a position"},
+	    {"SCALE_ONLY='minimax-full select'", "(340 bytes a position"},
+	    {"SCALE_ONLY='select check serve-work'", "(110 bytes a position"},
+	};
+	for (size_t i = 0; i < sizeof disk / sizeof disk[0]; i++) {
 		int rc = ts_runf(&out, &err,
 		                 "SCALE_POSITIONS=1000000000000000 SCALE_SMALL=1000 %s JOSEKI=%s "
 		                 "SCALE_DIR=%s/work tools/bench-scale.sh",
-		                 only ? "SCALE_ONLY='minimax-full select'" : "", ts_joseki(), dir);
+		                 disk[i].only, ts_joseki(), dir);
 		assert_int_equal(rc, 1);
-		if (!strstr(err, only ? "(340 bytes a position" : "(600 bytes a position"))
-			fail_msg("SCALE_ONLY %d: not the disk asked for:\n%s", only, err);
+		if (!strstr(err, disk[i].need))
+			fail_msg("%s: not the disk asked for (%s):\n%s", disk[i].only, disk[i].need,
+			         err);
 		free(out);
 		free(err);
 		out = err = NULL;
 	}
 	refused(dir, "SCALE_ONLY='minimax-full exprot'", "SCALE_ONLY: no command 'exprot'");
+	refused(dir, "SCALE_KEEP=yes", "SCALE_KEEP is 0 or 1");
 	/* A SCALE_RATIO that is neither 0 nor 1 is refused, not taken for 0. */
 	refused(dir, "SCALE_RATIO=yes", "SCALE_RATIO 'yes' is not 0 or 1");
 	ts_rmtree(dir);
