@@ -66,7 +66,7 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 	n->flags = (uint8_t)((n->flags & ~NF_STALE) | NF_ONPATH);
 	n->ply = (uint16_t)ply;
 	s->pvlen[ply] = 0;
-	int alpha0 = alpha, best = -SEL_INF, bestk = -1, usable = 0, rm = INT_MAX;
+	int alpha0 = alpha, best = -SEL_INF, bestk = -1, usable = 0, rm = INT_MAX, looked = 0;
 	int ne = n->u.e.n, hint = n->u.e.best < ne ? n->u.e.best : -1;
 	uint32_t off = n->u.e.off;
 	for (int t = -1; t < ne; t++) {
@@ -76,7 +76,11 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 		if (e.flags & EF_BANNED) continue;
 		const SelNode *cn = &s->nodes[e.child];
 		if (cn->flags & NF_LEASED) continue;
-		int r = sel_g_resolve_in(s, i, (uint32_t)e.child);
+		/* A PV node looks at every child: their records are read ahead at
+		 * once. Another node's first child mostly refutes it alone (a cut):
+		 * its siblings are read ahead once it did not (read with the first,
+		 * more than half of them were never used: docs/bookgen.md). */
+		int r = sel_g_resolve_in(s, i, (uint32_t)e.child, pv || looked++ > 0);
 		if (r) {
 			if (!s->err) s->err = r;
 			continue;
@@ -428,7 +432,7 @@ static int collect(Selector *s, Batch *b, uint32_t i, int ply)
 		if (e.flags & EF_BANNED) continue;
 		const SelNode *cn = &s->nodes[e.child];
 		if (cn->flags & (NF_LEASED | NF_ONPATH)) continue;
-		if ((ret = sel_g_resolve_in(s, i, (uint32_t)e.child))) break;
+		if ((ret = sel_g_resolve_in(s, i, (uint32_t)e.child, true))) break;
 		if (cn->flags & NF_THOUGHT) {
 			if (ply + 1 >= SEL_MAX_PLY) continue;
 			int v =
@@ -586,7 +590,7 @@ static int cover_node(Selector *s, Batch *b, Cover *c, int32_t e)
 		if (ed.flags & EF_BANNED) continue;
 		const SelNode *cn = &s->nodes[ed.child];
 		if ((cn->flags & (NF_LEASED | NF_ONPATH)) || cn->stamp == b->stamp) continue;
-		if ((ret = sel_g_resolve_in(s, ce.node, (uint32_t)ed.child))) break;
+		if ((ret = sel_g_resolve_in(s, ce.node, (uint32_t)ed.child, true))) break;
 		if (cn->flags & NF_THOUGHT) {
 			int cv = -search(s, (uint32_t)ed.child, -bar, -bar + 1, ply + 1, false, &rm,
 			                 &nl);

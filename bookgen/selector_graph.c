@@ -309,6 +309,7 @@ static void *bloom_load(void *arg)
 
 int sel_g_resolve_slow(Selector *s, uint32_t i)
 {
+	s->st.ahead_used += (s->nodes[i].flags & NF_AHEAD) != 0;
 	s->nodes[i].flags &= (uint8_t) ~(NF_UNRESOLVED | NF_AHEAD);
 	s->st.fetches++;
 	BookTxn *own, *txn = read_txn(s, &own);

@@ -226,11 +226,14 @@ void sel_g_siblings_ahead(Selector *s, uint32_t parent, uint32_t child);
 /* Reads parent's child's record if it is NF_UNRESOLVED. A search about to
  * read one child's record from the book mostly reads its siblings' next, so
  * they are read ahead meanwhile (a book larger than memory: several reads in
- * flight at once, where each waited alone). 0 or SEL_E*. */
-static inline int sel_g_resolve_in(Selector *s, uint32_t parent, uint32_t child)
+ * flight at once, where each waited alone) when ahead says so: not for the
+ * first child a null-window search looks at, which mostly refutes the node
+ * alone (its siblings' records, read ahead, were then reads nobody used). 0
+ * or SEL_E*. */
+static inline int sel_g_resolve_in(Selector *s, uint32_t parent, uint32_t child, bool ahead)
 {
 	if (!(s->nodes[child].flags & NF_UNRESOLVED)) return 0;
-	sel_g_siblings_ahead(s, parent, child);
+	if (ahead) sel_g_siblings_ahead(s, parent, child);
 	return sel_g_resolve_slow(s, child);
 }
 /* Clears the bounds of node i and of every node that can reach it (and of

@@ -1664,7 +1664,8 @@ static void strip_minimax(const char *book)
 
 /* The keys of n leaves of book under mode (each leased before the next); the
  * expansions of the first search. */
-static int leaves_of(const char *book, PlanMode mode, Key *keys, int n, uint64_t *first)
+static int leaves_of(const char *book, PlanMode mode, Key *keys, int n, uint64_t *first,
+                     SelStats *end)
 {
 	BookDB *db = NULL;
 	Selector *z = NULL;
@@ -1692,6 +1693,7 @@ static int leaves_of(const char *book, PlanMode mode, Key *keys, int n, uint64_t
 		keys[got++] = l->key;
 		assert_int_equal(sel_lease(z, l->key), 0);
 	}
+	sel_get_stats(end, z);
 	free(l);
 	free(pos);
 	plan_free(plan);
@@ -1794,10 +1796,11 @@ static void test_bookgen__the_key_map_made_at_attach_keeps_to_an_eighth_of_the_b
 	uint64_t whole = attached_graph_bytes(book, 0);
 	Key a[30], b[30];
 	uint64_t fa, fb;
-	int na = leaves_of(book, PLAN_COVER, a, 30, &fa);
+	SelStats st;
+	int na = leaves_of(book, PLAN_COVER, a, 30, &fa, &st);
 	bigmem_configure(1 << 20, NULL);
 	uint64_t capped = attached_graph_bytes(book, 0);
-	int nb = leaves_of(book, PLAN_COVER, b, 30, &fb);
+	int nb = leaves_of(book, PLAN_COVER, b, 30, &fb, &st);
 	bigmem_configure(0, NULL);
 	print_message("    graph at attach: %llu bytes, %llu with 1 MiB\n",
 	              (unsigned long long)whole, (unsigned long long)capped);
@@ -1896,11 +1899,21 @@ static void test_bookgen__minimax_values_order_the_search_and_change_no_leaf(voi
 	for (int m = 0; m < 2; m++) {
 		PlanMode mode = m ? PLAN_COVER : PLAN_PV;
 		uint64_t ea = 0, eb = 0;
-		int na = leaves_of(book, mode, a, N, &ea), nb = leaves_of(bare, mode, b, N, &eb);
+		SelStats sa, sb;
+		int na = leaves_of(book, mode, a, N, &ea, &sa),
+		    nb = leaves_of(bare, mode, b, N, &eb, &sb);
 		print_message("%s: %d leaves; first search %llu expansions (%llu without the "
-		              "values)\n",
+		              "values); %llu records read ahead, %llu of them used (%llu, %llu)\n",
 		              m ? "cover" : "pv", na, (unsigned long long)ea,
-		              (unsigned long long)eb);
+		              (unsigned long long)eb, (unsigned long long)sa.read_ahead,
+		              (unsigned long long)sa.ahead_used, (unsigned long long)sb.read_ahead,
+		              (unsigned long long)sb.ahead_used);
+		/* What is read ahead is what the searches then read: a cut-node's
+		 * siblings only once its first child failed to refute it (reading
+		 * them with the first, a third of what was read ahead here was never
+		 * used: 49 of 142). */
+		assert_true(sa.read_ahead > 20);
+		assert_true((sa.read_ahead - sa.ahead_used) * 10 <= sa.read_ahead);
 		assert_int_equal(na, nb);
 		assert_true(na >= 30); /* the covered tree has fewer leaves than N */
 		for (int i = 0; i < na; i++) assert_true(key_equal(a[i], b[i]));
