@@ -52,7 +52,8 @@ iec_bytes() {
 # FILE, what it holds said on stderr; 1 with the reason there when it cannot be. Less than
 # 1024M is not left (the machine's own services need room): 1024M instead, said. Locking
 # takes about a second a GB. The hold ends with the script (or at hold_release). Needs
-# root; the machine otherwise idle (what other processes hold is not counted).
+# root; the machine otherwise idle (what other processes hold is not counted: more than
+# 512M of it is said).
 HELD=
 HELD_FOR=
 hold_memory() {
@@ -91,6 +92,15 @@ hold_memory() {
 		sleep 0.2
 	done
 	echo "$1: $(cat "$3") of the machine's memory, $((want / 1048576))M left" >&2
+	# What other processes hold (not the page cache, not what is locked) squeezes the
+	# memory left: said, as the run then stands for a smaller machine than asked.
+	busy=$(awk '/^(MemTotal|MemAvailable|Unevictable):/ {kb[$1] = $2} END {
+		printf "%.0f", (kb["MemTotal:"] - kb["MemAvailable:"] - kb["Unevictable:"]) / 1024
+	}' /proc/meminfo)
+	if [ "$busy" -gt 512 ]; then
+		echo "$1: other processes hold about ${busy}M of it: the machine is not idle," \
+			"so this stands for less memory than $((want / 1048576))M" >&2
+	fi
 }
 
 # hold_release: the memory hold_memory held given back (nothing when none).

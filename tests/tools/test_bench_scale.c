@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <limits.h>
 #include <unistd.h>
 
@@ -296,8 +297,22 @@ static uint64_t unlocked_mib(void)
 	return (phys - locked) >> 20;
 }
 
+/* Whether process pid has at least mib MiB resident. */
+static bool hog_resident(pid_t pid, unsigned mib)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	char *text = ts_read_file(path, NULL);
+	const char *at = text ? strstr(text, "VmRSS:") : NULL;
+	unsigned long kb = 0;
+	bool yes = at && sscanf(at, "VmRSS: %lu", &kb) == 1 && kb >= (unsigned long)mib * 1024;
+	free(text);
+	return yes;
+}
+
 /* SCALE_HOLD: the machine held to SCALE_RAM by locking the rest of its memory
- * (tools/memhold), given back at the end; refused without SCALE_RAM or root. */
+ * (tools/memhold), given back at the end, what other processes hold said;
+ * refused without SCALE_RAM or root. */
 static void test_bench_scale__holds_the_machine_to_its_memory(void **state)
 {
 	(void)state;
@@ -322,7 +337,29 @@ static void test_bench_scale__holds_the_machine_to_its_memory(void **state)
 		free(o);
 		free(e);
 	} else {
+		/* Another process holding 768 MiB meanwhile: the machine is not idle,
+		 * and the hold says so. */
+		int pfd[2];
+		assert_int_equal(pipe(pfd), 0);
+		pid_t hog = fork();
+		assert_true(hog >= 0);
+		if (hog == 0) {
+			close(pfd[1]);
+			size_t n = (size_t)768 << 20;
+			char *p = malloc(n), c;
+			if (p) memset(p, 1, n);
+			ssize_t r = read(pfd[0], &c, 1); /* until the test closes its end */
+			_exit(p && r >= 0 ? 0 : 1);
+		}
+		close(pfd[0]);
+		/* (Touched before the bench starts: its pages show in MemAvailable.) */
+		for (int k = 0; k < 200 && !hog_resident(hog, 700); k++) usleep(50000);
 		bench_ok(dir, env, &out, &err);
+		close(pfd[1]);
+		int hst = 0;
+		assert_int_equal(waitpid(hog, &hst, 0), hog);
+		if (!strstr(err, "the machine is not idle"))
+			fail_msg("768 MiB held by another process not said:\n%s", err);
 		/* Held once for both sizes, their memory being the same (60-68 MiB: what
 		 * others lock may move meanwhile). */
 		int sizes = 0;
