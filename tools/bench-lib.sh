@@ -53,7 +53,7 @@ iec_bytes() {
 # 1024M is not left (the machine's own services need room): 1024M instead, said. Locking
 # takes about a second a GB. The hold ends with the script (or at hold_release). Needs
 # root; the machine otherwise idle (what other processes hold is not counted: more than
-# 512M of it is said).
+# 1024M of it, read before the hold, is said). hold_lost says whether the hold ended.
 HELD=
 HELD_FOR=
 hold_memory() {
@@ -74,6 +74,11 @@ hold_memory() {
 			"($(((h + want) / 1048576))M): nothing held, the whole machine used" >&2
 		return 0
 	fi
+	# What other processes hold (not the page cache, not what is locked), read before the
+	# hold: it squeezes the memory left, so the run stands for a smaller machine than asked.
+	busy=$(awk '/^(MemTotal|MemAvailable|Unevictable):/ {kb[$1] = $2} END {
+		printf "%.0f", (kb["MemTotal:"] - kb["MemAvailable:"] - kb["Unevictable:"]) / 1024
+	}' /proc/meminfo)
 	memhold=${MEMHOLD:-$(dirname "$0")/../build/memhold}
 	if [ ! -x "$memhold" ]; then
 		echo "$1: no memory hold program at $memhold (make build/memhold)" >&2
@@ -92,15 +97,26 @@ hold_memory() {
 		sleep 0.2
 	done
 	echo "$1: $(cat "$3") of the machine's memory, $((want / 1048576))M left" >&2
-	# What other processes hold (not the page cache, not what is locked) squeezes the
-	# memory left: said, as the run then stands for a smaller machine than asked.
-	busy=$(awk '/^(MemTotal|MemAvailable|Unevictable):/ {kb[$1] = $2} END {
-		printf "%.0f", (kb["MemTotal:"] - kb["MemAvailable:"] - kb["Unevictable:"]) / 1024
-	}' /proc/meminfo)
-	if [ "$busy" -gt 512 ]; then
-		echo "$1: other processes hold about ${busy}M of it: the machine is not idle," \
-			"so this stands for less memory than $((want / 1048576))M" >&2
+	if [ "$busy" -gt 1024 ]; then
+		echo "$1: other processes hold about ${busy}M (the kernel's own a few hundred): the" \
+			"machine is not idle, so this stands for less memory than $((want / 1048576))M" >&2
 	fi
+}
+
+# iec_kib KIB [up]: a size in KiB said in MiB below 10 GiB, else in GiB (e.g. 512 MiB,
+# 75 GiB), rounded down, or up when the second argument is "up".
+iec_kib() {
+	u=1024
+	[ "$1" -lt 10485760 ] || u=1048576
+	r=0
+	[ "${2:-}" = up ] && r=$((u - 1))
+	if [ "$u" = 1024 ]; then echo "$((($1 + r) / u)) MiB"; else echo "$((($1 + r) / u)) GiB"; fi
+}
+
+# hold_lost: true when a hold was made and its process has ended (the kernel's OOM killer
+# ends it when something else needs the memory): what ran since did not run held.
+hold_lost() {
+	[ -n "$HELD" ] && ! kill -0 "$HELD" 2>/dev/null
 }
 
 # hold_release: the memory hold_memory held given back (nothing when none).

@@ -76,8 +76,11 @@ else
 fi
 TIMEOUT=${SCALE_TIMEOUT:-3600}
 KEEP=${SCALE_KEEP:-0}
-if [ "$KEEP" != 0 ] && { [ "$KEEP" != 1 ] || [ -z "${SCALE_DIR:-}" ]; }; then
-	echo "bench-scale: SCALE_KEEP=1 keeps the book in SCALE_DIR: set SCALE_DIR too (SCALE_KEEP is 0 or 1)" >&2
+if [ "$KEEP" != 0 ] && [ "$KEEP" != 1 ]; then
+	echo "bench-scale: SCALE_KEEP '$KEEP' is not 0 or 1" >&2
+	exit 2
+elif [ "$KEEP" = 1 ] && [ -z "${SCALE_DIR:-}" ]; then
+	echo "bench-scale: SCALE_KEEP=1 keeps the book in SCALE_DIR: set SCALE_DIR too" >&2
 	exit 2
 fi
 MEM=${SCALE_MEMORY:-}
@@ -176,8 +179,8 @@ trap 'exit 130' INT TERM
 avail=$(df -Pk "$W" | awk 'NR == 2 {print $4}')
 need=$((N * PER_POS / 1024))
 if [ "$avail" -lt "$need" ]; then
-	echo "bench-scale: $W has $((avail / 1048576)) GiB free; $N positions need about" \
-		"$((need / 1048576 + 1)) GiB ($PER_POS bytes a position: $(need_what "$PER_POS")):" \
+	echo "bench-scale: $W has $(iec_kib "$avail") free; $N positions need about" \
+		"$(iec_kib "$need" up) ($PER_POS bytes a position: $(need_what "$PER_POS")):" \
 		"set SCALE_DIR to a disk with room, SCALE_POSITIONS lower or SCALE_ONLY to the commands it holds" >&2
 	exit 1
 fi
@@ -316,6 +319,18 @@ cold() {
 
 # measure CMD N OUT ARGS...: runs ARGS (a joseki command) within the timeout, measured;
 # OUT is what its disk_bytes counts.
+# held_through CMD N: when the memory hold ended while CMD ran (the kernel's OOM killer),
+# CMD failed for it (said) and the hold is made again for the commands after it; else 1.
+held_through() {
+	hold_lost || return 1
+	failed "$1" "$2" "the memory hold ended meanwhile (killed by the kernel?): not held to $RAMN"
+	again=$HELD_FOR
+	HELD=
+	HELD_FOR=
+	hold_memory bench-scale "$again" "$W/hold.out" || true
+	return 0
+}
+
 measure() {
 	c=$1 n=$2 out=$3
 	shift 3
@@ -328,7 +343,9 @@ measure() {
 	wait "$tp"
 	rc=$?
 	t1=$(date +%s.%N)
-	if [ "$rc" = 124 ]; then
+	if held_through "$c" "$n"; then
+		return 1
+	elif [ "$rc" = 124 ]; then
 		failed "$c" "$n" "timeout after $TIMEOUT s"
 		return 1
 	elif [ "$rc" = 137 ] && [ -n "$CG" ]; then
@@ -398,6 +415,7 @@ service() {
 	else
 		wall=$(echo "$t0 $t2" | awk '{print $2 - $1}')
 	fi
+	held_through "$c" "$n" && return 1
 	what=first_query_s
 	[ "$c" = serve-work ] && what=first_acquire_s
 	result "$c" "$n" "$wall" "$cpu" "$(cat "$W/peak_kb")" "$(bytes "$book")" \

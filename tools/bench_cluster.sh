@@ -111,6 +111,11 @@ if ! line=$($J bench-work --server "http://127.0.0.1:$port" --token-file "$tmp/t
 	tail -n 5 "$tmp/serve.err" >&2
 	exit 1
 fi
+if hold_lost; then
+	echo "bench_cluster: the memory hold ended during the run (killed by the kernel when" \
+		"something else needed the memory?): the run was not held to $BENCH_CLUSTER_RAM" >&2
+	exit 1
+fi
 hz=$(getconf CLK_TCK)
 coord_cpu_s=$(awk -v c0="$cpu0" -v hz="$hz" '{printf "%.1f", ($14 + $15 - c0) / hz}' "/proc/$pid/stat")
 rss_mb=$(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
