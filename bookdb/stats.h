@@ -55,8 +55,8 @@ JOSEKI_MUST_USE int bookdb_stats(BookStats *st, BookDB *db, BookTxn *txn, bool f
 JOSEKI_MUST_USE int bookdb_stats_until(BookStats *st, BookDB *db, BookTxn *txn, bool full,
                                        const atomic_bool *stop);
 /* As bookdb_stats_until, the scan within memory bytes (0: memuse_default_budget,
- * a quarter of the memory the process may have): past it, the leaves are counted by the join above.
- */
+ * a quarter of the memory the process may have): past it, the leaves are
+ * counted by the join above. */
 JOSEKI_MUST_USE int bookdb_stats_budget(BookStats *st, BookDB *db, BookTxn *txn, bool full,
                                         const atomic_bool *stop, uint64_t memory);
 /*

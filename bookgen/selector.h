@@ -98,9 +98,8 @@ typedef struct {
 	uint64_t fetches;     /* lazy mode: LMDB lookups */
 	uint64_t filtered;    /* lazy mode: lookups the key filter spared */
 	uint64_t read_ahead;  /* keys handed to the threads that read the book ahead */
-	uint64_t
-	    ahead_used; /* ... whose records a search then read (the rest: reads it did not need) */
-	uint64_t trims; /* sel_trim runs that dropped part of the graph */
+	uint64_t ahead_used;  /* ... whose records a search then read (the rest: not needed) */
+	uint64_t trims;       /* sel_trim runs that dropped part of the graph */
 	uint64_t trimmed;     /* nodes they dropped */
 	uint64_t trim_clears; /* every bound cleared: a change to a node new after a trim */
 	bool filter_ready;    /* lazy mode: the key filter is built */

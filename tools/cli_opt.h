@@ -162,15 +162,16 @@ typedef struct {
 
 /* `--memory SIZE` (shogi/memuse.h: `256M`, `8G`; at least 1 MiB) into a
  * uint64_t of bytes, said the same way by every command with a whole-book
- * pass; its default (a quarter of the memory joseki may have) is the command's to set. */
+ * pass; its default (a quarter of the memory joseki may have) is the command's
+ * to set. */
 int cli_parse_memory(void *dst, char *value, char *msg);
+/* What "the memory joseki may have" is, for the help of every --memory. */
+#define CLI_MEMORY_MAY_HAVE                                                                        \
+	"the memory joseki may have: RAM less locked memory, or its control group's limit"
 #define CLI_MEMORY(d)                                                                              \
-	CLI_FN(                                                                                    \
-	    "--memory", d, cli_parse_memory, "SIZE", "a size such as 256M or 8G, at least 1M",     \
-	    "memory the pass may use before it works on disk, in sorted runs or arrays in files "  \
-	    "(default a quarter of the memory joseki may have: RAM less locked memory, or its "    \
-	    "control "                                                                             \
-	    "group's limit)")
+	CLI_FN("--memory", d, cli_parse_memory, "SIZE", "a size such as 256M or 8G, at least 1M",  \
+	       "memory the pass may use before it works on disk, in sorted runs or arrays in "     \
+	       "files (default a quarter of " CLI_MEMORY_MAY_HAVE ")")
 
 /*
  * Parses argv[1..argc-1] (argv[0] is the command) against c's table: stores

@@ -461,9 +461,8 @@ int cmd_serve(int argc, char **argv)
 	           "a size such as 256M or 8G, at least 1M",
 	           "the selector keeps to half of SIZE: its key filter and node map, and its graph "
 	           "trimmed of what it visited least lately; a whole-book minimax child to the "
-	           "other half (SIZE by default a quarter of the memory joseki may have: RAM less "
-	           "locked "
-	           "memory, or its control group's limit; so an eighth each)"),
+	           "other half (SIZE by default a quarter of " CLI_MEMORY_MAY_HAVE
+	           "; so an eighth each)"),
 	    CLI_FLAG("--no-snapshot", &no_snapshot,
 	             "neither read nor write the selector's snapshot (BOOK/" SNAP_FILE ")"),
 	    CLI_NUM("--checkpoint-seconds", &ckpt_s, 0, 4000000000, "S",

@@ -80,9 +80,8 @@ int cmd_stats(int argc, char **argv)
 	             "scan's)"),
 	    CLI_FN("--memory", &memory, cli_parse_memory, "SIZE",
 	           "a size such as 256M or 8G, at least 1M",
-	           "memory the scan may use (default a quarter of the memory joseki may have): "
-	           "past it, leaves are counted "
-	           "by sorted runs on disk",
+	           "memory the scan may use (default a quarter of " CLI_MEMORY_MAY_HAVE
+	           "): past it, leaves are counted by sorted runs on disk",
 	           .needs = "--scan"),
 	    CLI_NUM("--bench-lookups", &bench, 0, LLONG_MAX, "N",
 	            "time N random lookups instead of the figures (tools/bench_bookdb.sh; default: "

@@ -206,8 +206,9 @@ int main(int argc, char **argv)
 	g_command = argv[1];
 	catch_damage();
 	memuse_start();
-	/* Large arrays past a quarter of the memory the process may have go to files ($TMPDIR); the
-	 * commands with --memory say their budget and their book's directory. */
+	/* Large arrays past a quarter of the memory the process may have go
+	 * to files ($TMPDIR); the commands with --memory say their budget and
+	 * their book's directory. */
 	bigmem_configure(memuse_default_budget(), NULL);
 	/* Not listed: the coordinator benchmark's load generator (tools/bench_cluster.sh). */
 	if (!strcmp(argv[1], "bench-work")) return cmd_bench_work(argc - 1, argv + 1);

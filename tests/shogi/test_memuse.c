@@ -1,9 +1,10 @@
 /*
  * tests/shogi/test_memuse.c — the memory meter and the pass budget: sizes as
  * `--memory` takes them (units, decimals, the least, what is refused), the
- * default budget a quarter of the memory the process may have, the memory locked out of the page
- * cache taken from it, and the anonymous peak seeing memory that was touched and given back (while
- * a mapped file's pages do not count).
+ * default budget a quarter of the memory the process may have, the memory
+ * locked out of the page cache taken from it, and the anonymous peak seeing
+ * memory that was touched and given back (while a mapped file's pages do not
+ * count).
  */
 #include <setjmp.h>
 #include <stdarg.h>
