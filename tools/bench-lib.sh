@@ -56,6 +56,7 @@ iec_bytes() {
 # 1024M of it, read before the hold, is said). hold_lost says whether the hold ended.
 HELD=
 HELD_FOR=
+MEMHOLD=${MEMHOLD:-$(dirname "$0")/../build/memhold}
 hold_memory() {
 	want=$2
 	if [ "$want" -lt 1073741824 ]; then
@@ -64,28 +65,28 @@ hold_memory() {
 	fi
 	[ -n "$HELD" ] && [ "$HELD_FOR" = "$want" ] && kill -0 "$HELD" 2>/dev/null && return 0
 	hold_release
-	h=$(awk -v want="$want" '/^(MemTotal|Unevictable|Hugetlb):/ {
+	# h: the bytes to hold; busy: the MiB other processes hold (not the page cache, not
+	# what is locked), read before the hold: it squeezes the memory left, so the run then
+	# stands for a smaller machine than asked.
+	read -r h busy <<MEMINFO
+$(awk -v want="$want" '/^(MemTotal|MemAvailable|Unevictable|Hugetlb):/ {
 		kb[$1] = $2
 	} END {
-		printf "%.0f", (kb["MemTotal:"] - kb["Unevictable:"] - kb["Hugetlb:"]) * 1024 - want
+		printf "%.0f %.0f\n", (kb["MemTotal:"] - kb["Unevictable:"] - kb["Hugetlb:"]) * 1024 - want,
+			(kb["MemTotal:"] - kb["MemAvailable:"] - kb["Unevictable:"]) / 1024
 	}' /proc/meminfo)
+MEMINFO
 	if [ "$h" -le 0 ]; then
 		echo "$1: $((want / 1048576))M is not less than what this machine has unlocked" \
 			"($(((h + want) / 1048576))M): nothing held, the whole machine used" >&2
 		return 0
 	fi
-	# What other processes hold (not the page cache, not what is locked), read before the
-	# hold: it squeezes the memory left, so the run stands for a smaller machine than asked.
-	busy=$(awk '/^(MemTotal|MemAvailable|Unevictable):/ {kb[$1] = $2} END {
-		printf "%.0f", (kb["MemTotal:"] - kb["MemAvailable:"] - kb["Unevictable:"]) / 1024
-	}' /proc/meminfo)
-	memhold=${MEMHOLD:-$(dirname "$0")/../build/memhold}
-	if [ ! -x "$memhold" ]; then
-		echo "$1: no memory hold program at $memhold (make build/memhold)" >&2
+	if [ ! -x "$MEMHOLD" ]; then
+		echo "$1: no memory hold program at $MEMHOLD (make build/memhold)" >&2
 		return 1
 	fi
 	: >"$3"
-	"$memhold" "$h" $$ >"$3" 2>&1 &
+	"$MEMHOLD" "$h" $$ >"$3" 2>&1 &
 	HELD=$!
 	HELD_FOR=$want
 	until grep -q '^held' "$3"; do

@@ -95,7 +95,6 @@ if [ "$HOLD" = 1 ] && [ -z "$RAM" ]; then
 	echo "bench-scale: SCALE_HOLD=1 holds what is above SCALE_RAM: give SCALE_RAM too" >&2
 	exit 2
 fi
-MEMHOLD=${MEMHOLD:-$(dirname "$0")/../build/memhold}
 ONLY=$(echo ${SCALE_ONLY:-}) # blank: every command
 RATIO=${SCALE_RATIO:-0}
 case $RATIO in 0 | 1) ;; *)
@@ -317,8 +316,6 @@ cold() {
 	echo 3 >/proc/sys/vm/drop_caches
 }
 
-# measure CMD N OUT ARGS...: runs ARGS (a joseki command) within the timeout, measured;
-# OUT is what its disk_bytes counts.
 # held_through CMD N: when the memory hold ended while CMD ran (the kernel's OOM killer),
 # CMD failed for it (said) and the hold is made again for the commands after it; else 1.
 held_through() {
@@ -331,6 +328,8 @@ held_through() {
 	return 0
 }
 
+# measure CMD N OUT ARGS...: runs ARGS (a joseki command) within the timeout, measured;
+# OUT is what its disk_bytes counts.
 measure() {
 	c=$1 n=$2 out=$3
 	shift 3
