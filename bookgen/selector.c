@@ -19,35 +19,133 @@ static int leaf_value(const Selector *s, const SelEdge *e)
 	return value_clamp(v);
 }
 
+/* What a search's value depended on of the path above it: the on-path nodes
+ * its repetitions met (draws), the shallowest one's ply (rm; INT_MAX: none);
+ * over: more nodes than SEL_DEP_MAX, not all kept (rm still counts them). */
+typedef struct {
+	int rm;
+	int n;
+	bool over;
+	uint32_t node[SEL_DEP_MAX];
+} Dep;
+
+static void dep_add(Dep *d, uint32_t node, int ply)
+{
+	if (ply < d->rm) d->rm = ply;
+	for (int k = 0; k < d->n; k++)
+		if (d->node[k] == node) return;
+	if (d->n < SEL_DEP_MAX)
+		d->node[d->n++] = node;
+	else
+		d->over = true;
+}
+
+/* A child's dependence added to its parent's (the nodes still on the path). */
+static void dep_merge(const Selector *s, Dep *d, const Dep *c)
+{
+	if (c->rm < d->rm) d->rm = c->rm;
+	d->over |= c->over;
+	for (int k = 0; k < c->n; k++) dep_add(d, c->node[k], s->nodes[c->node[k]].ply);
+}
+
+/* Node i's path-dependent bound, if every node it depended on is on the path
+ * again (*d: they, at their plies now). */
+static const SelPathBound *pb_find(const Selector *s, uint32_t i, Dep *d)
+{
+	if (!s->pbound) return NULL;
+	const SelPathBound *b = &s->pbound[sel_pb_slot(s, i)];
+	if (b->node != i + 1) return NULL;
+	for (int k = 0; k < b->n; k++)
+		if (!(s->nodes[b->dep[k]].flags & NF_ONPATH)) return NULL;
+	for (int k = 0; k < b->n; k++) dep_add(d, b->dep[k], s->nodes[b->dep[k]].ply);
+	return b;
+}
+
+/* Most slots the table grows to: a 32nd of the selector's budget (1M, 40
+ * MiB, without one), at least 4,096. */
+static size_t pb_max_slots(const Selector *s)
+{
+	uint64_t want = s->memory ? s->memory / 32 / sizeof(SelPathBound) : (uint64_t)1 << 20;
+	size_t n = 4096;
+	while ((uint64_t)n * 2 <= want) n *= 2;
+	return n;
+}
+
+/* Node i's bound at ply, which depended on d's nodes above it. The table
+ * grows fourfold (forgetting what it held) once it has taken as many
+ * bounds as it has slots; without memory for it, nothing is kept. */
+static void pb_store(Selector *s, uint32_t i, int ply, const Dep *d, int value, uint8_t bound)
+{
+	size_t slots = s->pbound ? s->pbound_mask + 1 : 0;
+	if (!s->pbound || (s->pbound_stored >= slots && slots < pb_max_slots(s))) {
+		size_t want = slots ? slots * 4 : 4096;
+		SelPathBound *t = calloc(want, sizeof *t);
+		if (!t) return;
+		free(s->pbound);
+		s->pbound = t;
+		s->pbound_mask = want - 1;
+		s->pbound_stored = 0;
+	}
+	SelPathBound b = {i + 1, (int16_t)value, bound, 0, {0}};
+	for (int k = 0; k < d->n; k++)
+		if (s->nodes[d->node[k]].ply < ply) b.dep[b.n++] = d->node[k];
+	s->pbound_stored++;
+	s->st.path_bounds++;
+	s->pbound[sel_pb_slot(s, i)] = b;
+}
+
+void sel_pb_clear(Selector *s)
+{
+	free(s->pbound);
+	s->pbound = NULL;
+	s->pbound_mask = s->pbound_stored = 0;
+}
+
+uint64_t sel_pb_bytes(const Selector *s)
+{
+	return s->pbound ? (uint64_t)(s->pbound_mask + 1) * sizeof(SelPathBound) : 0;
+}
+
+/* Whether a stored bound answers a search of (alpha, beta); *v its value. */
+static bool bound_decides(int *v, uint8_t bound, int value, int alpha, int beta)
+{
+	*v = value;
+	return bound == B_NOLEAF || bound == B_EXACT || (bound == B_LOWER && value >= beta) ||
+	       (bound == B_UPPER && value <= alpha);
+}
+
 /*
  * Fail-soft negamax with PVS over the graph. Returns the value of node i for
  * its side to move; *noleaf when no move below is selectable (the parent then
- * treats the move as absent). *rmin is the smallest path ply that a repetition
- * below referred to: a bound that depends on the path above i is not stored.
+ * treats the move as absent). *dep: what of the path above i the value
+ * depended on (repetitions below met nodes on it): such a bound is stored
+ * apart (pb_store), for whenever those nodes are on the path again.
  */
-static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv, int *rmin,
+static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv, Dep *dep,
                   bool *noleaf)
 {
 	*noleaf = false;
-	*rmin = INT_MAX;
+	*dep = (Dep){INT_MAX, 0, false, {0}};
 	if (sel_g_yield(s, 1)) {
 		*noleaf = true;
 		return 0;
 	}
 	SelNode *n = &s->nodes[i];
-	if (!pv && n->bound != B_NONE) {
-		int v = n->value;
-		if (n->bound == B_NOLEAF) {
-			s->st.tt_hits++;
-			*noleaf = true;
-			return 0;
-		}
-		if (n->bound == B_EXACT || (n->bound == B_LOWER && v >= beta) ||
-		    (n->bound == B_UPPER && v <= alpha)) {
-			s->st.tt_hits++;
-			return v;
-		}
+	int hv;
+	if (!pv && n->bound != B_NONE && bound_decides(&hv, n->bound, n->value, alpha, beta)) {
+		s->st.tt_hits++;
+		*noleaf = n->bound == B_NOLEAF;
+		return *noleaf ? 0 : hv;
 	}
+	const SelPathBound *pb = NULL;
+	if (!pv && (pb = pb_find(s, i, dep)) &&
+	    bound_decides(&hv, pb->bound, pb->value, alpha, beta)) {
+		s->st.tt_hits++;
+		s->st.path_hits++;
+		*noleaf = pb->bound == B_NOLEAF;
+		return *noleaf ? 0 : hv;
+	}
+	*dep = (Dep){INT_MAX, 0, false, {0}};
 	if (!(n->flags & NF_EXPANDED)) {
 		if (sel_g_yield(s, SEL_YIELD_VISITS)) {
 			*noleaf = true;
@@ -66,7 +164,7 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 	n->flags = (uint8_t)((n->flags & ~NF_STALE) | NF_ONPATH);
 	n->ply = (uint16_t)ply;
 	s->pvlen[ply] = 0;
-	int alpha0 = alpha, best = -SEL_INF, bestk = -1, usable = 0, rm = INT_MAX, looked = 0;
+	int alpha0 = alpha, best = -SEL_INF, bestk = -1, usable = 0, looked = 0;
 	int ne = n->u.e.n, hint = n->u.e.best < ne ? n->u.e.best : -1;
 	uint32_t off = n->u.e.off;
 	for (int t = -1; t < ne; t++) {
@@ -89,29 +187,29 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 		bool child_pv = false;
 		if (cn->flags & NF_ONPATH) {
 			v = s->opt.draw_value;
-			if (cn->ply < rm) rm = cn->ply;
+			dep_add(dep, (uint32_t)e.child, cn->ply);
 		} else if (cn->flags & NF_THOUGHT) {
 			if (ply + 1 >= SEL_MAX_PLY) continue;
-			int cr;
+			Dep cd;
 			bool cnl;
 			if (pv && usable == 0) {
-				v = -search(s, (uint32_t)e.child, -beta, -alpha, ply + 1, true, &cr,
+				v = -search(s, (uint32_t)e.child, -beta, -alpha, ply + 1, true, &cd,
 				            &cnl);
 				child_pv = true;
 			} else {
 				v = -search(s, (uint32_t)e.child, -alpha - 1, -alpha, ply + 1,
-				            false, &cr, &cnl);
+				            false, &cd, &cnl);
 				if (!cnl && pv && v > alpha && v < beta) {
-					int cr2;
+					Dep cd2;
 					v = -search(s, (uint32_t)e.child, -beta, -alpha, ply + 1,
-					            true, &cr2, &cnl);
-					if (cr2 < cr) cr = cr2;
+					            true, &cd2, &cnl);
+					dep_merge(s, &cd, &cd2);
 					child_pv = true;
 				}
 			}
 			if (s->stop) break;
 			if (cnl) continue;
-			if (cr < rm) rm = cr;
+			dep_merge(s, dep, &cd);
 		} else {
 			if (!(e.flags & EF_EVAL)) continue;
 			v = leaf_value(s, &e);
@@ -137,21 +235,32 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 	n->flags &= (uint8_t)~NF_ONPATH;
 	if (s->stop) { /* stopped part-way: nothing of this node is known */
 		*noleaf = true;
-		*rmin = 0;
+		dep->rm = 0;
 		return 0;
 	}
-	*rmin = rm;
-	if (!usable) {
-		*noleaf = true;
-		if (rm >= ply) n->bound = B_NOLEAF;
-		return 0;
+	if (usable) n->u.e.best = (uint16_t)bestk;
+	uint8_t bound = !usable         ? B_NOLEAF
+	                : best >= beta  ? B_LOWER
+	                : best > alpha0 ? B_EXACT
+	                                : B_UPPER;
+	int value = usable ? best : 0;
+	*noleaf = !usable;
+	if (dep->over) {
+		/* Repetitions below met more nodes above than a bound keeps: it
+		 * is stored as if it did not depend on them, and so are those
+		 * above it (else a book of positions shuffled back and forth,
+		 * every one reaching all the others, is searched along every
+		 * order of its moves: tests/bookgen/test_selector.c). */
+		s->st.path_ignored++;
+		*dep = (Dep){INT_MAX, 0, false, {0}};
 	}
-	n->u.e.best = (uint16_t)bestk;
-	if (rm >= ply) {
-		n->bound = best >= beta ? B_LOWER : best > alpha0 ? B_EXACT : B_UPPER;
-		n->value = (int16_t)best;
+	if (dep->rm >= ply) {
+		n->bound = bound;
+		n->value = (int16_t)value;
+	} else {
+		pb_store(s, i, ply, dep, value, bound);
 	}
-	return best;
+	return value;
 }
 
 /* A result's change: the lease gone, a thought position's bytes kept; a
@@ -309,10 +418,10 @@ static int root_value(int *value, bool *has_leaf, Selector *s, int r)
 		*has_leaf = !(s->nodes[root].flags & NF_LEASED);
 		return 0;
 	}
-	int rm;
+	Dep dep;
 	bool nl;
 	s->err = 0;
-	int v = search(s, root, -SEL_INF, SEL_INF, 0, true, &rm, &nl);
+	int v = search(s, root, -SEL_INF, SEL_INF, 0, true, &dep, &nl);
 	if (s->err) return s->err;
 	*value = v;
 	*has_leaf = !nl;
@@ -333,10 +442,10 @@ static int select_root(SelLeaf *out, Selector *s, int r)
 		return 1;
 	}
 	for (;;) {
-		int rm;
+		Dep dep;
 		bool nl;
 		s->err = 0;
-		int v = search(s, root, -SEL_INF, SEL_INF, 0, true, &rm, &nl);
+		int v = search(s, root, -SEL_INF, SEL_INF, 0, true, &dep, &nl);
 		if (s->err) return s->err;
 		if (nl || s->pvlen[0] == 0) return 0;
 		uint32_t node = root, parent = root, last = 0;
@@ -407,10 +516,10 @@ static int collect(Selector *s, Batch *b, uint32_t i, int ply)
 	if (s->nodes[i].stamp == b->stamp || b->count >= b->max) return 0;
 	Color side = (Color)(b->root_side ^ (ply & 1));
 	int bar;
-	int rm;
+	Dep dep;
 	bool nl;
 	if (b->mode == SEL_BATCH_SQRT && (int)side == b->book_side) {
-		bar = search(s, i, -SEL_INF, SEL_INF, ply, true, &rm, &nl);
+		bar = search(s, i, -SEL_INF, SEL_INF, ply, true, &dep, &nl);
 		if (s->err) return s->err;
 		if (nl) return 0;
 	} else {
@@ -435,8 +544,8 @@ static int collect(Selector *s, Batch *b, uint32_t i, int ply)
 		if ((ret = sel_g_resolve_in(s, i, (uint32_t)e.child, true))) break;
 		if (cn->flags & NF_THOUGHT) {
 			if (ply + 1 >= SEL_MAX_PLY) continue;
-			int v =
-			    -search(s, (uint32_t)e.child, -bar, -bar + 1, ply + 1, false, &rm, &nl);
+			int v = -search(s, (uint32_t)e.child, -bar, -bar + 1, ply + 1, false, &dep,
+			                &nl);
 			if (s->err)
 				ret = s->err;
 			else if (!nl && v >= bar) {
@@ -560,7 +669,8 @@ static int cover_leaf(Cover *c, const Batch *b, int32_t parent, Move m, uint32_t
 static int cover_node(Selector *s, Batch *b, Cover *c, int32_t e)
 {
 	CoverEnt ce = c->ent[e];
-	int ply = ce.ply, rm;
+	int ply = ce.ply;
+	Dep dep;
 	bool nl = false;
 	if (ply + 1 >= SEL_MAX_PLY) return 0;
 	Color side = (Color)(b->root_side ^ (ply & 1));
@@ -575,7 +685,7 @@ static int cover_node(Selector *s, Batch *b, Cover *c, int32_t e)
 	} else if (n->bound == B_NOLEAF) {
 		nl = true;
 	} else {
-		v = search(s, ce.node, -SEL_INF, SEL_INF, ply, true, &rm, &nl);
+		v = search(s, ce.node, -SEL_INF, SEL_INF, ply, true, &dep, &nl);
 		ret = s->err;
 	}
 	if (ret || nl) goto out;
@@ -592,8 +702,8 @@ static int cover_node(Selector *s, Batch *b, Cover *c, int32_t e)
 		if ((cn->flags & (NF_LEASED | NF_ONPATH)) || cn->stamp == b->stamp) continue;
 		if ((ret = sel_g_resolve_in(s, ce.node, (uint32_t)ed.child, true))) break;
 		if (cn->flags & NF_THOUGHT) {
-			int cv = -search(s, (uint32_t)ed.child, -bar, -bar + 1, ply + 1, false, &rm,
-			                 &nl);
+			int cv = -search(s, (uint32_t)ed.child, -bar, -bar + 1, ply + 1, false,
+			                 &dep, &nl);
 			if (s->err) {
 				ret = s->err;
 			} else if (!nl && cv >= bar) {
@@ -746,6 +856,7 @@ void sel_get_stats(SelStats *out, const Selector *s)
 void sel_clear_bounds(Selector *s)
 {
 	for (size_t i = 0; i < s->nnodes; i++) s->nodes[i].bound = B_NONE;
+	sel_pb_clear(s);
 }
 
 int sel_select(SelLeaf *out, Selector *s)

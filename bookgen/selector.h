@@ -87,31 +87,34 @@ typedef struct {
 } SelLeaf;
 
 typedef struct {
-	uint64_t visits;      /* nodes searched (move loops run) */
-	uint64_t tt_hits;     /* NonPV nodes answered by a stored bound */
-	uint64_t expansions;  /* nodes whose moves were built */
-	uint64_t bans;        /* (node, move) pairs banned for repetition */
-	uint64_t invalidated; /* bounds cleared by changes */
-	uint64_t nodes;       /* nodes in memory (thought, unthought, placeholders) */
-	uint64_t thought;     /* thought nodes */
-	uint64_t edges;       /* edges built */
-	uint64_t fetches;     /* lazy mode: LMDB lookups */
-	uint64_t filtered;    /* lazy mode: lookups the key filter spared */
-	uint64_t read_ahead;  /* keys handed to the threads that read the book ahead */
-	uint64_t ahead_used;  /* ... whose records a search then read (the rest: not needed) */
-	uint64_t trims;       /* sel_trim runs that dropped part of the graph */
-	uint64_t trimmed;     /* nodes they dropped */
-	uint64_t trim_clears; /* every bound cleared: a change to a node new after a trim */
-	bool filter_ready;    /* lazy mode: the key filter is built */
-	bool filter_kept;     /* ... from the keys minimax keeps (not a pass over the book) */
-	double filter_ms;     /* ... in this many milliseconds */
+	uint64_t visits;       /* nodes searched (move loops run) */
+	uint64_t tt_hits;      /* NonPV nodes answered by a stored bound */
+	uint64_t path_bounds;  /* bounds stored that depend on the path above their node */
+	uint64_t path_hits;    /* ... of the tt_hits: answered by one of those */
+	uint64_t path_ignored; /* bounds stored as if they did not: they met too many */
+	uint64_t expansions;   /* nodes whose moves were built */
+	uint64_t bans;         /* (node, move) pairs banned for repetition */
+	uint64_t invalidated;  /* bounds cleared by changes */
+	uint64_t nodes;        /* nodes in memory (thought, unthought, placeholders) */
+	uint64_t thought;      /* thought nodes */
+	uint64_t edges;        /* edges built */
+	uint64_t fetches;      /* lazy mode: LMDB lookups */
+	uint64_t filtered;     /* lazy mode: lookups the key filter spared */
+	uint64_t read_ahead;   /* keys handed to the threads that read the book ahead */
+	uint64_t ahead_used;   /* ... whose records a search then read (the rest: not needed) */
+	uint64_t trims;        /* sel_trim runs that dropped part of the graph */
+	uint64_t trimmed;      /* nodes they dropped */
+	uint64_t trim_clears;  /* every bound cleared: a change to a node new after a trim */
+	bool filter_ready;     /* lazy mode: the key filter is built */
+	bool filter_kept;      /* ... from the keys minimax keeps (not a pass over the book) */
+	double filter_ms;      /* ... in this many milliseconds */
 	/* Memory held (bytes): the graph (nodes, key map, edges, parent links,
-	 * as allocated), record bytes held until their nodes are expanded, and
-	 * lazy mode's key filter. The book's pages are LMDB's mapping. */
+	 * the table of path-dependent bounds, as allocated), record bytes held until their nodes
+	 * are expanded, and lazy mode's key filter. The book's pages are LMDB's mapping. */
 	uint64_t graph_bytes, record_bytes, filter_bytes;
 	/* What sel_trim holds to its budget: the nodes, edges and links in use,
-	 * the node map and the key filter (the arrays' room beyond what is in
-	 * use is not counted: a trim leaves it for the graph to grow into). */
+	 * the table of path-dependent bounds, the node map and the key filter (the arrays' room
+	 * beyond what is in use is not counted: a trim leaves it for the graph to grow into). */
 	uint64_t used_bytes;
 	/* What of it is made for the book at the start and does not shrink:
 	 * the node map and the key filter (lazy mode; its size to be while

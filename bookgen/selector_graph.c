@@ -443,6 +443,7 @@ void sel_g_unthink(Selector *s, uint32_t i)
 	n->u.e.n = 0;
 	n->u.e.best = NO_BEST;
 	n->bound = B_NONE;
+	sel_pb_drop(s, i);
 	s->st.thought--;
 }
 
@@ -500,6 +501,7 @@ void sel_free(Selector *s)
 	bigmem_free(s->links);
 	free(s->roots);
 	free(s->stack);
+	free(s->pbound);
 	bigmem_free(s->pending);
 	free(s->rec);
 	free(s->pos);
@@ -649,9 +651,11 @@ static int flush_invalidations(Selector *s)
 		 * long walk: it yields too (inside a call only; a stop is for the
 		 * search after it, the walk always ends). */
 		if (s->in_call) (void)sel_g_yield(s, 1);
-		SelNode *n = &s->nodes[s->stack[--sp]];
+		uint32_t i = s->stack[--sp];
+		SelNode *n = &s->nodes[i];
 		if (n->bound != B_NONE) s->st.invalidated++;
 		n->bound = B_NONE;
+		sel_pb_drop(s, i);
 		/* Stale: the walk that cleared it went on above, and nothing above
 		 * has used its value since; the walk stops here. */
 		if (n->flags & NF_STALE) continue;
@@ -994,14 +998,15 @@ uint64_t sel_g_fixed_bytes(const Selector *s)
 uint64_t sel_g_used_bytes(const Selector *s)
 {
 	return (uint64_t)s->nnodes * sizeof(SelNode) + (uint64_t)s->nedges * sizeof(SelEdge) +
-	       (uint64_t)s->nlinks * sizeof(SelLink) + sel_g_fixed_bytes(s);
+	       (uint64_t)s->nlinks * sizeof(SelLink) + sel_pb_bytes(s) + sel_g_fixed_bytes(s);
 }
 
 void sel_g_memory(SelStats *out, const Selector *s)
 {
 	out->used_bytes = sel_g_used_bytes(s);
 	out->graph_bytes = s->capnodes * sizeof *s->nodes + s->map.cap * sizeof *s->map.slot +
-	                   s->capedges * sizeof *s->edges + s->caplinks * sizeof *s->links;
+	                   s->capedges * sizeof *s->edges + s->caplinks * sizeof *s->links +
+	                   sel_pb_bytes(s);
 	out->record_bytes = s->raw_bytes;
 	/* Written by the filter's thread before it said ready. */
 	bool ready = bloom_made(s);

@@ -103,6 +103,22 @@ typedef struct {
 	Color side;
 } SelRoot;
 
+/*
+ * A bound that depends on the path above its node: repetitions below it met
+ * these nodes on the path above it (valued as draws). Kept apart from the
+ * node and reused while those nodes are on the path again, whatever else
+ * is (docs/bookgen.md, "The search"). One entry a slot, the slot by the
+ * node (node + 1; 0: empty): a cache, where a later bound replaces another.
+ */
+#define SEL_DEP_MAX 8
+typedef struct {
+	uint32_t node;
+	int16_t value;
+	uint8_t bound, n;
+	uint32_t dep[SEL_DEP_MAX];
+} SelPathBound;
+_Static_assert(sizeof(SelPathBound) == 40, "a path-dependent bound is 40 bytes");
+
 /* A change kept while a call is suspended (sel_set_yield). */
 enum { DEFER_RESULT, DEFER_LEASE, DEFER_RELEASE };
 typedef struct {
@@ -196,6 +212,10 @@ struct Selector {
 	/* sel_g_expand: the keys after the stored moves and after the legal
 	 * ones, computed (and their map slots prefetched) before the lookups. */
 	Key stored_after[BOOKDB_MAX_MOVES], legal_after[MOVEGEN_MAX];
+	/* Path-dependent bounds (SelPathBound): slots - 1, bounds stored since
+	 * the table last grew. */
+	SelPathBound *pbound;
+	size_t pbound_mask, pbound_stored;
 	uint32_t pv[SEL_MAX_PLY + 1][SEL_MAX_PLY + 1]; /* triangular PV of edge indices */
 	int pvlen[SEL_MAX_PLY + 1];
 };
@@ -285,6 +305,22 @@ void sel_g_call_end(Selector *s);
 /* Lazy mode: waits for the key filter's thread and joins it (as the first
  * search does). */
 void sel_g_filter_wait(Selector *s);
+/* Path-dependent bounds: node i's slot; node i's bound forgotten (something
+ * below it changed); all forgotten (the graph renumbered, every bound
+ * cleared); the table's bytes. */
+static inline size_t sel_pb_slot(const Selector *s, uint32_t i)
+{
+	return (size_t)(((uint64_t)(i + 1) * 0x9E3779B97F4A7C15ull) >> 32) & s->pbound_mask;
+}
+static inline void sel_pb_drop(Selector *s, uint32_t i)
+{
+	if (!s->pbound) return;
+	SelPathBound *b = &s->pbound[sel_pb_slot(s, i)];
+	if (b->node == i + 1) b->node = 0;
+}
+void sel_pb_clear(Selector *s);
+uint64_t sel_pb_bytes(const Selector *s);
+
 /* Calls the yield function when weight more visits make SEL_YIELD_VISITS;
  * true when the search must stop (s->err is then SEL_ESTOPPED). */
 static inline bool sel_g_yield(Selector *s, unsigned weight)

@@ -273,6 +273,7 @@ int64_t sel_trim(Selector *s, uint64_t budget)
 	                64))
 		goto out;
 	size_t before = s->nnodes;
+	sel_pb_clear(s); /* its slots are by node index, which compact renumbers */
 	compact(s, keep, newidx, blocks, nblocks, pairs, npairs);
 	s->trimmed = true;
 	s->st.trims++;

@@ -165,7 +165,8 @@ int cmd_select(int argc, char **argv)
 		printf("select positions %llu load_ms %.0f first_ms %.0f first_cpu_ms %.0f "
 		       "leaves_per_s %.0f rss_kb %ld expansions %llu visits %llu tt_hits %llu "
 		       "bans %llu fetches %llu filter_kept %d filter_ms %.0f peak_anon_kb %llu "
-		       "files_kb %llu read_ahead %llu ahead_used %llu\n",
+		       "files_kb %llu read_ahead %llu ahead_used %llu path_bounds %llu path_hits "
+		       "%llu path_ignored %llu\n",
 		       (unsigned long long)npos, t_load, t_first, cpu_first,
 		       dt > 0 && n > 1 ? (n - 1) * 1000.0 / dt : 0.0, peak_rss_kb(),
 		       (unsigned long long)ss.expansions, (unsigned long long)ss.visits,
@@ -173,7 +174,8 @@ int cmd_select(int argc, char **argv)
 		       (unsigned long long)ss.fetches, ss.filter_kept, ss.filter_ms,
 		       (unsigned long long)(memuse_anon_peak() / 1024),
 		       (unsigned long long)(bs.file_peak / 1024), (unsigned long long)ss.read_ahead,
-		       (unsigned long long)ss.ahead_used);
+		       (unsigned long long)ss.ahead_used, (unsigned long long)ss.path_bounds,
+		       (unsigned long long)ss.path_hits, (unsigned long long)ss.path_ignored);
 		ret = 0;
 		goto done;
 	}

@@ -1925,6 +1925,103 @@ static void test_bookgen__minimax_values_order_the_search_and_change_no_leaf(voi
 	free(dir);
 }
 
+/*
+ * A book of pieces moved back and forth: from the start position each side
+ * moves its rook, king or either gold one square and back, in any order, so
+ * its 256 positions lie on cycles through one another and through the root,
+ * and every node's value depends on the path above it (a repetition below
+ * meets a node on it). Each position also has a move out (7g7f or 3c3d) with
+ * its own evaluation. When a bound was stored only if nothing on the path
+ * had been met, none was stored below the root, and the search went through
+ * every order of the moves (stopped by the yield below after 10^7 visits;
+ * 2,128 visits with 3 pieces a side, 64 positions). Kept with the nodes they
+ * met, the bounds were still too many to reuse (stopped too): past 8 such
+ * nodes a bound is stored as if it did not depend on them.
+ */
+static const char *const SHUFFLE[2][4][2] = {
+    {{"2h3h", "3h2h"}, {"5i5h", "5h5i"}, {"6i6h", "6h6i"}, {"4i4h", "4h4i"}},
+    {{"8b7b", "7b8b"}, {"5a5b", "5b5a"}, {"4a4b", "4b4a"}, {"6a6b", "6b6a"}},
+};
+
+static bool visit_cap_yield(void *arg)
+{
+	return ++*(unsigned *)arg > 10000000 / SEL_YIELD_VISITS;
+}
+
+static void test_bookgen__a_book_of_moves_back_and_forth_is_searched_in_few_visits(void **state)
+{
+	(void)state;
+	/* States: black's pieces moved (4 bits), white's (4 bits), side to
+	 * move; lines found breadth first from the start position. */
+	enum { STATES = 512 };
+	char(*line)[512] = calloc(STATES, sizeof *line);
+	TPos *tps = calloc(STATES, sizeof *tps);
+	int queue[STATES], head = 0, tail = 0, n = 0;
+	assert_non_null(line);
+	assert_non_null(tps);
+	strcpy(line[0], "startpos moves");
+	queue[tail++] = 0;
+	while (head < tail) {
+		int st = queue[head++], side = st >> 8;
+		TPos *tp = &tps[n++];
+		tp->line = strcmp(line[st], "startpos moves") ? line[st] : "startpos";
+		tp->thought = true;
+		for (int p = 0; p < 4; p++) {
+			int bit = 1 << (p + 4 * side), back = (st & bit) != 0;
+			tp->moves[p] = (TMove){SHUFFLE[side][p][back], 0, 0};
+			int next = (st ^ bit) ^ 256;
+			if (line[next][0]) continue;
+			char buf[sizeof line[next]];
+			snprintf(buf, sizeof buf, "%s %s", line[st], SHUFFLE[side][p][back]);
+			memcpy(line[next], buf, sizeof buf);
+			queue[tail++] = next;
+		}
+		tp->moves[4] = (TMove){side ? "3c3d" : "7g7f", (st * 37) % 81 - 40, 0};
+	}
+	assert_int_equal(n, 256);
+	char *dir = ts_mkdtemp();
+	write_book(dir, tps, (size_t)n);
+	Selector *s = open_selector(dir, 100);
+	unsigned yields = 0;
+	sel_set_yield(s, visit_cap_yield, &yields);
+	int v;
+	bool has;
+	SelStats st;
+	int rv = sel_root_value(&v, &has, s, 0);
+	sel_get_stats(&st, s);
+	print_message("first search: %llu visits, %llu bounds answered (%llu of them depending "
+	              "on the path, %llu stored, %llu stored ignoring it), value %d\n",
+	              (unsigned long long)st.visits, (unsigned long long)st.tt_hits,
+	              (unsigned long long)st.path_hits, (unsigned long long)st.path_bounds,
+	              (unsigned long long)st.path_ignored, v);
+	assert_int_equal(rv, 0);
+	assert_true(has);
+	assert_true(st.path_hits > 0);
+	assert_true(st.visits < 100000);
+	/* Every leaf is selected in turn, none twice, the search never stopped. */
+	SelLeaf *l = malloc(sizeof *l);
+	Key seen[256];
+	int got = 0;
+	assert_non_null(l);
+	while (got < 256) {
+		int r = sel_select(l, s);
+		assert_true(r >= 0);
+		if (!r) break;
+		for (int j = 0; j < got; j++) assert_false(key_equal(seen[j], l->key));
+		seen[got++] = l->key;
+		assert_int_equal(sel_lease(s, l->key), 0);
+	}
+	sel_get_stats(&st, s);
+	print_message("%d leaves, %llu visits in all\n", got, (unsigned long long)st.visits);
+	assert_int_equal(got, 256); /* each position's move out, once */
+	free(l);
+	close_selector(s);
+	ts_rmtree(dir);
+	free(dir);
+	free(tps);
+	free(line);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -1953,6 +2050,8 @@ int main(void)
 	        test_bookgen__the_key_map_made_at_attach_keeps_to_an_eighth_of_the_budget),
 	    cmocka_unit_test(test_bookgen__a_trim_takes_a_grown_map_back),
 	    cmocka_unit_test(test_bookgen__minimax_values_order_the_search_and_change_no_leaf),
+	    cmocka_unit_test(
+	        test_bookgen__a_book_of_moves_back_and_forth_is_searched_in_few_visits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
