@@ -168,10 +168,12 @@ int cli_parse_memory(void *dst, char *value, char *msg);
 /* What "the memory joseki may have" is, for the help of every --memory. */
 #define CLI_MEMORY_MAY_HAVE                                                                        \
 	"the memory joseki may have: RAM less locked memory, or its control group's limit"
-#define CLI_MEMORY(d)                                                                              \
+/* how: what the command keeps on disk past SIZE. */
+#define CLI_MEMORY_HOW(d, how)                                                                     \
 	CLI_FN("--memory", d, cli_parse_memory, "SIZE", "a size such as 256M or 8G, at least 1M",  \
-	       "memory the pass may use before it works on disk, in sorted runs or arrays in "     \
-	       "files (default a quarter of " CLI_MEMORY_MAY_HAVE ")")
+	       "memory the pass may use before it works on disk, in " how                          \
+	       " (default a quarter of " CLI_MEMORY_MAY_HAVE ")")
+#define CLI_MEMORY(d) CLI_MEMORY_HOW(d, "sorted runs or arrays in files")
 
 /*
  * Parses argv[1..argc-1] (argv[0] is the command) against c's table: stores

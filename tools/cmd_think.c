@@ -349,7 +349,7 @@ int cmd_think(int argc, char **argv)
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book (a new one with --new)"),
 	    CLI_FLAG("--new", &fresh, "start a new book at BOOK if there is none"),
-	    CLI_MEMORY(&memory),
+	    CLI_MEMORY_HOW(&memory, "arrays in files"),
 	    CLI_GROUP(ce.table),
 	    CLI_GROUP(cb.table),
 	    CLI_NUM("--positions", &positions, 1, CLI_NOMAX, "N",
