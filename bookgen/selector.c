@@ -29,6 +29,14 @@ typedef struct {
 	uint32_t node[SEL_DEP_MAX];
 } Dep;
 
+/* Nothing met (the nodes' array left as it is: only n of them count). */
+static inline void dep_none(Dep *d)
+{
+	d->rm = INT_MAX;
+	d->n = 0;
+	d->over = false;
+}
+
 static void dep_add(Dep *d, uint32_t node, int ply)
 {
 	if (ply < d->rm) d->rm = ply;
@@ -125,7 +133,7 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
                   bool *noleaf)
 {
 	*noleaf = false;
-	*dep = (Dep){INT_MAX, 0, false, {0}};
+	dep_none(dep);
 	if (sel_g_yield(s, 1)) {
 		*noleaf = true;
 		return 0;
@@ -145,7 +153,7 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 		*noleaf = pb->bound == B_NOLEAF;
 		return *noleaf ? 0 : hv;
 	}
-	*dep = (Dep){INT_MAX, 0, false, {0}};
+	dep_none(dep);
 	if (!(n->flags & NF_EXPANDED)) {
 		if (sel_g_yield(s, SEL_YIELD_VISITS)) {
 			*noleaf = true;
@@ -252,7 +260,7 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 		 * every one reaching all the others, is searched along every
 		 * order of its moves: tests/bookgen/test_selector.c). */
 		s->st.path_ignored++;
-		*dep = (Dep){INT_MAX, 0, false, {0}};
+		dep_none(dep);
 	}
 	if (dep->rm >= ply) {
 		n->bound = bound;
