@@ -80,13 +80,15 @@ static size_t pb_max_slots(const Selector *s)
 }
 
 /* Node i's bound at ply, which depended on d's nodes above it. The table
- * grows fourfold (forgetting what it held) once it has taken as many
- * bounds as it has slots; without memory for it, nothing is kept. */
+ * grows fourfold, to its most at the last (forgetting what it held), once
+ * it has taken as many bounds as it has slots; without memory for it,
+ * nothing is kept. */
 static void pb_store(Selector *s, uint32_t i, int ply, const Dep *d, int value, uint8_t bound)
 {
-	size_t slots = s->pbound ? s->pbound_mask + 1 : 0;
-	if (!s->pbound || (s->pbound_stored >= slots && slots < pb_max_slots(s))) {
+	size_t slots = s->pbound ? s->pbound_mask + 1 : 0, most = pb_max_slots(s);
+	if (!s->pbound || (s->pbound_stored >= slots && slots < most)) {
 		size_t want = slots ? slots * 4 : 4096;
+		if (want > most) want = most;
 		SelPathBound *t = calloc(want, sizeof *t);
 		if (!t) return;
 		free(s->pbound);
