@@ -71,7 +71,7 @@ int cmd_select(int argc, char **argv)
 	            "the bonus for moves played in games (default 100)"),
 	    CLI_FLAG("--preload", &preload, "read every position at start"),
 	    CLI_FLAG("--bench", &bench, "one line of timings instead"),
-	    CLI_MEMORY_HOW(&memory, "arrays in files"),
+	    CLI_MEMORY_HOW(&memory, "arrays in files in $TMPDIR past three quarters of it"),
 	    CLI_GROUP(cp.table),
 	    CLI_TABLE_END,
 	};

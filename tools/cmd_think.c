@@ -349,7 +349,8 @@ int cmd_think(int argc, char **argv)
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book (a new one with --new)"),
 	    CLI_FLAG("--new", &fresh, "start a new book at BOOK if there is none"),
-	    CLI_MEMORY_HOW(&memory, "arrays in files"),
+	    CLI_MEMORY_HOW(&memory, "arrays in files beside the book past three quarters of it; "
+	                            "the selector's graph trimmed to half of it"),
 	    CLI_GROUP(ce.table),
 	    CLI_GROUP(cb.table),
 	    CLI_NUM("--positions", &positions, 1, CLI_NOMAX, "N",
