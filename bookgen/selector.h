@@ -92,6 +92,7 @@ typedef struct {
 	uint64_t path_bounds;  /* bounds stored that depend on the path above their node */
 	uint64_t path_hits;    /* ... of the tt_hits: answered by one of those */
 	uint64_t path_ignored; /* bounds stored as if they did not: they met too many */
+	uint64_t path_kept;    /* ... of those, carried over by trims (their nodes renumbered) */
 	uint64_t expansions;   /* nodes whose moves were built */
 	uint64_t bans;         /* (node, move) pairs banned for repetition */
 	uint64_t invalidated;  /* bounds cleared by changes */

@@ -230,6 +230,37 @@ static void compact(Selector *s, const uint8_t *keep, uint32_t *newidx, uint64_t
 	for (size_t i = 0; i < nn; i++) (void)keymap_find_or_insert(&s->map, keys, (uint32_t)i);
 }
 
+/* The path-dependent bounds whose node and nodes depended on stay, renumbered
+ * as compact renumbers them (their slots are by node index); the others
+ * forgotten. A bound is the book's below its node whatever the graph holds of
+ * it, so a trim changes none of them, as it changes no node's own bound. All
+ * forgotten when there is no memory for the new table. */
+static void pb_renumber(Selector *s, const uint8_t *keep, const uint32_t *newidx)
+{
+	if (!s->pbound) return;
+	size_t slots = s->pbound_mask + 1;
+	SelPathBound *old = s->pbound, *t = calloc(slots, sizeof *t);
+	if (!t) {
+		sel_pb_clear(s);
+		return;
+	}
+	s->pbound = t;
+	s->pbound_stored = 0;
+	for (size_t k = 0; k < slots; k++) {
+		SelPathBound b = old[k];
+		bool stays = b.node && keep[b.node - 1] != DROP;
+		for (int d = 0; d < b.n && stays; d++) stays = keep[b.dep[d]] != DROP;
+		if (!stays) continue;
+		b.node = newidx[b.node - 1] + 1;
+		for (int d = 0; d < b.n; d++) b.dep[d] = newidx[b.dep[d]];
+		SelPathBound *to = &t[sel_pb_slot(s, b.node - 1)];
+		s->pbound_stored += to->node == 0;
+		*to = b;
+		s->st.path_kept++;
+	}
+	free(old);
+}
+
 int64_t sel_trim(Selector *s, uint64_t budget)
 {
 	if (!s->lazy || s->in_call || s->ndefer) return 0;
@@ -273,7 +304,7 @@ int64_t sel_trim(Selector *s, uint64_t budget)
 	                64))
 		goto out;
 	size_t before = s->nnodes;
-	sel_pb_clear(s); /* its slots are by node index, which compact renumbers */
+	pb_renumber(s, keep, newidx);
 	compact(s, keep, newidx, blocks, nblocks, pairs, npairs);
 	s->trimmed = true;
 	s->st.trims++;
