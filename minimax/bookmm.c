@@ -947,7 +947,8 @@ static int write_pending(WriteBack *wb)
 
 /* bookdb_rebuild_rewrite's function: the records in key order, the graph's
  * nodes too; a record not in the graph (stored since the scan) stays as it
- * is. */
+ * is, and so does one whose values did not change (without full). wb->bytes
+ * counts every record's bytes in the new file. */
 static int rebuild_node(void *ctx, Key key, const uint8_t *raw, size_t len, uint8_t *out)
 {
 	WriteBack *wb = ctx;
@@ -958,14 +959,16 @@ static int rebuild_node(void *ctx, Key key, const uint8_t *raw, size_t len, uint
 			if (bookmm_stopped(wb->opt)) return BOOKDB_ESTOPPED;
 		}
 	}
-	if (wb->at == b->n || key_cmp(b->keys[wb->at], key) != 0) return 0;
-	prefetch_edges(b, wb->at + EDGES_AHEAD);
-	int n = rewrite_node(wb, raw, len, out);
-	if (n > 0) wb->bytes += (uint64_t)n;
+	int n = 0;
+	if (wb->at < b->n && key_cmp(b->keys[wb->at], key) == 0) {
+		prefetch_edges(b, wb->at + EDGES_AHEAD);
+		n = rewrite_node(wb, raw, len, out);
+	}
+	wb->bytes += n > 0 ? (uint64_t)n : (uint64_t)len;
 	return n;
 }
 
-/* --full's write-back as a rebuild of the book (bookdb_rebuild_rewrite):
+/* A whole-book run's write-back as a rebuild of the book (bookdb_rebuild_rewrite):
  * 1 when another writer has the book open (then in place), 0 done, or a
  * negative code. */
 static int write_rebuilt(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOptions *opt,
@@ -1275,7 +1278,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	 * and the graph file being written beside (some 54 bytes a position).
 	 * Without that room the records are rewritten in place, which needs
 	 * room for a batch's pages. */
-	bool rebuild = opt->full && !opt->in_place;
+	bool rebuild = (opt->full || opt->rebuild) && !opt->in_place;
 	if (rebuild) {
 		uint64_t need = bookdb_file_size(db) / 10 * 11 +
 		                (threaded ? (uint64_t)b.n * 64 : 0) + ((uint64_t)16 << 20);

@@ -88,10 +88,16 @@ typedef struct {
 	int draw_black, draw_white; /* value of a repetition for the side to move */
 	BookmmPolicy policy;
 	bool full; /* rewrite every record, changed or not */
-	/* With full: rewrite the records where they are (bookdb_rewrite) even
-	 * when the book could be rebuilt into a new file with full pages
-	 * (bookdb_rebuild_rewrite: done when this run is the book's only
-	 * writer; readers that stay open go on with the old file). */
+	/* A whole-book run (full, or one an incremental run gave way to) writes
+	 * the book anew into a new file with full pages (bookdb_rebuild_rewrite)
+	 * when it is the book's only writer: always with full, and without it
+	 * when rebuild is set (the `joseki minimax` command, whose process has
+	 * nothing else of the book open: its first run on a book then leaves
+	 * 110 bytes a position, not 200). Readers that stay open go on with the
+	 * old file. An in-process caller that holds records of the book (think,
+	 * merge) leaves rebuild unset. */
+	bool rebuild;
+	/* Rewrite the records where they are (bookdb_rewrite) even so. */
 	bool in_place;
 	size_t batch; /* records per write transaction (0: 10000 whole-book, 1000 incremental) */
 	BookmmProgressFn progress; /* may be NULL */
@@ -116,7 +122,7 @@ typedef struct {
 	size_t cyclic;    /* valued records settled by relaxation (on or above cycles) */
 	int sweeps;       /* peel sweeps + relax sweeps */
 	size_t rewritten; /* records written back */
-	/* --full: the bytes of the records written back (every record: what the
+	/* --full, or a book written anew: the bytes of every record (what the
 	 * book's records take, their keys and LMDB's own bytes aside) */
 	uint64_t record_bytes;
 	bool rebuilt; /* --full: the book was rebuilt into a new file (not rewritten in place) */

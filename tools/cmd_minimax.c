@@ -77,9 +77,8 @@ int cmd_minimax(int argc, char **argv)
 	    CLI_ARG("BOOK", &book, "the book"),
 	    CLI_FLAG("--full", &opt.full, "analyse the whole book and rewrite every record"),
 	    CLI_FLAG("--in-place", &opt.in_place,
-	             "--full: rewrite the records where they are, not into a new file with full "
-	             "pages",
-	             .needs = "--full"),
+	             "a whole-book run: rewrite the records where they are, not into a new file "
+	             "with full pages"),
 	    CLI_NUM("--draw-black", &opt.draw_black, -VALUE_MATE, VALUE_MATE, "CP",
 	            "a draw's value for Black (default 0)"),
 	    CLI_NUM("--draw-white", &opt.draw_white, -VALUE_MATE, VALUE_MATE, "CP",
@@ -124,6 +123,9 @@ int cmd_minimax(int argc, char **argv)
 		                             "--game-evals, --leaves, --min-depth, --min-games "
 		                             "and --blend do not go with it");
 	if (min_depth_given) opt.policy.min_depth = min_depth ? (int)min_depth : BOOKMM_ANY_DEPTH;
+	/* Nothing else of the book is open here: a whole-book run, --full or
+	 * not, writes it anew when no other writer has it. */
+	opt.rebuild = true;
 	shogi_init();
 	double t0 = clock_ms_f();
 	BookDB *db;
@@ -148,14 +150,14 @@ int cmd_minimax(int argc, char **argv)
 	joseki_catch_stop(on_stop);
 	int rc = bookmm_run(&st, db, &opt, msg);
 	if (progress && !st.incremental) fputs("\r\033[K", stderr);
-	/* After --full, what the book takes a position and what its records
-	 * would take in full pages (their bytes, a key and LMDB's node and
+	/* After --full or a rebuild, what the book takes a position and what its
+	 * records would take in full pages (their bytes, a key and LMDB's node and
 	 * pointer each, 3 % of slack): records grown in place split their pages
 	 * half full, which compact packs. */
 	double per_pos = 0, packed = 0;
 	BookTxn *t;
 	BookSpace sp;
-	if (rc == 0 && opt.full && st.record_bytes && st.positions &&
+	if (rc == 0 && (opt.full || st.rebuilt) && st.record_bytes && st.positions &&
 	    bookdb_txn_begin(&t, db, false) == 0) {
 		if (bookdb_space(&sp, t) == 0) {
 			per_pos = (double)sp.pages_used * sp.page_size / (double)st.positions;

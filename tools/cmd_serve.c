@@ -92,7 +92,10 @@ static int whole_book_child(const char *book, const char *why, uint64_t memory,
 	const char *exe = "/proc/self/exe";
 	char mem[24];
 	snprintf(mem, sizeof mem, "%lluM", (unsigned long long)(memory >> 20));
-	char *argv[] = {"joseki", "minimax", (char *)book, "--memory", mem, "--quiet", NULL};
+	/* In place: the coordinator has the book open, so it could not be
+	 * written anew (docs/minimax.md, "Where --full writes"). */
+	char *argv[] = {"joseki",   "minimax", (char *)book, "--in-place",
+	                "--memory", mem,       "--quiet",    NULL};
 	/* The child gets the signals serve blocks in every thread back, and
 	 * SIGPIPE's default action; its stdout (the summary) goes to stderr. */
 	posix_spawn_file_actions_t fa;

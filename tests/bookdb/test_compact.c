@@ -111,6 +111,63 @@ static void test_compact__frees_the_pages_and_keeps_every_record(void **state)
 
 /* A writer (think) has the book open: compact refuses and says why; the
  * think goes on undisturbed. A missing book is an error too. */
+/*
+ * A first `joseki minimax` without --full (no earlier run: the whole book)
+ * writes the book anew too: full pages, the values of the run in place
+ * (--in-place), where the records grown in place take half-full pages; the
+ * next run is incremental and writes in place.
+ */
+static void test_compact__a_first_minimax_without_full_writes_full_pages(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *err = NULL;
+	int rc = ts_runf(NULL, &err,
+	                 "%s synth %s/b --positions 20000 --seed 4 --quiet && cp -r %s/b %s/p",
+	                 ts_joseki(), dir, dir, dir);
+	if (rc != 0) fail_msg("setup: %s", err);
+	free(err);
+	json_t *m = ts_run_json(0, "%s minimax %s/b --json", ts_joseki(), dir);
+	json_t *ip = ts_run_json(0, "%s minimax %s/p --in-place --json", ts_joseki(), dir);
+	assert_false(json_is_true(json_object_get(m, "incremental")));
+	assert_string_equal(json_string_value(json_object_get(m, "full_reason")),
+	                    json_string_value(json_object_get(ip, "full_reason")));
+	assert_true(json_is_true(json_object_get(m, "rebuilt")));
+	assert_false(json_is_true(json_object_get(ip, "rebuilt")));
+	assert_int_equal(ts_jint(m, "rewritten"), ts_jint(ip, "rewritten"));
+	double took = json_real_value(json_object_get(m, "bytes_per_position")),
+	       packed = json_real_value(json_object_get(m, "packed_bytes_per_position"));
+	json_t *sp = ts_run_json(0, "%s stats %s/p --json", ts_joseki(), dir);
+	double took_ip = (double)ts_jint(sp, "bytes_used") / 20000;
+	json_decref(sp);
+	print_message("first minimax: %.1f bytes a position written anew, %.1f in place, %.1f "
+	              "packed\n",
+	              took, took_ip, packed);
+	assert_true(took < packed * 1.05 && took > packed * 0.95);
+	assert_true(took_ip > 1.3 * packed);
+	char *a = export_all(dir), from[600], to[600];
+	snprintf(from, sizeof from, "%s/b", dir);
+	snprintf(to, sizeof to, "%s/anew", dir);
+	assert_int_equal(rename(from, to), 0);
+	snprintf(to, sizeof to, "%s/p", dir);
+	assert_int_equal(rename(to, from), 0);
+	char *b = export_all(dir);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	assert_int_equal(rename(from, to), 0);
+	snprintf(to, sizeof to, "%s/anew", dir);
+	assert_int_equal(rename(to, from), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s", ts_joseki(), from), 0);
+	json_t *inc = ts_run_json(0, "%s minimax %s --json", ts_joseki(), from);
+	assert_true(json_is_true(json_object_get(inc, "incremental")));
+	assert_false(json_is_true(json_object_get(inc, "rebuilt")));
+	json_decref(inc);
+	json_decref(m);
+	json_decref(ip);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_compact__refused_while_a_writer_has_the_book(void **state)
 {
 	(void)state;
@@ -784,6 +841,7 @@ int main(void)
 	    cmocka_unit_test(test_compact__refused_while_a_writer_has_the_book),
 	    cmocka_unit_test(test_compact__survives_kill_9_at_any_moment),
 	    cmocka_unit_test(test_compact__a_whole_book_minimax_writes_full_pages),
+	    cmocka_unit_test(test_compact__a_first_minimax_without_full_writes_full_pages),
 	    cmocka_unit_test(test_compact__rebuild_rewrite_through_a_function),
 	    cmocka_unit_test(test_compact__a_stamp_carries_to_the_file_written_anew),
 	    cmocka_unit_test(test_compact__an_open_mends_a_switch_killed_half_way),
