@@ -1016,6 +1016,7 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 	size_t batch = opt->batch ? opt->batch : BOOKMM_BATCH;
 	WriteBack wb = {.b = b, .opt = opt, .cap = opt->full ? batch : WRITE_PENDING};
 	BookTxn *rd = NULL;
+	uint64_t compared = 0;
 	wb.rec = malloc(sizeof *wb.rec);
 	wb.buf = malloc(BOOKDB_RECORD_MAX);
 	wb.edges = malloc(BOOKMM_NODE_MOVES * sizeof *wb.edges);
@@ -1045,16 +1046,19 @@ static int write_back(BookmmStats *st, BookGraph *b, BookDB *db, const BookmmOpt
 			if (rc == BOOKDB_ENOTFOUND) continue;
 			if (rc < 0) goto out;
 			int ne = node_edges(wb.edges, b, i);
-			if (bookmm_rewrite(wb.buf, raw, len, wb.rec, g->flags[i] & F_VALUED,
-			                   wb.edges, ne, false, &opt->policy) <= 0)
-				continue;
+			int n = bookmm_rewrite(wb.buf, raw, len, wb.rec, g->flags[i] & F_VALUED,
+			                       wb.edges, ne, false, &opt->policy);
+			/* Every record's bytes as they will be (what the book's records
+			 * take: docs/minimax.md, bytes_per_position). */
+			compared += n > 0 ? (uint64_t)n : (uint64_t)len;
+			if (n <= 0) continue;
 		}
 		wb.pending[wb.npending++] = i;
 		if (wb.npending == wb.cap && (rc = write_pending(&wb)) < 0) goto out;
 	}
 	rc = write_pending(&wb);
 	st->rewritten += wb.rewritten;
-	if (opt->full) st->record_bytes += wb.bytes;
+	st->record_bytes += opt->full ? wb.bytes : compared;
 out:
 	bookdb_txn_abort(rd);
 	bookdb_writer_free(wb.w);

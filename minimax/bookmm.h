@@ -122,7 +122,7 @@ typedef struct {
 	size_t cyclic;    /* valued records settled by relaxation (on or above cycles) */
 	int sweeps;       /* peel sweeps + relax sweeps */
 	size_t rewritten; /* records written back */
-	/* --full, or a book written anew: the bytes of every record (what the
+	/* A whole-book run: the bytes of every record as written back (what the
 	 * book's records take, their keys and LMDB's own bytes aside) */
 	uint64_t record_bytes;
 	bool rebuilt; /* --full: the book was rebuilt into a new file (not rewritten in place) */

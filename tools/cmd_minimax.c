@@ -150,14 +150,14 @@ int cmd_minimax(int argc, char **argv)
 	joseki_catch_stop(on_stop);
 	int rc = bookmm_run(&st, db, &opt, msg);
 	if (progress && !st.incremental) fputs("\r\033[K", stderr);
-	/* After --full or a rebuild, what the book takes a position and what its
+	/* After a whole-book run, what the book takes a position and what its
 	 * records would take in full pages (their bytes, a key and LMDB's node and
 	 * pointer each, 3 % of slack): records grown in place split their pages
 	 * half full, which compact packs. */
 	double per_pos = 0, packed = 0;
 	BookTxn *t;
 	BookSpace sp;
-	if (rc == 0 && (opt.full || st.rebuilt) && st.record_bytes && st.positions &&
+	if (rc == 0 && !st.incremental && st.record_bytes && st.positions &&
 	    bookdb_txn_begin(&t, db, false) == 0) {
 		if (bookdb_space(&sp, t) == 0) {
 			per_pos = (double)sp.pages_used * sp.page_size / (double)st.positions;
