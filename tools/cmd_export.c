@@ -255,7 +255,8 @@ int cmd_export(int argc, char **argv)
 	             "else UTF-8)"),
 	    CLI_MEMORY(&opt.memory),
 	    CLI_JSON(&json),
-	    CLI_QUIET(&quiet),
+	    CLI_FLAG("--quiet", &quiet,
+	             "no progress line, and no setoption lines after a YaneuraOu book"),
 	    CLI_TABLE_END,
 	};
 	const CliCmd cmd = {"export", opts, "docs/minimax.md"};

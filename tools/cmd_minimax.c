@@ -77,8 +77,9 @@ int cmd_minimax(int argc, char **argv)
 	    CLI_ARG("BOOK", &book, "the book"),
 	    CLI_FLAG("--full", &opt.full, "analyse the whole book and rewrite every record"),
 	    CLI_FLAG("--in-place", &opt.in_place,
-	             "a whole-book run: rewrite the records where they are, not into a new file "
-	             "with full pages"),
+	             "when the run is a whole-book one (--full, a book's first run): rewrite the "
+	             "records where they are, not into a new file with full pages (an "
+	             "incremental run writes in place anyway)"),
 	    CLI_NUM("--draw-black", &opt.draw_black, -VALUE_MATE, VALUE_MATE, "CP",
 	            "a draw's value for Black (default 0)"),
 	    CLI_NUM("--draw-white", &opt.draw_white, -VALUE_MATE, VALUE_MATE, "CP",
