@@ -38,7 +38,7 @@ norm() {
 	sed -E -e "s#$D/[A-Z]-on-[A-Z]/#DIR/#g; s#$D/book[A-Z]#BOOK#g" \
 		-e 's/"(time_ms|peak_rss_bytes|[a-z_]*_ms)":[0-9.]+/"\1":T/g' \
 		-e 's/"(bytes[a-z_]*|pages_used|pages_free)":[0-9.]+/"\1":T/g; s/commits [0-9]+/commits T/' \
-		-e 's/(time_s|per_s|engine_s|busy_pct|time_ms|peak_rss_kb|[a-z]+_ms) [0-9.]+/\1 T/g' \
+		-e 's/(time_s|per_s|engine_s|busy_pct|time_ms|peak_rss_kb|peak_anon_mb|files_mb|[a-z]+_ms) [0-9.]+/\1 T/g' \
 		-e 's/[0-9.]+ (s|ms)([ ,)]|$)/T \1\2/g; s/\([0-9.]+ games\/s\)/(T games\/s)/' "$1"
 }
 

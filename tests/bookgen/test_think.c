@@ -626,6 +626,11 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
 	            ts_joseki(), dir);
 	assert_int_equal(rc, 0);
 	assert_int_equal(field(out, "think thought "), 6);
+	/* Its memory: the process's peak (the engines' tables and the
+	 * book's caches make some MiB), nothing in files within the default
+	 * budget. */
+	assert_true(field(out, " peak_anon_mb ") > 0);
+	assert_int_equal(field(out, " files_mb "), 0);
 	free(out);
 	free(err);
 	rc = ts_runf(&out, &err, "%s think %s/b --depth 1 --multipv 3 --positions 4 --quiet",
