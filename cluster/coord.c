@@ -1409,6 +1409,11 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->select_record_bytes = ss.record_bytes;
 	out->select_trims = ss.trims;
 	out->select_trimmed = ss.trimmed;
+	out->select_expansions = ss.expansions;
+	out->select_visits = ss.visits;
+	out->select_fetches = ss.fetches;
+	out->select_tt_hits = ss.tt_hits;
+	out->select_path_hits = ss.path_hits;
 	out->trim_ms = c->trim_ms;
 	for (size_t i = 0; i < c->nleases; i++) {
 		const Lease *l = &c->leases[i];

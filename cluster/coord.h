@@ -260,6 +260,10 @@ typedef struct {
 	 * node map), the graph having the rest of the budget. */
 	uint64_t select_nodes, select_bytes, select_budget, select_record_bytes, select_trims,
 	    select_trimmed, select_fixed;
+	/* The selector's work since start (SelStats): nodes expanded, visits,
+	 * records read from the book by its searches, and the searches a stored
+	 * bound answered (of them, bounds that depend on the path). */
+	uint64_t select_expansions, select_visits, select_fetches, select_tt_hits, select_path_hits;
 	double trim_ms;
 	/* Where the coordinator's time went since start, ms. */
 	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;

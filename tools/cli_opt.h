@@ -172,7 +172,7 @@ int cli_parse_memory(void *dst, char *value, char *msg);
 #define CLI_MEMORY_HOW(d, how)                                                                     \
 	CLI_FN("--memory", d, cli_parse_memory, "SIZE", "a size such as 256M or 8G, at least 1M",  \
 	       "memory the pass may use before it works on disk, in " how                          \
-	       " (default a quarter of " CLI_MEMORY_MAY_HAVE ")")
+	       " (at least 1M; default a quarter of " CLI_MEMORY_MAY_HAVE ")")
 #define CLI_MEMORY(d) CLI_MEMORY_HOW(d, "sorted runs or arrays in files")
 
 /*

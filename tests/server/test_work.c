@@ -959,6 +959,13 @@ static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void *
 	assert_true(nodes > 0);
 	assert_true(jget(st, "selector", "bytes") > 0);
 	assert_true(jget(st, "selector", "bytes") <= jget(st, "selector", "budget"));
+	/* Its work: the first search expanded nodes (each record read from the
+	 * book), and visited at least those. */
+	long long expanded = jget(st, "selector", "expansions");
+	assert_true(expanded > 0);
+	assert_true(jget(st, "selector", "visits") >= expanded);
+	assert_true(jget(st, "selector", "fetches") > 0);
+	assert_true(jget(st, "selector", "bound_hits") >= jget(st, "selector", "path_hits"));
 	json_decref(st);
 	char *metrics = NULL;
 	assert_int_equal(call(s, NULL, "GET", "/metrics", NULL, 0, &metrics), 200);
