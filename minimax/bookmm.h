@@ -125,7 +125,7 @@ typedef struct {
 	/* A whole-book run: the bytes of every record as written back (what the
 	 * book's records take, their keys and LMDB's own bytes aside) */
 	uint64_t record_bytes;
-	bool rebuilt; /* --full: the book was rebuilt into a new file (not rewritten in place) */
+	bool rebuilt;      /* a whole-book run rebuilt the book into a new file (not in place) */
 	bool rebuild_busy; /* --full: not rebuilt, as another writer had the book open */
 	/* --full: not rebuilt, as the disk had no room for a copy of the book
 	 * (room_free bytes free, about room_needed needed) */

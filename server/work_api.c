@@ -392,22 +392,19 @@ static char *status_body(const CoordStatus *st)
 		                       (json_int_t)((now - s->last_seen_ms) / 1000)));
 	}
 	json_t *sel = json_pack(
-	    "{s:b, s:s, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "restored",
-	    st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
+	    "{s:b, s:s, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+	    "s:I, s:I}",
+	    "restored", st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
 	    "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
 	    (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
 	    "selected", (json_int_t)st->selected, "answered", st->select_answered, "provisional",
 	    (json_int_t)st->provisional, "nodes", (json_int_t)st->select_nodes, "bytes",
 	    (json_int_t)st->select_bytes, "fixed", (json_int_t)st->select_fixed, "budget",
 	    (json_int_t)st->select_budget, "trims", (json_int_t)st->select_trims, "trimmed",
-	    (json_int_t)st->select_trimmed);
-	/* The search's work, since start. */
-	json_t *work = json_pack(
-	    "{s:I, s:I, s:I, s:I, s:I}", "expansions", (json_int_t)st->select_expansions, "visits",
-	    (json_int_t)st->select_visits, "fetches", (json_int_t)st->select_fetches, "bound_hits",
-	    (json_int_t)st->select_tt_hits, "path_hits", (json_int_t)st->select_path_hits);
-	if (sel && work) json_object_update(sel, work);
-	json_decref(work);
+	    (json_int_t)st->select_trimmed, "expansions", (json_int_t)st->select_expansions,
+	    "visits", (json_int_t)st->select_visits, "fetches", (json_int_t)st->select_fetches,
+	    "bound_hits", (json_int_t)st->select_tt_hits, "path_hits",
+	    (json_int_t)st->select_path_hits);
 	json_t *o = json_pack(
 	    "{s:I, s:{s:I, s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "queue",
 	    (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live, "expired",

@@ -20,7 +20,7 @@
  * engines are told to stop, finished answers are committed, exit 0. Ends with
  * one stdout line: "think thought N failed F time_s T per_s R busy_pct B
  * root_value V commits C exhausted 0|1 engine_s E peak_anon_mb M files_mb D
- * root SPEC" (E: the engines' CPU seconds; M, D: memory_fields; V the value
+ * root SPEC" (E: the engines' CPU seconds; M, D: joseki_peak_fields; V the value
  * of the first root, "none" when it has none; SPEC: startpos without roots).
  * With --roots or --roots-from-games, the positions on the way to the roots
  * (from their games, or their move lists) are thought first. With
@@ -56,19 +56,6 @@
 #include "tools/commands.h"
 
 /* Set by the signal handler: the only way a handler can talk to the loop. */
-/* The summary lines' memory: "peak_anon_mb M files_mb F", the process's peak
- * anonymous memory and the most of its arrays held in files past --memory
- * (MiB). */
-static const char *memory_fields(char *buf, size_t len)
-{
-	BigmemStats bs;
-	bigmem_stats(&bs);
-	snprintf(buf, len, "peak_anon_mb %llu files_mb %llu",
-	         (unsigned long long)(memuse_anon_peak() >> 20),
-	         (unsigned long long)(bs.file_peak >> 20));
-	return buf;
-}
-
 static volatile sig_atomic_t think_stop_flag;
 
 static void on_signal(int sig)
@@ -218,7 +205,7 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	};
 	ProbeStats st;
 	int rc = probe_run(&st, db, &po, err);
-	char mem[96];
+	char mem[JOSEKI_PEAK_LEN];
 	printf(
 	    "probe thought %llu failed %llu walks %llu restarts %llu opponent_moves %llu "
 	    "opponent_cached %llu opponent_replayed %llu opponent_differ %llu opponent_added %llu "
@@ -233,7 +220,7 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	    (unsigned long long)st.lines, (unsigned long long)st.done, st.deepest,
 	    st.walks ? (double)st.book_plies / (double)st.walks : 0.0, st.reach, st.seconds,
 	    st.seconds > 0 ? (double)st.thought / st.seconds : 0.0, st.engine_seconds,
-	    memory_fields(mem, sizeof mem));
+	    joseki_peak_fields(mem, sizeof mem));
 	if (rc < 0) {
 		joseki_error("%s", err[0] ? err : think_strerror(rc));
 		goto done;
@@ -296,14 +283,14 @@ static int reanalyse_end(BookDB *db, const char *book, const ThinkStats *st, int
 	bool known = book_value(&v, db, spec);
 	value_text(value, known, v);
 	/* The root the value is of, last (its spec has spaces). */
-	char mem[96];
+	char mem[JOSEKI_PEAK_LEN];
 	printf("reanalyse thought %llu failed %llu replaced %llu left %llu time_s %.1f per_s %.2f "
 	       "busy_pct %.0f root_value %s commits %llu engine_s %.1f minimax %s %s root %s\n",
 	       (unsigned long long)st->thought, (unsigned long long)st->failed,
 	       (unsigned long long)st->again_replaced, (unsigned long long)st->again_left,
 	       st->seconds, st->seconds > 0 ? st->thought / st->seconds : 0.0, st->busy_pct, value,
 	       (unsigned long long)st->commits, st->engine_seconds, how,
-	       memory_fields(mem, sizeof mem), spec);
+	       joseki_peak_fields(mem, sizeof mem), spec);
 	if (rc < 0) {
 		joseki_error("%s: %s", book, err[0] ? err : think_strerror(rc));
 		return 1;
@@ -527,13 +514,13 @@ int cmd_think(int argc, char **argv)
 	char value[16];
 	value_text(value, st.root_known, st.root_value);
 	/* The root the value is of, last (its spec has spaces). */
-	char mem[96];
+	char mem[JOSEKI_PEAK_LEN];
 	printf("think thought %llu failed %llu time_s %.1f per_s %.2f busy_pct %.0f root_value %s "
 	       "commits %llu exhausted %d engine_s %.1f %s root %s\n",
 	       (unsigned long long)st.thought, (unsigned long long)st.failed, st.seconds,
 	       st.seconds > 0 ? st.thought / st.seconds : 0.0, st.busy_pct, value,
 	       (unsigned long long)st.commits, st.exhausted, st.engine_seconds,
-	       memory_fields(mem, sizeof mem), spec);
+	       joseki_peak_fields(mem, sizeof mem), spec);
 	if (rc < 0) {
 		joseki_error("%s: %s", book, err[0] ? err : think_strerror(rc));
 		goto done;

@@ -65,6 +65,10 @@ JOSEKI_MUST_USE int joseki_print_json(struct json_t *o, size_t flags);
  * "peak_anon_bytes" and "arrays_in_files_bytes" (o may be NULL). */
 #define JOSEKI_PEAK_LEN 80
 const char *joseki_peak_memory(char *buf, size_t len);
+/* The same figures as a summary line's fields, in MiB: "peak_anon_mb M
+ * files_mb F" (F 0 when no array went to a file), in buf (JOSEKI_PEAK_LEN
+ * bytes). */
+const char *joseki_peak_fields(char *buf, size_t len);
 struct json_t *joseki_with_peak(struct json_t *o);
 
 #endif

@@ -101,6 +101,16 @@ const char *joseki_peak_memory(char *buf, size_t len)
 	return buf;
 }
 
+const char *joseki_peak_fields(char *buf, size_t len)
+{
+	BigmemStats bs;
+	bigmem_stats(&bs);
+	snprintf(buf, len, "peak_anon_mb %llu files_mb %llu",
+	         (unsigned long long)(memuse_anon_peak() >> 20),
+	         (unsigned long long)(bs.file_peak >> 20));
+	return buf;
+}
+
 json_t *joseki_with_peak(json_t *o)
 {
 	BigmemStats bs;

@@ -128,8 +128,6 @@ static void test_compact__frees_the_pages_and_keeps_every_record(void **state)
 	free(dir);
 }
 
-/* A writer (think) has the book open: compact refuses and says why; the
- * think goes on undisturbed. A missing book is an error too. */
 /*
  * A first `joseki minimax` without --full (no earlier run: the whole book)
  * writes the book anew too: full pages, the values of the run in place
@@ -181,6 +179,8 @@ static void test_compact__a_first_minimax_without_full_writes_full_pages(void **
 	free(dir);
 }
 
+/* A writer (think) has the book open: compact refuses and says why; the
+ * think goes on undisturbed. A missing book is an error too. */
 static void test_compact__refused_while_a_writer_has_the_book(void **state)
 {
 	(void)state;
