@@ -10,7 +10,10 @@
 # time: the lease machinery's own cost) or cover (serve's default policy, whose
 # ranged searches visit more of the book per leaf). Reports results/s, acquire
 # latency (p50/p99/max), the longest submit, the minimax runs and the
-# coordinator's resident memory (anonymous and the book's mapped pages apart).
+# coordinator's resident memory (anonymous and the book's mapped pages apart),
+# and what its selection did a result over the run (`selector expansions_per_result
+# ... fetches_per_result ...`: /v1/work/status before and after; fetches are records
+# read from the book, which a book larger than memory pays for in page faults).
 # Targets: >= 2000 results/s, acquire p99 <= 50 ms, no request waiting more than
 # 250 ms for the minimax (acquire and submit max after a 15 s warm-up: the
 # first selections of a fresh coordinator fault its book in; the p50 and p99
@@ -105,7 +108,7 @@ while [ -z "$port" ]; do
 done
 load_s=$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.2f", $2 - $1}')
 cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-if ! line=$($J bench-work --server "http://127.0.0.1:$port" --token-file "$tmp/token" \
+if ! out=$($J bench-work --server "http://127.0.0.1:$port" --token-file "$tmp/token" \
 	--clients "$CLIENTS" --seconds "$SECS" --max "$MAX" --rate "$RATE"); then
 	echo "bench_cluster: the load generator failed; the coordinator's last words:" >&2
 	tail -n 5 "$tmp/serve.err" >&2
@@ -116,6 +119,10 @@ if hold_lost; then
 		"something else needed the memory?): the run was not held to $BENCH_CLUSTER_RAM" >&2
 	exit 1
 fi
+# Its first line the service, its second the selection's work a result (a coordinator
+# whose status has none: "selector none").
+line=$(echo "$out" | sed -n 1p)
+selwork=$(echo "$out" | sed -n 's/^selector //p')
 hz=$(getconf CLK_TCK)
 coord_cpu_s=$(awk -v c0="$cpu0" -v hz="$hz" '{printf "%.1f", ($14 + $15 - c0) / hz}' "/proc/$pid/stat")
 rss_mb=$(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status")
@@ -127,7 +134,7 @@ kill -"$SIG" "$pid"
 wait "$pid" || true
 stop_s=$(echo "$ts $(date +%s.%N)" | awk '{printf "%.2f", $2 - $1}')
 pid=
-echo "$line"
+echo "$out"
 echo "coordinator: $(cat "$tmp/serve.out")"
 # The selector's snapshot: restored at the start (its seconds), saved at the stop.
 restored=$(sed -n 's/.*selector restored from [^ ]* in \([0-9.]*\) s.*/\1/p' "$tmp/serve.err")
@@ -138,8 +145,8 @@ runs=$(sed -n 's/.*minimax runs \([0-9]*\).*/\1/p' "$tmp/serve.out" | tail -n 1)
 # BENCH_CLUSTER_RAM not below the machine: said on stderr).
 machine=all
 [ -z "$HELD_FOR" ] || machine="$((HELD_FOR / 1048576))M"
-echo "$line" | awk -v machine="$machine" -v runs="${runs:-?}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v anon="$anon_mb" -v file="$file_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" -v rate="$RATE" -v restored="${restored:-no}" -v saved="${saved:-no}" -v stop="$stop_s" '{
+echo "$line" | awk -v machine="$machine" -v runs="${runs:-?}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v anon="$anon_mb" -v file="$file_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" -v rate="$RATE" -v restored="${restored:-no}" -v saved="${saved:-no}" -v stop="$stop_s" -v selwork="$selwork" '{
 	for (i = 1; i < NF; i++) v[$i] = $(i + 1)
-	printf "cluster positions %s rate %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s acquire_p50_warm_ms %s acquire_p99_warm_ms %s submit_max_ms %s acquire_max_warm_ms %s submit_max_warm_ms %s coordinator_cpu_s %s rss_mb %s (anon %s, book pages %s) peak_rss_mb %s start_s %s first_acquire_s %.2f select %s minimax_every_s %s minimax_runs %s snapshot_restore_s %s snapshot_save_s %s stop_s %s machine_memory %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms, anon <= 4 GB, first acquire <= 3 s)\n",
-	    n, rate ? rate : "max", v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["acquire_p50_warm_ms"], v["acquire_p99_warm_ms"], v["submit_max_ms"], v["acquire_max_warm_ms"], v["submit_max_warm_ms"], cpu, rss, anon, file, hwm, load, load + v["first_acquire_ms"] / 1000, w, mms, runs, restored, saved, stop, machine
+	printf "cluster positions %s rate %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s acquire_p50_warm_ms %s acquire_p99_warm_ms %s submit_max_ms %s acquire_max_warm_ms %s submit_max_warm_ms %s coordinator_cpu_s %s rss_mb %s (anon %s, book pages %s) peak_rss_mb %s start_s %s first_acquire_s %.2f select %s minimax_every_s %s minimax_runs %s snapshot_restore_s %s snapshot_save_s %s stop_s %s machine_memory %s selector %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms, anon <= 4 GB, first acquire <= 3 s)\n",
+	    n, rate ? rate : "max", v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["acquire_p50_warm_ms"], v["acquire_p99_warm_ms"], v["submit_max_ms"], v["acquire_max_warm_ms"], v["submit_max_warm_ms"], cpu, rss, anon, file, hwm, load, load + v["first_acquire_ms"] / 1000, w, mms, runs, restored, saved, stop, machine, selwork
 }'

@@ -77,6 +77,7 @@ static size_t collect(char *p, size_t sz, size_t n, void *ud)
 	return len;
 }
 
+/* POST body to path, or GET it when body is NULL; the answer in c->resp. */
 static long post(Client *c, CURL *h, const char *path, const char *body)
 {
 	char url[1024];
@@ -87,7 +88,10 @@ static long post(Client *c, CURL *h, const char *path, const char *body)
 	if (c->resp) c->resp[0] = 0;
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	if (body)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	else
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
@@ -191,6 +195,25 @@ static void cycle(Client *c, CURL *h, const char *acq, double due_ms)
 		c->results += n;
 	else
 		c->errors++;
+}
+
+/* The coordinator's selection work so far: /v1/work/status's selector
+ * object (docs/cluster.md). */
+enum { SW_EXPANSIONS, SW_VISITS, SW_FETCHES, SW_BOUND_HITS, SW_PATH_HITS, SW_PROVISIONAL, SW_N };
+static const char *const sw_names[SW_N] = {"expansions", "visits",    "fetches",
+                                           "bound_hits", "path_hits", "provisional"};
+
+/* 0 with w filled, or -1 (the status not read: the fields are left 0). */
+static int selector_work(Client *c, CURL *h, double w[SW_N])
+{
+	memset(w, 0, SW_N * sizeof *w);
+	if (post(c, h, "/v1/work/status", NULL) != 200) return -1;
+	json_t *root = json_loadb(c->resp, c->rlen, 0, NULL);
+	json_t *sel = json_object_get(root, "selector");
+	for (int i = 0; i < SW_N; i++) w[i] = json_number_value(json_object_get(sel, sw_names[i]));
+	int rc = json_is_object(sel) ? 0 : -1;
+	json_decref(root);
+	return rc;
 }
 
 static void acquire_body(char *acq, size_t len, const Client *c)
@@ -297,6 +320,11 @@ int cmd_bench_work(int argc, char **argv)
 		pace.every_ms = max * 1000.0 / rate;
 		pace.end_ms = pace.start_ms + seconds * 1000.0;
 	}
+	/* The selection's work over the run (its status before and after). */
+	Client cst = {.server = server, .auth = auth};
+	CURL *hst = curl_easy_init();
+	double w0[SW_N], w1[SW_N];
+	bool have_work = hst && selector_work(&cst, hst, w0) == 0;
 	double t0 = rate ? pace.start_ms : start, deadline = t0 + seconds * 1000.0;
 	for (int i = 0; i < clients; i++) {
 		cs[i] = (Client){.server = server,
@@ -331,6 +359,9 @@ int cmd_bench_work(int argc, char **argv)
 		nlatw += cs[i].nlatw;
 	}
 	double el = (clock_ms_f() - t0) / 1e3;
+	have_work = have_work && selector_work(&cst, hst, w1) == 0;
+	curl_easy_cleanup(hst);
+	free(cst.resp);
 	double *lat = malloc((nlat ? nlat : 1) * sizeof *lat),
 	       *latw = malloc((nlatw ? nlatw : 1) * sizeof *latw);
 	size_t k = 0, kw = 0;
@@ -353,6 +384,17 @@ int cmd_bench_work(int argc, char **argv)
 	    (unsigned long long)results, el, results / el, p50, p99, mx, submit_max, amax_warm,
 	    smax_warm, first, (unsigned long long)requests, (unsigned long long)acquires,
 	    (unsigned long long)empty, (unsigned long long)errors, clients, max, rate, p50w, p99w);
+	/* Per result stored in the run: what the selection did for it. */
+	if (have_work) {
+		double per = results ? (double)results : 1;
+		printf("selector");
+		for (int i = 0; i < SW_N; i++)
+			printf(i == SW_PROVISIONAL ? " %s %.0f" : " %s_per_result %.1f",
+			       sw_names[i], (w1[i] - w0[i]) / (i == SW_PROVISIONAL ? 1 : per));
+		printf("\n");
+	} else {
+		printf("selector none (no selector work in /v1/work/status)\n");
+	}
 	for (int i = 0; i < clients; i++) {
 		free(cs[i].lat);
 		free(cs[i].latw);

@@ -7,7 +7,8 @@
  * the acquires that fell due meanwhile (counted from when they were due), not
  * only in the few that were in flight. And the coordinator's summary line at
  * exit (with --verbose, as tools/bench_cluster.sh runs it) counts its service
- * rounds and their longest parts.
+ * rounds and their longest parts, and bench-work's second line the selection's
+ * work over the run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,6 +118,13 @@ static void test_bench_work__paced_sends_exactly_the_scheduled_acquires(void **s
 	assert_true(results > 0);
 	assert_true(results <= 200 * 8);
 	assert_true(field(out, "results_per_s") <= 800.0);
+	/* Its second line: the coordinator's selection work over the run, from
+	 * /v1/work/status before and after (every result asks for more). */
+	const char *sel = strstr(out, "\nselector ");
+	if (!sel) fail_msg("no selector line: %s", out);
+	assert_true(field(sel, "visits_per_result") > 0);
+	assert_true(field(sel, "expansions_per_result") >= 0);
+	assert_true(field(sel, "fetches_per_result") >= 0);
 	free(out);
 	free(err);
 	/* The coordinator's last status line says where its rounds' time went. */
