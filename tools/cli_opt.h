@@ -171,8 +171,9 @@ int cli_parse_memory(void *dst, char *value, char *msg);
 /* how: what the command keeps on disk past SIZE. */
 #define CLI_MEMORY_HOW(d, how)                                                                     \
 	CLI_FN("--memory", d, cli_parse_memory, "SIZE", "a size such as 256M or 8G, at least 1M",  \
-	       "memory the pass may use before it works on disk, in " how                          \
-	       " (at least 1M; default a quarter of " CLI_MEMORY_MAY_HAVE ")")
+	       "memory the pass's large arrays may use before it works on disk, in " how           \
+	       " (the book's mapped pages and small buffers not counted; at least 1M; default a "  \
+	       "quarter of " CLI_MEMORY_MAY_HAVE ")")
 #define CLI_MEMORY(d) CLI_MEMORY_HOW(d, "sorted runs or arrays in files")
 
 /*
