@@ -100,6 +100,8 @@ typedef struct {
 	uint64_t thought;      /* thought nodes */
 	uint64_t edges;        /* edges built */
 	uint64_t fetches;      /* lazy mode: LMDB lookups */
+	uint64_t fetch_misses; /* ... of those, for keys the book does not hold (the filter's
+	                          false positives, and keys of positions deleted since) */
 	uint64_t filtered;     /* lazy mode: lookups the key filter spared */
 	uint64_t read_ahead;   /* keys handed to the threads that read the book ahead */
 	uint64_t ahead_used;   /* ... whose records a search then read (the rest: not needed) */

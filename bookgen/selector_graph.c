@@ -109,6 +109,8 @@ static int64_t fetch(Selector *s, Key k)
 		}
 	} else if (rc != BOOKDB_ENOTFOUND) {
 		i = SEL_EBOOK;
+	} else {
+		s->st.fetch_misses++;
 	}
 	bookdb_txn_abort(own);
 	return i;

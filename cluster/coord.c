@@ -1412,6 +1412,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->select_expansions = ss.expansions;
 	out->select_visits = ss.visits;
 	out->select_fetches = ss.fetches;
+	out->select_fetch_misses = ss.fetch_misses;
 	out->select_tt_hits = ss.tt_hits;
 	out->select_path_hits = ss.path_hits;
 	out->trim_ms = c->trim_ms;

@@ -263,7 +263,8 @@ typedef struct {
 	/* The selector's work since start (SelStats): nodes expanded, visits,
 	 * records read from the book by its searches, and the searches a stored
 	 * bound answered (of them, bounds that depend on the path). */
-	uint64_t select_expansions, select_visits, select_fetches, select_tt_hits, select_path_hits;
+	uint64_t select_expansions, select_visits, select_fetches, select_fetch_misses,
+	    select_tt_hits, select_path_hits;
 	double trim_ms;
 	/* Where the coordinator's time went since start, ms. */
 	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;

@@ -393,7 +393,7 @@ static char *status_body(const CoordStatus *st)
 	}
 	json_t *sel = json_pack(
 	    "{s:b, s:s, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-	    "s:I, s:I}",
+	    "s:I, s:I, s:I}",
 	    "restored", st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
 	    "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
 	    (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
@@ -403,8 +403,8 @@ static char *status_body(const CoordStatus *st)
 	    (json_int_t)st->select_budget, "trims", (json_int_t)st->select_trims, "trimmed",
 	    (json_int_t)st->select_trimmed, "expansions", (json_int_t)st->select_expansions,
 	    "visits", (json_int_t)st->select_visits, "fetches", (json_int_t)st->select_fetches,
-	    "bound_hits", (json_int_t)st->select_tt_hits, "path_hits",
-	    (json_int_t)st->select_path_hits);
+	    "fetch_misses", (json_int_t)st->select_fetch_misses, "bound_hits",
+	    (json_int_t)st->select_tt_hits, "path_hits", (json_int_t)st->select_path_hits);
 	json_t *o = json_pack(
 	    "{s:I, s:{s:I, s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "queue",
 	    (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live, "expired",

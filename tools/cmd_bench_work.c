@@ -199,8 +199,17 @@ static void cycle(Client *c, CURL *h, const char *acq, double due_ms)
 
 /* The coordinator's selection work so far: /v1/work/status's selector
  * object (docs/cluster.md). */
-enum { SW_EXPANSIONS, SW_VISITS, SW_FETCHES, SW_BOUND_HITS, SW_PATH_HITS, SW_PROVISIONAL, SW_N };
-static const char *const sw_names[SW_N] = {"expansions", "visits",    "fetches",
+enum {
+	SW_EXPANSIONS,
+	SW_VISITS,
+	SW_FETCHES,
+	SW_FETCH_MISSES,
+	SW_BOUND_HITS,
+	SW_PATH_HITS,
+	SW_PROVISIONAL,
+	SW_N
+};
+static const char *const sw_names[SW_N] = {"expansions", "visits",    "fetches",    "fetch_misses",
                                            "bound_hits", "path_hits", "provisional"};
 
 /* 0 with w filled, or -1 (the status not read: the fields are left 0). */

@@ -125,6 +125,7 @@ static void test_bench_work__paced_sends_exactly_the_scheduled_acquires(void **s
 	assert_true(field(sel, "visits_per_result") > 0);
 	assert_true(field(sel, "expansions_per_result") >= 0);
 	assert_true(field(sel, "fetches_per_result") >= 0);
+	assert_true(field(sel, "fetch_misses_per_result") <= field(sel, "fetches_per_result"));
 	free(out);
 	free(err);
 	/* The coordinator's last status line says where its rounds' time went. */

@@ -965,6 +965,8 @@ static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void *
 	assert_true(expanded > 0);
 	assert_true(jget(st, "selector", "visits") >= expanded);
 	assert_true(jget(st, "selector", "fetches") > 0);
+	assert_true(jget(st, "selector", "fetch_misses") >= 0);
+	assert_true(jget(st, "selector", "fetch_misses") <= jget(st, "selector", "fetches"));
 	assert_true(jget(st, "selector", "bound_hits") >= jget(st, "selector", "path_hits"));
 	json_decref(st);
 	char *metrics = NULL;
