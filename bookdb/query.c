@@ -207,6 +207,19 @@ int bookdb_line(Move *moves, int max, int *value, BookRecord *rec, BookTxn *txn,
 	return n;
 }
 
+int bookdb_line_leaf(BookRecord *rec, BookTxn *txn, int plies, Position *pos)
+{
+	for (int ply = 0; ply < plies; ply++) {
+		int rc = bookdb_query(rec, txn, pos);
+		if (rc < 0) return rc;
+		if (rc == 0 || !(rec->flags & BOOKDB_REC_THOUGHT)) return 1;
+		Move m = bookdb_best_move(rec, pos);
+		if (m == MOVE_NONE || pos_history_len(pos) >= POS_MAX_STATES - 1) return 0;
+		pos_do_move(pos, m);
+	}
+	return 0;
+}
+
 /* A growing text buffer; oom is set (and nothing more written) when an
  * allocation fails. */
 typedef struct {

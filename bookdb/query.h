@@ -112,6 +112,16 @@ JOSEKI_MUST_USE int bookdb_line(Move *moves, int max, int *value, BookRecord *re
                                 Position *pos);
 
 /*
+ * The first position of the book's line from pos (bookdb_best_move at each
+ * ply: after minimax, its values) that is not thought, within plies: 1 with
+ * it in *pos, 0 when the line is analysed that deep (or ends in a thought
+ * position without a book move), or a negative BOOKDB_* code. rec is
+ * scratch. What `think` and the coordinator keep analysed from the positions
+ * on the way to the roots (docs/bookgen.md, "The way to the roots").
+ */
+JOSEKI_MUST_USE int bookdb_line_leaf(BookRecord *rec, BookTxn *txn, int plies, Position *pos);
+
+/*
  * The `query --json` text for pos and its record as bookdb_query left it
  * (in_book its result): one compact JSON object and a newline, with sfen, key,
  * in_book, bestmove/value when the first move has a value, thought_depth, ply,

@@ -307,23 +307,6 @@ static bool next_again(Think *t, Slot *s)
 	return false;
 }
 
-/* The first position of the book's line from pos (the best move at each
- * ply after minimax, bookdb_best_move) that is not thought, within plies:
- * 1 with it in *pos, 0 when the line is analysed that deep (or ends in a
- * thought position without a book move), < 0 on a book error. */
-static int line_leaf(Think *t, BookTxn *txn, int plies, Position *pos)
-{
-	for (int ply = 0; ply < plies; ply++) {
-		int rc = bookdb_query(t->line_rec, txn, pos);
-		if (rc < 0) return rc;
-		if (rc == 0 || !(t->line_rec->flags & BOOKDB_REC_THOUGHT)) return 1;
-		Move m = bookdb_best_move(t->line_rec, pos);
-		if (m == MOVE_NONE || pos_history_len(pos) >= POS_MAX_STATES - 1) return 0;
-		pos_do_move(pos, m);
-	}
-	return 0;
-}
-
 /* The next position to think of the book's lines from the positions on the
  * way to the roots (each line as deep as the roots lie below its start),
  * not thought and not leased, in s->pos: 1, or 0 when there is none. */
@@ -335,7 +318,7 @@ static int lines_leaf(Think *t, Slot *s)
 	int plies, rc = 0;
 	for (size_t i = 0; rc == 0 && plan_path_line(t->plan, i, &sfen, &plies); i++) {
 		if (position_parse(s->pos, sfen, NULL) < 0) continue;
-		rc = line_leaf(t, txn, plies, s->pos);
+		rc = bookdb_line_leaf(t->line_rec, txn, plies, s->pos);
 		if (rc == 1 && sel_is_leased(t->sel, pos_key(s->pos))) {
 			t->line_due = true; /* being thought: look again once it is in */
 			rc = 0;

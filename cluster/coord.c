@@ -433,6 +433,7 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	if (c->opt.select_slice_ms == 0) c->opt.select_slice_ms = COORD_SLICE_MS;
 	if ((rc = co_select_start(c)) < 0) goto fail;
 	c->open_ms = clock_ms_f();
+	c->lines_due = true;
 	*out = c;
 	return 0;
 fail:
@@ -515,6 +516,7 @@ void coord_free(Coord *c)
 	free(c->buf);
 	free(c->seen);
 	free(c->rec);
+	free(c->line_rec);
 	free(c->again_rec);
 	free(c->again_new);
 	free(c->pos);
@@ -1235,6 +1237,7 @@ static void minimax_over(Coord *c)
 {
 	c->minimax_last_ms = clock_ms_f() - c->mm_t0;
 	c->minimax_ms += c->minimax_last_ms;
+	c->lines_due = true; /* the book's best moves may have changed */
 }
 
 /* Collects a finished minimax run (wait: also one still running); its plan,
@@ -1316,6 +1319,11 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 	 * the round's commit. */
 	if ((rc = co_history_tick(c, now_ms, err)) < 0) return rc;
 	if ((rc = minimax_apply(c, COORD_APPLY_MS, err)) < 0) return rc;
+	/* The book's lines after a minimax run's last records (and at the first
+	 * tick: the last run before the start): their next positions queued. */
+	if (c->lines_due && !c->mm_plan && book_minimax_hook_set(&c->opt.minimax) &&
+	    (rc = co_queue_lines(c, err)) < 0)
+		return rc;
 	if ((rc = coord_commit(c, err)) < 0) return rc;
 	/* Everything given to the selector is committed: its graph may be
 	 * trimmed to its budget (nodes built again read the book). */
@@ -1376,6 +1384,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->again_replaced = c->again_replaced;
 	out->again_left = c->opt.nagain > c->again_next ? c->opt.nagain - c->again_next : 0;
 	out->minimax_runs = c->minimax_runs;
+	out->lines_queued = c->lines_queued;
 	out->select_ms = c->select_ms;
 	out->select_slices = c->sr_slices;
 	out->select_ahead_ms = c->sr_ahead_ms;

@@ -244,6 +244,7 @@ typedef struct {
 	uint64_t results;         /* results stored since start */
 	uint64_t failed;          /* failed tries since start (entries and expiries) */
 	uint64_t mated;           /* positions without a legal move valued by the coordinator */
+	uint64_t lines_queued;    /* positions of the book's lines queued (co_queue_lines) */
 	/* Re-analysis (again): results whose analysis replaced the record's, and
 	 * list positions not handed out yet. */
 	bool again;

@@ -124,6 +124,11 @@ struct Coord {
 	CoordWorkerSeen *seen;
 	size_t nseen, capseen;
 	uint64_t results, failed, mated, minimax_runs, since_minimax;
+	/* The book's lines from the way to the roots (co_queue_lines): looked at
+	 * after each minimax run, their positions not thought queued. */
+	bool lines_due;
+	uint64_t lines_queued;
+	BookRecord *line_rec;
 	int64_t last_minimax_ms;
 	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms, trim_ms;
 	int64_t sec_stamp[60];
@@ -277,6 +282,13 @@ int co_restore(Coord *c, char *err);
  * selector picks; those already thought, leased or known are skipped. The
  * selector holds them as leased while they wait. */
 int co_queue_extended(Coord *c, char *err);
+/* The book's lines from the positions on the way to the roots (as `think`
+ * follows them: docs/bookgen.md, "The way to the roots"), once those are
+ * thought: the first position of each line that is not thought, within the
+ * roots' depth, goes to the queue (unless thought, leased or known), so that
+ * a game from the start meets analysed choices. 0, or COORD_ENOMEM /
+ * COORD_EBOOK with err. */
+int co_queue_lines(Coord *c, char *err);
 
 /* coord_history.c: at the end of each history step, a point of the state
  * into the book's work database (through c->w: committed with the next

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cluster/coord_priv.h"
+#include "bookdb/query.h"
 #include "bookgen/roots.h"
 #include "shogi/errmsg.h"
 #include "shogi/be64.h"
@@ -273,6 +274,47 @@ int co_restore(Coord *c, char *err)
  * in queue order, so they are handed out before anything the selector picks;
  * those already thought, leased or known are skipped. The selector holds them
  * as leased while they wait, so it never hands them out a second time. */
+/* Queues the position in c->pos (held leased in the selector while it
+ * waits): 1, 0 when it is thought or known already (or, with
+ * skip_leased, leased in the selector: about to be handed out), or
+ * COORD_ENOMEM. */
+static int queue_position(Coord *c, bool skip_leased)
+{
+	Key k = pos_key(c->pos);
+	if (co_key_get(c, k) || sel_is_thought(c->sel, k) ||
+	    (skip_leased && sel_is_leased(c->sel, k)))
+		return 0;
+	KeyState *ks = co_key_new(c, k);
+	if (!ks) return COORD_ENOMEM;
+	sfen_write(c->pos, ks->sfen, sizeof ks->sfen);
+	if (co_queue_push(c, ks) < 0 || sel_lease(c->sel, k) < 0) return COORD_ENOMEM;
+	return 1;
+}
+
+int co_queue_lines(Coord *c, char *err)
+{
+	const char *sfen;
+	int plies;
+	c->lines_due = false;
+	if (!plan_path_line(c->plan, 0, &sfen, &plies) || plan_paths_left(c->plan)) return 0;
+	if (!c->line_rec && !(c->line_rec = malloc(sizeof *c->line_rec)))
+		return errmsg_set(err, COORD_ERRLEN, COORD_ENOMEM, "coordinator: %s",
+		                  "out of memory");
+	BookTxn *txn;
+	int rc = bookdb_writer_txn(&txn, c->w);
+	for (size_t i = 0; rc >= 0 && plan_path_line(c->plan, i, &sfen, &plies); i++) {
+		if (position_parse(c->pos, sfen, NULL) < 0) continue; /* parsed before */
+		rc = bookdb_line_leaf(c->line_rec, txn, plies, c->pos);
+		if (rc == 1 && (rc = queue_position(c, true)) == 1) c->lines_queued++;
+	}
+	if (rc == COORD_ENOMEM)
+		return errmsg_set(err, COORD_ERRLEN, rc, "coordinator: %s", "out of memory");
+	if (rc < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK,
+		                  "coordinator: the book's lines: %s", bookdb_strerror(rc));
+	return 0;
+}
+
 int co_queue_extended(Coord *c, char *err)
 {
 	RootList q = {0};
@@ -286,15 +328,7 @@ int co_queue_extended(Coord *c, char *err)
 	for (size_t i = 0; i < q.n && rc == 0; i++) {
 		if (position_parse(c->pos, q.specs[i], NULL) < 0)
 			continue; /* checked when queued */
-		Key k = pos_key(c->pos);
-		if (co_key_get(c, k) || sel_is_thought(c->sel, k)) continue;
-		KeyState *ks = co_key_new(c, k);
-		if (!ks) {
-			rc = COORD_ENOMEM;
-			break;
-		}
-		sfen_write(c->pos, ks->sfen, sizeof ks->sfen);
-		if (co_queue_push(c, ks) < 0 || sel_lease(c->sel, k) < 0) rc = COORD_ENOMEM;
+		if (queue_position(c, false) < 0) rc = COORD_ENOMEM;
 	}
 	roots_free(&q);
 	return rc < 0 ? errmsg_set(err, COORD_ERRLEN, rc, "coordinator: %s", "out of memory") : 0;

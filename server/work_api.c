@@ -420,6 +420,8 @@ static char *status_body(const CoordStatus *st)
 		                              (json_int_t)st->again_replaced, "left",
 		                              (json_int_t)st->again_left));
 	if (o) json_object_set_new(o, "workers_gone", gone_json(st, now));
+	/* The book's lines from the way to the roots: their positions queued. */
+	if (o) json_object_set_new(o, "lines_queued", json_integer((json_int_t)st->lines_queued));
 	return dump(o);
 }
 

@@ -18,10 +18,12 @@
 #include <cmocka.h>
 
 #include "bookdb/bookdb.h"
+#include "bookdb/query.h"
 #include "cluster/coord.h"
 #include "cluster/coord_history.h"
 #include "bookgen/roots.h"
 #include "bookgen/snapshot.h"
+#include "minimax/bookmm.h"
 #include "shogi/clock.h"
 #include "shogi/keymap.h"
 #include "shogi/movegen.h"
@@ -885,6 +887,130 @@ static void test_coord__minimax_period_failure_and_worker_instances(void **state
 	assert_int_equal(coord_status(c, &st, T0 + 59000), 0);
 	assert_int_equal(st.nworkers, 2);
 	coord_status_free(&st);
+	free(l);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* The key after the first legal move of spec's position (answer's best move:
+ * score 10) into *key; the position's key is returned. */
+static Key after_best(const char *spec, Key *key)
+{
+	Position *pos = malloc(sizeof *pos);
+	Move mv[MOVEGEN_MAX];
+	assert_non_null(pos);
+	assert_int_equal(position_parse(pos, spec, NULL), 0);
+	Key k = pos_key(pos);
+	assert_true(movegen_legal(pos, mv) > 0);
+	pos_do_move(pos, mv[0]);
+	*key = pos_key(pos);
+	free(pos);
+	return k;
+}
+
+/* Whether the book's line from spec (its best move at each ply, after
+ * minimax) is analysed plies deep: every position on it thought. */
+static bool line_thought(BookDB *db, const char *spec, int plies)
+{
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_true(pos && rec);
+	assert_int_equal(position_parse(pos, spec, NULL), 0);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	bool ok = true;
+	for (int ply = 0; ok && ply < plies; ply++) {
+		ok = bookdb_query(rec, t, pos) == 1 && (rec->flags & BOOKDB_REC_THOUGHT);
+		Move m = ok ? bookdb_best_move(rec, pos) : MOVE_NONE;
+		if (m == MOVE_NONE) break;
+		pos_do_move(pos, m);
+	}
+	bookdb_txn_abort(t);
+	free(pos);
+	free(rec);
+	return ok;
+}
+
+/*
+ * The book's lines from the way to the roots, as think follows them: the
+ * root three plies in, the way there (the start position, after 7g7f, after
+ * 7g7f 3c3d) thought first; a minimax run then makes the start position's
+ * best move lead to a position nobody analysed — neither under the root nor
+ * on the way, so the selector never picks it. The coordinator queues each
+ * line's first such position after every minimax run and hands them out
+ * before the root's leaves, until every line is analysed as deep as the
+ * root lies (3 plies from the start, 2 from after 7g7f); nothing is queued
+ * twice.
+ */
+static void test_coord__the_books_lines_from_the_way_are_followed(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	static const char *ROOTS[] = {"startpos moves 7g7f 3c3d 2g2f"};
+	static const char *PATHS[] = {"startpos", "startpos moves 7g7f",
+	                              "startpos moves 7g7f 3c3d"};
+	BookDB *db;
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                  .multipv = 3,
+	                  .lease_seconds = 600,
+	                  .plan = {.mode = PLAN_PV},
+	                  .roots = ROOTS,
+	                  .nroots = 1,
+	                  .paths = PATHS,
+	                  .npaths = 3,
+	                  .minimax = bookmm_hook(NULL),
+	                  .minimax_every = 1};
+	Coord *c = open_coord_with(&db, dir, &o);
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	Key way[3], line[3];
+	for (int i = 0; i < 3; i++) way[i] = after_best(PATHS[i], &line[i]);
+	/* The way first; no minimax has run, so no line yet. */
+	assert_int_equal(acquire(c, l, &A, 3, T0), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_true(in_lease(l, way[i]));
+		answer(r, &l->pos[i], 3);
+		assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+	}
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_false(line_thought(db, PATHS[0], 3));
+	Key handed[64];
+	int nhanded = 0;
+	uint64_t queued = 0;
+	int64_t now = T0;
+	for (int round = 0; round < 12; round++) {
+		/* A minimax run (every result), applied; the next tick looks at the lines. */
+		assert_int_equal(coord_tick(c, now += 100, err), 0);
+		assert_int_equal(coord_minimax_wait(c, err), 0);
+		assert_int_equal(coord_tick(c, now += 100, err), 0);
+		CoordStatus st;
+		assert_int_equal(coord_status(c, &st, now), 0);
+		uint64_t more = st.lines_queued - queued;
+		queued = st.lines_queued;
+		coord_status_free(&st);
+		if (round == 0) assert_true(more >= 1);
+		if (!more) break;
+		/* The queue comes first: the lines' positions are the lease's first. */
+		int n = acquire(c, l, &B, 8, now);
+		assert_true(n >= (int)more);
+		for (int i = 0; i < n; i++) {
+			if (i < (int)more) {
+				for (int k = 0; k < nhanded; k++)
+					assert_false(key_equal(handed[k], l->pos[i].key));
+				assert_true(nhanded < 64);
+				handed[nhanded++] = l->pos[i].key;
+			}
+			answer(r, &l->pos[i], 3);
+			assert_int_equal(coord_submit(c, l->id, &B, r, 1, now, err), 1);
+		}
+		assert_int_equal(coord_commit(c, err), 0);
+	}
+	/* The first one: the start position's best move, which nothing else picks. */
+	assert_true(nhanded >= 1 && key_equal(handed[0], line[0]));
+	assert_true(line_thought(db, PATHS[0], 3));
+	assert_true(line_thought(db, PATHS[1], 2));
 	free(l);
 	free(r);
 	close_coord(c, db);
@@ -2417,6 +2543,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__a_mated_position_is_valued_not_leased),
 	    cmocka_unit_test(test_coord__illegal_moves_are_refused_for_analysed_positions_too),
 	    cmocka_unit_test(test_coord__minimax_period_failure_and_worker_instances),
+	    cmocka_unit_test(test_coord__the_books_lines_from_the_way_are_followed),
 	    cmocka_unit_test(test_coord__close_stops_a_minimax_under_way),
 	    cmocka_unit_test(test_coord__selection_in_slices_leases_what_whole_searches_do),
 	    cmocka_unit_test(test_coord__provisional_leaves_while_the_first_search_runs),
