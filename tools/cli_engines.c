@@ -9,14 +9,22 @@
 #include "search/builtin.h"
 #include "tools/commands.h"
 
+/* The options' names, copied (held here for the process's life). */
+static char *option_names[256];
+static int noption_names;
+
 int cli_usi_option(void *dst, char *value, char *msg)
 {
 	(void)msg; /* the parser's words: "--usi-option wants NAME=VALUE, not ..." */
 	UsiOption *o = dst;
 	char *eq = strchr(value, '=');
 	if (!eq || eq == value) return -1;
-	*eq = 0;
-	o->name = value;
+	/* A copy of the name, argv left as given (ps shows the command as typed). */
+	if (noption_names == (int)(sizeof option_names / sizeof *option_names)) return -1;
+	char *name = strndup(value, (size_t)(eq - value));
+	if (!name) return -1;
+	option_names[noption_names++] = name;
+	o->name = name;
 	o->value = eq + 1;
 	return 0;
 }

@@ -229,7 +229,7 @@ int cmd_minimax(int argc, char **argv)
 		    st.changed, st.affected, st.rewritten, root, ms);
 	} else {
 		size_t n = strlen(line[0]);
-		snprintf(line[0] + n, sizeof line[0] - n, " %zu moves (%zu edges),", st.moves,
+		snprintf(line[0] + n, sizeof line[0] - n, " %zu graph moves (%zu edges),", st.moves,
 		         st.edges);
 		snprintf(line[1], sizeof line[1],
 		         "  %d sweep%s, %zu records rewritten, root value %s, %.0f ms (whole book: "

@@ -594,7 +594,8 @@ int cmd_serve(int argc, char **argv)
 		}
 		server_tokens_set_log(tokens, tokens_log, NULL);
 		RootList roots = {0}, paths = {0};
-		if (cli_plan_roots(&cp, &roots, db, !opt.log, "serve", &paths) < 0) {
+		/* Said whatever --quiet (which is about requests), as each root is below. */
+		if (cli_plan_roots(&cp, &roots, db, false, "serve", &paths) < 0) {
 			roots_free(&roots);
 			roots_free(&paths);
 			goto fail;
