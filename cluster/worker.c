@@ -100,6 +100,24 @@ static bool take(Worker *w, Lease **lp, int *ip)
 	return false;
 }
 
+/* A failed position's reason on the log (the first, then at most one line a
+ * minute with the count since): an engine that fails every position (one
+ * that cannot obey the lease's limit, a wrong option) says why at once.
+ * Called with the lock held. */
+static void say_failure(Worker *w, const char *msg)
+{
+	if (!w->opt->log) return;
+	double now = clock_ms_f();
+	w->fails_unsaid++;
+	if (w->fail_said && now - w->fail_said < 60000) return;
+	char line[SEARCH_ERRLEN + 128];
+	fprintf(w->opt->log, "worker: a position failed (%llu since the last such line): %s\n",
+	        (unsigned long long)w->fails_unsaid,
+	        errmsg_escape(line, sizeof line, msg, strlen(msg)));
+	w->fail_said = now;
+	w->fails_unsaid = 0;
+}
+
 static void *engine_thread(void *arg)
 {
 	Slot *s = arg;
@@ -142,6 +160,7 @@ static void *engine_thread(void *arg)
 			j = worker_result_json(p->key, failed ? NULL : s->res, failed ? msg : NULL);
 
 		pthread_mutex_lock(&w->mu);
+		if (j && failed) say_failure(w, msg);
 		s->busy_ms += dt;
 		s->cpu_ms += dc;
 		s->count++;

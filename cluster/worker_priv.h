@@ -89,6 +89,9 @@ struct Worker {
 	size_t spool_size;
 	bool spool_dirty, spool_failed, spool_said;
 	double spool_synced;
+	/* Failed positions said on the log: the last line's time, those since. */
+	double fail_said;
+	uint64_t fails_unsaid;
 };
 /* libcurl's callbacks (set up by worker.c): the body and the Retry-After
  * header into w->r; cutting a request short on the stop flag (u is the Worker). */

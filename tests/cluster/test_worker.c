@@ -659,6 +659,14 @@ static void test_worker__crashing_positions_are_reported_failed(void **state)
 	assert_non_null(strstr(rec, "engine exited unexpectedly"));
 	assert_non_null(strstr(rec, "the engine gave no line (bestmove resign)"));
 	free(rec);
+	/* Its stderr says why at the first failure, then not again within the
+	 * minute (three failed here). */
+	char *e = ts_read_file(f->errf, NULL);
+	assert_non_null(e);
+	const char *said = strstr(e, "worker: a position failed (1 since the last such line): ");
+	if (!said) fail_msg("no failure line: %s", e);
+	assert_null(strstr(said + 20, "a position failed"));
+	free(e);
 }
 
 /* SIGTERM while one position hangs in the engine: the finished positions of
