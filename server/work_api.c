@@ -688,6 +688,7 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 	              (unsigned long long)st.leases_live, (unsigned long long)st.leases_expired,
 	              (unsigned long long)st.leases_returned);
 	status_clause(&l, "set aside %zu", st.naside);
+	status_clause(&l, "failed tries %llu", (unsigned long long)st.failed);
 	status_line(&l);
 	status_clause(&l, "workers %zu live %zu gone (%.1f Mnps)", st.nworkers, st.ngone,
 	              nps / 1e6);

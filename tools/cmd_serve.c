@@ -277,6 +277,9 @@ static void console_line(char *buf, Console *k, const CoordStatus *st)
 	(void)put(buf, &len, "book %s pos, %s thought (+%s, %.*f/s); ", a, b, c, rate < 100 ? 1 : 0,
 	          rate);
 	(void)put(buf, &len, "workers %zu live, %zu gone", st->nworkers, st->ngone);
+	/* Failed tries (an engine failing every position shows here, not only in
+	 * the worker's log). */
+	if (st->failed) (void)put(buf, &len, ", %llu failed", (unsigned long long)st->failed);
 	if (st->spot_quarantines)
 		(void)put(buf, &len, ", %llu quarantined",
 		          (unsigned long long)st->spot_quarantines);

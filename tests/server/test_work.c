@@ -1641,8 +1641,9 @@ static void test_work__the_console_says_what_an_operator_needs(void **state)
 	lines_fit("serve --work", text);
 	const char *sum = text + stopped;
 	if (!strstr(sum, "\nwork: ") || !strstr(sum, " results (") ||
-	    !strstr(sum, "\nwork: workers ") || !strstr(sum, "minimax runs ") ||
-	    !strstr(sum, "\nwork: time in select ") || !strstr(sum, "\nwork: spot checks "))
+	    !strstr(sum, ", failed tries ") || !strstr(sum, "\nwork: workers ") ||
+	    !strstr(sum, "minimax runs ") || !strstr(sum, "\nwork: time in select ") ||
+	    !strstr(sum, "\nwork: spot checks "))
 		fail_msg("the summary: %s", sum);
 	assert_true(valued); /* the root's value and line once minimax ran */
 	free(text);
