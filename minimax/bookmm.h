@@ -182,6 +182,14 @@ void bookmm_plan_free(BookMinimaxPlan *plan);
  * default options (incremental) when opt is NULL.
  */
 BookMinimaxHook bookmm_hook(const BookmmOptions *opt);
+
+/*
+ * How many writes of positions the book's change log numbered since the last
+ * minimax run took its values (records whose values that run did not back
+ * up; a record written twice counts twice): 1 with *n set, 0 when it cannot
+ * say (no run kept its state, or the log is off), or a bookdb error.
+ */
+JOSEKI_MUST_USE int bookmm_writes_since(uint64_t *n, BookTxn *txn);
 /* (Its prepare fails with the BOOKMM_E* code of the run, BOOK_MINIMAX_STOPPED
  * for a stop.) */
 

@@ -392,6 +392,19 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
+int bookmm_writes_since(uint64_t *n, BookTxn *txn)
+{
+	*n = 0;
+	BookmmState st;
+	BookChangesInfo ci;
+	int rc = bookmm_state_get(&st, txn);
+	if (rc == BOOKDB_ENOTFOUND) return 0;
+	if (rc < 0 || (rc = bookdb_changes_info(&ci, txn)) < 0) return rc;
+	if (ci.state == BOOKDB_CHANGES_OFF) return 0;
+	*n = ci.seq > st.seq ? ci.seq - st.seq : 0;
+	return 1;
+}
+
 int bookmm_state_get(BookmmState *out, BookTxn *txn)
 {
 	const void *v;

@@ -504,6 +504,50 @@ static void test_export__a_real_book_exports_the_same_bytes_within_one_megabyte(
 	free(dir);
 }
 
+/* What `joseki export` says on stderr for the book in dir. */
+static char *export_says(const char *dir)
+{
+	char *err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s export %s/book %s/out.db", ts_joseki(), dir, dir),
+	                 0);
+	return err;
+}
+
+/* An export after writes that no minimax run has backed up yet (a coordinator
+ * just stopped, a `think` run) says how many and what to run; after minimax,
+ * nothing; before the first minimax (no state to compare), nothing either. */
+static void test_export__writes_since_the_last_minimax_are_said(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s/book tests/data/floodgate --quiet", ts_joseki(), dir),
+	    0);
+	char *e = export_says(dir);
+	assert_null(strstr(e, "since its last minimax run"));
+	free(e);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --quiet", ts_joseki(), dir), 0);
+	e = export_says(dir);
+	assert_null(strstr(e, "since its last minimax run"));
+	free(e);
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s think %s/book --engine builtin --positions 3 --nodes 2000 "
+	                         "--quiet",
+	                         ts_joseki(), dir),
+	                 0);
+	e = export_says(dir);
+	if (!strstr(e, "3 writes of positions since its last minimax run") ||
+	    !strstr(e, "run `joseki minimax "))
+		fail_msg("export said: %s", e);
+	free(e);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --quiet", ts_joseki(), dir), 0);
+	e = export_says(dir);
+	assert_null(strstr(e, "since its last minimax run"));
+	free(e);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* Only out.db.tmp (or nothing) and out.db itself when want_out: what a
  * killed export may leave in its directory. Returns whether out.db is there. */
 static bool only_output_left(const char *dir)
@@ -628,6 +672,7 @@ int main(void)
 	    cmocka_unit_test(test_export__parts_and_budgets_give_the_same_book),
 	    cmocka_unit_test(test_export__a_real_book_exports_the_same_bytes_within_one_megabyte),
 	    cmocka_unit_test(test_export__killed_mid_export_leaves_no_output_and_no_runs),
+	    cmocka_unit_test(test_export__writes_since_the_last_minimax_are_said),
 	    cmocka_unit_test(test_export__bad_arguments_exit_2_and_failures_write_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
