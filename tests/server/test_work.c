@@ -1389,6 +1389,14 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	const char *t1 = f->t1, *dir = f->dir;
 	char note[512], snap[700], *err = NULL;
 	snprintf(snap, sizeof snap, "%s/b/selector.snap", dir);
+	/* A start that finds no snapshot (a first one, or after a kill before
+	 * any checkpoint) says so on stderr, not only in the status. */
+	stop(s, SIGKILL);
+	char first[8192], nosnap[800];
+	start_said(s, dir, first, sizeof first);
+	snprintf(nosnap, sizeof nosnap,
+	         "serve: no selector snapshot at %s: the first search starts from scratch\n", snap);
+	if (!strstr(first, nosnap)) fail_msg("no '%s' in:\n%s", nosnap, first);
 	assert_false(selector_restored(s, t1, note, sizeof note));
 	assert_string_equal(note, "no snapshot: the first search starts from scratch");
 	think_start(s, t1);
