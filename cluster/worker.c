@@ -281,7 +281,8 @@ static int run_loop(Worker *w)
 		if (rc < 0) return rc;
 		now = clock_ms_f();
 		wk_spool_tend(w, now);
-		if (opt->progress && now - w->last_progress >= 1000) {
+		if (opt->progress &&
+		    now - w->last_progress >= (opt->progress_ms > 0 ? opt->progress_ms : 1000)) {
 			progress(w, "status", now);
 			w->last_progress = now;
 		}

@@ -69,7 +69,7 @@ const char *worker_strerror(int code);
 
 /*
  * Progress of worker_run, for WorkerOptions.progress: phase "status" about
- * once a second, and one "done" as the run ends.
+ * once a second (WorkerOptions.progress_ms), and one "done" as the run ends.
  */
 typedef struct {
 	uint64_t positions, failed; /* results sent, positions that failed */
@@ -97,7 +97,8 @@ typedef struct {
 	uint64_t seed;                     /* back-off randomness; 0: from the clock */
 	WorkerProgressFn progress;         /* NULL: quiet */
 	void *progress_ctx;
-	FILE *log; /* one line per retry/refusal; NULL: none */
+	double progress_ms; /* between "status" calls; 0: 1000 */
+	FILE *log;          /* one line per retry/refusal; NULL: none */
 	/* One line per lease received, result accepted and lease aborted, each
 	 * flushed (docs/worker.md, "The journal"); NULL: none. Times are unix ms
 	 * when the request was sent and when its answer was in:

@@ -92,6 +92,8 @@ static void journal_end(Worker *w)
 	fflush(w->opt->journal);
 }
 
+static void say(Worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* POST base+path with body (may be NULL). r->status 0 on a connection error
  * (message in r->cerr). timeout_s bounds the whole exchange. */
 static void post(Worker *w, const char *path, const char *body, double timeout_s)
@@ -120,6 +122,12 @@ static void post(Worker *w, const char *path, const char *body, double timeout_s
 		return;
 	}
 	curl_easy_getinfo(w->h, CURLINFO_RESPONSE_CODE, &r->status);
+	/* Back after failures (server_trouble said each): said once. */
+	if (w->troubles && r->status < 500) {
+		say(w, "%s answering again (after %llu failed request%s)", w->base,
+		    (unsigned long long)w->troubles, w->troubles == 1 ? "" : "s");
+		w->troubles = 0;
+	}
 }
 
 /* The "error" of a JSON error body, or the start of the body. */
@@ -139,7 +147,6 @@ static const char *reply_error(Worker *w, char *buf, size_t cap)
 	return buf;
 }
 
-static void say(Worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(Worker *w, const char *fmt, ...)
 {
 	if (!w->opt->log) return;
@@ -174,6 +181,7 @@ static void server_trouble(Worker *w, const char *what)
 	char eb[256];
 	double d = backoff(w);
 	w->out->retries++;
+	w->troubles++;
 	w->acquire_at = w->submit_at = clock_ms_f() + d * 1000;
 	w->no_work_wait = false;
 	if (w->r.status)

@@ -92,6 +92,7 @@ struct Worker {
 	/* Failed positions said on the log: the last line's time, those since. */
 	double fail_said;
 	uint64_t fails_unsaid;
+	uint64_t troubles; /* failed requests (server_trouble) since the last answer */
 };
 /* libcurl's callbacks (set up by worker.c): the body and the Retry-After
  * header into w->r; cutting a request short on the stop flag (u is the Worker). */

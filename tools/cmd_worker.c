@@ -35,18 +35,19 @@ static void on_signal(int sig)
 
 /* --name (a CliParseFn): the coordinator refuses control characters in names. */
 /* A WorkerProgressFn: one overwritten status line on stderr, ended with a
- * newline at "done". */
+ * newline at "done"; with ctx (--status-seconds), a whole line each time (a
+ * log, not a terminal: under Slurm or systemd), the last one marked. */
 static void on_progress(void *ctx, const char *phase, const WorkerProgress *p)
 {
-	(void)ctx;
+	bool lines = ctx != NULL, done = !strcmp(phase, "done");
 	double el = p->seconds;
 	fprintf(stderr,
-	        "\rworker: %llu done, %llu failed, %.1f/s, %llu waiting to be sent, %.0f nodes/s, "
-	        "%s, %.0fs   ",
-	        (unsigned long long)p->positions, (unsigned long long)p->failed,
+	        "%sworker: %llu done, %llu failed, %.1f/s, %llu waiting to be sent, %.0f nodes/s, "
+	        "%s, %.0fs%s",
+	        lines ? "" : "\r", (unsigned long long)p->positions, (unsigned long long)p->failed,
 	        el > 0 ? p->positions / el : 0.0, (unsigned long long)p->waiting, p->nps, p->state,
-	        el);
-	if (!strcmp(phase, "done")) fputc('\n', stderr);
+	        el, lines ? (done ? " (the end)\n" : "\n") : "   ");
+	if (!lines && done) fputc('\n', stderr);
 	fflush(stderr);
 }
 
@@ -68,7 +69,7 @@ int cmd_worker(int argc, char **argv)
 {
 	const char *server = NULL, *token_file = NULL, *name = NULL, *journal = NULL, *spool = NULL;
 	bool quiet = false;
-	uint64_t max_backoff = 30, positions = 0, heartbeat = WORKER_HEARTBEAT_S;
+	uint64_t max_backoff = 30, positions = 0, heartbeat = WORKER_HEARTBEAT_S, status_s = 0;
 	CliEngines ce;
 	cli_engines_init(&ce, WORKER_MAX_ENGINES, "--option");
 	const CliOpt opts[] = {
@@ -89,7 +90,12 @@ int cmd_worker(int argc, char **argv)
 	            "append a line a lease, result and abort (default: none)"),
 	    CLI_STR("--spool", &spool, "FILE",
 	            "keep unsent results here for the next run (default: none)"),
-	    CLI_QUIET(&quiet),
+	    CLI_NUM(
+	        "--status-seconds", &status_s, 1, 86400, "S",
+	        "a status line every S seconds on stderr, terminal or not, and one at the start "
+	        "(default: an overwritten line once a second on a terminal)",
+	        .excl = "quiet"),
+	    CLI_FLAG("--quiet", &quiet, "no progress line", .excl = "quiet"),
 	    CLI_TABLE_END,
 	};
 	const CliCmd cmd = {"worker", opts, "docs/worker.md"};
@@ -135,11 +141,16 @@ int cmd_worker(int argc, char **argv)
 		    .heartbeat_s = (double)heartbeat,
 		    .max_positions = positions,
 		    .stop = &worker_stop_flag,
-		    .progress = !quiet && isatty(2) ? on_progress : NULL,
+		    .progress = status_s || (!quiet && isatty(2)) ? on_progress : NULL,
+		    .progress_ctx = status_s ? (void *)"lines" : NULL,
+		    .progress_ms = (double)status_s * 1000,
 		    .log = stderr,
 		    .journal = jf,
 		    .spool = spool,
 		};
+		if (status_s)
+			fprintf(stderr, "worker: %s, %d engine%s (%s), for %s\n", name, n,
+			        n == 1 ? "" : "s", ce.path ? ce.path : "builtin", server);
 		WorkerStats st;
 		int rc = worker_run(&st, &opt, err);
 		printf("worker positions %llu failed %llu rejected %llu unsent %llu submits %llu "

@@ -336,10 +336,19 @@ static void test_worker__every_position_submitted_once_with_legal_moves(void **s
 	Fx *f = *state;
 	make_positions(f, 24);
 	start_fake(f, 0, "", "{\"nodes\": 300, \"multipv\": 3}");
-	const char *extra[] = {"--engines", "2", NULL};
+	const char *extra[] = {"--engines", "2", "--status-seconds", "1", NULL};
 	start_worker(f, f->token, extra);
 	assert_true(wait_all_submitted(f, 20));
 	term_worker(f);
+	/* --status-seconds: a start line and whole status lines on a log (not
+	 * a terminal), the last at the end. */
+	char *said = ts_read_file(f->errf, NULL);
+	assert_non_null(said);
+	if (!strstr(said, "worker: w1, 2 engines (builtin), for http://127.0.0.1:") ||
+	    !strstr(said, "worker: 24 done, 0 failed, ") || !strstr(said, " (the end)\n") ||
+	    strchr(said, '\r'))
+		fail_msg("the worker said: %s", said);
+	free(said);
 	json_t *ev = events(f);
 	assert_each_once(f, ev);
 	/* MultiPV 3 was asked for: the start position's result has 3 lines. */
@@ -457,6 +466,13 @@ static void test_worker__backs_off_on_204_503_and_closed_connections(void **stat
 	assert_true(acquires > 3);
 	assert_int_equal(count_ev(ev, "submit", -1) >= 4, 1);
 	json_decref(ev);
+	/* Each failure was said with its wait, and the coordinator's answer after
+	 * the 503 acquire (one failed request) once, however long the run. */
+	char *e2 = ts_read_file(f->errf, NULL);
+	assert_non_null(e2);
+	if (!strstr(e2, "retrying in") || !strstr(e2, " answering again (after 1 failed request)"))
+		fail_msg("the worker said: %s", e2);
+	free(e2);
 }
 
 /* A submit refused with 400 is sent again one result at a time; a result
@@ -893,6 +909,13 @@ static void test_worker__slurm_script_runs_a_worker_and_stops_on_sigterm(void **
 	assert_non_null(strstr(name, "-777-5"));
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(ev, 0), "max")), 2);
 	json_decref(ev);
+	/* Its log (the task's output file) says what runs, and how far it got. */
+	char *said = ts_read_file(f->errf, NULL);
+	assert_non_null(said);
+	if (!strstr(said, "-777-5, 2 engines (builtin), for http://127.0.0.1:") ||
+	    !strstr(said, " (the end)\n"))
+		fail_msg("the task's log: %s", said);
+	free(said);
 	/* The worker kept its spool where the script said. */
 	struct stat sb;
 	assert_int_equal(stat(spool, &sb), 0);
