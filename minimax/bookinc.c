@@ -102,6 +102,11 @@ static uint32_t view_find(const void *ctx, Key k)
 	return mmfile_find(ctx, k);
 }
 
+static void view_find_many(const void *ctx, const Key *k, size_t n, uint32_t *out)
+{
+	mmfile_find_many(ctx, k, n, out);
+}
+
 static bool view_inner(const void *ctx, uint32_t node)
 {
 	return mmfile_flags(ctx, node) & MMF_INNER;
@@ -155,7 +160,7 @@ static void contrib(Inc *c, uint32_t x, int sign)
 static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len, bool *has_pos)
 {
 	uint8_t structure;
-	BookmmLookup lk = {view_find, view_inner, &c->v, &c->opt.policy};
+	BookmmLookup lk = {view_find, view_inner, &c->v, &c->opt.policy, view_find_many};
 	int n = bookmm_record_moves(c->moves, &structure, mmfile_key(&c->v, x), raw, len, c->rec,
 	                            c->pos, &lk, c->why);
 	/* (A sound record holds a position: c->pos.) */
@@ -261,7 +266,9 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 	 * book position with a legal move to it gets that edge (its moves are
 	 * generated again, so its leaf moves too when the move was one). */
 	RetroMove *cand = rc == 0 ? malloc(RETRO_MAX * sizeof *cand) : NULL;
-	if (rc == 0 && !cand) rc = BOOKDB_ENOMEM;
+	Key *ckeys = rc == 0 ? malloc(RETRO_MAX * sizeof *ckeys) : NULL;
+	uint32_t *cnode = rc == 0 ? malloc(RETRO_MAX * sizeof *cnode) : NULL;
+	if (rc == 0 && (!cand || !ckeys || !cnode)) rc = BOOKDB_ENOMEM;
 	for (size_t q = 0; q < c->changed.n && rc == 0; q++) {
 		if ((q & (STOP_EVERY - 1)) == 0 && bookmm_stopped(&c->opt)) {
 			rc = MM_STOPPED;
@@ -276,8 +283,11 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 			break;
 		if (!((c->mark[x] & M_NEW) || reinner[q]) || !has_pos) continue;
 		int nc = retro_parents(c->pos, cand);
+		/* Their keys looked up together (bookinc's hot spot one at a time). */
+		for (int r = 0; r < nc; r++) ckeys[r] = cand[r].key;
+		mmfile_find_many(&c->v, ckeys, (size_t)nc, cnode);
 		for (int r = 0; r < nc && rc == 0; r++) {
-			uint32_t p = mmfile_find(&c->v, cand[r].key);
+			uint32_t p = cnode[r];
 			if (p == MM_NONE || (c->mark[p] & (M_RECORD | M_REPARENT))) continue;
 			c->mark[p] |= M_REPARENT;
 			if ((rc = bookdb_get_raw(&raw, &len, snap, cand[r].key)) == 0)
@@ -285,6 +295,8 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 		}
 	}
 	free(cand);
+	free(ckeys);
+	free(cnode);
 	free(reinner);
 	if (rc == 0) return 0;
 	if (rc == MM_STOPPED) return bookmm_stop_error(why, "reading the changes");

@@ -303,7 +303,7 @@ static void *load_part(void *arg)
 		p->rc = 0;
 		goto out;
 	}
-	BookmmLookup lk = {map_find, map_inner, b, b->policy};
+	BookmmLookup lk = {map_find, map_inner, b, b->policy, NULL};
 	/* PASS_ANSWERS: the next answer to this part's nodes. */
 	const uint8_t *a = NULL;
 	size_t alen;

@@ -27,12 +27,17 @@ typedef uint32_t (*BookmmFind)(const void *ctx, Key k);
 /* Whether a node is an inner node of the leaf policy (MMF_INNER). */
 typedef bool (*BookmmInner)(const void *ctx, uint32_t node);
 
+/* Looks n keys up at once (out[i]: k[i]'s node or MM_NONE): their memory
+ * asked for together, where one at a time waits for each miss in turn. */
+typedef void (*BookmmFindMany)(const void *ctx, const Key *k, size_t n, uint32_t *out);
+
 /* How a record's moves see the rest of the book. */
 typedef struct {
 	BookmmFind find;
 	BookmmInner inner;
 	const void *ctx;
 	const BookmmPolicy *policy;
+	BookmmFindMany find_many; /* NULL: find, a key at a time */
 } BookmmLookup;
 
 /* The policy with its defaults filled in (as the book's state keeps it), and

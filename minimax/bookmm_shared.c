@@ -268,11 +268,15 @@ int bookmm_record_moves_kd(MmMove *out, uint8_t *flags, Key key, const uint8_t *
 	uint32_t found[MOVEGEN_MAX];
 	if (c->inner) {
 		size_t at[MOVEGEN_MAX];
-		if (kd) bookdb_keydir_find_many(kd, c->child, (size_t)c->nl, at);
-		for (int m = 0; m < c->nl; m++)
-			found[m] = !kd                           ? lk->find(lk->ctx, c->child[m])
-			           : at[m] == BOOKDB_KEYDIR_NONE ? MM_NONE
-			                                         : (uint32_t)at[m];
+		if (kd) {
+			bookdb_keydir_find_many(kd, c->child, (size_t)c->nl, at);
+			for (int m = 0; m < c->nl; m++)
+				found[m] = at[m] == BOOKDB_KEYDIR_NONE ? MM_NONE : (uint32_t)at[m];
+		} else if (lk->find_many) {
+			lk->find_many(lk->ctx, c->child, (size_t)c->nl, found);
+		} else {
+			for (int m = 0; m < c->nl; m++) found[m] = lk->find(lk->ctx, c->child[m]);
+		}
 	}
 	return bookmm_record_edges(out, c, rec, lk, found, NULL);
 }

@@ -500,6 +500,27 @@ uint32_t mmfile_find(const MmView *v, Key k)
 	return j == KEYMAP_NONE ? MM_NONE : (uint32_t)(v->n + j);
 }
 
+void mmfile_find_many(const MmView *v, const Key *k, size_t n, uint32_t *out)
+{
+	enum { STEP = 64 };
+	size_t at[STEP];
+	for (size_t s = 0; s < n; s += STEP) {
+		size_t m = n - s < STEP ? n - s : STEP;
+		if (v->n)
+			bookdb_keydir_find_many(&v->kd, k + s, m, at);
+		else
+			for (size_t i = 0; i < m; i++) at[i] = BOOKDB_KEYDIR_NONE;
+		for (size_t i = 0; i < m; i++) {
+			if (at[i] != BOOKDB_KEYDIR_NONE) {
+				out[s + i] = (uint32_t)at[i];
+				continue;
+			}
+			uint32_t j = keymap_find(&v->new_map, v->new_keys, k[s + i]);
+			out[s + i] = j == KEYMAP_NONE ? MM_NONE : (uint32_t)(v->n + j);
+		}
+	}
+}
+
 const MmMove *mmfile_moves(const MmView *v, uint32_t i, uint32_t *len)
 {
 	*len = 0;

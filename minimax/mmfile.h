@@ -192,6 +192,9 @@ static inline MmVd mmfile_vd(const MmView *v, uint32_t i)
 
 /* The node of key k, or MM_NONE. */
 uint32_t mmfile_find(const MmView *v, Key k);
+/* mmfile_find of n keys, out[i] for k[i]: the kept graph's filter and
+ * directory asked for together (bookdb_keydir_find_many). */
+void mmfile_find_many(const MmView *v, const Key *k, size_t n, uint32_t *out);
 /* Node i's moves (*len of them); a pointer into the view, valid until it changes. */
 const MmMove *mmfile_moves(const MmView *v, uint32_t i, uint32_t *len);
 

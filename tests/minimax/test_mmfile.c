@@ -210,10 +210,24 @@ static void expect_view(const MmView *v, const Model *md, uint64_t *rng)
 		free(ps.got);
 	}
 	/* keys that are not there */
+	Key mixed[300];
+	uint32_t got[300];
+	size_t nm = 0;
 	for (int t = 0; t < 200; t++) {
 		Key k = {ts_rand(rng), ts_rand(rng)};
 		if (t % 2 && md->n) k.hi = md->keys[(size_t)t % md->n].hi;
 		if (!model_has_key(md, k)) assert_int_equal(mmfile_find(v, k), MM_NONE);
+		mixed[nm++] = k;
+		/* ... among keys that are: the graph's and the nodes added since */
+		if (md->n && t % 2) mixed[nm++] = md->keys[ts_rand(rng) % md->n];
+	}
+	/* Looked up together: as one at a time, in every batch length. */
+	for (size_t len = 0; len <= nm; len += len < 70 ? 1 : 37) {
+		mmfile_find_many(v, mixed, len, got);
+		for (size_t i = 0; i < len; i++)
+			if (got[i] != mmfile_find(v, mixed[i]))
+				fail_msg("batch of %zu, key %zu: %u, one at a time %u", len, i,
+				         got[i], mmfile_find(v, mixed[i]));
 	}
 }
 
