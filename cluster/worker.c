@@ -49,6 +49,8 @@ const char *worker_strerror(int code)
 		return "the coordinator refused the request";
 	case WORKER_EHTTP:
 		return "HTTP client could not be set up";
+	case WORKER_EENGINE:
+		return "the engine cannot do the coordinator's searches";
 	}
 	return "unknown worker error";
 }
@@ -139,7 +141,8 @@ static void *engine_thread(void *arg)
 		char perr[SHOGI_ERRLEN], msg[SEARCH_ERRLEN + 64];
 		int rc;
 		double t0 = clock_ms_f(), c0 = clock_thread_cpu_ms();
-		if (position_parse(s->pos, p->sfen, perr) < 0) {
+		bool parsed = position_parse(s->pos, p->sfen, perr) == 0;
+		if (!parsed) {
 			snprintf(msg, sizeof msg, "bad position: %.200s", perr);
 			rc = SEARCH_EINVAL;
 		} else {
@@ -161,6 +164,12 @@ static void *engine_thread(void *arg)
 
 		pthread_mutex_lock(&w->mu);
 		if (j && failed) say_failure(w, msg);
+		/* The search refused as asked (not a crash, not this position): the
+		 * engine cannot do the coordinator's searches at all. */
+		if (rc == SEARCH_EINVAL && parsed && !w->unfit) {
+			w->unfit = true;
+			snprintf(w->unfit_why, sizeof w->unfit_why, "%s", msg);
+		}
 		s->busy_ms += dt;
 		s->cpu_ms += dc;
 		s->count++;
@@ -251,6 +260,13 @@ static int run_loop(Worker *w)
 		if (w->quit) { /* an engine thread ran out of memory */
 			pthread_mutex_unlock(&w->mu);
 			return WORKER_ENOMEM;
+		}
+		if (w->unfit) {
+			pthread_mutex_unlock(&w->mu);
+			return errmsg_set(w->err, WORKER_ERRLEN, WORKER_EENGINE,
+			                  "the engine cannot do this coordinator's searches (%s); "
+			                  "stopping, its leases given back",
+			                  w->unfit_why);
 		}
 		wk_drop_finished(w);
 		if (!w->leases && limit_reached(w)) {
@@ -425,7 +441,9 @@ int worker_run(WorkerStats *out, const WorkerOptions *opt, char *err)
 	int rc = setup(&w);
 	if (rc == 0) rc = run_loop(&w);
 	join_engines(&w); /* cancelled by the stop flag, or done */
-	if (rc == 0 && opt->stop && *opt->stop) {
+	/* Stopped, or an engine unfit for the work: what is finished is sent,
+	 * the rest given back at once. */
+	if ((rc == 0 && opt->stop && *opt->stop) || rc == WORKER_EENGINE) {
 		w.state = "stopping";
 		w.shutting_down = true;
 		wk_shut_down(&w);

@@ -54,6 +54,8 @@ enum {
 	WORKER_EAUTH = ERR_WORKER - 2,    /* the coordinator refused the token (401/403) */
 	WORKER_EREFUSED = ERR_WORKER - 3, /* the coordinator refused a request for good (4xx) */
 	WORKER_EHTTP = ERR_WORKER - 4,    /* libcurl could not be set up */
+	WORKER_EENGINE =
+	    ERR_WORKER - 5, /* the engine cannot do the leases' search (message in err) */
 };
 const char *worker_strerror(int code);
 

@@ -93,6 +93,10 @@ struct Worker {
 	double fail_said;
 	uint64_t fails_unsaid;
 	uint64_t troubles; /* failed requests (server_trouble) since the last answer */
+	/* An engine refused a lease's search as asked (its budget, its MultiPV):
+	 * every position would fail so; the worker stops, saying why. */
+	bool unfit;
+	char unfit_why[SEARCH_ERRLEN + 64];
 };
 /* libcurl's callbacks (set up by worker.c): the body and the Retry-After
  * header into w->r; cutting a request short on the stop flag (u is the Worker). */

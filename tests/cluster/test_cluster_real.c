@@ -252,6 +252,40 @@ static void test_cluster__worker_with_gpsusi(void **state)
 	           "--option BookDepth=0 --option Thread=1 --option LimitDepth=4", 8, 4);
 }
 
+/* gpsusi against a coordinator that asks for nodes: the engine takes only
+ * time controls, so every position would fail. The worker reports the first
+ * one failed, gives its lease back, says why and exits 1 (under Slurm the
+ * task ends instead of failing the book's positions one by one), and the
+ * coordinator shows the failed try. */
+static void test_cluster__a_worker_whose_engine_cannot_do_the_work_stops(void **state)
+{
+	Fx *f = *state;
+	start_coordinator(f, "--nodes 3000");
+	start_worker(f, 0, ts_real_engine("gpsusi"), "--option BookDepth=0 --option Thread=1", 0);
+	int st = 0;
+	int64_t end = clock_ms() + 60000;
+	while (waitpid(f->w[0], &st, WNOHANG) == 0) {
+		if (clock_ms() > end) fail_msg("the worker did not stop");
+		usleep(50000);
+	}
+	f->w[0] = 0;
+	char *err = ts_read_file(f->err[0], NULL), *out = ts_read_file(f->out[0], NULL);
+	assert_non_null(err);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 ||
+	    !strstr(err, "the engine cannot do this coordinator's searches") ||
+	    !strstr(err, "takes only time controls") || !strstr(out, "unsent 0"))
+		fail_msg("status 0x%x: %s%s", st, out ? out : "", err);
+	free(err);
+	free(out);
+	json_t *s = status(f);
+	assert_true(json_integer_value(json_object_get(s, "failed_tries")) >= 1);
+	assert_int_equal(json_integer_value(json_object_get(s, "results")), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(s, "leases"), "live")),
+	                 0);
+	json_decref(s);
+	stop_coordinator(f);
+}
+
 static void test_cluster__two_fairy_stockfish_workers_stopped_by_sigterm(void **state)
 {
 	Fx *f = *state;
@@ -303,6 +337,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cluster__worker_with_fairy_stockfish, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_cluster__worker_with_gpsusi, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_cluster__a_worker_whose_engine_cannot_do_the_work_stops, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_cluster__two_fairy_stockfish_workers_stopped_by_sigterm, setup, teardown),
 	};
