@@ -1322,7 +1322,7 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 	/* The book's lines after a minimax run's last records (and at the first
 	 * tick: the last run before the start): their next positions queued. */
 	if (c->lines_due && !c->mm_plan && book_minimax_hook_set(&c->opt.minimax) &&
-	    (rc = co_queue_lines(c, err)) < 0)
+	    (rc = co_queue_lines(c, COORD_APPLY_MS, err)) < 0)
 		return rc;
 	if ((rc = coord_commit(c, err)) < 0) return rc;
 	/* Everything given to the selector is committed: its graph may be

@@ -127,6 +127,7 @@ struct Coord {
 	/* The book's lines from the way to the roots (co_queue_lines): looked at
 	 * after each minimax run, their positions not thought queued. */
 	bool lines_due;
+	size_t lines_next; /* the next path line of a walk spread over ticks (0: none) */
 	uint64_t lines_queued;
 	BookRecord *line_rec;
 	int64_t last_minimax_ms;
@@ -286,9 +287,11 @@ int co_queue_extended(Coord *c, char *err);
  * follows them: docs/bookgen.md, "The way to the roots"), once those are
  * thought: the first position of each line that is not thought, within the
  * roots' depth, goes to the queue (unless thought, leased or known), so that
- * a game from the start meets analysed choices. 0, or COORD_ENOMEM /
- * COORD_EBOOK with err. */
-int co_queue_lines(Coord *c, char *err);
+ * a game from the start meets analysed choices. Walks the lines for about
+ * budget_ms (at least a few of them), the rest at the next call (lines_due
+ * stays set): the service thread's requests wait meanwhile. 0, or
+ * COORD_ENOMEM / COORD_EBOOK with err. */
+int co_queue_lines(Coord *c, double budget_ms, char *err);
 
 /* coord_history.c: at the end of each history step, a point of the state
  * into the book's work database (through c->w: committed with the next

@@ -12,6 +12,7 @@
 #include "bookgen/roots.h"
 #include "shogi/errmsg.h"
 #include "shogi/be64.h"
+#include "shogi/clock.h"
 #include "shogi/grow.h"
 #include "shogi/position.h"
 
@@ -291,22 +292,36 @@ static int queue_position(Coord *c, bool skip_leased)
 	return 1;
 }
 
-int co_queue_lines(Coord *c, char *err)
+/* Lines walked a call at least, before its time budget is looked at (a few
+ * roots' way is done at once). */
+#define LINES_AT_ONCE 16
+
+int co_queue_lines(Coord *c, double budget_ms, char *err)
 {
 	const char *sfen;
 	int plies;
-	c->lines_due = false;
-	if (!plan_path_line(c->plan, 0, &sfen, &plies) || plan_paths_left(c->plan)) return 0;
+	if (c->lines_next == 0 &&
+	    (!plan_path_line(c->plan, 0, &sfen, &plies) || plan_paths_left(c->plan))) {
+		c->lines_due = false;
+		return 0;
+	}
 	if (!c->line_rec && !(c->line_rec = malloc(sizeof *c->line_rec)))
 		return errmsg_set(err, COORD_ERRLEN, COORD_ENOMEM, "coordinator: %s",
 		                  "out of memory");
+	double t0 = clock_ms_f();
 	BookTxn *txn;
 	int rc = bookdb_writer_txn(&txn, c->w);
-	for (size_t i = 0; rc >= 0 && plan_path_line(c->plan, i, &sfen, &plies); i++) {
+	size_t i = c->lines_next;
+	for (size_t done = 0; rc >= 0 && plan_path_line(c->plan, i, &sfen, &plies); i++, done++) {
+		/* A book read from the disk: the rest at the next tick. */
+		if (done >= LINES_AT_ONCE && clock_ms_f() - t0 >= budget_ms) break;
 		if (position_parse(c->pos, sfen, NULL) < 0) continue; /* parsed before */
 		rc = bookdb_line_leaf(c->line_rec, txn, plies, c->pos);
 		if (rc == 1 && (rc = queue_position(c, true)) == 1) c->lines_queued++;
 	}
+	bool more = rc >= 0 && plan_path_line(c->plan, i, &sfen, &plies);
+	c->lines_next = more ? i : 0;
+	c->lines_due = more;
 	if (rc == COORD_ENOMEM)
 		return errmsg_set(err, COORD_ERRLEN, rc, "coordinator: %s", "out of memory");
 	if (rc < 0)
