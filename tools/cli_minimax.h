@@ -22,4 +22,10 @@
 JOSEKI_MUST_USE int cli_minimax_after(BookmmStats *st, bool *busy, BookDB *db, const char *prefix,
                                       bool progress, char *err);
 
+/* Says on stderr, when the book took writes since its last minimax run,
+ * how many and that `joseki minimax BOOK` backs them up (before an export):
+ * "joseki: CMD: BOOK: N writes of positions since its last minimax run, ...".
+ * Nothing when there are none or it cannot tell. */
+void cli_minimax_backlog(const char *cmd, BookDB *db, const char *book);
+
 #endif

@@ -39,6 +39,7 @@
 #include "minimax/bookmm.h"
 #include "minimax/export.h"
 #include "shogi/position.h"
+#include "tools/cli_minimax.h"
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
 
@@ -326,22 +327,7 @@ int cmd_export(int argc, char **argv)
 	}
 	/* Writes since the last minimax run: their values are not backed up (an
 	 * export right after a coordinator stops, before its next run). */
-	BookTxn *txn;
-	uint64_t since = 0;
-	if (bookdb_txn_begin(&txn, db, false) == 0) {
-		if (bookmm_writes_since(&since, txn) != 1) since = 0;
-		bookdb_txn_abort(txn);
-	}
-	if (since) {
-		char text[2 * BOOKDB_PATH_LEN + 256];
-		snprintf(
-		    text, sizeof text,
-		    "joseki: export: %s: %llu write%s of positions since its last minimax run, "
-		    "whose values are not backed up yet: run `joseki minimax %s` first for an "
-		    "export with them",
-		    book, (unsigned long long)since, since == 1 ? "" : "s", book);
-		cli_wrap(stderr, text, 0, 2, CLI_CONSOLE_WIDTH);
-	}
+	cli_minimax_backlog("export", db, book);
 	ExportStats st;
 	char msg[EXPORT_ERRLEN];
 	bool progress = !quiet && isatty(2);

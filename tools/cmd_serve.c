@@ -51,6 +51,7 @@
 #include "tools/cli_again.h"
 #include "shogi/spec.h"
 #include "tools/cli_engines.h"
+#include "tools/cli_minimax.h"
 #include "tools/cli_plan.h"
 #include "tools/commands.h"
 
@@ -714,6 +715,9 @@ int cmd_serve(int argc, char **argv)
 	} else {
 		coord_free(coord);
 	}
+	/* Results the periodic minimax has not backed up yet: said, with what to
+	 * run before an export (which says it too). */
+	if (work_on) cli_minimax_backlog("serve", db, book);
 	server_tokens_free(tokens);
 	bookdb_free(db);
 	cli_again_free(&again);

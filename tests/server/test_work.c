@@ -1442,11 +1442,23 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	assert_true(access(snap, F_OK) != 0);
 	a = acquire(s, t1, "w1", 2);
 	assert_true(json_array_size(json_object_get(a, "positions")) >= 1);
+	/* Its results, not backed up by a minimax run before the stop (every
+	 * 60 s): the stop says so, and what to run. */
+	answer_first_legal(s, t1, a);
 	json_decref(a);
+	char stop_text[8192];
+	stop_said(s, stop_text, sizeof stop_text);
+	one = unwrapped(stop_text);
+	if (!strstr(one, "joseki: serve: ") ||
+	    !strstr(one, " since its last minimax run, whose values are not backed up yet: "
+	                 "`joseki minimax ") ||
+	    !strstr(one, "` backs them up (before an export)"))
+		fail_msg("said at the stop:\n%s", stop_text);
+	free(one);
+	lines_fit("serve's stop", stop_text);
 	/* think takes the coordinator's snapshot (its leases released) and
 	 * leaves its own, which the next coordinator takes; each after a
 	 * compaction (the book another file: the snapshot carries over). */
-	stop(s, SIGTERM);
 	err = NULL;
 	assert_int_equal(
 	    ts_runf(NULL, &err,
