@@ -623,8 +623,12 @@ int cmd_serve(int argc, char **argv)
 		/* The roots, said once: the console's line names the first. */
 		for (size_t r = 0; r < roots.n; r++)
 			fprintf(stderr, "serve: root %zu: %s\n", r + 1, roots.specs[r]);
-		snprintf(root1, sizeof root1, "%s", roots.n ? roots.specs[0] : "startpos");
-		con.nroots = roots.n ? roots.n : 1;
+		/* The console's line: from the start position when the roots come
+		 * with the way to them (its lines are kept analysed), else the first
+		 * root's. */
+		bool from_start = paths.n > 0 || !roots.n;
+		snprintf(root1, sizeof root1, "%s", from_start ? "startpos" : roots.specs[0]);
+		con.nroots = from_start ? 1 : roots.n;
 		snprintf(spath, sizeof spath, "%s/%s", book, SNAP_FILE);
 		/* (--preload: none; a whole load is not written.) */
 		if (!no_snapshot && !again.on && !co.preload) co.snapshot = spath;

@@ -1554,8 +1554,9 @@ static int kill_workers_left(void **state)
  * The console (serve --work --status-seconds 1 --verbose --positions N --time S):
  * every status line fits 120 columns and says the book's positions and
  * thought ones, the results and their rate, the workers live and gone, the
- * ETA of the budget and the first root's value and line, the root named
- * (the roots listed at the start); a worker stopped with SIGTERM is gone
+ * ETA of the budget and the value and line from the start position (the
+ * roots, listed at the start, come with their way from it: "startpos moves
+ * 7g7f"); a worker stopped with SIGTERM is gone
  * at once (it was counted for its minute, its leases live for theirs); the
  * service's timings follow each line only with --verbose; the budget stops
  * the coordinator with exit 0. (--time too: once in about eight runs here the
@@ -1641,11 +1642,11 @@ static void test_work__the_console_says_what_an_operator_needs(void **state)
 				if (*q < 0x20 || *q > 0x7e) fail_msg("not ASCII: %.*s", (int)n, l);
 			static const char *const SAYS[] = {
 			    ": book ", " pos, ", " thought (+", "/s); workers ",
-			    " live, ", " gone",  "; eta ",      "; root 1/2"};
+			    " live, ", " gone",  "; eta ",      "; start"};
 			for (size_t k = 0; k < sizeof SAYS / sizeof SAYS[0]; k++)
 				if (!memmem(l, n, SAYS[k], strlen(SAYS[k])))
 					fail_msg("no '%s' in: %.*s", SAYS[k], (int)n, l);
-			valued |= memmem(l, n, "root 1/2 +", 10) || memmem(l, n, "root 1/2 -", 10);
+			valued |= memmem(l, n, "; start +", 9) || memmem(l, n, "; start -", 9);
 			/* --verbose: the service's timings on the next line. */
 			verbose +=
 			    nl && !strncmp(nl + 1, "work: ", 6) && strstr(nl + 1, "time in select");
