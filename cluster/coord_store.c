@@ -271,10 +271,6 @@ int co_restore(Coord *c, char *err)
 	return 0;
 }
 
-/* The roots queued in the book (joseki extend) go to the front of the queue,
- * in queue order, so they are handed out before anything the selector picks;
- * those already thought, leased or known are skipped. The selector holds them
- * as leased while they wait, so it never hands them out a second time. */
 /* Queues the position in c->pos (held leased in the selector while it
  * waits): 1, 0 when it is thought or known already (or, with
  * skip_leased, leased in the selector: about to be handed out), or
@@ -330,6 +326,10 @@ int co_queue_lines(Coord *c, double budget_ms, char *err)
 	return 0;
 }
 
+/* The roots queued in the book (joseki extend) go to the front of the queue,
+ * in queue order, so they are handed out before anything the selector picks;
+ * those already thought, leased or known are skipped. The selector holds them
+ * as leased while they wait, so it never hands them out a second time. */
 int co_queue_extended(Coord *c, char *err)
 {
 	RootList q = {0};

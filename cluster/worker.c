@@ -112,10 +112,8 @@ static void say_failure(Worker *w, const char *msg)
 	double now = clock_ms_f();
 	w->fails_unsaid++;
 	if (w->fail_said && now - w->fail_said < 60000) return;
-	char line[SEARCH_ERRLEN + 128];
-	fprintf(w->opt->log, "worker: a position failed (%llu since the last such line): %s\n",
-	        (unsigned long long)w->fails_unsaid,
-	        errmsg_escape(line, sizeof line, msg, strlen(msg)));
+	wk_say(w, "a position failed (%llu since the last such line): %s",
+	       (unsigned long long)w->fails_unsaid, msg);
 	w->fail_said = now;
 	w->fails_unsaid = 0;
 }

@@ -92,8 +92,6 @@ static void journal_end(Worker *w)
 	fflush(w->opt->journal);
 }
 
-static void say(Worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 /* POST base+path with body (may be NULL). r->status 0 on a connection error
  * (message in r->cerr). timeout_s bounds the whole exchange. */
 static void post(Worker *w, const char *path, const char *body, double timeout_s)
@@ -124,8 +122,8 @@ static void post(Worker *w, const char *path, const char *body, double timeout_s
 	curl_easy_getinfo(w->h, CURLINFO_RESPONSE_CODE, &r->status);
 	/* Back after failures (server_trouble said each): said once. */
 	if (w->troubles && r->status < 500) {
-		say(w, "%s answering again (after %llu failed request%s)", w->base,
-		    (unsigned long long)w->troubles, w->troubles == 1 ? "" : "s");
+		wk_say(w, "%s answering again (after %llu failed request%s)", w->base,
+		       (unsigned long long)w->troubles, w->troubles == 1 ? "" : "s");
 		w->troubles = 0;
 	}
 }
@@ -147,7 +145,7 @@ static const char *reply_error(Worker *w, char *buf, size_t cap)
 	return buf;
 }
 
-static void say(Worker *w, const char *fmt, ...)
+void wk_say(Worker *w, const char *fmt, ...)
 {
 	if (!w->opt->log) return;
 	/* What the server answered is shown as text, whatever it sent. */
@@ -185,10 +183,10 @@ static void server_trouble(Worker *w, const char *what)
 	w->acquire_at = w->submit_at = clock_ms_f() + d * 1000;
 	w->no_work_wait = false;
 	if (w->r.status)
-		say(w, "%s: %s answered %ld (%s); retrying in %.1fs", what, w->base, w->r.status,
-		    reply_error(w, eb, sizeof eb), d);
+		wk_say(w, "%s: %s answered %ld (%s); retrying in %.1fs", what, w->base, w->r.status,
+		       reply_error(w, eb, sizeof eb), d);
 	else
-		say(w, "%s: %s: %s; retrying in %.1fs", what, w->base, w->r.cerr, d);
+		wk_say(w, "%s: %s: %s; retrying in %.1fs", what, w->base, w->r.cerr, d);
 	w->state = "server unavailable";
 }
 
@@ -368,16 +366,16 @@ int wk_submit(Worker *w, Lease *l, double timeout_s)
 	if (st < 0) return WORKER_ENOMEM;
 	char eb[256];
 	if ((st == 400 || st == 413) && k > 1) { /* 413: over 1 MiB (many long MultiPV lines) */
-		say(w, "lease %s: %d results refused together (%s); sending them one by one",
-		    l->l.id, k, reply_error(w, eb, sizeof eb));
+		wk_say(w, "lease %s: %d results refused together (%s); sending them one by one",
+		       l->l.id, k, reply_error(w, eb, sizeof eb));
 		for (int j = 0; j < k; j++) {
 			st = submit_some(w, l, &idx[j], 1, timeout_s);
 			if (st < 0) return WORKER_ENOMEM;
 			if (st == 401 || st == 403) return auth_failed(w);
 			if (st == 0 || st >= 500) break;
 			if (st != 204 && st != 200)
-				say(w, "lease %s: result for %s refused (%ld: %s)", l->l.id,
-				    l->l.pos[idx[j]].key, st, reply_error(w, eb, sizeof eb));
+				wk_say(w, "lease %s: result for %s refused (%ld: %s)", l->l.id,
+				       l->l.pos[idx[j]].key, st, reply_error(w, eb, sizeof eb));
 			else
 				w->out->submits++;
 			pthread_mutex_lock(&w->mu);
@@ -401,8 +399,8 @@ int wk_submit(Worker *w, Lease *l, double timeout_s)
 			w->no_work_wait = false;
 		}
 	} else
-		say(w, "lease %s: %d results refused (%ld: %s); dropped", l->l.id, k, st,
-		    reply_error(w, eb, sizeof eb));
+		wk_say(w, "lease %s: %d results refused (%ld: %s); dropped", l->l.id, k, st,
+		       reply_error(w, eb, sizeof eb));
 	pthread_mutex_lock(&w->mu);
 	for (int j = 0; j < k; j++) mark_sent(w, l, idx[j], st == 204 || st == 200);
 	pthread_mutex_unlock(&w->mu);
@@ -505,8 +503,8 @@ void wk_shut_down(Worker *w)
 			journal_end(w);
 		}
 		if (w->r.status != 204)
-			say(w, "abort of lease %s: %s", l->l.id,
-			    w->r.status ? "refused" : w->r.cerr);
+			wk_say(w, "abort of lease %s: %s", l->l.id,
+			       w->r.status ? "refused" : w->r.cerr);
 	}
 	double left = (end - clock_ms_f()) / 1000;
 	if (left > 0.05) wk_leave(w, left);

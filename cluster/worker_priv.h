@@ -98,6 +98,9 @@ struct Worker {
 	bool unfit;
 	char unfit_why[SEARCH_ERRLEN + 64];
 };
+/* One line on the log ("worker: ..."), escaped: what a server or an engine
+ * said is shown as text, whatever it sent. Nothing without a log. */
+void wk_say(Worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* libcurl's callbacks (set up by worker.c): the body and the Retry-After
  * header into w->r; cutting a request short on the stop flag (u is the Worker). */
 size_t wk_on_body(char *p, size_t size, size_t n, void *u);

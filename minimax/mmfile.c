@@ -492,12 +492,17 @@ int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd)
 
 /* ---- reading -------------------------------------------------------------------- */
 
+/* k's node among those added since the graph file was written, or MM_NONE. */
+static uint32_t find_added(const MmView *v, Key k)
+{
+	uint32_t j = keymap_find(&v->new_map, v->new_keys, k);
+	return j == KEYMAP_NONE ? MM_NONE : (uint32_t)(v->n + j);
+}
+
 uint32_t mmfile_find(const MmView *v, Key k)
 {
 	size_t i = v->n ? bookdb_keydir_find(&v->kd, k) : BOOKDB_KEYDIR_NONE;
-	if (i != BOOKDB_KEYDIR_NONE) return (uint32_t)i;
-	uint32_t j = keymap_find(&v->new_map, v->new_keys, k);
-	return j == KEYMAP_NONE ? MM_NONE : (uint32_t)(v->n + j);
+	return i != BOOKDB_KEYDIR_NONE ? (uint32_t)i : find_added(v, k);
 }
 
 void mmfile_find_many(const MmView *v, const Key *k, size_t n, uint32_t *out)
@@ -510,14 +515,9 @@ void mmfile_find_many(const MmView *v, const Key *k, size_t n, uint32_t *out)
 			bookdb_keydir_find_many(&v->kd, k + s, m, at);
 		else
 			for (size_t i = 0; i < m; i++) at[i] = BOOKDB_KEYDIR_NONE;
-		for (size_t i = 0; i < m; i++) {
-			if (at[i] != BOOKDB_KEYDIR_NONE) {
-				out[s + i] = (uint32_t)at[i];
-				continue;
-			}
-			uint32_t j = keymap_find(&v->new_map, v->new_keys, k[s + i]);
-			out[s + i] = j == KEYMAP_NONE ? MM_NONE : (uint32_t)(v->n + j);
-		}
+		for (size_t i = 0; i < m; i++)
+			out[s + i] =
+			    at[i] != BOOKDB_KEYDIR_NONE ? (uint32_t)at[i] : find_added(v, k[s + i]);
 	}
 }
 

@@ -36,7 +36,6 @@
 #include "shogi/bigmem.h"
 #include "shogi/clock.h"
 #include "shogi/memuse.h"
-#include "minimax/bookmm.h"
 #include "minimax/export.h"
 #include "shogi/position.h"
 #include "tools/cli_minimax.h"

@@ -648,8 +648,8 @@ int cmd_serve(int argc, char **argv)
 			        spath, sms / 1000, note[0] ? " (" : "", note, note[0] ? ")" : "");
 		else if (note[0])
 			cli_snapshot_unused("serve", spath, note, false);
-		else if (co.snapshot) /* none there: a first start, or a kill before any checkpoint
-		                       */
+		/* None there: a first start, or a kill before any checkpoint. */
+		else if (co.snapshot)
 			fprintf(stderr,
 			        "serve: no selector snapshot at %s: the first search starts from "
 			        "scratch\n",

@@ -33,7 +33,6 @@ static void on_signal(int sig)
 	worker_stop_flag = 1;
 }
 
-/* --name (a CliParseFn): the coordinator refuses control characters in names. */
 /* A WorkerProgressFn: one overwritten status line on stderr, ended with a
  * newline at "done"; with ctx (--status-seconds), a whole line each time (a
  * log, not a terminal: under Slurm or systemd), the last one marked. */
@@ -51,6 +50,7 @@ static void on_progress(void *ctx, const char *phase, const WorkerProgress *p)
 	fflush(stderr);
 }
 
+/* --name (a CliParseFn): the coordinator refuses control characters in names. */
 static int parse_name(void *dst, char *v, char *msg)
 {
 	bool plain = true;
