@@ -21,6 +21,7 @@
  * a perpetual-check loop; when that changes, the node joins A and the subgraph
  * is built again.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,7 @@ typedef struct {
 	char why[BOOKDB_ERRLEN]; /* a record read that is not sound */
 	int sweeps;
 	bool resumed; /* an earlier run wrote part of its records and stopped */
+	bool kept;    /* v came from opt.keep */
 } Inc;
 
 /* Records rewritten per write transaction (BookmmOptions.batch when set): a
@@ -712,6 +714,80 @@ static void inc_free(Inc *c)
 	free(c->moves);
 }
 
+/* ---- the graph kept in memory between runs (BookmmOptions.keep) ------------------ */
+
+struct BookmmKeep {
+	pthread_mutex_t mu;
+	bool has;
+	MmView v;
+	char dir[BOOKDB_PATH_LEN];
+	/* The book's state the view is: the graph's stamp, the journal's length
+	 * and the last change-log entry reflected (mmstate), and the header of
+	 * the journal batch the run appended (at batch_at; 0: none), read back
+	 * when the view is taken, so that a batch another run wrote over it
+	 * after a failed commit of this one is not taken for it. */
+	uint64_t stamp, jlen, seq, batch_at;
+	uint32_t batch_hdr[2];
+};
+
+BookmmKeep *bookmm_keep_new(void)
+{
+	BookmmKeep *k = calloc(1, sizeof *k);
+	if (k) pthread_mutex_init(&k->mu, NULL);
+	return k;
+}
+
+void bookmm_keep_free(BookmmKeep *k)
+{
+	if (!k) return;
+	mmfile_close(&k->v);
+	pthread_mutex_destroy(&k->mu);
+	free(k);
+}
+
+/* Moves k's view into c->v when it is the state s of the book in dir (true);
+ * else drops it. */
+static bool keep_take(BookmmKeep *k, Inc *c, const char *dir)
+{
+	if (!k) return false;
+	pthread_mutex_lock(&k->mu);
+	bool ok = k->has && !strcmp(k->dir, dir) && k->stamp == c->s.stamp &&
+	          k->jlen == c->s.journal_len && k->seq == c->s.seq;
+	uint32_t hdr[2];
+	if (ok && k->batch_at)
+		ok = mmfile_journal_batch_header(dir, k->batch_at, hdr) == 0 &&
+		     !memcmp(hdr, k->batch_hdr, sizeof hdr);
+	if (ok)
+		c->v = k->v;
+	else
+		mmfile_close(&k->v);
+	memset(&k->v, 0, sizeof k->v);
+	k->has = false;
+	pthread_mutex_unlock(&k->mu);
+	return ok;
+}
+
+/* Gives c's view to k after a run whose writes are done: the book's state is
+ * c->s now; the run appended its batch at batch_at (0: nothing appended). */
+static void keep_put(BookmmKeep *k, Inc *c, const char *dir, uint64_t batch_at)
+{
+	if (!k || !c->v.map || strlen(dir) >= sizeof k->dir) return;
+	uint32_t hdr[2] = {0, 0};
+	if (batch_at && mmfile_journal_batch_header(dir, batch_at, hdr) < 0) return;
+	pthread_mutex_lock(&k->mu);
+	mmfile_close(&k->v);
+	k->v = c->v;
+	memset(&c->v, 0, sizeof c->v);
+	k->has = true;
+	snprintf(k->dir, sizeof k->dir, "%s", dir);
+	k->stamp = c->s.stamp;
+	k->jlen = c->s.journal_len;
+	k->seq = c->s.seq;
+	k->batch_at = batch_at;
+	memcpy(k->batch_hdr, hdr, sizeof hdr);
+	pthread_mutex_unlock(&k->mu);
+}
+
 /* The start position's node, or MM_NONE. */
 static uint32_t root_node(Inc *c)
 {
@@ -774,7 +850,8 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 		goto out;
 	}
 	char msg[MMFILE_ERRLEN];
-	rc = mmfile_open(&c->v, dir, c->s.stamp, c->s.journal_len, msg);
+	c->kept = keep_take(opt->keep, c, dir);
+	rc = c->kept ? 0 : mmfile_open(&c->v, dir, c->s.stamp, c->s.journal_len, msg);
 	if (rc < 0) {
 		rc = errmsg_set(why, BOOKMM_ERRLEN,
 		                rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EFULL, "%s", msg);
@@ -846,6 +923,7 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 	st->sweeps = c->sweeps;
 	st->changed = c->changed.n;
 	st->affected = c->a.n;
+	st->view_kept = c->kept;
 	root_value(st, c, root);
 out:
 	bookdb_txn_abort(snap);
@@ -857,7 +935,9 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 {
 	Inc c;
 	int rc = analyse(&c, st, db, dir, opt, why);
+	uint64_t at = c.s.journal_len;
 	if (rc == 0 && c.changed.n) rc = commit(&c, st, dir, why);
+	if (rc == 0) keep_put(opt->keep, &c, dir, c.s.journal_len != at ? at : 0);
 	inc_free(&c);
 	return rc;
 }
@@ -870,7 +950,9 @@ struct BookMinimaxPlan {
 	U32s rw;       /* the records to rewrite, key order */
 	size_t next;   /* the first not rewritten yet */
 	uint64_t jlen; /* the journal's length with this run's batch */
+	uint64_t at;   /* ... and without it */
 	bool marked;   /* META_RUNNING written */
+	bool done;     /* every write made (the caller's commit to come) */
 	int lock_fd;   /* BOOK/minimax.lock, held until freed (-1: none) */
 	uint8_t *buf;
 	BookmmEdge *edges;
@@ -884,6 +966,9 @@ void bookmm_plan_keep_lock(BookMinimaxPlan *p, int fd)
 void bookmm_plan_free(BookMinimaxPlan *p)
 {
 	if (!p) return;
+	/* Before the lock goes: the next run takes the view from the keep. */
+	if (p->done)
+		keep_put(p->c.opt.keep, &p->c, bookdb_dir(p->c.db), p->jlen != p->at ? p->at : 0);
 	if (p->lock_fd >= 0) close(p->lock_fd);
 	inc_free(&p->c);
 	free(p->rw.v);
@@ -900,6 +985,7 @@ int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const
 	if (!p) return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	p->lock_fd = -1;
 	int rc = analyse(&p->c, &p->st, db, dir, opt, why);
+	p->at = p->jlen = p->c.s.journal_len;
 	if (rc == 0 && p->c.changed.n) {
 		/* The journal first: a batch past the length the book records is
 		 * ignored (and overwritten) if the records never follow. */
@@ -914,6 +1000,7 @@ int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const
 	}
 	*st = p->st;
 	if (rc < 0 || !p->c.changed.n) {
+		p->done = rc == 0;
 		bookmm_plan_free(p);
 		return rc;
 	}
@@ -936,6 +1023,7 @@ int bookmm_plan_apply(BookMinimaxPlan *p, BookTxn *txn, size_t max, char *err)
 		rc = rewrite_one(&p->c, txn, p->rw.v[p->next++], p->buf, p->edges, &p->st);
 	bool done = rc == 0 && p->next == p->rw.n;
 	if (done) rc = finish(&p->c, txn, &p->st, p->jlen);
+	p->done = done && rc == 0;
 	bookdb_txn_set_tracking(txn, track);
 	if (rc < 0)
 		return errmsg_set(err, BOOKMM_ERRLEN,

@@ -84,6 +84,8 @@ typedef struct {
 	uint32_t games_min;         /* games_book: the least games of a valued move (0: 1) */
 } BookmmPolicy;
 
+typedef struct BookmmKeep BookmmKeep;
+
 typedef struct {
 	int draw_black, draw_white; /* value of a repetition for the side to move */
 	BookmmPolicy policy;
@@ -112,7 +114,19 @@ typedef struct {
 	 * does nothing and returns BOOKMM_EWHOLE with the reason in err (the
 	 * coordinator then runs the whole book in a process of its own). */
 	bool no_whole;
+	/* May be NULL. The kept graph as the last incremental run left it, held
+	 * in memory for the next (a caller that runs minimax again and again on
+	 * one book: the coordinator): that run then neither maps the graph file
+	 * nor replays its journal, and the pages it read stay mapped. Used only
+	 * when the book's state is the one it was left for; one run at a time
+	 * (bookmm_keep_new, bookmm_keep_free). */
+	BookmmKeep *keep;
 } BookmmOptions;
+
+/* An empty keep (NULL when out of memory); freed, with what it holds, by
+ * bookmm_keep_free (NULL is fine). */
+BookmmKeep *bookmm_keep_new(void);
+void bookmm_keep_free(BookmmKeep *k);
 
 typedef struct {
 	size_t positions; /* records in the book */
@@ -143,6 +157,7 @@ typedef struct {
 	 * sorted_bytes to disk (0: they fitted in memory). */
 	bool lookups_sorted;
 	uint64_t sorted_bytes;
+	bool view_kept; /* an incremental run took the graph its keep held (BookmmOptions.keep) */
 } BookmmStats;
 
 /*

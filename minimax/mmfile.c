@@ -440,12 +440,25 @@ static int do_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len
 	return 0;
 }
 
+const MmOvState *mmfile_ov_state(const MmView *v, uint32_t i)
+{
+	return &v->ov_state[*keymap_value(&v->state_of, node_key(i))];
+}
+
 static int do_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd)
 {
 	if (i >= mmfile_count(v)) return MMFILE_ESTALE;
 	if (i < v->n) {
-		v->flags[i] = flags;
-		v->vd[i] = vd;
+		if (!v->ov_bits && !(v->ov_bits = calloc(v->n / 64 + 1, sizeof *v->ov_bits)))
+			return MMFILE_ENOMEM;
+		if (array_grow((void **)&v->ov_state, &v->ov_state_cap, v->ov_nstate + 1,
+		               sizeof *v->ov_state, 1024) < 0)
+			return MMFILE_ENOMEM;
+		uint32_t *si = nodemap_put(&v->state_of, i);
+		if (!si) return MMFILE_ENOMEM;
+		if (*si == MM_NONE) *si = (uint32_t)v->ov_nstate++;
+		v->ov_state[*si] = (MmOvState){vd, flags};
+		v->ov_bits[i >> 6] |= (uint64_t)1 << (i & 63);
 	} else {
 		v->new_flags[i - v->n] = flags;
 		v->new_vd[i - v->n] = vd;
@@ -706,12 +719,11 @@ out:
 }
 
 /*
- * Maps dir's graph file (privately and writable when writable, else
- * read-only) and checks its header against stamp; *h gets the header.
- * 0, or MMFILE_ESTALE (message in err; nothing mapped).
+ * Maps dir's graph file read-only and checks its header against stamp; *h
+ * gets the header. 0, or MMFILE_ESTALE (message in err; nothing mapped).
  */
 static int map_graph(void **map, size_t *map_len, GraphHeader *h, const char *dir, uint64_t stamp,
-                     bool writable, char *err)
+                     char *err)
 {
 	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
@@ -723,8 +735,7 @@ static int map_graph(void **map, size_t *map_len, GraphHeader *h, const char *di
 		return fail(err, MMFILE_ERRLEN, MMFILE_ESTALE, "%s: too short", path);
 	}
 	size_t len = (size_t)st.st_size;
-	void *m =
-	    mmap(NULL, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_PRIVATE, fd, 0);
+	void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (m == MAP_FAILED)
 		return fail(err, MMFILE_ERRLEN, MMFILE_ESTALE, "%s: cannot map: %s", path,
@@ -772,8 +783,9 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 	keymap_init(&v->new_map, sizeof *v->new_keys);
 	keymap_init_set(&v->list_of, true);
 	keymap_init_set(&v->first_parent, true);
+	keymap_init_set(&v->state_of, true);
 	GraphHeader h;
-	int rc = map_graph(&v->map, &v->map_len, &h, dir, stamp, true, err);
+	int rc = map_graph(&v->map, &v->map_len, &h, dir, stamp, err);
 	if (rc) return rc;
 	/* A view is read where the changes lead (a node's moves, its parents, a
 	 * key's place), at random. A graph too large to stay in the page cache
@@ -796,7 +808,7 @@ int mmfile_open(MmView *v, const char *dir, uint64_t stamp, uint64_t journal_len
 	                     (const uint64_t *)(base + h.off[SEC_BLOOM]),
 	                     ((uint64_t)1 << h.bloom_log2) - 1};
 	v->flags = base + h.off[SEC_FLAGS];
-	v->vd = (MmVd *)(base + h.off[SEC_VD]);
+	v->vd = (const MmVd *)(base + h.off[SEC_VD]);
 	v->mstart = (const uint32_t *)(base + h.off[SEC_MSTART]);
 	v->moves = (const MmMove *)(base + h.off[SEC_MOVES]);
 	v->nmoves = h.nmoves;
@@ -840,7 +852,7 @@ int mmfile_keys(const char *dir, uint64_t stamp, uint64_t journal_len,
 	void *map;
 	size_t map_len;
 	GraphHeader h;
-	int rc = map_graph(&map, &map_len, &h, dir, stamp, false, err);
+	int rc = map_graph(&map, &map_len, &h, dir, stamp, err);
 	if (rc) return rc;
 	/* Read in order: the pages once each, and the kernel's read-ahead. */
 	madvise(map, map_len, MADV_SEQUENTIAL);
@@ -858,6 +870,9 @@ void mmfile_close(MmView *v)
 	free(v->new_flags);
 	free(v->new_vd);
 	keymap_free(&v->new_map);
+	free(v->ov_bits);
+	free(v->ov_state);
+	keymap_free(&v->state_of);
 	free(v->ov_moves);
 	free(v->lists);
 	keymap_free(&v->list_of);
@@ -891,4 +906,15 @@ int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len, uint
 		v->pending_len = 0;
 	}
 	return rc;
+}
+
+int mmfile_journal_batch_header(const char *dir, uint64_t at, uint32_t hdr[2])
+{
+	char path[BOOKDB_PATH_LEN];
+	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_JOURNAL);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return MMFILE_EIO;
+	ssize_t r = pread(fd, hdr, 2 * sizeof *hdr, (off_t)at);
+	close(fd);
+	return r == (ssize_t)(2 * sizeof *hdr) ? 0 : MMFILE_EIO;
 }

@@ -9,8 +9,8 @@
  *                    key order), its flags and (value, depth) after the
  *                    analysis, its moves (edges to book nodes, valued or not,
  *                    and its leaves), the reverse edges, a key directory and a
- *                    one-bit-per-key filter. Mapped privately: an incremental
- *                    run changes its own copy of the pages it touches.
+ *                    one-bit-per-key filter. Mapped read-only: a view keeps
+ *                    the states a run changes beside it (an overlay).
  *   minimax.journal  appended by every incremental run: nodes added since,
  *                    replaced move lists, new node states, as checksummed
  *                    batches. Only the length recorded in the book's meta
@@ -75,8 +75,14 @@ typedef struct {
 	uint32_t next; /* next link of the same child, or MM_NONE */
 } MmOvParent;
 
+/* A node's state in the overlay. */
 typedef struct {
-	/* The graph file, mapped privately (flags and vd are writable copies). */
+	MmVd vd;
+	uint8_t flags;
+} MmOvState;
+
+typedef struct {
+	/* The graph file, mapped read-only. */
 	void *map;
 	size_t map_len;
 	uint64_t stamp;
@@ -84,8 +90,8 @@ typedef struct {
 	size_t n;
 	const Key *keys;
 	BookKeyDir kd; /* the file's key directory and filter over keys */
-	uint8_t *flags;
-	MmVd *vd;
+	const uint8_t *flags;
+	const MmVd *vd;
 	const uint32_t *mstart;
 	const MmMove *moves;
 	size_t nmoves;
@@ -98,6 +104,14 @@ typedef struct {
 	uint8_t *new_flags;
 	MmVd *new_vd;
 	KeyMap new_map; /* new_keys[j] -> j */
+	/* States changed since, of the graph file's nodes: a bit per node (NULL
+	 * until the first), then node -> index in ov_state. Writing them into a
+	 * private map copied a page for each one touched (a run at 10⁸ nodes
+	 * spent a fifth of its time in the kernel's page tables). */
+	uint64_t *ov_bits;
+	MmOvState *ov_state;
+	size_t ov_nstate, ov_state_cap;
+	KeyMap state_of; /* as list_of */
 	/* Replaced move lists (any node): node -> index in lists. */
 	MmMove *ov_moves;
 	size_t ov_nmoves, ov_moves_cap;
@@ -181,13 +195,21 @@ static inline Key mmfile_key(const MmView *v, uint32_t i)
 {
 	return i < v->n ? v->keys[i] : v->new_keys[i - v->n];
 }
+/* The overlay's state of file node i (its bit set). */
+const MmOvState *mmfile_ov_state(const MmView *v, uint32_t i);
+static inline bool mmfile_overlaid(const MmView *v, uint32_t i)
+{
+	return v->ov_bits && (v->ov_bits[i >> 6] >> (i & 63) & 1);
+}
 static inline uint8_t mmfile_flags(const MmView *v, uint32_t i)
 {
-	return i < v->n ? v->flags[i] : v->new_flags[i - v->n];
+	if (i >= v->n) return v->new_flags[i - v->n];
+	return mmfile_overlaid(v, i) ? mmfile_ov_state(v, i)->flags : v->flags[i];
 }
 static inline MmVd mmfile_vd(const MmView *v, uint32_t i)
 {
-	return i < v->n ? v->vd[i] : v->new_vd[i - v->n];
+	if (i >= v->n) return v->new_vd[i - v->n];
+	return mmfile_overlaid(v, i) ? mmfile_ov_state(v, i)->vd : v->vd[i];
 }
 
 /* The node of key k, or MM_NONE. */
@@ -221,5 +243,9 @@ JOSEKI_MUST_USE int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd 
  */
 JOSEKI_MUST_USE int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len,
                                           uint64_t *new_len, char *err);
+
+/* The header (length, CRC) of dir's journal batch at offset at: 0, or
+ * MMFILE_EIO when it cannot be read. */
+JOSEKI_MUST_USE int mmfile_journal_batch_header(const char *dir, uint64_t at, uint32_t hdr[2]);
 
 #endif

@@ -158,7 +158,7 @@ static int whole_book_child(const char *book, const char *why, uint64_t memory,
  * nothing. Either way the service's requests wait for LMDB's write lock at
  * most one of the run's short write transactions (docs/minimax.md).
  */
-static const BookmmOptions serve_minimax = {.no_whole = true};
+static BookmmOptions serve_minimax = {.no_whole = true};
 /* The whole-book child's --memory: the half of serve's that its selector does
  * not take, in whole MiB (at least the 1 MiB a budget may be), set once at the
  * start. */
@@ -634,6 +634,9 @@ int cmd_serve(int argc, char **argv)
 		if (!no_snapshot && !again.on && !co.preload) co.snapshot = spath;
 		co.checkpoint_seconds = ckpt_given ? (double)ckpt_s : 300;
 		fprintf(stderr, "serve: loading the selector over %s\n", book);
+		/* The kept graph stays in memory from one incremental run to the
+		 * next (none when out of memory: each run then reads it). */
+		serve_minimax.keep = bookmm_keep_new();
 		int orc = coord_open(&coord, db, &co, err);
 		roots_free(&roots); /* the coordinator keeps its own copies */
 		roots_free(&paths);
@@ -722,6 +725,7 @@ int cmd_serve(int argc, char **argv)
 	/* Results the periodic minimax has not backed up yet: said, with what to
 	 * run before an export (which says it too). */
 	if (work_on) cli_minimax_backlog("serve", db, book);
+	bookmm_keep_free(serve_minimax.keep);
 	server_tokens_free(tokens);
 	bookdb_free(db);
 	cli_again_free(&again);
@@ -731,6 +735,7 @@ int cmd_serve(int argc, char **argv)
 fail:
 	api_work_stop(work);
 	coord_free(coord);
+	bookmm_keep_free(serve_minimax.keep);
 	server_tokens_free(tokens);
 	bookdb_free(db);
 	cli_again_free(&again);

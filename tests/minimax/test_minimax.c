@@ -784,7 +784,9 @@ static void run_ok(BookmmStats *st, BookDB *db, const BookmmOptions *opt)
 	if (bookmm_run(st, db, opt, err) != 0) fail_msg("minimax: %s", err);
 }
 
-static void random_batches(const char *name, BookmmLeaves leaves)
+/* keep: the incremental runs take the graph from a keep (BookmmOptions.keep),
+ * as the coordinator's do. */
+static void random_batches(const char *name, BookmmLeaves leaves, bool keep)
 {
 	uint64_t rng = ts_seed(name);
 	g_mark_thought = leaves == BOOKMM_LEAVES_THOUGHT;
@@ -794,6 +796,7 @@ static void random_batches(const char *name, BookmmLeaves leaves)
 	BookmmOptions inc = {.draw_black = -(int)(rng % 50), .policy.leaves = leaves}, full = inc;
 	full.full = true;
 	inc.batch = 5; /* the incremental rewrite in many transactions */
+	if (keep) assert_non_null(inc.keep = bookmm_keep_new());
 	BookmmStats sa, sb;
 	size_t cyclic = 0, partial = 0, avoided = 0;
 	for (int batch = 0; batch < 14; batch++) {
@@ -805,8 +808,10 @@ static void random_batches(const char *name, BookmmLeaves leaves)
 		if (batch > 0 && batch % 3 == 0) avoided += random_avoid(a, b, &rng);
 		run_ok(&sa, a, &inc);
 		run_ok(&sb, b, &full);
-		/* The first run has no earlier one to start from. */
+		/* The first run has no earlier one to start from; the second
+		 * reads the graph the first wrote, the others take it kept. */
 		assert_int_equal(sa.incremental, batch > 0);
+		assert_int_equal(sa.view_kept, keep && batch > 1);
 		if (sa.incremental && sa.affected < sa.positions) partial++;
 		assert_int_equal(sb.rewritten, sb.positions);
 		assert_true(sa.rewritten <= sb.rewritten);
@@ -829,6 +834,8 @@ static void random_batches(const char *name, BookmmLeaves leaves)
 	assert_true(sa.incremental);
 	assert_int_equal(sa.changed, 0);
 	assert_int_equal(sa.rewritten, 0);
+	assert_int_equal(sa.view_kept, keep);
+	bookmm_keep_free(inc.keep);
 	twins_free(&t);
 	g_mark_thought = false;
 }
@@ -914,7 +921,7 @@ static void test_minimax__incremental_equals_full_after_random_batches(void **st
 {
 	(void)state;
 	random_batches("test_minimax__incremental_equals_full_after_random_batches",
-	               BOOKMM_LEAVES_GAMES);
+	               BOOKMM_LEAVES_GAMES, true);
 }
 
 /* The same under the thought leaf policy, with positions turning from leaves
@@ -923,7 +930,7 @@ static void test_minimax__incremental_equals_full_under_the_thought_policy(void 
 {
 	(void)state;
 	random_batches("test_minimax__incremental_equals_full_under_the_thought_policy",
-	               BOOKMM_LEAVES_THOUGHT);
+	               BOOKMM_LEAVES_THOUGHT, false);
 }
 
 static void append_file(const char *path, const char *bytes, size_t n)
@@ -1287,6 +1294,90 @@ static void test_minimax__a_run_applied_by_another_writer_equals_the_whole_book(
 	}
 	assert_true(chunks > 12);
 	assert_int_equal(dropped, 1);
+	twins_free(&t);
+}
+
+/* A plan of a with keep, applied 3 records a transaction; after `stop`
+ * transactions (0: none) it is dropped, and with abort_last the transaction
+ * of its last writes is not committed (as when the caller's commit fails). */
+static void plan_with_keep(BookDB *a, const BookmmOptions *opt, int stop, bool abort_last)
+{
+	char err[BOOKMM_ERRLEN] = "";
+	BookmmStats st;
+	BookMinimaxPlan *plan = NULL;
+	assert_int_equal(bookmm_prepare(&plan, &st, a, opt, err), 0);
+	assert_true(st.view_kept);
+	assert_non_null(plan);
+	for (int done = 0, n = 0; !done && !(stop && n == stop); n++) {
+		BookTxn *txn = NULL;
+		assert_int_equal(bookdb_txn_begin(&txn, a, true), 0);
+		done = bookmm_plan_apply(plan, txn, 3, err);
+		assert_true(done >= 0);
+		if (done && abort_last)
+			bookdb_txn_abort(txn);
+		else
+			assert_int_equal(bookdb_txn_commit(txn), 0);
+	}
+	bookmm_plan_free(plan);
+}
+
+/* The coordinator keeps the graph in memory between its runs: a run takes
+ * it only when the book is in the state the last run left it in (not after
+ * another process's run, a whole-book run, a plan dropped or not committed),
+ * and every run, kept or not, equals the whole book. */
+static void test_minimax__a_kept_graph_is_taken_only_for_the_state_it_was_left_for(void **state)
+{
+	(void)state;
+	uint64_t rng =
+	    ts_seed("test_minimax__a_kept_graph_is_taken_only_for_the_state_it_was_left_for");
+	Twins t = {0};
+	twins_open(&t, 0);
+	BookmmOptions inc = {0}, other = {0}, full = {.full = true};
+	assert_non_null(inc.keep = bookmm_keep_new());
+	BookmmStats sa, sb;
+	/* The first run is a whole-book one, which keeps nothing in memory; the
+	 * second reads the graph file and leaves the graph in the keep. */
+	for (int run = 0; run < 2; run++) {
+		for (int k = 0; k < 25; k++) random_result(t.a, t.b, &rng);
+		run_ok(&sa, t.a, &inc);
+		assert_false(sa.view_kept);
+	}
+	/* Each step follows a run with the keep, which left the graph there:
+	 * 0 a run with the keep, 1 another run without it (another process),
+	 * 2 a whole-book run, 3 a plan applied, 4 a plan dropped half way,
+	 * 5 a plan whose last transaction is not committed. The next run takes
+	 * the graph kept after 0 and 3 only. */
+	static const int steps[] = {0, 1, 0, 2, 0, 3, 3, 4, 0, 5, 0, 1, 3, 0};
+	for (size_t s = 0; s < sizeof steps / sizeof *steps; s++) {
+		for (int k = 0; k < 25; k++) random_result(t.a, t.b, &rng);
+		check_walk(t.a, t.b, &rng);
+		switch (steps[s]) {
+		case 0:
+			run_ok(&sa, t.a, &inc);
+			assert_true(sa.view_kept);
+			break;
+		case 1:
+			run_ok(&sa, t.a, &other);
+			break;
+		case 2:
+			run_ok(&sa, t.a, &full);
+			break;
+		default:
+			plan_with_keep(t.a, &inc, steps[s] == 4 ? 1 : 0, steps[s] == 5);
+			break;
+		}
+		/* The next run says whether it took the graph kept. */
+		for (int k = 0; k < 5; k++) random_result(t.a, t.b, &rng);
+		run_ok(&sa, t.a, &inc);
+		assert_true(sa.incremental);
+		if (sa.view_kept != (steps[s] == 0 || steps[s] == 3))
+			fail_msg("step %zu (%d): view_kept %d", s, steps[s], sa.view_kept);
+		run_ok(&sb, t.b, &full);
+		assert_int_equal(sa.root_value, sb.root_value);
+		assert_int_equal(sa.valued, sb.valued);
+		same_books(t.a, t.b);
+	}
+	bookmm_keep_free(inc.keep);
 	twins_free(&t);
 }
 
@@ -1808,6 +1899,8 @@ int main(void)
 	    cmocka_unit_test(test_minimax__incremental_equals_full_after_random_batches),
 	    cmocka_unit_test(test_minimax__positions_without_a_value_stay_in_the_kept_graph),
 	    cmocka_unit_test(test_minimax__incremental_equals_full_under_the_thought_policy),
+	    cmocka_unit_test(
+	        test_minimax__a_kept_graph_is_taken_only_for_the_state_it_was_left_for),
 	    cmocka_unit_test(
 	        test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they_must),
 	    cmocka_unit_test(test_minimax__an_overflowed_change_log_means_the_whole_book),
