@@ -21,6 +21,7 @@
 #include "bookdb/query.h"
 #include "cluster/coord.h"
 #include "cluster/coord_history.h"
+#include "cluster/coord_priv.h" /* co_queue_lines with a budget of its own */
 #include "bookgen/roots.h"
 #include "bookgen/snapshot.h"
 #include "minimax/bookmm.h"
@@ -1016,6 +1017,112 @@ static void test_coord__the_books_lines_from_the_way_are_followed(void **state)
 	assert_true(nhanded >= 1 && key_equal(handed[0], line[0]));
 	assert_true(line_thought(db, PATHS[0], 3));
 	assert_true(line_thought(db, PATHS[1], 2));
+	free(l);
+	free(r);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
+ * The walk of the book's lines spread over ticks (co_queue_lines within its
+ * budget, at least LINES_AT_ONCE lines a call): on a way of 40 positions with
+ * no time to spare, three calls walk 16, 16 and 8 lines, each where the last
+ * stopped, and queue what one walk of every line finds, in its order, once.
+ */
+static void test_coord__the_lines_walk_goes_on_where_it_stopped(void **state)
+{
+	(void)state;
+	enum { WAY = 40 };
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	static char specs[WAY + 1][1024];
+	static const char *paths[WAY];
+	Position *pos = malloc(sizeof *pos);
+	Move mv[MOVEGEN_MAX];
+	assert_non_null(pos);
+	uint64_t rng = ts_seed("coord_lines_walk");
+	pos_set_startpos(pos);
+	size_t len = (size_t)snprintf(specs[0], sizeof specs[0], "startpos moves");
+	for (int i = 1; i <= WAY; i++) {
+		int n = movegen_legal(pos, mv);
+		assert_true(n > 0);
+		Move m = mv[ts_rand(&rng) % (uint64_t)n];
+		pos_do_move(pos, m);
+		char usi[USI_MOVE_MAX];
+		usi_move_write(m, usi);
+		memcpy(specs[i], specs[i - 1], len);
+		len += (size_t)snprintf(specs[i] + len, sizeof specs[i] - len, " %s", usi);
+	}
+	snprintf(specs[0], sizeof specs[0], "startpos");
+	for (int i = 0; i < WAY; i++) paths[i] = specs[i];
+	const char *roots[] = {specs[WAY]};
+	BookDB *db;
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                  .multipv = 3,
+	                  .lease_seconds = 600,
+	                  .plan = {.mode = PLAN_PV},
+	                  .roots = roots,
+	                  .nroots = 1,
+	                  .paths = paths,
+	                  .npaths = WAY,
+	                  .select_slice_ms = -1};
+	Coord *c = open_coord_with(&db, dir, &o);
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	/* The way, thought (the lines are walked once it is). */
+	for (int round = 0; plan_paths_left(c->plan) && round < 20; round++) {
+		int n = acquire(c, l, &A, 8, T0);
+		for (int i = 0; i < n; i++) {
+			answer(r, &l->pos[i], 3);
+			assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+		}
+		assert_int_equal(coord_commit(c, err), 0);
+	}
+	assert_int_equal(plan_paths_left(c->plan), 0);
+	/* What one walk of every line finds, in order, once. */
+	Key want[WAY];
+	int nwant = 0;
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_non_null(rec);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	for (int i = 0; i < WAY; i++) {
+		const char *sfen;
+		int plies;
+		assert_true(plan_path_line(c->plan, (size_t)i, &sfen, &plies));
+		assert_int_equal(position_parse(pos, sfen, NULL), 0);
+		if (bookdb_line_leaf(rec, t, plies, pos) != 1) continue;
+		bool seen = false;
+		for (int k = 0; k < nwant; k++) seen |= key_equal(want[k], pos_key(pos));
+		if (!seen) want[nwant++] = pos_key(pos);
+	}
+	bookdb_txn_abort(t);
+	assert_true(nwant > 16);
+	/* Three calls with no time to spare. */
+	c->lines_due = true;
+	c->lines_next = 0;
+	size_t stops[] = {16, 32, 0};
+	for (int call = 0; call < 3; call++) {
+		assert_int_equal(co_queue_lines(c, 0, err), 0);
+		assert_int_equal(c->lines_next, stops[call]);
+		assert_int_equal(c->lines_due, call < 2);
+	}
+	assert_int_equal(c->lines_queued, (uint64_t)nwant);
+	/* Handed out first, in the walk's order. */
+	int got = 0;
+	while (got < nwant) {
+		int n = acquire(c, l, &B, 8, T0);
+		assert_true(n > 0);
+		for (int i = 0; i < n && got < nwant; i++, got++)
+			assert_true(key_equal(l->pos[i].key, want[got]));
+		for (int i = 0; i < n; i++) {
+			answer(r, &l->pos[i], 3);
+			assert_int_equal(coord_submit(c, l->id, &B, r, 1, T0, err), 1);
+		}
+		assert_int_equal(coord_commit(c, err), 0);
+	}
+	free(rec);
+	free(pos);
 	free(l);
 	free(r);
 	close_coord(c, db);
@@ -2549,6 +2656,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__illegal_moves_are_refused_for_analysed_positions_too),
 	    cmocka_unit_test(test_coord__minimax_period_failure_and_worker_instances),
 	    cmocka_unit_test(test_coord__the_books_lines_from_the_way_are_followed),
+	    cmocka_unit_test(test_coord__the_lines_walk_goes_on_where_it_stopped),
 	    cmocka_unit_test(test_coord__close_stops_a_minimax_under_way),
 	    cmocka_unit_test(test_coord__selection_in_slices_leases_what_whole_searches_do),
 	    cmocka_unit_test(test_coord__provisional_leaves_while_the_first_search_runs),
