@@ -571,9 +571,12 @@ int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, v
 		uint32_t a = v->pstart[i], b = v->pstart[i + 1];
 		if (a > b || b > v->nparents) return MMFILE_ESTALE;
 		for (uint32_t k = a; k < b; k++) {
-			if (v->parents[k] >= v->n) return MMFILE_ESTALE;
-			if (!has_edge(v, v->parents[k], i)) continue;
-			int r = fn(v->parents[k], ctx);
+			uint32_t p = v->parents[k];
+			if (p >= v->n) return MMFILE_ESTALE;
+			/* The file's reverse edges are its moves': only a parent whose
+			 * moves were replaced since may have lost the edge. */
+			if (list_find(v, p) && !has_edge(v, p, i)) continue;
+			int r = fn(p, ctx);
 			if (r) return r;
 		}
 	}

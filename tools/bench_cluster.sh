@@ -141,12 +141,14 @@ restored=$(sed -n 's/.*selector restored from [^ ]* in \([0-9.]*\) s.*/\1/p' "$t
 saved=$(sed -n 's/.*selector saved to .* in \([0-9.]*\) s.*/\1/p' "$tmp/serve.err")
 grep -E "not used|snapshot|restored from" "$tmp/serve.err" >&2 || true
 runs=$(sed -n 's/.*minimax runs \([0-9]*\).*/\1/p' "$tmp/serve.out" | tail -n 1)
+# The last run's analysis that ended (0: none ended within the run).
+mm_last=$(sed -n 's/.*minimax runs [0-9]* (last \([0-9]*\) ms).*/\1/p' "$tmp/serve.out" | tail -n 1)
 # The machine the run stood for: the memory a hold left it, or all of it (no hold, or
 # BENCH_CLUSTER_RAM not below the machine: said on stderr).
 machine=all
 [ -z "$HELD_FOR" ] || machine="$((HELD_FOR / 1048576))M"
-echo "$line" | awk -v machine="$machine" -v runs="${runs:-?}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v anon="$anon_mb" -v file="$file_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" -v rate="$RATE" -v restored="${restored:-no}" -v saved="${saved:-no}" -v stop="$stop_s" -v selwork="$selwork" '{
+echo "$line" | awk -v machine="$machine" -v runs="${runs:-?}" -v mmlast="${mm_last:-0}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v anon="$anon_mb" -v file="$file_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" -v rate="$RATE" -v restored="${restored:-no}" -v saved="${saved:-no}" -v stop="$stop_s" -v selwork="$selwork" '{
 	for (i = 1; i < NF; i++) v[$i] = $(i + 1)
-	printf "cluster positions %s rate %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s acquire_p50_warm_ms %s acquire_p99_warm_ms %s submit_max_ms %s acquire_max_warm_ms %s submit_max_warm_ms %s coordinator_cpu_s %s rss_mb %s (anon %s, book pages %s) peak_rss_mb %s start_s %s first_acquire_s %.2f select %s minimax_every_s %s minimax_runs %s snapshot_restore_s %s snapshot_save_s %s stop_s %s machine_memory %s selector %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms, anon <= 4 GB, first acquire <= 3 s)\n",
-	    n, rate ? rate : "max", v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["acquire_p50_warm_ms"], v["acquire_p99_warm_ms"], v["submit_max_ms"], v["acquire_max_warm_ms"], v["submit_max_warm_ms"], cpu, rss, anon, file, hwm, load, load + v["first_acquire_ms"] / 1000, w, mms, runs, restored, saved, stop, machine, selwork
+	printf "cluster positions %s rate %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s acquire_p50_warm_ms %s acquire_p99_warm_ms %s submit_max_ms %s acquire_max_warm_ms %s submit_max_warm_ms %s coordinator_cpu_s %s rss_mb %s (anon %s, book pages %s) peak_rss_mb %s start_s %s first_acquire_s %.2f select %s minimax_every_s %s minimax_runs %s minimax_last_ms %s snapshot_restore_s %s snapshot_save_s %s stop_s %s machine_memory %s selector %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms, anon <= 4 GB, first acquire <= 3 s)\n",
+	    n, rate ? rate : "max", v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["acquire_p50_warm_ms"], v["acquire_p99_warm_ms"], v["submit_max_ms"], v["acquire_max_warm_ms"], v["submit_max_warm_ms"], cpu, rss, anon, file, hwm, load, load + v["first_acquire_ms"] / 1000, w, mms, runs, mmlast, restored, saved, stop, machine, selwork
 }'

@@ -37,8 +37,9 @@ void cli_minimax_backlog(const char *cmd, BookDB *db, const char *book)
 	char text[2 * BOOKDB_PATH_LEN + 256];
 	snprintf(text, sizeof text,
 	         "joseki: %s: %s: %llu write%s of positions since its last minimax run, whose "
-	         "values are not backed up yet: `joseki minimax %s` backs them up (before an "
-	         "export)",
-	         cmd, book, (unsigned long long)since, since == 1 ? "" : "s", book);
+	         "values are not backed up yet; to back them up (before an export):",
+	         cmd, book, (unsigned long long)since, since == 1 ? "" : "s");
 	cli_wrap(stderr, text, 0, 2, CLI_CONSOLE_WIDTH);
+	/* The command on a line of its own, whole, to copy. */
+	fprintf(stderr, "  joseki minimax %s\n", book);
 }

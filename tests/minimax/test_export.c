@@ -538,7 +538,7 @@ static void test_export__writes_since_the_last_minimax_are_said(void **state)
 	e = export_says(dir);
 	if (!strstr(e, "joseki: export: ") ||
 	    !strstr(e, "3 writes of positions since its last minimax run") ||
-	    !strstr(e, "` backs them up (before an"))
+	    !strstr(e, "export):\n  joseki minimax "))
 		fail_msg("export said: %s", e);
 	free(e);
 	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --quiet", ts_joseki(), dir), 0);

@@ -1450,9 +1450,9 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	stop_said(s, stop_text, sizeof stop_text);
 	one = unwrapped(stop_text);
 	if (!strstr(one, "joseki: serve: ") ||
-	    !strstr(one, " since its last minimax run, whose values are not backed up yet: "
-	                 "`joseki minimax ") ||
-	    !strstr(one, "` backs them up (before an export)"))
+	    !strstr(one, " since its last minimax run, whose values are not backed up yet; to "
+	                 "back them up (before an export): joseki minimax ") ||
+	    !strstr(stop_text, "\n  joseki minimax "))
 		fail_msg("said at the stop:\n%s", stop_text);
 	free(one);
 	lines_fit("serve's stop", stop_text);
