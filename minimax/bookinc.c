@@ -726,12 +726,8 @@ struct BookmmKeep {
 	MmView v;
 	char dir[BOOKDB_PATH_LEN];
 	/* The book's state the view is: the graph's stamp, the journal's length
-	 * and the last change-log entry reflected (mmstate), and the header of
-	 * the journal batch the run appended (at batch_at; 0: none), read back
-	 * when the view is taken, so that a batch another run wrote over it
-	 * after a failed commit of this one is not taken for it. */
-	uint64_t stamp, jlen, seq, batch_at;
-	uint32_t batch_hdr[2];
+	 * and the last change-log entry reflected (mmstate). */
+	uint64_t stamp, jlen, seq;
 };
 
 BookmmKeep *bookmm_keep_new(void)
@@ -749,18 +745,17 @@ void bookmm_keep_free(BookmmKeep *k)
 	free(k);
 }
 
-/* Moves k's view into c->v when it is the state s of the book in dir (true);
- * else drops it. */
+/* Moves k's view into c->v when it is the state c->s of the book in dir
+ * (true): the journal still ends with the batch the view appended last, not
+ * another run's written over it after this one's commit failed. Else drops
+ * it. */
 static bool keep_take(BookmmKeep *k, Inc *c, const char *dir)
 {
 	if (!k) return false;
 	pthread_mutex_lock(&k->mu);
 	bool ok = k->has && !strcmp(k->dir, dir) && k->stamp == c->s.stamp &&
-	          k->jlen == c->s.journal_len && k->seq == c->s.seq;
-	uint32_t hdr[2];
-	if (ok && k->batch_at)
-		ok = mmfile_journal_batch_header(dir, k->batch_at, hdr) == 0 &&
-		     !memcmp(hdr, k->batch_hdr, sizeof hdr);
+	          k->jlen == c->s.journal_len && k->seq == c->s.seq &&
+	          mmfile_journal_ends_with(&k->v, dir, k->jlen);
 	if (ok)
 		c->v = k->v;
 	else
@@ -772,12 +767,10 @@ static bool keep_take(BookmmKeep *k, Inc *c, const char *dir)
 }
 
 /* Gives c's view to k after a run whose writes are done: the book's state is
- * c->s now; the run appended its batch at batch_at (0: nothing appended). */
-static void keep_put(BookmmKeep *k, Inc *c, const char *dir, uint64_t batch_at)
+ * c->s now. */
+static void keep_put(BookmmKeep *k, Inc *c, const char *dir)
 {
 	if (!k || !c->v.map || strlen(dir) >= sizeof k->dir) return;
-	uint32_t hdr[2] = {0, 0};
-	if (batch_at && mmfile_journal_batch_header(dir, batch_at, hdr) < 0) return;
 	pthread_mutex_lock(&k->mu);
 	mmfile_close(&k->v);
 	k->v = c->v;
@@ -787,8 +780,6 @@ static void keep_put(BookmmKeep *k, Inc *c, const char *dir, uint64_t batch_at)
 	k->stamp = c->s.stamp;
 	k->jlen = c->s.journal_len;
 	k->seq = c->s.seq;
-	k->batch_at = batch_at;
-	memcpy(k->batch_hdr, hdr, sizeof hdr);
 	pthread_mutex_unlock(&k->mu);
 }
 
@@ -939,9 +930,8 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 {
 	Inc c;
 	int rc = analyse(&c, st, db, dir, opt, why);
-	uint64_t at = c.s.journal_len;
 	if (rc == 0 && c.changed.n) rc = commit(&c, st, dir, why);
-	if (rc == 0) keep_put(opt->keep, &c, dir, c.s.journal_len != at ? at : 0);
+	if (rc == 0) keep_put(opt->keep, &c, dir);
 	inc_free(&c);
 	return rc;
 }
@@ -954,7 +944,6 @@ struct BookMinimaxPlan {
 	U32s rw;       /* the records to rewrite, key order */
 	size_t next;   /* the first not rewritten yet */
 	uint64_t jlen; /* the journal's length with this run's batch */
-	uint64_t at;   /* ... and without it */
 	bool marked;   /* META_RUNNING written */
 	bool done;     /* every write made (the caller's commit to come) */
 	int lock_fd;   /* BOOK/minimax.lock, held until freed (-1: none) */
@@ -971,8 +960,7 @@ void bookmm_plan_free(BookMinimaxPlan *p)
 {
 	if (!p) return;
 	/* Before the lock goes: the next run takes the view from the keep. */
-	if (p->done)
-		keep_put(p->c.opt.keep, &p->c, bookdb_dir(p->c.db), p->jlen != p->at ? p->at : 0);
+	if (p->done) keep_put(p->c.opt.keep, &p->c, bookdb_dir(p->c.db));
 	if (p->lock_fd >= 0) close(p->lock_fd);
 	inc_free(&p->c);
 	free(p->rw.v);
@@ -989,7 +977,7 @@ int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const
 	if (!p) return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	p->lock_fd = -1;
 	int rc = analyse(&p->c, &p->st, db, dir, opt, why);
-	p->at = p->jlen = p->c.s.journal_len;
+	p->jlen = p->c.s.journal_len;
 	if (rc == 0 && p->c.changed.n) {
 		/* The journal first: a batch past the length the book records is
 		 * ignored (and overwritten) if the records never follow. */

@@ -907,17 +907,22 @@ int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len, uint
 	if (!rc) {
 		*new_len = journal_len + 8 + v->pending_len;
 		v->pending_len = 0;
+		memcpy(v->appended, hdr, sizeof hdr);
 	}
 	return rc;
 }
 
-int mmfile_journal_batch_header(const char *dir, uint64_t at, uint32_t hdr[2])
+bool mmfile_journal_ends_with(const MmView *v, const char *dir, uint64_t journal_len)
 {
+	if (!v->appended[0]) return true;
+	if (journal_len < (uint64_t)JOURNAL_HEADER + 8 + v->appended[0]) return false;
+	uint64_t at = journal_len - 8 - v->appended[0];
 	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_JOURNAL);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) return MMFILE_EIO;
-	ssize_t r = pread(fd, hdr, 2 * sizeof *hdr, (off_t)at);
+	if (fd < 0) return false;
+	uint32_t hdr[2];
+	ssize_t r = pread(fd, hdr, sizeof hdr, (off_t)at);
 	close(fd);
-	return r == (ssize_t)(2 * sizeof *hdr) ? 0 : MMFILE_EIO;
+	return r == (ssize_t)sizeof hdr && !memcmp(hdr, v->appended, sizeof hdr);
 }

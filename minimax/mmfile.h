@@ -126,6 +126,9 @@ typedef struct {
 	/* What this run changed, for mmfile_journal_append. */
 	uint8_t *pending;
 	size_t pending_len, pending_cap;
+	/* The header (length, CRC) of the last batch this view appended ({0, 0}:
+	 * none): it ends at the journal length the append returned. */
+	uint32_t appended[2];
 } MmView;
 
 /*
@@ -244,8 +247,10 @@ JOSEKI_MUST_USE int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd 
 JOSEKI_MUST_USE int mmfile_journal_append(MmView *v, const char *dir, uint64_t journal_len,
                                           uint64_t *new_len, char *err);
 
-/* The header (length, CRC) of dir's journal batch at offset at: 0, or
- * MMFILE_EIO when it cannot be read. */
-JOSEKI_MUST_USE int mmfile_journal_batch_header(const char *dir, uint64_t at, uint32_t hdr[2]);
+/* Whether dir's journal, journal_len bytes long as the book records it,
+ * still ends with the batch v appended last (v->appended; true when v
+ * appended none): a run whose commit failed may have had its batch
+ * overwritten by another run's since. */
+bool mmfile_journal_ends_with(const MmView *v, const char *dir, uint64_t journal_len);
 
 #endif
