@@ -91,6 +91,21 @@ static inline size_t bookdb_keydir_find(const BookKeyDir *d, Key k)
 }
 
 /*
+ * How many of d->keys are before k in key order (k's index when it is
+ * there, where it would go when not): two directory entries and the
+ * bucket's keys, no filter.
+ */
+static inline size_t bookdb_keydir_rank(const BookKeyDir *d, Key k)
+{
+	size_t b = (size_t)(k.hi >> (64 - d->dir_bits));
+	size_t i = d->dir[b], end = d->dir[b + 1];
+	end = end < d->n ? end : d->n;
+	i = i < end ? i : end;
+	while (i < end && key_cmp(d->keys[i], k) < 0) i++;
+	return i;
+}
+
+/*
  * bookdb_keydir_find for each of k[0..n): out[i] is k[i]'s index or
  * BOOKDB_KEYDIR_NONE. The keys go through each step together (filter words,
  * then the directory entries of those that pass, then their buckets), each

@@ -45,8 +45,9 @@ typedef struct {
 	 * Optional (all three or none): run in two halves for a caller that makes
 	 * the book's writes itself (the coordinator, whose service must not wait
 	 * for LMDB's write lock behind minimax). prepare analyses with no write
-	 * transaction of its own (minimax's own files only; a run that must do
-	 * the whole book is done whole, as run does) and leaves the records to
+	 * transaction of its own (minimax's own files only, and one small write
+	 * of minimax's state when it folds the kept graph's journal; a run that
+	 * must do the whole book is done whole, as run does) and leaves the records to
 	 * write in *plan (NULL: nothing to write); 0 or < 0 with a message.
 	 * stop (may be NULL): when it turns true, prepare ends early (a
 	 * whole-book run too) and returns BOOK_MINIMAX_STOPPED, nothing to write;

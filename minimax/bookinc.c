@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
 #include "minimax/bookmm_priv.h"
@@ -790,11 +791,70 @@ static uint32_t root_node(Inc *c)
 	return mmfile_find(&c->v, pos_key(c->pos));
 }
 
+/* analyse's answer when it folded the journal: analyse again, on the new file. */
+#define INC_FOLDED 1
+
+/*
+ * Folds c's view into a new graph file with an empty journal (mmfile_fold)
+ * and records its stamp in the book, the rest of the state as it was: the
+ * records, the log's consumption and the totals are the same, only the files
+ * that hold the graph change. Killed between the rename and the commit, the
+ * book names the old stamp, which the new file does not carry: the next run
+ * is a whole-book one. 0 or a BOOKMM_E* code with the message in why.
+ */
+static int fold(Inc *c, BookmmStats *st, const char *dir, char *why)
+{
+	double t0 = clock_ms_f();
+	uint64_t stamp = bookmm_new_stamp();
+	char msg[MMFILE_ERRLEN];
+	int rc = mmfile_fold(&c->v, dir, stamp, c->opt.stop, msg);
+	if (rc < 0 && bookmm_stopped(&c->opt)) return bookmm_stop_error(why, "folding the journal");
+	if (rc < 0)
+		return errmsg_set(
+		    why, BOOKMM_ERRLEN, BOOKMM_EFULL,
+		    "the kept graph's journal has grown large and could not be folded "
+		    "into a new graph file: %s",
+		    msg);
+	BookTxn *txn = NULL;
+	BookmmState now;
+	if ((rc = bookdb_txn_begin(&txn, c->db, true)) == 0 &&
+	    (rc = bookmm_state_get(&now, txn)) == 0) {
+		/* The lock keeps other runs out: the state is the one folded. */
+		if (now.stamp != c->s.stamp || now.journal_len != c->s.journal_len) {
+			bookdb_txn_abort(txn);
+			return errmsg_set(
+			    why, BOOKMM_ERRLEN, BOOKMM_EFULL,
+			    "the book's minimax state changed while its graph was folded");
+		}
+		now.stamp = stamp;
+		now.journal_len = MMFILE_JOURNAL_EMPTY;
+		bookdb_txn_set_tracking(txn, false);
+		if ((rc = bookmm_state_put(txn, &now)) == 0) rc = bookdb_txn_commit(txn);
+		txn = NULL;
+	}
+	bookdb_txn_abort(txn);
+	if (rc < 0)
+		return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EBOOK,
+		                  "recording the folded graph in the book: %s",
+		                  bookdb_strerror(rc));
+	st->folded_bytes = c->s.journal_len;
+	st->fold_ms = clock_ms_f() - t0;
+	return 0;
+}
+
+/* The journal length past which a run folds it (BookmmOptions.fold_at). */
+static uint64_t fold_at(const Inc *c)
+{
+	return c->opt.fold_at ? c->opt.fold_at : (uint64_t)c->v.map_len / 4 + ((uint64_t)1 << 20);
+}
+
 /* Everything but the writes: the kept graph brought up to date, the subgraph
  * analysed, the new states in the view, the stats. c is the caller's to free
- * (inc_free) whatever the outcome. */
+ * (inc_free) whatever the outcome. INC_FOLDED (c freed) when it folded the
+ * journal instead, fold_ok set (the caller then analyses again, fold_ok
+ * false, on the new graph file). */
 static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,
-                   char *why)
+                   bool fold_ok, char *why)
 {
 	memset(c, 0, sizeof *c);
 	c->db = db;
@@ -852,11 +912,16 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 		                rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EFULL, "%s", msg);
 		goto out;
 	}
-	/* A long journal costs every run its replay: start afresh now and then. */
-	if (c->s.journal_len > (uint64_t)c->v.map_len / 4 + ((uint64_t)1 << 20)) {
-		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
-		                "the kept graph's journal has grown large");
-		goto out;
+	/* A long journal costs every run that does not keep the view its replay,
+	 * and the kept view its memory: folded into a new graph file now and
+	 * then (a read and a write of the file, no analysis). */
+	if (fold_ok && c->s.journal_len > fold_at(c)) {
+		bookdb_txn_abort(snap);
+		snap = NULL;
+		rc = fold(c, st, dir, why);
+		inc_free(c);
+		memset(c, 0, sizeof *c);
+		return rc < 0 ? rc : INC_FOLDED;
 	}
 	c->rec = malloc(sizeof *c->rec);
 	c->pos = malloc(sizeof *c->pos);
@@ -925,11 +990,19 @@ out:
 	return rc;
 }
 
+/* analyse, again after a fold. */
+static int analyse_folding(Inc *c, BookmmStats *st, BookDB *db, const char *dir,
+                           const BookmmOptions *opt, char *why)
+{
+	int rc = analyse(c, st, db, dir, opt, true, why);
+	return rc == INC_FOLDED ? analyse(c, st, db, dir, opt, false, why) : rc;
+}
+
 int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const BookmmOptions *opt,
                        char *why)
 {
 	Inc c;
-	int rc = analyse(&c, st, db, dir, opt, why);
+	int rc = analyse_folding(&c, st, db, dir, opt, why);
 	if (rc == 0 && c.changed.n) rc = commit(&c, st, dir, why);
 	if (rc == 0) keep_put(opt->keep, &c, dir);
 	inc_free(&c);
@@ -976,7 +1049,7 @@ int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const
 	BookMinimaxPlan *p = calloc(1, sizeof *p);
 	if (!p) return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	p->lock_fd = -1;
-	int rc = analyse(&p->c, &p->st, db, dir, opt, why);
+	int rc = analyse_folding(&p->c, &p->st, db, dir, opt, why);
 	p->jlen = p->c.s.journal_len;
 	if (rc == 0 && p->c.changed.n) {
 		/* The journal first: a batch past the length the book records is

@@ -1072,8 +1072,7 @@ out:
 	return was_stopped ? bookmm_stop_error(err, "writing the records") : 0;
 }
 
-/* A stamp no earlier graph file of this book carries. */
-static uint64_t new_stamp(void)
+uint64_t bookmm_new_stamp(void)
 {
 	uint64_t s = 0;
 	int fd = open("/dev/urandom", O_RDONLY);
@@ -1251,7 +1250,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	st.lookups_sorted = b.sorted;
 	st.sorted_bytes = b.sorted_bytes;
 	root_value(&st, &b);
-	GraphFile gf = {.b = &b, .dir = dir, .stamp = new_stamp()};
+	GraphFile gf = {.b = &b, .dir = dir, .stamp = bookmm_new_stamp()};
 	atomic_init(&gf.quit, false);
 	gf.until = &gf.quit;
 	pthread_t gt;

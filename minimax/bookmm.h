@@ -121,6 +121,10 @@ typedef struct {
 	 * when the book's state is the one it was left for; one run at a time
 	 * (bookmm_keep_new, bookmm_keep_free). */
 	BookmmKeep *keep;
+	/* An incremental run whose kept graph's journal is longer than this
+	 * folds it into a new graph file first (0: a quarter of the graph file,
+	 * and at least 1 MiB; docs/minimax.md, "Folding the journal"). */
+	uint64_t fold_at;
 } BookmmOptions;
 
 /* An empty keep (NULL when out of memory); freed, with what it holds, by
@@ -158,6 +162,10 @@ typedef struct {
 	bool lookups_sorted;
 	uint64_t sorted_bytes;
 	bool view_kept; /* an incremental run took the graph its keep held (BookmmOptions.keep) */
+	/* An incremental run folded the kept graph's journal, this long, into a
+	 * new graph file first (0: it did not), in fold_ms. */
+	uint64_t folded_bytes;
+	double fold_ms;
 } BookmmStats;
 
 /*

@@ -116,6 +116,9 @@ typedef struct {
 	uint64_t positions, valued, settled, moves, edges;
 } BookmmState;
 
+/* A stamp no earlier graph file of this book carries. */
+uint64_t bookmm_new_stamp(void);
+
 /* 0, BOOKDB_ENOTFOUND (no state or another layout), or a bookdb error. */
 int bookmm_state_get(BookmmState *out, BookTxn *txn);
 int bookmm_state_put(BookTxn *txn, const BookmmState *st);

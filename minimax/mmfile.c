@@ -212,6 +212,48 @@ int mmfile_parents(uint32_t **pstart_out, uint32_t **parents_out, size_t n, cons
 	return 0;
 }
 
+/* The sizes of a graph file's sections (h's n, nmoves, nparents, dir_bits
+ * and bloom_log2 set). */
+static void graph_sizes(const GraphHeader *h, size_t sizes[SEC_END])
+{
+	size_t n = h->n;
+	sizes[SEC_KEYS] = n * sizeof(Key);
+	sizes[SEC_DIR] = bookdb_keydir_dir_len(h->dir_bits & 31) * 4;
+	sizes[SEC_BLOOM] = keyfilter_words(h->bloom_log2 & 63) * 8;
+	sizes[SEC_FLAGS] = n;
+	sizes[SEC_VD] = n * sizeof(MmVd);
+	sizes[SEC_MSTART] = (n + 1) * 4;
+	sizes[SEC_MOVES] = h->nmoves * sizeof(MmMove);
+	sizes[SEC_PSTART] = (n + 1) * 4;
+	sizes[SEC_PARENTS] = h->nparents * 4;
+}
+
+/* The header of a graph file of n nodes, nmoves moves and npar reverse
+ * edges, its sections laid out in order; sizes gets theirs. */
+static void graph_layout(GraphHeader *h, size_t sizes[SEC_END], uint64_t stamp, const int draw[2],
+                         size_t n, size_t nmoves, size_t npar)
+{
+	memset(h, 0, sizeof *h);
+	memcpy(h->magic, GRAPH_MAGIC, 8);
+	h->version = MMFILE_VERSION;
+	h->header_size = MMFILE_HEADER;
+	h->stamp = stamp;
+	h->n = n;
+	h->nmoves = nmoves;
+	h->nparents = npar;
+	h->dir_bits = bookdb_keydir_dir_bits(n);
+	h->bloom_log2 = keyfilter_log2(n);
+	h->draw[0] = draw[0];
+	h->draw[1] = draw[1];
+	graph_sizes(h, sizes);
+	uint64_t off = MMFILE_HEADER;
+	for (int s = 0; s < SEC_END; s++) {
+		h->off[s] = off;
+		off += align8(sizes[s]);
+	}
+	h->off[SEC_END] = off;
+}
+
 /* dir's graph file and its temporary name. */
 static void graph_paths(char path[BOOKDB_PATH_LEN], char tmp[BOOKDB_PATH_LEN + 8], const char *dir)
 {
@@ -226,37 +268,16 @@ int mmfile_write_tmp(const char *dir, uint64_t stamp, const int draw[2], size_t 
 {
 	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN + 8];
 	graph_paths(path, tmp, dir);
-	size_t nmoves = mstart[n], npar = pstart[n];
-	unsigned dbits = bookdb_keydir_dir_bits(n), blog = keyfilter_log2(n);
-	size_t ndir = bookdb_keydir_dir_len(dbits), nbloom = keyfilter_words(blog);
+	GraphHeader h;
+	size_t sizes[SEC_END];
+	graph_layout(&h, sizes, stamp, draw, n, mstart[n], pstart[n]);
+	size_t ndir = sizes[SEC_DIR] / 4, nbloom = sizes[SEC_BLOOM] / 8;
 	uint32_t *dirv = bigmem_alloc(ndir * sizeof *dirv);
 	uint64_t *bloom = bigmem_alloc(nbloom * sizeof *bloom);
 	int rc = MMFILE_ENOMEM, fd = -1;
 	if (!dirv || !bloom) goto out;
 	BookKeyDir kd;
-	bookdb_keydir_fill(&kd, keys, n, dirv, dbits, bloom, blog);
-	GraphHeader h;
-	memset(&h, 0, sizeof h);
-	memcpy(h.magic, GRAPH_MAGIC, 8);
-	h.version = MMFILE_VERSION;
-	h.header_size = MMFILE_HEADER;
-	h.stamp = stamp;
-	h.n = n;
-	h.nmoves = nmoves;
-	h.nparents = npar;
-	h.dir_bits = dbits;
-	h.bloom_log2 = blog;
-	h.draw[0] = draw[0];
-	h.draw[1] = draw[1];
-	size_t sizes[SEC_END] = {
-	    n * sizeof *keys,       ndir * 4,    nbloom * 8, n, n * sizeof *vd, (n + 1) * 4,
-	    nmoves * sizeof *moves, (n + 1) * 4, npar * 4};
-	uint64_t off = MMFILE_HEADER;
-	for (int s = 0; s < SEC_END; s++) {
-		h.off[s] = off;
-		off += align8(sizes[s]);
-	}
-	h.off[SEC_END] = off;
+	bookdb_keydir_fill(&kd, keys, n, dirv, h.dir_bits, bloom, h.bloom_log2);
 	uint8_t hb[MMFILE_HEADER] = {0};
 	memcpy(hb, &h, sizeof h);
 	rc = MMFILE_EIO;
@@ -428,6 +449,7 @@ static int do_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len
 	MmOvList *l = &v->lists[*li];
 	l->off = (uint32_t)v->ov_nmoves;
 	l->len = len;
+	l->node = i;
 	v->ov_nmoves += len;
 	/* An edge between graph-file nodes is usually in its reverse edges
 	 * already; not when the leaf policy made a leaf of it then (the child
@@ -754,15 +776,8 @@ static int map_graph(void **map, size_t *map_len, GraphHeader *h, const char *di
 		          "%s: written by another minimax run than the book's last", path);
 	} else {
 		size_t n = h->n;
-		size_t sizes[SEC_END] = {n * 16,
-		                         bookdb_keydir_dir_len(h->dir_bits & 31) * 4,
-		                         keyfilter_words(h->bloom_log2 & 63) * 8,
-		                         n,
-		                         n * 4,
-		                         (n + 1) * 4,
-		                         h->nmoves * 8,
-		                         (n + 1) * 4,
-		                         h->nparents * 4};
+		size_t sizes[SEC_END];
+		graph_sizes(h, sizes);
 		bool ok = n < MM_NONE && h->nmoves < MM_NONE && h->nparents < MM_NONE &&
 		          h->dir_bits >= 1 && h->dir_bits <= 30 && h->bloom_log2 >= 6 &&
 		          h->bloom_log2 <= 40 && h->off[SEC_END] == len;
@@ -925,4 +940,199 @@ bool mmfile_journal_ends_with(const MmView *v, const char *dir, uint64_t journal
 	ssize_t r = pread(fd, hdr, sizeof hdr, (off_t)at);
 	close(fd);
 	return r == (ssize_t)sizeof hdr && !memcmp(hdr, v->appended, sizeof hdr);
+}
+
+/* ---- folding the journal into a new graph file ------------------------------------ */
+
+/* File nodes a block of the numbering's shift table. */
+#define FOLD_BLOCK 256
+
+/* The new numbering: key order over the file's nodes and the added ones. */
+typedef struct {
+	const MmView *v;
+	size_t m;      /* nodes added since the file */
+	uint32_t *ord; /* the added nodes (j of n + j), in key order */
+	uint32_t *ins; /* ins[k]: the file nodes before ord[k]'s key (ascending in k) */
+	uint32_t *num; /* num[j]: node n + j's new number */
+	uint32_t *blk; /* blk[b]: the added keys before file node b * FOLD_BLOCK */
+	uint32_t *buf; /* a node's parents */
+	size_t buf_n, buf_cap;
+	bool bad; /* a parent past the graph's end */
+} Fold;
+
+static int cmp_added(const void *a, const void *b, void *ctx)
+{
+	const MmView *v = ctx;
+	return key_cmp(v->new_keys[*(const uint32_t *)a], v->new_keys[*(const uint32_t *)b]);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Node x's new number (MM_NONE stays). */
+static uint32_t fold_num(const Fold *f, uint32_t x)
+{
+	if (x == MM_NONE) return MM_NONE;
+	if (x >= f->v->n) return f->num[x - f->v->n];
+	size_t k = f->blk[x / FOLD_BLOCK];
+	while (k < f->m && f->ins[k] <= x) k++;
+	return x + (uint32_t)k;
+}
+
+static int fold_numbering(Fold *f)
+{
+	const MmView *v = f->v;
+	size_t m = f->m, nb = v->n / FOLD_BLOCK + 2;
+	f->ord = malloc((m + 1) * sizeof *f->ord);
+	f->ins = malloc((m + 1) * sizeof *f->ins);
+	f->num = malloc((m + 1) * sizeof *f->num);
+	f->blk = malloc(nb * sizeof *f->blk);
+	if (!f->ord || !f->ins || !f->num || !f->blk) return MMFILE_ENOMEM;
+	for (size_t j = 0; j < m; j++) f->ord[j] = (uint32_t)j;
+	qsort_r(f->ord, m, sizeof *f->ord, cmp_added, (void *)v);
+	for (size_t k = 0; k < m; k++) {
+		Key key = v->new_keys[f->ord[k]];
+		f->ins[k] = v->n ? (uint32_t)bookdb_keydir_rank(&v->kd, key) : 0;
+		if (v->n && f->ins[k] < v->n && key_equal(v->keys[f->ins[k]], key))
+			return MMFILE_ESTALE; /* added twice */
+		f->num[f->ord[k]] = f->ins[k] + (uint32_t)k;
+	}
+	for (size_t b = 0, k = 0; b < nb; b++) {
+		while (k < m && f->ins[k] < b * FOLD_BLOCK) k++;
+		f->blk[b] = (uint32_t)k;
+	}
+	return 0;
+}
+
+static int fold_parent(uint32_t parent, void *ctx)
+{
+	Fold *f = ctx;
+	if (parent >= mmfile_count(f->v)) {
+		f->bad = true;
+		return 1;
+	}
+	if (array_grow((void **)&f->buf, &f->buf_cap, f->buf_n + 1, sizeof *f->buf, 64) < 0)
+		return -1;
+	f->buf[f->buf_n++] = fold_num(f, parent);
+	return 0;
+}
+
+/* The moves and the reverse edges the view holds now (the file's, less the
+ * replaced lists', plus theirs). */
+static void fold_totals(const MmView *v, size_t *nmoves, size_t *npar)
+{
+	size_t nm = v->nmoves, np = v->nparents;
+	for (size_t q = 0; q < v->nlists; q++) {
+		const MmOvList *l = &v->lists[q];
+		for (uint32_t k = 0; k < l->len; k++) np += v->ov_moves[l->off + k].next != MM_NONE;
+		nm += l->len;
+		if (l->node >= v->n) continue;
+		uint32_t a = v->mstart[l->node], b = v->mstart[l->node + 1];
+		for (uint32_t k = a; k < b && k < v->nmoves; k++) np -= v->moves[k].next != MM_NONE;
+		nm -= b - a;
+	}
+	*nmoves = nm;
+	*npar = np;
+}
+
+/* Writes every node of the view into the mapped sections at out, in the new
+ * numbering. */
+static int fold_nodes(Fold *f, uint8_t *out, const GraphHeader *h, const atomic_bool *stop)
+{
+	const MmView *v = f->v;
+	Key *keys = (Key *)(out + h->off[SEC_KEYS]);
+	uint8_t *flags = out + h->off[SEC_FLAGS];
+	MmVd *vd = (MmVd *)(out + h->off[SEC_VD]);
+	uint32_t *mstart = (uint32_t *)(out + h->off[SEC_MSTART]);
+	MmMove *moves = (MmMove *)(out + h->off[SEC_MOVES]);
+	uint32_t *pstart = (uint32_t *)(out + h->off[SEC_PSTART]);
+	uint32_t *parents = (uint32_t *)(out + h->off[SEC_PARENTS]);
+	size_t nm = 0, np = 0, i = 0, k = 0;
+	for (size_t t = 0; t < h->n; t++) {
+		if ((t & 0xffff) == 0 && stop && atomic_load(stop)) return MMFILE_EIO;
+		uint32_t x = k < f->m && (i == v->n || f->ins[k] <= i)
+		                 ? (uint32_t)(v->n + f->ord[k++])
+		                 : (uint32_t)i++;
+		keys[t] = mmfile_key(v, x);
+		flags[t] = mmfile_flags(v, x);
+		vd[t] = mmfile_vd(v, x);
+		uint32_t len;
+		const MmMove *mv = mmfile_moves(v, x, &len);
+		if (!mv || len > h->nmoves - nm) return MMFILE_ESTALE;
+		mstart[t] = (uint32_t)nm;
+		for (uint32_t e = 0; e < len; e++) {
+			moves[nm] = mv[e];
+			moves[nm++].next = fold_num(f, mv[e].next);
+		}
+		f->buf_n = 0;
+		int rc = mmfile_each_parent(v, x, fold_parent, f);
+		if (rc < 0 || f->bad)
+			return f->bad || rc == MMFILE_ESTALE ? MMFILE_ESTALE : MMFILE_ENOMEM;
+		if (f->buf_n > h->nparents - np) return MMFILE_ESTALE;
+		qsort(f->buf, f->buf_n, sizeof *f->buf, cmp_u32);
+		pstart[t] = (uint32_t)np;
+		memcpy(parents + np, f->buf, f->buf_n * sizeof *f->buf);
+		np += f->buf_n;
+	}
+	mstart[h->n] = (uint32_t)nm;
+	pstart[h->n] = (uint32_t)np;
+	/* Every count as the totals said, or the view does not add up. */
+	return nm == h->nmoves && np == h->nparents ? 0 : MMFILE_ESTALE;
+}
+
+int mmfile_fold(const MmView *v, const char *dir, uint64_t stamp, const atomic_bool *stop,
+                char *err)
+{
+	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN + 8];
+	graph_paths(path, tmp, dir);
+	Fold f = {.v = v, .m = v->nnew};
+	GraphHeader h;
+	size_t sizes[SEC_END], nmoves, npar;
+	fold_totals(v, &nmoves, &npar);
+	int rc = MMFILE_ENOMEM, fd = -1;
+	uint8_t *out = MAP_FAILED;
+	if (mmfile_count(v) >= MM_NONE || nmoves >= MM_NONE || npar >= MM_NONE) goto out;
+	if ((rc = fold_numbering(&f)) < 0) goto out;
+	graph_layout(&h, sizes, stamp, v->draw, mmfile_count(v), nmoves, npar);
+	size_t len = h.off[SEC_END];
+	rc = MMFILE_EIO;
+	/* The file's blocks taken first, so that writing through the map cannot
+	 * fault for want of room (SIGBUS): a full disk is an error here. */
+	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0664);
+	if (fd < 0) goto out;
+	if ((errno = posix_fallocate(fd, 0, (off_t)len)) != 0) goto out;
+	out = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (out == MAP_FAILED) goto out;
+	/* The old file is read once, in order, and dropped after the fold. */
+	(void)madvise(v->map, v->map_len, MADV_SEQUENTIAL);
+	memcpy(out, &h, sizeof h);
+	if ((rc = fold_nodes(&f, out, &h, stop)) < 0) goto out;
+	BookKeyDir kd;
+	bookdb_keydir_fill(&kd, (const Key *)(out + h.off[SEC_KEYS]), h.n,
+	                   (uint32_t *)(out + h.off[SEC_DIR]), h.dir_bits,
+	                   (uint64_t *)(out + h.off[SEC_BLOOM]), h.bloom_log2);
+	rc = MMFILE_EIO;
+	if (msync(out, len, MS_SYNC) < 0 || fsync(fd) < 0) goto out;
+	rc = 0;
+out:
+	if (rc == MMFILE_EIO)
+		fail(err, MMFILE_ERRLEN, rc, "%s: %s", tmp,
+		     stop && atomic_load(stop) ? "stopped" : strerror(errno));
+	else if (rc == MMFILE_ESTALE)
+		fail(err, MMFILE_ERRLEN, rc, "the kept graph and its journal do not add up");
+	else if (rc)
+		fail(err, MMFILE_ERRLEN, rc, "out of memory");
+	if (out != MAP_FAILED) munmap(out, h.off[SEC_END]);
+	if (fd >= 0 && close(fd) < 0 && rc == 0)
+		rc = fail(err, MMFILE_ERRLEN, MMFILE_EIO, "%s: %s", tmp, strerror(errno));
+	if (rc) unlink(tmp);
+	free(f.ord);
+	free(f.ins);
+	free(f.num);
+	free(f.blk);
+	free(f.buf);
+	return rc == 0 ? mmfile_commit(dir, stamp, err) : rc;
 }

@@ -67,6 +67,7 @@ const char *mmfile_strerror(int code);
 /* One replaced move list of the overlay. */
 typedef struct {
 	uint32_t off, len; /* in MmView.ov_moves */
+	uint32_t node;     /* whose list it is */
 } MmOvList;
 
 /* A parent link added since the graph file (child <- parent), chained per child. */
@@ -252,5 +253,20 @@ JOSEKI_MUST_USE int mmfile_journal_append(MmView *v, const char *dir, uint64_t j
  * appended none): a run whose commit failed may have had its batch
  * overwritten by another run's since. */
 bool mmfile_journal_ends_with(const MmView *v, const char *dir, uint64_t journal_len);
+
+/*
+ * Folds the view (the graph file, the journal's changes and the view's own)
+ * into a new graph file of the given stamp with an empty journal, numbered in
+ * key order as a whole-book run's file, without analysing anything: every
+ * node, state, move and reverse edge as the view has them. The old file is
+ * read once, in order; the new one is written through a shared map of
+ * dir/minimax.graph.tmp (its blocks allocated first), fsync'ed and renamed
+ * (mmfile_commit). v is left as it was, in the old numbering: close it and
+ * open the new file. 0, MMFILE_ENOMEM, MMFILE_EIO (also when *stop turns
+ * true; stop may be NULL) or MMFILE_ESTALE (the view does not add up), the
+ * message in err; on failure before the rename the old files are untouched.
+ */
+JOSEKI_MUST_USE int mmfile_fold(const MmView *v, const char *dir, uint64_t stamp,
+                                const atomic_bool *stop, char *err);
 
 #endif

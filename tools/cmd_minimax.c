@@ -2,6 +2,7 @@
  * joseki minimax BOOK [--full] [--draw-black CP] [--draw-white CP] [--leaves thought|games]
  *                [--min-depth D] [--min-games N] [--blend W] [--blend-games N] [--game-evals]
  *                [--games-book most-played|winrate [--games-min N]] [--batch N]
+ *                [--fold-at SIZE]
  *                [--json] [--quiet]
  *
  * Backs the values up over the book graph and stores them in the records
@@ -64,6 +65,14 @@ static void values_said(char *out, size_t n, const BookmmPolicy *p)
 		snprintf(out, n, "analyses (game comments shown, not values)");
 }
 
+/* --fold-at: a size as --memory takes it, not bounded by the machine's memory
+ * (it is a file's length). */
+static int parse_fold_at(void *dst, char *value, char *msg)
+{
+	(void)msg;
+	return memuse_parse_size(value, dst);
+}
+
 int cmd_minimax(int argc, char **argv)
 {
 	static const int GAMES_BOOKS[] = {BOOKMM_GAMES_MOST_PLAYED, BOOKMM_GAMES_WINRATE};
@@ -108,6 +117,10 @@ int cmd_minimax(int argc, char **argv)
 	     * at most one batch. */
 	    CLI_NUM("--batch", &opt.batch, 1, 100000000, "N",
 	            "records a write transaction (default 10000; 1000 incremental)"),
+	    CLI_FN("--fold-at", &opt.fold_at, parse_fold_at, "SIZE",
+	           "a size such as 64M, at least 1M",
+	           "an incremental run first folds the kept graph's journal into a new graph "
+	           "file when it is longer than SIZE (default: a quarter of the graph file)"),
 	    CLI_MEMORY(&memory),
 	    CLI_JSON(&json),
 	    CLI_QUIET(&quiet),
@@ -212,12 +225,13 @@ int cmd_minimax(int argc, char **argv)
 		                               : json_null());
 		json_object_set_new(o, "lookups_sorted", json_boolean(st.lookups_sorted));
 		json_object_set_new(o, "sorted_bytes", json_integer((json_int_t)st.sorted_bytes));
+		json_object_set_new(o, "folded_bytes", json_integer((json_int_t)st.folded_bytes));
 		joseki_with_peak(o);
 		return joseki_print_json(o, JSON_REAL_PRECISION(6)) < 0 ? 1 : 0;
 	}
 	/* The summary in lines that fit the console (a coordinator's whole-book
 	 * child writes it among serve's lines): the graph, the run, the values. */
-	char line[8][512];
+	char line[10][512];
 	snprintf(line[0], sizeof line[0],
 	         "minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles)%s",
 	         st.positions, st.valued, st.settled, st.cyclic, st.incremental ? ";" : ",");
@@ -251,6 +265,11 @@ int cmd_minimax(int argc, char **argv)
 		         "  the key index past half the budget: children looked up in sorted runs "
 		         "(%.1f MB on disk)",
 		         st.sorted_bytes / 1e6);
+	if (st.folded_bytes)
+		snprintf(line[nl++], sizeof line[3],
+		         "  the kept graph's journal (%.1f MB) folded into a new graph file first, "
+		         "%.0f ms",
+		         st.folded_bytes / 1e6, st.fold_ms);
 	if (st.rebuild_busy)
 		snprintf(line[nl++], sizeof line[3],
 		         "  another writer had the book open: the records were rewritten in place");

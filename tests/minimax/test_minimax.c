@@ -785,8 +785,9 @@ static void run_ok(BookmmStats *st, BookDB *db, const BookmmOptions *opt)
 }
 
 /* keep: the incremental runs take the graph from a keep (BookmmOptions.keep),
- * as the coordinator's do. */
-static void random_batches(const char *name, BookmmLeaves leaves, bool keep)
+ * as the coordinator's do; fold_at (0: the default): the journal length past
+ * which they fold it into a new graph file first. */
+static void random_batches(const char *name, BookmmLeaves leaves, bool keep, uint64_t fold_at)
 {
 	uint64_t rng = ts_seed(name);
 	g_mark_thought = leaves == BOOKMM_LEAVES_THOUGHT;
@@ -796,9 +797,10 @@ static void random_batches(const char *name, BookmmLeaves leaves, bool keep)
 	BookmmOptions inc = {.draw_black = -(int)(rng % 50), .policy.leaves = leaves}, full = inc;
 	full.full = true;
 	inc.batch = 5; /* the incremental rewrite in many transactions */
+	inc.fold_at = fold_at;
 	if (keep) assert_non_null(inc.keep = bookmm_keep_new());
 	BookmmStats sa, sb;
-	size_t cyclic = 0, partial = 0, avoided = 0;
+	size_t cyclic = 0, partial = 0, avoided = 0, folds = 0;
 	for (int batch = 0; batch < 14; batch++) {
 		int n = batch == 0 ? 150 : 1 + (int)(ts_rand(&rng) % 30);
 		if (batch == 0) king_cycle(a, b, &rng);
@@ -811,7 +813,13 @@ static void random_batches(const char *name, BookmmLeaves leaves, bool keep)
 		/* The first run has no earlier one to start from; the second
 		 * reads the graph the first wrote, the others take it kept. */
 		assert_int_equal(sa.incremental, batch > 0);
-		assert_int_equal(sa.view_kept, keep && batch > 1);
+		/* A fold reads the new file it wrote. */
+		assert_int_equal(sa.view_kept, keep && batch > 1 && !sa.folded_bytes);
+		if (sa.folded_bytes) {
+			assert_true(sa.incremental);
+			assert_true(sa.folded_bytes > fold_at);
+			folds++;
+		}
 		if (sa.incremental && sa.affected < sa.positions) partial++;
 		assert_int_equal(sb.rewritten, sb.positions);
 		assert_true(sa.rewritten <= sb.rewritten);
@@ -830,6 +838,9 @@ static void random_batches(const char *name, BookmmLeaves leaves, bool keep)
 	assert_true(cyclic > 0);
 	assert_true(partial > 0);
 	assert_true(avoided > 0);
+	/* Small journals are not folded: some runs folded, not all. */
+	if (fold_at) assert_true(folds > 0 && folds < 13);
+	if (!fold_at) assert_int_equal(folds, 0);
 	run_ok(&sa, a, &inc);
 	assert_true(sa.incremental);
 	assert_int_equal(sa.changed, 0);
@@ -921,7 +932,16 @@ static void test_minimax__incremental_equals_full_after_random_batches(void **st
 {
 	(void)state;
 	random_batches("test_minimax__incremental_equals_full_after_random_batches",
-	               BOOKMM_LEAVES_GAMES, true);
+	               BOOKMM_LEAVES_GAMES, true, 0);
+}
+
+/* The same, the journal folded into a new graph file whenever it passes 4 KB
+ * (with the graph kept in memory between the runs, as the coordinator's). */
+static void test_minimax__incremental_equals_full_with_the_journal_folded(void **state)
+{
+	(void)state;
+	random_batches("test_minimax__incremental_equals_full_with_the_journal_folded",
+	               BOOKMM_LEAVES_GAMES, true, 4096);
 }
 
 /* The same under the thought leaf policy, with positions turning from leaves
@@ -930,7 +950,7 @@ static void test_minimax__incremental_equals_full_under_the_thought_policy(void 
 {
 	(void)state;
 	random_batches("test_minimax__incremental_equals_full_under_the_thought_policy",
-	               BOOKMM_LEAVES_THOUGHT, false);
+	               BOOKMM_LEAVES_THOUGHT, false, 0);
 }
 
 static void append_file(const char *path, const char *bytes, size_t n)
@@ -962,11 +982,25 @@ static void test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they
 	snprintf(path, sizeof path, "%s/book/minimax.journal", da);
 	append_file(path, "garbage", 7);
 	/* Steps: incremental, incremental (the journal grows), journal cut
-	 * short, graph file gone, other draw values, incremental again. */
-	const char *why[] = {NULL, NULL, "minimax.journal", "minimax.graph", "draw values", NULL};
-	for (int step = 0; step < 6; step++) {
+	 * short, graph file gone, other draw values, incremental, a fold killed
+	 * before the book recorded its stamp, incremental again. */
+	const char *why[] = {NULL,          NULL, "minimax.journal",     "minimax.graph",
+	                     "draw values", NULL, "another minimax run", NULL};
+	for (int step = 0; step < 8; step++) {
 		for (int k = 0; k < 10; k++) random_result(a, b, &rng);
-		if (step == 2) {
+		if (step == 6) {
+			BookTxn *txn;
+			BookmmState s;
+			assert_int_equal(bookdb_txn_begin(&txn, a, false), 0);
+			assert_int_equal(bookmm_state_get(&s, txn), 0);
+			bookdb_txn_abort(txn);
+			MmView v;
+			char err[MMFILE_ERRLEN], dir[600];
+			snprintf(dir, sizeof dir, "%s/book", da);
+			assert_int_equal(mmfile_open(&v, dir, s.stamp, s.journal_len, err), 0);
+			assert_int_equal(mmfile_fold(&v, dir, s.stamp + 1, NULL, err), 0);
+			mmfile_close(&v);
+		} else if (step == 2) {
 			snprintf(path, sizeof path, "%s/book/minimax.journal", da);
 			assert_int_equal(truncate(path, 40), 0);
 		} else if (step == 3) {
@@ -1259,8 +1293,11 @@ static void test_minimax__a_run_applied_by_another_writer_equals_the_whole_book(
 		for (int k = 0; k < 12; k++) random_result(a, b, &rng);
 		check_walk(a, b, &rng);
 		BookMinimaxPlan *plan = NULL;
+		/* Every other run folds its journal first, one of them dropped. */
+		inc.fold_at = round % 2;
 		assert_int_equal(bookmm_prepare(&plan, &sa, a, &inc, err), 0);
 		assert_true(sa.incremental);
+		assert_int_equal(sa.folded_bytes > 0, round % 2);
 		assert_non_null(plan);
 		bool drop = round == 3;
 		for (int done = 0; !done;) {
@@ -1286,6 +1323,7 @@ static void test_minimax__a_run_applied_by_another_writer_equals_the_whole_book(
 		bookmm_plan_free(plan);
 		/* What the chunks left (and the results written between them) is
 		 * what a whole-book run gives once one more run has seen them. */
+		inc.fold_at = 0;
 		run_ok(&sa, a, &inc);
 		assert_true(sa.incremental);
 		run_ok(&sb, b, &full);
@@ -1867,6 +1905,13 @@ static void test_minimax__command_prints_json_and_rejects_bad_arguments(void **s
 		if (!strstr(out, keys[k])) fail_msg("no %s in %s", keys[k], out);
 	free(out);
 	free(err);
+	/* A journal shorter than --fold-at is not folded. */
+	assert_int_equal(
+	    ts_runf(&out, NULL, "%s minimax %s/book --fold-at 1M --json", ts_joseki(), dir), 0);
+	assert_non_null(strstr(out, "\"folded_bytes\":0"));
+	free(out);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --fold-at 10K", ts_joseki(), dir),
+	                 2);
 	/* joseki query shows the backed-up value. */
 	assert_int_equal(ts_runf(&out, NULL, "%s query %s/book startpos --json", ts_joseki(), dir),
 	                 0);
@@ -1897,6 +1942,7 @@ int main(void)
 	    cmocka_unit_test(test_minimax__per_side_draw_values_decide_who_repeats),
 	    cmocka_unit_test(test_minimax__perpetual_check_loses_for_the_checker),
 	    cmocka_unit_test(test_minimax__incremental_equals_full_after_random_batches),
+	    cmocka_unit_test(test_minimax__incremental_equals_full_with_the_journal_folded),
 	    cmocka_unit_test(test_minimax__positions_without_a_value_stay_in_the_kept_graph),
 	    cmocka_unit_test(test_minimax__incremental_equals_full_under_the_thought_policy),
 	    cmocka_unit_test(

@@ -6,7 +6,8 @@
  * reopen, and a reopen at an older recorded length shows the older state; a
  * tail beyond the recorded length is ignored and overwritten; nothing pending
  * leaves the journal alone; the view never writes the graph file; another
- * stamp, missing or short files and damaged bytes give MMFILE_ESTALE.
+ * stamp, missing or short files and damaged bytes give MMFILE_ESTALE; a
+ * folded view is the graph written anew in key order.
  * Every view is compared in full with a model kept by the test.
  */
 #include <setjmp.h>
@@ -665,6 +666,114 @@ static void test_mmfile__stale_or_damaged_files_are_refused(void **state)
 	free(other);
 }
 
+/* The model renumbered in key order, as a graph file written anew holds it. */
+static void model_key_order(Model *md)
+{
+	size_t n = md->n;
+	Key *sorted = malloc((n + 1) * sizeof *sorted);
+	uint32_t *num = malloc((n + 1) * sizeof *num);
+	assert_true(sorted && num);
+	memcpy(sorted, md->keys, n * sizeof *sorted);
+	qsort(sorted, n, sizeof *sorted, cmp_key);
+	for (size_t i = 0; i < n; i++) {
+		Key *at = bsearch(&md->keys[i], sorted, n, sizeof *sorted, cmp_key);
+		assert_non_null(at);
+		num[i] = (uint32_t)(at - sorted);
+	}
+	Model out;
+	memset(&out, 0, sizeof out);
+	model_reserve(&out, n ? n : 1);
+	out.n = n;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t t = num[i];
+		out.keys[t] = md->keys[i];
+		out.flags[t] = md->flags[i];
+		out.vd[t] = md->vd[i];
+		out.moves[t] = md->moves[i];
+		for (uint32_t k = 0; k < out.moves[t].len; k++)
+			if (out.moves[t].m[k].next != MM_NONE)
+				out.moves[t].m[k].next = num[out.moves[t].m[k].next];
+	}
+	free(md->keys), free(md->flags), free(md->vd), free(md->moves);
+	*md = out;
+	free(sorted), free(num);
+}
+
+/*
+ * A view folded into a new graph file (mmfile_fold: the file, the journal's
+ * changes and the view's own) is byte for byte the file mmfile_write makes of
+ * the same graph numbered in key order, with an empty journal of the new
+ * stamp; it opens as that graph. A fold stopped part way leaves the old files
+ * as they were and no temporary file.
+ */
+static void test_mmfile__a_folded_view_is_the_graph_written_anew(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_mmfile__a_folded_view_is_the_graph_written_anew");
+	char *dir = ts_mkdtemp(), *other = ts_mkdtemp();
+	char *gpath = path_in(dir, MMFILE_GRAPH), *tpath = path_in(dir, MMFILE_GRAPH ".tmp");
+	char *opath = path_in(other, MMFILE_GRAPH);
+	for (int round = 0; round < 24; round++) {
+		Model md;
+		model_random(&md, (size_t)(ts_rand(&rng) % 200), &rng);
+		uint64_t stamp = ts_rand(&rng), jlen = MMFILE_JOURNAL_EMPTY;
+		model_write(&md, dir, stamp);
+		char err[MMFILE_ERRLEN] = "";
+		MmView v;
+		for (int run = 0; run < (int)(ts_rand(&rng) % 3); run++) {
+			open_ok(&v, dir, stamp, jlen);
+			random_changes(&v, &md, &rng, 1 + (int)(ts_rand(&rng) % 60));
+			assert_int_equal(mmfile_journal_append(&v, dir, jlen, &jlen, err), 0);
+			mmfile_close(&v);
+		}
+		open_ok(&v, dir, stamp, jlen);
+		if (round % 2) random_changes(&v, &md, &rng, 1 + (int)(ts_rand(&rng) % 60));
+		if (round % 6 == 5) {
+			/* stopped: nothing changes */
+			atomic_bool stop = true;
+			size_t before = file_len(dir, MMFILE_GRAPH);
+			assert_int_equal(mmfile_fold(&v, dir, stamp + 1, &stop, err), MMFILE_EIO);
+			assert_true(err[0] != '\0');
+			assert_int_equal(file_len(dir, MMFILE_GRAPH), before);
+			assert_null(fopen(tpath, "rb"));
+			mmfile_close(&v);
+			if (!(round % 2)) {
+				open_ok(&v, dir, stamp, jlen);
+				expect_view(&v, &md, &rng);
+				mmfile_close(&v);
+			}
+			model_free(&md);
+			continue;
+		}
+		uint64_t stamp2 = stamp ^ 0x5a5a;
+		int rc = mmfile_fold(&v, dir, stamp2, NULL, err);
+		if (rc) fail_msg("mmfile_fold: %d %s", rc, err);
+		mmfile_close(&v);
+		assert_null(fopen(tpath, "rb"));
+		assert_int_equal(file_len(dir, MMFILE_JOURNAL), MMFILE_JOURNAL_EMPTY);
+		model_key_order(&md);
+		model_write(&md, other, stamp2);
+		size_t la = 0, lb = 0;
+		char *a = ts_read_file(gpath, &la), *b = ts_read_file(opath, &lb);
+		assert_true(a && b);
+		assert_int_equal(la, lb);
+		for (size_t i = 0; i < la; i++)
+			if (a[i] != b[i])
+				fail_msg("round %d: byte %zu of %zu differs", round, i, la);
+		free(a), free(b);
+		expect_stale(dir, stamp, MMFILE_JOURNAL_EMPTY, "the old stamp after a fold");
+		open_ok(&v, dir, stamp2, MMFILE_JOURNAL_EMPTY);
+		expect_view(&v, &md, &rng);
+		mmfile_close(&v);
+		model_free(&md);
+	}
+	free(gpath), free(tpath), free(opath);
+	ts_rmtree(dir);
+	ts_rmtree(other);
+	free(dir);
+	free(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -675,6 +784,7 @@ int main(void)
 	    cmocka_unit_test(test_mmfile__nothing_pending_leaves_the_journal_alone),
 	    cmocka_unit_test(test_mmfile__a_view_never_writes_the_graph_file),
 	    cmocka_unit_test(test_mmfile__stale_or_damaged_files_are_refused),
+	    cmocka_unit_test(test_mmfile__a_folded_view_is_the_graph_written_anew),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
