@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "shogi/bigmem.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
@@ -842,10 +843,16 @@ static int fold(Inc *c, BookmmStats *st, const char *dir, char *why)
 	return 0;
 }
 
-/* The journal length past which a run folds it (BookmmOptions.fold_at). */
-static uint64_t fold_at(const Inc *c)
+/* Whether the run folds the journal first: it is longer than fold_at, or
+ * the view's changes take more than a quarter of the memory budget
+ * (BookmmOptions.fold_at, .memory). */
+static bool fold_due(const Inc *c)
 {
-	return c->opt.fold_at ? c->opt.fold_at : (uint64_t)c->v.map_len / 4 + ((uint64_t)1 << 20);
+	uint64_t at =
+	    c->opt.fold_at ? c->opt.fold_at : (uint64_t)c->v.map_len / 4 + ((uint64_t)1 << 20);
+	uint64_t memory = c->opt.memory ? c->opt.memory : bigmem_budget();
+	return c->s.journal_len > at || (memory && c->s.journal_len > MMFILE_JOURNAL_EMPTY &&
+	                                 mmfile_overlay_bytes(&c->v) > memory / 4);
 }
 
 /* Everything but the writes: the kept graph brought up to date, the subgraph
@@ -915,7 +922,7 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 	/* A long journal costs every run that does not keep the view its replay,
 	 * and the kept view its memory: folded into a new graph file now and
 	 * then (a read and a write of the file, no analysis). */
-	if (fold_ok && c->s.journal_len > fold_at(c)) {
+	if (fold_ok && fold_due(c)) {
 		bookdb_txn_abort(snap);
 		snap = NULL;
 		rc = fold(c, st, dir, why);

@@ -123,8 +123,11 @@ typedef struct {
 	BookmmKeep *keep;
 	/* An incremental run whose kept graph's journal is longer than this
 	 * folds it into a new graph file first (0: a quarter of the graph file,
-	 * and at least 1 MiB; docs/minimax.md, "Folding the journal"). */
+	 * and at least 1 MiB; docs/minimax.md, "Folding the journal"); and one
+	 * whose kept graph holds more than a quarter of memory in changes
+	 * (0: bigmem_budget(); no such bound when both are 0). */
 	uint64_t fold_at;
+	uint64_t memory;
 } BookmmOptions;
 
 /* An empty keep (NULL when out of memory); freed, with what it holds, by

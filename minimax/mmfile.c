@@ -355,11 +355,33 @@ static uint32_t *nodemap_put(KeyMap *m, uint32_t node)
 	return keymap_add(m, node_key(node), &v) < 0 ? NULL : v;
 }
 
+static inline bool bit_of(const uint64_t *bits, uint32_t i)
+{
+	return bits && (bits[i >> 6] >> (i & 63) & 1);
+}
+
+/* Sets bit i of *bits (n bits, allocated at the first); -1 when out of memory. */
+static int bit_set(uint64_t **bits, size_t n, uint32_t i)
+{
+	if (!*bits && !(*bits = calloc(n / 64 + 1, sizeof **bits))) return -1;
+	(*bits)[i >> 6] |= (uint64_t)1 << (i & 63);
+	return 0;
+}
+
 /* Node's replaced move list, or NULL. */
 static MmOvList *list_find(const MmView *v, uint32_t node)
 {
+	if (node < v->n && !bit_of(v->list_bits, node)) return NULL;
 	const uint32_t *li = keymap_value(&v->list_of, node_key(node));
 	return li ? &v->lists[*li] : NULL;
+}
+
+/* Node's first parent link in ov_par, or MM_NONE. */
+static uint32_t first_link(const MmView *v, uint32_t node)
+{
+	if (node < v->n && !bit_of(v->link_bits, node)) return MM_NONE;
+	const uint32_t *h = keymap_value(&v->first_parent, node_key(node));
+	return h ? *h : MM_NONE;
 }
 
 /* Links parent -> child in the overlay unless it is there already. */
@@ -381,11 +403,11 @@ static bool file_parent(const MmView *v, uint32_t child, uint32_t parent)
 
 static int add_parent_link(MmView *v, uint32_t child, uint32_t parent)
 {
-	const uint32_t *h = keymap_value(&v->first_parent, node_key(child));
-	for (uint32_t l = h ? *h : MM_NONE; l != MM_NONE; l = v->ov_par[l].next)
+	for (uint32_t l = first_link(v, child); l != MM_NONE; l = v->ov_par[l].next)
 		if (v->ov_par[l].parent == parent) return 0;
 	if (array_grow((void **)&v->ov_par, &v->ov_par_cap, v->ov_npar + 1, sizeof *v->ov_par,
-	               1024) < 0)
+	               1024) < 0 ||
+	    (child < v->n && bit_set(&v->link_bits, v->n, child) < 0))
 		return -1;
 	uint32_t *head = nodemap_put(&v->first_parent, child);
 	if (!head) return -1;
@@ -444,7 +466,7 @@ static int do_set_moves(MmView *v, uint32_t i, const MmMove *moves, uint32_t len
 		return MMFILE_ENOMEM;
 	memcpy(v->ov_moves + v->ov_nmoves, moves, len * sizeof *moves);
 	uint32_t *li = nodemap_put(&v->list_of, i);
-	if (!li) return MMFILE_ENOMEM;
+	if (!li || (i < v->n && bit_set(&v->list_bits, v->n, i) < 0)) return MMFILE_ENOMEM;
 	if (*li == MM_NONE) *li = (uint32_t)v->nlists++;
 	MmOvList *l = &v->lists[*li];
 	l->off = (uint32_t)v->ov_nmoves;
@@ -471,8 +493,6 @@ static int do_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd)
 {
 	if (i >= mmfile_count(v)) return MMFILE_ESTALE;
 	if (i < v->n) {
-		if (!v->ov_bits && !(v->ov_bits = calloc(v->n / 64 + 1, sizeof *v->ov_bits)))
-			return MMFILE_ENOMEM;
 		if (array_grow((void **)&v->ov_state, &v->ov_state_cap, v->ov_nstate + 1,
 		               sizeof *v->ov_state, 1024) < 0)
 			return MMFILE_ENOMEM;
@@ -480,7 +500,7 @@ static int do_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd)
 		if (!si) return MMFILE_ENOMEM;
 		if (*si == MM_NONE) *si = (uint32_t)v->ov_nstate++;
 		v->ov_state[*si] = (MmOvState){vd, flags};
-		v->ov_bits[i >> 6] |= (uint64_t)1 << (i & 63);
+		if (bit_set(&v->ov_bits, v->n, i) < 0) return MMFILE_ENOMEM;
 	} else {
 		v->new_flags[i - v->n] = flags;
 		v->new_vd[i - v->n] = vd;
@@ -523,6 +543,17 @@ int mmfile_set_state(MmView *v, uint32_t i, uint8_t flags, MmVd vd)
 	e[5] = flags;
 	memcpy(e + 6, &vd, 4);
 	return pend(v, e, sizeof e) < 0 ? MMFILE_ENOMEM : 0;
+}
+
+size_t mmfile_overlay_bytes(const MmView *v)
+{
+	size_t bits = (v->ov_bits != NULL) + (v->list_bits != NULL) + (v->link_bits != NULL);
+	return v->new_cap * (sizeof *v->new_keys + sizeof *v->new_flags + sizeof *v->new_vd) +
+	       v->ov_state_cap * sizeof *v->ov_state + v->ov_moves_cap * sizeof *v->ov_moves +
+	       v->lists_cap * sizeof *v->lists + v->ov_par_cap * sizeof *v->ov_par +
+	       v->pending_cap + keymap_bytes(&v->new_map) + keymap_bytes(&v->state_of) +
+	       keymap_bytes(&v->list_of) + keymap_bytes(&v->first_parent) +
+	       bits * (v->n / 64 + 1) * sizeof(uint64_t);
 }
 
 /* ---- reading -------------------------------------------------------------------- */
@@ -602,8 +633,7 @@ int mmfile_each_parent(const MmView *v, uint32_t i, int (*fn)(uint32_t parent, v
 			if (r) return r;
 		}
 	}
-	const uint32_t *h = keymap_value(&v->first_parent, node_key(i));
-	for (uint32_t l = h ? *h : MM_NONE; l != MM_NONE; l = v->ov_par[l].next) {
+	for (uint32_t l = first_link(v, i); l != MM_NONE; l = v->ov_par[l].next) {
 		if (!has_edge(v, v->ov_par[l].parent, i)) continue;
 		int r = fn(v->ov_par[l].parent, ctx);
 		if (r) return r;
@@ -889,6 +919,8 @@ void mmfile_close(MmView *v)
 	free(v->new_vd);
 	keymap_free(&v->new_map);
 	free(v->ov_bits);
+	free(v->list_bits);
+	free(v->link_bits);
 	free(v->ov_state);
 	keymap_free(&v->state_of);
 	free(v->ov_moves);
@@ -1038,47 +1070,92 @@ static void fold_totals(const MmView *v, size_t *nmoves, size_t *npar)
 	*npar = np;
 }
 
-/* Writes every node of the view into the mapped sections at out, in the new
- * numbering. */
-static int fold_nodes(Fold *f, uint8_t *out, const GraphHeader *h, const atomic_bool *stop)
+/* A section of the new file written in order through a buffer (pwrite at
+ * its offset): the sections are written side by side, each in order. */
+typedef struct {
+	int fd;
+	uint64_t off; /* where buf goes */
+	size_t len;
+	bool failed;
+	uint8_t buf[1 << 18];
+} Stream;
+
+static void stream_flush(Stream *w)
+{
+	size_t done = 0;
+	while (!w->failed && done < w->len) {
+		ssize_t r = pwrite(w->fd, w->buf + done, w->len - done, (off_t)(w->off + done));
+		if (r < 0 && errno == EINTR) continue;
+		if (r <= 0) w->failed = true;
+		done += r > 0 ? (size_t)r : 0;
+	}
+	w->off += w->len;
+	w->len = 0;
+}
+
+static inline void stream_put(Stream *w, const void *p, size_t n)
+{
+	if (w->len + n > sizeof w->buf) stream_flush(w);
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
+}
+
+static inline void stream_u32(Stream *w, uint32_t x)
+{
+	stream_put(w, &x, 4);
+}
+
+/* The sections fold_nodes writes: all but the filter. */
+enum { FS_KEYS, FS_DIR, FS_FLAGS, FS_VD, FS_MSTART, FS_MOVES, FS_PSTART, FS_PARENTS, FS_NB };
+
+/* Writes every node of the view, in the new numbering, through w (FS_NB
+ * streams at their sections' offsets), and sets its key's bit in bloom. */
+static int fold_nodes(Fold *f, Stream *w, uint64_t *bloom, const GraphHeader *h,
+                      const atomic_bool *stop)
 {
 	const MmView *v = f->v;
-	Key *keys = (Key *)(out + h->off[SEC_KEYS]);
-	uint8_t *flags = out + h->off[SEC_FLAGS];
-	MmVd *vd = (MmVd *)(out + h->off[SEC_VD]);
-	uint32_t *mstart = (uint32_t *)(out + h->off[SEC_MSTART]);
-	MmMove *moves = (MmMove *)(out + h->off[SEC_MOVES]);
-	uint32_t *pstart = (uint32_t *)(out + h->off[SEC_PSTART]);
-	uint32_t *parents = (uint32_t *)(out + h->off[SEC_PARENTS]);
-	size_t nm = 0, np = 0, i = 0, k = 0;
+	size_t count = mmfile_count(v), nm = 0, np = 0, i = 0, k = 0, bucket = 0;
+	uint64_t mask = ((uint64_t)1 << h->bloom_log2) - 1;
 	for (size_t t = 0; t < h->n; t++) {
 		if ((t & 0xffff) == 0 && stop && atomic_load(stop)) return MMFILE_EIO;
 		uint32_t x = k < f->m && (i == v->n || f->ins[k] <= i)
 		                 ? (uint32_t)(v->n + f->ord[k++])
 		                 : (uint32_t)i++;
-		keys[t] = mmfile_key(v, x);
-		flags[t] = mmfile_flags(v, x);
-		vd[t] = mmfile_vd(v, x);
+		Key key = mmfile_key(v, x);
+		stream_put(&w[FS_KEYS], &key, sizeof key);
+		/* The directory: node t is the first of every bucket up to its own. */
+		for (size_t b = (size_t)(key.hi >> (64 - h->dir_bits)); bucket <= b; bucket++)
+			stream_u32(&w[FS_DIR], (uint32_t)t);
+		keyfilter_add(bloom, mask, key);
+		uint8_t fl = mmfile_flags(v, x);
+		MmVd vd = mmfile_vd(v, x);
+		stream_put(&w[FS_FLAGS], &fl, 1);
+		stream_put(&w[FS_VD], &vd, sizeof vd);
 		uint32_t len;
 		const MmMove *mv = mmfile_moves(v, x, &len);
 		if (!mv || len > h->nmoves - nm) return MMFILE_ESTALE;
-		mstart[t] = (uint32_t)nm;
+		stream_u32(&w[FS_MSTART], (uint32_t)nm);
 		for (uint32_t e = 0; e < len; e++) {
-			moves[nm] = mv[e];
-			moves[nm++].next = fold_num(f, mv[e].next);
+			MmMove m = mv[e];
+			if (m.next != MM_NONE && m.next >= count) return MMFILE_ESTALE;
+			m.next = fold_num(f, m.next);
+			stream_put(&w[FS_MOVES], &m, sizeof m);
 		}
+		nm += len;
 		f->buf_n = 0;
 		int rc = mmfile_each_parent(v, x, fold_parent, f);
 		if (rc < 0 || f->bad)
 			return f->bad || rc == MMFILE_ESTALE ? MMFILE_ESTALE : MMFILE_ENOMEM;
 		if (f->buf_n > h->nparents - np) return MMFILE_ESTALE;
-		qsort(f->buf, f->buf_n, sizeof *f->buf, cmp_u32);
-		pstart[t] = (uint32_t)np;
-		memcpy(parents + np, f->buf, f->buf_n * sizeof *f->buf);
+		if (f->buf_n > 1) qsort(f->buf, f->buf_n, sizeof *f->buf, cmp_u32);
+		stream_u32(&w[FS_PSTART], (uint32_t)np);
+		stream_put(&w[FS_PARENTS], f->buf, f->buf_n * sizeof *f->buf);
 		np += f->buf_n;
 	}
-	mstart[h->n] = (uint32_t)nm;
-	pstart[h->n] = (uint32_t)np;
+	for (; bucket < bookdb_keydir_dir_len(h->dir_bits); bucket++)
+		stream_u32(&w[FS_DIR], (uint32_t)h->n);
+	stream_u32(&w[FS_MSTART], (uint32_t)nm);
+	stream_u32(&w[FS_PSTART], (uint32_t)np);
 	/* Every count as the totals said, or the view does not add up. */
 	return nm == h->nmoves && np == h->nparents ? 0 : MMFILE_ESTALE;
 }
@@ -1093,29 +1170,41 @@ int mmfile_fold(const MmView *v, const char *dir, uint64_t stamp, const atomic_b
 	size_t sizes[SEC_END], nmoves, npar;
 	fold_totals(v, &nmoves, &npar);
 	int rc = MMFILE_ENOMEM, fd = -1;
-	uint8_t *out = MAP_FAILED;
+	Stream *w = NULL;
+	uint8_t *bmap = MAP_FAILED;
+	size_t blen = 0;
 	if (mmfile_count(v) >= MM_NONE || nmoves >= MM_NONE || npar >= MM_NONE) goto out;
 	if ((rc = fold_numbering(&f)) < 0) goto out;
+	rc = MMFILE_ENOMEM;
+	if (!(w = malloc(FS_NB * sizeof *w))) goto out;
 	graph_layout(&h, sizes, stamp, v->draw, mmfile_count(v), nmoves, npar);
-	size_t len = h.off[SEC_END];
 	rc = MMFILE_EIO;
-	/* The file's blocks taken first, so that writing through the map cannot
-	 * fault for want of room (SIGBUS): a full disk is an error here. */
 	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0664);
-	if (fd < 0) goto out;
-	if ((errno = posix_fallocate(fd, 0, (off_t)len)) != 0) goto out;
-	out = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (out == MAP_FAILED) goto out;
+	if (fd < 0 || ftruncate(fd, (off_t)h.off[SEC_END]) < 0) goto out;
+	/* The filter, set at random, through a shared map of its section whose
+	 * blocks are taken first (a full disk is then an error, not a fault). */
+	uint64_t bpage = h.off[SEC_BLOOM] & ~(uint64_t)4095;
+	blen = (size_t)(h.off[SEC_BLOOM] - bpage) + sizes[SEC_BLOOM];
+	if ((errno = posix_fallocate(fd, (off_t)bpage, (off_t)blen)) != 0) goto out;
+	bmap = mmap(NULL, blen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)bpage);
+	if (bmap == MAP_FAILED) goto out;
+	static const int sec[FS_NB] = {SEC_KEYS,   SEC_DIR,   SEC_FLAGS,  SEC_VD,
+	                               SEC_MSTART, SEC_MOVES, SEC_PSTART, SEC_PARENTS};
+	for (int q = 0; q < FS_NB; q++) w[q] = (Stream){.fd = fd, .off = h.off[sec[q]]};
 	/* The old file is read once, in order, and dropped after the fold. */
 	(void)madvise(v->map, v->map_len, MADV_SEQUENTIAL);
-	memcpy(out, &h, sizeof h);
-	if ((rc = fold_nodes(&f, out, &h, stop)) < 0) goto out;
-	BookKeyDir kd;
-	bookdb_keydir_fill(&kd, (const Key *)(out + h.off[SEC_KEYS]), h.n,
-	                   (uint32_t *)(out + h.off[SEC_DIR]), h.dir_bits,
-	                   (uint64_t *)(out + h.off[SEC_BLOOM]), h.bloom_log2);
+	uint8_t hb[MMFILE_HEADER] = {0};
+	memcpy(hb, &h, sizeof h);
+	if (pwrite(fd, hb, sizeof hb, 0) != (ssize_t)sizeof hb) goto out;
+	if ((rc = fold_nodes(&f, w, (uint64_t *)(bmap + (h.off[SEC_BLOOM] - bpage)), &h, stop)) < 0)
+		goto out;
 	rc = MMFILE_EIO;
-	if (msync(out, len, MS_SYNC) < 0 || fsync(fd) < 0) goto out;
+	bool failed = false;
+	for (int q = 0; q < FS_NB; q++) {
+		stream_flush(&w[q]);
+		failed |= w[q].failed;
+	}
+	if (failed || msync(bmap, blen, MS_SYNC) < 0 || fsync(fd) < 0) goto out;
 	rc = 0;
 out:
 	if (rc == MMFILE_EIO)
@@ -1125,10 +1214,11 @@ out:
 		fail(err, MMFILE_ERRLEN, rc, "the kept graph and its journal do not add up");
 	else if (rc)
 		fail(err, MMFILE_ERRLEN, rc, "out of memory");
-	if (out != MAP_FAILED) munmap(out, h.off[SEC_END]);
+	if (bmap != MAP_FAILED) munmap(bmap, blen);
 	if (fd >= 0 && close(fd) < 0 && rc == 0)
 		rc = fail(err, MMFILE_ERRLEN, MMFILE_EIO, "%s: %s", tmp, strerror(errno));
 	if (rc) unlink(tmp);
+	free(w);
 	free(f.ord);
 	free(f.ins);
 	free(f.num);

@@ -124,6 +124,10 @@ typedef struct {
 	MmOvParent *ov_par;
 	size_t ov_npar, ov_par_cap;
 	KeyMap first_parent; /* as list_of */
+	/* A bit a graph-file node (NULL until the first): its moves replaced
+	 * (list_of has it), a parent link added to it (first_parent has it), so
+	 * that the nodes without either, nearly all, are not looked up. */
+	uint64_t *list_bits, *link_bits;
 	/* What this run changed, for mmfile_journal_append. */
 	uint8_t *pending;
 	size_t pending_len, pending_cap;
@@ -215,6 +219,10 @@ static inline MmVd mmfile_vd(const MmView *v, uint32_t i)
 	if (i >= v->n) return v->new_vd[i - v->n];
 	return mmfile_overlaid(v, i) ? mmfile_ov_state(v, i)->vd : v->vd[i];
 }
+
+/* The bytes v holds in memory beside the mapped file: the changes since it
+ * (the journal's and its own), their maps and bits. */
+size_t mmfile_overlay_bytes(const MmView *v);
 
 /* The node of key k, or MM_NONE. */
 uint32_t mmfile_find(const MmView *v, Key k);

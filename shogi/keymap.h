@@ -131,6 +131,13 @@ typedef struct {
 	bool heap;
 } KeyMap;
 
+/* The bytes m holds (its slots, values and filter). */
+static inline size_t keymap_bytes(const KeyMap *m)
+{
+	return m->cap * (sizeof *m->slot + (m->val ? sizeof *m->val : 0)) +
+	       (m->filter ? (m->filter_mask + 1) / 8 : 0);
+}
+
 /* An empty index map over keys stride bytes apart (stride >= sizeof(Key)). */
 void keymap_init(KeyMap *m, size_t stride);
 /* An empty set, with a u32 value a key when values. */

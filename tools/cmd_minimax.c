@@ -66,11 +66,18 @@ static void values_said(char *out, size_t n, const BookmmPolicy *p)
 }
 
 /* --fold-at: a size as --memory takes it, not bounded by the machine's memory
- * (it is a file's length). */
+ * (it is a file's length), or a whole number of bytes from 1 (tests fold
+ * small books' journals). */
 static int parse_fold_at(void *dst, char *value, char *msg)
 {
 	(void)msg;
-	return memuse_parse_size(value, dst);
+	if (memuse_parse_size(value, dst) == 0) return 0;
+	char *end;
+	errno = 0;
+	unsigned long long b = strtoull(value, &end, 10);
+	if (errno || end == value || *end || b == 0 || value[0] == '-') return -1;
+	*(uint64_t *)dst = b;
+	return 0;
 }
 
 int cmd_minimax(int argc, char **argv)
@@ -118,7 +125,7 @@ int cmd_minimax(int argc, char **argv)
 	    CLI_NUM("--batch", &opt.batch, 1, 100000000, "N",
 	            "records a write transaction (default 10000; 1000 incremental)"),
 	    CLI_FN("--fold-at", &opt.fold_at, parse_fold_at, "SIZE",
-	           "a size such as 64M, at least 1M",
+	           "a size such as 64M, or bytes from 1",
 	           "an incremental run first folds the kept graph's journal into a new graph "
 	           "file when it is longer than SIZE (default: a quarter of the graph file)"),
 	    CLI_MEMORY(&memory),

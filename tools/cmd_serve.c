@@ -555,6 +555,9 @@ int cmd_serve(int argc, char **argv)
 	co.select_memory = memory / 2;
 	if (memory - co.select_memory > whole_book_memory)
 		whole_book_memory = memory - co.select_memory;
+	/* The incremental runs' kept graph within the same half: folded into a
+	 * new graph file when its changes pass a quarter of it. */
+	serve_minimax.memory = whole_book_memory;
 	if (work_on && !co.minimax_every && !co.minimax_seconds) co.minimax_seconds = 60;
 	opt.addr = addr;
 	shogi_init();

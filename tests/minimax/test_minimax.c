@@ -845,7 +845,7 @@ static void random_batches(const char *name, BookmmLeaves leaves, bool keep, uin
 	assert_true(sa.incremental);
 	assert_int_equal(sa.changed, 0);
 	assert_int_equal(sa.rewritten, 0);
-	assert_int_equal(sa.view_kept, keep);
+	assert_int_equal(sa.view_kept, keep && !sa.folded_bytes);
 	bookmm_keep_free(inc.keep);
 	twins_free(&t);
 	g_mark_thought = false;
@@ -1293,8 +1293,10 @@ static void test_minimax__a_run_applied_by_another_writer_equals_the_whole_book(
 		for (int k = 0; k < 12; k++) random_result(a, b, &rng);
 		check_walk(a, b, &rng);
 		BookMinimaxPlan *plan = NULL;
-		/* Every other run folds its journal first, one of them dropped. */
-		inc.fold_at = round % 2;
+		/* Every other run folds its journal first, for its length or for
+		 * the memory its changes take, one of them dropped. */
+		inc.fold_at = round % 4 == 1 ? 1 : round % 4 == 3 ? (uint64_t)1 << 30 : 0;
+		inc.memory = round % 4 == 3 ? 1024 : 0;
 		assert_int_equal(bookmm_prepare(&plan, &sa, a, &inc, err), 0);
 		assert_true(sa.incremental);
 		assert_int_equal(sa.folded_bytes > 0, round % 2);
@@ -1323,8 +1325,10 @@ static void test_minimax__a_run_applied_by_another_writer_equals_the_whole_book(
 		bookmm_plan_free(plan);
 		/* What the chunks left (and the results written between them) is
 		 * what a whole-book run gives once one more run has seen them. */
-		inc.fold_at = 0;
+		inc.fold_at = (uint64_t)1 << 30;
+		inc.memory = 0;
 		run_ok(&sa, a, &inc);
+		assert_int_equal(sa.folded_bytes, 0);
 		assert_true(sa.incremental);
 		run_ok(&sb, b, &full);
 		assert_int_equal(sa.root_value, sb.root_value);
@@ -1565,8 +1569,11 @@ static void test_minimax__killed_runs_leave_a_book_the_next_run_gets_right(void 
 			/* Small batches: a run commits its records in many transactions,
 			 * so kills land between them too. */
 			/* Half of them with their arrays in files (--memory 1M). */
+			/* One in three folds its journal first (killed during the fold
+			 * too). */
 			execl(ts_joseki(), ts_joseki(), "minimax", book, "--batch", "7", "--memory",
-			      round % 2 ? "1M" : "1G", "--quiet", (char *)NULL);
+			      round % 2 ? "1M" : "1G", "--fold-at", round % 3 == 1 ? "1" : "1G",
+			      "--quiet", (char *)NULL);
 			_exit(127);
 		}
 		if (round % 4 != 3 && ts_wait_flocked(lock, pid, 60000)) {
@@ -1910,8 +1917,15 @@ static void test_minimax__command_prints_json_and_rejects_bad_arguments(void **s
 	    ts_runf(&out, NULL, "%s minimax %s/book --fold-at 1M --json", ts_joseki(), dir), 0);
 	assert_non_null(strstr(out, "\"folded_bytes\":0"));
 	free(out);
-	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --fold-at 10K", ts_joseki(), dir),
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --fold-at 10X", ts_joseki(), dir),
 	                 2);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --fold-at 0", ts_joseki(), dir),
+	                 2);
+	/* Any journal past 1 byte is: the next run reads the new file. */
+	assert_int_equal(
+	    ts_runf(&out, NULL, "%s minimax %s/book --fold-at 1 --json", ts_joseki(), dir), 0);
+	assert_non_null(strstr(out, "\"folded_bytes\":32"));
+	free(out);
 	/* joseki query shows the backed-up value. */
 	assert_int_equal(ts_runf(&out, NULL, "%s query %s/book startpos --json", ts_joseki(), dir),
 	                 0);
