@@ -167,6 +167,13 @@ static int serve_minimax_prepare(void *ctx, BookDB *db, const atomic_bool *stop,
                                  BookMinimaxPlan **plan, char *err, size_t errlen)
 {
 	int rc = bookmm_hook(ctx).prepare(ctx, db, stop, plan, err, errlen);
+	const BookmmStats *st = rc == 0 && *plan ? bookmm_plan_stats(*plan) : NULL;
+	if (st && st->folded_bytes)
+		fprintf(
+		    stderr,
+		    "serve: minimax: the kept graph's journal (%.1f MB) folded into a new graph "
+		    "file in %.1f s\n",
+		    st->folded_bytes / 1e6, st->fold_ms / 1e3);
 	if (rc != BOOKMM_EWHOLE) return rc;
 	char why[BOOKMM_ERRLEN];
 	snprintf(why, sizeof why, "%s", err);
