@@ -912,6 +912,9 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 		goto out;
 	}
 	char msg[MMFILE_ERRLEN];
+	/* A new graph file a killed fold or whole-book run left half written
+	 * (the run's lock keeps every other run out). */
+	if (fold_ok) mmfile_discard(dir);
 	c->kept = keep_take(opt->keep, c, dir);
 	rc = c->kept ? 0 : mmfile_open(&c->v, dir, c->s.stamp, c->s.journal_len, msg);
 	if (rc < 0) {

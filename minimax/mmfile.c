@@ -803,7 +803,9 @@ static int map_graph(void **map, size_t *map_len, GraphHeader *h, const char *di
 		          path);
 	} else if (h->stamp != stamp) {
 		rc = fail(err, MMFILE_ERRLEN, MMFILE_ESTALE,
-		          "%s: written by another minimax run than the book's last", path);
+		          "%s: not the graph the book's last minimax run kept (another run's, or a "
+		          "fold killed before the book recorded it)",
+		          path);
 	} else {
 		size_t n = h->n;
 		size_t sizes[SEC_END];

@@ -11,12 +11,14 @@
  * --full analyses the whole book and rewrites every record.
  */
 #include <errno.h>
+#include <ctype.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,18 +67,27 @@ static void values_said(char *out, size_t n, const BookmmPolicy *p)
 		snprintf(out, n, "analyses (game comments shown, not values)");
 }
 
-/* --fold-at: a size as --memory takes it, not bounded by the machine's memory
- * (it is a file's length), or a whole number of bytes from 1 (tests fold
- * small books' journals). */
+/* --fold-at: a size as --memory takes it (a number, K, M, G or T in powers
+ * of 1024), but from 1 byte and not bounded by the machine's memory (it is a
+ * file's length): 1000, 512K, 64M. */
 static int parse_fold_at(void *dst, char *value, char *msg)
 {
 	(void)msg;
-	if (memuse_parse_size(value, dst) == 0) return 0;
 	char *end;
 	errno = 0;
-	unsigned long long b = strtoull(value, &end, 10);
-	if (errno || end == value || *end || b == 0 || value[0] == '-') return -1;
-	*(uint64_t *)dst = b;
+	double x = strtod(value, &end);
+	if (errno || end == value || !(x >= 0) || value[0] == '-' ||
+	    isspace((unsigned char)value[0]))
+		return -1;
+	const char *units = "kmgt", *u = *end ? strchr(units, tolower((unsigned char)*end)) : NULL;
+	if (*end && !u) return -1;
+	if (u) {
+		for (int k = 0; k <= u - units; k++) x *= 1024;
+		end++;
+		if (!strcasecmp(end, "b") || !strcasecmp(end, "ib")) end += strlen(end);
+	}
+	if (*end || x < 1 || x > 9e18) return -1;
+	*(uint64_t *)dst = (uint64_t)x;
 	return 0;
 }
 
@@ -125,9 +136,11 @@ int cmd_minimax(int argc, char **argv)
 	    CLI_NUM("--batch", &opt.batch, 1, 100000000, "N",
 	            "records a write transaction (default 10000; 1000 incremental)"),
 	    CLI_FN("--fold-at", &opt.fold_at, parse_fold_at, "SIZE",
-	           "a size such as 64M, or bytes from 1",
+	           "a size such as 64M or 512K, from 1 byte",
 	           "an incremental run first folds the kept graph's journal into a new graph "
-	           "file when it is longer than SIZE (default: a quarter of the graph file)"),
+	           "file when it is longer than SIZE (default: a quarter of the graph file, 1M "
+	           "at least), or when the changes it holds in memory take more than a quarter "
+	           "of --memory"),
 	    CLI_MEMORY(&memory),
 	    CLI_JSON(&json),
 	    CLI_QUIET(&quiet),

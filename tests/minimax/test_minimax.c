@@ -984,8 +984,14 @@ static void test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they
 	/* Steps: incremental, incremental (the journal grows), journal cut
 	 * short, graph file gone, other draw values, incremental, a fold killed
 	 * before the book recorded its stamp, incremental again. */
-	const char *why[] = {NULL,          NULL, "minimax.journal",     "minimax.graph",
-	                     "draw values", NULL, "another minimax run", NULL};
+	const char *why[] = {NULL,
+	                     NULL,
+	                     "minimax.journal",
+	                     "minimax.graph",
+	                     "draw values",
+	                     NULL,
+	                     "a fold killed before the book recorded it",
+	                     NULL};
 	for (int step = 0; step < 8; step++) {
 		for (int k = 0; k < 10; k++) random_result(a, b, &rng);
 		if (step == 6) {
@@ -1000,6 +1006,10 @@ static void test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they
 			assert_int_equal(mmfile_open(&v, dir, s.stamp, s.journal_len, err), 0);
 			assert_int_equal(mmfile_fold(&v, dir, s.stamp + 1, NULL, err), 0);
 			mmfile_close(&v);
+		} else if (step == 1) {
+			/* A new graph file a killed fold left: the next run removes it. */
+			snprintf(path, sizeof path, "%s/book/minimax.graph.tmp", da);
+			append_file(path, "half a graph", 12);
 		} else if (step == 2) {
 			snprintf(path, sizeof path, "%s/book/minimax.journal", da);
 			assert_int_equal(truncate(path, 40), 0);
@@ -1018,6 +1028,10 @@ static void test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they
 			fail_msg("step %d: incremental %d, reason '%s'", step, sa.incremental,
 			         sa.full_reason);
 		same_books_as(a, b, false);
+		if (step == 1) {
+			snprintf(path, sizeof path, "%s/book/minimax.graph.tmp", da);
+			assert_int_equal(access(path, F_OK), -1);
+		}
 	}
 	twins_free(&t);
 }
@@ -1919,6 +1933,10 @@ static void test_minimax__command_prints_json_and_rejects_bad_arguments(void **s
 	free(out);
 	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --fold-at 10X", ts_joseki(), dir),
 	                 2);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --fold-at -5", ts_joseki(), dir),
+	                 2);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s minimax %s/book --fold-at 512K --quiet", ts_joseki(), dir), 0);
 	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --fold-at 0", ts_joseki(), dir),
 	                 2);
 	/* Any journal past 1 byte is: the next run reads the new file. */
