@@ -269,7 +269,8 @@ bool mmfile_journal_ends_with(const MmView *v, const char *dir, uint64_t journal
  * node, state, move and reverse edge as the view has them. The old file is
  * read once, in order; the new one, dir/minimax.graph.tmp, section beside
  * section, each in order through a buffer (the filter through a map of its
- * section, its blocks allocated first), fsync'ed and renamed (mmfile_commit). v is left as it was, in the old numbering: close it and
+ * section, its blocks allocated first), fsync'ed and renamed
+ * (mmfile_commit). v is left as it was, in the old numbering: close it and
  * open the new file. 0, MMFILE_ENOMEM, MMFILE_EIO (also when *stop turns
  * true; stop may be NULL) or MMFILE_ESTALE (the view does not add up), the
  * message in err; on failure before the rename the old files are untouched.
