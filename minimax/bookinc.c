@@ -122,12 +122,15 @@ static int cover(Inc *c)
 	size_t n = mmfile_count(&c->v);
 	if (n <= c->mark_cap) return 0;
 	size_t nc = n + n / 4 + 64;
-	uint8_t *m = realloc(c->mark, nc);
+	/* A byte a node of the whole graph (a gigabyte at 10⁹ nodes) of which a
+	 * run touches the few it analyses: the first from calloc, whose pages
+	 * stay unmapped until written, not zeroed here. */
+	uint8_t *m = c->mark ? realloc(c->mark, nc) : calloc(nc, 1);
 	uint32_t *l = realloc(c->local, nc * sizeof *l);
 	if (m) c->mark = m;
 	if (l) c->local = l;
 	if (!m || !l) return -1;
-	memset(c->mark + c->mark_cap, 0, nc - c->mark_cap);
+	if (c->mark_cap) memset(c->mark + c->mark_cap, 0, nc - c->mark_cap);
 	c->mark_cap = nc;
 	return 0;
 }
