@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include "shogi/errmsg.h"
 #include "shogi/memuse.h"
 
 #define MAX_FLAT 128 /* entries of one command, its fragments included */
@@ -69,6 +71,22 @@ int cli_parse_memory(void *dst, char *value, char *msg)
 		return -1;
 	}
 	return 0;
+}
+
+int cli_output_file(const CliCmd *c, const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0 || S_ISREG(st.st_mode)) return 0;
+	char shown[1024];
+	fprintf(stderr,
+	        "joseki: %s: %s: not a regular file (%s): the output, written beside it and "
+	        "renamed into place, would replace it\n",
+	        c->name, errmsg_escape(shown, sizeof shown, path, strlen(path)),
+	        S_ISDIR(st.st_mode)    ? "a directory"
+	        : S_ISCHR(st.st_mode)  ? "a character device"
+	        : S_ISFIFO(st.st_mode) ? "a pipe"
+	                               : "a special file");
+	return 1;
 }
 
 int cli_usage_error(const CliCmd *c, const char *fmt, ...)

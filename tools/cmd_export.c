@@ -263,6 +263,7 @@ int cmd_export(int argc, char **argv)
 	const CliCmd cmd = {"export", opts, "docs/minimax.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
+	if (cli_output_file(&cmd, out)) return 1;
 	bool sjis;
 	int by_name = format_of(out, &sjis);
 	if (format < 0) format = by_name;

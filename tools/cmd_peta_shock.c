@@ -162,6 +162,7 @@ int cmd_peta_shock(int argc, char **argv)
 	const CliCmd cmd = {"peta-shock", opts, "docs/peta-shock.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
+	if (cli_output_file(&cmd, out)) return 1;
 	opt.warn = on_warn;
 	opt.warn_ctx = &ws;
 	/* Arrays past the budget go beside the output. */

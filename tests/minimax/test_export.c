@@ -659,6 +659,27 @@ static void test_export__bad_arguments_exit_2_and_failures_write_nothing(void **
 	char path[512];
 	snprintf(path, sizeof path, "%s/out.db", dir);
 	assert_null(ts_read_file(path, NULL));
+	/* An OUT that is not a regular file (/dev/null, a pipe) is refused, not
+	 * replaced by the file written beside it: a book is there to export. */
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s synth %s/book --positions 300 --quiet", ts_joseki(), dir), 0);
+	char fifo[512];
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	const char *kinds[] = {"", "--format kif", "--format apery"};
+	for (size_t k = 0; k < 3; k++) {
+		assert_int_equal(ts_runf(NULL, &err, "%s export %s/book %s %s", ts_joseki(), dir,
+		                         fifo, kinds[k]),
+		                 1);
+		assert_non_null(strstr(err, "not a regular file (a pipe)"));
+		free(err);
+	}
+	assert_int_equal(ts_runf(NULL, &err, "%s peta-shock %s %s", ts_joseki(), path, fifo), 1);
+	assert_non_null(strstr(err, "not a regular file (a pipe)"));
+	free(err);
+	struct stat st;
+	assert_int_equal(stat(fifo, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
 	ts_rmtree(dir);
 	free(dir);
 }
