@@ -76,14 +76,14 @@ int cli_parse_memory(void *dst, char *value, char *msg)
 int cli_output_file(const CliCmd *c, const char *path)
 {
 	struct stat st;
-	if (stat(path, &st) < 0 || S_ISREG(st.st_mode)) return 0;
+	/* (A directory is no danger: the rename fails, and the command says so.) */
+	if (stat(path, &st) < 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return 0;
 	char shown[1024];
 	fprintf(stderr,
 	        "joseki: %s: %s: not a regular file (%s): the output, written beside it and "
 	        "renamed into place, would replace it\n",
 	        c->name, errmsg_escape(shown, sizeof shown, path, strlen(path)),
-	        S_ISDIR(st.st_mode)    ? "a directory"
-	        : S_ISCHR(st.st_mode)  ? "a character device"
+	        S_ISCHR(st.st_mode)    ? "a character device"
 	        : S_ISFIFO(st.st_mode) ? "a pipe"
 	                               : "a special file");
 	return 1;
