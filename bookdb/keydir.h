@@ -65,6 +65,44 @@ void bookdb_keydir_fill(BookKeyDir *out, const Key *keys, size_t n, uint32_t *di
                         unsigned dir_bits, uint64_t *filter, unsigned filter_log2);
 
 /*
+ * Writing a directory as the keys come, in order, without holding it: the
+ * entries go out in chunks through put (bookdb_keydir_fill's into its array,
+ * the graph file's fold into the file). For each key, bookdb_keydir_write_key
+ * with its index; then bookdb_keydir_write_end with n.
+ */
+#define BOOKDB_KEYDIR_CHUNK 4096
+typedef struct {
+	unsigned dir_bits;
+	size_t next; /* entries settled: put, or in buf */
+	size_t len;  /* of them in buf */
+	void (*put)(void *ctx, const uint32_t *entries, size_t m);
+	void *ctx;
+	/* Four more than a chunk: a key writes four entries whatever it needs
+	 * (the next key's overwrite the rest), a branch taken only past four. */
+	uint32_t buf[BOOKDB_KEYDIR_CHUNK + 4];
+} BookKeyDirWriter;
+
+void bookdb_keydir_write_init(BookKeyDirWriter *w, unsigned dir_bits,
+                              void (*put)(void *ctx, const uint32_t *entries, size_t m), void *ctx);
+/* The entries after the last key's bucket up to k's (k is at index t). */
+void bookdb_keydir_write_gap(BookKeyDirWriter *w, size_t upto, uint32_t t);
+static inline void bookdb_keydir_write_key(BookKeyDirWriter *w, Key k, uint32_t t)
+{
+	size_t upto = (size_t)(k.hi >> (64 - w->dir_bits)) + 1;
+	uint32_t *p = w->buf + w->len;
+	p[0] = p[1] = p[2] = p[3] = t;
+	if (upto > w->next + 4 || w->len + 4 > BOOKDB_KEYDIR_CHUNK) {
+		bookdb_keydir_write_gap(w, upto, t);
+		return;
+	}
+	size_t m = upto > w->next ? upto - w->next : 0;
+	w->next += m;
+	w->len += m;
+}
+/* The entries after the last key's bucket, n each, and the last chunk put. */
+void bookdb_keydir_write_end(BookKeyDirWriter *w, uint32_t n);
+
+/*
  * Starts fetching k's filter word, for a caller about to look up many keys:
  * asked for together, their memory latencies overlap. Changes nothing.
  */

@@ -355,11 +355,6 @@ static uint32_t *nodemap_put(KeyMap *m, uint32_t node)
 	return keymap_add(m, node_key(node), &v) < 0 ? NULL : v;
 }
 
-static inline bool bit_of(const uint64_t *bits, uint32_t i)
-{
-	return bits && (bits[i >> 6] >> (i & 63) & 1);
-}
-
 /* Sets bit i of *bits (n bits, allocated at the first); -1 when out of memory. */
 static int bit_set(uint64_t **bits, size_t n, uint32_t i)
 {
@@ -371,7 +366,7 @@ static int bit_set(uint64_t **bits, size_t n, uint32_t i)
 /* Node's replaced move list, or NULL. */
 static MmOvList *list_find(const MmView *v, uint32_t node)
 {
-	if (node < v->n && !bit_of(v->list_bits, node)) return NULL;
+	if (node < v->n && !mmfile_bit(v->list_bits, node)) return NULL;
 	const uint32_t *li = keymap_value(&v->list_of, node_key(node));
 	return li ? &v->lists[*li] : NULL;
 }
@@ -379,7 +374,7 @@ static MmOvList *list_find(const MmView *v, uint32_t node)
 /* Node's first parent link in ov_par, or MM_NONE. */
 static uint32_t first_link(const MmView *v, uint32_t node)
 {
-	if (node < v->n && !bit_of(v->link_bits, node)) return MM_NONE;
+	if (node < v->n && !mmfile_bit(v->link_bits, node)) return MM_NONE;
 	const uint32_t *h = keymap_value(&v->first_parent, node_key(node));
 	return h ? *h : MM_NONE;
 }
@@ -1107,16 +1102,22 @@ static inline void stream_u32(Stream *w, uint32_t x)
 	stream_put(w, &x, 4);
 }
 
+static void put_dir(void *ctx, const uint32_t *entries, size_t m)
+{
+	stream_put(ctx, entries, m * sizeof *entries);
+}
+
 /* The sections fold_nodes writes: all but the filter. */
 enum { FS_KEYS, FS_DIR, FS_FLAGS, FS_VD, FS_MSTART, FS_MOVES, FS_PSTART, FS_PARENTS, FS_NB };
 
 /* Writes every node of the view, in the new numbering, through w (FS_NB
- * streams at their sections' offsets), and sets its key's bit in bloom. */
-static int fold_nodes(Fold *f, Stream *w, uint64_t *bloom, const GraphHeader *h,
-                      const atomic_bool *stop)
+ * streams at their sections' offsets) and dw (the directory, into w's), and
+ * sets its key's bit in bloom. */
+static int fold_nodes(Fold *f, Stream *w, BookKeyDirWriter *dw, uint64_t *bloom,
+                      const GraphHeader *h, const atomic_bool *stop)
 {
 	const MmView *v = f->v;
-	size_t count = mmfile_count(v), nm = 0, np = 0, i = 0, k = 0, bucket = 0;
+	size_t count = mmfile_count(v), nm = 0, np = 0, i = 0, k = 0;
 	uint64_t mask = ((uint64_t)1 << h->bloom_log2) - 1;
 	for (size_t t = 0; t < h->n; t++) {
 		if ((t & 0xffff) == 0 && stop && atomic_load(stop)) return MMFILE_EIO;
@@ -1125,9 +1126,7 @@ static int fold_nodes(Fold *f, Stream *w, uint64_t *bloom, const GraphHeader *h,
 		                 : (uint32_t)i++;
 		Key key = mmfile_key(v, x);
 		stream_put(&w[FS_KEYS], &key, sizeof key);
-		/* The directory: node t is the first of every bucket up to its own. */
-		for (size_t b = (size_t)(key.hi >> (64 - h->dir_bits)); bucket <= b; bucket++)
-			stream_u32(&w[FS_DIR], (uint32_t)t);
+		bookdb_keydir_write_key(dw, key, (uint32_t)t);
 		keyfilter_add(bloom, mask, key);
 		uint8_t fl = mmfile_flags(v, x);
 		MmVd vd = mmfile_vd(v, x);
@@ -1154,8 +1153,7 @@ static int fold_nodes(Fold *f, Stream *w, uint64_t *bloom, const GraphHeader *h,
 		stream_put(&w[FS_PARENTS], f->buf, f->buf_n * sizeof *f->buf);
 		np += f->buf_n;
 	}
-	for (; bucket < bookdb_keydir_dir_len(h->dir_bits); bucket++)
-		stream_u32(&w[FS_DIR], (uint32_t)h->n);
+	bookdb_keydir_write_end(dw, (uint32_t)h->n);
 	stream_u32(&w[FS_MSTART], (uint32_t)nm);
 	stream_u32(&w[FS_PSTART], (uint32_t)np);
 	/* Every count as the totals said, or the view does not add up. */
@@ -1173,13 +1171,15 @@ int mmfile_fold(const MmView *v, const char *dir, uint64_t stamp, const atomic_b
 	fold_totals(v, &nmoves, &npar);
 	int rc = MMFILE_ENOMEM, fd = -1;
 	Stream *w = NULL;
+	BookKeyDirWriter *dw = NULL;
 	uint8_t *bmap = MAP_FAILED;
 	size_t blen = 0;
 	if (mmfile_count(v) >= MM_NONE || nmoves >= MM_NONE || npar >= MM_NONE) goto out;
 	if ((rc = fold_numbering(&f)) < 0) goto out;
 	rc = MMFILE_ENOMEM;
-	if (!(w = malloc(FS_NB * sizeof *w))) goto out;
+	if (!(w = malloc(FS_NB * sizeof *w)) || !(dw = malloc(sizeof *dw))) goto out;
 	graph_layout(&h, sizes, stamp, v->draw, mmfile_count(v), nmoves, npar);
+	bookdb_keydir_write_init(dw, h.dir_bits, put_dir, &w[FS_DIR]);
 	rc = MMFILE_EIO;
 	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0664);
 	if (fd < 0 || ftruncate(fd, (off_t)h.off[SEC_END]) < 0) goto out;
@@ -1198,7 +1198,8 @@ int mmfile_fold(const MmView *v, const char *dir, uint64_t stamp, const atomic_b
 	uint8_t hb[MMFILE_HEADER] = {0};
 	memcpy(hb, &h, sizeof h);
 	if (pwrite(fd, hb, sizeof hb, 0) != (ssize_t)sizeof hb) goto out;
-	if ((rc = fold_nodes(&f, w, (uint64_t *)(bmap + (h.off[SEC_BLOOM] - bpage)), &h, stop)) < 0)
+	if ((rc = fold_nodes(&f, w, dw, (uint64_t *)(bmap + (h.off[SEC_BLOOM] - bpage)), &h,
+	                     stop)) < 0)
 		goto out;
 	rc = MMFILE_EIO;
 	bool failed = false;
@@ -1221,6 +1222,7 @@ out:
 		rc = fail(err, MMFILE_ERRLEN, MMFILE_EIO, "%s: %s", tmp, strerror(errno));
 	if (rc) unlink(tmp);
 	free(w);
+	free(dw);
 	free(f.ord);
 	free(f.ins);
 	free(f.num);

@@ -205,9 +205,14 @@ static inline Key mmfile_key(const MmView *v, uint32_t i)
 }
 /* The overlay's state of file node i (its bit set). */
 const MmOvState *mmfile_ov_state(const MmView *v, uint32_t i);
+/* Bit i of a view's bits a node (none set while bits is NULL). */
+static inline bool mmfile_bit(const uint64_t *bits, uint32_t i)
+{
+	return bits && (bits[i >> 6] >> (i & 63) & 1);
+}
 static inline bool mmfile_overlaid(const MmView *v, uint32_t i)
 {
-	return v->ov_bits && (v->ov_bits[i >> 6] >> (i & 63) & 1);
+	return mmfile_bit(v->ov_bits, i);
 }
 static inline uint8_t mmfile_flags(const MmView *v, uint32_t i)
 {
