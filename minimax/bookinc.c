@@ -950,7 +950,10 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 	    bookdb_kv_get(&mv, &ml, snap, BOOKDB_META, META_RUNNING, strlen(META_RUNNING)) == 0;
 	c->tot = (Totals){(int64_t)c->s.valued, (int64_t)c->s.settled, (int64_t)c->s.moves,
 	                  (int64_t)c->s.edges};
+	double t0 = clock_ms_f();
 	if ((rc = absorb_changes(c, snap, why)) < 0) goto out;
+	double t1 = clock_ms_f();
+	st->read_ms = t1 - t0;
 	bookdb_txn_abort(snap);
 	snap = NULL;
 	uint32_t root = root_node(c);
@@ -986,6 +989,7 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 		}
 		clear_roles(c);
 	}
+	st->analysis_ms = clock_ms_f() - t1;
 	st->incremental = true;
 	st->positions = mmfile_count(&c->v);
 	st->valued = (size_t)c->tot.valued;
@@ -1016,7 +1020,9 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 {
 	Inc c;
 	int rc = analyse_folding(&c, st, db, dir, opt, why);
+	double t0 = clock_ms_f();
 	if (rc == 0 && c.changed.n) rc = commit(&c, st, dir, why);
+	st->write_ms = clock_ms_f() - t0;
 	if (rc == 0) keep_put(opt->keep, &c, dir);
 	inc_free(&c);
 	return rc;

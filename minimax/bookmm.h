@@ -169,6 +169,11 @@ typedef struct {
 	 * new graph file first (0: it did not), in fold_ms. */
 	uint64_t folded_bytes;
 	double fold_ms;
+	/* An incremental run's parts: the change log read and the changed
+	 * nodes' moves generated again; the subgraph taken and analysed; the
+	 * records and the journal written (0 when another writer applies the
+	 * plan: bookmm_prepare). */
+	double read_ms, analysis_ms, write_ms;
 } BookmmStats;
 
 /*

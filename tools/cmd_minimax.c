@@ -246,6 +246,14 @@ int cmd_minimax(int argc, char **argv)
 		json_object_set_new(o, "lookups_sorted", json_boolean(st.lookups_sorted));
 		json_object_set_new(o, "sorted_bytes", json_integer((json_int_t)st.sorted_bytes));
 		json_object_set_new(o, "folded_bytes", json_integer((json_int_t)st.folded_bytes));
+		/* An incremental run's parts (whole-book runs: null). */
+		const char *part[3] = {"read_ms", "analysis_ms", "write_ms"};
+		double part_ms[3] = {st.read_ms, st.analysis_ms, st.write_ms};
+		for (int k = 0; k < 3; k++)
+			json_object_set_new(o, part[k],
+			                    st.incremental
+			                        ? json_integer((json_int_t)(part_ms[k] + 0.5))
+			                        : json_null());
 		joseki_with_peak(o);
 		return joseki_print_json(o, JSON_REAL_PRECISION(6)) < 0 ? 1 : 0;
 	}
@@ -275,6 +283,11 @@ int cmd_minimax(int argc, char **argv)
 	snprintf(line[2], sizeof line[2], "  values from %s; peak memory %s", values,
 	         joseki_peak_memory(peak, sizeof peak));
 	int nl = 3;
+	if (st.incremental && st.changed)
+		snprintf(line[nl++], sizeof line[3],
+		         "  its parts: changes read %.0f ms, subgraph analysed %.0f ms, records "
+		         "written %.0f ms",
+		         st.read_ms, st.analysis_ms, st.write_ms);
 	if (st.rebuilt)
 		snprintf(line[nl++], sizeof line[3],
 		         "  the book rebuilt with full pages: %.1f MB -> %.1f MB, %.0f bytes a "

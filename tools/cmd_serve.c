@@ -163,6 +163,8 @@ static BookmmOptions serve_minimax = {.no_whole = true};
  * not take, in whole MiB (at least the 1 MiB a budget may be), set once at the
  * start. */
 static uint64_t whole_book_memory = 1u << 20;
+/* --verbose: a line for each incremental run, what took its time. */
+static bool serve_minimax_verbose;
 static int serve_minimax_prepare(void *ctx, BookDB *db, const atomic_bool *stop,
                                  BookMinimaxPlan **plan, char *err, size_t errlen)
 {
@@ -174,6 +176,11 @@ static int serve_minimax_prepare(void *ctx, BookDB *db, const atomic_bool *stop,
 		    "serve: minimax: the kept graph's journal (%.1f MB) folded into a new graph "
 		    "file in %.1f s\n",
 		    st->folded_bytes / 1e6, st->fold_ms / 1e3);
+	if (st && serve_minimax_verbose)
+		fprintf(stderr,
+		        "serve: minimax: %zu changed, %zu analysed again: changes read in %.1f s, "
+		        "subgraph analysed in %.1f s\n",
+		        st->changed, st->affected, st->read_ms / 1e3, st->analysis_ms / 1e3);
 	if (rc != BOOKMM_EWHOLE) return rc;
 	char why[BOOKMM_ERRLEN];
 	snprintf(why, sizeof why, "%s", err);
@@ -565,6 +572,7 @@ int cmd_serve(int argc, char **argv)
 	/* The incremental runs' kept graph within the same half: folded into a
 	 * new graph file when its changes pass a quarter of it. */
 	serve_minimax.memory = whole_book_memory;
+	serve_minimax_verbose = con.verbose;
 	if (work_on && !co.minimax_every && !co.minimax_seconds) co.minimax_seconds = 60;
 	opt.addr = addr;
 	shogi_init();

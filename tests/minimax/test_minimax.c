@@ -1895,6 +1895,14 @@ static void test_minimax__incremental_after_think_equals_full(void **state)
 	assert_true(json_is_true(json_object_get(ja, "incremental")));
 	assert_true(ts_jint(ja, "changed") >= 40);
 	assert_true(ts_jint(ja, "affected") < ts_jint(ja, "positions"));
+	/* Its parts' times (a whole-book run's: none). */
+	const char *part[] = {"read_ms", "analysis_ms", "write_ms"};
+	for (size_t k = 0; k < 3; k++) {
+		assert_true(ts_jint(ja, part[k]) >= 0);
+		assert_true(json_is_null(json_object_get(jb, part[k])));
+	}
+	assert_true(ts_jint(ja, "read_ms") + ts_jint(ja, "analysis_ms") + ts_jint(ja, "write_ms") <=
+	            ts_jint(ja, "time_ms") + 3);
 	const char *same[] = {"positions", "valued", "settled",   "cyclic",
 	                      "moves",     "edges",  "root_value"};
 	for (size_t k = 0; k < sizeof same / sizeof *same; k++)
