@@ -751,23 +751,31 @@ static void test_work__a_whole_book_minimax_runs_in_a_child_process(void **state
 	free(dir);
 }
 
-/* Submits for lease a (one position) its first legal move, scored 10. */
+/* Submits for lease a, for each of its positions, its first legal move, scored 10. */
 static void answer_first_legal(const Coordinator *s, const char *token, json_t *a)
 {
-	json_t *p0 = json_array_get(json_object_get(a, "positions"), 0);
+	json_t *ps = json_object_get(a, "positions");
+	size_t n = json_array_size(ps), cap = 256 + n * 256, len = 0;
 	Position *pos = malloc(sizeof *pos);
 	Move mv[MOVEGEN_MAX];
-	char usi[USI_MOVE_MAX], sub[64], *body = malloc(1024);
+	char usi[USI_MOVE_MAX], sub[64], *body = malloc(cap);
 	assert_non_null(pos);
-	assert_int_equal(
-	    sfen_parse(pos, json_string_value(json_object_get(p0, "sfen")), NULL, NULL), 0);
-	assert_true(movegen_legal(pos, mv) > 0);
-	usi_move_write(mv[0], usi);
+	assert_non_null(body);
+	len += (size_t)snprintf(body, cap, "{\"worker\": \"w1\", \"results\": [");
+	for (size_t i = 0; i < n; i++) {
+		json_t *p = json_array_get(ps, i);
+		assert_int_equal(
+		    sfen_parse(pos, json_string_value(json_object_get(p, "sfen")), NULL, NULL), 0);
+		assert_true(movegen_legal(pos, mv) > 0);
+		usi_move_write(mv[0], usi);
+		len += (size_t)snprintf(
+		    body + len, cap - len,
+		    "%s{\"key\": \"%s\", \"moves\": [{\"move\": \"%s\", \"score\": {\"cp\": 10}, "
+		    "\"depth\": 3}]}",
+		    i ? ", " : "", json_string_value(json_object_get(p, "key")), usi);
+	}
+	snprintf(body + len, cap - len, "]}");
 	snprintf(sub, sizeof sub, "/v1/work/submit/%s", lease_id(a));
-	snprintf(body, 1024,
-	         "{\"worker\": \"w1\", \"results\": [{\"key\": \"%s\", \"moves\": ["
-	         "{\"move\": \"%s\", \"score\": {\"cp\": 10}, \"depth\": 3}]}]}",
-	         json_string_value(json_object_get(p0, "key")), usi);
 	assert_int_equal(post(s, token, sub, body, NULL), 204);
 	free(body);
 	free(pos);
@@ -1672,6 +1680,94 @@ static void test_work__the_console_says_what_an_operator_needs(void **state)
 	free(dir);
 }
 
+/* The inode of a file (0: none). */
+static ino_t inode_of(const char *dir, const char *name)
+{
+	char path[700];
+	struct stat st;
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+/* Exports book in YaneuraOu's format (with every move) to path. */
+static void export_to(const char *book, const char *path)
+{
+	char *err = NULL;
+	if (ts_runf(NULL, &err, "%s export %s %s --moves all", ts_joseki(), book, path) != 0)
+		fail_msg("export %s: %s", book, err);
+	free(err);
+}
+
+/*
+ * The coordinator's kept graph folds its journal into a new graph file when
+ * its changes pass a quarter of the memory its minimax has (the half of
+ * serve's --memory the selector does not take; here 1M of 2M): results come
+ * in, run after run, until the graph file is replaced; the coordinator says
+ * so, and says what each run took (--verbose). The book then records the new
+ * graph: the next `joseki minimax` is an incremental one, and its values are
+ * a whole-book run's, export for export.
+ */
+static void test_work__the_coordinators_kept_graph_folds_its_journal(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], tok[65], copy[700], e1[700], e2[700];
+	synth_with_token(book, sizeof book, dir, 30000, 5, tok);
+	json_t *mm = ts_run_json(0, "%s minimax %s --json", ts_joseki(), book);
+	assert_false(json_is_true(json_object_get(mm, "incremental")));
+	json_decref(mm);
+	ino_t graph = inode_of(book, "minimax.graph");
+	assert_true(graph != 0);
+	Coordinator s;
+	s.port = ts_serve_start(&s.pid, &s.log, book,
+	                        "--work --depth 3 --lease-seconds 600 --minimax-seconds 1 "
+	                        "--memory 2M --verbose");
+	g_child = s.pid;
+	if (!s.port) fail_msg("serve --work did not say where it listens");
+	/* Each round: results for 128 positions, then the next minimax run
+	 * started (its status count), which finds the last one's changes kept. */
+	int rounds = 0;
+	for (; inode_of(book, "minimax.graph") == graph; rounds++) {
+		if (rounds == 200) fail_msg("no fold after %d rounds of results", rounds);
+		for (int k = 0; k < 4; k++) {
+			json_t *a = acquire(&s, tok, "w1", 32);
+			if (json_array_size(json_object_get(a, "positions")))
+				answer_first_legal(&s, tok, a);
+			json_decref(a);
+		}
+		json_t *st = status(&s, tok);
+		long long runs = jget(st, "minimax_runs", NULL), now = runs;
+		json_decref(st);
+		for (int w = 0; now == runs; w++) {
+			if (w == 1200) fail_msg("no minimax run started in 60 s");
+			usleep(50000);
+			st = status(&s, tok);
+			now = jget(st, "minimax_runs", NULL);
+			json_decref(st);
+		}
+	}
+	print_message("the graph file replaced after %d rounds of results\n", rounds);
+	assert_true(ts_wait_output(s.log, "serve: minimax: ", 30000));
+	assert_true(ts_wait_output(s.log, "changes read in", 30000));
+	assert_true(ts_wait_output(s.log, "folded into a new graph file in", 60000));
+	stop(&s, SIGTERM);
+	check_passes(book, false);
+	snprintf(copy, sizeof copy, "%s/copy", dir);
+	assert_int_equal(ts_runf(NULL, NULL, "cp -a %s %s", book, copy), 0);
+	mm = ts_run_json(0, "%s minimax %s --json", ts_joseki(), book);
+	assert_true(json_is_true(json_object_get(mm, "incremental")));
+	json_decref(mm);
+	mm = ts_run_json(0, "%s minimax %s --full --json", ts_joseki(), copy);
+	assert_false(json_is_true(json_object_get(mm, "incremental")));
+	json_decref(mm);
+	snprintf(e1, sizeof e1, "%s/inc.db", dir);
+	snprintf(e2, sizeof e2, "%s/full.db", dir);
+	export_to(book, e1);
+	export_to(copy, e2);
+	assert_int_equal(ts_runf(NULL, NULL, "cmp -s %s %s", e1, e2), 0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -1708,6 +1804,8 @@ int main(void)
 	        test_work__a_restart_after_sigkill_reads_the_last_checkpoint, setup, teardown),
 	    cmocka_unit_test_teardown(test_work__the_console_says_what_an_operator_needs,
 	                              kill_workers_left),
+	    cmocka_unit_test_teardown(test_work__the_coordinators_kept_graph_folds_its_journal,
+	                              kill_left),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
