@@ -572,20 +572,25 @@ static void test_cli__help_and_docs_name_the_same_options(void **state)
 static void test_cli__old_spellings_still_work(void **state)
 {
 	(void)state;
-	char *out = NULL, *err = NULL;
+	char *out = NULL, *err = NULL, *dir = ts_mkdtemp(), empty[600];
+	/* An empty token file of its own (not /dev/null: a machine whose
+	 * /dev/null had become a regular file with text in it made the worker
+	 * run on against a dead server until the test's time was up). */
+	snprintf(empty, sizeof empty, "%s/empty-token", dir);
+	assert_int_equal(ts_write_file(empty, "", 0), 0);
 	/* Parsed as --usi-option is: a value without '=' is refused in its words. */
 	int rc = ts_runf(&out, &err,
-	                 "%s worker --server http://127.0.0.1:9 --token-file /dev/null "
+	                 "%s worker --server http://127.0.0.1:9 --token-file %s "
 	                 "--option Threads",
-	                 ts_joseki());
+	                 ts_joseki(), empty);
 	assert_int_equal(rc, 2);
 	said("worker --option", err, "--usi-option wants NAME=VALUE, not 'Threads'");
 	free(out), free(err);
 	rc = ts_runf(&out, &err,
-	             "%s worker --server http://127.0.0.1:9 --token-file /dev/null "
+	             "%s worker --server http://127.0.0.1:9 --token-file %s "
 	             "--option Threads=1 --usi-option USI_Hash=16 --option Hash=8 --engine builtin "
 	             "--positions 1 --max-backoff 1",
-	             ts_joseki());
+	             ts_joseki(), empty);
 	/* Past the parser: the empty token file is what stops it. */
 	said("worker --option", err, "token");
 	if (strstr(err, "unknown option")) fail_msg("--option refused: %s", err);
@@ -594,12 +599,11 @@ static void test_cli__old_spellings_still_work(void **state)
 		fail_msg("not said once, first: %s", err);
 	free(out), free(err);
 	rc = ts_runf(&out, &err,
-	             "%s worker --server http://127.0.0.1:9 --token-file /dev/null "
+	             "%s worker --server http://127.0.0.1:9 --token-file %s "
 	             "--usi-option Threads=1 --engine builtin",
-	             ts_joseki());
+	             ts_joseki(), empty);
 	if (strstr(err, "old spelling")) fail_msg("the new spelling said: %s", err);
 	free(out), free(err);
-	char *dir = ts_mkdtemp();
 	rc = ts_runf(&out, &err, "%s serve %s/none --header-seconds 5", ts_joseki(), dir);
 	assert_int_equal(rc, 1); /* no book there */
 	said("serve --header-seconds", err,
