@@ -32,6 +32,8 @@
 # selection, alone before the schedule): the latency target is at 2000
 # results/s. BENCH_CLUSTER_SERVE_OPTS adds serve options (e.g. --preload);
 # JOSEKI_SERVE runs another build's coordinator under the same load generator.
+# BENCH_CLUSTER_LOG=FILE keeps the coordinator's stderr there (with --verbose
+# in BENCH_CLUSTER_SERVE_OPTS: a line for each of its minimax runs).
 #
 # BENCH_CLUSTER_RAM (e.g. 2400M; root) runs the coordinator on a machine made to look as
 # if it had that memory: the rest held locked for the run (tools/bench-lib.sh,
@@ -77,6 +79,7 @@ tmp=$(mktemp -d)
 pid=
 cleanup() {
 	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; fi
+	[ -z "${BENCH_CLUSTER_LOG:-}" ] || cp "$tmp/serve.err" "$BENCH_CLUSTER_LOG" 2>/dev/null || true
 	hold_release
 	rm -rf "$tmp"
 }
