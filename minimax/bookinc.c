@@ -600,6 +600,17 @@ static int rewrite_list(Inc *c, U32s *rw)
 	return 0;
 }
 
+/* Node x's record raw (len bytes) as this run values it, into buf
+ * (BOOKDB_RECORD_MAX bytes; edges: BOOKMM_NODE_MOVES): its length, 0 when it
+ * is already so, or a bookdb error. */
+static int make_rewrite(Inc *c, uint32_t x, const uint8_t *raw, size_t len, uint8_t *buf,
+                        BookmmEdge *edges)
+{
+	int ne = node_edges(c, x, edges);
+	return bookmm_rewrite(buf, raw, len, c->rec, mmfile_flags(&c->v, x) & MMF_VALUED, edges, ne,
+	                      false, &c->opt.policy);
+}
+
 /* Node x's record as this run values it, written in txn when it differs
  * (buf: BOOKDB_RECORD_MAX bytes, edges: BOOKMM_NODE_MOVES). 0 or a bookdb
  * error. */
@@ -611,9 +622,7 @@ static int rewrite_one(Inc *c, BookTxn *txn, uint32_t x, uint8_t *buf, BookmmEdg
 	int rc = bookdb_get_raw(&raw, &len, txn, mmfile_key(&c->v, x));
 	if (rc == BOOKDB_ENOTFOUND) return 0;
 	if (rc < 0) return rc;
-	int ne = node_edges(c, x, edges);
-	int n = bookmm_rewrite(buf, raw, len, c->rec, mmfile_flags(&c->v, x) & MMF_VALUED, edges,
-	                       ne, false, &c->opt.policy);
+	int n = make_rewrite(c, x, raw, len, buf, edges);
 	if (n <= 0) return 0;
 	if ((rc = bookdb_put_raw(txn, mmfile_key(&c->v, x), buf, (size_t)n)) < 0) return rc;
 	st->rewritten++;
@@ -1030,10 +1039,21 @@ int bookmm_incremental(BookmmStats *st, BookDB *db, const char *dir, const Bookm
 
 /* ---- a run whose writes the caller makes (bookmm_prepare) ------------------------ */
 
+/* A record of a plan as the run read it and would write it (see prepare_records). */
+typedef struct {
+	uint64_t off;     /* in BookMinimaxPlan.pre: the record read, then its rewrite */
+	uint32_t raw_len; /* PRE_NONE: not prepared */
+	uint32_t new_len; /* 0: nothing to write */
+} PreRecord;
+#define PRE_NONE UINT32_MAX
+
 struct BookMinimaxPlan {
 	Inc c;
 	BookmmStats st;
 	U32s rw;       /* the records to rewrite, key order */
+	PreRecord *pr; /* per record of rw, NULL: none prepared */
+	uint8_t *pre;
+	size_t pre_len;
 	size_t next;   /* the first not rewritten yet */
 	uint64_t jlen; /* the journal's length with this run's batch */
 	bool marked;   /* META_RUNNING written */
@@ -1056,9 +1076,94 @@ void bookmm_plan_free(BookMinimaxPlan *p)
 	if (p->lock_fd >= 0) close(p->lock_fd);
 	inc_free(&p->c);
 	free(p->rw.v);
+	free(p->pr);
+	free(p->pre);
 	free(p->buf);
 	free(p->edges);
 	free(p);
+}
+
+/* What the plan's records take at most in prepared bytes (the read and the
+ * rewrite); the rest are done at apply time. */
+#define PRE_MAX ((size_t)256 << 20)
+/* Records read in one read transaction. */
+#define PRE_TXN 4096
+
+/*
+ * Reads each record of the plan and makes its rewrite now, on the run's own
+ * thread, so that the writer's transactions (the coordinator's service)
+ * only compare and write: reading a record and the graph file's pages for
+ * its edges was most of a rewrite on a book larger than memory, and the
+ * service gave its minimax writes 5 ms a tick. A record the writer changes
+ * meanwhile is not as read, and is rewritten from its new bytes when applied.
+ * Stops early (the rest done at apply time) when stopped or past PRE_MAX.
+ */
+static void prepare_records(BookMinimaxPlan *p)
+{
+	Inc *c = &p->c;
+	BookTxn *txn = NULL;
+	if (!(p->pr = malloc((p->rw.n + 1) * sizeof *p->pr)) ||
+	    bookdb_txn_begin(&txn, c->db, false) < 0)
+		goto out;
+	for (size_t q = 0; q < p->rw.n; q++) p->pr[q].raw_len = PRE_NONE;
+	size_t cap = 0;
+	for (size_t q = 0; q < p->rw.n; q++) {
+		if ((q & (STOP_EVERY - 1)) == 0 && bookmm_stopped(&c->opt)) break;
+		/* A read transaction held long keeps the writer from reusing the
+		 * pages it frees meanwhile (the book's file grows): a new one now
+		 * and then. */
+		if (q && q % PRE_TXN == 0) {
+			bookdb_txn_abort(txn);
+			txn = NULL;
+			if (bookdb_txn_begin(&txn, c->db, false) < 0) break;
+		}
+		uint32_t x = p->rw.v[q];
+		const uint8_t *raw;
+		size_t len;
+		if (bookdb_get_raw(&raw, &len, txn, mmfile_key(&c->v, x)) < 0) continue;
+		int n = make_rewrite(c, x, raw, len, p->buf, p->edges);
+		if (n < 0) continue; /* said when applied */
+		size_t need = p->pre_len + len + (size_t)n;
+		if (need > PRE_MAX) break;
+		if (need > cap) {
+			size_t nc = cap ? cap * 2 : (size_t)1 << 20;
+			while (nc < need) nc *= 2;
+			uint8_t *g = realloc(p->pre, nc);
+			if (!g) break;
+			p->pre = g;
+			cap = nc;
+		}
+		p->pr[q] = (PreRecord){p->pre_len, (uint32_t)len, (uint32_t)n};
+		memcpy(p->pre + p->pre_len, raw, len);
+		memcpy(p->pre + p->pre_len + len, p->buf, (size_t)n);
+		p->pre_len = need;
+	}
+out:
+	if (txn) bookdb_txn_abort(txn);
+}
+
+/* Record q of the plan as rewrite_one writes it, from its prepared rewrite
+ * when the record is still the one read. */
+static int apply_one(BookMinimaxPlan *p, BookTxn *txn, size_t q)
+{
+	Inc *c = &p->c;
+	uint32_t x = p->rw.v[q];
+	const PreRecord *e = p->pr ? &p->pr[q] : NULL;
+	if (e && e->raw_len != PRE_NONE) {
+		const uint8_t *raw;
+		size_t len;
+		int rc = bookdb_get_raw(&raw, &len, txn, mmfile_key(&c->v, x));
+		if (rc == BOOKDB_ENOTFOUND) return 0;
+		if (rc < 0) return rc;
+		if (len == e->raw_len && memcmp(raw, p->pre + e->off, len) == 0) {
+			if (!e->new_len) return 0;
+			rc = bookdb_put_raw(txn, mmfile_key(&c->v, x), p->pre + e->off + len,
+			                    e->new_len);
+			if (rc == 0) p->st.rewritten++;
+			return rc < 0 ? rc : 0;
+		}
+	}
+	return rewrite_one(c, txn, x, p->buf, p->edges, &p->st);
 }
 
 int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const char *dir,
@@ -1081,6 +1186,9 @@ int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const
 		else if (mmfile_journal_append(&p->c.v, dir, p->c.s.journal_len, &p->jlen, msg) < 0)
 			rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EBOOK, "keeping the graph: %s",
 			                msg);
+		double t0 = clock_ms_f();
+		if (rc == 0) prepare_records(p);
+		p->st.write_ms = clock_ms_f() - t0;
 	}
 	*st = p->st;
 	if (rc < 0 || !p->c.changed.n) {
@@ -1103,8 +1211,7 @@ int bookmm_plan_apply(BookMinimaxPlan *p, BookTxn *txn, size_t max, char *err)
 		rc = bookdb_kv_put(txn, BOOKDB_META, META_RUNNING, strlen(META_RUNNING), "1", 1);
 	p->marked |= rc == 0;
 	size_t end = p->rw.n - p->next > max ? p->next + max : p->rw.n;
-	while (rc == 0 && p->next < end)
-		rc = rewrite_one(&p->c, txn, p->rw.v[p->next++], p->buf, p->edges, &p->st);
+	while (rc == 0 && p->next < end) rc = apply_one(p, txn, p->next++);
 	bool done = rc == 0 && p->next == p->rw.n;
 	if (done) rc = finish(&p->c, txn, &p->st, p->jlen);
 	p->done = done && rc == 0;

@@ -171,8 +171,8 @@ typedef struct {
 	double fold_ms;
 	/* An incremental run's parts: the change log read and the changed
 	 * nodes' moves generated again; the subgraph taken and analysed; the
-	 * records and the journal written (0 when another writer applies the
-	 * plan: bookmm_prepare). */
+	 * records and the journal written (with bookmm_prepare, whose records
+	 * another writer writes: the records read and their rewrites made). */
 	double read_ms, analysis_ms, write_ms;
 } BookmmStats;
 

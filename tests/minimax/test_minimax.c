@@ -1306,6 +1306,11 @@ static void test_minimax__a_run_applied_by_another_writer_equals_the_whole_book(
 	for (int round = 0; round < 6; round++) {
 		for (int k = 0; k < 12; k++) random_result(a, b, &rng);
 		check_walk(a, b, &rng);
+		/* A result at the start position: its record is one the plan
+		 * rewrites (every changed record is), prepared as read now... */
+		Position *start = malloc(sizeof *start);
+		assert_int_equal(sfen_parse(start, SFEN_STARTPOS, NULL, NULL), 0);
+		add_result(a, b, start, pick_move(start, &rng, false), 40 * round - 100);
 		BookMinimaxPlan *plan = NULL;
 		/* Every other run folds its journal first, for its length or for
 		 * the memory its changes take, one of them dropped. */
@@ -1315,6 +1320,10 @@ static void test_minimax__a_run_applied_by_another_writer_equals_the_whole_book(
 		assert_true(sa.incremental);
 		assert_int_equal(sa.folded_bytes > 0, round % 2);
 		assert_non_null(plan);
+		/* ...and changed again by the writer before the plan is applied:
+		 * written from its new bytes, not from what was prepared. */
+		add_result(a, b, start, pick_move(start, &rng, false), 30 - 20 * round);
+		free(start);
 		bool drop = round == 3;
 		for (int done = 0; !done;) {
 			BookTxn *txn = NULL;
