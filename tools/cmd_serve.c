@@ -177,11 +177,12 @@ static int serve_minimax_prepare(void *ctx, BookDB *db, const atomic_bool *stop,
 		    "file in %.1f s\n",
 		    st->folded_bytes / 1e6, st->fold_ms / 1e3);
 	if (st && serve_minimax_verbose)
-		fprintf(stderr,
-		        "serve: minimax: %zu changed, %zu analysed again: changes read in %.1f s, "
-		        "subgraph analysed in %.1f s, records prepared in %.1f s\n",
-		        st->changed, st->affected, st->read_ms / 1e3, st->analysis_ms / 1e3,
-		        st->write_ms / 1e3);
+		fprintf(
+		    stderr,
+		    "serve: minimax: %zu changed, %zu analysed again: read %.1f s, analysed %.1f "
+		    "s, prepared %.1f s\n",
+		    st->changed, st->affected, st->read_ms / 1e3, st->analysis_ms / 1e3,
+		    st->write_ms / 1e3);
 	if (rc != BOOKMM_EWHOLE) return rc;
 	char why[BOOKMM_ERRLEN];
 	snprintf(why, sizeof why, "%s", err);

@@ -1747,7 +1747,7 @@ static void test_work__the_coordinators_kept_graph_folds_its_journal(void **stat
 	}
 	print_message("the graph file replaced after %d rounds of results\n", rounds);
 	assert_true(ts_wait_output(s.log, "serve: minimax: ", 30000));
-	assert_true(ts_wait_output(s.log, "changes read in", 30000));
+	assert_true(ts_wait_output(s.log, " analysed again: read ", 30000));
 	assert_true(ts_wait_output(s.log, "folded into a new graph file in", 60000));
 	stop(&s, SIGTERM);
 	check_passes(book, false);
