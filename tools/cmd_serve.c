@@ -354,11 +354,15 @@ static int wait_stop(sigset_t *sigs, ApiWork *work, Console *k)
 		bool say = k->every_s > 0 && now - last >= k->every_s * 1000;
 		if (!say && !k->max_results && !(k->max_s > 0)) continue;
 		CoordStatus st;
+		/* The line and --verbose's block after it in one write: the
+		 * minimax thread's lines (serve: minimax: ...) come between
+		 * two lines, never between these. */
+		char said[CLI_CONSOLE_WIDTH + 2 + 2048] = "";
 		if (api_work_status(work, &st) == 0) {
 			if (say) {
 				char line[CLI_CONSOLE_WIDTH + 1];
 				console_line(line, k, &st);
-				fprintf(stderr, "%s\n", line);
+				snprintf(said, sizeof said, "%s\n", line);
 				last = now;
 			}
 		}
@@ -370,8 +374,10 @@ static int wait_stop(sigset_t *sigs, ApiWork *work, Console *k)
 		if (say && k->verbose) {
 			char line[2048];
 			api_work_status_line(work, line, sizeof line, true);
-			fprintf(stderr, "%s\n", line);
+			size_t n = strlen(said);
+			snprintf(said + n, sizeof said - n, "%s\n", line);
 		}
+		if (said[0]) fputs(said, stderr);
 		if (done) return STOP_BUDGET;
 	}
 }
