@@ -179,6 +179,19 @@ static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len, boo
 	bool added = c->mark[x] & M_NEW;
 	if (!added && old == (uint32_t)n && !memcmp(om, c->moves, (size_t)n * sizeof *om)) return 0;
 	if (!added) contrib(c, x, -1);
+	/* A child this node no longer leads to may have owed it its place on a
+	 * perpetual-check loop (between two survivors): analysed again too. */
+	for (uint32_t k = 0; k < old; k++) {
+		uint32_t ch = om[k].next;
+		if (ch == MM_NONE || (c->mark[ch] & M_SEED) ||
+		    (mmfile_flags(&c->v, ch) & (MMF_LOOP | MMF_SURVIVOR)) != MMF_LOOP)
+			continue;
+		bool kept = false;
+		for (int q = 0; q < n && !kept; q++) kept = c->moves[q].next == ch;
+		if (kept) continue;
+		c->mark[ch] |= M_SEED;
+		if (push(&c->seeds, ch) < 0) return MMFILE_ENOMEM;
+	}
 	int rc = mmfile_set_moves(&c->v, x, c->moves, (uint32_t)n);
 	/* A new node learns what its position is here (in check, side to move). */
 	if (rc == 0 && added) rc = mmfile_set_state(&c->v, x, structure, (MmVd){0, 0});

@@ -778,10 +778,133 @@ static void twins_free(Twins *t)
 	free(t->db);
 }
 
+/* Opens the graph db's last run kept (in dir/book). */
+static void kept_view(MmView *v, BookDB *db, const char *dir)
+{
+	BookTxn *txn;
+	BookmmState st;
+	char path[600], err[MMFILE_ERRLEN];
+	snprintf(path, sizeof path, "%s/book", dir);
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
+	assert_int_equal(bookmm_state_get(&st, txn), 0);
+	bookdb_txn_abort(txn);
+	if (mmfile_open(v, path, st.stamp, st.journal_len, err) != 0) fail_msg("%s", err);
+}
+
+/* The flags of a position (an SFEN) in the graph db's last run kept. */
+static uint8_t kept_flags(BookDB *db, const char *dir, const char *sfen)
+{
+	MmView v;
+	Position *pos = malloc(sizeof *pos);
+	assert_int_equal(sfen_parse(pos, sfen, NULL, NULL), 0);
+	kept_view(&v, db, dir);
+	uint32_t i = mmfile_find(&v, pos_key(pos));
+	assert_int_not_equal(i, MM_NONE);
+	uint8_t f = mmfile_flags(&v, i);
+	mmfile_close(&v);
+	free(pos);
+	return f;
+}
+
+/* The twins' kept graphs have the same nodes with the same flags (on a
+ * perpetual-check loop, surviving it, ...): what the records do not show. */
+static void same_graph_flags(Twins *t)
+{
+	MmView va, vb;
+	kept_view(&va, t->a, t->da);
+	kept_view(&vb, t->b, t->db);
+	assert_int_equal(mmfile_count(&va), mmfile_count(&vb));
+	for (uint32_t i = 0; i < mmfile_count(&va); i++) {
+		uint32_t j = mmfile_find(&vb, mmfile_key(&va, i));
+		assert_int_not_equal(j, MM_NONE);
+		if (mmfile_flags(&va, i) != mmfile_flags(&vb, j)) {
+			char hex[KEY_HEX_LEN];
+			key_to_hex(mmfile_key(&va, i), hex);
+			fail_msg("%s: flags %#x incremental, %#x whole-book", hex,
+			         mmfile_flags(&va, i), mmfile_flags(&vb, j));
+		}
+	}
+	mmfile_close(&va);
+	mmfile_close(&vb);
+}
+
 static void run_ok(BookmmStats *st, BookDB *db, const BookmmOptions *opt)
 {
 	char err[BOOKMM_ERRLEN] = "";
 	if (bookmm_run(st, db, opt, err) != 0) fail_msg("minimax: %s", err);
+}
+
+/* Marks one move of a position avoided (joseki prune) in both books. */
+static void avoid_move(BookDB *a, BookDB *b, const char *sfen, const char *usi)
+{
+	Position *pos = malloc(sizeof *pos);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_int_equal(sfen_parse(pos, sfen, NULL, NULL), 0);
+	Move m;
+	assert_int_equal(usi_move_parse_legal(&m, pos, usi, strlen(usi), NULL), 0);
+	BookDB *books[2] = {a, b};
+	for (int j = 0; j < 2; j++) {
+		BookTxn *t;
+		assert_int_equal(bookdb_txn_begin(&t, books[j], true), 0);
+		assert_int_equal(bookdb_get(rec, t, pos_key(pos)), 0);
+		int k = 0;
+		while (k < rec->nmoves && rec->moves[k].move != m) k++;
+		assert_true(k < rec->nmoves);
+		rec->moves[k].flags |= BOOKDB_MOVE_AVOIDED;
+		assert_int_equal(bookdb_put(t, pos_key(pos), rec), 0);
+		assert_int_equal(bookdb_txn_commit(t), 0);
+	}
+	free(pos);
+	free(rec);
+}
+
+/* The check loop Q1..Q4 with a way into it from outside: T0 (White in check)
+ * 6a5a to T1, whose 6c5c checks into Q1; P (not in check) also leads to T1.
+ * T0 survives the loop extraction (a survivor two plies below it), so T1,
+ * between two survivors, is on the loop. */
+#define T0 "sfen 3k5/9/3R5/9/9/9/9/9/K8 w - 1"
+#define T1 "sfen 4k4/9/3R5/9/9/9/9/9/K8 b - 2"
+#define TP "sfen 9/4k4/3R5/9/9/9/9/9/K8 w - 1"
+
+/* When T0 no longer leads to T1 (its move avoided), T1 leaves the loop
+ * although nothing below it changed and it has no parent the run analyses
+ * (P is not above T0): the incremental run must analyse it again all the
+ * same. */
+static void test_minimax__a_position_that_leaves_a_check_loop_from_above_is_analysed(void **state)
+{
+	(void)state;
+	Twins t = {0};
+	twins_open(&t, 0);
+	BookDB *books[2] = {t.a, t.b};
+	for (int j = 0; j < 2; j++) {
+		BookDB *db = books[j];
+		put_record(db, Q1, (EvalMove[]){{"5a4a", 0}, {"5a6a", -200}}, 2);
+		put_record(db, Q2, (EvalMove[]){{"5c4c", 0}}, 1);
+		put_record(db, Q3, (EvalMove[]){{"4a5a", 0}, {"4a3a", -200}}, 2);
+		put_record(db, Q4, (EvalMove[]){{"4c5c", 0}}, 1);
+		put_record(db, T0, (EvalMove[]){{"6a5a", 0}, {"6a7a", -300}}, 2);
+		put_record(db, T1, (EvalMove[]){{"6c5c", 0}}, 1);
+		put_record(db, TP, (EvalMove[]){{"5b5a", 0}, {"5b4b", -400}}, 2);
+	}
+	BookmmOptions inc = {.policy.leaves = BOOKMM_LEAVES_GAMES}, full = inc;
+	full.full = true;
+	BookmmStats sa, sb;
+	run_ok(&sa, t.a, &inc);
+	run_ok(&sb, t.b, &full);
+	same_books(t.a, t.b);
+	same_graph_flags(&t);
+	assert_true(kept_flags(t.b, t.db, T1) & MMF_LOOP);
+	avoid_move(t.a, t.b, T0, "6a5a");
+	run_ok(&sa, t.a, &inc);
+	run_ok(&sb, t.b, &full);
+	assert_true(sa.incremental);
+	assert_true(sa.affected < sa.positions);
+	same_books(t.a, t.b);
+	/* T1 leaving the loop changes no value (its one move still checks into
+	 * it) but its flags, which the next runs' loop extraction reads. */
+	same_graph_flags(&t);
+	assert_false(kept_flags(t.b, t.db, T1) & MMF_LOOP);
+	twins_free(&t);
 }
 
 /* keep: the incremental runs take the graph from a keep (BookmmOptions.keep),
@@ -831,6 +954,7 @@ static void random_batches(const char *name, BookmmLeaves leaves, bool keep, uin
 		assert_int_equal(sa.has_root, sb.has_root);
 		assert_int_equal(sa.root_value, sb.root_value);
 		same_books(a, b);
+		same_graph_flags(&t);
 		cyclic += sa.cyclic;
 	}
 	/* The walks must have exercised the cyclic part, and the incremental
@@ -1990,6 +2114,8 @@ int main(void)
 	    cmocka_unit_test(test_minimax__chains_and_unlisted_transpositions_get_their_values),
 	    cmocka_unit_test(test_minimax__per_side_draw_values_decide_who_repeats),
 	    cmocka_unit_test(test_minimax__perpetual_check_loses_for_the_checker),
+	    cmocka_unit_test(
+	        test_minimax__a_position_that_leaves_a_check_loop_from_above_is_analysed),
 	    cmocka_unit_test(test_minimax__incremental_equals_full_after_random_batches),
 	    cmocka_unit_test(test_minimax__incremental_equals_full_with_the_journal_folded),
 	    cmocka_unit_test(test_minimax__positions_without_a_value_stay_in_the_kept_graph),
