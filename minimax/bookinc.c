@@ -10,10 +10,12 @@
  * and analyses with the shared core the subgraph of
  *   A   the changed nodes and all their ancestors (every parent of a node in A
  *       is in A),
- *   B   the children of A outside it, frozen with the flags and values the
+ *   B   the children of A's nodes in check and A's children on a
+ *       perpetual-check loop, outside A, frozen with the flags and values the
  *       book kept (their moves are given too: the perpetual-check extraction
- *       looks two plies ahead),
- *   B2  the children of B outside A and B, frozen, no moves,
+ *       looks two plies ahead of a node in check),
+ *   B2  the other children of A and the children of B, outside A and B,
+ *       frozen, no moves,
  * with its nodes in key order, as the whole-book run numbers them. Components
  * of A are then relaxed from the same start values in the same order with the
  * same exits, so every value is the one a whole-book run gives. One thing a
@@ -369,18 +371,37 @@ static void clear_roles(Inc *c)
 	c->nval = NULL;
 }
 
-/* Puts the children of the nodes of `from` that have no role yet into `to`. */
-static int children_into(Inc *c, const U32s *from, U32s *to, int role)
+/* Which nodes of `from` children_into takes, and where it puts their children. */
+enum {
+	FROM_ALL,         /* all: into the list given */
+	FROM_INCHECK,     /* those in check: into B */
+	FROM_NOT_INCHECK, /* the others: on a perpetual-check loop into B, else B2 */
+};
+
+/* Puts the children of the nodes of `from` (those `which` takes) that have no
+ * role yet into `to` with `role` (FROM_ALL), or into B or B2. */
+static int children_into(Inc *c, const U32s *from, int which, U32s *to, int role)
 {
 	for (size_t q = 0; q < from->n; q++) {
 		uint32_t len;
+		if (which != FROM_ALL &&
+		    !(mmfile_flags(&c->v, from->v[q]) & MMF_INCHECK) != (which == FROM_NOT_INCHECK))
+			continue;
 		const MmMove *m = mmfile_moves(&c->v, from->v[q], &len);
 		if (!m) return MMFILE_ESTALE;
 		for (uint32_t k = 0; k < len; k++) {
 			uint32_t ch = m[k].next;
 			if (ch == MM_NONE || (c->mark[ch] & R_ROLE)) continue;
-			c->mark[ch] |= (uint8_t)role;
-			if (push(to, ch) < 0) return MMFILE_ENOMEM;
+			int r = role;
+			U32s *l = to;
+			if (which != FROM_ALL) {
+				bool b =
+				    which == FROM_INCHECK || (mmfile_flags(&c->v, ch) & MMF_LOOP);
+				r = b ? R_B : R_B2;
+				l = b ? &c->b : &c->b2;
+			}
+			c->mark[ch] |= (uint8_t)r;
+			if (push(l, ch) < 0) return MMFILE_ENOMEM;
 		}
 	}
 	return 0;
@@ -396,12 +417,19 @@ static int collect(Inc *c, uint32_t root)
 		if (r == MMFILE_ESTALE) return r;
 	}
 	if (w.rc) return MMFILE_ENOMEM;
-	int rc = children_into(c, &c->a, &c->b, R_B);
+	/* The analysis reads a frozen node's moves only two plies below a node
+	 * in check (the perpetual-check loops: docs/minimax.md). So B is the
+	 * children of A's nodes in check, and those on a perpetual-check loop
+	 * (stale_nodes asks whether they still have a survivor above them);
+	 * the rest of A's children are frozen without moves, as B2 is: most
+	 * of the subgraph, where few positions are in check. */
+	int rc = children_into(c, &c->a, FROM_INCHECK, NULL, 0);
+	if (rc == 0) rc = children_into(c, &c->a, FROM_NOT_INCHECK, NULL, 0);
 	if (rc == 0 && root != MM_NONE && !(c->mark[root] & R_ROLE)) {
 		c->mark[root] |= R_B;
 		if (push(&c->b, root) < 0) rc = MMFILE_ENOMEM;
 	}
-	if (rc == 0) rc = children_into(c, &c->b, &c->b2, R_B2);
+	if (rc == 0) rc = children_into(c, &c->b, FROM_ALL, &c->b2, R_B2);
 	if (rc) return rc;
 	const U32s *parts[3] = {&c->a, &c->b, &c->b2};
 	for (int p = 0; p < 3; p++)
