@@ -371,37 +371,31 @@ static void clear_roles(Inc *c)
 	c->nval = NULL;
 }
 
-/* Which nodes of `from` children_into takes, and where it puts their children. */
+/* Whose children children_into takes, and where it puts them. */
 enum {
-	FROM_ALL,         /* all: into the list given */
-	FROM_INCHECK,     /* those in check: into B */
-	FROM_NOT_INCHECK, /* the others: on a perpetual-check loop into B, else B2 */
+	OF_A_INCHECK, /* A's nodes in check: into B */
+	OF_A_OTHERS,  /* A's other nodes: on a perpetual-check loop into B, else B2 */
+	OF_B,         /* B's nodes: into B2 */
 };
 
-/* Puts the children of the nodes of `from` (those `which` takes) that have no
- * role yet into `to` with `role` (FROM_ALL), or into B or B2. */
-static int children_into(Inc *c, const U32s *from, int which, U32s *to, int role)
+/* Puts the children (that have no role yet) of the nodes `of` says into B or B2. */
+static int children_into(Inc *c, int of)
 {
+	const U32s *from = of == OF_B ? &c->b : &c->a;
 	for (size_t q = 0; q < from->n; q++) {
 		uint32_t len;
-		if (which != FROM_ALL &&
-		    !(mmfile_flags(&c->v, from->v[q]) & MMF_INCHECK) != (which == FROM_NOT_INCHECK))
+		if (of != OF_B &&
+		    !(mmfile_flags(&c->v, from->v[q]) & MMF_INCHECK) != (of == OF_A_OTHERS))
 			continue;
 		const MmMove *m = mmfile_moves(&c->v, from->v[q], &len);
 		if (!m) return MMFILE_ESTALE;
 		for (uint32_t k = 0; k < len; k++) {
 			uint32_t ch = m[k].next;
 			if (ch == MM_NONE || (c->mark[ch] & R_ROLE)) continue;
-			int r = role;
-			U32s *l = to;
-			if (which != FROM_ALL) {
-				bool b =
-				    which == FROM_INCHECK || (mmfile_flags(&c->v, ch) & MMF_LOOP);
-				r = b ? R_B : R_B2;
-				l = b ? &c->b : &c->b2;
-			}
-			c->mark[ch] |= (uint8_t)r;
-			if (push(l, ch) < 0) return MMFILE_ENOMEM;
+			bool b = of == OF_A_INCHECK ||
+			         (of == OF_A_OTHERS && (mmfile_flags(&c->v, ch) & MMF_LOOP));
+			c->mark[ch] |= (uint8_t)(b ? R_B : R_B2);
+			if (push(b ? &c->b : &c->b2, ch) < 0) return MMFILE_ENOMEM;
 		}
 	}
 	return 0;
@@ -423,13 +417,13 @@ static int collect(Inc *c, uint32_t root)
 	 * (stale_nodes asks whether they still have a survivor above them);
 	 * the rest of A's children are frozen without moves, as B2 is: most
 	 * of the subgraph, where few positions are in check. */
-	int rc = children_into(c, &c->a, FROM_INCHECK, NULL, 0);
-	if (rc == 0) rc = children_into(c, &c->a, FROM_NOT_INCHECK, NULL, 0);
+	int rc = children_into(c, OF_A_INCHECK);
+	if (rc == 0) rc = children_into(c, OF_A_OTHERS);
 	if (rc == 0 && root != MM_NONE && !(c->mark[root] & R_ROLE)) {
 		c->mark[root] |= R_B;
 		if (push(&c->b, root) < 0) rc = MMFILE_ENOMEM;
 	}
-	if (rc == 0) rc = children_into(c, &c->b, FROM_ALL, &c->b2, R_B2);
+	if (rc == 0) rc = children_into(c, OF_B);
 	if (rc) return rc;
 	const U32s *parts[3] = {&c->a, &c->b, &c->b2};
 	for (int p = 0; p < 3; p++)
