@@ -778,17 +778,19 @@ static void twins_free(Twins *t)
 	free(t->db);
 }
 
-/* Opens the graph db's last run kept (in dir/book). */
-static void kept_view(MmView *v, BookDB *db, const char *dir)
+/* Opens the graph db (in dir/book) keeps for its state, which st gets (if
+ * not NULL). */
+static void kept_view(MmView *v, BookmmState *st, BookDB *db, const char *dir)
 {
 	BookTxn *txn;
-	BookmmState st;
+	BookmmState own;
 	char path[600], err[MMFILE_ERRLEN];
+	if (!st) st = &own;
 	snprintf(path, sizeof path, "%s/book", dir);
 	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
-	assert_int_equal(bookmm_state_get(&st, txn), 0);
+	assert_int_equal(bookmm_state_get(st, txn), 0);
 	bookdb_txn_abort(txn);
-	if (mmfile_open(v, path, st.stamp, st.journal_len, err) != 0) fail_msg("%s", err);
+	if (mmfile_open(v, path, st->stamp, st->journal_len, err) != 0) fail_msg("%s", err);
 }
 
 /* The flags of a position (an SFEN) in the graph db's last run kept. */
@@ -797,7 +799,7 @@ static uint8_t kept_flags(BookDB *db, const char *dir, const char *sfen)
 	MmView v;
 	Position *pos = malloc(sizeof *pos);
 	assert_int_equal(sfen_parse(pos, sfen, NULL, NULL), 0);
-	kept_view(&v, db, dir);
+	kept_view(&v, NULL, db, dir);
 	uint32_t i = mmfile_find(&v, pos_key(pos));
 	assert_int_not_equal(i, MM_NONE);
 	uint8_t f = mmfile_flags(&v, i);
@@ -811,8 +813,8 @@ static uint8_t kept_flags(BookDB *db, const char *dir, const char *sfen)
 static void same_graph_flags(Twins *t)
 {
 	MmView va, vb;
-	kept_view(&va, t->a, t->da);
-	kept_view(&vb, t->b, t->db);
+	kept_view(&va, NULL, t->a, t->da);
+	kept_view(&vb, NULL, t->b, t->db);
 	assert_int_equal(mmfile_count(&va), mmfile_count(&vb));
 	for (uint32_t i = 0; i < mmfile_count(&va); i++) {
 		uint32_t j = mmfile_find(&vb, mmfile_key(&va, i));
@@ -975,19 +977,17 @@ static void random_batches(const char *name, BookmmLeaves leaves, bool keep, uin
 	g_mark_thought = false;
 }
 
-/* The graph book's last whole-book run kept (in dir): every node's edges
- * lead where their moves lead, and the analysis's edges (into positions with
- * a value) are among them. Returns how many of its edges lead into positions
- * without a value (the analysis left them out). */
+/* The graph book's last whole-book run kept (in dir/book): every node's
+ * edges lead where their moves lead, and the analysis's edges (into positions
+ * with a value) are among them. Returns how many of its edges lead into
+ * positions without a value (the analysis left them out). */
 static size_t kept_graph_is_the_book(BookDB *db, const char *dir)
 {
-	BookTxn *txn;
 	BookmmState st;
-	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
-	assert_int_equal(bookmm_state_get(&st, txn), 0);
 	MmView v;
-	char err[MMFILE_ERRLEN];
-	if (mmfile_open(&v, dir, st.stamp, st.journal_len, err) != 0) fail_msg("%s", err);
+	kept_view(&v, &st, db, dir);
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, false), 0);
 	BookIter *it;
 	assert_int_equal(bookdb_iter_open(&it, txn), 0);
 	BookRecord *rec = malloc(sizeof *rec);
@@ -1033,8 +1033,6 @@ static void test_minimax__positions_without_a_value_stay_in_the_kept_graph(void 
 	BookmmOptions inc = {.policy.leaves = BOOKMM_LEAVES_GAMES}, full = inc;
 	full.full = true;
 	BookmmStats sa, sb;
-	char dir[700];
-	snprintf(dir, sizeof dir, "%s/book", t.db);
 	size_t left_out = 0;
 	for (int batch = 0; batch < 6; batch++) {
 		for (int k = 0; k < 40; k++) game_line(t.a, t.b, &rng);
@@ -1046,7 +1044,7 @@ static void test_minimax__positions_without_a_value_stay_in_the_kept_graph(void 
 		assert_int_equal(sa.valued, sb.valued);
 		assert_int_equal(sa.edges, sb.edges);
 		same_books(t.a, t.b);
-		left_out += kept_graph_is_the_book(t.b, dir);
+		left_out += kept_graph_is_the_book(t.b, t.db);
 	}
 	assert_true(left_out > 0);
 	twins_free(&t);
@@ -1119,15 +1117,11 @@ static void test_minimax__incremental_runs_fall_back_to_the_whole_book_when_they
 	for (int step = 0; step < 8; step++) {
 		for (int k = 0; k < 10; k++) random_result(a, b, &rng);
 		if (step == 6) {
-			BookTxn *txn;
 			BookmmState s;
-			assert_int_equal(bookdb_txn_begin(&txn, a, false), 0);
-			assert_int_equal(bookmm_state_get(&s, txn), 0);
-			bookdb_txn_abort(txn);
 			MmView v;
 			char err[MMFILE_ERRLEN], dir[600];
+			kept_view(&v, &s, a, da);
 			snprintf(dir, sizeof dir, "%s/book", da);
-			assert_int_equal(mmfile_open(&v, dir, s.stamp, s.journal_len, err), 0);
 			assert_int_equal(mmfile_fold(&v, dir, s.stamp + 1, NULL, err), 0);
 			mmfile_close(&v);
 		} else if (step == 1) {
