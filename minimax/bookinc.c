@@ -89,10 +89,16 @@ typedef struct {
 	bool kept;    /* v came from opt.keep */
 } Inc;
 
-/* Records rewritten per write transaction (BookmmOptions.batch when set): a
- * writer running beside minimax (the cluster coordinator's service) waits for
- * LMDB's write lock at most one batch long, not the whole rewrite. */
-#define INC_BATCH 1000
+/* A write transaction of the rewrite ends after INC_BATCH_MS, or
+ * INC_BATCH_MAX records (BookmmOptions.batch records when set): a writer
+ * running beside minimax waits for LMDB's write lock at most one batch long,
+ * not the whole rewrite. Batches of a fixed 1,000 records took twice as long
+ * on a book larger than the batch's pages: each commit wrote its pages where
+ * the last one had freed them, scattered over the file. */
+#define INC_BATCH_MS 250.0
+#define INC_BATCH_MAX 16384
+/* The clock is read every INC_BATCH_STEP records. */
+#define INC_BATCH_STEP 64
 /* Meta key present while a run's rewrite spans several transactions. */
 #define META_RUNNING "mmrun"
 
@@ -685,10 +691,20 @@ static int finish(Inc *c, BookTxn *txn, const BookmmStats *st, uint64_t jlen)
 	return rc == BOOKDB_ENOTFOUND ? 0 : rc;
 }
 
+/* Whether the rewrite's write transaction ends before its record n + 1 (it
+ * began at since). */
+static bool batch_ends(const Inc *c, size_t n, double since)
+{
+	if (c->opt.batch) return n == c->opt.batch;
+	return n == INC_BATCH_MAX ||
+	       (n && n % INC_BATCH_STEP == 0 && clock_ms_f() - since >= INC_BATCH_MS);
+}
+
 /*
  * Rewrites the records, consumes the log, journals the graph's changes and
- * records the new state. The records go in transactions of INC_BATCH; the log,
- * the journal and the state in the last one. A run stopped between two (kill
+ * records the new state. The records go in transactions of INC_BATCH_MS (or
+ * BookmmOptions.batch records, see batch_ends); the log, the journal and the
+ * state in the last one. A run stopped between two (kill
  * -9) leaves some records with its values and the state as before, marked by
  * META_RUNNING: the next run, which analyses at least the same nodes again (the
  * log was not consumed, and A is closed upwards), then compares the record of
@@ -708,12 +724,13 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why)
 	int rc = buf && edges ? bookdb_txn_begin(&txn, c->db, true) : BOOKDB_ENOMEM;
 	if (rc < 0) goto done;
 	bookdb_txn_set_tracking(txn, false);
-	size_t batch = c->opt.batch ? c->opt.batch : INC_BATCH;
-	if (rw.n > batch &&
+	if (rw.n > (c->opt.batch ? c->opt.batch : INC_BATCH_STEP) &&
 	    (rc = bookdb_kv_put(txn, BOOKDB_META, META_RUNNING, strlen(META_RUNNING), "1", 1)) < 0)
 		goto done;
-	for (size_t q = 0; q < rw.n; q++) {
-		if (q && q % batch == 0) {
+	double t0 = clock_ms_f();
+	for (size_t q = 0, n = 0; q < rw.n; q++, n++) {
+		if (batch_ends(c, n, t0)) {
+			n = 0;
 			if ((rc = bookdb_txn_commit(txn)) < 0) {
 				txn = NULL;
 				goto done;
@@ -721,6 +738,7 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why)
 			txn = NULL;
 			if ((rc = bookdb_txn_begin(&txn, c->db, true)) < 0) goto done;
 			bookdb_txn_set_tracking(txn, false);
+			t0 = clock_ms_f();
 		}
 		if ((rc = rewrite_one(c, txn, rw.v[q], buf, edges, st)) < 0) goto done;
 	}

@@ -101,7 +101,7 @@ typedef struct {
 	bool rebuild;
 	/* Rewrite the records where they are (bookdb_rewrite) even so. */
 	bool in_place;
-	size_t batch; /* records per write transaction (0: 10000 whole-book, 1000 incremental) */
+	size_t batch; /* records per write transaction (0: 10000 whole-book; incremental: 250 ms) */
 	BookmmProgressFn progress; /* may be NULL */
 	void *progress_ctx;
 	/* May be NULL. When it turns true (another thread, a signal handler) the

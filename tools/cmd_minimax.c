@@ -134,7 +134,8 @@ int cmd_minimax(int argc, char **argv)
 	    /* A writer running beside (think, the coordinator) waits for LMDB's lock
 	     * at most one batch. */
 	    CLI_NUM("--batch", &opt.batch, 1, 100000000, "N",
-	            "records a write transaction (default 10000; 1000 incremental)"),
+	            "records a write transaction (default 10000; incremental: as many as 250 ms "
+	            "writes, at most 16384)"),
 	    CLI_FN("--fold-at", &opt.fold_at, parse_fold_at, "SIZE",
 	           "a size such as 64M or 512K, from 1 byte",
 	           "an incremental run first folds the kept graph's journal into a new graph "
