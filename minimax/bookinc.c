@@ -215,9 +215,20 @@ static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len, boo
  * minutes on 700,000 changes at 10⁸ positions in 2.4 GB). */
 #define STOP_EVERY 256
 
+static int cmp_key(const void *x, const void *y, void *ctx)
+{
+	const MmView *v = ctx;
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	/* The graph file's nodes are numbered in key order: their keys (16
+	 * bytes each, at random in a section of gigabytes) need not be read. */
+	if (a < v->n && b < v->n) return (a > b) - (a < b);
+	return key_cmp(mmfile_key(v, a), mmfile_key(v, b));
+}
+
 /* The changed records of the log (from seq s.seq + 1), their nodes (new
  * positions are added), then their moves, then the moves of the positions
- * that now lead to a new one. */
+ * that now lead to a new one. The records are read in key order: the log's
+ * order is the results', at random over a book larger than memory. */
 static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 {
 	BookChangesIter *it = NULL;
@@ -235,15 +246,7 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 		}
 		uint32_t x = mmfile_find(&c->v, k);
 		if (x == MM_NONE) {
-			const uint8_t *raw;
-			size_t len;
-			rc = bookdb_get_raw(&raw, &len, snap, k);
-			if (rc == BOOKDB_ENOTFOUND) {
-				bookdb_changes_iter_free(it);
-				return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
-				                  "a position was deleted");
-			}
-			if (rc < 0) break;
+			/* That its record is there is seen when it is read. */
 			if ((rc = mmfile_add_node(&c->v, k, 0, &x)) < 0 || cover(c) < 0) {
 				rc = BOOKDB_ENOMEM;
 				break;
@@ -268,6 +271,7 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 		return errmsg_set(why, BOOKMM_ERRLEN,
 		                  rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 		                  "reading the changes: %s", bookdb_strerror(rc));
+	qsort_r(c->changed.v, c->changed.n, sizeof *c->changed.v, cmp_key, &c->v);
 	/* Whether each changed record is an inner node of the leaf policy is
 	 * settled before any moves are generated: a parent's moves into it
 	 * depend on it. A node whose mark changed has its parents' moves
@@ -282,7 +286,14 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 		uint32_t x = c->changed.v[q];
 		const uint8_t *raw;
 		size_t len;
-		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, x))) < 0) break;
+		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, x))) < 0) {
+			if (rc == BOOKDB_ENOTFOUND) {
+				free(reinner);
+				return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
+				                  "a position was deleted");
+			}
+			break;
+		}
 		uint8_t f = mmfile_flags(&c->v, x);
 		bool in = bookmm_raw_inner(raw, len, &c->opt.policy, c->rec);
 		if (in == ((f & MMF_INNER) != 0)) continue;
@@ -356,16 +367,6 @@ static int add_to_a(uint32_t p, void *ctx)
 	c->mark[p] = (uint8_t)((c->mark[p] & ~R_ROLE) | R_A);
 	if (push(&c->a, p) < 0 || push(&c->queue, p) < 0) return w->rc = -1;
 	return 0;
-}
-
-static int cmp_key(const void *x, const void *y, void *ctx)
-{
-	const MmView *v = ctx;
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	/* The graph file's nodes are numbered in key order: their keys (16
-	 * bytes each, at random in a section of gigabytes) need not be read. */
-	if (a < v->n && b < v->n) return (a > b) - (a < b);
-	return key_cmp(mmfile_key(v, a), mmfile_key(v, b));
 }
 
 static void clear_roles(Inc *c)
