@@ -225,6 +225,13 @@ static int cmp_key(const void *x, const void *y, void *ctx)
 	return key_cmp(mmfile_key(v, a), mmfile_key(v, b));
 }
 
+/* A changed record as read (in absorb_changes' snapshot, which keeps it). */
+typedef struct {
+	const uint8_t *raw;
+	size_t len;
+	bool reinner; /* whether it is an inner node of the policy changed */
+} ChangedRecord;
+
 /* The changed records of the log (from seq s.seq + 1), their nodes (new
  * positions are added), then their moves, then the moves of the positions
  * that now lead to a new one. The records are read in key order: the log's
@@ -276,8 +283,8 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 	 * settled before any moves are generated: a parent's moves into it
 	 * depend on it. A node whose mark changed has its parents' moves
 	 * generated again, as a new one has. */
-	bool *reinner = calloc(c->changed.n + 1, sizeof *reinner);
-	if (!reinner) return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
+	ChangedRecord *cr = calloc(c->changed.n + 1, sizeof *cr);
+	if (!cr) return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	for (size_t q = 0; q < c->changed.n && rc == 0; q++) {
 		if ((q & (STOP_EVERY - 1)) == 0 && bookmm_stopped(&c->opt)) {
 			rc = MM_STOPPED;
@@ -288,22 +295,24 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 		size_t len;
 		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, x))) < 0) {
 			if (rc == BOOKDB_ENOTFOUND) {
-				free(reinner);
+				free(cr);
 				return errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
 				                  "a position was deleted");
 			}
 			break;
 		}
+		cr[q] = (ChangedRecord){raw, len, false};
 		uint8_t f = mmfile_flags(&c->v, x);
 		bool in = bookmm_raw_inner(raw, len, &c->opt.policy, c->rec);
 		if (in == ((f & MMF_INNER) != 0)) continue;
-		reinner[q] = true;
+		cr[q].reinner = true;
 		rc = mmfile_set_state(&c->v, x, (uint8_t)(f ^ MMF_INNER), mmfile_vd(&c->v, x));
 	}
 	/* Every new node is in the view now, so each changed record's moves
 	 * reach all of them. A new position may also be a transposition: any
 	 * book position with a legal move to it gets that edge (its moves are
 	 * generated again, so its leaf moves too when the move was one). */
+	U32s reparent = {0};
 	RetroMove *cand = rc == 0 ? malloc(RETRO_MAX * sizeof *cand) : NULL;
 	Key *ckeys = rc == 0 ? malloc(RETRO_MAX * sizeof *ckeys) : NULL;
 	uint32_t *cnode = rc == 0 ? malloc(RETRO_MAX * sizeof *cnode) : NULL;
@@ -314,13 +323,9 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 			break;
 		}
 		uint32_t x = c->changed.v[q];
-		const uint8_t *raw;
-		size_t len;
 		bool has_pos;
-		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, x))) < 0 ||
-		    (rc = refresh_moves(c, x, raw, len, &has_pos)) != 0)
-			break;
-		if (!((c->mark[x] & M_NEW) || reinner[q]) || !has_pos) continue;
+		if ((rc = refresh_moves(c, x, cr[q].raw, cr[q].len, &has_pos)) != 0) break;
+		if (!((c->mark[x] & M_NEW) || cr[q].reinner) || !has_pos) continue;
 		int nc = retro_parents(c->pos, cand);
 		/* Their keys looked up together (bookinc's hot spot one at a time). */
 		for (int r = 0; r < nc; r++) ckeys[r] = cand[r].key;
@@ -329,14 +334,28 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 			uint32_t p = cnode[r];
 			if (p == MM_NONE || (c->mark[p] & (M_RECORD | M_REPARENT))) continue;
 			c->mark[p] |= M_REPARENT;
-			if ((rc = bookdb_get_raw(&raw, &len, snap, cand[r].key)) == 0)
-				rc = refresh_moves(c, p, raw, len, &has_pos);
+			if (push(&reparent, p) < 0) rc = BOOKDB_ENOMEM;
 		}
 	}
+	/* Their records read in key order too. */
+	qsort_r(reparent.v, reparent.n, sizeof *reparent.v, cmp_key, &c->v);
+	for (size_t q = 0; q < reparent.n && rc == 0; q++) {
+		if ((q & (STOP_EVERY - 1)) == 0 && bookmm_stopped(&c->opt)) {
+			rc = MM_STOPPED;
+			break;
+		}
+		uint32_t p = reparent.v[q];
+		const uint8_t *raw;
+		size_t len;
+		bool has_pos;
+		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, p))) == 0)
+			rc = refresh_moves(c, p, raw, len, &has_pos);
+	}
+	free(reparent.v);
 	free(cand);
 	free(ckeys);
 	free(cnode);
-	free(reinner);
+	free(cr);
 	if (rc == 0) return 0;
 	if (rc == MM_STOPPED) return bookmm_stop_error(why, "reading the changes");
 	if (rc == MMFILE_ESTALE)
