@@ -672,22 +672,49 @@ static int make_rewrite(Inc *c, uint32_t x, const uint8_t *raw, size_t len, uint
 	                      false, &c->opt.policy);
 }
 
+/* A rewrite of node x's record by bookdb_rewrite: from the bytes prepared
+ * (pre: the record as read, then its rewrite; pre_len PRE_NONE: none) while
+ * the record is still the one read, else made from its newest bytes. */
+typedef struct {
+	Inc *c;
+	uint32_t x;
+	BookmmEdge *edges;
+	const uint8_t *pre;
+	uint32_t raw_len, new_len;
+} Rewrite;
+#define PRE_NONE UINT32_MAX
+
+static int rewrite_fn(void *ctx, const uint8_t *raw, size_t len, uint8_t *out)
+{
+	const Rewrite *r = ctx;
+	if (r->raw_len == len && memcmp(raw, r->pre, len) == 0) {
+		memcpy(out, r->pre + len, r->new_len);
+		return (int)r->new_len;
+	}
+	int n = make_rewrite(r->c, r->x, raw, len, out, r->edges);
+	return n > 0 ? n : 0; /* an unsound record is said by joseki check */
+}
+
+/* Node x's record as r (its x, and what it prepared) makes it, written in
+ * txn when it differs (buf: BOOKDB_RECORD_MAX bytes). Records rewritten in
+ * key order walk one cursor. 0 or a bookdb error. */
+static int rewrite_with(Rewrite *r, BookTxn *txn, uint8_t *buf, BookmmStats *st)
+{
+	int n = bookdb_rewrite(txn, mmfile_key(&r->c->v, r->x), rewrite_fn, r, buf);
+	if (n == BOOKDB_ENOTFOUND || n == 0) return 0;
+	if (n < 0) return n;
+	st->rewritten++;
+	return 0;
+}
+
 /* Node x's record as this run values it, written in txn when it differs
  * (buf: BOOKDB_RECORD_MAX bytes, edges: BOOKMM_NODE_MOVES). 0 or a bookdb
  * error. */
 static int rewrite_one(Inc *c, BookTxn *txn, uint32_t x, uint8_t *buf, BookmmEdge *edges,
                        BookmmStats *st)
 {
-	const uint8_t *raw;
-	size_t len;
-	int rc = bookdb_get_raw(&raw, &len, txn, mmfile_key(&c->v, x));
-	if (rc == BOOKDB_ENOTFOUND) return 0;
-	if (rc < 0) return rc;
-	int n = make_rewrite(c, x, raw, len, buf, edges);
-	if (n <= 0) return 0;
-	if ((rc = bookdb_put_raw(txn, mmfile_key(&c->v, x), buf, (size_t)n)) < 0) return rc;
-	st->rewritten++;
-	return 0;
+	Rewrite r = {c, x, edges, NULL, PRE_NONE, 0};
+	return rewrite_with(&r, txn, buf, st);
 }
 
 /* The last transaction's own part: the log consumed up to the snapshot, the
@@ -1118,7 +1145,6 @@ typedef struct {
 	uint32_t raw_len; /* PRE_NONE: not prepared */
 	uint32_t new_len; /* 0: nothing to write */
 } PreRecord;
-#define PRE_NONE UINT32_MAX
 
 struct BookMinimaxPlan {
 	Inc c;
@@ -1219,24 +1245,11 @@ out:
  * when the record is still the one read. */
 static int apply_one(BookMinimaxPlan *p, BookTxn *txn, size_t q)
 {
-	Inc *c = &p->c;
-	uint32_t x = p->rw.v[q];
+	Rewrite r = {&p->c, p->rw.v[q], p->edges, NULL, PRE_NONE, 0};
 	const PreRecord *e = p->pr ? &p->pr[q] : NULL;
-	if (e && e->raw_len != PRE_NONE) {
-		const uint8_t *raw;
-		size_t len;
-		int rc = bookdb_get_raw(&raw, &len, txn, mmfile_key(&c->v, x));
-		if (rc == BOOKDB_ENOTFOUND) return 0;
-		if (rc < 0) return rc;
-		if (len == e->raw_len && memcmp(raw, p->pre + e->off, len) == 0) {
-			if (!e->new_len) return 0;
-			rc = bookdb_put_raw(txn, mmfile_key(&c->v, x), p->pre + e->off + len,
-			                    e->new_len);
-			if (rc == 0) p->st.rewritten++;
-			return rc < 0 ? rc : 0;
-		}
-	}
-	return rewrite_one(c, txn, x, p->buf, p->edges, &p->st);
+	if (e && e->raw_len != PRE_NONE)
+		r = (Rewrite){&p->c, p->rw.v[q], p->edges, p->pre + e->off, e->raw_len, e->new_len};
+	return rewrite_with(&r, txn, p->buf, &p->st);
 }
 
 int bookmm_inc_prepare(BookMinimaxPlan **out, BookmmStats *st, BookDB *db, const char *dir,
