@@ -33,6 +33,7 @@
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
+#include "bookdb/prefetch.h"
 #include "minimax/bookmm_priv.h"
 #include "minimax/mmfile.h"
 #include "shogi/movegen.h"
@@ -85,9 +86,16 @@ typedef struct {
 	uint64_t snap_seq;       /* the last change-log number the snapshot saw */
 	char why[BOOKDB_ERRLEN]; /* a record read that is not sound */
 	int sweeps;
-	bool resumed; /* an earlier run wrote part of its records and stopped */
-	bool kept;    /* v came from opt.keep */
+	bool resumed;        /* an earlier run wrote part of its records and stopped */
+	bool kept;           /* v came from opt.keep */
+	BookPrefetch *ahead; /* see read_ahead */
+	bool no_ahead;       /* it could not be started */
 } Inc;
+
+/* Records a walk in key order hands to the read-ahead threads at a time, and
+ * how many threads read them. */
+#define AHEAD_KEYS 256
+#define AHEAD_THREADS 8
 
 /* A write transaction of the rewrite ends after INC_BATCH_MS, or
  * INC_BATCH_MAX records (BookmmOptions.batch records when set): a writer
@@ -210,6 +218,26 @@ static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len, boo
 
 /* ---- bringing the kept graph up to date ----------------------------------------- */
 
+/*
+ * Called at every step q of a walk over the n nodes at, in key order, that
+ * reads or rewrites their records: hands the records a window ahead to
+ * threads that read them (bookdb/prefetch.h), so that several are read from
+ * disk at once. On a book larger than memory each record read is a read from
+ * disk, and the walk's own reads wait one after another.
+ */
+static void read_ahead(Inc *c, const uint32_t *at, size_t n, size_t q)
+{
+	if (q % AHEAD_KEYS || n < 2 * AHEAD_KEYS || c->no_ahead) return;
+	if (!c->ahead && bookdb_prefetch_open(&c->ahead, c->db, AHEAD_THREADS) < 0) {
+		c->no_ahead = true; /* a hint only: the walk reads them itself */
+		return;
+	}
+	Key keys[2 * AHEAD_KEYS];
+	size_t m = 0, end = q + 2 * AHEAD_KEYS < n ? q + 2 * AHEAD_KEYS : n;
+	for (size_t j = q ? q + AHEAD_KEYS : 0; j < end; j++) keys[m++] = mmfile_key(&c->v, at[j]);
+	bookdb_prefetch_keys(c->ahead, keys, m);
+}
+
 /* Changes read between two looks at opt.stop: a long log on a book larger
  * than memory reads a page from disk for each (a coordinator's stop waited
  * minutes on 700,000 changes at 10⁸ positions in 2.4 GB). */
@@ -234,8 +262,10 @@ typedef struct {
 
 /* The changed records of the log (from seq s.seq + 1), their nodes (new
  * positions are added), then their moves, then the moves of the positions
- * that now lead to a new one. The records are read in key order: the log's
- * order is the results', at random over a book larger than memory. */
+ * that now lead to a new one. In the log's order: the results of one part of
+ * the book come together, and so do the graph's pages their lookups read
+ * (in key order, on a book larger than memory, the run read them again and
+ * again: twice as long). */
 static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 {
 	BookChangesIter *it = NULL;
@@ -278,7 +308,6 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 		return errmsg_set(why, BOOKMM_ERRLEN,
 		                  rc == BOOKDB_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK,
 		                  "reading the changes: %s", bookdb_strerror(rc));
-	qsort_r(c->changed.v, c->changed.n, sizeof *c->changed.v, cmp_key, &c->v);
 	/* Whether each changed record is an inner node of the leaf policy is
 	 * settled before any moves are generated: a parent's moves into it
 	 * depend on it. A node whose mark changed has its parents' moves
@@ -290,6 +319,7 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 			rc = MM_STOPPED;
 			break;
 		}
+		read_ahead(c, c->changed.v, c->changed.n, q);
 		uint32_t x = c->changed.v[q];
 		const uint8_t *raw;
 		size_t len;
@@ -312,7 +342,6 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 	 * reach all of them. A new position may also be a transposition: any
 	 * book position with a legal move to it gets that edge (its moves are
 	 * generated again, so its leaf moves too when the move was one). */
-	U32s reparent = {0};
 	RetroMove *cand = rc == 0 ? malloc(RETRO_MAX * sizeof *cand) : NULL;
 	Key *ckeys = rc == 0 ? malloc(RETRO_MAX * sizeof *ckeys) : NULL;
 	uint32_t *cnode = rc == 0 ? malloc(RETRO_MAX * sizeof *cnode) : NULL;
@@ -334,24 +363,12 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 			uint32_t p = cnode[r];
 			if (p == MM_NONE || (c->mark[p] & (M_RECORD | M_REPARENT))) continue;
 			c->mark[p] |= M_REPARENT;
-			if (push(&reparent, p) < 0) rc = BOOKDB_ENOMEM;
+			const uint8_t *raw;
+			size_t len;
+			if ((rc = bookdb_get_raw(&raw, &len, snap, cand[r].key)) == 0)
+				rc = refresh_moves(c, p, raw, len, &has_pos);
 		}
 	}
-	/* Their records read in key order too. */
-	qsort_r(reparent.v, reparent.n, sizeof *reparent.v, cmp_key, &c->v);
-	for (size_t q = 0; q < reparent.n && rc == 0; q++) {
-		if ((q & (STOP_EVERY - 1)) == 0 && bookmm_stopped(&c->opt)) {
-			rc = MM_STOPPED;
-			break;
-		}
-		uint32_t p = reparent.v[q];
-		const uint8_t *raw;
-		size_t len;
-		bool has_pos;
-		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, p))) == 0)
-			rc = refresh_moves(c, p, raw, len, &has_pos);
-	}
-	free(reparent.v);
 	free(cand);
 	free(ckeys);
 	free(cnode);
@@ -787,6 +804,7 @@ static int commit(Inc *c, BookmmStats *st, const char *dir, char *why)
 			bookdb_txn_set_tracking(txn, false);
 			t0 = clock_ms_f();
 		}
+		read_ahead(c, rw.v, rw.n, q);
 		if ((rc = rewrite_one(c, txn, rw.v[q], buf, edges, st)) < 0) goto done;
 	}
 	char msg[MMFILE_ERRLEN];
@@ -815,6 +833,7 @@ out:
 
 static void inc_free(Inc *c)
 {
+	bookdb_prefetch_close(c->ahead);
 	mmfile_close(&c->v);
 	mm_graph_free(&c->g);
 	free(c->nval);
@@ -1216,6 +1235,7 @@ static void prepare_records(BookMinimaxPlan *p)
 			txn = NULL;
 			if (bookdb_txn_begin(&txn, c->db, false) < 0) break;
 		}
+		read_ahead(c, p->rw.v, p->rw.n, q);
 		uint32_t x = p->rw.v[q];
 		const uint8_t *raw;
 		size_t len;

@@ -1075,6 +1075,56 @@ static void test_minimax__incremental_equals_full_under_the_thought_policy(void 
 	               BOOKMM_LEAVES_THOUGHT, false, 0);
 }
 
+/* A batch of more changes than the incremental run reads ahead at a time
+ * (256 records, from 512 on): its reads and rewrites go through the
+ * read-ahead threads, once with the rewrite in one transaction and its plan
+ * prepared and applied as the coordinator's are, once in batches of 5. */
+static void test_minimax__a_large_batch_read_ahead_equals_full(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_minimax__a_large_batch_read_ahead_equals_full");
+	Twins t = {0};
+	twins_open(&t, 0);
+	BookmmOptions inc = {.policy.leaves = BOOKMM_LEAVES_GAMES}, full = inc;
+	full.full = true;
+	BookmmStats sa, sb;
+	for (int k = 0; k < 20; k++) random_result(t.a, t.b, &rng);
+	run_ok(&sa, t.a, &inc);
+	run_ok(&sb, t.b, &full);
+	for (int round = 0; round < 2; round++) {
+		int written = 0;
+		while (written < 700) written += random_result(t.a, t.b, &rng);
+		if (round == 0) {
+			run_ok(&sa, t.a, &inc);
+		} else {
+			inc.batch = 5;
+			BookMinimaxPlan *p = NULL;
+			char why[BOOKMM_ERRLEN] = "";
+			assert_int_equal(bookmm_prepare(&p, &sa, t.a, &inc, why), 0);
+			assert_non_null(p);
+			BookTxn *txn;
+			int done = 0;
+			while (!done) {
+				assert_int_equal(bookdb_txn_begin(&txn, t.a, true), 0);
+				done = bookmm_plan_apply(p, txn, 100, why);
+				assert_true(done >= 0);
+				assert_int_equal(bookdb_txn_commit(txn), 0);
+			}
+			sa = *bookmm_plan_stats(p);
+			bookmm_plan_free(p);
+		}
+		run_ok(&sb, t.b, &full);
+		assert_true(sa.incremental);
+		assert_true(sa.changed >= 512);
+		assert_true(sa.rewritten >= 512);
+		assert_int_equal(sa.valued, sb.valued);
+		assert_int_equal(sa.root_value, sb.root_value);
+		same_books(t.a, t.b);
+		same_graph_flags(&t);
+	}
+	twins_free(&t);
+}
+
 static void append_file(const char *path, const char *bytes, size_t n)
 {
 	FILE *f = fopen(path, "ab");
@@ -2114,6 +2164,7 @@ int main(void)
 	    cmocka_unit_test(test_minimax__incremental_equals_full_with_the_journal_folded),
 	    cmocka_unit_test(test_minimax__positions_without_a_value_stay_in_the_kept_graph),
 	    cmocka_unit_test(test_minimax__incremental_equals_full_under_the_thought_policy),
+	    cmocka_unit_test(test_minimax__a_large_batch_read_ahead_equals_full),
 	    cmocka_unit_test(
 	        test_minimax__a_kept_graph_is_taken_only_for_the_state_it_was_left_for),
 	    cmocka_unit_test(
