@@ -92,7 +92,7 @@ typedef struct {
 	bool no_ahead;       /* it could not be started */
 } Inc;
 
-/* Records a walk in key order hands to the read-ahead threads at a time, and
+/* Records a walk over records hands to the read-ahead threads at a time, and
  * how many threads read them. */
 #define AHEAD_KEYS 256
 #define AHEAD_THREADS 8
@@ -219,7 +219,7 @@ static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len, boo
 /* ---- bringing the kept graph up to date ----------------------------------------- */
 
 /*
- * Called at every step q of a walk over the n nodes at, in key order, that
+ * Called at every step q of a walk over the n nodes at, in the order it
  * reads or rewrites their records: hands the records a window ahead to
  * threads that read them (bookdb/prefetch.h), so that several are read from
  * disk at once. On a book larger than memory each record read is a read from
@@ -242,16 +242,6 @@ static void read_ahead(Inc *c, const uint32_t *at, size_t n, size_t q)
  * than memory reads a page from disk for each (a coordinator's stop waited
  * minutes on 700,000 changes at 10⁸ positions in 2.4 GB). */
 #define STOP_EVERY 256
-
-static int cmp_key(const void *x, const void *y, void *ctx)
-{
-	const MmView *v = ctx;
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	/* The graph file's nodes are numbered in key order: their keys (16
-	 * bytes each, at random in a section of gigabytes) need not be read. */
-	if (a < v->n && b < v->n) return (a > b) - (a < b);
-	return key_cmp(mmfile_key(v, a), mmfile_key(v, b));
-}
 
 /* A changed record as read (in absorb_changes' snapshot, which keeps it). */
 typedef struct {
@@ -403,6 +393,16 @@ static int add_to_a(uint32_t p, void *ctx)
 	c->mark[p] = (uint8_t)((c->mark[p] & ~R_ROLE) | R_A);
 	if (push(&c->a, p) < 0 || push(&c->queue, p) < 0) return w->rc = -1;
 	return 0;
+}
+
+static int cmp_key(const void *x, const void *y, void *ctx)
+{
+	const MmView *v = ctx;
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	/* The graph file's nodes are numbered in key order: their keys (16
+	 * bytes each, at random in a section of gigabytes) need not be read. */
+	if (a < v->n && b < v->n) return (a > b) - (a < b);
+	return key_cmp(mmfile_key(v, a), mmfile_key(v, b));
 }
 
 static void clear_roles(Inc *c)
@@ -690,7 +690,7 @@ static int make_rewrite(Inc *c, uint32_t x, const uint8_t *raw, size_t len, uint
 }
 
 /* A rewrite of node x's record by bookdb_rewrite: from the bytes prepared
- * (pre: the record as read, then its rewrite; pre_len PRE_NONE: none) while
+ * (pre: the record as read, then its rewrite; raw_len PRE_NONE: none) while
  * the record is still the one read, else made from its newest bytes. */
 typedef struct {
 	Inc *c;

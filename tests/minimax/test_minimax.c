@@ -1077,8 +1077,9 @@ static void test_minimax__incremental_equals_full_under_the_thought_policy(void 
 
 /* A batch of more changes than the incremental run reads ahead at a time
  * (256 records, from 512 on): its reads and rewrites go through the
- * read-ahead threads, once with the rewrite in one transaction and its plan
- * prepared and applied as the coordinator's are, once in batches of 5. */
+ * read-ahead threads, once in a run that writes its own records (as joseki
+ * minimax), once in a plan prepared and then applied in chunks of 100 (as
+ * the coordinator's runs are). */
 static void test_minimax__a_large_batch_read_ahead_equals_full(void **state)
 {
 	(void)state;
@@ -1097,7 +1098,6 @@ static void test_minimax__a_large_batch_read_ahead_equals_full(void **state)
 		if (round == 0) {
 			run_ok(&sa, t.a, &inc);
 		} else {
-			inc.batch = 5;
 			BookMinimaxPlan *p = NULL;
 			char why[BOOKMM_ERRLEN] = "";
 			assert_int_equal(bookmm_prepare(&p, &sa, t.a, &inc, why), 0);
