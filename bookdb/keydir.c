@@ -61,8 +61,8 @@ void bookdb_keydir_fill(BookKeyDir *out, const Key *keys, size_t n, uint32_t *di
 	bookdb_keydir_write_end(&w, (uint32_t)n);
 	for (size_t i = 0; i < n; i++) {
 		if (i + FILTER_AHEAD < n) {
-			uint64_t ahead = keyfilter_bit(keys[i + FILTER_AHEAD], mask);
-			__builtin_prefetch(&filter[ahead >> 6], 1);
+			__builtin_prefetch(&filter[keyfilter_word(keys[i + FILTER_AHEAD], mask)],
+			                   1);
 		}
 		keyfilter_add(filter, mask, keys[i]);
 	}

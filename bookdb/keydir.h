@@ -10,13 +10,13 @@
  *              a bucket holds about two keys (Zobrist keys are uniform).
  *   filter     the key filter of shogi/keymap.h (keyfilter_*), shared with
  *              the in-memory key map: 2^f bits, f the smallest of 10..40 with
- *              2^f >= 8n (8 to 16 bits a key, about one byte); bit
- *              (hi ^ (lo >> 7)) mod 2^f is set for every key. One bit a key,
- *              so an absent key passes with probability 1 - e^(-n / 2^f): at
- *              most 12 %, 7 % at 10 M keys.
+ *              2^f >= 8n (8 to 16 bits a key, about one byte); every key sets
+ *              three bits of one u64 word (keyfilter_word, keyfilter_bits),
+ *              so an absent key passes with probability 0.7 % (16 bits a
+ *              key) to 3.5 % (8 bits a key): about 1.8 % at 10^8 keys.
  *
  * Both are part of the minimax graph file's layout (docs/minimax.md, "The
- * graph file"): the sizes and the filter bit must never change. The book's
+ * graph file"): the sizes and the filter's bits must never change. The book's
  * snapshot index (bookdb/index.h) and the graph file (minimax/mmfile.h) both
  * find keys through this code.
  *
@@ -108,8 +108,7 @@ void bookdb_keydir_write_end(BookKeyDirWriter *w, uint32_t n);
  */
 static inline void bookdb_keydir_prefetch(const BookKeyDir *d, Key k)
 {
-	uint64_t bit = keyfilter_bit(k, d->filter_mask);
-	__builtin_prefetch(&d->filter[bit >> 6]);
+	__builtin_prefetch(&d->filter[keyfilter_word(k, d->filter_mask)]);
 }
 
 /*

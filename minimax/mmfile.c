@@ -44,7 +44,12 @@ const char *mmfile_strerror(int code)
 
 #define GRAPH_MAGIC "JOSEKIMG"
 #define JOURNAL_MAGIC "JOSEKIMJ"
-#define MMFILE_VERSION 1
+/* The graph file's version: 2 since its key filter sets three bits a key in
+ * one word (shogi/keymap.h; version 1 set one). A file of another version is
+ * stale: the next run is a whole-book one. The journal's format has not
+ * changed: it stays version 1. */
+#define MMFILE_VERSION 2
+#define JOURNAL_VERSION 1
 #define MMFILE_HEADER 256
 #define JOURNAL_HEADER MMFILE_JOURNAL_EMPTY
 
@@ -154,7 +159,7 @@ static int write_journal_header(const char *path, uint64_t stamp)
 {
 	uint8_t h[JOURNAL_HEADER] = {0};
 	memcpy(h, JOURNAL_MAGIC, 8);
-	uint32_t ver = MMFILE_VERSION;
+	uint32_t ver = JOURNAL_VERSION;
 	memcpy(h + 8, &ver, 4);
 	memcpy(h + 16, &stamp, 8);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0664);

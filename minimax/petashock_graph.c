@@ -133,7 +133,7 @@ static void find_many(const KeyMap *m, const Key *keys, const Key *ks, int n, ui
 {
 	if (m->filter && m->cap) {
 		for (int i = 0; i < n; i++)
-			__builtin_prefetch(&m->filter[keyfilter_bit(ks[i], m->filter_mask) >> 6]);
+			__builtin_prefetch(&m->filter[keyfilter_word(ks[i], m->filter_mask)]);
 		for (int i = 0; i < n; i++)
 			if (keyfilter_maybe(m->filter, m->filter_mask, ks[i]))
 				__builtin_prefetch(&m->slot[keymap_home(m, ks[i].hi)]);

@@ -20,11 +20,14 @@
  * The slot where a key's probe starts comes from key.hi alone (Fibonacci
  * hashing: the top bits of hi * 2^64/phi), so a set can grow from its slots.
  *
- * The key filter is one bit a key, (hi ^ (lo >> 7)) mod 2^f, over 2^f bits
- * with f the smallest of 10..40 such that 2^f >= 8n: an absent key passes
- * with probability at most 12 % (7 % at 10 M keys). The minimax graph file
- * stores such a filter (bookdb/keydir.h), so the bit and the size are part
- * of its format and must never change.
+ * The key filter is 2^f bits with f the smallest of 10..40 such that
+ * 2^f >= 8n (8 to 16 bits a key), in u64 words; a key sets three bits of one
+ * word (a blocked Bloom filter): word ((hi ^ (lo >> 7)) mod 2^f) / 64, bits
+ * (hi ^ (lo >> 7)) mod 64, lo mod 64 and hi >> 58. An absent key passes with
+ * probability about 3.5 % at 8 bits a key and 0.7 % at 16 (the one bit a key
+ * of the graph file's version 1 let 12 % and 6 % through). The minimax graph
+ * file stores such a filter (bookdb/keydir.h), so the word, the bits and the
+ * size are part of its format: changing them is a new version of the file.
  *
  * Lookups only read, so any number of threads may look up at once; an insert
  * needs the map to itself. Calling an index map's function on a set, or the
@@ -59,23 +62,28 @@ static inline size_t keyfilter_words(unsigned log2)
 	return ((size_t)1 << log2) / 64;
 }
 
-/* The filter bit of k (mask = 2^f - 1). Part of the graph file's format. */
-static inline uint64_t keyfilter_bit(Key k, uint64_t mask)
+/* The word of k (mask = 2^f - 1). Part of the graph file's format. */
+static inline size_t keyfilter_word(Key k, uint64_t mask)
 {
-	return (k.hi ^ (k.lo >> 7)) & mask;
+	return (size_t)(((k.hi ^ (k.lo >> 7)) & mask) >> 6);
+}
+
+/* The bits k sets in its word. Part of the graph file's format. */
+static inline uint64_t keyfilter_bits(Key k)
+{
+	return 1ULL << ((k.hi ^ (k.lo >> 7)) & 63) | 1ULL << (k.lo & 63) | 1ULL << (k.hi >> 58);
 }
 
 static inline void keyfilter_add(uint64_t *words, uint64_t mask, Key k)
 {
-	uint64_t b = keyfilter_bit(k, mask);
-	words[b >> 6] |= 1ULL << (b & 63);
+	words[keyfilter_word(k, mask)] |= keyfilter_bits(k);
 }
 
 /* False when k was never added; true for every added key, and for some others. */
 static inline bool keyfilter_maybe(const uint64_t *words, uint64_t mask, Key k)
 {
-	uint64_t b = keyfilter_bit(k, mask);
-	return words[b >> 6] >> (b & 63) & 1;
+	uint64_t b = keyfilter_bits(k);
+	return (words[keyfilter_word(k, mask)] & b) == b;
 }
 
 /* ---- the sharp filter ------------------------------------------------------- */
@@ -236,7 +244,7 @@ static inline void keymap_prefetch(const KeyMap *m, Key k)
 {
 	if (!m->cap) return;
 	if (m->filter)
-		__builtin_prefetch(&m->filter[keyfilter_bit(k, m->filter_mask) >> 6]);
+		__builtin_prefetch(&m->filter[keyfilter_word(k, m->filter_mask)]);
 	else
 		__builtin_prefetch(&m->slot[keymap_home(m, m->stride ? k.hi : keymap_word(k))]);
 }
@@ -301,7 +309,7 @@ JOSEKI_MUST_USE static inline int keymap_add(KeyMap *m, Key k, uint32_t **val)
  * The entries after k in its probe run shift back into the hole (no
  * tombstones: lookups stay as they were), reading their keys to find where
  * their probes start. Never allocates, never shrinks the table. An index
- * map's filter keeps k's bit: k then passes the filter as some absent keys
+ * map's filter keeps k's bits: k then passes the filter as some absent keys
  * do, and is still not found. An index map does not care what is in keys at
  * the removed index afterwards; to keep a caller's array dense, move its last
  * element into the hole and keymap_put it there (it cannot fail then).

@@ -87,7 +87,8 @@ static void test_keydir__sizes_follow_the_graph_file_rules(void **state)
 	assert_int_equal(bookdb_keydir_dir_len(23), (1u << 23) + 1);
 	assert_int_equal(keyfilter_words(27), (1u << 27) / 64);
 	Key k = {0x80, 0x3};
-	assert_int_equal(keyfilter_bit(k, 1023), 0x3 ^ 1);
+	assert_int_equal(keyfilter_word(k, 1023), 0);
+	assert_int_equal(keyfilter_bits(k), 1ULL << (0x3 ^ 1) | 1ULL << 0);
 }
 
 static void test_keydir__fill_matches_the_format_definition(void **state)
@@ -115,8 +116,10 @@ static void test_keydir__fill_matches_the_format_definition(void **state)
 			unsigned fl = keyfilter_log2(n);
 			uint64_t *want = calloc(keyfilter_words(fl), sizeof *want);
 			for (i = 0; i < n; i++) {
-				uint64_t bit = keyfilter_bit(keys[i], ((uint64_t)1 << fl) - 1);
-				want[bit >> 6] |= 1ULL << (bit & 63);
+				uint64_t h = keys[i].hi ^ keys[i].lo >> 7;
+				want[(h & (((uint64_t)1 << fl) - 1)) >> 6] |=
+				    1ULL << (h & 63) | 1ULL << (keys[i].lo & 63) |
+				    1ULL << (keys[i].hi >> 58);
 			}
 			assert_memory_equal(d.filter, want, keyfilter_words(fl) * 8);
 			free(want);

@@ -641,6 +641,10 @@ static void test_mmfile__stale_or_damaged_files_are_refused(void **state)
 		expect_stale(dir, 1000, len, "a damaged graph header");
 		overwrite_byte(dir, MMFILE_GRAPH, header_bytes[q], 0x01);
 	}
+	/* a graph file of version 1, whose filter set one bit a key: 2 ^ 3 */
+	overwrite_byte(dir, MMFILE_GRAPH, 8, 0x03);
+	expect_stale(dir, 1000, len, "a graph file of version 1");
+	overwrite_byte(dir, MMFILE_GRAPH, 8, 0x03);
 	/* a graph file cut short, or of header size only */
 	size_t gl = file_len(dir, MMFILE_GRAPH);
 	char *gpath = path_in(dir, MMFILE_GRAPH);
