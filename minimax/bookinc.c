@@ -97,6 +97,10 @@ typedef struct {
 #define AHEAD_KEYS 256
 #define AHEAD_THREADS 8
 
+/* Nodes of the walk over parents whose pages are brought in at a time
+ * (mmfile_touch). */
+#define TOUCH_WINDOW 4096
+
 /* A write transaction of the rewrite ends after INC_BATCH_MS, or
  * INC_BATCH_MAX records (BookmmOptions.batch records when set): a writer
  * running beside minimax waits for LMDB's write lock at most one batch long,
@@ -243,6 +247,69 @@ static void read_ahead(Inc *c, const uint32_t *at, size_t n, size_t q)
  * minutes on 700,000 changes at 10⁸ positions in 2.4 GB). */
 #define STOP_EVERY 256
 
+/* The changed records whose moves absorb_changes generates again before it
+ * looks up the possible parents of their new positions: a 4096th of the
+ * memory budget, at least 64 and at most 65,536. The keys gathered for a
+ * chunk take 16 bytes for each the filter lets through (a few a new
+ * position: far less than 4 KB a record). */
+static size_t absorb_chunk(const Inc *c)
+{
+	uint64_t m = (c->opt.memory ? c->opt.memory : bigmem_budget()) / 4096;
+	return m < 64 ? 64 : m > 65536 ? 65536 : (size_t)m;
+}
+
+typedef struct {
+	Key *v;
+	size_t n, cap;
+} Keys;
+
+static int keys_push(Keys *l, Key k)
+{
+	if (array_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v, 1024) < 0) return -1;
+	l->v[l->n++] = k;
+	return 0;
+}
+
+static int key_order(const void *x, const void *y)
+{
+	return key_cmp(*(const Key *)x, *(const Key *)y);
+}
+
+/*
+ * The book positions among keys pk (possible parents of a chunk's new
+ * positions, those the graph's filter did not turn away) get their moves
+ * generated again: looked up in key order, so that on a book larger than
+ * memory the graph file's key and directory pages are read in the file's
+ * order, each once, not one at random for each key (a cold run at 10^8
+ * positions spent a third of its reading there); then their records read in
+ * that order, ahead by the read-ahead threads (one at a time, each waited
+ * on the disk). par is room for their nodes.
+ */
+static int reparent(Inc *c, BookTxn *snap, Keys *pk, U32s *par)
+{
+	qsort(pk->v, pk->n, sizeof *pk->v, key_order);
+	par->n = 0;
+	for (size_t i = 0; i < pk->n; i++) {
+		if (i && key_equal(pk->v[i], pk->v[i - 1])) continue;
+		uint32_t p = mmfile_find(&c->v, pk->v[i]);
+		if (p == MM_NONE || (c->mark[p] & (M_RECORD | M_REPARENT))) continue;
+		c->mark[p] |= M_REPARENT;
+		if (push(par, p) < 0) return BOOKDB_ENOMEM;
+	}
+	int rc = 0;
+	for (size_t j = 0; j < par->n && rc == 0; j++) {
+		if ((j & (STOP_EVERY - 1)) == 0 && bookmm_stopped(&c->opt)) return MM_STOPPED;
+		read_ahead(c, par->v, par->n, j);
+		uint32_t p = par->v[j];
+		const uint8_t *raw;
+		size_t len;
+		bool has_pos;
+		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, p))) == 0)
+			rc = refresh_moves(c, p, raw, len, &has_pos);
+	}
+	return rc;
+}
+
 /* A changed record as read (in absorb_changes' snapshot, which keeps it). */
 typedef struct {
 	const uint8_t *raw;
@@ -333,35 +400,33 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 	 * book position with a legal move to it gets that edge (its moves are
 	 * generated again, so its leaf moves too when the move was one). */
 	RetroMove *cand = rc == 0 ? malloc(RETRO_MAX * sizeof *cand) : NULL;
-	Key *ckeys = rc == 0 ? malloc(RETRO_MAX * sizeof *ckeys) : NULL;
-	uint32_t *cnode = rc == 0 ? malloc(RETRO_MAX * sizeof *cnode) : NULL;
-	if (rc == 0 && (!cand || !ckeys || !cnode)) rc = BOOKDB_ENOMEM;
-	for (size_t q = 0; q < c->changed.n && rc == 0; q++) {
-		if ((q & (STOP_EVERY - 1)) == 0 && bookmm_stopped(&c->opt)) {
-			rc = MM_STOPPED;
-			break;
+	Keys pk = {0};
+	U32s par = {0};
+	if (rc == 0 && !cand) rc = BOOKDB_ENOMEM;
+	size_t chunk = absorb_chunk(c);
+	for (size_t q0 = 0; q0 < c->changed.n && rc == 0; q0 += chunk) {
+		size_t q1 = c->changed.n - q0 > chunk ? q0 + chunk : c->changed.n;
+		pk.n = 0;
+		for (size_t q = q0; q < q1 && rc == 0; q++) {
+			if ((q & (STOP_EVERY - 1)) == 0 && bookmm_stopped(&c->opt)) {
+				rc = MM_STOPPED;
+				break;
+			}
+			uint32_t x = c->changed.v[q];
+			bool has_pos;
+			if ((rc = refresh_moves(c, x, cr[q].raw, cr[q].len, &has_pos)) != 0) break;
+			if (!((c->mark[x] & M_NEW) || cr[q].reinner) || !has_pos) continue;
+			int nc = retro_parents(c->pos, cand);
+			for (int r = 0; r < nc && rc == 0; r++)
+				if (mmfile_may_hold(&c->v, cand[r].key) &&
+				    keys_push(&pk, cand[r].key) < 0)
+					rc = BOOKDB_ENOMEM;
 		}
-		uint32_t x = c->changed.v[q];
-		bool has_pos;
-		if ((rc = refresh_moves(c, x, cr[q].raw, cr[q].len, &has_pos)) != 0) break;
-		if (!((c->mark[x] & M_NEW) || cr[q].reinner) || !has_pos) continue;
-		int nc = retro_parents(c->pos, cand);
-		/* Their keys looked up together (bookinc's hot spot one at a time). */
-		for (int r = 0; r < nc; r++) ckeys[r] = cand[r].key;
-		mmfile_find_many(&c->v, ckeys, (size_t)nc, cnode);
-		for (int r = 0; r < nc && rc == 0; r++) {
-			uint32_t p = cnode[r];
-			if (p == MM_NONE || (c->mark[p] & (M_RECORD | M_REPARENT))) continue;
-			c->mark[p] |= M_REPARENT;
-			const uint8_t *raw;
-			size_t len;
-			if ((rc = bookdb_get_raw(&raw, &len, snap, cand[r].key)) == 0)
-				rc = refresh_moves(c, p, raw, len, &has_pos);
-		}
+		if (rc == 0) rc = reparent(c, snap, &pk, &par);
 	}
 	free(cand);
-	free(ckeys);
-	free(cnode);
+	free(pk.v);
+	free(par.v);
 	free(cr);
 	if (rc == 0) return 0;
 	if (rc == MM_STOPPED) return bookmm_stop_error(why, "reading the changes");
@@ -449,7 +514,14 @@ static int collect(Inc *c, uint32_t root)
 {
 	ParentWalk w = {c, 0, false};
 	for (size_t q = 0; q < c->seeds.n; q++) add_to_a(c->seeds.v[q], &w);
-	for (size_t h = 0; h < c->queue.n && !w.rc; h++) {
+	/* The walk over parents reads their pages a window of the queue ahead
+	 * (mmfile_touch: on a graph larger than memory, at random). */
+	for (size_t h = 0, ahead = 0; h < c->queue.n && !w.rc; h++) {
+		if (h == ahead) {
+			size_t m = c->queue.n - h < TOUCH_WINDOW ? c->queue.n - h : TOUCH_WINDOW;
+			mmfile_touch(&c->v, c->queue.v + h, m, MMFILE_TOUCH_PARENTS);
+			ahead = h + m;
+		}
 		int r = mmfile_each_parent(&c->v, c->queue.v[h], add_to_a, &w);
 		if (r == MMFILE_ESTALE) return r;
 	}
@@ -460,6 +532,10 @@ static int collect(Inc *c, uint32_t root)
 	 * (stale_nodes asks whether they still have a survivor above them);
 	 * the rest of A's children are frozen without moves, as B2 is: most
 	 * of the subgraph, where few positions are in check. */
+	/* What children_into and value_a read of A: its flags and moves and
+	 * its children's flags. */
+	mmfile_touch(&c->v, c->a.v, c->a.n,
+	             MMFILE_TOUCH_STATE | MMFILE_TOUCH_MOVES | MMFILE_TOUCH_CHILD_STATE);
 	int rc = children_into(c, OF_A_INCHECK);
 	if (rc == 0) rc = children_into(c, OF_A_OTHERS);
 	if (rc == 0 && root != MM_NONE && !(c->mark[root] & R_ROLE)) {
@@ -468,6 +544,8 @@ static int collect(Inc *c, uint32_t root)
 	}
 	if (rc == 0) rc = children_into(c, OF_B);
 	if (rc) return rc;
+	/* build_sub reads B2's flags and values. */
+	mmfile_touch(&c->v, c->b2.v, c->b2.n, MMFILE_TOUCH_STATE);
 	const U32s *parts[3] = {&c->a, &c->b, &c->b2};
 	for (int p = 0; p < 3; p++)
 		for (size_t q = 0; q < parts[p]->n; q++)

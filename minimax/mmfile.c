@@ -571,6 +571,64 @@ uint32_t mmfile_find(const MmView *v, Key k)
 	return i != BOOKDB_KEYDIR_NONE ? (uint32_t)i : find_added(v, k);
 }
 
+/* ---- pages read ahead (mmfile_touch) ----------------------------------------- */
+
+typedef struct {
+	const MmView *v;
+	const uint32_t *nodes;
+	unsigned what;
+} Touch;
+
+/* One byte of each page of [p, p + bytes). */
+static void touch_bytes(const void *p, size_t bytes)
+{
+	const volatile uint8_t *b = p;
+	size_t page = 4096 - ((uintptr_t)p & 4095);
+	for (size_t o = 0; o < bytes; o += page, page = 4096) (void)b[o];
+}
+
+static void touch_range(void *ctx, size_t lo, size_t hi, int t)
+{
+	(void)t;
+	const Touch *x = ctx;
+	const MmView *v = x->v;
+	for (size_t q = lo; q < hi; q++) {
+		uint32_t i = x->nodes[q];
+		if (i >= v->n) continue; /* added since the file: in memory */
+		if (x->what & MMFILE_TOUCH_STATE) {
+			touch_bytes(&v->flags[i], 1);
+			touch_bytes(&v->vd[i], sizeof *v->vd);
+		}
+		if (x->what & MMFILE_TOUCH_PARENTS) {
+			uint32_t a = v->pstart[i], b = v->pstart[i + 1];
+			if (a < b && b <= v->nparents)
+				touch_bytes(&v->parents[a], (b - a) * sizeof *v->parents);
+		}
+		if (x->what & (MMFILE_TOUCH_MOVES | MMFILE_TOUCH_CHILD_STATE)) {
+			uint32_t a = v->mstart[i], b = v->mstart[i + 1];
+			if (a >= b || b > v->nmoves) continue;
+			touch_bytes(&v->moves[a], (b - a) * sizeof *v->moves);
+			if (!(x->what & MMFILE_TOUCH_CHILD_STATE)) continue;
+			for (uint32_t k = a; k < b; k++)
+				if (v->moves[k].next < v->n)
+					touch_bytes(&v->flags[v->moves[k].next], 1);
+		}
+	}
+}
+
+void mmfile_touch(const MmView *v, const uint32_t *nodes, size_t n, unsigned what)
+{
+	if (n < MMFILE_TOUCH_MIN || !v->n) return;
+	Touch x = {v, nodes, what};
+	parfor(n, MMFILE_TOUCH_THREADS, touch_range, &x);
+}
+
+bool mmfile_may_hold(const MmView *v, Key k)
+{
+	return (v->n && keyfilter_maybe(v->kd.filter, v->kd.filter_mask, k)) ||
+	       find_added(v, k) != MM_NONE;
+}
+
 void mmfile_find_many(const MmView *v, const Key *k, size_t n, uint32_t *out)
 {
 	enum { STEP = 64 };

@@ -231,9 +231,32 @@ size_t mmfile_overlay_bytes(const MmView *v);
 
 /* The node of key k, or MM_NONE. */
 uint32_t mmfile_find(const MmView *v, Key k);
+/* False when k is certainly not a node: not added, and turned away by the
+ * graph file's filter (memory only: no page of the keys or directory read). */
+bool mmfile_may_hold(const MmView *v, Key k);
 /* mmfile_find of n keys, out[i] for k[i]: the kept graph's filter and
  * directory asked for together (bookdb_keydir_find_many). */
 void mmfile_find_many(const MmView *v, const Key *k, size_t n, uint32_t *out);
+/*
+ * Brings the graph file's pages that a walk over nodes[0..n) is about to read
+ * into memory, several reads from the disk at once: a few threads
+ * (MMFILE_TOUCH_THREADS) read one byte of each such page, so that on a graph
+ * larger than memory the walk's own reads, one after another, then find
+ * them there (a cold incremental run at 10^8 positions in 8 GB waited 29 s on
+ * its walk over parents alone, one page at a time). what: MMFILE_TOUCH_*
+ * bits. Changes nothing, and is a hint only: pages may be evicted again. Does
+ * nothing for fewer than MMFILE_TOUCH_MIN nodes.
+ */
+enum {
+	MMFILE_TOUCH_STATE = 1,       /* the nodes' flags and values */
+	MMFILE_TOUCH_PARENTS = 2,     /* their reverse edges */
+	MMFILE_TOUCH_MOVES = 4,       /* their moves */
+	MMFILE_TOUCH_CHILD_STATE = 8, /* the flags of the children their moves lead to */
+};
+#define MMFILE_TOUCH_THREADS 8
+#define MMFILE_TOUCH_MIN 256
+void mmfile_touch(const MmView *v, const uint32_t *nodes, size_t n, unsigned what);
+
 /* Node i's moves (*len of them); a pointer into the view, valid until it changes. */
 const MmMove *mmfile_moves(const MmView *v, uint32_t i, uint32_t *len);
 

@@ -1079,7 +1079,10 @@ static void test_minimax__incremental_equals_full_under_the_thought_policy(void 
  * (256 records, from 512 on): its reads and rewrites go through the
  * read-ahead threads, once in a run that writes its own records (as joseki
  * minimax), once in a plan prepared and then applied in chunks of 100 (as
- * the coordinator's runs are). */
+ * the coordinator's runs are), within a memory budget of 1 MiB: the changed
+ * records are then taken 256 at a time for the lookups of their new
+ * positions' parents, which the last chunk's lookups may find already
+ * looked at. */
 static void test_minimax__a_large_batch_read_ahead_equals_full(void **state)
 {
 	(void)state;
@@ -1100,6 +1103,7 @@ static void test_minimax__a_large_batch_read_ahead_equals_full(void **state)
 		} else {
 			BookMinimaxPlan *p = NULL;
 			char why[BOOKMM_ERRLEN] = "";
+			inc.memory = 1 << 20;
 			assert_int_equal(bookmm_prepare(&p, &sa, t.a, &inc, why), 0);
 			assert_non_null(p);
 			BookTxn *txn;

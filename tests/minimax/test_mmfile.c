@@ -408,6 +408,18 @@ static void test_mmfile__written_graph_opens_as_written(void **state)
 		assert_int_equal(v.draw[0], DRAW[0]);
 		assert_int_equal(v.draw[1], DRAW[1]);
 		expect_view(&v, &md, &rng);
+		/* Pages read ahead, every kind for every node (each twice or
+		 * more, past the fewest it reads ahead for), change nothing. */
+		size_t nt = 2 * MMFILE_TOUCH_MIN + md.n;
+		uint32_t *all = malloc(nt * sizeof *all);
+		assert_non_null(all);
+		for (size_t q = 0; q < nt; q++) all[q] = md.n ? (uint32_t)(q % md.n) : 0;
+		if (md.n)
+			mmfile_touch(&v, all, nt,
+			             MMFILE_TOUCH_STATE | MMFILE_TOUCH_PARENTS |
+			                 MMFILE_TOUCH_MOVES | MMFILE_TOUCH_CHILD_STATE);
+		free(all);
+		expect_view(&v, &md, &rng);
 		mmfile_close(&v);
 		model_free(&md);
 	}
