@@ -37,6 +37,7 @@
 #include "minimax/bookmm_priv.h"
 #include "minimax/mmfile.h"
 #include "shogi/movegen.h"
+#include "shogi/parfor.h"
 #include "shogi/retro.h"
 
 #define F_VALUED 0x01 /* as in bookmm.c: the core's caller bit */
@@ -65,6 +66,14 @@ typedef struct {
 } U32s;
 
 typedef struct {
+	Key *v;
+	size_t n, cap;
+} Keys;
+
+typedef struct Work Work;
+typedef struct WorkScratch WorkScratch;
+
+typedef struct {
 	BookDB *db;
 	BookmmOptions opt; /* a copy: a plan outlives its caller's */
 	MmView v;
@@ -82,14 +91,16 @@ typedef struct {
 	uint8_t *nval; /* per local node of A: valued */
 	BookRecord *rec;
 	Position *pos;
-	MmMove *moves;
 	uint64_t snap_seq;       /* the last change-log number the snapshot saw */
 	char why[BOOKDB_ERRLEN]; /* a record read that is not sound */
 	int sweeps;
-	bool resumed;        /* an earlier run wrote part of its records and stopped */
-	bool kept;           /* v came from opt.keep */
-	BookPrefetch *ahead; /* see read_ahead */
-	bool no_ahead;       /* it could not be started */
+	bool resumed;         /* an earlier run wrote part of its records and stopped */
+	bool kept;            /* v came from opt.keep */
+	BookPrefetch *ahead;  /* see read_ahead */
+	bool no_ahead;        /* it could not be started */
+	Work *work;           /* WORK_WINDOW records' moves being worked out (work_records) */
+	MmMove *work_moves;   /* their moves: BOOKMM_NODE_MOVES each */
+	WorkScratch *scratch; /* WORK_THREADS */
 } Inc;
 
 /* Records a walk over records hands to the read-ahead threads at a time, and
@@ -180,24 +191,16 @@ static void contrib(Inc *c, uint32_t x, int sign)
 	}
 }
 
-/* Node x's moves from its record (raw bytes of the snapshot); replaces the
- * kept ones when they differ and marks x as a seed. Afterwards c->pos holds
- * x's position (*has_pos). A record that is not sound fails the run
- * (BOOKDB_ECORRUPT, c->why says which and why). */
-static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len, bool *has_pos)
+/* Node x's moves as worked out from its record (n of them, and what its
+ * position is: work_records); replaces the kept ones when they differ and
+ * marks x as a seed. */
+static int refresh_apply(Inc *c, uint32_t x, const MmMove *moves, int n, uint8_t structure)
 {
-	uint8_t structure;
-	BookmmLookup lk = {view_find, view_inner, &c->v, &c->opt.policy, view_find_many};
-	int n = bookmm_record_moves(c->moves, &structure, mmfile_key(&c->v, x), raw, len, c->rec,
-	                            c->pos, &lk, c->why);
-	/* (A sound record holds a position: c->pos.) */
-	*has_pos = n >= 0;
-	if (n < 0) return n;
 	uint32_t old;
 	const MmMove *om = mmfile_moves(&c->v, x, &old);
 	if (!om) return MMFILE_ESTALE;
 	bool added = c->mark[x] & M_NEW;
-	if (!added && old == (uint32_t)n && !memcmp(om, c->moves, (size_t)n * sizeof *om)) return 0;
+	if (!added && old == (uint32_t)n && !memcmp(om, moves, (size_t)n * sizeof *om)) return 0;
 	if (!added) contrib(c, x, -1);
 	/* A child this node no longer leads to may have owed it its place on a
 	 * perpetual-check loop (between two survivors): analysed again too. */
@@ -207,12 +210,12 @@ static int refresh_moves(Inc *c, uint32_t x, const uint8_t *raw, size_t len, boo
 		    (mmfile_flags(&c->v, ch) & (MMF_LOOP | MMF_SURVIVOR)) != MMF_LOOP)
 			continue;
 		bool kept = false;
-		for (int q = 0; q < n && !kept; q++) kept = c->moves[q].next == ch;
+		for (int q = 0; q < n && !kept; q++) kept = moves[q].next == ch;
 		if (kept) continue;
 		c->mark[ch] |= M_SEED;
 		if (push(&c->seeds, ch) < 0) return MMFILE_ENOMEM;
 	}
-	int rc = mmfile_set_moves(&c->v, x, c->moves, (uint32_t)n);
+	int rc = mmfile_set_moves(&c->v, x, moves, (uint32_t)n);
 	/* A new node learns what its position is here (in check, side to move). */
 	if (rc == 0 && added) rc = mmfile_set_state(&c->v, x, structure, (MmVd){0, 0});
 	if (rc) return rc;
@@ -258,11 +261,6 @@ static size_t absorb_chunk(const Inc *c)
 	return m < 64 ? 64 : m > 65536 ? 65536 : (size_t)m;
 }
 
-typedef struct {
-	Key *v;
-	size_t n, cap;
-} Keys;
-
 static int keys_push(Keys *l, Key k)
 {
 	if (array_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v, 1024) < 0) return -1;
@@ -275,37 +273,175 @@ static int key_order(const void *x, const void *y)
 	return key_cmp(*(const Key *)x, *(const Key *)y);
 }
 
+/* ---- records' moves worked out on threads ------------------------------------- */
+
+/* Records whose moves are worked out at a time, and the threads that do it:
+ * on a book or graph larger than memory each record's children are looked
+ * up at random in the graph's key pages, and a thread waits for each; on
+ * one in memory the work takes both cores. */
+#define WORK_WINDOW 1024
+#define WORK_THREADS 8
+/* Under this many records a window is worked out on the calling thread. */
+#define WORK_MIN 64
+
+/* One record's moves to work out (work_records): its node and bytes; then
+ * its graph moves (n, or an error: why says what) and what its position is. */
+struct Work {
+	uint32_t x;
+	const uint8_t *raw;
+	size_t len;
+	bool parents; /* a new position (or inner mark changed): its parents wanted */
+	int n;
+	uint8_t structure;
+	MmMove *moves;
+	char why[BOOKDB_ERRLEN];
+};
+
+/* A thread's own: a record and position to decode into, candidate parents,
+ * and the keys of those the graph's filter let through. */
+struct WorkScratch {
+	BookRecord rec;
+	Position pos;
+	RetroMove cand[RETRO_MAX];
+	Keys pk;
+	bool nomem;
+};
+
+static void work_range(void *ctx, size_t lo, size_t hi, int t)
+{
+	Inc *c = ctx;
+	WorkScratch *s = &c->scratch[t];
+	/* Only reads the view (its maps, the mapped file): no thread changes it
+	 * until the window is applied. */
+	BookmmLookup lk = {view_find, view_inner, &c->v, &c->opt.policy, view_find_many};
+	for (size_t q = lo; q < hi; q++) {
+		Work *w = &c->work[q];
+		w->why[0] = 0;
+		w->n = bookmm_record_moves(w->moves, &w->structure, mmfile_key(&c->v, w->x), w->raw,
+		                           w->len, &s->rec, &s->pos, &lk, w->why);
+		/* (A sound record holds a position: s->pos.) */
+		if (w->n < 0 || !w->parents) continue;
+		int nc = retro_parents(&s->pos, s->cand);
+		for (int k = 0; k < nc; k++)
+			if (mmfile_may_hold(&c->v, s->cand[k].key) &&
+			    keys_push(&s->pk, s->cand[k].key) < 0)
+				s->nomem = true;
+	}
+}
+
+/*
+ * The moves of c->work[0..n) (n <= WORK_WINDOW) worked out from their records
+ * on WORK_THREADS threads, then applied in order (refresh_apply); the keys of
+ * the possible parents of those with .parents set that the graph's filter
+ * lets through are added to pk. A record that is not sound fails the run
+ * (BOOKDB_ECORRUPT, c->why says which and why).
+ */
+static int work_records(Inc *c, size_t n, Keys *pk)
+{
+	parfor(n, n < WORK_MIN ? 1 : WORK_THREADS, work_range, c);
+	int rc = 0;
+	for (int t = 0; t < WORK_THREADS; t++) {
+		WorkScratch *s = &c->scratch[t];
+		for (size_t k = 0; pk && k < s->pk.n && rc == 0; k++)
+			if (keys_push(pk, s->pk.v[k]) < 0) rc = BOOKDB_ENOMEM;
+		if (s->nomem) rc = BOOKDB_ENOMEM;
+		s->pk.n = 0;
+		s->nomem = false;
+	}
+	for (size_t q = 0; q < n && rc == 0; q++) {
+		Work *w = &c->work[q];
+		if (w->n < 0) {
+			snprintf(c->why, sizeof c->why, "%s", w->why);
+			return w->n;
+		}
+		rc = refresh_apply(c, w->x, w->moves, w->n, w->structure);
+	}
+	return rc;
+}
+
+static int work_alloc(Inc *c)
+{
+	if (c->work) return 0;
+	c->work = calloc(WORK_WINDOW, sizeof *c->work);
+	c->work_moves = malloc((size_t)WORK_WINDOW * BOOKMM_NODE_MOVES * sizeof *c->work_moves);
+	c->scratch = calloc(WORK_THREADS, sizeof *c->scratch);
+	if (!c->work || !c->work_moves || !c->scratch) return BOOKDB_ENOMEM;
+	for (size_t q = 0; q < WORK_WINDOW; q++)
+		c->work[q].moves = c->work_moves + q * BOOKMM_NODE_MOVES;
+	return 0;
+}
+
+static void work_free(Inc *c)
+{
+	if (c->scratch)
+		for (int t = 0; t < WORK_THREADS; t++) free(c->scratch[t].pk.v);
+	free(c->scratch);
+	free(c->work);
+	free(c->work_moves);
+	c->scratch = NULL;
+	c->work = NULL;
+	c->work_moves = NULL;
+}
+
+/* Keys looked up on threads (reparent): each thread takes a run of them in
+ * key order, and its reads of the graph's pages wait beside the others'. */
+typedef struct {
+	const MmView *v;
+	const Key *keys;
+	uint32_t *found;
+} FindRun;
+
+static void find_range(void *ctx, size_t lo, size_t hi, int t)
+{
+	(void)t;
+	FindRun *r = ctx;
+	for (size_t i = lo; i < hi; i++) r->found[i] = mmfile_find(r->v, r->keys[i]);
+}
+
 /*
  * The book positions among keys pk (possible parents of a chunk's new
  * positions, those the graph's filter did not turn away) get their moves
- * generated again: looked up in key order, so that on a book larger than
+ * worked out again: looked up in key order, so that on a book larger than
  * memory the graph file's key and directory pages are read in the file's
  * order, each once, not one at random for each key (a cold run at 10^8
- * positions spent a third of its reading there); then their records read in
+ * positions spent a third of its reading there), by WORK_THREADS threads
+ * each taking a run of them; then their records read in
  * that order, ahead by the read-ahead threads (one at a time, each waited
- * on the disk). par is room for their nodes.
+ * on the disk), and worked out a window at a time. par is room for their
+ * nodes.
  */
 static int reparent(Inc *c, BookTxn *snap, Keys *pk, U32s *par)
 {
 	qsort(pk->v, pk->n, sizeof *pk->v, key_order);
+	uint32_t *found = malloc((pk->n + 1) * sizeof *found);
+	if (!found) return BOOKDB_ENOMEM;
+	FindRun fr = {&c->v, pk->v, found};
+	parfor(pk->n, pk->n < WORK_MIN ? 1 : WORK_THREADS, find_range, &fr);
 	par->n = 0;
 	for (size_t i = 0; i < pk->n; i++) {
 		if (i && key_equal(pk->v[i], pk->v[i - 1])) continue;
-		uint32_t p = mmfile_find(&c->v, pk->v[i]);
+		uint32_t p = found[i];
 		if (p == MM_NONE || (c->mark[p] & (M_RECORD | M_REPARENT))) continue;
 		c->mark[p] |= M_REPARENT;
-		if (push(par, p) < 0) return BOOKDB_ENOMEM;
+		if (push(par, p) < 0) {
+			free(found);
+			return BOOKDB_ENOMEM;
+		}
 	}
+	free(found);
 	int rc = 0;
+	size_t m = 0;
 	for (size_t j = 0; j < par->n && rc == 0; j++) {
 		if ((j & (STOP_EVERY - 1)) == 0 && bookmm_stopped(&c->opt)) return MM_STOPPED;
 		read_ahead(c, par->v, par->n, j);
-		uint32_t p = par->v[j];
-		const uint8_t *raw;
-		size_t len;
-		bool has_pos;
-		if ((rc = bookdb_get_raw(&raw, &len, snap, mmfile_key(&c->v, p))) == 0)
-			rc = refresh_moves(c, p, raw, len, &has_pos);
+		Work *w = &c->work[m++];
+		w->x = par->v[j];
+		w->parents = false;
+		rc = bookdb_get_raw(&w->raw, &w->len, snap, mmfile_key(&c->v, w->x));
+		if (rc == 0 && (m == WORK_WINDOW || j + 1 == par->n)) {
+			rc = work_records(c, m, NULL);
+			m = 0;
+		}
 	}
 	return rc;
 }
@@ -399,32 +535,31 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 	 * reach all of them. A new position may also be a transposition: any
 	 * book position with a legal move to it gets that edge (its moves are
 	 * generated again, so its leaf moves too when the move was one). */
-	RetroMove *cand = rc == 0 ? malloc(RETRO_MAX * sizeof *cand) : NULL;
 	Keys pk = {0};
 	U32s par = {0};
-	if (rc == 0 && !cand) rc = BOOKDB_ENOMEM;
+	if (rc == 0) rc = work_alloc(c);
 	size_t chunk = absorb_chunk(c);
 	for (size_t q0 = 0; q0 < c->changed.n && rc == 0; q0 += chunk) {
 		size_t q1 = c->changed.n - q0 > chunk ? q0 + chunk : c->changed.n;
 		pk.n = 0;
-		for (size_t q = q0; q < q1 && rc == 0; q++) {
-			if ((q & (STOP_EVERY - 1)) == 0 && bookmm_stopped(&c->opt)) {
+		for (size_t q = q0; q < q1 && rc == 0; q += WORK_WINDOW) {
+			if (bookmm_stopped(&c->opt)) {
 				rc = MM_STOPPED;
 				break;
 			}
-			uint32_t x = c->changed.v[q];
-			bool has_pos;
-			if ((rc = refresh_moves(c, x, cr[q].raw, cr[q].len, &has_pos)) != 0) break;
-			if (!((c->mark[x] & M_NEW) || cr[q].reinner) || !has_pos) continue;
-			int nc = retro_parents(c->pos, cand);
-			for (int r = 0; r < nc && rc == 0; r++)
-				if (mmfile_may_hold(&c->v, cand[r].key) &&
-				    keys_push(&pk, cand[r].key) < 0)
-					rc = BOOKDB_ENOMEM;
+			size_t m = q1 - q < WORK_WINDOW ? q1 - q : WORK_WINDOW;
+			for (size_t j = 0; j < m; j++) {
+				uint32_t x = c->changed.v[q + j];
+				Work *w = &c->work[j];
+				w->x = x;
+				w->raw = cr[q + j].raw;
+				w->len = cr[q + j].len;
+				w->parents = (c->mark[x] & M_NEW) || cr[q + j].reinner;
+			}
+			rc = work_records(c, m, &pk);
 		}
 		if (rc == 0) rc = reparent(c, snap, &pk, &par);
 	}
-	free(cand);
 	free(pk.v);
 	free(par.v);
 	free(cr);
@@ -458,16 +593,6 @@ static int add_to_a(uint32_t p, void *ctx)
 	c->mark[p] = (uint8_t)((c->mark[p] & ~R_ROLE) | R_A);
 	if (push(&c->a, p) < 0 || push(&c->queue, p) < 0) return w->rc = -1;
 	return 0;
-}
-
-static int cmp_key(const void *x, const void *y, void *ctx)
-{
-	const MmView *v = ctx;
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	/* The graph file's nodes are numbered in key order: their keys (16
-	 * bytes each, at random in a section of gigabytes) need not be read. */
-	if (a < v->n && b < v->n) return (a > b) - (a < b);
-	return key_cmp(mmfile_key(v, a), mmfile_key(v, b));
 }
 
 static void clear_roles(Inc *c)
@@ -550,7 +675,7 @@ static int collect(Inc *c, uint32_t root)
 	for (int p = 0; p < 3; p++)
 		for (size_t q = 0; q < parts[p]->n; q++)
 			if (push(&c->sub, parts[p]->v[q]) < 0) return MMFILE_ENOMEM;
-	qsort_r(c->sub.v, c->sub.n, sizeof *c->sub.v, cmp_key, &c->v);
+	if (mmfile_key_order(&c->v, c->sub.v, c->sub.n) < 0) return MMFILE_ENOMEM;
 	for (size_t q = 0; q < c->sub.n; q++) c->local[c->sub.v[q]] = (uint32_t)q;
 	return 0;
 }
@@ -752,8 +877,7 @@ static int rewrite_list(Inc *c, U32s *rw)
 		uint32_t x = c->changed.v[q];
 		if (!(c->mark[x] & R_ROLE) && push(rw, x) < 0) return BOOKDB_ENOMEM;
 	}
-	qsort_r(rw->v, rw->n, sizeof *rw->v, cmp_key, &c->v);
-	return 0;
+	return mmfile_key_order(&c->v, rw->v, rw->n) < 0 ? BOOKDB_ENOMEM : 0;
 }
 
 /* Node x's record raw (len bytes) as this run values it, into buf
@@ -912,6 +1036,7 @@ out:
 static void inc_free(Inc *c)
 {
 	bookdb_prefetch_close(c->ahead);
+	work_free(c);
 	mmfile_close(&c->v);
 	mm_graph_free(&c->g);
 	free(c->nval);
@@ -926,7 +1051,6 @@ static void inc_free(Inc *c)
 	free(c->queue.v);
 	free(c->rec);
 	free(c->pos);
-	free(c->moves);
 }
 
 /* ---- the graph kept in memory between runs (BookmmOptions.keep) ------------------ */
@@ -1144,8 +1268,7 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 	}
 	c->rec = malloc(sizeof *c->rec);
 	c->pos = malloc(sizeof *c->pos);
-	c->moves = malloc(BOOKMM_NODE_MOVES * sizeof *c->moves);
-	if (!c->rec || !c->pos || !c->moves || cover(c) < 0) {
+	if (!c->rec || !c->pos || cover(c) < 0) {
 		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 		goto out;
 	}

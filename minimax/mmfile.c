@@ -623,6 +623,70 @@ void mmfile_touch(const MmView *v, const uint32_t *nodes, size_t n, unsigned wha
 	parfor(n, MMFILE_TOUCH_THREADS, touch_range, &x);
 }
 
+/* ---- nodes in key order (mmfile_key_order) ----------------------------------------- */
+
+static int cmp_u32(const void *a, const void *b); /* below */
+
+/* A node added since the graph file was written, placed among the file's:
+ * before file node i exactly when i >= rank. */
+typedef struct {
+	size_t rank;
+	Key key;
+	uint32_t x;
+} Placed;
+
+static int cmp_placed(const void *x, const void *y)
+{
+	const Placed *a = x, *b = y;
+	if (a->rank != b->rank) return (a->rank > b->rank) - (a->rank < b->rank);
+	return key_cmp(a->key, b->key);
+}
+
+typedef struct {
+	const MmView *v;
+	Placed *p;
+} RankRun;
+
+static void rank_range(void *ctx, size_t lo, size_t hi, int t)
+{
+	(void)t;
+	RankRun *r = ctx;
+	for (size_t i = lo; i < hi; i++)
+		r->p[i].rank = r->v->n ? bookdb_keydir_rank(&r->v->kd, r->p[i].key) : 0;
+}
+
+int mmfile_key_order(const MmView *v, uint32_t *nodes, size_t n)
+{
+	size_t nf = 0; /* the file's nodes first */
+	for (size_t q = 0; q < n; q++)
+		if (nodes[q] < v->n) {
+			uint32_t t = nodes[nf];
+			nodes[nf++] = nodes[q];
+			nodes[q] = t;
+		}
+	qsort(nodes, nf, sizeof *nodes, cmp_u32);
+	size_t na = n - nf;
+	if (na == 0) return 0;
+	Placed *p = malloc(na * sizeof *p);
+	uint32_t *f = malloc((nf + 1) * sizeof *f);
+	if (!p || !f) {
+		free(p);
+		free(f);
+		return MMFILE_ENOMEM;
+	}
+	for (size_t j = 0; j < na; j++)
+		p[j] = (Placed){0, mmfile_key(v, nodes[nf + j]), nodes[nf + j]};
+	RankRun r = {v, p};
+	parfor(na, na < 64 ? 1 : MMFILE_TOUCH_THREADS, rank_range, &r);
+	qsort(p, na, sizeof *p, cmp_placed);
+	memcpy(f, nodes, nf * sizeof *f);
+	for (size_t i = 0, j = 0, q = 0; q < n; q++)
+		nodes[q] = j < na && (i == nf || f[i] >= p[j].rank) ? p[j++].x : f[i++];
+	free(p);
+	free(f);
+	return 0;
+}
+
 bool mmfile_may_hold(const MmView *v, Key k)
 {
 	return (v->n && keyfilter_maybe(v->kd.filter, v->kd.filter_mask, k)) ||

@@ -427,6 +427,67 @@ static void test_mmfile__written_graph_opens_as_written(void **state)
 	free(dir);
 }
 
+/* Nodes of the file and nodes added since, in any order and any subset, are
+ * put in key order (the incremental run's local numbering and its rewrite
+ * walk depend on it), with fewer and more added nodes than the rank
+ * lookups take threads for. */
+static void test_mmfile__nodes_are_put_in_key_order(void **state)
+{
+	(void)state;
+	uint64_t rng = ts_seed("test_mmfile__nodes_are_put_in_key_order");
+	char *dir = ts_mkdtemp();
+	size_t sizes[] = {0, 1, 50, 3000};
+	int adds[] = {0, 5, 300};
+	for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+		for (size_t a = 0; a < sizeof adds / sizeof adds[0]; a++) {
+			Model md;
+			model_random(&md, sizes[s], &rng);
+			uint64_t stamp = ts_rand(&rng);
+			model_write(&md, dir, stamp);
+			MmView v;
+			open_ok(&v, dir, stamp, MMFILE_JOURNAL_EMPTY);
+			for (int k = 0; k < adds[a]; k++) {
+				Key key;
+				do key = (Key){ts_rand(&rng), ts_rand(&rng)};
+				while (model_has_key(&md, key));
+				uint32_t idx;
+				assert_int_equal(mmfile_add_node(&v, key, 0, &idx), 0);
+				model_reserve(&md, md.n + 1);
+				md.keys[md.n] = key;
+				md.flags[md.n] = 0;
+				md.vd[md.n] = (MmVd){0, 0};
+				md.moves[md.n] = (MList){malloc(sizeof(MmMove)), 0};
+				md.n++;
+			}
+			/* A random subset, shuffled. */
+			size_t n = md.n, m = 0;
+			uint32_t *nodes = malloc((n + 1) * sizeof *nodes);
+			assert_non_null(nodes);
+			for (uint32_t i = 0; i < n; i++)
+				if (ts_rand(&rng) % 4) nodes[m++] = i;
+			for (size_t i = m; i > 1; i--) {
+				size_t j = (size_t)(ts_rand(&rng) % i);
+				uint32_t t = nodes[i - 1];
+				nodes[i - 1] = nodes[j];
+				nodes[j] = t;
+			}
+			size_t added = 0;
+			for (size_t i = 0; i < m; i++) added += nodes[i] >= sizes[s];
+			assert_int_equal(mmfile_key_order(&v, nodes, m), 0);
+			for (size_t i = 1; i < m; i++)
+				assert_true(key_cmp(mmfile_key(&v, nodes[i - 1]),
+				                    mmfile_key(&v, nodes[i])) < 0);
+			size_t added_after = 0;
+			for (size_t i = 0; i < m; i++) added_after += nodes[i] >= sizes[s];
+			assert_int_equal(added_after, added);
+			free(nodes);
+			mmfile_close(&v);
+			model_free(&md);
+		}
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_mmfile__changes_survive_the_journal(void **state)
 {
 	(void)state;
@@ -795,6 +856,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_mmfile__parents_are_the_reverse_edges),
 	    cmocka_unit_test(test_mmfile__written_graph_opens_as_written),
+	    cmocka_unit_test(test_mmfile__nodes_are_put_in_key_order),
 	    cmocka_unit_test(test_mmfile__changes_survive_the_journal),
 	    cmocka_unit_test(test_mmfile__an_uncommitted_tail_is_ignored_and_overwritten),
 	    cmocka_unit_test(test_mmfile__nothing_pending_leaves_the_journal_alone),
