@@ -319,8 +319,16 @@ static void work_range(void *ctx, size_t lo, size_t hi, int t)
 		w->why[0] = 0;
 		w->n = bookmm_record_moves(w->moves, &w->structure, mmfile_key(&c->v, w->x), w->raw,
 		                           w->len, &s->rec, &s->pos, &lk, w->why);
+		if (w->n < 0) continue;
+		/* What applying it reads of the graph file: its old moves and
+		 * their children's flags, and the reverse edges of the children
+		 * it leads to (mmfile_set_moves asks them). */
+		mmfile_touch_node(&c->v, w->x, MMFILE_TOUCH_MOVES | MMFILE_TOUCH_CHILD_STATE);
+		if (w->x < c->v.n)
+			for (int k = 0; k < w->n; k++)
+				mmfile_touch_node(&c->v, w->moves[k].next, MMFILE_TOUCH_PARENTS);
 		/* (A sound record holds a position: s->pos.) */
-		if (w->n < 0 || !w->parents) continue;
+		if (!w->parents) continue;
 		int nc = retro_parents(&s->pos, s->cand);
 		for (int k = 0; k < nc; k++)
 			if (mmfile_may_hold(&c->v, s->cand[k].key) &&

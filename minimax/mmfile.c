@@ -587,33 +587,33 @@ static void touch_bytes(const void *p, size_t bytes)
 	for (size_t o = 0; o < bytes; o += page, page = 4096) (void)b[o];
 }
 
+void mmfile_touch_node(const MmView *v, uint32_t i, unsigned what)
+{
+	if (i >= v->n) return; /* added since the file: in memory */
+	if (what & MMFILE_TOUCH_STATE) {
+		touch_bytes(&v->flags[i], 1);
+		touch_bytes(&v->vd[i], sizeof *v->vd);
+	}
+	if (what & MMFILE_TOUCH_PARENTS) {
+		uint32_t a = v->pstart[i], b = v->pstart[i + 1];
+		if (a < b && b <= v->nparents)
+			touch_bytes(&v->parents[a], (b - a) * sizeof *v->parents);
+	}
+	if (what & (MMFILE_TOUCH_MOVES | MMFILE_TOUCH_CHILD_STATE)) {
+		uint32_t a = v->mstart[i], b = v->mstart[i + 1];
+		if (a >= b || b > v->nmoves) return;
+		touch_bytes(&v->moves[a], (b - a) * sizeof *v->moves);
+		if (!(what & MMFILE_TOUCH_CHILD_STATE)) return;
+		for (uint32_t k = a; k < b; k++)
+			if (v->moves[k].next < v->n) touch_bytes(&v->flags[v->moves[k].next], 1);
+	}
+}
+
 static void touch_range(void *ctx, size_t lo, size_t hi, int t)
 {
 	(void)t;
 	const Touch *x = ctx;
-	const MmView *v = x->v;
-	for (size_t q = lo; q < hi; q++) {
-		uint32_t i = x->nodes[q];
-		if (i >= v->n) continue; /* added since the file: in memory */
-		if (x->what & MMFILE_TOUCH_STATE) {
-			touch_bytes(&v->flags[i], 1);
-			touch_bytes(&v->vd[i], sizeof *v->vd);
-		}
-		if (x->what & MMFILE_TOUCH_PARENTS) {
-			uint32_t a = v->pstart[i], b = v->pstart[i + 1];
-			if (a < b && b <= v->nparents)
-				touch_bytes(&v->parents[a], (b - a) * sizeof *v->parents);
-		}
-		if (x->what & (MMFILE_TOUCH_MOVES | MMFILE_TOUCH_CHILD_STATE)) {
-			uint32_t a = v->mstart[i], b = v->mstart[i + 1];
-			if (a >= b || b > v->nmoves) continue;
-			touch_bytes(&v->moves[a], (b - a) * sizeof *v->moves);
-			if (!(x->what & MMFILE_TOUCH_CHILD_STATE)) continue;
-			for (uint32_t k = a; k < b; k++)
-				if (v->moves[k].next < v->n)
-					touch_bytes(&v->flags[v->moves[k].next], 1);
-		}
-	}
+	for (size_t q = lo; q < hi; q++) mmfile_touch_node(x->v, x->nodes[q], x->what);
 }
 
 void mmfile_touch(const MmView *v, const uint32_t *nodes, size_t n, unsigned what)
@@ -781,10 +781,48 @@ static size_t entry_len(uint8_t tag, const uint8_t *p, size_t left)
 	return 0;
 }
 
+/*
+ * The graph-file children of the batch's moves entries, whose reverse edges
+ * replaying them reads (do_set_moves), brought in first by threads
+ * (mmfile_touch): on a graph larger than memory a replay otherwise waits on
+ * one random read after another. A hint only: a malformed batch is left for
+ * the replay to refuse.
+ */
+static void replay_ahead(const MmView *v, const uint8_t *p, size_t len)
+{
+	uint32_t *kids = NULL;
+	size_t nk = 0, cap = 0;
+	for (size_t o = 0; o < len;) {
+		uint8_t tag = p[o++];
+		size_t el = entry_len(tag, p + o, len - o);
+		if (!el) break;
+		uint32_t i, n;
+		memcpy(&i, p + o, 4);
+		if (tag == J_MOVES && i < v->n) {
+			memcpy(&n, p + o + 4, 4);
+			for (uint32_t k = 0; k < n; k++) {
+				MmMove m;
+				memcpy(&m, p + o + 8 + k * sizeof m, sizeof m);
+				if (m.next >= v->n) continue;
+				if (array_grow((void **)&kids, &cap, nk + 1, sizeof *kids, 1024) <
+				    0) {
+					free(kids);
+					return;
+				}
+				kids[nk++] = m.next;
+			}
+		}
+		o += el;
+	}
+	mmfile_touch(v, kids, nk, MMFILE_TOUCH_PARENTS);
+	free(kids);
+}
+
 /* Replays one batch's entries; MMFILE_ESTALE on anything malformed. */
 static int replay(void *ctx, const uint8_t *p, size_t len)
 {
 	MmView *v = ctx;
+	replay_ahead(v, p, len);
 	size_t o = 0;
 	while (o < len) {
 		uint8_t tag = p[o++];

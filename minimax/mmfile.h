@@ -256,6 +256,9 @@ enum {
 #define MMFILE_TOUCH_THREADS 8
 #define MMFILE_TOUCH_MIN 256
 void mmfile_touch(const MmView *v, const uint32_t *nodes, size_t n, unsigned what);
+/* The same for node i alone, on the calling thread (a caller that is a
+ * thread of its own already). */
+void mmfile_touch_node(const MmView *v, uint32_t i, unsigned what);
 
 /*
  * Puts nodes[0..n) (none twice) in key order without comparing the graph
