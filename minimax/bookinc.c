@@ -409,13 +409,13 @@ static void find_range(void *ctx, size_t lo, size_t hi, int t)
 /*
  * The book positions among keys pk (possible parents of a chunk's new
  * positions, those the graph's filter did not turn away) get their moves
- * worked out again: looked up in key order, so that on a book larger than
- * memory the graph file's key and directory pages are read in the file's
- * order, each once, not one at random for each key (a cold run at 10^8
- * positions spent a third of its reading there), by WORK_THREADS threads
- * each taking a run of them; then their records read in
- * that order, ahead by the read-ahead threads (one at a time, each waited
- * on the disk), and worked out a window at a time. par is room for their
+ * worked out again. The keys are looked up in key order, by WORK_THREADS
+ * threads each taking a run of them, so that on a book larger than memory
+ * the graph file's key and directory pages are read in the file's order,
+ * each once, several at a time (one at random for each key, a cold run at
+ * 10^8 positions spent a third of its reading there). The records of the
+ * positions found are read in that order, ahead by the read-ahead threads,
+ * and worked out a window at a time (work_records). par is room for their
  * nodes.
  */
 static int reparent(Inc *c, BookTxn *snap, Keys *pk, U32s *par)
