@@ -391,26 +391,11 @@ static void work_free(Inc *c)
 	c->work_moves = NULL;
 }
 
-/* Keys looked up on threads (reparent): each thread takes a run of them in
- * key order, and its reads of the graph's pages wait beside the others'. */
-typedef struct {
-	const MmView *v;
-	const Key *keys;
-	uint32_t *found;
-} FindRun;
-
-static void find_range(void *ctx, size_t lo, size_t hi, int t)
-{
-	(void)t;
-	FindRun *r = ctx;
-	for (size_t i = lo; i < hi; i++) r->found[i] = mmfile_find(r->v, r->keys[i]);
-}
-
 /*
  * The book positions among keys pk (possible parents of a chunk's new
  * positions, those the graph's filter did not turn away) get their moves
- * worked out again. The keys are looked up in key order, by WORK_THREADS
- * threads each taking a run of them, so that on a book larger than memory
+ * worked out again. The keys are looked up in key order, by threads each
+ * taking a run of them (mmfile_find_threads), so that on a book larger than memory
  * the graph file's key and directory pages are read in the file's order,
  * each once, several at a time (one at random for each key, a cold run at
  * 10^8 positions spent a third of its reading there). The records of the
@@ -423,8 +408,7 @@ static int reparent(Inc *c, BookTxn *snap, Keys *pk, U32s *par)
 	qsort(pk->v, pk->n, sizeof *pk->v, key_order);
 	uint32_t *found = malloc((pk->n + 1) * sizeof *found);
 	if (!found) return BOOKDB_ENOMEM;
-	FindRun fr = {&c->v, pk->v, found};
-	parfor(pk->n, pk->n < WORK_MIN ? 1 : WORK_THREADS, find_range, &fr);
+	mmfile_find_threads(&c->v, pk->v, pk->n, found);
 	par->n = 0;
 	for (size_t i = 0; i < pk->n; i++) {
 		if (i && key_equal(pk->v[i], pk->v[i - 1])) continue;

@@ -677,7 +677,7 @@ int mmfile_key_order(const MmView *v, uint32_t *nodes, size_t n)
 	for (size_t j = 0; j < na; j++)
 		p[j] = (Placed){0, mmfile_key(v, nodes[nf + j]), nodes[nf + j]};
 	RankRun r = {v, p};
-	parfor(na, na < 64 ? 1 : MMFILE_TOUCH_THREADS, rank_range, &r);
+	parfor(na, na < MMFILE_THREADS_FROM ? 1 : MMFILE_TOUCH_THREADS, rank_range, &r);
 	qsort(p, na, sizeof *p, cmp_placed);
 	memcpy(f, nodes, nf * sizeof *f);
 	for (size_t i = 0, j = 0, q = 0; q < n; q++)
@@ -685,6 +685,25 @@ int mmfile_key_order(const MmView *v, uint32_t *nodes, size_t n)
 	free(p);
 	free(f);
 	return 0;
+}
+
+typedef struct {
+	const MmView *v;
+	const Key *keys;
+	uint32_t *out;
+} FindRun;
+
+static void find_range(void *ctx, size_t lo, size_t hi, int t)
+{
+	(void)t;
+	FindRun *r = ctx;
+	for (size_t i = lo; i < hi; i++) r->out[i] = mmfile_find(r->v, r->keys[i]);
+}
+
+void mmfile_find_threads(const MmView *v, const Key *k, size_t n, uint32_t *out)
+{
+	FindRun r = {v, k, out};
+	parfor(n, n < MMFILE_THREADS_FROM ? 1 : MMFILE_TOUCH_THREADS, find_range, &r);
 }
 
 bool mmfile_may_hold(const MmView *v, Key k)
@@ -781,6 +800,19 @@ static size_t entry_len(uint8_t tag, const uint8_t *p, size_t left)
 	return 0;
 }
 
+/* The entry of a batch (p, len bytes) at *o: its tag and body, *o moved past
+ * it. 1, 0 at the batch's end, or -1 for a malformed entry. */
+static int next_entry(const uint8_t *p, size_t len, size_t *o, uint8_t *tag, const uint8_t **body)
+{
+	if (*o >= len) return 0;
+	*tag = p[(*o)++];
+	size_t el = entry_len(*tag, p + *o, len - *o);
+	if (!el) return -1;
+	*body = p + *o;
+	*o += el;
+	return 1;
+}
+
 /*
  * The graph-file children of the batch's moves entries, whose reverse edges
  * replaying them reads (do_set_moves), brought in first by threads
@@ -791,28 +823,24 @@ static size_t entry_len(uint8_t tag, const uint8_t *p, size_t left)
 static void replay_ahead(const MmView *v, const uint8_t *p, size_t len)
 {
 	uint32_t *kids = NULL;
-	size_t nk = 0, cap = 0;
-	for (size_t o = 0; o < len;) {
-		uint8_t tag = p[o++];
-		size_t el = entry_len(tag, p + o, len - o);
-		if (!el) break;
+	size_t nk = 0, cap = 0, o = 0;
+	uint8_t tag;
+	const uint8_t *b;
+	while (next_entry(p, len, &o, &tag, &b) > 0) {
 		uint32_t i, n;
-		memcpy(&i, p + o, 4);
-		if (tag == J_MOVES && i < v->n) {
-			memcpy(&n, p + o + 4, 4);
-			for (uint32_t k = 0; k < n; k++) {
-				MmMove m;
-				memcpy(&m, p + o + 8 + k * sizeof m, sizeof m);
-				if (m.next >= v->n) continue;
-				if (array_grow((void **)&kids, &cap, nk + 1, sizeof *kids, 1024) <
-				    0) {
-					free(kids);
-					return;
-				}
-				kids[nk++] = m.next;
+		memcpy(&i, b, 4);
+		if (tag != J_MOVES || i >= v->n) continue;
+		memcpy(&n, b + 4, 4);
+		for (uint32_t k = 0; k < n; k++) {
+			MmMove m;
+			memcpy(&m, b + 8 + k * sizeof m, sizeof m);
+			if (m.next >= v->n) continue;
+			if (array_grow((void **)&kids, &cap, nk + 1, sizeof *kids, 1024) < 0) {
+				free(kids);
+				return;
 			}
+			kids[nk++] = m.next;
 		}
-		o += el;
 	}
 	mmfile_touch(v, kids, nk, MMFILE_TOUCH_PARENTS);
 	free(kids);
@@ -824,12 +852,10 @@ static int replay(void *ctx, const uint8_t *p, size_t len)
 	MmView *v = ctx;
 	replay_ahead(v, p, len);
 	size_t o = 0;
-	while (o < len) {
-		uint8_t tag = p[o++];
-		size_t el = entry_len(tag, p + o, len - o);
-		if (!el) return MMFILE_ESTALE;
-		const uint8_t *b = p + o;
-		o += el;
+	uint8_t tag;
+	const uint8_t *b;
+	int more;
+	while ((more = next_entry(p, len, &o, &tag, &b)) > 0) {
 		uint32_t i, n;
 		int rc;
 		switch (tag) {
@@ -861,7 +887,7 @@ static int replay(void *ctx, const uint8_t *p, size_t len)
 		}
 		}
 	}
-	return 0;
+	return more < 0 ? MMFILE_ESTALE : 0;
 }
 
 /*
@@ -1042,18 +1068,16 @@ static int batch_keys(void *ctx, const uint8_t *p, size_t len)
 {
 	const KeysOut *ko = ctx;
 	size_t o = 0;
-	while (o < len) {
-		uint8_t tag = p[o++];
-		size_t el = entry_len(tag, p + o, len - o);
-		if (!el) return MMFILE_ESTALE;
-		if (tag == J_NODE) {
-			Key k;
-			memcpy(&k, p + o, 16);
-			ko->add(ko->ctx, &k, 1);
-		}
-		o += el;
+	uint8_t tag;
+	const uint8_t *b;
+	int more;
+	while ((more = next_entry(p, len, &o, &tag, &b)) > 0) {
+		if (tag != J_NODE) continue;
+		Key k;
+		memcpy(&k, b, 16);
+		ko->add(ko->ctx, &k, 1);
 	}
-	return 0;
+	return more < 0 ? MMFILE_ESTALE : 0;
 }
 
 int mmfile_keys(const char *dir, uint64_t stamp, uint64_t journal_len,

@@ -237,6 +237,11 @@ bool mmfile_may_hold(const MmView *v, Key k);
 /* mmfile_find of n keys, out[i] for k[i]: the kept graph's filter and
  * directory asked for together (bookdb_keydir_find_many). */
 void mmfile_find_many(const MmView *v, const Key *k, size_t n, uint32_t *out);
+/* The same, by MMFILE_TOUCH_THREADS threads each taking a run of the keys
+ * (fewer than MMFILE_THREADS_FROM keys: on the calling thread). Keys in key
+ * order read the graph file's key and directory pages in the file's order,
+ * several at a time. */
+void mmfile_find_threads(const MmView *v, const Key *k, size_t n, uint32_t *out);
 /*
  * Brings the graph file's pages that a walk over nodes[0..n) is about to read
  * into memory, several reads from the disk at once: a few threads
@@ -255,6 +260,9 @@ enum {
 };
 #define MMFILE_TOUCH_THREADS 8
 #define MMFILE_TOUCH_MIN 256
+/* Keys under which a lookup on threads (mmfile_find_threads,
+ * mmfile_key_order) stays on the calling thread. */
+#define MMFILE_THREADS_FROM 64
 void mmfile_touch(const MmView *v, const uint32_t *nodes, size_t n, unsigned what);
 /* The same for node i alone, on the calling thread (a caller that is a
  * thread of its own already). */
