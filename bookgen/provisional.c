@@ -101,6 +101,11 @@ int prov_open(ProvWalk **out, const char *root_sfen, int root)
 	return 0;
 }
 
+bool prov_done(const ProvWalk *pw)
+{
+	return pw->done;
+}
+
 void prov_free(ProvWalk *pw)
 {
 	if (!pw) return;
@@ -188,7 +193,7 @@ int prov_next(ProvWalk *pw, SelLeaf *leaves, Position *pos, int n, BookDB *db, c
 			rc = SEL_ENOMEM;
 			break;
 		}
-		if (!thought && ask->taken(ask->ctx, k)) {
+		if (!thought && ask->taken && ask->taken(ask->ctx, k)) {
 			pos_undo_move(p);
 			continue;
 		}

@@ -29,7 +29,8 @@
  * (leased, thought since the last commit, handed out otherwise). */
 typedef bool (*ProvTakenFn)(void *ctx, Key key);
 
-/* What a walk asks of its caller (ProvWalk): taken above; ahead, when not
+/* What a walk asks of its caller (ProvWalk): taken above (NULL: none is
+ * skipped so; the caller sorts the leaves out itself); ahead, when not
  * NULL, is handed the keys of a position's moves as the walk enters it,
  * before it reads them one by one (sel_read_ahead: on a book larger than
  * memory the reads are then in flight together); until_ms, when > 0, the
@@ -63,6 +64,8 @@ typedef struct ProvWalk ProvWalk;
 JOSEKI_MUST_USE int prov_open(ProvWalk **out, const char *root_sfen, int root);
 JOSEKI_MUST_USE int prov_next(ProvWalk *w, SelLeaf *leaves, Position *pos, int n, BookDB *db,
                               const ProvAsk *ask);
+/* Whether every line of the walk is tried: prov_next gives no more. */
+bool prov_done(const ProvWalk *w);
 void prov_free(ProvWalk *w);
 
 #endif

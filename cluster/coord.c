@@ -14,7 +14,6 @@
  * the types both files use are in coord_priv.h.
  */
 #include "cluster/coord_priv.h"
-#include "bookgen/provisional.h"
 #include "bookgen/reanalyse.h"
 #include "cluster/coord_spot.h"
 
@@ -433,6 +432,7 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	if (c->opt.select_slice_ms == 0) c->opt.select_slice_ms = COORD_SLICE_MS;
 	if ((rc = co_select_start(c)) < 0) goto fail;
 	c->open_ms = clock_ms_f();
+	c->full_since_ms = -1;
 	c->lines_due = true;
 	*out = c;
 	return 0;
@@ -522,10 +522,8 @@ void coord_free(Coord *c)
 	free(c->pos);
 	free(c->res);
 	free(c->leaf);
-	free(c->prov_leaf);
-	free(c->prov_pos);
-	for (int r = 0; c->prov_walk && r < plan_nroots(c->plan); r++) prov_free(c->prov_walk[r]);
-	free(c->prov_walk);
+	co_pwalk_stop(c->pwalk);
+	free(c->pw_leaf);
 	plan_free(c->plan);
 	free(c->snap_path);
 	free(c->sj_keys);
@@ -611,14 +609,14 @@ static int take_queued(Coord *c, Lease *l, int max, const char *worker, char *er
 	return rc < 0 ? rc : 0;
 }
 
-/* Leases leaf (its position in c->pos) into l: its KeyState (the selection
- * leased it in the selector). A mated leaf is valued here instead
+/* Leases the position k (in c->pos) into l: its KeyState (the selection
+ * leased it in the selector). A mated position is valued here instead
  * (value_mated) and not leased. */
-static int lease_leaf(Coord *c, Lease *l, const SelLeaf *leaf, char *err)
+static int lease_key(Coord *c, Lease *l, Key k, char *err)
 {
-	int rc = value_mated(c, leaf->key, err);
+	int rc = value_mated(c, k, err);
 	if (rc) return rc < 0 ? rc : 0;
-	KeyState *ks = co_key_new(c, leaf->key);
+	KeyState *ks = co_key_new(c, k);
 	if (!ks) return co_broken(c, err, "selection", BOOKDB_ENOMEM);
 	ks->where = WHERE_LEASED;
 	ks->lease = l->key.hi;
@@ -645,7 +643,7 @@ static int take_found(Coord *c, Lease *l, int max, char *err)
 	for (; i < c->sr_n && l->n < max && rc == 0; i++) {
 		*c->leaf = c->sr_leaf[i];
 		*c->pos = c->sr_pos[i];
-		rc = lease_leaf(c, l, c->leaf, err);
+		rc = lease_key(c, l, c->leaf->key, err);
 	}
 	memmove(c->sr_leaf, c->sr_leaf + i, (size_t)(c->sr_n - i) * sizeof *c->sr_leaf);
 	memmove(c->sr_pos, c->sr_pos + i, (size_t)(c->sr_n - i) * sizeof *c->sr_pos);
@@ -653,66 +651,80 @@ static int take_found(Coord *c, Lease *l, int max, char *err)
 	return rc;
 }
 
-/* Provisional leaves (bookgen/provisional.h): a key not to hand out. */
-static bool prov_taken(void *ctx, Key k)
+/* Provisional leaves (bookgen/provisional.h): a key not to hand out
+ * (leased, thought since the walk read it, or the coordinator's already). */
+static bool prov_taken(Coord *c, Key k)
 {
-	Coord *c = ctx;
 	return sel_is_leased(c->sel, k) || sel_is_thought(c->sel, k) || co_key_get(c, k) != NULL;
 }
 
-/* The keys a provisional walk is about to read, read ahead on the
- * selector's threads (several reads from the disk in flight at once). */
-static void prov_ahead(void *ctx, const Key *keys, size_t n)
-{
-	Coord *c = ctx;
-	sel_read_ahead(c->sel, keys, n);
-}
-
-/* While the selector's first search is suspended and has gone on past
- * opt.provisional_after_ms: leaves from the book's own values into l (up to
- * max), roots in turn, each leased in the selector (kept until the search
- * returns, which then selects around them), for at most a slice of time:
- * on a book larger than memory each read may wait for the disk. */
+/* Provisional leaves into l (up to max): while the selector's first search
+ * is suspended and has gone on past opt.provisional_after_ms, and after it
+ * (the caller: l short for want of time) until the selection keeps up
+ * (keep_up). Leaves from the book's own values, walked ahead on a thread
+ * (coord_pwalk.c) and taken as they are ready, each leased in the selector
+ * (a suspended search selects around them when it returns). An acquire
+ * that has nothing else waits up to a slice for the first ones (the walk
+ * just begun, or behind). */
 static int take_provisional(Coord *c, Lease *l, int max, char *err)
 {
-	if (c->opt.provisional_after_ms <= 0 || c->sr_answered || !c->select_busy || c->opt.again ||
-	    clock_ms_f() - c->open_ms < c->opt.provisional_after_ms)
+	if (c->opt.provisional_after_ms <= 0 || c->prov_over || c->opt.again) return 0;
+	if (!c->sr_answered &&
+	    (!c->select_busy || clock_ms_f() - c->open_ms < c->opt.provisional_after_ms))
 		return 0;
-	if (!c->prov_leaf && !(c->prov_leaf = calloc(COORD_MAX_BATCH, sizeof *c->prov_leaf)))
+	if (!c->pw_leaf && !(c->pw_leaf = calloc(COORD_MAX_BATCH, sizeof *c->pw_leaf)))
 		return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
-	if (!c->prov_pos && !(c->prov_pos = calloc(COORD_MAX_BATCH, sizeof *c->prov_pos)))
+	if (!c->pwalk && co_pwalk_start(&c->pwalk, c->db, c->plan) < 0)
 		return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
-	double ms = c->opt.select_slice_ms > 0 ? c->opt.select_slice_ms : COORD_SLICE_MS;
-	ProvAsk ask = {
-	    .taken = prov_taken, .ahead = prov_ahead, .ctx = c, .until_ms = clock_ms_f() + ms};
-	int nroots = plan_nroots(c->plan);
-	if (!c->prov_walk && !(c->prov_walk = calloc((size_t)nroots, sizeof *c->prov_walk)))
-		return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
-	for (int tried = 0; tried < nroots && l->n < max; tried++) {
-		int r = c->prov_root++ % nroots, n;
-		if (!c->prov_walk[r] &&
-		    (n = prov_open(&c->prov_walk[r], plan_root_sfen(c->plan, r), r)) < 0)
-			return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
-		n = prov_next(c->prov_walk[r], c->prov_leaf, c->prov_pos, max - l->n, c->db, &ask);
+	double wait = l->n > 0                     ? 0
+	              : c->opt.select_slice_ms > 0 ? c->opt.select_slice_ms
+	                                           : COORD_SLICE_MS;
+	int n;
+	while (l->n < max && (n = co_pwalk_take(c->pwalk, c->pw_leaf, max - l->n, wait)) != 0) {
 		if (n < 0) return co_broken(c, err, "provisional leaves", BOOKDB_EIO);
+		wait = 0;
 		for (int i = 0; i < n; i++) {
-			int rc = sel_lease(c->sel, c->prov_leaf[i].key);
+			Key k = c->pw_leaf[i].key;
+			if (prov_taken(c, k) ||
+			    sfen_parse(c->pos, c->pw_leaf[i].sfen, NULL, NULL) < 0)
+				continue;
+			int rc = sel_lease(c->sel, k);
 			if (rc < 0) return select_failed(c, rc, err);
-			*c->pos = c->prov_pos[i];
 			int before = l->n;
-			if ((rc = lease_leaf(c, l, &c->prov_leaf[i], err)) < 0) return rc;
+			if ((rc = lease_key(c, l, k, err)) < 0) return rc;
 			c->provisional += (uint64_t)(l->n - before);
 		}
 	}
 	return 0;
 }
 
+/* After the first search: whether the selection keeps up, l's acquire
+ * answered in full (full) or not. Provisional leaves are over for good
+ * once it has answered every acquire in full for opt.provisional_after_ms,
+ * or at once when the first search needed none. */
+static void keep_up(Coord *c, bool full, int64_t now_ms)
+{
+	if (c->prov_over || !c->sr_answered) return;
+	if (c->provisional == 0) {
+		c->prov_over = true;
+	} else if (!full) {
+		c->full_since_ms = -1;
+	} else if (c->full_since_ms < 0) {
+		c->full_since_ms = now_ms;
+	} else if ((double)(now_ms - c->full_since_ms) >= c->opt.provisional_after_ms) {
+		c->prov_over = true;
+	}
+	if (c->prov_over) co_pwalk_quit(c->pwalk); /* joined at the close */
+}
+
 /* New leaves from the selector into l (up to max), for a slice of time (the
- * round's, when the service began one). */
-static int take_selected(Coord *c, Lease *l, int max, char *err)
+ * round's, when the service began one); with provisional leaves for what
+ * is missing while the selection is behind (take_provisional). */
+static int take_selected(Coord *c, Lease *l, int max, int64_t now_ms, char *err)
 {
 	c->select_busy = false;
 	int rc = take_found(c, l, max, err);
+	if (rc >= 0 && l->n >= max) keep_up(c, true, now_ms);
 	if (rc < 0 || l->n >= max) return rc;
 	double ms = c->opt.select_slice_ms;
 	if (ms >= 0 && c->round_until > 0) {
@@ -726,21 +738,35 @@ static int take_selected(Coord *c, Lease *l, int max, char *err)
 		c->select_busy = true;
 		c->sr_busy++;
 	}
+	if (rc != 0) c->sr_dry = false; /* leaves again: the stock sought between requests */
 	if ((rc = take_found(c, l, max, err)) < 0) return rc;
-	if (l->n < max && (rc = take_provisional(c, l, max, err)) < 0) return rc;
 	/* Short of positions for want of time: the selection goes on between
 	 * requests for what was missing. */
-	c->sr_demand = c->select_busy || (l->n < max && c->sr_rc == 1) ? max - l->n : 0;
+	bool short_of_time = l->n < max && (c->select_busy || c->sr_rc == 1);
+	c->sr_demand = short_of_time ? max - l->n : 0;
+	keep_up(c, l->n == max, now_ms);
+	if (short_of_time && (rc = take_provisional(c, l, max, err)) < 0) return rc;
 	return 0;
 }
 
+/* The leaves the selection keeps in stock between requests: what the last
+ * acquire lacked, or opt.select_ahead (0: the most asked in one of the last
+ * rounds), whichever is more. */
+static int select_target(const Coord *c)
+{
+	int ahead = c->opt.select_ahead < 0   ? 0
+	            : c->opt.select_ahead > 0 ? c->opt.select_ahead
+	                                      : c->sr_ahead;
+	return c->sr_demand > ahead ? c->sr_demand : ahead;
+}
+
 /* The selection has work to go on with between requests (the thread is
- * held): a search suspended, the first search not begun, or positions the
- * last acquire lacked. */
+ * held): a search suspended, the first search not begun, or a stock short
+ * of select_target that was not found dry this round. */
 static bool select_pending(const Coord *c)
 {
 	return !c->broken && c->sr_started &&
-	       (co_select_paused(c) || !c->sr_begun || c->sr_n < c->sr_demand);
+	       (co_select_paused(c) || !c->sr_begun || (c->sr_n < select_target(c) && !c->sr_dry));
 }
 
 /* The selection beside the service (coord_select_ahead) stopped, and its
@@ -756,10 +782,7 @@ int co_select_take_in(Coord *c, char *err)
 void coord_select_ahead(Coord *c)
 {
 	if (c->broken || !c->sr_started || c->sr_bg) return;
-	int ahead = c->opt.select_ahead < 0   ? 0
-	            : c->opt.select_ahead > 0 ? c->opt.select_ahead
-	                                      : c->sr_ahead;
-	int target = c->sr_demand > ahead ? c->sr_demand : ahead;
+	int target = select_target(c);
 	bool more = c->sr_n < target && !c->sr_dry;
 	if (!more && c->sr_begun && !co_select_paused(c)) return;
 	c->sr_begun = true;
@@ -795,11 +818,14 @@ int coord_select_idle(Coord *c, double ms, char *err)
 	c->sr_begun = true;
 	if (c->opt.select_slice_ms > 0 && c->opt.select_slice_ms < ms) ms = c->opt.select_slice_ms;
 	double t0 = clock_ms_f();
-	/* The suspended search to its end (one leaf more), or the leaves the
-	 * last acquire lacked. */
-	rc = co_select_step(c, ms, c->sr_n < c->sr_demand ? c->sr_demand : c->sr_n + 1);
+	/* The suspended search to its end (one leaf more), or the stock. */
+	int target = select_target(c);
+	rc = co_select_step(c, ms, c->sr_n < target ? target : c->sr_n + 1);
 	c->select_ms += clock_ms_f() - t0;
-	if (rc == 0) c->sr_demand = 0; /* nothing more to select now */
+	if (rc == 0) { /* nothing more to select now */
+		c->sr_demand = 0;
+		c->sr_dry = true;
+	}
 	return rc < 0 ? select_failed(c, rc, err) : 0;
 }
 
@@ -826,7 +852,7 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 	/* Spot checks first: each holds a result back from the book. */
 	rc = co_spot_take(c, l, max, l->token, err);
 	if (rc == 0) rc = take_queued(c, l, max, l->worker, err);
-	if (rc == 0) rc = take_selected(c, l, max, err);
+	if (rc == 0) rc = take_selected(c, l, max, now_ms, err);
 	c->select_ms += clock_ms_f() - t0;
 	if (rc < 0 || l->n == 0) {
 		free(l->pos);
@@ -1392,6 +1418,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->selected = (uint64_t)c->sr_n;
 	out->provisional = c->provisional;
 	out->select_answered = c->sr_answered;
+	out->provisional_over = c->prov_over;
 	out->select_short = c->sr_busy;
 	out->store_ms = c->store_ms;
 	out->commit_ms = c->commit_ms;

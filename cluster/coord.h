@@ -118,8 +118,11 @@ typedef struct {
 	 * search has gone on this many ms since the coordinator opened without
 	 * a leaf (a search from scratch over a large book), an acquire that
 	 * finds the search suspended is answered with the leaves the book's
-	 * own values lead to, until the search is done. 0: never (the acquire
-	 * waits for the search). */
+	 * own values lead to; after that search, an acquire the selection
+	 * leaves short for want of time gets the rest so, until the selection
+	 * has answered every acquire in full for this many ms (of the now_ms
+	 * the acquires are given). 0: never (the acquire waits for the
+	 * search). */
 	double provisional_after_ms;
 	/* The selector's snapshot (bookgen/snapshot.h; NULL: none): read at
 	 * coord_open when it is of the book as it is now (then removed, used or
@@ -277,9 +280,11 @@ typedef struct {
 	uint64_t select_ahead_leaves;
 	uint64_t selected; /* leaves selected now, waiting for an acquire */
 	/* Positions leased as provisional leaves (opt.provisional_after_ms);
-	 * whether the selector has answered yet (its first search done). */
+	 * whether the selector has answered yet (its first search done), and
+	 * whether provisional leaves are over for the run (none were needed,
+	 * or the selection has kept up with the acquires since). */
 	uint64_t provisional;
-	bool select_answered;
+	bool select_answered, provisional_over;
 	double minimax_apply_ms; /* the service writing minimax's records (in minimax_ms too) */
 	/* The start: the selector restored from the snapshot; else why not ("" when
 	 * there was none; owned by the Coord, valid while it lives). */

@@ -179,15 +179,18 @@ struct Coord {
 	 * once a selection call returned with a leaf or none (written by the
 	 * selection thread, read by the service while it waits or is
 	 * suspended); open_ms when the coordinator opened; the positions
-	 * leased so, the next root to walk, and the walk's arrays. */
-	bool sr_answered;
+	 * leased so; prov_over once they are over for the run (none were
+	 * needed, or the selection has kept up since: every acquire answered
+	 * in full from full_since_ms, -1 when the last one was not, for
+	 * provisional_after_ms); the next root to walk, and the walk's
+	 * arrays. */
+	bool sr_answered, prov_over;
 	double open_ms;
+	int64_t full_since_ms;
 	uint64_t provisional;
-	int prov_root;
-	SelLeaf *prov_leaf;
-	Position *prov_pos;
-	struct ProvWalk **prov_walk; /* a walk for each root, kept between acquires */
-	double round_until; /* coord_round_begin: the round's selection ends then (0: none) */
+	struct CoPwalk *pwalk;  /* the walk, on its thread (coord_pwalk.c) */
+	struct PwLeaf *pw_leaf; /* COORD_MAX_BATCH, taken from it */
+	double round_until;     /* coord_round_begin: the round's selection ends then (0: none) */
 	/* The selection beside the service (coord_select_ahead, co_select_begin):
 	 * sr_bg while such a slice was begun and not yet held (written by the
 	 * service only); sr_cut asks the thread to stop at its next leaf or
@@ -314,6 +317,24 @@ int co_snapshot_write(Coord *c, const BookStamp *st, char *err);
 /* coord.c: the selection beside the service stopped (co_select_hold) and its
  * result taken in; 0 or COORD_EBOOK (c broken). */
 int co_select_take_in(Coord *c, char *err);
+
+/* coord_pwalk.c: provisional leaves (bookgen/provisional.h) walked from the
+ * plan's roots on a thread of its own, kept ready (key and SFEN) for the
+ * service thread, which sorts out those leased or thought meanwhile.
+ * co_pwalk_start: 0 or SEL_ENOMEM. co_pwalk_take: up to max leaves ready,
+ * waiting up to wait_ms for the first when none is (the walk just begun):
+ * their count, 0 when none is ready or every line is walked, or the walk's
+ * SEL_* error. co_pwalk_quit: the thread stops soon (not waited for);
+ * co_pwalk_stop: stops it, waits, frees (NULL: nothing). */
+typedef struct PwLeaf {
+	Key key;
+	char sfen[SFEN_MAX];
+} PwLeaf;
+typedef struct CoPwalk CoPwalk;
+int co_pwalk_start(CoPwalk **out, BookDB *db, const Plan *plan);
+int co_pwalk_take(CoPwalk *p, PwLeaf *out, int max, double wait_ms);
+void co_pwalk_quit(CoPwalk *p);
+void co_pwalk_stop(CoPwalk *p);
 
 /* coord_spot.c: spot checks (docs in the file). co_spot_on: checks are on.
  * co_spot_seen: the token asked for work. co_spot_take: checks for the

@@ -106,8 +106,13 @@ static void select_leaves(Coord *c)
 		if (!c->opt.again && (sel_is_leased(c->sel, c->sr_leaf[c->sr_n].key) ||
 		                      sel_is_thought(c->sel, c->sr_leaf[c->sr_n].key)))
 			continue;
-		/* Leased before the next search, which must not select it again. */
-		if ((c->sr_rc = sel_lease(c->sel, c->sr_leaf[c->sr_n].key)) < 0) break;
+		/* Leased before the next search, which must not select it again
+		 * (sr_rc stays 1: a leaf was found). */
+		int lr = sel_lease(c->sel, c->sr_leaf[c->sr_n].key);
+		if (lr < 0) {
+			c->sr_rc = lr;
+			break;
+		}
 		c->sr_n++;
 	}
 }

@@ -1288,11 +1288,55 @@ static void twins_close(Twins *t)
  * search over a 20,000-position book minimax has valued is cut into slices
  * of a microsecond, and which answers with the book's own values at once,
  * hands out positions while that search is suspended (counted as
- * provisional), then, once the search is done, none provisional any more.
- * Over the rounds no position is leased twice or once thought, and every
- * lease is answered and stored.
+ * provisional); after it, acquires of 8 the selection leaves short are
+ * filled with provisional leaves too, until the selection has answered
+ * every acquire in full for the same time (acquires of 1, the search given
+ * slices between them until it has its stock of one leaf, the clock a
+ * millisecond further each time); from then on none is provisional, however
+ * short an acquire is. Over the rounds no position is leased twice or once
+ * thought, and every lease is answered and stored.
  */
-static void test_coord__provisional_leaves_while_the_first_search_runs(void **state)
+typedef struct {
+	Coord *c;
+	BookDB *db;
+	CoordLease *l;
+	CoordResult *r;
+	Key *seen;
+	int nseen;
+} ProvRun;
+
+/* An acquire of max positions at now, each checked, answered and stored;
+ * its count. */
+static int prov_round(ProvRun *t, int max, int64_t now)
+{
+	char err[COORD_ERRLEN];
+	int n = acquire(t->c, t->l, &A, max, now);
+	for (int i = 0; i < n; i++) {
+		assert_false(thought(t->db, t->l->pos[i].key));
+		for (int j = 0; j < t->nseen; j++)
+			assert_false(key_equal(t->seen[j], t->l->pos[i].key));
+		assert_true(t->nseen < 4096);
+		t->seen[t->nseen++] = t->l->pos[i].key;
+		answer(t->r, &t->l->pos[i], 4);
+		assert_int_equal(coord_submit(t->c, t->l->id, &A, t->r, 1, now, err), 1);
+	}
+	assert_int_equal(coord_commit(t->c, err), 0);
+	return n;
+}
+
+static CoordStatus prov_status(Coord *c)
+{
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0), 0);
+	CoordStatus out = {.provisional = st.provisional,
+	                   .select_answered = st.select_answered,
+	                   .provisional_over = st.provisional_over,
+	                   .selected = st.selected};
+	coord_status_free(&st);
+	return out;
+}
+
+static void test_coord__provisional_leaves_until_the_selection_keeps_up(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp(), *out = NULL, *serr = NULL, err[COORD_ERRLEN];
@@ -1308,52 +1352,69 @@ static void test_coord__provisional_leaves_while_the_first_search_runs(void **st
 	                  .lease_seconds = 600,
 	                  .plan = {.mode = PLAN_PV},
 	                  .select_slice_ms = 0.001,
-	                  .select_ahead = -1,
+	                  .select_ahead = 1,
 	                  .provisional_after_ms = 0.001};
-	BookDB *db;
-	Coord *c = open_coord_with(&db, dir, &o);
-	CoordLease *l = malloc(sizeof *l);
-	CoordResult *r = malloc(sizeof *r);
-	enum { MAXK = 4096 };
-	Key *seen = malloc(MAXK * sizeof *seen);
-	assert_true(l && r && seen);
-	int nseen = 0, before = 0, after = 0, rounds = 0;
+	ProvRun t = {.l = malloc(sizeof *t.l),
+	             .r = malloc(sizeof *t.r),
+	             .seen = malloc(4096 * sizeof *t.seen)};
+	assert_true(t.l && t.r && t.seen);
+	t.c = open_coord_with(&t.db, dir, &o);
+	int before = 0, catching = 0, after = 0, rounds = 0;
+	int64_t now = T0;
+	/* The first search, and the acquires of 8 just after it. */
 	uint64_t prov_at_answer = 0;
-	bool answered = false;
-	for (; rounds < 4000 && (!answered || after < 40); rounds++) {
-		int n = acquire(c, l, &A, 8, T0);
-		CoordStatus st;
-		assert_int_equal(coord_status(c, &st, T0), 0);
-		if (!answered && st.select_answered) prov_at_answer = st.provisional;
-		if (answered) assert_int_equal(st.provisional, prov_at_answer);
-		answered = st.select_answered;
-		coord_status_free(&st);
-		for (int i = 0; i < n; i++) {
-			assert_false(thought(db, l->pos[i].key));
-			for (int j = 0; j < nseen; j++)
-				assert_false(key_equal(seen[j], l->pos[i].key));
-			assert_true(nseen < MAXK);
-			seen[nseen++] = l->pos[i].key;
-			answer(r, &l->pos[i], 4);
-			assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+	CoordStatus st = {0};
+	for (; rounds < 4000 && (!st.select_answered || catching < 40); rounds++) {
+		int n = prov_round(&t, 8, now);
+		st = prov_status(t.c);
+		if (!st.select_answered) {
+			before += n;
+			prov_at_answer = st.provisional;
+		} else {
+			catching += n;
 		}
-		*(answered ? &after : &before) += n;
-		assert_int_equal(coord_commit(c, err), 0);
+		assert_false(st.provisional_over);
 		/* The search goes on between requests: a slice (each runs some
 		 * visits, however short: it ends in a few hundred rounds). */
-		assert_int_equal(coord_select_idle(c, 0.05, err), 0);
+		assert_int_equal(coord_select_idle(t.c, 0.05, err), 0);
 	}
+	uint64_t prov_catching = st.provisional;
+	/* Acquires of 1 with a leaf selected ahead: the selection keeps up. */
+	for (int k = 0; k < 2000 && !st.provisional_over; k++, rounds++) {
+		for (int j = 0; j < 1000 && st.selected < 1; j++) {
+			assert_int_equal(coord_select_idle(t.c, 0.05, err), 0);
+			st = prov_status(t.c);
+		}
+		now++;
+		after += prov_round(&t, 1, now);
+		st = prov_status(t.c);
+	}
+	assert_true(st.provisional_over);
+	uint64_t prov_over = st.provisional;
+	/* Over: acquires of 8 again, mostly short, the selection's own leaves
+	 * only. */
+	int over = 0;
+	for (int k = 0; k < 4000 && over < 40; k++, rounds++) {
+		over += prov_round(&t, 8, ++now);
+		assert_int_equal(coord_select_idle(t.c, 0.05, err), 0);
+	}
+	after += over;
+	st = prov_status(t.c);
 	print_message("provisional: seed %llu, %d positions before the first search was done "
-	              "(%llu provisional), %d after, %d rounds\n",
-	              seed, before, (unsigned long long)prov_at_answer, after, rounds);
-	assert_true(answered);
+	              "(%llu provisional), %d after it until the selection kept up (%llu "
+	              "provisional), %d after, %d rounds\n",
+	              seed, before, (unsigned long long)prov_at_answer, catching,
+	              (unsigned long long)(prov_over - prov_at_answer), after, rounds);
+	assert_true(st.select_answered);
 	assert_true(prov_at_answer > 0);
-	assert_true(after >= 40);
-	for (int i = 0; i < nseen; i++) assert_true(thought(db, seen[i]));
-	free(seen);
-	free(l);
-	free(r);
-	close_coord(c, db);
+	assert_true(prov_catching > prov_at_answer);
+	assert_int_equal(st.provisional, prov_over);
+	assert_true(over >= 40);
+	for (int i = 0; i < t.nseen; i++) assert_true(thought(t.db, t.seen[i]));
+	free(t.seen);
+	free(t.l);
+	free(t.r);
+	close_coord(t.c, t.db);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -2659,7 +2720,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__the_lines_walk_goes_on_where_it_stopped),
 	    cmocka_unit_test(test_coord__close_stops_a_minimax_under_way),
 	    cmocka_unit_test(test_coord__selection_in_slices_leases_what_whole_searches_do),
-	    cmocka_unit_test(test_coord__provisional_leaves_while_the_first_search_runs),
+	    cmocka_unit_test(test_coord__provisional_leaves_until_the_selection_keeps_up),
 	    cmocka_unit_test(test_coord__a_trimmed_selector_leases_right_within_a_tiny_memory),
 	    cmocka_unit_test(
 	        test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select),

@@ -1,0 +1,179 @@
+/*
+ * cluster/coord_pwalk.c — provisional leaves walked ahead, on a thread of
+ * their own (docs/cluster.md, "Provisional leaves").
+ *
+ * The walk (bookgen/provisional.h) reads a record for each position it
+ * meets; on a book larger than memory most of those reads wait for the disk.
+ * Walked in the service thread, an acquire's slice went to them while the
+ * requests of its round waited. So a thread walks the roots in turn, a few
+ * leaves at a time, each in a read transaction of its own, and keeps up to
+ * PW_RING of them (key and SFEN) ready; the service thread takes them and
+ * sorts out those leased or thought since (the walk asks nothing of the
+ * selector, which only the service thread and the selection thread use, one
+ * at a time). The thread reads ahead with threads of its own, not the
+ * selector's. It stops when told, or when every line is walked.
+ */
+#include "cluster/coord_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bookdb/prefetch.h"
+#include "bookgen/provisional.h"
+
+#define PW_RING 1024 /* leaves kept ready */
+#define PW_BATCH 16  /* leaves a call of the walk (positions are large) */
+#define PW_READS 512 /* records read at most a call: quit is seen between */
+#define PW_AHEAD 8   /* threads reading ahead */
+
+struct CoPwalk {
+	BookDB *db;
+	BookPrefetch *pf;
+	ProvWalk **walk;
+	int nroots, next;
+	SelLeaf *leaf;
+	Position *pos;
+	PwLeaf *batch;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t room, ready;
+	/* Under mu: the ring (n leaves from head), quit, done (every line
+	 * walked), err (the walk's error, SEL_*). */
+	PwLeaf ring[PW_RING];
+	int head, n, err;
+	bool quit, done, started;
+};
+
+static void pw_ahead(void *ctx, const Key *keys, size_t n)
+{
+	CoPwalk *p = ctx;
+	if (p->pf) bookdb_prefetch_keys(p->pf, keys, n);
+}
+
+/* A batch from the roots in turn: its count (0 with *all_done when every
+ * walk is done), or a SEL_* error. */
+static int pw_batch(CoPwalk *p, bool *all_done)
+{
+	ProvAsk ask = {.ahead = pw_ahead, .ctx = p, .max_reads = PW_READS};
+	*all_done = false;
+	int done = 0;
+	for (int tried = 0; tried < p->nroots; tried++) {
+		int r = p->next++ % p->nroots;
+		if (prov_done(p->walk[r])) {
+			done++;
+			continue;
+		}
+		int n = prov_next(p->walk[r], p->leaf, p->pos, PW_BATCH, p->db, &ask);
+		if (n < 0) return n;
+		for (int i = 0; i < n; i++) {
+			p->batch[i].key = p->leaf[i].key;
+			sfen_write(&p->pos[i], p->batch[i].sfen, sizeof p->batch[i].sfen);
+		}
+		if (n > 0) return n;
+		done += prov_done(p->walk[r]);
+	}
+	*all_done = done == p->nroots;
+	return 0;
+}
+
+static void *pw_main(void *arg)
+{
+	CoPwalk *p = arg;
+	pthread_setname_np(pthread_self(), "work-pwalk");
+	if (bookdb_prefetch_open(&p->pf, p->db, PW_AHEAD) < 0) p->pf = NULL; /* a hint only */
+	pthread_mutex_lock(&p->mu);
+	while (!p->quit && !p->done && !p->err) {
+		if (p->n > PW_RING - PW_BATCH) {
+			pthread_cond_wait(&p->room, &p->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&p->mu);
+		bool all_done;
+		int n = pw_batch(p, &all_done);
+		pthread_mutex_lock(&p->mu);
+		if (n < 0) p->err = n;
+		for (int i = 0; i < n; i++) p->ring[(p->head + p->n++) % PW_RING] = p->batch[i];
+		if (all_done) p->done = true;
+		pthread_cond_broadcast(&p->ready);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+int co_pwalk_start(CoPwalk **out, BookDB *db, const Plan *plan)
+{
+	*out = NULL;
+	CoPwalk *p = calloc(1, sizeof *p);
+	if (!p) return SEL_ENOMEM;
+	p->db = db;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->room, NULL);
+	pthread_cond_init(&p->ready, NULL);
+	int nroots = plan_nroots(plan);
+	p->walk = calloc((size_t)(nroots > 0 ? nroots : 1), sizeof *p->walk);
+	p->leaf = malloc(PW_BATCH * sizeof *p->leaf);
+	p->pos = malloc(PW_BATCH * sizeof *p->pos);
+	p->batch = malloc(PW_BATCH * sizeof *p->batch);
+	int rc = p->walk && p->leaf && p->pos && p->batch ? 0 : SEL_ENOMEM;
+	for (int r = 0; r < nroots && rc == 0; r++, p->nroots++)
+		rc = prov_open(&p->walk[r], plan_root_sfen(plan, r), r);
+	if (rc == 0 && nroots == 0) p->done = true;
+	if (rc == 0 && pthread_create(&p->thread, NULL, pw_main, p) != 0) rc = SEL_ENOMEM;
+	p->started = rc == 0;
+	if (rc < 0) {
+		co_pwalk_stop(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+int co_pwalk_take(CoPwalk *p, PwLeaf *out, int max, double wait_ms)
+{
+	pthread_mutex_lock(&p->mu);
+	if (p->n == 0 && !p->done && !p->err && !p->quit && wait_ms > 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		long ns = ts.tv_nsec + (long)(wait_ms * 1e6);
+		ts.tv_sec += ns / 1000000000L;
+		ts.tv_nsec = ns % 1000000000L;
+		while (p->n == 0 && !p->done && !p->err &&
+		       pthread_cond_timedwait(&p->ready, &p->mu, &ts) == 0)
+			;
+	}
+	int n = p->n < max ? p->n : max;
+	for (int i = 0; i < n; i++) out[i] = p->ring[(p->head + i) % PW_RING];
+	p->head = (p->head + n) % PW_RING;
+	p->n -= n;
+	int rc = n > 0 ? n : p->err;
+	if (n > 0) pthread_cond_signal(&p->room);
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+void co_pwalk_quit(CoPwalk *p)
+{
+	if (!p) return;
+	pthread_mutex_lock(&p->mu);
+	p->quit = true;
+	pthread_cond_broadcast(&p->room);
+	pthread_mutex_unlock(&p->mu);
+}
+
+void co_pwalk_stop(CoPwalk *p)
+{
+	if (!p) return;
+	co_pwalk_quit(p);
+	if (p->started) pthread_join(p->thread, NULL);
+	for (int r = 0; r < p->nroots; r++) prov_free(p->walk[r]);
+	bookdb_prefetch_close(p->pf);
+	pthread_cond_destroy(&p->room);
+	pthread_cond_destroy(&p->ready);
+	pthread_mutex_destroy(&p->mu);
+	free(p->walk);
+	free(p->leaf);
+	free(p->pos);
+	free(p->batch);
+	free(p);
+}
