@@ -23,6 +23,7 @@
  * a perpetual-check loop; when that changes, the node joins A and the subgraph
  * is built again.
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/grow.h"
+#include "shogi/keymap.h"
 #include "bookdb/prefetch.h"
 #include "minimax/bookmm_priv.h"
 #include "minimax/mmfile.h"
@@ -80,11 +82,15 @@ typedef struct {
 	BookmmState s;
 	uint8_t *mark; /* per global node */
 	size_t mark_cap;
-	uint32_t *local; /* global -> local node of the subgraph (as long as mark) */
-	U32s changed;    /* nodes of changed records */
-	U32s seeds;      /* nodes whose graph input changed, then those that joined A */
-	U32s a, b, b2;   /* the subgraph's parts, globals */
-	U32s sub;        /* all of it, in key order */
+	/* global -> local node of the subgraph: a set with values keyed by the
+	 * node (node_key), as large as the subgraph; an array as long as mark
+	 * was 4 bytes a node of the whole graph, nearly every page of it
+	 * written by a subgraph of a few hundred thousand nodes. */
+	KeyMap local;
+	U32s changed;  /* nodes of changed records */
+	U32s seeds;    /* nodes whose graph input changed, then those that joined A */
+	U32s a, b, b2; /* the subgraph's parts, globals */
+	U32s sub;      /* all of it, in key order */
 	U32s queue;
 	Totals tot;
 	MmGraph g;
@@ -147,7 +153,21 @@ static bool view_inner(const void *ctx, uint32_t node)
 	return mmfile_flags(ctx, node) & MMF_INNER;
 }
 
-/* Makes mark and local cover every node of the view. */
+/* Node x as a key of the set local: its hi is what the set hashes and keeps. */
+static inline Key node_key(uint32_t x)
+{
+	return (Key){.lo = x, .hi = (uint64_t)x + 1};
+}
+
+/* x's local node (x in the subgraph: its role set). */
+static inline uint32_t local_of(const Inc *c, uint32_t x)
+{
+	const uint32_t *l = keymap_value(&c->local, node_key(x));
+	assert(l);
+	return *l;
+}
+
+/* Makes mark cover every node of the view. */
 static int cover(Inc *c)
 {
 	size_t n = mmfile_count(&c->v);
@@ -157,10 +177,8 @@ static int cover(Inc *c)
 	 * run touches the few it analyses: the first from calloc, whose pages
 	 * stay unmapped until written, not zeroed here. */
 	uint8_t *m = c->mark ? realloc(c->mark, nc) : calloc(nc, 1);
-	uint32_t *l = realloc(c->local, nc * sizeof *l);
-	if (m) c->mark = m;
-	if (l) c->local = l;
-	if (!m || !l) return -1;
+	if (!m) return -1;
+	c->mark = m;
 	if (c->mark_cap) memset(c->mark + c->mark_cap, 0, nc - c->mark_cap);
 	c->mark_cap = nc;
 	return 0;
@@ -168,7 +186,7 @@ static int cover(Inc *c)
 
 static bool valued_now(const Inc *c, uint32_t x)
 {
-	if ((c->mark[x] & R_ROLE) == R_A) return c->nval[c->local[x]];
+	if ((c->mark[x] & R_ROLE) == R_A) return c->nval[local_of(c, x)];
 	return mmfile_flags(&c->v, x) & MMF_VALUED;
 }
 
@@ -668,7 +686,13 @@ static int collect(Inc *c, uint32_t root)
 		for (size_t q = 0; q < parts[p]->n; q++)
 			if (push(&c->sub, parts[p]->v[q]) < 0) return MMFILE_ENOMEM;
 	if (mmfile_key_order(&c->v, c->sub.v, c->sub.n) < 0) return MMFILE_ENOMEM;
-	for (size_t q = 0; q < c->sub.n; q++) c->local[c->sub.v[q]] = (uint32_t)q;
+	keymap_clear(&c->local);
+	if (keymap_reserve(&c->local, NULL, c->sub.n) < 0) return MMFILE_ENOMEM;
+	for (size_t q = 0; q < c->sub.n; q++) {
+		uint32_t *l;
+		if (keymap_add(&c->local, node_key(c->sub.v[q]), &l) < 0) return MMFILE_ENOMEM;
+		*l = (uint32_t)q;
+	}
 	return 0;
 }
 
@@ -676,8 +700,8 @@ static int mark_valued(uint32_t p, void *ctx)
 {
 	ParentWalk *w = ctx;
 	Inc *c = w->c;
-	if ((c->mark[p] & R_ROLE) != R_A || c->nval[c->local[p]]) return 0;
-	c->nval[c->local[p]] = 1;
+	if ((c->mark[p] & R_ROLE) != R_A || c->nval[local_of(c, p)]) return 0;
+	c->nval[local_of(c, p)] = 1;
 	if (push(&c->queue, p) < 0) return w->rc = -1;
 	return 0;
 }
@@ -696,7 +720,7 @@ static int value_a(Inc *c)
 			uint32_t ch = m[k].next;
 			if (ch == MM_NONE || ((c->mark[ch] & R_ROLE) != R_A &&
 			                      (mmfile_flags(&c->v, ch) & MMF_VALUED))) {
-				c->nval[c->local[x]] = 1;
+				c->nval[local_of(c, x)] = 1;
 				if (push(&c->queue, x) < 0) return MMFILE_ENOMEM;
 				break;
 			}
@@ -746,7 +770,7 @@ static int build_sub(Inc *c)
 			if (mv.next != MM_NONE) {
 				if (!(c->mark[mv.next] & R_ROLE) || !valued_now(c, mv.next))
 					continue;
-				mv.next = c->local[mv.next];
+				mv.next = local_of(c, mv.next);
 			}
 			if (mm_push_move(g, mv) < 0) return MMFILE_ENOMEM;
 		}
@@ -760,7 +784,7 @@ static int survivor_parent(uint32_t p, void *ctx)
 {
 	ParentWalk *b = ctx;
 	Inc *c = b->c;
-	bool surv = (c->mark[p] & R_ROLE) == R_A ? (c->g.flags[c->local[p]] & MM_F_SURVIVOR)
+	bool surv = (c->mark[p] & R_ROLE) == R_A ? (c->g.flags[local_of(c, p)] & MM_F_SURVIVOR)
 	                                         : (mmfile_flags(&c->v, p) & MMF_SURVIVOR);
 	if (surv) b->found = true;
 	return b->found;
@@ -806,7 +830,7 @@ static int store_states(Inc *c)
 		if (!(c->mark[c->a.v[q]] & (M_LISTED | M_NEW))) contrib(c, c->a.v[q], -1);
 	ParentWalk w = {c, 0, false};
 	for (size_t q = 0; q < c->a.n; q++) {
-		uint32_t x = c->a.v[q], l = c->local[x];
+		uint32_t x = c->a.v[q], l = local_of(c, x);
 		uint8_t old = mmfile_flags(&c->v, x);
 		uint8_t nf = bookmm_file_flags(c->g.flags[l], old);
 		MmVd ov = mmfile_vd(&c->v, x), nv = c->g.vd[l];
@@ -1033,7 +1057,7 @@ static void inc_free(Inc *c)
 	mm_graph_free(&c->g);
 	free(c->nval);
 	free(c->mark);
-	free(c->local);
+	keymap_free(&c->local);
 	free(c->changed.v);
 	free(c->seeds.v);
 	free(c->a.v);
@@ -1189,6 +1213,7 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
                    bool fold_ok, char *why)
 {
 	memset(c, 0, sizeof *c);
+	keymap_init_set(&c->local, true);
 	c->db = db;
 	c->opt = *opt;
 	BookTxn *snap = NULL;
