@@ -44,7 +44,12 @@
 
 #define F_VALUED 0x01 /* as in bookmm.c: the core's caller bit */
 
-/* Per global node, in Inc.mark. */
+/* The marks go in a set (an entry of about 24 bytes, with the set's room, a
+ * position the run marks: about ten a change) rather than a byte a node when
+ * the graph has more than this many nodes a change. */
+#define MARKS_HASH_RATIO 256
+
+/* Per global node, in Inc.mark or Inc.marks (mk). */
 enum {
 	R_A = 1,  /* analysed */
 	R_B = 2,  /* frozen, with moves */
@@ -80,8 +85,15 @@ typedef struct {
 	BookmmOptions opt; /* a copy: a plan outlives its caller's */
 	MmView v;
 	BookmmState s;
-	uint8_t *mark; /* per global node */
+	/* Per global node (the M_* and R_* bits, mk): a byte for every node of
+	 * the graph, or, when the graph is large beside the changes
+	 * (MARKS_HASH_RATIO), a set with values keyed by the node holding the
+	 * nodes this run marks (a batch of changes writes nearly every page of
+	 * the bytes: a gigabyte at 10^9 positions for the coordinator's runs). */
+	uint8_t *mark;
 	size_t mark_cap;
+	KeyMap marks;
+	bool marks_hash;
 	/* global -> local node of the subgraph: a set with values keyed by the
 	 * node (node_key), as large as the subgraph; an array as long as mark
 	 * was 4 bytes a node of the whole graph, nearly every page of it
@@ -167,11 +179,11 @@ static inline uint32_t local_of(const Inc *c, uint32_t x)
 	return *l;
 }
 
-/* Makes mark cover every node of the view. */
+/* Makes mark cover every node of the view (with the bytes). */
 static int cover(Inc *c)
 {
 	size_t n = mmfile_count(&c->v);
-	if (n <= c->mark_cap) return 0;
+	if (c->marks_hash || n <= c->mark_cap) return 0;
 	size_t nc = n + n / 4 + 64;
 	/* A byte a node of the whole graph (a gigabyte at 10⁹ nodes) of which a
 	 * run touches the few it analyses: the first from calloc, whose pages
@@ -184,9 +196,38 @@ static int cover(Inc *c)
 	return 0;
 }
 
+/* Node x's marks (0: none). */
+static inline uint8_t mk(const Inc *c, uint32_t x)
+{
+	if (!c->marks_hash) return c->mark[x];
+	const uint32_t *v = keymap_value(&c->marks, node_key(x));
+	return v ? (uint8_t)*v : 0;
+}
+
+/* Clears the bits clear in x's marks and sets set. 0, or -1 when memory
+ * runs out. */
+static int mk_change(Inc *c, uint32_t x, unsigned clear, unsigned set)
+{
+	if (!c->marks_hash) {
+		c->mark[x] = (uint8_t)((c->mark[x] & ~clear) | set);
+		return 0;
+	}
+	uint32_t *v;
+	if (keymap_add(&c->marks, node_key(x), &v) < 0) return -1;
+	if (*v == KEYMAP_NONE) *v = 0;
+	*v = (*v & ~clear) | set;
+	return 0;
+}
+
+/* Sets bits in x's marks. 0, or -1 when memory runs out. */
+static int mk_or(Inc *c, uint32_t x, unsigned bits)
+{
+	return mk_change(c, x, 0, bits);
+}
+
 static bool valued_now(const Inc *c, uint32_t x)
 {
-	if ((c->mark[x] & R_ROLE) == R_A) return c->nval[local_of(c, x)];
+	if ((mk(c, x) & R_ROLE) == R_A) return c->nval[local_of(c, x)];
 	return mmfile_flags(&c->v, x) & MMF_VALUED;
 }
 
@@ -217,28 +258,28 @@ static int refresh_apply(Inc *c, uint32_t x, const MmMove *moves, int n, uint8_t
 	uint32_t old;
 	const MmMove *om = mmfile_moves(&c->v, x, &old);
 	if (!om) return MMFILE_ESTALE;
-	bool added = c->mark[x] & M_NEW;
+	bool added = mk(c, x) & M_NEW;
 	if (!added && old == (uint32_t)n && !memcmp(om, moves, (size_t)n * sizeof *om)) return 0;
 	if (!added) contrib(c, x, -1);
 	/* A child this node no longer leads to may have owed it its place on a
 	 * perpetual-check loop (between two survivors): analysed again too. */
 	for (uint32_t k = 0; k < old; k++) {
 		uint32_t ch = om[k].next;
-		if (ch == MM_NONE || (c->mark[ch] & M_SEED) ||
+		if (ch == MM_NONE || (mk(c, ch) & M_SEED) ||
 		    (mmfile_flags(&c->v, ch) & (MMF_LOOP | MMF_SURVIVOR)) != MMF_LOOP)
 			continue;
 		bool kept = false;
 		for (int q = 0; q < n && !kept; q++) kept = moves[q].next == ch;
 		if (kept) continue;
-		c->mark[ch] |= M_SEED;
-		if (push(&c->seeds, ch) < 0) return MMFILE_ENOMEM;
+		if (mk_or(c, ch, M_SEED) < 0 || push(&c->seeds, ch) < 0) return MMFILE_ENOMEM;
 	}
 	int rc = mmfile_set_moves(&c->v, x, moves, (uint32_t)n);
 	/* A new node learns what its position is here (in check, side to move). */
 	if (rc == 0 && added) rc = mmfile_set_state(&c->v, x, structure, (MmVd){0, 0});
 	if (rc) return rc;
-	c->mark[x] |= M_SEED | M_REWRITE | M_LISTED;
-	return push(&c->seeds, x) < 0 ? MMFILE_ENOMEM : 0;
+	return mk_or(c, x, M_SEED | M_REWRITE | M_LISTED) < 0 || push(&c->seeds, x) < 0
+	           ? MMFILE_ENOMEM
+	           : 0;
 }
 
 /* ---- bringing the kept graph up to date ----------------------------------------- */
@@ -431,9 +472,8 @@ static int reparent(Inc *c, BookTxn *snap, Keys *pk, U32s *par)
 	for (size_t i = 0; i < pk->n; i++) {
 		if (i && key_equal(pk->v[i], pk->v[i - 1])) continue;
 		uint32_t p = found[i];
-		if (p == MM_NONE || (c->mark[p] & (M_RECORD | M_REPARENT))) continue;
-		c->mark[p] |= M_REPARENT;
-		if (push(par, p) < 0) {
+		if (p == MM_NONE || (mk(c, p) & (M_RECORD | M_REPARENT))) continue;
+		if (mk_or(c, p, M_REPARENT) < 0 || push(par, p) < 0) {
 			free(found);
 			return BOOKDB_ENOMEM;
 		}
@@ -487,15 +527,14 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 		uint32_t x = mmfile_find(&c->v, k);
 		if (x == MM_NONE) {
 			/* That its record is there is seen when it is read. */
-			if ((rc = mmfile_add_node(&c->v, k, 0, &x)) < 0 || cover(c) < 0) {
+			if ((rc = mmfile_add_node(&c->v, k, 0, &x)) < 0 || cover(c) < 0 ||
+			    mk_or(c, x, M_NEW) < 0) {
 				rc = BOOKDB_ENOMEM;
 				break;
 			}
-			c->mark[x] |= M_NEW;
 		}
-		if (c->mark[x] & M_RECORD) continue;
-		c->mark[x] |= M_RECORD | M_REWRITE;
-		if (push(&c->changed, x) < 0) {
+		if (mk(c, x) & M_RECORD) continue;
+		if (mk_or(c, x, M_RECORD | M_REWRITE) < 0 || push(&c->changed, x) < 0) {
 			rc = BOOKDB_ENOMEM;
 			break;
 		}
@@ -564,7 +603,7 @@ static int absorb_changes(Inc *c, BookTxn *snap, char *why)
 				w->x = x;
 				w->raw = cr[q + j].raw;
 				w->len = cr[q + j].len;
-				w->parents = (c->mark[x] & M_NEW) || cr[q + j].reinner;
+				w->parents = (mk(c, x) & M_NEW) || cr[q + j].reinner;
 			}
 			rc = work_records(c, m, &pk);
 		}
@@ -599,15 +638,16 @@ static int add_to_a(uint32_t p, void *ctx)
 {
 	ParentWalk *w = ctx;
 	Inc *c = w->c;
-	if ((c->mark[p] & R_ROLE) == R_A) return 0;
-	c->mark[p] = (uint8_t)((c->mark[p] & ~R_ROLE) | R_A);
-	if (push(&c->a, p) < 0 || push(&c->queue, p) < 0) return w->rc = -1;
+	if ((mk(c, p) & R_ROLE) == R_A) return 0;
+	if (mk_change(c, p, R_ROLE, R_A) < 0 || push(&c->a, p) < 0 || push(&c->queue, p) < 0)
+		return w->rc = -1;
 	return 0;
 }
 
 static void clear_roles(Inc *c)
 {
-	for (size_t q = 0; q < c->sub.n; q++) c->mark[c->sub.v[q]] &= (uint8_t)~R_ROLE;
+	for (size_t q = 0; q < c->sub.n; q++)
+		(void)mk_change(c, c->sub.v[q], R_ROLE, 0); /* marked: nothing to add */
 	c->a.n = c->b.n = c->b2.n = c->sub.n = c->queue.n = 0;
 	mm_graph_free(&c->g);
 	free(c->nval);
@@ -634,11 +674,11 @@ static int children_into(Inc *c, int of)
 		if (!m) return MMFILE_ESTALE;
 		for (uint32_t k = 0; k < len; k++) {
 			uint32_t ch = m[k].next;
-			if (ch == MM_NONE || (c->mark[ch] & R_ROLE)) continue;
+			if (ch == MM_NONE || (mk(c, ch) & R_ROLE)) continue;
 			bool b = of == OF_A_INCHECK ||
 			         (of == OF_A_OTHERS && (mmfile_flags(&c->v, ch) & MMF_LOOP));
-			c->mark[ch] |= (uint8_t)(b ? R_B : R_B2);
-			if (push(b ? &c->b : &c->b2, ch) < 0) return MMFILE_ENOMEM;
+			if (mk_or(c, ch, b ? R_B : R_B2) < 0 || push(b ? &c->b : &c->b2, ch) < 0)
+				return MMFILE_ENOMEM;
 		}
 	}
 	return 0;
@@ -673,10 +713,9 @@ static int collect(Inc *c, uint32_t root)
 	             MMFILE_TOUCH_STATE | MMFILE_TOUCH_MOVES | MMFILE_TOUCH_CHILD_STATE);
 	int rc = children_into(c, OF_A_INCHECK);
 	if (rc == 0) rc = children_into(c, OF_A_OTHERS);
-	if (rc == 0 && root != MM_NONE && !(c->mark[root] & R_ROLE)) {
-		c->mark[root] |= R_B;
-		if (push(&c->b, root) < 0) rc = MMFILE_ENOMEM;
-	}
+	if (rc == 0 && root != MM_NONE && !(mk(c, root) & R_ROLE) &&
+	    (mk_or(c, root, R_B) < 0 || push(&c->b, root) < 0))
+		rc = MMFILE_ENOMEM;
 	if (rc == 0) rc = children_into(c, OF_B);
 	if (rc) return rc;
 	/* build_sub reads B2's flags and values. */
@@ -700,7 +739,7 @@ static int mark_valued(uint32_t p, void *ctx)
 {
 	ParentWalk *w = ctx;
 	Inc *c = w->c;
-	if ((c->mark[p] & R_ROLE) != R_A || c->nval[local_of(c, p)]) return 0;
+	if ((mk(c, p) & R_ROLE) != R_A || c->nval[local_of(c, p)]) return 0;
 	c->nval[local_of(c, p)] = 1;
 	if (push(&c->queue, p) < 0) return w->rc = -1;
 	return 0;
@@ -718,7 +757,7 @@ static int value_a(Inc *c)
 		if (!m) return MMFILE_ESTALE;
 		for (uint32_t k = 0; k < len; k++) {
 			uint32_t ch = m[k].next;
-			if (ch == MM_NONE || ((c->mark[ch] & R_ROLE) != R_A &&
+			if (ch == MM_NONE || ((mk(c, ch) & R_ROLE) != R_A &&
 			                      (mmfile_flags(&c->v, ch) & MMF_VALUED))) {
 				c->nval[local_of(c, x)] = 1;
 				if (push(&c->queue, x) < 0) return MMFILE_ENOMEM;
@@ -748,7 +787,7 @@ static int build_sub(Inc *c)
 	if (!g->flags || !g->vd || !g->mstart) return MMFILE_ENOMEM;
 	for (size_t l = 0; l < n; l++) {
 		uint32_t x = c->sub.v[l], len;
-		int role = c->mark[x] & R_ROLE;
+		int role = mk(c, x) & R_ROLE;
 		uint8_t f = mmfile_flags(&c->v, x);
 		g->mstart[l] = (uint32_t)g->nmoves;
 		bool valued = role == R_A ? c->nval[l] : (f & MMF_VALUED);
@@ -768,8 +807,7 @@ static int build_sub(Inc *c)
 		for (uint32_t k = 0; k < len; k++) {
 			MmMove mv = m[k];
 			if (mv.next != MM_NONE) {
-				if (!(c->mark[mv.next] & R_ROLE) || !valued_now(c, mv.next))
-					continue;
+				if (!(mk(c, mv.next) & R_ROLE) || !valued_now(c, mv.next)) continue;
 				mv.next = local_of(c, mv.next);
 			}
 			if (mm_push_move(g, mv) < 0) return MMFILE_ENOMEM;
@@ -784,8 +822,8 @@ static int survivor_parent(uint32_t p, void *ctx)
 {
 	ParentWalk *b = ctx;
 	Inc *c = b->c;
-	bool surv = (c->mark[p] & R_ROLE) == R_A ? (c->g.flags[local_of(c, p)] & MM_F_SURVIVOR)
-	                                         : (mmfile_flags(&c->v, p) & MMF_SURVIVOR);
+	bool surv = (mk(c, p) & R_ROLE) == R_A ? (c->g.flags[local_of(c, p)] & MM_F_SURVIVOR)
+	                                       : (mmfile_flags(&c->v, p) & MMF_SURVIVOR);
 	if (surv) b->found = true;
 	return b->found;
 }
@@ -798,7 +836,7 @@ static int stale_nodes(Inc *c, size_t *nstale)
 		uint32_t x = c->sub.v[l];
 		bool stale = c->g.flags[l] & MM_F_STALE;
 		uint8_t f = mmfile_flags(&c->v, x);
-		if (!stale && (c->mark[x] & R_ROLE) == R_B && (f & MMF_VALUED) && (f & MMF_LOOP) &&
+		if (!stale && (mk(c, x) & R_ROLE) == R_B && (f & MMF_VALUED) && (f & MMF_LOOP) &&
 		    !(f & MMF_SURVIVOR)) {
 			ParentWalk b = {c, 0, false};
 			if (mmfile_each_parent(&c->v, x, survivor_parent, &b) == MMFILE_ESTALE)
@@ -806,8 +844,7 @@ static int stale_nodes(Inc *c, size_t *nstale)
 			stale = !b.found;
 		}
 		if (!stale) continue;
-		c->mark[x] |= M_SEED;
-		if (push(&c->seeds, x) < 0) return MMFILE_ENOMEM;
+		if (mk_or(c, x, M_SEED) < 0 || push(&c->seeds, x) < 0) return MMFILE_ENOMEM;
 		(*nstale)++;
 	}
 	return 0;
@@ -818,8 +855,7 @@ static int stale_nodes(Inc *c, size_t *nstale)
 static int mark_rewrite(uint32_t p, void *ctx)
 {
 	ParentWalk *w = ctx;
-	w->c->mark[p] |= M_REWRITE;
-	return 0;
+	return mk_or(w->c, p, M_REWRITE) < 0 ? (w->rc = -1) : 0;
 }
 
 /* Stores A's new flags and values in the view (journalled) and the totals. */
@@ -827,7 +863,7 @@ static int store_states(Inc *c)
 {
 	/* Nodes whose moves were replaced had their old part taken off then. */
 	for (size_t q = 0; q < c->a.n; q++)
-		if (!(c->mark[c->a.v[q]] & (M_LISTED | M_NEW))) contrib(c, c->a.v[q], -1);
+		if (!(mk(c, c->a.v[q]) & (M_LISTED | M_NEW))) contrib(c, c->a.v[q], -1);
 	ParentWalk w = {c, 0, false};
 	for (size_t q = 0; q < c->a.n; q++) {
 		uint32_t x = c->a.v[q], l = local_of(c, x);
@@ -835,7 +871,7 @@ static int store_states(Inc *c)
 		uint8_t nf = bookmm_file_flags(c->g.flags[l], old);
 		MmVd ov = mmfile_vd(&c->v, x), nv = c->g.vd[l];
 		if (nf == old && ov.value == nv.value && ov.depth == nv.depth) continue;
-		if ((nf ^ old) & MMF_VALUED) c->mark[x] |= M_REWRITE;
+		if (((nf ^ old) & MMF_VALUED) && mk_or(c, x, M_REWRITE) < 0) return MMFILE_ENOMEM;
 		int rc = mmfile_set_state(&c->v, x, nf, nv);
 		if (rc) return rc;
 		/* The parents show this node's value in their records. */
@@ -886,12 +922,13 @@ static int rewrite_list(Inc *c, U32s *rw)
 {
 	for (size_t q = 0; q < c->sub.n; q++) {
 		uint32_t x = c->sub.v[q];
-		bool all = c->resumed && (c->mark[x] & R_ROLE) == R_A;
-		if ((all || (c->mark[x] & M_REWRITE)) && push(rw, x) < 0) return BOOKDB_ENOMEM;
+		uint8_t m = mk(c, x);
+		bool all = c->resumed && (m & R_ROLE) == R_A;
+		if ((all || (m & M_REWRITE)) && push(rw, x) < 0) return BOOKDB_ENOMEM;
 	}
 	for (size_t q = 0; q < c->changed.n; q++) {
 		uint32_t x = c->changed.v[q];
-		if (!(c->mark[x] & R_ROLE) && push(rw, x) < 0) return BOOKDB_ENOMEM;
+		if (!(mk(c, x) & R_ROLE) && push(rw, x) < 0) return BOOKDB_ENOMEM;
 	}
 	return mmfile_key_order(&c->v, rw->v, rw->n) < 0 ? BOOKDB_ENOMEM : 0;
 }
@@ -1057,6 +1094,7 @@ static void inc_free(Inc *c)
 	mm_graph_free(&c->g);
 	free(c->nval);
 	free(c->mark);
+	keymap_free(&c->marks);
 	keymap_free(&c->local);
 	free(c->changed.v);
 	free(c->seeds.v);
@@ -1214,6 +1252,7 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 {
 	memset(c, 0, sizeof *c);
 	keymap_init_set(&c->local, true);
+	keymap_init_set(&c->marks, true);
 	c->db = db;
 	c->opt = *opt;
 	BookTxn *snap = NULL;
@@ -1285,6 +1324,11 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 	}
 	c->rec = malloc(sizeof *c->rec);
 	c->pos = malloc(sizeof *c->pos);
+	/* The marks as bytes, or in a set when the graph is large beside the
+	 * changes (a batch of the coordinator's on a big book). */
+	c->marks_hash = opt->marks == BOOKMM_MARKS_AUTO
+	                    ? mmfile_count(&c->v) / MARKS_HASH_RATIO > ci.seq - c->s.seq
+	                    : opt->marks == BOOKMM_MARKS_SET;
 	if (!c->rec || !c->pos || cover(c) < 0) {
 		rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 		goto out;

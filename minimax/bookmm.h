@@ -128,7 +128,14 @@ typedef struct {
 	 * (0: bigmem_budget(); no such bound when both are 0). */
 	uint64_t fold_at;
 	uint64_t memory;
+	/* Where an incremental run keeps its marks on the graph's nodes: 0, a
+	 * byte a node, or a set of the nodes it marks when the graph is large
+	 * beside the changes (docs/minimax.md); BOOKMM_MARKS_BYTES or
+	 * BOOKMM_MARKS_SET, that one (tests take each). */
+	int marks;
 } BookmmOptions;
+
+enum { BOOKMM_MARKS_AUTO, BOOKMM_MARKS_BYTES, BOOKMM_MARKS_SET };
 
 /* An empty keep (NULL when out of memory); freed, with what it holds, by
  * bookmm_keep_free (NULL is fine). */

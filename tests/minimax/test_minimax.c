@@ -911,7 +911,8 @@ static void test_minimax__a_position_that_leaves_a_check_loop_from_above_is_anal
 
 /* keep: the incremental runs take the graph from a keep (BookmmOptions.keep),
  * as the coordinator's do; fold_at (0: the default): the journal length past
- * which they fold it into a new graph file first. */
+ * which they fold it into a new graph file first. The runs keep their marks
+ * as bytes and in a set by turns (BookmmOptions.marks). */
 static void random_batches(const char *name, BookmmLeaves leaves, bool keep, uint64_t fold_at)
 {
 	uint64_t rng = ts_seed(name);
@@ -933,6 +934,8 @@ static void random_batches(const char *name, BookmmLeaves leaves, bool keep, uin
 		for (int k = 0; k < n / 4 + 1; k++) check_walk(a, b, &rng);
 		/* Moves marked avoided are unavailable to both runs alike. */
 		if (batch > 0 && batch % 3 == 0) avoided += random_avoid(a, b, &rng);
+		/* The marks as bytes and in a set, by turns. */
+		inc.marks = batch % 2 ? BOOKMM_MARKS_SET : BOOKMM_MARKS_BYTES;
 		run_ok(&sa, a, &inc);
 		run_ok(&sb, b, &full);
 		/* The first run has no earlier one to start from; the second
