@@ -664,10 +664,16 @@ static void test_worker__crashing_positions_are_reported_failed(void **state)
 	json_t *ev = events(f);
 	int mv[NPOS_MAX], fl[NPOS_MAX];
 	count_results(f, ev, mv, fl);
+	/* Delivery is at least once (see sigterm_submits_what_is_finished): a
+	 * result may come twice under load (one CI run saw it), never none and
+	 * never of the wrong kind. */
 	for (int j = 0; j < f->npos; j++) {
 		bool bad = j == 2 || j == 5 || j == 8;
-		if (mv[j] != !bad || fl[j] != bad)
-			fail_msg("position %d: %d with moves, %d failed", j, mv[j], fl[j]);
+		if (bad ? (mv[j] != 0 || fl[j] < 1) : (mv[j] < 1 || fl[j] != 0)) {
+			char *e = ts_read_file(f->errf, NULL);
+			fail_msg("position %d: %d with moves, %d failed; the worker said: %s", j,
+			         mv[j], fl[j], e ? e : "");
+		}
 	}
 	check_legal(f, ev);
 	json_decref(ev);
