@@ -1419,6 +1419,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->provisional = c->provisional;
 	out->select_answered = c->sr_answered;
 	out->provisional_over = c->prov_over;
+	out->provisional_ready = co_pwalk_ready(c->pwalk);
 	out->select_short = c->sr_busy;
 	out->store_ms = c->store_ms;
 	out->commit_ms = c->commit_ms;

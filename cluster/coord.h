@@ -285,6 +285,9 @@ typedef struct {
 	 * or the selection has kept up with the acquires since). */
 	uint64_t provisional;
 	bool select_answered, provisional_over;
+	/* Provisional leaves walked and waiting to be taken (-1 before the
+	 * walk began, 0 after it ended). */
+	int provisional_ready;
 	double minimax_apply_ms; /* the service writing minimax's records (in minimax_ms too) */
 	/* The start: the selector restored from the snapshot; else why not ("" when
 	 * there was none; owned by the Coord, valid while it lives). */

@@ -334,6 +334,7 @@ typedef struct CoPwalk CoPwalk;
 int co_pwalk_start(CoPwalk **out, BookDB *db, const Plan *plan);
 int co_pwalk_take(CoPwalk *p, PwLeaf *out, int max, double wait_ms);
 void co_pwalk_quit(CoPwalk *p);
+int co_pwalk_ready(CoPwalk *p); /* leaves in the ring; -1 for NULL */
 void co_pwalk_stop(CoPwalk *p);
 
 /* coord_spot.c: spot checks (docs in the file). co_spot_on: checks are on.

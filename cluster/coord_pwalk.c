@@ -152,6 +152,15 @@ int co_pwalk_take(CoPwalk *p, PwLeaf *out, int max, double wait_ms)
 	return rc;
 }
 
+int co_pwalk_ready(CoPwalk *p)
+{
+	if (!p) return -1;
+	pthread_mutex_lock(&p->mu);
+	int n = p->quit ? 0 : p->n;
+	pthread_mutex_unlock(&p->mu);
+	return n;
+}
+
 void co_pwalk_quit(CoPwalk *p)
 {
 	if (!p) return;

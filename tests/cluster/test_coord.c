@@ -1331,6 +1331,7 @@ static CoordStatus prov_status(Coord *c)
 	CoordStatus out = {.provisional = st.provisional,
 	                   .select_answered = st.select_answered,
 	                   .provisional_over = st.provisional_over,
+	                   .provisional_ready = st.provisional_ready,
 	                   .selected = st.selected};
 	coord_status_free(&st);
 	return out;
@@ -1374,6 +1375,16 @@ static void test_coord__provisional_leaves_until_the_selection_keeps_up(void **s
 			catching += n;
 		}
 		assert_false(st.provisional_over);
+		/* Until the first provisional leaves are handed out, before the
+		 * first search is done and after, the search waits for the walk
+		 * begun by the first short acquire (on its own thread: under load
+		 * it may be slower than the whole search). */
+		for (int w = 0; w < 60000 && st.provisional_ready == 0 &&
+		                st.provisional == (st.select_answered ? prov_at_answer : 0);
+		     w++) {
+			usleep(1000);
+			st = prov_status(t.c);
+		}
 		/* The search goes on between requests: a slice (each runs some
 		 * visits, however short: it ends in a few hundred rounds). */
 		assert_int_equal(coord_select_idle(t.c, 0.05, err), 0);
