@@ -432,7 +432,7 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	if (c->opt.select_slice_ms == 0) c->opt.select_slice_ms = COORD_SLICE_MS;
 	if ((rc = co_select_start(c)) < 0) goto fail;
 	c->open_ms = clock_ms_f();
-	c->full_since_ms = -1;
+	c->full_since_ms = c->short_since_ms = -1;
 	c->lines_due = true;
 	*out = c;
 	return 0;
@@ -699,13 +699,34 @@ static int take_provisional(Coord *c, Lease *l, int max, char *err)
 }
 
 /* After the first search: whether the selection keeps up, l's acquire
- * answered in full (full) or not. Provisional leaves are over for good
- * once it has answered every acquire in full for opt.provisional_after_ms,
- * or at once when the first search needed none. */
-static void keep_up(Coord *c, bool full, int64_t now_ms)
+ * answered in full (full), short for want of time (behind), or neither
+ * (short of work). Provisional leaves are over once it has answered every
+ * acquire in full for opt.provisional_after_ms, or at once when the first
+ * search needed none; they are back when every acquire has been short for
+ * want of time for as long (a restart whose book is not yet in memory, a
+ * search that meets a part of the book nobody read lately). */
+static void keep_up(Coord *c, bool full, bool behind, int64_t now_ms)
 {
-	if (c->prov_over || !c->sr_answered) return;
-	if (c->provisional == 0) {
+	if (!c->sr_answered) return;
+	if (c->prov_over) {
+		if (c->opt.provisional_after_ms <= 0 || c->opt.again) return;
+		if (!behind) {
+			c->short_since_ms = -1;
+		} else if (c->short_since_ms < 0) {
+			c->short_since_ms = now_ms;
+		} else if ((double)(now_ms - c->short_since_ms) >= c->opt.provisional_after_ms) {
+			c->prov_over = false;
+			c->prov_back++;
+			c->full_since_ms = c->short_since_ms = -1;
+			/* A walk that ended (every line walked) is begun anew. */
+			if (co_pwalk_pause(c->pwalk, false) < 0) {
+				co_pwalk_stop(c->pwalk);
+				c->pwalk = NULL;
+			}
+		}
+		return;
+	}
+	if (c->provisional == 0 && c->prov_back == 0) {
 		c->prov_over = true;
 	} else if (!full) {
 		c->full_since_ms = -1;
@@ -714,7 +735,7 @@ static void keep_up(Coord *c, bool full, int64_t now_ms)
 	} else if ((double)(now_ms - c->full_since_ms) >= c->opt.provisional_after_ms) {
 		c->prov_over = true;
 	}
-	if (c->prov_over) co_pwalk_quit(c->pwalk); /* joined at the close */
+	if (c->prov_over) co_pwalk_pause(c->pwalk, true);
 }
 
 /* New leaves from the selector into l (up to max), for a slice of time (the
@@ -724,7 +745,7 @@ static int take_selected(Coord *c, Lease *l, int max, int64_t now_ms, char *err)
 {
 	c->select_busy = false;
 	int rc = take_found(c, l, max, err);
-	if (rc >= 0 && l->n >= max) keep_up(c, true, now_ms);
+	if (rc >= 0 && l->n >= max) keep_up(c, true, false, now_ms);
 	if (rc < 0 || l->n >= max) return rc;
 	double ms = c->opt.select_slice_ms;
 	if (ms >= 0 && c->round_until > 0) {
@@ -744,7 +765,7 @@ static int take_selected(Coord *c, Lease *l, int max, int64_t now_ms, char *err)
 	 * requests for what was missing. */
 	bool short_of_time = l->n < max && (c->select_busy || c->sr_rc == 1);
 	c->sr_demand = short_of_time ? max - l->n : 0;
-	keep_up(c, l->n == max, now_ms);
+	keep_up(c, l->n == max, short_of_time, now_ms);
 	if (short_of_time && (rc = take_provisional(c, l, max, err)) < 0) return rc;
 	return 0;
 }
@@ -1419,6 +1440,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->provisional = c->provisional;
 	out->select_answered = c->sr_answered;
 	out->provisional_over = c->prov_over;
+	out->provisional_back = c->prov_back;
 	out->provisional_ready = co_pwalk_ready(c->pwalk);
 	out->select_short = c->sr_busy;
 	out->store_ms = c->store_ms;

@@ -285,6 +285,9 @@ typedef struct {
 	 * or the selection has kept up with the acquires since). */
 	uint64_t provisional;
 	bool select_answered, provisional_over;
+	/* The times they were back, the selection behind the acquires for
+	 * opt.provisional_after_ms after they were over. */
+	uint64_t provisional_back;
 	/* Provisional leaves walked and waiting to be taken (-1 before the
 	 * walk began, 0 after it ended). */
 	int provisional_ready;

@@ -179,15 +179,17 @@ struct Coord {
 	 * once a selection call returned with a leaf or none (written by the
 	 * selection thread, read by the service while it waits or is
 	 * suspended); open_ms when the coordinator opened; the positions
-	 * leased so; prov_over once they are over for the run (none were
-	 * needed, or the selection has kept up since: every acquire answered
+	 * leased so; prov_over while they are over (none were needed at the
+	 * start, or the selection has kept up since: every acquire answered
 	 * in full from full_since_ms, -1 when the last one was not, for
-	 * provisional_after_ms); the next root to walk, and the walk's
-	 * arrays. */
+	 * provisional_after_ms), until the selection falls behind again
+	 * (every acquire short for want of time from short_since_ms, -1 when
+	 * the last one was not, for provisional_after_ms: prov_back
+	 * counts those times); the walk and its arrays. */
 	bool sr_answered, prov_over;
 	double open_ms;
-	int64_t full_since_ms;
-	uint64_t provisional;
+	int64_t full_since_ms, short_since_ms;
+	uint64_t provisional, prov_back;
 	struct CoPwalk *pwalk;  /* the walk, on its thread (coord_pwalk.c) */
 	struct PwLeaf *pw_leaf; /* COORD_MAX_BATCH, taken from it */
 	double round_until;     /* coord_round_begin: the round's selection ends then (0: none) */
@@ -334,6 +336,10 @@ typedef struct CoPwalk CoPwalk;
 int co_pwalk_start(CoPwalk **out, BookDB *db, const Plan *plan);
 int co_pwalk_take(CoPwalk *p, PwLeaf *out, int max, double wait_ms);
 void co_pwalk_quit(CoPwalk *p);
+/* Pauses the walk (it walks no more until resumed) or resumes it, dropping
+ * the leaves it kept; -1 when the walk has ended (every line walked, or an
+ * error): a new one must be started. */
+int co_pwalk_pause(CoPwalk *p, bool paused);
 int co_pwalk_ready(CoPwalk *p); /* leaves in the ring; -1 for NULL */
 void co_pwalk_stop(CoPwalk *p);
 

@@ -38,11 +38,12 @@ struct CoPwalk {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t room, ready;
-	/* Under mu: the ring (n leaves from head), quit, done (every line
-	 * walked), err (the walk's error, SEL_*). */
+	/* Under mu: the ring (n leaves from head), quit, paused (no walking
+	 * until resumed), done (every line walked), err (the walk's error,
+	 * SEL_*). */
 	PwLeaf ring[PW_RING];
 	int head, n, err;
-	bool quit, done, started;
+	bool quit, paused, done, started;
 };
 
 static void pw_ahead(void *ctx, const Key *keys, size_t n)
@@ -84,7 +85,7 @@ static void *pw_main(void *arg)
 	if (bookdb_prefetch_open(&p->pf, p->db, PW_AHEAD) < 0) p->pf = NULL; /* a hint only */
 	pthread_mutex_lock(&p->mu);
 	while (!p->quit && !p->done && !p->err) {
-		if (p->n > PW_RING - PW_BATCH) {
+		if (p->paused || p->n > PW_RING - PW_BATCH) {
 			pthread_cond_wait(&p->room, &p->mu);
 			continue;
 		}
@@ -159,6 +160,20 @@ int co_pwalk_ready(CoPwalk *p)
 	int n = p->quit ? 0 : p->n;
 	pthread_mutex_unlock(&p->mu);
 	return n;
+}
+
+int co_pwalk_pause(CoPwalk *p, bool paused)
+{
+	if (!p) return 0;
+	pthread_mutex_lock(&p->mu);
+	p->paused = paused;
+	/* Resumed: what the ring kept was walked before the pause, on values
+	 * the results since may have changed. */
+	if (!paused) p->head = p->n = 0;
+	bool over = p->done || p->err || p->quit;
+	pthread_cond_broadcast(&p->room);
+	pthread_mutex_unlock(&p->mu);
+	return over ? -1 : 0;
 }
 
 void co_pwalk_quit(CoPwalk *p)

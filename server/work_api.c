@@ -393,12 +393,13 @@ static char *status_body(const CoordStatus *st)
 	}
 	json_t *sel = json_pack(
 	    "{s:b, s:s, s:I, s:I, s:f, s:I, s:b, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-	    "s:I, s:I, s:I, s:I}",
+	    "s:I, s:I, s:I, s:I, s:I}",
 	    "restored", st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
 	    "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
 	    (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
 	    "selected", (json_int_t)st->selected, "answered", st->select_answered, "provisional",
-	    (json_int_t)st->provisional, "provisional_over", st->provisional_over, "nodes",
+	    (json_int_t)st->provisional, "provisional_over", st->provisional_over,
+	    "provisional_back", (json_int_t)st->provisional_back, "nodes",
 	    (json_int_t)st->select_nodes, "bytes", (json_int_t)st->select_bytes, "fixed",
 	    (json_int_t)st->select_fixed, "budget", (json_int_t)st->select_budget, "trims",
 	    (json_int_t)st->select_trims, "trimmed", (json_int_t)st->select_trimmed, "expansions",
@@ -707,11 +708,12 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 		status_clause(&l, "beside the service %.0f ms and %llu leaves", st.select_ahead_ms,
 		              (unsigned long long)st.select_ahead_leaves);
 		if (st.provisional)
-			status_clause(&l, "provisional leaves %llu%s",
+			status_clause(&l, "provisional leaves %llu%s%s",
 			              (unsigned long long)st.provisional,
 			              !st.select_answered    ? " (the first search under way)"
 			              : !st.provisional_over ? " (until the selection keeps up)"
-			                                     : "");
+			                                     : "",
+			              st.provisional_back ? ", back when it fell behind" : "");
 		char sb[24], sg[24], sf[24], sr[24];
 		status_clause(&l, "selector %llu nodes, %s of %s (filter and map %s, records %s)",
 		              (unsigned long long)st.select_nodes,

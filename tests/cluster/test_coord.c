@@ -1332,6 +1332,7 @@ static CoordStatus prov_status(Coord *c)
 	                   .select_answered = st.select_answered,
 	                   .provisional_over = st.provisional_over,
 	                   .provisional_ready = st.provisional_ready,
+	                   .provisional_back = st.provisional_back,
 	                   .selected = st.selected};
 	coord_status_free(&st);
 	return out;
@@ -1403,23 +1404,44 @@ static void test_coord__provisional_leaves_until_the_selection_keeps_up(void **s
 	assert_true(st.provisional_over);
 	uint64_t prov_over = st.provisional;
 	/* Over: acquires of 8 again, mostly short, the selection's own leaves
-	 * only. */
+	 * only, while the clock stands still (never behind for as long as
+	 * --provisional-after). */
 	int over = 0;
 	for (int k = 0; k < 4000 && over < 40; k++, rounds++) {
-		over += prov_round(&t, 8, ++now);
+		over += prov_round(&t, 8, now);
 		assert_int_equal(coord_select_idle(t.c, 0.05, err), 0);
 	}
 	after += over;
 	st = prov_status(t.c);
+	assert_int_equal(st.provisional, prov_over);
+	assert_int_equal(st.provisional_back, 0);
+	/* Behind for longer: acquires short for want of time as the clock goes
+	 * on, and the provisional leaves are back (the walk resumed). */
+	int back = 0;
+	for (int k = 0; k < 4000 && !(st.provisional_back == 1 && st.provisional > prov_over);
+	     k++, rounds++) {
+		back += prov_round(&t, 8, ++now);
+		st = prov_status(t.c);
+		for (int w = 0; w < 60000 && st.provisional_back == 1 && st.provisional_ready == 0;
+		     w++) {
+			usleep(1000);
+			st = prov_status(t.c);
+		}
+	}
+	assert_int_equal(st.provisional_back, 1);
+	assert_false(st.provisional_over);
+	assert_true(st.provisional > prov_over);
+	after += back;
 	print_message("provisional: seed %llu, %d positions before the first search was done "
 	              "(%llu provisional), %d after it until the selection kept up (%llu "
-	              "provisional), %d after, %d rounds\n",
+	              "provisional), %d after (%llu provisional once it fell behind), %d "
+	              "rounds\n",
 	              seed, before, (unsigned long long)prov_at_answer, catching,
-	              (unsigned long long)(prov_over - prov_at_answer), after, rounds);
+	              (unsigned long long)(prov_over - prov_at_answer), after,
+	              (unsigned long long)(st.provisional - prov_over), rounds);
 	assert_true(st.select_answered);
 	assert_true(prov_at_answer > 0);
 	assert_true(prov_catching > prov_at_answer);
-	assert_int_equal(st.provisional, prov_over);
 	assert_true(over >= 40);
 	for (int i = 0; i < t.nseen; i++) assert_true(thought(t.db, t.seen[i]));
 	free(t.seen);
