@@ -432,7 +432,7 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	if (c->opt.select_slice_ms == 0) c->opt.select_slice_ms = COORD_SLICE_MS;
 	if ((rc = co_select_start(c)) < 0) goto fail;
 	c->open_ms = clock_ms_f();
-	c->full_since_ms = c->short_since_ms = -1;
+	c->full_since_ms = c->behind_from_ms = -1;
 	c->lines_due = true;
 	*out = c;
 	return 0;
@@ -698,26 +698,33 @@ static int take_provisional(Coord *c, Lease *l, int max, char *err)
 	return 0;
 }
 
-/* After the first search: whether the selection keeps up, l's acquire
- * answered in full (full), short for want of time (behind), or neither
- * (short of work). Provisional leaves are over once it has answered every
+/* After the first search: whether the selection keeps up, an acquire of
+ * asked positions that it answered with got, short for want of time
+ * (behind) or not. Provisional leaves are over once it has answered every
  * acquire in full for opt.provisional_after_ms, or at once when the first
- * search needed none; they are back when every acquire has been short for
- * want of time for as long (a restart whose book is not yet in memory, a
- * search that meets a part of the book nobody read lately). */
-static void keep_up(Coord *c, bool full, bool behind, int64_t now_ms)
+ * search needed none; they are back when, over a span as long, more than
+ * an eighth of the positions asked were missing for want of time (a
+ * restart whose book is not yet in memory, a search that meets a part of
+ * the book nobody read lately). */
+static void keep_up(Coord *c, int asked, int got, bool behind, int64_t now_ms)
 {
 	if (!c->sr_answered) return;
+	bool full = got >= asked;
 	if (c->prov_over) {
 		if (c->opt.provisional_after_ms <= 0 || c->opt.again) return;
-		if (!behind) {
-			c->short_since_ms = -1;
-		} else if (c->short_since_ms < 0) {
-			c->short_since_ms = now_ms;
-		} else if ((double)(now_ms - c->short_since_ms) >= c->opt.provisional_after_ms) {
+		if (c->behind_from_ms < 0) {
+			c->behind_from_ms = now_ms;
+			c->win_asked = c->win_short = 0;
+		}
+		c->win_asked += (uint64_t)asked;
+		if (behind && !full) c->win_short += (uint64_t)(asked - got);
+		if ((double)(now_ms - c->behind_from_ms) < c->opt.provisional_after_ms) return;
+		bool back = c->win_short * 8 > c->win_asked;
+		c->behind_from_ms = -1;
+		if (back) {
 			c->prov_over = false;
 			c->prov_back++;
-			c->full_since_ms = c->short_since_ms = -1;
+			c->full_since_ms = -1;
 			/* A walk that ended (every line walked) is begun anew. */
 			if (co_pwalk_pause(c->pwalk, false) < 0) {
 				co_pwalk_stop(c->pwalk);
@@ -745,7 +752,7 @@ static int take_selected(Coord *c, Lease *l, int max, int64_t now_ms, char *err)
 {
 	c->select_busy = false;
 	int rc = take_found(c, l, max, err);
-	if (rc >= 0 && l->n >= max) keep_up(c, true, false, now_ms);
+	if (rc >= 0 && l->n >= max) keep_up(c, max, l->n, false, now_ms);
 	if (rc < 0 || l->n >= max) return rc;
 	double ms = c->opt.select_slice_ms;
 	if (ms >= 0 && c->round_until > 0) {
@@ -765,7 +772,7 @@ static int take_selected(Coord *c, Lease *l, int max, int64_t now_ms, char *err)
 	 * requests for what was missing. */
 	bool short_of_time = l->n < max && (c->select_busy || c->sr_rc == 1);
 	c->sr_demand = short_of_time ? max - l->n : 0;
-	keep_up(c, l->n == max, short_of_time, now_ms);
+	keep_up(c, max, l->n, short_of_time, now_ms);
 	if (short_of_time && (rc = take_provisional(c, l, max, err)) < 0) return rc;
 	return 0;
 }

@@ -183,13 +183,14 @@ struct Coord {
 	 * start, or the selection has kept up since: every acquire answered
 	 * in full from full_since_ms, -1 when the last one was not, for
 	 * provisional_after_ms), until the selection falls behind again
-	 * (every acquire short for want of time from short_since_ms, -1 when
-	 * the last one was not, for provisional_after_ms: prov_back
+	 * (the positions asked since behind_from_ms, -1 when no span is
+	 * begun, win_asked, and those missing for want of time, win_short,
+	 * more than an eighth of them after provisional_after_ms: prov_back
 	 * counts those times); the walk and its arrays. */
 	bool sr_answered, prov_over;
 	double open_ms;
-	int64_t full_since_ms, short_since_ms;
-	uint64_t provisional, prov_back;
+	int64_t full_since_ms, behind_from_ms;
+	uint64_t provisional, prov_back, win_asked, win_short;
 	struct CoPwalk *pwalk;  /* the walk, on its thread (coord_pwalk.c) */
 	struct PwLeaf *pw_leaf; /* COORD_MAX_BATCH, taken from it */
 	double round_until;     /* coord_round_begin: the round's selection ends then (0: none) */
