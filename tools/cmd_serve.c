@@ -508,9 +508,9 @@ int cmd_serve(int argc, char **argv)
 	            CLI_TAG(&ahead_given, true)),
 	    CLI_REAL(
 	        "--provisional-after", &provisional_s, 0, 86400, "S",
-	        "while the selector's first search has gone on S seconds, or its acquires have "
-	        "been short for S seconds, acquires get the leaves the book's minimax values "
-	        "lead to (default 2; 0: wait for the search)"),
+	        "while the selector's first search has gone on S seconds, or more than an eighth "
+	        "of what acquires asked over S seconds was missing, acquires get the leaves the "
+	        "book's minimax values lead to (default 2; 0: wait for the search)"),
 	    CLI_REAL("--spot-rate", &co.spot_rate, 0, 1, "R",
 	             "the share of each token's results another token's worker thinks again "
 	             "(default 0.01; 0 with --spot-new-rate 0: no spot checks)"),
