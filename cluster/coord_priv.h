@@ -327,8 +327,7 @@ int co_select_take_in(Coord *c, char *err);
  * co_pwalk_start: 0 or SEL_ENOMEM. co_pwalk_take: up to max leaves ready,
  * waiting up to wait_ms for the first when none is (the walk just begun):
  * their count, 0 when none is ready or every line is walked, or the walk's
- * SEL_* error. co_pwalk_quit: the thread stops soon (not waited for);
- * co_pwalk_stop: stops it, waits, frees (NULL: nothing). */
+ * SEL_* error. co_pwalk_stop: stops it, waits, frees (NULL: nothing). */
 typedef struct PwLeaf {
 	Key key;
 	char sfen[SFEN_MAX];
@@ -336,7 +335,6 @@ typedef struct PwLeaf {
 typedef struct CoPwalk CoPwalk;
 int co_pwalk_start(CoPwalk **out, BookDB *db, const Plan *plan);
 int co_pwalk_take(CoPwalk *p, PwLeaf *out, int max, double wait_ms);
-void co_pwalk_quit(CoPwalk *p);
 /* Pauses the walk (it walks no more until resumed) or resumes it, dropping
  * the leaves it kept; -1 when the walk has ended (every line walked, or an
  * error): a new one must be started. */

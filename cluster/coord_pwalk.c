@@ -176,7 +176,8 @@ int co_pwalk_pause(CoPwalk *p, bool paused)
 	return over ? -1 : 0;
 }
 
-void co_pwalk_quit(CoPwalk *p)
+/* The thread stops soon (not waited for). */
+static void pw_quit(CoPwalk *p)
 {
 	if (!p) return;
 	pthread_mutex_lock(&p->mu);
@@ -188,7 +189,7 @@ void co_pwalk_quit(CoPwalk *p)
 void co_pwalk_stop(CoPwalk *p)
 {
 	if (!p) return;
-	co_pwalk_quit(p);
+	pw_quit(p);
 	if (p->started) pthread_join(p->thread, NULL);
 	for (int r = 0; r < p->nroots; r++) prov_free(p->walk[r]);
 	bookdb_prefetch_close(p->pf);
