@@ -694,11 +694,14 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 	status_line(&l);
 	status_clause(&l, "workers %zu live %zu gone (%.1f Mnps)", st.nworkers, st.ngone,
 	              nps / 1e6);
-	if (st.minimax_runs)
-		status_clause(&l, "minimax runs %llu (last %.0f ms)",
-		              (unsigned long long)st.minimax_runs, st.last_minimax_ms);
+	/* A run under way is counted from its start: "last" is the one before. */
+	uint64_t done = st.minimax_runs - (st.minimax_running && st.minimax_runs > 0);
+	if (done)
+		status_clause(&l, "minimax runs %llu (last %.0f ms)%s", (unsigned long long)done,
+		              st.last_minimax_ms, st.minimax_running ? ", one running" : "");
 	else
-		status_clause(&l, "minimax runs 0");
+		status_clause(&l, "minimax runs 0%s",
+		              st.minimax_running ? ", the first running" : "");
 	if (internals) {
 		status_line(&l);
 		status_clause(&l, "time in select %.0f ms", st.select_ms);

@@ -35,6 +35,9 @@
 # BENCH_CLUSTER_LOG=FILE keeps the coordinator's stderr there (with --verbose
 # in BENCH_CLUSTER_SERVE_OPTS: a line for each of its minimax runs).
 #
+# BENCH_CLUSTER_COLD=1 (root) drops the machine's page cache before the coordinator
+# starts, so that it reads its book and snapshot from the disk, as after a reboot.
+#
 # BENCH_CLUSTER_RAM (e.g. 2400M; root) runs the coordinator on a machine made to look as
 # if it had that memory: the rest held locked for the run (tools/bench-lib.sh,
 # hold_memory; `make build/memhold` first), so the page cache is what is left. 10^8
@@ -94,6 +97,10 @@ if [ ! -f "$BOOK/.bench-ready" ]; then
 fi
 $J token add "$tmp/tokens" bench >"$tmp/token" 2>/dev/null
 [ -z "$ram_bytes" ] || hold_memory bench_cluster "$ram_bytes" "$tmp/hold.out"
+if [ "${BENCH_CLUSTER_COLD:-0}" = 1 ] && ! { sync && echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
+	echo "bench_cluster: BENCH_CLUSTER_COLD=1: cannot drop the page cache (it needs root)" >&2
+	exit 1
+fi
 
 $JS serve "$BOOK" --work --tokens "$tmp/tokens" --listen 127.0.0.1:0 --quiet --verbose --nodes 1000 \
 	--minimax-seconds "$MMS" $wopt ${BENCH_CLUSTER_SERVE_OPTS:-} >"$tmp/serve.out" 2>"$tmp/serve.err" &
@@ -150,8 +157,8 @@ mm_last=$(sed -n 's/.*minimax runs [0-9]* (last \([0-9]*\) ms).*/\1/p' "$tmp/ser
 # BENCH_CLUSTER_RAM not below the machine: said on stderr).
 machine=all
 [ -z "$HELD_FOR" ] || machine="$((HELD_FOR / 1048576))M"
-echo "$line" | awk -v machine="$machine" -v runs="${runs:-?}" -v mmlast="${mm_last:-0}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v anon="$anon_mb" -v file="$file_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" -v rate="$RATE" -v restored="${restored:-no}" -v saved="${saved:-no}" -v stop="$stop_s" -v selwork="$selwork" '{
+echo "$line" | awk -v machine="$machine" -v runs="${runs:-?}" -v mmlast="${mm_last:-0}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v anon="$anon_mb" -v file="$file_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" -v rate="$RATE" -v restored="${restored:-no}" -v saved="${saved:-no}" -v stop="$stop_s" -v selwork="$selwork" -v cold="${BENCH_CLUSTER_COLD:-0}" '{
 	for (i = 1; i < NF; i++) v[$i] = $(i + 1)
-	printf "cluster positions %s rate %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s acquire_p50_warm_ms %s acquire_p99_warm_ms %s submit_max_ms %s acquire_max_warm_ms %s submit_max_warm_ms %s coordinator_cpu_s %s rss_mb %s (anon %s, book pages %s) peak_rss_mb %s start_s %s first_acquire_s %.2f select %s minimax_every_s %s minimax_runs %s minimax_last_ms %s snapshot_restore_s %s snapshot_save_s %s stop_s %s machine_memory %s selector %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms, anon <= 4 GB, first acquire <= 3 s)\n",
-	    n, rate ? rate : "max", v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["acquire_p50_warm_ms"], v["acquire_p99_warm_ms"], v["submit_max_ms"], v["acquire_max_warm_ms"], v["submit_max_warm_ms"], cpu, rss, anon, file, hwm, load, load + v["first_acquire_ms"] / 1000, w, mms, runs, mmlast, restored, saved, stop, machine, selwork
+	printf "cluster positions %s rate %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s acquire_p50_warm_ms %s acquire_p99_warm_ms %s submit_max_ms %s acquire_max_warm_ms %s submit_max_warm_ms %s coordinator_cpu_s %s rss_mb %s (anon %s, book pages %s) peak_rss_mb %s start_s %s first_acquire_s %.2f select %s minimax_every_s %s minimax_runs %s minimax_last_ms %s snapshot_restore_s %s snapshot_save_s %s stop_s %s machine_memory %s cold %s selector %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms, anon <= 4 GB, first acquire <= 3 s)\n",
+	    n, rate ? rate : "max", v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["acquire_p50_warm_ms"], v["acquire_p99_warm_ms"], v["submit_max_ms"], v["acquire_max_warm_ms"], v["submit_max_warm_ms"], cpu, rss, anon, file, hwm, load, load + v["first_acquire_ms"] / 1000, w, mms, runs, mmlast, restored, saved, stop, machine, cold, selwork
 }'

@@ -684,6 +684,10 @@ int cmd_serve(int argc, char **argv)
 			        "serve: no selector snapshot at %s: the first search starts from "
 			        "scratch\n",
 			        spath);
+		else if (no_snapshot)
+			fprintf(stderr,
+			        "serve: --no-snapshot: the first search starts from scratch, "
+			        "and the selector is not saved at the stop\n");
 		if (api_work_start(&work, coord, tokens) < 0) {
 			joseki_error("serve: cannot start the work thread");
 			goto fail;

@@ -52,6 +52,7 @@ static const struct {
     {"marks", cmd_marks, "list the book's avoided and preferred moves"},
     {"cycle", cmd_cycle, "Shiba's extension/deletion cycle"},
     {"worker", cmd_worker, "think for a coordinator"},
+    {"bench-work", cmd_bench_work, "load a coordinator with simulated workers (benchmark)"},
 };
 
 void joseki_catch_stop(void (*handler)(int))
@@ -220,8 +221,6 @@ int main(int argc, char **argv)
 	 * to files ($TMPDIR); the commands with --memory say their budget and
 	 * their book's directory. */
 	bigmem_configure(memuse_default_budget(), NULL);
-	/* Not listed: the coordinator benchmark's load generator (tools/bench_cluster.sh). */
-	if (!strcmp(argv[1], "bench-work")) return cmd_bench_work(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
 		if (!strcmp(argv[1], COMMANDS[i].name)) {
 			int rc = COMMANDS[i].fn(argc - 1, argv + 1);

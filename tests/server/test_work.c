@@ -1329,6 +1329,10 @@ static void test_work__a_budget_that_leaves_the_graph_no_room_is_said(void **sta
 		}
 		assert_true(fixed > 0);
 		if (round == 0) {
+			/* --no-snapshot is said, not silent. */
+			if (!strstr(one,
+			            "serve: --no-snapshot: the first search starts from scratch"))
+				fail_msg("--no-snapshot not said:\n%s", said);
 			/* Half of 1 MiB, the filter and map more than half of it. */
 			assert_int_equal(budget, 512 * 1024);
 			assert_true(fixed > budget / 2 && fixed < budget);
