@@ -81,6 +81,7 @@ struct ProvWalk {
 	char *sfen;
 	int root, depth;
 	bool begun, done;
+	uint64_t spared; /* reads ask->held spared */
 };
 
 int prov_open(ProvWalk **out, const char *root_sfen, int root)
@@ -104,6 +105,11 @@ int prov_open(ProvWalk **out, const char *root_sfen, int root)
 bool prov_done(const ProvWalk *pw)
 {
 	return pw->done;
+}
+
+uint64_t prov_spared(const ProvWalk *pw)
+{
+	return pw->spared;
 }
 
 void prov_free(ProvWalk *pw)
@@ -136,9 +142,12 @@ static void level_ahead(const ProvAsk *ask, const Level *lv, const Position *p)
 	if (!ask->ahead || lv->n == 0) return;
 	Key keys[BOOKDB_MAX_MOVES];
 	size_t n = 0;
-	for (int i = 0; i < lv->n; i++)
-		if (pos_is_legal(p, lv->mv[i].move)) keys[n++] = pos_key_after(p, lv->mv[i].move);
-	ask->ahead(ask->ctx, keys, n);
+	for (int i = 0; i < lv->n; i++) {
+		if (!pos_is_legal(p, lv->mv[i].move)) continue;
+		keys[n] = pos_key_after(p, lv->mv[i].move);
+		n += !ask->held || ask->held(ask->ctx, keys[n]);
+	}
+	if (n) ask->ahead(ask->ctx, keys, n);
 }
 
 int prov_next(ProvWalk *pw, SelLeaf *leaves, Position *pos, int n, BookDB *db, const ProvAsk *ask)
@@ -176,10 +185,15 @@ int prov_next(ProvWalk *pw, SelLeaf *leaves, Position *pos, int n, BookDB *db, c
 			pos_undo_move(p);
 			continue;
 		}
-		const uint8_t *val;
-		size_t len;
-		int g = bookdb_get_raw(&val, &len, txn, k);
-		reads++;
+		const uint8_t *val = NULL;
+		size_t len = 0;
+		int g = BOOKDB_ENOTFOUND;
+		if (!ask->held || ask->held(ask->ctx, k)) {
+			g = bookdb_get_raw(&val, &len, txn, k);
+			reads++;
+		} else {
+			pw->spared++;
+		}
 		if (g < 0 && g != BOOKDB_ENOTFOUND) {
 			pos_undo_move(p);
 			lv->next--; /* tried again at the next call */

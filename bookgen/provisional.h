@@ -30,13 +30,19 @@
 typedef bool (*ProvTakenFn)(void *ctx, Key key);
 
 /* What a walk asks of its caller (ProvWalk): taken above (NULL: none is
- * skipped so; the caller sorts the leaves out itself); ahead, when not
- * NULL, is handed the keys of a position's moves as the walk enters it,
- * before it reads them one by one (sel_read_ahead: on a book larger than
- * memory the reads are then in flight together); until_ms, when > 0, the
- * clock_ms_f() time at which a call returns with what it has found. */
+ * skipped so; the caller sorts the leaves out itself); held, when not NULL,
+ * whether the book may hold a key (a filter of its keys: false only for a
+ * key it does not hold), asked before each read: a child it turns away is
+ * a leaf without a read (most children are: on a book larger than memory,
+ * each read of a key the book does not hold waits for the disk as long as
+ * any other); ahead, when not NULL, is handed the keys of a position's
+ * moves as the walk enters it (those held turns away left out), before it
+ * reads them one by one (sel_read_ahead: on a book larger than memory the
+ * reads are then in flight together); until_ms, when > 0, the clock_ms_f()
+ * time at which a call returns with what it has found. */
 typedef struct {
 	ProvTakenFn taken;
+	bool (*held)(void *ctx, Key key);
 	void (*ahead)(void *ctx, const Key *keys, size_t n);
 	void *ctx;
 	int max_reads; /* records read at most a call (0: 4,096) */
@@ -66,6 +72,8 @@ JOSEKI_MUST_USE int prov_next(ProvWalk *w, SelLeaf *leaves, Position *pos, int n
                               const ProvAsk *ask);
 /* Whether every line of the walk is tried: prov_next gives no more. */
 bool prov_done(const ProvWalk *w);
+/* The records its calls did not read, ask->held having turned their keys away. */
+uint64_t prov_spared(const ProvWalk *w);
 void prov_free(ProvWalk *w);
 
 #endif

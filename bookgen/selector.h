@@ -286,6 +286,26 @@ size_t sel_filter_bytes(uint64_t count);
 void sel_defer_filter(Selector *s, bool defer);
 void sel_start_filter(Selector *s);
 
+/*
+ * The key filter, read on another thread (a walk of the book beside the
+ * selector: the coordinator's provisional leaves). Once built and taken in
+ * by a search (lazy mode), every key of the book passes it, and every key of
+ * the graph: a key it turns away is not in the book (but for a result added
+ * while a call is suspended, kept until the call returns). The selector's
+ * thread only ever adds keys to it, word by word, and the reader loads the
+ * words one at a time: a key added meanwhile may pass or not, none that was
+ * there fails. It lives as long as the selector. sel_key_filter, called on
+ * the selector's thread (or while its call is suspended): false, *f zeroed,
+ * when there is none yet (not lazy, not built, not yet taken in).
+ */
+typedef struct {
+	const uint64_t *words;
+	uint64_t blocks; /* blocks - 1: the mask of a key's block number */
+} SelKeyFilter;
+bool sel_key_filter(const Selector *s, SelKeyFilter *f);
+/* Whether k may be in the book (f from sel_key_filter: any thread). */
+bool sel_key_filter_maybe(const SelKeyFilter *f, Key k);
+
 /* Forgets every stored bound (the next selection searches from scratch): for
  * checking the incremental bounds against a full search, and after changes
  * made behind the selector's back. */

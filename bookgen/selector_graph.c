@@ -134,12 +134,14 @@ static inline uint64_t bloom_bits(Key k, int j)
 	return (k.lo >> (9 * j)) & 511;
 }
 
+/* Words stored whole (a relaxed atomic store: one writer at a time, the
+ * selector's thread, but sel_key_filter_maybe may read them on another). */
 static inline void bloom_add(uint64_t *bloom, uint64_t blocks, Key k)
 {
 	uint64_t *b = bloom + (k.hi & blocks) * BLOOM_BLOCK_WORDS;
 	for (int j = 0; j < 4; j++) {
-		uint64_t x = bloom_bits(k, j);
-		b[x >> 6] |= 1ULL << (x & 63);
+		uint64_t x = bloom_bits(k, j), *w = &b[x >> 6], bit = 1ULL << (x & 63);
+		__atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) | bit, __ATOMIC_RELAXED);
 	}
 }
 
@@ -149,6 +151,23 @@ static bool bloom_maybe(const Selector *s, Key k)
 	for (int j = 0; j < 4; j++) {
 		uint64_t x = bloom_bits(k, j);
 		if (!(b[x >> 6] >> (x & 63) & 1)) return false;
+	}
+	return true;
+}
+
+bool sel_key_filter(const Selector *s, SelKeyFilter *f)
+{
+	bool ok = s->lazy && s->bloom_joined && s->bloom;
+	*f = ok ? (SelKeyFilter){s->bloom, s->bloom_blocks} : (SelKeyFilter){NULL, 0};
+	return ok;
+}
+
+bool sel_key_filter_maybe(const SelKeyFilter *f, Key k)
+{
+	const uint64_t *b = bloom_block(f->words, f->blocks, k);
+	for (int j = 0; j < 4; j++) {
+		uint64_t x = bloom_bits(k, j);
+		if (!(__atomic_load_n(&b[x >> 6], __ATOMIC_RELAXED) >> (x & 63) & 1)) return false;
 	}
 	return true;
 }

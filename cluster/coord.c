@@ -503,6 +503,8 @@ void coord_free(Coord *c)
 	/* Nobody is left to tell: a caller that must know calls coord_commit first. */
 	if (!c->broken && c->w) (void)bookdb_writer_flush(c->w);
 	bookdb_writer_free(c->w);
+	co_pwalk_stop(c->pwalk); /* before the selector: it reads its key filter */
+	c->pwalk = NULL;
 	sel_free(c->sel);
 	for (size_t i = 0; i < c->nleases; i++) free(c->leases[i].pos);
 	free(c->leases);
@@ -522,7 +524,6 @@ void coord_free(Coord *c)
 	free(c->pos);
 	free(c->res);
 	free(c->leaf);
-	co_pwalk_stop(c->pwalk);
 	free(c->pw_leaf);
 	plan_free(c->plan);
 	free(c->snap_path);
@@ -676,6 +677,12 @@ static int take_provisional(Coord *c, Lease *l, int max, char *err)
 		return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
 	if (!c->pwalk && co_pwalk_start(&c->pwalk, c->db, c->plan) < 0)
 		return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
+	/* The selector's key filter, once it has one: the walk reads no record
+	 * of a child it turns away (most of them, each a read from the disk on
+	 * a book larger than memory). */
+	SelKeyFilter kf;
+	if (!co_pwalk_has_filter(c->pwalk) && sel_key_filter(c->sel, &kf))
+		co_pwalk_set_filter(c->pwalk, &kf);
 	double wait = l->n > 0                     ? 0
 	              : c->opt.select_slice_ms > 0 ? c->opt.select_slice_ms
 	                                           : COORD_SLICE_MS;
@@ -727,6 +734,7 @@ static void keep_up(Coord *c, int asked, int got, bool behind, int64_t now_ms)
 			c->full_since_ms = -1;
 			/* A walk that ended (every line walked) is begun anew. */
 			if (co_pwalk_pause(c->pwalk, false) < 0) {
+				c->pw_spared += co_pwalk_spared(c->pwalk);
 				co_pwalk_stop(c->pwalk);
 				c->pwalk = NULL;
 			}
@@ -745,15 +753,35 @@ static void keep_up(Coord *c, int asked, int got, bool behind, int64_t now_ms)
 	if (c->prov_over) co_pwalk_pause(c->pwalk, true);
 }
 
+/* Provisional leaves are being handed out (the walk begun and not over),
+ * and the selection, on its thread, has more to find: a search suspended,
+ * or its last slice stopped by time with leaves still coming. */
+static bool behind_with_walk(const Coord *c)
+{
+	return c->sr_started && c->pwalk && !c->prov_over && c->opt.provisional_after_ms > 0 &&
+	       !c->opt.again && (co_select_paused(c) || c->sr_rc == 1);
+}
+
 /* New leaves from the selector into l (up to max), for a slice of time (the
  * round's, when the service began one); with provisional leaves for what
- * is missing while the selection is behind (take_provisional). */
+ * is missing while the selection is behind (take_provisional). While the
+ * walk's leaves make up for a selection that is behind, an acquire gives it
+ * no slice of its own: it takes the stock selected beside the service and
+ * the walk's leaves, and the selection goes on between rounds and during
+ * the commits (a slice here held the round, and every request waiting for
+ * it, 20 ms longer). */
 static int take_selected(Coord *c, Lease *l, int max, int64_t now_ms, char *err)
 {
 	c->select_busy = false;
 	int rc = take_found(c, l, max, err);
 	if (rc >= 0 && l->n >= max) keep_up(c, max, l->n, false, now_ms);
 	if (rc < 0 || l->n >= max) return rc;
+	if (behind_with_walk(c)) {
+		c->select_busy = co_select_paused(c);
+		c->sr_demand = max - l->n;
+		keep_up(c, max, l->n, true, now_ms);
+		return take_provisional(c, l, max, err);
+	}
 	double ms = c->opt.select_slice_ms;
 	if (ms >= 0 && c->round_until > 0) {
 		double left = c->round_until - clock_ms_f();
@@ -1449,6 +1477,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->provisional_over = c->prov_over;
 	out->provisional_back = c->prov_back;
 	out->provisional_ready = co_pwalk_ready(c->pwalk);
+	out->provisional_spared = c->pw_spared + co_pwalk_spared(c->pwalk);
 	out->select_short = c->sr_busy;
 	out->store_ms = c->store_ms;
 	out->commit_ms = c->commit_ms;

@@ -288,6 +288,9 @@ typedef struct {
 	/* The times they were back, the selection behind the acquires for
 	 * opt.provisional_after_ms after they were over. */
 	uint64_t provisional_back;
+	/* Records of children the walk did not read, the selector's key filter
+	 * having ruled them out (not in the book: leaves). */
+	uint64_t provisional_spared;
 	/* Provisional leaves walked and waiting to be taken (-1 before the
 	 * walk began, 0 after it ended). */
 	int provisional_ready;

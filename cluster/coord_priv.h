@@ -192,6 +192,7 @@ struct Coord {
 	int64_t full_since_ms, behind_from_ms;
 	uint64_t provisional, prov_back, win_asked, win_short;
 	struct CoPwalk *pwalk;  /* the walk, on its thread (coord_pwalk.c) */
+	uint64_t pw_spared;     /* reads the key filter spared walks ended before it */
 	struct PwLeaf *pw_leaf; /* COORD_MAX_BATCH, taken from it */
 	double round_until;     /* coord_round_begin: the round's selection ends then (0: none) */
 	/* The selection beside the service (coord_select_ahead, co_select_begin):
@@ -341,6 +342,13 @@ int co_pwalk_take(CoPwalk *p, PwLeaf *out, int max, double wait_ms);
 int co_pwalk_pause(CoPwalk *p, bool paused);
 int co_pwalk_ready(CoPwalk *p); /* leaves in the ring; -1 for NULL */
 void co_pwalk_stop(CoPwalk *p);
+/* The selector's key filter for the walk (once; the walk asks it before
+ * each read, and reads no record of a key it turns away): the selector must
+ * outlive the walk. co_pwalk_has_filter: whether it was handed over;
+ * co_pwalk_spared: the reads it spared. */
+void co_pwalk_set_filter(CoPwalk *p, const SelKeyFilter *f);
+bool co_pwalk_has_filter(const CoPwalk *p);
+uint64_t co_pwalk_spared(const CoPwalk *p);
 
 /* coord_spot.c: spot checks (docs in the file). co_spot_on: checks are on.
  * co_spot_seen: the token asked for work. co_spot_take: checks for the

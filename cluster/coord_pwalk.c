@@ -44,7 +44,37 @@ struct CoPwalk {
 	PwLeaf ring[PW_RING];
 	int head, n, err;
 	bool quit, paused, done, started;
+	/* The selector's key filter (co_pwalk_set_filter), once it has one:
+	 * filter written before has_filter is set (release), read after. */
+	SelKeyFilter filter;
+	atomic_bool has_filter;
+	atomic_uint_fast64_t spared; /* reads the filter spared */
 };
+
+/* Whether the book may hold key: the selector's filter, once handed over. */
+static bool pw_held(void *ctx, Key key)
+{
+	CoPwalk *p = ctx;
+	if (!atomic_load_explicit(&p->has_filter, memory_order_acquire)) return true;
+	return sel_key_filter_maybe(&p->filter, key);
+}
+
+void co_pwalk_set_filter(CoPwalk *p, const SelKeyFilter *f)
+{
+	if (!p || atomic_load_explicit(&p->has_filter, memory_order_relaxed)) return;
+	p->filter = *f;
+	atomic_store_explicit(&p->has_filter, true, memory_order_release);
+}
+
+bool co_pwalk_has_filter(const CoPwalk *p)
+{
+	return p && atomic_load_explicit(&((CoPwalk *)p)->has_filter, memory_order_relaxed);
+}
+
+uint64_t co_pwalk_spared(const CoPwalk *p)
+{
+	return p ? atomic_load_explicit(&((CoPwalk *)p)->spared, memory_order_relaxed) : 0;
+}
 
 static void pw_ahead(void *ctx, const Key *keys, size_t n)
 {
@@ -56,7 +86,7 @@ static void pw_ahead(void *ctx, const Key *keys, size_t n)
  * walk is done), or a SEL_* error. */
 static int pw_batch(CoPwalk *p, bool *all_done)
 {
-	ProvAsk ask = {.ahead = pw_ahead, .ctx = p, .max_reads = PW_READS};
+	ProvAsk ask = {.held = pw_held, .ahead = pw_ahead, .ctx = p, .max_reads = PW_READS};
 	*all_done = false;
 	int done = 0;
 	for (int tried = 0; tried < p->nroots; tried++) {
@@ -65,7 +95,10 @@ static int pw_batch(CoPwalk *p, bool *all_done)
 			done++;
 			continue;
 		}
+		uint64_t spared0 = prov_spared(p->walk[r]);
 		int n = prov_next(p->walk[r], p->leaf, p->pos, PW_BATCH, p->db, &ask);
+		atomic_fetch_add_explicit(&p->spared, prov_spared(p->walk[r]) - spared0,
+		                          memory_order_relaxed);
 		if (n < 0) return n;
 		for (int i = 0; i < n; i++) {
 			p->batch[i].key = p->leaf[i].key;

@@ -393,20 +393,20 @@ static char *status_body(const CoordStatus *st)
 	}
 	json_t *sel = json_pack(
 	    "{s:b, s:s, s:I, s:I, s:f, s:I, s:b, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-	    "s:I, s:I, s:I, s:I, s:I}",
+	    "s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "restored", st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
 	    "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
 	    (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
 	    "selected", (json_int_t)st->selected, "answered", st->select_answered, "provisional",
 	    (json_int_t)st->provisional, "provisional_over", st->provisional_over,
-	    "provisional_back", (json_int_t)st->provisional_back, "nodes",
-	    (json_int_t)st->select_nodes, "bytes", (json_int_t)st->select_bytes, "fixed",
-	    (json_int_t)st->select_fixed, "budget", (json_int_t)st->select_budget, "trims",
-	    (json_int_t)st->select_trims, "trimmed", (json_int_t)st->select_trimmed, "expansions",
-	    (json_int_t)st->select_expansions, "visits", (json_int_t)st->select_visits, "fetches",
-	    (json_int_t)st->select_fetches, "fetch_misses", (json_int_t)st->select_fetch_misses,
-	    "bound_hits", (json_int_t)st->select_tt_hits, "path_hits",
-	    (json_int_t)st->select_path_hits);
+	    "provisional_back", (json_int_t)st->provisional_back, "provisional_spared",
+	    (json_int_t)st->provisional_spared, "nodes", (json_int_t)st->select_nodes, "bytes",
+	    (json_int_t)st->select_bytes, "fixed", (json_int_t)st->select_fixed, "budget",
+	    (json_int_t)st->select_budget, "trims", (json_int_t)st->select_trims, "trimmed",
+	    (json_int_t)st->select_trimmed, "expansions", (json_int_t)st->select_expansions,
+	    "visits", (json_int_t)st->select_visits, "fetches", (json_int_t)st->select_fetches,
+	    "fetch_misses", (json_int_t)st->select_fetch_misses, "bound_hits",
+	    (json_int_t)st->select_tt_hits, "path_hits", (json_int_t)st->select_path_hits);
 	json_t *o = json_pack(
 	    "{s:I, s:{s:I, s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "queue",
 	    (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live, "expired",
@@ -711,12 +711,13 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 		status_clause(&l, "beside the service %.0f ms and %llu leaves", st.select_ahead_ms,
 		              (unsigned long long)st.select_ahead_leaves);
 		if (st.provisional)
-			status_clause(&l, "provisional leaves %llu%s%s",
+			status_clause(&l, "provisional leaves %llu%s%s, reads spared %llu",
 			              (unsigned long long)st.provisional,
 			              !st.select_answered    ? " (the first search under way)"
 			              : !st.provisional_over ? " (until the selection keeps up)"
 			                                     : "",
-			              st.provisional_back ? ", back when it fell behind" : "");
+			              st.provisional_back ? ", back when it fell behind" : "",
+			              (unsigned long long)st.provisional_spared);
 		char sb[24], sg[24], sf[24], sr[24];
 		status_clause(&l, "selector %llu nodes, %s of %s (filter and map %s, records %s)",
 		              (unsigned long long)st.select_nodes,

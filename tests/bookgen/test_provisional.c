@@ -42,6 +42,25 @@ static void ahead_fn(void *ctx, const Key *keys, size_t n)
 	g_ahead += n;
 }
 
+/* A selector's key filter as the walk's held (and the reads it spared). */
+typedef struct {
+	SelKeyFilter f;
+	size_t spared;
+} Held;
+static bool held_fn(void *ctx, Key key)
+{
+	const Held *h = ctx;
+	return sel_key_filter_maybe(&h->f, key);
+}
+
+/* taken and held both: ctx a Held (nothing taken). */
+static bool none_taken(void *ctx, Key key)
+{
+	(void)ctx;
+	(void)key;
+	return false;
+}
+
 static bool taken_fn(void *ctx, Key key)
 {
 	const Taken *t = ctx;
@@ -173,6 +192,54 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 		assert_true(key_equal(sl->key, lv[0].key));
 	}
 	free(sl);
+	/* Its key filter, taken in by that search, asked before each read:
+	 * the same leaves to the end of the walk, the keys it turns away
+	 * neither read nor read ahead. */
+	Held held = {.spared = 0};
+	assert_true(sel_key_filter(s, &held.f));
+	size_t ahead_all = 0, ahead_held = 0;
+	int all_n = 0, held_n = 0;
+	{
+		SelLeaf *la = calloc(N, sizeof *la), *lh = calloc(N, sizeof *lh);
+		Position *pa = calloc(N, sizeof *pa), *ph = calloc(N, sizeof *ph);
+		assert_true(la && lh && pa && ph);
+		ProvWalk *wa, *wh;
+		assert_int_equal(prov_open(&wa, SFEN_STARTPOS, 0), 0);
+		assert_int_equal(prov_open(&wh, SFEN_STARTPOS, 0), 0);
+		ProvAsk plain = {.taken = none_taken, .ahead = ahead_fn};
+		ProvAsk filt = {
+		    .taken = none_taken, .held = held_fn, .ahead = ahead_fn, .ctx = &held};
+		int a, h;
+		do {
+			g_ahead = 0;
+			a = prov_next(wa, la, pa, N, db, &plain);
+			ahead_all += g_ahead;
+			g_ahead = 0;
+			h = prov_next(wh, lh, ph, N, db, &filt);
+			ahead_held += g_ahead;
+			assert_int_equal(a, h);
+			for (int i = 0; i < a; i++) {
+				assert_true(key_equal(la[i].key, lh[i].key));
+				assert_int_equal(la[i].nmoves, lh[i].nmoves);
+			}
+			all_n += a;
+			held_n += h;
+		} while (a > 0);
+		assert_int_equal(prov_spared(wa), 0);
+		held.spared = prov_spared(wh);
+		prov_free(wa);
+		prov_free(wh);
+		free(la);
+		free(lh);
+		free(pa);
+		free(ph);
+	}
+	print_message("with the key filter: %d leaves, %zu reads spared, %zu keys read ahead "
+	              "against %zu\n",
+	              held_n, held.spared, ahead_held, ahead_all);
+	assert_int_equal(all_n, held_n);
+	assert_true(held.spared > (size_t)held_n / 2);
+	assert_true(ahead_held < ahead_all);
 	sel_free(s);
 	/* The first ten taken: the others come in the same order. */
 	Taken ten = {.n = 10};

@@ -1333,6 +1333,8 @@ static CoordStatus prov_status(Coord *c)
 	                   .provisional_over = st.provisional_over,
 	                   .provisional_ready = st.provisional_ready,
 	                   .provisional_back = st.provisional_back,
+	                   .select_short = st.select_short,
+	                   .provisional_spared = st.provisional_spared,
 	                   .selected = st.selected};
 	coord_status_free(&st);
 	return out;
@@ -1364,7 +1366,7 @@ static void test_coord__provisional_leaves_until_the_selection_keeps_up(void **s
 	int before = 0, catching = 0, after = 0, rounds = 0;
 	int64_t now = T0;
 	/* The first search, and the acquires of 8 just after it. */
-	uint64_t prov_at_answer = 0;
+	uint64_t prov_at_answer = 0, short_at_walk = UINT64_MAX;
 	CoordStatus st = {0};
 	for (; rounds < 4000 && (!st.select_answered || catching < 40); rounds++) {
 		int n = prov_round(&t, 8, now);
@@ -1372,6 +1374,13 @@ static void test_coord__provisional_leaves_until_the_selection_keeps_up(void **s
 		if (!st.select_answered) {
 			before += n;
 			prov_at_answer = st.provisional;
+			/* Once the walk's leaves make up for the suspended search,
+			 * an acquire gives it no slice of its own (none ends
+			 * inside the search): it goes on between requests. */
+			if (short_at_walk == UINT64_MAX && st.provisional > 0)
+				short_at_walk = st.select_short;
+			else if (short_at_walk != UINT64_MAX)
+				assert_int_equal(st.select_short, short_at_walk);
 		} else {
 			catching += n;
 		}
@@ -1435,10 +1444,14 @@ static void test_coord__provisional_leaves_until_the_selection_keeps_up(void **s
 	print_message("provisional: seed %llu, %d positions before the first search was done "
 	              "(%llu provisional), %d after it until the selection kept up (%llu "
 	              "provisional), %d after (%llu provisional once it fell behind), %d "
-	              "rounds\n",
+	              "rounds, %llu reads the key filter spared the walk\n",
 	              seed, before, (unsigned long long)prov_at_answer, catching,
 	              (unsigned long long)(prov_over - prov_at_answer), after,
-	              (unsigned long long)(st.provisional - prov_over), rounds);
+	              (unsigned long long)(st.provisional - prov_over), rounds,
+	              (unsigned long long)st.provisional_spared);
+	/* The walk, resumed after the first search (which took the selector's
+	 * key filter in), had the filter: children it ruled out were not read. */
+	assert_true(st.provisional_spared > 0);
 	assert_true(st.select_answered);
 	assert_true(prov_at_answer > 0);
 	assert_true(prov_catching > prov_at_answer);
