@@ -16,16 +16,21 @@ struct BookPrefetch {
 	/* A ring: the keys waiting are ring[(bottom + j) % STACK_KEYS] for
 	 * j < n, the top (read next) at j = n - 1. */
 	Key ring[STACK_KEYS];
+	uint8_t depth[STACK_KEYS]; /* of each key (bookdb_prefetch_keys_deep) */
 	size_t bottom, n;
+	BookPrefetchThen then;
+	void *then_ctx;
 	bool quit;
 	int nthreads;
 	pthread_t tid[MAX_THREADS];
 	BookPrefetchStats st;
 };
 
-/* Brings in the pages of key's record (or of the place it would go). */
-static void read_one(BookDB *db, Key key)
+/* Brings in the pages of key's record (or of the place it would go); a
+ * record found with depth above 0 goes to the then function. */
+static void read_one(BookPrefetch *pf, Key key, int depth)
 {
+	BookDB *db = pf->db;
 	BookTxn *t;
 	if (bookdb_txn_begin(&t, db, false) < 0) return;
 	const uint8_t *val;
@@ -38,6 +43,7 @@ static void read_one(BookDB *db, Key key)
 			sink = val[off];
 		sink = val[len - 1];
 		(void)sink;
+		if (depth > 0 && pf->then) pf->then(pf->then_ctx, pf, key, val, len, depth);
 	}
 	bookdb_txn_abort(t);
 }
@@ -52,10 +58,12 @@ static void *worker(void *arg)
 	for (;;) {
 		while (!pf->n && !pf->quit) pthread_cond_wait(&pf->cv, &pf->mu);
 		if (pf->quit) break;
-		Key k = pf->ring[(pf->bottom + --pf->n) % STACK_KEYS];
+		size_t at = (pf->bottom + --pf->n) % STACK_KEYS;
+		Key k = pf->ring[at];
+		int depth = pf->depth[at];
 		pf->st.read++;
 		pthread_mutex_unlock(&pf->mu);
-		read_one(pf->db, k);
+		read_one(pf, k, depth);
 		pthread_mutex_lock(&pf->mu);
 	}
 	pthread_mutex_unlock(&pf->mu);
@@ -89,9 +97,23 @@ int bookdb_prefetch_open(BookPrefetch **out, BookDB *db, int threads)
 	return 0;
 }
 
+void bookdb_prefetch_then(BookPrefetch *pf, BookPrefetchThen fn, void *ctx)
+{
+	pthread_mutex_lock(&pf->mu);
+	pf->then = fn;
+	pf->then_ctx = ctx;
+	pthread_mutex_unlock(&pf->mu);
+}
+
 void bookdb_prefetch_keys(BookPrefetch *pf, const Key *keys, size_t n)
 {
+	bookdb_prefetch_keys_deep(pf, keys, n, 0);
+}
+
+void bookdb_prefetch_keys_deep(BookPrefetch *pf, const Key *keys, size_t n, int depth)
+{
 	if (!n) return;
+	uint8_t d = (uint8_t)(depth < 0 ? 0 : depth > 255 ? 255 : depth);
 	pthread_mutex_lock(&pf->mu);
 	pf->st.asked += n;
 	/* keys[0] last: on top. */
@@ -101,7 +123,9 @@ void bookdb_prefetch_keys(BookPrefetch *pf, const Key *keys, size_t n)
 			pf->n--;
 			pf->st.dropped++;
 		}
-		pf->ring[(pf->bottom + pf->n++) % STACK_KEYS] = keys[j];
+		size_t at = (pf->bottom + pf->n++) % STACK_KEYS;
+		pf->ring[at] = keys[j];
+		pf->depth[at] = d;
 	}
 	if (n == 1)
 		pthread_cond_signal(&pf->cv);

@@ -39,6 +39,20 @@ JOSEKI_MUST_USE int bookdb_prefetch_open(BookPrefetch **out, BookDB *db, int thr
 /* Hands in n keys, keys[0] to be read first. Never waits for a read. */
 void bookdb_prefetch_keys(BookPrefetch *pf, const Key *keys, size_t n);
 void bookdb_prefetch_stats(BookPrefetchStats *out, BookPrefetch *pf);
+/*
+ * Reading ahead deeper: fn, set before any key is handed in, is called by the
+ * thread that read a record handed in by bookdb_prefetch_keys_deep with a
+ * depth above 0 (val, len: the record, valid during the call, in the
+ * thread's read transaction); it may hand in the keys it will want after
+ * that record (its children) with depth - 1, so that a depth-first walk
+ * finds the records below its next nodes read too, several lines at once,
+ * not only the children of the node it has entered. Keys handed in by
+ * bookdb_prefetch_keys have depth 0.
+ */
+typedef void (*BookPrefetchThen)(void *ctx, BookPrefetch *pf, Key key, const uint8_t *val,
+                                 size_t len, int depth);
+void bookdb_prefetch_then(BookPrefetch *pf, BookPrefetchThen fn, void *ctx);
+void bookdb_prefetch_keys_deep(BookPrefetch *pf, const Key *keys, size_t n, int depth);
 /* Stops the threads (the keys not yet read are dropped) and frees pf.
  * Accepts NULL. */
 void bookdb_prefetch_close(BookPrefetch *pf);

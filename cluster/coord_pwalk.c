@@ -20,12 +20,16 @@
 #include <time.h>
 
 #include "bookdb/prefetch.h"
+#include "bookdb/record.h"
 #include "bookgen/provisional.h"
 
 #define PW_RING 1024 /* leaves kept ready */
 #define PW_BATCH 16  /* leaves a call of the walk (positions are large) */
 #define PW_READS 512 /* records read at most a call: quit is seen between */
 #define PW_AHEAD 8   /* threads reading ahead */
+/* Levels read ahead below a position the walk enters: its children, and
+ * under each thought child the filter lets by, its own, and theirs. */
+#define PW_DEEP 3
 
 struct CoPwalk {
 	BookDB *db;
@@ -79,7 +83,39 @@ uint64_t co_pwalk_spared(const CoPwalk *p)
 static void pw_ahead(void *ctx, const Key *keys, size_t n)
 {
 	CoPwalk *p = ctx;
-	if (p->pf) bookdb_prefetch_keys(p->pf, keys, n);
+	if (p->pf) bookdb_prefetch_keys_deep(p->pf, keys, n, PW_DEEP - 1);
+}
+
+/* On a read-ahead thread: a record read ahead, depth levels above the last
+ * to read. A thought position's children the filter does not rule out are
+ * read ahead in turn, so that the walk, one read at a time down its line,
+ * finds the records under its next positions in memory: the reads of
+ * several lines in flight together. (Without the filter, nothing more: most
+ * children are not in the book, and reading their places would crowd the
+ * reads the walk waits for.) */
+static void pw_then(void *ctx, BookPrefetch *pf, Key key, const uint8_t *val, size_t len, int depth)
+{
+	CoPwalk *p = ctx;
+	(void)key;
+	if (!(val[0] & BOOKDB_REC_THOUGHT) ||
+	    !atomic_load_explicit(&p->has_filter, memory_order_acquire))
+		return;
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	Key keys[BOOKDB_MAX_MOVES];
+	size_t n = 0;
+	if (rec && pos && bookdb_record_decode(rec, val, len) == 0 &&
+	    bookdb_record_position(pos, rec, NULL) == 0)
+		for (int i = 0; i < rec->nmoves; i++) {
+			Move m = rec->moves[i].move;
+			if ((rec->moves[i].flags & BOOKDB_MOVE_AVOIDED) || !pos_is_legal(pos, m))
+				continue;
+			keys[n] = pos_key_after(pos, m);
+			n += sel_key_filter_maybe(&p->filter, keys[n]);
+		}
+	free(rec);
+	free(pos);
+	bookdb_prefetch_keys_deep(pf, keys, n, depth - 1);
 }
 
 /* A batch from the roots in turn: its count (0 with *all_done when every
@@ -116,6 +152,7 @@ static void *pw_main(void *arg)
 	CoPwalk *p = arg;
 	pthread_setname_np(pthread_self(), "work-pwalk");
 	if (bookdb_prefetch_open(&p->pf, p->db, PW_AHEAD) < 0) p->pf = NULL; /* a hint only */
+	if (p->pf) bookdb_prefetch_then(p->pf, pw_then, p);
 	pthread_mutex_lock(&p->mu);
 	while (!p->quit && !p->done && !p->err) {
 		if (p->paused || p->n > PW_RING - PW_BATCH) {

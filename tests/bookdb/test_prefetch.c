@@ -3,16 +3,18 @@
  * every key handed in is looked up (present ones, absent ones, records long
  * enough to lie on pages of their own), while a writer commits beside the
  * threads; a full stack drops its oldest keys, exactly as many as it has no
- * room for; closing with keys waiting stops the threads at once; after all
- * of it the book reads back as it was written. A pass over a book read at
- * random (bookdb_iter_open, BookDBOptions.random) reads ahead on threads of
- * its own and still reads exactly its snapshot, from the first key or from
- * one in the middle, while a writer commits; freed part way, its threads are
- * joined; a book not read at random has none. Every test uses a fresh
+ * room for; keys handed in deeper have their records shown to a then
+ * function, which hands in the next level's; closing with keys waiting stops the threads at once;
+ * after all of it the book reads back as it was written. A pass over a book read at random
+ * (bookdb_iter_open, BookDBOptions.random) reads ahead on threads of its own and still reads
+ * exactly its snapshot, from the first key or from one in the middle, while a writer commits; freed
+ * part way, its threads are joined; a book not read at random has none. Every test uses a fresh
  * mkdtemp book.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -140,6 +142,77 @@ static void test_prefetch__a_full_stack_drops_its_oldest_keys(void **state)
 	assert_int_equal(st.read, 1024);
 	free(keys);
 	bookdb_prefetch_close(pf);
+	check_book(&b, 3000);
+	ts_book_close(&b);
+}
+
+/* The then function's calls: key index, depth, and whether the record it
+ * was shown is record i's. */
+typedef struct {
+	pthread_mutex_t mu;
+	int n, idx[16], depth[16];
+	bool right[16];
+} Then;
+
+static int index_of(Key k)
+{
+	for (int i = 0; i < 3000; i++)
+		if (key_equal(key_of((size_t)i), k)) return i;
+	return -1;
+}
+
+/* Record i's then: record i + 1 one level deeper down. */
+static void then_fn(void *ctx, BookPrefetch *pf, Key key, const uint8_t *val, size_t len, int depth)
+{
+	Then *t = ctx;
+	int i = index_of(key);
+	bool right = i >= 0 && len == rec_len((size_t)i);
+	for (size_t j = 0; right && j < len; j++) right = val[j] == rec_byte((size_t)i, j);
+	pthread_mutex_lock(&t->mu);
+	if (t->n < 16) {
+		t->idx[t->n] = i;
+		t->depth[t->n] = depth;
+		t->right[t->n] = right;
+		t->n++;
+	}
+	pthread_mutex_unlock(&t->mu);
+	Key next = key_of((size_t)i + 1);
+	bookdb_prefetch_keys_deep(pf, &next, 1, depth - 1);
+}
+
+/* Reading ahead deeper: a key handed in with depth 3 has its record shown
+ * to the then function, which hands in the next one a level down, down to
+ * depth 0, read but not shown; a key the book does not hold and keys
+ * handed in by bookdb_prefetch_keys are shown to nobody. */
+static void test_prefetch__deeper_keys_go_to_the_then_function(void **state)
+{
+	(void)state;
+	TsBook b;
+	ts_book_open(&b);
+	store(&b, 0, 3000);
+	BookPrefetch *pf;
+	assert_int_equal(bookdb_prefetch_open(&pf, b.db, 4), 0);
+	Then t = {.n = 0};
+	pthread_mutex_init(&t.mu, NULL);
+	bookdb_prefetch_then(pf, then_fn, &t);
+	Key k[3] = {key_of(5), key_of(1000), key_of(5000)};
+	bookdb_prefetch_keys(pf, &k[1], 1);
+	bookdb_prefetch_keys_deep(pf, &k[2], 1, 2); /* absent */
+	bookdb_prefetch_keys_deep(pf, &k[0], 1, 3);
+	BookPrefetchStats st = wait_done(pf);
+	/* 5 (shown at 3), 6 (2), 7 (1), 8 (read only), 1000, 5000. */
+	assert_int_equal(st.read, 6);
+	assert_int_equal(st.asked, 6);
+	pthread_mutex_lock(&t.mu);
+	assert_int_equal(t.n, 3);
+	for (int j = 0; j < 3; j++) {
+		assert_int_equal(t.idx[j], 5 + j);
+		assert_int_equal(t.depth[j], 3 - j);
+		assert_true(t.right[j]);
+	}
+	pthread_mutex_unlock(&t.mu);
+	bookdb_prefetch_close(pf);
+	pthread_mutex_destroy(&t.mu);
 	check_book(&b, 3000);
 	ts_book_close(&b);
 }
@@ -315,6 +388,7 @@ int main(void)
 	    cmocka_unit_test(test_prefetch__reads_every_key_handed_in_beside_a_writer),
 	    cmocka_unit_test(test_prefetch__a_full_stack_drops_its_oldest_keys),
 	    cmocka_unit_test(test_prefetch__closing_with_keys_waiting),
+	    cmocka_unit_test(test_prefetch__deeper_keys_go_to_the_then_function),
 	    cmocka_unit_test(test_prefetch__a_pass_reads_ahead_and_reads_its_snapshot),
 	    cmocka_unit_test(test_prefetch__a_book_not_read_at_random_has_no_threads),
 	};
