@@ -5,7 +5,8 @@
 # by `joseki bench-work`: BENCH_CLUSTER_CLIENTS (16) instant fake workers that
 # acquire BENCH_CLUSTER_MAX (32) positions and submit a legal move for each at
 # once. Selection, group commits and the periodic incremental minimax (every
-# BENCH_CLUSTER_MINIMAX_S, default 10 s) all run meanwhile;
+# BENCH_CLUSTER_MINIMAX_S, default 10 s; `off` for none, the result line's
+# minimax_every_s then `off`) all run meanwhile;
 # BENCH_CLUSTER_SELECT is serve's --select: pv (the default here, one leaf at a
 # time: the lease machinery's own cost) or cover (serve's default policy, whose
 # ranged searches visit more of the book per leaf). Reports results/s, acquire
@@ -58,6 +59,14 @@ CLIENTS=${BENCH_CLUSTER_CLIENTS:-16}
 MAX=${BENCH_CLUSTER_MAX:-32}
 BOOK=${BENCH_CLUSTER_BOOK:-/tmp/joseki-bench-cluster-$N}
 MMS=${BENCH_CLUSTER_MINIMAX_S:-10}
+case "$MMS" in
+off) mm_opt="--minimax-seconds 4000000000" ;;
+0)
+	echo "bench_cluster: BENCH_CLUSTER_MINIMAX_S=0 would leave serve its default, a run every 60 s; say 'off' for none" >&2
+	exit 2
+	;;
+*) mm_opt="--minimax-seconds $MMS" ;;
+esac
 SELECT=${BENCH_CLUSTER_SELECT:-pv}
 RATE=${BENCH_CLUSTER_RATE:-0}
 # How the coordinator is stopped at the end: TERM (a clean stop, which writes the
@@ -103,7 +112,7 @@ if [ "${BENCH_CLUSTER_COLD:-0}" = 1 ] && ! { sync && echo 3 >/proc/sys/vm/drop_c
 fi
 
 $JS serve "$BOOK" --work --tokens "$tmp/tokens" --listen 127.0.0.1:0 --quiet --verbose --nodes 1000 \
-	--minimax-seconds "$MMS" $wopt ${BENCH_CLUSTER_SERVE_OPTS:-} >"$tmp/serve.out" 2>"$tmp/serve.err" &
+	$mm_opt $wopt ${BENCH_CLUSTER_SERVE_OPTS:-} >"$tmp/serve.out" 2>"$tmp/serve.err" &
 pid=$!
 t0=$(date +%s.%N)
 port=
