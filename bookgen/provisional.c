@@ -136,18 +136,44 @@ static int walk_begin(ProvWalk *pw, BookTxn *txn)
 	return level_fill(&pw->w.lv[0], &pw->w.rec);
 }
 
+/* The keys of level lv's moves from p into keys, those held (when not
+ * NULL) turns away left out; their count. */
+static size_t level_keys(Key *keys, const Level *lv, const Position *p,
+                         bool (*held)(void *ctx, Key key), void *ctx)
+{
+	size_t n = 0;
+	for (int i = 0; i < lv->n; i++) {
+		if (!pos_is_legal(p, lv->mv[i].move)) continue;
+		keys[n] = pos_key_after(p, lv->mv[i].move);
+		n += !held || held(ctx, keys[n]);
+	}
+	return n;
+}
+
 /* The keys of level lv's moves from p, to the caller's read-ahead. */
 static void level_ahead(const ProvAsk *ask, const Level *lv, const Position *p)
 {
 	if (!ask->ahead || lv->n == 0) return;
 	Key keys[BOOKDB_MAX_MOVES];
-	size_t n = 0;
-	for (int i = 0; i < lv->n; i++) {
-		if (!pos_is_legal(p, lv->mv[i].move)) continue;
-		keys[n] = pos_key_after(p, lv->mv[i].move);
-		n += !ask->held || ask->held(ask->ctx, keys[n]);
-	}
+	size_t n = level_keys(keys, lv, p, ask->held, ask->ctx);
 	if (n) ask->ahead(ask->ctx, keys, n);
+}
+
+size_t prov_record_children(Key *keys, const uint8_t *val, size_t len,
+                            bool (*held)(void *ctx, Key key), void *ctx)
+{
+	if (!len || !(val[0] & BOOKDB_REC_THOUGHT)) return 0;
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *p = malloc(sizeof *p);
+	Level lv = {0};
+	size_t n = 0;
+	if (rec && p && bookdb_record_decode(rec, val, len) == 0 &&
+	    bookdb_record_position(p, rec, NULL) == 0 && level_fill(&lv, rec) == 0)
+		n = level_keys(keys, &lv, p, held, ctx);
+	free(lv.mv);
+	free(rec);
+	free(p);
+	return n;
 }
 
 int prov_next(ProvWalk *pw, SelLeaf *leaves, Position *pos, int n, BookDB *db, const ProvAsk *ask)

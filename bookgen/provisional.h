@@ -74,6 +74,12 @@ JOSEKI_MUST_USE int prov_next(ProvWalk *w, SelLeaf *leaves, Position *pos, int n
 bool prov_done(const ProvWalk *w);
 /* The records its calls did not read, ask->held having turned their keys away. */
 uint64_t prov_spared(const ProvWalk *w);
+/* The keys of the children a walk would go on to from the record val/len
+ * (BOOKDB_MAX_MOVES room in keys): none unless thought, else its moves in
+ * the walk's order, those held (when not NULL) turns away left out; their
+ * count. For reading ahead below the walk (several lines at once). */
+size_t prov_record_children(Key *keys, const uint8_t *val, size_t len,
+                            bool (*held)(void *ctx, Key key), void *ctx);
 void prov_free(ProvWalk *w);
 
 #endif

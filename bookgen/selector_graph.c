@@ -145,23 +145,8 @@ static inline void bloom_add(uint64_t *bloom, uint64_t blocks, Key k)
 	}
 }
 
-static bool bloom_maybe(const Selector *s, Key k)
-{
-	const uint64_t *b = bloom_block(s->bloom, s->bloom_blocks, k);
-	for (int j = 0; j < 4; j++) {
-		uint64_t x = bloom_bits(k, j);
-		if (!(b[x >> 6] >> (x & 63) & 1)) return false;
-	}
-	return true;
-}
-
-bool sel_key_filter(const Selector *s, SelKeyFilter *f)
-{
-	bool ok = s->lazy && s->bloom_joined && s->bloom;
-	*f = ok ? (SelKeyFilter){s->bloom, s->bloom_blocks} : (SelKeyFilter){NULL, 0};
-	return ok;
-}
-
+/* Words loaded one at a time (relaxed: another thread may read while the
+ * selector's adds). */
 bool sel_key_filter_maybe(const SelKeyFilter *f, Key k)
 {
 	const uint64_t *b = bloom_block(f->words, f->blocks, k);
@@ -170,6 +155,18 @@ bool sel_key_filter_maybe(const SelKeyFilter *f, Key k)
 		if (!(__atomic_load_n(&b[x >> 6], __ATOMIC_RELAXED) >> (x & 63) & 1)) return false;
 	}
 	return true;
+}
+
+static bool bloom_maybe(const Selector *s, Key k)
+{
+	return sel_key_filter_maybe(&(SelKeyFilter){s->bloom, s->bloom_blocks}, k);
+}
+
+bool sel_key_filter(const Selector *s, SelKeyFilter *f)
+{
+	bool ok = s->lazy && s->bloom_joined && s->bloom;
+	*f = ok ? (SelKeyFilter){s->bloom, s->bloom_blocks} : (SelKeyFilter){NULL, 0};
+	return ok;
 }
 
 size_t sel_filter_bytes(uint64_t count)

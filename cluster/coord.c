@@ -681,8 +681,7 @@ static int take_provisional(Coord *c, Lease *l, int max, char *err)
 	 * of a child it turns away (most of them, each a read from the disk on
 	 * a book larger than memory). */
 	SelKeyFilter kf;
-	if (!co_pwalk_has_filter(c->pwalk) && sel_key_filter(c->sel, &kf))
-		co_pwalk_set_filter(c->pwalk, &kf);
+	if (sel_key_filter(c->sel, &kf)) co_pwalk_set_filter(c->pwalk, &kf);
 	double wait = l->n > 0                     ? 0
 	              : c->opt.select_slice_ms > 0 ? c->opt.select_slice_ms
 	                                           : COORD_SLICE_MS;

@@ -342,12 +342,11 @@ int co_pwalk_take(CoPwalk *p, PwLeaf *out, int max, double wait_ms);
 int co_pwalk_pause(CoPwalk *p, bool paused);
 int co_pwalk_ready(CoPwalk *p); /* leaves in the ring; -1 for NULL */
 void co_pwalk_stop(CoPwalk *p);
-/* The selector's key filter for the walk (once; the walk asks it before
- * each read, and reads no record of a key it turns away): the selector must
- * outlive the walk. co_pwalk_has_filter: whether it was handed over;
- * co_pwalk_spared: the reads it spared. */
+/* The selector's key filter for the walk (the first handed over is kept;
+ * the walk asks it before each read, and reads no record of a key it turns
+ * away): the selector must outlive the walk. co_pwalk_spared: the reads it
+ * spared. */
 void co_pwalk_set_filter(CoPwalk *p, const SelKeyFilter *f);
-bool co_pwalk_has_filter(const CoPwalk *p);
 uint64_t co_pwalk_spared(const CoPwalk *p);
 
 /* coord_spot.c: spot checks (docs in the file). co_spot_on: checks are on.

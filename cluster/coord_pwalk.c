@@ -20,7 +20,6 @@
 #include <time.h>
 
 #include "bookdb/prefetch.h"
-#include "bookdb/record.h"
 #include "bookgen/provisional.h"
 
 #define PW_RING 1024 /* leaves kept ready */
@@ -70,11 +69,6 @@ void co_pwalk_set_filter(CoPwalk *p, const SelKeyFilter *f)
 	atomic_store_explicit(&p->has_filter, true, memory_order_release);
 }
 
-bool co_pwalk_has_filter(const CoPwalk *p)
-{
-	return p && atomic_load_explicit(&((CoPwalk *)p)->has_filter, memory_order_relaxed);
-}
-
 uint64_t co_pwalk_spared(const CoPwalk *p)
 {
 	return p ? atomic_load_explicit(&((CoPwalk *)p)->spared, memory_order_relaxed) : 0;
@@ -97,24 +91,9 @@ static void pw_then(void *ctx, BookPrefetch *pf, Key key, const uint8_t *val, si
 {
 	CoPwalk *p = ctx;
 	(void)key;
-	if (!(val[0] & BOOKDB_REC_THOUGHT) ||
-	    !atomic_load_explicit(&p->has_filter, memory_order_acquire))
-		return;
-	BookRecord *rec = malloc(sizeof *rec);
-	Position *pos = malloc(sizeof *pos);
+	if (!atomic_load_explicit(&p->has_filter, memory_order_acquire)) return;
 	Key keys[BOOKDB_MAX_MOVES];
-	size_t n = 0;
-	if (rec && pos && bookdb_record_decode(rec, val, len) == 0 &&
-	    bookdb_record_position(pos, rec, NULL) == 0)
-		for (int i = 0; i < rec->nmoves; i++) {
-			Move m = rec->moves[i].move;
-			if ((rec->moves[i].flags & BOOKDB_MOVE_AVOIDED) || !pos_is_legal(pos, m))
-				continue;
-			keys[n] = pos_key_after(pos, m);
-			n += sel_key_filter_maybe(&p->filter, keys[n]);
-		}
-	free(rec);
-	free(pos);
+	size_t n = prov_record_children(keys, val, len, pw_held, p);
 	bookdb_prefetch_keys_deep(pf, keys, n, depth - 1);
 }
 

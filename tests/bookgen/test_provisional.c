@@ -42,18 +42,13 @@ static void ahead_fn(void *ctx, const Key *keys, size_t n)
 	g_ahead += n;
 }
 
-/* A selector's key filter as the walk's held (and the reads it spared). */
-typedef struct {
-	SelKeyFilter f;
-	size_t spared;
-} Held;
+/* A selector's key filter (ctx) as the walk's held. */
 static bool held_fn(void *ctx, Key key)
 {
-	const Held *h = ctx;
-	return sel_key_filter_maybe(&h->f, key);
+	return sel_key_filter_maybe(ctx, key);
 }
 
-/* taken and held both: ctx a Held (nothing taken). */
+/* Nothing taken. */
 static bool none_taken(void *ctx, Key key)
 {
 	(void)ctx;
@@ -195,8 +190,9 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 	/* Its key filter, taken in by that search, asked before each read:
 	 * the same leaves to the end of the walk, the keys it turns away
 	 * neither read nor read ahead. */
-	Held held = {.spared = 0};
-	assert_true(sel_key_filter(s, &held.f));
+	SelKeyFilter kf;
+	assert_true(sel_key_filter(s, &kf));
+	size_t spared = 0;
 	size_t ahead_all = 0, ahead_held = 0;
 	int all_n = 0, held_n = 0;
 	{
@@ -208,7 +204,7 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 		assert_int_equal(prov_open(&wh, SFEN_STARTPOS, 0), 0);
 		ProvAsk plain = {.taken = none_taken, .ahead = ahead_fn};
 		ProvAsk filt = {
-		    .taken = none_taken, .held = held_fn, .ahead = ahead_fn, .ctx = &held};
+		    .taken = none_taken, .held = held_fn, .ahead = ahead_fn, .ctx = &kf};
 		int a, h;
 		do {
 			g_ahead = 0;
@@ -226,7 +222,7 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 			held_n += h;
 		} while (a > 0);
 		assert_int_equal(prov_spared(wa), 0);
-		held.spared = prov_spared(wh);
+		spared = prov_spared(wh);
 		prov_free(wa);
 		prov_free(wh);
 		free(la);
@@ -236,10 +232,45 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 	}
 	print_message("with the key filter: %d leaves, %zu reads spared, %zu keys read ahead "
 	              "against %zu\n",
-	              held_n, held.spared, ahead_held, ahead_all);
+	              held_n, spared, ahead_held, ahead_all);
 	assert_int_equal(all_n, held_n);
-	assert_true(held.spared > (size_t)held_n / 2);
+	assert_true(spared > (size_t)held_n / 2);
 	assert_true(ahead_held < ahead_all);
+	/* The children read ahead below the walk (prov_record_children): from
+	 * the root's record, every move the walk would go on to; with the
+	 * filter, every one of them the book holds still there. */
+	{
+		Key all[BOOKDB_MAX_MOVES], kept[BOOKDB_MAX_MOVES];
+		BookTxn *rt;
+		const uint8_t *val;
+		size_t len;
+		assert_int_equal(bookdb_txn_begin(&rt, db, false), 0);
+		assert_int_equal(bookdb_get_raw(&val, &len, rt, ts_line_key("startpos")), 0);
+		size_t na = prov_record_children(all, val, len, NULL, NULL);
+		size_t nk = prov_record_children(kept, val, len, held_fn, &kf);
+		assert_int_equal(bookdb_record_decode(rec, val, len), 0);
+		int walkable = 0;
+		for (int i = 0; i < rec->nmoves; i++)
+			walkable += rec->moves[i].value != BOOKDB_NOVALUE ||
+			            bookdb_move_analysed(&rec->moves[i]);
+		assert_int_equal(na, walkable);
+		assert_true(nk <= na);
+		size_t held_by_book = 0;
+		for (size_t i = 0; i < na; i++) {
+			const uint8_t *cv;
+			size_t cl;
+			if (bookdb_get_raw(&cv, &cl, rt, all[i]) != 0) continue;
+			held_by_book++;
+			bool in = false;
+			for (size_t j = 0; j < nk && !in; j++) in = key_equal(all[i], kept[j]);
+			assert_true(in);
+		}
+		print_message("the root's children to read ahead: %zu, %zu with the filter, %zu in "
+		              "the book\n",
+		              na, nk, held_by_book);
+		assert_true(held_by_book > 0);
+		bookdb_txn_abort(rt);
+	}
 	sel_free(s);
 	/* The first ten taken: the others come in the same order. */
 	Taken ten = {.n = 10};
