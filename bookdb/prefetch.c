@@ -51,9 +51,6 @@ static void read_one(BookPrefetch *pf, Key key, int depth)
 static void *worker(void *arg)
 {
 	BookPrefetch *pf = arg;
-	/* (Named apart from the thread that started it: a profile tells the
-	 * page faults they take for the search's from the search's own.) */
-	pthread_setname_np(pthread_self(), "book-ahead");
 	pthread_mutex_lock(&pf->mu);
 	for (;;) {
 		while (!pf->n && !pf->quit) pthread_cond_wait(&pf->cv, &pf->mu);
@@ -61,10 +58,12 @@ static void *worker(void *arg)
 		size_t at = (pf->bottom + --pf->n) % STACK_KEYS;
 		Key k = pf->ring[at];
 		int depth = pf->depth[at];
-		pf->st.read++;
 		pthread_mutex_unlock(&pf->mu);
 		read_one(pf, k, depth);
 		pthread_mutex_lock(&pf->mu);
+		/* Counted once read, its then function's keys handed in: read +
+		 * dropped == asked means every read is over. */
+		pf->st.read++;
 	}
 	pthread_mutex_unlock(&pf->mu);
 	return NULL;
@@ -86,6 +85,10 @@ int bookdb_prefetch_open(BookPrefetch **out, BookDB *db, int threads)
 	pthread_attr_setstacksize(&attr, 256 << 10);
 	for (int i = 0; i < threads; i++) {
 		if (pthread_create(&pf->tid[i], &attr, worker, pf) != 0) break;
+		/* Named apart from the thread that started it (by this thread, so
+		 * that bookdb_prefetch_name's comes after): a profile tells the
+		 * page faults they take for the search's from the search's own. */
+		(void)pthread_setname_np(pf->tid[i], "book-ahead");
 		pf->nthreads++;
 	}
 	pthread_attr_destroy(&attr);
@@ -103,6 +106,11 @@ void bookdb_prefetch_then(BookPrefetch *pf, BookPrefetchThen fn, void *ctx)
 	pf->then = fn;
 	pf->then_ctx = ctx;
 	pthread_mutex_unlock(&pf->mu);
+}
+
+void bookdb_prefetch_name(BookPrefetch *pf, const char *name)
+{
+	for (int i = 0; i < pf->nthreads; i++) (void)pthread_setname_np(pf->tid[i], name);
 }
 
 void bookdb_prefetch_keys(BookPrefetch *pf, const Key *keys, size_t n)

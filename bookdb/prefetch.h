@@ -29,7 +29,7 @@ typedef struct BookPrefetch BookPrefetch;
 
 typedef struct {
 	uint64_t asked;   /* keys handed in */
-	uint64_t read;    /* keys looked up */
+	uint64_t read;    /* keys looked up (and their then function done) */
 	uint64_t dropped; /* keys dropped from a full stack */
 } BookPrefetchStats;
 
@@ -53,6 +53,8 @@ typedef void (*BookPrefetchThen)(void *ctx, BookPrefetch *pf, Key key, const uin
                                  size_t len, int depth);
 void bookdb_prefetch_then(BookPrefetch *pf, BookPrefetchThen fn, void *ctx);
 void bookdb_prefetch_keys_deep(BookPrefetch *pf, const Key *keys, size_t n, int depth);
+/* Names the threads (at most 15 bytes: top -H, perf), "book-ahead" until then. */
+void bookdb_prefetch_name(BookPrefetch *pf, const char *name);
 /* Stops the threads (the keys not yet read are dropped) and frees pf.
  * Accepts NULL. */
 void bookdb_prefetch_close(BookPrefetch *pf);

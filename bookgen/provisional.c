@@ -176,6 +176,14 @@ size_t prov_record_children(Key *keys, const uint8_t *val, size_t len,
 	return n;
 }
 
+int prov_ahead_depth(int depth, size_t n)
+{
+	int branch = depth >> 6, chain = depth & 63;
+	if (n == 1 && chain > 0) return branch << 6 | (chain - 1);
+	if (n > 1 && branch > 0) return (branch - 1) << 6 | PROV_AHEAD_CHAIN;
+	return -1;
+}
+
 int prov_next(ProvWalk *pw, SelLeaf *leaves, Position *pos, int n, BookDB *db, const ProvAsk *ask)
 {
 	int max_reads = ask->max_reads > 0 ? ask->max_reads : PROV_READS_DEFAULT;

@@ -80,6 +80,23 @@ uint64_t prov_spared(const ProvWalk *w);
  * count. For reading ahead below the walk (several lines at once). */
 size_t prov_record_children(Key *keys, const uint8_t *val, size_t len,
                             bool (*held)(void *ctx, Key key), void *ctx);
+/*
+ * How far below the walk to read ahead (a depth of bookdb_prefetch_keys_deep,
+ * holding two counts): PROV_AHEAD_DEPTH for the children of a position the
+ * walk enters; for the n children (prov_record_children) of a record read
+ * ahead at depth, prov_ahead_depth(depth, n), or -1: none. Two branching
+ * levels below those children (records with several children to go on to),
+ * and along a line of records with one child each up to PROV_AHEAD_CHAIN
+ * records, counted anew at each branching level. A book grown by a
+ * coordinator is mostly such lines (a result, of one move, is a thought
+ * position the next selection goes on from), which the walk goes down a
+ * read at a time: read ahead to their ends, many lines' reads are in flight
+ * at once. The count bounds a line that comes back on itself.
+ */
+#define PROV_AHEAD_BRANCH 2
+#define PROV_AHEAD_CHAIN 32
+#define PROV_AHEAD_DEPTH (PROV_AHEAD_BRANCH << 6 | PROV_AHEAD_CHAIN)
+int prov_ahead_depth(int depth, size_t n);
 void prov_free(ProvWalk *w);
 
 #endif

@@ -352,9 +352,12 @@ int sel_g_resolve_slow(Selector *s, uint32_t i)
 void sel_read_ahead(Selector *s, const Key *keys, size_t n)
 {
 	if (!s || !n || !s->db || s->ahead_failed) return;
-	if (!s->ahead && bookdb_prefetch_open(&s->ahead, s->db, AHEAD_THREADS) < 0) {
-		s->ahead_failed = true;
-		return;
+	if (!s->ahead) {
+		if (bookdb_prefetch_open(&s->ahead, s->db, AHEAD_THREADS) < 0) {
+			s->ahead_failed = true;
+			return;
+		}
+		bookdb_prefetch_name(s->ahead, "sel-ahead");
 	}
 	bookdb_prefetch_keys(s->ahead, keys, n);
 }

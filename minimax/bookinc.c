@@ -294,9 +294,12 @@ static int refresh_apply(Inc *c, uint32_t x, const MmMove *moves, int n, uint8_t
 static void read_ahead(Inc *c, const uint32_t *at, size_t n, size_t q)
 {
 	if (q % AHEAD_KEYS || n < 2 * AHEAD_KEYS || c->no_ahead) return;
-	if (!c->ahead && bookdb_prefetch_open(&c->ahead, c->db, AHEAD_THREADS) < 0) {
-		c->no_ahead = true; /* a hint only: the walk reads them itself */
-		return;
+	if (!c->ahead) {
+		if (bookdb_prefetch_open(&c->ahead, c->db, AHEAD_THREADS) < 0) {
+			c->no_ahead = true; /* a hint only: the walk reads them itself */
+			return;
+		}
+		bookdb_prefetch_name(c->ahead, "mm-ahead");
 	}
 	Key keys[2 * AHEAD_KEYS];
 	size_t m = 0, end = q + 2 * AHEAD_KEYS < n ? q + 2 * AHEAD_KEYS : n;

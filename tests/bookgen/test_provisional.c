@@ -4,7 +4,9 @@
  * principal variation, the one a selector without kif bonus finds; every one
  * is a legal line from the root to a position the book has not thought; what
  * is taken is skipped without changing the order of the rest; the reads are
- * bounded; a root the book has not thought gives none.
+ * bounded; a root the book has not thought gives none; reading ahead below
+ * the walk follows a line of one move a record to its end, and a tree two
+ * levels.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +23,7 @@
 #include "bookgen/selector.h"
 #include "shogi/clock.h"
 #include "shogi/keymap.h"
+#include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 #include "tests/support/support.h"
@@ -343,11 +346,110 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 	free(dir);
 }
 
+/* Whether the book (a read transaction, ctx) holds key: an exact filter. */
+static bool in_book(void *ctx, Key key)
+{
+	const uint8_t *val;
+	size_t len;
+	return bookdb_get_raw(&val, &len, ctx, key) == 0;
+}
+
+/* Records read ahead from key at depth, as the coordinator's read-ahead
+ * threads do (cluster/coord_pwalk.c): each record, then its children at
+ * prov_ahead_depth, depth first. */
+static int read_ahead_from(BookTxn *t, Key key, int depth)
+{
+	const uint8_t *val;
+	size_t len;
+	if (bookdb_get_raw(&val, &len, t, key) != 0) return 0;
+	int reads = 1;
+	Key keys[BOOKDB_MAX_MOVES];
+	size_t n = prov_record_children(keys, val, len, in_book, t);
+	int next = prov_ahead_depth(depth, n);
+	if (next < 0 || depth == 0) return reads;
+	for (size_t i = 0; i < n; i++) reads += read_ahead_from(t, keys[i], next);
+	return reads;
+}
+
+#define LINE 48
+
+static void test_provisional__reading_ahead_follows_lines_to_their_ends(void **state)
+{
+	(void)state;
+	/* The counts: along a line of one child a record, PROV_AHEAD_CHAIN
+	 * steps; at records with several, two levels, the line's count anew at
+	 * each. */
+	int d = PROV_AHEAD_DEPTH, steps = 0;
+	while ((d = prov_ahead_depth(d, 1)) >= 0) steps++;
+	assert_int_equal(steps, PROV_AHEAD_CHAIN);
+	d = prov_ahead_depth(PROV_AHEAD_DEPTH, 3);
+	assert_true(d >= 0);
+	assert_int_equal(prov_ahead_depth(PROV_AHEAD_DEPTH, 0), -1);
+	int d2 = prov_ahead_depth(d, 5);
+	assert_true(d2 >= 0);
+	assert_int_equal(prov_ahead_depth(d2, 2), -1);
+	for (steps = 0; (d2 = prov_ahead_depth(d2, 1)) >= 0;) steps++;
+	assert_int_equal(steps, PROV_AHEAD_CHAIN);
+	/* A real book: a line of LINE thought positions of one move each (as
+	 * results make), the last one's child not in the book; and a line of 10. */
+	char *dir = ts_mkdtemp(), book[600], err[BOOKDB_ERRLEN];
+	snprintf(book, sizeof book, "%s/b", dir);
+	BookDB *db;
+	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
+	Position *p = malloc(sizeof *p);
+	BookRecord *rec = malloc(sizeof *rec);
+	Move *legal = malloc(MOVEGEN_MAX * sizeof *legal);
+	assert_true(p && rec && legal);
+	assert_int_equal(sfen_parse(p, SFEN_STARTPOS, NULL, NULL), 0);
+	Key line[LINE];
+	KeyMap seen;
+	keymap_init_set(&seen, false);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	for (int i = 0; i < LINE; i++) {
+		line[i] = pos_key(p);
+		assert_int_equal(keymap_add(&seen, line[i], NULL), 1);
+		int n = movegen_legal(p, legal), m = -1;
+		for (int k = 0; k < n && m < 0; k++) {
+			Move mv = legal[(k + 7 * i) % n];
+			if (!keymap_has(&seen, pos_key_after(p, mv))) m = (k + 7 * i) % n;
+		}
+		assert_true(m >= 0);
+		bookdb_record_init(rec, p);
+		rec->flags = BOOKDB_REC_THOUGHT;
+		rec->think_depth = 10;
+		rec->nmoves = 1;
+		memset(&rec->moves[0], 0, sizeof rec->moves[0]);
+		rec->moves[0].move = legal[m];
+		rec->moves[0].flags = BOOKDB_MOVE_EVAL;
+		rec->moves[0].eval = 30;
+		rec->moves[0].depth = 10;
+		assert_int_equal(bookdb_put(t, line[i], rec), 0);
+		pos_do_move(p, legal[m]);
+	}
+	assert_int_equal(bookdb_txn_commit(t), 0);
+	keymap_free(&seen);
+	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
+	/* From the line's first record: the record and PROV_AHEAD_CHAIN more. */
+	assert_int_equal(read_ahead_from(t, line[0], PROV_AHEAD_DEPTH), PROV_AHEAD_CHAIN + 1);
+	/* From the tenth before the end: to the end, the last record's child
+	 * not being in the book. */
+	assert_int_equal(read_ahead_from(t, line[LINE - 10], PROV_AHEAD_DEPTH), 10);
+	bookdb_txn_abort(t);
+	free(legal);
+	free(rec);
+	free(p);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_provisional__leaves_follow_the_books_values),
+	    cmocka_unit_test(test_provisional__reading_ahead_follows_lines_to_their_ends),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
