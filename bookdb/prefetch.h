@@ -40,7 +40,7 @@ JOSEKI_MUST_USE int bookdb_prefetch_open(BookPrefetch **out, BookDB *db, int thr
 void bookdb_prefetch_keys(BookPrefetch *pf, const Key *keys, size_t n);
 void bookdb_prefetch_stats(BookPrefetchStats *out, BookPrefetch *pf);
 /*
- * Reading ahead deeper: fn, set before any key is handed in, is called by the
+ * Reading ahead deeper: fn, set before any key with a depth is handed in, is called by the
  * thread that read a record handed in by bookdb_prefetch_keys_deep with a
  * depth above 0 (val, len: the record, valid during the call, in the
  * thread's read transaction); it may hand in the keys it will want after
