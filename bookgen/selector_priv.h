@@ -328,6 +328,11 @@ static inline bool sel_g_yield(Selector *s, unsigned weight)
 	if (!s->yield || s->stop) return s->stop;
 	if ((s->yield_count += weight) < SEL_YIELD_VISITS) return false;
 	s->yield_count = 0;
+	/* A restored selector's filter, once its thread has read it, is joined
+	 * here too: a search that goes on across many slices (the first after
+	 * a restart) would otherwise look every child up in the book to its
+	 * end, and the coordinator's provisional walk would have no filter. */
+	sel_g_filter_join_done(s);
 	if (s->yield(s->yield_ctx)) {
 		s->stop = true;
 		if (!s->err) s->err = SEL_ESTOPPED;

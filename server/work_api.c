@@ -597,7 +597,8 @@ void api_work_metrics(ApiWork *w, FILE *f)
 	        "# TYPE joseki_work_selector_trims_total counter\n"
 	        "joseki_work_selector_trims_total %llu\n"
 	        "# HELP joseki_work_provisional_leaves_total Positions leased as provisional "
-	        "leaves (the book's own values) while the first search was under way.\n"
+	        "leaves (the book's own values): during the first search, and when the "
+	        "selection fell behind after it.\n"
 	        "# TYPE joseki_work_provisional_leaves_total counter\n"
 	        "joseki_work_provisional_leaves_total %llu\n",
 	        (unsigned long long)st->select_nodes, (unsigned long long)st->select_bytes,
