@@ -997,6 +997,29 @@ static void test_bookgen__a_restored_filter_is_read_beside_the_selector(void **s
 	free(dir);
 }
 
+/* a's snapshot written to dir/s.snap and restored into a new selector over
+ * db (its filter deferred to the first search if asked), rooted at the start. */
+static Selector *snapshot_restored(Selector *a, BookDB *db, const char *dir, bool defer)
+{
+	char path[4200], serr[SNAP_ERRLEN];
+	BookStamp stamp;
+	assert_int_equal(bookdb_stamp(&stamp, db), 0);
+	snprintf(path, sizeof path, "%s/s.snap", dir);
+	SnapWriter *w = NULL;
+	assert_int_equal(snap_create(&w, path, &stamp, serr), 0);
+	assert_int_equal(sel_snapshot_write(a, w), 0);
+	assert_int_equal(snap_commit(w, serr), 0);
+	SnapReader *rd = NULL;
+	Selector *b = NULL;
+	assert_int_equal(snap_open(&rd, path, &stamp, serr), 0);
+	assert_int_equal(sel_new(&b, NULL), 0);
+	if (defer) sel_defer_filter(b, true);
+	if (sel_restore(b, db, rd, serr) != 0) fail_msg("restore: %s", serr);
+	snap_close(rd);
+	assert_int_equal(sel_add_root(b, line_key("startpos"), BLACK), 0);
+	return b;
+}
+
 /* A restored selector's yield: waits for the filter's thread to have read
  * the filter, then notes whether the search has joined it. */
 typedef struct {
@@ -1031,28 +1054,15 @@ static bool watch_join(void *ctx)
 static void test_bookgen__a_search_joins_a_restored_filter_once_read(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp(), book[4096], path[4200], serr[SNAP_ERRLEN];
+	char *dir = ts_mkdtemp(), book[4096];
 	(void)synth_book(book, sizeof book, dir, "join_filter");
 	BookDB *db = NULL;
-	Selector *a = lazy_selector(&db, book, false), *r = NULL;
+	Selector *a = lazy_selector(&db, book, false);
 	SelLeaf *l = malloc(sizeof *l);
 	assert_non_null(l);
 	for (int i = 0; i < 1500 && sel_select(l, a) == 1; i++)
 		assert_int_equal(sel_lease(a, l->key), 0);
-	BookStamp stamp;
-	assert_int_equal(bookdb_stamp(&stamp, db), 0);
-	snprintf(path, sizeof path, "%s/s.snap", dir);
-	SnapWriter *w = NULL;
-	assert_int_equal(snap_create(&w, path, &stamp, serr), 0);
-	assert_int_equal(sel_snapshot_write(a, w), 0);
-	assert_int_equal(snap_commit(w, serr), 0);
-	SnapReader *rd = NULL;
-	assert_int_equal(snap_open(&rd, path, &stamp, serr), 0);
-	assert_int_equal(sel_new(&r, NULL), 0);
-	sel_defer_filter(r, true);
-	assert_int_equal(sel_restore(r, db, rd, serr), 0);
-	snap_close(rd);
-	assert_int_equal(sel_add_root(r, line_key("startpos"), BLACK), 0);
+	Selector *r = snapshot_restored(a, db, dir, true);
 	/* A search over the whole restored graph: many yields. */
 	sel_clear_bounds(r);
 	JoinWatch jw = {.s = r};
@@ -1079,7 +1089,7 @@ static void test_bookgen__a_search_joins_a_restored_filter_once_read(void **stat
 static void test_bookgen__a_snapshot_of_nodes_changed_twice_restores(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp(), book[4096], path[4200], serr[SNAP_ERRLEN];
+	char *dir = ts_mkdtemp(), book[4096];
 	(void)synth_book(book, sizeof book, dir, "pending_twice");
 	BookDB *db = NULL;
 	Selector *a = lazy_selector(&db, book, false), *b = NULL;
@@ -1091,19 +1101,7 @@ static void test_bookgen__a_snapshot_of_nodes_changed_twice_restores(void **stat
 	SelStats st;
 	sel_get_stats(&st, a);
 	assert_true(st.nodes < 6); /* fewer nodes than changes */
-	BookStamp stamp;
-	assert_int_equal(bookdb_stamp(&stamp, db), 0);
-	snprintf(path, sizeof path, "%s/s.snap", dir);
-	SnapWriter *w = NULL;
-	assert_int_equal(snap_create(&w, path, &stamp, serr), 0);
-	assert_int_equal(sel_snapshot_write(a, w), 0);
-	assert_int_equal(snap_commit(w, serr), 0);
-	SnapReader *rd = NULL;
-	assert_int_equal(snap_open(&rd, path, &stamp, serr), 0);
-	assert_int_equal(sel_new(&b, NULL), 0);
-	if (sel_restore(b, db, rd, serr) != 0) fail_msg("restore: %s", serr);
-	snap_close(rd);
-	assert_int_equal(sel_add_root(b, line_key("startpos"), BLACK), 0);
+	b = snapshot_restored(a, db, dir, false);
 	SelLeaf *l = malloc(sizeof *l), *m = malloc(sizeof *m);
 	assert_true(l && m);
 	assert_int_equal(sel_select(l, a), 1);
