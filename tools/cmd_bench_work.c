@@ -155,8 +155,9 @@ static char *answer(Client *c, char *lease, size_t leaselen, size_t *n)
 }
 
 /* One acquire due at due_ms (sent now) and the submit of its answer. The
- * acquire's latency counts from due_ms. */
-static void cycle(Client *c, CURL *h, const char *acq, double due_ms)
+ * acquire's latency counts from due_ms. Returns the acquire's HTTP status
+ * (0: no answer). */
+static long cycle(Client *c, CURL *h, const char *acq, double due_ms)
 {
 	long st = post(c, h, "/v1/work/acquire", acq);
 	double dt = clock_ms_f() - due_ms;
@@ -165,36 +166,43 @@ static void cycle(Client *c, CURL *h, const char *acq, double due_ms)
 		c->got_first = true;
 		c->first_ms = due_ms + dt - c->start_ms;
 	}
-	if (due_ms >= c->warm_ms && dt > c->acquire_max_warm) c->acquire_max_warm = dt;
-	if (!array_grow((void **)&c->lat, &c->caplat, c->nlat + 1, sizeof *c->lat, 1024))
+	/* The latencies are the answered acquires' (200, 204): a failed one
+	 * (refused, timed out, 5xx) counts in errors alone. */
+	bool answered = st == 200 || st == 204;
+	if (answered && due_ms >= c->warm_ms && dt > c->acquire_max_warm) c->acquire_max_warm = dt;
+	if (answered &&
+	    !array_grow((void **)&c->lat, &c->caplat, c->nlat + 1, sizeof *c->lat, 1024))
 		c->lat[c->nlat++] = dt;
-	if (due_ms >= c->warm_ms &&
+	if (answered && due_ms >= c->warm_ms &&
 	    !array_grow((void **)&c->latw, &c->caplatw, c->nlatw + 1, sizeof *c->latw, 1024))
 		c->latw[c->nlatw++] = dt;
 	if (st == 204) {
 		c->empty++;
 		if (!c->pace) usleep(10000);
-		return;
+		return st;
 	}
+	long acq_st = st;
 	char lease[WORKER_LEASE_ID_MAX], path[WORKER_LEASE_ID_MAX + 32];
 	size_t n = 0;
 	char *body = st == 200 ? answer(c, lease, sizeof lease, &n) : NULL;
 	if (!body) {
 		c->errors++;
 		if (!c->pace) usleep(10000);
-		return;
+		return acq_st;
 	}
 	snprintf(path, sizeof path, "/v1/work/submit/%s", lease);
 	double t0 = clock_ms_f();
 	st = post(c, h, path, body);
 	dt = clock_ms_f() - t0;
+	free(body);
+	if (st != 204) {
+		c->errors++;
+		return acq_st;
+	}
 	if (dt > c->submit_max) c->submit_max = dt;
 	if (t0 >= c->warm_ms && dt > c->submit_max_warm) c->submit_max_warm = dt;
-	free(body);
-	if (st == 204)
-		c->results += n;
-	else
-		c->errors++;
+	c->results += n;
+	return acq_st;
 }
 
 /* The coordinator's selection work so far: /v1/work/status's selector
@@ -311,10 +319,12 @@ int cmd_bench_work(int argc, char **argv)
 		char acq[128];
 		acquire_body(acq, sizeof acq, &c0);
 		/* Until it has positions: a coordinator selecting in slices
-		 * answers 204 while its first search runs. */
+		 * answers 204 while its first search runs (up to 10 minutes);
+		 * anything else but positions (nothing listening, a wrong token)
+		 * ends the wait at once. */
 		for (int k = 0; h && !c0.got_first && k < 12000; k++) {
-			cycle(&c0, h, acq, clock_ms_f());
-			if (!c0.got_first) usleep(50000);
+			if (cycle(&c0, h, acq, clock_ms_f()) != 204) break;
+			usleep(50000);
 		}
 		curl_easy_cleanup(h);
 		/* its results are not counted in the rate; never positions: an error */
@@ -335,6 +345,10 @@ int cmd_bench_work(int argc, char **argv)
 	double w0[SW_N], w1[SW_N];
 	bool have_work = hst && selector_work(&cst, hst, w0) == 0;
 	double t0 = rate ? pace.start_ms : start, deadline = t0 + seconds * 1000.0;
+	/* The first selections of a fresh coordinator fault its book in: the
+	 * warm figures leave out the acquires due in the first 15 s (the first
+	 * half of a run of 30 s or less). */
+	double warm_s = seconds > 30 ? 15.0 : seconds * 0.5;
 	for (int i = 0; i < clients; i++) {
 		cs[i] = (Client){.server = server,
 		                 .auth = auth,
@@ -343,9 +357,7 @@ int cmd_bench_work(int argc, char **argv)
 		                 .pace = rate ? &pace : NULL,
 		                 .deadline_ms = deadline,
 		                 .start_ms = start,
-		                 /* The first selections of a fresh coordinator fault its
-		                  * book in: the warm maxima leave out the first 15 s. */
-		                 .warm_ms = t0 + (seconds > 30 ? 15000.0 : seconds * 500.0),
+		                 .warm_ms = t0 + warm_s * 1000,
 		                 .pos = malloc(sizeof(Position)),
 		                 .res = malloc(sizeof(SearchResult))};
 		pthread_create(&th[i], NULL, client, &cs[i]);
@@ -389,10 +401,11 @@ int cmd_bench_work(int argc, char **argv)
 	    "submit_max_warm_ms %.2f first_acquire_ms %.0f requests %llu acquires %llu no_work "
 	    "%llu "
 	    "errors %llu clients %d max %d rate %d acquire_p50_warm_ms %.2f acquire_p99_warm_ms "
-	    "%.2f\n",
+	    "%.2f warm_after_s %.1f warm_acquires %zu\n",
 	    (unsigned long long)results, el, results / el, p50, p99, mx, submit_max, amax_warm,
 	    smax_warm, first, (unsigned long long)requests, (unsigned long long)acquires,
-	    (unsigned long long)empty, (unsigned long long)errors, clients, max, rate, p50w, p99w);
+	    (unsigned long long)empty, (unsigned long long)errors, clients, max, rate, p50w, p99w,
+	    warm_s, nlatw);
 	/* Per result stored in the run: what the selection did for it. */
 	if (have_work) {
 		double per = results ? (double)results : 1;

@@ -288,9 +288,9 @@ static void console_line(char *buf, Console *k, const CoordStatus *st)
 	count_text(a, sizeof a, (double)positions);
 	count_text(b, sizeof b, (double)st->book_thought);
 	count_text(c, sizeof c, (double)st->results);
-	/* The rate over the last minute (the coordinator's), or since the start
-	 * in the first minute. */
-	double rate = el >= 60 || el <= 0 ? st->results_per_s : (double)st->results / el;
+	/* The coordinator's rate, as its status says it (results_per_s: over
+	 * the last minute, or since the first result in the first). */
+	double rate = st->results_per_s;
 	(void)put(buf, &len, "book %s pos, %s thought (+%s, %.*f/s); ", a, b, c, rate < 100 ? 1 : 0,
 	          rate);
 	(void)put(buf, &len, "workers %zu live, %zu gone", st->nworkers, st->ngone);
@@ -345,7 +345,16 @@ static int wait_stop(sigset_t *sigs, ApiWork *work, Console *k)
 {
 	double last = clock_ms_f();
 	for (;;) {
-		struct timespec ts = {.tv_sec = work ? 1 : 3600};
+		/* A second at most (the budget and a failure are looked at), less
+		 * when the next line is due sooner (--status-seconds 0.5). */
+		double wait_ms = work ? 1000 : 3600000;
+		if (work && k->every_s > 0) {
+			double due = last + k->every_s * 1000 - clock_ms_f();
+			if (due < wait_ms) wait_ms = due > 1 ? due : 1;
+		}
+		struct timespec ts = {
+		    .tv_sec = (time_t)(wait_ms / 1000),
+		    .tv_nsec = (long)((wait_ms - 1000 * (double)(time_t)(wait_ms / 1000)) * 1e6)};
 		int sig = sigtimedwait(sigs, NULL, &ts);
 		if (sig > 0) return sig;
 		if (!work) continue;
@@ -448,7 +457,8 @@ int cmd_serve(int argc, char **argv)
 	bool ahead_given = false;
 	double provisional_s = 2;
 	Console con = {.every_s = isatty(2) ? 10 : 0};
-	uint64_t status_s = 0, max_time = 0;
+	uint64_t max_time = 0;
+	double status_s = 0;
 	bool status_given = false;
 	CliBudget cb;
 	cli_budget_init(&cb, 1);
@@ -468,10 +478,10 @@ int cmd_serve(int argc, char **argv)
 	            "stop after N results (default: run until stopped)"),
 	    CLI_NUM("--time", &max_time, 1, CLI_NOMAX, "S",
 	            "stop after S seconds (default: run until stopped)"),
-	    CLI_NUM("--status-seconds", &status_s, 0, 86400, "S",
-	            "a status line on stderr every S seconds (default 10 on a terminal, else "
-	            "none; 0: none)",
-	            CLI_TAG(&status_given, true)),
+	    CLI_REAL("--status-seconds", &status_s, 0, 86400, "S",
+	             "a status line on stderr every S seconds (default 10 on a terminal, else "
+	             "none; 0: none)",
+	             CLI_TAG(&status_given, true)),
 	    CLI_FLAG("--verbose", &con.verbose,
 	             "the service thread's timings after each status line and in the summary"),
 	    CLI_NUM("--history-seconds", &history_s, 0, 86400, "S",
@@ -570,7 +580,7 @@ int cmd_serve(int argc, char **argv)
 		co.select_slice_ms = slice_ms < 0 ? -1 : slice_ms ? (double)slice_ms : 1e-3;
 	if (ahead_given) co.select_ahead = ahead ? ahead : -1; /* 0: none */
 	co.provisional_after_ms = provisional_s * 1000;        /* 0: never */
-	if (status_given) con.every_s = (double)status_s;
+	if (status_given) con.every_s = status_s;
 	con.max_s = (double)max_time;
 	co.minimax_seconds = (double)minimax_s;
 	co.budget = cb.budget;

@@ -69,7 +69,8 @@ int cmd_worker(int argc, char **argv)
 {
 	const char *server = NULL, *token_file = NULL, *name = NULL, *journal = NULL, *spool = NULL;
 	bool quiet = false;
-	uint64_t max_backoff = 30, positions = 0, heartbeat = WORKER_HEARTBEAT_S, status_s = 0;
+	uint64_t max_backoff = 30, positions = 0, heartbeat = WORKER_HEARTBEAT_S;
+	double status_s = 0;
 	CliEngines ce;
 	cli_engines_init(&ce, WORKER_MAX_ENGINES, "--option");
 	const CliOpt opts[] = {
@@ -90,8 +91,8 @@ int cmd_worker(int argc, char **argv)
 	            "append a line a lease, result and abort (default: none)"),
 	    CLI_STR("--spool", &spool, "FILE",
 	            "keep unsent results here for the next run (default: none)"),
-	    CLI_NUM(
-	        "--status-seconds", &status_s, 1, 86400, "S",
+	    CLI_REAL(
+	        "--status-seconds", &status_s, 0.1, 86400, "S",
 	        "a status line every S seconds on stderr, terminal or not, and one at the start "
 	        "(default: an overwritten line once a second on a terminal)",
 	        .excl = "quiet"),
@@ -143,7 +144,7 @@ int cmd_worker(int argc, char **argv)
 		    .stop = &worker_stop_flag,
 		    .progress = status_s || (!quiet && isatty(2)) ? on_progress : NULL,
 		    .progress_ctx = status_s ? (void *)"lines" : NULL,
-		    .progress_ms = (double)status_s * 1000,
+		    .progress_ms = status_s * 1000,
 		    .log = stderr,
 		    .journal = jf,
 		    .spool = spool,

@@ -8,7 +8,7 @@
  * only in the few that were in flight. And the coordinator's summary line at
  * exit (with --verbose, as tools/bench_cluster.sh runs it) counts its service
  * rounds and their longest parts, and bench-work's second line the selection's
- * work over the run.
+ * work over the run. Failed requests count in errors, not in the latencies.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -118,6 +118,10 @@ static void test_bench_work__paced_sends_exactly_the_scheduled_acquires(void **s
 	assert_true(results > 0);
 	assert_true(results <= 200 * 8);
 	assert_true(field(out, "results_per_s") <= 800.0);
+	/* The warm figures: the acquires due in the second half of a 2 s run. */
+	assert_true(field(out, "warm_after_s") == 1.0);
+	double warm = field(out, "warm_acquires");
+	if (warm < 1 || warm > 200) fail_msg("warm_acquires %.0f of 200: %s", warm, out);
 	/* Its second line: the coordinator's selection work over the run, from
 	 * /v1/work/status before and after (every result asks for more). */
 	const char *sel = strstr(out, "\nselector ");
@@ -171,6 +175,34 @@ static void test_bench_work__a_stall_shows_in_the_acquires_due_meanwhile(void **
 	assert_true(field(line, "acquire_p99_ms") >= 500.0);
 }
 
+/* With nothing listening every acquire fails: the wait for the first
+ * positions ends at once (it waited ten minutes), and each paced acquire
+ * counts in errors (exit status 1), none in the latencies, which are the
+ * answered acquires'. */
+static void test_bench_work__failed_requests_count_in_errors_not_in_latencies(void **state)
+{
+	Fixture *f = *state;
+	kill(f->pid, SIGTERM);
+	waitpid(f->pid, NULL, 0);
+	f->pid = g_child = 0;
+	char cmd[1024], *out = NULL, *err = NULL;
+	command(cmd, sizeof cmd, f, 100, 4, 2, 2);
+	int rc = ts_run(cmd, &out, &err);
+	if (rc != 1) fail_msg("bench-work: exit %d (1 wanted) %s %s", rc, out, err);
+	/* The first acquire, alone before the paced ones, failed too: the wait
+	 * for positions ended at once. */
+	double acquires = field(out, "acquires");
+	assert_true(acquires == 50);
+	assert_true(field(out, "errors") >= acquires);
+	assert_true(field(out, "first_acquire_ms") == -1);
+	assert_true(field(out, "results") == 0);
+	assert_true(field(out, "acquire_max_ms") == 0);
+	assert_true(field(out, "acquire_p99_ms") == 0);
+	assert_true(field(out, "warm_acquires") == 0);
+	free(out);
+	free(err);
+}
+
 int main(void)
 {
 	atexit(kill_child);
@@ -179,6 +211,8 @@ int main(void)
 	        test_bench_work__paced_sends_exactly_the_scheduled_acquires, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_bench_work__a_stall_shows_in_the_acquires_due_meanwhile, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_bench_work__failed_requests_count_in_errors_not_in_latencies, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

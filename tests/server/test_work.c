@@ -1563,7 +1563,7 @@ static int kill_workers_left(void **state)
 }
 
 /*
- * The console (serve --work --status-seconds 1 --verbose --positions N --time S):
+ * The console (serve --work --status-seconds 0.5 --verbose --positions N --time S):
  * every status line fits 120 columns and says the book's positions and
  * thought ones, the results and their rate, the workers live and gone, the
  * ETA of the budget and the value and line from the start position (the
@@ -1592,7 +1592,7 @@ static void test_work__the_console_says_what_an_operator_needs(void **state)
 	 * workers spend in several status lines' time (200 took 2 s once: two
 	 * lines, and the check below wants three). */
 	snprintf(cmd, sizeof cmd,
-	         "--work --quiet --movetime 10 --status-seconds 1 --verbose --positions 600 "
+	         "--work --quiet --movetime 10 --status-seconds 0.5 --verbose --positions 600 "
 	         "--time 40 --minimax-seconds 1 --roots %s 1>&2",
 	         roots);
 	s.port = ts_serve_start(&s.pid, &s.log, book, cmd);
