@@ -284,23 +284,6 @@ static int submit_op(ApiWork *w, Op *op)
 	return 0;
 }
 
-static char *dump(json_t *o)
-{
-	if (!o) return NULL;
-	char *s = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	if (!s) return NULL;
-	size_t n = strlen(s);
-	char *r = realloc(s, n + 2);
-	if (!r) {
-		free(s);
-		return NULL;
-	}
-	r[n] = '\n';
-	r[n + 1] = 0;
-	return r;
-}
-
 static char *acquire_body(const CoordLease *l, const CoordOptions *o, int64_t now)
 {
 	json_t *ps = json_array();
@@ -319,8 +302,9 @@ static char *acquire_body(const CoordLease *l, const CoordOptions *o, int64_t no
 	char id[17];
 	snprintf(id, sizeof id, "%016llx", (unsigned long long)l->id);
 	int64_t left = (l->expires_ms - now + 999) / 1000;
-	return dump(json_pack("{s:s, s:I, s:o, s:o}", "lease", id, "expires_in",
-	                      (json_int_t)(left > 0 ? left : 0), "positions", ps, "limits", lim));
+	return api_json_body(json_pack("{s:s, s:I, s:o, s:o}", "lease", id, "expires_in",
+	                               (json_int_t)(left > 0 ? left : 0), "positions", ps, "limits",
+	                               lim));
 }
 
 /* The spot checks of the status (docs/cluster.md, "Spot checks"). */
@@ -424,7 +408,7 @@ static char *status_body(const CoordStatus *st)
 	if (o) json_object_set_new(o, "workers_gone", gone_json(st, now));
 	/* The book's lines from the way to the roots: their positions queued. */
 	if (o) json_object_set_new(o, "lines_queued", json_integer((json_int_t)st->lines_queued));
-	return dump(o);
+	return api_json_body(o);
 }
 
 /* The lease id after prefix in url: 16 hex digits, nothing after. */

@@ -21,8 +21,10 @@
  * every acquire due in them is sent, late or not.
  */
 #include <curl/curl.h>
+#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +66,28 @@ typedef struct {
 	size_t rlen, rcap;
 	Position *pos;
 	SearchResult *res;
+	char fail[256]; /* the first failed request: what and why ("": none) */
 } Client;
+
+/* Keeps the first failure's description (stderr says it at the end). */
+static void note_fail(Client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note_fail(Client *c, const char *fmt, ...)
+{
+	if (c->fail[0]) return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->fail, sizeof c->fail, fmt, ap);
+	va_end(ap);
+}
+
+/* The answer's "error" text, or "" (not JSON, or none). */
+static void answer_error(const Client *c, char *out, size_t len)
+{
+	json_t *j = c->resp ? json_loadb(c->resp, c->rlen, 0, NULL) : NULL;
+	const char *e = json_string_value(json_object_get(j, "error"));
+	snprintf(out, len, "%s%.150s%s", e ? " (" : "", e ? e : "", e ? ")" : "");
+	json_decref(j);
+}
 
 static size_t collect(char *p, size_t sz, size_t n, void *ud)
 {
@@ -99,7 +122,10 @@ static long post(Client *c, CURL *h, const char *path, const char *body)
 	CURLcode rc = curl_easy_perform(h);
 	curl_slist_free_all(hd);
 	c->requests++;
-	if (rc != CURLE_OK) return -1;
+	if (rc != CURLE_OK) {
+		note_fail(c, "%s %s: %s", body ? "POST" : "GET", path, curl_easy_strerror(rc));
+		return -1;
+	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	return status;
 }
@@ -182,10 +208,13 @@ static long cycle(Client *c, CURL *h, const char *acq, double due_ms)
 		return st;
 	}
 	long acq_st = st;
-	char lease[WORKER_LEASE_ID_MAX], path[WORKER_LEASE_ID_MAX + 32];
+	char lease[WORKER_LEASE_ID_MAX], path[WORKER_LEASE_ID_MAX + 32], why[200];
 	size_t n = 0;
 	char *body = st == 200 ? answer(c, lease, sizeof lease, &n) : NULL;
 	if (!body) {
+		answer_error(c, why, sizeof why);
+		if (st > 0) note_fail(c, "POST /v1/work/acquire: HTTP %ld%s", st, why);
+		if (st == 200) note_fail(c, "POST /v1/work/acquire: an answer that is not a lease");
 		c->errors++;
 		if (!c->pace) usleep(10000);
 		return acq_st;
@@ -196,6 +225,8 @@ static long cycle(Client *c, CURL *h, const char *acq, double due_ms)
 	dt = clock_ms_f() - t0;
 	free(body);
 	if (st != 204) {
+		answer_error(c, why, sizeof why);
+		if (st > 0) note_fail(c, "POST /v1/work/submit: HTTP %ld%s", st, why);
 		c->errors++;
 		return acq_st;
 	}
@@ -291,13 +322,17 @@ int cmd_bench_work(int argc, char **argv)
 	if (parsed != CLI_GO) return parsed;
 	char tok[256] = "", auth[300];
 	FILE *f = fopen(token_file, "r");
-	if (!f || !fgets(tok, sizeof tok, f)) {
-		joseki_error("bench-work: cannot read %s", token_file);
-		if (f) fclose(f);
+	if (!f) {
+		joseki_error("bench-work: cannot read %s: %s", token_file, strerror(errno));
 		return 1;
 	}
+	if (!fgets(tok, sizeof tok, f)) tok[0] = 0;
 	fclose(f);
 	tok[strcspn(tok, "\r\n")] = 0;
+	if (!tok[0]) {
+		joseki_error("bench-work: %s: no token on its first line", token_file);
+		return 1;
+	}
 	snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
 	shogi_init();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -305,6 +340,8 @@ int cmd_bench_work(int argc, char **argv)
 	pthread_t *th = calloc((size_t)clients, sizeof *th);
 	Pace pace = {0};
 	double start = clock_ms_f(), first = -1;
+	int run_clients = clients;
+	char fail[256] = "";
 	uint64_t results = 0, requests = 0, acquires = 0, empty = 0, errors = 0;
 	if (rate) {
 		/* The first acquire alone, unpaced: a fresh coordinator's first
@@ -327,10 +364,13 @@ int cmd_bench_work(int argc, char **argv)
 			usleep(50000);
 		}
 		curl_easy_cleanup(h);
-		/* its results are not counted in the rate; never positions: an error */
+		/* Its results are not counted in the rate. Never positions: no
+		 * paced run (exit status 1). */
 		first = c0.got_first ? c0.first_ms : -1;
 		requests = c0.requests;
-		errors = c0.errors + (c0.got_first ? 0 : 1);
+		errors = c0.errors;
+		snprintf(fail, sizeof fail, "%s", c0.fail);
+		if (!c0.got_first) run_clients = 0;
 		free(c0.lat);
 		free(c0.resp);
 		free(c0.pos);
@@ -349,7 +389,7 @@ int cmd_bench_work(int argc, char **argv)
 	 * warm figures leave out the acquires due in the first 15 s (the first
 	 * half of a run of 30 s or less). */
 	double warm_s = seconds > 30 ? 15.0 : seconds * 0.5;
-	for (int i = 0; i < clients; i++) {
+	for (int i = 0; i < run_clients; i++) {
 		cs[i] = (Client){.server = server,
 		                 .auth = auth,
 		                 .id = i,
@@ -364,8 +404,9 @@ int cmd_bench_work(int argc, char **argv)
 	}
 	size_t nlat = 0, nlatw = 0;
 	double submit_max = 0, amax_warm = 0, smax_warm = 0;
-	for (int i = 0; i < clients; i++) {
+	for (int i = 0; i < run_clients; i++) {
 		pthread_join(th[i], NULL);
+		if (!fail[0]) snprintf(fail, sizeof fail, "%s", cs[i].fail);
 		if (!rate && cs[i].got_first && (first < 0 || cs[i].first_ms < first))
 			first = cs[i].first_ms;
 		if (cs[i].submit_max > submit_max) submit_max = cs[i].submit_max;
@@ -429,5 +470,14 @@ int cmd_bench_work(int argc, char **argv)
 	free(cs);
 	free(th);
 	curl_global_cleanup();
-	return errors ? 1 : 0;
+	if (errors)
+		joseki_error("bench-work: %llu of %llu requests failed; the first: %s%s",
+		             (unsigned long long)errors, (unsigned long long)requests,
+		             fail[0] ? fail : "(not said)",
+		             rate && first < 0 ? "; no positions, so no paced run" : "");
+	else if (rate && first < 0)
+		joseki_error(
+		    "bench-work: no positions in 10 minutes (the coordinator answered 204: "
+		    "its first search still running?); no paced run");
+	return errors || (rate && first < 0) ? 1 : 0;
 }

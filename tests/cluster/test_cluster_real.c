@@ -166,26 +166,8 @@ static void wait_worker(Fx *f, int i, double secs, long long *positions, long lo
 /* GET /v1/work/status: the object (decref it). */
 static json_t *status(const Fx *f)
 {
-	CURL *c = curl_easy_init();
-	char url[128], auth[600];
-	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/work/status", f->port);
-	snprintf(auth, sizeof auth, "Authorization: Bearer %s", f->token);
-	struct curl_slist *h = curl_slist_append(NULL, auth);
-	TsBuf b = {NULL, 0};
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ts_collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-	assert_int_equal(curl_easy_perform(c), CURLE_OK);
-	long code = 0;
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	assert_int_equal(code, 200);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	json_t *j = json_loads(b.data, 0, NULL);
-	assert_non_null(j);
-	free(b.data);
+	json_t *j = ts_work_status(f->port, f->token);
+	if (!j) fail_msg("GET /v1/work/status on port %d: no answer, not 200 or not JSON", f->port);
 	return j;
 }
 

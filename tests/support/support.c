@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <curl/curl.h>
 #include <jansson.h>
 
 #include <dirent.h>
@@ -282,6 +283,28 @@ size_t ts_collect(char *p, size_t size, size_t n, void *buf)
 	b->len += size * n;
 	b->data[b->len] = 0;
 	return size * n;
+}
+
+json_t *ts_work_status(int port, const char *token)
+{
+	CURL *c = curl_easy_init();
+	char url[128], auth[600];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/work/status", port);
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+	struct curl_slist *h = curl_slist_append(NULL, auth);
+	TsBuf b = {NULL, 0};
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ts_collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+	long code = 0;
+	if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	json_t *j = code == 200 && b.data ? json_loads(b.data, 0, NULL) : NULL;
+	free(b.data);
+	return j;
 }
 
 int ts_occurrences(const char *s, const char *needle)

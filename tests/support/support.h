@@ -83,6 +83,11 @@ typedef struct {
 } TsBuf;
 size_t ts_collect(char *p, size_t size, size_t n, void *buf);
 
+/* GET /v1/work/status of the coordinator on 127.0.0.1:port with a worker's
+ * token: the object (decref it), or NULL when it could not be read (no
+ * answer in 20 s, not 200, not JSON). */
+struct json_t *ts_work_status(int port, const char *token);
+
 /* How many times needle (not empty) is in s, not overlapping. */
 int ts_occurrences(const char *s, const char *needle);
 
