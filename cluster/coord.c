@@ -209,7 +209,7 @@ void coord_heartbeat(Coord *c, const CoordWorker *w, bool leaving, int64_t now_m
 static void count_results(Coord *c, int64_t now, uint32_t n)
 {
 	int64_t sec = now / 1000;
-	int i = (int)(sec % 60);
+	int i = (int)(sec % (RATE_SECS + 1));
 	if (!c->sec_first) c->sec_first = sec;
 	if (c->sec_stamp[i] != sec) {
 		c->sec_stamp[i] = sec;
@@ -1519,12 +1519,17 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 		else
 			out->leases_returned++;
 	}
-	int64_t sec = now_ms / 1000;
+	/* Over the last 60 whole seconds (the current one, under way, left out:
+	 * counted with them, a coordinator storing 2,000 a second showed
+	 * 1,969), or over the whole seconds since the first result when fewer;
+	 * in the first result's own second, its count. */
+	int64_t sec = now_ms / 1000, span = RATE_SECS;
+	if (c->sec_first && sec - c->sec_first < span) span = sec - c->sec_first;
 	uint64_t sum = 0;
-	for (int i = 0; i < 60; i++)
-		if (c->sec_stamp[i] > sec - 60 && c->sec_stamp[i] <= sec) sum += c->sec_count[i];
-	/* Over the last 60 s, or since the first result when that was less. */
-	int64_t span = c->sec_first && sec - c->sec_first + 1 < 60 ? sec - c->sec_first + 1 : 60;
+	for (int i = 0; i < RATE_SECS + 1; i++) {
+		int64_t t = c->sec_stamp[i];
+		if (span > 0 ? t >= sec - span && t < sec : t == sec) sum += c->sec_count[i];
+	}
 	out->results_per_s = (double)sum / (double)(span > 0 ? span : 1);
 	size_t na = 0, capa = 0;
 	for (size_t i = 0; i < c->nkeys; i++) {

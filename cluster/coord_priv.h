@@ -18,6 +18,8 @@
 #include "shogi/keymap.h"
 #include "shogi/notation.h"
 
+#define RATE_SECS 60 /* results_per_s: over this many whole seconds */
+
 enum { POS_PENDING = 'P', POS_DONE = 'D', POS_RETURNED = 'R' };
 enum { WHERE_QUEUED = 1, WHERE_LEASED, WHERE_ASIDE };
 
@@ -132,8 +134,10 @@ struct Coord {
 	BookRecord *line_rec;
 	int64_t last_minimax_ms;
 	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms, trim_ms;
-	int64_t sec_stamp[60];
-	uint32_t sec_count[60];
+	/* The results of each of the last RATE_SECS whole seconds and of the
+	 * current one (results_per_s). */
+	int64_t sec_stamp[RATE_SECS + 1];
+	uint32_t sec_count[RATE_SECS + 1];
 	int64_t sec_first; /* the second of the first result counted (0: none yet) */
 	/* The periodic minimax, on a thread of its own (coord_tick starts it,
 	 * collects it when done): it reads its own snapshot and writes in its

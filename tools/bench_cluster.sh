@@ -35,6 +35,9 @@
 # JOSEKI_SERVE runs another build's coordinator under the same load generator.
 # BENCH_CLUSTER_LOG=FILE keeps the coordinator's stderr there (with --verbose
 # in BENCH_CLUSTER_SERVE_OPTS: a line for each of its minimax runs).
+# BENCH_CLUSTER_WARM_S=W: the *_warm_ms figures take the acquires due after W s
+# (bench-work --warm-seconds; default 15): e.g. the steady state of a long run
+# from scratch, past the minute or two its first search and page cache take.
 #
 # BENCH_CLUSTER_COLD=1 (root) drops the machine's page cache before the coordinator
 # starts, so that it reads its book and snapshot from the disk, as after a reboot.
@@ -128,7 +131,8 @@ done
 load_s=$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.2f", $2 - $1}')
 cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 if ! out=$($J bench-work --server "http://127.0.0.1:$port" --token-file "$tmp/token" \
-	--clients "$CLIENTS" --seconds "$SECS" --max "$MAX" --rate "$RATE"); then
+	--clients "$CLIENTS" --seconds "$SECS" --max "$MAX" --rate "$RATE" \
+	${BENCH_CLUSTER_WARM_S:+--warm-seconds "$BENCH_CLUSTER_WARM_S"}); then
 	echo "bench_cluster: the load generator failed; the coordinator's last words:" >&2
 	tail -n 5 "$tmp/serve.err" >&2
 	exit 1
@@ -168,6 +172,6 @@ machine=all
 [ -z "$HELD_FOR" ] || machine="$((HELD_FOR / 1048576))M"
 echo "$line" | awk -v machine="$machine" -v runs="${runs:-?}" -v mmlast="${mm_last:-0}" -v n="$N" -v rss="$rss_mb" -v hwm="$hwm_mb" -v anon="$anon_mb" -v file="$file_mb" -v load="$load_s" -v w="$SELECT" -v mms="$MMS" -v cpu="$coord_cpu_s" -v rate="$RATE" -v restored="${restored:-no}" -v saved="${saved:-no}" -v stop="$stop_s" -v selwork="$selwork" -v cold="${BENCH_CLUSTER_COLD:-0}" '{
 	for (i = 1; i < NF; i++) v[$i] = $(i + 1)
-	printf "cluster positions %s rate %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s acquire_p50_warm_ms %s acquire_p99_warm_ms %s submit_max_ms %s acquire_max_warm_ms %s submit_max_warm_ms %s coordinator_cpu_s %s rss_mb %s (anon %s, book pages %s) peak_rss_mb %s start_s %s first_acquire_s %.2f select %s minimax_every_s %s minimax_runs %s minimax_last_ms %s snapshot_restore_s %s snapshot_save_s %s stop_s %s machine_memory %s cold %s selector %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms, anon <= 4 GB, first acquire <= 3 s)\n",
-	    n, rate ? rate : "max", v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["acquire_p50_warm_ms"], v["acquire_p99_warm_ms"], v["submit_max_ms"], v["acquire_max_warm_ms"], v["submit_max_warm_ms"], cpu, rss, anon, file, hwm, load, load + v["first_acquire_ms"] / 1000, w, mms, runs, mmlast, restored, saved, stop, machine, cold, selwork
+	printf "cluster positions %s rate %s results_per_s %s acquire_p50_ms %s acquire_p99_ms %s acquire_max_ms %s acquire_p50_warm_ms %s acquire_p99_warm_ms %s warm_after_s %s submit_max_ms %s acquire_max_warm_ms %s submit_max_warm_ms %s coordinator_cpu_s %s rss_mb %s (anon %s, book pages %s) peak_rss_mb %s start_s %s first_acquire_s %.2f select %s minimax_every_s %s minimax_runs %s minimax_last_ms %s snapshot_restore_s %s snapshot_save_s %s stop_s %s machine_memory %s cold %s selector %s  (targets: >= 2000 results/s, p99 <= 50 ms, max <= 250 ms, anon <= 4 GB, first acquire <= 3 s)\n",
+	    n, rate ? rate : "max", v["results_per_s"], v["acquire_p50_ms"], v["acquire_p99_ms"], v["acquire_max_ms"], v["acquire_p50_warm_ms"], v["acquire_p99_warm_ms"], v["warm_after_s"], v["submit_max_ms"], v["acquire_max_warm_ms"], v["submit_max_warm_ms"], cpu, rss, anon, file, hwm, load, load + v["first_acquire_ms"] / 1000, w, mms, runs, mmlast, restored, saved, stop, machine, cold, selwork
 }'

@@ -307,6 +307,7 @@ int cmd_bench_work(int argc, char **argv)
 {
 	const char *server = NULL, *token_file = NULL;
 	int clients = 8, seconds = 60, max = 32, rate = 0;
+	double warm_opt = -1;
 	const CliOpt opts[] = {
 	    CLI_STR("--server", &server, "URL", "the coordinator", .required = true),
 	    CLI_STR("--token-file", &token_file, "F", "a worker token", .required = true),
@@ -315,6 +316,9 @@ int cmd_bench_work(int argc, char **argv)
 	    CLI_NUM("--max", &max, 1, 100000, "M", "positions an acquire (default 32)"),
 	    CLI_NUM("--rate", &rate, 0, 10000000, "R",
 	            "results/s asked for: acquires paced, open loop (default 0: closed loop)"),
+	    CLI_REAL("--warm-seconds", &warm_opt, 0, 1000000, "W",
+	             "the warm figures take the acquires due after W s (default 15, or half "
+	             "of a run of 30 s or less)"),
 	    CLI_TABLE_END,
 	};
 	const CliCmd cmd = {"bench-work", opts, "docs/cluster.md"};
@@ -387,8 +391,8 @@ int cmd_bench_work(int argc, char **argv)
 	double t0 = rate ? pace.start_ms : start, deadline = t0 + seconds * 1000.0;
 	/* The first selections of a fresh coordinator fault its book in: the
 	 * warm figures leave out the acquires due in the first 15 s (the first
-	 * half of a run of 30 s or less). */
-	double warm_s = seconds > 30 ? 15.0 : seconds * 0.5;
+	 * half of a run of 30 s or less; --warm-seconds). */
+	double warm_s = warm_opt >= 0 ? warm_opt : seconds > 30 ? 15.0 : seconds * 0.5;
 	for (int i = 0; i < run_clients; i++) {
 		cs[i] = (Client){.server = server,
 		                 .auth = auth,

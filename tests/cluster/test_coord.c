@@ -164,12 +164,19 @@ static void test_coord__lease_submit_idempotent_and_stored(void **state)
 	assert_int_equal(coord_status(c, &st, T0), 0);
 	assert_int_equal(st.results, 1);
 	assert_int_equal(st.leases_live, 0);
-	/* The rate: over the last 60 s, or since the first result (its second
-	 * counted whole) when that is less. */
+	/* The rate: over the last 60 whole seconds, or over those since the
+	 * first result when fewer (in its own second, its count), the second
+	 * under way left out. */
 	assert_true(st.results_per_s == 1.0);
 	coord_status_free(&st);
 	assert_int_equal(coord_status(c, &st, T0 + 3000), 0);
-	assert_true(st.results_per_s == 0.25);
+	assert_true(st.results_per_s == 1.0 / 3);
+	coord_status_free(&st);
+	assert_int_equal(coord_status(c, &st, T0 + 60500), 0);
+	assert_true(st.results_per_s == 1.0 / 60);
+	coord_status_free(&st);
+	assert_int_equal(coord_status(c, &st, T0 + 61000), 0);
+	assert_true(st.results_per_s == 0.0);
 	coord_status_free(&st);
 	assert_int_equal(coord_status(c, &st, T0 + 100000), 0);
 	assert_true(st.results_per_s == 0.0);

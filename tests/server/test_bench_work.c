@@ -164,6 +164,7 @@ static void test_bench_work__a_stall_shows_in_the_acquires_due_meanwhile(void **
 	Fixture *f = *state;
 	char cmd[1024];
 	command(cmd, sizeof cmd, f, 200, 4, 2, 4);
+	strncat(cmd, " --warm-seconds 3", sizeof cmd - strlen(cmd) - 1);
 	FILE *p = popen(cmd, "r");
 	assert_non_null(p);
 	usleep(1500 * 1000);
@@ -177,6 +178,10 @@ static void test_bench_work__a_stall_shows_in_the_acquires_due_meanwhile(void **
 	assert_int_equal((int)field(line, "acquires"), 200);
 	assert_true(field(line, "acquire_max_ms") >= 900.0);
 	assert_true(field(line, "acquire_p99_ms") >= 500.0);
+	/* --warm-seconds 3: the warm figures take the last 50 acquires (due
+	 * every 20 ms, the 150th at 3 s), all answered. */
+	assert_true(field(line, "warm_after_s") == 3.0);
+	assert_true(field(line, "warm_acquires") == 50);
 }
 
 /* With nothing listening the first acquire, sent alone before the paced
