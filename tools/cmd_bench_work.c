@@ -446,7 +446,7 @@ int cmd_bench_work(int argc, char **argv)
 	    "submit_max_warm_ms %.2f first_acquire_ms %.0f requests %llu acquires %llu no_work "
 	    "%llu "
 	    "errors %llu clients %d max %d rate %d acquire_p50_warm_ms %.2f acquire_p99_warm_ms "
-	    "%.2f warm_after_s %.1f warm_acquires %zu\n",
+	    "%.2f warm_after_s %g warm_acquires %zu\n",
 	    (unsigned long long)results, el, results / el, p50, p99, mx, submit_max, amax_warm,
 	    smax_warm, first, (unsigned long long)requests, (unsigned long long)acquires,
 	    (unsigned long long)empty, (unsigned long long)errors, clients, max, rate, p50w, p99w,
