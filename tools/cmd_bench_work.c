@@ -212,9 +212,12 @@ static long cycle(Client *c, CURL *h, const char *acq, double due_ms)
 	size_t n = 0;
 	char *body = st == 200 ? answer(c, lease, sizeof lease, &n) : NULL;
 	if (!body) {
-		answer_error(c, why, sizeof why);
-		if (st > 0) note_fail(c, "POST /v1/work/acquire: HTTP %ld%s", st, why);
-		if (st == 200) note_fail(c, "POST /v1/work/acquire: an answer that is not a lease");
+		if (st == 200) {
+			note_fail(c, "POST /v1/work/acquire: an answer that is not a lease");
+		} else if (st > 0 && !c->fail[0]) {
+			answer_error(c, why, sizeof why);
+			note_fail(c, "POST /v1/work/acquire: HTTP %ld%s", st, why);
+		}
 		c->errors++;
 		if (!c->pace) usleep(10000);
 		return acq_st;
@@ -225,8 +228,10 @@ static long cycle(Client *c, CURL *h, const char *acq, double due_ms)
 	dt = clock_ms_f() - t0;
 	free(body);
 	if (st != 204) {
-		answer_error(c, why, sizeof why);
-		if (st > 0) note_fail(c, "POST /v1/work/submit: HTTP %ld%s", st, why);
+		if (st > 0 && !c->fail[0]) {
+			answer_error(c, why, sizeof why);
+			note_fail(c, "POST /v1/work/submit: HTTP %ld%s", st, why);
+		}
 		c->errors++;
 		return acq_st;
 	}

@@ -347,14 +347,13 @@ static int wait_stop(sigset_t *sigs, ApiWork *work, Console *k)
 	for (;;) {
 		/* A second at most (the budget and a failure are looked at), less
 		 * when the next line is due sooner (--status-seconds 0.5). */
-		double wait_ms = work ? 1000 : 3600000;
+		int64_t wait_ms = work ? 1000 : 3600000;
 		if (work && k->every_s > 0) {
 			double due = last + k->every_s * 1000 - clock_ms_f();
-			if (due < wait_ms) wait_ms = due > 1 ? due : 1;
+			if (due < wait_ms) wait_ms = due > 1 ? (int64_t)due : 1;
 		}
-		struct timespec ts = {
-		    .tv_sec = (time_t)(wait_ms / 1000),
-		    .tv_nsec = (long)((wait_ms - 1000 * (double)(time_t)(wait_ms / 1000)) * 1e6)};
+		struct timespec ts = {.tv_sec = wait_ms / 1000,
+		                      .tv_nsec = (wait_ms % 1000) * 1000000L};
 		int sig = sigtimedwait(sigs, NULL, &ts);
 		if (sig > 0) return sig;
 		if (!work) continue;

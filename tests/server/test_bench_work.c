@@ -210,15 +210,9 @@ static void test_bench_work__nothing_listening_ends_it_at_once_saying_why(void *
 }
 
 /* The coordinator's status: the results it stored (-1: not read). */
-static long long stored_results(const Fixture *f)
+static long long stored_results(const Fixture *f, const char *token)
 {
-	char path[700];
-	snprintf(path, sizeof path, "%s/token", f->dir);
-	char *tok = ts_read_file(path, NULL);
-	assert_non_null(tok);
-	tok[strcspn(tok, "\r\n")] = 0;
-	json_t *j = ts_work_status(f->port, tok);
-	free(tok);
+	json_t *j = ts_work_status(f->port, token);
 	json_t *r = json_object_get(j, "results");
 	long long n = json_is_integer(r) ? json_integer_value(r) : -1;
 	json_decref(j);
@@ -234,12 +228,18 @@ static void test_bench_work__failed_requests_count_in_errors_not_in_latencies(vo
 	Fixture *f = *state;
 	char cmd[1024];
 	command(cmd, sizeof cmd, f, 100, 4, 2, 12);
+	char path[700];
+	snprintf(path, sizeof path, "%s/token", f->dir);
+	char *tok = ts_read_file(path, NULL);
+	assert_non_null(tok);
+	tok[strcspn(tok, "\r\n")] = 0;
 	double t0 = clock_ms_f();
 	FILE *p = popen(cmd, "r");
 	assert_non_null(p);
 	/* More than the first acquire's 4 (not counted in the run's results):
 	 * a paced acquire's are stored. 60 s only bound a failure. */
-	while (stored_results(f) <= 4 && clock_ms_f() - t0 < 60000) usleep(20000);
+	while (stored_results(f, tok) <= 4 && clock_ms_f() - t0 < 60000) usleep(20000);
+	free(tok);
 	double killed = clock_ms_f() - t0;
 	kill(f->pid, SIGKILL);
 	waitpid(f->pid, NULL, 0);
