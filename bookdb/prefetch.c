@@ -26,25 +26,41 @@ struct BookPrefetch {
 	BookPrefetchStats st;
 };
 
-/* Brings in the pages of key's record (or of the place it would go); a
- * record found with depth above 0 goes to the then function. */
+/* Brings in the pages of key's record (or of the place it would go) in t:
+ * 1 with *val, *len when it is there, else 0. */
+static int touch(const uint8_t **val, size_t *len, BookTxn *t, Key key)
+{
+	if (bookdb_get_raw(val, len, t, key) != 0 || !*len) return 0;
+	/* A record longer than a page lies on pages of its own, which the
+	 * lookup does not read: one byte of each. */
+	const uint8_t *v = *val;
+	volatile uint8_t sink = v[0];
+	for (size_t off = 4096 - ((uintptr_t)v & 4095); off < *len; off += 4096) sink = v[off];
+	sink = v[*len - 1];
+	(void)sink;
+	return 1;
+}
+
+/* Brings in the pages of key's record; a record found with depth above 0
+ * goes to the then function. */
 static void read_one(BookPrefetch *pf, Key key, int depth)
 {
-	BookDB *db = pf->db;
 	BookTxn *t;
-	if (bookdb_txn_begin(&t, db, false) < 0) return;
+	if (bookdb_txn_begin(&t, pf->db, false) < 0) return;
 	const uint8_t *val;
 	size_t len;
-	if (bookdb_get_raw(&val, &len, t, key) == 0 && len) {
-		/* A record longer than a page lies on pages of its own, which the
-		 * lookup does not read: one byte of each. */
-		volatile uint8_t sink = val[0];
-		for (size_t off = 4096 - ((uintptr_t)val & 4095); off < len; off += 4096)
-			sink = val[off];
-		sink = val[len - 1];
-		(void)sink;
-		if (depth > 0 && pf->then) pf->then(pf->then_ctx, pf, key, val, len, depth);
-	}
+	if (touch(&val, &len, t, key) && depth > 0 && pf->then)
+		pf->then(pf->then_ctx, pf, key, val, len, depth);
+	bookdb_txn_abort(t);
+}
+
+void bookdb_prefetch_now(BookDB *db, const Key *keys, size_t n)
+{
+	BookTxn *t;
+	if (!n || bookdb_txn_begin(&t, db, false) < 0) return;
+	const uint8_t *val;
+	size_t len;
+	for (size_t i = 0; i < n; i++) (void)touch(&val, &len, t, keys[i]);
 	bookdb_txn_abort(t);
 }
 

@@ -53,6 +53,12 @@ typedef void (*BookPrefetchThen)(void *ctx, BookPrefetch *pf, Key key, const uin
                                  size_t len, int depth);
 void bookdb_prefetch_then(BookPrefetch *pf, BookPrefetchThen fn, void *ctx);
 void bookdb_prefetch_keys_deep(BookPrefetch *pf, const Key *keys, size_t n, int depth);
+/* The same reads in the calling thread, in one read transaction of its own,
+ * returning when they are done: for a thread that has to wait anyway (a
+ * request for the coordinator's service thread) and wants the lookups
+ * another thread makes of these records next to find them in memory. Never
+ * fails (a read that does is a hint lost). */
+void bookdb_prefetch_now(BookDB *db, const Key *keys, size_t n);
 /* Names the threads (at most 15 bytes: top -H, perf), "book-ahead" until then. */
 void bookdb_prefetch_name(BookPrefetch *pf, const char *name);
 /* Stops the threads (the keys not yet read are dropped) and frees pf.

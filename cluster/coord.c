@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bookdb/prefetch.h"
 #include "bookgen/roots.h"
 #include "bookgen/selection.h"
 #include "bookgen/selector.h"
@@ -1216,6 +1217,14 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 		return rc < 0 ? rc : stored;
 	}
 	return (rc = co_lease_put(c, l, err)) < 0 ? rc : stored;
+}
+
+void coord_submit_warm(Coord *c, const CoordResult *res, size_t n)
+{
+	Key keys[COORD_MAX_BATCH];
+	if (n > COORD_MAX_BATCH) n = COORD_MAX_BATCH;
+	for (size_t i = 0; i < n; i++) keys[i] = res[i].key;
+	bookdb_prefetch_now(c->db, keys, n);
 }
 
 /* ---- abort, expiry, commit ---- */

@@ -371,6 +371,15 @@ JOSEKI_MUST_USE int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *
 JOSEKI_MUST_USE int coord_submit(Coord *c, uint64_t id, const CoordWorker *w,
                                  const CoordResult *res, size_t n, int64_t now_ms, char *err);
 
+/* Reads into memory, in the calling thread, the records coord_submit of these
+ * results will read and write: on a book larger than memory each is a read
+ * from disk. A request's own thread calls it before it hands the submission
+ * to the thread that calls coord_submit, so that the reads of many
+ * submissions are under way at once and none holds up the others' round.
+ * Reads the book only: safe beside any other call on c (not beside
+ * coord_close). */
+void coord_submit_warm(Coord *c, const CoordResult *res, size_t n);
+
 /* A worker's heartbeat: it is alive (what it says of itself noted, as with
  * every request), or with leaving, it stops now and is shown gone at once. */
 void coord_heartbeat(Coord *c, const CoordWorker *w, bool leaving, int64_t now_ms);

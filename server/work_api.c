@@ -481,6 +481,10 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 	          : op.kind == OP_HEARTBEAT ? api_parse_heartbeat(&op.body, body, len, perr)
 	                                    : 0;
 	if (prc < 0) return error(status, 400, perr);
+	/* The records a submission stores are read here, beside the other
+	 * requests, not in the service's round (on a book larger than memory
+	 * each is a read from disk). */
+	if (op.kind == OP_SUBMIT) coord_submit_warm(w->c, op.body.results, op.body.nresults);
 	CoordLease *lease = NULL;
 	if (op.kind == OP_ACQUIRE && !(op.out = lease = malloc(sizeof *lease))) {
 		api_work_body_free(&op.body);

@@ -2,7 +2,8 @@
  * tests/bookdb/test_prefetch.c — reading records ahead (bookdb/prefetch.h):
  * every key handed in is looked up (present ones, absent ones, records long
  * enough to lie on pages of their own), while a writer commits beside the
- * threads; a full stack drops its oldest keys, exactly as many as it has no
+ * threads, and read in the calling thread (bookdb_prefetch_now) beside a
+ * writer's open transaction; a full stack drops its oldest keys, exactly as many as it has no
  * room for; keys handed in deeper have their records shown to a then
  * function, which hands in the next level's; closing with keys waiting stops the threads at once;
  * after all of it the book reads back as it was written. A pass over a book read at random
@@ -119,6 +120,30 @@ static void test_prefetch__reads_every_key_handed_in_beside_a_writer(void **stat
 	assert_int_equal(st.asked, asked);
 	bookdb_prefetch_close(pf);
 	check_book(&b, 4000);
+	ts_book_close(&b);
+}
+
+/* The same reads in the calling thread: present keys (some on pages of
+ * their own), absent ones, none; between a writer's commits, and with a
+ * write transaction of this thread open (the coordinator's HTTP threads warm
+ * while its service thread writes). */
+static void test_prefetch__now_reads_in_the_calling_thread(void **state)
+{
+	(void)state;
+	TsBook b;
+	ts_book_open(&b);
+	store(&b, 0, 1000);
+	Key keys[400];
+	for (size_t j = 0; j < 400; j++) keys[j] = key_of(j * 3); /* 0..1197: a sixth absent */
+	bookdb_prefetch_now(b.db, keys, 0);
+	bookdb_prefetch_now(b.db, keys, 400);
+	store(&b, 1000, 2000);
+	BookTxn *w;
+	assert_int_equal(bookdb_txn_begin(&w, b.db, true), 0);
+	assert_int_equal(bookdb_put_raw(w, key_of(5000), (const uint8_t *)"x", 1), 0);
+	bookdb_prefetch_now(b.db, keys, 400);
+	assert_int_equal(bookdb_txn_commit(w), 0);
+	check_book(&b, 2000);
 	ts_book_close(&b);
 }
 
@@ -386,6 +411,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_prefetch__reads_every_key_handed_in_beside_a_writer),
+	    cmocka_unit_test(test_prefetch__now_reads_in_the_calling_thread),
 	    cmocka_unit_test(test_prefetch__a_full_stack_drops_its_oldest_keys),
 	    cmocka_unit_test(test_prefetch__closing_with_keys_waiting),
 	    cmocka_unit_test(test_prefetch__deeper_keys_go_to_the_then_function),
