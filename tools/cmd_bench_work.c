@@ -61,6 +61,7 @@ typedef struct {
 	double start_ms, first_ms; /* the run's start; its first positions acquired (ms after) */
 	bool got_first;
 	double acquire_max_warm, submit_max_warm;
+	size_t nsub, nsubw; /* submits answered (204), of them in the warm window */
 	size_t nlat, caplat;
 	char *resp;
 	size_t rlen, rcap;
@@ -237,6 +238,8 @@ static long cycle(Client *c, CURL *h, const char *acq, double due_ms)
 	}
 	if (dt > c->submit_max) c->submit_max = dt;
 	if (t0 >= c->warm_ms && dt > c->submit_max_warm) c->submit_max_warm = dt;
+	c->nsub++;
+	c->nsubw += t0 >= c->warm_ms;
 	c->results += n;
 	return acq_st;
 }
@@ -411,7 +414,7 @@ int cmd_bench_work(int argc, char **argv)
 		                 .res = malloc(sizeof(SearchResult))};
 		pthread_create(&th[i], NULL, client, &cs[i]);
 	}
-	size_t nlat = 0, nlatw = 0;
+	size_t nlat = 0, nlatw = 0, nsub = 0, nsubw = 0;
 	double submit_max = 0, amax_warm = 0, smax_warm = 0;
 	for (int i = 0; i < run_clients; i++) {
 		pthread_join(th[i], NULL);
@@ -428,6 +431,8 @@ int cmd_bench_work(int argc, char **argv)
 		errors += cs[i].errors;
 		nlat += cs[i].nlat;
 		nlatw += cs[i].nlatw;
+		nsub += cs[i].nsub;
+		nsubw += cs[i].nsubw;
 	}
 	double el = (clock_ms_f() - t0) / 1e3;
 	have_work = have_work && selector_work(&cst, hst, w1) == 0;
@@ -442,9 +447,13 @@ int cmd_bench_work(int argc, char **argv)
 	}
 	qsort(lat, nlat, sizeof *lat, cmp_double);
 	qsort(latw, nlatw, sizeof *latw, cmp_double);
-	double p50 = nlat ? lat[nlat / 2] : 0, p99 = nlat ? lat[(nlat * 99) / 100] : 0,
-	       mx = nlat ? lat[nlat - 1] : 0, p50w = nlatw ? latw[nlatw / 2] : 0,
-	       p99w = nlatw ? latw[(nlatw * 99) / 100] : 0;
+	/* A figure of requests none of which was answered is -1 (none), not 0. */
+	double p50 = nlat ? lat[nlat / 2] : -1, p99 = nlat ? lat[(nlat * 99) / 100] : -1,
+	       mx = nlat ? lat[nlat - 1] : -1, p50w = nlatw ? latw[nlatw / 2] : -1,
+	       p99w = nlatw ? latw[(nlatw * 99) / 100] : -1;
+	if (!nlatw) amax_warm = -1;
+	if (!nsub) submit_max = -1;
+	if (!nsubw) smax_warm = -1;
 	printf(
 	    "bench-work results %llu time_s %.1f results_per_s %.0f acquire_p50_ms %.2f "
 	    "acquire_p99_ms %.2f acquire_max_ms %.2f submit_max_ms %.2f acquire_max_warm_ms %.2f "

@@ -222,7 +222,8 @@ static long long stored_results(const Fixture *f, const char *token)
 /* The coordinator killed once it has stored paced results, early in a 12 s
  * run: the acquires after fail (errors, exit status 1) and count in no
  * latency. Its warm window (after 6 s) holds none of the answered ones, so
- * warm_acquires is 0 (it counted the failed ones). */
+ * warm_acquires is 0 (it counted the failed ones) and the warm figures are -1
+ * (none), not 0. */
 static void test_bench_work__failed_requests_count_in_errors_not_in_latencies(void **state)
 {
 	Fixture *f = *state;
@@ -258,6 +259,13 @@ static void test_bench_work__failed_requests_count_in_errors_not_in_latencies(vo
 		fail_msg("%.0f acquires, %.0f errors: %s", acquires, errors, line);
 	assert_true(field(line, "results") > 0);
 	assert_true(field(line, "warm_acquires") == 0);
+	/* None answered: -1, not a 0 that reads as fast; the run's own were. */
+	assert_true(field(line, "acquire_p50_warm_ms") == -1);
+	assert_true(field(line, "acquire_p99_warm_ms") == -1);
+	assert_true(field(line, "acquire_max_warm_ms") == -1);
+	assert_true(field(line, "submit_max_warm_ms") == -1);
+	assert_true(field(line, "acquire_p50_ms") > 0);
+	assert_true(field(line, "submit_max_ms") > 0);
 }
 
 int main(void)
