@@ -620,6 +620,17 @@ int cmd_serve(int argc, char **argv)
 		joseki_error("serve: %s", err);
 		return 1;
 	}
+	uint64_t positions = 0;
+	BookTxn *txn;
+	int crc = bookdb_txn_begin(&txn, db, false);
+	if (crc == 0) {
+		crc = bookdb_count(&positions, txn, BOOKDB_POS);
+		bookdb_txn_abort(txn);
+	}
+	if (crc < 0) {
+		joseki_error("serve: %s: counting the positions: %s", book, bookdb_strerror(crc));
+		goto fail;
+	}
 	if (work_on) {
 		char tpath[BOOKDB_PATH_LEN];
 		snprintf(tpath, sizeof tpath, "%s/tokens", book);
@@ -697,6 +708,8 @@ int cmd_serve(int argc, char **argv)
 			fprintf(stderr,
 			        "serve: --no-snapshot: the first search starts from scratch, "
 			        "and the selector is not saved at the stop\n");
+		/* Before the service thread: the Coord is then its alone. */
+		if (!co.preload) warn_graph_room(coord, co.select_memory, positions);
 		if (api_work_start(&work, coord, tokens) < 0) {
 			joseki_error("serve: cannot start the work thread");
 			goto fail;
@@ -704,18 +717,6 @@ int cmd_serve(int argc, char **argv)
 		opt.work = work;
 		if (!opt.threads) opt.threads = 16; /* requests wait for the group commit */
 	}
-	uint64_t positions = 0;
-	BookTxn *txn;
-	int crc = bookdb_txn_begin(&txn, db, false);
-	if (crc == 0) {
-		crc = bookdb_count(&positions, txn, BOOKDB_POS);
-		bookdb_txn_abort(txn);
-	}
-	if (crc < 0) {
-		joseki_error("serve: %s: counting the positions: %s", book, bookdb_strerror(crc));
-		goto fail;
-	}
-	if (work && !co.preload) warn_graph_room(coord, co.select_memory, positions);
 	if (server_start(&s, db, &opt, err) < 0) {
 		joseki_error("serve: %s", err);
 		goto fail;
