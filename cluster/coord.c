@@ -444,6 +444,7 @@ fail:
 }
 
 static int minimax_collect(Coord *c, bool wait, char *err);
+static int ahead_expire(Coord *c, int64_t now_ms, bool all, char *err);
 
 /* The selector's state to the snapshot, stamped with the book as committed. */
 int co_snapshot_write(Coord *c, const BookStamp *st, char *err)
@@ -476,7 +477,9 @@ int coord_close(Coord *c, double *save_ms, char *err)
 	if (!c) return 0;
 	co_select_stop(c);           /* its stock of leaves released in the selector */
 	co_checkpoint_reap(c, true); /* a checkpoint being written: its file replaced below */
-	int rc = coord_commit(c, err);
+	/* Leases made ahead and handed to nobody: their positions are free again. */
+	int rc = c->broken ? COORD_EBOOK : ahead_expire(c, 0, true, err);
+	if (rc == 0) rc = coord_commit(c, err);
 	/* A minimax run under way is told to stop (a whole-book one took
 	 * minutes on a large book, and a supervisor may kill the process
 	 * meanwhile); its analysis writes nothing to the book, so the stamp
@@ -509,6 +512,7 @@ void coord_free(Coord *c)
 	sel_free(c->sel);
 	for (size_t i = 0; i < c->nleases; i++) free(c->leases[i].pos);
 	free(c->leases);
+	free(c->ahead);
 	free(c->keys);
 	keymap_free(&c->lease_map);
 	keymap_free(&c->key_map);
@@ -885,6 +889,45 @@ int coord_select_idle(Coord *c, double ms, char *err)
 	return rc < 0 ? select_failed(c, rc, err) : 0;
 }
 
+/* The lease l as an acquire's answer. */
+static void lease_out(CoordLease *out, const Lease *l)
+{
+	out->id = l->key.hi;
+	out->expires_ms = l->expires_ms;
+	out->n = l->n;
+	for (int i = 0; i < l->n; i++) {
+		out->pos[i].key = l->pos[i].key;
+		memcpy(out->pos[i].sfen, l->pos[i].sfen, sizeof out->pos[i].sfen);
+	}
+}
+
+/* Checks go first but not where a worker could tell them: l shuffled when it
+ * holds any. */
+static void shuffle_checks(Coord *c, Lease *l)
+{
+	bool checks = false;
+	for (int i = 0; i < l->n; i++) checks |= l->pos[i].check;
+	for (int i = l->n - 1; checks && i > 0; i--) {
+		int j = (int)(rng_next(&c->spot_rng) % (uint64_t)(i + 1));
+		LPos t = l->pos[i];
+		l->pos[i] = l->pos[j];
+		l->pos[j] = t;
+	}
+}
+
+/* An acquire's worker and size noted: the worker seen, the stock the
+ * selection keeps, the sizes leases are made ahead of and whether they are. */
+static void acquire_noted(Coord *c, const CoordWorker *w, int max, int64_t now_ms)
+{
+	note_worker(c, w, now_ms);
+	co_spot_seen(c, w->token, now_ms);
+	c->round_asked += max;
+	/* Leases are made ahead for the acquires of a round while they come often. */
+	c->ahead_on = c->last_acquire_ms && now_ms - c->last_acquire_ms <= COORD_AHEAD_GAP_MS;
+	c->last_acquire_ms = now_ms;
+	if (c->nasked < COORD_AHEAD_MAX) c->asked[c->nasked++] = max;
+}
+
 int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int64_t now_ms,
                   char *err)
 {
@@ -896,9 +939,7 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 	if (coord_quarantined(c, w->token, err)) return COORD_EQUARANTINE;
 	int rc = co_select_take_in(c, err);
 	if (rc < 0) return rc;
-	note_worker(c, w, now_ms);
-	co_spot_seen(c, w->token, now_ms);
-	c->round_asked += max;
+	acquire_noted(c, w, max, now_ms);
 	Lease lease = {.key = {0, c->next_id}}, *l = &lease; /* kept once it has positions */
 	if (!(l->pos = calloc((size_t)max, sizeof *l->pos))) return COORD_ENOMEM;
 	l->expires_ms = now_ms + (int64_t)(c->opt.lease_seconds * 1000);
@@ -914,15 +955,7 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 		free(l->pos);
 		return rc;
 	}
-	/* Checks go first but not where a worker could tell them: shuffled. */
-	bool checks = false;
-	for (int i = 0; i < l->n; i++) checks |= l->pos[i].check;
-	for (int i = l->n - 1; checks && i > 0; i--) {
-		int j = (int)(rng_next(&c->spot_rng) % (uint64_t)(i + 1));
-		LPos t = l->pos[i];
-		l->pos[i] = l->pos[j];
-		l->pos[j] = t;
-	}
+	shuffle_checks(c, l);
 	l->pending = l->n;
 	if (!(l = co_lease_keep(c, &lease))) {
 		free(lease.pos);
@@ -930,14 +963,205 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 	}
 	c->next_id++;
 	if ((rc = co_lease_put(c, l, err)) < 0 || (rc = co_next_id_put(c, err)) < 0) return rc;
-	out->id = l->key.hi;
-	out->expires_ms = l->expires_ms;
-	out->n = l->n;
-	for (int i = 0; i < l->n; i++) {
-		out->pos[i].key = l->pos[i].key;
-		memcpy(out->pos[i].sfen, l->pos[i].sfen, sizeof out->pos[i].sfen);
-	}
+	lease_out(out, l);
 	return l->n;
+}
+
+/* Makes a lease ahead of max positions: up to COORD_AHEAD_CHECKS spot checks
+ * waiting (whatever their tokens: the lease then goes to no token they
+ * exclude, coord_ahead_export), then selected positions (returned ones go to
+ * the acquires, which know the worker): from the leaves the selection found
+ * beside the service, and while it is behind, the walk's provisional leaves
+ * (as an acquire takes them: take_selected); no slice of selection of its
+ * own (the round's commit would wait for it). 1 when one was made, 0 when
+ * there are not max leaves ready now, or COORD_EBOOK. */
+static int make_ahead_one(Coord *c, int max, int64_t now_ms, char *err)
+{
+	bool behind = c->sr_n < max && behind_with_walk(c);
+	if (c->sr_n < max && (!behind || c->sr_n + co_pwalk_ready(c->pwalk) < max)) return 0;
+	Lease lease = {.key = {0, c->next_id}, .bind = LEASE_AHEAD, .made_ms = now_ms}, *l = &lease;
+	/* The record says so until it is bound: a crash before then leaves it
+	 * expiring no sooner than a lease bound to the last moment it may be. */
+	l->expires_ms = now_ms + (int64_t)(c->opt.lease_seconds * 1000) + COORD_AHEAD_KEEP_MS;
+	if (!(l->pos = calloc((size_t)max, sizeof *l->pos)))
+		return co_broken(c, err, "leasing", BOOKDB_ENOMEM);
+	int rc = co_spot_take(c, l, max < COORD_AHEAD_CHECKS ? max : COORD_AHEAD_CHECKS, NULL, err);
+	if (rc == 0) rc = take_found(c, l, max, err);
+	if (rc == 0 && behind) {
+		c->sr_demand = max - l->n;
+		keep_up(c, max, l->n, true, now_ms);
+		rc = take_provisional(c, l, max, err);
+	} else if (rc == 0) {
+		keep_up(c, max, l->n, false, now_ms);
+	}
+	if (rc < 0 || l->n == 0) {
+		free(l->pos);
+		return rc;
+	}
+	shuffle_checks(c, l);
+	l->pending = l->n;
+	if (array_grow((void **)&c->ahead, &c->capahead, c->nahead + 1, sizeof *c->ahead, 16) ||
+	    !(l = co_lease_keep(c, &lease))) {
+		free(lease.pos);
+		return co_broken(c, err, "leasing", BOOKDB_ENOMEM);
+	}
+	c->next_id++;
+	c->ahead[c->nahead++] = l->key.hi;
+	if ((rc = co_lease_put(c, l, err)) < 0 || (rc = co_next_id_put(c, err)) < 0) return rc;
+	return 1;
+}
+
+int coord_make_ahead(Coord *c, int64_t now_ms, char *err)
+{
+	int nasked = c->nasked;
+	c->nasked = 0;
+	if (c->broken) return COORD_EBOOK;
+	if (!c->ahead_on || !nasked) return 0;
+	int rc = co_select_take_in(c, err);
+	double t0 = clock_ms_f();
+	/* (Sizes the leaves ready do not fill are passed over.) */
+	for (int i = 0; rc == 0 && i < nasked && c->nahead < COORD_AHEAD_MAX; i++)
+		if ((rc = make_ahead_one(c, c->asked[i], now_ms, err)) > 0) rc = 0;
+	c->select_ms += clock_ms_f() - t0;
+	return rc < 0 ? rc : 0;
+}
+
+/* The ahead lease at i of c->ahead released: its positions back to the
+ * selection, its record deleted. 0 or COORD_EBOOK. */
+static int ahead_release(Coord *c, size_t i, int64_t now_ms, char *err)
+{
+	uint64_t id = c->ahead[i];
+	memmove(c->ahead + i, c->ahead + i + 1, (c->nahead - i - 1) * sizeof *c->ahead);
+	c->nahead--;
+	if (i < c->ahead_ready) c->ahead_ready--;
+	if (i < c->ahead_out) c->ahead_out--;
+	Lease *l = co_lease_get(c, id);
+	if (!l) return 0;
+	for (int k = 0; k < l->n; k++) {
+		if (l->pos[k].state != POS_PENDING) continue;
+		/* A check back to those waiting, without a try (unless a quarantine
+		 * made it plain work meanwhile, leased here: then as the others). */
+		int rc =
+		    l->pos[k].check ? co_spot_return(c, id, l->pos[k].key, false, now_ms, err) : 0;
+		if (rc < 0) return rc;
+		KeyState *ks = co_key_get(c, l->pos[k].key);
+		if (!ks || ks->where != WHERE_LEASED || ks->lease != id) continue;
+		key_forget(c, ks);
+		if (sel_release(c->sel, l->pos[k].key) < 0)
+			return co_broken(c, err, "releasing", BOOKDB_ENOMEM);
+	}
+	c->ahead_released++;
+	int rc = co_lease_del_rec(c, id, err);
+	lease_drop(c, l);
+	return rc;
+}
+
+/* Leases made ahead not handed over and not taken within COORD_AHEAD_KEEP_MS
+ * (all: every one, handed over or not) released. 0 or COORD_EBOOK. */
+static int ahead_expire(Coord *c, int64_t now_ms, bool all, char *err)
+{
+	int rc = 0;
+	for (size_t i = all ? 0 : c->ahead_out; rc == 0 && i < c->nahead;) {
+		const Lease *l = co_lease_get(c, c->ahead[i]);
+		if (all || !l || l->made_ms + COORD_AHEAD_KEEP_MS <= now_ms)
+			rc = ahead_release(c, i, now_ms, err);
+		else
+			i++;
+	}
+	return rc;
+}
+
+/* The index of id among the leases made ahead and handed over, or -1. */
+static ssize_t ahead_find(const Coord *c, uint64_t id)
+{
+	for (size_t i = 0; i < c->ahead_out; i++)
+		if (c->ahead[i] == id) return (ssize_t)i;
+	return -1;
+}
+
+/* Whether token may not have lease l: a spot check in it is of its result,
+ * or its check of it is the one disputed. */
+static bool lease_excludes(Coord *c, const Lease *l, const char *token)
+{
+	for (int i = 0; i < l->n; i++) {
+		const SpotCheck *k = l->pos[i].check ? co_spot_check(c, l->pos[i].key) : NULL;
+		if (k &&
+		    (!strcmp(k->token, token) || (k->stage == 2 && !strcmp(k->checker, token))))
+			return true;
+	}
+	return false;
+}
+
+int coord_ahead_export(Coord *c, CoordAhead *out, int max)
+{
+	int n = 0;
+	for (; n < max && c->ahead_out < c->ahead_ready; n++) {
+		const Lease *l = co_lease_get(c, c->ahead[c->ahead_out++]);
+		lease_out(&out[n].lease, l);
+		out[n].lease.expires_ms = 0; /* set when it is handed out */
+		out[n].nexclude = 0;
+		for (int i = 0; i < l->n; i++) {
+			const SpotCheck *k =
+			    l->pos[i].check ? co_spot_check(c, l->pos[i].key) : NULL;
+			for (int t = 0; k && t < (k->stage == 2 ? 2 : 1); t++)
+				if (out[n].nexclude < COORD_AHEAD_CHECKS * 2)
+					snprintf(out[n].exclude[out[n].nexclude++],
+					         COORD_NAME_MAX + 1, "%s",
+					         t ? k->checker : k->token);
+		}
+	}
+	return n;
+}
+
+bool coord_ahead_excludes(const CoordAhead *a, const char *token)
+{
+	for (int i = 0; i < a->nexclude; i++)
+		if (!strcmp(a->exclude[i], token ? token : "")) return true;
+	return false;
+}
+
+bool coord_ahead_ok(const Coord *c)
+{
+	if (c->broken || c->queued) return false;
+	for (size_t i = 0; i < c->nstok; i++)
+		if (c->stok[i].quarantined) return false;
+	return true;
+}
+
+int coord_bind(Coord *c, uint64_t id, const CoordWorker *w, int max, int64_t expires_ms,
+               int64_t now_ms, char *err)
+{
+	if (c->broken) return COORD_EBOOK;
+	ssize_t i = ahead_find(c, id);
+	if (i < 0)
+		return errmsg_set(err, COORD_ERRLEN, COORD_EINVAL,
+		                  "lease %016llx is no lease made ahead and handed over",
+		                  (unsigned long long)id);
+	/* A token put in quarantine since: its lease goes back (its results
+	 * would be refused). */
+	if (coord_quarantined(c, w->token, err)) {
+		int rc = ahead_release(c, (size_t)i, now_ms, err);
+		return rc < 0 ? rc : COORD_EQUARANTINE;
+	}
+	acquire_noted(c, w, max, now_ms);
+	memmove(c->ahead + i, c->ahead + i + 1, (c->nahead - (size_t)i - 1) * sizeof *c->ahead);
+	c->nahead--;
+	c->ahead_ready--;
+	c->ahead_out--;
+	Lease *l = co_lease_get(c, id);
+	l->bind = LEASE_BOUND;
+	snprintf(l->token, sizeof l->token, "%s", w->token ? w->token : "");
+	snprintf(l->worker, sizeof l->worker, "%s", w->name ? w->name : "");
+	l->expires_ms = expires_ms;
+	c->ahead_handed++;
+	return co_lease_put(c, l, err);
+}
+
+int coord_ahead_release(Coord *c, uint64_t id, int64_t now_ms, char *err)
+{
+	if (c->broken) return COORD_EBOOK;
+	ssize_t i = ahead_find(c, id);
+	return i < 0 ? 0 : ahead_release(c, (size_t)i, now_ms, err);
 }
 
 /* ---- submit ---- */
@@ -957,7 +1181,18 @@ static int lookup(Coord *c, Lease **out, uint64_t id, const CoordWorker *w, char
 		return errmsg_set(err, COORD_ERRLEN, COORD_ENOLEASE,
 		                  "lease %016llx was never issued", (unsigned long long)id);
 	Lease *l = co_lease_get(c, id);
-	if (l && strcmp(l->token, w->token ? w->token : ""))
+	const char *token = w->token ? w->token : "";
+	if (l && l->bind == LEASE_UNKNOWN && !lease_excludes(c, l, token)) {
+		/* Made ahead and perhaps handed out before a crash: the first token
+		 * that answers for it (and may: its spot checks are not of its own
+		 * results) is the one it was handed to. */
+		l->bind = LEASE_BOUND;
+		snprintf(l->token, sizeof l->token, "%s", token);
+		snprintf(l->worker, sizeof l->worker, "%s", w->name ? w->name : "");
+		int rc = co_lease_put(c, l, err);
+		if (rc < 0) return rc;
+	}
+	if (l && (l->bind != LEASE_BOUND || strcmp(l->token, token)))
 		return errmsg_set(err, COORD_ERRLEN, COORD_ENOLEASE,
 		                  "lease %016llx is not this token's", (unsigned long long)id);
 	*out = l; /* NULL: a finished lease whose positions are all analysed */
@@ -1294,7 +1529,9 @@ int coord_commit(Coord *c, char *err)
 	if (rc < 0) return rc;
 	rc = bookdb_writer_flush(c->w);
 	c->commit_ms += clock_ms_f() - t0;
-	return rc < 0 ? co_broken(c, err, "commit", rc) : 0;
+	if (rc < 0) return co_broken(c, err, "commit", rc);
+	c->ahead_ready = c->nahead; /* on disk: an acquire may take them */
+	return 0;
 }
 
 static bool mm_split(const Coord *c)
@@ -1392,9 +1629,11 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
 	int rc = co_select_take_in(c, err);
+	if (rc == 0) rc = ahead_expire(c, now_ms, false, err);
 	if (rc < 0) return rc;
 	for (size_t i = 0; i < c->nleases; i++) {
 		Lease *l = &c->leases[i];
+		if (l->bind == LEASE_AHEAD) continue; /* released above, when old */
 		if (l->pending && l->expires_ms <= now_ms) {
 			if ((rc = expire(c, l, now_ms, err)) < 0) return rc;
 		} else if (!l->pending && l->expires_ms + COORD_FORGET_MS <= now_ms) {
@@ -1467,6 +1706,8 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	if (!c->broken)
 		(void)co_select_take_in(c, err); /* a failure breaks c: the next request says it */
 	out->queue = c->queued;
+	out->acquired_ahead = c->ahead_handed;
+	out->ahead_released = c->ahead_released;
 	out->results = c->results;
 	out->failed = c->failed;
 	out->mated = c->mated;
@@ -1521,7 +1762,11 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->trim_ms = c->trim_ms;
 	for (size_t i = 0; i < c->nleases; i++) {
 		const Lease *l = &c->leases[i];
-		if (l->pending && l->expires_ms > now_ms)
+		if (l->bind == LEASE_AHEAD)
+			out->leases_ahead++;
+		else if (l->pending && l->expires_ms > now_ms && l->bind == LEASE_UNKNOWN)
+			out->leases_unclaimed++;
+		else if (l->pending && l->expires_ms > now_ms)
 			out->leases_live++;
 		else if (l->pending || l->expired)
 			out->leases_expired++;

@@ -13,9 +13,11 @@
  * the results it goes with (one coord_commit after each round of requests):
  *   "N"               u64 BE: the next lease id
  *   "L" + u64 BE id   a lease: i64 LE expiry (unix ms), u8 len + token name,
- *                     u8 len + worker name, u16 LE count, then per position
- *                     u8 state ('P' pending, 'D' done, 'R' returned), 16-byte
- *                     key, u8 len + SFEN
+ *                     u8 len + worker name, u16 LE count (bit 15 set: a
+ *                     lease made ahead, nobody's when it was written: see
+ *                     coord_make_ahead), then per position u8 state ('P'
+ *                     pending, 'D' done, 'R' returned), 16-byte key, u8 len +
+ *                     SFEN
  *   "T" + 16-byte key a position's failed tries: u8 tries, u8 set aside (0/1),
  *                     u8 len + last failed worker, u8 len + SFEN
  *   "S", "S" + ...    the selector's journal since its last checkpoint
@@ -238,16 +240,21 @@ typedef struct {
 } CoordTokenTrust;
 
 typedef struct {
-	uint64_t queue;           /* positions returned and waiting for a worker */
-	uint64_t leases_live;     /* leases with pending positions, not expired */
-	uint64_t leases_expired;  /* kept leases that expired with positions pending (since
-	                           * this start, or pending past their expiry) */
-	uint64_t leases_returned; /* kept leases closed otherwise (an abort, a failed entry),
-	                           * and those restored not pending */
-	uint64_t results;         /* results stored since start */
-	uint64_t failed;          /* failed tries since start (entries and expiries) */
-	uint64_t mated;           /* positions without a legal move valued by the coordinator */
-	uint64_t lines_queued;    /* positions of the book's lines queued (co_queue_lines) */
+	uint64_t queue;            /* positions returned and waiting for a worker */
+	uint64_t leases_live;      /* leases with pending positions, not expired */
+	uint64_t leases_expired;   /* kept leases that expired with positions pending (since
+	                            * this start, or pending past their expiry) */
+	uint64_t leases_returned;  /* kept leases closed otherwise (an abort, a failed entry),
+	                            * and those restored not pending */
+	uint64_t leases_ahead;     /* leases made ahead, waiting for an acquire (not live) */
+	uint64_t leases_unclaimed; /* made ahead, read back unbound after a crash (perhaps
+	                            * handed out), not expired, no result yet (not live) */
+	uint64_t acquired_ahead;   /* acquires answered with a lease made ahead, since start */
+	uint64_t ahead_released;   /* leases made ahead released unused, since start */
+	uint64_t results;          /* results stored since start */
+	uint64_t failed;           /* failed tries since start (entries and expiries) */
+	uint64_t mated;            /* positions without a legal move valued by the coordinator */
+	uint64_t lines_queued;     /* positions of the book's lines queued (co_queue_lines) */
 	/* Re-analysis (again): results whose analysis replaced the record's, and
 	 * list positions not handed out yet. */
 	bool again;
@@ -359,6 +366,49 @@ bool coord_snapshot_restored(const Coord *c, const char **note, double *ms);
  * made) or a negative code. The lease is durable only after coord_commit. */
 JOSEKI_MUST_USE int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max,
                                   int64_t now_ms, char *err);
+
+/* Leases made ahead, so that an acquire needs no commit of its own, nor the
+ * thread that calls these (server/work_api.c answers it from the request's
+ * own thread): after a round's requests and before its commit,
+ * coord_make_ahead makes one new lease for each acquire of the round (of the
+ * size it asked, up to COORD_AHEAD_MAX waiting) from the leaves the
+ * selection has ready, while acquires come often (the last two
+ * COORD_AHEAD_GAP_MS apart or less). Once committed, coord_ahead_export
+ * hands them over; the caller hands each out to an acquire of at most its
+ * size while coord_ahead_ok (returned positions go first, through
+ * coord_acquire, and no token may be in quarantine) to a token it does not
+ * exclude (coord_ahead_excludes: a lease made ahead holds up to
+ * COORD_AHEAD_CHECKS spot checks waiting, of any token but the one
+ * acquiring), and tells c with coord_bind (the binding is
+ * written with the next commit), or gives it back with coord_ahead_release
+ * (its positions go back to the selection, its checks to those waiting):
+ * after COORD_AHEAD_KEEP_MS
+ * unused. Those not handed over are released by coord_tick after as long,
+ * and every one left by coord_close. A lease made ahead is nobody's: a
+ * submission to it is refused. One a crash left unbound (made ahead, perhaps
+ * handed out) is read back unclaimed: its results are taken from any token,
+ * which it then belongs to; its positions go to nobody else; it expires as
+ * usual (COORD_AHEAD_KEEP_MS after the lease time). coord_make_ahead: 0 or
+ * COORD_EBOOK with err. coord_ahead_export: up to max into out (expires_ms 0),
+ * with the tokens each excludes, their count. coord_bind: 0, COORD_EQUARANTINE (the token was put
+ * in quarantine since: the lease released), COORD_EINVAL (id is none handed over) or COORD_EBOOK.
+ */
+#define COORD_AHEAD_MAX 64
+#define COORD_AHEAD_GAP_MS 500
+#define COORD_AHEAD_KEEP_MS 2000
+#define COORD_AHEAD_CHECKS 4
+typedef struct {
+	CoordLease lease;
+	int nexclude;
+	char exclude[COORD_AHEAD_CHECKS * 2][COORD_NAME_MAX + 1];
+} CoordAhead;
+JOSEKI_MUST_USE int coord_make_ahead(Coord *c, int64_t now_ms, char *err);
+int coord_ahead_export(Coord *c, CoordAhead *out, int max);
+bool coord_ahead_excludes(const CoordAhead *a, const char *token);
+bool coord_ahead_ok(const Coord *c);
+JOSEKI_MUST_USE int coord_bind(Coord *c, uint64_t id, const CoordWorker *w, int max,
+                               int64_t expires_ms, int64_t now_ms, char *err);
+JOSEKI_MUST_USE int coord_ahead_release(Coord *c, uint64_t id, int64_t now_ms, char *err);
 
 /* Applies a submission for lease id: every result is checked first (key in the
  * lease, moves legal in its position, values in range); any problem returns

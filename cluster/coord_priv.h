@@ -39,9 +39,18 @@ typedef struct {
 	char token[COORD_NAME_MAX + 1];
 	char worker[COORD_NAME_MAX + 1];
 	int n, pending;
-	bool expired; /* it expired with positions pending (since this start) */
+	bool expired;    /* it expired with positions pending (since this start) */
+	uint8_t bind;    /* LEASE_BOUND, or made ahead (coord_make_ahead): LEASE_AHEAD */
+	int64_t made_ms; /* LEASE_AHEAD: when it was made */
 	LPos *pos;
 } Lease;
+
+/* Lease.bind: handed out to its token; made ahead and nobody's yet (in
+ * c->ahead); restored unbound from the book (a crash: perhaps handed out,
+ * to a worker nobody knows, whose results it takes from any token). */
+enum { LEASE_BOUND = 0, LEASE_AHEAD, LEASE_UNKNOWN };
+/* The lease record's count field: this bit set for a lease made ahead. */
+#define LEASE_REC_AHEAD 0x8000
 
 typedef struct {
 	Key key; /* the key map's key */
@@ -232,6 +241,17 @@ struct Coord {
 	int64_t ckpt_last_ms;
 	double ckpt_t0, ckpt_ms;
 	uint64_t ckpts, ckpt_failed;
+	/* Leases made ahead (coord_make_ahead): their ids, oldest first, the
+	 * first ahead_ready of them committed (they may be handed over); the
+	 * sizes asked by this round's acquires; the last acquire's time and
+	 * whether the one before was close enough for leases ahead; counts. */
+	uint64_t *ahead;
+	size_t nahead, capahead, ahead_ready;
+	size_t ahead_out; /* the first of them, handed over (coord_ahead_export) */
+	int asked[COORD_AHEAD_MAX], nasked;
+	int64_t last_acquire_ms;
+	bool ahead_on;
+	uint64_t ahead_handed, ahead_released;
 	/* Spot checks (coord_spot.c): the tokens that sent results, the checks
 	 * under way (indexed by check_map), the sampling's random stream, the
 	 * counts since start. */
@@ -355,7 +375,8 @@ uint64_t co_pwalk_spared(const CoPwalk *p);
 
 /* coord_spot.c: spot checks (docs in the file). co_spot_on: checks are on.
  * co_spot_seen: the token asked for work. co_spot_take: checks for the
- * token into l (before anything else). co_spot_result: a checked result of
+ * token into l (before anything else; NULL: for any token, a lease made
+ * ahead). co_spot_result: a checked result of
  * lease l's position i, stored or held back. co_spot_answer: a check's
  * answer; 0 when it is no check any more (then the caller stores it).
  * co_spot_return: a check's lease ended without its answer (tried: a failed

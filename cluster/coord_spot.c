@@ -268,8 +268,8 @@ int co_spot_take(Coord *c, Lease *l, int max, const char *token, char *err)
 	(void)err;
 	for (size_t i = 0; i < c->nchecks && l->n < max; i++) {
 		SpotCheck *k = &c->checks[i];
-		if (k->lease || !strcmp(k->token, token) ||
-		    (k->stage == 2 && !strcmp(k->checker, token)))
+		if (k->lease || (token && (!strcmp(k->token, token) ||
+		                           (k->stage == 2 && !strcmp(k->checker, token)))))
 			continue;
 		LPos *lp = &l->pos[l->n++];
 		lp->key = k->key;
@@ -551,7 +551,7 @@ int co_spot_quarantine(Coord *c, const char *token, const char *reason, int64_t 
 	/* Its leases come back at once; its held results become plain work;
 	 * its checks of others wait for others. */
 	for (size_t i = 0; i < c->nleases && rc == 0; i++)
-		if (!strcmp(c->leases[i].token, name))
+		if (c->leases[i].bind == LEASE_BOUND && !strcmp(c->leases[i].token, name))
 			rc = co_lease_return(c, &c->leases[i], now, err);
 	for (size_t i = c->nchecks; rc == 0 && i-- > 0;) {
 		SpotCheck *k = &c->checks[i];

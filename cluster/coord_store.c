@@ -50,8 +50,11 @@ int co_lease_put(Coord *c, const Lease *l, char *err)
 	for (int i = 0; i < 8; i++) *p++ = (uint8_t)(e >> (8 * i));
 	p += co_put_str(p, l->token);
 	p += co_put_str(p, l->worker);
-	*p++ = (uint8_t)(l->n & 0xff);
-	*p++ = (uint8_t)(l->n >> 8);
+	/* Made ahead and not yet bound (or bound in this transaction: then the
+	 * record is written again bound). */
+	int count = l->n | (l->bind != LEASE_BOUND ? LEASE_REC_AHEAD : 0);
+	*p++ = (uint8_t)(count & 0xff);
+	*p++ = (uint8_t)(count >> 8);
 	for (int i = 0; i < l->n; i++) {
 		*p++ = (uint8_t)(l->pos[i].state | (l->pos[i].check ? LPOS_CHECK : 0));
 		key_to_bytes(l->pos[i].key, p);
@@ -139,6 +142,9 @@ static int restore_lease(Coord *c, uint64_t id, const uint8_t *p, const uint8_t 
 		goto bad;
 	l->n = p[0] | p[1] << 8;
 	p += 2;
+	/* Made ahead and written unbound: perhaps handed out before a crash. */
+	if (l->n & LEASE_REC_AHEAD) l->bind = LEASE_UNKNOWN;
+	l->n &= ~LEASE_REC_AHEAD;
 	if (l->n < 1 || l->n > COORD_MAX_BATCH) goto bad;
 	if (!(l->pos = calloc((size_t)l->n, sizeof *l->pos))) return COORD_ENOMEM;
 	for (int i = 0; i < l->n; i++) {

@@ -23,15 +23,19 @@
  * some 50 times a second rather than once per request. */
 #define ROUND_MS 20
 
-enum { OP_ACQUIRE = 1, OP_SUBMIT, OP_ABORT, OP_STATUS, OP_HEARTBEAT };
+/* OP_BIND: an acquire answered from a lease made ahead, told to the
+ * coordinator (the request's thread answered it; the op is the service's to
+ * free). */
+enum { OP_ACQUIRE = 1, OP_SUBMIT, OP_ABORT, OP_STATUS, OP_HEARTBEAT, OP_BIND };
 
 typedef struct Op {
 	int kind;
 	ApiWorkBody body;
 	char token[TOKENS_NAME_MAX + 1];
 	uint64_t lease;
-	CoordLease *out; /* acquire */
-	CoordStatus st;  /* status */
+	int64_t expires_ms; /* bind */
+	CoordLease *out;    /* acquire */
+	CoordStatus st;     /* status */
 	int rc;
 	bool busy; /* an acquire answered with none while a search was under way */
 	bool done;
@@ -70,6 +74,13 @@ struct ApiWork {
 	 * of the requests, one acquire and one submit. */
 	uint64_t rounds;
 	Part part[PART_NB];
+	/* Under mu: leases made ahead, committed and handed over by the
+	 * coordinator (coord_ahead_export), with when; whether an acquire may
+	 * take one (coord_ahead_ok, as of the last round). */
+	CoordAhead *ready[COORD_AHEAD_MAX];
+	int64_t ready_ms[COORD_AHEAD_MAX];
+	int nready;
+	bool ahead_ok;
 };
 
 static int64_t now_ms(void)
@@ -92,6 +103,13 @@ static void run_op(ApiWork *w, Op *op, int64_t now)
 	                   .engine = op->body.engine[0] ? op->body.engine : NULL,
 	                   .nps = op->body.nps};
 	op->err[0] = 0;
+	/* Answered already: a token put in quarantine since gets its lease
+	 * released by coord_bind. */
+	if (op->kind == OP_BIND) {
+		op->rc =
+		    coord_bind(w->c, op->lease, &who, op->body.max, op->expires_ms, now, op->err);
+		return;
+	}
 	/* A token in quarantine (spot checks) is refused whatever it asks. */
 	if (coord_quarantined(w->c, op->token, op->err)) {
 		op->rc = COORD_EQUARANTINE;
@@ -117,6 +135,100 @@ static void run_op(ApiWork *w, Op *op, int64_t now)
 		op->rc = 0;
 		break;
 	}
+}
+
+/* Queues op for the service thread (under mu). */
+static void enqueue(ApiWork *w, Op *op)
+{
+	op->queued_ms = clock_ms_f();
+	if (w->tail)
+		w->tail->next = op;
+	else
+		w->head = op;
+	w->tail = op;
+	pthread_cond_signal(&w->work_cv);
+}
+
+/* The leases made ahead that the last commit made ready, handed over to the
+ * requests' threads (ready), those unused for COORD_AHEAD_KEEP_MS given back,
+ * and whether acquires may take them now. Service thread. */
+static void ahead_publish(ApiWork *w, int64_t now)
+{
+	CoordAhead *got[COORD_AHEAD_MAX], *old[COORD_AHEAD_MAX];
+	int ngot = 0, nold = 0;
+	/* (At most COORD_AHEAD_MAX are made ahead at once, those ready here
+	 * included.) */
+	while (ngot < COORD_AHEAD_MAX) {
+		CoordAhead *l = malloc(sizeof *l);
+		if (!l || coord_ahead_export(w->c, l, 1) != 1) {
+			free(l); /* (out of memory: they wait for the next round) */
+			break;
+		}
+		got[ngot++] = l;
+	}
+	bool ok = coord_ahead_ok(w->c);
+	pthread_mutex_lock(&w->mu);
+	int j = 0;
+	for (int i = 0; i < w->nready; i++)
+		if (w->ready_ms[i] + COORD_AHEAD_KEEP_MS <= now) {
+			old[nold++] = w->ready[i];
+		} else {
+			w->ready[j] = w->ready[i];
+			w->ready_ms[j++] = w->ready_ms[i];
+		}
+	w->nready = j;
+	for (int i = 0; i < ngot && w->nready < COORD_AHEAD_MAX; i++) {
+		w->ready[w->nready] = got[i];
+		w->ready_ms[w->nready++] = now;
+		got[i] = NULL;
+	}
+	w->ahead_ok = ok;
+	pthread_mutex_unlock(&w->mu);
+	char err[COORD_ERRLEN];
+	for (int i = 0; i < ngot; i++)
+		if (got[i]) old[nold++] = got[i]; /* cannot happen: never more than made */
+	for (int i = 0; i < nold; i++) {
+		(void)coord_ahead_release(w->c, old[i]->lease.id, now,
+		                          err); /* a failure breaks c */
+		free(old[i]);
+	}
+}
+
+/* An acquire answered from a lease made ahead, in the request's thread: the
+ * oldest of at most the size it asks that its token may have, while the
+ * coordinator allows it (coord_ahead_ok); its binding queued for the service
+ * (OP_BIND). The lease (the caller frees it), or NULL: the acquire goes to
+ * the service. */
+static CoordAhead *ahead_take(ApiWork *w, const Op *op)
+{
+	Op *b = calloc(1, sizeof *b);
+	if (!b) return NULL;
+	CoordAhead *l = NULL;
+	pthread_mutex_lock(&w->mu);
+	for (int i = 0; !w->quit && w->ahead_ok && !atomic_load(&w->failed) && i < w->nready; i++)
+		if (w->ready[i]->lease.n <= op->body.max &&
+		    !coord_ahead_excludes(w->ready[i], op->token)) {
+			l = w->ready[i];
+			memmove(w->ready + i, w->ready + i + 1,
+			        (size_t)(w->nready - i - 1) * sizeof *w->ready);
+			memmove(w->ready_ms + i, w->ready_ms + i + 1,
+			        (size_t)(w->nready - i - 1) * sizeof *w->ready_ms);
+			w->nready--;
+			break;
+		}
+	if (l) {
+		l->lease.expires_ms =
+		    now_ms() + (int64_t)(coord_options(w->c)->lease_seconds * 1000);
+		b->kind = OP_BIND;
+		b->body = op->body; /* an acquire's: nothing malloc'd */
+		memcpy(b->token, op->token, sizeof b->token);
+		b->lease = l->lease.id;
+		b->expires_ms = l->lease.expires_ms;
+		enqueue(w, b);
+	}
+	pthread_mutex_unlock(&w->mu);
+	if (!l) free(b);
+	return l;
 }
 
 static void *service(void *arg)
@@ -147,20 +259,36 @@ static void *service(void *arg)
 		pthread_mutex_unlock(&w->mu);
 		double t0 = clock_ms_f(), wait = 0;
 		for (Op *op = ops; op; op = op->next)
-			if (t0 - op->queued_ms > wait) wait = t0 - op->queued_ms;
+			if (op->kind != OP_BIND && t0 - op->queued_ms > wait)
+				wait = t0 - op->queued_ms;
 		int64_t now = now_ms();
 		bool wrote = false;
 		Part one[2] = {{0}};
 		coord_round_begin(w->c);
-		for (Op *op = ops; op; op = op->next) {
+		for (Op **at = &ops, *op; (op = *at);) {
 			double t = clock_ms_f();
 			run_op(w, op, now);
 			if (op->kind == OP_ACQUIRE || op->kind == OP_SUBMIT)
 				part_add(&one[op->kind == OP_SUBMIT], clock_ms_f() - t);
 			wrote |= op->kind != OP_STATUS && op->kind != OP_HEARTBEAT;
+			if (op->kind == OP_BIND) { /* nobody waits for it */
+				if (op->rc == COORD_EBOOK && op->err[0] &&
+				    !atomic_load(&w->failed)) {
+					atomic_store(&w->failed, true);
+					fprintf(stderr, "joseki: %s\n", op->err);
+				}
+				*at = op->next;
+				free(op);
+				continue;
+			}
+			at = &op->next;
 		}
-		double t1 = clock_ms_f();
 		char err[COORD_ERRLEN] = "";
+		/* Leases made ahead for the acquires of this round, committed with it. */
+		if (wrote)
+			(void)coord_make_ahead(w->c, now, err); /* a failure: the commit says it */
+		double t1 = clock_ms_f();
+		err[0] = 0;
 		/* The commit waits for the disk: the selection runs meanwhile. */
 		coord_select_ahead(w->c);
 		if (wrote && coord_commit(w->c, err) < 0) {
@@ -173,6 +301,7 @@ static void *service(void *arg)
 				}
 		}
 		double t2 = clock_ms_f();
+		ahead_publish(w, now);
 		bool failed = false;
 		for (Op *op = ops; op; op = op->next) failed |= op->rc == COORD_EBOOK;
 		if (failed && !atomic_load(&w->failed)) {
@@ -253,6 +382,8 @@ void api_work_stop(ApiWork *w)
 	pthread_cond_signal(&w->work_cv);
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->thread, NULL);
+	/* Those left are released by coord_close. */
+	for (int i = 0; i < w->nready; i++) free(w->ready[i]);
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->work_cv);
 	pthread_cond_destroy(&w->done_cv);
@@ -272,13 +403,7 @@ static int submit_op(ApiWork *w, Op *op)
 		pthread_mutex_unlock(&w->mu);
 		return -1;
 	}
-	op->queued_ms = clock_ms_f();
-	if (w->tail)
-		w->tail->next = op;
-	else
-		w->head = op;
-	w->tail = op;
-	pthread_cond_signal(&w->work_cv);
+	enqueue(w, op);
 	while (!op->done) pthread_cond_wait(&w->done_cv, &w->mu);
 	pthread_mutex_unlock(&w->mu);
 	return 0;
@@ -392,13 +517,16 @@ static char *status_body(const CoordStatus *st)
 	    "fetch_misses", (json_int_t)st->select_fetch_misses, "bound_hits",
 	    (json_int_t)st->select_tt_hits, "path_hits", (json_int_t)st->select_path_hits);
 	json_t *o = json_pack(
-	    "{s:I, s:{s:I, s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "queue",
-	    (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live, "expired",
-	    (json_int_t)st->leases_expired, "returned", (json_int_t)st->leases_returned, "results",
-	    (json_int_t)st->results, "results_per_s", st->results_per_s, "failed_tries",
-	    (json_int_t)st->failed, "mated", (json_int_t)st->mated, "minimax_runs",
-	    (json_int_t)st->minimax_runs, "set_aside", aside, "workers", workers, "selector", sel,
-	    "spot", spot_json(st));
+	    "{s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, s:o, "
+	    "s:o}",
+	    "queue", (json_int_t)st->queue, "leases", "live", (json_int_t)st->leases_live,
+	    "expired", (json_int_t)st->leases_expired, "returned", (json_int_t)st->leases_returned,
+	    "ahead", (json_int_t)st->leases_ahead, "unclaimed", (json_int_t)st->leases_unclaimed,
+	    "acquired_ahead", (json_int_t)st->acquired_ahead, "ahead_released",
+	    (json_int_t)st->ahead_released, "results", (json_int_t)st->results, "results_per_s",
+	    st->results_per_s, "failed_tries", (json_int_t)st->failed, "mated",
+	    (json_int_t)st->mated, "minimax_runs", (json_int_t)st->minimax_runs, "set_aside", aside,
+	    "workers", workers, "selector", sel, "spot", spot_json(st));
 	/* A re-analysis: its list's progress. */
 	if (o && st->again)
 		json_object_set_new(o, "reanalyse",
@@ -486,6 +614,15 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 	 * each is a read from disk). */
 	if (op.kind == OP_SUBMIT) coord_submit_warm(w->c, op.body.results, op.body.nresults);
 	CoordLease *lease = NULL;
+	/* A lease made ahead is on disk already: answered here, at once. */
+	CoordAhead *ahead = op.kind == OP_ACQUIRE ? ahead_take(w, &op) : NULL;
+	if (ahead) {
+		api_work_body_free(&op.body);
+		*status = 200;
+		char *out = acquire_body(&ahead->lease, coord_options(w->c), now_ms());
+		free(ahead);
+		return out;
+	}
 	if (op.kind == OP_ACQUIRE && !(op.out = lease = malloc(sizeof *lease))) {
 		api_work_body_free(&op.body);
 		return error(status, 500, "out of memory");
@@ -678,6 +815,8 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 	status_clause(&l, "leases %llu live %llu expired %llu returned",
 	              (unsigned long long)st.leases_live, (unsigned long long)st.leases_expired,
 	              (unsigned long long)st.leases_returned);
+	if (st.leases_unclaimed) /* after a crash: see docs/cluster.md */
+		status_clause(&l, "%llu unclaimed", (unsigned long long)st.leases_unclaimed);
 	status_clause(&l, "set aside %zu", st.naside);
 	status_clause(&l, "failed tries %llu", (unsigned long long)st.failed);
 	status_line(&l);
@@ -699,6 +838,9 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 		              (unsigned long long)st.select_short);
 		status_clause(&l, "beside the service %.0f ms and %llu leaves", st.select_ahead_ms,
 		              (unsigned long long)st.select_ahead_leaves);
+		status_clause(&l, "leases made ahead: %llu acquires took one, %llu released unused",
+		              (unsigned long long)st.acquired_ahead,
+		              (unsigned long long)st.ahead_released);
 		if (st.provisional)
 			status_clause(&l, "provisional leaves %llu%s%s, reads spared %llu",
 			              (unsigned long long)st.provisional,

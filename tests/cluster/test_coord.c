@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -1781,6 +1782,220 @@ static void ahead_run(int mode, unsigned long long seed)
 	twins_close(&t);
 }
 
+/*
+ * Leases made ahead (coord_make_ahead): made after a round's acquires from the
+ * stock the selection found, handed over (coord_ahead_export) only once
+ * committed, then bound to the worker they are handed out to (coord_bind); a
+ * lease made ahead and handed to nobody is no token's, released unused after
+ * COORD_AHEAD_KEEP_MS (its positions free again) and at coord_close. A
+ * process killed after it handed one out and before the commit that binds it
+ * leaves it unbound: restarted, the coordinator keeps its positions from
+ * everyone else, takes its results from any token, and binds it to that
+ * token.
+ */
+static CoordOptions sliced_options(void)
+{
+	return (CoordOptions){.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                      .multipv = 3,
+	                      .lease_seconds = 600,
+	                      .plan = {.mode = PLAN_PV, .window = 30},
+	                      .select_slice_ms = 60000};
+}
+
+/* An acquire of WANT after the stock was filled for it. */
+enum { AHEAD_WANT = 4 };
+static int stocked_acquire(Coord *c, CoordLease *l, const CoordWorker *w, int64_t now, char *err)
+{
+	if (coord_select_idle(c, 60000, err) < 0) return -1;
+	return coord_acquire(c, l, w, AHEAD_WANT, now, err);
+}
+
+/* Two acquires 10 ms apart from now, each after the stock was filled, then
+ * leases made ahead from a stock filled again, committed. */
+static void make_ahead_after_two(Coord *c, CoordLease *l, int64_t now)
+{
+	char err[COORD_ERRLEN];
+	assert_true(stocked_acquire(c, l, &A, now, err) > 0);
+	coord_round_begin(c);
+	assert_true(stocked_acquire(c, l, &B, now + 10, err) > 0);
+	coord_round_begin(c);
+	assert_int_equal(coord_select_idle(c, 60000, err), 0);
+	assert_int_equal(coord_make_ahead(c, now + 10, err), 0);
+	assert_int_equal(coord_commit(c, err), 0);
+}
+
+/* One lease made ahead handed over into l (none excluded: no spot checks
+ * here): coord_ahead_export's count. */
+static int export1(Coord *c, CoordLease *l)
+{
+	CoordAhead *a = malloc(sizeof *a);
+	int n = a ? coord_ahead_export(c, a, 1) : -1;
+	if (n == 1 && a->nexclude == 0) *l = a->lease;
+	if (n == 1 && a->nexclude) n = -1;
+	free(a);
+	return n;
+}
+
+/* The child's part: up to an acquire answered with a lease made ahead, whose
+ * binding is never committed (the process ends without a commit). Writes the
+ * lease to fd; exits 0, or the number of the step that went wrong. */
+static void ahead_child(const char *dir, int fd)
+{
+	char err[COORD_ERRLEN];
+	BookDB *db;
+	CoordOptions o = sliced_options();
+	if (bookdb_open(&db, dir, NULL, err) < 0) _exit(2);
+	Coord *c;
+	if (coord_open(&c, db, &o, err) < 0) _exit(3);
+	CoordLease *l = malloc(sizeof *l);
+	if (!l) _exit(4);
+	/* A, then B soon after: leases are made ahead from then on. */
+	if (stocked_acquire(c, l, &A, T0, err) != AHEAD_WANT) _exit(5);
+	coord_round_begin(c); /* the stock the selection keeps: AHEAD_WANT */
+	if (coord_make_ahead(c, T0, err) < 0 || coord_commit(c, err) < 0) _exit(6);
+	if (c->nahead != 0) _exit(7); /* one acquire alone: none */
+	if (stocked_acquire(c, l, &B, T0 + 100, err) != AHEAD_WANT) _exit(8);
+	coord_round_begin(c);
+	if (coord_select_idle(c, 60000, err) < 0 || coord_make_ahead(c, T0 + 100, err) < 0)
+		_exit(9);
+	if (c->nahead != 1 || !coord_ahead_ok(c)) _exit(10);
+	/* Not committed yet: not handed over. */
+	if (export1(c, l) != 0) _exit(11);
+	CoordLease *m = malloc(sizeof *m);
+	if (!m || stocked_acquire(c, m, &A, T0 + 150, err) <= 0) _exit(12);
+	if (coord_commit(c, err) < 0 || export1(c, l) != 1 || l->n != AHEAD_WANT) _exit(13);
+	if (export1(c, m) != 0) _exit(14); /* once */
+	for (int i = 0; i < l->n; i++)
+		if (in_lease(m, l->pos[i].key)) _exit(15);
+	if (coord_bind(c, l->id, &C, 8, T0 + 600200, T0 + 200, err) < 0) _exit(16);
+	if (write(fd, l, sizeof *l) != (ssize_t)sizeof *l) _exit(17);
+	_exit(0); /* killed: nothing after the acquire is committed */
+}
+
+static void test_coord__leases_made_ahead_answer_before_a_commit_and_outlive_a_crash(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	synth_into(dir, seed_with_leaves(PLAN_PV, ts_seed("coord_lease_ahead") % 1000000));
+	int fd[2];
+	assert_int_equal(pipe(fd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fd[0]);
+		ahead_child(dir, fd[1]);
+	}
+	close(fd[1]);
+	CoordLease *lc = malloc(sizeof *lc), *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	assert_non_null(lc);
+	assert_non_null(l);
+	assert_non_null(r);
+	assert_int_equal(read(fd[0], lc, sizeof *lc), (ssize_t)sizeof *lc);
+	close(fd[0]);
+	int wst;
+	assert_int_equal(waitpid(pid, &wst, 0), pid);
+	if (!WIFEXITED(wst) || WEXITSTATUS(wst))
+		fail_msg("the child failed at step %d", WEXITSTATUS(wst));
+
+	/* Restarted: A's and B's are live, the unbound one unclaimed; none made ahead. */
+	CoordOptions o = sliced_options();
+	BookDB *db;
+	Coord *c = open_coord_with(&db, dir, &o);
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0 + 300), 0);
+	assert_int_equal(st.leases_live, 3); /* A twice, B */
+	assert_int_equal(st.leases_unclaimed, 1);
+	assert_int_equal(st.leases_ahead, 0);
+	coord_status_free(&st);
+	/* Its positions go to nobody else. */
+	for (int round = 0; round < 3; round++) {
+		int n = acquire(c, l, &A, 8, T0 + 300);
+		for (int i = 0; i < n; i++) assert_false(in_lease(lc, l->pos[i].key));
+	}
+	/* Its results come from any token: B's here, which it then belongs to. */
+	answer(r, &lc->pos[0], 3);
+	assert_int_equal(coord_submit(c, lc->id, &B, r, 1, T0 + 400, err), 1);
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_true(thought(db, lc->pos[0].key));
+	answer(r, &lc->pos[1], 3);
+	assert_int_equal(coord_submit(c, lc->id, &C, r, 1, T0 + 400, err), COORD_ENOLEASE);
+	assert_non_null(strstr(err, "not this token's"));
+	assert_int_equal(coord_submit(c, lc->id, &B, r, 1, T0 + 400, err), 1);
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_int_equal(coord_status(c, &st, T0 + 400), 0);
+	assert_int_equal(st.leases_unclaimed, 0);
+	assert_true(st.leases_live >= 4); /* B's now, and the acquires' since */
+	coord_status_free(&st);
+
+	/* Made ahead and handed to nobody: no token's; released after
+	 * COORD_AHEAD_KEEP_MS, its positions free again. */
+	int64_t now = T0 + 1000;
+	make_ahead_after_two(c, l, now);
+	size_t made = c->nahead; /* one for each size asked since the last, that the stock fills */
+	assert_true(made >= 1);
+	/* One handed over and not handed out, one not handed over: both no
+	 * token's; the first is the caller's to give back (below). */
+	assert_int_equal(export1(c, l), 1);
+	uint64_t id = l->id, id2 = made > 1 ? c->ahead[1] : 0;
+	Key held = l->pos[0].key;
+	assert_non_null(co_key_get(c, held));
+	assert_int_equal(coord_submit(c, id, &A, r, 0, now + 20, err), COORD_ENOLEASE);
+	assert_int_equal(coord_bind(c, id + 100000, &A, 8, now + 600000, now + 20, err),
+	                 COORD_EINVAL);
+	assert_int_equal(coord_status(c, &st, now + 20), 0);
+	assert_int_equal(st.leases_ahead, made);
+	uint64_t live = st.leases_live;
+	coord_status_free(&st);
+	assert_int_equal(coord_tick(c, now + 10 + COORD_AHEAD_KEEP_MS - 1, err), 0);
+	assert_int_equal(c->nahead, made);
+	assert_int_equal(coord_tick(c, now + 10 + COORD_AHEAD_KEEP_MS, err), 0);
+	assert_int_equal(c->nahead, 1); /* the one handed over */
+	assert_non_null(co_key_get(c, held));
+	if (id2) assert_null(co_lease_get(c, id2));
+	assert_int_equal(coord_ahead_release(c, id, now + 10 + COORD_AHEAD_KEEP_MS, err), 0);
+	assert_int_equal(c->nahead, 0);
+	assert_null(co_key_get(c, held));
+	assert_null(co_lease_get(c, id));
+	assert_int_equal(coord_status(c, &st, now + 10 + COORD_AHEAD_KEEP_MS), 0);
+	assert_int_equal(st.leases_ahead, 0);
+	assert_int_equal(st.ahead_released, made);
+	assert_int_equal(st.leases_live, live);
+	coord_status_free(&st);
+
+	/* One left at a clean close is released too: not restored. */
+	now += 10000;
+	make_ahead_after_two(c, l, now);
+	assert_true(c->nahead >= 1);
+	/* One handed out and bound stays, bound, a live lease. */
+	assert_int_equal(export1(c, l), 1);
+	assert_int_equal(coord_bind(c, l->id, &A, 8, now + 600000, now + 10, err), 0);
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_int_equal(coord_status(c, &st, now + 10), 0);
+	assert_int_equal(st.acquired_ahead, 1);
+	coord_status_free(&st);
+	assert_int_equal(coord_status(c, &st, now + 10), 0);
+	live = st.leases_live;
+	coord_status_free(&st);
+	assert_int_equal(coord_close(c, NULL, err), 0);
+	bookdb_free(db);
+	c = open_coord_with(&db, dir, &o);
+	assert_int_equal(coord_status(c, &st, now + 20), 0);
+	assert_int_equal(st.leases_live, live);
+	assert_int_equal(st.leases_ahead, 0);
+	assert_int_equal(st.leases_unclaimed, 0);
+	coord_status_free(&st);
+	answer(r, &l->pos[0], 3);
+	assert_int_equal(coord_submit(c, l->id, &B, r, 1, now + 30, err), COORD_ENOLEASE);
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, now + 30, err), 1);
+	close_coord(c, db);
+	free(lc);
+	free(l);
+	free(r);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select(void **state)
 {
 	(void)state;
@@ -2777,6 +2992,8 @@ int main(void)
 	    cmocka_unit_test(test_coord__a_trimmed_selector_leases_right_within_a_tiny_memory),
 	    cmocka_unit_test(
 	        test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select),
+	    cmocka_unit_test(
+	        test_coord__leases_made_ahead_answer_before_a_commit_and_outlive_a_crash),
 	    cmocka_unit_test(
 	        test_coord__a_restart_from_the_snapshot_leases_what_an_unbroken_run_does),
 	    cmocka_unit_test(test_coord__a_snapshot_that_does_not_fit_is_refused_and_said),

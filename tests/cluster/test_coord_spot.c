@@ -475,6 +475,79 @@ static Key hold_one(Coord *c, const CoordWorker *w, const CoordWorker *other, Co
 	return k;
 }
 
+/*
+ * Spot checks ride in leases made ahead too (coord_make_ahead, at most
+ * COORD_AHEAD_CHECKS a lease), and such a lease goes to no token whose result
+ * it checks (coord_ahead_excludes); one given back returns its check to those
+ * waiting, without a try; one bound to another token gets its answer.
+ */
+static void test_coord_spot__checks_ride_in_leases_made_ahead(void **state)
+{
+	Fx *f = *state;
+	CoordOptions o = spot_options();
+	o.select_slice_ms = 60000; /* a stock of leaves selected between requests */
+	Coord *c = fx_open(f, &o);
+	char err[COORD_ERRLEN];
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	CoordAhead *a = malloc(4 * sizeof *a);
+	assert_non_null(l);
+	assert_non_null(r);
+	assert_non_null(a);
+	alone(c, &C, 4, false, NULL);         /* a book with leaves */
+	Key held = hold_one(c, &A, &B, l, r); /* two acquires at T0: leases are made ahead */
+	CoordStatus st = status(c, T0);
+	assert_int_equal(st.spot_waiting, 1);
+	coord_status_free(&st);
+	int with = -1;
+	for (int round = 0; round < 2; round++) {
+		coord_round_begin(c);
+		assert_int_equal(coord_select_idle(c, 60000, err), 0);
+		assert_int_equal(coord_make_ahead(c, T0, err), 0);
+		assert_int_equal(coord_commit(c, err), 0);
+		int n = coord_ahead_export(c, a, 4);
+		with = -1;
+		for (int i = 0; i < n; i++)
+			if (in_lease(&a[i].lease, held)) with = i;
+		if (with < 0)
+			fail_msg("round %d: the check is in none of %d leases made ahead", round,
+			         n);
+		assert_true(coord_ahead_excludes(&a[with], "ta"));
+		assert_false(coord_ahead_excludes(&a[with], "tb"));
+		st = status(c, T0);
+		assert_int_equal(st.spot_waiting, 0);
+		assert_int_equal(st.spot_leased, 1);
+		coord_status_free(&st);
+		if (round == 1) break;
+		/* Given back (unused): the check waits again, no try counted. */
+		for (int i = 0; i < n; i++)
+			assert_int_equal(coord_ahead_release(c, a[i].lease.id, T0, err), 0);
+		st = status(c, T0);
+		assert_int_equal(st.spot_waiting, 1);
+		assert_int_equal(st.spot_leased, 0);
+		coord_status_free(&st);
+		/* A asks again (not the check: its own result) and leases are made ahead. */
+		int got = acquire(c, l, &A, 1, T0);
+		for (int i = 0; i < got; i++) assert_false(key_equal(l->pos[i].key, held));
+	}
+	/* Bound to B, which answers it as A did: A's result goes in. */
+	assert_int_equal(coord_bind(c, a[with].lease.id, &B, 8, T0 + 60000, T0, err), 0);
+	assert_int_equal(coord_commit(c, err), 0);
+	for (int i = 0; i < a[with].lease.n; i++) {
+		honest(r, &a[with].lease.pos[i], 3);
+		assert_int_equal(coord_submit(c, a[with].lease.id, &B, r, 1, T0, err), 1);
+	}
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_int_equal(record(f->db, held, NULL, NULL), 1);
+	st = status(c, T0);
+	assert_int_equal(st.spot_passed, 1);
+	assert_int_equal(trust(&st, "ta")->passed, 1);
+	coord_status_free(&st);
+	free(l);
+	free(r);
+	free(a);
+}
+
 static void test_coord_spot__a_lying_checker_is_the_one_put_in_quarantine(void **state)
 {
 	Fx *f = *state;
@@ -819,6 +892,8 @@ int main(void)
 {
 	shogi_init();
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_coord_spot__checks_ride_in_leases_made_ahead,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_coord_spot__the_comparison_allows_noise_and_not_lies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(

@@ -943,14 +943,24 @@ static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void *
 	char sub[64], *body, *out = NULL;
 	size_t n = json_array_size(json_object_get(a, "positions"));
 	assert_true(n >= 1);
+	/* Leases made ahead for the next acquires (none handed out): after a
+	 * kill, each is unclaimed, as one perhaps handed out before it. */
+	json_t *st = status(s, t1);
+	long long ahead = jget(st, "leases", "ahead");
+	assert_int_equal(jget(st, "leases", "live"), 1);
+	json_decref(st);
 	stop(s, SIGKILL);
 
 	char *err = NULL;
 	assert_int_equal(ts_runf(NULL, &err, "%s check %s/b >/dev/null", ts_joseki(), dir), 0);
 	free(err);
 	start(s, dir);
-	json_t *st = status(s, t1);
+	st = status(s, t1);
+	/* (Those made ahead may have been released in between: 2 s unused.) */
 	assert_int_equal(jget(st, "leases", "live"), 1);
+	long long unclaimed = jget(st, "leases", "unclaimed");
+	assert_true(unclaimed >= 0 && unclaimed <= ahead);
+	assert_int_equal(jget(st, "leases", "ahead"), 0);
 	/* The selector's figures: its first search (beside the service, from
 	 * scratch: no checkpoint was written) done without a provisional leaf,
 	 * its graph within its budget; /metrics says the same. Waited for: the
@@ -1014,11 +1024,85 @@ static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void *
 	st = status(s, t1);
 	assert_int_equal(jget(st, "results", NULL), (long long)n);
 	assert_int_equal(jget(st, "leases", "live"), code == 200 ? 1 : 0); /* w2's only */
+	assert_int_equal(jget(st, "leases", "unclaimed"), unclaimed);
 	json_decref(st);
 	finish(f);
 	assert_int_equal(ts_runf(NULL, &err, "%s check %s/b >/dev/null", ts_joseki(), dir), 0);
 	free(err);
 	json_decref(a);
+}
+
+/*
+ * Acquires coming often are answered from leases made ahead (the status's
+ * acquired_ahead): the positions of every lease are new, a lease taken by one
+ * token refuses the other's results and takes its own, and once every lease
+ * is answered none is live. docs/cluster.md, "Leases, expiry, restarts".
+ */
+static void submit_some_moves(const Coordinator *s, const char *token, const char *text);
+
+static void test_work__frequent_acquires_take_leases_made_ahead(void **state)
+{
+	Fx *f = *state;
+	Coordinator *s = &f->s;
+	think_start(s, f->t1);
+	enum { MAXKEYS = 4000 };
+	char(*seen)[KEY_HEX_LEN] = malloc(MAXKEYS * sizeof *seen);
+	assert_non_null(seen);
+	size_t nseen = 0;
+	long long ahead = 0;
+	int leases = 0, refused = 0;
+	for (int i = 0; i < 1000 && (ahead < 3 || leases < 20); i++) {
+		const char *tok = i % 2 ? f->t2 : f->t1, *other = i % 2 ? f->t1 : f->t2;
+		char *out = NULL;
+		long retry;
+		long code = acquire_raw(s, tok, &out, &retry);
+		if (code == 204) {
+			free(out);
+			usleep(2000);
+			continue;
+		}
+		if (code != 200) fail_msg("acquire: %ld %s", code, out);
+		json_t *a = json_loads(out, 0, NULL);
+		assert_non_null(a);
+		for (size_t k = 0; k < json_array_size(json_object_get(a, "positions")); k++) {
+			for (size_t j = 0; j < nseen; j++)
+				if (!strcmp(seen[j], acq_key(a, k)))
+					fail_msg("position %s handed out twice", seen[j]);
+			assert_true(nseen < MAXKEYS);
+			snprintf(seen[nseen++], KEY_HEX_LEN, "%s", acq_key(a, k));
+		}
+		/* The other token's results are refused, its own taken. */
+		if (leases % 5 == 0) {
+			char url[64], *body = result_body(acq_key(a, 0), "1g1f"), *o2 = NULL;
+			snprintf(url, sizeof url, "/v1/work/submit/%s", lease_id(a));
+			assert_int_equal(post(s, other, url, body, &o2), 404);
+			assert_non_null(strstr(o2, "not this token's"));
+			free(o2);
+			free(body);
+			refused++;
+		}
+		submit_some_moves(s, tok, out);
+		json_decref(a);
+		free(out);
+		leases++;
+		if (i % 10 == 9) {
+			json_t *st = status(s, f->t1);
+			ahead = jget(st, "leases", "acquired_ahead");
+			assert_true(jget(st, "leases", "ahead") <= 64);
+			json_decref(st);
+		}
+	}
+	json_t *st = status(s, f->t1);
+	ahead = jget(st, "leases", "acquired_ahead");
+	print_message("%d leases, %lld of them made ahead, %zu positions\n", leases, ahead, nseen);
+	assert_true(ahead >= 3);
+	assert_true(refused >= 4);
+	assert_int_equal(jget(st, "leases", "live"), 0);
+	assert_int_equal(jget(st, "leases", "unclaimed"), 0);
+	assert_int_equal(jget(st, "results", NULL), (long long)nseen + 1); /* + think_start's */
+	json_decref(st);
+	free(seen);
+	finish(f);
 }
 
 /* GET /v1/work/history (no token): the points, oldest first (decref it). */
@@ -1797,6 +1881,8 @@ int main(void)
 	        test_work__the_whole_book_child_gets_the_other_half_of_the_memory, kill_left),
 	    cmocka_unit_test_teardown(
 	        test_work__a_tokens_file_that_is_not_an_owner_only_regular_file, kill_left),
+	    cmocka_unit_test_setup_teardown(test_work__frequent_acquires_take_leases_made_ahead,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_work__a_coordinator_killed_with_sigkill_keeps_its_leases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
