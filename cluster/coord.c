@@ -1027,7 +1027,8 @@ int coord_make_ahead(Coord *c, int64_t now_ms, char *err)
 }
 
 /* The ahead lease at i of c->ahead released: its positions back to the
- * selection, its record deleted. 0 or COORD_EBOOK. */
+ * selection (those owed a thought queued), its record deleted. 0 or
+ * COORD_EBOOK. */
 static int ahead_release(Coord *c, size_t i, int64_t now_ms, char *err)
 {
 	uint64_t id = c->ahead[i];
@@ -1040,12 +1041,17 @@ static int ahead_release(Coord *c, size_t i, int64_t now_ms, char *err)
 	for (int k = 0; k < l->n; k++) {
 		if (l->pos[k].state != POS_PENDING) continue;
 		/* A check back to those waiting, without a try (unless a quarantine
-		 * made it plain work meanwhile, leased here: then as the others). */
+		 * made it plain work meanwhile, leased here: then queued, below). */
 		int rc =
 		    l->pos[k].check ? co_spot_return(c, id, l->pos[k].key, false, now_ms, err) : 0;
 		if (rc < 0) return rc;
 		KeyState *ks = co_key_get(c, l->pos[k].key);
 		if (!ks || ks->where != WHERE_LEASED || ks->lease != id) continue;
+		if (l->pos[k].owed) {
+			if (co_queue_push(c, ks) < 0)
+				return co_broken(c, err, "queueing", BOOKDB_ENOMEM);
+			continue;
+		}
 		key_forget(c, ks);
 		if (sel_release(c->sel, l->pos[k].key) < 0)
 			return co_broken(c, err, "releasing", BOOKDB_ENOMEM);

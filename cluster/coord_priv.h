@@ -27,6 +27,9 @@ typedef struct {
 	Key key;
 	uint8_t state;
 	bool check; /* a spot check (coord_spot.c), not a position to analyse */
+	/* A check become plain work (its token's quarantine): a lease made ahead
+	 * released unused queues it rather than give it back to the selection. */
+	bool owed;
 	char sfen[SFEN_MAX];
 } LPos;
 

@@ -463,7 +463,10 @@ static int check_to_work(Coord *c, SpotCheck *k, char *err)
 	Lease *l = lease ? co_lease_get(c, lease) : NULL;
 	if (l) {
 		for (int i = 0; i < l->n; i++)
-			if (key_equal(l->pos[i].key, key)) l->pos[i].check = false;
+			if (key_equal(l->pos[i].key, key)) {
+				l->pos[i].check = false;
+				l->pos[i].owed = true;
+			}
 		ks->where = WHERE_LEASED;
 		ks->lease = lease;
 		return co_lease_put(c, l, err);

@@ -548,6 +548,71 @@ static void test_coord_spot__checks_ride_in_leases_made_ahead(void **state)
 	free(a);
 }
 
+/*
+ * A check waiting in a lease made ahead when its token goes into quarantine
+ * becomes plain work in that lease; released unused, the lease queues it (it
+ * is not given back to the selection, which might not pick it again soon),
+ * and the next acquire of an honest token thinks it.
+ */
+static void
+test_coord_spot__a_check_made_ahead_is_thought_after_its_token_s_quarantine(void **state)
+{
+	Fx *f = *state;
+	CoordOptions o = spot_options();
+	o.select_slice_ms = 60000;
+	Coord *c = fx_open(f, &o);
+	char err[COORD_ERRLEN];
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	CoordAhead *a = malloc(4 * sizeof *a);
+	assert_non_null(l);
+	assert_non_null(r);
+	assert_non_null(a);
+	alone(c, &C, 4, false, NULL);
+	Key held = hold_one(c, &A, &B, l, r);
+	coord_round_begin(c);
+	assert_int_equal(coord_select_idle(c, 60000, err), 0);
+	assert_int_equal(coord_make_ahead(c, T0, err), 0);
+	assert_int_equal(coord_commit(c, err), 0);
+	int n = coord_ahead_export(c, a, 4), with = -1;
+	for (int i = 0; i < n; i++)
+		if (in_lease(&a[i].lease, held)) with = i;
+	assert_true(with >= 0);
+	/* A claims a mate in 1 that is none: in quarantine at once. */
+	int got = acquire(c, l, &A, 1, T0);
+	assert_int_equal(got, 1);
+	honest(r, &l->pos[0], 1);
+	r->lines[0].mate = true;
+	r->lines[0].score = 1;
+	assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), COORD_EQUARANTINE);
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_false(coord_ahead_ok(c));
+	/* Nobody takes the lease made ahead: released, it queues the position. */
+	for (int i = 0; i < n; i++)
+		assert_int_equal(coord_ahead_release(c, a[i].lease.id, T0, err), 0);
+	assert_int_equal(coord_commit(c, err), 0);
+	CoordStatus st = status(c, T0);
+	assert_int_equal(st.spot_waiting + st.spot_leased + st.spot_deciding, 0);
+	assert_int_equal(st.queue, 2); /* and A's own lease's position */
+	coord_status_free(&st);
+	assert_int_equal(record(f->db, held, NULL, NULL), -1);
+	got = acquire(c, l, &B, 2, T0);
+	assert_int_equal(got, 2);
+	assert_true(in_lease(l, held));
+	for (int i = 0; i < got; i++) {
+		honest(r, &l->pos[i], 3);
+		assert_int_equal(coord_submit(c, l->id, &B, r, 1, T0, err), 1);
+	}
+	assert_int_equal(coord_commit(c, err), 0);
+	/* B's result may be held for C to check (B is new): then C checks it. */
+	const CoordWorker *const ws[] = {&C, &B};
+	settle_all(c, ws, 2, T0, 20);
+	assert_int_equal(record(f->db, held, NULL, NULL), 1);
+	free(l);
+	free(r);
+	free(a);
+}
+
 static void test_coord_spot__a_lying_checker_is_the_one_put_in_quarantine(void **state)
 {
 	Fx *f = *state;
@@ -894,6 +959,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_coord_spot__checks_ride_in_leases_made_ahead,
 	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_coord_spot__a_check_made_ahead_is_thought_after_its_token_s_quarantine, setup,
+	        teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_coord_spot__the_comparison_allows_noise_and_not_lies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
