@@ -319,7 +319,7 @@ static int opponent_search(Probe *p, Worker *w, const Position *pos, int ply, Ke
 	pthread_mutex_lock(&p->mu);
 	p->st->opp_moves++;
 	if (rc < 0) p->st->failed++;
-	Move was;
+	Move was = MOVE_NONE;
 	bool known = replies_get(&p->replies, h, &was);
 	if (known && was != *m) p->st->opp_differ++;
 	uint32_t *v;

@@ -347,7 +347,9 @@ static void restore_selection(Coord *c, const CoordOptions *opt)
 	}
 	c->snap_restored = rc == 0;
 	c->snap_ms = clock_ms_f() - t0;
-	if (rc < 0 && rc != SEL_ENOSNAP) snprintf(c->snap_note, sizeof c->snap_note, "%s", err);
+	if (rc < 0 && rc != SEL_ENOSNAP)
+		snprintf(c->snap_note, sizeof c->snap_note, "%.*s", (int)sizeof c->snap_note - 1,
+		         err);
 	if (rc == 0 && gen)
 		snprintf(c->snap_note, sizeof c->snap_note,
 		         "from a checkpoint %llu commits before the last: %llu results given again "
@@ -1357,6 +1359,7 @@ int co_store(Coord *c, const char *sfen, const CoordResult *r, int64_t now, char
 static int lease_request(Coord *c, Lease **l, uint64_t id, const CoordWorker **w,
                          CoordWorker *named, int64_t now, char *err)
 {
+	*l = NULL;
 	if (c->broken) return COORD_EBOOK;
 	if (coord_quarantined(c, (*w)->token, err)) return COORD_EQUARANTINE;
 	int rc = co_select_take_in(c, err);

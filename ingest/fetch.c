@@ -188,7 +188,7 @@ static void meta_read(Validators *v, const char *path)
 static int meta_write(const char *path, const Validators *v)
 {
 	char tmp[4096];
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return -1;
 	FILE *f = fopen(tmp, "w");
 	if (!f) return -1;
 	fprintf(f, "url %s\netag %s\nlast-modified %s\n", v->url, v->etag, v->last_modified);

@@ -1348,11 +1348,13 @@ static int run_or_full(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db,
 	if (rc == BOOKMM_EFULL && bookmm_stopped(opt)) {
 		rc = bookmm_stop_error(err, "starting");
 	} else if (rc == BOOKMM_EFULL && opt->no_whole) {
-		snprintf(st.full_reason, sizeof st.full_reason, "%s", why);
+		snprintf(st.full_reason, sizeof st.full_reason, "%.*s",
+		         (int)sizeof st.full_reason - 1, why);
 		rc = errmsg_set(err, BOOKMM_ERRLEN, BOOKMM_EWHOLE, "%s", why);
 	} else if (rc == BOOKMM_EFULL) {
 		memset(&st, 0, sizeof st);
-		snprintf(st.full_reason, sizeof st.full_reason, "%s", why);
+		snprintf(st.full_reason, sizeof st.full_reason, "%.*s",
+		         (int)sizeof st.full_reason - 1, why);
 		rc = bookmm_full(&st, db, dir, opt, err);
 	} else if (rc < 0) {
 		errmsg_set(err, BOOKMM_ERRLEN, rc, "%s", why);

@@ -403,7 +403,7 @@ int ps_black_position(PsPart *pt, const Db2016Record *rec, const Position **bpos
 static int edges_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
 {
 	(void)ctx;
-	const Position *bpos;
+	const Position *bpos = NULL;
 	if (ps_black_position(pt, rec, &bpos) < 0) return -1;
 	int rc = ps_add_edges(&pt->run->g, i, bpos, &pt->eb);
 	return rc < 0 ? ps_part_fail(pt, rc, "out of memory") : 0;
