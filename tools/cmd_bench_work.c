@@ -54,15 +54,17 @@ typedef struct {
 	Pace *pace; /* NULL: closed loop */
 	uint64_t results, requests, acquires, empty, errors;
 	double *lat;  /* acquire latencies, ms */
+	double *due;  /* ... and when each was due, ms after t0 (--timeline) */
 	double *latw; /* ... of the acquires due after warm_ms */
 	size_t nlatw, caplatw;
 	double submit_max;         /* the longest submit, ms */
 	double warm_ms;            /* requests started after this count in the warm maxima */
 	double start_ms, first_ms; /* the run's start; its first positions acquired (ms after) */
+	double t0_ms;              /* the paced run's start (the timeline's zero) */
 	bool got_first;
 	double acquire_max_warm, submit_max_warm;
 	size_t nsub, nsubw; /* submits answered (204), of them in the warm window */
-	size_t nlat, caplat;
+	size_t nlat, caplat, capdue;
 	char *resp;
 	size_t rlen, rcap;
 	Position *pos;
@@ -198,8 +200,11 @@ static long cycle(Client *c, CURL *h, const char *acq, double due_ms)
 	bool answered = st == 200 || st == 204;
 	if (answered && due_ms >= c->warm_ms && dt > c->acquire_max_warm) c->acquire_max_warm = dt;
 	if (answered &&
-	    !array_grow((void **)&c->lat, &c->caplat, c->nlat + 1, sizeof *c->lat, 1024))
+	    !array_grow((void **)&c->lat, &c->caplat, c->nlat + 1, sizeof *c->lat, 1024) &&
+	    !array_grow((void **)&c->due, &c->capdue, c->nlat + 1, sizeof *c->due, 1024)) {
+		c->due[c->nlat] = due_ms - c->t0_ms;
 		c->lat[c->nlat++] = dt;
+	}
 	if (answered && due_ms >= c->warm_ms &&
 	    !array_grow((void **)&c->latw, &c->caplatw, c->nlatw + 1, sizeof *c->latw, 1024))
 		c->latw[c->nlatw++] = dt;
@@ -311,11 +316,52 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* --timeline: for each window_s seconds of the run (by when the acquires were due), the
+ * acquires answered, their p50, p99 and longest latency and how many took
+ * over 50 ms. 0, or -1 with errno. */
+static int write_timeline(const char *path, const Client *cs, int clients, int seconds,
+                          int window_s)
+{
+	const double WINDOW_MS = window_s * 1000.0;
+	size_t nw = (size_t)seconds / (size_t)window_s + 2;
+	double **w = calloc(nw, sizeof *w);
+	size_t *n = calloc(nw, sizeof *n), *cap = calloc(nw, sizeof *cap);
+	FILE *f = w && n && cap ? fopen(path, "w") : NULL;
+	int rc = f ? 0 : -1;
+	for (int i = 0; rc == 0 && i < clients; i++)
+		for (size_t j = 0; rc == 0 && j < cs[i].nlat; j++) {
+			double d = cs[i].due[j] < 0 ? 0 : cs[i].due[j];
+			size_t k = (size_t)(d / WINDOW_MS);
+			if (k >= nw) k = nw - 1;
+			if (array_grow((void **)&w[k], &cap[k], n[k] + 1, sizeof **w, 256))
+				rc = -1;
+			else
+				w[k][n[k]++] = cs[i].lat[j];
+		}
+	if (f && rc == 0) fprintf(f, "# from_s acquires p50_ms p99_ms max_ms over_50ms\n");
+	for (size_t k = 0; f && rc == 0 && k < nw; k++) {
+		if (!n[k]) continue;
+		qsort(w[k], n[k], sizeof **w, cmp_double);
+		size_t over = 0;
+		for (size_t j = 0; j < n[k]; j++) over += w[k][j] > 50;
+		fprintf(f, "%zu %zu %.2f %.2f %.2f %zu\n", k * (size_t)window_s, n[k],
+		        w[k][n[k] / 2], w[k][n[k] * 99 / 100], w[k][n[k] - 1], over);
+	}
+	if (f && fclose(f) != 0) rc = -1;
+	for (size_t k = 0; w && k < nw; k++) free(w[k]);
+	free(w);
+	free(n);
+	free(cap);
+	return rc;
+}
+
 int cmd_bench_work(int argc, char **argv)
 {
 	const char *server = NULL, *token_file = NULL;
 	int clients = 8, seconds = 60, max = 32, rate = 0;
 	double warm_opt = -1;
+	const char *timeline = NULL;
+	int window_s = 10;
 	const CliOpt opts[] = {
 	    CLI_STR("--server", &server, "URL", "the coordinator", .required = true),
 	    CLI_STR("--token-file", &token_file, "F", "a worker token", .required = true),
@@ -327,6 +373,10 @@ int cmd_bench_work(int argc, char **argv)
 	    CLI_REAL("--warm-seconds", &warm_opt, 0, 1000000, "W",
 	             "the warm figures take the acquires due after W s (default 15, or half "
 	             "of a run of 30 s or less)"),
+	    CLI_STR("--timeline", &timeline, "FILE",
+	            "the acquires' latencies by 10 s of the run, a line each, into FILE"),
+	    CLI_NUM("--timeline-seconds", &window_s, 1, 1000000, "T",
+	            "--timeline's windows: T s each (default 10)"),
 	    CLI_TABLE_END,
 	};
 	const CliCmd cmd = {"bench-work", opts, "docs/cluster.md"};
@@ -384,6 +434,7 @@ int cmd_bench_work(int argc, char **argv)
 		snprintf(fail, sizeof fail, "%s", c0.fail);
 		if (!c0.got_first) run_clients = 0;
 		free(c0.lat);
+		free(c0.due);
 		free(c0.resp);
 		free(c0.pos);
 		free(c0.res);
@@ -410,6 +461,7 @@ int cmd_bench_work(int argc, char **argv)
 		                 .deadline_ms = deadline,
 		                 .start_ms = start,
 		                 .warm_ms = t0 + warm_s * 1000,
+		                 .t0_ms = t0,
 		                 .pos = malloc(sizeof(Position)),
 		                 .res = malloc(sizeof(SearchResult))};
 		pthread_create(&th[i], NULL, client, &cs[i]);
@@ -445,6 +497,10 @@ int cmd_bench_work(int argc, char **argv)
 		for (size_t j = 0; j < cs[i].nlat; j++) lat[k++] = cs[i].lat[j];
 		for (size_t j = 0; j < cs[i].nlatw; j++) latw[kw++] = cs[i].latw[j];
 	}
+	if (timeline && write_timeline(timeline, cs, clients, seconds, window_s) < 0) {
+		joseki_error("bench-work: cannot write %s: %s", timeline, strerror(errno));
+		errors++;
+	}
 	qsort(lat, nlat, sizeof *lat, cmp_double);
 	qsort(latw, nlatw, sizeof *latw, cmp_double);
 	/* A figure of requests none of which was answered is -1 (none), not 0. */
@@ -478,6 +534,7 @@ int cmd_bench_work(int argc, char **argv)
 	}
 	for (int i = 0; i < clients; i++) {
 		free(cs[i].lat);
+		free(cs[i].due);
 		free(cs[i].latw);
 		free(cs[i].resp);
 		free(cs[i].pos);

@@ -164,7 +164,10 @@ static void test_bench_work__a_stall_shows_in_the_acquires_due_meanwhile(void **
 	Fixture *f = *state;
 	char cmd[1024];
 	command(cmd, sizeof cmd, f, 200, 4, 2, 4);
-	strncat(cmd, " --warm-seconds 3", sizeof cmd - strlen(cmd) - 1);
+	char tl[700];
+	snprintf(tl, sizeof tl, " --warm-seconds 3 --timeline %s/timeline --timeline-seconds 1",
+	         f->dir);
+	strncat(cmd, tl, sizeof cmd - strlen(cmd) - 1);
 	FILE *p = popen(cmd, "r");
 	assert_non_null(p);
 	usleep(1500 * 1000);
@@ -182,6 +185,30 @@ static void test_bench_work__a_stall_shows_in_the_acquires_due_meanwhile(void **
 	 * every 20 ms, the 150th at 3 s), all answered. */
 	assert_true(field(line, "warm_after_s") == 3.0);
 	assert_true(field(line, "warm_acquires") == 50);
+	/* --timeline, a line a second (by when the acquires were due): all 200
+	 * acquires, in four seconds, the stall in the second or third. */
+	snprintf(tl, sizeof tl, "%s/timeline", f->dir);
+	char *t = ts_read_file(tl, NULL);
+	assert_non_null(t);
+	print_message("%s", t);
+	assert_true(!strncmp(t, "# from_s acquires p50_ms p99_ms max_ms over_50ms\n", 49));
+	int lines = 0, total = 0;
+	double stalled = 0;
+	for (char *q = strchr(t, '\n'); q && q[1]; q = strchr(q + 1, '\n')) {
+		int from, n, over;
+		double p50, p99, mx;
+		assert_int_equal(
+		    sscanf(q + 1, "%d %d %lf %lf %lf %d", &from, &n, &p50, &p99, &mx, &over), 6);
+		assert_true(from == lines);
+		assert_true(p50 <= p99 && p99 <= mx && over <= n);
+		if ((from == 1 || from == 2) && mx > stalled) stalled = mx;
+		lines++;
+		total += n;
+	}
+	free(t);
+	assert_int_equal(lines, 4);
+	assert_int_equal(total, 200);
+	assert_true(stalled >= 900.0);
 }
 
 /* With nothing listening the first acquire, sent alone before the paced
