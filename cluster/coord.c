@@ -1181,7 +1181,11 @@ static int find_pos(const Lease *l, Key k)
 	return -1;
 }
 
-/* The lease id for w, or COORD_ENOLEASE (never issued, forgotten, another token's). */
+/* The lease id for w, or COORD_ENOLEASE (never issued, forgotten, another
+ * token's). A lease read back unbound after a crash (LEASE_UNKNOWN) is
+ * returned unbound to a token that may have it (its spot checks are not of
+ * that token's results): the request claims it once its body is accepted
+ * (claim), so that a refused one leaves it to the next. */
 static int lookup(Coord *c, Lease **out, uint64_t id, const CoordWorker *w, char *err)
 {
 	*out = NULL;
@@ -1190,21 +1194,26 @@ static int lookup(Coord *c, Lease **out, uint64_t id, const CoordWorker *w, char
 		                  "lease %016llx was never issued", (unsigned long long)id);
 	Lease *l = co_lease_get(c, id);
 	const char *token = w->token ? w->token : "";
-	if (l && l->bind == LEASE_UNKNOWN && !lease_excludes(c, l, token)) {
-		/* Made ahead and perhaps handed out before a crash: the first token
-		 * that answers for it (and may: its spot checks are not of its own
-		 * results) is the one it was handed to. */
-		l->bind = LEASE_BOUND;
-		snprintf(l->token, sizeof l->token, "%s", token);
-		snprintf(l->worker, sizeof l->worker, "%s", w->name ? w->name : "");
-		int rc = co_lease_put(c, l, err);
-		if (rc < 0) return rc;
-	}
-	if (l && (l->bind != LEASE_BOUND || strcmp(l->token, token)))
+	bool mine =
+	    !l || (l->bind == LEASE_UNKNOWN ? !lease_excludes(c, l, token)
+	                                    : l->bind == LEASE_BOUND && !strcmp(l->token, token));
+	if (!mine)
 		return errmsg_set(err, COORD_ERRLEN, COORD_ENOLEASE,
 		                  "lease %016llx is not this token's", (unsigned long long)id);
 	*out = l; /* NULL: a finished lease whose positions are all analysed */
 	return 0;
+}
+
+/* A lease made ahead and perhaps handed out before a crash, claimed: the
+ * first token whose request about it is accepted is the one it was handed
+ * to. 0 or COORD_EBOOK. */
+static int claim(Coord *c, Lease *l, const CoordWorker *w, char *err)
+{
+	if (!l || l->bind != LEASE_UNKNOWN) return 0;
+	l->bind = LEASE_BOUND;
+	snprintf(l->token, sizeof l->token, "%s", w->token ? w->token : "");
+	snprintf(l->worker, sizeof l->worker, "%s", w->name ? w->name : "");
+	return co_lease_put(c, l, err);
 }
 
 /* Checks one line against the position in c->pos; fills the search line. */
@@ -1410,6 +1419,7 @@ int coord_submit(Coord *c, uint64_t id, const CoordWorker *w, const CoordResult 
 		}
 		what[i] = (uint8_t)rc;
 	}
+	if ((rc = claim(c, l, w, err)) < 0) return rc;
 	int stored = 0;
 	bool changed = false;
 	double t0 = clock_ms_f();
@@ -1499,17 +1509,23 @@ int coord_abort(Coord *c, uint64_t id, const CoordWorker *w, int64_t now_ms, cha
 	CoordWorker named;
 	int rc = lease_request(c, &l, id, &w, &named, now_ms, err);
 	if (rc < 0 || !l) return rc;
+	if ((rc = claim(c, l, w, err)) < 0) return rc;
 	return co_lease_return(c, l, now_ms, err);
 }
 
+/* A lease past its time: its pending positions back to the queue with a
+ * failed try each, its checks to those waiting with one; one read back
+ * unbound after a crash, never claimed, perhaps never reached a worker:
+ * without a try. */
 static int expire(Coord *c, Lease *l, int64_t now, char *err)
 {
+	bool tried = l->bind != LEASE_UNKNOWN;
 	for (int i = 0; i < l->n; i++) {
 		LPos *lp = &l->pos[i];
 		if (lp->state != POS_PENDING) continue;
 		if (lp->check) {
 			lp->state = POS_RETURNED;
-			int rc = co_spot_return(c, l->key.hi, lp->key, true, now, err);
+			int rc = co_spot_return(c, l->key.hi, lp->key, tried, now, err);
 			if (rc < 0) return rc;
 			continue;
 		}
@@ -1520,7 +1536,10 @@ static int expire(Coord *c, Lease *l, int64_t now, char *err)
 		}
 		lp->state = POS_RETURNED;
 		if (ks->where == WHERE_LEASED && ks->lease == l->key.hi) {
-			int rc = fail_try(c, ks, l->worker, err);
+			int rc = !tried ? (co_queue_push(c, ks) < 0
+			                       ? co_broken(c, err, "queueing", BOOKDB_ENOMEM)
+			                       : 0)
+			                : fail_try(c, ks, l->worker, err);
 			if (rc < 0) return rc;
 		}
 	}

@@ -522,7 +522,13 @@ int cmd_bench_work(int argc, char **argv)
 	    (unsigned long long)empty, (unsigned long long)errors, clients, max, rate, p50w, p99w,
 	    warm_s, nlatw);
 	/* Per result stored in the run: what the selection did for it. */
-	if (have_work) {
+	/* Counters that went back: the coordinator restarted during the run. */
+	bool restarted = false;
+	for (int i = 0; have_work && i < SW_N; i++) restarted |= w1[i] < w0[i];
+	if (restarted) {
+		printf("selector none (the coordinator's counters went back: it restarted during "
+		       "the run)\n");
+	} else if (have_work) {
 		double per = results ? (double)results : 1;
 		printf("selector");
 		for (int i = 0; i < SW_N; i++)

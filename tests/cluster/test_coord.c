@@ -1872,10 +1872,10 @@ static void ahead_child(const char *dir, int fd)
 	_exit(0); /* killed: nothing after the acquire is committed */
 }
 
-static void test_coord__leases_made_ahead_answer_before_a_commit_and_outlive_a_crash(void **state)
+/* A book in dir whose coordinator (ahead_child, forked) handed out a lease
+ * made ahead, *lc, and died before the commit that binds it. */
+static void crashed_with_unclaimed(char *dir, CoordLease *lc)
 {
-	(void)state;
-	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
 	synth_into(dir, seed_with_leaves(PLAN_PV, ts_seed("coord_lease_ahead") % 1000000));
 	int fd[2];
 	assert_int_equal(pipe(fd), 0);
@@ -1886,17 +1886,24 @@ static void test_coord__leases_made_ahead_answer_before_a_commit_and_outlive_a_c
 		ahead_child(dir, fd[1]);
 	}
 	close(fd[1]);
-	CoordLease *lc = malloc(sizeof *lc), *l = malloc(sizeof *l);
-	CoordResult *r = malloc(sizeof *r);
-	assert_non_null(lc);
-	assert_non_null(l);
-	assert_non_null(r);
 	assert_int_equal(read(fd[0], lc, sizeof *lc), (ssize_t)sizeof *lc);
 	close(fd[0]);
 	int wst;
 	assert_int_equal(waitpid(pid, &wst, 0), pid);
 	if (!WIFEXITED(wst) || WEXITSTATUS(wst))
 		fail_msg("the child failed at step %d", WEXITSTATUS(wst));
+}
+
+static void test_coord__leases_made_ahead_answer_before_a_commit_and_outlive_a_crash(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	CoordLease *lc = malloc(sizeof *lc), *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	assert_non_null(lc);
+	assert_non_null(l);
+	assert_non_null(r);
+	crashed_with_unclaimed(dir, lc);
 
 	/* Restarted: A's and B's are live, the unbound one unclaimed; none made ahead. */
 	CoordOptions o = sliced_options();
@@ -1913,6 +1920,14 @@ static void test_coord__leases_made_ahead_answer_before_a_commit_and_outlive_a_c
 		int n = acquire(c, l, &A, 8, T0 + 300);
 		for (int i = 0; i < n; i++) assert_false(in_lease(lc, l->pos[i].key));
 	}
+	/* A body it refuses (a key not in it) claims it for nobody. */
+	answer(r, &lc->pos[0], 3);
+	r->key.hi ^= 1;
+	assert_int_equal(coord_submit(c, lc->id, &C, r, 1, T0 + 400, err), COORD_EINVAL);
+	assert_non_null(strstr(err, "is not in lease"));
+	assert_int_equal(coord_status(c, &st, T0 + 400), 0);
+	assert_int_equal(st.leases_unclaimed, 1);
+	coord_status_free(&st);
 	/* Its results come from any token: B's here, which it then belongs to. */
 	answer(r, &lc->pos[0], 3);
 	assert_int_equal(coord_submit(c, lc->id, &B, r, 1, T0 + 400, err), 1);
@@ -1992,6 +2007,48 @@ static void test_coord__leases_made_ahead_answer_before_a_commit_and_outlive_a_c
 	free(lc);
 	free(l);
 	free(r);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* An unclaimed lease that expires was perhaps never handed out: its
+ * positions go back to the queue without a failed try (three would set them
+ * aside), where a bound lease's count one. */
+static void test_coord__an_unclaimed_lease_expires_without_a_failed_try(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	CoordLease *lc = malloc(sizeof *lc);
+	assert_non_null(lc);
+	crashed_with_unclaimed(dir, lc);
+	CoordOptions o = sliced_options();
+	BookDB *db;
+	Coord *c = open_coord_with(&db, dir, &o);
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0 + 300), 0);
+	assert_int_equal(st.leases_unclaimed, 1);
+	uint64_t live = st.leases_live;
+	coord_status_free(&st);
+	assert_true(live >= 1);
+	int64_t later = T0 + 24LL * 3600 * 1000; /* past every lease's time */
+	assert_int_equal(coord_tick(c, later, err), 0);
+	assert_int_equal(coord_status(c, &st, later), 0);
+	assert_int_equal(st.leases_unclaimed, 0);
+	assert_int_equal(st.leases_live, 0);
+	assert_int_equal(st.leases_expired, live + 1);
+	coord_status_free(&st);
+	for (int i = 0; i < lc->n; i++) {
+		KeyState *ks = co_key_get(c, lc->pos[i].key);
+		assert_non_null(ks);
+		assert_int_equal(ks->where, WHERE_QUEUED);
+		assert_int_equal(ks->tries, 0);
+	}
+	/* The bound leases' positions each count a try. */
+	assert_int_equal(coord_status(c, &st, later), 0);
+	assert_true(st.failed >= live);
+	coord_status_free(&st);
+	close_coord(c, db);
+	free(lc);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -2994,6 +3051,7 @@ int main(void)
 	        test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select),
 	    cmocka_unit_test(
 	        test_coord__leases_made_ahead_answer_before_a_commit_and_outlive_a_crash),
+	    cmocka_unit_test(test_coord__an_unclaimed_lease_expires_without_a_failed_try),
 	    cmocka_unit_test(
 	        test_coord__a_restart_from_the_snapshot_leases_what_an_unbroken_run_does),
 	    cmocka_unit_test(test_coord__a_snapshot_that_does_not_fit_is_refused_and_said),
