@@ -693,6 +693,8 @@ static int take_provisional(Coord *c, Lease *l, int max, char *err)
 	              : c->opt.select_slice_ms > 0 ? c->opt.select_slice_ms
 	                                           : COORD_SLICE_MS;
 	int n;
+	bool dry = co_pwalk_ready(c->pwalk) == 0;
+	double t0 = dry ? clock_ms_f() : 0;
 	while (l->n < max && (n = co_pwalk_take(c->pwalk, c->pw_leaf, max - l->n, wait)) != 0) {
 		if (n < 0) return co_broken(c, err, "provisional leaves", BOOKDB_EIO);
 		wait = 0;
@@ -707,6 +709,10 @@ static int take_provisional(Coord *c, Lease *l, int max, char *err)
 			if ((rc = lease_key(c, l, k, err)) < 0) return rc;
 			c->provisional += (uint64_t)(l->n - before);
 		}
+	}
+	if (dry) {
+		c->pw_dry++;
+		c->pw_dry_ms += clock_ms_f() - t0;
 	}
 	return 0;
 }
@@ -1536,10 +1542,9 @@ static int expire(Coord *c, Lease *l, int64_t now, char *err)
 		}
 		lp->state = POS_RETURNED;
 		if (ks->where == WHERE_LEASED && ks->lease == l->key.hi) {
-			int rc = !tried ? (co_queue_push(c, ks) < 0
-			                       ? co_broken(c, err, "queueing", BOOKDB_ENOMEM)
-			                       : 0)
-			                : fail_try(c, ks, l->worker, err);
+			if (!tried && co_queue_push(c, ks) < 0)
+				return co_broken(c, err, "queueing", BOOKDB_ENOMEM);
+			int rc = tried ? fail_try(c, ks, l->worker, err) : 0;
 			if (rc < 0) return rc;
 		}
 	}
@@ -1755,6 +1760,8 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->provisional_back = c->prov_back;
 	out->provisional_ready = co_pwalk_ready(c->pwalk);
 	out->provisional_spared = c->pw_spared + co_pwalk_spared(c->pwalk);
+	out->provisional_dry = c->pw_dry;
+	out->provisional_dry_ms = c->pw_dry_ms;
 	out->select_short = c->sr_busy;
 	out->store_ms = c->store_ms;
 	out->commit_ms = c->commit_ms;

@@ -298,6 +298,11 @@ typedef struct {
 	/* Records of children the walk did not read, the selector's key filter
 	 * having ruled them out (not in the book: leaves). */
 	uint64_t provisional_spared;
+	/* Acquires that found no provisional leaf walked ready (the walk behind
+	 * the workers: on a book larger than memory, the disk), and the time
+	 * they waited for one (up to a slice each). */
+	uint64_t provisional_dry;
+	double provisional_dry_ms;
 	/* Provisional leaves walked and waiting to be taken (-1 before the
 	 * walk began, 0 after it ended). */
 	int provisional_ready;

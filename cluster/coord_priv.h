@@ -207,8 +207,12 @@ struct Coord {
 	double open_ms;
 	int64_t full_since_ms, behind_from_ms;
 	uint64_t provisional, prov_back, win_asked, win_short;
-	struct CoPwalk *pwalk;  /* the walk, on its thread (coord_pwalk.c) */
-	uint64_t pw_spared;     /* reads the key filter spared walks ended before it */
+	struct CoPwalk *pwalk; /* the walk, on its thread (coord_pwalk.c) */
+	uint64_t pw_spared;    /* reads the key filter spared walks ended before it */
+	/* Acquires that found no provisional leaf ready (the walk behind), and
+	 * the time they waited for one. */
+	uint64_t pw_dry;
+	double pw_dry_ms;
 	struct PwLeaf *pw_leaf; /* COORD_MAX_BATCH, taken from it */
 	double round_until;     /* coord_round_begin: the round's selection ends then (0: none) */
 	/* The selection beside the service (coord_select_ahead, co_select_begin):

@@ -501,21 +501,23 @@ static char *status_body(const CoordStatus *st)
 		                       (json_int_t)((now - s->last_seen_ms) / 1000)));
 	}
 	json_t *sel = json_pack(
-	    "{s:b, s:s, s:I, s:I, s:f, s:I, s:b, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-	    "s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "{s:b, s:s, s:I, s:I, s:f, s:I, s:b, s:I, s:b, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, "
+	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "restored", st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
 	    "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
 	    (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
 	    "selected", (json_int_t)st->selected, "answered", st->select_answered, "provisional",
 	    (json_int_t)st->provisional, "provisional_over", st->provisional_over,
 	    "provisional_back", (json_int_t)st->provisional_back, "provisional_spared",
-	    (json_int_t)st->provisional_spared, "nodes", (json_int_t)st->select_nodes, "bytes",
-	    (json_int_t)st->select_bytes, "fixed", (json_int_t)st->select_fixed, "budget",
-	    (json_int_t)st->select_budget, "trims", (json_int_t)st->select_trims, "trimmed",
-	    (json_int_t)st->select_trimmed, "expansions", (json_int_t)st->select_expansions,
-	    "visits", (json_int_t)st->select_visits, "fetches", (json_int_t)st->select_fetches,
-	    "fetch_misses", (json_int_t)st->select_fetch_misses, "bound_hits",
-	    (json_int_t)st->select_tt_hits, "path_hits", (json_int_t)st->select_path_hits);
+	    (json_int_t)st->provisional_spared, "provisional_dry", (json_int_t)st->provisional_dry,
+	    "provisional_dry_s", st->provisional_dry_ms / 1000, "nodes",
+	    (json_int_t)st->select_nodes, "bytes", (json_int_t)st->select_bytes, "fixed",
+	    (json_int_t)st->select_fixed, "budget", (json_int_t)st->select_budget, "trims",
+	    (json_int_t)st->select_trims, "trimmed", (json_int_t)st->select_trimmed, "expansions",
+	    (json_int_t)st->select_expansions, "visits", (json_int_t)st->select_visits, "fetches",
+	    (json_int_t)st->select_fetches, "fetch_misses", (json_int_t)st->select_fetch_misses,
+	    "bound_hits", (json_int_t)st->select_tt_hits, "path_hits",
+	    (json_int_t)st->select_path_hits);
 	json_t *o = json_pack(
 	    "{s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, s:o, "
 	    "s:o}",
@@ -842,13 +844,17 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 		              (unsigned long long)st.acquired_ahead,
 		              (unsigned long long)st.ahead_released);
 		if (st.provisional)
-			status_clause(&l, "provisional leaves %llu%s%s, reads spared %llu",
+			status_clause(&l,
+			              "provisional leaves %llu%s%s, reads spared %llu, walk dry "
+			              "%llu times (%.0f ms)",
 			              (unsigned long long)st.provisional,
 			              !st.select_answered    ? " (the first search under way)"
 			              : !st.provisional_over ? " (until the selection keeps up)"
 			                                     : "",
 			              st.provisional_back ? ", back when it fell behind" : "",
-			              (unsigned long long)st.provisional_spared);
+			              (unsigned long long)st.provisional_spared,
+			              (unsigned long long)st.provisional_dry,
+			              st.provisional_dry_ms);
 		char sb[24], sg[24], sf[24], sr[24];
 		status_clause(&l, "selector %llu nodes, %s of %s (filter and map %s, records %s)",
 		              (unsigned long long)st.select_nodes,

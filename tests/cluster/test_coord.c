@@ -1343,6 +1343,8 @@ static CoordStatus prov_status(Coord *c)
 	                   .provisional_back = st.provisional_back,
 	                   .select_short = st.select_short,
 	                   .provisional_spared = st.provisional_spared,
+	                   .provisional_dry = st.provisional_dry,
+	                   .provisional_dry_ms = st.provisional_dry_ms,
 	                   .selected = st.selected};
 	coord_status_free(&st);
 	return out;
@@ -1460,6 +1462,13 @@ static void test_coord__provisional_leaves_until_the_selection_keeps_up(void **s
 	/* The walk, resumed after the first search (which took the selector's
 	 * key filter in), had the filter: children it ruled out were not read. */
 	assert_true(st.provisional_spared > 0);
+	/* Acquires that found the walk with nothing ready: at most one a round,
+	 * each waiting up to a slice. */
+	print_message("the walk dry for %llu acquires (%.1f ms)\n",
+	              (unsigned long long)st.provisional_dry, st.provisional_dry_ms);
+	assert_true(st.provisional_dry <= (uint64_t)rounds);
+	assert_true(st.provisional_dry_ms >= 0 &&
+	            st.provisional_dry_ms <= (st.provisional_dry + 1) * (COORD_SLICE_MS + 1000.0));
 	assert_true(st.select_answered);
 	assert_true(prov_at_answer > 0);
 	assert_true(prov_catching > prov_at_answer);

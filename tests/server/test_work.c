@@ -973,6 +973,8 @@ static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void *
 		sel = json_object_get(st, "selector");
 	}
 	assert_int_equal(jget(st, "selector", "provisional"), 0);
+	assert_int_equal(jget(st, "selector", "provisional_dry"), 0); /* no walk, never dry */
+	assert_true(json_is_real(json_object_get(sel, "provisional_dry_s")));
 	long long nodes = jget(st, "selector", "nodes");
 	assert_true(nodes > 0);
 	assert_true(jget(st, "selector", "bytes") > 0);
