@@ -373,8 +373,10 @@ int cmd_bench_work(int argc, char **argv)
 	    CLI_REAL("--warm-seconds", &warm_opt, 0, 1000000, "W",
 	             "the warm figures take the acquires due after W s (default 15, or half "
 	             "of a run of 30 s or less)"),
-	    CLI_STR("--timeline", &timeline, "FILE",
-	            "the acquires' latencies by 10 s of the run, a line each, into FILE"),
+	    CLI_STR(
+	        "--timeline", &timeline, "FILE",
+	        "the acquires' latencies by window of the run, a line each, into FILE (default: "
+	        "none)"),
 	    CLI_NUM("--timeline-seconds", &window_s, 1, 1000000, "T",
 	            "--timeline's windows: T s each (default 10)"),
 	    CLI_TABLE_END,
