@@ -53,14 +53,11 @@ typedef struct {
 	double deadline_ms;
 	Pace *pace; /* NULL: closed loop */
 	uint64_t results, requests, acquires, empty, errors;
-	double *lat;  /* acquire latencies, ms */
-	double *due;  /* ... and when each was due, ms after t0 (--timeline) */
-	double *latw; /* ... of the acquires due after warm_ms */
-	size_t nlatw, caplatw;
+	double *lat;               /* acquire latencies, ms */
+	double *due;               /* ... and when each was due (clock_ms_f) */
 	double submit_max;         /* the longest submit, ms */
 	double warm_ms;            /* requests started after this count in the warm maxima */
 	double start_ms, first_ms; /* the run's start; its first positions acquired (ms after) */
-	double t0_ms;              /* the paced run's start (the timeline's zero) */
 	bool got_first;
 	double acquire_max_warm, submit_max_warm;
 	size_t nsub, nsubw; /* submits answered (204), of them in the warm window */
@@ -202,12 +199,9 @@ static long cycle(Client *c, CURL *h, const char *acq, double due_ms)
 	if (answered &&
 	    !array_grow((void **)&c->lat, &c->caplat, c->nlat + 1, sizeof *c->lat, 1024) &&
 	    !array_grow((void **)&c->due, &c->capdue, c->nlat + 1, sizeof *c->due, 1024)) {
-		c->due[c->nlat] = due_ms - c->t0_ms;
+		c->due[c->nlat] = due_ms;
 		c->lat[c->nlat++] = dt;
 	}
-	if (answered && due_ms >= c->warm_ms &&
-	    !array_grow((void **)&c->latw, &c->caplatw, c->nlatw + 1, sizeof *c->latw, 1024))
-		c->latw[c->nlatw++] = dt;
 	if (st == 204) {
 		c->empty++;
 		if (!c->pace) usleep(10000);
@@ -316,10 +310,10 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* --timeline: for each window_s seconds of the run (by when the acquires were due), the
- * acquires answered, their p50, p99 and longest latency and how many took
- * over 50 ms. 0, or -1 with errno. */
-static int write_timeline(const char *path, const Client *cs, int clients, int seconds,
+/* --timeline: for each window_s seconds of the run from t0 (by when the
+ * acquires were due), the acquires answered, their p50, p99 and longest
+ * latency and how many took over 50 ms. 0, or -1 with errno. */
+static int write_timeline(const char *path, const Client *cs, int clients, double t0, int seconds,
                           int window_s)
 {
 	const double WINDOW_MS = window_s * 1000.0;
@@ -330,7 +324,7 @@ static int write_timeline(const char *path, const Client *cs, int clients, int s
 	int rc = f ? 0 : -1;
 	for (int i = 0; rc == 0 && i < clients; i++)
 		for (size_t j = 0; rc == 0 && j < cs[i].nlat; j++) {
-			double d = cs[i].due[j] < 0 ? 0 : cs[i].due[j];
+			double d = cs[i].due[j] < t0 ? 0 : cs[i].due[j] - t0;
 			size_t k = (size_t)(d / WINDOW_MS);
 			if (k >= nw) k = nw - 1;
 			if (array_grow((void **)&w[k], &cap[k], n[k] + 1, sizeof **w, 256))
@@ -463,7 +457,6 @@ int cmd_bench_work(int argc, char **argv)
 		                 .deadline_ms = deadline,
 		                 .start_ms = start,
 		                 .warm_ms = t0 + warm_s * 1000,
-		                 .t0_ms = t0,
 		                 .pos = malloc(sizeof(Position)),
 		                 .res = malloc(sizeof(SearchResult))};
 		pthread_create(&th[i], NULL, client, &cs[i]);
@@ -484,7 +477,6 @@ int cmd_bench_work(int argc, char **argv)
 		empty += cs[i].empty;
 		errors += cs[i].errors;
 		nlat += cs[i].nlat;
-		nlatw += cs[i].nlatw;
 		nsub += cs[i].nsub;
 		nsubw += cs[i].nsubw;
 	}
@@ -492,14 +484,16 @@ int cmd_bench_work(int argc, char **argv)
 	have_work = have_work && selector_work(&cst, hst, w1) == 0;
 	curl_easy_cleanup(hst);
 	free(cst.resp);
+	/* The warm latencies: of the acquires due after warm_ms. */
 	double *lat = malloc((nlat ? nlat : 1) * sizeof *lat),
-	       *latw = malloc((nlatw ? nlatw : 1) * sizeof *latw);
-	size_t k = 0, kw = 0;
-	for (int i = 0; i < clients; i++) {
-		for (size_t j = 0; j < cs[i].nlat; j++) lat[k++] = cs[i].lat[j];
-		for (size_t j = 0; j < cs[i].nlatw; j++) latw[kw++] = cs[i].latw[j];
-	}
-	if (timeline && write_timeline(timeline, cs, clients, seconds, window_s) < 0) {
+	       *latw = malloc((nlat ? nlat : 1) * sizeof *latw);
+	size_t k = 0;
+	for (int i = 0; i < clients; i++)
+		for (size_t j = 0; j < cs[i].nlat; j++) {
+			lat[k++] = cs[i].lat[j];
+			if (cs[i].due[j] >= cs[i].warm_ms) latw[nlatw++] = cs[i].lat[j];
+		}
+	if (timeline && write_timeline(timeline, cs, clients, t0, seconds, window_s) < 0) {
 		joseki_error("bench-work: cannot write %s: %s", timeline, strerror(errno));
 		errors++;
 	}
@@ -543,7 +537,6 @@ int cmd_bench_work(int argc, char **argv)
 	for (int i = 0; i < clients; i++) {
 		free(cs[i].lat);
 		free(cs[i].due);
-		free(cs[i].latw);
 		free(cs[i].resp);
 		free(cs[i].pos);
 		free(cs[i].res);
