@@ -475,6 +475,22 @@ static Key hold_one(Coord *c, const CoordWorker *w, const CoordWorker *other, Co
 	return k;
 }
 
+/* A round's end makes leases ahead, committed and handed over into a (at
+ * most 4, *n of them): the index of the one holding key. */
+static int made_ahead_with(Coord *c, CoordAhead *a, int *n, Key key)
+{
+	char err[COORD_ERRLEN];
+	coord_round_begin(c);
+	assert_int_equal(coord_select_idle(c, 60000, err), 0);
+	assert_int_equal(coord_make_ahead(c, T0, err), 0);
+	assert_int_equal(coord_commit(c, err), 0);
+	*n = coord_ahead_export(c, a, 4);
+	for (int i = 0; i < *n; i++)
+		if (in_lease(&a[i].lease, key)) return i;
+	fail_msg("the check is in none of %d leases made ahead", *n);
+	return -1;
+}
+
 /*
  * Spot checks ride in leases made ahead too (coord_make_ahead, at most
  * COORD_AHEAD_CHECKS a lease), and such a lease goes to no token whose result
@@ -501,17 +517,8 @@ static void test_coord_spot__checks_ride_in_leases_made_ahead(void **state)
 	coord_status_free(&st);
 	int with = -1;
 	for (int round = 0; round < 2; round++) {
-		coord_round_begin(c);
-		assert_int_equal(coord_select_idle(c, 60000, err), 0);
-		assert_int_equal(coord_make_ahead(c, T0, err), 0);
-		assert_int_equal(coord_commit(c, err), 0);
-		int n = coord_ahead_export(c, a, 4);
-		with = -1;
-		for (int i = 0; i < n; i++)
-			if (in_lease(&a[i].lease, held)) with = i;
-		if (with < 0)
-			fail_msg("round %d: the check is in none of %d leases made ahead", round,
-			         n);
+		int n;
+		with = made_ahead_with(c, a, &n, held);
 		assert_true(coord_ahead_excludes(&a[with], "ta"));
 		assert_false(coord_ahead_excludes(&a[with], "tb"));
 		st = status(c, T0);
@@ -570,14 +577,8 @@ test_coord_spot__a_check_made_ahead_is_thought_after_its_token_s_quarantine(void
 	assert_non_null(a);
 	alone(c, &C, 4, false, NULL);
 	Key held = hold_one(c, &A, &B, l, r);
-	coord_round_begin(c);
-	assert_int_equal(coord_select_idle(c, 60000, err), 0);
-	assert_int_equal(coord_make_ahead(c, T0, err), 0);
-	assert_int_equal(coord_commit(c, err), 0);
-	int n = coord_ahead_export(c, a, 4), with = -1;
-	for (int i = 0; i < n; i++)
-		if (in_lease(&a[i].lease, held)) with = i;
-	assert_true(with >= 0);
+	int n;
+	(void)made_ahead_with(c, a, &n, held);
 	/* A claims a mate in 1 that is none: in quarantine at once. */
 	int got = acquire(c, l, &A, 1, T0);
 	assert_int_equal(got, 1);
