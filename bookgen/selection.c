@@ -59,13 +59,13 @@ fail:
 }
 
 int selection_save(const char *path, const BookStamp *st, Selector *sel, const Plan *plan,
-                   char *err)
+                   unsigned flags, char *err)
 {
 	SnapWriter *w = NULL;
 	err[0] = 0;
 	int rc;
-	if ((rc = snap_create(&w, path, st, err)) == 0 && (rc = sel_snapshot_write(sel, w)) == 0 &&
-	    (rc = plan_snapshot_write(plan, w)) == 0) {
+	if ((rc = snap_create(&w, path, st, flags, err)) == 0 &&
+	    (rc = sel_snapshot_write(sel, w)) == 0 && (rc = plan_snapshot_write(plan, w)) == 0) {
 		rc = snap_commit(w, err);
 		w = NULL;
 	}

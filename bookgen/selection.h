@@ -51,10 +51,11 @@ JOSEKI_MUST_USE int selection_open(Selector **sel, Plan **plan, BookDB *db,
 
 /*
  * Writes sel and plan (between calls) to the snapshot at path, stamped st
- * (the book as committed). 0, or a negative SEL_* code with err.
+ * (the book as committed); flags as snap_create's (bookgen/snapshot.h). 0, or
+ * a negative SEL_* code with err.
  */
 JOSEKI_MUST_USE int selection_save(const char *path, const BookStamp *st, Selector *sel,
-                                   const Plan *plan, char *err);
+                                   const Plan *plan, unsigned flags, char *err);
 
 /*
  * selection_open from the snapshot at path when it is of the book as it is

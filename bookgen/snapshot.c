@@ -129,10 +129,12 @@ struct SnapWriter {
 	char path[SNAP_PATH_MAX], tmp[SNAP_PATH_MAX + 8];
 	SnapHeader head;
 	SnapEntry ent[SNAP_MAX_SECTIONS];
-	int n;        /* sections begun */
-	bool open;    /* the last one is being written */
-	bool failed;  /* a write failed */
-	uint64_t pos; /* bytes written */
+	int n;                 /* sections begun */
+	bool open;             /* the last one is being written */
+	bool failed;           /* a write failed */
+	uint64_t pos;          /* bytes written */
+	bool behind;           /* SNAP_WRITE_BEHIND */
+	uint64_t issued, done; /* write-behind: sent to the disk, on it and dropped */
 	Hash h;
 	char *buf; /* the stream's buffer */
 };
@@ -143,7 +145,8 @@ static int werr(SnapWriter *w, char *err, const char *what)
 	                  strerror(errno ? errno : EIO));
 }
 
-int snap_create(SnapWriter **out, const char *path, const BookStamp *stamp, char *err)
+int snap_create(SnapWriter **out, const char *path, const BookStamp *stamp, unsigned flags,
+                char *err)
 {
 	*out = NULL;
 	if (strlen(path) >= SNAP_PATH_MAX)
@@ -155,6 +158,7 @@ int snap_create(SnapWriter **out, const char *path, const BookStamp *stamp, char
 	memcpy(w->head.magic, SNAP_MAGIC, 8);
 	w->head.version = SNAP_VERSION;
 	w->head.stamp = *stamp;
+	w->behind = flags & SNAP_WRITE_BEHIND;
 	w->buf = malloc(1 << 20);
 	w->f = w->buf ? fopen(w->tmp, "wb") : NULL;
 	if (!w->f) {
@@ -191,16 +195,50 @@ int snap_section(SnapWriter *w, uint32_t tag)
 	return 0;
 }
 
+/* Write-behind: the bytes past the last chunk sent to the disk are sent
+ * (without waiting), the chunk sent before them waited for and dropped from
+ * the page cache. Advice only: a call that fails changes nothing written. */
+static int write_behind(SnapWriter *w)
+{
+	if (fflush(w->f) != 0) return -1;
+	int fd = fileno(w->f);
+	(void)sync_file_range(fd, (off_t)w->issued, (off_t)(w->pos - w->issued),
+	                      SYNC_FILE_RANGE_WRITE);
+	if (w->issued > w->done) {
+		(void)sync_file_range(fd, (off_t)w->done, (off_t)(w->issued - w->done),
+		                      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+		                          SYNC_FILE_RANGE_WAIT_AFTER);
+		(void)posix_fadvise(fd, (off_t)w->done, (off_t)(w->issued - w->done),
+		                    POSIX_FADV_DONTNEED);
+		w->done = w->issued;
+	}
+	w->issued = w->pos;
+	return 0;
+}
+
 int snap_write(SnapWriter *w, const void *p, size_t n)
 {
 	if (!w->open) return SEL_EINVAL;
 	if (!n) return 0;
 	hash_update(&w->h, p, n);
-	if (fwrite(p, 1, n, w->f) != n) {
-		w->failed = true;
-		return SEL_EIO;
+	/* Write-behind: in pieces of at most a chunk, each sent on its way when
+	 * a chunk has gathered. */
+	const uint8_t *b = p;
+	while (n) {
+		size_t k = n;
+		if (w->behind && k > SNAP_BEHIND_CHUNK) k = SNAP_BEHIND_CHUNK;
+		if (fwrite(b, 1, k, w->f) != k) {
+			w->failed = true;
+			return SEL_EIO;
+		}
+		w->pos += k;
+		b += k;
+		n -= k;
+		if (w->behind && w->pos - w->issued >= SNAP_BEHIND_CHUNK && write_behind(w) != 0) {
+			w->failed = true;
+			return SEL_EIO;
+		}
 	}
-	w->pos += n;
 	return 0;
 }
 

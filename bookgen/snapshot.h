@@ -40,10 +40,21 @@
 typedef struct SnapWriter SnapWriter;
 typedef struct SnapReader SnapReader;
 
-/* A new snapshot for the book state stamp, written to path.tmp. 0 or SEL_EIO /
- * SEL_ENOMEM with err (SNAP_ERRLEN bytes) naming the file. */
+/* snap_create's flags. SNAP_WRITE_BEHIND: the file goes to the disk as it is
+ * written, SNAP_BEHIND_CHUNK bytes at a time, and leaves the page cache behind
+ * it: the writer waits for each chunk but the last before it writes more, so
+ * the snapshot never holds more than two chunks of dirty pages or of cache
+ * (a checkpoint written beside a service that reads a book larger than
+ * memory: neither throttles its commits on the dirty pages nor pushes its
+ * book out of the cache). */
+#define SNAP_WRITE_BEHIND 1u
+#define SNAP_BEHIND_CHUNK (8u << 20)
+
+/* A new snapshot for the book state stamp, written to path.tmp (flags: 0 or
+ * SNAP_WRITE_BEHIND). 0 or SEL_EIO / SEL_ENOMEM with err (SNAP_ERRLEN bytes)
+ * naming the file. */
 JOSEKI_MUST_USE int snap_create(SnapWriter **out, const char *path, const BookStamp *stamp,
-                                char *err);
+                                unsigned flags, char *err);
 /* Begins section tag (the previous one ends). */
 JOSEKI_MUST_USE int snap_section(SnapWriter *w, uint32_t tag);
 /* Appends n bytes to the current section. */

@@ -622,7 +622,7 @@ static void save_selection(Think *t)
 	else if ((rc = selection_release_all(t->sel)) < 0)
 		errmsg_set(out->save_note, SNAP_ERRLEN, rc, "%s", sel_strerror(rc));
 	else
-		rc = selection_save(t->opt->snapshot, &st, t->sel, t->plan, out->save_note);
+		rc = selection_save(t->opt->snapshot, &st, t->sel, t->plan, 0, out->save_note);
 	if (rc < 0) (void)selection_hold(t->db, false);
 	out->snap_saved = rc == 0;
 	out->save_ms = clock_ms_f() - t0;

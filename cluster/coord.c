@@ -449,10 +449,10 @@ static int minimax_collect(Coord *c, bool wait, char *err);
 static int ahead_expire(Coord *c, int64_t now_ms, bool all, char *err);
 
 /* The selector's state to the snapshot, stamped with the book as committed. */
-int co_snapshot_write(Coord *c, const BookStamp *st, char *err)
+int co_snapshot_write(Coord *c, const BookStamp *st, unsigned flags, char *err)
 {
 	char serr[SNAP_ERRLEN];
-	int rc = selection_save(c->snap_path, st, c->sel, c->plan, serr);
+	int rc = selection_save(c->snap_path, st, c->sel, c->plan, flags, serr);
 	if (rc < 0)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: snapshot: %s",
 		                  serr);
@@ -469,7 +469,7 @@ static int save_snapshot(Coord *c, char *err)
 	if (rc < 0)
 		return errmsg_set(err, COORD_ERRLEN, COORD_EBOOK, "coordinator: snapshot: %s",
 		                  bookdb_strerror(rc));
-	if ((rc = co_snapshot_write(c, &st, err)) < 0) (void)selection_hold(c->db, false);
+	if ((rc = co_snapshot_write(c, &st, 0, err)) < 0) (void)selection_hold(c->db, false);
 	return rc;
 }
 
@@ -1778,6 +1778,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->checkpoints = c->ckpts; /* a child's end is taken in by each tick */
 	out->checkpoints_failed = c->ckpt_failed;
 	out->checkpoint_ms = c->ckpt_ms;
+	out->checkpoint_fork_ms = c->ckpt_fork_ms;
 	out->book_thought = selection_book_thought(c->db, c->sel, 0);
 	SelStats ss;
 	sel_get_stats(&ss, c->sel);

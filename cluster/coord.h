@@ -311,9 +311,10 @@ typedef struct {
 	 * there was none; owned by the Coord, valid while it lives). */
 	bool snapshot_restored;
 	const char *snapshot_note;
-	/* Checkpoints written and failed since the start; the last one's writing, ms. */
+	/* Checkpoints written and failed since the start; the last one's writing,
+	 * and the time the service spent in the last one's fork, ms. */
 	uint64_t checkpoints, checkpoints_failed;
-	double checkpoint_ms;
+	double checkpoint_ms, checkpoint_fork_ms;
 	size_t naside;
 	CoordAside *aside; /* malloc'd, naside of them */
 	size_t nworkers;

@@ -158,6 +158,7 @@ int coord_checkpoint(Coord *c, int64_t now_ms, char *err)
 	BookStamp st;
 	if ((rc = bookdb_stamp(&st, c->db)) < 0) return co_broken(c, err, "the book's stamp", rc);
 	fflush(NULL);
+	double f0 = clock_ms_f();
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* The child: its own copy of the memory, no other thread, no LMDB
@@ -168,9 +169,13 @@ int coord_checkpoint(Coord *c, int64_t now_ms, char *err)
 		 * while a child still writes would find its port taken) or any
 		 * other descriptor but the standard ones. */
 		(void)close_range(3, ~0U, 0);
-		_exit(co_snapshot_write(c, &st, NULL) == 0 ? 0 : 1);
+		/* Written behind (bookgen/snapshot.h): the service's commits are
+		 * not held up by a flood of its dirty pages, nor its book pushed
+		 * out of the page cache by the snapshot's. */
+		_exit(co_snapshot_write(c, &st, SNAP_WRITE_BEHIND, NULL) == 0 ? 0 : 1);
 	}
 	c->ckpt_last_ms = now_ms;
+	c->ckpt_fork_ms = clock_ms_f() - f0;
 	if (pid < 0) {
 		c->ckpt_failed++;
 		return 0;

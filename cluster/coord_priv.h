@@ -246,7 +246,7 @@ struct Coord {
 	bool sj_stale;
 	pid_t ckpt_pid;
 	int64_t ckpt_last_ms;
-	double ckpt_t0, ckpt_ms;
+	double ckpt_t0, ckpt_ms, ckpt_fork_ms;
 	uint64_t ckpts, ckpt_failed;
 	/* Leases made ahead (coord_make_ahead): their ids, oldest first, the
 	 * first ahead_ready of them committed (they may be handed over); the
@@ -348,7 +348,7 @@ int co_journal_check(Coord *c, const BookStamp *snap, const BookStamp *book, cha
 int co_journal_replay(Coord *c, uint64_t gen, char *err);
 int co_release_strays(Coord *c, size_t *released);
 /* coord.c: the selector's snapshot written for the book state st. */
-int co_snapshot_write(Coord *c, const BookStamp *st, char *err);
+int co_snapshot_write(Coord *c, const BookStamp *st, unsigned flags, char *err);
 /* coord.c: the selection beside the service stopped (co_select_hold) and its
  * result taken in; 0 or COORD_EBOOK (c broken). */
 int co_select_take_in(Coord *c, char *err);

@@ -501,12 +501,13 @@ static char *status_body(const CoordStatus *st)
 		                       (json_int_t)((now - s->last_seen_ms) / 1000)));
 	}
 	json_t *sel = json_pack(
-	    "{s:b, s:s, s:I, s:I, s:f, s:I, s:b, s:I, s:b, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, "
-	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "{s:b, s:s, s:I, s:I, s:f, s:f, s:I, s:b, s:I, s:b, s:I, s:I, s:I, s:f, s:I, s:I, s:I, "
+	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "restored", st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
 	    "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
 	    (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
-	    "selected", (json_int_t)st->selected, "answered", st->select_answered, "provisional",
+	    "checkpoint_fork_s", st->checkpoint_fork_ms / 1000, "selected",
+	    (json_int_t)st->selected, "answered", st->select_answered, "provisional",
 	    (json_int_t)st->provisional, "provisional_over", st->provisional_over,
 	    "provisional_back", (json_int_t)st->provisional_back, "provisional_spared",
 	    (json_int_t)st->provisional_spared, "provisional_dry", (json_int_t)st->provisional_dry,
@@ -865,6 +866,14 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 		status_clause(&l, "trims %llu (%.0f ms, %llu nodes dropped)",
 		              (unsigned long long)st.select_trims, st.trim_ms,
 		              (unsigned long long)st.select_trimmed);
+		if (st.checkpoints || st.checkpoints_failed)
+			status_clause(
+			    &l,
+			    "checkpoints %llu, %llu failed (the last written in %.1f s, its "
+			    "fork %.0f ms)",
+			    (unsigned long long)st.checkpoints,
+			    (unsigned long long)st.checkpoints_failed, st.checkpoint_ms / 1000,
+			    st.checkpoint_fork_ms);
 		status_clause(&l, "store %.0f ms", st.store_ms);
 		status_clause(&l, "commit %.0f ms", st.commit_ms);
 		status_clause(&l, "minimax %.0f ms (its writes %.0f ms)", st.minimax_ms,

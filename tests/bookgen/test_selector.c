@@ -949,7 +949,7 @@ static void test_bookgen__a_restored_filter_is_read_beside_the_selector(void **s
 	snprintf(bad, sizeof bad, "%s/bad.snap", dir);
 	for (const char *path = good;; path = bad) {
 		SnapWriter *w = NULL;
-		assert_int_equal(snap_create(&w, path, &stamp, serr), 0);
+		assert_int_equal(snap_create(&w, path, &stamp, 0, serr), 0);
 		assert_int_equal(sel_snapshot_write(a, w), 0);
 		assert_int_equal(snap_commit(w, serr), 0);
 		if (path == bad) break;
@@ -1006,7 +1006,7 @@ static Selector *snapshot_restored(Selector *a, BookDB *db, const char *dir, boo
 	assert_int_equal(bookdb_stamp(&stamp, db), 0);
 	snprintf(path, sizeof path, "%s/s.snap", dir);
 	SnapWriter *w = NULL;
-	assert_int_equal(snap_create(&w, path, &stamp, serr), 0);
+	assert_int_equal(snap_create(&w, path, &stamp, 0, serr), 0);
 	assert_int_equal(sel_snapshot_write(a, w), 0);
 	assert_int_equal(snap_commit(w, serr), 0);
 	SnapReader *rd = NULL;
@@ -1494,7 +1494,7 @@ static uint64_t trimmed_run(unsigned long long seed, bool strict)
 	BookStamp stamp;
 	assert_int_equal(bookdb_stamp(&stamp, db), 0);
 	SnapWriter *w = NULL;
-	assert_int_equal(snap_create(&w, snap, &stamp, serr), 0);
+	assert_int_equal(snap_create(&w, snap, &stamp, 0, serr), 0);
 	assert_int_equal(sel_snapshot_write(sel[1], w), 0);
 	assert_int_equal(snap_commit(w, serr), 0);
 	SnapReader *rd = NULL;

@@ -77,7 +77,7 @@ static int write_snap(Selector *sel, Plan *plan)
 {
 	BookStamp st;
 	SnapWriter *w;
-	if (bookdb_stamp(&st, db) < 0 || snap_create(&w, path, &st, NULL) < 0) return -1;
+	if (bookdb_stamp(&st, db) < 0 || snap_create(&w, path, &st, 0, NULL) < 0) return -1;
 	if (sel_snapshot_write(sel, w) < 0 || plan_snapshot_write(plan, w) < 0) {
 		snap_abort(w);
 		return -1;
@@ -125,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The file again, section t changed, every hash right. */
 	BookStamp st;
 	SnapWriter *w;
-	if (bookdb_stamp(&st, db) < 0 || snap_create(&w, path, &st, NULL) < 0) abort();
+	if (bookdb_stamp(&st, db) < 0 || snap_create(&w, path, &st, 0, NULL) < 0) abort();
 	for (size_t i = 0; i < NTAGS; i++) {
 		if (snap_section(w, TAGS[i]) < 0) abort();
 		if (i != t) {

@@ -1610,6 +1610,12 @@ static void test_work__a_restart_after_sigkill_reads_the_last_checkpoint(void **
 		usleep(100000);
 		json_t *st = status(s, t1);
 		ck = jget(st, "selector", "checkpoints");
+		if (ck >= 1) {
+			/* The time its fork held the service, there to be read. */
+			json_t *fk =
+			    json_object_get(json_object_get(st, "selector"), "checkpoint_fork_s");
+			assert_true(json_is_real(fk) && json_real_value(fk) > 0);
+		}
 		json_decref(st);
 	}
 	assert_true(ck >= 1);
