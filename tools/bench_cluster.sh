@@ -39,7 +39,8 @@
 # (bench-work --warm-seconds; default 15): e.g. the steady state of a long run
 # from scratch, past the minute or two its first search and page cache take.
 # BENCH_CLUSTER_TIMELINE=FILE: the acquires' latencies by 10 s of the run
-# there (bench-work --timeline), to see when the slow ones came.
+# there (bench-work --timeline), to see when the slow ones came;
+# BENCH_CLUSTER_TIMELINE_S=T: by T s instead (--timeline-seconds).
 #
 # BENCH_CLUSTER_COLD=1 (root) drops the machine's page cache before the coordinator
 # starts, so that it reads its book and snapshot from the disk, as after a reboot.
@@ -135,7 +136,8 @@ cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 if ! out=$($J bench-work --server "http://127.0.0.1:$port" --token-file "$tmp/token" \
 	--clients "$CLIENTS" --seconds "$SECS" --max "$MAX" --rate "$RATE" \
 	${BENCH_CLUSTER_WARM_S:+--warm-seconds "$BENCH_CLUSTER_WARM_S"} \
-	${BENCH_CLUSTER_TIMELINE:+--timeline "$BENCH_CLUSTER_TIMELINE"}); then
+	${BENCH_CLUSTER_TIMELINE:+--timeline "$BENCH_CLUSTER_TIMELINE"} \
+	${BENCH_CLUSTER_TIMELINE_S:+--timeline-seconds "$BENCH_CLUSTER_TIMELINE_S"}); then
 	echo "bench_cluster: the load generator failed; the coordinator's last words:" >&2
 	tail -n 5 "$tmp/serve.err" >&2
 	exit 1
