@@ -794,6 +794,11 @@ static int take_selected(Coord *c, Lease *l, int max, int64_t now_ms, char *err)
 		keep_up(c, max, l->n, true, now_ms);
 		return take_provisional(c, l, max, err);
 	}
+	/* A checkpoint's child writing: the walk's leaves first, a search only
+	 * for what they lack (co_checkpoint_running). */
+	if (co_checkpoint_running(c) &&
+	    ((rc = take_provisional(c, l, max, err)) < 0 || l->n >= max))
+		return rc;
 	double ms = c->opt.select_slice_ms;
 	if (ms >= 0 && c->round_until > 0) {
 		double left = c->round_until - clock_ms_f();
@@ -849,7 +854,7 @@ int co_select_take_in(Coord *c, char *err)
 
 void coord_select_ahead(Coord *c)
 {
-	if (c->broken || !c->sr_started || c->sr_bg) return;
+	if (c->broken || !c->sr_started || c->sr_bg || co_checkpoint_running(c)) return;
 	int target = select_target(c);
 	bool more = c->sr_n < target && !c->sr_dry;
 	if (!more && c->sr_begun && !co_select_paused(c)) return;
@@ -882,7 +887,7 @@ int coord_select_idle(Coord *c, double ms, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
 	int rc = co_select_take_in(c, err);
-	if (rc < 0 || !select_pending(c)) return rc;
+	if (rc < 0 || !select_pending(c) || co_checkpoint_running(c)) return rc;
 	c->sr_begun = true;
 	if (c->opt.select_slice_ms > 0 && c->opt.select_slice_ms < ms) ms = c->opt.select_slice_ms;
 	double t0 = clock_ms_f();
@@ -1688,8 +1693,9 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 		return rc;
 	if ((rc = coord_commit(c, err)) < 0) return rc;
 	/* Everything given to the selector is committed: its graph may be
-	 * trimmed to its budget (nodes built again read the book). */
-	if (c->opt.select_memory) {
+	 * trimmed to its budget (nodes built again read the book); not while a
+	 * checkpoint's child writes (co_checkpoint_running). */
+	if (c->opt.select_memory && !co_checkpoint_running(c)) {
 		double t0 = clock_ms_f();
 		/* (Out of memory for its work arrays: the graph stays as it
 		 * is, and the next tick tries again.) */

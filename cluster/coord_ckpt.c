@@ -135,6 +135,12 @@ void co_checkpoint_reap(Coord *c, bool wait)
 	c->ckpt_pid = 0;
 }
 
+bool co_checkpoint_running(Coord *c)
+{
+	co_checkpoint_reap(c, false);
+	return c->ckpt_pid > 0;
+}
+
 int coord_checkpoint(Coord *c, int64_t now_ms, char *err)
 {
 	if (!c->snap_path || c->broken || c->opt.preload) return 0;

@@ -344,6 +344,12 @@ int co_history_tick(Coord *c, int64_t now_ms, char *err);
 int co_journal_note(Coord *c, Key k);
 int co_journal_write(Coord *c, char *err);
 void co_checkpoint_reap(Coord *c, bool wait);
+/* Whether a checkpoint's child is still writing (its end taken in if it is
+ * over). Meanwhile the selection and the trim wait: the child writes the
+ * selector's memory as it was at the fork, and every page the parent writes
+ * until it exits is copied (a search's visits and a trim touch most of the
+ * graph's); the service hands out its stock and the walk's leaves. */
+bool co_checkpoint_running(Coord *c);
 int co_journal_check(Coord *c, const BookStamp *snap, const BookStamp *book, char *err);
 int co_journal_replay(Coord *c, uint64_t gen, char *err);
 int co_release_strays(Coord *c, size_t *released);

@@ -1692,6 +1692,78 @@ static void test_coord__a_trimmed_selector_leases_right_within_a_tiny_memory(voi
 	free(r);
 }
 
+/*
+ * While a checkpoint's child writes (co_checkpoint_running), the selection
+ * beside the service and the trim wait: each page they wrote would be copied
+ * for the parent while the child lives. A child stands in for the
+ * checkpoint's here, alive until the test closes a pipe; the coordinator
+ * reaps it as its own. Once it is gone, both go on.
+ */
+static void test_coord__a_checkpoint_s_child_holds_the_selection_and_the_trim(void **state)
+{
+	(void)state;
+	unsigned long long seed = seed_with_leaves(PLAN_PV, ts_seed("coord_ckhold") % 1000000);
+	char err[COORD_ERRLEN];
+	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                  .multipv = 3,
+	                  .lease_seconds = 600,
+	                  .plan = {.mode = PLAN_PV, .window = 30},
+	                  .select_memory = 1,
+	                  .select_ahead = 8,
+	                  .select_slice_ms = 60000};
+	char *dir = ts_mkdtemp();
+	synth_into(dir, seed);
+	BookDB *db;
+	Coord *c = open_coord_with(&db, dir, &o);
+	CoordLease *l = malloc(sizeof *l);
+	CoordResult *r = malloc(sizeof *r);
+	assert_non_null(l);
+	assert_non_null(r);
+	assert_int_equal(acquire(c, l, &A, 4, T0), 4);
+	for (int k = 0; k < l->n; k++) {
+		answer(r, &l->pos[k], 4);
+		assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
+	}
+	int fd[2];
+	assert_int_equal(pipe(fd), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		char b;
+		close(fd[1]);
+		while (read(fd[0], &b, 1) < 0) {
+		}
+		_exit(0);
+	}
+	close(fd[0]);
+	c->ckpt_pid = child;
+	/* The tick commits the results: a trim would follow, and does not. */
+	assert_int_equal(coord_tick(c, T0 + 500, err), 0);
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, T0 + 500), 0);
+	assert_int_equal(st.select_trims, 0);
+	coord_status_free(&st);
+	coord_select_ahead(c);
+	assert_false(c->sr_bg);
+	/* The child gone (waited for, as a checkpoint's end is): both go on. */
+	close(fd[1]);
+	assert_int_equal(coord_checkpoint_wait(c), 0);
+	assert_int_equal(c->ckpt_pid, 0);
+	assert_int_equal(coord_tick(c, T0 + 1000, err), 0);
+	assert_int_equal(coord_status(c, &st, T0 + 1000), 0);
+	assert_true(st.select_trims >= 1);
+	assert_int_equal(st.checkpoints, 1);
+	coord_status_free(&st);
+	coord_select_ahead(c);
+	assert_true(c->sr_bg);
+	assert_true(coord_select_idle(c, 0, err) >= 0); /* the slice taken in */
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+	free(l);
+	free(r);
+}
+
 static void test_coord__selection_in_slices_leases_what_whole_searches_do(void **state)
 {
 	(void)state;
@@ -3056,6 +3128,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__selection_in_slices_leases_what_whole_searches_do),
 	    cmocka_unit_test(test_coord__provisional_leaves_until_the_selection_keeps_up),
 	    cmocka_unit_test(test_coord__a_trimmed_selector_leases_right_within_a_tiny_memory),
+	    cmocka_unit_test(test_coord__a_checkpoint_s_child_holds_the_selection_and_the_trim),
 	    cmocka_unit_test(
 	        test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select),
 	    cmocka_unit_test(
