@@ -1602,16 +1602,23 @@ static bool key_in(Key k, const Key *keys, int n)
 	return false;
 }
 
+/* Depth 5, 3 PVs, 10-minute leases, PV selection in slices of slice_ms (-1:
+ * whole searches in the acquire). */
+static CoordOptions pv_options(double slice_ms)
+{
+	return (CoordOptions){.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
+	                      .multipv = 3,
+	                      .lease_seconds = 600,
+	                      .plan = {.mode = PLAN_PV, .window = 30},
+	                      .select_slice_ms = slice_ms};
+}
+
 static void test_coord__a_trimmed_selector_leases_right_within_a_tiny_memory(void **state)
 {
 	(void)state;
 	unsigned long long seed = seed_with_leaves(PLAN_PV, ts_seed("coord_trim") % 1000000);
 	char err[COORD_ERRLEN];
-	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
-	                  .multipv = 3,
-	                  .lease_seconds = 600,
-	                  .plan = {.mode = PLAN_PV, .window = 30},
-	                  .select_slice_ms = -1};
+	CoordOptions o = pv_options(-1);
 	char *dir[2], snap[4200];
 	BookDB *db[2];
 	Coord *c[2];
@@ -1704,13 +1711,9 @@ static void test_coord__a_checkpoint_s_child_holds_the_selection_and_the_trim(vo
 	(void)state;
 	unsigned long long seed = seed_with_leaves(PLAN_PV, ts_seed("coord_ckhold") % 1000000);
 	char err[COORD_ERRLEN];
-	CoordOptions o = {.budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 5},
-	                  .multipv = 3,
-	                  .lease_seconds = 600,
-	                  .plan = {.mode = PLAN_PV, .window = 30},
-	                  .select_memory = 1,
-	                  .select_ahead = 8,
-	                  .select_slice_ms = 60000};
+	CoordOptions o = pv_options(60000);
+	o.select_memory = 1;
+	o.select_ahead = 8;
 	char *dir = ts_mkdtemp();
 	synth_into(dir, seed);
 	BookDB *db;
