@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <cmocka.h>
@@ -311,27 +310,6 @@ static uint64_t pass_digest(BookDB *db, uint64_t *n)
 	return h;
 }
 
-/* The pages of the file at path in the page cache now (mincore over a map of it). */
-static size_t resident_pages(const char *path)
-{
-	int fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	struct stat st;
-	assert_int_equal(fstat(fd, &st), 0);
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = ((size_t)st.st_size + page - 1) / page;
-	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	assert_true(map != MAP_FAILED);
-	unsigned char *in = malloc(pages);
-	assert_non_null(in);
-	assert_int_equal(mincore(map, (size_t)st.st_size, in), 0);
-	size_t n = 0;
-	for (size_t i = 0; i < pages; i++) n += in[i] & 1;
-	free(in);
-	munmap(map, (size_t)st.st_size);
-	close(fd);
-	return n;
-}
-
 /* Drops path's pages from the page cache: true when the file system let it. */
 static bool evict(const char *path)
 {
@@ -340,7 +318,7 @@ static bool evict(const char *path)
 	fdatasync(fd);
 	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	close(fd);
-	return resident_pages(path) < 64;
+	return ts_resident_pages(path) < 64;
 }
 
 /* One record read by a pass over db (opened for random reads), its pages
@@ -363,7 +341,7 @@ static void pass_reads_ahead(BookDB *db, const char *data)
 	assert_int_equal(bookdb_iter_open(&it, txn), 0);
 	assert_int_equal(bookdb_iter_next(it, &k, &val, &len), 1);
 	size_t n = 0;
-	for (int i = 0; i < 60000 && (n = resident_pages(data)) < 256; i++) usleep(1000);
+	for (int i = 0; i < 60000 && (n = ts_resident_pages(data)) < 256; i++) usleep(1000);
 	assert_true(n >= 256);
 	bookdb_iter_free(it);
 	bookdb_txn_abort(txn);

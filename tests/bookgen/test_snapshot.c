@@ -2,10 +2,11 @@
  * tests/bookgen/test_snapshot.c — the snapshot file (bookgen/snapshot.h):
  * sections written in pieces read back whole and equal; the hash of pieces
  * is the hash of the whole; a file written behind (SNAP_WRITE_BEHIND) the
- * same, and out of the page cache but for its last chunks; a missing file, another stamp, a
- * truncated file, any one byte changed (header, section, table) are each refused with their reason;
- * a failed write leaves the last good file in place. The selector's and the plan's sections are
- * tested through the coordinator (tests/cluster/test_coord.c) and the fuzz target
+ * same, and out of the page cache but for its last chunks; a missing file,
+ * another stamp, a truncated file, any one byte changed (header, section,
+ * table) are each refused with their reason; a failed write leaves the last
+ * good file in place. The selector's and the plan's sections are tested
+ * through the coordinator (tests/cluster/test_coord.c) and the fuzz target
  * fuzz_selector_snap.
  */
 #include <setjmp.h>
@@ -15,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -134,25 +134,6 @@ static void test_snapshot__sections_round_trip_and_the_hash_streams(void **state
 	free(dir);
 }
 
-/* The bytes of path in the page cache. */
-static size_t resident(const char *path)
-{
-	size_t size = (size_t)ts_file_size(path), page = (size_t)sysconf(_SC_PAGESIZE);
-	FILE *f = fopen(path, "rb");
-	assert_non_null(f);
-	void *m = mmap(NULL, size, PROT_READ, MAP_SHARED, fileno(f), 0);
-	assert_true(m != MAP_FAILED);
-	unsigned char *v = malloc(size / page + 1);
-	assert_non_null(v);
-	assert_int_equal(mincore(m, size, v), 0);
-	size_t n = 0;
-	for (size_t i = 0; i < (size + page - 1) / page; i++) n += v[i] & 1;
-	free(v);
-	munmap(m, size);
-	fclose(f);
-	return n * page;
-}
-
 static void test_snapshot__written_behind_it_reads_back_and_leaves_the_cache(void **state)
 {
 	(void)state;
@@ -169,7 +150,7 @@ static void test_snapshot__written_behind_it_reads_back_and_leaves_the_cache(voi
 	struct statfs fs;
 	assert_int_equal(statfs(dir, &fs), 0);
 	if (fs.f_type != 0x01021994 /* TMPFS_MAGIC */) {
-		size_t in = resident(path);
+		size_t in = ts_resident_pages(path) * (size_t)sysconf(_SC_PAGESIZE);
 		if (in > 2 * SNAP_BEHIND_CHUNK + 2 * 4096)
 			fail_msg("%zu of %zu bytes still in the page cache", in, na + nc);
 	} else {

@@ -29,6 +29,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/sysmacros.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -493,6 +494,26 @@ size_t ts_file_size(const char *path)
 {
 	struct stat st;
 	return stat(path, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+size_t ts_resident_pages(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = ((size_t)st.st_size + page - 1) / page;
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(map != MAP_FAILED);
+	unsigned char *in = malloc(pages);
+	assert_non_null(in);
+	assert_int_equal(mincore(map, (size_t)st.st_size, in), 0);
+	size_t n = 0;
+	for (size_t i = 0; i < pages; i++) n += in[i] & 1;
+	free(in);
+	munmap(map, (size_t)st.st_size);
+	close(fd);
+	return n;
 }
 
 void ts_flip_byte(const char *path, long off, int mask)

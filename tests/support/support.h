@@ -154,6 +154,9 @@ bool ts_read_until(FILE *f, char **text, size_t *len, const char *needle, int ti
 bool ts_wait_file(const char *path, size_t from, const char *needle, int timeout_ms);
 /* The size of the file at path, 0 when there is none. */
 size_t ts_file_size(const char *path);
+/* The pages of the file at path in the page cache now (mincore over a map
+ * of it); the file must be there. */
+size_t ts_resident_pages(const char *path);
 /* XORs the byte at offset off of the file at path with mask (damage for a
  * reader's checks to find); the byte must be there. */
 void ts_flip_byte(const char *path, long off, int mask);
