@@ -56,6 +56,9 @@ struct Server {
 	 * the write side. */
 	pthread_rwlock_t dblock;
 	atomic_llong checked_ms; /* when follow_book last looked at the file */
+	/* Work requests handed to the service thread whose connections are
+	 * suspended, or woken and not yet answered: the daemon stops after them. */
+	atomic_int parked;
 };
 
 const char *server_strerror(int code)
@@ -93,6 +96,11 @@ typedef struct {
 	size_t len, cap;
 	bool too_large;    /* the body went past API_WORK_BODY_MAX (the rest was dropped) */
 	const char *allow; /* the Allow header of a 405 */
+	/* A work request the service thread answers, its connection suspended
+	 * meanwhile (api_work_call_start), and whether it was woken. */
+	ApiWorkCall *call;
+	struct MHD_Connection *conn;
+	atomic_bool woken;
 } Req;
 
 /* The work endpoints behind a token; the history is read-only and public. */
@@ -383,6 +391,15 @@ static void follow_book(Server *s)
 	pthread_rwlock_unlock(&s->dblock);
 }
 
+/* A suspended work request answered (the service thread's ApiWorkWake): its
+ * connection goes on, and the handler is called again to send the answer. */
+static void wake_request(void *ctx)
+{
+	Req *r = ctx;
+	atomic_store(&r->woken, true);
+	MHD_resume_connection(r->conn);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls)
@@ -406,13 +423,34 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (atomic_load(&s->stopping)) return reply_error(s, c, r, 503, "shutting down");
-	if (r->work) {
-		int status = 500, retry = 0;
+	int status = 500, retry = 0;
+	char *body = NULL;
+	if (r->call) { /* woken: the service thread has answered it */
+		body = api_work_call_finish(s->opt.work, r->call, &status, &retry);
+		r->call = NULL;
+		atomic_fetch_sub(&s->parked, 1);
+	} else if (atomic_load(&s->stopping)) {
+		return reply_error(s, c, r, 503, "shutting down");
+	} else if (r->work) {
 		const char *auth =
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-		char *body = api_work_handle(s->opt.work, method, url, auth, r->buf, r->len,
-		                             r->too_large, &status, &retry);
+		ApiWorkCall *call = NULL;
+		body = api_work_handle(s->opt.work, method, url, auth, r->buf, r->len, r->too_large,
+		                       &status, &retry, &call);
+		if (call) {
+			/* Whole: no deadline at the gate while the service works on
+			 * it, and this thread free for the other connections. */
+			r->call = call;
+			r->conn = c;
+			r->answered = true;
+			gate_request(s->gate, c, GATE_REQ_ANSWER);
+			atomic_fetch_add(&s->parked, 1);
+			MHD_suspend_connection(c);
+			api_work_call_start(s->opt.work, call, wake_request, r);
+			return MHD_YES;
+		}
+	}
+	if (r->work) {
 		r->retry_after = retry;
 		if (status == 405) r->allow = strcmp(url, "/v1/work/status") ? "POST" : "GET, HEAD";
 		if (status == 204 || (!body && status < 300))
@@ -450,8 +488,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (a)
 		return reply(s, c, r, 200, a->content_type,
 		             memcpy(malloc(a->len + 1), a->data, a->len), a->len, false);
-	int status = 200;
-	char *body = NULL;
+	status = 200;
 	ArgCheck ac = {{0}, ""};
 	MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, check_arg, &ac);
 	if (ac.msg[0]) return reply_error(s, c, r, 400, ac.msg);
@@ -521,6 +558,14 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	Req *r = *con_cls;
 	if (!r) return;
 	*con_cls = NULL;
+	if (r->call && atomic_load(&r->woken)) {
+		/* Closed once woken, before its answer went: thrown away. (Never
+		 * before: a suspended connection is not closed, and the daemon
+		 * stops only when none is left, server_stop.) */
+		int st, ra;
+		free(api_work_call_finish(s->opt.work, r->call, &st, &ra));
+		atomic_fetch_sub(&s->parked, 1);
+	}
 	free(r->buf);
 	double t = since(r->t0);
 	if (r->status) {
@@ -618,7 +663,7 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err)
 	 * and its own cap, above the gate's, never refuses one. */
 	s->d = MHD_start_daemon(
 	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-	        MHD_USE_NO_LISTEN_SOCKET,
+	        MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME,
 	    0, NULL, NULL, log_handle, s, MHD_OPTION_THREAD_POOL_SIZE, threads,
 	    MHD_OPTION_CONNECTION_LIMIT, maxc + 64 * threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 	    (size_t)CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, keepalive_s,
@@ -667,6 +712,10 @@ void server_stop(Server *s)
 	/* No new connections (those waiting in the gate get 503); those open
 	 * get 503 to any new request; then the requests in flight end. */
 	gate_stop(s->gate);
+	/* The work requests with the service thread are answered first, however
+	 * long its round takes: a suspended connection must not outlive the
+	 * daemon (api_work_stop, which stops that thread, comes after this). */
+	while (atomic_load(&s->parked) > 0) usleep(1000);
 	/* Up to 2 s for the open connections to finish, then the daemon stops. */
 	for (int i = 0; i < 200; i++) {
 		const union MHD_DaemonInfo *di =

@@ -42,7 +42,18 @@ typedef struct Op {
 	double queued_ms; /* when it was handed to the service thread (clock_ms_f) */
 	char err[COORD_ERRLEN];
 	struct Op *next;
+	/* A request not waited for (api_work_call_start): told it is answered,
+	 * from the service thread, after its round; wnext links the round's. */
+	ApiWorkWake wake;
+	void *wake_ctx;
+	struct Op *wnext;
 } Op;
+
+/* An Op is a request's call: its own until started, the service's until
+ * woken, then the request's again to finish and free. */
+struct ApiWorkCall {
+	Op op;
+};
 
 /* Where a request's time goes, per part of the service thread's rounds: the
  * longest, and how many took more than SLOW_MS (the status line shows them). */
@@ -315,10 +326,23 @@ static void *service(void *arg)
 		/* The round's answers go now: the tick below (expiries, minimax's
 		 * writes) is no part of them, and what it writes is committed with
 		 * the next round. */
+		/* The requests not waited for are told after the lock: waking one
+		 * lets its thread free it, so the list is read before each. */
+		Op *woken = NULL;
+		for (Op *op = ops; op; op = op->next)
+			if (op->wake) {
+				op->wnext = woken;
+				woken = op;
+			}
 		pthread_mutex_lock(&w->mu);
 		for (Op *op = ops; op; op = op->next) op->done = true;
 		if (ops) pthread_cond_broadcast(&w->done_cv);
 		pthread_mutex_unlock(&w->mu);
+		while (woken) {
+			Op *next = woken->wnext;
+			woken->wake(woken->wake_ctx);
+			woken = next;
+		}
 		double t3 = clock_ms_f();
 		if (now - last_tick >= TICK_MS) {
 			last_tick = now;
@@ -568,10 +592,49 @@ static char *error(int *status, int code, const char *msg)
 	return api_error_body(msg);
 }
 
+/* The answer to op, done by the service thread (or refused: refused), as
+ * api_work_handle gives it; op's body and lease freed. */
+static char *answer(ApiWork *w, Op *op, bool refused, int *status, int *retry_after)
+{
+	api_work_body_free(&op->body);
+	CoordLease *lease = op->out;
+	op->out = NULL;
+	char *out = NULL;
+	if (refused) {
+		*retry_after = API_WORK_RETRY_S;
+		out = error(status, 503, "shutting down");
+	} else if (op->rc == COORD_EINVAL) {
+		out = error(status, 400, op->err);
+	} else if (op->rc == COORD_ENOLEASE) {
+		out = error(status, 404, op->err);
+	} else if (op->rc == COORD_EQUARANTINE) {
+		out = error(status, 403, op->err);
+	} else if (op->rc < 0) {
+		out = error(status, 500, op->err[0] ? op->err : coord_strerror(op->rc));
+	} else if (op->kind == OP_ACQUIRE && op->rc == 0) {
+		*status = 204;
+		/* None yet: a search is under way (selection in slices). */
+		*retry_after = op->busy ? API_WORK_BUSY_RETRY_S : API_WORK_RETRY_S;
+	} else if (op->kind == OP_ACQUIRE) {
+		*status = 200;
+		out = acquire_body(lease, coord_options(w->c), now_ms());
+	} else if (op->kind == OP_STATUS) {
+		*status = 200;
+		out = status_body(&op->st);
+		coord_status_free(&op->st);
+	} else {
+		*status = 204;
+	}
+	free(lease);
+	return out;
+}
+
 char *api_work_handle(ApiWork *w, const char *method, const char *url, const char *auth,
-                      const char *body, size_t len, bool too_large, int *status, int *retry_after)
+                      const char *body, size_t len, bool too_large, int *status, int *retry_after,
+                      ApiWorkCall **call)
 {
 	*retry_after = 0;
+	if (call) *call = NULL;
 	Op op = {0};
 	/* The scheme is case-insensitive (RFC 7235), then one or more spaces. */
 	const char *tok = auth && !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : NULL;
@@ -626,41 +689,43 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 		free(ahead);
 		return out;
 	}
-	if (op.kind == OP_ACQUIRE && !(op.out = lease = malloc(sizeof *lease))) {
+	ApiWorkCall *c = NULL;
+	if ((op.kind == OP_ACQUIRE && !(op.out = lease = malloc(sizeof *lease))) ||
+	    (call && !(c = malloc(sizeof *c)))) {
+		free(lease);
 		api_work_body_free(&op.body);
 		return error(status, 500, "out of memory");
 	}
-	if (submit_op(w, &op) < 0) {
-		free(lease);
-		api_work_body_free(&op.body);
-		*retry_after = API_WORK_RETRY_S;
-		return error(status, 503, "shutting down");
+	if (c) { /* the caller starts it once it can be woken */
+		c->op = op;
+		*call = c;
+		*status = 0;
+		return NULL;
 	}
-	api_work_body_free(&op.body);
-	char *out = NULL;
-	if (op.rc == COORD_EINVAL)
-		out = error(status, 400, op.err);
-	else if (op.rc == COORD_ENOLEASE)
-		out = error(status, 404, op.err);
-	else if (op.rc == COORD_EQUARANTINE)
-		out = error(status, 403, op.err);
-	else if (op.rc < 0)
-		out = error(status, 500, op.err[0] ? op.err : coord_strerror(op.rc));
-	else if (op.kind == OP_ACQUIRE && op.rc == 0) {
-		*status = 204;
-		/* None yet: a search is under way (selection in slices). */
-		*retry_after = op.busy ? API_WORK_BUSY_RETRY_S : API_WORK_RETRY_S;
-	} else if (op.kind == OP_ACQUIRE) {
-		*status = 200;
-		out = acquire_body(lease, coord_options(w->c), now_ms());
-	} else if (op.kind == OP_STATUS) {
-		*status = 200;
-		out = status_body(&op.st);
-		coord_status_free(&op.st);
-	} else {
-		*status = 204;
+	bool refused = submit_op(w, &op) < 0;
+	return answer(w, &op, refused, status, retry_after);
+}
+
+void api_work_call_start(ApiWork *w, ApiWorkCall *call, ApiWorkWake wake, void *ctx)
+{
+	Op *op = &call->op;
+	op->wake = wake;
+	op->wake_ctx = ctx;
+	pthread_mutex_lock(&w->mu);
+	bool quit = w->quit;
+	if (!quit) enqueue(w, op);
+	pthread_mutex_unlock(&w->mu);
+	if (quit) { /* refused: answered 503 (rc stays 0, done stays false) */
+		op->wake = NULL;
+		wake(ctx);
 	}
-	free(lease);
+}
+
+char *api_work_call_finish(ApiWork *w, ApiWorkCall *call, int *status, int *retry_after)
+{
+	*retry_after = 0;
+	char *out = answer(w, &call->op, !call->op.done, status, retry_after);
+	free(call);
 	return out;
 }
 

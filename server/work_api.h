@@ -7,10 +7,11 @@
  *
  * One service thread owns the Coord (and so the book's only write
  * transaction): HTTP threads authenticate and parse the body, then hand the
- * request to it and wait. The thread applies every request that arrived
- * meanwhile, commits once, and only then answers them (group commit): a 200
- * lease or a 204 submission is on disk when the worker hears of it. Between
- * requests it expires leases and runs the periodic minimax (coord_tick).
+ * request to it (api_work_call_start: without waiting). The thread applies
+ * every request that arrived meanwhile, commits once, and only then answers
+ * them (group commit): a 200 lease or a 204 submission is on disk when the
+ * worker hears of it. Between requests it expires leases and runs the
+ * periodic minimax (coord_tick).
  */
 #ifndef SERVER_WORK_API_H
 #define SERVER_WORK_API_H
@@ -35,12 +36,31 @@ JOSEKI_MUST_USE int api_work_start(ApiWork **out, Coord *c, ServerTokens *tokens
 /* Answers later requests 503, finishes the thread's round, joins it. Accepts NULL. */
 void api_work_stop(ApiWork *w);
 
+typedef struct ApiWorkCall ApiWorkCall;
+typedef void (*ApiWorkWake)(void *ctx);
+
 /* One request under /v1/work/. auth: the Authorization header (may be NULL);
  * too_large: the body was cut at API_WORK_BODY_MAX. Returns the malloc'd JSON
  * body (NULL for an empty one) and sets *status and *retry_after (seconds, 0:
- * no header). */
+ * no header).
+ *
+ * A request the service thread must answer (every one but an acquire a lease
+ * made ahead answers, and those refused at once) waits for its round and
+ * commit. With call NULL, here. Otherwise it is not waited for: NULL is
+ * returned, *status is 0 and *call set; the caller makes ready to be woken
+ * (libmicrohttpd: suspends the connection), then api_work_call_start hands
+ * it over, and wake(ctx) is called once it is answered, from the service
+ * thread (or at once, from the caller's, when the service is stopping);
+ * api_work_call_finish then gives the answer and frees the call, never
+ * before it was woken (a connection closed meanwhile: its answer is thrown
+ * away); a call never started is finished at once (503). So the requests'
+ * threads stay free for the acquires leases made ahead answer, while the
+ * service thread commits, trims or checkpoints. */
 char *api_work_handle(ApiWork *w, const char *method, const char *url, const char *auth,
-                      const char *body, size_t len, bool too_large, int *status, int *retry_after);
+                      const char *body, size_t len, bool too_large, int *status, int *retry_after,
+                      ApiWorkCall **call);
+void api_work_call_start(ApiWork *w, ApiWorkCall *call, ApiWorkWake wake, void *ctx);
+char *api_work_call_finish(ApiWork *w, ApiWorkCall *call, int *status, int *retry_after);
 
 /* The coordinator's lines of /metrics (Prometheus text: the spot checks)
  * onto f; nothing when the status cannot be had. */

@@ -20,12 +20,15 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bookdb/bookdb.h"
+#include "cluster/coord.h"
 
 #include "shogi/clock.h"
 #include "shogi/position.h"
@@ -82,19 +85,26 @@ static char *make_book(char tok1[80], char tok2[80])
 	return dir;
 }
 
-/* start, keeping what the coordinator said up to its start line in said. */
-static void start_said(Coordinator *s, const char *dir, char *said, size_t len)
+/* The coordinator over dir/b with the options extra too, keeping what it
+ * said up to its start line in said (unless NULL). */
+static void start_opts(Coordinator *s, const char *dir, const char *extra, char *said, size_t len)
 {
-	char book[600];
+	char book[600], opts[600];
 	snprintf(book, sizeof book, "%s/b", dir);
 	/* Without spot checks: every result accepted is stored at once (they
 	 * are tested in tests/cluster/test_spot.c). */
-	s->port = ts_serve_start_said(&s->pid, &s->log, book,
-	                              "--work --quiet --depth 3 --lease-seconds 600 "
-	                              "--history-seconds 1 --spot-rate 0 --spot-new-rate 0",
-	                              said, len);
+	snprintf(opts, sizeof opts,
+	         "--work --quiet --depth 3 --lease-seconds 600 --history-seconds 1 --spot-rate 0 "
+	         "--spot-new-rate 0 %s",
+	         extra);
+	s->port = ts_serve_start_said(&s->pid, &s->log, book, opts, said, len);
 	g_child = s->pid;
 	if (!s->port) fail_msg("serve --work did not say where it listens");
+}
+
+static void start_said(Coordinator *s, const char *dir, char *said, size_t len)
+{
+	start_opts(s, dir, "", said, len);
 }
 
 static void start(Coordinator *s, const char *dir)
@@ -180,6 +190,19 @@ static size_t grab_retry(char *buf, size_t size, size_t n, void *ud)
 	return len;
 }
 
+/* When this thread's t_sent is set, call_retry sets it true once the
+ * request's body has gone (note_sent: libcurl's progress callback). */
+static _Thread_local atomic_bool *t_sent;
+
+static int note_sent(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                     curl_off_t ulnow)
+{
+	(void)dltotal;
+	(void)dlnow;
+	if (ultotal > 0 && ulnow == ultotal) atomic_store((atomic_bool *)ud, true);
+	return 0;
+}
+
 /* One request with an optional token; the status, *out the body (free it),
  * *retry its Retry-After (0: none) unless retry is NULL. */
 static long call_retry(const Coordinator *s, const char *token, const char *method,
@@ -208,6 +231,11 @@ static long call_retry(const Coordinator *s, const char *token, const char *meth
 		last_had_type = false;
 		curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, grab_retry);
 		curl_easy_setopt(c, CURLOPT_HEADERDATA, retry);
+	}
+	if (t_sent) {
+		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, note_sent);
+		curl_easy_setopt(c, CURLOPT_XFERINFODATA, t_sent);
+		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	}
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
 	CURLcode rc = curl_easy_perform(c);
@@ -1090,7 +1118,7 @@ static void test_work__frequent_acquires_take_leases_made_ahead(void **state)
 		if (i % 10 == 9) {
 			json_t *st = status(s, f->t1);
 			ahead = jget(st, "leases", "acquired_ahead");
-			assert_true(jget(st, "leases", "ahead") <= 64);
+			assert_true(jget(st, "leases", "ahead") <= COORD_AHEAD_MAX);
 			json_decref(st);
 		}
 	}
@@ -1104,6 +1132,104 @@ static void test_work__frequent_acquires_take_leases_made_ahead(void **state)
 	assert_int_equal(jget(st, "results", NULL), (long long)nseen + 1); /* + think_start's */
 	json_decref(st);
 	free(seen);
+	finish(f);
+}
+
+/* A submission posted from a thread of its own, its answer in code. */
+typedef struct {
+	const Coordinator *s;
+	const char *token;
+	char url[64];
+	char *body;
+	long code;
+	atomic_bool sent, answered;
+} Pending;
+
+static void *post_pending(void *arg)
+{
+	Pending *p = arg;
+	t_sent = &p->sent;
+	p->code = post(p->s, p->token, p->url, p->body, NULL);
+	atomic_store(&p->answered, true);
+	return NULL;
+}
+
+/* Whether some connection to the server at port has bytes it has not read
+ * yet (/proc/net/tcp: local port, not listening, rx_queue > 0). */
+static bool unread_at(int port)
+{
+	FILE *f = fopen("/proc/net/tcp", "r");
+	assert_non_null(f);
+	char line[512];
+	bool unread = false;
+	while (fgets(line, sizeof line, f)) {
+		unsigned lport, st, tx, rx;
+		if (sscanf(line, " %*d: %*8x:%x %*8x:%*x %x %x:%x", &lport, &st, &tx, &rx) == 4 &&
+		    (int)lport == port && st != 0x0a && rx > 0)
+			unread = true;
+	}
+	fclose(f);
+	return unread;
+}
+
+/*
+ * A request the service thread answers holds no request thread while it
+ * waits: with one request thread and the service held in its commit (another
+ * process holds the book's write transaction), a submission waits, and an
+ * acquire a lease made ahead answers is answered meanwhile. Before, the
+ * submission held the only thread, and the acquire waited for the commit.
+ * docs/cluster.md, "Leases made ahead".
+ */
+static void test_work__a_request_with_the_service_holds_no_request_thread(void **state)
+{
+	Fx *f = *state;
+	Coordinator *s = &f->s;
+	stop(s, SIGTERM);
+	start_opts(s, f->dir, "--threads 1", NULL, 0);
+	think_start(s, f->t1);
+	/* Acquires often enough for leases made ahead, and one kept to submit. */
+	json_t *kept = acquire(s, f->t1, "w1", 2);
+	long long ahead = 0;
+	for (int i = 0; i < 400 && ahead < 2; i++) {
+		json_t *a = acquire(s, f->t1, "w1", 2);
+		char *text = json_dumps(a, 0);
+		submit_some_moves(s, f->t1, text);
+		free(text);
+		json_decref(a);
+		json_t *st = status(s, f->t1);
+		ahead = jget(st, "leases", "ahead");
+		json_decref(st);
+	}
+	assert_true(ahead >= 2);
+	/* The service held: its next commit waits for this transaction. */
+	char book[600], err[BOOKDB_ERRLEN];
+	snprintf(book, sizeof book, "%s/b", f->dir);
+	BookDB *db;
+	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
+	BookTxn *t;
+	assert_int_equal(bookdb_txn_begin(&t, db, true), 0);
+	Pending p = {.s = s, .token = f->t1};
+	snprintf(p.url, sizeof p.url, "/v1/work/submit/%s", lease_id(kept));
+	char usi[16];
+	ts_some_move(json_string_value(json_object_get(
+	                 json_array_get(json_object_get(kept, "positions"), 0), "sfen")),
+	             usi);
+	p.body = result_body(acq_key(kept, 0), usi);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, post_pending, &p), 0);
+	/* Sent, and read by the server: its one thread has it. */
+	while (!atomic_load(&p.sent) || unread_at(s->port)) usleep(1000);
+	char *out = NULL;
+	long code = acquire_raw(s, f->t2, &out, NULL);
+	if (code != 200) fail_msg("acquire while a submission waits: %ld %s", code, out);
+	assert_false(atomic_load(&p.answered));
+	free(out);
+	bookdb_txn_abort(t);
+	bookdb_free(db);
+	pthread_join(th, NULL);
+	assert_int_equal(p.code, 204);
+	free(p.body);
+	json_decref(kept);
 	finish(f);
 }
 
@@ -1891,6 +2017,8 @@ int main(void)
 	        test_work__a_tokens_file_that_is_not_an_owner_only_regular_file, kill_left),
 	    cmocka_unit_test_setup_teardown(test_work__frequent_acquires_take_leases_made_ahead,
 	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_work__a_request_with_the_service_holds_no_request_thread, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_work__a_coordinator_killed_with_sigkill_keeps_its_leases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
