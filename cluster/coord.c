@@ -824,12 +824,17 @@ static int take_selected(Coord *c, Lease *l, int max, int64_t now_ms, char *err)
 
 /* The leaves the selection keeps in stock between requests: what the last
  * acquire lacked, or opt.select_ahead (0: the most asked in one of the last
- * rounds), whichever is more. */
+ * rounds and what the reserve of leases made ahead lacks), whichever is
+ * more. */
 static int select_target(const Coord *c)
 {
 	int ahead = c->opt.select_ahead < 0   ? 0
 	            : c->opt.select_ahead > 0 ? c->opt.select_ahead
 	                                      : c->sr_ahead;
+	/* (The round's acquires take the first, the reserve the rest.) */
+	if (c->opt.select_ahead == 0 && c->ahead_lack > 0)
+		ahead = ahead + c->ahead_lack < COORD_MAX_BATCH ? ahead + c->ahead_lack
+		                                                : COORD_MAX_BATCH;
 	return c->sr_demand > ahead ? c->sr_demand : ahead;
 }
 
@@ -939,6 +944,29 @@ static void acquire_noted(Coord *c, const CoordWorker *w, int max, int64_t now_m
 	c->ahead_on = c->last_acquire_ms && now_ms - c->last_acquire_ms <= COORD_AHEAD_GAP_MS;
 	c->last_acquire_ms = now_ms;
 	if (c->nasked < COORD_AHEAD_MAX) c->asked[c->nasked++] = max;
+	c->ahead_size = max;
+	int64_t sec = now_ms / 1000;
+	int i = (int)(sec % (AHEAD_RATE_SECS + 1));
+	if (c->acq_stamp[i] != sec) {
+		c->acq_stamp[i] = sec;
+		c->acq_count[i] = 0;
+	}
+	c->acq_count[i]++;
+}
+
+/* The leases made ahead to keep waiting: the acquires of COORD_AHEAD_COVER_MS
+ * at their rate over the last AHEAD_RATE_SECS whole seconds (none before
+ * there were whole seconds), at most COORD_AHEAD_MAX. */
+static size_t ahead_reserve(const Coord *c, int64_t now_ms)
+{
+	int64_t sec = now_ms / 1000;
+	uint64_t n = 0;
+	for (int i = 0; i <= AHEAD_RATE_SECS; i++)
+		if (c->acq_stamp[i] < sec && c->acq_stamp[i] >= sec - AHEAD_RATE_SECS)
+			n += c->acq_count[i];
+	uint64_t want = (n * COORD_AHEAD_COVER_MS + AHEAD_RATE_SECS * 1000 - 1) /
+	                ((uint64_t)AHEAD_RATE_SECS * 1000);
+	return want < COORD_AHEAD_MAX ? (size_t)want : COORD_AHEAD_MAX;
 }
 
 int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int64_t now_ms,
@@ -1029,12 +1057,21 @@ int coord_make_ahead(Coord *c, int64_t now_ms, char *err)
 	int nasked = c->nasked;
 	c->nasked = 0;
 	if (c->broken) return COORD_EBOOK;
+	if (!c->ahead_on) c->ahead_lack = 0;
 	if (!c->ahead_on || !nasked) return 0;
 	int rc = co_select_take_in(c, err);
 	double t0 = clock_ms_f();
 	/* (Sizes the leaves ready do not fill are passed over.) */
 	for (int i = 0; rc == 0 && i < nasked && c->nahead < COORD_AHEAD_MAX; i++)
 		if ((rc = make_ahead_one(c, c->asked[i], now_ms, err)) > 0) rc = 0;
+	/* Then the reserve, as far as the leaves ready go. */
+	size_t reserve = ahead_reserve(c, now_ms);
+	while (rc == 0 && c->nahead < reserve &&
+	       (rc = make_ahead_one(c, c->ahead_size, now_ms, err)) > 0)
+		rc = 0;
+	/* What it lacks, the selection looks for beside the service. */
+	uint64_t lack = c->nahead < reserve ? (reserve - c->nahead) * (uint64_t)c->ahead_size : 0;
+	c->ahead_lack = lack < COORD_MAX_BATCH ? (int)lack : COORD_MAX_BATCH;
 	c->select_ms += clock_ms_f() - t0;
 	return rc < 0 ? rc : 0;
 }

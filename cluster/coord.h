@@ -377,9 +377,12 @@ JOSEKI_MUST_USE int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *
  * thread that calls these (server/work_api.c answers it from the request's
  * own thread): after a round's requests and before its commit,
  * coord_make_ahead makes one new lease for each acquire of the round (of the
- * size it asked, up to COORD_AHEAD_MAX waiting) from the leaves the
- * selection has ready, while acquires come often (the last two
- * COORD_AHEAD_GAP_MS apart or less). Once committed, coord_ahead_export
+ * size it asked), then more of the size the last one asked until those
+ * waiting would answer the acquires of COORD_AHEAD_COVER_MS at the rate of
+ * the last whole seconds (a reserve: the acquires a stall of the service
+ * thread meets are answered all the same), up to COORD_AHEAD_MAX waiting,
+ * from the leaves the selection has ready, while acquires come often (the
+ * last two COORD_AHEAD_GAP_MS apart or less). Once committed, coord_ahead_export
  * hands them over; the caller hands each out to an acquire of at most its
  * size while coord_ahead_ok (returned positions go first, through
  * coord_acquire, and no token may be in quarantine) to a token it does not
@@ -399,9 +402,10 @@ JOSEKI_MUST_USE int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *
  * with the tokens each excludes, their count. coord_bind: 0, COORD_EQUARANTINE (the token was put
  * in quarantine since: the lease released), COORD_EINVAL (id is none handed over) or COORD_EBOOK.
  */
-#define COORD_AHEAD_MAX 64
+#define COORD_AHEAD_MAX 256
 #define COORD_AHEAD_GAP_MS 500
-#define COORD_AHEAD_KEEP_MS 2000
+#define COORD_AHEAD_KEEP_MS 6000
+#define COORD_AHEAD_COVER_MS 3000
 #define COORD_AHEAD_CHECKS 4
 typedef struct {
 	CoordLease lease;

@@ -106,6 +106,9 @@ typedef struct {
 
 /* Rounds over which the stock kept ahead is sized (coord_round_begin). */
 #define AHEAD_ROUNDS 16
+/* The whole seconds over which the acquires' rate sizes the reserve of
+ * leases made ahead (coord_make_ahead). */
+#define AHEAD_RATE_SECS 2
 
 struct Coord {
 	BookDB *db;
@@ -256,6 +259,13 @@ struct Coord {
 	size_t nahead, capahead, ahead_ready;
 	size_t ahead_out; /* the first of them, handed over (coord_ahead_export) */
 	int asked[COORD_AHEAD_MAX], nasked;
+	/* The acquires of the last whole seconds (ring by second, as sec_*),
+	 * sizing the reserve of leases made ahead (ahead_reserve), and the size
+	 * the last one asked. */
+	int64_t acq_stamp[AHEAD_RATE_SECS + 1];
+	uint32_t acq_count[AHEAD_RATE_SECS + 1];
+	int ahead_size;
+	int ahead_lack; /* leaves the reserve lacked at the last round (at most COORD_MAX_BATCH) */
 	int64_t last_acquire_ms;
 	bool ahead_on;
 	uint64_t ahead_handed, ahead_released;

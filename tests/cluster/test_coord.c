@@ -2095,6 +2095,58 @@ static void test_coord__leases_made_ahead_answer_before_a_commit_and_outlive_a_c
 	free(dir);
 }
 
+/*
+ * The reserve of leases made ahead: acquires coming at a steady rate (ten a
+ * second, of one position, each answered with a lease made ahead when one is
+ * ready, as server/work_api.c does) get none beyond one for each while no
+ * whole second is counted; once two are, as many wait as the acquires of
+ * COORD_AHEAD_COVER_MS at that rate, so that a service thread held that long
+ * leaves every acquire answered (docs/cluster.md, "Leases made ahead").
+ */
+static void test_coord__leases_made_ahead_keep_a_reserve_of_the_acquires_rate(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	synth_into(dir, seed_with_leaves(PLAN_PV, ts_seed("coord_reserve") % 1000000));
+	CoordOptions o = sliced_options();
+	BookDB *db;
+	Coord *c = open_coord_with(&db, dir, &o);
+	CoordLease *l = malloc(sizeof *l);
+	assert_non_null(l);
+	int from_ahead = 0;
+	for (int i = 0; i < 30; i++) {
+		int64_t now = T0 + i * 100;
+		coord_round_begin(c);
+		if (export1(c, l) == 1) {
+			assert_int_equal(coord_bind(c, l->id, &A, 1, now + 600000, now, err), 0);
+			from_ahead++;
+		} else {
+			assert_int_equal(coord_acquire(c, l, &A, 1, now, err), 1);
+		}
+		assert_int_equal(coord_select_idle(c, 60000, err), 0);
+		assert_int_equal(coord_make_ahead(c, now, err), 0);
+		assert_int_equal(coord_commit(c, err), 0);
+		/* No whole second counted: one made for each acquire, no more. */
+		if (i < 10) assert_true(c->nahead <= 1);
+	}
+	/* 20 acquires in the two whole seconds before. */
+	size_t want = (20 * COORD_AHEAD_COVER_MS + 1999) / 2000;
+	print_message("%zu leases made ahead waiting, %d acquires answered by one\n", c->nahead,
+	              from_ahead);
+	assert_int_equal(c->nahead, want);
+	assert_true(from_ahead >= 25);
+	/* A service held for the cover: every acquire of it answered. */
+	for (size_t k = 0; k < want; k++) {
+		assert_int_equal(export1(c, l), 1);
+		assert_int_equal(coord_bind(c, l->id, &A, 1, T0 + 600000, T0 + 3000, err), 0);
+	}
+	assert_int_equal(c->nahead, 0);
+	close_coord(c, db);
+	free(l);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* An unclaimed lease that expires was perhaps never handed out: its
  * positions go back to the queue without a failed try (three would set them
  * aside), where a bound lease's count one. */
@@ -3136,6 +3188,7 @@ int main(void)
 	        test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select),
 	    cmocka_unit_test(
 	        test_coord__leases_made_ahead_answer_before_a_commit_and_outlive_a_crash),
+	    cmocka_unit_test(test_coord__leases_made_ahead_keep_a_reserve_of_the_acquires_rate),
 	    cmocka_unit_test(test_coord__an_unclaimed_lease_expires_without_a_failed_try),
 	    cmocka_unit_test(
 	        test_coord__a_restart_from_the_snapshot_leases_what_an_unbroken_run_does),
