@@ -304,6 +304,13 @@ static int lease_now(Selector *s, Key key, bool on)
 	return sel_g_invalidate_later(s, (uint32_t)i);
 }
 
+/* Whether a change is kept rather than made now: a call under way (a
+ * search suspended) or a hold. */
+static inline bool keeping(const Selector *s)
+{
+	return s->in_call || s->held;
+}
+
 /* Keeps a change made while a call is suspended (bytes: a thought
  * position's record, len bytes, or NULL). 0 or SEL_ENOMEM. */
 static int defer(Selector *s, Key key, int kind, const uint8_t *bytes, size_t len)
@@ -333,7 +340,7 @@ static int defer(Selector *s, Key key, int kind, const uint8_t *bytes, size_t le
  * results_only its last kept result; NULL when none. */
 static const SelDefer *deferred(const Selector *s, Key key, bool results_only)
 {
-	if (!s->in_call || !s->ndefer) return NULL;
+	if (!keeping(s) || !s->ndefer) return NULL;
 	const uint32_t *last = keymap_value(&s->defer_map, key);
 	for (uint32_t j = last ? *last : 0; j; j = s->defer[j - 1].prev) {
 		const SelDefer *d = &s->defer[j - 1];
@@ -362,7 +369,7 @@ int sel_add_result_raw(Selector *s, Key key, const uint8_t *val, size_t len)
 {
 	if (!len || len > BOOKDB_RECORD_MAX) return SEL_EINVAL;
 	bool thought = val[0] & BOOKDB_REC_THOUGHT;
-	if (s->in_call) return defer(s, key, DEFER_RESULT, thought ? val : NULL, len);
+	if (keeping(s)) return defer(s, key, DEFER_RESULT, thought ? val : NULL, len);
 	return add_result_now(s, key, val, len, thought);
 }
 
@@ -371,18 +378,18 @@ int sel_add_result(Selector *s, Key key, const BookRecord *rec)
 	int len = bookdb_record_encode(s->enc, BOOKDB_RECORD_MAX, rec);
 	if (len < 0) return SEL_EINVAL;
 	bool thought = rec->flags & BOOKDB_REC_THOUGHT;
-	if (s->in_call) return defer(s, key, DEFER_RESULT, thought ? s->enc : NULL, (size_t)len);
+	if (keeping(s)) return defer(s, key, DEFER_RESULT, thought ? s->enc : NULL, (size_t)len);
 	return add_result_now(s, key, s->enc, (size_t)len, thought);
 }
 
 int sel_lease(Selector *s, Key key)
 {
-	return s->in_call ? defer(s, key, DEFER_LEASE, NULL, 0) : lease_now(s, key, true);
+	return keeping(s) ? defer(s, key, DEFER_LEASE, NULL, 0) : lease_now(s, key, true);
 }
 
 int sel_release(Selector *s, Key key)
 {
-	return s->in_call ? defer(s, key, DEFER_RELEASE, NULL, 0) : lease_now(s, key, false);
+	return keeping(s) ? defer(s, key, DEFER_RELEASE, NULL, 0) : lease_now(s, key, false);
 }
 
 bool sel_is_leased(const Selector *s, Key key)
@@ -416,6 +423,12 @@ void sel_set_yield(Selector *s, SelYieldFn fn, void *ctx)
 {
 	s->yield = fn;
 	s->yield_ctx = ctx;
+}
+
+int sel_hold(Selector *s, bool on)
+{
+	s->held = on;
+	return on || s->in_call ? 0 : apply_deferred(s);
 }
 
 static int root_value(int *value, bool *has_leaf, Selector *s, int r)
@@ -839,7 +852,12 @@ static int call_begin(Selector *s)
 static int call_end(Selector *s, int r)
 {
 	sel_g_call_end(s);
-	int e = apply_deferred(s);
+	/* Held: kept on, for sel_hold(s, false). */
+	int e = 0;
+	if (s->held)
+		s->in_call = false;
+	else
+		e = apply_deferred(s);
 	/* Stopped: SEL_ESTOPPED whatever the search made of its unwinding (a
 	 * stop met in the invalidation walk, before a search reset s->err,
 	 * would otherwise look like "no leaf"). The stop is no error of the

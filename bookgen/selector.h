@@ -202,6 +202,18 @@ typedef bool (*SelYieldFn)(void *ctx);
 void sel_set_yield(Selector *s, SelYieldFn fn, void *ctx);
 
 /*
+ * Changes held: with on, sel_add_result, sel_lease and sel_release are kept
+ * as during a suspended search (the queries answer with them), and the
+ * graph is not written by them, until sel_hold(s, false) applies them in
+ * order (or the end of a search under way then does). A search meanwhile
+ * sees the graph without them. For a forked child's copy on write
+ * (cluster/coord_ckpt.c): each graph page the parent writes while the child
+ * lives is copied, and a result's invalidation walk writes many. 0, or the
+ * first error applying them (off).
+ */
+int sel_hold(Selector *s, bool on);
+
+/*
  * Selects the next leaf: returns 1 and fills out, or 0 when no root has a
  * selectable leaf (everything thought, leased or banned). Roots are taken in
  * turn. Does not lease the leaf (the caller does, when it sends it).

@@ -192,13 +192,14 @@ struct Selector {
 	bool ahead_failed;
 	SelStats st;
 	/* Slices (sel_set_yield): the function, its visit count, whether it
-	 * stopped the search; in_call while a public call runs, when the changes
-	 * of sel_add_result, sel_lease and sel_release are kept in defer (in
-	 * order; defer_map: a key's last one, index + 1) until it returns. */
+	 * stopped the search; in_call while a public call runs, and held
+	 * (sel_hold), when the changes of sel_add_result, sel_lease and
+	 * sel_release are kept in defer (in order; defer_map: a key's last one,
+	 * index + 1) until it returns and the hold is off. */
 	SelYieldFn yield;
 	void *yield_ctx;
 	unsigned yield_count;
-	bool stop, in_call;
+	bool stop, in_call, held;
 	SelDefer *defer;
 	size_t ndefer, capdefer;
 	uint8_t *defer_bytes;

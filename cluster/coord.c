@@ -794,11 +794,15 @@ static int take_selected(Coord *c, Lease *l, int max, int64_t now_ms, char *err)
 		keep_up(c, max, l->n, true, now_ms);
 		return take_provisional(c, l, max, err);
 	}
-	/* A checkpoint's child writing: the walk's leaves first, a search only
-	 * for what they lack (co_checkpoint_running). */
-	if (co_checkpoint_running(c) &&
-	    ((rc = take_provisional(c, l, max, err)) < 0 || l->n >= max))
-		return rc;
+	/* A checkpoint's child writing: the walk's leaves, no search
+	 * (co_checkpoint_running). The selector's changes are held meanwhile
+	 * (sel_hold): a search would find the leaves it found before, leased
+	 * since, again and again. The leases made ahead answer the acquires of
+	 * those seconds; one that gets none is told to come back in a second. */
+	if (co_checkpoint_running(c)) {
+		c->select_busy = true;
+		return take_provisional(c, l, max, err);
+	}
 	double ms = c->opt.select_slice_ms;
 	if (ms >= 0 && c->round_until > 0) {
 		double left = c->round_until - clock_ms_f();

@@ -133,6 +133,11 @@ void co_checkpoint_reap(Coord *c, bool wait)
 		c->ckpt_failed++;
 	}
 	c->ckpt_pid = 0;
+	/* The selector's changes held since the fork, made now. */
+	int rc = sel_hold(c->sel, false);
+	if (rc < 0)
+		(void)co_broken(c, NULL, "the selector's changes held for a checkpoint",
+		                rc == SEL_ENOMEM ? BOOKDB_ENOMEM : BOOKDB_EIO);
 }
 
 bool co_checkpoint_running(Coord *c)
@@ -188,6 +193,10 @@ int coord_checkpoint(Coord *c, int64_t now_ms, char *err)
 	}
 	c->ckpt_pid = pid;
 	c->ckpt_t0 = clock_ms_f();
+	/* While the child lives, the selector's changes are held (sel_hold):
+	 * each graph page the service writes meanwhile would be copied, each
+	 * copy a page taken from a page cache full of the book. */
+	(void)sel_hold(c->sel, true);
 	/* The journal of this checkpoint begins with the next commit. */
 	c->sj_gen = st.txnid;
 	c->sj_commits = c->sj_entry = 0;

@@ -395,6 +395,49 @@ static void test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results
 	free(dir);
 }
 
+/*
+ * Changes held (sel_hold, as the coordinator holds them while a checkpoint's
+ * child lives): a lease and a result are kept, the queries answer with them,
+ * a search meanwhile sees the graph without them (and its end does not apply
+ * them), and the hold's end applies them: the search then selects as one
+ * given them at once.
+ */
+static void test_bookgen__changes_held_are_kept_until_the_hold_ends(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	write_book(dir, WIDE, sizeof WIDE / sizeof WIDE[0]);
+	Selector *s = open_selector(dir, 100);
+	SelLeaf *l = malloc(sizeof *l);
+	BookRecord *rec = malloc(sizeof *rec);
+	assert_non_null(l);
+	assert_non_null(rec);
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 7g7f 8c8d", 40);
+	assert_int_equal(sel_hold(s, true), 0);
+	assert_int_equal(sel_lease(s, l->key), 0);
+	assert_true(sel_is_leased(s, l->key));
+	TPos res = {"startpos moves 7g7f 3c3d", true, {{"2g2f", 100, 0}, {"6g6f", 90, 0}}};
+	fill_record(rec, &res);
+	assert_int_equal(sel_add_result(s, line_key(res.line), rec), 0);
+	assert_true(sel_is_thought(s, line_key(res.line)));
+	/* The graph as it was: the same leaf, and the changes still kept. */
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 7g7f 8c8d", 40);
+	assert_true(sel_is_leased(s, l->key));
+	assert_true(sel_is_thought(s, line_key(res.line)));
+	/* Applied: 8c8d leased, 3c3d thought with 2g2f best for Black. */
+	assert_int_equal(sel_hold(s, false), 0);
+	assert_true(sel_is_leased(s, line_key("startpos moves 7g7f 8c8d")));
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 7g7f 3c3d 2g2f", 100);
+	free(rec);
+	free(l);
+	close_selector(s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* A record no longer thought (its analysis taken out of the book: the
  * coordinator's spot checks, docs/cluster.md) makes its node a leaf again:
  * the leaves are then those a fresh selector finds over the book as it is;
@@ -2110,6 +2153,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__selector_bans_a_pv_ending_in_a_cycle),
 	    cmocka_unit_test(test_bookgen__selector_cover_past_a_cycle),
 	    cmocka_unit_test(test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results),
+	    cmocka_unit_test(test_bookgen__changes_held_are_kept_until_the_hold_ends),
 	    cmocka_unit_test(test_bookgen__a_record_no_longer_thought_is_a_leaf_again),
 	    cmocka_unit_test(test_bookgen__kif_bonus_changes_the_choice),
 	    cmocka_unit_test(test_bookgen__window_batch_returns_every_leaf_within_the_window),

@@ -22,6 +22,7 @@
 #include "bookdb/query.h"
 #include "cluster/coord.h"
 #include "cluster/coord_history.h"
+#include "bookgen/selector_priv.h"
 #include "cluster/coord_priv.h" /* co_queue_lines with a budget of its own */
 #include "bookgen/roots.h"
 #include "bookgen/snapshot.h"
@@ -2472,14 +2473,29 @@ static void checkpoint_run(int mode, unsigned long long seed)
 	assert_non_null(keys);
 	size_t nkeys = 0;
 	answer_rounds(c, t.db[1], 8, keys, &nkeys);
-	assert_int_equal(coord_checkpoint(c, T0, err), 1);
-	assert_int_equal(coord_checkpoint_wait(c), 0);
-	assert_int_equal(access(path, F_OK), 0);
-	int after = answer_rounds(c, t.db[1], 8, keys, &nkeys);
 	CoordLease *out = malloc(sizeof *out);
 	CoordResult *r = malloc(sizeof *r);
 	assert_non_null(out);
 	assert_non_null(r);
+	int nheld = acquire(c, out, &A, 3, T0);
+	assert_true(nheld > 0);
+	assert_int_equal(coord_checkpoint(c, T0, err), 1);
+	/* While the child lives, the selector's changes are held (copies on
+	 * write spared): the results kept, then made once it is gone. */
+	assert_true(c->sel->held);
+	for (int i = 0; i < nheld; i++) {
+		keys[nkeys++] = out->pos[i].key;
+		answer(r, &out->pos[i], 3);
+		assert_int_equal(coord_submit(c, out->id, &A, r, 1, T0, err), 1);
+	}
+	assert_true(c->sel->ndefer >= (size_t)nheld);
+	assert_int_equal(coord_commit(c, err), 0);
+	assert_int_equal(coord_checkpoint_wait(c), 0);
+	assert_false(c->sel->held);
+	assert_int_equal(c->sel->ndefer, 0);
+	for (int i = 0; i < nheld; i++) assert_true(sel_is_thought(c->sel, out->pos[i].key));
+	assert_int_equal(access(path, F_OK), 0);
+	int after = nheld + answer_rounds(c, t.db[1], 8, keys, &nkeys);
 	int nout = acquire(c, out, &A, 3, T0);
 	assert_true(nout > 0);
 	for (int i = 0; i < nout; i++) keys[nkeys++] = out->pos[i].key;
