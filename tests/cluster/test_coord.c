@@ -1724,6 +1724,15 @@ static void test_coord__a_checkpoint_s_child_holds_the_selection_and_the_trim(vo
 	assert_non_null(l);
 	assert_non_null(r);
 	assert_int_equal(acquire(c, l, &A, 4, T0), 4);
+	/* Within a budget, a tick's trim drops nothing, and counts no time. */
+	CoordStatus st;
+	c->opt.select_memory = UINT64_MAX;
+	assert_int_equal(coord_tick(c, T0 + 100, err), 0);
+	c->opt.select_memory = 1;
+	assert_int_equal(coord_status(c, &st, T0 + 100), 0);
+	assert_int_equal(st.select_trims, 0);
+	assert_true(st.trim_ms == 0);
+	coord_status_free(&st);
 	for (int k = 0; k < l->n; k++) {
 		answer(r, &l->pos[k], 4);
 		assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
@@ -1743,7 +1752,6 @@ static void test_coord__a_checkpoint_s_child_holds_the_selection_and_the_trim(vo
 	c->ckpt_pid = child;
 	/* The tick commits the results: a trim would follow, and does not. */
 	assert_int_equal(coord_tick(c, T0 + 500, err), 0);
-	CoordStatus st;
 	assert_int_equal(coord_status(c, &st, T0 + 500), 0);
 	assert_int_equal(st.select_trims, 0);
 	coord_status_free(&st);
