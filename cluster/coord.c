@@ -207,16 +207,32 @@ void coord_heartbeat(Coord *c, const CoordWorker *w, bool leaving, int64_t now_m
 			c->seen[i].left = true;
 }
 
+/* Counts by second in a ring of slots (stamp: the second each slot counts):
+ * n more in now_ms's second; the sum of the seconds [from, to). */
+static void seconds_add(int64_t *stamp, uint32_t *count, int slots, int64_t now_ms, uint32_t n)
+{
+	int64_t sec = now_ms / 1000;
+	int i = (int)(sec % slots);
+	if (stamp[i] != sec) {
+		stamp[i] = sec;
+		count[i] = 0;
+	}
+	count[i] += n;
+}
+
+static uint64_t seconds_sum(const int64_t *stamp, const uint32_t *count, int slots, int64_t from,
+                            int64_t to)
+{
+	uint64_t sum = 0;
+	for (int i = 0; i < slots; i++)
+		if (stamp[i] >= from && stamp[i] < to) sum += count[i];
+	return sum;
+}
+
 static void count_results(Coord *c, int64_t now, uint32_t n)
 {
-	int64_t sec = now / 1000;
-	int i = (int)(sec % (RATE_SECS + 1));
-	if (!c->sec_first) c->sec_first = sec;
-	if (c->sec_stamp[i] != sec) {
-		c->sec_stamp[i] = sec;
-		c->sec_count[i] = 0;
-	}
-	c->sec_count[i] += n;
+	if (!c->sec_first) c->sec_first = now / 1000;
+	seconds_add(c->sec_stamp, c->sec_count, RATE_SECS + 1, now, n);
 }
 
 /* One failed try of ks by worker: back to the queue, or set aside at the last. */
@@ -949,13 +965,7 @@ static void acquire_noted(Coord *c, const CoordWorker *w, int max, int64_t now_m
 	c->last_acquire_ms = now_ms;
 	if (c->nasked < COORD_AHEAD_MAX) c->asked[c->nasked++] = max;
 	c->ahead_size = max;
-	int64_t sec = now_ms / 1000;
-	int i = (int)(sec % (AHEAD_RATE_SECS + 1));
-	if (c->acq_stamp[i] != sec) {
-		c->acq_stamp[i] = sec;
-		c->acq_count[i] = 0;
-	}
-	c->acq_count[i]++;
+	seconds_add(c->acq_stamp, c->acq_count, AHEAD_RATE_SECS + 1, now_ms, 1);
 }
 
 /* The leases made ahead to keep waiting: the acquires of COORD_AHEAD_COVER_MS
@@ -964,10 +974,8 @@ static void acquire_noted(Coord *c, const CoordWorker *w, int max, int64_t now_m
 static size_t ahead_reserve(const Coord *c, int64_t now_ms)
 {
 	int64_t sec = now_ms / 1000;
-	uint64_t n = 0;
-	for (int i = 0; i <= AHEAD_RATE_SECS; i++)
-		if (c->acq_stamp[i] < sec && c->acq_stamp[i] >= sec - AHEAD_RATE_SECS)
-			n += c->acq_count[i];
+	uint64_t n = seconds_sum(c->acq_stamp, c->acq_count, AHEAD_RATE_SECS + 1,
+	                         sec - AHEAD_RATE_SECS, sec);
 	uint64_t want = (n * COORD_AHEAD_COVER_MS + AHEAD_RATE_SECS * 1000 - 1) /
 	                ((uint64_t)AHEAD_RATE_SECS * 1000);
 	return want < COORD_AHEAD_MAX ? (size_t)want : COORD_AHEAD_MAX;
@@ -1739,9 +1747,9 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 	if (c->opt.select_memory && !co_checkpoint_running(c)) {
 		double t0 = clock_ms_f();
 		/* (Out of memory for its work arrays: the graph stays as it
-		 * is, and the next tick tries again.) */
-		/* The trims' time: of those that dropped nodes (the others only
-		 * compare the graph with its budget). */
+		 * is, and the next tick tries again.) The trims' time: of those
+		 * that dropped nodes (the others only compare the graph with its
+		 * budget). */
 		if (sel_trim(c->sel, c->opt.select_memory) > 0) c->trim_ms += clock_ms_f() - t0;
 	}
 	/* A checkpoint of the selector every checkpoint_seconds (from the first
@@ -1863,11 +1871,9 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	 * in the first result's own second, its count. */
 	int64_t sec = now_ms / 1000, span = RATE_SECS;
 	if (c->sec_first && sec - c->sec_first < span) span = sec - c->sec_first;
-	uint64_t sum = 0;
-	for (int i = 0; i < RATE_SECS + 1; i++) {
-		int64_t t = c->sec_stamp[i];
-		if (span > 0 ? t >= sec - span && t < sec : t == sec) sum += c->sec_count[i];
-	}
+	int64_t from = span > 0 ? sec - span : sec;
+	uint64_t sum =
+	    seconds_sum(c->sec_stamp, c->sec_count, RATE_SECS + 1, from, span > 0 ? sec : sec + 1);
 	out->results_per_s = (double)sum / (double)(span > 0 ? span : 1);
 	size_t na = 0, capa = 0;
 	for (size_t i = 0; i < c->nkeys; i++) {
