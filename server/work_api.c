@@ -634,7 +634,7 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
                       ApiWorkCall **call)
 {
 	*retry_after = 0;
-	if (call) *call = NULL;
+	*call = NULL;
 	Op op = {0};
 	/* The scheme is case-insensitive (RFC 7235), then one or more spaces. */
 	const char *tok = auth && !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : NULL;
@@ -691,19 +691,16 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 	}
 	ApiWorkCall *c = NULL;
 	if ((op.kind == OP_ACQUIRE && !(op.out = lease = malloc(sizeof *lease))) ||
-	    (call && !(c = malloc(sizeof *c)))) {
+	    !(c = malloc(sizeof *c))) {
 		free(lease);
 		api_work_body_free(&op.body);
 		return error(status, 500, "out of memory");
 	}
-	if (c) { /* the caller starts it once it can be woken */
-		c->op = op;
-		*call = c;
-		*status = 0;
-		return NULL;
-	}
-	bool refused = submit_op(w, &op) < 0;
-	return answer(w, &op, refused, status, retry_after);
+	/* The caller starts it once it can be woken. */
+	c->op = op;
+	*call = c;
+	*status = 0;
+	return NULL;
 }
 
 void api_work_call_start(ApiWork *w, ApiWorkCall *call, ApiWorkWake wake, void *ctx)

@@ -46,16 +46,14 @@ typedef void (*ApiWorkWake)(void *ctx);
  *
  * A request the service thread must answer (every one but an acquire a lease
  * made ahead answers, and those refused at once) waits for its round and
- * commit. With call NULL, here. Otherwise it is not waited for: NULL is
- * returned, *status is 0 and *call set; the caller makes ready to be woken
- * (libmicrohttpd: suspends the connection), then api_work_call_start hands
- * it over, and wake(ctx) is called once it is answered, from the service
- * thread (or at once, from the caller's, when the service is stopping);
- * api_work_call_finish then gives the answer and frees the call, never
- * before it was woken (a connection closed meanwhile: its answer is thrown
- * away); a call never started is finished at once (503). So the requests'
- * threads stay free for the acquires leases made ahead answer, while the
- * service thread commits, trims or checkpoints. */
+ * commit, but not here (call may not be NULL): NULL is returned, *status is
+ * 0 and *call set; the caller makes ready to be woken (libmicrohttpd:
+ * suspends the connection), then api_work_call_start hands it over, and wake(ctx) is called once it
+ * is answered, from the service thread (or at once, from the caller's, when the service is
+ * stopping); api_work_call_finish then gives the answer and frees the call, never before it was
+ * woken (a connection closed meanwhile: its answer is thrown away); a call never started is
+ * finished at once (503). So the requests' threads stay free for the acquires leases made ahead
+ * answer, while the service thread commits, trims or checkpoints. */
 char *api_work_handle(ApiWork *w, const char *method, const char *url, const char *auth,
                       const char *body, size_t len, bool too_large, int *status, int *retry_after,
                       ApiWorkCall **call);
