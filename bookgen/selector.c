@@ -308,7 +308,7 @@ static int lease_now(Selector *s, Key key, bool on)
  * search suspended) or a hold. */
 static inline bool keeping(const Selector *s)
 {
-	return s->in_call || s->held;
+	return s->in_call || s->held || s->trim;
 }
 
 /* Keeps a change made while a call is suspended (bytes: a thought
@@ -428,7 +428,30 @@ void sel_set_yield(Selector *s, SelYieldFn fn, void *ctx)
 int sel_hold(Selector *s, bool on)
 {
 	s->held = on;
-	return on || s->in_call ? 0 : apply_deferred(s);
+	return keeping(s) ? 0 : apply_deferred(s);
+}
+
+int64_t sel_trim_slice(Selector *s, uint64_t budget, double ms)
+{
+	bool under_way = s->trim;
+	int64_t r = sel_g_trim(s, budget, ms);
+	/* Its end: what was kept meanwhile, made now (an error there says
+	 * more than the trim's own, which left the graph as it was). */
+	if (under_way && !keeping(s)) {
+		int e = apply_deferred(s);
+		if (e) r = e;
+	}
+	return r;
+}
+
+int64_t sel_trim(Selector *s, uint64_t budget)
+{
+	return sel_trim_slice(s, budget, -1);
+}
+
+bool sel_trimming(const Selector *s)
+{
+	return s->trim;
 }
 
 static int root_value(int *value, bool *has_leaf, Selector *s, int r)
@@ -843,6 +866,9 @@ static int select_batch(SelLeaf *out, size_t max, size_t want, Selector *s, int 
  * applied at its end; its code, or the first error applying them. */
 static int call_begin(Selector *s)
 {
+	/* A trim under way ends before the search (its graph must not change
+	 * between slices); one given up leaves the graph as it was. */
+	if (s->trim) (void)sel_trim_slice(s, 0, -1);
 	s->in_call = true;
 	s->stop = false;
 	s->yield_count = 0;
@@ -854,7 +880,7 @@ static int call_end(Selector *s, int r)
 	sel_g_call_end(s);
 	/* Held: kept on, for sel_hold(s, false). */
 	int e = 0;
-	if (s->held)
+	if (s->held || s->trim)
 		s->in_call = false;
 	else
 		e = apply_deferred(s);

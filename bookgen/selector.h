@@ -108,9 +108,11 @@ typedef struct {
 	uint64_t trims;        /* sel_trim runs that dropped part of the graph */
 	uint64_t trimmed;      /* nodes they dropped */
 	uint64_t trim_clears;  /* every bound cleared: a change to a node new after a trim */
-	bool filter_ready;     /* lazy mode: the key filter is built */
-	bool filter_kept;      /* ... from the keys minimax keeps (not a pass over the book) */
-	double filter_ms;      /* ... in this many milliseconds */
+	uint64_t
+	    trim_slices;   /* sel_trim_slice calls that worked on a trim (sel_trim: one a trim) */
+	bool filter_ready; /* lazy mode: the key filter is built */
+	bool filter_kept;  /* ... from the keys minimax keeps (not a pass over the book) */
+	double filter_ms;  /* ... in this many milliseconds */
 	/* Memory held (bytes): the graph (nodes, key map, edges, parent links,
 	 * the table of path-dependent bounds, as allocated), record bytes held until their nodes
 	 * are expanded, and lazy mode's key filter. The book's pages are LMDB's mapping. */
@@ -280,6 +282,23 @@ void sel_get_stats(SelStats *out, const Selector *s);
  * do), or SEL_ENOMEM (the graph unchanged).
  */
 int64_t sel_trim(Selector *s, uint64_t budget);
+/*
+ * sel_trim in slices of about ms milliseconds (ms < 0: at once), for a
+ * caller whose thread also answers requests: a trim's passes over the graph
+ * (which nodes stay, where they go, the links past dropped ones) are made
+ * over as many calls as they take; its last call moves the graph down at
+ * once. From the first slice to the last the graph does not change: results,
+ * leases and releases are kept and the queries answer with them, as under
+ * sel_hold, and applied in order when it ends (a hold on then keeps them on);
+ * a search (any selection call, a snapshot) finishes the trim first. A trim
+ * begins only where sel_trim would run (between calls, nothing held or kept).
+ * Returns the nodes dropped by a trim that ended in this call (0: none ended,
+ * or it dropped nothing), SEL_ENOMEM (the trim given up for want of memory,
+ * the graph as it was), or the first error applying the changes kept.
+ */
+int64_t sel_trim_slice(Selector *s, uint64_t budget, double ms);
+/* Whether a trim is under way (sel_trim_slice). */
+bool sel_trimming(const Selector *s);
 
 /* The budget s will be trimmed to (bytes; 0: none given), set before
  * sel_attach: the node map made there is then at most a 128th of it, in

@@ -509,6 +509,7 @@ static void bloom_join(Selector *s)
 void sel_free(Selector *s)
 {
 	if (!s) return;
+	sel_g_trim_free(s);
 	bookdb_prefetch_close(s->ahead);
 	atomic_store(&s->bloom_cancel, 1);
 	bloom_join(s);
@@ -774,6 +775,7 @@ void sel_g_call_end(Selector *s)
 
 int sel_add_root(Selector *s, Key key, Color side)
 {
+	if (s->trim) (void)sel_trim(s, 0); /* a new node: the trim under way ends first */
 	int64_t i = sel_g_find_or_create(s, key);
 	if (i < 0) return (int)i;
 	int r = (array_grow((void **)&s->roots, &s->caproots, s->nroots + 1, sizeof *s->roots, 64)

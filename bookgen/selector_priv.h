@@ -128,6 +128,8 @@ typedef struct {
 	uint8_t kind;
 } SelDefer;
 
+typedef struct SelTrimRun SelTrimRun;
+
 struct Selector {
 	SelOptions opt;
 	SelNode *nodes;
@@ -200,6 +202,9 @@ struct Selector {
 	void *yield_ctx;
 	unsigned yield_count;
 	bool stop, in_call, held;
+	/* A trim under way (sel_trim_slice; bookgen/selector_trim.c): its
+	 * changes are kept as when held. */
+	SelTrimRun *trim;
 	SelDefer *defer;
 	size_t ndefer, capdefer;
 	uint8_t *defer_bytes;
@@ -284,6 +289,14 @@ int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, Retro
 int64_t sel_g_node_for_change(Selector *s, Key k);
 /* Appends a parent link (child's parent is parent). 0 or SEL_ENOMEM. */
 int sel_g_add_link(Selector *s, uint32_t child, uint32_t parent);
+/* sel_trim_slice without applying the changes kept meanwhile: a trim begun
+ * (between calls, nothing held or kept) or the one under way, for up to ms
+ * (ms < 0: to its end). The nodes dropped by a trim that ended (0: none, or
+ * none ended: s->trim then still set), or an error (the trim given up, the
+ * graph unchanged). */
+int64_t sel_g_trim(Selector *s, uint64_t budget, double ms);
+/* A trim under way given up (sel_free). */
+void sel_g_trim_free(Selector *s);
 /* Clears the pending invalidations now (the walk of sel_g_call_begin). */
 int sel_g_flush(Selector *s);
 /* What sel_trim holds to its budget (SelStats.used_bytes): the graph's

@@ -46,12 +46,15 @@ typedef struct {
 
 bool sel_snapshot_ready(const Selector *s)
 {
-	return s->lazy && !s->in_call && !s->ndefer && !s->err && s->bloom_joined && s->bloom;
+	return s->lazy && !s->in_call && !s->trim && !s->ndefer && !s->err && s->bloom_joined &&
+	       s->bloom;
 }
 
 void sel_snapshot_wait(Selector *s)
 {
-	if (!s->in_call) sel_g_filter_wait(s);
+	if (s->in_call) return;
+	if (s->trim) (void)sel_trim_slice(s, 0, -1); /* to its end, or given up */
+	sel_g_filter_wait(s);
 }
 
 int sel_snapshot_write(Selector *s, SnapWriter *w)

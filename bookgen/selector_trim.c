@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "shogi/bigmem.h"
+#include "shogi/clock.h"
 #include "shogi/grow.h"
 
 enum { DROP = 0, KEEP = 1, KEEP_EDGES = 2 };
@@ -43,63 +44,9 @@ static inline unsigned age_of(const Selector *s, const SelNode *n)
 	return (uint16_t)(s->epoch - n->seen);
 }
 
-/* The oldest age whose nodes keep their edges: the youngest nodes first, as
- * many as target bytes hold (a node with its edges, their links and, at
- * most, a child node each). -1: none by age. */
-static int choose_age(const Selector *s, uint64_t target, int *out)
-{
-	uint64_t *cost = calloc(65536, sizeof *cost);
-	if (!cost) return SEL_ENOMEM;
-	for (size_t i = 0; i < s->nnodes; i++) {
-		const SelNode *n = &s->nodes[i];
-		if (n->flags & NF_EXPANDED)
-			cost[age_of(s, n)] +=
-			    sizeof(SelNode) +
-			    (uint64_t)n->u.e.n *
-			        (sizeof(SelEdge) + sizeof(SelLink) + sizeof(SelNode));
-	}
-	uint64_t sum = 0;
-	int a = -1;
-	while (a < 65535 && sum + cost[a + 1] <= target) sum += cost[++a];
-	free(cost);
-	*out = a;
-	return 0;
-}
-
 static void keep_at_least(uint8_t *keep, uint32_t i, uint8_t k)
 {
 	if (keep[i] < k) keep[i] = k;
-}
-
-/* Which nodes stay (keep[i]: DROP, KEEP, KEEP_EDGES). */
-static void mark(const Selector *s, uint8_t *keep, int max_age)
-{
-	for (size_t i = 0; i < s->nnodes; i++) {
-		const SelNode *n = &s->nodes[i];
-		if (n->flags & (NF_LEASED | NF_RAW)) keep[i] = KEEP;
-		if (!(n->flags & NF_EXPANDED)) continue;
-		if ((int)age_of(s, n) <= max_age) {
-			keep[i] = KEEP_EDGES;
-			continue;
-		}
-		/* A ban lives in its edge: dropped, the cycle would be found
-		 * again. */
-		for (uint32_t k = 0; k < n->u.e.n; k++)
-			if (s->edges[n->u.e.off + k].flags & EF_BANNED) {
-				keep[i] = KEEP_EDGES;
-				break;
-			}
-	}
-	for (size_t r = 0; r < s->nroots; r++) {
-		uint32_t i = s->roots[r].node;
-		keep_at_least(keep, i, (s->nodes[i].flags & NF_EXPANDED) ? KEEP_EDGES : KEEP);
-	}
-	for (size_t i = 0; i < s->nnodes; i++) {
-		if (keep[i] != KEEP_EDGES) continue;
-		const SelNode *n = &s->nodes[i];
-		for (uint32_t k = 0; k < n->u.e.n; k++)
-			keep_at_least(keep, (uint32_t)s->edges[n->u.e.off + k].child, KEEP);
-	}
 }
 
 static int add_pair(Pair **p, size_t *n, size_t *cap, uint32_t child, uint32_t parent)
@@ -122,14 +69,140 @@ static inline bool below_matters(const SelNode *n)
 }
 
 /*
- * The links the trim must add: for each kept node z, the kept nodes that
- * lose their edges (or lost them in an earlier trim) and led to z, directly
- * or through dropped nodes (a walk up the parent links). A parent that keeps
- * its edges gets its links back from them.
+ * A trim under way (sel_trim_slice): its phases, each a pass over the nodes
+ * that reads the graph and writes only the trim's own arrays (and the nodes'
+ * stamps), resumable at any node; then the compaction, at once. Between
+ * slices the graph must not change: the changes given meanwhile are kept
+ * (the selector's keeping(), as under sel_hold) and a search finishes the
+ * trim first (sel_g_trim_finish).
  */
-static int shortcuts(Selector *s, const uint8_t *keep, Pair **pairs, size_t *npairs, size_t *cap)
+enum {
+	PH_AGE,       /* each age's cost (choose_age) */
+	PH_MARK,      /* leased, holding bytes, young enough, with a ban */
+	PH_CHILDREN,  /* the roots, then the children of those keeping their edges */
+	PH_NUMBER,    /* newidx, and what stays */
+	PH_BLOCKS,    /* the edge blocks that stay */
+	PH_SHORTCUTS, /* the links past dropped nodes */
+	PH_COMPACT,
+};
+
+/* run_on's return while the trim goes on. */
+#define TRIM_MORE INT64_MAX
+
+struct SelTrimRun {
+	int phase;
+	size_t at; /* the next node of the phase */
+	uint64_t target;
+	int max_age;
+	uint64_t *cost; /* PH_AGE: bytes a node of each age keeps with its edges */
+	uint8_t *keep;
+	uint32_t *newidx;
+	uint64_t *blocks;
+	Pair *pairs;
+	size_t npairs, cpairs, nblocks, nb, kept, kept_edges;
+};
+
+static void run_free(SelTrimRun *t)
 {
-	for (size_t z = 0; z < s->nnodes; z++) {
+	if (!t) return;
+	free(t->cost);
+	bigmem_free(t->keep);
+	bigmem_free(t->newidx);
+	bigmem_free(t->blocks);
+	free(t->pairs);
+	free(t);
+}
+
+/* Nodes a phase takes between looks at the clock. */
+enum { TRIM_CHUNK = 1024 };
+
+/* PH_AGE over nodes [a, b): each expanded node's cost by its age (a node
+ * with its edges, their links and, at most, a child node each). */
+static void ph_age(const Selector *s, SelTrimRun *t, size_t a, size_t b)
+{
+	for (size_t i = a; i < b; i++) {
+		const SelNode *n = &s->nodes[i];
+		if (n->flags & NF_EXPANDED)
+			t->cost[age_of(s, n)] +=
+			    sizeof(SelNode) +
+			    (uint64_t)n->u.e.n *
+			        (sizeof(SelEdge) + sizeof(SelLink) + sizeof(SelNode));
+	}
+}
+
+/* The oldest age whose nodes keep their edges: the youngest nodes first, as
+ * many as the target holds; -1: none by age. */
+static int choose_age(const SelTrimRun *t)
+{
+	uint64_t sum = 0;
+	int a = -1;
+	while (a < 65535 && sum + t->cost[a + 1] <= t->target) sum += t->cost[++a];
+	return a;
+}
+
+/* PH_MARK over [a, b). */
+static void ph_mark(const Selector *s, SelTrimRun *t, size_t a, size_t b)
+{
+	for (size_t i = a; i < b; i++) {
+		const SelNode *n = &s->nodes[i];
+		if (n->flags & (NF_LEASED | NF_RAW)) t->keep[i] = KEEP;
+		if (!(n->flags & NF_EXPANDED)) continue;
+		if ((int)age_of(s, n) <= t->max_age) {
+			t->keep[i] = KEEP_EDGES;
+			continue;
+		}
+		/* A ban lives in its edge: dropped, the cycle would be found
+		 * again. */
+		for (uint32_t k = 0; k < n->u.e.n; k++)
+			if (s->edges[n->u.e.off + k].flags & EF_BANNED) {
+				t->keep[i] = KEEP_EDGES;
+				break;
+			}
+	}
+}
+
+/* PH_CHILDREN over [a, b): the children of the nodes that keep their edges
+ * stay (as nodes); a child marked here is never one that keeps its edges,
+ * so which nodes those are does not depend on the order. */
+static void ph_children(const Selector *s, SelTrimRun *t, size_t a, size_t b)
+{
+	for (size_t i = a; i < b; i++) {
+		if (t->keep[i] != KEEP_EDGES) continue;
+		const SelNode *n = &s->nodes[i];
+		for (uint32_t k = 0; k < n->u.e.n; k++)
+			keep_at_least(t->keep, (uint32_t)s->edges[n->u.e.off + k].child, KEEP);
+	}
+}
+
+static void ph_number(const Selector *s, SelTrimRun *t, size_t a, size_t b)
+{
+	for (size_t i = a; i < b; i++) {
+		if (t->keep[i] == DROP) continue;
+		t->newidx[i] = (uint32_t)t->kept++;
+		if (t->keep[i] == KEEP_EDGES) {
+			t->nblocks++;
+			t->kept_edges += s->nodes[i].u.e.n;
+		}
+	}
+}
+
+static void ph_blocks(const Selector *s, SelTrimRun *t, size_t a, size_t b)
+{
+	for (size_t i = a; i < b; i++)
+		if (t->keep[i] == KEEP_EDGES)
+			t->blocks[t->nb++] = (uint64_t)s->nodes[i].u.e.off << 32 | i;
+}
+
+/*
+ * PH_SHORTCUTS over [a, b): the links the trim must add: for each kept node
+ * z, the kept nodes that lose their edges (or lost them in an earlier trim)
+ * and led to z, directly or through dropped nodes (a walk up the parent
+ * links). A parent that keeps its edges gets its links back from them.
+ */
+static int ph_shortcuts(Selector *s, SelTrimRun *t, size_t a, size_t b)
+{
+	const uint8_t *keep = t->keep;
+	for (size_t z = a; z < b; z++) {
 		if (keep[z] == DROP) continue;
 		uint32_t stamp = ++s->stamp;
 		s->nodes[z].stamp = stamp;
@@ -143,7 +216,8 @@ static int shortcuts(Selector *s, const uint8_t *keep, Pair **pairs, size_t *npa
 				qn->stamp = stamp;
 				if (keep[q] == KEEP_EDGES || !below_matters(qn)) continue;
 				if (keep[q] == KEEP) {
-					if (add_pair(pairs, npairs, cap, (uint32_t)z, q))
+					if (add_pair(&t->pairs, &t->npairs, &t->cpairs, (uint32_t)z,
+					             q))
 						return SEL_ENOMEM;
 					continue;
 				}
@@ -261,9 +335,10 @@ static void pb_renumber(Selector *s, const uint8_t *keep, const uint32_t *newidx
 	free(old);
 }
 
-int64_t sel_trim(Selector *s, uint64_t budget)
+/* A trim's start: the pending invalidations flushed, its arrays. 1 begun, 0
+ * nothing to do, or an error. */
+static int run_begin(Selector *s, uint64_t budget)
 {
-	if (!s->lazy || s->in_call || s->ndefer) return 0;
 	/* A filter its thread has made is joined here too, between calls (a
 	 * restored selector's search does not wait for it). */
 	sel_g_filter_join_done(s);
@@ -271,50 +346,117 @@ int64_t sel_trim(Selector *s, uint64_t budget)
 	uint64_t fixed = sel_g_fixed_bytes(s);
 	int r = sel_g_flush(s);
 	if (r) return r;
-	uint64_t target = (budget > fixed ? budget - fixed : 0) / 2;
-	int max_age;
-	if ((r = choose_age(s, target, &max_age))) return r;
-	uint8_t *keep = bigmem_alloc(s->nnodes ? s->nnodes : 1);
-	uint32_t *newidx = bigmem_alloc((s->nnodes ? s->nnodes : 1) * sizeof *newidx);
-	uint64_t *blocks = NULL;
-	Pair *pairs = NULL;
-	size_t npairs = 0, cpairs = 0, nblocks = 0, kept = 0, kept_edges = 0;
-	int64_t ret = 0;
-	r = SEL_ENOMEM;
-	if (!keep || !newidx) goto out;
-	mark(s, keep, max_age);
-	for (size_t i = 0; i < s->nnodes; i++) {
-		if (keep[i] == DROP) continue;
-		newidx[i] = (uint32_t)kept++;
-		if (keep[i] == KEEP_EDGES) {
-			nblocks++;
-			kept_edges += s->nodes[i].u.e.n;
-		}
+	SelTrimRun *t = calloc(1, sizeof *t);
+	size_t n = s->nnodes ? s->nnodes : 1;
+	if (!t || !(t->cost = calloc(65536, sizeof *t->cost)) || !(t->keep = bigmem_alloc(n)) ||
+	    !(t->newidx = bigmem_alloc(n * sizeof *t->newidx))) {
+		run_free(t);
+		return SEL_ENOMEM;
 	}
-	if (kept == s->nnodes) {
-		r = 0; /* everything is in use: nothing to drop */
-		goto out;
-	}
-	if (!(blocks = bigmem_alloc((nblocks ? nblocks : 1) * sizeof *blocks))) goto out;
-	for (size_t i = 0, b = 0; i < s->nnodes; i++)
-		if (keep[i] == KEEP_EDGES) blocks[b++] = (uint64_t)s->nodes[i].u.e.off << 32 | i;
-	if ((r = shortcuts(s, keep, &pairs, &npairs, &cpairs))) goto out;
-	r = SEL_ENOMEM;
-	if (bigmem_grow((void **)&s->links, &s->caplinks, kept_edges + npairs + 1, sizeof *s->links,
-	                64))
-		goto out;
+	memset(t->keep, DROP, n);
+	t->target = (budget > fixed ? budget - fixed : 0) / 2;
+	s->trim = t;
+	return 1;
+}
+
+/* The compaction, at once: the nodes dropped, or SEL_ENOMEM (the graph
+ * unchanged). */
+static int64_t run_compact(Selector *s, SelTrimRun *t)
+{
+	if (bigmem_grow((void **)&s->links, &s->caplinks, t->kept_edges + t->npairs + 1,
+	                sizeof *s->links, 64))
+		return SEL_ENOMEM;
 	size_t before = s->nnodes;
-	pb_renumber(s, keep, newidx);
-	compact(s, keep, newidx, blocks, nblocks, pairs, npairs);
+	pb_renumber(s, t->keep, t->newidx);
+	compact(s, t->keep, t->newidx, t->blocks, t->nblocks, t->pairs, t->npairs);
 	s->trimmed = true;
 	s->st.trims++;
-	s->st.trimmed += before - kept;
-	r = 0;
-	ret = (int64_t)(before - kept);
-out:
-	bigmem_free(keep);
-	bigmem_free(newidx);
-	bigmem_free(blocks);
-	free(pairs);
-	return r < 0 ? r : ret;
+	s->st.trimmed += before - t->kept;
+	return (int64_t)(before - t->kept);
+}
+
+/* The trim under way, until ms have passed (ms < 0: to its end): the nodes
+ * dropped once it ends (0: none), TRIM_MORE while it goes on, or an
+ * error (the trim given up, the graph unchanged). */
+static int64_t run_on(Selector *s, double ms)
+{
+	SelTrimRun *t = s->trim;
+	double until = ms >= 0 ? clock_ms_f() + ms : 0;
+	int64_t ret = TRIM_MORE;
+	s->st.trim_slices++;
+	while (ret == TRIM_MORE) {
+		size_t a = t->at, b = a + TRIM_CHUNK < s->nnodes ? a + TRIM_CHUNK : s->nnodes;
+		switch (t->phase) {
+		case PH_AGE:
+			ph_age(s, t, a, b);
+			break;
+		case PH_MARK:
+			ph_mark(s, t, a, b);
+			break;
+		case PH_CHILDREN:
+			if (a == 0)
+				for (size_t r = 0; r < s->nroots; r++) {
+					uint32_t i = s->roots[r].node;
+					keep_at_least(t->keep, i,
+					              (s->nodes[i].flags & NF_EXPANDED) ? KEEP_EDGES
+					                                                : KEEP);
+				}
+			ph_children(s, t, a, b);
+			break;
+		case PH_NUMBER:
+			ph_number(s, t, a, b);
+			break;
+		case PH_BLOCKS:
+			ph_blocks(s, t, a, b);
+			break;
+		case PH_SHORTCUTS:
+			if (ph_shortcuts(s, t, a, b)) ret = SEL_ENOMEM;
+			break;
+		default:
+			ret = run_compact(s, t);
+			break;
+		}
+		if (ret != TRIM_MORE) break;
+		t->at = b;
+		if (b == s->nnodes) {
+			t->at = 0;
+			t->phase++;
+			if (t->phase == PH_MARK) {
+				t->max_age = choose_age(t);
+				free(t->cost);
+				t->cost = NULL;
+			} else if (t->phase == PH_BLOCKS) {
+				if (t->kept == s->nnodes) {
+					ret = 0; /* everything is in use: nothing to drop */
+					break;
+				}
+				t->blocks =
+				    bigmem_alloc((t->nblocks ? t->nblocks : 1) * sizeof *t->blocks);
+				if (!t->blocks) ret = SEL_ENOMEM;
+			}
+		}
+		if (ret == TRIM_MORE && ms >= 0 && clock_ms_f() >= until) break;
+	}
+	if (ret != TRIM_MORE) {
+		run_free(t);
+		s->trim = NULL;
+	}
+	return ret;
+}
+
+int64_t sel_g_trim(Selector *s, uint64_t budget, double ms)
+{
+	if (!s->trim) {
+		if (!s->lazy || s->in_call || s->held || s->ndefer) return 0;
+		int r = run_begin(s, budget);
+		if (r <= 0) return r;
+	}
+	int64_t r = run_on(s, ms);
+	return r == TRIM_MORE ? 0 : r;
+}
+
+void sel_g_trim_free(Selector *s)
+{
+	run_free(s->trim);
+	s->trim = NULL;
 }

@@ -815,7 +815,7 @@ static int take_selected(Coord *c, Lease *l, int max, int64_t now_ms, char *err)
 	 * (sel_hold): a search would find the leaves it found before, leased
 	 * since, again and again. The leases made ahead answer the acquires of
 	 * those seconds; one that gets none is told to come back in a second. */
-	if (co_checkpoint_running(c)) {
+	if (co_select_frozen(c)) {
 		c->select_busy = true;
 		return take_provisional(c, l, max, err);
 	}
@@ -879,7 +879,7 @@ int co_select_take_in(Coord *c, char *err)
 
 void coord_select_ahead(Coord *c)
 {
-	if (c->broken || !c->sr_started || c->sr_bg || co_checkpoint_running(c)) return;
+	if (c->broken || !c->sr_started || c->sr_bg || co_select_frozen(c)) return;
 	int target = select_target(c);
 	bool more = c->sr_n < target && !c->sr_dry;
 	if (!more && c->sr_begun && !co_select_paused(c)) return;
@@ -912,7 +912,7 @@ int coord_select_idle(Coord *c, double ms, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
 	int rc = co_select_take_in(c, err);
-	if (rc < 0 || !select_pending(c) || co_checkpoint_running(c)) return rc;
+	if (rc < 0 || !select_pending(c) || co_select_frozen(c)) return rc;
 	c->sr_begun = true;
 	if (c->opt.select_slice_ms > 0 && c->opt.select_slice_ms < ms) ms = c->opt.select_slice_ms;
 	double t0 = clock_ms_f();
@@ -1712,6 +1712,39 @@ int coord_minimax_wait(Coord *c, char *err)
 	return rc < 0 ? rc : coord_commit(c, err);
 }
 
+/* A slice of the selector's trim to its budget: one begun (when the graph
+ * is past it) or the one under way (sel_trim_slice), COORD_TRIM_SLICE_MS of
+ * it. (Out of memory for its work arrays: the graph stays as it is, and the
+ * next tick tries again.) The trims' time: the slices of those that dropped
+ * nodes (the others only compare the graph with its budget). */
+static void trim_slice(Coord *c)
+{
+	double t0 = clock_ms_f();
+	double ms = c->opt.trim_slice_ms ? c->opt.trim_slice_ms : COORD_TRIM_SLICE_MS;
+	int64_t r = sel_trim_slice(c->sel, c->opt.select_memory, ms);
+	c->trim_run_ms += clock_ms_f() - t0;
+	if (sel_trimming(c->sel)) return;
+	if (r > 0) c->trim_ms += c->trim_run_ms;
+	c->trim_run_ms = 0;
+	/* (SEL_ENOMEM: the trim's arrays, or, rarely, a change kept meanwhile
+	 * that could not be made: a position selected again, as after a
+	 * restart from an older checkpoint. Anything else: the book.) */
+	if (r < 0 && r != SEL_ENOMEM)
+		(void)co_broken(c, NULL, "the selector's changes kept while it was trimmed",
+		                BOOKDB_EIO);
+}
+
+void coord_trim_on(Coord *c)
+{
+	if (c->broken || !sel_trimming(c->sel)) return;
+	trim_slice(c);
+}
+
+bool co_select_frozen(Coord *c)
+{
+	return co_checkpoint_running(c) || sel_trimming(c->sel);
+}
+
 int coord_tick(Coord *c, int64_t now_ms, char *err)
 {
 	if (c->broken) return COORD_EBOOK;
@@ -1744,14 +1777,7 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 	/* Everything given to the selector is committed: its graph may be
 	 * trimmed to its budget (nodes built again read the book); not while a
 	 * checkpoint's child writes (co_checkpoint_running). */
-	if (c->opt.select_memory && !co_checkpoint_running(c)) {
-		double t0 = clock_ms_f();
-		/* (Out of memory for its work arrays: the graph stays as it
-		 * is, and the next tick tries again.) The trims' time: of those
-		 * that dropped nodes (the others only compare the graph with its
-		 * budget). */
-		if (sel_trim(c->sel, c->opt.select_memory) > 0) c->trim_ms += clock_ms_f() - t0;
-	}
+	if (c->opt.select_memory && !co_checkpoint_running(c)) trim_slice(c);
 	/* A checkpoint of the selector every checkpoint_seconds (from the first
 	 * tick), right after this commit. */
 	co_checkpoint_reap(c, false);

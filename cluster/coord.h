@@ -111,6 +111,9 @@ typedef struct {
 	 * the positions it has (coord_acquire). < 0: every search whole, in the
 	 * acquire, and nothing between requests. */
 	double select_slice_ms;
+	/* A trim of the selector's graph runs in slices of this many ms (0:
+	 * COORD_TRIM_SLICE_MS; < 0: at once, in the tick that begins it). */
+	double trim_slice_ms;
 	/* The stock of leaves selected ahead of the acquires beside the service
 	 * (coord_select_ahead): 0, the most asked in one of the last rounds;
 	 * N > 0, N; < 0, none (the selection goes on between requests only with
@@ -490,6 +493,14 @@ void coord_round_begin(Coord *c);
 bool coord_select_busy(const Coord *c);
 /* The service's time for a minimax run's records at a tick. */
 #define COORD_APPLY_MS 5.0
+/* A trim of the selector's graph (its memory past --memory's share) runs in
+ * slices of this many ms (CoordOptions.trim_slice_ms): coord_tick begins one and takes a slice, and
+ * so does coord_trim_on between ticks, until it ends (sel_trim_slice). Until then the selector's
+ * graph is still: no search runs (the acquires take the stock and the walk's leaves, as while a
+ * checkpoint's child lives) and its changes are kept, then made. */
+#define COORD_TRIM_SLICE_MS 20.0
+/* A slice of the trim under way, if one is (after a round's answers). */
+void coord_trim_on(Coord *c);
 
 /* Waits for a minimax run in progress and writes all of it (coord_free
  * waits too, and drops what is not written). 0, COORD_EMINIMAX with its

@@ -163,7 +163,8 @@ int coord_checkpoint(Coord *c, int64_t now_ms, char *err)
 	if (c->ckpt_pid > 0) return 0; /* one at a time */
 	int rc = co_select_take_in(c, err);
 	if (rc < 0) return rc;
-	/* A search suspended, or the key filter still being built: later. */
+	/* A search suspended, a trim under way, or the key filter still being
+	 * built: later. */
 	if (co_select_paused(c) || !sel_snapshot_ready(c->sel)) return 0;
 	if ((rc = coord_commit(c, err)) < 0) return rc;
 	BookStamp st;

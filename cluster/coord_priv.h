@@ -149,6 +149,7 @@ struct Coord {
 	BookRecord *line_rec;
 	int64_t last_minimax_ms;
 	double select_ms, store_ms, commit_ms, minimax_ms, minimax_last_ms, trim_ms;
+	double trim_run_ms; /* the slices of the trim under way */
 	/* The results of each of the last RATE_SECS whole seconds and of the
 	 * current one (results_per_s). */
 	int64_t sec_stamp[RATE_SECS + 1];
@@ -360,6 +361,10 @@ void co_checkpoint_reap(Coord *c, bool wait);
  * until it exits is copied (a search's visits and a trim touch most of the
  * graph's); the service hands out its stock and the walk's leaves. */
 bool co_checkpoint_running(Coord *c);
+/* No search now: a checkpoint's child writing, or a trim of the selector's
+ * graph under way (coord_trim_on): the acquires take the stock and the
+ * walk's leaves. */
+bool co_select_frozen(Coord *c);
 int co_journal_check(Coord *c, const BookStamp *snap, const BookStamp *book, char *err);
 int co_journal_replay(Coord *c, uint64_t gen, char *err);
 int co_release_strays(Coord *c, size_t *released);

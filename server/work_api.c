@@ -360,6 +360,10 @@ static void *service(void *arg)
 			else if (trc < 0 && err[0])
 				fprintf(stderr, "joseki: %s\n", err);
 			if (trc == COORD_EBOOK) atomic_store(&w->failed, true);
+		} else {
+			/* A trim of the selector's graph the tick began goes on
+			 * a slice a round, not only a tick. */
+			coord_trim_on(w->c);
 		}
 		double t4 = clock_ms_f();
 		pthread_mutex_lock(&w->mu);

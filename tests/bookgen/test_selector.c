@@ -2000,6 +2000,137 @@ static void test_bookgen__a_trim_takes_a_grown_map_back(void **state)
 	free(dir);
 }
 
+/*
+ * A trim in slices (sel_trim_slice, as the coordinator's service runs it
+ * between rounds) leaves the graph a trim at once leaves. Twins on the same
+ * synthetic book, their graphs grown past the budget by the same leases:
+ * a trimmed at once, b a slice at a time (no time: a pass over a chunk of
+ * nodes each). Between b's slices it is given releases and a result
+ * (committed to the book first), which it keeps (its queries answer with
+ * them) and makes at the trim's end; a is given them after its trim. Then
+ * both hold the same nodes, edges and links and select the same leaves. A
+ * third twin's search, begun while its trim is under way, finishes the trim
+ * first, and selects as the others do.
+ */
+static void test_bookgen__a_trim_in_slices_leaves_what_one_at_once_does(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[4096], err[BOOKDB_ERRLEN];
+	synth_n(book, sizeof book, dir, 20000);
+	BookDB *db = NULL;
+	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
+	enum { A, B, C, N };
+	Selector *s[N];
+	for (int k = 0; k < N; k++) {
+		assert_int_equal(sel_new(&s[k], NULL), 0);
+		assert_int_equal(sel_attach(s[k], db, NULL), 0);
+		assert_int_equal(sel_add_root(s[k], line_key("startpos"), BLACK), 0);
+	}
+	enum { LEASED = 200, OLD = 40 };
+	SelLeaf *l = malloc(sizeof *l), *lk = malloc(sizeof *lk), *old = malloc(OLD * sizeof *old);
+	BookRecord *rec = malloc(sizeof *rec);
+	Position *pos = malloc(sizeof *pos);
+	assert_true(l && lk && old && rec && pos);
+	/* 200 leaves leased, the same in each; the first 40 kept. */
+	for (int i = 0; i < LEASED; i++) {
+		assert_int_equal(sel_select(l, s[A]), 1);
+		if (i < OLD) old[i] = *l;
+		for (int k = 0; k < N; k++) {
+			if (k != A) {
+				assert_int_equal(sel_select(lk, s[k]), 1);
+				assert_true(key_equal(lk->key, l->key));
+			}
+			assert_int_equal(sel_lease(s[k], l->key), 0);
+		}
+	}
+	SelStats st[N];
+	sel_get_stats(&st[A], s[A]);
+	uint64_t budget = st[A].used_bytes - (st[A].used_bytes - st[A].fixed_bytes) / 2;
+	print_message("    %llu nodes, %llu bytes used, a budget of %llu\n",
+	              (unsigned long long)st[A].nodes, (unsigned long long)st[A].used_bytes,
+	              (unsigned long long)budget);
+	int64_t dropped = sel_trim(s[A], budget);
+	assert_true(dropped > 0);
+	/* b in slices, the changes given between them. */
+	int slices = 0;
+	int64_t r = 0;
+	/* After each slice but the first: the oldest leases released, one a
+	 * slice (made during the trim, a node it would have kept for its lease
+	 * would go), and at the second a result for the first leaf leased (its
+	 * node's invalidation would name it by its index before the trim). */
+	int released = 0;
+	do {
+		r = sel_trim_slice(s[B], budget, 0);
+		slices++;
+		if (!sel_trimming(s[B])) break;
+		if (slices == 2) {
+			think_leaf(rec, pos, &old[0], 77);
+			put_committed(db, old[0].key, rec);
+			assert_int_equal(sel_add_result(s[B], old[0].key, rec), 0);
+			assert_true(sel_is_thought(s[B], old[0].key));
+		}
+		if (slices >= 2 && released + 1 < OLD) {
+			Key k = old[++released].key;
+			assert_int_equal(sel_release(s[B], k), 0);
+			assert_false(sel_is_leased(s[B], k));
+		}
+	} while (slices < 100000);
+	sel_get_stats(&st[B], s[B]);
+	print_message("    %lld nodes dropped at once, %lld in %d slices (%d releases given "
+	              "meanwhile)\n",
+	              (long long)dropped, (long long)r, slices, released);
+	assert_int_equal(r, dropped);
+	assert_true(slices >= 7); /* each pass a slice at least */
+	assert_int_equal(st[B].trim_slices, (uint64_t)slices);
+	assert_int_equal(st[B].trims, 1);
+	/* a gets the same changes after its trim; c its first slice, then the
+	 * same changes (kept), then a search. */
+	assert_true(released >= 20);
+	assert_int_equal(sel_trim_slice(s[C], budget, 0), 0);
+	assert_true(sel_trimming(s[C]));
+	for (int k = A; k < N; k += 2) {
+		assert_int_equal(sel_add_result(s[k], old[0].key, rec), 0);
+		for (int j = 1; j <= released; j++)
+			assert_int_equal(sel_release(s[k], old[j].key), 0);
+	}
+	for (int k = 0; k < N; k++) assert_true(sel_is_thought(s[k], old[0].key));
+	/* Before any search: a and b hold the same graph. */
+	for (int k = A; k <= B; k++) sel_get_stats(&st[k], s[k]);
+	assert_int_equal(st[B].nodes, st[A].nodes);
+	assert_int_equal(st[B].edges, st[A].edges);
+	assert_int_equal(st[B].trimmed, st[A].trimmed);
+	assert_int_equal(st[B].used_bytes, st[A].used_bytes);
+	for (int i = 0; i < 30; i++) {
+		assert_int_equal(sel_select(l, s[A]), 1);
+		for (int k = B; k < N; k++) {
+			assert_int_equal(sel_select(lk, s[k]), 1);
+			assert_true(key_equal(lk->key, l->key));
+			assert_int_equal(lk->value, l->value);
+		}
+		if (i == 0) {
+			/* c's search ended its trim first: its graph is theirs. */
+			assert_false(sel_trimming(s[C]));
+			for (int k = 0; k < N; k++) sel_get_stats(&st[k], s[k]);
+			assert_int_equal(st[C].trims, 1);
+			for (int k = B; k < N; k++) {
+				assert_int_equal(st[k].nodes, st[A].nodes);
+				assert_int_equal(st[k].edges, st[A].edges);
+				assert_int_equal(st[k].trimmed, st[A].trimmed);
+			}
+		}
+		for (int k = 0; k < N; k++) assert_int_equal(sel_lease(s[k], l->key), 0);
+	}
+	for (int k = 0; k < N; k++) sel_free(s[k]);
+	free(old);
+	free(lk);
+	free(l);
+	free(rec);
+	free(pos);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_bookgen__minimax_values_order_the_search_and_change_no_leaf(void **state)
 {
 	(void)state;
@@ -2154,6 +2285,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__selector_cover_past_a_cycle),
 	    cmocka_unit_test(test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results),
 	    cmocka_unit_test(test_bookgen__changes_held_are_kept_until_the_hold_ends),
+	    cmocka_unit_test(test_bookgen__a_trim_in_slices_leaves_what_one_at_once_does),
 	    cmocka_unit_test(test_bookgen__a_record_no_longer_thought_is_a_leaf_again),
 	    cmocka_unit_test(test_bookgen__kif_bonus_changes_the_choice),
 	    cmocka_unit_test(test_bookgen__window_batch_returns_every_leaf_within_the_window),

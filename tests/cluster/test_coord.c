@@ -1776,6 +1776,111 @@ static void test_coord__a_checkpoint_s_child_holds_the_selection_and_the_trim(vo
 	free(r);
 }
 
+/*
+ * A trim of the selector's graph in slices (coord_tick begins it, the
+ * service's rounds go on with coord_trim_on): until its last slice no search
+ * runs (an acquire answers from what was selected before), no checkpoint
+ * begins, and the results submitted meanwhile are stored in the book at once
+ * and made in the selector at its end (its queries answer with them before).
+ * After it the coordinator leases none of them, nor anything leased before.
+ * Its slices here take no time (a pass over a chunk of nodes each), so
+ * that the graph of a small book takes many.
+ */
+static void test_coord__a_trim_in_slices_holds_the_search_and_keeps_the_results(void **state)
+{
+	(void)state;
+	unsigned long long seed = seed_with_leaves(PLAN_PV, ts_seed("coord_trimslices") % 1000000);
+	char err[COORD_ERRLEN], snap[4200];
+	CoordOptions o = pv_options(-1);
+	char *dir = ts_mkdtemp();
+	snprintf(snap, sizeof snap, "%s/selector.snap", dir);
+	o.snapshot = snap;
+	synth_into(dir, seed);
+	BookDB *db;
+	Coord *c = open_coord_with(&db, dir, &o);
+	enum { PER = 8, ROUNDS = 6 };
+	CoordLease *l = malloc(sizeof *l), *held = malloc(sizeof *held);
+	CoordResult *r = malloc(sizeof *r);
+	Key *seen = malloc((ROUNDS + 3) * PER * sizeof *seen);
+	assert_true(l && held && r && seen);
+	int nseen = 0;
+	for (int round = 0; round < ROUNDS; round++) {
+		int64_t now = T0 + round * 1000;
+		assert_int_equal(acquire(c, l, &A, PER, now), PER);
+		for (int k = 0; k < l->n; k++) {
+			seen[nseen++] = l->pos[k].key;
+			answer(r, &l->pos[k], 4);
+			assert_int_equal(coord_submit(c, l->id, &A, r, 1, now, err), 1);
+		}
+		assert_int_equal(coord_tick(c, now + 500, err), 0);
+	}
+	/* A lease outstanding, answered during the trim. */
+	int64_t now = T0 + ROUNDS * 1000;
+	assert_int_equal(acquire(c, held, &A, PER, now), PER);
+	for (int k = 0; k < held->n; k++) seen[nseen++] = held->pos[k].key;
+	CoordStatus st0, st;
+	assert_int_equal(coord_status(c, &st0, now), 0);
+	c->opt.select_memory = 1;
+	c->opt.trim_slice_ms = 1e-6;
+	assert_int_equal(coord_tick(c, now, err), 0);
+	assert_true(sel_trimming(c->sel));
+	/* No search: an acquire gets what was selected before, if anything. */
+	int got = acquire(c, l, &A, PER, now);
+	for (int k = 0; k < got; k++) {
+		seen[nseen++] = l->pos[k].key;
+		assert_false(thought(db, l->pos[k].key));
+	}
+	/* No checkpoint. */
+	assert_int_equal(coord_checkpoint(c, now, err), 0);
+	assert_true(c->ckpt_pid <= 0);
+	/* The results: in the book at the commit, kept in the selector. */
+	for (int k = 0; k < held->n; k++) {
+		answer(r, &held->pos[k], 4);
+		assert_int_equal(coord_submit(c, held->id, &A, r, 1, now, err), 1);
+	}
+	assert_int_equal(coord_commit(c, err), 0);
+	for (int k = 0; k < held->n; k++) {
+		assert_true(thought(db, held->pos[k].key));
+		assert_true(sel_is_thought(c->sel, held->pos[k].key));
+	}
+	assert_int_equal(coord_status(c, &st, now), 0);
+	assert_int_equal(st.select_visits, st0.select_visits);
+	assert_int_equal(st.select_trims, 0);
+	coord_status_free(&st);
+	SelStats ss;
+	sel_get_stats(&ss, c->sel);
+	int slices = (int)ss.trim_slices;
+	while (sel_trimming(c->sel) && slices < 1000000) {
+		coord_trim_on(c);
+		slices++;
+	}
+	print_message("    the trim in %d slices; %d positions answered during it\n", slices, got);
+	assert_false(sel_trimming(c->sel));
+	assert_true(slices > 5);
+	assert_int_equal(coord_status(c, &st, now), 0);
+	assert_int_equal(st.select_trims, 1);
+	assert_true(st.select_nodes < st0.select_nodes);
+	assert_int_equal(st.results, (ROUNDS + 1) * PER);
+	coord_status_free(&st);
+	coord_status_free(&st0);
+	/* Searches again: nothing thought, nothing leased before. */
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(acquire(c, l, &A, PER, now + 1000), PER);
+		for (int k = 0; k < l->n; k++) {
+			assert_false(thought(db, l->pos[k].key));
+			assert_false(key_in(l->pos[k].key, seen, nseen));
+			seen[nseen++] = l->pos[k].key;
+		}
+	}
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+	free(l);
+	free(held);
+	free(r);
+	free(seen);
+}
+
 static void test_coord__selection_in_slices_leases_what_whole_searches_do(void **state)
 {
 	(void)state;
@@ -3208,6 +3313,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__provisional_leaves_until_the_selection_keeps_up),
 	    cmocka_unit_test(test_coord__a_trimmed_selector_leases_right_within_a_tiny_memory),
 	    cmocka_unit_test(test_coord__a_checkpoint_s_child_holds_the_selection_and_the_trim),
+	    cmocka_unit_test(test_coord__a_trim_in_slices_holds_the_search_and_keeps_the_results),
 	    cmocka_unit_test(
 	        test_coord__the_stock_selected_beside_the_caller_is_what_acquires_select),
 	    cmocka_unit_test(
