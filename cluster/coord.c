@@ -1871,6 +1871,8 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->select_record_bytes = ss.record_bytes;
 	out->select_trims = ss.trims;
 	out->select_trimmed = ss.trimmed;
+	out->trim_slices = ss.trim_slices;
+	out->trimming = sel_trimming(c->sel);
 	out->select_expansions = ss.expansions;
 	out->select_visits = ss.visits;
 	out->select_fetches = ss.fetches;

@@ -280,6 +280,10 @@ typedef struct {
 	uint64_t select_expansions, select_visits, select_fetches, select_fetch_misses,
 	    select_tt_hits, select_path_hits;
 	double trim_ms;
+	/* The calls that worked on a trim (SelStats.trim_slices), and whether
+	 * one is under way (sel_trimming). */
+	uint64_t trim_slices;
+	bool trimming;
 	/* Where the coordinator's time went since start, ms. */
 	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;
 	/* Selection in slices: searches suspended at a slice's end; acquires

@@ -530,7 +530,7 @@ static char *status_body(const CoordStatus *st)
 	}
 	json_t *sel = json_pack(
 	    "{s:b, s:s, s:I, s:I, s:f, s:f, s:I, s:b, s:I, s:b, s:I, s:I, s:I, s:f, s:I, s:I, s:I, "
-	    "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "s:I, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "restored", st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
 	    "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
 	    (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
@@ -542,11 +542,12 @@ static char *status_body(const CoordStatus *st)
 	    "provisional_dry_s", st->provisional_dry_ms / 1000, "nodes",
 	    (json_int_t)st->select_nodes, "bytes", (json_int_t)st->select_bytes, "fixed",
 	    (json_int_t)st->select_fixed, "budget", (json_int_t)st->select_budget, "trims",
-	    (json_int_t)st->select_trims, "trimmed", (json_int_t)st->select_trimmed, "expansions",
-	    (json_int_t)st->select_expansions, "visits", (json_int_t)st->select_visits, "fetches",
-	    (json_int_t)st->select_fetches, "fetch_misses", (json_int_t)st->select_fetch_misses,
-	    "bound_hits", (json_int_t)st->select_tt_hits, "path_hits",
-	    (json_int_t)st->select_path_hits);
+	    (json_int_t)st->select_trims, "trimmed", (json_int_t)st->select_trimmed, "trim_s",
+	    st->trim_ms / 1000, "trim_slices", (json_int_t)st->trim_slices, "trimming",
+	    st->trimming, "expansions", (json_int_t)st->select_expansions, "visits",
+	    (json_int_t)st->select_visits, "fetches", (json_int_t)st->select_fetches,
+	    "fetch_misses", (json_int_t)st->select_fetch_misses, "bound_hits",
+	    (json_int_t)st->select_tt_hits, "path_hits", (json_int_t)st->select_path_hits);
 	json_t *o = json_pack(
 	    "{s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, s:o, "
 	    "s:o}",

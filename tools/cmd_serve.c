@@ -418,14 +418,20 @@ static void warn_graph_room(Coord *coord, uint64_t budget, uint64_t positions)
 		snprintf(wtext, sizeof wtext, "%.1fG", ceil(want / (1 << 30) * 10) / 10);
 	else
 		snprintf(wtext, sizeof wtext, "%.0fM", ceil(want / (1 << 20)));
-	char text[512], b[24], r[24], f[24];
+	char text[512], b[24], r[24], f[24], left[80];
+	if (room)
+		snprintf(left, sizeof left, "%s beside its key filter and node map (%s)",
+		         memuse_format(room, r, sizeof r), memuse_format(fixed, f, sizeof f));
+	else
+		snprintf(left, sizeof left,
+		         "no room: its key filter and node map alone take %s, more than that",
+		         memuse_format(fixed, f, sizeof f));
 	snprintf(text, sizeof text,
-	         "serve: the selector's budget (%s, half of --memory) leaves its graph %s beside "
-	         "its key filter and node map (%s): trimmed at nearly every commit, the graph is "
-	         "read from the book again and again and the selection falls behind; --memory "
-	         "%s or more keeps it",
-	         memuse_format(budget, b, sizeof b), memuse_format(room, r, sizeof r),
-	         memuse_format(fixed, f, sizeof f), wtext);
+	         "serve: the selector's budget (%s, half of --memory) leaves its graph %s: "
+	         "trimmed at nearly every commit (a trim keeps what the searches need, so the "
+	         "selector stays above its budget), the graph is read from the book again and "
+	         "again and the selection falls behind; --memory %s or more leaves the graph room",
+	         memuse_format(budget, b, sizeof b), left, wtext);
 	cli_wrap(stderr, text, 0, 2, CLI_CONSOLE_WIDTH);
 }
 

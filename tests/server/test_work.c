@@ -1567,6 +1567,16 @@ static void test_work__a_budget_that_leaves_the_graph_no_room_is_said(void **sta
 				json_t *st2 = status(s, tok);
 				long long trims = jget(st2, "selector", "trims");
 				assert_int_equal(jget(st2, "selector", "fixed"), fixed);
+				if (trims > 0) {
+					/* Their time, their slices (one at least each),
+					 * and whether one is under way. */
+					json_t *sel = json_object_get(st2, "selector");
+					json_t *ts = json_object_get(sel, "trim_s");
+					assert_true(json_is_real(ts) && json_real_value(ts) >= 0);
+					assert_true(jget(st2, "selector", "trim_slices") >= trims);
+					assert_true(
+					    json_is_boolean(json_object_get(sel, "trimming")));
+				}
 				json_decref(st2);
 				if (trims > 0) break;
 				assert_true(i < 199);
