@@ -129,12 +129,11 @@ struct SnapWriter {
 	char path[SNAP_PATH_MAX], tmp[SNAP_PATH_MAX + 8];
 	SnapHeader head;
 	SnapEntry ent[SNAP_MAX_SECTIONS];
-	int n;                 /* sections begun */
-	bool open;             /* the last one is being written */
-	bool failed;           /* a write failed */
-	uint64_t pos;          /* bytes written */
-	bool behind;           /* SNAP_WRITE_BEHIND */
-	uint64_t issued, done; /* write-behind: sent to the disk, on it and dropped */
+	int n;        /* sections begun */
+	bool open;    /* the last one is being written */
+	bool failed;  /* a write failed */
+	uint64_t pos; /* bytes written */
+	bool behind;  /* SNAP_WRITE_BEHIND */
 	Hash h;
 	char *buf; /* the stream's buffer */
 };
@@ -143,6 +142,152 @@ static int werr(SnapWriter *w, char *err, const char *what)
 {
 	return errmsg_set(err, SNAP_ERRLEN, SEL_EIO, "selector snapshot %s: %s: %s", w->tmp, what,
 	                  strerror(errno ? errno : EIO));
+}
+
+/*
+ * SNAP_WRITE_BEHIND: a stdio stream (fopencookie) over the file, so the
+ * writer's code is the same. Its bytes gather in an aligned buffer and go to
+ * the disk a whole chunk at a time: with O_DIRECT, never through the page
+ * cache; where the file system refuses O_DIRECT, through it, each chunk sent
+ * on its way and the one before waited for and dropped. The last, partial
+ * chunk, and the header rewritten at the end, are written without O_DIRECT
+ * (which wants whole blocks).
+ */
+typedef struct {
+	int fd;
+	bool direct;
+	char *buf;
+	size_t n;              /* bytes in buf */
+	off_t off;             /* where buf goes */
+	off_t issued, dropped; /* without O_DIRECT: sent to the disk; on it and dropped */
+} BehindOut;
+
+static int pwrite_all(int fd, const char *p, size_t n, off_t off)
+{
+	while (n) {
+		ssize_t k = pwrite(fd, p, n, off);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) return -1;
+		p += k;
+		n -= (size_t)k;
+		off += k;
+	}
+	return 0;
+}
+
+/* buf to the disk at off. Through the page cache: the bytes since the last
+ * chunk sent are sent (without waiting), the chunk sent before them waited
+ * for and dropped (advice only: a call that fails changes nothing written). */
+static int direct_off(BehindOut *d)
+{
+	int fl = fcntl(d->fd, F_GETFL);
+	if (fl < 0 || fcntl(d->fd, F_SETFL, fl & ~O_DIRECT) < 0) return -1;
+	d->direct = false;
+	d->issued = d->dropped = d->off;
+	return 0;
+}
+
+static int behind_flush(BehindOut *d)
+{
+	if (!d->n) return 0;
+	int rc = pwrite_all(d->fd, d->buf, d->n, d->off);
+	/* A file system that took O_DIRECT at the open but wants other
+	 * alignments: through the page cache from here on. */
+	if (rc < 0 && errno == EINVAL && d->direct && direct_off(d) == 0)
+		rc = pwrite_all(d->fd, d->buf, d->n, d->off);
+	if (rc < 0) return -1;
+	d->off += (off_t)d->n;
+	d->n = 0;
+	if (d->direct) return 0;
+	(void)sync_file_range(d->fd, d->issued, d->off - d->issued, SYNC_FILE_RANGE_WRITE);
+	if (d->issued > d->dropped) {
+		(void)sync_file_range(d->fd, d->dropped, d->issued - d->dropped,
+		                      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+		                          SYNC_FILE_RANGE_WAIT_AFTER);
+		(void)posix_fadvise(d->fd, d->dropped, d->issued - d->dropped, POSIX_FADV_DONTNEED);
+		d->dropped = d->issued;
+	}
+	d->issued = d->off;
+	return 0;
+}
+
+/* What is left in buf, written without O_DIRECT from now on. */
+static int behind_tail(BehindOut *d)
+{
+	if (d->direct && d->n && direct_off(d) < 0) return -1;
+	return behind_flush(d);
+}
+
+static ssize_t behind_write(void *c, const char *p, size_t len)
+{
+	BehindOut *d = c;
+	for (size_t at = 0; at < len;) {
+		size_t k = len - at;
+		if (k > SNAP_BEHIND_CHUNK - d->n) k = SNAP_BEHIND_CHUNK - d->n;
+		memcpy(d->buf + d->n, p + at, k);
+		d->n += k;
+		at += k;
+		if (d->n == SNAP_BEHIND_CHUNK && behind_flush(d) < 0) return -1;
+	}
+	return (ssize_t)len;
+}
+
+/* SEEK_SET alone (snap_commit's, to the header): what was written through
+ * the page cache leaves it first, the last chunk with it. */
+static int behind_seek(void *c, off64_t *pos, int whence)
+{
+	BehindOut *d = c;
+	if (whence != SEEK_SET || behind_tail(d) < 0) return -1;
+	if (d->off > d->dropped) {
+		(void)sync_file_range(d->fd, d->dropped, d->off - d->dropped,
+		                      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+		                          SYNC_FILE_RANGE_WAIT_AFTER);
+		(void)posix_fadvise(d->fd, d->dropped, d->off - d->dropped, POSIX_FADV_DONTNEED);
+	}
+	d->off = (off_t)*pos;
+	d->issued = d->dropped = d->off;
+	return 0;
+}
+
+static int behind_close(void *c)
+{
+	BehindOut *d = c;
+	int rc = behind_tail(d);
+	if (close(d->fd) != 0) rc = -1;
+	free(d->buf);
+	free(d);
+	return rc;
+}
+
+/* The stream of a write-behind snapshot at path; NULL with errno set. */
+static FILE *behind_open(const char *path)
+{
+	BehindOut *d = calloc(1, sizeof *d);
+	if (!d) return NULL;
+	if (posix_memalign((void **)&d->buf, 4096, SNAP_BEHIND_CHUNK) != 0) {
+		free(d);
+		errno = ENOMEM;
+		return NULL;
+	}
+	d->direct = true;
+	d->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT, 0644);
+	if (d->fd < 0 && errno == EINVAL) { /* tmpfs, some network file systems */
+		d->direct = false;
+		d->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	}
+	if (d->fd < 0) {
+		int e = errno;
+		free(d->buf);
+		free(d);
+		errno = e;
+		return NULL;
+	}
+	FILE *f =
+	    fopencookie(d, "wb",
+	                (cookie_io_functions_t){
+	                    .write = behind_write, .seek = behind_seek, .close = behind_close});
+	if (!f) (void)behind_close(d);
+	return f;
 }
 
 int snap_create(SnapWriter **out, const char *path, const BookStamp *stamp, unsigned flags,
@@ -160,7 +305,7 @@ int snap_create(SnapWriter **out, const char *path, const BookStamp *stamp, unsi
 	w->head.stamp = *stamp;
 	w->behind = flags & SNAP_WRITE_BEHIND;
 	w->buf = malloc(1 << 20);
-	w->f = w->buf ? fopen(w->tmp, "wb") : NULL;
+	w->f = !w->buf ? NULL : w->behind ? behind_open(w->tmp) : fopen(w->tmp, "wb");
 	if (!w->f) {
 		int rc = w->buf ? werr(w, err, "cannot create it") : SEL_ENOMEM;
 		free(w->buf);
@@ -195,50 +340,16 @@ int snap_section(SnapWriter *w, uint32_t tag)
 	return 0;
 }
 
-/* Write-behind: the bytes past the last chunk sent to the disk are sent
- * (without waiting), the chunk sent before them waited for and dropped from
- * the page cache. Advice only: a call that fails changes nothing written. */
-static int write_behind(SnapWriter *w)
-{
-	if (fflush(w->f) != 0) return -1;
-	int fd = fileno(w->f);
-	(void)sync_file_range(fd, (off_t)w->issued, (off_t)(w->pos - w->issued),
-	                      SYNC_FILE_RANGE_WRITE);
-	if (w->issued > w->done) {
-		(void)sync_file_range(fd, (off_t)w->done, (off_t)(w->issued - w->done),
-		                      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-		                          SYNC_FILE_RANGE_WAIT_AFTER);
-		(void)posix_fadvise(fd, (off_t)w->done, (off_t)(w->issued - w->done),
-		                    POSIX_FADV_DONTNEED);
-		w->done = w->issued;
-	}
-	w->issued = w->pos;
-	return 0;
-}
-
 int snap_write(SnapWriter *w, const void *p, size_t n)
 {
 	if (!w->open) return SEL_EINVAL;
 	if (!n) return 0;
 	hash_update(&w->h, p, n);
-	/* Write-behind: in pieces of at most a chunk, each sent on its way when
-	 * a chunk has gathered. */
-	const uint8_t *b = p;
-	while (n) {
-		size_t k = n;
-		if (w->behind && k > SNAP_BEHIND_CHUNK) k = SNAP_BEHIND_CHUNK;
-		if (fwrite(b, 1, k, w->f) != k) {
-			w->failed = true;
-			return SEL_EIO;
-		}
-		w->pos += k;
-		b += k;
-		n -= k;
-		if (w->behind && w->pos - w->issued >= SNAP_BEHIND_CHUNK && write_behind(w) != 0) {
-			w->failed = true;
-			return SEL_EIO;
-		}
+	if (fwrite(p, 1, n, w->f) != n) {
+		w->failed = true;
+		return SEL_EIO;
 	}
+	w->pos += n;
 	return 0;
 }
 

@@ -41,12 +41,13 @@ typedef struct SnapWriter SnapWriter;
 typedef struct SnapReader SnapReader;
 
 /* snap_create's flags. SNAP_WRITE_BEHIND: the file goes to the disk as it is
- * written, SNAP_BEHIND_CHUNK bytes at a time, and leaves the page cache behind
- * it: the writer waits for each chunk but the last before it writes more, so
- * the snapshot never holds more than two chunks of dirty pages or of cache
- * (a checkpoint written beside a service that reads a book larger than
- * memory: neither throttles its commits on the dirty pages nor pushes its
- * book out of the cache). */
+ * written, SNAP_BEHIND_CHUNK bytes at a time, past the page cache (O_DIRECT;
+ * where the file system refuses it, through the cache, the writer waiting
+ * for each chunk but the last before it writes more and dropping it, so that
+ * the snapshot never holds more than two chunks of dirty pages or of cache):
+ * a checkpoint written beside a service that reads a book larger than memory
+ * neither throttles its commits on dirty pages nor takes the memory its book
+ * is cached in. */
 #define SNAP_WRITE_BEHIND 1u
 #define SNAP_BEHIND_CHUNK (8u << 20)
 
