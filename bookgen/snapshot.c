@@ -175,9 +175,7 @@ static int pwrite_all(int fd, const char *p, size_t n, off_t off)
 	return 0;
 }
 
-/* buf to the disk at off. Through the page cache: the bytes since the last
- * chunk sent are sent (without waiting), the chunk sent before them waited
- * for and dropped (advice only: a call that fails changes nothing written). */
+/* Through the page cache from here on. */
 static int direct_off(BehindOut *d)
 {
 	int fl = fcntl(d->fd, F_GETFL);
@@ -187,6 +185,9 @@ static int direct_off(BehindOut *d)
 	return 0;
 }
 
+/* buf to the disk at off. Through the page cache: the bytes since the last
+ * chunk sent are sent (without waiting), the chunk sent before them waited
+ * for and dropped (advice only: a call that fails changes nothing written). */
 static int behind_flush(BehindOut *d)
 {
 	if (!d->n) return 0;
