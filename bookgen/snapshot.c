@@ -135,7 +135,7 @@ struct SnapWriter {
 	uint64_t pos; /* bytes written */
 	bool behind;  /* SNAP_WRITE_BEHIND */
 	Hash h;
-	char *buf; /* the stream's buffer */
+	char *buf; /* the stream's buffer (none when written behind) */
 };
 
 static int werr(SnapWriter *w, char *err, const char *what)
@@ -305,15 +305,21 @@ int snap_create(SnapWriter **out, const char *path, const BookStamp *stamp, unsi
 	w->head.version = SNAP_VERSION;
 	w->head.stamp = *stamp;
 	w->behind = flags & SNAP_WRITE_BEHIND;
-	w->buf = malloc(1 << 20);
-	w->f = !w->buf ? NULL : w->behind ? behind_open(w->tmp) : fopen(w->tmp, "wb");
+	/* Written behind, the bytes gather in the stream's own aligned buffer:
+	 * no stdio buffer in front of it to copy them through. */
+	w->buf = w->behind ? NULL : malloc(1 << 20);
+	bool nomem = !w->behind && !w->buf;
+	w->f = nomem ? NULL : w->behind ? behind_open(w->tmp) : fopen(w->tmp, "wb");
 	if (!w->f) {
-		int rc = w->buf ? werr(w, err, "cannot create it") : SEL_ENOMEM;
+		int rc = nomem || errno == ENOMEM ? SEL_ENOMEM : werr(w, err, "cannot create it");
 		free(w->buf);
 		free(w);
 		return rc;
 	}
-	setvbuf(w->f, w->buf, _IOFBF, 1 << 20);
+	if (w->behind)
+		setvbuf(w->f, NULL, _IONBF, 0);
+	else
+		setvbuf(w->f, w->buf, _IOFBF, 1 << 20);
 	/* The header's place, written last. */
 	SnapHeader zero = {0};
 	if (fwrite(&zero, sizeof zero, 1, w->f) != 1) w->failed = true;
