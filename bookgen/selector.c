@@ -449,6 +449,11 @@ int64_t sel_trim(Selector *s, uint64_t budget)
 	return sel_trim_slice(s, budget, -1);
 }
 
+void sel_g_trim_end(Selector *s)
+{
+	if (s->trim) (void)sel_trim_slice(s, 0, -1);
+}
+
 bool sel_trimming(const Selector *s)
 {
 	return s->trim;
@@ -867,8 +872,8 @@ static int select_batch(SelLeaf *out, size_t max, size_t want, Selector *s, int 
 static int call_begin(Selector *s)
 {
 	/* A trim under way ends before the search (its graph must not change
-	 * between slices); one given up leaves the graph as it was. */
-	if (s->trim) (void)sel_trim_slice(s, 0, -1);
+	 * between slices). */
+	sel_g_trim_end(s);
 	s->in_call = true;
 	s->stop = false;
 	s->yield_count = 0;

@@ -775,7 +775,7 @@ void sel_g_call_end(Selector *s)
 
 int sel_add_root(Selector *s, Key key, Color side)
 {
-	if (s->trim) (void)sel_trim(s, 0); /* a new node: the trim under way ends first */
+	sel_g_trim_end(s); /* a new node */
 	int64_t i = sel_g_find_or_create(s, key);
 	if (i < 0) return (int)i;
 	int r = (array_grow((void **)&s->roots, &s->caproots, s->nroots + 1, sizeof *s->roots, 64)

@@ -297,6 +297,10 @@ int sel_g_add_link(Selector *s, uint32_t child, uint32_t parent);
 int64_t sel_g_trim(Selector *s, uint64_t budget, double ms);
 /* A trim under way given up (sel_free). */
 void sel_g_trim_free(Selector *s);
+/* A trim under way ended (or given up, the graph as it was) and the changes
+ * kept meanwhile made: before anything that changes or saves the graph (a
+ * search, a new root, a snapshot). Nothing when none is under way. */
+void sel_g_trim_end(Selector *s);
 /* Clears the pending invalidations now (the walk of sel_g_call_begin). */
 int sel_g_flush(Selector *s);
 /* What sel_trim holds to its budget (SelStats.used_bytes): the graph's

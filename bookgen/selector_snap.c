@@ -53,7 +53,7 @@ bool sel_snapshot_ready(const Selector *s)
 void sel_snapshot_wait(Selector *s)
 {
 	if (s->in_call) return;
-	if (s->trim) (void)sel_trim_slice(s, 0, -1); /* to its end, or given up */
+	sel_g_trim_end(s);
 	sel_g_filter_wait(s);
 }
 

@@ -74,7 +74,7 @@ static inline bool below_matters(const SelNode *n)
  * stamps), resumable at any node; then the compaction, at once. Between
  * slices the graph must not change: the changes given meanwhile are kept
  * (the selector's keeping(), as under sel_hold) and a search finishes the
- * trim first (sel_g_trim_finish).
+ * trim first (sel_g_trim_end).
  */
 enum {
 	PH_AGE,       /* each age's cost (choose_age) */
