@@ -1873,6 +1873,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->select_trimmed = ss.trimmed;
 	out->trim_slices = ss.trim_slices;
 	out->trimming = sel_trimming(c->sel);
+	out->trim_clears = ss.trim_clears;
 	out->select_expansions = ss.expansions;
 	out->select_visits = ss.visits;
 	out->select_fetches = ss.fetches;

@@ -284,6 +284,9 @@ typedef struct {
 	 * one is under way (sel_trimming). */
 	uint64_t trim_slices;
 	bool trimming;
+	/* Searches that began with every bound cleared: a change to a node new
+	 * after a trim (SelStats.trim_clears). */
+	uint64_t trim_clears;
 	/* Where the coordinator's time went since start, ms. */
 	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;
 	/* Selection in slices: searches suspended at a slice's end; acquires

@@ -1576,6 +1576,9 @@ static void test_work__a_budget_that_leaves_the_graph_no_room_is_said(void **sta
 					assert_true(jget(st2, "selector", "trim_slices") >= trims);
 					assert_true(
 					    json_is_boolean(json_object_get(sel, "trimming")));
+					/* Searches begun with every bound cleared
+					 * (a count). */
+					assert_true(jget(st2, "selector", "trim_clears") >= 0);
 				}
 				json_decref(st2);
 				if (trims > 0) break;
