@@ -916,6 +916,7 @@ void sel_clear_bounds(Selector *s)
 {
 	for (size_t i = 0; i < s->nnodes; i++) s->nodes[i].bound = B_NONE;
 	sel_pb_clear(s);
+	sel_g_gone_reset(s);
 }
 
 int sel_select(SelLeaf *out, Selector *s)

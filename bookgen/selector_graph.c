@@ -516,6 +516,7 @@ void sel_free(Selector *s)
 	snap_section_close(&s->bloom_src);
 	free(s->bloom_later);
 	free(s->bloom);
+	free(s->gone);
 	for (size_t i = 0; s->nodes && i < s->nnodes; i++) drop_raw(s, &s->nodes[i]);
 	bigmem_free(s->nodes);
 	keymap_free(&s->map);
@@ -705,8 +706,48 @@ int64_t sel_g_node_for_change(Selector *s, Key k)
 	int64_t i = sel_g_find_node(s, k);
 	if (i >= 0) return i;
 	i = sel_g_find_or_create(s, k);
-	if (i >= 0 && s->trimmed) s->orphaned = true;
+	if (i >= 0 && sel_g_was_dropped(s, k)) s->orphaned = true;
 	return i;
+}
+
+/* A key nearly always absent from the filter: one cache line read. Before
+ * it, every change to a node new after a trim cleared every bound: after
+ * the first trim of a coordinator handing out provisional leaves (most of
+ * them new to the graph), tens of times a second. */
+bool sel_g_was_dropped(const Selector *s, Key k)
+{
+	if (!s->trimmed) return false;
+	if (!s->gone || s->gone_full) return true;
+	return sel_key_filter_maybe(&(SelKeyFilter){s->gone, s->gone_blocks}, k);
+}
+
+void sel_g_gone_begin(Selector *s)
+{
+	if (!s->gone && !s->gone_full) {
+		uint64_t cap = 4 * (uint64_t)(s->nnodes > 1024 ? s->nnodes : 1024);
+		size_t bytes = sel_filter_bytes(cap);
+		if ((s->gone = calloc(1, bytes))) {
+			s->gone_bytes = bytes;
+			s->gone_blocks = bytes / (BLOOM_BLOCK_WORDS * sizeof(uint64_t)) - 1;
+			s->gone_cap = cap;
+		}
+	}
+	if (!s->gone || s->gone_keys + s->nnodes > s->gone_cap) s->gone_full = true;
+}
+
+void sel_g_gone_add(Selector *s, Key k)
+{
+	if (s->gone_full) return;
+	bloom_add(s->gone, s->gone_blocks, k);
+	s->gone_keys++;
+}
+
+void sel_g_gone_reset(Selector *s)
+{
+	if (s->gone && s->gone_keys) memset(s->gone, 0, s->gone_bytes);
+	s->gone_keys = 0;
+	s->gone_full = false;
+	s->trimmed = false;
 }
 
 int sel_g_call_begin(Selector *s)
@@ -983,8 +1024,12 @@ int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, Retro
 	 * fetched together, so that the misses overlap. */
 	for (int c = 0; c < nc; c++) keymap_prefetch(&s->map, cand[c].key);
 	int r = 0;
+	bool dropped = sel_g_was_dropped(s, k);
 	for (int c = 0; !r && c < nc; c++) {
 		int64_t j = sel_g_find_node(s, cand[c].key);
+		/* A parent a trim dropped: its value, and the bounds above it,
+		 * may have changed with it. */
+		if (j < 0 && !dropped) dropped = sel_g_was_dropped(s, cand[c].key);
 		if (j < 0 ||
 		    (s->nodes[j].flags & (NF_EXPANDED | NF_THOUGHT)) != (NF_EXPANDED | NF_THOUGHT))
 			continue;
@@ -1008,7 +1053,7 @@ int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, Retro
 	}
 	/* No parent: a search meets it through the book, if ever (but a parent
 	 * trimmed away may have been searched: sel_trim). */
-	if (!r && i < 0 && s->trimmed) s->orphaned = true;
+	if (!r && dropped) s->orphaned = true;
 	return r ? r : i < 0 ? 0 : 2;
 }
 
@@ -1021,7 +1066,8 @@ uint64_t sel_g_fixed_bytes(const Selector *s)
 uint64_t sel_g_used_bytes(const Selector *s)
 {
 	return (uint64_t)s->nnodes * sizeof(SelNode) + (uint64_t)s->nedges * sizeof(SelEdge) +
-	       (uint64_t)s->nlinks * sizeof(SelLink) + sel_pb_bytes(s) + sel_g_fixed_bytes(s);
+	       (uint64_t)s->nlinks * sizeof(SelLink) + sel_pb_bytes(s) + s->gone_bytes +
+	       sel_g_fixed_bytes(s);
 }
 
 void sel_g_memory(SelStats *out, const Selector *s)
@@ -1029,7 +1075,7 @@ void sel_g_memory(SelStats *out, const Selector *s)
 	out->used_bytes = sel_g_used_bytes(s);
 	out->graph_bytes = s->capnodes * sizeof *s->nodes + s->map.cap * sizeof *s->map.slot +
 	                   s->capedges * sizeof *s->edges + s->caplinks * sizeof *s->links +
-	                   sel_pb_bytes(s);
+	                   sel_pb_bytes(s) + s->gone_bytes;
 	out->record_bytes = s->raw_bytes;
 	/* Written by the filter's thread before it said ready. */
 	bool ready = bloom_made(s);

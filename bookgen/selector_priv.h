@@ -157,6 +157,17 @@ struct Selector {
 	 * asks the next call to clear every bound). */
 	uint16_t epoch;
 	bool trimmed, orphaned;
+	/* The keys the trims dropped since every bound was last cleared: a
+	 * blocked Bloom filter as the key filter's, 16 bits a key, made at the
+	 * first trim for four times the graph's nodes then (sel_g_was_dropped).
+	 * gone_full: more keys than that, or no memory for it, or a restored
+	 * selector that was trimmed (its snapshot holds no such filter): every
+	 * key counts as dropped until the next clear. */
+	uint64_t *gone;
+	uint64_t gone_blocks; /* blocks - 1 */
+	size_t gone_bytes;
+	uint64_t gone_keys, gone_cap;
+	bool gone_full;
 	uint64_t memory; /* sel_set_memory (0: none) */
 	int err;         /* first error met during a search (corrupt record) */
 	BookDB *db;      /* the book (sel_load, sel_attach): records read at expansion */
@@ -285,8 +296,20 @@ bool sel_g_book_thought(const Selector *s, Key key);
 int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, RetroMove *cand,
                        uint64_t *parents);
 /* Node k's index for a change (a lease, a result), created if absent; a node
- * created after a trim sets s->orphaned. */
+ * created for a key a trim may have dropped sets s->orphaned. */
 int64_t sel_g_node_for_change(Selector *s, Key k);
+/* Whether a trim may have dropped k since every bound was last cleared: a
+ * change to k, absent from the graph, may then lie below a dropped part,
+ * where no parent link leads (false: k was no node since, so no bound
+ * depends on it). */
+bool sel_g_was_dropped(const Selector *s, Key k);
+/* A trim beginning: the dropped keys' filter made (for four times the nodes)
+ * or marked full when this trim could overfill it. */
+void sel_g_gone_begin(Selector *s);
+/* A key the trim under way drops. */
+void sel_g_gone_add(Selector *s, Key k);
+/* Every bound cleared: no dropped key matters any more. */
+void sel_g_gone_reset(Selector *s);
 /* Appends a parent link (child's parent is parent). 0 or SEL_ENOMEM. */
 int sel_g_add_link(Selector *s, uint32_t child, uint32_t parent);
 /* sel_trim_slice without applying the changes kept meanwhile: a trim begun

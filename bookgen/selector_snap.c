@@ -309,6 +309,9 @@ int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
 	s->st.nodes = s->nnodes;
 	s->st.thought = h.thought;
 	s->trimmed = h.trimmed != 0;
+	/* The keys its trims dropped are not in the snapshot: any may be one,
+	 * until every bound is cleared. */
+	s->gone_full = s->trimmed;
 	s->st.edges = h.edges_built;
 	return 0;
 }

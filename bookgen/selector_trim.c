@@ -15,7 +15,8 @@
  * link to the edgeless kept nodes above it (through dropped ones), which the
  * invalidation walk follows. A change to a node the graph no longer holds
  * (a late result for a lease released meanwhile) may lie below a dropped
- * part too, where no link leads: the next call then clears every bound
+ * part too, where no link leads: when the trims' filter of the keys they
+ * dropped has it (sel_g_was_dropped), the next call clears every bound
  * (Selector.orphaned). What escapes: a node dropped here and made again
  * later by another path (a transposition), then changed; nothing links it
  * to the edgeless node it was below (docs/bookgen.md, "Known limits").
@@ -174,10 +175,13 @@ static void ph_children(const Selector *s, SelTrimRun *t, size_t a, size_t b)
 	}
 }
 
-static void ph_number(const Selector *s, SelTrimRun *t, size_t a, size_t b)
+static void ph_number(Selector *s, SelTrimRun *t, size_t a, size_t b)
 {
 	for (size_t i = a; i < b; i++) {
-		if (t->keep[i] == DROP) continue;
+		if (t->keep[i] == DROP) {
+			sel_g_gone_add(s, s->nodes[i].key);
+			continue;
+		}
 		t->newidx[i] = (uint32_t)t->kept++;
 		if (t->keep[i] == KEEP_EDGES) {
 			t->nblocks++;
@@ -343,7 +347,10 @@ static int run_begin(Selector *s, uint64_t budget)
 	 * restored selector's search does not wait for it). */
 	sel_g_filter_join_done(s);
 	if (sel_g_used_bytes(s) <= budget) return 0;
-	uint64_t fixed = sel_g_fixed_bytes(s);
+	/* The filter of the keys dropped is made at the first trim and does
+	 * not shrink: the graph keeps the rest of the room. */
+	sel_g_gone_begin(s);
+	uint64_t fixed = sel_g_fixed_bytes(s) + s->gone_bytes;
 	int r = sel_g_flush(s);
 	if (r) return r;
 	SelTrimRun *t = calloc(1, sizeof *t);

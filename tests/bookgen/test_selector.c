@@ -1532,21 +1532,7 @@ static uint64_t trimmed_run(unsigned long long seed, bool strict)
 	assert_int_equal(su.trim_clears, 0);
 	assert_true(s1.expansions > su.expansions);
 	/* t2's snapshot, restored: the same leaves as t2 goes on selecting. */
-	char snap[4200], serr[SNAP_ERRLEN];
-	snprintf(snap, sizeof snap, "%s/t2.snap", dir);
-	BookStamp stamp;
-	assert_int_equal(bookdb_stamp(&stamp, db), 0);
-	SnapWriter *w = NULL;
-	assert_int_equal(snap_create(&w, snap, &stamp, 0, serr), 0);
-	assert_int_equal(sel_snapshot_write(sel[1], w), 0);
-	assert_int_equal(snap_commit(w, serr), 0);
-	SnapReader *rd = NULL;
-	Selector *t3 = NULL;
-	assert_int_equal(snap_open(&rd, snap, &stamp, serr), 0);
-	assert_int_equal(sel_new(&t3, NULL), 0);
-	assert_int_equal(sel_restore(t3, db, rd, serr), 0);
-	snap_close(rd);
-	assert_int_equal(sel_add_root(t3, line_key("startpos"), BLACK), 0);
+	Selector *t3 = snapshot_restored(sel[1], db, dir, false);
 	for (int i = 0; i < 20; i++) {
 		int g1 = sel_select(b, t3), g2 = sel_select(&held[0], sel[1]);
 		assert_int_equal(g1, g2);
@@ -2001,6 +1987,100 @@ static void test_bookgen__a_trim_takes_a_grown_map_back(void **state)
 }
 
 /*
+ * After a trim, a change to a position the graph does not hold clears every
+ * bound only when a trim may have dropped it: a key no search met leaves the
+ * bounds (its lease changes no value the graph holds), a leaf a trim dropped
+ * clears them once (the next search), and a key dropped before every bound
+ * was cleared no more. A selector restored from a trimmed one's snapshot
+ * does not know what was dropped: its first such change clears them. The
+ * bounds are exact throughout.
+ */
+static void test_bookgen__only_a_change_a_trim_may_have_dropped_clears_the_bounds(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[4096], err[BOOKDB_ERRLEN];
+	synth_book(book, sizeof book, dir, "trim_dropped");
+	BookDB *db = NULL;
+	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
+	enum { NEVER, DROPPED, CLEARED, N, LEAVES = 12 };
+	Selector *s[N];
+	for (int k = 0; k < N; k++) {
+		assert_int_equal(sel_new(&s[k], NULL), 0);
+		assert_int_equal(sel_attach(s[k], db, NULL), 0);
+		assert_int_equal(sel_add_root(s[k], line_key("startpos"), BLACK), 0);
+	}
+	/* The same leaves leased in each, then released and trimmed away:
+	 * nothing kept but the root, its children, and what is leased. */
+	SelLeaf *l = calloc(LEAVES, sizeof *l), *b = malloc(sizeof *b);
+	assert_true(l && b);
+	int n = 0;
+	for (; n < LEAVES; n++) {
+		int g = sel_select(&l[n], s[0]);
+		assert_true(g >= 0);
+		if (!g) break;
+		for (int k = 0; k < N; k++) {
+			if (k) {
+				assert_int_equal(sel_select(b, s[k]), 1);
+				assert_true(key_equal(b->key, l[n].key));
+			}
+			assert_int_equal(sel_lease(s[k], l[n].key), 0);
+		}
+	}
+	/* The deepest leaf: below the root's children, so dropped. */
+	int deep = 0;
+	for (int i = 1; i < n; i++)
+		if (l[i].nmoves > l[deep].nmoves) deep = i;
+	assert_true(l[deep].nmoves >= 3);
+	SelStats st;
+	for (int k = 0; k < N; k++) {
+		for (int i = 0; i < n; i++) assert_int_equal(sel_release(s[k], l[i].key), 0);
+		assert_true(sel_trim(s[k], 1) > 0);
+		sel_get_stats(&st, s[k]);
+		assert_int_equal(st.trim_clears, 0);
+	}
+	/* A key no search met: no bound cleared (every one was, before). */
+	const Key never = {0x5eed0123456789abULL, 0x0fedcba987654321ULL};
+	assert_int_equal(sel_lease(s[NEVER], never), 0);
+	assert_int_equal(sel_select(b, s[NEVER]), 1);
+	sel_get_stats(&st, s[NEVER]);
+	assert_int_equal(st.trim_clears, 0);
+	assert_true(bounds_exact(s[NEVER]));
+	/* A leaf the trim dropped: every bound cleared, once. */
+	assert_int_equal(sel_lease(s[DROPPED], l[deep].key), 0);
+	assert_int_equal(sel_select(b, s[DROPPED]), 1);
+	assert_int_equal(sel_select(b, s[DROPPED]), 1);
+	sel_get_stats(&st, s[DROPPED]);
+	assert_int_equal(st.trim_clears, 1);
+	/* Dropped before every bound was cleared: nothing depends on it. */
+	sel_clear_bounds(s[CLEARED]);
+	assert_int_equal(sel_lease(s[CLEARED], l[deep].key), 0);
+	assert_int_equal(sel_select(b, s[CLEARED]), 1);
+	sel_get_stats(&st, s[CLEARED]);
+	assert_int_equal(st.trim_clears, 0);
+	for (int k = DROPPED; k < N; k++) assert_true(bounds_exact(s[k]));
+	/* Restored from a trimmed selector's snapshot: the key never met
+	 * clears them, the one time. */
+	assert_true(sel_trim(s[NEVER], 1) > 0);
+	Selector *r = snapshot_restored(s[NEVER], db, dir, false);
+	const Key other = {0x0123456789abcdefULL, 0x5eedfedcba987654ULL};
+	assert_int_equal(sel_lease(r, other), 0);
+	assert_int_equal(sel_select(b, r), 1);
+	assert_int_equal(sel_lease(r, never), 0);
+	assert_int_equal(sel_release(r, other), 0);
+	assert_int_equal(sel_select(b, r), 1);
+	sel_get_stats(&st, r);
+	assert_int_equal(st.trim_clears, 1);
+	assert_true(bounds_exact(r));
+	sel_free(r);
+	for (int k = 0; k < N; k++) sel_free(s[k]);
+	bookdb_free(db);
+	free(l);
+	free(b);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
  * A trim in slices (sel_trim_slice, as the coordinator's service runs it
  * between rounds) leaves the graph a trim at once leaves. Twins on the same
  * synthetic book, their graphs grown past the budget by the same leases:
@@ -2286,6 +2366,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results),
 	    cmocka_unit_test(test_bookgen__changes_held_are_kept_until_the_hold_ends),
 	    cmocka_unit_test(test_bookgen__a_trim_in_slices_leaves_what_one_at_once_does),
+	    cmocka_unit_test(test_bookgen__only_a_change_a_trim_may_have_dropped_clears_the_bounds),
 	    cmocka_unit_test(test_bookgen__a_record_no_longer_thought_is_a_leaf_again),
 	    cmocka_unit_test(test_bookgen__kif_bonus_changes_the_choice),
 	    cmocka_unit_test(test_bookgen__window_batch_returns_every_leaf_within_the_window),
