@@ -283,9 +283,12 @@ static int add_result_now(Selector *s, Key key, const uint8_t *enc, size_t len, 
 	n->flags &= (uint8_t)~NF_LEASED;
 	if (thought) {
 		int r = sel_g_add_raw(s, (uint32_t)i, enc, len);
+		if (!r) r = sel_g_dropped_result(s, (uint32_t)i, enc, len);
 		if (r) return r;
 	} else if (!(n->flags & NF_UNRESOLVED)) {
 		sel_g_unthink(s, (uint32_t)i);
+		/* Seldom (a result that is no analysis): no walk up. */
+		if (!s->nodes[i].parents && sel_g_was_dropped(s, key)) s->orphaned = true;
 	}
 	return sel_g_invalidate_later(s, (uint32_t)i);
 }

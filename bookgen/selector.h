@@ -108,6 +108,10 @@ typedef struct {
 	uint64_t trims;        /* sel_trim runs that dropped part of the graph */
 	uint64_t trimmed;      /* nodes they dropped */
 	uint64_t trim_clears;  /* every bound cleared: a change to a node new after a trim */
+	/* Results for positions a trim had dropped whose graph nodes above were
+	 * found through the dropped positions (sel_g_dropped_result), and walks
+	 * that met too many of them (every bound cleared instead). */
+	uint64_t walk_ups, walk_gave_up;
 	uint64_t
 	    trim_slices;   /* sel_trim_slice calls that worked on a trim (sel_trim: one a trim) */
 	bool filter_ready; /* lazy mode: the key filter is built */

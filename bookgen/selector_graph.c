@@ -517,6 +517,7 @@ void sel_free(Selector *s)
 	free(s->bloom_later);
 	free(s->bloom);
 	free(s->gone);
+	free(s->retro);
 	for (size_t i = 0; s->nodes && i < s->nnodes; i++) drop_raw(s, &s->nodes[i]);
 	bigmem_free(s->nodes);
 	keymap_free(&s->map);
@@ -704,10 +705,85 @@ int sel_g_flush(Selector *s)
 int64_t sel_g_node_for_change(Selector *s, Key k)
 {
 	int64_t i = sel_g_find_node(s, k);
-	if (i >= 0) return i;
-	i = sel_g_find_or_create(s, k);
-	if (i >= 0 && sel_g_was_dropped(s, k)) s->orphaned = true;
-	return i;
+	return i >= 0 ? i : sel_g_find_or_create(s, k);
+}
+
+static bool is_root(const Selector *s, uint32_t i)
+{
+	for (size_t r = 0; r < s->nroots; r++)
+		if (s->roots[r].node == i) return true;
+	return false;
+}
+
+/* Whether key k was already met by this walk (seen[0..n)), else noted. */
+static bool walk_seen(Key *seen, int *n, Key k)
+{
+	for (int j = 0; j < *n; j++)
+		if (key_equal(seen[j], k)) return true;
+	seen[(*n)++] = k;
+	return false;
+}
+
+int sel_g_dropped_result(Selector *s, uint32_t i, const uint8_t *val, size_t len)
+{
+	if (s->nodes[i].parents || is_root(s, i) || !sel_g_was_dropped(s, s->nodes[i].key))
+		return 0;
+	if (!s->retro && !(s->retro = malloc(RETRO_MAX * sizeof *s->retro))) return SEL_ENOMEM;
+	/* Breadth first: todo[] the dropped positions to walk up from, the
+	 * first the result's own; seen[] every key met. */
+	Key todo[SEL_WALK_MAX + 1], seen[4 * SEL_WALK_MAX];
+	int ntodo = 1, nseen = 1, r = 0;
+	todo[0] = seen[0] = s->nodes[i].key;
+	BookTxn *own = NULL, *txn = NULL;
+	for (int t = 0; t < ntodo && !r; t++) {
+		if (t > 0) {
+			if (!txn && !(txn = read_txn(s, &own))) {
+				r = SEL_EBOOK;
+				break;
+			}
+			int g = bookdb_get_raw(&val, &len, txn, todo[t]);
+			/* Not in the book, or not thought: no parent of anything
+			 * (a filter's false positive). */
+			if (g == BOOKDB_ENOTFOUND ||
+			    (g == 0 && (!len || !(val[0] & BOOKDB_REC_THOUGHT))))
+				continue;
+			if (g < 0) {
+				r = SEL_EBOOK;
+				break;
+			}
+		}
+		if (bookdb_record_decode(s->rec, val, len) < 0 ||
+		    bookdb_record_position(s->pos, s->rec, NULL) < 0) {
+			r = SEL_ECORRUPT;
+			break;
+		}
+		int nc = retro_parents(s->pos, s->retro);
+		for (int c = 0; c < nc && !r; c++) {
+			Key pk = s->retro[c].key;
+			int64_t j = sel_g_find_node(s, pk);
+			bool dropped = sel_g_was_dropped(s, pk);
+			if (j < 0 && !dropped) continue;
+			if (ntodo > SEL_WALK_MAX || nseen == 4 * SEL_WALK_MAX) {
+				s->orphaned = true;
+				s->st.walk_gave_up++;
+				bookdb_txn_abort(own);
+				return r;
+			}
+			if (walk_seen(seen, &nseen, pk)) continue;
+			/* In the graph: its bounds and those above it by its links.
+			 * Made again since a trim dropped it: above it too. */
+			if (j >= 0) r = sel_g_invalidate_later(s, (uint32_t)j);
+			if (dropped) todo[ntodo++] = pk;
+		}
+	}
+	bookdb_txn_abort(own);
+	s->st.walk_ups++;
+	if (r == SEL_EBOOK || r == SEL_ECORRUPT) {
+		/* What could not be read may lie between: every bound. */
+		s->orphaned = true;
+		r = 0;
+	}
+	return r;
 }
 
 /* A key nearly always absent from the filter: one cache line read. Before

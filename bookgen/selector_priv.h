@@ -168,11 +168,12 @@ struct Selector {
 	size_t gone_bytes;
 	uint64_t gone_keys, gone_cap;
 	bool gone_full;
-	uint64_t memory; /* sel_set_memory (0: none) */
-	int err;         /* first error met during a search (corrupt record) */
-	BookDB *db;      /* the book (sel_load, sel_attach): records read at expansion */
-	bool lazy;       /* sel_attach: positions read on first use */
-	BookTxn *txn;    /* the read transaction of the running public call */
+	RetroMove *retro; /* sel_g_dropped_result's scratch (RETRO_MAX), made at first use */
+	uint64_t memory;  /* sel_set_memory (0: none) */
+	int err;          /* first error met during a search (corrupt record) */
+	BookDB *db;       /* the book (sel_load, sel_attach): records read at expansion */
+	bool lazy;        /* sel_attach: positions read on first use */
+	BookTxn *txn;     /* the read transaction of the running public call */
 	/* Lazy mode: a blocked Bloom filter of the book's keys (one 64-byte
 	 * block a key), built by a background thread; once ready, a key it
 	 * rules out is not looked up in LMDB. A search waits for it. */
@@ -310,6 +311,14 @@ void sel_g_gone_begin(Selector *s);
 void sel_g_gone_add(Selector *s, Key k);
 /* Every bound cleared: no dropped key matters any more. */
 void sel_g_gone_reset(Selector *s);
+/* A result for node i (its record val, len), when no parent link leads to
+ * it and a trim may have dropped it: the graph's nodes above it, found
+ * through the positions the trims dropped (retrograde moves; each dropped
+ * parent's position read from the book), are invalidated as a change of
+ * theirs would be. More than SEL_WALK_MAX dropped positions on the way, or
+ * an error reading them: s->orphaned (every bound cleared). */
+#define SEL_WALK_MAX 64
+int sel_g_dropped_result(Selector *s, uint32_t i, const uint8_t *val, size_t len);
 /* Appends a parent link (child's parent is parent). 0 or SEL_ENOMEM. */
 int sel_g_add_link(Selector *s, uint32_t child, uint32_t parent);
 /* sel_trim_slice without applying the changes kept meanwhile: a trim begun

@@ -16,7 +16,9 @@
  * invalidation walk follows. A change to a node the graph no longer holds
  * (a late result for a lease released meanwhile) may lie below a dropped
  * part too, where no link leads: when the trims' filter of the keys they
- * dropped has it (sel_g_was_dropped), the next call clears every bound
+ * dropped has it (sel_g_was_dropped), a result there walks up through the
+ * dropped positions to the graph's nodes above (sel_g_dropped_result), or
+ * when that walk goes too far the next call clears every bound
  * (Selector.orphaned). What escapes: a node dropped here and made again
  * later by another path (a transposition), then changed; nothing links it
  * to the edgeless node it was below (docs/bookgen.md, "Known limits").
