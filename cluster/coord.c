@@ -1874,6 +1874,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->trim_slices = ss.trim_slices;
 	out->trimming = sel_trimming(c->sel);
 	out->trim_clears = ss.trim_clears;
+	out->trim_walks = ss.walk_ups;
 	out->select_expansions = ss.expansions;
 	out->select_visits = ss.visits;
 	out->select_fetches = ss.fetches;

@@ -287,6 +287,9 @@ typedef struct {
 	/* Searches that began with every bound cleared: a change to a node new
 	 * after a trim (SelStats.trim_clears). */
 	uint64_t trim_clears;
+	/* Results below a part a trim dropped that reached the bounds above
+	 * through the dropped positions (SelStats.walk_ups). */
+	uint64_t trim_walks;
 	/* Where the coordinator's time went since start, ms. */
 	double select_ms, store_ms, commit_ms, minimax_ms, last_minimax_ms;
 	/* Selection in slices: searches suspended at a slice's end; acquires

@@ -530,7 +530,7 @@ static char *status_body(const CoordStatus *st)
 	}
 	json_t *sel = json_pack(
 	    "{s:b, s:s, s:I, s:I, s:f, s:f, s:I, s:b, s:I, s:b, s:I, s:I, s:I, s:f, s:I, s:I, s:I, "
-	    "s:I, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "s:I, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "restored", st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
 	    "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
 	    (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
@@ -544,11 +544,11 @@ static char *status_body(const CoordStatus *st)
 	    (json_int_t)st->select_fixed, "budget", (json_int_t)st->select_budget, "trims",
 	    (json_int_t)st->select_trims, "trimmed", (json_int_t)st->select_trimmed, "trim_s",
 	    st->trim_ms / 1000, "trim_slices", (json_int_t)st->trim_slices, "trimming",
-	    st->trimming, "trim_clears", (json_int_t)st->trim_clears, "expansions",
-	    (json_int_t)st->select_expansions, "visits", (json_int_t)st->select_visits, "fetches",
-	    (json_int_t)st->select_fetches, "fetch_misses", (json_int_t)st->select_fetch_misses,
-	    "bound_hits", (json_int_t)st->select_tt_hits, "path_hits",
-	    (json_int_t)st->select_path_hits);
+	    st->trimming, "trim_clears", (json_int_t)st->trim_clears, "trim_walks",
+	    (json_int_t)st->trim_walks, "expansions", (json_int_t)st->select_expansions, "visits",
+	    (json_int_t)st->select_visits, "fetches", (json_int_t)st->select_fetches,
+	    "fetch_misses", (json_int_t)st->select_fetch_misses, "bound_hits",
+	    (json_int_t)st->select_tt_hits, "path_hits", (json_int_t)st->select_path_hits);
 	json_t *o = json_pack(
 	    "{s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, s:o, "
 	    "s:o}",
@@ -931,9 +931,12 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 		              memuse_format(st.select_budget, sg, sizeof sg),
 		              memuse_format(st.select_fixed, sf, sizeof sf),
 		              memuse_format(st.select_record_bytes, sr, sizeof sr));
-		status_clause(&l, "trims %llu (%.0f ms, %llu nodes dropped, %llu bound clears)",
+		status_clause(&l,
+		              "trims %llu (%.0f ms, %llu nodes dropped, %llu walks up, %llu bound "
+		              "clears)",
 		              (unsigned long long)st.select_trims, st.trim_ms,
 		              (unsigned long long)st.select_trimmed,
+		              (unsigned long long)st.trim_walks,
 		              (unsigned long long)st.trim_clears);
 		if (st.checkpoints || st.checkpoints_failed)
 			status_clause(

@@ -1579,6 +1579,7 @@ static void test_work__a_budget_that_leaves_the_graph_no_room_is_said(void **sta
 					/* Searches begun with every bound cleared
 					 * (a count). */
 					assert_true(jget(st2, "selector", "trim_clears") >= 0);
+					assert_true(jget(st2, "selector", "trim_walks") >= 0);
 				}
 				json_decref(st2);
 				if (trims > 0) break;
