@@ -277,7 +277,7 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
  * record no longer thought makes its node a leaf again. */
 static int add_result_now(Selector *s, Key key, const uint8_t *enc, size_t len, bool thought)
 {
-	int64_t i = sel_g_node_for_change(s, key);
+	int64_t i = sel_g_find_or_create(s, key);
 	if (i < 0) return (int)i;
 	SelNode *n = &s->nodes[i];
 	n->flags &= (uint8_t)~NF_LEASED;
@@ -287,15 +287,15 @@ static int add_result_now(Selector *s, Key key, const uint8_t *enc, size_t len, 
 		if (r) return r;
 	} else if (!(n->flags & NF_UNRESOLVED)) {
 		sel_g_unthink(s, (uint32_t)i);
-		/* Seldom (a result that is no analysis): no walk up. */
-		if (!s->nodes[i].parents && sel_g_was_dropped(s, key)) s->orphaned = true;
+		int r = sel_g_dropped_result(s, (uint32_t)i, NULL, 0);
+		if (r) return r;
 	}
 	return sel_g_invalidate_later(s, (uint32_t)i);
 }
 
 static int lease_now(Selector *s, Key key, bool on)
 {
-	int64_t i = on ? sel_g_node_for_change(s, key) : sel_g_find_node(s, key);
+	int64_t i = on ? sel_g_find_or_create(s, key) : sel_g_find_node(s, key);
 	if (i < 0) return on ? (int)i : 0;
 	/* No change, nothing to clear (a restarted coordinator leases again
 	 * what its snapshot holds leased). */

@@ -702,12 +702,6 @@ int sel_g_flush(Selector *s)
 	return flush_invalidations(s);
 }
 
-int64_t sel_g_node_for_change(Selector *s, Key k)
-{
-	int64_t i = sel_g_find_node(s, k);
-	return i >= 0 ? i : sel_g_find_or_create(s, k);
-}
-
 static bool is_root(const Selector *s, uint32_t i)
 {
 	for (size_t r = 0; r < s->nroots; r++)
@@ -728,6 +722,10 @@ int sel_g_dropped_result(Selector *s, uint32_t i, const uint8_t *val, size_t len
 {
 	if (s->nodes[i].parents || is_root(s, i) || !sel_g_was_dropped(s, s->nodes[i].key))
 		return 0;
+	if (!val) { /* no position to walk up from */
+		s->orphaned = true;
+		return 0;
+	}
 	if (!s->retro && !(s->retro = malloc(RETRO_MAX * sizeof *s->retro))) return SEL_ENOMEM;
 	/* Breadth first: todo[] the dropped positions to walk up from, the
 	 * first the result's own; seen[] every key met. */

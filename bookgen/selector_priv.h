@@ -296,9 +296,6 @@ bool sel_g_book_thought(const Selector *s, Key key);
  */
 int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, RetroMove *cand,
                        uint64_t *parents);
-/* Node k's index for a change (a lease, a result), created if absent; a node
- * created for a key a trim may have dropped sets s->orphaned. */
-int64_t sel_g_node_for_change(Selector *s, Key k);
 /* Whether a trim may have dropped k since every bound was last cleared: a
  * change to k, absent from the graph, may then lie below a dropped part,
  * where no parent link leads (false: k was no node since, so no bound
@@ -315,8 +312,9 @@ void sel_g_gone_reset(Selector *s);
  * it and a trim may have dropped it: the graph's nodes above it, found
  * through the positions the trims dropped (retrograde moves; each dropped
  * parent's position read from the book), are invalidated as a change of
- * theirs would be. More than SEL_WALK_MAX dropped positions on the way, or
- * an error reading them: s->orphaned (every bound cleared). */
+ * theirs would be. More than SEL_WALK_MAX dropped positions on the way, an
+ * error reading them, or no record (val NULL: a result that is no analysis,
+ * seldom): s->orphaned (every bound cleared). */
 #define SEL_WALK_MAX 64
 int sel_g_dropped_result(Selector *s, uint32_t i, const uint8_t *val, size_t len);
 /* Appends a parent link (child's parent is parent). 0 or SEL_ENOMEM. */
