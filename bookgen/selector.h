@@ -94,6 +94,8 @@ typedef struct {
 	uint64_t path_ignored; /* bounds stored as if they did not: they met too many */
 	uint64_t path_kept;    /* ... of those, carried over by trims (their nodes renumbered) */
 	uint64_t expansions;   /* nodes whose moves were built */
+	uint64_t reexpansions; /* ... of those, nodes a trim had taken the edges of */
+	uint64_t remade;       /* nodes made for keys a trim had dropped (its filter's say) */
 	uint64_t bans;         /* (node, move) pairs banned for repetition */
 	uint64_t invalidated;  /* bounds cleared by changes */
 	uint64_t nodes;        /* nodes in memory (thought, unthought, placeholders) */

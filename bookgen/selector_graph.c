@@ -418,6 +418,7 @@ static int64_t create_node(Selector *s, Key k)
 	if (keymap_find_or_insert(&s->map, node_keys(s), (uint32_t)s->nnodes) < 0)
 		return SEL_ENOMEM;
 	if (s->bloom_joined && s->bloom) bloom_add(s->bloom, s->bloom_blocks, k);
+	if (s->gone && !s->gone_full && sel_g_was_dropped(s, k)) s->st.remade++;
 	s->st.nodes = ++s->nnodes;
 	return (int64_t)(s->nnodes - 1);
 }
@@ -946,6 +947,7 @@ int sel_g_expand(Selector *s, uint32_t i)
 	 * valid while the transaction lives: decoded at once). A book position
 	 * gone from the book since it was loaded has no moves. */
 	SelNode *n = &s->nodes[i];
+	if (!(n->flags & NF_RAW) && n->u.e.off == SEL_EDGELESS) s->st.reexpansions++;
 	const uint8_t *val = NULL;
 	size_t len = 0;
 	BookTxn *own = NULL;

@@ -59,6 +59,8 @@
 enum { B_NONE = 0, B_UPPER, B_LOWER, B_EXACT, B_NOLEAF };
 
 #define NO_BEST 0xffff
+/* u.e.off of a node a trim took the edges of (until it is built again). */
+#define SEL_EDGELESS UINT32_MAX
 
 /*
  * 40 bytes. Until a node is expanded it has no edges, so the same 8 bytes

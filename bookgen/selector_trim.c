@@ -35,9 +35,6 @@
 
 enum { DROP = 0, KEEP = 1, KEEP_EDGES = 2 };
 
-/* u.e.off of a node a trim took the edges of (until it is built again). */
-#define EDGELESS UINT32_MAX
-
 typedef struct {
 	uint32_t child, parent;
 } Pair;
@@ -61,14 +58,14 @@ static int add_pair(Pair **p, size_t *n, size_t *cap, uint32_t child, uint32_t p
 
 /* Whether a change below node n can make a bound stale: its own, or those
  * above it that used its value: when it is expanded, or was until a trim took
- * its edges (EDGELESS) — with its bound, or without one when its value
+ * its edges (SEL_EDGELESS) — with its bound, or without one when its value
  * depended on a repetition above it (no bound stored), and its ancestors'
  * bounds on it. A node that is neither was never searched, or not since a
  * walk cleared its bound and went on above it. */
 static inline bool below_matters(const SelNode *n)
 {
 	return (n->flags & NF_EXPANDED) || n->bound != B_NONE ||
-	       (!(n->flags & NF_RAW) && n->u.e.off == EDGELESS);
+	       (!(n->flags & NF_RAW) && n->u.e.off == SEL_EDGELESS);
 }
 
 /*
@@ -270,7 +267,7 @@ static void compact(Selector *s, const uint8_t *keep, uint32_t *newidx, uint64_t
 			/* Edgeless: built again from the book when a search needs
 			 * more than its bound. */
 			m.flags &= (uint8_t)~NF_EXPANDED;
-			m.u.e.off = EDGELESS;
+			m.u.e.off = SEL_EDGELESS;
 			m.u.e.n = 0;
 			m.u.e.best = NO_BEST;
 		}

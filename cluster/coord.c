@@ -1881,6 +1881,9 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->select_fetch_misses = ss.fetch_misses;
 	out->select_tt_hits = ss.tt_hits;
 	out->select_path_hits = ss.path_hits;
+	out->select_reexpansions = ss.reexpansions;
+	out->select_remade = ss.remade;
+	out->select_invalidated = ss.invalidated;
 	out->trim_ms = c->trim_ms;
 	for (size_t i = 0; i < c->nleases; i++) {
 		const Lease *l = &c->leases[i];

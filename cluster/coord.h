@@ -276,9 +276,12 @@ typedef struct {
 	    select_trimmed, select_fixed;
 	/* The selector's work since start (SelStats): nodes expanded, visits,
 	 * records read from the book by its searches, and the searches a stored
-	 * bound answered (of them, bounds that depend on the path). */
+	 * bound answered (of them, bounds that depend on the path); of the
+	 * expansions, those of nodes a trim had taken the edges of; the nodes
+	 * made again for keys a trim dropped; the bounds changes cleared. */
 	uint64_t select_expansions, select_visits, select_fetches, select_fetch_misses,
-	    select_tt_hits, select_path_hits;
+	    select_tt_hits, select_path_hits, select_reexpansions, select_remade,
+	    select_invalidated;
 	double trim_ms;
 	/* The calls that worked on a trim (SelStats.trim_slices), and whether
 	 * one is under way (sel_trimming). */

@@ -1531,6 +1531,12 @@ static uint64_t trimmed_run(unsigned long long seed, bool strict)
 	assert_int_equal(su.trims, 0);
 	assert_int_equal(su.trim_clears, 0);
 	assert_true(s1.expansions > su.expansions);
+	/* What they cost again is counted: moves built again for nodes a trim
+	 * took the edges of, nodes made again for keys it dropped. */
+	assert_true(s1.reexpansions > 0 && s1.reexpansions < s1.expansions);
+	assert_true(s2.remade > 0);
+	assert_int_equal(su.reexpansions, 0);
+	assert_int_equal(su.remade, 0);
 	/* t2's snapshot, restored: the same leaves as t2 goes on selecting. */
 	Selector *t3 = snapshot_restored(sel[1], db, dir, false);
 	for (int i = 0; i < 20; i++) {

@@ -1016,6 +1016,10 @@ static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void *
 	assert_true(jget(st, "selector", "fetch_misses") >= 0);
 	assert_true(jget(st, "selector", "fetch_misses") <= jget(st, "selector", "fetches"));
 	assert_true(jget(st, "selector", "bound_hits") >= jget(st, "selector", "path_hits"));
+	/* No trim yet: nothing built again. */
+	assert_int_equal(jget(st, "selector", "reexpansions"), 0);
+	assert_int_equal(jget(st, "selector", "remade"), 0);
+	assert_true(jget(st, "selector", "invalidated") >= 0);
 	json_decref(st);
 	char *metrics = NULL;
 	assert_int_equal(call(s, NULL, "GET", "/metrics", NULL, 0, &metrics), 200);
@@ -1580,6 +1584,9 @@ static void test_work__a_budget_that_leaves_the_graph_no_room_is_said(void **sta
 					 * (a count). */
 					assert_true(jget(st2, "selector", "trim_clears") >= 0);
 					assert_true(jget(st2, "selector", "trim_walks") >= 0);
+					assert_true(jget(st2, "selector", "reexpansions") <=
+					            jget(st2, "selector", "expansions"));
+					assert_true(jget(st2, "selector", "remade") >= 0);
 				}
 				json_decref(st2);
 				if (trims > 0) break;
