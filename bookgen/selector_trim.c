@@ -5,9 +5,13 @@
  * The graph is a cache of the book: a thought node's edges can be built
  * again from its record whenever a search needs them. A trim keeps
  *   - the edges of the nodes the most recent calls visited (as many as half
- *     the room holds), of the roots and of the nodes with a banned move;
- *   - as nodes: the children of those, the roots, leased nodes and nodes
- *     holding their record's bytes;
+ *     the room holds, less what the nodes with a bound below take), of the
+ *     roots and of the nodes with a banned move;
+ *   - as nodes: the children of those, the roots, leased nodes, nodes
+ *     holding their record's bytes, and the nodes with a bound searched most
+ *     lately (as many as a quarter of that half holds, first: a change below
+ *     a node without its edges then searches the changed line again, the
+ *     rest of what is below answered by those bounds);
  * and drops the rest. A kept node that loses its edges keeps its bound: the
  * value of the book below it, which changes only when something below it
  * changes. Such a change must still reach the bound, and every bound above
@@ -93,8 +97,9 @@ struct SelTrimRun {
 	int phase;
 	size_t at; /* the next node of the phase */
 	uint64_t target;
-	int max_age;
-	uint64_t *cost; /* PH_AGE: bytes a node of each age keeps with its edges */
+	int max_age, max_bage;
+	uint64_t *cost;  /* PH_AGE: bytes a node of each age keeps with its edges */
+	uint64_t *bcost; /* ... and a node with a bound keeps as a node (a link with it) */
 	uint8_t *keep;
 	uint32_t *newidx;
 	uint64_t *blocks;
@@ -106,6 +111,7 @@ static void run_free(SelTrimRun *t)
 {
 	if (!t) return;
 	free(t->cost);
+	free(t->bcost);
 	bigmem_free(t->keep);
 	bigmem_free(t->newidx);
 	bigmem_free(t->blocks);
@@ -117,11 +123,13 @@ static void run_free(SelTrimRun *t)
 enum { TRIM_CHUNK = 1024 };
 
 /* PH_AGE over nodes [a, b): each expanded node's cost by its age (a node
- * with its edges, their links and, at most, a child node each). */
+ * with its edges, their links and, at most, a child node each), and each
+ * node's with a bound as a node alone (with a parent link). */
 static void ph_age(const Selector *s, SelTrimRun *t, size_t a, size_t b)
 {
 	for (size_t i = a; i < b; i++) {
 		const SelNode *n = &s->nodes[i];
+		if (n->bound != B_NONE) t->bcost[age_of(s, n)] += sizeof(SelNode) + sizeof(SelLink);
 		if (n->flags & NF_EXPANDED)
 			t->cost[age_of(s, n)] +=
 			    sizeof(SelNode) +
@@ -132,11 +140,11 @@ static void ph_age(const Selector *s, SelTrimRun *t, size_t a, size_t b)
 
 /* The oldest age whose nodes keep their edges: the youngest nodes first, as
  * many as the target holds; -1: none by age. */
-static int choose_age(const SelTrimRun *t)
+static int choose_age(const uint64_t *cost, uint64_t target, uint64_t *sum)
 {
-	uint64_t sum = 0;
+	*sum = 0;
 	int a = -1;
-	while (a < 65535 && sum + t->cost[a + 1] <= t->target) sum += t->cost[++a];
+	while (a < 65535 && *sum + cost[a + 1] <= target) *sum += cost[++a];
 	return a;
 }
 
@@ -146,6 +154,7 @@ static void ph_mark(const Selector *s, SelTrimRun *t, size_t a, size_t b)
 	for (size_t i = a; i < b; i++) {
 		const SelNode *n = &s->nodes[i];
 		if (n->flags & (NF_LEASED | NF_RAW)) t->keep[i] = KEEP;
+		if (n->bound != B_NONE && (int)age_of(s, n) <= t->max_bage) t->keep[i] = KEEP;
 		if (!(n->flags & NF_EXPANDED)) continue;
 		if ((int)age_of(s, n) <= t->max_age) {
 			t->keep[i] = KEEP_EDGES;
@@ -354,7 +363,8 @@ static int run_begin(Selector *s, uint64_t budget)
 	if (r) return r;
 	SelTrimRun *t = calloc(1, sizeof *t);
 	size_t n = s->nnodes ? s->nnodes : 1;
-	if (!t || !(t->cost = calloc(65536, sizeof *t->cost)) || !(t->keep = bigmem_alloc(n)) ||
+	if (!t || !(t->cost = calloc(65536, sizeof *t->cost)) ||
+	    !(t->bcost = calloc(65536, sizeof *t->bcost)) || !(t->keep = bigmem_alloc(n)) ||
 	    !(t->newidx = bigmem_alloc(n * sizeof *t->newidx))) {
 		run_free(t);
 		return SEL_ENOMEM;
@@ -428,9 +438,15 @@ static int64_t run_on(Selector *s, double ms)
 			t->at = 0;
 			t->phase++;
 			if (t->phase == PH_MARK) {
-				t->max_age = choose_age(t);
+				/* The nodes with a bound first, as nodes: a
+				 * quarter of the target at most; the edges
+				 * have the rest. */
+				uint64_t nodes, edges;
+				t->max_bage = choose_age(t->bcost, t->target / 4, &nodes);
+				t->max_age = choose_age(t->cost, t->target - nodes, &edges);
 				free(t->cost);
-				t->cost = NULL;
+				free(t->bcost);
+				t->cost = t->bcost = NULL;
 			} else if (t->phase == PH_BLOCKS) {
 				if (t->kept == s->nnodes) {
 					ret = 0; /* everything is in use: nothing to drop */
