@@ -914,18 +914,19 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 		status_clause(&l, "leases made ahead: %llu acquires took one, %llu released unused",
 		              (unsigned long long)st.acquired_ahead,
 		              (unsigned long long)st.ahead_released);
-		if (st.provisional)
-			status_clause(&l,
-			              "provisional leaves %llu%s%s, reads spared %llu, walk dry "
-			              "%llu times (%.0f ms)",
+		if (st.provisional) {
+			/* Two clauses: with both asides one passed the width, cut. */
+			status_clause(&l, "provisional leaves %llu%s%s",
 			              (unsigned long long)st.provisional,
 			              !st.select_answered    ? " (the first search under way)"
 			              : !st.provisional_over ? " (until the selection keeps up)"
 			                                     : "",
-			              st.provisional_back ? ", back when it fell behind" : "",
+			              st.provisional_back ? ", back when it fell behind" : "");
+			status_clause(&l, "reads spared %llu, walk dry %llu times (%.0f ms)",
 			              (unsigned long long)st.provisional_spared,
 			              (unsigned long long)st.provisional_dry,
 			              st.provisional_dry_ms);
+		}
 		char sb[24], sg[24], sf[24], sr[24];
 		status_clause(&l, "selector %llu nodes, %s of %s (filter and map %s, records %s)",
 		              (unsigned long long)st.select_nodes,
