@@ -1992,14 +1992,19 @@ static void test_bookgen__a_trim_takes_a_grown_map_back(void **state)
 	free(dir);
 }
 
-/* n selectors over db from the start position. */
-static void twins_new(Selector **s, int n, BookDB *db)
+/* The book at path opened (read-write), and n selectors attached to it from
+ * the start position: the book. */
+static BookDB *twins_open(Selector **s, int n, const char *path)
 {
+	BookDB *db = NULL;
+	char err[BOOKDB_ERRLEN];
+	assert_int_equal(bookdb_open(&db, path, NULL, err), 0);
 	for (int k = 0; k < n; k++) {
 		assert_int_equal(sel_new(&s[k], NULL), 0);
 		assert_int_equal(sel_attach(s[k], db, NULL), 0);
 		assert_int_equal(sel_add_root(s[k], line_key("startpos"), BLACK), 0);
 	}
+	return db;
 }
 
 /* Up to max leaves selected in s[0], each the same in the other n - 1 (b
@@ -2045,13 +2050,11 @@ static bool lease_makes_node(Selector *s, Key k)
 static void test_bookgen__a_result_below_a_trimmed_part_reaches_the_bounds_above(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp(), book[4096], err[BOOKDB_ERRLEN];
+	char *dir = ts_mkdtemp(), book[4096];
 	synth_book(book, sizeof book, dir, "trim_dropped");
-	BookDB *db = NULL;
-	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
 	enum { NEVER, DROPPED, CLEARED, PROBE, N, LEAVES = 24 };
 	Selector *s[N];
-	twins_new(s, N, db);
+	BookDB *db = twins_open(s, N, book);
 	/* The same leaves leased in each, then released and trimmed away:
 	 * nothing kept but the root, its children, and what is leased. */
 	SelLeaf *l = calloc(LEAVES, sizeof *l), *b = malloc(sizeof *b);
@@ -2161,13 +2164,11 @@ static uint64_t gone_filter_bytes(uint64_t n)
 static void test_bookgen__a_change_below_a_trimmed_node_searches_its_line_again(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp(), book[4096], err[BOOKDB_ERRLEN];
+	char *dir = ts_mkdtemp(), book[4096];
 	synth_n(book, sizeof book, dir, 20000);
-	BookDB *db = NULL;
-	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
 	enum { TRIMMED, WHOLE, N, LEAVES = 400, OLD = 200 };
 	Selector *s[N];
-	twins_new(s, N, db);
+	BookDB *db = twins_open(s, N, book);
 	/* Leaves leased one by one: the lines of the first were searched
 	 * longest ago when the trim comes. */
 	SelLeaf *l = calloc(LEAVES, sizeof *l), *b = malloc(sizeof *b);
@@ -2240,13 +2241,11 @@ static void test_bookgen__a_change_below_a_trimmed_node_searches_its_line_again(
 static void test_bookgen__a_trim_in_slices_leaves_what_one_at_once_does(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp(), book[4096], err[BOOKDB_ERRLEN];
+	char *dir = ts_mkdtemp(), book[4096];
 	synth_n(book, sizeof book, dir, 20000);
-	BookDB *db = NULL;
-	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
 	enum { A, B, C, N };
 	Selector *s[N];
-	twins_new(s, N, db);
+	BookDB *db = twins_open(s, N, book);
 	enum { LEASED = 200, OLD = 40 };
 	SelLeaf *l = malloc(sizeof *l), *lk = malloc(sizeof *lk), *old = malloc(OLD * sizeof *old);
 	BookRecord *rec = malloc(sizeof *rec);
