@@ -279,15 +279,17 @@ static int add_result_now(Selector *s, Key key, const uint8_t *enc, size_t len, 
 {
 	int64_t i = sel_g_find_or_create(s, key);
 	if (i < 0) return (int)i;
+	int r = sel_g_filter_gained(s, key);
+	if (r) return r;
 	SelNode *n = &s->nodes[i];
 	n->flags &= (uint8_t)~NF_LEASED;
 	if (thought) {
-		int r = sel_g_add_raw(s, (uint32_t)i, enc, len);
+		r = sel_g_add_raw(s, (uint32_t)i, enc, len);
 		if (!r) r = sel_g_dropped_result(s, (uint32_t)i, enc, len);
 		if (r) return r;
 	} else if (!(n->flags & NF_UNRESOLVED)) {
 		sel_g_unthink(s, (uint32_t)i);
-		int r = sel_g_dropped_result(s, (uint32_t)i, NULL, 0);
+		r = sel_g_dropped_result(s, (uint32_t)i, NULL, 0);
 		if (r) return r;
 	}
 	return sel_g_invalidate_later(s, (uint32_t)i);

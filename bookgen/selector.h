@@ -119,6 +119,10 @@ typedef struct {
 	bool filter_ready; /* lazy mode: the key filter is built */
 	bool filter_kept;  /* ... from the keys minimax keeps (not a pass over the book) */
 	double filter_ms;  /* ... in this many milliseconds */
+	/* The book's keys the filter holds (those it was made for, and the
+	 * book's since), and the filters made again as the book outgrew them
+	 * (a regrow: past 8 bits a key). */
+	uint64_t filter_keys, filter_regrows;
 	/* Memory held (bytes): the graph (nodes, key map, edges, parent links,
 	 * the table of path-dependent bounds, as allocated), record bytes held until their nodes
 	 * are expanded, and lazy mode's key filter. The book's pages are LMDB's mapping. */
@@ -326,13 +330,15 @@ void sel_start_filter(Selector *s);
 /*
  * The key filter, read on another thread (a walk of the book beside the
  * selector: the coordinator's provisional leaves). Once built and taken in
- * by a search (lazy mode), every key of the book passes it, and every key of
- * the graph: a key it turns away is not in the book (but for a result added
- * while a call is suspended, kept until the call returns). The selector's
- * thread only ever adds keys to it, word by word, and the reader loads the
- * words one at a time: a key added meanwhile may pass or not, none that was
- * there fails. It lives as long as the selector. sel_key_filter, called on
- * the selector's thread (or while its call is suspended): false, *f zeroed,
+ * by a search (lazy mode), every key of the book passes it: a key it turns
+ * away is not in the book (but for a result added while a call is
+ * suspended, kept until the call returns). The selector's thread only ever
+ * adds keys to it, word by word, and the reader loads the words one at a
+ * time: a key added meanwhile may pass or not, none that was there fails.
+ * It lives as long as the selector, but a book that outgrows it gets a new
+ * one (SelStats.filter_regrows), which alone is added to from then on: the
+ * reader asks again (a new *f) now and then. sel_key_filter, called on the
+ * selector's thread (or while its call is suspended): false, *f zeroed,
  * when there is none yet (not lazy, not built, not yet taken in).
  */
 typedef struct {

@@ -164,7 +164,7 @@ static bool bloom_maybe(const Selector *s, Key k)
 
 bool sel_key_filter(const Selector *s, SelKeyFilter *f)
 {
-	bool ok = s->lazy && s->bloom_joined && s->bloom;
+	bool ok = s->lazy && s->bloom;
 	*f = ok ? (SelKeyFilter){s->bloom, s->bloom_blocks} : (SelKeyFilter){NULL, 0};
 	return ok;
 }
@@ -183,31 +183,44 @@ static inline bool bloom_made(const Selector *s)
 	return atomic_load_explicit(&((Selector *)s)->bloom_ready, memory_order_acquire);
 }
 
-/* A snapshot's filter (sel_restore) is used once joined only: until then it
- * lacks the keys the book gained since the snapshot (sel_g_book_changed). */
-static inline bool bloom_is_ready(const Selector *s)
+/* The filter a lookup may ask (false: none yet): the one in use, else one
+ * the thread has built from the book and not yet handed over (the keys the
+ * book gained since its read began are nodes of the graph, which a lookup
+ * asks first). A snapshot's filter (sel_restore) is used once joined only:
+ * until then it lacks the keys the book gained since the snapshot
+ * (sel_g_book_changed). */
+static inline bool usable_filter(const Selector *s, SelKeyFilter *f)
 {
-	return s->bloom_joined ? s->bloom != NULL : !s->bloom_src_used && bloom_made(s);
+	if (s->bloom)
+		*f = (SelKeyFilter){s->bloom, s->bloom_blocks};
+	else if (s->lazy && !s->bloom_src_used && bloom_made(s))
+		*f = (SelKeyFilter){s->made.words, s->made.blocks};
+	else
+		return false;
+	return true;
 }
 
-/* k's node if the graph (or, lazily, the book) has it; -1 if not. Once the
- * filter thread is joined, the filter holds the graph's keys too (create_node
- * adds them), so a key it rules out is in neither: most keys asked about
- * (children of legal moves) cost one filter block. */
-static int64_t lookup(Selector *s, Key k)
+/* Lazy mode, k in no node: the book's record of it, made a node (fetch),
+ * unless the filter rules k out (-1). */
+static int64_t lookup_book(Selector *s, Key k)
 {
-	if (s->lazy && s->bloom_joined && s->bloom && !bloom_maybe(s, k)) {
-		s->st.filtered++;
-		return -1;
-	}
-	int64_t i = sel_g_find_node(s, k);
-	if (i >= 0 || !s->lazy) return i;
-	if (bloom_is_ready(s) && !bloom_maybe(s, k)) {
+	SelKeyFilter f;
+	if (usable_filter(s, &f) && !sel_key_filter_maybe(&f, k)) {
 		s->st.filtered++;
 		return -1;
 	}
 	s->st.fetches++;
 	return fetch(s, k);
+}
+
+/* k's node if the graph (or, lazily, the book) has it; -1 if not. The node
+ * map first (its slot is mostly prefetched), then the filter: most keys
+ * asked about (children of legal moves) are in neither, and cost no more. */
+static int64_t lookup(Selector *s, Key k)
+{
+	int64_t i = sel_g_find_node(s, k);
+	if (i >= 0 || !s->lazy) return i;
+	return lookup_book(s, k);
 }
 
 /* Memory for the filter: 2 MB pages when the system gives them (a lookup
@@ -263,6 +276,8 @@ static void *bloom_build(void *arg)
 	BloomFill f = {0};
 	if (bookdb_txn_begin(&txn, s->db, false) < 0) goto out;
 	if (bookdb_count(&count, txn, BOOKDB_POS) < 0) goto out;
+	/* A regrow: the book's count now, and the keys it may gain while
+	 * the filter is made, not counted when it began. */
 	size_t bytes = sel_filter_bytes(count);
 	uint64_t blocks = bytes / 64;
 	if (!(f.bloom = sel_g_bloom_alloc(bytes))) goto out;
@@ -271,7 +286,7 @@ static void *bloom_build(void *arg)
 	 * sixteenth of the bytes a pass over the book reads. */
 	if (book_minimax_hook_keys(&s->keys_hook, s->db, txn, fill_keys, &f) == 0) {
 		fill_end(&f);
-		s->filter_kept = true;
+		s->made.kept = true;
 	} else {
 		fill_end(&f);
 		Key k;
@@ -286,10 +301,11 @@ static void *bloom_build(void *arg)
 		fill_end(&f);
 		if (rc != 0) goto out;
 	}
-	s->bloom = f.bloom;
-	s->bloom_bytes = bytes;
-	s->bloom_blocks = blocks - 1;
-	s->filter_ms = clock_ms_f() - t0;
+	s->made.words = f.bloom;
+	s->made.bytes = bytes;
+	s->made.blocks = blocks - 1;
+	s->made.keys = count;
+	s->made.ms = clock_ms_f() - t0;
 	f.bloom = NULL;
 	atomic_store_explicit(&s->bloom_ready, 1, memory_order_release);
 out:
@@ -315,11 +331,12 @@ static void *bloom_load(void *arg)
 		free(b);
 		return bloom_build(s);
 	}
-	s->bloom = b;
-	s->bloom_bytes = (size_t)s->bloom_src.len;
-	s->bloom_blocks = s->bloom_src_blocks;
-	s->filter_kept = s->bloom_src_kept;
-	s->filter_ms = s->bloom_src_ms + (clock_ms_f() - t0);
+	s->made.words = b;
+	s->made.bytes = (size_t)s->bloom_src.len;
+	s->made.blocks = s->bloom_src_blocks;
+	s->made.keys = s->filter_keys; /* sel_restore: the book's count then */
+	s->made.kept = s->bloom_src_kept;
+	s->made.ms = s->bloom_src_ms + (clock_ms_f() - t0);
 	atomic_store_explicit(&s->bloom_ready, 1, memory_order_release);
 	atomic_store_explicit(&s->bloom_finished, 1, memory_order_release);
 	return NULL;
@@ -387,13 +404,16 @@ void sel_g_siblings_ahead(Selector *s, uint32_t parent, uint32_t child)
  */
 static int64_t child_node(Selector *s, Key k)
 {
-	bool filter = s->lazy && s->bloom_joined && s->bloom;
-	if (filter && !bloom_maybe(s, k)) {
+	int64_t i = sel_g_find_node(s, k);
+	if (i >= 0) return i;
+	if (!s->lazy || !s->bloom) {
+		i = s->lazy ? lookup_book(s, k) : -1;
+		return i != -1 ? i : create_node(s, k);
+	}
+	if (!bloom_maybe(s, k)) {
 		s->st.filtered++;
 		return create_node(s, k);
 	}
-	int64_t i = sel_g_find_node(s, k);
-	if (i >= 0 || !filter) return i >= 0 ? i : sel_g_find_or_create(s, k);
 	i = create_node(s, k);
 	if (i >= 0) s->nodes[i].flags |= NF_UNRESOLVED;
 	return i;
@@ -417,7 +437,6 @@ static int64_t create_node(Selector *s, Key k)
 	/* Room reserved above, and k is not in the map: this only inserts. */
 	if (keymap_find_or_insert(&s->map, node_keys(s), (uint32_t)s->nnodes) < 0)
 		return SEL_ENOMEM;
-	if (s->bloom_joined && s->bloom) bloom_add(s->bloom, s->bloom_blocks, k);
 	if (s->gone && !s->gone_full && sel_g_was_dropped(s, k)) s->st.remade++;
 	s->st.nodes = ++s->nnodes;
 	return (int64_t)(s->nnodes - 1);
@@ -490,21 +509,82 @@ int sel_new(Selector **out, const SelOptions *opt)
 	return 0;
 }
 
-/* Lazy mode: the filter thread finished (the first search waits for it). */
+/* Lazy mode: the filter thread finished (the first search waits for it; a
+ * regrow's, the one in use meanwhile). Its filter becomes the one in use,
+ * with the keys the book gained meanwhile (sel_g_filter_gained); one it
+ * replaces is retired (sel_key_filter's readers). */
 static void bloom_join(Selector *s)
 {
 	if (!s->bloom_started || s->bloom_joined) return;
 	pthread_join(s->bloom_thread, NULL);
 	s->bloom_joined = true;
-	/* From now on the filter holds the graph's keys as well (create_node),
-	 * and the keys the book gained meanwhile (sel_g_book_changed). */
-	for (size_t i = 0; s->bloom && i < s->nnodes; i++)
-		bloom_add(s->bloom, s->bloom_blocks, s->nodes[i].key);
-	for (size_t i = 0; s->bloom && i < s->nlater; i++)
-		bloom_add(s->bloom, s->bloom_blocks, s->bloom_later[i]);
+	if (s->made.words && s->bloom) {
+		uint64_t **r = realloc(s->retired, (s->nretired + 1) * sizeof *r);
+		if (!r) { /* kept as it is: the new one is dropped */
+			free(s->made.words);
+			s->made.words = NULL;
+		} else {
+			s->retired = r;
+			s->retired[s->nretired++] = s->bloom;
+			s->retired_bytes += s->bloom_bytes;
+			s->regrows++;
+		}
+	}
+	if (s->made.words) {
+		s->bloom = s->made.words;
+		s->bloom_bytes = s->made.bytes;
+		s->bloom_blocks = s->made.blocks;
+		s->filter_keys = s->made.keys;
+		s->filter_kept = s->made.kept;
+		s->filter_ms = s->made.ms;
+		s->made.words = NULL;
+		for (size_t i = 0; i < s->nlater; i++)
+			bloom_add(s->bloom, s->bloom_blocks, s->bloom_later[i]);
+		s->filter_keys += s->nlater;
+		s->regrow_at = s->bloom_bytes;
+	} else if (s->bloom) {
+		s->regrow_at *= 2; /* not made: tried again at twice the keys */
+	}
 	free(s->bloom_later);
 	s->bloom_later = NULL;
 	s->nlater = s->caplater = 0;
+}
+
+int sel_g_filter_gained(Selector *s, Key k)
+{
+	if (!s->lazy) return 0;
+	if (s->bloom) {
+		bloom_add(s->bloom, s->bloom_blocks, k);
+		s->filter_keys++;
+	}
+	/* A filter being made (or read from a snapshot) may have been read
+	 * from the book before k was written: it goes in at the join. */
+	if (!s->bloom_joined) {
+		if (array_grow((void **)&s->bloom_later, &s->caplater, s->nlater + 1,
+		               sizeof *s->bloom_later, 64))
+			return SEL_ENOMEM;
+		s->bloom_later[s->nlater++] = k;
+	}
+	return 0;
+}
+
+/* A filter in use past 8 bits a key: a new one made from the book beside
+ * it (used once made; a search never waits for it). */
+static void filter_regrow(Selector *s)
+{
+	if (!s->bloom || !s->bloom_joined || !s->db || s->filter_keys <= s->regrow_at) return;
+	s->bloom_started = s->bloom_joined = false;
+	s->bloom_src_used = false;
+	atomic_store(&s->bloom_ready, 0);
+	atomic_store(&s->bloom_finished, 0);
+	atomic_store(&s->bloom_cancel, 0);
+	memset(&s->made, 0, sizeof s->made);
+	s->bloom_expect = sel_filter_bytes(s->filter_keys);
+	sel_start_filter(s);
+	if (!s->bloom_started) { /* no thread: tried again at twice the keys */
+		s->bloom_joined = true;
+		s->regrow_at *= 2;
+	}
 }
 
 void sel_free(Selector *s)
@@ -517,6 +597,9 @@ void sel_free(Selector *s)
 	snap_section_close(&s->bloom_src);
 	free(s->bloom_later);
 	free(s->bloom);
+	free(s->made.words);
+	for (size_t i = 0; i < s->nretired; i++) free(s->retired[i]);
+	free(s->retired);
 	free(s->gone);
 	free(s->retro);
 	for (size_t i = 0; s->nodes && i < s->nnodes; i++) drop_raw(s, &s->nodes[i]);
@@ -633,23 +716,33 @@ int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys)
 	 * in a file, and a file touched at random in a slot a page, dirty pages
 	 * written back to make room for the next, costs minutes (a 256 MB map
 	 * for 10 M positions in 240 MB: 1,000 leaves in 330 s, not 2 s). */
-	BookTxn *txn = NULL;
 	uint64_t count = 0;
-	if (bookdb_txn_begin(&txn, db, false) == 0 && bookdb_count(&count, txn, BOOKDB_POS) == 0 &&
-	    count > 0) {
+	if (sel_g_book_count(db, &count) == 0 && count > 0) {
 		s->bloom_expect = sel_filter_bytes(count);
-		size_t want = count < SEL_RESERVE_MAX ? (size_t)count : SEL_RESERVE_MAX;
-		uint64_t budget = map_budget(s);
-		if (want > budget / 128) want = (size_t)(budget / 128);
-		if (keymap_reserve(&s->map, s->nodes, want) < 0) {
-			bookdb_txn_abort(txn);
-			return SEL_ENOMEM;
-		}
+		if (sel_g_reserve_map(s, count)) return SEL_ENOMEM;
 	}
 	sel_g_fix_map(s);
-	bookdb_txn_abort(txn);
 	if (!s->bloom_deferred) sel_start_filter(s);
 	return 0;
+}
+
+int sel_g_book_count(BookDB *db, uint64_t *count)
+{
+	BookTxn *txn = NULL;
+	*count = 0;
+	int rc = bookdb_txn_begin(&txn, db, false) < 0 || bookdb_count(count, txn, BOOKDB_POS) < 0
+	             ? SEL_EBOOK
+	             : 0;
+	bookdb_txn_abort(txn);
+	return rc;
+}
+
+int sel_g_reserve_map(Selector *s, uint64_t count)
+{
+	size_t want = count < SEL_RESERVE_MAX ? (size_t)count : SEL_RESERVE_MAX;
+	uint64_t budget = map_budget(s);
+	if (want > budget / 128) want = (size_t)(budget / 128);
+	return keymap_reserve(&s->map, node_keys(s), want) < 0 ? SEL_ENOMEM : 0;
 }
 
 /* Clears the bounds of the pending nodes and of every node that can reach
@@ -847,7 +940,11 @@ int sel_g_call_begin(Selector *s)
 	/* A search before the filter meets every child of every legal move in
 	 * LMDB (a B-tree walk each, most of them for keys the book does not
 	 * hold): waiting for the one pass that builds the filter is quicker. */
-	if (s->lazy) {
+	if (s->lazy && s->bloom) {
+		/* A regrow: the filter in use until the new one is made. */
+		sel_g_filter_join_done(s);
+		filter_regrow(s);
+	} else if (s->lazy) {
 		sel_start_filter(s); /* deferred (sel_defer_filter) until now */
 		if (s->bloom_src_used) {
 			/* A restored graph holds the positions its searches meet:
@@ -879,8 +976,13 @@ void sel_g_filter_join_done(Selector *s)
 
 void sel_g_filter_wait(Selector *s)
 {
-	if (s->lazy) sel_start_filter(s);
-	if (s->lazy) bloom_join(s);
+	if (!s->lazy) return;
+	if (s->bloom) { /* a regrow is not waited for */
+		sel_g_filter_join_done(s);
+		return;
+	}
+	sel_start_filter(s);
+	bloom_join(s);
 }
 
 void sel_g_call_end(Selector *s)
@@ -984,7 +1086,8 @@ int sel_g_expand(Selector *s, uint32_t i)
 	}
 	if (!len) return 0;
 	int nlegal = movegen_legal(pos, s->legal);
-	bool filter = s->lazy && bloom_is_ready(s);
+	SelKeyFilter kf;
+	bool filter = s->lazy && usable_filter(s, &kf);
 	int r;
 	/* Every key first, its map slot (and filter block) prefetched: the
 	 * lookups below then mostly wait for one memory access at a time no
@@ -996,15 +1099,12 @@ int sel_g_expand(Selector *s, uint32_t i)
 		s->stored_after[k] = use ? pos_key_after(pos, bm->move) : (Key){0, 0};
 		if (use) keymap_prefetch(&s->map, s->stored_after[k]);
 		if (use && filter)
-			__builtin_prefetch(
-			    bloom_block(s->bloom, s->bloom_blocks, s->stored_after[k]));
+			__builtin_prefetch(bloom_block(kf.words, kf.blocks, s->stored_after[k]));
 	}
 	for (int j = 0; j < nlegal; j++) {
 		s->legal_after[j] = pos_key_after(pos, s->legal[j]);
 		keymap_prefetch(&s->map, s->legal_after[j]);
-		if (filter)
-			__builtin_prefetch(
-			    bloom_block(s->bloom, s->bloom_blocks, s->legal_after[j]));
+		if (filter) __builtin_prefetch(bloom_block(kf.words, kf.blocks, s->legal_after[j]));
 	}
 	/* The first search tries first the move minimax valued best (its last
 	 * run's values, when the record has them): the selector's own values
@@ -1055,7 +1155,8 @@ int sel_g_invalidate_later(Selector *s, uint32_t i)
 
 bool sel_g_book_thought(const Selector *s, Key key)
 {
-	if (bloom_is_ready(s) && !bloom_maybe(s, key)) return false;
+	SelKeyFilter f;
+	if (usable_filter(s, &f) && !sel_key_filter_maybe(&f, key)) return false;
 	BookTxn *own, *txn = read_txn(s, &own);
 	const uint8_t *val;
 	size_t len;
@@ -1068,16 +1169,7 @@ bool sel_g_book_thought(const Selector *s, Key key)
 int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, RetroMove *cand,
                        uint64_t *parents)
 {
-	if (val && s->bloom_joined && s->bloom) {
-		bloom_add(s->bloom, s->bloom_blocks, k);
-	} else if (val && s->lazy && !s->bloom_joined) {
-		/* The filter's thread may be reading a filter older than this
-		 * (a snapshot's): the key goes in at the join. */
-		if (array_grow((void **)&s->bloom_later, &s->caplater, s->nlater + 1,
-		               sizeof *s->bloom_later, 64))
-			return SEL_ENOMEM;
-		s->bloom_later[s->nlater++] = k;
-	}
+	if (val && sel_g_filter_gained(s, k)) return SEL_ENOMEM;
 	bool thought = val && len && (val[0] & BOOKDB_REC_THOUGHT);
 	int64_t i = sel_g_find_node(s, k);
 	if (i >= 0) {
@@ -1133,10 +1225,20 @@ int sel_g_book_changed(Selector *s, Key k, const uint8_t *val, size_t len, Retro
 	return r ? r : i < 0 ? 0 : 2;
 }
 
+/* The filters' bytes: the one in use, those it replaced, and the one its
+ * thread makes, once made (expect: while made, as it will be). */
+static uint64_t filter_held(const Selector *s, bool expect)
+{
+	uint64_t b = (s->bloom ? s->bloom_bytes : 0) + s->retired_bytes;
+	if (!s->lazy || (s->bloom_joined && s->bloom)) return b;
+	/* Written by the filter's thread before it said ready. */
+	if (bloom_made(s)) return b + s->made.bytes;
+	return b + (expect ? s->bloom_expect : 0);
+}
+
 uint64_t sel_g_fixed_bytes(const Selector *s)
 {
-	/* The filter once its thread made it, joined or not. */
-	return (uint64_t)s->map.cap * sizeof *s->map.slot + (bloom_made(s) ? s->bloom_bytes : 0);
+	return (uint64_t)s->map.cap * sizeof *s->map.slot + filter_held(s, false);
 }
 
 uint64_t sel_g_used_bytes(const Selector *s)
@@ -1153,16 +1255,17 @@ void sel_g_memory(SelStats *out, const Selector *s)
 	                   s->capedges * sizeof *s->edges + s->caplinks * sizeof *s->links +
 	                   sel_pb_bytes(s) + s->gone_bytes;
 	out->record_bytes = s->raw_bytes;
-	/* Written by the filter's thread before it said ready. */
-	bool ready = bloom_made(s);
+	/* The filter in use, else the one its thread made (written before it
+	 * said ready). */
+	bool inuse = s->bloom != NULL, ready = inuse || bloom_made(s);
 	out->filter_ready = ready;
-	out->filter_bytes = ready ? s->bloom_bytes : 0;
+	out->filter_bytes = filter_held(s, false);
 	uint64_t map = (uint64_t)s->map.cap * sizeof *s->map.slot;
-	out->fixed_bytes = (map < s->map_fixed ? map : s->map_fixed) + (ready     ? s->bloom_bytes
-	                                                                : s->lazy ? s->bloom_expect
-	                                                                          : 0);
-	out->filter_kept = ready && s->filter_kept;
-	out->filter_ms = ready ? s->filter_ms : 0;
+	out->fixed_bytes = (map < s->map_fixed ? map : s->map_fixed) + filter_held(s, true);
+	out->filter_kept = inuse ? s->filter_kept : ready && s->made.kept;
+	out->filter_ms = inuse ? s->filter_ms : ready ? s->made.ms : 0;
+	out->filter_keys = inuse ? s->filter_keys : 0;
+	out->filter_regrows = s->regrows;
 }
 
 int sel_g_invalidate(Selector *s, uint32_t i)

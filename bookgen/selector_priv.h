@@ -178,15 +178,36 @@ struct Selector {
 	BookTxn *txn;     /* the read transaction of the running public call */
 	/* Lazy mode: a blocked Bloom filter of the book's keys (one 64-byte
 	 * block a key), built by a background thread; once ready, a key it
-	 * rules out is not looked up in LMDB. A search waits for it. */
+	 * rules out is not looked up in LMDB. A search waits for it. bloom is
+	 * set at the join only (the filter in use, on the selector's thread);
+	 * the thread makes its filter in made. The graph's keys are not in it
+	 * (a lookup asks the node map first): only the book's, so that a trim
+	 * leaves none behind and the book's growth is what fills it. */
 	uint64_t *bloom;
 	size_t bloom_bytes;
 	size_t bloom_expect;   /* sel_attach: the filter's bytes once built (filter_bytes_for) */
 	uint64_t map_fixed;    /* the node map's bytes as made for the book (sel_g_fix_map) */
 	uint64_t bloom_blocks; /* blocks - 1 */
+	struct {
+		uint64_t *words, blocks, keys; /* keys: the book's count it was made for */
+		size_t bytes;
+		bool kept;
+		double ms;
+	} made; /* written by the filter's thread before bloom_ready */
 	atomic_int bloom_ready, bloom_cancel, bloom_finished;
 	pthread_t bloom_thread;
 	bool bloom_started, bloom_joined;
+	/* The keys in the filter (those it was made for, and each added since):
+	 * past one a byte (8 bits a key: about 2 % of absent keys pass, against
+	 * 0.2 % at the 16 it is made with), a new one is made for the book as
+	 * it is, beside the one in use (sel_g_filter_regrow). regrow_at: the
+	 * count that starts the next (doubled when one could not be made). */
+	uint64_t filter_keys, regrow_at;
+	/* Filters a regrow replaced: a reader on another thread (sel_key_filter)
+	 * may still hold one; freed with the selector. */
+	uint64_t **retired;
+	size_t nretired, retired_bytes;
+	uint64_t regrows;
 	bool bloom_deferred; /* sel_defer_filter: started by sel_start_filter or a search */
 	/* sel_restore: the filter's section of the snapshot, read by the
 	 * filter's thread instead of a build (fd -1: none); keys the book
@@ -345,6 +366,14 @@ uint64_t sel_g_fixed_bytes(const Selector *s);
 void sel_g_fix_map(Selector *s);
 /* Joins the filter's thread if it has finished (never waits). */
 void sel_g_filter_join_done(Selector *s);
+/* The book holds k now (a result, a change caught up with): into the key
+ * filter, and into the one being made, at its join. 0 or SEL_ENOMEM. */
+int sel_g_filter_gained(Selector *s, Key k);
+/* The book's positions (SEL_EBOOK when it cannot say). */
+int sel_g_book_count(BookDB *db, uint64_t *count);
+/* The node map sized for a book of count positions, as sel_attach does: at
+ * most SEL_RESERVE_MAX, and 16 bytes a node in an eighth of the budget. */
+int sel_g_reserve_map(Selector *s, uint64_t count);
 /* The memory and filter figures of SelStats. */
 void sel_g_memory(SelStats *out, const Selector *s);
 /* Before a search: the pending invalidations; one read transaction for the

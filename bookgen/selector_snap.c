@@ -46,6 +46,8 @@ typedef struct {
 
 bool sel_snapshot_ready(const Selector *s)
 {
+	/* Not while the filter's thread runs (a regrow: sel_snapshot_write
+	 * could be called in a forked child, where the thread is not). */
 	return s->lazy && !s->in_call && !s->trim && !s->ndefer && !s->err && s->bloom_joined &&
 	       s->bloom;
 }
@@ -60,8 +62,9 @@ void sel_snapshot_wait(Selector *s)
 int sel_snapshot_write(Selector *s, SnapWriter *w)
 {
 	sel_snapshot_wait(s);
-	if (!s->lazy || s->in_call || s->ndefer || s->err || !s->bloom_joined || !s->bloom)
-		return SEL_EINVAL;
+	/* A regrow under way: the filter in use (it has every key the new one
+	 * will have). */
+	if (!s->lazy || s->in_call || s->ndefer || s->err || !s->bloom) return SEL_EINVAL;
 	/* Each change pushes its node on the pending list, a node changed
 	 * twice twice: written once each, as the restore checks it (no more
 	 * entries than nodes; a run stopped seconds into its first search had
@@ -252,10 +255,15 @@ int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
 	 * filter's size follows (16-32 bits a key). */
 	if (h.map_cap / 2 > h.bloom_bytes + 2 * h.nnodes + 2048)
 		return damaged(err, "the map's size", 0);
-	/* The nodes, and the key map as sel_attach sizes it. */
-	if ((rc = sel_g_reserve_nodes(s, h.nnodes ? (size_t)h.nnodes : 1)) ||
+	/* The nodes, and the key map as sel_attach sizes it: for the book as it
+	 * is now, which may have grown many times over since the map was made
+	 * (a map too small grows in one go, mid-search). */
+	uint64_t count = 0;
+	if ((rc = sel_g_book_count(db, &count)) ||
+	    (rc = sel_g_reserve_nodes(s, h.nnodes ? (size_t)h.nnodes : 1)) ||
 	    keymap_reserve(&s->map, (const char *)s->nodes + offsetof(SelNode, key),
-	                   (size_t)h.map_cap / 2))
+	                   (size_t)h.map_cap / 2) ||
+	    sel_g_reserve_map(s, count))
 		return rc ? rc : SEL_ENOMEM;
 	if ((rc = snap_read(r, T_NODES, s->nodes, h.nnodes * sizeof(SelNode), err))) return rc;
 	for (size_t i = 0; i < h.nnodes; i++) {
@@ -292,14 +300,21 @@ int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
 	/* The key filter (at 10^9 positions 2 GB, most of the snapshot): read
 	 * by the filter's thread while the selector is in use (its searches
 	 * do not wait for it: LMDB answers their lookups meanwhile); the
-	 * book's keys added meanwhile go in at the join. */
-	if ((rc = snap_section_take(&s->bloom_src, r, T_BLOOM, h.bloom_bytes, err)))
-		return restore_fail(s, rc);
-	s->bloom_src_used = true;
-	s->bloom_src_blocks = h.bloom_blocks;
-	s->bloom_src_kept = h.filter_kept;
-	s->bloom_src_ms = h.filter_ms;
-	s->bloom_expect = (size_t)h.bloom_bytes;
+	 * book's keys added meanwhile go in at the join. But a book that has
+	 * outgrown it (past 8 bits a key, as a regrow) has one made for it
+	 * instead, which the first search waits for, as a new selector's. */
+	if (count <= h.bloom_bytes) {
+		if ((rc = snap_section_take(&s->bloom_src, r, T_BLOOM, h.bloom_bytes, err)))
+			return restore_fail(s, rc);
+		s->bloom_src_used = true;
+		s->bloom_src_blocks = h.bloom_blocks;
+		s->bloom_src_kept = h.filter_kept;
+		s->bloom_src_ms = h.filter_ms;
+		s->bloom_expect = (size_t)h.bloom_bytes;
+		s->filter_keys = count;
+	} else {
+		s->bloom_expect = sel_filter_bytes(count);
+	}
 	sel_g_fix_map(s);
 	s->db = db;
 	s->lazy = true;

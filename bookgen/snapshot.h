@@ -114,13 +114,16 @@ void snap_section_close(SnapSection *sec);
  */
 JOSEKI_MUST_USE int sel_snapshot_write(Selector *s, SnapWriter *w);
 /* Whether sel_snapshot_write can write s now without waiting for anything
- * (no call suspended, the key filter built and joined): a forked child,
- * which has no other thread, may call it then. */
+ * (no call suspended, the key filter built and joined, none being made
+ * again): a forked child, which has no other thread, may call it then. */
 bool sel_snapshot_ready(const Selector *s);
 /* Waits until the key filter of a lazy selector is built and joins its
  * thread (between calls; nothing to wait for otherwise). A search stopped
  * while it waited for the filter leaves it building: sel_snapshot_ready is
- * then false until this (or the next call) has waited. */
+ * then false until this (or the next call) has waited. A filter being made
+ * again beside the one in use (a regrow) is not waited for: joined if made,
+ * else sel_snapshot_write writes the one in use (sel_snapshot_ready false
+ * meanwhile). */
 void sel_snapshot_wait(Selector *s);
 JOSEKI_MUST_USE int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err);
 

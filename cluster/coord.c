@@ -1884,6 +1884,8 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->select_reexpansions = ss.reexpansions;
 	out->select_remade = ss.remade;
 	out->select_invalidated = ss.invalidated;
+	out->filter_keys = ss.filter_keys;
+	out->filter_regrows = ss.filter_regrows;
 	out->trim_ms = c->trim_ms;
 	for (size_t i = 0; i < c->nleases; i++) {
 		const Lease *l = &c->leases[i];

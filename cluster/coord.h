@@ -278,10 +278,12 @@ typedef struct {
 	 * records read from the book by its searches, and the searches a stored
 	 * bound answered (of them, bounds that depend on the path); of the
 	 * expansions, those of nodes a trim had taken the edges of; the nodes
-	 * made again for keys a trim dropped; the bounds changes cleared. */
+	 * made again for keys a trim dropped; the bounds changes cleared; the
+	 * book's keys in the key filter, and the filters made again as the
+	 * book outgrew them. */
 	uint64_t select_expansions, select_visits, select_fetches, select_fetch_misses,
 	    select_tt_hits, select_path_hits, select_reexpansions, select_remade,
-	    select_invalidated;
+	    select_invalidated, filter_keys, filter_regrows;
 	double trim_ms;
 	/* The calls that worked on a trim (SelStats.trim_slices), and whether
 	 * one is under way (sel_trimming). */

@@ -394,10 +394,10 @@ int co_pwalk_take(CoPwalk *p, PwLeaf *out, int max, double wait_ms);
 int co_pwalk_pause(CoPwalk *p, bool paused);
 int co_pwalk_ready(CoPwalk *p); /* leaves in the ring; -1 for NULL */
 void co_pwalk_stop(CoPwalk *p);
-/* The selector's key filter for the walk (the first handed over is kept;
- * the walk asks it before each read, and reads no record of a key it turns
- * away): the selector must outlive the walk. co_pwalk_spared: the reads it
- * spared. */
+/* The selector's key filter for the walk (each handed over replaces the
+ * last: a regrown filter; the walk asks it before each read, and reads no
+ * record of a key it turns away): the selector must outlive the walk.
+ * co_pwalk_spared: the reads it spared. */
 void co_pwalk_set_filter(CoPwalk *p, const SelKeyFilter *f);
 uint64_t co_pwalk_spared(const CoPwalk *p);
 

@@ -48,26 +48,36 @@ struct CoPwalk {
 	PwLeaf ring[PW_RING];
 	int head, n, err;
 	bool quit, paused, done, started;
-	/* The selector's key filter (co_pwalk_set_filter), once it has one:
-	 * filter written before has_filter is set (release), read after. */
-	SelKeyFilter filter;
-	atomic_bool has_filter;
+	/* The selector's key filter (co_pwalk_set_filter), once it has one, in
+	 * one word (so that a regrown filter replaces it whole): its words'
+	 * address (64-byte aligned), or'ed with log2(blocks + 1); 0: none. */
+	atomic_uint_fast64_t filter;
 	atomic_uint_fast64_t spared; /* reads the filter spared */
 };
+
+/* The selector's filter, once handed over (false: none yet). */
+static bool pw_filter(CoPwalk *p, SelKeyFilter *f)
+{
+	uint64_t v = atomic_load_explicit(&p->filter, memory_order_acquire);
+	if (!v) return false;
+	f->words = (const uint64_t *)(uintptr_t)(v & ~(uint64_t)63);
+	f->blocks = ((uint64_t)1 << (v & 63)) - 1;
+	return true;
+}
 
 /* Whether the book may hold key: the selector's filter, once handed over. */
 static bool pw_held(void *ctx, Key key)
 {
-	CoPwalk *p = ctx;
-	if (!atomic_load_explicit(&p->has_filter, memory_order_acquire)) return true;
-	return sel_key_filter_maybe(&p->filter, key);
+	SelKeyFilter f;
+	return !pw_filter(ctx, &f) || sel_key_filter_maybe(&f, key);
 }
 
 void co_pwalk_set_filter(CoPwalk *p, const SelKeyFilter *f)
 {
-	if (!p || atomic_load_explicit(&p->has_filter, memory_order_relaxed)) return;
-	p->filter = *f;
-	atomic_store_explicit(&p->has_filter, true, memory_order_release);
+	uintptr_t a = (uintptr_t)f->words;
+	if (!p || !a || (a & 63) || (f->blocks & (f->blocks + 1))) return;
+	uint64_t v = (uint64_t)a | (uint64_t)__builtin_ctzll(f->blocks + 1);
+	atomic_store_explicit(&p->filter, v, memory_order_release);
 }
 
 uint64_t co_pwalk_spared(const CoPwalk *p)
@@ -90,7 +100,8 @@ static void pw_then(void *ctx, BookPrefetch *pf, Key key, const uint8_t *val, si
 {
 	CoPwalk *p = ctx;
 	(void)key;
-	if (!atomic_load_explicit(&p->has_filter, memory_order_acquire)) return;
+	SelKeyFilter f;
+	if (!pw_filter(p, &f)) return;
 	Key keys[BOOKDB_MAX_MOVES];
 	size_t n = prov_record_children(keys, val, len, pw_held, p);
 	int next = prov_ahead_depth(depth, n);

@@ -530,7 +530,8 @@ static char *status_body(const CoordStatus *st)
 	}
 	json_t *sel = json_pack(
 	    "{s:b, s:s, s:I, s:I, s:f, s:f, s:I, s:b, s:I, s:b, s:I, s:I, s:I, s:f, s:I, s:I, s:I, "
-	    "s:I, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "s:I, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+	    "s:I, s:I}",
 	    "restored", st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
 	    "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
 	    (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
@@ -550,7 +551,9 @@ static char *status_body(const CoordStatus *st)
 	    "fetch_misses", (json_int_t)st->select_fetch_misses, "bound_hits",
 	    (json_int_t)st->select_tt_hits, "path_hits", (json_int_t)st->select_path_hits,
 	    "reexpansions", (json_int_t)st->select_reexpansions, "remade",
-	    (json_int_t)st->select_remade, "invalidated", (json_int_t)st->select_invalidated);
+	    (json_int_t)st->select_remade, "invalidated", (json_int_t)st->select_invalidated,
+	    "filter_keys", (json_int_t)st->filter_keys, "filter_regrows",
+	    (json_int_t)st->filter_regrows);
 	json_t *o = json_pack(
 	    "{s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:f, s:I, s:I, s:I, s:o, s:o, s:o, "
 	    "s:o}",

@@ -1020,6 +1020,9 @@ static void test_work__a_coordinator_killed_with_sigkill_keeps_its_leases(void *
 	assert_int_equal(jget(st, "selector", "reexpansions"), 0);
 	assert_int_equal(jget(st, "selector", "remade"), 0);
 	assert_true(jget(st, "selector", "invalidated") >= 0);
+	/* The key filter, taken in by the first search: the book's keys. */
+	assert_true(jget(st, "selector", "filter_keys") > 0);
+	assert_int_equal(jget(st, "selector", "filter_regrows"), 0);
 	json_decref(st);
 	char *metrics = NULL;
 	assert_int_equal(call(s, NULL, "GET", "/metrics", NULL, 0, &metrics), 200);
