@@ -119,9 +119,10 @@ typedef struct {
 	bool filter_ready; /* lazy mode: the key filter is built */
 	bool filter_kept;  /* ... from the keys minimax keeps (not a pass over the book) */
 	double filter_ms;  /* ... in this many milliseconds */
-	/* The book's keys the filter holds (those it was made for, and the
-	 * book's since), and the filters made again as the book outgrew them
-	 * (a regrow: past 8 bits a key). */
+	/* The book's keys the filter holds (the book's count as the last call
+	 * began; 0 until the filter is in use), and the filters made again as
+	 * the book outgrew them (a regrow: fewer than 8 bits a key; one at a
+	 * restore that did not read the snapshot's). */
 	uint64_t filter_keys, filter_regrows;
 	/* Memory held (bytes): the graph (nodes, key map, edges, parent links,
 	 * the table of path-dependent bounds, as allocated), record bytes held until their nodes

@@ -540,7 +540,6 @@ static void bloom_join(Selector *s)
 		s->made.words = NULL;
 		for (size_t i = 0; i < s->nlater; i++)
 			bloom_add(s->bloom, s->bloom_blocks, s->bloom_later[i]);
-		s->filter_keys += s->nlater;
 		s->regrow_at = s->bloom_bytes;
 	} else if (s->bloom) {
 		s->regrow_at *= 2; /* not made: tried again at twice the keys */
@@ -553,10 +552,7 @@ static void bloom_join(Selector *s)
 int sel_g_filter_gained(Selector *s, Key k)
 {
 	if (!s->lazy) return 0;
-	if (s->bloom) {
-		bloom_add(s->bloom, s->bloom_blocks, k);
-		s->filter_keys++;
-	}
+	if (s->bloom) bloom_add(s->bloom, s->bloom_blocks, k);
 	/* A filter being made (or read from a snapshot) may have been read
 	 * from the book before k was written: it goes in at the join. */
 	if (!s->bloom_joined) {
@@ -943,7 +939,6 @@ int sel_g_call_begin(Selector *s)
 	if (s->lazy && s->bloom) {
 		/* A regrow: the filter in use until the new one is made. */
 		sel_g_filter_join_done(s);
-		filter_regrow(s);
 	} else if (s->lazy) {
 		sel_start_filter(s); /* deferred (sel_defer_filter) until now */
 		if (s->bloom_src_used) {
@@ -963,8 +958,16 @@ int sel_g_call_begin(Selector *s)
 			bloom_join(s);
 		}
 	}
-	if (!s->db || s->txn) return 0;
-	return bookdb_txn_begin(&s->txn, s->db, false) < 0 ? SEL_EBOOK : 0;
+	if (!s->db) return 0;
+	if (!s->txn && bookdb_txn_begin(&s->txn, s->db, false) < 0) return SEL_EBOOK;
+	/* The book's count (kept by LMDB, read at once): the keys the filter
+	 * holds, the book having given it each key it gained since. */
+	uint64_t n;
+	if (s->lazy && s->bloom && bookdb_count(&n, s->txn, BOOKDB_POS) == 0) {
+		s->filter_keys = n;
+		filter_regrow(s);
+	}
+	return 0;
 }
 
 void sel_g_filter_join_done(Selector *s)

@@ -197,11 +197,13 @@ struct Selector {
 	atomic_int bloom_ready, bloom_cancel, bloom_finished;
 	pthread_t bloom_thread;
 	bool bloom_started, bloom_joined;
-	/* The keys in the filter (those it was made for, and each added since):
-	 * past one a byte (8 bits a key: about 2 % of absent keys pass, against
-	 * 0.2 % at the 16 it is made with), a new one is made for the book as
-	 * it is, beside the one in use (sel_g_filter_regrow). regrow_at: the
-	 * count that starts the next (doubled when one could not be made). */
+	/* The keys in the filter: the book's count, read as each call begins
+	 * (the book gives it each key it gains: sel_g_filter_gained). Past one
+	 * a byte (8 bits a key: about 2 % of absent keys pass, against 0.2 % at
+	 * the 16 it is made with), a new one is made for the book as it is,
+	 * beside the one in use (filter_regrow). regrow_at: the count that
+	 * starts the next (doubled when one could not be made). regrows: those
+	 * made, and one at a restore that made the snapshot's again. */
 	uint64_t filter_keys, regrow_at;
 	/* Filters a regrow replaced: a reader on another thread (sel_key_filter)
 	 * may still hold one; freed with the selector. */

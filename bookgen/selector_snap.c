@@ -314,6 +314,7 @@ int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
 		s->filter_keys = count;
 	} else {
 		s->bloom_expect = sel_filter_bytes(count);
+		s->regrows = 1; /* made again for the book (SelStats.filter_regrows) */
 	}
 	sel_g_fix_map(s);
 	s->db = db;

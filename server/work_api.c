@@ -930,13 +930,16 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 			              (unsigned long long)st.provisional_dry,
 			              st.provisional_dry_ms);
 		}
-		char sb[24], sg[24], sf[24], sr[24];
-		status_clause(&l, "selector %llu nodes, %s of %s (filter and map %s, records %s)",
+		char sb[24], sg[24], sf[24], sr[24], rg[64] = "";
+		if (st.filter_regrows)
+			snprintf(rg, sizeof rg, ", filter made again %llu",
+			         (unsigned long long)st.filter_regrows);
+		status_clause(&l, "selector %llu nodes, %s of %s (filter and map %s, records %s%s)",
 		              (unsigned long long)st.select_nodes,
 		              memuse_format(st.select_bytes, sb, sizeof sb),
 		              memuse_format(st.select_budget, sg, sizeof sg),
 		              memuse_format(st.select_fixed, sf, sizeof sf),
-		              memuse_format(st.select_record_bytes, sr, sizeof sr));
+		              memuse_format(st.select_record_bytes, sr, sizeof sr), rg);
 		status_clause(&l,
 		              "trims %llu (%.0f ms, %llu nodes dropped, %llu walks up, %llu bound "
 		              "clears)",

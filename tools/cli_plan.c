@@ -90,6 +90,14 @@ int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet, const 
 	return 0;
 }
 
+void cli_snapshot_restored(const char *cmd, const char *path, double ms, const char *note)
+{
+	char text[1024];
+	snprintf(text, sizeof text, "%s: the selector restored from %s in %.2f s%s%s%s", cmd, path,
+	         ms / 1000, note[0] ? " (" : "", note, note[0] ? ")" : "");
+	cli_wrap(stderr, text, 0, 2, CLI_CONSOLE_WIDTH);
+}
+
 void cli_snapshot_unused(const char *cmd, const char *path, const char *note, bool past)
 {
 	/* "selector snapshot PATH: why" or "selector snapshot: why": the why. */

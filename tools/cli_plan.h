@@ -49,6 +49,10 @@ void cli_plan_init(CliPlan *c);
 JOSEKI_MUST_USE int cli_plan_roots(const CliPlan *c, RootList *r, BookDB *db, bool quiet,
                                    const char *cmd, RootList *paths);
 
+/* "CMD: the selector restored from PATH in S s (NOTE)" on stderr, wrapped at
+ * the console's width (ms: the restore's; note: the selector's, "" for none). */
+void cli_snapshot_restored(const char *cmd, const char *path, double ms, const char *note);
+
 /*
  * "CMD: PATH not used: WHY; the first search starts from scratch (WHAT TO DO)"
  * on stderr, for a selector snapshot that was not read back (note: why, as

@@ -700,8 +700,7 @@ int cmd_serve(int argc, char **argv)
 		const char *note;
 		double sms;
 		if (coord_snapshot_restored(coord, &note, &sms))
-			fprintf(stderr, "serve: the selector restored from %s in %.2f s%s%s%s\n",
-			        spath, sms / 1000, note[0] ? " (" : "", note, note[0] ? ")" : "");
+			cli_snapshot_restored("serve", spath, sms, note);
 		else if (note[0])
 			cli_snapshot_unused("serve", spath, note, false);
 		/* None there: a first start, or a kill before any checkpoint. */

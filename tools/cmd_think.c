@@ -307,9 +307,7 @@ static void print_snapshot(const ThinkStats *st, const char *path)
 {
 	if (!path) return;
 	if (st->snap_restored)
-		fprintf(stderr, "think: the selector restored from %s in %.2f s%s%s%s\n", path,
-		        st->snap_ms / 1000, st->snap_note[0] ? " (" : "", st->snap_note,
-		        st->snap_note[0] ? ")" : "");
+		cli_snapshot_restored("think", path, st->snap_ms, st->snap_note);
 	else if (st->snap_note[0])
 		cli_snapshot_unused("think", path, st->snap_note, true);
 	if (st->snap_saved)

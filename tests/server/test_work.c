@@ -1715,8 +1715,11 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	            ts_joseki(), dir, ts_joseki(), dir),
 	    0);
 	snprintf(want, sizeof want, "think: the selector restored from %s in ", snap);
-	if (!strstr(err, want) || !strstr(err, "written before the book was written anew"))
+	lines_fit("think's restore", err);
+	one = unwrapped(err);
+	if (!strstr(one, want) || !strstr(one, "written before the book was written anew"))
 		fail_msg("no '%s' (written anew) in:\n%s", want, err);
+	free(one);
 	snprintf(want, sizeof want, "think: the selector saved to %s in ", snap);
 	if (!strstr(err, want)) fail_msg("no '%s' in:\n%s", want, err);
 	free(err);
