@@ -357,6 +357,11 @@ typedef struct {
 	double worst_at_ms;      /* since the flood began, when the worst probe was sent */
 	double worst_connect_ms; /* its TCP connection made after (-1: never) */
 	char worst_err[CURL_ERROR_SIZE + 1];
+	/* The first probe not answered 200: when sent, its status (0: none)
+	 * and the start of its body, after how long. */
+	double fail_at_ms, fail_ms;
+	long fail_status;
+	char fail_body[160];
 	int answered[600]; /* by status */
 	int held;          /* connections the server had neither answered nor closed at the end */
 } FloodOut;
@@ -401,6 +406,12 @@ static void flood(FloodOut *o, int port, int naddr, int idle, int trickle, int s
 		Resp r = http(port, "GET", "/healthz", NULL, NULL);
 		o->probes++;
 		o->ok += r.status == 200;
+		if (r.status != 200 && o->ok == o->probes - 1) {
+			o->fail_at_ms = sent;
+			o->fail_ms = r.ms;
+			o->fail_status = r.status;
+			snprintf(o->fail_body, sizeof o->fail_body, "%s", r.body ? r.body : "");
+		}
 		if (r.status != 200 && getenv("TEST_ABUSE_VERBOSE"))
 			fprintf(stderr, "probe: %ld %s\n", r.status, r.body);
 		if (r.ms > o->worst_ms) {
@@ -496,9 +507,10 @@ static void floods_against(Fx *f, bool work)
 		    o.worst_ms, o.answered[503], o.answered[408], o.held);
 		if (o.ok != o.probes)
 			printf("the worst probe: sent %.0f ms into the flood, connected after %.0f "
-			       "ms, "
-			       "'%s'\n",
-			       o.worst_at_ms, o.worst_connect_ms, o.worst_err);
+			       "ms, '%s'; the first not answered 200: sent %.0f ms into it, status "
+			       "%ld after %.0f ms, '%s'\n",
+			       o.worst_at_ms, o.worst_connect_ms, o.worst_err, o.fail_at_ms,
+			       o.fail_status, o.fail_ms, o.fail_body);
 		assert_true(o.probes >= 5);
 		/* Full or not, another address is served. */
 		assert_int_equal(o.ok, o.probes);
