@@ -632,7 +632,7 @@ static void *gate_main(void *arg)
 		int64_t now = clock_ms();
 		pthread_mutex_lock(&g->mu);
 		while (g->head && now >= g->head->deadline)
-			drop(g, g->head, 408, "the request did not arrive whole in time");
+			drop(g, g->head, 408, "the request's head did not arrive whole in time");
 		if (now >= g->next_due) expire_held(g, now);
 		int64_t wake = now + 1000;
 		if (g->head && g->head->deadline < wake) wake = g->head->deadline;
