@@ -660,9 +660,16 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err)
 	}
 	/* The gate accepts (server/gate.h) and hands each connection over once
 	 * its first request's head is whole: libmicrohttpd listens on nothing,
-	 * and its own cap, above the gate's, never refuses one. */
+	 * and its own cap, above the gate's, never refuses one. poll(), not
+	 * epoll: libmicrohttpd's epoll loop (0.9.75, and as of 2026) reads
+	 * events until a call returns fewer than its batch of 128, each call
+	 * with the loop's timeout, so a worker whose ready events came to
+	 * exactly 128 blocks in the next call (up to the connection timeout)
+	 * with the connections it found ready not yet served: a /healthz
+	 * handed over as a flood's connections closed waited 1 s, once 10 s
+	 * (docs/notes/server.md). Its poll() loop makes one call a round. */
 	s->d = MHD_start_daemon(
-	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
 	        MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME,
 	    0, NULL, NULL, log_handle, s, MHD_OPTION_THREAD_POOL_SIZE, threads,
 	    MHD_OPTION_CONNECTION_LIMIT, maxc + 64 * threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
