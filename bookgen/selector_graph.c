@@ -276,8 +276,6 @@ static void *bloom_build(void *arg)
 	BloomFill f = {0};
 	if (bookdb_txn_begin(&txn, s->db, false) < 0) goto out;
 	if (bookdb_count(&count, txn, BOOKDB_POS) < 0) goto out;
-	/* A regrow: the book's count now, and the keys it may gain while
-	 * the filter is made, not counted when it began. */
 	size_t bytes = sel_filter_bytes(count);
 	uint64_t blocks = bytes / 64;
 	if (!(f.bloom = sel_g_bloom_alloc(bytes))) goto out;
@@ -715,7 +713,7 @@ int sel_attach(Selector *s, BookDB *db, const BookMinimaxHook *keys)
 	uint64_t count = 0;
 	if (sel_g_book_count(db, &count) == 0 && count > 0) {
 		s->bloom_expect = sel_filter_bytes(count);
-		if (sel_g_reserve_map(s, count)) return SEL_ENOMEM;
+		if (sel_g_reserve_map(s, count, 0)) return SEL_ENOMEM;
 	}
 	sel_g_fix_map(s);
 	if (!s->bloom_deferred) sel_start_filter(s);
@@ -733,11 +731,12 @@ int sel_g_book_count(BookDB *db, uint64_t *count)
 	return rc;
 }
 
-int sel_g_reserve_map(Selector *s, uint64_t count)
+int sel_g_reserve_map(Selector *s, uint64_t count, size_t at_least)
 {
 	size_t want = count < SEL_RESERVE_MAX ? (size_t)count : SEL_RESERVE_MAX;
 	uint64_t budget = map_budget(s);
 	if (want > budget / 128) want = (size_t)(budget / 128);
+	if (want < at_least) want = at_least;
 	return keymap_reserve(&s->map, node_keys(s), want) < 0 ? SEL_ENOMEM : 0;
 }
 

@@ -374,8 +374,9 @@ int sel_g_filter_gained(Selector *s, Key k);
 /* The book's positions (SEL_EBOOK when it cannot say). */
 int sel_g_book_count(BookDB *db, uint64_t *count);
 /* The node map sized for a book of count positions, as sel_attach does: at
- * most SEL_RESERVE_MAX, and 16 bytes a node in an eighth of the budget. */
-int sel_g_reserve_map(Selector *s, uint64_t count);
+ * most SEL_RESERVE_MAX, and 16 bytes a node in an eighth of the budget; but
+ * for at least at_least nodes (one allocation for both). */
+int sel_g_reserve_map(Selector *s, uint64_t count, size_t at_least);
 /* The memory and filter figures of SelStats. */
 void sel_g_memory(SelStats *out, const Selector *s);
 /* Before a search: the pending invalidations; one read transaction for the

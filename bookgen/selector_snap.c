@@ -260,11 +260,9 @@ int sel_restore(Selector *s, BookDB *db, SnapReader *r, char *err)
 	 * (a map too small grows in one go, mid-search). */
 	uint64_t count = 0;
 	if ((rc = sel_g_book_count(db, &count)) ||
-	    (rc = sel_g_reserve_nodes(s, h.nnodes ? (size_t)h.nnodes : 1)) ||
-	    keymap_reserve(&s->map, (const char *)s->nodes + offsetof(SelNode, key),
-	                   (size_t)h.map_cap / 2) ||
-	    sel_g_reserve_map(s, count))
-		return rc ? rc : SEL_ENOMEM;
+	    (rc = sel_g_reserve_map(s, count, (size_t)h.map_cap / 2)) ||
+	    (rc = sel_g_reserve_nodes(s, h.nnodes ? (size_t)h.nnodes : 1)))
+		return rc;
 	if ((rc = snap_read(r, T_NODES, s->nodes, h.nnodes * sizeof(SelNode), err))) return rc;
 	for (size_t i = 0; i < h.nnodes; i++) {
 		if (s->nodes[i].flags & NF_RAW) s->nodes[i].u.raw = NULL;
