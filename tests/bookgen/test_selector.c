@@ -859,12 +859,9 @@ static unsigned long long synth_book(char *book, size_t cap, const char *dir, co
 	return seed;
 }
 
-/* The leaf thought: up to four legal moves with pseudo-random evals from salt. */
-static void think_leaf(BookRecord *rec, Position *pos, const SelLeaf *a, unsigned long long salt)
+/* pos thought: up to four legal moves with pseudo-random evals from salt. */
+static void think_position(BookRecord *rec, const Position *pos, unsigned long long salt)
 {
-	pos_set_startpos(pos);
-	for (int j = 0; j < a->nmoves; j++) pos_do_move(pos, a->moves[j]);
-	assert_true(key_equal(pos_key(pos), a->key));
 	Move legal[MOVEGEN_MAX];
 	int n = movegen_legal(pos, legal);
 	bookdb_record_init(rec, pos);
@@ -878,6 +875,15 @@ static void think_leaf(BookRecord *rec, Position *pos, const SelLeaf *a, unsigne
 		m->eval = (int16_t)((int)((salt + (unsigned)j * 17) % 400) - 200);
 		m->depth = 5;
 	}
+}
+
+/* The leaf thought (think_position). */
+static void think_leaf(BookRecord *rec, Position *pos, const SelLeaf *a, unsigned long long salt)
+{
+	pos_set_startpos(pos);
+	for (int j = 0; j < a->nmoves; j++) pos_do_move(pos, a->moves[j]);
+	assert_true(key_equal(pos_key(pos), a->key));
+	think_position(rec, pos, salt);
 }
 
 /*
@@ -2063,17 +2069,7 @@ static int grow_book(BookDB *db, Selector *s, int n, uint64_t *rng)
 		bookdb_txn_abort(txn);
 		free(had);
 		if (g == 0) continue;
-		bookdb_record_init(rec, pos);
-		rec->flags = BOOKDB_REC_THOUGHT;
-		rec->think_depth = 5;
-		for (int j = 0; j < nl && j < 4; j++) {
-			BookMove *m = &rec->moves[rec->nmoves++];
-			memset(m, 0, sizeof *m);
-			m->move = legal[j];
-			m->flags = BOOKDB_MOVE_EVAL;
-			m->eval = (int16_t)((int)(ts_rand(rng) % 400) - 200);
-			m->depth = 5;
-		}
+		think_position(rec, pos, ts_rand(rng));
 		put_committed(db, pos_key(pos), rec);
 		assert_int_equal(sel_add_result(s, pos_key(pos), rec), 0);
 		wrote++;
