@@ -85,7 +85,10 @@ typedef struct {
 	uint32_t *mstart; /* every move: edges to any book node, leaves */
 	MmMove *moves;
 	size_t nmoves;
-	uint32_t *pstart, *parents; /* while the valued nodes are found, then again for the file */
+	/* The reverse edges, while the valued nodes are found (written into the
+	 * graph file's temporary file as soon as they are made: npar of them). */
+	uint32_t *pstart, *parents;
+	size_t npar;
 	bool sorted;       /* the children were looked up in sorted runs (lookups_sorted) */
 	uint64_t *rfilter; /* sorted: the keys' sharp filter (keyfilter3), for the requests */
 	uint64_t rfilter_mask;
@@ -96,8 +99,21 @@ typedef struct {
 	 * its flags and values in key order. */
 	MmGraph g;
 	uint32_t *order;
-	size_t kept_moves, kept_edges; /* the moves and edges it counts */
+	size_t kept_moves, kept_edges;        /* the moves and edges it counts */
+	double phase_ms[BOOKMM_PHASES], mark; /* the phases' times; when the last ended */
 } BookGraph;
+
+const char *const bookmm_phase_name[BOOKMM_PHASES] = {"index", "inner",    "children", "lookups",
+                                                      "moves", "analysis", "write",    "graph"};
+
+/* Phase ph (BOOKMM_PH_*) of b's run ends now: its time is since the last
+ * one's end. */
+static void phase_end(BookGraph *b, int ph)
+{
+	double t = clock_ms_f();
+	b->phase_ms[ph] += t - b->mark;
+	b->mark = t;
+}
 
 static void bg_free(BookGraph *b)
 {
@@ -442,7 +458,7 @@ static int join_requests(BookGraph *b, LoadPart *parts, int nt, const BookmmOpti
 			uint8_t a[ANS_LEN];
 			memcpy(a, r[t] + 16, 6);
 			be_put(a + 6, j, 4);
-			a[10] = b->inner[j];
+			a[10] = (b->structure[j] & MMF_INNER) != 0;
 			memcpy(a + 11, r[t] + 22, 2);
 			if (extsort_add(parts[to].ans, a, ANS_LEN) < 0) goto io;
 		}
@@ -471,11 +487,15 @@ io:
 static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, char *err)
 {
 	size_t n = b->n;
+	b->sorted = lookups_sorted(b);
 	b->structure = bigmem_alloc(n + 1);
-	b->inner = bigmem_alloc(n + 1);
+	/* Sorted lookups need no inner marks of their own: the first reading
+	 * leaves every node's in its structure bits (MMF_INNER), before the
+	 * join reads them. */
+	b->inner = b->sorted ? NULL : bigmem_alloc(n + 1);
 	b->mstart = bigmem_alloc((n + 2) * sizeof *b->mstart);
 	b->ply = bigmem_alloc((n + 1) * sizeof *b->ply);
-	if (!b->structure || !b->inner || !b->mstart || !b->ply)
+	if (!b->structure || (!b->sorted && !b->inner) || !b->mstart || !b->ply)
 		return fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int nt = ncpu < 1 ? 1 : ncpu > BOOKMM_MAX_THREADS ? BOOKMM_MAX_THREADS : (int)ncpu;
@@ -485,7 +505,6 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, c
 	atomic_size_t done;
 	atomic_init(&done, 0);
 	int rc = 0, err_no = 0;
-	b->sorted = lookups_sorted(b);
 	/* Each sorter's share: a quarter of the budget (the rest is the
 	 * arrays'), for the parts' requests and answers. */
 	uint64_t share = bigmem_budget() / 4 / (uint64_t)(2 * nt);
@@ -507,10 +526,11 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, c
 			rc = -1;
 	}
 	/* The policy's inner marks first (every part's moves read the others'). */
-	if (rc == 0 && b->policy->leaves != BOOKMM_LEAVES_GAMES) {
+	if (rc == 0 && !b->sorted && b->policy->leaves != BOOKMM_LEAVES_GAMES) {
 		run_parts(parts, nt, PASS_INNER);
 		for (int t = 0; t < nt; t++)
 			if (parts[t].rc < 0) rc = rc == LOAD_STOPPED ? rc : parts[t].rc;
+		phase_end(b, BOOKMM_PH_INNER);
 	}
 	if (rc == 0 && b->sorted) {
 		unsigned w = keyfilter3_log2(n);
@@ -528,7 +548,9 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, c
 			if (parts[t].rc == LOAD_IO && !err_no) err_no = parts[t].err_no;
 			if (parts[t].rc < 0) rc = rc == LOAD_STOPPED ? rc : parts[t].rc;
 		}
+		phase_end(b, BOOKMM_PH_CHILDREN);
 		if (rc == 0) rc = join_requests(b, parts, nt, opt, &err_no);
+		phase_end(b, BOOKMM_PH_LOOKUPS);
 		atomic_store(&done, 0);
 	}
 	if (rc == 0) run_parts(parts, nt, b->sorted ? PASS_ANSWERS : PASS_MOVES);
@@ -840,14 +862,12 @@ static void *graph_file_main(void *arg)
 	uint8_t *ff = bigmem_alloc(b->n + 1);
 	f->rc = BOOKMM_ENOMEM;
 	snprintf(f->msg, sizeof f->msg, "out of memory");
-	if (!ff || mmfile_parents(&b->pstart, &b->parents, b->n, b->mstart, b->moves) < 0) {
-		bigmem_free(ff);
-		return NULL;
-	}
+	if (!ff) return NULL;
 	for (size_t i = 0; i < b->n; i++) ff[i] = bookmm_file_flags(g->flags[i], b->structure[i]);
 	int draw[2] = {g->draw[BLACK], g->draw[WHITE]};
+	/* The reverse edges are in the file already (bookmm_full). */
 	int rc = mmfile_write_tmp(f->dir, f->stamp, draw, b->n, b->keys, ff, g->vd, b->mstart,
-	                          b->moves, b->pstart, b->parents, f->until, f->msg);
+	                          b->moves, NULL, NULL, b->npar, f->until, f->msg);
 	bigmem_free(ff);
 	f->rc = rc == 0 ? 0 : rc == MMFILE_ENOMEM ? BOOKMM_ENOMEM : BOOKMM_EBOOK;
 	return NULL;
@@ -1205,8 +1225,11 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 		goto done;
 	}
 	bookmm_report(opt, "index", 0, 0);
+	b.mark = clock_ms_f();
 	rc = load_keys(&b, opt, txn, err);
+	phase_end(&b, BOOKMM_PH_INDEX);
 	if (rc == 0) rc = load_moves(&b, opt, dir, err);
+	phase_end(&b, BOOKMM_PH_MOVES);
 	bookdb_txn_abort(txn);
 	/* The records are read: their addresses and the inner marks go. */
 	if (b.ix) bookdb_index_drop_records(b.ix);
@@ -1217,8 +1240,22 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 		rc = bookmm_stop_error(err, "building the graph");
 		goto done;
 	}
-	if (mmfile_parents(&b.pstart, &b.parents, b.n, b.mstart, b.moves) < 0 ||
-	    build_analysis(&b) < 0) {
+	if (mmfile_parents(&b.pstart, &b.parents, b.n, b.mstart, b.moves) < 0) {
+		rc = fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
+		goto done;
+	}
+	/* The reverse edges are the graph file's too: written now, while they
+	 * are in memory, not made again for it (at 10 M positions with the
+	 * arrays in files, 5-7 s of a 65 s run). */
+	b.npar = b.pstart[b.n];
+	char why[MMFILE_ERRLEN];
+	if (mmfile_tmp_parents(dir, b.n, b.mstart[b.n], b.pstart, b.parents, opt->stop, why)) {
+		rc = bookmm_stopped(opt)
+		         ? bookmm_stop_error(err, "writing the graph")
+		         : fail(err, BOOKMM_ERRLEN, BOOKMM_EBOOK, "writing the graph: %s", why);
+		goto done;
+	}
+	if (build_analysis(&b) < 0) {
 		rc = fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -1250,6 +1287,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	st.lookups_sorted = b.sorted;
 	st.sorted_bytes = b.sorted_bytes;
 	root_value(&st, &b);
+	phase_end(&b, BOOKMM_PH_ANALYSIS);
 	GraphFile gf = {.b = &b, .dir = dir, .stamp = bookmm_new_stamp()};
 	atomic_init(&gf.quit, false);
 	gf.until = &gf.quit;
@@ -1275,6 +1313,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 			mmfile_discard(dir);
 			goto done;
 		}
+		phase_end(&b, BOOKMM_PH_GRAPH);
 	}
 	/* Written anew, the book needs room for a copy beside it until the
 	 * rename: about its file's size, a tenth more when the records grow,
@@ -1295,6 +1334,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	}
 	rc = rebuild ? write_rebuilt(&st, &b, db, opt, err) : 1;
 	if (rc == 1) rc = write_back(&st, &b, db, opt, err);
+	phase_end(&b, BOOKMM_PH_WRITE);
 	if (rc != 0) atomic_store(&gf.quit, true);
 	if (threaded) {
 		bookmm_report(opt, "graph", 0, 0);
@@ -1302,7 +1342,12 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	}
 	if (rc == 0) rc = keep_graph(&st, &gf, db, opt, ci.seq, err);
 	if (rc != 0) mmfile_discard(dir);
+	phase_end(&b, BOOKMM_PH_GRAPH);
+	memcpy(st.phase_ms, b.phase_ms, sizeof st.phase_ms);
 done:
+	/* A failed or stopped run's temporary graph file goes (the old file
+	 * stays, with the state the book records for it). */
+	if (rc != 0) mmfile_discard(dir);
 	bg_free(&b);
 	*stats = st;
 	return rc;

@@ -142,6 +142,23 @@ enum { BOOKMM_MARKS_AUTO, BOOKMM_MARKS_BYTES, BOOKMM_MARKS_SET };
 BookmmKeep *bookmm_keep_new(void);
 void bookmm_keep_free(BookmmKeep *k);
 
+/* A whole-book run's phases, in the order they run (docs/minimax.md, "A run's
+ * passes"): BookmmStats.phase_ms[k] is bookmm_phase_name[k]'s. A phase a run
+ * did not need took 0 (the inner marks with --leaves games; the children and
+ * the lookups when the children were looked up in the key index). */
+enum {
+	BOOKMM_PH_INDEX,    /* the snapshot index: keys, key directory, filter */
+	BOOKMM_PH_INNER,    /* which records are inner nodes of the leaf policy */
+	BOOKMM_PH_CHILDREN, /* sorted lookups: the children's requests */
+	BOOKMM_PH_LOOKUPS,  /* sorted lookups: the requests met with the keys */
+	BOOKMM_PH_MOVES,    /* the graph's moves and edges */
+	BOOKMM_PH_ANALYSIS, /* the valued nodes, the analysis form, the back-up */
+	BOOKMM_PH_WRITE,    /* the records written back (or the book rebuilt) */
+	BOOKMM_PH_GRAPH,    /* the graph file (beside the write: what was left after it) */
+	BOOKMM_PHASES
+};
+extern const char *const bookmm_phase_name[BOOKMM_PHASES];
+
 typedef struct {
 	size_t positions; /* records in the book */
 	size_t valued;    /* records that got a value */
@@ -181,6 +198,7 @@ typedef struct {
 	 * records and the journal written (with bookmm_prepare, whose records
 	 * another writer writes: the records read and their rewrites made). */
 	double read_ms, analysis_ms, write_ms;
+	double phase_ms[BOOKMM_PHASES]; /* a whole-book run's phases (above) */
 } BookmmStats;
 
 /*

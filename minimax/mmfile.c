@@ -266,16 +266,39 @@ static void graph_paths(char path[BOOKDB_PATH_LEN], char tmp[BOOKDB_PATH_LEN + 8
 	snprintf(tmp, BOOKDB_PATH_LEN + 8, "%s.tmp", path);
 }
 
-int mmfile_write_tmp(const char *dir, uint64_t stamp, const int draw[2], size_t n, const Key *keys,
-                     const uint8_t *flags, const MmVd *vd, const uint32_t *mstart,
-                     const MmMove *moves, const uint32_t *pstart, const uint32_t *parents,
-                     const atomic_bool *stop, char *err)
+int mmfile_tmp_parents(const char *dir, size_t n, size_t nmoves, const uint32_t *pstart,
+                       const uint32_t *parents, const atomic_bool *stop, char *err)
 {
 	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN + 8];
 	graph_paths(path, tmp, dir);
 	GraphHeader h;
 	size_t sizes[SEC_END];
-	graph_layout(&h, sizes, stamp, draw, n, mstart[n], pstart[n]);
+	static const int nodraw[2];
+	graph_layout(&h, sizes, 0, nodraw, n, nmoves, pstart[n]);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0664);
+	uint64_t pos = h.off[SEC_PSTART];
+	int rc = fd < 0 || lseek(fd, (off_t)pos, SEEK_SET) < 0 ||
+	                 write_section(fd, &pos, pstart, sizes[SEC_PSTART], stop) < 0 ||
+	                 write_section(fd, &pos, parents, sizes[SEC_PARENTS], stop) < 0
+	             ? MMFILE_EIO
+	             : 0;
+	if (rc) fail(err, MMFILE_ERRLEN, rc, "%s: %s", tmp, strerror(errno));
+	if (fd >= 0 && close(fd) < 0 && !rc)
+		rc = fail(err, MMFILE_ERRLEN, MMFILE_EIO, "%s: %s", tmp, strerror(errno));
+	if (rc) unlink(tmp);
+	return rc;
+}
+
+int mmfile_write_tmp(const char *dir, uint64_t stamp, const int draw[2], size_t n, const Key *keys,
+                     const uint8_t *flags, const MmVd *vd, const uint32_t *mstart,
+                     const MmMove *moves, const uint32_t *pstart, const uint32_t *parents,
+                     size_t npar, const atomic_bool *stop, char *err)
+{
+	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN + 8];
+	graph_paths(path, tmp, dir);
+	GraphHeader h;
+	size_t sizes[SEC_END];
+	graph_layout(&h, sizes, stamp, draw, n, mstart[n], pstart ? pstart[n] : npar);
 	size_t ndir = sizes[SEC_DIR] / 4, nbloom = sizes[SEC_BLOOM] / 8;
 	uint32_t *dirv = bigmem_alloc(ndir * sizeof *dirv);
 	uint64_t *bloom = bigmem_alloc(nbloom * sizeof *bloom);
@@ -286,12 +309,13 @@ int mmfile_write_tmp(const char *dir, uint64_t stamp, const int draw[2], size_t 
 	uint8_t hb[MMFILE_HEADER] = {0};
 	memcpy(hb, &h, sizeof h);
 	rc = MMFILE_EIO;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0664);
+	/* The reverse edges written ahead: the file kept, they stay. */
+	fd = open(tmp, pstart ? O_WRONLY | O_CREAT | O_TRUNC : O_WRONLY, 0664);
 	if (fd < 0) goto out;
 	uint64_t pos = 0;
 	const void *data[SEC_END] = {keys, dirv, bloom, flags, vd, mstart, moves, pstart, parents};
 	if (write_section(fd, &pos, hb, sizeof hb, stop) < 0) goto out;
-	for (int s = 0; s < SEC_END; s++)
+	for (int s = 0; s < (pstart ? SEC_END : SEC_PSTART); s++)
 		if (write_section(fd, &pos, data[s], sizes[s], stop) < 0) goto out;
 	if (fsync(fd) < 0) goto out;
 	if (close(fd) < 0) {
@@ -339,7 +363,7 @@ int mmfile_write(const char *dir, uint64_t stamp, const int draw[2], size_t n, c
                  const uint32_t *pstart, const uint32_t *parents, char *err)
 {
 	int rc = mmfile_write_tmp(dir, stamp, draw, n, keys, flags, vd, mstart, moves, pstart,
-	                          parents, NULL, err);
+	                          parents, 0, NULL, err);
 	return rc ? rc : mmfile_commit(dir, stamp, err);
 }
 

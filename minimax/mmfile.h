@@ -161,12 +161,22 @@ JOSEKI_MUST_USE int mmfile_write(const char *dir, uint64_t stamp, const int draw
  * dir/minimax.graph.tmp (removed on failure; it gives up, MMFILE_EIO, as soon
  * as *stop turns true: stop may be NULL); mmfile_commit renames it over
  * dir/minimax.graph and writes the empty journal; mmfile_discard removes it
- * instead (also one a killed run left). */
+ * instead (also one a killed run left). With pstart NULL, the npar reverse
+ * edges are in the temporary file already (mmfile_tmp_parents), and the
+ * rest is written around them. */
 JOSEKI_MUST_USE int mmfile_write_tmp(const char *dir, uint64_t stamp, const int draw[2], size_t n,
                                      const Key *keys, const uint8_t *flags, const MmVd *vd,
                                      const uint32_t *mstart, const MmMove *moves,
-                                     const uint32_t *pstart, const uint32_t *parents,
+                                     const uint32_t *pstart, const uint32_t *parents, size_t npar,
                                      const atomic_bool *stop, char *err);
+/* Begins dir/minimax.graph.tmp with the reverse edges of a graph of n nodes
+ * and nmoves moves, where its layout puts them, for a writer that has them
+ * long before the rest (a whole-book minimax run: they are its first use of
+ * them, not made again for the file); mmfile_write_tmp with pstart NULL
+ * writes the rest. 0 or MMFILE_EIO (message in err; the file removed). */
+JOSEKI_MUST_USE int mmfile_tmp_parents(const char *dir, size_t n, size_t nmoves,
+                                       const uint32_t *pstart, const uint32_t *parents,
+                                       const atomic_bool *stop, char *err);
 JOSEKI_MUST_USE int mmfile_commit(const char *dir, uint64_t stamp, char *err);
 void mmfile_discard(const char *dir);
 

@@ -255,6 +255,12 @@ int cmd_minimax(int argc, char **argv)
 			                    st.incremental
 			                        ? json_integer((json_int_t)(part_ms[k] + 0.5))
 			                        : json_null());
+		/* A whole-book run's phases (incremental runs: null). */
+		json_t *ph = st.incremental ? json_null() : json_object();
+		for (int k = 0; !st.incremental && k < BOOKMM_PHASES; k++)
+			json_object_set_new(ph, bookmm_phase_name[k],
+			                    json_integer((json_int_t)(st.phase_ms[k] + 0.5)));
+		json_object_set_new(o, "phases_ms", ph);
 		joseki_with_peak(o);
 		return joseki_print_json(o, JSON_REAL_PRECISION(6)) < 0 ? 1 : 0;
 	}

@@ -1912,10 +1912,18 @@ static void test_minimax__a_run_past_its_memory_budget_equals_one_within_it(void
 	static const char BEFORE[] = "8k/9/8P/9/9/9/9/9/K8 b G2r2b3g4s4n4l17p 1",
 	                  MATED[] = "8k/8G/8P/9/9/9/9/9/K8 w 2r2b3g4s4n4l17p 2";
 	static const EvalMove DROP[] = {{"G*1b", -50}, {"9i8h", 20}};
+	/* A move into a record that is no inner node (not thought: games
+	 * only): its own evaluation values it, not the record's leaves. The
+	 * sorted lookups take the inner marks from their first reading. */
+	static const char SEEN[] = "k8/9/9/9/9/9/9/9/8K b G2r2b3g4s4n4l18p 1",
+	                  GAMES_ONLY[] = "k8/9/9/9/9/9/9/8K/9 w G2r2b3g4s4n4l18p 2";
+	static const EvalMove UP[] = {{"1i1h", 30}}, ITS[] = {{"9a9b", 400}};
 	twins_open(&t, 0);
 	for (int d = 0; d < 2; d++) {
 		put_record_at(d ? t.b : t.a, BEFORE, DROP, 2, 20);
 		put_record_at(d ? t.b : t.a, MATED, NULL, 0, 20);
+		put_record_at(d ? t.b : t.a, SEEN, UP, 1, 20);
+		put_record_at(d ? t.b : t.a, GAMES_ONLY, ITS, 1, 0);
 	}
 	twins_close(&t);
 	for (int round = 0; round < 2; round++) {
@@ -1949,6 +1957,24 @@ static void test_minimax__a_run_past_its_memory_budget_equals_one_within_it(void
 			assert_true(json_integer_value(json_object_get(b, "sorted_bytes")) >
 			            1000000);
 		}
+		/* The whole-book runs' phases: the sorted lookups' two, and no
+		 * reading for the inner marks alone (the first reading's serve),
+		 * where the lookups in the index read them first. */
+		json_t *pa = json_object_get(a, "phases_ms"), *pb = json_object_get(b, "phases_ms");
+		if (round == 0) {
+			assert_int_equal(json_object_size(pa), 8);
+			assert_int_equal(json_object_size(pb), 8);
+			assert_int_equal(json_integer_value(json_object_get(pa, "children")), 0);
+			assert_int_equal(json_integer_value(json_object_get(pa, "lookups")), 0);
+			assert_int_equal(json_integer_value(json_object_get(pb, "inner")), 0);
+			json_int_t sum = 0;
+			const char *k;
+			json_t *v;
+			json_object_foreach(pb, k, v) sum += json_integer_value(v);
+			assert_true(sum <= json_integer_value(json_object_get(b, "time_ms")) + 8);
+		} else {
+			assert_true(json_is_null(pa) && json_is_null(pb));
+		}
 		assert_true(
 		    json_equal(json_object_get(a, "root_value"), json_object_get(b, "root_value")));
 		json_decref(a);
@@ -1958,6 +1984,8 @@ static void test_minimax__a_run_past_its_memory_budget_equals_one_within_it(void
 		int v, dist;
 		stored(t.b, BEFORE, "G*1b", &v, &dist);
 		assert_true(v > MM_VALUE_MAX - 100); /* mates, in either run */
+		stored(t.b, SEEN, "1i1h", &v, &dist);
+		assert_int_equal(v, 30); /* not the games-only record's -400 */
 		if (round == 0)
 			for (int k = 0; k < 40; k++) random_result(t.a, t.b, &rng);
 		twins_close(&t);
