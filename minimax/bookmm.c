@@ -488,6 +488,21 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, c
 {
 	size_t n = b->n;
 	b->sorted = lookups_sorted(b);
+	/* Sorted lookups: the keys' sharp filter, made first so that it is
+	 * memory's while the budget holds it (anonymous, huge pages: bigmem.h),
+	 * the others past it files. Each position asks it of some 80 children
+	 * at random, where the others are read in order; in a file's 4 KiB
+	 * pages each of those reads also misses the TLB (a read at random,
+	 * 80 asked for at once, measured on the development machine: of 256 MiB
+	 * 10.5 ns in a file, 9.6 in huge pages; of 2 GiB 38 and 31 ns). */
+	if (b->sorted) {
+		unsigned w = keyfilter3_log2(n);
+		b->rfilter_mask = ((uint64_t)1 << w) - 1;
+		b->rfilter = bigmem_alloc(((size_t)1 << w) * sizeof *b->rfilter);
+		if (!b->rfilter) return fail(err, BOOKMM_ERRLEN, BOOKMM_ENOMEM, "out of memory");
+		for (size_t i = 0; i < n; i++)
+			keyfilter3_add(b->rfilter, b->rfilter_mask, b->keys[i]);
+	}
 	b->structure = bigmem_alloc(n + 1);
 	/* Sorted lookups need no inner marks of their own: the first reading
 	 * leaves every node's in its structure bits (MMF_INNER), before the
@@ -531,14 +546,6 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, c
 		for (int t = 0; t < nt; t++)
 			if (parts[t].rc < 0) rc = rc == LOAD_STOPPED ? rc : parts[t].rc;
 		phase_end(b, BOOKMM_PH_INNER);
-	}
-	if (rc == 0 && b->sorted) {
-		unsigned w = keyfilter3_log2(n);
-		b->rfilter_mask = ((uint64_t)1 << w) - 1;
-		b->rfilter = bigmem_alloc(((size_t)1 << w) * sizeof *b->rfilter);
-		if (!b->rfilter) rc = -1;
-		for (size_t i = 0; rc == 0 && i < n; i++)
-			keyfilter3_add(b->rfilter, b->rfilter_mask, b->keys[i]);
 	}
 	if (rc == 0 && b->sorted) {
 		run_parts(parts, nt, PASS_REQUESTS);
