@@ -349,6 +349,12 @@ typedef struct {
 bool sel_key_filter(const Selector *s, SelKeyFilter *f);
 /* Whether k may be in the book (f from sel_key_filter: any thread). */
 bool sel_key_filter_maybe(const SelKeyFilter *f, Key k);
+/* Frees the filters a regrow replaced, which the selector keeps for readers
+ * of sel_key_filter's on other threads (SelStats.filter_bytes and
+ * fixed_bytes count them until then): for the caller once no such reader
+ * may read one any more (it has the filter in use since). On the
+ * selector's thread. */
+void sel_free_retired(Selector *s);
 
 /* Forgets every stored bound (the next selection searches from scratch): for
  * checking the incremental bounds against a full search, and after changes

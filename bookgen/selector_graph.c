@@ -169,6 +169,13 @@ bool sel_key_filter(const Selector *s, SelKeyFilter *f)
 	return ok;
 }
 
+void sel_free_retired(Selector *s)
+{
+	for (size_t i = 0; i < s->nretired; i++) free(s->retired[i]);
+	s->nretired = 0;
+	s->retired_bytes = 0;
+}
+
 size_t sel_filter_bytes(uint64_t count)
 {
 	uint64_t blocks = 1;

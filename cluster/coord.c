@@ -690,8 +690,19 @@ static bool prov_taken(Coord *c, Key k)
  * (a suspended search selects around them when it returns). An acquire
  * that has nothing else waits up to a slice for the first ones (the walk
  * just begun, or behind). */
+/* The selector's key filter handed to the walk, and the filters a regrow
+ * replaced freed once nothing reads them (with no walk, at once): a filter
+ * of the book, 2 bytes a position, kept beside the one in use. */
+static void hand_filter(Coord *c)
+{
+	SelKeyFilter kf;
+	if (!c->pwalk || (sel_key_filter(c->sel, &kf) && co_pwalk_set_filter(c->pwalk, &kf)))
+		sel_free_retired(c->sel);
+}
+
 static int take_provisional(Coord *c, Lease *l, int max, char *err)
 {
+	hand_filter(c);
 	if (c->opt.provisional_after_ms <= 0 || c->prov_over || c->opt.again) return 0;
 	if (!c->sr_answered &&
 	    (!c->select_busy || clock_ms_f() - c->open_ms < c->opt.provisional_after_ms))
@@ -703,8 +714,7 @@ static int take_provisional(Coord *c, Lease *l, int max, char *err)
 	/* The selector's key filter, once it has one: the walk reads no record
 	 * of a child it turns away (most of them, each a read from the disk on
 	 * a book larger than memory). */
-	SelKeyFilter kf;
-	if (sel_key_filter(c->sel, &kf)) co_pwalk_set_filter(c->pwalk, &kf);
+	hand_filter(c);
 	double wait = l->n > 0                     ? 0
 	              : c->opt.select_slice_ms > 0 ? c->opt.select_slice_ms
 	                                           : COORD_SLICE_MS;

@@ -397,8 +397,12 @@ void co_pwalk_stop(CoPwalk *p);
 /* The selector's key filter for the walk (each handed over replaces the
  * last: a regrown filter; the walk asks it before each read, and reads no
  * record of a key it turns away): the selector must outlive the walk.
+ * True once the walk reads f alone: f handed over (now or before) and every
+ * reader that began before done, so that the filters before it may be freed
+ * (sel_free_retired); false for NULL, or while the last handover's readers
+ * are not done (a new f then waits for a later call). On one thread.
  * co_pwalk_spared: the reads it spared. */
-void co_pwalk_set_filter(CoPwalk *p, const SelKeyFilter *f);
+bool co_pwalk_set_filter(CoPwalk *p, const SelKeyFilter *f);
 uint64_t co_pwalk_spared(const CoPwalk *p);
 
 /* coord_spot.c: spot checks (docs in the file). co_spot_on: checks are on.

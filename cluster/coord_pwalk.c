@@ -53,7 +53,26 @@ struct CoPwalk {
 	 * address (64-byte aligned), or'ed with log2(blocks + 1); 0: none. */
 	atomic_uint_fast64_t filter;
 	atomic_uint_fast64_t spared; /* reads the filter spared */
+	/* The filter's readers (a batch of the walk's, a record read ahead),
+	 * counted by the parity of the handovers when each began (epoch: the
+	 * handovers so far), so that the filter a handover replaced is known
+	 * unread once those that began before it are done (co_pwalk_set_filter:
+	 * a read-copy-update's grace period, in two counters). */
+	atomic_uint epoch, users[2];
 };
+
+/* A reader begins: its counter (pw_leave's argument). */
+static unsigned pw_enter(CoPwalk *p)
+{
+	unsigned e = atomic_load(&p->epoch) & 1;
+	atomic_fetch_add(&p->users[e], 1);
+	return e;
+}
+
+static void pw_leave(CoPwalk *p, unsigned e)
+{
+	atomic_fetch_sub(&p->users[e], 1);
+}
 
 /* The selector's filter, once handed over (false: none yet). */
 static bool pw_filter(CoPwalk *p, SelKeyFilter *f)
@@ -72,12 +91,23 @@ static bool pw_held(void *ctx, Key key)
 	return !pw_filter(ctx, &f) || sel_key_filter_maybe(&f, key);
 }
 
-void co_pwalk_set_filter(CoPwalk *p, const SelKeyFilter *f)
+bool co_pwalk_set_filter(CoPwalk *p, const SelKeyFilter *f)
 {
 	uintptr_t a = (uintptr_t)f->words;
-	if (!p || !a || (a & 63) || (f->blocks & (f->blocks + 1))) return;
+	if (!p || !a || (a & 63) || (f->blocks & (f->blocks + 1))) return false;
 	uint64_t v = (uint64_t)a | (uint64_t)__builtin_ctzll(f->blocks + 1);
-	atomic_store_explicit(&p->filter, v, memory_order_release);
+	/* Readers that began before the last handover: done or not. A reader
+	 * counts itself before it reads the word, so one not counted yet when
+	 * they are found done reads the word stored before. */
+	unsigned e = atomic_load(&p->epoch);
+	bool quiet = atomic_load(&p->users[(e & 1) ^ 1]) == 0;
+	if (atomic_load(&p->filter) == v) return quiet;
+	/* The last handover's grace not over: this one waits (the walk goes on
+	 * with the filter before, which the caller keeps). */
+	if (!quiet) return false;
+	atomic_store(&p->filter, v);
+	atomic_store(&p->epoch, e + 1);
+	return atomic_load(&p->users[e & 1]) == 0;
 }
 
 uint64_t co_pwalk_spared(const CoPwalk *p)
@@ -101,9 +131,14 @@ static void pw_then(void *ctx, BookPrefetch *pf, Key key, const uint8_t *val, si
 	CoPwalk *p = ctx;
 	(void)key;
 	SelKeyFilter f;
-	if (!pw_filter(p, &f)) return;
+	unsigned e = pw_enter(p);
+	if (!pw_filter(p, &f)) {
+		pw_leave(p, e);
+		return;
+	}
 	Key keys[BOOKDB_MAX_MOVES];
 	size_t n = prov_record_children(keys, val, len, pw_held, p);
+	pw_leave(p, e);
 	int next = prov_ahead_depth(depth, n);
 	if (next >= 0) bookdb_prefetch_keys_deep(pf, keys, n, next);
 }
@@ -122,7 +157,9 @@ static int pw_batch(CoPwalk *p, bool *all_done)
 			continue;
 		}
 		uint64_t spared0 = prov_spared(p->walk[r]);
+		unsigned e = pw_enter(p);
 		int n = prov_next(p->walk[r], p->leaf, p->pos, PW_BATCH, p->db, &ask);
+		pw_leave(p, e);
 		atomic_fetch_add_explicit(&p->spared, prov_spared(p->walk[r]) - spared0,
 		                          memory_order_relaxed);
 		if (n < 0) return n;

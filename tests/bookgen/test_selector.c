@@ -2172,6 +2172,12 @@ static void test_bookgen__a_filter_the_book_outgrew_is_made_again(void **state)
 	assert_true(st.filter_bytes >= sel_filter_bytes(count) + small); /* the old one kept */
 	assert_int_equal(st.filter_keys, count);
 	assert_true(filter_passes(a, db, &rng) < 20);
+	/* Freed once no reader of sel_key_filter's needs it (the coordinator's
+	 * walk): the one in use stays. */
+	sel_free_retired(a);
+	sel_get_stats(&st, a);
+	assert_int_equal(st.filter_bytes, sel_filter_bytes(count));
+	assert_true(filter_passes(a, db, &rng) < 20);
 	/* The same leaves as a new selector's (with a's leases), leased in
 	 * turn. */
 	assert_int_equal(sel_new(&c, NULL), 0);

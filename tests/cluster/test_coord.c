@@ -1292,6 +1292,81 @@ static void twins_close(Twins *t)
 	}
 }
 
+/* A filter of 2^k 64-byte blocks, every key let through (the walk reads as
+ * it would without one): 64-byte aligned, as the selector's are. */
+static SelKeyFilter open_filter(int k)
+{
+	size_t bytes = (size_t)64 << k;
+	uint64_t *w = aligned_alloc(64, bytes);
+	assert_non_null(w);
+	memset(w, 0xff, bytes);
+	return (SelKeyFilter){w, ((uint64_t)1 << k) - 1};
+}
+
+/* Hands f to the walk until the walk reads it alone (its readers of the one
+ * before done: each a batch of the walk or a record read ahead). */
+static void hand_over(CoPwalk *p, const SelKeyFilter *f)
+{
+	int tries = 0;
+	while (!co_pwalk_set_filter(p, f)) {
+		assert_true(++tries < 600000); /* a minute: the readers are short */
+		usleep(100);
+	}
+}
+
+/* The provisional walk's key filter, handed over again and again while the
+ * walk reads (a regrown filter each time): each handover says when the walk
+ * reads the new filter alone, and the one before is freed then, as the
+ * coordinator frees the selector's retired filters (sel_free_retired). The
+ * walk goes on giving leaves. A bad filter (misaligned, its block count not
+ * a power of two) or no walk is refused. */
+static void test_coord__the_walks_filter_is_handed_over_and_the_one_before_freed(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *serr = NULL;
+	if (ts_runf(&out, &serr,
+	            "%s synth %s --positions 3000 --seed 7 --quiet && %s minimax %s --quiet",
+	            ts_joseki(), dir, ts_joseki(), dir) != 0)
+		fail_msg("setup: %s", serr ? serr : "");
+	free(out);
+	free(serr);
+	BookDB *db;
+	Coord *c = open_coord(&db, dir);
+	CoPwalk *p;
+	assert_int_equal(co_pwalk_start(&p, db, c->plan), 0);
+	SelKeyFilter f = open_filter(4);
+	assert_false(co_pwalk_set_filter(NULL, &f));
+	SelKeyFilter bad = {(const uint64_t *)((const char *)f.words + 8), f.blocks};
+	assert_false(co_pwalk_set_filter(p, &bad));
+	bad = (SelKeyFilter){f.words, 5};
+	assert_false(co_pwalk_set_filter(p, &bad));
+	hand_over(p, &f);
+	/* The same again: no handover, and none of its readers is left. */
+	assert_true(co_pwalk_set_filter(p, &f));
+	PwLeaf leaf[16];
+	int got = 0;
+	for (int round = 0; round < 200; round++) {
+		SelKeyFilter g = open_filter(4 + round % 3);
+		hand_over(p, &g);
+		free((void *)f.words); /* the walk reads g alone */
+		f = g;
+		int n = co_pwalk_take(p, leaf, 16, 0);
+		assert_true(n >= 0);
+		got += n;
+	}
+	for (int w = 0; w < 60000 && got == 0; w++) {
+		int n = co_pwalk_take(p, leaf, 16, 1);
+		assert_true(n >= 0);
+		got += n;
+	}
+	assert_true(got > 0);
+	co_pwalk_stop(p);
+	free((void *)f.words);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /*
  * Provisional leaves (opt.provisional_after_ms): a coordinator whose first
  * search over a 20,000-position book minimax has valued is cut into slices
@@ -3310,6 +3385,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__the_lines_walk_goes_on_where_it_stopped),
 	    cmocka_unit_test(test_coord__close_stops_a_minimax_under_way),
 	    cmocka_unit_test(test_coord__selection_in_slices_leases_what_whole_searches_do),
+	    cmocka_unit_test(test_coord__the_walks_filter_is_handed_over_and_the_one_before_freed),
 	    cmocka_unit_test(test_coord__provisional_leaves_until_the_selection_keeps_up),
 	    cmocka_unit_test(test_coord__a_trimmed_selector_leases_right_within_a_tiny_memory),
 	    cmocka_unit_test(test_coord__a_checkpoint_s_child_holds_the_selection_and_the_trim),
