@@ -3,6 +3,10 @@
 # of docs/notes/minimax.md), run by `make bench`. MINIMAX_BENCH_POSITIONS positions (default
 # 10000000; about 5 minutes and 4 GB of disk), BENCH_RUNS runs each (default 3):
 #   minimax --full           the whole book (median time, peak RSS)
+#   minimax --full --memory  the same with the children looked up in sorted runs
+#                            (8 bytes a position of budget: the key index past
+#                            half of it, as at 10^9 with 8G), and the phases of
+#                            the last run
 #   think 1000 + minimax     1,000 new results from the built-in engine
 #                            (depth 2, MultiPV 8), then an incremental run
 #                            (median of the runs' times; each run thinks anew)
@@ -29,6 +33,14 @@ done
 full=$out
 graph=$(wc -c <"$tmp/book/minimax.graph")
 echo "minimax full positions $(jnum positions "$full") time_ms $(echo "$times" | tr ' ' '\n' | grep . | median) peak_rss_bytes $(echo "$rss" | tr ' ' '\n' | grep . | median) cyclic $(jnum cyclic "$full") sweeps $(jnum sweeps "$full") graph_bytes $graph  (median of $RUNS)"
+
+times="" mem=$((N * 8 / 1048576 + 1))M
+for _ in $(seq "$RUNS"); do
+	out=$($J minimax "$tmp/book" --full --memory "$mem" --json)
+	times="$times $(jnum time_ms "$out")"
+done
+phases=$(echo "$out" | sed -n 's/.*"phases_ms":{\([^}]*\)}.*/\1/p' | tr -d '"' | tr ',:' '  ')
+echo "minimax full-sorted positions $(jnum positions "$out") memory $mem time_ms $(echo "$times" | tr ' ' '\n' | grep . | median) sorted_bytes $(jnum sorted_bytes "$out") phases_ms $phases  (median of $RUNS; phases of the last)"
 
 times="" affected="" rewritten=""
 for _ in $(seq "$RUNS"); do
