@@ -682,14 +682,6 @@ static bool prov_taken(Coord *c, Key k)
 	return sel_is_leased(c->sel, k) || sel_is_thought(c->sel, k) || co_key_get(c, k) != NULL;
 }
 
-/* Provisional leaves into l (up to max): while the selector's first search
- * is suspended and has gone on past opt.provisional_after_ms, and after it
- * (the caller: l short for want of time) until the selection keeps up
- * (keep_up). Leaves from the book's own values, walked ahead on a thread
- * (coord_pwalk.c) and taken as they are ready, each leased in the selector
- * (a suspended search selects around them when it returns). An acquire
- * that has nothing else waits up to a slice for the first ones (the walk
- * just begun, or behind). */
 /* The selector's key filter handed to the walk, and the filters a regrow
  * replaced freed once nothing reads them (with no walk, at once): a filter
  * of the book, 2 bytes a position, kept beside the one in use. */
@@ -700,6 +692,14 @@ static void hand_filter(Coord *c)
 		sel_free_retired(c->sel);
 }
 
+/* Provisional leaves into l (up to max): while the selector's first search
+ * is suspended and has gone on past opt.provisional_after_ms, and after it
+ * (the caller: l short for want of time) until the selection keeps up
+ * (keep_up). Leaves from the book's own values, walked ahead on a thread
+ * (coord_pwalk.c) and taken as they are ready, each leased in the selector
+ * (a suspended search selects around them when it returns). An acquire
+ * that has nothing else waits up to a slice for the first ones (the walk
+ * just begun, or behind). */
 static int take_provisional(Coord *c, Lease *l, int max, char *err)
 {
 	hand_filter(c);
