@@ -709,12 +709,15 @@ static int take_provisional(Coord *c, Lease *l, int max, char *err)
 		return 0;
 	if (!c->pw_leaf && !(c->pw_leaf = calloc(COORD_MAX_BATCH, sizeof *c->pw_leaf)))
 		return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
-	if (!c->pwalk && co_pwalk_start(&c->pwalk, c->db, c->plan) < 0)
-		return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
-	/* The selector's key filter, once it has one: the walk reads no record
-	 * of a child it turns away (most of them, each a read from the disk on
-	 * a book larger than memory). */
-	hand_filter(c);
+	/* A walk just begun gets the selector's key filter at once (later ones
+	 * at the top): it reads no record of a child the filter turns away
+	 * (most of them, each a read from the disk on a book larger than
+	 * memory). */
+	if (!c->pwalk) {
+		if (co_pwalk_start(&c->pwalk, c->db, c->plan) < 0)
+			return co_broken(c, err, "provisional leaves", BOOKDB_ENOMEM);
+		hand_filter(c);
+	}
 	double wait = l->n > 0                     ? 0
 	              : c->opt.select_slice_ms > 0 ? c->opt.select_slice_ms
 	                                           : COORD_SLICE_MS;

@@ -1316,10 +1316,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 			rc = bookmm_stop_error(err, "writing the graph");
 		else if (gf.rc)
 			rc = fail(err, BOOKMM_ERRLEN, gf.rc, "writing the graph: %s", gf.msg);
-		if (rc != 0) {
-			mmfile_discard(dir);
-			goto done;
-		}
+		if (rc != 0) goto done;
 		phase_end(&b, BOOKMM_PH_GRAPH);
 	}
 	/* Written anew, the book needs room for a copy beside it until the
@@ -1348,7 +1345,6 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 		pthread_join(gt, NULL);
 	}
 	if (rc == 0) rc = keep_graph(&st, &gf, db, opt, ci.seq, err);
-	if (rc != 0) mmfile_discard(dir);
 	phase_end(&b, BOOKMM_PH_GRAPH);
 	memcpy(st.phase_ms, b.phase_ms, sizeof st.phase_ms);
 done:
