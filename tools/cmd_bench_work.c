@@ -532,8 +532,9 @@ int cmd_bench_work(int argc, char **argv)
 	} else if (have_work) {
 		double per = results ? (double)results : 1;
 		printf("selector");
+		/* Three decimals: a figure of 0.015 a result is not 0.0. */
 		for (int i = 0; i < SW_N; i++)
-			printf(i == SW_PROVISIONAL ? " %s %.0f" : " %s_per_result %.1f",
+			printf(i == SW_PROVISIONAL ? " %s %.0f" : " %s_per_result %.3f",
 			       sw_names[i], (w1[i] - w0[i]) / (i == SW_PROVISIONAL ? 1 : per));
 		printf("\n");
 	} else {

@@ -134,6 +134,13 @@ static void test_bench_work__paced_sends_exactly_the_scheduled_acquires(void **s
 	assert_true(field(sel, "expansions_per_result") >= 0);
 	assert_true(field(sel, "fetches_per_result") >= 0);
 	assert_true(field(sel, "fetch_misses_per_result") <= field(sel, "fetches_per_result"));
+	/* Each figure a result with three decimals (0.015 a result is not 0.0). */
+	const char *v = strstr(sel, " visits_per_result ");
+	assert_non_null(v);
+	v += strlen(" visits_per_result ");
+	size_t digits = strspn(v, "0123456789");
+	if (v[digits] != '.' || strspn(v + digits + 1, "0123456789") != 3)
+		fail_msg("visits_per_result not with three decimals: %s", sel);
 	free(out);
 	free(err);
 	/* The coordinator's last status line says where its rounds' time went. */
