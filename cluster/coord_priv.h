@@ -404,6 +404,14 @@ void co_pwalk_stop(CoPwalk *p);
  * co_pwalk_spared: the reads it spared. */
 bool co_pwalk_set_filter(CoPwalk *p, const SelKeyFilter *f);
 uint64_t co_pwalk_spared(const CoPwalk *p);
+/* A reader of the walk's filter, counted as the walk's own (its batches, its
+ * records read ahead) are: co_pwalk_read_begin gives the filter (false, and
+ * no reader, when none was handed over), which stays the caller's to read
+ * until co_pwalk_read_end(p, its token): a handover meanwhile says false
+ * until then. For tests of the handover (a reader caught in the middle of
+ * one). */
+bool co_pwalk_read_begin(CoPwalk *p, SelKeyFilter *f, unsigned *token);
+void co_pwalk_read_end(CoPwalk *p, unsigned token);
 
 /* coord_spot.c: spot checks (docs in the file). co_spot_on: checks are on.
  * co_spot_seen: the token asked for work. co_spot_take: checks for the

@@ -77,7 +77,10 @@ static void pw_leave(CoPwalk *p, unsigned e)
 /* The selector's filter, once handed over (false: none yet). */
 static bool pw_filter(CoPwalk *p, SelKeyFilter *f)
 {
-	uint64_t v = atomic_load_explicit(&p->filter, memory_order_acquire);
+	/* Sequentially consistent, as the reader's count before it and the
+	 * handover's store and count after it: either the handover finds the
+	 * reader counted or the reader finds the new word. */
+	uint64_t v = atomic_load(&p->filter);
 	if (!v) return false;
 	f->words = (const uint64_t *)(uintptr_t)(v & ~(uint64_t)63);
 	f->blocks = ((uint64_t)1 << (v & 63)) - 1;
@@ -110,6 +113,19 @@ bool co_pwalk_set_filter(CoPwalk *p, const SelKeyFilter *f)
 	return atomic_load(&p->users[e & 1]) == 0;
 }
 
+bool co_pwalk_read_begin(CoPwalk *p, SelKeyFilter *f, unsigned *token)
+{
+	*token = pw_enter(p);
+	if (pw_filter(p, f)) return true;
+	pw_leave(p, *token);
+	return false;
+}
+
+void co_pwalk_read_end(CoPwalk *p, unsigned token)
+{
+	pw_leave(p, token);
+}
+
 uint64_t co_pwalk_spared(const CoPwalk *p)
 {
 	return p ? atomic_load_explicit(&((CoPwalk *)p)->spared, memory_order_relaxed) : 0;
@@ -131,14 +147,11 @@ static void pw_then(void *ctx, BookPrefetch *pf, Key key, const uint8_t *val, si
 	CoPwalk *p = ctx;
 	(void)key;
 	SelKeyFilter f;
-	unsigned e = pw_enter(p);
-	if (!pw_filter(p, &f)) {
-		pw_leave(p, e);
-		return;
-	}
+	unsigned e;
+	if (!co_pwalk_read_begin(p, &f, &e)) return;
 	Key keys[BOOKDB_MAX_MOVES];
 	size_t n = prov_record_children(keys, val, len, pw_held, p);
-	pw_leave(p, e);
+	co_pwalk_read_end(p, e);
 	int next = prov_ahead_depth(depth, n);
 	if (next >= 0) bookdb_prefetch_keys_deep(pf, keys, n, next);
 }

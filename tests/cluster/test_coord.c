@@ -1314,6 +1314,38 @@ static void hand_over(CoPwalk *p, const SelKeyFilter *f)
 	}
 }
 
+/* A walk over a 3,000-position synthetic book minimax has valued: the
+ * coordinator whose plan it walks, its book and directory. */
+typedef struct {
+	char *dir;
+	BookDB *db;
+	Coord *c;
+	CoPwalk *p;
+} WalkBook;
+
+static WalkBook walk_book(void)
+{
+	WalkBook w = {ts_mkdtemp(), NULL, NULL, NULL};
+	char *out = NULL, *serr = NULL;
+	if (ts_runf(&out, &serr,
+	            "%s synth %s --positions 3000 --seed 7 --quiet && %s minimax %s --quiet",
+	            ts_joseki(), w.dir, ts_joseki(), w.dir) != 0)
+		fail_msg("setup: %s", serr ? serr : "");
+	free(out);
+	free(serr);
+	w.c = open_coord(&w.db, w.dir);
+	assert_int_equal(co_pwalk_start(&w.p, w.db, w.c->plan), 0);
+	return w;
+}
+
+/* The coordinator and book of walk_book (the walk stopped by the test). */
+static void walk_book_close(WalkBook *w)
+{
+	close_coord(w->c, w->db);
+	ts_rmtree(w->dir);
+	free(w->dir);
+}
+
 /* The provisional walk's key filter, handed over again and again while the
  * walk reads (a regrown filter each time): each handover says when the walk
  * reads the new filter alone, and the one before is freed then, as the
@@ -1323,17 +1355,8 @@ static void hand_over(CoPwalk *p, const SelKeyFilter *f)
 static void test_coord__the_walks_filter_is_handed_over_and_the_one_before_freed(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp(), *out = NULL, *serr = NULL;
-	if (ts_runf(&out, &serr,
-	            "%s synth %s --positions 3000 --seed 7 --quiet && %s minimax %s --quiet",
-	            ts_joseki(), dir, ts_joseki(), dir) != 0)
-		fail_msg("setup: %s", serr ? serr : "");
-	free(out);
-	free(serr);
-	BookDB *db;
-	Coord *c = open_coord(&db, dir);
-	CoPwalk *p;
-	assert_int_equal(co_pwalk_start(&p, db, c->plan), 0);
+	WalkBook w = walk_book();
+	CoPwalk *p = w.p;
 	SelKeyFilter f = open_filter(4);
 	assert_false(co_pwalk_set_filter(NULL, &f));
 	SelKeyFilter bad = {(const uint64_t *)((const char *)f.words + 8), f.blocks};
@@ -1362,9 +1385,62 @@ static void test_coord__the_walks_filter_is_handed_over_and_the_one_before_freed
 	assert_true(got > 0);
 	co_pwalk_stop(p);
 	free((void *)f.words);
-	close_coord(c, db);
-	ts_rmtree(dir);
-	free(dir);
+	walk_book_close(&w);
+}
+
+/* Readers caught in the middle of handovers (held as the walk's own batches
+ * and records read ahead are, while the walk reads beside them): a handover
+ * says the filter before it is still read until every reader that began
+ * before it is done, and no later one is made meanwhile; a reader that began
+ * after it reads the new filter and holds only the handover after it. */
+static void test_coord__a_reader_in_the_middle_of_a_handover_keeps_its_filter(void **state)
+{
+	(void)state;
+	WalkBook w = walk_book();
+	CoPwalk *p = w.p;
+	SelKeyFilter f = open_filter(4), g = open_filter(5), h = open_filter(6), r;
+	unsigned t1, t2, t3;
+	/* No filter yet: no reader. */
+	assert_false(co_pwalk_read_begin(p, &r, &t1));
+	hand_over(p, &f);
+	assert_true(co_pwalk_read_begin(p, &r, &t1));
+	assert_ptr_equal(r.words, f.words);
+	/* g handed over while the reader reads f: not over, again and again. */
+	assert_false(co_pwalk_set_filter(p, &g));
+	assert_false(co_pwalk_set_filter(p, &g));
+	assert_true(co_pwalk_read_begin(p, &r, &t2));
+	assert_ptr_equal(r.words, g.words);
+	/* h waits for g's handover: refused, g still the filter. */
+	assert_false(co_pwalk_set_filter(p, &h));
+	assert_true(co_pwalk_read_begin(p, &r, &t3));
+	assert_ptr_equal(r.words, g.words);
+	co_pwalk_read_end(p, t3);
+	/* The reader of f done: g's handover is over (the walk's own readers of
+	 * f are short), though the reader of g reads on. */
+	co_pwalk_read_end(p, t1);
+	hand_over(p, &g);
+	free((void *)f.words);
+	/* h now: handed over at once, and not over while g is read. */
+	assert_false(co_pwalk_set_filter(p, &h));
+	assert_true(co_pwalk_read_begin(p, &r, &t3));
+	assert_ptr_equal(r.words, h.words);
+	co_pwalk_read_end(p, t3);
+	assert_false(co_pwalk_set_filter(p, &h));
+	co_pwalk_read_end(p, t2);
+	hand_over(p, &h);
+	free((void *)g.words);
+	/* The walk read on through all of it. */
+	PwLeaf leaf[16];
+	int got = 0;
+	for (int w = 0; w < 60000 && got == 0; w++) {
+		int n = co_pwalk_take(p, leaf, 16, 1);
+		assert_true(n >= 0);
+		got += n;
+	}
+	assert_true(got > 0);
+	co_pwalk_stop(p);
+	free((void *)h.words);
+	walk_book_close(&w);
 }
 
 /*
@@ -3386,6 +3462,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__close_stops_a_minimax_under_way),
 	    cmocka_unit_test(test_coord__selection_in_slices_leases_what_whole_searches_do),
 	    cmocka_unit_test(test_coord__the_walks_filter_is_handed_over_and_the_one_before_freed),
+	    cmocka_unit_test(test_coord__a_reader_in_the_middle_of_a_handover_keeps_its_filter),
 	    cmocka_unit_test(test_coord__provisional_leaves_until_the_selection_keeps_up),
 	    cmocka_unit_test(test_coord__a_trimmed_selector_leases_right_within_a_tiny_memory),
 	    cmocka_unit_test(test_coord__a_checkpoint_s_child_holds_the_selection_and_the_trim),
