@@ -1346,6 +1346,18 @@ static void walk_book_close(WalkBook *w)
 	free(w->dir);
 }
 
+/* The walk gives leaves: got of them already, or more within a minute. */
+static void walk_gives_leaves(CoPwalk *p, int got)
+{
+	PwLeaf leaf[16];
+	for (int t = 0; t < 60000 && got == 0; t++) {
+		int n = co_pwalk_take(p, leaf, 16, 1);
+		assert_true(n >= 0);
+		got += n;
+	}
+	assert_true(got > 0);
+}
+
 /* The provisional walk's key filter, handed over again and again while the
  * walk reads (a regrown filter each time): each handover says when the walk
  * reads the new filter alone, and the one before is freed then, as the
@@ -1377,12 +1389,7 @@ static void test_coord__the_walks_filter_is_handed_over_and_the_one_before_freed
 		assert_true(n >= 0);
 		got += n;
 	}
-	for (int w = 0; w < 60000 && got == 0; w++) {
-		int n = co_pwalk_take(p, leaf, 16, 1);
-		assert_true(n >= 0);
-		got += n;
-	}
-	assert_true(got > 0);
+	walk_gives_leaves(p, got);
 	co_pwalk_stop(p);
 	free((void *)f.words);
 	walk_book_close(&w);
@@ -1430,14 +1437,7 @@ static void test_coord__a_reader_in_the_middle_of_a_handover_keeps_its_filter(vo
 	hand_over(p, &h);
 	free((void *)g.words);
 	/* The walk read on through all of it. */
-	PwLeaf leaf[16];
-	int got = 0;
-	for (int w = 0; w < 60000 && got == 0; w++) {
-		int n = co_pwalk_take(p, leaf, 16, 1);
-		assert_true(n >= 0);
-		got += n;
-	}
-	assert_true(got > 0);
+	walk_gives_leaves(p, 0);
 	co_pwalk_stop(p);
 	free((void *)h.words);
 	walk_book_close(&w);
