@@ -666,11 +666,14 @@ static int take_found(Coord *c, Lease *l, int max, char *err)
 	int i = 0, rc = 0;
 	for (; i < c->sr_n && l->n < max && rc == 0; i++) {
 		*c->leaf = c->sr_leaf[i];
-		*c->pos = c->sr_pos[i];
+		if (sfen_parse(c->pos, c->sr_sfen[i], NULL, NULL) < 0) {
+			rc = co_broken(c, err, "selection (a leaf's SFEN)", -1);
+			break;
+		}
 		rc = lease_key(c, l, c->leaf->key, err);
 	}
 	memmove(c->sr_leaf, c->sr_leaf + i, (size_t)(c->sr_n - i) * sizeof *c->sr_leaf);
-	memmove(c->sr_pos, c->sr_pos + i, (size_t)(c->sr_n - i) * sizeof *c->sr_pos);
+	memmove(c->sr_sfen, c->sr_sfen + i, (size_t)(c->sr_n - i) * sizeof *c->sr_sfen);
 	c->sr_n -= i;
 	return rc;
 }

@@ -177,8 +177,12 @@ struct Coord {
 	uint64_t hist_results, hist_failed;
 	/* The selection in slices (coord_select.c): plan_next on its own
 	 * thread; sr_state under sr_mu. The leaves found and leased in the
-	 * selector, not handed out yet: sr_n in sr_leaf/sr_pos (up to sr_want a
-	 * slice); the next acquire takes them first. */
+	 * selector, not handed out yet: sr_n in sr_leaf/sr_sfen (up to sr_want a
+	 * slice); the next acquire takes them first. sr_tmp: the selection's
+	 * position of the leaf it is looking for (a Position is 57 KB, its
+	 * history: the stock keeps each leaf's SFEN, which is all a lease needs;
+	 * moving Positions down the stock at each acquire copied megabytes, and
+	 * after a checkpoint's fork each of their pages). */
 	pthread_t sr_thread;
 	bool sr_started, sr_quit;
 	int sr_n, sr_want;
@@ -189,7 +193,8 @@ struct Coord {
 	int sr_state, sr_rc;
 	double sr_until;
 	SelLeaf *sr_leaf;
-	Position *sr_pos;
+	char (*sr_sfen)[SFEN_MAX];
+	Position *sr_tmp;
 	/* Slices that ended with the search suspended; acquires answered while
 	 * one was (with fewer positions than asked, or none: a 204 with a short
 	 * Retry-After). */

@@ -80,7 +80,7 @@ static int next_again(Coord *c, SelLeaf *leaf, Position *pos)
 	return 0;
 }
 
-/* Leaves into sr_leaf/sr_pos until sr_want of them, the slice's end, no
+/* Leaves into sr_leaf/sr_sfen until sr_want of them, the slice's end, no
  * leaf, or an error (sr_rc: plan_next's last result). */
 static void select_leaves(Coord *c)
 {
@@ -88,14 +88,12 @@ static void select_leaves(Coord *c)
 	while (c->sr_n < c->sr_want) {
 		if (c->sr_n > 0 && sr_over(c)) break;
 		int n = c->sr_n;
-		int rc = c->opt.again ? next_again(c, &c->sr_leaf[n], &c->sr_pos[n])
-		                      : plan_next(c->plan, &c->sr_leaf[n], &c->sr_pos[n]);
+		int rc = c->opt.again ? next_again(c, &c->sr_leaf[n], c->sr_tmp)
+		                      : plan_next(c->plan, &c->sr_leaf[n], c->sr_tmp);
 		/* After a suspension the service may have taken the leaves: the
 		 * new one goes first. */
-		if (rc == 1 && c->sr_n != n) {
-			c->sr_leaf[c->sr_n] = c->sr_leaf[n];
-			c->sr_pos[c->sr_n] = c->sr_pos[n];
-		}
+		if (rc == 1 && c->sr_n != n) c->sr_leaf[c->sr_n] = c->sr_leaf[n];
+		if (rc == 1) sfen_write(c->sr_tmp, c->sr_sfen[c->sr_n], SFEN_MAX);
 		c->sr_rc = rc;
 		if (rc == 0 || rc == 1) c->sr_answered = true;
 		if (rc != 1) break;
@@ -140,8 +138,9 @@ static void *sr_main(void *arg)
 int co_select_start(Coord *c)
 {
 	c->sr_leaf = calloc(COORD_MAX_BATCH, sizeof *c->sr_leaf);
-	c->sr_pos = calloc(COORD_MAX_BATCH, sizeof *c->sr_pos);
-	if (!c->sr_leaf || !c->sr_pos) return COORD_ENOMEM;
+	c->sr_sfen = calloc(COORD_MAX_BATCH, sizeof *c->sr_sfen);
+	c->sr_tmp = malloc(sizeof *c->sr_tmp);
+	if (!c->sr_leaf || !c->sr_sfen || !c->sr_tmp) return COORD_ENOMEM;
 	if (c->opt.select_slice_ms < 0) return 0; /* whole searches, in the service thread */
 	pthread_mutex_init(&c->sr_mu, NULL);
 	pthread_cond_init(&c->sr_cv, NULL);
@@ -178,9 +177,11 @@ void co_select_stop(Coord *c)
 		(void)sel_release(c->sel, c->sr_leaf[i].key); /* only marks: no error */
 	c->sr_n = 0;
 	free(c->sr_leaf);
-	free(c->sr_pos);
+	free(c->sr_sfen);
+	free(c->sr_tmp);
 	c->sr_leaf = NULL;
-	c->sr_pos = NULL;
+	c->sr_sfen = NULL;
+	c->sr_tmp = NULL;
 }
 
 bool co_select_paused(const Coord *c)
