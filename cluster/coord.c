@@ -1877,6 +1877,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	out->checkpoints_failed = c->ckpt_failed;
 	out->checkpoint_ms = c->ckpt_ms;
 	out->checkpoint_fork_ms = c->ckpt_fork_ms;
+	out->checkpoint_held_ms = c->ckpt_held_ms;
 	out->book_thought = selection_book_thought(c->db, c->sel, 0);
 	SelStats ss;
 	sel_get_stats(&ss, c->sel);

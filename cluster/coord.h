@@ -330,9 +330,10 @@ typedef struct {
 	bool snapshot_restored;
 	const char *snapshot_note;
 	/* Checkpoints written and failed since the start; the last one's writing,
-	 * and the time the service spent in the last one's fork, ms. */
+	 * the time the service spent in the last one's fork, and making the
+	 * selector's changes held while its child wrote, ms. */
 	uint64_t checkpoints, checkpoints_failed;
-	double checkpoint_ms, checkpoint_fork_ms;
+	double checkpoint_ms, checkpoint_fork_ms, checkpoint_held_ms;
 	size_t naside;
 	CoordAside *aside; /* malloc'd, naside of them */
 	size_t nworkers;

@@ -133,8 +133,11 @@ void co_checkpoint_reap(Coord *c, bool wait)
 		c->ckpt_failed++;
 	}
 	c->ckpt_pid = 0;
-	/* The selector's changes held since the fork, made now. */
+	/* The selector's changes held since the fork, made now (timed: the
+	 * status's checkpoint_held_s). */
+	double t0 = clock_ms_f();
 	int rc = sel_hold(c->sel, false);
+	c->ckpt_held_ms = clock_ms_f() - t0;
 	if (rc < 0)
 		(void)co_broken(c, NULL, "the selector's changes held for a checkpoint",
 		                rc == SEL_ENOMEM ? BOOKDB_ENOMEM : BOOKDB_EIO);

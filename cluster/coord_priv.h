@@ -256,6 +256,7 @@ struct Coord {
 	pid_t ckpt_pid;
 	int64_t ckpt_last_ms;
 	double ckpt_t0, ckpt_ms, ckpt_fork_ms;
+	double ckpt_held_ms; /* making the changes held while the last child wrote */
 	uint64_t ckpts, ckpt_failed;
 	/* Leases made ahead (coord_make_ahead): their ids, oldest first, the
 	 * first ahead_ready of them committed (they may be handed over); the

@@ -529,19 +529,20 @@ static char *status_body(const CoordStatus *st)
 		                       (json_int_t)((now - s->last_seen_ms) / 1000)));
 	}
 	json_t *sel = json_pack(
-	    "{s:b, s:s, s:I, s:I, s:f, s:f, s:I, s:b, s:I, s:b, s:I, s:I, s:I, s:f, s:I, s:I, s:I, "
+	    "{s:b, s:s, s:I, s:I, s:f, s:f, s:f, s:I, s:b, s:I, s:b, s:I, s:I, s:I, s:f, s:I, s:I, "
+	    "s:I, "
 	    "s:I, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
 	    "s:I, s:I}",
 	    "restored", st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
 	    "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
 	    (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
-	    "checkpoint_fork_s", st->checkpoint_fork_ms / 1000, "selected",
-	    (json_int_t)st->selected, "answered", st->select_answered, "provisional",
-	    (json_int_t)st->provisional, "provisional_over", st->provisional_over,
-	    "provisional_back", (json_int_t)st->provisional_back, "provisional_spared",
-	    (json_int_t)st->provisional_spared, "provisional_dry", (json_int_t)st->provisional_dry,
-	    "provisional_dry_s", st->provisional_dry_ms / 1000, "nodes",
-	    (json_int_t)st->select_nodes, "bytes", (json_int_t)st->select_bytes, "fixed",
+	    "checkpoint_fork_s", st->checkpoint_fork_ms / 1000, "checkpoint_held_s",
+	    st->checkpoint_held_ms / 1000, "selected", (json_int_t)st->selected, "answered",
+	    st->select_answered, "provisional", (json_int_t)st->provisional, "provisional_over",
+	    st->provisional_over, "provisional_back", (json_int_t)st->provisional_back,
+	    "provisional_spared", (json_int_t)st->provisional_spared, "provisional_dry",
+	    (json_int_t)st->provisional_dry, "provisional_dry_s", st->provisional_dry_ms / 1000,
+	    "nodes", (json_int_t)st->select_nodes, "bytes", (json_int_t)st->select_bytes, "fixed",
 	    (json_int_t)st->select_fixed, "budget", (json_int_t)st->select_budget, "trims",
 	    (json_int_t)st->select_trims, "trimmed", (json_int_t)st->select_trimmed, "trim_s",
 	    st->trim_ms / 1000, "trim_slices", (json_int_t)st->trim_slices, "trimming",
@@ -951,10 +952,10 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 			status_clause(
 			    &l,
 			    "checkpoints %llu, %llu failed (the last written in %.1f s, its "
-			    "fork %.0f ms)",
+			    "fork %.0f ms, the changes held meanwhile made in %.0f ms)",
 			    (unsigned long long)st.checkpoints,
 			    (unsigned long long)st.checkpoints_failed, st.checkpoint_ms / 1000,
-			    st.checkpoint_fork_ms);
+			    st.checkpoint_fork_ms, st.checkpoint_held_ms);
 		status_clause(&l, "store %.0f ms", st.store_ms);
 		status_clause(&l, "commit %.0f ms", st.commit_ms);
 		status_clause(&l, "minimax %.0f ms (its writes %.0f ms)", st.minimax_ms,

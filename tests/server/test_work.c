@@ -1768,6 +1768,9 @@ static void test_work__a_restart_after_sigkill_reads_the_last_checkpoint(void **
 			json_t *fk =
 			    json_object_get(json_object_get(st, "selector"), "checkpoint_fork_s");
 			assert_true(json_is_real(fk) && json_real_value(fk) > 0);
+			json_t *hd =
+			    json_object_get(json_object_get(st, "selector"), "checkpoint_held_s");
+			assert_true(json_is_real(hd) && json_real_value(hd) >= 0);
 		}
 		json_decref(st);
 	}
