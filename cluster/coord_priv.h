@@ -410,12 +410,12 @@ void co_pwalk_stop(CoPwalk *p);
  * co_pwalk_spared: the reads it spared. */
 bool co_pwalk_set_filter(CoPwalk *p, const SelKeyFilter *f);
 uint64_t co_pwalk_spared(const CoPwalk *p);
-/* A reader of the walk's filter, counted as the walk's own (its batches, its
- * records read ahead) are: co_pwalk_read_begin gives the filter (false, and
- * no reader, when none was handed over), which stays the caller's to read
- * until co_pwalk_read_end(p, its token): a handover meanwhile says false
- * until then. For tests of the handover (a reader caught in the middle of
- * one). */
+/* A reader of the walk's filter, counted as the walk's own batches are:
+ * co_pwalk_read_begin gives the filter (false, and no reader, when none was
+ * handed over), which stays the caller's to read until co_pwalk_read_end(p,
+ * its token): a handover meanwhile says false until then. Each record the
+ * walk reads ahead is such a reader, and so are the tests' readers caught
+ * in the middle of a handover. */
 bool co_pwalk_read_begin(CoPwalk *p, SelKeyFilter *f, unsigned *token);
 void co_pwalk_read_end(CoPwalk *p, unsigned token);
 

@@ -93,7 +93,6 @@ static void select_leaves(Coord *c)
 		/* After a suspension the service may have taken the leaves: the
 		 * new one goes first. */
 		if (rc == 1 && c->sr_n != n) c->sr_leaf[c->sr_n] = c->sr_leaf[n];
-		if (rc == 1) sfen_write(c->sr_tmp, c->sr_sfen[c->sr_n], SFEN_MAX);
 		c->sr_rc = rc;
 		if (rc == 0 || rc == 1) c->sr_answered = true;
 		if (rc != 1) break;
@@ -111,6 +110,8 @@ static void select_leaves(Coord *c)
 			c->sr_rc = lr;
 			break;
 		}
+		/* Kept: its SFEN, all a lease needs of its position (sr_tmp). */
+		sfen_write(c->sr_tmp, c->sr_sfen[c->sr_n], SFEN_MAX);
 		c->sr_n++;
 	}
 }
