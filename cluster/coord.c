@@ -404,6 +404,11 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	keymap_init(&c->check_map, sizeof *c->checks);
 	c->db = db;
 	c->opt = *opt;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	c->started_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	rng_instance(c->instance,
+	             (uint64_t)clock_ns() ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)c);
 	if (c->opt.lease_seconds <= 0) c->opt.lease_seconds = 600;
 	if (c->opt.spot_rate < 0 || c->opt.spot_rate > 1 || c->opt.spot_new_rate < 0 ||
 	    c->opt.spot_new_rate > 1 || c->opt.spot_tolerance < 0 || c->opt.spot_tolerance > 1) {
@@ -1833,6 +1838,8 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 {
 	memset(out, 0, sizeof *out);
+	memcpy(out->instance, c->instance, sizeof out->instance);
+	out->started_ms = c->started_ms;
 	char err[COORD_ERRLEN];
 	if (!c->broken)
 		(void)co_select_take_in(c, err); /* a failure breaks c: the next request says it */
@@ -1875,6 +1882,7 @@ int coord_status(Coord *c, CoordStatus *out, int64_t now_ms)
 	                                      "--reanalyse): the first search starts from scratch";
 	out->checkpoints = c->ckpts; /* a child's end is taken in by each tick */
 	out->checkpoints_failed = c->ckpt_failed;
+	out->checkpoints_unchanged = c->ckpt_unchanged;
 	out->checkpoint_ms = c->ckpt_ms;
 	out->checkpoint_fork_ms = c->ckpt_fork_ms;
 	out->checkpoint_held_ms = c->ckpt_held_ms;

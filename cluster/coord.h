@@ -243,6 +243,11 @@ typedef struct {
 } CoordTokenTrust;
 
 typedef struct {
+	/* This coordinator process: its random id, new at each start (a client
+	 * that sees it change knows the coordinator restarted, whatever its
+	 * counters say), and when it started (unix ms). */
+	char instance[17];
+	int64_t started_ms;
 	uint64_t queue;            /* positions returned and waiting for a worker */
 	uint64_t leases_live;      /* leases with pending positions, not expired */
 	uint64_t leases_expired;   /* kept leases that expired with positions pending (since
@@ -329,10 +334,11 @@ typedef struct {
 	 * there was none; owned by the Coord, valid while it lives). */
 	bool snapshot_restored;
 	const char *snapshot_note;
-	/* Checkpoints written and failed since the start; the last one's writing,
+	/* Checkpoints written and failed since the start, and those not taken
+	 * (the book unchanged since the last one written); the last one's writing,
 	 * the time the service spent in the last one's fork, and making the
 	 * selector's changes held while its child wrote, ms. */
-	uint64_t checkpoints, checkpoints_failed;
+	uint64_t checkpoints, checkpoints_failed, checkpoints_unchanged;
 	double checkpoint_ms, checkpoint_fork_ms, checkpoint_held_ms;
 	size_t naside;
 	CoordAside *aside; /* malloc'd, naside of them */
@@ -375,7 +381,8 @@ JOSEKI_MUST_USE int coord_close(Coord *c, double *save_ms, char *err);
 /* A checkpoint now (what the tick does every opt.checkpoint_seconds): after
  * a commit, a child process writes the snapshot while c goes on. 1 when one
  * was begun, 0 when not now (one being written, a search suspended, no
- * snapshot path), or a negative code (the commit failed). coord_checkpoint_wait
+ * snapshot path) or not needed (the book's txnid that of the last one
+ * written: nothing committed since), or a negative code (the commit failed). coord_checkpoint_wait
  * waits for the child: 0, or COORD_EBOOK when it failed. */
 JOSEKI_MUST_USE int coord_checkpoint(Coord *c, int64_t now_ms, char *err);
 JOSEKI_MUST_USE int coord_checkpoint_wait(Coord *c);

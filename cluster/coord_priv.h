@@ -111,6 +111,8 @@ typedef struct {
 #define AHEAD_RATE_SECS 2
 
 struct Coord {
+	char instance[17];  /* CoordStatus.instance */
+	int64_t started_ms; /* unix ms */
 	BookDB *db;
 	CoordOptions opt;
 	Selector *sel;
@@ -258,6 +260,9 @@ struct Coord {
 	double ckpt_t0, ckpt_ms, ckpt_fork_ms;
 	double ckpt_held_ms; /* making the changes held while the last child wrote */
 	uint64_t ckpts, ckpt_failed;
+	/* The book's txnid when the last checkpoint written was taken (0: none
+	 * this run), and the checkpoints not taken since, the book unchanged. */
+	uint64_t ckpt_txnid, ckpt_unchanged;
 	/* Leases made ahead (coord_make_ahead): their ids, oldest first, the
 	 * first ahead_ready of them committed (they may be handed over); the
 	 * sizes asked by this round's acquires; the last acquire's time and

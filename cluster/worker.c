@@ -349,9 +349,8 @@ static int setup(Worker *w)
 	curl_easy_setopt(w->h, CURLOPT_XFERINFOFUNCTION, wk_on_xfer);
 	curl_easy_setopt(w->h, CURLOPT_XFERINFODATA, w);
 	/* Not from the back-off's stream: tests seed that alike for two workers. */
-	uint64_t id = (uint64_t)clock_ns() ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)w;
-	uint64_t bits = rng_next(&id);
-	for (int i = 0; i < 16; i++) w->instance[i] = "0123456789abcdef"[(bits >> (4 * i)) & 15];
+	rng_instance(w->instance,
+	             (uint64_t)clock_ns() ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)w);
 	int rc = wk_spool_open(w); /* before the engines: it adds leases */
 	if (rc < 0) return rc;
 	w->slots = calloc((size_t)w->n, sizeof *w->slots);

@@ -3,6 +3,7 @@
 #include "shogi/errmsg.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -509,6 +510,13 @@ static json_t *gone_json(const CoordStatus *st, int64_t now)
 	return a;
 }
 
+/* Milliseconds as seconds for a JSON answer, to the whole ms: with six
+ * significant digits a few microseconds would print as 1.2e-05. */
+static double ms_to_s(double ms)
+{
+	return round(ms) / 1000;
+}
+
 static char *status_body(const CoordStatus *st)
 {
 	json_t *aside = json_array(), *workers = json_array();
@@ -529,23 +537,23 @@ static char *status_body(const CoordStatus *st)
 		                       (json_int_t)((now - s->last_seen_ms) / 1000)));
 	}
 	json_t *sel = json_pack(
-	    "{s:b, s:s, s:I, s:I, s:f, s:f, s:f, s:I, s:b, s:I, s:b, s:I, s:I, s:I, s:f, s:I, s:I, "
-	    "s:I, "
-	    "s:I, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-	    "s:I, s:I}",
+	    "{s:b, s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:b, s:I, s:b, s:I, s:I, s:I, s:f, s:I, "
+	    "s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+	    "s:I, s:I, s:I, s:I}",
 	    "restored", st->snapshot_restored, "note", st->snapshot_note ? st->snapshot_note : "",
 	    "checkpoints", (json_int_t)st->checkpoints, "checkpoints_failed",
-	    (json_int_t)st->checkpoints_failed, "checkpoint_s", st->checkpoint_ms / 1000,
-	    "checkpoint_fork_s", st->checkpoint_fork_ms / 1000, "checkpoint_held_s",
-	    st->checkpoint_held_ms / 1000, "selected", (json_int_t)st->selected, "answered",
+	    (json_int_t)st->checkpoints_failed, "checkpoints_unchanged",
+	    (json_int_t)st->checkpoints_unchanged, "checkpoint_s", ms_to_s(st->checkpoint_ms),
+	    "checkpoint_fork_s", ms_to_s(st->checkpoint_fork_ms), "checkpoint_held_s",
+	    ms_to_s(st->checkpoint_held_ms), "selected", (json_int_t)st->selected, "answered",
 	    st->select_answered, "provisional", (json_int_t)st->provisional, "provisional_over",
 	    st->provisional_over, "provisional_back", (json_int_t)st->provisional_back,
 	    "provisional_spared", (json_int_t)st->provisional_spared, "provisional_dry",
-	    (json_int_t)st->provisional_dry, "provisional_dry_s", st->provisional_dry_ms / 1000,
+	    (json_int_t)st->provisional_dry, "provisional_dry_s", ms_to_s(st->provisional_dry_ms),
 	    "nodes", (json_int_t)st->select_nodes, "bytes", (json_int_t)st->select_bytes, "fixed",
 	    (json_int_t)st->select_fixed, "budget", (json_int_t)st->select_budget, "trims",
 	    (json_int_t)st->select_trims, "trimmed", (json_int_t)st->select_trimmed, "trim_s",
-	    st->trim_ms / 1000, "trim_slices", (json_int_t)st->trim_slices, "trimming",
+	    ms_to_s(st->trim_ms), "trim_slices", (json_int_t)st->trim_slices, "trimming",
 	    st->trimming, "trim_clears", (json_int_t)st->trim_clears, "trim_walks",
 	    (json_int_t)st->trim_walks, "expansions", (json_int_t)st->select_expansions, "visits",
 	    (json_int_t)st->select_visits, "fetches", (json_int_t)st->select_fetches,
@@ -573,6 +581,12 @@ static char *status_body(const CoordStatus *st)
 		                              (json_int_t)st->again_replaced, "left",
 		                              (json_int_t)st->again_left));
 	if (o) json_object_set_new(o, "workers_gone", gone_json(st, now));
+	/* This coordinator process: new at each restart. */
+	if (o) {
+		json_object_set_new(o, "instance", json_string(st->instance));
+		json_object_set_new(o, "started",
+		                    json_integer((json_int_t)(st->started_ms / 1000)));
+	}
 	/* The book's lines from the way to the roots: their positions queued. */
 	if (o) json_object_set_new(o, "lines_queued", json_integer((json_int_t)st->lines_queued));
 	return api_json_body(o);
@@ -951,10 +965,12 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 		if (st.checkpoints || st.checkpoints_failed)
 			status_clause(
 			    &l,
-			    "checkpoints %llu, %llu failed (the last written in %.1f s, its "
-			    "fork %.0f ms, the changes held meanwhile made in %.0f ms)",
+			    "checkpoints %llu, %llu failed, %llu not needed (the last written in "
+			    "%.0f ms, its fork %.0f ms, the changes held meanwhile made in %.0f "
+			    "ms)",
 			    (unsigned long long)st.checkpoints,
-			    (unsigned long long)st.checkpoints_failed, st.checkpoint_ms / 1000,
+			    (unsigned long long)st.checkpoints_failed,
+			    (unsigned long long)st.checkpoints_unchanged, st.checkpoint_ms,
 			    st.checkpoint_fork_ms, st.checkpoint_held_ms);
 		status_clause(&l, "store %.0f ms", st.store_ms);
 		status_clause(&l, "commit %.0f ms", st.commit_ms);

@@ -35,4 +35,14 @@ static inline double rng_unit(uint64_t *s)
 	return (double)(rng_next(s) >> 11) / 9007199254740992.0;
 }
 
+/* A process's id, 16 lowercase hex digits and a NUL, from salt (e.g. the
+ * monotonic clock, the pid and an address mixed): a worker's or a
+ * coordinator's `instance`, new at each start. */
+static inline void rng_instance(char out[17], uint64_t salt)
+{
+	uint64_t bits = rng_next(&salt);
+	for (int i = 0; i < 16; i++) out[i] = "0123456789abcdef"[(bits >> (4 * i)) & 15];
+	out[16] = 0;
+}
+
 #endif

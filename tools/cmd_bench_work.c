@@ -259,13 +259,18 @@ static const char *const sw_names[SW_N] = {"expansions", "visits",    "fetches",
                                            "bound_hits", "path_hits", "provisional"};
 
 /* 0 with w filled, or -1 (the status not read: the fields are left 0). */
-static int selector_work(Client *c, CURL *h, double w[SW_N])
+/* The selector's work counters in the status, and the coordinator's
+ * instance ("" from one whose status has none). */
+static int selector_work(Client *c, CURL *h, double w[SW_N], char instance[17])
 {
 	memset(w, 0, SW_N * sizeof *w);
+	instance[0] = 0;
 	if (post(c, h, "/v1/work/status", NULL) != 200) return -1;
 	json_t *root = json_loadb(c->resp, c->rlen, 0, NULL);
 	json_t *sel = json_object_get(root, "selector");
 	for (int i = 0; i < SW_N; i++) w[i] = json_number_value(json_object_get(sel, sw_names[i]));
+	const char *in = json_string_value(json_object_get(root, "instance"));
+	if (in) snprintf(instance, 17, "%s", in);
 	int rc = json_is_object(sel) ? 0 : -1;
 	json_decref(root);
 	return rc;
@@ -442,7 +447,8 @@ int cmd_bench_work(int argc, char **argv)
 	Client cst = {.server = server, .auth = auth};
 	CURL *hst = curl_easy_init();
 	double w0[SW_N], w1[SW_N];
-	bool have_work = hst && selector_work(&cst, hst, w0) == 0;
+	char in0[17], in1[17];
+	bool have_work = hst && selector_work(&cst, hst, w0, in0) == 0;
 	double t0 = rate ? pace.start_ms : start, deadline = t0 + seconds * 1000.0;
 	/* The first selections of a fresh coordinator fault its book in: the
 	 * warm figures leave out the acquires due in the first 15 s (the first
@@ -486,7 +492,7 @@ int cmd_bench_work(int argc, char **argv)
 	double end = clock_ms_f();
 	if (rate && end < deadline) end = deadline;
 	double el = (end - t0) / 1e3;
-	have_work = have_work && selector_work(&cst, hst, w1) == 0;
+	have_work = have_work && selector_work(&cst, hst, w1, in1) == 0;
 	curl_easy_cleanup(hst);
 	free(cst.resp);
 	/* The warm latencies: of the acquires due after warm_ms. */
@@ -523,12 +529,13 @@ int cmd_bench_work(int argc, char **argv)
 	    (unsigned long long)empty, (unsigned long long)errors, clients, max, rate, p50w, p99w,
 	    warm_s, nlatw);
 	/* Per result stored in the run: what the selection did for it. */
-	/* Counters that went back: the coordinator restarted during the run. */
-	bool restarted = false;
+	/* Another instance, or counters that went back (a coordinator that says
+	 * no instance): the coordinator restarted during the run. */
+	bool restarted = have_work && strcmp(in0, in1) != 0;
 	for (int i = 0; have_work && i < SW_N; i++) restarted |= w1[i] < w0[i];
 	if (restarted) {
-		printf("selector none (the coordinator's counters went back: it restarted during "
-		       "the run)\n");
+		printf("selector none (the coordinator restarted during the run: %s)\n",
+		       strcmp(in0, in1) ? "another instance" : "its counters went back");
 	} else if (have_work) {
 		double per = results ? (double)results : 1;
 		printf("selector");

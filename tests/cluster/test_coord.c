@@ -2786,6 +2786,13 @@ static void checkpoint_run(int mode, unsigned long long seed)
 	/* Another checkpoint, a commit by another writer after it, a crash: stale. */
 	assert_int_equal(coord_checkpoint(c, T0, err), 1);
 	assert_int_equal(coord_checkpoint_wait(c), 0);
+	/* Nothing committed since: the next one is not needed, and not begun. */
+	CoordStatus cs;
+	assert_int_equal(coord_checkpoint(c, T0, err), 0);
+	assert_true(c->ckpt_pid <= 0);
+	assert_int_equal(coord_status(c, &cs, T0), 0);
+	assert_int_equal(cs.checkpoints_unchanged, 1);
+	coord_status_free(&cs);
 	answer_rounds(c, t.db[1], 2, keys, &nkeys);
 	crash(&t);
 	assert_int_equal(bookdb_open(&t.db[1], t.dir[1], NULL, err), 0);

@@ -1775,6 +1775,27 @@ static void test_work__a_restart_after_sigkill_reads_the_last_checkpoint(void **
 		json_decref(st);
 	}
 	assert_true(ck >= 1);
+	/* Idle (nothing committed since a checkpoint written): the next ones are
+	 * not needed, and not written. */
+	long long unneeded = 0;
+	for (int i = 0; i < 100 && unneeded < 2; i++) {
+		usleep(100000);
+		json_t *st = status(s, t1);
+		unneeded = jget(st, "selector", "checkpoints_unchanged");
+		json_decref(st);
+	}
+	assert_true(unneeded >= 2);
+	/* This coordinator: its instance and when it started. */
+	json_t *st0 = status(s, t1);
+	char inst0[17];
+	const char *in = json_string_value(json_object_get(st0, "instance"));
+	assert_non_null(in);
+	assert_int_equal(strspn(in, "0123456789abcdef"), 16);
+	assert_int_equal(strlen(in), 16);
+	snprintf(inst0, sizeof inst0, "%s", in);
+	json_int_t started0 = json_integer_value(json_object_get(st0, "started"));
+	assert_true(started0 > 1700000000 && started0 <= (json_int_t)time(NULL));
+	json_decref(st0);
 	/* Results after it, then a lease out, then kill -9. */
 	json_t *a = acquire(s, t1, "w1", 2);
 	answer_lease(s, t1, a, 0);
@@ -1782,6 +1803,13 @@ static void test_work__a_restart_after_sigkill_reads_the_last_checkpoint(void **
 	a = acquire(s, t1, "w1", 2);
 	stop(s, SIGKILL);
 	start(s, dir);
+	/* Another process: another instance, started no earlier. */
+	st0 = status(s, t1);
+	in = json_string_value(json_object_get(st0, "instance"));
+	assert_non_null(in);
+	assert_string_not_equal(in, inst0);
+	assert_true(json_integer_value(json_object_get(st0, "started")) >= started0);
+	json_decref(st0);
 	if (!selector_restored(s, t1, note, sizeof note)) fail_msg("not restored: %s", note);
 	print_message("after kill -9: %s\n", note);
 	assert_non_null(strstr(note, "from a checkpoint"));
