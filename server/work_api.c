@@ -962,16 +962,18 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals)
 		              (unsigned long long)st.select_trimmed,
 		              (unsigned long long)st.trim_walks,
 		              (unsigned long long)st.trim_clears);
-		if (st.checkpoints || st.checkpoints_failed)
-			status_clause(
-			    &l,
-			    "checkpoints %llu, %llu failed, %llu not needed (the last written in "
-			    "%.0f ms, its fork %.0f ms, the changes held meanwhile made in %.0f "
-			    "ms)",
-			    (unsigned long long)st.checkpoints,
-			    (unsigned long long)st.checkpoints_failed,
-			    (unsigned long long)st.checkpoints_unchanged, st.checkpoint_ms,
-			    st.checkpoint_fork_ms, st.checkpoint_held_ms);
+		if (st.checkpoints || st.checkpoints_failed) {
+			/* Two clauses: one of 120 columns would be cut. */
+			status_clause(&l, "checkpoints %llu, %llu failed, %llu not needed",
+			              (unsigned long long)st.checkpoints,
+			              (unsigned long long)st.checkpoints_failed,
+			              (unsigned long long)st.checkpoints_unchanged);
+			status_clause(&l,
+			              "the last written in %.0f ms (its fork %.0f ms, the changes "
+			              "held meanwhile made in %.0f ms)",
+			              st.checkpoint_ms, st.checkpoint_fork_ms,
+			              st.checkpoint_held_ms);
+		}
 		status_clause(&l, "store %.0f ms", st.store_ms);
 		status_clause(&l, "commit %.0f ms", st.commit_ms);
 		status_clause(&l, "minimax %.0f ms (its writes %.0f ms)", st.minimax_ms,

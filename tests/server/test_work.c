@@ -1869,7 +1869,7 @@ static void test_work__the_console_says_what_an_operator_needs(void **state)
 	 * lines, and the check below wants three). */
 	snprintf(cmd, sizeof cmd,
 	         "--work --quiet --movetime 10 --status-seconds 0.5 --verbose --positions 600 "
-	         "--time 40 --minimax-seconds 1 --roots %s 1>&2",
+	         "--time 40 --minimax-seconds 1 --checkpoint-seconds 1 --roots %s 1>&2",
 	         roots);
 	s.port = ts_serve_start(&s.pid, &s.log, book, cmd);
 	g_child = s.pid;
@@ -1954,6 +1954,12 @@ static void test_work__the_console_says_what_an_operator_needs(void **state)
 	    !strstr(sum, "minimax runs ") || !strstr(sum, "\nwork: time in select ") ||
 	    !strstr(sum, "\nwork: spot checks "))
 		fail_msg("the summary: %s", sum);
+	/* The checkpoints (--checkpoint-seconds 1), their clauses whole. */
+	const char *ck = strstr(sum, "checkpoints ");
+	if (!ck || !strstr(ck, " not needed") || !strstr(ck, "the last written in ") ||
+	    !strstr(ck, "the changes held meanwhile made in ") ||
+	    !strstr(strstr(ck, "the changes held meanwhile made in "), " ms)"))
+		fail_msg("the summary's checkpoints: %s", sum);
 	assert_true(valued); /* the root's value and line once minimax ran */
 	free(text);
 	ts_rmtree(dir);
