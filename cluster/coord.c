@@ -404,11 +404,8 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	keymap_init(&c->check_map, sizeof *c->checks);
 	c->db = db;
 	c->opt = *opt;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	c->started_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	rng_instance(c->instance,
-	             (uint64_t)clock_ns() ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)c);
+	c->started_ms = clock_unix_ms();
+	rng_instance(c->instance, c);
 	if (c->opt.lease_seconds <= 0) c->opt.lease_seconds = 600;
 	if (c->opt.spot_rate < 0 || c->opt.spot_rate > 1 || c->opt.spot_new_rate < 0 ||
 	    c->opt.spot_new_rate > 1 || c->opt.spot_tolerance < 0 || c->opt.spot_tolerance > 1) {

@@ -349,8 +349,7 @@ static int setup(Worker *w)
 	curl_easy_setopt(w->h, CURLOPT_XFERINFOFUNCTION, wk_on_xfer);
 	curl_easy_setopt(w->h, CURLOPT_XFERINFODATA, w);
 	/* Not from the back-off's stream: tests seed that alike for two workers. */
-	rng_instance(w->instance,
-	             (uint64_t)clock_ns() ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)w);
+	rng_instance(w->instance, w);
 	int rc = wk_spool_open(w); /* before the engines: it adds leases */
 	if (rc < 0) return rc;
 	w->slots = calloc((size_t)w->n, sizeof *w->slots);

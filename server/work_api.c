@@ -95,13 +95,6 @@ struct ApiWork {
 	bool ahead_ok;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void run_op(ApiWork *w, Op *op, int64_t now)
 {
 	/* Unnamed, a worker is its token; on a lease (submit, abort), the lease's
@@ -230,7 +223,7 @@ static CoordAhead *ahead_take(ApiWork *w, const Op *op)
 		}
 	if (l) {
 		l->lease.expires_ms =
-		    now_ms() + (int64_t)(coord_options(w->c)->lease_seconds * 1000);
+		    clock_unix_ms() + (int64_t)(coord_options(w->c)->lease_seconds * 1000);
 		b->kind = OP_BIND;
 		b->body = op->body; /* an acquire's: nothing malloc'd */
 		memcpy(b->token, op->token, sizeof b->token);
@@ -253,7 +246,7 @@ static void *service(void *arg)
 		/* Sleep until there is work (or a tick is due), then until the
 		 * round's time has come (more requests meanwhile join it). */
 		for (;;) {
-			int64_t now = now_ms(),
+			int64_t now = clock_unix_ms(),
 			        until = w->head ? last_round + ROUND_MS : now + TICK_MS;
 			if (now >= until || w->quit) break;
 			/* Meanwhile the selection goes on beside the service
@@ -265,7 +258,7 @@ static void *service(void *arg)
 			if (pthread_cond_timedwait(&w->work_cv, &w->mu, &ts) != 0 && !w->head)
 				break;
 		}
-		last_round = now_ms();
+		last_round = clock_unix_ms();
 		Op *ops = w->head;
 		w->head = w->tail = NULL;
 		pthread_mutex_unlock(&w->mu);
@@ -273,7 +266,7 @@ static void *service(void *arg)
 		for (Op *op = ops; op; op = op->next)
 			if (op->kind != OP_BIND && t0 - op->queued_ms > wait)
 				wait = t0 - op->queued_ms;
-		int64_t now = now_ms();
+		int64_t now = clock_unix_ms();
 		bool wrote = false;
 		Part one[2] = {{0}};
 		coord_round_begin(w->c);
@@ -527,7 +520,7 @@ static char *status_body(const CoordStatus *st)
 		                      json_pack("{s:s, s:s, s:i}", "key", hex, "sfen",
 		                                st->aside[i].sfen, "tries", st->aside[i].tries));
 	}
-	int64_t now = now_ms();
+	int64_t now = clock_unix_ms();
 	for (size_t i = 0; i < st->nworkers; i++) {
 		const CoordWorkerSeen *s = &st->workers[i];
 		json_array_append_new(
@@ -643,7 +636,7 @@ static char *answer(ApiWork *w, Op *op, bool refused, int *status, int *retry_af
 		*retry_after = op->busy ? API_WORK_BUSY_RETRY_S : API_WORK_RETRY_S;
 	} else if (op->kind == OP_ACQUIRE) {
 		*status = 200;
-		out = acquire_body(lease, coord_options(w->c), now_ms());
+		out = acquire_body(lease, coord_options(w->c), clock_unix_ms());
 	} else if (op->kind == OP_STATUS) {
 		*status = 200;
 		out = status_body(&op->st);
@@ -711,7 +704,7 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 	if (ahead) {
 		api_work_body_free(&op.body);
 		*status = 200;
-		char *out = acquire_body(&ahead->lease, coord_options(w->c), now_ms());
+		char *out = acquire_body(&ahead->lease, coord_options(w->c), clock_unix_ms());
 		free(ahead);
 		return out;
 	}

@@ -32,6 +32,15 @@ static inline double clock_s(void)
 	return (double)clock_ns() / 1e9;
 }
 
+/* Milliseconds since the epoch (CLOCK_REALTIME), whole: times a user or
+ * another process reads (a status's "started", a worker's last_seen). */
+static inline int64_t clock_unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* The CLOCK_REALTIME instant ms milliseconds from now, for the absolute
  * deadline pthread_cond_timedwait wants. */
 static inline struct timespec clock_realtime_in(int64_t ms)

@@ -7,6 +7,9 @@
 #define SHOGI_RNG_H
 
 #include <stdint.h>
+#include <unistd.h>
+
+#include "shogi/clock.h"
 
 /* The splitmix64 finaliser: a bijective 64-bit hash. */
 static inline uint64_t rng_mix(uint64_t z)
@@ -35,11 +38,13 @@ static inline double rng_unit(uint64_t *s)
 	return (double)(rng_next(s) >> 11) / 9007199254740992.0;
 }
 
-/* A process's id, 16 lowercase hex digits and a NUL, from salt (e.g. the
- * monotonic clock, the pid and an address mixed): a worker's or a
+/* A process's id, 16 lowercase hex digits and a NUL, from the monotonic
+ * clock, the pid and self (the object it names) mixed: a worker's or a
  * coordinator's `instance`, new at each start. */
-static inline void rng_instance(char out[17], uint64_t salt)
+static inline void rng_instance(char out[17], const void *self)
 {
+	uint64_t salt =
+	    (uint64_t)clock_ns() ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)self;
 	uint64_t bits = rng_next(&salt);
 	for (int i = 0; i < 16; i++) out[i] = "0123456789abcdef"[(bits >> (4 * i)) & 15];
 	out[16] = 0;

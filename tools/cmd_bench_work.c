@@ -258,9 +258,9 @@ enum {
 static const char *const sw_names[SW_N] = {"expansions", "visits",    "fetches",    "fetch_misses",
                                            "bound_hits", "path_hits", "provisional"};
 
-/* 0 with w filled, or -1 (the status not read: the fields are left 0). */
-/* The selector's work counters in the status, and the coordinator's
- * instance ("" from one whose status has none). */
+/* The selector's work counters in the status (w), and the coordinator's
+ * instance ("" from one whose status has none): 0, or -1 (the status not
+ * read: the fields are left 0). */
 static int selector_work(Client *c, CURL *h, double w[SW_N], char instance[17])
 {
 	memset(w, 0, SW_N * sizeof *w);
@@ -531,11 +531,11 @@ int cmd_bench_work(int argc, char **argv)
 	/* Per result stored in the run: what the selection did for it. */
 	/* Another instance, or counters that went back (a coordinator that says
 	 * no instance): the coordinator restarted during the run. */
-	bool restarted = have_work && strcmp(in0, in1) != 0;
+	bool other = have_work && strcmp(in0, in1) != 0, restarted = other;
 	for (int i = 0; have_work && i < SW_N; i++) restarted |= w1[i] < w0[i];
 	if (restarted) {
 		printf("selector none (the coordinator restarted during the run: %s)\n",
-		       strcmp(in0, in1) ? "another instance" : "its counters went back");
+		       other ? "another instance" : "its counters went back");
 	} else if (have_work) {
 		double per = results ? (double)results : 1;
 		printf("selector");
