@@ -47,6 +47,9 @@ struct Server {
 	int fd;
 	uint16_t port;
 	atomic_bool stopping;
+	/* Requests begun and not yet completed (kept-alive connections between
+	 * two requests not counted): what a stop waits for. */
+	atomic_int inflight;
 	time_t started;
 	atomic_ullong requests[NSTATUS + 1];
 	atomic_ullong buckets[NBUCKETS + 1];
@@ -162,6 +165,9 @@ static enum MHD_Result reply(Server *s, struct MHD_Connection *c, Req *r, int st
 		MHD_add_response_header(resp, "Retry-After", ra);
 	}
 	if (api) MHD_add_response_header(resp, "Cache-Control", "no-store");
+	/* Stopping: the connection ends with this answer, so a client that keeps
+	 * its connection alive and asks again holds no request in flight. */
+	if (atomic_load(&s->stopping)) MHD_add_response_header(resp, "Connection", "close");
 	enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	return rc;
@@ -544,7 +550,10 @@ static void *begin_request(void *cls, const char *uri, struct MHD_Connection *c)
 	(void)uri;
 	Server *s = cls;
 	Req *r = calloc(1, sizeof *r);
-	if (r) r->t0 = clock_ns();
+	if (r) {
+		r->t0 = clock_ns();
+		atomic_fetch_add(&s->inflight, 1);
+	}
 	gate_request(s->gate, c, GATE_REQ_BEGIN);
 	return r;
 }
@@ -558,6 +567,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	Req *r = *con_cls;
 	if (!r) return;
 	*con_cls = NULL;
+	atomic_fetch_sub(&s->inflight, 1);
 	if (r->call && atomic_load(&r->woken)) {
 		/* Closed once woken, before its answer went: thrown away. (Never
 		 * before: a suspended connection is not closed, and the daemon
@@ -723,13 +733,11 @@ void server_stop(Server *s)
 	 * long its round takes: a suspended connection must not outlive the
 	 * daemon (api_work_stop, which stops that thread, comes after this). */
 	while (atomic_load(&s->parked) > 0) usleep(1000);
-	/* Up to 2 s for the open connections to finish, then the daemon stops. */
-	for (int i = 0; i < 200; i++) {
-		const union MHD_DaemonInfo *di =
-		    MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-		if (!di || di->num_connections == 0) break;
-		usleep(10000);
-	}
+	/* Up to 2 s for the requests in flight to finish, then the daemon stops
+	 * (closing the kept-alive connections between two requests: waiting for
+	 * them to go let clients that kept asking hold the stop for the whole 2 s,
+	 * each request answered 503). */
+	for (int i = 0; i < 200 && atomic_load(&s->inflight) > 0; i++) usleep(10000);
 	MHD_stop_daemon(s->d);
 	gate_free(s->gate);
 	api_stats_cache_free(&s->cache);

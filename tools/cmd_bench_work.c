@@ -59,6 +59,7 @@ typedef struct {
 	double warm_ms;            /* requests started after this count in the warm maxima */
 	double start_ms, first_ms; /* the run's start; its first positions acquired (ms after) */
 	bool got_first;
+	double retry_at; /* a 503's Retry-After: no request before (clock_ms_f; 0: none) */
 	double acquire_max_warm, submit_max_warm;
 	size_t nsub, nsubw; /* submits answered (204), of them in the warm window */
 	size_t nlat, caplat, capdue;
@@ -127,6 +128,11 @@ static long post(Client *c, CURL *h, const char *path, const char *body)
 		return -1;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	/* A coordinator that stops (or cannot answer now) says when to ask
+	 * again; a worker waits that long, and so does this client. */
+	curl_off_t ra = -1;
+	if (status == 503 && curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+		c->retry_at = clock_ms_f() + (double)ra * 1000.0;
 	return status;
 }
 
@@ -295,6 +301,11 @@ static void *client(void *arg)
 	acquire_body(acq, sizeof acq, c);
 	while (h) {
 		double due;
+		if (c->retry_at > 0) { /* Retry-After, up to the run's end */
+			double end = c->pace ? c->pace->end_ms : c->deadline_ms;
+			sleep_until(c->retry_at < end ? c->retry_at : end);
+			c->retry_at = 0;
+		}
 		if (c->pace) {
 			unsigned long long i = atomic_fetch_add(&c->pace->next, 1);
 			due = c->pace->start_ms + (double)i * c->pace->every_ms;

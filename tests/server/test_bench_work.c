@@ -357,6 +357,34 @@ static void test_bench_work__a_coordinator_restarted_meanwhile_is_said(void **st
 		fail_msg("the second line: %s", sel);
 }
 
+/* A coordinator that answers 503 with Retry-After (here its gate, one
+ * connection an address, which bench-work's status reader holds) is asked
+ * again only after that long, as a worker does: each client of a 3 s closed
+ * loop sends one acquire, not one every 10 ms. */
+static void test_bench_work__a_503s_retry_after_is_honoured(void **state)
+{
+	Fixture *f = *state;
+	kill(f->pid, SIGTERM);
+	waitpid(f->pid, NULL, 0);
+	fclose(f->log);
+	char more[128];
+	snprintf(more, sizeof more, "--listen 127.0.0.1:%d --per-ip-connections 1", f->port);
+	assert_int_equal(serve(f, more), f->port);
+	char cmd[1024], *out = NULL, *err = NULL;
+	snprintf(cmd, sizeof cmd,
+	         "%s bench-work --server http://127.0.0.1:%d --token-file %s/token --clients 2 "
+	         "--seconds 3",
+	         ts_joseki(), f->port, f->dir);
+	int rc = ts_run(cmd, &out, &err);
+	print_message("%s%s", out, err);
+	assert_int_equal(rc, 1);
+	if (!strstr(err, "HTTP 503")) fail_msg("stderr: %s", err);
+	double requests = field(out, "requests"), errors = field(out, "errors");
+	if (requests > 4 || errors < 1) fail_msg("%s", out);
+	free(out);
+	free(err);
+}
+
 int main(void)
 {
 	atexit(kill_child);
@@ -371,6 +399,8 @@ int main(void)
 	        test_bench_work__failed_requests_count_in_errors_not_in_latencies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_bench_work__a_coordinator_restarted_meanwhile_is_said, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bench_work__a_503s_retry_after_is_honoured, setup,
+	                                    teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
