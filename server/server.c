@@ -50,6 +50,7 @@ struct Server {
 	/* Requests begun and not yet completed (kept-alive connections between
 	 * two requests not counted): what a stop waits for. */
 	atomic_int inflight;
+	atomic_int cut; /* requests the daemon's stop ended, unanswered */
 	time_t started;
 	atomic_ullong requests[NSTATUS + 1];
 	atomic_ullong buckets[NBUCKETS + 1];
@@ -561,13 +562,13 @@ static void *begin_request(void *cls, const char *uri, struct MHD_Connection *c)
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
-	(void)toe;
 	Server *s = cls;
 	gate_request(s->gate, c, GATE_REQ_DONE);
 	Req *r = *con_cls;
 	if (!r) return;
 	*con_cls = NULL;
 	atomic_fetch_sub(&s->inflight, 1);
+	if (toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN) atomic_fetch_add(&s->cut, 1);
 	if (r->call && atomic_load(&r->woken)) {
 		/* Closed once woken, before its answer went: thrown away. (Never
 		 * before: a suspended connection is not closed, and the daemon
@@ -722,9 +723,9 @@ fail:
 	return rc;
 }
 
-void server_stop(Server *s)
+int server_stop(Server *s)
 {
-	if (!s) return;
+	if (!s) return 0;
 	atomic_store(&s->stopping, true);
 	/* No new connections (those waiting in the gate get 503); those open
 	 * get 503 to any new request; then the requests in flight end. */
@@ -739,8 +740,10 @@ void server_stop(Server *s)
 	 * each request answered 503). */
 	for (int i = 0; i < 200 && atomic_load(&s->inflight) > 0; i++) usleep(10000);
 	MHD_stop_daemon(s->d);
+	int cut = atomic_load(&s->cut);
 	gate_free(s->gate);
 	api_stats_cache_free(&s->cache);
 	pthread_rwlock_destroy(&s->dblock);
 	free(s);
+	return cut;
 }

@@ -64,7 +64,9 @@ JOSEKI_MUST_USE int server_start(Server **out, BookDB *db, const ServerOptions *
 uint16_t server_port(const Server *s);
 
 /* Stops accepting, answers 503 to requests that arrive meanwhile on open
- * connections, waits for the requests in flight, frees s. Accepts NULL. */
-void server_stop(Server *s);
+ * connections (every answer from then on closes its connection), waits up
+ * to 2 s for the requests in flight, frees s. Returns how many were still
+ * unfinished then (their connections closed unanswered). Accepts NULL. */
+int server_stop(Server *s);
 
 #endif

@@ -59,7 +59,9 @@ typedef struct {
 	double warm_ms;            /* requests started after this count in the warm maxima */
 	double start_ms, first_ms; /* the run's start; its first positions acquired (ms after) */
 	bool got_first;
-	double retry_at; /* a 503's Retry-After: no request before (clock_ms_f; 0: none) */
+	/* No request before (clock_ms_f; 0: none): a 503's Retry-After, or a
+	 * second after an acquire that got no answer (closed loop). */
+	double retry_at;
 	double acquire_max_warm, submit_max_warm;
 	size_t nsub, nsubw; /* submits answered (204), of them in the warm window */
 	size_t nlat, caplat, capdue;
@@ -225,7 +227,12 @@ static long cycle(Client *c, CURL *h, const char *acq, double due_ms)
 			note_fail(c, "POST /v1/work/acquire: HTTP %ld%s", st, why);
 		}
 		c->errors++;
-		if (!c->pace) usleep(10000);
+		/* Closed loop: an error status again in 10 ms; no answer at all (a
+		 * coordinator gone) in a second, not a hundred times a second. */
+		if (!c->pace && st <= 0)
+			c->retry_at = clock_ms_f() + 1000.0;
+		else if (!c->pace)
+			usleep(10000);
 		return acq_st;
 	}
 	snprintf(path, sizeof path, "/v1/work/submit/%s", lease);
@@ -301,7 +308,7 @@ static void *client(void *arg)
 	acquire_body(acq, sizeof acq, c);
 	while (h) {
 		double due;
-		if (c->retry_at > 0) { /* Retry-After, up to the run's end */
+		if (c->retry_at > 0) { /* up to the run's end */
 			double end = c->pace ? c->pace->end_ms : c->deadline_ms;
 			sleep_until(c->retry_at < end ? c->retry_at : end);
 			c->retry_at = 0;
@@ -457,6 +464,10 @@ int cmd_bench_work(int argc, char **argv)
 	/* The selection's work over the run (its status before and after). */
 	Client cst = {.server = server, .auth = auth};
 	CURL *hst = curl_easy_init();
+	/* Its connection closed after each read: kept alive through the run, it
+	 * would take one of the coordinator's connections from this address
+	 * (--per-ip-connections) from the clients. */
+	if (hst) curl_easy_setopt(hst, CURLOPT_FORBID_REUSE, 1L);
 	double w0[SW_N], w1[SW_N];
 	char in0[17], in1[17];
 	bool have_work = hst && selector_work(&cst, hst, w0, in0) == 0;

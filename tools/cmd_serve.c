@@ -746,7 +746,12 @@ int cmd_serve(int argc, char **argv)
 		        con.spent);
 	else
 		fprintf(stderr, "serve: the coordinator failed; stopping (restart to resume)\n");
-	server_stop(s);
+	int cut = server_stop(s);
+	if (cut > 0)
+		fprintf(stderr,
+		        "serve: %d request%s not finished 2 s after the stop: %s connection%s "
+		        "closed unanswered\n",
+		        cut, cut == 1 ? "" : "s", cut == 1 ? "its" : "their", cut == 1 ? "" : "s");
 	char line[2048] = "";
 	if (work) api_work_status_line(work, line, sizeof line, con.verbose);
 	api_work_stop(work);

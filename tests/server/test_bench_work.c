@@ -357,10 +357,25 @@ static void test_bench_work__a_coordinator_restarted_meanwhile_is_said(void **st
 		fail_msg("the second line: %s", sel);
 }
 
+/* A closed loop of clients for seconds against f's coordinator: its exit
+ * status, its stdout and stderr (malloc'd) in *out and *err, shown. */
+static int closed_loop(const Fixture *f, int clients, int seconds, char **out, char **err)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd,
+	         "%s bench-work --server http://127.0.0.1:%d --token-file %s/token --clients %d "
+	         "--seconds %d",
+	         ts_joseki(), f->port, f->dir, clients, seconds);
+	int rc = ts_run(cmd, out, err);
+	print_message("%s%s", *out, *err);
+	return rc;
+}
+
 /* A coordinator that answers 503 with Retry-After (here its gate, one
- * connection an address, which bench-work's status reader holds) is asked
- * again only after that long, as a worker does: each client of a 3 s closed
- * loop sends one acquire, not one every 10 ms. */
+ * connection an address) is asked again only after that long, as a worker
+ * does: of a 3 s closed loop's two clients, the one whose connection the
+ * gate refused sends one acquire, not one every 10 ms (bench-work's status
+ * reads keep no connection: both may be refused, but no more). */
 static void test_bench_work__a_503s_retry_after_is_honoured(void **state)
 {
 	Fixture *f = *state;
@@ -370,17 +385,28 @@ static void test_bench_work__a_503s_retry_after_is_honoured(void **state)
 	char more[128];
 	snprintf(more, sizeof more, "--listen 127.0.0.1:%d --per-ip-connections 1", f->port);
 	assert_int_equal(serve(f, more), f->port);
-	char cmd[1024], *out = NULL, *err = NULL;
-	snprintf(cmd, sizeof cmd,
-	         "%s bench-work --server http://127.0.0.1:%d --token-file %s/token --clients 2 "
-	         "--seconds 3",
-	         ts_joseki(), f->port, f->dir);
-	int rc = ts_run(cmd, &out, &err);
-	print_message("%s%s", out, err);
-	assert_int_equal(rc, 1);
+	char *out = NULL, *err = NULL;
+	assert_int_equal(closed_loop(f, 2, 3, &out, &err), 1);
 	if (!strstr(err, "HTTP 503")) fail_msg("stderr: %s", err);
+	double errors = field(out, "errors");
+	if (errors < 1 || errors > 2) fail_msg("%s", out);
+	free(out);
+	free(err);
+}
+
+/* With nothing listening, a closed loop's client asks again a second after
+ * each acquire that got no answer: two clients for 2 s send a few, not 400. */
+static void test_bench_work__a_closed_loop_with_nothing_listening_asks_once_a_second(void **state)
+{
+	Fixture *f = *state;
+	kill(f->pid, SIGTERM);
+	waitpid(f->pid, NULL, 0);
+	f->pid = g_child = 0;
+	char *out = NULL, *err = NULL;
+	assert_int_equal(closed_loop(f, 2, 2, &out, &err), 1);
 	double requests = field(out, "requests"), errors = field(out, "errors");
-	if (requests > 4 || errors < 1) fail_msg("%s", out);
+	if (requests < 2 || requests > 6 || errors != requests) fail_msg("%s", out);
+	if (!strstr(err, "Couldn't connect to server")) fail_msg("stderr: %s", err);
 	free(out);
 	free(err);
 }
@@ -401,6 +427,9 @@ int main(void)
 	        test_bench_work__a_coordinator_restarted_meanwhile_is_said, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bench_work__a_503s_retry_after_is_honoured, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_bench_work__a_closed_loop_with_nothing_listening_asks_once_a_second, setup,
+	        teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
