@@ -558,8 +558,10 @@ int cmd_bench_work(int argc, char **argv)
 	if (restarted) {
 		printf("selector none (the coordinator restarted during the run: %s)\n",
 		       other ? "another instance" : "its counters went back");
+	} else if (have_work && !results) {
+		printf("selector none (no results stored in the run)\n");
 	} else if (have_work) {
-		double per = results ? (double)results : 1;
+		double per = (double)results;
 		printf("selector");
 		/* Three decimals: a figure of 0.015 a result is not 0.0. */
 		for (int i = 0; i < SW_N; i++)

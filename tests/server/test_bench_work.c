@@ -357,15 +357,17 @@ static void test_bench_work__a_coordinator_restarted_meanwhile_is_said(void **st
 		fail_msg("the second line: %s", sel);
 }
 
-/* A closed loop of clients for seconds against f's coordinator: its exit
+/* A closed loop of clients for seconds against f's coordinator, with the
+ * token in f's directory's file token: its exit
  * status, its stdout and stderr (malloc'd) in *out and *err, shown. */
-static int closed_loop(const Fixture *f, int clients, int seconds, char **out, char **err)
+static int closed_loop(const Fixture *f, const char *token, int clients, int seconds, char **out,
+                       char **err)
 {
 	char cmd[1024];
 	snprintf(cmd, sizeof cmd,
-	         "%s bench-work --server http://127.0.0.1:%d --token-file %s/token --clients %d "
+	         "%s bench-work --server http://127.0.0.1:%d --token-file %s/%s --clients %d "
 	         "--seconds %d",
-	         ts_joseki(), f->port, f->dir, clients, seconds);
+	         ts_joseki(), f->port, f->dir, token, clients, seconds);
 	int rc = ts_run(cmd, out, err);
 	print_message("%s%s", *out, *err);
 	return rc;
@@ -386,7 +388,7 @@ static void test_bench_work__a_503s_retry_after_is_honoured(void **state)
 	snprintf(more, sizeof more, "--listen 127.0.0.1:%d --per-ip-connections 1", f->port);
 	assert_int_equal(serve(f, more), f->port);
 	char *out = NULL, *err = NULL;
-	assert_int_equal(closed_loop(f, 2, 3, &out, &err), 1);
+	assert_int_equal(closed_loop(f, "token", 2, 3, &out, &err), 1);
 	if (!strstr(err, "HTTP 503")) fail_msg("stderr: %s", err);
 	double errors = field(out, "errors");
 	if (errors < 1 || errors > 2) fail_msg("%s", out);
@@ -403,10 +405,31 @@ static void test_bench_work__a_closed_loop_with_nothing_listening_asks_once_a_se
 	waitpid(f->pid, NULL, 0);
 	f->pid = g_child = 0;
 	char *out = NULL, *err = NULL;
-	assert_int_equal(closed_loop(f, 2, 2, &out, &err), 1);
+	assert_int_equal(closed_loop(f, "token", 2, 2, &out, &err), 1);
 	double requests = field(out, "requests"), errors = field(out, "errors");
 	if (requests < 2 || requests > 6 || errors != requests) fail_msg("%s", out);
 	if (!strstr(err, "Couldn't connect to server")) fail_msg("stderr: %s", err);
+	free(out);
+	free(err);
+}
+
+/* A run that stored nothing (a read-only token: every acquire refused, the
+ * status read) divides the selection's work by nothing: its second line
+ * says so rather than giving the whole work as each result's. */
+static void test_bench_work__a_run_without_results_has_no_figures_per_result(void **state)
+{
+	Fixture *f = *state;
+	char *err = NULL;
+	if (ts_runf(NULL, &err, "%s token add %s/tokens reader --read > %s/reader", ts_joseki(),
+	            f->dir, f->dir) != 0)
+		fail_msg("token add: %s", err);
+	free(err);
+	char *out = NULL;
+	err = NULL;
+	assert_int_equal(closed_loop(f, "reader", 1, 1, &out, &err), 1);
+	assert_true(field(out, "results") == 0);
+	if (!strstr(out, "\nselector none (no results stored in the run)\n")) fail_msg("%s", out);
+	if (!strstr(err, "HTTP 403")) fail_msg("stderr: %s", err);
 	free(out);
 	free(err);
 }
@@ -430,6 +453,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(
 	        test_bench_work__a_closed_loop_with_nothing_listening_asks_once_a_second, setup,
 	        teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_bench_work__a_run_without_results_has_no_figures_per_result, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
