@@ -62,6 +62,7 @@ typedef struct {
 	/* No request before (clock_ms_f; 0: none): a 503's Retry-After, or a
 	 * second after an acquire that got no answer (closed loop). */
 	double retry_at;
+	bool refused; /* a 401 or 403: the token is not let in, so no more requests */
 	double acquire_max_warm, submit_max_warm;
 	size_t nsub, nsubw; /* submits answered (204), of them in the warm window */
 	size_t nlat, caplat, capdue;
@@ -130,6 +131,8 @@ static long post(Client *c, CURL *h, const char *path, const char *body)
 		return -1;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	/* Final, as for a worker (docs/cluster.md): asking again changes nothing. */
+	if (status == 401 || status == 403) c->refused = true;
 	/* A coordinator that stops (or cannot answer now) says when to ask
 	 * again; a worker waits that long, and so does this client. */
 	curl_off_t ra = -1;
@@ -243,7 +246,7 @@ static long cycle(Client *c, CURL *h, const char *acq, double due_ms)
 	if (st != 204) {
 		if (st > 0 && !c->fail[0]) {
 			answer_error(c, why, sizeof why);
-			note_fail(c, "POST /v1/work/submit: HTTP %ld%s", st, why);
+			note_fail(c, "POST %s: HTTP %ld%s", path, st, why);
 		}
 		c->errors++;
 		return acq_st;
@@ -278,7 +281,13 @@ static int selector_work(Client *c, CURL *h, double w[SW_N], char instance[17])
 {
 	memset(w, 0, SW_N * sizeof *w);
 	instance[0] = 0;
-	if (post(c, h, "/v1/work/status", NULL) != 200) return -1;
+	long st = post(c, h, "/v1/work/status", NULL);
+	if (st != 200) {
+		char why[200];
+		answer_error(c, why, sizeof why);
+		if (st > 0) note_fail(c, "GET /v1/work/status: HTTP %ld%s", st, why);
+		return -1;
+	}
 	json_t *root = json_loadb(c->resp, c->rlen, 0, NULL);
 	json_t *sel = json_object_get(root, "selector");
 	for (int i = 0; i < SW_N; i++) w[i] = json_number_value(json_object_get(sel, sw_names[i]));
@@ -306,7 +315,7 @@ static void *client(void *arg)
 	CURL *h = curl_easy_init();
 	char acq[128];
 	acquire_body(acq, sizeof acq, c);
-	while (h) {
+	while (h && !c->refused) {
 		double due;
 		if (c->retry_at > 0) { /* up to the run's end */
 			double end = c->pace ? c->pace->end_ms : c->deadline_ms;
@@ -592,5 +601,10 @@ int cmd_bench_work(int argc, char **argv)
 		joseki_error(
 		    "bench-work: no positions in 10 minutes (the coordinator answered 204: "
 		    "its first search still running?); no paced run");
-	return errors || (rate && first < 0) ? 1 : 0;
+	/* The selection's figures not had: said, and a failure. */
+	bool unread = !have_work && !restarted;
+	if (unread)
+		joseki_error("bench-work: the status could not be read: %s; no selection figures",
+		             cst.fail[0] ? cst.fail : "(not said)");
+	return errors || unread || (rate && first < 0) ? 1 : 0;
 }

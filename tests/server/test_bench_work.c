@@ -408,14 +408,18 @@ static void test_bench_work__a_closed_loop_with_nothing_listening_asks_once_a_se
 	assert_int_equal(closed_loop(f, "token", 2, 2, &out, &err), 1);
 	double requests = field(out, "requests"), errors = field(out, "errors");
 	if (requests < 2 || requests > 6 || errors != requests) fail_msg("%s", out);
-	if (!strstr(err, "Couldn't connect to server")) fail_msg("stderr: %s", err);
+	if (!strstr(err, "the first: POST /v1/work/acquire: Couldn't connect to server") ||
+	    !strstr(err, "the status could not be read: GET /v1/work/status: Couldn't connect to "
+	                 "server; no selection figures"))
+		fail_msg("stderr: %s", err);
 	free(out);
 	free(err);
 }
 
-/* A run that stored nothing (a read-only token: every acquire refused, the
- * status read) divides the selection's work by nothing: its second line
- * says so rather than giving the whole work as each result's. */
+/* A run that stored nothing (a read-only token: every client's first acquire
+ * refused, and final, the status read) divides the selection's work by
+ * nothing: its second line says so rather than giving the whole work as
+ * each result's. */
 static void test_bench_work__a_run_without_results_has_no_figures_per_result(void **state)
 {
 	Fixture *f = *state;
@@ -426,8 +430,10 @@ static void test_bench_work__a_run_without_results_has_no_figures_per_result(voi
 	free(err);
 	char *out = NULL;
 	err = NULL;
-	assert_int_equal(closed_loop(f, "reader", 1, 1, &out, &err), 1);
+	assert_int_equal(closed_loop(f, "reader", 2, 1, &out, &err), 1);
 	assert_true(field(out, "results") == 0);
+	/* A 403 is final, as for a worker: each client asked once. */
+	assert_true(field(out, "requests") == 2);
 	if (!strstr(out, "\nselector none (no results stored in the run)\n")) fail_msg("%s", out);
 	if (!strstr(err, "HTTP 403")) fail_msg("stderr: %s", err);
 	free(out);
