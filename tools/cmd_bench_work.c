@@ -93,6 +93,17 @@ static void answer_error(const Client *c, char *out, size_t len)
 	json_decref(j);
 }
 
+/* Keeps what answered status st to the request what ("POST /v1/work/acquire")
+ * as the first failure, with the answer's error; no answer (st <= 0): post
+ * kept the reason already. */
+static void note_status(Client *c, const char *what, long st)
+{
+	if (st <= 0 || c->fail[0]) return;
+	char why[200];
+	answer_error(c, why, sizeof why);
+	note_fail(c, "%s: HTTP %ld%s", what, st, why);
+}
+
 static size_t collect(char *p, size_t sz, size_t n, void *ud)
 {
 	Client *c = ud;
@@ -219,16 +230,14 @@ static long cycle(Client *c, CURL *h, const char *acq, double due_ms)
 		return st;
 	}
 	long acq_st = st;
-	char lease[WORKER_LEASE_ID_MAX], path[WORKER_LEASE_ID_MAX + 32], why[200];
+	char lease[WORKER_LEASE_ID_MAX], path[WORKER_LEASE_ID_MAX + 32];
 	size_t n = 0;
 	char *body = st == 200 ? answer(c, lease, sizeof lease, &n) : NULL;
 	if (!body) {
-		if (st == 200) {
+		if (st == 200)
 			note_fail(c, "POST /v1/work/acquire: an answer that is not a lease");
-		} else if (st > 0 && !c->fail[0]) {
-			answer_error(c, why, sizeof why);
-			note_fail(c, "POST /v1/work/acquire: HTTP %ld%s", st, why);
-		}
+		else
+			note_status(c, "POST /v1/work/acquire", st);
 		c->errors++;
 		/* Closed loop: an error status again in 10 ms; no answer at all (a
 		 * coordinator gone) in a second, not a hundred times a second. */
@@ -244,10 +253,9 @@ static long cycle(Client *c, CURL *h, const char *acq, double due_ms)
 	dt = clock_ms_f() - t0;
 	free(body);
 	if (st != 204) {
-		if (st > 0 && !c->fail[0]) {
-			answer_error(c, why, sizeof why);
-			note_fail(c, "POST %s: HTTP %ld%s", path, st, why);
-		}
+		char what[sizeof path + 8];
+		snprintf(what, sizeof what, "POST %s", path);
+		note_status(c, what, st);
 		c->errors++;
 		return acq_st;
 	}
@@ -283,9 +291,7 @@ static int selector_work(Client *c, CURL *h, double w[SW_N], char instance[17])
 	instance[0] = 0;
 	long st = post(c, h, "/v1/work/status", NULL);
 	if (st != 200) {
-		char why[200];
-		answer_error(c, why, sizeof why);
-		if (st > 0) note_fail(c, "GET /v1/work/status: HTTP %ld%s", st, why);
+		note_status(c, "GET /v1/work/status", st);
 		return -1;
 	}
 	json_t *root = json_loadb(c->resp, c->rlen, 0, NULL);
@@ -602,7 +608,7 @@ int cmd_bench_work(int argc, char **argv)
 		    "bench-work: no positions in 10 minutes (the coordinator answered 204: "
 		    "its first search still running?); no paced run");
 	/* The selection's figures not had: said, and a failure. */
-	bool unread = !have_work && !restarted;
+	bool unread = !have_work;
 	if (unread)
 		joseki_error("bench-work: the status could not be read: %s; no selection figures",
 		             cst.fail[0] ? cst.fail : "(not said)");

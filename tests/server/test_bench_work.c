@@ -59,6 +59,25 @@ static int serve(Fixture *f, const char *more)
 	return port;
 }
 
+/* f's coordinator stopped (SIGTERM) and waited for. */
+static void stop(Fixture *f)
+{
+	kill(f->pid, SIGTERM);
+	waitpid(f->pid, NULL, 0);
+	f->pid = g_child = 0;
+}
+
+/* f's coordinator stopped and started again on its port with more options
+ * in more; the port the new one listens on. */
+static int restart(Fixture *f, const char *more)
+{
+	stop(f);
+	fclose(f->log);
+	char opts[256];
+	snprintf(opts, sizeof opts, "--listen 127.0.0.1:%d %s", f->port, more);
+	return serve(f, opts);
+}
+
 /* A synthetic book, a worker token, and a coordinator on it. */
 static int setup(void **state)
 {
@@ -233,9 +252,7 @@ static void test_bench_work__a_stall_shows_in_the_acquires_due_meanwhile(void **
 static void test_bench_work__nothing_listening_ends_it_at_once_saying_why(void **state)
 {
 	Fixture *f = *state;
-	kill(f->pid, SIGTERM);
-	waitpid(f->pid, NULL, 0);
-	f->pid = g_child = 0;
+	stop(f);
 	char cmd[1024], *out = NULL, *err = NULL;
 	command(cmd, sizeof cmd, f, 100, 4, 2, 600);
 	int rc = ts_run(cmd, &out, &err);
@@ -332,12 +349,7 @@ static void test_bench_work__a_coordinator_restarted_meanwhile_is_said(void **st
 	double t0;
 	char *tok;
 	FILE *p = run_until_stored(f, 10, &t0, &tok);
-	kill(f->pid, SIGTERM);
-	waitpid(f->pid, NULL, 0);
-	fclose(f->log);
-	char listen[64];
-	snprintf(listen, sizeof listen, "--listen 127.0.0.1:%d", f->port);
-	int port = serve(f, listen);
+	int port = restart(f, "");
 	double up = clock_ms_f() - t0;
 	assert_int_equal(port, f->port);
 	/* Results stored by the new one too. */
@@ -358,8 +370,8 @@ static void test_bench_work__a_coordinator_restarted_meanwhile_is_said(void **st
 }
 
 /* A closed loop of clients for seconds against f's coordinator, with the
- * token in f's directory's file token: its exit
- * status, its stdout and stderr (malloc'd) in *out and *err, shown. */
+ * token in f's directory's file token: its exit status, its stdout and
+ * stderr (malloc'd) in *out and *err, shown. */
 static int closed_loop(const Fixture *f, const char *token, int clients, int seconds, char **out,
                        char **err)
 {
@@ -381,12 +393,7 @@ static int closed_loop(const Fixture *f, const char *token, int clients, int sec
 static void test_bench_work__a_503s_retry_after_is_honoured(void **state)
 {
 	Fixture *f = *state;
-	kill(f->pid, SIGTERM);
-	waitpid(f->pid, NULL, 0);
-	fclose(f->log);
-	char more[128];
-	snprintf(more, sizeof more, "--listen 127.0.0.1:%d --per-ip-connections 1", f->port);
-	assert_int_equal(serve(f, more), f->port);
+	assert_int_equal(restart(f, "--per-ip-connections 1"), f->port);
 	char *out = NULL, *err = NULL;
 	assert_int_equal(closed_loop(f, "token", 2, 3, &out, &err), 1);
 	if (!strstr(err, "HTTP 503")) fail_msg("stderr: %s", err);
@@ -401,9 +408,7 @@ static void test_bench_work__a_503s_retry_after_is_honoured(void **state)
 static void test_bench_work__a_closed_loop_with_nothing_listening_asks_once_a_second(void **state)
 {
 	Fixture *f = *state;
-	kill(f->pid, SIGTERM);
-	waitpid(f->pid, NULL, 0);
-	f->pid = g_child = 0;
+	stop(f);
 	char *out = NULL, *err = NULL;
 	assert_int_equal(closed_loop(f, "token", 2, 2, &out, &err), 1);
 	double requests = field(out, "requests"), errors = field(out, "errors");
