@@ -277,13 +277,18 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
  * record no longer thought makes its node a leaf again. */
 static int add_result_now(Selector *s, Key key, const uint8_t *enc, size_t len, bool thought)
 {
-	int64_t i = sel_g_find_or_create(s, key);
-	if (i < 0) return (int)i;
+	/* A thought position the graph did not hold as one may be new to the
+	 * book (a lazy lookup reads it from there if already written). */
+	int64_t i = sel_g_find_node(s, key);
+	bool known = i >= 0 && (s->nodes[i].flags & NF_THOUGHT);
+	if (i < 0 && (i = sel_g_find_or_create(s, key)) < 0) return (int)i;
 	int r = sel_g_filter_gained(s, key);
 	if (r) return r;
 	SelNode *n = &s->nodes[i];
 	n->flags &= (uint8_t)~NF_LEASED;
 	if (thought) {
+		/* A transposition into it from an expanded node lacks its edge. */
+		if (!known && (r = sel_g_new_in_book(s, (uint32_t)i, enc, len))) return r;
 		r = sel_g_add_raw(s, (uint32_t)i, enc, len);
 		if (!r) r = sel_g_dropped_result(s, (uint32_t)i, enc, len);
 		if (r) return r;

@@ -101,6 +101,8 @@ typedef struct {
 	uint64_t nodes;        /* nodes in memory (thought, unthought, placeholders) */
 	uint64_t thought;      /* thought nodes */
 	uint64_t edges;        /* edges built */
+	uint64_t new_edges;    /* ... of those, given to expanded nodes by results new to the
+	                          book (transpositions into them: sel_add_result) */
 	uint64_t fetches;      /* lazy mode: LMDB lookups */
 	uint64_t fetch_misses; /* ... of those, for keys the book does not hold (the filter's
 	                          false positives, and keys of positions deleted since) */
@@ -169,7 +171,10 @@ JOSEKI_MUST_USE int sel_add_root(Selector *s, Key key, Color side);
 /*
  * Records a newly thought position (rec with BOOKDB_REC_THOUGHT, its position
  * and evaluated moves) or a new version of one; releases its lease and clears
- * the bounds of its ancestors. A record without BOOKDB_REC_THOUGHT makes a
+ * the bounds of its ancestors. A position the graph did not hold as thought
+ * becomes the child of each expanded node one move above it that lacked the
+ * edge (a move its record does not store: a transposition), as a load now
+ * would build it. A record without BOOKDB_REC_THOUGHT makes a
  * thought position a leaf again (its analysis was taken out of the book: the
  * coordinator's spot checks, docs/cluster.md).
  */

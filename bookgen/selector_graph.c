@@ -1153,6 +1153,95 @@ int sel_g_expand(Selector *s, uint32_t i)
 	return 0;
 }
 
+/* Whether node j has an edge to node child. */
+static bool has_edge(const Selector *s, uint32_t j, uint32_t child)
+{
+	const SelNode *n = &s->nodes[j];
+	for (uint32_t e = 0; e < n->u.e.n; e++)
+		if (s->edges[n->u.e.off + e].child == (int32_t)child) return true;
+	return false;
+}
+
+/* Gives expanded node j one more edge (to child, by move m, a move its
+ * record does not store), at the end of its block: the block is moved to
+ * the end of the edges first unless it lies there (the old one left
+ * unused, as sel_g_unthink leaves one). */
+static int append_edge(Selector *s, uint32_t j, uint32_t child, Move m)
+{
+	uint32_t off = s->nodes[j].u.e.off, n = s->nodes[j].u.e.n;
+	if (off + n != s->nedges) {
+		if (s->nedges + n >= UINT32_MAX) return SEL_EFULL;
+		if (bigmem_grow((void **)&s->edges, &s->capedges, s->nedges + n + 1,
+		                sizeof *s->edges, 64))
+			return SEL_ENOMEM;
+		memcpy(s->edges + s->nedges, s->edges + off, (size_t)n * sizeof *s->edges);
+		s->nodes[j].u.e.off = (uint32_t)s->nedges;
+		s->nedges += n;
+	}
+	int r = add_edge(s, j, child, m, 0, 0);
+	if (!r) s->nodes[j].u.e.n++;
+	return r;
+}
+
+int sel_g_new_in_book(Selector *s, uint32_t i, const uint8_t *val, size_t len)
+{
+	if (!s->retro && !(s->retro = malloc(RETRO_MAX * sizeof *s->retro))) return SEL_ENOMEM;
+	if (bookdb_record_decode(s->rec, val, len) < 0 ||
+	    bookdb_record_position(s->pos, s->rec, NULL) < 0)
+		return SEL_ECORRUPT;
+	int nc = retro_parents(s->pos, s->retro);
+	for (int c = 0; c < nc; c++) keymap_prefetch(&s->map, s->retro[c].key);
+	/* A pawn dropped to mate is no move: the only parent move that
+	 * retro_parents lists and movegen_legal does not. */
+	int mated = -1;
+	BookTxn *own = NULL, *txn = NULL;
+	int r = 0;
+	for (int c = 0; c < nc && !r; c++) {
+		int64_t j = sel_g_find_node(s, s->retro[c].key);
+		Move m = s->retro[c].move;
+		if (j < 0 ||
+		    (s->nodes[j].flags & (NF_EXPANDED | NF_THOUGHT)) !=
+		        (NF_EXPANDED | NF_THOUGHT) ||
+		    has_edge(s, (uint32_t)j, i))
+			continue;
+		if (move_is_drop(m) && move_drop_type(m) == PAWN) {
+			if (mated < 0)
+				mated =
+				    pos_in_check(s->pos) && movegen_legal(s->pos, s->legal) == 0;
+			if (mated) continue;
+		}
+		/* Every stored move has its edge, but one joseki prune marked
+		 * avoided, which sel_g_expand leaves out: the parent's record, as
+		 * the book holds it (one not yet readable there is a result's,
+		 * which marks none). */
+		if (!txn && !(txn = read_txn(s, &own))) {
+			r = SEL_EBOOK;
+			break;
+		}
+		const uint8_t *pv;
+		size_t pl;
+		int g = bookdb_get_raw(&pv, &pl, txn, s->retro[c].key);
+		if (g < 0 && g != BOOKDB_ENOTFOUND) {
+			r = SEL_EBOOK;
+			break;
+		}
+		bool stored = false;
+		if (g == 0 && pl) {
+			if (bookdb_record_decode(s->rec, pv, pl) < 0) {
+				r = SEL_ECORRUPT;
+				break;
+			}
+			for (int k = 0; k < s->rec->nmoves && !stored; k++)
+				stored = s->rec->moves[k].move == m;
+		}
+		if (stored) continue;
+		r = append_edge(s, (uint32_t)j, i, m);
+		if (!r) s->st.new_edges++;
+	}
+	bookdb_txn_abort(own);
+	return r;
+}
+
 int sel_g_invalidate_later(Selector *s, uint32_t i)
 {
 	if (bigmem_grow((void **)&s->pending, &s->cappending, s->npending + 1, sizeof *s->pending,

@@ -342,6 +342,14 @@ void sel_g_gone_reset(Selector *s);
  * seldom): s->orphaned (every bound cleared). */
 #define SEL_WALK_MAX 64
 int sel_g_dropped_result(Selector *s, uint32_t i, const uint8_t *val, size_t len);
+/*
+ * A result making node i (its record val, len) a position of the book: the
+ * expanded nodes it is a child of by a move their records do not store were
+ * built without that edge (the child then in neither graph nor book), and
+ * get it now, as a selector attached now builds it; its parent link makes
+ * the result's invalidation reach them. 0 or a SEL_E* code.
+ */
+int sel_g_new_in_book(Selector *s, uint32_t i, const uint8_t *val, size_t len);
 /* Appends a parent link (child's parent is parent). 0 or SEL_ENOMEM. */
 int sel_g_add_link(Selector *s, uint32_t child, uint32_t parent);
 /* sel_trim_slice without applying the changes kept meanwhile: a trim begun

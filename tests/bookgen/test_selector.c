@@ -2210,6 +2210,84 @@ static void test_bookgen__a_filter_the_book_outgrew_is_made_again(void **state)
 }
 
 /*
+ * A result for a position new to the book: the expanded nodes it is a child
+ * of by a move their records do not store (a transposition, the child in
+ * neither graph nor book when they were built) gain that edge, as a selector
+ * attached now builds them; a move joseki prune marked avoided stays out.
+ * Values from Black's view: 2g2f 8c8d 40 until 2g2f 3c3d gets -300 through
+ * its own stored move; 7g7f 8c8d 20, and 7g7f 3c3d (avoided) -500.
+ */
+static void test_bookgen__a_result_new_to_the_book_gets_the_transpositions_into_it(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	const TPos tps[] = {
+	    {"startpos", true, {{"2g2f", 40, 0}, {"7g7f", 20, 0}}},
+	    {"startpos moves 2g2f", true, {{"8c8d", -40, 0}}},
+	    {"startpos moves 7g7f", true, {{"3c3d", -20, 0}, {"8c8d", -20, 0}}},
+	};
+	write_book(dir, tps, 3);
+	BookRecord *rec = malloc(sizeof *rec);
+	SelLeaf *l = malloc(sizeof *l), *m = malloc(sizeof *m);
+	assert_true(rec && l && m);
+	Selector *a = NULL, *c = NULL;
+	BookDB *db = twins_open(&a, 1, dir);
+	/* 7g7f's 3c3d avoided: no edge, a child the search never meets. */
+	fill_record(rec, &tps[2]);
+	rec->moves[0].flags |= BOOKDB_MOVE_AVOIDED;
+	put_committed(db, line_key(tps[2].line), rec);
+	assert_int_equal(sel_add_result(a, line_key(tps[2].line), rec), 0);
+	assert_int_equal(sel_select(l, a), 1);
+	assert_leaf(l, "startpos moves 2g2f 8c8d", 40);
+	SelStats st;
+	sel_get_stats(&st, a);
+	assert_int_equal(st.new_edges, 0);
+	/* Both children new to the book, written first (as a coordinator's
+	 * writer may): the graph held neither, and each parent is built. */
+	const TPos news[] = {
+	    {"startpos moves 2g2f 3c3d", true, {{"7g7f", -300, 0}}},
+	    {"startpos moves 7g7f 3c3d", true, {{"2g2f", -500, 0}}},
+	};
+	for (int k = 0; k < 2; k++) {
+		fill_record(rec, &news[k]);
+		assert_false(sel_is_thought(a, line_key(news[k].line)));
+		put_committed(db, line_key(news[k].line), rec);
+		assert_int_equal(sel_add_result(a, line_key(news[k].line), rec), 0);
+	}
+	sel_get_stats(&st, a);
+	assert_int_equal(st.new_edges, 1);
+	/* 2g2f now worth -300: 7g7f, 8c8d the leaf (not 3c3d's -500). */
+	assert_int_equal(sel_select(l, a), 1);
+	assert_leaf(l, "startpos moves 7g7f 8c8d", 20);
+	assert_int_equal(sel_new(&c, NULL), 0);
+	assert_int_equal(sel_attach(c, db, NULL), 0);
+	assert_int_equal(sel_add_root(c, line_key("startpos"), BLACK), 0);
+	assert_int_equal(sel_select(m, c), 1);
+	assert_leaf(m, "startpos moves 7g7f 8c8d", 20);
+	/* Leased, the next leaf of each is 2g2f 3c3d's stored move. */
+	assert_int_equal(sel_lease(a, l->key), 0);
+	assert_int_equal(sel_lease(c, l->key), 0);
+	assert_int_equal(sel_select(l, a), 1);
+	assert_leaf(l, "startpos moves 2g2f 3c3d 7g7f", -300);
+	assert_int_equal(sel_select(m, c), 1);
+	assert_leaf(m, "startpos moves 2g2f 3c3d 7g7f", -300);
+	/* A result for a position the book held already adds no edge. */
+	fill_record(rec, &news[0]);
+	put_committed(db, line_key(news[0].line), rec);
+	assert_int_equal(sel_add_result(a, line_key(news[0].line), rec), 0);
+	sel_get_stats(&st, a);
+	assert_int_equal(st.new_edges, 1);
+	free(rec);
+	free(l);
+	free(m);
+	sel_free(a);
+	sel_free(c);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
  * After a trim, a change to a position the graph does not hold: a key no
  * search met leaves the bounds (no bound can depend on it); a result for a
  * leaf a trim dropped invalidates the nodes above it, found through the
@@ -2685,6 +2763,8 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__a_restored_filter_is_read_beside_the_selector),
 	    cmocka_unit_test(test_bookgen__a_search_joins_a_restored_filter_once_read),
 	    cmocka_unit_test(test_bookgen__a_filter_the_book_outgrew_is_made_again),
+	    cmocka_unit_test(
+	        test_bookgen__a_result_new_to_the_book_gets_the_transpositions_into_it),
 	    cmocka_unit_test(test_bookgen__a_snapshot_of_nodes_changed_twice_restores),
 	    cmocka_unit_test(test_bookgen__incremental_bounds_agree_with_full_searches),
 	    cmocka_unit_test(test_bookgen__a_deferred_filter_starts_with_the_first_search),
@@ -2704,5 +2784,6 @@ int main(void)
 	    cmocka_unit_test(
 	        test_bookgen__a_book_of_moves_back_and_forth_is_searched_in_few_visits),
 	};
+	if (getenv("TEST_FILTER")) cmocka_set_test_filter(getenv("TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
