@@ -1543,19 +1543,34 @@ static uint64_t trimmed_run(unsigned long long seed, bool strict)
 	assert_true(s2.remade > 0);
 	assert_int_equal(su.reexpansions, 0);
 	assert_int_equal(su.remade, 0);
-	/* t2's snapshot, restored: the same leaves as t2 goes on selecting. */
+	/* t2's snapshot, restored: the same leaves as t2 goes on selecting, but
+	 * for ties. The restored one holds less beside its graph (8 KB less on
+	 * seed 1029), so its trims keep other nodes, and its searches may meet
+	 * equal lines in another order: seed 1029 parts at the 14th leaf, down
+	 * two lines whose leaves are worth the same, one each (3 of 61 other
+	 * seeds tried have 1-2 such leaves). Both leaves are then leased in both. */
 	Selector *t3 = snapshot_restored(sel[1], db, dir, false);
+	int restored_ties = 0;
 	for (int i = 0; i < 20; i++) {
 		int g1 = sel_select(b, t3), g2 = sel_select(&held[0], sel[1]);
 		assert_int_equal(g1, g2);
 		if (!g1) break;
-		assert_true(key_equal(b->key, held[0].key));
 		assert_int_equal(b->value, held[0].value);
+		if (!key_equal(b->key, held[0].key)) {
+			restored_ties++;
+			for (Selector **o = (Selector *[]){t3, sel[1], NULL}; *o; o++) {
+				assert_false(sel_is_thought(*o, b->key) ||
+				             sel_is_thought(*o, held[0].key));
+				assert_int_equal(sel_lease(*o, held[0].key), 0);
+			}
+		}
 		assert_int_equal(sel_lease(t3, b->key), 0);
 		assert_int_equal(sel_lease(sel[1], b->key), 0);
 		assert_true(sel_trim(t3, budget[1]) >= 0);
 		assert_true(sel_trim(sel[1], budget[1]) >= 0);
 	}
+	fprintf(stderr, "restored: %d leaves of 20 tied\n", restored_ties);
+	assert_true(restored_ties <= 10);
 	sel_free(t3);
 	for (int k = 0; k < NSEL; k++) sel_free(sel[k]);
 	bookdb_free(db);
