@@ -2303,6 +2303,50 @@ static void test_bookgen__a_result_new_to_the_book_gets_the_transpositions_into_
 }
 
 /*
+ * A mate by a pawn pushed is a move; by a pawn dropped it is none: of two
+ * expanded roots one move above a mated position new to the book, the one
+ * that pushes gains the edge, the one that would drop does not. White's
+ * king on 1a, its knight on 2a and pawn on 2b; Black's gold on 2c guards 1b.
+ */
+static void test_bookgen__a_pawn_drop_mate_is_no_edge_into_a_new_position(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	const TPos tps[] = {
+	    {"sfen 7nk/7p1/7G1/9/9/9/9/9/4K4 b P 1", true, {{"5i4h", 10, 0}}},
+	    {"sfen 7nk/7p1/7GP/9/9/9/9/9/4K4 b - 1", true, {{"5i4h", 10, 0}}},
+	};
+	write_book(dir, tps, 2);
+	BookRecord *rec = malloc(sizeof *rec);
+	SelLeaf *l = malloc(sizeof *l);
+	assert_true(rec && l);
+	Selector *a = NULL;
+	BookDB *db = NULL;
+	char err[BOOKDB_ERRLEN];
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	assert_int_equal(sel_new(&a, NULL), 0);
+	assert_int_equal(sel_attach(a, db, NULL), 0);
+	for (int r = 0; r < 2; r++) {
+		assert_int_equal(sel_add_root(a, line_key(tps[r].line), BLACK), r);
+		assert_int_equal(sel_select_root(l, a, r), 1); /* the root expanded */
+	}
+	const TPos mated = {"sfen 7nk/7pP/7G1/9/9/9/9/9/4K4 w - 2", true, {{NULL, 0, 0}}};
+	fill_record(rec, &mated);
+	assert_int_equal(rec->nmoves, 0);
+	put_committed(db, line_key(mated.line), rec);
+	assert_int_equal(sel_add_result(a, line_key(mated.line), rec), 0);
+	SelStats st;
+	sel_get_stats(&st, a);
+	assert_int_equal(st.new_edges, 1);
+	free(rec);
+	free(l);
+	sel_free(a);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
  * After a trim, a change to a position the graph does not hold: a key no
  * search met leaves the bounds (no bound can depend on it); a result for a
  * leaf a trim dropped invalidates the nodes above it, found through the
@@ -2780,6 +2824,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__a_filter_the_book_outgrew_is_made_again),
 	    cmocka_unit_test(
 	        test_bookgen__a_result_new_to_the_book_gets_the_transpositions_into_it),
+	    cmocka_unit_test(test_bookgen__a_pawn_drop_mate_is_no_edge_into_a_new_position),
 	    cmocka_unit_test(test_bookgen__a_snapshot_of_nodes_changed_twice_restores),
 	    cmocka_unit_test(test_bookgen__incremental_bounds_agree_with_full_searches),
 	    cmocka_unit_test(test_bookgen__a_deferred_filter_starts_with_the_first_search),
