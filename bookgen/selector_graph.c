@@ -1210,10 +1210,10 @@ int sel_g_new_in_book(Selector *s, uint32_t i, const uint8_t *val, size_t len)
 				    pos_in_check(s->pos) && movegen_legal(s->pos, s->legal) == 0;
 			if (mated) continue;
 		}
-		/* Every stored move has its edge, but one joseki prune marked
-		 * avoided, which sel_g_expand leaves out: the parent's record, as
-		 * the book holds it (one not yet readable there is a result's,
-		 * which marks none). */
+		/* Every stored move has its edge, but one marked avoided (joseki
+		 * prune, joseki avoid), which sel_g_expand leaves out: the parent's
+		 * record as the book holds it (marks are written to the book, so a
+		 * version older than the one the node was built from has them). */
 		if (!txn && !(txn = read_txn(s, &own))) {
 			r = SEL_EBOOK;
 			break;

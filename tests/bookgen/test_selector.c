@@ -2228,7 +2228,7 @@ static void test_bookgen__a_filter_the_book_outgrew_is_made_again(void **state)
  * A result for a position new to the book: the expanded nodes it is a child
  * of by a move their records do not store (a transposition, the child in
  * neither graph nor book when they were built) gain that edge, as a selector
- * attached now builds them; a move joseki prune marked avoided stays out.
+ * attached now builds them; a move marked avoided (prune, avoid) stays out.
  * Values from Black's view: 2g2f 8c8d 40 until 2g2f 3c3d gets -300 through
  * its own stored move; 7g7f 8c8d 20, and 7g7f 3c3d (avoided) -500.
  */
