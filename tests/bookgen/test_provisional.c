@@ -67,6 +67,20 @@ static bool taken_fn(void *ctx, Key key)
 	return false;
 }
 
+/* Leaf l is a legal line from the start (p its scratch) to a position the
+ * book (t; rec scratch) has not thought. */
+static void assert_line_to_unthought(BookTxn *t, Position *p, BookRecord *rec, const SelLeaf *l)
+{
+	assert_int_equal(sfen_parse(p, SFEN_STARTPOS, NULL, NULL), 0);
+	for (int j = 0; j < l->nmoves; j++) {
+		assert_true(pos_is_legal(p, l->moves[j]));
+		pos_do_move(p, l->moves[j]);
+	}
+	assert_true(key_equal(pos_key(p), l->key));
+	int g = bookdb_get(rec, t, l->key);
+	assert_true(g == BOOKDB_ENOTFOUND || (g == 0 && !(rec->flags & BOOKDB_REC_THOUGHT)));
+}
+
 /* Up to n leaves of a walk from root_sfen, opened for the call. */
 static int walk_once(SelLeaf *leaves, Position *pos, int n, BookDB *db, const char *root_sfen,
                      const Taken *taken, int max_reads)
@@ -110,17 +124,9 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 	assert_non_null(rec);
 	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
 	for (int i = 0; i < n; i++) {
-		assert_int_equal(sfen_parse(p, SFEN_STARTPOS, NULL, NULL), 0);
-		for (int j = 0; j < lv[i].nmoves; j++) {
-			assert_true(pos_is_legal(p, lv[i].moves[j]));
-			pos_do_move(p, lv[i].moves[j]);
-		}
-		assert_true(key_equal(pos_key(p), lv[i].key));
+		assert_line_to_unthought(t, p, rec, &lv[i]);
 		assert_true(key_equal(pos_key(&pos[i]), lv[i].key));
 		assert_int_equal(lv[i].root, 0);
-		int g = bookdb_get(rec, t, lv[i].key);
-		assert_true(g == BOOKDB_ENOTFOUND ||
-		            (g == 0 && !(rec->flags & BOOKDB_REC_THOUGHT)));
 		for (int j = 0; j < i; j++) assert_false(key_equal(lv[i].key, lv[j].key));
 	}
 	/* The first follows the book's values: at each ply, a move valued
@@ -190,16 +196,8 @@ static void test_provisional__leaves_follow_the_books_values(void **state)
 		/* Or a leaf of another line worth the same (a tie: seed 3031, two
 		 * leaves at 4 plies worth -14), one the book has not thought. */
 		if (!key_equal(sl->key, lv[0].key)) {
-			assert_int_equal(sfen_parse(p, SFEN_STARTPOS, NULL, NULL), 0);
-			for (int j = 0; j < sl->nmoves; j++) {
-				assert_true(pos_is_legal(p, sl->moves[j]));
-				pos_do_move(p, sl->moves[j]);
-			}
-			assert_true(key_equal(pos_key(p), sl->key));
 			assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
-			int g = bookdb_get(rec, t, sl->key);
-			assert_true(g == BOOKDB_ENOTFOUND ||
-			            (g == 0 && !(rec->flags & BOOKDB_REC_THOUGHT)));
+			assert_line_to_unthought(t, p, rec, sl);
 			bookdb_txn_abort(t);
 		}
 	}
