@@ -284,12 +284,19 @@ static const char *const sw_names[SW_N] = {"expansions", "visits",    "fetches",
 
 /* The selector's work counters in the status (w), and the coordinator's
  * instance ("" from one whose status has none): 0, or -1 (the status not
- * read: the fields are left 0). */
-static int selector_work(Client *c, CURL *h, double w[SW_N], char instance[17])
+ * read: the fields are left 0). A 503 is asked again, every 50 ms for up
+ * to 2 s, when retry: at the run's end the coordinator may not yet have
+ * counted the clients' connections as closed, and refuses one more from
+ * this address while --per-ip-connections of them are open. */
+static int selector_work(Client *c, CURL *h, double w[SW_N], char instance[17], bool retry)
 {
 	memset(w, 0, SW_N * sizeof *w);
 	instance[0] = 0;
 	long st = post(c, h, "/v1/work/status", NULL);
+	for (int i = 0; retry && st == 503 && i < 40; i++) {
+		usleep(50000);
+		st = post(c, h, "/v1/work/status", NULL);
+	}
 	if (st != 200) {
 		note_status(c, "GET /v1/work/status", st);
 		return -1;
@@ -485,7 +492,7 @@ int cmd_bench_work(int argc, char **argv)
 	if (hst) curl_easy_setopt(hst, CURLOPT_FORBID_REUSE, 1L);
 	double w0[SW_N], w1[SW_N];
 	char in0[17], in1[17];
-	bool have_work = hst && selector_work(&cst, hst, w0, in0) == 0;
+	bool have_work = hst && selector_work(&cst, hst, w0, in0, false) == 0;
 	double t0 = rate ? pace.start_ms : start, deadline = t0 + seconds * 1000.0;
 	/* The first selections of a fresh coordinator fault its book in: the
 	 * warm figures leave out the acquires due in the first 15 s (the first
@@ -529,7 +536,7 @@ int cmd_bench_work(int argc, char **argv)
 	double end = clock_ms_f();
 	if (rate && end < deadline) end = deadline;
 	double el = (end - t0) / 1e3;
-	have_work = have_work && selector_work(&cst, hst, w1, in1) == 0;
+	have_work = have_work && selector_work(&cst, hst, w1, in1, true) == 0;
 	curl_easy_cleanup(hst);
 	free(cst.resp);
 	/* The warm latencies: of the acquires due after warm_ms. */

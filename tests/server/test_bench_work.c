@@ -403,6 +403,24 @@ static void test_bench_work__a_503s_retry_after_is_honoured(void **state)
 	free(err);
 }
 
+/* A coordinator taking as many connections from an address as there are
+ * clients: the status read at the run's end, sent as the clients close
+ * theirs, may come before the coordinator counts them closed and be refused
+ * (503); bench-work asks again, and every run has its selection figures. */
+static void test_bench_work__the_last_status_read_waits_for_the_clients_to_close(void **state)
+{
+	Fixture *f = *state;
+	assert_int_equal(restart(f, "--per-ip-connections 4"), f->port);
+	for (int round = 0; round < 3; round++) {
+		char *out = NULL, *err = NULL;
+		assert_int_equal(closed_loop(f, "token", 4, 1, &out, &err), 0);
+		assert_true(field(out, "errors") == 0);
+		if (!strstr(out, "\nselector expansions_per_result ")) fail_msg("%s", out);
+		free(out);
+		free(err);
+	}
+}
+
 /* With nothing listening, a closed loop's client asks again a second after
  * each acquire that got no answer: two clients for 2 s send a few, not 400. */
 static void test_bench_work__a_closed_loop_with_nothing_listening_asks_once_a_second(void **state)
@@ -461,6 +479,9 @@ int main(void)
 	        test_bench_work__a_coordinator_restarted_meanwhile_is_said, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bench_work__a_503s_retry_after_is_honoured, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_bench_work__the_last_status_read_waits_for_the_clients_to_close, setup,
+	        teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_bench_work__a_closed_loop_with_nothing_listening_asks_once_a_second, setup,
 	        teardown),
