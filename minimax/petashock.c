@@ -561,16 +561,10 @@ static int append_file(int to, int from)
  * work: OUT a directory, or its directory not one this process can write in. */
 static int check_output(PsRun *p)
 {
-	char dir[4096];
-	struct stat sb;
-	bigmem_dir_of(dir, sizeof dir, p->out_path);
-	if (stat(p->out_path, &sb) == 0 && S_ISDIR(sb.st_mode))
+	int e = bigmem_output_blocked(p->out_path);
+	if (e == EISDIR)
 		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot write: %s", p->out_path,
 		            strerror(EISDIR));
-	int e = stat(dir, &sb) != 0             ? errno
-	        : !S_ISDIR(sb.st_mode)          ? ENOTDIR
-	        : access(dir, W_OK | X_OK) != 0 ? errno
-	                                        : 0;
 	if (e)
 		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot create: %s", p->out_path,
 		            strerror(e));

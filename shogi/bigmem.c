@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -67,6 +68,18 @@ void bigmem_dir_of(char *out, size_t cap, const char *path)
 		snprintf(out, cap, "/");
 	else
 		snprintf(out, cap, "%.*s", (int)(slash - path), path);
+}
+
+int bigmem_output_blocked(const char *path)
+{
+	char dir[4096];
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return EISDIR;
+	bigmem_dir_of(dir, sizeof dir, path);
+	return stat(dir, &st) != 0             ? errno
+	       : !S_ISDIR(st.st_mode)          ? ENOTDIR
+	       : access(dir, W_OK | X_OK) != 0 ? errno
+	                                       : 0;
 }
 
 ssize_t bigmem_pread_full(int fd, void *buf, size_t len, uint64_t off)

@@ -92,4 +92,11 @@ int bigmem_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
  * beside its output. */
 void bigmem_dir_of(char *out, size_t cap, const char *path);
 
+/* What would stop a pass writing a new file at path at its end (beside it,
+ * then renamed into place), found before the pass: 0, EISDIR (path is a
+ * directory), or why its directory cannot take a new file (ENOENT, ENOTDIR,
+ * EACCES...). Anything else at path (a file, a device) is the caller's to
+ * judge. */
+int bigmem_output_blocked(const char *path);
+
 #endif

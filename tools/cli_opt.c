@@ -2,12 +2,14 @@
 #include "tools/cli_opt.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "shogi/bigmem.h"
 #include "shogi/errmsg.h"
 #include "shogi/memuse.h"
 
@@ -76,13 +78,24 @@ int cli_parse_memory(void *dst, char *value, char *msg)
 int cli_output_file(const CliCmd *c, const char *path)
 {
 	struct stat st;
-	/* (A directory is no danger: the rename fails, and the command says so.) */
-	if (stat(path, &st) < 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return 0;
 	char shown[1024];
+	errmsg_escape(shown, sizeof shown, path, strlen(path));
+	int e = bigmem_output_blocked(path);
+	if (e == EISDIR) {
+		fprintf(stderr, "joseki: %s: %s: cannot write: %s (the output is a file)\n",
+		        c->name, shown, strerror(EISDIR));
+		return 1;
+	}
+	if (e) {
+		fprintf(stderr, "joseki: %s: %s: cannot write there: %s\n", c->name, shown,
+		        strerror(e));
+		return 1;
+	}
+	if (stat(path, &st) < 0 || S_ISREG(st.st_mode)) return 0;
 	fprintf(stderr,
 	        "joseki: %s: %s: not a regular file (%s): the output, written beside it and "
 	        "renamed into place, would replace it\n",
-	        c->name, errmsg_escape(shown, sizeof shown, path, strlen(path)),
+	        c->name, shown,
 	        S_ISCHR(st.st_mode)    ? "a character device"
 	        : S_ISFIFO(st.st_mode) ? "a pipe"
 	                               : "a special file");

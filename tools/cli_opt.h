@@ -191,10 +191,12 @@ JOSEKI_MUST_USE int cli_parse(const CliCmd *c, int argc, char **argv);
 int cli_usage_error(const CliCmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* For a command that writes its output file beside path and renames it into
- * place: a path that names a device or a pipe (/dev/null) would be replaced,
- * so it is refused: says why on stderr ("joseki: CMD: PATH: ...") and returns
- * 1; 0 when path is a regular file, a directory (the rename fails and the
- * command says so) or nothing yet. */
+ * place, what would stop it at the end, found before the work (an export of
+ * a large book takes half an hour): a path that names a device or a pipe
+ * (/dev/null), which would be replaced, a directory, or one whose directory
+ * is missing or cannot be written in. Says why on stderr ("joseki: CMD: PATH:
+ * ...") and returns 1; 0 when path is a regular file or nothing yet, in a
+ * directory that can take a new file. */
 int cli_output_file(const CliCmd *c, const char *path);
 
 /* The usage lines ("usage: joseki CMD BOOK [--opt N]...", wrapped at 100

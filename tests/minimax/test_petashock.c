@@ -639,7 +639,7 @@ static void test_petashock__command_errors_write_nothing(void **state)
 	const struct {
 		const char *in, *out, *says;
 	} bad[] = {{"in.db", "", "Is a directory"},
-	           {"in.db", "nodir/out.db", "nodir/out.db: cannot create: No such file"},
+	           {"in.db", "nodir/out.db", "nodir/out.db: cannot write there: No such file"},
 	           {"", "out.db", "cannot open: Is a directory"}};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		err = NULL;

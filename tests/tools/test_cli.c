@@ -249,6 +249,26 @@ static void test_cli__exit_codes_and_messages_name_the_users_inputs(void **state
 	if (strstr(err, "spill") || strstr(err, ".tmp"))
 		fail_msg("export named its temporary: %s", err);
 	free(out), free(err);
+	/* The same with a budget that puts sorted runs beside OUT, and OUT a
+	 * directory: refused before the book is read (at 10^9 positions the
+	 * export takes half an hour), and nothing left beside it. */
+	rc =
+	    ts_runf(&out, &err, "%s export %s/b %s/no-dir/x.db --memory 1M", ts_joseki(), dir, dir);
+	assert_int_equal(rc, 1);
+	said("export", err, "no-dir/x.db: cannot write there: No such file or directory");
+	free(out), free(err);
+	char sub[700];
+	snprintf(sub, sizeof sub, "%s/outdir", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	for (int k = 0; k < 2; k++) {
+		rc = ts_runf(&out, &err, "%s %s %s/b %s %s", ts_joseki(),
+		             k ? "peta-shock" : "export", dir, sub, k ? "" : "--memory 1M");
+		assert_int_equal(rc, 1);
+		said(k ? "peta-shock" : "export", err,
+		     "outdir: cannot write: Is a directory (the output is a file)");
+		free(out), free(err);
+	}
+	assert_int_equal(ts_files_in(sub), 0);
 	ts_rmtree(dir);
 	free(dir);
 }
