@@ -780,8 +780,11 @@ int bookdb_merge_books(BookMergeStats *total, bool *ran_minimax, const char *dst
 	}
 	for (size_t k = 0; k < n; k++) bookdb_free(src[k]);
 	free(src);
+	/* After writes of its own, or values left behind (a merge run again
+	 * after its minimax was killed). */
 	if (rc == 0 && !each.dry_run && book_minimax_hook_set(&opt->minimax) &&
-	    (total->added || total->changed || total->resumed)) {
+	    (total->added || total->changed || total->resumed ||
+	     book_minimax_hook_pending(&opt->minimax, dst))) {
 		char msg[256];
 		msg[0] = 0;
 		if (book_minimax_hook_run(&opt->minimax, dst, msg, sizeof msg) < 0)

@@ -31,6 +31,14 @@ typedef struct {
 	int (*run)(void *ctx, BookDB *db, char *err, size_t errlen);
 	void *ctx;
 	/*
+	 * Optional (NULL: never): whether db's values are behind its records
+	 * although the caller wrote nothing (a run after its writes stopped
+	 * before its end, or writes of another since the last run), so that a
+	 * caller that runs the hook only after writing of its own (a merge run
+	 * again to complete it) runs it then too.
+	 */
+	bool (*pending)(void *ctx, BookDB *db);
+	/*
 	 * Optional (NULL: not offered): the key of every position db holds as txn
 	 * sees it (the keys of positions deleted since may come too), from what
 	 * minimax keeps between runs, much quicker than a pass over the book:
@@ -70,6 +78,12 @@ typedef struct {
 static inline bool book_minimax_hook_set(const BookMinimaxHook *h)
 {
 	return h && h->run;
+}
+
+/* The hook's pending (see above): false when it does not offer it. */
+static inline bool book_minimax_hook_pending(const BookMinimaxHook *h, BookDB *db)
+{
+	return h && h->pending && h->pending(h->ctx, db);
 }
 
 /* The hook's keys (see above): < 0 when it does not offer them. */

@@ -141,7 +141,7 @@ typedef struct {
 /* The clock is read every INC_BATCH_STEP records. */
 #define INC_BATCH_STEP 64
 /* Meta key present while a run's rewrite spans several transactions. */
-#define META_RUNNING "mmrun"
+#define META_RUNNING BOOKMM_META_RUNNING
 
 static int push(U32s *l, uint32_t x)
 {

@@ -1141,7 +1141,9 @@ static int keep_graph(const BookmmStats *st, const GraphFile *f, BookDB *db,
 	 * midway (bookinc.c, "mmrun") is over. */
 	if ((rc = bookdb_changes_consume(txn, seq)) < 0 || (rc = bookmm_state_put(txn, &s)) < 0 ||
 	    (rc = bookmm_summary_put(txn, st, opt)) < 0 ||
-	    ((rc = bookdb_kv_del(txn, BOOKDB_META, "mmrun", 5)) < 0 && rc != BOOKDB_ENOTFOUND) ||
+	    ((rc = bookdb_kv_del(txn, BOOKDB_META, BOOKMM_META_RUNNING,
+	                         strlen(BOOKMM_META_RUNNING))) < 0 &&
+	     rc != BOOKDB_ENOTFOUND) ||
 	    ((rc = bookdb_kv_del(txn, BOOKDB_META, BOOKMM_META_FULLRUN,
 	                         strlen(BOOKMM_META_FULLRUN))) < 0 &&
 	     rc != BOOKDB_ENOTFOUND)) {

@@ -246,6 +246,13 @@ BookMinimaxHook bookmm_hook(const BookmmOptions *opt);
  * say (no run kept its state, or the log is off), or a bookdb error.
  */
 JOSEKI_MUST_USE int bookmm_writes_since(uint64_t *n, BookTxn *txn);
+/*
+ * Whether db's values are behind its records: a run stopped before its end
+ * (killed, or a plan dropped half applied), or writes the change log
+ * numbered since the last run (bookmm_writes_since). False for a book no run
+ * kept its state in (never analysed, or the log off): nothing says so there.
+ */
+bool bookmm_pending(BookDB *db);
 /* (Its prepare fails with the BOOKMM_E* code of the run, BOOK_MINIMAX_STOPPED
  * for a stop.) */
 

@@ -132,6 +132,8 @@ int bookmm_state_put(BookTxn *txn, const BookmmState *st);
  * log was on and left as it was.
  */
 #define BOOKMM_META_FULLRUN "mmfull"
+/* Set by an incremental run while its record writes are under way (bookinc.c). */
+#define BOOKMM_META_RUNNING "mmrun"
 /* Whether a whole-book run began and did not end (0/1; *hole: it set the log
  * on or emptied it), or a bookdb error. */
 int bookmm_fullrun_pending(BookTxn *txn, bool *hole);

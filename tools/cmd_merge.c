@@ -79,6 +79,12 @@ static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
 	return rc < 0 ? errmsg_set(err, errlen, -1, "%s", msg) : 0;
 }
 
+static bool minimax_pending(void *ctx, BookDB *db)
+{
+	(void)ctx;
+	return bookmm_pending(db);
+}
+
 int cmd_merge(int argc, char **argv)
 {
 	const char *dst = NULL;
@@ -110,7 +116,9 @@ int cmd_merge(int argc, char **argv)
 	                            .progress = run.progress ? on_progress : NULL,
 	                            .source_done = on_source_done,
 	                            .ctx = &run};
-	if (!no_minimax) mo.minimax = (BookMinimaxHook){.run = run_minimax, .ctx = &run};
+	if (!no_minimax)
+		mo.minimax =
+		    (BookMinimaxHook){.run = run_minimax, .ctx = &run, .pending = minimax_pending};
 	BookMergeStats total;
 	bool ran_mm;
 	int status = 0;

@@ -761,6 +761,17 @@ static void test_merge__kill_9_leaves_whole_batches_and_a_rerun_completes(void *
 	free(d);
 }
 
+/* d/A holds the records a whole-book minimax run gives it (run on a copy). */
+static void assert_a_whole_book_runs(const char *d)
+{
+	sh("cp -r %s/A %s/F && %s minimax %s/F --full --quiet", d, d, ts_joseki(), d);
+	char p1[512], p2[512];
+	snprintf(p1, sizeof p1, "%s/A", d);
+	snprintf(p2, sizeof p2, "%s/F", d);
+	assert_books_equal(p1, p2, false);
+	sh("rm -rf %s/F", d);
+}
+
 /* Into a book minimax has run on, the merge's minimax is incremental (the change
  * log says what the merge wrote) and gives the records a whole-book run gives. */
 static void test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run(void **state)
@@ -776,11 +787,37 @@ static void test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run(vo
 	assert_true(json_is_true(json_object_get(mm, "incremental")));
 	assert_true(ts_jint(mm, "changed") >= ts_jint(j, "added") + ts_jint(j, "changed"));
 	json_decref(j);
-	sh("cp -r %s/A %s/F && %s minimax %s/F --full --quiet", d, d, J, d);
-	char p1[512], p2[512];
-	snprintf(p1, sizeof p1, "%s/A", d);
-	snprintf(p2, sizeof p2, "%s/F", d);
-	assert_books_equal(p1, p2, false);
+	assert_a_whole_book_runs(d);
+	ts_rmtree(d);
+	free(d);
+}
+
+/* A merge whose minimax did not run (killed, or --no-minimax) left the book's
+ * values behind its records: the same merge run again, though it has nothing
+ * left to merge, runs the minimax, and the book gets a whole-book run's
+ * values; run once more, nothing is pending and no minimax runs. */
+static void test_merge__run_again_it_backs_up_what_its_minimax_left(void **state)
+{
+	(void)state;
+	char *d = ts_mkdtemp();
+	const char *J = ts_joseki();
+	ingest_ab(d, "--depth 2 --positions 30", "--depth 3 --positions 30", false);
+	sh("%s minimax %s/A --quiet", J, d);
+	json_t *j = ts_run_json(0, "%s merge %s/A %s/B --no-minimax --json --quiet", J, d, d);
+	assert_true(ts_jint(j, "added") > 0);
+	assert_true(json_is_null(json_object_get(j, "minimax")));
+	json_decref(j);
+	j = ts_run_json(0, "%s merge %s/A %s/B --json --quiet", J, d, d);
+	assert_int_equal(ts_jint(j, "added") + ts_jint(j, "changed"), 0);
+	json_t *mm = json_object_get(j, "minimax");
+	if (!json_is_object(mm)) fail_msg("no minimax after a merge that left one undone");
+	assert_true(json_is_true(json_object_get(mm, "incremental")));
+	assert_true(ts_jint(mm, "changed") > 0);
+	json_decref(j);
+	assert_a_whole_book_runs(d);
+	j = ts_run_json(0, "%s merge %s/A %s/B --json --quiet", J, d, d);
+	assert_true(json_is_null(json_object_get(j, "minimax")));
+	json_decref(j);
 	ts_rmtree(d);
 	free(d);
 }
@@ -1062,6 +1099,7 @@ int main(void)
 	    cmocka_unit_test(test_merge__a_into_b_equals_b_into_a_and_each_game_counts_once),
 	    cmocka_unit_test(test_merge__a_book_into_itself_or_its_copy_changes_nothing),
 	    cmocka_unit_test(test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run),
+	    cmocka_unit_test(test_merge__run_again_it_backs_up_what_its_minimax_left),
 	    cmocka_unit_test(test_merge__games_without_kept_plies_never_count_twice),
 	    cmocka_unit_test(test_merge__dry_run_writes_nothing_and_counts_the_same),
 	    cmocka_unit_test(test_merge__a_minimax_run_under_way_takes_the_merge_in),
