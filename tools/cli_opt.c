@@ -2,6 +2,7 @@
 #include "tools/cli_opt.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -490,9 +491,14 @@ void cli_wrap(FILE *f, const char *text, int col, int indent, int width)
 	while (*p) {
 		int room = width - col, n = (int)strlen(p);
 		if (n > room) {
-			/* The last blank that fits; a word longer than the room stays whole. */
+			/* The last blank that fits, but not one between a number and
+			 * its unit or noun ("59.7 MiB", "1024980 edges": one grep
+			 * finds them on one line); a word longer than the room stays
+			 * whole. */
 			int cut = room > 0 ? room : 0;
-			while (cut > 0 && p[cut] != ' ') cut--;
+			while (cut > 0 && (p[cut] != ' ' || (isdigit((unsigned char)p[cut - 1]) &&
+			                                     isalpha((unsigned char)p[cut + 1]))))
+				cut--;
 			if (cut == 0) cut = (int)strcspn(p, " ");
 			n = cut;
 		}

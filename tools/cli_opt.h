@@ -209,8 +209,9 @@ void cli_usage(const CliCmd *c, FILE *f);
 /*
  * text on f, from column col of the current line on (what is before it is
  * the caller's), wrapped at blanks to width columns, each further line
- * indented by indent blanks, ended with a newline. A word longer than the
- * room stays whole.
+ * indented by indent blanks, ended with a newline. A number stays on the
+ * line of the word after it ("59.7 MiB"); a word longer than the room stays
+ * whole.
  */
 void cli_wrap(FILE *f, const char *text, int col, int indent, int width);
 

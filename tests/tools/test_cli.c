@@ -6,6 +6,7 @@
  * the usage, exit 2); values that start with '-' and positionals after
  * options are taken as the table says.
  */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -86,6 +87,42 @@ static void test_cli__help_names_every_format_export_writes(void **state)
 		if (!strstr(text, FORMATS[i]))
 			fail_msg("help's export line lacks %s: '%s'", FORMATS[i], text);
 	free(out);
+}
+
+/* The summary lines minimax and export wrap at 120 columns never leave a
+ * number at a line's end with its unit or noun on the next ("peak memory
+ * 59.7" / "  MiB"): a grep for "59.7 MiB" finds it, piped or not. Export's
+ * line names OUT: OUT's name, a letter longer each time, moves the breaks
+ * over every word of it. */
+static void test_cli__a_wrapped_summary_keeps_numbers_with_their_units(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char *out = NULL;
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s synth %s/b --positions 3000 --quiet", ts_joseki(), dir), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/b --quiet", ts_joseki(), dir), 0);
+	size_t checked = 0;
+	char name[64] = "";
+	for (size_t len = 0; len < 60; len++) {
+		name[len] = 'x';
+		name[len + 1] = 0;
+		char cmd[1200];
+		snprintf(cmd, sizeof cmd, "%s export %s/b %s/%s.db --memory 1M 2>&1", ts_joseki(),
+		         dir, dir, name);
+		assert_int_equal(ts_run(cmd, &out, NULL), 0);
+		for (char *p = strchr(out, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
+			if (strncmp(p + 1, "  ", 2) || !isalpha((unsigned char)p[3])) continue;
+			checked++;
+			if (p > out && isdigit((unsigned char)p[-1]))
+				fail_msg("a number parted from its word at a wrap:\n%s", out);
+		}
+		free(out);
+	}
+	/* The lines were long enough to wrap. */
+	assert_true(checked >= 60);
+	ts_rmtree(dir);
+	free(dir);
 }
 
 static void test_cli__bad_usage_reads_the_same_for_every_command(void **state)
@@ -658,6 +695,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cli__every_command_has_help_naming_its_options),
 	    cmocka_unit_test(test_cli__help_names_every_format_export_writes),
+	    cmocka_unit_test(test_cli__a_wrapped_summary_keeps_numbers_with_their_units),
 	    cmocka_unit_test(test_cli__bad_usage_reads_the_same_for_every_command),
 	    cmocka_unit_test(test_cli__values_and_positionals_go_where_the_table_says),
 	    cmocka_unit_test(test_cli__exit_codes_and_messages_name_the_users_inputs),
