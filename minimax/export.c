@@ -35,6 +35,7 @@
 #include "shogi/movegen.h"
 #include "shogi/grow.h"
 #include "shogi/extsort.h"
+#include "shogi/keymap.h"
 #include "shogi/memuse.h"
 #include "shogi/zobrist.h"
 #include "bookdb/query.h"
@@ -380,87 +381,167 @@ static int keys_open(ExtSort **s, const char *dir, uint64_t budget)
 	return extsort_open(s, dir, budget, extsort_cmp_bytes, (void *)(uintptr_t)16);
 }
 
-/*
- * The next level of a breadth-first walk: the keys met (c, sorted, with
- * repeats) merged with the keys visited (*v, sorted) into the next frontier
- * (*f: those of c not visited, once each) and the next visited set (both).
- * *v is replaced; c is read to its end. 0, or -1 with errno.
- */
-static int walk_level(ExtSort **v, ExtSort **f, ExtSort *c, const char *dir, uint64_t share,
-                      uint64_t *spilled)
+/* The smaller of two sorted streams' heads (either may be exhausted: its
+ * code not 1), copied into k (a head is valid only until its stream's next
+ * record is read), advancing that one; 1, 0 at the end of both, < 0. */
+static int next_of_two(ExtSort *a, const uint8_t **ak, int *ha, ExtSort *b, const uint8_t **bk,
+                       int *hb, uint8_t k[16])
 {
-	ExtSort *nv = NULL;
-	*f = NULL;
-	if (extsort_finish(c) < 0 || keys_open(&nv, dir, share) < 0 || keys_open(f, dir, share) < 0)
-		goto fail;
-	const uint8_t *ck = NULL, *vk = NULL;
 	size_t len;
-	uint8_t last[16];
+	if (*ha < 0 || *hb < 0) return -1;
+	if (*ha != 1 && *hb != 1) return 0;
+	bool from_a = *hb != 1 || (*ha == 1 && memcmp(*ak, *bk, 16) < 0);
+	if (from_a) {
+		memcpy(k, *ak, 16);
+		*ha = extsort_next(a, (const void **)ak, &len);
+	} else {
+		memcpy(k, *bk, 16);
+		*hb = extsort_next(b, (const void **)bk, &len);
+	}
+	return 1;
+}
+
+/*
+ * The keys met (c, sorted, with repeats) merged with the keys visited: *v
+ * (sorted) and, unless NULL, a (keys visited since, sorted, none in *v),
+ * into the keys of c not visited (*f, once each, sorted; NULL f: not
+ * wanted) and the next visited set, all of them (replacing *v). c and a are
+ * read to their ends. 0, or -1 with errno.
+ */
+static int walk_level(ExtSort **v, ExtSort *a, ExtSort **f, ExtSort *c, const char *dir,
+                      uint64_t share, uint64_t *spilled)
+{
+	ExtSort *nv = NULL, *nf = NULL;
+	if (extsort_finish(c) < 0 || (a && extsort_finish(a) < 0) ||
+	    keys_open(&nv, dir, share) < 0 || (f && keys_open(&nf, dir, share) < 0))
+		goto fail;
+	const uint8_t *ck = NULL, *vk = NULL, *ak = NULL;
+	size_t len;
+	uint8_t last[16], wk[16];
 	bool any = false;
 	int hc = extsort_next(c, (const void **)&ck, &len),
-	    hv = extsort_next(*v, (const void **)&vk, &len);
-	while (hc == 1 || hv == 1) {
-		int cmp = hc != 1 ? 1 : hv != 1 ? -1 : memcmp(ck, vk, 16);
+	    hv = extsort_next(*v, (const void **)&vk, &len),
+	    ha = a ? extsort_next(a, (const void **)&ak, &len) : 0,
+	    hw = next_of_two(*v, &vk, &hv, a, &ak, &ha, wk);
+	while (hc == 1 || hw == 1) {
+		int cmp = hc != 1 ? 1 : hw != 1 ? -1 : memcmp(ck, wk, 16);
 		if (cmp > 0) {
-			if (extsort_add(nv, vk, 16) < 0) goto fail;
-			hv = extsort_next(*v, (const void **)&vk, &len);
+			if (extsort_add(nv, wk, 16) < 0) goto fail;
+			hw = next_of_two(*v, &vk, &hv, a, &ak, &ha, wk);
 			continue;
 		}
 		if (cmp < 0 && (!any || memcmp(last, ck, 16))) {
 			memcpy(last, ck, 16);
 			any = true;
-			if (extsort_add(*f, ck, 16) < 0 || extsort_add(nv, ck, 16) < 0) goto fail;
+			if ((nf && extsort_add(nf, ck, 16) < 0) || extsort_add(nv, ck, 16) < 0)
+				goto fail;
 		}
 		hc = extsort_next(c, (const void **)&ck, &len);
 	}
-	if (hc < 0 || hv < 0 || extsort_finish(nv) < 0 || extsort_finish(*f) < 0) goto fail;
+	if (hc < 0 || hw < 0 || extsort_finish(nv) < 0 || (nf && extsort_finish(nf) < 0)) goto fail;
 	ExtSortStats st;
 	extsort_stats(*v, &st);
 	*spilled += st.disk_bytes;
 	extsort_stats(c, &st);
 	*spilled += st.disk_bytes;
+	if (a) {
+		extsort_stats(a, &st);
+		*spilled += st.disk_bytes;
+	}
 	extsort_free(*v);
 	*v = nv;
+	if (f) *f = nf;
 	return 0;
 fail:
 	extsort_free(nv);
-	extsort_free(*f);
-	*f = NULL;
+	extsort_free(nf);
 	return -1;
+}
+
+/* The walk from the roots (reach_from_roots): the keys visited, sorted as
+ * of the last merge (v) and met since (vn, unsorted), a filter of them all,
+ * and the keys a filter thought visited, to be looked up (doubt). */
+typedef struct {
+	ExtSort *v, *vn, *doubt;
+	uint64_t *filter, mask;
+	const char *dir;
+	uint64_t share, *spilled;
+} Walk;
+
+/* Key k, in the book, met by the walk: a key the filter has never seen is
+ * new (visited now, into the next level *next); one it may have seen waits
+ * in doubt for the next merge. 0, or -1 with errno. */
+static int walk_meet(Walk *w, ExtSort *next, Key k)
+{
+	if (!w->filter || keyfilter3_maybe(w->filter, w->mask, k)) return add_key(w->doubt, k);
+	keyfilter3_add(w->filter, w->mask, k);
+	return add_key(w->vn, k) < 0 || add_key(next, k) < 0 ? -1 : 0;
+}
+
+/* The keys met since the last merge, and those in doubt, merged into v in
+ * one pass: the ones in doubt that were not visited after all into *f (the
+ * next level, sorted, once each) and into v too. 0, or -1 with errno. */
+static int walk_merge(Walk *w, ExtSort **f)
+{
+	*f = NULL;
+	int rc = walk_level(&w->v, w->vn, f, w->doubt, w->dir, w->share, w->spilled);
+	extsort_free(w->vn);
+	extsort_free(w->doubt);
+	w->vn = w->doubt = NULL;
+	return rc < 0 || keys_open(&w->vn, w->dir, w->share) < 0 ||
+	               keys_open(&w->doubt, w->dir, w->share) < 0
+	           ? -1
+	           : 0;
 }
 
 /*
  * With roots: the keys of the records a game from them reaches through the
  * moves written (the other side's: every reply written, PICK_ALL), up to
  * opt->max_ply, into *out (sorted, finished for reading; NULL without roots)
- * and their number into *n. Breadth first, level by level, within budget:
- * the frontier's records are looked up in key order, the children they lead
- * to that are in the book are sorted, and the sorted keys visited so far
- * give the next frontier in one merge (walk_level) — sorted runs on disk
- * beside OUT when they do not fit, no map of the positions met. 0, or a
- * negative EXPORT_E* code with err.
+ * and their number into *n. Level by level, within budget: a level's records
+ * are looked up in key order, and each child they lead to that is in the
+ * book is new unless a filter of the keys visited (a quarter of the budget,
+ * 16 bits a key of the book's nrecords at most) says it may have been met.
+ * Those wait; when the levels run out they are merged with the keys visited
+ * (sorted runs on disk beside OUT when they do not fit), and the ones that
+ * were not visited after all start the next levels. So the visited keys are
+ * merged a few times in all, not once a level: a walk 200 plies deep
+ * merged them 200 times. 0, or a negative EXPORT_E* code with err.
  */
 static int reach_from_roots(ExtSort **out, size_t *n, uint64_t *spilled, BookTxn *txn,
-                            const ExportOptions *opt, const char *dir, uint64_t budget, char *err)
+                            const ExportOptions *opt, const char *dir, uint64_t budget,
+                            uint64_t nrecords, char *err)
 {
 	*out = NULL;
 	*n = 0;
 	if (opt->nroots <= 0) return 0;
-	uint64_t share = budget / 4;
-	ExtSort *v = NULL, *f = NULL, *c = NULL;
+	/* The filter, when a quarter of the budget gives it 8 bits a key or
+	 * more (an absent key passes it with probability 2-5 %): else every
+	 * key met waits for a merge, one a level, and the sorters have the
+	 * room. */
+	Walk w = {.dir = dir, .share = budget / 4, .spilled = spilled};
+	unsigned lw = keyfilter3_log2(nrecords ? (size_t)nrecords : 1);
+	while (lw > 4 && ((uint64_t)8 << lw) > budget / 4) lw--;
+	bool filtered = ((uint64_t)64 << lw) >= 8 * nrecords;
+	if (filtered) w.share = budget / 8;
+	w.mask = ((uint64_t)1 << lw) - 1;
+	ExtSort *c = NULL, *next = NULL;
 	Key *roots = malloc((size_t)opt->nroots * sizeof *roots);
 	BookRecord *rec = malloc(sizeof *rec);
 	Position *pos = malloc(sizeof *pos);
 	OutMove *mv = malloc(BOOKDB_MAX_MOVES * sizeof *mv);
+	w.filter = filtered ? calloc((size_t)w.mask + 1, sizeof *w.filter) : NULL;
 	int rc = 0;
 	const uint8_t *val;
 	size_t len;
-	if (!roots || !rec || !pos || !mv) {
+	if (!roots || !rec || !pos || !mv || (filtered && !w.filter)) {
 		errno = ENOMEM;
 		goto sys;
 	}
 	if ((rc = export_root_keys(roots, opt, err)) < 0) goto done;
-	if (keys_open(&v, dir, share) < 0 || extsort_finish(v) < 0 || keys_open(&c, dir, share) < 0)
+	if (keys_open(&w.v, dir, w.share) < 0 || extsort_finish(w.v) < 0 ||
+	    keys_open(&w.vn, dir, w.share) < 0 || keys_open(&w.doubt, dir, w.share) < 0 ||
+	    keys_open(&c, dir, w.share) < 0)
 		goto sys;
 	for (int r = 0; r < opt->nroots; r++) {
 		if (bookdb_get_raw(&val, &len, txn, roots[r]) != 0) {
@@ -468,21 +549,21 @@ static int reach_from_roots(ExtSort **out, size_t *n, uint64_t *spilled, BookTxn
 			          "root %d '%s' is not in the book", r + 1, opt->roots[r]);
 			goto done;
 		}
-		if (add_key(c, roots[r]) < 0) goto sys;
+		if (walk_meet(&w, c, roots[r]) < 0) goto sys;
 	}
 	for (;;) {
-		int h = walk_level(&v, &f, c, dir, share, spilled);
-		extsort_free(c);
-		c = NULL;
-		if (h < 0) goto sys;
+		/* c: a level's keys, each new (visited once). */
+		if (extsort_finish(c) < 0 || keys_open(&next, dir, w.share) < 0) goto sys;
 		const uint8_t *fk;
-		if ((h = extsort_next(f, (const void **)&fk, &len)) <= 0) {
-			if (h < 0) goto sys;
-			break; /* nothing new: the walk is over */
-		}
-		if (keys_open(&c, dir, share) < 0) goto sys;
-		for (; h == 1; h = extsort_next(f, (const void **)&fk, &len)) {
-			if (bookdb_get_raw(&val, &len, txn, key_from_bytes(fk)) != 0 ||
+		int h;
+		uint64_t level = 0;
+		for (h = extsort_next(c, (const void **)&fk, &len); h == 1;
+		     h = extsort_next(c, (const void **)&fk, &len)) {
+			level++;
+			Key key = key_from_bytes(fk);
+			/* (A key of a merge's doubt is not in the filter yet.) */
+			if (w.filter) keyfilter3_add(w.filter, w.mask, key);
+			if (bookdb_get_raw(&val, &len, txn, key) != 0 ||
 			    bookdb_record_decode(rec, val, len) < 0)
 				continue;
 			if (opt->max_ply > 0 && rec->min_ply >= opt->max_ply) continue;
@@ -491,22 +572,34 @@ static int reach_from_roots(ExtSort **out, size_t *n, uint64_t *spilled, BookTxn
 			size_t m = export_pick(mv, rec, pos, NULL, NULL, opt, how);
 			for (size_t j = 0; j < m; j++) {
 				Key k = pos_key_after(pos, mv[j].move);
-				if (bookdb_get_raw(&val, &len, txn, k) == 0 && add_key(c, k) < 0)
+				if (bookdb_get_raw(&val, &len, txn, k) == 0 &&
+				    walk_meet(&w, next, k) < 0)
 					goto sys;
 			}
 		}
 		if (h < 0) goto sys;
+		ExtSortStats cs;
+		extsort_stats(c, &cs);
+		*spilled += cs.disk_bytes;
+		extsort_free(c);
+		c = next;
+		next = NULL;
+		if (level) continue;
+		/* The levels ran out: the keys in doubt that were not visited
+		 * start the next ones; none: the walk is over. */
+		extsort_free(c);
+		c = NULL;
+		if (walk_merge(&w, &c) < 0) goto sys;
+		/* (c comes finished: finishing it again at the loop's top is a no-op.) */
 		ExtSortStats fs;
-		extsort_stats(f, &fs);
-		*spilled += fs.disk_bytes;
-		extsort_free(f);
-		f = NULL;
+		extsort_stats(c, &fs);
+		if (!fs.records) break;
 	}
 	ExtSortStats st;
-	extsort_stats(v, &st);
+	extsort_stats(w.v, &st);
 	*n = (size_t)st.records;
-	*out = v;
-	v = NULL;
+	*out = w.v;
+	w.v = NULL;
 	goto done;
 sys:
 	rc = errno == ENOMEM ? fail(err, EXPORT_ERRLEN, EXPORT_ENOMEM, "out of memory")
@@ -514,9 +607,12 @@ sys:
 	                            "the walk from the roots: sorted runs beside the output: %s",
 	                            strerror(errno ? errno : EIO));
 done:
-	extsort_free(v);
-	extsort_free(f);
+	extsort_free(w.v);
+	extsort_free(w.vn);
+	extsort_free(w.doubt);
 	extsort_free(c);
+	extsort_free(next);
+	free(w.filter);
 	free(roots);
 	free(rec);
 	free(pos);
@@ -1127,9 +1223,11 @@ static int export_run(ExportStats *stats, BookDB *db, const char *out_path,
 		goto done;
 	}
 	uint64_t budget = opt->memory ? opt->memory : memuse_default_budget();
+	double tr = clock_ms_f();
 	if ((rc = reach_from_roots(&reach, &st.reached, &st.spill_bytes, txn, opt, dir, budget,
-	                           err)) < 0)
+	                           count, err)) < 0)
 		goto done;
+	st.reach_ms = clock_ms_f() - tr;
 	ps.reach = reach;
 	ps.total = (size_t)count;
 	/* The keys reached are read beside the pass with a quarter of it. */

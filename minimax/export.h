@@ -120,10 +120,11 @@ typedef struct {
 	/* YaneuraOu, Apery: bytes written to sorted runs on disk (0: all sorted in
 	 * memory), and how many runs. */
 	uint64_t spill_bytes, runs;
-	/* YaneuraOu, Apery: milliseconds of the phases (read: the book's pass;
-	 * join: the children's answers; blocks: the text blocks finished and
-	 * sorted; write: the output written). */
-	double read_ms, join_ms, blocks_ms, write_ms;
+	/* YaneuraOu, Apery: milliseconds of the phases (reach: the walk from the
+	 * roots, 0 without; read: the book's pass; join: the children's answers;
+	 * blocks: the text blocks finished and sorted; write: the output
+	 * written). */
+	double reach_ms, read_ms, join_ms, blocks_ms, write_ms;
 } ExportStats;
 
 /*

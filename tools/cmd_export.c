@@ -358,7 +358,8 @@ int cmd_export(int argc, char **argv)
 			json_object_set_new(o, "spill_bytes",
 			                    json_integer((json_int_t)st.spill_bytes));
 			json_object_set_new(o, "phases_ms",
-			                    json_pack("{s:I,s:I,s:I,s:I}", "read",
+			                    json_pack("{s:I,s:I,s:I,s:I,s:I}", "reach",
+			                              (json_int_t)(st.reach_ms + 0.5), "read",
 			                              (json_int_t)(st.read_ms + 0.5), "join",
 			                              (json_int_t)(st.join_ms + 0.5), "blocks",
 			                              (json_int_t)(st.blocks_ms + 0.5), "write",

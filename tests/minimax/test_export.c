@@ -504,6 +504,53 @@ static void test_export__a_real_book_exports_the_same_bytes_within_one_megabyte(
 	free(dir);
 }
 
+/* The walk from a root over a deep book (synth: lines of 200 plies and
+ * more), within 1M: its filter of the keys visited has about 8 bits a key
+ * there, so a few percent of the keys it meets wait in doubt for a merge
+ * with the keys visited, on disk; and with 16 MiB (no doubt to speak of)
+ * and the default budget: every walk reaches the same positions, and the
+ * three books are the same bytes. */
+static void test_export__the_walk_from_a_root_is_the_same_in_any_budget(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s synth %s/book --positions 250000 --seed 3 --quiet && %s "
+	                         "minimax %s/book --quiet",
+	                         ts_joseki(), dir, ts_joseki(), dir),
+	                 0);
+	static const char *const MEM[] = {"", " --memory 16M", " --memory 1M"};
+	char *first = NULL;
+	size_t lfirst = 0;
+	long long reached = -1;
+	for (int m = 0; m < 3; m++) {
+		char path[600];
+		snprintf(path, sizeof path, "%s/out%d.db", dir, m);
+		json_t *o =
+		    ts_run_json(0, "%s export %s/book %s --root startpos --moves all --json%s",
+		                ts_joseki(), dir, path, MEM[m]);
+		if (m == 2) assert_true(ts_jint(o, "spill_bytes") > 0);
+		if (m == 0) reached = ts_jint(o, "reached");
+		assert_int_equal(ts_jint(o, "reached"), reached);
+		json_decref(o);
+		size_t l;
+		char *b = ts_read_file(path, &l);
+		assert_non_null(b);
+		if (!first) {
+			first = b;
+			lfirst = l;
+			continue;
+		}
+		if (l != lfirst || memcmp(b, first, l)) fail_msg("export%s: other bytes", MEM[m]);
+		free(b);
+	}
+	/* Most of the book, through levels far deeper than a few. */
+	assert_true(reached > 100000);
+	free(first);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* What `joseki export` says on stderr for the book in dir. */
 static char *export_says(const char *dir)
 {
@@ -693,6 +740,7 @@ int main(void)
 	    cmocka_unit_test(test_export__random_books_are_sorted_canonical_and_bisectable),
 	    cmocka_unit_test(test_export__parts_and_budgets_give_the_same_book),
 	    cmocka_unit_test(test_export__a_real_book_exports_the_same_bytes_within_one_megabyte),
+	    cmocka_unit_test(test_export__the_walk_from_a_root_is_the_same_in_any_budget),
 	    cmocka_unit_test(test_export__killed_mid_export_leaves_no_output_and_no_runs),
 	    cmocka_unit_test(test_export__writes_since_the_last_minimax_are_said),
 	    cmocka_unit_test(test_export__bad_arguments_exit_2_and_failures_write_nothing),

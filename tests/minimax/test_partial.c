@@ -327,6 +327,19 @@ static void test_partial__yaneuraou_advice_names_only_the_sides_the_file_has(voi
 		json_t *yo = json_object_get(j, "yaneuraou_options");
 		assert_null(json_object_get(yo, "BookEvalBlackLimit"));
 		assert_non_null(json_object_get(yo, "BookEvalWhiteLimit"));
+		/* Where the time went: the walk from the root a phase of its own
+		 * (none without a root), the phases within the whole. */
+		json_t *ph = json_object_get(j, "phases_ms");
+		json_int_t sum = 0;
+		static const char *const PHASES[] = {"reach", "read", "join", "blocks", "write"};
+		for (size_t k = 0; k < 5; k++) {
+			json_t *v = json_object_get(ph, PHASES[k]);
+			if (!json_is_integer(v) || json_integer_value(v) < 0)
+				fail_msg("phases_ms lacks %s", PHASES[k]);
+			sum += json_integer_value(v);
+		}
+		assert_true(sum <= ts_jint(j, "time_ms") + 3);
+		if (i == 0) assert_int_equal(ts_jint(ph, "reach"), 0);
 		json_decref(j);
 	}
 	/* Both sides: both limits. */
