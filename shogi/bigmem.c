@@ -70,16 +70,22 @@ void bigmem_dir_of(char *out, size_t cap, const char *path)
 		snprintf(out, cap, "%.*s", (int)(slash - path), path);
 }
 
+int bigmem_dir_blocked(const char *dir)
+{
+	struct stat st;
+	return stat(dir, &st) != 0             ? errno
+	       : !S_ISDIR(st.st_mode)          ? ENOTDIR
+	       : access(dir, W_OK | X_OK) != 0 ? errno
+	                                       : 0;
+}
+
 int bigmem_output_blocked(const char *path)
 {
 	char dir[4096];
 	struct stat st;
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return EISDIR;
 	bigmem_dir_of(dir, sizeof dir, path);
-	return stat(dir, &st) != 0             ? errno
-	       : !S_ISDIR(st.st_mode)          ? ENOTDIR
-	       : access(dir, W_OK | X_OK) != 0 ? errno
-	                                       : 0;
+	return bigmem_dir_blocked(dir);
 }
 
 ssize_t bigmem_pread_full(int fd, void *buf, size_t len, uint64_t off)

@@ -98,5 +98,8 @@ void bigmem_dir_of(char *out, size_t cap, const char *path);
  * EACCES...). Anything else at path (a file, a device) is the caller's to
  * judge. */
 int bigmem_output_blocked(const char *path);
+/* Why directory dir cannot take a new file (ENOENT, ENOTDIR, EACCES...), or
+ * 0 when it can: where a pass is to write its temporary files. */
+int bigmem_dir_blocked(const char *dir);
 
 #endif

@@ -130,13 +130,23 @@ int cmd_stats(int argc, char **argv)
 	}
 	if ((rc = bookdb_stats_budget(&st, db, txn, full, NULL, memory))) {
 		int e = errno;
-		/* A scan past its budget writes sorted runs in $TMPDIR: say where. */
-		if (rc == BOOKDB_EIO && full)
+		/* A scan past its budget writes sorted runs in $TMPDIR: a
+		 * directory that cannot take them is named as the cause, what
+		 * else failed as either. */
+		const char *tmp = bigmem_temp_dir(NULL);
+		int te = rc == BOOKDB_EIO && full ? bigmem_dir_blocked(tmp) : 0;
+		if (te)
 			joseki_error(
-			    "%s: %s (reading the book, or writing its sorted runs in %s: %s)", book,
-			    bookdb_strerror(rc), bigmem_temp_dir(NULL), strerror(e));
+			    "stats: %s: the scan's sorted runs (past --memory) go to $TMPDIR, "
+			    "%s, which cannot take them: %s; set TMPDIR to a directory "
+			    "with room, or give --memory more",
+			    book, tmp, strerror(te));
+		else if (rc == BOOKDB_EIO && full)
+			joseki_error("stats: %s: %s (reading the book, or writing its sorted runs "
+			             "in %s: %s)",
+			             book, bookdb_strerror(rc), tmp, strerror(e));
 		else
-			joseki_error("%s: %s", book, bookdb_strerror(rc));
+			joseki_error("stats: %s: %s", book, bookdb_strerror(rc));
 		goto done;
 	}
 	bookdb_txn_abort(txn);

@@ -126,6 +126,20 @@ static void test_stats__the_scan_past_its_budget_counts_the_same(void **state)
 	assert_int_equal(ts_runf(NULL, &e, "%s stats %s --memory 1M", ts_joseki(), path), 2);
 	assert_non_null(strstr(e, "--scan"));
 	free(e);
+	/* Runs that $TMPDIR cannot take: the variable and its directory named
+	 * as the cause, and what to do; the same scan in memory needs none. */
+	e = NULL;
+	assert_int_equal(ts_runf(NULL, &e, "TMPDIR=%s/missing %s stats %s --scan --memory 1M", dir,
+	                         ts_joseki(), path),
+	                 1);
+	if (!strstr(e, "stats: ") || !strstr(e, "go to $TMPDIR, ") || !strstr(e, "/missing, ") ||
+	    !strstr(e, "No such file or directory; set TMPDIR"))
+		fail_msg("stderr: %s", e);
+	free(e);
+	e = NULL;
+	ts_runf(NULL, &e, "TMPDIR=%s/missing %s stats %s --scan", dir, ts_joseki(), path);
+	assert_null(strstr(e, "TMPDIR"));
+	free(e);
 	ts_rmtree(dir);
 	free(dir);
 }
