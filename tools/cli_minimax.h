@@ -29,4 +29,18 @@ JOSEKI_MUST_USE int cli_minimax_after(BookmmStats *st, bool *busy, BookDB *db, c
  * Nothing when there are none or it cannot tell. */
 void cli_minimax_backlog(const char *cmd, BookDB *db, const char *book);
 
+/* After a whole-book run over db (st): what the book takes a position
+ * (*per_pos) and what its records would take in full pages (*packed: their
+ * bytes, a key and LMDB's node and pointer each, 3 % of slack); 0 each after
+ * an incremental run, or when the book cannot be read. */
+void cli_minimax_space(double *per_pos, double *packed, BookDB *db, const BookmmStats *st);
+
+#define CLI_MINIMAX_LINE 512
+/* A run's notes for its summary, each a line (indented) from line[nl] on:
+ * the book rebuilt, or rewritten in place and why, and then the compact
+ * that would pack it; the children looked up in sorted runs, the journal
+ * folded. Returns nl and the lines added. */
+int cli_minimax_notes(char line[][CLI_MINIMAX_LINE], int nl, const BookmmStats *st, double per_pos,
+                      double packed);
+
 #endif

@@ -41,8 +41,9 @@ typedef struct {
 	bool progress;
 	bool reported; /* the failure was printed as its source ended */
 	BookmmStats mm;
-	bool mm_busy;    /* another minimax run held the book (a coordinator's) */
-	uint64_t memory; /* --memory: minimax's budget */
+	bool mm_busy;           /* another minimax run held the book (a coordinator's) */
+	uint64_t memory;        /* --memory: minimax's budget */
+	double per_pos, packed; /* after a whole-book run: cli_minimax_space */
 } MergeRun;
 
 /* After each source: its failure, and the records that do not decode. */
@@ -76,6 +77,7 @@ static int run_minimax(void *ctx, BookDB *db, char *err, size_t errlen)
 	/* The run under way (a coordinator's, say) or the next one reads the
 	 * merge's writes from the change log: the merge is done. */
 	int rc = cli_minimax_after(&r->mm, &r->mm_busy, db, "merge", r->progress, msg);
+	if (rc == 0 && !r->mm_busy) cli_minimax_space(&r->per_pos, &r->packed, db, &r->mm);
 	return rc < 0 ? errmsg_set(err, errlen, -1, "%s", msg) : 0;
 }
 
@@ -139,6 +141,14 @@ int cmd_merge(int argc, char **argv)
 			              "changed", (json_int_t)mm.changed, "affected",
 			              (json_int_t)mm.affected, "rewritten",
 			              (json_int_t)mm.rewritten, "full_reason", mm.full_reason);
+		/* After a whole-book run, as joseki minimax --json says them. */
+		if (ran_mm && !run.mm_busy && !mm.incremental) {
+			json_object_set_new(m, "rebuilt", json_boolean(mm.rebuilt));
+			json_object_set_new(m, "bytes_per_position",
+			                    run.per_pos > 0 ? json_real(run.per_pos) : json_null());
+			json_object_set_new(m, "packed_bytes_per_position",
+			                    run.packed > 0 ? json_real(run.packed) : json_null());
+		}
 		json_t *o = json_pack(
 		    "{s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o,"
 		    "s:I,s:I,s:I}",
@@ -175,5 +185,11 @@ int cmd_merge(int argc, char **argv)
 		       mm.incremental ? "incremental" : "whole book", mm.changed, mm.affected);
 	char peak[JOSEKI_PEAK_LEN];
 	printf("; %.0f ms, peak memory %s\n", ms, joseki_peak_memory(peak, sizeof peak));
+	/* The minimax's notes, as joseki minimax gives them (the book rebuilt,
+	 * or rewritten in place and compact's due). */
+	char line[8][CLI_MINIMAX_LINE];
+	int nl =
+	    ran_mm && !run.mm_busy ? cli_minimax_notes(line, 0, &mm, run.per_pos, run.packed) : 0;
+	for (int i = 0; i < nl; i++) cli_wrap(stdout, line[i], 0, 2, CLI_CONSOLE_WIDTH);
 	return 0;
 }

@@ -30,6 +30,7 @@
 #include "shogi/memuse.h"
 #include "minimax/bookmm.h"
 #include "shogi/position.h"
+#include "tools/cli_minimax.h"
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
 
@@ -185,22 +186,8 @@ int cmd_minimax(int argc, char **argv)
 	joseki_catch_stop(on_stop);
 	int rc = bookmm_run(&st, db, &opt, msg);
 	if (progress && !st.incremental) fputs("\r\033[K", stderr);
-	/* After a whole-book run, what the book takes a position and what its
-	 * records would take in full pages (their bytes, a key and LMDB's node and
-	 * pointer each, 3 % of slack): records grown in place split their pages
-	 * half full, which compact packs. */
 	double per_pos = 0, packed = 0;
-	BookTxn *t;
-	BookSpace sp;
-	if (rc == 0 && !st.incremental && st.record_bytes && st.positions &&
-	    bookdb_txn_begin(&t, db, false) == 0) {
-		if (bookdb_space(&sp, t) == 0) {
-			per_pos = (double)sp.pages_used * sp.page_size / (double)st.positions;
-			packed =
-			    ((double)st.record_bytes / (double)st.positions + 16 + 8 + 2) * 1.03;
-		}
-		bookdb_txn_abort(t);
-	}
+	if (rc == 0) cli_minimax_space(&per_pos, &packed, db, &st);
 	bookdb_free(db);
 	if (rc == BOOKMM_ESTOPPED) {
 		int sig = atomic_load(&g_signal);
@@ -266,7 +253,7 @@ int cmd_minimax(int argc, char **argv)
 	}
 	/* The summary in lines that fit the console (a coordinator's whole-book
 	 * child writes it among serve's lines): the graph, the run, the values. */
-	char line[10][512];
+	char line[10][CLI_MINIMAX_LINE];
 	snprintf(line[0], sizeof line[0],
 	         "minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles)%s",
 	         st.positions, st.valued, st.settled, st.cyclic, st.incremental ? ";" : ",");
@@ -295,35 +282,7 @@ int cmd_minimax(int argc, char **argv)
 		         "  its parts: changes read %.0f ms, subgraph analysed %.0f ms, records "
 		         "written %.0f ms",
 		         st.read_ms, st.analysis_ms, st.write_ms);
-	if (st.rebuilt)
-		snprintf(line[nl++], sizeof line[3],
-		         "  the book rebuilt with full pages: %.1f MB -> %.1f MB, %.0f bytes a "
-		         "position",
-		         st.bytes_before / 1e6, st.bytes_after / 1e6, per_pos);
-	if (st.lookups_sorted)
-		snprintf(line[nl++], sizeof line[3],
-		         "  the key index past half the budget: children looked up in sorted runs "
-		         "(%.1f MB on disk)",
-		         st.sorted_bytes / 1e6);
-	if (st.folded_bytes)
-		snprintf(line[nl++], sizeof line[3],
-		         "  the kept graph's journal (%.1f MB) folded into a new graph file first, "
-		         "%.0f ms",
-		         st.folded_bytes / 1e6, st.fold_ms);
-	if (st.rebuild_busy)
-		snprintf(line[nl++], sizeof line[3],
-		         "  another writer had the book open: the records were rewritten in place");
-	if (st.rebuild_no_room)
-		snprintf(
-		    line[nl++], sizeof line[3],
-		    "  no room on the disk for the book written anew (%.1f MB free, about %.1f MB "
-		    "needed beside it): the records were rewritten in place",
-		    st.room_free / 1e6, st.room_needed / 1e6);
-	if (!st.rebuilt && packed > 0 && per_pos > 1.3 * packed)
-		snprintf(line[nl++], sizeof line[3],
-		         "  the book takes %.0f bytes a position, its records %.0f in full pages: "
-		         "joseki compact (no writer running) packs them",
-		         per_pos, packed);
+	nl = cli_minimax_notes(line, nl, &st, per_pos, packed);
 	for (int i = 0; i < nl; i++) cli_wrap(stdout, line[i], 0, 2, CLI_CONSOLE_WIDTH);
 	return 0;
 }

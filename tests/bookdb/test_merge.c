@@ -792,6 +792,28 @@ static void test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run(vo
 	free(d);
 }
 
+/* A merge into a new book ends with a whole-book minimax run, whose space
+ * figures it gives as joseki minimax --json does: what the book takes a
+ * position, and its records in full pages. */
+static void test_merge__a_whole_book_minimax_says_what_the_book_takes(void **state)
+{
+	(void)state;
+	char *d = ts_mkdtemp();
+	const char *J = ts_joseki();
+	sh("%s synth %s/S --positions 3000 --seed 4 --quiet", J, d);
+	json_t *j = ts_run_json(0, "%s merge %s/N %s/S --json --quiet", J, d, d);
+	json_t *mm = json_object_get(j, "minimax");
+	assert_true(json_is_false(json_object_get(mm, "incremental")));
+	assert_true(json_is_boolean(json_object_get(mm, "rebuilt")));
+	double per = json_real_value(json_object_get(mm, "bytes_per_position")),
+	       packed = json_real_value(json_object_get(mm, "packed_bytes_per_position"));
+	if (!(per > 50 && per < 400 && packed > 50 && packed < 400))
+		fail_msg("bytes a position %.1f, packed %.1f", per, packed);
+	json_decref(j);
+	ts_rmtree(d);
+	free(d);
+}
+
 /* A merge whose minimax did not run (killed, or --no-minimax) left the book's
  * values behind its records: the same merge run again, though it has nothing
  * left to merge, runs the minimax, and the book gets a whole-book run's
@@ -1100,6 +1122,7 @@ int main(void)
 	    cmocka_unit_test(test_merge__a_book_into_itself_or_its_copy_changes_nothing),
 	    cmocka_unit_test(test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run),
 	    cmocka_unit_test(test_merge__run_again_it_backs_up_what_its_minimax_left),
+	    cmocka_unit_test(test_merge__a_whole_book_minimax_says_what_the_book_takes),
 	    cmocka_unit_test(test_merge__games_without_kept_plies_never_count_twice),
 	    cmocka_unit_test(test_merge__dry_run_writes_nothing_and_counts_the_same),
 	    cmocka_unit_test(test_merge__a_minimax_run_under_way_takes_the_merge_in),
