@@ -529,7 +529,13 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 	db->random = opt->random && (opt->random_above ? size > opt->random_above
 	                                               : memuse_too_large_to_cache(size));
 	if (!exists && (opt->read_only || opt->must_exist)) {
-		rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ENOBOOK, "%s: no book there", dir);
+		/* A file given for the book (a YaneuraOu book, say) is said so: a
+		 * book is a directory. */
+		struct stat ds;
+		bool file = stat(dir, &ds) == 0 && !S_ISDIR(ds.st_mode);
+		rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ENOBOOK, "%s: no book there%s", dir,
+		                file ? " (a file: a book is a directory, as joseki ingest makes it)"
+		                     : "");
 		goto fail;
 	}
 	/* LMDB makes an empty file a new book for a writer; a reader gets no

@@ -49,7 +49,7 @@ int cmd_check(int argc, char **argv)
 	BookDB *db = NULL;
 	BookDBOptions opt = {.read_only = true, .random = true}; /* passes read ahead: bookdb.h */
 	if (bookdb_open(&db, book, &opt, err)) {
-		joseki_error("%s", err);
+		joseki_error("check: %s", err);
 		return 1;
 	}
 	Out o = {book, 0};
@@ -92,7 +92,7 @@ int cmd_check(int argc, char **argv)
 		       repair, (unsigned long long)st.copied, (unsigned long long)st.repaired,
 		       (unsigned long long)st.dropped, (unsigned long long)st.games);
 	if (st.bad) {
-		joseki_error("%s: %llu bad records%s", book, (unsigned long long)st.bad,
+		joseki_error("check: %s: %llu bad records%s", book, (unsigned long long)st.bad,
 		             repair ? " (the sound ones are in the repaired book)" : "");
 		return 1;
 	}

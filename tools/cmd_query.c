@@ -88,24 +88,24 @@ int cmd_query(int argc, char **argv)
 	BookDBOptions opt = {.read_only = true, .random = true};
 	int rc = bookdb_open(&db, book, &opt, err);
 	if (rc) {
-		joseki_error("%s", err);
+		joseki_error("query: %s", err);
 		goto done;
 	}
 	if ((rc = bookdb_txn_begin(&txn, db, false))) {
-		joseki_error("%s: %s", book, bookdb_strerror(rc));
+		joseki_error("query: %s: %s", book, bookdb_strerror(rc));
 		goto done;
 	}
 	rc = bookdb_query_ex(rec, txn, pos, with_avoided);
 	if (rc < 0) {
 		char hex[KEY_HEX_LEN];
 		key_to_hex(pos_key(pos), hex);
-		joseki_error("%s: record %s: %s", book, hex, bookdb_strerror(rc));
+		joseki_error("query: %s: record %s: %s", book, hex, bookdb_strerror(rc));
 		goto done;
 	}
 	int in_book = rc == 1, minimax = (rec->flags & BOOKDB_REC_MINIMAX) != 0;
 	int nmarks = in_book ? bookdb_marks_load(&marks, txn, pos_key(pos), rec) : 0;
 	if (nmarks < 0) {
-		joseki_error("%s: the marks: %s", book, bookdb_strerror(nmarks));
+		joseki_error("query: %s: the marks: %s", book, bookdb_strerror(nmarks));
 		goto done;
 	}
 	if (json) {

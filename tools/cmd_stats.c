@@ -104,18 +104,18 @@ int cmd_stats(int argc, char **argv)
 	char keep_err[BOOKDB_ERRLEN] = "";
 	bool kept = false;
 	if ((rc = bookdb_open(&db, book, &opt, err))) {
-		joseki_error("%s", err);
+		joseki_error("stats: %s", err);
 		goto done;
 	}
 	if (!rec || !pos || (rc = bookdb_txn_begin(&txn, db, false))) {
-		joseki_error("%s: %s", book, rc ? bookdb_strerror(rc) : "out of memory");
+		joseki_error("stats: %s: %s", book, rc ? bookdb_strerror(rc) : "out of memory");
 		goto done;
 	}
 	if (bench) {
 		BookLookupBench lb;
 		char berr[BOOKDB_ERRLEN];
 		if ((rc = bookdb_bench_lookups(&lb, txn, rec, (uint64_t)bench, berr))) {
-			joseki_error("%s: %s", book, berr);
+			joseki_error("stats: %s: %s", book, berr);
 			goto done;
 		}
 		print_lookups(&lb.via[0]);
@@ -164,16 +164,16 @@ int cmd_stats(int argc, char **argv)
 		kept = true;
 		bool differed = false;
 		if ((rc = bookdb_stats_keep(db, &st, &differed))) {
-			joseki_error("%s: keeping the scan's counts: %s", book,
+			joseki_error("stats: %s: keeping the scan's counts: %s", book,
 			             bookdb_strerror(rc));
 			goto done;
 		}
 		if (differed)
-			joseki_error(
-			    "%s: the kept counts (thought %llu, moves %llu) differed from the "
-			    "records'; counted again",
-			    book, (unsigned long long)st.counts.thought,
-			    (unsigned long long)st.counts.moves);
+			joseki_error("stats: %s: the kept counts (thought %llu, moves %llu) "
+			             "differed from the "
+			             "records'; counted again",
+			             book, (unsigned long long)st.counts.thought,
+			             (unsigned long long)st.counts.moves);
 	}
 	double bpp = st.positions ? (double)st.bytes_used / st.positions : 0;
 	if (json) {
@@ -243,9 +243,10 @@ int cmd_stats(int argc, char **argv)
 	/* A damaged book fails, as every other reader of it does: found now, or
 	 * by the last scan with nothing written since. */
 	if (st.corrupt && (full || st.leaves_current)) {
-		joseki_error("%s: %llu records are not sound (damaged: joseki check lists them, "
-		             "--repair copies what is sound)",
-		             book, (unsigned long long)st.corrupt);
+		joseki_error(
+		    "stats: %s: %llu records are not sound (damaged: joseki check lists them, "
+		    "--repair copies what is sound)",
+		    book, (unsigned long long)st.corrupt);
 		ret = 1;
 	}
 done:

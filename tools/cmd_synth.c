@@ -55,7 +55,7 @@ int cmd_synth(int argc, char **argv)
 	BookDB *db = NULL;
 	BookDBOptions dopt = {.settings = "synth"};
 	if (bookdb_open(&db, book, &dopt, err)) {
-		joseki_error("%s", err);
+		joseki_error("synth: %s", err);
 		return 1;
 	}
 	BookSynthOptions opt = {.positions = (uint64_t)npos,
@@ -70,7 +70,7 @@ int cmd_synth(int argc, char **argv)
 	if (opt.progress) fputc('\n', stderr);
 	bookdb_free(db);
 	if (rc < 0) {
-		joseki_error("%s: %s", book, err);
+		joseki_error("synth: %s: %s", book, err);
 		return 1;
 	}
 	double t = st.total_ms, ti = st.insert_ms, c = st.insert_cpu_ms;

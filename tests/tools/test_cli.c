@@ -279,6 +279,23 @@ static void test_cli__exit_codes_and_messages_name_the_users_inputs(void **state
 	assert_int_equal(rc, 2);
 	said("query", err, "illegal move 2 '3c3e'");
 	free(out), free(err);
+	/* A command that reads a book names itself, and a file given for the
+	 * book is said to be one. */
+	static const char *const READERS[] = {"stats %s/games/notes.txt",
+	                                      "check %s/games/notes.txt",
+	                                      "query %s/games/notes.txt startpos"};
+	for (size_t i = 0; i < 3; i++) {
+		char cmd[800], want[200];
+		snprintf(cmd, sizeof cmd, READERS[i], dir);
+		rc = ts_runf(&out, &err, "%s %s", ts_joseki(), cmd);
+		assert_int_equal(rc, 1);
+		snprintf(want, sizeof want, "joseki: %.5s: ", READERS[i]);
+		said(READERS[i], err, want);
+		said(READERS[i], err,
+		     "notes.txt: no book there (a file: a book is a directory, as joseki ingest "
+		     "makes it)");
+		free(out), free(err);
+	}
 	/* export into a directory that cannot be written: the user's file named. */
 	rc = ts_runf(&out, &err, "%s export %s/b %s/no-dir/x.db", ts_joseki(), dir, dir);
 	assert_int_equal(rc, 1);
