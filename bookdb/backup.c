@@ -85,9 +85,10 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	snprintf(data, sizeof data, "%s/data.mdb", tmp);
 	/* What a killed backup left is not a backup. */
 	remove_partial(tmp);
+	/* (Named as the user gave it: DIR.partial fails as DIR would.) */
 	if (mkdir(tmp, 0777) < 0)
 		return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: cannot create: %s",
-		                  tmp, strerror(errno));
+		                  dir, strerror(errno));
 	st->source_bytes = bookdb_file_size(db);
 	int rc = 0;
 	Copy c = {.env = db->env, .compact = compact, .path = data, .src_bytes = st->source_bytes};

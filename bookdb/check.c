@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shogi/bigmem.h"
 #include "shogi/errmsg.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
@@ -278,6 +279,16 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 			rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EINVAL,
 			                "%.200s: exists already (the repair writes a new book)",
 			                repair_dir);
+			goto done;
+		}
+		/* A directory that cannot take it, named as the user gave it (not
+		 * NEW.partial): found before the pass. */
+		char where[BOOKDB_PATH_LEN];
+		bigmem_dir_of(where, sizeof where, repair_dir);
+		int e = bigmem_dir_blocked(where);
+		if (e) {
+			rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EIO, "%.200s: cannot create: %s",
+			                repair_dir, strerror(e));
 			goto done;
 		}
 		snprintf(partial, sizeof partial, "%s.partial", repair_dir);

@@ -296,6 +296,21 @@ static void test_cli__exit_codes_and_messages_name_the_users_inputs(void **state
 		     "makes it)");
 		free(out), free(err);
 	}
+	/* A copy into a directory that is not there: the user's path named, not
+	 * the NEW.partial the copy is first written as. */
+	static const char *const COPIES[] = {"backup %s/b %s/no-dir/bk",
+	                                     "check %s/b --repair %s/no-dir/rep"};
+	for (size_t i = 0; i < 2; i++) {
+		char cmd[800];
+		snprintf(cmd, sizeof cmd, COPIES[i], dir, dir);
+		rc = ts_runf(&out, &err, "%s %s", ts_joseki(), cmd);
+		assert_int_equal(rc, 1);
+		said(COPIES[i], err,
+		     i ? "/no-dir/rep: cannot create: No such file or directory"
+		       : "/no-dir/bk: cannot create: No such file or directory");
+		if (strstr(err, ".partial")) fail_msg("%s named its partial copy: %s", cmd, err);
+		free(out), free(err);
+	}
 	/* export into a directory that cannot be written: the user's file named. */
 	rc = ts_runf(&out, &err, "%s export %s/b %s/no-dir/x.db", ts_joseki(), dir, dir);
 	assert_int_equal(rc, 1);
