@@ -210,8 +210,17 @@ uint64_t memuse_default_budget(void)
 int memuse_parse_size(const char *s, uint64_t *out)
 {
 	if (!s || !isdigit((unsigned char)*s)) return -1;
+	/* Digits, and a decimal part: no sign, exponent or hex, which strtod
+	 * would take ("1e3M", "0x10M"). */
+	size_t n = strspn(s, "0123456789");
+	if (s[n] == '.') {
+		size_t f = strspn(s + n + 1, "0123456789");
+		if (!f) return -1;
+		n += 1 + f;
+	}
 	char *end;
 	double v = strtod(s, &end);
+	if (end != s + n) return -1;
 	double mult = 1;
 	if (*end) {
 		switch (toupper((unsigned char)*end)) {
@@ -237,7 +246,8 @@ int memuse_parse_size(const char *s, uint64_t *out)
 		if (*end) return -1;
 	}
 	double bytes = v * mult;
-	if (!(bytes >= 1024.0 * 1024) || bytes > 1e19) return -1;
+	if (bytes > 1e19) return -1;
+	if (!(bytes >= 1024.0 * 1024)) return -2;
 	*out = (uint64_t)bytes;
 	return 0;
 }

@@ -62,8 +62,9 @@ uint64_t memuse_group_limit(const char *groups, const char *root);
 /*
  * Parses a size as `--memory` takes it: a whole or decimal number with an
  * optional unit K, M, G or T (powers of 1024; `k`, `KB`, `KiB`, `m`... the
- * same), `256M`, `1.5G`, `8G`, `100000` (bytes). Stores the bytes in *out and
- * returns 0, or -1 when s is not a size or is below 1 MiB (*out untouched).
+ * same), `256M`, `1.5G`, `8G`, `100000` (bytes); no sign, exponent or hex.
+ * Stores the bytes in *out and returns 0, or -1 when s is not a size, -2 when
+ * it is one below 1 MiB (*out untouched).
  */
 int memuse_parse_size(const char *s, uint64_t *out);
 

@@ -62,7 +62,13 @@ static void vsay(const CliCmd *c, const char *fmt, va_list ap)
 int cli_parse_memory(void *dst, char *value, char *msg)
 {
 	uint64_t *b = dst, ram = memuse_ram();
-	if (memuse_parse_size(value, b) < 0) return -1;
+	int rc = memuse_parse_size(value, b);
+	if (rc == -2)
+		snprintf(msg, CLI_MSGLEN,
+		         "--memory %s: under 1M, the least a pass is given (a size such as 256M "
+		         "or 8G)",
+		         value);
+	if (rc < 0) return -1;
 	if (ram && *b > ram) {
 		char have[32];
 		memuse_format(ram, have, sizeof have);

@@ -43,10 +43,16 @@ static void test_parse_size(void **state)
 	assert_int_equal(memuse_parse_size("1048576", &v), 0);
 	assert_int_equal(v, 1ull << 20);
 	v = 7;
-	const char *bad[] = {"",     "M",    "-1G", "1X",  "1GG", "1Gx",
-	                     "1000", "0.5M", " 1G", "1 G", NULL};
+	const char *bad[] = {"",    "M",    "-1G",   "1X",    "1GG", "1Gx",   " 1G",
+	                     "1 G", "1e3M", "1e-3G", "0x10M", "1.G", "1..5G", NULL};
 	for (int i = 0; bad[i]; i++) {
-		assert_int_equal(memuse_parse_size(bad[i], &v), -1);
+		if (memuse_parse_size(bad[i], &v) != -1) fail_msg("'%s' taken", bad[i]);
+		assert_int_equal(v, 7);
+	}
+	/* Sizes, but under 1 MiB: said apart. */
+	const char *small[] = {"1000", "0.5M", "1023K", "0", NULL};
+	for (int i = 0; small[i]; i++) {
+		if (memuse_parse_size(small[i], &v) != -2) fail_msg("'%s' not too small", small[i]);
 		assert_int_equal(v, 7);
 	}
 	char buf[32];

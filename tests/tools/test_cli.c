@@ -159,6 +159,10 @@ static void test_cli__bad_usage_reads_the_same_for_every_command(void **state)
 	                                     "'yesterday'"},
 	    {"export B O --memory 99999T", "export: --memory 99999T: more than the memory this "
 	                                   "process may have ("},
+	    {"export B O --memory 1023K", "export: --memory 1023K: under 1M, the least a pass is "
+	                                  "given"},
+	    {"export B O --memory 1e3M", "export: --memory wants a size such as 256M or 8G, at "
+	                                 "least 1M, not '1e3M'"},
 	    /* options and positionals */
 	    {"stats B --bogus", "stats: unknown option '--bogus'"},
 	    {"compact B C", "compact: unexpected argument 'C'"},
