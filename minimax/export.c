@@ -525,7 +525,7 @@ static int reach_from_roots(ExtSort **out, size_t *n, uint64_t *spilled, BookTxn
 	bool filtered = ((uint64_t)64 << lw) >= 8 * nrecords;
 	if (filtered) w.share = budget / 8;
 	w.mask = ((uint64_t)1 << lw) - 1;
-	ExtSort *c = NULL, *next = NULL;
+	ExtSort *c = NULL, *next = NULL, *cand = NULL;
 	Key *roots = malloc((size_t)opt->nroots * sizeof *roots);
 	BookRecord *rec = malloc(sizeof *rec);
 	Position *pos = malloc(sizeof *pos);
@@ -552,8 +552,13 @@ static int reach_from_roots(ExtSort **out, size_t *n, uint64_t *spilled, BookTxn
 		if (walk_meet(&w, c, roots[r]) < 0) goto sys;
 	}
 	for (;;) {
-		/* c: a level's keys, each new (visited once). */
-		if (extsort_finish(c) < 0 || keys_open(&next, dir, w.share) < 0) goto sys;
+		/* c: a level's keys, each new (visited once); cand: the positions
+		 * their moves lead to, looked up in the book in key order once the
+		 * level is read (at random, each would be a read of the disk on a
+		 * book larger than memory). */
+		if (extsort_finish(c) < 0 || keys_open(&next, dir, w.share) < 0 ||
+		    keys_open(&cand, dir, w.share) < 0)
+			goto sys;
 		const uint8_t *fk;
 		int h;
 		uint64_t level = 0;
@@ -570,14 +575,27 @@ static int reach_from_roots(ExtSort **out, size_t *n, uint64_t *spilled, BookTxn
 			if (bookdb_record_position(pos, rec, NULL) < 0) continue;
 			unsigned how = export_side_ours(opt, pos->side) ? 0 : PICK_ALL;
 			size_t m = export_pick(mv, rec, pos, NULL, NULL, opt, how);
-			for (size_t j = 0; j < m; j++) {
-				Key k = pos_key_after(pos, mv[j].move);
-				if (bookdb_get_raw(&val, &len, txn, k) == 0 &&
-				    walk_meet(&w, next, k) < 0)
-					goto sys;
-			}
+			for (size_t j = 0; j < m; j++)
+				if (add_key(cand, pos_key_after(pos, mv[j].move)) < 0) goto sys;
+		}
+		if (h < 0 || extsort_finish(cand) < 0) goto sys;
+		uint8_t last[16];
+		bool any = false;
+		for (h = extsort_next(cand, (const void **)&fk, &len); h == 1;
+		     h = extsort_next(cand, (const void **)&fk, &len)) {
+			if (any && !memcmp(last, fk, 16)) continue;
+			memcpy(last, fk, 16);
+			any = true;
+			Key k = key_from_bytes(fk);
+			if (bookdb_get_raw(&val, &len, txn, k) == 0 && walk_meet(&w, next, k) < 0)
+				goto sys;
 		}
 		if (h < 0) goto sys;
+		ExtSortStats ks;
+		extsort_stats(cand, &ks);
+		*spilled += ks.disk_bytes;
+		extsort_free(cand);
+		cand = NULL;
 		ExtSortStats cs;
 		extsort_stats(c, &cs);
 		*spilled += cs.disk_bytes;
@@ -612,6 +630,7 @@ done:
 	extsort_free(w.doubt);
 	extsort_free(c);
 	extsort_free(next);
+	extsort_free(cand);
 	free(w.filter);
 	free(roots);
 	free(rec);
