@@ -499,9 +499,10 @@ static int walk_merge(Walk *w, ExtSort **f)
  * moves written (the other side's: every reply written, PICK_ALL), up to
  * opt->max_ply, into *out (sorted, finished for reading; NULL without roots)
  * and their number into *n. Level by level, within budget: a level's records
- * are looked up in key order, and each child they lead to that is in the
- * book is new unless a filter of the keys visited (a quarter of the budget,
- * 16 bits a key of the book's nrecords at most) says it may have been met.
+ * are looked up in key order, then the positions their moves lead to, sorted,
+ * and each of those in the book is new unless a filter of the keys visited (a
+ * quarter of the budget, 16 bits a key of the book's nrecords at most) says
+ * it may have been met.
  * Those wait; when the levels run out they are merged with the keys visited
  * (sorted runs on disk beside OUT when they do not fit), and the ones that
  * were not visited after all start the next levels. So the visited keys are
