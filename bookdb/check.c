@@ -283,9 +283,7 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 		}
 		/* A directory that cannot take it, named as the user gave it (not
 		 * NEW.partial): found before the pass. */
-		char where[BOOKDB_PATH_LEN];
-		bigmem_dir_of(where, sizeof where, repair_dir);
-		int e = bigmem_dir_blocked(where);
+		int e = bigmem_output_blocked(repair_dir);
 		if (e) {
 			rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EIO, "%.200s: cannot create: %s",
 			                repair_dir, strerror(e));

@@ -401,61 +401,12 @@ static int next_of_two(ExtSort *a, const uint8_t **ak, int *ha, ExtSort *b, cons
 	return 1;
 }
 
-/*
- * The keys met (c, sorted, with repeats) merged with the keys visited: *v
- * (sorted) and, unless NULL, a (keys visited since, sorted, none in *v),
- * into the keys of c not visited (*f, once each, sorted; NULL f: not
- * wanted) and the next visited set, all of them (replacing *v). c and a are
- * read to their ends. 0, or -1 with errno.
- */
-static int walk_level(ExtSort **v, ExtSort *a, ExtSort **f, ExtSort *c, const char *dir,
-                      uint64_t share, uint64_t *spilled)
+/* Adds what sorter s wrote to disk to *spilled. */
+static void count_spill(const ExtSort *s, uint64_t *spilled)
 {
-	ExtSort *nv = NULL, *nf = NULL;
-	if (extsort_finish(c) < 0 || (a && extsort_finish(a) < 0) ||
-	    keys_open(&nv, dir, share) < 0 || (f && keys_open(&nf, dir, share) < 0))
-		goto fail;
-	const uint8_t *ck = NULL, *vk = NULL, *ak = NULL;
-	size_t len;
-	uint8_t last[16], wk[16];
-	bool any = false;
-	int hc = extsort_next(c, (const void **)&ck, &len),
-	    hv = extsort_next(*v, (const void **)&vk, &len),
-	    ha = a ? extsort_next(a, (const void **)&ak, &len) : 0,
-	    hw = next_of_two(*v, &vk, &hv, a, &ak, &ha, wk);
-	while (hc == 1 || hw == 1) {
-		int cmp = hc != 1 ? 1 : hw != 1 ? -1 : memcmp(ck, wk, 16);
-		if (cmp > 0) {
-			if (extsort_add(nv, wk, 16) < 0) goto fail;
-			hw = next_of_two(*v, &vk, &hv, a, &ak, &ha, wk);
-			continue;
-		}
-		if (cmp < 0 && (!any || memcmp(last, ck, 16))) {
-			memcpy(last, ck, 16);
-			any = true;
-			if ((nf && extsort_add(nf, ck, 16) < 0) || extsort_add(nv, ck, 16) < 0)
-				goto fail;
-		}
-		hc = extsort_next(c, (const void **)&ck, &len);
-	}
-	if (hc < 0 || hw < 0 || extsort_finish(nv) < 0 || (nf && extsort_finish(nf) < 0)) goto fail;
 	ExtSortStats st;
-	extsort_stats(*v, &st);
+	extsort_stats(s, &st);
 	*spilled += st.disk_bytes;
-	extsort_stats(c, &st);
-	*spilled += st.disk_bytes;
-	if (a) {
-		extsort_stats(a, &st);
-		*spilled += st.disk_bytes;
-	}
-	extsort_free(*v);
-	*v = nv;
-	if (f) *f = nf;
-	return 0;
-fail:
-	extsort_free(nv);
-	extsort_free(nf);
-	return -1;
 }
 
 /* The walk from the roots (reach_from_roots): the keys visited, sorted as
@@ -478,20 +429,60 @@ static int walk_meet(Walk *w, ExtSort *next, Key k)
 	return add_key(w->vn, k) < 0 || add_key(next, k) < 0 ? -1 : 0;
 }
 
-/* The keys met since the last merge, and those in doubt, merged into v in
- * one pass: the ones in doubt that were not visited after all into *f (the
- * next level, sorted, once each) and into v too. 0, or -1 with errno. */
+/*
+ * The keys met since the last merge (vn, none in v) and those in doubt
+ * (sorted, with repeats) merged into v in one pass: the ones in doubt that
+ * were not visited after all into *f (the next level, sorted, once each,
+ * finished) and into v too. vn and doubt start empty again. 0, or -1 with
+ * errno.
+ */
 static int walk_merge(Walk *w, ExtSort **f)
 {
+	ExtSort *nv = NULL, *nf = NULL, *c = w->doubt;
 	*f = NULL;
-	int rc = walk_level(&w->v, w->vn, f, w->doubt, w->dir, w->share, w->spilled);
+	if (extsort_finish(c) < 0 || extsort_finish(w->vn) < 0 ||
+	    keys_open(&nv, w->dir, w->share) < 0 || keys_open(&nf, w->dir, w->share) < 0)
+		goto fail;
+	const uint8_t *ck = NULL, *vk = NULL, *ak = NULL;
+	size_t len;
+	uint8_t last[16], wk[16];
+	bool any = false;
+	/* wk: the next of v and vn, which together are the keys visited. */
+	int hc = extsort_next(c, (const void **)&ck, &len),
+	    hv = extsort_next(w->v, (const void **)&vk, &len),
+	    ha = extsort_next(w->vn, (const void **)&ak, &len),
+	    hw = next_of_two(w->v, &vk, &hv, w->vn, &ak, &ha, wk);
+	while (hc == 1 || hw == 1) {
+		int cmp = hc != 1 ? 1 : hw != 1 ? -1 : memcmp(ck, wk, 16);
+		if (cmp > 0) {
+			if (extsort_add(nv, wk, 16) < 0) goto fail;
+			hw = next_of_two(w->v, &vk, &hv, w->vn, &ak, &ha, wk);
+			continue;
+		}
+		if (cmp < 0 && (!any || memcmp(last, ck, 16))) {
+			memcpy(last, ck, 16);
+			any = true;
+			if (extsort_add(nf, ck, 16) < 0 || extsort_add(nv, ck, 16) < 0) goto fail;
+		}
+		hc = extsort_next(c, (const void **)&ck, &len);
+	}
+	if (hc < 0 || hw < 0 || extsort_finish(nv) < 0 || extsort_finish(nf) < 0) goto fail;
+	count_spill(w->v, w->spilled);
+	count_spill(w->vn, w->spilled);
+	count_spill(c, w->spilled);
+	extsort_free(w->v);
 	extsort_free(w->vn);
-	extsort_free(w->doubt);
+	extsort_free(c);
+	w->v = nv;
 	w->vn = w->doubt = NULL;
-	return rc < 0 || keys_open(&w->vn, w->dir, w->share) < 0 ||
-	               keys_open(&w->doubt, w->dir, w->share) < 0
+	*f = nf;
+	return keys_open(&w->vn, w->dir, w->share) < 0 || keys_open(&w->doubt, w->dir, w->share) < 0
 	           ? -1
 	           : 0;
+fail:
+	extsort_free(nv);
+	extsort_free(nf);
+	return -1;
 }
 
 /*
@@ -592,14 +583,10 @@ static int reach_from_roots(ExtSort **out, size_t *n, uint64_t *spilled, BookTxn
 				goto sys;
 		}
 		if (h < 0) goto sys;
-		ExtSortStats ks;
-		extsort_stats(cand, &ks);
-		*spilled += ks.disk_bytes;
+		count_spill(cand, spilled);
+		count_spill(c, spilled);
 		extsort_free(cand);
 		cand = NULL;
-		ExtSortStats cs;
-		extsort_stats(c, &cs);
-		*spilled += cs.disk_bytes;
 		extsort_free(c);
 		c = next;
 		next = NULL;
