@@ -847,6 +847,16 @@ int bookdb_kv_del(BookTxn *t, BookDbName db, const void *key, size_t klen)
 	return bdb_txn_write(t, db, OP_DEL, key, klen, NULL, 0);
 }
 
+bool bookdb_minimax_unfinished(BookTxn *txn)
+{
+	const void *v;
+	size_t len;
+	return bookdb_kv_get(&v, &len, txn, BOOKDB_META, BOOKDB_META_MMFULL,
+	                     strlen(BOOKDB_META_MMFULL)) == 0 ||
+	       bookdb_kv_get(&v, &len, txn, BOOKDB_META, BOOKDB_META_MMRUN,
+	                     strlen(BOOKDB_META_MMRUN)) == 0;
+}
+
 int bookdb_count(uint64_t *out, BookTxn *t, BookDbName db)
 {
 	MDB_stat st;

@@ -277,6 +277,16 @@ JOSEKI_MUST_USE int bookdb_kv_put(BookTxn *txn, BookDbName db, const void *key, 
                                   const void *val, size_t vlen);
 JOSEKI_MUST_USE int bookdb_kv_del(BookTxn *txn, BookDbName db, const void *key,
                                   size_t klen); /* ENOTFOUND ok */
+/*
+ * The meta keys by which minimax (docs/minimax.md) marks a run under way: a
+ * whole-book run's from its start to its end, an incremental run's while its
+ * record writes are. Either left behind means a run stopped before its end,
+ * its values in part of the book only; bookdb_minimax_unfinished says whether
+ * one is there (false on a read error too: nothing is then known).
+ */
+#define BOOKDB_META_MMFULL "mmfull"
+#define BOOKDB_META_MMRUN "mmrun"
+bool bookdb_minimax_unfinished(BookTxn *txn);
 /* Number of entries in a database, as of this transaction. */
 JOSEKI_MUST_USE int bookdb_count(uint64_t *out, BookTxn *txn, BookDbName db);
 /* Pages in use by a database (branch + leaf + overflow) and the page size. */

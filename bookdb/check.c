@@ -336,8 +336,7 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 	const void *mv;
 	size_t ml;
 	st->merge_unfinished = bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "merge", 5) == 0;
-	st->minimax_unfinished = bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "mmfull", 6) == 0 ||
-	                         bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "mmrun", 5) == 0;
+	st->minimax_unfinished = bookdb_minimax_unfinished(txn);
 	if (w && (rc = copy_games(st, txn, w)) < 0) goto done;
 	if ((rc = check_marks(st, txn, rec, w, fn, ctx)) < 0) goto done;
 	if (w) rc = bookdb_writer_flush(w);

@@ -131,9 +131,9 @@ int bookmm_state_put(BookTxn *txn, const BookmmState *st);
  * emptied it (the kept graph and the log then vouch for no key), "0" when the
  * log was on and left as it was.
  */
-#define BOOKMM_META_FULLRUN "mmfull"
+#define BOOKMM_META_FULLRUN BOOKDB_META_MMFULL
 /* Set by an incremental run while its record writes are under way (bookinc.c). */
-#define BOOKMM_META_RUNNING "mmrun"
+#define BOOKMM_META_RUNNING BOOKDB_META_MMRUN
 /* Whether a whole-book run began and did not end (0/1; *hole: it set the log
  * on or emptied it), or a bookdb error. */
 int bookmm_fullrun_pending(BookTxn *txn, bool *hole);

@@ -488,14 +488,9 @@ bool bookmm_pending(BookDB *db)
 {
 	BookTxn *txn;
 	if (bookdb_txn_begin(&txn, db, false) < 0) return false;
-	const void *v;
-	size_t len;
-	bool hole;
 	uint64_t since = 0;
-	bool pending = bookmm_fullrun_pending(txn, &hole) == 1 ||
-	               bookdb_kv_get(&v, &len, txn, BOOKDB_META, BOOKMM_META_RUNNING,
-	                             strlen(BOOKMM_META_RUNNING)) == 0 ||
-	               (bookmm_writes_since(&since, txn) == 1 && since > 0);
+	bool pending =
+	    bookdb_minimax_unfinished(txn) || (bookmm_writes_since(&since, txn) == 1 && since > 0);
 	bookdb_txn_abort(txn);
 	return pending;
 }
