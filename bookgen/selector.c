@@ -943,6 +943,11 @@ int sel_root_value(int *value, bool *has_leaf, Selector *s, int root)
 	return call_end(s, r);
 }
 
+bool sel_root_thought(const Selector *s, int r)
+{
+	return r >= 0 && (size_t)r < s->nroots && (s->nodes[s->roots[r].node].flags & NF_THOUGHT);
+}
+
 int sel_select_batch(SelLeaf *out, size_t max, Selector *s, int window, SelBatchMode mode,
                      int book_side)
 {

@@ -277,6 +277,9 @@ JOSEKI_MUST_USE int sel_nroots(const Selector *s);
 /* Value of root r from its side to move (full search); *has_leaf false when
  * nothing is selectable below it. */
 JOSEKI_MUST_USE int sel_root_value(int *value, bool *has_leaf, Selector *s, int r);
+/* Whether root r is a thought position (its value then comes from analyses;
+ * an unthought root is itself the leaf, valued 0 by sel_root_value). */
+bool sel_root_thought(const Selector *s, int r);
 
 void sel_get_stats(SelStats *out, const Selector *s);
 

@@ -541,13 +541,15 @@ static void progress(Think *t, const char *phase, double now)
 	int rv;
 	bool has;
 	SelLeaf *leaf = t->leaf;
-	/* (Not before the root is thought: its value would be a leaf's 0.) */
-	if (!t->stopped && !opt->again && sel_root_value(&rv, &has, t->sel, 0) == 0 && has &&
-	    sel_select(leaf, t->sel) == 1 && leaf->root == 0 && leaf->nmoves > 0) {
+	/* (Not before the root is thought: its value would be a leaf's 0. The
+	 * line is the first root's own, whichever root the next leaf is of.) */
+	if (!t->stopped && !opt->again && sel_root_thought(t->sel, 0) &&
+	    sel_root_value(&rv, &has, t->sel, 0) == 0 && has) {
 		p.has_root = true;
 		p.root_value = rv;
-		for (; p.npv < leaf->nmoves && p.npv < THINK_PROGRESS_PV; p.npv++)
-			p.pv[p.npv] = leaf->moves[p.npv];
+		if (sel_select_root(leaf, t->sel, 0) == 1)
+			for (; p.npv < leaf->nmoves && p.npv < THINK_PROGRESS_PV; p.npv++)
+				p.pv[p.npv] = leaf->moves[p.npv];
 	}
 	p.eta = eta(t, el);
 	opt->progress(opt->progress_ctx, phase, &p);
@@ -651,7 +653,7 @@ static void finish(Think *t)
 	bool has; /* (not after a stopped selection: it would search again; not for a
 	           * re-analysis, which selects nothing) */
 	if (!t->stopped && !t->opt->again && sel_root_value(&out->root_value, &has, t->sel, 0) == 0)
-		out->root_known = has;
+		out->root_known = has && sel_root_thought(t->sel, 0);
 	if (t->opt->again) out->again_left = again_left(t);
 	if (t->opt->snapshot && t->ret == 0) save_selection(t);
 }

@@ -32,13 +32,26 @@ void cli_minimax_backlog(const char *cmd, BookDB *db, const char *book)
 	uint64_t since = 0;
 	if (!db || bookdb_txn_begin(&txn, db, false) < 0) return;
 	if (bookmm_writes_since(&since, txn) != 1) since = 0;
+	/* No minimax run ever (its meta "minimax" absent) over analyses. */
+	const void *v;
+	size_t len;
+	BookCounts c;
+	bool never = !since &&
+	             bookdb_kv_get(&v, &len, txn, BOOKDB_META, "minimax", 7) == BOOKDB_ENOTFOUND &&
+	             bookdb_counts(&c, txn) == 0 && c.kept && c.thought;
 	bookdb_txn_abort(txn);
-	if (!since) return;
+	if (!since && !never) return;
 	char text[2 * BOOKDB_PATH_LEN + 256];
-	snprintf(text, sizeof text,
-	         "joseki: %s: %s: %llu write%s of positions since its last minimax run, whose "
-	         "values are not backed up yet; to back them up (before an export):",
-	         cmd, book, (unsigned long long)since, since == 1 ? "" : "s");
+	if (never)
+		snprintf(text, sizeof text,
+		         "joseki: %s: %s: no minimax run has backed its analyses up yet; to back "
+		         "them up (before an export):",
+		         cmd, book);
+	else
+		snprintf(text, sizeof text,
+		         "joseki: %s: %s: %llu write%s of positions since its last minimax run, "
+		         "whose values are not backed up yet; to back them up (before an export):",
+		         cmd, book, (unsigned long long)since, since == 1 ? "" : "s");
 	cli_wrap(stderr, text, 0, 2, CLI_CONSOLE_WIDTH);
 	/* The command on a line of its own, whole, to copy. */
 	fprintf(stderr, "  joseki minimax %s\n", book);

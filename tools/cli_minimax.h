@@ -25,8 +25,10 @@ JOSEKI_MUST_USE int cli_minimax_after(BookmmStats *st, bool *busy, BookDB *db, c
 /* Says on stderr, when the book took writes since its last minimax run,
  * how many and that `joseki minimax BOOK` backs them up (before an export), the command on a
  * line of its own:
- * "joseki: CMD: BOOK: N writes of positions since its last minimax run, ...".
- * Nothing when there are none or it cannot tell. */
+ * "joseki: CMD: BOOK: N writes of positions since its last minimax run, ...";
+ * "... no minimax run has backed its analyses up yet; ..." for a book with
+ * thought positions that no run has gone over. Nothing when there are none or
+ * it cannot tell. */
 void cli_minimax_backlog(const char *cmd, BookDB *db, const char *book);
 
 /* After a whole-book run over db (st): what the book takes a position

@@ -97,11 +97,12 @@ static void on_think_progress(void *ctx, const char *phase, const ThinkProgress 
 	        p->thought / (el > 0 ? el : 1), 100.0 * p->busy, el);
 	if (p->has_root) {
 		if (roots && roots->n > 1)
-			fprintf(stderr, ", root 1 of %zu %+d pv", roots->n, p->root_value);
+			fprintf(stderr, ", root 1 of %zu %+d", roots->n, p->root_value);
 		else if (roots && roots->n == 1)
-			fprintf(stderr, ", root %+d pv", p->root_value);
+			fprintf(stderr, ", root %+d", p->root_value);
 		else
-			fprintf(stderr, ", start position %+d pv", p->root_value);
+			fprintf(stderr, ", start position %+d", p->root_value);
+		if (p->npv) fputs(" pv", stderr);
 		for (int j = 0; j < p->npv; j++) {
 			char mv[USI_MOVE_MAX];
 			usi_move_write(p->pv[j], mv);
@@ -260,6 +261,15 @@ static bool book_value(int *value, BookDB *db, const char *spec)
 	return known;
 }
 
+/* think_run's error: "joseki: think: BOOK: ..." (its messages begin with
+ * "think: "). */
+static void think_error(const char *book, const char *err, int rc)
+{
+	const char *m = err[0] ? err : think_strerror(rc);
+	if (!strncmp(m, "think: ", 7)) m += 7;
+	joseki_error("think: %s: %s", book, m);
+}
+
 /* The end of think --reanalyse: minimax over what the new analyses replaced,
  * then the one summary line, with the book's value of the root (spec) after
  * it. rc, err: think_run's. The exit status: 0, or 1 after a message. */
@@ -292,7 +302,7 @@ static int reanalyse_end(BookDB *db, const char *book, const ThinkStats *st, int
 	       (unsigned long long)st->commits, st->engine_seconds, how,
 	       joseki_peak_fields(mem, sizeof mem), spec);
 	if (rc < 0) {
-		joseki_error("%s: %s", book, err[0] ? err : think_strerror(rc));
+		think_error(book, err, rc);
 		return 1;
 	}
 	if (mrc < 0) {
@@ -520,8 +530,14 @@ int cmd_think(int argc, char **argv)
 	       (unsigned long long)st.commits, st.exhausted, st.engine_seconds,
 	       joseki_peak_fields(mem, sizeof mem), spec);
 	if (rc < 0) {
-		joseki_error("%s: %s", book, err[0] ? err : think_strerror(rc));
+		think_error(book, err, rc);
 		goto done;
+	}
+	/* think backs values up only to follow the book's lines: what it
+	 * analysed since is minimax's to back up. */
+	if (!quiet && st.thought) {
+		fflush(stdout); /* (after the summary, where both go to one file) */
+		cli_minimax_backlog("think", db, book);
 	}
 	ret = 0;
 done:

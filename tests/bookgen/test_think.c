@@ -739,6 +739,49 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
  * files beside the book (at 200,000 positions two of them pass 1M: strace
  * shows their O_TMPFILE opens in the book's directory); the book grows the
  * same as within the default. */
+/* The summary's root_value is none while the root is not thought (with
+ * --roots-from-games the way to the roots comes first); what think analysed
+ * and no minimax run backed up is said at its end, with the command. */
+static void test_bookgen__think_says_what_it_has_not_valued(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char *out = NULL, *err = NULL;
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s/b tests/data/floodgate --quiet", ts_joseki(), dir),
+	    0);
+	assert_int_equal(ts_runf(&out, &err,
+	                         "%s think %s/b --roots-from-games 5 --depth 1 --positions 10",
+	                         ts_joseki(), dir),
+	                 0);
+	assert_int_equal(field(out, "think thought "), 10);
+	assert_non_null(strstr(out, " root_value none "));
+	/* Never minimaxed: said so, with the command to run. */
+	assert_non_null(strstr(err, "no minimax run has backed its analyses up yet"));
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "  joseki minimax %s/b\n", dir);
+	assert_non_null(strstr(err, cmd));
+	free(out);
+	free(err);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/b --quiet", ts_joseki(), dir), 0);
+	/* Thought since the run: how many writes, and the command. */
+	assert_int_equal(
+	    ts_runf(&out, &err, "%s think %s/b --depth 1 --positions 3", ts_joseki(), dir), 0);
+	assert_non_null(strstr(err, "writes of positions since its last minimax run"));
+	assert_non_null(strstr(err, cmd));
+	free(out);
+	free(err);
+	/* --quiet says nothing of it. */
+	assert_int_equal(
+	    ts_runf(&out, &err, "%s think %s/b --depth 1 --positions 3 --quiet", ts_joseki(), dir),
+	    0);
+	assert_null(strstr(err, "minimax"));
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_bookgen__think_within_a_tiny_memory_budget_grows_the_same_book(void **state)
 {
 	(void)state;
@@ -1856,6 +1899,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_paths_then_the_lines_from_them),
 	    cmocka_unit_test(test_bookgen__think_progress_goes_to_the_callback_and_null_is_quiet),
 	    cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
+	    cmocka_unit_test(test_bookgen__think_says_what_it_has_not_valued),
 	    cmocka_unit_test(test_bookgen__think_within_a_tiny_memory_budget_grows_the_same_book),
 	    cmocka_unit_test(test_bookgen__think_refuses_an_option_the_engine_does_not_take),
 	    cmocka_unit_test(test_bookgen__think_command_with_misbehaving_engines_under_load),
