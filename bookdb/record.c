@@ -166,6 +166,17 @@ int bookdb_pack_position(uint8_t *out, const Piece board[SQ_NB], const Hand hand
 	return (int)((w.nbits + 7) / 8);
 }
 
+int bookdb_pack_checked(uint8_t *out, const Piece board[SQ_NB], const Hand hand[COLOR_NB],
+                        Color side)
+{
+	int n = bookdb_pack_position(out, board, hand, side);
+	Piece b[SQ_NB];
+	Hand h[COLOR_NB];
+	Color c;
+	if (n > 0 && bookdb_unpack_position(b, h, &c, out, (size_t)n) != n) n = BOOKDB_ECORRUPT;
+	return n > 0 ? n : BOOKDB_ECORRUPT;
+}
+
 int bookdb_unpack_position(Piece board[SQ_NB], Hand hand[COLOR_NB], Color *side, const uint8_t *in,
                            size_t len)
 {

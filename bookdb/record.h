@@ -130,6 +130,13 @@ JOSEKI_MUST_USE int bookdb_record_position(Position *pos, const BookRecord *rec,
 JOSEKI_MUST_USE int bookdb_pack_position(uint8_t *out, const Piece board[SQ_NB],
                                          const Hand hand[COLOR_NB], Color side);
 /*
+ * bookdb_pack_position, and the packing read back as the store will: its
+ * length, or BOOKDB_ECORRUPT when it cannot be packed or does not read back
+ * (as the position of a real 301-ply entering-king game once did not).
+ */
+JOSEKI_MUST_USE int bookdb_pack_checked(uint8_t *out, const Piece board[SQ_NB],
+                                        const Hand hand[COLOR_NB], Color side);
+/*
  * Unpacks what bookdb_pack_position wrote. Never reads past in[len]. Returns the
  * number of bytes used, or BOOKDB_ECORRUPT for bytes that are not a packing of a
  * board with at most the pieces of one set.

@@ -53,9 +53,9 @@ static void on_warn(void *ctx, const char *msg)
 	}
 }
 
-static void import_error(IngestStats *st, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void import_error(IngestStats *st, const char *path, const char *fmt, ...)
+static void import_error_at(IngestStats *st, const char *path, long line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void import_error_at(IngestStats *st, const char *path, long line, const char *fmt, ...)
 {
 	st->errors_total++;
 	if (st->nerrors >= INGEST_MAX_ERRORS) return;
@@ -66,7 +66,7 @@ static void import_error(IngestStats *st, const char *path, const char *fmt, ...
 	if (vasprintf(&m, fmt, ap) < 0) m = NULL;
 	va_end(ap);
 	e->input = strdup(path);
-	e->line = 0;
+	e->line = (int)line;
 	e->message = m;
 	if (!e->input || !e->message) {
 		free(e->input);
@@ -75,6 +75,8 @@ static void import_error(IngestStats *st, const char *path, const char *fmt, ...
 	}
 	st->nerrors++;
 }
+
+#define import_error(st, path, ...) import_error_at(st, path, 0, __VA_ARGS__)
 
 /* Forgets the errors said so far of one file (st holds that file's alone). */
 static void drop_errors(IngestStats *st)
@@ -111,9 +113,23 @@ typedef struct {
  * Returns INGEST_OK or INGEST_EBOOK.
  */
 static int import_position(IngestStats *st, BookWriter *w, BookRecord *rec, BookRecord *in,
-                           const Position *pos, const ImportMove *mv, size_t n, BookPrefer prefer)
+                           const Position *pos, const ImportMove *mv, size_t n, BookPrefer prefer,
+                           const char *path, long line)
 {
 	Key key = pos_key(pos);
+	/* Only a position the book can hold (as a game reaches it: kings,
+	 * pieces of one set, the side not to move not in check), each alone: a
+	 * bad one failed the whole file's write. */
+	char why[SHOGI_ERRLEN];
+	uint8_t packed[BOOKDB_PACKED_MAX];
+	if (pos_check_game(pos, why) < 0 ||
+	    (bookdb_pack_checked(packed, pos->board, pos->hand, pos->side) < 0 &&
+	     snprintf(why, sizeof why, "it cannot be packed into a record") > 0)) {
+		char sfen[SFEN_MAX];
+		sfen_write(pos, sfen, sizeof sfen);
+		import_error_at(st, path, line, "sfen %s: %s; position skipped", sfen, why);
+		return INGEST_OK;
+	}
 	bookdb_record_init(in, pos);
 	int max_depth = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -196,7 +212,8 @@ int import_db2016(IngestStats *st, BookDB *db, const char *path, BookPrefer pref
 		for (size_t i = 0; i < dr.nmoves; i++)
 			mv[i] =
 			    (ImportMove){dr.moves[i].move, dr.moves[i].value, dr.moves[i].depth};
-		result = import_position(st, w, rec, in, dr.pos, mv, dr.nmoves, prefer);
+		result =
+		    import_position(st, w, rec, in, dr.pos, mv, dr.nmoves, prefer, path, dr.line);
 		if (progress && ++n % 65536 == 0) progress(progress_ctx, "positions", n, 0);
 	}
 	free(mv);
@@ -236,8 +253,9 @@ static int apery_position(void *ctx, const Position *pos, const AperyMove *moves
 	AperyImport *a = ctx;
 	for (size_t i = 0; i < n && i < BOOKDB_MAX_MOVES; i++)
 		a->mv[i] = (ImportMove){moves[i].move, moves[i].score, 0};
-	int rc = import_position(a->st, a->w, a->rec, a->in, pos, a->mv,
-	                         n < BOOKDB_MAX_MOVES ? n : BOOKDB_MAX_MOVES, a->prefer);
+	int rc =
+	    import_position(a->st, a->w, a->rec, a->in, pos, a->mv,
+	                    n < BOOKDB_MAX_MOVES ? n : BOOKDB_MAX_MOVES, a->prefer, a->path, 0);
 	if (a->progress && a->st->positions_added % 65536 == 0)
 		a->progress(a->progress_ctx, "positions", a->st->positions_added, 0);
 	return rc;

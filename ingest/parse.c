@@ -172,15 +172,10 @@ static int collect_ply(void *ctx, const Position *before, Move m, size_t index)
 			p->eval = mover_eval(cm->eval, before->side, c->cap9999_is_mate);
 		}
 	}
-	int n = bookdb_pack_position(p->packed, before->board, before->hand, before->side);
+	/* The writer unpacks it again: a packing that does not read back
+	 * rejects this game alone. */
+	int n = bookdb_pack_checked(p->packed, before->board, before->hand, before->side);
 	p->packed_len = n > 0 ? (uint8_t)n : 0;
-	/* The writer unpacks it again: a packing that does not read back (as the
-	 * position of a real 301-ply entering-king game once did not) rejects
-	 * this game alone. */
-	Piece board[SQ_NB];
-	Hand hand[COLOR_NB];
-	Color side;
-	if (n > 0 && bookdb_unpack_position(board, hand, &side, p->packed, (size_t)n) != n) n = -1;
 	if (n <= 0 && !c->unstorable) c->unstorable = (int)index + 1;
 	return 0;
 }

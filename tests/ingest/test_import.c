@@ -177,6 +177,48 @@ static void test_import__a_file_that_is_no_book_says_why(void **state)
 	free(dir);
 }
 
+/* A record whose position no game reaches (more pieces than a set, a king
+ * missing, the side not to move in check) is skipped alone, said with its
+ * line; the book's other records are in and the run ends 0. (It failed the
+ * whole file's write: nothing imported, exit 1.) */
+static void test_import__a_position_the_book_cannot_hold_is_skipped_alone(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char path[4200];
+	snprintf(path, sizeof path, "%s/r.db", dir);
+	const char *db = "#YANEURAOU-DB2016 1.00\n"
+	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1\n"
+	                 "7g7f none 50 20 1\n"
+	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b P 1\n"
+	                 "2g2f none 30 20 1\n"
+	                 "sfen 9/9/9/9/9/9/9/9/4K4 b R 1\n"
+	                 "5i5h none 0 1 1\n"
+	                 "sfen 4k4/9/9/9/4R4/9/9/9/4K4 b - 1\n"
+	                 "5i5h none 0 1 1\n"
+	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	                 "3c3d none -40 20 1\n";
+	assert_int_equal(ts_write_file(path, db, strlen(db)), 0);
+	char *out = NULL, *err = NULL;
+	assert_int_equal(ts_runf(&out, &err, "%s import %s/book %s", ts_joseki(), dir, path), 0);
+	static const char *const SAID[] = {
+	    ":4: sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b P 1: 19 pawns",
+	    ":6: sfen 9/9/9/9/9/9/9/9/4K4 b R 1: no white king",
+	    ":8: sfen 4k4/9/9/9/4R4/9/9/9/4K4 b - 1: the white king is in check with black to move",
+	};
+	for (size_t i = 0; i < sizeof SAID / sizeof *SAID; i++)
+		if (!strstr(err, SAID[i])) fail_msg("not said: %s\nin: %s", SAID[i], err);
+	assert_non_null(strstr(out, "import: 2 positions, 2 moves, 2 evaluations added; 3 errors"));
+	free(out);
+	free(err);
+	json_t *j = ts_run_json(0, "%s stats %s/book --json", ts_joseki(), dir);
+	assert_int_equal(ts_jint(j, "positions"), 2);
+	json_decref(j);
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s/book", ts_joseki(), dir), 0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* The move m of query's answer for the start position, or NULL. */
 static json_t *start_move(json_t *q, const char *m)
 {
@@ -485,6 +527,7 @@ int main(void)
 	    cmocka_unit_test(test_import__every_variant_of_the_format),
 	    cmocka_unit_test(test_import__fixture_books_import_cleanly),
 	    cmocka_unit_test(test_import__a_file_that_is_no_book_says_why),
+	    cmocka_unit_test(test_import__a_position_the_book_cannot_hold_is_skipped_alone),
 	    cmocka_unit_test(test_import__several_files_prefer_deeper_first_or_last),
 	    cmocka_unit_test(test_import__apery_book_same_as_its_db2016_twin),
 	    cmocka_unit_test(test_import__apery_round_trip_of_a_synthetic_book),
