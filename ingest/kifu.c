@@ -544,6 +544,7 @@ int kifu_play(KifuRecord *rec, size_t *cap, Position *pos, Move m, int line, int
 	if (pos_history_len(pos) >= POS_MAX_STATES - 1) {
 		if (kifu_set_illegal(rec, line, "game longer than %d plies", POS_MAX_STATES - 1))
 			return KIFU_ENOMEM;
+		rec->too_long = true;
 		return 1;
 	}
 	KifuMove *km = kifu_add_move(rec, cap);

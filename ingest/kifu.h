@@ -128,6 +128,8 @@ typedef struct {
 	char *illegal; /* a move the reader could not make: "illegal move ▲５八金右 (why)"; the
 	                  moves stop before it (NULL: none) */
 	int illegal_line;
+	bool too_long; /* illegal says the game is longer than the rules core holds: the
+	                  replay rejects the record rather than end it there */
 
 	char *text; /* storage for the PVs (see KifuMove.pv_off) */
 	size_t text_len;

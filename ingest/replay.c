@@ -169,6 +169,11 @@ int replay_kifu(ReplayResult *res, Position *pos, const KifuRecord *rec, replay_
 		res->plies++;
 		if (judge_after_move(res, pos, max_moves)) return 0;
 	}
+	if (rec->too_long) {
+		/* Not a result: the game is rejected, as one found too long here. */
+		res->error_line = rec->illegal_line;
+		return errmsg_set(res->error, sizeof res->error, KIFU_EILLEGAL, "%s", rec->illegal);
+	}
 	if (judge_mate(res, pos)) return 0;
 	if (rec->illegal) {
 		/* The reader stopped at a move it could not make. */

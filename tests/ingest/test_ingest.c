@@ -437,6 +437,18 @@ static void test_ingest__illegal_move_keeps_moves_before_it_and_names_the_line(v
 	assert_true(ts_jint(j, "games_rejected") >= 1);
 	assert_true(json_array_size(json_object_get(j, "errors")) >= 1);
 	json_decref(j);
+	/* A game past 1,023 plies is rejected, not ended there with a result
+	 * (it was ingested, its first 128 plies a win for Black). */
+	j = ts_run_json(0, "%s ingest %s/book3 tests/data/planted/1026-plies.usi --json --quiet",
+	                ts_joseki(), dir);
+	assert_int_equal(ts_jint(j, "games_rejected"), 1);
+	assert_int_equal(ts_jint(j, "games_ingested"), 0);
+	assert_int_equal(ts_jint(j, "positions_added"), 0);
+	e = json_array_get(json_object_get(j, "errors"), 0);
+	assert_non_null(e);
+	assert_string_equal(json_string_value(json_object_get(e, "message")),
+	                    "game longer than 1023 plies");
+	json_decref(j);
 	ts_rmtree(dir);
 	free(dir);
 }
