@@ -146,6 +146,16 @@ static void no_ply(void *ctx, Key key, Move move, int result)
 /* Reads every entry of the games database: each must decode as a game mark
  * (bookdb/game.h) and, when it keeps its plies, replay legally from its first
  * position; each problem is reported under the key {0, 0} with the game's id. */
+/* What is wrong with a game mark's bytes, or NULL when they are sound. */
+static const char *game_bad(const void *v, size_t vl, Position *pos)
+{
+	BookGame g;
+	if (bookdb_game_decode(&g, v, vl) < 0) return "does not decode as a game mark";
+	if (g.has_plies && bookdb_game_replay(&g, pos, no_ply, NULL) < 0)
+		return "its plies do not replay legally";
+	return NULL;
+}
+
 static int check_games(BookCheckStats *st, BookTxn *txn, Position *pos, BookCheckFn fn, void *ctx)
 {
 	BookIter *it;
@@ -155,12 +165,7 @@ static int check_games(BookCheckStats *st, BookTxn *txn, Position *pos, BookChec
 	size_t kl, vl;
 	while ((rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
 		st->game_entries++;
-		BookGame g;
-		const char *bad = NULL;
-		if (bookdb_game_decode(&g, v, vl) < 0)
-			bad = "does not decode as a game mark";
-		else if (g.has_plies && bookdb_game_replay(&g, pos, no_ply, NULL) < 0)
-			bad = "its plies do not replay legally";
+		const char *bad = game_bad(v, vl, pos);
 		if (!bad) continue;
 		st->bad_games++;
 		if (fn) {
@@ -219,8 +224,10 @@ static int check_marks(BookCheckStats *st, BookTxn *txn, BookRecord *rec, BookWr
 	return rc < 0 ? rc : 0;
 }
 
-/* Copies the ids of the ingested games (the games database) into w's book. */
-static int copy_games(BookCheckStats *st, BookTxn *txn, BookWriter *w)
+/* Copies the ids of the ingested games (the games database) into w's book:
+ * a bad entry as a mark without plies (it would fail the repaired book's
+ * check again). */
+static int copy_games(BookCheckStats *st, BookTxn *txn, Position *pos, BookWriter *w)
 {
 	BookIter *it;
 	int rc = bookdb_kv_iter_open(&it, txn, BOOKDB_GAMES);
@@ -228,6 +235,22 @@ static int copy_games(BookCheckStats *st, BookTxn *txn, BookWriter *w)
 	const void *k, *v;
 	size_t kl, vl;
 	while ((rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+		/* A bad one (said by check_games) keeps its id, so that the game
+		 * is not counted twice when ingested again, without its plies:
+		 * a mark of the legacy form (its winner when it decoded). */
+		uint8_t legacy[BOOKDB_GAME_LEGACY_LEN];
+		if (game_bad(v, vl, pos)) {
+			BookGame g;
+			uint8_t winner = bookdb_game_decode(&g, v, vl) == 0 ? g.winner : 0;
+			int n =
+			    bookdb_game_encode(legacy, sizeof legacy, winner, NULL, 0, 0, NULL, 0);
+			if (n < 0) {
+				rc = n;
+				break;
+			}
+			v = legacy;
+			vl = (size_t)n;
+		}
 		BookTxn *wt;
 		if ((rc = bookdb_writer_txn(&wt, w)) < 0 ||
 		    (rc = bookdb_kv_put(wt, BOOKDB_GAMES, k, kl, v, vl)) < 0)
@@ -337,7 +360,7 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 	size_t ml;
 	st->merge_unfinished = bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "merge", 5) == 0;
 	st->minimax_unfinished = bookdb_minimax_unfinished(txn);
-	if (w && (rc = copy_games(st, txn, w)) < 0) goto done;
+	if (w && (rc = copy_games(st, txn, pos, w)) < 0) goto done;
 	if ((rc = check_marks(st, txn, rec, w, fn, ctx)) < 0) goto done;
 	if (w) rc = bookdb_writer_flush(w);
 done:

@@ -84,6 +84,14 @@ int cmd_check(int argc, char **argv)
 		       (unsigned long long)st.bad_marks);
 	char peak[JOSEKI_PEAK_LEN];
 	printf("; peak memory %s\n", joseki_peak_memory(peak, sizeof peak));
+	/* What is bad, by kind: "1 bad record, 2 bad games". */
+	char what[160] = "";
+	const unsigned long long n[3] = {st.bad, st.bad_games, st.bad_marks};
+	static const char *const KIND[3] = {"record", "game", "mark"};
+	for (int i = 0; i < 3; i++)
+		if (n[i])
+			snprintf(what + strlen(what), sizeof what - strlen(what), "%s%llu bad %s%s",
+			         what[0] ? ", " : "", n[i], KIND[i], n[i] == 1 ? "" : "s");
 	st.bad += st.bad_games + st.bad_marks;
 	if (repair)
 		printf("repair: %s: %llu records copied, %llu without their faulty moves, %llu "
@@ -92,7 +100,7 @@ int cmd_check(int argc, char **argv)
 		       repair, (unsigned long long)st.copied, (unsigned long long)st.repaired,
 		       (unsigned long long)st.dropped, (unsigned long long)st.games);
 	if (st.bad) {
-		joseki_error("check: %s: %llu bad records%s", book, (unsigned long long)st.bad,
+		joseki_error("check: %s: %s%s", book, what,
 		             repair ? " (the sound ones are in the repaired book)" : "");
 		return 1;
 	}

@@ -23,6 +23,7 @@
 
 #include "bookdb/bookdb.h"
 #include "bookdb/damage.h"
+#include "bookdb/game.h"
 #include "bookdb/record.h"
 #include "shogi/notation.h"
 #include "tests/support/support.h"
@@ -193,6 +194,64 @@ static void test_damaged__flipped_bytes_are_found_and_repaired(void **state)
 	    ts_runf(NULL, &err, "%s check %s/b --repair %s/rep", ts_joseki(), dir, dir), 1);
 	assert_non_null(strstr(err, "exists already"));
 	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* A game entry whose plies do not replay legally: check names it, by kind;
+ * --repair keeps the game's id without its plies, so that the repaired book
+ * passes check and the game is not ingested twice. (The bad entry was copied
+ * as it was: the repaired book failed check again.) */
+static void test_damaged__a_bad_game_is_repaired_into_an_id_without_plies(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char book[600];
+	snprintf(book, sizeof book, "%s/b", dir);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s tests/data/floodgate --quiet", ts_joseki(), book), 0);
+	BookDB *db;
+	BookTxn *txn;
+	assert_int_equal(bookdb_open(&db, book, NULL, NULL), 0);
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	/* The first game's entry: its plies from the start position made
+	 * 7g7f twice, Black's second move not legal (it is White's turn). */
+	BookIter *it;
+	assert_int_equal(bookdb_kv_iter_open(&it, txn, BOOKDB_GAMES), 0);
+	const void *k, *v;
+	size_t kl, vl;
+	assert_int_equal(bookdb_kv_iter_next(it, &k, &kl, &v, &vl), 1);
+	char id[256];
+	assert_true(kl < sizeof id);
+	memcpy(id, k, kl);
+	bookdb_iter_free(it);
+	Position *pos = malloc(sizeof *pos);
+	pos_set_startpos(pos);
+	uint8_t packed[BOOKDB_PACKED_MAX], val[BOOKDB_GAME_LEN(2)];
+	int pn = bookdb_pack_position(packed, pos->board, pos->hand, pos->side);
+	assert_true(pn > 0);
+	Move m[2];
+	assert_int_equal(usi_move_parse(&m[0], "7g7f", 4, NULL), 0);
+	m[1] = m[0];
+	int n = bookdb_game_encode(val, sizeof val, BOOKDB_GAME_BLACK, packed, (size_t)pn, 1, m, 2);
+	assert_true(n > 0);
+	assert_int_equal(bookdb_kv_put(txn, BOOKDB_GAMES, id, kl, val, (size_t)n), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+	free(pos);
+	char *out = NULL, *err = NULL;
+	assert_int_equal(ts_runf(&out, &err, "%s check %s --repair %s/rep", ts_joseki(), book, dir),
+	                 1);
+	assert_non_null(strstr(out, "its plies do not replay legally"));
+	assert_non_null(strstr(err, ": 1 bad game (the sound ones are in the repaired book)"));
+	free(out);
+	free(err);
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s/rep", ts_joseki(), dir), 0);
+	json_t *j = ts_run_json(0, "%s ingest %s/rep tests/data/floodgate --json --quiet",
+	                        ts_joseki(), dir);
+	assert_int_equal(ts_jint(j, "games_ingested"), 0);
+	assert_int_equal(ts_jint(j, "duplicates"), 15);
+	json_decref(j);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -513,7 +572,7 @@ static void test_damaged__an_illegal_stored_move_fails_export(void **state)
 	snprintf(says, sizeof says, "record %s: move 0 (3c3d", hex);
 	expect_fails("export %s/b %s/out2.db --quiet", dir, says);
 	expect_fails("export %s/b %s/out2.db --quiet", dir, "is illegal");
-	expect_fails("check %s/b", dir, "1 bad records");
+	expect_fails("check %s/b", dir, "1 bad record");
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -730,6 +789,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_damaged__a_truncated_data_file_is_refused_by_every_command),
 	    cmocka_unit_test(test_damaged__flipped_bytes_are_found_and_repaired),
+	    cmocka_unit_test(test_damaged__a_bad_game_is_repaired_into_an_id_without_plies),
 	    cmocka_unit_test(test_damaged__another_schema_version_and_a_missing_lock_file),
 	    cmocka_unit_test(test_damaged__a_read_only_book),
 	    cmocka_unit_test(test_damaged__an_illegal_stored_move_fails_export),
