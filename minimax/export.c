@@ -80,21 +80,31 @@ static int cmp_apery(const void *a, const void *b)
 
 #define fail errmsg_set
 
-/* The best move of a minimaxed record (MOVE_NONE if none has a value). */
-static Move best_of(const BookRecord *r)
+/* The move a minimaxed record's line is played with, as export_pick ranks
+ * first (MOVE_NONE if none has a value): the best of its moves with a value
+ * (not one marked avoided, unless opt->with_avoided), or the best preferred
+ * one within its window of that. */
+static Move best_of(const BookRecord *r, const ExportOptions *opt)
 {
-	Move best = MOVE_NONE;
-	MmVd bv = {-MM_VALUE_INF, MM_DEPTH_MAX};
-	for (int k = 0; k < r->nmoves; k++) {
-		const BookMove *m = &r->moves[k];
-		if (m->value == BOOKMM_NOVALUE) continue;
-		MmVd v = {m->value, m->dist};
-		if (best == MOVE_NONE || mm_vd_better(v, bv)) {
-			best = m->move;
-			bv = v;
+	int best = -1, pref = -1;
+	/* Two rounds: the best, then the best preferred within its window. */
+	for (int round = 0; round < 2; round++)
+		for (int k = 0; k < r->nmoves; k++) {
+			const BookMove *m = &r->moves[k];
+			if (m->value == BOOKMM_NOVALUE || m->move == MOVE_NONE ||
+			    ((m->flags & BOOKDB_MOVE_AVOIDED) && !opt->with_avoided))
+				continue;
+			if (round == 1 &&
+			    (best < 0 || !(r->flags & BOOKDB_REC_PREFER) ||
+			     !(m->flags & BOOKDB_MOVE_PREFERRED) ||
+			     !bookdb_prefer_fits(m->value, r->moves[best].value, m->prefer_window)))
+				continue;
+			int *b = round ? &pref : &best;
+			if (*b < 0 || mm_vd_better((MmVd){m->value, m->dist},
+			                           (MmVd){r->moves[*b].value, r->moves[*b].dist}))
+				*b = k;
 		}
-	}
-	return best;
+	return pref >= 0 ? r->moves[pref].move : best >= 0 ? r->moves[best].move : MOVE_NONE;
 }
 
 static bool out_better(const OutMove *a, const OutMove *b, bool minimax)
@@ -135,9 +145,9 @@ static void set_counts(OutMove *out, size_t n, const BookRecord *rec, const Expo
 	}
 }
 
-void export_child_info(ExportChild *c, const BookRecord *child)
+void export_child_info(ExportChild *c, const BookRecord *child, const ExportOptions *opt)
 {
-	c->best = (child->flags & BOOKDB_REC_MINIMAX) ? best_of(child) : MOVE_NONE;
+	c->best = (child->flags & BOOKDB_REC_MINIMAX) ? best_of(child, opt) : MOVE_NONE;
 	c->depth = analysis_depth(child);
 }
 
@@ -221,7 +231,7 @@ size_t export_pick(OutMove *out, const BookRecord *rec, const Position *pos, Boo
 			if (bookdb_get_moves(child, txn, pos_key_after(pos, out[k].move)) != 0)
 				continue;
 			ExportChild c;
-			export_child_info(&c, child);
+			export_child_info(&c, child, opt);
 			export_child_apply(&out[k], &c, rec->flags, opt);
 		}
 	set_counts(out, keep, rec, opt);
@@ -712,7 +722,7 @@ static int pass_record(Pass *ps, Scratch *w, const Item *it, uint64_t ord)
 	ExportChild c = {MOVE_NONE, 0};
 	/* With roots the requests are few: join_children looks them up. */
 	if (!ps->apery && !ps->reach) {
-		export_child_info(&c, rec);
+		export_child_info(&c, rec, opt);
 		key_to_bytes(it->key, cr);
 		be_put(cr + 16, c.best, 2);
 		be_put(cr + 18, (uint64_t)c.depth, 2);
@@ -936,7 +946,7 @@ static int join_children(Pass *ps, BookTxn *txn)
 				ExportChild x = {MOVE_NONE, 0};
 				memcpy(looked, r, 16);
 				if (bookdb_get_moves(rec, txn, key_from_bytes(r)) == 0)
-					export_child_info(&x, rec);
+					export_child_info(&x, rec, ps->opt);
 				be_put(looked + 16, x.best, 2);
 				be_put(looked + 18, (uint64_t)x.depth, 2);
 				hc = 1;

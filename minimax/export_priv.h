@@ -24,13 +24,14 @@ typedef struct {
 } OutMove;
 
 /* What a move's line takes from the record it leads to (a minimax value
- * backed up through it): its best move, the ponder (MOVE_NONE unless it is
- * minimaxed), and the depth of its analysis (the depth field). */
+ * backed up through it): its best move as the export ranks it (not an
+ * avoided one; a preferred one within its window), the ponder (MOVE_NONE
+ * unless it is minimaxed), and the depth of its analysis (the depth field). */
 typedef struct {
 	Move best;
 	int depth;
 } ExportChild;
-void export_child_info(ExportChild *c, const BookRecord *child);
+void export_child_info(ExportChild *c, const BookRecord *child, const ExportOptions *opt);
 /* Sets o's ponder and depth field from its child c (rec_flags: the flags of
  * the record o is a move of). */
 void export_child_apply(OutMove *o, const ExportChild *c, unsigned rec_flags,

@@ -596,6 +596,72 @@ static void test_export__writes_since_the_last_minimax_are_said(void **state)
 	free(dir);
 }
 
+/* The line of 7g7f in DIR/book's export (with the extra options), or NULL. */
+static char *line_of_7g7f(const char *dir, const char *extra)
+{
+	assert_int_equal(ts_runf(NULL, NULL, "%s export %s/book %s/p.db --moves all --quiet%s",
+	                         ts_joseki(), dir, dir, extra),
+	                 0);
+	char path[4200];
+	snprintf(path, sizeof path, "%s/p.db", dir);
+	size_t len;
+	char *text = ts_read_file(path, &len);
+	assert_non_null(text);
+	char *l = strstr(text, "\n7g7f ");
+	char *r = l ? strndup(l + 1, strcspn(l + 1, "\n")) : NULL;
+	free(text);
+	return r;
+}
+
+/* The ponder is the reply the export plays in the position the move leads to:
+ * not a reply marked avoided (it was: 7g7f's ponder 3c3d, which the child's
+ * lines left out), a preferred one within its window; in the walk from a root
+ * too, and the avoided one again with --with-avoided. */
+static void test_export__the_ponder_is_the_reply_the_book_plays(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char path[4200];
+	snprintf(path, sizeof path, "%s/in.db", dir);
+	const char *db = "#YANEURAOU-DB2016 1.00\n"
+	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1\n"
+	                 "7g7f none 50 20 1\n2g2f none 30 20 1\n"
+	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	                 "3c3d none -40 20 1\n8c8d none -70 20 1\n4a3b none -90 20 1\n";
+	assert_int_equal(ts_write_file(path, db, strlen(db)), 0);
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s import %s/book %s --quiet && %s minimax %s/book --quiet",
+	                         ts_joseki(), dir, path, ts_joseki(), dir),
+	                 0);
+	char *l = line_of_7g7f(dir, "");
+	assert_string_equal(l, "7g7f 3c3d 40 20 1");
+	free(l);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s avoid %s/book 'startpos moves 7g7f' 3c3d", ts_joseki(), dir),
+	    0);
+	static const char *const HOW[] = {"", " --root startpos", " --memory 1M"};
+	for (size_t i = 0; i < sizeof HOW / sizeof *HOW; i++) {
+		l = line_of_7g7f(dir, HOW[i]);
+		if (!l || strcmp(l, "7g7f 8c8d 70 20 1")) fail_msg("%s: %s", HOW[i], l);
+		free(l);
+	}
+	l = line_of_7g7f(dir, " --with-avoided");
+	assert_non_null(l);
+	assert_non_null(strstr(l, "7g7f 3c3d "));
+	free(l);
+	/* 4a3b preferred, 20 below 8c8d, within its window of 50. */
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s prefer %s/book 'startpos moves 7g7f' 4a3b --window 50",
+	                         ts_joseki(), dir),
+	                 0);
+	l = line_of_7g7f(dir, "");
+	assert_non_null(l);
+	if (strncmp(l, "7g7f 4a3b ", 10)) fail_msg("with 4a3b preferred: %s", l);
+	free(l);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* Only out.db.tmp (or nothing) and out.db itself when want_out: what a
  * killed export may leave in its directory. Returns whether out.db is there. */
 static bool only_output_left(const char *dir)
@@ -743,6 +809,7 @@ int main(void)
 	    cmocka_unit_test(test_export__the_walk_from_a_root_is_the_same_in_any_budget),
 	    cmocka_unit_test(test_export__killed_mid_export_leaves_no_output_and_no_runs),
 	    cmocka_unit_test(test_export__writes_since_the_last_minimax_are_said),
+	    cmocka_unit_test(test_export__the_ponder_is_the_reply_the_book_plays),
 	    cmocka_unit_test(test_export__bad_arguments_exit_2_and_failures_write_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
