@@ -1,5 +1,6 @@
 /* ingest/fetch.c — floodgate's daily archives into a local cache (see fetch.h). */
 #include "ingest/fetch.h"
+#include "ingest/walk.h"
 #include "shogi/clock.h"
 #include "shogi/errmsg.h"
 
@@ -219,7 +220,7 @@ long fetch_verify_archive(const char *path, char *err)
 	long n = -1;
 	if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
 		errmsg_set(err, FETCH_ERRLEN, -1, "not a readable 7z archive: %s",
-		           archive_error_string(a));
+		           walk_archive_why(a));
 		goto out;
 	}
 	long count = 0;
@@ -230,7 +231,7 @@ long fetch_verify_archive(const char *path, char *err)
 		if (r < ARCHIVE_WARN) {
 			errmsg_set(err, FETCH_ERRLEN, -1,
 			           "archive unreadable after %ld entries: %s", count,
-			           archive_error_string(a));
+			           walk_archive_why(a));
 			goto out;
 		}
 		const char *name = archive_entry_pathname(e);
@@ -246,7 +247,7 @@ long fetch_verify_archive(const char *path, char *err)
 			char q[200];
 			errmsg_set(err, FETCH_ERRLEN, -1, "entry '%s' unreadable: %s",
 			           name ? errmsg_escape(q, sizeof q, name, len) : "?",
-			           archive_error_string(a));
+			           walk_archive_why(a));
 			goto out;
 		}
 		if (csa) count++;

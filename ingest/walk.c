@@ -155,8 +155,14 @@ static ssize_t source_read(Source *src, char *buf, size_t n)
 		}
 	}
 	la_ssize_t r = archive_read_data(src->a, buf, n);
-	if (r < 0) src->why = archive_error_string(src->a);
+	if (r < 0) src->why = walk_archive_why(src->a);
 	return r < 0 ? -1 : (ssize_t)r;
+}
+
+const char *walk_archive_why(struct archive *a)
+{
+	const char *s = archive_error_string(a);
+	return s ? s : "libarchive gives no reason";
 }
 
 #define READ_CHUNK (64 << 10)
@@ -249,7 +255,7 @@ static int walk_archive(Walk *w, const char *path)
 	archive_read_support_format_all(a);
 	int rc = archive_read_open_filename(a, path, 1 << 16), ret = 0;
 	if (rc != ARCHIVE_OK) {
-		ret = give_error(w, path, 0, 0, "cannot open archive: %s", archive_error_string(a));
+		ret = give_error(w, path, 0, 0, "cannot open archive: %s", walk_archive_why(a));
 		archive_read_free(a);
 		return ret;
 	}
@@ -260,7 +266,7 @@ static int walk_archive(Walk *w, const char *path)
 		if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
 			ret = give_error(w, path, 0, 0,
 			                 "archive damaged or truncated: %s (rest skipped)",
-			                 archive_error_string(a));
+			                 walk_archive_why(a));
 			break;
 		}
 		const char *ename = archive_entry_pathname(e);

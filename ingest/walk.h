@@ -149,4 +149,9 @@ void walk_cut_init(WalkCut *c, const char *name);
  */
 int walk_cut_next(WalkCut *c, const char *buf, size_t len, bool eof, size_t *part);
 
+/* libarchive's reason for a's last error, never NULL (libarchive gives
+ * none for some truncated archives: "(null)" was said). */
+struct archive;
+const char *walk_archive_why(struct archive *a);
+
 #endif
