@@ -9,24 +9,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ingest/fetch.h"
 #include "tools/commands.h"
 
-/* A CliParseFn: "2026-06-01", "2026/06/01" or "20260601" into "20260601". */
+/* A CliParseFn: "2026-06-01", "2026/06/01" or "20260601" into "20260601";
+ * a date that is not one (2026-13-45, 2026-02-30) is refused, as fetch's. */
 static int parse_date(void *dst, char *s, char *msg)
 {
 	(void)msg;
-	char *out = dst;
-	int n = 0;
-	for (const char *p = s; *p; p++) {
-		if (*p >= '0' && *p <= '9') {
-			if (n == 8) return -1;
-			out[n++] = *p;
-		} else if (*p != '-' && *p != '/') {
-			return -1;
-		}
-	}
-	out[n] = 0;
-	return n == 8 ? 0 : -1;
+	return fetch_date_parse(dst, s) < 0 ? -1 : 0;
 }
 
 void cli_ingest_init(CliIngest *c)

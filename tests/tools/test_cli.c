@@ -157,6 +157,11 @@ static void test_cli__bad_usage_reads_the_same_for_every_command(void **state)
 	     "worker: --usi-option wants NAME=VALUE, not 'novalue'"},
 	    {"ingest B x --since yesterday", "ingest: --since wants a date YYYY-MM-DD, not "
 	                                     "'yesterday'"},
+	    /* no such day: it skipped every game */
+	    {"ingest B x --until 2026-02-30", "ingest: --until wants a date YYYY-MM-DD, not "
+	                                      "'2026-02-30'"},
+	    {"ingest B x --since 20261301", "ingest: --since wants a date YYYY-MM-DD, not "
+	                                    "'20261301'"},
 	    {"export B O --memory 99999T", "export: --memory 99999T: more than the memory this "
 	                                   "process may have ("},
 	    {"export B O --memory 1023K", "export: --memory 1023K: under 1M, the least a pass is "
