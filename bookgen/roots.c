@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include "shogi/errmsg.h"
@@ -69,27 +70,26 @@ int roots_add_position(RootList *r, const Position *pos)
 }
 
 /* Calls line_fn on each line of path that is not blank or a # comment, with
- * trailing blanks cut; stops at the first failure. */
+ * trailing comment and blanks cut (position_line_len); stops at the first
+ * failure. */
 static int each_line(const char *path, const char *what, char *err,
                      int (*line_fn)(void *ctx, char *line, size_t len, int lineno, char *err),
                      void *ctx)
 {
 	FILE *f = fopen(path, "r");
 	if (!f)
-		return errmsg_set(err, ROOTS_ERRLEN, ROOTS_EINPUT, "cannot open %s '%.400s'", what,
-		                  path);
+		return errmsg_set(err, ROOTS_ERRLEN, ROOTS_EINPUT, "cannot open %s '%.400s': %s",
+		                  what, path, strerror(errno));
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
 	int lineno = 0, ret = 0;
 	while ((n = getline(&line, &cap, f)) >= 0) {
 		lineno++;
-		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' ||
-		             line[n - 1] == '\t'))
-			line[--n] = 0;
 		char *p = line;
 		while (*p == ' ' || *p == '\t') p++;
-		if (!*p || *p == '#') continue;
+		p[position_line_len(p, strlen(p))] = 0;
+		if (!*p) continue;
 		if ((ret = line_fn(ctx, p, strlen(p), lineno, err)) < 0) break;
 	}
 	/* getline's -1 is the end or a read error: only the end is done. */

@@ -107,7 +107,9 @@ int usi_next(KifuReader *r, KifuRecord **out)
 	while (kifu_next_line(r, &s, &n)) {
 		size_t i = 0;
 		while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
-		if (i == n || s[i] == '#') continue;
+		/* A comment after the game ("<sfen>\t# game=...") is not read. */
+		n = position_line_len((const char *)s, n);
+		if (i >= n) continue;
 		/* "<id>\t<game>": the id is what precedes the first tab. */
 		const unsigned char *tab = memchr(s, '\t', n);
 		const unsigned char *game = s;

@@ -443,6 +443,18 @@ static bool word_at(const char *s, const char *w)
 	return !strncmp(s, w, n) && (s[n] == 0 || isspace((unsigned char)s[n]));
 }
 
+size_t position_line_len(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '#' && (i == 0 || s[i - 1] == ' ' || s[i - 1] == '\t')) {
+			n = i;
+			break;
+		}
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
+		n--;
+	return n;
+}
+
 int position_parse(Position *out, const char *spec, char *err)
 {
 	const char *s = skip_ws(spec);

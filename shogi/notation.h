@@ -66,6 +66,14 @@ PieceType csa_piece_parse(const char *s);
 JOSEKI_MUST_USE int position_parse(Position *out, const char *spec, char *err);
 
 /*
+ * The length of the line s[0..n) without a trailing comment (a '#' at its
+ * start or after a blank: "<sfen>\t# game=..." in position lists) and the
+ * blanks (spaces, tabs, CR) before it: 0 for a comment line. No '#' belongs to
+ * an SFEN or a USI move.
+ */
+size_t position_line_len(const char *s, size_t n);
+
+/*
  * The game pos holds in its history, as a position spec position_parse reads
  * back: "startpos" or "sfen <the start>", then " moves m1 m2 ..." when moves
  * were made. pos is unwound and played forward again (unchanged afterwards).

@@ -40,6 +40,7 @@
 #include "shogi/position.h"
 #include "tools/cli_minimax.h"
 #include "tools/cli_opt.h"
+#include "bookgen/roots.h"
 #include "tools/commands.h"
 
 /* One overwritten stderr line, only on a terminal. */
@@ -176,30 +177,6 @@ static int format_of(const char *out, bool *sjis)
 	return FORMAT_YANEURAOU;
 }
 
-/* --roots FILE: one position a line (# comments), appended to roots. */
-static int read_roots(const char *path, char ***roots, int *n)
-{
-	FILE *f = fopen(path, "r");
-	if (!f) return -1;
-	char line[8192];
-	while (fgets(line, sizeof line, f)) {
-		line[strcspn(line, "\r\n")] = 0;
-		char *s = line;
-		while (*s == ' ' || *s == '\t') s++;
-		if (!*s || *s == '#') continue;
-		char **v = realloc(*roots, (size_t)(*n + 1) * sizeof *v);
-		if (!v || !(v[*n] = strdup(s))) {
-			if (v) *roots = v;
-			fclose(f);
-			return -1;
-		}
-		*roots = v;
-		(*n)++;
-	}
-	fclose(f);
-	return 0;
-}
-
 int cmd_export(int argc, char **argv)
 {
 	static const int MOVES[] = {EXPORT_MOVES_BEST, EXPORT_MOVES_WINDOW, EXPORT_MOVES_ALL};
@@ -297,24 +274,23 @@ int cmd_export(int argc, char **argv)
 	opt.ki2 = format == FORMAT_KI2;
 	opt.sjis = sjis;
 	opt.book_name = book;
-	char **roots = NULL;
-	int nroots = 0, ret = 1;
+	/* The roots given, then --roots FILE's (one position a line, # comments;
+	 * a bad one named by its file and line). */
+	RootList roots = {0};
+	int ret = 1;
 	BookDB *db = NULL;
-	for (int i = 0; i < nroot_args; i++) {
-		char **v = realloc(roots, (size_t)(nroots + 1) * sizeof *v);
-		if (!v || !(v[nroots] = strdup(root_args[i]))) {
-			if (v) roots = v;
+	char rerr[ROOTS_ERRLEN];
+	for (int i = 0; i < nroot_args; i++)
+		if (roots_add(&roots, root_args[i]) < 0) {
 			joseki_error("out of memory");
 			goto done;
 		}
-		roots = v;
-		nroots++;
-	}
-	if (roots_file && read_roots(roots_file, &roots, &nroots) < 0) {
-		joseki_error("export: %s: %s", roots_file, strerror(errno));
+	if (roots_file && roots_from_lines(&roots, roots_file, rerr) < 0) {
+		joseki_error("export: --roots: %s", rerr);
 		goto done;
 	}
-	opt.roots = (const char *const *)roots;
+	int nroots = (int)roots.n;
+	opt.roots = (const char *const *)roots.specs;
 	opt.nroots = nroots;
 	shogi_init();
 	double t0 = clock_ms_f();
@@ -419,7 +395,6 @@ int cmd_export(int argc, char **argv)
 	ret = 0;
 done:
 	bookdb_free(db);
-	for (int i = 0; i < nroots; i++) free(roots[i]);
-	free(roots);
+	roots_free(&roots);
 	return ret;
 }

@@ -110,6 +110,23 @@ static void test_ingest__fixture_games_ingest_without_errors_and_counts_add_up(v
 	free(dir);
 }
 
+/* The repository's own position lists ingest without an error: a position
+ * line may end in a comment ("<sfen>\t# game=... ply=..."), which had been
+ * read as the line's game after an id (40 errors "illegal move #"). */
+static void test_ingest__position_lists_with_trailing_comments(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	json_t *j =
+	    ts_run_json(0, "%s ingest %s/b tests/data/positions --json --quiet", ts_joseki(), dir);
+	assert_int_equal(json_array_size(json_object_get(j, "errors")), 0);
+	assert_int_equal(ts_jint(j, "games_rejected"), 0);
+	assert_true(ts_jint(j, "games_ingested") >= 300);
+	json_decref(j);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* The position of a real 301-ply entering-king game that the store once
  * could not hold (its packing did not read back): ingested with games
  * before and after it in one batch, with --max-ply 1000, everything is
@@ -842,6 +859,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ingest__fixture_games_ingest_without_errors_and_counts_add_up),
 	    cmocka_unit_test(test_ingest__an_extreme_position_among_ordinary_games),
+	    cmocka_unit_test(test_ingest__position_lists_with_trailing_comments),
 	    cmocka_unit_test(test_ingest__a_walk_skips_special_files_links_and_proc),
 	    cmocka_unit_test(test_ingest__second_run_adds_nothing),
 	    cmocka_unit_test(test_ingest__query_startpos_shows_first_moves_with_counts),

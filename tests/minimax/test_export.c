@@ -772,6 +772,27 @@ static void test_export__bad_arguments_exit_2_and_failures_write_nothing(void **
 	char path[512];
 	snprintf(path, sizeof path, "%s/out.db", dir);
 	assert_null(ts_read_file(path, NULL));
+	/* --roots FILE: a bad line named by its file and line (a comment after a
+	 * position is no move of it); a missing file with the system's reason. */
+	char roots[600];
+	snprintf(roots, sizeof roots, "%s/roots.txt", dir);
+	const char *rl = "# roots\nstartpos\t# the start\nstartpos moves 7g7f # after 7g7f\n\n"
+	                 "startpos moves 9z9y\n";
+	assert_int_equal(ts_write_file(roots, rl, strlen(rl)), 0);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s synth %s/rb --positions 300 --quiet", ts_joseki(), dir), 0);
+	assert_int_equal(ts_runf(NULL, &err, "%s export %s/rb %s/out.db --roots %s", ts_joseki(),
+	                         dir, dir, roots),
+	                 1);
+	if (!strstr(err, "roots.txt line 5: bad position: malformed move 1 '9z9y'"))
+		fail_msg("said: %s", err);
+	free(err);
+	assert_null(ts_read_file(path, NULL));
+	assert_int_equal(ts_runf(NULL, &err, "%s export %s/rb %s/out.db --roots %s/none.txt",
+	                         ts_joseki(), dir, dir, dir),
+	                 1);
+	assert_non_null(strstr(err, "none.txt': No such file or directory"));
+	free(err);
 	/* An OUT that is not a regular file (/dev/null, a pipe) is refused, not
 	 * replaced by the file written beside it: a book is there to export. */
 	assert_int_equal(

@@ -521,6 +521,29 @@ static void test_notation__position_spec_longer_than_history_is_refused(void **s
 	free(spec);
 }
 
+/* A position list's line without its trailing comment: a '#' at the start
+ * or after a blank ends the line; the blanks before it go too. */
+static void test_notation__a_trailing_comment_is_cut_from_a_position_line(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *line, *kept;
+	} CASES[] = {
+	    {"startpos moves 7g7f\t# game=x ply=1", "startpos moves 7g7f"},
+	    {"lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1 # x",
+	     "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1"},
+	    {"# a comment line", ""},
+	    {"startpos \r\n", "startpos"},
+	    {"startpos#notacomment", "startpos#notacomment"},
+	    {"", ""},
+	};
+	for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+		size_t n = position_line_len(CASES[i].line, strlen(CASES[i].line));
+		if (n != strlen(CASES[i].kept) || strncmp(CASES[i].line, CASES[i].kept, n))
+			fail_msg("'%s': kept %zu bytes, not '%s'", CASES[i].line, n, CASES[i].kept);
+	}
+}
+
 /* Every prefix of valid inputs is either accepted or rejected cleanly. */
 static void test_notation__prefixes_never_crash(void **state)
 {
@@ -569,6 +592,7 @@ int main(void)
 	    cmocka_unit_test(test_notation__bad_input_errors_name_the_token),
 	    cmocka_unit_test(test_notation__position_spec_longer_than_history_is_refused),
 	    cmocka_unit_test(test_notation__prefixes_never_crash),
+	    cmocka_unit_test(test_notation__a_trailing_comment_is_cut_from_a_position_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
