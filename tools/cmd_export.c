@@ -269,6 +269,9 @@ int cmd_export(int argc, char **argv)
 		                       opt.moves == EXPORT_MOVES_ALL ? "all" : "best",
 		                       opt.moves == EXPORT_MOVES_ALL ? "every valued move"
 		                                                     : "the best move alone");
+	if (tree && nroot_args > 1)
+		return cli_usage_error(&cmd, "a %s record has one root, not %d (--root once)",
+		                       format == FORMAT_KI2 ? "KI2" : "KIF", nroot_args);
 	if (!tree) sjis = false;
 	opt.min_games = (uint32_t)min_games;
 	opt.ki2 = format == FORMAT_KI2;

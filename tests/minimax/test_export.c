@@ -761,6 +761,7 @@ static void test_export__bad_arguments_exit_2_and_failures_write_nothing(void **
 	                     "BOOK OUT --side both",
 	                     "BOOK OUT --count many",
 	                     "BOOK OUT --bogus",
+	                     "BOOK OUT.kif --root startpos --root 'startpos moves 7g7f'",
 	                     "BOOK OUT THIRD"};
 	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
 		int rc = ts_runf(NULL, NULL, "%s export %s", ts_joseki(), bad[k]);
