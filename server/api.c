@@ -49,6 +49,11 @@ static int parse(Position *pos, const char *sfen, const char *position, int *sta
 {
 	char err[SHOGI_ERRLEN], msg[SHOGI_ERRLEN + 64];
 	const char *spec = position ? position : sfen;
+	if (position && sfen) {
+		*status = 400;
+		*body = api_error_body("give one of sfen= and position=, not both");
+		return -1;
+	}
 	if (!spec || !*spec) {
 		*status = 400;
 		*body =

@@ -300,6 +300,13 @@ static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char 
 			         "parameter '%s': byte %zu is not printable ASCII (0x%02x)",
 			         PARAMS[i], k, (unsigned char)value[k]);
 			return MHD_NO;
+		} else if (value[k] == '%') {
+			/* Left by the decoding: no %-escape there (%zz), or a %25;
+			 * neither is a position's or a number's. */
+			snprintf(a->msg, sizeof a->msg,
+			         "parameter '%s': byte %zu is '%%', not a %%-escape of a byte",
+			         PARAMS[i], k);
+			return MHD_NO;
 		}
 	return MHD_YES;
 }

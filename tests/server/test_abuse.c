@@ -767,6 +767,19 @@ static void test_abuse__every_error_is_json_and_no_client_mistake_is_a_5xx(void 
 	             "plies twice");
 	expect_error(http(p, "GET", "/v1/query?position=startpos&position=startpos", NULL, NULL),
 	             400, "position twice");
+	/* Both position= and sfen=: one of them would have been answered. */
+	Resp both =
+	    http(p, "GET", "/v1/query?position=startpos%20moves%207g7f&sfen=startpos", NULL, NULL);
+	if (both.status != 400 || !strstr(both.body, "not both"))
+		fail_msg("position and sfen: %ld %s", both.status, both.body);
+	resp_free(&both);
+	expect_error(http(p, "GET", "/v1/line?sfen=startpos&position=startpos", NULL, NULL), 400,
+	             "/v1/line with both");
+	/* A malformed %-escape, left by the decoding, is named as such. */
+	Resp esc = http(p, "GET", "/v1/query?position=start%zzpos", NULL, NULL);
+	if (esc.status != 400 || !strstr(esc.body, "not a %-escape"))
+		fail_msg("%%zz: %ld %s", esc.status, esc.body);
+	resp_free(&esc);
 	Resp ok = http(p, "GET", "/v1/line?position=startpos&plies=10", NULL, NULL);
 	assert_int_equal(ok.status, 200);
 	resp_free(&ok);
