@@ -553,6 +553,17 @@ int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *e
 		                strerror(e));
 		goto fail;
 	}
+	/* A writer given a file (a YaneuraOu book, say): said so, as to a
+	 * reader, not as its lock file's "Not a directory". */
+	struct stat ds;
+	if (!opt->read_only && stat(dir, &ds) == 0 && !S_ISDIR(ds.st_mode)) {
+		rc =
+		    errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ENOBOOK,
+		               "%s: no book there (a file: a book is a directory, as joseki ingest "
+		               "makes it)",
+		               dir);
+		goto fail;
+	}
 	/* Writers share this lock; joseki compact takes it alone (it replaces
 	 * the data file, which a writer must not have open). */
 	if (!opt->read_only && (rc = bdb_writers_lock(db, LOCK_SH, err))) goto fail;

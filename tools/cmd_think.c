@@ -434,7 +434,9 @@ int cmd_think(int argc, char **argv)
 	int orc = bookdb_open(&db, book, &bo, err);
 	if (orc < 0) {
 		joseki_error("think: %s%s", err,
-		             orc == BOOKDB_ENOBOOK ? " (think --new starts a new book there)" : "");
+		             orc == BOOKDB_ENOBOOK && !strstr(err, "(a file:")
+		                 ? " (think --new starts a new book there)"
+		                 : "");
 		goto done;
 	}
 	/* The selector's and minimax's arrays past the budget: files beside the

@@ -288,17 +288,20 @@ static void test_cli__exit_codes_and_messages_name_the_users_inputs(void **state
 	assert_int_equal(rc, 2);
 	said("query", err, "illegal move 2 '3c3e'");
 	free(out), free(err);
-	/* A command that reads a book names itself, and a file given for the
-	 * book is said to be one. */
-	static const char *const READERS[] = {"stats %s/games/notes.txt",
-	                                      "check %s/games/notes.txt",
-	                                      "query %s/games/notes.txt startpos"};
-	for (size_t i = 0; i < 3; i++) {
+	/* A command that reads or writes a book names itself, and a file given
+	 * for the book is said to be one (to a writer, it was its lock file's
+	 * "Not a directory"). */
+	static const char *const READERS[] = {
+	    "stats %s/games/notes.txt", "check %s/games/notes.txt",
+	    "query %s/games/notes.txt startpos", "ingest %s/games/notes.txt tests/data/floodgate",
+	    "think %s/games/notes.txt --positions 1"};
+	for (size_t i = 0; i < sizeof READERS / sizeof *READERS; i++) {
 		char cmd[800], want[200];
 		snprintf(cmd, sizeof cmd, READERS[i], dir);
 		rc = ts_runf(&out, &err, "%s %s", ts_joseki(), cmd);
 		assert_int_equal(rc, 1);
-		snprintf(want, sizeof want, "joseki: %.5s: ", READERS[i]);
+		snprintf(want, sizeof want, "joseki: %.*s: ", (int)strcspn(READERS[i], " "),
+		         READERS[i]);
 		said(READERS[i], err, want);
 		said(READERS[i], err,
 		     "notes.txt: no book there (a file: a book is a directory, as joseki ingest "
