@@ -486,6 +486,15 @@ static int header(Kif *k, const unsigned char *key, size_t kn, const unsigned ch
 	KifuRecord *rec = k->rec;
 	trim(&v, &vn);
 #define KEY(w) (kn == strlen(w) && !memcmp(key, w, kn))
+	/* A game's first headers after this game's moves: a second game in
+	 * the file (cat a.kif b.kif). Nothing of it is read: its header would
+	 * rename this game's players, its moves (KI2's are not numbered) go on
+	 * from this game's last. */
+	if ((k->started || rec->nmoves) && (KEY("開始日時") || KEY("手合割") || KEY("先手") ||
+	                                    KEY("後手") || KEY("下手") || KEY("上手"))) {
+		rec->second_game_line = k->line;
+		return 0;
+	}
 	if (KEY("先手") || KEY("下手")) return kifu_set_str(&rec->name[BLACK], v, vn);
 	if (KEY("後手") || KEY("上手")) return kifu_set_str(&rec->name[WHITE], v, vn);
 	if (KEY("開始日時")) return kifu_set_str(&rec->start_time, v, vn);
@@ -508,6 +517,7 @@ static int header(Kif *k, const unsigned char *key, size_t kn, const unsigned ch
 static int on_line(Kif *k, const unsigned char *s, size_t n)
 {
 	KifuRecord *rec = k->rec;
+	if (rec->second_game_line) return 0; /* a second game: not read */
 	trim(&s, &n);
 	if (!n) return 0;
 	if (!rec->first_line) rec->first_line = k->line;

@@ -128,8 +128,10 @@ typedef struct {
 	char *illegal; /* a move the reader could not make: "illegal move ▲５八金右 (why)"; the
 	                  moves stop before it (NULL: none) */
 	int illegal_line;
-	bool too_long; /* illegal says the game is longer than the rules core holds: the
-	                  replay rejects the record rather than end it there */
+	bool too_long;        /* illegal says the game is longer than the rules core holds: the
+	                         replay rejects the record rather than end it there */
+	int second_game_line; /* KIF, KI2: where a second game's header began after this
+	                         game's moves (nothing from it on was read); 0: none */
 
 	char *text; /* storage for the PVs (see KifuMove.pv_off) */
 	size_t text_len;

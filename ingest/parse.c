@@ -256,6 +256,10 @@ static void parse_record(Result *r, const char *input, KifuRecord *rec, const In
 			return;
 		}
 	}
+	if (rec->second_game_line)
+		result_error(r, input, rec->second_game_line,
+		             ing_printf("a second game in one file: not read (a KIF or KI2 file "
+		                        "holds one game)"));
 	g->status = GAME_INGEST;
 }
 

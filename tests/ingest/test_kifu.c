@@ -478,6 +478,40 @@ static void test_kifu__the_same_game_in_three_formats_is_ingested_once(void **st
 	free(dir);
 }
 
+/* Two games joined in one KIF or KI2 file: the first is read whole, as it
+ * ends; nothing of the second (KI2's unnumbered moves had gone on from the
+ * first game's last, its result an illegal move); ingest says where. */
+static void test_kifu__a_second_game_in_one_file_is_not_read(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	static const char *const FILES[][3] = {{"two.ki2u", "ki2/8mai.ki2u", "ki2/8mai.ki2u"},
+	                                       {"two.kif", "kif/8mai.kif", "kif/9fu.kif"}};
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(ts_runf(NULL, NULL, "cat " FIX "%s " FIX "%s > %s/%s", FILES[i][1],
+		                         FILES[i][2], dir, FILES[i][0]),
+		                 0);
+		json_t *o = ts_run_json(0, "%s replay %s/%s --json", ts_joseki(), dir, FILES[i][0]);
+		json_t *g = json_array_get(json_object_get(o, "games"), 0);
+		assert_int_equal(json_array_size(json_object_get(o, "games")), 1);
+		assert_int_equal(ts_jint(g, "plies"), 25);
+		assert_string_equal(json_string_value(json_object_get(g, "end")), "interrupted");
+		json_decref(o);
+		o = ts_run_json(0, "%s ingest %s/b%zu %s/%s --json --quiet", ts_joseki(), dir, i,
+		                dir, FILES[i][0]);
+		assert_int_equal(ts_jint(o, "games_ingested"), 1);
+		assert_int_equal(ts_jint(o, "positions_added"), 25);
+		json_t *e = json_array_get(json_object_get(o, "errors"), 0);
+		assert_non_null(e);
+		assert_true(ts_jint(e, "line") > 10);
+		assert_non_null(strstr(json_string_value(json_object_get(e, "message")),
+		                       "a second game in one file: not read"));
+		json_decref(o);
+	}
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -492,6 +526,7 @@ int main(void)
 	    cmocka_unit_test(test_kifu__content_says_the_format),
 	    cmocka_unit_test(test_kifu__usi_lists),
 	    cmocka_unit_test(test_kifu__the_same_game_in_three_formats_is_ingested_once),
+	    cmocka_unit_test(test_kifu__a_second_game_in_one_file_is_not_read),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
