@@ -242,9 +242,10 @@ static int batch_size(Worker *w)
 	return b;
 }
 
+/* Nothing more to acquire: its --positions, or the coordinator's run over. */
 static bool limit_reached(Worker *w)
 {
-	return w->opt->max_positions && w->acquired >= w->opt->max_positions;
+	return (w->opt->max_positions && w->acquired >= w->opt->max_positions) || w->out->over[0];
 }
 
 static int run_loop(Worker *w)

@@ -131,6 +131,8 @@ typedef struct {
 	double engine_cpu_s; /* CPU time of the engine threads inside analyse (the
 	                      * built-in engine's search; for a USI engine only the
 	                      * driver's share, the engine being another process) */
+	char over[256];      /* the coordinator's run is over (an acquire answered 410): its
+	                      * words; the worker stopped once it had sent its results. "": not */
 } WorkerStats;
 
 /*

@@ -289,6 +289,14 @@ int wk_acquire(Worker *w, int max)
 		return 0;
 	}
 	if (st == 401 || st == 403) return auth_failed(w);
+	if (st == 410) {
+		/* The run is over (its budget spent): what is held is finished
+		 * and sent, nothing more is asked for. */
+		char eb[256];
+		snprintf(w->out->over, sizeof w->out->over, "%s", reply_error(w, eb, sizeof eb));
+		w->state = "run over";
+		return 0;
+	}
 	if (st == 0 || st >= 500) {
 		server_trouble(w, "acquire");
 		return 0;

@@ -72,6 +72,9 @@ static void part_add(Part *p, double ms)
 
 enum { PART_WAIT, PART_OPS, PART_COMMIT, PART_TICK, PART_ACQUIRE, PART_SUBMIT, PART_NB };
 
+/* Workers api_work_over_told counts, at most. */
+#define OVER_TOLD_MAX 4096
+
 struct ApiWork {
 	Coord *c;
 	ServerTokens *tokens;
@@ -93,6 +96,11 @@ struct ApiWork {
 	int64_t ready_ms[COORD_AHEAD_MAX];
 	int nready;
 	bool ahead_ok;
+	/* Under mu: api_work_over's why (NULL: the run goes on), and the
+	 * workers answered 410 since (hashes of their instance or token). */
+	char *over;
+	uint64_t told[OVER_TOLD_MAX];
+	size_t ntold;
 };
 
 static void run_op(ApiWork *w, Op *op, int64_t now)
@@ -406,6 +414,7 @@ void api_work_stop(ApiWork *w)
 	pthread_join(w->thread, NULL);
 	/* Those left are released by coord_close. */
 	for (int i = 0; i < w->nready; i++) free(w->ready[i]);
+	free(w->over);
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->work_cv);
 	pthread_cond_destroy(&w->done_cv);
@@ -415,6 +424,43 @@ void api_work_stop(ApiWork *w)
 bool api_work_failed(ApiWork *w)
 {
 	return atomic_load(&w->failed);
+}
+
+void api_work_over(ApiWork *w, const char *why)
+{
+	char *d = strdup(why);
+	pthread_mutex_lock(&w->mu);
+	free(w->over);
+	w->over = d;
+	pthread_mutex_unlock(&w->mu);
+}
+
+size_t api_work_over_told(ApiWork *w)
+{
+	pthread_mutex_lock(&w->mu);
+	size_t n = w->ntold;
+	pthread_mutex_unlock(&w->mu);
+	return n;
+}
+
+/* An acquire after the run is over: answered 410 with why (NULL when the run
+ * goes on), its worker counted once. */
+static char *over_answer(ApiWork *w, const Op *op, int *status)
+{
+	pthread_mutex_lock(&w->mu);
+	char *out = NULL;
+	if (w->over) {
+		const char *who = op->body.instance[0] ? op->body.instance : op->token;
+		uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+		for (const char *p = who; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+		size_t i = 0;
+		while (i < w->ntold && w->told[i] != h) i++;
+		if (i == w->ntold && w->ntold < OVER_TOLD_MAX) w->told[w->ntold++] = h;
+		*status = 410;
+		out = api_error_body(w->over);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return out;
 }
 
 /* Hands op to the service thread and waits for its answer. */
@@ -699,6 +745,11 @@ char *api_work_handle(ApiWork *w, const char *method, const char *url, const cha
 	 * each is a read from disk). */
 	if (op.kind == OP_SUBMIT) coord_submit_warm(w->c, op.body.results, op.body.nresults);
 	CoordLease *lease = NULL;
+	char *over = op.kind == OP_ACQUIRE ? over_answer(w, &op, status) : NULL;
+	if (over) {
+		api_work_body_free(&op.body);
+		return over;
+	}
 	/* A lease made ahead is on disk already: answered here, at once. */
 	CoordAhead *ahead = op.kind == OP_ACQUIRE ? ahead_take(w, &op) : NULL;
 	if (ahead) {

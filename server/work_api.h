@@ -81,4 +81,11 @@ void api_work_status_line(ApiWork *w, char *buf, size_t len, bool internals);
  * be restarted; requests meanwhile get 500. */
 bool api_work_failed(ApiWork *w);
 
+/* The run is over (its budget spent): from now on every acquire is answered
+ * 410 with why ("the run is over: ..."), so that workers stop once they have
+ * sent what they hold; submissions are taken as before. */
+void api_work_over(ApiWork *w, const char *why);
+/* The workers (instances, or tokens without one) answered 410 so far. */
+size_t api_work_over_told(ApiWork *w);
+
 #endif

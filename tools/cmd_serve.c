@@ -390,6 +390,69 @@ static int wait_stop(sigset_t *sigs, ApiWork *work, Console *k)
 	}
 }
 
+/* How long a run whose budget is spent waits for its workers at most: past
+ * the longest wait between a worker's retries (its --max-backoff, 30 s). */
+#define OVER_LINGER_S 40
+
+/*
+ * The budget (spent: its option) is spent: acquires are answered 410 (the
+ * run is over) while the workers send what they hold, until no lease is out
+ * and every worker live was told (a worker stops at its first 410 once it
+ * has sent its results), OVER_LINGER_S at most, or a signal. Returns
+ * STOP_BUDGET, or the signal.
+ */
+static int linger(sigset_t *sigs, ApiWork *work, const char *spent)
+{
+	char why[160];
+	snprintf(why, sizeof why, "the run is over: its budget (%s) is spent", spent);
+	api_work_over(work, why);
+	double t0 = clock_ms_f();
+	bool said = false;
+	for (;;) {
+		CoordStatus st;
+		uint64_t out = 0;
+		size_t live = 0;
+		if (api_work_status(work, &st) == 0) {
+			out = st.leases_live;
+			live = st.nworkers;
+		}
+		coord_status_free(&st);
+		size_t told = api_work_over_told(work);
+		if (!out && told >= live) break;
+		char text[400];
+		if (clock_ms_f() - t0 >= OVER_LINGER_S * 1000.0) {
+			snprintf(text, sizeof text,
+			         "serve: stopping after %d s with %llu lease%s out and %zu of %zu "
+			         "workers told",
+			         OVER_LINGER_S, (unsigned long long)out, out == 1 ? "" : "s", told,
+			         live);
+			cli_wrap(stderr, text, 0, 2, CLI_CONSOLE_WIDTH);
+			break;
+		}
+		if (!said) {
+			snprintf(
+			    text, sizeof text,
+			    "serve: the budget (%s) is spent: acquires answered 410 (the run is "
+			    "over), waiting up to %d s for the workers' last results (%llu lease%s "
+			    "out, %zu worker%s live)",
+			    spent, OVER_LINGER_S, (unsigned long long)out, out == 1 ? "" : "s",
+			    live, live == 1 ? "" : "s");
+			cli_wrap(stderr, text, 0, 2, CLI_CONSOLE_WIDTH);
+			said = true;
+		}
+		struct timespec ts = {0, 100 * 1000000L};
+		int sig = sigtimedwait(sigs, NULL, &ts);
+		if (sig > 0) {
+			fprintf(stderr, "serve: %s: not waiting for the workers\n",
+			        sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			return sig;
+		}
+	}
+	fprintf(stderr, "serve: the budget (%s) is spent: finishing the requests in flight\n",
+	        spent);
+	return STOP_BUDGET;
+}
+
 /* A selector's budget whose key filter and node map leave its graph less
  * room than GRAPH_ROOM, or than 16 bytes a position of a smaller book: said
  * once at the start, with a --memory that leaves it GRAPH_WANT (32 bytes a
@@ -741,9 +804,7 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "serve: %s: finishing the requests in flight\n",
 		        sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	else if (sig == STOP_BUDGET)
-		fprintf(stderr,
-		        "serve: the budget (%s) is spent: finishing the requests in flight\n",
-		        con.spent);
+		sig = linger(&sigs, work, con.spent);
 	else
 		fprintf(stderr, "serve: the coordinator failed; stopping (restart to resume)\n");
 	int cut = server_stop(s);

@@ -167,6 +167,9 @@ int cmd_worker(int argc, char **argv)
 			joseki_error("worker: %s", err[0] ? err : worker_strerror(rc));
 		else
 			ret = 0;
+		if (rc >= 0 && st.over[0])
+			fprintf(stderr, "worker: %s answered 410: %s; its results sent, stopped\n",
+			        server, st.over);
 	}
 	for (int i = 0; i < n; i++) search_free(engines[i]);
 	free(engines);

@@ -1875,13 +1875,15 @@ static void test_work__the_console_says_what_an_operator_needs(void **state)
 	g_child = s.pid;
 	assert_true(s.port > 0);
 	pid_t *w = g_workers;
+	char werr[620];
+	snprintf(werr, sizeof werr, "%s/wa.err", dir);
 	for (int i = 0; i < 2; i++) {
 		snprintf(cmd, sizeof cmd,
 		         "exec %s worker --server http://127.0.0.1:%d --token-file %s --name w%c "
 		         "--quiet",
 		         ts_joseki(), s.port, tokf, 'a' + i);
 		char *argv[] = {"/bin/sh", "-c", cmd, NULL};
-		w[i] = ts_spawn(argv, "/dev/null", "/dev/null", false);
+		w[i] = ts_spawn(argv, "/dev/null", i ? "/dev/null" : werr, false);
 	}
 	char *text = NULL;
 	size_t len = 0;
@@ -1913,9 +1915,17 @@ static void test_work__the_console_says_what_an_operator_needs(void **state)
 	size_t stopped = len;
 	(void)ts_read_until(s.log, &text, &len, "(never said)", 30000);
 	fclose(s.log);
-	kill(w[0], SIGTERM);
-	waitpid(w[0], NULL, 0);
+	/* The worker left stopped by itself: the coordinator answered its
+	 * acquires 410 (the run is over) until it had sent its results, and
+	 * waited for it to be told. (It went on retrying an absent server.) */
+	assert_int_equal(waitpid(w[0], &st, 0), w[0]);
 	w[0] = 0;
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	char *said = ts_read_file(werr, NULL);
+	if (!said || !strstr(said, "answered 410: the run is over: its budget (--positions) is "
+	                           "spent; its results sent, stopped"))
+		fail_msg("the worker said: %s", said ? said : "(nothing)");
+	free(said);
 	fputs(text, stdout); /* whole: print_message cuts it short */
 	assert_non_null(strstr(text, "the budget (--"));
 	int lines = 0, verbose = 0;
