@@ -151,6 +151,7 @@ static void build(Kif *k, uint32_t node, Position *pos, int depth)
 	size_t n = export_pick(mv, rec, pos, k->txn, k->child, k->opt, how);
 	if (!n) return;
 	k->st->positions++;
+	if (rec->flags & BOOKDB_REC_MINIMAX) k->st->minimaxed++;
 	BookMark *marks = NULL;
 	int nmarks = 0;
 	if (rec->flags & (BOOKDB_REC_AVOID | BOOKDB_REC_PREFER)) {

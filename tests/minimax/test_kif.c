@@ -385,6 +385,10 @@ static void test_kif__both_readers_agree_on_a_gui_export_and_the_bundled_book(vo
 	json_t *o =
 	    ts_run_json(0, "%s export %s %s --plies 8 --moves all --json", ts_joseki(), book, path);
 	long long written = ts_jint(o, "moves");
+	/* Every position of a tree exported after minimax has minimax values
+	 * (the count said 0). */
+	assert_true(ts_jint(o, "positions") > 0);
+	assert_int_equal(ts_jint(o, "minimaxed"), ts_jint(o, "positions"));
 	json_decref(o);
 	char *a = joseki_tree(path), *b = tsshogi_tree(path);
 	assert_string_equal(a, b);
