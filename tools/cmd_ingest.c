@@ -59,6 +59,17 @@ int cmd_ingest(int argc, char **argv)
 		             "read is in %s",
 		             (unsigned long long)st.unreadable, st.unreadable == 1 ? "" : "s",
 		             book);
+	/* Every game seen before: nothing added, whatever the options now (a
+	 * larger --max-ply does not deepen them). */
+	if (rc >= 0 && !json && !quiet && st.duplicates && !st.games_ingested)
+		fprintf(stderr,
+		        "ingest: the %llu game%s read %s in %s already (by %s id%s) and change%s "
+		        "nothing, whatever --max-ply or the filters now (docs/ingest.md, "
+		        "\"Identity and re-ingesting\")\n",
+		        (unsigned long long)st.duplicates, st.duplicates == 1 ? "" : "s",
+		        st.duplicates == 1 ? "is" : "are", book,
+		        st.duplicates == 1 ? "its" : "their", st.duplicates == 1 ? "" : "s",
+		        st.duplicates == 1 ? "s" : "");
 	bool refused = st.walk.refused > 0;
 	int failed = rc < 0 || printed < 0 || st.unreadable || refused;
 	ingest_stats_free(&st);

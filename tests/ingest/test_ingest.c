@@ -230,6 +230,14 @@ static void test_ingest__second_run_adds_nothing(void **state)
 	assert_int_equal(ts_jint(s1, "moves"), ts_jint(s2, "moves"));
 	json_decref(s1);
 	json_decref(s2);
+	/* A deeper --max-ply adds nothing either, and the run says why. */
+	char *err = NULL;
+	assert_int_equal(
+	    ts_runf(NULL, &err, "%s ingest %s/book " FIXTURES " --max-ply 300", ts_joseki(), dir),
+	    0);
+	if (!strstr(err, " already (by their ids) and change nothing, whatever --max-ply"))
+		fail_msg("said: %s", err);
+	free(err);
 	ts_rmtree(dir);
 	free(dir);
 }
