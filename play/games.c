@@ -43,6 +43,7 @@ static int take_game(void *ctx, const char *input, const KifuRecord *rec, int rc
 	}
 	if (side < 0 || res->winner == GAME_WINNER_NONE) {
 		c->g->skipped++;
+		c->g->no_side += side < 0;
 		return 0;
 	}
 	int result = res->winner == GAME_WINNER_DRAW                         ? 0

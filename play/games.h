@@ -20,6 +20,7 @@ typedef struct {
 	CycleGame *games; /* the specs are malloc'd, freed by cycle_game_list_free */
 	size_t n, cap;
 	size_t skipped; /* games whose book side could not be told, or without a result */
+	size_t no_side; /* of them, those whose book side could not be told */
 } CycleGameList;
 
 /*

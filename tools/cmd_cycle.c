@@ -99,6 +99,20 @@ static int games_cmd(int argc, char **argv, bool prune)
 		joseki_error("%s: %s: %s", name, book, err);
 		goto out;
 	}
+	/* Why games were left out, with what to give. */
+	if (g.no_side) {
+		char text[400];
+		snprintf(text, sizeof text,
+		         "%s: %zu game%s skipped: the book's side could not be told (%s): give "
+		         "--book-side black|white, or --book-player with a name its player has",
+		         name, g.no_side, g.no_side == 1 ? "" : "s",
+		         player ? "no player's name, or both, holds the --book-player given"
+		                : "no player's name holds +book, as match names the book's side");
+		cli_wrap(stderr, text, 0, 2, CLI_CONSOLE_WIDTH);
+	}
+	if (g.skipped > g.no_side)
+		fprintf(stderr, "%s: %zu game%s skipped: no winner and no draw by the rules\n",
+		        name, g.skipped - g.no_side, g.skipped - g.no_side == 1 ? "" : "s");
 	if (undo)
 		printf("prune undo cleared %zu\n", cleared);
 	else if (prune)

@@ -714,6 +714,16 @@ test_cycle__a_losing_book_move_is_avoided_after_one_generation_and_the_score_ris
 	out = run_ok("%s extend %s %s --plies 4", path, gen1);
 	assert_non_null(strstr(out, "extend games 2 skipped 0"));
 	free(out);
+	/* Games where no player's name holds +book (the floodgate fixtures) are
+	 * skipped, and stderr says why and what to give. */
+	int src = ts_runf(&out, &err, "%s prune %s tests/data/floodgate", ts_joseki(), path);
+	assert_int_equal(src, 0);
+	assert_non_null(strstr(out, "prune games 0 skipped 15 "));
+	if (!strstr(err, "prune: 15 games skipped: the book's side could not be told") ||
+	    !strstr(err, "--book-side black|white"))
+		fail_msg("said: %s", err);
+	free(out);
+	free(err);
 	/* Bad input is named; bad usage is exit 2; a missing book is not made. */
 	char bad[700];
 	snprintf(bad, sizeof bad, "%s/bad.csa", dir);
