@@ -430,10 +430,28 @@ int plan_restore(Plan *p, SnapReader *r, char *err)
 	}
 	Rd d = {buf, buf + len, false};
 	const char *differs = NULL;
-	if (take_u64(&d) != (uint64_t)p->opt.mode ||
-	    take_u64(&d) != (uint64_t)(int64_t)p->opt.window ||
-	    take_u64(&d) != (uint64_t)p->opt.book_side || take_u64(&d) != (uint64_t)p->opt.batch)
-		differs = "another selection policy, window, book side or batch";
+	/* Which option differs, with the value the run that wrote it had. */
+	static const char *const MODE[] = {"cover", "pv"}, *const SIDE[] = {"both", "black",
+	                                                                    "white"};
+	uint64_t mode = take_u64(&d), window = take_u64(&d), side = take_u64(&d),
+	         batch = take_u64(&d);
+	char what[160];
+	if (mode != (uint64_t)p->opt.mode)
+		snprintf(what, sizeof what, "--select %s (this one: %s)",
+		         mode < 2 ? MODE[mode] : "?", MODE[p->opt.mode]);
+	else if (window != (uint64_t)(int64_t)p->opt.window)
+		snprintf(what, sizeof what, "--window %lld (this one: %d)",
+		         (long long)(int64_t)window, p->opt.window);
+	else if (side != (uint64_t)p->opt.book_side)
+		snprintf(what, sizeof what, "--book-side %s (this one: %s)",
+		         side < 3 ? SIDE[side] : "?", SIDE[p->opt.book_side]);
+	else if (batch != (uint64_t)p->opt.batch)
+		snprintf(what, sizeof what, "a batch of %llu (this one: %d)",
+		         (unsigned long long)batch, p->opt.batch);
+	else
+		what[0] = 0;
+	if (what[0])
+		differs = what;
 	else if (take_u64(&d) != (uint64_t)p->nroots || take_u64(&d) != (uint64_t)p->nslots)
 		differs = "another number of roots";
 	for (int i = 0; !differs && i < p->nroots; i++) {
