@@ -75,15 +75,22 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 {
 	if (json) {
 		json_t *o = json_object();
+		/* import: books, not games (the files imported whole; no game
+		 * fields, unreached always). */
+		bool import = !strcmp(cmd, "import");
 		json_object_set_new(o, "files", json_integer((json_int_t)st->files));
-		json_object_set_new(o, "games_read", json_integer((json_int_t)st->games_read));
-		json_object_set_new(o, "games_ingested",
-		                    json_integer((json_int_t)st->games_ingested));
-		json_object_set_new(o, "games_skipped",
-		                    json_integer((json_int_t)st->games_skipped));
-		json_object_set_new(o, "games_rejected",
-		                    json_integer((json_int_t)st->games_rejected));
-		json_object_set_new(o, "duplicates", json_integer((json_int_t)st->duplicates));
+		if (!import) {
+			json_object_set_new(o, "games_read",
+			                    json_integer((json_int_t)st->games_read));
+			json_object_set_new(o, "games_ingested",
+			                    json_integer((json_int_t)st->games_ingested));
+			json_object_set_new(o, "games_skipped",
+			                    json_integer((json_int_t)st->games_skipped));
+			json_object_set_new(o, "games_rejected",
+			                    json_integer((json_int_t)st->games_rejected));
+			json_object_set_new(o, "duplicates",
+			                    json_integer((json_int_t)st->duplicates));
+		}
 		json_object_set_new(o, "positions_added",
 		                    json_integer((json_int_t)st->positions_added));
 		json_object_set_new(o, "moves_added", json_integer((json_int_t)st->moves_added));
@@ -130,7 +137,7 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 		if (st->variations)
 			json_object_set_new(o, "variations_skipped",
 			                    json_integer((json_int_t)st->variations));
-		if (st->unreached)
+		if (st->unreached || import)
 			json_object_set_new(o, "unreached",
 			                    json_integer((json_int_t)st->unreached));
 		return joseki_print_json(o, 0);

@@ -55,6 +55,7 @@ int cmd_import(int argc, char **argv)
 		IngestStats st;
 		int rc = import_book(&st, db, files.v[k], prefer,
 		                     cli_progress_wanted(quiet) ? on_progress : NULL, NULL);
+		total.files += rc >= 0; /* the books imported */
 		total.positions_added += st.positions_added;
 		total.moves_added += st.moves_added;
 		total.evals_added += st.evals_added;
