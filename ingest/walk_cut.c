@@ -88,7 +88,17 @@ static void scan(WalkCut *c, const unsigned char *b, size_t len, bool eof)
 			continue;
 		}
 		c->scanned = i;
-		if (ch == 0) return fail(c, "a NUL byte: binary data, not game records");
+		if (ch == 0) {
+			/* UTF-16 text (a byte-order mark, or an ASCII letter then NUL
+			 * at the input's start): said so, with how to convert it. */
+			bool utf16 =
+			    c->lines == 0 && c->first <= 1 && i >= 1 &&
+			    ((b[0] == 0xff && b[1] == 0xfe) || (b[0] == 0xfe && b[1] == 0xff) ||
+			     (i == 1 && b[0] >= 0x20 && b[0] < 0x7f));
+			return fail(c, utf16 ? "a NUL byte: UTF-16 text, not UTF-8 or Shift_JIS "
+			                       "(iconv -f UTF-16 -t UTF-8 converts it)"
+			                     : "a NUL byte: binary data, not game records");
+		}
 		if (++c->line_len > WALK_LINE_MAX && !jkf)
 			return fail(c, "a line longer than 1 MiB: not game records");
 		if (c->line_len == 1)

@@ -665,6 +665,13 @@ static void test_ingest__endless_or_binary_input_is_refused_at_its_first_absurd_
 	/* Zeros on a pipe, for ever. */
 	Feed zeros = {.kind = FEED_ZEROS};
 	expect_refused(book, "-", &zeros, "-:1: a NUL byte");
+	/* A record in UTF-16 (with its byte-order mark): said to be UTF-16, with
+	 * how to convert it, not binary data. */
+	snprintf(path, sizeof path, "%s/u16.csa", dir);
+	static const char U16[] = "\xff\xfeV\0002\0\n\0P\0I\0\n\0";
+	assert_int_equal(ts_write_file(path, U16, sizeof U16 - 1), 0);
+	expect_refused(book, path, NULL,
+	               "u16.csa:1: a NUL byte: UTF-16 text, not UTF-8 or Shift_JIS");
 	/* A line without an end; a CSA record without an end; a KIF file of
 	 * endless comments: files of 40 MB, each refused at its limit. */
 	static const struct {
