@@ -334,6 +334,51 @@ int bdb_writers_lock(BookDB *db, int how, char *err)
 	          "rebuilds it): try again when it is done");
 }
 
+int bookdb_selection_lock(int *out, const char *dir, const char *who, char *err)
+{
+	*out = -1;
+	char path[BOOKDB_PATH_LEN];
+	snprintf(path, sizeof path, "%s/selection.lock", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0664);
+	if (fd < 0) {
+		int e = errno;
+		return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", path,
+		                  strerror(e));
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		char holder[96] = "";
+		ssize_t n = e == EWOULDBLOCK ? pread(fd, holder, sizeof holder - 1, 0) : -1;
+		close(fd);
+		if (e != EWOULDBLOCK)
+			return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.200s: %s", path,
+			                  strerror(e));
+		holder[n > 0 ? n : 0] = 0;
+		holder[strcspn(holder, "\n")] = 0;
+		long pid = 0;
+		char what[64] = "another process";
+		if (sscanf(holder, "%ld %63[^\n]", &pid, what) < 1) pid = 0;
+		char by[128];
+		if (pid > 0)
+			snprintf(by, sizeof by, "%s, pid %ld", what, pid);
+		else
+			snprintf(by, sizeof by, "another process");
+		return errmsg_set(
+		    err, BOOKDB_ERRLEN, BOOKDB_EBUSY,
+		    "%.200s: another process selects what to think in this book (%s): "
+		    "two selections would lease the same positions and write over each "
+		    "other's selector.snap; stop that one first (a coordinator takes more "
+		    "engines as workers: joseki worker)",
+		    dir, by);
+	}
+	char line[96];
+	int n = snprintf(line, sizeof line, "%ld %s\n", (long)getpid(), who);
+	/* (Held whatever these do: only the holder's name would be missing.) */
+	if (ftruncate(fd, 0) == 0) (void)!pwrite(fd, line, (size_t)n, 0);
+	*out = fd;
+	return 0;
+}
+
 /*
  * LMDB maps the file and trusts it: a page past the end of a file cut short
  * (a copy that stopped early) is a SIGBUS at the first touch. So before any

@@ -125,6 +125,16 @@ typedef struct BookWriter BookWriter;
 JOSEKI_MUST_USE int bookdb_open(BookDB **out, const char *dir, const BookDBOptions *opt, char *err);
 /* Closes the book; every transaction must be finished. Accepts NULL. */
 void bookdb_free(BookDB *db);
+/*
+ * The selection of the book in directory dir (an existing book), this
+ * process's while *out (a descriptor) is open: who (e.g. "think", "serve
+ * --work") takes DIR/selection.lock, without waiting, and writes its pid and
+ * who there. Two selections over one book (think beside a coordinator, two
+ * thinks, a cycle) would lease the same positions and each write over the
+ * other's DIR/selector.snap. 0, or BOOKDB_EBUSY with a message naming the
+ * holder (its pid and who) in err (BOOKDB_ERRLEN), or another error.
+ */
+JOSEKI_MUST_USE int bookdb_selection_lock(int *out, const char *dir, const char *who, char *err);
 /* The current map size in bytes (grows by doubling). */
 size_t bookdb_map_size(BookDB *db);
 /* Bytes of the data file on disk. */

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -377,7 +378,7 @@ int cmd_cycle(int argc, char **argv)
 	}
 	shogi_init();
 	char **openings = NULL;
-	int nopenings = 0, ret = 1, rc;
+	int nopenings = 0, ret = 1, rc, sel_fd = -1;
 	char err[CYCLE_ERRLEN > MATCH_ERRLEN ? CYCLE_ERRLEN : MATCH_ERRLEN];
 	if (openings_path && (nopenings = match_openings_read(&openings, openings_path, err)) < 0) {
 		joseki_error("cycle: --openings: %s", err);
@@ -503,6 +504,13 @@ int cmd_cycle(int argc, char **argv)
 	};
 	int done;
 	bool stopped;
+	/* The book's selection is this cycle's alone (its think's). */
+	char lerr[BOOKDB_ERRLEN];
+	struct stat bs;
+	if (stat(book, &bs) == 0 && bookdb_selection_lock(&sel_fd, book, "cycle", lerr) < 0) {
+		joseki_error("cycle: %s", lerr);
+		goto done;
+	}
 	rc = cycle_run(&done, &stopped, &opt, err);
 	if (ctx[0]) fputs("\r\033[K", stderr);
 	if (rc < 0) {
@@ -515,6 +523,7 @@ int cmd_cycle(int argc, char **argv)
 		       stopped ? " (stopped: run the same command to resume)" : "");
 	ret = 0;
 done:
+	if (sel_fd >= 0) close(sel_fd);
 	for (int i = 0; i < MAX_ENGINES; i++) search_free(engines[i]);
 	for (int i = 0; opponents && i < nopp * nengines; i++) search_free(opponents[i]);
 	free(opponents);

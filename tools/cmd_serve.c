@@ -689,6 +689,14 @@ int cmd_serve(int argc, char **argv)
 		joseki_error("serve: %s", err);
 		return 1;
 	}
+	/* The coordinator's selection is the book's only one (a think beside it
+	 * would lease the same positions); held until the process ends. */
+	int sel_fd = -1;
+	if (work_on && bookdb_selection_lock(&sel_fd, book, "serve --work", err) < 0) {
+		joseki_error("serve: %s", err);
+		bookdb_free(db);
+		return 1;
+	}
 	uint64_t positions = 0;
 	BookTxn *txn;
 	int crc = bookdb_txn_begin(&txn, db, false);

@@ -408,7 +408,7 @@ int cmd_think(int argc, char **argv)
 		                             "opponent (--opponent-nodes N, or --nodes N)");
 	uint64_t nengines = ce.n;
 
-	int ret = 1;
+	int ret = 1, sel_fd = -1;
 	BookDB *db = NULL;
 	RootList kl = {0}, roots = {0}, paths = {0};
 	SearchEngine **engines = calloc(nengines, sizeof *engines);
@@ -437,6 +437,11 @@ int cmd_think(int argc, char **argv)
 		             orc == BOOKDB_ENOBOOK && !strstr(err, "(a file:")
 		                 ? " (think --new starts a new book there)"
 		                 : "");
+		goto done;
+	}
+	/* The book's selection is this run's alone (its selector.snap too). */
+	if (bookdb_selection_lock(&sel_fd, book, "think", err) < 0) {
+		joseki_error("think: %s", err);
 		goto done;
 	}
 	/* The selector's and minimax's arrays past the budget: files beside the
@@ -543,6 +548,7 @@ int cmd_think(int argc, char **argv)
 	}
 	ret = 0;
 done:
+	if (sel_fd >= 0) close(sel_fd);
 	cli_again_free(&again);
 	for (uint64_t i = 0; i < nengines; i++) search_free(engines[i]);
 	free(engines);

@@ -739,6 +739,61 @@ static void test_bookgen__think_command_with_the_builtin_engine(void **state)
  * files beside the book (at 200,000 positions two of them pass 1M: strace
  * shows their O_TMPFILE opens in the book's directory); the book grows the
  * same as within the default. */
+/* One selection a book: while a think grows it, another think, a coordinator
+ * and a cycle over it are refused, naming the holder; once it stops (or is
+ * killed: the test above) the next one runs. */
+static void test_bookgen__a_book_has_one_selection_at_a_time(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char book[600], lock[620], think_out[620], toks[620];
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(lock, sizeof lock, "%s/selection.lock", book);
+	snprintf(think_out, sizeof think_out, "%s/think.out", dir);
+	snprintf(toks, sizeof toks, "%s/toks", dir);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s tests/data/floodgate --quiet", ts_joseki(), book), 0);
+	char *argv[] = {(char *)ts_joseki(), "think", book, "--depth", "3", "--time", "120",
+	                "--quiet",           NULL};
+	pid_t p = ts_spawn(argv, think_out, NULL, false);
+	char want[64];
+	snprintf(want, sizeof want, "%ld think\n", (long)p);
+	char *held = NULL;
+	for (int i = 0; i < 1200; i++) {
+		free(held);
+		held = ts_read_file(lock, NULL);
+		if (held && !strcmp(held, want)) break;
+		usleep(50000);
+	}
+	if (!held || strcmp(held, want)) fail_msg("selection.lock: '%s'", held ? held : "(none)");
+	free(held);
+	snprintf(want, sizeof want, "(think, pid %ld): two selections", (long)p);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s token add %s w >/dev/null 2>&1", ts_joseki(), toks), 0);
+	static const char *const OTHERS[] = {
+	    "%s think %s --depth 1 --positions 1",
+	    "%s serve %s --work --tokens %s --listen 127.0.0.1:0",
+	    "%s cycle %s --generations 1 --games 2 --opponent builtin"};
+	for (size_t i = 0; i < sizeof OTHERS / sizeof *OTHERS; i++) {
+		char *out = NULL, *err = NULL;
+		int rc = ts_runf(&out, &err, OTHERS[i], ts_joseki(), book, toks);
+		if (rc != 1 || !strstr(err, "another process selects what to think in this book") ||
+		    !strstr(err, want))
+			fail_msg("%s: exit %d, said: %s", OTHERS[i], rc, err);
+		free(out);
+		free(err);
+	}
+	kill(p, SIGTERM);
+	int st = 0;
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s think %s --depth 1 --positions 1 --quiet", ts_joseki(), book),
+	    0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* The summary's root_value is none while the root is not thought (with
  * --roots-from-games the way to the roots comes first); what think analysed
  * and no minimax run backed up is said at its end, with the command. */
@@ -1900,6 +1955,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_progress_goes_to_the_callback_and_null_is_quiet),
 	    cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
 	    cmocka_unit_test(test_bookgen__think_says_what_it_has_not_valued),
+	    cmocka_unit_test(test_bookgen__a_book_has_one_selection_at_a_time),
 	    cmocka_unit_test(test_bookgen__think_within_a_tiny_memory_budget_grows_the_same_book),
 	    cmocka_unit_test(test_bookgen__think_refuses_an_option_the_engine_does_not_take),
 	    cmocka_unit_test(test_bookgen__think_command_with_misbehaving_engines_under_load),
