@@ -206,8 +206,8 @@ static bool loses_badly(const Seen *v, size_t n, size_t i, const CyclePruneOptio
 		points += v[j].result > 0 ? 1.0 : v[j].result == 0 ? 0.5 : 0.0;
 	}
 	*end = j;
-	snprintf(note, sizeof(MarkNote), "scored %.2f in %u games against opponent %d",
-	         points / played, played, v[i].opponent + 1);
+	snprintf(note, sizeof(MarkNote), "scored %.2f in %u game%s against opponent %d",
+	         points / played, played, played == 1 ? "" : "s", v[i].opponent + 1);
 	uint32_t min_games = opt->min_games ? opt->min_games : 1;
 	return played >= min_games && points / played <= opt->max_winrate + 1e-12;
 }

@@ -109,7 +109,8 @@ static void report(Ctx *c, const char *input, const char *id, const ReplayResult
 		if (recorded)
 			printf(", recorded %s",
 			       errmsg_escape(rd, sizeof rd, recorded, strlen(recorded)));
-		if (variations) printf(", %d variations skipped", variations);
+		if (variations)
+			printf(", %d variation%s skipped", variations, variations == 1 ? "" : "s");
 		printf("\n");
 		if (res->error[0]) printf("  error: line %d: %s\n", res->error_line, res->error);
 		if (have_pos) printf("  final: %s\n", sfen);
