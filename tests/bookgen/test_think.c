@@ -826,6 +826,30 @@ static void test_bookgen__think_says_what_it_has_not_valued(void **state)
 	assert_non_null(strstr(err, cmd));
 	free(out);
 	free(err);
+	/* Two roots (as SFENs: no way to them first): once the first root has
+	 * a value, every progress line says it and its line (it was said only
+	 * when the next leaf happened to lie under the first root). */
+	char roots[600];
+	snprintf(roots, sizeof roots, "%s/roots", dir);
+	const char *rl = "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL w - 2\n";
+	assert_int_equal(ts_write_file(roots, rl, strlen(rl)), 0);
+	assert_int_equal(ts_runf(&out, &err, "%s think %s/b --roots %s --nodes 3000 --time 4",
+	                         ts_joseki(), dir, roots),
+	                 0);
+	int lines = 0, shown = 0;
+	for (char *l = err; (l = strstr(l, "think: ")) != NULL; l++) {
+		size_t n = strcspn(l, "\r\n");
+		if (!memmem(l, n, " thought (", 10)) continue;
+		lines++;
+		bool has = memmem(l, n, ", root 1 of 2 ", 14) && memmem(l, n, " pv ", 4);
+		if (shown && !has) fail_msg("a line without the root's value: %.*s", (int)n, l);
+		shown += has;
+	}
+	if (lines < 2 || !shown)
+		fail_msg("%d progress lines, %d with the root:\n%s", lines, shown, err);
+	free(out);
+	free(err);
 	/* --quiet says nothing of it. */
 	assert_int_equal(
 	    ts_runf(&out, &err, "%s think %s/b --depth 1 --positions 3 --quiet", ts_joseki(), dir),
