@@ -1356,6 +1356,10 @@ static void test_match__real_engines_play_on_clocks(void **state)
 	require_engine(fairy);
 	require_engine(gps);
 	char *dir = ts_mkdtemp();
+	/* gpsusi writes every setoption into its home's gpsusi.conf, read back at
+	 * its next start: a home of the test's own, or LimitDepth 4 stays in the
+	 * machine's for every later gpsusi (docs/search.md). */
+	ts_gpsshogi_home(dir);
 	/* Small clocks; a wide margin, because the test machine may be loaded and
 	 * an engine that spends its clock to the last ms is then late by more than
 	 * the default 100 ms. gpsshogi: no book, shallow, one thread. */
