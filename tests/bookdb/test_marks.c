@@ -175,7 +175,7 @@ test_marks__a_mark_is_kept_with_its_note_and_time_and_undo_takes_exactly_it_off(
 	q = query(book, "startpos");
 	mk = json_object_get(move_of(q, "5g5f"), "mark");
 	assert_string_equal(json_string_value(json_object_get(mk, "source")), "prune");
-	assert_non_null(strstr(json_string_value(json_object_get(mk, "note")), "in 1 games"));
+	assert_non_null(strstr(json_string_value(json_object_get(mk, "note")), "in 1 game "));
 	json_decref(q);
 	/* A hand mark over prune's stays through prune --undo, which makes its
 	 * own --undo forget prune's: the move is then unmarked. */
@@ -722,7 +722,7 @@ static void test_marks__marks_lists_every_mark_of_the_book(void **state)
 			assert_string_equal(sfen, START);
 			assert_string_equal(kind, "avoid");
 			assert_string_equal(source, "prune");
-			assert_non_null(strstr(note, "in 1 games"));
+			assert_non_null(strstr(note, "in 1 game "));
 			seen |= 4;
 		} else {
 			fail_msg("a mark on %s", move);
