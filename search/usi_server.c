@@ -60,6 +60,10 @@ typedef struct {
 	bool hold;           /* infinite/ponder: keep the bestmove until released */
 	bool infinite;       /* go infinite: only stop releases it */
 	bool released;       /* stop or ponderhit arrived */
+	Move ponder_book;    /* go ponder in a position the book answers: its move, given
+	                        at ponderhit or stop (no search runs); MOVE_NONE: none */
+	bool bad_pos;        /* the last position command could not be read: go answers
+	                        resign, not for the position before it */
 	pthread_mutex_t out; /* serialises the output */
 	Position tmp;        /* position parsing, reading thread only */
 	const UsiServerConfig *cfg;
@@ -132,9 +136,22 @@ static void *search_main(void *arg)
 	return NULL;
 }
 
+/* The book move a pondering go held, given now (ponderhit, stop). */
+static bool give_ponder_book(Usi *u)
+{
+	if (u->ponder_book == MOVE_NONE) return false;
+	char mv[USI_MOVE_MAX];
+	usi_move_write(u->ponder_book, mv);
+	u->ponder_book = MOVE_NONE;
+	say(u, "info string book move %s", mv);
+	say(u, "bestmove %s", mv);
+	return true;
+}
+
 /* Stops a running search (its bestmove is printed) and joins its thread. */
 static void stop_search(Usi *u)
 {
+	if (give_ponder_book(u)) return;
 	if (!u->running) return;
 	pthread_mutex_lock(&u->lock);
 	u->released = true;
@@ -162,6 +179,7 @@ static void finish_search(Usi *u)
 
 static void ponderhit(Usi *u)
 {
+	if (give_ponder_book(u)) return;
 	if (!u->running) return;
 	engine_ponderhit(u->engine);
 	pthread_mutex_lock(&u->lock);
@@ -219,17 +237,32 @@ static void go(Usi *u, char *args)
 		} else if (!strcmp(tok, "depth") && next_num(&save, &v)) {
 			g.depth = v;
 		} else if (!strcmp(tok, "mate")) {
-			g.infinite = true; /* no mate search: think until stopped */
-			next_num(&save, &v);
+			/* No mate search here: said as USI has it, at once. */
+			say(u, "checkmate notimplemented");
+			return;
 		} else {
 			say(u, "info string ignored go argument '%s'", tok);
 		}
+	}
+	if (u->bad_pos) {
+		/* Not a move for the position before it: one the GUI did not mean
+		 * could be illegal in the game. */
+		say(u,
+		    "info string no position to search (the last position command was not read)");
+		say(u, "bestmove resign");
+		return;
 	}
 	if (pos_declaration_ok(&u->pos)) {
 		say(u, "bestmove win");
 		return;
 	}
-	Move bm = g.infinite || ponder ? MOVE_NONE : book_move(u);
+	Move bm = g.infinite ? MOVE_NONE : book_move(u);
+	if (bm != MOVE_NONE && ponder) {
+		/* The book answers the position pondered on: its move is given
+		 * at ponderhit (or stop), not a search's. */
+		u->ponder_book = bm;
+		return;
+	}
 	if (bm != MOVE_NONE) {
 		char mv[USI_MOVE_MAX];
 		usi_move_write(bm, mv);
@@ -318,7 +351,9 @@ static int usi_loop(Usi *u)
 		} else if (!strcmp(cmd, "position")) {
 			stop_search(u);
 			char err[SHOGI_ERRLEN];
-			if (position_parse(&u->tmp, args, err) < 0)
+			u->bad_pos = position_parse(&u->tmp, args, err) < 0 ||
+			             pos_check_game(&u->tmp, err) < 0;
+			if (u->bad_pos)
 				say(u, "info string bad position: %s", err);
 			else
 				memcpy(&u->pos, &u->tmp, sizeof u->tmp);

@@ -204,7 +204,7 @@ int cmd_minimax(int argc, char **argv)
 	double ms = clock_ms_f() - t0;
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	char root[16] = "null", values[96];
+	char root[16] = "none", values[96];
 	if (st.has_root) snprintf(root, sizeof root, "%d", st.root_value);
 	values_said(values, sizeof values, &opt.policy);
 	if (json) {

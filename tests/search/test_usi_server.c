@@ -152,6 +152,8 @@ static int count(const char *text, const char *what)
 	return n;
 }
 
+static void assert_legal_bestmove(const char *out, const char *spec);
+
 static void test_usi_server__a_session_over_streams(void **state)
 {
 	(void)state;
@@ -175,6 +177,31 @@ static void test_usi_server__a_session_over_streams(void **state)
 	out = session("position sfen nonsense\nunknowncmd\n", NULL);
 	assert_non_null(strstr(out, "info string bad position"));
 	assert_non_null(strstr(out, "info string unknown command 'unknowncmd'"));
+	assert_int_equal(count(out, "bestmove"), 0);
+	free(out);
+
+	/* A position it cannot read, or no game reaches (no kings), after a good
+	 * one: go resigns, not a move of the position before (it answered for
+	 * that one); a good position again is searched. */
+	static const char *const BAD[] = {"startpos moves 7g7f 7g7f", "sfen garbage",
+	                                  "sfen 9/9/9/9/9/9/9/9/4K4 b - 1"};
+	for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
+		char input[256];
+		snprintf(input, sizeof input,
+		         "position startpos\nposition %s\ngo depth 1\nposition startpos moves "
+		         "7g7f\ngo depth 1\n",
+		         BAD[i]);
+		out = session(input, NULL);
+		const char *b = strstr(out, "bestmove ");
+		if (!strstr(out, "info string bad position") || !b ||
+		    strncmp(b, "bestmove resign\n", 16))
+			fail_msg("position %s:\n%s", BAD[i], out);
+		assert_legal_bestmove(b + 9, "startpos moves 7g7f");
+		free(out);
+	}
+	/* go mate: no mate search, said at once as USI has it. */
+	out = session("position startpos\ngo mate 5\n", NULL);
+	assert_non_null(strstr(out, "checkmate notimplemented\n"));
 	assert_int_equal(count(out, "bestmove"), 0);
 	free(out);
 }
@@ -206,6 +233,23 @@ static void test_usi_server__the_book_callback(void **state)
 	assert_null(strstr(out, "book move"));
 	assert_int_equal(count(out, "bestmove "), 2);
 	free(out);
+
+	/* go ponder in a position the book answers: nothing searched, the book's
+	 * move at ponderhit (it searched and played that search's move), and at
+	 * stop. */
+	static const char *const END[] = {"ponderhit", "stop"};
+	for (int i = 0; i < 2; i++) {
+		b = (FakeBook){.move = "2g2f"};
+		char input[256];
+		snprintf(input, sizeof input,
+		         "position startpos\ngo ponder btime 1000 wtime 1000 byoyomi 100\n%s\n",
+		         END[i]);
+		out = session(input, &b);
+		assert_int_equal(b.asked, 1);
+		if (strcmp(out, "info string book move 2g2f\nbestmove 2g2f\n"))
+			fail_msg("%s: %s", END[i], out);
+		free(out);
+	}
 }
 
 /* The first bestmove of out, legal in the position spec. */
