@@ -203,7 +203,8 @@ static SearchBudget move_budget(const Match *m, const MatchGame *g, int s, const
  * Asks the engine of the side to move (s: 0 = A, 1 = B) for its move; with
  * clocks, charges its time to left[s] (the main time left) or finds it late.
  * Returns GAME_END_NONE with *move set, or how the game ended; -1 when the
- * match was cancelled.
+ * match was cancelled; -2 when the engine refuses the match's searches (w->err
+ * says it).
  */
 static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, MatchGame *g,
                        int index, int *winner, int64_t left[2])
@@ -218,6 +219,14 @@ static int engine_move(Worker *w, int s, Move *move, CsaMoveInfo *mi, Move *pv, 
 	SearchBudget budget = move_budget(m, g, s, left, index, pos_history_len(pos));
 	int rc = search_analyse(w->eng[s], w->res, pos, &budget, 1);
 	if (rc == SEARCH_ECANCELED || cancelled(m)) return -1;
+	/* The engine refuses the match's searches (gpsusi against --nodes): no
+	 * game can be played, and none is lost for it; the match stops. */
+	if (rc == SEARCH_EINVAL) {
+		errmsg_set(w->err, MATCH_ERRLEN, MATCH_ENGINE,
+		           "engine %s refuses the match's searches: %s", who,
+		           search_last_error(w->eng[s]));
+		return -2;
+	}
 	g->engine_moves++;
 	*winner = color_flip(us);
 	const SearchResult *r = w->res;
@@ -402,6 +411,7 @@ static int play_game(Worker *w, int index, MatchGame *g)
 				memcpy(g->exit_clock_ms[s], left, sizeof left);
 			}
 			int e = engine_move(w, s, &mv, mi, w->pv[ply], g, index, &winner, left);
+			if (e == -2) return MATCH_ENGINE; /* (said in w->err) */
 			if (e < 0) return 1;
 			if (e != GAME_END_NONE) {
 				end = (GameEnd)e;

@@ -334,7 +334,8 @@ int cmd_match(int argc, char **argv)
 	            "clocks: byoyomi (given twice: A's, then B's; default: none)",
 	            CLI_MANY(&nbyo, 2)),
 	    CLI_NUM("--time-margin", &opt.time_margin_ms, 0, 600000, "MS",
-	            "clocks: the time an engine is not asked to use (default 100)"),
+	            "clocks: how far past its clock a move may end before the side loses on "
+	            "time (default 100)"),
 	    CLI_FN("--sprt", &sprt, parse_sprt, "ELO0,ELO1[,ALPHA,BETA]", "ELO0,ELO1[,ALPHA,BETA]",
 	           "stop at the SPRT's verdict (default: play every game)",
 	           CLI_TAG(&sprt_on, true)),

@@ -371,6 +371,38 @@ static void test_match__declarations_are_judged_by_the_rules(void **state)
 	free(dir);
 }
 
+/* An engine that refuses the match's searches (a gpsshogi-like one against
+ * --nodes) stops the match, exit 1, naming it: no game is lost for it. (Each
+ * game was a "crash", and the match ended a perfect win, elo +inf, exit 0.) */
+static void test_match__an_engine_that_refuses_the_searches_stops_the_match(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), cwd[1024], *path = NULL, *text = NULL;
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_true(asprintf(&path, "%s/timeonly.sh", dir) > 0);
+	assert_true(asprintf(&text,
+	                     "#!/bin/sh\nexec python3 -S %s/tests/search/fakes/fake_engine.py "
+	                     "--script timeonly\n",
+	                     cwd) > 0);
+	assert_int_equal(ts_write_file(path, text, strlen(text)), 0);
+	assert_int_equal(chmod(path, 0755), 0);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err,
+	                 "%s match --engine-a builtin --engine-b %s --games 2 --nodes 2000 --out "
+	                 "%s/games",
+	                 ts_joseki(), path, dir);
+	if (rc != 1 || !strstr(err, "engine B refuses the match's searches: ") ||
+	    !strstr(err, "give it --movetime"))
+		fail_msg("exit %d, said: %s%s", rc, out, err);
+	assert_null(strstr(out, "elo +inf"));
+	free(out);
+	free(err);
+	free(text);
+	free(path);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_match__crash_and_illegal_move_lose_and_the_match_goes_on(void **state)
 {
 	(void)state;
@@ -1416,6 +1448,7 @@ int main(void)
 	    cmocka_unit_test(test_match__perpetual_check_loses_for_the_checking_side),
 	    cmocka_unit_test(test_match__declarations_are_judged_by_the_rules),
 	    cmocka_unit_test(test_match__crash_and_illegal_move_lose_and_the_match_goes_on),
+	    cmocka_unit_test(test_match__an_engine_that_refuses_the_searches_stops_the_match),
 	    cmocka_unit_test(test_match__a_side_with_a_book_plays_its_moves),
 	    cmocka_unit_test(test_match__bad_input_is_reported),
 	    cmocka_unit_test(test_match__elo),
