@@ -197,8 +197,10 @@ static void catch_damage(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: joseki COMMAND [ARGS...]   (joseki COMMAND --help: its arguments)\n\n"
-	           "commands:\n");
+	fprintf(f,
+	        "usage: joseki COMMAND [ARGS...]   (joseki help COMMAND, or joseki COMMAND --help: "
+	        "its arguments)\n\n"
+	        "commands:\n");
 	for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
 		fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
 }
@@ -209,7 +211,14 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+	/* "help COMMAND" is "COMMAND --help". */
+	char *help_argv[] = {argv[0], NULL, "--help", NULL};
+	if (!strcmp(argv[1], "help") && argc >= 3) {
+		help_argv[1] = argv[2];
+		argv = help_argv;
+		argc = 3;
+	} else if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	           !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return 0;
 	}

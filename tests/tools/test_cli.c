@@ -64,6 +64,11 @@ static void test_cli__every_command_has_help_naming_its_options(void **state)
 				fail_msg("%s --help: no line for %s", names[i], opt);
 			p += w;
 		}
+		/* "joseki help COMMAND" says the same. */
+		char *same = NULL;
+		assert_int_equal(ts_runf(&same, NULL, "%s help %s", ts_joseki(), names[i]), 0);
+		assert_string_equal(same, out);
+		free(same);
 		free(out);
 		free(err);
 		free(names[i]);
