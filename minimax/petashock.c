@@ -568,6 +568,13 @@ static int check_output(PsRun *p)
 	if (e)
 		return fail(p->err, p->errlen, PETASHOCK_EIO, "%s: cannot create: %s", p->out_path,
 		            strerror(e));
+	/* OUT the input itself: the rename at the end would replace the book
+	 * read, and the input is then lost if the output is not what was meant. */
+	struct stat si, so;
+	if (stat(p->in_path, &si) == 0 && stat(p->out_path, &so) == 0 && si.st_dev == so.st_dev &&
+	    si.st_ino == so.st_ino)
+		return fail(p->err, p->errlen, PETASHOCK_EIO,
+		            "%s: is the input: give the output another name", p->out_path);
 	return 0;
 }
 

@@ -640,7 +640,9 @@ static void test_petashock__command_errors_write_nothing(void **state)
 		const char *in, *out, *says;
 	} bad[] = {{"in.db", "", "Is a directory"},
 	           {"in.db", "nodir/out.db", "nodir/out.db: cannot write there: No such file"},
-	           {"", "out.db", "cannot open: Is a directory"}};
+	           {"", "out.db", "cannot open: Is a directory"},
+	           /* OUT the input: it would have been replaced */
+	           {"in.db", "in.db", "in.db: is the input: give the output another name"}};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		err = NULL;
 		assert_int_equal(ts_runf(NULL, &err, "%s peta-shock %s/%s %s/%s", ts_joseki(), dir,
@@ -651,6 +653,9 @@ static void test_petashock__command_errors_write_nothing(void **state)
 		free(err);
 	}
 	assert_int_equal(ts_files_in(dir), 1);
+	char *kept = ts_read_file(in, NULL);
+	assert_string_equal(kept, book);
+	free(kept);
 	ts_rmtree(dir);
 	free(dir);
 }
