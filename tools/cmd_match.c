@@ -244,6 +244,9 @@ static void exit_text(char *buf, size_t len, const MatchExit *e)
 		snprintf(buf, len, "%d [%d, %d]", e->median, e->q1, e->q3);
 }
 
+/* Fewer games than this: the interval is said to say little. */
+#define MATCH_FEW_GAMES 10
+
 static void print_text(const MatchOptions *opt, const MatchResult *r)
 {
 	char elo[16], lo[16], hi[16], pairs[160] = "", sprt[96] = "", ex[2][48];
@@ -419,6 +422,16 @@ int cmd_match(int argc, char **argv)
 		if (match_stop_flag)
 			joseki_error("match: interrupted after %d of %d games", r.played, r.ngames);
 		ret = json ? print_json(&opt, &r) : (print_text(&opt, &r), 0);
+		fflush(stdout); /* (the notes below after it, where both go to one file) */
+		/* The interval and LOS come from the games' own spread: a few games
+		 * give one of no width (two draws: elo +0 [+0, +0]), not certainty. */
+		if (r.played == 0)
+			joseki_error("match: no game was played: no result");
+		else if (r.played < MATCH_FEW_GAMES)
+			joseki_error(
+			    "match: %d game%s: too few for the interval and LOS to say much "
+			    "(they come from the games' own spread); play %d or more",
+			    r.played, r.played == 1 ? "" : "s", 10 * MATCH_FEW_GAMES);
 		/* A book that gave no move in any game checked nothing. */
 		for (int sd = 0; sd < 2; sd++)
 			if (opt.side[sd].book && r.played > 0 && r.book_plies[sd] == 0)

@@ -371,6 +371,33 @@ static void test_match__declarations_are_judged_by_the_rules(void **state)
 	free(dir);
 }
 
+/* A match of a few games says its interval says little (two games can give
+ * one of no width); one of ten games or more does not. */
+static void test_match__a_few_games_are_said_to_be_too_few(void **state)
+{
+	(void)state;
+	static const struct {
+		int games;
+		bool said;
+	} RUNS[] = {{2, true}, {10, false}};
+	for (size_t i = 0; i < 2; i++) {
+		char *out = NULL, *err = NULL;
+		assert_int_equal(
+		    ts_runf(&out, &err,
+		            "%s match --engine-a builtin --engine-b builtin --games %d "
+		            "--nodes 200 --max-moves 40",
+		            ts_joseki(), RUNS[i].games),
+		    0);
+		char want[80];
+		snprintf(want, sizeof want, "match: %d games: too few for the interval",
+		         RUNS[i].games);
+		if (!strstr(err, want) != !RUNS[i].said)
+			fail_msg("%d games said: %s", RUNS[i].games, err);
+		free(out);
+		free(err);
+	}
+}
+
 /* An engine that refuses the match's searches (a gpsshogi-like one against
  * --nodes) stops the match, exit 1, naming it: no game is lost for it. (Each
  * game was a "crash", and the match ended a perfect win, elo +inf, exit 0.) */
@@ -1449,6 +1476,7 @@ int main(void)
 	    cmocka_unit_test(test_match__declarations_are_judged_by_the_rules),
 	    cmocka_unit_test(test_match__crash_and_illegal_move_lose_and_the_match_goes_on),
 	    cmocka_unit_test(test_match__an_engine_that_refuses_the_searches_stops_the_match),
+	    cmocka_unit_test(test_match__a_few_games_are_said_to_be_too_few),
 	    cmocka_unit_test(test_match__a_side_with_a_book_plays_its_moves),
 	    cmocka_unit_test(test_match__bad_input_is_reported),
 	    cmocka_unit_test(test_match__elo),
