@@ -312,6 +312,9 @@ static void setoption(Usi *u, char *args)
 		}
 	} else if (!strcmp(name, "MultiPV")) {
 		u->multipv = v < 1 ? 1 : v > ENGINE_MULTIPV_MAX ? ENGINE_MULTIPV_MAX : (int)v;
+		if (u->multipv != v)
+			say(u, "info string MultiPV must be 1..%d; %d taken", ENGINE_MULTIPV_MAX,
+			    u->multipv);
 	} else if (!strcmp(name, "Threads")) {
 		if (v != 1) say(u, "info string only Threads 1 is supported");
 	} else if (strcmp(name, "USI_Ponder") != 0) {
@@ -339,6 +342,7 @@ static int usi_loop(Usi *u)
 			say(u, "option name MultiPV type spin default 1 min 1 max %d",
 			    ENGINE_MULTIPV_MAX);
 			say(u, "option name Threads type spin default 1 min 1 max 1");
+			say(u, "option name USI_Ponder type check default false");
 			say(u, "usiok");
 		} else if (!strcmp(cmd, "isready")) {
 			say(u, "readyok");

@@ -161,6 +161,7 @@ static void test_usi_server__a_session_over_streams(void **state)
 	                    "position startpos moves 7g7f\ngo depth 2\n",
 	                    NULL);
 	assert_non_null(strstr(out, "id name joseki\n"));
+	assert_non_null(strstr(out, "option name USI_Ponder type check default false\n"));
 	assert_non_null(strstr(out, "usiok\n"));
 	assert_non_null(strstr(out, "readyok\n"));
 	assert_non_null(strstr(out, " multipv 2 "));
@@ -199,6 +200,11 @@ static void test_usi_server__a_session_over_streams(void **state)
 		assert_legal_bestmove(b + 9, "startpos moves 7g7f");
 		free(out);
 	}
+	/* MultiPV out of range: taken to the nearest end, and said. */
+	out = session("setoption name MultiPV value 40\nsetoption name MultiPV value 0\n", NULL);
+	assert_non_null(strstr(out, "info string MultiPV must be 1..32; 32 taken\n"));
+	assert_non_null(strstr(out, "info string MultiPV must be 1..32; 1 taken\n"));
+	free(out);
 	/* go mate: no mate search, said at once as USI has it. */
 	out = session("position startpos\ngo mate 5\n", NULL);
 	assert_non_null(strstr(out, "checkmate notimplemented\n"));
