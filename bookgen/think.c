@@ -9,7 +9,6 @@
  * selector's snapshot (bookgen/selection.h).
  */
 #include "bookgen/think.h"
-#include "shogi/movegen.h"
 #include "bookdb/merge.h"
 #include "bookdb/query.h"
 #include "bookgen/reanalyse.h"
@@ -155,16 +154,6 @@ static void fill_record(BookRecord *rec, bool found, const Position *pos, const 
 	int depth = 0;
 	for (int i = 0; i < res->nlines; i++) {
 		const SearchLine *l = &res->lines[i];
-		/* A pawn, bishop or rook left unpromoted where the analysis also
-		 * values its promotion: the promotion alone is kept (engines that
-		 * list every legal move rank the two within noise of each other,
-		 * and the book would play 2b8h before 2b8h+). */
-		if (movegen_promotion_declined(pos, l->move)) {
-			bool twin = false;
-			for (int j = 0; j < res->nlines && !twin; j++)
-				twin = res->lines[j].move == (Move)(l->move | MOVE_PROMOTE);
-			if (twin) continue;
-		}
 		BookMove *m = NULL;
 		for (int k = 0; k < rec->nmoves; k++)
 			if (rec->moves[k].move == l->move) m = &rec->moves[k];

@@ -309,18 +309,6 @@ bool movegen_is_legal(const Position *pos, Move m)
 	return !bb_test(pinned_pieces(pos, us, ksq, pos->occupied), from);
 }
 
-bool movegen_promotion_declined(const Position *pos, Move m)
-{
-	if (m == MOVE_NONE || move_is_drop(m) || move_is_promote(m)) return false;
-	Square from = move_from(m), to = move_to(m);
-	if (from >= SQ_NB || to >= SQ_NB) return false;
-	Piece p = pos->board[from];
-	if (!p) return false;
-	PieceType pt = piece_type(p);
-	return (pt == PAWN || pt == BISHOP || pt == ROOK) &&
-	       (sq_in_zone(pos->side, from) || sq_in_zone(pos->side, to));
-}
-
 int movegen_count(const Position *pos)
 {
 	return movegen(pos, GEN_ALL, NULL);

@@ -78,14 +78,6 @@ extern const char *const PIECE_ENGLISH[PT_NB];
 Bitboard movegen_blockers(const Position *pos, Square ksq, Color sliders, Color blockers,
                           Bitboard occ);
 
-/*
- * m (legal in pos) leaves a pawn, bishop or rook unpromoted where it could
- * promote: a move players almost never make (the promoted piece moves as the
- * unpromoted one does, and more), which engines that list every legal move
- * (fairy-stockfish) may still rank first by a few centipawns of noise.
- */
-bool movegen_promotion_declined(const Position *pos, Move m);
-
 /* Number of legal moves (0: the side to move is mated or stalemated). */
 JOSEKI_MUST_USE int movegen_count(const Position *pos);
 

@@ -794,74 +794,6 @@ static void test_bookgen__a_book_has_one_selection_at_a_time(void **state)
 	free(dir);
 }
 
-/* An analysis that ranks a bishop's capture unpromoted (8h2b, as an engine
- * that lists every legal move may) above the same capture promoting (8h2b+)
- * stores the promotion alone; an unpromoted move without its promoted twin in
- * the analysis, or a piece that cannot promote, is kept. */
-static void test_bookgen__a_declined_promotion_beside_its_promotion_is_not_stored(void **state)
-{
-	(void)state;
-	char *dir = ts_mkdtemp(), book[600];
-	snprintf(book, sizeof book, "%s/b", dir);
-	BookDB *db;
-	assert_int_equal(bookdb_open(&db, book, NULL, NULL), 0);
-	BookWriter *w;
-	assert_int_equal(bookdb_writer_new(&w, db, 16), 0);
-	Position *pos = malloc(sizeof *pos);
-	BookRecord *rec = malloc(sizeof *rec);
-	SearchResult *res = calloc(1, sizeof *res);
-	assert_int_equal(position_parse(pos, "startpos moves 7g7f 3c3d", NULL), 0);
-	static const struct {
-		const char *move;
-		int value;
-	} LINES[] = {{"8h2b", 56}, {"8h2b+", 50}, {"2g2f", 30}};
-	for (int i = 0; i < 3; i++) {
-		assert_int_equal(usi_move_parse_legal(&res->lines[i].move, pos, LINES[i].move,
-		                                      strlen(LINES[i].move), NULL),
-		                 0);
-		res->lines[i].value = LINES[i].value;
-		res->lines[i].depth = 10;
-	}
-	res->nlines = 3;
-	res->bestmove = res->lines[0].move;
-	SearchBudget budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 10};
-	assert_int_equal(think_store(w, NULL, rec, pos_key(pos), pos, res, &budget, NULL), 0);
-	/* Alone, the unpromoted capture is the engine's word and stays. */
-	Position *p2 = malloc(sizeof *p2);
-	assert_int_equal(position_parse(p2, "startpos moves 7g7f 3c3d 2g2f 8c8d", NULL), 0);
-	memset(res, 0, sizeof *res);
-	assert_int_equal(usi_move_parse_legal(&res->lines[0].move, p2, "8h2b", 4, NULL), 0);
-	res->lines[0].value = 40;
-	res->lines[0].depth = 10;
-	res->nlines = 1;
-	res->bestmove = res->lines[0].move;
-	assert_int_equal(think_store(w, NULL, rec, pos_key(p2), p2, res, &budget, NULL), 0);
-	assert_int_equal(bookdb_writer_flush(w), 0);
-	bookdb_writer_free(w);
-	BookTxn *t;
-	assert_int_equal(bookdb_txn_begin(&t, db, false), 0);
-	assert_int_equal(bookdb_get(rec, t, pos_key(pos)), 0);
-	char mv[USI_MOVE_MAX];
-	assert_int_equal(rec->nmoves, 2);
-	usi_move_write(rec->moves[0].move, mv);
-	assert_string_equal(mv, "8h2b+");
-	assert_int_equal(rec->moves[0].eval, 50);
-	usi_move_write(rec->moves[1].move, mv);
-	assert_string_equal(mv, "2g2f");
-	assert_int_equal(bookdb_get(rec, t, pos_key(p2)), 0);
-	assert_int_equal(rec->nmoves, 1);
-	usi_move_write(rec->moves[0].move, mv);
-	assert_string_equal(mv, "8h2b");
-	bookdb_txn_abort(t);
-	bookdb_free(db);
-	free(pos);
-	free(p2);
-	free(rec);
-	free(res);
-	ts_rmtree(dir);
-	free(dir);
-}
-
 /* The summary's root_value is none while the root is not thought (with
  * --roots-from-games the way to the roots comes first); what think analysed
  * and no minimax run backed up is said at its end, with the command. */
@@ -2048,7 +1980,6 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
 	    cmocka_unit_test(test_bookgen__think_says_what_it_has_not_valued),
 	    cmocka_unit_test(test_bookgen__a_book_has_one_selection_at_a_time),
-	    cmocka_unit_test(test_bookgen__a_declined_promotion_beside_its_promotion_is_not_stored),
 	    cmocka_unit_test(test_bookgen__think_within_a_tiny_memory_budget_grows_the_same_book),
 	    cmocka_unit_test(test_bookgen__think_refuses_an_option_the_engine_does_not_take),
 	    cmocka_unit_test(test_bookgen__think_command_with_misbehaving_engines_under_load),
