@@ -355,8 +355,9 @@ static int usi_loop(Usi *u)
 		} else if (!strcmp(cmd, "position")) {
 			stop_search(u);
 			char err[SHOGI_ERRLEN];
-			u->bad_pos = position_parse(&u->tmp, args, err) < 0 ||
-			             pos_check_game(&u->tmp, err) < 0;
+			/* (A problem's position, one king alone, is searched: an engine
+			 * is asked those too. A board with no legal move resigns.) */
+			u->bad_pos = position_parse(&u->tmp, args, err) < 0;
 			if (u->bad_pos)
 				say(u, "info string bad position: %s", err);
 			else
