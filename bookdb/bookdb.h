@@ -296,6 +296,9 @@ JOSEKI_MUST_USE int bookdb_kv_del(BookTxn *txn, BookDbName db, const void *key,
  */
 #define BOOKDB_META_MMFULL "mmfull"
 #define BOOKDB_META_MMRUN "mmrun"
+/* The meta key of the last minimax run's human-readable summary (absent: no
+ * run has backed analyses up yet; joseki stats reads its cycle count). */
+#define BOOKDB_META_MINIMAX "minimax"
 bool bookdb_minimax_unfinished(BookTxn *txn);
 /* Number of entries in a database, as of this transaction. */
 JOSEKI_MUST_USE int bookdb_count(uint64_t *out, BookTxn *txn, BookDbName db);

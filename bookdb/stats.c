@@ -279,7 +279,8 @@ int bookdb_stats_budget(BookStats *st, BookDB *db, BookTxn *txn, bool full, cons
 	/* How many valued positions the last minimax run found on or above cycles. */
 	const void *mv;
 	size_t ml;
-	if (bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "minimax", 7) == 0) {
+	if (bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, BOOKDB_META_MINIMAX,
+	                  strlen(BOOKDB_META_MINIMAX)) == 0) {
 		json_t *j = json_loadb(mv, ml, 0, NULL);
 		json_t *c = j ? json_object_get(j, "cyclic") : NULL;
 		if (json_is_integer(c)) {

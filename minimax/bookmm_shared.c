@@ -471,7 +471,8 @@ int bookmm_summary_put(BookTxn *txn, const BookmmStats *st, const BookmmOptions 
 	                  "\"draw_black\":%d,\"draw_white\":%d,\"time\":%lld}",
 	                  st->positions, st->valued, st->settled, st->cyclic, opt->draw_black,
 	                  opt->draw_white, (long long)time(NULL));
-	return bookdb_kv_put(txn, BOOKDB_META, "minimax", 7, meta, (size_t)ml);
+	return bookdb_kv_put(txn, BOOKDB_META, BOOKDB_META_MINIMAX, strlen(BOOKDB_META_MINIMAX),
+	                     meta, (size_t)ml);
 }
 
 int bookmm_fullrun_pending(BookTxn *txn, bool *hole)

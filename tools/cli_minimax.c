@@ -2,6 +2,7 @@
 #include "tools/cli_minimax.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "tools/cli_opt.h"
 
@@ -37,7 +38,8 @@ void cli_minimax_backlog(const char *cmd, BookDB *db, const char *book)
 	size_t len;
 	BookCounts c;
 	bool never = !since &&
-	             bookdb_kv_get(&v, &len, txn, BOOKDB_META, "minimax", 7) == BOOKDB_ENOTFOUND &&
+	             bookdb_kv_get(&v, &len, txn, BOOKDB_META, BOOKDB_META_MINIMAX,
+	                           strlen(BOOKDB_META_MINIMAX)) == BOOKDB_ENOTFOUND &&
 	             bookdb_counts(&c, txn) == 0 && c.kept && c.thought;
 	bookdb_txn_abort(txn);
 	if (!since && !never) return;
