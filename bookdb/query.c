@@ -25,12 +25,25 @@ int bookdb_move_value(const BookRecord *rec, const BookMove *m)
 	return (rec->flags & BOOKDB_REC_MINIMAX) ? m->value : m->eval;
 }
 
+bool bookdb_move_declined(const BookRecord *rec, const BookMove *m)
+{
+	Move twin = move_declined_promotion(rec->board, m->move);
+	if (twin == MOVE_NONE) return false;
+	for (int i = 0; i < rec->nmoves; i++)
+		if (rec->moves[i].move == twin)
+			return !(rec->moves[i].flags & BOOKDB_MOVE_AVOIDED) &&
+			       bookdb_move_valued(rec, &rec->moves[i]);
+	return false;
+}
+
 bool bookdb_position_value(int *value, const BookRecord *rec)
 {
 	bool known = false;
 	for (int i = 0; i < rec->nmoves; i++) {
 		const BookMove *m = &rec->moves[i];
-		if ((m->flags & BOOKDB_MOVE_AVOIDED) || !bookdb_move_valued(rec, m)) continue;
+		if ((m->flags & BOOKDB_MOVE_AVOIDED) || !bookdb_move_valued(rec, m) ||
+		    bookdb_move_declined(rec, m))
+			continue;
 		int v = bookdb_move_value(rec, m);
 		if (!known || v > *value) *value = v;
 		known = true;
@@ -65,6 +78,9 @@ static bool move_better(const BookRecord *rec, const BookMove *a, const BookMove
 {
 	bool aa = a->flags & BOOKDB_MOVE_AVOIDED, ab = b->flags & BOOKDB_MOVE_AVOIDED;
 	if (!with_avoided && aa != ab) return ab;
+	/* A declined promotion after the moves the book plays. */
+	bool da = bookdb_move_declined(rec, a), db = bookdb_move_declined(rec, b);
+	if (da != db) return db;
 	/* A move with a value before one without, whatever the other knows. */
 	bool va = bookdb_move_valued(rec, a), vb = bookdb_move_valued(rec, b);
 	if (va != vb) return va;
@@ -399,6 +415,10 @@ char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *
 		}
 		if (m->flags & BOOKDB_MOVE_PREFERRED) {
 			text_key(&t, "preferred", false);
+			TEXT_LIT(&t, "true");
+		}
+		if (bookdb_move_declined(rec, m)) {
+			text_key(&t, "declined", false);
 			TEXT_LIT(&t, "true");
 		}
 		const BookMark *mk = mark_of(marks, nmarks, m->move);

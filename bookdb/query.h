@@ -8,7 +8,10 @@
  * value (bookdb_move_valued: the minimax value when minimax has run on the
  * record, else the move's own analysis) before those without, by value; then
  * by games played; ties by move number so the order is stable. A game
- * comment is never a value here. Then a preferred move (BOOKDB_MOVE_PREFERRED,
+ * comment is never a value here. A pawn, bishop or rook left unpromoted
+ * where its promotion has a value too (bookdb_move_declined) goes after the
+ * moves the book plays, before avoided ones: the book plays the promotion,
+ * whatever noise ranked above it. Then a preferred move (BOOKDB_MOVE_PREFERRED,
  * joseki prefer) goes first when it has a value at most its window below the
  * first move's (of several, the best): the book plays it.
  */
@@ -36,8 +39,14 @@ bool bookdb_move_valued(const BookRecord *rec, const BookMove *m);
  * when bookdb_move_valued. */
 int bookdb_move_value(const BookRecord *rec, const BookMove *m);
 
+/* Whether move m of rec leaves a pawn, bishop or rook unpromoted where the
+ * record's promoting move has a value (bookdb_move_valued) and is not
+ * avoided: the book does
+ * not play it, nor count it in the position's value (move_declined_promotion). */
+bool bookdb_move_declined(const BookRecord *rec, const BookMove *m);
+
 /* The position's value for its side to move: the best value of rec's valued
- * moves not avoided (minimax's value once it has run on the record, else the
+ * moves not avoided nor declined (minimax's value once it has run on the record, else the
  * analysis's best); a preference does not change it (what the book gives up
  * by its choice is at most the window). False, *value untouched, when no
  * such move has a value. */

@@ -628,7 +628,11 @@ static int decode_moves(BookRecord *rec, const uint8_t *in, size_t len, size_t *
 int bookdb_record_decode_moves(BookRecord *rec, const uint8_t *in, size_t len)
 {
 	size_t end;
-	return decode_moves(rec, in, len, &end);
+	int rc = decode_moves(rec, in, len, &end);
+	if (rc || !bookdb_record_has_promotion_pair(rec)) return rc;
+	/* A declined promotion is told by the board (bookdb_move_declined). */
+	int n = bookdb_unpack_position(rec->board, rec->hand, &rec->side, in + end, len - end);
+	return n < 0 ? n : end + (size_t)n != len ? BOOKDB_ECORRUPT : 0;
 }
 
 int bookdb_record_decode(BookRecord *rec, const uint8_t *in, size_t len)

@@ -187,9 +187,26 @@ JOSEKI_MUST_USE int bookdb_record_peek(BookRecordHead *h, const uint8_t *in, siz
 /*
  * As bookdb_record_decode but leaves the position fields (board, hand, side)
  * untouched and does not check the packing: for lookups by a caller that
- * already has the position. Still safe on any bytes.
+ * already has the position. Still safe on any bytes. Where a move and the
+ * same move promoting are both listed (bookdb_record_has_promotion_pair:
+ * rare), the position is read and checked too, as bookdb_record_decode does:
+ * a declined promotion is told by the board (bookdb_move_declined).
  */
 JOSEKI_MUST_USE int bookdb_record_decode_moves(BookRecord *rec, const uint8_t *in, size_t len);
+
+/* Whether rec lists a move and the same move promoting: where a declined
+ * promotion may be (move_declined_promotion tells it by the board). Linear
+ * when no move promotes, as nearly everywhere. */
+static inline bool bookdb_record_has_promotion_pair(const BookRecord *rec)
+{
+	for (int i = 0; i < rec->nmoves; i++) {
+		Move m = rec->moves[i].move;
+		if (!move_is_promote(m) || move_is_drop(m)) continue;
+		for (int j = 0; j < rec->nmoves; j++)
+			if (rec->moves[j].move == (Move)(m & ~MOVE_PROMOTE)) return true;
+	}
+	return false;
+}
 
 /* Nodes as stored: the 8-bit code and its decoded value (rounded down). */
 uint8_t bookdb_nodes_code(uint64_t nodes);

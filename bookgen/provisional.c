@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bookdb/query.h"
 #include "bookdb/record.h"
 #include "shogi/clock.h"
 #include "shogi/keymap.h"
@@ -53,7 +54,7 @@ static int level_fill(Level *lv, const BookRecord *rec)
 		const BookMove *bm = &rec->moves[i];
 		int v;
 		bool cycle = false;
-		if (bm->flags & BOOKDB_MOVE_AVOIDED) continue;
+		if ((bm->flags & BOOKDB_MOVE_AVOIDED) || bookdb_move_declined(rec, bm)) continue;
 		if (mm && bm->value != BOOKDB_NOVALUE) {
 			v = bm->value;
 			cycle = bm->dist >= PROV_CYCLE_DIST;

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "bookdb/query.h"
 #include "shogi/bigmem.h"
 #include "shogi/clock.h"
 #include "shogi/grow.h"
@@ -1043,8 +1044,17 @@ static int add_edge(Selector *s, uint32_t parent, uint32_t child, Move m, uint8_
 	return sel_g_add_link(s, child, parent);
 }
 
+/* Whether stored move bm of rec is searched: legal, not marked avoided
+ * (joseki prune), not a declined promotion (8h2b beside a valued 8h2b+,
+ * bookdb_move_declined): the moves the book may play. */
+static bool stored_played(const BookRecord *rec, const BookMove *bm, const Position *pos)
+{
+	return !(bm->flags & BOOKDB_MOVE_AVOIDED) && !bookdb_move_declined(rec, bm) &&
+	       pos_is_legal(pos, bm->move);
+}
+
 /*
- * Builds node i's edges: every legal stored move (its child created as a
+ * Builds node i's edges: every stored move played (stored_played; its child created as a
  * placeholder when absent, so that leasing or thinking it later reaches this
  * node through the parent links), then every other legal move whose child is
  * already in the graph (transposition edges).
@@ -1103,8 +1113,7 @@ int sel_g_expand(Selector *s, uint32_t i)
 	 * more (a big book's map is far larger than the caches). */
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *bm = &rec->moves[k];
-		/* A move joseki prune marked avoided is not played: not searched. */
-		bool use = !(bm->flags & BOOKDB_MOVE_AVOIDED) && pos_is_legal(pos, bm->move);
+		bool use = stored_played(rec, bm, pos);
 		s->stored_after[k] = use ? pos_key_after(pos, bm->move) : (Key){0, 0};
 		if (use) keymap_prefetch(&s->map, s->stored_after[k]);
 		if (use && filter)
@@ -1123,7 +1132,7 @@ int sel_g_expand(Selector *s, uint32_t i)
 	int best_value = INT_MIN;
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *bm = &rec->moves[k];
-		if ((bm->flags & BOOKDB_MOVE_AVOIDED) || !pos_is_legal(pos, bm->move)) continue;
+		if (!stored_played(rec, bm, pos)) continue;
 		int64_t c = child_node(s, s->stored_after[k]);
 		if (c < 0) return (int)c;
 		uint8_t f = 0;

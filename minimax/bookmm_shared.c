@@ -219,11 +219,30 @@ int bookmm_record_edges(MmMove *out, const BookmmChildren *c, const BookRecord *
 	return bookmm_found_edges(out, rec, c->leafv, c->nlegal == 0, lk, f, k);
 }
 
+/* Whether move m of rec is a pawn, bishop or rook left unpromoted where its
+ * promotion leads into the book (f) or has a leaf value not avoided: the
+ * book plays the promotion (bookdb_move_declined), so m is neither an edge
+ * nor a leaf. */
+static bool found_declined(Move m, const BookRecord *rec, const int16_t *leafv,
+                           const BookmmFound *f, int nf)
+{
+	Move twin = move_declined_promotion(rec->board, m);
+	if (twin == MOVE_NONE) return false;
+	for (int k = 0; k < nf; k++)
+		if (f[k].move == twin) return true;
+	for (int q = 0; q < rec->nmoves; q++)
+		if (rec->moves[q].move == twin)
+			return leafv[q] != BOOKMM_NOVALUE &&
+			       !(rec->moves[q].flags & BOOKDB_MOVE_AVOIDED);
+	return false;
+}
+
 int bookmm_found_edges(MmMove *out, const BookRecord *rec, const int16_t *leafv, bool mated,
                        const BookmmLookup *lk, const BookmmFound *f, int nf)
 {
 	int n = 0;
 	for (int k = 0; k < nf; k++) {
+		if (found_declined(f[k].move, rec, leafv, f, nf)) continue;
 		/* Into a position only games passed through: the move's own
 		 * evaluation (this position's analysis; a game's comment only
 		 * with game_evals) values it, not whatever that position's line
@@ -245,7 +264,7 @@ int bookmm_found_edges(MmMove *out, const BookRecord *rec, const int16_t *leafv,
 	for (int m = 0; m < rec->nmoves; m++) {
 		const BookMove *bm = &rec->moves[m];
 		if (leafv[m] == BOOKMM_NOVALUE || (bm->flags & BOOKDB_MOVE_AVOIDED) ||
-		    bm->move == MOVE_NONE)
+		    bm->move == MOVE_NONE || found_declined(bm->move, rec, leafv, f, nf))
 			continue;
 		bool edge = false;
 		for (int q = 0; q < nedges && !edge; q++) edge = out[q].move == bm->move;
@@ -376,13 +395,14 @@ MmFlags bookmm_core_flags(uint8_t file)
 	return r;
 }
 
-/* meta "mmstate": u32 version (3), u32 0, then u64 stamp, journal_len, seq,
+/* meta "mmstate": u32 version (4), u32 0, then u64 stamp, journal_len, seq,
  * i32 draw_black, draw_white, u64 positions, valued, settled, moves, edges,
  * then the leaf policy: u32 leaves, u32 min_depth, u32 min_games, u32
  * blend_games, i64 blend × 10^6, u8 game_evals, u8 games_book, u16 0, u32
  * games_min; all little-endian. A state of another version is not read (the
- * next run is a whole-book one). */
-#define STATE_VERSION 3
+ * next run is a whole-book one): 4 since declined promotions no longer count
+ * (bookmm_found_edges), so that a book minimaxed before is analysed anew. */
+#define STATE_VERSION 4
 #define STATE_LEN 112
 
 static void put64(uint8_t *p, uint64_t v)

@@ -92,7 +92,8 @@ static Move best_of(const BookRecord *r, const ExportOptions *opt)
 		for (int k = 0; k < r->nmoves; k++) {
 			const BookMove *m = &r->moves[k];
 			if (m->value == BOOKMM_NOVALUE || m->move == MOVE_NONE ||
-			    ((m->flags & BOOKDB_MOVE_AVOIDED) && !opt->with_avoided))
+			    ((m->flags & BOOKDB_MOVE_AVOIDED) && !opt->with_avoided) ||
+			    bookdb_move_declined(r, m))
 				continue;
 			if (round == 1 &&
 			    (best < 0 || !(r->flags & BOOKDB_REC_PREFER) ||
@@ -170,6 +171,8 @@ size_t export_pick(OutMove *out, const BookRecord *rec, const Position *pos, Boo
 		const BookMove *m = &rec->moves[k];
 		if (m->move == MOVE_NONE) continue;
 		if ((m->flags & BOOKDB_MOVE_AVOIDED) && !opt->with_avoided) continue;
+		/* A pawn, bishop or rook left unpromoted beside its valued promotion. */
+		if (bookdb_move_declined(rec, m)) continue;
 		if (opt->min_games &&
 		    (!(m->flags & BOOKDB_MOVE_STATS) || m->count < opt->min_games))
 			continue;

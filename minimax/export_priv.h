@@ -57,8 +57,8 @@ enum {
 /*
  * The moves of rec (its position pos) to write, best first, into out
  * (BOOKDB_MAX_MOVES entries): valued, not avoided (unless opt->with_avoided),
- * evaluated at least opt->min_depth deep (a leaf's analysis), played in at
- * least opt->min_games games; a preferred move valued within its window of
+ * not a declined promotion (bookdb_move_declined), evaluated at least opt->min_depth deep (a leaf's
+ * analysis), played in at least opt->min_games games; a preferred move valued within its window of
  * the best first (how: PICK_*); cut by opt->moves and opt->window unless
  * PICK_ALL. After minimax, the ponder (the child's best move) and the depth
  * field from the child record read through txn (child: scratch space; txn

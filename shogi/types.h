@@ -187,6 +187,25 @@ static inline PieceType move_drop_type(Move m)
 	return (PieceType)((m >> 7) & 0x7f);
 }
 
+/*
+ * For a move m on board (Piece[81]) that leaves a pawn, bishop or rook
+ * unpromoted where it could promote: the same move promoting; else
+ * MOVE_NONE. Such a move is never better than its promotion outside
+ * composed problems (YaneuraOu does not even generate it), but an engine that
+ * lists every legal move (fairy-stockfish) can rank it a few centipawns above
+ * by noise: a book plays the promotion.
+ */
+static inline Move move_declined_promotion(const Piece *board, Move m)
+{
+	if (m == MOVE_NONE || move_is_drop(m) || move_is_promote(m)) return MOVE_NONE;
+	Piece p = board[move_from(m)];
+	PieceType pt = piece_type(p);
+	if (pt != PAWN && pt != BISHOP && pt != ROOK) return MOVE_NONE;
+	Color c = piece_color(p);
+	if (!sq_in_zone(c, move_from(m)) && !sq_in_zone(c, move_to(m))) return MOVE_NONE;
+	return (Move)(m | MOVE_PROMOTE);
+}
+
 /* Values: centipawns from the side to move; mate in n plies is ±(VALUE_MATE - n). */
 #define VALUE_MATE 32000
 #define VALUE_INFINITE 32001

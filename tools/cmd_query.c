@@ -159,6 +159,8 @@ int cmd_query(int argc, char **argv)
 				       m->count, m->wins, m->draws, m->losses,
 				       src ? "" : "  unvalued: ",
 				       src ? "" : bookdb_unvalued_reason(rec, m));
+				if (bookdb_move_declined(rec, m))
+					printf("  declined: the promotion is played");
 				print_mark(m, marks, nmarks);
 				printf("\n");
 			}

@@ -42,7 +42,7 @@ static Move usi(const Position *pos, const char *s)
  * 5g5f (no eval, 9 games), 1g1f (no eval, 9 games). */
 static BookRecord *record(const Position *pos)
 {
-	BookRecord *rec = malloc(sizeof *rec);
+	BookRecord *rec = calloc(1, sizeof *rec);
 	assert_non_null(rec);
 	bookdb_record_init(rec, pos);
 	const char *mv[] = {"7g7f", "2g2f", "5g5f", "1g1f"};
@@ -259,6 +259,69 @@ static void test_bookdb__game_comments_are_shown_not_valued(void **state)
 	free(pos);
 }
 
+/* After 7g7f 3c3d: 8h2b (the bishop left unpromoted) valued above 8h2b+ by an
+ * engine that lists every move. The book plays the promotion: 8h2b goes after
+ * the moves played (before avoided ones), is no part of the position's value,
+ * and says why; it counts again when the promotion is avoided or has no
+ * value. A silver's declined promotion is a move like any other. */
+static void test_bookdb__a_declined_promotion_goes_after_the_moves_played(void **state)
+{
+	(void)state;
+	Position *pos = malloc(sizeof *pos);
+	char err[SHOGI_ERRLEN];
+	assert_non_null(pos);
+	if (position_parse(pos, "startpos moves 7g7f 3c3d", err) < 0) fail_msg("%s", err);
+	BookRecord *rec = calloc(1, sizeof *rec);
+	assert_non_null(rec);
+	bookdb_record_init(rec, pos);
+	const char *mv[] = {"8h2b", "8h2b+", "2g2f", "7i7h"};
+	int eval[] = {60, 50, 55, 40};
+	for (int i = 0; i < 4; i++) {
+		BookMove *m = &rec->moves[rec->nmoves++];
+		m->move = usi(pos, mv[i]);
+		m->flags = BOOKDB_MOVE_EVAL;
+		m->eval = (int16_t)eval[i];
+		m->depth = 10;
+	}
+	assert_true(bookdb_move_declined(rec, &rec->moves[0]));
+	assert_false(bookdb_move_declined(rec, &rec->moves[1]));
+	assert_false(bookdb_move_declined(rec, &rec->moves[3])); /* a silver */
+	bookdb_moves_sort(rec);
+	const char *order[4] = {"2g2f", "8h2b+", "7i7h", "8h2b"};
+	expect_order(rec, order);
+	assert_int_equal(bookdb_best_move(rec, pos), usi(pos, "2g2f"));
+	int v = 0;
+	assert_true(bookdb_position_value(&v, rec));
+	assert_int_equal(v, 55);
+	char *text = bookdb_query_json(rec, true, pos, NULL);
+	json_t *o = json_loads(text, 0, NULL);
+	free(text);
+	assert_non_null(o);
+	json_t *mvs = json_object_get(o, "moves");
+	assert_true(json_is_true(json_object_get(json_array_get(mvs, 3), "declined")));
+	assert_null(json_object_get(json_array_get(mvs, 1), "declined"));
+	json_decref(o);
+	/* Without 2g2f's 55 the promotion is the best, not 8h2b's 60. */
+	rec->moves[0].eval = 10;
+	bookdb_moves_sort(rec);
+	assert_int_equal(bookdb_best_move(rec, pos), usi(pos, "8h2b+"));
+	/* The promotion avoided: 8h2b is played again, valued. */
+	for (int i = 0; i < 4; i++)
+		if (rec->moves[i].move == usi(pos, "8h2b+"))
+			rec->moves[i].flags |= BOOKDB_MOVE_AVOIDED;
+	bookdb_moves_sort(rec);
+	assert_int_equal(bookdb_best_move(rec, pos), usi(pos, "8h2b"));
+	assert_true(bookdb_position_value(&v, rec));
+	assert_int_equal(v, 60);
+	/* The promotion without a value: the same. */
+	for (int i = 0; i < 4; i++)
+		if (rec->moves[i].move == usi(pos, "8h2b+")) rec->moves[i].flags = 0;
+	bookdb_moves_sort(rec);
+	assert_int_equal(bookdb_best_move(rec, pos), usi(pos, "8h2b"));
+	free(rec);
+	free(pos);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -267,6 +330,7 @@ int main(void)
 	    cmocka_unit_test(test_bookdb__moves_sort_by_minimax_value_once_minimax_ran),
 	    cmocka_unit_test(test_bookdb__query_reads_the_record_sorted_and_builds_its_json),
 	    cmocka_unit_test(test_bookdb__game_comments_are_shown_not_valued),
+	    cmocka_unit_test(test_bookdb__a_declined_promotion_goes_after_the_moves_played),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

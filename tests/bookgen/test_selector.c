@@ -213,6 +213,36 @@ static void test_bookgen__selector_returns_the_pv_leaf_then_the_next_best(void *
 	free(dir);
 }
 
+/* After 7g7f 3c3d, 8h2b (the bishop left unpromoted) valued above 8h2b+: the
+ * book plays the promotion, so the selector never searches the unpromoted
+ * capture's position (docs/minimax.md, "Where values come from"). */
+static const TPos DECLINED[] = {
+    {"startpos", true, {{"7g7f", 50, 0}}},
+    {"startpos moves 7g7f", true, {{"3c3d", -50, 0}}},
+    {"startpos moves 7g7f 3c3d", true, {{"8h2b", 60, 0}, {"8h2b+", 50, 0}, {"2g2f", 0, 0}}},
+};
+
+static void test_bookgen__selector_skips_a_declined_promotion(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	write_book(dir, DECLINED, sizeof DECLINED / sizeof DECLINED[0]);
+	Selector *s = open_selector(dir, 100);
+	SelLeaf *l = malloc(sizeof *l);
+	assert_non_null(l);
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 7g7f 3c3d 8h2b+", 50);
+	assert_int_equal(sel_lease(s, l->key), 0);
+	assert_int_equal(sel_select(l, s), 1);
+	assert_leaf(l, "startpos moves 7g7f 3c3d 2g2f", 0);
+	assert_int_equal(sel_lease(s, l->key), 0);
+	assert_int_equal(sel_select(l, s), 0);
+	free(l);
+	close_selector(s);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /*
  * A cycle: 2h3h 8b7b 3h2h 7b8b comes back to the start position. Every way out
  * of it is bad for the side that leaves, so the first PV ends in the
@@ -2809,6 +2839,7 @@ int main(void)
 	shogi_init();
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bookgen__selector_returns_the_pv_leaf_then_the_next_best),
+	    cmocka_unit_test(test_bookgen__selector_skips_a_declined_promotion),
 	    cmocka_unit_test(test_bookgen__selector_bans_a_pv_ending_in_a_cycle),
 	    cmocka_unit_test(test_bookgen__selector_cover_past_a_cycle),
 	    cmocka_unit_test(test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results),

@@ -662,6 +662,58 @@ static void test_export__the_ponder_is_the_reply_the_book_plays(void **state)
 	free(dir);
 }
 
+/* After 7g7f 3c3d an engine that lists every move valued 8h2b (the bishop
+ * left unpromoted) above 8h2b+. The export leaves it out, and 3c3d's ponder
+ * is the promotion, whatever the pass; with the promotion avoided, 8h2b is
+ * written again. */
+static void test_export__a_declined_promotion_is_not_exported(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char path[4200];
+	snprintf(path, sizeof path, "%s/in.db", dir);
+	const char *db =
+	    "#YANEURAOU-DB2016 1.00\n"
+	    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1\n"
+	    "7g7f none 50 20 1\n"
+	    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	    "3c3d none -40 20 1\n"
+	    "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+	    "8h2b none 60 20 1\n8h2b+ none 50 20 1\n2g2f none 0 20 1\n";
+	assert_int_equal(ts_write_file(path, db, strlen(db)), 0);
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s import %s/book %s --quiet && %s minimax %s/book --quiet",
+	                         ts_joseki(), dir, path, ts_joseki(), dir),
+	                 0);
+	static const char *const HOW[] = {"", " --root startpos", " --memory 1M"};
+	snprintf(path, sizeof path, "%s/p.db", dir);
+	for (size_t i = 0; i < sizeof HOW / sizeof *HOW; i++) {
+		assert_int_equal(ts_runf(NULL, NULL, "%s export %s/book %s --moves all --quiet%s",
+		                         ts_joseki(), dir, path, HOW[i]),
+		                 0);
+		char *text = ts_read_file(path, NULL);
+		assert_non_null(text);
+		if (strstr(text, "\n8h2b ")) fail_msg("%s: 8h2b exported:\n%s", HOW[i], text);
+		if (!strstr(text, "\n8h2b+ none 50 ")) fail_msg("%s: no 8h2b+:\n%s", HOW[i], text);
+		if (!strstr(text, "\n3c3d 8h2b+ -50 "))
+			fail_msg("%s: 3c3d's ponder:\n%s", HOW[i], text);
+		free(text);
+	}
+	assert_int_equal(ts_runf(NULL, NULL, "%s avoid %s/book 'startpos moves 7g7f 3c3d' 8h2b+",
+	                         ts_joseki(), dir),
+	                 0);
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s export %s/book %s --moves all --quiet", ts_joseki(), dir, path),
+	    0);
+	char *text = ts_read_file(path, NULL);
+	assert_non_null(text);
+	if (!strstr(text, "\n8h2b none 60 ")) fail_msg("8h2b+ avoided: no 8h2b:\n%s", text);
+	if (!strstr(text, "\n3c3d 8h2b -60 ")) fail_msg("8h2b+ avoided: 3c3d's ponder:\n%s", text);
+	free(text);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* Only out.db.tmp (or nothing) and out.db itself when want_out: what a
  * killed export may leave in its directory. Returns whether out.db is there. */
 static bool only_output_left(const char *dir)
@@ -832,6 +884,7 @@ int main(void)
 	    cmocka_unit_test(test_export__killed_mid_export_leaves_no_output_and_no_runs),
 	    cmocka_unit_test(test_export__writes_since_the_last_minimax_are_said),
 	    cmocka_unit_test(test_export__the_ponder_is_the_reply_the_book_plays),
+	    cmocka_unit_test(test_export__a_declined_promotion_is_not_exported),
 	    cmocka_unit_test(test_export__bad_arguments_exit_2_and_failures_write_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

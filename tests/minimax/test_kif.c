@@ -122,6 +122,7 @@ static void expect(const char *spec, int depth, int plies, char **out, size_t *l
 	for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
 		Mv m = {.games = 0};
 		sscanf(t, "%7[^:]:%d:%d", m.usi, &m.value, &m.games);
+		if (plant_declined(BOOK[i].moves, m.usi)) continue;
 		int p = n++;
 		while (p > 0 && mv[p - 1].value < m.value) {
 			mv[p] = mv[p - 1];

@@ -860,6 +860,55 @@ static void avoid_move(BookDB *a, BookDB *b, const char *sfen, const char *usi)
 	free(rec);
 }
 
+/* After 7g7f 3c3d, 8h2b (the bishop left unpromoted) and 8h2b+. */
+#define SBU "sfen lnsgkgsnl/1r5B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/LNSGKGSNL w B 4"
+#define SBP "sfen lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/LNSGKGSNL w B 4"
+
+/* A bishop's capture left unpromoted is no part of a position's value where
+ * its promotion has one, as a leaf or through the position it leads to: an
+ * engine that lists every move ranks it above by noise, and the book plays
+ * the promotion. When the promotion is avoided, it counts again. The
+ * incremental run and the whole-book one agree. */
+static void test_minimax__a_declined_promotion_is_not_the_value(void **state)
+{
+	(void)state;
+	Twins t = {0};
+	twins_open(&t, 0);
+	BookDB *books[2] = {t.a, t.b};
+	for (int j = 0; j < 2; j++) {
+		put_record(books[j], SA, (EvalMove[]){{"3c3d", 5}}, 1);
+		put_record(books[j], SB,
+		           (EvalMove[]){{"8h2b", 60}, {"8h2b+", 50}, {"2g2f", 0}, {"7i7h", -20}},
+		           4);
+	}
+	BookmmOptions inc = {.policy.leaves = BOOKMM_LEAVES_GAMES}, full = inc;
+	full.full = true;
+	BookmmStats sa, sb;
+	run_ok(&sa, t.a, &inc);
+	run_ok(&sb, t.b, &full);
+	same_books(t.a, t.b);
+	expect(t.b, SA, "3c3d", -50, 1);
+	expect(t.b, SB, "8h2b", 60, 0); /* its own analysis, shown */
+	/* Through the positions they lead to: 8h2b +100, 8h2b+ +80. */
+	for (int j = 0; j < 2; j++) {
+		put_record(books[j], SBU, (EvalMove[]){{"3a2b", -100}}, 1);
+		put_record(books[j], SBP, (EvalMove[]){{"3a2b", -80}}, 1);
+	}
+	run_ok(&sa, t.a, &inc);
+	run_ok(&sb, t.b, &full);
+	same_books(t.a, t.b);
+	expect(t.b, SB, "8h2b+", 80, 1);
+	expect(t.b, SA, "3c3d", -80, 2);
+	/* The promotion avoided: the unpromoted capture is played. */
+	avoid_move(t.a, t.b, SB, "8h2b+");
+	run_ok(&sa, t.a, &inc);
+	run_ok(&sb, t.b, &full);
+	same_books(t.a, t.b);
+	expect(t.b, SB, "8h2b", 100, 1);
+	expect(t.b, SA, "3c3d", -100, 2);
+	twins_free(&t);
+}
+
 /* The check loop Q1..Q4 with a way into it from outside: T0 (White in check)
  * 6a5a to T1, whose 6c5c checks into Q1; P (not in check) also leads to T1.
  * T0 survives the loop extraction (a survivor two plies below it), so T1,
@@ -2216,6 +2265,7 @@ int main(void)
 	    cmocka_unit_test(test_minimax__agrees_with_peta_shock_on_the_perpetual_check_fixture),
 	    cmocka_unit_test(test_minimax__agrees_with_peta_shock_on_cycles_and_perpetual_check),
 	    cmocka_unit_test(test_minimax__chains_and_unlisted_transpositions_get_their_values),
+	    cmocka_unit_test(test_minimax__a_declined_promotion_is_not_the_value),
 	    cmocka_unit_test(test_minimax__per_side_draw_values_decide_who_repeats),
 	    cmocka_unit_test(test_minimax__perpetual_check_loses_for_the_checker),
 	    cmocka_unit_test(

@@ -48,7 +48,9 @@ static int kept(const Filter *f, size_t i, bool all, Mv *out)
 	for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
 		Mv m = {.games = 0};
 		assert_true(sscanf(t, "%7[^:]:%d:%d", m.usi, &m.value, &m.games) >= 2);
-		if (BOOK[i].depth < f->min_depth || m.games < f->min_games) continue;
+		if (BOOK[i].depth < f->min_depth || m.games < f->min_games ||
+		    plant_declined(BOOK[i].moves, m.usi))
+			continue;
 		int p = n++;
 		while (p > 0 && out[p - 1].value < m.value) {
 			out[p] = out[p - 1];
