@@ -143,9 +143,6 @@ static void no_ply(void *ctx, Key key, Move move, int result)
 	(void)ctx, (void)key, (void)move, (void)result;
 }
 
-/* Reads every entry of the games database: each must decode as a game mark
- * (bookdb/game.h) and, when it keeps its plies, replay legally from its first
- * position; each problem is reported under the key {0, 0} with the game's id. */
 /* What is wrong with a game mark's bytes, or NULL when they are sound. */
 static const char *game_bad(const void *v, size_t vl, Position *pos)
 {
@@ -156,28 +153,66 @@ static const char *game_bad(const void *v, size_t vl, Position *pos)
 	return NULL;
 }
 
-static int check_games(BookCheckStats *st, BookTxn *txn, Position *pos, BookCheckFn fn, void *ctx)
+/* Reads every entry of the games database: each must decode as a game mark
+ * (bookdb/game.h) and, when it keeps its plies, replay legally from its first
+ * position; each problem is reported under the key {0, 0} with the game's id.
+ * With w, copies every entry into w's book in the same pass: a bad one as a
+ * mark without plies (it would fail the repaired book's check again). A tree
+ * that cannot be read on is a stop (st->stopped: what was read is all that
+ * can be), which fails a repair; a write that fails is returned. */
+static int check_games(BookCheckStats *st, BookTxn *txn, Position *pos, BookWriter *w,
+                       BookCheckFn fn, void *ctx)
 {
 	BookIter *it;
 	int rc = bookdb_kv_iter_open(&it, txn, BOOKDB_GAMES);
-	if (rc < 0) return rc;
+	if (rc < 0) goto stop;
 	const void *k, *v;
 	size_t kl, vl;
 	while ((rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
 		st->game_entries++;
 		const char *bad = game_bad(v, vl, pos);
-		if (!bad) continue;
-		st->bad_games++;
-		if (fn) {
-			/* A game's id is a record's bytes (its $EVENT): shown as text. */
-			char msg[200], id[100];
-			snprintf(msg, sizeof msg, "game '%s': %s",
-			         errmsg_escape(id, sizeof id, k, kl), bad);
-			fn(ctx, (Key){0, 0}, msg);
+		if (bad) {
+			st->bad_games++;
+			if (fn) {
+				/* A game's id is a record's bytes (its $EVENT): shown as text. */
+				char msg[200], id[100];
+				snprintf(msg, sizeof msg, "game '%s': %s",
+				         errmsg_escape(id, sizeof id, k, kl), bad);
+				fn(ctx, (Key){0, 0}, msg);
+			}
 		}
+		if (!w) continue;
+		/* A bad one keeps its id, so that the game is not counted twice
+		 * when ingested again, without its plies: a mark of the legacy
+		 * form (its winner when it decoded). */
+		uint8_t legacy[BOOKDB_GAME_LEGACY_LEN];
+		if (bad) {
+			BookGame g;
+			uint8_t winner = bookdb_game_decode(&g, v, vl) == 0 ? g.winner : 0;
+			int n =
+			    bookdb_game_encode(legacy, sizeof legacy, winner, NULL, 0, 0, NULL, 0);
+			if (n < 0) {
+				bookdb_iter_free(it);
+				return n;
+			}
+			v = legacy;
+			vl = (size_t)n;
+		}
+		BookTxn *wt;
+		int wrc;
+		if ((wrc = bookdb_writer_txn(&wt, w)) < 0 ||
+		    (wrc = bookdb_kv_put(wt, BOOKDB_GAMES, k, kl, v, vl)) < 0) {
+			bookdb_iter_free(it);
+			return wrc;
+		}
+		st->games++;
 	}
 	bookdb_iter_free(it);
-	return rc < 0 ? rc : 0;
+	if (rc >= 0) return 0;
+stop:
+	st->stopped = true;
+	st->stop_code = rc;
+	return w ? rc : 0;
 }
 
 /* Reads every entry of the marks database: it must decode and its record
@@ -221,43 +256,6 @@ static int check_marks(BookCheckStats *st, BookTxn *txn, BookRecord *rec, BookWr
 	}
 	bookdb_iter_free(it);
 	free(mk);
-	return rc < 0 ? rc : 0;
-}
-
-/* Copies the ids of the ingested games (the games database) into w's book:
- * a bad entry as a mark without plies (it would fail the repaired book's
- * check again). */
-static int copy_games(BookCheckStats *st, BookTxn *txn, Position *pos, BookWriter *w)
-{
-	BookIter *it;
-	int rc = bookdb_kv_iter_open(&it, txn, BOOKDB_GAMES);
-	if (rc < 0) return rc;
-	const void *k, *v;
-	size_t kl, vl;
-	while ((rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
-		/* A bad one (said by check_games) keeps its id, so that the game
-		 * is not counted twice when ingested again, without its plies:
-		 * a mark of the legacy form (its winner when it decoded). */
-		uint8_t legacy[BOOKDB_GAME_LEGACY_LEN];
-		if (game_bad(v, vl, pos)) {
-			BookGame g;
-			uint8_t winner = bookdb_game_decode(&g, v, vl) == 0 ? g.winner : 0;
-			int n =
-			    bookdb_game_encode(legacy, sizeof legacy, winner, NULL, 0, 0, NULL, 0);
-			if (n < 0) {
-				rc = n;
-				break;
-			}
-			v = legacy;
-			vl = (size_t)n;
-		}
-		BookTxn *wt;
-		if ((rc = bookdb_writer_txn(&wt, w)) < 0 ||
-		    (rc = bookdb_kv_put(wt, BOOKDB_GAMES, k, kl, v, vl)) < 0)
-			break;
-		st->games++;
-	}
-	bookdb_iter_free(it);
 	return rc < 0 ? rc : 0;
 }
 
@@ -350,17 +348,12 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 		st->stop_code = rc;
 		rc = 0;
 	}
-	if (rc == 0 && (rc = check_games(st, txn, pos, fn, ctx)) < 0) {
-		st->stopped = true;
-		st->stop_code = rc;
-		rc = 0;
-	}
+	if ((rc = check_games(st, txn, pos, w, fn, ctx)) < 0) goto done;
 	/* joseki merge keeps its progress under meta "merge" until it is done. */
 	const void *mv;
 	size_t ml;
 	st->merge_unfinished = bookdb_kv_get(&mv, &ml, txn, BOOKDB_META, "merge", 5) == 0;
 	st->minimax_unfinished = bookdb_minimax_unfinished(txn);
-	if (w && (rc = copy_games(st, txn, pos, w)) < 0) goto done;
 	if ((rc = check_marks(st, txn, rec, w, fn, ctx)) < 0) goto done;
 	if (w) rc = bookdb_writer_flush(w);
 done:
