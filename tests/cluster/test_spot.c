@@ -59,6 +59,7 @@ typedef struct {
 	char token[MAXW][80];
 	pid_t coord, w[MAXW];
 	FILE *log;
+	char coord_err[600]; /* what the coordinator says after its start line */
 	int port;
 } Fx;
 
@@ -131,6 +132,10 @@ static void start_coordinator(Fx *f, const char *extra)
 	         extra);
 	f->port = ts_serve_start(&f->coord, &f->log, f->book, args);
 	if (!f->port) fail_msg("serve --work did not say where it listens");
+	/* The rest of what it says, kept (a failure's message shows it). */
+	snprintf(f->coord_err, sizeof f->coord_err, "%s/coordinator.err", f->dir);
+	ts_log_drain(f->log, f->coord_err);
+	f->log = NULL;
 }
 
 /* Worker i: the built-in engine in process (env NULL), or behind the proxy
@@ -205,7 +210,10 @@ static long request(Fx *f, const char *token, const char *method, const char *pa
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
 	CURLcode rc = curl_easy_perform(c);
-	if (rc != CURLE_OK) fail_msg("%s %s: %s", method, path, curl_easy_strerror(rc));
+	if (rc != CURLE_OK) {
+		char *said = ts_child_said(f->coord, f->coord_err);
+		fail_msg("%s %s: %s; %s", method, path, curl_easy_strerror(rc), said);
+	}
 	long status = 0;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(h);
@@ -249,9 +257,11 @@ static void stop_coordinator(Fx *f)
 	int st = 0;
 	waitpid(f->coord, &st, 0);
 	f->coord = 0;
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	fclose(f->log);
-	f->log = NULL;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		char *text = ts_read_file(f->coord_err, NULL);
+		fail_msg("the coordinator ended with status %#x; it said:\n%s", st,
+		         text ? text : "");
+	}
 }
 
 static void test_spot__honest_workers_with_their_noise_are_never_quarantined(void **state)

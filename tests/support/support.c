@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -351,6 +352,62 @@ int ts_serve_start_said(pid_t *pid, FILE **log, const char *book, const char *ex
 		if (p && strstr(line, "positions")) return atoi(p + 17);
 	}
 	return 0;
+}
+
+typedef struct {
+	FILE *log;
+	char path[1024];
+} Drain;
+
+static void *drain_run(void *arg)
+{
+	Drain *d = arg;
+	FILE *out = fopen(d->path, "a");
+	char line[1024];
+	while (fgets(line, sizeof line, d->log))
+		if (out) {
+			fputs(line, out);
+			fflush(out);
+		}
+	if (out) fclose(out);
+	fclose(d->log);
+	free(d);
+	return NULL;
+}
+
+void ts_log_drain(FILE *log, const char *path)
+{
+	Drain *d = calloc(1, sizeof *d);
+	assert_non_null(d);
+	d->log = log;
+	snprintf(d->path, sizeof d->path, "%s", path);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, drain_run, d), 0);
+	pthread_detach(t);
+}
+
+char *ts_child_said(pid_t pid, const char *path)
+{
+	char state[100];
+	int st = 0;
+	pid_t r = pid > 0 ? waitpid(pid, &st, WNOHANG) : -1;
+	if (r == 0)
+		snprintf(state, sizeof state, "still running");
+	else if (r == pid && WIFEXITED(st))
+		snprintf(state, sizeof state, "exited with status %d", WEXITSTATUS(st));
+	else if (r == pid && WIFSIGNALED(st))
+		snprintf(state, sizeof state, "killed by signal %d", WTERMSIG(st));
+	else
+		snprintf(state, sizeof state, "not known (waitpid: %s)", strerror(errno));
+	size_t len = 0;
+	char *text = ts_read_file(path, &len);
+	const char *tail = text ? text : "";
+	if (len > 2000) tail = text + len - 2000;
+	char *out = NULL;
+	assert_true(asprintf(&out, "the child %d %s; its stderr (%s) ends:\n%s", (int)pid, state,
+	                     path, tail) >= 0);
+	free(text);
+	return out;
 }
 
 pid_t ts_spawn(char *const argv[], const char *out, const char *err, bool append)

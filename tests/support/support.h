@@ -99,6 +99,16 @@ int ts_serve_start(pid_t *pid, FILE **log, const char *book, const char *extra);
 int ts_serve_start_said(pid_t *pid, FILE **log, const char *book, const char *extra, char *said,
                         size_t len);
 
+/* Copies what a child still says on log (ts_serve_start's) into the file
+ * path, line by line as it comes, in a thread of its own that owns log from
+ * now on: the child never blocks on a full pipe, and what it said is kept
+ * for a failure's message (ts_child_said). */
+void ts_log_drain(FILE *log, const char *path);
+/* A line for a failure's message about child pid, whose stderr goes to the
+ * file path: whether it still runs (else how it ended: it is reaped) and the
+ * last bytes it said. Malloc'd. */
+char *ts_child_said(pid_t pid, const char *path);
+
 /* Starts argv[0] (looked up in PATH) as a child: stdin /dev/null, stdout and
  * stderr to the files out and err (NULL: /dev/null), truncated, or appended
  * to when append. Returns its pid (asserts that fork worked). */
