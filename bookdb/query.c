@@ -27,6 +27,8 @@ int bookdb_move_value(const BookRecord *rec, const BookMove *m)
 
 bool bookdb_move_declined(const BookRecord *rec, const BookMove *m)
 {
+	/* Preferred by hand (joseki prefer): the user's choice, a move as any. */
+	if (m->flags & BOOKDB_MOVE_PREFERRED) return false;
 	Move twin = move_declined_promotion(rec->board, m->move);
 	if (twin == MOVE_NONE) return false;
 	for (int i = 0; i < rec->nmoves; i++)

@@ -41,7 +41,7 @@ int bookdb_move_value(const BookRecord *rec, const BookMove *m);
 
 /* Whether move m of rec leaves a pawn, bishop or rook unpromoted where the
  * record's promoting move has a value (bookdb_move_valued) and is not
- * avoided: the book does
+ * avoided, and m is not preferred by hand (joseki prefer): the book does
  * not play it, nor count it in the position's value (move_declined_promotion). */
 bool bookdb_move_declined(const BookRecord *rec, const BookMove *m);
 

@@ -220,14 +220,17 @@ int bookmm_record_edges(MmMove *out, const BookmmChildren *c, const BookRecord *
 }
 
 /* Whether move m of rec is a pawn, bishop or rook left unpromoted where its
- * promotion leads into the book (f) or has a leaf value not avoided: the
- * book plays the promotion (bookdb_move_declined), so m is neither an edge
- * nor a leaf. */
+ * promotion leads into the book (f) or has a leaf value not avoided, and m
+ * is not preferred by hand: the book plays the promotion
+ * (bookdb_move_declined), so m is neither an edge nor a leaf. */
 static bool found_declined(Move m, const BookRecord *rec, const int16_t *leafv,
                            const BookmmFound *f, int nf)
 {
 	Move twin = move_declined_promotion(rec->board, m);
 	if (twin == MOVE_NONE) return false;
+	for (int q = 0; q < rec->nmoves; q++)
+		if (rec->moves[q].move == m && (rec->moves[q].flags & BOOKDB_MOVE_PREFERRED))
+			return false;
 	for (int k = 0; k < nf; k++)
 		if (f[k].move == twin) return true;
 	for (int q = 0; q < rec->nmoves; q++)

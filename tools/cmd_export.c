@@ -140,7 +140,8 @@ static void yo_options(json_t *o, const char *out, const ExportStats *st, const 
 		snprintf(why, sizeof why, "%s",
 		         opt->moves == EXPORT_MOVES_BEST
 		             ? "one move a position here: any value plays it"
-		             : "every valued move is in the file: 0 plays the best alone");
+		             : "every valued move the book plays is in the file: 0 plays the best "
+		               "alone");
 	}
 	yo_option(o, "BookEvalDiff", v, why);
 	if (st->from_games && !o)

@@ -1,6 +1,7 @@
 /*
- * joseki avoid BOOK POS MOVE [--note TEXT] [--undo] [--no-minimax] [--json]
+ * joseki avoid BOOK POS MOVE [--note TEXT] [--undo] [--no-minimax] [--json] [--quiet]
  * joseki prefer BOOK POS MOVE [--window CP] [--note TEXT] [--undo] [--no-minimax] [--json]
+ *   [--quiet]
  * joseki marks BOOK [--json]
  *
  * Hand marks on book moves (bookdb/marks.h, docs/bookdb.md "Marks"): the
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bookdb/bookdb.h"
 #include "bookdb/marks.h"
@@ -53,7 +55,7 @@ static bool note_ok(const char *s)
 static int mark_cmd(int argc, char **argv, BookMarkKind kind)
 {
 	const char *book = NULL, *spec = NULL, *move_text = NULL, *note = "";
-	bool undo = false, no_minimax = false, json = false;
+	bool undo = false, no_minimax = false, json = false, quiet = false;
 	uint64_t window = BOOKDB_PREFER_WINDOW;
 	const CliOpt common[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
@@ -63,6 +65,7 @@ static int mark_cmd(int argc, char **argv, BookMarkKind kind)
 	    CLI_FLAG("--undo", &undo, "take this mark off instead"),
 	    CLI_FLAG("--no-minimax", &no_minimax, "no minimax after the mark"),
 	    CLI_JSON(&json),
+	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
 	};
 	const CliOpt prefer_opts[] = {
@@ -147,7 +150,10 @@ static int mark_cmd(int argc, char **argv, BookMarkKind kind)
 	bool ran = false, busy = false;
 	char mmerr[BOOKMM_ERRLEN];
 	if (changed && !no_minimax) {
-		if (cli_minimax_after(&mm, &busy, db, cmd.name, false, mmerr) < 0) {
+		/* A whole-book run on a big book takes a while: its progress on a
+		 * terminal. */
+		if (cli_minimax_after(&mm, &busy, db, cmd.name, !quiet && !json && isatty(2),
+		                      mmerr) < 0) {
 			joseki_error("%s: the mark is made; minimax: %s: %s", cmd.name, book,
 			             mmerr);
 			goto done;

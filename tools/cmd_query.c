@@ -61,7 +61,7 @@ int cmd_query(int argc, char **argv)
 	            "list from the start (7g7f 3c3d)"),
 	    CLI_FLAG("--json", &json, "the answer as JSON"),
 	    CLI_FLAG("--with-avoided", &with_avoided,
-	             "rank the moves prune marked avoided as the others"),
+	             "rank the moves marked avoided (joseki avoid, prune) as the others"),
 	    CLI_TABLE_END,
 	};
 	const CliCmd cmd = {"query", opts, "docs/bookdb.md"};
@@ -159,8 +159,13 @@ int cmd_query(int argc, char **argv)
 				       m->count, m->wins, m->draws, m->losses,
 				       src ? "" : "  unvalued: ",
 				       src ? "" : bookdb_unvalued_reason(rec, m));
-				if (bookdb_move_declined(rec, m))
-					printf("  declined: the promotion is played");
+				if (bookdb_move_declined(rec, m)) {
+					/* Its value is its own, and does not count. */
+					char twin[USI_MOVE_MAX];
+					usi_move_write(move_declined_promotion(rec->board, m->move),
+					               twin);
+					printf("  declined: not played while %s has a value", twin);
+				}
 				print_mark(m, marks, nmarks);
 				printf("\n");
 			}

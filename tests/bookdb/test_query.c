@@ -301,8 +301,24 @@ static void test_bookdb__a_declined_promotion_goes_after_the_moves_played(void *
 	assert_true(json_is_true(json_object_get(json_array_get(mvs, 3), "declined")));
 	assert_null(json_object_get(json_array_get(mvs, 1), "declined"));
 	json_decref(o);
+	/* Preferred by hand (joseki prefer): a move as any, played within its
+	 * window. */
+	for (int i = 0; i < 4; i++)
+		if (rec->moves[i].move == usi(pos, "8h2b")) {
+			rec->moves[i].flags |= BOOKDB_MOVE_PREFERRED;
+			rec->moves[i].prefer_window = 50;
+			assert_false(bookdb_move_declined(rec, &rec->moves[i]));
+		}
+	rec->flags |= BOOKDB_REC_PREFER;
+	bookdb_moves_sort(rec);
+	assert_int_equal(bookdb_best_move(rec, pos), usi(pos, "8h2b"));
+	assert_true(bookdb_position_value(&v, rec));
+	assert_int_equal(v, 60);
+	for (int i = 0; i < 4; i++) rec->moves[i].flags &= (uint8_t)~BOOKDB_MOVE_PREFERRED;
+	rec->flags &= (uint8_t)~BOOKDB_REC_PREFER;
 	/* Without 2g2f's 55 the promotion is the best, not 8h2b's 60. */
-	rec->moves[0].eval = 10;
+	for (int i = 0; i < 4; i++)
+		if (rec->moves[i].move == usi(pos, "2g2f")) rec->moves[i].eval = 10;
 	bookdb_moves_sort(rec);
 	assert_int_equal(bookdb_best_move(rec, pos), usi(pos, "8h2b+"));
 	/* The promotion avoided: 8h2b is played again, valued. */

@@ -699,6 +699,29 @@ static void test_export__a_declined_promotion_is_not_exported(void **state)
 			fail_msg("%s: 3c3d's ponder:\n%s", HOW[i], text);
 		free(text);
 	}
+	/* query says why 8h2b (60) is ranked below 8h2b+ (50). */
+	char *said = NULL;
+	assert_int_equal(
+	    ts_runf(&said, NULL, "%s query %s/book 'startpos moves 7g7f 3c3d'", ts_joseki(), dir),
+	    0);
+	const char *row = strstr(said, "\n8h2b ");
+	if (!row || !strstr(row, "declined: not played while 8h2b+ has a value"))
+		fail_msg("query:\n%s", said);
+	free(said);
+	/* Preferred by hand: the user's choice, written (and played first). */
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s prefer %s/book 'startpos moves 7g7f 3c3d' 8h2b --quiet && "
+	                         "%s export %s/book %s --moves all --quiet",
+	                         ts_joseki(), dir, ts_joseki(), dir, path),
+	                 0);
+	char *pref = ts_read_file(path, NULL);
+	assert_non_null(pref);
+	if (!strstr(pref, "\n8h2b none 60 ")) fail_msg("8h2b preferred: not written:\n%s", pref);
+	free(pref);
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s prefer %s/book 'startpos moves 7g7f 3c3d' 8h2b --undo --quiet",
+	                         ts_joseki(), dir),
+	                 0);
 	assert_int_equal(ts_runf(NULL, NULL, "%s avoid %s/book 'startpos moves 7g7f 3c3d' 8h2b+",
 	                         ts_joseki(), dir),
 	                 0);

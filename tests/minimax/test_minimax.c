@@ -836,8 +836,9 @@ static void run_ok(BookmmStats *st, BookDB *db, const BookmmOptions *opt)
 	if (bookmm_run(st, db, opt, err) != 0) fail_msg("minimax: %s", err);
 }
 
-/* Marks one move of a position avoided (joseki prune) in both books. */
-static void avoid_move(BookDB *a, BookDB *b, const char *sfen, const char *usi)
+/* Gives one move of a position in both books the mark flag
+ * (BOOKDB_MOVE_AVOIDED, _PREFERRED, or 0: none). */
+static void mark_move(BookDB *a, BookDB *b, const char *sfen, const char *usi, uint8_t flag)
 {
 	Position *pos = malloc(sizeof *pos);
 	BookRecord *rec = malloc(sizeof *rec);
@@ -852,12 +853,22 @@ static void avoid_move(BookDB *a, BookDB *b, const char *sfen, const char *usi)
 		int k = 0;
 		while (k < rec->nmoves && rec->moves[k].move != m) k++;
 		assert_true(k < rec->nmoves);
-		rec->moves[k].flags |= BOOKDB_MOVE_AVOIDED;
+		rec->moves[k].flags = (uint8_t)((rec->moves[k].flags &
+		                                 ~(BOOKDB_MOVE_AVOIDED | BOOKDB_MOVE_PREFERRED)) |
+		                                flag);
+		if (flag & BOOKDB_MOVE_PREFERRED)
+			rec->moves[k].prefer_window = BOOKDB_PREFER_WINDOW;
 		assert_int_equal(bookdb_put(t, pos_key(pos), rec), 0);
 		assert_int_equal(bookdb_txn_commit(t), 0);
 	}
 	free(pos);
 	free(rec);
+}
+
+/* Marks one move of a position avoided (joseki prune) in both books. */
+static void avoid_move(BookDB *a, BookDB *b, const char *sfen, const char *usi)
+{
+	mark_move(a, b, sfen, usi, BOOKDB_MOVE_AVOIDED);
 }
 
 /* After 7g7f 3c3d, 8h2b (the bishop left unpromoted) and 8h2b+. */
@@ -899,6 +910,15 @@ static void test_minimax__a_declined_promotion_is_not_the_value(void **state)
 	same_books(t.a, t.b);
 	expect(t.b, SB, "8h2b+", 80, 1);
 	expect(t.b, SA, "3c3d", -80, 2);
+	/* The unpromoted capture preferred by hand (joseki prefer): the user's
+	 * choice, a move as any. */
+	mark_move(t.a, t.b, SB, "8h2b", BOOKDB_MOVE_PREFERRED);
+	run_ok(&sa, t.a, &inc);
+	run_ok(&sb, t.b, &full);
+	same_books(t.a, t.b);
+	expect(t.b, SB, "8h2b", 100, 1);
+	expect(t.b, SA, "3c3d", -100, 2);
+	mark_move(t.a, t.b, SB, "8h2b", 0);
 	/* The promotion avoided: the unpromoted capture is played. */
 	avoid_move(t.a, t.b, SB, "8h2b+");
 	run_ok(&sa, t.a, &inc);
