@@ -195,11 +195,21 @@ function drawHands() {
 function pct(n, d) { return d ? (100 * n / d).toFixed(1) + '%' : '0'; }
 
 // The move's mark (avoided or preferred, by hand or by prune): a short word,
-// the note beside it, and who made it and when in the cell's title.
+// the note beside it, and who made it and when in the cell's title; for a
+// declined promotion, why the book does not play it.
 function markCell(m) {
   const td = document.createElement('td');
   td.className = 'mark';
   const mk = m.mark;
+  if (!mk && m.declined) {
+    // A pawn, bishop or rook left unpromoted beside its valued promotion.
+    const promo = m.move + '+';
+    td.classList.add('declined');
+    td.textContent = `declined: not played while ${promo} has a value`;
+    td.title = `left unpromoted where ${promo} has a value: the book plays the promotion, ` +
+      'and this value (its own) counts nowhere';
+    return td;
+  }
   if (!mk) return td;
   td.classList.add(mk.kind);
   const word = mk.kind === 'avoid' ? '✕ avoided' : `◎ preferred (${mk.window})`;
@@ -333,6 +343,7 @@ function drawMoves() {
       tr.querySelector('td.star').appendChild(badge);
     }
     if (m.avoided) tr.classList.add('avoided');
+    if (m.declined) tr.classList.add('declined');
     tr.dataset.move = m.move;
     tr.addEventListener('click', () => follow(m.move));
     body.appendChild(tr);

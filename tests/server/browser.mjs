@@ -2,7 +2,8 @@
 // (Debian's chromium, driven by playwright-core): the loading state while the
 // book's answer is held back, the start position on the board, won / drawn /
 // lost in numbers and the legend, a click on the book's best move, the board
-// and the table change, back, an SFEN pasted, a bare move list typed to a
+// and the table change, back, a declined promotion, an SFEN pasted, a bare
+// move list typed to a
 // position no engine analysed ("not analysed"), and screenshots.
 // tests/server/browser.mjs --work URL SHOT_DIR TOKEN WORKER [QUARANTINED] — the work page
 // (work.html) of a coordinator that has been recording: every chart has
@@ -97,6 +98,19 @@ try {
     await page.waitForFunction(() => document.querySelector('#turn').textContent.includes('Black'));
     if ((await page.textContent('#moves tbody')) !== before) fail('back did not restore the table');
     console.log('ok back to the start position');
+
+    // A declined promotion (test_server.c imported 8h2b 60 beside 8h2b+ 50
+    // after 7g7f 3c3d): greyed, after the moves played, and why.
+    await page.fill('#spec', '7g7f 3c3d');
+    await page.click('#goto button');
+    await page.waitForFunction(() => decodeURIComponent(location.hash).includes('startpos moves 7g7f 3c3d'));
+    await page.waitForSelector('#moves tbody tr[data-move="8h2b"]');
+    const declined = await page.$$eval('#moves tbody tr.declined', r => r.map(x => x.dataset.move + ': ' + x.querySelector('td.mark').textContent));
+    if (declined.length !== 1 || declined[0] !== '8h2b: declined: not played while 8h2b+ has a value') fail('declined: ' + JSON.stringify(declined));
+    const rows = await page.$$eval('#moves tbody tr', r => r.map(x => x.dataset.move));
+    if (rows.indexOf('8h2b+') < 0 || rows.indexOf('8h2b+') > rows.indexOf('8h2b')) fail('declined order: ' + rows.join(' '));
+    console.log('ok a declined promotion shown: ' + declined[0]);
+    await page.screenshot({ path: shots + '/explorer-declined.png' });
 
     // An SFEN pasted into the box: a position with a promoted piece (red).
     await page.fill('#spec', 'lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/LNSGKGSNL w B 4');

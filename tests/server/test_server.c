@@ -900,6 +900,15 @@ static void test_server__the_explorer_in_a_real_browser(void **state)
 	                         ts_joseki(), dir, last),
 	                 0);
 	json_decref(q);
+	/* A declined promotion after 7g7f 3c3d (8h2b valued above 8h2b+). */
+	char db[700];
+	snprintf(db, sizeof db, "%s/declined.db", dir);
+	const char *text =
+	    "#YANEURAOU-DB2016 1.00\n"
+	    "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+	    "8h2b none 60 20 1\n8h2b+ none 50 20 1\n";
+	assert_int_equal(ts_write_file(db, text, strlen(text)), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s import %s/b %s --quiet", ts_joseki(), dir, db), 0);
 	Srv s;
 	start(&s, dir, "--quiet");
 	char *out = NULL, *err = NULL;
@@ -912,6 +921,7 @@ static void test_server__the_explorer_in_a_real_browser(void **state)
 	print_message("%s", out);
 	assert_non_null(strstr(out, "ok followed the best move"));
 	assert_non_null(strstr(out, "ok the hand mark shown"));
+	assert_non_null(strstr(out, "ok a declined promotion shown"));
 	free(out);
 	free(err);
 	stop(&s);
