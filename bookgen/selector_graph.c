@@ -1046,10 +1046,12 @@ static int add_edge(Selector *s, uint32_t parent, uint32_t child, Move m, uint8_
 
 /* Whether stored move bm of rec is searched: legal, not marked avoided
  * (joseki prune), not a declined promotion (8h2b beside a valued 8h2b+,
- * bookdb_move_declined): the moves the book may play. */
-static bool stored_played(const BookRecord *rec, const BookMove *bm, const Position *pos)
+ * bookdb_move_declined; pairs: bookdb_record_has_promotion_pair(rec), which
+ * nearly no record has): the moves the book may play. */
+static bool stored_played(const BookRecord *rec, const BookMove *bm, const Position *pos,
+                          bool pairs)
 {
-	return !(bm->flags & BOOKDB_MOVE_AVOIDED) && !bookdb_move_declined(rec, bm) &&
+	return !(bm->flags & BOOKDB_MOVE_AVOIDED) && !(pairs && bookdb_move_declined(rec, bm)) &&
 	       pos_is_legal(pos, bm->move);
 }
 
@@ -1105,6 +1107,7 @@ int sel_g_expand(Selector *s, uint32_t i)
 	}
 	if (!len) return 0;
 	int nlegal = movegen_legal(pos, s->legal);
+	bool pairs = bookdb_record_has_promotion_pair(rec);
 	SelKeyFilter kf;
 	bool filter = s->lazy && usable_filter(s, &kf);
 	int r;
@@ -1113,7 +1116,7 @@ int sel_g_expand(Selector *s, uint32_t i)
 	 * more (a big book's map is far larger than the caches). */
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *bm = &rec->moves[k];
-		bool use = stored_played(rec, bm, pos);
+		bool use = stored_played(rec, bm, pos, pairs);
 		s->stored_after[k] = use ? pos_key_after(pos, bm->move) : (Key){0, 0};
 		if (use) keymap_prefetch(&s->map, s->stored_after[k]);
 		if (use && filter)
@@ -1132,7 +1135,7 @@ int sel_g_expand(Selector *s, uint32_t i)
 	int best_value = INT_MIN;
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *bm = &rec->moves[k];
-		if (!stored_played(rec, bm, pos)) continue;
+		if (!stored_played(rec, bm, pos, pairs)) continue;
 		int64_t c = child_node(s, s->stored_after[k]);
 		if (c < 0) return (int)c;
 		uint8_t f = 0;

@@ -258,22 +258,6 @@ static int add_requests(LoadPart *p, const BookmmChildren *c, uint32_t i)
 	return 0;
 }
 
-/* Whether rec's moves and the children found f[0..nf) hold a move and the
- * same move promoting (bookdb_record_has_promotion_pair, with f). */
-static bool promotion_pair(const BookRecord *rec, const BookmmFound *f, int nf)
-{
-	int n = rec->nmoves + nf;
-	for (int i = 0; i < n; i++) {
-		Move m = i < rec->nmoves ? rec->moves[i].move : f[i - rec->nmoves].move;
-		if (!move_is_promote(m) || move_is_drop(m)) continue;
-		Move d = (Move)(m & ~MOVE_PROMOTE);
-		for (int j = 0; j < n; j++)
-			if ((j < rec->nmoves ? rec->moves[j].move : f[j - rec->nmoves].move) == d)
-				return true;
-	}
-	return false;
-}
-
 /* PASS_ANSWERS for node i: its record's moves alone (its position was set
  * up and checked by the first reading, PASS_REQUESTS, which left its
  * structure bits and S_MATED), and its answers, the part's next ones from *a
@@ -300,7 +284,7 @@ static int answer_edges(LoadPart *p, uint32_t i, const uint8_t *val, size_t len,
 	/* A declined promotion is told by its board, which the moves alone
 	 * leave as it was: read the whole record when a move and its
 	 * promotion are both there (rare). */
-	bool pair = promotion_pair(rec, f, nf);
+	bool pair = bookmm_promotion_pair(rec, f, nf);
 	if (pair && bookdb_record_decode(rec, val, len) < 0) {
 		snprintf(p->why, sizeof p->why, "a record changed between readings");
 		return LOAD_CORRUPT;

@@ -208,6 +208,11 @@ typedef struct {
 	bool inner;
 } BookmmFound;
 
+/* Whether rec's moves and the children found f[0..nf) hold a move and the
+ * same move promoting (bookdb_record_has_promotion_pair, with f): where a
+ * declined promotion may be, told by the record's board. */
+bool bookmm_promotion_pair(const BookRecord *rec, const BookmmFound *f, int nf);
+
 /* bookmm_record_edges from what it reads of c alone: the record's leaf
  * values (bookmm_leaves), whether it has no legal move (mated), and
  * f[0..nf), the children found, in the order of the legal moves (none for a

@@ -240,12 +240,28 @@ static bool found_declined(Move m, const BookRecord *rec, const int16_t *leafv,
 	return false;
 }
 
+bool bookmm_promotion_pair(const BookRecord *rec, const BookmmFound *f, int nf)
+{
+	int n = rec->nmoves + nf;
+	for (int i = 0; i < n; i++) {
+		Move m = i < rec->nmoves ? rec->moves[i].move : f[i - rec->nmoves].move;
+		if (!move_is_promote(m) || move_is_drop(m)) continue;
+		Move d = (Move)(m & ~MOVE_PROMOTE);
+		for (int j = 0; j < n; j++)
+			if ((j < rec->nmoves ? rec->moves[j].move : f[j - rec->nmoves].move) == d)
+				return true;
+	}
+	return false;
+}
+
 int bookmm_found_edges(MmMove *out, const BookRecord *rec, const int16_t *leafv, bool mated,
                        const BookmmLookup *lk, const BookmmFound *f, int nf)
 {
 	int n = 0;
+	/* Nearly no record has a move and its promotion: one scan says so. */
+	bool pairs = bookmm_promotion_pair(rec, f, nf);
 	for (int k = 0; k < nf; k++) {
-		if (found_declined(f[k].move, rec, leafv, f, nf)) continue;
+		if (pairs && found_declined(f[k].move, rec, leafv, f, nf)) continue;
 		/* Into a position only games passed through: the move's own
 		 * evaluation (this position's analysis; a game's comment only
 		 * with game_evals) values it, not whatever that position's line
@@ -267,7 +283,7 @@ int bookmm_found_edges(MmMove *out, const BookRecord *rec, const int16_t *leafv,
 	for (int m = 0; m < rec->nmoves; m++) {
 		const BookMove *bm = &rec->moves[m];
 		if (leafv[m] == BOOKMM_NOVALUE || (bm->flags & BOOKDB_MOVE_AVOIDED) ||
-		    bm->move == MOVE_NONE || found_declined(bm->move, rec, leafv, f, nf))
+		    bm->move == MOVE_NONE || (pairs && found_declined(bm->move, rec, leafv, f, nf)))
 			continue;
 		bool edge = false;
 		for (int q = 0; q < nedges && !edge; q++) edge = out[q].move == bm->move;

@@ -87,13 +87,15 @@ static int cmp_apery(const void *a, const void *b)
 static Move best_of(const BookRecord *r, const ExportOptions *opt)
 {
 	int best = -1, pref = -1;
+	/* Nearly no record lists a move and its promotion: one scan says so. */
+	bool pairs = bookdb_record_has_promotion_pair(r);
 	/* Two rounds: the best, then the best preferred within its window. */
 	for (int round = 0; round < 2; round++)
 		for (int k = 0; k < r->nmoves; k++) {
 			const BookMove *m = &r->moves[k];
 			if (m->value == BOOKMM_NOVALUE || m->move == MOVE_NONE ||
 			    ((m->flags & BOOKDB_MOVE_AVOIDED) && !opt->with_avoided) ||
-			    bookdb_move_declined(r, m))
+			    (pairs && bookdb_move_declined(r, m)))
 				continue;
 			if (round == 1 &&
 			    (best < 0 || !(r->flags & BOOKDB_REC_PREFER) ||
@@ -166,13 +168,14 @@ size_t export_pick(OutMove *out, const BookRecord *rec, const Position *pos, Boo
                    BookRecord *child, const ExportOptions *opt, unsigned how)
 {
 	bool minimax = rec->flags & BOOKDB_REC_MINIMAX;
+	bool pairs = bookdb_record_has_promotion_pair(rec);
 	size_t n = 0;
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *m = &rec->moves[k];
 		if (m->move == MOVE_NONE) continue;
 		if ((m->flags & BOOKDB_MOVE_AVOIDED) && !opt->with_avoided) continue;
 		/* A pawn, bishop or rook left unpromoted beside its valued promotion. */
-		if (bookdb_move_declined(rec, m)) continue;
+		if (pairs && bookdb_move_declined(rec, m)) continue;
 		if (opt->min_games &&
 		    (!(m->flags & BOOKDB_MOVE_STATS) || m->count < opt->min_games))
 			continue;
