@@ -115,11 +115,13 @@ static int book_choice(BookTxn *txn, BookRecord *rec, const Position *pos, Move 
 	return rc < 0 ? rc : 0;
 }
 
-/* Whether the book could play m at pos: in rec, not avoided, valued, legal. */
+/* Whether the book could play m at pos: in rec, not avoided, valued, not a
+ * declined promotion (8h2b beside a valued 8h2b+: bookdb_move_declined),
+ * legal. */
 static bool playable(const BookRecord *rec, const BookMove *bm, const Position *pos)
 {
 	return !(bm->flags & BOOKDB_MOVE_AVOIDED) && bookdb_move_valued(rec, bm) &&
-	       pos_is_legal(pos, bm->move);
+	       !bookdb_move_declined(rec, bm) && pos_is_legal(pos, bm->move);
 }
 
 /* ---- deletion ---- */

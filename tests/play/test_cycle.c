@@ -478,6 +478,37 @@ static void test_cycle__a_won_game_is_kept_when_values_move(void **state)
 	free(dir);
 }
 
+/* A won game whose book move was a declined promotion (8h2b, valued above
+ * 8h2b+): the book no longer plays it, and keeping the game must not mark
+ * the promotion avoided (which would make the book play the bishop
+ * unpromoted again): the game counts as one the book left. */
+static void test_cycle__a_won_game_by_a_declined_promotion_is_not_kept(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], usi[USI_MOVE_MAX];
+	BookDB *db = open_book(dir, path, sizeof path);
+	static const PlantMove START[] = {{"7g7f", 100}};
+	static const PlantMove PAIR[] = {{"8h2b", 60}, {"8h2b+", 50}};
+	plant(db, "startpos", START, 1, true);
+	plant(db, P2, PAIR, 2, true);
+	book_move(db, P2, usi);
+	assert_string_equal(usi, "8h2b+");
+	CycleGame won[] = {{P2 " 8h2b 3a2b", BLACK, 1, 0, 0, 0}};
+	CycleKeepStats ks;
+	backtrack(db, NULL, &ks, won, 1, NULL);
+	assert_int_equal(ks.marked, 0);
+	assert_int_equal(ks.lost, 1);
+	BookRecord *rec = malloc(sizeof *rec);
+	get(rec, db, P2);
+	assert_false(avoided(rec, "8h2b+"));
+	book_move(db, P2, usi);
+	assert_string_equal(usi, "8h2b+");
+	free(rec);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* Runs a joseki command that must succeed; its stdout (free it). */
 static char *run_ok(const char *fmt, const char *a, const char *b)
 {
@@ -1434,6 +1465,7 @@ int main(void)
 	    cmocka_unit_test(
 	        test_cycle__the_games_played_again_are_the_newest_lost_ones_the_book_changed),
 	    cmocka_unit_test(test_cycle__a_won_game_is_kept_when_values_move),
+	    cmocka_unit_test(test_cycle__a_won_game_by_a_declined_promotion_is_not_kept),
 	    cmocka_unit_test(test_cycle__export_query_and_minimax_leave_avoided_moves_out),
 	    cmocka_unit_test(
 	        test_cycle__extend_queues_where_the_book_ran_out_and_think_takes_them_first),
