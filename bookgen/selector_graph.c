@@ -1108,6 +1108,10 @@ int sel_g_expand(Selector *s, uint32_t i)
 	if (!len) return 0;
 	int nlegal = movegen_legal(pos, s->legal);
 	bool pairs = bookdb_record_has_promotion_pair(rec);
+	/* A stored move that promotes: a legal one not stored may decline it. */
+	bool pairs_possible = false;
+	for (int k = 0; k < rec->nmoves && !pairs_possible; k++)
+		pairs_possible = move_is_promote(rec->moves[k].move);
 	SelKeyFilter kf;
 	bool filter = s->lazy && usable_filter(s, &kf);
 	int r;
@@ -1155,6 +1159,8 @@ int sel_g_expand(Selector *s, uint32_t i)
 		for (k = 0; k < rec->nmoves; k++)
 			if (rec->moves[k].move == m) break;
 		if (k < rec->nmoves) continue;
+		/* Nor a transposition by a declined promotion (minimax drops it). */
+		if (pairs_possible && bookdb_declines(rec, m)) continue;
 		int64_t c = lookup(s, s->legal_after[j]);
 		if (c == -1) continue;
 		if (c < 0) return (int)c;
@@ -1223,7 +1229,8 @@ int sel_g_new_in_book(Selector *s, uint32_t i, const uint8_t *val, size_t len)
 			if (mated) continue;
 		}
 		/* Every stored move has its edge, but one marked avoided (joseki
-		 * prune, joseki avoid), which sel_g_expand leaves out: the parent's
+		 * prune, joseki avoid) or a declined promotion, which sel_g_expand
+		 * leaves out: the parent's
 		 * record as the book holds it (marks are written to the book, so a
 		 * version older than the one the node was built from has them). */
 		if (!txn && !(txn = read_txn(s, &own))) {
@@ -1245,6 +1252,8 @@ int sel_g_new_in_book(Selector *s, uint32_t i, const uint8_t *val, size_t len)
 			}
 			for (int k = 0; k < s->rec->nmoves && !stored; k++)
 				stored = s->rec->moves[k].move == m;
+			/* A declined promotion has no edge either (sel_g_expand). */
+			stored = stored || bookdb_declines(s->rec, m);
 		}
 		if (stored) continue;
 		r = append_edge(s, (uint32_t)j, i, m);
