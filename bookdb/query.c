@@ -28,8 +28,12 @@ int bookdb_move_value(const BookRecord *rec, const BookMove *m)
 bool bookdb_move_declined(const BookRecord *rec, const BookMove *m)
 {
 	/* Preferred by hand (joseki prefer): the user's choice, a move as any. */
-	if (m->flags & BOOKDB_MOVE_PREFERRED) return false;
-	Move twin = move_declined_promotion(rec->board, m->move);
+	return !(m->flags & BOOKDB_MOVE_PREFERRED) && bookdb_declines(rec, m->move);
+}
+
+bool bookdb_declines(const BookRecord *rec, Move m)
+{
+	Move twin = move_declined_promotion(rec->board, m);
 	if (twin == MOVE_NONE) return false;
 	for (int i = 0; i < rec->nmoves; i++)
 		if (rec->moves[i].move == twin)
@@ -75,14 +79,38 @@ const char *bookdb_unvalued_reason(const BookRecord *rec, const BookMove *m)
 	return "not analysed";
 }
 
+/* The declined promotions of a record (bookdb_move_declined), found before a
+ * sort moves its moves about: few, nearly always none. */
+typedef struct {
+	int n;
+	Move move[BOOKDB_MAX_MOVES];
+} Declined;
+
+static void declined_find(Declined *d, const BookRecord *rec)
+{
+	d->n = 0;
+	if (!bookdb_record_has_promotion_pair(rec)) return;
+	for (int i = 0; i < rec->nmoves; i++)
+		if (bookdb_move_declined(rec, &rec->moves[i])) d->move[d->n++] = rec->moves[i].move;
+}
+
+static bool declined_has(const Declined *d, Move m)
+{
+	for (int i = 0; i < d->n; i++)
+		if (d->move[i] == m) return true;
+	return false;
+}
+
 static bool move_better(const BookRecord *rec, const BookMove *a, const BookMove *b,
-                        bool with_avoided)
+                        bool with_avoided, const Declined *d)
 {
 	bool aa = a->flags & BOOKDB_MOVE_AVOIDED, ab = b->flags & BOOKDB_MOVE_AVOIDED;
 	if (!with_avoided && aa != ab) return ab;
 	/* A declined promotion after the moves the book plays. */
-	bool da = bookdb_move_declined(rec, a), db = bookdb_move_declined(rec, b);
-	if (da != db) return db;
+	if (d->n) {
+		bool da = declined_has(d, a->move), db = declined_has(d, b->move);
+		if (da != db) return db;
+	}
 	/* A move with a value before one without, whatever the other knows. */
 	bool va = bookdb_move_valued(rec, a), vb = bookdb_move_valued(rec, b);
 	if (va != vb) return va;
@@ -96,12 +124,16 @@ static bool move_better(const BookRecord *rec, const BookMove *a, const BookMove
 
 bool bookdb_move_better(const BookRecord *rec, const BookMove *a, const BookMove *b)
 {
-	return move_better(rec, a, b, false);
+	Declined d = {.n = 0};
+	if (bookdb_move_declined(rec, a)) d.move[d.n++] = a->move;
+	if (bookdb_move_declined(rec, b)) d.move[d.n++] = b->move;
+	return move_better(rec, a, b, false, &d);
 }
 
 typedef struct {
 	const BookRecord *rec;
 	bool with_avoided;
+	Declined declined;
 } SortCtx;
 
 static int cmp_moves(const void *pa, const void *pb, void *ctx)
@@ -109,7 +141,7 @@ static int cmp_moves(const void *pa, const void *pb, void *ctx)
 	const SortCtx *c = ctx;
 	const BookMove *a = pa, *b = pb;
 	if (a->move == b->move) return 0;
-	return move_better(c->rec, a, b, c->with_avoided) ? -1 : 1;
+	return move_better(c->rec, a, b, c->with_avoided, &c->declined) ? -1 : 1;
 }
 
 /* The preferred move the book plays, moved first: the best-ranked preferred
@@ -135,7 +167,9 @@ static void apply_preference(BookRecord *rec, bool with_avoided)
 
 static void moves_sort(BookRecord *rec, bool with_avoided)
 {
-	SortCtx c = {rec, with_avoided};
+	SortCtx c = {rec, with_avoided, {.n = 0}};
+	/* The declined moves are found before the sort: it moves the moves. */
+	declined_find(&c.declined, rec);
 	qsort_r(rec->moves, rec->nmoves, sizeof rec->moves[0], cmp_moves, &c);
 	apply_preference(rec, with_avoided);
 }

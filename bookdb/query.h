@@ -44,6 +44,11 @@ int bookdb_move_value(const BookRecord *rec, const BookMove *m);
  * avoided, and m is not preferred by hand (joseki prefer): the book does
  * not play it, nor count it in the position's value (move_declined_promotion). */
 bool bookdb_move_declined(const BookRecord *rec, const BookMove *m);
+/* Whether move m (stored in rec or not: a transposition) leaves a pawn,
+ * bishop or rook unpromoted where rec's promoting move has a value and is
+ * not avoided; a preference on m is the caller's to honour
+ * (bookdb_move_declined does). */
+bool bookdb_declines(const BookRecord *rec, Move m);
 
 /* The position's value for its side to move: the best value of rec's valued
  * moves not avoided nor declined (minimax's value once it has run on the record, else the
