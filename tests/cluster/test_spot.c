@@ -60,6 +60,7 @@ typedef struct {
 	pid_t coord, w[MAXW];
 	FILE *log;
 	char coord_err[600]; /* what the coordinator says after its start line */
+	TsDrain *drain;      /* copies it there */
 	int port;
 } Fx;
 
@@ -115,6 +116,7 @@ static int teardown(void **state)
 	Fx *f = *state;
 	for (int i = 0; i < MAXW; i++) stop_pid(&f->w[i], SIGKILL);
 	stop_pid(&f->coord, SIGKILL);
+	ts_log_drain_end(f->drain, 5);
 	if (f->log) fclose(f->log);
 	if (getenv("TEST_SPOT_KEEP"))
 		fprintf(stderr, "kept %s\n", f->dir);
@@ -134,7 +136,7 @@ static void start_coordinator(Fx *f, const char *extra)
 	if (!f->port) fail_msg("serve --work did not say where it listens");
 	/* The rest of what it says, kept (a failure's message shows it). */
 	snprintf(f->coord_err, sizeof f->coord_err, "%s/coordinator.err", f->dir);
-	ts_log_drain(f->log, f->coord_err);
+	f->drain = ts_log_drain(f->log, f->coord_err);
 	f->log = NULL;
 }
 
@@ -211,7 +213,7 @@ static long request(Fx *f, const char *token, const char *method, const char *pa
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
 	CURLcode rc = curl_easy_perform(c);
 	if (rc != CURLE_OK) {
-		char *said = ts_child_said(f->coord, f->coord_err);
+		char *said = ts_child_said(&f->coord, &f->drain, f->coord_err);
 		fail_msg("%s %s: %s; %s", method, path, curl_easy_strerror(rc), said);
 	}
 	long status = 0;
@@ -257,6 +259,8 @@ static void stop_coordinator(Fx *f)
 	int st = 0;
 	waitpid(f->coord, &st, 0);
 	f->coord = 0;
+	ts_log_drain_end(f->drain, 5);
+	f->drain = NULL;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		char *text = ts_read_file(f->coord_err, NULL);
 		fail_msg("the coordinator ended with status %#x; it said:\n%s", st,

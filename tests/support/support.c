@@ -354,14 +354,15 @@ int ts_serve_start_said(pid_t *pid, FILE **log, const char *book, const char *ex
 	return 0;
 }
 
-typedef struct {
+struct TsDrain {
 	FILE *log;
 	char path[1024];
-} Drain;
+	pthread_t thread;
+};
 
 static void *drain_run(void *arg)
 {
-	Drain *d = arg;
+	TsDrain *d = arg;
 	FILE *out = fopen(d->path, "a");
 	char line[1024];
 	while (fgets(line, sizeof line, d->log))
@@ -371,41 +372,57 @@ static void *drain_run(void *arg)
 		}
 	if (out) fclose(out);
 	fclose(d->log);
-	free(d);
 	return NULL;
 }
 
-void ts_log_drain(FILE *log, const char *path)
+TsDrain *ts_log_drain(FILE *log, const char *path)
 {
-	Drain *d = calloc(1, sizeof *d);
+	TsDrain *d = calloc(1, sizeof *d);
 	assert_non_null(d);
 	d->log = log;
 	snprintf(d->path, sizeof d->path, "%s", path);
-	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, drain_run, d), 0);
-	pthread_detach(t);
+	assert_int_equal(pthread_create(&d->thread, NULL, drain_run, d), 0);
+	return d;
 }
 
-char *ts_child_said(pid_t pid, const char *path)
+void ts_log_drain_end(TsDrain *d, double secs)
+{
+	if (!d) return;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)secs;
+	if (pthread_timedjoin_np(d->thread, NULL, &until) == 0)
+		free(d);
+	else
+		pthread_detach(d->thread); /* a grandchild holds the pipe: left to end */
+}
+
+char *ts_child_said(pid_t *pid, TsDrain **drain, const char *path)
 {
 	char state[100];
 	int st = 0;
-	pid_t r = pid > 0 ? waitpid(pid, &st, WNOHANG) : -1;
+	pid_t r = *pid > 0 ? waitpid(*pid, &st, WNOHANG) : -1;
+	int was = (int)*pid;
 	if (r == 0)
 		snprintf(state, sizeof state, "still running");
-	else if (r == pid && WIFEXITED(st))
+	else if (r == *pid && WIFEXITED(st))
 		snprintf(state, sizeof state, "exited with status %d", WEXITSTATUS(st));
-	else if (r == pid && WIFSIGNALED(st))
+	else if (r == *pid && WIFSIGNALED(st))
 		snprintf(state, sizeof state, "killed by signal %d", WTERMSIG(st));
 	else
 		snprintf(state, sizeof state, "not known (waitpid: %s)", strerror(errno));
+	if (r == *pid && r > 0) {
+		*pid = 0;
+		ts_log_drain_end(*drain, 5);
+		*drain = NULL;
+	}
 	size_t len = 0;
 	char *text = ts_read_file(path, &len);
 	const char *tail = text ? text : "";
 	if (len > 2000) tail = text + len - 2000;
 	char *out = NULL;
-	assert_true(asprintf(&out, "the child %d %s; its stderr (%s) ends:\n%s", (int)pid, state,
-	                     path, tail) >= 0);
+	assert_true(asprintf(&out, "the child %d %s; its stderr (%s) ends:\n%s", was, state, path,
+	                     tail) >= 0);
 	free(text);
 	return out;
 }

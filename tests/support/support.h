@@ -103,11 +103,16 @@ int ts_serve_start_said(pid_t *pid, FILE **log, const char *book, const char *ex
  * path, line by line as it comes, in a thread of its own that owns log from
  * now on: the child never blocks on a full pipe, and what it said is kept
  * for a failure's message (ts_child_said). */
-void ts_log_drain(FILE *log, const char *path);
-/* A line for a failure's message about child pid, whose stderr goes to the
- * file path: whether it still runs (else how it ended: it is reaped) and the
- * last bytes it said. Malloc'd. */
-char *ts_child_said(pid_t pid, const char *path);
+typedef struct TsDrain TsDrain;
+TsDrain *ts_log_drain(FILE *log, const char *path);
+/* Waits (at most secs: the child's own children may hold the pipe) until the
+ * drain has copied everything, once the child has ended, and frees it. */
+void ts_log_drain_end(TsDrain *d, double secs);
+/* A line for a failure's message about child *pid, whose stderr goes to the
+ * file path (through *drain, or NULL): whether it still runs, else how it
+ * ended (it is then reaped: *pid and *drain are set to 0 and NULL, the drain
+ * ended first) and the last bytes it said. Malloc'd. */
+char *ts_child_said(pid_t *pid, TsDrain **drain, const char *path);
 
 /* Starts argv[0] (looked up in PATH) as a child: stdin /dev/null, stdout and
  * stderr to the files out and err (NULL: /dev/null), truncated, or appended
