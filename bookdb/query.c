@@ -101,16 +101,14 @@ static bool declined_has(const Declined *d, Move m)
 	return false;
 }
 
+/* da, db: whether a, b are declined promotions (bookdb_move_declined). */
 static bool move_better(const BookRecord *rec, const BookMove *a, const BookMove *b,
-                        bool with_avoided, const Declined *d)
+                        bool with_avoided, bool da, bool db)
 {
 	bool aa = a->flags & BOOKDB_MOVE_AVOIDED, ab = b->flags & BOOKDB_MOVE_AVOIDED;
 	if (!with_avoided && aa != ab) return ab;
 	/* A declined promotion after the moves the book plays. */
-	if (d->n) {
-		bool da = declined_has(d, a->move), db = declined_has(d, b->move);
-		if (da != db) return db;
-	}
+	if (da != db) return db;
 	/* A move with a value before one without, whatever the other knows. */
 	bool va = bookdb_move_valued(rec, a), vb = bookdb_move_valued(rec, b);
 	if (va != vb) return va;
@@ -124,10 +122,8 @@ static bool move_better(const BookRecord *rec, const BookMove *a, const BookMove
 
 bool bookdb_move_better(const BookRecord *rec, const BookMove *a, const BookMove *b)
 {
-	Declined d = {.n = 0};
-	if (bookdb_move_declined(rec, a)) d.move[d.n++] = a->move;
-	if (bookdb_move_declined(rec, b)) d.move[d.n++] = b->move;
-	return move_better(rec, a, b, false, &d);
+	return move_better(rec, a, b, false, bookdb_move_declined(rec, a),
+	                   bookdb_move_declined(rec, b));
 }
 
 typedef struct {
@@ -141,7 +137,9 @@ static int cmp_moves(const void *pa, const void *pb, void *ctx)
 	const SortCtx *c = ctx;
 	const BookMove *a = pa, *b = pb;
 	if (a->move == b->move) return 0;
-	return move_better(c->rec, a, b, c->with_avoided, &c->declined) ? -1 : 1;
+	const Declined *d = &c->declined;
+	bool da = d->n && declined_has(d, a->move), db = d->n && declined_has(d, b->move);
+	return move_better(c->rec, a, b, c->with_avoided, da, db) ? -1 : 1;
 }
 
 /* The preferred move the book plays, moved first: the best-ranked preferred
@@ -167,7 +165,9 @@ static void apply_preference(BookRecord *rec, bool with_avoided)
 
 static void moves_sort(BookRecord *rec, bool with_avoided)
 {
-	SortCtx c = {rec, with_avoided, {.n = 0}};
+	SortCtx c;
+	c.rec = rec;
+	c.with_avoided = with_avoided;
 	/* The declined moves are found before the sort: it moves the moves. */
 	declined_find(&c.declined, rec);
 	qsort_r(rec->moves, rec->nmoves, sizeof rec->moves[0], cmp_moves, &c);

@@ -1046,12 +1046,12 @@ static int add_edge(Selector *s, uint32_t parent, uint32_t child, Move m, uint8_
 
 /* Whether stored move bm of rec is searched: legal, not marked avoided
  * (joseki prune), not a declined promotion (8h2b beside a valued 8h2b+,
- * bookdb_move_declined; pairs: bookdb_record_has_promotion_pair(rec), which
- * nearly no record has): the moves the book may play. */
+ * bookdb_move_declined; promotes: some stored move of rec promotes, without
+ * which none is): the moves the book may play. */
 static bool stored_played(const BookRecord *rec, const BookMove *bm, const Position *pos,
-                          bool pairs)
+                          bool promotes)
 {
-	return !(bm->flags & BOOKDB_MOVE_AVOIDED) && !(pairs && bookdb_move_declined(rec, bm)) &&
+	return !(bm->flags & BOOKDB_MOVE_AVOIDED) && !(promotes && bookdb_move_declined(rec, bm)) &&
 	       pos_is_legal(pos, bm->move);
 }
 
@@ -1107,11 +1107,11 @@ int sel_g_expand(Selector *s, uint32_t i)
 	}
 	if (!len) return 0;
 	int nlegal = movegen_legal(pos, s->legal);
-	bool pairs = bookdb_record_has_promotion_pair(rec);
-	/* A stored move that promotes: a legal one not stored may decline it. */
-	bool pairs_possible = false;
-	for (int k = 0; k < rec->nmoves && !pairs_possible; k++)
-		pairs_possible = move_is_promote(rec->moves[k].move);
+	/* Only where a stored move promotes can a move (stored or not) decline
+	 * it: nearly no record. */
+	bool promotes = false;
+	for (int k = 0; k < rec->nmoves && !promotes; k++)
+		promotes = move_is_promote(rec->moves[k].move);
 	SelKeyFilter kf;
 	bool filter = s->lazy && usable_filter(s, &kf);
 	int r;
@@ -1120,7 +1120,7 @@ int sel_g_expand(Selector *s, uint32_t i)
 	 * more (a big book's map is far larger than the caches). */
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *bm = &rec->moves[k];
-		bool use = stored_played(rec, bm, pos, pairs);
+		bool use = stored_played(rec, bm, pos, promotes);
 		s->stored_after[k] = use ? pos_key_after(pos, bm->move) : (Key){0, 0};
 		if (use) keymap_prefetch(&s->map, s->stored_after[k]);
 		if (use && filter)
@@ -1139,7 +1139,7 @@ int sel_g_expand(Selector *s, uint32_t i)
 	int best_value = INT_MIN;
 	for (int k = 0; k < rec->nmoves; k++) {
 		const BookMove *bm = &rec->moves[k];
-		if (!stored_played(rec, bm, pos, pairs)) continue;
+		if (!stored_played(rec, bm, pos, promotes)) continue;
 		int64_t c = child_node(s, s->stored_after[k]);
 		if (c < 0) return (int)c;
 		uint8_t f = 0;
@@ -1160,7 +1160,7 @@ int sel_g_expand(Selector *s, uint32_t i)
 			if (rec->moves[k].move == m) break;
 		if (k < rec->nmoves) continue;
 		/* Nor a transposition by a declined promotion (minimax drops it). */
-		if (pairs_possible && bookdb_declines(rec, m)) continue;
+		if (promotes && bookdb_declines(rec, m)) continue;
 		int64_t c = lookup(s, s->legal_after[j]);
 		if (c == -1) continue;
 		if (c < 0) return (int)c;

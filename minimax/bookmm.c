@@ -292,8 +292,10 @@ static int answer_edges(LoadPart *p, uint32_t i, const uint8_t *val, size_t len,
 	bookmm_leaves(rec, p->b->policy, c->leafv);
 	bool mated = p->structure[i] & S_MATED;
 	p->structure[i] &= (uint8_t)~S_MATED;
-	return bookmm_found_edges(p->moves + p->nmoves, rec, c->leafv, mated, lk, f,
-	                          p->structure[i] & MMF_INNER ? nf : 0);
+	/* (The scan above holds for the children used, unless they are none.) */
+	int used = p->structure[i] & MMF_INNER ? nf : 0;
+	return bookmm_found_edges(p->moves + p->nmoves, rec, c->leafv, mated, lk, f, used,
+	                          pair && (used == nf || bookmm_promotion_pair(rec, f, used)));
 }
 
 static void *load_part(void *arg)

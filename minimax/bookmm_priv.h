@@ -216,10 +216,11 @@ bool bookmm_promotion_pair(const BookRecord *rec, const BookmmFound *f, int nf);
 /* bookmm_record_edges from what it reads of c alone: the record's leaf
  * values (bookmm_leaves), whether it has no legal move (mated), and
  * f[0..nf), the children found, in the order of the legal moves (none for a
- * record that is not inner). So a caller that has them need not set up the
- * position again. */
+ * record that is not inner); pairs: bookmm_promotion_pair(rec, f, nf), the
+ * caller's (a declined promotion is looked for only then). So a caller that has them need not set
+ * up the position again. */
 int bookmm_found_edges(MmMove *out, const BookRecord *rec, const int16_t *leafv, bool mated,
-                       const BookmmLookup *lk, const BookmmFound *f, int nf);
+                       const BookmmLookup *lk, const BookmmFound *f, int nf, bool pairs);
 
 /* bookmm_record_moves with c as scratch space and kd: when kd is the key
  * directory find searches, the children are looked up in it together

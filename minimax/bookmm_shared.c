@@ -216,7 +216,8 @@ int bookmm_record_edges(MmMove *out, const BookmmChildren *c, const BookRecord *
 			    c->legal[m], found[m],
 			    lk->policy->leaves == BOOKMM_LEAVES_GAMES ||
 			        (found_inner ? found_inner[m] != 0 : lk->inner(lk->ctx, found[m]))};
-	return bookmm_found_edges(out, rec, c->leafv, c->nlegal == 0, lk, f, k);
+	return bookmm_found_edges(out, rec, c->leafv, c->nlegal == 0, lk, f, k,
+	                          bookmm_promotion_pair(rec, f, k));
 }
 
 /* Whether move m of rec is a pawn, bishop or rook left unpromoted where its
@@ -255,11 +256,9 @@ bool bookmm_promotion_pair(const BookRecord *rec, const BookmmFound *f, int nf)
 }
 
 int bookmm_found_edges(MmMove *out, const BookRecord *rec, const int16_t *leafv, bool mated,
-                       const BookmmLookup *lk, const BookmmFound *f, int nf)
+                       const BookmmLookup *lk, const BookmmFound *f, int nf, bool pairs)
 {
 	int n = 0;
-	/* Nearly no record has a move and its promotion: one scan says so. */
-	bool pairs = bookmm_promotion_pair(rec, f, nf);
 	for (int k = 0; k < nf; k++) {
 		if (pairs && found_declined(f[k].move, rec, leafv, f, nf)) continue;
 		/* Into a position only games passed through: the move's own
