@@ -836,6 +836,16 @@ static void run_ok(BookmmStats *st, BookDB *db, const BookmmOptions *opt)
 	if (bookmm_run(st, db, opt, err) != 0) fail_msg("minimax: %s", err);
 }
 
+/* The incremental run on t's first book, the whole-book one on its second:
+ * the books come out the same. */
+static void run_twins(Twins *t, const BookmmOptions *inc, const BookmmOptions *full)
+{
+	BookmmStats sa, sb;
+	run_ok(&sa, t->a, inc);
+	run_ok(&sb, t->b, full);
+	same_books(t->a, t->b);
+}
+
 /* Gives one move of a position in both books the mark flag
  * (BOOKDB_MOVE_AVOIDED, _PREFERRED, or 0: none). */
 static void mark_move(BookDB *a, BookDB *b, const char *sfen, const char *usi, uint8_t flag)
@@ -894,10 +904,7 @@ static void test_minimax__a_declined_promotion_is_not_the_value(void **state)
 	}
 	BookmmOptions inc = {.policy.leaves = BOOKMM_LEAVES_GAMES}, full = inc;
 	full.full = true;
-	BookmmStats sa, sb;
-	run_ok(&sa, t.a, &inc);
-	run_ok(&sb, t.b, &full);
-	same_books(t.a, t.b);
+	run_twins(&t, &inc, &full);
 	expect(t.b, SA, "3c3d", -50, 1);
 	expect(t.b, SB, "8h2b", 60, 0); /* its own analysis, shown */
 	/* Through the positions they lead to: 8h2b +100, 8h2b+ +80. */
@@ -905,25 +912,19 @@ static void test_minimax__a_declined_promotion_is_not_the_value(void **state)
 		put_record(books[j], SBU, (EvalMove[]){{"3a2b", -100}}, 1);
 		put_record(books[j], SBP, (EvalMove[]){{"3a2b", -80}}, 1);
 	}
-	run_ok(&sa, t.a, &inc);
-	run_ok(&sb, t.b, &full);
-	same_books(t.a, t.b);
+	run_twins(&t, &inc, &full);
 	expect(t.b, SB, "8h2b+", 80, 1);
 	expect(t.b, SA, "3c3d", -80, 2);
 	/* The unpromoted capture preferred by hand (joseki prefer): the user's
 	 * choice, a move as any. */
 	mark_move(t.a, t.b, SB, "8h2b", BOOKDB_MOVE_PREFERRED);
-	run_ok(&sa, t.a, &inc);
-	run_ok(&sb, t.b, &full);
-	same_books(t.a, t.b);
+	run_twins(&t, &inc, &full);
 	expect(t.b, SB, "8h2b", 100, 1);
 	expect(t.b, SA, "3c3d", -100, 2);
 	mark_move(t.a, t.b, SB, "8h2b", 0);
 	/* The promotion avoided: the unpromoted capture is played. */
 	avoid_move(t.a, t.b, SB, "8h2b+");
-	run_ok(&sa, t.a, &inc);
-	run_ok(&sb, t.b, &full);
-	same_books(t.a, t.b);
+	run_twins(&t, &inc, &full);
 	expect(t.b, SB, "8h2b", 100, 1);
 	expect(t.b, SA, "3c3d", -100, 2);
 	twins_free(&t);
@@ -960,9 +961,7 @@ static void test_minimax__a_position_that_leaves_a_check_loop_from_above_is_anal
 	BookmmOptions inc = {.policy.leaves = BOOKMM_LEAVES_GAMES}, full = inc;
 	full.full = true;
 	BookmmStats sa, sb;
-	run_ok(&sa, t.a, &inc);
-	run_ok(&sb, t.b, &full);
-	same_books(t.a, t.b);
+	run_twins(&t, &inc, &full);
 	same_graph_flags(&t);
 	assert_true(kept_flags(t.b, t.db, T1) & MMF_LOOP);
 	avoid_move(t.a, t.b, T0, "6a5a");
