@@ -339,6 +339,11 @@ static char *metrics_text(Server *s)
 	fprintf(f, "joseki_request_duration_seconds_sum %.6f\n",
 	        (double)atomic_load(&s->latency_us) / 1e6);
 	fprintf(f, "joseki_request_duration_seconds_count %llu\n", cum);
+	fprintf(f,
+	        "# HELP joseki_requests_in_flight Requests begun and not yet answered, this "
+	        "one among them.\n# TYPE joseki_requests_in_flight gauge\n"
+	        "joseki_requests_in_flight %d\n",
+	        atomic_load(&s->inflight));
 	uint64_t positions = 0;
 	BookTxn *t;
 	int crc = bookdb_txn_begin(&t, s->db, false);

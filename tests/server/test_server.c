@@ -237,6 +237,7 @@ static void test_server__every_endpoint_and_every_error(void **state)
 	assert_non_null(strstr(out, "joseki_request_duration_seconds_bucket{le=\"+Inf\"}"));
 	assert_non_null(strstr(out, "joseki_book_positions "));
 	assert_non_null(strstr(out, "joseki_uptime_seconds "));
+	assert_non_null(strstr(out, "\njoseki_requests_in_flight 1\n")); /* itself */
 	free(out);
 	/* The explorer's files. */
 	assert_int_equal(http(c, s.port, "GET", "/", NULL, &out, &hdr), 200);
@@ -839,11 +840,20 @@ static void test_server__sigterm_answers_503_cuts_what_is_unfinished_exits_0(voi
 	int slow = connect_local(s.port);
 	const char *post = "POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc";
 	assert_int_equal(write(slow, post, strlen(post)), (ssize_t)strlen(post));
-	/* In flight once the gate has handed it to libmicrohttpd, which it does
-	 * in the poll round that finds its head whole: a /healthz connected
-	 * after the head was sent and answered says that round has been. */
+	/* In flight once libmicrohttpd has read its request line, which the gate
+	 * hands it when the head is whole, to one of its threads: /metrics counts
+	 * it (and itself). A stop before then would find nothing in flight and
+	 * close every connection at once, fd's unanswered. */
 	CURL *c = curl_easy_init();
-	assert_int_equal(http(c, s.port, "GET", "/healthz", NULL, NULL, NULL), 200);
+	for (int i = 0;; i++) {
+		char *m = NULL;
+		assert_int_equal(http(c, s.port, "GET", "/metrics", NULL, &m, NULL), 200);
+		bool both = strstr(m, "\njoseki_requests_in_flight 2\n") != NULL;
+		free(m);
+		if (both) break;
+		if (i == 3000) fail_msg("the slow request never counted in flight");
+		usleep(10000);
+	}
 	curl_easy_cleanup(c);
 	kill(s.pid, SIGTERM);
 	assert_true(ts_wait_output(s.log, "finishing the requests in flight", 30000));
