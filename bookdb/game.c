@@ -55,6 +55,18 @@ int bookdb_game_decode(BookGame *g, const uint8_t *in, size_t len)
 	return 0;
 }
 
+bool bookdb_game_begins(const BookGame *g, const uint8_t *packed, size_t packed_len,
+                        uint16_t first_ply, const Move *moves, uint32_t n)
+{
+	if (g->nplies == 0) return true;
+	if (!g->has_plies || n < g->nplies || packed_len != g->packed_len ||
+	    memcmp(packed, g->packed, packed_len) || first_ply != g->first_ply)
+		return false;
+	for (uint32_t i = 0; i < g->nplies; i++)
+		if (get16(g->moves + 2 * i) != moves[i]) return false;
+	return true;
+}
+
 int bookdb_game_replay(const BookGame *g, Position *pos, BookGamePlyFn fn, void *ctx)
 {
 	if (!g->has_plies) return 0;

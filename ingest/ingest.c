@@ -154,7 +154,9 @@ static int cmp_entry(const void *pa, const void *pb)
 	return a->ply < b->ply ? -1 : a->ply > b->ply;
 }
 
-static void add_ply(Writer *wr, BookRecord *rec, const Ply *p, GameWinner winner)
+/* Counts one ply of a game. again: an unfinished record of the game counted
+ * the ply before; only the result is added now. */
+static void add_ply(Writer *wr, BookRecord *rec, const Ply *p, GameWinner winner, bool again)
 {
 	if (p->ply < rec->min_ply) rec->min_ply = p->ply;
 	BookMove *bm = NULL;
@@ -166,10 +168,11 @@ static void add_ply(Writer *wr, BookRecord *rec, const Ply *p, GameWinner winner
 	if (!bm) {
 		if (!(bm = bookdb_record_add_move(rec, p->move))) return; /* unvalued */
 		wr->st->moves_added++;
+		again = false; /* not there after all: counted now */
 	}
 	Color mover = (Color)p->mover;
 	bm->flags |= BOOKDB_MOVE_STATS;
-	bm->count++;
+	if (!again) bm->count++;
 	if (winner == GAME_WINNER_DRAW)
 		bm->draws++;
 	else if ((winner == GAME_WINNER_BLACK && mover == BLACK) ||
@@ -189,20 +192,46 @@ static void add_ply(Writer *wr, BookRecord *rec, const Ply *p, GameWinner winner
 	}
 }
 
-/* The game's "seen" mark: how it ended and the plies counted (bookdb/game.h),
- * so that a merge can tell this game's share of the statistics. */
-static int put_game_mark(Writer *wr, BookTxn *txn, const Game *g)
+/* Makes room for g's mark in wr->mark and puts its moves in wr->moves. */
+static int mark_room(Writer *wr, const Game *g)
 {
 	uint32_t n = (uint32_t)g->nplies;
 	if (array_grow((void **)&wr->mark, &wr->mark_cap, BOOKDB_GAME_LEN(n), 1, 256) ||
 	    array_grow((void **)&wr->moves, &wr->moves_cap, n + 1, sizeof *wr->moves, 256))
 		return BOOKDB_ENOMEM;
 	for (uint32_t i = 0; i < n; i++) wr->moves[i] = g->plies[i].move;
+	return 0;
+}
+
+/* The game's "seen" mark: how it ended and the plies counted (bookdb/game.h),
+ * so that a merge can tell this game's share of the statistics. After
+ * mark_room. */
+static int put_game_mark(Writer *wr, BookTxn *txn, const Game *g)
+{
+	uint32_t n = (uint32_t)g->nplies;
 	int len = bookdb_game_encode(wr->mark, wr->mark_cap, (uint8_t)g->winner,
 	                             n ? g->plies[0].packed : NULL, n ? g->plies[0].packed_len : 0,
 	                             n ? g->plies[0].ply : 0, wr->moves, n);
 	if (len < 0) return len;
 	return bookdb_kv_put(txn, BOOKDB_GAMES, g->id, strlen(g->id), wr->mark, (size_t)len);
+}
+
+/* Whether g, whose id the book holds with the mark v, completes that game:
+ * the book counted it unfinished (a truncated record, or one read while it
+ * was played), g has a result, and the plies counted begin g's. Then
+ * g->counted says how many. After mark_room. */
+static bool completes(Writer *wr, Game *g, const void *v, size_t vl)
+{
+	BookGame old;
+	if (g->winner == GAME_WINNER_NONE || bookdb_game_decode(&old, v, vl) < 0 ||
+	    old.winner != BOOKDB_GAME_NONE)
+		return false;
+	const Ply *p = g->nplies ? &g->plies[0] : NULL;
+	if (!bookdb_game_begins(&old, p ? p->packed : NULL, p ? p->packed_len : 0, p ? p->ply : 0,
+	                        wr->moves, (uint32_t)g->nplies))
+		return false;
+	g->counted = old.nplies;
+	return true;
 }
 
 /*
@@ -221,16 +250,21 @@ static int apply_batch(Writer *wr)
 		const void *v;
 		size_t vl;
 		rc = bookdb_kv_get(&v, &vl, txn, BOOKDB_GAMES, g->id, strlen(g->id));
-		if (rc == 0) {
+		if (rc < 0 && rc != BOOKDB_ENOTFOUND) return rc;
+		bool known = rc == 0;
+		if ((rc = mark_room(wr, g)) < 0) return rc;
+		if (known && !completes(wr, g, v, vl)) {
 			wr->st->duplicates++;
 			g->status = GAME_SKIP;
 			continue;
 		}
-		if (rc != BOOKDB_ENOTFOUND) return rc;
 		rc = put_game_mark(wr, txn, g);
 		if (rc < 0) return rc;
-		wr->st->games_ingested++;
-		wr->st->plies_stored += g->nplies;
+		if (known)
+			wr->st->games_completed++;
+		else
+			wr->st->games_ingested++;
+		wr->st->plies_stored += g->nplies - g->counted;
 		nentries += g->nplies;
 	}
 	Entry *e = malloc((nentries ? nentries : 1) * sizeof *e);
@@ -261,7 +295,7 @@ static int apply_batch(Writer *wr)
 		size_t j = i;
 		for (; j < nentries && key_equal(e[j].key, e[i].key); j++) {
 			const Game *g = &wr->games[e[j].game];
-			add_ply(wr, rec, &g->plies[e[j].ply], g->winner);
+			add_ply(wr, rec, &g->plies[e[j].ply], g->winner, e[j].ply < g->counted);
 		}
 		rc = bookdb_writer_put(wr->w, e[i].key, rec);
 		i = j;
@@ -297,7 +331,8 @@ static int writer_commit(Writer *wr)
 {
 	IngestStats *st = wr->st;
 	uint64_t keep[] = {st->games_ingested, st->duplicates,  st->positions_added,
-	                   st->moves_added,    st->evals_added, st->plies_stored};
+	                   st->moves_added,    st->evals_added, st->plies_stored,
+	                   st->games_completed};
 	int rc = apply_batch(wr);
 	writer_clear(wr);
 	if (rc >= 0) rc = bookdb_writer_flush(wr->w);
@@ -308,6 +343,7 @@ static int writer_commit(Writer *wr)
 		st->moves_added = keep[3];
 		st->evals_added = keep[4];
 		st->plies_stored = keep[5];
+		st->games_completed = keep[6];
 	}
 	return rc;
 }

@@ -94,6 +94,9 @@ typedef struct {
 	WalkStats walk;      /* what the walk read and left out (walk.files == files) */
 	uint64_t variations; /* branches of KIF/KI2/JKF records left unread (the main lines are) */
 	uint64_t games_read, games_ingested, games_skipped, games_rejected, duplicates;
+	/* Games in the book unfinished (a truncated record) that a record of them
+	 * with a result completed: not among games_ingested or duplicates. */
+	uint64_t games_completed;
 	uint64_t positions_added, moves_added, evals_added;
 	uint64_t plies_stored;
 	uint64_t unreached;    /* import of an Apery book: entries no book line reaches */

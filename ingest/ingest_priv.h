@@ -50,7 +50,8 @@ typedef struct {
 	char *id; /* dedupe id ("id:<floodgate id>" or "h:<hash>") */
 	int status;
 	GameWinner winner;
-	int variations; /* branches of the record left unread */
+	int variations;   /* branches of the record left unread */
+	uint32_t counted; /* plies an unfinished record of it counted before (it completes it) */
 	Ply *plies;
 	size_t nplies;
 } Game;

@@ -90,6 +90,8 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 			                    json_integer((json_int_t)st->games_rejected));
 			json_object_set_new(o, "duplicates",
 			                    json_integer((json_int_t)st->duplicates));
+			json_object_set_new(o, "games_completed",
+			                    json_integer((json_int_t)st->games_completed));
 		}
 		json_object_set_new(o, "positions_added",
 		                    json_integer((json_int_t)st->positions_added));
@@ -173,15 +175,19 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 		return 0;
 	}
 	double gps = st->seconds > 0 ? st->games_read / st->seconds : 0;
+	char completed[48] = "";
+	if (st->games_completed)
+		snprintf(completed, sizeof completed, ", %llu completed",
+		         (unsigned long long)st->games_completed);
 	printf("%s: %llu files, %llu games read, %llu ingested, %llu skipped, %llu rejected, %llu "
-	       "duplicates; "
+	       "duplicates%s; "
 	       "%llu positions, %llu moves, %llu game comments kept; %llu errors; %.1f s (%.0f "
 	       "games/s)\n",
 	       cmd, (unsigned long long)st->files, (unsigned long long)st->games_read,
 	       (unsigned long long)st->games_ingested, (unsigned long long)st->games_skipped,
 	       (unsigned long long)st->games_rejected, (unsigned long long)st->duplicates,
-	       (unsigned long long)st->positions_added, (unsigned long long)st->moves_added,
-	       (unsigned long long)st->evals_added, (unsigned long long)st->errors_total,
-	       st->seconds, gps);
+	       completed, (unsigned long long)st->positions_added,
+	       (unsigned long long)st->moves_added, (unsigned long long)st->evals_added,
+	       (unsigned long long)st->errors_total, st->seconds, gps);
 	return 0;
 }

@@ -61,7 +61,8 @@ int cmd_ingest(int argc, char **argv)
 		             book);
 	/* Every game seen before: nothing added, whatever the options now (a
 	 * larger --max-ply does not deepen them). */
-	if (rc >= 0 && !json && !quiet && st.duplicates && !st.games_ingested)
+	if (rc >= 0 && !json && !quiet && st.duplicates && !st.games_ingested &&
+	    !st.games_completed)
 		fprintf(stderr,
 		        "ingest: the %llu game%s read %s in %s already (by %s id%s) and change%s "
 		        "nothing, whatever --max-ply or the filters now (docs/ingest.md, "

@@ -4,7 +4,8 @@
  * BOOKDB_ECORRUPT and never reads outside them; a value that decodes re-encodes
  * to the same bytes, and replaying it reports at most its plies and either
  * ends cleanly or says BOOKDB_ECORRUPT (an illegal move or position), never
- * making an illegal move.
+ * making an illegal move; it begins (bookdb_game_begins) the game it is and
+ * every longer one.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static Position pos; /* large: not on the stack */
-static Move moves[1 << 15];
+static Move moves[(1 << 15) + 1];
 static uint8_t buf[BOOKDB_GAME_LEN(1 << 15)];
 
 static void on_ply(void *ctx, Key key, Move move, int result)
@@ -55,6 +56,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			len = bookdb_game_encode(buf, sizeof buf, g.winner, NULL, 0, 0, NULL, 0);
 		/* A legacy value keeps its ply count; re-encoding writes 0 plies there. */
 		if (g.has_plies && (len != (int)size || memcmp(buf, copy, size))) abort();
+		/* It begins itself and, one move longer, a game it leads to; one move
+		 * shorter does not begin it. */
+		if (g.has_plies) {
+			if (!bookdb_game_begins(&g, g.packed, g.packed_len, g.first_ply, moves, n))
+				abort();
+			moves[n] = 0x1234;
+			if (!bookdb_game_begins(&g, g.packed, g.packed_len, g.first_ply, moves,
+			                        n + 1))
+				abort();
+			if (bookdb_game_begins(&g, g.packed, g.packed_len, g.first_ply, moves,
+			                       n - 1))
+				abort();
+		}
 		uint32_t seen = 0;
 		int r = bookdb_game_replay(&g, &pos, on_ply, &seen);
 		if (r != 0 && r != BOOKDB_ECORRUPT) abort();

@@ -242,6 +242,147 @@ static void test_ingest__second_run_adds_nothing(void **state)
 	free(dir);
 }
 
+/* Whether two books hold the same bytes: every record and every game mark. */
+static void assert_same_books(const char *dir, const char *a, const char *b)
+{
+	BookDB *db[2];
+	BookTxn *t[2];
+	BookDBOptions o = {.read_only = true};
+	const char *names[2] = {a, b};
+	for (int i = 0; i < 2; i++) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		assert_int_equal(bookdb_open(&db[i], path, &o, NULL), 0);
+		assert_int_equal(bookdb_txn_begin(&t[i], db[i], false), 0);
+	}
+	BookIter *it[2];
+	for (int i = 0; i < 2; i++) assert_int_equal(bookdb_iter_open(&it[i], t[i]), 0);
+	size_t n = 0;
+	for (;; n++) {
+		Key k[2];
+		const uint8_t *v[2];
+		size_t len[2];
+		int r0 = bookdb_iter_next(it[0], &k[0], &v[0], &len[0]);
+		int r1 = bookdb_iter_next(it[1], &k[1], &v[1], &len[1]);
+		assert_int_equal(r0, r1);
+		if (r0 != 1) break;
+		assert_true(key_equal(k[0], k[1]));
+		assert_int_equal(len[0], len[1]);
+		if (memcmp(v[0], v[1], len[0])) fail_msg("record %zu differs", n);
+	}
+	assert_true(n > 0);
+	for (int i = 0; i < 2; i++) bookdb_iter_free(it[i]);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(bookdb_kv_iter_open(&it[i], t[i], BOOKDB_GAMES), 0);
+	for (n = 0;; n++) {
+		const void *k[2], *v[2];
+		size_t kl[2], vl[2];
+		int r0 = bookdb_kv_iter_next(it[0], &k[0], &kl[0], &v[0], &vl[0]);
+		int r1 = bookdb_kv_iter_next(it[1], &k[1], &kl[1], &v[1], &vl[1]);
+		assert_int_equal(r0, r1);
+		if (r0 != 1) break;
+		assert_int_equal(kl[0], kl[1]);
+		assert_memory_equal(k[0], k[1], kl[0]);
+		assert_int_equal(vl[0], vl[1]);
+		if (memcmp(v[0], v[1], vl[0])) fail_msg("game mark %zu differs", n);
+	}
+	assert_true(n > 0);
+	for (int i = 0; i < 2; i++) {
+		bookdb_iter_free(it[i]);
+		bookdb_txn_abort(t[i]);
+		bookdb_free(db[i]);
+	}
+}
+
+/* A floodgate record cut short (a download broken off, a game read while it
+ * was played) is a game without a result under its floodgate id: the whole
+ * record of it, read later, completes it (its result, the plies past those
+ * counted), where it used to be a duplicate that changed nothing. */
+static void test_ingest__a_whole_record_completes_the_one_cut_short(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	const char *full =
+	    "tests/data/floodgate/"
+	    "wdoor+floodgate-300-10F+10b_n003_1060+40b_n007_1050Ti+20210405160009.csa";
+	assert_int_equal(ts_runf(NULL, NULL, "head -n 200 %s > %s/cut.csa", full, dir), 0);
+	/* The reference: the whole record alone. */
+	json_t *j = ts_run_json(0, "%s ingest %s/ref %s --json --quiet", ts_joseki(), dir, full);
+	assert_int_equal(ts_jint(j, "games_ingested"), 1);
+	long long plies = ts_jint(j, "positions_added");
+	assert_true(plies > 100);
+	json_decref(j);
+	/* The cut record, then the whole one; then the whole one again. */
+	j = ts_run_json(0, "%s ingest %s/b %s/cut.csa --json --quiet", ts_joseki(), dir, dir);
+	assert_int_equal(ts_jint(j, "games_ingested"), 1);
+	long long cut = ts_jint(j, "positions_added");
+	assert_true(cut > 20 && cut < plies);
+	json_decref(j);
+	j = ts_run_json(0, "%s ingest %s/b %s --json --quiet", ts_joseki(), dir, full);
+	assert_int_equal(ts_jint(j, "games_ingested"), 0);
+	assert_int_equal(ts_jint(j, "games_completed"), 1);
+	assert_int_equal(ts_jint(j, "duplicates"), 0);
+	assert_int_equal(ts_jint(j, "positions_added"), plies - cut);
+	json_decref(j);
+	assert_same_books(dir, "ref", "b");
+	char *out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s ingest %s/b %s", ts_joseki(), dir, full), 0);
+	assert_non_null(strstr(out, " 1 duplicates; "));
+	assert_null(strstr(out, "completed"));
+	free(out);
+	/* Both in one run, the cut one first; and the cut one counted only to
+	 * --max-ply 10: the whole record counts the rest to this run's. */
+	j = ts_run_json(0, "%s ingest %s/c %s/cut.csa %s --json --quiet --jobs 1", ts_joseki(), dir,
+	                dir, full);
+	assert_int_equal(ts_jint(j, "games_ingested"), 1);
+	assert_int_equal(ts_jint(j, "games_completed"), 1);
+	json_decref(j);
+	assert_same_books(dir, "ref", "c");
+	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s/d %s/cut.csa --max-ply 10 --quiet",
+	                         ts_joseki(), dir, dir),
+	                 0);
+	assert_int_equal(ts_runf(&out, NULL, "%s ingest %s/d %s", ts_joseki(), dir, full), 0);
+	assert_non_null(strstr(out, " 0 duplicates, 1 completed; "));
+	free(out);
+	assert_same_books(dir, "ref", "d");
+	/* A finished game is not completed again by a cut record of it, and a
+	 * cut record is not completed by another game under its id. */
+	j = ts_run_json(0, "%s ingest %s/ref %s/cut.csa --json --quiet", ts_joseki(), dir, dir);
+	assert_int_equal(ts_jint(j, "duplicates"), 1);
+	json_decref(j);
+	const char *ev = "V2.2\n$EVENT:wdoor+floodgate-300-10F+x+y+20260101000000\nPI\n+\n";
+	char text[512], path[4200];
+	snprintf(text, sizeof text, "%s+7776FU\n-3334FU\n", ev);
+	snprintf(path, sizeof path, "%s/open.csa", dir);
+	assert_int_equal(ts_write_file(path, text, strlen(text)), 0);
+	snprintf(text, sizeof text, "%s+2726FU\n-3334FU\n+7776FU\n%%TORYO\n", ev);
+	snprintf(path, sizeof path, "%s/other.csa", dir);
+	assert_int_equal(ts_write_file(path, text, strlen(text)), 0);
+	snprintf(text, sizeof text, "%s+7776FU\n-3334FU\n+2726FU\n%%TORYO\n", ev);
+	snprintf(path, sizeof path, "%s/same.csa", dir);
+	assert_int_equal(ts_write_file(path, text, strlen(text)), 0);
+	j = ts_run_json(0, "%s ingest %s/e %s/open.csa --json --quiet", ts_joseki(), dir, dir);
+	assert_int_equal(ts_jint(j, "games_ingested"), 1);
+	json_decref(j);
+	j = ts_run_json(0, "%s ingest %s/e %s/other.csa --json --quiet", ts_joseki(), dir, dir);
+	assert_int_equal(ts_jint(j, "duplicates"), 1);
+	assert_int_equal(ts_jint(j, "games_completed"), 0);
+	json_decref(j);
+	j = ts_run_json(0, "%s ingest %s/e %s/same.csa --json --quiet", ts_joseki(), dir, dir);
+	assert_int_equal(ts_jint(j, "games_completed"), 1);
+	assert_int_equal(ts_jint(j, "positions_added"), 1);
+	json_decref(j);
+	/* 7g7f: counted once, and now a win for Black (the mover). */
+	j = ts_run_json(0, "%s query %s/e startpos --json", ts_joseki(), dir);
+	json_t *m = json_array_get(json_object_get(j, "moves"), 0);
+	assert_string_equal(json_string_value(json_object_get(m, "move")), "7g7f");
+	assert_int_equal(ts_jint(m, "count"), 1);
+	assert_int_equal(ts_jint(m, "wins"), 1);
+	json_decref(j);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* The first moves of the games that start from the start position, counted
  * straight from the records. */
 /* A game ingested into a minimaxed book adds its new moves unvalued: they are
@@ -882,6 +1023,7 @@ int main(void)
 	    cmocka_unit_test(test_ingest__evaluations_become_the_movers_view),
 	    cmocka_unit_test(test_ingest__filters_skip_games),
 	    cmocka_unit_test(test_ingest__illegal_move_keeps_moves_before_it_and_names_the_line),
+	    cmocka_unit_test(test_ingest__a_whole_record_completes_the_one_cut_short),
 	    cmocka_unit_test(test_ingest__archives_and_stdin_give_the_same_book),
 	    cmocka_unit_test(
 	        test_ingest__endless_or_binary_input_is_refused_at_its_first_absurd_line),
