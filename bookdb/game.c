@@ -55,16 +55,14 @@ int bookdb_game_decode(BookGame *g, const uint8_t *in, size_t len)
 	return 0;
 }
 
-bool bookdb_game_begins(const BookGame *g, const uint8_t *packed, size_t packed_len,
-                        uint16_t first_ply, const Move *moves, uint32_t n)
+bool bookdb_game_completes(const BookGame *old, const BookGame *g)
 {
-	if (g->nplies == 0) return true;
-	if (!g->has_plies || n < g->nplies || packed_len != g->packed_len ||
-	    memcmp(packed, g->packed, packed_len) || first_ply != g->first_ply)
-		return false;
-	for (uint32_t i = 0; i < g->nplies; i++)
-		if (get16(g->moves + 2 * i) != moves[i]) return false;
-	return true;
+	if (old->winner != BOOKDB_GAME_NONE || g->winner == BOOKDB_GAME_NONE) return false;
+	if (old->nplies == 0) return true;
+	return old->has_plies && g->has_plies && g->nplies >= old->nplies &&
+	       g->packed_len == old->packed_len &&
+	       !memcmp(g->packed, old->packed, old->packed_len) && g->first_ply == old->first_ply &&
+	       !memcmp(g->moves, old->moves, 2 * (size_t)old->nplies);
 }
 
 int bookdb_game_replay(const BookGame *g, Position *pos, BookGamePlyFn fn, void *ctx)

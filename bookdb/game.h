@@ -67,13 +67,13 @@ JOSEKI_MUST_USE int bookdb_game_encode(uint8_t *out, size_t cap, uint8_t winner,
 JOSEKI_MUST_USE int bookdb_game_decode(BookGame *g, const uint8_t *in, size_t len);
 
 /*
- * Whether the game g (decoded) is a beginning of the one given as encode
- * takes it: the same position before the first ply and move number, and g's
- * plies the first of moves (n >= g->nplies). A game with no plies begins
- * every game; a legacy value with plies begins none (its moves are unknown).
+ * Whether the game g completes old, the same game's mark (both decoded): old
+ * has no result (a record cut short), g has one, and old's plies are the
+ * first of g's from the same position and move number. A game with no plies
+ * counted is a beginning of any; a legacy value with plies of none (its moves
+ * are unknown).
  */
-bool bookdb_game_begins(const BookGame *g, const uint8_t *packed, size_t packed_len,
-                        uint16_t first_ply, const Move *moves, uint32_t n);
+bool bookdb_game_completes(const BookGame *old, const BookGame *g);
 
 /* Called per ply: the key of the position before the move, the move, and the
  * mover's result (1 win, 0 draw, -1 loss, 2 no result). */

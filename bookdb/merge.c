@@ -239,17 +239,21 @@ void bookdb_record_merge(BookRecord *out, const BookRecord *a, const BookRecord 
 
 #define META_MERGE "merge"
 
-/* One ply of a game both books counted: taken out of the source's statistics. */
+/* One ply of a game both books counted: taken out of the source's statistics
+ * (of the destination's, for a game it counted cut short and the source
+ * whole). */
 typedef struct {
 	Key key;
 	Move move;
 	int8_t result; /* the mover's: 1 win, 0 draw, -1 loss, 2 none */
+	bool dst;      /* out of the destination's record */
 } Share;
 
 typedef struct {
 	Share *v;
 	size_t n, cap;
 	bool oom;
+	bool dst; /* the game replayed now is the destination's */
 } Shares;
 
 static void on_ply(void *ctx, Key key, Move move, int result)
@@ -260,7 +264,7 @@ static void on_ply(void *ctx, Key key, Move move, int result)
 		s->oom = true;
 		return;
 	}
-	s->v[s->n++] = (Share){key, move, (int8_t)result};
+	s->v[s->n++] = (Share){key, move, (int8_t)result, s->dst};
 }
 
 static int cmp_share(const void *pa, const void *pb)
@@ -270,11 +274,13 @@ static int cmp_share(const void *pa, const void *pb)
 	return c ? c : (a->move > b->move) - (a->move < b->move);
 }
 
-/* Takes shares [s, e) out of rec's statistics; returns plies it lacked. */
-static uint64_t subtract(BookRecord *rec, const Share *s, const Share *e)
+/* Takes the shares of [s, e) out of one book's record (dst: the
+ * destination's) rec's statistics; returns plies it lacked. */
+static uint64_t subtract(BookRecord *rec, const Share *s, const Share *e, bool dst)
 {
 	uint64_t lacked = 0;
 	for (; s < e; s++) {
+		if (s->dst != dst) continue;
 		BookMove *m = NULL;
 		for (int i = 0; i < rec->nmoves; i++)
 			if (rec->moves[i].move == s->move) m = &rec->moves[i];
@@ -377,10 +383,22 @@ static int shared_games(Merge *m)
 			continue;
 		}
 		if (rc < 0) break;
-		m->st->games_duplicate++;
-		BookGame g;
-		if (bookdb_game_decode(&g, v, vl) < 0 || !g.has_plies ||
-		    bookdb_game_replay(&g, pos, on_ply, &m->shares) < 0) {
+		BookGame g, d;
+		bool sound = bookdb_game_decode(&g, v, vl) == 0;
+		/* DST counted the game cut short, SRC whole (ingest's rule,
+		 * docs/ingest.md, "Identity and re-ingesting"): DST's count is
+		 * what is taken out, of DST's records, and SRC's mark replaces
+		 * DST's (finish). */
+		bool completed =
+		    sound && bookdb_game_decode(&d, dv, dvl) == 0 && bookdb_game_completes(&d, &g);
+		if (completed) {
+			m->st->games_completed++;
+			g = d;
+		} else {
+			m->st->games_duplicate++;
+		}
+		m->shares.dst = completed;
+		if (!sound || !g.has_plies || bookdb_game_replay(&g, pos, on_ply, &m->shares) < 0) {
 			/* Without its plies a game's share cannot be told apart. */
 			m->st->games_unlocated++;
 			continue;
@@ -537,8 +555,12 @@ static int finish(Merge *m)
 	size_t kl, vl, dvl;
 	while ((rc = bookdb_kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
 		rc = bookdb_kv_get(&dv, &dvl, t, BOOKDB_GAMES, k, kl);
-		if (rc == 0) continue;
-		if (rc != BOOKDB_ENOTFOUND ||
+		BookGame g, d;
+		if (rc == 0 &&
+		    (bookdb_game_decode(&g, v, vl) < 0 || bookdb_game_decode(&d, dv, dvl) < 0 ||
+		     !bookdb_game_completes(&d, &g)))
+			continue;
+		if ((rc != 0 && rc != BOOKDB_ENOTFOUND) ||
 		    (rc = bookdb_kv_put(t, BOOKDB_GAMES, k, kl, v, vl)) < 0)
 			break;
 	}
@@ -591,7 +613,8 @@ static int merge_one(Merge *m, Key key, const uint8_t *val, size_t len, const Sh
 		st->added++;
 		if (m->opt->dry_run) return 0;
 		if (s == e) return (rc = bookdb_writer_put_raw(m->w, key, val, len)) < 0 ? rc : 1;
-		st->stats_clamped += subtract(m->b, s, e);
+		st->stats_clamped += subtract(m->b, s, e, false);
+		for (const Share *x = s; x < e; x++) st->stats_clamped += x->dst; /* DST lacks it */
 		return (rc = bookdb_writer_put(m->w, key, m->b)) < 0 ? rc : 1;
 	}
 	if (rc < 0) return rc;
@@ -599,7 +622,7 @@ static int merge_one(Merge *m, Key key, const uint8_t *val, size_t len, const Sh
 		note_bad(st, key, false);
 		return 0;
 	}
-	st->stats_clamped += subtract(m->b, s, e);
+	st->stats_clamped += subtract(m->b, s, e, false) + subtract(m->a, s, e, true);
 	BookMergeDiff d;
 	bookdb_record_merge(m->a, m->a, m->b, BOOKDB_PREFER_DEEPER, m->tie, m->stats_max, &d);
 	if (!d.changed) {
@@ -721,6 +744,7 @@ static void add_stats(BookMergeStats *t, const BookMergeStats *s)
 	t->unchanged += s->unchanged;
 	t->games_added += s->games_added;
 	t->games_duplicate += s->games_duplicate;
+	t->games_completed += s->games_completed;
 	t->games_unlocated += s->games_unlocated;
 	t->stats_clamped += s->stats_clamped;
 	t->batches += s->batches;

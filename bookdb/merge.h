@@ -71,6 +71,8 @@ typedef struct {
 	uint64_t unchanged;       /* positions the merge leaves as they are */
 	uint64_t games_added;     /* games of the source new to the destination */
 	uint64_t games_duplicate; /* games both books counted (counted once) */
+	uint64_t games_completed; /* games DST counted cut short, without a result, and SRC
+	                             whole: SRC's counting of them kept (not duplicates) */
 	uint64_t games_unlocated; /* of those, with no plies kept: statistics of the
 	                             whole merge taken as the larger, not the sum */
 	uint64_t stats_clamped;   /* plies of shared games the source's records lacked */

@@ -192,43 +192,31 @@ static void add_ply(Writer *wr, BookRecord *rec, const Ply *p, GameWinner winner
 	}
 }
 
-/* Makes room for g's mark in wr->mark and puts its moves in wr->moves. */
-static int mark_room(Writer *wr, const Game *g)
+/* Encodes the game's "seen" mark into wr->mark: how it ended and the plies
+ * counted (bookdb/game.h), so that a merge can tell this game's share of the
+ * statistics. Returns its length or an error. */
+static int encode_mark(Writer *wr, const Game *g)
 {
 	uint32_t n = (uint32_t)g->nplies;
 	if (array_grow((void **)&wr->mark, &wr->mark_cap, BOOKDB_GAME_LEN(n), 1, 256) ||
 	    array_grow((void **)&wr->moves, &wr->moves_cap, n + 1, sizeof *wr->moves, 256))
 		return BOOKDB_ENOMEM;
 	for (uint32_t i = 0; i < n; i++) wr->moves[i] = g->plies[i].move;
-	return 0;
+	return bookdb_game_encode(wr->mark, wr->mark_cap, (uint8_t)g->winner,
+	                          n ? g->plies[0].packed : NULL, n ? g->plies[0].packed_len : 0,
+	                          n ? g->plies[0].ply : 0, wr->moves, n);
 }
 
-/* The game's "seen" mark: how it ended and the plies counted (bookdb/game.h),
- * so that a merge can tell this game's share of the statistics. After
- * mark_room. */
-static int put_game_mark(Writer *wr, BookTxn *txn, const Game *g)
+/* Whether the game g, its mark encoded (len bytes), completes the one the
+ * book holds under its id with the mark v (bookdb_game_completes: the book
+ * counted it without a result, a truncated record). Then g->counted says
+ * how many plies the book counted. */
+static bool completes(Writer *wr, Game *g, int len, const void *v, size_t vl)
 {
-	uint32_t n = (uint32_t)g->nplies;
-	int len = bookdb_game_encode(wr->mark, wr->mark_cap, (uint8_t)g->winner,
-	                             n ? g->plies[0].packed : NULL, n ? g->plies[0].packed_len : 0,
-	                             n ? g->plies[0].ply : 0, wr->moves, n);
-	if (len < 0) return len;
-	return bookdb_kv_put(txn, BOOKDB_GAMES, g->id, strlen(g->id), wr->mark, (size_t)len);
-}
-
-/* Whether g, whose id the book holds with the mark v, completes that game:
- * the book counted it unfinished (a truncated record, or one read while it
- * was played), g has a result, and the plies counted begin g's. Then
- * g->counted says how many. After mark_room. */
-static bool completes(Writer *wr, Game *g, const void *v, size_t vl)
-{
-	BookGame old;
-	if (g->winner == GAME_WINNER_NONE || bookdb_game_decode(&old, v, vl) < 0 ||
-	    old.winner != BOOKDB_GAME_NONE)
-		return false;
-	const Ply *p = g->nplies ? &g->plies[0] : NULL;
-	if (!bookdb_game_begins(&old, p ? p->packed : NULL, p ? p->packed_len : 0, p ? p->ply : 0,
-	                        wr->moves, (uint32_t)g->nplies))
+	BookGame old, now;
+	if (bookdb_game_decode(&old, v, vl) < 0 ||
+	    bookdb_game_decode(&now, wr->mark, (size_t)len) < 0 ||
+	    !bookdb_game_completes(&old, &now))
 		return false;
 	g->counted = old.nplies;
 	return true;
@@ -252,13 +240,14 @@ static int apply_batch(Writer *wr)
 		rc = bookdb_kv_get(&v, &vl, txn, BOOKDB_GAMES, g->id, strlen(g->id));
 		if (rc < 0 && rc != BOOKDB_ENOTFOUND) return rc;
 		bool known = rc == 0;
-		if ((rc = mark_room(wr, g)) < 0) return rc;
-		if (known && !completes(wr, g, v, vl)) {
+		int len = encode_mark(wr, g);
+		if (len < 0) return len;
+		if (known && !completes(wr, g, len, v, vl)) {
 			wr->st->duplicates++;
 			g->status = GAME_SKIP;
 			continue;
 		}
-		rc = put_game_mark(wr, txn, g);
+		rc = bookdb_kv_put(txn, BOOKDB_GAMES, g->id, strlen(g->id), wr->mark, (size_t)len);
 		if (rc < 0) return rc;
 		if (known)
 			wr->st->games_completed++;

@@ -150,14 +150,15 @@ int cmd_merge(int argc, char **argv)
 			                    run.packed > 0 ? json_real(run.packed) : json_null());
 		}
 		json_t *o = json_pack(
-		    "{s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o,"
+		    "{s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o,"
 		    "s:I,s:I,s:I}",
 		    "sources", (json_int_t)nsources, "dry_run", opt.dry_run, "positions",
 		    (json_int_t)total.positions, "added", (json_int_t)total.added, "replaced",
 		    (json_int_t)total.replaced, "stats_merged", (json_int_t)total.stats_merged,
 		    "changed", (json_int_t)total.changed, "unchanged", (json_int_t)total.unchanged,
 		    "games_added", (json_int_t)total.games_added, "games_duplicate",
-		    (json_int_t)total.games_duplicate, "games_unlocated",
+		    (json_int_t)total.games_duplicate, "games_completed",
+		    (json_int_t)total.games_completed, "games_unlocated",
 		    (json_int_t)total.games_unlocated, "stats_clamped",
 		    (json_int_t)total.stats_clamped, "batches", (json_int_t)total.batches,
 		    "resumed", total.resumed, "minimax", m ? m : json_null(), "time_ms",
@@ -177,6 +178,8 @@ int cmd_merge(int argc, char **argv)
 	if (total.games_unlocated)
 		printf(" (%llu without kept plies: statistics taken as the larger, not added)",
 		       (unsigned long long)total.games_unlocated);
+	if (total.games_completed)
+		printf(", %llu %scompleted", (unsigned long long)total.games_completed, would);
 	if (total.resumed) printf("; an interrupted merge completed");
 	if (ran_mm && run.mm_busy)
 		printf("; minimax left to the run under way on the book (and the next)");

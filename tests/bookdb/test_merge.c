@@ -319,6 +319,54 @@ static void test_merge__a_into_b_equals_b_into_a_and_each_game_counts_once(void 
 	free(d);
 }
 
+/* A: game 0 cut short (its first 200 lines: no result) and games 1..3; B:
+ * game 0 whole and games 2..4. Where DST holds game 0 cut short, SRC's whole
+ * one completes it (ingest's rule): B into A gives what B into a book of the
+ * whole game 0 and games 1..3 gives, and A into B the same (where DST holds
+ * it whole, SRC's cut one is a duplicate). */
+static void test_merge__a_whole_game_completes_the_one_cut_short(void **state)
+{
+	(void)state;
+	char *d = ts_mkdtemp();
+	const char *J = ts_joseki();
+	char *g0 = games(0, 1), *ga = games(1, 4), *gb = games(2, 5);
+	sh("head -n 200 %s > %s/cut.csa", g0, d);
+	sh("%s ingest %s/A %s/cut.csa %s --quiet && %s ingest %s/B %s %s --quiet", J, d, d, ga, J,
+	   d, g0, gb);
+	sh("%s ingest %s/R %s %s --quiet", J, d, g0, ga);
+	sh("cp -r %s/A %s/A1 && cp -r %s/B %s/B1", d, d, d, d);
+	json_t *ab = ts_run_json(0, "%s merge %s/A1 %s/B --json --quiet --no-minimax", J, d, d);
+	json_t *ba = ts_run_json(0, "%s merge %s/B1 %s/A --json --quiet --no-minimax", J, d, d);
+	assert_int_equal(ts_jint(ab, "games_completed"), 1);
+	assert_int_equal(ts_jint(ab, "games_duplicate"), 2);
+	assert_int_equal(ts_jint(ab, "games_added"), 1);
+	assert_int_equal(ts_jint(ba, "games_completed"), 0);
+	assert_int_equal(ts_jint(ba, "games_duplicate"), 3);
+	assert_int_equal(ts_jint(ba, "games_added"), 1);
+	assert_int_equal(ts_jint(ab, "stats_clamped"), 0);
+	assert_int_equal(ts_jint(ba, "stats_clamped"), 0);
+	char p1[512], p2[512], pr[512];
+	snprintf(p1, sizeof p1, "%s/A1", d);
+	snprintf(p2, sizeof p2, "%s/B1", d);
+	snprintf(pr, sizeof pr, "%s/R", d);
+	assert_books_equal(p1, p2, true);
+	json_decref(ts_run_json(0, "%s merge %s/R %s/B --json --quiet --no-minimax", J, d, d));
+	assert_books_equal(pr, p1, true);
+	/* A1 holds game 0 whole now: R's games are all duplicates. */
+	json_t *again = ts_run_json(0, "%s merge %s/A1 %s/R --json --quiet --no-minimax", J, d, d);
+	assert_int_equal(ts_jint(again, "games_duplicate"), 5);
+	assert_int_equal(ts_jint(again, "games_completed"), 0);
+	assert_int_equal(ts_jint(again, "added") + ts_jint(again, "changed"), 0);
+	json_decref(again);
+	json_decref(ab);
+	json_decref(ba);
+	free(g0);
+	free(ga);
+	free(gb);
+	ts_rmtree(d);
+	free(d);
+}
+
 /* ---- a book into itself ---- */
 
 static void test_merge__a_book_into_itself_or_its_copy_changes_nothing(void **state)
@@ -1119,6 +1167,7 @@ int main(void)
 	    cmocka_unit_test(test_merge__a_move_avoided_in_either_book_stays_avoided),
 	    cmocka_unit_test(test_merge__a_game_mark_keeps_its_plies),
 	    cmocka_unit_test(test_merge__a_into_b_equals_b_into_a_and_each_game_counts_once),
+	    cmocka_unit_test(test_merge__a_whole_game_completes_the_one_cut_short),
 	    cmocka_unit_test(test_merge__a_book_into_itself_or_its_copy_changes_nothing),
 	    cmocka_unit_test(test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run),
 	    cmocka_unit_test(test_merge__run_again_it_backs_up_what_its_minimax_left),

@@ -4,8 +4,8 @@
  * BOOKDB_ECORRUPT and never reads outside them; a value that decodes re-encodes
  * to the same bytes, and replaying it reports at most its plies and either
  * ends cleanly or says BOOKDB_ECORRUPT (an illegal move or position), never
- * making an illegal move; it begins (bookdb_game_begins) the game it is and
- * every longer one.
+ * making an illegal move; unfinished, it is completed (bookdb_game_completes)
+ * by a longer game with a result, never completing a shorter one.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static Position pos; /* large: not on the stack */
 static Move moves[(1 << 15) + 1];
-static uint8_t buf[BOOKDB_GAME_LEN(1 << 15)];
+static uint8_t buf[BOOKDB_GAME_LEN((1 << 15) + 1)];
 
 static void on_ply(void *ctx, Key key, Move move, int result)
 {
@@ -56,18 +56,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			len = bookdb_game_encode(buf, sizeof buf, g.winner, NULL, 0, 0, NULL, 0);
 		/* A legacy value keeps its ply count; re-encoding writes 0 plies there. */
 		if (g.has_plies && (len != (int)size || memcmp(buf, copy, size))) abort();
-		/* It begins itself and, one move longer, a game it leads to; one move
-		 * shorter does not begin it. */
+		/* Unfinished, it is completed by itself with a result and one move
+		 * longer; never by a game one move shorter, or without a result. */
 		if (g.has_plies) {
-			if (!bookdb_game_begins(&g, g.packed, g.packed_len, g.first_ply, moves, n))
-				abort();
+			BookGame old = g, longer;
+			old.winner = BOOKDB_GAME_NONE;
 			moves[n] = 0x1234;
-			if (!bookdb_game_begins(&g, g.packed, g.packed_len, g.first_ply, moves,
-			                        n + 1))
+			len = bookdb_game_encode(buf, sizeof buf, BOOKDB_GAME_DRAW, g.packed,
+			                         g.packed_len, g.first_ply, moves, n + 1);
+			if (len < 0 || bookdb_game_decode(&longer, buf, (size_t)len) < 0 ||
+			    !bookdb_game_completes(&old, &longer) ||
+			    bookdb_game_completes(&longer, &old))
 				abort();
-			if (bookdb_game_begins(&g, g.packed, g.packed_len, g.first_ply, moves,
-			                       n - 1))
-				abort();
+			longer.winner = BOOKDB_GAME_NONE;
+			if (bookdb_game_completes(&old, &longer)) abort();
 		}
 		uint32_t seen = 0;
 		int r = bookdb_game_replay(&g, &pos, on_ply, &seen);
