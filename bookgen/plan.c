@@ -50,9 +50,11 @@ struct Plan {
 	int *order;      /* scratch: slots by deficit */
 	SelLeaf *search; /* scratch: one ranged search's leaves */
 	size_t qmax;     /* ... at most this many */
-	/* The way to the roots, served first (plan_set_paths). */
+	/* The way to the roots, served first (plan_set_paths), then the roots
+	 * themselves (those not on the way), before the book's lines: nlines
+	 * of the npaths are the way, whose lines think keeps analysed. */
 	PlanPath *paths;
-	size_t npaths, next_path;
+	size_t npaths, nlines, next_path;
 	bool paths_only;
 	int roots_ply; /* the move number the roots lie at (one past the deepest path) */
 };
@@ -81,11 +83,32 @@ void plan_free(Plan *p)
 
 int plan_set_paths(Plan *p, const char *const *specs, size_t n, bool only, char *err)
 {
-	PlanPath *v = n ? calloc(n, sizeof *v) : NULL;
+	/* The roots after the way, unless only the way is thought. */
+	size_t extra = n && !only ? (size_t)p->nroots : 0;
+	PlanPath *v = n ? calloc(n + extra, sizeof *v) : NULL;
 	if (n && !v) return SEL_ENOMEM;
 	Position pos;
-	for (size_t i = 0; i < n; i++) {
+	size_t total = n;
+	for (size_t i = 0; i < n + extra; i++) {
 		char perr[SHOGI_ERRLEN], sfen[SFEN_MAX];
+		if (i >= n) {
+			/* A root (parsed by plan_new), unless on the way already. */
+			if (sfen_parse(&pos, p->sfens[i - n].sfen, NULL, NULL) < 0) continue;
+			bool seen = false;
+			for (size_t k = 0; k < total && !seen; k++)
+				seen = key_equal(v[k].key, pos_key(&pos));
+			if (seen) continue;
+			sfen_write(&pos, sfen, sizeof sfen);
+			v[total].key = pos_key(&pos);
+			v[total].ply = pos.game_ply;
+			if (!(v[total].sfen = strdup(sfen))) {
+				for (size_t k = 0; k < total; k++) free(v[k].sfen);
+				free(v);
+				return SEL_ENOMEM;
+			}
+			total++;
+			continue;
+		}
 		if (position_parse(&pos, specs[i], perr) < 0) {
 			for (size_t k = 0; k < i; k++) free(v[k].sfen);
 			free(v);
@@ -104,7 +127,8 @@ int plan_set_paths(Plan *p, const char *const *specs, size_t n, bool only, char 
 	for (size_t i = 0; i < p->npaths; i++) free(p->paths[i].sfen);
 	free(p->paths);
 	p->paths = v;
-	p->npaths = n;
+	p->npaths = total;
+	p->nlines = n;
 	p->next_path = 0;
 	p->paths_only = only;
 	/* The roots lie one ply below the deepest. */
@@ -116,7 +140,7 @@ int plan_set_paths(Plan *p, const char *const *specs, size_t n, bool only, char 
 
 bool plan_path_line(const Plan *p, size_t i, const char **sfen, int *plies)
 {
-	if (i >= p->npaths) return false;
+	if (i >= p->nlines) return false;
 	*sfen = p->paths[i].sfen;
 	*plies = p->roots_ply - p->paths[i].ply;
 	if (*plies < 1) *plies = 1;

@@ -597,6 +597,64 @@ static void test_bookgen__think_paths_then_the_lines_from_them(void **state)
 	roots_free(&paths);
 }
 
+/*
+ * The roots themselves come right after the way to them, before the book's
+ * lines: a user asking for a few positions from roots 3 plies deep sees them
+ * thought, where the lines (which a noisy engine keeps moving) came first. A
+ * root on the way to another is thought once, there.
+ */
+static void test_bookgen__think_the_roots_right_after_the_way(void **state)
+{
+	(void)state;
+	static const char *const roots[] = {"startpos moves 7g7f 3c3d 2g2f",
+	                                    "startpos moves 2g2f 8c8d", "startpos moves 2g2f"};
+	static const char *const order[] = {"startpos",
+	                                    "startpos moves 7g7f",
+	                                    "startpos moves 2g2f",
+	                                    "startpos moves 7g7f 3c3d",
+	                                    "startpos moves 7g7f 3c3d 2g2f",
+	                                    "startpos moves 2g2f 8c8d"};
+	RootList rl = {.specs = (char **)roots, .n = 3}, paths = {0};
+	char rerr[ROOTS_ERRLEN], err[THINK_ERRLEN];
+	assert_int_equal(roots_paths_of_specs(&paths, &rl, rerr), 0);
+	assert_int_equal(paths.n, 4);
+	char *dir = ts_mkdtemp();
+	FakeLog *log = calloc(1, sizeof *log);
+	assert_non_null(log);
+	pthread_mutex_init(&log->mu, NULL);
+	BookDB *db = NULL;
+	assert_int_equal(bookdb_open(&db, dir, NULL, err), 0);
+	SearchEngine *engine = fake_new(log, FAKE_NORMAL);
+	BookMinimaxHook mm = bookmm_hook(NULL);
+	ThinkOptions opt = {.engines = &engine,
+	                    .nengines = 1,
+	                    .budget = {.kind = SEARCH_BUDGET_DEPTH, .amount = 7},
+	                    .multipv = 3,
+	                    .commit_every = 4,
+	                    .max_positions = 12,
+	                    .roots = roots,
+	                    .nroots = 3,
+	                    .paths = (const char *const *)paths.specs,
+	                    .npaths = paths.n,
+	                    .minimax = &mm};
+	plan_options_init(&opt.plan);
+	ThinkStats st;
+	assert_int_equal(think_run(&st, db, &opt, err), 0);
+	assert_int_equal(log->n, 12);
+	for (size_t i = 0; i < 6; i++)
+		if (!key_equal(log->keys[i], spec_key(order[i])))
+			fail_msg("position %zu thought is not %s", i, order[i]);
+	for (int i = 0; i < log->n; i++)
+		for (int j = 0; j < i; j++) assert_false(key_equal(log->keys[i], log->keys[j]));
+	search_free(engine);
+	bookdb_free(db);
+	pthread_mutex_destroy(&log->mu);
+	free(log);
+	ts_rmtree(dir);
+	free(dir);
+	roots_free(&paths);
+}
+
 static unsigned long long field(const char *out, const char *name)
 {
 	const char *p = strstr(out, name);
@@ -1976,6 +2034,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_restarts_from_its_snapshot_with_the_same_leaves),
 	    cmocka_unit_test(test_bookgen__think_takes_the_given_positions_first),
 	    cmocka_unit_test(test_bookgen__think_paths_then_the_lines_from_them),
+	    cmocka_unit_test(test_bookgen__think_the_roots_right_after_the_way),
 	    cmocka_unit_test(test_bookgen__think_progress_goes_to_the_callback_and_null_is_quiet),
 	    cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
 	    cmocka_unit_test(test_bookgen__think_says_what_it_has_not_valued),

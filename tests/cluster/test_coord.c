@@ -951,7 +951,7 @@ static bool line_thought(BookDB *db, const char *spec, int plies)
 /*
  * The book's lines from the way to the roots, as think follows them: the
  * root three plies in, the way there (the start position, after 7g7f, after
- * 7g7f 3c3d) thought first; a minimax run then makes the start position's
+ * 7g7f 3c3d) thought first, then the root; a minimax run then makes the start position's
  * best move lead to a position nobody analysed — neither under the root nor
  * on the way, so the selector never picks it. The coordinator queues each
  * line's first such position after every minimax run and hands them out
@@ -982,13 +982,17 @@ static void test_coord__the_books_lines_from_the_way_are_followed(void **state)
 	CoordResult *r = malloc(sizeof *r);
 	Key way[3], line[3];
 	for (int i = 0; i < 3; i++) way[i] = after_best(PATHS[i], &line[i]);
-	/* The way first; no minimax has run, so no line yet. */
-	assert_int_equal(acquire(c, l, &A, 3, T0), 3);
-	for (int i = 0; i < 3; i++) {
-		assert_true(in_lease(l, way[i]));
+	/* The way first, then the root itself; no minimax has run, so no line
+	 * yet. */
+	Position *rp = malloc(sizeof *rp);
+	assert_int_equal(position_parse(rp, ROOTS[0], NULL), 0);
+	assert_int_equal(acquire(c, l, &A, 4, T0), 4);
+	for (int i = 0; i < 4; i++) {
+		assert_true(i < 3 ? in_lease(l, way[i]) : key_equal(l->pos[3].key, pos_key(rp)));
 		answer(r, &l->pos[i], 3);
 		assert_int_equal(coord_submit(c, l->id, &A, r, 1, T0, err), 1);
 	}
+	free(rp);
 	assert_int_equal(coord_commit(c, err), 0);
 	assert_false(line_thought(db, PATHS[0], 3));
 	Key handed[64];
