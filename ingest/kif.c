@@ -3,7 +3,7 @@
  * Windows, ShogiGUI, ShogiHome, 81Dojo, lishogi, shogi-extend ... (kifu_priv.h;
  * what is read and what is skipped: docs/ingest.md, "KIF and KI2").
  *
- * The text is UTF-8 here (kifu.c decoded Shift_JIS). A file holds one game:
+ * The text is UTF-8 here (kifu.c decoded Shift_JIS or EUC-JP). A file holds one game:
  * header lines "key：value" (開始日時, 先手, 後手, 手合割 ...), an optional
  * board diagram with the hands and the side to move, then the moves: KIF
  * numbers them one a line ("   1 ７六歩(77)   ( 0:02/00:00:02)"), KI2 writes

@@ -116,14 +116,48 @@ static bool utf8_valid(const unsigned char *s, size_t n, bool partial)
 	return true;
 }
 
+/* True when s[0..n) is EUC-JP with at least one character past ASCII before
+ * a last one cut short by the end of s (a prefix, or a file cut). Shift_JIS
+ * Japanese never is: its kana, its punctuation (：▲) and most of its kanji
+ * lead with bytes below 0xA1, which EUC-JP has only as 0x8E (half-width
+ * kana) and 0x8F (JIS X 0212). */
+static bool eucjp_valid(const unsigned char *s, size_t n)
+{
+	bool wide = false;
+	for (size_t i = 0; i < n;) {
+		unsigned char c = s[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		size_t k = c == 0x8F ? 2 : 1;
+		if (c != 0x8E && c != 0x8F && (c < 0xA1 || c == 0xFF)) return false;
+		for (size_t j = 1; j <= k; j++) {
+			if (i + j >= n) return wide;
+			unsigned char t = s[i + j];
+			if (c == 0x8E ? t < 0xA1 || t > 0xDF : t < 0xA1 || t == 0xFF) return false;
+		}
+		wide = true;
+		i += k + 1;
+	}
+	return wide;
+}
+
 /*
- * Decodes Shift_JIS (CP932) to UTF-8; a byte that starts no character
+ * Decodes Japanese text that is not UTF-8 to UTF-8: EUC-JP when it is that
+ * (eucjp_valid), else Shift_JIS (CP932); a byte that starts no character
  * becomes U+FFFD. *out is malloc'd (NUL-terminated). 0 or KIFU_ENOMEM.
  */
-static int sjis_to_utf8(const unsigned char *in, size_t n, char **out, size_t *outlen)
+static int japanese_to_utf8(const unsigned char *in, size_t n, char **out, size_t *outlen)
 {
-	iconv_t cd = iconv_open("UTF-8", "CP932");
-	if (cd == (iconv_t)-1) cd = iconv_open("UTF-8", "SHIFT_JIS");
+	iconv_t cd = (iconv_t)-1;
+	if (eucjp_valid(in, n)) {
+		cd = iconv_open("UTF-8", "EUC-JP-MS");
+		if (cd == (iconv_t)-1) cd = iconv_open("UTF-8", "EUC-JP");
+	} else {
+		cd = iconv_open("UTF-8", "CP932");
+		if (cd == (iconv_t)-1) cd = iconv_open("UTF-8", "SHIFT_JIS");
+	}
 	size_t cap = n * 3 / 2 + 16, used = 0;
 	char *buf = malloc(cap);
 	if (!buf) {
@@ -231,7 +265,7 @@ KifuFormat kifu_sniff(const void *buf, size_t len, const char *name)
 	char *dec = NULL;
 	size_t dlen = plen;
 	if (!utf8_valid(p, plen, plen < len - off)) {
-		if (sjis_to_utf8(p, plen, &dec, &dlen) == 0) p = (const unsigned char *)dec;
+		if (japanese_to_utf8(p, plen, &dec, &dlen) == 0) p = (const unsigned char *)dec;
 	}
 	bool kif = false, ki2 = false, header = false;
 	for (size_t k = 0; k < dlen;) {
@@ -313,7 +347,7 @@ int kifu_reader_open_mem_as(KifuReader **out, const void *buf, size_t len, const
 	if ((format == KIFU_KIF || format == KIFU_KI2) &&
 	    !utf8_valid(r->buf + r->off, r->len - r->off, false)) {
 		size_t n;
-		if (sjis_to_utf8(r->buf + r->off, r->len - r->off, &r->text, &n) != 0) {
+		if (japanese_to_utf8(r->buf + r->off, r->len - r->off, &r->text, &n) != 0) {
 			free(r->name);
 			free(r);
 			return KIFU_ENOMEM;

@@ -1,7 +1,7 @@
 /*
  * ingest/kifu.h — the one reader of game records (棋譜, kifu), whatever their
  * format: CSA (V1..V3.0 and floodgate's dialect, docs/csa.md), KIF and KI2
- * (Shift_JIS or UTF-8), JKF (JSON Kifu Format) and USI game lines
+ * (Shift_JIS, EUC-JP or UTF-8), JKF (JSON Kifu Format) and USI game lines
  * ("startpos moves ...", "sfen ... moves ...", optionally "<id>\t" first).
  * The format is sniffed from the content (the name only breaks ties); see
  * docs/ingest.md, "Formats".
@@ -14,7 +14,8 @@
  * CSA is read as bytes, never as text (names and comments are copied through
  * unchanged) and its moves are checked by the replay. The other formats are
  * read as text (KIF and KI2 decoded to UTF-8: a BOM or valid UTF-8 is UTF-8,
- * anything else Shift_JIS/CP932, whatever a header says) and their moves are
+ * valid EUC-JP is EUC-JP, anything else Shift_JIS/CP932, whatever a header
+ * says) and their moves are
  * resolved while reading (KI2's 同 and 右/左/上... need the position): a move
  * that names no legal move ends the record's moves there, and the record
  * says so (KifuRecord.illegal), so that the replay reports it like an illegal

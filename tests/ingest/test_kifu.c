@@ -99,6 +99,8 @@ static void test_kifu__fixtures_end_as_their_last_lines_say(void **state)
 	    {"ki2/7mai.ki2u", KIFU_KI2, 2, "interrupted", "none", "CHUDAN", 0},
 	    {"ki2/8mai.ki2", KIFU_KI2, 25, "interrupted", "none", "CHUDAN", 0},
 	    {"ki2/8mai.ki2u", KIFU_KI2, 25, "interrupted", "none", "CHUDAN", 0},
+	    {"ki2/8mai-eucjp.ki2", KIFU_KI2, 25, "interrupted", "none", "CHUDAN", 0},
+	    {"kif/8mai-eucjp.kif", KIFU_KIF, 25, "interrupted", "none", "CHUDAN", 0},
 	    {"ki2/9fu.ki2", KIFU_KI2, -1, "", "", "TSUMI", 0},
 	    {"ki2/chudan.ki2", KIFU_KI2, 3, "interrupted", "none", "CHUDAN", 0},
 	    {"ki2/denou3-1.ki2", KIFU_KI2, 98, "resign", "white", "TORYO", 0},
@@ -171,8 +173,10 @@ static void test_kifu__same_game_in_every_format(void **state)
 {
 	(void)state;
 	assert_same_game(FIX "kif/8mai.kif", FIX "ki2/8mai.ki2");
-	assert_same_game(FIX "ki2/8mai.ki2", FIX "ki2/8mai.ki2u"); /* Shift_JIS and UTF-8 */
-	assert_same_game(FIX "kif/9fu.kif", FIX "ki2/9fu.ki2");    /* a board diagram */
+	assert_same_game(FIX "ki2/8mai.ki2", FIX "ki2/8mai.ki2u");      /* Shift_JIS and UTF-8 */
+	assert_same_game(FIX "kif/8mai.kif", FIX "kif/8mai-eucjp.kif"); /* and EUC-JP */
+	assert_same_game(FIX "ki2/8mai.ki2", FIX "ki2/8mai-eucjp.ki2");
+	assert_same_game(FIX "kif/9fu.kif", FIX "ki2/9fu.ki2"); /* a board diagram */
 	assert_same_game(FIX "kif/chudan.kif", FIX "ki2/chudan.ki2");
 	assert_same_game(FIX "kif/noeol.kif", FIX "ki2/noeol.ki2");
 	assert_same_game(FIX "kif/fork.kif", FIX "ki2/fork.ki2");
@@ -184,6 +188,9 @@ static void test_kifu__same_game_in_every_format(void **state)
 	assert_string_equal(r->name[BLACK], "shitate");
 	assert_string_equal(r->name[WHITE], "uwate");
 	assert_string_equal(r->start_time, "2014/10/13 18:51:20");
+	kifu_record_free(r);
+	r = read_one(FIX "kif/8mai-eucjp.kif", NULL);
+	assert_string_equal(r->name[BLACK], "shitate");
 	kifu_record_free(r);
 	r = read_one(FIX "kif/no_henka.kif", NULL); /* says UTF-8, is Shift_JIS */
 	assert_string_equal(r->name[BLACK], "先手56789012全3456789");
@@ -418,6 +425,14 @@ static void test_kifu__content_says_the_format(void **state)
 	char *sjis = ts_read_file(FIX "kif/8mai.kif", &len);
 	assert_int_equal(kifu_sniff(sjis, len, "game.txt"), KIFU_KIF);
 	free(sjis);
+	/* An EUC-JP one, and one cut in the middle of a character. */
+	char *euc = ts_read_file(FIX "ki2/8mai-eucjp.ki2", &len);
+	assert_int_equal(kifu_sniff(euc, len, "game.txt"), KIFU_KI2);
+	const char *moves = strstr(euc, "\n\n"), *next = moves ? strchr(moves + 2, '\n') : NULL;
+	assert_non_null(next); /* the first line of moves, then the first byte of the next */
+	assert_true((unsigned char)next[1] >= 0xA1);
+	assert_int_equal(kifu_sniff(euc, (size_t)(next + 2 - euc), "game.txt"), KIFU_KI2);
+	free(euc);
 }
 
 static void test_kifu__usi_lists(void **state)
@@ -467,8 +482,8 @@ static void test_kifu__the_same_game_in_three_formats_is_ingested_once(void **st
 	/* A directory of every fixture: the impossible positions are the errors;
 	 * the branches left unread are counted. */
 	o = ts_run_json(0, "%s ingest %s/all tests/data/kifu-formats --json", ts_joseki(), dir);
-	assert_int_equal(ts_jint(o, "files"), 42); /* 41 records and the LICENSE */
-	assert_int_equal(ts_jint(o, "games_read"), 41);
+	assert_int_equal(ts_jint(o, "files"), 44); /* 43 records and the LICENSE */
+	assert_int_equal(ts_jint(o, "games_read"), 43);
 	assert_int_equal(ts_jint(o, "games_rejected"), 2);
 	assert_int_equal(ts_jint(o, "variations_skipped"), 7 + 2 + 2 + 7 + 5 + 1 + 1 + 7 + 1);
 	json_t *skipped = json_object_get(o, "files_skipped");
