@@ -88,41 +88,30 @@ int plan_set_paths(Plan *p, const char *const *specs, size_t n, bool only, char 
 	PlanPath *v = n ? calloc(n + extra, sizeof *v) : NULL;
 	if (n && !v) return SEL_ENOMEM;
 	Position pos;
-	size_t total = n;
-	for (size_t i = 0; i < n + extra; i++) {
+	size_t total = 0;
+	int rc = 0;
+	for (size_t i = 0; i < n + extra && rc == 0; i++) {
 		char perr[SHOGI_ERRLEN], sfen[SFEN_MAX];
-		if (i >= n) {
-			/* A root (parsed by plan_new), unless on the way already. */
-			if (sfen_parse(&pos, p->sfens[i - n].sfen, NULL, NULL) < 0) continue;
-			bool seen = false;
-			for (size_t k = 0; k < total && !seen; k++)
-				seen = key_equal(v[k].key, pos_key(&pos));
-			if (seen) continue;
-			sfen_write(&pos, sfen, sizeof sfen);
-			v[total].key = pos_key(&pos);
-			v[total].ply = pos.game_ply;
-			if (!(v[total].sfen = strdup(sfen))) {
-				for (size_t k = 0; k < total; k++) free(v[k].sfen);
-				free(v);
-				return SEL_ENOMEM;
-			}
-			total++;
-			continue;
+		if (i < n && position_parse(&pos, specs[i], perr) < 0) {
+			rc = errmsg_set(err, SHOGI_ERRLEN, SEL_EINVAL,
+			                "bad position '%.200s': %.200s", specs[i], perr);
+			break;
 		}
-		if (position_parse(&pos, specs[i], perr) < 0) {
-			for (size_t k = 0; k < i; k++) free(v[k].sfen);
-			free(v);
-			return errmsg_set(err, SHOGI_ERRLEN, SEL_EINVAL,
-			                  "bad position '%.200s': %.200s", specs[i], perr);
-		}
+		/* A root (parsed by plan_new), unless on the way already. */
+		if (i >= n && sfen_parse(&pos, p->sfens[i - n].sfen, NULL, NULL) < 0) continue;
+		bool seen = false;
+		for (size_t k = 0; i >= n && k < total && !seen; k++)
+			seen = key_equal(v[k].key, pos_key(&pos));
+		if (seen) continue;
 		sfen_write(&pos, sfen, sizeof sfen);
-		v[i].key = pos_key(&pos);
-		v[i].ply = pos.game_ply;
-		if (!(v[i].sfen = strdup(sfen))) {
-			for (size_t k = 0; k < i; k++) free(v[k].sfen);
-			free(v);
-			return SEL_ENOMEM;
-		}
+		v[total].key = pos_key(&pos);
+		v[total].ply = pos.game_ply;
+		if (!(v[total++].sfen = strdup(sfen))) rc = SEL_ENOMEM;
+	}
+	if (rc < 0) {
+		for (size_t k = 0; k < total; k++) free(v[k].sfen);
+		free(v);
+		return rc;
 	}
 	for (size_t i = 0; i < p->npaths; i++) free(p->paths[i].sfen);
 	free(p->paths);
