@@ -838,15 +838,16 @@ int probe_run(ProbeStats *out, BookDB *db, const ProbeOptions *opt, char *err)
 		}
 		w->started = true;
 	}
-	/* Wait for the workers, a status line about once a second. */
-	double last = clock_ms_f();
+	/* Wait for the workers, a status line about once a second (or as
+	 * opt->status_report_ms says). */
+	double last = clock_ms_f(), every = opt->status_report_ms ? opt->status_report_ms : 1000;
 	for (int i = 0; p.workers && i < opt->nworkers; i++) {
 		Worker *w = &p.workers[i];
 		if (!w->started) continue;
 		while (opt->progress && pthread_tryjoin_np(w->thread, NULL) != 0) {
 			struct timespec ts = {0, 100 * 1000000L};
 			nanosleep(&ts, NULL);
-			if (clock_ms_f() - last >= 1000) {
+			if (clock_ms_f() - last >= every) {
 				progress(&p, "status");
 				last = clock_ms_f();
 			}

@@ -103,6 +103,7 @@ typedef struct {
 	BookMinimaxHook minimax;           /* required: the book's choices follow its values */
 	ProbeProgressFn progress;          /* NULL: quiet */
 	void *progress_ctx;
+	double status_report_ms; /* between two "status" reports (0: 1000) */
 } ProbeOptions;
 
 typedef struct {

@@ -600,7 +600,8 @@ static void run_loop(Think *t)
 			}
 			t->last_commit = now;
 		}
-		if (opt->progress && now - t->last_progress >= 1000) {
+		if (opt->progress && now - t->last_progress >=
+		                         (opt->status_report_ms ? opt->status_report_ms : 1000)) {
 			progress(t, "status", now);
 			t->last_progress = now;
 		}

@@ -90,6 +90,8 @@ typedef struct {
 	/* How long a selection searches before it reports "search", and between
 	 * two reports, in ms (0: 1000; < 0: at every yield of the selector). */
 	double search_report_ms;
+	/* Between two "status" reports, in ms (0: 1000). */
+	double status_report_ms;
 	/* Position specs to think first, in order (--from-kifu: the positions
 	 * along game records), each skipped when already thought or in flight;
 	 * then the selector takes over. */

@@ -203,6 +203,7 @@ static int run_probe(BookDB *db, const OpponentArgs *oa, SearchEngine **engines,
 	    .stop = &think_stop_flag,
 	    .minimax = bookmm_hook(NULL),
 	    .progress = t->progress ? on_probe_progress : NULL,
+	    .status_report_ms = t->status_report_ms,
 	};
 	ProbeStats st;
 	int rc = probe_run(&st, db, &po, err);
@@ -335,6 +336,8 @@ int cmd_think(int argc, char **argv)
 	cli_again_init(&again);
 	uint64_t max_ply = 128, positions = 0, seconds = 0, engine_seconds = 0;
 	bool quiet = false, extend = false, fresh = false, no_snapshot = false;
+	bool status_given = false;
+	double status_s = 1;
 	int kif_bonus = SEL_KIF_BONUS_DEFAULT;
 	CliEngines ce;
 	cli_engines_init(&ce, USI_MAX_ENGINES, NULL);
@@ -376,6 +379,10 @@ int cmd_think(int argc, char **argv)
 	    CLI_NUM("--kif-bonus", &kif_bonus, -VALUE_MATE, VALUE_MATE, "CP",
 	            "the selector's bonus for moves played in games (default 100)"),
 	    CLI_QUIET(&quiet),
+	    CLI_REAL("--status-seconds", &status_s, 0.1, 86400, "S",
+	             "the progress line on stderr every S seconds (default 1 on a terminal, "
+	             "else 60)",
+	             CLI_TAG(&status_given, true)),
 	    CLI_STR("--from-kifu", &kifu, "FILE",
 	            "think the positions along FILE's games first (any game file, directory or "
 	            "archive ingest reads; default: none)"),
@@ -490,6 +497,15 @@ int cmd_think(int argc, char **argv)
 	    .plan = cp.plan,
 	    .progress = quiet ? NULL : on_think_progress,
 	    .progress_ctx = &roots,
+	    /* Once a second on a terminal; a log gets a line a minute. */
+	    .status_report_ms = (status_given ? status_s
+	                         : isatty(2)  ? 1
+	                                      : 60) *
+	                        1000,
+	    .search_report_ms = (status_given ? status_s
+	                         : isatty(2)  ? 1
+	                                      : 60) *
+	                        1000,
 	    .first = (const char *const *)kl.specs,
 	    .nfirst = kl.n,
 	    .paths = (const char *const *)paths.specs,

@@ -892,9 +892,10 @@ static void test_bookgen__think_says_what_it_has_not_valued(void **state)
 	const char *rl = "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
 	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL w - 2\n";
 	assert_int_equal(ts_write_file(roots, rl, strlen(rl)), 0);
-	assert_int_equal(ts_runf(&out, &err, "%s think %s/b --roots %s --nodes 3000 --time 4",
-	                         ts_joseki(), dir, roots),
-	                 0);
+	assert_int_equal(
+	    ts_runf(&out, &err, "%s think %s/b --roots %s --nodes 3000 --time 4 --status-seconds 1",
+	            ts_joseki(), dir, roots),
+	    0);
 	int lines = 0, shown = 0;
 	for (char *l = err; (l = strstr(l, "think: ")) != NULL; l++) {
 		size_t n = strcspn(l, "\r\n");
@@ -906,6 +907,13 @@ static void test_bookgen__think_says_what_it_has_not_valued(void **state)
 	}
 	if (lines < 2 || !shown)
 		fail_msg("%d progress lines, %d with the root:\n%s", lines, shown, err);
+	free(out);
+	free(err);
+	/* Not on a terminal, a line a minute by default: none in 3 s. */
+	assert_int_equal(ts_runf(&out, &err, "%s think %s/b --roots %s --nodes 3000 --time 3",
+	                         ts_joseki(), dir, roots),
+	                 0);
+	if (strstr(err, " thought (")) fail_msg("a progress line in 3 s:\n%s", err);
 	free(out);
 	free(err);
 	/* --quiet says nothing of it. */
