@@ -334,6 +334,9 @@ typedef struct {
 	const volatile sig_atomic_t *stop; /* raised: the current step ends, the state is kept */
 	void (*on_generation)(void *ctx, const CycleGenStats *g);     /* after each generation */
 	void (*on_step)(void *ctx, int generation, const char *step); /* before each step */
+	/* A line worth saying (the opponents differ from the last run's), before
+	 * the first step; may be NULL. */
+	void (*on_note)(void *ctx, const char *note);
 	void *ctx;
 } CycleOptions;
 

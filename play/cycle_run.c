@@ -27,6 +27,9 @@
  * (cycle_table_parse).
  * meta "cycle_queued": the positions that generation's extend queued, 17
  * bytes each: the opponent whose game queued it (0-based), the key.
+ * meta "cycle_opponents": who the opponents of the last run were
+ * (opponents_ident), so that a generation begun against others is not
+ * finished against these.
  */
 enum { STEP_NONE, STEP_MATCH, STEP_PRUNE, STEP_EXTEND, STEP_THINK, STEP_MINIMAX };
 
@@ -354,6 +357,7 @@ typedef struct {
 	bool *replay;          /* --retries: per game of `games`, to be played again ... */
 	size_t nreplay;        /* ... how many */
 	MatchResult *retry_mr; /* a round's matches, one an opponent */
+	char note[160];        /* check_opponents' */
 } Run;
 
 /* Opens the book, runs fn (NULL: nothing) in a write transaction, writes the
@@ -770,6 +774,83 @@ static int step_keep(Run *r, BookDB *db, BookTxn *txn, char *err)
 	return round_save(r, txn, ks.marked, err);
 }
 
+/* The opponents as a run plays them, one line each: the engine, its options
+ * in the order given, and the match's budget. malloc'd, or NULL. */
+static char *opponents_ident(const Run *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) return NULL;
+	const MatchOptions *mo = &r->opt->match;
+	for (int j = 0; j < r->nopp; j++) {
+		const MatchSide *s = r->opt->opponents ? &r->opt->opponents[j] : &mo->side[1];
+		fprintf(f, "%s", s->engine ? s->engine : "builtin");
+		for (int k = 0; k < s->noptions; k++)
+			fprintf(f, "\t%s=%s", s->options[k].name, s->options[k].value);
+		fprintf(f, "\tbudget %d %llu\n", (int)mo->budget.kind,
+		        (unsigned long long)mo->budget.amount);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Compares the opponents with the last run's (meta "cycle_opponents"), and
+ * keeps these. A generation begun against others starts over: its state,
+ * games, rows and queue dropped (the marks and analyses it made stay, as
+ * any the book holds); r->note says so, or that the next generation plays
+ * other opponents than the last. */
+static int check_opponents(Run *r, BookDB *db, BookTxn *txn, char *err)
+{
+	(void)db;
+	char *now = opponents_ident(r);
+	if (!now) return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
+	const void *v;
+	size_t len;
+	int rc = bookdb_kv_get(&v, &len, txn, BOOKDB_META, "cycle_opponents", 15);
+	bool differ = rc == 0 && (len != strlen(now) || memcmp(v, now, len));
+	if (rc == 0 && !differ) {
+		free(now);
+		return 0;
+	}
+	if (rc < 0 && rc != BOOKDB_ENOTFOUND) {
+		free(now);
+		return book_fail(err, "cannot read the cycle's opponents", rc);
+	}
+	if (differ && (r->st.step > STEP_NONE || r->st.matched > 0)) {
+		int gen = r->st.gen + 1;
+		snprintf(r->note, sizeof r->note,
+		         "generation %d was begun against other opponents: it starts over against "
+		         "these (its games and rows so far dropped)",
+		         gen);
+		size_t k = 0;
+		for (size_t i = 0; i < r->table.n; i++)
+			if (r->table.rows[i].generation != gen)
+				r->table.rows[k++] = r->table.rows[i];
+		r->table.n = k;
+		cycle_games_free(&r->games);
+		r->st = (CycleState){.gen = r->st.gen};
+		if ((rc = table_put(txn, &r->table)) < 0 || (rc = state_put(txn, &r->st)) < 0 ||
+		    ((rc = bookdb_kv_del(txn, BOOKDB_META, "cycle_games", 11)) < 0 &&
+		     rc != BOOKDB_ENOTFOUND) ||
+		    ((rc = bookdb_kv_del(txn, BOOKDB_META, "cycle_queued", 12)) < 0 &&
+		     rc != BOOKDB_ENOTFOUND)) {
+			free(now);
+			return book_fail(err, "cannot write the book", rc);
+		}
+	} else if (differ && r->st.gen > 0) {
+		snprintf(r->note, sizeof r->note,
+		         "the opponents differ from the last run's: generation %d plays these",
+		         r->st.gen + 1);
+	}
+	rc = bookdb_kv_put(txn, BOOKDB_META, "cycle_opponents", 15, now, strlen(now));
+	free(now);
+	return rc < 0 ? book_fail(err, "cannot write the book", rc) : 0;
+}
+
 static int step_finish(Run *r, BookDB *db, BookTxn *txn, char *err)
 {
 	(void)db;
@@ -997,6 +1078,9 @@ int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err)
 	snprintf(dir, sizeof dir, "%s/cycle", opt->book);
 	/* Creates the book if needed, then reads where the last run stopped. */
 	if ((ret = with_read(&r, load_state, err)) < 0) goto out;
+	if (r.st.gen < opt->generations && (ret = with_txn(&r, check_opponents, NULL, err)) < 0)
+		goto out;
+	if (r.note[0] && opt->on_note) opt->on_note(opt->ctx, r.note);
 	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
 		ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_EBOOK, "%s: %s", dir, strerror(errno));
 		goto out;

@@ -185,6 +185,11 @@ static void on_generation(void *ctx, const CycleGenStats *g)
 	fflush(stdout);
 }
 
+static void on_note(void *ctx, const char *note)
+{
+	if (((const bool *)ctx)[2]) fprintf(stderr, "cycle: %s\n", note);
+}
+
 static void on_step(void *ctx, int gen, const char *step)
 {
 	if (*(bool *)ctx) {
@@ -441,7 +446,7 @@ int cmd_cycle(int argc, char **argv)
 			                         "cycle --probe", &usi) < 0)
 				goto done;
 	}
-	bool ctx[2] = {!quiet && !json && isatty(2), json};
+	bool ctx[3] = {!quiet && !json && isatty(2), json, !quiet};
 	BookMinimaxHook line_hook = bookmm_hook(NULL);
 	CycleOptions opt = {
 	    .book = book,
@@ -500,6 +505,7 @@ int cmd_cycle(int argc, char **argv)
 	    .stop = &cycle_stop_flag,
 	    .on_generation = on_generation,
 	    .on_step = on_step,
+	    .on_note = on_note,
 	    .ctx = ctx,
 	};
 	int done;

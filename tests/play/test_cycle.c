@@ -832,7 +832,14 @@ typedef struct {
 	char steps[256];     /* the steps begun, in order */
 	CycleGenStats last;
 	int generations;
+	char note[256]; /* the last note */
 } StopCtx;
+
+static void note_note(void *ctx, const char *note)
+{
+	StopCtx *c = ctx;
+	snprintf(c->note, sizeof c->note, "%s", note);
+}
 
 static void note_step(void *ctx, int gen, const char *step)
 {
@@ -887,8 +894,71 @@ static CycleOptions stop_options(char **dir, char *path, size_t pathlen, StopCtx
 	    .stop = &c->stop,
 	    .on_generation = note_generation,
 	    .on_step = note_step,
+	    .on_note = note_note,
 	    .ctx = c,
 	};
+}
+
+/* A generation stopped part-way and run again against other opponents (an
+ * option of the opponent's changed) starts over, saying so: its match is
+ * played again, the table keeps one row of it. Between generations, other
+ * opponents are said and played. */
+static void test_cycle__a_generation_begun_against_other_opponents_starts_over(void **state)
+{
+	(void)state;
+	char *dir, path[600], err[CYCLE_ERRLEN];
+	StopCtx c;
+	SearchEngine *eng;
+	const char *openings[1];
+	CycleOptions o =
+	    stop_options(&dir, path, sizeof path, &c, &eng, openings, CYCLE_DELETE_ALL);
+	int done;
+	bool stopped;
+	c.stop_at = "extend";
+	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
+	assert_true(stopped);
+	assert_string_equal(c.note, "");
+	/* The same opponents: it goes on (the test above); others: over. */
+	UsiOption hash = {"USI_Hash", "17"};
+	o.match.side[1].options = &hash;
+	o.match.side[1].noptions = 1;
+	c.stop = 0;
+	c.stop_at = NULL;
+	c.steps[0] = 0;
+	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
+	assert_false(stopped);
+	assert_int_equal(done, 1);
+	assert_non_null(strstr(c.note, "generation 1 was begun against other opponents: it starts "
+	                               "over against these"));
+	assert_string_equal(c.steps, "1:match 1:prune 1:extend 1:think 1:minimax ");
+	assert_false(c.last.resumed);
+	assert_int_equal(c.last.games, 2);
+	assert_int_equal(c.last.nrows, 1);
+	/* A second generation against yet another budget: said, and played. */
+	o.generations = 2;
+	o.match.budget.amount = 2500;
+	c.note[0] = 0;
+	c.steps[0] = 0;
+	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
+	assert_int_equal(done, 2);
+	assert_string_equal(c.note,
+	                    "the opponents differ from the last run's: generation 2 plays these");
+	assert_string_equal(c.steps, "2:match 2:prune 2:extend 2:think 2:minimax ");
+	/* Nothing left to play: nothing said. */
+	o.match.budget.amount = 3000;
+	c.note[0] = 0;
+	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
+	assert_string_equal(c.note, "");
+	CycleTable t = {0};
+	BookDB *db;
+	assert_int_equal(bookdb_open(&db, path, NULL, NULL), 0);
+	assert_int_equal(cycle_table_read(&t, db), 0);
+	assert_int_equal(t.n, 2); /* one row a generation */
+	cycle_table_free(&t);
+	bookdb_free(db);
+	search_free(eng);
+	ts_rmtree(dir);
+	free(dir);
 }
 
 static void test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in(void **state)
@@ -1480,6 +1550,7 @@ int main(void)
 	    cmocka_unit_test(test_cycle__a_slow_opponent_is_not_stopped_at_the_usual_hard_limit),
 	    cmocka_unit_test(test_cycle__the_kept_games_parse_back_and_bad_ones_are_refused),
 	    cmocka_unit_test(test_cycle__a_stopped_cycle_resumes_at_the_step_it_was_in),
+	    cmocka_unit_test(test_cycle__a_generation_begun_against_other_opponents_starts_over),
 	    cmocka_unit_test(
 	        test_cycle__killed_cycles_leave_a_sound_book_and_finish_when_run_again),
 	};
