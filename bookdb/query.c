@@ -107,10 +107,12 @@ static bool move_better(const BookRecord *rec, const BookMove *a, const BookMove
 {
 	bool aa = a->flags & BOOKDB_MOVE_AVOIDED, ab = b->flags & BOOKDB_MOVE_AVOIDED;
 	if (!with_avoided && aa != ab) return ab;
-	/* A declined promotion after the moves the book plays. */
-	if (da != db) return db;
-	/* A move with a value before one without, whatever the other knows. */
+	/* A declined promotion after the moves with a value (the book plays
+	 * them), before those without. */
 	bool va = bookdb_move_valued(rec, a), vb = bookdb_move_valued(rec, b);
+	int ra = da ? 1 : va ? 0 : 2, rb = db ? 1 : vb ? 0 : 2;
+	if (ra != rb) return ra < rb;
+	/* A move with a value before one without, whatever the other knows. */
 	if (va != vb) return va;
 	if (va) {
 		int x = bookdb_move_value(rec, a), y = bookdb_move_value(rec, b);

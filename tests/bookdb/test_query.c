@@ -261,7 +261,8 @@ static void test_bookdb__game_comments_are_shown_not_valued(void **state)
 
 /* After 7g7f 3c3d: 8h2b (the bishop left unpromoted) valued above 8h2b+ by an
  * engine that lists every move. The book plays the promotion: 8h2b goes after
- * the moves played (before avoided ones), is no part of the position's value,
+ * the moves played with a value (before those without, and avoided ones), is
+ * no part of the position's value,
  * and says why; it counts again when the promotion is avoided or has no
  * value. A silver's declined promotion is a move like any other. */
 static void test_bookdb__a_declined_promotion_goes_after_the_moves_played(void **state)
@@ -286,9 +287,19 @@ static void test_bookdb__a_declined_promotion_goes_after_the_moves_played(void *
 	assert_true(bookdb_move_declined(rec, &rec->moves[0]));
 	assert_false(bookdb_move_declined(rec, &rec->moves[1]));
 	assert_false(bookdb_move_declined(rec, &rec->moves[3])); /* a silver */
+	/* A move only games played, without a value: after the declined one,
+	 * whose value the user compares with the promotion's. */
+	BookMove *g = &rec->moves[rec->nmoves++];
+	g->move = usi(pos, "6i7h");
+	g->flags = BOOKDB_MOVE_STATS;
+	g->count = 9;
 	bookdb_moves_sort(rec);
 	const char *order[4] = {"2g2f", "8h2b+", "7i7h", "8h2b"};
 	expect_order(rec, order);
+	char last[USI_MOVE_MAX];
+	usi_move_write(rec->moves[4].move, last);
+	assert_string_equal(last, "6i7h");
+	rec->nmoves--; /* the rest as before */
 	assert_int_equal(bookdb_best_move(rec, pos), usi(pos, "2g2f"));
 	int v = 0;
 	assert_true(bookdb_position_value(&v, rec));
