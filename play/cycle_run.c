@@ -799,7 +799,8 @@ static char *opponents_ident(const Run *r)
 }
 
 /* Compares the opponents with the last run's (meta "cycle_opponents"), and
- * keeps these. A generation begun against others starts over: its state,
+ * keeps these (in a write transaction: with every generation done, it only
+ * says that nothing is played). A generation begun against others starts over: its state,
  * games, rows and queue dropped (the marks and analyses it made stay, as
  * any the book holds); r->note says so, or that the next generation plays
  * other opponents than the last. */
@@ -812,13 +813,23 @@ static int check_opponents(Run *r, BookDB *db, BookTxn *txn, char *err)
 	size_t len;
 	int rc = bookdb_kv_get(&v, &len, txn, BOOKDB_META, "cycle_opponents", 15);
 	bool differ = rc == 0 && (len != strlen(now) || memcmp(v, now, len));
-	if (rc == 0 && !differ) {
-		free(now);
-		return 0;
-	}
 	if (rc < 0 && rc != BOOKDB_ENOTFOUND) {
 		free(now);
 		return book_fail(err, "cannot read the cycle's opponents", rc);
+	}
+	if (r->st.gen >= r->opt->generations) {
+		/* Nothing to play (a read transaction): said, not kept. */
+		snprintf(r->note, sizeof r->note,
+		         "the book's cycle has done %d generation%s already: nothing is played (a "
+		         "larger --generations adds generations%s)",
+		         r->st.gen, r->st.gen == 1 ? "" : "s",
+		         differ ? "; these opponents differ from the last run's" : "");
+		free(now);
+		return 0;
+	}
+	if (rc == 0 && !differ) {
+		free(now);
+		return 0;
 	}
 	if (differ && (r->st.step > STEP_NONE || r->st.matched > 0)) {
 		int gen = r->st.gen + 1;
@@ -1078,8 +1089,9 @@ int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err)
 	snprintf(dir, sizeof dir, "%s/cycle", opt->book);
 	/* Creates the book if needed, then reads where the last run stopped. */
 	if ((ret = with_read(&r, load_state, err)) < 0) goto out;
-	if (r.st.gen < opt->generations && (ret = with_txn(&r, check_opponents, NULL, err)) < 0)
-		goto out;
+	ret = r.st.gen < opt->generations ? with_txn(&r, check_opponents, NULL, err)
+	                                  : with_read(&r, check_opponents, err);
+	if (ret < 0) goto out;
 	if (r.note[0] && opt->on_note) opt->on_note(opt->ctx, r.note);
 	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
 		ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_EBOOK, "%s: %s", dir, strerror(errno));

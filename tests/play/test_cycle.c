@@ -944,11 +944,13 @@ static void test_cycle__a_generation_begun_against_other_opponents_starts_over(v
 	assert_string_equal(c.note,
 	                    "the opponents differ from the last run's: generation 2 plays these");
 	assert_string_equal(c.steps, "2:match 2:prune 2:extend 2:think 2:minimax ");
-	/* Nothing left to play: nothing said. */
+	/* Nothing left to play: said, with the opponents. */
 	o.match.budget.amount = 3000;
 	c.note[0] = 0;
 	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
-	assert_string_equal(c.note, "");
+	assert_string_equal(c.note, "the book's cycle has done 2 generations already: nothing is "
+	                            "played (a larger --generations adds generations; these "
+	                            "opponents differ from the last run's)");
 	CycleTable t = {0};
 	BookDB *db;
 	assert_int_equal(bookdb_open(&db, path, NULL, NULL), 0);
