@@ -258,6 +258,10 @@ static int setup(Think *t)
 	if (rc < 0)
 		return errmsg_set(t->err, THINK_ERRLEN,
 		                  rc == SEL_EINVAL ? THINK_EINVAL : THINK_EBOOK, "think: %s", serr);
+	/* Said now: a first search from scratch is the wait that follows. */
+	if (opt->on_snapshot && opt->snapshot)
+		opt->on_snapshot(opt->snapshot_ctx, t->out->snap_restored, t->out->snap_ms,
+		                 t->out->snap_note);
 	sel_set_yield(t->sel, think_yield, t);
 	if (bookdb_writer_new(&t->w, db, opt->commit_every ? opt->commit_every : 64) < 0)
 		return errmsg_set(t->err, THINK_ERRLEN, THINK_EBOOK, "think: %s",

@@ -87,6 +87,11 @@ typedef struct {
 	                             zero-initialised: PLAN_COVER with window 0) */
 	ThinkProgressFn progress; /* NULL: quiet */
 	void *progress_ctx;
+	/* Called once the selection is read, with what became of the snapshot
+	 * (as ThinkStats says it at the end: restored in ms, else why not, ""
+	 * for no snapshot there); may be NULL. */
+	void (*on_snapshot)(void *ctx, bool restored, double ms, const char *note);
+	void *snapshot_ctx;
 	/* How long a selection searches before it reports "search", and between
 	 * two reports, in ms (0: 1000; < 0: at every yield of the selector). */
 	double search_report_ms;

@@ -98,7 +98,7 @@ void cli_snapshot_restored(const char *cmd, const char *path, double ms, const c
 	cli_wrap(stderr, text, 0, 2, CLI_CONSOLE_WIDTH);
 }
 
-void cli_snapshot_unused(const char *cmd, const char *path, const char *note, bool past)
+void cli_snapshot_unused(const char *cmd, const char *path, const char *note)
 {
 	/* "selector snapshot PATH: why" or "selector snapshot: why": the why. */
 	const char *why = note;
@@ -109,8 +109,8 @@ void cli_snapshot_unused(const char *cmd, const char *path, const char *note, bo
 	/* Options that differ: the only case where the user can have it used. */
 	bool options = strstr(why, "of a run with") || strstr(why, "kif bonus");
 	char text[1024];
-	snprintf(text, sizeof text, "%s: %s not used: %s; the first search %s from scratch (%s)",
-	         cmd, path, why, past ? "started" : "starts",
+	snprintf(text, sizeof text,
+	         "%s: %s not used: %s; the first search starts from scratch (%s)", cmd, path, why,
 	         options ? "to use it, give the options of the run that wrote it: --roots or "
 	                   "--roots-from-games, --select, --window, --book-side, --kif-bonus"
 	                 : "nothing to do: a start from scratch costs time once, and a snapshot "

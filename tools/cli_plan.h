@@ -57,8 +57,8 @@ void cli_snapshot_restored(const char *cmd, const char *path, double ms, const c
  * "CMD: PATH not used: WHY; the first search starts from scratch (WHAT TO DO)"
  * on stderr, for a selector snapshot that was not read back (note: why, as
  * the selector said it; its "selector snapshot ...: " is dropped, the path
- * being said first). past: "started" (think says it after its run).
+ * being said first), as the run begins.
  */
-void cli_snapshot_unused(const char *cmd, const char *path, const char *note, bool past);
+void cli_snapshot_unused(const char *cmd, const char *path, const char *note);
 
 #endif

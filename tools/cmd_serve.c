@@ -773,7 +773,7 @@ int cmd_serve(int argc, char **argv)
 		if (coord_snapshot_restored(coord, &note, &sms))
 			cli_snapshot_restored("serve", spath, sms, note);
 		else if (note[0])
-			cli_snapshot_unused("serve", spath, note, false);
+			cli_snapshot_unused("serve", spath, note);
 		/* None there: a first start, or a kill before any checkpoint. */
 		else if (co.snapshot)
 			fprintf(stderr,

@@ -64,6 +64,15 @@ static void on_signal(int sig)
 	think_stop_flag = 1;
 }
 
+/* What became of the selector's snapshot (ctx: its path), as the run begins. */
+static void on_snapshot(void *ctx, bool restored, double ms, const char *note)
+{
+	if (restored)
+		cli_snapshot_restored("think", ctx, ms, note);
+	else if (note[0])
+		cli_snapshot_unused("think", ctx, note);
+}
+
 /* A ThinkProgressFn: a status line on stderr (positions, the book's thought
  * positions or a re-analysis's list left, rate, engines busy, the root's
  * value and PV, ETA); nothing at "done". */
@@ -313,14 +322,11 @@ static int reanalyse_end(BookDB *db, const char *book, const ThinkStats *st, int
 	return 0;
 }
 
-/* What became of the selector's snapshot (path; NULL: none), on stderr. */
+/* What became of the selector's snapshot at the end (path; NULL: none), on
+ * stderr (how it was read is said as the run begins: on_snapshot). */
 static void print_snapshot(const ThinkStats *st, const char *path)
 {
 	if (!path) return;
-	if (st->snap_restored)
-		cli_snapshot_restored("think", path, st->snap_ms, st->snap_note);
-	else if (st->snap_note[0])
-		cli_snapshot_unused("think", path, st->snap_note, true);
 	if (st->snap_saved)
 		fprintf(stderr, "think: the selector saved to %s in %.2f s\n", path,
 		        st->save_ms / 1000);
@@ -497,6 +503,8 @@ int cmd_think(int argc, char **argv)
 	    .plan = cp.plan,
 	    .progress = quiet ? NULL : on_think_progress,
 	    .progress_ctx = &roots,
+	    .on_snapshot = on_snapshot,
+	    .snapshot_ctx = spath,
 	    /* Once a second on a terminal; a log gets a line a minute. */
 	    .status_report_ms = (status_given ? status_s
 	                         : isatty(2)  ? 1

@@ -923,6 +923,20 @@ static void test_bookgen__think_says_what_it_has_not_valued(void **state)
 	assert_null(strstr(err, "minimax"));
 	free(out);
 	free(err);
+	/* What became of the selector's snapshot is said as the run begins
+	 * (it was said at the end), even with --quiet: a run without an end is
+	 * stopped once it has said it. */
+	char book[600], log[700];
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(log, sizeof log, "%s/think.err", dir);
+	char *argv[] = {(char *)ts_joseki(), "think", book, "--nodes", "3000", "--quiet", NULL};
+	pid_t p = ts_spawn(argv, NULL, log, false);
+	bool said = ts_wait_file(log, 0, "think: the selector restored from ", 60000);
+	kill(p, SIGINT);
+	int status;
+	assert_int_equal(waitpid(p, &status, 0), p);
+	assert_true(said);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	ts_rmtree(dir);
 	free(dir);
 }
