@@ -326,6 +326,9 @@ static int on_pieces(Builder *b, const unsigned char *s, size_t n)
 	return 0;
 }
 
+/* on_move's: the record ends before this line (KifuRecord.cut). */
+#define CSA_CUT 1
+
 static int on_move(Builder *b, const unsigned char *s, size_t n)
 {
 	KifuRecord *rec = b->rec;
@@ -337,6 +340,18 @@ static int on_move(Builder *b, const unsigned char *s, size_t n)
 	bool ok = n == 7 && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3]) && is_digit(s[4]) &&
 	          s[3] != '0' && s[4] != '0' && ((s[1] == '0') == (s[2] == '0')) &&
 	          piece_parse2(s + 5) != PT_NONE;
+	if (!ok && rec->nmoves) {
+		/* A record damaged or cut short there (a download broken off in a
+		 * line): the moves before it are kept, as a KIF's before an
+		 * illegal move, and the game has no result. */
+		if (kifu_set_illegal(rec, b->line,
+		                     "malformed move '%s': a record damaged or cut short, its game "
+		                     "without a result",
+		                     q))
+			return KIFU_ENOMEM;
+		rec->cut = true;
+		return CSA_CUT;
+	}
 	if (!ok) return kifu_fail(b->r, b->line, "malformed move '%s'", q);
 	if (!b->has_side) {
 		/* No side-to-move line: the first move tells. */
@@ -521,6 +536,10 @@ int csa_next(KifuReader *r, KifuRecord **out)
 			}
 			rc = on_line(&b, s, n);
 			if (rc) break;
+		}
+		if (rc == CSA_CUT) {
+			skip_record(r); /* the rest of the record is not read */
+			rc = 0;
 		}
 		if (rc) {
 			kifu_record_free(b.rec);

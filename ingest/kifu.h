@@ -129,8 +129,10 @@ typedef struct {
 	char *illegal; /* a move the reader could not make: "illegal move ▲５八金右 (why)"; the
 	                  moves stop before it (NULL: none) */
 	int illegal_line;
-	bool too_long;        /* illegal says the game is longer than the rules core holds: the
-	                         replay rejects the record rather than end it there */
+	bool too_long; /* illegal says the game is longer than the rules core holds: the
+	                  replay rejects the record rather than end it there */
+	bool cut;      /* illegal says a move line could not be read (a CSA record damaged or cut
+	                  short in a line): the moves before it are the game, which has no result */
 	int second_game_line; /* KIF, KI2: where a second game's header began after this
 	                         game's moves (nothing from it on was read); 0: none */
 

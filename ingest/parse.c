@@ -249,7 +249,7 @@ static void parse_record(Result *r, const char *input, KifuRecord *rec, const In
 	}
 	g->winner = res.winner;
 	clamp_mates(g, &res, opt);
-	if (res.end == GAME_END_ILLEGAL_MOVE && res.error[0]) {
+	if ((res.end == GAME_END_ILLEGAL_MOVE || rec->cut) && res.error[0]) {
 		result_error(r, input, res.error_line, ing_printf("%s", res.error));
 		if (res.plies == 0) {
 			g->status = GAME_REJECT;

@@ -176,9 +176,10 @@ int replay_kifu(ReplayResult *res, Position *pos, const KifuRecord *rec, replay_
 	}
 	if (judge_mate(res, pos)) return 0;
 	if (rec->illegal) {
-		/* The reader stopped at a move it could not make. */
+		/* The reader stopped at a move it could not make (or read). */
 		res->error_line = rec->illegal_line;
 		errmsg_set(res->error, sizeof res->error, 0, "%s", rec->illegal);
+		if (rec->cut) return 0; /* damaged: no result (GAME_END_NONE) */
 		set_end(res, GAME_END_ILLEGAL_MOVE, winner_of(color_flip(pos->side)));
 		return 0;
 	}

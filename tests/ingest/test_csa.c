@@ -463,6 +463,43 @@ static void test_csa__malformed_records_name_input_and_line(void **state)
 	expect_error("PI\n+\n+7776FU\nV2.2\n", "missing '/'");
 }
 
+/* A move line that cannot be read after moves (a record damaged, or a
+ * download broken off in a line): the moves before it are the game, without
+ * a result, as a KIF's before an illegal move; the rest of the record is
+ * not read, the next record is. Before any move, the record is skipped. */
+static void test_csa__a_record_cut_in_a_move_keeps_the_moves_before(void **state)
+{
+	(void)state;
+	KifuRecord *recs[4];
+	int nerr;
+	char err[KIFU_ERRLEN] = "";
+	int n = read_all_text("PI\n+\n+7776FU\n-3334FU\n+77x6FU\n-8384FU\n%TORYO\n/\n"
+	                      "PI\n+\n+2726FU\n%TORYO\n",
+	                      recs, 4, &nerr, err);
+	assert_int_equal(n, 2);
+	assert_int_equal(nerr, 0);
+	assert_int_equal(recs[0]->nmoves, 2);
+	assert_true(recs[0]->cut);
+	assert_int_equal(recs[0]->illegal_line, 5);
+	assert_non_null(strstr(recs[0]->illegal, "malformed move '+77x6FU'"));
+	assert_int_equal(recs[0]->end, GAME_CLAIM_NONE); /* its %TORYO not read */
+	static Position pos;
+	ReplayResult res;
+	assert_int_equal(replay_kifu(&res, &pos, recs[0], NULL, NULL), 0);
+	assert_int_equal(res.plies, 2);
+	assert_int_equal(res.end, GAME_END_NONE);
+	assert_int_equal(res.winner, GAME_WINNER_NONE);
+	assert_int_equal(res.error_line, 5);
+	assert_int_equal(recs[1]->nmoves, 1);
+	assert_false(recs[1]->cut);
+	for (int i = 0; i < n; i++) kifu_record_free(recs[i]);
+	/* Cut in the file's last line: the same. */
+	KifuRecord *rec = read_one_text("PI\n+\n+7776FU\n-3334FU\n+77");
+	assert_int_equal(rec->nmoves, 2);
+	assert_true(rec->cut);
+	kifu_record_free(rec);
+}
+
 static void test_csa__a_bad_record_is_skipped_and_the_next_read(void **state)
 {
 	(void)state;
@@ -569,6 +606,7 @@ int main(void)
 	    cmocka_unit_test(test_csa__special_endings),
 	    cmocka_unit_test(test_csa__eval_comments_attach_to_the_move_they_follow),
 	    cmocka_unit_test(test_csa__malformed_records_name_input_and_line),
+	    cmocka_unit_test(test_csa__a_record_cut_in_a_move_keeps_the_moves_before),
 	    cmocka_unit_test(test_csa__a_bad_record_is_skipped_and_the_next_read),
 	    cmocka_unit_test(test_csa__impossible_start_position_is_refused_by_position),
 	    cmocka_unit_test(test_csa__truncations_and_random_bytes_never_crash),

@@ -345,6 +345,21 @@ static void test_ingest__a_whole_record_completes_the_one_cut_short(void **state
 	assert_non_null(strstr(out, " 0 duplicates, 1 completed; "));
 	free(out);
 	assert_same_books(dir, "ref", "d");
+	/* Cut in a move's line (a download broken off there): the moves before
+	 * it are the game, without a result, said; the whole record completes it. */
+	assert_int_equal(ts_runf(NULL, NULL, "head -n 200 %s | head -c -3 > %s/mid.csa", full, dir),
+	                 0);
+	j = ts_run_json(0, "%s ingest %s/m %s/mid.csa --json --quiet", ts_joseki(), dir, dir);
+	assert_int_equal(ts_jint(j, "games_ingested"), 1);
+	assert_int_equal(ts_jint(j, "errors_total"), 1);
+	json_t *e = json_array_get(json_object_get(j, "errors"), 0);
+	assert_int_equal(ts_jint(e, "line"), 200);
+	assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "malformed move"));
+	json_decref(j);
+	j = ts_run_json(0, "%s ingest %s/m %s --json --quiet", ts_joseki(), dir, full);
+	assert_int_equal(ts_jint(j, "games_completed"), 1);
+	json_decref(j);
+	assert_same_books(dir, "ref", "m");
 	/* A finished game is not completed again by a cut record of it, and a
 	 * cut record is not completed by another game under its id. */
 	j = ts_run_json(0, "%s ingest %s/ref %s/cut.csa --json --quiet", ts_joseki(), dir, dir);
