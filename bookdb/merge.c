@@ -398,7 +398,10 @@ static int shared_games(Merge *m)
 			m->st->games_duplicate++;
 		}
 		m->shares.dst = completed;
-		if (!sound || !g.has_plies || bookdb_game_replay(&g, pos, on_ply, &m->shares) < 0) {
+		/* A game of no plies counted has no share (its value is the short
+		 * form, as a legacy one's). */
+		if (!sound || (!g.has_plies && g.nplies) ||
+		    bookdb_game_replay(&g, pos, on_ply, &m->shares) < 0) {
 			/* Without its plies a game's share cannot be told apart. */
 			m->st->games_unlocated++;
 			continue;

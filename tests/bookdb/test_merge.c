@@ -367,6 +367,32 @@ static void test_merge__a_whole_game_completes_the_one_cut_short(void **state)
 	free(d);
 }
 
+/* A game of no plies (resigned before its first move) in both books has
+ * no share to take out: it is a duplicate like any, not one "without kept
+ * plies" that turned the whole merge's statistics to the larger of the two. */
+static void test_merge__a_game_of_no_plies_in_both_books_is_a_plain_duplicate(void **state)
+{
+	(void)state;
+	char *d = ts_mkdtemp();
+	const char *J = ts_joseki();
+	char *g0 = games(0, 1), *g1 = games(1, 2);
+	char path[700];
+	snprintf(path, sizeof path, "%s/zero.csa", d);
+	const char *zero =
+	    "V2.2\n$EVENT:wdoor+floodgate-300-10F+a+b+20260101000000\nPI\n+\n%TORYO\n";
+	assert_int_equal(ts_write_file(path, zero, strlen(zero)), 0);
+	sh("%s ingest %s/A %s %s --quiet && %s ingest %s/B %s %s --quiet", J, d, path, g0, J, d,
+	   path, g1);
+	json_t *j = ts_run_json(0, "%s merge %s/A %s/B --json --quiet --no-minimax", J, d, d);
+	assert_int_equal(ts_jint(j, "games_duplicate"), 1);
+	assert_int_equal(ts_jint(j, "games_unlocated"), 0);
+	json_decref(j);
+	free(g0);
+	free(g1);
+	ts_rmtree(d);
+	free(d);
+}
+
 /* ---- a book into itself ---- */
 
 static void test_merge__a_book_into_itself_or_its_copy_changes_nothing(void **state)
@@ -1168,6 +1194,7 @@ int main(void)
 	    cmocka_unit_test(test_merge__a_game_mark_keeps_its_plies),
 	    cmocka_unit_test(test_merge__a_into_b_equals_b_into_a_and_each_game_counts_once),
 	    cmocka_unit_test(test_merge__a_whole_game_completes_the_one_cut_short),
+	    cmocka_unit_test(test_merge__a_game_of_no_plies_in_both_books_is_a_plain_duplicate),
 	    cmocka_unit_test(test_merge__a_book_into_itself_or_its_copy_changes_nothing),
 	    cmocka_unit_test(test_merge__then_an_incremental_minimax_equal_to_a_whole_book_run),
 	    cmocka_unit_test(test_merge__run_again_it_backs_up_what_its_minimax_left),
