@@ -357,7 +357,7 @@ typedef struct {
 	bool *replay;          /* --retries: per game of `games`, to be played again ... */
 	size_t nreplay;        /* ... how many */
 	MatchResult *retry_mr; /* a round's matches, one an opponent */
-	char note[160];        /* check_opponents' */
+	char note[640];        /* check_opponents' */
 } Run;
 
 /* Opens the book, runs fn (NULL: nothing) in a write transaction, writes the
@@ -775,7 +775,8 @@ static int step_keep(Run *r, BookDB *db, BookTxn *txn, char *err)
 }
 
 /* The opponents as a run plays them, one line each: the engine, its options
- * in the order given, and the match's budget. malloc'd, or NULL. */
+ * in the order given, and the match's budget ("builtin USI_Hash=32 nodes
+ * 2000"). malloc'd, or NULL. */
 static char *opponents_ident(const Run *r)
 {
 	char *buf = NULL;
@@ -783,13 +784,14 @@ static char *opponents_ident(const Run *r)
 	FILE *f = open_memstream(&buf, &len);
 	if (!f) return NULL;
 	const MatchOptions *mo = &r->opt->match;
+	static const char *const KIND[] = {"budget", "nodes", "movetime", "depth", "clock"};
+	unsigned kind = (unsigned)mo->budget.kind < 5 ? (unsigned)mo->budget.kind : 0;
 	for (int j = 0; j < r->nopp; j++) {
 		const MatchSide *s = r->opt->opponents ? &r->opt->opponents[j] : &mo->side[1];
 		fprintf(f, "%s", s->engine ? s->engine : "builtin");
 		for (int k = 0; k < s->noptions; k++)
-			fprintf(f, "\t%s=%s", s->options[k].name, s->options[k].value);
-		fprintf(f, "\tbudget %d %llu\n", (int)mo->budget.kind,
-		        (unsigned long long)mo->budget.amount);
+			fprintf(f, " %s=%s", s->options[k].name, s->options[k].value);
+		fprintf(f, " %s %llu\n", KIND[kind], (unsigned long long)mo->budget.amount);
 	}
 	if (fclose(f) != 0) {
 		free(buf);
@@ -804,6 +806,35 @@ static char *opponents_ident(const Run *r)
  * games, rows and queue dropped (the marks and analyses it made stay, as
  * any the book holds); r->note says so, or that the next generation plays
  * other opponents than the last. */
+/* The first opponent that differs between two opponents_ident texts, said
+ * into out: "opponent 2 was 'X', is 'Y'", or how many there were. */
+static void opponents_diff(char *out, size_t cap, const char *was, size_t wlen, const char *now)
+{
+	const char *a = was, *aend = was + wlen, *b = now;
+	for (int j = 1;; j++) {
+		const char *ae = memchr(a, '\n', (size_t)(aend - a)), *be = strchr(b, '\n');
+		if (!ae || !be) {
+			int na = j - 1, nb = j - 1;
+			for (const char *p = a;
+			     p < aend && (p = memchr(p, '\n', (size_t)(aend - p))); p++)
+				na++;
+			for (const char *p = b; (p = strchr(p, '\n')); p++) nb++;
+			snprintf(out, cap, "%d opponent%s then, %d now", na, na == 1 ? "" : "s",
+			         nb);
+			return;
+		}
+		if (ae - a != be - b || memcmp(a, b, (size_t)(ae - a))) {
+			char x[200], y[200];
+			errmsg_escape(x, sizeof x, a, (size_t)(ae - a));
+			errmsg_escape(y, sizeof y, b, (size_t)(be - b));
+			snprintf(out, cap, "opponent %d was '%s', is '%s'", j, x, y);
+			return;
+		}
+		a = ae + 1;
+		b = be + 1;
+	}
+}
+
 static int check_opponents(Run *r, BookDB *db, BookTxn *txn, char *err)
 {
 	(void)db;
@@ -817,13 +848,15 @@ static int check_opponents(Run *r, BookDB *db, BookTxn *txn, char *err)
 		free(now);
 		return book_fail(err, "cannot read the cycle's opponents", rc);
 	}
+	char what[440] = "";
+	if (differ) opponents_diff(what, sizeof what, v, len, now);
 	if (r->st.gen >= r->opt->generations) {
 		/* Nothing to play (a read transaction): said, not kept. */
 		snprintf(r->note, sizeof r->note,
 		         "the book's cycle has done %d generation%s already: nothing is played (a "
-		         "larger --generations adds generations%s)",
+		         "larger --generations adds generations%s%s)",
 		         r->st.gen, r->st.gen == 1 ? "" : "s",
-		         differ ? "; these opponents differ from the last run's" : "");
+		         differ ? "; these opponents differ from the last run's: " : "", what);
 		free(now);
 		return 0;
 	}
@@ -834,9 +867,9 @@ static int check_opponents(Run *r, BookDB *db, BookTxn *txn, char *err)
 	if (differ && (r->st.step > STEP_NONE || r->st.matched > 0)) {
 		int gen = r->st.gen + 1;
 		snprintf(r->note, sizeof r->note,
-		         "generation %d was begun against other opponents: it starts over against "
-		         "these (its games and rows so far dropped)",
-		         gen);
+		         "generation %d was begun against other opponents (%s): it starts over "
+		         "against these (its games and rows so far dropped)",
+		         gen, what);
 		size_t k = 0;
 		for (size_t i = 0; i < r->table.n; i++)
 			if (r->table.rows[i].generation != gen)
@@ -854,8 +887,8 @@ static int check_opponents(Run *r, BookDB *db, BookTxn *txn, char *err)
 		}
 	} else if (differ && r->st.gen > 0) {
 		snprintf(r->note, sizeof r->note,
-		         "the opponents differ from the last run's: generation %d plays these",
-		         r->st.gen + 1);
+		         "the opponents differ from the last run's (%s): generation %d plays these",
+		         what, r->st.gen + 1);
 	}
 	rc = bookdb_kv_put(txn, BOOKDB_META, "cycle_opponents", 15, now, strlen(now));
 	free(now);

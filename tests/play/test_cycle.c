@@ -928,8 +928,10 @@ static void test_cycle__a_generation_begun_against_other_opponents_starts_over(v
 	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
 	assert_false(stopped);
 	assert_int_equal(done, 1);
-	assert_non_null(strstr(c.note, "generation 1 was begun against other opponents: it starts "
-	                               "over against these"));
+	assert_string_equal(c.note, "generation 1 was begun against other opponents (opponent 1 "
+	                            "was 'builtin nodes 2000', is 'builtin USI_Hash=17 nodes "
+	                            "2000'): it starts over against these (its games and rows so "
+	                            "far dropped)");
 	assert_string_equal(c.steps, "1:match 1:prune 1:extend 1:think 1:minimax ");
 	assert_false(c.last.resumed);
 	assert_int_equal(c.last.games, 2);
@@ -941,8 +943,9 @@ static void test_cycle__a_generation_begun_against_other_opponents_starts_over(v
 	c.steps[0] = 0;
 	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
 	assert_int_equal(done, 2);
-	assert_string_equal(c.note,
-	                    "the opponents differ from the last run's: generation 2 plays these");
+	assert_string_equal(c.note, "the opponents differ from the last run's (opponent 1 was "
+	                            "'builtin USI_Hash=17 nodes 2000', is 'builtin USI_Hash=17 "
+	                            "nodes 2500'): generation 2 plays these");
 	assert_string_equal(c.steps, "2:match 2:prune 2:extend 2:think 2:minimax ");
 	/* Nothing left to play: said, with the opponents. */
 	o.match.budget.amount = 3000;
@@ -950,7 +953,19 @@ static void test_cycle__a_generation_begun_against_other_opponents_starts_over(v
 	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
 	assert_string_equal(c.note, "the book's cycle has done 2 generations already: nothing is "
 	                            "played (a larger --generations adds generations; these "
-	                            "opponents differ from the last run's)");
+	                            "opponents differ from the last run's: opponent 1 was "
+	                            "'builtin USI_Hash=17 nodes 2500', is 'builtin USI_Hash=17 "
+	                            "nodes 3000')");
+	/* Another opponent added (the budget as it was): said by their number. */
+	o.match.budget.amount = 2500;
+	MatchSide two[2] = {o.match.side[1], o.match.side[1]};
+	o.opponents = two;
+	o.nopponents = 2;
+	c.note[0] = 0;
+	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
+	assert_non_null(strstr(c.note, "from the last run's: 1 opponent then, 2 now)"));
+	o.opponents = NULL;
+	o.nopponents = 0;
 	CycleTable t = {0};
 	BookDB *db;
 	assert_int_equal(bookdb_open(&db, path, NULL, NULL), 0);
