@@ -233,7 +233,8 @@ static int print_table(const char *book, int done, uint64_t generations, bool st
 		}
 		json_t *o = json_pack("{s:i, s:I, s:b, s:o}", "generations", done, "of",
 		                      (json_int_t)generations, "stopped", stopped, "table", rows);
-		char *text = json_dumps(o, JSON_COMPACT);
+		char *text = json_dumps(
+		    o, JSON_COMPACT | JSON_REAL_PRECISION(10)); /* 0.118, not 0.11799999999999999 */
 		if (text) puts(text);
 		free(text);
 		json_decref(o);

@@ -1060,6 +1060,10 @@ static void test_cycle__retries_play_the_lost_games_again_within_the_generation(
 	assert_int_equal(ts_jint(r1, "losses"), 2);
 	assert_int_equal(ts_jint(r2, "wins"), 1);
 	assert_int_equal(ts_jint(r2, "retried"), 0);
+	/* Seconds as milliseconds say them, not 0.11799999999999999. */
+	const char *es = strstr(out, "\"engine_seconds\":");
+	assert_non_null(es);
+	assert_true(strcspn(es + 17, ",}") <= 12);
 	json_decref(j);
 	free(out);
 	free(err);
