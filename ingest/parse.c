@@ -211,7 +211,7 @@ static void parse_record(Result *r, const char *input, KifuRecord *rec, const In
 	if (kifu_record_position(pos, rec, err) < 0) {
 		g->status = GAME_REJECT;
 		result_error(r, input, rec->first_line,
-		             ing_printf("impossible start position: %s", err));
+		             ing_printf("impossible start position (%s)", err));
 		return;
 	}
 	g->id = game_id(rec, pos);

@@ -488,6 +488,10 @@ static void test_kifu__the_same_game_in_three_formats_is_ingested_once(void **st
 	assert_int_equal(ts_jint(o, "variations_skipped"), 7 + 2 + 2 + 7 + 5 + 1 + 1 + 7 + 1);
 	json_t *skipped = json_object_get(o, "files_skipped");
 	assert_int_equal(ts_jint(skipped, "not_game_files"), 1);
+	/* Worded as replay words it. */
+	json_t *e0 = json_array_get(json_object_get(o, "errors"), 0);
+	assert_non_null(strstr(json_string_value(json_object_get(e0, "message")),
+	                       "impossible start position ("));
 	json_decref(o);
 	ts_rmtree(dir);
 	free(dir);
