@@ -448,7 +448,7 @@ int plan_restore(Plan *p, SnapReader *r, char *err)
 	                                                                    "white"};
 	uint64_t mode = take_u64(&d), window = take_u64(&d), side = take_u64(&d),
 	         batch = take_u64(&d);
-	char what[160];
+	char what[2 * SFEN_MAX + 64];
 	if (mode != (uint64_t)p->opt.mode)
 		snprintf(what, sizeof what, "--select %s (this one: %s)",
 		         mode < 2 ? MODE[mode] : "?", MODE[p->opt.mode]);
@@ -463,15 +463,25 @@ int plan_restore(Plan *p, SnapReader *r, char *err)
 		         (unsigned long long)batch, p->opt.batch);
 	else
 		what[0] = 0;
-	if (what[0])
+	uint64_t nroots = what[0] ? 0 : take_u64(&d);
+	if (what[0]) {
 		differs = what;
-	else if (take_u64(&d) != (uint64_t)p->nroots || take_u64(&d) != (uint64_t)p->nslots)
-		differs = "another number of roots";
+	} else if (nroots != (uint64_t)p->nroots || take_u64(&d) != (uint64_t)p->nslots) {
+		snprintf(what, sizeof what, "%llu root%s (this one: %d)",
+		         (unsigned long long)nroots, nroots == 1 ? "" : "s", p->nroots);
+		differs = what;
+	}
 	for (int i = 0; !differs && i < p->nroots; i++) {
 		uint64_t n = take_u64(&d);
 		const uint8_t *sfen = take(&d, n);
-		if (!sfen || n != strlen(p->sfens[i].sfen) || memcmp(sfen, p->sfens[i].sfen, n))
-			differs = "other roots";
+		if (!sfen || n != strlen(p->sfens[i].sfen) || memcmp(sfen, p->sfens[i].sfen, n)) {
+			/* Which one: its position then and now. */
+			char was[SFEN_MAX] = "?";
+			if (sfen && n < sizeof was) errmsg_escape(was, sizeof was, sfen, (size_t)n);
+			snprintf(what, sizeof what, "root %d 'sfen %s' (this one: 'sfen %s')",
+			         i + 1, was, p->sfens[i].sfen);
+			differs = what;
+		}
 	}
 	/* Checked whole before anything is changed. */
 	const uint8_t *slots = d.p;

@@ -31,7 +31,7 @@
 
 /* The file's name in the book's directory. */
 #define SNAP_FILE "selector.snap"
-#define SNAP_ERRLEN 256
+#define SNAP_ERRLEN 512
 
 /* Section tags. */
 #define SNAP_TAG(a, b, c, d)                                                                       \

@@ -937,6 +937,31 @@ static void test_bookgen__think_says_what_it_has_not_valued(void **state)
 	assert_int_equal(waitpid(p, &status, 0), p);
 	assert_true(said);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* Not used with other roots: which, then and now. */
+	assert_int_equal(ts_runf(&out, &err, "%s think %s --roots %s --depth 1 --positions 1",
+	                         ts_joseki(), book, roots),
+	                 0);
+	char *one = ts_unwrapped(err);
+	if (!strstr(one, "not used: of a run with 1 root (this one: 2)"))
+		fail_msg("said:\n%s", err);
+	free(one);
+	free(out);
+	free(err);
+	const char *other =
+	    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/6P2/PPPPPP1PP/1B5R1/LNSGKGSNL w - 2\n";
+	assert_int_equal(ts_write_file(roots, other, strlen(other)), 0);
+	assert_int_equal(ts_runf(&out, &err, "%s think %s --roots %s --depth 1 --positions 1",
+	                         ts_joseki(), book, roots),
+	                 0);
+	one = ts_unwrapped(err);
+	if (!strstr(one, "not used: of a run with root 2 'sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/7P1/"
+	                 "PPPPPPP1P/1B5R1/LNSGKGSNL w - 2' (this one: 'sfen "
+	                 "lnsgkgsnl/1r5b1/ppppppppp/9/9/6P2/PPPPPP1PP/1B5R1/LNSGKGSNL w - 2')"))
+		fail_msg("said:\n%s", err);
+	free(one);
+	free(out);
+	free(err);
 	ts_rmtree(dir);
 	free(dir);
 }

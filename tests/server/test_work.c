@@ -124,23 +124,6 @@ static void lines_fit(const char *what, const char *text)
 	}
 }
 
-/* text with its wrapped lines joined again ("\n  " read as one blank). */
-static char *unwrapped(const char *text)
-{
-	char *u = strdup(text), *o = u;
-	assert_non_null(u);
-	for (const char *p = text; *p; p++) {
-		if (p[0] == '\n' && p[1] == ' ' && p[2] == ' ') {
-			*o++ = ' ';
-			p += 2;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o = 0;
-	return u;
-}
-
 static void stop(Coordinator *s, int sig)
 {
 	kill(s->pid, sig);
@@ -1533,7 +1516,7 @@ static void test_work__a_budget_that_leaves_the_graph_no_room_is_said(void **sta
 		g_child = s->pid;
 		assert_true(s->port > 0);
 		lines_fit("serve's start", said);
-		char *one = unwrapped(said);
+		char *one = ts_unwrapped(said);
 		const char *w = strstr(one, "leaves its graph");
 		json_t *st = status(s, tok);
 		long long fixed = jget(st, "selector", "fixed");
@@ -1677,7 +1660,7 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	char start_said_text[8192];
 	start_said(s, dir, start_said_text, sizeof start_said_text);
 	lines_fit("serve's start", start_said_text);
-	char *one = unwrapped(start_said_text);
+	char *one = ts_unwrapped(start_said_text);
 	snprintf(want, sizeof want, "serve: %s not used: ", snap);
 	if (!strstr(one, want) || !strstr(one, "written since") ||
 	    !strstr(one, "; the first search starts from scratch (nothing to do: a start from "
@@ -1696,7 +1679,7 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	json_decref(a);
 	char stop_text[8192];
 	stop_said(s, stop_text, sizeof stop_text);
-	one = unwrapped(stop_text);
+	one = ts_unwrapped(stop_text);
 	if (!strstr(one, "joseki: serve: ") ||
 	    !strstr(one, " since its last minimax run, whose values are not backed up yet; to "
 	                 "back them up (before an export): joseki minimax ") ||
@@ -1716,7 +1699,7 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	    0);
 	snprintf(want, sizeof want, "think: the selector restored from %s in ", snap);
 	lines_fit("think's restore", err);
-	one = unwrapped(err);
+	one = ts_unwrapped(err);
 	if (!strstr(one, want) || !strstr(one, "written before the book was written anew"))
 		fail_msg("no '%s' (written anew) in:\n%s", want, err);
 	free(one);

@@ -397,6 +397,22 @@ void ts_log_drain_end(TsDrain *d, double secs)
 		pthread_detach(d->thread); /* a grandchild holds the pipe: left to end */
 }
 
+char *ts_unwrapped(const char *text)
+{
+	char *u = strdup(text), *o = u;
+	if (!u) abort();
+	for (const char *p = text; *p; p++) {
+		if (p[0] == '\n' && p[1] == ' ' && p[2] == ' ') {
+			*o++ = ' ';
+			p += 2;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = 0;
+	return u;
+}
+
 char *ts_child_said(pid_t *pid, TsDrain **drain, const char *path)
 {
 	char state[100];

@@ -114,6 +114,10 @@ void ts_log_drain_end(TsDrain *d, double secs);
  * ended first) and the last bytes it said. Malloc'd. */
 char *ts_child_said(pid_t *pid, TsDrain **drain, const char *path);
 
+/* text with the lines cli_wrap broke joined again (each "\n  " a blank), so
+ * that a phrase is found whatever the console's width. Malloc'd. */
+char *ts_unwrapped(const char *text);
+
 /* Starts argv[0] (looked up in PATH) as a child: stdin /dev/null, stdout and
  * stderr to the files out and err (NULL: /dev/null), truncated, or appended
  * to when append. Returns its pid (asserts that fork worked). */
