@@ -800,12 +800,6 @@ static char *opponents_ident(const Run *r)
 	return buf;
 }
 
-/* Compares the opponents with the last run's (meta "cycle_opponents"), and
- * keeps these (in a write transaction: with every generation done, it only
- * says that nothing is played). A generation begun against others starts over: its state,
- * games, rows and queue dropped (the marks and analyses it made stay, as
- * any the book holds); r->note says so, or that the next generation plays
- * other opponents than the last. */
 /* The first opponent that differs between two opponents_ident texts, said
  * into out: "opponent 2 was 'X', is 'Y'", or how many there were. */
 static void opponents_diff(char *out, size_t cap, const char *was, size_t wlen, const char *now)
@@ -835,6 +829,12 @@ static void opponents_diff(char *out, size_t cap, const char *was, size_t wlen, 
 	}
 }
 
+/* Compares the opponents with the last run's (meta "cycle_opponents"), and
+ * keeps these (in a write transaction; with every generation done, in a
+ * read one, it only says that nothing is played). A generation begun
+ * against others starts over: its state, games, rows and queue dropped (the
+ * marks and analyses it made stay, as any the book holds); r->note says so,
+ * or that the next generation plays other opponents than the last. */
 static int check_opponents(Run *r, BookDB *db, BookTxn *txn, char *err)
 {
 	(void)db;
