@@ -487,6 +487,8 @@ int cmd_think(int argc, char **argv)
 	BookMinimaxHook line_hook = bookmm_hook(&line_mm);
 	char spath[BOOKDB_PATH_LEN];
 	snprintf(spath, sizeof spath, "%s/%s", book, SNAP_FILE);
+	/* The progress line once a second on a terminal; a log gets one a minute. */
+	double report_ms = (status_given ? status_s : isatty(2) ? 1 : 60) * 1000;
 	ThinkOptions opt = {
 	    .engines = engines,
 	    .nengines = (int)nengines,
@@ -505,15 +507,8 @@ int cmd_think(int argc, char **argv)
 	    .progress_ctx = &roots,
 	    .on_snapshot = on_snapshot,
 	    .snapshot_ctx = spath,
-	    /* Once a second on a terminal; a log gets a line a minute. */
-	    .status_report_ms = (status_given ? status_s
-	                         : isatty(2)  ? 1
-	                                      : 60) *
-	                        1000,
-	    .search_report_ms = (status_given ? status_s
-	                         : isatty(2)  ? 1
-	                                      : 60) *
-	                        1000,
+	    .status_report_ms = report_ms,
+	    .search_report_ms = report_ms,
 	    .first = (const char *const *)kl.specs,
 	    .nfirst = kl.n,
 	    .paths = (const char *const *)paths.specs,
