@@ -331,9 +331,10 @@ static void test_reanalyse__the_progress_line_says_how_many_of_the_list_are_left
 	snprintf(outpath, sizeof outpath, "%s/think.out", dir);
 	snprintf(errpath, sizeof errpath, "%s/think.err", dir);
 	shallow_book(book);
-	char *const argv[] = {
-	    (char *)ts_joseki(), "think", book, "--reanalyse", "--below-depth", "4",
-	    "--depth",           "12",    NULL};
+	/* stderr is a file: the line a second asked for (a minute otherwise). */
+	char *const argv[] = {(char *)ts_joseki(), "think", book,      "--reanalyse",
+	                      "--below-depth",     "4",     "--depth", "12",
+	                      "--status-seconds",  "1",     NULL};
 	char *out = run_until(argv, outpath, errpath, " of 30, ");
 	char *err = ts_read_file(errpath, NULL);
 	assert_non_null(strstr(err, "think: re-analysis (--below-depth 4): 30 positions"));
