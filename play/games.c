@@ -32,8 +32,10 @@ static int take_game(void *ctx, const char *input, const KifuRecord *rec, int rc
                      const ReplayResult *res, Position *pos, char *err)
 {
 	GamesCtx *c = ctx;
-	if (rc < 0)
-		return errmsg_set(err, REPLAY_ERRLEN, rc, "%.300s:%d: %.180s", input,
+	/* A record damaged or cut short (rec->cut) is no game to learn from: named. */
+	if (rc < 0 || rec->cut)
+		return errmsg_set(err, REPLAY_ERRLEN, rc < 0 ? rc : KIFU_EPARSE,
+		                  "%.300s:%d: %.180s", input,
 		                  res->error_line ? res->error_line : rec->first_line, res->error);
 	int side = c->book_side;
 	if (side < 0) {
