@@ -96,6 +96,22 @@ static void test_bookdb__moves_sort_by_minimax_value_once_minimax_ran(void **sta
 	expect_order(rec, order);
 	assert_true(bookdb_move_better(rec, &rec->moves[0], &rec->moves[3]));
 	assert_false(bookdb_move_better(rec, &rec->moves[3], &rec->moves[0]));
+	/* At an equal value, minimax's distance decides (as export writes them):
+	 * the shorter way to 0 or more, before the games. */
+	for (int i = 0; i < 4; i++) {
+		rec->moves[i].value = 30;
+		rec->moves[i].dist = (uint16_t)(i + 1);
+	}
+	rec->moves[0].dist = 7; /* 5g5f, whose games come first */
+	bookdb_moves_sort(rec);
+	assert_int_equal(rec->moves[0].dist, 2);
+	assert_int_equal(rec->moves[3].dist, 7);
+	/* The longer way to a loss; a perpetual check (the checking side's) last. */
+	for (int i = 0; i < 4; i++) rec->moves[i].value = -30;
+	rec->moves[1].dist = BOOKDB_DIST_PCHECK;
+	bookdb_moves_sort(rec);
+	assert_int_equal(rec->moves[0].dist, 7);
+	assert_int_equal(rec->moves[3].dist, BOOKDB_DIST_PCHECK);
 	free(rec);
 	free(pos);
 }

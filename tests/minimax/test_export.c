@@ -596,6 +596,19 @@ static void test_export__writes_since_the_last_minimax_are_said(void **state)
 	free(dir);
 }
 
+/* BOOK dir/book from the YaneuraOu book text db (written to dir/in.db),
+ * minimaxed. */
+static void import_and_minimax(const char *dir, const char *db)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/in.db", dir);
+	assert_int_equal(ts_write_file(path, db, strlen(db)), 0);
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s import %s/book %s --quiet && %s minimax %s/book --quiet",
+	                         ts_joseki(), dir, path, ts_joseki(), dir),
+	                 0);
+}
+
 /* The line of 7g7f in DIR/book's export (with the extra options), or NULL. */
 static char *line_of_7g7f(const char *dir, const char *extra)
 {
@@ -621,18 +634,12 @@ static void test_export__the_ponder_is_the_reply_the_book_plays(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	char path[4200];
-	snprintf(path, sizeof path, "%s/in.db", dir);
 	const char *db = "#YANEURAOU-DB2016 1.00\n"
 	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1\n"
 	                 "7g7f none 50 20 1\n2g2f none 30 20 1\n"
 	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
 	                 "3c3d none -40 20 1\n8c8d none -70 20 1\n4a3b none -90 20 1\n";
-	assert_int_equal(ts_write_file(path, db, strlen(db)), 0);
-	assert_int_equal(ts_runf(NULL, NULL,
-	                         "%s import %s/book %s --quiet && %s minimax %s/book --quiet",
-	                         ts_joseki(), dir, path, ts_joseki(), dir),
-	                 0);
+	import_and_minimax(dir, db);
 	char *l = line_of_7g7f(dir, "");
 	assert_string_equal(l, "7g7f 3c3d 40 20 1");
 	free(l);
@@ -662,6 +669,67 @@ static void test_export__the_ponder_is_the_reply_the_book_plays(void **state)
 	free(dir);
 }
 
+/* The export's first move of a position is query's best (which usi --book
+ * and match play) where values tie: after minimax the distance, then the
+ * games, then the move code break ties in both (query went by the games and
+ * the export by the record's order: 2g2f and 7g7f at 50 each). */
+static void test_export__the_first_move_is_querys_best_at_a_tie(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	const char *db = "#YANEURAOU-DB2016 1.00\n"
+	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1\n"
+	                 "7g7f none 50 20 1\n2g2f none 50 20 1\n5g5f none 50 20 1\n"
+	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2\n"
+	                 "3c3d none -50 20 1\n"
+	                 "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL w - 2\n"
+	                 "8c8d none -50 20 1\n";
+	import_and_minimax(dir, db);
+	/* 5g5f is a leaf (dist 0), 7g7f and 2g2f lead to their value (dist 1):
+	 * at 50, the shorter way first; then, with no games, the move code. */
+	const char *first[2] = {"5g5f", "5g5f"};
+	for (int round = 0; round < 2; round++) {
+		json_t *q = ts_run_json(0, "%s query %s/book startpos --json", ts_joseki(), dir);
+		const char *best = json_string_value(json_object_get(q, "bestmove"));
+		assert_non_null(best);
+		assert_string_equal(best, first[round]);
+		const char *second = json_string_value(
+		    json_object_get(json_array_get(json_object_get(q, "moves"), 1), "move"));
+		assert_int_equal(ts_runf(NULL, NULL,
+		                         "%s export %s/book %s/p.db --moves all --quiet",
+		                         ts_joseki(), dir, dir),
+		                 0);
+		char out[4200];
+		snprintf(out, sizeof out, "%s/p.db", dir);
+		char *text = ts_read_file(out, NULL);
+		const char *s = strstr(text, "LNSGKGSNL b - 1\n");
+		assert_non_null(s);
+		s += strlen("LNSGKGSNL b - 1\n");
+		char want[64];
+		snprintf(want, sizeof want, "%s ", best);
+		if (strncmp(s, want, strlen(want)))
+			fail_msg("export's first: %.40s; query's: %s", s, best);
+		s = strchr(s, '\n') + 1;
+		snprintf(want, sizeof want, "%s ", second);
+		if (strncmp(s, want, strlen(want)))
+			fail_msg("export's second: %.40s; query's: %s", s, second);
+		free(text);
+		json_decref(q);
+		if (round == 0) {
+			/* A game through 2g2f: the games break the tie of 2g2f and
+			 * 7g7f (7g7f's code is the smaller). */
+			char g[4200];
+			snprintf(g, sizeof g, "%s/g.usi", dir);
+			assert_int_equal(ts_write_file(g, "startpos moves 2g2f 8c8d\n", 25), 0);
+			assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s/book %s --quiet",
+			                         ts_joseki(), dir, g),
+			                 0);
+		}
+	}
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* After 7g7f 3c3d an engine that lists every move valued 8h2b (the bishop
  * left unpromoted) above 8h2b+. The export leaves it out, and 3c3d's ponder
  * is the promotion, whatever the pass; with the promotion avoided, 8h2b is
@@ -670,8 +738,6 @@ static void test_export__a_declined_promotion_is_not_exported(void **state)
 {
 	(void)state;
 	char *dir = ts_mkdtemp();
-	char path[4200];
-	snprintf(path, sizeof path, "%s/in.db", dir);
 	const char *db =
 	    "#YANEURAOU-DB2016 1.00\n"
 	    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1\n"
@@ -680,12 +746,9 @@ static void test_export__a_declined_promotion_is_not_exported(void **state)
 	    "3c3d none -40 20 1\n"
 	    "sfen lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
 	    "8h2b none 60 20 1\n8h2b+ none 50 20 1\n2g2f none 0 20 1\n";
-	assert_int_equal(ts_write_file(path, db, strlen(db)), 0);
-	assert_int_equal(ts_runf(NULL, NULL,
-	                         "%s import %s/book %s --quiet && %s minimax %s/book --quiet",
-	                         ts_joseki(), dir, path, ts_joseki(), dir),
-	                 0);
+	import_and_minimax(dir, db);
 	static const char *const HOW[] = {"", " --root startpos", " --memory 1M"};
+	char path[4200];
 	snprintf(path, sizeof path, "%s/p.db", dir);
 	for (size_t i = 0; i < sizeof HOW / sizeof *HOW; i++) {
 		assert_int_equal(ts_runf(NULL, NULL, "%s export %s/book %s --moves all --quiet%s",
@@ -907,6 +970,7 @@ int main(void)
 	    cmocka_unit_test(test_export__killed_mid_export_leaves_no_output_and_no_runs),
 	    cmocka_unit_test(test_export__writes_since_the_last_minimax_are_said),
 	    cmocka_unit_test(test_export__the_ponder_is_the_reply_the_book_plays),
+	    cmocka_unit_test(test_export__the_first_move_is_querys_best_at_a_tie),
 	    cmocka_unit_test(test_export__a_declined_promotion_is_not_exported),
 	    cmocka_unit_test(test_export__bad_arguments_exit_2_and_failures_write_nothing),
 	};
