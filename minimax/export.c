@@ -229,6 +229,13 @@ size_t export_pick(OutMove *out, const BookRecord *rec, const Position *pos, Boo
 		out[0] = pm;
 		break;
 	}
+	/* A move valued as a preferred first one is written one lower (as a tie
+	 * by another route is), so that an engine that plays the highest value
+	 * plays the preferred move. */
+	if (!(how & PICK_KEEP_ABOVE) && (rec->flags & BOOKDB_REC_PREFER) &&
+	    (rec->moves[out[0].k].flags & BOOKDB_MOVE_PREFERRED))
+		for (size_t k = 1; k < n; k++)
+			if (out[k].value >= out[0].value) out[k].value = out[0].value - 1;
 	size_t keep = n;
 	if (!(how & PICK_ALL) && opt->moves != EXPORT_MOVES_ALL) {
 		int floor = out[0].value - (opt->moves == EXPORT_MOVES_WINDOW ? opt->window : 0);

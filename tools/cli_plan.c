@@ -113,7 +113,7 @@ void cli_snapshot_unused(const char *cmd, const char *path, const char *note)
 	         "%s: %s not used: %s; the first search starts from scratch (%s)", cmd, path, why,
 	         options ? "to use it, give the options of the run that wrote it: --roots or "
 	                   "--roots-from-games, --select, --window, --book-side, --kif-bonus"
-	                 : "nothing to do: a start from scratch costs time once, and a snapshot "
+	                 : "no action needed: a start from scratch costs time once, and a snapshot "
 	                   "is saved again at the stop");
 	cli_wrap(stderr, text, 0, 2, CLI_CONSOLE_WIDTH);
 }

@@ -726,6 +726,20 @@ static void test_export__the_first_move_is_querys_best_at_a_tie(void **state)
 			                 0);
 		}
 	}
+	/* 2g2f preferred: written first, the better 5g5f left out, and 7g7f, at
+	 * 2g2f's value, one lower, so that an engine playing the highest value
+	 * plays 2g2f (it played 7g7f or 2g2f at random). */
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s prefer %s/book startpos 2g2f --quiet", ts_joseki(), dir), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s export %s/book %s/p.db --moves all --quiet",
+	                         ts_joseki(), dir, dir),
+	                 0);
+	char out[4200];
+	snprintf(out, sizeof out, "%s/p.db", dir);
+	char *text = ts_read_file(out, NULL);
+	if (!strstr(text, "LNSGKGSNL b - 1\n2g2f 8c8d 50 20 1\n7g7f 3c3d 49 20 1\n"))
+		fail_msg("with 2g2f preferred:\n%s", text);
+	free(text);
 	ts_rmtree(dir);
 	free(dir);
 }

@@ -1663,7 +1663,7 @@ static void test_work__a_restart_after_sigterm_reads_the_selector_back(void **st
 	char *one = ts_unwrapped(start_said_text);
 	snprintf(want, sizeof want, "serve: %s not used: ", snap);
 	if (!strstr(one, want) || !strstr(one, "written since") ||
-	    !strstr(one, "; the first search starts from scratch (nothing to do: a start from "
+	    !strstr(one, "; the first search starts from scratch (no action needed: a start from "
 	                 "scratch costs time once, and a snapshot is saved again at the stop)\n"))
 		fail_msg("said:\n%s", start_said_text);
 	free(one);
