@@ -121,9 +121,7 @@ static bool move_better(const BookRecord *rec, const BookMove *a, const BookMove
 	/* A move with a value before one without, whatever the other knows. */
 	if (va != vb) return va;
 	if (va && (rec->flags & BOOKDB_REC_MINIMAX)) {
-		/* minimax's order (value, then the distance), as export writes it. */
-		if (a->value != b->value || a->dist != b->dist)
-			return bookdb_vd_better(a->value, a->dist, b->value, b->dist);
+		if (a->value != b->value) return a->value > b->value;
 	} else if (va) {
 		if (a->eval != b->eval) return a->eval > b->eval;
 		if (a->depth != b->depth) return a->depth > b->depth; /* the deeper analysis */

@@ -104,9 +104,8 @@ static Move best_of(const BookRecord *r, const ExportOptions *opt)
 				continue;
 			int *b = round ? &pref : &best;
 			const BookMove *o = *b < 0 ? NULL : &r->moves[*b];
-			if (!o || (m->value != o->value || m->dist != o->dist
-			               ? bookdb_vd_better(m->value, m->dist, o->value, o->dist)
-			               : bookdb_move_tie_better(m, o)))
+			if (!o || (m->value != o->value ? m->value > o->value
+			                                : bookdb_move_tie_better(m, o)))
 				*b = k;
 		}
 	return pref >= 0 ? r->moves[pref].move : best >= 0 ? r->moves[best].move : MOVE_NONE;
@@ -116,13 +115,8 @@ static Move best_of(const BookRecord *r, const ExportOptions *opt)
  * first is the move query, usi --book and match play. */
 static bool out_better(const OutMove *a, const OutMove *b, const BookRecord *rec, bool minimax)
 {
-	if (a->value != b->value || a->depth != b->depth) {
-		if (minimax)
-			return bookdb_vd_better(a->value, (unsigned)a->depth, b->value,
-			                        (unsigned)b->depth);
-		if (a->value != b->value) return a->value > b->value;
-		return a->depth > b->depth;
-	}
+	if (a->value != b->value) return a->value > b->value;
+	if (!minimax && a->depth != b->depth) return a->depth > b->depth;
 	return bookdb_move_tie_better(&rec->moves[a->k], &rec->moves[b->k]);
 }
 
