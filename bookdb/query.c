@@ -101,12 +101,6 @@ static bool declined_has(const Declined *d, Move m)
 	return false;
 }
 
-bool bookdb_move_tie_better(const BookMove *a, const BookMove *b)
-{
-	if (a->count != b->count) return a->count > b->count;
-	return a->move < b->move;
-}
-
 /* da, db: whether a, b are declined promotions (bookdb_move_declined). */
 static bool move_better(const BookRecord *rec, const BookMove *a, const BookMove *b,
                         bool with_avoided, bool da, bool db)
@@ -120,13 +114,12 @@ static bool move_better(const BookRecord *rec, const BookMove *a, const BookMove
 	if (ra != rb) return ra < rb;
 	/* A move with a value before one without, whatever the other knows. */
 	if (va != vb) return va;
-	if (va && (rec->flags & BOOKDB_REC_MINIMAX)) {
-		if (a->value != b->value) return a->value > b->value;
-	} else if (va) {
-		if (a->eval != b->eval) return a->eval > b->eval;
-		if (a->depth != b->depth) return a->depth > b->depth; /* the deeper analysis */
+	if (va) {
+		int x = bookdb_move_value(rec, a), y = bookdb_move_value(rec, b);
+		if (x != y) return x > y;
 	}
-	return bookdb_move_tie_better(a, b);
+	if (a->count != b->count) return a->count > b->count;
+	return a->move < b->move;
 }
 
 bool bookdb_move_better(const BookRecord *rec, const BookMove *a, const BookMove *b)

@@ -26,15 +26,8 @@
 #include "shogi/position.h"
 #include "shogi/errors.h"
 
-/* True if move a ranks before move b in rec's order: not avoided, not a
- * declined promotion, with a value; the larger value (after minimax, then
- * the distance as minimax ranks it: bookdb_vd_better; before, the deeper
- * analysis); then bookdb_move_tie_better. */
+/* True if move a ranks before move b in rec's order. */
 bool bookdb_move_better(const BookRecord *rec, const BookMove *a, const BookMove *b);
-/* Between two moves the order above ties: the more games, then the smaller
- * move code (export breaks its ties so too, so that its first move is
- * query's best). */
-bool bookdb_move_tie_better(const BookMove *a, const BookMove *b);
 
 /*
  * Whether move m of rec has a value the book plays on: its minimax value once

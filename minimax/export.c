@@ -103,21 +103,22 @@ static Move best_of(const BookRecord *r, const ExportOptions *opt)
 			     !bookdb_prefer_fits(m->value, r->moves[best].value, m->prefer_window)))
 				continue;
 			int *b = round ? &pref : &best;
-			const BookMove *o = *b < 0 ? NULL : &r->moves[*b];
-			if (!o || (m->value != o->value ? m->value > o->value
-			                                : bookdb_move_tie_better(m, o)))
+			if (*b < 0 || mm_vd_better((MmVd){m->value, m->dist},
+			                           (MmVd){r->moves[*b].value, r->moves[*b].dist}))
 				*b = k;
 		}
 	return pref >= 0 ? r->moves[pref].move : best >= 0 ? r->moves[best].move : MOVE_NONE;
 }
 
-/* The order moves are written in: query's (bookdb_move_better), so that the
- * first is the move query, usi --book and match play. */
-static bool out_better(const OutMove *a, const OutMove *b, const BookRecord *rec, bool minimax)
+static bool out_better(const OutMove *a, const OutMove *b, bool minimax)
 {
+	if (minimax) {
+		MmVd x = {(int16_t)a->value, (uint16_t)a->depth},
+		     y = {(int16_t)b->value, (uint16_t)b->depth};
+		return mm_vd_better(x, y);
+	}
 	if (a->value != b->value) return a->value > b->value;
-	if (!minimax && a->depth != b->depth) return a->depth > b->depth;
-	return bookdb_move_tie_better(&rec->moves[a->k], &rec->moves[b->k]);
+	return a->depth > b->depth;
 }
 
 /* The search depth of rec's analysis: its think depth, else its deepest
@@ -200,7 +201,7 @@ size_t export_pick(OutMove *out, const BookRecord *rec, const Position *pos, Boo
 			o.depth = o.field = m->depth;
 		}
 		size_t p = n++;
-		while (p > 0 && out_better(&o, &out[p - 1], rec, minimax)) {
+		while (p > 0 && out_better(&o, &out[p - 1], minimax)) {
 			out[p] = out[p - 1];
 			p--;
 		}
