@@ -91,22 +91,6 @@ static inline bool bookdb_move_commented(const BookMove *m)
 	return (m->flags & BOOKDB_MOVE_EVAL) && m->source == BOOKDB_SOURCE_GAME;
 }
 
-/* The dist of a move into a perpetual check, seen from the checking side
- * (minimax's MM_DEPTH_PCHECK). */
-#define BOOKDB_DIST_PCHECK 9997
-/* Whether a backed-up (value, dist) is better than another (minimax's rule,
- * docs/minimax.md): the larger value; at a tie, never the checking side's
- * perpetual check, else the shorter way to a value of 0 or more, the longer
- * to a loss. */
-static inline bool bookdb_vd_better(int va, unsigned da, int vb, unsigned db)
-{
-	if (va != vb) return va > vb;
-	if (da == BOOKDB_DIST_PCHECK) return false;
-	if (db == BOOKDB_DIST_PCHECK) return true;
-	if (va >= 0) return da < db;
-	return da > db;
-}
-
 typedef struct {
 	Piece board[SQ_NB];
 	Hand hand[COLOR_NB];

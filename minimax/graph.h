@@ -18,7 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bookdb/record.h"
 #include "shogi/zobrist.h"
 #include "shogi/errors.h"
 
@@ -105,9 +104,12 @@ typedef struct {
 /* "a is better than b" for the side choosing between two moves (§7.7). */
 static inline bool mm_vd_better(MmVd a, MmVd b)
 {
-	return bookdb_vd_better(a.value, a.depth, b.value, b.depth);
+	if (a.value != b.value) return a.value > b.value;
+	if (a.depth == MM_DEPTH_PCHECK) return false;
+	if (b.depth == MM_DEPTH_PCHECK) return true;
+	if (a.value >= 0) return a.depth < b.depth;
+	return a.depth > b.depth;
 }
-_Static_assert(MM_DEPTH_PCHECK == BOOKDB_DIST_PCHECK, "one perpetual-check distance");
 
 static inline MmVd mm_move_vd(const MmGraph *g, const MmMove *m)
 {
