@@ -5,8 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,10 +49,9 @@ typedef struct {
 	bool compact;     /* rebuilt into full pages (bdb_rebuild) at path */
 	const char *path; /* the copy's data file (fd) */
 	uint64_t src_bytes;
-	atomic_bool done;
 } Copy;
 
-static void *copy_main(void *arg)
+static void copy_main(void *arg)
 {
 	Copy *c = arg;
 	/* A rebuilt copy's transactions are numbered afresh: the kept counts it
@@ -64,8 +61,24 @@ static void *copy_main(void *arg)
 		c->rc = mdb_env_copyfd2(c->env, c->fd, 0);
 	else if ((c->rc = bdb_rebuild(c->env, c->src_bytes, c->path, NULL)) == 0)
 		c->rc = bdb_counts_restamp_copy(c->path, false, false, NULL);
-	atomic_store(&c->done, true);
-	return NULL;
+}
+
+/* The caller's progress, told which phase it is in. */
+typedef struct {
+	BookBackupProgressFn fn;
+	void *ctx;
+} Phase;
+
+static void copy_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	Phase *p = ctx;
+	p->fn(p->ctx, "copy", done, total);
+}
+
+static void check_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	Phase *p = ctx;
+	p->fn(p->ctx, "check", done, total);
 }
 
 int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact,
@@ -92,24 +105,25 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	st->source_bytes = bookdb_file_size(db);
 	int rc = 0;
 	Copy c = {.env = db->env, .compact = compact, .path = data, .src_bytes = st->source_bytes};
+	/* What the copy will about come to: the pages in use (compacted), or the
+	 * file up to its last page. */
+	uint64_t copy_total = st->source_bytes;
+	BookTxn *t;
+	BookSpace space;
+	if (bookdb_txn_begin(&t, db, false) == 0) {
+		if (bookdb_space(&space, t) == 0)
+			copy_total = (compact ? space.pages_used : space.pages) * space.page_size;
+		bookdb_txn_abort(t);
+	}
 	c.fd = open(data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0664);
-	pthread_t th;
 	if (c.fd < 0) {
 		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: %s", data,
 		                strerror(errno));
 		goto fail;
 	}
 	/* The copy runs on a thread of its own, so that this one can report. */
-	if (pthread_create(&th, NULL, copy_main, &c) != 0) {
-		copy_main(&c);
-	} else {
-		while (!atomic_load(&c.done)) {
-			if (progress && fstat(c.fd, &sb) == 0)
-				progress(ctx, "copy", (uint64_t)sb.st_size, st->source_bytes);
-			usleep(200000);
-		}
-		pthread_join(th, NULL);
-	}
+	Phase ph = {progress, ctx};
+	bdb_run_watched(copy_main, &c, data, copy_total, progress ? copy_progress : NULL, &ph);
 	if (c.rc) {
 		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(c.rc), "%s: %s", data,
 		                mdb_strerror(c.rc));
@@ -129,11 +143,11 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 		goto fail;
 	}
 	/* The copy is whole on disk: check it as joseki check would. */
-	if (progress) progress(ctx, "check", 0, 0);
 	BookDB *copy = NULL;
 	BookDBOptions ro = {.read_only = true, .random = true}; /* passes read ahead: bookdb.h */
 	if ((rc = bookdb_open(&copy, tmp, &ro, err)) < 0) goto fail;
-	rc = bookdb_check(&st->check, copy, NULL, NULL, NULL, err);
+	rc = bookdb_check(&st->check, copy, NULL, NULL, NULL, progress ? check_progress : NULL, &ph,
+	                  err);
 	bookdb_free(copy);
 	if (rc < 0) goto fail;
 	if (st->check.bad || st->check.bad_games || st->check.stopped) {

@@ -115,6 +115,10 @@ typedef struct BookTxn BookTxn;
 typedef struct BookIter BookIter;
 typedef struct BookWriter BookWriter;
 
+/* Progress of a long pass: done of about total, in the pass's units (records,
+ * bytes). Called from the calling thread, at most a few times a second. */
+typedef void (*BookProgressFn)(void *ctx, uint64_t done, uint64_t total);
+
 /*
  * Opens (read-write: creating the directory and the book if needed, unless
  * must_exist) the book in dir. opt may be NULL (read-write, defaults). On error returns a negative
@@ -156,9 +160,12 @@ JOSEKI_MUST_USE int bookdb_space(BookSpace *out, BookTxn *t);
  * old file or the whole new one is the book at any moment, so a kill -9 loses
  * nothing. Refused (BOOKDB_EBUSY) while a writer has the book open; while it
  * runs, writers are refused and readers go on. before and after get the file's
- * size. Returns 0 or a negative BOOKDB_ code with a message in err.
+ * size. progress (may be NULL) gets the copy's bytes of about the bytes the
+ * book's pages hold, about every 200 ms. Returns 0 or a negative BOOKDB_ code
+ * with a message in err.
  */
-JOSEKI_MUST_USE int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err);
+JOSEKI_MUST_USE int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after,
+                                   BookProgressFn progress, void *ctx, char *err);
 /*
  * A record's new bytes for bookdb_rebuild_rewrite, given its key and bytes:
  * written to out (BOOKDB_RECORD_MAX bytes), their length returned; 0 keeps

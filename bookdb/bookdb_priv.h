@@ -246,4 +246,11 @@ typedef struct {
  */
 int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path, BdbTransform *tf);
 
+/* fn(arg) run on a thread of its own while this one calls progress(ctx, the
+ * size of the file at path, total) about every 200 ms, and once more when fn
+ * has returned (progress NULL, or no thread to be had: fn runs on this
+ * thread, unwatched). */
+void bdb_run_watched(void (*fn)(void *), void *arg, const char *path, uint64_t total,
+                     BookProgressFn progress, void *ctx);
+
 #endif

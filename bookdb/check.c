@@ -273,7 +273,7 @@ static void remove_partial(const char *tmp)
 }
 
 int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookCheckFn fn, void *ctx,
-                 char *err)
+                 BookProgressFn progress, void *progress_ctx, char *err)
 {
 	memset(st, 0, sizeof *st);
 	err[0] = 0;
@@ -318,11 +318,14 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 	}
 	if ((rc = bookdb_txn_begin(&txn, db, false)) < 0 || (rc = bookdb_iter_open(&it, txn)) < 0)
 		goto done;
+	uint64_t total = 0;
+	if (progress && bookdb_count(&total, txn, BOOKDB_POS) < 0) total = 0;
 	Key key;
 	const uint8_t *val;
 	size_t len;
 	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
-		st->records++;
+		if (!(++st->records & 16383) && progress)
+			progress(progress_ctx, st->records, total);
 		bool moves_only;
 		int p = bookdb_check_record(key, val, len, rec, pos, &moves_only, fn, ctx);
 		st->problems += (uint64_t)p;

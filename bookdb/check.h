@@ -84,12 +84,14 @@ typedef struct {
  * exist yet: BOOKDB_EINVAL with a message), written as repair_dir.partial
  * (a stale one removed first) and renamed at the end; on failure, or when
  * LMDB stops on a bad page of db (bookdb/damage.h), no repair_dir is left.
- * Returns 0 when the check ran
+ * progress (may be NULL; with ctx) gets the records read of those the book
+ * holds, every 16,384 records. Returns 0 when the check ran
  * (st says what it found), or a negative BOOKDB_* code with a message in err
  * (BOOKDB_ERRLEN bytes) that names the book it is about, once ("NEW: exists
  * already ...").
  */
 JOSEKI_MUST_USE int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir,
-                                 BookCheckFn fn, void *ctx, char *err);
+                                 BookCheckFn fn, void *ctx, BookProgressFn progress,
+                                 void *progress_ctx, char *err);
 
 #endif

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -344,6 +345,53 @@ done:
 	return rc;
 }
 
+typedef struct {
+	void (*fn)(void *);
+	void *arg;
+	atomic_bool done;
+} Watched;
+
+static void *watched_main(void *arg)
+{
+	Watched *w = arg;
+	w->fn(w->arg);
+	atomic_store(&w->done, true);
+	return NULL;
+}
+
+void bdb_run_watched(void (*fn)(void *), void *arg, const char *path, uint64_t total,
+                     BookProgressFn progress, void *ctx)
+{
+	Watched w = {.fn = fn, .arg = arg};
+	atomic_init(&w.done, false);
+	pthread_t th;
+	if (!progress || pthread_create(&th, NULL, watched_main, &w) != 0) {
+		fn(arg);
+		return;
+	}
+	struct stat sb;
+	while (!atomic_load(&w.done)) {
+		if (stat(path, &sb) == 0) progress(ctx, (uint64_t)sb.st_size, total);
+		usleep(200000);
+	}
+	pthread_join(th, NULL);
+	if (stat(path, &sb) == 0) progress(ctx, (uint64_t)sb.st_size, total); /* where it ended */
+}
+
+typedef struct {
+	MDB_env *src;
+	uint64_t src_bytes;
+	const char *path;
+	BdbTransform *tf;
+	int rc;
+} Rebuild;
+
+static void rebuild_main(void *arg)
+{
+	Rebuild *r = arg;
+	r->rc = bdb_rebuild(r->src, r->src_bytes, r->path, r->tf);
+}
+
 /*
  * The book open in db rebuilt (pos's records through tf, when given) into
  * dir/data.mdb.compact and renamed over data.mdb, its kept counts and scan
@@ -351,7 +399,7 @@ done:
  * The caller holds the writers lock alone. 0 or a code with err.
  */
 static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint64_t *after,
-                           char *err)
+                           BookProgressFn progress, void *ctx, char *err)
 {
 	const char *dir = bookdb_dir(db);
 	char path[BOOKDB_PATH_LEN], tmp[BOOKDB_PATH_LEN];
@@ -367,9 +415,11 @@ static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint6
 	BookTxn *t;
 	BookCounts counts;
 	BookScanKept scan = {0};
+	BookSpace space = {0};
 	int rc;
 	if ((rc = bookdb_txn_begin(&t, db, false)) == 0) {
 		if ((rc = bookdb_counts(&counts, t)) == 0) rc = bookdb_scan_get(&scan, t);
+		if (!rc) rc = bookdb_space(&space, t);
 		bookdb_txn_abort(t);
 	}
 	/* The stamp data kept beside the book carries (bookdb_stamp_carry). */
@@ -377,7 +427,9 @@ static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint6
 	if (rc == 0) rc = bookdb_stamp(&src, db);
 	if (rc) return errmsg_set(err, BOOKDB_ERRLEN, rc, "%.200s: %s", dir, bookdb_strerror(rc));
 	if (tf) tf->counts_same = true;
-	if ((rc = bdb_rebuild(db->env, *before, tmp, tf)) == MDB_PANIC && tf && tf->fn_rc) {
+	Rebuild r = {db->env, *before, tmp, tf, 0};
+	bdb_run_watched(rebuild_main, &r, tmp, space.pages_used * space.page_size, progress, ctx);
+	if ((rc = r.rc) == MDB_PANIC && tf && tf->fn_rc) {
 		unlink(tmp);
 		return tf->fn_rc;
 	}
@@ -441,7 +493,8 @@ static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint6
 	return 0;
 }
 
-int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err)
+int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, BookProgressFn progress,
+                   void *ctx, char *err)
 {
 	*before = *after = 0;
 	if (err) err[0] = 0;
@@ -451,7 +504,7 @@ int bookdb_compact(const char *dir, uint64_t *before, uint64_t *after, char *err
 	if (rc) return rc;
 	/* No writer may have the data file open while it is replaced. */
 	if ((rc = bdb_writers_lock(db, LOCK_EX, err)) == 0)
-		rc = replace_rebuilt(db, NULL, before, after, err);
+		rc = replace_rebuilt(db, NULL, before, after, progress, ctx, err);
 	bookdb_free(db);
 	return rc;
 }
@@ -479,7 +532,7 @@ int bookdb_rebuild_rewrite(BookDB *db, BookRebuildFn fn, void *ctx, uint64_t *re
 		                        bookdb_dir(db), strerror(e));
 	}
 	BdbTransform tf = {.fn = fn, .ctx = ctx, .buf = malloc(BOOKDB_RECORD_MAX)};
-	int rc = tf.buf ? replace_rebuilt(db, &tf, before, after, err)
+	int rc = tf.buf ? replace_rebuilt(db, &tf, before, after, NULL, NULL, err)
 	                : errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ENOMEM, "out of memory");
 	free(tf.buf);
 	*rewritten = tf.rewritten;

@@ -1,5 +1,5 @@
 /*
- * joseki backup BOOK DIR [--compact] [--json] — a consistent copy of the book
+ * joseki backup BOOK DIR [--compact] [--json] [--quiet] — a consistent copy of the book
  * into the new directory DIR while writers go on (bookdb/backup.h): one read
  * snapshot, written as DIR.partial, fsync'ed, checked as joseki check does,
  * then renamed to DIR. --compact leaves out the free pages. Progress on a
@@ -16,25 +16,39 @@
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
 
+typedef struct {
+	const char *phase; /* of the line last shown */
+	int64_t ms;
+} Shown;
+
 static void on_progress(void *ctx, const char *phase, uint64_t done, uint64_t total)
 {
-	(void)ctx;
+	/* A line a phase's first call, then at most one in 150 ms (the check's
+	 * calls come every 16,384 records). */
+	Shown *sh = ctx;
+	int64_t now = clock_ms();
+	if (sh->phase && !strcmp(sh->phase, phase) && now - sh->ms < 150) return;
+	sh->phase = phase;
+	sh->ms = now;
 	if (!strcmp(phase, "check"))
-		fprintf(stderr, "\rbackup: checking the copy...                    ");
+		fprintf(stderr, "\rbackup: checking the copy: %llu of %llu records\033[K",
+		        (unsigned long long)done, (unsigned long long)total);
 	else
-		fprintf(stderr, "\rbackup: copied %.1f of about %.1f MB", (double)done / 1e6,
+		fprintf(stderr, "\rbackup: copied %.1f of about %.1f MB\033[K", (double)done / 1e6,
 		        (double)total / 1e6);
+	fflush(stderr);
 }
 
 int cmd_backup(int argc, char **argv)
 {
 	const char *book = NULL, *dir = NULL;
-	bool compact = false, json = false;
+	bool compact = false, json = false, quiet = false;
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book (it may be in use)"),
 	    CLI_ARG("DIR", &dir, "the copy: a new directory"),
 	    CLI_FLAG("--compact", &compact, "leave the free pages out"),
 	    CLI_JSON(&json),
+	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
 	};
 	const CliCmd cmd = {"backup", opts, "docs/bookdb.md"};
@@ -53,10 +67,11 @@ int cmd_backup(int argc, char **argv)
 	}
 	int64_t t0 = clock_ms();
 	BookBackupStats st;
-	bool tty = !json && isatty(2);
-	int rc = bookdb_backup(&st, db, dir, compact, tty ? on_progress : NULL, NULL, err);
+	bool tty = !quiet && !json && isatty(2);
+	Shown shown = {NULL, 0};
+	int rc = bookdb_backup(&st, db, dir, compact, tty ? on_progress : NULL, &shown, err);
 	bookdb_free(db);
-	if (tty) fprintf(stderr, "\r%60s\r", "");
+	if (tty) fprintf(stderr, "\r\033[K");
 	if (rc < 0) {
 		joseki_error("backup: %s", err[0] ? err : bookdb_strerror(rc));
 		return 1;

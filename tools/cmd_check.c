@@ -1,15 +1,18 @@
 /*
- * joseki check BOOK [--repair NEWBOOK] — verifies the store's invariants
- * (bookdb/check.h). Prints one line per problem naming the record's key, then a
- * summary line; exit 1 if anything failed. --repair also copies every sound
+ * joseki check BOOK [--repair NEWBOOK] [--quiet] — verifies the store's
+ * invariants (bookdb/check.h). Prints one line per problem naming the
+ * record's key, then a summary line; exit 1 if anything failed. Progress on
+ * a terminal (not with --quiet). --repair also copies every sound
  * record (and every record whose faults are in its moves only, without them)
  * and the ingested games' ids into the new book NEWBOOK.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bookdb/check.h"
+#include "shogi/clock.h"
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
 
@@ -18,12 +21,35 @@
 typedef struct {
 	const char *book;
 	uint64_t shown;
+	int64_t progress_ms; /* when the progress line was last written; 0: it is not on */
 } Out;
+
+/* Takes the progress line off the terminal (before a line of output). */
+static void progress_off(Out *o)
+{
+	if (!o->progress_ms) return;
+	fflush(stdout);
+	fprintf(stderr, "\r\033[K");
+	o->progress_ms = 0;
+}
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	Out *o = ctx;
+	int64_t now = clock_ms();
+	if (o->progress_ms && now - o->progress_ms < 200) return;
+	fprintf(stderr, "\rcheck: %llu of %llu records (%llu%%)\033[K", (unsigned long long)done,
+	        (unsigned long long)total,
+	        (unsigned long long)(total && done < total ? done * 100 / total : 100));
+	fflush(stderr);
+	o->progress_ms = now;
+}
 
 static void on_problem(void *ctx, Key key, const char *problem)
 {
 	Out *o = ctx;
 	if (o->shown++ >= CHECK_MAX_REPORTS) return;
+	progress_off(o);
 	if (!key.hi && !key.lo) { /* not a record's: the games database */
 		printf("%s: %s\n", o->book, problem);
 		return;
@@ -36,10 +62,12 @@ static void on_problem(void *ctx, Key key, const char *problem)
 int cmd_check(int argc, char **argv)
 {
 	const char *book = NULL, *repair = NULL;
+	bool quiet = false;
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
 	    CLI_STR("--repair", &repair, "NEWBOOK",
 	            "copy what is sound into the new book NEWBOOK (default: only check)"),
+	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
 	};
 	const CliCmd cmd = {"check", opts, "docs/bookdb.md"};
@@ -52,10 +80,12 @@ int cmd_check(int argc, char **argv)
 		joseki_error("check: %s", err);
 		return 1;
 	}
-	Out o = {book, 0};
+	Out o = {book, 0, 0};
 	BookCheckStats st;
-	int rc = bookdb_check(&st, db, repair, on_problem, &o, err);
+	int rc = bookdb_check(&st, db, repair, on_problem, &o,
+	                      !quiet && isatty(2) ? on_progress : NULL, &o, err);
 	bookdb_free(db);
+	progress_off(&o);
 	if (rc < 0) {
 		joseki_error("check: %s", err); /* it names the book */
 		return 1;

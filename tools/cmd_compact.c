@@ -1,25 +1,36 @@
 /*
- * joseki compact BOOK [--json] — rewrites the book without its free pages
- * (bookdb_compact: a compacting copy beside the book, fsync, rename). Refused
- * while a writer has the book open. Prints the file's size before and after.
+ * joseki compact BOOK [--json] [--quiet] — rewrites the book without its free
+ * pages (bookdb_compact: a compacting copy beside the book, fsync, rename).
+ * Refused while a writer has the book open. Progress on a terminal; prints the
+ * file's size before and after.
  */
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "shogi/clock.h"
 #include "bookdb/bookdb.h"
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
 
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	(void)ctx;
+	fprintf(stderr, "\rcompact: copied %.1f of about %.1f MB\033[K", (double)done / 1e6,
+	        (double)total / 1e6);
+	fflush(stderr);
+}
+
 int cmd_compact(int argc, char **argv)
 {
 	const char *book = NULL;
-	bool json = false;
+	bool json = false, quiet = false;
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book (no writer may have it open)"),
 	    CLI_JSON(&json),
+	    CLI_QUIET(&quiet),
 	    CLI_TABLE_END,
 	};
 	const CliCmd cmd = {"compact", opts, "docs/bookdb.md"};
@@ -28,7 +39,9 @@ int cmd_compact(int argc, char **argv)
 	int64_t t0 = clock_ms();
 	uint64_t before, after;
 	char err[BOOKDB_ERRLEN];
-	int rc = bookdb_compact(book, &before, &after, err);
+	bool tty = !quiet && !json && isatty(2);
+	int rc = bookdb_compact(book, &before, &after, tty ? on_progress : NULL, NULL, err);
+	if (tty) fprintf(stderr, "\r\033[K");
 	if (rc < 0) {
 		joseki_error("compact: %s", err[0] ? err : bookdb_strerror(rc));
 		return 1;

@@ -646,7 +646,8 @@ static void compact_book(const char *book)
 	uint64_t before, after;
 	char err[BOOKDB_ERRLEN];
 	hold_file(book);
-	if (bookdb_compact(book, &before, &after, err) != 0) fail_msg("compact: %s", err);
+	if (bookdb_compact(book, &before, &after, NULL, NULL, err) != 0)
+		fail_msg("compact: %s", err);
 }
 
 /*
@@ -835,6 +836,66 @@ static void test_compact__an_open_mends_a_switch_killed_half_way(void **state)
 	free(dir);
 }
 
+/* check, compact and backup show their progress on a terminal (stderr a
+ * pseudo-terminal), the line taken off at the end, and none with --quiet or
+ * when stderr is a file. */
+static void test_compact__progress_on_a_terminal_and_none_with_quiet(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char book[512], copy[512];
+	snprintf(book, sizeof book, "%s/b", dir);
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 40000 --seed 6 --quiet",
+	                         ts_joseki(), book),
+	                 0);
+	static const struct {
+		const char *cmd, *said, *summary; /* said: a progress line begins so */
+	} RUNS[] = {
+	    {"check %s", "check: 16384 of 40000 records (", "check: 40000 records, 0 bad"},
+	    {"compact %s", "compact: copied ", "bytes before"},
+	    {"backup %s %s", "backup: copied ", "40000 records"},
+	    {"backup %s %s --compact", "backup: checking the copy: 16384 of 40000 records",
+	     "compacted, checked"},
+	};
+	for (size_t i = 0; i < sizeof RUNS / sizeof *RUNS; i++) {
+		for (int quiet = 0; quiet < 3; quiet++) { /* a terminal, --quiet, a file */
+			char cmd[1536], args[1200];
+			snprintf(copy, sizeof copy, "%s/c%zu%d", dir, i, quiet);
+			snprintf(args, sizeof args, RUNS[i].cmd, book, copy);
+			snprintf(cmd, sizeof cmd, "%s %s%s", ts_joseki(), args,
+			         quiet == 1 ? " --quiet" : "");
+			char *out = NULL, *tty = NULL;
+			int rc = quiet == 2 ? ts_run(cmd, &out, &tty) : ts_run_tty(cmd, &out, &tty);
+			if (rc != 0) fail_msg("%s: exit %d: %s", cmd, rc, tty);
+			if (!strstr(out, RUNS[i].summary)) fail_msg("%s: no summary: %s", cmd, out);
+			const char *p = strstr(tty, RUNS[i].said);
+			if (quiet) {
+				if (p || strstr(tty, "\r"))
+					fail_msg("%s: progress shown: %s", cmd, tty);
+			} else {
+				if (!p)
+					fail_msg("%s: no progress line '%s': %s", cmd, RUNS[i].said,
+					         tty);
+				/* Taken off the terminal before the summary: the last
+				 * thing written to it erases the line. */
+				size_t n = strlen(tty);
+				if (n < 4 || strcmp(tty + n - 4, "\r\033[K"))
+					fail_msg(
+					    "%s: the progress line is left on the terminal: %s",
+					    cmd, tty);
+			}
+			free(out);
+			free(tty);
+		}
+	}
+	/* Each copy is a whole book. */
+	assert_int_equal(ts_runf(NULL, NULL, "%s check %s/c20 --quiet && %s check %s/c31 --quiet",
+	                         ts_joseki(), dir, ts_joseki(), dir),
+	                 0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -847,6 +908,7 @@ int main(void)
 	    cmocka_unit_test(test_compact__rebuild_rewrite_through_a_function),
 	    cmocka_unit_test(test_compact__a_stamp_carries_to_the_file_written_anew),
 	    cmocka_unit_test(test_compact__an_open_mends_a_switch_killed_half_way),
+	    cmocka_unit_test(test_compact__progress_on_a_terminal_and_none_with_quiet),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -105,13 +105,13 @@ static void test_synth__sound_deterministic_books(void **state)
 	assert_false(same(a, c)); /* another seed, another book */
 	assert_true(same(a, u));  /* the write order does not show */
 	BookCheckStats cs;
-	assert_int_equal(bookdb_check(&cs, a, NULL, NULL, NULL, err), 0);
+	assert_int_equal(bookdb_check(&cs, a, NULL, NULL, NULL, NULL, NULL, err), 0);
 	assert_int_equal(cs.records, 3000);
 	assert_int_equal(cs.bad, 0);
 	/* Adding to a book: new positions only, still sound. */
 	synth(a, 1000, 9, false);
 	assert_int_equal(count(a), 4000);
-	assert_int_equal(bookdb_check(&cs, a, NULL, NULL, NULL, err), 0);
+	assert_int_equal(bookdb_check(&cs, a, NULL, NULL, NULL, NULL, NULL, err), 0);
 	assert_int_equal(cs.bad, 0);
 	BookSynthOptions o = {.positions = UINT32_MAX};
 	BookSynthStats st;
@@ -163,7 +163,7 @@ static void test_synth__same_book_whatever_the_memory(void **state)
 	assert_true(same(a, b));
 	char err[BOOKDB_ERRLEN];
 	BookCheckStats cs;
-	assert_int_equal(bookdb_check(&cs, b, NULL, NULL, NULL, err), 0);
+	assert_int_equal(bookdb_check(&cs, b, NULL, NULL, NULL, NULL, NULL, err), 0);
 	assert_int_equal(cs.records, 35000);
 	assert_int_equal(cs.bad, 0);
 	bookdb_free(a);

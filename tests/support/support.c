@@ -148,6 +148,57 @@ int ts_run(const char *cmd, char **out, char **err)
 	return -1;
 }
 
+int ts_run_tty(const char *cmd, char **out, char **tty)
+{
+	char opath[] = "/tmp/joseki-ts-outXXXXXX";
+	int ofd = mkstemp(opath);
+	if (ofd < 0) return -1;
+	unlink(opath);
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	const char *slave = m >= 0 && grantpt(m) == 0 && unlockpt(m) == 0 ? ptsname(m) : NULL;
+	pid_t pid = slave ? fork() : -1;
+	if (pid < 0) {
+		if (m >= 0) close(m);
+		close(ofd);
+		return -1;
+	}
+	if (pid == 0) {
+		int in = open("/dev/null", O_RDONLY), t = open(slave, O_RDWR | O_NOCTTY);
+		if (in < 0 || t < 0) _exit(127);
+		dup2(in, 0);
+		dup2(ofd, 1);
+		dup2(t, 2);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	/* Until the last writer closes the slave: then read gives EIO. */
+	size_t len = 0, cap = 4096;
+	char *text = malloc(cap);
+	for (;;) {
+		if (len + 1024 > cap) text = realloc(text, cap *= 2);
+		assert_non_null(text);
+		ssize_t n = read(m, text + len, cap - len - 1);
+		if (n < 0 && errno == EINTR) continue;
+		if (n <= 0) break;
+		len += (size_t)n;
+	}
+	text[len] = 0;
+	close(m);
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+	}
+	lseek(ofd, 0, SEEK_SET);
+	if (out) *out = slurp_fd(ofd);
+	close(ofd);
+	if (tty)
+		*tty = text;
+	else
+		free(text);
+	if (WIFEXITED(status)) return WEXITSTATUS(status);
+	if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+	return -1;
+}
+
 int ts_runf(char **out, char **err, const char *fmt, ...)
 {
 	char cmd[16384];

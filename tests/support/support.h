@@ -56,6 +56,10 @@ const char *ts_joseki(void);
  * Returns the exit status (128+signal if killed), or -1 if it could not run.
  */
 int ts_run(const char *cmd, char **out, char **err);
+/* As ts_run, but stderr is a terminal (a pseudo-terminal's slave): *tty
+ * gets what was written to it (the terminal turns "\n" into "\r\n"). For the
+ * progress lines commands write only on a terminal. */
+int ts_run_tty(const char *cmd, char **out, char **tty);
 /* printf-style: builds the command line, then ts_run. */
 int ts_runf(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Reads a whole file into a malloc'd NUL-terminated buffer; NULL on error.
