@@ -405,7 +405,7 @@ static int edges_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
 	(void)ctx;
 	const Position *bpos = NULL;
 	if (ps_black_position(pt, rec, &bpos) < 0) return -1;
-	int rc = ps_add_edges(&pt->run->g, i, bpos, &pt->eb);
+	int rc = ps_add_edges(&pt->run->g, pt->run->opt, i, pt->tmp, bpos, &pt->eb);
 	return rc < 0 ? ps_part_fail(pt, rc, "out of memory") : 0;
 }
 
@@ -448,6 +448,7 @@ static int read_edges(PsRun *p)
 	for (int k = 0; k < p->nparts; k++) {
 		PsPart *pt = &p->part[k];
 		p->st.converged_moves += pt->eb.converged;
+		p->st.left_out += pt->eb.left_out;
 		if (k == 0) continue;
 		for (size_t i = pt->node0; i < pt->node0 + pt->n; i++)
 			g->m.mstart[i + 1] += (uint32_t)g->m.nmoves;

@@ -37,6 +37,16 @@ const char *petashock_strerror(int code);
  * records (or sweeps for peel and relax). Called every so often. */
 typedef void (*PetashockProgressFn)(void *ctx, const char *phase, size_t done);
 
+/* A move a joseki book marks (joseki avoid, prefer, prune): the position's
+ * key and the move as the book holds them (its own side to move). */
+typedef struct {
+	Key key;
+	uint16_t move;
+	uint8_t kind; /* PETASHOCK_AVOIDED or PETASHOCK_PREFERRED */
+} PetashockMark;
+
+enum { PETASHOCK_AVOIDED = 1, PETASHOCK_PREFERRED = 2 }; /* bookdb/marks.h's kinds */
+
 typedef struct {
 	bool shrink;       /* write only the moves with the best value */
 	Db2016WarnFn warn; /* bad input lines are reported here (may be NULL) */
@@ -52,6 +62,15 @@ typedef struct {
 	 * budget (tests); 0: on disk only when the key map would not fit the
 	 * memory budget (shogi/bigmem.h's). */
 	unsigned disk_buckets;
+	/* A joseki book's rules (--book): a transposition edge the input does
+	 * not list is not added when the book marks its move avoided (in marks,
+	 * sorted by key, then move), or when it is a declined promotion (a pawn,
+	 * bishop or rook left unpromoted where the promotion is legal and not
+	 * avoided) the book does not mark preferred: what joseki's export left
+	 * out on purpose stays out. */
+	bool book_rules;
+	const PetashockMark *marks;
+	size_t nmarks;
 } PetashockOptions;
 
 typedef struct {
@@ -59,6 +78,7 @@ typedef struct {
 	size_t moves;           /* moves of the graph (edges and leaves) */
 	size_t edges;           /* moves leading to a book node */
 	size_t converged_moves; /* edges not listed in the input (transpositions) */
+	size_t left_out;        /* transposition edges the book's rules left out (book_rules) */
 	size_t const_nodes;     /* settled by the acyclic peel */
 	size_t in_check;        /* nodes whose side to move is in check */
 	size_t check_loop1;     /* in-check nodes on perpetual-check loops */

@@ -51,6 +51,7 @@ typedef struct {
 } BucketRec;
 
 #define REC_KEY 0xffff
+#define AT_LEFT_OUT 0x8000  /* in at: an edge the book's rules leave out (counted, not made) */
 #define EDGE_LEN 12         /* an edge: node (BE32), at (BE16), move, child */
 #define PART_BUF 170        /* records a part holds for a bucket before writing (4 KiB) */
 #define MAX_BUCKETS 512     /* each a file descriptor */
@@ -263,6 +264,9 @@ static int cands_of(PsPart *pt, uint32_t i, const Db2016Record *rec, void *ctx)
 	int no = np >= 2 ? yo_legal_order(order, bpos, legal, n, pt->eb.seen) : 0;
 	for (int j = 0; j < np; j++) {
 		int k = pass[j], at = no ? ps_yo_place(order, no, legal[k]) : 0;
+		/* Joined as any other, so that only an edge is counted. */
+		if (ps_left_out(&pt->run->g, pt->run->opt, i, pt->tmp, bpos, legal, n, legal[k]))
+			at |= AT_LEFT_OUT;
 		BucketRec r = {child[k], i, (uint16_t)at, (uint16_t)legal[k]};
 		if (put_rec(d, pt->disk, &r) < 0) return part_disk_error(pt, "write");
 	}
@@ -441,8 +445,11 @@ static int edges_of(PsPart *pt, uint32_t i)
 		memcpy(&mv, e + 6, 2);
 		memcpy(&c.next, e + 8, 4);
 		c.move = (Move)mv;
-		cand[ne++] = c;
 		pd->eat += EDGE_LEN;
+		if (be_get(e + 4, 2) & AT_LEFT_OUT)
+			pt->eb.left_out++;
+		else
+			cand[ne++] = c;
 	}
 	if (got < 0) return part_disk_error(pt, "read");
 	int rc = ps_put_moves(&p->g, i, NULL, NULL, 0, cand, ne, &pt->eb);

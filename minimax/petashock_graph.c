@@ -208,7 +208,46 @@ int ps_put_moves(const Graph *g, uint32_t i, const Position *bpos, const Move *l
 	return 0;
 }
 
-int ps_add_edges(const Graph *g, uint32_t i, const Position *bpos, EdgeBuf *eb)
+/* The kind of the book's mark on (key, m), 0 for none. */
+static int mark_of(const PetashockOptions *o, Key key, Move m)
+{
+	size_t lo = 0, hi = o->nmarks;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const PetashockMark *k = &o->marks[mid];
+		int c = key_cmp(k->key, key);
+		if (!c) c = (k->move > m) - (k->move < m);
+		if (!c) return k->kind;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+bool ps_left_out(const Graph *g, const PetashockOptions *opt, uint32_t i, const Position *real,
+                 const Position *bpos, const Move *legal, int n, Move m)
+{
+	if (!opt->book_rules) return false;
+	/* A move the input lists was written on purpose. */
+	for (uint32_t l = g->lstart[i]; l < g->lstart[i + 1]; l++)
+		if (g->leaves[l].move == m) return false;
+	bool white = real->side == WHITE;
+	Key key = pos_key(real);
+	int kind = mark_of(opt, key, white ? flip_move(m) : m);
+	if (kind == PETASHOCK_AVOIDED) return true;
+	if (kind == PETASHOCK_PREFERRED || move_is_drop(m) || move_is_promote(m)) return false;
+	PieceType t = piece_type(bpos->board[move_from(m)]);
+	if (t != PAWN && t != BISHOP && t != ROOK) return false;
+	Move mp = move_make(move_from(m), move_to(m), true);
+	bool promotes = false;
+	for (int k = 0; k < n && !promotes; k++) promotes = legal[k] == mp;
+	return promotes && mark_of(opt, key, white ? flip_move(mp) : mp) != PETASHOCK_AVOIDED;
+}
+
+int ps_add_edges(const Graph *g, const PetashockOptions *opt, uint32_t i, const Position *real,
+                 const Position *bpos, EdgeBuf *eb)
 {
 	Move legal[MOVEGEN_MAX];
 	EdgeCand cand[MOVEGEN_MAX];
@@ -217,8 +256,13 @@ int ps_add_edges(const Graph *g, uint32_t i, const Position *bpos, EdgeBuf *eb)
 	uint32_t found[MOVEGEN_MAX];
 	for (int k = 0; k < n; k++) child[k] = pos_key_after(bpos, legal[k]);
 	find_many(&g->map, g->keys, child, n, found);
-	for (int k = 0; k < n; k++)
-		if (found[k] != PS_NONE) cand[ne++] = (EdgeCand){0, legal[k], found[k]};
+	for (int k = 0; k < n; k++) {
+		if (found[k] == PS_NONE) continue;
+		if (ps_left_out(g, opt, i, real, bpos, legal, n, legal[k]))
+			eb->left_out++;
+		else
+			cand[ne++] = (EdgeCand){0, legal[k], found[k]};
+	}
 	return ps_put_moves(g, i, bpos, legal, n, cand, ne, eb);
 }
 

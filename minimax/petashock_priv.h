@@ -59,6 +59,7 @@ typedef struct {
 	MmMove *moves;
 	size_t n, cap;
 	size_t converged;    /* edges not listed in the input */
+	size_t left_out;     /* edges the book's rules left out (PetashockOptions.book_rules) */
 	uint64_t seen[1024]; /* scratch bitmap over 16-bit moves, kept all zero */
 } EdgeBuf;
 
@@ -165,9 +166,16 @@ int ps_flip_position(Position *out, const Position *in);
 int ps_add_node(NodeBuf *b, const Db2016Record *rec);
 /* keymap_put of keys[0..n-1] in order (a later duplicate wins). 0 or -1. */
 int ps_put_all(KeyMap *m, const Key *keys, size_t n);
-/* Pass 2: node i's moves (bpos: its Black-to-move position) into eb. 0 or
- * PETASHOCK_ENOMEM. */
-int ps_add_edges(const Graph *g, uint32_t i, const Position *bpos, EdgeBuf *eb);
+/* Pass 2: node i's moves (real: its record's position; bpos: its
+ * Black-to-move form) into eb. 0 or PETASHOCK_ENOMEM. */
+int ps_add_edges(const Graph *g, const PetashockOptions *opt, uint32_t i, const Position *real,
+                 const Position *bpos, EdgeBuf *eb);
+/* Whether opt's book rules (book_rules) leave out node i's move m (in bpos's
+ * form) as an edge: not listed in the input, and avoided, or a declined
+ * promotion (PetashockOptions). real, bpos: as ps_add_edges; legal[0..n)
+ * bpos's legal moves. */
+bool ps_left_out(const Graph *g, const PetashockOptions *opt, uint32_t i, const Position *real,
+                 const Position *bpos, const Move *legal, int n, Move m);
 
 /* An edge of a node: the move, the child node; rank: scratch for the
  * ordering. */

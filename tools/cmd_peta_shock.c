@@ -1,5 +1,5 @@
 /*
- * joseki peta-shock IN.db OUT.db [--shrink] [--quiet]
+ * joseki peta-shock IN.db OUT.db [--shrink] [--book BOOK] [--quiet]
  *
  * A drop-in for YaneuraOu's "makebook peta_shock IN OUT [shrink]": reads a
  * DB2016 book and writes the minimaxed book (docs/peta-shock.md). Bad input
@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bookdb/marks.h"
 #include "shogi/bigmem.h"
 #include "shogi/rng.h"
 #include "shogi/clock.h"
@@ -126,6 +127,60 @@ static int gen_bench(size_t target, const char *path, uint64_t seed)
 	return 0;
 }
 
+typedef struct {
+	PetashockMark *v;
+	size_t n, cap;
+} Marks;
+
+static int collect_marks(void *ctx, const BookRecord *rec, const BookMark *marks, int n)
+{
+	(void)rec;
+	Marks *m = ctx;
+	for (int k = 0; k < n; k++) {
+		if (m->n == m->cap) {
+			size_t cap = m->cap ? m->cap * 2 : 256;
+			PetashockMark *v = realloc(m->v, cap * sizeof *v);
+			if (!v) return BOOKDB_ENOMEM;
+			m->v = v;
+			m->cap = cap;
+		}
+		m->v[m->n++] =
+		    (PetashockMark){marks[k].key, (uint16_t)marks[k].move, marks[k].kind};
+	}
+	return 0;
+}
+
+static int mark_cmp(const void *a, const void *b)
+{
+	const PetashockMark *x = a, *y = b;
+	int c = key_cmp(x->key, y->key);
+	return c ? c : (x->move > y->move) - (x->move < y->move);
+}
+
+/* BOOK's marks into m, sorted (PetashockOptions.marks). 0, or 1 said. */
+static int read_marks(Marks *m, const char *book)
+{
+	char err[BOOKDB_ERRLEN];
+	BookDB *db = NULL;
+	BookDBOptions ro = {.read_only = true};
+	BookTxn *txn = NULL;
+	int rc = bookdb_open(&db, book, &ro, err);
+	if (rc < 0) {
+		joseki_error("peta-shock: --book: %s", err);
+		return 1;
+	}
+	if ((rc = bookdb_txn_begin(&txn, db, false)) == 0)
+		rc = bookdb_marks_each(txn, collect_marks, m);
+	bookdb_txn_abort(txn);
+	bookdb_free(db);
+	if (rc < 0) {
+		joseki_error("peta-shock: --book: %s: %s", book, bookdb_strerror(rc));
+		return 1;
+	}
+	if (m->n) qsort(m->v, m->n, sizeof *m->v, mark_cmp);
+	return 0;
+}
+
 int cmd_peta_shock(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "--gen-bench")) {
@@ -144,7 +199,7 @@ int cmd_peta_shock(int argc, char **argv)
 		return gen_bench((size_t)n, out, seed);
 	}
 
-	const char *in = NULL, *out = NULL;
+	const char *in = NULL, *out = NULL, *book = NULL;
 	PetashockOptions opt = {0};
 	WarnState ws = {0, false};
 	uint64_t memory = memuse_default_budget();
@@ -155,6 +210,9 @@ int cmd_peta_shock(int argc, char **argv)
 	             .alias = "shrink"),
 	    CLI_NUM("--threads", &opt.threads, 1, 8, "N",
 	            "threads (default: one per core, at most one per 4 MiB of input; 1 to 8)"),
+	    CLI_STR("--book", &book, "BOOK",
+	            "the joseki book IN.db was exported from: no transposition move its export "
+	            "left out on purpose (avoided, a declined promotion) is added back"),
 	    CLI_MEMORY(&memory),
 	    CLI_FLAG("--quiet", &ws.quiet, "no progress, no warnings"),
 	    CLI_TABLE_END,
@@ -163,6 +221,13 @@ int cmd_peta_shock(int argc, char **argv)
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
 	if (cli_output_file(&cmd, out)) return 1;
+	Marks marks = {0};
+	if (book) {
+		if (read_marks(&marks, book)) return 1;
+		opt.book_rules = true;
+		opt.marks = marks.v;
+		opt.nmarks = marks.n;
+	}
 	opt.warn = on_warn;
 	opt.warn_ctx = &ws;
 	/* Arrays past the budget go beside the output. */
@@ -175,6 +240,7 @@ int cmd_peta_shock(int argc, char **argv)
 	PetashockStats st;
 	char err[PETASHOCK_ERRLEN];
 	int rc = petashock_run(&st, in, out, &opt, err);
+	free(marks.v);
 	if (progress) fputc('\n', stderr);
 	if (rc < 0) {
 		joseki_error("peta-shock: %s (nothing written)", err);
@@ -197,6 +263,12 @@ int cmd_peta_shock(int argc, char **argv)
 	       "wrote %s\n",
 	       st.nodes, st.moves, st.edges, st.converged_moves, st.const_nodes,
 	       st.nodes - st.const_nodes, st.check_loop1, st.check_loop2, st.warnings, out);
+	if (book)
+		printf(
+		    "peta-shock: %s's rules: %zu marked move%s read, %zu transposition move%s left "
+		    "out (avoided, or declined promotions)\n",
+		    book, marks.n, marks.n == 1 ? "" : "s", st.left_out,
+		    st.left_out == 1 ? "" : "s");
 	BigmemStats bs;
 	bigmem_stats(&bs);
 	if (st.buckets)

@@ -70,6 +70,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	PetashockStats st;
 	char err[PETASHOCK_ERRLEN];
 	PetashockOptions opt = {size & 1, NULL, NULL, NULL, NULL, 1};
+	/* Every other input with a book's rules (no marks: the declined
+	 * promotions), so that they are fuzzed too. */
+	opt.book_rules = (size & 2) != 0;
 	if (petashock_run(&st, in_path, out_path, &opt, err) != 0) abort();
 	if (st.nodes != records) abort();
 	FILE *o = fopen(out_path, "rb");

@@ -44,16 +44,14 @@ static char *strip_cr(char *s)
 /* Runs the library on `input` with `threads` threads, its edges found on
  * disk in `buckets` buckets of keys (0: in memory); returns the written book
  * (caller frees). */
-static char *run_disk(const char *input, bool shrink, int threads, unsigned buckets,
-                      PetashockStats *st)
+static char *run_opt(const char *input, const PetashockOptions *opt, PetashockStats *st)
 {
 	char *dir = ts_mkdtemp();
 	char in[512], out[512], err[PETASHOCK_ERRLEN] = "";
 	snprintf(in, sizeof in, "%s/in.db", dir);
 	snprintf(out, sizeof out, "%s/out.db", dir);
 	assert_int_equal(ts_write_file(in, input, strlen(input)), 0);
-	PetashockOptions opt = {shrink, NULL, NULL, NULL, NULL, threads, buckets};
-	int rc = petashock_run(st, in, out, &opt, err);
+	int rc = petashock_run(st, in, out, opt, err);
 	if (rc != 0) fail_msg("petashock_run: %d %s", rc, err);
 	char *text = ts_read_file(out, NULL);
 	assert_non_null(text);
@@ -62,6 +60,13 @@ static char *run_disk(const char *input, bool shrink, int threads, unsigned buck
 	ts_rmtree(dir);
 	free(dir);
 	return text;
+}
+
+static char *run_disk(const char *input, bool shrink, int threads, unsigned buckets,
+                      PetashockStats *st)
+{
+	PetashockOptions opt = {.shrink = shrink, .threads = threads, .disk_buckets = buckets};
+	return run_opt(input, &opt, st);
 }
 
 static char *run_threads(const char *input, bool shrink, int threads, PetashockStats *st)
@@ -825,6 +830,222 @@ static void test_petashock__killed_mid_run_leaves_nothing_behind(void **state)
 	free(dir);
 }
 
+/* A mark for the book rules: the move usi in the position sfen. */
+static PetashockMark book_mark(const char *sfen, const char *usi, int kind)
+{
+	Position pos;
+	char err[256];
+	Move m;
+	if (sfen_parse(&pos, sfen, NULL, err) < 0) fail_msg("%s: %s", sfen, err);
+	if (usi_move_parse_legal(&m, &pos, usi, strlen(usi), err) < 0) fail_msg("%s: %s", usi, err);
+	return (PetashockMark){pos_key(&pos), (uint16_t)m, (uint8_t)kind};
+}
+
+static int mark_order(const void *a, const void *b)
+{
+	const PetashockMark *x = a, *y = b;
+	int c = key_cmp(x->key, y->key);
+	return c ? c : (x->move > y->move) - (x->move < y->move);
+}
+
+/* input with a joseki book's rules and marks[0..n): the same book in memory
+ * and on disk, with 1 to 3 threads; returns it and its stats. */
+static char *run_rules(const char *input, PetashockMark *marks, size_t n, PetashockStats *st)
+{
+	qsort(marks, n, sizeof *marks, mark_order);
+	char *text = NULL;
+	const struct {
+		int threads;
+		unsigned buckets;
+	} runs[] = {{1, 0}, {2, 0}, {3, 0}, {1, 1}, {2, 3}};
+	for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+		PetashockOptions opt = {.threads = runs[r].threads,
+		                        .disk_buckets = runs[r].buckets,
+		                        .book_rules = true,
+		                        .marks = marks,
+		                        .nmarks = n};
+		PetashockStats one;
+		char *got = run_opt(input, &opt, &one);
+		if (!text) {
+			text = got;
+			*st = one;
+			continue;
+		}
+		assert_string_equal(got, text);
+		assert_int_equal(one.left_out, st->left_out);
+		assert_int_equal(one.converged_moves, st->converged_moves);
+		assert_int_equal(one.edges, st->edges);
+		free(got);
+	}
+	return text;
+}
+
+/* The move lines of the record of sfen in text (malloc'd), or NULL. */
+static char *moves_of(const char *text, const char *sfen)
+{
+	char head[256];
+	snprintf(head, sizeof head, "sfen %s\n", sfen);
+	const char *p = strstr(text, head);
+	if (!p) return NULL;
+	p += strlen(head);
+	const char *end = strstr(p, "sfen ");
+	return strndup(p, end ? (size_t)(end - p) : strlen(p));
+}
+
+/* Whether the record of sfen in text lists the move usi. */
+static bool lists(const char *text, const char *sfen, const char *usi)
+{
+	char *m = moves_of(text, sfen), line[32];
+	assert_non_null(m);
+	snprintf(line, sizeof line, "%s ", usi);
+	bool found = !strncmp(m, line, strlen(line));
+	snprintf(line, sizeof line, "\n%s ", usi);
+	found = found || strstr(m, line);
+	free(m);
+	return found;
+}
+
+#define AFTER_76 "lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2"
+#define AFTER_76_34 "lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3"
+
+/* With a joseki book's rules, a move the book avoids, or a declined
+ * promotion, is not added back as a transposition (joseki's export left it
+ * out on purpose); a preferred unpromoted move is, and so is an unpromoted
+ * one whose promotion the book avoids. Black's node and White's (a node in
+ * its colour-flipped form) alike. */
+static void test_petashock__a_books_rules_leave_out_avoided_and_declined_moves(void **state)
+{
+	(void)state;
+	/* The root lists 7g7f, reaches 2g2f's position another way; after 7g7f
+	 * White lists 3c3d, 8c8d's position is in the book; after 7g7f 3c3d,
+	 * Black lists 8h2b+, and 8h2b's position is in the book. */
+	const char *input =
+	    HDR "sfen " START " b - 1\n7g7f none 50 0\n"
+	        "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL w - 2\n"
+	        "8c8d none 0 0\n"
+	        "sfen " AFTER_76 "\n3c3d none -50 0\n"
+	        "sfen lnsgkgsnl/1r5b1/p1ppppppp/1p7/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3\n"
+	        "2g2f none 0 0\n"
+	        "sfen " AFTER_76_34 "\n8h2b+ none 50 0\n"
+	        "sfen lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/LNSGKGSNL w B 4\n"
+	        "8b2b none -50 0\n"
+	        "sfen lnsgkgsnl/1r5B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/LNSGKGSNL w B 4\n"
+	        "8b2b none 900 0\n";
+	PetashockStats st;
+	/* Without the rules: 2g2f, 8c8d and 8h2b come back. */
+	char *plain = run_threads(input, false, 1, &st);
+	assert_int_equal(st.converged_moves, 3);
+	assert_int_equal(st.left_out, 0);
+	assert_true(lists(plain, AFTER_76_34, "8h2b"));
+	assert_true(lists(plain, START " b - 1", "2g2f"));
+	assert_true(lists(plain, AFTER_76, "8c8d"));
+	free(plain);
+
+	/* The rules, no marks: only the declined promotion stays out. */
+	char *got = run_rules(input, NULL, 0, &st);
+	assert_int_equal(st.left_out, 1);
+	assert_int_equal(st.converged_moves, 2);
+	assert_false(lists(got, AFTER_76_34, "8h2b"));
+	assert_true(lists(got, AFTER_76_34, "8h2b+"));
+	assert_true(lists(got, START " b - 1", "2g2f"));
+	assert_true(lists(got, AFTER_76, "8c8d"));
+	free(got);
+
+	/* Avoided: 2g2f at the root (Black), 8c8d after 7g7f (White). */
+	PetashockMark m[3] = {book_mark("sfen " START " b - 1", "2g2f", PETASHOCK_AVOIDED),
+	                      book_mark("sfen " AFTER_76, "8c8d", PETASHOCK_AVOIDED)};
+	got = run_rules(input, m, 2, &st);
+	assert_int_equal(st.left_out, 3);
+	assert_int_equal(st.converged_moves, 0);
+	assert_false(lists(got, START " b - 1", "2g2f"));
+	assert_false(lists(got, AFTER_76, "8c8d"));
+	assert_false(lists(got, AFTER_76_34, "8h2b"));
+	assert_true(lists(got, START " b - 1", "7g7f"));
+	assert_true(lists(got, AFTER_76, "3c3d"));
+	free(got);
+
+	/* The unpromoted move preferred: kept. */
+	m[0] = book_mark("sfen " AFTER_76_34, "8h2b", PETASHOCK_PREFERRED);
+	got = run_rules(input, m, 1, &st);
+	assert_int_equal(st.left_out, 0);
+	assert_true(lists(got, AFTER_76_34, "8h2b"));
+	free(got);
+
+	/* The promotion avoided: the unpromoted move is a move like any other
+	 * (the promotion, listed, stays: the input's own moves are kept). */
+	m[0] = book_mark("sfen " AFTER_76_34, "8h2b+", PETASHOCK_AVOIDED);
+	got = run_rules(input, m, 1, &st);
+	assert_int_equal(st.left_out, 0);
+	assert_true(lists(got, AFTER_76_34, "8h2b"));
+	free(got);
+}
+
+/* joseki peta-shock --book BOOK on BOOK's export: the move BOOK avoids and
+ * the declined promotion its export left out stay out (without --book they
+ * come back as transpositions); a book that cannot be read is named, and
+ * nothing is written. */
+static void test_petashock__book_flag_keeps_out_what_the_export_left_out(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	char path[600];
+	snprintf(path, sizeof path, "%s/in.db", dir);
+	const char *input =
+	    HDR "sfen " START " b - 1\n7g7f none 50 0\n"
+	        "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/7P1/PPPPPPP1P/1B5R1/LNSGKGSNL w - 2\n"
+	        "8c8d none 0 0\n"
+	        "sfen " AFTER_76_34 "\n8h2b+ none 50 0\n"
+	        "sfen lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/LNSGKGSNL w B 4\n"
+	        "8b2b none -50 0\n"
+	        "sfen lnsgkgsnl/1r5B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/LNSGKGSNL w B 4\n"
+	        "8b2b none 900 0\n";
+	assert_int_equal(ts_write_file(path, input, strlen(input)), 0);
+	const char *j = ts_joseki();
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s import %s/b %s --quiet && %s minimax %s/b --quiet && "
+	                         "%s avoid %s/b startpos 2g2f && "
+	                         "%s export %s/b %s/ex.db --moves all --quiet",
+	                         j, dir, path, j, dir, j, dir, j, dir, dir),
+	                 0);
+	char *out = NULL, *err = NULL;
+	assert_int_equal(
+	    ts_runf(&out, &err, "%s peta-shock %s/ex.db %s/p1.db --quiet", j, dir, dir), 0);
+	free(out);
+	free(err);
+	assert_int_equal(ts_runf(&out, &err, "%s peta-shock %s/ex.db %s/p2.db --book %s/b --quiet",
+	                         j, dir, dir, dir),
+	                 0);
+	if (!strstr(out, "/b's rules: 1 marked move read, 2 transposition moves left out"))
+		fail_msg("%s", out);
+	free(out);
+	free(err);
+	snprintf(path, sizeof path, "%s/p1.db", dir);
+	char *plain = ts_read_file(path, NULL);
+	snprintf(path, sizeof path, "%s/p2.db", dir);
+	char *ruled = ts_read_file(path, NULL);
+	assert_non_null(plain);
+	assert_non_null(ruled);
+	assert_true(lists(plain, START " b - 1", "2g2f"));
+	assert_true(lists(plain, AFTER_76_34, "8h2b"));
+	assert_false(lists(ruled, START " b - 1", "2g2f"));
+	assert_false(lists(ruled, AFTER_76_34, "8h2b"));
+	assert_true(lists(ruled, START " b - 1", "7g7f"));
+	assert_true(lists(ruled, AFTER_76_34, "8h2b+"));
+	free(plain);
+	free(ruled);
+	/* A book that is not there. */
+	assert_int_equal(ts_runf(&out, &err, "%s peta-shock %s/ex.db %s/p3.db --book %s/nobook", j,
+	                         dir, dir, dir),
+	                 1);
+	if (!strstr(err, "--book") || !strstr(err, "/nobook")) fail_msg("%s", err);
+	snprintf(path, sizeof path, "%s/p3.db", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -834,6 +1055,8 @@ int main(void)
 	    cmocka_unit_test(test_petashock__shrink_keeps_only_moves_with_the_best_value),
 	    cmocka_unit_test(test_petashock__values_back_up_a_chain_with_depths),
 	    cmocka_unit_test(test_petashock__unlisted_transpositions_become_edges),
+	    cmocka_unit_test(test_petashock__a_books_rules_leave_out_avoided_and_declined_moves),
+	    cmocka_unit_test(test_petashock__book_flag_keeps_out_what_the_export_left_out),
 	    cmocka_unit_test(test_petashock__a_position_and_its_colour_flip_are_one_node),
 	    cmocka_unit_test(
 	        test_petashock__a_repeated_record_is_written_twice_and_the_later_one_counts),
