@@ -261,7 +261,7 @@ typedef struct {
 	uint64_t engine_ms; /* think's engine time for it (the engines' own CPU time) */
 	int retried;        /* lost games played again (--retries), not in games ... */
 	int retry_wins;     /* ... and of them, won */
-	char name[64];      /* the opponent engine's name */
+	char name[160];     /* the opponent engine's name, and its options: "NAME (A=1, B=2)" */
 } CycleRow;
 
 typedef struct {

@@ -467,7 +467,15 @@ static int save_match(Run *r, BookDB *db, BookTxn *txn, char *err)
 	                  .exit_q3 = mr->exit[0].q3};
 	for (int i = 0; i < mr->ngames; i++)
 		if (mr->games[i].played) row->book_moves += mr->games[i].book_plies[0];
-	snprintf(row->name, sizeof row->name, "%s", mr->name[1]);
+	/* The engine's name, and its options: two configurations of one engine
+	 * are two rows the table tells apart ("Fairy-Stockfish 14 (Threads=1)"). */
+	const MatchSide *s =
+	    r->opt->opponents ? &r->opt->opponents[r->opp] : &r->opt->match.side[1];
+	size_t at = (size_t)snprintf(row->name, sizeof row->name, "%s", mr->name[1]);
+	for (int k = 0; k < s->noptions && at < sizeof row->name; k++)
+		at += (size_t)snprintf(row->name + at, sizeof row->name - at, "%s%s=%s%s",
+		                       k ? ", " : " (", s->options[k].name, s->options[k].value,
+		                       k + 1 == s->noptions ? ")" : "");
 	if ((rc = table_put(txn, &r->table)) < 0)
 		return book_fail(err, "cannot save the table", rc);
 	return 0;

@@ -1256,8 +1256,12 @@ static void test_cycle__several_opponents_each_with_its_options(void **state)
 		assert_int_equal(ts_jint(r, j ? "losses" : "wins"), 4);
 		assert_int_equal(ts_jint(r, "avoided"), j);
 	}
-	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 0), "name")),
-	                       "FakeEngine"));
+	/* Each row names its engine with its options. */
+	const char *n0 = json_string_value(json_object_get(json_array_get(rows, 0), "name")),
+	           *n1 = json_string_value(json_object_get(json_array_get(rows, 1), "name"));
+	if (!strstr(n0, "FakeEngine") || !strstr(n0, " (EvalDir=one, USI_Hash=16)"))
+		fail_msg("row 1: %s", n0);
+	if (!strstr(n1, " (Threads=1)")) fail_msg("row 2: %s", n1);
 	json_decref(o);
 	/* Each opponent's games: the book Black, then White, then Black... */
 	CycleGameSet gs;
