@@ -253,6 +253,7 @@ static int apply_batch(Writer *wr)
 			wr->st->games_completed++;
 		else
 			wr->st->games_ingested++;
+		wr->st->games_unended += !known && g->unended;
 		wr->st->plies_stored += g->nplies - g->counted;
 		nentries += g->nplies;
 	}

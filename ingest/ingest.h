@@ -97,6 +97,11 @@ typedef struct {
 	/* Games in the book unfinished (a truncated record) that a record of them
 	 * with a result completed: not among games_ingested or duplicates. */
 	uint64_t games_completed;
+	/* Of games_ingested, the floodgate games (known by their ids) whose
+	 * record stops without an end or a result (cut short, or a game still
+	 * being played): counted without one, until a whole record of them
+	 * completes them. */
+	uint64_t games_unended;
 	uint64_t positions_added, moves_added, evals_added;
 	uint64_t plies_stored;
 	uint64_t unreached;    /* import of an Apery book: entries no book line reaches */

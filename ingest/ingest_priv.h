@@ -52,6 +52,7 @@ typedef struct {
 	GameWinner winner;
 	int variations;   /* branches of the record left unread */
 	uint32_t counted; /* plies an unfinished record of it counted before (it completes it) */
+	bool unended;     /* a floodgate record that stops without an end (cut short, or live) */
 	Ply *plies;
 	size_t nplies;
 } Game;

@@ -248,6 +248,11 @@ static void parse_record(Result *r, const char *input, KifuRecord *rec, const In
 		return;
 	}
 	g->winner = res.winner;
+	/* Only a floodgate game can be completed later (by its id): a record
+	 * under a hash of its moves (a USI line, a KIF without an event) is the
+	 * game it is. */
+	g->unended = res.end == GAME_END_NONE && res.winner == GAME_WINNER_NONE && g->id &&
+	             !strncmp(g->id, "id:", 3);
 	clamp_mates(g, &res, opt);
 	if ((res.end == GAME_END_ILLEGAL_MOVE || rec->cut) && res.error[0]) {
 		result_error(r, input, res.error_line, ing_printf("%s", res.error));

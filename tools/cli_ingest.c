@@ -92,6 +92,8 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 			                    json_integer((json_int_t)st->duplicates));
 			json_object_set_new(o, "games_completed",
 			                    json_integer((json_int_t)st->games_completed));
+			json_object_set_new(o, "games_unended",
+			                    json_integer((json_int_t)st->games_unended));
 		}
 		json_object_set_new(o, "positions_added",
 		                    json_integer((json_int_t)st->positions_added));

@@ -79,6 +79,7 @@ static int report_json(const FetchResult *fr, const IngestStats *st)
 	    {"games_rejected", st->games_rejected},
 	    {"duplicates", st->duplicates},
 	    {"games_completed", st->games_completed},
+	    {"games_unended", st->games_unended},
 	    {"positions_added", st->positions_added},
 	    {"moves_added", st->moves_added},
 	    {"evals_added", st->evals_added},

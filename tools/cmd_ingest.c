@@ -71,6 +71,17 @@ int cmd_ingest(int argc, char **argv)
 		        st.duplicates == 1 ? "is" : "are", book,
 		        st.duplicates == 1 ? "its" : "their", st.duplicates == 1 ? "" : "s",
 		        st.duplicates == 1 ? "s" : "");
+	/* Games whose records stop: not a problem of the input (a live game, a
+	 * download broken off), but their results are missing from the book. */
+	if (rc >= 0 && !json && !quiet && st.games_unended)
+		fprintf(stderr,
+		        "ingest: %llu game%s ingested without a result: %s record%s without an "
+		        "end (cut short, or a game still being played); ingesting the whole "
+		        "record later adds the result (docs/ingest.md, \"Identity and "
+		        "re-ingesting\")\n",
+		        (unsigned long long)st.games_unended, st.games_unended == 1 ? "" : "s",
+		        st.games_unended == 1 ? "its" : "their",
+		        st.games_unended == 1 ? " stops" : "s stop");
 	bool refused = st.walk.refused > 0;
 	int failed = rc < 0 || printed < 0 || st.unreadable || refused;
 	ingest_stats_free(&st);

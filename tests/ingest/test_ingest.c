@@ -315,11 +315,27 @@ static void test_ingest__a_whole_record_completes_the_one_cut_short(void **state
 	/* The cut record, then the whole one; then the whole one again. */
 	j = ts_run_json(0, "%s ingest %s/b %s/cut.csa --json --quiet", ts_joseki(), dir, dir);
 	assert_int_equal(ts_jint(j, "games_ingested"), 1);
+	assert_int_equal(ts_jint(j, "games_unended"), 1);
 	long long cut = ts_jint(j, "positions_added");
 	assert_true(cut > 20 && cut < plies);
 	json_decref(j);
+	/* Said, since nothing else says it: the record is no error. */
+	char *err = NULL;
+	assert_int_equal(ts_runf(NULL, &err, "%s ingest %s/said %s/cut.csa", ts_joseki(), dir, dir),
+	                 0);
+	if (!strstr(err,
+	            "ingest: 1 game ingested without a result: its record stops without an end"))
+		fail_msg("%s", err);
+	free(err);
+	/* A USI line has no end either, but is no floodgate game to complete. */
+	assert_int_equal(ts_runf(NULL, NULL, "echo 'startpos moves 7g7f 3c3d' > %s/l.usi", dir), 0);
+	j = ts_run_json(0, "%s ingest %s/said %s/l.usi --json --quiet", ts_joseki(), dir, dir);
+	assert_int_equal(ts_jint(j, "games_ingested"), 1);
+	assert_int_equal(ts_jint(j, "games_unended"), 0);
+	json_decref(j);
 	j = ts_run_json(0, "%s ingest %s/b %s --json --quiet", ts_joseki(), dir, full);
 	assert_int_equal(ts_jint(j, "games_ingested"), 0);
+	assert_int_equal(ts_jint(j, "games_unended"), 0);
 	assert_int_equal(ts_jint(j, "games_completed"), 1);
 	assert_int_equal(ts_jint(j, "duplicates"), 0);
 	assert_int_equal(ts_jint(j, "positions_added"), plies - cut);
