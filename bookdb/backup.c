@@ -49,6 +49,7 @@ typedef struct {
 	bool compact;     /* rebuilt into full pages (bdb_rebuild) at path */
 	const char *path; /* the copy's data file (fd) */
 	uint64_t src_bytes;
+	atomic_uint_fast64_t copied; /* compact: the records put */
 } Copy;
 
 static void copy_main(void *arg)
@@ -59,7 +60,7 @@ static void copy_main(void *arg)
 	 * stamp that might match by chance; its next write counts them. */
 	if (!c->compact)
 		c->rc = mdb_env_copyfd2(c->env, c->fd, 0);
-	else if ((c->rc = bdb_rebuild(c->env, c->src_bytes, c->path, NULL)) == 0)
+	else if ((c->rc = bdb_rebuild(c->env, c->src_bytes, c->path, NULL, &c->copied)) == 0)
 		c->rc = bdb_counts_restamp_copy(c->path, false, false, NULL);
 }
 
@@ -73,6 +74,12 @@ static void copy_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	Phase *p = ctx;
 	p->fn(p->ctx, "copy", done, total);
+}
+
+static void records_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	Phase *p = ctx;
+	p->fn(p->ctx, "records", done, total);
 }
 
 static void check_progress(void *ctx, uint64_t done, uint64_t total)
@@ -105,14 +112,18 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	st->source_bytes = bookdb_file_size(db);
 	int rc = 0;
 	Copy c = {.env = db->env, .compact = compact, .path = data, .src_bytes = st->source_bytes};
-	/* What the copy will about come to: the pages in use (compacted), or the
-	 * file up to its last page. */
+	atomic_init(&c.copied, 0);
+	/* How far it is: a compacting copy's records of the book's, a copy's
+	 * bytes of the file up to its last page. */
 	uint64_t copy_total = st->source_bytes;
 	BookTxn *t;
 	BookSpace space;
 	if (bookdb_txn_begin(&t, db, false) == 0) {
-		if (bookdb_space(&space, t) == 0)
-			copy_total = (compact ? space.pages_used : space.pages) * space.page_size;
+		if (compact) {
+			if (bookdb_count(&copy_total, t, BOOKDB_POS) < 0) copy_total = 0;
+		} else if (bookdb_space(&space, t) == 0) {
+			copy_total = space.pages * space.page_size;
+		}
 		bookdb_txn_abort(t);
 	}
 	c.fd = open(data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0664);
@@ -123,7 +134,11 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	}
 	/* The copy runs on a thread of its own, so that this one can report. */
 	Phase ph = {progress, ctx};
-	bdb_run_watched(copy_main, &c, data, copy_total, progress ? copy_progress : NULL, &ph);
+	bdb_run_watched(copy_main, &c, compact ? &c.copied : NULL, data, copy_total,
+	                !progress ? NULL
+	                : compact ? records_progress
+	                          : copy_progress,
+	                &ph);
 	if (c.rc) {
 		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(c.rc), "%s: %s", data,
 		                mdb_strerror(c.rc));

@@ -33,8 +33,10 @@ typedef struct {
 	BookCheckStats check;  /* the copy's check */
 } BookBackupStats;
 
-/* Progress: phase "copy" (done bytes written of about total) or "check"
- * (0 of 0); called from the calling thread about every 200 ms. */
+/* Progress: phase "copy" (done bytes written of about total), "records"
+ * (a compacting copy: done records of total), then "check" (done records
+ * checked of total); called from the calling thread, a few times a second
+ * (the check every 16,384 records). */
 typedef void (*BookBackupProgressFn)(void *ctx, const char *phase, uint64_t done, uint64_t total);
 
 /*

@@ -8,6 +8,7 @@
 #define BOOKDB_BOOKDB_PRIV_H
 
 #include <lmdb.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -241,16 +242,19 @@ typedef struct {
  * split by records that grew in place (minimax's values) stay half full: a
  * book after a whole-book minimax run took twice the bytes of one before it.
  * pos's records through tf (NULL: copied as they are). Synced at the end.
+ * copied (may be NULL) counts pos's records as they are put, for a watcher
+ * on another thread.
  * 0, or an LMDB error or errno (MDB_PANIC with tf->fn_rc when tf's function
  * stopped it).
  */
-int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path, BdbTransform *tf);
+int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path, BdbTransform *tf,
+                atomic_uint_fast64_t *copied);
 
-/* fn(arg) run on a thread of its own while this one calls progress(ctx, the
- * size of the file at path, total) about every 200 ms, and once more when fn
- * has returned (progress NULL, or no thread to be had: fn runs on this
- * thread, unwatched). */
-void bdb_run_watched(void (*fn)(void *), void *arg, const char *path, uint64_t total,
-                     BookProgressFn progress, void *ctx);
+/* fn(arg) run on a thread of its own while this one calls progress(ctx,
+ * done, total) about every 200 ms, and once more when fn has returned: done
+ * is *count, or without count the size of the file at path (progress NULL,
+ * or no thread to be had: fn runs on this thread, unwatched). */
+void bdb_run_watched(void (*fn)(void *), void *arg, const atomic_uint_fast64_t *count,
+                     const char *path, uint64_t total, BookProgressFn progress, void *ctx);
 
 #endif

@@ -183,7 +183,7 @@ static int pipe_fill(PipeBatch *b, MDB_cursor *cur, int *op, BdbPassAhead *ahead
  * open at the end). 0, an LMDB code, or -1 when no thread could be made
  * (nothing done). */
 static int copy_piped(MDB_env *env, MDB_txn **wr, MDB_dbi to, MDB_cursor *cur, unsigned put,
-                      BdbTransform *tf, BdbPassAhead *ahead)
+                      BdbTransform *tf, BdbPassAhead *ahead, atomic_uint_fast64_t *copied)
 {
 	Pipe *p = calloc(1, sizeof *p);
 	if (!p) return -1;
@@ -226,6 +226,7 @@ static int copy_piped(MDB_env *env, MDB_txn **wr, MDB_dbi to, MDB_cursor *cur, u
 			rc = put_copy(env, wr, to, &b->k[j], &v, put, &batch);
 		}
 		if (!rc) rc = b->rc;
+		if (!rc && copied) atomic_fetch_add_explicit(copied, b->n, memory_order_relaxed);
 		bool last = b->last;
 		pthread_mutex_lock(&p->m);
 		b->state = PIPE_EMPTY;
@@ -248,9 +249,13 @@ static int copy_piped(MDB_env *env, MDB_txn **wr, MDB_dbi to, MDB_cursor *cur, u
 /* One database of rd copied into env under the same name and flags, in key
  * order with MDB_APPEND (MDB_APPENDDUP for sorted duplicates); pos's records
  * through tf when given. */
-static int copy_db(MDB_env *env, MDB_txn *rd, const char *name, BdbTransform *tf)
+static int copy_db(MDB_env *env, MDB_txn *rd, const char *name, BdbTransform *tf,
+                   atomic_uint_fast64_t *copied)
 {
-	if (tf && strcmp(name, DB_NAMES[BOOKDB_POS])) tf = NULL;
+	if (strcmp(name, DB_NAMES[BOOKDB_POS])) {
+		tf = NULL;
+		copied = NULL;
+	}
 	MDB_dbi from = 0, to;
 	unsigned flags = 0;
 	MDB_txn *wr = NULL;
@@ -269,7 +274,7 @@ static int copy_db(MDB_env *env, MDB_txn *rd, const char *name, BdbTransform *tf
 	BdbPassAhead ahead;
 	bdb_pass_ahead_init(&ahead, rd, from, !strcmp(name, DB_NAMES[BOOKDB_POS]));
 	if (!rc && tf) {
-		int pr = copy_piped(env, &wr, to, cur, put, tf, &ahead);
+		int pr = copy_piped(env, &wr, to, cur, put, tf, &ahead, copied);
 		piped = pr != -1; /* -1: no thread, the records are rewritten here */
 		if (piped) rc = pr;
 	}
@@ -281,6 +286,7 @@ static int copy_db(MDB_env *env, MDB_txn *rd, const char *name, BdbTransform *tf
 		bdb_pass_ahead_step(&ahead, &k);
 		if (tf && (rc = transform(tf, &k, &v))) break;
 		if ((rc = put_copy(env, &wr, to, &k, &v, put, &batch))) break;
+		if (copied) atomic_fetch_add_explicit(copied, 1, memory_order_relaxed);
 	}
 	bdb_pass_ahead_end(&ahead);
 	if (cur) mdb_cursor_close(cur);
@@ -292,7 +298,8 @@ static int copy_db(MDB_env *env, MDB_txn *rd, const char *name, BdbTransform *tf
 	return rc;
 }
 
-int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path, BdbTransform *tf)
+int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path, BdbTransform *tf,
+                atomic_uint_fast64_t *copied)
 {
 	MDB_env *env;
 	MDB_txn *rd = NULL;
@@ -335,7 +342,7 @@ int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path, BdbTransform
 	mdb_cursor_close(cur);
 	/* A key of the main database that is no database (MDB_INCOMPATIBLE) is
 	 * not what a book holds: refused rather than left out. */
-	for (size_t i = 0; i < nnames && !rc; i++) rc = copy_db(env, rd, names[i], tf);
+	for (size_t i = 0; i < nnames && !rc; i++) rc = copy_db(env, rd, names[i], tf, copied);
 	if (!rc) rc = mdb_env_sync(env, 1);
 done:
 	for (size_t i = 0; i < nnames; i++) free(names[i]);
@@ -359,8 +366,17 @@ static void *watched_main(void *arg)
 	return NULL;
 }
 
-void bdb_run_watched(void (*fn)(void *), void *arg, const char *path, uint64_t total,
-                     BookProgressFn progress, void *ctx)
+/* What the watcher reports: the count, or the file's size (0 while there
+ * is no file yet). */
+static uint64_t watched_done(const atomic_uint_fast64_t *count, const char *path)
+{
+	struct stat sb;
+	if (count) return atomic_load_explicit(count, memory_order_relaxed);
+	return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
+void bdb_run_watched(void (*fn)(void *), void *arg, const atomic_uint_fast64_t *count,
+                     const char *path, uint64_t total, BookProgressFn progress, void *ctx)
 {
 	Watched w = {.fn = fn, .arg = arg};
 	atomic_init(&w.done, false);
@@ -369,13 +385,12 @@ void bdb_run_watched(void (*fn)(void *), void *arg, const char *path, uint64_t t
 		fn(arg);
 		return;
 	}
-	struct stat sb;
 	while (!atomic_load(&w.done)) {
-		if (stat(path, &sb) == 0) progress(ctx, (uint64_t)sb.st_size, total);
+		progress(ctx, watched_done(count, path), total);
 		usleep(200000);
 	}
 	pthread_join(th, NULL);
-	if (stat(path, &sb) == 0) progress(ctx, (uint64_t)sb.st_size, total); /* where it ended */
+	progress(ctx, watched_done(count, path), total); /* where it ended */
 }
 
 typedef struct {
@@ -384,12 +399,13 @@ typedef struct {
 	const char *path;
 	BdbTransform *tf;
 	int rc;
+	atomic_uint_fast64_t copied;
 } Rebuild;
 
 static void rebuild_main(void *arg)
 {
 	Rebuild *r = arg;
-	r->rc = bdb_rebuild(r->src, r->src_bytes, r->path, r->tf);
+	r->rc = bdb_rebuild(r->src, r->src_bytes, r->path, r->tf, &r->copied);
 }
 
 /*
@@ -415,11 +431,11 @@ static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint6
 	BookTxn *t;
 	BookCounts counts;
 	BookScanKept scan = {0};
-	BookSpace space = {0};
+	uint64_t records = 0;
 	int rc;
 	if ((rc = bookdb_txn_begin(&t, db, false)) == 0) {
 		if ((rc = bookdb_counts(&counts, t)) == 0) rc = bookdb_scan_get(&scan, t);
-		if (!rc) rc = bookdb_space(&space, t);
+		if (!rc) rc = bookdb_count(&records, t, BOOKDB_POS);
 		bookdb_txn_abort(t);
 	}
 	/* The stamp data kept beside the book carries (bookdb_stamp_carry). */
@@ -427,8 +443,8 @@ static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint6
 	if (rc == 0) rc = bookdb_stamp(&src, db);
 	if (rc) return errmsg_set(err, BOOKDB_ERRLEN, rc, "%.200s: %s", dir, bookdb_strerror(rc));
 	if (tf) tf->counts_same = true;
-	Rebuild r = {db->env, *before, tmp, tf, 0};
-	bdb_run_watched(rebuild_main, &r, tmp, space.pages_used * space.page_size, progress, ctx);
+	Rebuild r = {db->env, *before, tmp, tf, 0, 0};
+	bdb_run_watched(rebuild_main, &r, &r.copied, tmp, records, progress, ctx);
 	if ((rc = r.rc) == MDB_PANIC && tf && tf->fn_rc) {
 		unlink(tmp);
 		return tf->fn_rc;

@@ -18,8 +18,9 @@
 static void on_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	(void)ctx;
-	fprintf(stderr, "\rcompact: copied %.1f of about %.1f MB\033[K", (double)done / 1e6,
-	        (double)total / 1e6);
+	fprintf(stderr, "\rcompact: copied %llu of %llu records (%llu%%)\033[K",
+	        (unsigned long long)done, (unsigned long long)total,
+	        (unsigned long long)(total && done < total ? done * 100 / total : 100));
 	fflush(stderr);
 }
 

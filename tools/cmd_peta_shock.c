@@ -220,6 +220,7 @@ int cmd_peta_shock(int argc, char **argv)
 	const CliCmd cmd = {"peta-shock", opts, "docs/peta-shock.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
+	if (book && !*book) return cli_usage_error(&cmd, "--book needs the book's directory");
 	if (cli_output_file(&cmd, out)) return 1;
 	Marks marks = {0};
 	if (book) {
@@ -241,7 +242,7 @@ int cmd_peta_shock(int argc, char **argv)
 	char err[PETASHOCK_ERRLEN];
 	int rc = petashock_run(&st, in, out, &opt, err);
 	free(marks.v);
-	if (progress) fputc('\n', stderr);
+	if (progress) fprintf(stderr, "\r\033[K");
 	if (rc < 0) {
 		joseki_error("peta-shock: %s (nothing written)", err);
 		return 1;
@@ -259,13 +260,14 @@ int cmd_peta_shock(int argc, char **argv)
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	printf("peta-shock: %zu positions, %zu moves (%zu edges, %zu transpositions), "
-	       "%zu settled, %zu on cycles, %zu/%zu on check loops, %zu lines skipped, "
+	       "%zu settled, %zu on cycles, %zu/%zu on check loops, %zu line%s skipped, "
 	       "wrote %s\n",
 	       st.nodes, st.moves, st.edges, st.converged_moves, st.const_nodes,
-	       st.nodes - st.const_nodes, st.check_loop1, st.check_loop2, st.warnings, out);
+	       st.nodes - st.const_nodes, st.check_loop1, st.check_loop2, st.warnings,
+	       st.warnings == 1 ? "" : "s", out);
 	if (book)
 		printf(
-		    "peta-shock: %s's rules: %zu marked move%s read, %zu transposition move%s left "
+		    "peta-shock: --book %s: %zu marked move%s read, %zu transposition move%s left "
 		    "out (avoided, or declined promotions)\n",
 		    book, marks.n, marks.n == 1 ? "" : "s", st.left_out,
 		    st.left_out == 1 ? "" : "s");

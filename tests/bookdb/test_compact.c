@@ -852,10 +852,12 @@ static void test_compact__progress_on_a_terminal_and_none_with_quiet(void **stat
 		const char *cmd, *said, *summary; /* said: a progress line begins so */
 	} RUNS[] = {
 	    {"check %s", "check: 16384 of 40000 records (", "check: 40000 records, 0 bad"},
-	    {"compact %s", "compact: copied ", "bytes before"},
+	    {"compact %s", "compact: copied 40000 of 40000 records (100%)", "bytes before"},
 	    {"backup %s %s", "backup: copied ", "40000 records"},
-	    {"backup %s %s --compact", "backup: checking the copy: 16384 of 40000 records",
+	    {"backup %s %s --compact", "backup: copied 40000 of 40000 records (100%)",
 	     "compacted, checked"},
+	    {"backup %s %s", "backup: checking the copy: 16384 of 40000 records (40%)",
+	     "40000 records"},
 	};
 	for (size_t i = 0; i < sizeof RUNS / sizeof *RUNS; i++) {
 		for (int quiet = 0; quiet < 3; quiet++) { /* a terminal, --quiet, a file */

@@ -1012,11 +1012,15 @@ static void test_petashock__book_flag_keeps_out_what_the_export_left_out(void **
 	    ts_runf(&out, &err, "%s peta-shock %s/ex.db %s/p1.db --quiet", j, dir, dir), 0);
 	free(out);
 	free(err);
-	assert_int_equal(ts_runf(&out, &err, "%s peta-shock %s/ex.db %s/p2.db --book %s/b --quiet",
-	                         j, dir, dir, dir),
-	                 0);
-	if (!strstr(out, "/b's rules: 1 marked move read, 2 transposition moves left out"))
+	/* On a terminal, its progress taken off at the end. */
+	char cmd[2400];
+	snprintf(cmd, sizeof cmd, "%s peta-shock %s/ex.db %s/p2.db --book %s/b", j, dir, dir, dir);
+	assert_int_equal(ts_run_tty(cmd, &out, &err), 0);
+	if (!strstr(out, "/b: 1 marked move read, 2 transposition moves left out"))
 		fail_msg("%s", out);
+	size_t n = strlen(err);
+	if (!strstr(err, "peta-shock: ") || n < 4 || strcmp(err + n - 4, "\r\033[K"))
+		fail_msg("the progress line is left on the terminal: %s", err);
 	free(out);
 	free(err);
 	snprintf(path, sizeof path, "%s/p1.db", dir);
@@ -1039,6 +1043,12 @@ static void test_petashock__book_flag_keeps_out_what_the_export_left_out(void **
 	                 1);
 	if (!strstr(err, "--book") || !strstr(err, "/nobook")) fail_msg("%s", err);
 	snprintf(path, sizeof path, "%s/p3.db", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	free(out);
+	free(err);
+	assert_int_equal(
+	    ts_runf(&out, &err, "%s peta-shock %s/ex.db %s/p3.db --book ''", j, dir, dir), 2);
+	if (!strstr(err, "--book needs the book's directory")) fail_msg("%s", err);
 	assert_int_equal(access(path, F_OK), -1);
 	free(out);
 	free(err);
