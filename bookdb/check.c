@@ -17,6 +17,7 @@
 #include "shogi/errmsg.h"
 #include "shogi/movegen.h"
 #include "shogi/notation.h"
+#include "shogi/parfor.h"
 
 static void report(BookCheckFn fn, void *ctx, Key key, int *n, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -261,6 +262,124 @@ static int check_marks(BookCheckStats *st, BookTxn *txn, BookRecord *rec, BookWr
 
 /* Removes a repair's half-written book: the files a new book holds, then the
  * directory. */
+/* ---- the check of the records on every core (without a repair) ---- */
+
+#define CHECK_BATCH 16384 /* records read, then checked side by side */
+
+typedef struct {
+	Key key;
+	const uint8_t *val; /* in the read transaction's map, valid while it lives */
+	size_t len;
+} CheckItem;
+
+typedef struct {
+	size_t idx; /* the record's place in the batch */
+	Key key;
+	char *msg;
+} CheckProblem;
+
+/* One range's scratch and findings. */
+typedef struct {
+	BookRecord *rec;
+	Position *pos;
+	CheckProblem *found;
+	size_t nfound, cap;
+	size_t idx; /* the record being checked */
+	uint64_t problems, bad;
+	bool oom;
+} CheckPart;
+
+typedef struct {
+	const CheckItem *items;
+	CheckPart part[PARFOR_MAX];
+} CheckBatch;
+
+/* A problem kept for the caller's fn, which hears them in key order. */
+static void keep_problem(void *ctx, Key key, const char *problem)
+{
+	CheckPart *pt = ctx;
+	if (pt->nfound == pt->cap) {
+		size_t cap = pt->cap ? pt->cap * 2 : 16;
+		CheckProblem *f = realloc(pt->found, cap * sizeof *f);
+		if (!f) {
+			pt->oom = true;
+			return;
+		}
+		pt->found = f;
+		pt->cap = cap;
+	}
+	char *msg = strdup(problem);
+	if (!msg) {
+		pt->oom = true;
+		return;
+	}
+	pt->found[pt->nfound++] = (CheckProblem){pt->idx, key, msg};
+}
+
+static void check_range(void *ctx, size_t lo, size_t hi, int t)
+{
+	CheckBatch *b = ctx;
+	CheckPart *pt = &b->part[t];
+	for (size_t i = lo; i < hi; i++) {
+		const CheckItem *it = &b->items[i];
+		bool moves_only;
+		pt->idx = i;
+		int p = bookdb_check_record(it->key, it->val, it->len, pt->rec, pt->pos,
+		                            &moves_only, keep_problem, pt);
+		pt->problems += (uint64_t)p;
+		pt->bad += p > 0;
+	}
+}
+
+/* Every record of it checked, CHECK_BATCH at a time on every core; the
+ * problems told to fn in key order. The iterator's last code (0 at the end,
+ * or the error it stopped on), or BOOKDB_ENOMEM. */
+static int check_records_parallel(BookCheckStats *st, BookIter *it, BookCheckFn fn, void *ctx,
+                                  BookProgressFn progress, void *progress_ctx, uint64_t total)
+{
+	int nt = parfor_threads(CHECK_BATCH, PARFOR_MIN_ITEMS);
+	CheckItem *items = malloc(CHECK_BATCH * sizeof *items);
+	CheckBatch *b = calloc(1, sizeof *b);
+	int rc = items && b ? 1 : BOOKDB_ENOMEM;
+	for (int t = 0; t < nt && rc == 1; t++) {
+		b->part[t].rec = malloc(sizeof *b->part[t].rec);
+		b->part[t].pos = malloc(sizeof *b->part[t].pos);
+		if (!b->part[t].rec || !b->part[t].pos) rc = BOOKDB_ENOMEM;
+	}
+	while (rc == 1) {
+		size_t n = 0;
+		while (n < CHECK_BATCH && (rc = bookdb_iter_next(it, &items[n].key, &items[n].val,
+		                                                 &items[n].len)) == 1)
+			n++;
+		/* What was read before an error is checked too. */
+		b->items = items;
+		parfor(n, n < PARFOR_MIN_ITEMS ? 1 : nt, check_range, b);
+		for (int t = 0; t < nt; t++) {
+			CheckPart *pt = &b->part[t];
+			for (size_t k = 0; k < pt->nfound; k++) {
+				if (fn) fn(ctx, pt->found[k].key, pt->found[k].msg);
+				free(pt->found[k].msg);
+			}
+			pt->nfound = 0;
+			st->problems += pt->problems;
+			st->bad += pt->bad;
+			pt->problems = pt->bad = 0;
+			if (pt->oom) rc = BOOKDB_ENOMEM;
+		}
+		st->records += n;
+		if (progress && n) progress(progress_ctx, st->records, total);
+	}
+	if (b)
+		for (int t = 0; t < nt; t++) {
+			free(b->part[t].rec);
+			free(b->part[t].pos);
+			free(b->part[t].found);
+		}
+	free(b);
+	free(items);
+	return rc;
+}
+
 static void remove_partial(const char *tmp)
 {
 	static const char *const FILES[] = {"data.mdb", "lock.mdb", "writers.lock", "open.lock"};
@@ -323,14 +442,17 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 	Key key;
 	const uint8_t *val;
 	size_t len;
-	while ((rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
+	/* Without a repair, on every core; a repair copies in key order. */
+	if (!w && (rc = check_records_parallel(st, it, fn, ctx, progress, progress_ctx, total)) ==
+	              BOOKDB_ENOMEM)
+		goto done;
+	while (w && (rc = bookdb_iter_next(it, &key, &val, &len)) == 1) {
 		if (!(++st->records & 16383) && progress)
 			progress(progress_ctx, st->records, total);
 		bool moves_only;
 		int p = bookdb_check_record(key, val, len, rec, pos, &moves_only, fn, ctx);
 		st->problems += (uint64_t)p;
 		st->bad += p > 0;
-		if (!w) continue;
 		if (p > 0 && !moves_only) {
 			st->dropped++;
 			continue;

@@ -85,7 +85,9 @@ typedef struct {
  * (a stale one removed first) and renamed at the end; on failure, or when
  * LMDB stops on a bad page of db (bookdb/damage.h), no repair_dir is left.
  * progress (may be NULL; with ctx) gets the records read of those the book
- * holds, every 16,384 records. Returns 0 when the check ran
+ * holds, every 16,384 records. Without a repair the records are checked on
+ * every core, 16,384 read at a time; fn still hears the problems in key
+ * order, from the calling thread. Returns 0 when the check ran
  * (st says what it found), or a negative BOOKDB_* code with a message in err
  * (BOOKDB_ERRLEN bytes) that names the book it is about, once ("NEW: exists
  * already ...").

@@ -784,6 +784,78 @@ static void test_damaged__a_fault_not_in_lmdb_is_not_taken_for_damage(void **sta
 	free(dir);
 }
 
+/* The problem lines of check's stdout ("BOOK: record HEX: ..."), in order
+ * (malloc'd; their count in *n). */
+static char **record_lines(const char *out, size_t *n)
+{
+	char **v = NULL;
+	*n = 0;
+	for (const char *p = strstr(out, ": record "); p; p = strstr(p + 1, ": record ")) {
+		const char *e = strchr(p, '\n');
+		v = realloc(v, (*n + 1) * sizeof *v);
+		assert_non_null(v);
+		v[(*n)++] = strndup(p, e ? (size_t)(e - p) : strlen(p));
+	}
+	return v;
+}
+
+/* check reads the records in batches and checks each batch on every core:
+ * damage spread over the batches and over each batch's ranges is found
+ * whole, told in key order, and told as the serial pass of a repair tells it. */
+static void test_damaged__check_on_every_core_tells_problems_in_key_order(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600];
+	snprintf(book, sizeof book, "%s/b", dir);
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 40000 --seed 8 --quiet",
+	                         ts_joseki(), book),
+	                 0);
+	static const size_t AT[] = {0, 5, 8191, 8192, 16383, 16384, 24600, 32768, 39999};
+	enum { NAT = sizeof AT / sizeof *AT };
+	BookDB *db;
+	char err[BOOKDB_ERRLEN];
+	assert_int_equal(bookdb_open(&db, book, NULL, err), 0);
+	BookTxn *txn;
+	assert_int_equal(bookdb_txn_begin(&txn, db, true), 0);
+	BookIter *it;
+	assert_int_equal(bookdb_iter_open(&it, txn), 0);
+	Key keys[NAT], k;
+	const uint8_t *v;
+	size_t vl, i = 0, nk = 0;
+	while (nk < NAT && bookdb_iter_next(it, &k, &v, &vl) == 1)
+		if (i++ == AT[nk]) keys[nk++] = k;
+	bookdb_iter_free(it);
+	assert_int_equal(nk, NAT);
+	static const uint8_t GARBAGE[] = {0xff, 0xfe, 0x00, 0x17, 0x99, 0x42, 0xff, 0xff, 0x01};
+	for (size_t j = 0; j < NAT; j++)
+		assert_int_equal(bookdb_put_raw(txn, keys[j], GARBAGE, sizeof GARBAGE), 0);
+	assert_int_equal(bookdb_txn_commit(txn), 0);
+	bookdb_free(db);
+	char *out = NULL, *rout = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s check %s", ts_joseki(), book), 1);
+	assert_int_equal(ts_runf(&rout, NULL, "%s check %s --repair %s/r", ts_joseki(), book, dir),
+	                 1);
+	if (!strstr(out, "check: 40000 records, 9 bad")) fail_msg("%s", out);
+	size_t n, rn;
+	char **l = record_lines(out, &n), **rl = record_lines(rout, &rn);
+	assert_int_equal(n, NAT);
+	assert_int_equal(rn, NAT);
+	for (size_t j = 0; j < n; j++) {
+		char hex[KEY_HEX_LEN];
+		key_to_hex(keys[j], hex);
+		if (!strstr(l[j], hex)) fail_msg("line %zu is not record %s's: %s", j, hex, l[j]);
+		assert_string_equal(l[j], rl[j]);
+		free(l[j]);
+		free(rl[j]);
+	}
+	free(l);
+	free(rl);
+	free(out);
+	free(rout);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -793,6 +865,7 @@ int main(void)
 	    cmocka_unit_test(test_damaged__another_schema_version_and_a_missing_lock_file),
 	    cmocka_unit_test(test_damaged__a_read_only_book),
 	    cmocka_unit_test(test_damaged__an_illegal_stored_move_fails_export),
+	    cmocka_unit_test(test_damaged__check_on_every_core_tells_problems_in_key_order),
 	    cmocka_unit_test_teardown(test_damaged__records_that_are_not_sound_fail_every_reader,
 	                              end_serve),
 	    cmocka_unit_test_teardown(test_damaged__a_damaged_database_is_noticed_by_serve,
