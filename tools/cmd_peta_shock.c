@@ -212,7 +212,8 @@ int cmd_peta_shock(int argc, char **argv)
 	            "threads (default: one per core, at most one per 4 MiB of input; 1 to 8)"),
 	    CLI_STR("--book", &book, "BOOK",
 	            "the joseki book IN.db was exported from: no transposition move its export "
-	            "left out on purpose (avoided, a declined promotion) is added back"),
+	            "left out on purpose (avoided, a declined promotion) is added back (default: "
+	            "none, YaneuraOu's output)"),
 	    CLI_MEMORY(&memory),
 	    CLI_FLAG("--quiet", &ws.quiet, "no progress, no warnings"),
 	    CLI_TABLE_END,
