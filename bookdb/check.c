@@ -260,8 +260,6 @@ static int check_marks(BookCheckStats *st, BookTxn *txn, BookRecord *rec, BookWr
 	return rc < 0 ? rc : 0;
 }
 
-/* Removes a repair's half-written book: the files a new book holds, then the
- * directory. */
 /* ---- the check of the records on every core (without a repair) ---- */
 
 #define CHECK_BATCH 16384 /* records read, then checked side by side */
@@ -273,7 +271,6 @@ typedef struct {
 } CheckItem;
 
 typedef struct {
-	size_t idx; /* the record's place in the batch */
 	Key key;
 	char *msg;
 } CheckProblem;
@@ -283,8 +280,7 @@ typedef struct {
 	BookRecord *rec;
 	Position *pos;
 	CheckProblem *found;
-	size_t nfound, cap;
-	size_t idx; /* the record being checked */
+	size_t nfound, cap; /* in the order of the range's records */
 	uint64_t problems, bad;
 	bool oom;
 } CheckPart;
@@ -313,7 +309,7 @@ static void keep_problem(void *ctx, Key key, const char *problem)
 		pt->oom = true;
 		return;
 	}
-	pt->found[pt->nfound++] = (CheckProblem){pt->idx, key, msg};
+	pt->found[pt->nfound++] = (CheckProblem){key, msg};
 }
 
 static void check_range(void *ctx, size_t lo, size_t hi, int t)
@@ -323,7 +319,6 @@ static void check_range(void *ctx, size_t lo, size_t hi, int t)
 	for (size_t i = lo; i < hi; i++) {
 		const CheckItem *it = &b->items[i];
 		bool moves_only;
-		pt->idx = i;
 		int p = bookdb_check_record(it->key, it->val, it->len, pt->rec, pt->pos,
 		                            &moves_only, keep_problem, pt);
 		pt->problems += (uint64_t)p;
@@ -380,6 +375,8 @@ static int check_records_parallel(BookCheckStats *st, BookIter *it, BookCheckFn 
 	return rc;
 }
 
+/* Removes a repair's half-written book: the files a new book holds, then the
+ * directory. */
 static void remove_partial(const char *tmp)
 {
 	static const char *const FILES[] = {"data.mdb", "lock.mdb", "writers.lock", "open.lock"};

@@ -387,7 +387,8 @@ void bdb_run_watched(void (*fn)(void *), void *arg, const atomic_uint_fast64_t *
 	}
 	while (!atomic_load(&w.done)) {
 		progress(ctx, watched_done(count, path), total);
-		usleep(200000);
+		/* 200 ms, in slices: a short run is not kept waiting for it. */
+		for (int k = 0; k < 20 && !atomic_load(&w.done); k++) usleep(10000);
 	}
 	pthread_join(th, NULL);
 	progress(ctx, watched_done(count, path), total); /* where it ended */
