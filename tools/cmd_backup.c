@@ -23,11 +23,11 @@ typedef struct {
 
 static void on_progress(void *ctx, const char *phase, uint64_t done, uint64_t total)
 {
-	/* A line a phase's first call, then at most one in 150 ms (the check's
-	 * calls come every 16,384 records). */
+	/* A line a phase's first call and its last, and at most one in 150 ms
+	 * between (the check's calls come every 16,384 records). */
 	Shown *sh = ctx;
 	int64_t now = clock_ms();
-	if (sh->phase && !strcmp(sh->phase, phase) && now - sh->ms < 150) return;
+	if (sh->phase && !strcmp(sh->phase, phase) && now - sh->ms < 150 && done < total) return;
 	sh->phase = phase;
 	sh->ms = now;
 	if (strcmp(phase, "copy"))
