@@ -165,12 +165,14 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	                  err);
 	bookdb_free(copy);
 	if (rc < 0) goto fail;
-	if (st->check.bad || st->check.bad_games || st->check.stopped) {
-		rc =
-		    errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
-		               "%s: the copy failed its check (%llu bad records%s); no backup made",
-		               tmp, (unsigned long long)st->check.bad,
-		               st->check.stopped ? ", unreadable past a record" : "");
+	if (st->check.bad || st->check.bad_games || st->check.stopped || st->check.unread) {
+		rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_ECORRUPT,
+		                "%s: the copy failed its check (%llu bad records%s, %llu of %llu "
+		                "unreadable); no backup made",
+		                tmp, (unsigned long long)st->check.bad,
+		                st->check.stopped ? ", stopped past a record" : "",
+		                (unsigned long long)st->check.unread,
+		                (unsigned long long)st->check.expected);
 		goto fail;
 	}
 	/* The one step that makes DIR: before it there is none, after it a whole one. */

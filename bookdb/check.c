@@ -435,7 +435,8 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 	if ((rc = bookdb_txn_begin(&txn, db, false)) < 0 || (rc = bookdb_iter_open(&it, txn)) < 0)
 		goto done;
 	uint64_t total = 0;
-	if (progress && bookdb_count(&total, txn, BOOKDB_POS) < 0) total = 0;
+	if (bookdb_count(&total, txn, BOOKDB_POS) < 0) total = 0;
+	st->expected = total;
 	Key key;
 	const uint8_t *val;
 	size_t len;
@@ -470,6 +471,8 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 		st->stop_code = rc;
 		rc = 0;
 	}
+	/* Records the database counts and the pass did not meet. */
+	st->unread = st->expected > st->records ? st->expected - st->records : 0;
 	if ((rc = check_games(st, txn, pos, w, fn, ctx)) < 0) goto done;
 	/* joseki merge keeps its progress under meta "merge" until it is done. */
 	const void *mv;

@@ -58,6 +58,11 @@ typedef struct {
 	uint64_t problems; /* problems found */
 	bool stopped;      /* reading stopped early (the database is damaged past a record) */
 	int stop_code;     /* the BOOKDB_* code it stopped with */
+	/* The records the database counts (LMDB's own count, kept apart from
+	 * its pages), and of them those the pass could not read: damaged pages
+	 * below the records can hide records without any error (a leaf page's
+	 * header), or stop the pass (stopped). A repair lacks them. */
+	uint64_t expected, unread;
 	/* With a repair: */
 	uint64_t copied;   /* sound records copied as they are */
 	uint64_t repaired; /* records copied without their faulty moves */

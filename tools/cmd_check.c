@@ -90,11 +90,15 @@ int cmd_check(int argc, char **argv)
 		joseki_error("check: %s", err); /* it names the book */
 		return 1;
 	}
-	if (st.stopped) {
+	if (st.stopped)
 		printf("%s: after %llu records: %s\n", book, (unsigned long long)st.records,
 		       bookdb_strerror(st.stop_code));
-		st.bad++;
-	}
+	if (st.unread)
+		printf(
+		    "%s: %llu of the %llu records the database counts could not be read (its pages "
+		    "below the records are damaged; a backup holds them)%s\n",
+		    book, (unsigned long long)st.unread, (unsigned long long)st.expected,
+		    repair ? ": the repaired book lacks them" : "");
 	if (o.shown > CHECK_MAX_REPORTS)
 		printf("%s: ... %llu more problems not shown\n", book,
 		       (unsigned long long)(o.shown - CHECK_MAX_REPORTS));
@@ -106,8 +110,9 @@ int cmd_check(int argc, char **argv)
 		printf("%s: a minimax run on this book was stopped before its end: some values are "
 		       "an older run's until the next run (joseki minimax, or a coordinator's)\n",
 		       book);
-	printf("check: %llu records, %llu bad, %llu games, %llu bad",
-	       (unsigned long long)st.records, (unsigned long long)st.bad,
+	printf("check: %llu records, ", (unsigned long long)st.records);
+	if (st.unread) printf("%llu unreadable, ", (unsigned long long)st.unread);
+	printf("%llu bad, %llu games, %llu bad", (unsigned long long)st.bad,
 	       (unsigned long long)st.game_entries, (unsigned long long)st.bad_games);
 	if (st.mark_entries)
 		printf(", %llu marks, %llu bad", (unsigned long long)st.mark_entries,
@@ -115,14 +120,20 @@ int cmd_check(int argc, char **argv)
 	char peak[JOSEKI_PEAK_LEN];
 	printf("; peak memory %s\n", joseki_peak_memory(peak, sizeof peak));
 	/* What is bad, by kind: "1 bad record, 2 bad games". */
-	char what[160] = "";
+	char what[200] = "";
+	if (st.unread)
+		snprintf(what, sizeof what, "%llu record%s could not be read",
+		         (unsigned long long)st.unread, st.unread == 1 ? "" : "s");
+	else if (st.stopped)
+		snprintf(what, sizeof what, "the records past %llu could not be read",
+		         (unsigned long long)st.records);
 	const unsigned long long n[3] = {st.bad, st.bad_games, st.bad_marks};
 	static const char *const KIND[3] = {"record", "game", "mark"};
 	for (int i = 0; i < 3; i++)
 		if (n[i])
 			snprintf(what + strlen(what), sizeof what - strlen(what), "%s%llu bad %s%s",
 			         what[0] ? ", " : "", n[i], KIND[i], n[i] == 1 ? "" : "s");
-	st.bad += st.bad_games + st.bad_marks;
+	st.bad += st.bad_games + st.bad_marks + st.unread + st.stopped;
 	if (repair)
 		printf("repair: %s: %llu records copied, %llu without their faulty moves, %llu "
 		       "dropped, "

@@ -856,6 +856,61 @@ static void test_damaged__check_on_every_core_tells_problems_in_key_order(void *
 	free(dir);
 }
 
+/* A leaf page whose header counts fewer nodes than it holds hides records
+ * without any error from LMDB: every reader simply does not meet them. check
+ * compares what it read with the database's own count, says how many could
+ * not be read, and fails; so does the repair, whose book lacks them. */
+static void test_damaged__records_a_damaged_page_hides_are_counted_unreadable(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], data[700];
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(data, sizeof data, "%s/data.mdb", book);
+	assert_int_equal(ts_runf(NULL, NULL, "%s synth %s --positions 20000 --seed 3 --quiet",
+	                         ts_joseki(), book),
+	                 0);
+	/* The middle one of the file's leaf pages (LMDB's header: flags at 10,
+	 * P_LEAF 0x02; lower at 12, 16 + 2 a node): three nodes fewer. */
+	size_t len;
+	uint8_t *f = (uint8_t *)ts_read_file(data, &len);
+	assert_non_null(f);
+	long leaves[8192];
+	size_t nl = 0;
+	for (size_t pg = 2; (pg + 1) * 4096 <= len && nl < 8192; pg++) {
+		const uint8_t *h = f + pg * 4096;
+		uint16_t flags = (uint16_t)(h[10] | h[11] << 8),
+		         lower = (uint16_t)(h[12] | h[13] << 8);
+		if (flags == 0x02 && lower >= 16 + 2 * 8) leaves[nl++] = (long)pg;
+	}
+	assert_true(nl > 10);
+	long at = leaves[nl / 2] * 4096 + 12;
+	uint16_t lower = (uint16_t)(f[at] | f[at + 1] << 8);
+	free(f);
+	lower = (uint16_t)(lower - 6);
+	FILE *w = fopen(data, "r+b");
+	assert_non_null(w);
+	assert_int_equal(fseek(w, at, SEEK_SET), 0);
+	assert_int_equal(fputc(lower & 0xff, w), lower & 0xff);
+	assert_int_equal(fputc(lower >> 8, w), lower >> 8);
+	assert_int_equal(fclose(w), 0);
+	char *out = NULL, *err = NULL;
+	assert_int_equal(ts_runf(&out, &err, "%s check %s", ts_joseki(), book), 1);
+	if (!strstr(out, "3 of the 20000 records the database counts could not be read") ||
+	    !strstr(out, "check: 19997 records, 3 unreadable, 0 bad") ||
+	    !strstr(err, "3 records could not be read"))
+		fail_msg("%s%s", out, err);
+	free(out);
+	free(err);
+	assert_int_equal(ts_runf(&out, &err, "%s check %s --repair %s/r", ts_joseki(), book, dir),
+	                 1);
+	if (!strstr(out, "the repaired book lacks them") || !strstr(out, "19997 records copied"))
+		fail_msg("%s%s", out, err);
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -866,6 +921,7 @@ int main(void)
 	    cmocka_unit_test(test_damaged__a_read_only_book),
 	    cmocka_unit_test(test_damaged__an_illegal_stored_move_fails_export),
 	    cmocka_unit_test(test_damaged__check_on_every_core_tells_problems_in_key_order),
+	    cmocka_unit_test(test_damaged__records_a_damaged_page_hides_are_counted_unreadable),
 	    cmocka_unit_test_teardown(test_damaged__records_that_are_not_sound_fail_every_reader,
 	                              end_serve),
 	    cmocka_unit_test_teardown(test_damaged__a_damaged_database_is_noticed_by_serve,
