@@ -136,7 +136,23 @@ typedef struct {
 	size_t mark_cap;
 	Move *moves;
 	size_t moves_cap;
+	/* The ids of the games this run ingested without an end (games_unended):
+	 * one the run then completes is no longer counted. Few, so a list. */
+	char **unended;
+	size_t nunended;
 } Writer;
+
+/* Whether id is one of this run's unended games; taken off the list if so. */
+static bool unended_take(Writer *wr, const char *id)
+{
+	for (size_t i = 0; i < wr->nunended; i++)
+		if (!strcmp(wr->unended[i], id)) {
+			free(wr->unended[i]);
+			wr->unended[i] = wr->unended[--wr->nunended];
+			return true;
+		}
+	return false;
+}
 
 /* One stored ply of the batch: sorted by key so that the book is updated in
  * key order, one read and one write per position per batch. */
@@ -253,7 +269,19 @@ static int apply_batch(Writer *wr)
 			wr->st->games_completed++;
 		else
 			wr->st->games_ingested++;
-		wr->st->games_unended += !known && g->unended;
+		if (known && unended_take(wr, g->id)) wr->st->games_unended--;
+		if (!known && g->unended) {
+			char **u = realloc(wr->unended, (wr->nunended + 1) * sizeof *u);
+			char *id = strdup(g->id);
+			if (!u || !id) {
+				if (u) wr->unended = u;
+				free(id);
+				return BOOKDB_ENOMEM;
+			}
+			wr->unended = u;
+			wr->unended[wr->nunended++] = id;
+			wr->st->games_unended++;
+		}
 		wr->st->plies_stored += g->nplies - g->counted;
 		nentries += g->nplies;
 	}
@@ -389,7 +417,7 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	p.t0 = t0;
 	p.units = calloc(p.window, sizeof *p.units);
 	p.results = calloc(p.window, sizeof *p.results);
-	Writer wr = {NULL, malloc(sizeof(BookRecord)), st, NULL, 0, 0, NULL, 0, NULL, 0};
+	Writer wr = {NULL, malloc(sizeof(BookRecord)), st, NULL, 0, 0, NULL, 0, NULL, 0, NULL, 0};
 	if (!p.units || !p.results || !wr.rec) {
 		free(p.units);
 		free(p.results);
@@ -509,6 +537,8 @@ int ingest_run(IngestStats *st, BookDB *db, const char *const *inputs, size_t ni
 	                               .games_ingested = st->games_ingested},
 	             true);
 	writer_clear(&wr);
+	for (size_t i = 0; i < wr.nunended; i++) free(wr.unended[i]);
+	free(wr.unended);
 	free(wr.games);
 	free(wr.mark);
 	free(wr.moves);

@@ -352,6 +352,7 @@ static void test_ingest__a_whole_record_completes_the_one_cut_short(void **state
 	                dir, full);
 	assert_int_equal(ts_jint(j, "games_ingested"), 1);
 	assert_int_equal(ts_jint(j, "games_completed"), 1);
+	assert_int_equal(ts_jint(j, "games_unended"), 0); /* completed in the same run */
 	json_decref(j);
 	assert_same_books(dir, "ref", "c");
 	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s/d %s/cut.csa --max-ply 10 --quiet",
