@@ -191,7 +191,7 @@ static int collect_seen(SeenList *sl, Walk *w, const CycleGame *games, size_t n,
 }
 
 /* The note a prune mark carries. */
-typedef char MarkNote[64];
+typedef char MarkNote[96];
 
 /* Whether the group of moves from v[i] (one position, move and opponent)
  * loses badly against its opponent; *end gets the group's end, note what
@@ -621,7 +621,18 @@ int cycle_keep_won_txn(CycleKeepStats *st, BookTxn *txn, const CycleGame *games,
 					above[na++] = w.rec->moves[i].move;
 			size_t before = st->marked;
 			MarkNote note;
-			snprintf(note, sizeof note, "above a won game's move (game %zu)", g + 1);
+			/* Which game: its opponent, opening and the book's colour (each
+			 * opponent's files are numbered on their own). */
+			if (games[g].opening > 0)
+				snprintf(
+				    note, sizeof note,
+				    "above a won game's move (against opponent %d, opening %d, "
+				    "the book %s)",
+				    games[g].opponent + 1, games[g].opening,
+				    games[g].book_color == BLACK ? "Black" : "White");
+			else
+				snprintf(note, sizeof note, "above a won game's move (game %zu)",
+				         g + 1);
 			for (int i = 0; i < na && ret == 0; i++)
 				if ((rc = set_mark(txn, key, above[i], w.rec, &st->marked, note)) <
 				    0)

@@ -358,6 +358,7 @@ typedef struct {
 	size_t nreplay;        /* ... how many */
 	MatchResult *retry_mr; /* a round's matches, one an opponent */
 	char note[640];        /* check_opponents' */
+	bool opp_other;        /* the book keeps other opponents than these (kept_other) */
 } Run;
 
 /* Opens the book, runs fn (NULL: nothing) in a write transaction, writes the
@@ -837,6 +838,36 @@ static void opponents_diff(char *out, size_t cap, const char *was, size_t wlen, 
 	}
 }
 
+/* These opponents (*now, malloc'd) and those the book keeps (meta
+ * "cycle_opponents": *v, *len; none: *len 0), *differ when it keeps others.
+ * 0, or a code with err (*now freed). */
+static int kept_opponents(Run *r, BookTxn *txn, char **now, const void **v, size_t *len,
+                          bool *differ, char *err)
+{
+	if (!(*now = opponents_ident(r)))
+		return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
+	int rc = bookdb_kv_get(v, len, txn, BOOKDB_META, "cycle_opponents", 15);
+	if (rc < 0 && rc != BOOKDB_ENOTFOUND) {
+		free(*now);
+		return book_fail(err, "cannot read the cycle's opponents", rc);
+	}
+	if (rc) *len = 0;
+	*differ = rc == 0 && (*len != strlen(*now) || memcmp(*v, *now, *len));
+	return 0;
+}
+
+/* Sets r->opp_other: the book keeps opponents and they are not these. */
+static int kept_other(Run *r, BookDB *db, BookTxn *txn, char *err)
+{
+	(void)db;
+	char *now;
+	const void *v;
+	size_t len;
+	int rc = kept_opponents(r, txn, &now, &v, &len, &r->opp_other, err);
+	if (rc == 0) free(now);
+	return rc;
+}
+
 /* Compares the opponents with the last run's (meta "cycle_opponents"), and
  * keeps these (in a write transaction; with every generation done, in a
  * read one, it only says that nothing is played). A generation begun
@@ -846,16 +877,13 @@ static void opponents_diff(char *out, size_t cap, const char *was, size_t wlen, 
 static int check_opponents(Run *r, BookDB *db, BookTxn *txn, char *err)
 {
 	(void)db;
-	char *now = opponents_ident(r);
-	if (!now) return errmsg_set(err, CYCLE_ERRLEN, CYCLE_ENOMEM, "out of memory");
+	char *now;
 	const void *v;
 	size_t len;
-	int rc = bookdb_kv_get(&v, &len, txn, BOOKDB_META, "cycle_opponents", 15);
-	bool differ = rc == 0 && (len != strlen(now) || memcmp(v, now, len));
-	if (rc < 0 && rc != BOOKDB_ENOTFOUND) {
-		free(now);
-		return book_fail(err, "cannot read the cycle's opponents", rc);
-	}
+	bool differ;
+	int rc = kept_opponents(r, txn, &now, &v, &len, &differ, err);
+	if (rc < 0) return rc;
+	bool kept = len > 0;
 	char what[440] = "";
 	if (differ) opponents_diff(what, sizeof what, v, len, now);
 	if (r->st.gen >= r->opt->generations) {
@@ -868,7 +896,7 @@ static int check_opponents(Run *r, BookDB *db, BookTxn *txn, char *err)
 		free(now);
 		return 0;
 	}
-	if (rc == 0 && !differ) {
+	if (kept && !differ) {
 		free(now);
 		return 0;
 	}
@@ -1130,6 +1158,21 @@ int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err)
 	snprintf(dir, sizeof dir, "%s/cycle", opt->book);
 	/* Creates the book if needed, then reads where the last run stopped. */
 	if ((ret = with_read(&r, load_state, err)) < 0) goto out;
+	/* Other opponents than the book keeps: each is started once with its
+	 * options before check_opponents may drop a generation begun against
+	 * the others, or keep these, so that an option an engine refuses (a
+	 * typo) stops the run with the book as it was. */
+	if (r.st.gen < opt->generations && (ret = with_read(&r, kept_other, err)) < 0) goto out;
+	for (int j = 0; j < r.nopp && r.st.gen < opt->generations && r.opp_other; j++) {
+		char merr[MATCH_ERRLEN];
+		const MatchSide *s = opt->opponents ? &opt->opponents[j] : &opt->match.side[1];
+		if (match_side_try(s, opt->match.usi, merr) < 0) {
+			ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ESTEP,
+			                 "opponent %d: %s (nothing played, the book as it was)",
+			                 j + 1, merr);
+			goto out;
+		}
+	}
 	ret = r.st.gen < opt->generations ? with_txn(&r, check_opponents, NULL, err)
 	                                  : with_read(&r, check_opponents, err);
 	if (ret < 0) goto out;

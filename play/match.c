@@ -738,6 +738,31 @@ void match_result_free(MatchResult *r)
 	memset(r, 0, sizeof *r);
 }
 
+int match_side_try(const MatchSide *side, const UsiEngineConfig *usi, char *err)
+{
+	char serr[SEARCH_ERRLEN];
+	if (!strcmp(side->engine, "builtin")) {
+		size_t mb = 0;
+		if (builtin_engine_options(&mb, side->options, side->noptions, serr) < 0)
+			return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "%s", serr);
+		return 0;
+	}
+	UsiEngineConfig cfg;
+	if (usi)
+		cfg = *usi;
+	else
+		usi_engine_config_init(&cfg);
+	cfg.path = side->engine;
+	cfg.options = side->options;
+	cfg.noptions = side->noptions;
+	cfg.log_path = NULL;
+	UsiEngine *e = NULL;
+	if (usi_engine_open(&e, &cfg, serr) < 0)
+		return errmsg_set(err, MATCH_ERRLEN, MATCH_ENGINE, "%s: %s", side->engine, serr);
+	usi_engine_free(e);
+	return 0;
+}
+
 int match_run(MatchResult *out, const MatchOptions *opt, char *err)
 {
 	memset(out, 0, sizeof *out);

@@ -918,6 +918,31 @@ static void test_cycle__a_generation_begun_against_other_opponents_starts_over(v
 	assert_int_equal(cycle_run(&done, &stopped, &o, err), 0);
 	assert_true(stopped);
 	assert_string_equal(c.note, "");
+	/* An option the opponent refuses (a typo) stops the run before the book
+	 * is touched: the generation is not dropped, and its state is as it was. */
+	UsiOption typo = {"USI_Hsh", "17"};
+	o.match.side[1].options = &typo;
+	o.match.side[1].noptions = 1;
+	c.steps[0] = 0;
+	assert_true(cycle_run(&done, &stopped, &o, err) < 0);
+	if (!strstr(err, "opponent 1: builtin engine: option USI_Hsh=17 not taken") ||
+	    !strstr(err, "the book as it was"))
+		fail_msg("%s", err);
+	assert_string_equal(c.note, "");
+	assert_string_equal(c.steps, "");
+	{
+		BookDB *bdb;
+		BookTxn *tx;
+		const void *v;
+		size_t vl;
+		assert_int_equal(bookdb_open(&bdb, path, NULL, NULL), 0);
+		assert_int_equal(bookdb_txn_begin(&tx, bdb, false), 0);
+		assert_int_equal(bookdb_kv_get(&v, &vl, tx, BOOKDB_META, "cycle_opponents", 15), 0);
+		assert_null(
+		    memmem(v, vl, "USI_Hsh", 7)); /* the opponents kept are the last run's */
+		bookdb_txn_abort(tx);
+		bookdb_free(bdb);
+	}
 	/* The same opponents: it goes on (the test above); others: over. */
 	UsiOption hash = {"USI_Hash", "17"};
 	o.match.side[1].options = &hash;
