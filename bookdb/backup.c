@@ -68,24 +68,13 @@ static void copy_main(void *arg)
 typedef struct {
 	BookBackupProgressFn fn;
 	void *ctx;
+	const char *name; /* "copy", "records", "check" */
 } Phase;
 
-static void copy_progress(void *ctx, uint64_t done, uint64_t total)
+static void phase_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	Phase *p = ctx;
-	p->fn(p->ctx, "copy", done, total);
-}
-
-static void records_progress(void *ctx, uint64_t done, uint64_t total)
-{
-	Phase *p = ctx;
-	p->fn(p->ctx, "records", done, total);
-}
-
-static void check_progress(void *ctx, uint64_t done, uint64_t total)
-{
-	Phase *p = ctx;
-	p->fn(p->ctx, "check", done, total);
+	p->fn(p->ctx, p->name, done, total);
 }
 
 int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact,
@@ -133,12 +122,9 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 		goto fail;
 	}
 	/* The copy runs on a thread of its own, so that this one can report. */
-	Phase ph = {progress, ctx};
+	Phase ph = {progress, ctx, compact ? "records" : "copy"};
 	bdb_run_watched(copy_main, &c, compact ? &c.copied : NULL, data, copy_total,
-	                !progress ? NULL
-	                : compact ? records_progress
-	                          : copy_progress,
-	                &ph);
+	                progress ? phase_progress : NULL, &ph);
 	if (c.rc) {
 		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(c.rc), "%s: %s", data,
 		                mdb_strerror(c.rc));
@@ -161,7 +147,8 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	BookDB *copy = NULL;
 	BookDBOptions ro = {.read_only = true, .random = true}; /* passes read ahead: bookdb.h */
 	if ((rc = bookdb_open(&copy, tmp, &ro, err)) < 0) goto fail;
-	rc = bookdb_check(&st->check, copy, NULL, NULL, NULL, progress ? check_progress : NULL, &ph,
+	ph.name = "check";
+	rc = bookdb_check(&st->check, copy, NULL, NULL, NULL, progress ? phase_progress : NULL, &ph,
 	                  err);
 	bookdb_free(copy);
 	if (rc < 0) goto fail;

@@ -47,6 +47,10 @@ typedef struct {
 
 enum { PETASHOCK_AVOIDED = 1, PETASHOCK_PREFERRED = 2 }; /* bookdb/marks.h's kinds */
 
+/* The order PetashockOptions.marks is sorted in: by key, then by move (a
+ * qsort comparator). */
+int petashock_mark_cmp(const void *a, const void *b);
+
 typedef struct {
 	bool shrink;       /* write only the moves with the best value */
 	Db2016WarnFn warn; /* bad input lines are reported here (may be NULL) */

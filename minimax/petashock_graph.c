@@ -208,22 +208,21 @@ int ps_put_moves(const Graph *g, uint32_t i, const Position *bpos, const Move *l
 	return 0;
 }
 
+int petashock_mark_cmp(const void *a, const void *b)
+{
+	const PetashockMark *x = a, *y = b;
+	int c = key_cmp(x->key, y->key);
+	return c ? c : (x->move > y->move) - (x->move < y->move);
+}
+
 /* The kind of the book's mark on (key, m), 0 for none. */
 static int mark_of(const PetashockOptions *o, Key key, Move m)
 {
-	size_t lo = 0, hi = o->nmarks;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const PetashockMark *k = &o->marks[mid];
-		int c = key_cmp(k->key, key);
-		if (!c) c = (k->move > m) - (k->move < m);
-		if (!c) return k->kind;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
+	if (!o->nmarks) return 0;
+	const PetashockMark want = {key, (uint16_t)m, 0};
+	const PetashockMark *hit =
+	    bsearch(&want, o->marks, o->nmarks, sizeof *o->marks, petashock_mark_cmp);
+	return hit ? hit->kind : 0;
 }
 
 bool ps_left_out(const Graph *g, const PetashockOptions *opt, uint32_t i, const Position *real,

@@ -534,6 +534,21 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* The configuration side's USI engine is opened with: usi's (NULL: the
+ * defaults), side's path and options. */
+static UsiEngineConfig side_config(const MatchSide *side, const UsiEngineConfig *usi)
+{
+	UsiEngineConfig cfg;
+	if (usi)
+		cfg = *usi;
+	else
+		usi_engine_config_init(&cfg);
+	cfg.path = side->engine;
+	cfg.options = side->options;
+	cfg.noptions = side->noptions;
+	return cfg;
+}
+
 static int open_engine(Worker *w, int s, char *err)
 {
 	const MatchOptions *opt = w->m->opt;
@@ -548,15 +563,8 @@ static int open_engine(Worker *w, int s, char *err)
 			                  "builtin engine: out of memory");
 		return 0;
 	}
-	UsiEngineConfig cfg;
-	if (opt->usi)
-		cfg = *opt->usi;
-	else
-		usi_engine_config_init(&cfg);
+	UsiEngineConfig cfg = side_config(side, opt->usi);
 	char log[PATH_MAX], serr[SEARCH_ERRLEN];
-	cfg.path = side->engine;
-	cfg.options = side->options;
-	cfg.noptions = side->noptions;
 	cfg.restart_each_game = side->restart;
 	cfg.cancel = &w->m->halt;
 	if (opt->out_dir) {
@@ -747,14 +755,7 @@ int match_side_try(const MatchSide *side, const UsiEngineConfig *usi, char *err)
 			return errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "%s", serr);
 		return 0;
 	}
-	UsiEngineConfig cfg;
-	if (usi)
-		cfg = *usi;
-	else
-		usi_engine_config_init(&cfg);
-	cfg.path = side->engine;
-	cfg.options = side->options;
-	cfg.noptions = side->noptions;
+	UsiEngineConfig cfg = side_config(side, usi);
 	cfg.log_path = NULL;
 	UsiEngine *e = NULL;
 	if (usi_engine_open(&e, &cfg, serr) < 0)

@@ -30,14 +30,14 @@ static void on_progress(void *ctx, const char *phase, uint64_t done, uint64_t to
 	if (sh->phase && !strcmp(sh->phase, phase) && now - sh->ms < 150 && done < total) return;
 	sh->phase = phase;
 	sh->ms = now;
-	if (strcmp(phase, "copy"))
-		fprintf(stderr, "\rbackup: %s %llu of %llu records (%llu%%)\033[K",
-		        strcmp(phase, "check") ? "copied" : "checking the copy:",
-		        (unsigned long long)done, (unsigned long long)total,
-		        (unsigned long long)(total && done < total ? done * 100 / total : 100));
-	else
-		fprintf(stderr, "\rbackup: copied %.1f of about %.1f MB\033[K", (double)done / 1e6,
-		        (double)total / 1e6);
+	if (strcmp(phase, "copy")) {
+		joseki_progress_records(strcmp(phase, "check") ? "backup: copied "
+		                                               : "backup: checking the copy: ",
+		                        done, total);
+		return;
+	}
+	fprintf(stderr, "\rbackup: copied %.1f of about %.1f MB\033[K", (double)done / 1e6,
+	        (double)total / 1e6);
 	fflush(stderr);
 }
 

@@ -38,10 +38,7 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
 	Out *o = ctx;
 	int64_t now = clock_ms();
 	if (o->progress_ms && now - o->progress_ms < 200 && done < total) return;
-	fprintf(stderr, "\rcheck: %llu of %llu records (%llu%%)\033[K", (unsigned long long)done,
-	        (unsigned long long)total,
-	        (unsigned long long)(total && done < total ? done * 100 / total : 100));
-	fflush(stderr);
+	joseki_progress_records("check: ", done, total);
 	o->progress_ms = now;
 }
 

@@ -18,10 +18,7 @@
 static void on_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	(void)ctx;
-	fprintf(stderr, "\rcompact: copied %llu of %llu records (%llu%%)\033[K",
-	        (unsigned long long)done, (unsigned long long)total,
-	        (unsigned long long)(total && done < total ? done * 100 / total : 100));
-	fflush(stderr);
+	joseki_progress_records("compact: copied ", done, total);
 }
 
 int cmd_compact(int argc, char **argv)

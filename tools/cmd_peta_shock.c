@@ -150,13 +150,6 @@ static int collect_marks(void *ctx, const BookRecord *rec, const BookMark *marks
 	return 0;
 }
 
-static int mark_cmp(const void *a, const void *b)
-{
-	const PetashockMark *x = a, *y = b;
-	int c = key_cmp(x->key, y->key);
-	return c ? c : (x->move > y->move) - (x->move < y->move);
-}
-
 /* BOOK's marks into m, sorted (PetashockOptions.marks). 0, or 1 said. */
 static int read_marks(Marks *m, const char *book)
 {
@@ -177,7 +170,7 @@ static int read_marks(Marks *m, const char *book)
 		joseki_error("peta-shock: --book: %s: %s", book, bookdb_strerror(rc));
 		return 1;
 	}
-	if (m->n) qsort(m->v, m->n, sizeof *m->v, mark_cmp);
+	if (m->n) qsort(m->v, m->n, sizeof *m->v, petashock_mark_cmp);
 	return 0;
 }
 

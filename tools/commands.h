@@ -9,6 +9,8 @@
 #ifndef TOOLS_COMMANDS_H
 #define TOOLS_COMMANDS_H
 
+#include <stdint.h>
+
 #include "shogi/errors.h"
 typedef int (*joseki_cmd_fn)(int argc, char **argv); /* argv[0] is the subcommand */
 
@@ -51,6 +53,11 @@ void joseki_catch_stop(void (*handler)(int));
  * escaped (errmsg_escape: no control byte of a typed path or name, or of a
  * file's text, reaches the terminal raw). */
 void joseki_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A progress line of records on stderr, over the one before: "\r<what>N of M
+ * records (P%)", the rest of the terminal line cleared (P 100 from done ==
+ * total on, and when total is 0). */
+void joseki_progress_records(const char *what, uint64_t done, uint64_t total);
 
 /* Prints o as one line of compact JSON on stdout (dump flags added to
  * JSON_COMPACT) and releases it; o may be NULL (a failed json_pack). Returns

@@ -65,6 +65,14 @@ void joseki_catch_stop(void (*handler)(int))
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+void joseki_progress_records(const char *what, uint64_t done, uint64_t total)
+{
+	fprintf(stderr, "\r%s%llu of %llu records (%llu%%)\033[K", what, (unsigned long long)done,
+	        (unsigned long long)total,
+	        (unsigned long long)(total && done < total ? done * 100 / total : 100));
+	fflush(stderr);
+}
+
 void joseki_error(const char *fmt, ...)
 {
 	/* Escaped as a whole: a message carries what the operator typed (a

@@ -841,18 +841,11 @@ static PetashockMark book_mark(const char *sfen, const char *usi, int kind)
 	return (PetashockMark){pos_key(&pos), (uint16_t)m, (uint8_t)kind};
 }
 
-static int mark_order(const void *a, const void *b)
-{
-	const PetashockMark *x = a, *y = b;
-	int c = key_cmp(x->key, y->key);
-	return c ? c : (x->move > y->move) - (x->move < y->move);
-}
-
 /* input with a joseki book's rules and marks[0..n): the same book in memory
  * and on disk, with 1 to 3 threads; returns it and its stats. */
 static char *run_rules(const char *input, PetashockMark *marks, size_t n, PetashockStats *st)
 {
-	qsort(marks, n, sizeof *marks, mark_order);
+	qsort(marks, n, sizeof *marks, petashock_mark_cmp);
 	char *text = NULL;
 	const struct {
 		int threads;
