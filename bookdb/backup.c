@@ -126,8 +126,9 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	bdb_run_watched(copy_main, &c, compact ? &c.copied : NULL, data, copy_total,
 	                progress ? phase_progress : NULL, &ph);
 	if (c.rc) {
-		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(c.rc), "%s: %s", data,
-		                mdb_strerror(c.rc));
+		rc = errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(c.rc), "%s: %s",
+		                c.rc == BDB_HIDDEN ? bookdb_dir(db) : data,
+		                bdb_rebuild_strerror(c.rc));
 		goto fail;
 	}
 	if (fsync(c.fd) < 0 || fstat(c.fd, &sb) < 0) {

@@ -325,6 +325,17 @@ JOSEKI_MUST_USE int bookdb_pages(uint64_t *pages, unsigned *page_size, BookTxn *
  * parts they walked (0: none, as on any other book).
  */
 JOSEKI_MUST_USE int bookdb_iter_open(BookIter **out, BookTxn *txn);
+/*
+ * A whole pass in a read-only transaction (bookdb_iter_open,
+ * bookdb_kv_iter_open) ends with BOOKDB_ECORRUPT instead of 0 when it met
+ * fewer entries than the database counts: a damaged leaf page hides them
+ * without an error from LMDB, and a pass that ended as usual would count,
+ * export or copy the book without them as if it were whole. Not in a write
+ * transaction (its own writes move the count), nor from a key
+ * (bookdb_kv_iter_open_at), nor after bookdb_iter_untallied (joseki check,
+ * which counts them itself).
+ */
+void bookdb_iter_untallied(BookIter *it);
 JOSEKI_MUST_USE int bookdb_iter_next(BookIter *it, Key *key, const uint8_t **val, size_t *len);
 uint64_t bookdb_iter_read_ahead(const BookIter *it);
 void bookdb_iter_free(BookIter *it);

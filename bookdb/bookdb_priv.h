@@ -137,6 +137,12 @@ struct BookIter {
 	bool started;
 	MDB_val from; /* bookdb_kv_iter_open_at: the first call seeks here (mv_data NULL: none) */
 	uint8_t from_buf[64];
+	/* A pass from the first entry in a read-only transaction tallies what it
+	 * met against the database's own count (entries) at its end: a damaged
+	 * leaf page hides entries without an error from LMDB (tally false:
+	 * bookdb_iter_untallied, or a ranged pass, or a write transaction). */
+	bool tally;
+	uint64_t met, entries;
 };
 
 struct BookChangesIter {
@@ -247,6 +253,12 @@ typedef struct {
  * 0, or an LMDB error or errno (MDB_PANIC with tf->fn_rc when tf's function
  * stopped it).
  */
+/* bdb_rebuild's code when a database of the source counts more entries than
+ * its copy met: a damaged leaf page hides them without an error from LMDB
+ * (BOOKDB_ECORRUPT to bdb_xlate; bdb_rebuild_strerror says it). */
+#define BDB_HIDDEN (MDB_LAST_ERRCODE + 64)
+/* mdb_strerror, and BDB_HIDDEN's words. */
+const char *bdb_rebuild_strerror(int rc);
 int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path, BdbTransform *tf,
                 atomic_uint_fast64_t *copied);
 

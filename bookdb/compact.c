@@ -183,7 +183,8 @@ static int pipe_fill(PipeBatch *b, MDB_cursor *cur, int *op, BdbPassAhead *ahead
  * open at the end). 0, an LMDB code, or -1 when no thread could be made
  * (nothing done). */
 static int copy_piped(MDB_env *env, MDB_txn **wr, MDB_dbi to, MDB_cursor *cur, unsigned put,
-                      BdbTransform *tf, BdbPassAhead *ahead, atomic_uint_fast64_t *copied)
+                      BdbTransform *tf, BdbPassAhead *ahead, atomic_uint_fast64_t *copied,
+                      uint64_t *met)
 {
 	Pipe *p = calloc(1, sizeof *p);
 	if (!p) return -1;
@@ -226,6 +227,7 @@ static int copy_piped(MDB_env *env, MDB_txn **wr, MDB_dbi to, MDB_cursor *cur, u
 			rc = put_copy(env, wr, to, &b->k[j], &v, put, &batch);
 		}
 		if (!rc) rc = b->rc;
+		if (!rc) *met += b->n;
 		if (!rc && copied) atomic_fetch_add_explicit(copied, b->n, memory_order_relaxed);
 		bool last = b->last;
 		pthread_mutex_lock(&p->m);
@@ -269,12 +271,13 @@ static int copy_db(MDB_env *env, MDB_txn *rd, const char *name, BdbTransform *tf
 	MDB_val k, v;
 	size_t batch = 0;
 	bool piped = false;
+	uint64_t met = 0;
 	/* The source read ahead where it has no kernel read-ahead (a book
 	 * larger than memory, opened for random reads: bookdb/scan.c). */
 	BdbPassAhead ahead;
 	bdb_pass_ahead_init(&ahead, rd, from, !strcmp(name, DB_NAMES[BOOKDB_POS]));
 	if (!rc && tf) {
-		int pr = copy_piped(env, &wr, to, cur, put, tf, &ahead, copied);
+		int pr = copy_piped(env, &wr, to, cur, put, tf, &ahead, copied, &met);
 		piped = pr != -1; /* -1: no thread, the records are rewritten here */
 		if (piped) rc = pr;
 	}
@@ -286,16 +289,30 @@ static int copy_db(MDB_env *env, MDB_txn *rd, const char *name, BdbTransform *tf
 		bdb_pass_ahead_step(&ahead, &k);
 		if (tf && (rc = transform(tf, &k, &v))) break;
 		if ((rc = put_copy(env, &wr, to, &k, &v, put, &batch))) break;
+		met++;
 		if (copied) atomic_fetch_add_explicit(copied, 1, memory_order_relaxed);
 	}
 	bdb_pass_ahead_end(&ahead);
 	if (cur) mdb_cursor_close(cur);
+	/* Entries the database counts that the copy did not meet: a damaged
+	 * leaf page hides them without an error from LMDB, and the new file
+	 * would hold the book without them, whole to every later check. */
+	MDB_stat ms;
+	if (!rc && mdb_stat(rd, from, &ms) == 0 && met < ms.ms_entries) rc = BDB_HIDDEN;
 	if (!rc) {
 		rc = mdb_txn_commit(wr);
 		wr = NULL;
 	}
 	if (wr) mdb_txn_abort(wr);
 	return rc;
+}
+
+const char *bdb_rebuild_strerror(int rc)
+{
+	return rc == BDB_HIDDEN ? "the book's database counts records the copy could not read "
+	                          "(a damaged page hides them; joseki check counts them): "
+	                          "nothing written"
+	                        : mdb_strerror(rc);
 }
 
 int bdb_rebuild(MDB_env *src, uint64_t src_bytes, const char *path, BdbTransform *tf,
@@ -460,12 +477,13 @@ static int replace_rebuilt(BookDB *db, BdbTransform *tf, uint64_t *before, uint6
 		 * gives, as EIO: told apart by the room left, before the copy
 		 * is removed. */
 		int code = bdb_commit_err(dir, e);
-		rc = errmsg_set(err, BOOKDB_ERRLEN, code, "%.200s: %s", tmp,
-		                code == BOOKDB_ENOSPC
-		                    ? "No space left on device (writing the book anew needs room "
-		                      "for a copy beside it)"
-		                : rc ? mdb_strerror(rc)
-		                     : strerror(e));
+		rc =
+		    errmsg_set(err, BOOKDB_ERRLEN, code, "%.200s: %s", rc == BDB_HIDDEN ? dir : tmp,
+		               code == BOOKDB_ENOSPC
+		                   ? "No space left on device (writing the book anew needs room "
+		                     "for a copy beside it)"
+		               : rc ? bdb_rebuild_strerror(rc)
+		                    : strerror(e));
 		if (fd >= 0) close(fd);
 		unlink(tmp);
 		return rc;
