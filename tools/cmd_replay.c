@@ -31,7 +31,8 @@ typedef struct {
 	int ngames;      /* games replayed */
 	int nerrors;     /* records that could not be read or replayed */
 	int nunreadable; /* of those, the ones the reader rejected */
-	int status;      /* 1 once an input could not be read or parsed */
+	int ncut;   /* of those, records damaged or cut short after moves (replayed to there) */
+	int status; /* 1 once an input could not be read or parsed */
 	long variations; /* branches of records left unread */
 	WalkStats walk;
 } Ctx;
@@ -176,7 +177,10 @@ static void run_file(Ctx *c, const char *input, const void *buf, size_t len, Kif
 		ReplayResult res;
 		char recbuf[32];
 		int prc = replay_kifu(&res, c->pos, rec, NULL, NULL);
-		if (prc != 0) c->nerrors++;
+		/* A record damaged or cut short after moves is replayed to there
+		 * and shown, and fails the run as one the reader rejected. */
+		if (prc != 0 || rec->cut) c->nerrors++;
+		c->ncut += prc == 0 && rec->cut;
 		c->variations += rec->variations;
 		report(c, input, rec->event, &res, prc == 0,
 		       recorded_of(rec, recbuf, sizeof recbuf), rec->variations, true);
@@ -237,7 +241,9 @@ int cmd_replay(int argc, char **argv)
 		fputc('\n', stdout);
 		json_decref(root);
 	} else {
-		printf("replayed %d games, %d unreadable records\n", c.ngames, c.nunreadable);
+		printf("replayed %d games, %d unreadable records", c.ngames, c.nunreadable);
+		if (c.ncut) printf(", %d cut short", c.ncut);
+		printf("\n");
 		json_decref(c.games);
 	}
 	char skipped[WALK_KINDS * (WALK_NAMES_KEPT + 1) * WALK_NAME_MAX];

@@ -615,6 +615,21 @@ static void test_replay__command_bad_input(void **state)
 	free(out);
 	free(err);
 
+	/* a record cut short in a move line after moves (a download broken
+	 * off): its moves replayed and shown, and the run fails as for a record
+	 * the reader rejected (it exited 0) */
+	snprintf(path, sizeof path, "%s/cut.csa", dir);
+	const char *cut = "V2\nPI\n+\n+7776FU\nT1\n-3334FU\nT1\n+26";
+	assert_int_equal(ts_write_file(path, cut, strlen(cut)), 0);
+	assert_int_equal(ts_runf(&out, &err, "%s replay %s", ts_joseki(), path), 1);
+	snprintf(out_path, sizeof out_path,
+	         "%s:8: malformed move '+26': a record damaged or cut short", path);
+	if (!strstr(err, out_path) || !strstr(out, "2 plies, none, winner none") ||
+	    !strstr(out, "replayed 1 games, 0 unreadable records, 1 cut short"))
+		fail_msg("%s%s", out, err);
+	free(out);
+	free(err);
+
 	/* pure binary noise */
 	snprintf(path, sizeof path, "%s/noise.bin", dir);
 	unsigned char noise[512];
