@@ -112,6 +112,7 @@ typedef struct {
 	uint64_t snap_seq;       /* the last change-log number the snapshot saw */
 	char why[BOOKDB_ERRLEN]; /* a record read that is not sound */
 	int sweeps;
+	size_t unsettled_cycles, unsettled; /* the last analysis's (MmStats) */
 	bool resumed;         /* an earlier run wrote part of its records and stopped */
 	bool kept;            /* v came from opt.keep */
 	BookPrefetch *ahead;  /* see read_ahead */
@@ -1374,6 +1375,8 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 			goto out;
 		}
 		c->sweeps = ms.peel_sweeps + ms.relax_sweeps;
+		c->unsettled_cycles = ms.unsettled_cycles;
+		c->unsettled = ms.unsettled_nodes;
 		if (nstale == 0) break;
 		if (round >= 16) {
 			rc = errmsg_set(why, BOOKMM_ERRLEN, BOOKMM_EFULL,
@@ -1391,6 +1394,8 @@ static int analyse(Inc *c, BookmmStats *st, BookDB *db, const char *dir, const B
 	st->moves = (size_t)c->tot.moves;
 	st->edges = (size_t)c->tot.edges;
 	st->sweeps = c->sweeps;
+	st->unsettled_cycles = c->unsettled_cycles;
+	st->unsettled = c->unsettled;
 	st->changed = c->changed.n;
 	st->affected = c->a.n;
 	st->view_kept = c->kept;

@@ -1302,6 +1302,8 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	}
 	st.cyclic = st.valued - st.settled;
 	st.sweeps = ms.peel_sweeps + ms.relax_sweeps;
+	st.unsettled_cycles = ms.unsettled_cycles;
+	st.unsettled = ms.unsettled_nodes;
 	st.changed = st.affected = st.positions;
 	st.lookups_sorted = b.sorted;
 	st.sorted_bytes = b.sorted_bytes;
@@ -1393,13 +1395,27 @@ static int run_or_full(BookMinimaxPlan **plan, BookmmStats *stats, BookDB *db,
 		                  strerror(errno));
 	if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno;
+		/* The holder wrote its process id (a coordinator's periodic
+		 * run, or a joseki minimax). */
+		char holder[24] = "";
+		ssize_t n = e == EWOULDBLOCK ? pread(lock, holder, sizeof holder - 1, 0) : -1;
+		holder[n > 0 ? n : 0] = 0;
+		long pid = strtol(holder, NULL, 10);
+		char by[48] = "";
+		if (pid > 0) snprintf(by, sizeof by, ", held by process %ld", pid);
 		close(lock);
 		return e == EWOULDBLOCK
 		           ? errmsg_set(err, BOOKMM_ERRLEN, BOOKMM_EBUSY,
-		                        "another minimax run is under way on this book (%s)", lpath)
+		                        "another minimax run is under way on this book (%s%s): "
+		                        "try again when it ends",
+		                        lpath, by)
 		           : errmsg_set(err, BOOKMM_ERRLEN, BOOKMM_EBOOK, "%s: %s", lpath,
 		                        strerror(e));
 	}
+	char pidline[24];
+	int pl = snprintf(pidline, sizeof pidline, "%ld\n", (long)getpid());
+	/* (Held whatever these do: only the holder's id would be missing.) */
+	if (ftruncate(lock, 0) == 0) (void)!pwrite(lock, pidline, (size_t)pl, 0);
 	char why[BOOKMM_ERRLEN] = "--full";
 	int rc = BOOKMM_EFULL;
 	if (!opt->full)

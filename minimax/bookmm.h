@@ -163,9 +163,12 @@ typedef struct {
 	size_t positions; /* records in the book */
 	size_t valued;    /* records that got a value */
 	size_t moves, edges;
-	size_t settled;   /* valued records settled by the acyclic peel */
-	size_t cyclic;    /* valued records settled by relaxation (on or above cycles) */
-	int sweeps;       /* peel sweeps + relax sweeps */
+	size_t settled; /* valued records settled by the acyclic peel */
+	size_t cyclic;  /* valued records settled by relaxation (on or above cycles) */
+	int sweeps;     /* peel sweeps + relax sweeps */
+	/* Cycles still changing at the relaxation's last sweep, and their
+	 * positions (MmStats: values as that sweep left them) */
+	size_t unsettled_cycles, unsettled;
 	size_t rewritten; /* records written back */
 	/* A whole-book run: the bytes of every record as written back (what the
 	 * book's records take, their keys and LMDB's own bytes aside) */

@@ -209,12 +209,14 @@ static void init_cycle_node(MmGraph *g, uint32_t i)
 /*
  * Relaxes one component (members in rank order): in-place sweeps over its
  * non-loop nodes, each followed by a path-aware walk from every loop node,
- * until a sweep changes nothing or the cap. Returns the sweeps.
+ * until a sweep changes nothing or the cap. Returns the sweeps; *settled
+ * says whether the last one changed nothing.
  */
-static int relax_component(MmGraph *g, const uint32_t *mem, size_t nm)
+static int relax_component(MmGraph *g, const uint32_t *mem, size_t nm, bool *settled)
 {
 	for (size_t q = 0; q < nm; q++) init_cycle_node(g, mem[q]);
 	int sweeps = 0;
+	*settled = false;
 	for (int s = 0; s < MM_RELAX_SWEEPS; s++) {
 		sweeps++;
 		size_t changed = 0;
@@ -227,7 +229,10 @@ static int relax_component(MmGraph *g, const uint32_t *mem, size_t nm)
 		}
 		for (size_t q = 0; q < nm; q++)
 			if (g->flags[mem[q]] & MM_F_LOOP) g->vd[mem[q]] = dfs_loop(g, mem[q]);
-		if (changed == 0) break;
+		if (changed == 0) {
+			*settled = true;
+			break;
+		}
 	}
 	return sweeps;
 }
@@ -405,8 +410,13 @@ static int settle_component(void *ctx, uint32_t *m, size_t nm)
 		}
 		return 0;
 	}
-	int sw = relax_component(g, m, nm);
+	bool settled;
+	int sw = relax_component(g, m, nm, &settled);
 	if (sw > st->relax_sweeps) st->relax_sweeps = sw;
+	if (!settled) {
+		st->unsettled_cycles++;
+		st->unsettled_nodes += nm;
+	}
 	return 0;
 }
 

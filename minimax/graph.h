@@ -99,6 +99,11 @@ typedef struct {
 	size_t check_loop2; /* all nodes on perpetual-check loops */
 	int peel_sweeps;
 	int relax_sweeps;
+	/* Cycles whose last relaxation sweep (MM_RELAX_SWEEPS) still changed a
+	 * value, and their nodes: values that go round a cycle without end
+	 * (an odd cycle turns a value into its negation), left as that sweep
+	 * left them, as YaneuraOu's peta-shock leaves them. */
+	size_t unsettled_cycles, unsettled_nodes;
 } MmStats;
 
 /* "a is better than b" for the side choosing between two moves (§7.7). */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "minimax/graph.h"
 #include "tools/cli_opt.h"
 
 static void on_progress(void *ctx, const char *phase, size_t done, size_t total)
@@ -109,5 +110,11 @@ int cli_minimax_notes(char line[][CLI_MINIMAX_LINE], int nl, const BookmmStats *
 		         "  the book takes %.0f bytes a position, its records %.0f in full pages: "
 		         "joseki compact (no writer running) packs them",
 		         per_pos, packed);
+	if (st->unsettled)
+		snprintf(line[nl++], CLI_MINIMAX_LINE,
+		         "  %zu positions on %zu cycle%s still changing at the last of %d sweeps: "
+		         "their values as that sweep left them",
+		         st->unsettled, st->unsettled_cycles, st->unsettled_cycles == 1 ? "" : "s",
+		         MM_RELAX_SWEEPS);
 	return nl;
 }

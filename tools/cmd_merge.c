@@ -190,7 +190,7 @@ int cmd_merge(int argc, char **argv)
 	printf("; %.0f ms, peak memory %s\n", ms, joseki_peak_memory(peak, sizeof peak));
 	/* The minimax's notes, as joseki minimax gives them (the book rebuilt,
 	 * or rewritten in place and compact's due). */
-	char line[8][CLI_MINIMAX_LINE];
+	char line[10][CLI_MINIMAX_LINE];
 	int nl =
 	    ran_mm && !run.mm_busy ? cli_minimax_notes(line, 0, &mm, run.per_pos, run.packed) : 0;
 	for (int i = 0; i < nl; i++) cli_wrap(stdout, line[i], 0, 2, CLI_CONSOLE_WIDTH);

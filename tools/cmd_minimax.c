@@ -220,6 +220,9 @@ int cmd_minimax(int argc, char **argv)
 		    st.has_root ? json_integer(st.root_value) : json_null(), "time_ms",
 		    (json_int_t)(ms + 0.5), "peak_rss_bytes", (json_int_t)ru.ru_maxrss * 1024);
 		json_object_set_new(o, "values", json_string(values));
+		json_object_set_new(o, "unsettled", json_integer((json_int_t)st.unsettled));
+		json_object_set_new(o, "unsettled_cycles",
+		                    json_integer((json_int_t)st.unsettled_cycles));
 		json_object_set_new(o, "bytes_per_position",
 		                    per_pos > 0 ? json_real(per_pos) : json_null());
 		json_object_set_new(o, "packed_bytes_per_position",
@@ -253,7 +256,7 @@ int cmd_minimax(int argc, char **argv)
 	}
 	/* The summary in lines that fit the console (a coordinator's whole-book
 	 * child writes it among serve's lines): the graph, the run, the values. */
-	char line[10][CLI_MINIMAX_LINE];
+	char line[12][CLI_MINIMAX_LINE];
 	snprintf(line[0], sizeof line[0],
 	         "minimax: %zu positions (%zu valued: %zu settled, %zu on or above cycles)%s",
 	         st.positions, st.valued, st.settled, st.cyclic, st.incremental ? ";" : ",");

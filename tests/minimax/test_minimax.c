@@ -1520,10 +1520,16 @@ static void test_minimax__one_run_at_a_time_on_a_book(void **state)
 	int fd = open(path, O_RDWR | O_CREAT, 0664);
 	assert_true(fd >= 0);
 	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+	assert_int_equal(pwrite(fd, "4242\n", 5, 0), 5); /* the holder's process id */
 	assert_int_equal(bookmm_run(&st, a, NULL, err), BOOKMM_EBUSY);
 	assert_non_null(strstr(err, "another minimax run is under way on this book"));
+	if (!strstr(err, "held by process 4242): try again when it ends")) fail_msg("%s", err);
 	close(fd);
 	run_ok(&st, a, NULL);
+	/* A run writes its own id there. */
+	char *said = ts_read_file(path, NULL);
+	assert_int_equal(strtol(said, NULL, 10), (long)getpid());
+	free(said);
 	/* A plan holds the book until it is freed, applied or not. */
 	for (int k = 0; k < 5; k++) random_result(a, b, &rng);
 	BookMinimaxPlan *plan = NULL;
@@ -2222,6 +2228,38 @@ static void test_minimax__incremental_after_think_equals_full(void **state)
 	twins_free(&t);
 }
 
+/*
+ * A cycle whose values still change at the relaxation's last sweep (356) is
+ * said, in the text and in --json (the run said 357 sweeps and nothing else):
+ * the one of a 300,000-position synth book, --seed 2, of 7 positions. Another
+ * seed's book has none, and no line.
+ */
+static void test_minimax__cycles_still_changing_at_the_last_sweep_are_said(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	for (int seed = 1; seed <= 2; seed++) {
+		assert_int_equal(ts_runf(NULL, NULL,
+		                         "%s synth %s/b%d --positions 300000 --seed %d --quiet",
+		                         ts_joseki(), dir, seed, seed),
+		                 0);
+		json_t *js = ts_run_json(0, "%s minimax %s/b%d --json", ts_joseki(), dir, seed);
+		assert_int_equal(ts_jint(js, "unsettled"), seed == 2 ? 7 : 0);
+		assert_int_equal(ts_jint(js, "unsettled_cycles"), seed == 2 ? 1 : 0);
+		assert_int_equal(ts_jint(js, "sweeps") > MM_RELAX_SWEEPS, seed == 2);
+		json_decref(js);
+		char *out = NULL;
+		assert_int_equal(
+		    ts_runf(&out, NULL, "%s minimax %s/b%d --full", ts_joseki(), dir, seed), 0);
+		bool said = strstr(out, "7 positions on 1 cycle still changing at the last of 356 "
+		                        "sweeps") != NULL;
+		if (said != (seed == 2)) fail_msg("seed %d:\n%s", seed, out);
+		free(out);
+	}
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* ---- the command ---------------------------------------------------------------- */
 
 static void test_minimax__command_prints_json_and_rejects_bad_arguments(void **state)
@@ -2310,6 +2348,7 @@ int main(void)
 	    cmocka_unit_test(test_minimax__results_stored_during_the_write_back_stay),
 	    cmocka_unit_test(test_minimax__incremental_after_think_equals_full),
 	    cmocka_unit_test(test_minimax__command_prints_json_and_rejects_bad_arguments),
+	    cmocka_unit_test(test_minimax__cycles_still_changing_at_the_last_sweep_are_said),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
