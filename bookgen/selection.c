@@ -134,7 +134,7 @@ int selection_resume(Selector **sel, Plan **plan, BookDB *db, const SelectionSpe
 		bool behind = from && memcmp(from, &st, sizeof st) != 0;
 		if (behind && (from->dev != st.dev || from->ino != st.ino))
 			rc = errmsg_set(note, SNAP_ERRLEN, SEL_ESTALE, "selector snapshot %s: %s",
-			                path, "of another book file");
+			                path, SNAP_OTHER_FILE);
 		if (rc == 0) {
 			SelCatchUp cu;
 			rc = selection_open(sel, plan, db, spec, snap, note);

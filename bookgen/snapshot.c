@@ -429,7 +429,7 @@ int snap_open(SnapReader **out, const char *path, const BookStamp *stamp, char *
 	const BookStamp *f = &(*out)->head.stamp;
 	rc = rfail(path, err, SEL_ESTALE,
 	           f->dev == stamp->dev && f->ino == stamp->ino ? "the book was written since"
-	                                                        : "of another book file");
+	                                                        : SNAP_OTHER_FILE);
 	snap_close(*out);
 	*out = NULL;
 	return rc;

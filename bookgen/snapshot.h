@@ -32,6 +32,12 @@
 /* The file's name in the book's directory. */
 #define SNAP_FILE "selector.snap"
 #define SNAP_ERRLEN 512
+/* Why a snapshot of no file the book stamps is not used: another book's, a
+ * backup's, or this book's from before more rebuilds than its stamps go back
+ * (docs/bookdb.md, "Stamps": the last four files). */
+#define SNAP_OTHER_FILE                                                                            \
+	"of another book file, or of this book before it was written anew more than four "         \
+	"times (compact, a rebuilding minimax --full)"
 
 /* Section tags. */
 #define SNAP_TAG(a, b, c, d)                                                                       \

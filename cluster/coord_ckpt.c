@@ -230,7 +230,7 @@ int co_journal_check(Coord *c, const BookStamp *snap, const BookStamp *book, cha
 {
 	if (snap->dev != book->dev || snap->ino != book->ino)
 		return errmsg_set(err, COORD_ERRLEN, SEL_ESTALE, "selector snapshot %s: %s",
-		                  c->snap_path, "of another book file");
+		                  c->snap_path, SNAP_OTHER_FILE);
 	BookTxn *t;
 	const void *v;
 	size_t vl;

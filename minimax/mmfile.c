@@ -993,6 +993,9 @@ static int map_graph(void **map, size_t *map_len, GraphHeader *h, const char *di
 	char path[BOOKDB_PATH_LEN];
 	snprintf(path, sizeof path, "%s/%s", dir, MMFILE_GRAPH);
 	int fd = open(path, O_RDONLY);
+	if (fd < 0 && errno == ENOENT) /* a backup's copy, one deleted, or none written yet */
+		return fail(err, MMFILE_ERRLEN, MMFILE_ESTALE,
+		            "no kept graph beside the book (%s: not there)", path);
 	if (fd < 0) return fail(err, MMFILE_ERRLEN, MMFILE_ESTALE, "%s: %s", path, strerror(errno));
 	struct stat st;
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < MMFILE_HEADER) {

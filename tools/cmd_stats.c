@@ -223,10 +223,15 @@ int cmd_stats(int argc, char **argv)
 			printf("; held after %llu for a selector snapshot",
 			       (unsigned long long)st.changes.hold);
 		printf(")\n");
-		if (st.corrupt)
+		/* Beside leaves, as --json has them both. */
+		if (!st.leaves_known)
+			printf("corrupt            - (not counted yet: joseki stats --scan)\n");
+		else if (st.corrupt)
 			printf("corrupt            %llu (%s; run joseki check)\n",
 			       (unsigned long long)st.corrupt,
 			       full ? "counted now" : "the last scan's");
+		else
+			printf("corrupt            0\n");
 		if (full) {
 			char peak[JOSEKI_PEAK_LEN];
 			if (st.sorted_bytes)
