@@ -55,6 +55,20 @@ static int has_child(const KeyMap *ks, const BookRecord *rec, const Position *po
 }
 
 /* The whole-book scan: thought, moves, leaves, corrupt (and positions). */
+
+/* Its progress: records read in both passes, of total (twice the records). */
+typedef struct {
+	BookProgressFn fn;
+	void *ctx;
+	uint64_t total;
+} ScanProgress;
+
+/* Record i of the pass whose records start at base (0, or the records). */
+static void scan_tick(const ScanProgress *pg, uint64_t base, uint64_t i)
+{
+	if (pg->fn && (i & 0xffff) == 0) pg->fn(pg->ctx, base + i, pg->total);
+}
+
 /* A join request: the child's key as the pos database orders it (16 bytes,
  * memcmp order), then the number of the record it comes from (u64). */
 #define REQ_LEN (16 + 8)
@@ -103,7 +117,7 @@ static int scan_record(BookStats *st, BookRecord *rec, Position *pos, Move *lega
  * is a book key gets its bit. leaves = sound records without one.
  */
 static int scan_join(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos, uint64_t n,
-                     uint64_t memory, const atomic_bool *stop)
+                     uint64_t memory, const atomic_bool *stop, const ScanProgress *pg)
 {
 	BookIter *it = NULL;
 	ExtSort *xs = NULL;
@@ -123,6 +137,7 @@ static int scan_join(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos
 			break;
 		}
 		uint64_t seq = st->positions;
+		scan_tick(pg, 0, seq);
 		Move legal[MOVEGEN_MAX];
 		int nl;
 		if (seq >= n) { /* more records than the snapshot's count */
@@ -159,6 +174,7 @@ static int scan_join(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos
 			rc = BOOKDB_ESTOPPED;
 			break;
 		}
+		scan_tick(pg, n, seen);
 		uint8_t kb[16];
 		bookdb_key_bytes(key, kb);
 		while (more == 1 && memcmp(req, kb, 16) < 0) more = extsort_next(xs, &req, &rl);
@@ -188,7 +204,7 @@ out:
 }
 
 static int scan(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos,
-                const atomic_bool *stop, uint64_t memory)
+                const atomic_bool *stop, uint64_t memory, ScanProgress *pg)
 {
 	BookIter *it = NULL;
 	uint64_t n = 0;
@@ -199,9 +215,10 @@ static int scan(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos,
 	keymap_init_set(&ks, false);
 	int rc = bookdb_count(&n, txn, BOOKDB_POS);
 	if (rc) return rc;
+	pg->total = 2 * n;
 	/* The key set: 8 bytes a key at a load of at most a half, and its filter. */
 	if (n > SIZE_MAX / 32 || n * 24 > memory)
-		return scan_join(st, txn, rec, pos, n, memory, stop);
+		return scan_join(st, txn, rec, pos, n, memory, stop, pg);
 	if (keymap_reserve(&ks, NULL, (size_t)n)) return BOOKDB_ENOMEM;
 	if ((rc = bookdb_iter_open(&it, txn))) goto out;
 	/* (A damaged database stops this first pass: positions says how far.) */
@@ -210,7 +227,7 @@ static int scan(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos,
 			rc = BOOKDB_ENOMEM;
 			break;
 		}
-		st->positions++;
+		scan_tick(pg, 0, st->positions++);
 	}
 	bookdb_iter_free(it);
 	it = NULL;
@@ -222,6 +239,7 @@ static int scan(BookStats *st, BookTxn *txn, BookRecord *rec, Position *pos,
 			rc = BOOKDB_ESTOPPED;
 			break;
 		}
+		scan_tick(pg, n, st->positions);
 		Move legal[MOVEGEN_MAX];
 		int nl;
 		if (scan_record(st, rec, pos, legal, &nl, key, val, len) < 0) continue;
@@ -232,6 +250,9 @@ out:
 	keymap_free(&ks);
 	return rc < 0 ? rc : 0;
 }
+
+static int stats_run(BookStats *st, BookDB *db, BookTxn *txn, bool full, const atomic_bool *stop,
+                     uint64_t memory, BookProgressFn progress, void *ctx);
 
 int bookdb_stats(BookStats *st, BookDB *db, BookTxn *txn, bool full)
 {
@@ -246,6 +267,18 @@ int bookdb_stats_until(BookStats *st, BookDB *db, BookTxn *txn, bool full, const
 int bookdb_stats_budget(BookStats *st, BookDB *db, BookTxn *txn, bool full, const atomic_bool *stop,
                         uint64_t memory)
 {
+	return stats_run(st, db, txn, full, stop, memory, NULL, NULL);
+}
+
+int bookdb_stats_scan(BookStats *st, BookDB *db, BookTxn *txn, const atomic_bool *stop,
+                      uint64_t memory, BookProgressFn progress, void *ctx)
+{
+	return stats_run(st, db, txn, true, stop, memory, progress, ctx);
+}
+
+static int stats_run(BookStats *st, BookDB *db, BookTxn *txn, bool full, const atomic_bool *stop,
+                     uint64_t memory, BookProgressFn progress, void *ctx)
+{
 	memset(st, 0, sizeof *st);
 	BookRecord *rec = malloc(sizeof *rec);
 	Position *pos = malloc(sizeof *pos);
@@ -256,7 +289,8 @@ int bookdb_stats_budget(BookStats *st, BookDB *db, BookTxn *txn, bool full, cons
 	if ((rc = bookdb_counts(&st->counts, txn))) goto done;
 	if (full) {
 		st->leaves_time = (int64_t)time(NULL);
-		rc = scan(st, txn, rec, pos, stop, memory ? memory : memuse_default_budget());
+		ScanProgress pg = {progress, ctx, 0};
+		rc = scan(st, txn, rec, pos, stop, memory ? memory : memuse_default_budget(), &pg);
 		st->counts_known = st->leaves_known = st->leaves_current = true;
 	} else {
 		/* Read, not counted: the kept counts and the last scan's. */

@@ -59,6 +59,13 @@ JOSEKI_MUST_USE int bookdb_stats_until(BookStats *st, BookDB *db, BookTxn *txn, 
  * counted by the join above. */
 JOSEKI_MUST_USE int bookdb_stats_budget(BookStats *st, BookDB *db, BookTxn *txn, bool full,
                                         const atomic_bool *stop, uint64_t memory);
+/* As bookdb_stats_budget with the scan, telling progress (may be NULL) every
+ * 65,536 records of its two passes over the book: done of total, total twice
+ * the records the snapshot counts (the second pass of the sort-merge join may
+ * end before it: its progress then stops short). */
+JOSEKI_MUST_USE int bookdb_stats_scan(BookStats *st, BookDB *db, BookTxn *txn,
+                                      const atomic_bool *stop, uint64_t memory,
+                                      BookProgressFn progress, void *ctx);
 /*
  * Keeps what the scan st counted (leaves, corrupt, when) in db's meta, in a
  * write transaction of its own: current until the next commit when nothing

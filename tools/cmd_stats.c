@@ -1,5 +1,5 @@
 /*
- * joseki stats BOOK [--json] [--scan] [--bench-lookups N]
+ * joseki stats BOOK [--json] [--scan [--memory SIZE] [--quiet]] [--bench-lookups N]
  *
  * Sizes and counts (docs/bookdb.md): positions, thought, moves, games, leaves
  * (positions none of whose stored moves leads to a position in the book),
@@ -9,7 +9,8 @@
  * By default read, not counted, whatever the book's size: thought and moves
  * are the counts the store keeps, leaves and corrupt the last scan's. --scan
  * counts them over every record, and keeps leaves and corrupt in the book
- * (when it can be written).
+ * (when it can be written), with a progress line on a terminal (not with
+ * --quiet): "stats: pass P of 2: N of M records (X%)".
  *
  * --bench-lookups N (for tools/bench_bookdb.sh): instead, samples N keys of the
  * book, then times N random point lookups in one read transaction on the warm
@@ -28,10 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bookdb/bookdb.h"
 #include "bookdb/stats.h"
 #include "shogi/bigmem.h"
+#include "shogi/clock.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
 #include "tools/cli_opt.h"
@@ -66,10 +69,32 @@ static void print_leaves(const BookStats *st, bool full, bool kept, const char *
 	       st->leaves_current ? "nothing written since" : "written since: joseki stats --scan");
 }
 
+/* The scan's progress line: when it was last written (0: it is not on). */
+static int64_t progress_ms;
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	(void)ctx;
+	int64_t now = clock_ms();
+	if (progress_ms && now - progress_ms < 200) return;
+	uint64_t n = total / 2;
+	joseki_progress_records(done < n ? "stats: pass 1 of 2: " : "stats: pass 2 of 2: ",
+	                        done < n ? done : done - n, n);
+	progress_ms = now;
+}
+
+/* Takes the progress line off the terminal (before the figures or an error). */
+static void progress_off(void)
+{
+	if (!progress_ms) return;
+	fprintf(stderr, "\r\033[K");
+	progress_ms = 0;
+}
+
 int cmd_stats(int argc, char **argv)
 {
 	const char *book = NULL;
-	bool json = false, full = false;
+	bool json = false, full = false, quiet = false;
 	uint64_t bench = 0, memory = 0;
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
@@ -83,6 +108,8 @@ int cmd_stats(int argc, char **argv)
 	           "memory the scan may use (default a quarter of " CLI_MEMORY_MAY_HAVE
 	           "): past it, leaves are counted by sorted runs on disk",
 	           .needs = "--scan"),
+	    CLI_FLAG("--quiet", &quiet, "no progress line (the scan's, on a terminal)",
+	             .needs = "--scan"),
 	    CLI_NUM("--bench-lookups", &bench, 0, LLONG_MAX, "N",
 	            "time N random lookups instead of the figures (tools/bench_bookdb.sh; default: "
 	            "none)"),
@@ -128,7 +155,11 @@ int cmd_stats(int argc, char **argv)
 		ret = 0;
 		goto done;
 	}
-	if ((rc = bookdb_stats_budget(&st, db, txn, full, NULL, memory))) {
+	rc = full ? bookdb_stats_scan(&st, db, txn, NULL, memory,
+	                              !quiet && isatty(2) ? on_progress : NULL, NULL)
+	          : bookdb_stats_budget(&st, db, txn, false, NULL, memory);
+	progress_off();
+	if (rc) {
 		int e = errno;
 		/* A scan past its budget writes sorted runs in $TMPDIR: a
 		 * directory that cannot take them is named as the cause, what

@@ -858,6 +858,7 @@ static void test_compact__progress_on_a_terminal_and_none_with_quiet(void **stat
 	     "compacted, checked"},
 	    {"backup %s %s", "backup: checking the copy: 16384 of 40000 records (40%)",
 	     "40000 records"},
+	    {"stats %s --scan", "stats: pass 1 of 2: 0 of 40000 records (0%)", "leaves"},
 	};
 	for (size_t i = 0; i < sizeof RUNS / sizeof *RUNS; i++) {
 		for (int quiet = 0; quiet < 3; quiet++) { /* a terminal, --quiet, a file */
