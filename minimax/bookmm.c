@@ -598,7 +598,15 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, c
 		return fail(err, BOOKMM_ERRLEN, BOOKMM_EBOOK, "reading the book: %s%s", corrupt,
 		            BOOKMM_DAMAGED);
 	}
-	if (rc == 0 && total >= MM_NONE) rc = -1;
+	/* Moves are numbered in 32 bits (the graph's move starts, its file's):
+	 * some 2 a position in books (an edge to each child, about one a
+	 * position, and the best leaf), so past 2 billion positions. */
+	if (rc == 0 && total >= MM_NONE) {
+		for (int t = 0; t < nt; t++) bigmem_free(parts[t].moves);
+		return fail(err, BOOKMM_ERRLEN, BOOKMM_EBOOK,
+		            "the book's graph has %zu moves, more than the %u its numbering holds",
+		            total, (unsigned)MM_NONE - 1);
+	}
 	/* The parts' arrays joined: the first grown to hold the others (not a
 	 * second copy of every move), each freed once copied. */
 	if (rc == 0) {
