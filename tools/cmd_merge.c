@@ -183,9 +183,12 @@ int cmd_merge(int argc, char **argv)
 	if (total.resumed) printf("; an interrupted merge completed");
 	if (ran_mm && run.mm_busy)
 		printf("; minimax left to the run under way on the book (and the next)");
-	else if (ran_mm)
-		printf("; minimax %s (%zu changed, %zu analysed again)",
-		       mm.incremental ? "incremental" : "whole book", mm.changed, mm.affected);
+	else if (ran_mm && mm.incremental)
+		printf("; minimax incremental (%zu changed, %zu analysed again)", mm.changed,
+		       mm.affected);
+	else if (ran_mm) /* and why, as joseki minimax says it */
+		printf("; minimax whole book (%zu changed, %zu analysed again: %s)", mm.changed,
+		       mm.affected, mm.full_reason);
 	char peak[JOSEKI_PEAK_LEN];
 	printf("; %.0f ms, peak memory %s\n", ms, joseki_peak_memory(peak, sizeof peak));
 	/* The minimax's notes, as joseki minimax gives them (the book rebuilt,

@@ -712,6 +712,28 @@ static void test_merge__a_minimax_run_under_way_takes_the_merge_in(void **state)
 	free(d);
 }
 
+/* The summary says which minimax the merge ran and, for a whole-book one,
+ * why (it said "whole book" alone). */
+static void test_merge__its_minimax_whole_or_incremental_and_why(void **state)
+{
+	(void)state;
+	char *d = ts_mkdtemp();
+	const char *J = ts_joseki();
+	for (int s = 4; s <= 6; s++)
+		sh("%s synth %s/s%d --positions 3000 --seed %d --quiet", J, d, s, s);
+	char *out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s merge %s/s4 %s/s5", J, d, d), 0);
+	if (!strstr(out, "; minimax whole book (") ||
+	    !strstr(out, " analysed again: no earlier minimax run)"))
+		fail_msg("%s", out);
+	free(out);
+	assert_int_equal(ts_runf(&out, NULL, "%s merge %s/s4 %s/s6", J, d, d), 0);
+	if (!strstr(out, "; minimax incremental (")) fail_msg("%s", out);
+	free(out);
+	ts_rmtree(d);
+	free(d);
+}
+
 /* ---- --dry-run ---- */
 
 static void test_merge__dry_run_writes_nothing_and_counts_the_same(void **state)
@@ -1201,6 +1223,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_merge__deeper_wins_then_nodes_then_the_newer),
+	    cmocka_unit_test(test_merge__its_minimax_whole_or_incremental_and_why),
 	    cmocka_unit_test(test_merge__a_move_avoided_in_either_book_stays_avoided),
 	    cmocka_unit_test(test_merge__a_game_mark_keeps_its_plies),
 	    cmocka_unit_test(test_merge__a_into_b_equals_b_into_a_and_each_game_counts_once),
