@@ -308,6 +308,14 @@ int cmd_export(int argc, char **argv)
 	/* Writes since the last minimax run: their values are not backed up (an
 	 * export right after a coordinator stops, before its next run). */
 	cli_minimax_backlog("export", db, book);
+	/* A book of games alone (ingested, never analysed): nothing of it is a
+	 * value, so nothing is exported, which is said below. */
+	BookCounts counts = {0};
+	BookTxn *ct;
+	if (bookdb_txn_begin(&ct, db, false) == 0) {
+		if (bookdb_counts(&counts, ct) < 0) counts.kept = false;
+		bookdb_txn_abort(ct);
+	}
 	ExportStats st;
 	char msg[EXPORT_ERRLEN];
 	bool progress = !quiet && isatty(2);
@@ -389,6 +397,17 @@ int cmd_export(int argc, char **argv)
 		    st.from_games ? ", the others from games alone" : "", st.moves, out, ms,
 		    peak_text, st.spill_bytes ? spill_text : "none");
 		cli_wrap(stdout, line, 0, 2, CLI_CONSOLE_WIDTH);
+		if (!st.positions && st.records && counts.kept && !counts.thought) {
+			char note[PATH_MAX + 512];
+			snprintf(
+			    note, sizeof note,
+			    "joseki: export: %s: none of its %zu positions has an analysis, and a "
+			    "game comment is no value (docs/minimax.md, \"Where values come "
+			    "from\"): analyse some first (joseki think %s), or make a book of its "
+			    "games' results (joseki minimax %s --games-book most-played)",
+			    book, st.records, book, book);
+			cli_wrap(stderr, note, 0, 2, CLI_CONSOLE_WIDTH);
+		}
 		if (apery && st.collisions)
 			fprintf(
 			    stderr,

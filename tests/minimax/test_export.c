@@ -938,6 +938,38 @@ static void test_export__bad_arguments_exit_2_and_failures_write_nothing(void **
 	free(dir);
 }
 
+/* A book of games alone (ingested, never analysed) exports nothing, which
+ * is said on stderr with what to do (it wrote an empty file without a word);
+ * once minimax made it a book of its games' results, it exports them. */
+static void test_export__a_book_of_games_alone_says_why_nothing_is_exported(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s/book tests/data/floodgate --quiet", ts_joseki(), dir),
+	    0);
+	char *out = NULL, *err = NULL;
+	assert_int_equal(
+	    ts_runf(&out, &err, "%s export %s/book %s/out.db --quiet", ts_joseki(), dir, dir), 0);
+	if (!strstr(out, "export: 0 of ") ||
+	    !strstr(err, "positions has an analysis, and a game") ||
+	    !strstr(err, "--games-book most-played"))
+		fail_msg("%s%s", out, err);
+	free(out);
+	free(err);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s/book --games-book most-played --quiet",
+	                         ts_joseki(), dir),
+	                 0);
+	assert_int_equal(
+	    ts_runf(&out, &err, "%s export %s/book %s/out.db --quiet", ts_joseki(), dir, dir), 0);
+	if (strstr(out, "export: 0 of ") || strstr(err, "has an analysis"))
+		fail_msg("%s%s", out, err);
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -954,6 +986,7 @@ int main(void)
 	    cmocka_unit_test(test_export__moves_tied_with_a_preferred_one_are_written_one_lower),
 	    cmocka_unit_test(test_export__a_declined_promotion_is_not_exported),
 	    cmocka_unit_test(test_export__bad_arguments_exit_2_and_failures_write_nothing),
+	    cmocka_unit_test(test_export__a_book_of_games_alone_says_why_nothing_is_exported),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
