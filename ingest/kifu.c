@@ -283,6 +283,7 @@ KifuFormat kifu_sniff(const void *buf, size_t len, const char *name)
 	if (header) return has_ext(name, ".ki2") || has_ext(name, ".ki2u") ? KIFU_KI2 : KIFU_KIF;
 
 	/* The first line that is a statement: CSA or USI? */
+	bool hash_comment = false;
 	for (size_t k = off; k < len;) {
 		size_t e = k;
 		while (e < len && b[e] != '\n' && b[e] != '\r') e++;
@@ -291,6 +292,7 @@ KifuFormat kifu_sniff(const void *buf, size_t len, const char *name)
 		k = e + 1;
 		while (n && (*s == ' ' || *s == '\t')) s++, n--;
 		while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+		hash_comment |= n && s[0] == '#';
 		if (!n || s[0] == '#' || s[0] == '\'') continue;
 		if (line_starts(s, n, "startpos") || line_starts(s, n, "sfen ") ||
 		    line_starts(s, n, "position ") || memchr(s, '\t', n))
@@ -323,6 +325,8 @@ KifuFormat kifu_sniff(const void *buf, size_t len, const char *name)
 	if (has_ext(name, ".ki2") || has_ext(name, ".ki2u")) return KIFU_KI2;
 	if (has_ext(name, ".jkf") || has_ext(name, ".json")) return KIFU_JKF;
 	if (has_ext(name, ".usi") || has_ext(name, ".sfen")) return KIFU_USI;
+	/* Comments alone: '#' is a USI list's (no game), never CSA's. */
+	if (hash_comment) return KIFU_USI;
 	return KIFU_CSA;
 }
 

@@ -414,7 +414,11 @@ static void test_kifu__content_says_the_format(void **state)
 	    {"lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1\n", "x", KIFU_USI},
 	    {"7g7f 3c3d\n", "x", KIFU_USI},
 	    {"'a comment only\n", "x.ki2", KIFU_KI2}, /* nothing tells: the name does */
-	    {"garbage\n", "x", KIFU_CSA},             /* the CSA reader says what is wrong */
+	    {"'a comment only\n", "x", KIFU_CSA},
+	    /* '#' comments alone: a USI list's, no game (they were read as CSA,
+	     * whose reader took "# a, b" for an unknown statement) */
+	    {"# rinsai opening set, v1\n#\n", "x.txt", KIFU_USI},
+	    {"garbage\n", "x", KIFU_CSA}, /* the CSA reader says what is wrong */
 	};
 	for (size_t i = 0; i < sizeof S / sizeof S[0]; i++) {
 		KifuFormat f = kifu_sniff(S[i].text, strlen(S[i].text), S[i].name);
