@@ -42,6 +42,7 @@ typedef struct {
 	int rc;
 	char errmsg[SEARCH_ERRLEN];
 	double busy_ms;
+	double since;      /* t->mu: when the search under way began (0: none) */
 	SearchMeter meter; /* t->mu */
 } Slot;
 
@@ -126,8 +127,9 @@ static void *worker(void *arg)
 		while (s->state != SLOT_BUSY && s->state != SLOT_QUIT)
 			pthread_cond_wait(&t->work_cv, &t->mu);
 		if (s->state == SLOT_QUIT) break;
-		pthread_mutex_unlock(&t->mu);
 		double t0 = clock_ms_f();
+		s->since = t0;
+		pthread_mutex_unlock(&t->mu);
 		int rc =
 		    search_analyse(s->engine, &s->res, s->pos, &t->opt->budget, t->opt->multipv);
 		if (rc < 0)
@@ -138,6 +140,7 @@ static void *worker(void *arg)
 		search_meter_note(&s->meter, s->engine, dt);
 		s->rc = rc;
 		s->busy_ms += dt;
+		s->since = 0;
 		s->state = SLOT_DONE;
 		pthread_cond_signal(&t->done_cv);
 	}
@@ -523,7 +526,12 @@ static void progress(Think *t, const char *phase, double now)
 	const ThinkOptions *opt = t->opt;
 	double busy = 0;
 	pthread_mutex_lock(&t->mu);
-	for (int i = 0; i < t->n; i++) busy += t->slots[i].busy_ms;
+	/* The searches under way count as far as they have gone (counted only
+	 * when they ended, a long one showed its engine idle). */
+	for (int i = 0; i < t->n; i++)
+		busy +=
+		    t->slots[i].busy_ms +
+		    (t->slots[i].since && now > t->slots[i].since ? now - t->slots[i].since : 0);
 	pthread_mutex_unlock(&t->mu);
 	double el = (now - t->start) / 1e3;
 	uint64_t thought = t->out->thought;

@@ -2071,6 +2071,37 @@ test_bookgen__reanalysis_at_equal_depth_goes_by_nodes_and_takes_the_comments_it_
 	free(dir);
 }
 
+/* The progress line's "engines busy" counts a search under way as far as it
+ * has gone: with one engine on one long search, the lines during it said 0 %
+ * (a search was counted only when it ended). */
+static void test_bookgen__think_counts_a_search_under_way_as_busy(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s/b tests/data/floodgate --quiet", ts_joseki(), dir),
+	    0);
+	assert_int_equal(ts_runf(&out, &err,
+	                         "%s think %s/b --movetime 2500 --positions 1 --status-seconds 1 "
+	                         "--no-snapshot",
+	                         ts_joseki(), dir),
+	                 0);
+	int lines = 0;
+	for (char *l = err; (l = strstr(l, "think: 0 thought (")) != NULL; l++) {
+		const char *b = strstr(l, "engines busy ");
+		size_t n = strcspn(l, "\r\n");
+		if (!b || b > l + n) fail_msg("no busy share: %.*s", (int)n, l);
+		if (atoi(b + 13) < 50)
+			fail_msg("the search under way not counted: %.*s", (int)n, l);
+		lines++;
+	}
+	if (!lines) fail_msg("no progress line during the search:\n%s", err);
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -2083,6 +2114,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_paths_then_the_lines_from_them),
 	    cmocka_unit_test(test_bookgen__think_the_roots_right_after_the_way),
 	    cmocka_unit_test(test_bookgen__think_progress_goes_to_the_callback_and_null_is_quiet),
+	    cmocka_unit_test(test_bookgen__think_counts_a_search_under_way_as_busy),
 	    cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
 	    cmocka_unit_test(test_bookgen__think_says_what_it_has_not_valued),
 	    cmocka_unit_test(test_bookgen__a_book_has_one_selection_at_a_time),
