@@ -1416,7 +1416,10 @@ static void test_cycle__restart_engines_starts_a_process_a_game(void **state)
 
 /* cycle --probe: the think step walks the lines the match's opponent plays
  * from the openings, so a match against that opponent afterwards stays in
- * book in every game. */
+ * book in every game. With --delete none: the marks of the games' results
+ * (kept won games, pruned lost ones) may by design take the book out of a
+ * line where a won game's engine chose a move the book does not hold
+ * (docs/cycle.md), which is not the probe's to answer for. */
 static void test_cycle__probe_grows_the_lines_the_opponent_plays(void **state)
 {
 	(void)state;
@@ -1426,11 +1429,12 @@ static void test_cycle__probe_grows_the_lines_the_opponent_plays(void **state)
 	static const char O[] = "startpos moves 7g7f 3c3d\nstartpos moves 2g2f 8c8d\n";
 	assert_int_equal(ts_write_file(open_path, O, sizeof O - 1), 0);
 	char *out = NULL, *err = NULL;
-	int rc =
-	    ts_runf(&out, &err,
-	            "%s cycle %s --generations 2 --openings %s --games 4 --nodes 2000 "
-	            "--think-nodes 2000 --multipv 3 --positions 24 --probe --extend all --quiet",
-	            ts_joseki(), book, open_path);
+	int rc = ts_runf(
+	    &out, &err,
+	    "%s cycle %s --generations 2 --openings %s --games 4 --nodes 2000 "
+	    "--think-nodes 2000 --multipv 3 --positions 24 --probe --extend all --delete none "
+	    "--quiet",
+	    ts_joseki(), book, open_path);
 	if (rc) fail_msg("exit %d\n%s%s", rc, out, err);
 	assert_non_null(strstr(out, "cycle generations 2 of 2"));
 	free(out);
