@@ -321,12 +321,14 @@ KifuFormat kifu_sniff(const void *buf, size_t len, const char *name)
 		if (slashes == 8 || usi_word_move(s, w)) return KIFU_USI;
 		break;
 	}
+	/* No statement, and '#' comments: a USI list's (no game), whatever the
+	 * name (a KIF reader made a game without moves of it, which a match
+	 * played from the start position). */
+	if (hash_comment) return KIFU_USI;
 	if (has_ext(name, ".kif") || has_ext(name, ".kifu")) return KIFU_KIF;
 	if (has_ext(name, ".ki2") || has_ext(name, ".ki2u")) return KIFU_KI2;
 	if (has_ext(name, ".jkf") || has_ext(name, ".json")) return KIFU_JKF;
 	if (has_ext(name, ".usi") || has_ext(name, ".sfen")) return KIFU_USI;
-	/* Comments alone: '#' is a USI list's (no game), never CSA's. */
-	if (hash_comment) return KIFU_USI;
 	return KIFU_CSA;
 }
 

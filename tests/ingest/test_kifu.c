@@ -418,6 +418,8 @@ static void test_kifu__content_says_the_format(void **state)
 	    /* '#' comments alone: a USI list's, no game (they were read as CSA,
 	     * whose reader took "# a, b" for an unknown statement) */
 	    {"# rinsai opening set, v1\n#\n", "x.txt", KIFU_USI},
+	    {"# openings\n\r\n#\n", "x.kif", KIFU_USI}, /* whatever the name */
+	    {"# openings\n", "x.ki2", KIFU_USI},
 	    {"garbage\n", "x", KIFU_CSA}, /* the CSA reader says what is wrong */
 	};
 	for (size_t i = 0; i < sizeof S / sizeof S[0]; i++) {
