@@ -187,13 +187,6 @@ static int search_root(Engine *e, int depth, int alpha, int beta, int first, Eng
 				memcpy(line->pv, e->pv[0], (size_t)line->pv_len * sizeof(Move));
 				line->move = m;
 				line->value = v;
-				if (first == 0 && v < beta) { /* exact: better than all before it */
-					e->partial = *line;
-					e->partial.depth = depth;
-					e->partial.seldepth = e->seldepth;
-					e->partial.nodes = e->nodes;
-					e->have_partial = true;
-				}
 				if (v >= beta) break;
 				alpha = v;
 			}
@@ -312,7 +305,6 @@ int engine_search(Engine *e, EngineResult *out, const Position *pos, const Engin
 	for (int depth = 1; depth <= max_depth; depth++) {
 		e->root_depth = depth;
 		e->seldepth = 0;
-		e->have_partial = false;
 		for (int i = 0; i < e->nroot; i++) e->root[i].prev_score = e->root[i].score;
 		int k;
 		for (k = 0; k < multipv; k++) {
@@ -351,21 +343,6 @@ int engine_search(Engine *e, EngineResult *out, const Position *pos, const Engin
 		    (bv >= VALUE_MATE_IN_MAX || bv <= -VALUE_MATE_IN_MAX) &&
 		    VALUE_MATE - abs(bv) + 2 <= depth)
 			break;
-	}
-	/* An iteration cut short (the node limit, the clock, a stop): with one
-	 * line, the move it searched in full with a value inside its window is
-	 * the answer, at that depth; a later move that did so beat every move
-	 * before it. (The whole iteration was thrown away: a budget a little
-	 * larger or smaller gave the same move, so --nodes-jitter hardly varied
-	 * the games.) */
-	if (multipv == 1 && e->aborted && e->have_partial && e->partial.depth > out->depth) {
-		out->lines[0] = e->partial;
-		out->nlines = 1;
-		out->depth = e->partial.depth;
-		out->bestmove = e->partial.move;
-		out->nodes = e->nodes;
-		out->time_ms = engine_elapsed_ms(e);
-		if (info) info(ctx, out);
 	}
 	out->nodes = e->nodes;
 	out->time_ms = engine_elapsed_ms(e);

@@ -60,11 +60,6 @@ struct Engine {
 	int64_t hard_ms;
 	bool can_abort; /* false until depth 1 is complete */
 	bool aborted;
-	/* The first line's best move so far in the iteration under way, searched
-	 * in full at its depth with a value inside the window (have_partial):
-	 * the answer when the iteration is cut short (engine_search). */
-	bool have_partial;
-	EngineLine partial;
 	int seldepth;
 	int root_depth;
 	int nroot;
