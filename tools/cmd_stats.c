@@ -262,7 +262,7 @@ int cmd_stats(int argc, char **argv)
 			       (unsigned long long)st.corrupt,
 			       full ? "counted now" : "the last scan's");
 		else
-			printf("corrupt            0\n");
+			printf("corrupt            0%s\n", full ? "" : " (the last scan's)");
 		if (full) {
 			char peak[JOSEKI_PEAK_LEN];
 			if (st.sorted_bytes)
