@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "bookdb/check.h"
-#include "shogi/clock.h"
 #include "tools/cli_opt.h"
 #include "tools/commands.h"
 
@@ -21,32 +20,19 @@
 typedef struct {
 	const char *book;
 	uint64_t shown;
-	int64_t progress_ms; /* when the progress line was last written; 0: it is not on */
+	JosekiProgress progress;
 } Out;
-
-/* Takes the progress line off the terminal (before a line of output). */
-static void progress_off(Out *o)
-{
-	if (!o->progress_ms) return;
-	fflush(stdout);
-	fprintf(stderr, "\r\033[K");
-	o->progress_ms = 0;
-}
 
 static void on_progress(void *ctx, uint64_t done, uint64_t total)
 {
-	Out *o = ctx;
-	int64_t now = clock_ms();
-	if (o->progress_ms && now - o->progress_ms < 200 && done < total) return;
-	joseki_progress_records("check: ", done, total);
-	o->progress_ms = now;
+	joseki_progress_every(&((Out *)ctx)->progress, "check: ", done, total);
 }
 
 static void on_problem(void *ctx, Key key, const char *problem)
 {
 	Out *o = ctx;
 	if (o->shown++ >= CHECK_MAX_REPORTS) return;
-	progress_off(o);
+	joseki_progress_off(&o->progress);
 	if (!key.hi && !key.lo) { /* not a record's: the games database */
 		printf("%s: %s\n", o->book, problem);
 		return;
@@ -77,12 +63,12 @@ int cmd_check(int argc, char **argv)
 		joseki_error("check: %s", err);
 		return 1;
 	}
-	Out o = {book, 0, 0};
+	Out o = {book, 0, {0}};
 	BookCheckStats st;
 	int rc = bookdb_check(&st, db, repair, on_problem, &o,
 	                      !quiet && isatty(2) ? on_progress : NULL, &o, err);
 	bookdb_free(db);
-	progress_off(&o);
+	joseki_progress_off(&o.progress);
 	if (rc < 0) {
 		joseki_error("check: %s", err); /* it names the book */
 		return 1;

@@ -34,7 +34,6 @@
 #include "bookdb/bookdb.h"
 #include "bookdb/stats.h"
 #include "shogi/bigmem.h"
-#include "shogi/clock.h"
 #include "shogi/movegen.h"
 #include "shogi/position.h"
 #include "tools/cli_opt.h"
@@ -69,26 +68,12 @@ static void print_leaves(const BookStats *st, bool full, bool kept, const char *
 	       st->leaves_current ? "nothing written since" : "written since: joseki stats --scan");
 }
 
-/* The scan's progress line: when it was last written (0: it is not on). */
-static int64_t progress_ms;
-
+/* The scan's progress line over its two passes (total: twice the records). */
 static void on_progress(void *ctx, uint64_t done, uint64_t total)
 {
-	(void)ctx;
-	int64_t now = clock_ms();
-	if (progress_ms && now - progress_ms < 200) return;
 	uint64_t n = total / 2;
-	joseki_progress_records(done < n ? "stats: pass 1 of 2: " : "stats: pass 2 of 2: ",
-	                        done < n ? done : done - n, n);
-	progress_ms = now;
-}
-
-/* Takes the progress line off the terminal (before the figures or an error). */
-static void progress_off(void)
-{
-	if (!progress_ms) return;
-	fprintf(stderr, "\r\033[K");
-	progress_ms = 0;
+	joseki_progress_every(ctx, done < n ? "stats: pass 1 of 2: " : "stats: pass 2 of 2: ",
+	                      done < n ? done : done - n, n);
 }
 
 int cmd_stats(int argc, char **argv)
@@ -155,10 +140,11 @@ int cmd_stats(int argc, char **argv)
 		ret = 0;
 		goto done;
 	}
+	JosekiProgress line = {0};
 	rc = full ? bookdb_stats_scan(&st, db, txn, NULL, memory,
-	                              !quiet && isatty(2) ? on_progress : NULL, NULL)
+	                              !quiet && isatty(2) ? on_progress : NULL, &line)
 	          : bookdb_stats_budget(&st, db, txn, false, NULL, memory);
-	progress_off();
+	joseki_progress_off(&line); /* before the figures or an error */
 	if (rc) {
 		int e = errno;
 		/* A scan past its budget writes sorted runs in $TMPDIR: a

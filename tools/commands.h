@@ -59,6 +59,17 @@ void joseki_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * total on, and when total is 0). */
 void joseki_progress_records(const char *what, uint64_t done, uint64_t total);
 
+/* That line kept to one every 200 ms (and always at done == total), and
+ * taken off the terminal before other output: ms is when it was last
+ * written (0: it is not on). */
+typedef struct {
+	int64_t ms;
+} JosekiProgress;
+void joseki_progress_every(JosekiProgress *p, const char *what, uint64_t done, uint64_t total);
+/* Takes the line off (stdout flushed first, so that what it printed stays
+ * above); nothing when it is not on. */
+void joseki_progress_off(JosekiProgress *p);
+
 /* Prints o as one line of compact JSON on stdout (dump flags added to
  * JSON_COMPACT) and releases it; o may be NULL (a failed json_pack). Returns
  * 0, or -1 after "joseki: out of memory" on stderr. */

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "bookdb/damage.h"
+#include "shogi/clock.h"
 #include "shogi/errmsg.h"
 #include "shogi/position.h"
 #include "tools/commands.h"
@@ -71,6 +72,22 @@ void joseki_progress_records(const char *what, uint64_t done, uint64_t total)
 	        (unsigned long long)total,
 	        (unsigned long long)(total && done < total ? done * 100 / total : 100));
 	fflush(stderr);
+}
+
+void joseki_progress_every(JosekiProgress *p, const char *what, uint64_t done, uint64_t total)
+{
+	int64_t now = clock_ms();
+	if (p->ms && now - p->ms < 200 && done < total) return;
+	joseki_progress_records(what, done, total);
+	p->ms = now;
+}
+
+void joseki_progress_off(JosekiProgress *p)
+{
+	if (!p->ms) return;
+	fflush(stdout);
+	fprintf(stderr, "\r\033[K");
+	p->ms = 0;
 }
 
 void joseki_error(const char *fmt, ...)
