@@ -100,9 +100,9 @@ typedef struct {
 	int peel_sweeps;
 	int relax_sweeps;
 	/* Cycles whose last relaxation sweep (MM_RELAX_SWEEPS) still changed a
-	 * value, and their nodes: values that go round a cycle without end
-	 * (an odd cycle turns a value into its negation), left as that sweep
-	 * left them, as YaneuraOu's peta-shock leaves them. */
+	 * value, and their nodes: values that turn round a cycle without end
+	 * (the one seen has perpetual-check loop nodes among its own), left as
+	 * that sweep left them; YaneuraOu's peta-shock stops at the same cap. */
 	size_t unsettled_cycles, unsettled_nodes;
 } MmStats;
 
