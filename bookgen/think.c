@@ -525,13 +525,16 @@ static void progress(Think *t, const char *phase, double now)
 {
 	const ThinkOptions *opt = t->opt;
 	double busy = 0;
+	int under_way = 0;
 	pthread_mutex_lock(&t->mu);
 	/* The searches under way count as far as they have gone (counted only
 	 * when they ended, a long one showed its engine idle). */
-	for (int i = 0; i < t->n; i++)
+	for (int i = 0; i < t->n; i++) {
 		busy +=
 		    t->slots[i].busy_ms +
 		    (t->slots[i].since && now > t->slots[i].since ? now - t->slots[i].since : 0);
+		under_way += t->slots[i].since != 0;
+	}
 	pthread_mutex_unlock(&t->mu);
 	double el = (now - t->start) / 1e3;
 	uint64_t thought = t->out->thought;
@@ -564,6 +567,9 @@ static void progress(Think *t, const char *phase, double now)
 				p.pv[p.npv] = leaf->moves[p.npv];
 	}
 	p.eta = eta(t, el);
+	/* Past --time the searches under way are finished, however long they
+	 * take (a 10^8-node one: minutes): the line says so, not "eta 0s". */
+	if (opt->max_seconds > 0 && el >= opt->max_seconds) p.finishing = under_way;
 	opt->progress(opt->progress_ctx, phase, &p);
 }
 

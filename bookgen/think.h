@@ -59,6 +59,8 @@ typedef struct {
 	Move pv[THINK_PROGRESS_PV];
 	double eta;        /* seconds left by the time or position limit (a re-analysis: also
 	                      its list's end); < 0: no limit */
+	int finishing;     /* "status": the time limit passed, the searches still under way
+	                      (they are finished and stored before the run ends); 0 otherwise */
 	uint64_t expanded; /* "search": positions the selector has expanded so far */
 	bool filter_ready; /* "search": the key filter is built (the search waits for it) */
 	/* A re-analysis (ThinkOptions.again; again_listed 0 otherwise): the

@@ -118,7 +118,11 @@ static void on_think_progress(void *ctx, const char *phase, const ThinkProgress 
 			fprintf(stderr, " %s", mv);
 		}
 	}
-	if (p->eta >= 0) fprintf(stderr, ", eta %.0fs", p->eta);
+	if (p->finishing)
+		fprintf(stderr, ", time up: finishing %d search%s under way", p->finishing,
+		        p->finishing == 1 ? "" : "es");
+	else if (p->eta >= 0)
+		fprintf(stderr, ", eta %.0fs", p->eta);
 	fputc('\n', stderr);
 }
 

@@ -2102,6 +2102,30 @@ static void test_bookgen__think_counts_a_search_under_way_as_busy(void **state)
 	free(dir);
 }
 
+/* Past --time the searches under way are finished: the progress line says
+ * so (it said "eta 0s" for as long as they took: minutes, with a large node
+ * budget). The search takes 4 s of the engine's clock, the time limit is 1 s. */
+static void test_bookgen__think_says_it_finishes_the_searches_past_its_time(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	assert_int_equal(
+	    ts_runf(NULL, NULL, "%s ingest %s/b tests/data/floodgate --quiet", ts_joseki(), dir),
+	    0);
+	assert_int_equal(ts_runf(&out, &err,
+	                         "%s think %s/b --movetime 4000 --positions 1 --time 1 "
+	                         "--status-seconds 1 --no-snapshot",
+	                         ts_joseki(), dir),
+	                 0);
+	if (!strstr(out, "think thought 1 ")) fail_msg("the search not stored: %s", out);
+	if (!strstr(err, ", time up: finishing 1 search under way\n"))
+		fail_msg("no line says the search is being finished:\n%s", err);
+	free(out);
+	free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	shogi_init();
@@ -2115,6 +2139,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_the_roots_right_after_the_way),
 	    cmocka_unit_test(test_bookgen__think_progress_goes_to_the_callback_and_null_is_quiet),
 	    cmocka_unit_test(test_bookgen__think_counts_a_search_under_way_as_busy),
+	    cmocka_unit_test(test_bookgen__think_says_it_finishes_the_searches_past_its_time),
 	    cmocka_unit_test(test_bookgen__think_command_with_the_builtin_engine),
 	    cmocka_unit_test(test_bookgen__think_says_what_it_has_not_valued),
 	    cmocka_unit_test(test_bookgen__a_book_has_one_selection_at_a_time),
