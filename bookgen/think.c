@@ -135,6 +135,9 @@ static void *worker(void *arg)
 		if (rc < 0)
 			errmsg_set(s->errmsg, sizeof s->errmsg, 0, "%s",
 			           search_last_error(s->engine));
+		else if (search_result_bare(s->errmsg, sizeof s->errmsg, &s->res,
+		                            search_name(s->engine)))
+			rc = SEARCH_EPROTOCOL; /* a failure: nothing stored */
 		double dt = clock_ms_f() - t0;
 		pthread_mutex_lock(&t->mu);
 		search_meter_note(&s->meter, s->engine, dt);
@@ -453,7 +456,7 @@ static void collect(Think *t, Slot *s)
 		errmsg_set(t->last_error, sizeof t->last_error, 0, "%s", s->errmsg);
 		if (++t->consecutive_failures >= 3 * t->n)
 			t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EENGINE,
-			                    "think: engines keep failing: %.200s", s->errmsg);
+			                    "think: engines keep failing: %.300s", s->errmsg);
 		return;
 	}
 	t->consecutive_failures = 0;
@@ -655,7 +658,7 @@ static void finish(Think *t)
 	ThinkStats *out = t->out;
 	if (!t->ret && out->failed && !out->thought) /* an engine that cannot work */
 		t->ret = errmsg_set(t->err, THINK_ERRLEN, THINK_EENGINE,
-		                    "think: every analysis failed: %.200s", t->last_error);
+		                    "think: every analysis failed: %.300s", t->last_error);
 	out->exhausted = t->exhausted && t->ret == 0;
 	out->search_stopped = t->stopped;
 	if (think_flush(t) < 0 && !t->ret)

@@ -148,11 +148,11 @@ static void *engine_thread(void *arg)
 			if (rc < 0)
 				snprintf(msg, sizeof msg, "%s: %.200s", search_strerror(rc),
 				         search_last_error(s->engine));
-			else if (s->res->nlines == 0) /* the protocol wants at least one line */
+			else if (!search_result_bare(msg, sizeof msg, s->res,
+			                             search_name(s->engine)) &&
+			         s->res->nlines == 0) /* the protocol wants at least one line */
 				snprintf(msg, sizeof msg, "the engine gave no line (bestmove %s)",
-				         s->res->resign ? "resign"
-				         : s->res->win  ? "win"
-				                        : s->res->bestmove_usi);
+				         s->res->resign ? "resign" : "win");
 		}
 		double dt = clock_ms_f() - t0, dc = clock_thread_cpu_ms() - c0;
 		json_t *j = NULL;

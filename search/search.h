@@ -285,6 +285,26 @@ static inline int search_mate_value(int plies, bool mated)
 	return mated ? -(VALUE_MATE - plies) : VALUE_MATE - plies;
 }
 
+/*
+ * An answer that is no analysis: a move (not resign, not win) with no line,
+ * the engine's bare "bestmove" with no info line holding a score, which an
+ * engine playing from its own opening book gives (gpsshogi does for 30
+ * plies unless told BookDepth=0). Playing a game, it is a move like any
+ * other; storing it as an analysis would mark its position thought with no
+ * value for good. Writes why into buf (the engine named by name) when it is
+ * one.
+ */
+static inline bool search_result_bare(char *buf, size_t n, const SearchResult *r, const char *name)
+{
+	if (r->nlines > 0 || r->resign || r->win) return false;
+	snprintf(buf, n,
+	         "%s answered bestmove %s with no analysis (no info line with a score): its own "
+	         "opening book? Turn it off (USI_OwnBook=false; gpsshogi: BookDepth=0; "
+	         "YaneuraOu: BookFile=no_book)",
+	         name, r->bestmove_usi);
+	return true;
+}
+
 static inline const char *search_strerror(int code)
 {
 	switch (code) {

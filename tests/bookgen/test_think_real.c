@@ -111,6 +111,40 @@ static void test_bookgen__think_with_gpsusi(void **state)
 }
 
 /*
+ * gpsusi with its own opening book on (BookDepth 30, its default) answers the
+ * book's first positions with a bare bestmove, no info line with a score.
+ * think stored each as a thought position with no value, for good: the start
+ * position "thought" and never valued, the run "30 thought, 0 failed". Each
+ * is now a failed analysis that says why, nothing stored; the run ends with
+ * exit 1 (its failed positions stay leased: nothing is left to select).
+ */
+static void test_bookgen__think_refuses_an_engines_own_book_moves(void **state)
+{
+	Fx *f = *state;
+	const char *gps = ts_real_engine("gpsusi");
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err,
+	                 "%s think %s --engine %s --usi-option BookDepth=30 --usi-option Thread=1 "
+	                 "--usi-option LimitDepth=4 --movetime 1000 --positions 5 --quiet",
+	                 ts_joseki(), f->book, gps);
+	if (rc != 1) fail_msg("think: exit %d, not 1: %s%s", rc, out, err);
+	if ((!strstr(err, "engines keep failing: gpsshogi") &&
+	     !strstr(err, "every analysis failed: gpsshogi")) ||
+	    !strstr(err, " with no analysis (no info line with a score): its own opening book? "
+	                 "Turn it off (USI_OwnBook=false; gpsshogi: BookDepth=0;"))
+		fail_msg("the failure does not say why: %s", err);
+	free(out);
+	free(err);
+	assert_int_equal(thought(f), 0);
+	/* With the book off, the same positions are analysed. */
+	think(f, gps,
+	      "--usi-option BookDepth=0 --usi-option Thread=1 --usi-option LimitDepth=4 "
+	      "--movetime 1000",
+	      3);
+	check_book(f, 3, 4);
+}
+
+/*
  * think --opponent fairy-stockfish with --opponent-restart, stopped part-way
  * by a position budget: a match from the same roots against the same engine
  * (--restart-engines, the same nodes) leaves the book no earlier than the
@@ -165,6 +199,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bookgen__think_with_fairy_stockfish, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_bookgen__think_with_gpsusi, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bookgen__think_refuses_an_engines_own_book_moves,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bookgen__probe_reach_holds_against_fairy_stockfish,
 	                                    setup, teardown),
 	};
