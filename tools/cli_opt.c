@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,11 +83,43 @@ int cli_parse_memory(void *dst, char *value, char *msg)
 	return 0;
 }
 
+/* The files a book directory holds (docs/bookdb.md, "Files"). */
+static const char *const BOOK_FILES[] = {"data.mdb",     "lock.mdb",          "writers.lock",
+                                         "open.lock",    "selection.lock",    "minimax.graph",
+                                         "minimax.lock", "minimax.journal",   "selector.snap",
+                                         "tokens",       "minimax.graph.tmp", "data.mdb.compact"};
+
+/* Whether path names one of a book's own files in a book's directory (one
+ * holding data.mdb); its directory into dir (dirlen bytes). */
+static bool book_file(const char *path, char *dir, size_t dirlen)
+{
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	bool known = false;
+	for (size_t i = 0; i < sizeof BOOK_FILES / sizeof *BOOK_FILES; i++)
+		known |= strcmp(name, BOOK_FILES[i]) == 0;
+	if (!known) return false;
+	int n = slash ? (int)(slash - path) : 1;
+	snprintf(dir, dirlen, "%.*s", n ? n : 1, slash ? path : ".");
+	char data[1100];
+	snprintf(data, sizeof data, "%s/data.mdb", dir);
+	struct stat st;
+	return stat(data, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 int cli_output_file(const CliCmd *c, const char *path)
 {
 	struct stat st;
-	char shown[1024];
+	char shown[1024], dir[1024];
 	errmsg_escape(shown, sizeof shown, path, strlen(path));
+	if (book_file(path, dir, sizeof dir)) {
+		char bshown[1024];
+		errmsg_escape(bshown, sizeof bshown, dir, strlen(dir));
+		fprintf(stderr,
+		        "joseki: %s: %s: a file of the book %s: the output would replace it; "
+		        "write it elsewhere\n",
+		        c->name, shown, bshown);
+		return 1;
+	}
 	int e = bigmem_output_blocked(path);
 	if (e == EISDIR) {
 		fprintf(stderr, "joseki: %s: %s: cannot write: %s (the output is a file)\n",

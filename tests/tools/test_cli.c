@@ -355,6 +355,21 @@ static void test_cli__exit_codes_and_messages_name_the_users_inputs(void **state
 		free(out), free(err);
 	}
 	assert_int_equal(ts_files_in(sub), 0);
+	/* OUT one of a book's own files (a new user's slip: export wrote its text
+	 * over the book's data.mdb, exit 0, and the book was lost): refused, the
+	 * book whole. */
+	static const char *const OWN[] = {"data.mdb", "lock.mdb", "minimax.graph"};
+	for (int k = 0; k < 4; k++) {
+		rc = ts_runf(&out, &err, "%s %s %s/b %s/b/%s", ts_joseki(),
+		             k == 3 ? "peta-shock" : "export", dir, dir, OWN[k % 3]);
+		assert_int_equal(rc, 1);
+		said(k == 3 ? "peta-shock" : "export", err,
+		     "/b: the output would replace it; write it elsewhere");
+		free(out), free(err);
+	}
+	rc = ts_runf(&out, &err, "%s check %s/b", ts_joseki(), dir);
+	if (rc != 0) fail_msg("the book hurt: check exit %d: %s%s", rc, out, err);
+	free(out), free(err);
 	ts_rmtree(dir);
 	free(dir);
 }
