@@ -145,6 +145,16 @@ static int emit(WalkCut *c, size_t n, uint64_t lines, size_t *part)
 	return WALK_CUT_PART;
 }
 
+/* Whether the input starts as a YaneuraOu book does (its header, after a
+ * byte order mark): its "sfen" and move lines read as USI games would make
+ * positions and game counts no game had. */
+static bool yaneuraou_book(const char *buf, size_t len)
+{
+	static const char H[] = "#YANEURAOU-DB";
+	size_t off = len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+	return len - off >= sizeof H - 1 && memcmp(buf + off, H, sizeof H - 1) == 0;
+}
+
 int walk_cut_next(WalkCut *c, const char *buf, size_t len, bool eof, size_t *part)
 {
 	*part = 0;
@@ -157,6 +167,12 @@ int walk_cut_next(WalkCut *c, const char *buf, size_t len, bool eof, size_t *par
 		/* The format, from as much of the start as a part holds. */
 		if (len < WALK_PART_BYTES && !eof) return WALK_CUT_MORE;
 		c->format = (int)kifu_sniff(buf, len, c->name);
+		if (yaneuraou_book(buf, len)) {
+			fail(c,
+			     "a YaneuraOu book (its #YANEURAOU-DB2016 header), not game records: "
+			     "joseki import BOOK FILE reads it");
+			return walk_cut_next(c, buf, len, eof, part);
+		}
 	}
 	scan(c, (const unsigned char *)buf, len, eof);
 	if (c->failed) return walk_cut_next(c, buf, len, eof, part);

@@ -647,6 +647,28 @@ static void test_ingest__illegal_move_keeps_moves_before_it_and_names_the_line(v
 	assert_string_equal(json_string_value(json_object_get(e, "message")),
 	                    "game longer than 1023 plies");
 	json_decref(j);
+	/* A YaneuraOu book given to ingest (import reads it): its sfen and move
+	 * lines were read as USI games, 8 of 11 "ingested", positions and game
+	 * counts no game had. Refused whole at its header, BOM or not. */
+	static const char YO[] =
+	    "\xEF\xBB\xBF#YANEURAOU-DB2016 1.00\n"
+	    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1\n"
+	    "7g7f 3c3d 50 20 1\n2g2f none 30 20 1\n";
+	for (int bom = 0; bom < 2; bom++) {
+		snprintf(path, sizeof path, "%s/yo%d.db", dir, bom);
+		assert_int_equal(ts_write_file(path, YO + 3 * !bom, sizeof YO - 1 - 3 * !bom), 0);
+		j = ts_run_json(1, "%s ingest %s/book4 %s --json --quiet", ts_joseki(), dir, path);
+		assert_int_equal(ts_jint(j, "games_read"), 0);
+		assert_int_equal(ts_jint(j, "positions_added"), 0);
+		e = json_array_get(json_object_get(j, "errors"), 0);
+		assert_non_null(e);
+		assert_int_equal(ts_jint(e, "line"), 1);
+		const char *m = json_string_value(json_object_get(e, "message"));
+		if (!m || !strstr(m, "a YaneuraOu book (its #YANEURAOU-DB2016 header), not game "
+		                     "records: joseki import BOOK FILE reads it"))
+			fail_msg("not said: %s", m ? m : "(none)");
+		json_decref(j);
+	}
 	ts_rmtree(dir);
 	free(dir);
 }
