@@ -151,6 +151,7 @@ static int import_position(IngestStats *st, BookWriter *w, BookRecord *rec, Book
 	if (in->nmoves) {
 		in->flags = BOOKDB_REC_THOUGHT;
 		in->think_depth = (uint8_t)max_depth;
+		st->depth0 += max_depth == 0;
 	}
 	int rc = bookdb_writer_get(rec, w, key);
 	bool changed = false;

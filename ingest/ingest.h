@@ -104,7 +104,11 @@ typedef struct {
 	uint64_t games_unended;
 	uint64_t positions_added, moves_added, evals_added;
 	uint64_t plies_stored;
-	uint64_t unreached;    /* import of an Apery book: entries no book line reaches */
+	uint64_t unreached; /* import of an Apery book: entries no book line reaches */
+	/* import: positions the file gave at depth 0 (no move with a depth: a
+	 * YaneuraOu line without one, every Apery entry), which minimax takes as
+	 * leaves under its default --min-depth 1 */
+	uint64_t depth0;
 	uint64_t errors_total; /* all errors, also those beyond the list's cap */
 	/* Inputs that could not be read at all (missing, unreadable, a damaged
 	 * archive): listed in errors too, and a failure for the command, where

@@ -144,6 +144,9 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 		if (st->unreached || import)
 			json_object_set_new(o, "unreached",
 			                    json_integer((json_int_t)st->unreached));
+		if (import)
+			json_object_set_new(o, "depth0_positions",
+			                    json_integer((json_int_t)st->depth0));
 		return joseki_print_json(o, 0);
 	}
 	char skipped[WALK_KINDS * (WALK_NAMES_KEPT + 1) * WALK_NAME_MAX];
@@ -168,6 +171,13 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 		        "games before that line are in)\n",
 		        cmd, (unsigned long long)st->walk.refused,
 		        st->walk.refused == 1 ? "" : "s");
+	if (!strcmp(cmd, "import") && st->depth0)
+		fprintf(
+		    stderr,
+		    "import: %llu position%s came with no depth (depth 0): minimax backs no value "
+		    "up through a position analysed below its --min-depth (default 1); to back "
+		    "values up through them: joseki minimax BOOK --min-depth 0\n",
+		    (unsigned long long)st->depth0, st->depth0 == 1 ? "" : "s");
 	if (!strcmp(cmd, "import")) {
 		printf("import: %llu positions, %llu moves, %llu evaluations added; %llu errors; "
 		       "%.1f s\n",

@@ -60,6 +60,7 @@ int cmd_import(int argc, char **argv)
 		total.moves_added += st.moves_added;
 		total.evals_added += st.evals_added;
 		total.unreached += st.unreached;
+		total.depth0 += st.depth0;
 		total.errors_total += st.errors_total;
 		total.seconds += st.seconds;
 		for (size_t e = 0; e < st.nerrors; e++) {

@@ -50,6 +50,7 @@ static void test_import__every_variant_of_the_format(void **state)
 	assert_null(json_object_get(j, "games_read"));
 	assert_int_equal(ts_jint(j, "moves_added"), 4); /* 7g7f 2g2f 3c3d 8h2b+ */
 	assert_int_equal(ts_jint(j, "evals_added"), 4);
+	assert_int_equal(ts_jint(j, "depth0_positions"), 1); /* 3c3d alone, no depth */
 	json_t *errs = json_object_get(j, "errors");
 	assert_int_equal(json_array_size(errs), 1);
 	assert_int_equal(ts_jint(json_array_get(errs, 0), "line"), 12);
@@ -331,7 +332,18 @@ static void test_import__apery_book_same_as_its_db2016_twin(void **state)
 	assert_int_equal(ts_jint(j, "moves_added"), 73);
 	assert_int_equal(ts_jint(j, "errors_total"), 0);
 	assert_int_equal(ts_jint(j, "unreached"), 0);
+	assert_int_equal(ts_jint(j, "depth0_positions"), 73); /* Apery keeps no depth */
 	json_decref(j);
+	/* Said in the text: a depth-0 position is a leaf under minimax's default
+	 * --min-depth, so an imported book's values went nowhere, unsaid. */
+	char *out = NULL, *err = NULL;
+	assert_int_equal(
+	    ts_runf(&out, &err, "%s import %s/a2 " APERY_BIN " --quiet", ts_joseki(), dir), 0);
+	if (!strstr(err, "import: 73 positions came with no depth (depth 0): minimax backs no "
+	                 "value up through a position analysed below its --min-depth (default 1); "
+	                 "to back values up through them: joseki minimax BOOK --min-depth 0\n"))
+		fail_msg("the depth-0 positions not said: %s", err);
+	free(out), free(err);
 	j = ts_run_json(0, "%s import %s/d " APERY_DB " --json --quiet", ts_joseki(), dir);
 	assert_int_equal(ts_jint(j, "positions_added"), 73);
 	assert_int_equal(ts_jint(j, "errors_total"), 0); /* its byte-order mark is no error */
