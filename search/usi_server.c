@@ -3,6 +3,7 @@
  */
 #include "search/usi_server.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -286,6 +287,36 @@ static void go(Usi *u, char *args)
 	u->running = true;
 }
 
+/* A spin option's value into *v; what was not taken as given is said. A
+ * number outside min..max is taken to the nearest end (clamp), or refused
+ * (a hash of 64 GB for a typo would be allocated); not a number (or none) is
+ * refused. Refused, the option keeps its value now (said) and false is
+ * returned. */
+static bool spin(Usi *u, const char *name, const char *value, long min, long max, bool clamp,
+                 long now, long *v)
+{
+	char *end = NULL;
+	errno = 0;
+	long x = value ? strtol(value, &end, 10) : 0;
+	while (end && (*end == ' ' || *end == '\t')) end++;
+	if (!value || end == value || *end || errno == ERANGE) {
+		say(u, "info string %s wants a number %ld..%ld, not '%.40s'; %ld kept", name, min,
+		    max, value ? value : "", now);
+		return false;
+	}
+	if (x >= min && x <= max) {
+		*v = x;
+		return true;
+	}
+	if (!clamp) {
+		say(u, "info string %s must be %ld..%ld; %ld kept", name, min, max, now);
+		return false;
+	}
+	*v = x < min ? min : max;
+	say(u, "info string %s must be %ld..%ld; %ld taken", name, min, max, *v);
+	return true;
+}
+
 static void setoption(Usi *u, char *args)
 {
 	/* "name N value V": names have no spaces for our options. */
@@ -300,10 +331,9 @@ static void setoption(Usi *u, char *args)
 	while (*name == ' ') name++;
 	char *end = name + strlen(name);
 	while (end > name && end[-1] == ' ') *--end = '\0';
-	long v = value ? strtol(value, NULL, 10) : 0;
+	long v = 0;
 	if (!strcmp(name, "USI_Hash") || !strcmp(name, "Hash")) {
-		if (v < 1 || v > USI_HASH_MAX_MB) {
-			say(u, "info string USI_Hash must be 1..%d", USI_HASH_MAX_MB);
+		if (!spin(u, "USI_Hash", value, 1, USI_HASH_MAX_MB, false, (long)u->hash_mb, &v)) {
 		} else if (engine_set_hash(u->engine, (size_t)v) < 0) {
 			say(u, "info string cannot allocate %ld MB of hash; keeping %zu", v,
 			    u->hash_mb);
@@ -311,10 +341,8 @@ static void setoption(Usi *u, char *args)
 			u->hash_mb = (size_t)v;
 		}
 	} else if (!strcmp(name, "MultiPV")) {
-		u->multipv = v < 1 ? 1 : v > ENGINE_MULTIPV_MAX ? ENGINE_MULTIPV_MAX : (int)v;
-		if (u->multipv != v)
-			say(u, "info string MultiPV must be 1..%d; %d taken", ENGINE_MULTIPV_MAX,
-			    u->multipv);
+		if (spin(u, "MultiPV", value, 1, ENGINE_MULTIPV_MAX, true, u->multipv, &v))
+			u->multipv = (int)v;
 	} else if (!strcmp(name, "Threads")) {
 		if (v != 1) say(u, "info string only Threads 1 is supported");
 	} else if (strcmp(name, "USI_Ponder") != 0) {

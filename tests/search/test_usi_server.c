@@ -205,6 +205,19 @@ static void test_usi_server__a_session_over_streams(void **state)
 	assert_non_null(strstr(out, "info string MultiPV must be 1..32; 32 taken\n"));
 	assert_non_null(strstr(out, "info string MultiPV must be 1..32; 1 taken\n"));
 	free(out);
+	/* Not a number: refused, what is kept said (it was "1 taken", as if out
+	 * of range); a hash out of range is refused (taken to 65536 MB a typo
+	 * would allocate 64 GB), the hash kept said. */
+	out = session("setoption name MultiPV value 3\nsetoption name MultiPV value abc\n"
+	              "setoption name USI_Hash value 0\nsetoption name USI_Hash value 99999999\n"
+	              "setoption name USI_Hash value 32 \nsetoption name Hash value x\n",
+	              NULL);
+	assert_non_null(
+	    strstr(out, "info string MultiPV wants a number 1..32, not 'abc'; 3 kept\n"));
+	assert_int_equal(count(out, "info string USI_Hash must be 1..65536; 16 kept\n"), 2);
+	assert_non_null(
+	    strstr(out, "info string USI_Hash wants a number 1..65536, not 'x'; 32 kept\n"));
+	free(out);
 	/* go mate: no mate search, said at once as USI has it. */
 	out = session("position startpos\ngo mate 5\n", NULL);
 	assert_non_null(strstr(out, "checkmate notimplemented\n"));
