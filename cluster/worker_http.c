@@ -204,7 +204,7 @@ double wk_recent_nps(Worker *w)
 {
 	double nps = 0;
 	pthread_mutex_lock(&w->mu);
-	for (int i = 0; i < w->n; i++) nps += w->slots[i].nps;
+	for (int i = 0; w->slots && i < w->n; i++) nps += w->slots[i].nps; /* none before setup */
 	pthread_mutex_unlock(&w->mu);
 	return nps;
 }

@@ -941,6 +941,16 @@ static void test_abuse__a_killed_workers_results_arrive_after_its_restart(void *
 	start_worker(f, spool, j1, NULL, NULL);
 	for (int i = 0; i < 100 && count_prefix(j1, "result") < 2; i++) usleep(100000);
 	assert_true(count_prefix(j1, "result") >= 2);
+	/* A second worker on the spool in use exits 1 naming it (with a status
+	 * line asked for, it crashed: exit 139, nothing said). */
+	char *o2 = NULL, *e2 = NULL;
+	int rc2 = ts_runf(&o2, &e2,
+	                  "%s worker --server http://127.0.0.1:%d --token-file %s --spool %s "
+	                  "--name w2 --status-seconds 1",
+	                  ts_joseki(), f->port, f->tokfile, spool);
+	if (rc2 != 1 || !strstr(e2, ": in use by another worker ("))
+		fail_msg("a second worker on the spool: exit %d: %s%s", rc2, o2, e2);
+	free(o2), free(e2);
 	/* The coordinator stops answering: finished results pile up unsent. */
 	kill(f->serve, SIGSTOP);
 	static char keys[512][33];
