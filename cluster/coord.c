@@ -597,17 +597,36 @@ static int value_mated(Coord *c, Key key, char *err)
 	return 1;
 }
 
-/* Takes queued positions not last failed by worker into l (up to max); a
- * mated one (queued before the coordinator valued those itself, or by joseki
- * extend) is valued here and forgotten. 0 or COORD_EBOOK. */
-static int take_queued(Coord *c, Lease *l, int max, const char *worker, char *err)
+/* How long a worker counts as there to take what another failed. */
+#define OTHER_WORKER_MS (60 * 1000)
+
+/* Whether a worker not named worker asked for work or sent results in the
+ * last OTHER_WORKER_MS and has not left: one to take a position worker's try
+ * failed. Without one the position goes back to worker (a lone worker
+ * restarted after a kill waited for its own positions for ever; its tries
+ * still set aside a position that fails every time). */
+static bool other_worker(const Coord *c, const char *worker, int64_t now)
+{
+	for (size_t i = 0; i < c->nseen; i++)
+		if (!c->seen[i].left && now - c->seen[i].last_seen_ms < OTHER_WORKER_MS &&
+		    strcmp(c->seen[i].name, worker))
+			return true;
+	return false;
+}
+
+/* Takes queued positions into l (up to max), but not those whose try by
+ * worker failed last while another worker can take them; a mated one
+ * (queued before the coordinator valued those itself, or by joseki extend)
+ * is valued here and forgotten. 0 or COORD_EBOOK. */
+static int take_queued(Coord *c, Lease *l, int max, const char *worker, int64_t now, char *err)
 {
 	size_t j = 0, i = 0;
 	int rc = 0;
+	bool others = other_worker(c, worker, now);
 	for (; i < c->nqueue && rc == 0; i++) {
 		KeyState *ks = co_key_get(c, c->queue[i]);
 		if (!ks || ks->where != WHERE_QUEUED) continue; /* stale entry */
-		if (l->n >= max || !strcmp(ks->last, worker)) {
+		if (l->n >= max || (others && !strcmp(ks->last, worker))) {
 			c->queue[j++] = c->queue[i];
 			continue;
 		}
@@ -1019,7 +1038,7 @@ int coord_acquire(Coord *c, CoordLease *out, const CoordWorker *w, int max, int6
 	double t0 = clock_ms_f();
 	/* Spot checks first: each holds a result back from the book. */
 	rc = co_spot_take(c, l, max, l->token, err);
-	if (rc == 0) rc = take_queued(c, l, max, l->worker, err);
+	if (rc == 0) rc = take_queued(c, l, max, l->worker, now_ms, err);
 	if (rc == 0) rc = take_selected(c, l, max, now_ms, err);
 	c->select_ms += clock_ms_f() - t0;
 	if (rc < 0 || l->n == 0) {

@@ -392,7 +392,8 @@ JOSEKI_MUST_USE int coord_checkpoint_wait(Coord *c);
 bool coord_snapshot_restored(const Coord *c, const char **note, double *ms);
 
 /* Up to max (1..COORD_MAX_BATCH) positions in a new lease: returned positions
- * first (not to the worker whose try of them failed last), then new leaves,
+ * first (not to the worker whose try of them failed last while another worker
+ * was heard from in the last minute), then new leaves,
  * as many as its slice of selection found (opt.select_slice_ms).
  * Returns the count (0: no work now, or none yet: coord_select_busy; no lease
  * made) or a negative code. The lease is durable only after coord_commit. */

@@ -293,7 +293,9 @@ test_coord__expiry_returns_positions_to_another_worker_and_late_results_count(vo
 	assert_int_equal(st.leases_expired, 1);
 	assert_int_equal(st.leases_returned, 0);
 	coord_status_free(&st);
-	/* The worker whose lease expired does not get them back... */
+	/* While another worker is there (B heard from), the worker whose lease
+	 * expired does not get them back... */
+	coord_heartbeat(c, &B, false, T0 + 60500);
 	int n = acquire(c, lb, &A, 8, T0 + 61000);
 	for (int i = 0; i < n; i++)
 		for (int k = 0; k < la->n; k++)
@@ -447,6 +449,41 @@ static void test_coord__abort_returns_positions_at_once_without_a_try(void **sta
 	free(dir);
 }
 
+/* A lone worker, killed and started again under its name, gets back the
+ * positions of its expired lease: with nobody else to take them they stayed
+ * queued for ever (a new user's one-machine cluster, its queue stuck at 4).
+ * Its tries still count: the third expiry sets them aside. */
+static void test_coord__a_lone_worker_gets_its_expired_positions_back(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), err[COORD_ERRLEN];
+	BookDB *db;
+	Coord *c = open_coord(&db, dir);
+	seed_book(c, 1);
+	CoordLease *la = malloc(sizeof *la), *lb = malloc(sizeof *lb);
+	assert_int_equal(acquire(c, la, &A, 4, T0), 4);
+	int64_t t = T0;
+	for (int round = 1; round <= 2; round++) {
+		t += 60000;
+		assert_int_equal(coord_tick(c, t, err), 0); /* A's lease expires */
+		assert_int_equal(acquire(c, lb, &A, 4, t + 1000), 4);
+		for (int i = 0; i < 4; i++) assert_true(in_lease(la, lb->pos[i].key));
+		t += 1000;
+	}
+	t += 60000;
+	assert_int_equal(coord_tick(c, t, err), 0);
+	CoordStatus st;
+	assert_int_equal(coord_status(c, &st, t), 0);
+	assert_int_equal(st.naside, 4);
+	assert_int_equal(st.queue, 0);
+	coord_status_free(&st);
+	free(la);
+	free(lb);
+	close_coord(c, db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_coord__three_failed_tries_set_a_position_aside(void **state)
 {
 	(void)state;
@@ -515,7 +552,9 @@ static void test_coord__a_restart_keeps_leases_tries_and_the_counter(void **stat
 	assert_int_equal(st.leases_live, 1);
 	assert_int_equal(st.queue, 1); /* the failed one, waiting */
 	coord_status_free(&st);
-	/* A's leased positions are not handed out; B's failed one is not given to B. */
+	/* A's leased positions are not handed out; B's failed one is not given to B
+	 * while another worker (A, heard from again) can take it. */
+	coord_heartbeat(c, &A, false, T0);
 	int n = acquire(c, l, &B, 8, T0);
 	for (int i = 0; i < n; i++) {
 		assert_false(in_lease(la, l->pos[i].key));
@@ -3463,6 +3502,7 @@ int main(void)
 	    cmocka_unit_test(test_coord__workers_live_and_gone),
 	    cmocka_unit_test(test_coord__a_lease_answered_only_by_ignored_results_is_finished),
 	    cmocka_unit_test(test_coord__abort_returns_positions_at_once_without_a_try),
+	    cmocka_unit_test(test_coord__a_lone_worker_gets_its_expired_positions_back),
 	    cmocka_unit_test(test_coord__three_failed_tries_set_a_position_aside),
 	    cmocka_unit_test(test_coord__a_restart_keeps_leases_tries_and_the_counter),
 	    cmocka_unit_test(test_coord__history_points_follow_the_clock_across_a_restart),
