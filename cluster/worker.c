@@ -262,10 +262,12 @@ static int run_loop(Worker *w)
 		}
 		if (w->unfit) {
 			pthread_mutex_unlock(&w->mu);
-			return errmsg_set(w->err, WORKER_ERRLEN, WORKER_EENGINE,
-			                  "the engine cannot do this coordinator's searches (%s); "
-			                  "stopping, its leases given back",
-			                  w->unfit_why);
+			return errmsg_set(
+			    w->err, WORKER_ERRLEN, WORKER_EENGINE,
+			    "the engine cannot do this coordinator's searches (%s; the "
+			    "budget is the coordinator's: its serve --work --nodes, "
+			    "--movetime or --depth); stopping, its leases given back",
+			    w->unfit_why);
 		}
 		wk_drop_finished(w);
 		if (!w->leases && limit_reached(w)) {
