@@ -25,6 +25,26 @@ static void errf(char *err, const char *fmt, const char *tok, size_t toklen)
 	errmsg_set(err, SHOGI_ERRLEN, 0, fmt, errmsg_escape(t, sizeof t, tok, toklen));
 }
 
+/* A board's ranks counted wrong: which rank (1..9 from the top, a..i) and
+ * how. squares < 0: more than 9. */
+static void rank_err(char *err, const char *s, size_t bl, int rank, int squares)
+{
+	if (!err) return;
+	char t[48];
+	errmsg_escape(t, sizeof t, s, bl);
+	if (rank > 8)
+		errmsg_set(err, SHOGI_ERRLEN, 0, "bad SFEN board '%s': more than 9 ranks", t);
+	else if (squares < 0)
+		errmsg_set(
+		    err, SHOGI_ERRLEN, 0,
+		    "bad SFEN board '%s': rank %d (%c, from the top) has more than 9 squares", t,
+		    rank + 1, 'a' + rank);
+	else
+		errmsg_set(err, SHOGI_ERRLEN, 0,
+		           "bad SFEN board '%s': rank %d (%c, from the top) has %d square%s, not 9",
+		           t, rank + 1, 'a' + rank, squares, squares == 1 ? "" : "s");
+}
+
 static PieceType letter_type(char ch)
 {
 	/* ASCII by hand: toupper goes through the locale, per board square. */
@@ -78,17 +98,26 @@ int sfen_parse(Position *out, const char *sfen, const char **rest, char *err)
 	for (size_t i = 0; i < bl; i++) {
 		char ch = s[i];
 		if (ch == '/') {
-			if (file != -1 || promoted || rank >= 8) {
-				errf(err, "bad SFEN board '%s': a rank does not have 9 squares", s,
-				     bl);
+			if (promoted) {
+				errf(err, "bad SFEN board '%s': '+' before '/' (a piece after it)",
+				     s, bl);
+				return SHOGI_EPARSE;
+			}
+			if (file != -1 || rank >= 8) {
+				rank_err(err, s, bl, rank >= 8 ? 9 : rank, 8 - file);
 				return SHOGI_EPARSE;
 			}
 			rank++;
 			file = 8;
 		} else if (ch >= '1' && ch <= '9') {
-			if (promoted || file - (ch - '0') < -1) {
-				errf(err, "bad SFEN board '%s': a rank has more than 9 squares", s,
-				     bl);
+			if (promoted) {
+				errf(err,
+				     "bad SFEN board '%s': '+' before a digit (a piece after it)",
+				     s, bl);
+				return SHOGI_EPARSE;
+			}
+			if (file - (ch - '0') < -1) {
+				rank_err(err, s, bl, rank, -1);
 				return SHOGI_EPARSE;
 			}
 			file -= ch - '0';
@@ -106,8 +135,7 @@ int sfen_parse(Position *out, const char *sfen, const char **rest, char *err)
 				return SHOGI_EPARSE;
 			}
 			if (file < 0) {
-				errf(err, "bad SFEN board '%s': a rank has more than 9 squares", s,
-				     bl);
+				rank_err(err, s, bl, rank, -1);
 				return SHOGI_EPARSE;
 			}
 			if (promoted) {
@@ -124,8 +152,19 @@ int sfen_parse(Position *out, const char *sfen, const char **rest, char *err)
 			file--;
 		}
 	}
-	if (rank != 8 || file != -1 || promoted) {
-		errf(err, "bad SFEN board '%s': expected 9 ranks of 9 squares", s, bl);
+	if (promoted) {
+		errf(err, "bad SFEN board '%s': '+' at its end (a piece after it)", s, bl);
+		return SHOGI_EPARSE;
+	}
+	if (file != -1) {
+		rank_err(err, s, bl, rank, 8 - file);
+		return SHOGI_EPARSE;
+	}
+	if (rank != 8) {
+		char t[48];
+		if (err)
+			errmsg_set(err, SHOGI_ERRLEN, 0, "bad SFEN board '%s': %d ranks, not 9",
+			           errmsg_escape(t, sizeof t, s, bl), rank + 1);
 		return SHOGI_EPARSE;
 	}
 	s = skip_ws(s + bl);
@@ -490,12 +529,19 @@ moves:;
 		Move m;
 		char why[SHOGI_ERRLEN];
 		int rc = usi_move_parse(&m, s, l, why);
-		if (rc == 0 && !pos_is_legal(out, m)) rc = SHOGI_EILLEGAL;
+		if (rc == 0 && !pos_is_legal(out, m)) {
+			rc = SHOGI_EILLEGAL;
+			if (movegen_why_illegal(out, m, why) == 0) snprintf(why, sizeof why, "?");
+		}
 		if (rc < 0) {
 			char tok[24];
-			return errmsg_set(err, SHOGI_ERRLEN, rc, "%s move %d '%s' in position spec",
-			                  rc == SHOGI_EPARSE ? "malformed" : "illegal", index,
-			                  errmsg_escape(tok, sizeof tok, s, l));
+			if (rc == SHOGI_EPARSE)
+				return errmsg_set(err, SHOGI_ERRLEN, rc,
+				                  "malformed move %d '%s' in position spec", index,
+				                  errmsg_escape(tok, sizeof tok, s, l));
+			return errmsg_set(err, SHOGI_ERRLEN, rc,
+			                  "illegal move %d '%s' in position spec (%.200s)", index,
+			                  errmsg_escape(tok, sizeof tok, s, l), why);
 		}
 		if (pos_history_len(out) >= POS_MAX_STATES - 1) {
 			return errmsg_set(err, SHOGI_ERRLEN, SHOGI_ETOOLONG,

@@ -581,6 +581,43 @@ static void test_notation__prefixes_never_crash(void **state)
 		}
 }
 
+/* What a user mistyped, said where: the rank of a board that is not 9
+ * squares (it said "a rank does not have 9 squares"), and the rule an
+ * illegal move of a position spec breaks (it said only "illegal move"). */
+static void test_notation__errors_name_the_rank_and_the_rule(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *spec, *said;
+	} CASES[] = {
+	    {"lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R/LNSGKGSNL b - 1",
+	     "rank 8 (h, from the top) has 8 squares, not 9"},
+	    {"lnsgkgsnl/1r5b2/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1",
+	     "rank 2 (b, from the top) has more than 9 squares"},
+	    {"lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNLP b - 1",
+	     "rank 9 (i, from the top) has more than 9 squares"},
+	    {"lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSN b - 1",
+	     "rank 9 (i, from the top) has 8 squares, not 9"},
+	    {"lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1 b - 1", "8 ranks, not 9"},
+	    {"lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL/9 b - 1",
+	     "more than 9 ranks"},
+	    {"lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSN+ b - 1",
+	     "'+' at its end (a piece after it)"},
+	    {"startpos moves 3c3e",
+	     "illegal move 1 '3c3e' in position spec (the pawn on 3c is White's, and Black is to "
+	     "move)"},
+	    {"startpos moves 7g7f 7g7f",
+	     "illegal move 2 '7g7f' in position spec (there is no piece on 7g)"},
+	};
+	Position pos;
+	for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+		char err[SHOGI_ERRLEN] = "";
+		assert_true(position_parse(&pos, CASES[i].spec, err) < 0);
+		if (!strstr(err, CASES[i].said))
+			fail_msg("%s: '%s' not in '%s'", CASES[i].spec, CASES[i].said, err);
+	}
+}
+
 int main(void)
 {
 	shogi_init();
@@ -593,6 +630,7 @@ int main(void)
 	    cmocka_unit_test(test_notation__position_spec_longer_than_history_is_refused),
 	    cmocka_unit_test(test_notation__prefixes_never_crash),
 	    cmocka_unit_test(test_notation__a_trailing_comment_is_cut_from_a_position_line),
+	    cmocka_unit_test(test_notation__errors_name_the_rank_and_the_rule),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
