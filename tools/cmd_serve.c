@@ -63,7 +63,6 @@ typedef struct {
 
 static int parse_listen(void *dst, char *v, char *msg)
 {
-	(void)msg;
 	Listen *l = dst;
 	const char *colon = strrchr(v, ':');
 	char *end;
@@ -72,7 +71,12 @@ static int parse_listen(void *dst, char *v, char *msg)
 		return -1;
 	errno = 0;
 	unsigned long port = strtoul(colon + 1, &end, 10);
-	if (errno || *end || port > 65535) return -1;
+	if (!errno && !*end && port > 65535) {
+		snprintf(msg, CLI_MSGLEN, "--listen %.80s: port %.20s is not 0..65535", v,
+		         colon + 1);
+		return -1;
+	}
+	if (errno || *end) return -1;
 	memcpy(l->addr, v, (size_t)(colon - v));
 	l->addr[colon - v] = 0;
 	l->port = (uint16_t)port;
@@ -607,7 +611,8 @@ int cmd_serve(int argc, char **argv)
 	};
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
-	    CLI_FN("--listen", &listen, parse_listen, "ADDR:PORT", "ADDR:PORT, e.g. 127.0.0.1:8080",
+	    CLI_FN("--listen", &listen, parse_listen, "ADDR:PORT",
+	           "ADDR:PORT (an IPv4 address, no host name), e.g. 127.0.0.1:8080",
 	           "where to listen (default 127.0.0.1:8080)"),
 	    CLI_NUM("--threads", &opt.threads, 1, 100000, "N",
 	            "request threads (default: the cores; 16 with --work)"),

@@ -156,8 +156,11 @@ static void test_cli__bad_usage_reads_the_same_for_every_command(void **state)
 	    {"think B --select best", "think: --select wants cover or pv, not 'best'"},
 	    {"think B --book-side red", "think: --book-side wants black, white or both, not 'red'"},
 	    {"extend B g.csa --book-player ''", "extend: --book-player wants STR, not ''"},
-	    {"serve B --listen nowhere", "serve: --listen wants ADDR:PORT, e.g. 127.0.0.1:8080, "
-	                                 "not 'nowhere'"},
+	    {"serve B --listen nowhere",
+	     "serve: --listen wants ADDR:PORT (an IPv4 address, no host "
+	     "name), e.g. 127.0.0.1:8080, not 'nowhere'"},
+	    {"serve B --listen 127.0.0.1:99999",
+	     "serve: --listen 127.0.0.1:99999: port 99999 is not 0..65535"},
 	    {"worker --server x --token-file f --usi-option novalue",
 	     "worker: --usi-option wants NAME=VALUE, not 'novalue'"},
 	    {"ingest B x --since yesterday", "ingest: --since wants a date YYYY-MM-DD, not "
