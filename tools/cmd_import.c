@@ -42,6 +42,7 @@ int cmd_import(int argc, char **argv)
 	if (parsed != CLI_GO) return parsed;
 	BookDB *db;
 	char err[BOOKDB_ERRLEN];
+	bool fresh = cli_book_fresh(book);
 	if (bookdb_open(&db, book, NULL, err) < 0) {
 		joseki_error("import: %s", err);
 		return 1;
@@ -82,11 +83,15 @@ int cmd_import(int argc, char **argv)
 		}
 	}
 	if (cli_ingest_report(&total, json, "import") < 0) status = 1;
+	/* A book this run made with nothing in it goes again (a mistyped name
+	 * left an empty book behind). */
+	bool discard = status && fresh && !total.positions_added && !total.moves_added;
 	if (unread < files.n)
-		joseki_error("import: stopped at %s (said above): %s%s", files.v[unread],
+		joseki_error("import: stopped at %s (said above): %s%s%s", files.v[unread],
 		             unread ? "the files before it are in " : "nothing imported",
-		             unread ? book : "");
+		             unread ? book : "", discard ? "; no book made" : "");
 	ingest_stats_free(&total);
 	bookdb_free(db);
+	if (discard) cli_book_discard(book);
 	return status;
 }

@@ -35,6 +35,7 @@ int cmd_ingest(int argc, char **argv)
 	if (cli_progress_wanted(quiet)) opt->progress = cli_ingest_progress;
 	BookDB *db;
 	char err[BOOKDB_ERRLEN];
+	bool fresh = cli_book_fresh(book);
 	int rc = bookdb_open(&db, book, NULL, err);
 	if (rc < 0) {
 		joseki_error("ingest: %s", err);
@@ -43,6 +44,10 @@ int cmd_ingest(int argc, char **argv)
 	IngestStats st;
 	rc = ingest_run(&st, db, inputs.v, inputs.n, opt);
 	int printed = cli_ingest_report(&st, json, "ingest");
+	/* A book this run made with nothing in it goes again when the run fails
+	 * (a mistyped input left an empty book behind). */
+	bool discard = (rc < 0 || st.unreadable || st.walk.refused) && fresh &&
+	               !st.positions_added && !st.games_ingested && !st.games_completed;
 	/* The store's own words when the book refused a write ("no space left ..."). */
 	const char *why = ingest_strerror(rc);
 	for (size_t i = 0; i < st.nerrors; i++)
@@ -55,10 +60,10 @@ int cmd_ingest(int argc, char **argv)
 	 * input that is no game records (a NUL byte, an endless line: ingest
 	 * /dev/zero) fails the run too, the games of the other inputs kept. */
 	else if (st.unreadable)
-		joseki_error("ingest: %llu input%s could not be read (said above); what could be "
-		             "read is in %s",
-		             (unsigned long long)st.unreadable, st.unreadable == 1 ? "" : "s",
-		             book);
+		joseki_error(
+		    "ingest: %llu input%s could not be read (said above); %s%s",
+		    (unsigned long long)st.unreadable, st.unreadable == 1 ? "" : "s",
+		    discard ? "nothing read, no book made at " : "what could be read is in ", book);
 	/* Every game seen before: nothing added, whatever the options now (a
 	 * larger --max-ply does not deepen them). */
 	if (rc >= 0 && !json && !quiet && st.duplicates && !st.games_ingested &&
@@ -86,5 +91,6 @@ int cmd_ingest(int argc, char **argv)
 	int failed = rc < 0 || printed < 0 || st.unreadable || refused;
 	ingest_stats_free(&st);
 	bookdb_free(db);
+	if (discard) cli_book_discard(book);
 	return failed ? 1 : 0;
 }

@@ -115,20 +115,25 @@ static void test_import__fixture_books_import_cleanly(void **state)
 	}
 }
 
-/* Runs `joseki import BOOK FILE`, expecting exit 1 and stderr to be exactly
- * the two lines want (the cause) and then how the run stopped. */
+/* Runs `joseki import BOOK FILE` into a new book, expecting exit 1 and
+ * stderr to be exactly the two lines want (the cause) and then how the run
+ * stopped, no book left. */
 static void import_fails_saying(const char *dir, const char *file, const char *want)
 {
 	char *out = NULL, *err = NULL, whole[2000];
 	int rc = ts_runf(&out, &err, "%s import %s/book %s --quiet", ts_joseki(), dir, file);
 	snprintf(whole, sizeof whole,
 	         "%s\njoseki: import: stopped at %s (said above): nothing "
-	         "imported\n",
+	         "imported; no book made\n",
 	         want, file);
 	if (rc != 1 || strcmp(err, whole)) fail_msg("exit %d, said:\n%s", rc, err);
 	assert_non_null(strstr(out, "import: 0 positions, 0 moves, 0 evaluations added; 1 errors"));
 	free(out);
 	free(err);
+	char book[700];
+	snprintf(book, sizeof book, "%s/book", dir);
+	struct stat sb;
+	if (stat(book, &sb) == 0) fail_msg("%s: an empty book left behind", book);
 }
 
 /*

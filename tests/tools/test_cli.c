@@ -261,6 +261,28 @@ static void test_cli__exit_codes_and_messages_name_the_users_inputs(void **state
 	said("ingest", err, "no-such.csa: cannot read: No such file or directory");
 	said("ingest", err, "1 input could not be read");
 	free(out), free(err);
+	/* Into a new book, nothing read: no empty book left behind (a mistyped
+	 * name made one), for ingest and import; a book that was there stays. */
+	static const char *const NOTHING[] = {"ingest %s/nb %s/no-such.csa",
+	                                      "import %s/nb %s/no-such.db",
+	                                      "ingest %s/b %s/no-such.csa"};
+	for (int k = 0; k < 3; k++) {
+		char cmd[800];
+		snprintf(cmd, sizeof cmd, NOTHING[k], dir, dir);
+		rc = ts_runf(&out, &err, "%s %s", ts_joseki(), cmd);
+		assert_int_equal(rc, 1);
+		said(cmd, err,
+		     k == 0   ? "nothing read, no book made at "
+		     : k == 1 ? "nothing imported; no book made"
+		              : "what could be read is in ");
+		free(out), free(err);
+		struct stat sb;
+		snprintf(path, sizeof path, "%s/%s/data.mdb", dir, k < 2 ? "nb" : "b");
+		if ((stat(path, &sb) == 0) != (k == 2))
+			fail_msg("%s: the book %s", cmd, k < 2 ? "left" : "gone");
+		snprintf(path, sizeof path, "%s/nb", dir);
+		if (k < 2 && stat(path, &sb) == 0) fail_msg("%s: its directory left", cmd);
+	}
 	/* A malformed record and an illegal move in readable files: exit 0, each
 	 * said once with its file and line; a file left out of a directory named. */
 	snprintf(path, sizeof path, "%s/games", dir);
