@@ -138,6 +138,7 @@ static void *engine_thread(void *arg)
 
 		char perr[SHOGI_ERRLEN], msg[SEARCH_ERRLEN + 64];
 		int rc;
+		bool bare = false;
 		double t0 = clock_ms_f(), c0 = clock_thread_cpu_ms();
 		bool parsed = position_parse(s->pos, p->sfen, perr) == 0;
 		if (!parsed) {
@@ -148,9 +149,10 @@ static void *engine_thread(void *arg)
 			if (rc < 0)
 				snprintf(msg, sizeof msg, "%s: %.200s", search_strerror(rc),
 				         search_last_error(s->engine));
-			else if (!search_result_bare(msg, sizeof msg, s->res,
-			                             search_name(s->engine)) &&
-			         s->res->nlines == 0) /* the protocol wants at least one line */
+			else if ((bare = search_result_bare(msg, sizeof msg, s->res,
+			                                    search_name(s->engine))))
+				;
+			else if (s->res->nlines == 0) /* the protocol wants at least one line */
 				snprintf(msg, sizeof msg, "the engine gave no line (bestmove %s)",
 				         s->res->resign ? "resign" : "win");
 		}
@@ -163,10 +165,16 @@ static void *engine_thread(void *arg)
 		pthread_mutex_lock(&w->mu);
 		if (j && failed) say_failure(w, msg);
 		/* The search refused as asked (not a crash, not this position): the
-		 * engine cannot do the coordinator's searches at all. */
-		if (rc == SEARCH_EINVAL && parsed && !w->unfit) {
+		 * engine cannot do the coordinator's searches at all. An answer from
+		 * the engine's own book neither: every worker of that engine would
+		 * fail the book's first positions until they were set aside. */
+		if (((rc == SEARCH_EINVAL && parsed) || bare) && !w->unfit) {
 			w->unfit = true;
-			snprintf(w->unfit_why, sizeof w->unfit_why, "%s", msg);
+			snprintf(
+			    w->unfit_why, sizeof w->unfit_why, "%s%s", msg,
+			    bare ? ""
+			         : "; the budget is the coordinator's: its serve --work --nodes, "
+			           "--movetime or --depth");
 		}
 		s->busy_ms += dt;
 		s->cpu_ms += dc;
@@ -262,12 +270,10 @@ static int run_loop(Worker *w)
 		}
 		if (w->unfit) {
 			pthread_mutex_unlock(&w->mu);
-			return errmsg_set(
-			    w->err, WORKER_ERRLEN, WORKER_EENGINE,
-			    "the engine cannot do this coordinator's searches (%s; the "
-			    "budget is the coordinator's: its serve --work --nodes, "
-			    "--movetime or --depth); stopping, its leases given back",
-			    w->unfit_why);
+			return errmsg_set(w->err, WORKER_ERRLEN, WORKER_EENGINE,
+			                  "the engine cannot do this coordinator's searches (%s); "
+			                  "stopping, its leases given back",
+			                  w->unfit_why);
 		}
 		wk_drop_finished(w);
 		if (!w->leases && limit_reached(w)) {

@@ -96,7 +96,7 @@ struct Worker {
 	/* An engine refused a lease's search as asked (its budget, its MultiPV):
 	 * every position would fail so; the worker stops, saying why. */
 	bool unfit;
-	char unfit_why[SEARCH_ERRLEN + 64];
+	char unfit_why[SEARCH_ERRLEN + 160];
 };
 /* One line on the log ("worker: ..."), escaped: what a server or an engine
  * said is shown as text, whatever it sent. Nothing without a log. */

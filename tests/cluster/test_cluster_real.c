@@ -239,11 +239,10 @@ static void test_cluster__worker_with_gpsusi(void **state)
  * one failed, gives its lease back, says why and exits 1 (under Slurm the
  * task ends instead of failing the book's positions one by one), and the
  * coordinator shows the failed try. */
-static void test_cluster__a_worker_whose_engine_cannot_do_the_work_stops(void **state)
+static void worker_stops_saying(Fx *f, const char *coord, const char *opts, const char *why)
 {
-	Fx *f = *state;
-	start_coordinator(f, "--nodes 3000");
-	start_worker(f, 0, ts_real_engine("gpsusi"), "--option BookDepth=0 --option Thread=1", 0);
+	start_coordinator(f, coord);
+	start_worker(f, 0, ts_real_engine("gpsusi"), opts, 0);
 	int st = 0;
 	int64_t end = clock_ms() + 60000;
 	while (waitpid(f->w[0], &st, WNOHANG) == 0) {
@@ -254,8 +253,8 @@ static void test_cluster__a_worker_whose_engine_cannot_do_the_work_stops(void **
 	char *err = ts_read_file(f->err[0], NULL), *out = ts_read_file(f->out[0], NULL);
 	assert_non_null(err);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 ||
-	    !strstr(err, "the engine cannot do this coordinator's searches") ||
-	    !strstr(err, "takes only time controls") || !strstr(out, "unsent 0"))
+	    !strstr(err, "the engine cannot do this coordinator's searches") || !strstr(err, why) ||
+	    !strstr(out, "unsent 0"))
 		fail_msg("status 0x%x: %s%s", st, out ? out : "", err);
 	free(err);
 	free(out);
@@ -266,6 +265,25 @@ static void test_cluster__a_worker_whose_engine_cannot_do_the_work_stops(void **
 	                 0);
 	json_decref(s);
 	stop_coordinator(f);
+}
+
+static void test_cluster__a_worker_whose_engine_cannot_do_the_work_stops(void **state)
+{
+	worker_stops_saying(*state, "--nodes 3000", "--option BookDepth=0 --option Thread=1",
+	                    "takes only time controls (go byoyomi), not a nodes budget: give it "
+	                    "--movetime; the budget is the coordinator's: its serve --work");
+}
+
+/* gpsusi with its own book on answers the book's first positions with a
+ * bare bestmove: no analysis. Each worker failed them one after another
+ * (three workers would set every opening position aside); it stops at the
+ * first, saying why. */
+static void test_cluster__a_worker_whose_engine_recites_its_book_stops(void **state)
+{
+	worker_stops_saying(*state, "--movetime 1000",
+	                    "--option BookDepth=30 --option Thread=1 --option LimitDepth=4",
+	                    "with no analysis (no info line with a score): its own opening book? "
+	                    "Turn it off (USI_OwnBook=false; gpsshogi: BookDepth=0;");
 }
 
 static void test_cluster__two_fairy_stockfish_workers_stopped_by_sigterm(void **state)
@@ -321,6 +339,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cluster__worker_with_gpsusi, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_cluster__a_worker_whose_engine_cannot_do_the_work_stops, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_cluster__a_worker_whose_engine_recites_its_book_stops, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_cluster__two_fairy_stockfish_workers_stopped_by_sigterm, setup, teardown),
 	};
