@@ -383,6 +383,18 @@ int cmd_cycle(int argc, char **argv)
 		sides[j].noptions = (int)(oopts + no - sides[j].options);
 	}
 	shogi_init();
+	/* A missing book is an error, as for think, extend and prune (a mistyped
+	 * name cycled for hours into a new book). */
+	{
+		BookDB *db = NULL;
+		char berr[BOOKDB_ERRLEN];
+		BookDBOptions existing = {.must_exist = true};
+		if (bookdb_open(&db, book, &existing, berr) < 0) {
+			joseki_error("cycle: %s", berr);
+			return 1;
+		}
+		bookdb_free(db);
+	}
 	char **openings = NULL;
 	int nopenings = 0, ret = 1, rc, sel_fd = -1;
 	char err[CYCLE_ERRLEN > MATCH_ERRLEN ? CYCLE_ERRLEN : MATCH_ERRLEN];

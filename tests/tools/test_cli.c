@@ -338,6 +338,16 @@ static void test_cli__exit_codes_and_messages_name_the_users_inputs(void **state
 		     "makes it)");
 		free(out), free(err);
 	}
+	/* A book that is not there: cycle, which runs think, extend and prune,
+	 * refuses it as they do (it made a new book and cycled into it). */
+	rc = ts_runf(&out, &err, "%s cycle %s/no-book --generations 1 --games 2", ts_joseki(), dir);
+	assert_int_equal(rc, 1);
+	said("cycle", err, "joseki: cycle: ");
+	said("cycle", err, "/no-book: no book there");
+	free(out), free(err);
+	snprintf(path, sizeof path, "%s/no-book", dir);
+	struct stat nb;
+	if (stat(path, &nb) == 0) fail_msg("cycle made %s", path);
 	/* A copy into a directory that is not there: the user's path named, not
 	 * the NEW.partial the copy is first written as. */
 	static const char *const COPIES[] = {"backup %s/b %s/no-dir/bk",
