@@ -459,6 +459,17 @@ int cmd_cycle(int argc, char **argv)
 			                         "cycle --probe", &usi) < 0)
 				goto done;
 	}
+	/* The rule that keeps won lines needs a book side whose move in a
+	 * position is the same whatever it searched before (docs/cycle.md). */
+	if (!quiet && ce.path && strcmp(ce.path, "builtin"))
+		fprintf(
+		    stderr,
+		    "cycle: the book side's engine %s is a USI engine: its move in a position "
+		    "depends on what it searched before in the game (its hash, its histories), "
+		    "so a won line the book plays again may not replay as a win, while the marks "
+		    "that keep it stay (docs/cycle.md, \"Against an opponent that plays the same "
+		    "game\"); the built-in engine searches each move afresh\n",
+		    ce.path);
 	bool ctx[3] = {!quiet && !json && isatty(2), json, !quiet};
 	BookMinimaxHook line_hook = bookmm_hook(NULL);
 	CycleOptions opt = {
