@@ -439,6 +439,32 @@ int cmd_match(int argc, char **argv)
 				             "openings lie outside it (query it on an opening's "
 				             "position; docs/match.md)",
 				             'A' + sd, book[sd]);
+		/* ... or none in every game of one colour: half the games then
+		 * measured nothing of it, which the means above do not show (the
+		 * other side's first moves all went outside it). */
+		for (int sd = 0; sd < 2; sd++) {
+			if (!opt.side[sd].book || r.book_plies[sd] == 0) continue;
+			for (int col = BLACK; col <= WHITE; col++) {
+				int games = 0, used = 0;
+				for (int i = 0; i < r.ngames; i++) {
+					const MatchGame *g = &r.games[i];
+					Color mine = sd == 0 ? g->a_color : (Color)(g->a_color ^ 1);
+					if (!g->played || (int)mine != col) continue;
+					games++;
+					used += g->book_plies[sd] > 0;
+				}
+				if (games > 0 && used == 0)
+					joseki_error(
+					    "match: %c's book %s gave no move in any of its %d "
+					    "game%s as %s: those games measured its engine alone "
+					    "(%s)",
+					    'A' + sd, book[sd], games, games == 1 ? "" : "s",
+					    col == BLACK ? "Black" : "White",
+					    col == WHITE && !opt.nopenings
+					        ? "the other side's first moves lie outside it"
+					        : "the positions it met lie outside it");
+			}
+		}
 		match_result_free(&r);
 	}
 	match_openings_free(openings, opt.nopenings);

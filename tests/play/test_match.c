@@ -564,6 +564,22 @@ static void test_match__a_side_with_a_book_plays_its_moves(void **state)
 	assert_int_equal(rc, 0);
 	assert_null(strstr(e, "gave no move"));
 	free(o), free(e);
+	/* A book of Black's first move alone: as White it never has a move, and
+	 * that half of the match measured nothing of it. Said, though its mean
+	 * over all the games is not 0 (a new user found it in the records). */
+	snprintf(path, sizeof path, "%s/one.usi", dir);
+	assert_int_equal(ts_write_file(path, "startpos moves 7g7f\n", 20), 0);
+	rc = ts_runf(&o, &e,
+	             "%s ingest %s/one %s --quiet && %s minimax %s/one --games-book most-played "
+	             "--quiet && %s match --engine-a builtin --engine-b builtin --book-a %s/one "
+	             "--games 2 --nodes 300 --max-moves 8",
+	             ts_joseki(), dir, path, ts_joseki(), dir, ts_joseki(), dir);
+	assert_int_equal(rc, 0);
+	if (!strstr(e, "/one gave no move in any of its 1 game as White: those games measured "
+	               "its engine alone (the other side's first moves lie outside it)") ||
+	    strstr(e, "as Black"))
+		fail_msg("the unused half not said: %s", e);
+	free(o), free(e);
 	ts_rmtree(dir);
 	free(dir);
 }
