@@ -70,6 +70,50 @@ int cycle_game_list_read(CycleGameList *g, const char *path, int book_side, cons
 	return rc == KIFU_ENOMEM ? CYCLE_ENOMEM : CYCLE_EINVAL;
 }
 
+typedef struct {
+	Key key;
+	int index;
+} OpeningKey;
+
+static int opening_key_cmp(const void *a, const void *b)
+{
+	const OpeningKey *x = a, *y = b;
+	int c = key_cmp(x->key, y->key);
+	return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+int match_openings_repeated(const char *const *openings, int n, int *first, int *second)
+{
+	*first = *second = -1;
+	OpeningKey *k = n > 0 ? malloc((size_t)n * sizeof *k) : NULL;
+	Position *pos = malloc(sizeof *pos);
+	if ((n > 0 && !k) || !pos) {
+		free(k), free(pos);
+		return -1;
+	}
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (position_parse(pos, openings[i], NULL) == 0)
+			k[m++] = (OpeningKey){pos_key(pos), i};
+	free(pos);
+	qsort(k, (size_t)m, sizeof *k, opening_key_cmp);
+	int repeated = 0;
+	for (int i = 1; i < m; i++) {
+		if (!key_equal(k[i].key, k[i - 1].key)) continue;
+		repeated++;
+		/* The run's first is its earliest; the pair said is the one whose
+		 * later opening comes first in the file. */
+		int j = i;
+		while (j > 0 && key_equal(k[j - 1].key, k[i].key)) j--;
+		if (*second < 0 || k[i].index < *second) {
+			*first = k[j].index;
+			*second = k[i].index;
+		}
+	}
+	free(k);
+	return repeated;
+}
+
 void match_openings_free(char **openings, int n)
 {
 	if (!openings) return;

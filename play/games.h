@@ -53,4 +53,13 @@ void cycle_game_list_free(CycleGameList *g);
 JOSEKI_MUST_USE int match_openings_read(char ***out, const char *path, char *err);
 void match_openings_free(char **openings, int n);
 
+/*
+ * How many of the n openings reach the position (board, hands, side to move)
+ * an earlier one reaches: each plays the same games as that one (two move
+ * orders of one opening, a line listed twice). *first and *second: the first
+ * such pair (0-based, *first the earlier), -1 when there is none. -1 when
+ * out of memory (nothing said); a spec that does not parse counts as none.
+ */
+int match_openings_repeated(const char *const *openings, int n, int *first, int *second);
+
 #endif

@@ -402,6 +402,9 @@ int cmd_cycle(int argc, char **argv)
 		joseki_error("cycle: --openings: %s", err);
 		return 1;
 	}
+	if (openings_path && !quiet)
+		joseki_openings_note("cycle", openings_path, (const char *const *)openings,
+		                     nopenings);
 	/* Think's roots: --roots / --roots-from-games, else the openings; and
 	 * the way to them, thought first. */
 	RootList roots = {0}, paths = {0};

@@ -292,6 +292,16 @@ static void print_text(const MatchOptions *opt, const MatchResult *r)
 	       opt->out_dir ? "games in " : "games not written", opt->out_dir ? opt->out_dir : "");
 }
 
+void joseki_openings_note(const char *cmd, const char *path, const char *const *openings, int n)
+{
+	int a, b, same = match_openings_repeated(openings, n, &a, &b);
+	if (same <= 0) return;
+	joseki_error("%s: --openings: %d of the %d openings of %s reach the position an earlier "
+	             "one reaches (the first: opening %d, as opening %d): they play its games "
+	             "again, so the games are fewer than they look",
+	             cmd, same, n, path, b + 1, a + 1);
+}
+
 int cmd_match(int argc, char **argv)
 {
 	MatchOptions opt = {
@@ -404,6 +414,7 @@ int cmd_match(int argc, char **argv)
 		}
 		opt.openings = (const char *const *)openings;
 		opt.nopenings = n;
+		if (!quiet) joseki_openings_note("match", openings_path, opt.openings, n);
 	}
 	if (!quiet && isatty(STDERR_FILENO)) opt.progress = on_progress;
 	match_stop_flag = 0;

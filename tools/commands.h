@@ -89,4 +89,9 @@ const char *joseki_peak_memory(char *buf, size_t len);
 const char *joseki_peak_fields(char *buf, size_t len);
 struct json_t *joseki_with_peak(struct json_t *o);
 
+/* Says on stderr ("joseki: CMD: --openings: ...") when some of the n openings
+ * read from path reach a position an earlier one reaches: their games repeat
+ * its games, and a match is fewer games than it looks (tools/cmd_match.c). */
+void joseki_openings_note(const char *cmd, const char *path, const char *const *openings, int n);
+
 #endif
