@@ -116,6 +116,34 @@ static bool utf8_valid(const unsigned char *s, size_t n, bool partial)
 	return true;
 }
 
+/* Whether s[0..n) is UTF-8 text, damaged or not: a byte-order mark said so
+ * (bom), it is UTF-8 (partial: as utf8_valid), or its characters past ASCII
+ * are nearly all UTF-8 — at least 8, and a byte that starts none for every
+ * 16 of them at most: a few bad bytes in a UTF-8 record (a damaged copy)
+ * are that record's fault, where decoding it all as Shift_JIS made every
+ * line of it garbage. Shift_JIS Japanese seldom forms a UTF-8 character. */
+static bool utf8_text(const unsigned char *s, size_t n, bool bom, bool partial)
+{
+	if (bom || utf8_valid(s, n, partial)) return true;
+	size_t good = 0, bad = 0;
+	for (size_t i = 0; i < n;) {
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		size_t k = 1;
+		while (k < 4 && i + k < n && (s[i + k] & 0xC0) == 0x80) k++;
+		if (k > 1 && utf8_valid(s + i, k, false)) {
+			good++;
+			i += k;
+		} else {
+			bad++;
+			i++;
+		}
+	}
+	return good >= 8 && bad * 16 <= good;
+}
+
 /* True when s[0..n) is EUC-JP with at least one character past ASCII before
  * a last one cut short by the end of s (a prefix, or a file cut). Shift_JIS
  * Japanese never is: its kana, its punctuation (：▲) and most of its kanji
@@ -264,7 +292,7 @@ KifuFormat kifu_sniff(const void *buf, size_t len, const char *name)
 	const unsigned char *p = b + off;
 	char *dec = NULL;
 	size_t dlen = plen;
-	if (!utf8_valid(p, plen, plen < len - off)) {
+	if (!utf8_text(p, plen, off == 3, plen < len - off)) {
 		if (japanese_to_utf8(p, plen, &dec, &dlen) == 0) p = (const unsigned char *)dec;
 	}
 	bool kif = false, ki2 = false, header = false;
@@ -351,7 +379,7 @@ int kifu_reader_open_mem_as(KifuReader **out, const void *buf, size_t len, const
 	/* A UTF-8 byte-order mark is not part of the first statement. */
 	if (r->len >= 3 && r->buf[0] == 0xEF && r->buf[1] == 0xBB && r->buf[2] == 0xBF) r->off = 3;
 	if ((format == KIFU_KIF || format == KIFU_KI2) &&
-	    !utf8_valid(r->buf + r->off, r->len - r->off, false)) {
+	    !utf8_text(r->buf + r->off, r->len - r->off, r->off == 3, false)) {
 		size_t n;
 		if (japanese_to_utf8(r->buf + r->off, r->len - r->off, &r->text, &n) != 0) {
 			free(r->name);

@@ -441,6 +441,45 @@ static void test_kifu__content_says_the_format(void **state)
 	free(euc);
 }
 
+/* A UTF-8 KIF with three bad bytes in its move 5 (a damaged copy), with its
+ * byte-order mark and without: still UTF-8 and KIF, its first 4 moves read
+ * and the bad line named. It was decoded whole as Shift_JIS, every line
+ * garbage, and read as 35 USI "games" of errors. */
+static void test_kifu__a_damaged_utf8_record_stays_utf8(void **state)
+{
+	(void)state;
+	size_t len;
+	char *text = ts_read_file(FIX "kif/no_henka.kifu", &len);
+	assert_non_null(text);
+	assert_true(len > 3 && !memcmp(text, "\xEF\xBB\xBF", 3));
+	const char *five = strstr(text, "   5 \xEF\xBC\x97");
+	assert_non_null(five);
+	size_t at = (size_t)(five - text) + 8, n = len + 3;
+	char *bad = malloc(n);
+	memcpy(bad, text, at);
+	memcpy(bad + at, "\xFF\xFE\x80", 3);
+	memcpy(bad + at + 3, text + at, len - at);
+	for (int bom = 1; bom >= 0; bom--) {
+		const char *b = bad + 3 * !bom;
+		size_t bn = n - 3 * !bom;
+		assert_int_equal(kifu_sniff(b, bn, "game.kifu"), KIFU_KIF);
+		KifuReader *r;
+		assert_int_equal(kifu_reader_open_mem(&r, b, bn, "game.kifu"), 0);
+		KifuRecord *rec = NULL;
+		assert_int_equal(kifu_reader_next(r, &rec), 1);
+		assert_int_equal(rec->format, KIFU_KIF);
+		assert_int_equal(rec->nmoves, 4);
+		if (!rec->illegal || !strstr(rec->illegal, "\\xFF\\xFE\\x80"))
+			fail_msg("bom %d: %s", bom,
+			         rec->illegal ? rec->illegal : "(no illegal move)");
+		assert_int_equal(rec->illegal_line, 32);
+		kifu_record_free(rec);
+		kifu_reader_free(r);
+	}
+	free(bad);
+	free(text);
+}
+
 static void test_kifu__usi_lists(void **state)
 {
 	(void)state;
@@ -549,6 +588,7 @@ int main(void)
 	    cmocka_unit_test(test_kifu__illegal_moves_reported_with_their_line),
 	    cmocka_unit_test(test_kifu__foreign_bytes_in_errors_are_shown_escaped),
 	    cmocka_unit_test(test_kifu__content_says_the_format),
+	    cmocka_unit_test(test_kifu__a_damaged_utf8_record_stays_utf8),
 	    cmocka_unit_test(test_kifu__usi_lists),
 	    cmocka_unit_test(test_kifu__the_same_game_in_three_formats_is_ingested_once),
 	    cmocka_unit_test(test_kifu__a_second_game_in_one_file_is_not_read),
