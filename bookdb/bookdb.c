@@ -490,20 +490,43 @@ static int env_open(BookDB *db, const BookDBOptions *opt, bool exists, char *err
 	return rc;
 }
 
-static int env_open_locked(BookDB *db, const BookDBOptions *opt, bool exists, char *err)
+/* db->env made and opened with flags (an MDB_* code; db->env may be left
+ * to close). */
+static int env_made(BookDB *db, const BookDBOptions *opt, unsigned flags)
 {
-	char path[BOOKDB_PATH_LEN];
-	snprintf(path, sizeof path, "%s/data.mdb", db->dir);
 	int rc;
-	if ((rc = mdb_env_create(&db->env))) goto fail_lmdb;
+	if ((rc = mdb_env_create(&db->env))) return rc;
 	/* LMDB's assertions name the book from here on (damage.h). */
 	bdb_damage_watch(db, false);
 	if ((rc = mdb_env_set_maxdbs(db->env, 8)) || (rc = mdb_env_set_maxreaders(db->env, 256)) ||
 	    (rc = mdb_env_set_mapsize(db->env, opt->map_size ? opt->map_size : DEFAULT_MAP_SIZE)))
-		goto fail_lmdb;
+		return rc;
+	return mdb_env_open(db->env, db->dir, flags, 0664);
+}
+
+bool bookdb_unlocked(const BookDB *db)
+{
+	return db && db->unlocked;
+}
+
+static int env_open_locked(BookDB *db, const BookDBOptions *opt, bool exists, char *err)
+{
+	char path[BOOKDB_PATH_LEN];
+	snprintf(path, sizeof path, "%s/data.mdb", db->dir);
 	unsigned flags = MDB_NOTLS | (opt->read_only ? MDB_RDONLY : 0) |
 	                 (opt->no_sync ? MDB_NOSYNC : 0) | (db->random ? MDB_NORDAHEAD : 0);
-	if ((rc = mdb_env_open(db->env, db->dir, flags, 0664))) goto fail_lmdb;
+	db->unlocked = false;
+	int rc = env_made(db, opt, flags);
+	/* A reader who may not write the lock file reads without it
+	 * (bookdb_unlocked); LMDB does so by itself on a read-only file system. */
+	if ((rc == EACCES || rc == EPERM) && opt->read_only) {
+		bdb_damage_unwatch(db);
+		mdb_env_close(db->env);
+		db->env = NULL;
+		rc = env_made(db, opt, flags | MDB_NOLOCK);
+		db->unlocked = rc == 0;
+	}
+	if (rc) goto fail_lmdb;
 	bdb_damage_watch(db, true);
 	if (exists && (rc = check_file_size(db, path, err))) return rc;
 	if (exists) {

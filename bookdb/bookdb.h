@@ -202,6 +202,18 @@ JOSEKI_MUST_USE int bookdb_rebuild_rewrite(BookDB *db, BookRebuildFn fn, void *c
  * when db goes on reading the book as it was; false too when either cannot
  * be looked at. A stat of the file: cheap, not free. */
 bool bookdb_file_current(BookDB *db);
+
+/*
+ * Whether db, opened read-only, is read without LMDB's lock file: a user
+ * who may not write BOOK/lock.mdb (a book another user owns) cannot join its
+ * reader table, and reads as LMDB itself does on a read-only file system.
+ * What that table does: it keeps a writer from reusing the pages a read
+ * transaction is on; so a writer at work on the book meanwhile can show such
+ * a reader pages it is rewriting (wrong answers, records found damaged),
+ * never change the book. A copy of the book, or write access to lock.mdb,
+ * reads with it.
+ */
+bool bookdb_unlocked(const BookDB *db);
 /* db opened again on BOOK/data.mdb as it is now (read-only or not, as
  * before; a writer keeps its writers lock). No transaction, writer or
  * iterator of db may be open, in any thread. 0, or a code with err: db then

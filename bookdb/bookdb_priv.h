@@ -36,6 +36,7 @@ struct BookDB {
 	MDB_dbi dbi[BOOKDB_NDBS];
 	bool read_only;
 	bool random;      /* opened for random reads: no read-ahead (BookDBOptions.random) */
+	bool unlocked;    /* read without LMDB's lock file (bookdb_unlocked) */
 	bool has_changes; /* false only for a version-1 book opened read-only */
 	bool has_marks;   /* false only for a book without marks opened read-only */
 	uint64_t changes_max;

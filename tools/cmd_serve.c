@@ -694,6 +694,13 @@ int cmd_serve(int argc, char **argv)
 		joseki_error("serve: %s", err);
 		return 1;
 	}
+	/* Served for days without the lock file: said once (bookdb_unlocked). */
+	if (bookdb_unlocked(db))
+		fprintf(stderr,
+		        "serve: %s is read without LMDB's lock file (this user may not write "
+		        "%s/lock.mdb): a writer at work on the book meanwhile can show the server "
+		        "pages it is rewriting; serve a copy, or give write access to lock.mdb\n",
+		        book, book);
 	/* The coordinator's selection is the book's only one (a think beside it
 	 * would lease the same positions); held until the process ends. */
 	int sel_fd = -1;

@@ -356,6 +356,60 @@ static void test_damaged__a_read_only_book(void **state)
 	free(dir);
 }
 
+/* A book whose files this user may not write (a book another user owns):
+ * LMDB's readers write its lock file, so every reading command failed with
+ * "Permission denied" while the writers' refusal said reading commands still
+ * worked. Read now without the lock file (bookdb_unlocked); the writers
+ * refuse as before; the book is unchanged. As root (whom permissions do not
+ * stop) the commands run as nobody (setpriv); as another user, on the book
+ * made read-only for its owner. */
+static void test_damaged__a_book_this_user_may_not_write(void **state)
+{
+	(void)state;
+	char *dir = make_book();
+	const char *as =
+	    geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "chmod 755 %s && mkdir -m 777 %s/out && chmod 555 %s/b && chmod "
+	                         "444 %s/b/*",
+	                         dir, dir, dir, dir),
+	                 0);
+	/* The binary where nobody may run it (the clone's may be in a directory
+	 * only its owner enters). */
+	assert_int_equal(ts_runf(NULL, NULL, "cp %s %s/out/joseki", ts_joseki(), dir), 0);
+	char *before = NULL;
+	assert_int_equal(ts_runf(&before, NULL, "md5sum %s/b/data.mdb", dir), 0);
+	static const char *const READERS[] = {
+	    "check %s/b",
+	    "stats %s/b --scan --json",
+	    "query %s/b startpos --json",
+	    "export %s/b %s/out/out.db --quiet",
+	    "select %s/b",
+	};
+	static const char *const WRITERS[] = {
+	    "ingest %s/b tests/data/floodgate --quiet",
+	    "minimax %s/b --quiet",
+	};
+	for (int w = 0; w < 2; w++)
+		for (size_t i = 0; i < (w ? 2 : sizeof READERS / sizeof READERS[0]); i++) {
+			char cmd[1024], *out = NULL, *err = NULL;
+			snprintf(cmd, sizeof cmd, w ? WRITERS[i] : READERS[i], dir, dir);
+			int rc = ts_runf(&out, &err, "timeout 60 %s%s/out/joseki %s", as, dir, cmd);
+			if (rc != w) fail_msg("%s: status %d, %d expected\n%s", cmd, rc, w, err);
+			if (w && (!strstr(err, "cannot be written (Permission denied)") ||
+			          !strstr(err, "reading commands")))
+				fail_msg("%s: not said: %s", cmd, err);
+			free(out), free(err);
+		}
+	char *after = NULL;
+	assert_int_equal(ts_runf(&after, NULL, "md5sum %s/b/data.mdb", dir), 0);
+	assert_string_equal(before, after);
+	free(before), free(after);
+	assert_int_equal(ts_runf(NULL, NULL, "chmod -R u+w %s", dir), 0);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* A server a failed assertion left running, for the teardown to end. */
 static pid_t g_serve;
 
@@ -935,12 +989,14 @@ static void test_damaged__records_a_damaged_page_hides_are_counted_unreadable(vo
 
 int main(void)
 {
+	if (getenv("TEST_FILTER")) cmocka_set_test_filter(getenv("TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_damaged__a_truncated_data_file_is_refused_by_every_command),
 	    cmocka_unit_test(test_damaged__flipped_bytes_are_found_and_repaired),
 	    cmocka_unit_test(test_damaged__a_bad_game_is_repaired_into_an_id_without_plies),
 	    cmocka_unit_test(test_damaged__another_schema_version_and_a_missing_lock_file),
 	    cmocka_unit_test(test_damaged__a_read_only_book),
+	    cmocka_unit_test(test_damaged__a_book_this_user_may_not_write),
 	    cmocka_unit_test(test_damaged__an_illegal_stored_move_fails_export),
 	    cmocka_unit_test(test_damaged__check_on_every_core_tells_problems_in_key_order),
 	    cmocka_unit_test_teardown(
