@@ -148,6 +148,7 @@ typedef struct {
 	bool cap9999_is_mate;
 	size_t cap;
 	int unstorable; /* 1-based index of the first move whose position cannot be packed */
+	char why[SHOGI_ERRLEN]; /* why it cannot ("" when the rules core does not say) */
 } PlyCollect;
 
 static int collect_ply(void *ctx, const Position *before, Move m, size_t index)
@@ -176,7 +177,11 @@ static int collect_ply(void *ctx, const Position *before, Move m, size_t index)
 	 * rejects this game alone. */
 	int n = bookdb_pack_checked(p->packed, before->board, before->hand, before->side);
 	p->packed_len = n > 0 ? (uint8_t)n : 0;
-	if (n <= 0 && !c->unstorable) c->unstorable = (int)index + 1;
+	if (n <= 0 && !c->unstorable) {
+		c->unstorable = (int)index + 1;
+		/* The reason query and import give for such a position. */
+		if (pos_check_game(before, c->why) == 0) c->why[0] = '\0';
+	}
 	return 0;
 }
 
@@ -225,7 +230,7 @@ static void parse_record(Result *r, const char *input, KifuRecord *rec, const In
 		int32_t e = rec->moves[i].eval, a = e < 0 ? -e : e;
 		if (rec->moves[i].has_eval && a > 9999 && a < 30000) cap9999 = false;
 	}
-	PlyCollect c = {g, rec, opt->max_ply, cap9999, 0, 0};
+	PlyCollect c = {g, rec, opt->max_ply, cap9999, 0, 0, ""};
 	ReplayResult res;
 	int rc = replay_kifu(&res, pos, rec, collect_ply, &c);
 	if (rc != 0) {
@@ -242,9 +247,9 @@ static void parse_record(Result *r, const char *input, KifuRecord *rec, const In
 		int line = mi < rec->nmoves ? rec->moves[mi].line : rec->first_line;
 		result_error(
 		    r, input, line,
-		    ing_printf(
-		        "the position before move %d cannot be stored in the book; game skipped",
-		        c.unstorable));
+		    ing_printf("the position before move %d cannot be stored in the book%s%s; game "
+		               "skipped",
+		               c.unstorable, c.why[0] ? ": " : "", c.why));
 		return;
 	}
 	g->winner = res.winner;

@@ -647,6 +647,22 @@ static void test_ingest__illegal_move_keeps_moves_before_it_and_names_the_line(v
 	assert_string_equal(json_string_value(json_object_get(e, "message")),
 	                    "game longer than 1023 plies");
 	json_decref(j);
+	/* A game whose start the book cannot hold (three rooks) is skipped with
+	 * the reason query and import give (it said only that it could not). */
+	snprintf(path, sizeof path, "%s/rooks.usi", dir);
+	static const char ROOKS[] = "startpos moves 7g7f\nsfen 4k4/9/9/9/9/9/9/9/4K4 b 3R 1 "
+	                            "moves R*5e\n";
+	assert_int_equal(ts_write_file(path, ROOKS, sizeof ROOKS - 1), 0);
+	j = ts_run_json(0, "%s ingest %s/book5 %s --json --quiet", ts_joseki(), dir, path);
+	assert_int_equal(ts_jint(j, "games_ingested"), 1);
+	assert_int_equal(ts_jint(j, "games_rejected"), 1);
+	e = json_array_get(json_object_get(j, "errors"), 0);
+	assert_non_null(e);
+	assert_int_equal(ts_jint(e, "line"), 2);
+	assert_string_equal(json_string_value(json_object_get(e, "message")),
+	                    "the position before move 1 cannot be stored in the book: 3 rooks "
+	                    "(board and hands, promoted counted): a set has 2; game skipped");
+	json_decref(j);
 	/* A YaneuraOu book given to ingest (import reads it): its sfen and move
 	 * lines were read as USI games, 8 of 11 "ingested", positions and game
 	 * counts no game had. Refused whole at its header, BOM or not. */
