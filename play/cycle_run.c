@@ -1158,15 +1158,17 @@ int cycle_run(int *done, bool *stopped, const CycleOptions *opt, char *err)
 	snprintf(dir, sizeof dir, "%s/cycle", opt->book);
 	/* Creates the book if needed, then reads where the last run stopped. */
 	if ((ret = with_read(&r, load_state, err)) < 0) goto out;
-	/* Other opponents than the book keeps: each is started once with its
-	 * options before check_opponents may drop a generation begun against
-	 * the others, or keep these, so that an option an engine refuses (a
-	 * typo) stops the run with the book as it was. */
+	/* Each opponent is started once with its options and asked whether it
+	 * takes the match's budget before check_opponents may drop a generation
+	 * begun against others, or keep these, so that an option an engine
+	 * refuses (a typo) or a budget it cannot search (gpsshogi given nodes)
+	 * stops the run with the book as it was: no opponent recorded that never
+	 * played. */
 	if (r.st.gen < opt->generations && (ret = with_read(&r, kept_other, err)) < 0) goto out;
-	for (int j = 0; j < r.nopp && r.st.gen < opt->generations && r.opp_other; j++) {
+	for (int j = 0; j < r.nopp && r.st.gen < opt->generations; j++) {
 		char merr[MATCH_ERRLEN];
 		const MatchSide *s = opt->opponents ? &opt->opponents[j] : &opt->match.side[1];
-		if (match_side_try(s, opt->match.usi, merr) < 0) {
+		if (match_side_try(s, opt->match.usi, &opt->match.budget, merr) < 0) {
 			ret = errmsg_set(err, CYCLE_ERRLEN, CYCLE_ESTEP,
 			                 "opponent %d: %s (nothing played, the book as it was)",
 			                 j + 1, merr);

@@ -746,7 +746,8 @@ void match_result_free(MatchResult *r)
 	memset(r, 0, sizeof *r);
 }
 
-int match_side_try(const MatchSide *side, const UsiEngineConfig *usi, char *err)
+int match_side_try(const MatchSide *side, const UsiEngineConfig *usi, const SearchBudget *budget,
+                   char *err)
 {
 	char serr[SEARCH_ERRLEN];
 	if (!strcmp(side->engine, "builtin")) {
@@ -760,8 +761,11 @@ int match_side_try(const MatchSide *side, const UsiEngineConfig *usi, char *err)
 	UsiEngine *e = NULL;
 	if (usi_engine_open(&e, &cfg, serr) < 0)
 		return errmsg_set(err, MATCH_ERRLEN, MATCH_ENGINE, "%s: %s", side->engine, serr);
+	int rc = budget && usi_engine_check_budget(e, budget) < 0
+	             ? errmsg_set(err, MATCH_ERRLEN, MATCH_EINVAL, "%s", usi_engine_last_error(e))
+	             : 0;
 	usi_engine_free(e);
-	return 0;
+	return rc;
 }
 
 int match_run(MatchResult *out, const MatchOptions *opt, char *err)

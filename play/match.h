@@ -253,12 +253,14 @@ struct MatchResult {
  */
 JOSEKI_MUST_USE int match_run(MatchResult *out, const MatchOptions *opt, char *err);
 
-/* Whether side's engine takes its options: the built-in core's are read, a
- * USI engine is started with them (usi: its configuration, may be NULL) and
- * ended. 0, or MATCH_EINVAL / MATCH_ENGINE / MATCH_ENOMEM with err, as a
- * match starting it would say. For a caller that must not change anything
- * before the engines are known to start (cycle). */
-JOSEKI_MUST_USE int match_side_try(const MatchSide *side, const UsiEngineConfig *usi, char *err);
+/* Whether side's engine takes its options and budget (NULL: not asked): the
+ * built-in core's are read, a USI engine is started with them (usi: its
+ * configuration, may be NULL), asked whether it takes the budget
+ * (usi_engine_check_budget) and ended. 0, or MATCH_EINVAL / MATCH_ENGINE /
+ * MATCH_ENOMEM with err, as a match starting it would say. For a caller that
+ * must not change anything before the engines are known to play (cycle). */
+JOSEKI_MUST_USE int match_side_try(const MatchSide *side, const UsiEngineConfig *usi,
+                                   const SearchBudget *budget, char *err);
 
 void match_result_free(MatchResult *r);
 

@@ -327,6 +327,17 @@ int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget 
  * commands for one search. The position goes as its root plus the moves
  * that led to it, so the engine sees the game's repetitions.
  */
+int usi_engine_check_budget(UsiEngine *e, const SearchBudget *budget)
+{
+	if (!e->time_only || budget->kind == SEARCH_BUDGET_MOVETIME ||
+	    budget->kind == SEARCH_BUDGET_CLOCK)
+		return 0;
+	return usi_fail(e, SEARCH_EINVAL,
+	                "%s (%s) takes only time controls (go byoyomi), not a %s "
+	                "budget: give it --movetime",
+	                e->path, e->name, budget->kind == SEARCH_BUDGET_NODES ? "nodes" : "depth");
+}
+
 static int build_commands(UsiEngine *e, size_t *len, const Position *pos,
                           const SearchBudget *budget, int multipv)
 {
@@ -359,11 +370,8 @@ static int build_commands(UsiEngine *e, size_t *len, const Position *pos,
 		kind = "depth";
 		break;
 	}
-	if (e->time_only && kind && budget->kind != SEARCH_BUDGET_MOVETIME)
-		return usi_fail(e, SEARCH_EINVAL,
-		                "%s (%s) takes only time controls (go byoyomi), not a %s "
-		                "budget: give it --movetime",
-		                e->path, e->name, kind);
+	int rc = usi_engine_check_budget(e, budget);
+	if (rc < 0) return rc;
 	if (e->time_only && kind) {
 		p += snprintf(p, (size_t)(end - p), "\ngo btime 0 wtime 0 byoyomi %llu\n",
 		              (unsigned long long)byoyomi_ms(budget->amount));

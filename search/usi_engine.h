@@ -144,6 +144,11 @@ void usi_engine_new_game(UsiEngine *e);
 const char *usi_engine_name(const UsiEngine *e);
 /* Message of the last failure, "" if none. */
 const char *usi_engine_last_error(const UsiEngine *e);
+/* Whether the running engine takes budget: SEARCH_EINVAL (the message in
+ * usi_engine_last_error) for an engine that takes only time controls
+ * (gpsshogi) given nodes or a depth, else 0. What analyse refuses, told
+ * before a search (a caller that must change nothing before it knows). */
+JOSEKI_MUST_USE int usi_engine_check_budget(UsiEngine *e, const SearchBudget *budget);
 /* pid of the current engine process, or -1 when none is running. */
 JOSEKI_MUST_USE int usi_engine_pid(const UsiEngine *e);
 

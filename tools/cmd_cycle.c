@@ -289,8 +289,8 @@ int cmd_cycle(int argc, char **argv)
 	static OppOption opp_opts[MAX_OPP_OPTIONS];
 	int nopp = 0, nopp_opts = 0, delete_rule = CYCLE_DELETE_LAST,
 	    extend_rule = CYCLE_EXTEND_LOST;
-	uint64_t generations = 0, games = 0, nodes = 10000, concurrency = 1, max_moves = 0,
-	         seed = 0, probe_plies = 0, retries = 0;
+	uint64_t generations = 0, games = 0, nodes = 0, movetime = 0, concurrency = 1,
+	         max_moves = 0, seed = 0, probe_plies = 0, retries = 0;
 	uint64_t think_nodes = 10000, positions = 0, seconds = 0, plies = 8, min_games = 1;
 	double engine_seconds = 0;
 	int multipv = 4;
@@ -316,6 +316,10 @@ int cmd_cycle(int argc, char **argv)
 	           CLI_MANY(&nopp_opts, MAX_OPP_OPTIONS)),
 	    CLI_NUM("--nodes", &nodes, 1, 1000000000, "N",
 	            "the match's nodes a move (default 10000)"),
+	    CLI_NUM("--movetime", &movetime, 1, 86400000, "MS",
+	            "the match's milliseconds a move instead of --nodes, for an engine that takes "
+	            "only time controls (gpsshogi; its games then vary with the machine's load) "
+	            "(default: none)"),
 	    CLI_STR("--openings", &openings_path, "FILE",
 	            "the match's openings (and think's roots unless given; default: the start "
 	            "position)"),
@@ -368,6 +372,13 @@ int cmd_cycle(int argc, char **argv)
 		return cli_usage_error(&cmd,
 		                       "--retries plays lost games again after --delete last's "
 		                       "backtracking: it needs --delete last");
+	if (nodes && movetime)
+		return cli_usage_error(&cmd, "give the match --nodes or --movetime, not both");
+	if (!nodes && !movetime) nodes = 10000;
+	/* The match's budget, the probe's opponents' too. */
+	SearchBudget match_budget = {.kind =
+	                                 movetime ? SEARCH_BUDGET_MOVETIME : SEARCH_BUDGET_NODES,
+	                             .amount = movetime ? movetime : nodes};
 	int nengines = (int)ce.n;
 	if (!positions && !seconds && !(engine_seconds > 0)) positions = 100;
 	if (nopp == 0) opp_path[nopp++] = "builtin";
@@ -487,7 +498,7 @@ int cmd_cycle(int argc, char **argv)
 	                      .restart = restart},
 	                     sides[0]},
 	            .games = (int)games,
-	            .budget = {.kind = SEARCH_BUDGET_NODES, .amount = (uint64_t)nodes},
+	            .budget = match_budget,
 	            .openings = (const char *const *)openings,
 	            .nopenings = nopenings,
 	            .concurrency = (int)concurrency,
@@ -524,7 +535,7 @@ int cmd_cycle(int argc, char **argv)
 	            .minimax = &line_hook,
 	        },
 	    .probe = {.opponents = opponents,
-	              .opp_budget = {.kind = SEARCH_BUDGET_NODES, .amount = (uint64_t)nodes},
+	              .opp_budget = match_budget,
 	              .book_side = cp.plan.book_side,
 	              .max_plies = (int)probe_plies,
 	              .max_moves = (int)max_moves},

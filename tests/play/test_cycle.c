@@ -1234,6 +1234,50 @@ static void script(char *path, size_t len, const char *dir, const char *name, co
 }
 
 /*
+ * An opponent that takes only time controls (gpsshogi; here the fake that
+ * calls itself so) given the match's nodes: refused before anything is
+ * played or recorded (it printed the generation's plan, and the next run
+ * named it as the last run's opponent); with --movetime it plays.
+ */
+static void test_cycle__an_opponent_taking_only_time_controls(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), path[600], open_path[700], e1[700], body[1600], cwd[1024];
+	planted_book(dir, path, sizeof path, open_path, sizeof open_path);
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	snprintf(body, sizeof body,
+	         "exec python3 -S '%s/tests/search/fakes/fake_engine.py' --script timeonly", cwd);
+	script(e1, sizeof e1, dir, "timeonly.sh", body);
+	char *out = NULL, *err = NULL;
+	int rc = ts_runf(&out, &err,
+	                 "%s cycle %s --generations 1 --openings %s --games 2 --opponent %s "
+	                 "--nodes 2000 --think-nodes 300 --positions 2 --quiet",
+	                 ts_joseki(), path, open_path, e1);
+	if (rc != 1 || !strstr(err, "opponent 1: ") ||
+	    !strstr(err, "takes only time controls (go byoyomi), not a nodes budget") ||
+	    !strstr(err, "(nothing played, the book as it was)"))
+		fail_msg("exit %d: %s%s", rc, out, err);
+	free(out), free(err);
+	rc = ts_runf(
+	    &out, &err,
+	    "%s cycle %s --generations 1 --openings %s --games 2 --opponent %s --nodes 2000 "
+	    "--movetime 300 --quiet",
+	    ts_joseki(), path, open_path, e1);
+	if (rc != 2 || !strstr(err, "give the match --nodes or --movetime, not both"))
+		fail_msg("both: exit %d: %s", rc, err);
+	free(out), free(err);
+	rc = ts_runf(&out, &err,
+	             "%s cycle %s --generations 1 --openings %s --games 2 --opponent %s "
+	             "--movetime 300 --think-nodes 300 --positions 2",
+	             ts_joseki(), path, open_path, e1);
+	if (rc != 0 || !strstr(out, "cycle generation 1 games 2 ") || strstr(err, " was '"))
+		fail_msg("--movetime: exit %d: %s%s", rc, out, err);
+	free(out), free(err);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
  * Two opponents, each with its own options: each engine is started with its
  * own setoption lines and no other's (both record what they are told); each
  * plays the book with either colour in turn; each has its row; and the
@@ -1605,6 +1649,7 @@ int main(void)
 	    cmocka_unit_test(test_cycle__a_stopped_retry_round_is_played_when_run_again),
 	    cmocka_unit_test(test_cycle__probe_grows_the_lines_the_opponent_plays),
 	    cmocka_unit_test(test_cycle__restart_engines_starts_a_process_a_game),
+	    cmocka_unit_test(test_cycle__an_opponent_taking_only_time_controls),
 	    cmocka_unit_test(test_cycle__several_opponents_each_with_its_options),
 	    cmocka_unit_test(test_cycle__a_slow_opponent_is_not_stopped_at_the_usual_hard_limit),
 	    cmocka_unit_test(test_cycle__the_kept_games_parse_back_and_bad_ones_are_refused),
