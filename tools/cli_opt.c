@@ -373,7 +373,9 @@ static int check(const Table *t)
 				                 t->f[i].o->name);
 				if (r > 0 && (size_t)r < sizeof list - n) n += (size_t)r;
 			}
-			return cli_usage_error(t->cmd, "give one of %s", list);
+			return cli_usage_error(t->cmd,
+			                       "give only one of %s (%s and %s were both given)",
+			                       list, t->f[k].o->name, t->f[j].o->name);
 		}
 	}
 	for (int k = 0; k < t->n; k++) {

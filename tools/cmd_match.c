@@ -380,7 +380,7 @@ int cmd_match(int argc, char **argv)
 		opt.side[s].book = book[s] && strcmp(book[s], "none") ? book[s] : NULL;
 	if (kind >= 0 && (ntc || nbyo))
 		return cli_usage_error(
-		    &cmd, "give one of --nodes, --movetime, or clocks (--tc, --byoyomi)");
+		    &cmd, "give only one of --nodes, --movetime, or clocks (--tc, --byoyomi)");
 	if (kind >= 0) opt.budget.kind = (SearchBudgetKind)kind;
 	if (sprt_on) opt.sprt = &sprt;
 	if (ntc || nbyo) {

@@ -657,7 +657,7 @@ static void test_match__bad_input_is_reported(void **state)
 	    {"--tc 1 --tc 2 --tc 3", "--tc at most 2 times"},
 	    {"--tc 1+1 --byoyomi 100", "clock A has both an increment and a byoyomi"},
 	    {"--tc 60 --byoyomi 100 --tc 1+1", "clock B has both"},
-	    {"--tc 1 --nodes 10", "give one of --nodes, --movetime, or clocks"},
+	    {"--tc 1 --nodes 10", "give only one of --nodes, --movetime, or clocks"},
 	    {"--byoyomi 0", "clock A gives no time"},
 	    {"--sprt 5,0", "--sprt '5,0': wants ELO0 < ELO1"},
 	    {"--time-margin -1", "--time-margin wants a number from 0 to 600000, not '-1'"},

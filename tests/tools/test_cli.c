@@ -184,8 +184,9 @@ static void test_cli__bad_usage_reads_the_same_for_every_command(void **state)
 	    {"perft x", "perft: DEPTH wants a number from 0 to 20, not 'x'"},
 	    {"synth S", "synth: --positions is needed"},
 	    {"think B --roots r.txt --roots-from-games 3",
-	     "think: give one of --roots, --roots-from-games"},
-	    {"think B --nodes 5 --depth 3", "think: give one of --nodes, --movetime, --depth"},
+	     "think: give only one of --roots, --roots-from-games"},
+	    {"think B --nodes 5 --depth 3", "think: give only one of --nodes, --movetime, --depth "
+	                                    "(--nodes and --depth were both given)"},
 	    {"think B --roots-ply 3", "think: --roots-ply needs --roots-from-games"},
 	    {"think B --probe-plies 3", "think: --probe-plies needs --opponent"},
 	    {"serve B --lease-seconds 5", "serve: --lease-seconds needs --work"},
@@ -784,7 +785,7 @@ static void test_cli__serve_lazy_load_is_in_help_and_excludes_preload(void **sta
 	int rc = ts_runf(&out, &err, "%s serve B --work --preload --lazy-load", ts_joseki());
 	assert_int_equal(rc, 2);
 	said("serve --preload --lazy-load", err,
-	     "joseki: serve: give one of --preload, --lazy-load");
+	     "joseki: serve: give only one of --preload, --lazy-load");
 	free(out), free(err);
 }
 
