@@ -77,10 +77,19 @@ int usi_line_record(KifuRecord **out, Position *pos, const char *text, size_t le
 		size_t e = k;
 		while (e < len && !is_space(text[e])) e++;
 		Move m;
-		if (usi_move_parse_legal(&m, pos, text + k, e - k, merr) != 0) {
+		int mrc = usi_move_parse_legal(&m, pos, text + k, e - k, merr);
+		if (mrc != 0) {
 			char q[40];
-			if (kifu_set_illegal(rec, line, "illegal move %s (%s)",
-			                     errmsg_escape(q, sizeof q, text + k, e - k), merr)) {
+			errmsg_escape(q, sizeof q, text + k, e - k);
+			/* A line's first word that is no move and no position's start:
+			 * not a game at all, rather than a game's bad move. */
+			bool none = k == i && moves_at == i && mrc == SHOGI_EPARSE;
+			if (none ? kifu_set_illegal(
+			               rec, line,
+			               "'%s' starts no position (startpos, sfen ..., an SFEN "
+			               "board) and is no USI move",
+			               q)
+			         : kifu_set_illegal(rec, line, "illegal move %s (%s)", q, merr)) {
 				kifu_record_free(rec);
 				return KIFU_ENOMEM;
 			}

@@ -284,10 +284,16 @@ static void print_text(const MatchOptions *opt, const MatchResult *r)
 		         r->exit_eval[0].mean, r->exit_eval[1].mean, r->exit_gain,
 		         r->exit_gain - 1.96 * r->exit_gain_se,
 		         r->exit_gain + 1.96 * r->exit_gain_se);
-	printf("match A %s%s vs B %s%s: %d games, A +%d =%d -%d, score %.3f, elo %s [%s, %s] "
+	/* No game, no figure (it said "score 0.000, elo +0 [+0, +0]"). */
+	char score[16] = "-";
+	if (r->played)
+		snprintf(score, sizeof score, "%.3f", r->score);
+	else
+		strcpy(elo, "-"), strcpy(lo, "-"), strcpy(hi, "-");
+	printf("match A %s%s vs B %s%s: %d games, A +%d =%d -%d, score %s, elo %s [%s, %s] "
 	       "(95%%)%s%s, book plies A %.1f B %.1f, exit ply A %s B %s%s, %s%s\n",
 	       r->name[0], opt->side[0].book ? "+book" : "", r->name[1],
-	       opt->side[1].book ? "+book" : "", r->played, r->wins, r->draws, r->losses, r->score,
+	       opt->side[1].book ? "+book" : "", r->played, r->wins, r->draws, r->losses, score,
 	       elo, lo, hi, pairs, sprt, r->book_plies[0], r->book_plies[1], ex[0], ex[1], gain,
 	       opt->out_dir ? "games in " : "games not written", opt->out_dir ? opt->out_dir : "");
 }

@@ -487,7 +487,9 @@ static void test_kifu__usi_lists(void **state)
 	                   "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2 "
 	                   "moves 3c3d\n"
 	                   "sfen bogus\n"
-	                   "position startpos\n";
+	                   "position startpos\n"
+	                   "hello world\n"
+	                   "7g7f 7g7f\n";
 	KifuReader *r;
 	assert_int_equal(kifu_reader_open_mem(&r, text, strlen(text), "l.usi"), 0);
 	KifuRecord *rec;
@@ -505,6 +507,16 @@ static void test_kifu__usi_lists(void **state)
 	assert_non_null(strstr(kifu_reader_error(r), "l.usi:5: bad position"));
 	assert_int_equal(kifu_reader_next(r, &rec), 1);
 	assert_int_equal(rec->nmoves, 0);
+	kifu_record_free(rec);
+	/* A line that is no game says so (it said "illegal move hello"); a bare
+	 * move list's bad move is an illegal move as before. */
+	assert_int_equal(kifu_reader_next(r, &rec), 1);
+	assert_string_equal(rec->illegal, "'hello' starts no position (startpos, sfen ..., an SFEN "
+	                                  "board) and is no USI move");
+	kifu_record_free(rec);
+	assert_int_equal(kifu_reader_next(r, &rec), 1);
+	assert_int_equal(rec->nmoves, 1);
+	assert_non_null(strstr(rec->illegal, "illegal move 7g7f ("));
 	kifu_record_free(rec);
 	assert_int_equal(kifu_reader_next(r, &rec), 0);
 	kifu_reader_free(r);

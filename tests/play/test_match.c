@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -580,6 +582,49 @@ static void test_match__a_side_with_a_book_plays_its_moves(void **state)
 	    strstr(e, "as Black"))
 		fail_msg("the unused half not said: %s", e);
 	free(o), free(e);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/* A match stopped before any game ended has no figures: its summary says
+ * "-" (it said "score 0.000, elo +0 [+0, +0]"), then that no game was
+ * played. Stopped (SIGTERM) while B, a fake engine that never answers,
+ * thinks its first move. */
+static void test_match__stopped_before_a_game_ends_gives_no_figures(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), *eng, *tr, *out, *err, cwd[1024];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_true(asprintf(&eng, "%s/hang.sh", dir) > 0);
+	assert_true(asprintf(&tr, "%s/transcript", dir) > 0);
+	assert_true(asprintf(&out, "%s/out", dir) > 0);
+	assert_true(asprintf(&err, "%s/err", dir) > 0);
+	char *text;
+	assert_true(asprintf(&text,
+	                     "#!/bin/sh\nexec python3 -S %s/tests/search/fakes/fake_engine.py "
+	                     "--script hang_go --transcript %s\n",
+	                     cwd, tr) > 0);
+	assert_int_equal(ts_write_file(eng, text, strlen(text)), 0);
+	assert_int_equal(chmod(eng, 0755), 0);
+	char *argv[] = {(char *)ts_joseki(), "match", "--engine-a", "builtin", "--engine-b", eng,
+	                "--games",           "2",     "--nodes",    "100",     NULL};
+	pid_t pid = ts_spawn(argv, out, err, false);
+	/* Until B has been asked for a move. */
+	for (int i = 0; i < 600; i++) {
+		char *t = ts_read_file(tr, NULL);
+		bool asked = t && strstr(t, "\ngo ");
+		free(t);
+		if (asked) break;
+		usleep(50000);
+	}
+	kill(pid, SIGTERM);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	char *o = ts_read_file(out, NULL), *e = ts_read_file(err, NULL);
+	if (!o || !strstr(o, ": 0 games, A +0 =0 -0, score -, elo - [-, -] (95%)") || !e ||
+	    !strstr(e, "no game was played"))
+		fail_msg("status 0x%x: %s%s", st, o ? o : "", e ? e : "");
+	free(o), free(e), free(text), free(eng), free(tr), free(out), free(err);
 	ts_rmtree(dir);
 	free(dir);
 }
@@ -1529,6 +1574,7 @@ int main(void)
 	    cmocka_unit_test(test_match__a_few_games_are_said_to_be_too_few),
 	    cmocka_unit_test(test_match__a_side_with_a_book_plays_its_moves),
 	    cmocka_unit_test(test_match__openings_that_transpose_are_said),
+	    cmocka_unit_test(test_match__stopped_before_a_game_ends_gives_no_figures),
 	    cmocka_unit_test(test_match__bad_input_is_reported),
 	    cmocka_unit_test(test_match__elo),
 	    cmocka_unit_test(test_match__progress_goes_to_the_callback_and_null_is_quiet),
