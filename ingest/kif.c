@@ -387,8 +387,22 @@ static int play(Kif *k, const unsigned char *s, size_t n, int time_ms, int numbe
 			k->var_stopped = true;
 		if (!k->in_main && k->rec->illegal) return 0;
 		char q[40];
-		return kifu_set_illegal(k->rec, k->line, "illegal move %s (%s)",
-		                        errmsg_escape(q, sizeof q, s, n), err)
+		errmsg_escape(q, sizeof q, s, n);
+		/* A main-line move that does not read as a move at all is a
+		 * damaged record (bad bytes, a line cut), not a move its player
+		 * lost by: the moves before it are kept and the game has no
+		 * result, as a CSA record damaged in a move line. */
+		if (k->in_main && rc == SHOGI_EPARSE) {
+			if (kifu_set_illegal(
+			        k->rec, k->line,
+			        "malformed move %s (%s): a record damaged or cut short, "
+			        "its game without a result",
+			        q, err))
+				return KIFU_ENOMEM;
+			k->rec->cut = true;
+			return 0;
+		}
+		return kifu_set_illegal(k->rec, k->line, "illegal move %s (%s)", q, err)
 		           ? KIFU_ENOMEM
 		           : 0;
 	}

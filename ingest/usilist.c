@@ -84,12 +84,26 @@ int usi_line_record(KifuRecord **out, Position *pos, const char *text, size_t le
 			/* A line's first word that is no move and no position's start:
 			 * not a game at all, rather than a game's bad move. */
 			bool none = k == i && moves_at == i && mrc == SHOGI_EPARSE;
-			if (none ? kifu_set_illegal(
-			               rec, line,
-			               "'%s' starts no position (startpos, sfen ..., an SFEN "
-			               "board) and is no USI move",
-			               q)
-			         : kifu_set_illegal(rec, line, "illegal move %s (%s)", q, merr)) {
+			/* A move that does not read as one: a line damaged or cut, no
+			 * move its player lost by (the game has no result), as in a
+			 * CSA or KIF record. */
+			rec->cut = mrc == SHOGI_EPARSE;
+			int sr;
+			if (none)
+				sr = kifu_set_illegal(
+				    rec, line,
+				    "'%s' starts no position (startpos, sfen ..., an SFEN "
+				    "board) and is no USI move",
+				    q);
+			else if (rec->cut)
+				sr = kifu_set_illegal(
+				    rec, line,
+				    "malformed move %s (%s): a line damaged or cut short, "
+				    "its game without a result",
+				    q, merr);
+			else
+				sr = kifu_set_illegal(rec, line, "illegal move %s (%s)", q, merr);
+			if (sr) {
 				kifu_record_free(rec);
 				return KIFU_ENOMEM;
 			}
