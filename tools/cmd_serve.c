@@ -658,6 +658,22 @@ int cmd_serve(int argc, char **argv)
 	co.minimax_seconds = (double)minimax_s;
 	co.budget = cb.budget;
 	co.multipv = cb.multipv;
+	/* A worker holds two batches, each a position an engine: a lease shorter
+	 * than two searches expires under it, every position a failed try
+	 * (docs/cluster.md, "Workers and deployment"). Said, not refused: a
+	 * nodes budget's time is not known here. */
+	if (work_on && cb.budget.kind == SEARCH_BUDGET_MOVETIME) {
+		double lease = lease_s ? (double)lease_s : 600; /* coord.h: 0 is 600 */
+		if (lease * 1000 < 2.0 * (double)cb.budget.amount)
+			fprintf(
+			    stderr,
+			    "serve: --lease-seconds %.0f is less than two searches of --movetime "
+			    "%llu: a worker holds two batches, so its leases would expire under "
+			    "it, "
+			    "every position a failed try; give --lease-seconds %.0f or more\n",
+			    lease, (unsigned long long)cb.budget.amount,
+			    2.0 * (double)cb.budget.amount / 1000 + 5);
+	}
 	co.select_memory = memory / 2;
 	if (memory - co.select_memory > whole_book_memory)
 		whole_book_memory = memory - co.select_memory;

@@ -339,6 +339,17 @@ static void test_cli__exit_codes_and_messages_name_the_users_inputs(void **state
 		     "makes it)");
 		free(out), free(err);
 	}
+	/* A coordinator whose leases are shorter than two searches says so (its
+	 * workers' leases expired under them, every position a failed try); it
+	 * stops here for want of a tokens file. */
+	rc = ts_runf(&out, &err, "%s serve %s/b --work --lease-seconds 20 --movetime 15000",
+	             ts_joseki(), dir);
+	assert_int_equal(rc, 1);
+	said("serve", err,
+	     "serve: --lease-seconds 20 is less than two searches of --movetime 15000: a worker "
+	     "holds two batches, so its leases would expire under it, every position a failed "
+	     "try; give --lease-seconds 35 or more");
+	free(out), free(err);
 	/* A book that is not there: cycle, which runs think, extend and prune,
 	 * refuses it as they do (it made a new book and cycled into it). */
 	rc = ts_runf(&out, &err, "%s cycle %s/no-book --generations 1 --games 2", ts_joseki(), dir);
