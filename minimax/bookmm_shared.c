@@ -95,10 +95,14 @@ bool bookmm_raw_inner(const uint8_t *raw, size_t len, const BookmmPolicy *p, Boo
 }
 
 /* A score rate as centipawns, YaneuraOu's logistic: 600 ln(p / (1 - p)),
- * p bounded to 0.01..0.99. */
+ * p bounded to 0.01..0.99, over the move's games with a result: a game
+ * without one (cut short, unfinished) is no loss (one such game alone
+ * valued its move -2757); a move with none is even, 0. */
 static int rate_cp(const BookMove *bm)
 {
-	double rate = (bm->wins + 0.5 * bm->draws) / bm->count;
+	uint64_t decided = (uint64_t)bm->wins + bm->draws + bm->losses;
+	if (!decided) return 0;
+	double rate = (bm->wins + 0.5 * bm->draws) / (double)decided;
 	if (rate < 0.01) rate = 0.01;
 	if (rate > 0.99) rate = 0.99;
 	return (int)lround(600.0 * log(rate / (1 - rate)));

@@ -297,6 +297,23 @@ static void test_values__games_alone_are_no_book_until_chosen(void **state)
 	assert_int_equal(ts_jint(q, "value"), 2757);
 	assert_int_equal(ts_jint(move_of(q, "4i5h"), "value"), 0);
 	json_decref(q);
+	/* A game without a result (a USI line) is no loss: its move was valued
+	 * -2757, as if lost for certain; now it is even. */
+	char *one;
+	assert_true(asprintf(&one, "%s/one.usi", dir) > 0);
+	assert_int_equal(ts_write_file(one, "startpos moves 7g7f\n", 20), 0);
+	assert_int_equal(ts_runf(NULL, NULL,
+	                         "%s ingest %s/one %s --quiet && %s minimax %s/one --games-book "
+	                         "most-played --quiet",
+	                         ts_joseki(), dir, one, ts_joseki(), dir),
+	                 0);
+	char *onebook;
+	assert_true(asprintf(&onebook, "%s/one", dir) > 0);
+	q = query(onebook, "startpos");
+	assert_string_equal(json_string_value(json_object_get(q, "bestmove")), "7g7f");
+	assert_int_equal(ts_jint(move_of(q, "7g7f"), "value"), 0);
+	json_decref(q);
+	free(one), free(onebook);
 	/* The choice goes with no other policy option. */
 	char *e = NULL;
 	assert_int_equal(
