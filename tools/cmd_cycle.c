@@ -400,8 +400,12 @@ int cmd_cycle(int argc, char **argv)
 		BookDB *db = NULL;
 		char berr[BOOKDB_ERRLEN];
 		BookDBOptions existing = {.must_exist = true};
-		if (bookdb_open(&db, book, &existing, berr) < 0) {
-			joseki_error("cycle: %s", berr);
+		int orc = bookdb_open(&db, book, &existing, berr);
+		if (orc < 0) {
+			joseki_error("cycle: %s%s", berr,
+			             orc == BOOKDB_ENOBOOK && !strstr(berr, "(")
+			                 ? " (joseki ingest, import or think --new makes one)"
+			                 : "");
 			return 1;
 		}
 		bookdb_free(db);

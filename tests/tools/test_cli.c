@@ -355,7 +355,8 @@ static void test_cli__exit_codes_and_messages_name_the_users_inputs(void **state
 	rc = ts_runf(&out, &err, "%s cycle %s/no-book --generations 1 --games 2", ts_joseki(), dir);
 	assert_int_equal(rc, 1);
 	said("cycle", err, "joseki: cycle: ");
-	said("cycle", err, "/no-book: no book there");
+	said("cycle", err,
+	     "/no-book: no book there (joseki ingest, import or think --new makes one)");
 	free(out), free(err);
 	snprintf(path, sizeof path, "%s/no-book", dir);
 	struct stat nb;
