@@ -1455,11 +1455,12 @@ static void test_cycle__restart_engines_starts_a_process_a_game(void **state)
 		ts_rmtree(dir);
 		free(dir);
 	}
-	/* Without: A and B once, think's engine once. With: B (which searches in
-	 * every game) again for each of games 2-4, and A for those of them it
-	 * searched in (a process that did not search is kept). */
-	assert_int_equal(starts[0], 3);
-	if (starts[1] < 3 + 3 || starts[1] > 3 + 2 * 3)
+	/* Without: B once to ask whether it takes the match's budget, A and B
+	 * once, think's engine once. With: B (which searches in every game)
+	 * again for each of games 2-4, and A for those of them it searched in
+	 * (a process that did not search is kept). */
+	assert_int_equal(starts[0], 4);
+	if (starts[1] < 4 + 3 || starts[1] > 4 + 2 * 3)
 		fail_msg("%d starts with --restart-engines", starts[1]);
 }
 
@@ -1478,6 +1479,12 @@ static void test_cycle__probe_grows_the_lines_the_opponent_plays(void **state)
 	static const char O[] = "startpos moves 7g7f 3c3d\nstartpos moves 2g2f 8c8d\n";
 	assert_int_equal(ts_write_file(open_path, O, sizeof O - 1), 0);
 	char *out = NULL, *err = NULL;
+	/* A new, empty book (cycle refuses a missing one): an empty game list. */
+	char empty[720];
+	snprintf(empty, sizeof empty, "%s/empty.usi", dir);
+	assert_int_equal(ts_write_file(empty, "", 0), 0);
+	assert_int_equal(ts_runf(NULL, NULL, "%s ingest %s %s --quiet", ts_joseki(), book, empty),
+	                 0);
 	int rc = ts_runf(
 	    &out, &err,
 	    "%s cycle %s --generations 2 --openings %s --games 4 --nodes 2000 "
