@@ -363,12 +363,19 @@ static void test_merge__a_whole_game_completes_the_one_cut_short(void **state)
 	assert_books_equal(p1, p2, CANON_NO_COMMENTS);
 	json_decref(ts_run_json(0, "%s merge %s/R %s/B --json --quiet --no-minimax", J, d, d));
 	assert_books_equal(pr, p1, CANON_NO_COMMENTS);
-	/* A1 holds game 0 whole now: R's games are all duplicates. */
+	/* A1 holds game 0 whole now: R's games are all duplicates, nothing is
+	 * added, and A1 is as it was but for the comments, which go by the
+	 * books' ages to the second (R's may be newer: a few records "changed"
+	 * on a loaded machine when the ingests straddled a second). */
+	sh("cp -r %s/A1 %s/A2", d, d);
 	json_t *again = ts_run_json(0, "%s merge %s/A1 %s/R --json --quiet --no-minimax", J, d, d);
 	assert_int_equal(ts_jint(again, "games_duplicate"), 5);
 	assert_int_equal(ts_jint(again, "games_completed"), 0);
-	assert_int_equal(ts_jint(again, "added") + ts_jint(again, "changed"), 0);
+	assert_int_equal(ts_jint(again, "added"), 0);
 	json_decref(again);
+	char p3[512];
+	snprintf(p3, sizeof p3, "%s/A2", d);
+	assert_books_equal(p1, p3, CANON_NO_COMMENTS);
 	json_decref(ab);
 	json_decref(ba);
 	free(g0);
