@@ -344,7 +344,8 @@ static void setoption(Usi *u, char *args)
 		if (spin(u, "MultiPV", value, 1, ENGINE_MULTIPV_MAX, true, u->multipv, &v))
 			u->multipv = (int)v;
 	} else if (!strcmp(name, "Threads")) {
-		if (v != 1) say(u, "info string only Threads 1 is supported");
+		if (!value || strtol(value, NULL, 10) != 1)
+			say(u, "info string only Threads 1 is supported");
 	} else if (strcmp(name, "USI_Ponder") != 0) {
 		say(u, "info string unknown option '%s'", name);
 	}

@@ -218,6 +218,14 @@ static void test_usi_server__a_session_over_streams(void **state)
 	assert_non_null(
 	    strstr(out, "info string USI_Hash wants a number 1..65536, not 'x'; 32 kept\n"));
 	free(out);
+	/* Threads 1 is taken without a word, another said (the change above had
+	 * Threads 1 said refused too). */
+	out = session("setoption name Threads value 1\n", NULL);
+	assert_null(strstr(out, "Threads"));
+	free(out);
+	out = session("setoption name Threads value 2\n", NULL);
+	assert_non_null(strstr(out, "info string only Threads 1 is supported\n"));
+	free(out);
 	/* go mate: no mate search, said at once as USI has it. */
 	out = session("position startpos\ngo mate 5\n", NULL);
 	assert_non_null(strstr(out, "checkmate notimplemented\n"));
