@@ -98,15 +98,17 @@ int match_openings_repeated(const char *const *openings, int n, int *first, int 
 	free(pos);
 	qsort(k, (size_t)m, sizeof *k, opening_key_cmp);
 	int repeated = 0;
-	for (int i = 1; i < m; i++) {
-		if (!key_equal(k[i].key, k[i - 1].key)) continue;
+	for (int i = 1, run = 0; i < m; i++) {
+		/* run: where the keys equal to k[i]'s begin, its earliest opening. */
+		if (!key_equal(k[i].key, k[i - 1].key)) {
+			run = i;
+			continue;
+		}
 		repeated++;
-		/* The run's first is its earliest; the pair said is the one whose
-		 * later opening comes first in the file. */
-		int j = i;
-		while (j > 0 && key_equal(k[j - 1].key, k[i].key)) j--;
+		/* The pair said is the one whose later opening comes first in the
+		 * file. */
 		if (*second < 0 || k[i].index < *second) {
-			*first = k[j].index;
+			*first = k[run].index;
 			*second = k[i].index;
 		}
 	}

@@ -322,11 +322,6 @@ int64_t usi_engine_hard_limit_ms(const UsiEngineConfig *cfg, const SearchBudget 
 	return (int64_t)ms;
 }
 
-/*
- * Writes into e->cmd the setoption (when MultiPV changes), position and go
- * commands for one search. The position goes as its root plus the moves
- * that led to it, so the engine sees the game's repetitions.
- */
 int usi_engine_check_budget(UsiEngine *e, const SearchBudget *budget)
 {
 	if (!e->time_only || budget->kind == SEARCH_BUDGET_MOVETIME ||
@@ -338,6 +333,11 @@ int usi_engine_check_budget(UsiEngine *e, const SearchBudget *budget)
 	                e->path, e->name, budget->kind == SEARCH_BUDGET_NODES ? "nodes" : "depth");
 }
 
+/*
+ * Writes into e->cmd the setoption (when MultiPV changes), position and go
+ * commands for one search. The position goes as its root plus the moves
+ * that led to it, so the engine sees the game's repetitions.
+ */
 static int build_commands(UsiEngine *e, size_t *len, const Position *pos,
                           const SearchBudget *budget, int multipv)
 {
