@@ -344,12 +344,7 @@ static int on_move(Builder *b, const unsigned char *s, size_t n)
 		/* A record damaged or cut short there (a download broken off in a
 		 * line): the moves before it are kept, as a KIF's before an
 		 * illegal move, and the game has no result. */
-		if (kifu_set_illegal(rec, b->line,
-		                     "malformed move '%s': a record damaged or cut short, its game "
-		                     "without a result",
-		                     q))
-			return KIFU_ENOMEM;
-		rec->cut = true;
+		if (kifu_set_cut(rec, b->line, "malformed move '%s'", q)) return KIFU_ENOMEM;
 		return CSA_CUT;
 	}
 	if (!ok) return kifu_fail(b->r, b->line, "malformed move '%s'", q);

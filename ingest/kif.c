@@ -392,19 +392,10 @@ static int play(Kif *k, const unsigned char *s, size_t n, int time_ms, int numbe
 		 * damaged record (bad bytes, a line cut), not a move its player
 		 * lost by: the moves before it are kept and the game has no
 		 * result, as a CSA record damaged in a move line. */
-		if (k->in_main && rc == SHOGI_EPARSE) {
-			if (kifu_set_illegal(
-			        k->rec, k->line,
-			        "malformed move %s (%s): a record damaged or cut short, "
-			        "its game without a result",
-			        q, err))
-				return KIFU_ENOMEM;
-			k->rec->cut = true;
-			return 0;
-		}
-		return kifu_set_illegal(k->rec, k->line, "illegal move %s (%s)", q, err)
-		           ? KIFU_ENOMEM
-		           : 0;
+		int sr = k->in_main && rc == SHOGI_EPARSE
+		             ? kifu_set_cut(k->rec, k->line, "malformed move %s (%s)", q, err)
+		             : kifu_set_illegal(k->rec, k->line, "illegal move %s (%s)", q, err);
+		return sr ? KIFU_ENOMEM : 0;
 	}
 	k->prev_to = move_to(m);
 	if (!k->in_main) {

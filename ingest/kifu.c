@@ -585,13 +585,13 @@ KifuMove *kifu_add_move(KifuRecord *rec, size_t *cap)
 	return m;
 }
 
-int kifu_set_illegal(KifuRecord *rec, int line, const char *fmt, ...)
+/* rec->illegal = fmt's message, then tail, escaped whole; 0 or KIFU_ENOMEM. */
+static int set_illegal_v(KifuRecord *rec, int line, const char *tail, const char *fmt, va_list ap)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	char *raw = NULL;
-	int n = vasprintf(&raw, fmt, ap);
-	va_end(ap);
+	char *what = NULL, *raw = NULL;
+	if (vasprintf(&what, fmt, ap) < 0) return KIFU_ENOMEM;
+	int n = asprintf(&raw, "%s%s", what, tail);
+	free(what);
 	if (n < 0) return KIFU_ENOMEM;
 	/* Shown as text whatever the record holds (errmsg_escape). */
 	char *s = malloc(KIFU_ERRLEN);
@@ -605,6 +605,26 @@ int kifu_set_illegal(KifuRecord *rec, int line, const char *fmt, ...)
 	rec->illegal = s;
 	rec->illegal_line = line;
 	return 0;
+}
+
+int kifu_set_cut(KifuRecord *rec, int line, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = set_illegal_v(
+	    rec, line, ": a record damaged or cut short, its game without a result", fmt, ap);
+	va_end(ap);
+	rec->cut = rc == 0;
+	return rc;
+}
+
+int kifu_set_illegal(KifuRecord *rec, int line, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = set_illegal_v(rec, line, "", fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 int kifu_play(KifuRecord *rec, size_t *cap, Position *pos, Move m, int line, int time_ms)

@@ -81,6 +81,14 @@ int kifu_play(KifuRecord *rec, size_t *cap, Position *pos, Move m, int line, int
 int kifu_set_illegal(KifuRecord *rec, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A move line that does not read as a move after moves: the record damaged
+ * or cut short there (bad bytes, a download broken off), its moves before it
+ * the game, which has no result (rec->cut), not a move its player lost by.
+ * rec->illegal = the message fmt makes (the move as written), then ": a
+ * record damaged or cut short, its game without a result". 0 or KIFU_ENOMEM. */
+int kifu_set_cut(KifuRecord *rec, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /*
  * The SFEN of a handicap by its KIF name (平手, 香落ち, 右香落ち, 角落ち,
  * 飛車落ち, 飛香落ち, 二枚落ち ... 十枚落ち) or its JKF preset (HIRATE, KY,

@@ -87,22 +87,19 @@ int usi_line_record(KifuRecord **out, Position *pos, const char *text, size_t le
 			/* A move that does not read as one: a line damaged or cut, no
 			 * move its player lost by (the game has no result), as in a
 			 * CSA or KIF record. */
-			rec->cut = mrc == SHOGI_EPARSE;
 			int sr;
-			if (none)
+			if (none) {
 				sr = kifu_set_illegal(
 				    rec, line,
-				    "'%s' starts no position (startpos, sfen ..., an SFEN "
-				    "board) and is no USI move",
+				    "'%s' starts no position (startpos, sfen ..., an "
+				    "SFEN board) and is no USI move",
 				    q);
-			else if (rec->cut)
-				sr = kifu_set_illegal(
-				    rec, line,
-				    "malformed move %s (%s): a line damaged or cut short, "
-				    "its game without a result",
-				    q, merr);
-			else
+				rec->cut = true;
+			} else if (mrc == SHOGI_EPARSE) {
+				sr = kifu_set_cut(rec, line, "malformed move %s (%s)", q, merr);
+			} else {
 				sr = kifu_set_illegal(rec, line, "illegal move %s (%s)", q, merr);
+			}
 			if (sr) {
 				kifu_record_free(rec);
 				return KIFU_ENOMEM;
