@@ -44,10 +44,15 @@ int cmd_ingest(int argc, char **argv)
 	IngestStats st;
 	rc = ingest_run(&st, db, inputs.v, inputs.n, opt);
 	int printed = cli_ingest_report(&st, json, "ingest");
+	/* A missing or unreadable input is a failure (a script must notice);
+	 * malformed records in a readable one are reported and skipped. An
+	 * input that is no game records (a NUL byte, an endless line: ingest
+	 * /dev/zero) fails the run too, the games of the other inputs kept. */
+	int failed = rc < 0 || printed < 0 || st.unreadable || st.walk.refused;
 	/* A book this run made with nothing in it goes again when the run fails
 	 * (a mistyped input left an empty book behind). */
-	bool discard = (rc < 0 || st.unreadable || st.walk.refused) && fresh &&
-	               !st.positions_added && !st.games_ingested && !st.games_completed;
+	bool discard =
+	    failed && fresh && !st.positions_added && !st.games_ingested && !st.games_completed;
 	/* The store's own words when the book refused a write ("no space left ..."). */
 	const char *why = ingest_strerror(rc);
 	for (size_t i = 0; i < st.nerrors; i++)
@@ -55,10 +60,6 @@ int cmd_ingest(int argc, char **argv)
 	if (rc < 0)
 		joseki_error("ingest: %s: %s (batches committed before the failure are kept)", book,
 		             why);
-	/* A missing or unreadable input is a failure (a script must notice);
-	 * malformed records in a readable one are reported and skipped. An
-	 * input that is no game records (a NUL byte, an endless line: ingest
-	 * /dev/zero) fails the run too, the games of the other inputs kept. */
 	else if (st.unreadable)
 		joseki_error(
 		    "ingest: %llu input%s could not be read (said above); %s%s",
@@ -87,8 +88,6 @@ int cmd_ingest(int argc, char **argv)
 		        (unsigned long long)st.games_unended, st.games_unended == 1 ? "" : "s",
 		        st.games_unended == 1 ? "its" : "their",
 		        st.games_unended == 1 ? " stops" : "s stop");
-	bool refused = st.walk.refused > 0;
-	int failed = rc < 0 || printed < 0 || st.unreadable || refused;
 	ingest_stats_free(&st);
 	bookdb_free(db);
 	if (discard) cli_book_discard(book);
