@@ -31,18 +31,6 @@ static int fsync_parent(const char *path)
 	return rc;
 }
 
-/* Removes a temporary copy: only the files a copy holds, then the directory. */
-static void remove_partial(const char *tmp)
-{
-	static const char *const FILES[] = {"data.mdb", "lock.mdb", "open.lock"};
-	char p[BOOKDB_PATH_LEN + 32];
-	for (size_t i = 0; i < sizeof FILES / sizeof *FILES; i++) {
-		snprintf(p, sizeof p, "%s/%s", tmp, FILES[i]);
-		unlink(p);
-	}
-	rmdir(tmp);
-}
-
 typedef struct {
 	MDB_env *env;
 	int fd, rc;
@@ -93,7 +81,7 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	snprintf(tmp, sizeof tmp, "%s.partial", dir);
 	snprintf(data, sizeof data, "%s/data.mdb", tmp);
 	/* What a killed backup left is not a backup. */
-	remove_partial(tmp);
+	bookdb_remove_new(tmp);
 	/* (Named as the user gave it: DIR.partial fails as DIR would.) */
 	if (mkdir(tmp, 0777) < 0)
 		return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(errno), "%s: cannot create: %s",
@@ -176,6 +164,6 @@ int bookdb_backup(BookBackupStats *st, BookDB *db, const char *dir, bool compact
 	return 0;
 fail:
 	if (c.fd >= 0) close(c.fd);
-	remove_partial(tmp);
+	bookdb_remove_new(tmp);
 	return rc;
 }

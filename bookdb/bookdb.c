@@ -509,6 +509,17 @@ bool bookdb_unlocked(const BookDB *db)
 	return db && db->unlocked;
 }
 
+void bookdb_remove_new(const char *dir)
+{
+	static const char *const FILES[] = {"data.mdb", "lock.mdb", "writers.lock", "open.lock"};
+	char p[BOOKDB_PATH_LEN + 32];
+	for (size_t i = 0; i < sizeof FILES / sizeof *FILES; i++) {
+		snprintf(p, sizeof p, "%s/%s", dir, FILES[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+}
+
 static int env_open_locked(BookDB *db, const BookDBOptions *opt, bool exists, char *err)
 {
 	char path[BOOKDB_PATH_LEN];

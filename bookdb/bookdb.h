@@ -214,6 +214,12 @@ bool bookdb_file_current(BookDB *db);
  * reads with it.
  */
 bool bookdb_unlocked(const BookDB *db);
+
+/* Removes a book made and not kept (closed): the files a new book holds
+ * (data.mdb, lock.mdb, writers.lock, open.lock), then the directory when
+ * nothing else is in it. For a half-written copy, and for a command that
+ * made a book and put nothing in it. */
+void bookdb_remove_new(const char *dir);
 /* db opened again on BOOK/data.mdb as it is now (read-only or not, as
  * before; a writer keeps its writers lock). No transaction, writer or
  * iterator of db may be open, in any thread. 0, or a code with err: db then

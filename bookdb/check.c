@@ -375,19 +375,6 @@ static int check_records_parallel(BookCheckStats *st, BookIter *it, BookCheckFn 
 	return rc;
 }
 
-/* Removes a repair's half-written book: the files a new book holds, then the
- * directory. */
-static void remove_partial(const char *tmp)
-{
-	static const char *const FILES[] = {"data.mdb", "lock.mdb", "writers.lock", "open.lock"};
-	char p[BOOKDB_PATH_LEN + 32];
-	for (size_t i = 0; i < sizeof FILES / sizeof *FILES; i++) {
-		snprintf(p, sizeof p, "%s/%s", tmp, FILES[i]);
-		unlink(p);
-	}
-	rmdir(tmp);
-}
-
 int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookCheckFn fn, void *ctx,
                  BookProgressFn progress, void *progress_ctx, char *err)
 {
@@ -427,7 +414,7 @@ int bookdb_check(BookCheckStats *st, BookDB *db, const char *repair_dir, BookChe
 			goto done;
 		}
 		snprintf(partial, sizeof partial, "%s.partial", repair_dir);
-		remove_partial(partial);
+		bookdb_remove_new(partial);
 		if ((rc = bookdb_open(&out, partial, NULL, err)) < 0) goto done;
 		bdb_damage_output(out, partial);
 		if ((rc = bookdb_writer_new(&w, out, 10000)) < 0) goto done;
@@ -500,7 +487,7 @@ done:
 		if (rc == 0 && rename(partial, repair_dir) < 0)
 			rc = errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EIO, "%.200s: %s", repair_dir,
 			                strerror(errno));
-		if (rc < 0) remove_partial(partial);
+		if (rc < 0) bookdb_remove_new(partial);
 	}
 	free(rec);
 	free(pos);

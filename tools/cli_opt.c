@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include "shogi/bigmem.h"
 #include "shogi/errmsg.h"
 #include "shogi/memuse.h"
@@ -113,16 +112,6 @@ bool cli_book_fresh(const char *path)
 	snprintf(data, sizeof data, "%s/data.mdb", path);
 	struct stat st;
 	return stat(data, &st) < 0 && errno == ENOENT;
-}
-
-void cli_book_discard(const char *path)
-{
-	char f[1100];
-	for (size_t i = 0; i < sizeof BOOK_FILES / sizeof *BOOK_FILES; i++) {
-		snprintf(f, sizeof f, "%s/%s", path, BOOK_FILES[i]);
-		(void)unlink(f);
-	}
-	(void)rmdir(path);
 }
 
 int cli_output_file(const CliCmd *c, const char *path)

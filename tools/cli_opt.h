@@ -200,13 +200,8 @@ int cli_usage_error(const CliCmd *c, const char *fmt, ...) __attribute__((format
 int cli_output_file(const CliCmd *c, const char *path);
 
 /* Whether path holds no book yet (no data.mdb): a command that makes one
- * can take it away again when nothing went in (cli_book_discard). */
+ * can take it away again when nothing went in (bookdb_remove_new). */
 bool cli_book_fresh(const char *path);
-
-/* Takes away the book a command made at path (cli_book_fresh said so before
- * it opened it, and it is closed): a book's own files, then the directory
- * when nothing else is in it. */
-void cli_book_discard(const char *path);
 
 /* The usage lines ("usage: joseki CMD BOOK [--opt N]...", wrapped at 100
  * columns) on f. */

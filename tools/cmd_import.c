@@ -92,6 +92,6 @@ int cmd_import(int argc, char **argv)
 		             unread ? book : "", discard ? "; no book made" : "");
 	ingest_stats_free(&total);
 	bookdb_free(db);
-	if (discard) cli_book_discard(book);
+	if (discard) bookdb_remove_new(book);
 	return status;
 }

@@ -90,6 +90,6 @@ int cmd_ingest(int argc, char **argv)
 		        st.games_unended == 1 ? " stops" : "s stop");
 	ingest_stats_free(&st);
 	bookdb_free(db);
-	if (discard) cli_book_discard(book);
+	if (discard) bookdb_remove_new(book);
 	return failed ? 1 : 0;
 }
