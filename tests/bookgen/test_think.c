@@ -2074,18 +2074,27 @@ test_bookgen__reanalysis_at_equal_depth_goes_by_nodes_and_takes_the_comments_it_
 /* The progress line's "engines busy" counts a search under way as far as it
  * has gone: with one engine on one long search, the lines during it said 0 %
  * (a search was counted only when it ended). */
-static void test_bookgen__think_counts_a_search_under_way_as_busy(void **state)
+/* A book of the floodgate games in a new directory (returned), then `think
+ * BOOK ARGS --positions 1 --status-seconds 1 --no-snapshot` on it, which
+ * must exit 0: its stdout and stderr in *out and *err. */
+static char *think_one_on_the_games(const char *args, char **out, char **err)
 {
-	(void)state;
-	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
+	char *dir = ts_mkdtemp();
 	assert_int_equal(
 	    ts_runf(NULL, NULL, "%s ingest %s/b tests/data/floodgate --quiet", ts_joseki(), dir),
 	    0);
-	assert_int_equal(ts_runf(&out, &err,
-	                         "%s think %s/b --movetime 2500 --positions 1 --status-seconds 1 "
-	                         "--no-snapshot",
-	                         ts_joseki(), dir),
+	assert_int_equal(ts_runf(out, err,
+	                         "%s think %s/b %s --positions 1 --status-seconds 1 --no-snapshot",
+	                         ts_joseki(), dir, args),
 	                 0);
+	return dir;
+}
+
+static void test_bookgen__think_counts_a_search_under_way_as_busy(void **state)
+{
+	(void)state;
+	char *out = NULL, *err = NULL;
+	char *dir = think_one_on_the_games("--movetime 2500", &out, &err);
 	int lines = 0;
 	for (char *l = err; (l = strstr(l, "think: 0 thought (")) != NULL; l++) {
 		const char *b = strstr(l, "engines busy ");
@@ -2108,15 +2117,8 @@ static void test_bookgen__think_counts_a_search_under_way_as_busy(void **state)
 static void test_bookgen__think_says_it_finishes_the_searches_past_its_time(void **state)
 {
 	(void)state;
-	char *dir = ts_mkdtemp(), *out = NULL, *err = NULL;
-	assert_int_equal(
-	    ts_runf(NULL, NULL, "%s ingest %s/b tests/data/floodgate --quiet", ts_joseki(), dir),
-	    0);
-	assert_int_equal(ts_runf(&out, &err,
-	                         "%s think %s/b --movetime 4000 --positions 1 --time 1 "
-	                         "--status-seconds 1 --no-snapshot",
-	                         ts_joseki(), dir),
-	                 0);
+	char *out = NULL, *err = NULL;
+	char *dir = think_one_on_the_games("--movetime 4000 --time 1", &out, &err);
 	if (!strstr(out, "think thought 1 ")) fail_msg("the search not stored: %s", out);
 	if (!strstr(err, ", time up: finishing 1 search under way\n"))
 		fail_msg("no line says the search is being finished:\n%s", err);
