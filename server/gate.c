@@ -543,6 +543,36 @@ static int byfd_set(Gate *g, int fd, Conn *c)
 	return 0;
 }
 
+/* Whether the client closed c's connection (its end read, nothing left
+ * unread): a peek, which leaves whatever was sent for its reader. */
+static bool peer_closed(Gate *g, const Conn *c)
+{
+	return recv(c->fd, g->buf, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* Frees the room of an address's connections that its client has closed
+ * but that are still counted (mutex held): one waiting here whose close
+ * this thread has not read yet; one in libmicrohttpd, which has sent its
+ * answer but not yet said so, or keeps it alive, shut down (it closes it at
+ * its next look). A client that closes a connection and opens another at
+ * once is not refused for the one it closed. (One that half-closes, waiting
+ * for its answer with its end sent, may lose it to another of its own when
+ * its address is at its limit.) Whether any was freed. */
+static bool reclaim_closed(Gate *g, Addr *a)
+{
+	bool any = false;
+	for (Conn *c = a ? a->conns : NULL, *next; c; c = next) {
+		next = c->anext;
+		if (c->state == C_HANDED || c->state == C_SHED || !peer_closed(g, c)) continue;
+		any = true;
+		if (c->state == C_WAITING)
+			drop(g, c, 0, NULL);
+		else
+			shed(g, c, 0, NULL);
+	}
+	return any;
+}
+
 static void accept_all(Gate *g, int64_t now)
 {
 	for (int k = 0; k < 256; k++) {
@@ -569,6 +599,11 @@ static void accept_all(Gate *g, int64_t now)
 			c->sa = sa;
 			why = count_add(g, c);
 			Addr *a = addr_of(g, ntohl(sa.sin_addr.s_addr));
+			if (why == 2 && reclaim_closed(g, a)) {
+				why = count_add(g, c);
+				a = addr_of(
+				    g, ntohl(sa.sin_addr.s_addr)); /* the old record may be gone */
+			}
 			if (why == 1 && make_room(g, a ? a->n : 0)) why = count_add(g, c);
 		}
 		if (why) {

@@ -285,9 +285,9 @@ static const char *const sw_names[SW_N] = {"expansions", "visits",    "fetches",
 /* The selector's work counters in the status (w), and the coordinator's
  * instance ("" from one whose status has none): 0, or -1 (the status not
  * read: the fields are left 0). A 503 is asked again, every 50 ms for up
- * to 2 s, when retry: at the run's end the coordinator may not yet have
- * counted the clients' connections as closed, and refuses one more from
- * this address while --per-ip-connections of them are open. */
+ * to 2 s, when retry: at the run's end a coordinator may refuse one more
+ * connection from this address while it counts --per-ip-connections of
+ * the clients' as open (joseki's does not count those closed). */
 static int selector_work(Client *c, CURL *h, double w[SW_N], char instance[17], bool retry)
 {
 	memset(w, 0, SW_N * sizeof *w);
