@@ -93,6 +93,7 @@ typedef struct {
 	uint64_t *rfilter; /* sorted: the keys' sharp filter (keyfilter3), for the requests */
 	uint64_t rfilter_mask;
 	uint64_t sorted_bytes; /* what those runs wrote to disk */
+	size_t shallow;        /* nodes analysed too shallow to be inner (BookmmChildren) */
 	/* The analysis: valued nodes, edges to valued nodes, in the analysis
 	 * form (graph.h; freed once it is done), its nodes numbered deepest
 	 * first (order[j]: the key index of its node j) until it is done; then
@@ -213,6 +214,7 @@ typedef struct {
 	uint32_t lo, hi;
 	MmMove *moves;
 	size_t nmoves, cap;
+	size_t shallow; /* of its nodes, those analysed too shallow to be inner */
 	int rc;
 	char why[BOOKDB_ERRLEN];  /* rc LOAD_CORRUPT: the record that is not sound */
 	atomic_size_t *done;      /* records done by all parts */
@@ -362,11 +364,13 @@ static void *load_part(void *arg)
 			n = bookmm_record_moves_kd(p->moves + p->nmoves, &p->structure[i],
 			                           b->keys[i], val, len, rec, pos, c, &lk, b->kd,
 			                           p->why);
+			p->shallow += n >= 0 && c->shallow;
 		} else {
 			uint8_t flags;
 			n = bookmm_record_children(c, &flags, b->keys[i], val, len, rec, pos,
 			                           b->policy, false, p->why);
 			if (n == 0) {
+				p->shallow += c->shallow;
 				p->structure[i] = flags | (c->nlegal == 0 ? S_MATED : 0);
 				if (c->inner) child_keys(p, c, pos);
 				if (held != UINT32_MAX && add_requests(p, prev, held) < 0) {
@@ -578,6 +582,7 @@ static int load_moves(BookGraph *b, const BookmmOptions *opt, const char *dir, c
 		if (parts[t].rc < 0) rc = rc == LOAD_STOPPED ? rc : parts[t].rc;
 		if (parts[t].rc == LOAD_CORRUPT && !corrupt) corrupt = parts[t].why;
 		total += parts[t].nmoves;
+		b->shallow += parts[t].shallow;
 	}
 	for (int t = 0; t < nt; t++) {
 		ExtSortStats ss;
@@ -1315,6 +1320,7 @@ int bookmm_full(BookmmStats *stats, BookDB *db, const char *dir, const BookmmOpt
 	st.changed = st.affected = st.positions;
 	st.lookups_sorted = b.sorted;
 	st.sorted_bytes = b.sorted_bytes;
+	st.shallow = b.shallow;
 	root_value(&st, &b);
 	phase_end(&b, BOOKMM_PH_ANALYSIS);
 	GraphFile gf = {.b = &b, .dir = dir, .stamp = bookmm_new_stamp()};

@@ -191,6 +191,10 @@ typedef struct {
 	 * sorted_bytes to disk (0: they fitted in memory). */
 	bool lookups_sorted;
 	uint64_t sorted_bytes;
+	/* A whole-book run: the positions analysed shallower than the leaf
+	 * policy's least depth (BookmmPolicy.min_depth), leaves for that alone:
+	 * their analyses are their values, nothing is backed up through them. */
+	size_t shallow;
 	bool view_kept; /* an incremental run took the graph its keep held (BookmmOptions.keep) */
 	/* An incremental run folded the kept graph's journal, this long, into a
 	 * new graph file first (0: it did not), in fold_ms. */

@@ -183,6 +183,9 @@ typedef struct {
 	int nl;                  /* legal moves in legal[] */
 	int nlegal;              /* legal moves, avoided or not (0: mated) */
 	bool inner;              /* an inner node of the leaf policy (MMF_INNER) */
+	/* Not inner though analysed: its analysis shallower than the policy's
+	 * least depth (an imported position with no depth is 0 deep). */
+	bool shallow;
 	int16_t leafv[BOOKDB_MAX_MOVES]; /* bookmm_leaves of the record's moves */
 } BookmmChildren;
 

@@ -186,6 +186,9 @@ int bookmm_record_children(BookmmChildren *c, uint8_t *flags, Key key, const uin
 	if (pos_in_check(pos)) *flags |= MMF_INCHECK;
 	c->inner = bookmm_record_inner(rec, policy);
 	if (c->inner) *flags |= MMF_INNER;
+	c->shallow = !c->inner && (rec->flags & BOOKDB_REC_THOUGHT) &&
+	             policy->games_book == BOOKMM_GAMES_NONE &&
+	             policy->leaves == BOOKMM_LEAVES_THOUGHT;
 	c->nlegal = nl;
 	/* Moves joseki prune marked avoided are not the side to move's to play:
 	 * neither edges nor leaves (docs/cycle.md). */

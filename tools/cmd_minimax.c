@@ -237,6 +237,9 @@ int cmd_minimax(int argc, char **argv)
 		json_object_set_new(o, "lookups_sorted", json_boolean(st.lookups_sorted));
 		json_object_set_new(o, "sorted_bytes", json_integer((json_int_t)st.sorted_bytes));
 		json_object_set_new(o, "folded_bytes", json_integer((json_int_t)st.folded_bytes));
+		json_object_set_new(o, "shallow_leaves",
+		                    st.incremental ? json_null()
+		                                   : json_integer((json_int_t)st.shallow));
 		/* An incremental run's parts (whole-book runs: null). */
 		const char *part[3] = {"read_ms", "analysis_ms", "write_ms"};
 		double part_ms[3] = {st.read_ms, st.analysis_ms, st.write_ms};
@@ -286,6 +289,17 @@ int cmd_minimax(int argc, char **argv)
 		         "written %.0f ms",
 		         st.read_ms, st.analysis_ms, st.write_ms);
 	nl = cli_minimax_notes(line, nl, &st, per_pos, packed);
+	/* Imported positions with no depth (Apery, some DB2016 lines) are 0
+	 * deep: under the default least depth 1 every one is a leaf, and a book
+	 * of them backs nothing up. */
+	if (!st.incremental && st.shallow)
+		snprintf(
+		    line[nl++], sizeof line[0],
+		    "  %zu position%s analysed shallower than --min-depth %d (imported with no "
+		    "depth: 0): leaves, their analyses their values, nothing backed up through "
+		    "them; --min-depth 0 backs values up through every analysed position",
+		    st.shallow, st.shallow == 1 ? "" : "s",
+		    opt.policy.min_depth > 0 ? opt.policy.min_depth : 1);
 	for (int i = 0; i < nl; i++) cli_wrap(stdout, line[i], 0, 2, CLI_CONSOLE_WIDTH);
 	return 0;
 }

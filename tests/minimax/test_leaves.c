@@ -439,12 +439,25 @@ static void test_leaves__min_depth_min_games_blend_and_value_sources(void **stat
 	assert_int_equal(move_int(q, "7g7f", "value"), 400);
 	assert_int_equal(move_int(q, "7g7f", "dist"), 1);
 	json_decref(q);
-	json_decref(
-	    ts_run_json(0, "%s minimax %s --min-games 40 --min-depth 3 --json", ts_joseki(), path));
+	json_t *j =
+	    ts_run_json(0, "%s minimax %s --min-games 40 --min-depth 3 --json", ts_joseki(), path);
+	assert_int_equal(ts_jint(j, "shallow_leaves"), 1); /* the depth-2 position */
+	json_decref(j);
 	q = ts_run_json(0, "%s query %s startpos --json", ts_joseki(), path);
 	assert_int_equal(move_int(q, "7g7f", "value"), 700);
 	assert_int_equal(move_int(q, "7g7f", "dist"), 2);
 	json_decref(q);
+	/* Said: a value that stops at a shallow analysis is no surprise. */
+	char *o = NULL;
+	assert_int_equal(ts_runf(&o, NULL, "%s minimax %s --min-depth 3 --full", ts_joseki(), path),
+	                 0);
+	if (!strstr(o, "1 position analysed shallower than --min-depth 3 (imported with no depth: "
+	               "0): leaves,"))
+		fail_msg("%s", o);
+	free(o);
+	j = ts_run_json(0, "%s minimax %s --full --json", ts_joseki(), path);
+	assert_int_equal(ts_jint(j, "shallow_leaves"), 0); /* depth 2 is deep enough for 1 */
+	json_decref(j);
 
 	/* --blend 0.5 --blend-games 10: 7g7f has 40 games, 10 won: p = 0.25,
 	 * 600·ln(0.25/0.75) = -659.17; (50 - 659.17) / 2 = -304.6 -> -305. */

@@ -2065,6 +2065,20 @@ static void test_minimax__a_run_past_its_memory_budget_equals_one_within_it(void
 		twins_close(&t);
 		same_graphs(&t);
 	}
+	/* The positions analysed too shallow to be inner, counted in either
+	 * reading (a synth book's analyses are 10 to 30 deep). */
+	json_int_t shallow[2];
+	for (int d = 0; d < 2; d++) {
+		json_t *j =
+		    ts_run_json(0, "%s minimax %s%s --full --min-depth 25%s --json", ts_joseki(),
+		                d ? t.db : book, d ? "/book" : "", d ? " --memory 1M" : "");
+		assert_true(json_is_true(json_object_get(j, "lookups_sorted")) == (d == 1));
+		shallow[d] = json_integer_value(json_object_get(j, "shallow_leaves"));
+		json_decref(j);
+	}
+	print_message("%lld positions analysed shallower than 25\n", (long long)shallow[0]);
+	assert_true(shallow[0] > 1000);
+	assert_int_equal(shallow[0], shallow[1]);
 	twins_free(&t);
 }
 
