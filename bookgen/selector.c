@@ -249,12 +249,16 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 		return 0;
 	}
 	if (usable) n->u.e.best = (uint16_t)bestk;
-	uint8_t bound = !usable         ? B_NOLEAF
+	/* Mated: its value is known, though nothing below it is to be thought
+	 * (the parent's move into it mates: a root won so has nothing left). */
+	bool mated = !usable && ne == 0 && n->u.e.best == SEL_MATED;
+	uint8_t bound = mated           ? B_EXACT
+	                : !usable       ? B_NOLEAF
 	                : best >= beta  ? B_LOWER
 	                : best > alpha0 ? B_EXACT
 	                                : B_UPPER;
-	int value = usable ? best : 0;
-	*noleaf = !usable;
+	int value = mated ? -VALUE_MATE : usable ? best : 0;
+	*noleaf = !usable && !mated;
 	if (dep->over) {
 		/* Repetitions below met more nodes above than a bound keeps: it
 		 * is stored as if it did not depend on them, and so are those
@@ -516,7 +520,12 @@ static int select_root(SelLeaf *out, Selector *s, int r)
 			node = (uint32_t)s->edges[last].child;
 			out->moves[j] = s->edges[last].move;
 		}
-		if (s->nodes[node].flags & NF_THOUGHT) {
+		const SelNode *end = &s->nodes[node];
+		/* The PV ends in a mate: the root's value is won (or lost) for
+		 * good along it, nothing on it to think about. */
+		if ((end->flags & NF_EXPANDED) && end->u.e.n == 0 && end->u.e.best == SEL_MATED)
+			return 0;
+		if (end->flags & NF_THOUGHT) {
 			/* The PV ends in a move back into the path: ban it so that the
 			 * selection moves on instead of stalling on the cycle. */
 			s->edges[last].flags |= EF_BANNED;

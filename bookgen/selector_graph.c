@@ -1107,6 +1107,10 @@ int sel_g_expand(Selector *s, uint32_t i)
 	}
 	if (!len) return 0;
 	int nlegal = movegen_legal(pos, s->legal);
+	if (nlegal == 0) {
+		s->nodes[i].u.e.best = SEL_MATED;
+		return 0;
+	}
 	/* Only where a stored move promotes can a move (stored or not) decline
 	 * it: nearly no record. */
 	bool promotes = false;

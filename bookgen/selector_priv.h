@@ -59,6 +59,9 @@
 enum { B_NONE = 0, B_UPPER, B_LOWER, B_EXACT, B_NOLEAF };
 
 #define NO_BEST 0xffff
+/* u.e.best of an expanded node with no legal move (and so no edge): its
+ * side to move is mated, a value (-VALUE_MATE), not a node without leaves. */
+#define SEL_MATED 0xfffe
 /* u.e.off of a node a trim took the edges of (until it is built again). */
 #define SEL_EDGELESS UINT32_MAX
 

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "shogi/errmsg.h"
+#include "shogi/movegen.h"
 #include "shogi/clock.h"
 #include "bookgen/selector.h"
 #include "shogi/notation.h"
@@ -177,6 +178,11 @@ static void fill_record(BookRecord *rec, bool found, const Position *pos, const 
 	}
 	if (!depth && budget->kind == SEARCH_BUDGET_DEPTH)
 		depth = budget->amount > 255 ? 255 : (int)budget->amount;
+	/* No line and no legal move: mated by the rules, which no search
+	 * deepens. Any least depth minimax asks of an inner node takes it (at
+	 * depth 0, the parent's own opinion of the move into it stood). */
+	Move legal[MOVEGEN_MAX];
+	if (res->nlines == 0 && movegen_legal(pos, legal) == 0) depth = 255;
 	rec->flags |= BOOKDB_REC_THOUGHT;
 	rec->think_depth = (uint8_t)depth;
 }

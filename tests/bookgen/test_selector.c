@@ -260,6 +260,54 @@ static void test_bookgen__selector_skips_a_declined_promotion(void **state)
 }
 
 /*
+ * A move into a position with no legal move mates: a gold dropped on 5b. The
+ * mated position is in the book, thought (an engine answers it bestmove
+ * resign: no move stored). Its value is that of a mate, whatever the
+ * parent's own analysis said of the move: here -50, as if it did not see it.
+ */
+#define MATE_ROOT "sfen 4k4/9/4P4/9/9/9/9/9/4K4 b G 1"
+static const TPos MATE_IN_ONE[] = {
+    {MATE_ROOT, true, {{"G*4c", 900, 0}, {"G*6c", 800, 0}, {"G*5b", -50, 0}}},
+    {MATE_ROOT " moves G*5b", true, {{NULL, 0, 0}}},
+};
+
+/* The selector sees the mate: the root is won, its PV ends in the mate and
+ * there is nothing left to think about from it (it was worth 900 with the
+ * mating move treated as absent, and G*4c's position was the next leaf). */
+static void test_bookgen__selector_values_a_mated_position_as_mated(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp();
+	write_book(dir, MATE_IN_ONE, sizeof MATE_IN_ONE / sizeof MATE_IN_ONE[0]);
+	BookDB *db = NULL;
+	Selector *s = NULL;
+	char err[BOOKDB_ERRLEN];
+	BookDBOptions bo = {.read_only = true};
+	SelOptions opt = {.draw_value = 0};
+	assert_int_equal(bookdb_open(&db, dir, &bo, err), 0);
+	assert_int_equal(sel_new(&s, &opt), 0);
+	assert_int_equal(sel_load(s, db), 0);
+	assert_int_equal(sel_add_root(s, line_key(MATE_ROOT), BLACK), 0);
+	int v;
+	bool has;
+	assert_int_equal(sel_root_value(&v, &has, s, 0), 0);
+	assert_int_equal(v, VALUE_MATE);
+	SelLeaf *l = malloc(sizeof *l);
+	assert_non_null(l);
+	assert_int_equal(sel_select(l, s), 0);
+	free(l);
+	/* The batches find no leaf either: none is within 100 of a mate. */
+	SelLeaf out[4];
+	assert_int_equal(sel_select_batch(out, 4, s, 100, SEL_BATCH_WINDOW, -1), 0);
+	assert_int_equal(sel_select_batch(out, 4, s, 100, SEL_BATCH_SQRT, -1), 0);
+	assert_int_equal(sel_select_cover(out, 4, 2, s, 0, 100, -1), 0);
+	sel_free(s);
+	bookdb_free(db);
+	ts_rmtree(dir);
+	free(dir);
+}
+
+/*
  * A cycle: 2h3h 8b7b 3h2h 7b8b comes back to the start position. Every way out
  * of it is bad for the side that leaves, so the first PV ends in the
  * repetition (value 0); that move is banned and the next leaf is 2h3h 3c3d.
@@ -2856,6 +2904,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bookgen__selector_returns_the_pv_leaf_then_the_next_best),
 	    cmocka_unit_test(test_bookgen__selector_skips_a_declined_promotion),
+	    cmocka_unit_test(test_bookgen__selector_values_a_mated_position_as_mated),
 	    cmocka_unit_test(test_bookgen__selector_bans_a_pv_ending_in_a_cycle),
 	    cmocka_unit_test(test_bookgen__selector_cover_past_a_cycle),
 	    cmocka_unit_test(test_bookgen__selector_reuses_bounds_and_invalidates_them_on_results),

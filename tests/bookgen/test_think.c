@@ -1265,6 +1265,49 @@ static void keylist_add(KeyList *l, Key k)
 	l->k[l->n++] = k;
 }
 
+/*
+ * A root mated in one: the builtin engine finds G*5b (mate), the mated
+ * position is thought next (bestmove resign, no legal move), and then the
+ * root is won for good: nothing is left to think (exhausted), the mated
+ * position is stored as thought as deep as can be (the rules decide it), and
+ * minimax backs the mate up through it, not the parent's own 31999.
+ */
+static void test_bookgen__think_a_root_mated_in_one_is_done(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[4096], roots[4096], *out = NULL, *err = NULL;
+	snprintf(book, sizeof book, "%s/b", dir);
+	snprintf(roots, sizeof roots, "%s/roots.txt", dir);
+	static const char R[] = "sfen 4k4/9/4P4/9/9/9/9/9/4K4 b G 1\n";
+	assert_int_equal(ts_write_file(roots, R, sizeof R - 1), 0);
+	int rc = ts_runf(&out, &err,
+	                 "%s think %s --new --roots %s --engine builtin --multipv 3 --nodes 20000 "
+	                 "--positions 10",
+	                 ts_joseki(), book, roots);
+	if (rc != 0) fail_msg("%s%s", out, err);
+	assert_int_equal(field(out, "think thought "), 2);
+	assert_int_equal(field(out, " exhausted "), 1);
+	assert_int_equal(field(out, " root_value "), VALUE_MATE);
+	free(out);
+	free(err);
+	json_t *q =
+	    ts_run_json(0, "%s query %s 'sfen 4k4/9/4P4/9/9/9/9/9/4K4 b G 1 moves G*5b' --json",
+	                ts_joseki(), book);
+	assert_int_equal(ts_jint(q, "thought_depth"), 255);
+	assert_int_equal(ts_jint(q, "legal_moves"), 0);
+	json_decref(q);
+	json_decref(ts_run_json(0, "%s minimax %s --json", ts_joseki(), book));
+	q = ts_run_json(0, "%s query %s 'sfen 4k4/9/4P4/9/9/9/9/9/4K4 b G 1' --json", ts_joseki(),
+	                book);
+	json_t *m = json_array_get(json_object_get(q, "moves"), 0);
+	assert_string_equal(json_string_value(json_object_get(m, "move")), "G*5b");
+	assert_int_equal(json_integer_value(json_object_get(m, "value")), VALUE_MATE);
+	assert_string_equal(json_string_value(json_object_get(m, "value_source")), "minimax");
+	json_decref(q);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 static void test_bookgen__think_command_grows_only_under_its_roots(void **state)
 {
 	(void)state;
@@ -2150,6 +2193,7 @@ int main(void)
 	    cmocka_unit_test(test_bookgen__think_command_with_misbehaving_engines_under_load),
 	    cmocka_unit_test(test_bookgen__think_command_from_kifu),
 	    cmocka_unit_test(test_bookgen__think_command_extends_along_ingested_games),
+	    cmocka_unit_test(test_bookgen__think_a_root_mated_in_one_is_done),
 	    cmocka_unit_test(test_bookgen__think_command_grows_only_under_its_roots),
 	    cmocka_unit_test(test_bookgen__probe_follows_an_opponent_with_a_history),
 	    cmocka_unit_test(test_bookgen__probe_reach_is_what_a_match_gets),
