@@ -75,6 +75,9 @@ const char *bookdb_unvalued_reason(const BookRecord *rec, const BookMove *m)
 {
 	if (bookdb_move_valued(rec, m)) return NULL;
 	if (rec->flags & BOOKDB_REC_GAMES) return "not chosen from the games";
+	/* Its value was its child's, backed up: an avoided move is no edge. */
+	if ((m->flags & BOOKDB_MOVE_AVOIDED) && (rec->flags & BOOKDB_REC_MINIMAX))
+		return "avoided: no analysis of its own, and minimax backs none up through it";
 	if (bookdb_move_commented(m)) return "game comment only";
 	return "not analysed";
 }

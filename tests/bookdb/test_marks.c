@@ -542,6 +542,38 @@ static void test_marks__a_move_a_mark_adds_is_unvalued_until_valued(void **state
 	free(dir);
 }
 
+/* A move valued only through the position it leads to (no analysis of its
+ * own: games played it) has no value once avoided, even --with-avoided:
+ * minimax backs nothing up through an avoided move. query says so, not
+ * "game comment only". */
+static void test_marks__an_avoided_move_valued_only_by_its_child_is_unvalued(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600];
+	snprintf(book, sizeof book, "%s/book", dir);
+	ts_plant(book, "startpos", "7g7f:100 2g2f:-:3", 12);
+	ts_plant(book, "startpos moves 2g2f", "8c8d:-150", 12);
+	run_ok("%s minimax %s --full --quiet%s", book, "");
+	json_t *q = query(book, "startpos");
+	assert_string_equal(bestmove(q), "2g2f");
+	assert_int_equal(ts_jint(move_of(q, "2g2f"), "value"), 150);
+	json_decref(q);
+	run_ok("%s avoid %s startpos 2g2f%s", book, "");
+	for (int with = 0; with < 2; with++) {
+		q = ts_run_json(0, "%s query %s startpos --json%s", ts_joseki(), book,
+		                with ? " --with-avoided" : "");
+		assert_string_equal(bestmove(q), "7g7f");
+		json_t *m = move_of(q, "2g2f");
+		assert_true(json_is_null(json_object_get(m, "value")));
+		assert_string_equal(
+		    json_string_value(json_object_get(m, "unvalued")),
+		    "avoided: no analysis of its own, and minimax backs none up through it");
+		json_decref(q);
+	}
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* The start position's query as JSON text. */
 static char *query_text(const char *book)
 {
@@ -820,6 +852,7 @@ int main(void)
 	        test_marks__the_record_keeps_preferences_and_refuses_both_marks_on_one_move),
 	    cmocka_unit_test(test_marks__an_illegal_move_is_refused_with_the_rule_it_breaks),
 	    cmocka_unit_test(test_marks__a_move_a_mark_adds_is_unvalued_until_valued),
+	    cmocka_unit_test(test_marks__an_avoided_move_valued_only_by_its_child_is_unvalued),
 	    cmocka_unit_test(test_marks__undo_restores_the_record_the_mark_found),
 	    cmocka_unit_test(test_marks__marks_lists_every_mark_of_the_book),
 	};
