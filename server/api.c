@@ -44,10 +44,67 @@ char *api_error_body(const char *msg)
 	    json_pack("{s:s}", "error", errmsg_escape(safe, sizeof safe, msg, strlen(msg))));
 }
 
-/* Sets pos from the request's sfen= or position=; 0, or -1 with *body. */
-static int parse(Position *pos, const char *sfen, const char *position, int *status, char **body)
+/* Sets pos from spec, a position= value (sfen_only: an sfen= value, which
+ * may be a bare SFEN); 0, -1 with the rules core's message in err, or -2
+ * (out of memory). */
+static int parse_spec(Position *pos, const char *spec, bool sfen_only, char *err)
 {
-	char err[SHOGI_ERRLEN], msg[SHOGI_ERRLEN + 64];
+	/* A bare SFEN (what sfen= holds) gets its keyword. */
+	char *buf = NULL;
+	if (sfen_only && strncmp(spec, "sfen ", 5) && strncmp(spec, "startpos", 8)) {
+		size_t n = strlen(spec);
+		if (!(buf = malloc(n + 6))) return -2;
+		memcpy(buf, "sfen ", 5);
+		memcpy(buf + 5, spec, n + 1);
+		spec = buf;
+	}
+	/* What `joseki query` takes, and refuses (a board without kings). */
+	int rc = bookdb_query_position(pos, spec, err);
+	free(buf);
+	return rc < 0 ? -1 : 0;
+}
+
+/*
+ * The readings of a value whose URL had a '+' (plus: the value with only
+ * its %XX decoded): as a space everywhere (spec, HTTP's form encoding), as
+ * itself everywhere (plus), and as itself only where a move's promotion ends
+ * a token (before another '+' or the end: "8h2b++3c3d"). Sets pos to the
+ * position they give; 0, or 1 when they give two different ones, -1 when
+ * none reads (err: the first's message), -2 out of memory.
+ */
+static int parse_plus(Position *pos, const char *spec, const char *plus, bool sfen_only, char *err)
+{
+	size_t n = strlen(plus);
+	char *mixed = malloc(n + 1);
+	Position *alt = malloc(sizeof *alt);
+	if (!mixed || !alt) {
+		free(mixed);
+		free(alt);
+		return -2;
+	}
+	for (size_t i = 0; i <= n; i++)
+		mixed[i] = plus[i] == '+' && plus[i + 1] != '+' && plus[i + 1] ? ' ' : plus[i];
+	const char *reading[3] = {spec, plus, mixed};
+	char other[SHOGI_ERRLEN];
+	int found = 0, rc = 0;
+	for (int k = 0; k < 3 && rc == 0; k++) {
+		int r = parse_spec(found ? alt : pos, reading[k], sfen_only, k ? other : err);
+		if (r == -2) rc = -2;
+		if (r < 0) continue;
+		if (found && !key_equal(pos_key(alt), pos_key(pos))) rc = 1;
+		found = 1;
+	}
+	free(mixed);
+	free(alt);
+	return rc ? rc : found ? 0 : -1;
+}
+
+/* Sets pos from the request's sfen= or position= (plus: api_query's); 0, or
+ * -1 with *body. */
+static int parse(Position *pos, const char *sfen, const char *position, const char *plus,
+                 int *status, char **body)
+{
+	char err[SHOGI_ERRLEN], msg[SHOGI_ERRLEN + 200];
 	const char *spec = position ? position : sfen;
 	if (position && sfen) {
 		*status = 400;
@@ -60,29 +117,29 @@ static int parse(Position *pos, const char *sfen, const char *position, int *sta
 		    api_error_body("give the position: sfen=<SFEN> or position=startpos moves ...");
 		return -1;
 	}
-	/* A bare SFEN (what sfen= holds) gets its keyword. */
-	char *buf = NULL;
-	if (!position && strncmp(spec, "sfen ", 5) && strncmp(spec, "startpos", 8)) {
-		size_t n = strlen(spec);
-		if (!(buf = malloc(n + 6))) {
-			*status = 500;
-			*body = NULL;
-			return -1;
-		}
-		memcpy(buf, "sfen ", 5);
-		memcpy(buf + 5, spec, n + 1);
-		spec = buf;
-	}
-	/* What `joseki query` takes, and refuses (a board without kings). */
-	int rc = bookdb_query_position(pos, spec, err);
-	free(buf);
-	if (rc < 0) {
-		snprintf(msg, sizeof msg, "bad position: %s", err);
-		*status = 400;
-		*body = api_error_body(msg);
+	int rc = plus ? parse_plus(pos, spec, plus, !position, err)
+	              : parse_spec(pos, spec, !position, err);
+	if (rc == -2) {
+		*status = 500;
+		*body = NULL;
 		return -1;
 	}
-	return 0;
+	if (rc == 0) return 0;
+	static const char HOW[] = "write a promotion's or a promoted piece's '+' as %2B (8h2b%2B, "
+	                          "%2BB), a space as %20 or +";
+	if (rc == 1)
+		snprintf(msg, sizeof msg,
+		         "bad position: a '+' in a URL is a space, and here it can also be a "
+		         "promotion, which gives another position: %s",
+		         HOW);
+	else if (plus)
+		snprintf(msg, sizeof msg, "bad position: %s (a '+' in a URL is a space: %s)", err,
+		         HOW);
+	else
+		snprintf(msg, sizeof msg, "bad position: %s", err);
+	*status = 400;
+	*body = api_error_body(msg);
+	return -1;
 }
 
 /* 500, the book cannot be read; damage (a record that is not sound, a page
@@ -102,10 +159,11 @@ static char *book_error(ApiStatsCache *c, BookDB *db, const Position *pos, int r
 	return api_error_body(msg);
 }
 
-char *api_query(BookDB *db, ApiStatsCache *c, const char *sfen, const char *position, int *status)
+char *api_query(BookDB *db, ApiStatsCache *c, const char *sfen, const char *position,
+                const char *plus, int *status)
 {
 	char *body;
-	if (parse(&t_pos, sfen, position, status, &body) < 0) return body;
+	if (parse(&t_pos, sfen, position, plus, status, &body) < 0) return body;
 	BookTxn *txn;
 	int rc = bookdb_txn_begin(&txn, db, false);
 	if (rc < 0) return book_error(c, db, &t_pos, rc, status);
@@ -123,10 +181,10 @@ char *api_query(BookDB *db, ApiStatsCache *c, const char *sfen, const char *posi
 }
 
 char *api_line(BookDB *db, ApiStatsCache *c, const char *sfen, const char *position,
-               const char *plies, int *status)
+               const char *plus, const char *plies, int *status)
 {
 	char *body;
-	if (parse(&t_pos, sfen, position, status, &body) < 0) return body;
+	if (parse(&t_pos, sfen, position, plus, status, &body) < 0) return body;
 	long max = 20;
 	if (plies) {
 		/* Digits only: strtol would also take "+10" and " 10". */

@@ -53,14 +53,19 @@ void api_book_damaged(ApiStatsCache *c, BookDB *db, const char *what);
 
 /* GET /v1/query?sfen=...|position=...: the `joseki query --json` object
  * (bookdb_query_json). 400 for a missing or bad position (the rules core's
- * message), 500 when the book cannot be read (damage is noted in c). */
-char *api_query(BookDB *db, ApiStatsCache *c, const char *sfen, const char *position, int *status);
+ * message), 500 when the book cannot be read (damage is noted in c).
+ * plus: when the parameter's URL text had a '+' (HTTP's form encoding reads
+ * it as a space, which sfen and position hold), its value with only its %XX
+ * decoded; NULL otherwise. A '+' that can be read either way, giving two
+ * positions, is refused (400), saying to write a promotion's as %2B. */
+char *api_query(BookDB *db, ApiStatsCache *c, const char *sfen, const char *position,
+                const char *plus, int *status);
 
 /* GET /v1/line?position=...&plies=N (default 20, at most 512): the book's best
  * move each ply from the position, with its value, until the book has no move,
  * a position repeats, or N plies (damage is noted in c). */
 char *api_line(BookDB *db, ApiStatsCache *c, const char *sfen, const char *position,
-               const char *plies, int *status);
+               const char *plus, const char *plies, int *status);
 
 /* GET /v1/stats: the `joseki stats --json` object from the cheap fields and
  * the last scan (its fields null until the first ends; thought, moves and

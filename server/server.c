@@ -105,6 +105,7 @@ typedef struct {
 	ApiWorkCall *call;
 	struct MHD_Connection *conn;
 	atomic_bool woken;
+	char *query; /* the URL's text after its '?', as sent (NULL: none) */
 } Req;
 
 /* The work endpoints behind a token; the history is read-only and public. */
@@ -268,6 +269,42 @@ static bool is_route(const char *url)
 static const char *arg(struct MHD_Connection *c, const char *name)
 {
 	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+	                              : -1;
+}
+
+/* Parameter name's value as the URL sent it, with its %XX decoded and its
+ * '+' kept, when that had a '+' (HTTP reads it as a space: api_query); NULL
+ * otherwise. Malloc'd. */
+static char *plus_value(const Req *r, const char *name)
+{
+	size_t nl = strlen(name);
+	for (const char *p = r->query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
+		if (strncmp(p, name, nl) || p[nl] != '=') continue;
+		const char *v = p + nl + 1;
+		size_t n = strcspn(v, "&");
+		if (!memchr(v, '+', n)) return NULL;
+		char *out = malloc(n + 1), *o = out;
+		for (size_t i = 0; out && i < n; i++) {
+			int hi, lo;
+			if (v[i] == '%' && i + 2 < n && (hi = hex_digit(v[i + 1])) >= 0 &&
+			    (lo = hex_digit(v[i + 2])) >= 0) {
+				*o++ = (char)(hi * 16 + lo);
+				i += 2;
+			} else {
+				*o++ = v[i];
+			}
+		}
+		if (o) *o = 0;
+		return out;
+	}
+	return NULL;
 }
 
 /* The API's parameters, checked before any is used. */
@@ -513,11 +550,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (ac.msg[0]) return reply_error(s, c, r, 400, ac.msg);
 	follow_book(s);
 	pthread_rwlock_rdlock(&s->dblock);
-	if (!strcmp(url, "/v1/query")) {
-		body = api_query(s->db, &s->cache, arg(c, "sfen"), arg(c, "position"), &status);
-	} else if (!strcmp(url, "/v1/line")) {
-		body = api_line(s->db, &s->cache, arg(c, "sfen"), arg(c, "position"),
-		                arg(c, "plies"), &status);
+	if (!strcmp(url, "/v1/query") || !strcmp(url, "/v1/line")) {
+		const char *sfen = arg(c, "sfen"), *position = arg(c, "position");
+		char *plus = plus_value(r, position ? "position" : "sfen");
+		body = url[4] == 'q' ? api_query(s->db, &s->cache, sfen, position, plus, &status)
+		                     : api_line(s->db, &s->cache, sfen, position, plus,
+		                                arg(c, "plies"), &status);
+		free(plus);
 	} else if (!strcmp(url, "/v1/stats")) {
 		body = api_stats(s->db, &s->cache, &status);
 	} else if (!strcmp(url, "/v1/work/history")) {
@@ -560,12 +599,14 @@ static void notify_connection(void *cls, struct MHD_Connection *c, void **socket
  * deadline at the gate. */
 static void *begin_request(void *cls, const char *uri, struct MHD_Connection *c)
 {
-	(void)uri;
 	Server *s = cls;
 	Req *r = calloc(1, sizeof *r);
 	if (r) {
 		r->t0 = clock_ns();
 		atomic_fetch_add(&s->inflight, 1);
+		/* Kept for the position's '+' (plus_value): none is in most. */
+		const char *q = uri ? strchr(uri, '?') : NULL;
+		if (q && strchr(q, '+')) r->query = strdup(q + 1);
 	}
 	gate_request(s->gate, c, GATE_REQ_BEGIN);
 	return r;
@@ -590,6 +631,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		atomic_fetch_sub(&s->parked, 1);
 	}
 	free(r->buf);
+	free(r->query);
 	double t = since(r->t0);
 	if (r->status) {
 		count_status(s, r->status);

@@ -192,6 +192,35 @@ static void test_server__every_endpoint_and_every_error(void **state)
 	                 200);
 	assert_string_equal(out, full);
 	free(out);
+	/* A '+' in a URL is a space (HTTP's form encoding): as such where it can
+	 * be nothing else; refused where it can also be a promotion giving
+	 * another position (it was read as a space: 8h2b, not 8h2b+, answered
+	 * 200); %2B is a promotion. */
+	assert_int_equal(
+	    http(c, s.port, "GET", "/v1/query?position=startpos+moves+7g7f+3c3d", NULL, &out, NULL),
+	    200);
+	assert_string_equal(out, full);
+	free(out);
+	expect_error(c, s.port, "GET", "/v1/query?position=startpos%20moves%207g7f%203c3d%208h2b+",
+	             NULL, 400, "a '+' in a URL is a space, and here it can also be a promotion");
+	expect_error(c, s.port, "GET", "/v1/line?position=startpos+moves+7g7f+3c3d+8h2b+", NULL,
+	             400, "write a promotion's or a promoted piece's '+' as %2B");
+	static const char HORSE[] = "\"sfen\":\"lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/"
+	                            "7R1/LNSGKGSNL w B 4\"";
+	const char *promoted[] = {"/v1/query?position=startpos%20moves%207g7f%203c3d%208h2b%2B",
+	                          "/v1/query?position=startpos+moves+7g7f+3c3d+8h2b%2B",
+	                          "/v1/query?sfen=lnsgkgsnl/1r5%2BB1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/"
+	                          "7R1/LNSGKGSNL+w+B+4"};
+	for (size_t k = 0; k < 3; k++) {
+		assert_int_equal(http(c, s.port, "GET", promoted[k], NULL, &out, NULL), 200);
+		if (!strstr(out, HORSE)) fail_msg("%s: %s", promoted[k], out);
+		free(out);
+	}
+	/* A promoted piece's '+' unescaped breaks the SFEN: the error says why. */
+	expect_error(c, s.port, "GET",
+	             "/v1/query?sfen=lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/"
+	             "LNSGKGSNL+w+B+4",
+	             NULL, 400, "(a '+' in a URL is a space: write a promotion's");
 	free(full);
 	/* sfen= with a bare SFEN; a position not in the book. */
 	assert_int_equal(http(c, s.port, "GET", "/v1/query?sfen=4k4/9/9/9/9/9/9/9/4K4%20b%20-%201",
@@ -751,12 +780,15 @@ static void test_server__a_thousand_malformed_requests(void **state)
 	    "//v1//query",
 	    "/v1/query?sfen=lnsgkgsnl/9/9/9/9/9/9/9/9%20b%20-%201",
 	    "/v1/stats?x=%c3%28",
-	    "/v1/line?position=sfen%204k4/9/9/9/9/9/9/9/4K4%20b%20-%201&plies=999999999999"};
+	    "/v1/line?position=sfen%204k4/9/9/9/9/9/9/9/4K4%20b%20-%201&plies=999999999999",
+	    "/v1/query?position=+%+%2+%2B++&sfen=+",
+	    "/v1/line?position&position=%2+&x=+",
+	    "/v1/query?sfen=+%2B%2b%f+%"};
 	int answered = 0;
 	for (int i = 0; i < 1000; i++) {
 		char req[40000];
 		const char *m = METHODS[ts_rand(&rng) % 9];
-		const char *p = PATHS[ts_rand(&rng) % 12];
+		const char *p = PATHS[ts_rand(&rng) % (sizeof PATHS / sizeof *PATHS)];
 		size_t len;
 		int kind = (int)(ts_rand(&rng) % 4);
 		if (kind == 0) {
