@@ -194,7 +194,22 @@ int bookdb_query_position(Position *pos, const char *spec, char *err)
 		if ((rc = pos_check_game(pos, why)) < 0)
 			return errmsg_set(err, SHOGI_ERRLEN, rc,
 			                  "the position before the moves: %s", why);
-		for (int i = 0; i < n; i++) pos_do_move(pos, moves[i]);
+		/* A fourfold repetition ends the game (docs/shogi.md): no move
+		 * follows it. */
+		for (int i = 0; i < n; i++) {
+			pos_do_move(pos, moves[i]);
+			RepResult r = i + 1 < n ? pos_repetition(pos) : REP_NONE;
+			if (r != REP_NONE)
+				return errmsg_set(err, SHOGI_ERRLEN, SHOGI_EILLEGAL,
+				                  "move %d: the game ended at move %d, the "
+				                  "position's fourth occurrence "
+				                  "(sennichite: %s)",
+				                  i + 2, i + 1,
+				                  r == REP_DRAW ? "a draw"
+				                  : r == REP_BLACK_LOSES
+				                      ? "Black's perpetual check, a loss"
+				                      : "White's perpetual check, a loss");
+		}
 	}
 	return pos_check_game(pos, err);
 }

@@ -415,7 +415,9 @@ static void test_server__query_equals_the_command_byte_for_byte(void **state)
 	 * without kings (the rules core takes it; a book never holds one), with
 	 * one king, a malformed SFEN, an illegal move; more of a kind than a
 	 * set has (three rooks, 19 pawns, the start position with a pawn in
-	 * hand), the side not to move in check (given, or before the moves). */
+	 * hand), the side not to move in check (given, or before the moves), a
+	 * move after a fourfold repetition ended the game (as a draw, as a
+	 * perpetual check). */
 	static const char *const BAD[] = {
 	    "sfen 9/9/9/9/9/9/9/9/9 b - 1",
 	    "sfen 4k4/9/9/9/9/9/9/9/9 b - 1",
@@ -426,6 +428,9 @@ static void test_server__query_equals_the_command_byte_for_byte(void **state)
 	    "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b P 1",
 	    "sfen 4k4/4R4/9/9/9/9/9/9/4K4 b - 1",
 	    "sfen 4k4/4R4/9/9/9/9/9/9/4K4 b - 1 moves 5i4i",
+	    "startpos moves 5i5h 5a5b 5h5i 5b5a 5i5h 5a5b 5h5i 5b5a 5i5h 5a5b 5h5i 5b5a 7g7f",
+	    "sfen 4k4/9/9/9/9/9/9/9/R3K4 b - 1 moves 9i9a 5a5b 9a9b 5b5a 9b9a 5a5b 9a9b 5b5a "
+	    "9b9a 5a5b 9a9b 5b5a 9b9a 5a5b",
 	};
 	/* The reason each of those says (the server's words after "bad
 	 * position: "), the new ones checked word for word. */
@@ -439,9 +444,13 @@ static void test_server__query_equals_the_command_byte_for_byte(void **state)
 	    "19 pawns (board and hands, promoted counted): a set has 18",
 	    "the white king is in check with black to move (it could be captured)",
 	    "the position before the moves: the white king is in check with black to move",
+	    "move 13: the game ended at move 12, the position's fourth occurrence (sennichite: a "
+	    "draw)",
+	    "move 14: the game ended at move 13, the position's fourth occurrence (sennichite: "
+	    "Black's perpetual check, a loss)",
 	};
 	for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
-		char *esc = curl_easy_escape(c, BAD[i], 0), path[400], *got, *out = NULL,
+		char *esc = curl_easy_escape(c, BAD[i], 0), path[600], *got, *out = NULL,
 		     *err = NULL;
 		snprintf(path, sizeof path, "/v1/query?position=%s", esc);
 		curl_free(esc);
