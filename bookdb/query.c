@@ -71,6 +71,16 @@ const char *bookdb_value_source(const BookRecord *rec, const BookMove *m)
 	                                           : "thought";
 }
 
+int bookdb_move_mate(const BookRecord *rec, const BookMove *m)
+{
+	if (!bookdb_move_valued(rec, m)) return 0;
+	int v = bookdb_move_value(rec, m), a = v < 0 ? -v : v;
+	if (a < VALUE_MATE_IN_MAX) return 0;
+	int n = VALUE_MATE - a + ((rec->flags & BOOKDB_REC_MINIMAX) ? m->dist : 0);
+	if (n > VALUE_MATE - VALUE_MATE_IN_MAX || n < 1) return 0;
+	return v > 0 ? n : -n;
+}
+
 const char *bookdb_unvalued_reason(const BookRecord *rec, const BookMove *m)
 {
 	if (bookdb_move_valued(rec, m)) return NULL;
@@ -432,6 +442,12 @@ char *bookdb_query_json_ex(const BookRecord *rec, bool in_book, const Position *
 		const char *src = bookdb_value_source(rec, m);
 		if (src) {
 			text_int(&t, bookdb_move_value(rec, m));
+			/* A mate score as a player reads it. */
+			int mate = bookdb_move_mate(rec, m);
+			if (mate) {
+				text_key(&t, "mate", false);
+				text_int(&t, mate);
+			}
 			if (minimax) {
 				text_key(&t, "dist", false);
 				text_int(&t, m->dist);

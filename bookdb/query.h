@@ -67,6 +67,16 @@ bool bookdb_position_value(int *value, const BookRecord *rec);
  * a games-only minimax run: --games-book).
  */
 const char *bookdb_value_source(const BookRecord *rec, const BookMove *m);
+
+/*
+ * The plies to mate m's value says, from the position before m: positive
+ * when the side to move mates, negative when it is mated; 0 when m has no
+ * value or it is no mate score. An engine's mate in n is ±(VALUE_MATE - n)
+ * from the position it analysed; a minimax value carries it up dist plies
+ * (the move into a mated position: VALUE_MATE, dist 1, mate in 1). A
+ * perpetual check's ±VALUE_MATE, a line that repeats, is none.
+ */
+int bookdb_move_mate(const BookRecord *rec, const BookMove *m);
 /* Why move m of rec has no value ("game comment only", "not analysed", "not
  * chosen from the games"), or NULL when it has one. */
 const char *bookdb_unvalued_reason(const BookRecord *rec, const BookMove *m);

@@ -17,6 +17,7 @@
 #include "bookdb/bookdb.h"
 #include "bookdb/query.h"
 #include "shogi/errmsg.h"
+#include "shogi/movegen.h"
 #include "shogi/notation.h"
 #include "shogi/position.h"
 #include "tools/cli_opt.h"
@@ -166,10 +167,17 @@ int cmd_query(int argc, char **argv)
 					               twin);
 					printf("  declined: not played while %s has a value", twin);
 				}
+				int mate = bookdb_move_mate(rec, m);
+				if (mate)
+					printf("  %s in %d", mate > 0 ? "mate" : "mated",
+					       abs(mate));
 				print_mark(m, marks, nmarks);
 				printf("\n");
 			}
 		}
+		Move legal[MOVEGEN_MAX];
+		if (movegen_legal(pos, legal) == 0)
+			printf("no legal move: the side to move is mated\n");
 	}
 	ret = 0;
 done:

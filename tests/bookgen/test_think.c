@@ -1303,7 +1303,23 @@ static void test_bookgen__think_a_root_mated_in_one_is_done(void **state)
 	assert_string_equal(json_string_value(json_object_get(m, "move")), "G*5b");
 	assert_int_equal(json_integer_value(json_object_get(m, "value")), VALUE_MATE);
 	assert_string_equal(json_string_value(json_object_get(m, "value_source")), "minimax");
+	assert_int_equal(json_integer_value(json_object_get(m, "dist")), 1);
+	assert_int_equal(json_integer_value(json_object_get(m, "mate")),
+	                 1); /* as a player reads it */
 	json_decref(q);
+	/* The text says it too, and at the mated position why it has no move. */
+	assert_int_equal(ts_runf(&out, NULL, "%s query %s 'sfen 4k4/9/4P4/9/9/9/9/9/4K4 b G 1'",
+	                         ts_joseki(), book),
+	                 0);
+	if (!strstr(out, "\nG*5b    32000 minimax/1     31999") || !strstr(out, "  mate in 1\n"))
+		fail_msg("%s", out);
+	free(out);
+	assert_int_equal(ts_runf(&out, NULL,
+	                         "%s query %s 'sfen 4k4/9/4P4/9/9/9/9/9/4K4 b G 1 moves G*5b'",
+	                         ts_joseki(), book),
+	                 0);
+	if (!strstr(out, "\nno legal move: the side to move is mated\n")) fail_msg("%s", out);
+	free(out);
 	ts_rmtree(dir);
 	free(dir);
 }
