@@ -221,6 +221,12 @@ char *api_line(BookDB *db, ApiStatsCache *c, const char *sfen, const char *posit
 		seen[n] = pos_key(&t_pos);
 		rc = bookdb_query(&t_rec, txn, &t_pos);
 		if (rc < 0) break;
+		/* A line that mates ends there, in the book or not. */
+		Move legal[MOVEGEN_MAX];
+		if (movegen_legal(&t_pos, legal) == 0) {
+			end = "mated";
+			break;
+		}
 		if (rc == 0) {
 			end = "not_in_book";
 			break;
@@ -238,6 +244,8 @@ char *api_line(BookDB *db, ApiStatsCache *c, const char *sfen, const char *posit
 		json_object_set_new(step, "ply", json_integer(t_pos.game_ply));
 		json_object_set_new(step, "move", json_string(usi));
 		json_object_set_new(step, "value", json_integer(bookdb_move_value(&t_rec, m)));
+		int mate = bookdb_move_mate(&t_rec, m);
+		if (mate) json_object_set_new(step, "mate", json_integer(mate));
 		if (t_rec.flags & BOOKDB_REC_MINIMAX)
 			json_object_set_new(step, "dist", json_integer(m->dist));
 		json_object_set_new(step, "value_source",

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "shogi/clock.h"
+#include "shogi/position.h"
 #include "tests/support/support.h"
 
 typedef struct {
@@ -155,10 +156,27 @@ static void test_server__every_endpoint_and_every_error(void **state)
 {
 	(void)state;
 	char *dir = make_book();
+	/* A mate in one, and the mated position thought (no move). */
+	char book[600];
+	snprintf(book, sizeof book, "%s/b", dir);
+	ts_plant(book, "sfen 4k4/9/4P4/9/9/9/9/9/4K4 b G 1", "G*4c:900 G*5b:31999", 12);
+	ts_plant(book, "sfen 4k4/9/4P4/9/9/9/9/9/4K4 b G 1 moves G*5b", "", 255);
+	char *err = NULL;
+	if (ts_runf(NULL, &err, "%s minimax %s --quiet", ts_joseki(), book) != 0)
+		fail_msg("minimax: %s", err);
+	free(err);
 	Srv s;
 	start(&s, dir, "--quiet");
 	CURL *c = curl_easy_init();
 	char *out, *hdr;
+	/* A line that mates ends so, its mating step said as a player reads it. */
+	assert_int_equal(http(c, s.port, "GET", "/v1/line?sfen=4k4/9/4P4/9/9/9/9/9/4K4%20b%20G%201",
+	                      NULL, &out, NULL),
+	                 200);
+	if (!strstr(out, "\"move\":\"G*5b\",\"value\":32000,\"mate\":1,") ||
+	    !strstr(out, "\"end\":\"mated\""))
+		fail_msg("%s", out);
+	free(out);
 	/* The query, with CORS, and legal_moves. */
 	assert_int_equal(http(c, s.port, "GET", "/v1/query?position=startpos", NULL, &out, &hdr),
 	                 200);
@@ -1081,6 +1099,7 @@ static void test_server__the_work_page_in_a_real_browser(void **state)
 
 int main(void)
 {
+	shogi_init(); /* the keys of the positions ts_plant writes */
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	signal(SIGPIPE, SIG_IGN);
 	atexit(kill_live);
