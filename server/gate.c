@@ -212,11 +212,14 @@ static void answer(Gate *g, int fd, int status, const char *msg)
 {
 	char out[512];
 	size_t blen = strlen(msg) + 13;
-	int n =
-	    snprintf(out, sizeof out,
-	             "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: "
-	             "%zu\r\nConnection: close\r\n%s\r\n{\"error\":\"%s\"}\n",
-	             status, reason(status), blen, status == 503 ? "Retry-After: 5\r\n" : "", msg);
+	/* As the server's own answers are: not to be cached, CORS unless off. */
+	int n = snprintf(out, sizeof out,
+	                 "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: "
+	                 "%zu\r\nConnection: close\r\nCache-Control: no-store\r\n%s%s\r\n"
+	                 "{\"error\":\"%s\"}\n",
+	                 status, reason(status), blen,
+	                 g->o.cors ? "Access-Control-Allow-Origin: *\r\n" : "",
+	                 status == 503 ? "Retry-After: 5\r\n" : "", msg);
 	if (n > 0 && (size_t)n < sizeof out)
 		(void)!send(fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	for (int i = 0; i < 64 && recv(fd, g->buf, GATE_HEAD_MAX, MSG_DONTWAIT) > 0; i++) continue;

@@ -63,6 +63,9 @@ typedef struct {
 	 * gate gives itself, for the metrics; may be NULL. */
 	void (*on_status)(void *ctx, int status);
 	void *ctx;
+	/* The gate's own answers carry Access-Control-Allow-Origin: * (as the
+	 * server's do unless --no-cors). */
+	bool cors;
 } GateOptions;
 
 /*

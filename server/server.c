@@ -754,7 +754,8 @@ int server_start(Server **out, BookDB *db, const ServerOptions *opt, char *err)
 	                  .request_ms = opt->request_ms,
 	                  .keepalive_ms = opt->keepalive_ms,
 	                  .on_status = gate_status,
-	                  .ctx = s};
+	                  .ctx = s,
+	                  .cors = !opt->no_cors};
 	if (gate_start(&s->gate, s->fd, s->d, &go) < 0) {
 		rc = SERVER_EMHD;
 		errmsg_set(err, SERVER_ERRLEN, rc, "%s:%u: the accept thread did not start: %s",

@@ -868,6 +868,14 @@ static void test_server__a_thousand_malformed_requests(void **state)
 	}
 	print_message("%d of 1000 answered with a status line\n", answered);
 	assert_true(answered > 500);
+	/* The gate's own answer (a malformed request line) is headed as the
+	 * server's are: not to be cached, CORS. */
+	static const char GARBAGE[] = "GARBAGE\r\n\r\n";
+	char *g = raw(s.port, GARBAGE, sizeof GARBAGE - 1);
+	if (strncmp(g, "HTTP/1.1 400 ", 13) || !strstr(g, "\r\nCache-Control: no-store\r\n") ||
+	    !strstr(g, "\r\nAccess-Control-Allow-Origin: *\r\n"))
+		fail_msg("%s", g);
+	free(g);
 	/* Still serving. */
 	CURL *c = curl_easy_init();
 	assert_int_equal(http(c, s.port, "GET", "/healthz", NULL, NULL, NULL), 200);
