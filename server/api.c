@@ -44,6 +44,19 @@ char *api_error_body(const char *msg)
 	    json_pack("{s:s}", "error", errmsg_escape(safe, sizeof safe, msg, strlen(msg))));
 }
 
+bool api_plain_number(const char *s, long max, long *out)
+{
+	if (!*s || (s[0] == '0' && s[1])) return false;
+	long v = 0;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9' || v > max / 10) return false;
+		v = v * 10 + (*p - '0');
+	}
+	if (v > max) return false;
+	*out = v;
+	return true;
+}
+
 /* Sets pos from spec, a position= value (sfen_only: an sfen= value, which
  * may be a bare SFEN); 0, -1 with the rules core's message in err, or -2
  * (out of memory). */
@@ -188,10 +201,7 @@ char *api_line(BookDB *db, ApiStatsCache *c, const char *sfen, const char *posit
 	long max = 20;
 	if (plies) {
 		/* Digits only: strtol would also take "+10" and " 10". */
-		bool digits = *plies && strlen(plies) <= 3;
-		for (const char *p = plies; *p && digits; p++) digits = *p >= '0' && *p <= '9';
-		max = digits ? strtol(plies, NULL, 10) : 0;
-		if (max < 1 || max > 512) {
+		if (!api_plain_number(plies, 512, &max) || max < 1) {
 			*status = 400;
 			return api_error_body("plies must be a whole number from 1 to 512");
 		}

@@ -17,6 +17,10 @@
 
 /* {"error": msg} */
 char *api_error_body(const char *msg);
+
+/* Whether s is a number in plain digits (no sign, space or leading zero) of
+ * at most max; *out its value then. */
+bool api_plain_number(const char *s, long max, long *out);
 /* The compact JSON text of o and a newline (o released); NULL when out of
  * memory or when o is NULL. */
 struct json_t;

@@ -75,9 +75,7 @@ char *api_work_history(BookDB *db, const char *hours, int *status)
 {
 	long h = API_HISTORY_HOURS_DEFAULT;
 	if (hours) {
-		char *end;
-		h = strtol(hours, &end, 10);
-		if (end == hours || *end || h < 0 || h > API_HISTORY_HOURS_MAX) {
+		if (!api_plain_number(hours, API_HISTORY_HOURS_MAX, &h)) {
 			*status = 400;
 			char msg[128];
 			snprintf(msg, sizeof msg,

@@ -770,6 +770,8 @@ static void test_abuse__every_error_is_json_and_no_client_mistake_is_a_5xx(void 
 	             "plies=+10");
 	expect_error(http(p, "GET", "/v1/line?position=startpos&plies=%2010", NULL, NULL), 400,
 	             "plies=%2010");
+	expect_error(http(p, "GET", "/v1/line?position=startpos&plies=010", NULL, NULL), 400,
+	             "plies=010");
 	expect_error(http(p, "GET", "/v1/line?position=startpos&plies=1&plies=2", NULL, NULL), 400,
 	             "plies twice");
 	expect_error(http(p, "GET", "/v1/query?position=startpos&position=startpos", NULL, NULL),
