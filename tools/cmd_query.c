@@ -53,13 +53,14 @@ static void print_mark(const BookMove *m, const BookMark *marks, int nmarks)
 
 int cmd_query(int argc, char **argv)
 {
-	const char *book = NULL, *spec = NULL;
+	const char *book = NULL;
+	CliArgs words = {0};
 	bool json = false, with_avoided = false;
 	const CliOpt opts[] = {
 	    CLI_ARG("BOOK", &book, "the book"),
-	    CLI_ARG("POS", &spec,
-	            "the position: startpos or an SFEN, either with moves ..., or a bare move "
-	            "list from the start (7g7f 3c3d)"),
+	    CLI_REST("POS", &words, 1,
+	             "the position: startpos or an SFEN, either with moves ..., or a bare move "
+	             "list from the start (7g7f 3c3d); one argument, quoted, or its words"),
 	    CLI_FLAG("--json", &json, "the answer as JSON"),
 	    CLI_FLAG("--with-avoided", &with_avoided,
 	             "rank the moves marked avoided (joseki avoid, prune) as the others"),
@@ -68,6 +69,19 @@ int cmd_query(int argc, char **argv)
 	const CliCmd cmd = {"query", opts, "docs/bookdb.md"};
 	int parsed = cli_parse(&cmd, argc, argv);
 	if (parsed != CLI_GO) return parsed;
+	/* Its words as one spec: `query BOOK startpos moves 7g7f` as quoted. */
+	size_t len = 1;
+	for (size_t i = 0; i < words.n; i++) len += strlen(words.v[i]) + 1;
+	char *spec = malloc(len);
+	if (!spec) {
+		joseki_error("out of memory");
+		return 1;
+	}
+	spec[0] = 0;
+	for (size_t i = 0; i < words.n; i++) {
+		if (i) strcat(spec, " ");
+		strcat(spec, words.v[i]);
+	}
 	Position *pos = malloc(sizeof *pos);
 	BookRecord *rec = malloc(sizeof *rec);
 	BookDB *db = NULL;
@@ -181,6 +195,7 @@ int cmd_query(int argc, char **argv)
 	}
 	ret = 0;
 done:
+	free(spec);
 	free(marks);
 	bookdb_txn_abort(txn);
 	bookdb_free(db);
