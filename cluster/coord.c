@@ -437,6 +437,10 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	c->opt.paths = NULL;
 	c->opt.npaths = 0;
 	if ((rc = co_restore(c, err)) < 0 || (rc = co_queue_extended(c, err)) < 0) goto fail;
+	/* Writes a coordinator stopped (or killed) before backing them up are
+	 * backed up by the first run, due as if they were its own. */
+	if (c->opt.minimax.pending && c->opt.minimax.pending(c->opt.minimax.ctx, db))
+		c->since_minimax = 1;
 	sel_start_filter(c->sel);
 	co_spot_restored(c);
 	/* Restored: what the selector holds leased beyond the work state (a
@@ -1824,9 +1828,9 @@ int coord_tick(Coord *c, int64_t now_ms, char *err)
 	    (rc = coord_checkpoint(c, now_ms, err)) < 0)
 		return rc;
 	/* The seconds between minimax runs count from the first tick: a fresh
-	 * coordinator does not start with one (the book was backed up by the
-	 * last run before it stopped, or needs a whole-book run, which is
-	 * `joseki minimax`'s job, not the first round's). */
+	 * coordinator does not start with one. Its first run backs up what is
+	 * behind (writes the last coordinator left: coord_open); a book that
+	 * needs a whole-book run gets it from `joseki minimax`. */
 	if (!c->last_minimax_ms) c->last_minimax_ms = now_ms;
 	int mrc = minimax_collect(c, false, err);
 	bool due = book_minimax_hook_set(&c->opt.minimax) && c->since_minimax && !c->mm_running &&

@@ -1531,10 +1531,17 @@ static int hook_apply(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err
 	return rc;
 }
 
+static bool hook_pending(void *ctx, BookDB *db)
+{
+	(void)ctx;
+	return bookmm_pending(db);
+}
+
 BookMinimaxHook bookmm_hook(const BookmmOptions *opt)
 {
 	return (BookMinimaxHook){.run = hook_run,
 	                         .ctx = (void *)opt,
+	                         .pending = hook_pending,
 	                         .keys = hook_keys,
 	                         .prepare = hook_prepare,
 	                         .apply = hook_apply,

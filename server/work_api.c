@@ -620,6 +620,8 @@ static char *status_body(const CoordStatus *st)
 		                              (json_int_t)st->again_replaced, "left",
 		                              (json_int_t)st->again_left));
 	if (o) json_object_set_new(o, "workers_gone", gone_json(st, now));
+	/* minimax_runs counts those started: whether one is under way. */
+	if (o) json_object_set_new(o, "minimax_running", json_boolean(st->minimax_running));
 	/* This coordinator process: new at each restart. */
 	if (o) {
 		json_object_set_new(o, "instance", json_string(st->instance));

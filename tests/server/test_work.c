@@ -792,6 +792,45 @@ static void answer_first_legal(const Coordinator *s, const char *token, json_t *
 	free(pos);
 }
 
+/* Results a coordinator stored and did not back up before its stop (its
+ * minimax due only every 600 s) are backed up by the next coordinator's
+ * first run, with no result of its own (it waited for one: the book served
+ * values behind its records for as long as no worker came). */
+static void test_work__a_restarted_coordinator_backs_up_what_the_last_one_left(void **state)
+{
+	(void)state;
+	char t1[80], t2[80], book[600];
+	char *dir = make_book(t1, t2);
+	snprintf(book, sizeof book, "%s/b", dir);
+	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s --quiet >/dev/null", ts_joseki(), book),
+	                 0);
+	Coordinator s;
+	start_opts(&s, dir, "--minimax-seconds 600", NULL, 0);
+	json_t *a = acquire(&s, t1, "w1", 4);
+	answer_first_legal(&s, t1, a);
+	json_decref(a);
+	char said[8192];
+	stop_said(&s, said, sizeof said);
+	if (!strstr(said, " since its last minimax run")) fail_msg("said at the stop:\n%s", said);
+	start_opts(&s, dir, "--minimax-seconds 1", NULL, 0);
+	/* Its first run, started and ended with no result of its own. */
+	for (int w = 0;; w++) {
+		if (w == 1200) fail_msg("no minimax run ended in 60 s");
+		usleep(50000);
+		json_t *st = status(&s, t1);
+		bool ended = jget(st, "minimax_runs", NULL) >= 1 &&
+		             json_is_false(json_object_get(st, "minimax_running"));
+		assert_int_equal(jget(st, "results", NULL), 0);
+		json_decref(st);
+		if (ended) break;
+	}
+	stop_said(&s, said, sizeof said);
+	if (strstr(said, "since its last minimax run")) fail_msg("said at the stop:\n%s", said);
+	check_passes(book, false);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* Starts a coordinator on book (serve's arguments extra) and submits one
  * result with token: its first minimax run is then due. */
 static void serve_one_result(Coordinator *s, const char *book, const char *token, const char *extra)
@@ -2070,6 +2109,8 @@ int main(void)
 	        teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_work__submissions_outside_the_lease_or_malformed_are_refused, setup, teardown),
+	    cmocka_unit_test_teardown(
+	        test_work__a_restarted_coordinator_backs_up_what_the_last_one_left, kill_left),
 	    cmocka_unit_test_teardown(test_work__a_whole_book_minimax_runs_in_a_child_process,
 	                              kill_left),
 	    cmocka_unit_test_teardown(test_work__a_stop_stops_the_whole_book_child, kill_left),
