@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -184,6 +185,14 @@ int cmd_minimax(int argc, char **argv)
 	if (progress) opt.progress = on_progress;
 	opt.stop = &g_stop;
 	joseki_catch_stop(on_stop);
+	/* A coordinator's whole-book child (tools/cmd_serve.c) stops as if
+	 * sent SIGTERM when the coordinator dies, kill -9 included, rather than
+	 * writing on beside the next one. */
+	const char *parent = getenv(JOSEKI_PARENT_ENV);
+	if (parent) {
+		(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != (pid_t)strtol(parent, NULL, 10)) raise(SIGTERM); /* gone already */
+	}
 	int rc = bookmm_run(&st, db, &opt, msg);
 	if (progress && !st.incremental) fputs("\r\033[K", stderr);
 	double per_pos = 0, packed = 0;

@@ -115,8 +115,23 @@ static int whole_book_child(const char *book, const char *why, uint64_t memory,
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setsigdefault(&at, &deflt);
+	/* Its parent named, so that it stops when the coordinator dies
+	 * (tools/cmd_minimax.c). */
+	size_t nenv = 0;
+	while (environ[nenv]) nenv++;
+	char **envp = malloc((nenv + 2) * sizeof *envp), parent[48];
+	snprintf(parent, sizeof parent, "%s=%d", JOSEKI_PARENT_ENV, (int)getpid());
+	size_t k = 0;
+	for (size_t i = 0; envp && i < nenv; i++)
+		if (strncmp(environ[i], JOSEKI_PARENT_ENV "=", strlen(JOSEKI_PARENT_ENV) + 1))
+			envp[k++] = environ[i];
+	if (envp) {
+		envp[k++] = parent;
+		envp[k] = NULL;
+	}
 	pid_t pid;
-	int rc = posix_spawn(&pid, exe, &fa, &at, argv, environ);
+	int rc = posix_spawn(&pid, exe, &fa, &at, argv, envp ? envp : environ);
+	free(envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	if (rc != 0)

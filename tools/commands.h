@@ -14,6 +14,10 @@
 #include "shogi/errors.h"
 typedef int (*joseki_cmd_fn)(int argc, char **argv); /* argv[0] is the subcommand */
 
+/* Set by `serve --work` for its whole-book `joseki minimax` child to its own
+ * pid: the child stops (as on SIGTERM) when that process dies. */
+#define JOSEKI_PARENT_ENV "JOSEKI_STOP_WITH_PARENT"
+
 JOSEKI_MUST_USE int cmd_perft(int argc, char **argv);
 JOSEKI_MUST_USE int cmd_replay(int argc, char **argv);
 JOSEKI_MUST_USE int cmd_ingest(int argc, char **argv);

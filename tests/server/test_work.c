@@ -792,6 +792,67 @@ static void answer_first_legal(const Coordinator *s, const char *token, json_t *
 	free(pos);
 }
 
+/* A coordinator killed (kill -9) while its whole-book minimax child runs
+ * takes the child with it: the child stops as on SIGTERM (nothing lost)
+ * rather than writing on beside the next coordinator, and the book passes
+ * check, its run marked stopped for the next to mend. */
+static void test_work__a_killed_coordinators_minimax_child_stops_too(void **state)
+{
+	(void)state;
+	char *dir = ts_mkdtemp(), book[600], tok[80], *out = NULL, *err = NULL;
+	snprintf(book, sizeof book, "%s/b", dir);
+	/* Large enough that its whole-book run outlasts the kill. */
+	if (ts_runf(NULL, &err, "%s synth %s --positions 600000 --seed 3 --quiet >/dev/null",
+	            ts_joseki(), book) != 0)
+		fail_msg("synth: %s", err);
+	free(err);
+	assert_int_equal(ts_runf(&out, NULL, "%s token add %s/tokens w1", ts_joseki(), book), 0);
+	memcpy(tok, out, 64);
+	tok[64] = 0;
+	free(out);
+	Coordinator s;
+	s.port = ts_serve_start(&s.pid, &s.log, book,
+	                        "--work --depth 3 --lease-seconds 600 --minimax-seconds 1");
+	g_child = s.pid;
+	if (!s.port) fail_msg("serve --work did not say where it listens");
+	json_t *a = acquire(&s, tok, "w1", 4);
+	answer_first_legal(&s, tok, a);
+	json_decref(a);
+	char *text = NULL;
+	size_t len = 0;
+	if (!ts_read_until(s.log, &text, &len, " (--memory", 60000))
+		fail_msg("no child started: %s", text ? text : "");
+	const char *at = strstr(text, " in child process ");
+	pid_t child = (pid_t)atoi(at + strlen(" in child process "));
+	assert_true(child > 0);
+	free(text);
+	text = NULL;
+	len = 0;
+	kill(s.pid, SIGKILL);
+	waitpid(s.pid, NULL, 0);
+	g_child = 0;
+	/* The child says it stopped, on the stderr it shares with its coordinator
+	 * (the log's pipe ends once it is gone too). */
+	int64_t end = clock_ms() + 60000;
+	for (; kill(child, 0) == 0; usleep(50000))
+		if (clock_ms() > end)
+			fail_msg("the child %d still runs 60 s after its coordinator died",
+			         (int)child);
+	ts_read_until(s.log, &text, &len, "\x01", 10000); /* to its end */
+	fclose(s.log);
+	if (!text || !strstr(text, "by SIGTERM; nothing is lost"))
+		fail_msg("the child's stderr: %s", text ? text : "");
+	free(text);
+	char *cout = NULL;
+	assert_int_equal(ts_runf(&cout, NULL, "%s check %s", ts_joseki(), book), 0);
+	free(cout);
+	json_t *mm = ts_run_json(0, "%s minimax %s --json", ts_joseki(), book);
+	assert_false(json_is_true(json_object_get(mm, "incremental")));
+	json_decref(mm);
+	ts_rmtree(dir);
+	free(dir);
+}
+
 /* Results a coordinator stored and did not back up before its stop (its
  * minimax due only every 600 s) are backed up by the next coordinator's
  * first run, with no result of its own (it waited for one: the book served
@@ -2111,6 +2172,8 @@ int main(void)
 	        test_work__submissions_outside_the_lease_or_malformed_are_refused, setup, teardown),
 	    cmocka_unit_test_teardown(
 	        test_work__a_restarted_coordinator_backs_up_what_the_last_one_left, kill_left),
+	    cmocka_unit_test_teardown(test_work__a_killed_coordinators_minimax_child_stops_too,
+	                              kill_left),
 	    cmocka_unit_test_teardown(test_work__a_whole_book_minimax_runs_in_a_child_process,
 	                              kill_left),
 	    cmocka_unit_test_teardown(test_work__a_stop_stops_the_whole_book_child, kill_left),
