@@ -176,11 +176,14 @@ int csa_game_write(FILE *f, Position *game, const CsaGame *g, char *err)
 	return 0;
 }
 
-void csa_random_game_write(FILE *f, uint64_t *rng, long id, int max_plies, Position *pos)
+void csa_random_game_write(FILE *f, uint64_t *rng, uint64_t seed, long id, int max_plies,
+                           Position *pos)
 {
 	pos_set_startpos(pos);
 	fprintf(f, "V2\nN+gen_black_%ld\nN-gen_white_%ld\n'Max_Moves:256\n", id % 97, id % 89);
-	fprintf(f, "$EVENT:wdoor+floodgate-300-10F+gen_black+gen_white+2026%02ld%02ld%06ld\n",
+	char s[32] = "";
+	if (seed != 1) snprintf(s, sizeof s, "_s%llu", (unsigned long long)seed);
+	fprintf(f, "$EVENT:wdoor+floodgate-300-10F+gen_black%s+gen_white+2026%02ld%02ld%06ld\n", s,
 	        1 + id % 12, 1 + id % 28, id % 1000000);
 	fprintf(f, "$START_TIME:2026/%02ld/%02ld 12:00:00\nPI\n+\n", 1 + id % 12, 1 + id % 28);
 	fprintf(f, "'black_rate:gen_black+x:%ld\n'white_rate:gen_white+y:%ld.0\n",

@@ -67,8 +67,11 @@ JOSEKI_MUST_USE int csa_game_write(FILE *f, Position *game, const CsaGame *g, ch
  * repetition or mate ends it), the first 8 from a small choice so openings
  * share lines, each with a "'**" evaluation comment and a one-move PV, then
  * %TORYO and a summary. The same *rng state gives the same game; *rng is
- * advanced. pos is scratch.
+ * advanced. seed (the corpus's: gen-games --seed) is in the game's $EVENT,
+ * its identity for ingest, unless 1: corpora of two seeds hold no game of the
+ * same id. pos is scratch.
  */
-void csa_random_game_write(FILE *f, uint64_t *rng, long id, int max_plies, Position *pos);
+void csa_random_game_write(FILE *f, uint64_t *rng, uint64_t seed, long id, int max_plies,
+                           Position *pos);
 
 #endif

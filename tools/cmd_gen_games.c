@@ -50,7 +50,7 @@ int cmd_gen_games(int argc, char **argv)
 		} else {
 			fputs("/\n", f);
 		}
-		csa_random_game_write(f, &rng, g, (int)plies, pos);
+		csa_random_game_write(f, &rng, seed, g, (int)plies, pos);
 	}
 	if (f && fclose(f) != 0) goto io;
 	free(pos);

@@ -30,7 +30,7 @@ static char *games(uint64_t seed, int n, size_t *len)
 	uint64_t rng = seed;
 	for (int i = 0; i < n; i++) {
 		if (i) fputs("/\n", f);
-		csa_random_game_write(f, &rng, i, 120, pos);
+		csa_random_game_write(f, &rng, seed, i, 120, pos);
 	}
 	fclose(f);
 	free(pos);
@@ -45,6 +45,16 @@ static void test_csa_write__random_games_are_legal_and_reproducible(void **state
 	assert_int_equal(len, len2);
 	assert_memory_equal(a, b, len); /* the same state, the same text */
 	assert_false(len == len3 && !memcmp(a, c, len));
+	/* Each seed's games their own ids (ingest took a second corpus for
+	 * duplicates); seed 1's as they always were. */
+	assert_non_null(strstr(a,
+	                       "$EVENT:wdoor+floodgate-300-10F+gen_black_s11+gen_white+2026010100"
+	                       "0000\n"));
+	assert_non_null(strstr(c, "+gen_black_s12+gen_white+20260101000000\n"));
+	size_t len1;
+	char *one = games(1, 1, &len1);
+	assert_non_null(strstr(one, "$EVENT:wdoor+floodgate-300-10F+gen_black+gen_white+"));
+	free(one);
 
 	KifuReader *r;
 	assert_int_equal(kifu_reader_open_mem_as(&r, a, len, "gen.csa", KIFU_CSA), 0);
