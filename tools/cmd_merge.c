@@ -180,7 +180,7 @@ int cmd_merge(int argc, char **argv)
 		       (unsigned long long)total.games_unlocated);
 	if (total.games_completed)
 		printf(", %llu %scompleted", (unsigned long long)total.games_completed, would);
-	if (total.resumed) printf("; an interrupted merge completed");
+	if (total.resumed) printf("; an interrupted merge %scompleted", would);
 	if (ran_mm && run.mm_busy)
 		printf("; minimax left to the run under way on the book (and the next)");
 	else if (ran_mm && mm.incremental)

@@ -866,6 +866,16 @@ static void test_merge__kill_9_leaves_whole_batches_and_a_rerun_completes(void *
 	assert_non_null(strstr(err, "/S"));
 	assert_non_null(strstr(err, "interrupted"));
 	free(err);
+	/* A dry run of the interrupted one says it would complete it, writing
+	 * nothing (the mark stays). */
+	char *out = NULL;
+	assert_int_equal(ts_runf(&out, NULL, "%s merge %s/K %s/S --no-minimax --dry-run", J, d, d),
+	                 0);
+	if (!strstr(out, "; an interrupted merge would be completed")) fail_msg("%s", out);
+	free(out);
+	char *still = meta_get(pk, "merge");
+	assert_non_null(still);
+	free(still);
 	free(mark);
 	book_free(&b0);
 	book_free(&br);
