@@ -18,7 +18,8 @@
 #   children, M the peak of the anonymous resident memory (resident less file-backed and
 #   shared: a mapped book's pages are not counted) summed over the command's joseki
 #   processes, sampled from /proc every 0.1 s from outside, so commands that do not print it
-#   are measured too (a peak shorter than that may be missed); D the bytes of what the
+#   are measured too (a peak shorter than that may be missed: n/a when the run ended before
+#   the sampler's first look, not 0); D the bytes of what the
 #   command wrote (the book for synth, minimax, compact; the output file or directory for
 #   export, peta-shock, merge, backup), or of the book it read; R = N / W. A command that
 #   fails or runs past SCALE_TIMEOUT seconds (default 3600) prints
@@ -297,8 +298,9 @@ sample() {
 # result CMD N WALL CPU PEAK_KB DISK [EXTRA]: the line, and the figures for the growth.
 result() {
 	awk -v c="$1" -v n="$2" -v w="$3" -v cpu="$4" -v kb="$5" -v d="$6" -v x="${7:-}" 'BEGIN {
-		printf "bench-scale: %s positions %d wall_s %.2f cpu_s %.2f peak_anon_mb %.0f disk_bytes %.0f positions_per_s %.0f%s\n",
-		    c, n, w, cpu, kb / 1024, d, (w > 0 ? n / w : 0), (x != "" ? " " x : "")
+		peak = kb > 0 ? sprintf("%.0f", kb / 1024) : "n/a"
+		printf "bench-scale: %s positions %d wall_s %.2f cpu_s %.2f peak_anon_mb %s disk_bytes %.0f positions_per_s %.0f%s\n",
+		    c, n, w, cpu, peak, d, (w > 0 ? n / w : 0), (x != "" ? " " x : "")
 	}'
 	echo "$1 $2 $3 $5 $4" >>"$W/results"
 }
