@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -304,6 +305,41 @@ static int open_dbs(BookDB *db, const BookDBOptions *opt, char *err)
 	}
 }
 
+/* Who holds a flock on fd's file, other than this process, as "pid N: its
+ * command line" (cut to len, shortened to its first words), from
+ * /proc/locks; "" when it cannot say (another host's process, no /proc). */
+static void flock_holder(int fd, char *who, size_t len)
+{
+	who[0] = 0;
+	struct stat st;
+	FILE *f = fstat(fd, &st) == 0 ? fopen("/proc/locks", "r") : NULL;
+	char line[256];
+	long pid = -1;
+	while (f && pid < 0 && fgets(line, sizeof line, f)) {
+		long p;
+		unsigned maj, min;
+		unsigned long long ino;
+		/* "1: FLOCK  ADVISORY  READ 1234 08:01:5678 0 EOF"; a waiter's "-> FLOCK". */
+		if (strstr(line, "->") ||
+		    sscanf(line, "%*d: FLOCK %*s %*s %ld %x:%x:%llu", &p, &maj, &min, &ino) != 4)
+			continue;
+		if (ino == (unsigned long long)st.st_ino && maj == major(st.st_dev) &&
+		    min == minor(st.st_dev) && p != (long)getpid())
+			pid = p;
+	}
+	if (f) fclose(f);
+	if (pid < 0) return;
+	char path[64], cmd[160] = "";
+	snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+	FILE *c = fopen(path, "r");
+	size_t n = c ? fread(cmd, 1, sizeof cmd - 1, c) : 0;
+	if (c) fclose(c);
+	cmd[n] = 0;
+	for (size_t i = 0; i + 1 < n; i++)
+		if (!cmd[i]) cmd[i] = ' ';
+	snprintf(who, len, "pid %ld%s%.80s", pid, cmd[0] ? ": " : "", cmd);
+}
+
 /* Takes BOOK/writers.lock (LOCK_SH for a writer, LOCK_EX for compact)
  * without waiting. */
 int bdb_writers_lock(BookDB *db, int how, char *err)
@@ -324,15 +360,19 @@ int bdb_writers_lock(BookDB *db, int how, char *err)
 	}
 	if (flock(db->writers_fd, how | LOCK_NB) == 0) return 0;
 	int e = errno;
-	return errmsg_set(
-	    err, BOOKDB_ERRLEN, e == EWOULDBLOCK ? BOOKDB_EBUSY : bdb_xlate(e), "%.100s: %s",
-	    db->dir,
-	    e != EWOULDBLOCK ? strerror(e)
-	    : how == LOCK_EX
-	        ? "a writer has the book open (think, ingest, minimax ...): try again when "
-	          "it is done"
-	        : "the book is being written anew (joseki compact, or a minimax --full that "
-	          "rebuilds it): try again when it is done");
+	char who[128] = "", said[160] = "";
+	if (e == EWOULDBLOCK) flock_holder(db->writers_fd, who, sizeof who);
+	if (who[0]) snprintf(said, sizeof said, ", %s", who);
+	if (e != EWOULDBLOCK)
+		return errmsg_set(err, BOOKDB_ERRLEN, bdb_xlate(e), "%.100s: %s", db->dir,
+		                  strerror(e));
+	return errmsg_set(err, BOOKDB_ERRLEN, BOOKDB_EBUSY,
+	                  "%.100s: %s%s): try again when it is done", db->dir,
+	                  how == LOCK_EX ? "a writer has the book open (think, ingest, minimax, "
+	                                   "serve --work ..."
+	                                 : "the book is being written anew (joseki compact, or a "
+	                                   "minimax --full that rebuilds it",
+	                  said);
 }
 
 int bookdb_selection_lock(int *out, const char *dir, const char *who, char *err)

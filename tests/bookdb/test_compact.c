@@ -199,6 +199,10 @@ static void test_compact__refused_while_a_writer_has_the_book(void **state)
 	char *err = NULL;
 	assert_int_equal(ts_runf(NULL, &err, "%s compact %s", ts_joseki(), book), 1);
 	assert_non_null(strstr(err, "a writer has the book open"));
+	/* Naming the writer, as a user finds it. */
+	char who[64];
+	snprintf(who, sizeof who, ", pid %d: ", (int)p);
+	if (!strstr(err, who) || !strstr(err, " think ")) fail_msg("%s", err);
 	free(err);
 	int st = 0;
 	assert_int_equal(waitpid(p, &st, 0), p);
