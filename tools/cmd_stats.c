@@ -218,6 +218,8 @@ int cmd_stats(int argc, char **argv)
 		print_leaves(&st, full, kept, keep_err);
 		if (st.cyclic_known)
 			printf("cyclic             %lld (as of the last minimax run)\n", st.cyclic);
+		else
+			printf("cyclic             - (minimax not run)\n");
 		if (st.root_known)
 			printf("root_value         %d\n", st.root_value);
 		else if (st.cyclic_known)
