@@ -1531,10 +1531,17 @@ static int hook_apply(BookMinimaxPlan *plan, BookTxn *txn, size_t max, char *err
 	return rc;
 }
 
+/* Behind, or never backed up at all over analyses (a coordinator's first
+ * run then does the whole book). */
 static bool hook_pending(void *ctx, BookDB *db)
 {
 	(void)ctx;
-	return bookmm_pending(db);
+	if (bookmm_pending(db)) return true;
+	BookTxn *txn;
+	if (bookdb_txn_begin(&txn, db, false) < 0) return false;
+	bool never = bookmm_never_ran(txn);
+	bookdb_txn_abort(txn);
+	return never;
 }
 
 BookMinimaxHook bookmm_hook(const BookmmOptions *opt)

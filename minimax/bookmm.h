@@ -260,6 +260,12 @@ JOSEKI_MUST_USE int bookmm_writes_since(uint64_t *n, BookTxn *txn);
  * kept its state in (never analysed, or the log off): nothing says so there.
  */
 bool bookmm_pending(BookDB *db);
+/*
+ * Whether no minimax run has ever backed up the analyses of the book txn
+ * sees: it holds thought positions and no run's mark (meta "minimax"). Where
+ * bookmm_pending says nothing (no run kept its state).
+ */
+bool bookmm_never_ran(BookTxn *txn);
 /* (Its prepare fails with the BOOKMM_E* code of the run, BOOK_MINIMAX_STOPPED
  * for a stop.) */
 

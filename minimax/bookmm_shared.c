@@ -530,6 +530,16 @@ int bookmm_fullrun_pending(BookTxn *txn, bool *hole)
 	return rc == 0 ? 1 : rc == BOOKDB_ENOTFOUND ? 0 : rc;
 }
 
+bool bookmm_never_ran(BookTxn *txn)
+{
+	const void *v;
+	size_t len;
+	BookCounts c;
+	return bookdb_kv_get(&v, &len, txn, BOOKDB_META, BOOKDB_META_MINIMAX,
+	                     strlen(BOOKDB_META_MINIMAX)) == BOOKDB_ENOTFOUND &&
+	       bookdb_counts(&c, txn) == 0 && c.kept && c.thought;
+}
+
 bool bookmm_pending(BookDB *db)
 {
 	BookTxn *txn;

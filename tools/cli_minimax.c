@@ -35,13 +35,7 @@ void cli_minimax_backlog(const char *cmd, BookDB *db, const char *book)
 	if (!db || bookdb_txn_begin(&txn, db, false) < 0) return;
 	if (bookmm_writes_since(&since, txn) != 1) since = 0;
 	/* No minimax run ever (its meta "minimax" absent) over analyses. */
-	const void *v;
-	size_t len;
-	BookCounts c;
-	bool never = !since &&
-	             bookdb_kv_get(&v, &len, txn, BOOKDB_META, BOOKDB_META_MINIMAX,
-	                           strlen(BOOKDB_META_MINIMAX)) == BOOKDB_ENOTFOUND &&
-	             bookdb_counts(&c, txn) == 0 && c.kept && c.thought;
+	bool never = !since && bookmm_never_ran(txn);
 	bookdb_txn_abort(txn);
 	if (!since && !never) return;
 	char text[2 * BOOKDB_PATH_LEN + 256];

@@ -860,36 +860,45 @@ static void test_work__a_killed_coordinators_minimax_child_stops_too(void **stat
 static void test_work__a_restarted_coordinator_backs_up_what_the_last_one_left(void **state)
 {
 	(void)state;
-	char t1[80], t2[80], book[600];
-	char *dir = make_book(t1, t2);
-	snprintf(book, sizeof book, "%s/b", dir);
-	assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s --quiet >/dev/null", ts_joseki(), book),
-	                 0);
-	Coordinator s;
-	start_opts(&s, dir, "--minimax-seconds 600", NULL, 0);
-	json_t *a = acquire(&s, t1, "w1", 4);
-	answer_first_legal(&s, t1, a);
-	json_decref(a);
-	char said[8192];
-	stop_said(&s, said, sizeof said);
-	if (!strstr(said, " since its last minimax run")) fail_msg("said at the stop:\n%s", said);
-	start_opts(&s, dir, "--minimax-seconds 1", NULL, 0);
-	/* Its first run, started and ended with no result of its own. */
-	for (int w = 0;; w++) {
-		if (w == 1200) fail_msg("no minimax run ended in 60 s");
-		usleep(50000);
-		json_t *st = status(&s, t1);
-		bool ended = jget(st, "minimax_runs", NULL) >= 1 &&
-		             json_is_false(json_object_get(st, "minimax_running"));
-		assert_int_equal(jget(st, "results", NULL), 0);
-		json_decref(st);
-		if (ended) break;
+	/* A book minimax never ran on (its first run the whole book, in a child
+	 * process), then one it ran on (incremental). */
+	for (int ran = 0; ran < 2; ran++) {
+		char t1[80], t2[80], book[600];
+		char *dir = make_book(t1, t2);
+		snprintf(book, sizeof book, "%s/b", dir);
+		if (ran)
+			assert_int_equal(ts_runf(NULL, NULL, "%s minimax %s --quiet >/dev/null",
+			                         ts_joseki(), book),
+			                 0);
+		Coordinator s;
+		start_opts(&s, dir, "--minimax-seconds 600", NULL, 0);
+		json_t *a = acquire(&s, t1, "w1", 4);
+		answer_first_legal(&s, t1, a);
+		json_decref(a);
+		char said[8192];
+		stop_said(&s, said, sizeof said);
+		if (!strstr(said, ran ? " since its last minimax run"
+		                      : "no minimax run has backed its analyses up yet"))
+			fail_msg("said at the stop:\n%s", said);
+		start_opts(&s, dir, "--minimax-seconds 1", NULL, 0);
+		/* Its first run, started and ended with no result of its own. */
+		for (int w = 0;; w++) {
+			if (w == 1200) fail_msg("no minimax run ended in 60 s");
+			usleep(50000);
+			json_t *st = status(&s, t1);
+			bool ended = jget(st, "minimax_runs", NULL) >= 1 &&
+			             json_is_false(json_object_get(st, "minimax_running"));
+			assert_int_equal(jget(st, "results", NULL), 0);
+			json_decref(st);
+			if (ended) break;
+		}
+		stop_said(&s, said, sizeof said);
+		if (strstr(said, "since its last minimax run") || strstr(said, "no minimax run"))
+			fail_msg("said at the stop:\n%s", said);
+		check_passes(book, false);
+		ts_rmtree(dir);
+		free(dir);
 	}
-	stop_said(&s, said, sizeof said);
-	if (strstr(said, "since its last minimax run")) fail_msg("said at the stop:\n%s", said);
-	check_passes(book, false);
-	ts_rmtree(dir);
-	free(dir);
 }
 
 /* Starts a coordinator on book (serve's arguments extra) and submits one
