@@ -80,12 +80,16 @@ static int parse_spec(Position *pos, const char *spec, bool sfen_only, char *err
 /*
  * The readings of a value whose URL had a '+' (plus: the value with only
  * its %XX decoded): as a space everywhere (spec, HTTP's form encoding), as
- * itself everywhere (plus), and as itself only where a move's promotion ends
- * a token (before another '+' or the end: "8h2b++3c3d"). Sets pos to the
- * position they give; 0, or 1 when they give two different ones, -1 when
- * none reads (err: the first's message), -2 out of memory.
+ * itself everywhere (plus), and as itself only where it may end a move
+ * token, a space after it: the first '+' of a run of them after a token that
+ * is two or more long or ends the value ("8h2b++3c3d", "8h2b++", "8h2b+"),
+ * the others spaces. Sets pos to the position they give; 0, or 1 when they
+ * give two different ones, -1 when none reads (err: the first's message; *hint
+ * whether a '+' could have meant itself there: the third reading is not the
+ * first, or a '+' comes before a piece's letter, "+B"), -2 out of memory.
  */
-static int parse_plus(Position *pos, const char *spec, const char *plus, bool sfen_only, char *err)
+static int parse_plus(Position *pos, const char *spec, const char *plus, bool sfen_only, char *err,
+                      bool *hint)
 {
 	size_t n = strlen(plus);
 	char *mixed = malloc(n + 1);
@@ -95,8 +99,14 @@ static int parse_plus(Position *pos, const char *spec, const char *plus, bool sf
 		free(alt);
 		return -2;
 	}
-	for (size_t i = 0; i <= n; i++)
-		mixed[i] = plus[i] == '+' && plus[i + 1] != '+' && plus[i + 1] ? ' ' : plus[i];
+	*hint = false;
+	for (size_t i = 0; i <= n; i++) {
+		mixed[i] = plus[i] == '+' ? ' ' : plus[i];
+		if (plus[i] != '+') continue;
+		bool first = i > 0 && plus[i - 1] != '+', more = plus[i + 1] == '+' || !plus[i + 1];
+		if (first && more) mixed[i] = '+', *hint = true;
+		if (plus[i + 1] && strchr("PLNSBRplnsbr", plus[i + 1])) *hint = true;
+	}
 	const char *reading[3] = {spec, plus, mixed};
 	char other[SHOGI_ERRLEN];
 	int found = 0, rc = 0;
@@ -130,7 +140,8 @@ static int parse(Position *pos, const char *sfen, const char *position, const ch
 		    api_error_body("give the position: sfen=<SFEN> or position=startpos moves ...");
 		return -1;
 	}
-	int rc = plus ? parse_plus(pos, spec, plus, !position, err)
+	bool hint = false;
+	int rc = plus ? parse_plus(pos, spec, plus, !position, err, &hint)
 	              : parse_spec(pos, spec, !position, err);
 	if (rc == -2) {
 		*status = 500;
@@ -145,7 +156,7 @@ static int parse(Position *pos, const char *sfen, const char *position, const ch
 		         "bad position: a '+' in a URL is a space, and here it can also be a "
 		         "promotion, which gives another position: %s",
 		         HOW);
-	else if (plus)
+	else if (hint)
 		snprintf(msg, sizeof msg, "bad position: %s (a '+' in a URL is a space: %s)", err,
 		         HOW);
 	else

@@ -223,13 +223,30 @@ static void test_server__every_endpoint_and_every_error(void **state)
 	             NULL, 400, "a '+' in a URL is a space, and here it can also be a promotion");
 	expect_error(c, s.port, "GET", "/v1/line?position=startpos+moves+7g7f+3c3d+8h2b+", NULL,
 	             400, "write a promotion's or a promoted piece's '+' as %2B");
+	/* A promotion's '+' before the '+' of a space: ambiguous too (it was
+	 * answered as 8h2b, the pair read as two spaces). */
+	expect_error(c, s.port, "GET", "/v1/query?position=7g7f+3c3d+8h2b++", NULL, 400,
+	             "here it can also be a promotion");
+	expect_error(c, s.port, "GET", "/v1/query?position=7g7f+3c3d+8h2b++3a4b", NULL, 400,
+	             "here it can also be a promotion");
+	/* A mistake where a '+' can only be a space gets no word about '+'. */
+	char *noise = NULL;
+	assert_int_equal(http(c, s.port, "GET", "/v1/query?position=startpos+moves+7g7f+7g7f", NULL,
+	                      &noise, NULL),
+	                 400);
+	if (!strstr(noise, "illegal move 2 '7g7f'") || strstr(noise, "a '+' in a URL"))
+		fail_msg("%s", noise);
+	free(noise);
 	static const char HORSE[] = "\"sfen\":\"lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/"
 	                            "7R1/LNSGKGSNL w B 4\"";
 	const char *promoted[] = {"/v1/query?position=startpos%20moves%207g7f%203c3d%208h2b%2B",
 	                          "/v1/query?position=startpos+moves+7g7f+3c3d+8h2b%2B",
+	                          /* Only the '+' as itself reads: taken so. */
+	                          "/v1/query?sfen=lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/"
+	                          "7R1/LNSGKGSNL%20w%20B%204",
 	                          "/v1/query?sfen=lnsgkgsnl/1r5%2BB1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/"
 	                          "7R1/LNSGKGSNL+w+B+4"};
-	for (size_t k = 0; k < 3; k++) {
+	for (size_t k = 0; k < sizeof promoted / sizeof *promoted; k++) {
 		assert_int_equal(http(c, s.port, "GET", promoted[k], NULL, &out, NULL), 200);
 		if (!strstr(out, HORSE)) fail_msg("%s: %s", promoted[k], out);
 		free(out);
