@@ -337,7 +337,10 @@ static void flock_holder(int fd, char *who, size_t len)
 	cmd[n] = 0;
 	for (size_t i = 0; i + 1 < n; i++)
 		if (!cmd[i]) cmd[i] = ' ';
-	snprintf(who, len, "pid %ld%s%.80s", pid, cmd[0] ? ": " : "", cmd);
+	/* Its first words (the rest, cut, said to be). */
+	bool cut = strlen(cmd) > 80;
+	if (cut) cmd[76] = 0;
+	snprintf(who, len, "pid %ld%s%s%s", pid, cmd[0] ? ": " : "", cmd, cut ? " ..." : "");
 }
 
 /* Takes BOOK/writers.lock (LOCK_SH for a writer, LOCK_EX for compact)

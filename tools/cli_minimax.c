@@ -100,10 +100,11 @@ int cli_minimax_notes(char line[][CLI_MINIMAX_LINE], int nl, const BookmmStats *
 		    "needed beside it): the records were rewritten in place",
 		    st->room_free / 1e6, st->room_needed / 1e6);
 	if (!st->rebuilt && packed > 0 && per_pos > 1.3 * packed)
-		snprintf(line[nl++], CLI_MINIMAX_LINE,
-		         "  the book takes %.0f bytes a position, its records %.0f in full pages: "
-		         "joseki compact (no writer running) packs them",
-		         per_pos, packed);
+		snprintf(
+		    line[nl++], CLI_MINIMAX_LINE,
+		    "  the book takes %.0f bytes a position, where its records would take %.0f in "
+		    "full pages: joseki compact (no writer running) packs them",
+		    per_pos, packed);
 	if (st->unsettled)
 		snprintf(line[nl++], CLI_MINIMAX_LINE,
 		         "  %zu positions on %zu cycle%s still changing at the last of %d sweeps: "
