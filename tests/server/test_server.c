@@ -468,8 +468,8 @@ static void test_server__query_equals_the_command_byte_for_byte(void **state)
 	    "sfen 4k4/4R4/9/9/9/9/9/9/4K4 b - 1",
 	    "sfen 4k4/4R4/9/9/9/9/9/9/4K4 b - 1 moves 5i4i",
 	    "startpos moves 5i5h 5a5b 5h5i 5b5a 5i5h 5a5b 5h5i 5b5a 5i5h 5a5b 5h5i 5b5a 7g7f",
-	    "sfen 4k4/9/9/9/9/9/9/9/R3K4 b - 1 moves 9i9a 5a5b 9a9b 5b5a 9b9a 5a5b 9a9b 5b5a "
-	    "9b9a 5a5b 9a9b 5b5a 9b9a 5a5b",
+	    ("sfen 4k4/9/9/9/9/9/9/9/R3K4 b - 1 moves 9i9a 5a5b 9a9b 5b5a 9b9a 5a5b 9a9b 5b5a "
+	     "9b9a 5a5b 9a9b 5b5a 9b9a 5a5b"),
 	};
 	/* The reason each of those says (the server's words after "bad
 	 * position: "), the new ones checked word for word. */
@@ -483,10 +483,10 @@ static void test_server__query_equals_the_command_byte_for_byte(void **state)
 	    "19 pawns (board and hands, promoted counted): a set has 18",
 	    "the white king is in check with black to move (it could be captured)",
 	    "the position before the moves: the white king is in check with black to move",
-	    "move 13: the game ended at move 12, the position's fourth occurrence (sennichite: a "
-	    "draw)",
-	    "move 14: the game ended at move 13, the position's fourth occurrence (sennichite: "
-	    "Black's perpetual check, a loss)",
+	    ("move 13: the game ended at move 12, the position's fourth occurrence (sennichite: a "
+	     "draw)"),
+	    ("move 14: the game ended at move 13, the position's fourth occurrence (sennichite: "
+	     "Black's perpetual check, a loss)"),
 	};
 	for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
 		char *esc = curl_easy_escape(c, BAD[i], 0), path[600], *got, *out = NULL,
