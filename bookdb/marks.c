@@ -95,7 +95,7 @@ int bookdb_mark_decode(BookMark *out, const void *key, size_t klen, const void *
 	 * replacement says, at most BOOKDB_MARK_LEVELS in all. */
 	BookMark lv;
 	int kind = out->prior_kind, levels = 1;
-	const uint8_t *end = out->prior + out->prior_len;
+	const uint8_t *end = out->prior ? out->prior + out->prior_len : NULL; /* none: no loop */
 	for (const uint8_t *p = out->prior; p; p = lv.prior) {
 		if (++levels > BOOKDB_MARK_LEVELS || level_decode(&lv, p, (size_t)(end - p)) < 0 ||
 		    lv.kind != kind)

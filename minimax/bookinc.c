@@ -468,7 +468,7 @@ static void work_free(Inc *c)
  */
 static int reparent(Inc *c, BookTxn *snap, Keys *pk, U32s *par)
 {
-	qsort(pk->v, pk->n, sizeof *pk->v, key_order);
+	if (pk->n) qsort(pk->v, pk->n, sizeof *pk->v, key_order);
 	uint32_t *found = malloc((pk->n + 1) * sizeof *found);
 	if (!found) return BOOKDB_ENOMEM;
 	mmfile_find_threads(&c->v, pk->v, pk->n, found);

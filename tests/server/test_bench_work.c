@@ -438,7 +438,7 @@ static void test_bench_work__a_closed_connection_leaves_room_for_the_next_at_onc
 {
 	Fixture *f = *state;
 	assert_int_equal(restart(f, "--per-ip-connections 1"), f->port);
-	char url[64], token[80] = "Authorization: Bearer ", path[700];
+	char url[64], token[128] = "Authorization: Bearer ", path[700];
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/work/status", f->port);
 	snprintf(path, sizeof path, "%s/token", f->dir);
 	char *tok = ts_read_file(path, NULL);
