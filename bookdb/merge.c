@@ -416,7 +416,7 @@ static int shared_games(Merge *m)
 	if (rc < 0)
 		return errmsg_set(m->err, BOOKDB_MERGE_ERRLEN, rc, "%s: reading its games: %s",
 		                  bookdb_dir(m->src), bookdb_strerror(rc));
-	qsort(m->shares.v, m->shares.n, sizeof *m->shares.v, cmp_share);
+	if (m->shares.n) qsort(m->shares.v, m->shares.n, sizeof *m->shares.v, cmp_share);
 	m->stats_max = m->st->games_unlocated > 0;
 	return 0;
 }

@@ -380,7 +380,7 @@ static void *sort_job(void *arg)
 
 static SortJob sort_of(const ExtSort *s, const Buffer *b, size_t from, size_t n)
 {
-	return (SortJob){sort_ctx(s, b->arena), b->items + from, n};
+	return (SortJob){sort_ctx(s, b->arena), b->items ? b->items + from : NULL, n};
 }
 
 /* Two sorted halves of n items (the first h of them, the rest) merged into
