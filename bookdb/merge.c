@@ -667,7 +667,7 @@ static int run(Merge *m)
 	size_t batch = m->opt->batch ? m->opt->batch : 10000;
 	size_t in_batch = 0, pending = 0;
 	uint64_t done = 0;
-	const Share *s = m->shares.v, *end = m->shares.v + m->shares.n;
+	const Share *s = m->shares.v, *end = s ? s + m->shares.n : NULL; /* none: NULL, NULL */
 	Key key;
 	const uint8_t *val;
 	size_t len;

@@ -239,7 +239,7 @@ done:
 static ssize_t next_raw_line(Db2016Reader *r)
 {
 	for (;;) {
-		char *at = r->buf + r->buf_pos;
+		char *at = r->buf ? r->buf + r->buf_pos : NULL; /* none read yet */
 		size_t have = r->buf_len - r->buf_pos;
 		char *nl = have ? memchr(at, '\n', have) : NULL;
 		if (nl || (r->buf_eof && have)) {
@@ -249,7 +249,7 @@ static ssize_t next_raw_line(Db2016Reader *r)
 			return (ssize_t)n;
 		}
 		if (r->buf_eof) return 0;
-		memmove(r->buf, at, have);
+		if (have) memmove(r->buf, at, have);
 		r->buf_len = have;
 		r->buf_pos = 0;
 		if (r->buf_cap - r->buf_len < (1u << 16) + 1) {
