@@ -72,10 +72,13 @@ typedef struct {
 
 static int cmp_apery(const void *a, const void *b)
 {
-	const AperyOut *x = a, *y = b;
-	if (x->key != y->key) return x->key < y->key ? -1 : 1;
-	if (x->pos_hi != y->pos_hi) return x->pos_hi < y->pos_hi ? -1 : 1;
-	return (x->rank > y->rank) - (x->rank < y->rank);
+	/* Copied: the sorter's items are 4-byte aligned, the struct wants 8. */
+	AperyOut x, y;
+	memcpy(&x, a, sizeof x);
+	memcpy(&y, b, sizeof y);
+	if (x.key != y.key) return x.key < y.key ? -1 : 1;
+	if (x.pos_hi != y.pos_hi) return x.pos_hi < y.pos_hi ? -1 : 1;
+	return (x.rank > y.rank) - (x.rank < y.rank);
 }
 
 #define fail errmsg_set

@@ -1309,7 +1309,7 @@ static void stream_flush(Stream *w)
 static inline void stream_put(Stream *w, const void *p, size_t n)
 {
 	if (w->len + n > sizeof w->buf) stream_flush(w);
-	memcpy(w->buf + w->len, p, n);
+	if (n) memcpy(w->buf + w->len, p, n);
 	w->len += n;
 }
 

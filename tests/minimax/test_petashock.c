@@ -845,7 +845,7 @@ static PetashockMark book_mark(const char *sfen, const char *usi, int kind)
  * and on disk, with 1 to 3 threads; returns it and its stats. */
 static char *run_rules(const char *input, PetashockMark *marks, size_t n, PetashockStats *st)
 {
-	qsort(marks, n, sizeof *marks, petashock_mark_cmp);
+	if (n) qsort(marks, n, sizeof *marks, petashock_mark_cmp);
 	char *text = NULL;
 	const struct {
 		int threads;

@@ -830,7 +830,8 @@ typedef struct {
 	volatile sig_atomic_t stop;
 	const char *stop_at; /* the step whose start raises the flag */
 	char steps[256];     /* the steps begun, in order */
-	CycleGenStats last;
+	CycleGenStats last;  /* its rows (cycle_run's, gone once it returns) in row0 */
+	CycleRow row0;
 	int generations;
 	char note[256]; /* the last note */
 } StopCtx;
@@ -853,6 +854,8 @@ static void note_generation(void *ctx, const CycleGenStats *g)
 {
 	StopCtx *c = ctx;
 	c->last = *g;
+	if (g->nrows > 0) c->row0 = g->rows[0];
+	c->last.rows = g->nrows > 0 ? &c->row0 : NULL;
 	c->generations++;
 }
 
