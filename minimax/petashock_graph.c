@@ -178,7 +178,7 @@ int ps_put_moves(const Graph *g, uint32_t i, const Position *bpos, const Move *l
                  EdgeCand *cand, int ne, EdgeBuf *eb)
 {
 	if (ne >= 2 && bpos) order_edges(bpos, legal, n, cand, ne, eb->seen);
-	const PsLeaf *lv = g->leaves + g->lstart[i];
+	const PsLeaf *lv = g->leaves ? g->leaves + g->lstart[i] : NULL; /* none: nl is 0 */
 	size_t nl = g->lstart[i + 1] - g->lstart[i];
 	if (bigmem_grow((void **)&eb->moves, &eb->cap, eb->n + (size_t)ne + nl, sizeof *eb->moves,
 	                1024))
