@@ -251,7 +251,7 @@ static int search(Selector *s, uint32_t i, int alpha, int beta, int ply, bool pv
 	if (usable) n->u.e.best = (uint16_t)bestk;
 	/* Mated: its value is known, though nothing below it is to be thought
 	 * (the parent's move into it mates: a root won so has nothing left). */
-	bool mated = !usable && ne == 0 && n->u.e.best == SEL_MATED;
+	bool mated = !usable && sel_node_mated(n);
 	uint8_t bound = mated           ? B_EXACT
 	                : !usable       ? B_NOLEAF
 	                : best >= beta  ? B_LOWER
@@ -523,8 +523,7 @@ static int select_root(SelLeaf *out, Selector *s, int r)
 		const SelNode *end = &s->nodes[node];
 		/* The PV ends in a mate: the root's value is won (or lost) for
 		 * good along it, nothing on it to think about. */
-		if ((end->flags & NF_EXPANDED) && end->u.e.n == 0 && end->u.e.best == SEL_MATED)
-			return 0;
+		if (sel_node_mated(end)) return 0;
 		if (end->flags & NF_THOUGHT) {
 			/* The PV ends in a move back into the path: ban it so that the
 			 * selection moves on instead of stalling on the cycle. */

@@ -92,6 +92,12 @@ typedef struct {
 } SelNode;
 _Static_assert(sizeof(SelNode) == 40, "a node is 40 bytes");
 
+/* Whether n is an expanded node with no legal move (sel_g_expand): mated. */
+static inline bool sel_node_mated(const SelNode *n)
+{
+	return (n->flags & NF_EXPANDED) && n->u.e.n == 0 && n->u.e.best == SEL_MATED;
+}
+
 typedef struct {
 	int32_t child;
 	int16_t eval;

@@ -159,8 +159,7 @@ static int check_graph(const Selector *s, char *err)
 			return damaged(err, "a node both expanded and holding its record", i);
 		if ((n->flags & NF_EXPANDED) &&
 		    ((uint64_t)n->u.e.off + n->u.e.n > s->nedges ||
-		     (n->u.e.best != NO_BEST && n->u.e.best >= n->u.e.n &&
-		      !(n->u.e.best == SEL_MATED && n->u.e.n == 0))))
+		     (n->u.e.best != NO_BEST && n->u.e.best >= n->u.e.n && !sel_node_mated(n))))
 			return damaged(err, "a node's edges", i);
 	}
 	for (size_t i = 0; i < s->nedges; i++)
