@@ -285,7 +285,7 @@ static int hex_digit(char c)
 static char *plus_value(const Req *r, const char *name)
 {
 	size_t nl = strlen(name);
-	for (const char *p = r->query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
+	for (const char *p = r->query, *amp; p && *p; p = (amp = strchr(p, '&')) ? amp + 1 : NULL) {
 		if (strncmp(p, name, nl) || p[nl] != '=') continue;
 		const char *v = p + nl + 1;
 		size_t n = strcspn(v, "&");
@@ -553,9 +553,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (!strcmp(url, "/v1/query") || !strcmp(url, "/v1/line")) {
 		const char *sfen = arg(c, "sfen"), *position = arg(c, "position");
 		char *plus = plus_value(r, position ? "position" : "sfen");
-		body = url[4] == 'q' ? api_query(s->db, &s->cache, sfen, position, plus, &status)
-		                     : api_line(s->db, &s->cache, sfen, position, plus,
-		                                arg(c, "plies"), &status);
+		body = !strcmp(url, "/v1/query")
+		           ? api_query(s->db, &s->cache, sfen, position, plus, &status)
+		           : api_line(s->db, &s->cache, sfen, position, plus, arg(c, "plies"),
+		                      &status);
 		free(plus);
 	} else if (!strcmp(url, "/v1/stats")) {
 		body = api_stats(s->db, &s->cache, &status);

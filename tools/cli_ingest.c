@@ -173,14 +173,12 @@ int cli_ingest_report(const IngestStats *st, bool json, const char *cmd)
 		        st->walk.refused == 1 ? "" : "s");
 	if (!strcmp(cmd, "import")) {
 		if (st->depth0)
-			fprintf(
-			    stderr,
-			    "import: %llu position%s came with no depth (depth 0): minimax backs "
-			    "no "
-			    "value up through a position analysed below its --min-depth (default "
-			    "1); to back values up through them: joseki minimax BOOK --min-depth "
-			    "0\n",
-			    (unsigned long long)st->depth0, st->depth0 == 1 ? "" : "s");
+			fprintf(stderr,
+			        "import: %llu position%s came with no depth (depth 0): minimax "
+			        "backs no value up through a position analysed below its "
+			        "--min-depth (default 1); to back values up through them: joseki "
+			        "minimax BOOK --min-depth 0\n",
+			        (unsigned long long)st->depth0, st->depth0 == 1 ? "" : "s");
 		printf("import: %llu positions, %llu moves, %llu evaluations added; %llu errors; "
 		       "%.1f s\n",
 		       (unsigned long long)st->positions_added, (unsigned long long)st->moves_added,
