@@ -439,8 +439,7 @@ int coord_open(Coord **out, BookDB *db, const CoordOptions *opt, char *err)
 	if ((rc = co_restore(c, err)) < 0 || (rc = co_queue_extended(c, err)) < 0) goto fail;
 	/* Writes a coordinator stopped (or killed) before backing them up are
 	 * backed up by the first run, due as if they were its own. */
-	if (c->opt.minimax.pending && c->opt.minimax.pending(c->opt.minimax.ctx, db))
-		c->since_minimax = 1;
+	if (book_minimax_hook_pending(&c->opt.minimax, db)) c->since_minimax = 1;
 	sel_start_filter(c->sel);
 	co_spot_restored(c);
 	/* Restored: what the selector holds leased beyond the work state (a
